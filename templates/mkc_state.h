@@ -1,0 +1,32 @@
+/* Decode state shared by the megakernel and the host: one definition for both sides.
+ * The kernel owns `pos`; the host writes only the inputs of the next step. */
+#ifndef MKC_STATE_H
+#define MKC_STATE_H
+
+#define MKC_T_CAP 32         /* most input tokens one step can take: 1 + drafts */
+#define MKC_MAX_BLOCKS 1024  /* grid size cap: per-block argmax partials are planned for it */
+
+enum mkc_status {
+  MKC_STATUS_OK = 0,
+  MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
+  MKC_STATUS_BAD_INPUT = 2 /* n_inputs/n_fixed out of range or a token id outside the vocab */
+};
+
+typedef struct mkc_state {
+  /* kernel-owned */
+  int pos;        /* tokens whose K/V rows are valid in the cache */
+  int n_accepted; /* drafts accepted by the last step */
+  int n_out;      /* tokens emitted by the last step: accepted + 1 */
+  int status;     /* enum mkc_status of the last step */
+  int step;       /* steps run */
+  unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
+  unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
+  /* host-written before each step */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
+  int inputs[MKC_T_CAP];
+  /* kernel-written each step */
+  int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+} mkc_state;
+
+#endif
