@@ -9,7 +9,8 @@
 enum mkc_status {
   MKC_STATUS_OK = 0,
   MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
-  MKC_STATUS_BAD_INPUT = 2 /* n_inputs/n_fixed out of range or a token id outside the vocab */
+  MKC_STATUS_BAD_INPUT = 2, /* n_inputs/n_fixed out of range or a token id outside the vocab */
+  MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
 };
 
 typedef struct mkc_state {

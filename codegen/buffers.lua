@@ -1,0 +1,117 @@
+-- Buffer plan, fixed at generation time: the bf16 weight arena (rows padded
+-- to 8 elements for 16-byte loads), the float scratch arena (one region per
+-- live value, reused once its last reader's stage is behind a barrier), the
+-- KV cache slots, and each stage's shared-memory regions.
+local util = require("util")
+local buffers = {}
+
+local ALIGN_FLOATS = 64    -- 256-byte alignment of scratch regions
+local ALIGN_WEIGHTS = 128  -- 256-byte alignment of weights in the arena
+
+function buffers.stride(n) return util.round_up(n, 8) end
+
+-- What each stage kind reads and writes, as graph values.
+local function reads_writes(st)
+  local k = st.kind
+  if k == "embed" then return {}, { st.out } end
+  if k == "qkv_rope" then return { st.x }, { st.q_rope } end
+  if k == "attention" then return { st.q }, { st.out } end
+  if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
+  if k == "lm_head" then return { st.x }, { st.out } end
+  if k == "accept" then return {}, {} end
+  return { st.x }, { st.out } -- matvec, gate_up_swiglu
+end
+
+function buffers.plan(graph, stages, opts)
+  local t_max = opts.t_max
+  local plan = { weights = {}, weight_elems = 0, values = {}, kv = {}, stages = stages }
+
+  -- weight arena, in order of first use
+  local off = 0
+  for _, node in ipairs(graph.order) do
+    if node.op == "weight" then
+      off = util.round_up(off, ALIGN_WEIGHTS)
+      local w = { node = node, name = node.name, rows = node.rows, cols = node.cols, offset = off,
+                  row_stride = buffers.stride(node.cols) }
+      plan.weights[#plan.weights + 1] = w
+      plan.weights[node] = w
+      off = off + w.rows * w.row_stride
+    end
+  end
+  plan.weight_elems = util.round_up(off, ALIGN_WEIGHTS)
+
+  -- KV cache: one slot per attention node, [k|v][kv_heads][max_ctx][head_dim]
+  local kv_off, layers = 0, {}
+  for _, node in ipairs(graph.order) do
+    if node.op == "attention" then
+      if layers[node.layer] then
+        util.raise(graph.path, node.line, ("attention layer %d already used at line %d"):format(
+                   node.layer, layers[node.layer].line))
+      end
+      layers[node.layer] = node
+      local size = node.kv_heads * opts.max_ctx * node.head_dim
+      plan.kv[node] = { k = kv_off, v = kv_off + size }
+      kv_off = kv_off + 2 * size
+    end
+  end
+  plan.kv_floats = kv_off
+
+  -- scratch values: residual adds write into their residual operand's region
+  local root, first, last = {}, {}, {}
+  local function rootof(v) while root[v] do v = root[v] end return v end
+  for i, st in ipairs(stages) do
+    local reads, writes = reads_writes(st)
+    st.reads, st.writes = reads, writes
+    if st.kind == "matvec_residual" then root[st.out] = st.resid end
+    for _, v in ipairs(writes) do
+      local r = rootof(v)
+      first[r] = first[r] or i
+      last[r] = math.max(last[r] or i, i)
+    end
+    for _, v in ipairs(reads) do
+      local r = rootof(v)
+      last[r] = math.max(last[r] or i, i)
+    end
+  end
+  local placed, roots = {}, {}
+  for r in pairs(first) do roots[#roots + 1] = r end
+  table.sort(roots, function(a, b) return first[a] < first[b] or (first[a] == first[b] and a.id < b.id) end)
+  for _, r in ipairs(roots) do
+    -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan
+    local size = util.round_up(t_max * buffers.stride(r.n), ALIGN_FLOATS)
+    local lo, hi = first[r], (r.op == "logits") and math.huge or last[r] + 1
+    local at = 0
+    local moved = true
+    while moved do
+      moved = false
+      for _, p in ipairs(placed) do
+        if p.lo <= hi and lo <= p.hi and at < p.offset + p.size and p.offset < at + size then
+          at, moved = p.offset + p.size, true
+        end
+      end
+    end
+    local region = { node = r, offset = at, size = size, lo = lo, hi = hi, stride = buffers.stride(r.n) }
+    placed[#placed + 1] = region
+    plan.values[r] = region
+  end
+  local top = 0
+  for _, p in ipairs(placed) do top = math.max(top, p.offset + p.size) end
+  -- per-block argmax partials of the LM head: values then indices
+  plan.partials = top
+  top = top + 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
+  plan.scratch_floats = top
+  plan.value = function(v) return plan.values[rootof(v)] end
+  return plan
+end
+
+-- Shared memory of one stage: regions laid out from 0, 16-byte aligned.
+function buffers.smem(regions)
+  local layout, off = {}, 0
+  for _, r in ipairs(regions) do
+    layout[r[1]] = off
+    off = off + util.round_up(r[2] * 4, 16)
+  end
+  return layout, off
+end
+
+return buffers

@@ -1,0 +1,132 @@
+-- Loads a graph file: its presets and its build(g, p) function, run against
+-- a builder whose every op is checked and located at the graph file's line.
+local util = require("util")
+local ir = require("ir")
+local dsl = {}
+
+local PRESET_FIELDS = { max_ctx = "integer" }
+
+-- Runs the graph file in a small environment and returns its presets and build function.
+local function load_graph_file(path)
+  local presets, order = {}, {}
+  local env = {
+    math = math, string = string, table = table, ipairs = ipairs, pairs = pairs,
+    tostring = tostring, tonumber = tonumber, type = type, error = error, assert = assert,
+  }
+  env.preset = function(name)
+    local line = util.caller_line(path)
+    if type(name) ~= "string" then util.raise(path, line, "preset: name must be a string") end
+    if presets[name] then
+      util.raise(path, line, ("preset %s already defined at line %d"):format(name, presets[name].line))
+    end
+    return function(fields)
+      if type(fields) ~= "table" then util.raise(path, line, ("preset %s: expected a table"):format(name)) end
+      presets[name] = { fields = fields, line = line }
+      order[#order + 1] = name
+    end
+  end
+  local chunk, err = loadfile(path, "t", env)
+  if not chunk then
+    local f = io.open(path, "r")
+    if not f then util.fail(("cannot open graph %s"):format(path)) end
+    f:close()
+    local line, msg = err:match(":(%d+): (.*)$")
+    util.raise(path, tonumber(line), msg or err)
+  end
+  local ok, e = pcall(chunk)
+  if not ok then dsl.rethrow(path, e) end
+  if type(env.build) ~= "function" then util.raise(path, 1, "graph defines no build(g, p) function") end
+  return presets, order, env.build
+end
+
+-- Lua runtime errors inside the graph file become file:line: error: messages.
+function dsl.rethrow(path, e)
+  if type(e) == "table" and e.mkc_error then error(e, 0) end
+  local s = tostring(e)
+  local file, line, msg = s:match("^(.-):(%d+): (.*)$")
+  if file and file == path then util.raise(path, tonumber(line), msg) end
+  error(e, 0)
+end
+
+-- The preset as build() sees it: reading a field it lacks is an error at that line.
+local function preset_view(path, name, p, overrides)
+  local fields = {}
+  for k, v in pairs(p.fields) do fields[k] = v end
+  for k, v in pairs(overrides or {}) do fields[k] = v end
+  for field, kind in pairs(PRESET_FIELDS) do
+    local v = fields[field]
+    if math.type(v) ~= kind or v <= 0 then
+      util.raise(path, p.line, ("preset %s: %s must be a positive %s, got %s"):format(name, field, kind,
+                 tostring(v)))
+    end
+  end
+  return setmetatable({}, {
+    __index = function(_, k)
+      local v = fields[k]
+      if v == nil then
+        util.raise(path, util.caller_line(path) or p.line, ("preset %s has no field %s"):format(name, k))
+      end
+      return v
+    end,
+    __newindex = function() util.raise(path, util.caller_line(path), "presets are read-only") end,
+    fields = fields,
+  }), fields
+end
+
+local function builder(graph)
+  local path = graph.path
+  local function line() return util.caller_line(path) end
+  local g = {}
+  g.tokens = function() return ir.op(graph, "tokens", {}, nil, line()) end
+  g.weight = function(name, rows, cols) return ir.weight(graph, name, rows, cols, line()) end
+  g.embed = function(table_w, tokens) return ir.op(graph, "embed", { table_w, tokens }, nil, line()) end
+  g.rmsnorm = function(x, w, eps) return ir.op(graph, "rmsnorm", { x, w }, { eps = eps }, line()) end
+  g.matmul = function(x, w) return ir.op(graph, "matmul", { x, w }, nil, line()) end
+  g.rope = function(x, heads, o)
+    o = o or {}
+    return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,
+                                         layout = o.layout }, line())
+  end
+  g.attention = function(q, k, v, o)
+    o = o or {}
+    return ir.op(graph, "attention", { q, k, v }, { layer = o.layer, heads = o.heads,
+                                                    kv_heads = o.kv_heads, head_dim = o.head_dim }, line())
+  end
+  g.add = function(a, b) return ir.op(graph, "add", { a, b }, nil, line()) end
+  g.swiglu = function(gate, up) return ir.op(graph, "swiglu", { gate, up }, nil, line()) end
+  g.logits = function(x)
+    local l = line()
+    if graph.output then
+      util.raise(path, l, ("logits already set at line %d: a graph has one output"):format(graph.output.line))
+    end
+    graph.output = ir.op(graph, "logits", { x }, nil, l)
+    return graph.output
+  end
+  g.ref = function(name, n) return ir.ref(graph, name, n, line()) end
+  g.name = function(node, name) ir.name(graph, node, name, line()); return node end
+  return setmetatable(g, {
+    __index = function(_, op) util.raise(path, line(), ("unknown op %s"):format(tostring(op))) end,
+    __newindex = function() util.raise(path, line(), "the graph builder is read-only") end,
+  })
+end
+
+-- Loads `path`, builds preset `preset_name`; returns the checked graph.
+function dsl.load(path, preset_name, overrides)
+  local presets, order, build = load_graph_file(path)
+  local p = presets[preset_name]
+  if not p then
+    local first = presets[order[1]]
+    util.raise(path, first and first.line or 1, ("unknown preset %s (this graph has: %s)"):format(
+               tostring(preset_name), table.concat(order, ", ")))
+  end
+  local view, fields = preset_view(path, preset_name, p, overrides)
+  local graph = ir.new(path)
+  graph.preset, graph.params, graph.preset_line = preset_name, fields, p.line
+  local ok, e = pcall(build, builder(graph), view)
+  if not ok then dsl.rethrow(path, e) end
+  if not graph.output then util.raise(path, 1, "build() made no g.logits(...) output") end
+  ir.finish(graph, graph.output)
+  return graph
+end
+
+return dsl

@@ -1,0 +1,135 @@
+-- Emission: the kernel file = header, the device prelude, the templates
+-- verbatim (with #line back to each), then ONE __global__ kernel that calls
+-- each stage's template with this model's sizes as literals.
+local util = require("util")
+local buffers = require("buffers")
+local emit = {}
+
+-- Device-side files spliced into every kernel, in order.
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
+                   "attention.cuh", "lm_head.cuh", "accept.cuh" }
+
+local EMITTERS = {}
+for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
+                        "lm_head", "accept" }) do
+  EMITTERS[kind] = require("emit." .. (kind == "matvec_residual" and "matvec" or kind))
+end
+
+local function flt(x)
+  local s = ("%.9g"):format(x)
+  if not s:find("[%.eEn]") then s = s .. ".0" end
+  return s .. "f"
+end
+
+local function context(graph, plan, opts)
+  local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
+                vocab = graph.output.n }
+  ctx.partials = plan.partials
+  ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
+  function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
+  function ctx.wstride(w) return plan.weights[w].row_stride end
+  function ctx.chunks(w) return plan.weights[w].row_stride // 8 end
+  function ctx.value(v) return ("scratch + %d"):format(plan.value(v).offset) end
+  function ctx.vstride(v) return plan.value(v).stride end
+  function ctx.kv(att) return plan.kv[att] end
+  function ctx.smem_layout(regions) return (buffers.smem(regions)) end
+  function ctx.smem_ptr(ty, off) return ("(%s *)(smem + %d)"):format(ty, off) end
+  -- The fused RMSNorm input of a matmul stage: prologue call, its smem, and the call arguments.
+  function ctx.norm(st, extra)
+    local smem = {}
+    if st.norm then smem = { { "inv_rms", opts.t_max }, { "red", ctx.warps } } end
+    for _, r in ipairs(extra or {}) do smem[#smem + 1] = r end
+    if not st.norm then return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0" } end
+    local at = buffers.smem(smem)
+    local x, nw = st.x, st.norm.inputs[2]
+    return {
+      smem = smem,
+      w = ctx.weight(nw),
+      inv_rms = ctx.smem_ptr("float", at.inv_rms),
+      prologue = ("mkc_rms_prologue(%s, %d, %d, %s, T, %s, %s);\n  "):format(ctx.value(x), ctx.vstride(x),
+        x.n, flt(st.norm.eps), ctx.smem_ptr("float", at.inv_rms), ctx.smem_ptr("float", at.red)),
+    }
+  end
+  return ctx
+end
+
+local function node_label(node)
+  local what = node.op
+  if node.op == "matmul" then what = "matmul " .. node.inputs[2].name
+  elseif node.op == "rmsnorm" then what = "rmsnorm " .. node.inputs[2].name
+  elseif node.op == "embed" then what = "embed " .. node.inputs[1].name
+  elseif node.op == "attention" then what = "attention layer " .. node.layer end
+  return ("%s (line %d)"):format(what, node.line)
+end
+
+-- Fills st.emitted for every stage and returns the max shared memory per block.
+function emit.stages(graph, plan, opts)
+  local ctx = context(graph, plan, opts)
+  local smem_max = 0
+  for _, st in ipairs(plan.stages) do
+    local emitter = EMITTERS[st.kind]
+    if not emitter then util.fail("codegen: no emitter for stage kind " .. st.kind) end
+    st.emitted = emitter(st, ctx)
+    local _, bytes = buffers.smem(st.emitted.smem)
+    st.smem_bytes = bytes
+    smem_max = math.max(smem_max, bytes)
+    local labels = {}
+    for _, n in ipairs(st.nodes) do labels[#labels + 1] = node_label(n) end
+    st.labels = labels
+  end
+  return smem_max
+end
+
+function emit.source(graph, plan, opts)
+  local out, lines = {}, 0
+  local function put(s)
+    out[#out + 1] = s
+    local _, n = s:gsub("\n", "")
+    lines = lines + n + 1
+  end
+  local function splice(name)
+    put(("#line 1 \"templates/%s\""):format(name))
+    put((opts.templates[name]:gsub("\n$", "")))
+  end
+  local n_sync = 0
+  for _, st in ipairs(plan.stages) do if st.sync.kind == "grid" then n_sync = n_sync + 1 end end
+  local p = graph.params
+  put(table.concat({
+    ("/* %s -- generated: do not edit."):format(opts.version),
+    (" * graph:   %s, preset %s"):format(graph.path, graph.preset),
+    (" * hashes:  graph %s, templates %s, options %s"):format(opts.graph_hash, opts.templates_hash,
+      opts.options_hash),
+    (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks"):format(
+      opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks),
+    (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d floats, weights %d bf16, smem %d bytes"):format(
+      #plan.stages, n_sync, plan.scratch_floats, plan.kv_floats, plan.weight_elems, plan.smem_bytes),
+    " * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.",
+    " */",
+  }, "\n"))
+  put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d"):format(opts.threads, opts.t_max))
+  put("#if defined(__CUDACC__)")
+  splice("prelude_cuda.cuh")
+  put("#else\n#include \"prelude_cpu.h\"\n#endif")
+  for _, name in ipairs(emit.TEMPLATES) do splice(name) end
+  put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
+  put("")
+  put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {")
+  put(("  if (!mkc_step_begin(state, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max))
+  put("  const int pos = state->pos, T = state->n_inputs;")
+  put("  char *smem = mkc_smem();")
+  put("  (void)smem;")
+  for i, st in ipairs(plan.stages) do
+    put("")
+    put(("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
+      #st.labels > 0 and table.concat(st.labels, ", ") or "no graph node"))
+    put(("   * work: %s; smem %d bytes */"):format(st.emitted.work, st.smem_bytes))
+    put("  " .. st.emitted.code)
+    if st.sync.kind == "grid" then
+      put(("  mkc_grid_sync(state); /* %s */"):format(st.sync.reason))
+    end
+  end
+  put("}")
+  return table.concat(out, "\n") .. "\n"
+end
+
+return emit

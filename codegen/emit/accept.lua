@@ -1,0 +1,11 @@
+-- Stage: block 0 reduces the argmax partials, accepts drafts, moves pos.
+return function(st, ctx)
+  local smem = { { "choice", ctx.t_max } }
+  local at = ctx.smem_layout(smem)
+  return {
+    work = "T tokens, block 0 only",
+    smem = smem,
+    code = ("mkc_accept(state, scratch + %d, (const int *)(scratch + %d), %d, pos, T, %s);"):format(
+      ctx.partials, ctx.partials_idx, ctx.vocab, ctx.smem_ptr("int", at.choice)),
+  }
+end

@@ -1,0 +1,12 @@
+-- Stage: gate and up projections with SwiGLU in the epilogue.
+return function(st, ctx)
+  local norm = ctx.norm(st)
+  local gw, uw = st.gate.inputs[2], st.up.inputs[2]
+  return {
+    work = ("%d row pairs (gate, up), one warp per pair"):format(gw.rows),
+    smem = norm.smem,
+    code = norm.prologue .. ("mkc_matvec_swiglu(%s, %s, %d, %d, %d, %s, %d, %s, %s, %s, %d, T);"):format(
+      ctx.weight(gw), ctx.weight(uw), ctx.wstride(gw), gw.rows, ctx.chunks(gw), ctx.value(st.x),
+      ctx.vstride(st.x), norm.w, norm.inv_rms, ctx.value(st.out), ctx.vstride(st.out)),
+  }
+end

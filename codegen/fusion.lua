@@ -1,0 +1,119 @@
+-- Fusion: groups graph nodes into stages, each one pass over the grid that a
+-- template implements. Norms fold into the next matmuls' input, RoPE and the
+-- KV append into the QKV epilogue, SwiGLU into gate/up, residual adds into
+-- the matmul that feeds them, the greedy choice into the LM head.
+local util = require("util")
+local fusion = {}
+
+local function only_consumer(graph, node, op)
+  local c = graph.consumers[node]
+  return #c == 1 and c[1].op == op and c[1] or nil
+end
+
+-- The matmul's input, seen through a norm that only matmuls consume.
+local function matmul_input(graph, mm)
+  local x = mm.inputs[1]
+  if x.op == "rmsnorm" then
+    for _, c in ipairs(graph.consumers[x]) do
+      if c.op ~= "matmul" then return x, nil end
+    end
+    return x.inputs[1], x
+  end
+  return x, nil
+end
+
+local function no_emitter(graph, node, why)
+  util.raise(graph.path, node.line, ("codegen: no emitter for %s %s"):format(node.op, why))
+end
+
+function fusion.stages(graph)
+  local stages, staged = {}, {}
+  local function stage(kind, fields, nodes)
+    fields.kind, fields.nodes = kind, nodes
+    for _, n in ipairs(nodes) do staged[n] = fields end
+    stages[#stages + 1] = fields
+    return fields
+  end
+
+  for _, node in ipairs(graph.order) do
+    if staged[node] or node.op == "weight" or node.op == "tokens" then goto continue end
+    if node.op == "embed" then
+      stage("embed", { out = node, table_w = node.inputs[1] }, { node })
+    elseif node.op == "matmul" then
+      local x, norm = matmul_input(graph, node)
+      local nodes = norm and { norm } or {}
+      local base = { x = x, norm = norm }
+      local users = graph.consumers[node]
+      local att = users[1] and users[1].op == "rope" and only_consumer(graph, users[1], "attention")
+      local swiglu = only_consumer(graph, node, "swiglu")
+      local add = only_consumer(graph, node, "add")
+      local logits = only_consumer(graph, node, "logits")
+      if att then
+        -- q = rope(matmul), k = rope(matmul), v = matmul, all from one input
+        local q_rope, k_rope, v = att.inputs[1], att.inputs[2], att.inputs[3]
+        local ok = q_rope.op == "rope" and k_rope.op == "rope" and v.op == "matmul"
+        local q, k = ok and q_rope.inputs[1], ok and k_rope.inputs[1]
+        ok = ok and q.op == "matmul" and k.op == "matmul" and #graph.consumers[q_rope] == 1
+             and #graph.consumers[k_rope] == 1 and #graph.consumers[k] == 1 and #graph.consumers[v] == 1
+        for _, mm in ipairs(ok and { q, k, v } or {}) do
+          local mx, mnorm = matmul_input(graph, mm)
+          ok = ok and mx == x and mnorm == norm
+        end
+        if not ok then no_emitter(graph, att, "whose q/k/v are not rope(matmul), rope(matmul), matmul of one input") end
+        if q_rope.head_dim ~= att.head_dim or k_rope.head_dim ~= att.head_dim
+           or q_rope.layout ~= k_rope.layout or q_rope.theta ~= k_rope.theta then
+          util.raise(graph.path, att.line, "attention: q and k rope settings differ from each other or from the attention")
+        end
+        base.q, base.k, base.v, base.q_rope, base.k_rope, base.att = q, k, v, q_rope, k_rope, att
+        table.move({ q, k, v, q_rope, k_rope }, 1, 5, #nodes + 1, nodes)
+        stage("qkv_rope", base, nodes)
+      elseif swiglu then
+        local gate, up = swiglu.inputs[1], swiglu.inputs[2]
+        local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up
+                   and only_consumer(graph, gate, "swiglu") and only_consumer(graph, up, "swiglu")
+        for _, mm in ipairs(ok and { gate, up } or {}) do
+          local mx, mnorm = matmul_input(graph, mm)
+          ok = ok and mx == x and mnorm == norm
+        end
+        if not ok then no_emitter(graph, swiglu, "whose gate and up are not matmuls of one input") end
+        base.gate, base.up, base.out = gate, up, swiglu
+        table.move({ gate, up, swiglu }, 1, 3, #nodes + 1, nodes)
+        stage("gate_up_swiglu", base, nodes)
+      elseif add then
+        -- residual: the other operand is updated in place, so it must have no later reader
+        local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
+        for _, c in ipairs(graph.consumers[resid]) do
+          if c ~= add and (not staged[c] and not (c == norm)) then
+            no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
+          end
+        end
+        base.w, base.mm, base.resid, base.out = node.inputs[2], node, resid, add
+        table.move({ node, add }, 1, 2, #nodes + 1, nodes)
+        stage("matvec_residual", base, nodes)
+      elseif logits then
+        base.w, base.mm, base.out = node.inputs[2], node, logits
+        table.move({ node, logits }, 1, 2, #nodes + 1, nodes)
+        stage("lm_head", base, nodes)
+        stage("accept", { logits = logits }, {})
+      else
+        base.w, base.mm, base.out = node.inputs[2], node, node
+        nodes[#nodes + 1] = node
+        stage("matvec", base, nodes)
+      end
+    elseif node.op == "attention" then
+      if not staged[node.inputs[2]] then no_emitter(graph, node, "without the fused qkv stage before it") end
+      stage("attention", { att = node, q = node.inputs[1], out = node }, { node })
+    elseif node.op == "rmsnorm" then
+      local x, norm = nil, nil
+      for _, c in ipairs(graph.consumers[node]) do x, norm = matmul_input(graph, c) end
+      if norm then goto continue end -- folded into the matmuls that read it
+      no_emitter(graph, node, "outside a matmul input (only matmuls may read a norm)")
+    else
+      no_emitter(graph, node, "outside a fused matmul epilogue")
+    end
+    ::continue::
+  end
+  return stages
+end
+
+return fusion

@@ -1,0 +1,207 @@
+-- Graph IR: nodes with per-token shapes, checked as they are made; then
+-- forward references resolved and a topological order (or a cycle reported).
+local util = require("util")
+local ir = {}
+
+local Node = {}
+Node.__index = Node
+Node.__name = "mkc node"
+
+function ir.is_node(v) return getmetatable(v) == Node end
+
+local function need(cond, fmt, ...)
+  if not cond then error({ shape_error = fmt:format(...) }, 0) end
+end
+
+local function value(v, what)
+  need(ir.is_node(v), "%s: expected a graph value, got %s", what, type(v))
+  need(v.op ~= "weight", "%s: got weight %s where a value was expected", what, tostring(v.name))
+  return v
+end
+
+local function weight(v, what)
+  need(v ~= nil, "%s: missing weight", what)
+  need(ir.is_node(v) and v.op == "weight", "%s: expected a weight, got %s", what,
+       ir.is_node(v) and v.op or type(v))
+  return v
+end
+
+local function count(v, what)
+  need(math.type(v) == "integer" and v > 0, "%s must be a positive integer, got %s", what, tostring(v))
+  return v
+end
+
+-- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
+ir.ops = {
+  tokens = function(a) return 1 end,
+  embed = function(a)
+    local w = weight(a[1], "embed")
+    need(ir.is_node(a[2]) and a[2].op == "tokens", "embed: second argument must be g.tokens()")
+    return w.cols
+  end,
+  rmsnorm = function(a, at)
+    local x, w = value(a[1], "rmsnorm"), weight(a[2], "rmsnorm")
+    need(w.rows == 1 and w.cols == x.n, "shape mismatch: rmsnorm of [%d] with %s [%d, %d], expected [1, %d]",
+         x.n, w.name, w.rows, w.cols, x.n)
+    need(type(at.eps) == "number" and at.eps > 0, "rmsnorm: eps must be a positive number")
+    return x.n
+  end,
+  matmul = function(a)
+    local x, w = value(a[1], "matmul"), weight(a[2], "matmul")
+    need(w.cols == x.n, "shape mismatch: matmul with %s [%d, %d] needs an input of %d, got %d",
+         w.name, w.rows, w.cols, w.cols, x.n)
+    return w.rows
+  end,
+  rope = function(a, at)
+    local x = value(a[1], "rope")
+    count(at.heads, "rope heads")
+    count(at.head_dim, "rope head_dim")
+    need(at.head_dim % 2 == 0, "rope: head_dim must be even, got %d", at.head_dim)
+    need(x.n == at.heads * at.head_dim, "shape mismatch: rope of [%d] as %d heads x %d", x.n, at.heads,
+         at.head_dim)
+    need(at.layout == "interleaved" or at.layout == "neox",
+         "rope: layout must be \"interleaved\" or \"neox\", got %s", tostring(at.layout))
+    need(type(at.theta) == "number" and at.theta > 0, "rope: theta must be a positive number")
+    return x.n
+  end,
+  attention = function(a, at)
+    local q, k, v = value(a[1], "attention q"), value(a[2], "attention k"), value(a[3], "attention v")
+    count(at.heads, "attention heads")
+    count(at.kv_heads, "attention kv_heads")
+    count(at.head_dim, "attention head_dim")
+    need(math.type(at.layer) == "integer" and at.layer >= 0, "attention: layer must be an integer >= 0")
+    need(at.heads % at.kv_heads == 0, "attention: %d heads do not group over %d kv_heads", at.heads,
+         at.kv_heads)
+    need(q.n == at.heads * at.head_dim, "shape mismatch: attention q is [%d], expected %d x %d", q.n,
+         at.heads, at.head_dim)
+    for _, kv in ipairs({ { "k", k }, { "v", v } }) do
+      need(kv[2].n == at.kv_heads * at.head_dim, "shape mismatch: attention %s is [%d], expected %d x %d",
+           kv[1], kv[2].n, at.kv_heads, at.head_dim)
+    end
+    return q.n
+  end,
+  add = function(a)
+    local x, y = value(a[1], "add"), value(a[2], "add")
+    need(x.n == y.n, "shape mismatch: add of [%d] and [%d]", x.n, y.n)
+    return x.n
+  end,
+  swiglu = function(a)
+    local gate, up = value(a[1], "swiglu"), value(a[2], "swiglu")
+    need(gate.n == up.n, "shape mismatch: swiglu of [%d] and [%d]", gate.n, up.n)
+    return gate.n
+  end,
+  logits = function(a) return value(a[1], "logits").n end,
+}
+
+function ir.new(path)
+  return { path = path, nodes = {}, weights = {}, weight_list = {}, names = {}, refs = {} }
+end
+
+local function add(graph, node, line)
+  node.id = #graph.nodes + 1
+  node.line = line
+  graph.nodes[node.id] = setmetatable(node, Node)
+  return node
+end
+
+-- Makes an op node; a shape error is reported at the graph file's line.
+function ir.op(graph, op, args, attrs, line)
+  local check = ir.ops[op]
+  local ok, n = pcall(check, args, attrs or {})
+  if not ok then
+    if type(n) == "table" and n.shape_error then util.raise(graph.path, line, n.shape_error) end
+    error(n, 0)
+  end
+  local node = { op = op, inputs = {}, n = n }
+  for i = 1, #args do node.inputs[i] = args[i] end
+  for k, v in pairs(attrs or {}) do node[k] = v end
+  return add(graph, node, line)
+end
+
+function ir.weight(graph, name, rows, cols, line)
+  if type(name) ~= "string" or name == "" then util.raise(graph.path, line, "weight: name must be a string") end
+  for _, d in ipairs({ { "rows", rows }, { "cols", cols } }) do
+    if math.type(d[2]) ~= "integer" or d[2] <= 0 then
+      util.raise(graph.path, line, ("weight %s: %s must be a positive integer, got %s"):format(name, d[1],
+                 tostring(d[2])))
+    end
+  end
+  local old = graph.weights[name]
+  if old then
+    if old.rows ~= rows or old.cols ~= cols then
+      util.raise(graph.path, line, ("weight %s declared as [%d, %d] at line %d, now [%d, %d]"):format(
+                 name, old.rows, old.cols, old.line, rows, cols))
+    end
+    return old
+  end
+  local w = add(graph, { op = "weight", name = name, rows = rows, cols = cols, n = rows, inputs = {} }, line)
+  graph.weights[name] = w
+  graph.weight_list[#graph.weight_list + 1] = w
+  return w
+end
+
+-- A forward reference to a value named later with ir.name.
+function ir.ref(graph, name, n, line)
+  local r = add(graph, { op = "ref", ref = name, n = n, inputs = {} }, line)
+  graph.refs[#graph.refs + 1] = r
+  return r
+end
+
+function ir.name(graph, node, name, line)
+  if graph.names[name] then
+    util.raise(graph.path, line, ("value %s already named at line %d"):format(name, graph.names[name].line))
+  end
+  graph.names[name] = node
+  node.value_name = name
+end
+
+-- Replaces references by their targets and orders the nodes the output needs.
+function ir.finish(graph, output)
+  local target = {}
+  for _, r in ipairs(graph.refs) do
+    local t = graph.names[r.ref]
+    if not t then util.raise(graph.path, r.line, ("ref %s is never named (g.name)"):format(r.ref)) end
+    if t.n ~= r.n then
+      util.raise(graph.path, r.line, ("shape mismatch: ref %s is [%d] but the named value is [%d]"):format(
+                 r.ref, r.n, t.n))
+    end
+    target[r] = t
+  end
+  for _, node in ipairs(graph.nodes) do
+    for i, inp in ipairs(node.inputs) do
+      local seen = 0
+      while target[inp] and seen < #graph.nodes do inp, seen = target[inp], seen + 1 end
+      node.inputs[i] = inp
+    end
+  end
+  -- Depth-first from the output; a node met again while on the stack closes a cycle.
+  local state, order, stack = {}, {}, {}
+  local function visit(node)
+    if state[node] == "done" then return end
+    if state[node] == "open" then
+      local names = {}
+      for i = #stack, 1, -1 do
+        table.insert(names, 1, ("%s (line %d)"):format(stack[i].op, stack[i].line))
+        if stack[i] == node then break end
+      end
+      util.raise(graph.path, node.line, "cycle: " .. table.concat(names, " -> ") .. " -> " .. node.op)
+    end
+    state[node] = "open"
+    stack[#stack + 1] = node
+    for _, inp in ipairs(node.inputs) do visit(inp) end
+    stack[#stack] = nil
+    state[node] = "done"
+    order[#order + 1] = node
+  end
+  visit(output)
+  for i, node in ipairs(order) do node.id = i end
+  graph.order = order
+  graph.consumers = {}
+  for _, node in ipairs(order) do graph.consumers[node] = {} end
+  for _, node in ipairs(order) do
+    for _, inp in ipairs(node.inputs) do table.insert(graph.consumers[inp], node) end
+  end
+  return order
+end
+
+return ir

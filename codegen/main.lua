@@ -1,0 +1,80 @@
+-- Codegen entry point, called by the C host: graph file + preset + options ->
+-- kernel source and the plan the runtime needs to feed it.
+local util = require("util")
+local dsl = require("dsl")
+local fusion = require("fusion")
+local buffers = require("buffers")
+local phases = require("phases")
+local emit = require("emit")
+
+local M = {}
+
+local function basename(path) return (path:match("([^/]+)$") or path):gsub("%.lua$", "") end
+
+-- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir
+function M.generate(opts)
+  if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
+    util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
+  end
+  local overrides = opts.max_ctx and { max_ctx = opts.max_ctx } or nil
+  local graph = dsl.load(opts.graph, opts.preset, overrides)
+  local gen = {
+    t_max = opts.draft_max + 1, max_ctx = graph.params.max_ctx, threads = opts.threads,
+    max_blocks = opts.max_blocks, version = opts.version,
+    file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu",
+    templates = {},
+  }
+  local all = {}
+  for _, name in ipairs({ "prelude_cuda.cuh", "prelude_cpu.h", table.unpack(emit.TEMPLATES) }) do
+    gen.templates[name] = util.read_file(opts.templates_dir .. "/" .. name)
+    all[#all + 1] = name .. "\0" .. gen.templates[name]
+  end
+  gen.graph_hash = util.hash(util.read_file(opts.graph))
+  gen.templates_hash = util.hash(table.concat(all, "\0"))
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d"):format(
+    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks))
+
+  local stages = fusion.stages(graph)
+  local plan = buffers.plan(graph, stages, gen)
+  phases.plan(stages, plan)
+  plan.smem_bytes = emit.stages(graph, plan, gen)
+  local source = emit.source(graph, plan, gen)
+  return M.export(graph, plan, gen, source)
+end
+
+-- Flattens what C needs into plain tables.
+function M.export(graph, plan, gen, source)
+  local nodes = {}
+  for i, node in ipairs(graph.order) do
+    local e = { op = node.op, n = node.n, line = node.line, inputs = {}, eps = node.eps,
+                theta = node.theta, layout = node.layout, heads = node.heads, kv_heads = node.kv_heads,
+                head_dim = node.head_dim, layer = node.layer }
+    for j, inp in ipairs(node.inputs) do e.inputs[j] = inp.id - 1 end
+    if node.op == "weight" then
+      for wi, w in ipairs(plan.weights) do if w.node == node then e.weight = wi - 1 end end
+    end
+    nodes[i] = e
+  end
+  local weights = {}
+  for i, w in ipairs(plan.weights) do
+    weights[i] = { name = w.name, rows = w.rows, cols = w.cols, offset = w.offset, row_stride = w.row_stride }
+  end
+  local stages = {}
+  for i, st in ipairs(plan.stages) do
+    stages[i] = { kind = st.kind, labels = st.labels, work = st.emitted.work, sync = st.sync.kind,
+                  sync_reason = st.sync.reason, smem_bytes = st.smem_bytes }
+  end
+  local p = graph.params
+  local logits = plan.value(graph.output)
+  return {
+    source = source, file_name = gen.file_name, nodes = nodes, weights = weights, stages = stages,
+    graph = graph.path, preset = graph.preset,
+    config = { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
+               n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = gen.max_ctx },
+    plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
+             scratch_floats = plan.scratch_floats, kv_floats = plan.kv_floats, smem_bytes = plan.smem_bytes,
+             logits_offset = logits.offset, logits_stride = logits.stride, n_phases = #plan.stages },
+  }
+end
+
+return M

@@ -1,0 +1,555 @@
+/* SIMT emulator: runs the megakernel source on the CPU.
+ *
+ * Blocks: one OS thread each, all started at once and joined at the end of
+ * the launch. A grid barrier (atomics + spinning) needs every block resident,
+ * as a cooperative launch guarantees on the GPU.
+ *
+ * Threads of a block: fibers, switched cooperatively on the block's OS thread
+ * with a hand-written context switch (ucontext where there is none). A fiber
+ * runs until it reaches a barrier, a shuffle or its end; it never yields
+ * anywhere else, so code between two barriers runs without interleaving.
+ *
+ * Schedule: a block sweeps its warps; in each warp it runs the 32 lanes one
+ * after another (a "pass"). When all 32 stopped at a warp barrier (__syncwarp
+ * or a shuffle) the warp is released and passed again; when they stopped at
+ * __syncthreads the sweep moves to the next warp; when every warp stopped
+ * there the block is released and a new sweep starts. Sweep and pass orders
+ * flip between forward and reverse with every barrier generation and every
+ * launch, so a missing barrier shows up as a wrong value instead of hiding
+ * behind one lucky order; shared memory starts as 0xA5 garbage for the same
+ * reason. A pass that ends with only some lanes at the warp barrier, or a
+ * sweep that ends with only some threads at __syncthreads (the rest
+ * returned), is misuse: the launch prints it and fails.
+ *
+ * Spins: mkc_pause yields the OS thread, not the fiber. A spinning thread may
+ * therefore only wait for other blocks, as the grid barrier's thread 0 does
+ * (on the GPU its block mates wait at __syncthreads meanwhile; here they have
+ * not been scheduled yet). A spin on a flag set by a thread of the same block
+ * never ends.
+ *
+ * Failing: the first failure prints and raises g.aborting. Every fiber that
+ * then reaches a barrier, a shuffle, its end or mkc_pause switches to its
+ * block's scheduler context and is abandoned (kernel code holds no resources
+ * and stacks are rebuilt each launch), so blocks spinning on a grid barrier
+ * that will never open unwind too and the launch returns -1. */
+#define MKC_SIMT_ABI_ONLY
+#include "prelude_cpu.h"
+#include "simt.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) && !defined(MKC_SIMT_UCONTEXT)
+#define SIMT_SWITCH_X86_64 1
+#elif defined(__aarch64__) && !defined(MKC_SIMT_UCONTEXT)
+#define SIMT_SWITCH_AARCH64 1
+#else
+#include <ucontext.h> /* about 30x slower: two sigprocmask calls per switch */
+#endif
+
+#define WARP 32
+#define MAX_THREADS 1024
+#define MAX_BLOCKS 1024
+#define STACK_BYTES ((size_t)256 << 10)
+/* Large enough that a frame with a big local array lands in it instead of
+ * jumping over it into the neighbouring fiber's stack; costs no memory. */
+#define GUARD_BYTES ((size_t)64 << 10)
+#define ALT_STACK_BYTES ((size_t)64 << 10)
+#define BLOCK_THREAD_STACK ((size_t)256 << 10)
+#define SMEM_GARBAGE 0xA5
+
+/* ---- context switch ---- */
+
+#if defined(SIMT_SWITCH_X86_64) || defined(SIMT_SWITCH_AARCH64)
+typedef struct ctx {
+  void *sp; /* the callee-saved registers and the resume address are on the stack */
+} ctx;
+
+/* Pushes the callee-saved registers of the C ABI, stores the stack pointer in
+ * *save_sp, loads load_sp and pops the same frame off it, returning into the
+ * other context. Floating-point control registers are not switched: no fiber
+ * changes them. */
+__attribute__((visibility("hidden"))) void mkc_simt_ctx_swap(void **save_sp, void *load_sp);
+
+static void ctx_swap(ctx *from, ctx *to) { mkc_simt_ctx_swap(&from->sp, to->sp); }
+#endif
+
+#ifdef SIMT_SWITCH_X86_64
+__asm__(".pushsection .text\n"
+        ".globl mkc_simt_ctx_swap\n"
+        ".hidden mkc_simt_ctx_swap\n"
+        ".type mkc_simt_ctx_swap, @function\n"
+        ".p2align 4\n"
+        "mkc_simt_ctx_swap:\n"
+        "\tpushq %rbp\n"
+        "\tpushq %rbx\n"
+        "\tpushq %r12\n"
+        "\tpushq %r13\n"
+        "\tpushq %r14\n"
+        "\tpushq %r15\n"
+        "\tmovq %rsp, (%rdi)\n"
+        "\tmovq %rsi, %rsp\n"
+        "\tpopq %r15\n"
+        "\tpopq %r14\n"
+        "\tpopq %r13\n"
+        "\tpopq %r12\n"
+        "\tpopq %rbx\n"
+        "\tpopq %rbp\n"
+        "\tret\n"
+        ".size mkc_simt_ctx_swap, .-mkc_simt_ctx_swap\n"
+        ".popsection\n");
+
+/* A frame that mkc_simt_ctx_swap pops into fn: six zero registers, then fn as
+ * the return address, then a zero return address for fn (which never
+ * returns). fn is entered with rsp = 8 mod 16, as after a call. */
+static void ctx_make(ctx *c, char *stack, size_t size, void (*fn)(void)) {
+  uintptr_t *sp = (uintptr_t *)(stack + size);
+  *--sp = 0;
+  *--sp = (uintptr_t)fn;
+  for (int i = 0; i < 6; i++) *--sp = 0;
+  c->sp = sp;
+}
+#endif
+
+#ifdef SIMT_SWITCH_AARCH64
+/* Frame: x19..x28, x29 (fp), x30 (lr, where ret goes), d8..d15: 160 bytes. */
+__asm__(".pushsection .text\n"
+        ".globl mkc_simt_ctx_swap\n"
+        ".hidden mkc_simt_ctx_swap\n"
+        ".type mkc_simt_ctx_swap, %function\n"
+        ".p2align 4\n"
+        "mkc_simt_ctx_swap:\n"
+        "\tsub sp, sp, #160\n"
+        "\tstp x19, x20, [sp, #0]\n"
+        "\tstp x21, x22, [sp, #16]\n"
+        "\tstp x23, x24, [sp, #32]\n"
+        "\tstp x25, x26, [sp, #48]\n"
+        "\tstp x27, x28, [sp, #64]\n"
+        "\tstp x29, x30, [sp, #80]\n"
+        "\tstp d8, d9, [sp, #96]\n"
+        "\tstp d10, d11, [sp, #112]\n"
+        "\tstp d12, d13, [sp, #128]\n"
+        "\tstp d14, d15, [sp, #144]\n"
+        "\tmov x2, sp\n"
+        "\tstr x2, [x0]\n"
+        "\tmov sp, x1\n"
+        "\tldp x19, x20, [sp, #0]\n"
+        "\tldp x21, x22, [sp, #16]\n"
+        "\tldp x23, x24, [sp, #32]\n"
+        "\tldp x25, x26, [sp, #48]\n"
+        "\tldp x27, x28, [sp, #64]\n"
+        "\tldp x29, x30, [sp, #80]\n"
+        "\tldp d8, d9, [sp, #96]\n"
+        "\tldp d10, d11, [sp, #112]\n"
+        "\tldp d12, d13, [sp, #128]\n"
+        "\tldp d14, d15, [sp, #144]\n"
+        "\tadd sp, sp, #160\n"
+        "\tret\n"
+        ".size mkc_simt_ctx_swap, .-mkc_simt_ctx_swap\n"
+        ".popsection\n");
+
+/* A zeroed frame with fn as x30: ret enters fn with sp at the (16-byte
+ * aligned) top and fp = 0, which ends backtraces. fn never returns. */
+static void ctx_make(ctx *c, char *stack, size_t size, void (*fn)(void)) {
+  uintptr_t *sp = (uintptr_t *)(stack + size) - 20;
+  memset(sp, 0, 20 * sizeof *sp);
+  sp[11] = (uintptr_t)fn;
+  c->sp = sp;
+}
+#endif
+
+#if !defined(SIMT_SWITCH_X86_64) && !defined(SIMT_SWITCH_AARCH64)
+typedef struct ctx {
+  ucontext_t uc;
+} ctx;
+
+static void ctx_swap(ctx *from, ctx *to) { swapcontext(&from->uc, &to->uc); }
+
+static void ctx_make(ctx *c, char *stack, size_t size, void (*fn)(void)) {
+  getcontext(&c->uc);
+  c->uc.uc_stack.ss_sp = stack;
+  c->uc.uc_stack.ss_size = size;
+  c->uc.uc_link = NULL;
+  makecontext(&c->uc, fn, 0);
+}
+#endif
+
+/* ---- state ---- */
+
+enum wait_kind { WAIT_WARP, WAIT_BLOCK, WAIT_DONE };
+
+typedef struct block block;
+
+struct mkc_simt_fiber {
+  ctx ctx;
+  block *block;
+  int tid;
+  char *stack; /* lowest byte of the usable stack; the guard is below it */
+};
+
+typedef struct warp {
+  /* Shuffle slots, double-buffered by barrier parity (see mkc_simt_shfl_xor). */
+  unsigned slots[2][WARP];
+  int gen;       /* warp barriers passed this launch */
+  int n_at_warp; /* lanes of the current pass stopped at the warp barrier */
+} warp;
+
+struct block {
+  int bid, nthreads, nwarps;
+  struct mkc_simt_fiber *fibers; /* [nthreads] */
+  warp *warps;                   /* [nwarps] */
+  int fiber_cap;                 /* fibers, warps and stacks exist for this many threads */
+  char *stacks;                  /* fiber_cap x (guard + stack), mapped once */
+  char *smem;
+  size_t smem_cap;
+  char *alt_stack; /* signal stack: reports a fiber stack overflow */
+  pthread_t thread;
+  ctx main; /* the OS thread's own context: the launch ends by switching to it */
+  /* schedule */
+  int n_at_block, n_done; /* threads stopped at __syncthreads / returned */
+  int bgen;               /* block barriers passed this launch */
+  int reverse;            /* this sweep walks warps last to first */
+  int sweep_pos;          /* position of the current warp in the sweep */
+  int cur_warp;
+  int lane_pos; /* lanes of the current pass started so far */
+  int lane_reverse;
+};
+
+__thread mkc_simt_self mkc_simt_cur;
+
+static struct {
+  pthread_mutex_t lock; /* one launch at a time */
+  block **blocks;       /* kept across launches: stacks and smem are reused */
+  int n_blocks_alloc;
+  unsigned launch_no;
+  int aborting; /* atomic: a failure was reported; every fiber unwinds */
+  int segv_installed;
+  struct sigaction old_segv;
+  /* the launch */
+  int nblocks;
+  size_t smem_bytes;
+  mkc_simt_entry entry;
+  void *arg;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void fail(const char *fmt, ...) {
+  if (__atomic_exchange_n(&g.aborting, 1, __ATOMIC_SEQ_CST)) return; /* report the first only */
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("mkc: error: simt: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+static int aborting(void) { return __atomic_load_n(&g.aborting, __ATOMIC_RELAXED); }
+
+/* ---- schedule ---- */
+
+static void start_pass(block *b, int w) {
+  b->cur_warp = w;
+  b->lane_pos = 0;
+  b->lane_reverse = (b->reverse + b->warps[w].gen) & 1;
+}
+
+static void start_sweep(block *b) {
+  b->reverse = (int)((g.launch_no + (unsigned)b->bgen) & 1u);
+  b->sweep_pos = 0;
+  start_pass(b, b->reverse ? b->nwarps - 1 : 0);
+}
+
+/* The fiber to run next, or NULL when the block is finished or failed (then
+ * the caller switches to b->main). Called after the running fiber stopped and
+ * was counted. */
+static struct mkc_simt_fiber *pick_next(block *b) {
+  for (;;) {
+    if (b->lane_pos < WARP) {
+      int i = b->lane_pos++;
+      return &b->fibers[b->cur_warp * WARP + (b->lane_reverse ? WARP - 1 - i : i)];
+    }
+    warp *w = &b->warps[b->cur_warp];
+    if (w->n_at_warp > 0) {
+      if (w->n_at_warp < WARP) {
+        fail("block %d warp %d: __syncwarp or shuffle reached by %d of %d lanes (the rest are at "
+             "__syncthreads or returned)",
+             b->bid, b->cur_warp, w->n_at_warp, WARP);
+        return NULL;
+      }
+      w->n_at_warp = 0;
+      w->gen++;
+      start_pass(b, b->cur_warp);
+      continue;
+    }
+    if (++b->sweep_pos < b->nwarps) {
+      start_pass(b, b->reverse ? b->nwarps - 1 - b->sweep_pos : b->sweep_pos);
+      continue;
+    }
+    if (b->n_done == b->nthreads) return NULL;
+    if (b->n_done > 0) {
+      fail("block %d: __syncthreads reached by %d of %d threads (the rest returned)", b->bid,
+           b->n_at_block, b->nthreads);
+      return NULL;
+    }
+    b->n_at_block = 0;
+    b->bgen++;
+    start_sweep(b);
+  }
+}
+
+static struct mkc_simt_fiber *self(void) {
+  struct mkc_simt_fiber *f = mkc_simt_cur.fiber;
+  if (!f) {
+    fputs("mkc: error: simt: barrier, shuffle or pause called outside a launch\n", stderr);
+    abort();
+  }
+  return f;
+}
+
+/* Leaves the launch: the block's scheduler context takes over and this fiber
+ * is never resumed. */
+static void abandon(struct mkc_simt_fiber *f) {
+  ctx_swap(&f->ctx, &f->block->main);
+  abort();
+}
+
+/* Stops the running fiber at a barrier (or its end) and runs the next one;
+ * returns when the barrier has released this fiber. */
+static void wait_at(struct mkc_simt_fiber *f, enum wait_kind kind) {
+  block *b = f->block;
+  if (kind == WAIT_WARP) b->warps[f->tid / WARP].n_at_warp++;
+  else if (kind == WAIT_BLOCK) b->n_at_block++;
+  else b->n_done++;
+  struct mkc_simt_fiber *next = aborting() ? NULL : pick_next(b);
+  if (next == f) return; /* last lane to arrive and first of the next pass */
+  if (!next) abandon(f);
+  mkc_simt_cur.tid = next->tid;
+  mkc_simt_cur.fiber = next;
+  ctx_swap(&f->ctx, &next->ctx);
+}
+
+static void fiber_start(void) {
+  struct mkc_simt_fiber *f = mkc_simt_cur.fiber;
+  if (!aborting()) g.entry(g.arg);
+  wait_at(f, WAIT_DONE);
+  abort(); /* a finished fiber is never resumed */
+}
+
+/* ---- the kernel-facing ABI (prelude_cpu.h) ---- */
+
+void mkc_simt_sync_block(void) {
+  struct mkc_simt_fiber *f = self();
+  wait_at(f, WAIT_BLOCK);
+}
+
+void mkc_simt_sync_warp(void) {
+  struct mkc_simt_fiber *f = self();
+  wait_at(f, WAIT_WARP);
+}
+
+/* Each lane deposits its value, the warp meets at a barrier, each lane reads
+ * its partner's slot. Two slot buffers, picked by barrier parity, make one
+ * barrier enough: a lane released early may run on to the next shuffle before
+ * its partner has read this one, but it writes the other buffer; it cannot
+ * come back to this buffer before the barrier after that, which its partner
+ * reaches only after reading. */
+unsigned mkc_simt_shfl_xor(unsigned v, int mask) {
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP;
+  unsigned *slots = w->slots[w->gen & 1];
+  slots[lane] = v;
+  wait_at(f, WAIT_WARP);
+  int src = lane ^ mask;
+  return src >= 0 && src < WARP ? slots[src] : v; /* out of the warp: own value, as shfl.bfly */
+}
+
+void mkc_simt_pause(void) {
+  if (aborting()) abandon(self());
+  sched_yield();
+}
+
+/* ---- blocks ---- */
+
+/* A fault in a fiber's guard zone is a stack overflow: say so, then let the
+ * previous handler (normally the default: die) take the re-executed fault. */
+static void on_segv(int sig, siginfo_t *si, void *uc) {
+  (void)sig;
+  (void)uc;
+  struct mkc_simt_fiber *f = mkc_simt_cur.fiber;
+  char *a = si->si_addr;
+  if (f && a < f->stack && a >= f->stack - GUARD_BYTES) {
+    char msg[200];
+    int n = snprintf(msg, sizeof msg,
+                     "mkc: error: simt: block %d thread %d overflowed its %zu KiB stack (large "
+                     "local arrays in a template?)\n",
+                     f->block->bid, f->tid, STACK_BYTES >> 10);
+    if (n > 0) (void)!write(2, msg, (size_t)n);
+  }
+  sigaction(SIGSEGV, &g.old_segv, NULL);
+}
+
+static void install_segv_handler(void) {
+  if (g.segv_installed) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  if (sigaction(SIGSEGV, &sa, &g.old_segv) == 0) g.segv_installed = 1;
+}
+
+static void block_free_fibers(block *b) {
+  if (b->stacks) munmap(b->stacks, (size_t)b->fiber_cap * (GUARD_BYTES + STACK_BYTES));
+  free(b->fibers);
+  free(b->warps);
+  b->stacks = NULL;
+  b->fibers = NULL;
+  b->warps = NULL;
+  b->fiber_cap = 0;
+}
+
+/* Sizes block b for a launch, reusing what the last launch left. */
+static int block_prepare(block *b, int bid, int threads, size_t smem_bytes) {
+  b->bid = bid;
+  b->nthreads = threads;
+  b->nwarps = threads / WARP;
+  if (b->fiber_cap < threads) {
+    block_free_fibers(b);
+    size_t each = GUARD_BYTES + STACK_BYTES, bytes = (size_t)threads * each;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (m == MAP_FAILED) {
+      fail("block %d: cannot map %d fiber stacks (%zu MiB)", bid, threads, bytes >> 20);
+      return -1;
+    }
+    b->stacks = m;
+    b->fiber_cap = threads;
+    for (int i = 0; i < threads; i++) {
+      if (mprotect(b->stacks + (size_t)i * each, GUARD_BYTES, PROT_NONE) != 0) {
+        fail("block %d: cannot protect fiber stack guards (vm.max_map_count too low for %d "
+             "blocks x %d threads?)",
+             bid, g.nblocks, threads);
+        block_free_fibers(b);
+        return -1;
+      }
+    }
+    b->fibers = calloc((size_t)threads, sizeof *b->fibers);
+    b->warps = calloc((size_t)threads / WARP, sizeof *b->warps);
+    if (!b->fibers || !b->warps) {
+      fail("out of memory");
+      block_free_fibers(b);
+      return -1;
+    }
+  }
+  if (b->smem_cap < smem_bytes || !b->smem) {
+    free(b->smem);
+    b->smem_cap = (smem_bytes + 63) & ~(size_t)63;
+    if (b->smem_cap == 0) b->smem_cap = 64;
+    b->smem = aligned_alloc(64, b->smem_cap);
+    if (!b->smem) {
+      b->smem_cap = 0;
+      fail("block %d: cannot allocate %zu bytes of shared memory", bid, smem_bytes);
+      return -1;
+    }
+  }
+  if (!b->alt_stack && !(b->alt_stack = malloc(ALT_STACK_BYTES))) {
+    fail("out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+static void *block_main(void *arg) {
+  block *b = arg;
+  stack_t ss = {.ss_sp = b->alt_stack, .ss_size = ALT_STACK_BYTES, .ss_flags = 0};
+  sigaltstack(&ss, NULL);
+  memset(b->smem, SMEM_GARBAGE, g.smem_bytes);
+  for (int i = 0; i < b->nthreads; i++) {
+    struct mkc_simt_fiber *f = &b->fibers[i];
+    f->block = b;
+    f->tid = i;
+    f->stack = b->stacks + (size_t)i * (GUARD_BYTES + STACK_BYTES) + GUARD_BYTES;
+    ctx_make(&f->ctx, f->stack, STACK_BYTES, fiber_start);
+  }
+  for (int w = 0; w < b->nwarps; w++) b->warps[w].gen = b->warps[w].n_at_warp = 0;
+  b->n_at_block = b->n_done = b->bgen = 0;
+  start_sweep(b);
+
+  struct mkc_simt_fiber *first = pick_next(b);
+  mkc_simt_cur.tid = first->tid;
+  mkc_simt_cur.bid = b->bid;
+  mkc_simt_cur.nblocks = g.nblocks;
+  mkc_simt_cur.smem = b->smem;
+  mkc_simt_cur.fiber = first;
+  ctx_swap(&b->main, &first->ctx);
+  /* back when every fiber returned, or on failure */
+  mkc_simt_cur.fiber = NULL;
+  ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, NULL);
+  return NULL;
+}
+
+static int grow_blocks(int n) {
+  if (n <= g.n_blocks_alloc) return 0;
+  block **bs = realloc(g.blocks, (size_t)n * sizeof *bs);
+  if (!bs) return -1;
+  g.blocks = bs;
+  for (; g.n_blocks_alloc < n; g.n_blocks_alloc++)
+    if (!(bs[g.n_blocks_alloc] = calloc(1, sizeof(block)))) return -1;
+  return 0;
+}
+
+int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry entry, void *arg) {
+  if (blocks < 1 || blocks > MAX_BLOCKS) {
+    fprintf(stderr, "mkc: error: simt: %d blocks: expected 1..%d\n", blocks, MAX_BLOCKS);
+    return -1;
+  }
+  if (threads < WARP || threads > MAX_THREADS || threads % WARP) {
+    fprintf(stderr, "mkc: error: simt: %d threads per block: expected a multiple of %d in %d..%d\n",
+            threads, WARP, WARP, MAX_THREADS);
+    return -1;
+  }
+  if (!entry) {
+    fputs("mkc: error: simt: no entry function\n", stderr);
+    return -1;
+  }
+  pthread_mutex_lock(&g.lock);
+  g.aborting = 0;
+  g.nblocks = blocks;
+  g.smem_bytes = smem_bytes;
+  g.entry = entry;
+  g.arg = arg;
+  install_segv_handler();
+  int ok = grow_blocks(blocks) == 0;
+  if (!ok) fail("out of memory");
+  for (int i = 0; ok && i < blocks; i++) ok = block_prepare(g.blocks[i], i, threads, smem_bytes) == 0;
+
+  int started = 0;
+  if (ok) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, BLOCK_THREAD_STACK);
+    for (; started < blocks; started++) {
+      int err = pthread_create(&g.blocks[started]->thread, &attr, block_main, g.blocks[started]);
+      if (err) {
+        /* blocks already running may spin on a grid barrier: aborting frees them */
+        fail("cannot start the thread of block %d of %d: %s", started, blocks, strerror(err));
+        break;
+      }
+    }
+    pthread_attr_destroy(&attr);
+  }
+  for (int i = 0; i < started; i++) pthread_join(g.blocks[i]->thread, NULL);
+  g.launch_no++;
+  int rc = aborting() ? -1 : 0;
+  pthread_mutex_unlock(&g.lock);
+  return rc;
+}

@@ -1,0 +1,175 @@
+/* The weight store: random bf16 tensors keyed by (seed, name), name/shape
+ * lookup, and packing into the kernel's padded arena. */
+#include "weights.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+float mkc_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t mkc_float_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40); /* quiet NaN */
+  /* Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate. */
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+static uint64_t splitmix64(uint64_t *state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+typedef struct xoshiro256 {
+  uint64_t s[4];
+} xoshiro256;
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t xoshiro_next(xoshiro256 *x) { /* xoshiro256** */
+  uint64_t *s = x->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+/* U(-1, 1) from the top 53 bits. */
+static double uniform_pm1(xoshiro256 *x) {
+  return (double)(xoshiro_next(x) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
+
+/* The stream for one tensor depends on (seed, name) only, so adding or
+ * reordering weights in a graph never changes the others. */
+static void seed_for_name(xoshiro256 *x, unsigned long long seed, const char *name) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+    h = (h ^ *p) * 0x100000001b3ull;
+  uint64_t state = (uint64_t)seed ^ rotl(h, 32);
+  state = splitmix64(&state) ^ h;
+  for (int i = 0; i < 4; i++) x->s[i] = splitmix64(&state);
+}
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+static int fill_random(mkc_tensor *t, unsigned long long seed) {
+  size_t count = (size_t)t->rows * (size_t)t->cols;
+  t->data = malloc((count ? count : 1) * sizeof *t->data);
+  if (!t->data) {
+    fprintf(stderr, "mkc: error: weight %s: out of memory (%zu elements)\n", t->name, count);
+    return -1;
+  }
+  xoshiro256 x;
+  seed_for_name(&x, seed, t->name);
+  double offset = 0.0, scale;
+  if (ends_with(t->name, "norm.weight")) {
+    offset = 1.0;
+    scale = 0.1;
+  } else if (strncmp(t->name, "token_embd.", 11) == 0) {
+    scale = 1.0;
+  } else {
+    scale = sqrt(3.0 / (double)t->cols); /* unit-variance outputs for unit-variance inputs */
+  }
+  for (size_t i = 0; i < count; i++)
+    t->data[i] = mkc_float_to_bf16((float)(offset + scale * uniform_pm1(&x)));
+  return 0;
+}
+
+int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed) {
+  w->n = 0;
+  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
+  if (!w->t) {
+    fprintf(stderr, "mkc: error: out of memory for %d weights\n", g->n_weights);
+    return -1;
+  }
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    if (info->rows <= 0 || info->cols <= 0) {
+      fprintf(stderr, "mkc: error: weight %s: bad shape [%d, %d]\n", info->name, info->rows,
+              info->cols);
+      mkc_weights_free(w);
+      return -1;
+    }
+    mkc_tensor *t = &w->t[w->n];
+    t->rows = info->rows;
+    t->cols = info->cols;
+    t->name = strdup(info->name);
+    w->n++;
+    if (!t->name || fill_random(t, seed) != 0) {
+      mkc_weights_free(w);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+const mkc_tensor *mkc_weights_get(const mkc_weights *w, const char *name, int rows, int cols) {
+  for (int i = 0; i < w->n; i++) {
+    const mkc_tensor *t = &w->t[i];
+    if (strcmp(t->name, name) != 0) continue;
+    if (t->rows == rows && t->cols == cols) return t;
+    fprintf(stderr, "mkc: error: weight %s: Expected [%d, %d], Actual [%d, %d]\n", name, rows, cols,
+            t->rows, t->cols);
+    return NULL;
+  }
+  fprintf(stderr, "mkc: error: weight %s: missing\n", name);
+  return NULL;
+}
+
+uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g) {
+  uint16_t *arena = calloc(g->weight_elems ? g->weight_elems : 1, sizeof *arena);
+  if (!arena) {
+    fprintf(stderr, "mkc: error: out of memory for the weight arena (%zu elements)\n",
+            g->weight_elems);
+    return NULL;
+  }
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+    if (!t) goto fail;
+    /* A wrong plan must fail here, not scribble past the arena. */
+    size_t end = info->offset + (size_t)(info->rows - 1) * (size_t)info->row_stride + info->cols;
+    if (info->row_stride < info->cols || end > g->weight_elems) {
+      fprintf(stderr,
+              "mkc: error: weight %s: arena slot (offset %zu, row stride %d) does not fit "
+              "[%d, %d] in %zu elements\n",
+              info->name, info->offset, info->row_stride, info->rows, info->cols, g->weight_elems);
+      goto fail;
+    }
+    for (int r = 0; r < t->rows; r++)
+      memcpy(arena + info->offset + (size_t)r * info->row_stride, t->data + (size_t)r * t->cols,
+             (size_t)t->cols * sizeof *arena);
+  }
+  return arena;
+fail:
+  free(arena);
+  return NULL;
+}
+
+void mkc_weights_free(mkc_weights *w) {
+  for (int i = 0; i < w->n; i++) {
+    free(w->t[i].name);
+    free(w->t[i].data);
+  }
+  free(w->t);
+  w->n = 0;
+  w->t = NULL;
+}

@@ -1,0 +1,38 @@
+/* Greedy choice and speculative accept, run by block 0 after the LM head.
+ * inputs = [last, fixed_1..fixed_f, d_1..d_k]; choice[t] is the target's
+ * token after input t. Fixed inputs are taken as given; drafts are accepted
+ * while each equals the choice before it. pos moves past every accepted input
+ * plus `last`: rejected K/V rows lie beyond it and are overwritten later. */
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx, int vocab,
+                           int pos, int T, int *choice) {
+  if (mkc_bid() != 0) return;
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int b = 0; b < mkc_nblocks(); b++)
+      if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
+        v = part_val[b * MKC_T_MAX + t];
+        i = part_idx[b * MKC_T_MAX + t];
+      }
+    choice[t] = i;
+  }
+  mkc_sync_block();
+  if (mkc_tid() != 0) return;
+  int f = st->n_fixed, a = f;
+  for (int t = 0; t <= f; t++)
+    if (choice[t] < 0 || choice[t] >= vocab) {
+      /* no finite logit won: a NaN or inf reached the head */
+      st->status = MKC_STATUS_NONFINITE;
+      st->n_out = 0;
+      st->n_accepted = 0;
+      return;
+    }
+  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
+  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  st->n_out = a - f + 1;
+  st->n_accepted = a - f;
+  st->pos = pos + a + 1;
+  st->step += 1;
+  st->status = MKC_STATUS_OK;
+}

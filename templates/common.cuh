@@ -1,0 +1,85 @@
+/* Building blocks every stage uses: lane/warp ids, warp and block reductions,
+ * the atomics-based grid barrier, and the step's begin check. */
+#define MKC_WARPS (MKC_THREADS / 32)
+#define MKC_NEG_MAX (-3.402823466e38f)
+
+MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
+MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
+/* Warps of the whole grid: matvec rows are dealt out one warp at a time. */
+MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
+MKC_DEVICE int mkc_grid_warps(void) { return mkc_nblocks() * MKC_WARPS; }
+
+/* Xor butterfly: every lane ends with the same bits (each level adds a pair
+ * in both orders, and float addition commutes). */
+MKC_DEVICE float mkc_warp_sum(float v) {
+  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);
+  return v;
+}
+
+MKC_DEVICE float mkc_warp_max(float v) {
+  for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, mkc_shfl_xor(v, m));
+  return v;
+}
+
+/* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
+MKC_DEVICE float mkc_block_sum(float v, float *red) {
+  v = mkc_warp_sum(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float s = 0.0f;
+  for (int w = 0; w < MKC_WARPS; w++) s += red[w];
+  mkc_sync_block(); /* red is reused by the next reduction */
+  return s;
+}
+
+MKC_DEVICE float mkc_block_max(float v, float *red) {
+  v = mkc_warp_max(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float m = MKC_NEG_MAX;
+  for (int w = 0; w < MKC_WARPS; w++) m = fmaxf(m, red[w]);
+  mkc_sync_block();
+  return m;
+}
+
+/* Grid barrier on two counters in the state: every block must be resident
+ * (cooperative launch on the GPU, one host thread per block on the CPU). The
+ * generation is read before arriving, so the last arriver cannot bump it
+ * unseen; the counter is reset before the bump that releases the others. */
+MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) {
+    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);
+    mkc_fence();
+    unsigned arrived = mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u;
+    if (arrived == (unsigned)mkc_nblocks()) {
+      mkc_store_u32(&st->barrier_count, 0u);
+      mkc_fence();
+      mkc_atomic_add_u32(&st->barrier_gen, 1u);
+    } else {
+      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();
+    }
+    mkc_fence();
+  }
+  mkc_sync_block();
+}
+
+/* Every block reads the same state, so every block reaches the same verdict;
+ * on a bad step nothing is written but the status. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+  int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
+  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T) status = MKC_STATUS_BAD_INPUT;
+  else if (pos < 0 || pos + T > max_ctx) status = MKC_STATUS_CTX_FULL;
+  else
+    for (int t = 0; t < T; t++)
+      if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
+  if (status != MKC_STATUS_OK) {
+    if (mkc_bid() == 0 && mkc_tid() == 0) {
+      st->status = status;
+      st->n_out = 0;
+      st->n_accepted = 0;
+    }
+    return 0;
+  }
+  return 1;
+}

@@ -1,0 +1,45 @@
+/* LM head with the greedy choice fused in: each warp keeps its best (logit,
+ * row) per token while it writes logits, the block reduces its warps, and
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}
+
+MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
+                            const float *x, int x_stride, const mkc_bf16 *norm_w,
+                            const float *inv_rms, float *logits, int logits_stride, int T,
+                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+  float acc[MKC_T_MAX], best_v[MKC_T_MAX];
+  int best_i[MKC_T_MAX];
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    best_v[t] = MKC_NEG_MAX;
+    best_i[t] = 0x7fffffff;
+  }
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    for (int t = 0; t < T; t++) {
+      if (mkc_lane() == 0) logits[t * logits_stride + r] = acc[t];
+      if (mkc_better(acc[t], r, best_v[t], best_i[t])) {
+        best_v[t] = acc[t];
+        best_i[t] = r;
+      }
+    }
+  }
+  if (mkc_lane() == 0)
+    for (int t = 0; t < T; t++) {
+      warp_val[mkc_warp() * MKC_T_MAX + t] = best_v[t];
+      warp_idx[mkc_warp() * MKC_T_MAX + t] = best_i[t];
+    }
+  mkc_sync_block();
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int wp = 0; wp < MKC_WARPS; wp++)
+      if (mkc_better(warp_val[wp * MKC_T_MAX + t], warp_idx[wp * MKC_T_MAX + t], v, i)) {
+        v = warp_val[wp * MKC_T_MAX + t];
+        i = warp_idx[wp * MKC_T_MAX + t];
+      }
+    part_val[mkc_bid() * MKC_T_MAX + t] = v;
+    part_idx[mkc_bid() * MKC_T_MAX + t] = i;
+  }
+}

@@ -1,0 +1,90 @@
+/* Host prelude: the CPU twin of prelude_cuda.cuh. An emitted kernel compiled as
+ * C by the host compiler (runtime/backend_cpu.c) runs on the SIMT emulator
+ * (runtime/simt.c): every emulated thread calls mkc_step, and the names below
+ * ask the emulator for ids, barriers and shuffles. Same names, same semantics
+ * as the CUDA prelude, so one emitted source serves both backends.
+ *
+ * The first part is the ABI between kernels and the emulator; simt.c includes
+ * only that part (MKC_SIMT_ABI_ONLY), so both sides compile against one
+ * declaration. The emulator lives in the host binary, linked with -rdynamic. */
+#ifndef MKC_PRELUDE_CPU_H
+#define MKC_PRELUDE_CPU_H
+
+/* The emulated thread now running on this OS thread. One OS thread runs one
+ * block, its emulated threads as fibers, and the emulator rewrites tid and
+ * fiber at every fiber switch. Initial-exec TLS: the variable is defined in
+ * the host executable, so it sits in static TLS and a kernel reads it with one
+ * %fs-relative load instead of a __tls_get_addr call. */
+typedef struct mkc_simt_self {
+  int tid;                      /* threadIdx.x */
+  int bid;                      /* blockIdx.x */
+  int nblocks;                  /* gridDim.x */
+  char *smem;                   /* the block's dynamic shared memory, 64-byte aligned */
+  struct mkc_simt_fiber *fiber; /* emulator-private */
+} mkc_simt_self;
+
+extern __thread mkc_simt_self mkc_simt_cur __attribute__((tls_model("initial-exec")));
+
+void mkc_simt_sync_block(void);                   /* __syncthreads() */
+void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full mask */
+unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
+void mkc_simt_pause(void);                        /* one turn of a spin-wait on other blocks */
+
+#ifndef MKC_SIMT_ABI_ONLY
+#include <math.h>
+#include <string.h>
+
+#define MKC_KERNEL __attribute__((visibility("default"))) void
+#define MKC_DEVICE static inline
+
+typedef unsigned short mkc_bf16;
+typedef struct { unsigned x, y, z, w; } mkc_u4;
+typedef struct { float x, y, z, w; } mkc_f4;
+
+MKC_DEVICE int mkc_tid(void) { return mkc_simt_cur.tid; }
+MKC_DEVICE int mkc_bid(void) { return mkc_simt_cur.bid; }
+MKC_DEVICE int mkc_nblocks(void) { return mkc_simt_cur.nblocks; }
+MKC_DEVICE char *mkc_smem(void) { return mkc_simt_cur.smem; }
+
+MKC_DEVICE void mkc_sync_block(void) { mkc_simt_sync_block(); }
+MKC_DEVICE void mkc_sync_warp(void) { mkc_simt_sync_warp(); }
+MKC_DEVICE float mkc_shfl_xor(float v, int mask) {
+  unsigned u;
+  memcpy(&u, &v, sizeof u);
+  u = mkc_simt_shfl_xor(u, mask);
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return (int)mkc_simt_shfl_xor((unsigned)v, mask); }
+
+/* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
+MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);
+}
+MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+MKC_DEVICE void mkc_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+/* Yields the OS thread (other blocks need it), not the fiber: see simt.c on spins. */
+MKC_DEVICE void mkc_pause(void) { mkc_simt_pause(); }
+
+MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) {
+  unsigned u = (unsigned)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
+  mkc_u4 r;
+  memcpy(&r, p, sizeof r);
+  return r;
+}
+MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
+  mkc_f4 r;
+  memcpy(&r, p, sizeof r);
+  return r;
+}
+#endif /* MKC_SIMT_ABI_ONLY */
+
+#endif

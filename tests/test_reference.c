@@ -1,0 +1,752 @@
+/* The weight store and the reference executor, checked against oracles
+ * written here independently: hand-computed values, direct formulas, and a
+ * from-scratch llama forward pass that recomputes the whole sequence. */
+#include "graph.h"
+#include "reference.h"
+#include "weights.h"
+
+#include <complex.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Minimal CHECK helpers; the closing line matches tests/check.h. */
+static int n_passed, n_failed;
+#define CHECK(cond) check((cond), #cond, __FILE__, __LINE__)
+static int check(int ok, const char *what, const char *file, int line) {
+  if (ok)
+    n_passed++;
+  else {
+    n_failed++;
+    fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what);
+  }
+  return ok;
+}
+#define CHECK_NEAR(actual, expected, tol)                                                          \
+  check_near((actual), (expected), (tol), #actual, __FILE__, __LINE__)
+static void check_near(double a, double e, double tol, const char *what, const char *file,
+                       int line) {
+  int ok = fabs(a - e) <= tol * fmax(1.0, fabs(e));
+  if (!check(ok, what, file, line)) fprintf(stderr, "  actual %.17g, expected %.17g\n", a, e);
+}
+#define CHECK_CONTAINS(s, sub) check_contains((s), (sub), __FILE__, __LINE__)
+static void check_contains(const char *s, const char *sub, const char *file, int line) {
+  if (!check(strstr(s, sub) != NULL, "message contains expected text", file, line))
+    fprintf(stderr, "  message: %s  expected to contain: %s\n", s, sub);
+}
+
+/* stderr capture, to compare error messages with the expected text. */
+static char captured[8192];
+static FILE *capture_file;
+static int saved_stderr;
+static void capture_begin(void) {
+  fflush(stderr);
+  capture_file = tmpfile();
+  saved_stderr = dup(2);
+  dup2(fileno(capture_file), 2);
+}
+static const char *capture_end(void) {
+  fflush(stderr);
+  dup2(saved_stderr, 2);
+  close(saved_stderr);
+  rewind(capture_file);
+  size_t n = fread(captured, 1, sizeof captured - 1, capture_file);
+  captured[n] = 0;
+  fclose(capture_file);
+  return captured;
+}
+
+/* ---- graphs built by hand ---- */
+
+enum { CAP = 128 };
+
+static void graph_init(mkc_graph *g, int vocab, int max_ctx) {
+  memset(g, 0, sizeof *g);
+  g->nodes = calloc(CAP, sizeof *g->nodes);
+  g->weights = calloc(CAP, sizeof *g->weights);
+  g->graph_path = strdup("test.graph");
+  g->preset = strdup("tiny");
+  g->vocab = vocab;
+  g->max_ctx = max_ctx;
+}
+
+static int add_node(mkc_graph *g, int op, int n, int a, int b, int c) {
+  mkc_node *nd = &g->nodes[g->n_nodes];
+  memset(nd, 0, sizeof *nd);
+  nd->op = op;
+  nd->n = n;
+  nd->in[0] = a;
+  nd->in[1] = b;
+  nd->in[2] = c;
+  nd->weight = -1;
+  nd->line = g->n_nodes + 1;
+  return g->n_nodes++;
+}
+
+/* A weight with the kernel's padding: rows padded to a multiple of 8. */
+static int add_weight(mkc_graph *g, const char *name, int rows, int cols) {
+  mkc_weight_info *wi = &g->weights[g->n_weights];
+  wi->name = strdup(name);
+  wi->rows = rows;
+  wi->cols = cols;
+  wi->row_stride = (cols + 7) / 8 * 8;
+  wi->offset = g->weight_elems;
+  g->weight_elems += (size_t)rows * wi->row_stride;
+  int id = add_node(g, MKC_OP_WEIGHT, rows, -1, -1, -1);
+  g->nodes[id].weight = g->n_weights++;
+  return id;
+}
+
+static int add_rmsnorm(mkc_graph *g, int x, const char *name, int n, double eps) {
+  int id = add_node(g, MKC_OP_RMSNORM, n, x, add_weight(g, name, 1, n), -1);
+  g->nodes[id].eps = eps;
+  return id;
+}
+
+static int add_matmul(mkc_graph *g, int x, const char *name, int rows, int cols) {
+  return add_node(g, MKC_OP_MATMUL, rows, x, add_weight(g, name, rows, cols), -1);
+}
+
+static int add_rope(mkc_graph *g, int x, int heads, int head_dim, double theta, int layout) {
+  int id = add_node(g, MKC_OP_ROPE, heads * head_dim, x, -1, -1);
+  g->nodes[id].heads = heads;
+  g->nodes[id].head_dim = head_dim;
+  g->nodes[id].theta = theta;
+  g->nodes[id].layout = layout;
+  return id;
+}
+
+static int add_attention(mkc_graph *g, int q, int k, int v, int layer, int heads, int kv_heads,
+                         int head_dim) {
+  int id = add_node(g, MKC_OP_ATTENTION, heads * head_dim, q, k, v);
+  g->nodes[id].layer = layer;
+  g->nodes[id].heads = heads;
+  g->nodes[id].kv_heads = kv_heads;
+  g->nodes[id].head_dim = head_dim;
+  return id;
+}
+
+typedef struct llama_dims {
+  int vocab, dim, heads, kv_heads, head_dim, ffn, layers, max_ctx, layout;
+  double theta, eps;
+} llama_dims;
+
+static void build_llama(mkc_graph *g, const llama_dims *d) {
+  char name[64];
+  int q_dim = d->heads * d->head_dim, kv_dim = d->kv_heads * d->head_dim;
+  graph_init(g, d->vocab, d->max_ctx);
+  int tokens = add_node(g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(g, MKC_OP_EMBED, d->dim, add_weight(g, "token_embd.weight", d->vocab, d->dim),
+                   tokens, -1);
+  for (int l = 0; l < d->layers; l++) {
+#define NAME(s) (snprintf(name, sizeof name, "blk.%d." s, l), name)
+    int h = add_rmsnorm(g, x, NAME("attn_norm.weight"), d->dim, d->eps);
+    int q = add_matmul(g, h, NAME("attn_q.weight"), q_dim, d->dim);
+    int k = add_matmul(g, h, NAME("attn_k.weight"), kv_dim, d->dim);
+    int v = add_matmul(g, h, NAME("attn_v.weight"), kv_dim, d->dim);
+    q = add_rope(g, q, d->heads, d->head_dim, d->theta, d->layout);
+    k = add_rope(g, k, d->kv_heads, d->head_dim, d->theta, d->layout);
+    int att = add_attention(g, q, k, v, l, d->heads, d->kv_heads, d->head_dim);
+    int o = add_matmul(g, att, NAME("attn_output.weight"), d->dim, q_dim);
+    x = add_node(g, MKC_OP_ADD, d->dim, x, o, -1);
+    h = add_rmsnorm(g, x, NAME("ffn_norm.weight"), d->dim, d->eps);
+    int gate = add_matmul(g, h, NAME("ffn_gate.weight"), d->ffn, d->dim);
+    int up = add_matmul(g, h, NAME("ffn_up.weight"), d->ffn, d->dim);
+    int act = add_node(g, MKC_OP_SWIGLU, d->ffn, gate, up, -1);
+    int down = add_matmul(g, act, NAME("ffn_down.weight"), d->dim, d->ffn);
+    x = add_node(g, MKC_OP_ADD, d->dim, x, down, -1);
+#undef NAME
+  }
+  int h = add_rmsnorm(g, x, "output_norm.weight", d->dim, d->eps);
+  int logits = add_matmul(g, h, "output.weight", d->vocab, d->dim);
+  add_node(g, MKC_OP_LOGITS, d->vocab, logits, -1, -1);
+}
+
+/* ---- the independent llama oracle: whole sequence from scratch, no cache ---- */
+
+static const mkc_tensor *find(const mkc_weights *w, const char *name) {
+  for (int i = 0; i < w->n; i++)
+    if (strcmp(w->t[i].name, name) == 0) return &w->t[i];
+  return NULL;
+}
+
+static double wat(const mkc_tensor *t, int r, int c) {
+  return mkc_bf16_to_float(t->data[(size_t)r * t->cols + c]);
+}
+
+static void o_norm(double *y, const double *x, const mkc_tensor *w, int n, double eps) {
+  double ms = 0;
+  for (int i = 0; i < n; i++) ms += x[i] * x[i] / n;
+  for (int i = 0; i < n; i++) y[i] = x[i] * wat(w, 0, i) / sqrt(ms + eps);
+}
+
+static void o_matmul(double *y, const mkc_tensor *w, const double *x) {
+  for (int r = 0; r < w->rows; r++) {
+    y[r] = 0;
+    for (int c = 0; c < w->cols; c++) y[r] += wat(w, r, c) * x[c];
+  }
+}
+
+/* RoPE as a complex rotation of each pair. */
+static void o_rope(double *x, int heads, int hd, double theta, int layout, int pos) {
+  for (int h = 0; h < heads; h++)
+    for (int j = 0; j < hd / 2; j++) {
+      double *a = &x[h * hd + (layout == MKC_ROPE_NEOX ? j : 2 * j)];
+      double *b = &x[h * hd + (layout == MKC_ROPE_NEOX ? j + hd / 2 : 2 * j + 1)];
+      double complex z = (*a + I * *b) * cexp(I * pos * exp(-2.0 * j / hd * log(theta)));
+      *a = creal(z);
+      *b = cimag(z);
+    }
+}
+
+/* Logits after tokens[0..n). */
+static void oracle_llama(const mkc_weights *w, const llama_dims *d, const int *tokens, int n,
+                         double *logits) {
+  int D = d->dim, hd = d->head_dim, qd = d->heads * hd, kvd = d->kv_heads * hd;
+  double *x = calloc((size_t)n * D, sizeof *x), *h = calloc(D, sizeof *h);
+  double *q = calloc((size_t)n * qd, sizeof *q), *k = calloc((size_t)n * kvd, sizeof *k);
+  double *v = calloc((size_t)n * kvd, sizeof *v), *att = calloc(qd, sizeof *att);
+  double *o = calloc(D, sizeof *o), *gate = calloc(d->ffn, sizeof *gate);
+  double *up = calloc(d->ffn, sizeof *up), *p = calloc(n, sizeof *p);
+  char name[64];
+  const mkc_tensor *emb = find(w, "token_embd.weight");
+  for (int t = 0; t < n; t++)
+    for (int i = 0; i < D; i++) x[t * D + i] = wat(emb, tokens[t], i);
+  for (int l = 0; l < d->layers; l++) {
+#define T(s) (snprintf(name, sizeof name, "blk.%d." s, l), find(w, name))
+    for (int t = 0; t < n; t++) {
+      o_norm(h, &x[t * D], T("attn_norm.weight"), D, d->eps);
+      o_matmul(&q[t * qd], T("attn_q.weight"), h);
+      o_matmul(&k[t * kvd], T("attn_k.weight"), h);
+      o_matmul(&v[t * kvd], T("attn_v.weight"), h);
+      o_rope(&q[t * qd], d->heads, hd, d->theta, d->layout, t);
+      o_rope(&k[t * kvd], d->kv_heads, hd, d->theta, d->layout, t);
+    }
+    for (int t = 0; t < n; t++) { /* causal attention, each position in turn */
+      for (int hh = 0; hh < d->heads; hh++) {
+        int kh = hh / (d->heads / d->kv_heads);
+        double z = 0;
+        for (int s = 0; s <= t; s++) {
+          double dot = 0;
+          for (int i = 0; i < hd; i++) dot += q[t * qd + hh * hd + i] * k[s * kvd + kh * hd + i];
+          z += p[s] = exp(dot / sqrt(hd)); /* small scores here: no max needed */
+        }
+        for (int i = 0; i < hd; i++) {
+          att[hh * hd + i] = 0;
+          for (int s = 0; s <= t; s++) att[hh * hd + i] += p[s] / z * v[s * kvd + kh * hd + i];
+        }
+      }
+      o_matmul(o, T("attn_output.weight"), att);
+      for (int i = 0; i < D; i++) x[t * D + i] += o[i];
+      o_norm(h, &x[t * D], T("ffn_norm.weight"), D, d->eps);
+      o_matmul(gate, T("ffn_gate.weight"), h);
+      o_matmul(up, T("ffn_up.weight"), h);
+      for (int i = 0; i < d->ffn; i++) gate[i] = gate[i] * up[i] / (1 + exp(-gate[i]));
+      o_matmul(o, T("ffn_down.weight"), gate);
+      for (int i = 0; i < D; i++) x[t * D + i] += o[i];
+    }
+#undef T
+  }
+  o_norm(h, &x[(n - 1) * D], find(w, "output_norm.weight"), D, d->eps);
+  o_matmul(logits, find(w, "output.weight"), h);
+  free(x), free(h), free(q), free(k), free(v), free(att), free(o), free(gate), free(up), free(p);
+}
+
+static double max_rel_diff(const double *a, const double *b, int n) {
+  double diff = 0, scale = 0;
+  for (int i = 0; i < n; i++) {
+    diff = fmax(diff, fabs(a[i] - b[i]));
+    scale = fmax(scale, fabs(b[i]));
+  }
+  return diff / fmax(scale, 1e-300);
+}
+
+/* Overwrite a tensor with chosen values (exact in bf16). */
+static void set_tensor(mkc_weights *w, const char *name, const float *values) {
+  mkc_tensor *t = (mkc_tensor *)find(w, name);
+  for (int i = 0; i < t->rows * t->cols; i++) t->data[i] = mkc_float_to_bf16(values[i]);
+}
+
+/* ---- tests ---- */
+
+static void test_bf16(void) {
+  CHECK(mkc_bf16_to_float(0x3f80) == 1.0f);
+  CHECK(mkc_bf16_to_float(0xc020) == -2.5f);
+  CHECK(mkc_float_to_bf16(1.0f) == 0x3f80);
+  int round_trip_ok = 1;
+  for (unsigned h = 0; h < 0x10000; h++) {
+    float f = mkc_bf16_to_float((uint16_t)h);
+    if (!isnan(f) && mkc_float_to_bf16(f) != h) round_trip_ok = 0;
+  }
+  CHECK(round_trip_ok);
+  CHECK(mkc_float_to_bf16(1.00390625f) == 0x3f80);  /* 1 + 2^-8: tie, stays at even 1.0 */
+  CHECK(mkc_float_to_bf16(1.01171875f) == 0x3f82);  /* 1 + 3*2^-8: tie, up to even */
+  CHECK(mkc_float_to_bf16(-1.00390625f) == 0xbf80); /* sign does not change the tie rule */
+  CHECK(mkc_float_to_bf16(1.0f + 0x1p-8f + 0x1p-16f) == 0x3f81); /* above the tie: up */
+  CHECK(mkc_float_to_bf16(1.0f + 0x1p-8f - 0x1p-16f) == 0x3f80); /* below the tie: down */
+  CHECK(mkc_float_to_bf16(INFINITY) == 0x7f80);
+  CHECK(mkc_float_to_bf16(FLT_MAX) == 0x7f80);
+  CHECK(isnan(mkc_bf16_to_float(mkc_float_to_bf16(NAN))));
+  CHECK(isnan(mkc_bf16_to_float(mkc_float_to_bf16(-NAN))));
+}
+
+static int same_tensor(const mkc_tensor *a, const mkc_tensor *b) {
+  return a->rows == b->rows && a->cols == b->cols &&
+         memcmp(a->data, b->data, (size_t)a->rows * a->cols * sizeof *a->data) == 0;
+}
+
+static void test_random_weights(void) {
+  mkc_graph a, b;
+  graph_init(&a, 10, 4);
+  add_weight(&a, "blk.0.attn_q.weight", 64, 64);
+  add_weight(&a, "token_embd.weight", 10, 16);
+  add_weight(&a, "output_norm.weight", 1, 16);
+  graph_init(&b, 10, 4);
+  add_weight(&b, "blk.0.ffn_up.weight", 8, 16);
+  add_weight(&b, "output_norm.weight", 1, 16);
+  add_weight(&b, "token_embd.weight", 10, 16);
+  add_weight(&b, "blk.0.attn_q.weight", 64, 64);
+  mkc_weights wa, wb, wc;
+  CHECK(mkc_weights_random(&wa, &a, 42) == 0);
+  CHECK(mkc_weights_random(&wb, &b, 42) == 0);
+  CHECK(mkc_weights_random(&wc, &a, 43) == 0);
+  CHECK(wa.n == 3 && wb.n == 4 && wc.n == 3);
+  const char *names[] = {"blk.0.attn_q.weight", "token_embd.weight", "output_norm.weight"};
+  for (int i = 0; i < 3; i++) {
+    CHECK(same_tensor(find(&wa, names[i]), find(&wb, names[i])));  /* order-independent */
+    CHECK(!same_tensor(find(&wa, names[i]), find(&wc, names[i]))); /* seed matters */
+  }
+
+  const mkc_tensor *norm = find(&wa, "output_norm.weight");
+  int in_range = 1, varied = 0;
+  for (int i = 0; i < 16; i++) {
+    float f = mkc_bf16_to_float(norm->data[i]);
+    in_range &= f >= 0.896f && f <= 1.102f; /* 0.9, 1.1 plus half a bf16 ulp */
+    varied |= f != mkc_bf16_to_float(norm->data[0]);
+  }
+  CHECK(in_range && varied);
+
+  const mkc_tensor *emb = find(&wa, "token_embd.weight");
+  double abs_sum = 0;
+  in_range = 1;
+  for (int i = 0; i < 160; i++) {
+    float f = mkc_bf16_to_float(emb->data[i]);
+    in_range &= fabsf(f) <= 1.0f;
+    abs_sum += fabsf(f);
+  }
+  CHECK(in_range);
+  CHECK_NEAR(abs_sum / 160, 0.5, 0.15); /* E|U(-1,1)| = 1/2 */
+
+  /* U(-1,1) * sqrt(3/cols) has variance 1/cols: cols * var ~ 1 over 4096 samples. */
+  const mkc_tensor *wq = find(&wa, "blk.0.attn_q.weight");
+  double bound = sqrt(3.0 / 64) * (1 + 0x1p-8), sum = 0, sum2 = 0;
+  in_range = 1;
+  for (int i = 0; i < 64 * 64; i++) {
+    double f = mkc_bf16_to_float(wq->data[i]);
+    in_range &= fabs(f) <= bound;
+    sum += f;
+    sum2 += f * f;
+  }
+  CHECK(in_range);
+  CHECK_NEAR(64 * sum2 / 4096, 1.0, 0.1);
+  CHECK(fabs(sum / 4096) < 0.02);
+
+  mkc_weights_free(&wa), mkc_weights_free(&wb), mkc_weights_free(&wc);
+  CHECK(wa.n == 0 && wa.t == NULL);
+  mkc_graph_free(&a), mkc_graph_free(&b);
+}
+
+static void test_weights_get(void) {
+  mkc_graph g;
+  graph_init(&g, 10, 4);
+  add_weight(&g, "blk.0.attn_q.weight", 8, 16);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 1) == 0);
+  const mkc_tensor *t = mkc_weights_get(&w, "blk.0.attn_q.weight", 8, 16);
+  CHECK(t && strcmp(t->name, "blk.0.attn_q.weight") == 0 && t->rows == 8 && t->cols == 16);
+
+  capture_begin();
+  t = mkc_weights_get(&w, "blk.0.attn_q.weight", 16, 8);
+  const char *msg = capture_end();
+  CHECK(t == NULL);
+  CHECK_CONTAINS(msg, "mkc: error: weight blk.0.attn_q.weight: Expected [16, 8], Actual [8, 16]");
+
+  capture_begin();
+  t = mkc_weights_get(&w, "blk.0.attn_k.weight", 8, 16);
+  msg = capture_end();
+  CHECK(t == NULL);
+  CHECK_CONTAINS(msg, "mkc: error: weight blk.0.attn_k.weight: missing");
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+static void test_arena(void) {
+  mkc_graph g;
+  graph_init(&g, 10, 4);
+  add_weight(&g, "blk.0.attn_q.weight", 3, 5); /* stride 8: 3 pad elements a row */
+  add_weight(&g, "output_norm.weight", 1, 16); /* no padding */
+  add_weight(&g, "blk.0.attn_k.weight", 2, 3);
+  g.weights[1].offset += 8; /* a gap between slots must stay zero too */
+  g.weights[2].offset += 8;
+  g.weight_elems += 16;
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 7) == 0);
+  uint16_t *arena = mkc_weights_arena(&w, &g);
+  CHECK(arena != NULL);
+  if (!arena) return;
+  char *covered = calloc(g.weight_elems, 1);
+  int rows_ok = 1, pad_zero = 1;
+  for (int i = 0; i < g.n_weights; i++) {
+    const mkc_weight_info *wi = &g.weights[i];
+    const mkc_tensor *t = find(&w, wi->name);
+    for (int r = 0; r < wi->rows; r++)
+      for (int c = 0; c < wi->cols; c++) {
+        size_t at = wi->offset + (size_t)r * wi->row_stride + c;
+        rows_ok &= arena[at] == t->data[r * wi->cols + c] && arena[at] != 0;
+        covered[at] = 1;
+      }
+  }
+  for (size_t i = 0; i < g.weight_elems; i++) pad_zero &= covered[i] || arena[i] == 0;
+  CHECK(rows_ok);
+  CHECK(pad_zero);
+  CHECK(arena[5] == 0 && arena[6] == 0 && arena[7] == 0 && arena[8] != 0); /* row 0 pad, row 1 */
+  free(covered);
+  free(arena);
+
+  g.weight_elems -= 17; /* the last slot no longer fits */
+  capture_begin();
+  arena = mkc_weights_arena(&w, &g);
+  const char *msg = capture_end();
+  CHECK(arena == NULL);
+  CHECK_CONTAINS(msg, "mkc: error: weight blk.0.attn_k.weight: arena slot");
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+static void test_rmsnorm(void) {
+  mkc_graph g;
+  graph_init(&g, 6, 4);
+  int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(&g, MKC_OP_EMBED, 6, add_weight(&g, "token_embd.weight", 3, 6), tokens, -1);
+  int y = add_rmsnorm(&g, x, "output_norm.weight", 6, 1e-5);
+  add_node(&g, MKC_OP_LOGITS, 6, y, -1, -1);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 3) == 0);
+  float emb[18] = {0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 3, 3, 1, -2, 0.5f, 4, 0, -0.25f};
+  set_tensor(&w, "token_embd.weight", emb);
+  const mkc_tensor *nw = find(&w, "output_norm.weight");
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  double out[6];
+  CHECK(mkc_ref_step(r, 1, out) == 0);
+  for (int i = 0; i < 6; i++) CHECK_NEAR(out[i], 3.0 / sqrt(9.0 + 1e-5) * wat(nw, 0, i), 1e-14);
+  /* mean of squares of (1, -2, .5, 4, 0, -.25) = 21.3125 / 6 */
+  CHECK(mkc_ref_step(r, 2, out) == 0);
+  for (int i = 0; i < 6; i++)
+    CHECK_NEAR(out[i], emb[12 + i] / sqrt(21.3125 / 6 + 1e-5) * wat(nw, 0, i), 1e-14);
+  /* all-zero row: eps keeps it finite and zero */
+  CHECK(mkc_ref_step(r, 0, out) == 0);
+  CHECK(out[0] == 0 && out[5] == 0);
+  mkc_ref_close(r);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+/* tokens -> embed -> rope -> logits, so the logits are the rotated embedding. */
+static void test_rope(void) {
+  double out[2][8];
+  for (int layout = 0; layout < 2; layout++) {
+    mkc_graph g;
+    graph_init(&g, 8, 8);
+    int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+    int x = add_node(&g, MKC_OP_EMBED, 8, add_weight(&g, "token_embd.weight", 5, 8), tokens, -1);
+    int y = add_rope(&g, x, 2, 4, 100.0, layout);
+    add_node(&g, MKC_OP_LOGITS, 8, y, -1, -1);
+    mkc_weights w;
+    CHECK(mkc_weights_random(&w, &g, 5) == 0);
+    const mkc_tensor *emb = find(&w, "token_embd.weight");
+    mkc_ref *r = mkc_ref_open(&g, &w);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK(mkc_ref_step(r, 3, out[layout]) == 0); /* pos 0: identity */
+    for (int i = 0; i < 8; i++) CHECK(out[layout][i] == wat(emb, 3, i));
+    CHECK(mkc_ref_step(r, 1, out[layout]) == 0); /* pos 1 */
+    CHECK(mkc_ref_step(r, 3, out[layout]) == 0); /* pos 2 */
+    CHECK(mkc_ref_pos(r) == 3);
+    /* direct formula: angle_j = p * 100^(-2j/4) = 2 * (1, 0.1) */
+    double e[8], expect[8];
+    for (int i = 0; i < 8; i++) e[i] = expect[i] = wat(emb, 3, i);
+    double angle[2] = {2.0, 0.2};
+    for (int h = 0; h < 2; h++)
+      for (int j = 0; j < 2; j++) {
+        int ia = h * 4 + (layout == MKC_ROPE_NEOX ? j : 2 * j);
+        int ib = h * 4 + (layout == MKC_ROPE_NEOX ? j + 2 : 2 * j + 1);
+        expect[ia] = e[ia] * cos(angle[j]) - e[ib] * sin(angle[j]);
+        expect[ib] = e[ia] * sin(angle[j]) + e[ib] * cos(angle[j]);
+      }
+    for (int i = 0; i < 8; i++) CHECK_NEAR(out[layout][i], expect[i], 1e-14);
+    /* truncate back to pos 2: the same token at the same position gives the same values */
+    mkc_ref_truncate(r, 2);
+    CHECK(mkc_ref_pos(r) == 2);
+    double again[8];
+    CHECK(mkc_ref_step(r, 3, again) == 0);
+    CHECK(memcmp(again, out[layout], sizeof again) == 0);
+    mkc_ref_close(r);
+    mkc_weights_free(&w);
+    mkc_graph_free(&g);
+  }
+  double diff = 0;
+  for (int i = 0; i < 8; i++) diff = fmax(diff, fabs(out[0][i] - out[1][i]));
+  CHECK(diff > 1e-2); /* interleaved and neox pair different elements */
+}
+
+/* q = k = v = the embedding (identity projections): attention by hand. */
+static void test_attention(void) {
+  mkc_graph g;
+  graph_init(&g, 4, 3);
+  int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(&g, MKC_OP_EMBED, 4, add_weight(&g, "token_embd.weight", 3, 4), tokens, -1);
+  int q = add_matmul(&g, x, "blk.0.attn_q.weight", 4, 4);
+  int k = add_matmul(&g, x, "blk.0.attn_k.weight", 4, 4);
+  int v = add_matmul(&g, x, "blk.0.attn_v.weight", 4, 4);
+  int att = add_attention(&g, q, k, v, 0, 1, 1, 4);
+  add_node(&g, MKC_OP_LOGITS, 4, att, -1, -1);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 9) == 0);
+  float emb[12] = {1, 0, 0, 0, 0, 1, 0, 0, 0.5f, -1, 2, 0.25f};
+  float eye[16] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  set_tensor(&w, "token_embd.weight", emb);
+  set_tensor(&w, "blk.0.attn_q.weight", eye);
+  set_tensor(&w, "blk.0.attn_k.weight", eye);
+  set_tensor(&w, "blk.0.attn_v.weight", eye);
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  double out[4];
+  CHECK(mkc_ref_step(r, 2, out) == 0); /* one token: softmax of one score is 1, output = v */
+  for (int i = 0; i < 4; i++) CHECK(out[i] == emb[8 + i]);
+  /* token 1 at pos 1: scores (e1.e2, e1.e1) / sqrt(4) = (-1/2, 1/2) */
+  CHECK(mkc_ref_step(r, 1, out) == 0);
+  double p0 = exp(-0.5) / (exp(-0.5) + exp(0.5)), p1 = 1 - p0;
+  CHECK_NEAR(out[0], 0.5 * p0, 1e-15);
+  CHECK_NEAR(out[1], -p0 + p1, 1e-15);
+  CHECK_NEAR(out[2], 2 * p0, 1e-15);
+  CHECK_NEAR(out[3], 0.25 * p0, 1e-15);
+  /* token 0 at pos 2: scores (0.5, 0, 1) / 2 */
+  CHECK(mkc_ref_step(r, 0, out) == 0);
+  double s[3] = {exp(0.25), exp(0), exp(0.5)}, z = s[0] + s[1] + s[2];
+  CHECK_NEAR(out[0], (0.5 * s[0] + s[2]) / z, 1e-15);
+  CHECK_NEAR(out[1], (-s[0] + s[1]) / z, 1e-15);
+  CHECK_NEAR(out[2], 2 * s[0] / z, 1e-15);
+  CHECK_NEAR(out[3], 0.25 * s[0] / z, 1e-15);
+
+  capture_begin();
+  int rc = mkc_ref_step(r, 1, out);
+  const char *msg = capture_end();
+  CHECK(rc == -1 && mkc_ref_pos(r) == 3);
+  CHECK_CONTAINS(msg, "mkc: error: context full (3 tokens)");
+  mkc_ref_close(r);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+static void test_llama(int layout) {
+  llama_dims d = {.vocab = 13,
+                  .dim = 16,
+                  .heads = 4,
+                  .kv_heads = 2,
+                  .head_dim = 4,
+                  .ffn = 24,
+                  .layers = 2,
+                  .max_ctx = 5,
+                  .layout = layout,
+                  .theta = 10000,
+                  .eps = 1e-5};
+  mkc_graph g;
+  build_llama(&g, &d);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 2024) == 0);
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  int tokens[5] = {3, 7, 1, 12, 0};
+  double got[13], want[13];
+  for (int i = 0; i < 5; i++) {
+    CHECK(mkc_ref_step(r, tokens[i], got) == 0);
+    oracle_llama(&w, &d, tokens, i + 1, want);
+    CHECK(max_rel_diff(got, want, 13) < 1e-12);
+  }
+  CHECK(mkc_ref_pos(r) == 5);
+  capture_begin();
+  int rc = mkc_ref_step(r, 1, got);
+  const char *msg = capture_end();
+  CHECK(rc == -1 && mkc_ref_pos(r) == 5);
+  CHECK_CONTAINS(msg, "mkc: error: context full (5 tokens)");
+
+  /* forget tokens 2.. and continue down another branch */
+  mkc_ref_truncate(r, 2);
+  CHECK(mkc_ref_pos(r) == 2);
+  int branch[3] = {3, 7, 9};
+  CHECK(mkc_ref_step(r, 9, got) == 0);
+  oracle_llama(&w, &d, branch, 3, want);
+  CHECK(max_rel_diff(got, want, 13) < 1e-12);
+  CHECK(mkc_ref_pos(r) == 3);
+
+  capture_begin();
+  int rc_hi = mkc_ref_step(r, 13, got), rc_lo = mkc_ref_step(r, -1, got);
+  msg = capture_end();
+  CHECK(rc_hi == -1 && rc_lo == -1 && mkc_ref_pos(r) == 3);
+  CHECK_CONTAINS(msg, "mkc: error: token 13 outside the vocab [0, 13)");
+  mkc_ref_close(r);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+/* The random weights keep a greedy run finite and bounded for thousands of steps. */
+static void test_long_run(void) {
+  llama_dims d = {.vocab = 64,
+                  .dim = 32,
+                  .heads = 4,
+                  .kv_heads = 2,
+                  .head_dim = 8,
+                  .ffn = 64,
+                  .layers = 2,
+                  .max_ctx = 2000,
+                  .layout = MKC_ROPE_NEOX,
+                  .theta = 10000,
+                  .eps = 1e-5};
+  mkc_graph g;
+  build_llama(&g, &d);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 11) == 0);
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  double logits[64], max_abs = 0;
+  int token = 1, finite = 1;
+  for (int i = 0; i < d.max_ctx; i++) {
+    if (mkc_ref_step(r, token, logits) != 0) break;
+    for (int j = 0; j < 64; j++) {
+      finite &= isfinite(logits[j]);
+      max_abs = fmax(max_abs, fabs(logits[j]));
+    }
+    token = mkc_argmax(logits, 64);
+  }
+  CHECK(mkc_ref_pos(r) == d.max_ctx);
+  CHECK(finite && max_abs < 1e3);
+  mkc_ref_close(r);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+static void test_graph_errors(void) {
+  llama_dims d = {.vocab = 13,
+                  .dim = 16,
+                  .heads = 4,
+                  .kv_heads = 2,
+                  .head_dim = 4,
+                  .ffn = 24,
+                  .layers = 1,
+                  .max_ctx = 5,
+                  .layout = 0,
+                  .theta = 10000,
+                  .eps = 1e-5};
+  mkc_graph g;
+  build_llama(&g, &d);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 1) == 0);
+
+  /* a matmul whose output length disagrees with its weight */
+  int id = -1;
+  for (int i = 0; i < g.n_nodes; i++)
+    if (g.nodes[i].op == MKC_OP_MATMUL && id < 0) id = i;
+  g.nodes[id].n++;
+  capture_begin();
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  const char *msg = capture_end();
+  CHECK(r == NULL);
+  char expect[128];
+  snprintf(expect, sizeof expect, "test.graph:%d: error: node %d (matmul):", id + 1, id);
+  CHECK_CONTAINS(msg, expect);
+  g.nodes[id].n--;
+
+  /* a weight in the store with another shape than the graph wants */
+  mkc_graph g2;
+  d.vocab = 14;
+  build_llama(&g2, &d);
+  capture_begin();
+  r = mkc_ref_open(&g2, &w);
+  msg = capture_end();
+  CHECK(r == NULL);
+  CHECK_CONTAINS(msg, "mkc: error: weight token_embd.weight: Expected [14, 16], Actual [13, 16]");
+  mkc_graph_free(&g2);
+
+  /* a weight the store does not have */
+  mkc_graph g3;
+  d.vocab = 13;
+  build_llama(&g3, &d);
+  free(g3.weights[g3.n_weights - 1].name);
+  g3.weights[g3.n_weights - 1].name = strdup("output_tied.weight");
+  capture_begin();
+  r = mkc_ref_open(&g3, &w);
+  msg = capture_end();
+  CHECK(r == NULL);
+  CHECK_CONTAINS(msg, "mkc: error: weight output_tied.weight: missing");
+  mkc_graph_free(&g3);
+
+  /* an input that is not an earlier node, and a graph without logits */
+  int saved = g.nodes[id].in[0];
+  g.nodes[id].in[0] = id;
+  capture_begin();
+  r = mkc_ref_open(&g, &w);
+  msg = capture_end();
+  CHECK(r == NULL);
+  CHECK_CONTAINS(msg, "expected an earlier node");
+  g.nodes[id].in[0] = saved;
+  g.n_nodes--;
+  capture_begin();
+  r = mkc_ref_open(&g, &w);
+  msg = capture_end();
+  CHECK(r == NULL);
+  CHECK_CONTAINS(msg, "test.graph: error: graph has no logits node");
+  g.n_nodes++;
+  r = mkc_ref_open(&g, &w); /* restored: opens */
+  CHECK(r != NULL);
+  mkc_ref_close(r);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+  CHECK(g.nodes == NULL && g.weights == NULL && g.graph_path == NULL && g.n_weights == 0);
+}
+
+static void test_misc(void) {
+  double x[5] = {1, 3, -2, 3, 2};
+  CHECK(mkc_argmax(x, 5) == 1);
+  CHECK(mkc_argmax(x, 1) == 0);
+  CHECK(mkc_argmax(x, 0) == -1);
+  CHECK(strcmp(mkc_op_name(MKC_OP_TOKENS), "tokens") == 0);
+  CHECK(strcmp(mkc_op_name(MKC_OP_ATTENTION), "attention") == 0);
+  CHECK(strcmp(mkc_op_name(MKC_OP_LOGITS), "logits") == 0);
+  CHECK(strcmp(mkc_op_name(MKC_OP_COUNT), "unknown") == 0);
+  CHECK(strcmp(mkc_op_name(-1), "unknown") == 0);
+}
+
+int main(void) {
+  test_bf16();
+  test_random_weights();
+  test_weights_get();
+  test_arena();
+  test_rmsnorm();
+  test_rope();
+  test_attention();
+  test_llama(MKC_ROPE_INTERLEAVED);
+  test_llama(MKC_ROPE_NEOX);
+  test_long_run();
+  test_graph_errors();
+  test_misc();
+  printf("%d passed, %d failed\n", n_passed, n_failed);
+  return n_failed != 0;
+}

@@ -1,0 +1,430 @@
+/* The CPU backend and SIMT emulator against oracles: shuffles, block and warp
+ * barriers, an atomics grid barrier, exposed missing barriers, misuse errors,
+ * compile errors, the cache. `test_simt --bench` also times the primitives. */
+#include "backend_cpu.h"
+#include "check.h"
+#include "mkc_state.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define NB 3
+#define NT 64
+#define N (NB * NT)
+#define RING_ROUNDS 20
+#define RUNS 5
+
+/* scratch layout of the main kernel, in floats */
+#define OFF_WARP 0
+#define OFF_SHFL_INT (OFF_WARP + N)
+#define OFF_SHFL_OUT (OFF_SHFL_INT + N)
+#define OFF_BLOCK (OFF_SHFL_OUT + N)
+#define OFF_TOTAL (OFF_BLOCK + NB)
+#define OFF_NEIGHBOR (OFF_TOTAL + N)
+#define OFF_LOADS (OFF_NEIGHBOR + N)
+#define OFF_RING (OFF_LOADS + N)
+#define SCRATCH_FLOATS (OFF_RING + 2 * NB)
+#define SMEM_BYTES (64 + NT * 4)
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* A grid barrier in the shape templates/common.cuh uses. */
+#define GRID_SYNC_SRC                                                                              \
+  "MKC_DEVICE void grid_sync(mkc_state *st) {\n"                                                  \
+  "  mkc_sync_block();\n"                                                                         \
+  "  if (mkc_tid() == 0) {\n"                                                                     \
+  "    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);\n"                                 \
+  "    mkc_fence();\n"                                                                            \
+  "    if (mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u == (unsigned)mkc_nblocks()) {\n"       \
+  "      mkc_store_u32(&st->barrier_count, 0u);\n"                                                \
+  "      mkc_fence();\n"                                                                          \
+  "      mkc_atomic_add_u32(&st->barrier_gen, 1u);\n"                                             \
+  "    } else {\n"                                                                                \
+  "      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();\n"                   \
+  "    }\n"                                                                                       \
+  "    mkc_fence();\n"                                                                            \
+  "  }\n"                                                                                         \
+  "  mkc_sync_block();\n"                                                                         \
+  "}\n"
+
+static const char main_kernel[] =
+    "#define MKC_THREADS " STR(NT) "\n"
+    "#ifndef __CUDACC__\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#endif\n"
+    "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
+    "MKC_DEVICE float warp_sum(float v) {\n"
+    "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
+    "  return v;\n"
+    "}\n"
+    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
+    "  int tid = mkc_tid(), bid = mkc_bid(), nb = mkc_nblocks(), gid = bid * MKC_THREADS + tid;\n"
+    "  float *red = (float *)mkc_smem();\n"
+    "  int *neighbor = (int *)(mkc_smem() + 64);\n"
+    "  float x = mkc_bf16_to_f32(weights[gid]);\n"
+    "  float ws = warp_sum(x);\n"
+    "  scratch[" STR(OFF_WARP) " + gid] = ws;\n"
+    "  scratch[" STR(OFF_SHFL_INT) " + gid] = (float)mkc_shfl_xor_int(gid, 5);\n"
+    "  scratch[" STR(OFF_SHFL_OUT) " + gid] = (float)mkc_shfl_xor_int(gid, 32);\n"
+    /* block reduction through shared memory */
+    "  if ((tid & 31) == 0) red[tid >> 5] = ws;\n"
+    "  mkc_sync_block();\n"
+    "  if (tid == 0) {\n"
+    "    float s = 0.0f;\n"
+    "    for (int w = 0; w < MKC_THREADS / 32; w++) s += red[w];\n"
+    "    scratch[" STR(OFF_BLOCK) " + bid] = s;\n"
+    "  }\n"
+    /* a warp-level exchange through shared memory */
+    "  neighbor[tid] = gid * 3;\n"
+    "  mkc_sync_warp();\n"
+    "  scratch[" STR(OFF_NEIGHBOR) " + gid] = (float)neighbor[tid ^ 1];\n"
+    /* 16-byte loads */
+    "  mkc_f4 f = mkc_load_f4(kv + 4 * tid);\n"
+    "  mkc_u4 u = mkc_load_u4(weights + 8 * (gid / 8));\n"
+    "  float us = mkc_bf16_to_f32((mkc_bf16)(u.x & 0xffffu)) + mkc_bf16_to_f32((mkc_bf16)(u.w >> "
+    "16));\n"
+    "  scratch[" STR(OFF_LOADS) " + gid] = f.x + 2.0f * f.y + 3.0f * f.z + 4.0f * f.w + 100.0f * "
+    "us;\n"
+    /* phase 2 reads what the other blocks wrote in phase 1 */
+    "  grid_sync(state);\n"
+    "  float total = 0.0f;\n"
+    "  for (int b = 0; b < nb; b++) total += scratch[" STR(OFF_BLOCK) " + b];\n"
+    "  scratch[" STR(OFF_TOTAL) " + gid] = total;\n"
+    /* a ring: every round each block takes its right neighbour's value + 1 */
+    "  float *ring = scratch + " STR(OFF_RING) ";\n"
+    "  if (tid == 0) ring[bid] = 1000.0f * (float)bid;\n"
+    "  for (int r = 1; r < " STR(RING_ROUNDS) "; r++) {\n"
+    "    grid_sync(state);\n"
+    "    if (tid == 0) ring[(r & 1) * nb + bid] = ring[((r - 1) & 1) * nb + (bid + 1) % nb] + "
+    "1.0f;\n"
+    "  }\n"
+    "  grid_sync(state);\n"
+    "  if (gid == 0) state->step++;\n"
+    "}\n";
+
+/* Thread 0 writes shared memory, everyone reads it: with or without the barrier. */
+static const char race_kernel[] = "#define MKC_THREADS " STR(NT) "\n"
+                                  "#include \"prelude_cpu.h\"\n"
+                                  "#include \"mkc_state.h\"\n"
+                                  "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, "
+                                  "float *kv, mkc_state *state) {\n"
+                                  "  float *s = (float *)mkc_smem();\n"
+                                  "  if (mkc_tid() == 0) s[0] = 42.0f;\n"
+                                  "#ifdef WITH_BARRIER\n"
+                                  "  mkc_sync_block();\n"
+                                  "#endif\n"
+                                  "  scratch[mkc_bid() * MKC_THREADS + mkc_tid()] = s[0];\n"
+                                  "}\n";
+
+/* Misuse: state->inputs[0] picks the mistake. */
+static const char misuse_kernel[] =
+    "#define MKC_THREADS " STR(NT) "\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
+    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
+    "  int tid = mkc_tid();\n"
+    "  switch (state->inputs[0]) {\n"
+    "  case 0: /* __syncthreads in half of every block */\n"
+    "    if (tid < 32) mkc_sync_block();\n"
+    "    break;\n"
+    "  case 1: /* a shuffle in half of a warp */\n"
+    "    if ((tid & 31) < 16) scratch[tid] = mkc_shfl_xor(1.0f, 1);\n"
+    "    break;\n"
+    "  case 2: /* block 1 diverges while the others wait at a grid barrier */\n"
+    "    if (mkc_bid() == 1 && tid >= 32) return;\n"
+    "    grid_sync(state);\n"
+    "    break;\n"
+    "  }\n"
+    "}\n";
+
+static const char bad_kernel[] = "#include \"prelude_cpu.h\"\n"
+                                 "MKC_KERNEL mkc_step(void) {\n"
+                                 "  int x = ;\n"
+                                 "}\n";
+
+/* Loops for --bench: inputs[0] = mode, inputs[1] = iterations. */
+static const char bench_kernel[] =
+    "#define MKC_THREADS 128\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
+    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
+    "  int n = state->inputs[1];\n"
+    "  float v = (float)mkc_tid();\n"
+    "  if (state->inputs[0] == 1) for (int i = 0; i < n; i++) mkc_sync_block();\n"
+    "  if (state->inputs[0] == 2) for (int i = 0; i < n; i++) v = mkc_shfl_xor(v, 1);\n"
+    "  if (state->inputs[0] == 3) for (int i = 0; i < n; i++) grid_sync(state);\n"
+    "  scratch[mkc_bid() * MKC_THREADS + mkc_tid()] = v;\n"
+    "}\n";
+
+static char templates_dir[PATH_MAX];
+
+/* build/test_simt -> templates/ beside build/; else ./templates */
+static void find_templates(void) {
+  char exe[PATH_MAX], probe[PATH_MAX + 32];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  strcpy(templates_dir, "templates");
+  if (n <= 0) return;
+  exe[n] = '\0';
+  for (int up = 0; up < 2; up++) {
+    char *slash = strrchr(exe, '/');
+    if (!slash) return;
+    *slash = '\0';
+  }
+  snprintf(probe, sizeof probe, "%s/templates/prelude_cpu.h", exe);
+  if (access(probe, R_OK) == 0 && strlen(exe) + 11 <= sizeof templates_dir)
+    snprintf(templates_dir, sizeof templates_dir, "%.*s/templates", PATH_MAX - 16, exe);
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint16_t bf16_of_int(int v) {
+  float f = (float)v;
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return (uint16_t)(bits >> 16); /* exact for small integers */
+}
+
+static float f32_of_bf16(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+static int count_cached_so(const char *cache_root) {
+  char dir[PATH_MAX];
+  snprintf(dir, sizeof dir, "%s/cpu", cache_root);
+  DIR *d = opendir(dir);
+  int n = 0;
+  if (!d) return -1;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len == 19 && strcmp(e->d_name + 16, ".so") == 0) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+static void remove_cache(const char *cache_root) {
+  char dir[PATH_MAX], path[PATH_MAX * 2];
+  snprintf(dir, sizeof dir, "%s/cpu", cache_root);
+  DIR *d = opendir(dir);
+  if (d) {
+    for (struct dirent *e; (e = readdir(d));) {
+      if (e->d_name[0] == '.') continue;
+      snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+    closedir(d);
+  }
+  rmdir(dir);
+  rmdir(cache_root);
+}
+
+static void test_main_kernel(void) {
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(main_kernel, "simt_main.cu", templates_dir);
+  if (!CHECK(k != NULL, "main kernel compiles and loads")) return;
+  static float scratch[SCRATCH_FLOATS], kv[4 * NT];
+  static uint16_t weights[N];
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  for (int run = 0; run < RUNS; run++) {
+    for (int i = 0; i < N; i++) weights[i] = bf16_of_int((i * 7 + run * 3) % 23 - 11);
+    for (int i = 0; i < 4 * NT; i++) kv[i] = (float)(i % 13 + run);
+    for (int i = 0; i < SCRATCH_FLOATS; i++) scratch[i] = -1.0f;
+    unsigned gen0 = state.barrier_gen;
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, SMEM_BYTES, weights, scratch, kv, &state);
+    CHECK_INT(rc, 0, "run %d: launch", run);
+
+    int bad_warp = 0, bad_int = 0, bad_out = 0, bad_total = 0, bad_neighbor = 0, bad_loads = 0;
+    double grand = 0;
+    for (int i = 0; i < N; i++) grand += f32_of_bf16(weights[i]);
+    for (int b = 0; b < NB; b++) {
+      double bsum = 0;
+      for (int t = 0; t < NT; t++) bsum += f32_of_bf16(weights[b * NT + t]);
+      CHECK_INT(scratch[OFF_BLOCK + b], bsum, "run %d: block %d sum via smem + __syncthreads", run,
+                b);
+    }
+    for (int g = 0; g < N; g++) {
+      double wsum = 0;
+      for (int l = 0; l < 32; l++) wsum += f32_of_bf16(weights[(g & ~31) + l]);
+      bad_warp += scratch[OFF_WARP + g] != (float)wsum;
+      bad_int += scratch[OFF_SHFL_INT + g] != (float)(g ^ 5);
+      bad_out += scratch[OFF_SHFL_OUT + g] != (float)g;
+      bad_total += scratch[OFF_TOTAL + g] != (float)grand;
+      bad_neighbor += scratch[OFF_NEIGHBOR + g] != (float)((g ^ 1) * 3);
+      int t = g % NT;
+      float f = kv[4 * t] + 2.0f * kv[4 * t + 1] + 3.0f * kv[4 * t + 2] + 4.0f * kv[4 * t + 3];
+      float us = f32_of_bf16(weights[g / 8 * 8]) + f32_of_bf16(weights[g / 8 * 8 + 7]);
+      bad_loads += scratch[OFF_LOADS + g] != f + 100.0f * us;
+    }
+    CHECK_INT(bad_warp, 0, "run %d: warp sums by 5 xor shuffles (threads wrong)", run);
+    CHECK_INT(bad_int, 0, "run %d: int shuffle reads lane ^ 5 (threads wrong)", run);
+    CHECK_INT(bad_out, 0, "run %d: shuffle past the warp returns own value (threads wrong)", run);
+    CHECK_INT(bad_neighbor, 0, "run %d: smem exchange over __syncwarp (threads wrong)", run);
+    CHECK_INT(bad_loads, 0, "run %d: mkc_load_f4 / mkc_load_u4 (threads wrong)", run);
+    CHECK_INT(bad_total, 0, "run %d: phase 2 reads every block's phase 1 sum (threads wrong)", run);
+    int bad_ring = 0, last = (RING_ROUNDS - 1) & 1;
+    for (int b = 0; b < NB; b++)
+      bad_ring += scratch[OFF_RING + last * NB + b] !=
+                  1000.0f * (float)((b + RING_ROUNDS - 1) % NB) + (float)(RING_ROUNDS - 1);
+    CHECK_INT(bad_ring, 0, "run %d: ring over %d grid barriers (blocks wrong)", run, RING_ROUNDS);
+    CHECK_INT(state.barrier_gen - gen0, RING_ROUNDS + 1, "run %d: grid barrier generations", run);
+    CHECK_INT(state.barrier_count, 0, "run %d: grid barrier count back to 0", run);
+    CHECK_INT(state.step, run + 1, "run %d: state->step", run);
+  }
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_missing_barrier(void) {
+  static float scratch[N];
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  for (int with_barrier = 0; with_barrier < 2; with_barrier++) {
+    char src[sizeof race_kernel + 64];
+    snprintf(src, sizeof src, "%s%s", with_barrier ? "#define WITH_BARRIER\n" : "", race_kernel);
+    mkc_cpu_kernel *k = mkc_cpu_kernel_open(src, "simt_race.cu", templates_dir);
+    if (!CHECK(k != NULL, "race kernel compiles (barrier: %d)", with_barrier)) continue;
+    /* two launches: the schedule order flips between them */
+    int stale = 0, rc = 0;
+    for (int launch = 0; launch < 2; launch++) {
+      rc |= mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, NULL, &state);
+      for (int i = 0; i < N; i++) stale += scratch[i] != 42.0f;
+    }
+    CHECK_INT(rc, 0, "race kernel launches (barrier: %d)", with_barrier);
+    if (with_barrier) CHECK_INT(stale, 0, "with __syncthreads every thread reads 42");
+    else CHECK(stale > 0, "without __syncthreads some thread reads unwritten smem (%d reads)", stale);
+    mkc_cpu_kernel_close(k);
+  }
+}
+
+static void test_misuse(void) {
+  static const char *expected[] = {
+      ": __syncthreads reached by 32 of 64 threads (the rest returned)",
+      ": __syncwarp or shuffle reached by 16 of 32 lanes",
+      "mkc: error: simt: block 1: __syncthreads reached by 32 of 64 threads",
+  };
+  static const char *what[] = {"divergent __syncthreads", "shuffle in half a warp",
+                               "divergence while other blocks spin on a grid barrier"};
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(misuse_kernel, "simt_misuse.cu", templates_dir);
+  if (!CHECK(k != NULL, "misuse kernel compiles")) return;
+  static float scratch[N];
+  for (int mode = 0; mode < 3; mode++) {
+    mkc_state state;
+    memset(&state, 0, sizeof state);
+    state.inputs[0] = mode;
+    check_stderr_begin();
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, NULL, &state);
+    char *err = check_stderr_end();
+    CHECK_INT(rc, -1, "%s: launch fails", what[mode]);
+    CHECK(err && strstr(err, "mkc: error: simt: block ") && strstr(err, expected[mode]),
+          "%s: message names it", what[mode]);
+    free(err);
+  }
+  /* the emulator is usable again after aborted launches */
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  state.inputs[0] = 2;
+  CHECK_INT(mkc_cpu_kernel_launch(k, 1, NT, 64, NULL, scratch, NULL, &state), 0,
+            "a clean launch after aborted ones");
+  check_stderr_begin();
+  int rc = mkc_cpu_kernel_launch(k, 2, 48, 0, NULL, scratch, NULL, &state);
+  char *err = check_stderr_end();
+  CHECK_INT(rc, -1, "48 threads per block: launch fails");
+  CHECK(err && strstr(err, "mkc: error: simt: 48 threads per block: expected a multiple of 32"),
+        "48 threads per block: message names it");
+  free(err);
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_compile_error(void) {
+  check_stderr_begin();
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(bad_kernel, "bad.cu", templates_dir);
+  char *err = check_stderr_end();
+  CHECK(k == NULL, "a syntax error: open returns NULL");
+  CHECK(err && strstr(err, "mkc: error: cpu backend: compiling bad.cu failed (command: "),
+        "a syntax error: the failure names the kernel and the command");
+  CHECK(err && strstr(err, "bad.cu:3:"), "a syntax error: the compiler's diagnostic names bad.cu:3");
+  free(err);
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_cache(const char *cache_root) {
+  int before = count_cached_so(cache_root);
+  double t0 = now();
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(main_kernel, "simt_main.cu", templates_dir);
+  double dt = now() - t0;
+  CHECK(k != NULL && before > 0, "main kernel reopens from the cache (%.1f ms)", dt * 1e3);
+  CHECK_INT(count_cached_so(cache_root), before, "reopening compiles nothing new");
+  mkc_cpu_kernel_close(k);
+  check_stderr_begin();
+  k = mkc_cpu_kernel_open(main_kernel, "simt_main.cu", "/nonexistent");
+  char *err = check_stderr_end();
+  CHECK(k == NULL, "a missing templates dir: open returns NULL");
+  CHECK(err && strstr(err, "mkc: error: cpu backend: cannot read /nonexistent/prelude_cpu.h: "),
+        "a missing templates dir: message names the file");
+  free(err);
+}
+
+static void bench(void) {
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(bench_kernel, "simt_bench.cu", templates_dir);
+  if (!k) return;
+  static float scratch[64 * 128];
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  struct {
+    const char *what;
+    int mode, blocks, iters;
+    double per; /* divide the time by iters * per */
+  } runs[] = {
+      {"empty launch, 1 block x 128", 0, 1, 1, 1},
+      {"empty launch, 16 blocks x 128", 0, 16, 1, 1},
+      {"__syncthreads, 1 block x 128 threads", 1, 1, 20000, 1},
+      {"__syncthreads, 2 blocks x 128 (2 cores)", 1, 2, 20000, 1},
+      {"shuffle, 1 block x 128 (4 warps), per warp shuffle", 2, 1, 20000, 4},
+      {"grid barrier, 3 blocks x 128", 3, 3, 2000, 1},
+      {"grid barrier, 16 blocks x 128", 3, 16, 200, 1},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+    state.inputs[0] = runs[i].mode;
+    state.inputs[1] = runs[i].iters;
+    mkc_cpu_kernel_launch(k, runs[i].blocks, 128, 64, NULL, scratch, NULL, &state); /* warm */
+    int reps = runs[i].mode == 0 ? 50 : 3;
+    double t0 = now();
+    for (int r = 0; r < reps; r++)
+      mkc_cpu_kernel_launch(k, runs[i].blocks, 128, 64, NULL, scratch, NULL, &state);
+    double us = (now() - t0) * 1e6 / reps / (runs[i].iters * runs[i].per);
+    printf("bench %-52s %9.3f us\n", runs[i].what, us);
+  }
+  mkc_cpu_kernel_close(k);
+}
+
+int main(int argc, char **argv) {
+  find_templates();
+  char cache_root[] = "/tmp/mkc_test_simt_XXXXXX";
+  if (!mkdtemp(cache_root)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  setenv("MKC_CACHE_DIR", cache_root, 1);
+  if (argc > 1 && strcmp(argv[1], "--bench") == 0) {
+    bench();
+    remove_cache(cache_root);
+    return 0;
+  }
+  test_main_kernel();
+  test_missing_barrier();
+  test_misuse();
+  test_compile_error();
+  test_cache(cache_root);
+  remove_cache(cache_root);
+  return check_done();
+}
