@@ -2,6 +2,7 @@
 CC ?= cc
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -MMD -MP
+CFLAGS += -DMKC_SOURCE_DIR=\"$(CURDIR)\"
 LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
 LUA_LIBS := $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
 # -rdynamic: kernels compiled for the CPU backend call the SIMT emulator in the host binary.

@@ -56,7 +56,8 @@ typedef struct mkc_graph {
   size_t scratch_floats;/* float scratch arena */
   size_t kv_floats;     /* KV cache floats */
   size_t smem_bytes;    /* dynamic shared memory per block */
-  size_t logits_offset; /* float offset of logits [t_max][vocab] in scratch */
+  size_t logits_offset; /* float offset of logits [t_max][logits_stride] in scratch */
+  size_t logits_stride; /* floats between the logits of consecutive inputs */
   int n_phases;         /* stages in the kernel, each ended by a sync */
 } mkc_graph;
 

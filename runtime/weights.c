@@ -84,7 +84,9 @@ static int fill_random(mkc_tensor *t, unsigned long long seed) {
     offset = 1.0;
     scale = 0.1;
   } else if (strncmp(t->name, "token_embd.", 11) == 0) {
-    scale = 1.0;
+    /* Small next to the layers' outputs, as in trained models: a large
+     * embedding dominates the residual and a tied head just repeats its input. */
+    scale = 0.1;
   } else {
     scale = sqrt(3.0 / (double)t->cols); /* unit-variance outputs for unit-variance inputs */
   }

@@ -19,7 +19,7 @@ typedef struct mkc_weights {
 
 /* Random weights for every entry of g->weights. Each tensor depends only on
  * (seed, name). Scaled so activations stay finite over long runs:
- * "*norm.weight" ~ 1 + U(-0.1, 0.1), "token_embd.*" ~ U(-1, 1), everything
+ * "*norm.weight" ~ 1 + U(-0.1, 0.1), "token_embd.*" ~ U(-0.1, 0.1), everything
  * else ~ U(-1, 1) * sqrt(3 / cols). Rounded to bf16. Returns 0 or -1. */
 int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed);
 

@@ -1,0 +1,33 @@
+/* The C side of codegen: runs the Lua pipeline (codegen/main.lua) in an
+ * embedded Lua 5.4 and turns its result into a kernel source and an mkc_graph. */
+#ifndef MKC_CODEGEN_HOST_H
+#define MKC_CODEGEN_HOST_H
+
+#include "graph.h"
+
+typedef struct mkc_gen_opts {
+  const char *graph_path; /* graphs/x.lua */
+  const char *preset;
+  int draft_max; /* drafts per step: the kernel takes T <= draft_max + 1 inputs */
+  int max_ctx;   /* 0: the preset's */
+  int threads;   /* 0: 128 */
+} mkc_gen_opts;
+
+typedef struct mkc_kernel_src {
+  char *source;    /* the .cu text */
+  char *file_name; /* <graph>.<preset>.cu: the name diagnostics use */
+} mkc_kernel_src;
+
+/* Where codegen/ and templates/ live: $MKC_HOME, else the directory above the
+ * running executable if it holds codegen/main.lua, else the source tree the
+ * binary was built from. Never NULL. */
+const char *mkc_home(void);
+
+/* Generates the kernel for o. On success fills *g and *src and returns 0; on
+ * a bad graph or option prints the "file:line: error: ..." message (or
+ * "mkc: error: ...") to stderr and returns -1. */
+int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src);
+
+void mkc_kernel_src_free(mkc_kernel_src *src);
+
+#endif

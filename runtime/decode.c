@@ -1,0 +1,100 @@
+/* Greedy speculative decoding over one session. The history is the prompt
+ * plus what was generated; the token at position pos (the last one) has no
+ * K/V yet and is always inputs[0] of the next step. */
+#include "decode.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "draft.h"
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_result *r) {
+  if (mkc_session_step(s, in, T, f, r) != 0) return -1;
+  if (r->status != MKC_STATUS_OK) {
+    fprintf(stderr, "mkc: error: the kernel refused a step at pos %d with %d inputs: %s\n", mkc_session_pos(s),
+            T, mkc_status_name(r->status));
+    return -1;
+  }
+  return 0;
+}
+
+int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen, int draft_max,
+               int *out, mkc_decode_stats *stats) {
+  memset(stats, 0, sizeof *stats);
+  double t0 = now();
+  if (n_prompt < 1) {
+    fprintf(stderr, "mkc: error: the prompt is empty: at least one token is needed\n");
+    return -1;
+  }
+  if (n_prompt > g->max_ctx) {
+    fprintf(stderr, "mkc: error: the prompt has %d tokens but the context holds %d (use a larger --ctx)\n",
+            n_prompt, g->max_ctx);
+    return -1;
+  }
+  if (mkc_session_pos(s) != 0) {
+    fprintf(stderr, "mkc: error: mkc_decode needs a fresh session\n");
+    return -1;
+  }
+  int cap = n_prompt + (n_gen > 0 ? n_gen : 0);
+  int *hist = malloc((size_t)cap * sizeof *hist);
+  if (!hist) {
+    fprintf(stderr, "mkc: error: out of memory\n");
+    return -1;
+  }
+  memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
+  int n_hist = n_prompt, in[MKC_T_CAP], rc = 0;
+  mkc_step_result r;
+  if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
+
+  /* The prompt: every input of a chunk is known; the last chunk's choice is
+   * the first generated token. */
+  while (mkc_session_pos(s) < n_prompt) {
+    int pos = mkc_session_pos(s), T = min_int(g->t_max, n_prompt - pos);
+    memcpy(in, prompt + pos, (size_t)T * sizeof *in);
+    if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
+    stats->steps++;
+    if (pos + T == n_prompt && n_gen > 0) {
+      out[stats->generated++] = r.out[0];
+      hist[n_hist++] = r.out[0];
+    }
+  }
+  stats->prompt_seconds = now() - t0;
+  while (stats->generated < n_gen) {
+    int pos = mkc_session_pos(s);
+    if (pos >= g->max_ctx) {
+      stats->ctx_full = 1;
+      break;
+    }
+    int want = n_gen - stats->generated;
+    /* Drafts past what is still wanted or past the cache would be wasted or refused. */
+    int k = min_int(draft_max, min_int(want - 1, g->max_ctx - pos - 1));
+    in[0] = hist[n_hist - 1];
+    k = mkc_draft_lookup(hist, n_hist, k, in + 1);
+    if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
+    stats->steps++;
+    stats->gen_steps++;
+    stats->drafted += k;
+    stats->accepted += r.n_accepted;
+    for (int i = 0; i < r.n_out && stats->generated < n_gen; i++) {
+      out[stats->generated++] = r.out[i];
+      hist[n_hist++] = r.out[i];
+    }
+  }
+  goto done;
+fail:
+  rc = -1;
+done:
+  free(hist);
+  stats->seconds = now() - t0;
+  return rc;
+}

@@ -1,0 +1,28 @@
+/* The decode loop: prompt in chunks of known tokens, then greedy generation
+ * with prompt-lookup drafts verified inside the same kernel step. */
+#ifndef MKC_DECODE_H
+#define MKC_DECODE_H
+
+#include "session.h"
+
+typedef struct mkc_decode_stats {
+  int steps;     /* kernel steps, prompt chunks included */
+  int gen_steps; /* steps that emitted generated tokens */
+  long drafted;  /* draft tokens offered to the kernel */
+  long accepted; /* draft tokens the kernel accepted */
+  int generated; /* tokens written to out */
+  int ctx_full;  /* generation stopped because the context was full */
+  double prompt_seconds; /* wall time until the prompt was in the cache */
+  double seconds;        /* wall time of the whole loop */
+} mkc_decode_stats;
+
+/* Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
+ * session and generates up to n_gen tokens into out, with at most draft_max
+ * drafts per step (clamped to the kernel's t_max - 1 and to the context).
+ * Stops early, with stats->ctx_full set, when the context is full. Returns 0,
+ * or -1 after printing why (a prompt longer than the context, a backend
+ * failure, a refused step). */
+int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+               int draft_max, int *out, mkc_decode_stats *stats);
+
+#endif
