@@ -1,0 +1,31 @@
+/* NVRTC, loaded at run time: mkc builds and runs without the CUDA toolkit,
+ * and compiles kernels wherever libnvrtc exists (no GPU or driver needed). */
+#ifndef MKC_NVRTC_H
+#define MKC_NVRTC_H
+
+#include <stddef.h>
+
+typedef struct mkc_nvrtc_output {
+  char *log;        /* NVRTC's log (ptxas -v report included); always fetched */
+  char *ptx;        /* NUL-terminated; NULL when not asked for */
+  void *cubin;      /* NULL when compiling for a virtual arch (compute_XY) */
+  size_t cubin_size;
+} mkc_nvrtc_output;
+
+/* Loads libnvrtc ($MKC_NVRTC, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the
+ * loader path). Returns 0, or -1 with the reason in why. */
+int mkc_nvrtc_load(char *why, size_t why_size);
+
+/* NVRTC's version as major * 1000 + minor * 10, or -1. */
+int mkc_nvrtc_version(void);
+
+/* Compiles source (named `name` in diagnostics) for arch ("sm_90" gives a
+ * cubin, "compute_90" only PTX), with --ptxas-options=-v. On failure prints
+ * "mkc: error: nvrtc: ..." with the options and the log, and returns -1;
+ * out is filled either way (free with mkc_nvrtc_output_free). */
+int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, int want_ptx,
+                      mkc_nvrtc_output *out);
+
+void mkc_nvrtc_output_free(mkc_nvrtc_output *out);
+
+#endif
