@@ -29,11 +29,21 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 test: all
 	@bash tests/run.sh
 
+# Installs the dependencies if missing, builds, and runs the demo.
+demo:
+	@bash .ci/install-deps
+	@$(MAKE) --no-print-directory build/mkc
+	@bash examples/demo.sh
+
+# Rewrites the committed golden kernels: only when a change to them is meant.
+golden: build/mkc
+	for p in tiny odd llama-3.2-1b; do build/mkc gen graphs/llama.lua --preset $$p --draft-max 4 -o tests/golden/llama.$$p.cu; done
+
 format:
 	clang-format -i runtime/*.c runtime/*.h tests/*.c tests/*.h templates/*.h templates/*.cuh
 
 clean:
 	rm -rf build
 
-.PHONY: all test format clean
+.PHONY: all test demo golden format clean
 -include $(wildcard build/obj/*.d build/*.d)

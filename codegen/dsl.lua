@@ -33,18 +33,35 @@ local function load_graph_file(path)
     local line, msg = err:match(":(%d+): (.*)$")
     util.raise(path, tonumber(line), msg or err)
   end
-  local ok, e = pcall(chunk)
-  if not ok then dsl.rethrow(path, e) end
+  dsl.call(path, chunk)
   if type(env.build) ~= "function" then util.raise(path, 1, "graph defines no build(g, p) function") end
   return presets, order, env.build
 end
 
--- Lua runtime errors inside the graph file become file:line: error: messages.
-function dsl.rethrow(path, e)
+-- Calls fn(...), code of the graph file; Lua errors raised by the graph's own code
+-- (runtime errors, error(...) and assert(...) in any form) become file:line: error:
+-- messages. Errors raised inside mkc are left as they are: they are mkc bugs.
+function dsl.call(path, fn, ...)
+  local where
+  local ok, e = xpcall(fn, function(err)
+    if type(err) == "table" and err.mkc_error then return err end
+    for level = 2, 64 do -- the first Lua frame: the code that raised the error
+      local info = debug.getinfo(level, "Sl")
+      if not info then break end
+      if info.what ~= "C" then
+        if info.source == "@" .. path then where = info.currentline end
+        break
+      end
+    end
+    return err
+  end, ...)
+  if ok then return e end
   if type(e) == "table" and e.mkc_error then error(e, 0) end
-  local s = tostring(e)
-  local file, line, msg = s:match("^(.-):(%d+): (.*)$")
+  local file, line, msg = tostring(e):match("^(.-):(%d+): (.*)$")
   if file and file == path then util.raise(path, tonumber(line), msg) end
+  if where then
+    util.raise(path, where, type(e) == "string" and e or ("(error object is a %s value)"):format(type(e)))
+  end
   error(e, 0)
 end
 
@@ -57,7 +74,7 @@ local function preset_view(path, name, p, overrides)
     local v = fields[field]
     if math.type(v) ~= kind or v <= 0 then
       util.raise(path, p.line, ("preset %s: %s must be a positive %s, got %s"):format(name, field, kind,
-                 tostring(v)))
+                 util.show(v)))
     end
   end
   return setmetatable({}, {
@@ -122,9 +139,10 @@ function dsl.load(path, preset_name, overrides)
   local view, fields = preset_view(path, preset_name, p, overrides)
   local graph = ir.new(path)
   graph.preset, graph.params, graph.preset_line = preset_name, fields, p.line
-  local ok, e = pcall(build, builder(graph), view)
-  if not ok then dsl.rethrow(path, e) end
-  if not graph.output then util.raise(path, 1, "build() made no g.logits(...) output") end
+  dsl.call(path, build, builder(graph), view)
+  if not graph.output then
+    util.raise(path, debug.getinfo(build, "S").linedefined, "build() made no g.logits(...) output")
+  end
   ir.finish(graph, graph.output)
   return graph
 end

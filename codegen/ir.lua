@@ -27,7 +27,7 @@ local function weight(v, what)
 end
 
 local function count(v, what)
-  need(math.type(v) == "integer" and v > 0, "%s must be a positive integer, got %s", what, tostring(v))
+  need(math.type(v) == "integer" and v > 0, "%s must be a positive integer, got %s", what, util.show(v))
   return v
 end
 
@@ -60,7 +60,7 @@ ir.ops = {
     need(x.n == at.heads * at.head_dim, "shape mismatch: rope of [%d] as %d heads x %d", x.n, at.heads,
          at.head_dim)
     need(at.layout == "interleaved" or at.layout == "neox",
-         "rope: layout must be \"interleaved\" or \"neox\", got %s", tostring(at.layout))
+         "rope: layout must be \"interleaved\" or \"neox\", got %s", util.show(at.layout))
     need(type(at.theta) == "number" and at.theta > 0, "rope: theta must be a positive number")
     return x.n
   end,
@@ -94,7 +94,7 @@ ir.ops = {
 }
 
 function ir.new(path)
-  return { path = path, nodes = {}, weights = {}, weight_list = {}, names = {}, refs = {} }
+  return { path = path, nodes = {}, weights = {}, weight_list = {}, names = {}, name_lines = {}, refs = {} }
 end
 
 local function add(graph, node, line)
@@ -123,7 +123,7 @@ function ir.weight(graph, name, rows, cols, line)
   for _, d in ipairs({ { "rows", rows }, { "cols", cols } }) do
     if math.type(d[2]) ~= "integer" or d[2] <= 0 then
       util.raise(graph.path, line, ("weight %s: %s must be a positive integer, got %s"):format(name, d[1],
-                 tostring(d[2])))
+                 util.show(d[2])))
     end
   end
   local old = graph.weights[name]
@@ -142,16 +142,25 @@ end
 
 -- A forward reference to a value named later with ir.name.
 function ir.ref(graph, name, n, line)
+  if type(name) ~= "string" or name == "" then util.raise(graph.path, line, "ref: name must be a string") end
+  if math.type(n) ~= "integer" or n <= 0 then
+    util.raise(graph.path, line, ("ref %s: size must be a positive integer, got %s"):format(name, util.show(n)))
+  end
   local r = add(graph, { op = "ref", ref = name, n = n, inputs = {} }, line)
   graph.refs[#graph.refs + 1] = r
   return r
 end
 
 function ir.name(graph, node, name, line)
+  if type(name) ~= "string" or name == "" then util.raise(graph.path, line, "name: name must be a string") end
+  if not ir.is_node(node) then
+    util.raise(graph.path, line, ("name %s: expected a graph value, got %s"):format(name, type(node)))
+  end
   if graph.names[name] then
-    util.raise(graph.path, line, ("value %s already named at line %d"):format(name, graph.names[name].line))
+    util.raise(graph.path, line, ("value %s already named at line %d"):format(name, graph.name_lines[name]))
   end
   graph.names[name] = node
+  graph.name_lines[name] = line
   node.value_name = name
 end
 
@@ -161,18 +170,31 @@ function ir.finish(graph, output)
   for _, r in ipairs(graph.refs) do
     local t = graph.names[r.ref]
     if not t then util.raise(graph.path, r.line, ("ref %s is never named (g.name)"):format(r.ref)) end
+    if t.op == "weight" then
+      util.raise(graph.path, r.line, ("ref %s names weight %s (line %d); a ref stands for a value"):format(
+                 r.ref, t.name, graph.name_lines[r.ref]))
+    end
     if t.n ~= r.n then
-      util.raise(graph.path, r.line, ("shape mismatch: ref %s is [%d] but the named value is [%d]"):format(
-                 r.ref, r.n, t.n))
+      util.raise(graph.path, r.line, ("shape mismatch: ref %s is [%d] but the value named at line %d is [%d]"):format(
+                 r.ref, r.n, graph.name_lines[r.ref], t.n))
     end
     target[r] = t
   end
-  for _, node in ipairs(graph.nodes) do
-    for i, inp in ipairs(node.inputs) do
-      local seen = 0
-      while target[inp] and seen < #graph.nodes do inp, seen = target[inp], seen + 1 end
-      node.inputs[i] = inp
+  -- A ref may name another ref; the chain must end at a value.
+  local function resolve(r)
+    local seen, chain = {}, {}
+    while target[r] do
+      if seen[r] then
+        util.raise(graph.path, r.line, "cycle: " .. table.concat(chain, " -> ") .. " -> ref " .. r.ref)
+      end
+      seen[r] = true
+      chain[#chain + 1] = ("ref %s (line %d)"):format(r.ref, r.line)
+      r = target[r]
     end
+    return r
+  end
+  for _, node in ipairs(graph.nodes) do
+    for i, inp in ipairs(node.inputs) do node.inputs[i] = resolve(inp) end
   end
   -- Depth-first from the output; a node met again while on the stack closes a cycle.
   local state, order, stack = {}, {}, {}

@@ -22,6 +22,12 @@ function util.raise(path, line, msg)
   error({ mkc_error = text }, 0)
 end
 
+-- A user's value in a message: strings quoted, so "128" and 128 read differently.
+function util.show(v)
+  if type(v) == "string" then return ("%q"):format(v) end
+  return tostring(v)
+end
+
 -- Plain "mkc: error:" for problems with no place in a file (CLI options).
 function util.fail(msg) error({ mkc_error = "mkc: error: " .. msg }, 0) end
 

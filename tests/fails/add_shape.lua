@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/add_shape.lua:27: error: shape mismatch: add of [64] and [192]
 -- Defect: MLP residual adds swiglu's output without the ffn_down projection.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/attention_kv_heads.lua:20: error: attention: 4 heads do not group over 3 kv_heads
 -- Defect: 4 query heads over 3 kv heads do not group.
 
 preset "tiny" {

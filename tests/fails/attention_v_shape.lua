@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/attention_v_shape.lua:20: error: shape mismatch: attention v is [64], expected 2 x 16
 -- Defect: the v projection sized q_dim instead of kv_dim.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/cycle.lua:23: error: cycle: add (line 23) -> add
 -- Defect: the attention residual adds the named residual to itself: add -> add.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/matmul_shape.lua:27: error: shape mismatch: matmul with blk.0.ffn_down.weight [192, 64] needs an input of 64, got 192
 -- Defect: ffn_down declared [in, out] instead of [out, in].
 
 preset "tiny" {

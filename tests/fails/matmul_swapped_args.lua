@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/matmul_swapped_args.lua:19: error: matmul: got weight blk.0.attn_v.weight where a value was expected
 -- Defect: matmul's arguments swapped: weight first, value second.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/missing_weight.lua:31: error: matmul: missing weight
 -- Defect: the head weight is a misspelled local: matmul gets nil.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/name_twice.lua:25: error: value resid already named at line 16
 -- Defect: two values named "resid".
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/no_build.lua:1: error: graph defines no build(g, p) function
 -- Defect: build is misspelled, so the graph defines no build function.
 
 preset "tiny" {

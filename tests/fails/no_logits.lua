@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/no_logits.lua:11: error: build() made no g.logits(...) output
 -- Defect: build returns the head projection instead of passing it to g.logits.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/preset_max_ctx_string.lua:5: error: preset tiny: max_ctx must be a positive integer, got "128"
 -- Defect: max_ctx given as a string.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/preset_max_ctx_zero.lua:5: error: preset tiny: max_ctx must be a positive integer, got 0
 -- Defect: max_ctx = 0.
 
 preset "tiny" {

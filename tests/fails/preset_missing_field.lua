@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/preset_missing_field.lua:25: error: preset tiny has no field ffn_dim
 -- Defect: build reads p.ffn_dim; the preset calls it ffn.
 
 preset "tiny" {

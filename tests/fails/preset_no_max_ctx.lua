@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/preset_no_max_ctx.lua:5: error: preset tiny: max_ctx must be a positive integer, got nil
 -- Defect: the preset has no max_ctx.
 
 preset "tiny" {

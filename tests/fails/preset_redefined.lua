@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/preset_redefined.lua:11: error: preset tiny already defined at line 5
 -- Defect: two presets named tiny.
 
 preset "tiny" {

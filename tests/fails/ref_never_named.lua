@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/ref_never_named.lua:15: error: ref resid is never named (g.name)
 -- Defect: a forward reference whose g.name is misspelled.
 
 preset "tiny" {

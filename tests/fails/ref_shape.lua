@@ -1,6 +1,6 @@
 -- preset: tiny
--- expect: TBD
--- Defect: a forward reference declared [ffn] but the named value is [dim].
+-- expect: tests/fails/ref_shape.lua:15: error: shape mismatch: ref resid is [64] but the value named at line 27 is [192]
+-- Defect: the forward reference to the residual is named on the gate projection by mistake.
 
 preset "tiny" {
   dim = 64, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -12,7 +12,7 @@ function build(g, p)
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim
   local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim }
 
-  local resid = g.ref("resid", p.ffn)
+  local resid = g.ref("resid", p.dim)
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
   local h = g.rmsnorm(x, g.weight("blk.0.attn_norm.weight", 1, p.dim), p.norm_eps)
   local q = g.rope(g.matmul(h, g.weight("blk.0.attn_q.weight", q_dim, p.dim)), p.n_heads, rope)
@@ -21,10 +21,10 @@ function build(g, p)
   local a = g.attention(q, k, v, { layer = 0, heads = p.n_heads, kv_heads = p.n_kv_heads,
                                    head_dim = p.head_dim })
   x = g.add(x, g.matmul(a, g.weight("blk.0.attn_output.weight", p.dim, q_dim)))
-  g.name(x, "resid")
 
-  h = g.rmsnorm(x, g.weight("blk.0.ffn_norm.weight", 1, p.dim), p.norm_eps)
-  local gate = g.matmul(g.rmsnorm(resid, g.weight("blk.0.ffn_norm.weight", 1, p.dim), p.norm_eps), g.weight("blk.0.ffn_gate.weight", p.ffn, p.dim))
+  h = g.rmsnorm(resid, g.weight("blk.0.ffn_norm.weight", 1, p.dim), p.norm_eps)
+  local gate = g.matmul(h, g.weight("blk.0.ffn_gate.weight", p.ffn, p.dim))
+  g.name(gate, "resid")
   local up = g.matmul(h, g.weight("blk.0.ffn_up.weight", p.ffn, p.dim))
   x = g.add(x, g.matmul(g.swiglu(gate, up), g.weight("blk.0.ffn_down.weight", p.dim, p.ffn)))
 

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/rmsnorm_weight_size.lua:24: error: shape mismatch: rmsnorm of [64] with blk.0.ffn_norm.weight [1, 192], expected [1, 64]
 -- Defect: ffn_norm sized by the hidden width of the MLP instead of dim.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/rope_layout_typo.lua:17: error: rope: layout must be "interleaved" or "neox", got "interleave"
 -- Defect: rope_layout "interleave" (for "interleaved").
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: odd
--- expect: TBD
+-- expect: tests/fails/rope_odd_head_dim.lua:17: error: rope: head_dim must be even, got 15
 -- Defect: head_dim 15: rope rotates pairs, so it must be even.
 
 preset "odd" {

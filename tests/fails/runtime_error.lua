@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/runtime_error.lua:12: error: attempt to perform arithmetic on a nil value (global 'head_dim')
 -- Defect: head_dim without p.: arithmetic on a nil global inside build.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/swiglu_shape.lua:27: error: shape mismatch: swiglu of [192] and [64]
 -- Defect: ffn_up sized dim instead of ffn: swiglu halves differ.
 
 preset "tiny" {

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/syntax_error.lua:17: error: ')' expected near 'p'
 -- Defect: a missing comma between the q projection and the head count.
 
 preset "tiny" {

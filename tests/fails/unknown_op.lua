@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/unknown_op.lua:25: error: unknown op matmull
 -- Defect: g.matmull: a typo for g.matmul.
 
 preset "tiny" {

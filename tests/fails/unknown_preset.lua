@@ -1,5 +1,5 @@
 -- preset: small
--- expect: TBD
+-- expect: tests/fails/unknown_preset.lua:5: error: unknown preset small (this graph has: tiny, odd)
 -- Defect: the graph has presets tiny and odd; --preset small names neither.
 
 preset "tiny" {

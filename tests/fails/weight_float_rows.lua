@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/weight_float_rows.lua:18: error: weight blk.0.attn_q.weight: rows must be a positive integer, got 64.0
 -- Defect: head_dim computed with / (a float): weight rows must be integers.
 
 preset "tiny" {

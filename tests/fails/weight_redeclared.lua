@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: TBD
+-- expect: tests/fails/weight_redeclared.lua:30: error: weight token_embd.weight declared as [256, 64] at line 15, now [64, 256]
 -- Defect: the tied head re-declares token_embd.weight transposed.
 
 preset "tiny" {

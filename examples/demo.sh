@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The demo: generate the tiny Llama's megakernel, decode with it on the CPU
+# backend (the SIMT emulator runs the very source NVRTC would compile), and
+# decode again with the reference executor to show they agree.
+set -eu
+cd "$(dirname "$0")/.."
+mkc=build/mkc
+args=(--preset tiny --random-weights 1 -n 64 --prompt-ids 1,2,3,4,1,2,3,4 --draft-max 4)
+
+$mkc gen graphs/llama.lua --preset tiny --draft-max 4 -o build/llama.tiny.cu
+echo "kernel: build/llama.tiny.cu ($(grep -c '' build/llama.tiny.cu) lines, $(grep -c '__global__' build/llama.tiny.cu) __global__)"
+echo "--- megakernel on the cpu backend:"
+$mkc run "${args[@]}" --backend cpu | tee build/demo.cpu
+echo "--- reference executor:"
+$mkc run "${args[@]}" --backend ref | tee build/demo.ref
+if cmp -s build/demo.cpu build/demo.ref; then
+  echo "--- same tokens from the megakernel and the reference"
+else
+  echo "--- MISMATCH between the megakernel and the reference" >&2
+  exit 1
+fi

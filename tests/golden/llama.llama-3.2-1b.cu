@@ -1,0 +1,997 @@
+/* mkc 0.1.0 -- generated: do not edit.
+ * graph:   graphs/llama.lua, preset llama-3.2-1b
+ * hashes:  graph 05c148deb2902587, templates 37c892ce18ddd65e, options d5f814a1ac7d24b1
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks
+ * plan:    83 stages, 82 grid barriers; scratch 723200 floats, KV 67108864 floats, weights 1235814400 bf16, smem 16656 bytes
+ * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
+ */
+#define MKC_THREADS 128
+#define MKC_T_MAX 5
+#if defined(__CUDACC__)
+#line 1 "templates/prelude_cuda.cuh"
+/* Device prelude for NVRTC: the only CUDA features templates may use.
+ * templates/prelude_cpu.h provides the same names for the SIMT emulator, so
+ * one emitted source serves both backends. No CUDA headers are included. */
+#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
+#define MKC_DEVICE static __device__ __forceinline__
+
+typedef unsigned short mkc_bf16;
+typedef struct { unsigned x, y, z, w; } mkc_u4;
+typedef struct { float x, y, z, w; } mkc_f4;
+
+MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
+MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
+MKC_DEVICE int mkc_nblocks(void) { return (int)gridDim.x; }
+MKC_DEVICE char *mkc_smem(void) {
+  extern __shared__ __align__(16) char mkc_smem_base[];
+  return mkc_smem_base;
+}
+
+MKC_DEVICE void mkc_sync_block(void) { __syncthreads(); }
+MKC_DEVICE void mkc_sync_warp(void) { __syncwarp(); }
+MKC_DEVICE float mkc_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
+MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
+MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) { return *(const volatile unsigned *)p; }
+MKC_DEVICE void mkc_fence(void) { __threadfence(); }
+MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
+
+MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
+MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
+  uint4 v = *(const uint4 *)p;
+  mkc_u4 r = {v.x, v.y, v.z, v.w};
+  return r;
+}
+MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
+  float4 v = *(const float4 *)p;
+  mkc_f4 r = {v.x, v.y, v.z, v.w};
+  return r;
+}
+#else
+#include "prelude_cpu.h"
+#endif
+#line 1 "templates/mkc_state.h"
+/* Decode state shared by the megakernel and the host: one definition for both sides.
+ * The kernel owns `pos`; the host writes only the inputs of the next step. */
+#ifndef MKC_STATE_H
+#define MKC_STATE_H
+
+#define MKC_T_CAP 32         /* most input tokens one step can take: 1 + drafts */
+#define MKC_MAX_BLOCKS 1024  /* grid size cap: per-block argmax partials are planned for it */
+
+enum mkc_status {
+  MKC_STATUS_OK = 0,
+  MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
+  MKC_STATUS_BAD_INPUT = 2, /* n_inputs/n_fixed out of range or a token id outside the vocab */
+  MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
+};
+
+typedef struct mkc_state {
+  /* kernel-owned */
+  int pos;        /* tokens whose K/V rows are valid in the cache */
+  int n_accepted; /* drafts accepted by the last step */
+  int n_out;      /* tokens emitted by the last step: accepted + 1 */
+  int status;     /* enum mkc_status of the last step */
+  int step;       /* steps run */
+  unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
+  unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
+  /* host-written before each step */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
+  int inputs[MKC_T_CAP];
+  /* kernel-written each step */
+  int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+} mkc_state;
+
+#endif
+#line 1 "templates/common.cuh"
+/* Building blocks every stage uses: lane/warp ids, warp and block reductions,
+ * the atomics-based grid barrier, and the step's begin check. */
+#define MKC_WARPS (MKC_THREADS / 32)
+#define MKC_NEG_MAX (-3.402823466e38f)
+
+MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
+MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
+/* Warps of the whole grid: matvec rows are dealt out one warp at a time. */
+MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
+MKC_DEVICE int mkc_grid_warps(void) { return mkc_nblocks() * MKC_WARPS; }
+
+/* Xor butterfly: every lane ends with the same bits (each level adds a pair
+ * in both orders, and float addition commutes). */
+MKC_DEVICE float mkc_warp_sum(float v) {
+  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);
+  return v;
+}
+
+MKC_DEVICE float mkc_warp_max(float v) {
+  for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, mkc_shfl_xor(v, m));
+  return v;
+}
+
+/* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
+MKC_DEVICE float mkc_block_sum(float v, float *red) {
+  v = mkc_warp_sum(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float s = 0.0f;
+  for (int w = 0; w < MKC_WARPS; w++) s += red[w];
+  mkc_sync_block(); /* red is reused by the next reduction */
+  return s;
+}
+
+MKC_DEVICE float mkc_block_max(float v, float *red) {
+  v = mkc_warp_max(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float m = MKC_NEG_MAX;
+  for (int w = 0; w < MKC_WARPS; w++) m = fmaxf(m, red[w]);
+  mkc_sync_block();
+  return m;
+}
+
+/* Grid barrier on two counters in the state: every block must be resident
+ * (cooperative launch on the GPU, one host thread per block on the CPU). The
+ * generation is read before arriving, so the last arriver cannot bump it
+ * unseen; the counter is reset before the bump that releases the others. */
+MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) {
+    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);
+    mkc_fence();
+    unsigned arrived = mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u;
+    if (arrived == (unsigned)mkc_nblocks()) {
+      mkc_store_u32(&st->barrier_count, 0u);
+      mkc_fence();
+      mkc_atomic_add_u32(&st->barrier_gen, 1u);
+    } else {
+      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();
+    }
+    mkc_fence();
+  }
+  mkc_sync_block();
+}
+
+/* Every block reads the same state, so every block reaches the same verdict;
+ * on a bad step nothing is written but the status. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+  int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
+  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T) status = MKC_STATUS_BAD_INPUT;
+  else if (pos < 0 || pos + T > max_ctx) status = MKC_STATUS_CTX_FULL;
+  else
+    for (int t = 0; t < T; t++)
+      if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
+  if (status != MKC_STATUS_OK) {
+    if (mkc_bid() == 0 && mkc_tid() == 0) {
+      st->status = status;
+      st->n_out = 0;
+      st->n_accepted = 0;
+    }
+    return 0;
+  }
+  return 1;
+}
+#line 1 "templates/embed.cuh"
+/* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
+MKC_DEVICE void mkc_embed(const mkc_bf16 *table, int row_stride, int dim, float *x, int x_stride,
+                          const int *tokens, int T) {
+  int total = T * dim;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
+    int t = i / dim, c = i - t * dim;
+    x[t * x_stride + c] = mkc_bf16_to_f32(table[(long)tokens[t] * row_stride + c]);
+  }
+}
+#line 1 "templates/matvec.cuh"
+/* Matrix-vector products over the step's T tokens. A warp owns a row (or a
+ * pair of rows); lanes stream the row in 16-byte chunks of 8 bf16 weights and
+ * reuse each chunk for all T activation vectors, so verifying drafts costs
+ * about one decode step of weight traffic. An optional RMSNorm is fused into
+ * the input: x is read raw, scaled by the norm weight per column and by
+ * inv_rms[t] after the reduction. */
+
+/* inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), computed by every block into smem. */
+MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int T,
+                                 float *inv_rms, float *red) {
+  for (int t = 0; t < T; t++) {
+    float s = 0.0f;
+    for (int c = mkc_tid(); c < n; c += MKC_THREADS) {
+      float v = x[t * x_stride + c];
+      s += v * v;
+    }
+    s = mkc_block_sum(s, red);
+    if (mkc_tid() == 0) inv_rms[t] = 1.0f / sqrtf(s / (float)n + eps);
+  }
+  mkc_sync_block();
+}
+
+MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
+  unsigned u[4] = {v.x, v.y, v.z, v.w};
+  for (int i = 0; i < 4; i++) {
+    f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
+    f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
+  }
+}
+
+/* This lane's partial dot products of one weight row with the T inputs.
+ * Rows and inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+MKC_DEVICE void mkc_dot_lane(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
+                             const mkc_bf16 *norm_w, int T, float *acc) {
+  for (int t = 0; t < MKC_T_MAX; t++) acc[t] = 0.0f;
+  for (int c = mkc_lane(); c < n_chunks; c += 32) {
+    float wf[8];
+    mkc_unpack8(mkc_load_u4(w + c * 8), wf);
+    if (norm_w) {
+      float g[8];
+      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+      for (int i = 0; i < 8; i++) wf[i] *= g[i];
+    }
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+      mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+      acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x + wf[5] * b.y +
+                wf[6] * b.z + wf[7] * b.w;
+    }
+  }
+}
+
+/* Full dot products in every lane: reduce the partials and apply the norm scale. */
+MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
+                            const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
+  mkc_dot_lane(w, n_chunks, x, x_stride, norm_w, T, acc);
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    acc[t] = mkc_warp_sum(acc[t]);
+    if (norm_w) acc[t] *= inv_rms[t];
+  }
+}
+
+/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
+MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks, const float *x,
+                           int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                           int out_stride, int accumulate, int T) {
+  float acc[MKC_T_MAX];
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    if (mkc_lane() == 0)
+      for (int t = 0; t < T; t++) {
+        float *o = out + t * out_stride + r;
+        *o = accumulate ? *o + acc[t] : acc[t];
+      }
+  }
+}
+
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
+MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, int row_stride,
+                                  int rows, int n_chunks, const float *x, int x_stride,
+                                  const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                                  int out_stride, int T) {
+  float g[MKC_T_MAX], u[MKC_T_MAX];
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w_gate + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, g);
+    mkc_dot_row(w_up + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, u);
+    if (mkc_lane() == 0)
+      for (int t = 0; t < T; t++) out[t * out_stride + r] = g[t] / (1.0f + expf(-g[t])) * u[t];
+  }
+}
+#line 1 "templates/qkv_rope.cuh"
+/* Q, K and V projections with RoPE and the KV append in the epilogue. A warp
+ * owns a pair of rows: a rotation pair of Q or K (interleaved: 2j, 2j+1 of a
+ * head; neox: j, j + head_dim/2), or two adjacent rows of V. K and V for
+ * token t land in the cache at position pos + t; q goes to scratch. */
+MKC_DEVICE void mkc_rope_rows(int pair, int head_dim, int layout, int *r0, int *r1, int *j) {
+  int half = head_dim / 2, h = pair / half;
+  *j = pair - h * half;
+  *r0 = h * head_dim + (layout ? *j : 2 * *j);
+  *r1 = *r0 + (layout ? half : 1);
+}
+
+MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
+                             int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
+                             int layout, float theta, const float *x, int x_stride,
+                             const mkc_bf16 *norm_w, const float *inv_rms, float *q_out,
+                             int q_stride, float *k_cache, float *v_cache, int max_ctx, int pos,
+                             int T) {
+  int q_pairs = heads * head_dim / 2, kv_pairs = kv_heads * head_dim / 2;
+  float a[MKC_T_MAX], b[MKC_T_MAX];
+  for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
+    int r0, r1, j = -1;
+    const mkc_bf16 *w;
+    if (p < q_pairs) {
+      w = w_q;
+      mkc_rope_rows(p, head_dim, layout, &r0, &r1, &j);
+    } else if (p < q_pairs + kv_pairs) {
+      w = w_k;
+      mkc_rope_rows(p - q_pairs, head_dim, layout, &r0, &r1, &j);
+    } else {
+      w = w_v;
+      r0 = 2 * (p - q_pairs - kv_pairs);
+      r1 = r0 + 1;
+    }
+    mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
+    mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
+    if (mkc_lane() != 0) continue;
+    float inv_freq = j >= 0 ? powf(theta, -(float)(2 * j) / (float)head_dim) : 0.0f;
+    for (int t = 0; t < T; t++) {
+      float ra = a[t], rb = b[t];
+      if (j >= 0) {
+        float angle = (float)(pos + t) * inv_freq, c = cosf(angle), s = sinf(angle);
+        ra = a[t] * c - b[t] * s;
+        rb = a[t] * s + b[t] * c;
+      }
+      if (p < q_pairs) {
+        q_out[t * q_stride + r0] = ra;
+        q_out[t * q_stride + r1] = rb;
+      } else {
+        /* cache rows are [kv_head][max_ctx][head_dim] */
+        float *cache = p < q_pairs + kv_pairs ? k_cache : v_cache;
+        int kvh = r0 / head_dim;
+        float *row = cache + ((long)kvh * max_ctx + pos + t) * head_dim;
+        row[r0 - kvh * head_dim] = ra;
+        row[r1 - kvh * head_dim] = rb;
+      }
+    }
+  }
+}
+#line 1 "templates/attention.cuh"
+/* Causal attention over the KV cache, one block per (query head, token):
+ * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
+ * floats), so a block computes exact softmax in three passes. GQA: query head
+ * h reads kv head h / group. Split-KV (flash-decoding) is later work. */
+MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache,
+                              const float *v_cache, float *out, int out_stride, int heads,
+                              int group, int head_dim, int max_ctx, float scale, int pos, int T,
+                              float *scores, float *q_head, float *red) {
+  for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
+    int t = item / heads, h = item - t * heads, n = pos + t + 1;
+    const float *K = k_cache + (long)(h / group) * max_ctx * head_dim;
+    const float *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
+      q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
+    mkc_sync_block();
+    float m = MKC_NEG_MAX;
+    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+      float dot = 0.0f;
+      for (int d = 0; d < head_dim; d++) dot += q_head[d] * K[(long)s * head_dim + d];
+      scores[s] = dot;
+      m = fmaxf(m, dot);
+    }
+    m = mkc_block_max(m, red);
+    float sum = 0.0f;
+    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+      float e = expf(scores[s] - m);
+      scores[s] = e;
+      sum += e;
+    }
+    sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
+    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
+      float acc = 0.0f;
+      for (int s = 0; s < n; s++) acc += scores[s] * V[(long)s * head_dim + d];
+      out[t * out_stride + h * head_dim + d] = acc / sum;
+    }
+    mkc_sync_block(); /* q_head and scores are rewritten by the next item */
+  }
+}
+#line 1 "templates/lm_head.cuh"
+/* LM head with the greedy choice fused in: each warp keeps its best (logit,
+ * row) per token while it writes logits, the block reduces its warps, and
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}
+
+MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
+                            const float *x, int x_stride, const mkc_bf16 *norm_w,
+                            const float *inv_rms, float *logits, int logits_stride, int T,
+                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+  float acc[MKC_T_MAX], best_v[MKC_T_MAX];
+  int best_i[MKC_T_MAX];
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    best_v[t] = MKC_NEG_MAX;
+    best_i[t] = 0x7fffffff;
+  }
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    for (int t = 0; t < T; t++) {
+      if (mkc_lane() == 0) logits[t * logits_stride + r] = acc[t];
+      if (mkc_better(acc[t], r, best_v[t], best_i[t])) {
+        best_v[t] = acc[t];
+        best_i[t] = r;
+      }
+    }
+  }
+  if (mkc_lane() == 0)
+    for (int t = 0; t < T; t++) {
+      warp_val[mkc_warp() * MKC_T_MAX + t] = best_v[t];
+      warp_idx[mkc_warp() * MKC_T_MAX + t] = best_i[t];
+    }
+  mkc_sync_block();
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int wp = 0; wp < MKC_WARPS; wp++)
+      if (mkc_better(warp_val[wp * MKC_T_MAX + t], warp_idx[wp * MKC_T_MAX + t], v, i)) {
+        v = warp_val[wp * MKC_T_MAX + t];
+        i = warp_idx[wp * MKC_T_MAX + t];
+      }
+    part_val[mkc_bid() * MKC_T_MAX + t] = v;
+    part_idx[mkc_bid() * MKC_T_MAX + t] = i;
+  }
+}
+#line 1 "templates/accept.cuh"
+/* Greedy choice and speculative accept, run by block 0 after the LM head.
+ * inputs = [last, fixed_1..fixed_f, d_1..d_k]; choice[t] is the target's
+ * token after input t. Fixed inputs are taken as given; drafts are accepted
+ * while each equals the choice before it. pos moves past every accepted input
+ * plus `last`: rejected K/V rows lie beyond it and are overwritten later. */
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx, int vocab,
+                           int pos, int T, int *choice) {
+  if (mkc_bid() != 0) return;
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int b = 0; b < mkc_nblocks(); b++)
+      if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
+        v = part_val[b * MKC_T_MAX + t];
+        i = part_idx[b * MKC_T_MAX + t];
+      }
+    choice[t] = i;
+  }
+  mkc_sync_block();
+  if (mkc_tid() != 0) return;
+  int f = st->n_fixed, a = f;
+  for (int t = 0; t <= f; t++)
+    if (choice[t] < 0 || choice[t] >= vocab) {
+      /* no finite logit won: a NaN or inf reached the head */
+      st->status = MKC_STATUS_NONFINITE;
+      st->n_out = 0;
+      st->n_accepted = 0;
+      return;
+    }
+  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
+  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  st->n_out = a - f + 1;
+  st->n_accepted = a - f;
+  st->pos = pos + a + 1;
+  st->step += 1;
+  st->status = MKC_STATUS_OK;
+}
+#line 462 "llama.llama-3.2-1b.cu"
+
+MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
+  if (!mkc_step_begin(state, 128256, 4096, 5)) return;
+  const int pos = state->pos, T = state->n_inputs;
+  char *smem = mkc_smem();
+  (void)smem;
+
+  /* stage 1/83: embed -- embed token_embd.weight (line 31)
+   * work: T x 2048 elements, grid-strided over threads; smem 0 bytes */
+  mkc_embed(weights + 0, 2048, 2048, scratch + 0, 2048, state->inputs, T);
+  mkc_grid_sync(state); /* next stage reads embed (line 31) written by another block */
+
+  /* stage 2/83: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 33), matmul blk.0.attn_q.weight (line 34), matmul blk.0.attn_k.weight (line 35), matmul blk.0.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 262670336, weights + 266864640, weights + 267913216, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 0, kv + 2097152, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 3/83: attention -- attention layer 0 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 4/83: matvec_residual -- matmul blk.0.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 268961792, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 5/83: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 41), matmul blk.0.ffn_gate.weight (line 42), matmul blk.0.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 273158144, weights + 289935360, 2048, 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 6/83: matvec_residual -- matmul blk.0.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 306712576, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 7/83: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 33), matmul blk.1.attn_q.weight (line 34), matmul blk.1.attn_k.weight (line 35), matmul blk.1.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 323491840, weights + 327686144, weights + 328734720, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 4194304, kv + 6291456, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 8/83: attention -- attention layer 1 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 9/83: matvec_residual -- matmul blk.1.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 329783296, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 10/83: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 41), matmul blk.1.ffn_gate.weight (line 42), matmul blk.1.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 333979648, weights + 350756864, 2048, 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 11/83: matvec_residual -- matmul blk.1.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 367534080, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 12/83: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 33), matmul blk.2.attn_q.weight (line 34), matmul blk.2.attn_k.weight (line 35), matmul blk.2.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 384313344, weights + 388507648, weights + 389556224, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 8388608, kv + 10485760, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 13/83: attention -- attention layer 2 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 14/83: matvec_residual -- matmul blk.2.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 390604800, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 15/83: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 41), matmul blk.2.ffn_gate.weight (line 42), matmul blk.2.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 394801152, weights + 411578368, 2048, 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 16/83: matvec_residual -- matmul blk.2.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 428355584, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 17/83: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 33), matmul blk.3.attn_q.weight (line 34), matmul blk.3.attn_k.weight (line 35), matmul blk.3.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 445134848, weights + 449329152, weights + 450377728, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 12582912, kv + 14680064, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 18/83: attention -- attention layer 3 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 19/83: matvec_residual -- matmul blk.3.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 451426304, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 20/83: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 41), matmul blk.3.ffn_gate.weight (line 42), matmul blk.3.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 455622656, weights + 472399872, 2048, 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 21/83: matvec_residual -- matmul blk.3.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 489177088, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 22/83: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 33), matmul blk.4.attn_q.weight (line 34), matmul blk.4.attn_k.weight (line 35), matmul blk.4.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 505956352, weights + 510150656, weights + 511199232, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 16777216, kv + 18874368, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 23/83: attention -- attention layer 4 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 24/83: matvec_residual -- matmul blk.4.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 512247808, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 25/83: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 41), matmul blk.4.ffn_gate.weight (line 42), matmul blk.4.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 516444160, weights + 533221376, 2048, 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 26/83: matvec_residual -- matmul blk.4.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 549998592, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 27/83: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 33), matmul blk.5.attn_q.weight (line 34), matmul blk.5.attn_k.weight (line 35), matmul blk.5.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 566777856, weights + 570972160, weights + 572020736, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 20971520, kv + 23068672, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 28/83: attention -- attention layer 5 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 29/83: matvec_residual -- matmul blk.5.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 573069312, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 30/83: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 41), matmul blk.5.ffn_gate.weight (line 42), matmul blk.5.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 577265664, weights + 594042880, 2048, 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 31/83: matvec_residual -- matmul blk.5.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 610820096, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 32/83: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 33), matmul blk.6.attn_q.weight (line 34), matmul blk.6.attn_k.weight (line 35), matmul blk.6.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 627599360, weights + 631793664, weights + 632842240, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 25165824, kv + 27262976, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 33/83: attention -- attention layer 6 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 34/83: matvec_residual -- matmul blk.6.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 633890816, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 35/83: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 41), matmul blk.6.ffn_gate.weight (line 42), matmul blk.6.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 638087168, weights + 654864384, 2048, 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 36/83: matvec_residual -- matmul blk.6.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 671641600, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 37/83: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 33), matmul blk.7.attn_q.weight (line 34), matmul blk.7.attn_k.weight (line 35), matmul blk.7.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 688420864, weights + 692615168, weights + 693663744, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 29360128, kv + 31457280, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 38/83: attention -- attention layer 7 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 39/83: matvec_residual -- matmul blk.7.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 694712320, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 40/83: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 41), matmul blk.7.ffn_gate.weight (line 42), matmul blk.7.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 698908672, weights + 715685888, 2048, 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 41/83: matvec_residual -- matmul blk.7.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 732463104, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 42/83: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 33), matmul blk.8.attn_q.weight (line 34), matmul blk.8.attn_k.weight (line 35), matmul blk.8.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 749242368, weights + 753436672, weights + 754485248, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 33554432, kv + 35651584, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 43/83: attention -- attention layer 8 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 44/83: matvec_residual -- matmul blk.8.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 755533824, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 45/83: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 41), matmul blk.8.ffn_gate.weight (line 42), matmul blk.8.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 759730176, weights + 776507392, 2048, 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 46/83: matvec_residual -- matmul blk.8.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 793284608, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 47/83: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 33), matmul blk.9.attn_q.weight (line 34), matmul blk.9.attn_k.weight (line 35), matmul blk.9.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 810063872, weights + 814258176, weights + 815306752, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 37748736, kv + 39845888, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 48/83: attention -- attention layer 9 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 49/83: matvec_residual -- matmul blk.9.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 816355328, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 50/83: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 41), matmul blk.9.ffn_gate.weight (line 42), matmul blk.9.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 820551680, weights + 837328896, 2048, 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 51/83: matvec_residual -- matmul blk.9.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 854106112, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 52/83: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 33), matmul blk.10.attn_q.weight (line 34), matmul blk.10.attn_k.weight (line 35), matmul blk.10.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 870885376, weights + 875079680, weights + 876128256, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 41943040, kv + 44040192, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 53/83: attention -- attention layer 10 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 54/83: matvec_residual -- matmul blk.10.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 877176832, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 55/83: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 41), matmul blk.10.ffn_gate.weight (line 42), matmul blk.10.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 881373184, weights + 898150400, 2048, 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 56/83: matvec_residual -- matmul blk.10.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 914927616, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 57/83: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 33), matmul blk.11.attn_q.weight (line 34), matmul blk.11.attn_k.weight (line 35), matmul blk.11.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 931706880, weights + 935901184, weights + 936949760, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 46137344, kv + 48234496, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 58/83: attention -- attention layer 11 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 59/83: matvec_residual -- matmul blk.11.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 937998336, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 60/83: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 41), matmul blk.11.ffn_gate.weight (line 42), matmul blk.11.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 942194688, weights + 958971904, 2048, 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 61/83: matvec_residual -- matmul blk.11.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 975749120, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 62/83: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 33), matmul blk.12.attn_q.weight (line 34), matmul blk.12.attn_k.weight (line 35), matmul blk.12.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 992528384, weights + 996722688, weights + 997771264, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 50331648, kv + 52428800, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 63/83: attention -- attention layer 12 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 64/83: matvec_residual -- matmul blk.12.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 998819840, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 65/83: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 41), matmul blk.12.ffn_gate.weight (line 42), matmul blk.12.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 1003016192, weights + 1019793408, 2048, 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 66/83: matvec_residual -- matmul blk.12.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1036570624, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 67/83: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 33), matmul blk.13.attn_q.weight (line 34), matmul blk.13.attn_k.weight (line 35), matmul blk.13.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 1053349888, weights + 1057544192, weights + 1058592768, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 54525952, kv + 56623104, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 68/83: attention -- attention layer 13 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 69/83: matvec_residual -- matmul blk.13.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1059641344, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 70/83: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 41), matmul blk.13.ffn_gate.weight (line 42), matmul blk.13.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 1063837696, weights + 1080614912, 2048, 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 71/83: matvec_residual -- matmul blk.13.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1097392128, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 72/83: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 33), matmul blk.14.attn_q.weight (line 34), matmul blk.14.attn_k.weight (line 35), matmul blk.14.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 1114171392, weights + 1118365696, weights + 1119414272, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 58720256, kv + 60817408, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 73/83: attention -- attention layer 14 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 74/83: matvec_residual -- matmul blk.14.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1120462848, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 75/83: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 41), matmul blk.14.ffn_gate.weight (line 42), matmul blk.14.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 1124659200, weights + 1141436416, 2048, 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 76/83: matvec_residual -- matmul blk.14.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1158213632, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 77/83: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 33), matmul blk.15.attn_q.weight (line 34), matmul blk.15.attn_k.weight (line 35), matmul blk.15.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 1174992896, weights + 1179187200, weights + 1180235776, 2048, 256,
+               32, 8, 64, 0, 500000.0f,
+               scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
+               scratch + 10240, 2048, kv + 62914560, kv + 65011712, 4096, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 78/83: attention -- attention layer 15 (line 37)
+   * work: 32 heads x T items, one block per item; smem 16656 bytes */
+  mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
+                32, 4, 64, 4096, 0.125f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 79/83: matvec_residual -- matmul blk.15.attn_output.weight (line 39), add (line 39)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1181284352, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 80/83: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 41), matmul blk.15.ffn_gate.weight (line 42), matmul blk.15.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 1185480704, weights + 1202257920, 2048, 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 81/83: matvec_residual -- matmul blk.15.ffn_down.weight (line 44), add (line 44)
+   * work: 2048 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 1219035136, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 82/83: lm_head -- rmsnorm output_norm.weight (line 46), matmul token_embd.weight (line 49), logits (line 49)
+   * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_lm_head(weights + 0, 2048, 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
+              scratch + 71680, 128256, T, scratch + 712960, (int *)(scratch + 718080),
+              (float *)(smem + 48), (int *)(smem + 128));
+  mkc_grid_sync(state); /* next stage reads argmax partials written by another block */
+
+  /* stage 83/83: accept -- no graph node
+   * work: T tokens, block 0 only; smem 32 bytes */
+  mkc_accept(state, scratch + 712960, (const int *)(scratch + 718080), 128256, pos, T, (int *)(smem + 0));
+}

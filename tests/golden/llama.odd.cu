@@ -1,0 +1,549 @@
+/* mkc 0.1.0 -- generated: do not edit.
+ * graph:   graphs/llama.lua, preset odd
+ * hashes:  graph 05c148deb2902587, templates 37c892ce18ddd65e, options 288a93314dea6d1b
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks
+ * plan:    13 stages, 12 grid barriers; scratch 13824 floats, KV 36864 floats, weights 147072 bf16, smem 1600 bytes
+ * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
+ */
+#define MKC_THREADS 128
+#define MKC_T_MAX 5
+#if defined(__CUDACC__)
+#line 1 "templates/prelude_cuda.cuh"
+/* Device prelude for NVRTC: the only CUDA features templates may use.
+ * templates/prelude_cpu.h provides the same names for the SIMT emulator, so
+ * one emitted source serves both backends. No CUDA headers are included. */
+#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
+#define MKC_DEVICE static __device__ __forceinline__
+
+typedef unsigned short mkc_bf16;
+typedef struct { unsigned x, y, z, w; } mkc_u4;
+typedef struct { float x, y, z, w; } mkc_f4;
+
+MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
+MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
+MKC_DEVICE int mkc_nblocks(void) { return (int)gridDim.x; }
+MKC_DEVICE char *mkc_smem(void) {
+  extern __shared__ __align__(16) char mkc_smem_base[];
+  return mkc_smem_base;
+}
+
+MKC_DEVICE void mkc_sync_block(void) { __syncthreads(); }
+MKC_DEVICE void mkc_sync_warp(void) { __syncwarp(); }
+MKC_DEVICE float mkc_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+
+MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
+MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
+MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) { return *(const volatile unsigned *)p; }
+MKC_DEVICE void mkc_fence(void) { __threadfence(); }
+MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
+
+MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
+MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
+  uint4 v = *(const uint4 *)p;
+  mkc_u4 r = {v.x, v.y, v.z, v.w};
+  return r;
+}
+MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
+  float4 v = *(const float4 *)p;
+  mkc_f4 r = {v.x, v.y, v.z, v.w};
+  return r;
+}
+#else
+#include "prelude_cpu.h"
+#endif
+#line 1 "templates/mkc_state.h"
+/* Decode state shared by the megakernel and the host: one definition for both sides.
+ * The kernel owns `pos`; the host writes only the inputs of the next step. */
+#ifndef MKC_STATE_H
+#define MKC_STATE_H
+
+#define MKC_T_CAP 32         /* most input tokens one step can take: 1 + drafts */
+#define MKC_MAX_BLOCKS 1024  /* grid size cap: per-block argmax partials are planned for it */
+
+enum mkc_status {
+  MKC_STATUS_OK = 0,
+  MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
+  MKC_STATUS_BAD_INPUT = 2, /* n_inputs/n_fixed out of range or a token id outside the vocab */
+  MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
+};
+
+typedef struct mkc_state {
+  /* kernel-owned */
+  int pos;        /* tokens whose K/V rows are valid in the cache */
+  int n_accepted; /* drafts accepted by the last step */
+  int n_out;      /* tokens emitted by the last step: accepted + 1 */
+  int status;     /* enum mkc_status of the last step */
+  int step;       /* steps run */
+  unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
+  unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
+  /* host-written before each step */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
+  int inputs[MKC_T_CAP];
+  /* kernel-written each step */
+  int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+} mkc_state;
+
+#endif
+#line 1 "templates/common.cuh"
+/* Building blocks every stage uses: lane/warp ids, warp and block reductions,
+ * the atomics-based grid barrier, and the step's begin check. */
+#define MKC_WARPS (MKC_THREADS / 32)
+#define MKC_NEG_MAX (-3.402823466e38f)
+
+MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
+MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
+/* Warps of the whole grid: matvec rows are dealt out one warp at a time. */
+MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
+MKC_DEVICE int mkc_grid_warps(void) { return mkc_nblocks() * MKC_WARPS; }
+
+/* Xor butterfly: every lane ends with the same bits (each level adds a pair
+ * in both orders, and float addition commutes). */
+MKC_DEVICE float mkc_warp_sum(float v) {
+  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);
+  return v;
+}
+
+MKC_DEVICE float mkc_warp_max(float v) {
+  for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, mkc_shfl_xor(v, m));
+  return v;
+}
+
+/* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
+MKC_DEVICE float mkc_block_sum(float v, float *red) {
+  v = mkc_warp_sum(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float s = 0.0f;
+  for (int w = 0; w < MKC_WARPS; w++) s += red[w];
+  mkc_sync_block(); /* red is reused by the next reduction */
+  return s;
+}
+
+MKC_DEVICE float mkc_block_max(float v, float *red) {
+  v = mkc_warp_max(v);
+  if (mkc_lane() == 0) red[mkc_warp()] = v;
+  mkc_sync_block();
+  float m = MKC_NEG_MAX;
+  for (int w = 0; w < MKC_WARPS; w++) m = fmaxf(m, red[w]);
+  mkc_sync_block();
+  return m;
+}
+
+/* Grid barrier on two counters in the state: every block must be resident
+ * (cooperative launch on the GPU, one host thread per block on the CPU). The
+ * generation is read before arriving, so the last arriver cannot bump it
+ * unseen; the counter is reset before the bump that releases the others. */
+MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) {
+    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);
+    mkc_fence();
+    unsigned arrived = mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u;
+    if (arrived == (unsigned)mkc_nblocks()) {
+      mkc_store_u32(&st->barrier_count, 0u);
+      mkc_fence();
+      mkc_atomic_add_u32(&st->barrier_gen, 1u);
+    } else {
+      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();
+    }
+    mkc_fence();
+  }
+  mkc_sync_block();
+}
+
+/* Every block reads the same state, so every block reaches the same verdict;
+ * on a bad step nothing is written but the status. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+  int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
+  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T) status = MKC_STATUS_BAD_INPUT;
+  else if (pos < 0 || pos + T > max_ctx) status = MKC_STATUS_CTX_FULL;
+  else
+    for (int t = 0; t < T; t++)
+      if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
+  if (status != MKC_STATUS_OK) {
+    if (mkc_bid() == 0 && mkc_tid() == 0) {
+      st->status = status;
+      st->n_out = 0;
+      st->n_accepted = 0;
+    }
+    return 0;
+  }
+  return 1;
+}
+#line 1 "templates/embed.cuh"
+/* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
+MKC_DEVICE void mkc_embed(const mkc_bf16 *table, int row_stride, int dim, float *x, int x_stride,
+                          const int *tokens, int T) {
+  int total = T * dim;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
+    int t = i / dim, c = i - t * dim;
+    x[t * x_stride + c] = mkc_bf16_to_f32(table[(long)tokens[t] * row_stride + c]);
+  }
+}
+#line 1 "templates/matvec.cuh"
+/* Matrix-vector products over the step's T tokens. A warp owns a row (or a
+ * pair of rows); lanes stream the row in 16-byte chunks of 8 bf16 weights and
+ * reuse each chunk for all T activation vectors, so verifying drafts costs
+ * about one decode step of weight traffic. An optional RMSNorm is fused into
+ * the input: x is read raw, scaled by the norm weight per column and by
+ * inv_rms[t] after the reduction. */
+
+/* inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), computed by every block into smem. */
+MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int T,
+                                 float *inv_rms, float *red) {
+  for (int t = 0; t < T; t++) {
+    float s = 0.0f;
+    for (int c = mkc_tid(); c < n; c += MKC_THREADS) {
+      float v = x[t * x_stride + c];
+      s += v * v;
+    }
+    s = mkc_block_sum(s, red);
+    if (mkc_tid() == 0) inv_rms[t] = 1.0f / sqrtf(s / (float)n + eps);
+  }
+  mkc_sync_block();
+}
+
+MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
+  unsigned u[4] = {v.x, v.y, v.z, v.w};
+  for (int i = 0; i < 4; i++) {
+    f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
+    f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
+  }
+}
+
+/* This lane's partial dot products of one weight row with the T inputs.
+ * Rows and inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+MKC_DEVICE void mkc_dot_lane(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
+                             const mkc_bf16 *norm_w, int T, float *acc) {
+  for (int t = 0; t < MKC_T_MAX; t++) acc[t] = 0.0f;
+  for (int c = mkc_lane(); c < n_chunks; c += 32) {
+    float wf[8];
+    mkc_unpack8(mkc_load_u4(w + c * 8), wf);
+    if (norm_w) {
+      float g[8];
+      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+      for (int i = 0; i < 8; i++) wf[i] *= g[i];
+    }
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+      mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+      acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x + wf[5] * b.y +
+                wf[6] * b.z + wf[7] * b.w;
+    }
+  }
+}
+
+/* Full dot products in every lane: reduce the partials and apply the norm scale. */
+MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
+                            const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
+  mkc_dot_lane(w, n_chunks, x, x_stride, norm_w, T, acc);
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    acc[t] = mkc_warp_sum(acc[t]);
+    if (norm_w) acc[t] *= inv_rms[t];
+  }
+}
+
+/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
+MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks, const float *x,
+                           int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                           int out_stride, int accumulate, int T) {
+  float acc[MKC_T_MAX];
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    if (mkc_lane() == 0)
+      for (int t = 0; t < T; t++) {
+        float *o = out + t * out_stride + r;
+        *o = accumulate ? *o + acc[t] : acc[t];
+      }
+  }
+}
+
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
+MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, int row_stride,
+                                  int rows, int n_chunks, const float *x, int x_stride,
+                                  const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                                  int out_stride, int T) {
+  float g[MKC_T_MAX], u[MKC_T_MAX];
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w_gate + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, g);
+    mkc_dot_row(w_up + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, u);
+    if (mkc_lane() == 0)
+      for (int t = 0; t < T; t++) out[t * out_stride + r] = g[t] / (1.0f + expf(-g[t])) * u[t];
+  }
+}
+#line 1 "templates/qkv_rope.cuh"
+/* Q, K and V projections with RoPE and the KV append in the epilogue. A warp
+ * owns a pair of rows: a rotation pair of Q or K (interleaved: 2j, 2j+1 of a
+ * head; neox: j, j + head_dim/2), or two adjacent rows of V. K and V for
+ * token t land in the cache at position pos + t; q goes to scratch. */
+MKC_DEVICE void mkc_rope_rows(int pair, int head_dim, int layout, int *r0, int *r1, int *j) {
+  int half = head_dim / 2, h = pair / half;
+  *j = pair - h * half;
+  *r0 = h * head_dim + (layout ? *j : 2 * *j);
+  *r1 = *r0 + (layout ? half : 1);
+}
+
+MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
+                             int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
+                             int layout, float theta, const float *x, int x_stride,
+                             const mkc_bf16 *norm_w, const float *inv_rms, float *q_out,
+                             int q_stride, float *k_cache, float *v_cache, int max_ctx, int pos,
+                             int T) {
+  int q_pairs = heads * head_dim / 2, kv_pairs = kv_heads * head_dim / 2;
+  float a[MKC_T_MAX], b[MKC_T_MAX];
+  for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
+    int r0, r1, j = -1;
+    const mkc_bf16 *w;
+    if (p < q_pairs) {
+      w = w_q;
+      mkc_rope_rows(p, head_dim, layout, &r0, &r1, &j);
+    } else if (p < q_pairs + kv_pairs) {
+      w = w_k;
+      mkc_rope_rows(p - q_pairs, head_dim, layout, &r0, &r1, &j);
+    } else {
+      w = w_v;
+      r0 = 2 * (p - q_pairs - kv_pairs);
+      r1 = r0 + 1;
+    }
+    mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
+    mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
+    if (mkc_lane() != 0) continue;
+    float inv_freq = j >= 0 ? powf(theta, -(float)(2 * j) / (float)head_dim) : 0.0f;
+    for (int t = 0; t < T; t++) {
+      float ra = a[t], rb = b[t];
+      if (j >= 0) {
+        float angle = (float)(pos + t) * inv_freq, c = cosf(angle), s = sinf(angle);
+        ra = a[t] * c - b[t] * s;
+        rb = a[t] * s + b[t] * c;
+      }
+      if (p < q_pairs) {
+        q_out[t * q_stride + r0] = ra;
+        q_out[t * q_stride + r1] = rb;
+      } else {
+        /* cache rows are [kv_head][max_ctx][head_dim] */
+        float *cache = p < q_pairs + kv_pairs ? k_cache : v_cache;
+        int kvh = r0 / head_dim;
+        float *row = cache + ((long)kvh * max_ctx + pos + t) * head_dim;
+        row[r0 - kvh * head_dim] = ra;
+        row[r1 - kvh * head_dim] = rb;
+      }
+    }
+  }
+}
+#line 1 "templates/attention.cuh"
+/* Causal attention over the KV cache, one block per (query head, token):
+ * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
+ * floats), so a block computes exact softmax in three passes. GQA: query head
+ * h reads kv head h / group. Split-KV (flash-decoding) is later work. */
+MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache,
+                              const float *v_cache, float *out, int out_stride, int heads,
+                              int group, int head_dim, int max_ctx, float scale, int pos, int T,
+                              float *scores, float *q_head, float *red) {
+  for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
+    int t = item / heads, h = item - t * heads, n = pos + t + 1;
+    const float *K = k_cache + (long)(h / group) * max_ctx * head_dim;
+    const float *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
+      q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
+    mkc_sync_block();
+    float m = MKC_NEG_MAX;
+    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+      float dot = 0.0f;
+      for (int d = 0; d < head_dim; d++) dot += q_head[d] * K[(long)s * head_dim + d];
+      scores[s] = dot;
+      m = fmaxf(m, dot);
+    }
+    m = mkc_block_max(m, red);
+    float sum = 0.0f;
+    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+      float e = expf(scores[s] - m);
+      scores[s] = e;
+      sum += e;
+    }
+    sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
+    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
+      float acc = 0.0f;
+      for (int s = 0; s < n; s++) acc += scores[s] * V[(long)s * head_dim + d];
+      out[t * out_stride + h * head_dim + d] = acc / sum;
+    }
+    mkc_sync_block(); /* q_head and scores are rewritten by the next item */
+  }
+}
+#line 1 "templates/lm_head.cuh"
+/* LM head with the greedy choice fused in: each warp keeps its best (logit,
+ * row) per token while it writes logits, the block reduces its warps, and
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}
+
+MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
+                            const float *x, int x_stride, const mkc_bf16 *norm_w,
+                            const float *inv_rms, float *logits, int logits_stride, int T,
+                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+  float acc[MKC_T_MAX], best_v[MKC_T_MAX];
+  int best_i[MKC_T_MAX];
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    best_v[t] = MKC_NEG_MAX;
+    best_i[t] = 0x7fffffff;
+  }
+  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
+    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    for (int t = 0; t < T; t++) {
+      if (mkc_lane() == 0) logits[t * logits_stride + r] = acc[t];
+      if (mkc_better(acc[t], r, best_v[t], best_i[t])) {
+        best_v[t] = acc[t];
+        best_i[t] = r;
+      }
+    }
+  }
+  if (mkc_lane() == 0)
+    for (int t = 0; t < T; t++) {
+      warp_val[mkc_warp() * MKC_T_MAX + t] = best_v[t];
+      warp_idx[mkc_warp() * MKC_T_MAX + t] = best_i[t];
+    }
+  mkc_sync_block();
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int wp = 0; wp < MKC_WARPS; wp++)
+      if (mkc_better(warp_val[wp * MKC_T_MAX + t], warp_idx[wp * MKC_T_MAX + t], v, i)) {
+        v = warp_val[wp * MKC_T_MAX + t];
+        i = warp_idx[wp * MKC_T_MAX + t];
+      }
+    part_val[mkc_bid() * MKC_T_MAX + t] = v;
+    part_idx[mkc_bid() * MKC_T_MAX + t] = i;
+  }
+}
+#line 1 "templates/accept.cuh"
+/* Greedy choice and speculative accept, run by block 0 after the LM head.
+ * inputs = [last, fixed_1..fixed_f, d_1..d_k]; choice[t] is the target's
+ * token after input t. Fixed inputs are taken as given; drafts are accepted
+ * while each equals the choice before it. pos moves past every accepted input
+ * plus `last`: rejected K/V rows lie beyond it and are overwritten later. */
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx, int vocab,
+                           int pos, int T, int *choice) {
+  if (mkc_bid() != 0) return;
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    float v = MKC_NEG_MAX;
+    int i = 0x7fffffff;
+    for (int b = 0; b < mkc_nblocks(); b++)
+      if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
+        v = part_val[b * MKC_T_MAX + t];
+        i = part_idx[b * MKC_T_MAX + t];
+      }
+    choice[t] = i;
+  }
+  mkc_sync_block();
+  if (mkc_tid() != 0) return;
+  int f = st->n_fixed, a = f;
+  for (int t = 0; t <= f; t++)
+    if (choice[t] < 0 || choice[t] >= vocab) {
+      /* no finite logit won: a NaN or inf reached the head */
+      st->status = MKC_STATUS_NONFINITE;
+      st->n_out = 0;
+      st->n_accepted = 0;
+      return;
+    }
+  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
+  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  st->n_out = a - f + 1;
+  st->n_accepted = a - f;
+  st->pos = pos + a + 1;
+  st->step += 1;
+  st->status = MKC_STATUS_OK;
+}
+#line 462 "llama.odd.cu"
+
+MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
+  if (!mkc_step_begin(state, 300, 384, 5)) return;
+  const int pos = state->pos, T = state->n_inputs;
+  char *smem = mkc_smem();
+  (void)smem;
+
+  /* stage 1/13: embed -- embed token_embd.weight (line 31)
+   * work: T x 72 elements, grid-strided over threads; smem 0 bytes */
+  mkc_embed(weights + 0, 72, 72, scratch + 0, 72, state->inputs, T);
+  mkc_grid_sync(state); /* next stage reads embed (line 31) written by another block */
+
+  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 33), matmul blk.0.attn_q.weight (line 34), matmul blk.0.attn_k.weight (line 35), matmul blk.0.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 21760, weights + 27008, weights + 28800, 72, 9,
+               6, 2, 12, 1, 10000.0f,
+               scratch + 0, 72, weights + 21632, (float *)(smem + 0),
+               scratch + 384, 72, kv + 0, kv + 9216, 384, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 3/13: attention -- attention layer 0 (line 37)
+   * work: 6 heads x T items, one block per item; smem 1600 bytes */
+  mkc_attention(scratch + 384, 72, kv + 0, kv + 9216, scratch + 768, 72,
+                6, 3, 12, 384, 0.288675135f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 39), add (line 39)
+   * work: 72 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 30592, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 41), matmul blk.0.ffn_gate.weight (line 42), matmul blk.0.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 35968, weights + 48384, 72, 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 44), add (line 44)
+   * work: 72 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 60800, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 33), matmul blk.1.attn_q.weight (line 34), matmul blk.1.attn_k.weight (line 35), matmul blk.1.attn_v.weight (line 36), rope (line 34), rope (line 35)
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_qkv_rope(weights + 73600, weights + 78848, weights + 80640, 72, 9,
+               6, 2, 12, 1, 10000.0f,
+               scratch + 0, 72, weights + 73472, (float *)(smem + 0),
+               scratch + 384, 72, kv + 18432, kv + 27648, 384, pos, T);
+  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+
+  /* stage 8/13: attention -- attention layer 1 (line 37)
+   * work: 6 heads x T items, one block per item; smem 1600 bytes */
+  mkc_attention(scratch + 384, 72, kv + 18432, kv + 27648, scratch + 768, 72,
+                6, 3, 12, 384, 0.288675135f, pos, T,
+                (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
+  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+
+  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 39), add (line 39)
+   * work: 72 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 82432, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+
+  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 41), matmul blk.1.ffn_gate.weight (line 42), matmul blk.1.ffn_up.weight (line 43), swiglu (line 44)
+   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes */
+  mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_matvec_swiglu(weights + 87808, weights + 100224, 72, 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+
+  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 44), add (line 44)
+   * work: 72 rows, one warp per row; smem 0 bytes */
+  mkc_matvec(weights + 112640, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+
+  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 46), matmul output.weight (line 49), logits (line 49)
+   * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes */
+  mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+  mkc_lm_head(weights + 125440, 72, 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
+              scratch + 2048, 304, T, scratch + 3584, (int *)(scratch + 8704),
+              (float *)(smem + 48), (int *)(smem + 128));
+  mkc_grid_sync(state); /* next stage reads argmax partials written by another block */
+
+  /* stage 13/13: accept -- no graph node
+   * work: T tokens, block 0 only; smem 32 bytes */
+  mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), 300, pos, T, (int *)(smem + 0));
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The mkc command line: golden kernels (they change only on purpose: `make
+# golden`), `mkc run` on the cpu backend against the ref backend, and clear
+# errors for bad flags and inputs.
+set -u
+cd "$(dirname "$0")/.."
+mkc=build/mkc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
+
+# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message.
+expect_error() {
+  local name=$1 want=$2
+  shift 3
+  "$mkc" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? got
+  got=$(head -n 1 "$tmp/err")
+  if [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
+    fail "$name: exit status 1 or 2" "got $rc" "$(cat "$tmp/err")"
+  elif [ "$got" != "$want" ]; then
+    fail "$name: message" "want: $want" "got:  $got"
+  elif [ -s "$tmp/out" ]; then
+    fail "$name: nothing on stdout" "$(head -c 200 "$tmp/out")"
+  else
+    ok "$name"
+  fi
+}
+
+# Golden kernels.
+for p in tiny odd llama-3.2-1b; do
+  golden=tests/golden/llama.$p.cu
+  if ! "$mkc" gen graphs/llama.lua --preset "$p" --draft-max 4 -o "$tmp/$p.cu" 2>"$tmp/err"; then
+    fail "gen $p" "$(cat "$tmp/err")"
+  elif ! diff -u "$golden" "$tmp/$p.cu" >"$tmp/diff"; then
+    fail "gen $p matches $golden (if the change is on purpose: make golden)" "$(head -n 40 "$tmp/diff")"
+  else
+    ok "gen $p matches $golden"
+  fi
+done
+n=$(grep -c '__global__' "$tmp/tiny.cu")
+[ "$n" -eq 1 ] && ok "the tiny kernel has exactly one __global__" || fail "one __global__" "found $n"
+grep -q '^#define MKC_T_MAX 5$' "$tmp/tiny.cu" && grep -q 'mkc_step_begin(state, 256, 512, 5)' "$tmp/tiny.cu" \
+  && ok "model sizes are literals in the kernel" || fail "model sizes are literals in the kernel"
+grep -q 'generated: do not edit' "$tmp/tiny.cu" && ok "the kernel header says generated: do not edit" \
+  || fail "generated header"
+"$mkc" gen graphs/llama.lua --preset tiny -o - >"$tmp/stdout.cu" 2>/dev/null && grep -q 'MKC_T_MAX 1$' "$tmp/stdout.cu" \
+  && ok "gen -o - writes to stdout, draft-max 0 by default" || fail "gen -o -"
+
+# run: cpu backend and the reference executor agree, with and without drafts.
+for p in tiny odd; do
+  for k in 0 4; do
+    args=(run --preset "$p" --random-weights 7 -n 48 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max "$k")
+    if "$mkc" "${args[@]}" >"$tmp/cpu" 2>"$tmp/cpu.err" && "$mkc" "${args[@]}" --backend ref >"$tmp/ref" 2>"$tmp/ref.err"; then
+      words=$(wc -w <"$tmp/cpu")
+      if [ "$words" -eq 48 ] && cmp -s "$tmp/cpu" "$tmp/ref"; then
+        ok "run $p --draft-max $k: 48 ids, cpu = ref"
+      else
+        fail "run $p --draft-max $k: 48 ids, cpu = ref" "cpu: $(cat "$tmp/cpu")" "ref: $(cat "$tmp/ref")"
+      fi
+      grep -Eq 'tok/s\); drafted [0-9]+, accepted [0-9]+, acceptance [0-9.]+%, [0-9.]+ tokens/step' "$tmp/cpu.err" \
+        && ok "run $p --draft-max $k: stats line" || fail "run $p: stats line" "$(cat "$tmp/cpu.err")"
+    else
+      fail "run $p --draft-max $k" "$(cat "$tmp/cpu.err" "$tmp/ref.err")"
+    fi
+  done
+done
+"$mkc" run --preset tiny --random-weights 7 -n 8 >"$tmp/a" 2>/dev/null
+"$mkc" run --preset tiny --random-weights 8 -n 8 >"$tmp/b" 2>/dev/null
+! cmp -s "$tmp/a" "$tmp/b" && ok "the seed changes the weights" || fail "the seed changes the weights"
+"$mkc" run --preset tiny --random-weights 7 -n 0 >"$tmp/a" 2>/dev/null && [ "$(wc -w <"$tmp/a")" -eq 0 ] \
+  && ok "-n 0 generates nothing" || fail "-n 0"
+
+# Bad input: clear messages, non-zero exit, no crash.
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected gen or run)" -- frobnicate
+expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
+expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
+  -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"
+expect_error "--draft-max not a number" "mkc: error: --draft-max: expected an integer in 0..31, got '4x'" \
+  -- run --preset tiny --random-weights 1 -n 4 --draft-max 4x
+expect_error "missing value" "mkc: error: -n needs a value" -- run --preset tiny --random-weights 1 -n
+expect_error "missing preset" "mkc: error: run: --preset is required" -- run --random-weights 1 -n 4
+expect_error "missing seed" "mkc: error: run: --random-weights SEED is required (model files come later)" \
+  -- run --preset tiny -n 4
+expect_error "unknown backend" "mkc: error: --backend: expected cpu or ref, got 'gpu'" \
+  -- run --preset tiny --random-weights 1 -n 4 --backend gpu
+expect_error "token outside the vocabulary" "mkc: error: --prompt-ids: token 256 is outside the vocabulary (0..255)" \
+  -- run --preset tiny --random-weights 1 -n 4 --prompt-ids 1,256
+expect_error "malformed prompt ids" "mkc: error: --prompt-ids: expected comma-separated token ids, got '1,,2'" \
+  -- run --preset tiny --random-weights 1 -n 4 --prompt-ids 1,,2
+expect_error "prompt + n past the context" \
+  "mkc: error: 3 prompt tokens + 30 generated need 32 positions but the context holds 16 (use --ctx)" \
+  -- run --preset tiny --random-weights 1 -n 30 --prompt-ids 1,2,3 --ctx 16
+expect_error "prompt longer than the context" \
+  "mkc: error: 20 prompt tokens + 1 generated need 20 positions but the context holds 16 (use --ctx)" \
+  -- run --preset tiny --random-weights 1 -n 1 --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --ctx 16
+expect_error "unknown preset" "graphs/llama.lua:5: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b)" \
+  -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"
+expect_error "missing graph file" "mkc: error: cannot open graph nope.lua" -- gen nope.lua --preset tiny -o "$tmp/x.cu"
+expect_error "unwritable output" "mkc: error: cannot write /nonexistent/x.cu: No such file or directory" \
+  -- gen graphs/llama.lua --preset tiny -o /nonexistent/x.cu
+"$mkc" run --preset tiny --random-weights 1 -n 5 --prompt-ids 1,2,3 --ctx 7 >"$tmp/out" 2>/dev/null \
+  && [ "$(wc -w <"$tmp/out")" -eq 5 ] && ok "prompt + n exactly filling the context runs" \
+  || fail "prompt + n exactly filling the context runs"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
