@@ -78,9 +78,12 @@ static int mkdir_p(char *path) {
 static int cache_dir(char *out, size_t cap) {
   const char *d;
   int n;
-  if ((d = getenv("MKC_CACHE_DIR")) && *d) n = snprintf(out, cap, "%s/cpu", d);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d) n = snprintf(out, cap, "%s/mkc/cpu", d);
-  else if ((d = getenv("HOME")) && *d) n = snprintf(out, cap, "%s/.cache/mkc/cpu", d);
+  if ((d = getenv("MKC_CACHE_DIR")) && *d)
+    n = snprintf(out, cap, "%s/cpu", d);
+  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+    n = snprintf(out, cap, "%s/mkc/cpu", d);
+  else if ((d = getenv("HOME")) && *d)
+    n = snprintf(out, cap, "%s/.cache/mkc/cpu", d);
   else {
     fputs("mkc: error: cpu backend: no cache directory: set MKC_CACHE_DIR or HOME\n", stderr);
     return -1;
@@ -105,7 +108,8 @@ static char *shell_quote(const char *s) {
     if (*s == '\'') {
       memcpy(p, "'\\''", 4);
       p += 4;
-    } else *p++ = *s;
+    } else
+      *p++ = *s;
   }
   *p++ = '\'';
   *p = '\0';
@@ -125,8 +129,8 @@ static char *compile_command(const char *cc, const char *inc, const char *src, c
 static int write_atomic(const char *path, const char *text) {
   static unsigned counter;
   char tmp[4300];
-  snprintf(tmp, sizeof tmp, "%.4200s.%d.%u.tmp", path,
-           (int)getpid(), __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+  snprintf(tmp, sizeof tmp, "%.4200s.%d.%u.tmp", path, (int)getpid(),
+           __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
   FILE *f = fopen(tmp, "wb");
   if (!f) return -1;
   size_t n = strlen(text);
@@ -178,8 +182,10 @@ static mkc_cpu_kernel *load(const char *so_path, const char *name, int quiet) {
   mkc_cpu_kernel *k = calloc(1, sizeof *k);
   void *sym = dlsym(dl, "mkc_step");
   if (!k || !sym || !(k->name = strdup(name))) {
-    if (!sym) fprintf(stderr, "mkc: error: cpu backend: %s defines no mkc_step\n", name);
-    else fputs("mkc: error: cpu backend: out of memory\n", stderr);
+    if (!sym)
+      fprintf(stderr, "mkc: error: cpu backend: %s defines no mkc_step\n", name);
+    else
+      fputs("mkc: error: cpu backend: out of memory\n", stderr);
     free(k);
     dlclose(dl);
     return NULL;
@@ -189,7 +195,8 @@ static mkc_cpu_kernel *load(const char *so_path, const char *name, int quiet) {
   return k;
 }
 
-mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name, const char *templates_dir) {
+mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
+                                    const char *templates_dir) {
   mkc_cpu_kernel *k = NULL;
   char *text = NULL, *prelude = NULL, *state_h = NULL, *inc = NULL, *key_cmd = NULL;
   char *src_q = NULL, *tmp_q = NULL, *cmd = NULL, *log = NULL;

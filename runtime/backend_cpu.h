@@ -16,7 +16,8 @@ typedef struct mkc_cpu_kernel mkc_cpu_kernel;
  * HASH.c. templates_dir is passed as -I. Diagnostics name the source `name`.
  * On compiler failure prints the compiler's output and "mkc: error: cpu
  * backend: compiling NAME failed (command: ...)" and returns NULL. */
-mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name, const char *templates_dir);
+mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
+                                    const char *templates_dir);
 
 /* Runs one step: mkc_step(weights, scratch, kv, state) on blocks x threads.
  * Returns 0 or -1 (after printing why). */

@@ -21,7 +21,7 @@
 #endif
 
 static int has_codegen(const char *dir) {
-  char path[4096];
+  char path[4200];
   snprintf(path, sizeof path, "%s/codegen/main.lua", dir);
   return access(path, R_OK) == 0;
 }
@@ -203,7 +203,8 @@ int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
   memset(src, 0, sizeof *src);
   const char *home = mkc_home();
   if (!has_codegen(home)) {
-    fprintf(stderr, "mkc: error: cannot find %s/codegen/main.lua (set MKC_HOME to the mkc source tree)\n",
+    fprintf(stderr,
+            "mkc: error: cannot find %s/codegen/main.lua (set MKC_HOME to the mkc source tree)\n",
             home);
     return -1;
   }

@@ -21,15 +21,15 @@ static int min_int(int a, int b) { return a < b ? a : b; }
 static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_result *r) {
   if (mkc_session_step(s, in, T, f, r) != 0) return -1;
   if (r->status != MKC_STATUS_OK) {
-    fprintf(stderr, "mkc: error: the kernel refused a step at pos %d with %d inputs: %s\n", mkc_session_pos(s),
-            T, mkc_status_name(r->status));
+    fprintf(stderr, "mkc: error: the kernel refused a step at pos %d with %d inputs: %s\n",
+            mkc_session_pos(s), T, mkc_status_name(r->status));
     return -1;
   }
   return 0;
 }
 
-int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen, int draft_max,
-               int *out, mkc_decode_stats *stats) {
+int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+               int draft_max, int *out, mkc_decode_stats *stats) {
   memset(stats, 0, sizeof *stats);
   double t0 = now();
   if (n_prompt < 1) {
@@ -37,7 +37,8 @@ int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prom
     return -1;
   }
   if (n_prompt > g->max_ctx) {
-    fprintf(stderr, "mkc: error: the prompt has %d tokens but the context holds %d (use a larger --ctx)\n",
+    fprintf(stderr,
+            "mkc: error: the prompt has %d tokens but the context holds %d (use a larger --ctx)\n",
             n_prompt, g->max_ctx);
     return -1;
   }

@@ -6,12 +6,12 @@
 #include "session.h"
 
 typedef struct mkc_decode_stats {
-  int steps;     /* kernel steps, prompt chunks included */
-  int gen_steps; /* steps that emitted generated tokens */
-  long drafted;  /* draft tokens offered to the kernel */
-  long accepted; /* draft tokens the kernel accepted */
-  int generated; /* tokens written to out */
-  int ctx_full;  /* generation stopped because the context was full */
+  int steps;             /* kernel steps, prompt chunks included */
+  int gen_steps;         /* steps that emitted generated tokens */
+  long drafted;          /* draft tokens offered to the kernel */
+  long accepted;         /* draft tokens the kernel accepted */
+  int generated;         /* tokens written to out */
+  int ctx_full;          /* generation stopped because the context was full */
   double prompt_seconds; /* wall time until the prompt was in the cache */
   double seconds;        /* wall time of the whole loop */
 } mkc_decode_stats;

@@ -35,10 +35,10 @@ typedef struct mkc_node {
 } mkc_node;
 
 typedef struct mkc_weight_info {
-  char *name;         /* GGUF name, e.g. blk.0.attn_q.weight */
-  int rows, cols;     /* row-major [rows][cols]; vectors have rows 1 */
-  size_t offset;      /* element offset in the kernel's bf16 weight arena */
-  int row_stride;     /* elements between rows in the arena (cols padded to 8) */
+  char *name;     /* GGUF name, e.g. blk.0.attn_q.weight */
+  int rows, cols; /* row-major [rows][cols]; vectors have rows 1 */
+  size_t offset;  /* element offset in the kernel's bf16 weight arena */
+  int row_stride; /* elements between rows in the arena (cols padded to 8) */
 } mkc_weight_info;
 
 typedef struct mkc_graph {
@@ -50,15 +50,15 @@ typedef struct mkc_graph {
   /* model sizes (from the preset) */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, max_ctx;
   /* plan: sizes of what the host allocates for the kernel */
-  int t_max;            /* 1 + draft_max: inputs per step */
-  int threads;          /* threads per block (literal in the kernel) */
-  size_t weight_elems;  /* bf16 elements in the weight arena */
-  size_t scratch_floats;/* float scratch arena */
-  size_t kv_floats;     /* KV cache floats */
-  size_t smem_bytes;    /* dynamic shared memory per block */
-  size_t logits_offset; /* float offset of logits [t_max][logits_stride] in scratch */
-  size_t logits_stride; /* floats between the logits of consecutive inputs */
-  int n_phases;         /* stages in the kernel, each ended by a sync */
+  int t_max;             /* 1 + draft_max: inputs per step */
+  int threads;           /* threads per block (literal in the kernel) */
+  size_t weight_elems;   /* bf16 elements in the weight arena */
+  size_t scratch_floats; /* float scratch arena */
+  size_t kv_floats;      /* KV cache floats */
+  size_t smem_bytes;     /* dynamic shared memory per block */
+  size_t logits_offset;  /* float offset of logits [t_max][logits_stride] in scratch */
+  size_t logits_stride;  /* floats between the logits of consecutive inputs */
+  int n_phases;          /* stages in the kernel, each ended by a sync */
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

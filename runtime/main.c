@@ -59,9 +59,12 @@ static int parse_args(int argc, char **argv, int first, cli *c, int want_positio
     if (i + 1 >= argc) return usage_error("%s needs a value", a);
     const char *v = argv[++i];
     long x;
-    if (strcmp(a, "--preset") == 0) c->preset = v;
-    else if (strcmp(a, "--graph") == 0 && !want_positional) c->graph = v;
-    else if (strcmp(a, "-o") == 0 && want_positional) c->out = v;
+    if (strcmp(a, "--preset") == 0)
+      c->preset = v;
+    else if (strcmp(a, "--graph") == 0 && !want_positional)
+      c->graph = v;
+    else if (strcmp(a, "-o") == 0 && want_positional)
+      c->out = v;
     else if (strcmp(a, "--draft-max") == 0) {
       if (parse_int(a, v, 0, 31, &x)) return 2;
       c->draft_max = (int)x;
@@ -81,9 +84,12 @@ static int parse_args(int argc, char **argv, int first, cli *c, int want_positio
       if (!*v || *end || errno || v[0] == '-')
         return usage_error("--random-weights: expected a non-negative integer seed, got '%s'", v);
       c->have_seed = 1;
-    } else if (strcmp(a, "--prompt-ids") == 0 && !want_positional) c->prompt_ids = v;
-    else if (strcmp(a, "--backend") == 0 && !want_positional) c->backend = v;
-    else return usage_error("unknown option '%s'", a);
+    } else if (strcmp(a, "--prompt-ids") == 0 && !want_positional)
+      c->prompt_ids = v;
+    else if (strcmp(a, "--backend") == 0 && !want_positional)
+      c->backend = v;
+    else
+      return usage_error("unknown option '%s'", a);
   }
   return 0;
 }
@@ -104,7 +110,9 @@ static int cmd_gen(int argc, char **argv) {
   cli c = {0};
   int rc = parse_args(argc, argv, 2, &c, 1);
   if (rc) return rc;
-  if (!c.graph) return usage_error("%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
+  if (!c.graph)
+    return usage_error("%s",
+                       "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
   if (!c.preset) return usage_error("%s", "gen: --preset is required");
   if (!c.out) return usage_error("%s", "gen: -o FILE is required (\"-\" for stdout)");
   mkc_gen_opts o = {c.graph, c.preset, c.draft_max, c.max_ctx, 0};
@@ -113,8 +121,8 @@ static int cmd_gen(int argc, char **argv) {
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
   rc = write_text(c.out, src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
-    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out, src.file_name,
-            g.preset, g.n_phases, g.t_max, g.max_ctx);
+    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out,
+            src.file_name, g.preset, g.n_phases, g.t_max, g.max_ctx);
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
   return rc;
@@ -133,12 +141,14 @@ static int *parse_ids(const char *s, int vocab, int *n) {
     errno = 0;
     long v = strtol(p, &end, 10);
     if (end == p || errno || (*end && *end != ',')) {
-      fprintf(stderr, "mkc: error: --prompt-ids: expected comma-separated token ids, got '%s'\n", s);
+      fprintf(stderr, "mkc: error: --prompt-ids: expected comma-separated token ids, got '%s'\n",
+              s);
       free(ids);
       return NULL;
     }
     if (v < 0 || v >= vocab) {
-      fprintf(stderr, "mkc: error: --prompt-ids: token %ld is outside the vocabulary (0..%d)\n", v, vocab - 1);
+      fprintf(stderr, "mkc: error: --prompt-ids: token %ld is outside the vocabulary (0..%d)\n", v,
+              vocab - 1);
       free(ids);
       return NULL;
     }
@@ -154,15 +164,19 @@ static int cmd_run(int argc, char **argv) {
   int rc = parse_args(argc, argv, 2, &c, 0);
   if (rc) return rc;
   if (!c.preset) return usage_error("%s", "run: --preset is required");
-  if (!c.have_seed) return usage_error("%s", "run: --random-weights SEED is required (model files come later)");
+  if (!c.have_seed)
+    return usage_error("%s", "run: --random-weights SEED is required (model files come later)");
   if (c.n_gen < 0) return usage_error("%s", "run: -n N (tokens to generate) is required");
   enum mkc_backend_kind kind = MKC_BACKEND_CPU;
-  if (c.backend && strcmp(c.backend, "ref") == 0) kind = MKC_BACKEND_REF;
+  if (c.backend && strcmp(c.backend, "ref") == 0)
+    kind = MKC_BACKEND_REF;
   else if (c.backend && strcmp(c.backend, "cpu") != 0)
     return usage_error("--backend: expected cpu or ref, got '%s'", c.backend);
   char graph_path[4200];
-  if (!c.graph) snprintf(graph_path, sizeof graph_path, "%s/graphs/llama.lua", mkc_home());
-  else snprintf(graph_path, sizeof graph_path, "%s", c.graph);
+  if (!c.graph)
+    snprintf(graph_path, sizeof graph_path, "%s/graphs/llama.lua", mkc_home());
+  else
+    snprintf(graph_path, sizeof graph_path, "%s", c.graph);
 
   mkc_gen_opts o = {graph_path, c.preset, c.draft_max, c.max_ctx, 0};
   mkc_graph g;
@@ -175,10 +189,11 @@ static int cmd_run(int argc, char **argv) {
   int *out = malloc((size_t)(c.n_gen + 1) * sizeof *out);
   if (!prompt || !out) goto done;
   if ((long)n_prompt + c.n_gen - 1 > g.max_ctx) {
-    fprintf(stderr,
-            "mkc: error: %d prompt tokens + %d generated need %d positions but the context holds %d "
-            "(use --ctx)\n",
-            n_prompt, c.n_gen, n_prompt + c.n_gen - 1, g.max_ctx);
+    fprintf(
+        stderr,
+        "mkc: error: %d prompt tokens + %d generated need %d positions but the context holds %d "
+        "(use --ctx)\n",
+        n_prompt, c.n_gen, n_prompt + c.n_gen - 1, g.max_ctx);
     goto done;
   }
   if (mkc_weights_random(&w, &g, c.seed) != 0) goto done;
@@ -191,10 +206,11 @@ static int cmd_run(int argc, char **argv) {
   fflush(stdout);
   double gen_s = st.seconds - st.prompt_seconds;
   fprintf(stderr,
-          "mkc: %s backend, preset %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s (%.1f tok/s); "
+          "mkc: %s backend, preset %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
+          "(%.1f tok/s); "
           "drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps\n",
-          kind == MKC_BACKEND_REF ? "ref" : "cpu", g.preset, n_prompt, st.prompt_seconds, st.generated, gen_s,
-          gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
+          kind == MKC_BACKEND_REF ? "ref" : "cpu", g.preset, n_prompt, st.prompt_seconds,
+          st.generated, gen_s, gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
           st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
           st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps);
   rc = 0;
@@ -209,7 +225,8 @@ done:
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+  if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
     fputs(USAGE, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }

@@ -45,8 +45,10 @@ static void *open_first(char *why, size_t why_size) {
     void *dl = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
     if (dl) return dl;
   }
-  snprintf(why, why_size, "libnvrtc.so not found (tried %s, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the loader path)",
-           env && *env ? env : "$MKC_NVRTC");
+  snprintf(
+      why, why_size,
+      "libnvrtc.so not found (tried %s, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the loader path)",
+      env && *env ? env : "$MKC_NVRTC");
   return NULL;
 }
 
@@ -91,14 +93,14 @@ int mkc_nvrtc_version(void) {
 }
 
 /* Reports a failed call by name, place and NVRTC's name for the error. */
-#define NVRTC_CHECK(call)                                                                                \
-  do {                                                                                                   \
-    nvrtc_result r_ = (call);                                                                            \
-    if (r_ != 0) {                                                                                       \
-      fprintf(stderr, "mkc: error: nvrtc: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,         \
-              api.get_error_string(r_));                                                                 \
-      goto fail;                                                                                         \
-    }                                                                                                    \
+#define NVRTC_CHECK(call)                                                                          \
+  do {                                                                                             \
+    nvrtc_result r_ = (call);                                                                      \
+    if (r_ != 0) {                                                                                 \
+      fprintf(stderr, "mkc: error: nvrtc: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,    \
+              api.get_error_string(r_));                                                           \
+      goto fail;                                                                                   \
+    }                                                                                              \
   } while (0)
 
 static void print_numbered_failure(const char *source, const char *name, const char *log) {
@@ -109,7 +111,8 @@ static void print_numbered_failure(const char *source, const char *name, const c
   char *marked = calloc((size_t)n_lines + 2, 1);
   for (const char *p = log; marked && (p = strstr(p, name)); p += name_len) {
     int line = 0;
-    if (p[name_len] == '(' && sscanf(p + name_len + 1, "%d", &line) == 1 && line >= 1 && line <= n_lines)
+    if (p[name_len] == '(' && sscanf(p + name_len + 1, "%d", &line) == 1 && line >= 1 &&
+        line <= n_lines)
       marked[line] = 1;
   }
   int line = 1;

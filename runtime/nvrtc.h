@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 typedef struct mkc_nvrtc_output {
-  char *log;        /* NVRTC's log (ptxas -v report included); always fetched */
-  char *ptx;        /* NUL-terminated; NULL when not asked for */
-  void *cubin;      /* NULL when compiling for a virtual arch (compute_XY) */
+  char *log;   /* NVRTC's log (ptxas -v report included); always fetched */
+  char *ptx;   /* NUL-terminated; NULL when not asked for */
+  void *cubin; /* NULL when compiling for a virtual arch (compute_XY) */
   size_t cubin_size;
 } mkc_nvrtc_output;
 

@@ -28,27 +28,34 @@ struct mkc_session {
 
 const char *mkc_status_name(int status) {
   switch (status) {
-  case MKC_STATUS_OK: return "ok";
-  case MKC_STATUS_CTX_FULL: return "context full";
-  case MKC_STATUS_BAD_INPUT: return "bad input";
-  case MKC_STATUS_NONFINITE: return "non-finite logits";
-  default: return "unknown status";
+  case MKC_STATUS_OK:
+    return "ok";
+  case MKC_STATUS_CTX_FULL:
+    return "context full";
+  case MKC_STATUS_BAD_INPUT:
+    return "bad input";
+  case MKC_STATUS_NONFINITE:
+    return "non-finite logits";
+  default:
+    return "unknown status";
   }
 }
 
-mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
-                              const mkc_weights *w, int blocks) {
+mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
+                              const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
   mkc_session *s = calloc(1, sizeof *s);
   if (!s) goto oom;
   s->kind = kind;
   s->g = g;
   s->blocks = blocks > 0 ? blocks : 4;
   if (s->blocks > MKC_MAX_BLOCKS) {
-    fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", s->blocks, MKC_MAX_BLOCKS);
+    fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", s->blocks,
+            MKC_MAX_BLOCKS);
     goto fail;
   }
   if (g->t_max < 1 || g->t_max > MKC_T_CAP) {
-    fprintf(stderr, "mkc: error: the plan takes %d inputs per step, expected 1..%d\n", g->t_max, MKC_T_CAP);
+    fprintf(stderr, "mkc: error: the plan takes %d inputs per step, expected 1..%d\n", g->t_max,
+            MKC_T_CAP);
     goto fail;
   }
   if (kind == MKC_BACKEND_REF) {
@@ -110,7 +117,8 @@ static int ref_step(mkc_session *s, const int *inputs, int T, int f, mkc_step_re
   return 0;
 }
 
-int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed, mkc_step_result *r) {
+int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
+                     mkc_step_result *r) {
   memset(r, 0, sizeof *r);
   if (n_inputs < 1 || n_inputs > s->g->t_max || n_fixed < 0 || n_fixed >= n_inputs) {
     r->status = MKC_STATUS_BAD_INPUT;
@@ -121,8 +129,8 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
-  if (mkc_cpu_kernel_launch(s->kernel, s->blocks, s->g->threads, s->g->smem_bytes, s->weights, s->scratch,
-                            s->kv, st) != 0)
+  if (mkc_cpu_kernel_launch(s->kernel, s->blocks, s->g->threads, s->g->smem_bytes, s->weights,
+                            s->scratch, s->kv, st) != 0)
     return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
@@ -141,7 +149,9 @@ const float *mkc_session_logits(const mkc_session *s, int t) {
   return s->scratch + s->g->logits_offset + (size_t)t * s->g->logits_stride;
 }
 
-const float *mkc_session_kv(const mkc_session *s) { return s->kind == MKC_BACKEND_CPU ? s->kv : NULL; }
+const float *mkc_session_kv(const mkc_session *s) {
+  return s->kind == MKC_BACKEND_CPU ? s->kv : NULL;
+}
 
 void mkc_session_close(mkc_session *s) {
   if (!s) return;

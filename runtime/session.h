@@ -16,21 +16,22 @@ enum mkc_backend_kind { MKC_BACKEND_CPU, MKC_BACKEND_REF };
 typedef struct mkc_session mkc_session;
 
 typedef struct mkc_step_result {
-  int status;     /* enum mkc_status; on anything but OK nothing moved */
-  int n_out;      /* tokens emitted: n_accepted + 1 */
-  int n_accepted; /* drafts accepted */
+  int status;         /* enum mkc_status; on anything but OK nothing moved */
+  int n_out;          /* tokens emitted: n_accepted + 1 */
+  int n_accepted;     /* drafts accepted */
   int out[MKC_T_CAP]; /* the emitted tokens */
 } mkc_step_result;
 
 /* Opens a session at pos 0. blocks: grid size for the cpu backend (0: 4).
  * g, src and w must outlive the session. NULL + message on failure. */
-mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
-                              const mkc_weights *w, int blocks);
+mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
+                              const mkc_kernel_src *src, const mkc_weights *w, int blocks);
 
 /* One step. inputs[0] is the token at position pos; inputs[1..n_fixed] are
  * known tokens taken as given; the rest are drafts. Returns 0 (see r->status
  * for a refused step) or -1 when the backend itself failed. */
-int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed, mkc_step_result *r);
+int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
+                     mkc_step_result *r);
 
 int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache */
 

@@ -324,9 +324,12 @@ static void abandon(struct mkc_simt_fiber *f) {
  * returns when the barrier has released this fiber. */
 static void wait_at(struct mkc_simt_fiber *f, enum wait_kind kind) {
   block *b = f->block;
-  if (kind == WAIT_WARP) b->warps[f->tid / WARP].n_at_warp++;
-  else if (kind == WAIT_BLOCK) b->n_at_block++;
-  else b->n_done++;
+  if (kind == WAIT_WARP)
+    b->warps[f->tid / WARP].n_at_warp++;
+  else if (kind == WAIT_BLOCK)
+    b->n_at_block++;
+  else
+    b->n_done++;
   struct mkc_simt_fiber *next = aborting() ? NULL : pick_next(b);
   if (next == f) return; /* last lane to arrive and first of the next pass */
   if (!next) abandon(f);
@@ -530,7 +533,8 @@ int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry e
   install_segv_handler();
   int ok = grow_blocks(blocks) == 0;
   if (!ok) fail("out of memory");
-  for (int i = 0; ok && i < blocks; i++) ok = block_prepare(g.blocks[i], i, threads, smem_bytes) == 0;
+  for (int i = 0; ok && i < blocks; i++)
+    ok = block_prepare(g.blocks[i], i, threads, smem_bytes) == 0;
 
   int started = 0;
   if (ok) {

@@ -68,8 +68,10 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * on a bad step nothing is written but the status. */
 MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
-  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T) status = MKC_STATUS_BAD_INPUT;
-  else if (pos < 0 || pos + T > max_ctx) status = MKC_STATUS_CTX_FULL;
+  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T)
+    status = MKC_STATUS_BAD_INPUT;
+  else if (pos < 0 || pos + T > max_ctx)
+    status = MKC_STATUS_CTX_FULL;
   else
     for (int t = 0; t < T; t++)
       if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;

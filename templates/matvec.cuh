@@ -63,9 +63,10 @@ MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
-MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks, const float *x,
-                           int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                           int out_stride, int accumulate, int T) {
+MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
+                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                           const float *inv_rms, float *out, int out_stride, int accumulate,
+                           int T) {
   float acc[MKC_T_MAX];
   for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
     mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);

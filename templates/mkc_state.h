@@ -3,23 +3,23 @@
 #ifndef MKC_STATE_H
 #define MKC_STATE_H
 
-#define MKC_T_CAP 32         /* most input tokens one step can take: 1 + drafts */
-#define MKC_MAX_BLOCKS 1024  /* grid size cap: per-block argmax partials are planned for it */
+#define MKC_T_CAP 32        /* most input tokens one step can take: 1 + drafts */
+#define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
-  MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
+  MKC_STATUS_CTX_FULL = 1,  /* pos + n_inputs would pass the KV cache: nothing was written */
   MKC_STATUS_BAD_INPUT = 2, /* n_inputs/n_fixed out of range or a token id outside the vocab */
   MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
 };
 
 typedef struct mkc_state {
   /* kernel-owned */
-  int pos;        /* tokens whose K/V rows are valid in the cache */
-  int n_accepted; /* drafts accepted by the last step */
-  int n_out;      /* tokens emitted by the last step: accepted + 1 */
-  int status;     /* enum mkc_status of the last step */
-  int step;       /* steps run */
+  int pos;                /* tokens whose K/V rows are valid in the cache */
+  int n_accepted;         /* drafts accepted by the last step */
+  int n_out;              /* tokens emitted by the last step: accepted + 1 */
+  int status;             /* enum mkc_status of the last step */
+  int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
   /* host-written before each step */

@@ -38,8 +38,12 @@ void mkc_simt_pause(void);                        /* one turn of a spin-wait on 
 #define MKC_DEVICE static inline
 
 typedef unsigned short mkc_bf16;
-typedef struct { unsigned x, y, z, w; } mkc_u4;
-typedef struct { float x, y, z, w; } mkc_f4;
+typedef struct {
+  unsigned x, y, z, w;
+} mkc_u4;
+typedef struct {
+  float x, y, z, w;
+} mkc_f4;
 
 MKC_DEVICE int mkc_tid(void) { return mkc_simt_cur.tid; }
 MKC_DEVICE int mkc_bid(void) { return mkc_simt_cur.bid; }
@@ -55,7 +59,9 @@ MKC_DEVICE float mkc_shfl_xor(float v, int mask) {
   memcpy(&v, &u, sizeof v);
   return v;
 }
-MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return (int)mkc_simt_shfl_xor((unsigned)v, mask); }
+MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) {
+  return (int)mkc_simt_shfl_xor((unsigned)v, mask);
+}
 
 /* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {

@@ -5,8 +5,12 @@
 #define MKC_DEVICE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
-typedef struct { unsigned x, y, z, w; } mkc_u4;
-typedef struct { float x, y, z, w; } mkc_f4;
+typedef struct {
+  unsigned x, y, z, w;
+} mkc_u4;
+typedef struct {
+  float x, y, z, w;
+} mkc_f4;
 
 MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
 MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
@@ -23,7 +27,9 @@ MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffff
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
-MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) { return *(const volatile unsigned *)p; }
+MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
+  return *(const volatile unsigned *)p;
+}
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 

@@ -11,22 +11,22 @@
 
 static int check_passed, check_failed;
 
-__attribute__((format(printf, 4, 0))) static inline int check_vreport(int ok, const char *file,
-                                                                      int line, const char *fmt,
-                                                                      va_list ap) {
+__attribute__((format(printf, 4, 0))) static inline int
+check_vreport(int ok, const char *file, int line, const char *fmt, va_list ap) {
   fputs(ok ? "ok   " : "FAIL ", stdout);
   vprintf(fmt, ap);
   if (!ok) printf("  [%s:%d]", file, line);
   putchar('\n');
   fflush(stdout);
-  if (ok) check_passed++;
-  else check_failed++;
+  if (ok)
+    check_passed++;
+  else
+    check_failed++;
   return ok;
 }
 
-__attribute__((format(printf, 4, 5))) static inline int check_report(int ok, const char *file,
-                                                                     int line, const char *fmt,
-                                                                     ...) {
+__attribute__((format(printf, 4, 5))) static inline int
+check_report(int ok, const char *file, int line, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   check_vreport(ok, file, line, fmt, ap);
@@ -34,10 +34,8 @@ __attribute__((format(printf, 4, 5))) static inline int check_report(int ok, con
   return ok;
 }
 
-__attribute__((format(printf, 5, 6))) static inline int check_int(long long actual,
-                                                                  long long expected,
-                                                                  const char *file, int line,
-                                                                  const char *fmt, ...) {
+__attribute__((format(printf, 5, 6))) static inline int
+check_int(long long actual, long long expected, const char *file, int line, const char *fmt, ...) {
   char name[512];
   va_list ap;
   va_start(ap, fmt);
@@ -63,10 +61,10 @@ __attribute__((format(printf, 6, 7))) static inline int check_near(double actual
 /* CHECK(cond, "name %d", ...): passes when cond is true. */
 #define CHECK(cond, ...) check_report(!!(cond), __FILE__, __LINE__, __VA_ARGS__)
 /* CHECK_INT(actual, expected, "name", ...): prints both on failure. */
-#define CHECK_INT(actual, expected, ...)                                                          \
+#define CHECK_INT(actual, expected, ...)                                                           \
   check_int((long long)(actual), (long long)(expected), __FILE__, __LINE__, __VA_ARGS__)
 /* CHECK_NEAR(actual, expected, tol, "name", ...): |actual - expected| <= tol. */
-#define CHECK_NEAR(actual, expected, tol, ...)                                                    \
+#define CHECK_NEAR(actual, expected, tol, ...)                                                     \
   check_near((actual), (expected), (tol), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Prints the closing line; returns the process exit status. */

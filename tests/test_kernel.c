@@ -11,13 +11,14 @@
 
 typedef struct pair {
   mkc_session *cpu, *ref;
-  double worst;      /* max relative logit error so far */
+  double worst; /* max relative logit error so far */
   int worst_step;
   int mismatch_step; /* first step whose outputs differ; -1 */
 } pair;
 
 /* One step on both backends; compares the logits of every input and the outputs. */
-static int step_both(pair *p, const mkc_graph *g, const int *in, int T, int f, int step, mkc_step_result *r) {
+static int step_both(pair *p, const mkc_graph *g, const int *in, int T, int f, int step,
+                     mkc_step_result *r) {
   mkc_step_result rr;
   if (mkc_session_step(p->cpu, in, T, f, r) || mkc_session_step(p->ref, in, T, f, &rr)) return -1;
   for (int t = 0; t < T; t++) {
@@ -27,7 +28,8 @@ static int step_both(pair *p, const mkc_graph *g, const int *in, int T, int f, i
       p->worst_step = step;
     }
   }
-  int same = r->status == rr.status && r->n_out == rr.n_out && mkc_session_pos(p->cpu) == mkc_session_pos(p->ref);
+  int same = r->status == rr.status && r->n_out == rr.n_out &&
+             mkc_session_pos(p->cpu) == mkc_session_pos(p->ref);
   for (int i = 0; same && i < r->n_out; i++) same = r->out[i] == rr.out[i];
   if (!same && p->mismatch_step < 0) p->mismatch_step = step;
   return 0;
@@ -61,7 +63,8 @@ static void compare(const char *preset, int draft_max, int blocks) {
   int tokens[STEPS + 1], distinct = 0;
   tokens[0] = r.out[0];
   for (int i = 0; ok && i < STEPS; i++, step++) {
-    ok = step_both(&p, g, &tokens[i], 1, 0, step, &r) == 0 && r.status == MKC_STATUS_OK && r.n_out == 1;
+    ok = step_both(&p, g, &tokens[i], 1, 0, step, &r) == 0 && r.status == MKC_STATUS_OK &&
+         r.n_out == 1;
     tokens[i + 1] = r.out[0];
   }
   for (int i = 0; i <= STEPS; i++) {
@@ -70,11 +73,14 @@ static void compare(const char *preset, int draft_max, int blocks) {
     distinct += !seen;
   }
   CHECK(ok, "%s: %d decode steps run on %d blocks x %d threads", preset, STEPS, blocks, g->threads);
-  CHECK(p.worst <= TOL, "%s: logits within %g of the reference at every step (worst %.3g at step %d)", preset,
-        TOL, p.worst, p.worst_step);
-  CHECK(p.mismatch_step < 0, "%s: greedy tokens and pos identical to the reference (first difference: step %d)",
-        preset, p.mismatch_step);
-  CHECK_INT(mkc_session_pos(p.cpu), n_prompt + STEPS, "%s: pos counts every processed token", preset);
+  CHECK(p.worst <= TOL,
+        "%s: logits within %g of the reference at every step (worst %.3g at step %d)", preset, TOL,
+        p.worst, p.worst_step);
+  CHECK(p.mismatch_step < 0,
+        "%s: greedy tokens and pos identical to the reference (first difference: step %d)", preset,
+        p.mismatch_step);
+  CHECK_INT(mkc_session_pos(p.cpu), n_prompt + STEPS, "%s: pos counts every processed token",
+            preset);
   /* A sequence of one repeated token would make the comparison weak. */
   CHECK(distinct >= 8, "%s: the decoded sequence is varied (%d distinct tokens)", preset, distinct);
 done:
@@ -86,7 +92,7 @@ done:
 int main(void) {
   compare("tiny", 4, 4);
   compare("odd", 4, 3);
-  compare("tiny", 0, 1);  /* T_MAX 1 and a single block: no cross-block traffic at all */
-  compare("odd", 7, 5);   /* T_MAX 8 */
+  compare("tiny", 0, 1); /* T_MAX 1 and a single block: no cross-block traffic at all */
+  compare("odd", 7, 5);  /* T_MAX 8 */
   return check_done();
 }

@@ -26,8 +26,9 @@ static void compile_preset(const char *preset, int draft_max) {
   for (int i = 0; i < 2; i++) {
     mkc_nvrtc_output out;
     int rc = mkc_nvrtc_compile(src.source, src.file_name, archs[i], 0, &out);
-    CHECK(rc == 0 && out.cubin && out.cubin_size > 1000, "%s: NVRTC compiles %s for %s (%zu-byte cubin)", preset,
-          src.file_name, archs[i], out.cubin_size);
+    CHECK(rc == 0 && out.cubin && out.cubin_size > 1000,
+          "%s: NVRTC compiles %s for %s (%zu-byte cubin)", preset, src.file_name, archs[i],
+          out.cubin_size);
     CHECK(out.log && strstr(out.log, "mkc_step") && strstr(out.log, "registers"),
           "%s %s: the ptxas report names mkc_step and its registers", preset, archs[i]);
     if (out.log && strstr(out.log, "registers")) {
@@ -41,15 +42,18 @@ static void compile_preset(const char *preset, int draft_max) {
 }
 
 static void broken_kernel(void) {
-  const char *src = "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
+  const char *src =
+      "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
   mkc_nvrtc_output out;
   check_stderr_begin();
   int rc = mkc_nvrtc_compile(src, "broken.cu", "sm_90", 0, &out);
   char *err = check_stderr_end();
   CHECK(rc == -1, "a broken kernel fails to compile");
-  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL, "... with a clear message");
+  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL,
+        "... with a clear message");
   CHECK(strstr(err, "options: --gpu-architecture=sm_90") != NULL, "... listing the options");
-  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL, "... and marking the failing line");
+  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL,
+        "... and marking the failing line");
   free(err);
   mkc_nvrtc_output_free(&out);
 }

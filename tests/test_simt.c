@@ -34,112 +34,172 @@
 
 /* A grid barrier in the shape templates/common.cuh uses. */
 #define GRID_SYNC_SRC                                                                              \
-  "MKC_DEVICE void grid_sync(mkc_state *st) {\n"                                                  \
-  "  mkc_sync_block();\n"                                                                         \
-  "  if (mkc_tid() == 0) {\n"                                                                     \
-  "    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);\n"                                 \
-  "    mkc_fence();\n"                                                                            \
-  "    if (mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u == (unsigned)mkc_nblocks()) {\n"       \
-  "      mkc_store_u32(&st->barrier_count, 0u);\n"                                                \
-  "      mkc_fence();\n"                                                                          \
-  "      mkc_atomic_add_u32(&st->barrier_gen, 1u);\n"                                             \
-  "    } else {\n"                                                                                \
-  "      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();\n"                   \
-  "    }\n"                                                                                       \
-  "    mkc_fence();\n"                                                                            \
-  "  }\n"                                                                                         \
-  "  mkc_sync_block();\n"                                                                         \
+  "MKC_DEVICE void grid_sync(mkc_state *st) {\n"                                                   \
+  "  mkc_sync_block();\n"                                                                          \
+  "  if (mkc_tid() == 0) {\n"                                                                      \
+  "    unsigned gen = mkc_load_volatile_u32(&st->barrier_gen);\n"                                  \
+  "    mkc_fence();\n"                                                                             \
+  "    if (mkc_atomic_add_u32(&st->barrier_count, 1u) + 1u == (unsigned)mkc_nblocks()) {\n"        \
+  "      mkc_store_u32(&st->barrier_count, 0u);\n"                                                 \
+  "      mkc_fence();\n"                                                                           \
+  "      mkc_atomic_add_u32(&st->barrier_gen, 1u);\n"                                              \
+  "    } else {\n"                                                                                 \
+  "      while (mkc_load_volatile_u32(&st->barrier_gen) == gen) mkc_pause();\n"                    \
+  "    }\n"                                                                                        \
+  "    mkc_fence();\n"                                                                             \
+  "  }\n"                                                                                          \
+  "  mkc_sync_block();\n"                                                                          \
   "}\n"
 
-static const char main_kernel[] =
-    "#define MKC_THREADS " STR(NT) "\n"
-    "#ifndef __CUDACC__\n"
-    "#include \"prelude_cpu.h\"\n"
-    "#endif\n"
-    "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
-    "MKC_DEVICE float warp_sum(float v) {\n"
-    "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
-    "  return v;\n"
-    "}\n"
-    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
-    "  int tid = mkc_tid(), bid = mkc_bid(), nb = mkc_nblocks(), gid = bid * MKC_THREADS + tid;\n"
-    "  float *red = (float *)mkc_smem();\n"
-    "  int *neighbor = (int *)(mkc_smem() + 64);\n"
-    "  float x = mkc_bf16_to_f32(weights[gid]);\n"
-    "  float ws = warp_sum(x);\n"
-    "  scratch[" STR(OFF_WARP) " + gid] = ws;\n"
-    "  scratch[" STR(OFF_SHFL_INT) " + gid] = (float)mkc_shfl_xor_int(gid, 5);\n"
-    "  scratch[" STR(OFF_SHFL_OUT) " + gid] = (float)mkc_shfl_xor_int(gid, 32);\n"
-    /* block reduction through shared memory */
-    "  if ((tid & 31) == 0) red[tid >> 5] = ws;\n"
-    "  mkc_sync_block();\n"
-    "  if (tid == 0) {\n"
-    "    float s = 0.0f;\n"
-    "    for (int w = 0; w < MKC_THREADS / 32; w++) s += red[w];\n"
-    "    scratch[" STR(OFF_BLOCK) " + bid] = s;\n"
-    "  }\n"
-    /* a warp-level exchange through shared memory */
-    "  neighbor[tid] = gid * 3;\n"
-    "  mkc_sync_warp();\n"
-    "  scratch[" STR(OFF_NEIGHBOR) " + gid] = (float)neighbor[tid ^ 1];\n"
-    /* 16-byte loads */
-    "  mkc_f4 f = mkc_load_f4(kv + 4 * tid);\n"
-    "  mkc_u4 u = mkc_load_u4(weights + 8 * (gid / 8));\n"
-    "  float us = mkc_bf16_to_f32((mkc_bf16)(u.x & 0xffffu)) + mkc_bf16_to_f32((mkc_bf16)(u.w >> "
-    "16));\n"
-    "  scratch[" STR(OFF_LOADS) " + gid] = f.x + 2.0f * f.y + 3.0f * f.z + 4.0f * f.w + 100.0f * "
-    "us;\n"
-    /* phase 2 reads what the other blocks wrote in phase 1 */
-    "  grid_sync(state);\n"
-    "  float total = 0.0f;\n"
-    "  for (int b = 0; b < nb; b++) total += scratch[" STR(OFF_BLOCK) " + b];\n"
-    "  scratch[" STR(OFF_TOTAL) " + gid] = total;\n"
-    /* a ring: every round each block takes its right neighbour's value + 1 */
-    "  float *ring = scratch + " STR(OFF_RING) ";\n"
-    "  if (tid == 0) ring[bid] = 1000.0f * (float)bid;\n"
-    "  for (int r = 1; r < " STR(RING_ROUNDS) "; r++) {\n"
-    "    grid_sync(state);\n"
-    "    if (tid == 0) ring[(r & 1) * nb + bid] = ring[((r - 1) & 1) * nb + (bid + 1) % nb] + "
-    "1.0f;\n"
-    "  }\n"
-    "  grid_sync(state);\n"
-    "  if (gid == 0) state->step++;\n"
-    "}\n";
+static const char main_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#ifndef __CUDACC__\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#endif\n"
+        "#include \"mkc_state.h\"\n" GRID_SYNC_SRC "MKC_DEVICE float warp_sum(float v) {\n"
+        "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
+        "  return v;\n"
+        "}\n"
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) "
+        "{\n"
+        "  int tid = mkc_tid(), bid = mkc_bid(), nb = mkc_nblocks(), gid = bid * MKC_THREADS + "
+        "tid;\n"
+        "  float *red = (float *)mkc_smem();\n"
+        "  int *neighbor = (int *)(mkc_smem() + 64);\n"
+        "  float x = mkc_bf16_to_f32(weights[gid]);\n"
+        "  float ws = warp_sum(x);\n"
+        "  scratch[" STR(
+            OFF_WARP) " + gid] = ws;\n"
+                      "  scratch[" STR(
+                          OFF_SHFL_INT) " + gid] = (float)mkc_shfl_xor_int(gid, 5);\n"
+                                        "  scratch[" STR(
+                                            OFF_SHFL_OUT) " + gid] = (float)mkc_shfl_xor_int(gid, "
+                                                          "32);\n"
+                                                          /* block reduction through shared memory
+                                                           */
+                                                          "  if ((tid & 31) == 0) red[tid >> 5] = "
+                                                          "ws;\n"
+                                                          "  mkc_sync_block();\n"
+                                                          "  if (tid == 0) {\n"
+                                                          "    float s = 0.0f;\n"
+                                                          "    for (int w = 0; w < MKC_THREADS / "
+                                                          "32; w++) s += red[w];\n"
+                                                          "    scratch[" STR(
+                                                              OFF_BLOCK) " + bid] = s;\n"
+                                                                         "  }\n"
+                                                                         /* a warp-level exchange
+                                                                            through shared memory */
+                                                                         "  neighbor[tid] = gid * "
+                                                                         "3;\n"
+                                                                         "  mkc_sync_warp();\n"
+                                                                         "  scratch[" STR(
+                                                                             OFF_NEIGHBOR) " + "
+                                                                                           "gid] = "
+                                                                                           "(float)"
+                                                                                           "neighbo"
+                                                                                           "r[tid "
+                                                                                           "^ 1];\n"
+                                                                                           /* 16-byte
+                                                                                              loads
+                                                                                            */
+                                                                                           "  "
+                                                                                           "mkc_f4 "
+                                                                                           "f = "
+                                                                                           "mkc_"
+                                                                                           "load_"
+                                                                                           "f4(kv "
+                                                                                           "+ 4 * "
+                                                                                           "tid);\n"
+                                                                                           "  "
+                                                                                           "mkc_u4 "
+                                                                                           "u = "
+                                                                                           "mkc_"
+                                                                                           "load_"
+                                                                                           "u4("
+                                                                                           "weights"
+                                                                                           " + 8 * "
+                                                                                           "(gid / "
+                                                                                           "8));\n"
+                                                                                           "  "
+                                                                                           "float "
+                                                                                           "us = "
+                                                                                           "mkc_"
+                                                                                           "bf16_"
+                                                                                           "to_f32("
+                                                                                           "(mkc_"
+                                                                                           "bf16)("
+                                                                                           "u.x & "
+                                                                                           "0xffffu"
+                                                                                           ")) + "
+                                                                                           "mkc_"
+                                                                                           "bf16_"
+                                                                                           "to_f32("
+                                                                                           "(mkc_"
+                                                                                           "bf16)("
+                                                                                           "u.w >> "
+                                                                                           "16));\n"
+                                                                                           "  "
+                                                                                           "scratch"
+                                                                                           "[" STR(
+                                                                                               OFF_LOADS) " + gid] = f.x + 2.0f * f.y + 3.0f * f.z + 4.0f * f.w + 100.0f * "
+                                                                                                          "us;\n"
+                                                                                                          /* phase 2 reads what the other blocks wrote in phase 1 */
+                                                                                                          "  grid_sync(state);\n"
+                                                                                                          "  float total = 0.0f;\n"
+                                                                                                          "  for (int b = 0; b < nb; b++) total += scratch[" STR(
+                                                                                                              OFF_BLOCK) " + b];\n"
+                                                                                                                         "  scratch[" STR(
+                                                                                                                             OFF_TOTAL) " + gid] = total;\n"
+                                                                                                                                        /* a ring: every round each block takes its right neighbour's value + 1 */
+                                                                                                                                        "  float *ring = scratch + " STR(
+                                                                                                                                            OFF_RING) ";\n"
+                                                                                                                                                      "  if (tid == 0) ring[bid] = 1000.0f * (float)bid;\n"
+                                                                                                                                                      "  for (int r = 1; r < " STR(
+                                                                                                                                                          RING_ROUNDS) "; r++) {\n"
+                                                                                                                                                                       "    grid_sync(state);\n"
+                                                                                                                                                                       "    if (tid == 0) ring[(r & 1) * nb + bid] = ring[((r - 1) & 1) * nb + (bid + 1) % nb] + "
+                                                                                                                                                                       "1.0f;\n"
+                                                                                                                                                                       "  }\n"
+                                                                                                                                                                       "  grid_sync(state);\n"
+                                                                                                                                                                       "  if (gid == 0) state->step++;\n"
+                                                                                                                                                                       "}\n";
 
 /* Thread 0 writes shared memory, everyone reads it: with or without the barrier. */
-static const char race_kernel[] = "#define MKC_THREADS " STR(NT) "\n"
-                                  "#include \"prelude_cpu.h\"\n"
-                                  "#include \"mkc_state.h\"\n"
-                                  "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, "
-                                  "float *kv, mkc_state *state) {\n"
-                                  "  float *s = (float *)mkc_smem();\n"
-                                  "  if (mkc_tid() == 0) s[0] = 42.0f;\n"
-                                  "#ifdef WITH_BARRIER\n"
-                                  "  mkc_sync_block();\n"
-                                  "#endif\n"
-                                  "  scratch[mkc_bid() * MKC_THREADS + mkc_tid()] = s[0];\n"
-                                  "}\n";
+static const char race_kernel[] =
+    "#define MKC_THREADS " STR(NT) "\n"
+                                   "#include \"prelude_cpu.h\"\n"
+                                   "#include \"mkc_state.h\"\n"
+                                   "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, "
+                                   "float *kv, mkc_state *state) {\n"
+                                   "  float *s = (float *)mkc_smem();\n"
+                                   "  if (mkc_tid() == 0) s[0] = 42.0f;\n"
+                                   "#ifdef WITH_BARRIER\n"
+                                   "  mkc_sync_block();\n"
+                                   "#endif\n"
+                                   "  scratch[mkc_bid() * MKC_THREADS + mkc_tid()] = s[0];\n"
+                                   "}\n";
 
 /* Misuse: state->inputs[0] picks the mistake. */
-static const char misuse_kernel[] =
-    "#define MKC_THREADS " STR(NT) "\n"
-    "#include \"prelude_cpu.h\"\n"
-    "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
-    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
-    "  int tid = mkc_tid();\n"
-    "  switch (state->inputs[0]) {\n"
-    "  case 0: /* __syncthreads in half of every block */\n"
-    "    if (tid < 32) mkc_sync_block();\n"
-    "    break;\n"
-    "  case 1: /* a shuffle in half of a warp */\n"
-    "    if ((tid & 31) < 16) scratch[tid] = mkc_shfl_xor(1.0f, 1);\n"
-    "    break;\n"
-    "  case 2: /* block 1 diverges while the others wait at a grid barrier */\n"
-    "    if (mkc_bid() == 1 && tid >= 32) return;\n"
-    "    grid_sync(state);\n"
-    "    break;\n"
-    "  }\n"
-    "}\n";
+static const char misuse_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) "
+        "{\n"
+        "  int tid = mkc_tid();\n"
+        "  switch (state->inputs[0]) {\n"
+        "  case 0: /* __syncthreads in half of every block */\n"
+        "    if (tid < 32) mkc_sync_block();\n"
+        "    break;\n"
+        "  case 1: /* a shuffle in half of a warp */\n"
+        "    if ((tid & 31) < 16) scratch[tid] = mkc_shfl_xor(1.0f, 1);\n"
+        "    break;\n"
+        "  case 2: /* block 1 diverges while the others wait at a grid barrier */\n"
+        "    if (mkc_bid() == 1 && tid >= 32) return;\n"
+        "    grid_sync(state);\n"
+        "    break;\n"
+        "  }\n"
+        "}\n";
 
 static const char bad_kernel[] = "#include \"prelude_cpu.h\"\n"
                                  "MKC_KERNEL mkc_step(void) {\n"
@@ -300,8 +360,10 @@ static void test_missing_barrier(void) {
       for (int i = 0; i < N; i++) stale += scratch[i] != 42.0f;
     }
     CHECK_INT(rc, 0, "race kernel launches (barrier: %d)", with_barrier);
-    if (with_barrier) CHECK_INT(stale, 0, "with __syncthreads every thread reads 42");
-    else CHECK(stale > 0, "without __syncthreads some thread reads unwritten smem (%d reads)", stale);
+    if (with_barrier)
+      CHECK_INT(stale, 0, "with __syncthreads every thread reads 42");
+    else
+      CHECK(stale > 0, "without __syncthreads some thread reads unwritten smem (%d reads)", stale);
     mkc_cpu_kernel_close(k);
   }
 }
@@ -352,7 +414,8 @@ static void test_compile_error(void) {
   CHECK(k == NULL, "a syntax error: open returns NULL");
   CHECK(err && strstr(err, "mkc: error: cpu backend: compiling bad.cu failed (command: "),
         "a syntax error: the failure names the kernel and the command");
-  CHECK(err && strstr(err, "bad.cu:3:"), "a syntax error: the compiler's diagnostic names bad.cu:3");
+  CHECK(err && strstr(err, "bad.cu:3:"),
+        "a syntax error: the compiler's diagnostic names bad.cu:3");
   free(err);
   mkc_cpu_kernel_close(k);
 }

@@ -15,8 +15,8 @@ static const int PROMPT[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};
 #define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
 
 /* Plain greedy decoding (zero drafts) into out; returns generated or -1. */
-static int decode(const char *preset, int draft_max, int kernel_draft_max, int max_ctx, enum mkc_backend_kind kind,
-                  int n_gen, int *out, mkc_decode_stats *st, int *pos) {
+static int decode(const char *preset, int draft_max, int kernel_draft_max, int max_ctx,
+                  enum mkc_backend_kind kind, int n_gen, int *out, mkc_decode_stats *st, int *pos) {
   fixture fx;
   int rc = -1;
   if (fixture_open(&fx, preset, kernel_draft_max, max_ctx, 42) != 0) return -1;
@@ -43,25 +43,27 @@ static void lossless(const char *preset, int *plain) {
   CHECK_INT(n, N_GEN, "%s: plain greedy decoding generates %d tokens", preset, N_GEN);
   CHECK_INT(pos, N_PROMPT + N_GEN - 1, "%s: plain: pos = tokens processed", preset);
   n = decode(preset, 0, 0, 0, MKC_BACKEND_REF, N_GEN, ref, &st, &pos);
-  CHECK(n == N_GEN && first_difference(plain, ref, N_GEN) < 0, "%s: plain greedy matches the reference executor",
-        preset);
+  CHECK(n == N_GEN && first_difference(plain, ref, N_GEN) < 0,
+        "%s: plain greedy matches the reference executor", preset);
   long drafted = 0, accepted = 0;
   static const int ks[] = {1, 2, 4, 8};
   for (int i = 0; i < 4; i++) {
     int k = ks[i];
     n = decode(preset, k, k, 0, MKC_BACKEND_CPU, N_GEN, out, &st, &pos);
     int diff = n == N_GEN ? first_difference(plain, out, N_GEN) : 0;
-    CHECK(diff < 0, "%s: K=%d: %d tokens identical to plain greedy (first difference at %d; %ld drafted, %ld accepted)",
+    CHECK(diff < 0,
+          "%s: K=%d: %d tokens identical to plain greedy (first difference at %d; %ld drafted, %ld "
+          "accepted)",
           preset, k, N_GEN, diff, st.drafted, st.accepted);
     CHECK_INT(pos, N_PROMPT + N_GEN - 1, "%s: K=%d: pos = tokens processed", preset, k);
-    CHECK(st.gen_steps < N_GEN || st.accepted == 0, "%s: K=%d: %d steps for %d tokens", preset, k, st.gen_steps,
-          N_GEN);
+    CHECK(st.gen_steps < N_GEN || st.accepted == 0, "%s: K=%d: %d steps for %d tokens", preset, k,
+          st.gen_steps, N_GEN);
     drafted += st.drafted;
     accepted += st.accepted;
   }
   /* Otherwise the runs above never took the accept or the reject path. */
-  CHECK(accepted > 0 && accepted < drafted, "%s: drafts were both accepted and rejected (%ld of %ld)", preset,
-        accepted, drafted);
+  CHECK(accepted > 0 && accepted < drafted,
+        "%s: drafts were both accepted and rejected (%ld of %ld)", preset, accepted, drafted);
 }
 
 /* One scripted step on the cpu and ref sessions; the cpu result must match the
@@ -71,21 +73,27 @@ typedef struct scripted {
   const mkc_graph *g;
 } scripted;
 
-static void script_step(scripted *sc, const char *what, const int *in, int T, int want_accepted, const int *want_out) {
+static void script_step(scripted *sc, const char *what, const int *in, int T, int want_accepted,
+                        const int *want_out) {
   mkc_step_result r, rr;
   int pos0 = mkc_session_pos(sc->cpu);
-  int ok = mkc_session_step(sc->cpu, in, T, 0, &r) == 0 && mkc_session_step(sc->ref, in, T, 0, &rr) == 0;
+  int ok =
+      mkc_session_step(sc->cpu, in, T, 0, &r) == 0 && mkc_session_step(sc->ref, in, T, 0, &rr) == 0;
   CHECK(ok && r.status == MKC_STATUS_OK, "%s: step runs", what);
   if (!ok) return;
   CHECK_INT(r.n_accepted, want_accepted, "%s: drafts accepted", what);
   CHECK_INT(r.n_out, want_accepted + 1, "%s: tokens emitted", what);
   int same = 1;
-  for (int i = 0; i < r.n_out && i <= want_accepted; i++) same &= r.out[i] == want_out[i] && rr.out[i] == r.out[i];
-  CHECK(same && rr.n_out == r.n_out, "%s: emitted tokens are the greedy ones, as the reference says", what);
-  CHECK_INT(mkc_session_pos(sc->cpu), pos0 + want_accepted + 1, "%s: pos moved past the accepted tokens", what);
+  for (int i = 0; i < r.n_out && i <= want_accepted; i++)
+    same &= r.out[i] == want_out[i] && rr.out[i] == r.out[i];
+  CHECK(same && rr.n_out == r.n_out,
+        "%s: emitted tokens are the greedy ones, as the reference says", what);
+  CHECK_INT(mkc_session_pos(sc->cpu), pos0 + want_accepted + 1,
+            "%s: pos moved past the accepted tokens", what);
   double worst = 0;
   for (int t = 0; t < T; t++) {
-    double e = rel_err(mkc_session_logits(sc->cpu, t), mkc_session_logits(sc->ref, t), sc->g->vocab);
+    double e =
+        rel_err(mkc_session_logits(sc->cpu, t), mkc_session_logits(sc->ref, t), sc->g->vocab);
     if (!(e <= worst)) worst = e;
   }
   CHECK(worst <= 1e-4, "%s: logits of all %d inputs match the reference (%.3g)", what, T, worst);
@@ -149,7 +157,8 @@ static void scripted_drafts(const char *preset, const int *plain) {
   int same = 1;
   for (int i = 0; i < 16 && same; i++, at++) {
     in[0] = plain[at];
-    same = mkc_session_step(sc.cpu, in, 1, 0, &r) == 0 && r.status == MKC_STATUS_OK && r.out[0] == plain[at + 1];
+    same = mkc_session_step(sc.cpu, in, 1, 0, &r) == 0 && r.status == MKC_STATUS_OK &&
+           r.out[0] == plain[at + 1];
   }
   CHECK(same, "%s: after rejections, plain decoding continues the greedy sequence", preset);
   CHECK_INT(mkc_session_pos(sc.cpu), N_PROMPT + at, "%s: pos after the scripted steps", preset);
@@ -159,7 +168,9 @@ done:
   fixture_close(&fx);
 }
 
-static int kv_equal(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+static int kv_equal(const float *a, const float *b, size_t n) {
+  return memcmp(a, b, n * sizeof *a) == 0;
+}
 
 /* The end of the context: a step that would pass it is refused whole, one
  * that exactly fills it runs, and the decode loop stops cleanly there. */
@@ -179,19 +190,21 @@ static void context_end(const char *preset, const int *plain) {
   int hist[CTX + 8];
   memcpy(hist, PROMPT, sizeof PROMPT);
   memcpy(hist + N_PROMPT, plain, (CTX + 8 - N_PROMPT) * sizeof *hist);
-  for (int pos = 0; ok && pos < CTX - 3; pos++) ok = mkc_session_step(s, hist + pos, 1, 0, &r) == 0 && r.status == 0;
+  for (int pos = 0; ok && pos < CTX - 3; pos++)
+    ok = mkc_session_step(s, hist + pos, 1, 0, &r) == 0 && r.status == 0;
   if (!CHECK(ok, "%s: ctx %d: run to pos %d", preset, CTX, CTX - 3)) goto done;
 
   memcpy(snapshot, mkc_session_kv(s), g->kv_floats * sizeof *snapshot);
   ok = mkc_session_step(s, hist + CTX - 3, 5, 0, &r) == 0;
-  CHECK(ok && r.status == MKC_STATUS_CTX_FULL, "%s: a step of 5 at pos %d is refused: %s", preset, CTX - 3,
-        mkc_status_name(r.status));
+  CHECK(ok && r.status == MKC_STATUS_CTX_FULL, "%s: a step of 5 at pos %d is refused: %s", preset,
+        CTX - 3, mkc_status_name(r.status));
   CHECK_INT(mkc_session_pos(s), CTX - 3, "%s: the refused step left pos alone", preset);
-  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_floats), "%s: the refused step wrote no K/V", preset);
+  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_floats), "%s: the refused step wrote no K/V",
+        preset);
 
   ok = mkc_session_step(s, hist + CTX - 3, 3, 0, &r) == 0 && r.status == MKC_STATUS_OK;
-  CHECK(ok && r.n_accepted == 2 && r.out[2] == hist[CTX], "%s: a step of 3 fills the cache exactly (accepted %d)",
-        preset, r.n_accepted);
+  CHECK(ok && r.n_accepted == 2 && r.out[2] == hist[CTX],
+        "%s: a step of 3 fills the cache exactly (accepted %d)", preset, r.n_accepted);
   CHECK_INT(mkc_session_pos(s), CTX, "%s: pos = max_ctx", preset);
   memcpy(snapshot, mkc_session_kv(s), g->kv_floats * sizeof *snapshot);
   ok = mkc_session_step(s, hist + CTX, 1, 0, &r) == 0;
@@ -204,9 +217,11 @@ static void context_end(const char *preset, const int *plain) {
   mkc_decode_stats st;
   int pos, out[CTX];
   int n = decode(preset, 4, 4, CTX, MKC_BACKEND_CPU, CTX, out, &st, &pos);
-  CHECK(n == CTX - N_PROMPT + 1 && st.ctx_full, "%s: decoding past the context stops at it (%d tokens, ctx_full %d)",
-        preset, n, st.ctx_full);
-  CHECK(n > 0 && first_difference(out, plain, n) < 0, "%s: ... with the greedy tokens up to there", preset);
+  CHECK(n == CTX - N_PROMPT + 1 && st.ctx_full,
+        "%s: decoding past the context stops at it (%d tokens, ctx_full %d)", preset, n,
+        st.ctx_full);
+  CHECK(n > 0 && first_difference(out, plain, n) < 0, "%s: ... with the greedy tokens up to there",
+        preset);
   CHECK_INT(pos, CTX, "%s: ... and pos = max_ctx", preset);
 done:
   free(snapshot);
