@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 05c148deb2902587, templates 37c892ce18ddd65e, options 288a93314dea6d1b
+ * hashes:  graph 05c148deb2902587, templates 975ce52a887474fc, options 288a93314dea6d1b
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks
  * plan:    13 stages, 12 grid barriers; scratch 13824 floats, KV 36864 floats, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -16,8 +16,12 @@
 #define MKC_DEVICE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
-typedef struct { unsigned x, y, z, w; } mkc_u4;
-typedef struct { float x, y, z, w; } mkc_f4;
+typedef struct {
+  unsigned x, y, z, w;
+} mkc_u4;
+typedef struct {
+  float x, y, z, w;
+} mkc_f4;
 
 MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
 MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
@@ -34,7 +38,9 @@ MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffff
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
-MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) { return *(const volatile unsigned *)p; }
+MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
+  return *(const volatile unsigned *)p;
+}
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
@@ -58,23 +64,23 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
 #ifndef MKC_STATE_H
 #define MKC_STATE_H
 
-#define MKC_T_CAP 32         /* most input tokens one step can take: 1 + drafts */
-#define MKC_MAX_BLOCKS 1024  /* grid size cap: per-block argmax partials are planned for it */
+#define MKC_T_CAP 32        /* most input tokens one step can take: 1 + drafts */
+#define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
-  MKC_STATUS_CTX_FULL = 1, /* pos + n_inputs would pass the KV cache: nothing was written */
+  MKC_STATUS_CTX_FULL = 1,  /* pos + n_inputs would pass the KV cache: nothing was written */
   MKC_STATUS_BAD_INPUT = 2, /* n_inputs/n_fixed out of range or a token id outside the vocab */
   MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
 };
 
 typedef struct mkc_state {
   /* kernel-owned */
-  int pos;        /* tokens whose K/V rows are valid in the cache */
-  int n_accepted; /* drafts accepted by the last step */
-  int n_out;      /* tokens emitted by the last step: accepted + 1 */
-  int status;     /* enum mkc_status of the last step */
-  int step;       /* steps run */
+  int pos;                /* tokens whose K/V rows are valid in the cache */
+  int n_accepted;         /* drafts accepted by the last step */
+  int n_out;              /* tokens emitted by the last step: accepted + 1 */
+  int status;             /* enum mkc_status of the last step */
+  int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
   /* host-written before each step */
@@ -157,8 +163,10 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * on a bad step nothing is written but the status. */
 MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
-  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T) status = MKC_STATUS_BAD_INPUT;
-  else if (pos < 0 || pos + T > max_ctx) status = MKC_STATUS_CTX_FULL;
+  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T)
+    status = MKC_STATUS_BAD_INPUT;
+  else if (pos < 0 || pos + T > max_ctx)
+    status = MKC_STATUS_CTX_FULL;
   else
     for (int t = 0; t < T; t++)
       if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
@@ -248,9 +256,10 @@ MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
-MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks, const float *x,
-                           int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                           int out_stride, int accumulate, int T) {
+MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
+                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                           const float *inv_rms, float *out, int out_stride, int accumulate,
+                           int T) {
   float acc[MKC_T_MAX];
   for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
     mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
@@ -458,7 +467,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 462 "llama.odd.cu"
+#line 471 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
