@@ -7,7 +7,7 @@
 # Run from anywhere; paths are relative to the repository root.
 cd "$(dirname "$0")/.." || exit 1
 
-MKC=build/mkc
+MKC=${MKC:-build/mkc}  # overridable, to test this script itself
 MIN_FILES=10
 passed=0
 failed=0
