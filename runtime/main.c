@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "codegen_host.h"
+#include "commands.h"
 #include "decode.h"
 #include "session.h"
 #include "weights.h"
@@ -224,13 +225,27 @@ done:
   return rc;
 }
 
+/* Subcommands: those in other files are declared in commands.h. */
+static const struct {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+} COMMANDS[] = {
+    {"gen", cmd_gen},
+    {"run", cmd_run},
+};
+
 int main(int argc, char **argv) {
   if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
       strcmp(argv[1], "help") == 0) {
     fputs(USAGE, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
-  if (strcmp(argv[1], "gen") == 0) return cmd_gen(argc, argv);
-  if (strcmp(argv[1], "run") == 0) return cmd_run(argc, argv);
-  return usage_error("unknown command '%s' (expected gen or run)", argv[1]);
+  char names[256] = "";
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) {
+    if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].fn(argc, argv);
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", COMMANDS[i].name);
+  }
+  fprintf(stderr, "mkc: error: unknown command '%s' (expected one of: %s)\n(run `mkc --help` for usage)\n",
+          argv[1], names);
+  return 2;
 }
