@@ -1,6 +1,7 @@
 /* CPU backend: emitted source -> host C compiler -> cached .so -> dlopen ->
  * mkc_step run by every emulated thread of the SIMT emulator. */
 #include "backend_cpu.h"
+#include "files.h"
 #include "mkc_state.h"
 #include "simt.h"
 
@@ -63,41 +64,7 @@ static char *read_text(const char *path) {
   return buf;
 }
 
-static int mkdir_p(char *path) {
-  for (char *p = path + 1;; p++) {
-    if (*p != '/' && *p != '\0') continue;
-    char c = *p;
-    *p = '\0';
-    int rc = mkdir(path, 0755);
-    *p = c;
-    if (rc != 0 && errno != EEXIST) return -1;
-    if (!c) return 0;
-  }
-}
-
-static int cache_dir(char *out, size_t cap) {
-  const char *d;
-  int n;
-  if ((d = getenv("MKC_CACHE_DIR")) && *d)
-    n = snprintf(out, cap, "%s/cpu", d);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
-    n = snprintf(out, cap, "%s/mkc/cpu", d);
-  else if ((d = getenv("HOME")) && *d)
-    n = snprintf(out, cap, "%s/.cache/mkc/cpu", d);
-  else {
-    fputs("mkc: error: cpu backend: no cache directory: set MKC_CACHE_DIR or HOME\n", stderr);
-    return -1;
-  }
-  if (n < 0 || (size_t)n >= cap) {
-    fputs("mkc: error: cpu backend: cache directory path too long\n", stderr);
-    return -1;
-  }
-  if (mkdir_p(out) != 0) {
-    fprintf(stderr, "mkc: error: cpu backend: cannot create %s: %s\n", out, strerror(errno));
-    return -1;
-  }
-  return 0;
-}
+static int cache_dir(char *out, size_t cap) { return mkc_cache_dir("cpu", out, cap); }
 
 /* s in single quotes for sh. */
 static char *shell_quote(const char *s) {

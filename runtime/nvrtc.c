@@ -85,6 +85,20 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
   return 0;
 }
 
+static int compile_count;
+
+int mkc_nvrtc_compile_count(void) { return compile_count; }
+
+int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_t arch_opt_size) {
+  int n = 0;
+  snprintf(arch_opt, arch_opt_size, "--gpu-architecture=%s", arch);
+  opts[n++] = arch_opt;
+  opts[n++] = "--std=c++17";
+  opts[n++] = "-lineinfo";
+  if (strncmp(arch, "sm_", 3) == 0) opts[n++] = "--ptxas-options=-v"; /* ptxas runs only for a real arch */
+  return n;
+}
+
 int mkc_nvrtc_version(void) {
   int major, minor;
   char why[256];
@@ -140,13 +154,10 @@ int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, in
     return -1;
   }
   char arch_opt[64];
-  snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", arch);
-  int is_real = strncmp(arch, "sm_", 3) == 0, n_opts = 0;
-  const char *opts[4];
-  opts[n_opts++] = arch_opt;
-  opts[n_opts++] = "--std=c++17";
-  opts[n_opts++] = "-lineinfo";
-  if (is_real) opts[n_opts++] = "--ptxas-options=-v"; /* ptxas runs only for a real arch */
+  const char *opts[MKC_NVRTC_MAX_OPTIONS];
+  int n_opts = mkc_nvrtc_options(arch, opts, arch_opt, sizeof arch_opt);
+  int is_real = strncmp(arch, "sm_", 3) == 0;
+  compile_count++;
   nvrtc_program prog = NULL;
   NVRTC_CHECK(api.create(&prog, source, name, 0, NULL, NULL));
   nvrtc_result rc = api.compile(prog, n_opts, opts);

@@ -26,6 +26,14 @@ int mkc_nvrtc_version(void);
 int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, int want_ptx,
                       mkc_nvrtc_output *out);
 
+/* The options mkc compiles with for arch (arch_opt is storage for one of
+ * them); returns how many, at most MKC_NVRTC_MAX_OPTIONS. */
+#define MKC_NVRTC_MAX_OPTIONS 8
+int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_t arch_opt_size);
+
+/* How many times this process called NVRTC to compile (the cache tests' witness). */
+int mkc_nvrtc_compile_count(void);
+
 void mkc_nvrtc_output_free(mkc_nvrtc_output *out);
 
 #endif

@@ -1,0 +1,116 @@
+/* libcuda through dlopen. The versioned names (cuMemAlloc_v2, ...) are the
+ * ones cuda.h maps the plain names to; we ask for them directly. */
+#include "cuda.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+mkc_cu_api mkc_cu;
+static void *cuda_dl;
+
+int mkc_cuda_load(char *why, size_t why_size) {
+  if (cuda_dl) return 0;
+  const char *path = getenv("MKC_LIBCUDA");
+  if (!path || !*path) path = "libcuda.so.1";
+  void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!dl) {
+    snprintf(why, why_size, "no CUDA driver (%s not found)", path);
+    return -1;
+  }
+  struct {
+    void **slot;
+    const char *name;
+  } syms[] = {
+#define SYM(field, name) {(void **)&mkc_cu.field, name}
+      SYM(Init, "cuInit"),
+      SYM(DriverGetVersion, "cuDriverGetVersion"),
+      SYM(GetErrorName, "cuGetErrorName"),
+      SYM(DeviceGetCount, "cuDeviceGetCount"),
+      SYM(DeviceGet, "cuDeviceGet"),
+      SYM(DeviceGetName, "cuDeviceGetName"),
+      SYM(DeviceGetAttribute, "cuDeviceGetAttribute"),
+      SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
+      SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
+      SYM(CtxSetCurrent, "cuCtxSetCurrent"),
+      SYM(ModuleLoadData, "cuModuleLoadData"),
+      SYM(ModuleUnload, "cuModuleUnload"),
+      SYM(ModuleGetFunction, "cuModuleGetFunction"),
+      SYM(FuncSetAttribute, "cuFuncSetAttribute"),
+      SYM(OccupancyMaxActiveBlocksPerMultiprocessor, "cuOccupancyMaxActiveBlocksPerMultiprocessor"),
+      SYM(MemAlloc, "cuMemAlloc_v2"),
+      SYM(MemFree, "cuMemFree_v2"),
+      SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"),
+      SYM(MemcpyDtoH, "cuMemcpyDtoH_v2"),
+      SYM(MemcpyDtoD, "cuMemcpyDtoD_v2"),
+      SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
+      SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
+      SYM(MemsetD8, "cuMemsetD8_v2"),
+      SYM(StreamCreate, "cuStreamCreate"),
+      SYM(StreamDestroy, "cuStreamDestroy_v2"),
+      SYM(StreamSynchronize, "cuStreamSynchronize"),
+      SYM(CtxSynchronize, "cuCtxSynchronize"),
+      SYM(LaunchCooperativeKernel, "cuLaunchCooperativeKernel"),
+      SYM(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+      SYM(StreamEndCapture, "cuStreamEndCapture"),
+      SYM(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags"),
+      SYM(GraphLaunch, "cuGraphLaunch"),
+      SYM(GraphExecDestroy, "cuGraphExecDestroy"),
+      SYM(GraphDestroy, "cuGraphDestroy"),
+#undef SYM
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
+    *syms[i].slot = dlsym(dl, syms[i].name);
+    if (!*syms[i].slot) {
+      snprintf(why, why_size, "the CUDA driver %s has no %s (driver too old)", path, syms[i].name);
+      memset(&mkc_cu, 0, sizeof mkc_cu);
+      dlclose(dl);
+      return -1;
+    }
+  }
+  CUresult r = mkc_cu.Init(0);
+  if (r != 0) {
+    snprintf(why, why_size, "cuInit failed: %s", mkc_cu_error_name(r));
+    memset(&mkc_cu, 0, sizeof mkc_cu);
+    dlclose(dl);
+    return -1;
+  }
+  cuda_dl = dl;
+  return 0;
+}
+
+const char *mkc_cu_error_name(CUresult r) {
+  static _Thread_local char buf[32];
+  const char *name = NULL;
+  if (mkc_cu.GetErrorName && mkc_cu.GetErrorName(r, &name) == 0 && name) return name;
+  snprintf(buf, sizeof buf, "CUresult %d", r);
+  return buf;
+}
+
+int mkc_cu_fail(const char *call, const char *file, int line, CUresult r) {
+  fprintf(stderr, "mkc: error: cuda: %s failed at %s:%d: %s\n", call, file, line, mkc_cu_error_name(r));
+  return -1;
+}
+
+int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
+  memset(d, 0, sizeof *d);
+  if (mkc_cuda_load(why, why_size) != 0) return -1;
+  int count = 0;
+  CUresult r = mkc_cu.DeviceGetCount(&count);
+  if (r != 0 || count == 0) {
+    snprintf(why, why_size, "no CUDA device (%s)", r ? mkc_cu_error_name(r) : "the driver sees none");
+    return -1;
+  }
+  if ((r = mkc_cu.DeviceGet(&d->dev, 0)) != 0 || (r = mkc_cu.DeviceGetName(d->name, sizeof d->name, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->cc_major, MKC_CU_ATTR_CC_MAJOR, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->cc_minor, MKC_CU_ATTR_CC_MINOR, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev))) {
+    snprintf(why, why_size, "querying CUDA device 0 failed: %s", mkc_cu_error_name(r));
+    return -1;
+  }
+  snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
+  return 0;
+}

@@ -1,0 +1,59 @@
+/* ptxas -v prints, per entry function:
+ *   ptxas info    : Compiling entry function 'k' for 'sm_90'
+ *   ptxas info    : Function properties for k
+ *   ptxas         .     88 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 64 registers, used 1 barriers, 256 bytes smem, 384 bytes cmem[0]
+ * Fields on the "Used" line come and go (no smem, no cmem on sm_90), so each
+ * is looked for by its unit. */
+#include "ptxas.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The number before `unit` on the line starting at line (up to its end), or -1. */
+static int number_before(const char *line, const char *unit) {
+  const char *end = strchr(line, '\n');
+  size_t len = end ? (size_t)(end - line) : strlen(line);
+  size_t ulen = strlen(unit);
+  for (size_t i = 0; i + ulen <= len; i++) {
+    if (memcmp(line + i, unit, ulen) != 0 || i == 0 || line[i - 1] != ' ') continue;
+    size_t j = i - 1;
+    while (j > 0 && line[j - 1] >= '0' && line[j - 1] <= '9') j--;
+    if (j == i - 1) continue;
+    int v = 0;
+    for (size_t k = j; k < i - 1; k++) v = v * 10 + (line[k] - '0');
+    return v;
+  }
+  return -1;
+}
+
+int mkc_ptxas_parse(const char *log, const char *kernel, mkc_ptxas_info *info) {
+  memset(info, 0, sizeof *info);
+  char key[300];
+  snprintf(key, sizeof key, "Compiling entry function '%s' for '", kernel);
+  const char *p = log ? strstr(log, key) : NULL;
+  if (!p) return -1;
+  p += strlen(key);
+  size_t n = strcspn(p, "'");
+  if (n >= sizeof info->arch) n = sizeof info->arch - 1;
+  memcpy(info->arch, p, n);
+  /* The block ends where the next entry function starts. */
+  const char *next = strstr(p, "Compiling entry function '");
+  int found = 0;
+  for (const char *line = p; line && *line && (!next || line < next);) {
+    int v;
+    if ((v = number_before(line, "bytes stack frame")) >= 0) info->stack_bytes = v;
+    if ((v = number_before(line, "bytes spill stores")) >= 0) info->spill_stores = v;
+    if ((v = number_before(line, "bytes spill loads")) >= 0) info->spill_loads = v;
+    if ((v = number_before(line, "registers")) >= 0) {
+      info->registers = v;
+      found = 1;
+      if ((v = number_before(line, "barriers")) >= 0) info->barriers = v;
+      if ((v = number_before(line, "bytes smem")) >= 0) info->smem_bytes = v;
+      if ((v = number_before(line, "bytes cmem[0]")) >= 0) info->cmem0_bytes = v;
+    }
+    line = strchr(line, '\n');
+    if (line) line++;
+  }
+  return found ? 0 : -1;
+}
