@@ -3,10 +3,13 @@ CC ?= cc
 CFLAGS ?= -O2 -g
 CFLAGS += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -MMD -MP
 CFLAGS += -DMKC_SOURCE_DIR=\"$(CURDIR)\"
-LUA_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
-LUA_LIBS := $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+# Lua 5.4 (codegen) and cJSON (manifests, configs), from Debian.
+DEP_CFLAGS := $(shell pkg-config --cflags lua5.4 2>/dev/null || echo -I/usr/include/lua5.4)
+DEP_LIBS := $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+DEP_CFLAGS += $(shell pkg-config --cflags libcjson 2>/dev/null || echo -I/usr/include/cjson)
+DEP_LIBS += $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 # -rdynamic: kernels compiled for the CPU backend call the SIMT emulator in the host binary.
-LDLIBS := $(LUA_LIBS) -lm -ldl -lpthread -rdynamic
+LDLIBS := $(DEP_LIBS) -lm -ldl -lpthread -rdynamic
 
 RUNTIME_SRC := $(filter-out runtime/main.c,$(wildcard runtime/*.c))
 RUNTIME_OBJ := $(RUNTIME_SRC:runtime/%.c=build/obj/%.o)
@@ -17,14 +20,14 @@ all: build/mkc $(TEST_BIN)
 
 build/obj/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Iruntime -Itemplates -c $< -o $@
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -c $< -o $@
 
 build/mkc: build/obj/main.o $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(LUA_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
 test: all
 	@bash tests/run.sh

@@ -4,4 +4,11 @@
 #ifndef MKC_COMMANDS_H
 #define MKC_COMMANDS_H
 
+int mkc_cmd_init(int argc, char **argv); /* cmd_init.c: a GGUF file with random weights */
+int mkc_cmd_info(int argc, char **argv); /* cmd_info.c: what a GGUF file holds */
+
+int mkc_cmd_compile(int argc, char **argv); /* cmd_compile.c */
+int mkc_cmd_run(int argc, char **argv);     /* cmd_run.c */
+int mkc_cmd_bench(int argc, char **argv);   /* cmd_bench.c */
+
 #endif

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include "backend_cpu.h"
+#include "backend_cuda.h"
+#include "cuda.h"
+#include "kcache.h"
 #include "mkc_state.h"
 #include "reference.h"
 
@@ -20,6 +23,11 @@ struct mkc_session {
   uint16_t *weights;
   float *scratch, *kv;
   mkc_state *state;
+  /* cuda: host copies of what tests and tools read */
+  mkc_cuda_backend *cuda;
+  float *host_logits, *host_kv;
+  int t_read; /* logits rows copied since the last step */
+  char describe[256];
   /* ref */
   mkc_ref *ref;
   double *ref_logits; /* [t_max][vocab] */
@@ -41,6 +49,8 @@ const char *mkc_status_name(int status) {
   }
 }
 
+static int cuda_open(mkc_session *s, const void *image);
+
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
   mkc_session *s = calloc(1, sizeof *s);
@@ -59,6 +69,7 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
     goto fail;
   }
   if (kind == MKC_BACKEND_REF) {
+    snprintf(s->describe, sizeof s->describe, "reference executor, float64");
     s->ref = mkc_ref_open(g, w);
     s->ref_logits = malloc((size_t)g->t_max * g->vocab * sizeof *s->ref_logits);
     s->logits = malloc((size_t)g->t_max * g->vocab * sizeof *s->logits);
@@ -68,6 +79,25 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
   }
   s->weights = mkc_weights_arena(w, g);
   if (!s->weights) goto fail;
+  if (kind == MKC_BACKEND_CUDA) {
+    mkc_cuda_device dev;
+    char why[512];
+    if (mkc_cuda_device_get(&dev, why, sizeof why) != 0) {
+      fprintf(stderr, "mkc: error: %s; use --backend cpu\n", why);
+      goto fail;
+    }
+    mkc_compiled c;
+    if (mkc_kcache_compile(src->source, src->file_name, dev.arch, &c) != 0) goto fail;
+    if (cuda_open(s, c.cubin) != 0) {
+      mkc_compiled_free(&c);
+      goto fail;
+    }
+    snprintf(s->describe + strlen(s->describe), sizeof s->describe - strlen(s->describe),
+             ", %d registers, %d B spilled%s", c.ptxas.registers, c.ptxas.spill_stores,
+             c.from_cache ? ", from the kernel cache" : "");
+    mkc_compiled_free(&c);
+    return s;
+  }
   /* Zeroed: row padding in scratch must read as zero (see codegen/buffers.lua). */
   s->scratch = calloc(g->scratch_floats ? g->scratch_floats : 1, sizeof *s->scratch);
   s->kv = calloc(g->kv_floats ? g->kv_floats : 1, sizeof *s->kv);
@@ -77,6 +107,7 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
   snprintf(templates, sizeof templates, "%s/templates", mkc_home());
   s->kernel = mkc_cpu_kernel_open(src->source, src->file_name, templates);
   if (!s->kernel) goto fail;
+  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads on the SIMT emulator", s->blocks, g->threads);
   return s;
 oom:
   fprintf(stderr, "mkc: error: out of memory opening a session\n");
@@ -84,6 +115,40 @@ fail:
   mkc_session_close(s);
   return NULL;
 }
+
+static int cuda_open(mkc_session *s, const void *image) {
+  const mkc_graph *g = s->g;
+  const char *env = getenv("MKC_CUDA_GRAPH");
+  int use_graph = !(env && strcmp(env, "0") == 0);
+  s->kind = MKC_BACKEND_CUDA;
+  s->cuda = mkc_cuda_open(g, image, s->weights, use_graph);
+  s->state = calloc(1, sizeof *s->state);
+  s->host_logits = malloc((size_t)g->t_max * g->logits_stride * sizeof *s->host_logits);
+  if (!s->cuda || !s->state || !s->host_logits) return -1;
+  free(s->weights); /* on the device now */
+  s->weights = NULL;
+  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads, %s", mkc_cuda_blocks(s->cuda), g->threads,
+           mkc_cuda_graph_in_use(s->cuda) ? "CUDA graph replay" : "direct cooperative launches");
+  return 0;
+}
+
+mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w, const void *image) {
+  mkc_session *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->g = g;
+  s->weights = mkc_weights_arena(w, g);
+  if (!s->weights || cuda_open(s, image) != 0) {
+    mkc_session_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+const char *mkc_session_backend(const mkc_session *s) {
+  return s->kind == MKC_BACKEND_CUDA ? "cuda" : s->kind == MKC_BACKEND_REF ? "ref" : "cpu";
+}
+
+const char *mkc_session_describe(const mkc_session *s) { return s->describe; }
 
 /* The kernel's accept rule (templates/accept.cuh) over the ref's choices. */
 static int ref_step(mkc_session *s, const int *inputs, int T, int f, mkc_step_result *r) {
@@ -126,12 +191,18 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   }
   if (s->kind == MKC_BACKEND_REF) return ref_step(s, inputs, n_inputs, n_fixed, r);
   mkc_state *st = s->state;
+  s->t_read = 0;
+  if (s->kind == MKC_BACKEND_CUDA) {
+    if (mkc_cuda_step(s->cuda, inputs, n_inputs, n_fixed, st) != 0) return -1;
+    goto read_back;
+  }
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
   if (mkc_cpu_kernel_launch(s->kernel, s->blocks, s->g->threads, s->g->smem_bytes, s->weights,
                             s->scratch, s->kv, st) != 0)
     return -1;
+read_back:
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
   r->n_out = st->n_out;
@@ -144,18 +215,48 @@ int mkc_session_pos(const mkc_session *s) {
   return s->kind == MKC_BACKEND_REF ? mkc_ref_pos(s->ref) : s->state->pos;
 }
 
-const float *mkc_session_logits(const mkc_session *s, int t) {
+const float *mkc_session_logits(mkc_session *s, int t) {
   if (s->kind == MKC_BACKEND_REF) return s->logits + (size_t)t * s->g->vocab;
+  if (s->kind == MKC_BACKEND_CUDA) {
+    /* One copy of every row of the last step, on first use. */
+    if (!s->t_read && mkc_cuda_read_scratch(s->cuda, s->g->logits_offset, (size_t)s->g->t_max * s->g->logits_stride,
+                                            s->host_logits) != 0)
+      return NULL;
+    s->t_read = 1;
+    return s->host_logits + (size_t)t * s->g->logits_stride;
+  }
   return s->scratch + s->g->logits_offset + (size_t)t * s->g->logits_stride;
 }
 
-const float *mkc_session_kv(const mkc_session *s) {
+const float *mkc_session_kv(mkc_session *s) {
+  if (s->kind == MKC_BACKEND_CUDA) {
+    if (!s->host_kv) s->host_kv = malloc(s->g->kv_floats * sizeof *s->host_kv);
+    return s->host_kv && mkc_cuda_read_kv(s->cuda, s->host_kv) == 0 ? s->host_kv : NULL;
+  }
   return s->kind == MKC_BACKEND_CPU ? s->kv : NULL;
+}
+
+void mkc_session_reset(mkc_session *s) {
+  if (s->kind == MKC_BACKEND_REF) {
+    mkc_ref_truncate(s->ref, 0);
+  } else if (s->kind == MKC_BACKEND_CUDA) {
+    memset(s->state, 0, sizeof *s->state);
+    mkc_cuda_reset_state(s->cuda);
+  } else {
+    memset(s->state, 0, sizeof *s->state);
+  }
+}
+
+double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes) {
+  return s->kind == MKC_BACKEND_CUDA ? mkc_cuda_copy_bandwidth(s->cuda, bytes) : -1.0;
 }
 
 void mkc_session_close(mkc_session *s) {
   if (!s) return;
   if (s->kernel) mkc_cpu_kernel_close(s->kernel);
+  mkc_cuda_close(s->cuda);
+  free(s->host_logits);
+  free(s->host_kv);
   free(s->weights);
   free(s->scratch);
   free(s->kv);

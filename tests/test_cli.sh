@@ -75,17 +75,17 @@ done
   && ok "-n 0 generates nothing" || fail "-n 0"
 
 # Bad input: clear messages, non-zero exit, no crash.
-expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: gen, run)" -- frobnicate
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: gen, compile, run, bench, init, info)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
 expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
   -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"
 expect_error "--draft-max not a number" "mkc: error: --draft-max: expected an integer in 0..31, got '4x'" \
   -- run --preset tiny --random-weights 1 -n 4 --draft-max 4x
 expect_error "missing value" "mkc: error: -n needs a value" -- run --preset tiny --random-weights 1 -n
-expect_error "missing preset" "mkc: error: run: --preset is required" -- run --random-weights 1 -n 4
+expect_error "missing preset" "mkc: error: run: --preset (or --kernel DIR) is required" -- run --random-weights 1 -n 4
 expect_error "missing seed" "mkc: error: run: --random-weights SEED is required (model files come later)" \
   -- run --preset tiny -n 4
-expect_error "unknown backend" "mkc: error: --backend: expected cpu or ref, got 'gpu'" \
+expect_error "unknown backend" "mkc: error: --backend: expected cuda, cpu, ref or auto, got 'gpu'" \
   -- run --preset tiny --random-weights 1 -n 4 --backend gpu
 expect_error "token outside the vocabulary" "mkc: error: --prompt-ids: token 256 is outside the vocabulary (0..255)" \
   -- run --preset tiny --random-weights 1 -n 4 --prompt-ids 1,256
@@ -105,6 +105,54 @@ expect_error "unwritable output" "mkc: error: cannot write /nonexistent/x.cu: No
 "$mkc" run --preset tiny --random-weights 1 -n 5 --prompt-ids 1,2,3 --ctx 7 >"$tmp/out" 2>/dev/null \
   && [ "$(wc -w <"$tmp/out")" -eq 5 ] && ok "prompt + n exactly filling the context runs" \
   || fail "prompt + n exactly filling the context runs"
+
+# The CUDA backend without a driver: a clear message, never a crash.
+MKC_LIBCUDA=/nonexistent/libcuda.so.1 expect_error "cuda backend, no driver" \
+  "mkc: error: no CUDA driver (/nonexistent/libcuda.so.1 not found); use --backend cpu" \
+  -- run --preset tiny --random-weights 1 -n 4 --backend cuda
+if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1 '; then
+  expect_error "cuda backend on a machine without libcuda" \
+    "mkc: error: no CUDA driver (libcuda.so.1 not found); use --backend cpu" \
+    -- run --preset tiny --random-weights 1 -n 4 --backend cuda
+fi
+MKC_LIBCUDA=/nonexistent/libcuda.so.1 "$mkc" run --preset tiny --random-weights 1 -n 4 >"$tmp/out" 2>"$tmp/err" \
+  && grep -q '^mkc: cpu backend' "$tmp/err" && ok "--backend auto without a driver runs on the cpu backend" \
+  || fail "--backend auto without a driver runs on the cpu backend" "$(cat "$tmp/err")"
+
+# compile + run --kernel.
+if "$mkc" compile "$tmp/tiny.cu" --arch sm_80,sm_90 -o "$tmp/aot" 2>"$tmp/err"; then
+  [ -s "$tmp/aot/llama.tiny.sm_80.cubin" ] && [ -s "$tmp/aot/llama.tiny.sm_90.cubin" ] \
+    && [ -s "$tmp/aot/llama.tiny.compute_80.ptx" ] && [ -s "$tmp/aot/manifest.json" ] \
+    && ok "compile writes cubins, PTX and manifest.json" || fail "compile outputs" "$(ls "$tmp/aot")"
+  MKC_LIBCUDA=/nonexistent/libcuda.so.1 expect_error "run --kernel without a driver" \
+    "mkc: error: no CUDA driver (/nonexistent/libcuda.so.1 not found); --kernel needs a GPU (use --backend cpu without --kernel)" \
+    -- run --kernel "$tmp/aot" --random-weights 1 -n 4
+  sed -i 's/"draft_max":\t4/"draft_max":\t3/' "$tmp/aot/manifest.json"
+  expect_error "run --kernel whose source no longer matches" \
+    "mkc: error: $tmp/aot was compiled from another kernel than mkc generates now for graphs/llama.lua, preset tiny (source hash $(grep -o '"source":\s*"[0-9a-f]*"' "$tmp/aot/manifest.json" | grep -o '[0-9a-f]\{16\}'), now $("$mkc" gen graphs/llama.lua --preset tiny --draft-max 3 -o - 2>/dev/null | python3 -c 'import sys
+h=0xcbf29ce484222325
+for b in sys.stdin.buffer.read(): h=((h^b)*0x100000001b3)&(2**64-1)
+print("%016x"%h)')): the graph or templates changed; run mkc gen and mkc compile again" \
+    -- run --kernel "$tmp/aot" --random-weights 1 -n 4
+else
+  fail "compile tiny for sm_80,sm_90" "$(cat "$tmp/err")"
+fi
+expect_error "compile: bad arch" "mkc: error: --arch: expected a list like sm_80,sm_90, got 'ampere'" \
+  -- compile "$tmp/tiny.cu" --arch ampere -o "$tmp/aot2"
+expect_error "run --kernel with no manifest" \
+  "mkc: error: cannot read /nonexistent/manifest.json: No such file or directory (make one with mkc compile)" \
+  -- run --kernel /nonexistent --random-weights 1 -n 4
+
+# bench on the cpu backend: the table's rows.
+if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
+  rows=$(grep -c '^| llama tiny | 0.12 M | 0.22 MiB | cpu | ' "$tmp/bench")
+  [ "$rows" -eq 3 ] && grep -q '| pp64 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" \
+    && ok "bench prints pp, tg and tg-with-drafts rows" || fail "bench rows" "$(cat "$tmp/bench")"
+else
+  fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
+fi
+expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is an oracle, not something to time" \
+  -- bench --preset tiny --random-weights 1 --backend ref
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

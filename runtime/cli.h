@@ -1,0 +1,40 @@
+/* What the run-like commands (run, bench) share: their flags, and turning
+ * flags into a graph, weights and an open session on the chosen backend. */
+#ifndef MKC_CLI_H
+#define MKC_CLI_H
+
+#include "aot.h"
+#include "codegen_host.h"
+#include "session.h"
+#include "weights.h"
+
+typedef struct mkc_cli {
+  const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
+  int draft_max, max_ctx, n_gen, blocks, have_seed;
+  unsigned long long seed;
+  const char *positional; /* gen GRAPH, compile KERNEL */
+} mkc_cli;
+
+/* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
+int mkc_cli_usage_error(const char *fmt, const char *arg);
+
+/* Parses argv[first..]; `allowed` lists the flags this command takes, e.g.
+ * "--preset -n --draft-max". Returns 0 or 2 (after printing why). */
+int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional, mkc_cli *c);
+
+/* A model ready to decode: its graph and kernel, weights, one session. */
+typedef struct mkc_model {
+  mkc_graph g;
+  mkc_kernel_src src;
+  mkc_weights w;
+  mkc_session *s;
+  mkc_manifest manifest; /* with --kernel */
+} mkc_model;
+
+/* Graph (or --kernel DIR's manifest) -> codegen -> random weights -> session
+ * on --backend (auto: cuda where a device exists, else cpu). 0, or -1 after
+ * printing why. */
+int mkc_model_open(const mkc_cli *c, mkc_model *m);
+void mkc_model_close(mkc_model *m);
+
+#endif
