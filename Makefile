@@ -32,6 +32,10 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 test: all
 	@bash tests/run.sh
 
+# The GPU suite: says "skipped: no GPU" where there is none.
+test-gpu: all
+	@bash tests/gpu/run.sh
+
 # Installs the dependencies if missing, builds, and runs the demo.
 demo:
 	@bash .ci/install-deps
@@ -48,5 +52,5 @@ format:
 clean:
 	rm -rf build
 
-.PHONY: all test demo golden format clean
+.PHONY: all test test-gpu demo golden format clean
 -include $(wildcard build/obj/*.d build/*.d)

@@ -5,11 +5,29 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "cuda.h"
 
 #include "codegen_host.h"
 #include "session.h"
 #include "weights.h"
+
+/* The backend under test: cpu, or cuda with MKC_TEST_BACKEND=cuda (make test-gpu). */
+static inline enum mkc_backend_kind test_backend(void) {
+  const char *b = getenv("MKC_TEST_BACKEND");
+  return b && strcmp(b, "cuda") == 0 ? MKC_BACKEND_CUDA : MKC_BACKEND_CPU;
+}
+
+/* With the cuda backend and no GPU: prints the skip and returns 1. */
+static inline int test_skip_without_gpu(void) {
+  mkc_cuda_device dev;
+  char why[512];
+  if (test_backend() != MKC_BACKEND_CUDA || mkc_cuda_device_get(&dev, why, sizeof why) == 0) return 0;
+  printf("skipped: no GPU (%s)\n0 passed, 0 failed, 1 skipped\n", why);
+  return 1;
+}
 
 typedef struct fixture {
   mkc_graph g;

@@ -42,7 +42,7 @@ static void compare(const char *preset, int draft_max, int blocks) {
     return;
   }
   const mkc_graph *g = &fx.g;
-  pair p = {mkc_session_open(MKC_BACKEND_CPU, g, &fx.src, &fx.w, blocks),
+  pair p = {mkc_session_open(test_backend(), g, &fx.src, &fx.w, blocks),
             mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0), 0, -1, -1};
   if (!p.cpu || !p.ref) {
     CHECK(0, "%s: open cpu and ref sessions", preset);
@@ -90,6 +90,7 @@ done:
 }
 
 int main(void) {
+  if (test_skip_without_gpu()) return 0;
   compare("tiny", 4, 4);
   compare("odd", 4, 3);
   compare("tiny", 0, 1); /* T_MAX 1 and a single block: no cross-block traffic at all */

@@ -39,7 +39,7 @@ static int first_difference(const int *a, const int *b, int n) {
 static void lossless(const char *preset, int *plain) {
   mkc_decode_stats st;
   int pos, ref[N_GEN], out[N_GEN];
-  int n = decode(preset, 0, 0, 0, MKC_BACKEND_CPU, N_GEN, plain, &st, &pos);
+  int n = decode(preset, 0, 0, 0, test_backend(), N_GEN, plain, &st, &pos);
   CHECK_INT(n, N_GEN, "%s: plain greedy decoding generates %d tokens", preset, N_GEN);
   CHECK_INT(pos, N_PROMPT + N_GEN - 1, "%s: plain: pos = tokens processed", preset);
   n = decode(preset, 0, 0, 0, MKC_BACKEND_REF, N_GEN, ref, &st, &pos);
@@ -49,7 +49,7 @@ static void lossless(const char *preset, int *plain) {
   static const int ks[] = {1, 2, 4, 8};
   for (int i = 0; i < 4; i++) {
     int k = ks[i];
-    n = decode(preset, k, k, 0, MKC_BACKEND_CPU, N_GEN, out, &st, &pos);
+    n = decode(preset, k, k, 0, test_backend(), N_GEN, out, &st, &pos);
     int diff = n == N_GEN ? first_difference(plain, out, N_GEN) : 0;
     CHECK(diff < 0,
           "%s: K=%d: %d tokens identical to plain greedy (first difference at %d; %ld drafted, %ld "
@@ -109,7 +109,7 @@ static void scripted_drafts(const char *preset, const int *plain) {
     return;
   }
   const mkc_graph *g = &fx.g;
-  scripted sc = {mkc_session_open(MKC_BACKEND_CPU, g, &fx.src, &fx.w, 4),
+  scripted sc = {mkc_session_open(test_backend(), g, &fx.src, &fx.w, 4),
                  mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0), g};
   mkc_step_result r;
   int ok = sc.cpu && sc.ref;
@@ -182,7 +182,7 @@ static void context_end(const char *preset, const int *plain) {
     return;
   }
   const mkc_graph *g = &fx.g;
-  mkc_session *s = mkc_session_open(MKC_BACKEND_CPU, g, &fx.src, &fx.w, 2);
+  mkc_session *s = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 2);
   float *snapshot = malloc(g->kv_floats * sizeof *snapshot);
   mkc_step_result r;
   int ok = s && snapshot;
@@ -216,7 +216,7 @@ static void context_end(const char *preset, const int *plain) {
   /* The decode loop with drafts near the end: clamps them, stops cleanly, loses nothing. */
   mkc_decode_stats st;
   int pos, out[CTX];
-  int n = decode(preset, 4, 4, CTX, MKC_BACKEND_CPU, CTX, out, &st, &pos);
+  int n = decode(preset, 4, 4, CTX, test_backend(), CTX, out, &st, &pos);
   CHECK(n == CTX - N_PROMPT + 1 && st.ctx_full,
         "%s: decoding past the context stops at it (%d tokens, ctx_full %d)", preset, n,
         st.ctx_full);
@@ -230,6 +230,7 @@ done:
 }
 
 int main(void) {
+  if (test_skip_without_gpu()) return 0;
   static const char *presets[] = {"tiny", "odd"};
   for (int i = 0; i < 2; i++) {
     int plain[N_GEN];

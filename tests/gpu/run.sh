@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# make test-gpu: the correctness suite on the cuda backend, graph replay
+# against plain launches, and compute-sanitizer (memcheck, racecheck,
+# synccheck) on tiny and odd. Where there is no GPU it says so and counts as
+# skipped. Prints "N passed, N failed, N skipped" last.
+set -u
+cd "$(dirname "$0")/../.."
+export MKC_CACHE_DIR="$PWD/build/test-cache"
+mkc=build/mkc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0 skipped=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
+
+if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 2>"$tmp/probe"; then
+  echo "skipped: no GPU ($(head -n 1 "$tmp/probe"))"
+  echo "0 passed, 0 failed, 1 skipped"
+  exit 0
+fi
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+
+# The CPU suite's checks, on the GPU.
+for t in build/test_kernel build/test_spec; do
+  MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
+  rc=$?
+  grep -v '^ok' "$tmp/log" | sed 's/^/     | /'
+  line=$(tail -n 1 "$tmp/log")
+  read -r p _ f _ <<<"${line//,/}"
+  passed=$((passed + ${p:-0})) failed=$((failed + ${f:-1}))
+  [ "$rc" -eq 0 ] || [ "${f:-1}" -gt 0 ] || fail "$t exited with $rc"
+  echo "     $t (cuda): $line"
+done
+
+# Graph replay gives the tokens plain launches and the cpu backend give.
+for p in tiny odd; do
+  args=(run --preset "$p" --random-weights 7 -n 96 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max 4)
+  "$mkc" "${args[@]}" --backend cuda >"$tmp/graph" 2>"$tmp/graph.err"
+  MKC_CUDA_GRAPH=0 "$mkc" "${args[@]}" --backend cuda >"$tmp/plain" 2>"$tmp/plain.err"
+  "$mkc" "${args[@]}" --backend cpu >"$tmp/cpu" 2>/dev/null
+  if grep -q 'CUDA graph replay' "$tmp/graph.err" && grep -q 'direct cooperative launches' "$tmp/plain.err"; then
+    ok "$p: the default run replays a CUDA graph, MKC_CUDA_GRAPH=0 launches directly"
+  else
+    fail "$p: graph replay in use" "$(cat "$tmp/graph.err")"
+  fi
+  cmp -s "$tmp/graph" "$tmp/plain" && cmp -s "$tmp/graph" "$tmp/cpu" && [ "$(wc -w <"$tmp/graph")" -eq 96 ] \
+    && ok "$p: graph replay = plain launches = cpu backend (96 tokens)" \
+    || fail "$p: graph replay = plain launches = cpu" "graph: $(cat "$tmp/graph")" "plain: $(cat "$tmp/plain")" "cpu:   $(cat "$tmp/cpu")"
+done
+
+# compute-sanitizer: zero errors.
+cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+if [ -x "$cs" ]; then
+  for p in tiny odd; do
+    for tool in memcheck racecheck synccheck; do
+      MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 \
+        "$mkc" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda \
+        >"$tmp/cs" 2>&1
+      rc=$?
+      if [ "$rc" -eq 0 ] && grep -q 'ERROR SUMMARY: 0 errors' "$tmp/cs"; then
+        ok "$p: compute-sanitizer $tool: 0 errors"
+      else
+        fail "$p: compute-sanitizer $tool (exit $rc)" "$(grep -E 'ERROR|Error|error' "$tmp/cs" | head -n 20)"
+      fi
+    done
+  done
+else
+  echo "skip compute-sanitizer: not found"
+  skipped=$((skipped + 1))
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]
