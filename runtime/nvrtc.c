@@ -24,6 +24,8 @@ static struct {
   nvrtc_result (*ptx)(nvrtc_program, char *);
   nvrtc_result (*cubin_size)(nvrtc_program, size_t *);
   nvrtc_result (*cubin)(nvrtc_program, char *);
+  nvrtc_result (*num_archs)(int *);
+  nvrtc_result (*archs)(int *);
 } api;
 
 static void *open_first(char *why, size_t why_size) {
@@ -71,6 +73,8 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
       {(void **)&api.ptx, "nvrtcGetPTX"},
       {(void **)&api.cubin_size, "nvrtcGetCUBINSize"},
       {(void **)&api.cubin, "nvrtcGetCUBIN"},
+      {(void **)&api.num_archs, "nvrtcGetNumSupportedArchs"},
+      {(void **)&api.archs, "nvrtcGetSupportedArchs"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
     *syms[i].slot = dlsym(dl, syms[i].name);
@@ -83,6 +87,13 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
   }
   api.dl = dl;
   return 0;
+}
+
+int mkc_nvrtc_supported_archs(int *archs, int max) {
+  char why[256];
+  int n = 0;
+  if (mkc_nvrtc_load(why, sizeof why) != 0 || api.num_archs(&n) != 0 || n > max) return -1;
+  return api.archs(archs) == 0 ? n : -1;
 }
 
 static int compile_count;

@@ -31,6 +31,9 @@ int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, in
 #define MKC_NVRTC_MAX_OPTIONS 8
 int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_t arch_opt_size);
 
+/* The real archs this NVRTC compiles for, as 80, 90, 100...; their count or -1. */
+int mkc_nvrtc_supported_archs(int *archs, int max);
+
 /* How many times this process called NVRTC to compile (the cache tests' witness). */
 int mkc_nvrtc_compile_count(void);
 

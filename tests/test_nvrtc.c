@@ -1,59 +1,85 @@
-/* Every preset's emitted kernel compiles through mkc's NVRTC path for sm_80
- * and sm_90: no GPU needed, only libnvrtc. Skipped (never passed) where
- * libnvrtc is missing. A deliberately broken kernel must fail with its lines
- * marked. */
+/* Every preset's emitted kernel compiles through mkc's NVRTC path (the kernel
+ * cache, kcache.h) for sm_80, sm_90 and every newer arch this NVRTC
+ * supports, with the ptxas figures parsed: no GPU needed, only libnvrtc.
+ * Skipped (never passed) where libnvrtc is missing. A broken kernel fails
+ * with its lines marked. Compiles run two at a time (they are slow). */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "codegen_host.h"
+#include "kcache.h"
 #include "nvrtc.h"
 
-static int skipped;
+#define MAX_JOBS 64
+#define PARALLEL 2
 
-static void compile_preset(const char *preset, int draft_max) {
+typedef struct job {
+  const char *preset;
+  int draft_max;
+  int arch;
+  pid_t pid;
+} job;
+
+/* In a child: compile and print the figures; the exit status is the verdict. */
+static int compile_one(const job *j) {
+  char graph[4200], arch[16];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  snprintf(arch, sizeof arch, "sm_%d", j->arch);
+  mkc_gen_opts o = {graph, j->preset, j->draft_max, 0, 0};
+  mkc_graph g;
+  mkc_kernel_src src;
+  if (mkc_codegen(&o, &g, &src) != 0) return 1;
+  mkc_compiled c;
+  if (mkc_kcache_compile(src.source, src.file_name, arch, &c) != 0) return 1;
+  const mkc_ptxas_info *p = &c.ptxas;
+  printf("     | %s %s: %zu-byte cubin, %d registers, %d B stack, %d/%d B spilled, %d barriers\n", j->preset,
+         arch, c.cubin_size, p->registers, p->stack_bytes, p->spill_stores, p->spill_loads, p->barriers);
+  fflush(stdout);
+  int ok = c.cubin_size > 1000 && p->registers > 0 && strcmp(p->arch, arch) == 0 && p->barriers >= 1;
+  mkc_compiled_free(&c);
+  mkc_kernel_src_free(&src);
+  mkc_graph_free(&g);
+  return ok ? 0 : 1;
+}
+
+static void wait_one(job *jobs, int n) {
+  int status;
+  pid_t pid = wait(&status);
+  for (int i = 0; i < n; i++)
+    if (jobs[i].pid == pid) {
+      CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "%s: compiles through NVRTC for sm_%d, ptxas figures parsed", jobs[i].preset, jobs[i].arch);
+      jobs[i].pid = 0;
+    }
+}
+
+static void one_global(const char *preset) {
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {graph, preset, draft_max, 0, 0};
+  mkc_gen_opts o = {graph, preset, 4, 0, 0};
   mkc_graph g;
   mkc_kernel_src src;
   if (!CHECK(mkc_codegen(&o, &g, &src) == 0, "%s: generate", preset)) return;
-  /* ONE __global__ kernel in the whole source. */
   int globals = 0;
   for (const char *p = src.source; (p = strstr(p, "__global__")); p++) globals++;
-  CHECK_INT(globals, 1, "%s: the source has one __global__", preset);
-  static const char *const archs[] = {"sm_80", "sm_90"};
-  for (int i = 0; i < 2; i++) {
-    mkc_nvrtc_output out;
-    int rc = mkc_nvrtc_compile(src.source, src.file_name, archs[i], 0, &out);
-    CHECK(rc == 0 && out.cubin && out.cubin_size > 1000,
-          "%s: NVRTC compiles %s for %s (%zu-byte cubin)", preset, src.file_name, archs[i],
-          out.cubin_size);
-    CHECK(out.log && strstr(out.log, "mkc_step") && strstr(out.log, "registers"),
-          "%s %s: the ptxas report names mkc_step and its registers", preset, archs[i]);
-    if (out.log && strstr(out.log, "registers")) {
-      const char *r = strstr(out.log, "Used ");
-      printf("     | %.*s\n", r ? (int)strcspn(r, "\n") : 0, r ? r : "");
-    }
-    mkc_nvrtc_output_free(&out);
-  }
+  CHECK_INT(globals, 1, "%s: the source has exactly one __global__", preset);
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
 }
 
 static void broken_kernel(void) {
-  const char *src =
-      "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
+  const char *src = "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
   mkc_nvrtc_output out;
   check_stderr_begin();
   int rc = mkc_nvrtc_compile(src, "broken.cu", "sm_90", 0, &out);
   char *err = check_stderr_end();
   CHECK(rc == -1, "a broken kernel fails to compile");
-  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL,
-        "... with a clear message");
+  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL, "... with a clear message");
   CHECK(strstr(err, "options: --gpu-architecture=sm_90") != NULL, "... listing the options");
-  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL,
-        "... and marking the failing line");
+  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL, "... and marking the failing line");
   free(err);
   mkc_nvrtc_output_free(&out);
 }
@@ -62,14 +88,31 @@ int main(void) {
   char why[512];
   if (mkc_nvrtc_load(why, sizeof why) != 0) {
     printf("skip NVRTC tests: %s\n", why);
-    skipped = 1;
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }
-  printf("     | NVRTC %d.%d\n", mkc_nvrtc_version() / 1000, mkc_nvrtc_version() % 1000 / 10);
-  compile_preset("tiny", 4);
-  compile_preset("odd", 7);
-  compile_preset("llama-3.2-1b", 4);
+  int v = mkc_nvrtc_version(), supported[64];
+  int n_supported = mkc_nvrtc_supported_archs(supported, 64);
+  printf("     | NVRTC %d.%d, %d archs\n", v / 1000, v % 1000 / 10, n_supported);
+  static const char *const presets[] = {"tiny", "odd", "llama-3.2-1b"};
+  job jobs[MAX_JOBS];
+  int n = 0;
+  for (int p = 0; p < 3; p++) {
+    one_global(presets[p]);
+    for (int a = 0; a < n_supported && n < MAX_JOBS; a++)
+      if (supported[a] == 80 || supported[a] >= 90) jobs[n++] = (job){presets[p], p == 1 ? 7 : 4, supported[a], 0};
+  }
+  CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);
+  int running = 0;
+  for (int i = 0; i < n; i++) {
+    if (running == PARALLEL) wait_one(jobs, n), running--;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(compile_one(&jobs[i]));
+    jobs[i].pid = pid;
+    running++;
+  }
+  while (running-- > 0) wait_one(jobs, n);
   broken_kernel();
   return check_done();
 }
