@@ -54,3 +54,32 @@ clean:
 
 .PHONY: all test test-gpu demo golden format clean
 -include $(wildcard build/obj/*.d build/*.d)
+
+# Fuzzing the GGUF reader (libFuzzer, clang): `make fuzz` runs FUZZ_SECONDS
+# on the seeds in fuzz/corpus/gguf; new inputs go to build/fuzz/corpus.
+FUZZ_CC ?= $(shell command -v clang-19 || command -v clang)
+FUZZ_SECONDS ?= 60
+FUZZ_SRC := fuzz/gguf_fuzz.c runtime/gguf.c runtime/dequant.c runtime/weights.c
+SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+build/fuzz/gguf_fuzz: $(FUZZ_SRC) runtime/gguf.h runtime/dequant.h
+	@if [ -z "$(FUZZ_CC)" ]; then echo "make fuzz: clang not found (apt-get install -y clang-19)"; exit 1; fi
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fsanitize=fuzzer $(SANITIZE) \
+	  -Iruntime -o $@ $(FUZZ_SRC) -lm
+
+fuzz: build/fuzz/gguf_fuzz
+	@mkdir -p build/fuzz/corpus
+	build/fuzz/gguf_fuzz -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1 \
+	  build/fuzz/corpus fuzz/corpus/gguf
+
+# The GGUF test under AddressSanitizer and UBSan.
+build/sanitize/test_gguf: tests/test_gguf.c $(RUNTIME_SRC)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANITIZE) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
+
+test-sanitize: build/sanitize/test_gguf
+	build/sanitize/test_gguf
+
+.PHONY: fuzz test-sanitize
+-include $(wildcard build/sanitize/*.d)

@@ -33,17 +33,30 @@ local function context(graph, plan, opts)
   function ctx.vstride(v) return plan.value(v).stride end
   function ctx.kv(att) return plan.kv[att] end
   function ctx.smem_layout(regions) return (buffers.smem(regions)) end
+  -- Global traffic a stage declares for `mkc inspect` (docs/INSPECT.md): one entry per
+  -- buffer range, bytes as { c = per step, t = per input token, ctx = per cached position }.
+  function ctx.wread(w)
+    local pw = plan.weights[w]
+    return { "weights", pw.offset, { c = w.rows * pw.row_stride * 2 }, w.name }
+  end
+  function ctx.vbytes(v, floats_per_token)
+    return { "scratch", plan.value(v).offset, { t = 4 * floats_per_token }, ctx.label(v) }
+  end
+  function ctx.label(node) return emit.node_label(node) end
   function ctx.smem_ptr(ty, off) return ("(%s *)(smem + %d)"):format(ty, off) end
   -- The fused RMSNorm input of a matmul stage: prologue call, its smem, and the call arguments.
   function ctx.norm(st, extra)
     local smem = {}
     if st.norm then smem = { { "inv_rms", opts.t_max }, { "red", ctx.warps } } end
     for _, r in ipairs(extra or {}) do smem[#smem + 1] = r end
-    if not st.norm then return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0" } end
+    if not st.norm then
+      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0", reads = {} }
+    end
     local at = buffers.smem(smem)
     local x, nw = st.x, st.norm.inputs[2]
     return {
       smem = smem,
+      reads = { { "weights", plan.weights[nw].offset, { c = plan.weights[nw].row_stride * 2 }, nw.name } },
       w = ctx.weight(nw),
       inv_rms = ctx.smem_ptr("float", at.inv_rms),
       prologue = ("mkc_rms_prologue(%s, %d, %d, %s, T, %s, %s);\n  "):format(ctx.value(x), ctx.vstride(x),
@@ -53,7 +66,7 @@ local function context(graph, plan, opts)
   return ctx
 end
 
-local function node_label(node)
+function emit.node_label(node)
   local what = node.op
   if node.op == "matmul" then what = "matmul " .. node.inputs[2].name
   elseif node.op == "rmsnorm" then what = "rmsnorm " .. node.inputs[2].name
@@ -70,14 +83,52 @@ function emit.stages(graph, plan, opts)
     local emitter = EMITTERS[st.kind]
     if not emitter then util.fail("codegen: no emitter for stage kind " .. st.kind) end
     st.emitted = emitter(st, ctx)
+    for _, field in ipairs({ "items", "flops", "reads", "writes" }) do
+      if not st.emitted[field] then util.fail(("codegen: the %s emitter gives no %s"):format(st.kind, field)) end
+    end
     local _, bytes = buffers.smem(st.emitted.smem)
     st.smem_bytes = bytes
     smem_max = math.max(smem_max, bytes)
     local labels = {}
-    for _, n in ipairs(st.nodes) do labels[#labels + 1] = node_label(n) end
+    for _, n in ipairs(st.nodes) do labels[#labels + 1] = emit.node_label(n) end
     st.labels = labels
   end
   return smem_max
+end
+
+-- A step-dependent quantity as "c+N*t+N*ctx+N*att" (t: input tokens, ctx: cached
+-- positions after the step, att: attended query-position pairs), zero terms left out.
+local function qty(q)
+  local parts = {}
+  if (q.c or 0) ~= 0 then parts[#parts + 1] = tostring(q.c) end
+  for _, k in ipairs({ "t", "ctx", "att" }) do
+    if (q[k] or 0) ~= 0 then parts[#parts + 1] = ("%d*%s"):format(q[k], k) end
+  end
+  return #parts > 0 and table.concat(parts, "+") or "0"
+end
+
+local function traffic(list)
+  local parts = {}
+  for _, r in ipairs(list) do parts[#parts + 1] = ("%s+%d %s (%s)"):format(r[1], r[2], qty(r[3]), r[4]) end
+  return #parts > 0 and table.concat(parts, ", ") or "none"
+end
+
+-- The machine-readable lines of a stage comment (docs/INSPECT.md, format 1).
+local function stage_meta(st)
+  local e, ids, smem = st.emitted, {}, {}
+  for _, n in ipairs(st.nodes) do ids[#ids + 1] = tostring(n.id - 1) end
+  local at, total = buffers.smem(e.smem)
+  for i, r in ipairs(e.smem) do -- a region runs to the next one's start (the plan pads them)
+    local stop = e.smem[i + 1] and at[e.smem[i + 1][1]] or total
+    smem[#smem + 1] = ("%s %d+%d"):format(r[1], at[r[1]], stop - at[r[1]])
+  end
+  return table.concat({
+    ("   * nodes: %s; items: %s, one %s each; flops: %s; sync: %s"):format(
+      #ids > 0 and table.concat(ids, " ") or "none", qty(e.items), e.items.unit, qty(e.flops), st.sync.kind),
+    ("   * smem: %s"):format(#smem > 0 and table.concat(smem, ", ") or "none"),
+    ("   * reads: %s"):format(traffic(e.reads)),
+    ("   * writes: %s"):format(traffic(e.writes)),
+  }, "\n")
 end
 
 function emit.source(graph, plan, opts)
@@ -104,6 +155,8 @@ function emit.source(graph, plan, opts)
     (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d floats, weights %d bf16, smem %d bytes"):format(
       #plan.stages, n_sync, plan.scratch_floats, plan.kv_floats, plan.weight_elems, plan.smem_bytes),
     " * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.",
+    " * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads",
+    " *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).",
     " */",
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d"):format(opts.threads, opts.t_max))
@@ -122,7 +175,8 @@ function emit.source(graph, plan, opts)
     put("")
     put(("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
       #st.labels > 0 and table.concat(st.labels, ", ") or "no graph node"))
-    put(("   * work: %s; smem %d bytes */"):format(st.emitted.work, st.smem_bytes))
+    put(("   * work: %s; smem %d bytes"):format(st.emitted.work, st.smem_bytes))
+    put(stage_meta(st) .. " */")
     put("  " .. st.emitted.code)
     if st.sync.kind == "grid" then
       put(("  mkc_grid_sync(state); /* %s */"):format(st.sync.reason))

@@ -10,5 +10,6 @@ int mkc_cmd_info(int argc, char **argv); /* cmd_info.c: what a GGUF file holds *
 int mkc_cmd_compile(int argc, char **argv); /* cmd_compile.c */
 int mkc_cmd_run(int argc, char **argv);     /* cmd_run.c */
 int mkc_cmd_bench(int argc, char **argv);   /* cmd_bench.c */
+int mkc_cmd_inspect(int argc, char **argv); /* cmd_inspect.c: see inside an emitted kernel */
 
 #endif

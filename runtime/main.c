@@ -67,6 +67,7 @@ static const struct {
     {"compile", mkc_cmd_compile},
     {"run", mkc_cmd_run},
     {"bench", mkc_cmd_bench},
+    {"inspect", mkc_cmd_inspect},
     {"init", mkc_cmd_init},
     {"info", mkc_cmd_info},
 };

@@ -5,6 +5,10 @@ return function(st, ctx)
   return {
     work = "T tokens, block 0 only",
     smem = smem,
+    items = { t = 1, unit = "thread of block 0" },
+    flops = {},
+    reads = {}, -- argmax partials and the state: a few bytes per block, not counted
+    writes = {},
     code = ("mkc_accept(state, scratch + %d, (const int *)(scratch + %d), %d, pos, T, %s);"):format(
       ctx.partials, ctx.partials_idx, ctx.vocab, ctx.smem_ptr("int", at.choice)),
   }

@@ -4,9 +4,17 @@ return function(st, ctx)
   local kv = ctx.kv(att)
   local smem = { { "scores", ctx.max_ctx }, { "q_head", att.head_dim }, { "red", ctx.warps } }
   local at = ctx.smem_layout(smem)
+  local q_floats, kv_row = att.heads * att.head_dim, 4 * att.kv_heads * att.head_dim
   return {
     work = ("%d heads x T items, one block per item"):format(att.heads),
     smem = smem,
+    items = { t = att.heads, unit = "block" },
+    -- q.k and p.v: 2 * head_dim each per head and attended position
+    flops = { att = 4 * att.head_dim * att.heads },
+    reads = { ctx.vbytes(st.q, q_floats),
+              { "kv", kv.k, { ctx = kv_row }, "K cache layer " .. att.layer },
+              { "kv", kv.v, { ctx = kv_row }, "V cache layer " .. att.layer } },
+    writes = { ctx.vbytes(st.out, q_floats) },
     code = table.concat({
       ("mkc_attention(%s, %d, kv + %d, kv + %d, %s, %d,"):format(ctx.value(st.q), ctx.vstride(st.q),
         kv.k, kv.v, ctx.value(st.out), ctx.vstride(st.out)),

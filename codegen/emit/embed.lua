@@ -1,10 +1,16 @@
 -- Stage: token embedding of the T inputs.
 return function(st, ctx)
-  local x = st.out
+  local x, tw = st.out, st.table_w
+  local wread = ctx.wread(tw)
+  wread[3] = { t = 2 * x.n } -- one table row per input token
   return {
     work = ("T x %d elements, grid-strided over threads"):format(x.n),
     smem = {},
+    items = { t = x.n, unit = "thread" },
+    flops = {},
+    reads = { wread },
+    writes = { ctx.vbytes(x, x.n) },
     code = ("mkc_embed(%s, %d, %d, %s, %d, state->inputs, T);"):format(
-      ctx.weight(st.table_w), ctx.wstride(st.table_w), x.n, ctx.value(x), ctx.vstride(x)),
+      ctx.weight(tw), ctx.wstride(tw), x.n, ctx.value(x), ctx.vstride(x)),
   }
 end

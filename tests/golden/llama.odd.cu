@@ -4,6 +4,8 @@
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks
  * plan:    13 stages, 12 grid barriers; scratch 13824 floats, KV 36864 floats, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
+ * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
+ *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
  */
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
@@ -467,7 +469,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 471 "llama.odd.cu"
+#line 473 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -476,12 +478,20 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   (void)smem;
 
   /* stage 1/13: embed -- embed token_embd.weight (line 31)
-   * work: T x 72 elements, grid-strided over threads; smem 0 bytes */
+   * work: T x 72 elements, grid-strided over threads; smem 0 bytes
+   * nodes: 2; items: 72*t, one thread each; flops: 0; sync: grid
+   * smem: none
+   * reads: weights+0 144*t (token_embd.weight)
+   * writes: scratch+0 288*t (embed token_embd.weight (line 31)) */
   mkc_embed(weights + 0, 72, 72, scratch + 0, 72, state->inputs, T);
   mkc_grid_sync(state); /* next stage reads embed (line 31) written by another block */
 
   /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 33), matmul blk.0.attn_q.weight (line 34), matmul blk.0.attn_k.weight (line 35), matmul blk.0.attn_v.weight (line 36), rope (line 34), rope (line 35)
-   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 31)), weights+21632 144 (blk.0.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 34)), kv+0 96*t (K cache layer 0), kv+9216 96*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 21760, weights + 27008, weights + 28800, 72, 9,
                6, 2, 12, 1, 10000.0f,
@@ -490,30 +500,50 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
 
   /* stage 3/13: attention -- attention layer 0 (line 37)
-   * work: 6 heads x T items, one block per item; smem 1600 bytes */
+   * work: 6 heads x T items, one block per item; smem 1600 bytes
+   * nodes: 13; items: 6*t, one block each; flops: 288*att; sync: grid
+   * smem: scores 0+1536, q_head 1536+48, red 1584+16
+   * reads: scratch+384 288*t (rope (line 34)), kv+0 96*ctx (K cache layer 0), kv+9216 96*ctx (V cache layer 0)
+   * writes: scratch+768 288*t (attention layer 0 (line 37)) */
   mkc_attention(scratch + 384, 72, kv + 0, kv + 9216, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
   mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
 
   /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 39), add (line 39)
-   * work: 72 rows, one warp per row; smem 0 bytes */
+   * work: 72 rows, one warp per row; smem 0 bytes
+   * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
+   * smem: none
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 37)), scratch+0 288*t (add (line 39))
+   * writes: scratch+0 288*t (add (line 39)) */
   mkc_matvec(weights + 30592, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
 
   /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 41), matmul blk.0.ffn_gate.weight (line 42), matmul blk.0.ffn_up.weight (line 43), swiglu (line 44)
-   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes */
+   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 39)), weights+35840 144 (blk.0.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 44)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 35968, weights + 48384, 72, 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
 
   /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 44), add (line 44)
-   * work: 72 rows, one warp per row; smem 0 bytes */
+   * work: 72 rows, one warp per row; smem 0 bytes
+   * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
+   * smem: none
+   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 44)), scratch+0 288*t (add (line 44))
+   * writes: scratch+0 288*t (add (line 44)) */
   mkc_matvec(weights + 60800, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
 
   /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 33), matmul blk.1.attn_q.weight (line 34), matmul blk.1.attn_k.weight (line 35), matmul blk.1.attn_v.weight (line 36), rope (line 34), rope (line 35)
-   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 44)), weights+73472 144 (blk.1.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 34)), kv+18432 96*t (K cache layer 1), kv+27648 96*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 73600, weights + 78848, weights + 80640, 72, 9,
                6, 2, 12, 1, 10000.0f,
@@ -522,30 +552,50 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
 
   /* stage 8/13: attention -- attention layer 1 (line 37)
-   * work: 6 heads x T items, one block per item; smem 1600 bytes */
+   * work: 6 heads x T items, one block per item; smem 1600 bytes
+   * nodes: 37; items: 6*t, one block each; flops: 288*att; sync: grid
+   * smem: scores 0+1536, q_head 1536+48, red 1584+16
+   * reads: scratch+384 288*t (rope (line 34)), kv+18432 96*ctx (K cache layer 1), kv+27648 96*ctx (V cache layer 1)
+   * writes: scratch+768 288*t (attention layer 1 (line 37)) */
   mkc_attention(scratch + 384, 72, kv + 18432, kv + 27648, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
   mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
 
   /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 39), add (line 39)
-   * work: 72 rows, one warp per row; smem 0 bytes */
+   * work: 72 rows, one warp per row; smem 0 bytes
+   * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
+   * smem: none
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 37)), scratch+0 288*t (add (line 39))
+   * writes: scratch+0 288*t (add (line 39)) */
   mkc_matvec(weights + 82432, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
 
   /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 41), matmul blk.1.ffn_gate.weight (line 42), matmul blk.1.ffn_up.weight (line 43), swiglu (line 44)
-   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes */
+   * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 39)), weights+87680 144 (blk.1.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 44)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 87808, weights + 100224, 72, 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
 
   /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 44), add (line 44)
-   * work: 72 rows, one warp per row; smem 0 bytes */
+   * work: 72 rows, one warp per row; smem 0 bytes
+   * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
+   * smem: none
+   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 44)), scratch+0 288*t (add (line 44))
+   * writes: scratch+0 288*t (add (line 44)) */
   mkc_matvec(weights + 112640, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
 
   /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 46), matmul output.weight (line 49), logits (line 49)
-   * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes */
+   * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
+   * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
+   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 44)), weights+125312 144 (output_norm.weight)
+   * writes: scratch+2048 1200*t (logits (line 49)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(weights + 125440, 72, 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 2048, 304, T, scratch + 3584, (int *)(scratch + 8704),
@@ -553,6 +603,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads argmax partials written by another block */
 
   /* stage 13/13: accept -- no graph node
-   * work: T tokens, block 0 only; smem 32 bytes */
+   * work: T tokens, block 0 only; smem 32 bytes
+   * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
+   * smem: choice 0+32
+   * reads: none
+   * writes: none */
   mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), 300, pos, T, (int *)(smem + 0));
 }

@@ -4,6 +4,8 @@
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks
  * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 floats, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
+ * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
+ *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
  */
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
@@ -467,7 +469,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 471 "llama.tiny.cu"
+#line 473 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
@@ -476,12 +478,20 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   (void)smem;
 
   /* stage 1/13: embed -- embed token_embd.weight (line 31)
-   * work: T x 64 elements, grid-strided over threads; smem 0 bytes */
+   * work: T x 64 elements, grid-strided over threads; smem 0 bytes
+   * nodes: 2; items: 64*t, one thread each; flops: 0; sync: grid
+   * smem: none
+   * reads: weights+0 128*t (token_embd.weight)
+   * writes: scratch+0 256*t (embed token_embd.weight (line 31)) */
   mkc_embed(weights + 0, 64, 64, scratch + 0, 64, state->inputs, T);
   mkc_grid_sync(state); /* next stage reads embed (line 31) written by another block */
 
   /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 33), matmul blk.0.attn_q.weight (line 34), matmul blk.0.attn_k.weight (line 35), matmul blk.0.attn_v.weight (line 36), rope (line 34), rope (line 35)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 31)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 34)), kv+0 128*t (K cache layer 0), kv+16384 128*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 16512, weights + 20608, weights + 22656, 64, 8,
                4, 2, 16, 0, 10000.0f,
@@ -490,30 +500,50 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
 
   /* stage 3/13: attention -- attention layer 0 (line 37)
-   * work: 4 heads x T items, one block per item; smem 2128 bytes */
+   * work: 4 heads x T items, one block per item; smem 2128 bytes
+   * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
+   * smem: scores 0+2048, q_head 2048+64, red 2112+16
+   * reads: scratch+320 256*t (rope (line 34)), kv+0 128*ctx (K cache layer 0), kv+16384 128*ctx (V cache layer 0)
+   * writes: scratch+640 256*t (attention layer 0 (line 37)) */
   mkc_attention(scratch + 320, 64, kv + 0, kv + 16384, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
 
   /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 39), add (line 39)
-   * work: 64 rows, one warp per row; smem 0 bytes */
+   * work: 64 rows, one warp per row; smem 0 bytes
+   * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
+   * smem: none
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 37)), scratch+0 256*t (add (line 39))
+   * writes: scratch+0 256*t (add (line 39)) */
   mkc_matvec(weights + 24704, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
 
   /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 41), matmul blk.0.ffn_gate.weight (line 42), matmul blk.0.ffn_up.weight (line 43), swiglu (line 44)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 39)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 44)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 28928, weights + 41216, 64, 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 960, 192, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
 
   /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 44), add (line 44)
-   * work: 64 rows, one warp per row; smem 0 bytes */
+   * work: 64 rows, one warp per row; smem 0 bytes
+   * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
+   * smem: none
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 44)), scratch+0 256*t (add (line 44))
+   * writes: scratch+0 256*t (add (line 44)) */
   mkc_matvec(weights + 53504, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
 
   /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 33), matmul blk.1.attn_q.weight (line 34), matmul blk.1.attn_k.weight (line 35), matmul blk.1.attn_v.weight (line 36), rope (line 34), rope (line 35)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes */
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 44)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 34)), kv+32768 128*t (K cache layer 1), kv+49152 128*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 65920, weights + 70016, weights + 72064, 64, 8,
                4, 2, 16, 0, 10000.0f,
@@ -522,30 +552,50 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
 
   /* stage 8/13: attention -- attention layer 1 (line 37)
-   * work: 4 heads x T items, one block per item; smem 2128 bytes */
+   * work: 4 heads x T items, one block per item; smem 2128 bytes
+   * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
+   * smem: scores 0+2048, q_head 2048+64, red 2112+16
+   * reads: scratch+320 256*t (rope (line 34)), kv+32768 128*ctx (K cache layer 1), kv+49152 128*ctx (V cache layer 1)
+   * writes: scratch+640 256*t (attention layer 1 (line 37)) */
   mkc_attention(scratch + 320, 64, kv + 32768, kv + 49152, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
 
   /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 39), add (line 39)
-   * work: 64 rows, one warp per row; smem 0 bytes */
+   * work: 64 rows, one warp per row; smem 0 bytes
+   * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
+   * smem: none
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 37)), scratch+0 256*t (add (line 39))
+   * writes: scratch+0 256*t (add (line 39)) */
   mkc_matvec(weights + 74112, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
 
   /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 41), matmul blk.1.ffn_gate.weight (line 42), matmul blk.1.ffn_up.weight (line 43), swiglu (line 44)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes */
+   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 39)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 44)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 78336, weights + 90624, 64, 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 960, 192, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
 
   /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 44), add (line 44)
-   * work: 64 rows, one warp per row; smem 0 bytes */
+   * work: 64 rows, one warp per row; smem 0 bytes
+   * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
+   * smem: none
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 44)), scratch+0 256*t (add (line 44))
+   * writes: scratch+0 256*t (add (line 44)) */
   mkc_matvec(weights + 102912, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
 
   /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 46), matmul token_embd.weight (line 49), logits (line 49)
-   * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes */
+   * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
+   * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
+   * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 44)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+1920 1024*t (logits (line 49)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(weights + 0, 64, 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 1920, 256, T, scratch + 3200, (int *)(scratch + 8320),
@@ -553,6 +603,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   mkc_grid_sync(state); /* next stage reads argmax partials written by another block */
 
   /* stage 13/13: accept -- no graph node
-   * work: T tokens, block 0 only; smem 32 bytes */
+   * work: T tokens, block 0 only; smem 32 bytes
+   * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
+   * smem: choice 0+32
+   * reads: none
+   * writes: none */
   mkc_accept(state, scratch + 3200, (const int *)(scratch + 8320), 256, pos, T, (int *)(smem + 0));
 }

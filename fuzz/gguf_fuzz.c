@@ -1,0 +1,74 @@
+/* libFuzzer target for the GGUF reader: any bytes either open or fail with a
+ * message, never crash or read outside the buffer. What opens is read through
+ * every accessor, and its 1-D and 2-D tensors are loaded as the weights of a
+ * graph made from them, which dequantizes every readable type.
+ * Seeds in fuzz/corpus/gguf: small files from mkc's writer and from gguf-py
+ * (valid, v2, every value type, quantized tensors) and a few broken ones. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+
+static void read_metadata(const mkc_gguf *f) {
+  char text[256];
+  volatile double sink = 0;
+  for (uint64_t i = 0; i < f->n_kv; i++) {
+    const mkc_gguf_kv *kv = &f->kv[i];
+    if (mkc_gguf_find(f, kv->key) != kv) abort(); /* keys are unique */
+    mkc_gguf_format_value(kv, text, sizeof text);
+    for (uint64_t k = 0; k < kv->n && k < 4096; k++) {
+      mkc_gguf_str s = mkc_gguf_arr_str(kv, k);
+      sink += (double)mkc_gguf_arr_int(kv, k) + mkc_gguf_arr_float(kv, k) +
+              (s.len ? (unsigned char)s.s[s.len - 1] : 0);
+    }
+  }
+  for (uint64_t k = 0; k < f->n_kv; k++) { /* every getter on every key, whatever its type */
+    const char *key = f->kv[k].key, *s;
+    int64_t i;
+    uint32_t u;
+    double d;
+    int b;
+    const mkc_gguf_kv *a;
+    mkc_gguf_get_int(f, key, &i);
+    mkc_gguf_get_u32(f, key, &u);
+    mkc_gguf_get_float(f, key, &d);
+    mkc_gguf_get_bool(f, key, &b);
+    mkc_gguf_get_str(f, key, &s);
+    mkc_gguf_get_arr(f, key, -1, &a);
+    mkc_gguf_get_arr(f, key, MKC_GGUF_STRING, &a);
+  }
+  (void)sink;
+}
+
+/* The file's small matrices and vectors as graph weights, plus one name the
+ * file lacks when there is room, so load_weights runs its error paths too. */
+static void load_as_weights(const mkc_gguf *f) {
+  mkc_weight_info *infos = calloc(f->n_tensors + 1, sizeof *infos);
+  if (!infos) return;
+  int n = 0;
+  for (uint64_t i = 0; i < f->n_tensors; i++) {
+    const mkc_gguf_tensor *t = &f->tensors[i];
+    if (mkc_gguf_find_tensor(f, t->name) != t) abort(); /* names are unique */
+    if (t->ne[0] < 1 || t->ne[0] > INT_MAX || t->ne[1] < 1 || t->ne[1] > INT_MAX || t->ne[2] != 1 ||
+        t->ne[3] != 1 || t->n_elems > (1u << 20))
+      continue;
+    infos[n++] = (mkc_weight_info){.name = t->name, .rows = (int)t->ne[1], .cols = (int)t->ne[0]};
+  }
+  if (n == 0 || f->n_tensors % 2) infos[n++] = (mkc_weight_info){"no.such.weight", 1, 1, 0, 1};
+  mkc_graph g = {.n_weights = n, .weights = infos};
+  mkc_weights w = {0};
+  if (mkc_gguf_load_weights(f, &g, &w) == 0) mkc_weights_free(&w);
+  if (w.n || w.t) abort(); /* freed, or emptied on failure */
+  free(infos);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  mkc_gguf *f = mkc_gguf_open_memory(data, size, "fuzz.gguf");
+  if (!f) return 0;
+  read_metadata(f);
+  load_as_weights(f);
+  mkc_gguf_close(f);
+  return 0;
+}

@@ -1,0 +1,145 @@
+/* mkc init: a GGUF model file with seeded random weights for a graph and
+ * preset, with the llama metadata a loader reads, so the whole model-file
+ * path runs without downloading a model. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "codegen_host.h"
+#include "commands.h"
+#include "gguf.h"
+#include "weights.h"
+
+static const char USAGE[] =
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf\n"
+    "\n"
+    "Writes the graph's weights, seeded random (as `mkc run --random-weights S`),\n"
+    "as BF16 tensors in a GGUF file with llama metadata.\n"
+    "GRAPH defaults to graphs/llama.lua in the mkc tree.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "mkc: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run `mkc init --help` for usage)\n");
+  return 2;
+}
+
+/* The first node of op kind op, for attributes the preset set on it. */
+static const mkc_node *first_node(const mkc_graph *g, int op) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == op) return &g->nodes[i];
+  return NULL;
+}
+
+static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
+  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  int bad = mkc_gguf_set_str(out, "general.architecture", "llama");
+  bad |= mkc_gguf_set_str(out, "general.name", name);
+  bad |= mkc_gguf_set_u32(out, "llama.block_count", (uint32_t)g->n_layers);
+  bad |= mkc_gguf_set_u32(out, "llama.context_length", (uint32_t)g->max_ctx);
+  bad |= mkc_gguf_set_u32(out, "llama.embedding_length", (uint32_t)g->dim);
+  bad |= mkc_gguf_set_u32(out, "llama.feed_forward_length", (uint32_t)g->ffn);
+  bad |= mkc_gguf_set_u32(out, "llama.attention.head_count", (uint32_t)g->n_heads);
+  bad |= mkc_gguf_set_u32(out, "llama.attention.head_count_kv", (uint32_t)g->n_kv_heads);
+  /* head_dim need not be dim / n_heads: loaders read it from these */
+  bad |= mkc_gguf_set_u32(out, "llama.attention.key_length", (uint32_t)g->head_dim);
+  bad |= mkc_gguf_set_u32(out, "llama.attention.value_length", (uint32_t)g->head_dim);
+  bad |= mkc_gguf_set_u32(out, "llama.rope.dimension_count", (uint32_t)g->head_dim);
+  bad |= mkc_gguf_set_u32(out, "llama.vocab_size", (uint32_t)g->vocab);
+  if (rope) {
+    bad |= mkc_gguf_set_f32(out, "llama.rope.freq_base", (float)rope->theta);
+    /* architecture llama means interleaved pairs; say so when the graph differs */
+    bad |= mkc_gguf_set_str(out, "mkc.rope.layout",
+                            rope->layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
+  }
+  if (norm)
+    bad |= mkc_gguf_set_f32(out, "llama.attention.layer_norm_rms_epsilon", (float)norm->eps);
+  return bad ? -1 : 0;
+}
+
+/* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
+ * The bf16 data is little-endian in memory, as in the file. */
+static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w) {
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+    int64_t ne[2] = {info->cols, info->rows};
+    if (!t ||
+        mkc_gguf_add_raw(out, info->name, MKC_GGML_BF16, info->rows == 1 ? 1 : 2, ne, t->data))
+      return -1;
+  }
+  return 0;
+}
+
+int mkc_cmd_init(int argc, char **argv) {
+  const char *graph = NULL, *preset = NULL, *path = NULL, *seed_arg = NULL;
+  long max_ctx = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(USAGE, stdout);
+      return 0;
+    }
+    if (a[0] != '-') {
+      if (graph) return usage_error("unexpected argument '%s'", a);
+      graph = a;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+    const char *v = argv[++i];
+    char *end;
+    if (strcmp(a, "--preset") == 0)
+      preset = v;
+    else if (strcmp(a, "--seed") == 0)
+      seed_arg = v;
+    else if (strcmp(a, "-o") == 0)
+      path = v;
+    else if (strcmp(a, "--ctx") == 0) {
+      errno = 0;
+      max_ctx = strtol(v, &end, 10);
+      if (!*v || *end || errno || max_ctx < 1 || max_ctx > 1 << 20)
+        return usage_error("--ctx: expected an integer in 1..1048576, got '%s'", v);
+    } else
+      return usage_error("unknown option '%s'", a);
+  }
+  if (!preset) return usage_error("%s", "init: --preset is required");
+  if (!seed_arg) return usage_error("%s", "init: --seed SEED is required");
+  if (!path) return usage_error("%s", "init: -o FILE.gguf is required");
+  char *end;
+  errno = 0;
+  unsigned long long seed = strtoull(seed_arg, &end, 10);
+  if (!*seed_arg || *end || errno || seed_arg[0] == '-')
+    return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
+
+  char graph_path[4200], name[256];
+  if (graph)
+    snprintf(graph_path, sizeof graph_path, "%s", graph);
+  else
+    snprintf(graph_path, sizeof graph_path, "%s/graphs/llama.lua", mkc_home());
+  const char *base = strrchr(graph_path, '/') ? strrchr(graph_path, '/') + 1 : graph_path;
+  int stem = (int)strcspn(base, ".");
+  snprintf(name, sizeof name, "%.*s-%s", stem, base, preset);
+
+  mkc_gen_opts o = {graph_path, preset, 0, (int)max_ctx, 0};
+  mkc_graph g;
+  mkc_kernel_src src;
+  if (mkc_codegen(&o, &g, &src) != 0) return 1;
+  mkc_kernel_src_free(&src);
+  mkc_weights w = {0};
+  mkc_gguf_writer *out = NULL;
+  int rc = 1;
+  if (mkc_weights_random(&w, &g, seed) != 0 || !(out = mkc_gguf_writer_new())) goto done;
+  if (set_metadata(out, &g, name) || add_weights(out, &g, &w) || mkc_gguf_write(out, path))
+    goto done;
+  struct stat st;
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors, %lld bytes)\n", path, name, seed,
+          g.n_weights, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
+  rc = 0;
+done:
+  mkc_gguf_writer_free(out);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+  return rc;
+}

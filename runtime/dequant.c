@@ -1,0 +1,188 @@
+/* ggml tensor types: the block table, half-precision conversions and
+ * dequantization to bf16. The block layouts follow the public ggml format
+ * description; each reader below says where every bit of an element lives. */
+#include "dequant.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "weights.h"
+
+/* Sizes of every type ggml defines, readable or not, so a file holding any of
+ * them can still be bounds-checked and described. */
+static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
+    [0] = {"F32", 1, 4, 1},         [1] = {"F16", 1, 2, 1},         [2] = {"Q4_0", 32, 18, 1},
+    [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 0},      [7] = {"Q5_1", 32, 24, 0},
+    [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 0},
+    [11] = {"Q3_K", 256, 110, 0},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 0},
+    [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
+    [17] = {"IQ2_XS", 256, 74, 0},  [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
+    [20] = {"IQ4_NL", 32, 18, 0},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
+    [23] = {"IQ4_XS", 256, 136, 0}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
+    [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
+    [29] = {"IQ1_M", 256, 56, 0},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
+    [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 0},
+};
+
+const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
+  return type < MKC_GGML_TYPE_COUNT && TYPES[type].name ? &TYPES[type] : NULL;
+}
+
+const char *mkc_dequant_type_names(void) { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K"; }
+
+float mkc_f16_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
+  if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact in float */
+    float f = ldexpf((float)mant, -24);
+    return sign ? -f : f;
+  }
+  if (exp == 31)
+    bits = sign | 0x7f800000u | mant << 13; /* inf, NaN */
+  else
+    bits = sign | (exp + 112) << 23 | mant << 13;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t mkc_float_to_f16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  uint16_t sign = (uint16_t)((bits >> 16) & 0x8000);
+  uint32_t abs = bits & 0x7fffffffu, exp = abs >> 23;
+  if (abs > 0x7f800000u) return sign | 0x7e00 | (uint16_t)((abs >> 13) & 0x3ff); /* quiet NaN */
+  if (abs >= 0x477ff000u) return sign | 0x7c00; /* 65520 and up round to inf */
+  if (exp < 113) {                              /* below 2^-14: a half subnormal or zero */
+    if (exp < 102) return sign;                 /* below 2^-25: rounds to zero */
+    uint32_t mant = (abs & 0x7fffff) | 0x800000, shift = 126 - exp;
+    uint32_t h = mant >> shift, rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1))) h++;
+    return sign | (uint16_t)h;
+  }
+  uint32_t h = (exp - 112) << 10 | (abs & 0x7fffff) >> 13, rest = abs & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++; /* a carry moves into the exponent */
+  return sign | (uint16_t)h;
+}
+
+static float f16_at(const uint8_t *p) { return mkc_f16_to_float((uint16_t)(p[0] | p[1] << 8)); }
+
+/* Q8_0, 34 bytes per 32: f16 d, int8 q[32]; x = d * q. */
+static void block_q8_0(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int i = 0; i < 32; i++) y[i] = d * (float)(int8_t)b[2 + i];
+}
+
+/* Q4_0, 18 bytes per 32: f16 d, 16 bytes of nibbles; element i < 16 is the
+ * low nibble of byte i, element i + 16 the high one; x = d * (q - 8). */
+static void block_q4_0(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int i = 0; i < 16; i++) {
+    y[i] = d * (float)((b[2 + i] & 0xf) - 8);
+    y[i + 16] = d * (float)((b[2 + i] >> 4) - 8);
+  }
+}
+
+/* Q4_1, 20 bytes per 32: f16 d, f16 m, nibbles as in Q4_0; x = d * q + m. */
+static void block_q4_1(const uint8_t *b, float *y) {
+  float d = f16_at(b), m = f16_at(b + 2);
+  for (int i = 0; i < 16; i++) {
+    y[i] = d * (float)(b[4 + i] & 0xf) + m;
+    y[i + 16] = d * (float)(b[4 + i] >> 4) + m;
+  }
+}
+
+/* Q4_K, 144 bytes per 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and
+ * mins for 8 sub-blocks of 32, 128 bytes of nibbles. Sub-block j < 4: scale
+ * and min are the low 6 bits of bytes j and j + 4; j >= 4: the low 4 bits
+ * are the nibbles of byte j + 4, the high 2 bits the top bits of bytes j - 4
+ * (scale) and j (min). Each 64 elements share 32 bytes: low nibbles are the
+ * first sub-block, high nibbles the second. x = d * scale * q - dmin * min. */
+static void block_q4_k(const uint8_t *b, float *y) {
+  float d = f16_at(b), dmin = f16_at(b + 2);
+  const uint8_t *s = b + 4, *q = b + 16;
+  for (int j = 0; j < 8; j++) {
+    int scale, min;
+    if (j < 4) {
+      scale = s[j] & 63;
+      min = s[j + 4] & 63;
+    } else {
+      scale = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
+      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+    float d1 = d * (float)scale, m1 = dmin * (float)min;
+    const uint8_t *qj = q + (j / 2) * 32;
+    int shift = (j % 2) * 4;
+    for (int l = 0; l < 32; l++) y[j * 32 + l] = d1 * (float)((qj[l] >> shift) & 0xf) - m1;
+  }
+}
+
+/* Q6_K, 210 bytes per 256: 128 bytes of low nibbles (ql), 64 bytes of high
+ * 2-bit pairs (qh), int8 scales for 16 sub-blocks of 16, f16 d. In each half
+ * of 128, element l + 32k (l < 32, k < 4) takes its low 4 bits from ql byte
+ * l + 32 (k % 2) (low nibble for k < 2, high for k >= 2) and its high 2 bits
+ * from qh byte l, bits 2k..2k+1. x = d * scale * (q - 32). */
+static void block_q6_k(const uint8_t *b, float *y) {
+  const uint8_t *ql = b, *qh = b + 128;
+  const int8_t *scales = (const int8_t *)(b + 192);
+  float d = f16_at(b + 208);
+  for (int half = 0; half < 2; half++) {
+    for (int k = 0; k < 4; k++) {
+      for (int l = 0; l < 32; l++) {
+        int i = half * 128 + k * 32 + l;
+        int lo = (ql[half * 64 + l + 32 * (k % 2)] >> (4 * (k / 2))) & 0xf;
+        int hi = (qh[half * 32 + l] >> (2 * k)) & 3;
+        y[i] = d * (float)scales[i / 16] * (float)((lo | hi << 4) - 32);
+      }
+    }
+  }
+}
+
+typedef void (*block_reader)(const uint8_t *b, float *y);
+
+static block_reader reader_for(uint32_t type) {
+  switch (type) {
+  case MKC_GGML_Q8_0:
+    return block_q8_0;
+  case MKC_GGML_Q4_0:
+    return block_q4_0;
+  case MKC_GGML_Q4_1:
+    return block_q4_1;
+  case MKC_GGML_Q4_K:
+    return block_q4_k;
+  case MKC_GGML_Q6_K:
+    return block_q6_k;
+  default:
+    return NULL;
+  }
+}
+
+int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst) {
+  const uint8_t *p = src;
+  switch (type) {
+  case MKC_GGML_BF16:
+    for (size_t i = 0; i < n; i++) dst[i] = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+    return 0;
+  case MKC_GGML_F16:
+    for (size_t i = 0; i < n; i++) dst[i] = mkc_float_to_bf16(f16_at(p + 2 * i));
+    return 0;
+  case MKC_GGML_F32:
+    for (size_t i = 0; i < n; i++) {
+      uint32_t bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+                      (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+      float f;
+      memcpy(&f, &bits, sizeof f);
+      dst[i] = mkc_float_to_bf16(f);
+    }
+    return 0;
+  }
+  block_reader read = reader_for(type);
+  if (!read) return -1;
+  const mkc_ggml_type_info *info = mkc_ggml_type(type);
+  float y[256];
+  for (size_t i = 0; i + (size_t)info->block <= n; i += (size_t)info->block) {
+    read(p, y);
+    p += info->block_bytes;
+    for (int j = 0; j < info->block; j++) dst[i + (size_t)j] = mkc_float_to_bf16(y[j]);
+  }
+  return 0;
+}

@@ -1,0 +1,51 @@
+/* ggml tensor types as GGUF files store them: block sizes for every known
+ * type (so any file can be bounds-checked and described), half-precision
+ * conversions, and dequantization to bf16 for the types mkc reads. */
+#ifndef MKC_DEQUANT_H
+#define MKC_DEQUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The file's numbering (ggml_type). Ids not listed are unknown. */
+enum mkc_ggml_type {
+  MKC_GGML_F32 = 0,
+  MKC_GGML_F16 = 1,
+  MKC_GGML_Q4_0 = 2,
+  MKC_GGML_Q4_1 = 3,
+  MKC_GGML_Q5_0 = 6,
+  MKC_GGML_Q5_1 = 7,
+  MKC_GGML_Q8_0 = 8,
+  MKC_GGML_Q8_1 = 9,
+  MKC_GGML_Q2_K = 10,
+  MKC_GGML_Q3_K = 11,
+  MKC_GGML_Q4_K = 12,
+  MKC_GGML_Q5_K = 13,
+  MKC_GGML_Q6_K = 14,
+  MKC_GGML_Q8_K = 15,
+  MKC_GGML_BF16 = 30,
+  MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
+};
+
+typedef struct mkc_ggml_type_info {
+  const char *name; /* "Q4_K" */
+  int block;        /* elements per block */
+  int block_bytes;  /* bytes per block */
+  int readable;     /* 1: mkc_dequant_bf16 converts it */
+} mkc_ggml_type_info;
+
+/* The type with id type, or NULL for an unknown id. */
+const mkc_ggml_type_info *mkc_ggml_type(uint32_t type);
+
+/* "F32, F16, ...": the types mkc_dequant_bf16 converts, for messages. */
+const char *mkc_dequant_type_names(void);
+
+/* Converts n elements of a readable type (n a multiple of its block) at src
+ * (unaligned is fine) to bf16 at dst. Returns 0, or -1 for a type that is not
+ * readable. */
+int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
+
+float mkc_f16_to_float(uint16_t h);
+uint16_t mkc_float_to_f16(float f); /* round to nearest even; NaN stays NaN */
+
+#endif

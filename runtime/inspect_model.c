@@ -1,0 +1,370 @@
+/* What each template call costs, read from its literal arguments in the AST,
+ * and the cross-check against what codegen recorded. Both sides count the
+ * same things (docs/INSPECT.md): every distinct global byte a stage reads or
+ * writes once per step (weights, activations, KV rows; not the state struct
+ * or the 8-byte argmax partials), and the multiply-add FLOPs of matmuls and
+ * attention over the padded rows the kernel really runs. */
+#include "inspect.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+long long mkc_qty_eval(mkc_qty q, mkc_step_point at) {
+  long long T = at.tokens, ctx = at.pos + at.tokens;
+  long long att = T * at.pos + T * (T + 1) / 2; /* token t sees pos + t + 1 positions */
+  return q.c + q.t * T + q.ctx * ctx + q.att * att;
+}
+
+static int qty_eq(mkc_qty a, mkc_qty b) {
+  return a.c == b.c && a.t == b.t && a.ctx == b.ctx && a.att == b.att;
+}
+
+static void qty_str(mkc_qty q, char *out, size_t size) {
+  int n = 0;
+  out[0] = 0;
+  const long long v[4] = {q.c, q.t, q.ctx, q.att};
+  static const char *const unit[4] = {"", "*t", "*ctx", "*att"};
+  for (int i = 0; i < 4; i++)
+    if (v[i]) n += snprintf(out + n, size - (size_t)n, "%s%lld%s", n ? "+" : "", v[i], unit[i]);
+  if (!n) snprintf(out, size, "0");
+}
+
+/* ---- the AST side: one model per template ---- */
+
+typedef struct model_ctx {
+  mkc_stage *s;
+  const mkc_call *call;
+  char problem[200];
+} model_ctx;
+
+static int arena_of(const char *base) {
+  if (strcmp(base, "weights") == 0) return MKC_ARENA_WEIGHTS;
+  if (strcmp(base, "scratch") == 0) return MKC_ARENA_SCRATCH;
+  if (strcmp(base, "kv") == 0) return MKC_ARENA_KV;
+  return -1;
+}
+
+/* A constant argument; records a problem when it is not one. */
+static long long num(model_ctx *m, int i) {
+  const mkc_arg *a = &m->call->args[i];
+  if (i >= m->call->n_args || a->kind != MKC_ARG_INT) {
+    if (!m->problem[0])
+      snprintf(m->problem, sizeof m->problem, "%s at line %d: argument %d is not a constant",
+               m->call->name, m->call->line, i + 1);
+    return 0;
+  }
+  return a->value;
+}
+
+/* A global range the call touches; identical (direction, arena, offset) entries
+ * merge to the larger size, as the rms prologue reads part of what the matvec reads. */
+static void touch(model_ctx *m, int i, int write, mkc_qty bytes) {
+  const mkc_arg *a = &m->call->args[i];
+  if (i >= m->call->n_args) return;
+  if (a->kind == MKC_ARG_NULL) return;
+  int arena = a->kind == MKC_ARG_BUFFER ? arena_of(a->base) : -1;
+  if (arena < 0) {
+    if (!m->problem[0])
+      snprintf(m->problem, sizeof m->problem,
+               "%s at line %d: argument %d is not a weights/scratch/kv offset", m->call->name,
+               m->call->line, i + 1);
+    return;
+  }
+  mkc_stage *s = m->s;
+  for (int k = 0; k < s->n_ast_regions; k++) {
+    mkc_region *r = &s->ast_regions[k];
+    if (r->write == write && r->arena == arena && r->offset == a->value) {
+      if (bytes.c > r->bytes.c) r->bytes.c = bytes.c;
+      if (bytes.t > r->bytes.t) r->bytes.t = bytes.t;
+      if (bytes.ctx > r->bytes.ctx) r->bytes.ctx = bytes.ctx;
+      return;
+    }
+  }
+  if (s->n_ast_regions == 2 * MKC_INSPECT_MAX_REGIONS) return;
+  mkc_region *r = &s->ast_regions[s->n_ast_regions++];
+  memset(r, 0, sizeof *r);
+  r->write = write;
+  r->arena = arena;
+  r->offset = a->value;
+  r->bytes = bytes;
+}
+
+static void work(model_ctx *m, mkc_qty items, const char *unit, mkc_qty flops) {
+  m->s->ast_items = items;
+  snprintf(m->s->ast_unit, sizeof m->s->ast_unit, "%s", unit);
+  m->s->ast_flops = flops;
+}
+
+#define Q(c_, t_, ctx_, att_) ((mkc_qty){(c_), (t_), (ctx_), (att_)})
+#define NORM_READ(i, n_chunks)                                                                     \
+  touch(m, i, 0, Q(16 * (n_chunks), 0, 0, 0)) /* norm weights: a padded row of bf16 */
+
+static void model_call(model_ctx *m) {
+  const char *f = m->call->name;
+  if (strcmp(f, "mkc_embed") == 0) { /* table, row_stride, dim, x, x_stride, tokens, T */
+    long long dim = num(m, 2);
+    touch(m, 0, 0, Q(0, 2 * dim, 0, 0)); /* one table row per token */
+    touch(m, 3, 1, Q(0, 4 * dim, 0, 0));
+    work(m, Q(0, dim, 0, 0), "thread", Q(0, 0, 0, 0));
+  } else if (strcmp(f, "mkc_rms_prologue") == 0) { /* x, x_stride, n, eps, T, inv_rms, red */
+    touch(m, 0, 0, Q(0, 4 * num(m, 2), 0, 0));
+  } else if (strcmp(f, "mkc_matvec") == 0) {
+    /* w, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T
+     */
+    long long rows = num(m, 2), cols = 8 * num(m, 3);
+    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
+    touch(m, 4, 0, Q(0, 4 * cols, 0, 0));
+    NORM_READ(6, cols / 8);
+    touch(m, 8, 1, Q(0, 4 * rows, 0, 0));
+    if (num(m, 10)) touch(m, 8, 0, Q(0, 4 * rows, 0, 0)); /* residual: read-modify-write */
+    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
+  } else if (strcmp(f, "mkc_matvec_swiglu") == 0) {
+    /* w_gate, w_up, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, T */
+    long long rows = num(m, 3), cols = 8 * num(m, 4);
+    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
+    touch(m, 1, 0, Q(2 * rows * cols, 0, 0, 0));
+    touch(m, 5, 0, Q(0, 4 * cols, 0, 0));
+    NORM_READ(7, cols / 8);
+    touch(m, 9, 1, Q(0, 4 * rows, 0, 0));
+    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 4 * rows * cols, 0, 0));
+  } else if (strcmp(f, "mkc_qkv_rope") == 0) {
+    /* w_q, w_k, w_v, row_stride, n_chunks, heads, kv_heads, head_dim, layout, theta, x, x_stride,
+     * norm_w, inv_rms, q_out, q_stride, k_cache, v_cache, max_ctx, pos, T */
+    long long cols = 8 * num(m, 4), heads = num(m, 5), kvh = num(m, 6), hd = num(m, 7);
+    touch(m, 0, 0, Q(2 * heads * hd * cols, 0, 0, 0));
+    touch(m, 1, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
+    touch(m, 2, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
+    touch(m, 10, 0, Q(0, 4 * cols, 0, 0));
+    NORM_READ(12, cols / 8);
+    touch(m, 14, 1, Q(0, 4 * heads * hd, 0, 0));
+    touch(m, 16, 1, Q(0, 4 * kvh * hd, 0, 0)); /* K rows at pos..pos+T-1 */
+    touch(m, 17, 1, Q(0, 4 * kvh * hd, 0, 0));
+    work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
+         Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
+  } else if (strcmp(f, "mkc_attention") == 0) {
+    /* q, q_stride, k_cache, v_cache, out, out_stride, heads, group, head_dim, max_ctx, scale,
+     * pos, T, scores, q_head, red */
+    long long heads = num(m, 6), group = num(m, 7), hd = num(m, 8);
+    long long kvh = group > 0 ? heads / group : 0;
+    touch(m, 0, 0, Q(0, 4 * heads * hd, 0, 0));
+    touch(m, 2, 0, Q(0, 0, 4 * kvh * hd, 0)); /* every cached row of each kv head, once */
+    touch(m, 3, 0, Q(0, 0, 4 * kvh * hd, 0));
+    touch(m, 4, 1, Q(0, 4 * heads * hd, 0, 0));
+    work(m, Q(0, heads, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
+  } else if (strcmp(f, "mkc_lm_head") == 0) {
+    /* w, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
+     * part_val, part_idx, warp_val, warp_idx */
+    long long rows = num(m, 2), cols = 8 * num(m, 3);
+    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
+    touch(m, 4, 0, Q(0, 4 * cols, 0, 0));
+    NORM_READ(6, cols / 8);
+    touch(m, 8, 1, Q(0, 4 * rows, 0, 0));
+    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
+  } else if (strcmp(f, "mkc_accept") == 0) {
+    work(m, Q(0, 1, 0, 0), "thread of block 0", Q(0, 0, 0, 0));
+  } else {
+    snprintf(m->problem, sizeof m->problem, "%s at line %d: a call mkc inspect has no model for", f,
+             m->call->line);
+  }
+}
+
+/* Builds the AST-side regions, items and flops of a stage; problems found
+ * on the way are returned through problem (first one only). */
+static void model_stage(mkc_stage *s, char *problem, size_t size) {
+  s->n_ast_regions = 0;
+  memset(&s->ast_items, 0, sizeof s->ast_items);
+  memset(&s->ast_flops, 0, sizeof s->ast_flops);
+  s->ast_unit[0] = 0;
+  problem[0] = 0;
+  for (int i = 0; i < s->ast.n_calls; i++) {
+    model_ctx m = {s, &s->ast.calls[i], ""};
+    model_call(&m);
+    if (m.problem[0] && !problem[0]) snprintf(problem, size, "%s", m.problem);
+  }
+}
+
+static const char *const ARENA[MKC_ARENA_COUNT] = {"weights", "scratch", "kv"};
+
+__attribute__((format(printf, 3, 4))) static void mismatch(mkc_inspect_report *r, int stage,
+                                                           const char *fmt, ...) {
+  mkc_mismatch *m = realloc(r->mismatches, (size_t)(r->n_mismatches + 1) * sizeof *m);
+  if (!m) return;
+  r->mismatches = m;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m[r->n_mismatches].what, sizeof m->what, fmt, ap);
+  va_end(ap);
+  m[r->n_mismatches++].stage = stage;
+}
+
+/* One stage: items, flops, sync, smem offsets and every global range. */
+static void check_stage(mkc_inspect_report *r, int i) {
+  mkc_stage *s = &r->stages[i];
+  const mkc_stage_meta *mt = &s->meta;
+  char problem[200], a[64], b[64];
+  model_stage(s, problem, sizeof problem);
+  int n = i + 1;
+  if (problem[0]) mismatch(r, n, "%s", problem);
+  if (mt->index != n || mt->n_stages != r->n_stages)
+    mismatch(r, n, "the comment says stage %d/%d, but it is stage %d of %d in the body", mt->index,
+             mt->n_stages, n, r->n_stages);
+  if (!qty_eq(mt->items, s->ast_items) || strcmp(mt->unit, s->ast_unit) != 0) {
+    qty_str(mt->items, a, sizeof a);
+    qty_str(s->ast_items, b, sizeof b);
+    mismatch(r, n, "items: metadata %s (one %s each), code %s (one %s each)", a, mt->unit, b,
+             s->ast_unit[0] ? s->ast_unit : "?");
+  }
+  if (!qty_eq(mt->flops, s->ast_flops)) {
+    qty_str(mt->flops, a, sizeof a);
+    qty_str(s->ast_flops, b, sizeof b);
+    mismatch(r, n, "flops: metadata %s, code %s", a, b);
+  }
+  const char *want_sync = strcmp(mt->sync, "grid") == 0 ? "grid" : "none";
+  if (strcmp(want_sync, s->ast.sync) != 0)
+    mismatch(r, n, "sync: metadata %s, code %s", mt->sync, s->ast.sync);
+  /* smem: the offsets the calls use are the regions' offsets, and fit the stage */
+  for (int c = 0; c < s->ast.n_calls; c++)
+    for (int k = 0; k < s->ast.calls[c].n_args; k++) {
+      const mkc_arg *arg = &s->ast.calls[c].args[k];
+      if (arg->kind != MKC_ARG_BUFFER || strcmp(arg->base, "smem") != 0) continue;
+      int found = 0;
+      for (int j = 0; j < mt->n_smem; j++) found |= mt->smem[j].offset == arg->value;
+      if (!found)
+        mismatch(r, n, "%s at line %d uses smem + %lld, which starts no smem region of the stage",
+                 s->ast.calls[c].name, s->ast.calls[c].line, arg->value);
+    }
+  for (int j = 0; j < mt->n_smem; j++) {
+    int used = 0;
+    for (int c = 0; c < s->ast.n_calls; c++)
+      for (int k = 0; k < s->ast.calls[c].n_args; k++) {
+        const mkc_arg *arg = &s->ast.calls[c].args[k];
+        used |= arg->kind == MKC_ARG_BUFFER && strcmp(arg->base, "smem") == 0 &&
+                arg->value == mt->smem[j].offset;
+      }
+    if (!used)
+      mismatch(r, n, "smem region %s at %ld is never passed to a call", mt->smem[j].name,
+               mt->smem[j].offset);
+  }
+  if (mt->smem_bytes > r->header.smem_bytes)
+    mismatch(r, n, "smem %ld bytes, more than the kernel's %lld", mt->smem_bytes,
+             r->header.smem_bytes);
+  /* global ranges, both ways */
+  for (int j = 0; j < mt->n_regions; j++) {
+    const mkc_region *g = &mt->regions[j];
+    const mkc_region *c = NULL;
+    for (int k = 0; k < s->n_ast_regions; k++)
+      if (s->ast_regions[k].write == g->write && s->ast_regions[k].arena == g->arena &&
+          s->ast_regions[k].offset == g->offset)
+        c = &s->ast_regions[k];
+    qty_str(g->bytes, a, sizeof a);
+    if (!c) {
+      mismatch(r, n, "metadata %s %s+%lld %s bytes (%s), which no call %s",
+               g->write ? "writes" : "reads", ARENA[g->arena], g->offset, a, g->name,
+               g->write ? "writes" : "reads");
+    } else if (!qty_eq(g->bytes, c->bytes)) {
+      qty_str(c->bytes, b, sizeof b);
+      mismatch(r, n, "%s %s+%lld (%s): metadata %s bytes, code %s", g->write ? "write" : "read",
+               ARENA[g->arena], g->offset, g->name, a, b);
+    }
+  }
+  for (int k = 0; k < s->n_ast_regions; k++) {
+    const mkc_region *c = &s->ast_regions[k];
+    int listed = 0;
+    for (int j = 0; j < mt->n_regions; j++)
+      listed |= mt->regions[j].write == c->write && mt->regions[j].arena == c->arena &&
+                mt->regions[j].offset == c->offset;
+    if (!listed) {
+      qty_str(c->bytes, b, sizeof b);
+      mismatch(r, n, "the code %s %s+%lld (%s bytes), which the metadata does not list",
+               c->write ? "writes" : "reads", ARENA[c->arena], c->offset, b);
+    }
+  }
+}
+
+void mkc_model_crosscheck(mkc_inspect_report *r) {
+  const mkc_kernel_header *h = &r->header;
+  if (r->n_stages != h->n_stages)
+    mismatch(r, 0, "the header plans %d stages, the body has %d", h->n_stages, r->n_stages);
+  int barriers = 0;
+  long smem = 0;
+  for (int i = 0; i < r->n_stages; i++) {
+    check_stage(r, i);
+    barriers += strcmp(r->stages[i].ast.sync, "grid") == 0;
+    if (r->stages[i].meta.smem_bytes > smem) smem = r->stages[i].meta.smem_bytes;
+  }
+  if (barriers != h->n_grid_barriers)
+    mismatch(r, 0, "the header plans %d grid barriers, the body has %d", h->n_grid_barriers,
+             barriers);
+  if (smem != h->smem_bytes)
+    mismatch(r, 0, "the header's smem is %lld bytes, the largest stage uses %ld", h->smem_bytes,
+             smem);
+}
+
+long long mkc_stage_bytes(const mkc_stage *s, int write, mkc_step_point at) {
+  long long sum = 0;
+  for (int j = 0; j < s->meta.n_regions; j++)
+    if (s->meta.regions[j].write == write) sum += mkc_qty_eval(s->meta.regions[j].bytes, at);
+  return sum;
+}
+
+/* Items the busiest block (block 0) takes: work is dealt round-robin over the
+ * grid's warps, threads or blocks. */
+long long mkc_stage_per_block(const mkc_stage *s, int threads, mkc_step_point at) {
+  long long items = mkc_qty_eval(s->meta.items, at), per = 0, workers;
+  const char *u = s->meta.unit;
+  if (strcmp(u, "block") == 0) return (items + at.blocks - 1) / at.blocks;
+  if (strcmp(u, "thread of block 0") == 0) return items;
+  workers = strcmp(u, "warp") == 0 ? threads / 32 : threads;
+  long long grid = workers * at.blocks;
+  for (long long g = 0; g < workers && g < items; g++) per += (items - 1 - g) / grid + 1;
+  return per;
+}
+
+double mkc_stage_floor(const mkc_stage *s, const mkc_gpu *gpu, mkc_step_point at,
+                       int *compute_bound) {
+  double bytes = (double)(mkc_stage_bytes(s, 0, at) + mkc_stage_bytes(s, 1, at));
+  double t_mem = bytes / gpu->bandwidth;
+  double t_flop = (double)mkc_qty_eval(s->meta.flops, at) / gpu->fp32;
+  if (compute_bound) *compute_bound = t_flop > t_mem;
+  return t_flop > t_mem ? t_flop : t_mem;
+}
+
+/* Datasheet figures, dense (no sparsity). The templates run fp32 FMAs on the
+ * CUDA cores, so the floor uses the FP32 peak; the tensor-core figure is shown
+ * for reference. */
+static const mkc_gpu GPUS[] = {
+    /* NVIDIA H100 Tensor Core GPU datasheet (2023), SXM5: 3.35 TB/s HBM3, FP32 67 TFLOPS,
+     * BF16 tensor 989.5 TFLOPS dense; 132 SMs (H100 whitepaper). */
+    {"h100", "NVIDIA H100 SXM5 80GB", 3.35e12, 67e12, 989.5e12, 132},
+    /* same datasheet, PCIe: 2.0 TB/s HBM2e, FP32 51 TFLOPS, BF16 756 TFLOPS; 114 SMs. */
+    {"h100-pcie", "NVIDIA H100 PCIe 80GB", 2.0e12, 51e12, 756e12, 114},
+    /* NVIDIA H200 Tensor Core GPU datasheet (2024), SXM: 4.8 TB/s HBM3e, FP32 67 TFLOPS,
+     * BF16 989.5 TFLOPS dense; 132 SMs (same GH100 die as H100 SXM). */
+    {"h200", "NVIDIA H200 SXM 141GB", 4.8e12, 67e12, 989.5e12, 132},
+    /* NVIDIA A100 Tensor Core GPU datasheet (2021), 80GB SXM: 2.039 TB/s HBM2e, FP32 19.5
+     * TFLOPS, BF16 312 TFLOPS dense; 108 SMs (A100 whitepaper). */
+    {"a100", "NVIDIA A100 SXM4 80GB", 2.039e12, 19.5e12, 312e12, 108},
+    /* same datasheet, 40GB: 1.555 TB/s HBM2. */
+    {"a100-40gb", "NVIDIA A100 40GB", 1.555e12, 19.5e12, 312e12, 108},
+    /* NVIDIA L40S datasheet (2023): 864 GB/s GDDR6, FP32 91.6 TFLOPS, BF16 362 TFLOPS dense;
+     * 142 SMs. */
+    {"l40s", "NVIDIA L40S", 864e9, 91.6e12, 362e12, 142},
+    /* NVIDIA A10 datasheet (2021): 600 GB/s GDDR6, FP32 31.2 TFLOPS, BF16 125 TFLOPS; 72 SMs. */
+    {"a10", "NVIDIA A10", 600e9, 31.2e12, 125e12, 72},
+    /* NVIDIA Ada Lovelace architecture whitepaper, RTX 4090: 1008 GB/s GDDR6X, FP32 82.6
+     * TFLOPS, BF16 tensor 165.2 TFLOPS (FP32 accumulate); 128 SMs. */
+    {"rtx4090", "NVIDIA GeForce RTX 4090", 1008e9, 82.6e12, 165.2e12, 128},
+};
+
+const mkc_gpu *mkc_gpu_table(int *n) {
+  *n = (int)(sizeof GPUS / sizeof *GPUS);
+  return GPUS;
+}
+
+const mkc_gpu *mkc_gpu_find(const char *id) {
+  for (size_t i = 0; i < sizeof GPUS / sizeof *GPUS; i++)
+    if (strcmp(GPUS[i].id, id) == 0) return &GPUS[i];
+  return NULL;
+}

@@ -1,0 +1,369 @@
+/* The inspect report as text (outline, one stage's source) and as JSON
+ * (schema mkc-inspect/1, docs/INSPECT.md). */
+#include "inspect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const ARENA[MKC_ARENA_COUNT] = {"weights", "scratch", "kv"};
+
+static const char *fmt_bytes(double b, char *buf, size_t size) {
+  if (b < 1e3)
+    snprintf(buf, size, "%.0f B", b);
+  else if (b < 1e6)
+    snprintf(buf, size, "%.2f kB", b / 1e3);
+  else if (b < 1e9)
+    snprintf(buf, size, "%.2f MB", b / 1e6);
+  else
+    snprintf(buf, size, "%.3f GB", b / 1e9);
+  return buf;
+}
+
+static const char *fmt_count(double v, char *buf, size_t size) {
+  if (v < 1e3)
+    snprintf(buf, size, "%.0f", v);
+  else if (v < 1e6)
+    snprintf(buf, size, "%.2fk", v / 1e3);
+  else if (v < 1e9)
+    snprintf(buf, size, "%.2fM", v / 1e6);
+  else
+    snprintf(buf, size, "%.3fG", v / 1e9);
+  return buf;
+}
+
+static const char *fmt_time(double s, char *buf, size_t size) {
+  if (s < 1e-6)
+    snprintf(buf, size, "%.1f ns", s * 1e9);
+  else if (s < 1e-3)
+    snprintf(buf, size, "%.2f us", s * 1e6);
+  else
+    snprintf(buf, size, "%.3f ms", s * 1e3);
+  return buf;
+}
+
+static const char *sync_text(const mkc_stage *s) {
+  if (strcmp(s->ast.sync, "grid") == 0) return "grid barrier";
+  if (strcmp(s->ast.sync, "counter") == 0) return "counter wait";
+  return strcmp(s->meta.sync, "end") == 0 ? "end of step" : "none";
+}
+
+/* Total floor: the stages run one after another, each ended by its sync. */
+static double total_floor(const mkc_inspect_report *r) {
+  double t = 0;
+  for (int i = 0; i < r->n_stages; i++) t += mkc_stage_floor(&r->stages[i], r->gpu, r->at, NULL);
+  return t;
+}
+
+static void print_resources(const mkc_inspect_report *r, FILE *f) {
+  const mkc_resources *res = &r->res;
+  if (!res->available) {
+    fprintf(f, "resources  unavailable: %s\n", res->why);
+    return;
+  }
+  fprintf(f,
+          "resources  %s (NVRTC %d.%d, ptxas): %d registers, spills %ld B stored / %ld B loaded, "
+          "stack %ld B, smem %ld B static + %lld B dynamic, %d barrier%s, cmem %ld B\n",
+          res->arch, res->nvrtc_version / 1000, res->nvrtc_version % 1000 / 10, res->registers,
+          res->spill_store_bytes, res->spill_load_bytes, res->stack_bytes, res->smem_static_bytes,
+          r->header.smem_bytes, res->barriers, res->barriers == 1 ? "" : "s", res->cmem_bytes);
+}
+
+void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
+  const mkc_kernel_header *h = &r->header;
+  char a[32], b[32], c[32], d[32];
+  fprintf(f, "%s: %s kernel for %s, preset %s\n", r->path, h->generator, h->graph, h->preset);
+  fprintf(f,
+          "kernel     __global__ mkc_step (%s:%d): %d stages, %d grid barriers; %d threads per "
+          "block; T <= %d tokens per step; max_ctx %d\n",
+          r->path, r->kernel_line, r->n_stages, h->n_grid_barriers, h->threads, h->t_max,
+          h->max_ctx);
+  fprintf(f, "memory     weights %s, scratch %s, KV cache %s; smem %lld B per block\n",
+          fmt_bytes(2.0 * (double)h->weight_elems, a, sizeof a),
+          fmt_bytes(4.0 * (double)h->scratch_floats, b, sizeof b),
+          fmt_bytes(4.0 * (double)h->kv_floats, c, sizeof c), h->smem_bytes);
+  fprintf(f,
+          "step       T = %d token%s at pos %d, %d blocks (--tokens, --pos, --blocks); bytes are "
+          "distinct global bytes per step\n",
+          r->at.tokens, r->at.tokens == 1 ? "" : "s", r->at.pos, r->at.blocks);
+  print_resources(r, f);
+  for (int i = 0; i < r->n_stages; i++) {
+    const mkc_stage *s = &r->stages[i];
+    const mkc_stage_meta *m = &s->meta;
+    fprintf(f, "\nstage %d/%d  %s  (%s:%d-%d)\n", i + 1, r->n_stages, m->kind, r->path,
+            s->ast.first_line, s->ast.last_line);
+    for (int k = 0; k < m->n_nodes; k++)
+      fprintf(f, "  %-7s #%d %s\n", k ? "" : "nodes", m->nodes[k], m->labels[k]);
+    if (!m->n_nodes) fprintf(f, "  nodes   none (it finishes the logits node's greedy choice)\n");
+    for (int k = 0; k < s->ast.n_calls; k++)
+      fprintf(f, "  %-7s %s (%s:%d)\n", k ? "" : "calls", s->ast.calls[k].name,
+              s->ast.calls[k].template_file, s->ast.calls[k].template_line);
+    long long items = mkc_qty_eval(m->items, r->at);
+    fprintf(f, "  work    %lld item%s, one %s each; block 0 takes %lld  [%s]\n", items,
+            items == 1 ? "" : "s", m->unit, mkc_stage_per_block(s, h->threads, r->at), m->work);
+    if (!m->n_smem) fprintf(f, "  smem    none\n");
+    for (int k = 0; k < m->n_smem; k++)
+      fprintf(f, "  %-7s %-8s at %5ld, %5ld B\n", k ? "" : "smem", m->smem[k].name,
+              m->smem[k].offset, m->smem[k].bytes);
+    for (int w = 0; w < 2; w++) {
+      int first = 1;
+      for (int k = 0; k < m->n_regions; k++) {
+        const mkc_region *g = &m->regions[k];
+        if (g->write != w) continue;
+        fprintf(f, "  %-7s %-7s + %-9lld %10s  %s\n", first ? (w ? "writes" : "reads") : "",
+                ARENA[g->arena], g->offset,
+                fmt_bytes((double)mkc_qty_eval(g->bytes, r->at), a, sizeof a), g->name);
+        first = 0;
+      }
+      if (first) fprintf(f, "  %-7s none\n", w ? "writes" : "reads");
+    }
+    int cb = 0;
+    double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
+    fprintf(f, "  cost    %s read, %s written, %s FLOP; floor %s on %s (%s-bound)\n",
+            fmt_bytes((double)mkc_stage_bytes(s, 0, r->at), a, sizeof a),
+            fmt_bytes((double)mkc_stage_bytes(s, 1, r->at), b, sizeof b),
+            fmt_count((double)mkc_qty_eval(m->flops, r->at), c, sizeof c),
+            fmt_time(fl, d, sizeof d), r->gpu->id, cb ? "compute" : "memory");
+    if (s->ast.sync_line)
+      fprintf(f, "  sync    %s (line %d)\n", sync_text(s), s->ast.sync_line);
+    else
+      fprintf(f, "  sync    %s\n", sync_text(s));
+    for (int k = 0; k < r->n_mismatches; k++)
+      if (r->mismatches[k].stage == i + 1) fprintf(f, "  MISMATCH %s\n", r->mismatches[k].what);
+  }
+
+  const mkc_gpu *g = r->gpu;
+  fprintf(
+      f, "\nroofline on %s: %.2f TB/s, %.1f TFLOP/s fp32 (the templates' FMAs; bf16 tensor %.1f)\n",
+      g->name, g->bandwidth / 1e12, g->fp32 / 1e12, g->bf16_tensor / 1e12);
+  fprintf(f, "  stage  %-16s %12s %12s %10s %10s  bound\n", "kind", "read", "written", "FLOPs",
+          "floor");
+  long long rd = 0, wr = 0, fp = 0;
+  for (int i = 0; i < r->n_stages; i++) {
+    const mkc_stage *s = &r->stages[i];
+    int cb = 0;
+    double fl = mkc_stage_floor(s, g, r->at, &cb);
+    long long sr = mkc_stage_bytes(s, 0, r->at), sw = mkc_stage_bytes(s, 1, r->at);
+    long long sf = mkc_qty_eval(s->meta.flops, r->at);
+    rd += sr, wr += sw, fp += sf;
+    fprintf(f, "  %5d  %-16s %12s %12s %10s %10s  %s\n", i + 1, s->meta.kind,
+            fmt_bytes((double)sr, a, sizeof a), fmt_bytes((double)sw, b, sizeof b),
+            fmt_count((double)sf, c, sizeof c), fmt_time(fl, d, sizeof d),
+            cb ? "compute" : "memory");
+  }
+  double t = total_floor(r);
+  fprintf(f, "  total  %-16s %12s %12s %10s %10s\n", "", fmt_bytes((double)rd, a, sizeof a),
+          fmt_bytes((double)wr, b, sizeof b), fmt_count((double)fp, c, sizeof c),
+          fmt_time(t, d, sizeof d));
+  if (r->at.tokens == 1)
+    fprintf(
+        f,
+        "  floor %s per step (sum of stage floors; barriers not counted): at most %.0f tokens/s\n",
+        fmt_time(t, d, sizeof d), 1.0 / t);
+  else
+    fprintf(
+        f,
+        "  floor %s per step (sum of stage floors; barriers not counted): at most %.0f tokens/s "
+        "with no draft accepted, %.0f with all %d inputs accepted\n",
+        fmt_time(t, d, sizeof d), 1.0 / t, r->at.tokens / t, r->at.tokens);
+  if (r->n_mismatches) {
+    fprintf(f, "\n%d mismatch%s between the codegen metadata and the code:\n", r->n_mismatches,
+            r->n_mismatches == 1 ? "" : "es");
+    for (int k = 0; k < r->n_mismatches; k++)
+      fprintf(f, "  %s%d: %s\n", r->mismatches[k].stage ? "stage " : "kernel",
+              r->mismatches[k].stage, r->mismatches[k].what);
+  } else {
+    fprintf(f, "\nmetadata and code agree: stages, items, FLOPs, syncs, smem offsets and every "
+               "global range\n");
+  }
+}
+
+/* "... (line 33)" -> 33, or 0 */
+static int label_line(const char *label) {
+  const char *p = strstr(label, "(line ");
+  return p ? atoi(p + 6) : 0;
+}
+
+static int stage_matches(const mkc_stage *s, int index, const char *which) {
+  char *end;
+  long n = strtol(which, &end, 10);
+  if (*which && !*end) return n == index;
+  if (strcmp(s->meta.kind, which) == 0) return 1;
+  for (int k = 0; k < s->meta.n_nodes; k++)
+    if (strstr(s->meta.labels[k], which)) return 1;
+  return 0;
+}
+
+int mkc_inspect_print_stage(const mkc_inspect_report *r, const char *which, FILE *f) {
+  int found = 0;
+  for (int i = 0; i < r->n_stages; i++) {
+    const mkc_stage *s = &r->stages[i];
+    if (!stage_matches(s, i + 1, which)) continue;
+    if (found++) fputc('\n', f);
+    fprintf(f, "stage %d/%d: %s (%s:%d-%d)\n", i + 1, r->n_stages, s->meta.kind, r->path,
+            s->ast.first_line, s->ast.last_line);
+    for (int k = 0; k < s->meta.n_nodes; k++)
+      fprintf(f, "  graph node #%d %s  (%s:%d)\n", s->meta.nodes[k], s->meta.labels[k],
+              r->header.graph, label_line(s->meta.labels[k]));
+    for (int k = 0; k < s->ast.n_calls; k++)
+      fprintf(f, "  line %d calls %s  (%s:%d)\n", s->ast.calls[k].line, s->ast.calls[k].name,
+              s->ast.calls[k].template_file, s->ast.calls[k].template_line);
+    const char *p = r->source;
+    for (int line = 1; *p && line <= s->ast.last_line; line++) {
+      size_t len = strcspn(p, "\n");
+      if (line >= s->ast.first_line) fprintf(f, "%6d | %.*s\n", line, (int)len, p);
+      p += len;
+      if (*p) p++;
+    }
+  }
+  return found;
+}
+
+/* ---- JSON ---- */
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\')
+      fprintf(f, "\\%c", ch);
+    else if (ch < 0x20)
+      fprintf(f, "\\u%04x", ch);
+    else
+      fputc(ch, f);
+  }
+  fputc('"', f);
+}
+
+static void json_qty(FILE *f, mkc_qty q) {
+  fprintf(f, "{\"c\": %lld, \"t\": %lld, \"ctx\": %lld, \"att\": %lld}", q.c, q.t, q.ctx, q.att);
+}
+
+static void json_resources(const mkc_resources *res, long long smem_dynamic, FILE *f) {
+  fprintf(f, "  \"resources\": {\"available\": %s, \"arch\": ", res->available ? "true" : "false");
+  json_str(f, res->arch);
+  if (!res->available) {
+    fprintf(f, ", \"why\": ");
+    json_str(f, res->why);
+    fprintf(f, "},\n");
+    return;
+  }
+  fprintf(f,
+          ", \"nvrtc_version\": %d, \"registers\": %d, \"spill_store_bytes\": %ld, "
+          "\"spill_load_bytes\": %ld, \"stack_bytes\": %ld, \"smem_static_bytes\": %ld, "
+          "\"smem_dynamic_bytes\": %lld, \"barriers\": %d, \"cmem_bytes\": %ld},\n",
+          res->nvrtc_version, res->registers, res->spill_store_bytes, res->spill_load_bytes,
+          res->stack_bytes, res->smem_static_bytes, smem_dynamic, res->barriers, res->cmem_bytes);
+}
+
+void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
+  const mkc_kernel_header *h = &r->header;
+  fprintf(f, "{\n  \"schema\": \"mkc-inspect/1\",\n  \"file\": ");
+  json_str(f, r->path);
+  fprintf(f, ",\n  \"generator\": ");
+  json_str(f, h->generator);
+  fprintf(f, ",\n  \"graph\": ");
+  json_str(f, h->graph);
+  fprintf(f, ",\n  \"preset\": ");
+  json_str(f, h->preset);
+  fprintf(f,
+          ",\n  \"kernel\": {\"name\": \"mkc_step\", \"line\": %d, \"threads\": %d, \"t_max\": %d, "
+          "\"max_ctx\": %d, \"stages\": %d, \"grid_barriers\": %d, \"smem_bytes\": %lld, "
+          "\"weight_bytes\": %lld, \"scratch_bytes\": %lld, \"kv_bytes\": %lld},\n",
+          r->kernel_line, h->threads, h->t_max, h->max_ctx, r->n_stages, h->n_grid_barriers,
+          h->smem_bytes, 2 * h->weight_elems, 4 * h->scratch_floats, 4 * h->kv_floats);
+  fprintf(f, "  \"step\": {\"tokens\": %d, \"pos\": %d, \"blocks\": %d},\n", r->at.tokens,
+          r->at.pos, r->at.blocks);
+  json_resources(&r->res, h->smem_bytes, f);
+  fprintf(f, "  \"stages\": [");
+  long long rd = 0, wr = 0, fp = 0;
+  for (int i = 0; i < r->n_stages; i++) {
+    const mkc_stage *s = &r->stages[i];
+    const mkc_stage_meta *m = &s->meta;
+    fprintf(f, "%s\n    {\"index\": %d, \"kind\": ", i ? "," : "", i + 1);
+    json_str(f, m->kind);
+    fprintf(f, ", \"first_line\": %d, \"last_line\": %d,\n     \"nodes\": [", s->ast.first_line,
+            s->ast.last_line);
+    for (int k = 0; k < m->n_nodes; k++) {
+      fprintf(f, "%s{\"id\": %d, \"label\": ", k ? ", " : "", m->nodes[k]);
+      json_str(f, m->labels[k]);
+      fprintf(f, ", \"graph_line\": %d}", label_line(m->labels[k]));
+    }
+    fprintf(f, "],\n     \"calls\": [");
+    for (int k = 0; k < s->ast.n_calls; k++) {
+      fprintf(f, "%s{\"name\": ", k ? ", " : "");
+      json_str(f, s->ast.calls[k].name);
+      fprintf(f, ", \"line\": %d, \"template\": ", s->ast.calls[k].line);
+      json_str(f, s->ast.calls[k].template_file);
+      fprintf(f, ", \"template_line\": %d}", s->ast.calls[k].template_line);
+    }
+    fprintf(f, "],\n     \"work\": ");
+    json_str(f, m->work);
+    fprintf(f, ", \"items\": %lld, \"unit\": ", mkc_qty_eval(m->items, r->at));
+    json_str(f, m->unit);
+    fprintf(f, ", \"per_block\": %lld,\n     \"sync\": {\"kind\": \"%s\", \"line\": %d},\n",
+            mkc_stage_per_block(s, h->threads, r->at),
+            strcmp(s->ast.sync, "none") == 0 && strcmp(m->sync, "end") == 0 ? "end" : s->ast.sync,
+            s->ast.sync_line);
+    fprintf(f, "     \"smem_bytes\": %ld, \"smem\": [", m->smem_bytes);
+    for (int k = 0; k < m->n_smem; k++) {
+      fprintf(f, "%s{\"name\": ", k ? ", " : "");
+      json_str(f, m->smem[k].name);
+      fprintf(f, ", \"offset\": %ld, \"bytes\": %ld}", m->smem[k].offset, m->smem[k].bytes);
+    }
+    fprintf(f, "],\n     \"buffers\": [");
+    for (int k = 0; k < m->n_regions; k++) {
+      const mkc_region *g = &m->regions[k];
+      fprintf(
+          f,
+          "%s\n       {\"access\": \"%s\", \"arena\": \"%s\", \"offset\": %lld, \"bytes\": %lld, ",
+          k ? "," : "", g->write ? "write" : "read", ARENA[g->arena], g->offset,
+          mkc_qty_eval(g->bytes, r->at));
+      fprintf(f, "\"per_step\": ");
+      json_qty(f, g->bytes);
+      fprintf(f, ", \"name\": ");
+      json_str(f, g->name);
+      fputc('}', f);
+    }
+    int cb = 0;
+    double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
+    long long sr = mkc_stage_bytes(s, 0, r->at), sw = mkc_stage_bytes(s, 1, r->at);
+    long long sf = mkc_qty_eval(m->flops, r->at);
+    rd += sr, wr += sw, fp += sf;
+    fprintf(f, "],\n     \"bytes_read\": %lld, \"bytes_written\": %lld, \"flops\": %lld, ", sr, sw,
+            sf);
+    fprintf(f, "\"flops_per_step\": ");
+    json_qty(f, m->flops);
+    fprintf(f, ", \"floor_s\": %.6e, \"bound\": \"%s\",\n     \"mismatches\": [", fl,
+            cb ? "compute" : "memory");
+    int first = 1;
+    for (int k = 0; k < r->n_mismatches; k++) {
+      if (r->mismatches[k].stage != i + 1) continue;
+      fprintf(f, "%s", first ? "" : ", ");
+      json_str(f, r->mismatches[k].what);
+      first = 0;
+    }
+    fprintf(f, "]}");
+  }
+  double t = total_floor(r);
+  fprintf(
+      f,
+      "\n  ],\n  \"totals\": {\"bytes_read\": %lld, \"bytes_written\": %lld, \"flops\": %lld},\n",
+      rd, wr, fp);
+  const mkc_gpu *g = r->gpu;
+  fprintf(f, "  \"roofline\": {\"gpu\": ");
+  json_str(f, g->id);
+  fprintf(f, ", \"name\": ");
+  json_str(f, g->name);
+  fprintf(f,
+          ", \"bandwidth_bytes_per_s\": %.6e, \"peak_flops\": %.6e, \"floor_s\": %.6e, "
+          "\"tokens_per_s\": %.6e, \"tokens_per_s_all_accepted\": %.6e},\n",
+          g->bandwidth, g->fp32, t, 1.0 / t, r->at.tokens / t);
+  fprintf(f, "  \"mismatches\": [");
+  for (int k = 0; k < r->n_mismatches; k++) {
+    fprintf(f, "%s\n    {\"stage\": %d, \"what\": ", k ? "," : "", r->mismatches[k].stage);
+    json_str(f, r->mismatches[k].what);
+    fputc('}', f);
+  }
+  fprintf(f, "%s]\n}\n", r->n_mismatches ? "\n  " : "");
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# mkc init and mkc info: a GGUF file with seeded random weights, described
+# with the values the preset gives; the same seed gives the same bytes; bad
+# flags and bad files give clear messages.
+set -u
+cd "$(dirname "$0")/.."
+mkc=build/mkc
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+passed=0 failed=0
+
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
+
+# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message.
+expect_error() {
+  local name=$1 want=$2
+  shift 3
+  "$mkc" "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$? got
+  got=$(head -n 1 "$tmp/err")
+  if [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
+    fail "$name: exit status 1 or 2" "got $rc" "$(cat "$tmp/err")"
+  elif [ "$got" != "$want" ]; then
+    fail "$name: message" "want: $want" "got:  $got"
+  elif [ -s "$tmp/out" ]; then
+    fail "$name: nothing on stdout" "$(head -c 200 "$tmp/out")"
+  else
+    ok "$name"
+  fi
+}
+
+# expect_line NAME FILE LINE: FILE has exactly that line.
+expect_line() {
+  grep -qxF -- "$3" "$2" && ok "$1: $3" || fail "$1: $3" "$(cat "$2")"
+}
+
+if "$mkc" init graphs/llama.lua --preset tiny --seed 7 -o "$tmp/tiny.gguf" 2>"$tmp/err"; then
+  ok "init tiny"
+  grep -qE "^mkc: wrote $tmp/tiny.gguf \(llama-tiny, seed 7: 20 BF16 tensors, [0-9]+ bytes\)$" "$tmp/err" \
+    && ok "init says what it wrote" || fail "init says what it wrote" "$(cat "$tmp/err")"
+else
+  fail "init tiny" "$(cat "$tmp/err")"
+fi
+if "$mkc" info -m "$tmp/tiny.gguf" >"$tmp/info" 2>"$tmp/err"; then
+  ok "info tiny"
+  size=$(wc -c <"$tmp/tiny.gguf")
+  expect_line "info tiny" "$tmp/info" "format: GGUF v3, $size bytes, alignment 32, 15 metadata entries"
+  expect_line "info tiny" "$tmp/info" "architecture: llama"
+  expect_line "info tiny" "$tmp/info" "name: llama-tiny"
+  expect_line "info tiny" "$tmp/info" "llama.block_count = 2"
+  expect_line "info tiny" "$tmp/info" "llama.embedding_length = 64"
+  expect_line "info tiny" "$tmp/info" "llama.feed_forward_length = 192"
+  expect_line "info tiny" "$tmp/info" "llama.attention.head_count = 4"
+  expect_line "info tiny" "$tmp/info" "llama.attention.head_count_kv = 2"
+  expect_line "info tiny" "$tmp/info" "llama.context_length = 512"
+  expect_line "info tiny" "$tmp/info" "llama.vocab_size = 256"
+  expect_line "info tiny" "$tmp/info" "llama.rope.dimension_count = 16"
+  expect_line "info tiny" "$tmp/info" "llama.rope.freq_base = 10000"
+  expect_line "info tiny" "$tmp/info" "llama.attention.layer_norm_rms_epsilon = 1e-05"
+  expect_line "info tiny" "$tmp/info" "tensors: 20 (BF16 20)"
+  # tied head: embedding 256x64, per layer 2 norms 64, q 64x64, k,v 32x64, o 64x64,
+  # gate, up 192x64, down 64x192; output norm 64
+  params=$((256 * 64 + 2 * (2 * 64 + 64 * 64 + 2 * 32 * 64 + 64 * 64 + 3 * 192 * 64) + 64))
+  expect_line "info tiny" "$tmp/info" "tensor data: $((2 * params)) bytes (0.22 MiB), $params parameters"
+  expect_line "info tiny" "$tmp/info" "tokenizer: none"
+else
+  fail "info tiny" "$(cat "$tmp/err")"
+fi
+
+# odd: untied head, NeoX RoPE, --ctx, and the graph argument left out.
+if "$mkc" init --preset odd --seed 3 --ctx 100 -o "$tmp/odd.gguf" 2>"$tmp/err" \
+  && "$mkc" info -m "$tmp/odd.gguf" >"$tmp/info" 2>>"$tmp/err"; then
+  expect_line "info odd" "$tmp/info" "llama.context_length = 100"
+  expect_line "info odd" "$tmp/info" "llama.embedding_length = 72"
+  expect_line "info odd" "$tmp/info" "llama.attention.key_length = 12"
+  expect_line "info odd" "$tmp/info" "tensors: 21 (BF16 21)"
+else
+  fail "init + info odd" "$(cat "$tmp/err")"
+fi
+
+"$mkc" init --preset tiny --seed 7 -o "$tmp/again.gguf" 2>/dev/null
+"$mkc" init --preset tiny --seed 8 -o "$tmp/other.gguf" 2>/dev/null
+cmp -s "$tmp/tiny.gguf" "$tmp/again.gguf" && ok "the same seed writes the same bytes" \
+  || fail "the same seed writes the same bytes"
+! cmp -s "$tmp/tiny.gguf" "$tmp/other.gguf" && ok "another seed writes other weights" \
+  || fail "another seed writes other weights"
+ls "$tmp" | grep -q '\.tmp' && fail "no temporary file is left behind" "$(ls "$tmp")" \
+  || ok "no temporary file is left behind"
+
+# Bad flags and files.
+expect_error "init without --preset" "mkc: error: init: --preset is required" -- init --seed 1 -o "$tmp/x.gguf"
+expect_error "init without --seed" "mkc: error: init: --seed SEED is required" -- init --preset tiny -o "$tmp/x.gguf"
+expect_error "init without -o" "mkc: error: init: -o FILE.gguf is required" -- init --preset tiny --seed 1
+expect_error "init with a bad seed" "mkc: error: --seed: expected a non-negative integer, got '-3'" \
+  -- init --preset tiny --seed -3 -o "$tmp/x.gguf"
+expect_error "init with a bad --ctx" "mkc: error: --ctx: expected an integer in 1..1048576, got '0'" \
+  -- init --preset tiny --seed 1 --ctx 0 -o "$tmp/x.gguf"
+expect_error "init with an unknown option" "mkc: error: unknown option '--quant'" \
+  -- init --preset tiny --seed 1 --quant q4 -o "$tmp/x.gguf"
+expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
+expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
+expect_error "init with an unknown preset" \
+  "graphs/llama.lua:5: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b)" \
+  -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
+expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
+  -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
+expect_error "info without -m" "mkc: error: info: -m FILE.gguf is required" -- info
+expect_error "info with an unknown option" "mkc: error: unknown option '--json'" -- info --json -m "$tmp/tiny.gguf"
+expect_error "info -m without a value" "mkc: error: -m needs a value" -- info -m
+expect_error "info on a missing file" "mkc: error: $tmp/nope.gguf: cannot open: No such file or directory" \
+  -- info -m "$tmp/nope.gguf"
+expect_error "info on a file that is not GGUF" \
+  "mkc: error: README.md: not a GGUF file: magic 23 20 6d 6b, expected 47 47 55 46 (\"GGUF\")" -- info -m README.md
+head -c 1000 "$tmp/tiny.gguf" >"$tmp/cut.gguf" # in the length of the seventh tensor name
+expect_error "info on a truncated file" \
+  "mkc: error: $tmp/cut.gguf: truncated at offset 994: tensor info 6 needs 8 bytes, 6 left" \
+  -- info -m "$tmp/cut.gguf"
+"$mkc" init --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc init' "$tmp/out" && ok "init --help" || fail "init --help"
+"$mkc" info --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc info' "$tmp/out" && ok "info --help" || fail "info --help"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
