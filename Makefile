@@ -29,7 +29,8 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
-test: all
+# The parser tests also run under ASan/UBSan (build/sanitize/test_*).
+test: all build/sanitize/test_gguf
 	@bash tests/run.sh
 
 # The GPU suite: says "skipped: no GPU" where there is none.

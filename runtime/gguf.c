@@ -244,9 +244,7 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
     }
     t->ne[d] = (int64_t)ne;
   }
-  uint64_t offset;
-  if (read_u32(c, &t->type) || read_u64(c, &offset)) return -1;
-  t->offset = offset;
+  if (read_u32(c, &t->type) || read_u64(c, &t->offset)) return -1;
   const mkc_ggml_type_info *type = mkc_ggml_type(t->type);
   if (!type) {
     fail(f, "tensor '%s': unknown tensor type %" PRIu32, t->name, t->type);

@@ -17,11 +17,17 @@ static const char USAGE[] =
     "  mkc run --kernel DIR --random-weights SEED -n N [--prompt-ids ...]\n"
     "  mkc bench [--graph GRAPH] --preset P --random-weights SEED [--draft-max K] [-n N]\n"
     "          [--backend auto|cuda|cpu]\n"
+    "  mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--json | --stage N|NAME]\n"
+    "  mkc inspect --check KERNEL.cu...  |  mkc inspect --diff A.cu B.cu\n"
+    "  mkc init [GRAPH] --preset P --seed S -o FILE.gguf\n"
+    "  mkc info -m FILE.gguf\n"
     "\n"
     "gen writes the one-kernel CUDA source of a step (FILE \"-\": stdout).\n"
     "compile writes one cubin per arch, the PTX and manifest.json into DIR.\n"
     "run prints the generated token ids on stdout and a stats line on stderr.\n"
     "bench prints decode speed and weight bandwidth in a table.\n"
+    "inspect outlines a kernel stage by stage (run `mkc inspect --help`).\n"
+    "init writes a random model as GGUF; info says what a GGUF file holds.\n"
     "GRAPH defaults to graphs/llama.lua in the mkc tree; --backend auto picks\n"
     "cuda where a GPU and driver exist, else cpu (the SIMT emulator).\n";
 

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test program (build/test_*) and script (tests/test_*.sh) from the
+# Runs every test program (build/test_*, the sanitizer builds in
+# build/sanitize/) and script (tests/test_*.sh) from the
 # repo root, each printing "N passed, N failed[, N skipped]" last, and sums them.
 set -u
 cd "$(dirname "$0")/.."
 export MKC_CACHE_DIR="$PWD/build/test-cache"
 rm -rf "$MKC_CACHE_DIR"
 passed=0 failed=0 skipped=0 broken=()
-for t in build/test_* tests/test_*.sh; do
+for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
   case "$t" in *.d) continue ;; esac
   [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
   echo "== $t"
