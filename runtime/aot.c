@@ -19,7 +19,8 @@
 
 void mkc_source_hash(const char *source, char *out) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char *p = (const unsigned char *)source; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
+  for (const unsigned char *p = (const unsigned char *)source; *p; p++)
+    h = (h ^ *p) * 0x100000001b3ull;
   snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 
@@ -27,7 +28,8 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
   memset(h, 0, sizeof *h);
   const char *g = strstr(source, "\n * graph:   "), *hs = strstr(source, "\n * hashes:  graph ");
   const char *o = strstr(source, "\n * options: draft_max ");
-  if (strncmp(source, "/* mkc ", 7) != 0 || !strstr(source, "generated: do not edit") || !g || !hs || !o)
+  if (strncmp(source, "/* mkc ", 7) != 0 || !strstr(source, "generated: do not edit") || !g ||
+      !hs || !o)
     return -1;
   if (sscanf(source, "/* mkc %31s", h->version + 4) != 1) return -1;
   memcpy(h->version, "mkc ", 4);
@@ -36,10 +38,12 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
   if (!comma || comma - g - 13 >= (long)sizeof h->graph) return -1;
   memcpy(h->graph, g + 13, (size_t)(comma - g - 13));
   if (sscanf(comma + 9, "%127s", h->preset) != 1) return -1;
-  if (sscanf(hs, "\n * hashes:  graph %16[0-9a-f], templates %16[0-9a-f], options %16[0-9a-f]", h->graph_hash,
-             h->templates_hash, h->options_hash) != 3)
+  if (sscanf(hs, "\n * hashes:  graph %16[0-9a-f], templates %16[0-9a-f], options %16[0-9a-f]",
+             h->graph_hash, h->templates_hash, h->options_hash) != 3)
     return -1;
-  if (sscanf(o, "\n * options: draft_max %d (T <= %*d tokens per step), max_ctx %d, %d threads per block, <= %d blocks",
+  if (sscanf(o,
+             "\n * options: draft_max %d (T <= %*d tokens per step), max_ctx %d, %d threads per "
+             "block, <= %d blocks",
              &h->draft_max, &h->max_ctx, &h->threads, &h->max_blocks) != 4)
     return -1;
   return 0;
@@ -58,7 +62,8 @@ int mkc_aot_parse_archs(const char *csv, char archs[][16], int *n) {
       memcpy(a, p, len);
       a[len] = 0;
       size_t digits = strspn(a + 3, "0123456789");
-      ok = strncmp(a, "sm_", 3) == 0 && digits >= 2 && (a[3 + digits] == 0 || strcmp(a + 3 + digits, "a") == 0);
+      ok = strncmp(a, "sm_", 3) == 0 && digits >= 2 &&
+           (a[3 + digits] == 0 || strcmp(a + 3 + digits, "a") == 0);
     }
     if (!ok) {
       fprintf(stderr, "mkc: error: --arch: expected a list like sm_80,sm_90, got '%s'\n", csv);
@@ -91,7 +96,8 @@ static int write_file(const char *dir, const char *name, const void *data, size_
   return mkc_write_atomic(path, parts, &size, 1);
 }
 
-int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *out_dir, mkc_manifest *m) {
+int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *out_dir,
+                    mkc_manifest *m) {
   memset(m, 0, sizeof *m);
   char archs[MKC_AOT_MAX_ARCHS][16];
   int n_archs, rc = -1;
@@ -102,8 +108,10 @@ int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *
     return -1;
   }
   if (mkc_kernel_header_parse(source, &m->header) != 0) {
-    fprintf(stderr, "mkc: error: %s: not an mkc kernel (no \"generated: do not edit\" header from mkc gen)\n",
-            kernel_path);
+    fprintf(
+        stderr,
+        "mkc: error: %s: not an mkc kernel (no \"generated: do not edit\" header from mkc gen)\n",
+        kernel_path);
     goto done;
   }
   const char *base = strrchr(m->header.graph, '/');
@@ -246,7 +254,8 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   reader r = {path, 0};
   char *text = mkc_read_file(path, NULL);
   if (!text) {
-    fprintf(stderr, "mkc: error: cannot read %s: %s (make one with mkc compile)\n", path, strerror(errno));
+    fprintf(stderr, "mkc: error: cannot read %s: %s (make one with mkc compile)\n", path,
+            strerror(errno));
     return -1;
   }
   cJSON *root = cJSON_Parse(text);
@@ -271,7 +280,8 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   h->threads = (int)get_int(&r, root, "threads", 32, 1024);
   h->max_blocks = (int)get_int(&r, root, "max_blocks", 1, 1 << 20);
   const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(root, "hashes");
-  if (!cJSON_IsObject(hashes)) complain(&r, "hashes", "is missing");
+  if (!cJSON_IsObject(hashes))
+    complain(&r, "hashes", "is missing");
   else {
     get_str(&r, hashes, "source", m->source_hash, sizeof m->source_hash);
     get_str(&r, hashes, "graph", h->graph_hash, sizeof h->graph_hash);
@@ -289,7 +299,8 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
       check_file_name(&r, "cubins[].file", cb->file);
       cb->size = get_int(&r, c, "size", 1, 1L << 40);
       const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "ptxas");
-      if (!cJSON_IsObject(p)) complain(&r, "cubins[].ptxas", "is missing");
+      if (!cJSON_IsObject(p))
+        complain(&r, "cubins[].ptxas", "is missing");
       else {
         cb->ptxas.registers = (int)get_int(&r, p, "registers", 0, 1 << 16);
         cb->ptxas.spill_stores = (int)get_int(&r, p, "spill_stores", 0, 1 << 30);
@@ -302,7 +313,8 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
       }
     }
   const cJSON *ptx = cJSON_GetObjectItemCaseSensitive(root, "ptx");
-  if (!cJSON_IsObject(ptx)) complain(&r, "ptx", "is missing");
+  if (!cJSON_IsObject(ptx))
+    complain(&r, "ptx", "is missing");
   else {
     get_str(&r, ptx, "arch", m->ptx_arch, sizeof m->ptx_arch);
     get_str(&r, ptx, "file", m->ptx_file, sizeof m->ptx_file);

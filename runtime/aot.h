@@ -10,8 +10,8 @@
 
 /* What an emitted kernel's header says about it (codegen/emit.lua writes it). */
 typedef struct mkc_kernel_header {
-  char version[32];  /* "mkc 0.1.0" */
-  char graph[512];   /* graph file as given to gen */
+  char version[32]; /* "mkc 0.1.0" */
+  char graph[512];  /* graph file as given to gen */
   char preset[128];
   char graph_hash[17], templates_hash[17], options_hash[17];
   int draft_max, max_ctx, threads, max_blocks;
@@ -28,14 +28,14 @@ typedef struct mkc_aot_cubin {
 } mkc_aot_cubin;
 
 typedef struct mkc_manifest {
-  char name[256];         /* the program name, <graph>.<preset>.cu */
+  char name[256]; /* the program name, <graph>.<preset>.cu */
   char mkc_version[32];
-  int nvrtc_version;      /* major * 1000 + minor * 10 */
-  char source_hash[17];   /* FNV-1a 64 of the kernel source */
+  int nvrtc_version;    /* major * 1000 + minor * 10 */
+  char source_hash[17]; /* FNV-1a 64 of the kernel source */
   mkc_kernel_header header;
   int n_cubins;
   mkc_aot_cubin cubins[MKC_AOT_MAX_ARCHS];
-  char ptx_arch[16];      /* compute_80 */
+  char ptx_arch[16]; /* compute_80 */
   char ptx_file[300];
 } mkc_manifest;
 
@@ -44,7 +44,8 @@ int mkc_aot_parse_archs(const char *csv, char archs[][16], int *n);
 
 /* Compiles the kernel at kernel_path for every arch into out_dir (created)
  * and writes out_dir/manifest.json. 0, or -1 after printing why. */
-int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *out_dir, mkc_manifest *m);
+int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *out_dir,
+                    mkc_manifest *m);
 
 int mkc_manifest_write(const char *dir, const mkc_manifest *m);
 /* Reads and checks dir/manifest.json; -1 + "mkc: error: DIR/manifest.json: ..." */

@@ -24,8 +24,8 @@ struct mkc_cuda_backend {
 };
 
 static int launch(mkc_cuda_backend *b) {
-  CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1, 1,
-                                   (unsigned)b->g->smem_bytes, b->stream, b->args));
+  CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
+                                   1, (unsigned)b->g->smem_bytes, b->stream, b->args));
   return 0;
 fail:
   return -1;
@@ -36,14 +36,17 @@ fail:
 static void capture(mkc_cuda_backend *b) {
   CUresult r = mkc_cu.StreamBeginCapture(b->stream, MKC_CU_CAPTURE_MODE_THREAD_LOCAL);
   if (r == 0) {
-    CUresult lr = mkc_cu.LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
-                                                 1, (unsigned)b->g->smem_bytes, b->stream, b->args);
+    CUresult lr =
+        mkc_cu.LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads,
+                                       1, 1, (unsigned)b->g->smem_bytes, b->stream, b->args);
     r = mkc_cu.StreamEndCapture(b->stream, &b->graph);
     if (lr != 0) r = lr;
   }
   if (r == 0) r = mkc_cu.GraphInstantiateWithFlags(&b->graph_exec, b->graph, 0);
   if (r != 0) {
-    fprintf(stderr, "mkc: warning: cuda: the step could not be captured in a CUDA graph (%s): launching directly\n",
+    fprintf(stderr,
+            "mkc: warning: cuda: the step could not be captured in a CUDA graph (%s): launching "
+            "directly\n",
             mkc_cu_error_name(r));
     if (b->graph) mkc_cu.GraphDestroy(b->graph);
     b->graph = NULL;
@@ -51,7 +54,8 @@ static void capture(mkc_cuda_backend *b) {
   }
 }
 
-mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights, int use_graph) {
+mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights,
+                                int use_graph) {
   char why[512];
   mkc_cuda_backend *b = calloc(1, sizeof *b);
   if (!b) return NULL;
@@ -62,14 +66,18 @@ mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uin
     return NULL;
   }
   if (!b->dev.cooperative) {
-    fprintf(stderr, "mkc: error: cuda: %s cannot launch cooperative kernels: the megakernel needs every block resident\n",
+    fprintf(stderr,
+            "mkc: error: cuda: %s cannot launch cooperative kernels: the megakernel needs every "
+            "block resident\n",
             b->dev.name);
     free(b);
     return NULL;
   }
   if ((int)g->smem_bytes > b->dev.smem_optin) {
-    fprintf(stderr, "mkc: error: cuda: the kernel needs %zu bytes of shared memory per block; %s allows %d\n",
-            g->smem_bytes, b->dev.name, b->dev.smem_optin);
+    fprintf(
+        stderr,
+        "mkc: error: cuda: the kernel needs %zu bytes of shared memory per block; %s allows %d\n",
+        g->smem_bytes, b->dev.name, b->dev.smem_optin);
     free(b);
     return NULL;
   }
@@ -82,13 +90,15 @@ mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uin
   int per_sm = 0;
   CU_CHECK(OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->step, g->threads, g->smem_bytes));
   if (per_sm < 1) {
-    fprintf(stderr, "mkc: error: cuda: not one block of mkc_step fits on an SM of %s\n", b->dev.name);
+    fprintf(stderr, "mkc: error: cuda: not one block of mkc_step fits on an SM of %s\n",
+            b->dev.name);
     goto fail;
   }
   b->blocks = per_sm * b->dev.sm_count;
   if (b->blocks > MKC_MAX_BLOCKS) b->blocks = MKC_MAX_BLOCKS;
   CU_CHECK(StreamCreate(&b->stream, MKC_CU_STREAM_NON_BLOCKING));
-  size_t wbytes = g->weight_elems * sizeof(uint16_t), sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
+  size_t wbytes = g->weight_elems * sizeof(uint16_t),
+         sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
          kbytes = (g->kv_floats ? g->kv_floats : 1) * 4;
   CU_CHECK(MemAlloc(&b->weights, wbytes ? wbytes : 2));
   CU_CHECK(MemAlloc(&b->scratch, sbytes));
@@ -110,7 +120,8 @@ fail:
   return NULL;
 }
 
-int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed, mkc_state *out) {
+int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
+                  mkc_state *out) {
   /* n_inputs, n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
   int staged[2 + MKC_T_CAP];
   staged[0] = n_inputs;
@@ -118,8 +129,10 @@ int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fi
   memcpy(staged + 2, inputs, (size_t)n_inputs * sizeof *inputs);
   CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, n_inputs), staged,
                            (size_t)(2 + n_inputs) * sizeof(int), b->stream));
-  if (b->graph_exec) CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
-  else if (launch(b) != 0) return -1;
+  if (b->graph_exec)
+    CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
+  else if (launch(b) != 0)
+    return -1;
   CU_CHECK(MemcpyDtoHAsync(out, b->state, sizeof *out, b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;

@@ -16,11 +16,13 @@ typedef struct mkc_cuda_backend mkc_cuda_backend;
 /* image: a cubin, or NUL-terminated PTX for the driver to JIT. weights: the
  * kernel's arena (g->weight_elems bf16). use_graph 0 launches directly every
  * step (for comparison). NULL + message on failure. */
-mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights, int use_graph);
+mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights,
+                                int use_graph);
 
 /* Writes the step's inputs into the device state, runs the step, reads back
  * the state (statuses, counts, tokens). 0 or -1 after printing why. */
-int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed, mkc_state *out);
+int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
+                  mkc_state *out);
 
 /* Copies floats [offset, offset + n) of scratch (or of the KV cache) to host. */
 int mkc_cuda_read_scratch(mkc_cuda_backend *b, size_t offset, size_t n, float *host);

@@ -38,11 +38,13 @@ static int allows(const char *allowed, const char *flag) {
   return 0;
 }
 
-int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional, mkc_cli *c) {
+int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
+                  mkc_cli *c) {
   for (int i = first; i < argc; i++) {
     const char *a = argv[i];
     if (a[0] != '-' || strcmp(a, "-") == 0) {
-      if (!want_positional || c->positional) return mkc_cli_usage_error("unexpected argument '%s'", a);
+      if (!want_positional || c->positional)
+        return mkc_cli_usage_error("unexpected argument '%s'", a);
       c->positional = a;
       continue;
     }
@@ -50,30 +52,45 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
     const char *v = argv[++i];
     long x;
-    if (strcmp(a, "--preset") == 0) c->preset = v;
-    else if (strcmp(a, "--graph") == 0) c->graph = v;
-    else if (strcmp(a, "-o") == 0) c->out = v;
-    else if (strcmp(a, "--prompt-ids") == 0) c->prompt_ids = v;
-    else if (strcmp(a, "--backend") == 0) c->backend = v;
-    else if (strcmp(a, "--kernel") == 0) c->kernel_dir = v;
-    else if (strcmp(a, "--arch") == 0) c->archs = v;
+    if (strcmp(a, "--preset") == 0)
+      c->preset = v;
+    else if (strcmp(a, "--graph") == 0)
+      c->graph = v;
+    else if (strcmp(a, "-o") == 0)
+      c->out = v;
+    else if (strcmp(a, "--prompt-ids") == 0)
+      c->prompt_ids = v;
+    else if (strcmp(a, "--backend") == 0)
+      c->backend = v;
+    else if (strcmp(a, "--kernel") == 0)
+      c->kernel_dir = v;
+    else if (strcmp(a, "--arch") == 0)
+      c->archs = v;
     else if (strcmp(a, "--random-weights") == 0) {
       char *end;
       errno = 0;
       c->seed = strtoull(v, &end, 10);
       if (!*v || *end || errno || v[0] == '-')
-        return mkc_cli_usage_error("--random-weights: expected a non-negative integer seed, got '%s'", v);
+        return mkc_cli_usage_error(
+            "--random-weights: expected a non-negative integer seed, got '%s'", v);
       c->have_seed = 1;
     } else {
       long lo = 0, hi = INT_MAX / 2;
-      if (strcmp(a, "--draft-max") == 0) hi = 31;
-      else if (strcmp(a, "--ctx") == 0) lo = 1, hi = 1 << 20;
-      else if (strcmp(a, "--blocks") == 0) lo = 1, hi = 1024;
+      if (strcmp(a, "--draft-max") == 0)
+        hi = 31;
+      else if (strcmp(a, "--ctx") == 0)
+        lo = 1, hi = 1 << 20;
+      else if (strcmp(a, "--blocks") == 0)
+        lo = 1, hi = 1024;
       if (parse_int(a, v, lo, hi, &x)) return 2;
-      if (strcmp(a, "--draft-max") == 0) c->draft_max = (int)x;
-      else if (strcmp(a, "--ctx") == 0) c->max_ctx = (int)x;
-      else if (strcmp(a, "--blocks") == 0) c->blocks = (int)x;
-      else if (strcmp(a, "-n") == 0) c->n_gen = (int)x;
+      if (strcmp(a, "--draft-max") == 0)
+        c->draft_max = (int)x;
+      else if (strcmp(a, "--ctx") == 0)
+        c->max_ctx = (int)x;
+      else if (strcmp(a, "--blocks") == 0)
+        c->blocks = (int)x;
+      else if (strcmp(a, "-n") == 0)
+        c->n_gen = (int)x;
     }
   }
   return 0;
@@ -81,8 +98,10 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
 
 /* The manifest's graph path as written at gen time, else under the mkc tree. */
 static void resolve_graph(const char *graph, char *out, size_t cap) {
-  if (access(graph, R_OK) == 0) snprintf(out, cap, "%s", graph);
-  else snprintf(out, cap, "%s/%s", mkc_home(), graph);
+  if (access(graph, R_OK) == 0)
+    snprintf(out, cap, "%s", graph);
+  else
+    snprintf(out, cap, "%s/%s", mkc_home(), graph);
 }
 
 static int open_aot(const mkc_cli *c, mkc_model *m) {
@@ -90,7 +109,8 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
   char why[512], path[4600];
   mkc_cuda_device dev;
   if (mkc_cuda_device_get(&dev, why, sizeof why) != 0) {
-    fprintf(stderr, "mkc: error: %s; --kernel needs a GPU (use --backend cpu without --kernel)\n", why);
+    fprintf(stderr, "mkc: error: %s; --kernel needs a GPU (use --backend cpu without --kernel)\n",
+            why);
     return -1;
   }
   int pick = mkc_aot_pick(man, dev.cc_major, dev.cc_minor);
@@ -98,11 +118,14 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
     char have[512] = "";
     for (int i = 0; i < man->n_cubins; i++)
       snprintf(have + strlen(have), sizeof have - strlen(have), "%s, ", man->cubins[i].arch);
-    fprintf(stderr, "mkc: error: %s has cubins for %sPTX for %s: none runs on %s (%s); recompile with --arch %s\n",
+    fprintf(stderr,
+            "mkc: error: %s has cubins for %sPTX for %s: none runs on %s (%s); recompile with "
+            "--arch %s\n",
             c->kernel_dir, have, man->ptx_arch, dev.name, dev.arch, dev.arch);
     return -1;
   }
-  snprintf(path, sizeof path, "%s/%s", c->kernel_dir, pick >= 0 ? man->cubins[pick].file : man->ptx_file);
+  snprintf(path, sizeof path, "%s/%s", c->kernel_dir,
+           pick >= 0 ? man->cubins[pick].file : man->ptx_file);
   size_t size;
   void *image = mkc_read_file(path, &size);
   if (!image) {
@@ -110,12 +133,14 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
     return -1;
   }
   if (pick >= 0 && (long)size != man->cubins[pick].size) {
-    fprintf(stderr, "mkc: error: %s has %zu bytes, the manifest says %ld\n", path, size, man->cubins[pick].size);
+    fprintf(stderr, "mkc: error: %s has %zu bytes, the manifest says %ld\n", path, size,
+            man->cubins[pick].size);
     free(image);
     return -1;
   }
-  if (pick < 0) fprintf(stderr, "mkc: no cubin for %s in %s: the driver compiles its PTX (%s)\n", dev.arch,
-                        c->kernel_dir, man->ptx_arch);
+  if (pick < 0)
+    fprintf(stderr, "mkc: no cubin for %s in %s: the driver compiles its PTX (%s)\n", dev.arch,
+            c->kernel_dir, man->ptx_arch);
   m->s = mkc_session_open_image(&m->g, &m->w, image);
   free(image);
   return m->s ? 0 : -1;
@@ -144,8 +169,10 @@ int mkc_model_open(const mkc_cli *c, mkc_model *m) {
     mkc_source_hash(m->src.source, hash);
     if (strcmp(hash, m->manifest.source_hash) != 0) {
       fprintf(stderr,
-              "mkc: error: %s was compiled from another kernel than mkc generates now for %s, preset %s "
-              "(source hash %s, now %s): the graph or templates changed; run mkc gen and mkc compile again\n",
+              "mkc: error: %s was compiled from another kernel than mkc generates now for %s, "
+              "preset %s "
+              "(source hash %s, now %s): the graph or templates changed; run mkc gen and mkc "
+              "compile again\n",
               c->kernel_dir, graph_path, o.preset, m->manifest.source_hash, hash);
       return -1;
     }
@@ -158,9 +185,12 @@ int mkc_model_open(const mkc_cli *c, mkc_model *m) {
   }
   if (c->kernel_dir) return open_aot(c, m);
   enum mkc_backend_kind kind;
-  if (strcmp(b, "cpu") == 0) kind = MKC_BACKEND_CPU;
-  else if (strcmp(b, "ref") == 0) kind = MKC_BACKEND_REF;
-  else if (strcmp(b, "cuda") == 0) kind = MKC_BACKEND_CUDA;
+  if (strcmp(b, "cpu") == 0)
+    kind = MKC_BACKEND_CPU;
+  else if (strcmp(b, "ref") == 0)
+    kind = MKC_BACKEND_REF;
+  else if (strcmp(b, "cuda") == 0)
+    kind = MKC_BACKEND_CUDA;
   else if (strcmp(b, "auto") == 0) {
     mkc_cuda_device dev;
     char why[512];

@@ -20,7 +20,8 @@ int mkc_cli_usage_error(const char *fmt, const char *arg);
 
 /* Parses argv[first..]; `allowed` lists the flags this command takes, e.g.
  * "--preset -n --draft-max". Returns 0 or 2 (after printing why). */
-int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional, mkc_cli *c);
+int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
+                  mkc_cli *c);
 
 /* A model ready to decode: its graph and kernel, weights, one session. */
 typedef struct mkc_model {

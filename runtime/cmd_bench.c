@@ -36,7 +36,8 @@ static double stddev(const double *x, int n) {
 }
 
 /* One test REPS times (after one warm-up run) on a reset session. */
-static int run_test(mkc_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max, result *r) {
+static int run_test(mkc_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max,
+                    result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
@@ -93,8 +94,9 @@ static double host_copy_bandwidth(size_t bytes) {
 
 int mkc_cmd_bench(int argc, char **argv) {
   mkc_cli c = {.n_gen = 128};
-  int rc = mkc_cli_parse(argc, argv, 2, "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks",
-                         0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2, "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks", 0,
+      &c);
   if (rc) return rc;
   if (!c.preset) return mkc_cli_usage_error("%s", "bench: --preset is required");
   if (!c.have_seed) return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
@@ -106,7 +108,8 @@ int mkc_cmd_bench(int argc, char **argv) {
   if (mkc_model_open(&c, &m) != 0) goto done;
   int n_pp = m.g.max_ctx < 64 ? m.g.max_ctx : 64;
   if (c.n_gen > m.g.max_ctx) {
-    fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen, m.g.max_ctx);
+    fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen,
+            m.g.max_ctx);
     goto done;
   }
   int prompt[64];
@@ -114,7 +117,8 @@ int mkc_cmd_bench(int argc, char **argv) {
 
   /* What one step streams: every weight once (the tied head shares the embedding). */
   double params = 0;
-  for (int i = 0; i < m.g.n_weights; i++) params += (double)m.g.weights[i].rows * m.g.weights[i].cols;
+  for (int i = 0; i < m.g.n_weights; i++)
+    params += (double)m.g.weights[i].rows * m.g.weights[i].cols;
   double weight_bytes = params * 2;
   const char *backend = mkc_session_backend(m.s);
   char arch[72] = "";
@@ -141,25 +145,30 @@ int mkc_cmd_bench(int argc, char **argv) {
   tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen, tests[n_tests++].draft_max = 0;
   if (c.draft_max > 0) {
     snprintf(tests[n_tests].name, sizeof tests[0].name, "tg%d draft%d", c.n_gen, c.draft_max);
-    tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen, tests[n_tests++].draft_max = c.draft_max;
+    tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen,
+    tests[n_tests++].draft_max = c.draft_max;
   }
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
   char model[200];
   snprintf(model, sizeof model, "%.*s %s", (int)strcspn(base, "."), base, m.g.preset);
-  printf("| model | params | size | backend | arch | test | t/s | ms/token | tok/step | weights GB/s | of copy |\n");
+  printf("| model | params | size | backend | arch | test | t/s | ms/token | tok/step | weights "
+         "GB/s | of copy |\n");
   printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (int i = 0; i < n_tests; i++) {
     result r;
-    if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0) goto done;
+    if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
+      goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a";
     if (copy_gbs > 0) snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * gbs / copy_gbs);
-    printf("| %s | %.2f M | %.2f MiB | %s | %s | %s | %.2f ± %.2f | %.3f | %.2f | %.1f | %s |\n", model, params / 1e6, weight_bytes / 1048576.0, backend, arch, tests[i].name, tps,
+    printf("| %s | %.2f M | %.2f MiB | %s | %s | %s | %.2f ± %.2f | %.3f | %.2f | %.1f | %s |\n",
+           model, params / 1e6, weight_bytes / 1048576.0, backend, arch, tests[i].name, tps,
            stddev(r.tps, REPS), 1e3 / tps, r.tokens_per_step, gbs, of_copy);
     fflush(stdout);
   }
-  printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights stream once per "
+  printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
+         "stream once per "
          "kernel step: weights GB/s = steps/s x %.2f MiB.\n",
          backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, weight_bytes / 1048576.0);
   rc = 0;

@@ -22,12 +22,14 @@ static int *parse_ids(const char *s, int vocab, int *n) {
     errno = 0;
     long v = strtol(p, &end, 10);
     if (end == p || errno || (*end && *end != ',')) {
-      fprintf(stderr, "mkc: error: --prompt-ids: expected comma-separated token ids, got '%s'\n", s);
+      fprintf(stderr, "mkc: error: --prompt-ids: expected comma-separated token ids, got '%s'\n",
+              s);
       free(ids);
       return NULL;
     }
     if (v < 0 || v >= vocab) {
-      fprintf(stderr, "mkc: error: --prompt-ids: token %ld is outside the vocabulary (0..%d)\n", v, vocab - 1);
+      fprintf(stderr, "mkc: error: --prompt-ids: token %ld is outside the vocabulary (0..%d)\n", v,
+              vocab - 1);
       free(ids);
       return NULL;
     }
@@ -40,19 +42,22 @@ static int *parse_ids(const char *s, int vocab, int *n) {
 
 int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {.n_gen = -1};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "--graph --preset --random-weights -n --draft-max --prompt-ids --backend --ctx "
-                         "--blocks --kernel",
-                         0, &c);
+  int rc =
+      mkc_cli_parse(argc, argv, 2,
+                    "--graph --preset --random-weights -n --draft-max --prompt-ids --backend --ctx "
+                    "--blocks --kernel",
+                    0, &c);
   if (rc) return rc;
-  if (!c.preset && !c.kernel_dir) return mkc_cli_usage_error("%s", "run: --preset (or --kernel DIR) is required");
+  if (!c.preset && !c.kernel_dir)
+    return mkc_cli_usage_error("%s", "run: --preset (or --kernel DIR) is required");
   if (c.preset && c.kernel_dir)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own preset; drop --preset");
   if (!c.have_seed)
-    return mkc_cli_usage_error("%s", "run: --random-weights SEED is required (model files come later)");
+    return mkc_cli_usage_error("%s",
+                               "run: --random-weights SEED is required (model files come later)");
   if (c.n_gen < 0) return mkc_cli_usage_error("%s", "run: -n N (tokens to generate) is required");
-  if (c.backend && strcmp(c.backend, "cpu") && strcmp(c.backend, "ref") && strcmp(c.backend, "cuda") &&
-      strcmp(c.backend, "auto"))
+  if (c.backend && strcmp(c.backend, "cpu") && strcmp(c.backend, "ref") &&
+      strcmp(c.backend, "cuda") && strcmp(c.backend, "auto"))
     return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c.backend);
 
   mkc_model m;
@@ -63,10 +68,11 @@ int mkc_cmd_run(int argc, char **argv) {
   out = malloc((size_t)(c.n_gen + 1) * sizeof *out);
   if (!prompt || !out) goto done;
   if ((long)n_prompt + c.n_gen - 1 > m.g.max_ctx) {
-    fprintf(stderr,
-            "mkc: error: %d prompt tokens + %d generated need %d positions but the context holds %d "
-            "(use --ctx)\n",
-            n_prompt, c.n_gen, n_prompt + c.n_gen - 1, m.g.max_ctx);
+    fprintf(
+        stderr,
+        "mkc: error: %d prompt tokens + %d generated need %d positions but the context holds %d "
+        "(use --ctx)\n",
+        n_prompt, c.n_gen, n_prompt + c.n_gen - 1, m.g.max_ctx);
     goto done;
   }
   mkc_decode_stats st;
@@ -75,13 +81,15 @@ int mkc_cmd_run(int argc, char **argv) {
   printf("\n");
   fflush(stdout);
   double gen_s = st.seconds - st.prompt_seconds;
-  fprintf(stderr,
-          "mkc: %s backend (%s), preset %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
-          "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps\n",
-          mkc_session_backend(m.s), mkc_session_describe(m.s), m.g.preset, n_prompt, st.prompt_seconds,
-          st.generated, gen_s, gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
-          st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
-          st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps);
+  fprintf(
+      stderr,
+      "mkc: %s backend (%s), preset %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
+      "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
+      "steps\n",
+      mkc_session_backend(m.s), mkc_session_describe(m.s), m.g.preset, n_prompt, st.prompt_seconds,
+      st.generated, gen_s, gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
+      st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
+      st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps);
   rc = 0;
 done:
   mkc_model_close(&m);

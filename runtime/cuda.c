@@ -89,7 +89,8 @@ const char *mkc_cu_error_name(CUresult r) {
 }
 
 int mkc_cu_fail(const char *call, const char *file, int line, CUresult r) {
-  fprintf(stderr, "mkc: error: cuda: %s failed at %s:%d: %s\n", call, file, line, mkc_cu_error_name(r));
+  fprintf(stderr, "mkc: error: cuda: %s failed at %s:%d: %s\n", call, file, line,
+          mkc_cu_error_name(r));
   return -1;
 }
 
@@ -99,14 +100,17 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   int count = 0;
   CUresult r = mkc_cu.DeviceGetCount(&count);
   if (r != 0 || count == 0) {
-    snprintf(why, why_size, "no CUDA device (%s)", r ? mkc_cu_error_name(r) : "the driver sees none");
+    snprintf(why, why_size, "no CUDA device (%s)",
+             r ? mkc_cu_error_name(r) : "the driver sees none");
     return -1;
   }
-  if ((r = mkc_cu.DeviceGet(&d->dev, 0)) != 0 || (r = mkc_cu.DeviceGetName(d->name, sizeof d->name, d->dev)) ||
+  if ((r = mkc_cu.DeviceGet(&d->dev, 0)) != 0 ||
+      (r = mkc_cu.DeviceGetName(d->name, sizeof d->name, d->dev)) ||
       (r = mkc_cu.DeviceGetAttribute(&d->cc_major, MKC_CU_ATTR_CC_MAJOR, d->dev)) ||
       (r = mkc_cu.DeviceGetAttribute(&d->cc_minor, MKC_CU_ATTR_CC_MINOR, d->dev)) ||
       (r = mkc_cu.DeviceGetAttribute(&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev)) ||
+      (r = mkc_cu.DeviceGetAttribute(&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN,
+                                     d->dev)) ||
       (r = mkc_cu.DeviceGetAttribute(&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev))) {
     snprintf(why, why_size, "querying CUDA device 0 failed: %s", mkc_cu_error_name(r));
     return -1;

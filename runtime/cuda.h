@@ -18,15 +18,16 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 
 enum {
-  MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97, /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
-  MKC_CU_ATTR_SM_COUNT = 16,                   /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
-  MKC_CU_ATTR_CC_MAJOR = 75,                   /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
-  MKC_CU_ATTR_CC_MINOR = 76,                   /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
-  MKC_CU_ATTR_COOPERATIVE_LAUNCH = 95,         /* CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
-  MKC_CU_FUNC_MAX_DYNAMIC_SHARED = 8,          /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
-  MKC_CU_STREAM_NON_BLOCKING = 1,              /* CU_STREAM_NON_BLOCKING */
-  MKC_CU_CAPTURE_MODE_THREAD_LOCAL = 1,        /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */
-  MKC_CU_ERROR_NO_DEVICE = 100,                /* CUDA_ERROR_NO_DEVICE */
+  MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN =
+      97,                               /* CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+  MKC_CU_ATTR_SM_COUNT = 16,            /* CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT */
+  MKC_CU_ATTR_CC_MAJOR = 75,            /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
+  MKC_CU_ATTR_CC_MINOR = 76,            /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR */
+  MKC_CU_ATTR_COOPERATIVE_LAUNCH = 95,  /* CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH */
+  MKC_CU_FUNC_MAX_DYNAMIC_SHARED = 8,   /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  MKC_CU_STREAM_NON_BLOCKING = 1,       /* CU_STREAM_NON_BLOCKING */
+  MKC_CU_CAPTURE_MODE_THREAD_LOCAL = 1, /* CU_STREAM_CAPTURE_MODE_THREAD_LOCAL */
+  MKC_CU_ERROR_NO_DEVICE = 100,         /* CUDA_ERROR_NO_DEVICE */
 };
 
 typedef struct mkc_cu_api {
@@ -57,8 +58,8 @@ typedef struct mkc_cu_api {
   CUresult (*StreamDestroy)(CUstream);
   CUresult (*StreamSynchronize)(CUstream);
   CUresult (*CtxSynchronize)(void);
-  CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                                      unsigned, CUstream, void **);
+  CUresult (*LaunchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                      unsigned, unsigned, CUstream, void **);
   CUresult (*StreamBeginCapture)(CUstream, int);
   CUresult (*StreamEndCapture)(CUstream, CUgraph *);
   CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);

@@ -23,9 +23,12 @@ int mkc_mkdir_p(char *path) {
 int mkc_cache_dir(const char *sub, char *out, size_t cap) {
   const char *d;
   int n;
-  if ((d = getenv("MKC_CACHE_DIR")) && *d) n = snprintf(out, cap, "%s/%s", d, sub);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d) n = snprintf(out, cap, "%s/mkc/%s", d, sub);
-  else if ((d = getenv("HOME")) && *d) n = snprintf(out, cap, "%s/.cache/mkc/%s", d, sub);
+  if ((d = getenv("MKC_CACHE_DIR")) && *d)
+    n = snprintf(out, cap, "%s/%s", d, sub);
+  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+    n = snprintf(out, cap, "%s/mkc/%s", d, sub);
+  else if ((d = getenv("HOME")) && *d)
+    n = snprintf(out, cap, "%s/.cache/mkc/%s", d, sub);
   else {
     fputs("mkc: error: no cache directory: set MKC_CACHE_DIR or HOME\n", stderr);
     return -1;

@@ -122,7 +122,8 @@ int mkc_kcache_compile(const char *source, const char *name, const char *arch, m
     out->from_cache = 1;
   } else {
     if (got < 0)
-      fprintf(stderr, "mkc: warning: kernel cache entry %s is corrupt (%s): rebuilding it\n", path, why);
+      fprintf(stderr, "mkc: warning: kernel cache entry %s is corrupt (%s): rebuilding it\n", path,
+              why);
     free(out->cubin);
     free(out->log);
     out->cubin = NULL;

@@ -10,10 +10,10 @@
 typedef struct mkc_compiled {
   void *cubin;
   size_t cubin_size;
-  char *log;           /* NVRTC's log with the ptxas report */
+  char *log; /* NVRTC's log with the ptxas report */
   mkc_ptxas_info ptxas;
-  int from_cache;      /* 1: loaded, NVRTC not called */
-  char key[17];        /* 16 hex digits */
+  int from_cache; /* 1: loaded, NVRTC not called */
+  char key[17];   /* 16 hex digits */
 } mkc_compiled;
 
 /* The cubin of source (called name) for arch ("sm_90"), from

@@ -48,7 +48,8 @@ static int cmd_gen(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o", 1, &c);
   if (rc) return rc;
   if (!c.positional)
-    return mkc_cli_usage_error("%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
+    return mkc_cli_usage_error(
+        "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
   if (!c.preset) return mkc_cli_usage_error("%s", "gen: --preset is required");
   if (!c.out) return mkc_cli_usage_error("%s", "gen: -o FILE is required (\"-\" for stdout)");
   mkc_gen_opts o = {c.positional, c.preset, c.draft_max, c.max_ctx, 0};
@@ -57,8 +58,8 @@ static int cmd_gen(int argc, char **argv) {
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
   rc = write_text(c.out, src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
-    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out, src.file_name,
-            g.preset, g.n_phases, g.t_max, g.max_ctx);
+    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out,
+            src.file_name, g.preset, g.n_phases, g.t_max, g.max_ctx);
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
   return rc;
@@ -69,12 +70,8 @@ static const struct {
   const char *name;
   int (*fn)(int argc, char **argv);
 } COMMANDS[] = {
-    {"gen", cmd_gen},
-    {"compile", mkc_cmd_compile},
-    {"run", mkc_cmd_run},
-    {"bench", mkc_cmd_bench},
-    {"inspect", mkc_cmd_inspect},
-    {"init", mkc_cmd_init},
+    {"gen", cmd_gen},         {"compile", mkc_cmd_compile}, {"run", mkc_cmd_run},
+    {"bench", mkc_cmd_bench}, {"inspect", mkc_cmd_inspect}, {"init", mkc_cmd_init},
     {"info", mkc_cmd_info},
 };
 
@@ -87,9 +84,11 @@ int main(int argc, char **argv) {
   char names[256] = "";
   for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) {
     if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].fn(argc, argv);
-    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", COMMANDS[i].name);
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+             COMMANDS[i].name);
   }
-  fprintf(stderr, "mkc: error: unknown command '%s' (expected one of: %s)\n(run `mkc --help` for usage)\n",
+  fprintf(stderr,
+          "mkc: error: unknown command '%s' (expected one of: %s)\n(run `mkc --help` for usage)\n",
           argv[1], names);
   return 2;
 }

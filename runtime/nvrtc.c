@@ -106,7 +106,8 @@ int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_
   opts[n++] = arch_opt;
   opts[n++] = "--std=c++17";
   opts[n++] = "-lineinfo";
-  if (strncmp(arch, "sm_", 3) == 0) opts[n++] = "--ptxas-options=-v"; /* ptxas runs only for a real arch */
+  if (strncmp(arch, "sm_", 3) == 0)
+    opts[n++] = "--ptxas-options=-v"; /* ptxas runs only for a real arch */
   return n;
 }
 

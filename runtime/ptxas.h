@@ -4,14 +4,14 @@
 #define MKC_PTXAS_H
 
 typedef struct mkc_ptxas_info {
-  char arch[16];     /* the arch ptxas compiled for, e.g. sm_90 */
-  int registers;     /* per thread */
-  int barriers;      /* named barriers used */
-  int stack_bytes;   /* stack frame per thread */
-  int spill_stores;  /* bytes */
-  int spill_loads;   /* bytes */
-  int smem_bytes;    /* static shared memory (dynamic comes from the plan) */
-  int cmem0_bytes;   /* constant bank 0: kernel parameters */
+  char arch[16];    /* the arch ptxas compiled for, e.g. sm_90 */
+  int registers;    /* per thread */
+  int barriers;     /* named barriers used */
+  int stack_bytes;  /* stack frame per thread */
+  int spill_stores; /* bytes */
+  int spill_loads;  /* bytes */
+  int smem_bytes;   /* static shared memory (dynamic comes from the plan) */
+  int cmem0_bytes;  /* constant bank 0: kernel parameters */
 } mkc_ptxas_info;
 
 /* Parses the report's block for `kernel`. Returns 0, or -1 when the log has

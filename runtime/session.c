@@ -107,7 +107,8 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
   snprintf(templates, sizeof templates, "%s/templates", mkc_home());
   s->kernel = mkc_cpu_kernel_open(src->source, src->file_name, templates);
   if (!s->kernel) goto fail;
-  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads on the SIMT emulator", s->blocks, g->threads);
+  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads on the SIMT emulator",
+           s->blocks, g->threads);
   return s;
 oom:
   fprintf(stderr, "mkc: error: out of memory opening a session\n");
@@ -127,7 +128,8 @@ static int cuda_open(mkc_session *s, const void *image) {
   if (!s->cuda || !s->state || !s->host_logits) return -1;
   free(s->weights); /* on the device now */
   s->weights = NULL;
-  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads, %s", mkc_cuda_blocks(s->cuda), g->threads,
+  snprintf(s->describe, sizeof s->describe, "%d blocks x %d threads, %s", mkc_cuda_blocks(s->cuda),
+           g->threads,
            mkc_cuda_graph_in_use(s->cuda) ? "CUDA graph replay" : "direct cooperative launches");
   return 0;
 }
@@ -219,8 +221,9 @@ const float *mkc_session_logits(mkc_session *s, int t) {
   if (s->kind == MKC_BACKEND_REF) return s->logits + (size_t)t * s->g->vocab;
   if (s->kind == MKC_BACKEND_CUDA) {
     /* One copy of every row of the last step, on first use. */
-    if (!s->t_read && mkc_cuda_read_scratch(s->cuda, s->g->logits_offset, (size_t)s->g->t_max * s->g->logits_stride,
-                                            s->host_logits) != 0)
+    if (!s->t_read &&
+        mkc_cuda_read_scratch(s->cuda, s->g->logits_offset,
+                              (size_t)s->g->t_max * s->g->logits_stride, s->host_logits) != 0)
       return NULL;
     s->t_read = 1;
     return s->host_logits + (size_t)t * s->g->logits_stride;

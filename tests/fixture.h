@@ -24,7 +24,8 @@ static inline enum mkc_backend_kind test_backend(void) {
 static inline int test_skip_without_gpu(void) {
   mkc_cuda_device dev;
   char why[512];
-  if (test_backend() != MKC_BACKEND_CUDA || mkc_cuda_device_get(&dev, why, sizeof why) == 0) return 0;
+  if (test_backend() != MKC_BACKEND_CUDA || mkc_cuda_device_get(&dev, why, sizeof why) == 0)
+    return 0;
   printf("skipped: no GPU (%s)\n0 passed, 0 failed, 1 skipped\n", why);
   return 1;
 }

@@ -21,10 +21,11 @@ static void write_text(const char *path, const char *text) {
 static void header_parse(const char *source) {
   mkc_kernel_header h;
   CHECK(mkc_kernel_header_parse(source, &h) == 0, "header: parses the emitted kernel's header");
-  CHECK(strcmp(h.preset, "tiny") == 0 && strstr(h.graph, "graphs/llama.lua") && h.draft_max == 2 && h.max_ctx == 100 &&
-            h.threads == 128 && h.max_blocks == 1024 && strlen(h.graph_hash) == 16 && strcmp(h.version, "mkc 0.1.0") == 0,
-        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s", h.preset, h.graph, h.draft_max,
-        h.max_ctx, h.threads, h.version);
+  CHECK(strcmp(h.preset, "tiny") == 0 && strstr(h.graph, "graphs/llama.lua") && h.draft_max == 2 &&
+            h.max_ctx == 100 && h.threads == 128 && h.max_blocks == 1024 &&
+            strlen(h.graph_hash) == 16 && strcmp(h.version, "mkc 0.1.0") == 0,
+        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s", h.preset,
+        h.graph, h.draft_max, h.max_ctx, h.threads, h.version);
   CHECK(mkc_kernel_header_parse("extern \"C\" __global__ void k() {}\n", &h) == -1,
         "header: a kernel without an mkc header is refused");
 }
@@ -37,7 +38,8 @@ static void pick(void) {
   strcpy(m.cubins[2].arch, "sm_90a");
   strcpy(m.ptx_arch, "compute_80");
   CHECK_INT(mkc_aot_pick(&m, 8, 0), 0, "pick: sm_80 device gets the sm_80 cubin");
-  CHECK_INT(mkc_aot_pick(&m, 8, 9), 1, "pick: sm_89 device gets the newest same-major cubin (sm_86)");
+  CHECK_INT(mkc_aot_pick(&m, 8, 9), 1,
+            "pick: sm_89 device gets the newest same-major cubin (sm_86)");
   CHECK_INT(mkc_aot_pick(&m, 9, 0), 2, "pick: sm_90 device gets sm_90a");
   CHECK_INT(mkc_aot_pick(&m, 10, 0), MKC_AOT_PTX, "pick: sm_100 device falls back to the PTX");
   CHECK_INT(mkc_aot_pick(&m, 7, 5), MKC_AOT_NONE, "pick: sm_75 device: nothing fits");
@@ -56,14 +58,16 @@ static void round_trip(const char *kernel_path) {
   for (int i = 0; i < 2; i++) {
     snprintf(path, sizeof path, "%s/%s", out, w.cubins[i].file);
     CHECK(stat(path, &st) == 0 && st.st_size == w.cubins[i].size && w.cubins[i].ptxas.registers > 0,
-          "compile: %s (%ld bytes, %d registers)", w.cubins[i].file, w.cubins[i].size, w.cubins[i].ptxas.registers);
+          "compile: %s (%ld bytes, %d registers)", w.cubins[i].file, w.cubins[i].size,
+          w.cubins[i].ptxas.registers);
   }
   snprintf(path, sizeof path, "%s/%s", out, w.ptx_file);
   char *ptx = mkc_read_file(path, NULL);
   CHECK(ptx && strstr(ptx, ".entry mkc_step") && strcmp(w.ptx_arch, "compute_80") == 0,
         "compile: %s holds mkc_step's PTX", w.ptx_file);
   free(ptx);
-  CHECK(strcmp(w.name, "llama.tiny.cu") == 0 && strcmp(w.cubins[0].file, "llama.tiny.sm_80.cubin") == 0,
+  CHECK(strcmp(w.name, "llama.tiny.cu") == 0 &&
+            strcmp(w.cubins[0].file, "llama.tiny.sm_80.cubin") == 0,
         "compile: files named after the program (%s)", w.name);
   rc = mkc_manifest_read(out, &r);
   CHECK(rc == 0, "manifest: reads back");
@@ -76,8 +80,10 @@ static void round_trip(const char *kernel_path) {
   struct {
     const char *from, *to, *message;
   } bad[] = {
-      {"\"format\":\t\"mkc-aot-1\"", "\"format\":\t\"mkc-aot-9\"", "manifest.json: format is not mkc-aot-1"},
-      {"\"preset\":\t\"tiny\"", "\"preset\":\t7", "manifest.json: preset is missing or not a string"},
+      {"\"format\":\t\"mkc-aot-1\"", "\"format\":\t\"mkc-aot-9\"",
+       "manifest.json: format is not mkc-aot-1"},
+      {"\"preset\":\t\"tiny\"", "\"preset\":\t7",
+       "manifest.json: preset is missing or not a string"},
       {"\"file\":\t\"llama.tiny.sm_80.cubin\"", "\"file\":\t\"../../etc/passwd\"",
        "manifest.json: cubins[].file must be a plain file name"},
       {"\"max_ctx\":\t100", "\"max_ctx\":\t-5", "manifest.json: max_ctx is out of range"},
@@ -113,7 +119,8 @@ static void bad_inputs(const char *kernel_path) {
       {kernel_path, "sm_90,sm_90", "mkc: error: --arch: sm_90 given twice"},
       {kernel_path, "", "mkc: error: --arch: no arch given"},
       {notk, "sm_90", "not an mkc kernel"},
-      {"/nonexistent.cu", "sm_90", "mkc: error: cannot read /nonexistent.cu: No such file or directory"},
+      {"/nonexistent.cu", "sm_90",
+       "mkc: error: cannot read /nonexistent.cu: No such file or directory"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     mkc_manifest m;

@@ -27,23 +27,30 @@ static void make_source(int variant) {
 }
 
 static void ptxas_parser(void) {
-  const char *sm80 = "ptxas info    : 0 bytes gmem\n"
-                     "ptxas info    : Compiling entry function 'other' for 'sm_80'\n"
-                     "ptxas info    : Used 7 registers, 1 bytes smem\n"
-                     "ptxas info    : Compiling entry function 'mkc_step' for 'sm_80'\n"
-                     "ptxas info    : Function properties for mkc_step\n"
-                     "ptxas         .     104 bytes stack frame, 12 bytes spill stores, 80 bytes spill loads\n"
-                     "ptxas info    : Used 56 registers, used 1 barriers, 256 bytes smem, 384 bytes cmem[0]\n";
+  const char *sm80 =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_80'\n"
+      "ptxas info    : Used 7 registers, 1 bytes smem\n"
+      "ptxas info    : Compiling entry function 'mkc_step' for 'sm_80'\n"
+      "ptxas info    : Function properties for mkc_step\n"
+      "ptxas         .     104 bytes stack frame, 12 bytes spill stores, 80 bytes spill loads\n"
+      "ptxas info    : Used 56 registers, used 1 barriers, 256 bytes smem, 384 bytes cmem[0]\n";
   mkc_ptxas_info p;
   CHECK(mkc_ptxas_parse(sm80, "mkc_step", &p) == 0, "ptxas: finds mkc_step's block");
-  CHECK(strcmp(p.arch, "sm_80") == 0 && p.registers == 56 && p.barriers == 1 && p.stack_bytes == 104 &&
-            p.spill_stores == 12 && p.spill_loads == 80 && p.smem_bytes == 256 && p.cmem0_bytes == 384,
-        "ptxas: every figure of the sm_80 report (%s %d regs %d bar %d stack %d/%d spill %d smem %d cmem)", p.arch,
-        p.registers, p.barriers, p.stack_bytes, p.spill_stores, p.spill_loads, p.smem_bytes, p.cmem0_bytes);
-  CHECK(mkc_ptxas_parse(sm80, "other", &p) == 0 && p.registers == 7 && p.smem_bytes == 1 && p.stack_bytes == 0,
+  CHECK(strcmp(p.arch, "sm_80") == 0 && p.registers == 56 && p.barriers == 1 &&
+            p.stack_bytes == 104 && p.spill_stores == 12 && p.spill_loads == 80 &&
+            p.smem_bytes == 256 && p.cmem0_bytes == 384,
+        "ptxas: every figure of the sm_80 report (%s %d regs %d bar %d stack %d/%d spill %d smem "
+        "%d cmem)",
+        p.arch, p.registers, p.barriers, p.stack_bytes, p.spill_stores, p.spill_loads, p.smem_bytes,
+        p.cmem0_bytes);
+  CHECK(mkc_ptxas_parse(sm80, "other", &p) == 0 && p.registers == 7 && p.smem_bytes == 1 &&
+            p.stack_bytes == 0,
         "ptxas: another kernel's block is kept apart");
-  CHECK(mkc_ptxas_parse(sm80, "missing", &p) == -1, "ptxas: a kernel not in the report is an error");
-  CHECK(mkc_ptxas_parse("garbage\n", "mkc_step", &p) == -1, "ptxas: a log with no report is an error");
+  CHECK(mkc_ptxas_parse(sm80, "missing", &p) == -1,
+        "ptxas: a kernel not in the report is an error");
+  CHECK(mkc_ptxas_parse("garbage\n", "mkc_step", &p) == -1,
+        "ptxas: a log with no report is an error");
 }
 
 static int count_tmp_files(void) {
@@ -71,19 +78,23 @@ static void cache(void) {
   make_source(3);
   int calls = mkc_nvrtc_compile_count();
   int rc = mkc_kcache_compile(source, "k.cu", "sm_90", &a);
-  CHECK(rc == 0 && !a.from_cache && a.cubin_size > 0, "miss: compiles (%zu-byte cubin)", a.cubin_size);
+  CHECK(rc == 0 && !a.from_cache && a.cubin_size > 0, "miss: compiles (%zu-byte cubin)",
+        a.cubin_size);
   CHECK_INT(mkc_nvrtc_compile_count() - calls, 1, "miss: NVRTC called once");
   CHECK(a.ptxas.registers > 0 && a.ptxas.smem_bytes == 256 && strcmp(a.ptxas.arch, "sm_90") == 0,
-        "miss: ptxas figures parsed (%d registers, %d bytes smem)", a.ptxas.registers, a.ptxas.smem_bytes);
+        "miss: ptxas figures parsed (%d registers, %d bytes smem)", a.ptxas.registers,
+        a.ptxas.smem_bytes);
   calls = mkc_nvrtc_compile_count();
-  CHECK(mkc_kcache_compile(source, "k.cu", "sm_90", &b) == 0 && b.from_cache, "hit: loaded from the cache");
+  CHECK(mkc_kcache_compile(source, "k.cu", "sm_90", &b) == 0 && b.from_cache,
+        "hit: loaded from the cache");
   CHECK_INT(mkc_nvrtc_compile_count() - calls, 0, "hit: NVRTC not called");
   CHECK(b.cubin_size == a.cubin_size && memcmp(a.cubin, b.cubin, a.cubin_size) == 0 &&
             b.ptxas.registers == a.ptxas.registers,
         "hit: the same cubin and ptxas figures");
   mkc_compiled_free(&b);
 
-  CHECK(mkc_kcache_compile(source, "k.cu", "sm_80", &b) == 0 && !b.from_cache && strcmp(b.key, a.key) != 0,
+  CHECK(mkc_kcache_compile(source, "k.cu", "sm_80", &b) == 0 && !b.from_cache &&
+            strcmp(b.key, a.key) != 0,
         "another arch is another key");
   mkc_compiled_free(&b);
   CHECK(mkc_kcache_compile(source, "other.cu", "sm_90", &b) == 0 && !b.from_cache,
@@ -97,16 +108,19 @@ static void cache(void) {
   check_stderr_begin();
   rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
   char *err = check_stderr_end();
-  CHECK(rc == 0 && !b.from_cache && b.cubin_size == a.cubin_size && memcmp(a.cubin, b.cubin, a.cubin_size) == 0,
+  CHECK(rc == 0 && !b.from_cache && b.cubin_size == a.cubin_size &&
+            memcmp(a.cubin, b.cubin, a.cubin_size) == 0,
         "corrupted entry: not loaded, rebuilt to the right cubin");
-  CHECK(strstr(err, "is corrupt (checksum mismatch): rebuilding it") != NULL, "corrupted entry: reported");
+  CHECK(strstr(err, "is corrupt (checksum mismatch): rebuilding it") != NULL,
+        "corrupted entry: reported");
   CHECK_INT(mkc_nvrtc_compile_count() - calls, 1, "corrupted entry: NVRTC called to rebuild");
   free(err);
   mkc_compiled_free(&b);
   check_stderr_begin();
   rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
   err = check_stderr_end();
-  CHECK(rc == 0 && b.from_cache && err[0] == '\0', "corrupted entry: reported once, then a clean hit");
+  CHECK(rc == 0 && b.from_cache && err[0] == '\0',
+        "corrupted entry: reported once, then a clean hit");
   free(err);
   mkc_compiled_free(&b);
 
@@ -114,7 +128,8 @@ static void cache(void) {
     check_stderr_begin();
     rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
     err = check_stderr_end();
-    CHECK(rc == 0 && !b.from_cache && strstr(err, "sizes do not match the file"), "torn entry: detected, rebuilt");
+    CHECK(rc == 0 && !b.from_cache && strstr(err, "sizes do not match the file"),
+          "torn entry: detected, rebuilt");
     free(err);
     mkc_compiled_free(&b);
   }
@@ -151,7 +166,8 @@ static void cache(void) {
   mkc_kcache_path(b.key, path, sizeof path);
   strcpy(path + strlen(path) - strlen(".cubin"), ".cu");
   char *kept = mkc_read_file(path, NULL);
-  CHECK(kept && strcmp(kept, source) == 0, "MKC_KEEP_SOURCE=1: the source is kept beside the entry");
+  CHECK(kept && strcmp(kept, source) == 0,
+        "MKC_KEEP_SOURCE=1: the source is kept beside the entry");
   free(kept);
   mkc_compiled_free(&b);
   unsetenv("MKC_KEEP_SOURCE");

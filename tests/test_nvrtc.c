@@ -35,10 +35,12 @@ static int compile_one(const job *j) {
   mkc_compiled c;
   if (mkc_kcache_compile(src.source, src.file_name, arch, &c) != 0) return 1;
   const mkc_ptxas_info *p = &c.ptxas;
-  printf("     | %s %s: %zu-byte cubin, %d registers, %d B stack, %d/%d B spilled, %d barriers\n", j->preset,
-         arch, c.cubin_size, p->registers, p->stack_bytes, p->spill_stores, p->spill_loads, p->barriers);
+  printf("     | %s %s: %zu-byte cubin, %d registers, %d B stack, %d/%d B spilled, %d barriers\n",
+         j->preset, arch, c.cubin_size, p->registers, p->stack_bytes, p->spill_stores,
+         p->spill_loads, p->barriers);
   fflush(stdout);
-  int ok = c.cubin_size > 1000 && p->registers > 0 && strcmp(p->arch, arch) == 0 && p->barriers >= 1;
+  int ok =
+      c.cubin_size > 1000 && p->registers > 0 && strcmp(p->arch, arch) == 0 && p->barriers >= 1;
   mkc_compiled_free(&c);
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
@@ -51,7 +53,8 @@ static void wait_one(job *jobs, int n) {
   for (int i = 0; i < n; i++)
     if (jobs[i].pid == pid) {
       CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-            "%s: compiles through NVRTC for sm_%d, ptxas figures parsed", jobs[i].preset, jobs[i].arch);
+            "%s: compiles through NVRTC for sm_%d, ptxas figures parsed", jobs[i].preset,
+            jobs[i].arch);
       jobs[i].pid = 0;
     }
 }
@@ -71,15 +74,18 @@ static void one_global(const char *preset) {
 }
 
 static void broken_kernel(void) {
-  const char *src = "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
+  const char *src =
+      "extern \"C\" __global__ void k(float *x) {\n  x[0] = 1.0f;\n  x[1] = undefined_name;\n}\n";
   mkc_nvrtc_output out;
   check_stderr_begin();
   int rc = mkc_nvrtc_compile(src, "broken.cu", "sm_90", 0, &out);
   char *err = check_stderr_end();
   CHECK(rc == -1, "a broken kernel fails to compile");
-  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL, "... with a clear message");
+  CHECK(strstr(err, "mkc: error: nvrtc: compiling broken.cu for sm_90 failed") != NULL,
+        "... with a clear message");
   CHECK(strstr(err, "options: --gpu-architecture=sm_90") != NULL, "... listing the options");
-  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL, "... and marking the failing line");
+  CHECK(strstr(err, ">>    3 |   x[1] = undefined_name;") != NULL,
+        "... and marking the failing line");
   free(err);
   mkc_nvrtc_output_free(&out);
 }
@@ -100,7 +106,8 @@ int main(void) {
   for (int p = 0; p < 3; p++) {
     one_global(presets[p]);
     for (int a = 0; a < n_supported && n < MAX_JOBS; a++)
-      if (supported[a] == 80 || supported[a] >= 90) jobs[n++] = (job){presets[p], p == 1 ? 7 : 4, supported[a], 0};
+      if (supported[a] == 80 || supported[a] >= 90)
+        jobs[n++] = (job){presets[p], p == 1 ? 7 : 4, supported[a], 0};
   }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);
   int running = 0;
