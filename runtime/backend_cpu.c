@@ -33,36 +33,6 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 /* Hashes s and its terminating NUL, so ("ab","c") and ("a","bc") differ. */
 static uint64_t fnv1a_str(uint64_t h, const char *s) { return fnv1a(h, s, strlen(s) + 1); }
 
-/* The whole file as a NUL-terminated string, or NULL with errno set. */
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t len = 0, cap = 0, n;
-  do {
-    if (cap - len < 4096) {
-      char *nb = realloc(buf, cap = cap * 2 + 4096 + 1);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        errno = ENOMEM;
-        return NULL;
-      }
-      buf = nb;
-    }
-    n = fread(buf + len, 1, cap - len - 1, f);
-    len += n;
-  } while (n > 0);
-  int bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    free(buf);
-    errno = EIO;
-    return NULL;
-  }
-  buf[len] = '\0';
-  return buf;
-}
 
 static int cache_dir(char *out, size_t cap) { return mkc_cache_dir("cpu", out, cap); }
 
@@ -184,13 +154,13 @@ mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
   }
 
   snprintf(path, sizeof path, "%s/prelude_cpu.h", templates_dir);
-  if (!(prelude = read_text(path))) {
+  if (!(prelude = mkc_read_file(path, NULL))) {
     fprintf(stderr, "mkc: error: cpu backend: cannot read %s: %s\n", path, strerror(errno));
     oom = 0;
     goto out;
   }
   snprintf(path, sizeof path, "%s/mkc_state.h", templates_dir);
-  if (!(state_h = read_text(path)) && !(state_h = strdup(""))) goto out;
+  if (!(state_h = mkc_read_file(path, NULL)) && !(state_h = strdup(""))) goto out;
 
   const char *cc = getenv("MKC_CC");
   if (!cc || !*cc) cc = getenv("CC");
