@@ -60,7 +60,7 @@ clean:
 # on the seeds in fuzz/corpus/gguf; new inputs go to build/fuzz/corpus.
 FUZZ_CC ?= $(shell command -v clang-19 || command -v clang)
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := fuzz/gguf_fuzz.c runtime/gguf.c runtime/dequant.c runtime/weights.c
+FUZZ_SRC := fuzz/gguf_fuzz.c runtime/gguf.c runtime/dequant.c runtime/weights.c runtime/hash.c
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 build/fuzz/gguf_fuzz: $(FUZZ_SRC) runtime/gguf.h runtime/dequant.h

@@ -10,17 +10,14 @@
 #include <cJSON.h>
 
 #include "files.h"
+#include "hash.h"
 #include "kcache.h"
 #include "nvrtc.h"
+#include "version.h"
 
-#ifndef MKC_VERSION
-#define MKC_VERSION "0.1.0"
-#endif
 
 void mkc_source_hash(const char *source, char *out) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char *p = (const unsigned char *)source; *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
+  uint64_t h = mkc_fnv1a(MKC_FNV_OFFSET, source, strlen(source));
   snprintf(out, 17, "%016llx", (unsigned long long)h);
 }
 

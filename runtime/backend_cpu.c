@@ -2,6 +2,7 @@
  * mkc_step run by every emulated thread of the SIMT emulator. */
 #include "backend_cpu.h"
 #include "files.h"
+#include "hash.h"
 #include "mkc_state.h"
 #include "simt.h"
 
@@ -24,14 +25,6 @@ struct mkc_cpu_kernel {
   char *name;
 };
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-/* Hashes s and its terminating NUL, so ("ab","c") and ("a","bc") differ. */
-static uint64_t fnv1a_str(uint64_t h, const char *s) { return fnv1a(h, s, strlen(s) + 1); }
 
 
 static int cache_dir(char *out, size_t cap) { return mkc_cache_dir("cpu", out, cap); }
@@ -169,11 +162,11 @@ mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
   if (!(key_cmd = compile_command(cc, inc, "SOURCE", "OUTPUT"))) goto out;
   oom = 0;
 
-  uint64_t h = 0xcbf29ce484222325ull;
-  h = fnv1a_str(h, text);
-  h = fnv1a_str(h, prelude);
-  h = fnv1a_str(h, state_h);
-  h = fnv1a_str(h, key_cmd);
+  uint64_t h = MKC_FNV_OFFSET;
+  h = mkc_fnv1a_str(h, text);
+  h = mkc_fnv1a_str(h, prelude);
+  h = mkc_fnv1a_str(h, state_h);
+  h = mkc_fnv1a_str(h, key_cmd);
 
   if (cache_dir(dir, sizeof dir) != 0) goto out;
   snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);

@@ -4,6 +4,7 @@
  * bug and is printed with a Lua traceback. */
 #include "codegen_host.h"
 #include "mkc_state.h"
+#include "version.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -13,9 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#ifndef MKC_VERSION
-#define MKC_VERSION "0.1.0"
-#endif
 #ifndef MKC_SOURCE_DIR
 #define MKC_SOURCE_DIR "."
 #endif

@@ -11,22 +11,14 @@
 #include <string.h>
 
 #include "files.h"
+#include "hash.h"
 #include "nvrtc.h"
+#include "version.h"
 
-#ifndef MKC_VERSION
-#define MKC_VERSION "0.1.0"
-#endif
 
 static const char MAGIC[8] = {'M', 'K', 'C', 'C', 'U', 'B', 'I', 'N'};
 enum { HEADER = 32 };
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static uint64_t fnv1a_str(uint64_t h, const char *s) { return fnv1a(h, s, strlen(s) + 1); }
 
 static uint64_t get_u64(const unsigned char *p) {
   uint64_t v = 0;
@@ -60,7 +52,7 @@ static int load_entry(const char *path, mkc_compiled *out, const char **why) {
     *why = "sizes do not match the file (torn write?)";
     goto done;
   }
-  if (fnv1a(0xcbf29ce484222325ull, buf + 16, size - 16) != sum) {
+  if (mkc_fnv1a(MKC_FNV_OFFSET, buf + 16, size - 16) != sum) {
     *why = "checksum mismatch";
     goto done;
   }
@@ -86,9 +78,9 @@ static int store_entry(const char *path, const mkc_compiled *c) {
   memcpy(header, MAGIC, sizeof MAGIC);
   put_u64(header + 16, c->cubin_size);
   put_u64(header + 24, n_log);
-  uint64_t sum = fnv1a(0xcbf29ce484222325ull, header + 16, 16);
-  sum = fnv1a(sum, c->cubin, c->cubin_size);
-  sum = fnv1a(sum, c->log, n_log);
+  uint64_t sum = mkc_fnv1a(MKC_FNV_OFFSET, header + 16, 16);
+  sum = mkc_fnv1a(sum, c->cubin, c->cubin_size);
+  sum = mkc_fnv1a(sum, c->log, n_log);
   put_u64(header + 8, sum);
   const void *parts[] = {header, c->cubin, c->log};
   size_t sizes[] = {HEADER, c->cubin_size, n_log};
@@ -107,12 +99,12 @@ int mkc_kcache_compile(const char *source, const char *name, const char *arch, m
     fprintf(stderr, "mkc: error: nvrtc: %s\n", why);
     return -1;
   }
-  uint64_t h = fnv1a_str(0xcbf29ce484222325ull, source);
-  h = fnv1a_str(h, name); /* diagnostics and line info carry it */
-  for (int i = 0; i < n_opts; i++) h = fnv1a_str(h, opts[i]);
-  h = fnv1a(h, &version, sizeof version);
-  h = fnv1a_str(h, arch);
-  h = fnv1a_str(h, MKC_VERSION);
+  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, source);
+  h = mkc_fnv1a_str(h, name); /* diagnostics and line info carry it */
+  for (int i = 0; i < n_opts; i++) h = mkc_fnv1a_str(h, opts[i]);
+  h = mkc_fnv1a(h, &version, sizeof version);
+  h = mkc_fnv1a_str(h, arch);
+  h = mkc_fnv1a_str(h, MKC_VERSION);
   snprintf(out->key, sizeof out->key, "%016llx", (unsigned long long)h);
   if (mkc_kcache_path(out->key, path, sizeof path) != 0) return -1;
 

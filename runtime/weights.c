@@ -1,6 +1,7 @@
 /* The weight store: random bf16 tensors keyed by (seed, name), name/shape
  * lookup, and packing into the kernel's padded arena. */
 #include "weights.h"
+#include "hash.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -57,9 +58,7 @@ static double uniform_pm1(xoshiro256 *x) {
 /* The stream for one tensor depends on (seed, name) only, so adding or
  * reordering weights in a graph never changes the others. */
 static void seed_for_name(xoshiro256 *x, unsigned long long seed, const char *name) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-  for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
+  uint64_t h = mkc_fnv1a(MKC_FNV_OFFSET, name, strlen(name));
   uint64_t state = (uint64_t)seed ^ rotl(h, 32);
   state = splitmix64(&state) ^ h;
   for (int i = 0; i < 4; i++) x->s[i] = splitmix64(&state);
