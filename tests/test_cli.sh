@@ -2,33 +2,7 @@
 # The mkc command line: golden kernels (they change only on purpose: `make
 # golden`), `mkc run` on the cpu backend against the ref backend, and clear
 # errors for bad flags and inputs.
-set -u
-cd "$(dirname "$0")/.."
-mkc=build/mkc
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
-
-# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message.
-expect_error() {
-  local name=$1 want=$2
-  shift 3
-  "$mkc" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$? got
-  got=$(head -n 1 "$tmp/err")
-  if [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
-    fail "$name: exit status 1 or 2" "got $rc" "$(cat "$tmp/err")"
-  elif [ "$got" != "$want" ]; then
-    fail "$name: message" "want: $want" "got:  $got"
-  elif [ -s "$tmp/out" ]; then
-    fail "$name: nothing on stdout" "$(head -c 200 "$tmp/out")"
-  else
-    ok "$name"
-  fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # Golden kernels.
 for p in tiny odd llama-3.2-1b; do
@@ -154,5 +128,4 @@ fi
 expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is an oracle, not something to time" \
   -- bench --preset tiny --random-weights 1 --backend ref
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

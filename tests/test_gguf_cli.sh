@@ -2,33 +2,7 @@
 # mkc init and mkc info: a GGUF file with seeded random weights, described
 # with the values the preset gives; the same seed gives the same bytes; bad
 # flags and bad files give clear messages.
-set -u
-cd "$(dirname "$0")/.."
-mkc=build/mkc
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
-
-# expect_error NAME WANT_FIRST_STDERR_LINE -- ARGS...: exit 1 or 2, no crash, that message.
-expect_error() {
-  local name=$1 want=$2
-  shift 3
-  "$mkc" "$@" >"$tmp/out" 2>"$tmp/err"
-  local rc=$? got
-  got=$(head -n 1 "$tmp/err")
-  if [ "$rc" -ne 1 ] && [ "$rc" -ne 2 ]; then
-    fail "$name: exit status 1 or 2" "got $rc" "$(cat "$tmp/err")"
-  elif [ "$got" != "$want" ]; then
-    fail "$name: message" "want: $want" "got:  $got"
-  elif [ -s "$tmp/out" ]; then
-    fail "$name: nothing on stdout" "$(head -c 200 "$tmp/out")"
-  else
-    ok "$name"
-  fi
-}
+source "$(dirname "$0")/lib.sh"
 
 # expect_line NAME FILE LINE: FILE has exactly that line.
 expect_line() {
@@ -119,5 +93,4 @@ expect_error "info on a truncated file" \
 "$mkc" init --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc init' "$tmp/out" && ok "init --help" || fail "init --help"
 "$mkc" info --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc info' "$tmp/out" && ok "info --help" || fail "info --help"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

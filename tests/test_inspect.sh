@@ -5,16 +5,7 @@
 # template's, --diff, --check (presets clean, tests/fails/bad_kernel.cu with
 # exactly its planted warnings), and the errors. Skipped where libclang is
 # missing (tests/test_inspect.c checks the values against codegen's plan).
-set -u
-cd "$(dirname "$0")/.."
-mkc=build/mkc
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0 skipped=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
-skip() { echo "skip $1"; skipped=$((skipped + 1)); }
+source "$(dirname "$0")/lib.sh"
 
 tiny=tests/golden/llama.tiny.cu
 "$mkc" inspect "$tiny" --arch none >"$tmp/out" 2>"$tmp/err"
@@ -191,5 +182,4 @@ else
   fail "--arch sm_90" "$(grep '^resources' "$tmp/out")" "$(head -n 5 "$tmp/err")"
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+finish

@@ -3,15 +3,8 @@
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
 # synccheck) on tiny and odd. Where there is no GPU it says so and counts as
 # skipped. Prints "N passed, N failed, N skipped" last.
-set -u
-cd "$(dirname "$0")/../.."
+source "$(dirname "$0")/../lib.sh"
 export MKC_CACHE_DIR="$PWD/build/test-cache"
-mkc=build/mkc
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-passed=0 failed=0 skipped=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; shift; for l in "$@"; do echo "     | $l"; done; failed=$((failed + 1)); }
 
 if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 2>"$tmp/probe"; then
   echo "skipped: no GPU ($(head -n 1 "$tmp/probe"))"
@@ -65,9 +58,7 @@ if [ -x "$cs" ]; then
     done
   done
 else
-  echo "skip compute-sanitizer: not found"
-  skipped=$((skipped + 1))
+  skip "compute-sanitizer: not found"
 fi
 
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+finish
