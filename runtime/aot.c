@@ -15,7 +15,6 @@
 #include "nvrtc.h"
 #include "version.h"
 
-
 void mkc_source_hash(const char *source, char *out) {
   uint64_t h = mkc_fnv1a(MKC_FNV_OFFSET, source, strlen(source));
   snprintf(out, 17, "%016llx", (unsigned long long)h);

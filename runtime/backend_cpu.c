@@ -25,8 +25,6 @@ struct mkc_cpu_kernel {
   char *name;
 };
 
-
-
 static int cache_dir(char *out, size_t cap) { return mkc_cache_dir("cpu", out, cap); }
 
 /* s in single quotes for sh. */

@@ -146,7 +146,7 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
   return m->s ? 0 : -1;
 }
 
-int mkc_model_open(const mkc_cli *c, mkc_model *m) {
+int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
   mkc_gen_opts o = {graph_path, c->preset, c->draft_max, c->max_ctx, 0};
@@ -177,13 +177,18 @@ int mkc_model_open(const mkc_cli *c, mkc_model *m) {
       return -1;
     }
   }
-  if (mkc_weights_random(&m->w, &m->g, c->seed) != 0) return -1;
   const char *b = c->backend ? c->backend : "auto";
   if (c->kernel_dir && strcmp(b, "auto") != 0 && strcmp(b, "cuda") != 0) {
     fprintf(stderr, "mkc: error: --kernel runs on the cuda backend, not %s\n", b);
     return -1;
   }
+  return 0;
+}
+
+int mkc_model_start(const mkc_cli *c, mkc_model *m) {
+  if (mkc_weights_random(&m->w, &m->g, c->seed) != 0) return -1;
   if (c->kernel_dir) return open_aot(c, m);
+  const char *b = c->backend ? c->backend : "auto";
   enum mkc_backend_kind kind;
   if (strcmp(b, "cpu") == 0)
     kind = MKC_BACKEND_CPU;

@@ -32,10 +32,15 @@ typedef struct mkc_model {
   mkc_manifest manifest; /* with --kernel */
 } mkc_model;
 
-/* Graph (or --kernel DIR's manifest) -> codegen -> random weights -> session
- * on --backend (auto: cuda where a device exists, else cpu). 0, or -1 after
- * printing why. */
-int mkc_model_open(const mkc_cli *c, mkc_model *m);
+/* Graph (or --kernel DIR's manifest) -> codegen: m->g and m->src, cheap,
+ * so callers check their inputs against the plan before anything heavy.
+ * 0, or -1 after printing why. */
+int mkc_model_plan(const mkc_cli *c, mkc_model *m);
+
+/* Then random weights and a session on --backend (auto: cuda where a device
+ * exists, else cpu): the kernel is compiled and weights placed here. */
+int mkc_model_start(const mkc_cli *c, mkc_model *m);
+
 void mkc_model_close(mkc_model *m);
 
 #endif

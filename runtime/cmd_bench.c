@@ -105,13 +105,14 @@ int mkc_cmd_bench(int argc, char **argv) {
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
   mkc_model m;
   rc = 1;
-  if (mkc_model_open(&c, &m) != 0) goto done;
+  if (mkc_model_plan(&c, &m) != 0) goto done;
   int n_pp = m.g.max_ctx < 64 ? m.g.max_ctx : 64;
   if (c.n_gen > m.g.max_ctx) {
     fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen,
             m.g.max_ctx);
     goto done;
   }
+  if (mkc_model_start(&c, &m) != 0) goto done;
   int prompt[64];
   for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
 

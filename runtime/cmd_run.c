@@ -63,7 +63,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_model m;
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
-  if (mkc_model_open(&c, &m) != 0) goto done;
+  if (mkc_model_plan(&c, &m) != 0) goto done;
   prompt = parse_ids(c.prompt_ids ? c.prompt_ids : "1", m.g.vocab, &n_prompt);
   out = malloc((size_t)(c.n_gen + 1) * sizeof *out);
   if (!prompt || !out) goto done;
@@ -75,6 +75,7 @@ int mkc_cmd_run(int argc, char **argv) {
         n_prompt, c.n_gen, n_prompt + c.n_gen - 1, m.g.max_ctx);
     goto done;
   }
+  if (mkc_model_start(&c, &m) != 0) goto done;
   mkc_decode_stats st;
   if (mkc_decode(m.s, &m.g, prompt, n_prompt, c.n_gen, c.draft_max, out, &st) != 0) goto done;
   for (int i = 0; i < st.generated; i++) printf(i ? " %d" : "%d", out[i]);

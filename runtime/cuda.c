@@ -95,6 +95,13 @@ int mkc_cu_fail(const char *call, const char *file, int line, CUresult r) {
 }
 
 int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
+  /* Asked by backend choice, session, backend and bench alike: query once. */
+  static mkc_cuda_device known;
+  static int have;
+  if (have) {
+    *d = known;
+    return 0;
+  }
   memset(d, 0, sizeof *d);
   if (mkc_cuda_load(why, why_size) != 0) return -1;
   int count = 0;
@@ -116,5 +123,7 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
+  known = *d;
+  have = 1;
   return 0;
 }

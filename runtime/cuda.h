@@ -99,6 +99,7 @@ typedef struct mkc_cuda_device {
   int cc_major, cc_minor, sm_count, smem_optin, cooperative;
 } mkc_cuda_device;
 
+/* Queried once per process; later calls return the same answer. */
 int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size);
 
 #endif

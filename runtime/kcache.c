@@ -15,10 +15,8 @@
 #include "nvrtc.h"
 #include "version.h"
 
-
 static const char MAGIC[8] = {'M', 'K', 'C', 'C', 'U', 'B', 'I', 'N'};
 enum { HEADER = 32 };
-
 
 static uint64_t get_u64(const unsigned char *p) {
   uint64_t v = 0;
