@@ -30,7 +30,8 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
-test: all build/sanitize/test_gguf
+SANITIZE_NAMES := gguf
+test: all $(SANITIZE_NAMES:%=build/sanitize/test_%)
 	@bash tests/run.sh
 
 # The GPU suite: says "skipped: no GPU" where there is none.
@@ -56,31 +57,36 @@ clean:
 .PHONY: all test test-gpu demo golden format clean
 -include $(wildcard build/obj/*.d build/*.d)
 
-# Fuzzing the GGUF reader (libFuzzer, clang): `make fuzz` runs FUZZ_SECONDS
-# on the seeds in fuzz/corpus/gguf; new inputs go to build/fuzz/corpus.
+# Fuzzing the parsers of outside data (libFuzzer, clang): `make fuzz` runs
+# each target FUZZ_SECONDS on its seeds in fuzz/corpus/NAME; new inputs go to
+# build/fuzz/corpus/NAME. A target is fuzz/NAME_fuzz.c linked with the runtime.
 FUZZ_CC ?= $(shell command -v clang-19 || command -v clang)
 FUZZ_SECONDS ?= 60
-FUZZ_SRC := fuzz/gguf_fuzz.c runtime/gguf.c runtime/dequant.c runtime/weights.c runtime/hash.c
+FUZZ_NAMES := $(patsubst fuzz/%_fuzz.c,%,$(wildcard fuzz/*_fuzz.c))
 SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_RUNTIME := $(RUNTIME_SRC)
 
-build/fuzz/gguf_fuzz: $(FUZZ_SRC) runtime/gguf.h runtime/dequant.h
+build/fuzz/%_fuzz: fuzz/%_fuzz.c $(FUZZ_RUNTIME)
 	@if [ -z "$(FUZZ_CC)" ]; then echo "make fuzz: clang not found (apt-get install -y clang-19)"; exit 1; fi
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -fsanitize=fuzzer $(SANITIZE) \
-	  -Iruntime -o $@ $(FUZZ_SRC) -lm
+	$(FUZZ_CC) -g -O1 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fsanitize=fuzzer \
+	  $(SANITIZE) $(DEP_CFLAGS) -Iruntime -Itemplates -o $@ $^ $(DEP_LIBS) -lm -ldl -lpthread
 
-fuzz: build/fuzz/gguf_fuzz
-	@mkdir -p build/fuzz/corpus
-	build/fuzz/gguf_fuzz -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1 \
-	  build/fuzz/corpus fuzz/corpus/gguf
+fuzz: $(FUZZ_NAMES:%=build/fuzz/%_fuzz)
+	@for n in $(FUZZ_NAMES); do \
+	  mkdir -p build/fuzz/corpus/$$n; \
+	  build/fuzz/$${n}_fuzz -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1 \
+	    build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; \
+	done
 
-# The GGUF test under AddressSanitizer and UBSan.
-build/sanitize/test_gguf: tests/test_gguf.c $(RUNTIME_SRC)
+# The parser tests under AddressSanitizer and UBSan (run by `make test`).
+SANITIZE_TESTS := $(SANITIZE_NAMES:%=build/sanitize/test_%)
+build/sanitize/test_%: tests/test_%.c $(RUNTIME_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SANITIZE) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
-test-sanitize: build/sanitize/test_gguf
-	build/sanitize/test_gguf
+test-sanitize: $(SANITIZE_TESTS)
+	@for t in $(SANITIZE_TESTS); do $$t || exit 1; done
 
 .PHONY: fuzz test-sanitize
 -include $(wildcard build/sanitize/*.d)
