@@ -128,9 +128,14 @@ local function builder(graph)
 end
 
 -- Loads `path`, builds preset `preset_name`; returns the checked graph.
-function dsl.load(path, preset_name, overrides)
+-- model_fields (or nil): the preset's fields as a model file gives them.
+function dsl.load(path, preset_name, overrides, model_fields)
   local presets, order, build = load_graph_file(path)
   local p = presets[preset_name]
+  if model_fields then
+    local first = presets[order[1]]
+    p = { fields = model_fields, line = first and first.line or 1 }
+  end
   if not p then
     local first = presets[order[1]]
     util.raise(path, first and first.line or 1, ("unknown preset %s (this graph has: %s)"):format(

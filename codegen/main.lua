@@ -11,13 +11,14 @@ local M = {}
 
 local function basename(path) return (path:match("([^/]+)$") or path):gsub("%.lua$", "") end
 
--- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir
+-- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
+-- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
   end
   local overrides = opts.max_ctx and { max_ctx = opts.max_ctx } or nil
-  local graph = dsl.load(opts.graph, opts.preset, overrides)
+  local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
   local gen = {
     t_max = opts.draft_max + 1, max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,

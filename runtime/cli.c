@@ -149,7 +149,7 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
 int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
-  mkc_gen_opts o = {graph_path, c->preset, c->draft_max, c->max_ctx, 0};
+  mkc_gen_opts o = {.graph_path = graph_path, .preset = c->preset, .draft_max = c->draft_max, .max_ctx = c->max_ctx};
   if (c->kernel_dir) {
     if (mkc_manifest_read(c->kernel_dir, &m->manifest) != 0) return -1;
     const mkc_kernel_header *h = &m->manifest.header;

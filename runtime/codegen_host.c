@@ -51,6 +51,35 @@ const char *mkc_home(void) {
 }
 
 /* Message handler: keeps user errors, adds a traceback to internal ones. */
+/* The preset fields graphs/llama.lua reads, from a model file's description. */
+static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
+  lua_newtable(L);
+  const struct {
+    const char *key;
+    int v;
+  } ints[] = {{"vocab", d->vocab},       {"dim", d->dim},           {"n_layers", d->n_layers},
+              {"n_heads", d->n_heads},   {"n_kv_heads", d->n_kv_heads}, {"head_dim", d->head_dim},
+              {"ffn", d->ffn},           {"max_ctx", d->ctx_train}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    lua_pushinteger(L, ints[i].v);
+    lua_setfield(L, -2, ints[i].key);
+  }
+  lua_pushnumber(L, d->rope_theta);
+  lua_setfield(L, -2, "rope_theta");
+  lua_pushnumber(L, d->norm_eps);
+  lua_setfield(L, -2, "norm_eps");
+  lua_pushstring(L, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
+  lua_setfield(L, -2, "rope_layout");
+  const struct {
+    const char *key;
+    int v;
+  } flags[] = {{"tied", d->tied}, {"qkv_bias", d->qkv_bias}, {"qk_norm", d->qk_norm}};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    lua_pushboolean(L, flags[i].v);
+    lua_setfield(L, -2, flags[i].key);
+  }
+}
+
 static int on_error(lua_State *L) {
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "mkc_error");
@@ -227,8 +256,12 @@ int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
     lua_newtable(L);
     lua_pushstring(L, o->graph_path);
     lua_setfield(L, -2, "graph");
-    lua_pushstring(L, o->preset);
+    lua_pushstring(L, o->preset ? o->preset : o->model ? o->model->name : NULL);
     lua_setfield(L, -2, "preset");
+    if (o->model) {
+      push_model_preset(L, o->model);
+      lua_setfield(L, -2, "model_preset");
+    }
     lua_pushinteger(L, o->draft_max);
     lua_setfield(L, -2, "draft_max");
     if (o->max_ctx > 0) {

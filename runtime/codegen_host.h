@@ -4,6 +4,7 @@
 #define MKC_CODEGEN_HOST_H
 
 #include "graph.h"
+#include "model_desc.h"
 
 typedef struct mkc_gen_opts {
   const char *graph_path; /* graphs/x.lua */
@@ -11,6 +12,9 @@ typedef struct mkc_gen_opts {
   int draft_max; /* drafts per step: the kernel takes T <= draft_max + 1 inputs */
   int max_ctx;   /* 0: the preset's */
   int threads;   /* 0: 128 */
+  /* A model file's description: the preset called o->preset (NULL:
+   * model->name) is made from it instead of read from the graph file. */
+  const mkc_model_desc *model;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

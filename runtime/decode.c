@@ -3,6 +3,7 @@
  * K/V yet and is always inputs[0] of the next step. */
 #include "decode.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +29,57 @@ static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_re
   return 0;
 }
 
+/* splitmix64: a small, well-mixed generator; the sampler needs no more. */
+static unsigned long long next_random(unsigned long long *state) {
+  unsigned long long z = (*state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* A token drawn from softmax(logits / temp). */
+static int sample(const float *logits, int vocab, double temp, unsigned long long *state) {
+  float max = logits[0];
+  for (int i = 1; i < vocab; i++)
+    if (logits[i] > max) max = logits[i];
+  double total = 0;
+  for (int i = 0; i < vocab; i++) total += exp((logits[i] - max) / temp);
+  double u = (double)(next_random(state) >> 11) / 9007199254740992.0 * total;
+  for (int i = 0; i < vocab; i++) {
+    u -= exp((logits[i] - max) / temp);
+    if (u < 0) return i;
+  }
+  return vocab - 1;
+}
+
+/* The token to emit after input t of the last step: the kernel's greedy
+ * choice there, or a sample from its logits. */
+static int choose(mkc_session *s, const mkc_graph *g, const mkc_decode_opts *o, int t, int greedy,
+                  unsigned long long *rng) {
+  if (o->temp <= 0) return greedy;
+  return sample(mkc_session_logits(s, t), g->vocab, o->temp, rng);
+}
+
+/* Records a generated token; nonzero when generation should stop. */
+static int emit(const mkc_decode_opts *o, int id, int *out, int *hist, int *n_hist,
+                mkc_decode_stats *stats) {
+  out[stats->generated++] = id;
+  hist[(*n_hist)++] = id;
+  if (o->on_token && o->on_token(o->ctx, id)) stats->stopped = 1;
+  return stats->stopped;
+}
+
 int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
                int draft_max, int *out, mkc_decode_stats *stats) {
+  mkc_decode_opts o = {.draft_max = draft_max};
+  return mkc_decode_with(s, g, prompt, n_prompt, n_gen, &o, out, stats);
+}
+
+int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+                    const mkc_decode_opts *o, int *out, mkc_decode_stats *stats) {
   memset(stats, 0, sizeof *stats);
+  unsigned long long rng = o->seed;
+  int draft_max = o->temp > 0 ? 0 : o->draft_max;
   double t0 = now();
   if (n_prompt < 1) {
     fprintf(stderr, "mkc: error: the prompt is empty: at least one token is needed\n");
@@ -64,13 +113,11 @@ int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prom
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;
-    if (pos + T == n_prompt && n_gen > 0) {
-      out[stats->generated++] = r.out[0];
-      hist[n_hist++] = r.out[0];
-    }
+    if (pos + T == n_prompt && n_gen > 0)
+      emit(o, choose(s, g, o, T - 1, r.out[0], &rng), out, hist, &n_hist, stats);
   }
   stats->prompt_seconds = now() - t0;
-  while (stats->generated < n_gen) {
+  while (stats->generated < n_gen && !stats->stopped) {
     int pos = mkc_session_pos(s);
     if (pos >= g->max_ctx) {
       stats->ctx_full = 1;
@@ -86,10 +133,12 @@ int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prom
     stats->gen_steps++;
     stats->drafted += k;
     stats->accepted += r.n_accepted;
-    for (int i = 0; i < r.n_out && stats->generated < n_gen; i++) {
-      out[stats->generated++] = r.out[i];
-      hist[n_hist++] = r.out[i];
+    if (o->temp > 0) {
+      emit(o, choose(s, g, o, 0, r.out[0], &rng), out, hist, &n_hist, stats);
+      continue;
     }
+    for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
+      if (emit(o, r.out[i], out, hist, &n_hist, stats)) break;
   }
   goto done;
 fail:

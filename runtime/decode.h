@@ -12,11 +12,34 @@ typedef struct mkc_decode_stats {
   long accepted;         /* draft tokens the kernel accepted */
   int generated;         /* tokens written to out */
   int ctx_full;          /* generation stopped because the context was full */
+  int stopped;           /* generation stopped because on_token said so */
   double prompt_seconds; /* wall time until the prompt was in the cache */
   double seconds;        /* wall time of the whole loop */
 } mkc_decode_stats;
 
+/* How to choose tokens and whom to tell. */
+typedef struct mkc_decode_opts {
+  int draft_max; /* drafts per step (clamped to the kernel's t_max - 1 and to the context) */
+  /* 0: greedy, the kernel's own choice (drafts are verified against it).
+   * > 0: sampled on the host from softmax(logits / temp) with a generator
+   * seeded by seed; drafts are off, since a greedy check would bias sampling. */
+  double temp;
+  unsigned long long seed;
+  /* Called with each generated token, in order, as soon as it is known;
+   * nonzero stops generation after that token. May be NULL. */
+  int (*on_token)(void *ctx, int id);
+  void *ctx;
+} mkc_decode_opts;
+
 /* Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
+ * session and generates up to n_gen tokens into out as opts says. Stops
+ * early, with stats->ctx_full set, when the context is full, or with
+ * stats->stopped when on_token asks. Returns 0, or -1 after printing why. */
+int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+                    const mkc_decode_opts *opts, int *out, mkc_decode_stats *stats);
+
+/* Greedy: mkc_decode_with with only draft_max set.
+ * Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
  * session and generates up to n_gen tokens into out, with at most draft_max
  * drafts per step (clamped to the kernel's t_max - 1 and to the context).
  * Stops early, with stats->ctx_full set, when the context is full. Returns 0,

@@ -52,7 +52,7 @@ static int cmd_gen(int argc, char **argv) {
         "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
   if (!c.preset) return mkc_cli_usage_error("%s", "gen: --preset is required");
   if (!c.out) return mkc_cli_usage_error("%s", "gen: -o FILE is required (\"-\" for stdout)");
-  mkc_gen_opts o = {c.positional, c.preset, c.draft_max, c.max_ctx, 0};
+  mkc_gen_opts o = {.graph_path = c.positional, .preset = c.preset, .draft_max = c.draft_max, .max_ctx = c.max_ctx};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;

@@ -139,7 +139,7 @@ int main(void) {
   setenv("MKC_CACHE_DIR", cache, 1);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {graph, "tiny", 2, 100, 0};
+  mkc_gen_opts o = {.graph_path = graph, .preset = "tiny", .draft_max = 2, .max_ctx = 100};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;

@@ -558,7 +558,7 @@ static void test_init_and_load(void) {
   const char *path = tmp_path("tiny.gguf");
   char *argv[] = {"mkc", "init", graph, "--preset", "tiny", "--seed", "7", "-o", (char *)path};
   CHECK_INT(mkc_cmd_init(9, argv), 0, "mkc init --preset tiny --seed 7");
-  mkc_gen_opts o = {graph, "tiny", 0, 0, 0};
+  mkc_gen_opts o = {.graph_path = graph, .preset = "tiny", .draft_max = 0, .max_ctx = 0};
   mkc_graph g;
   mkc_kernel_src src;
   mkc_weights want = {0}, other = {0}, got = {0};

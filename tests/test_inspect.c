@@ -109,7 +109,7 @@ static void oracle_free(oracle *o) {
 static int gen(const char *preset, int draft_max, const char *path, mkc_graph *g) {
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {graph, preset, draft_max, 0, 0};
+  mkc_gen_opts o = {.graph_path = graph, .preset = preset, .draft_max = draft_max, .max_ctx = 0};
   mkc_kernel_src src;
   if (mkc_codegen(&o, g, &src) != 0) return -1;
   FILE *f = fopen(path, "w");

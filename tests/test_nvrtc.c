@@ -28,7 +28,7 @@ static int compile_one(const job *j) {
   char graph[4200], arch[16];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   snprintf(arch, sizeof arch, "sm_%d", j->arch);
-  mkc_gen_opts o = {graph, j->preset, j->draft_max, 0, 0};
+  mkc_gen_opts o = {.graph_path = graph, .preset = j->preset, .draft_max = j->draft_max, .max_ctx = 0};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
@@ -62,7 +62,7 @@ static void wait_one(job *jobs, int n) {
 static void one_global(const char *preset) {
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {graph, preset, 4, 0, 0};
+  mkc_gen_opts o = {.graph_path = graph, .preset = preset, .draft_max = 4, .max_ctx = 0};
   mkc_graph g;
   mkc_kernel_src src;
   if (!CHECK(mkc_codegen(&o, &g, &src) == 0, "%s: generate", preset)) return;
