@@ -33,29 +33,55 @@ static const mkc_node *first_node(const mkc_graph *g, int op) {
   return NULL;
 }
 
+static int has_weight(const mkc_graph *g, const char *name) {
+  for (int i = 0; i < g->n_weights; i++)
+    if (strcmp(g->weights[i].name, name) == 0) return 1;
+  return 0;
+}
+
+/* The GGUF architecture whose loader reads this graph's weights as they are:
+ * Q/K/V biases are qwen2's, per-head Q/K norms qwen3's. */
+static const char *architecture(const mkc_graph *g) {
+  if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
+  if (has_weight(g, "blk.0.attn_q.bias")) return "qwen2";
+  return "llama";
+}
+
+static int set_u32(mkc_gguf_writer *out, const char *arch, const char *key, int v) {
+  char full[128];
+  snprintf(full, sizeof full, "%s.%s", arch, key);
+  return mkc_gguf_set_u32(out, full, (uint32_t)v);
+}
+
 static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
   const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
-  int bad = mkc_gguf_set_str(out, "general.architecture", "llama");
+  const char *arch = architecture(g);
+  char key[128];
+  int bad = mkc_gguf_set_str(out, "general.architecture", arch);
   bad |= mkc_gguf_set_str(out, "general.name", name);
-  bad |= mkc_gguf_set_u32(out, "llama.block_count", (uint32_t)g->n_layers);
-  bad |= mkc_gguf_set_u32(out, "llama.context_length", (uint32_t)g->max_ctx);
-  bad |= mkc_gguf_set_u32(out, "llama.embedding_length", (uint32_t)g->dim);
-  bad |= mkc_gguf_set_u32(out, "llama.feed_forward_length", (uint32_t)g->ffn);
-  bad |= mkc_gguf_set_u32(out, "llama.attention.head_count", (uint32_t)g->n_heads);
-  bad |= mkc_gguf_set_u32(out, "llama.attention.head_count_kv", (uint32_t)g->n_kv_heads);
+  bad |= set_u32(out, arch, "block_count", g->n_layers);
+  bad |= set_u32(out, arch, "context_length", g->max_ctx);
+  bad |= set_u32(out, arch, "embedding_length", g->dim);
+  bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
+  bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
+  bad |= set_u32(out, arch, "attention.head_count_kv", g->n_kv_heads);
   /* head_dim need not be dim / n_heads: loaders read it from these */
-  bad |= mkc_gguf_set_u32(out, "llama.attention.key_length", (uint32_t)g->head_dim);
-  bad |= mkc_gguf_set_u32(out, "llama.attention.value_length", (uint32_t)g->head_dim);
-  bad |= mkc_gguf_set_u32(out, "llama.rope.dimension_count", (uint32_t)g->head_dim);
-  bad |= mkc_gguf_set_u32(out, "llama.vocab_size", (uint32_t)g->vocab);
+  bad |= set_u32(out, arch, "attention.key_length", g->head_dim);
+  bad |= set_u32(out, arch, "attention.value_length", g->head_dim);
+  bad |= set_u32(out, arch, "rope.dimension_count", g->head_dim);
+  bad |= set_u32(out, arch, "vocab_size", g->vocab);
   if (rope) {
-    bad |= mkc_gguf_set_f32(out, "llama.rope.freq_base", (float)rope->theta);
-    /* architecture llama means interleaved pairs; say so when the graph differs */
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    bad |= mkc_gguf_set_f32(out, key, (float)rope->theta);
+    /* the architecture implies a layout (llama: interleaved pairs, qwen:
+     * NEOX halves); say which one the graph uses */
     bad |= mkc_gguf_set_str(out, "mkc.rope.layout",
                             rope->layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
   }
-  if (norm)
-    bad |= mkc_gguf_set_f32(out, "llama.attention.layer_norm_rms_epsilon", (float)norm->eps);
+  if (norm) {
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    bad |= mkc_gguf_set_f32(out, key, (float)norm->eps);
+  }
   return bad ? -1 : 0;
 }
 
