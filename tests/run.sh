@@ -6,6 +6,13 @@ set -u
 cd "$(dirname "$0")/.."
 export MKC_CACHE_DIR="$PWD/build/test-cache"
 rm -rf "$MKC_CACHE_DIR"
+# The real model and tokenizer vocabularies (fetched once, then cached).
+if data=$(bash tests/data/fetch.sh); then
+  export MKC_TEST_DATA="$data"
+else
+  echo "note: no test data: the tests that need a real model or vocabulary are skipped"
+  export MKC_TEST_DATA=
+fi
 passed=0 failed=0 skipped=0 broken=()
 for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
   case "$t" in *.d) continue ;; esac
