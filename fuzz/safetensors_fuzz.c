@@ -1,0 +1,73 @@
+/* libFuzzer target for the safetensors reader and the config.json parser:
+ * any bytes either open or fail with a message, never crash or read outside
+ * the buffer. What opens is walked (every tensor found by its name, its
+ * first and last byte read), and its small tensors with HF names are loaded
+ * as the weights of a graph made from them, in both RoPE layouts, so the
+ * conversions and the Q/K permutation run too. The same bytes are then
+ * parsed as a config.json.
+ * Seeds in fuzz/corpus/safetensors: small files from mkc's writer and from
+ * the safetensors Python package, near-valid ones, and config.json samples. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "safetensors.h"
+
+static void walk(const mkc_safetensors *st) {
+  volatile unsigned sink = 0;
+  for (int i = 0; i < mkc_st_count(st); i++) {
+    const mkc_st_tensor *t = mkc_st_tensor_at(st, i);
+    if (mkc_st_find(st, t->name) != t) abort(); /* names are unique */
+    if (t->n_bytes) sink += t->data[0] + t->data[t->n_bytes - 1];
+    sink += (unsigned)mkc_st_dtype_size(t->dtype) + (unsigned)strlen(mkc_st_dtype_name(t->dtype));
+  }
+  if (mkc_st_tensor_at(st, -1) || mkc_st_tensor_at(st, mkc_st_count(st))) abort();
+}
+
+/* The file's small 1-D and 2-D tensors under their GGUF names, plus a name
+ * the file lacks when the count is odd. */
+static void load_as_weights(const mkc_safetensors *st, int layout) {
+  int n_tensors = mkc_st_count(st), n = 0;
+  mkc_weight_info *infos = calloc((size_t)n_tensors + 1, sizeof *infos);
+  char(*names)[256] = calloc((size_t)n_tensors + 1, sizeof *names);
+  if (!infos || !names) goto done;
+  for (int i = 0; i < n_tensors; i++) {
+    const mkc_st_tensor *t = mkc_st_tensor_at(st, i);
+    if (mkc_gguf_name_from_hf(t->name, names[n], sizeof names[n]) != 0) continue;
+    int64_t rows = t->n_dims == 2 ? t->shape[0] : 1, cols = t->shape[t->n_dims - 1];
+    if (t->n_dims < 1 || t->n_dims > 2 || rows < 1 || cols < 1 || rows > (1 << 12) ||
+        cols > (1 << 12) || rows * cols > (1 << 16))
+      continue;
+    infos[n] = (mkc_weight_info){names[n], (int)rows, (int)cols, 0, (int)cols};
+    n++;
+  }
+  if (n == 0 || n_tensors % 2) infos[n++] = (mkc_weight_info){"blk.0.ffn_up.weight", 2, 2, 0, 8};
+  mkc_graph g = {.n_weights = n, .weights = infos};
+  mkc_model_desc d = {.arch = "llama", .n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+  d.rope_layout = layout;
+  mkc_weights w = {0};
+  if (mkc_st_load_weights(st, &d, &g, &w) == 0) mkc_weights_free(&w);
+  if (w.n || w.t) abort(); /* freed, or emptied on failure */
+done:
+  free(infos);
+  free(names);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  mkc_safetensors *st = mkc_st_open_memory(data, size, "fuzz.safetensors");
+  if (st) {
+    walk(st);
+    load_as_weights(st, MKC_ROPE_INTERLEAVED);
+    load_as_weights(st, MKC_ROPE_NEOX);
+    mkc_st_close(st);
+  }
+  mkc_model_desc d;
+  if (mkc_hf_config_parse((const char *)data, size, "fuzz/config.json", "fuzz/Some_Model", &d) ==
+      0) {
+    if (d.dim < 1 || d.n_heads < 1 || d.n_kv_heads < 1 || d.n_heads % d.n_kv_heads ||
+        d.head_dim % 2 || !(d.rope_theta > 0) || !(d.norm_eps > 0) || d.ctx_train < 1)
+      abort(); /* a description that parses is one the graph can use */
+  }
+  return 0;
+}
