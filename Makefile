@@ -30,7 +30,7 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
-SANITIZE_NAMES := gguf safetensors
+SANITIZE_NAMES := gguf safetensors tokenizer
 test: all $(SANITIZE_NAMES:%=build/sanitize/test_%)
 	@bash tests/run.sh
 

@@ -67,9 +67,17 @@ __attribute__((format(printf, 6, 7))) static inline int check_near(double actual
 #define CHECK_NEAR(actual, expected, tol, ...)                                                     \
   check_near((actual), (expected), (tol), __FILE__, __LINE__, __VA_ARGS__)
 
+/* CHECK_SKIP("why", ...): a check that cannot run here (missing data or
+ * hardware); counted as skipped in the closing line. */
+static int check_skipped;
+#define CHECK_SKIP(...) (printf("skip "), printf(__VA_ARGS__), putchar('\n'), check_skipped++)
+
 /* Prints the closing line; returns the process exit status. */
 static inline int check_done(void) {
-  printf("%d passed, %d failed\n", check_passed, check_failed);
+  if (check_skipped)
+    printf("%d passed, %d failed, %d skipped\n", check_passed, check_failed, check_skipped);
+  else
+    printf("%d passed, %d failed\n", check_passed, check_failed);
   fflush(stdout);
   return check_failed ? 1 : 0;
 }
