@@ -99,6 +99,18 @@ function buffers.plan(graph, stages, opts)
   -- per-block argmax partials of the LM head: values then indices
   plan.partials = top
   top = top + 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
+  -- per-head ready counters of the QKV epilogue's head norms, one per q and k head, shared by
+  -- every layer: zero at the start (the host zeroes scratch) and again at the end of each stage
+  local counters = 0
+  for _, st in ipairs(stages) do
+    if st.kind == "qkv_rope" and (st.q_norm or st.k_norm) then
+      counters = math.max(counters, st.att.heads + st.att.kv_heads)
+    end
+  end
+  if counters > 0 then
+    plan.head_ready = top
+    top = top + util.round_up(counters, ALIGN_FLOATS)
+  end
   plan.scratch_floats = top
   plan.value = function(v) return plan.values[rootof(v)] end
   return plan

@@ -93,12 +93,29 @@ end
 local function builder(graph)
   local path = graph.path
   local function line() return util.caller_line(path) end
+  -- An op's options table: nil or a table whose keys the op knows, so a typo is an error.
+  local function options(l, op, o, known)
+    if o == nil then return {} end
+    if type(o) ~= "table" then
+      util.raise(path, l, ("%s: options must be a table, got %s"):format(op, type(o)))
+    end
+    for k in pairs(o) do
+      if not known[k] then util.raise(path, l, ("%s: unknown option %s"):format(op, util.show(k))) end
+    end
+    return o
+  end
   local g = {}
   g.tokens = function() return ir.op(graph, "tokens", {}, nil, line()) end
   g.weight = function(name, rows, cols) return ir.weight(graph, name, rows, cols, line()) end
   g.embed = function(table_w, tokens) return ir.op(graph, "embed", { table_w, tokens }, nil, line()) end
-  g.rmsnorm = function(x, w, eps) return ir.op(graph, "rmsnorm", { x, w }, { eps = eps }, line()) end
-  g.matmul = function(x, w) return ir.op(graph, "matmul", { x, w }, nil, line()) end
+  -- o.group: normalize each run of that many values on its own (a per-head norm, weight [1, group])
+  g.rmsnorm = function(x, w, eps, o)
+    local l = line()
+    o = options(l, "rmsnorm", o, { group = true })
+    return ir.op(graph, "rmsnorm", { x, w }, { eps = eps, group = o.group }, l)
+  end
+  -- bias (optional): a weight [1, rows] added to the product
+  g.matmul = function(x, w, bias) return ir.op(graph, "matmul", { x, w, bias }, nil, line()) end
   g.rope = function(x, heads, o)
     o = o or {}
     return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,

@@ -32,6 +32,7 @@ local function context(graph, plan, opts)
   function ctx.value(v) return ("scratch + %d"):format(plan.value(v).offset) end
   function ctx.vstride(v) return plan.value(v).stride end
   function ctx.kv(att) return plan.kv[att] end
+  function ctx.head_ready() return ("(unsigned *)(scratch + %d)"):format(plan.head_ready) end
   function ctx.smem_layout(regions) return (buffers.smem(regions)) end
   -- Global traffic a stage declares for `mkc inspect` (docs/INSPECT.md): one entry per
   -- buffer range, bytes as { c = per step, t = per input token, ctx = per cached position }.
@@ -68,7 +69,8 @@ end
 
 function emit.node_label(node)
   local what = node.op
-  if node.op == "matmul" then what = "matmul " .. node.inputs[2].name
+  if node.op == "matmul" then
+    what = "matmul " .. node.inputs[2].name .. (node.inputs[3] and " + " .. node.inputs[3].name or "")
   elseif node.op == "rmsnorm" then what = "rmsnorm " .. node.inputs[2].name
   elseif node.op == "embed" then what = "embed " .. node.inputs[1].name
   elseif node.op == "attention" then what = "attention layer " .. node.layer end

@@ -1,7 +1,8 @@
 -- Fusion: groups graph nodes into stages, each one pass over the grid that a
--- template implements. Norms fold into the next matmuls' input, RoPE and the
--- KV append into the QKV epilogue, SwiGLU into gate/up, residual adds into
--- the matmul that feeds them, the greedy choice into the LM head.
+-- template implements. Norms fold into the next matmuls' input; Q/K/V biases,
+-- per-head Q/K norms, RoPE and the KV append into the QKV epilogue; SwiGLU
+-- into gate/up, residual adds into the matmul that feeds them, the greedy
+-- choice into the LM head.
 local util = require("util")
 local fusion = {}
 
@@ -20,6 +21,29 @@ local function matmul_input(graph, mm)
     return x.inputs[1], x
   end
   return x, nil
+end
+
+-- The attention a q/k/v matmul feeds, through its rope and a per-head norm: the QKV epilogue.
+local function attention_of(graph, mm)
+  local v = mm
+  for _ = 1, 3 do
+    local c = graph.consumers[v]
+    if #c ~= 1 then return nil end
+    if c[1].op == "attention" then return c[1] end
+    if c[1].op ~= "rmsnorm" and c[1].op ~= "rope" then return nil end
+    v = c[1]
+  end
+  return nil
+end
+
+-- q or k of an attention: rope(matmul) or rope(rmsnorm(matmul)), each value read once;
+-- returns the matmul and the norm (or nil), or nil.
+local function roped(graph, r)
+  if r.op ~= "rope" or #graph.consumers[r] ~= 1 then return nil end
+  local x, norm = r.inputs[1], nil
+  if x.op == "rmsnorm" and #graph.consumers[x] == 1 then x, norm = x.inputs[1], x end
+  if x.op ~= "matmul" or #graph.consumers[x] ~= 1 then return nil end
+  return x, norm
 end
 
 local function no_emitter(graph, node, why)
@@ -43,30 +67,47 @@ function fusion.stages(graph)
       local x, norm = matmul_input(graph, node)
       local nodes = norm and { norm } or {}
       local base = { x = x, norm = norm }
-      local users = graph.consumers[node]
-      local att = users[1] and users[1].op == "rope" and only_consumer(graph, users[1], "attention")
+      local att = attention_of(graph, node)
       local swiglu = only_consumer(graph, node, "swiglu")
       local add = only_consumer(graph, node, "add")
       local logits = only_consumer(graph, node, "logits")
       if att then
-        -- q = rope(matmul), k = rope(matmul), v = matmul, all from one input
+        -- q = rope(matmul), k = rope(matmul), v = matmul, all from one input; each matmul may
+        -- have a bias, and q and k a per-head norm before RoPE (rope(rmsnorm(matmul)))
         local q_rope, k_rope, v = att.inputs[1], att.inputs[2], att.inputs[3]
-        local ok = q_rope.op == "rope" and k_rope.op == "rope" and v.op == "matmul"
-        local q, k = ok and q_rope.inputs[1], ok and k_rope.inputs[1]
-        ok = ok and q.op == "matmul" and k.op == "matmul" and #graph.consumers[q_rope] == 1
-             and #graph.consumers[k_rope] == 1 and #graph.consumers[k] == 1 and #graph.consumers[v] == 1
+        local q, q_norm = roped(graph, q_rope)
+        local k, k_norm = roped(graph, k_rope)
+        local ok = q and k and v.op == "matmul" and #graph.consumers[v] == 1
         for _, mm in ipairs(ok and { q, k, v } or {}) do
           local mx, mnorm = matmul_input(graph, mm)
           ok = ok and mx == x and mnorm == norm
         end
-        if not ok then no_emitter(graph, att, "whose q/k/v are not rope(matmul), rope(matmul), matmul of one input") end
+        if not ok then
+          no_emitter(graph, att, "whose q/k/v are not rope(matmul), rope(matmul), matmul of one input"
+                                 .. " (a per-head rmsnorm may sit between a matmul and its rope)")
+        end
         if q_rope.head_dim ~= att.head_dim or k_rope.head_dim ~= att.head_dim
            or q_rope.layout ~= k_rope.layout or q_rope.theta ~= k_rope.theta then
           util.raise(graph.path, att.line, "attention: q and k rope settings differ from each other or from the attention")
         end
+        for _, hn in ipairs({ q_norm or false, k_norm or false }) do
+          if hn and hn.group ~= att.head_dim then
+            no_emitter(graph, hn, ("in groups of %d before RoPE (only a per-head norm, groups of head_dim %d)")
+                       :format(hn.group, att.head_dim))
+          end
+        end
+        if q_norm and k_norm and q_norm.eps ~= k_norm.eps then
+          util.raise(graph.path, k_norm.line, ("codegen: the q and k head norms have different eps (%g, %g)")
+                     :format(q_norm.eps, k_norm.eps))
+        end
         base.q, base.k, base.v, base.q_rope, base.k_rope, base.att = q, k, v, q_rope, k_rope, att
-        table.move({ q, k, v, q_rope, k_rope }, 1, 5, #nodes + 1, nodes)
+        base.q_norm, base.k_norm = q_norm, k_norm
+        for _, n in ipairs({ q, k, v, q_norm or false, k_norm or false, q_rope, k_rope }) do
+          if n then nodes[#nodes + 1] = n end
+        end
         stage("qkv_rope", base, nodes)
+      elseif node.inputs[3] then
+        no_emitter(graph, node, "with a bias outside the Q/K/V projections")
       elseif swiglu then
         local gate, up = swiglu.inputs[1], swiglu.inputs[2]
         local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up

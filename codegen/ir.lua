@@ -39,17 +39,34 @@ ir.ops = {
     need(ir.is_node(a[2]) and a[2].op == "tokens", "embed: second argument must be g.tokens()")
     return w.cols
   end,
+  -- group: each run of `group` values is normalized on its own (per-head norm); the weight is [1, group]
   rmsnorm = function(a, at)
     local x, w = value(a[1], "rmsnorm"), weight(a[2], "rmsnorm")
-    need(w.rows == 1 and w.cols == x.n, "shape mismatch: rmsnorm of [%d] with %s [%d, %d], expected [1, %d]",
-         x.n, w.name, w.rows, w.cols, x.n)
+    if at.group == nil then
+      at.group = x.n
+      need(w.rows == 1 and w.cols == x.n, "shape mismatch: rmsnorm of [%d] with %s [%d, %d], expected [1, %d]",
+           x.n, w.name, w.rows, w.cols, x.n)
+    else
+      count(at.group, "rmsnorm group")
+      need(x.n % at.group == 0, "rmsnorm: group %d does not divide [%d]", at.group, x.n)
+      need(w.rows == 1 and w.cols == at.group,
+           "shape mismatch: rmsnorm of [%d] in groups of %d with %s [%d, %d], expected [1, %d]", x.n, at.group,
+           w.name, w.rows, w.cols, at.group)
+    end
     need(type(at.eps) == "number" and at.eps > 0, "rmsnorm: eps must be a positive number")
     return x.n
   end,
+  -- a[3], optional: a bias [1, rows] added to the product
   matmul = function(a)
     local x, w = value(a[1], "matmul"), weight(a[2], "matmul")
     need(w.cols == x.n, "shape mismatch: matmul with %s [%d, %d] needs an input of %d, got %d",
          w.name, w.rows, w.cols, w.cols, x.n)
+    if a[3] ~= nil then
+      local b = weight(a[3], "matmul bias")
+      need(b.rows == 1 and b.cols == w.rows,
+           "shape mismatch: matmul bias %s [%d, %d] for %s [%d, %d], expected [1, %d]", b.name, b.rows, b.cols,
+           w.name, w.rows, w.cols, w.rows)
+    end
     return w.rows
   end,
   rope = function(a, at)

@@ -48,8 +48,8 @@ function M.export(graph, plan, gen, source)
   local nodes = {}
   for i, node in ipairs(graph.order) do
     local e = { op = node.op, n = node.n, line = node.line, inputs = {}, eps = node.eps,
-                theta = node.theta, layout = node.layout, heads = node.heads, kv_heads = node.kv_heads,
-                head_dim = node.head_dim, layer = node.layer }
+                group = node.group, theta = node.theta, layout = node.layout, heads = node.heads,
+                kv_heads = node.kv_heads, head_dim = node.head_dim, layer = node.layer }
     for j, inp in ipairs(node.inputs) do e.inputs[j] = inp.id - 1 end
     if node.op == "weight" then
       for wi, w in ipairs(plan.weights) do if w.node == node then e.weight = wi - 1 end end

@@ -11,6 +11,9 @@ local function touched(st, plan)
   for _, v in ipairs(st.reads) do r[#r + 1] = { plan.value(v), v } end
   for _, v in ipairs(st.writes) do w[#w + 1] = { plan.value(v), v } end
   if st.kind == "qkv_rope" then w[#w + 1] = { "kv:" .. st.att.layer, "KV cache" } end
+  if st.kind == "qkv_rope" and (st.q_norm or st.k_norm) then
+    w[#w + 1] = { "head_ready", "head norm counters" }
+  end
   if st.kind == "attention" then r[#r + 1] = { "kv:" .. st.att.layer, "KV cache" } end
   if st.kind == "lm_head" then w[#w + 1] = { "partials", "argmax partials" } end
   if st.kind == "accept" then r[#r + 1] = { "partials", "argmax partials" } end

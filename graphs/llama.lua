@@ -1,24 +1,40 @@
--- Llama-family decoder: token embedding, pre-norm attention with RoPE and
--- grouped-query heads, SwiGLU MLP, final norm, LM head (tied or untied).
--- Weight names follow GGUF; matrices are [rows][cols] = [out][in].
+-- Llama-family decoder: token embedding, pre-norm attention with RoPE and grouped-query heads
+-- (Q/K/V biases for qwen2: qkv_bias; per-head Q/K norms for qwen3: qk_norm), SwiGLU MLP, final
+-- norm, LM head (tied or untied). GGUF weight names; [rows][cols] = [out][in], vectors [1][n].
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
-  tied = true, max_ctx = 512,
+  tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
 preset "odd" {
   dim = 72, n_layers = 2, n_heads = 6, n_kv_heads = 2, head_dim = 12, ffn = 172,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
-  tied = false, max_ctx = 384,
+  tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
 }
 
 preset "llama-3.2-1b" {
   dim = 2048, n_layers = 16, n_heads = 32, n_kv_heads = 8, head_dim = 64, ffn = 8192,
   vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
-  tied = true, max_ctx = 4096,
+  tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
+}
+
+-- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
+-- that is not a multiple of 8 (padded rows), untied head.
+preset "qwen2-tiny" {
+  dim = 60, n_layers = 2, n_heads = 5, n_kv_heads = 1, head_dim = 12, ffn = 148,
+  vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
+}
+
+-- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
+-- heads wider than a warp (a lane takes more than one element and pair).
+preset "qwen3-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 80, ffn = 160,
+  vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
 }
 
 function build(g, p)
@@ -27,13 +43,22 @@ function build(g, p)
   end
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim
   local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim }
+  local function bias(l, name, rows) -- nil where the model has none
+    return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
+  end
 
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
   for l = 0, p.n_layers - 1 do
     local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
-    local q = g.rope(g.matmul(h, blk(l, "attn_q", q_dim, p.dim)), p.n_heads, rope)
-    local k = g.rope(g.matmul(h, blk(l, "attn_k", kv_dim, p.dim)), p.n_kv_heads, rope)
-    local v = g.matmul(h, blk(l, "attn_v", kv_dim, p.dim))
+    local q = g.matmul(h, blk(l, "attn_q", q_dim, p.dim), bias(l, "attn_q", q_dim))
+    local k = g.matmul(h, blk(l, "attn_k", kv_dim, p.dim), bias(l, "attn_k", kv_dim))
+    local v = g.matmul(h, blk(l, "attn_v", kv_dim, p.dim), bias(l, "attn_v", kv_dim))
+    if p.qk_norm then -- each head normalized on its own, before RoPE
+      q = g.rmsnorm(q, blk(l, "attn_q_norm", 1, p.head_dim), p.norm_eps, { group = p.head_dim })
+      k = g.rmsnorm(k, blk(l, "attn_k_norm", 1, p.head_dim), p.norm_eps, { group = p.head_dim })
+    end
+    q = g.rope(q, p.n_heads, rope)
+    k = g.rope(k, p.n_kv_heads, rope)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
                                      head_dim = p.head_dim })
     x = g.add(x, g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))

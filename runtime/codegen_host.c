@@ -157,6 +157,7 @@ static int read_nodes(lua_State *L, int res, mkc_graph *g) {
     nd->weight = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
     lua_pop(L, 1);
     nd->eps = get_num(L, e, "eps");
+    nd->group = (int)get_int(L, e, "group");
     nd->theta = get_num(L, e, "theta");
     lua_getfield(L, e, "layout");
     const char *layout = lua_tostring(L, -1);

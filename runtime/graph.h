@@ -10,8 +10,8 @@ enum mkc_op {
   MKC_OP_TOKENS,    /* the step's input token ids */
   MKC_OP_WEIGHT,    /* a named weight tensor */
   MKC_OP_EMBED,     /* in: weight [vocab][dim], tokens -> [dim] */
-  MKC_OP_RMSNORM,   /* in: x [n], weight [n]; attr eps */
-  MKC_OP_MATMUL,    /* in: x [cols], weight [rows][cols] -> [rows] */
+  MKC_OP_RMSNORM,   /* in: x [n], weight [group]; attrs eps, group */
+  MKC_OP_MATMUL,    /* in: x [cols], weight [rows][cols], bias [rows] or -1 -> [rows] */
   MKC_OP_ROPE,      /* in: x [heads*head_dim]; attrs heads, head_dim, theta, layout */
   MKC_OP_ATTENTION, /* in: q, k, v; attrs layer, heads, kv_heads, head_dim: appends k,v at pos */
   MKC_OP_ADD,       /* in: a, b */
@@ -29,6 +29,7 @@ typedef struct mkc_node {
   int weight;   /* MKC_OP_WEIGHT: index into mkc_graph.weights */
   int line;     /* line in the graph file that created the node */
   double eps;   /* rmsnorm */
+  int group;    /* rmsnorm: values normalized together (n: the whole vector; head_dim: per head) */
   double theta; /* rope base */
   int layout;   /* enum mkc_rope_layout */
   int heads, kv_heads, head_dim, layer;

@@ -97,7 +97,12 @@ static void work(model_ctx *m, mkc_qty items, const char *unit, mkc_qty flops) {
   m->s->ast_flops = flops;
 }
 
+static int is_null(const model_ctx *m, int i) {
+  return i < m->call->n_args && m->call->args[i].kind == MKC_ARG_NULL;
+}
+
 #define Q(c_, t_, ctx_, att_) ((mkc_qty){(c_), (t_), (ctx_), (att_)})
+#define PADDED(n) (((n) + 7) / 8 * 8) /* a weight row as the arena holds it */
 #define NORM_READ(i, n_chunks)                                                                     \
   touch(m, i, 0, Q(16 * (n_chunks), 0, 0, 0)) /* norm weights: a padded row of bf16 */
 
@@ -130,17 +135,26 @@ static void model_call(model_ctx *m) {
     touch(m, 9, 1, Q(0, 4 * rows, 0, 0));
     work(m, Q(rows, 0, 0, 0), "warp", Q(0, 4 * rows * cols, 0, 0));
   } else if (strcmp(f, "mkc_qkv_rope") == 0) {
-    /* w_q, w_k, w_v, row_stride, n_chunks, heads, kv_heads, head_dim, layout, theta, x, x_stride,
-     * norm_w, inv_rms, q_out, q_stride, k_cache, v_cache, max_ctx, pos, T */
-    long long cols = 8 * num(m, 4), heads = num(m, 5), kvh = num(m, 6), hd = num(m, 7);
+    /* w_q, w_k, w_v, b_q, b_k, b_v, row_stride, n_chunks, heads, kv_heads, head_dim, layout,
+     * theta, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready, q_out,
+     * q_stride, k_cache, v_cache, max_ctx, pos, T */
+    long long cols = 8 * num(m, 7), heads = num(m, 8), kvh = num(m, 9), hd = num(m, 10);
     touch(m, 0, 0, Q(2 * heads * hd * cols, 0, 0, 0));
     touch(m, 1, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
     touch(m, 2, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
-    touch(m, 10, 0, Q(0, 4 * cols, 0, 0));
-    NORM_READ(12, cols / 8);
-    touch(m, 14, 1, Q(0, 4 * heads * hd, 0, 0));
-    touch(m, 16, 1, Q(0, 4 * kvh * hd, 0, 0)); /* K rows at pos..pos+T-1 */
-    touch(m, 17, 1, Q(0, 4 * kvh * hd, 0, 0));
+    touch(m, 3, 0, Q(2 * PADDED(heads * hd), 0, 0, 0)); /* biases (null: none) */
+    touch(m, 4, 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
+    touch(m, 5, 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
+    touch(m, 13, 0, Q(0, 4 * cols, 0, 0));
+    NORM_READ(15, cols / 8);
+    touch(m, 17, 0, Q(2 * PADDED(hd), 0, 0, 0)); /* head norm weights (null: none) */
+    touch(m, 18, 0, Q(2 * PADDED(hd), 0, 0, 0));
+    /* head_ready: a counter per head, not counted. A normed head is written raw and read back. */
+    touch(m, 21, 1, Q(0, 4 * heads * hd, 0, 0));
+    if (!is_null(m, 17)) touch(m, 21, 0, Q(0, 4 * heads * hd, 0, 0));
+    touch(m, 23, 1, Q(0, 4 * kvh * hd, 0, 0)); /* K rows at pos..pos+T-1 */
+    if (!is_null(m, 18)) touch(m, 23, 0, Q(0, 4 * kvh * hd, 0, 0));
+    touch(m, 24, 1, Q(0, 4 * kvh * hd, 0, 0));
     work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
          Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
   } else if (strcmp(f, "mkc_attention") == 0) {

@@ -117,9 +117,11 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
     return 0;
   case MKC_OP_RMSNORM:
     w = in_weight(g, id, 1);
-    if (in_len(g, id, 0) != nd->n || (long)w->rows * w->cols != nd->n || nd->eps < 0) {
-      node_error(g, id, "x [%d], weight %s [%d, %d], output [%d], eps %g: sizes must agree",
-                 in_len(g, id, 0), w->name, w->rows, w->cols, nd->n, nd->eps);
+    if (in_len(g, id, 0) != nd->n || nd->group <= 0 || nd->n % nd->group ||
+        (long)w->rows * w->cols != nd->group || nd->eps < 0) {
+      node_error(g, id,
+                 "x [%d], weight %s [%d, %d], output [%d], group %d, eps %g: sizes must agree",
+                 in_len(g, id, 0), w->name, w->rows, w->cols, nd->n, nd->group, nd->eps);
       return -1;
     }
     return 0;
@@ -129,6 +131,14 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
       node_error(g, id, "x [%d] times %s [%d, %d] gives [%d], output is [%d]", in_len(g, id, 0),
                  w->name, w->rows, w->cols, w->rows, nd->n);
       return -1;
+    }
+    if (nd->in[2] >= 0) { /* the bias */
+      const mkc_weight_info *b = nd->in[2] < id ? in_weight(g, id, 2) : NULL;
+      if (!b || (long)b->rows * b->cols != nd->n) {
+        node_error(g, id, "bias (input 2) is node %d, expected an earlier weight of [%d]",
+                   nd->in[2], nd->n);
+        return -1;
+      }
     }
     return 0;
   case MKC_OP_ROPE:
@@ -237,19 +247,23 @@ fail:
   return NULL;
 }
 
-static void rmsnorm(double *y, const double *x, const uint16_t *w, int n, double eps) {
-  double ss = 0;
-  for (int i = 0; i < n; i++) ss += x[i] * x[i];
-  double inv = 1.0 / sqrt(ss / n + eps);
-  for (int i = 0; i < n; i++) y[i] = x[i] * inv * bf16(w[i]);
+/* Each run of `group` values normalized on its own (group = n: the whole vector). */
+static void rmsnorm(double *y, const double *x, const uint16_t *w, int n, int group, double eps) {
+  for (int g0 = 0; g0 < n; g0 += group) {
+    double ss = 0;
+    for (int i = 0; i < group; i++) ss += x[g0 + i] * x[g0 + i];
+    double inv = 1.0 / sqrt(ss / group + eps);
+    for (int i = 0; i < group; i++) y[g0 + i] = x[g0 + i] * inv * bf16(w[i]);
+  }
 }
 
-static void matmul(double *y, const double *x, const mkc_tensor *w) {
+/* y = W x (+ bias, where there is one). */
+static void matmul(double *y, const double *x, const mkc_tensor *w, const mkc_tensor *bias) {
   for (int r = 0; r < w->rows; r++) {
     const uint16_t *row = w->data + (size_t)r * w->cols;
     double sum = 0;
     for (int c = 0; c < w->cols; c++) sum += bf16(row[c]) * x[c];
-    y[r] = sum;
+    y[r] = bias ? sum + bf16(bias->data[r]) : sum;
   }
 }
 
@@ -328,10 +342,10 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       break;
     }
     case MKC_OP_RMSNORM:
-      rmsnorm(y, a, r->tensor[nd->in[1]]->data, nd->n, nd->eps);
+      rmsnorm(y, a, r->tensor[nd->in[1]]->data, nd->n, nd->group, nd->eps);
       break;
     case MKC_OP_MATMUL:
-      matmul(y, a, r->tensor[nd->in[1]]);
+      matmul(y, a, r->tensor[nd->in[1]], nd->in[2] >= 0 ? r->tensor[nd->in[2]] : NULL);
       break;
     case MKC_OP_ROPE:
       rope(y, a, nd, r->pos);

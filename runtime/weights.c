@@ -82,6 +82,8 @@ static int fill_random(mkc_tensor *t, unsigned long long seed) {
   if (ends_with(t->name, "norm.weight")) {
     offset = 1.0;
     scale = 0.1;
+  } else if (ends_with(t->name, ".bias")) {
+    scale = 0.1; /* Q/K/V biases: a visible shift next to the projections' unit-scale outputs */
   } else if (strncmp(t->name, "token_embd.", 11) == 0) {
     /* Small next to the layers' outputs, as in trained models: a large
      * embedding dominates the residual and a tied head just repeats its input. */

@@ -21,6 +21,12 @@ MKC_DEVICE float mkc_warp_max(float v) {
   return v;
 }
 
+/* Nonzero in every lane when v is nonzero in any lane. */
+MKC_DEVICE int mkc_warp_or(int v) {
+  for (int m = 16; m > 0; m >>= 1) v |= mkc_shfl_xor_int(v, m);
+  return v;
+}
+
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {
   v = mkc_warp_sum(v);

@@ -1,58 +1,110 @@
-/* Q, K and V projections with RoPE and the KV append in the epilogue. A warp
- * owns a pair of rows: a rotation pair of Q or K (interleaved: 2j, 2j+1 of a
- * head; neox: j, j + head_dim/2), or two adjacent rows of V. K and V for
- * token t land in the cache at position pos + t; q goes to scratch. */
-MKC_DEVICE void mkc_rope_rows(int pair, int head_dim, int layout, int *r0, int *r1, int *j) {
-  int half = head_dim / 2, h = pair / half;
-  *j = pair - h * half;
-  *r0 = h * head_dim + (layout ? *j : 2 * *j);
-  *r1 = *r0 + (layout ? half : 1);
+/* Q, K and V projections with, in the epilogue, their biases, the per-head
+ * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
+ * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
+ * or two adjacent rows of V. K and V for token t land in the cache at
+ * position pos + t; q goes to scratch. A null bias or head norm is absent.
+ *
+ * A per-head norm needs the whole head before RoPE, and a head's pairs are
+ * spread over the grid: each warp writes its pair raw (bias added) and counts
+ * it in head_ready[head] (q heads, then kv heads); the warp that completes a
+ * head normalizes and rotates it in place and sets the counter back to zero
+ * for the next layer. No grid barrier, and every warp keeps a pair to do. */
+
+MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
+  return powf(theta, -(float)(2 * j) / (float)head_dim);
+}
+
+/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at. */
+MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
+  float angle = (float)at * inv_freq, c = cosf(angle), s = sinf(angle);
+  float ra = *a * c - *b * s, rb = *a * s + *b * c;
+  *a = ra;
+  *b = rb;
+}
+
+/* RMSNorm of one head's T rows in place (token t's row at head + t * t_stride),
+ * scaled by norm_w, then RoPE at pos + t. The whole warp: lanes over the
+ * elements for the sum of squares, then over the rotation pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int layout, float theta,
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+  int half = head_dim / 2;
+  for (int t = 0; t < T; t++) {
+    float *row = head + (long)t * t_stride;
+    float ss = 0.0f;
+    for (int i = mkc_lane(); i < head_dim; i += 32) ss += row[i] * row[i];
+    /* the sum is a warp exchange: every lane has read the row before any lane writes it */
+    float inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
+    for (int j = mkc_lane(); j < half; j += 32) {
+      int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+      float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
+      float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
+      mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
+      row[i0] = a;
+      row[i1] = b;
+    }
+  }
 }
 
 MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
+                             const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
                              int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
                              int layout, float theta, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, const float *inv_rms, float *q_out,
-                             int q_stride, float *k_cache, float *v_cache, int max_ctx, int pos,
-                             int T) {
-  int q_pairs = heads * head_dim / 2, kv_pairs = kv_heads * head_dim / 2;
+                             const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
+                             float *q_out, int q_stride, float *k_cache, float *v_cache,
+                             int max_ctx, int pos, int T) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float a[MKC_T_MAX], b[MKC_T_MAX];
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
-    int r0, r1, j = -1;
-    const mkc_bf16 *w;
-    if (p < q_pairs) {
-      w = w_q;
-      mkc_rope_rows(p, head_dim, layout, &r0, &r1, &j);
-    } else if (p < q_pairs + kv_pairs) {
-      w = w_k;
-      mkc_rope_rows(p - q_pairs, head_dim, layout, &r0, &r1, &j);
-    } else {
+    /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
+    const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
+    int pair = p, rope = 1;
+    if (p >= q_pairs + kv_pairs) {
       w = w_v;
-      r0 = 2 * (p - q_pairs - kv_pairs);
-      r1 = r0 + 1;
+      bias = b_v;
+      head_w = 0;
+      pair = p - q_pairs - kv_pairs;
+      rope = 0;
+    } else if (p >= q_pairs) {
+      w = w_k;
+      bias = b_k;
+      head_w = k_norm_w;
+      pair = p - q_pairs;
     }
+    int h = pair / half, j = pair - h * half;
+    int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
+    int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
     mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
     mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
-    if (mkc_lane() != 0) continue;
-    float inv_freq = j >= 0 ? powf(theta, -(float)(2 * j) / (float)head_dim) : 0.0f;
-    for (int t = 0; t < T; t++) {
-      float ra = a[t], rb = b[t];
-      if (j >= 0) {
-        float angle = (float)(pos + t) * inv_freq, c = cosf(angle), s = sinf(angle);
-        ra = a[t] * c - b[t] * s;
-        rb = a[t] * s + b[t] * c;
-      }
-      if (p < q_pairs) {
-        q_out[t * q_stride + r0] = ra;
-        q_out[t * q_stride + r1] = rb;
-      } else {
-        /* cache rows are [kv_head][max_ctx][head_dim] */
-        float *cache = p < q_pairs + kv_pairs ? k_cache : v_cache;
-        int kvh = r0 / head_dim;
-        float *row = cache + ((long)kvh * max_ctx + pos + t) * head_dim;
-        row[r0 - kvh * head_dim] = ra;
-        row[r1 - kvh * head_dim] = rb;
+    /* token 0's row of the head: q in scratch; k, v in the cache ([kv_head][max_ctx][head_dim]) */
+    float *head = q_out + h * head_dim;
+    int t_stride = q_stride;
+    if (p >= q_pairs) {
+      head = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+      t_stride = head_dim;
+    }
+    if (mkc_lane() == 0) {
+      float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
+      float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
+      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
+      for (int t = 0; t < T; t++) {
+        float ra = a[t] + bias0, rb = b[t] + bias1;
+        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
+        head[(long)t * t_stride + i0] = ra;
+        head[(long)t * t_stride + i1] = rb;
       }
     }
+    if (!head_w) continue;
+    /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
+    int last = 0;
+    if (mkc_lane() == 0) {
+      unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
+      mkc_fence(); /* the pair is visible before it is counted */
+      last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
+      if (last) mkc_store_u32(ready, 0u);
+    }
+    if (!mkc_warp_or(last)) continue;
+    mkc_fence(); /* every lane sees the pairs the other warps wrote */
+    mkc_head_norm_rope(head, t_stride, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }

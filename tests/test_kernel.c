@@ -1,7 +1,7 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
- * prompt chunks and 64 plain decode steps for tiny and odd, logits within
- * 1e-4 (relative to the largest reference logit) at every step and every
- * input, the same greedy tokens, the same pos. */
+ * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny and
+ * qwen3-tiny, logits within 1e-4 (relative to the largest reference logit)
+ * at every step and every input, the same greedy tokens, the same pos. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -95,5 +95,11 @@ int main(void) {
   compare("odd", 4, 3);
   compare("tiny", 0, 1); /* T_MAX 1 and a single block: no cross-block traffic at all */
   compare("odd", 7, 5);  /* T_MAX 8 */
+  /* Q/K/V biases; per-head Q/K norms, whose heads are finished by the warp that completes them */
+  compare("qwen2-tiny", 4, 4);
+  compare("qwen2-tiny", 7, 5);
+  compare("qwen3-tiny", 4, 3);
+  compare("qwen3-tiny", 0, 1); /* every head finished within the one block */
+  compare("qwen3-tiny", 7, 5);
   return check_done();
 }

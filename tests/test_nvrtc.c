@@ -1,6 +1,6 @@
 /* Every preset's emitted kernel compiles through mkc's NVRTC path (the kernel
- * cache, kcache.h) for sm_80, sm_90 and every newer arch this NVRTC
- * supports, with the ptxas figures parsed: no GPU needed, only libnvrtc.
+ * cache, kcache.h) for sm_80, sm_90 and (llama presets) every newer arch this
+ * NVRTC supports, with the ptxas figures parsed: no GPU needed, only libnvrtc.
  * Skipped (never passed) where libnvrtc is missing. A broken kernel fails
  * with its lines marked. Compiles run two at a time (they are slow). */
 #include <stdlib.h>
@@ -28,7 +28,8 @@ static int compile_one(const job *j) {
   char graph[4200], arch[16];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   snprintf(arch, sizeof arch, "sm_%d", j->arch);
-  mkc_gen_opts o = {.graph_path = graph, .preset = j->preset, .draft_max = j->draft_max, .max_ctx = 0};
+  mkc_gen_opts o = {
+      .graph_path = graph, .preset = j->preset, .draft_max = j->draft_max, .max_ctx = 0};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
@@ -100,14 +101,22 @@ int main(void) {
   int v = mkc_nvrtc_version(), supported[64];
   int n_supported = mkc_nvrtc_supported_archs(supported, 64);
   printf("     | NVRTC %d.%d, %d archs\n", v / 1000, v % 1000 / 10, n_supported);
-  static const char *const presets[] = {"tiny", "odd", "llama-3.2-1b"};
+  /* The qwen presets only for sm_80 and sm_90: they differ from the others in one template. */
+  static const struct {
+    const char *name;
+    int draft_max, newer_archs;
+  } presets[] = {{"tiny", 4, 1},
+                 {"odd", 7, 1},
+                 {"llama-3.2-1b", 4, 1},
+                 {"qwen2-tiny", 4, 0},
+                 {"qwen3-tiny", 7, 0}};
   job jobs[MAX_JOBS];
   int n = 0;
-  for (int p = 0; p < 3; p++) {
-    one_global(presets[p]);
+  for (size_t p = 0; p < sizeof presets / sizeof *presets; p++) {
+    one_global(presets[p].name);
     for (int a = 0; a < n_supported && n < MAX_JOBS; a++)
-      if (supported[a] == 80 || supported[a] >= 90)
-        jobs[n++] = (job){presets[p], p == 1 ? 7 : 4, supported[a], 0};
+      if (supported[a] == 80 || supported[a] == 90 || (supported[a] > 90 && presets[p].newer_archs))
+        jobs[n++] = (job){presets[p].name, presets[p].draft_max, supported[a], 0};
   }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);
   int running = 0;

@@ -100,14 +100,26 @@ static int add_weight(mkc_graph *g, const char *name, int rows, int cols) {
   return id;
 }
 
-static int add_rmsnorm(mkc_graph *g, int x, const char *name, int n, double eps) {
-  int id = add_node(g, MKC_OP_RMSNORM, n, x, add_weight(g, name, 1, n), -1);
+/* RMSNorm of each run of `group` values of x [n] (group n: the whole vector). */
+static int add_group_norm(mkc_graph *g, int x, const char *name, int n, int group, double eps) {
+  int id = add_node(g, MKC_OP_RMSNORM, n, x, add_weight(g, name, 1, group), -1);
   g->nodes[id].eps = eps;
+  g->nodes[id].group = group;
   return id;
 }
 
+static int add_rmsnorm(mkc_graph *g, int x, const char *name, int n, double eps) {
+  return add_group_norm(g, x, name, n, n, eps);
+}
+
+/* x times weight `name`, plus the bias `bias` [rows] unless it is NULL. */
+static int add_linear(mkc_graph *g, int x, const char *name, const char *bias, int rows, int cols) {
+  int w = add_weight(g, name, rows, cols);
+  return add_node(g, MKC_OP_MATMUL, rows, x, w, bias ? add_weight(g, bias, 1, rows) : -1);
+}
+
 static int add_matmul(mkc_graph *g, int x, const char *name, int rows, int cols) {
-  return add_node(g, MKC_OP_MATMUL, rows, x, add_weight(g, name, rows, cols), -1);
+  return add_linear(g, x, name, NULL, rows, cols);
 }
 
 static int add_rope(mkc_graph *g, int x, int heads, int head_dim, double theta, int layout) {
@@ -132,6 +144,7 @@ static int add_attention(mkc_graph *g, int q, int k, int v, int layer, int heads
 typedef struct llama_dims {
   int vocab, dim, heads, kv_heads, head_dim, ffn, layers, max_ctx, layout;
   double theta, eps;
+  int qkv_bias, qk_norm; /* qwen2: Q/K/V biases; qwen3: per-head Q/K norms before RoPE */
 } llama_dims;
 
 static void build_llama(mkc_graph *g, const llama_dims *d) {
@@ -143,10 +156,18 @@ static void build_llama(mkc_graph *g, const llama_dims *d) {
                    tokens, -1);
   for (int l = 0; l < d->layers; l++) {
 #define NAME(s) (snprintf(name, sizeof name, "blk.%d." s, l), name)
+    char bq[64], bk[64], bv[64];
+    snprintf(bq, sizeof bq, "blk.%d.attn_q.bias", l);
+    snprintf(bk, sizeof bk, "blk.%d.attn_k.bias", l);
+    snprintf(bv, sizeof bv, "blk.%d.attn_v.bias", l);
     int h = add_rmsnorm(g, x, NAME("attn_norm.weight"), d->dim, d->eps);
-    int q = add_matmul(g, h, NAME("attn_q.weight"), q_dim, d->dim);
-    int k = add_matmul(g, h, NAME("attn_k.weight"), kv_dim, d->dim);
-    int v = add_matmul(g, h, NAME("attn_v.weight"), kv_dim, d->dim);
+    int q = add_linear(g, h, NAME("attn_q.weight"), d->qkv_bias ? bq : NULL, q_dim, d->dim);
+    int k = add_linear(g, h, NAME("attn_k.weight"), d->qkv_bias ? bk : NULL, kv_dim, d->dim);
+    int v = add_linear(g, h, NAME("attn_v.weight"), d->qkv_bias ? bv : NULL, kv_dim, d->dim);
+    if (d->qk_norm) {
+      q = add_group_norm(g, q, NAME("attn_q_norm.weight"), q_dim, d->head_dim, d->eps);
+      k = add_group_norm(g, k, NAME("attn_k_norm.weight"), kv_dim, d->head_dim, d->eps);
+    }
     q = add_rope(g, q, d->heads, d->head_dim, d->theta, d->layout);
     k = add_rope(g, k, d->kv_heads, d->head_dim, d->theta, d->layout);
     int att = add_attention(g, q, k, v, l, d->heads, d->kv_heads, d->head_dim);
@@ -190,6 +211,14 @@ static void o_matmul(double *y, const mkc_tensor *w, const double *x) {
   }
 }
 
+/* A projection with its bias (none: b NULL) and its heads normalized one by one (none: n NULL). */
+static void o_project(double *y, const mkc_tensor *w, const mkc_tensor *b, const mkc_tensor *n,
+                      int hd, double eps, const double *x) {
+  o_matmul(y, w, x);
+  for (int r = 0; b && r < w->rows; r++) y[r] += wat(b, 0, r);
+  for (int h0 = 0; n && h0 < w->rows; h0 += hd) o_norm(y + h0, y + h0, n, hd, eps);
+}
+
 /* RoPE as a complex rotation of each pair. */
 static void o_rope(double *x, int heads, int hd, double theta, int layout, int pos) {
   for (int h = 0; h < heads; h++)
@@ -219,9 +248,15 @@ static void oracle_llama(const mkc_weights *w, const llama_dims *d, const int *t
 #define T(s) (snprintf(name, sizeof name, "blk.%d." s, l), find(w, name))
     for (int t = 0; t < n; t++) {
       o_norm(h, &x[t * D], T("attn_norm.weight"), D, d->eps);
-      o_matmul(&q[t * qd], T("attn_q.weight"), h);
-      o_matmul(&k[t * kvd], T("attn_k.weight"), h);
-      o_matmul(&v[t * kvd], T("attn_v.weight"), h);
+      /* biases and head norms are absent (NULL) where the graph has none */
+      const mkc_tensor *wq = T("attn_q.weight"), *bq = T("attn_q.bias"),
+                       *nq = T("attn_q_norm.weight");
+      const mkc_tensor *wk = T("attn_k.weight"), *bk = T("attn_k.bias"),
+                       *nk = T("attn_k_norm.weight");
+      const mkc_tensor *wv = T("attn_v.weight"), *bv = T("attn_v.bias");
+      o_project(&q[t * qd], wq, bq, nq, hd, d->eps, h);
+      o_project(&k[t * kvd], wk, bk, nk, hd, d->eps, h);
+      o_project(&v[t * kvd], wv, bv, NULL, hd, d->eps, h);
       o_rope(&q[t * qd], d->heads, hd, d->theta, d->layout, t);
       o_rope(&k[t * kvd], d->kv_heads, hd, d->theta, d->layout, t);
     }
@@ -456,6 +491,84 @@ static void test_rmsnorm(void) {
   mkc_graph_free(&g);
 }
 
+/* Per-head norm: each group of 3 of the 6 values normalized on its own, one weight [3] for all. */
+static void test_group_norm(void) {
+  mkc_graph g;
+  graph_init(&g, 6, 4);
+  int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(&g, MKC_OP_EMBED, 6, add_weight(&g, "token_embd.weight", 2, 6), tokens, -1);
+  int y = add_group_norm(&g, x, "blk.0.attn_q_norm.weight", 6, 3, 1e-6);
+  add_node(&g, MKC_OP_LOGITS, 6, y, -1, -1);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 3) == 0);
+  float emb[12] = {0, 0, 0, 0, 0, 0, 1, -2, 0.5f, 4, 0, -0.25f};
+  set_tensor(&w, "token_embd.weight", emb);
+  const mkc_tensor *nw = find(&w, "blk.0.attn_q_norm.weight");
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  double out[6];
+  /* mean squares: (1 + 4 + .25) / 3 and (16 + 0 + .0625) / 3 */
+  CHECK(mkc_ref_step(r, 1, out) == 0);
+  for (int i = 0; i < 6; i++)
+    CHECK_NEAR(out[i], emb[6 + i] / sqrt((i < 3 ? 5.25 : 16.0625) / 3 + 1e-6) * wat(nw, 0, i % 3),
+               1e-14);
+  mkc_ref_close(r);
+  /* a group that does not divide the vector, and a weight of the wrong size */
+  const char *expect[2] = {"group 4, eps 1e-06: sizes must agree", "group 2, eps 1e-06"};
+  for (int bad = 0; bad < 2; bad++) {
+    g.nodes[y].group = bad ? 2 : 4;
+    capture_begin();
+    r = mkc_ref_open(&g, &w);
+    const char *msg = capture_end();
+    CHECK(r == NULL);
+    CHECK_CONTAINS(msg, "test.graph:5: error: node 4 (rmsnorm): x [6], weight "
+                        "blk.0.attn_q_norm.weight [1, 3], output [6]");
+    CHECK_CONTAINS(msg, expect[bad]);
+  }
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
+/* Q/K/V bias: y = W x + b, with values exact in bf16. */
+static void test_matmul_bias(void) {
+  mkc_graph g;
+  graph_init(&g, 3, 4);
+  int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(&g, MKC_OP_EMBED, 4, add_weight(&g, "token_embd.weight", 2, 4), tokens, -1);
+  int y = add_linear(&g, x, "blk.0.attn_v.weight", "blk.0.attn_v.bias", 3, 4);
+  add_node(&g, MKC_OP_LOGITS, 3, y, -1, -1);
+  mkc_weights w;
+  CHECK(mkc_weights_random(&w, &g, 4) == 0);
+  const mkc_tensor *b = find(&w, "blk.0.attn_v.bias");
+  CHECK(b && b->rows == 1 && b->cols == 3);
+  float emb[8] = {0, 0, 0, 0, 1, 2, -1, 0.5f};
+  float wv[12] = {1, 0, 0, 0, 0, 1, 1, 0, 0.5f, 0.25f, -2, 4};
+  float bias[3] = {0.125f, -1, 3};
+  set_tensor(&w, "token_embd.weight", emb);
+  set_tensor(&w, "blk.0.attn_v.weight", wv);
+  set_tensor(&w, "blk.0.attn_v.bias", bias);
+  mkc_ref *r = mkc_ref_open(&g, &w);
+  CHECK(r != NULL);
+  if (!r) return;
+  double out[3];
+  CHECK(mkc_ref_step(r, 0, out) == 0); /* x = 0: the bias alone */
+  CHECK(out[0] == 0.125 && out[1] == -1 && out[2] == 3);
+  CHECK(mkc_ref_step(r, 1, out) == 0);
+  CHECK(out[0] == 1 + 0.125 && out[1] == 2 - 1 - 1 && out[2] == 0.5 + 0.5 + 2 + 2 + 3);
+  mkc_ref_close(r);
+  /* a bias of the wrong length */
+  g.weights[g.nodes[g.nodes[y].in[2]].weight].cols = 2;
+  capture_begin();
+  r = mkc_ref_open(&g, &w);
+  const char *msg = capture_end();
+  CHECK(r == NULL);
+  CHECK_CONTAINS(msg, "test.graph:6: error: node 5 (matmul): bias (input 2) is node 4, expected an "
+                      "earlier weight of [3]");
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+}
+
 /* tokens -> embed -> rope -> logits, so the logits are the rotated embedding. */
 static void test_rope(void) {
   double out[2][8];
@@ -554,12 +667,15 @@ static void test_attention(void) {
   mkc_graph_free(&g);
 }
 
-static void test_llama(int layout) {
+/* head_dim * 4 heads need not be dim (16): qwen3's are not. */
+static void test_llama(int layout, int head_dim, int qkv_bias, int qk_norm) {
   llama_dims d = {.vocab = 13,
                   .dim = 16,
                   .heads = 4,
                   .kv_heads = 2,
-                  .head_dim = 4,
+                  .head_dim = head_dim,
+                  .qkv_bias = qkv_bias,
+                  .qk_norm = qk_norm,
                   .ffn = 24,
                   .layers = 2,
                   .max_ctx = 5,
@@ -570,6 +686,8 @@ static void test_llama(int layout) {
   build_llama(&g, &d);
   mkc_weights w;
   CHECK(mkc_weights_random(&w, &g, 2024) == 0);
+  CHECK((find(&w, "blk.1.attn_v.bias") != NULL) == qkv_bias);
+  CHECK((find(&w, "blk.1.attn_k_norm.weight") != NULL) == qk_norm);
   mkc_ref *r = mkc_ref_open(&g, &w);
   CHECK(r != NULL);
   if (!r) return;
@@ -740,10 +858,15 @@ int main(void) {
   test_weights_get();
   test_arena();
   test_rmsnorm();
+  test_group_norm();
+  test_matmul_bias();
   test_rope();
   test_attention();
-  test_llama(MKC_ROPE_INTERLEAVED);
-  test_llama(MKC_ROPE_NEOX);
+  test_llama(MKC_ROPE_INTERLEAVED, 4, 0, 0);
+  test_llama(MKC_ROPE_NEOX, 4, 0, 0);
+  test_llama(MKC_ROPE_NEOX, 4, 1, 0); /* qwen2 */
+  test_llama(MKC_ROPE_NEOX, 6, 0, 1); /* qwen3 */
+  test_llama(MKC_ROPE_INTERLEAVED, 6, 1, 1);
   test_long_run();
   test_graph_errors();
   test_misc();

@@ -231,8 +231,8 @@ done:
 
 int main(void) {
   if (test_skip_without_gpu()) return 0;
-  static const char *presets[] = {"tiny", "odd"};
-  for (int i = 0; i < 2; i++) {
+  static const char *presets[] = {"tiny", "odd", "qwen2-tiny", "qwen3-tiny"};
+  for (int i = 0; i < 4; i++) {
     int plain[N_GEN];
     lossless(presets[i], plain);
     scripted_drafts(presets[i], plain);
