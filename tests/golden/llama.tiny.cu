@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 05c148deb2902587, templates 975ce52a887474fc, options d0bdfaaf4dfe117f
+ * hashes:  graph ea78b61e02b5a91c, templates 97e57d176588a5db, options d0bdfaaf4dfe117f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks
  * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 floats, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -115,6 +115,12 @@ MKC_DEVICE float mkc_warp_sum(float v) {
 
 MKC_DEVICE float mkc_warp_max(float v) {
   for (int m = 16; m > 0; m >>= 1) v = fmaxf(v, mkc_shfl_xor(v, m));
+  return v;
+}
+
+/* Nonzero in every lane when v is nonzero in any lane. */
+MKC_DEVICE int mkc_warp_or(int v) {
+  for (int m = 16; m > 0; m >>= 1) v |= mkc_shfl_xor_int(v, m);
   return v;
 }
 
@@ -287,62 +293,114 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
   }
 }
 #line 1 "templates/qkv_rope.cuh"
-/* Q, K and V projections with RoPE and the KV append in the epilogue. A warp
- * owns a pair of rows: a rotation pair of Q or K (interleaved: 2j, 2j+1 of a
- * head; neox: j, j + head_dim/2), or two adjacent rows of V. K and V for
- * token t land in the cache at position pos + t; q goes to scratch. */
-MKC_DEVICE void mkc_rope_rows(int pair, int head_dim, int layout, int *r0, int *r1, int *j) {
-  int half = head_dim / 2, h = pair / half;
-  *j = pair - h * half;
-  *r0 = h * head_dim + (layout ? *j : 2 * *j);
-  *r1 = *r0 + (layout ? half : 1);
+/* Q, K and V projections with, in the epilogue, their biases, the per-head
+ * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
+ * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
+ * or two adjacent rows of V. K and V for token t land in the cache at
+ * position pos + t; q goes to scratch. A null bias or head norm is absent.
+ *
+ * A per-head norm needs the whole head before RoPE, and a head's pairs are
+ * spread over the grid: each warp writes its pair raw (bias added) and counts
+ * it in head_ready[head] (q heads, then kv heads); the warp that completes a
+ * head normalizes and rotates it in place and sets the counter back to zero
+ * for the next layer. No grid barrier, and every warp keeps a pair to do. */
+
+MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
+  return powf(theta, -(float)(2 * j) / (float)head_dim);
+}
+
+/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at. */
+MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
+  float angle = (float)at * inv_freq, c = cosf(angle), s = sinf(angle);
+  float ra = *a * c - *b * s, rb = *a * s + *b * c;
+  *a = ra;
+  *b = rb;
+}
+
+/* RMSNorm of one head's T rows in place (token t's row at head + t * t_stride),
+ * scaled by norm_w, then RoPE at pos + t. The whole warp: lanes over the
+ * elements for the sum of squares, then over the rotation pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int layout, float theta,
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+  int half = head_dim / 2;
+  for (int t = 0; t < T; t++) {
+    float *row = head + (long)t * t_stride;
+    float ss = 0.0f;
+    for (int i = mkc_lane(); i < head_dim; i += 32) ss += row[i] * row[i];
+    /* the sum is a warp exchange: every lane has read the row before any lane writes it */
+    float inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
+    for (int j = mkc_lane(); j < half; j += 32) {
+      int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+      float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
+      float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
+      mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
+      row[i0] = a;
+      row[i1] = b;
+    }
+  }
 }
 
 MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
+                             const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
                              int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
                              int layout, float theta, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, const float *inv_rms, float *q_out,
-                             int q_stride, float *k_cache, float *v_cache, int max_ctx, int pos,
-                             int T) {
-  int q_pairs = heads * head_dim / 2, kv_pairs = kv_heads * head_dim / 2;
+                             const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
+                             float *q_out, int q_stride, float *k_cache, float *v_cache,
+                             int max_ctx, int pos, int T) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float a[MKC_T_MAX], b[MKC_T_MAX];
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
-    int r0, r1, j = -1;
-    const mkc_bf16 *w;
-    if (p < q_pairs) {
-      w = w_q;
-      mkc_rope_rows(p, head_dim, layout, &r0, &r1, &j);
-    } else if (p < q_pairs + kv_pairs) {
-      w = w_k;
-      mkc_rope_rows(p - q_pairs, head_dim, layout, &r0, &r1, &j);
-    } else {
+    /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
+    const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
+    int pair = p, rope = 1;
+    if (p >= q_pairs + kv_pairs) {
       w = w_v;
-      r0 = 2 * (p - q_pairs - kv_pairs);
-      r1 = r0 + 1;
+      bias = b_v;
+      head_w = 0;
+      pair = p - q_pairs - kv_pairs;
+      rope = 0;
+    } else if (p >= q_pairs) {
+      w = w_k;
+      bias = b_k;
+      head_w = k_norm_w;
+      pair = p - q_pairs;
     }
+    int h = pair / half, j = pair - h * half;
+    int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
+    int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
     mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
     mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
-    if (mkc_lane() != 0) continue;
-    float inv_freq = j >= 0 ? powf(theta, -(float)(2 * j) / (float)head_dim) : 0.0f;
-    for (int t = 0; t < T; t++) {
-      float ra = a[t], rb = b[t];
-      if (j >= 0) {
-        float angle = (float)(pos + t) * inv_freq, c = cosf(angle), s = sinf(angle);
-        ra = a[t] * c - b[t] * s;
-        rb = a[t] * s + b[t] * c;
-      }
-      if (p < q_pairs) {
-        q_out[t * q_stride + r0] = ra;
-        q_out[t * q_stride + r1] = rb;
-      } else {
-        /* cache rows are [kv_head][max_ctx][head_dim] */
-        float *cache = p < q_pairs + kv_pairs ? k_cache : v_cache;
-        int kvh = r0 / head_dim;
-        float *row = cache + ((long)kvh * max_ctx + pos + t) * head_dim;
-        row[r0 - kvh * head_dim] = ra;
-        row[r1 - kvh * head_dim] = rb;
+    /* token 0's row of the head: q in scratch; k, v in the cache ([kv_head][max_ctx][head_dim]) */
+    float *head = q_out + h * head_dim;
+    int t_stride = q_stride;
+    if (p >= q_pairs) {
+      head = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+      t_stride = head_dim;
+    }
+    if (mkc_lane() == 0) {
+      float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
+      float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
+      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
+      for (int t = 0; t < T; t++) {
+        float ra = a[t] + bias0, rb = b[t] + bias1;
+        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
+        head[(long)t * t_stride + i0] = ra;
+        head[(long)t * t_stride + i1] = rb;
       }
     }
+    if (!head_w) continue;
+    /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
+    int last = 0;
+    if (mkc_lane() == 0) {
+      unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
+      mkc_fence(); /* the pair is visible before it is counted */
+      last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
+      if (last) mkc_store_u32(ready, 0u);
+    }
+    if (!mkc_warp_or(last)) continue;
+    mkc_fence(); /* every lane sees the pairs the other warps wrote */
+    mkc_head_norm_rope(head, t_stride, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
@@ -469,7 +527,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 473 "llama.tiny.cu"
+#line 531 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
@@ -477,125 +535,129 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/13: embed -- embed token_embd.weight (line 31)
+  /* stage 1/13: embed -- embed token_embd.weight (line 50)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 31)) */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 50)) */
   mkc_embed(weights + 0, 64, 64, scratch + 0, 64, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 31) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 50) written by another block */
 
-  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 33), matmul blk.0.attn_q.weight (line 34), matmul blk.0.attn_k.weight (line 35), matmul blk.0.attn_v.weight (line 36), rope (line 34), rope (line 35)
+  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 52), matmul blk.0.attn_q.weight (line 53), matmul blk.0.attn_k.weight (line 54), matmul blk.0.attn_v.weight (line 55), rope (line 60), rope (line 61)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 31)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 34)), kv+0 128*t (K cache layer 0), kv+16384 128*t (V cache layer 0) */
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 50)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 60)), kv+0 128*t (K cache layer 0), kv+16384 128*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 16512, weights + 20608, weights + 22656, 64, 8,
-               4, 2, 16, 0, 10000.0f,
+  mkc_qkv_rope(weights + 16512, weights + 20608, weights + 22656,
+               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+               64, 8, 4, 2, 16, 0, 10000.0f,
                scratch + 0, 64, weights + 16384, (float *)(smem + 0),
+               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 320, 64, kv + 0, kv + 16384, 512, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
-  /* stage 3/13: attention -- attention layer 0 (line 37)
+  /* stage 3/13: attention -- attention layer 0 (line 62)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 34)), kv+0 128*ctx (K cache layer 0), kv+16384 128*ctx (V cache layer 0)
-   * writes: scratch+640 256*t (attention layer 0 (line 37)) */
+   * reads: scratch+320 256*t (rope (line 60)), kv+0 128*ctx (K cache layer 0), kv+16384 128*ctx (V cache layer 0)
+   * writes: scratch+640 256*t (attention layer 0 (line 62)) */
   mkc_attention(scratch + 320, 64, kv + 0, kv + 16384, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
-  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
 
-  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 39), add (line 39)
+  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 64), add (line 64)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 37)), scratch+0 256*t (add (line 39))
-   * writes: scratch+0 256*t (add (line 39)) */
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 62)), scratch+0 256*t (add (line 64))
+   * writes: scratch+0 256*t (add (line 64)) */
   mkc_matvec(weights + 24704, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
 
-  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 41), matmul blk.0.ffn_gate.weight (line 42), matmul blk.0.ffn_up.weight (line 43), swiglu (line 44)
+  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 66), matmul blk.0.ffn_gate.weight (line 67), matmul blk.0.ffn_up.weight (line 68), swiglu (line 69)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 39)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 44)) */
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 64)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 69)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 28928, weights + 41216, 64, 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 960, 192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
 
-  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 44), add (line 44)
+  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 69), add (line 69)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 44)), scratch+0 256*t (add (line 44))
-   * writes: scratch+0 256*t (add (line 44)) */
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 69)), scratch+0 256*t (add (line 69))
+   * writes: scratch+0 256*t (add (line 69)) */
   mkc_matvec(weights + 53504, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
 
-  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 33), matmul blk.1.attn_q.weight (line 34), matmul blk.1.attn_k.weight (line 35), matmul blk.1.attn_v.weight (line 36), rope (line 34), rope (line 35)
+  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 52), matmul blk.1.attn_q.weight (line 53), matmul blk.1.attn_k.weight (line 54), matmul blk.1.attn_v.weight (line 55), rope (line 60), rope (line 61)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 44)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 34)), kv+32768 128*t (K cache layer 1), kv+49152 128*t (V cache layer 1) */
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 69)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 60)), kv+32768 128*t (K cache layer 1), kv+49152 128*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 65920, weights + 70016, weights + 72064, 64, 8,
-               4, 2, 16, 0, 10000.0f,
+  mkc_qkv_rope(weights + 65920, weights + 70016, weights + 72064,
+               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+               64, 8, 4, 2, 16, 0, 10000.0f,
                scratch + 0, 64, weights + 65792, (float *)(smem + 0),
+               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 320, 64, kv + 32768, kv + 49152, 512, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 34) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
-  /* stage 8/13: attention -- attention layer 1 (line 37)
+  /* stage 8/13: attention -- attention layer 1 (line 62)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 34)), kv+32768 128*ctx (K cache layer 1), kv+49152 128*ctx (V cache layer 1)
-   * writes: scratch+640 256*t (attention layer 1 (line 37)) */
+   * reads: scratch+320 256*t (rope (line 60)), kv+32768 128*ctx (K cache layer 1), kv+49152 128*ctx (V cache layer 1)
+   * writes: scratch+640 256*t (attention layer 1 (line 62)) */
   mkc_attention(scratch + 320, 64, kv + 32768, kv + 49152, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
-  mkc_grid_sync(state); /* next stage reads attention (line 37) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
 
-  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 39), add (line 39)
+  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 64), add (line 64)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 37)), scratch+0 256*t (add (line 39))
-   * writes: scratch+0 256*t (add (line 39)) */
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 62)), scratch+0 256*t (add (line 64))
+   * writes: scratch+0 256*t (add (line 64)) */
   mkc_matvec(weights + 74112, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 39) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
 
-  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 41), matmul blk.1.ffn_gate.weight (line 42), matmul blk.1.ffn_up.weight (line 43), swiglu (line 44)
+  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 66), matmul blk.1.ffn_gate.weight (line 67), matmul blk.1.ffn_up.weight (line 68), swiglu (line 69)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 39)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 44)) */
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 64)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 69)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 78336, weights + 90624, 64, 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 960, 192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 44) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
 
-  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 44), add (line 44)
+  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 69), add (line 69)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 44)), scratch+0 256*t (add (line 44))
-   * writes: scratch+0 256*t (add (line 44)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 69)), scratch+0 256*t (add (line 69))
+   * writes: scratch+0 256*t (add (line 69)) */
   mkc_matvec(weights + 102912, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 44) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
 
-  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 46), matmul token_embd.weight (line 49), logits (line 49)
+  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 71), matmul token_embd.weight (line 74), logits (line 74)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 44)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+1920 1024*t (logits (line 49)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 69)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+1920 1024*t (logits (line 74)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(weights + 0, 64, 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 1920, 256, T, scratch + 3200, (int *)(scratch + 8320),
