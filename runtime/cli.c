@@ -48,7 +48,11 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->positional = a;
       continue;
     }
-    if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", a);
+    /* llama.cpp's long spellings of its short flags */
+    if (strcmp(a, "--model") == 0 && allows(allowed, "-m")) a = "-m";
+    if (strcmp(a, "--prompt") == 0 && allows(allowed, "-p")) a = "-p";
+    if (strcmp(a, "--n-predict") == 0 && allows(allowed, "-n")) a = "-n";
+    if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
     const char *v = argv[++i];
     long x;
@@ -66,6 +70,23 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->kernel_dir = v;
     else if (strcmp(a, "--arch") == 0)
       c->archs = v;
+    else if (strcmp(a, "-m") == 0)
+      c->model_path = v;
+    else if (strcmp(a, "-p") == 0)
+      c->prompt = v;
+    else if (strcmp(a, "--temp") == 0) {
+      char *end;
+      errno = 0;
+      c->temp = strtod(v, &end);
+      if (!*v || *end || errno || !(c->temp >= 0) || c->temp > 100)
+        return mkc_cli_usage_error("--temp: expected a number in 0..100, got '%s'", v);
+    } else if (strcmp(a, "--seed") == 0) {
+      char *end;
+      errno = 0;
+      c->sample_seed = strtoull(v, &end, 10);
+      if (!*v || *end || errno || v[0] == '-')
+        return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
+    }
     else if (strcmp(a, "--random-weights") == 0) {
       char *end;
       errno = 0;
@@ -82,6 +103,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
         lo = 1, hi = 1 << 20;
       else if (strcmp(a, "--blocks") == 0)
         lo = 1, hi = 1024;
+      else if (strcmp(a, "-n") == 0)
+        lo = -1; /* llama.cpp's -1: until end of generation or a full context */
       if (parse_int(a, v, lo, hi, &x)) return 2;
       if (strcmp(a, "--draft-max") == 0)
         c->draft_max = (int)x;
@@ -90,7 +113,7 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       else if (strcmp(a, "--blocks") == 0)
         c->blocks = (int)x;
       else if (strcmp(a, "-n") == 0)
-        c->n_gen = (int)x;
+        c->n_gen = (int)x, c->have_n = 1;
     }
   }
   return 0;
@@ -150,11 +173,21 @@ int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
   mkc_gen_opts o = {.graph_path = graph_path, .preset = c->preset, .draft_max = c->draft_max, .max_ctx = c->max_ctx};
+  if (c->model_path) {
+    if (mkc_model_file_open(c->model_path, &m->file) != 0) return -1;
+    const mkc_model_desc *d = &m->file.desc;
+    o.model = d;
+    o.preset = NULL;
+    if (!o.max_ctx) o.max_ctx = d->ctx_train < MKC_DEFAULT_CTX ? d->ctx_train : MKC_DEFAULT_CTX;
+    if (c->max_ctx > d->ctx_train)
+      fprintf(stderr, "mkc: warning: --ctx %d is longer than the %d tokens %s was trained on\n",
+              c->max_ctx, d->ctx_train, c->model_path);
+  }
   if (c->kernel_dir) {
     if (mkc_manifest_read(c->kernel_dir, &m->manifest) != 0) return -1;
     const mkc_kernel_header *h = &m->manifest.header;
     resolve_graph(h->graph, graph_path, sizeof graph_path);
-    o.preset = h->preset;
+    if (!c->model_path) o.preset = h->preset;
     o.draft_max = h->draft_max;
     o.max_ctx = h->max_ctx;
     o.threads = h->threads;
@@ -186,7 +219,9 @@ int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
 }
 
 int mkc_model_start(const mkc_cli *c, mkc_model *m) {
-  if (mkc_weights_random(&m->w, &m->g, c->seed) != 0) return -1;
+  if (c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
+                    : mkc_weights_random(&m->w, &m->g, c->seed))
+    return -1;
   if (c->kernel_dir) return open_aot(c, m);
   const char *b = c->backend ? c->backend : "auto";
   enum mkc_backend_kind kind;
@@ -210,6 +245,7 @@ int mkc_model_start(const mkc_cli *c, mkc_model *m) {
 
 void mkc_model_close(mkc_model *m) {
   mkc_session_close(m->s);
+  mkc_model_file_close(&m->file);
   mkc_weights_free(&m->w);
   mkc_kernel_src_free(&m->src);
   mkc_graph_free(&m->g);

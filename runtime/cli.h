@@ -5,13 +5,17 @@
 
 #include "aot.h"
 #include "codegen_host.h"
+#include "model.h"
 #include "session.h"
 #include "weights.h"
 
 typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
-  int draft_max, max_ctx, n_gen, blocks, have_seed;
-  unsigned long long seed;
+  const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
+  int draft_max, max_ctx, n_gen, have_n, blocks, have_seed;
+  unsigned long long seed;        /* --random-weights */
+  double temp;                    /* --temp: 0 greedy */
+  unsigned long long sample_seed; /* --seed: the sampler's */
   const char *positional; /* gen GRAPH, compile KERNEL */
 } mkc_cli;
 
@@ -25,6 +29,7 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
 
 /* A model ready to decode: its graph and kernel, weights, one session. */
 typedef struct mkc_model {
+  mkc_model_file file; /* with -m: the model file (its tokenizer in file.tok) */
   mkc_graph g;
   mkc_kernel_src src;
   mkc_weights w;
@@ -32,12 +37,16 @@ typedef struct mkc_model {
   mkc_manifest manifest; /* with --kernel */
 } mkc_model;
 
-/* Graph (or --kernel DIR's manifest) -> codegen: m->g and m->src, cheap,
- * so callers check their inputs against the plan before anything heavy.
- * 0, or -1 after printing why. */
+/* Graph (or the -m model file's description, or --kernel DIR's manifest) ->
+ * codegen: m->g and m->src, cheap (a model file is mapped, not read), so
+ * callers check their inputs against the plan before anything heavy. With
+ * -m the context is --ctx, else the model's training context capped at
+ * MKC_DEFAULT_CTX. 0, or -1 after printing why. */
 int mkc_model_plan(const mkc_cli *c, mkc_model *m);
 
-/* Then random weights and a session on --backend (auto: cuda where a device
+#define MKC_DEFAULT_CTX 4096
+
+/* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a device
  * exists, else cpu): the kernel is compiled and weights placed here. */
 int mkc_model_start(const mkc_cli *c, mkc_model *m);
 

@@ -1,0 +1,273 @@
+/* Model files: the same weights as a GGUF written by `mkc init` and as a
+ * Hugging Face folder (config.json + safetensors, Q/K rows in HF's order)
+ * describe the same model, fill the same weight arena byte for byte, and
+ * give identical logits step by step; model-file errors have their
+ * messages. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "codegen_host.h"
+#include "commands.h"
+#include "model.h"
+#include "safetensors.h"
+#include "decode.h"
+#include "session.h"
+#include "tokenizer.h"
+
+static char tmp[256];
+
+/* config.json for d, with the values the GGUF holds as f32 written exactly,
+ * so both files describe one model down to the last bit. */
+static int write_config(const char *dir, const mkc_model_desc *d) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fprintf(f,
+          "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
+          "\"num_hidden_layers\": %d, \"num_attention_heads\": %d, \"num_key_value_heads\": %d, "
+          "\"head_dim\": %d, \"intermediate_size\": %d, \"vocab_size\": %d, "
+          "\"max_position_embeddings\": %d, \"rope_theta\": %.17g, \"rms_norm_eps\": %.17g, "
+          "\"tie_word_embeddings\": %s, \"hidden_act\": \"silu\", \"rope_scaling\": null%s}\n",
+          d->arch, d->dim, d->n_layers, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
+          d->ctx_train, (double)(float)d->rope_theta, (double)(float)d->norm_eps,
+          d->tied ? "true" : "false", strcmp(d->arch, "qwen2") ? ", \"attention_bias\": false" : "");
+  return fclose(f);
+}
+
+static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph, .draft_max = 3, .max_ctx = 64, .model = d};
+  return mkc_codegen(&o, g, src);
+}
+
+static int same_desc(const mkc_model_desc *a, const mkc_model_desc *b) {
+  return !strcmp(a->arch, b->arch) && a->vocab == b->vocab && a->dim == b->dim &&
+         a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
+         a->head_dim == b->head_dim && a->ffn == b->ffn && a->rope_theta == b->rope_theta &&
+         a->norm_eps == b->norm_eps && a->rope_layout == b->rope_layout && a->tied == b->tied &&
+         a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm;
+}
+
+/* Steps both sessions through the same inputs (a prompt chunk, then drafts
+ * that are partly wrong) and compares every logit bit for bit. */
+static void same_logits(const char *name, enum mkc_backend_kind kind, const mkc_graph *ga,
+                        const mkc_kernel_src *sa, const mkc_weights *wa, const mkc_graph *gb,
+                        const mkc_kernel_src *sb, const mkc_weights *wb) {
+  mkc_session *a = mkc_session_open(kind, ga, sa, wa, 2), *b = mkc_session_open(kind, gb, sb, wb, 2);
+  const char *backend = kind == MKC_BACKEND_REF ? "ref" : "cpu";
+  if (!CHECK(a && b, "%s: %s sessions open", name, backend)) goto done;
+  const int steps[3][4] = {{1, 7, 42, 3}, {5, 9, 11, 13}, {2, 2, 2, 2}};
+  int differ = 0, compared = 0;
+  for (int s = 0; s < 3; s++) {
+    mkc_step_result ra, rb;
+    int n_fixed = s == 0 ? 3 : 0;
+    if (mkc_session_step(a, steps[s], 4, n_fixed, &ra) || mkc_session_step(b, steps[s], 4, n_fixed, &rb))
+      break;
+    differ |= ra.n_out != rb.n_out || memcmp(ra.out, rb.out, sizeof ra.out[0] * ra.n_out);
+    for (int t = 0; t < 4; t++) {
+      differ |= memcmp(mkc_session_logits(a, t), mkc_session_logits(b, t),
+                       sizeof(float) * (size_t)ga->vocab) != 0;
+      compared++;
+    }
+  }
+  CHECK(compared == 12 && !differ, "%s: %s backend: GGUF and safetensors give identical logits "
+                                   "and tokens (%d logit vectors)",
+        name, backend, compared);
+done:
+  mkc_session_close(a);
+  mkc_session_close(b);
+}
+
+/* mkc init PRESET -> GGUF; the same weights -> an HF folder; both opened
+ * as model files. */
+static void gguf_vs_safetensors(const char *preset, int dtype) {
+  char gguf[512], dir[512], st_path[600], seed[] = "7";
+  snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp, preset);
+  snprintf(dir, sizeof dir, "%s/hf-%s-%s", tmp, preset, mkc_st_dtype_name(dtype));
+  mkdir(dir, 0755);
+  char *argv[] = {"mkc", "init", "--preset", (char *)preset, "--seed", seed, "-o", gguf, NULL};
+  if (!CHECK(mkc_cmd_init(8, argv) == 0, "%s: mkc init", preset)) return;
+
+  mkc_model_file fa, fb;
+  mkc_graph ga = {0}, gb = {0};
+  mkc_kernel_src sa = {0}, sb = {0};
+  mkc_weights wa = {0}, wb = {0};
+  uint16_t *arena_a = NULL, *arena_b = NULL;
+  int open_b = 0;
+  if (!CHECK(mkc_model_file_open(gguf, &fa) == 0, "%s: open the GGUF", preset)) return;
+  if (!CHECK(gen(&fa.desc, &ga, &sa) == 0 && mkc_model_file_weights(&fa, &ga, &wa) == 0,
+             "%s: graph and weights from the GGUF", preset))
+    goto done;
+  snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
+  if (!CHECK(write_config(dir, &fa.desc) == 0 &&
+                 mkc_st_write_weights(st_path, &wa, &fa.desc, dtype) == 0,
+             "%s: write the HF folder (%s)", preset, mkc_st_dtype_name(dtype)))
+    goto done;
+  open_b = mkc_model_file_open(dir, &fb) == 0;
+  if (!CHECK(open_b, "%s: open the HF folder", preset)) goto done;
+  CHECK(same_desc(&fa.desc, &fb.desc), "%s: config.json describes what the GGUF metadata does",
+        preset);
+  CHECK(!strcmp(fb.format, "safetensors") && !strcmp(fa.format, "GGUF"), "%s: formats named",
+        preset);
+  if (!CHECK(gen(&fb.desc, &gb, &sb) == 0 && mkc_model_file_weights(&fb, &gb, &wb) == 0,
+             "%s: graph and weights from safetensors", preset))
+    goto done;
+  arena_a = mkc_weights_arena(&wa, &ga);
+  arena_b = mkc_weights_arena(&wb, &gb);
+  CHECK(arena_a && arena_b && ga.weight_elems == gb.weight_elems &&
+            memcmp(arena_a, arena_b, ga.weight_elems * sizeof *arena_a) == 0,
+        "%s: the weight arenas are byte-identical (%zu bf16 values)", preset, ga.weight_elems);
+  same_logits(preset, MKC_BACKEND_REF, &ga, &sa, &wa, &gb, &sb, &wb);
+  same_logits(preset, MKC_BACKEND_CPU, &ga, &sa, &wa, &gb, &sb, &wb);
+done:
+  free(arena_a);
+  free(arena_b);
+  mkc_weights_free(&wa);
+  mkc_weights_free(&wb);
+  mkc_kernel_src_free(&sa);
+  mkc_kernel_src_free(&sb);
+  mkc_graph_free(&ga);
+  mkc_graph_free(&gb);
+  mkc_model_file_close(&fa);
+  if (open_b) mkc_model_file_close(&fb);
+}
+
+/* Opening path fails with a message containing want. */
+static void open_fails(const char *what, const char *path, const char *want) {
+  mkc_model_file mf;
+  check_stderr_begin();
+  int rc = mkc_model_file_open(path, &mf);
+  char *text = check_stderr_end();
+  if (rc == 0) mkc_model_file_close(&mf);
+  CHECK(rc != 0 && text && strstr(text, want), "%s: refused with '%s'", what, want);
+  free(text);
+}
+
+/* A GGUF whose metadata says arch with the given extra entry. */
+static void write_gguf(const char *path, const char *arch, const char *key, uint32_t v) {
+  mkc_gguf_writer *w = mkc_gguf_writer_new();
+  char k[128];
+  mkc_gguf_set_str(w, "general.architecture", arch);
+  const char *sizes[] = {"block_count", "embedding_length", "feed_forward_length",
+                         "attention.head_count"};
+  uint32_t vals[] = {1, 8, 16, 2};
+  for (int i = 0; i < 4; i++) {
+    snprintf(k, sizeof k, "%s.%s", arch, sizes[i]);
+    if (!key || strcmp(key, sizes[i])) mkc_gguf_set_u32(w, k, vals[i]);
+  }
+  if (key && v) {
+    snprintf(k, sizeof k, "%s.%s", arch, key);
+    mkc_gguf_set_u32(w, k, v);
+  }
+  float embd[8 * 4] = {0};
+  int64_t ne[2] = {8, 4};
+  mkc_gguf_add_tensor(w, "token_embd.weight", MKC_GGML_F32, 2, ne, embd);
+  mkc_gguf_write(w, path);
+  mkc_gguf_writer_free(w);
+}
+
+static void bad_files(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/none.gguf", tmp);
+  open_fails("missing file", path, "cannot open model");
+  snprintf(path, sizeof path, "%s/gptneox.gguf", tmp);
+  write_gguf(path, "gptneox", NULL, 0);
+  open_fails("unsupported architecture", path,
+             "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3)");
+  snprintf(path, sizeof path, "%s/nolayers.gguf", tmp);
+  write_gguf(path, "llama", "block_count", 0);
+  open_fails("missing block_count", path, "missing metadata llama.block_count");
+  snprintf(path, sizeof path, "%s/gqa.gguf", tmp);
+  write_gguf(path, "llama", "attention.head_count_kv", 3);
+  open_fails("heads not a multiple of KV heads", path,
+             "2 attention heads are not a multiple of 3 KV heads");
+  snprintf(path, sizeof path, "%s/partial.gguf", tmp);
+  write_gguf(path, "llama", "rope.dimension_count", 2);
+  open_fails("partial RoPE", path, "partial RoPE is not supported");
+  snprintf(path, sizeof path, "%s/empty-dir", tmp);
+  mkdir(path, 0755);
+  open_fails("folder without config.json", path, "config.json");
+}
+
+/* A pretrained model (tests/data/fetch.sh): greedy continuations of fixed
+ * prompts by the kernel (cpu backend, drafts on) equal the reference
+ * executor's (no drafts), token for token. Returns 1 when skipped. */
+static int real_model(void) {
+  const char *data = getenv("MKC_TEST_DATA");
+  char path[1024], graph[4200];
+  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
+  if (!data || !*data || access(path, R_OK) != 0) {
+    printf("skip: SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)\n");
+    return 1;
+  }
+  mkc_model_file mf;
+  if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open with its tokenizer"))
+    return 0;
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph, .draft_max = 4, .max_ctx = 64, .model = &mf.desc};
+  mkc_graph g = {0};
+  mkc_kernel_src src = {0};
+  mkc_weights w = {0};
+  mkc_session *ref = NULL, *cpu = NULL;
+  if (!CHECK(mkc_codegen(&o, &g, &src) == 0 && mkc_model_file_weights(&mf, &g, &w) == 0,
+             "SmolLM2: graph (%s) and dequantized weights", mf.desc.name))
+    goto done;
+  ref = mkc_session_open(MKC_BACKEND_REF, &g, &src, &w, 0);
+  cpu = mkc_session_open(MKC_BACKEND_CPU, &g, &src, &w, 0);
+  if (!CHECK(ref && cpu, "SmolLM2: ref and cpu sessions")) goto done;
+  const char *prompts[] = {
+      "The capital of France is",
+      "def fibonacci(n):\n",
+      "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
+  };
+  for (int p = 0; p < 3; p++) {
+    int *ids = NULL, want[8], got[8];
+    int n = mkc_tokenizer_encode(mf.tok, prompts[p], strlen(prompts[p]),
+                                 mkc_tokenizer_add_bos(mf.tok), 1, &ids);
+    mkc_decode_stats sr, sc;
+    mkc_session_reset(ref);
+    mkc_session_reset(cpu);
+    int ok = n > 0 && mkc_decode(ref, &g, ids, n, 8, 0, want, &sr) == 0 &&
+             mkc_decode(cpu, &g, ids, n, 8, 4, got, &sc) == 0 && sr.generated == 8 &&
+             sc.generated == 8;
+    char *text = ok ? mkc_tokenizer_decode(mf.tok, want, 8, 0) : NULL;
+    CHECK(ok && memcmp(want, got, sizeof want) == 0,
+          "SmolLM2, prompt %d (%d tokens): the kernel's 8 greedy tokens equal the reference's "
+          "(drafted %ld, accepted %ld): \"%s\"",
+          p, n, sc.drafted, sc.accepted, text ? text : "");
+    if (p == 0) CHECK(text && strstr(text, "Paris"), "SmolLM2 knows the capital of France");
+    free(text);
+    free(ids);
+  }
+done:
+  mkc_session_close(ref);
+  mkc_session_close(cpu);
+  mkc_weights_free(&w);
+  mkc_kernel_src_free(&src);
+  mkc_graph_free(&g);
+  mkc_model_file_close(&mf);
+  return 0;
+}
+
+int main(void) {
+  snprintf(tmp, sizeof tmp, "/tmp/mkc-test-model.XXXXXX");
+  if (!mkdtemp(tmp)) return 1;
+  gguf_vs_safetensors("tiny", MKC_ST_BF16);
+  gguf_vs_safetensors("tiny", MKC_ST_F32);
+  gguf_vs_safetensors("qwen2-tiny", MKC_ST_BF16);
+  gguf_vs_safetensors("qwen3-tiny", MKC_ST_F32);
+  bad_files();
+  int skipped = real_model();
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+  if (system(cmd) != 0) return 1;
+  if (!skipped) return check_done();
+  printf("%d passed, %d failed, 1 skipped\n", check_passed, check_failed);
+  return check_failed ? 1 : 0;
+}
