@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# mkc run -m / mkc info -m: a GGUF from mkc init runs the very weights
+# --random-weights makes; the real model (tests/data/fetch.sh) streams text
+# that the kernel and the reference executor agree on; bad flags and
+# prompts that do not fit are refused before anything runs.
+source "$(dirname "$0")/lib.sh"
+
+# expect_same NAME FILE_A FILE_B
+expect_same() {
+  if cmp -s "$2" "$3"; then ok "$1"; else fail "$1" "$(head -c 300 "$2")" "$(head -c 300 "$3")"; fi
+}
+
+# A model file with seed 7 is the model --random-weights 7 makes.
+"$mkc" init --preset tiny --seed 7 -o "$tmp/tiny.gguf" 2>"$tmp/err" || fail "init tiny" "$(cat "$tmp/err")"
+if "$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 3,1,4,1,5 -n 12 --draft-max 3 --backend cpu \
+  >"$tmp/file.out" 2>"$tmp/err" \
+  && "$mkc" run --preset tiny --random-weights 7 --prompt-ids 3,1,4,1,5 -n 12 --backend ref \
+    >"$tmp/random.out" 2>>"$tmp/err"; then
+  expect_same "run -m tiny.gguf (cpu, drafts) = run --random-weights 7 (ref)" "$tmp/file.out" "$tmp/random.out"
+  grep -q "model $tmp/tiny.gguf" "$tmp/err" && ok "the stats line names the model file" \
+    || fail "the stats line names the model file" "$(cat "$tmp/err")"
+else
+  fail "run -m tiny.gguf" "$(cat "$tmp/err")"
+fi
+"$mkc" info -m "$tmp/tiny.gguf" >"$tmp/info" 2>"$tmp/err"
+grep -qx "graph: graphs/llama.lua, preset llama-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)" "$tmp/info" \
+  && ok "info -m: the derived preset" || fail "info -m: the derived preset" "$(cat "$tmp/info" "$tmp/err")"
+
+# Flags.
+expect_error "-m with --preset" \
+  "mkc: error: run: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
+  -- run -m "$tmp/tiny.gguf" --preset tiny --prompt-ids 1
+expect_error "-m without a prompt" "mkc: error: run: -p TEXT (or --prompt-ids) is required with -m" \
+  -- run -m "$tmp/tiny.gguf"
+expect_error "-p without -m" "mkc: error: run: -p TEXT needs a model with a tokenizer (-m)" \
+  -- run --preset tiny --random-weights 1 -n 2 -p hello
+expect_error "-p and --prompt-ids" "mkc: error: run: give the prompt as -p TEXT or --prompt-ids, not both" \
+  -- run -m "$tmp/tiny.gguf" -p hi --prompt-ids 1
+expect_error "-p on a model without a tokenizer" \
+  "mkc: error: $tmp/tiny.gguf has no tokenizer: give the prompt as --prompt-ids" \
+  -- run -m "$tmp/tiny.gguf" -p hello -n 2
+expect_error "--temp out of range" "mkc: error: --temp: expected a number in 0..100, got '-1'" \
+  -- run -m "$tmp/tiny.gguf" --prompt-ids 1 --temp -1
+expect_error "a prompt longer than the context" \
+  "mkc: error: the prompt is 5 tokens but the context holds 4: nothing was run (use --ctx 6 or a shorter prompt)" \
+  -- run -m "$tmp/tiny.gguf" --prompt-ids 1,2,3,4,5 -n 2 --ctx 4
+expect_error "a missing model file" "mkc: error: cannot open model $tmp/none.gguf: No such file or directory" \
+  -- run -m "$tmp/none.gguf" --prompt-ids 1
+printf 'not a model' >"$tmp/junk.gguf"
+expect_error "a file that is not GGUF" \
+  "mkc: error: $tmp/junk.gguf: not a GGUF file: magic 6e 6f 74 20, expected 47 47 55 46 (\"GGUF\")" \
+  -- run -m "$tmp/junk.gguf" --prompt-ids 1
+
+# Sampling: the same seed gives the same tokens.
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 3 --backend ref >"$tmp/s1" 2>/dev/null
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 3 --backend cpu >"$tmp/s2" 2>/dev/null
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 4 --backend ref >"$tmp/s3" 2>/dev/null
+expect_same "--temp with one --seed samples the same tokens on ref and cpu" "$tmp/s1" "$tmp/s2"
+if [ -s "$tmp/s1" ] && ! cmp -s "$tmp/s1" "$tmp/s3"; then ok "another --seed samples other tokens"
+else fail "another --seed samples other tokens" "$(cat "$tmp/s1")" "$(cat "$tmp/s3")"; fi
+
+# The real model: text in, text out, the kernel agreeing with the reference.
+smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$smol" ]; then
+  skip "SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)"
+else
+  "$mkc" info -m "$smol" >"$tmp/info" 2>"$tmp/err"
+  for want in "architecture: llama" "tensors: 272 (F32 61, Q4_1 210, Q8_0 1)" \
+    "graph: graphs/llama.lua, preset smollm2-135m-8k-lc100k-mix1-ep2 (llama: 30 layers, dim 576, 9 heads (3 KV) of 64, ffn 1536, vocab 49152, context 8192, rope theta 100000 (interleaved), rms eps 1e-05, tied head)"; do
+    grep -qxF "$want" "$tmp/info" && ok "info SmolLM2: $want" || fail "info SmolLM2: $want" "$(cat "$tmp/info" "$tmp/err")"
+  done
+  p="The capital of France is"
+  if "$mkc" run -m "$smol" -p "$p" -n 6 --ctx 32 --draft-max 3 --backend cpu >"$tmp/cpu" 2>"$tmp/err" \
+    && "$mkc" run -m "$smol" -p "$p" -n 6 --ctx 32 --backend ref >"$tmp/ref" 2>>"$tmp/err"; then
+    expect_same "SmolLM2 text: kernel (cpu, drafts) = reference" "$tmp/cpu" "$tmp/ref"
+    case "$(cat "$tmp/cpu")" in
+    "$p"*Paris*) ok "SmolLM2 text: the prompt echoed, then the completion ($(tr '\n' ' ' <"$tmp/cpu"))" ;;
+    *) fail "SmolLM2 text: the prompt echoed, then the completion" "$(cat "$tmp/cpu")" ;;
+    esac
+  else
+    fail "run SmolLM2" "$(cat "$tmp/err")"
+  fi
+  long=$(printf ' word%.0s' $(seq 1 40)) # 40 tokens: " word" is one
+  expect_error "SmolLM2: a prompt longer than --ctx" \
+    "mkc: error: the prompt is 40 tokens but the context holds 16: nothing was run (use --ctx 41 or a shorter prompt)" \
+    -- run -m "$smol" -p "$long" -n 2 --ctx 16
+fi
+
+finish
