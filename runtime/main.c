@@ -1,4 +1,5 @@
-/* mkc: the command line. `gen` writes the megakernel for a graph and preset;
+/* mkc: the command line. `gen` writes the megakernel for a graph and preset
+ * (or a model file's);
  * the other commands live in cmd_*.c (declared in commands.h). */
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +12,10 @@
 static const char USAGE[] =
     "usage:\n"
     "  mkc gen GRAPH --preset P [--draft-max K] [--ctx N] -o FILE.cu\n"
+    "  mkc gen -m MODEL [--draft-max K] [--ctx N] -o FILE.cu\n"
     "  mkc compile FILE.cu --arch sm_80,sm_90 -o DIR\n"
+    "  mkc run -m MODEL -p TEXT [-n N] [--temp T] [--seed S] [--ctx N] [--draft-max K]\n"
+    "          [--backend auto|cuda|cpu|ref]\n"
     "  mkc run [--graph GRAPH] --preset P --random-weights SEED -n N [--draft-max K]\n"
     "          [--prompt-ids 1,2,3] [--backend auto|cuda|cpu|ref] [--ctx N] [--blocks B]\n"
     "  mkc run --kernel DIR --random-weights SEED -n N [--prompt-ids ...]\n"
@@ -20,14 +24,17 @@ static const char USAGE[] =
     "  mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--json | --stage N|NAME]\n"
     "  mkc inspect --check KERNEL.cu...  |  mkc inspect --diff A.cu B.cu\n"
     "  mkc init [GRAPH] --preset P --seed S -o FILE.gguf\n"
-    "  mkc info -m FILE.gguf\n"
+    "  mkc info -m MODEL\n"
     "\n"
     "gen writes the one-kernel CUDA source of a step (FILE \"-\": stdout).\n"
     "compile writes one cubin per arch, the PTX and manifest.json into DIR.\n"
-    "run prints the generated token ids on stdout and a stats line on stderr.\n"
+    "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
+    "tokenizer.json); its graph preset is derived from it (docs/MODELS.md).\n"
+    "run -m -p streams the completion as text (-n -1, the default: until the\n"
+    "end of generation); with --prompt-ids it prints token ids; stats on stderr.\n"
     "bench prints decode speed and weight bandwidth in a table.\n"
     "inspect outlines a kernel stage by stage (run `mkc inspect --help`).\n"
-    "init writes a random model as GGUF; info says what a GGUF file holds.\n"
+    "init writes a random model as GGUF; info says what a model file holds.\n"
     "GRAPH defaults to graphs/llama.lua in the mkc tree; --backend auto picks\n"
     "cuda where a GPU and driver exist, else cpu (the SIMT emulator).\n";
 
@@ -45,23 +52,26 @@ static int write_text(const char *path, const char *text) {
 
 static int cmd_gen(int argc, char **argv) {
   mkc_cli c = {0};
-  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o", 1, &c);
+  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m", 1, &c);
   if (rc) return rc;
-  if (!c.positional)
+  if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(
-        "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu)");
-  if (!c.preset) return mkc_cli_usage_error("%s", "gen: --preset is required");
+        "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu, or -m MODEL)");
+  if (c.model_path && c.preset)
+    return mkc_cli_usage_error("%s", "gen: -m brings its own preset; drop --preset");
+  if (!c.preset && !c.model_path) return mkc_cli_usage_error("%s", "gen: --preset is required");
   if (!c.out) return mkc_cli_usage_error("%s", "gen: -o FILE is required (\"-\" for stdout)");
-  mkc_gen_opts o = {.graph_path = c.positional, .preset = c.preset, .draft_max = c.draft_max, .max_ctx = c.max_ctx};
-  mkc_graph g;
-  mkc_kernel_src src;
-  if (mkc_codegen(&o, &g, &src) != 0) return 1;
-  rc = write_text(c.out, src.source) ? 1 : 0;
+  c.graph = c.positional;
+  mkc_model m; /* with -m: the model file's preset; nothing is loaded */
+  if (mkc_model_plan(&c, &m) != 0) {
+    mkc_model_close(&m);
+    return 1;
+  }
+  rc = write_text(c.out, m.src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
     fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out,
-            src.file_name, g.preset, g.n_phases, g.t_max, g.max_ctx);
-  mkc_kernel_src_free(&src);
-  mkc_graph_free(&g);
+            m.src.file_name, m.g.preset, m.g.n_phases, m.g.t_max, m.g.max_ctx);
+  mkc_model_close(&m);
   return rc;
 }
 

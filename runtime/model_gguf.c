@@ -3,6 +3,7 @@
  * key may be absent, and refusals for what the graph cannot express. */
 #include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -33,10 +34,23 @@ static int need_size(const mkc_gguf *f, const char *arch, const char *suffix, in
   return rc == 1 ? 0 : -1;
 }
 
+/* A float entry. An f32 is read back as the shortest decimal that rounds
+ * to it (1e-05, not 9.99999975e-06): what the converter meant, and what
+ * config.json says for the same model. */
 static int get_real(const mkc_gguf *f, const char *arch, const char *suffix, double *v) {
-  char key[128];
+  char key[128], text[32];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
-  return mkc_gguf_get_float(f, key, v);
+  int rc = mkc_gguf_get_float(f, key, v);
+  const mkc_gguf_kv *kv = mkc_gguf_find(f, key);
+  if (rc != 1 || kv->type != MKC_GGUF_FLOAT32) return rc;
+  for (int digits = 1; digits <= 9; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, *v);
+    if (strtof(text, NULL) == (float)*v) {
+      *v = strtod(text, NULL);
+      break;
+    }
+  }
+  return 1;
 }
 
 /* A preset name from general.name (else the file's name): lower case, and

@@ -56,8 +56,8 @@ expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an in
 expect_error "--draft-max not a number" "mkc: error: --draft-max: expected an integer in 0..31, got '4x'" \
   -- run --preset tiny --random-weights 1 -n 4 --draft-max 4x
 expect_error "missing value" "mkc: error: -n needs a value" -- run --preset tiny --random-weights 1 -n
-expect_error "missing preset" "mkc: error: run: --preset (or --kernel DIR) is required" -- run --random-weights 1 -n 4
-expect_error "missing seed" "mkc: error: run: --random-weights SEED is required (model files come later)" \
+expect_error "missing preset" "mkc: error: run: -m FILE, --preset or --kernel DIR is required" -- run --random-weights 1 -n 4
+expect_error "missing seed" "mkc: error: run: --random-weights SEED is required without -m" \
   -- run --preset tiny -n 4
 expect_error "unknown backend" "mkc: error: --backend: expected cuda, cpu, ref or auto, got 'gpu'" \
   -- run --preset tiny --random-weights 1 -n 4 --backend gpu
@@ -69,7 +69,7 @@ expect_error "prompt + n past the context" \
   "mkc: error: 3 prompt tokens + 30 generated need 32 positions but the context holds 16 (use --ctx)" \
   -- run --preset tiny --random-weights 1 -n 30 --prompt-ids 1,2,3 --ctx 16
 expect_error "prompt longer than the context" \
-  "mkc: error: 20 prompt tokens + 1 generated need 20 positions but the context holds 16 (use --ctx)" \
+  "mkc: error: the prompt is 20 tokens but the context holds 16: nothing was run (use --ctx 20 or a shorter prompt)" \
   -- run --preset tiny --random-weights 1 -n 1 --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --ctx 16
 expect_error "unknown preset" "graphs/llama.lua:5: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny)" \
   -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"

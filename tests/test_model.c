@@ -20,8 +20,8 @@
 
 static char tmp[256];
 
-/* config.json for d, with the values the GGUF holds as f32 written exactly,
- * so both files describe one model down to the last bit. */
+/* config.json for d, every value written exactly, so both files describe
+ * one model down to the last bit. */
 static int write_config(const char *dir, const mkc_model_desc *d) {
   char path[600];
   snprintf(path, sizeof path, "%s/config.json", dir);
@@ -34,7 +34,7 @@ static int write_config(const char *dir, const mkc_model_desc *d) {
           "\"max_position_embeddings\": %d, \"rope_theta\": %.17g, \"rms_norm_eps\": %.17g, "
           "\"tie_word_embeddings\": %s, \"hidden_act\": \"silu\", \"rope_scaling\": null%s}\n",
           d->arch, d->dim, d->n_layers, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
-          d->ctx_train, (double)(float)d->rope_theta, (double)(float)d->norm_eps,
+          d->ctx_train, d->rope_theta, d->norm_eps,
           d->tied ? "true" : "false", strcmp(d->arch, "qwen2") ? ", \"attention_bias\": false" : "");
   return fclose(f);
 }

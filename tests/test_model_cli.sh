@@ -26,6 +26,22 @@ fi
 grep -qx "graph: graphs/llama.lua, preset llama-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)" "$tmp/info" \
   && ok "info -m: the derived preset" || fail "info -m: the derived preset" "$(cat "$tmp/info" "$tmp/err")"
 
+# gen -m: the kernel for the model file's preset.
+if "$mkc" gen -m "$tmp/tiny.gguf" --draft-max 2 -o "$tmp/k.cu" 2>"$tmp/err" \
+  && "$mkc" gen graphs/llama.lua --preset tiny --draft-max 2 -o "$tmp/t.cu" 2>>"$tmp/err"; then
+  # the same model under another preset name: the same kernel but for the names
+  if diff <(sed 's/llama-tiny/tiny/g' "$tmp/k.cu" | grep -v '^ \* \(graph\|hashes\):') \
+    <(grep -v '^ \* \(graph\|hashes\):' "$tmp/t.cu") >"$tmp/diff"; then
+    ok "gen -m tiny.gguf emits the tiny preset's kernel"
+  else
+    fail "gen -m tiny.gguf emits the tiny preset's kernel" "$(head -20 "$tmp/diff")"
+  fi
+else
+  fail "gen -m" "$(cat "$tmp/err")"
+fi
+expect_error "gen -m with --preset" "mkc: error: gen: -m brings its own preset; drop --preset" \
+  -- gen -m "$tmp/tiny.gguf" --preset tiny -o "$tmp/x.cu"
+
 # Flags.
 expect_error "-m with --preset" \
   "mkc: error: run: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
