@@ -86,8 +86,7 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->sample_seed = strtoull(v, &end, 10);
       if (!*v || *end || errno || v[0] == '-')
         return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
-    }
-    else if (strcmp(a, "--random-weights") == 0) {
+    } else if (strcmp(a, "--random-weights") == 0) {
       char *end;
       errno = 0;
       c->seed = strtoull(v, &end, 10);
@@ -172,7 +171,10 @@ static int open_aot(const mkc_cli *c, mkc_model *m) {
 int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
-  mkc_gen_opts o = {.graph_path = graph_path, .preset = c->preset, .draft_max = c->draft_max, .max_ctx = c->max_ctx};
+  mkc_gen_opts o = {.graph_path = graph_path,
+                    .preset = c->preset,
+                    .draft_max = c->draft_max,
+                    .max_ctx = c->max_ctx};
   if (c->model_path) {
     if (mkc_model_file_open(c->model_path, &m->file) != 0) return -1;
     const mkc_model_desc *d = &m->file.desc;

@@ -16,7 +16,7 @@ typedef struct mkc_cli {
   unsigned long long seed;        /* --random-weights */
   double temp;                    /* --temp: 0 greedy */
   unsigned long long sample_seed; /* --seed: the sampler's */
-  const char *positional; /* gen GRAPH, compile KERNEL */
+  const char *positional;         /* gen GRAPH, compile KERNEL */
 } mkc_cli;
 
 /* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
@@ -46,8 +46,8 @@ int mkc_model_plan(const mkc_cli *c, mkc_model *m);
 
 #define MKC_DEFAULT_CTX 4096
 
-/* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a device
- * exists, else cpu): the kernel is compiled and weights placed here. */
+/* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a
+ * device exists, else cpu): the kernel is compiled and weights placed here. */
 int mkc_model_start(const mkc_cli *c, mkc_model *m);
 
 void mkc_model_close(mkc_model *m);

@@ -148,7 +148,8 @@ int mkc_cmd_init(int argc, char **argv) {
   int stem = (int)strcspn(base, ".");
   snprintf(name, sizeof name, "%.*s-%s", stem, base, preset);
 
-  mkc_gen_opts o = {.graph_path = graph_path, .preset = preset, .draft_max = 0, .max_ctx = (int)max_ctx};
+  mkc_gen_opts o = {
+      .graph_path = graph_path, .preset = preset, .draft_max = 0, .max_ctx = (int)max_ctx};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;

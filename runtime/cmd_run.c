@@ -98,7 +98,8 @@ static int check_flags(const mkc_cli *c) {
       return mkc_cli_usage_error("%s", "run: -p TEXT (or --prompt-ids) is required with -m");
     return 0;
   }
-  if (c->prompt) return mkc_cli_usage_error("%s", "run: -p TEXT needs a model with a tokenizer (-m)");
+  if (c->prompt)
+    return mkc_cli_usage_error("%s", "run: -p TEXT needs a model with a tokenizer (-m)");
   if (!c->preset && !c->kernel_dir)
     return mkc_cli_usage_error("%s", "run: -m FILE, --preset or --kernel DIR is required");
   if (c->preset && c->kernel_dir)
@@ -165,17 +166,18 @@ int mkc_cmd_run(int argc, char **argv) {
   printf("\n");
   fflush(stdout);
   double gen_s = st.seconds - st.prompt_seconds;
-  fprintf(
-      stderr,
-      "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
-      "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
-      "steps%s\n",
-      mkc_session_backend(m.s), mkc_session_describe(m.s), c.model_path ? "model" : "preset",
-      c.model_path ? c.model_path : m.g.preset, n_prompt, st.prompt_seconds, st.generated, gen_s,
-      gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
-      st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
-      st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps,
-      text.eog ? "; stopped at end of generation" : st.ctx_full ? "; stopped: context full" : "");
+  fprintf(stderr,
+          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
+          "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
+          "steps%s\n",
+          mkc_session_backend(m.s), mkc_session_describe(m.s), c.model_path ? "model" : "preset",
+          c.model_path ? c.model_path : m.g.preset, n_prompt, st.prompt_seconds, st.generated,
+          gen_s, gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
+          st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
+          st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps,
+          text.eog      ? "; stopped at end of generation"
+          : st.ctx_full ? "; stopped: context full"
+                        : "");
   rc = 0;
 done:
   mkc_model_close(&m);

@@ -57,9 +57,14 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   const struct {
     const char *key;
     int v;
-  } ints[] = {{"vocab", d->vocab},       {"dim", d->dim},           {"n_layers", d->n_layers},
-              {"n_heads", d->n_heads},   {"n_kv_heads", d->n_kv_heads}, {"head_dim", d->head_dim},
-              {"ffn", d->ffn},           {"max_ctx", d->ctx_train}};
+  } ints[] = {{"vocab", d->vocab},
+              {"dim", d->dim},
+              {"n_layers", d->n_layers},
+              {"n_heads", d->n_heads},
+              {"n_kv_heads", d->n_kv_heads},
+              {"head_dim", d->head_dim},
+              {"ffn", d->ffn},
+              {"max_ctx", d->ctx_train}};
   for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
     lua_pushinteger(L, ints[i].v);
     lua_setfield(L, -2, ints[i].key);

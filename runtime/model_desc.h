@@ -5,10 +5,10 @@
 #define MKC_MODEL_DESC_H
 
 typedef struct mkc_model_desc {
-  char arch[32];   /* "llama", "mistral", "qwen2", "qwen3" */
-  char name[128];  /* a preset name: general.name / the folder's name, sanitized */
+  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3" */
+  char name[128]; /* a preset name: general.name / the folder's name, sanitized */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
-  int ctx_train;   /* the context the model was trained for */
+  int ctx_train; /* the context the model was trained for */
   double rope_theta, norm_eps;
   int rope_layout; /* enum mkc_rope_layout of the Q/K rows as mkc stores them */
   int tied;        /* the LM head is token_embd */

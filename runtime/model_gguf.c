@@ -140,7 +140,8 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);
   preset_name(f, d->name, sizeof d->name);
-  if (need_size(f, arch, "block_count", &d->n_layers) || need_size(f, arch, "embedding_length", &d->dim) ||
+  if (need_size(f, arch, "block_count", &d->n_layers) ||
+      need_size(f, arch, "embedding_length", &d->dim) ||
       need_size(f, arch, "feed_forward_length", &d->ffn) ||
       need_size(f, arch, "attention.head_count", &d->n_heads))
     return -1;

@@ -41,7 +41,8 @@ static inline int fixture_open(fixture *f, const char *preset, int draft_max, in
   memset(f, 0, sizeof *f);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {.graph_path = graph, .preset = preset, .draft_max = draft_max, .max_ctx = max_ctx};
+  mkc_gen_opts o = {
+      .graph_path = graph, .preset = preset, .draft_max = draft_max, .max_ctx = max_ctx};
   if (mkc_codegen(&o, &f->g, &f->src) != 0) return -1;
   return mkc_weights_random(&f->w, &f->g, seed);
 }

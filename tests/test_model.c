@@ -34,8 +34,8 @@ static int write_config(const char *dir, const mkc_model_desc *d) {
           "\"max_position_embeddings\": %d, \"rope_theta\": %.17g, \"rms_norm_eps\": %.17g, "
           "\"tie_word_embeddings\": %s, \"hidden_act\": \"silu\", \"rope_scaling\": null%s}\n",
           d->arch, d->dim, d->n_layers, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
-          d->ctx_train, d->rope_theta, d->norm_eps,
-          d->tied ? "true" : "false", strcmp(d->arch, "qwen2") ? ", \"attention_bias\": false" : "");
+          d->ctx_train, d->rope_theta, d->norm_eps, d->tied ? "true" : "false",
+          strcmp(d->arch, "qwen2") ? ", \"attention_bias\": false" : "");
   return fclose(f);
 }
 
@@ -59,7 +59,8 @@ static int same_desc(const mkc_model_desc *a, const mkc_model_desc *b) {
 static void same_logits(const char *name, enum mkc_backend_kind kind, const mkc_graph *ga,
                         const mkc_kernel_src *sa, const mkc_weights *wa, const mkc_graph *gb,
                         const mkc_kernel_src *sb, const mkc_weights *wb) {
-  mkc_session *a = mkc_session_open(kind, ga, sa, wa, 2), *b = mkc_session_open(kind, gb, sb, wb, 2);
+  mkc_session *a = mkc_session_open(kind, ga, sa, wa, 2),
+              *b = mkc_session_open(kind, gb, sb, wb, 2);
   const char *backend = kind == MKC_BACKEND_REF ? "ref" : "cpu";
   if (!CHECK(a && b, "%s: %s sessions open", name, backend)) goto done;
   const int steps[3][4] = {{1, 7, 42, 3}, {5, 9, 11, 13}, {2, 2, 2, 2}};
@@ -67,7 +68,8 @@ static void same_logits(const char *name, enum mkc_backend_kind kind, const mkc_
   for (int s = 0; s < 3; s++) {
     mkc_step_result ra, rb;
     int n_fixed = s == 0 ? 3 : 0;
-    if (mkc_session_step(a, steps[s], 4, n_fixed, &ra) || mkc_session_step(b, steps[s], 4, n_fixed, &rb))
+    if (mkc_session_step(a, steps[s], 4, n_fixed, &ra) ||
+        mkc_session_step(b, steps[s], 4, n_fixed, &rb))
       break;
     differ |= ra.n_out != rb.n_out || memcmp(ra.out, rb.out, sizeof ra.out[0] * ra.n_out);
     for (int t = 0; t < 4; t++) {
@@ -76,8 +78,9 @@ static void same_logits(const char *name, enum mkc_backend_kind kind, const mkc_
       compared++;
     }
   }
-  CHECK(compared == 12 && !differ, "%s: %s backend: GGUF and safetensors give identical logits "
-                                   "and tokens (%d logit vectors)",
+  CHECK(compared == 12 && !differ,
+        "%s: %s backend: GGUF and safetensors give identical logits "
+        "and tokens (%d logit vectors)",
         name, backend, compared);
 done:
   mkc_session_close(a);
