@@ -95,11 +95,16 @@ static double host_copy_bandwidth(size_t bytes) {
 int mkc_cmd_bench(int argc, char **argv) {
   mkc_cli c = {.n_gen = 128};
   int rc = mkc_cli_parse(
-      argc, argv, 2, "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks", 0,
-      &c);
+      argc, argv, 2, "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m",
+      0, &c);
   if (rc) return rc;
-  if (!c.preset) return mkc_cli_usage_error("%s", "bench: --preset is required");
-  if (!c.have_seed) return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
+  if (c.model_path && (c.preset || c.have_seed || c.graph))
+    return mkc_cli_usage_error("%s", "bench: -m brings its own graph, preset and weights; drop "
+                                     "--preset, --graph and --random-weights");
+  if (!c.preset && !c.model_path)
+    return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
+  if (!c.have_seed && !c.model_path)
+    return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
   if (c.n_gen < 2) return mkc_cli_usage_error("%s", "bench: -n must be at least 2");
   if (c.backend && strcmp(c.backend, "ref") == 0)
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");

@@ -42,6 +42,18 @@ fi
 expect_error "gen -m with --preset" "mkc: error: gen: -m brings its own preset; drop --preset" \
   -- gen -m "$tmp/tiny.gguf" --preset tiny -o "$tmp/x.cu"
 
+# bench -m: the model file's weights, timed.
+if "$mkc" bench -m "$tmp/tiny.gguf" -n 4 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
+  n=$(grep -c '^| llama llama-tiny | 0.12 M | ' "$tmp/bench")
+  [ "$n" -eq 3 ] && ok "bench -m tiny.gguf: pp, tg and tg-with-drafts rows" \
+    || fail "bench -m tiny.gguf: pp, tg and tg-with-drafts rows" "$(cat "$tmp/bench")"
+else
+  fail "bench -m tiny.gguf" "$(cat "$tmp/err")"
+fi
+expect_error "bench -m with --random-weights" \
+  "mkc: error: bench: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
+  -- bench -m "$tmp/tiny.gguf" --random-weights 1
+
 # Flags.
 expect_error "-m with --preset" \
   "mkc: error: run: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
