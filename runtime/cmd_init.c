@@ -1,6 +1,6 @@
-/* mkc init: a GGUF model file with seeded random weights for a graph and
- * preset, with the llama metadata a loader reads, so the whole model-file
- * path runs without downloading a model. */
+/* mkc init: a model file with seeded random weights for a graph and preset
+ * (GGUF with the metadata a loader reads, or a Hugging Face folder), so the
+ * whole model-file path runs without downloading a model. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +10,16 @@
 #include "codegen_host.h"
 #include "commands.h"
 #include "gguf.h"
+#include "safetensors.h"
 #include "weights.h"
 
 static const char USAGE[] =
-    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf\n"
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf|DIR\n"
     "\n"
     "Writes the graph's weights, seeded random (as `mkc run --random-weights S`),\n"
-    "as BF16 tensors in a GGUF file with llama metadata.\n"
+    "as BF16 tensors: in a GGUF file with llama (or qwen2/qwen3) metadata, or,\n"
+    "when -o does not end in .gguf, as a Hugging Face folder (config.json and\n"
+    "model.safetensors, Q/K rows in transformers' order).\n"
     "GRAPH defaults to graphs/llama.lua in the mkc tree.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -85,6 +88,22 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *na
   return bad ? -1 : 0;
 }
 
+/* What config.json says of the graph: the inverse of mkc_hf_config_read. */
+static void describe(const mkc_graph *g, mkc_model_desc *d) {
+  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  memset(d, 0, sizeof *d);
+  snprintf(d->arch, sizeof d->arch, "%s", architecture(g));
+  d->vocab = g->vocab, d->dim = g->dim, d->n_layers = g->n_layers, d->n_heads = g->n_heads;
+  d->n_kv_heads = g->n_kv_heads, d->head_dim = g->head_dim, d->ffn = g->ffn;
+  d->ctx_train = g->max_ctx;
+  d->rope_theta = rope ? rope->theta : 10000.0;
+  d->norm_eps = norm ? norm->eps : 1e-5;
+  d->rope_layout = rope ? rope->layout : MKC_ROPE_INTERLEAVED;
+  d->tied = !has_weight(g, "output.weight");
+  d->qkv_bias = has_weight(g, "blk.0.attn_q.bias");
+  d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");
+}
+
 /* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
  * The bf16 data is little-endian in memory, as in the file. */
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w) {
@@ -132,7 +151,7 @@ int mkc_cmd_init(int argc, char **argv) {
   }
   if (!preset) return usage_error("%s", "init: --preset is required");
   if (!seed_arg) return usage_error("%s", "init: --seed SEED is required");
-  if (!path) return usage_error("%s", "init: -o FILE.gguf is required");
+  if (!path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
   char *end;
   errno = 0;
   unsigned long long seed = strtoull(seed_arg, &end, 10);
@@ -157,7 +176,19 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_weights w = {0};
   mkc_gguf_writer *out = NULL;
   int rc = 1;
-  if (mkc_weights_random(&w, &g, seed) != 0 || !(out = mkc_gguf_writer_new())) goto done;
+  size_t len = strlen(path);
+  if (mkc_weights_random(&w, &g, seed) != 0) goto done;
+  if (len < 5 || strcmp(path + len - 5, ".gguf") != 0) {
+    mkc_model_desc d;
+    describe(&g, &d);
+    if (mkc_hf_write(path, &d, &w) != 0) goto done;
+    fprintf(stderr,
+            "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
+            path, d.arch, seed, g.n_weights);
+    rc = 0;
+    goto done;
+  }
+  if (!(out = mkc_gguf_writer_new())) goto done;
   if (set_metadata(out, &g, name) || add_weights(out, &g, &w) || mkc_gguf_write(out, path))
     goto done;
   struct stat st;

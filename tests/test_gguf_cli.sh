@@ -65,7 +65,7 @@ ls "$tmp" | grep -q '\.tmp' && fail "no temporary file is left behind" "$(ls "$t
 # Bad flags and files.
 expect_error "init without --preset" "mkc: error: init: --preset is required" -- init --seed 1 -o "$tmp/x.gguf"
 expect_error "init without --seed" "mkc: error: init: --seed SEED is required" -- init --preset tiny -o "$tmp/x.gguf"
-expect_error "init without -o" "mkc: error: init: -o FILE.gguf is required" -- init --preset tiny --seed 1
+expect_error "init without -o" "mkc: error: init: -o FILE.gguf (or -o DIR) is required" -- init --preset tiny --seed 1
 expect_error "init with a bad seed" "mkc: error: --seed: expected a non-negative integer, got '-3'" \
   -- init --preset tiny --seed -3 -o "$tmp/x.gguf"
 expect_error "init with a bad --ctx" "mkc: error: --ctx: expected an integer in 1..1048576, got '0'" \

@@ -20,23 +20,12 @@
 
 static char tmp[256];
 
-/* config.json for d, every value written exactly, so both files describe
- * one model down to the last bit. */
-static int write_config(const char *dir, const mkc_model_desc *d) {
+/* The folder mkc_hf_write makes, with the tensors re-written in dtype. */
+static int write_other_dtype(const char *dir, const mkc_model_desc *d, const mkc_weights *w,
+                             int dtype) {
   char path[600];
-  snprintf(path, sizeof path, "%s/config.json", dir);
-  FILE *f = fopen(path, "w");
-  if (!f) return -1;
-  fprintf(f,
-          "{\"architectures\": [\"X\"], \"model_type\": \"%s\", \"hidden_size\": %d, "
-          "\"num_hidden_layers\": %d, \"num_attention_heads\": %d, \"num_key_value_heads\": %d, "
-          "\"head_dim\": %d, \"intermediate_size\": %d, \"vocab_size\": %d, "
-          "\"max_position_embeddings\": %d, \"rope_theta\": %.17g, \"rms_norm_eps\": %.17g, "
-          "\"tie_word_embeddings\": %s, \"hidden_act\": \"silu\", \"rope_scaling\": null%s}\n",
-          d->arch, d->dim, d->n_layers, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
-          d->ctx_train, d->rope_theta, d->norm_eps, d->tied ? "true" : "false",
-          strcmp(d->arch, "qwen2") ? ", \"attention_bias\": false" : "");
-  return fclose(f);
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  return mkc_hf_write(dir, d, w) || mkc_st_write_weights(path, w, d, dtype);
 }
 
 static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
@@ -90,7 +79,7 @@ done:
 /* mkc init PRESET -> GGUF; the same weights -> an HF folder; both opened
  * as model files. */
 static void gguf_vs_safetensors(const char *preset, int dtype) {
-  char gguf[512], dir[512], st_path[600], seed[] = "7";
+  char gguf[512], dir[512], seed[] = "7";
   snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp, preset);
   snprintf(dir, sizeof dir, "%s/hf-%s-%s", tmp, preset, mkc_st_dtype_name(dtype));
   mkdir(dir, 0755);
@@ -107,9 +96,8 @@ static void gguf_vs_safetensors(const char *preset, int dtype) {
   if (!CHECK(gen(&fa.desc, &ga, &sa) == 0 && mkc_model_file_weights(&fa, &ga, &wa) == 0,
              "%s: graph and weights from the GGUF", preset))
     goto done;
-  snprintf(st_path, sizeof st_path, "%s/model.safetensors", dir);
-  if (!CHECK(write_config(dir, &fa.desc) == 0 &&
-                 mkc_st_write_weights(st_path, &wa, &fa.desc, dtype) == 0,
+  if (!CHECK(dtype == MKC_ST_BF16 ? mkc_hf_write(dir, &fa.desc, &wa) == 0
+                                  : write_other_dtype(dir, &fa.desc, &wa, dtype) == 0,
              "%s: write the HF folder (%s)", preset, mkc_st_dtype_name(dtype)))
     goto done;
   open_b = mkc_model_file_open(dir, &fb) == 0;

@@ -26,6 +26,38 @@ fi
 grep -qx "graph: graphs/llama.lua, preset llama-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)" "$tmp/info" \
   && ok "info -m: the derived preset" || fail "info -m: the derived preset" "$(cat "$tmp/info" "$tmp/err")"
 
+# The same model as a Hugging Face folder (config.json + model.safetensors).
+if "$mkc" init --preset tiny --seed 7 -o "$tmp/hf-tiny" 2>"$tmp/err" \
+  && "$mkc" run -m "$tmp/hf-tiny" --prompt-ids 3,1,4,1,5 -n 12 --draft-max 3 --backend cpu \
+    >"$tmp/hf.out" 2>>"$tmp/err"; then
+  expect_same "run -m HF folder = run -m GGUF (same seed)" "$tmp/hf.out" "$tmp/file.out"
+  "$mkc" info -m "$tmp/hf-tiny" >"$tmp/info" 2>"$tmp/err"
+  for want in "format: safetensors, 1 file" "tensors: 20 (BF16 20)" \
+    "graph: graphs/llama.lua, preset hf-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)"; do
+    grep -qxF "$want" "$tmp/info" && ok "info -m HF folder: $want" \
+      || fail "info -m HF folder: $want" "$(cat "$tmp/info" "$tmp/err")"
+  done
+else
+  fail "init/run an HF folder" "$(cat "$tmp/err")"
+fi
+for p in qwen2-tiny qwen3-tiny; do
+  "$mkc" init --preset $p --seed 5 -o "$tmp/$p.gguf" 2>/dev/null
+  "$mkc" init --preset $p --seed 5 -o "$tmp/hf-$p" 2>/dev/null
+  "$mkc" run -m "$tmp/$p.gguf" --prompt-ids 2,7,1,8 -n 10 --draft-max 2 --backend cpu >"$tmp/a" 2>"$tmp/err"
+  "$mkc" run -m "$tmp/hf-$p" --prompt-ids 2,7,1,8 -n 10 --backend ref >"$tmp/b" 2>>"$tmp/err"
+  "$mkc" run --preset $p --random-weights 5 --prompt-ids 2,7,1,8 -n 10 --backend ref >"$tmp/c" 2>>"$tmp/err"
+  if [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/a" "$tmp/c"; then
+    ok "$p: GGUF (kernel) = HF folder (reference) = --random-weights (reference)"
+  else
+    fail "$p: GGUF = HF folder = --random-weights" "$(cat "$tmp/a" "$tmp/b" "$tmp/c" "$tmp/err")"
+  fi
+done
+grep -qE '"model_type":[[:space:]]*"qwen3"' "$tmp/hf-qwen3-tiny/config.json" && ok "qwen3-tiny's config.json says qwen3" \
+  || fail "qwen3-tiny's config.json says qwen3" "$(cat "$tmp/hf-qwen3-tiny/config.json")"
+expect_error "init -o DIR for a layout config.json cannot say" \
+  "mkc: error: a llama model with NEOX RoPE cannot be written as a Hugging Face folder (config.json has no way to say it); use -o FILE.gguf" \
+  -- init --preset odd --seed 1 -o "$tmp/hf-odd"
+
 # gen -m: the kernel for the model file's preset.
 if "$mkc" gen -m "$tmp/tiny.gguf" --draft-max 2 -o "$tmp/k.cu" 2>"$tmp/err" \
   && "$mkc" gen graphs/llama.lua --preset tiny --draft-max 2 -o "$tmp/t.cu" 2>>"$tmp/err"; then
