@@ -52,6 +52,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     if (strcmp(a, "--model") == 0 && allows(allowed, "-m")) a = "-m";
     if (strcmp(a, "--prompt") == 0 && allows(allowed, "-p")) a = "-p";
     if (strcmp(a, "--n-predict") == 0 && allows(allowed, "-n")) a = "-n";
+    if ((strcmp(a, "-c") == 0 || strcmp(a, "--ctx-size") == 0) && allows(allowed, "--ctx"))
+      a = "--ctx";
     if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
     const char *v = argv[++i];

@@ -104,6 +104,12 @@ expect_error "--temp out of range" "mkc: error: --temp: expected a number in 0..
 expect_error "a prompt longer than the context" \
   "mkc: error: the prompt is 5 tokens but the context holds 4: nothing was run (use --ctx 6 or a shorter prompt)" \
   -- run -m "$tmp/tiny.gguf" --prompt-ids 1,2,3,4,5 -n 2 --ctx 4
+expect_error "llama.cpp's -c for --ctx" \
+  "mkc: error: the prompt is 5 tokens but the context holds 4: nothing was run (use --ctx 5 or a shorter prompt)" \
+  -- run -m "$tmp/tiny.gguf" --prompt-ids 1,2,3,4,5 -c 4
+"$mkc" run --model "$tmp/tiny.gguf" --prompt-ids 3,1,4,1,5 --n-predict 12 --ctx-size 64 --backend ref \
+  >"$tmp/long.out" 2>"$tmp/err"
+expect_same "llama.cpp's long spellings (--model, --n-predict, --ctx-size)" "$tmp/long.out" "$tmp/file.out"
 expect_error "a missing model file" "mkc: error: cannot open model $tmp/none.gguf: No such file or directory" \
   -- run -m "$tmp/none.gguf" --prompt-ids 1
 printf 'not a model' >"$tmp/junk.gguf"
