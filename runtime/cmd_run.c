@@ -152,7 +152,12 @@ int mkc_cmd_run(int argc, char **argv) {
     mkc_detok_init(&text.detok, text.tok, 0);
     o.on_token = on_token;
     o.ctx = &text;
-    fputs(c.prompt, stdout); /* as llama.cpp does: the completion continues the prompt */
+    /* The prompt as the model reads it, then the completion: one stream, so a
+     * character or SentencePiece's leading space spanning the two comes out
+     * right. */
+    char buf[MKC_DETOK_MAX];
+    for (int i = 0; i < n_prompt; i++)
+      fwrite(buf, 1, mkc_detok_push(&text.detok, prompt[i], buf, sizeof buf), stdout);
     fflush(stdout);
   }
   mkc_decode_stats st;
