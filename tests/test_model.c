@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "files.h"
+#include "hf_tokenizer_json.h"
 #include "codegen_host.h"
 #include "commands.h"
 #include "model.h"
@@ -186,6 +188,85 @@ static void bad_files(void) {
   open_fails("folder without config.json", path, "config.json");
 }
 
+/* Writes the tokenizer files of a Hugging Face folder for the GGUF's vocabulary. */
+static int write_hf_tokenizer(const char *dir, const mkc_model_file *mf) {
+  char path[600], config[512];
+  char *json = json_from_gguf(mf->gguf);
+  if (!json) return -1;
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  const void *parts[] = {json};
+  size_t sizes[] = {strlen(json)};
+  int rc = mkc_write_atomic(path, parts, sizes, 1);
+  free(json);
+  const mkc_gguf_kv *tokens;
+  if (rc || mkc_gguf_get_arr(mf->gguf, "tokenizer.ggml.tokens", MKC_GGUF_STRING, &tokens) != 1)
+    return -1;
+  mkc_gguf_str bos = mkc_gguf_arr_str(tokens, (uint64_t)mkc_tokenizer_bos(mf->tok));
+  mkc_gguf_str eos = mkc_gguf_arr_str(tokens, (uint64_t)mkc_tokenizer_eos(mf->tok));
+  snprintf(config, sizeof config,
+           "{\"bos_token\": \"%.*s\", \"eos_token\": \"%.*s\", \"add_bos_token\": %s}\n",
+           (int)bos.len, bos.s, (int)eos.len, eos.s,
+           mkc_tokenizer_add_bos(mf->tok) ? "true" : "false");
+  snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+  parts[0] = config;
+  sizes[0] = strlen(config);
+  return mkc_write_atomic(path, parts, sizes, 1);
+}
+
+/* The real model as a Hugging Face folder (its dequantized weights, its
+ * vocabulary as tokenizer.json): the same description, arena, prompt ids,
+ * and greedy tokens as from the GGUF. */
+static void same_model_as_hf(const mkc_model_file *mf, const mkc_graph *g, const mkc_weights *w,
+                             mkc_session *ref, const char *prompt) {
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/hf-smollm2", tmp);
+  mkc_model_file hf;
+  if (!CHECK(mkc_hf_write(dir, &mf->desc, w) == 0 && write_hf_tokenizer(dir, mf) == 0,
+             "SmolLM2 as an HF folder: written"))
+    return;
+  if (!CHECK(mkc_model_file_open(dir, &hf) == 0 && hf.tok, "SmolLM2 as an HF folder: opens"))
+    return;
+  mkc_graph g2 = {0};
+  mkc_kernel_src src2 = {0};
+  mkc_weights w2 = {0};
+  uint16_t *a = NULL, *b = NULL;
+  int *ids = NULL, *ids2 = NULL, want[8], got[8];
+  CHECK(same_desc(&mf->desc, &hf.desc), "SmolLM2: config.json says what the GGUF metadata does");
+  if (!CHECK(gen(&hf.desc, &g2, &src2) == 0 && mkc_model_file_weights(&hf, &g2, &w2) == 0,
+             "SmolLM2: graph and weights from safetensors"))
+    goto done;
+  a = mkc_weights_arena(w, g);
+  b = mkc_weights_arena(&w2, &g2);
+  CHECK(a && b && g->weight_elems == g2.weight_elems &&
+            memcmp(a, b, g->weight_elems * sizeof *a) == 0,
+        "SmolLM2: the weight arenas are byte-identical (%zu bf16 values)", g->weight_elems);
+  int n = mkc_tokenizer_encode(mf->tok, prompt, strlen(prompt), mkc_tokenizer_add_bos(mf->tok), 1,
+                               &ids);
+  int n2 =
+      mkc_tokenizer_encode(hf.tok, prompt, strlen(prompt), mkc_tokenizer_add_bos(hf.tok), 1, &ids2);
+  CHECK(n > 0 && n == n2 && memcmp(ids, ids2, (size_t)n * sizeof *ids) == 0,
+        "SmolLM2: tokenizer.json and the GGUF vocabulary give the same %d prompt ids", n);
+  mkc_session *s2 = mkc_session_open(MKC_BACKEND_REF, &g2, &src2, &w2, 0);
+  mkc_decode_stats st;
+  mkc_session_reset(ref);
+  CHECK(s2 && n > 0 && mkc_decode(ref, g, ids, n, 8, 0, want, &st) == 0 &&
+            mkc_decode(s2, &g2, ids, n, 8, 0, got, &st) == 0 &&
+            memcmp(want, got, sizeof want) == 0 &&
+            memcmp(mkc_session_logits(ref, 0), mkc_session_logits(s2, 0),
+                   sizeof(float) * (size_t)g->vocab) == 0,
+        "SmolLM2: GGUF and safetensors give identical logits and greedy tokens");
+  mkc_session_close(s2);
+done:
+  free(ids);
+  free(ids2);
+  free(a);
+  free(b);
+  mkc_weights_free(&w2);
+  mkc_kernel_src_free(&src2);
+  mkc_graph_free(&g2);
+  mkc_model_file_close(&hf);
+}
+
 /* A pretrained model (tests/data/fetch.sh): greedy continuations of fixed
  * prompts by the kernel (cpu backend, drafts on) equal the reference
  * executor's (no drafts), token for token. Returns 1 when skipped. */
@@ -236,6 +317,7 @@ static int real_model(void) {
     free(text);
     free(ids);
   }
+  same_model_as_hf(&mf, &g, &w, ref, prompts[0]);
 done:
   mkc_session_close(ref);
   mkc_session_close(cpu);
