@@ -1,7 +1,8 @@
 -- Buffer plan, fixed at generation time: the bf16 weight arena (rows padded
 -- to 8 elements for 16-byte loads), the float scratch arena (one region per
 -- live value, reused once its last reader's stage is behind a barrier), the
--- KV cache slots, and each stage's shared-memory regions.
+-- KV cache slots (elements of the KV type: bf16, f16 or f32), and each
+-- stage's shared-memory regions.
 local util = require("util")
 local buffers = {}
 
@@ -14,7 +15,8 @@ function buffers.stride(n) return util.round_up(n, 8) end
 local function reads_writes(st)
   local k = st.kind
   if k == "embed" then return {}, { st.out } end
-  if k == "qkv_rope" then return { st.x }, { st.q_rope } end
+  -- with a K head norm, raw K rows wait in scratch (float) for the warp that completes the head
+  if k == "qkv_rope" then return { st.x }, { st.q_rope, st.k_norm and st.k or nil } end
   if k == "attention" then return { st.q }, { st.out } end
   if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
@@ -40,7 +42,7 @@ function buffers.plan(graph, stages, opts)
   end
   plan.weight_elems = util.round_up(off, ALIGN_WEIGHTS)
 
-  -- KV cache: one slot per attention node, [k|v][kv_heads][max_ctx][head_dim]
+  -- KV cache: one slot per attention node, [k|v][kv_heads][max_ctx][head_dim], in elements
   local kv_off, layers = 0, {}
   for _, node in ipairs(graph.order) do
     if node.op == "attention" then
@@ -54,7 +56,8 @@ function buffers.plan(graph, stages, opts)
       kv_off = kv_off + 2 * size
     end
   end
-  plan.kv_floats = kv_off
+  plan.kv_elems = kv_off
+  plan.kv_bytes = kv_off * opts.kv_elem_bytes
 
   -- scratch values: residual adds write into their residual operand's region
   local root, first, last = {}, {}, {}

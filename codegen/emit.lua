@@ -23,7 +23,7 @@ end
 
 local function context(graph, plan, opts)
   local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
-                vocab = graph.output.n }
+                vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes }
   ctx.partials = plan.partials
   ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
   function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
@@ -32,6 +32,8 @@ local function context(graph, plan, opts)
   function ctx.value(v) return ("scratch + %d"):format(plan.value(v).offset) end
   function ctx.vstride(v) return plan.value(v).stride end
   function ctx.kv(att) return plan.kv[att] end
+  -- One position's K (or V) of every kv head, in bytes of the KV type.
+  function ctx.kv_row(att) return opts.kv_elem_bytes * att.kv_heads * att.head_dim end
   function ctx.head_ready() return ("(unsigned *)(scratch + %d)"):format(plan.head_ready) end
   function ctx.smem_layout(regions) return (buffers.smem(regions)) end
   -- Global traffic a stage declares for `mkc inspect` (docs/INSPECT.md): one entry per
@@ -152,23 +154,24 @@ function emit.source(graph, plan, opts)
     (" * graph:   %s, preset %s"):format(graph.path, graph.preset),
     (" * hashes:  graph %s, templates %s, options %s"):format(opts.graph_hash, opts.templates_hash,
       opts.options_hash),
-    (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks"):format(
-      opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks),
-    (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d floats, weights %d bf16, smem %d bytes"):format(
-      #plan.stages, n_sync, plan.scratch_floats, plan.kv_floats, plan.weight_elems, plan.smem_bytes),
+    (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks, KV %s"):format(
+      opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks, opts.kv_dtype),
+    (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d %s, weights %d bf16, smem %d bytes"):format(
+      #plan.stages, n_sync, plan.scratch_floats, plan.kv_elems, opts.kv_dtype, plan.weight_elems, plan.smem_bytes),
     " * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.",
     " * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads",
     " *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).",
     " */",
   }, "\n"))
-  put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d"):format(opts.threads, opts.t_max))
+  put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
+    opts.threads, opts.t_max, opts.kv_dtype:upper()))
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
   for _, name in ipairs(emit.TEMPLATES) do splice(name) end
   put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
   put("")
-  put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {")
+  put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
   put(("  if (!mkc_step_begin(state, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max))
   put("  const int pos = state->pos, T = state->n_inputs;")
   put("  char *smem = mkc_smem();")

@@ -11,17 +11,27 @@ local M = {}
 
 local function basename(path) return (path:match("([^/]+)$") or path):gsub("%.lua$", "") end
 
+-- The KV cache's element types: bytes per element. K and V are rounded to the type once, when
+-- appended (templates/common.cuh), and the reference executor rounds them the same way.
+M.KV_DTYPES = { bf16 = 2, f16 = 2, f32 = 4 }
+
 -- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
--- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset)
+-- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
+-- kv_dtype (or nil: bf16)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
+  end
+  local kv_dtype = opts.kv_dtype or "bf16"
+  if not M.KV_DTYPES[kv_dtype] then
+    util.fail(("--kv-dtype (MKC_KV_DTYPE) must be bf16, f16 or f32, got %s"):format(util.show(kv_dtype)))
   end
   local overrides = opts.max_ctx and { max_ctx = opts.max_ctx } or nil
   local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
   local gen = {
     t_max = opts.draft_max + 1, max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,
+    kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype],
     file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu",
     templates = {},
   }
@@ -32,8 +42,8 @@ function M.generate(opts)
   end
   gen.graph_hash = util.hash(util.read_file(opts.graph))
   gen.templates_hash = util.hash(table.concat(all, "\0"))
-  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d"):format(
-    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks))
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s"):format(
+    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype))
 
   local stages = fusion.stages(graph)
   local plan = buffers.plan(graph, stages, gen)
@@ -54,6 +64,7 @@ function M.export(graph, plan, gen, source)
     if node.op == "weight" then
       for wi, w in ipairs(plan.weights) do if w.node == node then e.weight = wi - 1 end end
     end
+    if node.op == "attention" then e.kv_k, e.kv_v = plan.kv[node].k, plan.kv[node].v end
     nodes[i] = e
   end
   local weights = {}
@@ -73,7 +84,8 @@ function M.export(graph, plan, gen, source)
     config = { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
                n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = gen.max_ctx },
     plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
-             scratch_floats = plan.scratch_floats, kv_floats = plan.kv_floats, smem_bytes = plan.smem_bytes,
+             scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
+             smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_phases = #plan.stages },
   }
 end

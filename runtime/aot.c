@@ -42,6 +42,11 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
              "block, <= %d blocks",
              &h->draft_max, &h->max_ctx, &h->threads, &h->max_blocks) != 4)
     return -1;
+  /* "..., <= 1024 blocks, KV bf16"; kernels from before the option kept KV in f32 */
+  const char *kv = strstr(o, " blocks, KV ");
+  const char *eol = strchr(o + 1, '\n');
+  if (!kv || (eol && kv > eol) || sscanf(kv, " blocks, KV %7s", h->kv_dtype) != 1)
+    snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
   return 0;
 }
 
@@ -180,6 +185,7 @@ int mkc_manifest_write(const char *dir, const mkc_manifest *m) {
   cJSON_AddNumberToObject(root, "max_ctx", h->max_ctx);
   cJSON_AddNumberToObject(root, "threads", h->threads);
   cJSON_AddNumberToObject(root, "max_blocks", h->max_blocks);
+  cJSON_AddStringToObject(root, "kv_dtype", h->kv_dtype);
   cJSON_AddStringToObject(hashes, "source", m->source_hash);
   cJSON_AddStringToObject(hashes, "graph", h->graph_hash);
   cJSON_AddStringToObject(hashes, "templates", h->templates_hash);
@@ -275,6 +281,14 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   h->max_ctx = (int)get_int(&r, root, "max_ctx", 1, 1 << 24);
   h->threads = (int)get_int(&r, root, "threads", 32, 1024);
   h->max_blocks = (int)get_int(&r, root, "max_blocks", 1, 1 << 20);
+  /* optional: manifests from before the option were f32 kernels (their source hash tells) */
+  if (cJSON_GetObjectItemCaseSensitive(root, "kv_dtype"))
+    get_str(&r, root, "kv_dtype", h->kv_dtype, sizeof h->kv_dtype);
+  else
+    snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
+  if (!r.bad && strcmp(h->kv_dtype, "bf16") != 0 && strcmp(h->kv_dtype, "f16") != 0 &&
+      strcmp(h->kv_dtype, "f32") != 0)
+    complain(&r, "kv_dtype", "is not bf16, f16 or f32");
   const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(root, "hashes");
   if (!cJSON_IsObject(hashes))
     complain(&r, "hashes", "is missing");

@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-typedef void (*mkc_step_fn)(const unsigned short *weights, float *scratch, float *kv,
+typedef void (*mkc_step_fn)(const unsigned short *weights, float *scratch, void *kv,
                             struct mkc_state *state);
 
 struct mkc_cpu_kernel {
@@ -213,7 +213,8 @@ out:
 typedef struct step_args {
   mkc_step_fn step;
   const void *weights;
-  float *scratch, *kv;
+  float *scratch;
+  void *kv;
   struct mkc_state *state;
 } step_args;
 
@@ -223,7 +224,7 @@ static void run_step(void *arg) {
 }
 
 int mkc_cpu_kernel_launch(mkc_cpu_kernel *k, int blocks, int threads, size_t smem_bytes,
-                          const void *weights, float *scratch, float *kv, struct mkc_state *state) {
+                          const void *weights, float *scratch, void *kv, struct mkc_state *state) {
   if (blocks > MKC_MAX_BLOCKS) {
     fprintf(stderr, "mkc: error: cpu backend: %s: %d blocks, at most %d\n", k->name, blocks,
             MKC_MAX_BLOCKS);

@@ -19,10 +19,11 @@ typedef struct mkc_cpu_kernel mkc_cpu_kernel;
 mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
                                     const char *templates_dir);
 
-/* Runs one step: mkc_step(weights, scratch, kv, state) on blocks x threads.
- * Returns 0 or -1 (after printing why). */
+/* Runs one step: mkc_step(weights, scratch, kv, state) on blocks x threads;
+ * kv holds elements of the kernel's KV type. Returns 0 or -1 (after printing
+ * why). */
 int mkc_cpu_kernel_launch(mkc_cpu_kernel *k, int blocks, int threads, size_t smem_bytes,
-                          const void *weights, float *scratch, float *kv, struct mkc_state *state);
+                          const void *weights, float *scratch, void *kv, struct mkc_state *state);
 
 void mkc_cpu_kernel_close(mkc_cpu_kernel *k);
 

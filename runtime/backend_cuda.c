@@ -99,7 +99,7 @@ mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uin
   CU_CHECK(StreamCreate(&b->stream, MKC_CU_STREAM_NON_BLOCKING));
   size_t wbytes = g->weight_elems * sizeof(uint16_t),
          sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
-         kbytes = (g->kv_floats ? g->kv_floats : 1) * 4;
+         kbytes = g->kv_bytes ? g->kv_bytes : 4;
   CU_CHECK(MemAlloc(&b->weights, wbytes ? wbytes : 2));
   CU_CHECK(MemAlloc(&b->scratch, sbytes));
   CU_CHECK(MemAlloc(&b->kv, kbytes));
@@ -147,8 +147,8 @@ fail:
   return -1;
 }
 
-int mkc_cuda_read_kv(mkc_cuda_backend *b, float *host) {
-  CU_CHECK(MemcpyDtoH(host, b->kv, b->g->kv_floats * sizeof(float)));
+int mkc_cuda_read_kv(mkc_cuda_backend *b, void *host) {
+  CU_CHECK(MemcpyDtoH(host, b->kv, b->g->kv_bytes));
   return 0;
 fail:
   return -1;

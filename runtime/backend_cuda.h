@@ -24,9 +24,10 @@ mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uin
 int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
                   mkc_state *out);
 
-/* Copies floats [offset, offset + n) of scratch (or of the KV cache) to host. */
+/* Copies floats [offset, offset + n) of scratch to host; the whole KV cache
+ * (g->kv_bytes) to host. */
 int mkc_cuda_read_scratch(mkc_cuda_backend *b, size_t offset, size_t n, float *host);
-int mkc_cuda_read_kv(mkc_cuda_backend *b, float *host);
+int mkc_cuda_read_kv(mkc_cuda_backend *b, void *host);
 
 /* Zeroes the device state: pos 0, as freshly opened. 0 or -1. */
 int mkc_cuda_reset_state(mkc_cuda_backend *b);

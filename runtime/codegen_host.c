@@ -172,6 +172,8 @@ static int read_nodes(lua_State *L, int res, mkc_graph *g) {
     nd->kv_heads = (int)get_int(L, e, "kv_heads");
     nd->head_dim = (int)get_int(L, e, "head_dim");
     nd->layer = (int)get_int(L, e, "layer");
+    nd->kv_k = (size_t)get_int(L, e, "kv_k");
+    nd->kv_v = (size_t)get_int(L, e, "kv_v");
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -222,13 +224,16 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->threads = (int)get_int(L, p, "threads");
   g->weight_elems = (size_t)get_int(L, p, "weight_elems");
   g->scratch_floats = (size_t)get_int(L, p, "scratch_floats");
-  g->kv_floats = (size_t)get_int(L, p, "kv_floats");
+  char *kv_dtype = get_str(L, p, "kv_dtype");
+  g->kv_dtype = mkc_kv_dtype_from_name(kv_dtype);
+  free(kv_dtype);
+  g->kv_bytes = (size_t)get_int(L, p, "kv_bytes");
   g->smem_bytes = (size_t)get_int(L, p, "smem_bytes");
   g->logits_offset = (size_t)get_int(L, p, "logits_offset");
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
   g->n_phases = (int)get_int(L, p, "n_phases");
   lua_pop(L, 1);
-  return src->source && src->file_name && g->graph_path && g->preset ? 0 : -1;
+  return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
 }
 
 int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
@@ -276,6 +281,11 @@ int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
     }
     lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
     lua_setfield(L, -2, "threads");
+    const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");
+    if (kv_dtype && *kv_dtype) {
+      lua_pushstring(L, kv_dtype);
+      lua_setfield(L, -2, "kv_dtype");
+    }
     lua_pushinteger(L, MKC_MAX_BLOCKS);
     lua_setfield(L, -2, "max_blocks");
     lua_pushinteger(L, MKC_T_CAP);

@@ -12,6 +12,9 @@ typedef struct mkc_gen_opts {
   int draft_max; /* drafts per step: the kernel takes T <= draft_max + 1 inputs */
   int max_ctx;   /* 0: the preset's */
   int threads;   /* 0: 128 */
+  /* The KV cache's element type: "bf16", "f16" or "f32"; NULL: $MKC_KV_DTYPE,
+   * else bf16. */
+  const char *kv_dtype;
   /* A model file's description: the preset called o->preset (NULL:
    * model->name) is made from it instead of read from the graph file. */
   const mkc_model_desc *model;

@@ -14,6 +14,19 @@ const char *mkc_op_name(int op) {
   return op >= 0 && op < MKC_OP_COUNT && names[op] ? names[op] : "unknown";
 }
 
+static const char *const KV_DTYPES[MKC_KV_DTYPE_COUNT] = {
+    [MKC_KV_DTYPE_F32] = "f32", [MKC_KV_DTYPE_BF16] = "bf16", [MKC_KV_DTYPE_F16] = "f16"};
+
+const char *mkc_kv_dtype_name(int dtype) {
+  return dtype >= 0 && dtype < MKC_KV_DTYPE_COUNT ? KV_DTYPES[dtype] : "unknown";
+}
+
+int mkc_kv_dtype_from_name(const char *name) {
+  for (int d = 0; name && d < MKC_KV_DTYPE_COUNT; d++)
+    if (strcmp(name, KV_DTYPES[d]) == 0) return d;
+  return -1;
+}
+
 /* Frees the members only: the struct itself may live on the stack. */
 void mkc_graph_free(mkc_graph *g) {
   if (!g) return;

@@ -22,6 +22,16 @@ enum mkc_op {
 
 enum mkc_rope_layout { MKC_ROPE_INTERLEAVED = 0, MKC_ROPE_NEOX = 1 };
 
+/* The KV cache's element type. The kernel rounds K and V to it (to nearest
+ * even) when it appends them, and the reference executor rounds alike; f32
+ * (0, the value of a graph built by hand) is the reference's unrounded cache. */
+enum mkc_kv_dtype {
+  MKC_KV_DTYPE_F32 = 0,
+  MKC_KV_DTYPE_BF16 = 1,
+  MKC_KV_DTYPE_F16 = 2,
+  MKC_KV_DTYPE_COUNT
+};
+
 typedef struct mkc_node {
   int op;       /* enum mkc_op */
   int in[3];    /* input node ids, -1 where unused */
@@ -33,6 +43,9 @@ typedef struct mkc_node {
   double theta; /* rope base */
   int layout;   /* enum mkc_rope_layout */
   int heads, kv_heads, head_dim, layer;
+  /* attention: element offsets of its K and V slots in the kernel's KV cache,
+   * each [kv_heads][max_ctx][head_dim] (0 in a graph built by hand) */
+  size_t kv_k, kv_v;
 } mkc_node;
 
 typedef struct mkc_weight_info {
@@ -55,7 +68,8 @@ typedef struct mkc_graph {
   int threads;           /* threads per block (literal in the kernel) */
   size_t weight_elems;   /* bf16 elements in the weight arena */
   size_t scratch_floats; /* float scratch arena */
-  size_t kv_floats;      /* KV cache floats */
+  int kv_dtype;          /* enum mkc_kv_dtype */
+  size_t kv_bytes;       /* KV cache bytes: the attention nodes' K and V slots, of kv_dtype */
   size_t smem_bytes;     /* dynamic shared memory per block */
   size_t logits_offset;  /* float offset of logits [t_max][logits_stride] in scratch */
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
@@ -64,5 +78,7 @@ typedef struct mkc_graph {
 
 void mkc_graph_free(mkc_graph *g);
 const char *mkc_op_name(int op);
+const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown" */
+int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
 
 #endif

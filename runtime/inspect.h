@@ -31,7 +31,7 @@ typedef struct mkc_step_point {
 } mkc_step_point;
 
 /* A global buffer range a stage reads or writes. Offsets count elements of
- * the arena (bf16 for weights, float for scratch and KV). */
+ * the arena (bf16 for weights, float for scratch, the KV type for KV). */
 typedef struct mkc_region {
   int write;
   int arena; /* enum mkc_arena */
@@ -117,8 +117,10 @@ typedef struct mkc_kernel_header {
   char graph[256], preset[64];
   int draft_max, t_max, max_ctx, threads, max_blocks;
   int n_stages, n_grid_barriers;
-  long long scratch_floats, kv_floats, weight_elems, smem_bytes;
-  int format; /* the inspect format of the stage comments */
+  long long scratch_floats, kv_elems, weight_elems, smem_bytes;
+  char kv_dtype[8];  /* the KV cache's element type: bf16, f16, f32 */
+  int kv_elem_bytes; /* 2, 2, 4 */
+  int format;        /* the inspect format of the stage comments */
 } mkc_kernel_header;
 
 typedef struct mkc_resources {

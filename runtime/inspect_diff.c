@@ -161,10 +161,14 @@ static int header_diff(const mkc_inspect_report *a, const mkc_inspect_report *b,
   FIELD(n_stages, "%d", "stages");
   FIELD(n_grid_barriers, "%d", "grid barriers");
   FIELD(scratch_floats, "%lld", "scratch floats");
-  FIELD(kv_floats, "%lld", "KV floats");
+  FIELD(kv_elems, "%lld", "KV elements");
   FIELD(weight_elems, "%lld", "weight elements");
   FIELD(smem_bytes, "%lld", "smem bytes per block");
 #undef FIELD
+  if (strcmp(x->kv_dtype, y->kv_dtype) != 0) {
+    fprintf(f, "  %-26s %s -> %s\n", "KV type", x->kv_dtype, y->kv_dtype);
+    n++;
+  }
   if (strcmp(x->graph, y->graph) != 0 || strcmp(x->preset, y->preset) != 0) {
     fprintf(f, "  %-26s %s %s -> %s %s\n", "graph", x->graph, x->preset, y->graph, y->preset);
     n++;

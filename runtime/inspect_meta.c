@@ -36,11 +36,20 @@ int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t 
     return -1;
   }
   if (!p || sscanf(p,
-                   " %d stages, %d grid barriers; scratch %lld floats, KV %lld floats, weights "
+                   " %d stages, %d grid barriers; scratch %lld floats, KV %lld %7[^,], weights "
                    "%lld bf16, smem %lld bytes",
-                   &h->n_stages, &h->n_grid_barriers, &h->scratch_floats, &h->kv_floats,
-                   &h->weight_elems, &h->smem_bytes) != 6) {
+                   &h->n_stages, &h->n_grid_barriers, &h->scratch_floats, &h->kv_elems, h->kv_dtype,
+                   &h->weight_elems, &h->smem_bytes) != 7) {
     snprintf(why, why_size, "the header's plan line is not mkc's");
+    return -1;
+  }
+  if (strcmp(h->kv_dtype, "floats") == 0) /* kernels from before the KV type was an option */
+    snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
+  h->kv_elem_bytes = strcmp(h->kv_dtype, "f32") == 0                                       ? 4
+                     : strcmp(h->kv_dtype, "bf16") == 0 || strcmp(h->kv_dtype, "f16") == 0 ? 2
+                                                                                           : 0;
+  if (!h->kv_elem_bytes) {
+    snprintf(why, why_size, "the header's KV type %s is not bf16, f16 or f32", h->kv_dtype);
     return -1;
   }
   if (!in || sscanf(in, " %d", &h->format) != 1) {

@@ -36,6 +36,7 @@ static void qty_str(mkc_qty q, char *out, size_t size) {
 typedef struct model_ctx {
   mkc_stage *s;
   const mkc_call *call;
+  int kv_elem; /* bytes per KV cache element (the header's KV type) */
   char problem[200];
 } model_ctx;
 
@@ -137,8 +138,9 @@ static void model_call(model_ctx *m) {
   } else if (strcmp(f, "mkc_qkv_rope") == 0) {
     /* w_q, w_k, w_v, b_q, b_k, b_v, row_stride, n_chunks, heads, kv_heads, head_dim, layout,
      * theta, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready, q_out,
-     * q_stride, k_cache, v_cache, max_ctx, pos, T */
+     * q_stride, k_raw, k_raw_stride, k_cache, v_cache, max_ctx, pos, T */
     long long cols = 8 * num(m, 7), heads = num(m, 8), kvh = num(m, 9), hd = num(m, 10);
+    long long kv_row = m->kv_elem * kvh * hd;
     touch(m, 0, 0, Q(2 * heads * hd * cols, 0, 0, 0));
     touch(m, 1, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
     touch(m, 2, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
@@ -149,22 +151,28 @@ static void model_call(model_ctx *m) {
     NORM_READ(15, cols / 8);
     touch(m, 17, 0, Q(2 * PADDED(hd), 0, 0, 0)); /* head norm weights (null: none) */
     touch(m, 18, 0, Q(2 * PADDED(hd), 0, 0, 0));
-    /* head_ready: a counter per head, not counted. A normed head is written raw and read back. */
+    /* head_ready: a counter per head, not counted. A normed head is written raw and read back:
+     * q in place, k in k_raw (both float). */
     touch(m, 21, 1, Q(0, 4 * heads * hd, 0, 0));
     if (!is_null(m, 17)) touch(m, 21, 0, Q(0, 4 * heads * hd, 0, 0));
-    touch(m, 23, 1, Q(0, 4 * kvh * hd, 0, 0)); /* K rows at pos..pos+T-1 */
-    if (!is_null(m, 18)) touch(m, 23, 0, Q(0, 4 * kvh * hd, 0, 0));
-    touch(m, 24, 1, Q(0, 4 * kvh * hd, 0, 0));
+    if (is_null(m, 18) != is_null(m, 23) && !m->problem[0])
+      snprintf(m->problem, sizeof m->problem,
+               "%s at line %d: a K head norm needs k_raw and k_raw needs a K head norm", f,
+               m->call->line);
+    touch(m, 23, 1, Q(0, 4 * kvh * hd, 0, 0));
+    touch(m, 23, 0, Q(0, 4 * kvh * hd, 0, 0));
+    touch(m, 25, 1, Q(0, kv_row, 0, 0)); /* K rows at pos..pos+T-1 */
+    touch(m, 26, 1, Q(0, kv_row, 0, 0));
     work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
          Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
   } else if (strcmp(f, "mkc_attention") == 0) {
     /* q, q_stride, k_cache, v_cache, out, out_stride, heads, group, head_dim, max_ctx, scale,
      * pos, T, scores, q_head, red */
     long long heads = num(m, 6), group = num(m, 7), hd = num(m, 8);
-    long long kvh = group > 0 ? heads / group : 0;
+    long long kvh = group > 0 ? heads / group : 0, kv_row = m->kv_elem * kvh * hd;
     touch(m, 0, 0, Q(0, 4 * heads * hd, 0, 0));
-    touch(m, 2, 0, Q(0, 0, 4 * kvh * hd, 0)); /* every cached row of each kv head, once */
-    touch(m, 3, 0, Q(0, 0, 4 * kvh * hd, 0));
+    touch(m, 2, 0, Q(0, 0, kv_row, 0)); /* every cached row of each kv head, once */
+    touch(m, 3, 0, Q(0, 0, kv_row, 0));
     touch(m, 4, 1, Q(0, 4 * heads * hd, 0, 0));
     work(m, Q(0, heads, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
   } else if (strcmp(f, "mkc_lm_head") == 0) {
@@ -186,14 +194,14 @@ static void model_call(model_ctx *m) {
 
 /* Builds the AST-side regions, items and flops of a stage; problems found
  * on the way are returned through problem (first one only). */
-static void model_stage(mkc_stage *s, char *problem, size_t size) {
+static void model_stage(mkc_stage *s, int kv_elem, char *problem, size_t size) {
   s->n_ast_regions = 0;
   memset(&s->ast_items, 0, sizeof s->ast_items);
   memset(&s->ast_flops, 0, sizeof s->ast_flops);
   s->ast_unit[0] = 0;
   problem[0] = 0;
   for (int i = 0; i < s->ast.n_calls; i++) {
-    model_ctx m = {s, &s->ast.calls[i], ""};
+    model_ctx m = {s, &s->ast.calls[i], kv_elem, ""};
     model_call(&m);
     if (m.problem[0] && !problem[0]) snprintf(problem, size, "%s", m.problem);
   }
@@ -218,7 +226,7 @@ static void check_stage(mkc_inspect_report *r, int i) {
   mkc_stage *s = &r->stages[i];
   const mkc_stage_meta *mt = &s->meta;
   char problem[200], a[64], b[64];
-  model_stage(s, problem, sizeof problem);
+  model_stage(s, r->header.kv_elem_bytes, problem, sizeof problem);
   int n = i + 1;
   if (problem[0]) mismatch(r, n, "%s", problem);
   if (mt->index != n || mt->n_stages != r->n_stages)

@@ -78,10 +78,11 @@ void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
           "block; T <= %d tokens per step; max_ctx %d\n",
           r->path, r->kernel_line, r->n_stages, h->n_grid_barriers, h->threads, h->t_max,
           h->max_ctx);
-  fprintf(f, "memory     weights %s, scratch %s, KV cache %s; smem %lld B per block\n",
+  fprintf(f, "memory     weights %s, scratch %s, KV cache %s (%s); smem %lld B per block\n",
           fmt_bytes(2.0 * (double)h->weight_elems, a, sizeof a),
           fmt_bytes(4.0 * (double)h->scratch_floats, b, sizeof b),
-          fmt_bytes(4.0 * (double)h->kv_floats, c, sizeof c), h->smem_bytes);
+          fmt_bytes((double)h->kv_elem_bytes * (double)h->kv_elems, c, sizeof c), h->kv_dtype,
+          h->smem_bytes);
   fprintf(f,
           "step       T = %d token%s at pos %d, %d blocks (--tokens, --pos, --blocks); bytes are "
           "distinct global bytes per step\n",
@@ -271,7 +272,8 @@ void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
           "\"max_ctx\": %d, \"stages\": %d, \"grid_barriers\": %d, \"smem_bytes\": %lld, "
           "\"weight_bytes\": %lld, \"scratch_bytes\": %lld, \"kv_bytes\": %lld},\n",
           r->kernel_line, h->threads, h->t_max, h->max_ctx, r->n_stages, h->n_grid_barriers,
-          h->smem_bytes, 2 * h->weight_elems, 4 * h->scratch_floats, 4 * h->kv_floats);
+          h->smem_bytes, 2 * h->weight_elems, 4 * h->scratch_floats,
+          h->kv_elem_bytes * h->kv_elems);
   fprintf(f, "  \"step\": {\"tokens\": %d, \"pos\": %d, \"blocks\": %d},\n", r->at.tokens,
           r->at.pos, r->at.blocks);
   json_resources(&r->res, h->smem_bytes, f);

@@ -2,6 +2,7 @@
  * time, double everywhere, no fusion, so that a mismatch with a kernel points
  * at the kernel. */
 #include "reference.h"
+#include "dequant.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -20,9 +21,27 @@ struct mkc_ref {
   double *scores;            /* [max_ctx] one head's attention scores */
   int logits_node;           /* the LOGITS node whose input is the step's output */
   int pos;                   /* tokens whose K/V rows are valid */
+  const void *kernel_kv;     /* a kernel's cache to compare appends with (mkc_ref_follow_kv) */
+  mkc_ref_kv_stats kv_stats;
 };
 
 static double bf16(uint16_t h) { return (double)mkc_bf16_to_float(h); }
+
+/* A K or V value as the kernel's cache stores it: rounded to the graph's KV
+ * type (to nearest even; through float, as the kernel holds it), so the
+ * reference models the storage and computes in double otherwise. f32 keeps
+ * the double: the kernel's float storage rounds below its float arithmetic's
+ * own error, so modelling it would add nothing. */
+static double kv_stored(int dtype, double x) {
+  switch (dtype) {
+  case MKC_KV_DTYPE_BF16:
+    return (double)mkc_bf16_to_float(mkc_float_to_bf16((float)x));
+  case MKC_KV_DTYPE_F16:
+    return (double)mkc_f16_to_float(mkc_float_to_f16((float)x));
+  default:
+    return x;
+  }
+}
 
 /* "GRAPH:LINE: error: node N (op): message", the project's one error format. */
 static void node_error(const mkc_graph *g, int id, const char *fmt, ...) {
@@ -285,12 +304,60 @@ static void rope(double *y, const double *x, const mkc_node *nd, int pos) {
   }
 }
 
+static double kernel_kv_at(const mkc_ref *r, size_t at) {
+  switch (r->g->kv_dtype) {
+  case MKC_KV_DTYPE_BF16:
+    return (double)mkc_bf16_to_float(((const uint16_t *)r->kernel_kv)[at]);
+  case MKC_KV_DTYPE_F16:
+    return (double)mkc_f16_to_float(((const uint16_t *)r->kernel_kv)[at]);
+  default:
+    return (double)((const float *)r->kernel_kv)[at];
+  }
+}
+
+/* Appends one token's K or V (x: kv_heads * head_dim values) at pos of cache,
+ * rounded to the KV type; with a kernel's cache, compares (mkc_ref_follow_kv).
+ * slot: the element offset of this K or V in the kernel's cache. */
+static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node *nd, size_t slot,
+                      const char *what) {
+  int hd = nd->head_dim, kv_dim = nd->kv_heads * hd, dtype = r->g->kv_dtype;
+  mkc_ref_kv_stats *st = &r->kv_stats;
+  for (int h = 0; h < nd->kv_heads; h++) {
+    const double *xh = x + (size_t)h * hd;
+    double scale = 0;
+    for (int i = 0; i < hd; i++) scale = fmax(scale, fabs(xh[i]));
+    for (int i = 0; i < hd; i++) {
+      double stored = kv_stored(dtype, xh[i]);
+      if (r->kernel_kv) {
+        double kern = kernel_kv_at(r, slot + ((size_t)h * r->g->max_ctx + r->pos) * hd + i);
+        double tie = MKC_REF_KV_TIE * scale;
+        double dev =
+            dtype == MKC_KV_DTYPE_F32 ? fabs(kern - xh[i]) : fabs(xh[i] - (kern + stored) / 2);
+        st->checked++;
+        if (dtype == MKC_KV_DTYPE_F32 ? dev <= tie : kern == stored) {
+          /* the kernel holds what the reference does */
+          if (dtype == MKC_KV_DTYPE_F32 && dev > st->max_dev * scale) st->max_dev = dev / scale;
+        } else if (dtype != MKC_KV_DTYPE_F32 && dev <= tie) {
+          stored = kern; /* a value at a midpoint: the kernel rounded it the other way */
+          st->followed++;
+          if (dev > st->max_dev * scale) st->max_dev = dev / scale;
+        } else if (!st->mismatched++) {
+          snprintf(st->first, sizeof st->first,
+                   "layer %d %s pos %d head %d [%d]: %.9g rounds to %.9g, the kernel holds %.9g",
+                   nd->layer, what, r->pos, h, i, xh[i], stored, kern);
+        }
+      }
+      cache[(size_t)r->pos * kv_dim + (size_t)h * hd + i] = stored;
+    }
+  }
+}
+
 static void attention(mkc_ref *r, double *out, const double *q, const double *k, const double *v,
                       const mkc_node *nd) {
   int hd = nd->head_dim, kv_dim = r->kv_dim[nd->layer], group = nd->heads / nd->kv_heads;
   double *k_cache = r->k_cache[nd->layer], *v_cache = r->v_cache[nd->layer];
-  memcpy(k_cache + (size_t)r->pos * kv_dim, k, (size_t)kv_dim * sizeof *k);
-  memcpy(v_cache + (size_t)r->pos * kv_dim, v, (size_t)kv_dim * sizeof *v);
+  append_kv(r, k_cache, k, nd, nd->kv_k, "K");
+  append_kv(r, v_cache, v, nd, nd->kv_v, "V");
   double scale = 1.0 / sqrt((double)hd);
   for (int h = 0; h < nd->heads; h++) {
     const double *qh = q + (size_t)h * hd;
@@ -368,6 +435,10 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
   r->pos++;
   return 0;
 }
+
+void mkc_ref_follow_kv(mkc_ref *r, const void *kv) { r->kernel_kv = kv; }
+
+const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r) { return &r->kv_stats; }
 
 int mkc_ref_pos(const mkc_ref *r) { return r->pos; }
 

@@ -21,11 +21,13 @@ struct mkc_session {
   /* cpu */
   mkc_cpu_kernel *kernel;
   uint16_t *weights;
-  float *scratch, *kv;
+  float *scratch;
+  void *kv; /* g->kv_bytes */
   mkc_state *state;
   /* cuda: host copies of what tests and tools read */
   mkc_cuda_backend *cuda;
-  float *host_logits, *host_kv;
+  float *host_logits;
+  void *host_kv;
   int t_read; /* logits rows copied since the last step */
   char describe[256];
   /* ref */
@@ -100,7 +102,7 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
   }
   /* Zeroed: row padding in scratch must read as zero (see codegen/buffers.lua). */
   s->scratch = calloc(g->scratch_floats ? g->scratch_floats : 1, sizeof *s->scratch);
-  s->kv = calloc(g->kv_floats ? g->kv_floats : 1, sizeof *s->kv);
+  s->kv = calloc(g->kv_bytes ? g->kv_bytes : 4, 1);
   s->state = calloc(1, sizeof *s->state);
   if (!s->scratch || !s->kv || !s->state) goto oom;
   char templates[4200];
@@ -231,12 +233,16 @@ const float *mkc_session_logits(mkc_session *s, int t) {
   return s->scratch + s->g->logits_offset + (size_t)t * s->g->logits_stride;
 }
 
-const float *mkc_session_kv(mkc_session *s) {
+const void *mkc_session_kv(mkc_session *s) {
   if (s->kind == MKC_BACKEND_CUDA) {
-    if (!s->host_kv) s->host_kv = malloc(s->g->kv_floats * sizeof *s->host_kv);
+    if (!s->host_kv) s->host_kv = malloc(s->g->kv_bytes ? s->g->kv_bytes : 4);
     return s->host_kv && mkc_cuda_read_kv(s->cuda, s->host_kv) == 0 ? s->host_kv : NULL;
   }
   return s->kind == MKC_BACKEND_CPU ? s->kv : NULL;
+}
+
+struct mkc_ref *mkc_session_ref(mkc_session *s) {
+  return s->kind == MKC_BACKEND_REF ? s->ref : NULL;
 }
 
 void mkc_session_reset(mkc_session *s) {

@@ -49,9 +49,14 @@ int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache 
 /* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
 const float *mkc_session_logits(mkc_session *s, int t);
 
-/* The KV cache of the cpu or cuda backend (g->kv_floats floats; for cuda a
- * host copy made now); NULL for ref or on a failed copy. */
-const float *mkc_session_kv(mkc_session *s);
+/* The KV cache of the cpu or cuda backend (g->kv_bytes bytes of elements of
+ * g->kv_dtype; for cuda a host copy made now); NULL for ref or on a failed
+ * copy. */
+const void *mkc_session_kv(mkc_session *s);
+
+/* The reference executor of a ref session (NULL for the others): tests use
+ * it to compare a kernel's KV cache with the reference's (mkc_ref_follow_kv). */
+struct mkc_ref *mkc_session_ref(mkc_session *s);
 
 /* Forgets every token: pos = 0, as freshly opened (weights stay). */
 void mkc_session_reset(mkc_session *s);

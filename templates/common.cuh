@@ -1,6 +1,26 @@
 /* Building blocks every stage uses: lane/warp ids, warp and block reductions,
  * the atomics-based grid barrier, and the step's begin check. */
 #define MKC_WARPS (MKC_THREADS / 32)
+
+/* The KV cache's element type, chosen at generation time: the kernel defines
+ * MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32. K and V are rounded to it (to
+ * nearest even) once, when appended, and widened to float where attention
+ * reads them; the reference executor rounds its K and V alike. */
+#if defined(MKC_KV_BF16)
+typedef mkc_bf16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_bf16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_bf16_to_f32(v); }
+#elif defined(MKC_KV_F16)
+typedef mkc_f16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_f16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_f16_to_f32(v); }
+#elif defined(MKC_KV_F32)
+typedef float mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return f; }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return v; }
+#else
+#error "the kernel names no KV cache type: define MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32"
+#endif
 #define MKC_NEG_MAX (-3.402823466e38f)
 
 MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }

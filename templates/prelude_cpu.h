@@ -38,6 +38,7 @@ void mkc_simt_pause(void);                        /* one turn of a spin-wait on 
 #define MKC_DEVICE static inline
 
 typedef unsigned short mkc_bf16;
+typedef unsigned short mkc_f16;
 typedef struct {
   unsigned x, y, z, w;
 } mkc_u4;
@@ -77,6 +78,44 @@ MKC_DEVICE void mkc_pause(void) { mkc_simt_pause(); }
 
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) {
   unsigned u = (unsigned)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+/* Rounding to 16 bits, to nearest even: the bit tricks of the runtime's
+ * mkc_float_to_bf16 (weights.c) and mkc_float_to_f16 (dequant.c), which the
+ * reference executor uses, so both round alike. f16 overflows to inf from
+ * 65520 up; NaN stays NaN. */
+MKC_DEVICE mkc_bf16 mkc_f32_to_bf16(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (mkc_bf16)((u >> 16) | 0x40u); /* quiet NaN */
+  u += 0x7fffu + ((u >> 16) & 1u); /* add 0x7fff plus the lowest kept bit, then truncate */
+  return (mkc_bf16)(u >> 16);
+}
+MKC_DEVICE mkc_f16 mkc_f32_to_f16(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  unsigned sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu, e = a >> 23, h, rest, half;
+  if (a > 0x7f800000u) return (mkc_f16)(sign | 0x7e00u | ((a >> 13) & 0x3ffu)); /* quiet NaN */
+  if (a >= 0x477ff000u) return (mkc_f16)(sign | 0x7c00u); /* 65520 and up round to inf */
+  if (e < 113) {                                          /* below 2^-14: subnormal or zero */
+    if (e < 102) return (mkc_f16)sign;                    /* below 2^-25: rounds to zero */
+    unsigned m = (a & 0x7fffffu) | 0x800000u, shift = 126 - e;
+    h = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  } else {
+    h = (e - 112) << 10 | (a & 0x7fffffu) >> 13, rest = a & 0x1fffu, half = 0x1000u;
+  }
+  if (rest > half || (rest == half && (h & 1u))) h++; /* a carry moves into the exponent */
+  return (mkc_f16)(sign | h);
+}
+MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
+  unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */
+    float f = ldexpf((float)m, -24);
+    return sign ? -f : f;
+  }
+  u = sign | (e == 31 ? 0x7f800000u | m << 13 : (e + 112) << 23 | m << 13); /* inf, NaN; normal */
   float f;
   memcpy(&f, &u, sizeof f);
   return f;

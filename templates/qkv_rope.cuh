@@ -2,13 +2,16 @@
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t; q goes to scratch. A null bias or head norm is absent.
+ * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
- * spread over the grid: each warp writes its pair raw (bias added) and counts
- * it in head_ready[head] (q heads, then kv heads); the warp that completes a
- * head normalizes and rotates it in place and sets the counter back to zero
- * for the next layer. No grid barrier, and every warp keeps a pair to do. */
+ * spread over the grid: each warp writes its pair raw (bias added) in float,
+ * q in place, k to k_raw in scratch, and counts it in head_ready[head] (q
+ * heads, then kv heads); the warp that completes a head normalizes and
+ * rotates it (q in place, k into the cache) and sets the counter back to
+ * zero for the next layer. No grid barrier, and every warp keeps a pair to
+ * do. K waits in float so that it is rounded once, after the norm. */
 
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
   return powf(theta, -(float)(2 * j) / (float)head_dim);
@@ -22,11 +25,13 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
   *b = rb;
 }
 
-/* RMSNorm of one head's T rows in place (token t's row at head + t * t_stride),
- * scaled by norm_w, then RoPE at pos + t. The whole warp: lanes over the
- * elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int layout, float theta,
-                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+/* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
+ * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
+ * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
+ * the elements for the sum of squares, then over the rotation pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
+                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -39,8 +44,13 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int 
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
-      row[i0] = a;
-      row[i1] = b;
+      if (kv_out) {
+        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
+        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+      } else {
+        row[i0] = a;
+        row[i1] = b;
+      }
     }
   }
 }
@@ -51,8 +61,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
                              int layout, float theta, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
-                             float *q_out, int q_stride, float *k_cache, float *v_cache,
-                             int max_ctx, int pos, int T) {
+                             float *q_out, int q_stride, float *k_raw, int k_raw_stride,
+                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float a[MKC_T_MAX], b[MKC_T_MAX];
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -76,13 +86,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
     mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
     mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
-    /* token 0's row of the head: q in scratch; k, v in the cache ([kv_head][max_ctx][head_dim]) */
-    float *head = q_out + h * head_dim;
-    int t_stride = q_stride;
-    if (p >= q_pairs) {
-      head = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
-      t_stride = head_dim;
-    }
+    /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
+     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+    mkc_kv *cache = 0;
+    if (p >= q_pairs)
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+    float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
+    int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
@@ -90,8 +100,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       for (int t = 0; t < T; t++) {
         float ra = a[t] + bias0, rb = b[t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
-        head[(long)t * t_stride + i0] = ra;
-        head[(long)t * t_stride + i1] = rb;
+        if (head) {
+          head[(long)t * t_stride + i0] = ra;
+          head[(long)t * t_stride + i1] = rb;
+        } else {
+          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
+          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+        }
       }
     }
     if (!head_w) continue;
@@ -105,6 +120,6 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     }
     if (!mkc_warp_or(last)) continue;
     mkc_fence(); /* every lane sees the pairs the other warps wrote */
-    mkc_head_norm_rope(head, t_stride, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }

@@ -6,6 +6,8 @@ set -u
 cd "$(dirname "$0")/.."
 export MKC_CACHE_DIR="$PWD/build/test-cache"
 rm -rf "$MKC_CACHE_DIR"
+# The tests choose the KV cache type themselves (golden kernels and byte counts are bf16's).
+unset MKC_KV_DTYPE
 # The real model and tokenizer vocabularies (fetched once, then cached).
 if data=$(bash tests/data/fetch.sh); then
   export MKC_TEST_DATA="$data"

@@ -23,9 +23,10 @@ static void header_parse(const char *source) {
   CHECK(mkc_kernel_header_parse(source, &h) == 0, "header: parses the emitted kernel's header");
   CHECK(strcmp(h.preset, "tiny") == 0 && strstr(h.graph, "graphs/llama.lua") && h.draft_max == 2 &&
             h.max_ctx == 100 && h.threads == 128 && h.max_blocks == 1024 &&
-            strlen(h.graph_hash) == 16 && strcmp(h.version, "mkc 0.1.0") == 0,
-        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s", h.preset,
-        h.graph, h.draft_max, h.max_ctx, h.threads, h.version);
+            strlen(h.graph_hash) == 16 && strcmp(h.version, "mkc 0.1.0") == 0 &&
+            strcmp(h.kv_dtype, "bf16") == 0,
+        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s, KV %s",
+        h.preset, h.graph, h.draft_max, h.max_ctx, h.threads, h.version, h.kv_dtype);
   CHECK(mkc_kernel_header_parse("extern \"C\" __global__ void k() {}\n", &h) == -1,
         "header: a kernel without an mkc header is refused");
 }
@@ -73,8 +74,9 @@ static void round_trip(const char *kernel_path) {
   CHECK(rc == 0, "manifest: reads back");
   CHECK(rc == 0 && memcmp(&w, &r, sizeof w) == 0, "manifest: every field round-trips");
   char *json = mkc_read_file((snprintf(path, sizeof path, "%s/manifest.json", out), path), NULL);
-  CHECK(json && strstr(json, "\"preset\":\t\"tiny\"") && strstr(json, "\"arch\":\t\"sm_90\""),
-        "manifest: plain JSON with the preset and archs");
+  CHECK(json && strstr(json, "\"preset\":\t\"tiny\"") && strstr(json, "\"arch\":\t\"sm_90\"") &&
+            strstr(json, "\"kv_dtype\":\t\"bf16\""),
+        "manifest: plain JSON with the preset, KV type and archs");
 
   /* Bad manifests. */
   struct {
@@ -88,6 +90,8 @@ static void round_trip(const char *kernel_path) {
        "manifest.json: cubins[].file must be a plain file name"},
       {"\"max_ctx\":\t100", "\"max_ctx\":\t-5", "manifest.json: max_ctx is out of range"},
       {"{", "[", "manifest.json: not valid JSON"},
+      {"\"kv_dtype\":\t\"bf16\"", "\"kv_dtype\":\t\"fp8\"",
+       "manifest.json: kv_dtype is not bf16, f16 or f32"},
   };
   for (size_t i = 0; json && i < sizeof bad / sizeof *bad; i++) {
     char *at = strstr(json, bad[i].from);

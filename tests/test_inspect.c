@@ -189,8 +189,8 @@ static void llama_bytes(const char *path, const mkc_graph *g, int T, int pos) {
   /* bf16 weights: every matrix once (the tied head reads token_embd), norms, T embedding rows */
   double weights =
       2 * (L * (d * q + 2 * d * kvd + q * d + 3 * d * ffn + 2 * d) + d + V * d) + 2 * T * d;
-  /* float KV: each layer reads K and V rows [0, pos+T) and writes T rows of each */
-  double kv = L * 2 * 4 * kvd * (pos + T) + L * 2 * 4 * kvd * T;
+  /* bf16 KV (the default): each layer reads K and V rows [0, pos+T) and writes T rows of each */
+  double kv = L * 2 * 2 * kvd * (pos + T) + L * 2 * 2 * kvd * T;
   /* float activations per token: embed, per layer qkv/attention/o/gate-up/down, head, logits */
   double act = 4 * T * (d + L * (d + q + q + q + q + 2 * d + d + ffn + ffn + 2 * d) + d + V);
   long long w = 0, k = 0, total = 0;
@@ -282,7 +282,7 @@ static void tampered(const char *path, const char *dir) {
   free(code);
   /* the metadata: stage 2 claims a wrong flop count and drops a KV write */
   code = edit(text, "stage 2/13", "flops: 16384*t", "flops: 16000*t");
-  char *code2 = code ? edit(code, "stage 2/13", ", kv+16384 128*t (V cache layer 0)", "") : NULL;
+  char *code2 = code ? edit(code, "stage 2/13", ", kv+16384 64*t (V cache layer 0)", "") : NULL;
   if (CHECK(code2 && write_file(bad, code2) == 0, "tamper: stage 2 comment edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 2, "flops: metadata 16000*t, code 16384*t"),

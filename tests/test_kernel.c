@@ -1,10 +1,15 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny and
  * qwen3-tiny, logits within 1e-4 (relative to the largest reference logit)
- * at every step and every input, the same greedy tokens, the same pos. */
+ * at every step and every input, the same greedy tokens, the same pos, and
+ * every K and V value in the kernel's cache (bf16 by default) rounded as the
+ * reference rounds it: where the kernel's float and the reference's double
+ * straddle a rounding midpoint, the reference takes the kernel's neighbour
+ * (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
+#include "reference.h"
 
 #define TOL 1e-4
 #define STEPS 64
@@ -20,7 +25,9 @@ typedef struct pair {
 static int step_both(pair *p, const mkc_graph *g, const int *in, int T, int f, int step,
                      mkc_step_result *r) {
   mkc_step_result rr;
-  if (mkc_session_step(p->cpu, in, T, f, r) || mkc_session_step(p->ref, in, T, f, &rr)) return -1;
+  if (mkc_session_step(p->cpu, in, T, f, r)) return -1;
+  mkc_ref_follow_kv(mkc_session_ref(p->ref), mkc_session_kv(p->cpu));
+  if (mkc_session_step(p->ref, in, T, f, &rr)) return -1;
   for (int t = 0; t < T; t++) {
     double e = rel_err(mkc_session_logits(p->cpu, t), mkc_session_logits(p->ref, t), g->vocab);
     if (!(e <= p->worst)) {
@@ -79,6 +86,13 @@ static void compare(const char *preset, int draft_max, int blocks) {
   CHECK(p.mismatch_step < 0,
         "%s: greedy tokens and pos identical to the reference (first difference: step %d)", preset,
         p.mismatch_step);
+  const mkc_ref_kv_stats *kv = mkc_ref_kv_check(mkc_session_ref(p.ref));
+  CHECK(kv->checked == (long)(n_prompt + STEPS) * 2 * g->n_layers * g->n_kv_heads * g->head_dim &&
+            kv->mismatched == 0,
+        "%s: the kernel's %ld K/V values (%s) are the reference's (%ld followed at a midpoint; "
+        "%.2g of the head used of %.2g)%s%s",
+        preset, kv->checked, mkc_kv_dtype_name(g->kv_dtype), kv->followed, kv->max_dev,
+        MKC_REF_KV_TIE, kv->mismatched ? "; first mismatch: " : "", kv->first);
   CHECK_INT(mkc_session_pos(p.cpu), n_prompt + STEPS, "%s: pos counts every processed token",
             preset);
   /* A sequence of one repeated token would make the comparison weak. */

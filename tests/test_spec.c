@@ -168,9 +168,7 @@ done:
   fixture_close(&fx);
 }
 
-static int kv_equal(const float *a, const float *b, size_t n) {
-  return memcmp(a, b, n * sizeof *a) == 0;
-}
+static int kv_equal(const void *a, const void *b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
 
 /* The end of the context: a step that would pass it is refused whole, one
  * that exactly fills it runs, and the decode loop stops cleanly there. */
@@ -183,7 +181,7 @@ static void context_end(const char *preset, const int *plain) {
   }
   const mkc_graph *g = &fx.g;
   mkc_session *s = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 2);
-  float *snapshot = malloc(g->kv_floats * sizeof *snapshot);
+  void *snapshot = malloc(g->kv_bytes);
   mkc_step_result r;
   int ok = s && snapshot;
   /* Prompt + greedy tokens one step at a time up to pos = CTX - 3. */
@@ -194,22 +192,22 @@ static void context_end(const char *preset, const int *plain) {
     ok = mkc_session_step(s, hist + pos, 1, 0, &r) == 0 && r.status == 0;
   if (!CHECK(ok, "%s: ctx %d: run to pos %d", preset, CTX, CTX - 3)) goto done;
 
-  memcpy(snapshot, mkc_session_kv(s), g->kv_floats * sizeof *snapshot);
+  memcpy(snapshot, mkc_session_kv(s), g->kv_bytes);
   ok = mkc_session_step(s, hist + CTX - 3, 5, 0, &r) == 0;
   CHECK(ok && r.status == MKC_STATUS_CTX_FULL, "%s: a step of 5 at pos %d is refused: %s", preset,
         CTX - 3, mkc_status_name(r.status));
   CHECK_INT(mkc_session_pos(s), CTX - 3, "%s: the refused step left pos alone", preset);
-  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_floats), "%s: the refused step wrote no K/V",
+  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_bytes), "%s: the refused step wrote no K/V",
         preset);
 
   ok = mkc_session_step(s, hist + CTX - 3, 3, 0, &r) == 0 && r.status == MKC_STATUS_OK;
   CHECK(ok && r.n_accepted == 2 && r.out[2] == hist[CTX],
         "%s: a step of 3 fills the cache exactly (accepted %d)", preset, r.n_accepted);
   CHECK_INT(mkc_session_pos(s), CTX, "%s: pos = max_ctx", preset);
-  memcpy(snapshot, mkc_session_kv(s), g->kv_floats * sizeof *snapshot);
+  memcpy(snapshot, mkc_session_kv(s), g->kv_bytes);
   ok = mkc_session_step(s, hist + CTX, 1, 0, &r) == 0;
   CHECK(ok && r.status == MKC_STATUS_CTX_FULL, "%s: a full cache refuses even one token", preset);
-  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_floats), "%s: ... and writes nothing", preset);
+  CHECK(kv_equal(snapshot, mkc_session_kv(s), g->kv_bytes), "%s: ... and writes nothing", preset);
   mkc_session_close(s);
   s = NULL;
 

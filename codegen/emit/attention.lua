@@ -4,7 +4,7 @@ return function(st, ctx)
   local kv = ctx.kv(att)
   local smem = { { "scores", ctx.max_ctx }, { "q_head", att.head_dim }, { "red", ctx.warps } }
   local at = ctx.smem_layout(smem)
-  local q_floats, kv_row = att.heads * att.head_dim, 4 * att.kv_heads * att.head_dim
+  local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
   return {
     work = ("%d heads x T items, one block per item"):format(att.heads),
     smem = smem,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # make test-gpu: the correctness suite on the cuda backend, graph replay
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
-# synccheck) on tiny and odd. Where there is no GPU it says so and counts as
-# skipped. Prints "N passed, N failed, N skipped" last.
+# synccheck) on tiny, odd, qwen2-tiny and qwen3-tiny. Where there is no GPU
+# it says so and counts as skipped. Prints "N passed, N failed, N skipped"
+# last.
 source "$(dirname "$0")/../lib.sh"
 export MKC_CACHE_DIR="$PWD/build/test-cache"
+unset MKC_KV_DTYPE # bf16, the default; test_kv_dtype covers f16 and f32
 
 if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 2>"$tmp/probe"; then
   echo "skipped: no GPU ($(head -n 1 "$tmp/probe"))"
@@ -14,7 +16,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-for t in build/test_kernel build/test_spec; do
+for t in build/test_kernel build/test_spec build/test_kv_dtype; do
   MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
   rc=$?
   grep -v '^ok' "$tmp/log" | sed 's/^/     | /'
@@ -26,7 +28,7 @@ for t in build/test_kernel build/test_spec; do
 done
 
 # Graph replay gives the tokens plain launches and the cpu backend give.
-for p in tiny odd; do
+for p in tiny odd qwen2-tiny qwen3-tiny; do
   args=(run --preset "$p" --random-weights 7 -n 96 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max 4)
   "$mkc" "${args[@]}" --backend cuda >"$tmp/graph" 2>"$tmp/graph.err"
   MKC_CUDA_GRAPH=0 "$mkc" "${args[@]}" --backend cuda >"$tmp/plain" 2>"$tmp/plain.err"
@@ -44,7 +46,7 @@ done
 # compute-sanitizer: zero errors.
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 if [ -x "$cs" ]; then
-  for p in tiny odd; do
+  for p in tiny odd qwen2-tiny qwen3-tiny; do
     for tool in memcheck racecheck synccheck; do
       MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 \
         "$mkc" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda \
