@@ -1,14 +1,15 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ea78b61e02b5a91c, templates 97e57d176588a5db, options d5f814a1ac7d24b1
- * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks
- * plan:    83 stages, 82 grid barriers; scratch 723200 floats, KV 67108864 floats, weights 1235814400 bf16, smem 16656 bytes
+ * hashes:  graph ea78b61e02b5a91c, templates 5f447833d8903287, options 666ac39bd2713a0d
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
+ * plan:    83 stages, 82 grid barriers; scratch 723200 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
  */
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
+#define MKC_KV_BF16 1 /* the KV cache's element type */
 #if defined(__CUDACC__)
 #line 1 "templates/prelude_cuda.cuh"
 /* Device prelude for NVRTC: the only CUDA features templates may use.
@@ -18,6 +19,7 @@
 #define MKC_DEVICE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
+typedef unsigned short mkc_f16;
 typedef struct {
   unsigned x, y, z, w;
 } mkc_u4;
@@ -47,6 +49,32 @@ MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
+/* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
+ * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
+ * before sm_80 (no bf16 cvt) the runtime's bit trick. f16 overflows to inf
+ * from 65520 up; NaN stays NaN. */
+MKC_DEVICE mkc_bf16 mkc_f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  mkc_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (mkc_bf16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (mkc_bf16)(u >> 16);
+#endif
+}
+MKC_DEVICE mkc_f16 mkc_f32_to_f16(float f) {
+  mkc_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};
@@ -98,6 +126,26 @@ typedef struct mkc_state {
 /* Building blocks every stage uses: lane/warp ids, warp and block reductions,
  * the atomics-based grid barrier, and the step's begin check. */
 #define MKC_WARPS (MKC_THREADS / 32)
+
+/* The KV cache's element type, chosen at generation time: the kernel defines
+ * MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32. K and V are rounded to it (to
+ * nearest even) once, when appended, and widened to float where attention
+ * reads them; the reference executor rounds its K and V alike. */
+#if defined(MKC_KV_BF16)
+typedef mkc_bf16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_bf16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_bf16_to_f32(v); }
+#elif defined(MKC_KV_F16)
+typedef mkc_f16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_f16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_f16_to_f32(v); }
+#elif defined(MKC_KV_F32)
+typedef float mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return f; }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return v; }
+#else
+#error "the kernel names no KV cache type: define MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32"
+#endif
 #define MKC_NEG_MAX (-3.402823466e38f)
 
 MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
@@ -297,13 +345,16 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t; q goes to scratch. A null bias or head norm is absent.
+ * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
- * spread over the grid: each warp writes its pair raw (bias added) and counts
- * it in head_ready[head] (q heads, then kv heads); the warp that completes a
- * head normalizes and rotates it in place and sets the counter back to zero
- * for the next layer. No grid barrier, and every warp keeps a pair to do. */
+ * spread over the grid: each warp writes its pair raw (bias added) in float,
+ * q in place, k to k_raw in scratch, and counts it in head_ready[head] (q
+ * heads, then kv heads); the warp that completes a head normalizes and
+ * rotates it (q in place, k into the cache) and sets the counter back to
+ * zero for the next layer. No grid barrier, and every warp keeps a pair to
+ * do. K waits in float so that it is rounded once, after the norm. */
 
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
   return powf(theta, -(float)(2 * j) / (float)head_dim);
@@ -317,11 +368,13 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
   *b = rb;
 }
 
-/* RMSNorm of one head's T rows in place (token t's row at head + t * t_stride),
- * scaled by norm_w, then RoPE at pos + t. The whole warp: lanes over the
- * elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int layout, float theta,
-                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+/* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
+ * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
+ * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
+ * the elements for the sum of squares, then over the rotation pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
+                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -334,8 +387,13 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int 
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
-      row[i0] = a;
-      row[i1] = b;
+      if (kv_out) {
+        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
+        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+      } else {
+        row[i0] = a;
+        row[i1] = b;
+      }
     }
   }
 }
@@ -346,8 +404,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
                              int layout, float theta, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
-                             float *q_out, int q_stride, float *k_cache, float *v_cache,
-                             int max_ctx, int pos, int T) {
+                             float *q_out, int q_stride, float *k_raw, int k_raw_stride,
+                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float a[MKC_T_MAX], b[MKC_T_MAX];
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -371,13 +429,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
     mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
     mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
-    /* token 0's row of the head: q in scratch; k, v in the cache ([kv_head][max_ctx][head_dim]) */
-    float *head = q_out + h * head_dim;
-    int t_stride = q_stride;
-    if (p >= q_pairs) {
-      head = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
-      t_stride = head_dim;
-    }
+    /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
+     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+    mkc_kv *cache = 0;
+    if (p >= q_pairs)
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+    float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
+    int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
@@ -385,8 +443,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       for (int t = 0; t < T; t++) {
         float ra = a[t] + bias0, rb = b[t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
-        head[(long)t * t_stride + i0] = ra;
-        head[(long)t * t_stride + i1] = rb;
+        if (head) {
+          head[(long)t * t_stride + i0] = ra;
+          head[(long)t * t_stride + i1] = rb;
+        } else {
+          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
+          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+        }
       }
     }
     if (!head_w) continue;
@@ -400,29 +463,31 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     }
     if (!mkc_warp_or(last)) continue;
     mkc_fence(); /* every lane sees the pairs the other warps wrote */
-    mkc_head_norm_rope(head, t_stride, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
  * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
  * floats), so a block computes exact softmax in three passes. GQA: query head
- * h reads kv head h / group. Split-KV (flash-decoding) is later work. */
-MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache,
-                              const float *v_cache, float *out, int out_stride, int heads,
+ * h reads kv head h / group. K and V are widened from the cache's type to
+ * float as they are read. Split-KV (flash-decoding) is later work. */
+MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
+                              const mkc_kv *v_cache, float *out, int out_stride, int heads,
                               int group, int head_dim, int max_ctx, float scale, int pos, int T,
                               float *scores, float *q_head, float *red) {
   for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
     int t = item / heads, h = item - t * heads, n = pos + t + 1;
-    const float *K = k_cache + (long)(h / group) * max_ctx * head_dim;
-    const float *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    const mkc_kv *K = k_cache + (long)(h / group) * max_ctx * head_dim;
+    const mkc_kv *V = v_cache + (long)(h / group) * max_ctx * head_dim;
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
       q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
     mkc_sync_block();
     float m = MKC_NEG_MAX;
     for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
       float dot = 0.0f;
-      for (int d = 0; d < head_dim; d++) dot += q_head[d] * K[(long)s * head_dim + d];
+      for (int d = 0; d < head_dim; d++)
+        dot += q_head[d] * mkc_kv_to_f32(K[(long)s * head_dim + d]);
       scores[s] = dot;
       m = fmaxf(m, dot);
     }
@@ -436,7 +501,7 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache
     sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
       float acc = 0.0f;
-      for (int s = 0; s < n; s++) acc += scores[s] * V[(long)s * head_dim + d];
+      for (int s = 0; s < n; s++) acc += scores[s] * mkc_kv_to_f32(V[(long)s * head_dim + d]);
       out[t * out_stride + h * head_dim + d] = acc / sum;
     }
     mkc_sync_block(); /* q_head and scores are rewritten by the next item */
@@ -527,9 +592,9 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 531 "llama.llama-3.2-1b.cu"
+#line 596 "llama.llama-3.2-1b.cu"
 
-MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
+MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
   const int pos = state->pos, T = state->n_inputs;
   char *smem = mkc_smem();
@@ -549,21 +614,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 50)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+0 2048*t (K cache layer 0), kv+2097152 2048*t (V cache layer 0) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 262670336, weights + 266864640, weights + 267913216,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 0, kv + 2097152, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 0, kv + 2097152, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 3/83: attention -- attention layer 0 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+0 2048*ctx (K cache layer 0), kv+2097152 2048*ctx (V cache layer 0)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+20480 8192*t (attention layer 0 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -603,21 +669,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+4194304 2048*t (K cache layer 1), kv+6291456 2048*t (V cache layer 1) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 323491840, weights + 327686144, weights + 328734720,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 4194304, kv + 6291456, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 4194304, kv + 6291456, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 8/83: attention -- attention layer 1 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+4194304 2048*ctx (K cache layer 1), kv+6291456 2048*ctx (V cache layer 1)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+20480 8192*t (attention layer 1 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -657,21 +724,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+8388608 2048*t (K cache layer 2), kv+10485760 2048*t (V cache layer 2) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 384313344, weights + 388507648, weights + 389556224,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 8388608, kv + 10485760, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 8388608, kv + 10485760, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 13/83: attention -- attention layer 2 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+8388608 2048*ctx (K cache layer 2), kv+10485760 2048*ctx (V cache layer 2)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+20480 8192*t (attention layer 2 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -711,21 +779,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+12582912 2048*t (K cache layer 3), kv+14680064 2048*t (V cache layer 3) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 445134848, weights + 449329152, weights + 450377728,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 12582912, kv + 14680064, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 12582912, kv + 14680064, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 18/83: attention -- attention layer 3 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+12582912 2048*ctx (K cache layer 3), kv+14680064 2048*ctx (V cache layer 3)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+20480 8192*t (attention layer 3 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -765,21 +834,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+16777216 2048*t (K cache layer 4), kv+18874368 2048*t (V cache layer 4) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 505956352, weights + 510150656, weights + 511199232,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 16777216, kv + 18874368, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 16777216, kv + 18874368, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 23/83: attention -- attention layer 4 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+16777216 2048*ctx (K cache layer 4), kv+18874368 2048*ctx (V cache layer 4)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+20480 8192*t (attention layer 4 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -819,21 +889,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+20971520 2048*t (K cache layer 5), kv+23068672 2048*t (V cache layer 5) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 566777856, weights + 570972160, weights + 572020736,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 20971520, kv + 23068672, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 20971520, kv + 23068672, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 28/83: attention -- attention layer 5 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+20971520 2048*ctx (K cache layer 5), kv+23068672 2048*ctx (V cache layer 5)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+20480 8192*t (attention layer 5 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -873,21 +944,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+25165824 2048*t (K cache layer 6), kv+27262976 2048*t (V cache layer 6) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 627599360, weights + 631793664, weights + 632842240,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 25165824, kv + 27262976, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 25165824, kv + 27262976, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 33/83: attention -- attention layer 6 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+25165824 2048*ctx (K cache layer 6), kv+27262976 2048*ctx (V cache layer 6)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+20480 8192*t (attention layer 6 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -927,21 +999,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+29360128 2048*t (K cache layer 7), kv+31457280 2048*t (V cache layer 7) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 688420864, weights + 692615168, weights + 693663744,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 29360128, kv + 31457280, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 29360128, kv + 31457280, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 38/83: attention -- attention layer 7 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+29360128 2048*ctx (K cache layer 7), kv+31457280 2048*ctx (V cache layer 7)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+20480 8192*t (attention layer 7 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -981,21 +1054,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+33554432 2048*t (K cache layer 8), kv+35651584 2048*t (V cache layer 8) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 749242368, weights + 753436672, weights + 754485248,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 33554432, kv + 35651584, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 33554432, kv + 35651584, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 43/83: attention -- attention layer 8 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+33554432 2048*ctx (K cache layer 8), kv+35651584 2048*ctx (V cache layer 8)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+20480 8192*t (attention layer 8 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1035,21 +1109,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+37748736 2048*t (K cache layer 9), kv+39845888 2048*t (V cache layer 9) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 810063872, weights + 814258176, weights + 815306752,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 37748736, kv + 39845888, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 37748736, kv + 39845888, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 48/83: attention -- attention layer 9 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+37748736 2048*ctx (K cache layer 9), kv+39845888 2048*ctx (V cache layer 9)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+20480 8192*t (attention layer 9 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1089,21 +1164,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+41943040 2048*t (K cache layer 10), kv+44040192 2048*t (V cache layer 10) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 870885376, weights + 875079680, weights + 876128256,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 41943040, kv + 44040192, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 41943040, kv + 44040192, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 53/83: attention -- attention layer 10 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+41943040 2048*ctx (K cache layer 10), kv+44040192 2048*ctx (V cache layer 10)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+20480 8192*t (attention layer 10 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1143,21 +1219,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+46137344 2048*t (K cache layer 11), kv+48234496 2048*t (V cache layer 11) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 931706880, weights + 935901184, weights + 936949760,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 46137344, kv + 48234496, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 46137344, kv + 48234496, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 58/83: attention -- attention layer 11 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+46137344 2048*ctx (K cache layer 11), kv+48234496 2048*ctx (V cache layer 11)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+20480 8192*t (attention layer 11 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1197,21 +1274,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+50331648 2048*t (K cache layer 12), kv+52428800 2048*t (V cache layer 12) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 992528384, weights + 996722688, weights + 997771264,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 50331648, kv + 52428800, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 50331648, kv + 52428800, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 63/83: attention -- attention layer 12 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+50331648 2048*ctx (K cache layer 12), kv+52428800 2048*ctx (V cache layer 12)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+20480 8192*t (attention layer 12 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1251,21 +1329,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+54525952 2048*t (K cache layer 13), kv+56623104 2048*t (V cache layer 13) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1053349888, weights + 1057544192, weights + 1058592768,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 54525952, kv + 56623104, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 54525952, kv + 56623104, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 68/83: attention -- attention layer 13 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+54525952 2048*ctx (K cache layer 13), kv+56623104 2048*ctx (V cache layer 13)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+20480 8192*t (attention layer 13 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1305,21 +1384,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+58720256 2048*t (K cache layer 14), kv+60817408 2048*t (V cache layer 14) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1114171392, weights + 1118365696, weights + 1119414272,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 58720256, kv + 60817408, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 58720256, kv + 60817408, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 73/83: attention -- attention layer 14 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+58720256 2048*ctx (K cache layer 14), kv+60817408 2048*ctx (V cache layer 14)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+20480 8192*t (attention layer 14 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
@@ -1359,21 +1439,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+62914560 2048*t (K cache layer 15), kv+65011712 2048*t (V cache layer 15) */
+   * writes: scratch+10240 8192*t (rope (line 60)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1174992896, weights + 1179187200, weights + 1180235776,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                2048, 256, 32, 8, 64, 0, 500000.0f,
                scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, kv + 62914560, kv + 65011712, 4096, pos, T);
+               scratch + 10240, 2048, (float *)0, 0,
+               kv + 62914560, kv + 65011712, 4096, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 78/83: attention -- attention layer 15 (line 62)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+62914560 2048*ctx (K cache layer 15), kv+65011712 2048*ctx (V cache layer 15)
+   * reads: scratch+10240 8192*t (rope (line 60)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+20480 8192*t (attention layer 15 (line 62)) */
   mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,

@@ -1,14 +1,15 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ea78b61e02b5a91c, templates 97e57d176588a5db, options d0bdfaaf4dfe117f
- * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks
- * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 floats, weights 115328 bf16, smem 2128 bytes
+ * hashes:  graph ea78b61e02b5a91c, templates 5f447833d8903287, options 100b86146c094cab
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
+ * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
  */
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
+#define MKC_KV_BF16 1 /* the KV cache's element type */
 #if defined(__CUDACC__)
 #line 1 "templates/prelude_cuda.cuh"
 /* Device prelude for NVRTC: the only CUDA features templates may use.
@@ -18,6 +19,7 @@
 #define MKC_DEVICE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
+typedef unsigned short mkc_f16;
 typedef struct {
   unsigned x, y, z, w;
 } mkc_u4;
@@ -47,6 +49,32 @@ MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
+/* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
+ * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
+ * before sm_80 (no bf16 cvt) the runtime's bit trick. f16 overflows to inf
+ * from 65520 up; NaN stays NaN. */
+MKC_DEVICE mkc_bf16 mkc_f32_to_bf16(float f) {
+#if __CUDA_ARCH__ >= 800
+  mkc_bf16 h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (mkc_bf16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (mkc_bf16)(u >> 16);
+#endif
+}
+MKC_DEVICE mkc_f16 mkc_f32_to_f16(float f) {
+  mkc_f16 h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};
@@ -98,6 +126,26 @@ typedef struct mkc_state {
 /* Building blocks every stage uses: lane/warp ids, warp and block reductions,
  * the atomics-based grid barrier, and the step's begin check. */
 #define MKC_WARPS (MKC_THREADS / 32)
+
+/* The KV cache's element type, chosen at generation time: the kernel defines
+ * MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32. K and V are rounded to it (to
+ * nearest even) once, when appended, and widened to float where attention
+ * reads them; the reference executor rounds its K and V alike. */
+#if defined(MKC_KV_BF16)
+typedef mkc_bf16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_bf16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_bf16_to_f32(v); }
+#elif defined(MKC_KV_F16)
+typedef mkc_f16 mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return mkc_f32_to_f16(f); }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return mkc_f16_to_f32(v); }
+#elif defined(MKC_KV_F32)
+typedef float mkc_kv;
+MKC_DEVICE mkc_kv mkc_kv_from_f32(float f) { return f; }
+MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return v; }
+#else
+#error "the kernel names no KV cache type: define MKC_KV_BF16, MKC_KV_F16 or MKC_KV_F32"
+#endif
 #define MKC_NEG_MAX (-3.402823466e38f)
 
 MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
@@ -297,13 +345,16 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t; q goes to scratch. A null bias or head norm is absent.
+ * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
- * spread over the grid: each warp writes its pair raw (bias added) and counts
- * it in head_ready[head] (q heads, then kv heads); the warp that completes a
- * head normalizes and rotates it in place and sets the counter back to zero
- * for the next layer. No grid barrier, and every warp keeps a pair to do. */
+ * spread over the grid: each warp writes its pair raw (bias added) in float,
+ * q in place, k to k_raw in scratch, and counts it in head_ready[head] (q
+ * heads, then kv heads); the warp that completes a head normalizes and
+ * rotates it (q in place, k into the cache) and sets the counter back to
+ * zero for the next layer. No grid barrier, and every warp keeps a pair to
+ * do. K waits in float so that it is rounded once, after the norm. */
 
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
   return powf(theta, -(float)(2 * j) / (float)head_dim);
@@ -317,11 +368,13 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
   *b = rb;
 }
 
-/* RMSNorm of one head's T rows in place (token t's row at head + t * t_stride),
- * scaled by norm_w, then RoPE at pos + t. The whole warp: lanes over the
- * elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int layout, float theta,
-                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+/* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
+ * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
+ * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
+ * the elements for the sum of squares, then over the rotation pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
+                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -334,8 +387,13 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, int head_dim, int 
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
-      row[i0] = a;
-      row[i1] = b;
+      if (kv_out) {
+        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
+        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+      } else {
+        row[i0] = a;
+        row[i1] = b;
+      }
     }
   }
 }
@@ -346,8 +404,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
                              int layout, float theta, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
-                             float *q_out, int q_stride, float *k_cache, float *v_cache,
-                             int max_ctx, int pos, int T) {
+                             float *q_out, int q_stride, float *k_raw, int k_raw_stride,
+                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float a[MKC_T_MAX], b[MKC_T_MAX];
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -371,13 +429,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
     mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
     mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
-    /* token 0's row of the head: q in scratch; k, v in the cache ([kv_head][max_ctx][head_dim]) */
-    float *head = q_out + h * head_dim;
-    int t_stride = q_stride;
-    if (p >= q_pairs) {
-      head = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
-      t_stride = head_dim;
-    }
+    /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
+     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+    mkc_kv *cache = 0;
+    if (p >= q_pairs)
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+    float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
+    int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
@@ -385,8 +443,13 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       for (int t = 0; t < T; t++) {
         float ra = a[t] + bias0, rb = b[t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
-        head[(long)t * t_stride + i0] = ra;
-        head[(long)t * t_stride + i1] = rb;
+        if (head) {
+          head[(long)t * t_stride + i0] = ra;
+          head[(long)t * t_stride + i1] = rb;
+        } else {
+          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
+          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+        }
       }
     }
     if (!head_w) continue;
@@ -400,29 +463,31 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     }
     if (!mkc_warp_or(last)) continue;
     mkc_fence(); /* every lane sees the pairs the other warps wrote */
-    mkc_head_norm_rope(head, t_stride, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
  * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
  * floats), so a block computes exact softmax in three passes. GQA: query head
- * h reads kv head h / group. Split-KV (flash-decoding) is later work. */
-MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache,
-                              const float *v_cache, float *out, int out_stride, int heads,
+ * h reads kv head h / group. K and V are widened from the cache's type to
+ * float as they are read. Split-KV (flash-decoding) is later work. */
+MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
+                              const mkc_kv *v_cache, float *out, int out_stride, int heads,
                               int group, int head_dim, int max_ctx, float scale, int pos, int T,
                               float *scores, float *q_head, float *red) {
   for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
     int t = item / heads, h = item - t * heads, n = pos + t + 1;
-    const float *K = k_cache + (long)(h / group) * max_ctx * head_dim;
-    const float *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    const mkc_kv *K = k_cache + (long)(h / group) * max_ctx * head_dim;
+    const mkc_kv *V = v_cache + (long)(h / group) * max_ctx * head_dim;
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
       q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
     mkc_sync_block();
     float m = MKC_NEG_MAX;
     for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
       float dot = 0.0f;
-      for (int d = 0; d < head_dim; d++) dot += q_head[d] * K[(long)s * head_dim + d];
+      for (int d = 0; d < head_dim; d++)
+        dot += q_head[d] * mkc_kv_to_f32(K[(long)s * head_dim + d]);
       scores[s] = dot;
       m = fmaxf(m, dot);
     }
@@ -436,7 +501,7 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const float *k_cache
     sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
       float acc = 0.0f;
-      for (int s = 0; s < n; s++) acc += scores[s] * V[(long)s * head_dim + d];
+      for (int s = 0; s < n; s++) acc += scores[s] * mkc_kv_to_f32(V[(long)s * head_dim + d]);
       out[t * out_stride + h * head_dim + d] = acc / sum;
     }
     mkc_sync_block(); /* q_head and scores are rewritten by the next item */
@@ -527,9 +592,9 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 531 "llama.tiny.cu"
+#line 596 "llama.tiny.cu"
 
-MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {
+MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
   const int pos = state->pos, T = state->n_inputs;
   char *smem = mkc_smem();
@@ -549,21 +614,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 50)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 60)), kv+0 128*t (K cache layer 0), kv+16384 128*t (V cache layer 0) */
+   * writes: scratch+320 256*t (rope (line 60)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 16512, weights + 20608, weights + 22656,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                64, 8, 4, 2, 16, 0, 10000.0f,
                scratch + 0, 64, weights + 16384, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 320, 64, kv + 0, kv + 16384, 512, pos, T);
+               scratch + 320, 64, (float *)0, 0,
+               kv + 0, kv + 16384, 512, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 3/13: attention -- attention layer 0 (line 62)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 60)), kv+0 128*ctx (K cache layer 0), kv+16384 128*ctx (V cache layer 0)
+   * reads: scratch+320 256*t (rope (line 60)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+640 256*t (attention layer 0 (line 62)) */
   mkc_attention(scratch + 320, 64, kv + 0, kv + 16384, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
@@ -603,21 +669,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_stat
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 69)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 60)), kv+32768 128*t (K cache layer 1), kv+49152 128*t (V cache layer 1) */
+   * writes: scratch+320 256*t (rope (line 60)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 65920, weights + 70016, weights + 72064,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                64, 8, 4, 2, 16, 0, 10000.0f,
                scratch + 0, 64, weights + 65792, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 320, 64, kv + 32768, kv + 49152, 512, pos, T);
+               scratch + 320, 64, (float *)0, 0,
+               kv + 32768, kv + 49152, 512, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
 
   /* stage 8/13: attention -- attention layer 1 (line 62)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 60)), kv+32768 128*ctx (K cache layer 1), kv+49152 128*ctx (V cache layer 1)
+   * reads: scratch+320 256*t (rope (line 60)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+640 256*t (attention layer 1 (line 62)) */
   mkc_attention(scratch + 320, 64, kv + 32768, kv + 49152, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
