@@ -74,7 +74,11 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->archs = v;
     else if (strcmp(a, "-m") == 0)
       c->model_path = v;
-    else if (strcmp(a, "-p") == 0)
+    else if (strcmp(a, "--kv-dtype") == 0) {
+      if (mkc_kv_dtype_from_name(v) < 0)
+        return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);
+      c->kv_dtype = v;
+    } else if (strcmp(a, "-p") == 0)
       c->prompt = v;
     else if (strcmp(a, "--temp") == 0) {
       char *end;
@@ -176,7 +180,8 @@ int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
   mkc_gen_opts o = {.graph_path = graph_path,
                     .preset = c->preset,
                     .draft_max = c->draft_max,
-                    .max_ctx = c->max_ctx};
+                    .max_ctx = c->max_ctx,
+                    .kv_dtype = c->kv_dtype};
   if (c->model_path) {
     if (mkc_model_file_open(c->model_path, &m->file) != 0) return -1;
     const mkc_model_desc *d = &m->file.desc;
@@ -195,6 +200,7 @@ int mkc_model_plan(const mkc_cli *c, mkc_model *m) {
     o.draft_max = h->draft_max;
     o.max_ctx = h->max_ctx;
     o.threads = h->threads;
+    o.kv_dtype = h->kv_dtype;
   } else if (c->graph) {
     snprintf(graph_path, sizeof graph_path, "%s", c->graph);
   } else {

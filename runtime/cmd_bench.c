@@ -95,8 +95,9 @@ static double host_copy_bandwidth(size_t bytes) {
 int mkc_cmd_bench(int argc, char **argv) {
   mkc_cli c = {.n_gen = 128};
   int rc = mkc_cli_parse(
-      argc, argv, 2, "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m",
-      0, &c);
+      argc, argv, 2,
+      "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
+      &c);
   if (rc) return rc;
   if (c.model_path && (c.preset || c.have_seed || c.graph))
     return mkc_cli_usage_error("%s", "bench: -m brings its own graph, preset and weights; drop "

@@ -88,6 +88,8 @@ static int check_flags(const mkc_cli *c) {
   if (c->backend && strcmp(c->backend, "cpu") && strcmp(c->backend, "ref") &&
       strcmp(c->backend, "cuda") && strcmp(c->backend, "auto"))
     return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c->backend);
+  if (c->kernel_dir && c->kv_dtype)
+    return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (c->prompt && c->prompt_ids)
     return mkc_cli_usage_error("%s", "run: give the prompt as -p TEXT or --prompt-ids, not both");
   if (c->model_path) {
@@ -115,7 +117,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {0};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights -n --draft-max --prompt-ids --backend "
-                         "--ctx --blocks --kernel -m -p --temp --seed",
+                         "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype",
                          0, &c);
   if (rc || (rc = check_flags(&c))) return rc;
 

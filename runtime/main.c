@@ -11,8 +11,8 @@
 
 static const char USAGE[] =
     "usage:\n"
-    "  mkc gen GRAPH --preset P [--draft-max K] [--ctx N] -o FILE.cu\n"
-    "  mkc gen -m MODEL [--draft-max K] [--ctx N] -o FILE.cu\n"
+    "  mkc gen GRAPH --preset P [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
+    "  mkc gen -m MODEL [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
     "  mkc compile FILE.cu --arch sm_80,sm_90 -o DIR\n"
     "  mkc run -m MODEL -p TEXT [-n N] [--temp T] [--seed S] [--ctx N] [--draft-max K]\n"
     "          [--backend auto|cuda|cpu|ref]\n"
@@ -35,6 +35,8 @@ static const char USAGE[] =
     "bench prints decode speed and weight bandwidth in a table.\n"
     "inspect outlines a kernel stage by stage (run `mkc inspect --help`).\n"
     "init writes a random model as GGUF; info says what a model file holds.\n"
+    "--kv-dtype bf16|f16|f32: the KV cache's element type (default bf16, or\n"
+    "$MKC_KV_DTYPE); gen, run and bench take it.\n"
     "GRAPH defaults to graphs/llama.lua in the mkc tree; --backend auto picks\n"
     "cuda where a GPU and driver exist, else cpu (the SIMT emulator).\n";
 
@@ -52,7 +54,7 @@ static int write_text(const char *path, const char *text) {
 
 static int cmd_gen(int argc, char **argv) {
   mkc_cli c = {0};
-  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m", 1, &c);
+  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype", 1, &c);
   if (rc) return rc;
   if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(
@@ -69,8 +71,9 @@ static int cmd_gen(int argc, char **argv) {
   }
   rc = write_text(c.out, m.src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
-    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d)\n", c.out,
-            m.src.file_name, m.g.preset, m.g.n_phases, m.g.t_max, m.g.max_ctx);
+    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d, KV %s)\n", c.out,
+            m.src.file_name, m.g.preset, m.g.n_phases, m.g.t_max, m.g.max_ctx,
+            mkc_kv_dtype_name(m.g.kv_dtype));
   mkc_model_close(&m);
   return rc;
 }

@@ -86,6 +86,31 @@ expect_error "bench -m with --random-weights" \
   "mkc: error: bench: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
   -- bench -m "$tmp/tiny.gguf" --random-weights 1
 
+# --kv-dtype: the kernel and the reference store the cache alike.
+for kv in f16 f32; do
+  "$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 3,1,4,1,5 -n 12 --draft-max 3 --kv-dtype $kv --backend cpu \
+    >"$tmp/kv-cpu" 2>"$tmp/err"
+  "$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 3,1,4,1,5 -n 12 --kv-dtype $kv --backend ref \
+    >"$tmp/kv-ref" 2>>"$tmp/err"
+  if [ -s "$tmp/kv-cpu" ] && cmp -s "$tmp/kv-cpu" "$tmp/kv-ref"; then ok "--kv-dtype $kv: kernel = reference"
+  else fail "--kv-dtype $kv: kernel = reference" "$(cat "$tmp/kv-cpu" "$tmp/kv-ref" "$tmp/err")"; fi
+done
+"$mkc" gen -m "$tmp/tiny.gguf" --kv-dtype f16 -o "$tmp/k16.cu" 2>"$tmp/err"
+grep -q "KV f16" "$tmp/err" && grep -q "#define MKC_KV_F16 1" "$tmp/k16.cu" \
+  && ok "gen --kv-dtype f16 makes an f16-cache kernel" \
+  || fail "gen --kv-dtype f16 makes an f16-cache kernel" "$(cat "$tmp/err")"
+if "$mkc" compile "$tmp/k16.cu" --arch sm_80 -o "$tmp/aot16" 2>"$tmp/err"; then
+  MKC_LIBCUDA=/nonexistent/libcuda.so.1 expect_error "run --kernel of an f16-cache kernel gets past the source check" \
+    "mkc: error: no CUDA driver (/nonexistent/libcuda.so.1 not found); --kernel needs a GPU (use --backend cpu without --kernel)" \
+    -- run -m "$tmp/tiny.gguf" --kernel "$tmp/aot16" --prompt-ids 1 -n 2
+else
+  fail "compile an f16-cache kernel" "$(cat "$tmp/err")"
+fi
+expect_error "--kv-dtype with --kernel" "mkc: error: run: --kernel DIR brings its own KV type; drop --kv-dtype" \
+  -- run --kernel "$tmp/aot16" --kv-dtype f32 --random-weights 1 -n 2
+expect_error "a bad --kv-dtype" "mkc: error: --kv-dtype: expected bf16, f16 or f32, got 'fp8'" \
+  -- run -m "$tmp/tiny.gguf" --prompt-ids 1 --kv-dtype fp8
+
 # Flags.
 expect_error "-m with --preset" \
   "mkc: error: run: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
