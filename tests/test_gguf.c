@@ -8,21 +8,12 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "scratch.h"
 #include "codegen_host.h"
 #include "commands.h"
 #include "dequant.h"
 #include "gguf.h"
 #include "weights.h"
-
-static char tmp_dir[256];
-
-static const char *tmp_path(const char *name) {
-  static char paths[8][512];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name);
-  return p;
-}
 
 static uint8_t *slurp(const char *path, size_t *n) {
   FILE *f = fopen(path, "rb");
@@ -966,12 +957,7 @@ static void test_bad_files(void) {
 }
 
 int main(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/mkc-test-gguf-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmp_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (scratch_open("gguf") != 0) return 1;
   test_half();
   test_metadata();
   test_float_tensors();
@@ -979,8 +965,6 @@ int main(void) {
   test_quantizers();
   test_init_and_load();
   test_bad_files();
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+  scratch_close();
   return check_done();
 }

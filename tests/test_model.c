@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "scratch.h"
 #include "files.h"
 #include "hf_tokenizer_json.h"
 #include "codegen_host.h"
@@ -19,8 +20,6 @@
 #include "decode.h"
 #include "session.h"
 #include "tokenizer.h"
-
-static char tmp[256];
 
 /* The folder mkc_hf_write makes, with the tensors re-written in dtype. */
 static int write_other_dtype(const char *dir, const mkc_model_desc *d, const mkc_weights *w,
@@ -82,8 +81,8 @@ done:
  * as model files. */
 static void gguf_vs_safetensors(const char *preset, int dtype) {
   char gguf[512], dir[512], seed[] = "7";
-  snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp, preset);
-  snprintf(dir, sizeof dir, "%s/hf-%s-%s", tmp, preset, mkc_st_dtype_name(dtype));
+  snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp_dir, preset);
+  snprintf(dir, sizeof dir, "%s/hf-%s-%s", tmp_dir, preset, mkc_st_dtype_name(dtype));
   mkdir(dir, 0755);
   char *argv[] = {"mkc", "init", "--preset", (char *)preset, "--seed", seed, "-o", gguf, NULL};
   if (!CHECK(mkc_cmd_init(8, argv) == 0, "%s: mkc init", preset)) return;
@@ -167,23 +166,23 @@ static void write_gguf(const char *path, const char *arch, const char *key, uint
 
 static void bad_files(void) {
   char path[512];
-  snprintf(path, sizeof path, "%s/none.gguf", tmp);
+  snprintf(path, sizeof path, "%s/none.gguf", tmp_dir);
   open_fails("missing file", path, "cannot open model");
-  snprintf(path, sizeof path, "%s/gptneox.gguf", tmp);
+  snprintf(path, sizeof path, "%s/gptneox.gguf", tmp_dir);
   write_gguf(path, "gptneox", NULL, 0);
   open_fails("unsupported architecture", path,
              "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3)");
-  snprintf(path, sizeof path, "%s/nolayers.gguf", tmp);
+  snprintf(path, sizeof path, "%s/nolayers.gguf", tmp_dir);
   write_gguf(path, "llama", "block_count", 0);
   open_fails("missing block_count", path, "missing metadata llama.block_count");
-  snprintf(path, sizeof path, "%s/gqa.gguf", tmp);
+  snprintf(path, sizeof path, "%s/gqa.gguf", tmp_dir);
   write_gguf(path, "llama", "attention.head_count_kv", 3);
   open_fails("heads not a multiple of KV heads", path,
              "2 attention heads are not a multiple of 3 KV heads");
-  snprintf(path, sizeof path, "%s/partial.gguf", tmp);
+  snprintf(path, sizeof path, "%s/partial.gguf", tmp_dir);
   write_gguf(path, "llama", "rope.dimension_count", 2);
   open_fails("partial RoPE", path, "partial RoPE is not supported");
-  snprintf(path, sizeof path, "%s/empty-dir", tmp);
+  snprintf(path, sizeof path, "%s/empty-dir", tmp_dir);
   mkdir(path, 0755);
   open_fails("folder without config.json", path, "config.json");
 }
@@ -219,7 +218,7 @@ static int write_hf_tokenizer(const char *dir, const mkc_model_file *mf) {
 static void same_model_as_hf(const mkc_model_file *mf, const mkc_graph *g, const mkc_weights *w,
                              mkc_session *ref, const char *prompt) {
   char dir[512];
-  snprintf(dir, sizeof dir, "%s/hf-smollm2", tmp);
+  snprintf(dir, sizeof dir, "%s/hf-smollm2", tmp_dir);
   mkc_model_file hf;
   if (!CHECK(mkc_hf_write(dir, &mf->desc, w) == 0 && write_hf_tokenizer(dir, mf) == 0,
              "SmolLM2 as an HF folder: written"))
@@ -269,18 +268,18 @@ done:
 
 /* A pretrained model (tests/data/fetch.sh): greedy continuations of fixed
  * prompts by the kernel (cpu backend, drafts on) equal the reference
- * executor's (no drafts), token for token. Returns 1 when skipped. */
-static int real_model(void) {
+ * executor's (no drafts), token for token. */
+static void real_model(void) {
   const char *data = getenv("MKC_TEST_DATA");
   char path[1024], graph[4200];
   snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
   if (!data || !*data || access(path, R_OK) != 0) {
-    printf("skip: SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)\n");
-    return 1;
+    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
+    return;
   }
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open with its tokenizer"))
-    return 0;
+    return;
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   mkc_gen_opts o = {.graph_path = graph, .draft_max = 4, .max_ctx = 64, .model = &mf.desc};
   mkc_graph g = {0};
@@ -325,22 +324,16 @@ done:
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
   mkc_model_file_close(&mf);
-  return 0;
 }
 
 int main(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/mkc-test-model.XXXXXX");
-  if (!mkdtemp(tmp)) return 1;
+  if (scratch_open("model") != 0) return 1;
   gguf_vs_safetensors("tiny", MKC_ST_BF16);
   gguf_vs_safetensors("tiny", MKC_ST_F32);
   gguf_vs_safetensors("qwen2-tiny", MKC_ST_BF16);
   gguf_vs_safetensors("qwen3-tiny", MKC_ST_F32);
   bad_files();
-  int skipped = real_model();
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-  if (system(cmd) != 0) return 1;
-  if (!skipped) return check_done();
-  printf("%d passed, %d failed, 1 skipped\n", check_passed, check_failed);
-  return check_failed ? 1 : 0;
+  real_model();
+  scratch_close();
+  return check_done();
 }

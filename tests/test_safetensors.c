@@ -11,20 +11,11 @@
 #include <sys/stat.h>
 
 #include "check.h"
+#include "scratch.h"
 #include "codegen_host.h"
 #include "dequant.h"
 #include "safetensors.h"
 #include "weights.h"
-
-static char tmp_dir[256];
-
-static const char *tmp_path(const char *name) {
-  static char paths[8][512];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name);
-  return p;
-}
 
 static void spit(const char *path, const void *p, size_t n) {
   FILE *f = fopen(path, "wb");
@@ -1093,12 +1084,7 @@ static void test_config(void) {
 }
 
 int main(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "%s/mkc-test-st-XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  if (!mkdtemp(tmp_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (scratch_open("st") != 0) return 1;
   test_names();
   test_permute_example();
   test_permute_rope();
@@ -1108,8 +1094,6 @@ int main(void) {
   test_bad_files();
   test_bad_index();
   test_config();
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+  scratch_close();
   return check_done();
 }

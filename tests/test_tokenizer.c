@@ -19,22 +19,13 @@
 #include <cjson/cJSON.h>
 
 #include "check.h"
+#include "scratch.h"
 #include "hf_tokenizer_json.h"
 #include "files.h"
 #include "gguf.h"
 #include "tokenizer.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
-
-static char tmp_dir[256];
-
-static const char *tmp_path(const char *name) {
-  static char paths[8][512];
-  static int next;
-  char *p = paths[next++ % 8];
-  snprintf(p, sizeof paths[0], "%s/%s", tmp_dir, name);
-  return p;
-}
 
 /* s with control characters as \xNN, for one-line check names. */
 static const char *shown(const char *s) {
@@ -831,11 +822,7 @@ static void test_smollm(const char *dir) {
 }
 
 int main(void) {
-  snprintf(tmp_dir, sizeof tmp_dir, "/tmp/mkc-test-tokenizer.XXXXXX");
-  if (!mkdtemp(tmp_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (scratch_open("tokenizer") != 0) return 1;
   test_spm();
   test_bpe();
   test_pretokenize();
@@ -852,8 +839,6 @@ int main(void) {
     test_vocab(dir, "gpt-2", "bpe (gpt2)");
     test_smollm(dir);
   }
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+  scratch_close();
   return check_done();
 }
