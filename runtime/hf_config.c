@@ -47,19 +47,6 @@ __attribute__((format(printf, 2, 3))) static int fail(const config *c, const cha
   return -1;
 }
 
-static const char *describe(const cJSON *v, char *buf, size_t size) {
-  if (cJSON_IsNumber(v))
-    snprintf(buf, size, "%.17g", v->valuedouble);
-  else if (cJSON_IsString(v))
-    snprintf(buf, size, "\"%.40s%s\"", v->valuestring, strlen(v->valuestring) > 40 ? "..." : "");
-  else
-    snprintf(buf, size, "%s",
-             cJSON_IsBool(v)    ? (cJSON_IsTrue(v) ? "true" : "false")
-             : cJSON_IsArray(v) ? "an array"
-                                : "an object");
-  return buf;
-}
-
 /* A field that is absent or null. */
 static const cJSON *field(const config *c, const cJSON *obj, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -78,7 +65,7 @@ static int get_int(const config *c, const char *key, int def, int min, int *out)
   double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
   if (!cJSON_IsNumber(v) || !(x >= min && x <= INT_MAX) || (double)(int)x != x)
     return fail(c, "\"%s\": Expected an integer >= %d, Actual %s", key, min,
-                describe(v, buf, sizeof buf));
+                mkc_json_describe(v, buf, sizeof buf));
   *out = (int)x;
   return 0;
 }
@@ -93,7 +80,7 @@ static int get_positive(const config *c, const cJSON *obj, const char *key, doub
   }
   if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble < 1e300))
     return fail(c, "\"%s\": Expected a positive number, Actual %s", key,
-                describe(v, buf, sizeof buf));
+                mkc_json_describe(v, buf, sizeof buf));
   *out = v->valuedouble;
   return 0;
 }
@@ -106,7 +93,8 @@ static int get_bool(const config *c, const char *key, int def, int *out) {
     return 0;
   }
   if (!cJSON_IsBool(v))
-    return fail(c, "\"%s\": Expected true or false, Actual %s", key, describe(v, buf, sizeof buf));
+    return fail(c, "\"%s\": Expected true or false, Actual %s", key,
+                mkc_json_describe(v, buf, sizeof buf));
   *out = cJSON_IsTrue(v);
   return 0;
 }
@@ -117,7 +105,7 @@ static int check_rope(const config *c, const cJSON *scaling, const char *key) {
   if (!scaling) return 0;
   if (!cJSON_IsObject(scaling))
     return fail(c, "\"%s\": Expected an object or null, Actual %s", key,
-                describe(scaling, buf, sizeof buf));
+                mkc_json_describe(scaling, buf, sizeof buf));
   const cJSON *type = field(c, scaling, "rope_type");
   if (!type) type = field(c, scaling, "type");
   if (!cJSON_IsString(type))
@@ -154,7 +142,8 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   const cJSON *type = field(c, c->root, "model_type");
   if (!type) return fail(c, "missing \"model_type\"");
   if (!cJSON_IsString(type))
-    return fail(c, "\"model_type\": Expected a string, Actual %s", describe(type, buf, sizeof buf));
+    return fail(c, "\"model_type\": Expected a string, Actual %s",
+                mkc_json_describe(type, buf, sizeof buf));
   const arch_info *arch = NULL;
   for (size_t i = 0; i < sizeof ARCHS / sizeof *ARCHS; i++)
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
@@ -198,7 +187,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   const cJSON *act = field(c, c->root, "hidden_act");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
     return fail(c, "unsupported hidden_act %s (mkc's MLP is SwiGLU with silu)",
-                describe(act, buf, sizeof buf));
+                mkc_json_describe(act, buf, sizeof buf));
   int attention_bias = 0, mlp_bias = 0;
   if (get_bool(c, "attention_bias", 0, &attention_bias) || get_bool(c, "mlp_bias", 0, &mlp_bias))
     return -1;

@@ -76,7 +76,7 @@ __attribute__((format(printf, 2, 3))) static void fail(const char *path, const c
 }
 
 /* A JSON value in a message: a number or string as written, else its kind. */
-static const char *describe(const cJSON *v, char *buf, size_t size) {
+const char *mkc_json_describe(const cJSON *v, char *buf, size_t size) {
   if (cJSON_IsNumber(v))
     snprintf(buf, size, "%.17g", v->valuedouble);
   else if (cJSON_IsString(v))
@@ -116,7 +116,8 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
   const char *name = e->string;
   char v[96], shape[256];
   if (!cJSON_IsObject(e)) {
-    fail(path, "tensor '%s': Expected an object, Actual %s", name, describe(e, v, sizeof v));
+    fail(path, "tensor '%s': Expected an object, Actual %s", name,
+         mkc_json_describe(e, v, sizeof v));
     return -1;
   }
   const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -128,7 +129,8 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     return -1;
   }
   if (!cJSON_IsString(dtype)) {
-    fail(path, "tensor '%s': \"dtype\" is %s, not a string", name, describe(dtype, v, sizeof v));
+    fail(path, "tensor '%s': \"dtype\" is %s, not a string", name,
+         mkc_json_describe(dtype, v, sizeof v));
     return -1;
   }
   if ((t->dtype = dtype_by_name(dtype->valuestring)) < 0) {
@@ -136,7 +138,8 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     return -1;
   }
   if (!cJSON_IsArray(dims)) {
-    fail(path, "tensor '%s': \"shape\" is %s, not an array", name, describe(dims, v, sizeof v));
+    fail(path, "tensor '%s': \"shape\" is %s, not an array", name,
+         mkc_json_describe(dims, v, sizeof v));
     return -1;
   }
   int n_dims = cJSON_GetArraySize(dims);
@@ -152,7 +155,7 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     uint64_t x;
     if (!get_count(dim, &x)) {
       fail(path, "tensor '%s': shape[%d] is %s, not a non-negative integer", name, d,
-           describe(dim, v, sizeof v));
+           mkc_json_describe(dim, v, sizeof v));
       return -1;
     }
     t->shape[d] = (int64_t)x;
@@ -169,14 +172,14 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
   uint64_t range[2];
   if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2) {
     fail(path, "tensor '%s': \"data_offsets\" is %s, not [begin, end]", name,
-         describe(offsets, v, sizeof v));
+         mkc_json_describe(offsets, v, sizeof v));
     return -1;
   }
   for (int i = 0; i < 2; i++) {
     const cJSON *o = cJSON_GetArrayItem(offsets, i);
     if (!get_count(o, &range[i])) {
       fail(path, "tensor '%s': data_offsets[%d] is %s, not a non-negative integer", name, i,
-           describe(o, v, sizeof v));
+           mkc_json_describe(o, v, sizeof v));
       return -1;
     }
   }
@@ -421,7 +424,7 @@ static const char **list_shards(const char *index, const cJSON *map, int *n_shar
   for (const cJSON *e = map->child; e; e = e->next) {
     if (!cJSON_IsString(e) || !plain_file_name(e->valuestring)) {
       fail(index, "weight_map: tensor '%s': Expected a shard file name, Actual %s", e->string,
-           describe(e, v, sizeof v));
+           mkc_json_describe(e, v, sizeof v));
       free(names);
       return NULL;
     }

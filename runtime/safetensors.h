@@ -142,6 +142,11 @@ int mkc_st_write(const char *path, const mkc_st_out *tensors, int n);
 int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model_desc *d,
                          int dtype);
 
+/* A JSON value in a message: a number or string as written (long strings
+ * cut), else its kind ("an object", "null", ...). Returns buf. */
+struct cJSON;
+const char *mkc_json_describe(const struct cJSON *v, char *buf, size_t size);
+
 /* DIR/config.json and DIR/model.safetensors (BF16) for d and w: an HF
  * folder mkc_hf_config_read and mkc_st_load_weights read back as they were
  * (runtime/hf_write.c). Refuses a layout transformers cannot express for
