@@ -2,6 +2,7 @@
 #include "files.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,4 +94,14 @@ int mkc_write_atomic(const char *path, const void *const *parts, const size_t *s
     return -1;
   }
   return 0;
+}
+
+int mkc_error_in(const char *what, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mkc: error: %s: ", what);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return -1;
 }

@@ -19,4 +19,8 @@ void *mkc_read_file(const char *path, size_t *size);
  * sees the old file or the whole new one. 0, or -1 after printing why. */
 int mkc_write_atomic(const char *path, const void *const *parts, const size_t *sizes, int n_parts);
 
+/* "mkc: error: WHAT: <message>" on stderr, WHAT being the file or source
+ * at fault: the one format of every reader of outside data. Returns -1. */
+__attribute__((format(printf, 2, 3))) int mkc_error_in(const char *what, const char *fmt, ...);
+
 #endif

@@ -6,13 +6,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "files.h"
 
 /* The fewest bytes one entry can take: a counted claim larger than the file
  * could hold is refused before anything is allocated for it. */
@@ -29,15 +30,6 @@ static const char *const VTYPE_NAMES[MKC_GGUF_VTYPE_COUNT] = {
 
 const char *mkc_gguf_vtype_name(uint32_t type) {
   return type < MKC_GGUF_VTYPE_COUNT ? VTYPE_NAMES[type] : "?";
-}
-
-__attribute__((format(printf, 2, 3))) static void fail(const mkc_gguf *f, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "mkc: error: %s: ", f->path);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
 }
 
 /* The parse position and what is being read there, for messages. */
@@ -71,8 +63,8 @@ static uint64_t read_le(const uint8_t *p, int bytes) {
 static const uint8_t *take(cursor *c, uint64_t n) {
   if (n > left(c)) {
     char d[512];
-    fail(c->f, "truncated at offset %zu: %s needs %" PRIu64 " bytes, %zu left", c->pos,
-         describe(c, d, sizeof d), n, left(c));
+    mkc_error_in(c->f->path, "truncated at offset %zu: %s needs %" PRIu64 " bytes, %zu left",
+                 c->pos, describe(c, d, sizeof d), n, left(c));
     return NULL;
   }
   const uint8_t *p = c->f->base + c->pos;
@@ -97,8 +89,9 @@ static int read_str(cursor *c, mkc_gguf_str *s) {
   if (read_u64(c, &len)) return -1;
   if (len > left(c)) {
     char d[512];
-    fail(c->f, "%s: string length %" PRIu64 " at offset %zu is more than the %zu bytes left",
-         describe(c, d, sizeof d), len, c->pos - 8, left(c));
+    mkc_error_in(c->f->path,
+                 "%s: string length %" PRIu64 " at offset %zu is more than the %zu bytes left",
+                 describe(c, d, sizeof d), len, c->pos - 8, left(c));
     return -1;
   }
   s->s = (const char *)c->f->base + c->pos;
@@ -110,7 +103,7 @@ static int read_str(cursor *c, mkc_gguf_str *s) {
 static char *copy_str(const mkc_gguf *f, mkc_gguf_str s) {
   char *copy = malloc(s.len + 1);
   if (!copy) {
-    fail(f, "out of memory for a %" PRIu64 "-byte string", s.len);
+    mkc_error_in(f->path, "out of memory for a %" PRIu64 "-byte string", s.len);
     return NULL;
   }
   memcpy(copy, s.s, s.len);
@@ -123,7 +116,7 @@ static char *read_name(cursor *c, const char *kind) {
   mkc_gguf_str s;
   if (read_str(c, &s)) return NULL;
   if (memchr(s.s, 0, s.len)) {
-    fail(c->f, "%s %" PRIu64 ": the %s contains a NUL byte", c->what, c->index, kind);
+    mkc_error_in(c->f->path, "%s %" PRIu64 ": the %s contains a NUL byte", c->what, c->index, kind);
     return NULL;
   }
   return copy_str(c->f, s);
@@ -132,7 +125,7 @@ static char *read_name(cursor *c, const char *kind) {
 static int read_value(cursor *c, mkc_gguf_kv *kv) {
   char d[512];
   if (kv->type >= MKC_GGUF_VTYPE_COUNT) {
-    fail(c->f, "%s: unknown value type %" PRIu32, describe(c, d, sizeof d), kv->type);
+    mkc_error_in(c->f->path, "%s: unknown value type %" PRIu32, describe(c, d, sizeof d), kv->type);
     return -1;
   }
   kv->elem_type = kv->type;
@@ -140,19 +133,20 @@ static int read_value(cursor *c, mkc_gguf_kv *kv) {
   if (kv->type == MKC_GGUF_ARRAY) {
     if (read_u32(c, &kv->elem_type) || read_u64(c, &kv->n)) return -1;
     if (kv->elem_type >= MKC_GGUF_VTYPE_COUNT) {
-      fail(c->f, "%s: unknown array element type %" PRIu32, describe(c, d, sizeof d),
-           kv->elem_type);
+      mkc_error_in(c->f->path, "%s: unknown array element type %" PRIu32, describe(c, d, sizeof d),
+                   kv->elem_type);
       return -1;
     }
     if (kv->elem_type == MKC_GGUF_ARRAY) {
-      fail(c->f, "%s: arrays of arrays are not supported", describe(c, d, sizeof d));
+      mkc_error_in(c->f->path, "%s: arrays of arrays are not supported", describe(c, d, sizeof d));
       return -1;
     }
     uint64_t min_bytes =
         kv->elem_type == MKC_GGUF_STRING ? 8 : (uint64_t)VALUE_BYTES[kv->elem_type];
     if (kv->n > left(c) / min_bytes) {
-      fail(c->f, "%s: %" PRIu64 " array elements of type %s cannot fit in the %zu bytes left",
-           describe(c, d, sizeof d), kv->n, VTYPE_NAMES[kv->elem_type], left(c));
+      mkc_error_in(c->f->path,
+                   "%s: %" PRIu64 " array elements of type %s cannot fit in the %zu bytes left",
+                   describe(c, d, sizeof d), kv->n, VTYPE_NAMES[kv->elem_type], left(c));
       return -1;
     }
   }
@@ -164,7 +158,7 @@ static int read_value(cursor *c, mkc_gguf_kv *kv) {
     return read_str(c, &s) || !(kv->str = copy_str(c->f, s)) ? -1 : 0;
   kv->strs = malloc((kv->n ? kv->n : 1) * sizeof *kv->strs);
   if (!kv->strs) {
-    fail(c->f, "out of memory for %" PRIu64 " strings", kv->n);
+    mkc_error_in(c->f->path, "out of memory for %" PRIu64 " strings", kv->n);
     return -1;
   }
   for (uint64_t i = 0; i < kv->n; i++)
@@ -185,7 +179,7 @@ static int read_metadata(cursor *c) {
   f->kv = calloc(f->n_kv ? f->n_kv : 1, sizeof *f->kv);
   f->kv_sorted = malloc((f->n_kv ? f->n_kv : 1) * sizeof *f->kv_sorted);
   if (!f->kv || !f->kv_sorted) {
-    fail(f, "out of memory for %" PRIu64 " metadata entries", f->n_kv);
+    mkc_error_in(f->path, "out of memory for %" PRIu64 " metadata entries", f->n_kv);
     return -1;
   }
   for (uint64_t i = 0; i < f->n_kv; i++) {
@@ -200,7 +194,7 @@ static int read_metadata(cursor *c) {
   qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, cmp_kv);
   for (uint64_t i = 1; i < f->n_kv; i++) {
     if (strcmp(f->kv_sorted[i - 1]->key, f->kv_sorted[i]->key) == 0) {
-      fail(f, "duplicate metadata key '%s'", f->kv_sorted[i]->key);
+      mkc_error_in(f->path, "duplicate metadata key '%s'", f->kv_sorted[i]->key);
       return -1;
     }
   }
@@ -212,13 +206,13 @@ static int read_alignment(mkc_gguf *f) {
   const mkc_gguf_kv *kv = mkc_gguf_find(f, "general.alignment");
   if (!kv) return 0;
   if (kv->type != MKC_GGUF_UINT32) {
-    fail(f, "general.alignment: Expected a u32 power of two, Actual type %s",
-         mkc_gguf_vtype_name(kv->type));
+    mkc_error_in(f->path, "general.alignment: Expected a u32 power of two, Actual type %s",
+                 mkc_gguf_vtype_name(kv->type));
     return -1;
   }
   uint64_t a = read_le(kv->value, 4);
   if (a == 0 || (a & (a - 1))) {
-    fail(f, "general.alignment: Expected a u32 power of two, Actual %" PRIu64, a);
+    mkc_error_in(f->path, "general.alignment: Expected a u32 power of two, Actual %" PRIu64, a);
     return -1;
   }
   f->alignment = a;
@@ -231,15 +225,15 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
   mkc_gguf *f = c->f;
   if (read_u32(c, &t->n_dims)) return -1;
   if (t->n_dims < 1 || t->n_dims > MKC_GGUF_MAX_DIMS) {
-    fail(f, "tensor '%s': %" PRIu32 " dimensions (mkc reads 1 to %d)", t->name, t->n_dims,
-         MKC_GGUF_MAX_DIMS);
+    mkc_error_in(f->path, "tensor '%s': %" PRIu32 " dimensions (mkc reads 1 to %d)", t->name,
+                 t->n_dims, MKC_GGUF_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < MKC_GGUF_MAX_DIMS; d++) {
     uint64_t ne = 1;
     if ((uint32_t)d < t->n_dims && read_u64(c, &ne)) return -1;
     if (ne > INT64_MAX) {
-      fail(f, "tensor '%s': ne[%d] = %" PRIu64 " is out of range", t->name, d, ne);
+      mkc_error_in(f->path, "tensor '%s': ne[%d] = %" PRIu64 " is out of range", t->name, d, ne);
       return -1;
     }
     t->ne[d] = (int64_t)ne;
@@ -247,7 +241,7 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
   if (read_u32(c, &t->type) || read_u64(c, &t->offset)) return -1;
   const mkc_ggml_type_info *type = mkc_ggml_type(t->type);
   if (!type) {
-    fail(f, "tensor '%s': unknown tensor type %" PRIu32, t->name, t->type);
+    mkc_error_in(f->path, "tensor '%s': unknown tensor type %" PRIu32, t->name, t->type);
     return -1;
   }
   uint64_t n = 1;
@@ -259,14 +253,16 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
   }
   uint64_t blocks = n / (uint64_t)type->block;
   if (overflow || blocks > INT64_MAX / (uint64_t)type->block_bytes) {
-    fail(f,
-         "tensor '%s': ne {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "} overflows 64 bits",
-         t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+    mkc_error_in(f->path,
+                 "tensor '%s': ne {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                 "} overflows 64 bits",
+                 t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
     return -1;
   }
   if (t->ne[0] % type->block) {
-    fail(f, "tensor '%s': ne[0] = %" PRId64 " is not a multiple of the %s block size %d", t->name,
-         t->ne[0], type->name, type->block);
+    mkc_error_in(f->path,
+                 "tensor '%s': ne[0] = %" PRId64 " is not a multiple of the %s block size %d",
+                 t->name, t->ne[0], type->name, type->block);
     return -1;
   }
   t->n_elems = n;
@@ -279,15 +275,16 @@ static int place_tensor(mkc_gguf *f, mkc_gguf_tensor *t) {
   uint64_t start = f->data_offset < f->size ? f->data_offset : f->size;
   uint64_t region = f->size - start;
   if (t->offset % f->alignment) {
-    fail(f, "tensor '%s': data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
-         t->name, t->offset, f->alignment);
+    mkc_error_in(f->path,
+                 "tensor '%s': data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
+                 t->name, t->offset, f->alignment);
     return -1;
   }
   if (t->offset > region || t->n_bytes > region - t->offset) {
-    fail(f,
-         "tensor '%s': %" PRIu64 " bytes at data offset %" PRIu64
-         " run past the end of the file (the data section holds %" PRIu64 " bytes)",
-         t->name, t->n_bytes, t->offset, region);
+    mkc_error_in(f->path,
+                 "tensor '%s': %" PRIu64 " bytes at data offset %" PRIu64
+                 " run past the end of the file (the data section holds %" PRIu64 " bytes)",
+                 t->name, t->n_bytes, t->offset, region);
     return -1;
   }
   t->data = f->base + start + t->offset;
@@ -299,7 +296,7 @@ static int read_tensors(cursor *c) {
   f->tensors = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *f->tensors);
   f->by_name = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *f->by_name);
   if (!f->tensors || !f->by_name) {
-    fail(f, "out of memory for %" PRIu64 " tensor infos", f->n_tensors);
+    mkc_error_in(f->path, "out of memory for %" PRIu64 " tensor infos", f->n_tensors);
     return -1;
   }
   for (uint64_t i = 0; i < f->n_tensors; i++) {
@@ -318,7 +315,7 @@ static int read_tensors(cursor *c) {
   qsort(f->by_name, f->n_tensors, sizeof *f->by_name, cmp_tensor);
   for (uint64_t i = 1; i < f->n_tensors; i++) {
     if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0) {
-      fail(f, "duplicate tensor name '%s'", f->by_name[i]->name);
+      mkc_error_in(f->path, "duplicate tensor name '%s'", f->by_name[i]->name);
       return -1;
     }
   }
@@ -330,29 +327,32 @@ static int parse(mkc_gguf *f) {
   const uint8_t *magic = take(&c, 4);
   if (!magic) return -1;
   if (memcmp(magic, "GGUF", 4) != 0) {
-    fail(f, "not a GGUF file: magic %02x %02x %02x %02x, expected 47 47 55 46 (\"GGUF\")", magic[0],
-         magic[1], magic[2], magic[3]);
+    mkc_error_in(f->path,
+                 "not a GGUF file: magic %02x %02x %02x %02x, expected 47 47 55 46 (\"GGUF\")",
+                 magic[0], magic[1], magic[2], magic[3]);
     return -1;
   }
   if (read_u32(&c, &f->version)) return -1;
   if (f->version != 2 && f->version != 3) {
     uint32_t swapped = __builtin_bswap32(f->version);
     if (swapped >= 1 && swapped <= 3)
-      fail(f, "big-endian GGUF files are not supported (version field 0x%08" PRIx32 ")",
-           f->version);
+      mkc_error_in(f->path,
+                   "big-endian GGUF files are not supported (version field 0x%08" PRIx32 ")",
+                   f->version);
     else
-      fail(f, "unsupported GGUF version %" PRIu32 " (mkc reads versions 2 and 3)", f->version);
+      mkc_error_in(f->path, "unsupported GGUF version %" PRIu32 " (mkc reads versions 2 and 3)",
+                   f->version);
     return -1;
   }
   if (read_u64(&c, &f->n_tensors) || read_u64(&c, &f->n_kv)) return -1;
   if (f->n_kv > left(&c) / MIN_KV_BYTES) {
-    fail(f, "metadata count %" PRIu64 " cannot fit in the %zu bytes after the header", f->n_kv,
-         left(&c));
+    mkc_error_in(f->path, "metadata count %" PRIu64 " cannot fit in the %zu bytes after the header",
+                 f->n_kv, left(&c));
     return -1;
   }
   if (f->n_tensors > (left(&c) - f->n_kv * MIN_KV_BYTES) / MIN_TENSOR_BYTES) {
-    fail(f, "tensor count %" PRIu64 " cannot fit in the %zu bytes after the header", f->n_tensors,
-         left(&c));
+    mkc_error_in(f->path, "tensor count %" PRIu64 " cannot fit in the %zu bytes after the header",
+                 f->n_tensors, left(&c));
     return -1;
   }
   if (read_metadata(&c) || read_alignment(f)) return -1;
@@ -511,7 +511,7 @@ static int type_error(const mkc_gguf *f, const mkc_gguf_kv *kv, const char *expe
     mkc_gguf_format_value(kv, value, sizeof value);
     snprintf(actual, sizeof actual, "%s %s", mkc_gguf_vtype_name(kv->type), value);
   }
-  fail(f, "metadata '%s': Expected %s, Actual %s", kv->key, expected, actual);
+  mkc_error_in(f->path, "metadata '%s': Expected %s, Actual %s", kv->key, expected, actual);
   return -1;
 }
 
@@ -582,20 +582,20 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
   w->n = 0;
   w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
   if (!w->t) {
-    fail(f, "out of memory for %d weights", g->n_weights);
+    mkc_error_in(f->path, "out of memory for %d weights", g->n_weights);
     return -1;
   }
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
     const mkc_gguf_tensor *t = mkc_gguf_find_tensor(f, info->name);
     if (!t) {
-      fail(f, "tensor '%s' is missing (the graph needs it as [%d, %d])", info->name, info->rows,
-           info->cols);
+      mkc_error_in(f->path, "tensor '%s' is missing (the graph needs it as [%d, %d])", info->name,
+                   info->rows, info->cols);
       goto fail;
     }
     if (!mkc_ggml_type(t->type)->readable) {
-      fail(f, "tensor '%s': type %s is not supported (mkc reads %s)", t->name,
-           mkc_ggml_type(t->type)->name, mkc_dequant_type_names());
+      mkc_error_in(f->path, "tensor '%s': type %s is not supported (mkc reads %s)", t->name,
+                   mkc_ggml_type(t->type)->name, mkc_dequant_type_names());
       goto fail;
     }
     if (!shape_matches(t, info)) {
@@ -603,8 +603,8 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
       for (int d = (int)t->n_dims - 1; d >= 0; d--)
         snprintf(actual + strlen(actual), sizeof actual - strlen(actual), "%s%" PRId64,
                  d == (int)t->n_dims - 1 ? "" : ", ", t->ne[d]);
-      fail(f, "tensor '%s': Expected [%d, %d], Actual [%s]", t->name, info->rows, info->cols,
-           actual);
+      mkc_error_in(f->path, "tensor '%s': Expected [%d, %d], Actual [%s]", t->name, info->rows,
+                   info->cols, actual);
       goto fail;
     }
     mkc_tensor *dst = &w->t[w->n];
@@ -614,7 +614,8 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
     w->n++;
     dst->data = malloc((t->n_elems ? t->n_elems : 1) * sizeof *dst->data);
     if (!dst->name || !dst->data) {
-      fail(f, "tensor '%s': out of memory for %" PRIu64 " elements", t->name, t->n_elems);
+      mkc_error_in(f->path, "tensor '%s': out of memory for %" PRIu64 " elements", t->name,
+                   t->n_elems);
       goto fail;
     }
     mkc_dequant_bf16(t->type, t->data, t->n_elems, dst->data);

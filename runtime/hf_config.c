@@ -7,7 +7,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +36,6 @@ typedef struct config {
   const char *where;
 } config;
 
-__attribute__((format(printf, 2, 3))) static int fail(const config *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "mkc: error: %s: ", c->where);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-  return -1;
-}
-
 /* A field that is absent or null. */
 static const cJSON *field(const config *c, const cJSON *obj, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -58,14 +47,14 @@ static int get_int(const config *c, const char *key, int def, int min, int *out)
   const cJSON *v = field(c, c->root, key);
   char buf[96];
   if (!v) {
-    if (def < 0) return fail(c, "missing \"%s\"", key);
+    if (def < 0) return mkc_error_in(c->where, "missing \"%s\"", key);
     *out = def;
     return 0;
   }
   double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
   if (!cJSON_IsNumber(v) || !(x >= min && x <= INT_MAX) || (double)(int)x != x)
-    return fail(c, "\"%s\": Expected an integer >= %d, Actual %s", key, min,
-                mkc_json_describe(v, buf, sizeof buf));
+    return mkc_error_in(c->where, "\"%s\": Expected an integer >= %d, Actual %s", key, min,
+                        mkc_json_describe(v, buf, sizeof buf));
   *out = (int)x;
   return 0;
 }
@@ -79,8 +68,8 @@ static int get_positive(const config *c, const cJSON *obj, const char *key, doub
     return 0;
   }
   if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble < 1e300))
-    return fail(c, "\"%s\": Expected a positive number, Actual %s", key,
-                mkc_json_describe(v, buf, sizeof buf));
+    return mkc_error_in(c->where, "\"%s\": Expected a positive number, Actual %s", key,
+                        mkc_json_describe(v, buf, sizeof buf));
   *out = v->valuedouble;
   return 0;
 }
@@ -93,8 +82,8 @@ static int get_bool(const config *c, const char *key, int def, int *out) {
     return 0;
   }
   if (!cJSON_IsBool(v))
-    return fail(c, "\"%s\": Expected true or false, Actual %s", key,
-                mkc_json_describe(v, buf, sizeof buf));
+    return mkc_error_in(c->where, "\"%s\": Expected true or false, Actual %s", key,
+                        mkc_json_describe(v, buf, sizeof buf));
   *out = cJSON_IsTrue(v);
   return 0;
 }
@@ -104,14 +93,16 @@ static int check_rope(const config *c, const cJSON *scaling, const char *key) {
   char buf[96];
   if (!scaling) return 0;
   if (!cJSON_IsObject(scaling))
-    return fail(c, "\"%s\": Expected an object or null, Actual %s", key,
-                mkc_json_describe(scaling, buf, sizeof buf));
+    return mkc_error_in(c->where, "\"%s\": Expected an object or null, Actual %s", key,
+                        mkc_json_describe(scaling, buf, sizeof buf));
   const cJSON *type = field(c, scaling, "rope_type");
   if (!type) type = field(c, scaling, "type");
   if (!cJSON_IsString(type))
-    return fail(c, "unsupported %s without a rope_type (mkc applies plain RoPE)", key);
+    return mkc_error_in(c->where, "unsupported %s without a rope_type (mkc applies plain RoPE)",
+                        key);
   if (strcmp(type->valuestring, "default") != 0 && strcmp(type->valuestring, "none") != 0)
-    return fail(c, "unsupported %s \"%.40s\" (mkc applies plain RoPE)", key, type->valuestring);
+    return mkc_error_in(c->where, "unsupported %s \"%.40s\" (mkc applies plain RoPE)", key,
+                        type->valuestring);
   return 0;
 }
 
@@ -138,18 +129,19 @@ static void name_from_dir(const char *dir, const char *fallback, char *name, siz
 static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   char buf[96];
   memset(d, 0, sizeof *d);
-  if (!cJSON_IsObject(c->root)) return fail(c, "not a JSON object");
+  if (!cJSON_IsObject(c->root)) return mkc_error_in(c->where, "not a JSON object");
   const cJSON *type = field(c, c->root, "model_type");
-  if (!type) return fail(c, "missing \"model_type\"");
+  if (!type) return mkc_error_in(c->where, "missing \"model_type\"");
   if (!cJSON_IsString(type))
-    return fail(c, "\"model_type\": Expected a string, Actual %s",
-                mkc_json_describe(type, buf, sizeof buf));
+    return mkc_error_in(c->where, "\"model_type\": Expected a string, Actual %s",
+                        mkc_json_describe(type, buf, sizeof buf));
   const arch_info *arch = NULL;
   for (size_t i = 0; i < sizeof ARCHS / sizeof *ARCHS; i++)
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
   if (!arch)
-    return fail(c, "unsupported model_type \"%.40s\" (mkc reads llama, mistral, qwen2, qwen3)",
-                type->valuestring);
+    return mkc_error_in(c->where,
+                        "unsupported model_type \"%.40s\" (mkc reads llama, mistral, qwen2, qwen3)",
+                        type->valuestring);
   snprintf(d->arch, sizeof d->arch, "%s", arch->model_type);
   name_from_dir(dir_name, arch->model_type, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;
@@ -165,13 +157,16 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       get_int(c, "max_position_embeddings", arch->ctx_default, 1, &d->ctx_train))
     return -1;
   if (!field(c, c->root, "head_dim") && d->dim % d->n_heads)
-    return fail(c, "hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
-                d->dim, d->n_heads);
+    return mkc_error_in(
+        c->where, "hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
+        d->dim, d->n_heads);
   if (get_int(c, "head_dim", d->dim / d->n_heads, 1, &d->head_dim)) return -1;
-  if (d->head_dim % 2) return fail(c, "head_dim %d is odd (RoPE rotates pairs)", d->head_dim);
+  if (d->head_dim % 2)
+    return mkc_error_in(c->where, "head_dim %d is odd (RoPE rotates pairs)", d->head_dim);
   if (d->n_heads % d->n_kv_heads)
-    return fail(c, "num_attention_heads %d is not a multiple of num_key_value_heads %d", d->n_heads,
-                d->n_kv_heads);
+    return mkc_error_in(c->where,
+                        "num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                        d->n_heads, d->n_kv_heads);
 
   /* transformers 5 moves rope_theta and the scaling into rope_parameters. */
   const cJSON *params = field(c, c->root, "rope_parameters");
@@ -186,14 +181,15 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
 
   const cJSON *act = field(c, c->root, "hidden_act");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
-    return fail(c, "unsupported hidden_act %s (mkc's MLP is SwiGLU with silu)",
-                mkc_json_describe(act, buf, sizeof buf));
+    return mkc_error_in(c->where, "unsupported hidden_act %s (mkc's MLP is SwiGLU with silu)",
+                        mkc_json_describe(act, buf, sizeof buf));
   int attention_bias = 0, mlp_bias = 0;
   if (get_bool(c, "attention_bias", 0, &attention_bias) || get_bool(c, "mlp_bias", 0, &mlp_bias))
     return -1;
   if (attention_bias && !arch->qkv_bias)
-    return fail(c, "unsupported attention_bias true (the graph has no o_proj bias)");
-  if (mlp_bias) return fail(c, "unsupported mlp_bias true (the graph has no MLP biases)");
+    return mkc_error_in(c->where, "unsupported attention_bias true (the graph has no o_proj bias)");
+  if (mlp_bias)
+    return mkc_error_in(c->where, "unsupported mlp_bias true (the graph has no MLP biases)");
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */
@@ -218,7 +214,8 @@ int mkc_hf_config_parse(const char *text, size_t len, const char *where, const c
   config c = {cJSON_ParseWithLengthOpts(copy, len, &end, 0), where};
   int rc;
   if (!c.root)
-    rc = fail(&c, "not valid JSON (at byte %zu)", end ? (size_t)(end - copy) : (size_t)0);
+    rc = mkc_error_in(c.where, "not valid JSON (at byte %zu)",
+                      end ? (size_t)(end - copy) : (size_t)0);
   else
     rc = parse(&c, dir_name, d);
   cJSON_Delete((cJSON *)c.root);

@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,15 +65,6 @@ static int dtype_by_name(const char *name) {
   return -1;
 }
 
-__attribute__((format(printf, 2, 3))) static void fail(const char *path, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "mkc: error: %s: ", path);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
-
 /* A JSON value in a message: a number or string as written, else its kind. */
 const char *mkc_json_describe(const cJSON *v, char *buf, size_t size) {
   if (cJSON_IsNumber(v))
@@ -116,8 +106,8 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
   const char *name = e->string;
   char v[96], shape[256];
   if (!cJSON_IsObject(e)) {
-    fail(path, "tensor '%s': Expected an object, Actual %s", name,
-         mkc_json_describe(e, v, sizeof v));
+    mkc_error_in(path, "tensor '%s': Expected an object, Actual %s", name,
+                 mkc_json_describe(e, v, sizeof v));
     return -1;
   }
   const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
@@ -125,26 +115,27 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
   const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
   const char *missing = !dtype ? "dtype" : !dims ? "shape" : !offsets ? "data_offsets" : NULL;
   if (missing) {
-    fail(path, "tensor '%s': no \"%s\"", name, missing);
+    mkc_error_in(path, "tensor '%s': no \"%s\"", name, missing);
     return -1;
   }
   if (!cJSON_IsString(dtype)) {
-    fail(path, "tensor '%s': \"dtype\" is %s, not a string", name,
-         mkc_json_describe(dtype, v, sizeof v));
+    mkc_error_in(path, "tensor '%s': \"dtype\" is %s, not a string", name,
+                 mkc_json_describe(dtype, v, sizeof v));
     return -1;
   }
   if ((t->dtype = dtype_by_name(dtype->valuestring)) < 0) {
-    fail(path, "tensor '%s': unknown dtype \"%.40s\"", name, dtype->valuestring);
+    mkc_error_in(path, "tensor '%s': unknown dtype \"%.40s\"", name, dtype->valuestring);
     return -1;
   }
   if (!cJSON_IsArray(dims)) {
-    fail(path, "tensor '%s': \"shape\" is %s, not an array", name,
-         mkc_json_describe(dims, v, sizeof v));
+    mkc_error_in(path, "tensor '%s': \"shape\" is %s, not an array", name,
+                 mkc_json_describe(dims, v, sizeof v));
     return -1;
   }
   int n_dims = cJSON_GetArraySize(dims);
   if (n_dims > MKC_ST_MAX_DIMS) {
-    fail(path, "tensor '%s': %d dimensions (mkc reads up to %d)", name, n_dims, MKC_ST_MAX_DIMS);
+    mkc_error_in(path, "tensor '%s': %d dimensions (mkc reads up to %d)", name, n_dims,
+                 MKC_ST_MAX_DIMS);
     return -1;
   }
   t->n_dims = n_dims;
@@ -154,8 +145,8 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     const cJSON *dim = cJSON_GetArrayItem(dims, d);
     uint64_t x;
     if (!get_count(dim, &x)) {
-      fail(path, "tensor '%s': shape[%d] is %s, not a non-negative integer", name, d,
-           mkc_json_describe(dim, v, sizeof v));
+      mkc_error_in(path, "tensor '%s': shape[%d] is %s, not a non-negative integer", name, d,
+                   mkc_json_describe(dim, v, sizeof v));
       return -1;
     }
     t->shape[d] = (int64_t)x;
@@ -165,41 +156,43 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
   format_shape(t, shape, sizeof shape);
   uint64_t size = (uint64_t)DTYPES[t->dtype].size;
   if (overflow || (n_elems && n_elems > UINT64_MAX / size)) {
-    fail(path, "tensor '%s': shape %s of %s overflows 64 bits", name, shape, DTYPES[t->dtype].name);
+    mkc_error_in(path, "tensor '%s': shape %s of %s overflows 64 bits", name, shape,
+                 DTYPES[t->dtype].name);
     return -1;
   }
   t->n_bytes = n_elems * size;
   uint64_t range[2];
   if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2) {
-    fail(path, "tensor '%s': \"data_offsets\" is %s, not [begin, end]", name,
-         mkc_json_describe(offsets, v, sizeof v));
+    mkc_error_in(path, "tensor '%s': \"data_offsets\" is %s, not [begin, end]", name,
+                 mkc_json_describe(offsets, v, sizeof v));
     return -1;
   }
   for (int i = 0; i < 2; i++) {
     const cJSON *o = cJSON_GetArrayItem(offsets, i);
     if (!get_count(o, &range[i])) {
-      fail(path, "tensor '%s': data_offsets[%d] is %s, not a non-negative integer", name, i,
-           mkc_json_describe(o, v, sizeof v));
+      mkc_error_in(path, "tensor '%s': data_offsets[%d] is %s, not a non-negative integer", name, i,
+                   mkc_json_describe(o, v, sizeof v));
       return -1;
     }
   }
   if (range[0] > range[1]) {
-    fail(path, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "]: begin is after end", name,
-         range[0], range[1]);
+    mkc_error_in(path, "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "]: begin is after end",
+                 name, range[0], range[1]);
     return -1;
   }
   if (range[1] > data_size) {
-    fail(path,
-         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run past the %" PRIu64
-         " bytes of data",
-         name, range[0], range[1], data_size);
+    mkc_error_in(path,
+                 "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] run past the %" PRIu64
+                 " bytes of data",
+                 name, range[0], range[1], data_size);
     return -1;
   }
   if (range[1] - range[0] != t->n_bytes) {
-    fail(path,
-         "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
-         " bytes, shape %s of %s needs %" PRIu64,
-         name, range[0], range[1], range[1] - range[0], shape, DTYPES[t->dtype].name, t->n_bytes);
+    mkc_error_in(path,
+                 "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
+                 " bytes, shape %s of %s needs %" PRIu64,
+                 name, range[0], range[1], range[1] - range[0], shape, DTYPES[t->dtype].name,
+                 t->n_bytes);
     return -1;
   }
   t->data = data + range[0];
@@ -219,7 +212,7 @@ static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == 
 static cJSON *parse_header(const st_file *f, uint64_t len) {
   char *text = malloc(len + 1); /* cJSON gets a NUL-terminated copy */
   if (!text) {
-    fail(f->path, "out of memory for a %" PRIu64 "-byte header", len);
+    mkc_error_in(f->path, "out of memory for a %" PRIu64 "-byte header", len);
     return NULL;
   }
   memcpy(text, f->base + 8, len);
@@ -228,13 +221,13 @@ static cJSON *parse_header(const st_file *f, uint64_t len) {
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   size_t at = end ? (size_t)(end - text) : 0;
   if (!root)
-    fail(f->path, "the header is not valid JSON (at byte %zu of %" PRIu64 ")", at, len);
+    mkc_error_in(f->path, "the header is not valid JSON (at byte %zu of %" PRIu64 ")", at, len);
   else if (!cJSON_IsObject(root))
-    fail(f->path, "the header is not a JSON object");
+    mkc_error_in(f->path, "the header is not a JSON object");
   while (root && at < len && is_space(text[at])) at++;
   if (root && cJSON_IsObject(root) && at < len)
-    fail(f->path, "the header has bytes after its JSON object (at byte %zu of %" PRIu64 ")", at,
-         len);
+    mkc_error_in(f->path, "the header has bytes after its JSON object (at byte %zu of %" PRIu64 ")",
+                 at, len);
   free(text);
   if (root && (!cJSON_IsObject(root) || at < len)) {
     cJSON_Delete(root);
@@ -247,19 +240,20 @@ static cJSON *parse_header(const st_file *f, uint64_t len) {
 static int parse_file(mkc_safetensors *st, int file) {
   const st_file *f = &st->files[file];
   if (f->size < 8) {
-    fail(f->path, "the file is %zu bytes, too short for the 8-byte header length", f->size);
+    mkc_error_in(f->path, "the file is %zu bytes, too short for the 8-byte header length", f->size);
     return -1;
   }
   uint64_t len = 0;
   for (int i = 7; i >= 0; i--) len = len << 8 | f->base[i];
   if (len > MKC_ST_MAX_HEADER) {
-    fail(f->path, "header length %" PRIu64 " is over mkc's limit of %d bytes", len,
-         MKC_ST_MAX_HEADER);
+    mkc_error_in(f->path, "header length %" PRIu64 " is over mkc's limit of %d bytes", len,
+                 MKC_ST_MAX_HEADER);
     return -1;
   }
   if (len > f->size - 8) {
-    fail(f->path, "header length %" PRIu64 " runs past the end of the file (%zu bytes follow it)",
-         len, f->size - 8);
+    mkc_error_in(f->path,
+                 "header length %" PRIu64 " runs past the end of the file (%zu bytes follow it)",
+                 len, f->size - 8);
     return -1;
   }
   cJSON *root = parse_header(f, len);
@@ -269,7 +263,7 @@ static int parse_file(mkc_safetensors *st, int file) {
     int cap = st->n_tensors + n;
     mkc_st_tensor *grown = realloc(st->tensors, (size_t)(cap ? cap : 1) * sizeof *grown);
     if (!grown) {
-      fail(f->path, "out of memory for %d tensors", cap);
+      mkc_error_in(f->path, "out of memory for %d tensors", cap);
       cJSON_Delete(root);
       return -1;
     }
@@ -281,7 +275,7 @@ static int parse_file(mkc_safetensors *st, int file) {
   for (const cJSON *e = root->child; e; e = e->next) {
     if (strcmp(e->string, "__metadata__") == 0) {
       if (is_metadata(e)) continue;
-      fail(f->path, "\"__metadata__\" is not an object of strings");
+      mkc_error_in(f->path, "\"__metadata__\" is not an object of strings");
       goto fail;
     }
     mkc_st_tensor *t = &st->tensors[st->n_tensors];
@@ -289,7 +283,7 @@ static int parse_file(mkc_safetensors *st, int file) {
     t->file = file;
     if (read_entry(f->path, e, data_size, data, t)) goto fail;
     if (!(t->name = strdup(e->string))) {
-      fail(f->path, "out of memory");
+      mkc_error_in(f->path, "out of memory");
       goto fail;
     }
     st->n_tensors++;
@@ -309,7 +303,7 @@ static int cmp_tensor(const void *a, const void *b) {
 static int index_names(mkc_safetensors *st, const char *index_path) {
   st->by_name = malloc((size_t)(st->n_tensors ? st->n_tensors : 1) * sizeof *st->by_name);
   if (!st->by_name) {
-    fail(st->path, "out of memory for %d tensors", st->n_tensors);
+    mkc_error_in(st->path, "out of memory for %d tensors", st->n_tensors);
     return -1;
   }
   for (int i = 0; i < st->n_tensors; i++) st->by_name[i] = &st->tensors[i];
@@ -323,10 +317,10 @@ static int index_names(mkc_safetensors *st, const char *index_path) {
       a = first;
     }
     if (a->file == b->file)
-      fail(st->files[a->file].path, "duplicate tensor name '%s'", a->name);
+      mkc_error_in(st->files[a->file].path, "duplicate tensor name '%s'", a->name);
     else
-      fail(index_path, "tensor '%s' is in both %s and %s", a->name, st->files[a->file].path,
-           st->files[b->file].path);
+      mkc_error_in(index_path, "tensor '%s' is in both %s and %s", a->name, st->files[a->file].path,
+                   st->files[b->file].path);
     return -1;
   }
   return 0;
@@ -348,12 +342,12 @@ static mkc_safetensors *new_st(const char *path, int n_files) {
 static int map_file(st_file *f) {
   int fd = open(f->path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    fail(f->path, "cannot open: %s", strerror(errno));
+    mkc_error_in(f->path, "cannot open: %s", strerror(errno));
     return -1;
   }
   struct stat s;
   if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
-    fail(f->path, "not a regular file");
+    mkc_error_in(f->path, "not a regular file");
     close(fd);
     return -1;
   }
@@ -361,7 +355,7 @@ static int map_file(st_file *f) {
   if (f->size > 0) { /* mmap refuses length 0 */
     void *base = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (base == MAP_FAILED) {
-      fail(f->path, "cannot map: %s", strerror(errno));
+      mkc_error_in(f->path, "cannot map: %s", strerror(errno));
       close(fd);
       return -1;
     }
@@ -417,14 +411,14 @@ static const char **list_shards(const char *index, const cJSON *map, int *n_shar
   int n = cJSON_GetArraySize(map), k = 0;
   const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
   if (!names) {
-    fail(index, "out of memory for %d weight_map entries", n);
+    mkc_error_in(index, "out of memory for %d weight_map entries", n);
     return NULL;
   }
   char v[96];
   for (const cJSON *e = map->child; e; e = e->next) {
     if (!cJSON_IsString(e) || !plain_file_name(e->valuestring)) {
-      fail(index, "weight_map: tensor '%s': Expected a shard file name, Actual %s", e->string,
-           mkc_json_describe(e, v, sizeof v));
+      mkc_error_in(index, "weight_map: tensor '%s': Expected a shard file name, Actual %s",
+                   e->string, mkc_json_describe(e, v, sizeof v));
       free(names);
       return NULL;
     }
@@ -444,13 +438,14 @@ static int check_weight_map(const mkc_safetensors *st, const char *index, const 
   int n = cJSON_GetArraySize(map), k = 0, rc = 0;
   const char **names = malloc((size_t)(n ? n : 1) * sizeof *names);
   if (!names) {
-    fail(index, "out of memory for %d weight_map entries", n);
+    mkc_error_in(index, "out of memory for %d weight_map entries", n);
     return -1;
   }
   for (const cJSON *e = map->child; e && !rc; e = e->next) {
     const mkc_st_tensor *t = mkc_st_find(st, e->string);
     if (!t || strcmp(shards[t->file], e->valuestring) != 0) {
-      fail(index, "weight_map: tensor '%s' is not in its shard %s", e->string, e->valuestring);
+      mkc_error_in(index, "weight_map: tensor '%s' is not in its shard %s", e->string,
+                   e->valuestring);
       rc = -1;
     }
     names[k++] = e->string;
@@ -458,7 +453,7 @@ static int check_weight_map(const mkc_safetensors *st, const char *index, const 
   qsort(names, (size_t)k, sizeof *names, cmp_str);
   for (int i = 1; i < k && !rc; i++) {
     if (strcmp(names[i - 1], names[i]) == 0) {
-      fail(index, "weight_map names tensor '%s' twice", names[i]);
+      mkc_error_in(index, "weight_map names tensor '%s' twice", names[i]);
       rc = -1;
     }
   }
@@ -471,7 +466,7 @@ static mkc_safetensors *open_index(const char *path, const char *index, const ch
   size_t len = 0;
   char *text = mkc_read_file(index, &len);
   if (!text) {
-    fail(index, "cannot read: %s", strerror(errno));
+    mkc_error_in(index, "cannot read: %s", strerror(errno));
     return NULL;
   }
   cJSON *root = cJSON_ParseWithLength(text, len);
@@ -481,23 +476,23 @@ static mkc_safetensors *open_index(const char *path, const char *index, const ch
   const char **shards = NULL;
   int n_shards = 0;
   if (!cJSON_IsObject(root)) {
-    fail(index, root ? "not a JSON object" : "not valid JSON");
+    mkc_error_in(index, root ? "not a JSON object" : "not valid JSON");
     goto done;
   }
   if (!cJSON_IsObject(map) || !map->child) {
-    fail(index, "no \"weight_map\" object naming the tensors' shards");
+    mkc_error_in(index, "no \"weight_map\" object naming the tensors' shards");
     goto done;
   }
   if (!(shards = list_shards(index, map, &n_shards)) || !(st = new_st(path, n_shards))) goto done;
   for (int i = 0; i < n_shards; i++) {
     st_file *f = &st->files[i];
     if (!(f->path = join(dir, shards[i]))) {
-      fail(index, "out of memory");
+      mkc_error_in(index, "out of memory");
       goto fail;
     }
     if (access(f->path, R_OK) != 0) {
-      fail(index, "weight_map names shard %s, which cannot be opened: %s", shards[i],
-           strerror(errno));
+      mkc_error_in(index, "weight_map names shard %s, which cannot be opened: %s", shards[i],
+                   strerror(errno));
       goto fail;
     }
     if (map_file(f) || parse_file(st, i)) goto fail;
@@ -526,7 +521,7 @@ static int ends_with(const char *s, const char *suffix) {
 mkc_safetensors *mkc_st_open(const char *path) {
   struct stat s;
   if (stat(path, &s) != 0) {
-    fail(path, "cannot open: %s", strerror(errno));
+    mkc_error_in(path, "cannot open: %s", strerror(errno));
     return NULL;
   }
   if (!S_ISDIR(s.st_mode)) {
@@ -546,13 +541,13 @@ mkc_safetensors *mkc_st_open(const char *path) {
        *index = join(path, "model.safetensors.index.json");
   mkc_safetensors *st = NULL;
   if (!single || !index)
-    fail(path, "out of memory");
+    mkc_error_in(path, "out of memory");
   else if (is_file(single))
     st = open_single(path, single);
   else if (is_file(index))
     st = open_index(path, index, path);
   else
-    fail(path, "no model.safetensors or model.safetensors.index.json in this folder");
+    mkc_error_in(path, "no model.safetensors or model.safetensors.index.json in this folder");
   free(single);
   free(index);
   return st;
@@ -615,13 +610,14 @@ static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mk
   int n_rows = info->rows == 1 ? info->cols : info->rows,
       row_len = info->rows == 1 ? 1 : info->cols;
   if (d->head_dim <= 0 || d->head_dim % 2 || n_rows != heads * d->head_dim) {
-    fail(where, "tensor '%s' (%s): %d rows are not %d heads of head_dim %d (even), as RoPE needs",
-         t->name, info->name, n_rows, heads, d->head_dim);
+    mkc_error_in(where,
+                 "tensor '%s' (%s): %d rows are not %d heads of head_dim %d (even), as RoPE needs",
+                 t->name, info->name, n_rows, heads, d->head_dim);
     return -1;
   }
   uint16_t *hf = malloc((n ? n : 1) * sizeof *hf);
   if (!hf) {
-    fail(where, "tensor '%s': out of memory", t->name);
+    mkc_error_in(where, "tensor '%s': out of memory", t->name);
     return -1;
   }
   mkc_dequant_bf16((uint32_t)ggml_type_of(t->dtype), t->data, n, hf);
@@ -635,36 +631,38 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
   w->n = 0;
   w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
   if (!w->t) {
-    fail(st->path, "out of memory for %d weights", g->n_weights);
+    mkc_error_in(st->path, "out of memory for %d weights", g->n_weights);
     return -1;
   }
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
     char hf[512], shape[256];
     if (mkc_hf_name(info->name, hf, sizeof hf)) {
-      fail(st->path, "the graph's weight '%s' has no Hugging Face name mkc knows", info->name);
+      mkc_error_in(st->path, "the graph's weight '%s' has no Hugging Face name mkc knows",
+                   info->name);
       goto fail;
     }
     const mkc_st_tensor *t = mkc_st_find(st, hf);
     if (!t) {
-      fail(st->path, "tensor '%s' is missing (HF name '%s'; the graph needs it as [%d, %d])",
-           info->name, hf, info->rows, info->cols);
+      mkc_error_in(st->path,
+                   "tensor '%s' is missing (HF name '%s'; the graph needs it as [%d, %d])",
+                   info->name, hf, info->rows, info->cols);
       goto fail;
     }
     const char *where = mkc_st_file_path(st, t->file);
     if (ggml_type_of(t->dtype) < 0) {
-      fail(where, "tensor '%s' (%s): dtype %s is not supported (mkc reads F32, F16, BF16)", hf,
-           info->name, mkc_st_dtype_name(t->dtype));
+      mkc_error_in(where, "tensor '%s' (%s): dtype %s is not supported (mkc reads F32, F16, BF16)",
+                   hf, info->name, mkc_st_dtype_name(t->dtype));
       goto fail;
     }
     if (!shape_matches(t, info)) {
       format_shape(t, shape, sizeof shape);
       if (info->rows == 1)
-        fail(where, "tensor '%s' (%s): Expected [%d], Actual %s", hf, info->name, info->cols,
-             shape);
+        mkc_error_in(where, "tensor '%s' (%s): Expected [%d], Actual %s", hf, info->name,
+                     info->cols, shape);
       else
-        fail(where, "tensor '%s' (%s): Expected [%d, %d], Actual %s", hf, info->name, info->rows,
-             info->cols, shape);
+        mkc_error_in(where, "tensor '%s' (%s): Expected [%d, %d], Actual %s", hf, info->name,
+                     info->rows, info->cols, shape);
       goto fail;
     }
     size_t n = (size_t)info->rows * (size_t)info->cols;
@@ -675,7 +673,7 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
     w->n++;
     dst->data = malloc((n ? n : 1) * sizeof *dst->data);
     if (!dst->name || !dst->data) {
-      fail(where, "tensor '%s': out of memory for %zu elements", hf, n);
+      mkc_error_in(where, "tensor '%s': out of memory for %zu elements", hf, n);
       goto fail;
     }
     if (load_one(st, d, t, info, dst->data)) goto fail;

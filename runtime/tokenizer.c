@@ -2,23 +2,14 @@
  * hash of its texts, the merges keyed by id pairs, the special tokens by
  * first byte, and encode, which splits the text at special tokens and hands
  * each run between them to the model (tokenizer_spm.c, tokenizer_bpe.c). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hash.h"
+#include "files.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
-
-void mkc_tok_error(const char *source, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "mkc: error: %s: ", source);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
-  va_end(ap);
-}
 
 int mkc_tok_reserve(void **p, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;
@@ -107,15 +98,15 @@ static int build_vocab(mkc_tokenizer *t, const mkc_tok_spec *spec) {
   uint64_t total = 0;
   for (int i = 0; i < n; i++) {
     if (spec->tokens[i].n > MKC_TOKEN_MAX_BYTES) {
-      mkc_tok_error(t->source, "token %d is %zu bytes long (at most %d)", i, spec->tokens[i].n,
-                    MKC_TOKEN_MAX_BYTES);
+      mkc_error_in(t->source, "token %d is %zu bytes long (at most %d)", i, spec->tokens[i].n,
+                   MKC_TOKEN_MAX_BYTES);
       return -1;
     }
     total += spec->tokens[i].n;
   }
   if (total >= UINT32_MAX) {
-    mkc_tok_error(t->source, "the token texts are %llu bytes (at most 4 GiB)",
-                  (unsigned long long)total);
+    mkc_error_in(t->source, "the token texts are %llu bytes (at most 4 GiB)",
+                 (unsigned long long)total);
     return -1;
   }
   t->text = malloc(total + 1);
@@ -193,9 +184,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     for (int k = 0; k < 2; k++) side[k] = mkc_tok_lookup(t, pair[k].s, pair[k].n);
     for (int k = 0; k < 2 && rc == 0; k++) {
       if (side[k] >= 0) continue;
-      mkc_tok_error(t->source, "%s[%d] '%.*s %.*s': '%.*s' is not a token", spec->merges_name, r,
-                    shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n), pair[1].s,
-                    shown_len(pair[k].n), pair[k].s);
+      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': '%.*s' is not a token", spec->merges_name, r,
+                   shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n), pair[1].s,
+                   shown_len(pair[k].n), pair[k].s);
       rc = -1;
     }
     if (rc) break;
@@ -204,9 +195,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     memcpy(joined + pair[0].n, pair[1].s, pair[1].n);
     int id = mkc_tok_lookup(t, joined, n);
     if (id < 0) {
-      mkc_tok_error(t->source, "%s[%d] '%.*s %.*s': the merged '%.*s' is not a token",
-                    spec->merges_name, r, shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n),
-                    pair[1].s, shown_len(n), joined);
+      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': the merged '%.*s' is not a token",
+                   spec->merges_name, r, shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n),
+                   pair[1].s, shown_len(n), joined);
       rc = -1;
       break;
     }
@@ -281,7 +272,7 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   mkc_tokenizer *t = calloc(1, sizeof *t);
   if (!t || !(t->source = strdup(spec->source))) {
     free(t);
-    mkc_tok_error(spec->source, "out of memory");
+    mkc_error_in(spec->source, "out of memory");
     return NULL;
   }
   t->mode = spec->mode;
@@ -308,7 +299,7 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   if (rc == 0) rc = build_specials(t);
   if (rc == 0 && mkc_tok_build_pieces(t)) rc = -2;
   if (rc == 0) build_eog(t);
-  if (rc == -2) mkc_tok_error(t->source, "out of memory");
+  if (rc == -2) mkc_error_in(t->source, "out of memory");
   if (rc) {
     mkc_tokenizer_free(t);
     return NULL;
@@ -377,8 +368,8 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
                          int parse_special, int **ids) {
   *ids = NULL;
   if (len > (size_t)INT32_MAX / 4) {
-    mkc_tok_error(t->source, "a text of %zu bytes is too long to encode (at most %d)", len,
-                  INT32_MAX / 4);
+    mkc_error_in(t->source, "a text of %zu bytes is too long to encode (at most %d)", len,
+                 INT32_MAX / 4);
     return -1;
   }
   mkc_tok_ids out = {0};
@@ -402,7 +393,7 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
   mkc_tok_work_free(&w);
   if (rc == 0 && out.n > INT32_MAX) rc = -2;
   if (rc) {
-    if (rc == -2) mkc_tok_error(t->source, "out of memory while encoding");
+    if (rc == -2) mkc_error_in(t->source, "out of memory while encoding");
     free(out.v);
     return -1;
   }

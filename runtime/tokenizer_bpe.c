@@ -3,6 +3,7 @@
  * piece's bytes become the printable characters GPT-2 maps them to, and
  * neighbours merge by their rank in the merges list, lowest first. Llama-3
  * keeps a piece whole when it is a token already (ignore_merges). */
+#include "files.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
 
@@ -52,9 +53,9 @@ static int encode_word(void *ctx, const char *s, size_t n) {
     if (id < 0) id = t->unk; /* only a single byte whose character is no token */
     if (id < 0) {
       unsigned char b = (unsigned char)s[w->syms[k].start];
-      mkc_tok_error(t->source,
-                    "no token for the byte 0x%02X (character U+%04X) and no unknown token", b,
-                    mkc_bpe_byte_char(b));
+      mkc_error_in(t->source,
+                   "no token for the byte 0x%02X (character U+%04X) and no unknown token", b,
+                   mkc_bpe_byte_char(b));
       return -1;
     }
     rc = mkc_tok_push(run->out, id);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "tokenizer_impl.h"
 
 #define MAX_VOCAB (1 << 24)
@@ -32,13 +33,13 @@ static int per_token_array(const mkc_gguf *f, const char *key, int n_vocab, int 
   if (rc <= 0) return rc;
   uint32_t type = (*kv)->elem_type;
   if (want_float ? type != MKC_GGUF_FLOAT32 && type != MKC_GGUF_FLOAT64 : !is_integer_type(type)) {
-    mkc_tok_error(f->path, "metadata '%s': Expected an array of %s, Actual an array of %s", key,
-                  want_float ? "f32" : "integers", mkc_gguf_vtype_name(type));
+    mkc_error_in(f->path, "metadata '%s': Expected an array of %s, Actual an array of %s", key,
+                 want_float ? "f32" : "integers", mkc_gguf_vtype_name(type));
     return -1;
   }
   if ((*kv)->n != (uint64_t)n_vocab) {
-    mkc_tok_error(f->path, "%s has %llu entries for %d tokens", key, (unsigned long long)(*kv)->n,
-                  n_vocab);
+    mkc_error_in(f->path, "%s has %llu entries for %d tokens", key, (unsigned long long)(*kv)->n,
+                 n_vocab);
     return -1;
   }
   return 1;
@@ -54,7 +55,7 @@ static int token_id(const mkc_gguf *f, const char *name, int n_vocab, int *id) {
   if (rc < 0) return -1;
   if (rc == 0 || v < 0) return 0;
   if (v >= n_vocab) {
-    mkc_tok_error(f->path, "%s is %lld, beyond the %d tokens", key, (long long)v, n_vocab);
+    mkc_error_in(f->path, "%s is %lld, beyond the %d tokens", key, (long long)v, n_vocab);
     return -1;
   }
   *id = (int)v;
@@ -71,7 +72,7 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
   mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges"};
   int rc = mkc_gguf_get_str(f, "tokenizer.ggml.model", &model);
   if (rc <= 0) {
-    if (rc == 0) mkc_tok_error(src, "no tokenizer.ggml.model: the file has no tokenizer");
+    if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.model: the file has no tokenizer");
     return NULL;
   }
   if (strcmp(model, "llama") == 0) {
@@ -79,8 +80,8 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
   } else if (strcmp(model, "gpt2") == 0) {
     spec.mode = MKC_TOK_BPE;
   } else {
-    mkc_tok_error(src, "tokenizer.ggml.model '%s' is not supported (mkc reads 'llama' and 'gpt2')",
-                  model);
+    mkc_error_in(src, "tokenizer.ggml.model '%s' is not supported (mkc reads 'llama' and 'gpt2')",
+                 model);
     return NULL;
   }
   if (mkc_gguf_get_str(f, "tokenizer.ggml.pre", &pre) < 0) return NULL;
@@ -88,10 +89,10 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
     size_t k = 0, n = sizeof PRES / sizeof *PRES;
     while (k < n && strcmp(PRES[k].name, pre ? pre : "default") != 0) k++;
     if (k == n) {
-      mkc_tok_error(src,
-                    "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
-                    "llama-bpe, llama3, qwen2, smollm)",
-                    pre ? pre : "default");
+      mkc_error_in(src,
+                   "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
+                   "llama-bpe, llama3, qwen2, smollm)",
+                   pre ? pre : "default");
       return NULL;
     }
     spec.pre = PRES[k].pre;
@@ -101,31 +102,31 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
   const mkc_gguf_kv *tokens, *scores = NULL, *types = NULL, *merges = NULL;
   rc = mkc_gguf_get_arr(f, "tokenizer.ggml.tokens", MKC_GGUF_STRING, &tokens);
   if (rc <= 0) {
-    if (rc == 0) mkc_tok_error(src, "no tokenizer.ggml.tokens");
+    if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.tokens");
     return NULL;
   }
   if (tokens->n == 0 || tokens->n > MAX_VOCAB) {
-    mkc_tok_error(src, "tokenizer.ggml.tokens has %llu entries (1 to %d)",
-                  (unsigned long long)tokens->n, MAX_VOCAB);
+    mkc_error_in(src, "tokenizer.ggml.tokens has %llu entries (1 to %d)",
+                 (unsigned long long)tokens->n, MAX_VOCAB);
     return NULL;
   }
   int n = spec.n_vocab = (int)tokens->n;
   rc = per_token_array(f, "tokenizer.ggml.scores", n, 1, &scores);
   if (rc < 0) return NULL;
   if (rc == 0 && spec.mode == MKC_TOK_SPM) {
-    mkc_tok_error(src, "no tokenizer.ggml.scores: SentencePiece merges by score");
+    mkc_error_in(src, "no tokenizer.ggml.scores: SentencePiece merges by score");
     return NULL;
   }
   if (per_token_array(f, "tokenizer.ggml.token_type", n, 0, &types) < 0) return NULL;
   if (spec.mode == MKC_TOK_BPE) {
     rc = mkc_gguf_get_arr(f, "tokenizer.ggml.merges", MKC_GGUF_STRING, &merges);
     if (rc <= 0) {
-      if (rc == 0) mkc_tok_error(src, "no tokenizer.ggml.merges: byte-level BPE needs them");
+      if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.merges: byte-level BPE needs them");
       return NULL;
     }
     if (merges->n > INT32_MAX / 2) {
-      mkc_tok_error(src, "tokenizer.ggml.merges has %llu entries (at most %d)",
-                    (unsigned long long)merges->n, INT32_MAX / 2);
+      mkc_error_in(src, "tokenizer.ggml.merges has %llu entries (at most %d)",
+                   (unsigned long long)merges->n, INT32_MAX / 2);
       return NULL;
     }
   }
@@ -143,7 +144,7 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
   mkc_tok_str *pairs = malloc(((size_t)spec.n_merges * 2 + 1) * sizeof *pairs);
   mkc_tokenizer *t = NULL;
   if (!strs || (scores && !score) || (types && !type) || !pairs) {
-    mkc_tok_error(src, "out of memory");
+    mkc_error_in(src, "out of memory");
     goto done;
   }
   for (int i = 0; i < n; i++) {
@@ -152,15 +153,15 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
     if (score) {
       score[i] = (float)mkc_gguf_arr_float(scores, (uint64_t)i);
       if (isnan(score[i])) {
-        mkc_tok_error(src, "tokenizer.ggml.scores[%d] is not a number", i);
+        mkc_error_in(src, "tokenizer.ggml.scores[%d] is not a number", i);
         goto done;
       }
     }
     if (type) {
       int64_t v = mkc_gguf_arr_int(types, (uint64_t)i);
       if (v < MKC_TOK_UNDEFINED || v > MKC_TOK_BYTE) {
-        mkc_tok_error(src, "tokenizer.ggml.token_type[%d] is %lld, not a token type (0..6)", i,
-                      (long long)v);
+        mkc_error_in(src, "tokenizer.ggml.token_type[%d] is %lld, not a token type (0..6)", i,
+                     (long long)v);
         goto done;
       }
       type[i] = (uint8_t)v;
@@ -170,8 +171,8 @@ mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
     mkc_gguf_str s = mkc_gguf_arr_str(merges, (uint64_t)r);
     const char *space = s.len ? memchr(s.s, ' ', (size_t)s.len) : NULL;
     if (!space) {
-      mkc_tok_error(src, "tokenizer.ggml.merges[%d] '%.*s' is not two tokens and a space between",
-                    r, (int)(s.len > 200 ? 200 : s.len), s.s);
+      mkc_error_in(src, "tokenizer.ggml.merges[%d] '%.*s' is not two tokens and a space between", r,
+                   (int)(s.len > 200 ? 200 : s.len), s.s);
       goto done;
     }
     size_t left = (size_t)(space - s.s);

@@ -83,8 +83,6 @@ struct mkc_tokenizer {
   uint32_t special_first[257];
 };
 
-__attribute__((format(printf, 2, 3))) void mkc_tok_error(const char *source, const char *fmt, ...);
-
 mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec);
 /* The id of the token with text s[0..n) of any type, or -1. */
 int mkc_tok_lookup(const mkc_tokenizer *t, const char *s, size_t n);

@@ -94,11 +94,11 @@ static int read_pre(loader *l, const cJSON *root, int *space_prefix) {
     if (replace || is_true(model, "byte_fallback")) return MKC_PRE_NONE;
   }
   char *text = pre ? cJSON_PrintUnformatted(pre) : NULL;
-  mkc_tok_error(l->json_name,
-                "pre_tokenizer %.300s is not supported (mkc knows ByteLevel, the GPT-2, Llama-3 "
-                "and Qwen2 Split patterns with ByteLevel, Digits with ByteLevel, and "
-                "SentencePiece-style \xe2\x96\x81 for spaces)",
-                text ? text : "null");
+  mkc_error_in(l->json_name,
+               "pre_tokenizer %.300s is not supported (mkc knows ByteLevel, the GPT-2, Llama-3 "
+               "and Qwen2 Split patterns with ByteLevel, Digits with ByteLevel, and "
+               "SentencePiece-style \xe2\x96\x81 for spaces)",
+               text ? text : "null");
   free(text);
   return -1;
 }
@@ -107,15 +107,15 @@ static int read_pre(loader *l, const cJSON *root, int *space_prefix) {
 static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
   const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab"), *item;
   if (!cJSON_IsObject(vocab)) {
-    mkc_tok_error(l->json_name, "model.vocab is missing or not an object");
+    mkc_error_in(l->json_name, "model.vocab is missing or not an object");
     return -1;
   }
   int n = 0;
   cJSON_ArrayForEach(item, vocab) {
     if (!cJSON_IsNumber(item) || item->valuedouble != (double)item->valueint ||
         item->valueint < 0 || item->valueint >= MAX_VOCAB) {
-      mkc_tok_error(l->json_name, "model.vocab['%.200s'] is not an id in 0..%d", item->string,
-                    MAX_VOCAB - 1);
+      mkc_error_in(l->json_name, "model.vocab['%.200s'] is not an id in 0..%d", item->string,
+                   MAX_VOCAB - 1);
       return -1;
     }
     if (item->valueint >= n) n = item->valueint + 1;
@@ -125,15 +125,15 @@ static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(item, "id");
     if (!cJSON_IsNumber(id) || id->valuedouble != (double)id->valueint || id->valueint < 0 ||
         id->valueint >= MAX_VOCAB || !string_at(item, "content")) {
-      mkc_tok_error(l->json_name, "added_tokens[%d] has no id in 0..%d or no content", k,
-                    MAX_VOCAB - 1);
+      mkc_error_in(l->json_name, "added_tokens[%d] has no id in 0..%d or no content", k,
+                   MAX_VOCAB - 1);
       return -1;
     }
     if (id->valueint >= n) n = id->valueint + 1;
     k++;
   }
   if (n == 0) {
-    mkc_tok_error(l->json_name, "model.vocab is empty");
+    mkc_error_in(l->json_name, "model.vocab is empty");
     return -1;
   }
   l->tokens = calloc((size_t)n, sizeof *l->tokens);
@@ -143,8 +143,8 @@ static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
   cJSON_ArrayForEach(item, vocab) {
     mkc_tok_str *t = &l->tokens[item->valueint];
     if (t->s) {
-      mkc_tok_error(l->json_name, "model.vocab: '%.200s' and '%.200s' both have id %d", t->s,
-                    item->string, item->valueint);
+      mkc_error_in(l->json_name, "model.vocab: '%.200s' and '%.200s' both have id %d", t->s,
+                   item->string, item->valueint);
       return -1;
     }
     *t = (mkc_tok_str){item->string, strlen(item->string)};
@@ -155,8 +155,8 @@ static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
     const char *content = string_at(item, "content");
     mkc_tok_str *t = &l->tokens[id];
     if (t->s && strcmp(t->s, content) != 0) {
-      mkc_tok_error(l->json_name, "id %d is '%.200s' in model.vocab and '%.200s' in added_tokens",
-                    id, t->s, content);
+      mkc_error_in(l->json_name, "id %d is '%.200s' in model.vocab and '%.200s' in added_tokens",
+                   id, t->s, content);
       return -1;
     }
     *t = (mkc_tok_str){content, strlen(content)};
@@ -164,7 +164,7 @@ static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
   }
   for (int i = 0; i < n; i++) {
     if (!l->tokens[i].s) {
-      mkc_tok_error(l->json_name, "no token has id %d (ids run to %d)", i, n - 1);
+      mkc_error_in(l->json_name, "no token has id %d (ids run to %d)", i, n - 1);
       return -1;
     }
   }
@@ -174,7 +174,7 @@ static int read_vocab(loader *l, const cJSON *model, const cJSON *added) {
 static int read_merges(loader *l, const cJSON *model) {
   const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges"), *item;
   if (!cJSON_IsArray(merges)) {
-    mkc_tok_error(l->json_name, "model.merges is missing or not an array");
+    mkc_error_in(l->json_name, "model.merges is missing or not an array");
     return -1;
   }
   int n = cJSON_GetArraySize(merges), r = 0;
@@ -192,8 +192,7 @@ static int read_merges(loader *l, const cJSON *model) {
     }
     if (!a) {
       char *text = cJSON_PrintUnformatted(item);
-      mkc_tok_error(l->json_name, "model.merges[%d] %.200s is not two tokens", r,
-                    text ? text : "?");
+      mkc_error_in(l->json_name, "model.merges[%d] %.200s is not two tokens", r, text ? text : "?");
       free(text);
       return -1;
     }
@@ -215,7 +214,7 @@ static int config_token(loader *l, const cJSON *config, const char *key, int *id
   for (int i = 0; s && i < l->spec.n_vocab && found < 0; i++)
     if (l->tokens[i].n == strlen(s) && memcmp(l->tokens[i].s, s, l->tokens[i].n) == 0) found = i;
   if (found < 0) {
-    mkc_tok_error(l->config_name, "%s %.200s is not a token", key, s ? s : "(not a string)");
+    mkc_error_in(l->config_name, "%s %.200s is not a token", key, s ? s : "(not a string)");
     return -1;
   }
   *id = found;
@@ -234,8 +233,8 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
   if (!cJSON_IsObject(model) || strcmp(type_of(model), "BPE") != 0) {
-    mkc_tok_error(l->json_name, "model.type is '%s', mkc reads 'BPE'",
-                  model ? type_of(model) : "(no model)");
+    mkc_error_in(l->json_name, "model.type is '%s', mkc reads 'BPE'",
+                 model ? type_of(model) : "(no model)");
     return NULL;
   }
   int space_prefix, pre = read_pre(l, root, &space_prefix);
@@ -250,7 +249,7 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
   spec->add_bos = 0;
   int rc = read_vocab(l, model, added);
   if (rc == 0) rc = read_merges(l, model);
-  if (rc == -2) mkc_tok_error(l->json_name, "out of memory");
+  if (rc == -2) mkc_error_in(l->json_name, "out of memory");
   if (rc) return NULL;
   spec->tokens = l->tokens;
   spec->types = l->types;
@@ -289,8 +288,8 @@ static cJSON *parse(const char *text, size_t n, const char *name) {
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, n, &end, 0);
   if (!root || !cJSON_IsObject(root)) {
-    mkc_tok_error(name, "not a JSON object (%s at byte %zu)", root ? "a value" : "a syntax error",
-                  root || !end ? (size_t)0 : (size_t)(end - text));
+    mkc_error_in(name, "not a JSON object (%s at byte %zu)", root ? "a value" : "a syntax error",
+                 root || !end ? (size_t)0 : (size_t)(end - text));
     cJSON_Delete(root);
     return NULL;
   }
@@ -320,7 +319,7 @@ mkc_tokenizer *mkc_tokenizer_from_hf(const char *dir) {
   snprintf(path, sizeof path, "%s/tokenizer.json", dir);
   char *json = mkc_read_file(path, &n);
   if (!json) {
-    mkc_tok_error(path, "cannot read: %s", strerror(errno));
+    mkc_error_in(path, "cannot read: %s", strerror(errno));
     return NULL;
   }
   snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);

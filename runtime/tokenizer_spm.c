@@ -6,6 +6,7 @@
  * bytes' <0xXX> tokens, or as the unknown token when one is missing. */
 #include <string.h>
 
+#include "files.h"
 #include "tokenizer_impl.h"
 #include "utf8.h"
 
@@ -23,8 +24,8 @@ static int fall_back(const mkc_tokenizer *t, const char *s, size_t n, mkc_tok_id
     return 0;
   }
   if (t->unk >= 0) return mkc_tok_push(out, t->unk);
-  mkc_tok_error(t->source, "no token for the byte 0x%02X: no <0x%02X> token and no unknown token",
-                (unsigned char)s[k], (unsigned char)s[k]);
+  mkc_error_in(t->source, "no token for the byte 0x%02X: no <0x%02X> token and no unknown token",
+               (unsigned char)s[k], (unsigned char)s[k]);
   return -1;
 }
 
