@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
+
 mkc_cu_api mkc_cu;
 static void *cuda_dl;
 
@@ -19,10 +21,7 @@ int mkc_cuda_load(char *why, size_t why_size) {
     snprintf(why, why_size, "no CUDA driver (%s not found)", path);
     return -1;
   }
-  struct {
-    void **slot;
-    const char *name;
-  } syms[] = {
+  const mkc_dl_sym syms[] = {
 #define SYM(field, name) {(void **)&mkc_cu.field, name}
       SYM(Init, "cuInit"),
       SYM(DriverGetVersion, "cuDriverGetVersion"),
@@ -60,14 +59,12 @@ int mkc_cuda_load(char *why, size_t why_size) {
       SYM(GraphDestroy, "cuGraphDestroy"),
 #undef SYM
   };
-  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-    *syms[i].slot = dlsym(dl, syms[i].name);
-    if (!*syms[i].slot) {
-      snprintf(why, why_size, "the CUDA driver %s has no %s (driver too old)", path, syms[i].name);
-      memset(&mkc_cu, 0, sizeof mkc_cu);
-      dlclose(dl);
-      return -1;
-    }
+  const char *missing = mkc_dl_resolve(dl, syms, sizeof syms / sizeof *syms);
+  if (missing) {
+    snprintf(why, why_size, "the CUDA driver %s has no %s (driver too old)", path, missing);
+    memset(&mkc_cu, 0, sizeof mkc_cu);
+    dlclose(dl);
+    return -1;
   }
   CUresult r = mkc_cu.Init(0);
   if (r != 0) {

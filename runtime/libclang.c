@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
+
 mkc_clang_api mkc_clang;
 static void *clang_dl;
 
@@ -42,10 +44,7 @@ int mkc_clang_load(char *why, size_t why_size) {
   if (clang_dl) return 0;
   void *dl = open_first(why, why_size);
   if (!dl) return -1;
-  struct {
-    void **slot;
-    const char *name;
-  } syms[] = {
+  const mkc_dl_sym syms[] = {
 #define SYM(field) {(void **)&mkc_clang.field, "clang_" #field}
       SYM(getCString),
       SYM(disposeString),
@@ -90,15 +89,13 @@ int mkc_clang_load(char *why, size_t why_size) {
       SYM(getClangVersion),
 #undef SYM
   };
-  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-    *syms[i].slot = dlsym(dl, syms[i].name);
-    if (!*syms[i].slot) {
-      snprintf(why, why_size, "this libclang has no %s (LLVM 17 or later is needed); " INSTALL_HINT,
-               syms[i].name);
-      dlclose(dl);
-      memset(&mkc_clang, 0, sizeof mkc_clang);
-      return -1;
-    }
+  const char *missing = mkc_dl_resolve(dl, syms, sizeof syms / sizeof *syms);
+  if (missing) {
+    snprintf(why, why_size, "this libclang has no %s (LLVM 17 or later is needed); " INSTALL_HINT,
+             missing);
+    dlclose(dl);
+    memset(&mkc_clang, 0, sizeof mkc_clang);
+    return -1;
   }
   clang_dl = dl;
   return 0;

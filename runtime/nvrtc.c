@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dl.h"
+
 typedef struct _nvrtcProgram *nvrtc_program;
 typedef int nvrtc_result; /* NVRTC_SUCCESS = 0 */
 
@@ -58,10 +60,7 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
   if (api.dl) return 0;
   void *dl = open_first(why, why_size);
   if (!dl) return -1;
-  struct {
-    void **slot;
-    const char *name;
-  } syms[] = {
+  const mkc_dl_sym syms[] = {
       {(void **)&api.get_error_string, "nvrtcGetErrorString"},
       {(void **)&api.version, "nvrtcVersion"},
       {(void **)&api.create, "nvrtcCreateProgram"},
@@ -76,14 +75,12 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
       {(void **)&api.num_archs, "nvrtcGetNumSupportedArchs"},
       {(void **)&api.archs, "nvrtcGetSupportedArchs"},
   };
-  for (size_t i = 0; i < sizeof syms / sizeof *syms; i++) {
-    *syms[i].slot = dlsym(dl, syms[i].name);
-    if (!*syms[i].slot) {
-      snprintf(why, why_size, "libnvrtc has no %s (too old?)", syms[i].name);
-      dlclose(dl);
-      memset(&api, 0, sizeof api);
-      return -1;
-    }
+  const char *missing = mkc_dl_resolve(dl, syms, sizeof syms / sizeof *syms);
+  if (missing) {
+    snprintf(why, why_size, "libnvrtc has no %s (too old?)", missing);
+    dlclose(dl);
+    memset(&api, 0, sizeof api);
+    return -1;
   }
   api.dl = dl;
   return 0;
