@@ -181,7 +181,7 @@ int mkc_cmd_init(int argc, char **argv) {
   if (len < 5 || strcmp(path + len - 5, ".gguf") != 0) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (mkc_hf_write(path, &d, &w) != 0) goto done;
+    if (mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
             path, d.arch, seed, g.n_weights);

@@ -41,7 +41,7 @@ static char *config_text(const mkc_model_desc *d) {
   return text;
 }
 
-int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w) {
+int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
   int qwen = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0;
   if ((d->rope_layout == MKC_ROPE_NEOX) != qwen) {
     fprintf(stderr,
@@ -56,7 +56,7 @@ int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w)
   }
   char path[4200];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  if (mkc_st_write_weights(path, w, d, MKC_ST_BF16) != 0) return -1;
+  if (mkc_st_write_weights(path, w, d, dtype) != 0) return -1;
   char *text = config_text(d);
   if (!text) {
     fprintf(stderr, "mkc: error: out of memory\n");

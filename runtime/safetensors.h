@@ -147,10 +147,11 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
 struct cJSON;
 const char *mkc_json_describe(const struct cJSON *v, char *buf, size_t size);
 
-/* DIR/config.json and DIR/model.safetensors (BF16) for d and w: an HF
+/* DIR/config.json and DIR/model.safetensors (tensors in dtype: F32, F16 or
+ * BF16) for d and w: an HF
  * folder mkc_hf_config_read and mkc_st_load_weights read back as they were
  * (runtime/hf_write.c). Refuses a layout transformers cannot express for
  * d->arch. 0, or -1 after a message. */
-int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w);
+int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype);
 
 #endif

@@ -21,14 +21,6 @@
 #include "session.h"
 #include "tokenizer.h"
 
-/* The folder mkc_hf_write makes, with the tensors re-written in dtype. */
-static int write_other_dtype(const char *dir, const mkc_model_desc *d, const mkc_weights *w,
-                             int dtype) {
-  char path[600];
-  snprintf(path, sizeof path, "%s/model.safetensors", dir);
-  return mkc_hf_write(dir, d, w) || mkc_st_write_weights(path, w, d, dtype);
-}
-
 static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
@@ -97,9 +89,8 @@ static void gguf_vs_safetensors(const char *preset, int dtype) {
   if (!CHECK(gen(&fa.desc, &ga, &sa) == 0 && mkc_model_file_weights(&fa, &ga, &wa) == 0,
              "%s: graph and weights from the GGUF", preset))
     goto done;
-  if (!CHECK(dtype == MKC_ST_BF16 ? mkc_hf_write(dir, &fa.desc, &wa) == 0
-                                  : write_other_dtype(dir, &fa.desc, &wa, dtype) == 0,
-             "%s: write the HF folder (%s)", preset, mkc_st_dtype_name(dtype)))
+  if (!CHECK(mkc_hf_write(dir, &fa.desc, &wa, dtype) == 0, "%s: write the HF folder (%s)", preset,
+             mkc_st_dtype_name(dtype)))
     goto done;
   open_b = mkc_model_file_open(dir, &fb) == 0;
   if (!CHECK(open_b, "%s: open the HF folder", preset)) goto done;
@@ -220,7 +211,7 @@ static void same_model_as_hf(const mkc_model_file *mf, const mkc_graph *g, const
   char dir[512];
   snprintf(dir, sizeof dir, "%s/hf-smollm2", tmp_dir);
   mkc_model_file hf;
-  if (!CHECK(mkc_hf_write(dir, &mf->desc, w) == 0 && write_hf_tokenizer(dir, mf) == 0,
+  if (!CHECK(mkc_hf_write(dir, &mf->desc, w, MKC_ST_BF16) == 0 && write_hf_tokenizer(dir, mf) == 0,
              "SmolLM2 as an HF folder: written"))
     return;
   if (!CHECK(mkc_model_file_open(dir, &hf) == 0 && hf.tok, "SmolLM2 as an HF folder: opens"))
