@@ -31,6 +31,23 @@ static int parse_int(const char *flag, const char *s, long lo, long hi, long *v)
   return 0;
 }
 
+int mkc_parse_seed(const char *s, unsigned long long *v) {
+  char *end;
+  errno = 0;
+  *v = strtoull(s, &end, 10);
+  return !*s || *end || errno || s[0] == '-' ? -1 : 0;
+}
+
+int mkc_cli_check_model(const mkc_cli *c, const char *cmd) {
+  if (!c->model_path || !(c->preset || c->have_seed || c->graph)) return 0;
+  char msg[200];
+  snprintf(msg, sizeof msg,
+           "%s: -m brings its own graph, preset and weights; drop --preset, --graph and "
+           "--random-weights",
+           cmd);
+  return mkc_cli_usage_error("%s", msg);
+}
+
 static int allows(const char *allowed, const char *flag) {
   size_t n = strlen(flag);
   for (const char *p = allowed; (p = strstr(p, flag)); p += n)
@@ -87,16 +104,10 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       if (!*v || *end || errno || !(c->temp >= 0) || c->temp > 100)
         return mkc_cli_usage_error("--temp: expected a number in 0..100, got '%s'", v);
     } else if (strcmp(a, "--seed") == 0) {
-      char *end;
-      errno = 0;
-      c->sample_seed = strtoull(v, &end, 10);
-      if (!*v || *end || errno || v[0] == '-')
+      if (mkc_parse_seed(v, &c->sample_seed) != 0)
         return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
     } else if (strcmp(a, "--random-weights") == 0) {
-      char *end;
-      errno = 0;
-      c->seed = strtoull(v, &end, 10);
-      if (!*v || *end || errno || v[0] == '-')
+      if (mkc_parse_seed(v, &c->seed) != 0)
         return mkc_cli_usage_error(
             "--random-weights: expected a non-negative integer seed, got '%s'", v);
       c->have_seed = 1;

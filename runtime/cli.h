@@ -23,6 +23,13 @@ typedef struct mkc_cli {
 /* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
 int mkc_cli_usage_error(const char *fmt, const char *arg);
 
+/* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
+int mkc_parse_seed(const char *s, unsigned long long *v);
+
+/* With -m, --preset, --graph and --random-weights have no place: the usage
+ * error "CMD: -m brings its own ..." (2), else 0. */
+int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
+
 /* Parses argv[first..]; `allowed` lists the flags this command takes, e.g.
  * "--preset -n --draft-max". Returns 0 or 2 (after printing why). */
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,

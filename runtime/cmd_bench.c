@@ -99,9 +99,7 @@ int mkc_cmd_bench(int argc, char **argv) {
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
       &c);
   if (rc) return rc;
-  if (c.model_path && (c.preset || c.have_seed || c.graph))
-    return mkc_cli_usage_error("%s", "bench: -m brings its own graph, preset and weights; drop "
-                                     "--preset, --graph and --random-weights");
+  if ((rc = mkc_cli_check_model(&c, "bench"))) return rc;
   if (!c.preset && !c.model_path)
     return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
   if (!c.have_seed && !c.model_path)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "codegen_host.h"
 #include "commands.h"
 #include "gguf.h"
@@ -152,10 +153,8 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!preset) return usage_error("%s", "init: --preset is required");
   if (!seed_arg) return usage_error("%s", "init: --seed SEED is required");
   if (!path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
-  char *end;
-  errno = 0;
-  unsigned long long seed = strtoull(seed_arg, &end, 10);
-  if (!*seed_arg || *end || errno || seed_arg[0] == '-')
+  unsigned long long seed;
+  if (mkc_parse_seed(seed_arg, &seed) != 0)
     return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
 
   char graph_path[4200], name[256];

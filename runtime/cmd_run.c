@@ -92,10 +92,9 @@ static int check_flags(const mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (c->prompt && c->prompt_ids)
     return mkc_cli_usage_error("%s", "run: give the prompt as -p TEXT or --prompt-ids, not both");
+  int rc = mkc_cli_check_model(c, "run");
+  if (rc) return rc;
   if (c->model_path) {
-    if (c->preset || c->have_seed || c->graph)
-      return mkc_cli_usage_error("%s", "run: -m brings its own graph, preset and weights; drop "
-                                       "--preset, --graph and --random-weights");
     if (!c->prompt && !c->prompt_ids)
       return mkc_cli_usage_error("%s", "run: -p TEXT (or --prompt-ids) is required with -m");
     return 0;
