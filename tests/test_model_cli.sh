@@ -26,6 +26,18 @@ fi
 grep -qx "graph: graphs/llama.lua, preset llama-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)" "$tmp/info" \
   && ok "info -m: the derived preset" || fail "info -m: the derived preset" "$(cat "$tmp/info" "$tmp/err")"
 
+# info on a GGUF mkc cannot run: the file is described, the reason given, exit 0.
+perl -0777 -pe 's/(general\.architecture\x08\x00\x00\x00\x05\x00{7})llama/${1}gptnx/' \
+  "$tmp/tiny.gguf" >"$tmp/gptnx.gguf"
+if "$mkc" info -m "$tmp/gptnx.gguf" >"$tmp/info" 2>"$tmp/err" \
+  && grep -qx "tensors: 20 (BF16 20)" "$tmp/info" \
+  && grep -qx "graph: none (mkc cannot run this model: see the error above)" "$tmp/info" \
+  && grep -qxF "mkc: error: $tmp/gptnx.gguf: architecture \"gptnx\" is not supported (mkc runs llama, mistral, qwen2, qwen3)" "$tmp/err"; then
+  ok "info -m on an architecture mkc does not run: described, with the reason"
+else
+  fail "info -m on an architecture mkc does not run" "$(cat "$tmp/info" "$tmp/err")"
+fi
+
 # The same model as a Hugging Face folder (config.json + model.safetensors).
 if "$mkc" init --preset tiny --seed 7 -o "$tmp/hf-tiny" 2>"$tmp/err" \
   && "$mkc" run -m "$tmp/hf-tiny" --prompt-ids 3,1,4,1,5 -n 12 --draft-max 3 --backend cpu \
