@@ -579,9 +579,7 @@ static int shape_matches(const mkc_gguf_tensor *t, const mkc_weight_info *w) {
 }
 
 int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w) {
-  w->n = 0;
-  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
-  if (!w->t) {
+  if (mkc_weights_begin(w, g) != 0) {
     mkc_error_in(f->path, "out of memory for %d weights", g->n_weights);
     return -1;
   }
@@ -607,13 +605,8 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
                    info->cols, actual);
       goto fail;
     }
-    mkc_tensor *dst = &w->t[w->n];
-    dst->rows = info->rows;
-    dst->cols = info->cols;
-    dst->name = strdup(info->name);
-    w->n++;
-    dst->data = malloc((t->n_elems ? t->n_elems : 1) * sizeof *dst->data);
-    if (!dst->name || !dst->data) {
+    mkc_tensor *dst = mkc_weights_append(w, info);
+    if (!dst) {
       mkc_error_in(f->path, "tensor '%s': out of memory for %" PRIu64 " elements", t->name,
                    t->n_elems);
       goto fail;

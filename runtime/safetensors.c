@@ -628,9 +628,7 @@ static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mk
 
 int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_graph *g,
                         mkc_weights *w) {
-  w->n = 0;
-  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
-  if (!w->t) {
+  if (mkc_weights_begin(w, g) != 0) {
     mkc_error_in(st->path, "out of memory for %d weights", g->n_weights);
     return -1;
   }
@@ -665,15 +663,10 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
                      info->rows, info->cols, shape);
       goto fail;
     }
-    size_t n = (size_t)info->rows * (size_t)info->cols;
-    mkc_tensor *dst = &w->t[w->n];
-    dst->rows = info->rows;
-    dst->cols = info->cols;
-    dst->name = strdup(info->name);
-    w->n++;
-    dst->data = malloc((n ? n : 1) * sizeof *dst->data);
-    if (!dst->name || !dst->data) {
-      mkc_error_in(where, "tensor '%s': out of memory for %zu elements", hf, n);
+    mkc_tensor *dst = mkc_weights_append(w, info);
+    if (!dst) {
+      mkc_error_in(where, "tensor '%s': out of memory for %zu elements", hf,
+                   (size_t)info->rows * (size_t)info->cols);
       goto fail;
     }
     if (load_one(st, d, t, info, dst->data)) goto fail;

@@ -69,13 +69,8 @@ static int ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-static int fill_random(mkc_tensor *t, unsigned long long seed) {
+static void fill_random(mkc_tensor *t, unsigned long long seed) {
   size_t count = (size_t)t->rows * (size_t)t->cols;
-  t->data = malloc((count ? count : 1) * sizeof *t->data);
-  if (!t->data) {
-    fprintf(stderr, "mkc: error: weight %s: out of memory (%zu elements)\n", t->name, count);
-    return -1;
-  }
   xoshiro256 x;
   seed_for_name(&x, seed, t->name);
   double offset = 0.0, scale;
@@ -93,13 +88,26 @@ static int fill_random(mkc_tensor *t, unsigned long long seed) {
   }
   for (size_t i = 0; i < count; i++)
     t->data[i] = mkc_float_to_bf16((float)(offset + scale * uniform_pm1(&x)));
-  return 0;
+}
+
+int mkc_weights_begin(mkc_weights *w, const mkc_graph *g) {
+  w->n = 0;
+  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
+  return w->t ? 0 : -1;
+}
+
+mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info) {
+  size_t count = (size_t)info->rows * (size_t)info->cols;
+  mkc_tensor *t = &w->t[w->n++];
+  t->rows = info->rows;
+  t->cols = info->cols;
+  t->name = strdup(info->name);
+  t->data = malloc((count ? count : 1) * sizeof *t->data);
+  return t->name && t->data ? t : NULL;
 }
 
 int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed) {
-  w->n = 0;
-  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
-  if (!w->t) {
+  if (mkc_weights_begin(w, g) != 0) {
     fprintf(stderr, "mkc: error: out of memory for %d weights\n", g->n_weights);
     return -1;
   }
@@ -111,15 +119,14 @@ int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long se
       mkc_weights_free(w);
       return -1;
     }
-    mkc_tensor *t = &w->t[w->n];
-    t->rows = info->rows;
-    t->cols = info->cols;
-    t->name = strdup(info->name);
-    w->n++;
-    if (!t->name || fill_random(t, seed) != 0) {
+    mkc_tensor *t = mkc_weights_append(w, info);
+    if (!t) {
+      fprintf(stderr, "mkc: error: weight %s: out of memory (%zu elements)\n", info->name,
+              (size_t)info->rows * (size_t)info->cols);
       mkc_weights_free(w);
       return -1;
     }
+    fill_random(t, seed);
   }
   return 0;
 }

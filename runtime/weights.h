@@ -23,6 +23,13 @@ typedef struct mkc_weights {
  * else ~ U(-1, 1) * sqrt(3 / cols). Rounded to bf16. Returns 0 or -1. */
 int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed);
 
+/* Building a store for g, as every source of weights does: begin makes
+ * room for g->n_weights tensors in w (0, or -1 when out of memory), append
+ * adds one named and shaped as info, its data allocated but not filled
+ * (NULL when out of memory; w stays freeable). Neither prints. */
+int mkc_weights_begin(mkc_weights *w, const mkc_graph *g);
+mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info);
+
 /* The tensor called name with shape [rows][cols]; on a missing or misshapen
  * tensor prints "mkc: error: weight NAME: ..." and returns NULL. */
 const mkc_tensor *mkc_weights_get(const mkc_weights *w, const char *name, int rows, int cols);
