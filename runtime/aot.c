@@ -119,7 +119,7 @@ int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *
   base = base ? base + 1 : m->header.graph;
   snprintf(m->name, sizeof m->name, "%.*s.%s.cu", (int)strcspn(base, "."), base, m->header.preset);
   snprintf(m->mkc_version, sizeof m->mkc_version, "mkc %s", MKC_VERSION);
-  m->nvrtc_version = mkc_nvrtc_version();
+  m->nvrtc_version = mkc_nvrtc_version(NULL, 0);
   mkc_source_hash(source, m->source_hash);
   char dir[4096];
   snprintf(dir, sizeof dir, "%s", out_dir);

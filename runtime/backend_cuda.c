@@ -32,23 +32,31 @@ fail:
 }
 
 /* Captures one step. A driver that refuses to capture a cooperative launch
- * leaves direct launches in place, and says so once. */
+ * leaves direct launches in place, and says which call refused, once. */
 static void capture(mkc_cuda_backend *b) {
-  CUresult r = mkc_cu.StreamBeginCapture(b->stream, MKC_CU_CAPTURE_MODE_THREAD_LOCAL);
-  if (r == 0) {
-    CUresult lr =
-        mkc_cu.LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads,
-                                       1, 1, (unsigned)b->g->smem_bytes, b->stream, b->args);
-    r = mkc_cu.StreamEndCapture(b->stream, &b->graph);
-    if (lr != 0) r = lr;
+  const char *failed = NULL;
+  int line = 0;
+  CUresult err = 0;
+#define ATTEMPT(name, args)                                                                        \
+  do {                                                                                             \
+    CUresult r_ = mkc_cu.name args;                                                                \
+    if (r_ != 0 && !failed) failed = "cu" #name, line = __LINE__, err = r_;                        \
+  } while (0)
+  ATTEMPT(StreamBeginCapture, (b->stream, MKC_CU_CAPTURE_MODE_THREAD_LOCAL));
+  if (!failed) {
+    ATTEMPT(LaunchCooperativeKernel, (b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads,
+                                      1, 1, (unsigned)b->g->smem_bytes, b->stream, b->args));
+    /* The capture ends whatever the launch did. */
+    ATTEMPT(StreamEndCapture, (b->stream, &b->graph));
   }
-  if (r == 0) r = mkc_cu.GraphInstantiateWithFlags(&b->graph_exec, b->graph, 0);
-  if (r != 0) {
+  if (!failed) ATTEMPT(GraphInstantiateWithFlags, (&b->graph_exec, b->graph, 0));
+#undef ATTEMPT
+  if (failed) {
     fprintf(stderr,
-            "mkc: warning: cuda: the step could not be captured in a CUDA graph (%s): launching "
-            "directly\n",
-            mkc_cu_error_name(r));
-    if (b->graph) mkc_cu.GraphDestroy(b->graph);
+            "mkc: warning: cuda: %s failed at %s:%d: %s; the step is not captured in a CUDA "
+            "graph: launching directly\n",
+            failed, __FILE__, line, mkc_cu_error_name(err));
+    if (b->graph) CU_WARN(GraphDestroy(b->graph));
     b->graph = NULL;
     b->graph_exec = NULL;
   }
@@ -186,21 +194,23 @@ double mkc_cuda_copy_bandwidth(mkc_cuda_backend *b, size_t bytes) {
     if (i > 0 && gbs > best) best = gbs; /* the first run warms up */
   }
 fail:
-  if (src) mkc_cu.MemFree(src);
-  if (dst) mkc_cu.MemFree(dst);
+  if (src) CU_WARN(MemFree(src));
+  if (dst) CU_WARN(MemFree(dst));
   return best;
 }
 
 void mkc_cuda_close(mkc_cuda_backend *b) {
   if (!b) return;
-  if (b->graph_exec) mkc_cu.GraphExecDestroy(b->graph_exec);
-  if (b->graph) mkc_cu.GraphDestroy(b->graph);
-  if (b->weights) mkc_cu.MemFree(b->weights);
-  if (b->scratch) mkc_cu.MemFree(b->scratch);
-  if (b->kv) mkc_cu.MemFree(b->kv);
-  if (b->state) mkc_cu.MemFree(b->state);
-  if (b->stream) mkc_cu.StreamDestroy(b->stream);
-  if (b->module) mkc_cu.ModuleUnload(b->module);
-  if (b->ctx) mkc_cu.DevicePrimaryCtxRelease(b->dev.dev);
+  /* Work a failed step left queued finishes before its memory goes. */
+  if (b->stream) CU_WARN(StreamSynchronize(b->stream));
+  if (b->graph_exec) CU_WARN(GraphExecDestroy(b->graph_exec));
+  if (b->graph) CU_WARN(GraphDestroy(b->graph));
+  if (b->stream) CU_WARN(StreamDestroy(b->stream));
+  if (b->weights) CU_WARN(MemFree(b->weights));
+  if (b->scratch) CU_WARN(MemFree(b->scratch));
+  if (b->kv) CU_WARN(MemFree(b->kv));
+  if (b->state) CU_WARN(MemFree(b->state));
+  if (b->module) CU_WARN(ModuleUnload(b->module));
+  if (b->ctx) CU_WARN(DevicePrimaryCtxRelease(b->dev.dev));
   free(b);
 }

@@ -68,7 +68,7 @@ int mkc_cuda_load(char *why, size_t why_size) {
   }
   CUresult r = mkc_cu.Init(0);
   if (r != 0) {
-    snprintf(why, why_size, "cuInit failed: %s", mkc_cu_error_name(r));
+    snprintf(why, why_size, "cuInit failed at %s:%d: %s", __FILE__, __LINE__, mkc_cu_error_name(r));
     memset(&mkc_cu, 0, sizeof mkc_cu);
     dlclose(dl);
     return -1;
@@ -91,6 +91,11 @@ int mkc_cu_fail(const char *call, const char *file, int line, CUresult r) {
   return -1;
 }
 
+void mkc_cu_warn(const char *call, const char *file, int line, CUresult r) {
+  fprintf(stderr, "mkc: warning: cuda: %s failed at %s:%d: %s\n", call, file, line,
+          mkc_cu_error_name(r));
+}
+
 int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   /* Asked by backend choice, session, backend and bench alike: query once. */
   static mkc_cuda_device known;
@@ -101,24 +106,35 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   }
   memset(d, 0, sizeof *d);
   if (mkc_cuda_load(why, why_size) != 0) return -1;
+    /* Each query names itself when it fails, as CU_CHECK does. */
+#define QUERY(name, args)                                                                          \
+  do {                                                                                             \
+    CUresult r_ = mkc_cu.name args;                                                                \
+    if (r_ != 0) {                                                                                 \
+      snprintf(why, why_size, "querying CUDA device 0: cu%s failed at %s:%d: %s", #name, __FILE__, \
+               __LINE__, mkc_cu_error_name(r_));                                                   \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
   int count = 0;
   CUresult r = mkc_cu.DeviceGetCount(&count);
-  if (r != 0 || count == 0) {
-    snprintf(why, why_size, "no CUDA device (%s)",
-             r ? mkc_cu_error_name(r) : "the driver sees none");
+  if (r != 0) {
+    snprintf(why, why_size, "no CUDA device (cuDeviceGetCount failed at %s:%d: %s)", __FILE__,
+             __LINE__, mkc_cu_error_name(r));
     return -1;
   }
-  if ((r = mkc_cu.DeviceGet(&d->dev, 0)) != 0 ||
-      (r = mkc_cu.DeviceGetName(d->name, sizeof d->name, d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->cc_major, MKC_CU_ATTR_CC_MAJOR, d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->cc_minor, MKC_CU_ATTR_CC_MINOR, d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN,
-                                     d->dev)) ||
-      (r = mkc_cu.DeviceGetAttribute(&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev))) {
-    snprintf(why, why_size, "querying CUDA device 0 failed: %s", mkc_cu_error_name(r));
+  if (count == 0) {
+    snprintf(why, why_size, "no CUDA device (the driver sees none)");
     return -1;
   }
+  QUERY(DeviceGet, (&d->dev, 0));
+  QUERY(DeviceGetName, (d->name, sizeof d->name, d->dev));
+  QUERY(DeviceGetAttribute, (&d->cc_major, MKC_CU_ATTR_CC_MAJOR, d->dev));
+  QUERY(DeviceGetAttribute, (&d->cc_minor, MKC_CU_ATTR_CC_MINOR, d->dev));
+  QUERY(DeviceGetAttribute, (&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev));
+  QUERY(DeviceGetAttribute, (&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev));
+  QUERY(DeviceGetAttribute, (&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev));
+#undef QUERY
   snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
   known = *d;
   have = 1;

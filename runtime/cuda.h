@@ -81,6 +81,9 @@ const char *mkc_cu_error_name(CUresult r);
 /* Prints "mkc: error: cuda: CALL failed at FILE:LINE: NAME" and returns -1. */
 int mkc_cu_fail(const char *call, const char *file, int line, CUresult r);
 
+/* The same as "mkc: warning: ...", for calls whose failure mkc survives. */
+void mkc_cu_warn(const char *call, const char *file, int line, CUresult r);
+
 #define CU_CHECK(call)                                                                             \
   do {                                                                                             \
     CUresult cu_r_ = mkc_cu.call;                                                                  \
@@ -88,6 +91,13 @@ int mkc_cu_fail(const char *call, const char *file, int line, CUresult r);
       mkc_cu_fail("cu" #call, __FILE__, __LINE__, cu_r_);                                          \
       goto fail;                                                                                   \
     }                                                                                              \
+  } while (0)
+
+/* Teardown: a failed release is reported, and the teardown goes on. */
+#define CU_WARN(call)                                                                              \
+  do {                                                                                             \
+    CUresult cu_r_ = mkc_cu.call;                                                                  \
+    if (cu_r_ != 0) mkc_cu_warn("cu" #call, __FILE__, __LINE__, cu_r_);                            \
   } while (0)
 
 /* The first device: its arch as "sm_XY", name, SM count. -1 + message when

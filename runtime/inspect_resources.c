@@ -56,7 +56,7 @@ void mkc_resources_get(const char *source, const char *name, const char *arch, m
     snprintf(res->why, sizeof res->why, "%s", why);
     return;
   }
-  res->nvrtc_version = mkc_nvrtc_version();
+  res->nvrtc_version = mkc_nvrtc_version(NULL, 0);
   mkc_nvrtc_output out;
   mkc_ptxas_info info;
   if (mkc_nvrtc_compile(source, name, arch, 0, &out) != 0) {

@@ -90,11 +90,10 @@ int mkc_kcache_compile(const char *source, const char *name, const char *arch, m
   char arch_opt[64], path[4200];
   const char *opts[MKC_NVRTC_MAX_OPTIONS];
   int n_opts = mkc_nvrtc_options(arch, opts, arch_opt, sizeof arch_opt);
-  int version = mkc_nvrtc_version();
+  char no_nvrtc[512];
+  int version = mkc_nvrtc_version(no_nvrtc, sizeof no_nvrtc);
   if (version < 0) {
-    char why[512];
-    mkc_nvrtc_load(why, sizeof why);
-    fprintf(stderr, "mkc: error: nvrtc: %s\n", why);
+    fprintf(stderr, "mkc: error: nvrtc: %s\n", no_nvrtc);
     return -1;
   }
   uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, source);

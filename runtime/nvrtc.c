@@ -108,19 +108,27 @@ int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_
   return n;
 }
 
-int mkc_nvrtc_version(void) {
+int mkc_nvrtc_version(char *why, size_t why_size) {
   int major, minor;
-  char why[256];
-  if (mkc_nvrtc_load(why, sizeof why) != 0 || api.version(&major, &minor) != 0) return -1;
+  char ignored[256];
+  if (!why) why = ignored, why_size = sizeof ignored;
+  if (mkc_nvrtc_load(why, why_size) != 0) return -1;
+  int line = __LINE__ + 1;
+  nvrtc_result r = api.version(&major, &minor);
+  if (r != 0) {
+    snprintf(why, why_size, "nvrtcVersion failed at %s:%d: %s", __FILE__, line,
+             api.get_error_string(r));
+    return -1;
+  }
   return major * 1000 + minor * 10;
 }
 
 /* Reports a failed call by name, place and NVRTC's name for the error. */
-#define NVRTC_CHECK(call)                                                                          \
+#define NVRTC_CHECK(name, call)                                                                    \
   do {                                                                                             \
     nvrtc_result r_ = (call);                                                                      \
     if (r_ != 0) {                                                                                 \
-      fprintf(stderr, "mkc: error: nvrtc: %s failed at %s:%d: %s\n", #call, __FILE__, __LINE__,    \
+      fprintf(stderr, "mkc: error: nvrtc: %s failed at %s:%d: %s\n", name, __FILE__, __LINE__,     \
               api.get_error_string(r_));                                                           \
       goto fail;                                                                                   \
     }                                                                                              \
@@ -168,13 +176,13 @@ int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, in
   int is_real = strncmp(arch, "sm_", 3) == 0;
   compile_count++;
   nvrtc_program prog = NULL;
-  NVRTC_CHECK(api.create(&prog, source, name, 0, NULL, NULL));
+  NVRTC_CHECK("nvrtcCreateProgram", api.create(&prog, source, name, 0, NULL, NULL));
   nvrtc_result rc = api.compile(prog, n_opts, opts);
   size_t size = 0;
-  NVRTC_CHECK(api.log_size(prog, &size));
+  NVRTC_CHECK("nvrtcGetProgramLogSize", api.log_size(prog, &size));
   out->log = calloc(size + 1, 1);
   if (!out->log) goto oom;
-  NVRTC_CHECK(api.log(prog, out->log));
+  NVRTC_CHECK("nvrtcGetProgramLog", api.log(prog, out->log));
   if (rc != 0) {
     fprintf(stderr, "mkc: error: nvrtc: compiling %s for %s failed: %s\noptions:", name, arch,
             api.get_error_string(rc));
@@ -184,18 +192,22 @@ int mkc_nvrtc_compile(const char *source, const char *name, const char *arch, in
     goto fail;
   }
   if (want_ptx || !is_real) {
-    NVRTC_CHECK(api.ptx_size(prog, &size));
+    NVRTC_CHECK("nvrtcGetPTXSize", api.ptx_size(prog, &size));
     out->ptx = calloc(size + 1, 1);
     if (!out->ptx) goto oom;
-    NVRTC_CHECK(api.ptx(prog, out->ptx));
+    NVRTC_CHECK("nvrtcGetPTX", api.ptx(prog, out->ptx));
   }
   if (is_real) {
-    NVRTC_CHECK(api.cubin_size(prog, &out->cubin_size));
+    NVRTC_CHECK("nvrtcGetCUBINSize", api.cubin_size(prog, &out->cubin_size));
     out->cubin = malloc(out->cubin_size ? out->cubin_size : 1);
     if (!out->cubin) goto oom;
-    NVRTC_CHECK(api.cubin(prog, out->cubin));
+    NVRTC_CHECK("nvrtcGetCUBIN", api.cubin(prog, out->cubin));
   }
-  api.destroy(&prog);
+  int line = __LINE__ + 1;
+  nvrtc_result dr = api.destroy(&prog);
+  if (dr != 0)
+    fprintf(stderr, "mkc: warning: nvrtc: nvrtcDestroyProgram failed at %s:%d: %s\n", __FILE__,
+            line, api.get_error_string(dr));
   return 0;
 oom:
   fprintf(stderr, "mkc: error: nvrtc: out of memory\n");

@@ -16,8 +16,9 @@ typedef struct mkc_nvrtc_output {
  * loader path). Returns 0, or -1 with the reason in why. */
 int mkc_nvrtc_load(char *why, size_t why_size);
 
-/* NVRTC's version as major * 1000 + minor * 10, or -1. */
-int mkc_nvrtc_version(void);
+/* NVRTC's version as major * 1000 + minor * 10, or -1 with the reason in
+ * why (which may be NULL). */
+int mkc_nvrtc_version(char *why, size_t why_size);
 
 /* Compiles source (named `name` in diagnostics) for arch ("sm_90" gives a
  * cubin, "compute_90" only PTX), with --ptxas-options=-v. On failure prints

@@ -98,7 +98,7 @@ int main(void) {
     printf("0 passed, 0 failed, 1 skipped\n");
     return 0;
   }
-  int v = mkc_nvrtc_version(), supported[64];
+  int v = mkc_nvrtc_version(NULL, 0), supported[64];
   int n_supported = mkc_nvrtc_supported_archs(supported, 64);
   printf("     | NVRTC %d.%d, %d archs\n", v / 1000, v % 1000 / 10, n_supported);
   /* The qwen presets only for sm_80 and sm_90: they differ from the others in one template. */
