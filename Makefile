@@ -16,7 +16,11 @@ RUNTIME_OBJ := $(RUNTIME_SRC:runtime/%.c=build/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=build/%)
 
-all: build/mkc $(TEST_BIN)
+# A CUDA driver and an NVRTC double (tests/fake_cuda): the cuda backend's host
+# code runs in make test on machines without a GPU.
+FAKE_CUDA := build/fake_cuda/libcuda.so.1 build/fake_cuda/libnvrtc.so
+
+all: build/mkc $(TEST_BIN) $(FAKE_CUDA)
 
 build/obj/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
@@ -28,6 +32,14 @@ build/mkc: build/obj/main.o $(RUNTIME_OBJ)
 build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
+
+build/fake_cuda/libcuda.so.1: tests/fake_cuda/driver.c tests/fake_cuda/fake.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+
+build/fake_cuda/libnvrtc.so: tests/fake_cuda/nvrtc.c tests/fake_cuda/fake.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
 SANITIZE_NAMES := gguf safetensors tokenizer
@@ -49,7 +61,8 @@ golden: build/mkc
 	for p in tiny odd llama-3.2-1b; do build/mkc gen graphs/llama.lua --preset $$p --draft-max 4 -o tests/golden/llama.$$p.cu; done
 
 format:
-	clang-format -i runtime/*.c runtime/*.h tests/*.c tests/*.h templates/*.h templates/*.cuh
+	clang-format -i runtime/*.c runtime/*.h tests/*.c tests/*.h tests/fake_cuda/*.c tests/fake_cuda/*.h \
+	  templates/*.h templates/*.cuh
 
 clean:
 	rm -rf build

@@ -45,7 +45,9 @@ done
 
 # compute-sanitizer: zero errors.
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -x "$cs" ]; then
+if [ -n "${MKC_SKIP_SANITIZER:-}" ]; then
+  skip "compute-sanitizer: MKC_SKIP_SANITIZER is set ($MKC_SKIP_SANITIZER)"
+elif [ -x "$cs" ]; then
   for p in tiny odd qwen2-tiny qwen3-tiny; do
     for tool in memcheck racecheck synccheck; do
       MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 \

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# The cuda backend's host side on a machine without a GPU: mkc loads the
+# CUDA driver and NVRTC doubles of tests/fake_cuda (MKC_LIBCUDA, MKC_NVRTC),
+# which keep device memory apart from host memory, queue stream work until a
+# synchronization, replay captured graphs, refuse what the real driver
+# refuses, and run the kernel with the CPU backend. Checked here: tokens equal
+# to the cpu backend's, the calls one step makes, the kernel cache's warm
+# start, ahead-of-time images per device, bench, and that every failing
+# driver or NVRTC call is reported by name and place without a crash. The
+# device code itself only runs on a GPU (make test-gpu).
+source "$(dirname "$0")/lib.sh"
+fake=$PWD/build/fake_cuda
+export MKC_LIBCUDA=$fake/libcuda.so.1 MKC_NVRTC=$fake/libnvrtc.so
+export MKC_CACHE_DIR=$tmp/cache
+unset MKC_CUDA_GRAPH MKC_FAKE_CUDA_TRACE MKC_FAKE_CUDA_FAIL_AT MKC_FAKE_NVRTC_FAIL_AT
+unset MKC_FAKE_CUDA_ARCH MKC_FAKE_CUDA_SMS MKC_FAKE_CUDA_DEVICES MKC_FAKE_CUDA_NO_COOP
+unset MKC_FAKE_CUDA_NO_COOP_CAPTURE MKC_TEST_BACKEND
+trace=$tmp/trace
+
+args=(run --preset tiny --random-weights 5 -n 24 --prompt-ids 3,1,4,1,5 --draft-max 4)
+"$mkc" "${args[@]}" --backend cpu >"$tmp/cpu" 2>/dev/null
+
+# run NAME [ENV=VALUE...]: the cuda run with a fresh trace; sets rc.
+run() {
+  local name=$1
+  shift
+  rm -f "$trace"
+  env MKC_FAKE_CUDA_TRACE="$trace" "$@" "$mkc" "${args[@]}" --backend cuda \
+    >"$tmp/$name.out" 2>"$tmp/$name.err"
+  rc=$?
+}
+no_misuse() { ! grep -q 'fake cuda: misuse' "$1"; }
+same_tokens() { cmp -s "$tmp/cpu" "$tmp/$1.out" && [ "$(wc -w <"$tmp/cpu")" -eq 24 ]; }
+calls() { grep -c "^$1\( \|$\)" "$trace"; }
+
+# Cold start: NVRTC compiles once; the tokens are the cpu backend's.
+run cold
+if [ "$rc" -eq 0 ] && same_tokens cold && no_misuse "$tmp/cold.err"; then
+  ok "cold start: tokens = cpu backend, no misuse of the driver"
+else
+  fail "cold start" "rc $rc" "$(cat "$tmp/cold.out" "$tmp/cold.err")"
+fi
+[ "$(calls 'nvrtcCompileProgram sm_90')" -eq 1 ] && ok "cold start: NVRTC compiles for the device's sm_90" \
+  || fail "cold start: one NVRTC compile for sm_90" "$(grep nvrtcCompile "$trace")"
+grep -q 'CUDA graph replay' "$tmp/cold.err" && ok "the step is replayed from a CUDA graph" \
+  || fail "graph replay" "$(cat "$tmp/cold.err")"
+
+# Warm start: the kernel cache answers. NVRTC compiles nothing; its version,
+# part of the cache key, is its only call.
+run warm
+if [ "$rc" -eq 0 ] && same_tokens warm && [ "$(grep '^nvrtc' "$trace")" = nvrtcVersion ] \
+  && grep -q 'from the kernel cache' "$tmp/warm.err"; then
+  ok "warm start: NVRTC compiles nothing (nvrtcVersion only), the kernel comes from the cache"
+else
+  fail "warm start" "$(grep '^nvrtc' "$trace" | head -n 3)" "$(cat "$tmp/warm.err")"
+fi
+
+# Weights go up once; one launch is captured; every step is the same four
+# calls: inputs up, graph launch, state down (pos, counts, tokens), sync.
+[ "$(calls cuMemcpyHtoD_v2)" -eq 1 ] && ok "the weights are uploaded once" \
+  || fail "one weight upload" "$(grep cuMemcpyHtoD_v2 "$trace")"
+[ "$(calls cuLaunchCooperativeKernel)" -eq 1 ] && [ "$(calls cuStreamBeginCapture_v2)" -eq 1 ] \
+  && ok "one cooperative launch, captured" \
+  || fail "one captured launch" "$(grep -E 'cuLaunch|Capture' "$trace")"
+steps=$(calls cuGraphLaunch)
+state_bytes=$(awk '/^cuMemcpyDtoHAsync_v2/ { print $2; exit }' "$trace")
+per_step=$(awk '/^cuGraphInstantiateWithFlags/ { on = 1; next } /^cuGraphExecDestroy/ { on = 0 }
+  on { sub(/ [0-9]+$/, "", $0); printf "%s;", $0 }' "$trace")
+want=$(for ((i = 0; i < steps; i++)); do
+  printf 'cuMemcpyHtoDAsync_v2;cuGraphLaunch;cuMemcpyDtoHAsync_v2;cuStreamSynchronize;'
+done)"cuStreamSynchronize;" # and the one closing the session
+if [ "$steps" -gt 5 ] && [ "$per_step" = "$want" ] && [ "${state_bytes:-9999}" -le 512 ]; then
+  ok "each of $steps steps: inputs up, graph launch, $state_bytes B of state down, one sync"
+else
+  fail "per-step calls" "steps $steps, state $state_bytes B" "${per_step:0:300}"
+fi
+
+# Plain launches give the same tokens.
+run plain MKC_CUDA_GRAPH=0
+if [ "$rc" -eq 0 ] && same_tokens plain && [ "$(calls cuGraphLaunch)" -eq 0 ] \
+  && [ "$(calls cuLaunchCooperativeKernel)" -eq "$steps" ] && grep -q 'direct cooperative' "$tmp/plain.err"; then
+  ok "MKC_CUDA_GRAPH=0: $steps direct launches, same tokens"
+else
+  fail "MKC_CUDA_GRAPH=0" "rc $rc" "$(cat "$tmp/plain.out" "$tmp/plain.err")"
+fi
+
+# A driver that will not capture a cooperative launch: a warning naming the
+# call, then direct launches.
+run nocap MKC_FAKE_CUDA_NO_COOP_CAPTURE=1
+w='mkc: warning: cuda: cuLaunchCooperativeKernel failed at runtime/backend_cuda.c:[0-9]+: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; the step is not captured in a CUDA graph: launching directly'
+if [ "$rc" -eq 0 ] && same_tokens nocap && grep -Eq "^$w\$" "$tmp/nocap.err" && grep -q 'direct cooperative' "$tmp/nocap.err"; then
+  ok "capture refused: warning, direct launches, same tokens"
+else
+  fail "capture refused" "rc $rc" "$(cat "$tmp/nocap.err")"
+fi
+
+MKC_FAKE_CUDA_NO_COOP=1 expect_error "a device without cooperative launch" \
+  "mkc: error: cuda: mkc fake CUDA device (the CPU backend behind a driver double) cannot launch cooperative kernels: the megakernel needs every block resident" \
+  -- "${args[@]}" --backend cuda
+MKC_FAKE_CUDA_DEVICES=0 expect_error "a driver with no device" \
+  "mkc: error: no CUDA device (the driver sees none); use --backend cpu" -- "${args[@]}" --backend cuda
+"$mkc" "${args[@]}" --backend auto >"$tmp/auto.out" 2>"$tmp/auto.err"
+MKC_FAKE_CUDA_DEVICES=0 "$mkc" "${args[@]}" --backend auto >"$tmp/auto0.out" 2>"$tmp/auto0.err"
+grep -q '^mkc: cuda backend' "$tmp/auto.err" && grep -q '^mkc: cpu backend' "$tmp/auto0.err" \
+  && cmp -s "$tmp/auto.out" "$tmp/cpu" && cmp -s "$tmp/auto0.out" "$tmp/cpu" \
+  && ok "--backend auto: cuda where a device exists, cpu where none does" \
+  || fail "--backend auto" "$(cat "$tmp/auto.err" "$tmp/auto0.err")"
+
+# Ahead of time: the cubin that fits each device, else the PTX, else an error.
+"$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/k.cu" 2>/dev/null
+"$mkc" compile "$tmp/k.cu" --arch sm_80,sm_90 -o "$tmp/aot" >/dev/null 2>&1
+"$mkc" run --preset tiny --random-weights 5 -n 12 --prompt-ids 3,1,4 --draft-max 4 --backend cpu \
+  >"$tmp/aot.want" 2>/dev/null
+for case in sm_90:sm_90 sm_89:sm_80 sm_86:sm_80 sm_100:compute_80 sm_120:compute_80; do
+  dev=${case%:*} image=${case#*:}
+  rm -f "$trace"
+  MKC_FAKE_CUDA_ARCH=$dev MKC_FAKE_CUDA_TRACE=$trace "$mkc" run --kernel "$tmp/aot" --random-weights 5 \
+    -n 12 --prompt-ids 3,1,4 >"$tmp/aot.out" 2>"$tmp/aot.err"
+  if [ "$(calls "cuModuleLoadData $image")" -eq 1 ] && cmp -s "$tmp/aot.out" "$tmp/aot.want" \
+    && no_misuse "$tmp/aot.err"; then
+    ok "run --kernel on $dev loads $image, same tokens"
+  else
+    fail "run --kernel on $dev loads $image" "$(grep cuModuleLoadData "$trace")" "$(cat "$tmp/aot.err")"
+  fi
+done
+MKC_FAKE_CUDA_ARCH=sm_75 expect_error "run --kernel on a device older than every image" \
+  "mkc: error: $tmp/aot has cubins for sm_80, sm_90, PTX for compute_80: none runs on mkc fake CUDA device (the CPU backend behind a driver double) (sm_75); recompile with --arch sm_75" \
+  -- run --kernel "$tmp/aot" --random-weights 5 -n 12
+
+# bench on the cuda backend: the table and the copy bandwidth of the same run.
+"$mkc" bench --preset tiny --random-weights 1 -n 8 --backend cuda >"$tmp/bench" 2>"$tmp/bench.err"
+if [ $? -eq 0 ] && grep -Eq '^\| llama tiny \| .* \| cuda \| sm_90 \| tg8 \| [0-9.]+ ± [0-9.]+ \|' "$tmp/bench" \
+  && grep -Eq 'Copy bandwidth .*: [0-9.]+ GB/s' "$tmp/bench" && no_misuse "$tmp/bench.err"; then
+  ok "bench --backend cuda: the table and a copy bandwidth"
+else
+  fail "bench --backend cuda" "$(cat "$tmp/bench" "$tmp/bench.err")"
+fi
+
+# Every driver call of a short run, made to fail in turn. Teardown calls warn
+# and the run completes; the capture's calls fall back to direct launches;
+# any other is an error naming the call and its place; never a crash.
+args=(run --preset tiny --random-weights 5 -n 3 --prompt-ids 3,1 --draft-max 2)
+"$mkc" "${args[@]}" --backend cpu >"$tmp/cpu" 2>/dev/null
+# survives RE: the run completed, with the cpu backend's tokens and a line matching RE.
+survives() { [ "$rc" -eq 0 ] && cmp -s "$tmp/cpu" "$tmp/inject.out" && grep -Eq "$1" "$tmp/inject.err"; }
+# refuses RE: the run stopped with exit status 1 and a line matching RE.
+refuses() { [ "$rc" -eq 1 ] && grep -Eq "$1" "$tmp/inject.err"; }
+# judge STATUS WHAT: a failed expectation, or a misuse of the driver after
+# the failure, is a failed check.
+judge() {
+  if [ "$1" -ne 0 ] || ! no_misuse "$tmp/inject.err"; then
+    bad=$((bad + 1))
+    fail "$2 made to fail" "rc $rc" "$(grep -v '^fake cuda: injected' "$tmp/inject.err" | head -n 4)"
+  fi
+}
+run clean # compiles; the runs below start warm
+run clean
+mapfile -t trail < <(grep '^cu' "$trace")
+# The session's close starts with the synchronization before cuGraphExecDestroy.
+close_from=$(grep -n '^cuGraphExecDestroy' <(printf '%s\n' "${trail[@]}") | cut -d: -f1)
+close_from=$((${close_from:-1} - 1))
+bad=0
+for ((k = 1; k <= ${#trail[@]}; k++)); do
+  call=${trail[k - 1]%% *}
+  run inject MKC_FAKE_CUDA_FAIL_AT=$k
+  code=CUDA_ERROR_UNKNOWN
+  [ "$call" = cuMemAlloc_v2 ] && code=CUDA_ERROR_OUT_OF_MEMORY
+  place="${call%_v2}(\(.*\))? failed at runtime/[a-z_]+\.c:[0-9]+: $code"
+  captured=$(printf '%s\n' "${trail[@]:0:k}" | grep -c '^cuStreamBeginCapture')
+  ended=$(printf '%s\n' "${trail[@]:0:k-1}" | grep -c '^cuStreamEndCapture')
+  if [ "$k" -ge "$close_from" ]; then
+    survives "^mkc: warning: cuda: $place\$"
+  elif [ "$captured" -eq 1 ] && { [ "$ended" -eq 0 ] || [ "$call" = cuGraphInstantiateWithFlags ]; }; then
+    survives "^mkc: warning: cuda: $place; the step is not captured in a CUDA graph"
+  else
+    refuses "^mkc: error: .*$place"
+  fi
+  judge $? "call $k ($call)"
+done
+[ "$bad" -eq 0 ] && ok "each of the ${#trail[@]} driver calls of a run, made to fail: reported by name and place, no crash"
+
+# The same for NVRTC's calls on a cold compile (an empty kernel cache each
+# time; the CPU backend's cache stays).
+rm -rf "$MKC_CACHE_DIR/cuda"
+run clean
+mapfile -t trail < <(grep '^nvrtc' "$trace")
+bad=0
+for ((k = 1; k <= ${#trail[@]}; k++)); do
+  call=${trail[k - 1]%% *}
+  rm -rf "$MKC_CACHE_DIR/cuda"
+  run inject MKC_FAKE_NVRTC_FAIL_AT=$k
+  place="$call failed at runtime/nvrtc.c:[0-9]+: NVRTC_ERROR_INTERNAL_ERROR"
+  case "$call" in
+  nvrtcDestroyProgram) survives "^mkc: warning: nvrtc: $place\$" ;;
+  nvrtcCompileProgram) refuses "^mkc: error: nvrtc: compiling llama.tiny.cu for sm_90 failed: NVRTC_ERROR_INTERNAL_ERROR" ;;
+  *) refuses "^mkc: error: nvrtc: $place\$" ;;
+  esac
+  judge $? "NVRTC call $k ($call)"
+done
+[ "$bad" -eq 0 ] && [ "${#trail[@]}" -ge 6 ] \
+  && ok "each of the ${#trail[@]} NVRTC calls of a cold compile, made to fail: reported, no crash"
+
+# The GPU suite itself (make test-gpu) on the doubles: its scripts and the
+# test programs' cuda paths run; compute-sanitizer needs a real GPU.
+MKC_SKIP_SANITIZER="the fake driver" bash tests/gpu/run.sh >"$tmp/gpu" 2>&1
+line=$(tail -n 1 "$tmp/gpu")
+read -r p _ f _ <<<"${line//,/}"
+if [ "${f:-1}" -eq 0 ] && [ "${p:-0}" -gt 300 ]; then
+  ok "make test-gpu's suite on the fake driver: $line"
+else
+  fail "make test-gpu's suite on the fake driver" "$(grep -E '^FAIL|^ +\|' "$tmp/gpu" | head -n 20)" "$line"
+fi
+
+finish
