@@ -33,13 +33,16 @@ build/test_%: tests/test_%.c $(RUNTIME_OBJ)
 	@mkdir -p build
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
 
-build/fake_cuda/libcuda.so.1: tests/fake_cuda/driver.c tests/fake_cuda/fake.h
+# Hidden visibility: only the API entry points leave the library, so the host
+# program's own symbols never interpose on the doubles' internals.
+FAKE_CFLAGS = $(CFLAGS) -fPIC -shared -fvisibility=hidden
+build/fake_cuda/libcuda.so.1: $(wildcard tests/fake_cuda/driver*.[ch]) tests/fake_cuda/fake.c tests/fake_cuda/fake.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $< -ldl
+	$(CC) $(FAKE_CFLAGS) -o $@ $(filter %.c,$^) -ldl
 
-build/fake_cuda/libnvrtc.so: tests/fake_cuda/nvrtc.c tests/fake_cuda/fake.h
+build/fake_cuda/libnvrtc.so: tests/fake_cuda/nvrtc.c tests/fake_cuda/fake.c tests/fake_cuda/fake.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -fPIC -shared -o $@ $<
+	$(CC) $(FAKE_CFLAGS) -o $@ $(filter %.c,$^)
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
 SANITIZE_NAMES := gguf safetensors tokenizer

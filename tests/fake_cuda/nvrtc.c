@@ -9,6 +9,9 @@
 
 #include "fake.h"
 
+/* Built with -fvisibility=hidden: only NVRTC's entry points are exported. */
+#define API __attribute__((visibility("default")))
+
 typedef int nvrtcResult;
 enum {
   NVRTC_SUCCESS = 0,
@@ -33,7 +36,7 @@ static const int archs[] = {75, 80, 86, 87, 89, 90, 100, 120};
     if (fake_should_fail("MKC_FAKE_NVRTC_FAIL_AT", name)) return NVRTC_ERROR_INTERNAL_ERROR;       \
   } while (0)
 
-const char *nvrtcGetErrorString(nvrtcResult r) {
+API const char *nvrtcGetErrorString(nvrtcResult r) {
   switch (r) {
   case NVRTC_SUCCESS:
     return "NVRTC_SUCCESS";
@@ -53,27 +56,28 @@ const char *nvrtcGetErrorString(nvrtcResult r) {
   return "NVRTC_ERROR unknown";
 }
 
-nvrtcResult nvrtcVersion(int *major, int *minor) {
+API nvrtcResult nvrtcVersion(int *major, int *minor) {
   ENTER("nvrtcVersion", );
   *major = 0;
   *minor = 1;
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetNumSupportedArchs(int *n) {
+API nvrtcResult nvrtcGetNumSupportedArchs(int *n) {
   ENTER("nvrtcGetNumSupportedArchs", );
   *n = (int)(sizeof archs / sizeof *archs);
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetSupportedArchs(int *out) {
+API nvrtcResult nvrtcGetSupportedArchs(int *out) {
   ENTER("nvrtcGetSupportedArchs", );
   memcpy(out, archs, sizeof archs);
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name, int n_headers,
-                               const char *const *headers, const char *const *include_names) {
+API nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *name,
+                                   int n_headers, const char *const *headers,
+                                   const char *const *include_names) {
   ENTER("nvrtcCreateProgram", );
   if (!prog || !src) return NVRTC_ERROR_INVALID_INPUT;
   if (n_headers != 0) return NVRTC_ERROR_INVALID_INPUT; /* mkc's kernels stand alone */
@@ -87,7 +91,7 @@ nvrtcResult nvrtcCreateProgram(nvrtcProgram *prog, const char *src, const char *
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcDestroyProgram(nvrtcProgram *prog) {
+API nvrtcResult nvrtcDestroyProgram(nvrtcProgram *prog) {
   ENTER("nvrtcDestroyProgram", );
   if (!prog || !*prog) return NVRTC_ERROR_INVALID_PROGRAM;
   nvrtcProgram p = *prog;
@@ -101,7 +105,7 @@ nvrtcResult nvrtcDestroyProgram(nvrtcProgram *prog) {
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n_opts, const char *const *opts) {
+API nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n_opts, const char *const *opts) {
   const char *arch = NULL;
   int ptxas_v = 0, unknown_option = 0;
   for (int i = 0; i < n_opts; i++) {
@@ -148,26 +152,26 @@ nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n_opts, const char *const *o
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram p, size_t *n) {
+API nvrtcResult nvrtcGetProgramLogSize(nvrtcProgram p, size_t *n) {
   ENTER("nvrtcGetProgramLogSize", );
   *n = p && p->log ? strlen(p->log) + 1 : 1;
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char *out) {
+API nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char *out) {
   ENTER("nvrtcGetProgramLog", );
   strcpy(out, p && p->log ? p->log : "");
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *n) {
+API nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *n) {
   ENTER("nvrtcGetPTXSize", );
   if (!p || !p->ptx) return NVRTC_ERROR_INVALID_PROGRAM;
   *n = strlen(p->ptx) + 1;
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *out) {
+API nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *out) {
   ENTER("nvrtcGetPTX", );
   if (!p || !p->ptx) return NVRTC_ERROR_INVALID_PROGRAM;
   strcpy(out, p->ptx);
@@ -175,14 +179,14 @@ nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *out) {
 }
 
 /* Like NVRTC's: 0 after compiling for a virtual arch. */
-nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *n) {
+API nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *n) {
   ENTER("nvrtcGetCUBINSize", );
   if (!p || !p->ptx) return NVRTC_ERROR_INVALID_PROGRAM;
   *n = p->cubin ? strlen(p->cubin) + 1 : 0;
   return NVRTC_SUCCESS;
 }
 
-nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *out) {
+API nvrtcResult nvrtcGetCUBIN(nvrtcProgram p, char *out) {
   ENTER("nvrtcGetCUBIN", );
   if (!p || !p->cubin) return NVRTC_ERROR_INVALID_PROGRAM;
   strcpy(out, p->cubin);
