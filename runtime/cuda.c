@@ -66,9 +66,10 @@ int mkc_cuda_load(char *why, size_t why_size) {
     dlclose(dl);
     return -1;
   }
+  int line = __LINE__ + 1;
   CUresult r = mkc_cu.Init(0);
   if (r != 0) {
-    snprintf(why, why_size, "cuInit failed at %s:%d: %s", __FILE__, __LINE__, mkc_cu_error_name(r));
+    snprintf(why, why_size, "cuInit failed at %s:%d: %s", __FILE__, line, mkc_cu_error_name(r));
     memset(&mkc_cu, 0, sizeof mkc_cu);
     dlclose(dl);
     return -1;
@@ -96,6 +97,17 @@ void mkc_cu_warn(const char *call, const char *file, int line, CUresult r) {
           mkc_cu_error_name(r));
 }
 
+/* One device query; a failure names the call and its place, as CU_CHECK does. */
+#define QUERY(name, args)                                                                          \
+  do {                                                                                             \
+    CUresult r_ = mkc_cu.name args;                                                                \
+    if (r_ != 0) {                                                                                 \
+      snprintf(why, why_size, "querying CUDA device 0: cu%s failed at %s:%d: %s", #name, __FILE__, \
+               __LINE__, mkc_cu_error_name(r_));                                                   \
+      return -1;                                                                                   \
+    }                                                                                              \
+  } while (0)
+
 int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   /* Asked by backend choice, session, backend and bench alike: query once. */
   static mkc_cuda_device known;
@@ -106,21 +118,11 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   }
   memset(d, 0, sizeof *d);
   if (mkc_cuda_load(why, why_size) != 0) return -1;
-    /* Each query names itself when it fails, as CU_CHECK does. */
-#define QUERY(name, args)                                                                          \
-  do {                                                                                             \
-    CUresult r_ = mkc_cu.name args;                                                                \
-    if (r_ != 0) {                                                                                 \
-      snprintf(why, why_size, "querying CUDA device 0: cu%s failed at %s:%d: %s", #name, __FILE__, \
-               __LINE__, mkc_cu_error_name(r_));                                                   \
-      return -1;                                                                                   \
-    }                                                                                              \
-  } while (0)
-  int count = 0;
+  int count = 0, line = __LINE__ + 1;
   CUresult r = mkc_cu.DeviceGetCount(&count);
   if (r != 0) {
-    snprintf(why, why_size, "no CUDA device (cuDeviceGetCount failed at %s:%d: %s)", __FILE__,
-             __LINE__, mkc_cu_error_name(r));
+    snprintf(why, why_size, "no CUDA device (cuDeviceGetCount failed at %s:%d: %s)", __FILE__, line,
+             mkc_cu_error_name(r));
     return -1;
   }
   if (count == 0) {
@@ -134,7 +136,6 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   QUERY(DeviceGetAttribute, (&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev));
   QUERY(DeviceGetAttribute, (&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev));
   QUERY(DeviceGetAttribute, (&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev));
-#undef QUERY
   snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
   known = *d;
   have = 1;
