@@ -36,7 +36,7 @@ int list_copy(op_list *to, const op_list *from) {
   return 0;
 }
 
-CUresult run_op(const op *o) {
+static CUresult run_op(const op *o) {
   switch (o->kind) {
   case OP_HTOD: {
     unsigned char *d = device_bytes("cuMemcpyHtoDAsync_v2 (run)", o->dev, o->bytes);
