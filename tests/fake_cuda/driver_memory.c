@@ -91,10 +91,7 @@ API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes
   ENTER("cuMemcpyHtoDAsync_v2", " %zu", bytes);
   CUresult r = need_ctx("cuMemcpyHtoDAsync_v2");
   if (r) return r;
-  if (!find_alloc(dst, bytes)) {
-    misuse("cuMemcpyHtoDAsync_v2", "[0x%llx, +%zu) is not inside one allocation", dst, bytes);
-    return E_INVALID_VALUE;
-  }
+  if (!device_bytes("cuMemcpyHtoDAsync_v2", dst, bytes)) return E_INVALID_VALUE;
   /* From pageable memory the driver stages the bytes before returning, so
    * the caller may reuse src at once: the op keeps a copy. */
   op o = {.kind = OP_HTOD, .dev = dst, .bytes = bytes, .data = (unsigned char *)src};
@@ -105,10 +102,7 @@ API CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, stru
   ENTER("cuMemcpyDtoHAsync_v2", " %zu", bytes);
   CUresult r = need_ctx("cuMemcpyDtoHAsync_v2");
   if (r) return r;
-  if (!find_alloc(src, bytes)) {
-    misuse("cuMemcpyDtoHAsync_v2", "[0x%llx, +%zu) is not inside one allocation", src, bytes);
-    return E_INVALID_VALUE;
-  }
+  if (!device_bytes("cuMemcpyDtoHAsync_v2", src, bytes)) return E_INVALID_VALUE;
   /* Stricter than the driver, which finishes a copy to pageable memory
    * before returning: dst is written only at the synchronization. */
   op o = {.kind = OP_DTOH, .dev = src, .bytes = bytes, .host = dst};

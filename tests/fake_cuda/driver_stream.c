@@ -99,6 +99,7 @@ CUresult enqueue(const char *call, struct CUstream_st *s, const op *o) {
 /* Synchronous calls: refused while a stream captures (mkc captures in
  * thread-local mode), and a race with queued work on the same memory. */
 CUresult sync_call(const char *call, CUdeviceptr dev) {
+  alloc *a = find_alloc(dev, 0);
   for (int i = 0; i < drv.n_live; i++) {
     if (drv.live[i].kind != K_STREAM) continue;
     struct CUstream_st *s = drv.live[i].p;
@@ -107,7 +108,6 @@ CUresult sync_call(const char *call, CUdeviceptr dev) {
       s->invalidated = 1;
       return E_CAPTURE_UNSUPPORTED;
     }
-    alloc *a = find_alloc(dev, 0);
     for (int j = 0; a && j < s->pending.n; j++) {
       const op *o = &s->pending.ops[j];
       int touches = o->kind != OP_LAUNCH && find_alloc(o->dev, 0) == a;
