@@ -11,7 +11,8 @@ DEP_LIBS += $(shell pkg-config --libs libcjson 2>/dev/null || echo -lcjson)
 # -rdynamic: kernels compiled for the CPU backend call the SIMT emulator in the host binary.
 LDLIBS := $(DEP_LIBS) -lm -ldl -lpthread -rdynamic
 
-RUNTIME_SRC := $(filter-out runtime/main.c,$(wildcard runtime/*.c))
+# runtime/ is folders by concern (runtime/README.md); objects mirror them.
+RUNTIME_SRC := $(filter-out runtime/cli/main.c,$(shell find runtime -name '*.c' | LC_ALL=C sort))
 RUNTIME_OBJ := $(RUNTIME_SRC:runtime/%.c=build/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=build/%)
@@ -26,7 +27,7 @@ build/obj/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -c $< -o $@
 
-build/mkc: build/obj/main.o $(RUNTIME_OBJ)
+build/mkc: build/obj/cli/main.o $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build/test_%: tests/test_%.c $(RUNTIME_OBJ)
@@ -64,14 +65,14 @@ golden: build/mkc
 	for p in tiny odd llama-3.2-1b; do build/mkc gen graphs/llama.lua --preset $$p --draft-max 4 -o tests/golden/llama.$$p.cu; done
 
 format:
-	clang-format -i runtime/*.c runtime/*.h tests/*.c tests/*.h tests/fake_cuda/*.c tests/fake_cuda/*.h \
+	clang-format -i $$(find runtime -name '*.[ch]') tests/*.c tests/*.h tests/fake_cuda/*.c tests/fake_cuda/*.h \
 	  templates/*.h templates/*.cuh
 
 clean:
 	rm -rf build
 
 .PHONY: all test test-gpu demo golden format clean
--include $(wildcard build/obj/*.d build/*.d)
+-include $(shell find build/obj -name '*.d' 2>/dev/null) $(wildcard build/*.d)
 
 # Fuzzing the parsers of outside data (libFuzzer, clang): `make fuzz` runs
 # each target FUZZ_SECONDS on its seeds in fuzz/corpus/NAME; new inputs go to

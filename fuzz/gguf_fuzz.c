@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 
 static void read_metadata(const mkc_gguf *f) {
   char text[256];

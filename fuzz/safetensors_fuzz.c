@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "safetensors.h"
+#include "formats/hf.h"
+#include "formats/safetensors.h"
 
 static void walk(const mkc_safetensors *st) {
   volatile unsigned sink = 0;

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"
-#include "utf8.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/impl.h"
+#include "tokenizer/utf8.h"
 
 static int valid_utf8(const char *s, size_t n) {
   for (size_t i = 0; i < n;) {

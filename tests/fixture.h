@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda.h"
+#include "backend/cuda/driver.h"
 
-#include "codegen_host.h"
-#include "session.h"
-#include "weights.h"
+#include "codegen/host.h"
+#include "exec/session.h"
+#include "formats/weights.h"
 
 /* The backend under test: cpu, or cuda with MKC_TEST_BACKEND=cuda (make test-gpu). */
 static inline enum mkc_backend_kind test_backend(void) {

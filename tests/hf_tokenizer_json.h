@@ -9,8 +9,8 @@
 
 #include <cJSON.h>
 
-#include "gguf.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
 
 /* The patterns HF ships in tokenizer.json (Split, behavior Isolated). */
 static const char LLAMA3_REGEX[] =

@@ -5,11 +5,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "aot.h"
+#include "backend/cuda/aot.h"
 #include "check.h"
-#include "codegen_host.h"
-#include "files.h"
-#include "nvrtc.h"
+#include "codegen/host.h"
+#include "util/files.h"
+#include "backend/cuda/nvrtc.h"
 
 static char dir[] = "/tmp/mkc_test_aot_XXXXXX";
 

@@ -5,29 +5,16 @@
 #   -- preset: NAME
 #   -- expect: tests/fails/FILE.lua:LINE: error: MESSAGE
 # Run from anywhere; paths are relative to the repository root.
-cd "$(dirname "$0")/.." || exit 1
+source "$(dirname "$0")/lib.sh"
 
-MKC=${MKC:-build/mkc}  # overridable, to test this script itself
+MKC=${MKC:-$mkc} # overridable, to test this script itself
 MIN_FILES=10
-passed=0
-failed=0
-
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() {
-  echo "FAIL $1"
-  shift
-  for line in "$@"; do echo "     $line"; done
-  failed=$((failed + 1))
-}
 
 if [ ! -x "$MKC" ]; then
   fail "$MKC: not built (run make)"
-  echo "$passed passed, $failed failed"
+  finish
   exit 1
 fi
-
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT
 
 files=(tests/fails/*.lua)
 [ -e "${files[0]}" ] || files=()
@@ -80,5 +67,4 @@ for f in "${files[@]}"; do
   fi
 done
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

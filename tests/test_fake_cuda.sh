@@ -87,7 +87,7 @@ fi
 # A driver that will not capture a cooperative launch: a warning naming the
 # call, then direct launches.
 run nocap MKC_FAKE_CUDA_NO_COOP_CAPTURE=1
-w='mkc: warning: cuda: cuLaunchCooperativeKernel failed at runtime/backend_cuda.c:[0-9]+: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; the step is not captured in a CUDA graph: launching directly'
+w='mkc: warning: cuda: cuLaunchCooperativeKernel failed at runtime/backend/cuda/backend.c:[0-9]+: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; the step is not captured in a CUDA graph: launching directly'
 if [ "$rc" -eq 0 ] && same_tokens nocap && grep -Eq "^$w\$" "$tmp/nocap.err" && grep -q 'direct cooperative' "$tmp/nocap.err"; then
   ok "capture refused: warning, direct launches, same tokens"
 else
@@ -165,7 +165,7 @@ for ((k = 1; k <= ${#trail[@]}; k++)); do
   run inject MKC_FAKE_CUDA_FAIL_AT=$k
   code=CUDA_ERROR_UNKNOWN
   [ "$call" = cuMemAlloc_v2 ] && code=CUDA_ERROR_OUT_OF_MEMORY
-  place="${call%_v2}(\(.*\))? failed at runtime/[a-z_]+\.c:[0-9]+: $code"
+  place="${call%_v2}(\(.*\))? failed at runtime/[a-z_/]+\.c:[0-9]+: $code"
   captured=$(printf '%s\n' "${trail[@]:0:k}" | grep -c '^cuStreamBeginCapture')
   ended=$(printf '%s\n' "${trail[@]:0:k-1}" | grep -c '^cuStreamEndCapture')
   if [ "$k" -ge "$close_from" ]; then
@@ -189,7 +189,7 @@ for ((k = 1; k <= ${#trail[@]}; k++)); do
   call=${trail[k - 1]%% *}
   rm -rf "$MKC_CACHE_DIR/cuda"
   run inject MKC_FAKE_NVRTC_FAIL_AT=$k
-  place="$call failed at runtime/nvrtc.c:[0-9]+: NVRTC_ERROR_INTERNAL_ERROR"
+  place="$call failed at runtime/backend/cuda/nvrtc.c:[0-9]+: NVRTC_ERROR_INTERNAL_ERROR"
   case "$call" in
   nvrtcDestroyProgram) survives "^mkc: warning: nvrtc: $place\$" ;;
   nvrtcCompileProgram) refuses "^mkc: error: nvrtc: compiling llama.tiny.cu for sm_90 failed: NVRTC_ERROR_INTERNAL_ERROR" ;;

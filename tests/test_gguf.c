@@ -9,22 +9,16 @@
 
 #include "check.h"
 #include "scratch.h"
-#include "codegen_host.h"
-#include "commands.h"
-#include "dequant.h"
-#include "gguf.h"
-#include "weights.h"
+#include "codegen/host.h"
+#include "cli/commands.h"
+#include "formats/dequant.h"
+#include "formats/gguf.h"
+#include "formats/weights.h"
+#include "util/files.h"
 
 static uint8_t *slurp(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  *n = (size_t)ftell(f);
-  rewind(f);
-  uint8_t *p = malloc(*n + 1);
-  if (p && fread(p, 1, *n, f) != *n) *n = 0;
-  fclose(f);
-  return p;
+  *n = 0;
+  return mkc_read_file(path, n);
 }
 
 static void spit(const char *path, const void *p, size_t n) {

@@ -10,11 +10,12 @@
 #include <string.h>
 
 #include "check.h"
-#include "codegen_host.h"
-#include "inspect.h"
-#include "libclang.h"
-#include "nvrtc.h"
-#include "ptxas.h"
+#include "codegen/host.h"
+#include "inspect/inspect.h"
+#include "inspect/libclang.h"
+#include "util/files.h"
+#include "backend/cuda/nvrtc.h"
+#include "backend/cuda/ptxas.h"
 
 #define MAX_STAGES 256
 
@@ -235,7 +236,7 @@ static void per_block(const char *path) {
   mkc_inspect_close(&r);
 }
 
-static char *slurp(const char *path) { return mkc_inspect_read_file(path); }
+static char *slurp(const char *path) { return mkc_read_file(path, NULL); }
 
 static int write_file(const char *path, const char *text) {
   FILE *f = fopen(path, "w");

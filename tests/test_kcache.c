@@ -1,4 +1,4 @@
-/* The CUDA kernel cache (runtime/kcache.c) and the ptxas report parser:
+/* The CUDA kernel cache (runtime/backend/cuda/kcache.c) and the ptxas report parser:
  * miss, hit without NVRTC, corrupted and torn entries rebuilt, two processes
  * racing to fill one key, MKC_KEEP_SOURCE. Needs libnvrtc, no GPU. */
 #include <dirent.h>
@@ -8,10 +8,10 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "files.h"
-#include "kcache.h"
-#include "nvrtc.h"
-#include "ptxas.h"
+#include "util/files.h"
+#include "backend/cuda/kcache.h"
+#include "backend/cuda/nvrtc.h"
+#include "backend/cuda/ptxas.h"
 
 static char source[512];
 

@@ -9,7 +9,7 @@
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
-#include "reference.h"
+#include "exec/reference.h"
 
 #define TOL 1e-4
 #define STEPS 64

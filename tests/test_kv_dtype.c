@@ -19,13 +19,13 @@
 #include <string.h>
 
 #include "check.h"
-#include "dequant.h"
+#include "formats/dequant.h"
 #include "fixture.h"
 #include "mkc_state.h"
-#include "model.h"
+#include "model/model_file.h"
 #include "prelude_cpu.h"
-#include "reference.h"
-#include "tokenizer.h"
+#include "exec/reference.h"
+#include "tokenizer/tokenizer.h"
 
 #define TOL 1e-4
 #define STEPS 64

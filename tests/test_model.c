@@ -11,15 +11,16 @@
 
 #include "check.h"
 #include "scratch.h"
-#include "files.h"
+#include "util/files.h"
 #include "hf_tokenizer_json.h"
-#include "codegen_host.h"
-#include "commands.h"
-#include "model.h"
-#include "safetensors.h"
-#include "decode.h"
-#include "session.h"
-#include "tokenizer.h"
+#include "codegen/host.h"
+#include "cli/commands.h"
+#include "model/model_file.h"
+#include "formats/hf.h"
+#include "formats/safetensors.h"
+#include "exec/decode.h"
+#include "exec/session.h"
+#include "tokenizer/tokenizer.h"
 
 static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
   char graph[4200];

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "codegen_host.h"
-#include "kcache.h"
-#include "nvrtc.h"
+#include "codegen/host.h"
+#include "backend/cuda/kcache.h"
+#include "backend/cuda/nvrtc.h"
 
 #define MAX_JOBS 64
 #define PARALLEL 2

@@ -1,9 +1,9 @@
 /* The weight store and the reference executor, checked against oracles
  * written here independently: hand-computed values, direct formulas, and a
  * from-scratch llama forward pass that recomputes the whole sequence. */
-#include "graph.h"
-#include "reference.h"
-#include "weights.h"
+#include "codegen/graph.h"
+#include "exec/reference.h"
+#include "formats/weights.h"
 
 #include <complex.h>
 #include <float.h>

@@ -12,10 +12,11 @@
 
 #include "check.h"
 #include "scratch.h"
-#include "codegen_host.h"
-#include "dequant.h"
-#include "safetensors.h"
-#include "weights.h"
+#include "codegen/host.h"
+#include "formats/dequant.h"
+#include "formats/hf.h"
+#include "formats/safetensors.h"
+#include "formats/weights.h"
 
 static void spit(const char *path, const void *p, size_t n) {
   FILE *f = fopen(path, "wb");

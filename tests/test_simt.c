@@ -1,15 +1,15 @@
 /* The CPU backend and SIMT emulator against oracles: shuffles, block and warp
  * barriers, an atomics grid barrier, exposed missing barriers, misuse errors,
  * compile errors, the cache. `test_simt --bench` also times the primitives. */
-#include "backend_cpu.h"
+#include "backend/cpu/backend.h"
 #include "check.h"
 #include "mkc_state.h"
+#include "util/clock.h"
 
 #include <dirent.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #define NB 3
 #define NT 64
@@ -239,12 +239,6 @@ static void find_templates(void) {
     snprintf(templates_dir, sizeof templates_dir, "%.*s/templates", PATH_MAX - 16, exe);
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static uint16_t bf16_of_int(int v) {
   float f = (float)v;
   uint32_t bits;
@@ -422,9 +416,9 @@ static void test_compile_error(void) {
 
 static void test_cache(const char *cache_root) {
   int before = count_cached_so(cache_root);
-  double t0 = now();
+  double t0 = mkc_seconds();
   mkc_cpu_kernel *k = mkc_cpu_kernel_open(main_kernel, "simt_main.cu", templates_dir);
-  double dt = now() - t0;
+  double dt = mkc_seconds() - t0;
   CHECK(k != NULL && before > 0, "main kernel reopens from the cache (%.1f ms)", dt * 1e3);
   CHECK_INT(count_cached_so(cache_root), before, "reopening compiles nothing new");
   mkc_cpu_kernel_close(k);
@@ -461,10 +455,10 @@ static void bench(void) {
     state.inputs[1] = runs[i].iters;
     mkc_cpu_kernel_launch(k, runs[i].blocks, 128, 64, NULL, scratch, NULL, &state); /* warm */
     int reps = runs[i].mode == 0 ? 50 : 3;
-    double t0 = now();
+    double t0 = mkc_seconds();
     for (int r = 0; r < reps; r++)
       mkc_cpu_kernel_launch(k, runs[i].blocks, 128, 64, NULL, scratch, NULL, &state);
-    double us = (now() - t0) * 1e6 / reps / (runs[i].iters * runs[i].per);
+    double us = (mkc_seconds() - t0) * 1e6 / reps / (runs[i].iters * runs[i].per);
     printf("bench %-52s %9.3f us\n", runs[i].what, us);
   }
   mkc_cpu_kernel_close(k);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "decode.h"
+#include "exec/decode.h"
 #include "fixture.h"
 #include "mkc_state.h"
 

@@ -21,11 +21,11 @@
 #include "check.h"
 #include "scratch.h"
 #include "hf_tokenizer_json.h"
-#include "files.h"
-#include "gguf.h"
-#include "tokenizer.h"
-#include "tokenizer_impl.h"
-#include "utf8.h"
+#include "util/files.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/impl.h"
+#include "tokenizer/utf8.h"
 
 /* s with control characters as \xNN, for one-line check names. */
 static const char *shown(const char *s) {

@@ -1,6 +1,6 @@
 /* A CUDA driver double, so make test runs the cuda backend's host code
- * (runtime/backend_cuda.c, session.c, the decode loop, bench, --kernel) on a
- * machine without a GPU. It exports the driver entry points runtime/cuda.c
+ * (runtime/backend/cuda/backend.c, session.c, the decode loop, bench, --kernel) on a
+ * machine without a GPU. It exports the driver entry points runtime/backend/cuda/driver.c
  * loads, with the documented signatures, and:
  *   - keeps device memory apart from host memory: a CUdeviceptr is not a
  *     host address, and fresh device memory holds garbage (0xA5), not zeros;

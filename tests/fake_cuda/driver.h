@@ -51,7 +51,7 @@ enum {
   N_ARGS = 4 /* mkc_step(weights, scratch, kv, state) */
 };
 
-/* The host program's CPU backend (runtime/backend_cpu.h). */
+/* The host program's CPU backend (runtime/backend/cpu/backend.h). */
 typedef struct mkc_cpu_kernel mkc_cpu_kernel;
 extern struct fake_host {
   mkc_cpu_kernel *(*open)(const char *, const char *, const char *);

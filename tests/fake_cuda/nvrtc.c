@@ -135,7 +135,7 @@ API nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int n_opts, const char *cons
     p->cubin = NULL;
     return NVRTC_ERROR_OUT_OF_MEMORY;
   }
-  /* The report mkc parses (runtime/ptxas.c); the figures are the fake's own. */
+  /* The report mkc parses (runtime/backend/cuda/ptxas.c); the figures are the fake's own. */
   int rc = ptxas_v ? asprintf(&p->log,
                               "ptxas info    : 0 bytes gmem\n"
                               "ptxas info    : Compiling entry function 'mkc_step' for '%s'\n"

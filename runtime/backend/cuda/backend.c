@@ -1,0 +1,210 @@
+/* See backend.h. Every driver call goes through CU_CHECK. */
+#include "backend.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "util/clock.h"
+
+struct mkc_cuda_backend {
+  const mkc_graph *g;
+  mkc_cuda_device dev;
+  CUcontext ctx;
+  CUmodule module;
+  CUfunction step;
+  CUstream stream;
+  CUdeviceptr weights, scratch, kv, state;
+  void *args[4];
+  int blocks;
+  CUgraph graph;
+  CUgraphExec graph_exec;
+};
+
+static int launch(mkc_cuda_backend *b) {
+  CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
+                                   1, (unsigned)b->g->smem_bytes, b->stream, b->args));
+  return 0;
+fail:
+  return -1;
+}
+
+/* Captures one step. A driver that refuses to capture a cooperative launch
+ * leaves direct launches in place, and says which call refused, once. */
+static void capture(mkc_cuda_backend *b) {
+  const char *failed = NULL;
+  int line = 0;
+  CUresult err = 0;
+#define ATTEMPT(name, args)                                                                        \
+  do {                                                                                             \
+    CUresult r_ = mkc_cu.name args;                                                                \
+    if (r_ != 0 && !failed) failed = "cu" #name, line = __LINE__, err = r_;                        \
+  } while (0)
+  ATTEMPT(StreamBeginCapture, (b->stream, MKC_CU_CAPTURE_MODE_THREAD_LOCAL));
+  if (!failed) {
+    ATTEMPT(LaunchCooperativeKernel, (b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads,
+                                      1, 1, (unsigned)b->g->smem_bytes, b->stream, b->args));
+    /* The capture ends whatever the launch did. */
+    ATTEMPT(StreamEndCapture, (b->stream, &b->graph));
+  }
+  if (!failed) ATTEMPT(GraphInstantiateWithFlags, (&b->graph_exec, b->graph, 0));
+#undef ATTEMPT
+  if (failed) {
+    fprintf(stderr,
+            "mkc: warning: cuda: %s failed at %s:%d: %s; the step is not captured in a CUDA "
+            "graph: launching directly\n",
+            failed, __FILE__, line, mkc_cu_error_name(err));
+    if (b->graph) CU_WARN(GraphDestroy(b->graph));
+    b->graph = NULL;
+    b->graph_exec = NULL;
+  }
+}
+
+mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights,
+                                int use_graph) {
+  char why[512];
+  mkc_cuda_backend *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->g = g;
+  if (mkc_cuda_device_get(&b->dev, why, sizeof why) != 0) {
+    fprintf(stderr, "mkc: error: %s; use --backend cpu\n", why);
+    free(b);
+    return NULL;
+  }
+  if (!b->dev.cooperative) {
+    fprintf(stderr,
+            "mkc: error: cuda: %s cannot launch cooperative kernels: the megakernel needs every "
+            "block resident\n",
+            b->dev.name);
+    free(b);
+    return NULL;
+  }
+  if ((int)g->smem_bytes > b->dev.smem_optin) {
+    fprintf(
+        stderr,
+        "mkc: error: cuda: the kernel needs %zu bytes of shared memory per block; %s allows %d\n",
+        g->smem_bytes, b->dev.name, b->dev.smem_optin);
+    free(b);
+    return NULL;
+  }
+  CU_CHECK(DevicePrimaryCtxRetain(&b->ctx, b->dev.dev));
+  CU_CHECK(CtxSetCurrent(b->ctx));
+  CU_CHECK(ModuleLoadData(&b->module, image));
+  CU_CHECK(ModuleGetFunction(&b->step, b->module, "mkc_step"));
+  if (g->smem_bytes > 48 * 1024)
+    CU_CHECK(FuncSetAttribute(b->step, MKC_CU_FUNC_MAX_DYNAMIC_SHARED, (int)g->smem_bytes));
+  int per_sm = 0;
+  CU_CHECK(OccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->step, g->threads, g->smem_bytes));
+  if (per_sm < 1) {
+    fprintf(stderr, "mkc: error: cuda: not one block of mkc_step fits on an SM of %s\n",
+            b->dev.name);
+    goto fail;
+  }
+  b->blocks = per_sm * b->dev.sm_count;
+  if (b->blocks > MKC_MAX_BLOCKS) b->blocks = MKC_MAX_BLOCKS;
+  CU_CHECK(StreamCreate(&b->stream, MKC_CU_STREAM_NON_BLOCKING));
+  size_t wbytes = g->weight_elems * sizeof(uint16_t),
+         sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
+         kbytes = g->kv_bytes ? g->kv_bytes : 4;
+  CU_CHECK(MemAlloc(&b->weights, wbytes ? wbytes : 2));
+  CU_CHECK(MemAlloc(&b->scratch, sbytes));
+  CU_CHECK(MemAlloc(&b->kv, kbytes));
+  CU_CHECK(MemAlloc(&b->state, sizeof(mkc_state)));
+  if (wbytes) CU_CHECK(MemcpyHtoD(b->weights, weights, wbytes));
+  /* Zeroed: padding in scratch must read as zero (codegen/buffers.lua). */
+  CU_CHECK(MemsetD8(b->scratch, 0, sbytes));
+  CU_CHECK(MemsetD8(b->kv, 0, kbytes));
+  CU_CHECK(MemsetD8(b->state, 0, sizeof(mkc_state)));
+  b->args[0] = &b->weights;
+  b->args[1] = &b->scratch;
+  b->args[2] = &b->kv;
+  b->args[3] = &b->state;
+  if (use_graph) capture(b);
+  return b;
+fail:
+  mkc_cuda_close(b);
+  return NULL;
+}
+
+int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
+                  mkc_state *out) {
+  /* n_inputs, n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
+  int staged[2 + MKC_T_CAP];
+  staged[0] = n_inputs;
+  staged[1] = n_fixed;
+  memcpy(staged + 2, inputs, (size_t)n_inputs * sizeof *inputs);
+  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, n_inputs), staged,
+                           (size_t)(2 + n_inputs) * sizeof(int), b->stream));
+  if (b->graph_exec)
+    CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
+  else if (launch(b) != 0)
+    return -1;
+  CU_CHECK(MemcpyDtoHAsync(out, b->state, sizeof *out, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
+  return 0;
+fail:
+  return -1;
+}
+
+int mkc_cuda_read_scratch(mkc_cuda_backend *b, size_t offset, size_t n, float *host) {
+  CU_CHECK(MemcpyDtoH(host, b->scratch + offset * sizeof(float), n * sizeof(float)));
+  return 0;
+fail:
+  return -1;
+}
+
+int mkc_cuda_read_kv(mkc_cuda_backend *b, void *host) {
+  CU_CHECK(MemcpyDtoH(host, b->kv, b->g->kv_bytes));
+  return 0;
+fail:
+  return -1;
+}
+
+int mkc_cuda_reset_state(mkc_cuda_backend *b) {
+  CU_CHECK(StreamSynchronize(b->stream));
+  CU_CHECK(MemsetD8(b->state, 0, sizeof(mkc_state)));
+  return 0;
+fail:
+  return -1;
+}
+
+int mkc_cuda_blocks(const mkc_cuda_backend *b) { return b->blocks; }
+int mkc_cuda_graph_in_use(const mkc_cuda_backend *b) { return b->graph_exec != NULL; }
+
+double mkc_cuda_copy_bandwidth(mkc_cuda_backend *b, size_t bytes) {
+  CUdeviceptr src = 0, dst = 0;
+  double best = -1;
+  CU_CHECK(MemAlloc(&src, bytes));
+  CU_CHECK(MemAlloc(&dst, bytes));
+  CU_CHECK(MemsetD8(src, 1, bytes));
+  for (int i = 0; i < 6; i++) {
+    CU_CHECK(CtxSynchronize());
+    double t0 = mkc_seconds();
+    CU_CHECK(MemcpyDtoD(dst, src, bytes));
+    CU_CHECK(CtxSynchronize());
+    double gbs = 2.0 * (double)bytes / (mkc_seconds() - t0) / 1e9;
+    if (i > 0 && gbs > best) best = gbs; /* the first run warms up */
+  }
+fail:
+  if (src) CU_WARN(MemFree(src));
+  if (dst) CU_WARN(MemFree(dst));
+  return best;
+}
+
+void mkc_cuda_close(mkc_cuda_backend *b) {
+  if (!b) return;
+  /* Work a failed step left queued finishes before its memory goes. */
+  if (b->stream) CU_WARN(StreamSynchronize(b->stream));
+  if (b->graph_exec) CU_WARN(GraphExecDestroy(b->graph_exec));
+  if (b->graph) CU_WARN(GraphDestroy(b->graph));
+  if (b->stream) CU_WARN(StreamDestroy(b->stream));
+  if (b->weights) CU_WARN(MemFree(b->weights));
+  if (b->scratch) CU_WARN(MemFree(b->scratch));
+  if (b->kv) CU_WARN(MemFree(b->kv));
+  if (b->state) CU_WARN(MemFree(b->state));
+  if (b->module) CU_WARN(ModuleUnload(b->module));
+  if (b->ctx) CU_WARN(DevicePrimaryCtxRelease(b->dev.dev));
+  free(b);
+}

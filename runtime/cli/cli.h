@@ -1,0 +1,32 @@
+/* The command line's flags: one parser for every subcommand, each naming the
+ * flags it takes, and the usage errors they share. */
+#ifndef MKC_CLI_H
+#define MKC_CLI_H
+
+typedef struct mkc_cli {
+  const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
+  const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
+  const char *kv_dtype;            /* --kv-dtype bf16|f16|f32 (NULL: $MKC_KV_DTYPE, else bf16) */
+  int draft_max, max_ctx, n_gen, have_n, blocks, have_seed;
+  unsigned long long seed;        /* --random-weights */
+  double temp;                    /* --temp: 0 greedy */
+  unsigned long long sample_seed; /* --seed: the sampler's */
+  const char *positional;         /* gen GRAPH, compile KERNEL */
+} mkc_cli;
+
+/* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
+int mkc_cli_usage_error(const char *fmt, const char *arg);
+
+/* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
+int mkc_parse_seed(const char *s, unsigned long long *v);
+
+/* With -m, --preset, --graph and --random-weights have no place: the usage
+ * error "CMD: -m brings its own ..." (2), else 0. */
+int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
+
+/* Parses argv[first..]; `allowed` lists the flags this command takes, e.g.
+ * "--preset -n --draft-max". Returns 0 or 2 (after printing why). */
+int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
+                  mkc_cli *c);
+
+#endif

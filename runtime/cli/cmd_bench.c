@@ -1,0 +1,182 @@
+/* mkc bench: decode speed of the megakernel, llama-bench style, with the
+ * weight bandwidth it implies next to a plain copy's bandwidth measured in
+ * the same run. Tests: pp P (a prompt of P tokens in chunks of t_max), tg N
+ * (N tokens, no drafts) and, with --draft-max K, tg N with prompt-lookup
+ * drafts (on random weights drafts are rarely right: a floor, not a claim). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "cli.h"
+#include "loaded.h"
+#include "commands.h"
+#include "backend/cuda/driver.h"
+#include "exec/decode.h"
+#include "util/clock.h"
+
+#define REPS 3
+
+typedef struct result {
+  double tps[REPS];
+  double steps_per_s; /* kernel steps per second (weights stream once per step) */
+  double tokens_per_step;
+} result;
+
+static double mean(const double *x, int n) {
+  double s = 0;
+  for (int i = 0; i < n; i++) s += x[i];
+  return s / n;
+}
+
+static double stddev(const double *x, int n) {
+  double m = mean(x, n), s = 0;
+  for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
+  return n > 1 ? sqrt(s / (n - 1)) : 0;
+}
+
+/* One test REPS times (after one warm-up run) on a reset session. */
+static int run_test(mkc_loaded_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max,
+                    result *r) {
+  memset(r, 0, sizeof *r);
+  int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
+  double steps = 0, secs = 0, gen_tokens = 0;
+  if (!out) return -1;
+  for (int rep = -1; rep < REPS; rep++) {
+    mkc_decode_stats st;
+    mkc_session_reset(m->s);
+    if (mkc_decode(m->s, &m->g, prompt, n_prompt, n_gen, draft_max, out, &st) != 0) {
+      free(out);
+      return -1;
+    }
+    if (rep < 0) continue;
+    if (n_gen == 0) {
+      r->tps[rep] = n_prompt / st.prompt_seconds;
+      steps += st.steps;
+      secs += st.prompt_seconds;
+      gen_tokens += n_prompt;
+    } else {
+      /* The first token comes from the prompt's step: count the rest. */
+      double t = st.seconds - st.prompt_seconds;
+      r->tps[rep] = (st.generated - 1) / t;
+      steps += st.gen_steps;
+      secs += t;
+      gen_tokens += st.generated - 1;
+    }
+  }
+  r->steps_per_s = steps / secs;
+  r->tokens_per_step = gen_tokens / steps;
+  free(out);
+  return 0;
+}
+
+static double host_copy_bandwidth(size_t bytes) {
+  char *a = malloc(bytes), *b = malloc(bytes);
+  double best = -1;
+  if (a && b) {
+    memset(a, 1, bytes);
+    memset(b, 2, bytes);
+    for (int i = 0; i < 4; i++) {
+      double t0 = mkc_seconds();
+      memcpy(b, a, bytes);
+      double s = mkc_seconds() - t0;
+      double gbs = 2.0 * (double)bytes / s / 1e9;
+      if (i > 0 && gbs > best) best = gbs;
+    }
+    if (b[bytes / 2] != 1) best = -1; /* keeps the copy from being optimised away */
+  }
+  free(a);
+  free(b);
+  return best;
+}
+
+int mkc_cmd_bench(int argc, char **argv) {
+  mkc_cli c = {.n_gen = 128};
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
+      &c);
+  if (rc) return rc;
+  if ((rc = mkc_cli_check_model(&c, "bench"))) return rc;
+  if (!c.preset && !c.model_path)
+    return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
+  if (!c.have_seed && !c.model_path)
+    return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
+  if (c.n_gen < 2) return mkc_cli_usage_error("%s", "bench: -n must be at least 2");
+  if (c.backend && strcmp(c.backend, "ref") == 0)
+    return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
+  mkc_loaded_model m;
+  rc = 1;
+  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  int n_pp = m.g.max_ctx < 64 ? m.g.max_ctx : 64;
+  if (c.n_gen > m.g.max_ctx) {
+    fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen,
+            m.g.max_ctx);
+    goto done;
+  }
+  if (mkc_loaded_start(&c, &m) != 0) goto done;
+  int prompt[64];
+  for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
+
+  /* What one step streams: every weight once (the tied head shares the embedding). */
+  double params = 0;
+  for (int i = 0; i < m.g.n_weights; i++)
+    params += (double)m.g.weights[i].rows * m.g.weights[i].cols;
+  double weight_bytes = params * 2;
+  const char *backend = mkc_session_backend(m.s);
+  char arch[72] = "";
+  mkc_cuda_device dev;
+  char why[256];
+  if (strcmp(backend, "cuda") == 0 && mkc_cuda_device_get(&dev, why, sizeof why) == 0)
+    snprintf(arch, sizeof arch, "%s", dev.arch);
+  else {
+    struct utsname u;
+    snprintf(arch, sizeof arch, "%s", uname(&u) == 0 ? u.machine : "host");
+  }
+  size_t copy_bytes = strcmp(backend, "cuda") == 0 ? (size_t)1 << 30 : (size_t)256 << 20;
+  double copy_gbs = strcmp(backend, "cuda") == 0 ? mkc_session_copy_bandwidth(m.s, copy_bytes)
+                                                 : host_copy_bandwidth(copy_bytes);
+
+  struct {
+    char name[32];
+    int n_prompt, n_gen, draft_max;
+  } tests[3];
+  int n_tests = 0;
+  snprintf(tests[n_tests].name, sizeof tests[0].name, "pp%d", n_pp);
+  tests[n_tests].n_prompt = n_pp, tests[n_tests].n_gen = 0, tests[n_tests++].draft_max = 0;
+  snprintf(tests[n_tests].name, sizeof tests[0].name, "tg%d", c.n_gen);
+  tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen, tests[n_tests++].draft_max = 0;
+  if (c.draft_max > 0) {
+    snprintf(tests[n_tests].name, sizeof tests[0].name, "tg%d draft%d", c.n_gen, c.draft_max);
+    tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen,
+    tests[n_tests++].draft_max = c.draft_max;
+  }
+  const char *base = strrchr(m.g.graph_path, '/');
+  base = base ? base + 1 : m.g.graph_path;
+  char model[200];
+  snprintf(model, sizeof model, "%.*s %s", (int)strcspn(base, "."), base, m.g.preset);
+  printf("| model | params | size | backend | arch | test | t/s | ms/token | tok/step | weights "
+         "GB/s | of copy |\n");
+  printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int i = 0; i < n_tests; i++) {
+    result r;
+    if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
+      goto done;
+    double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
+    char of_copy[32] = "n/a";
+    if (copy_gbs > 0) snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * gbs / copy_gbs);
+    printf("| %s | %.2f M | %.2f MiB | %s | %s | %s | %.2f ± %.2f | %.3f | %.2f | %.1f | %s |\n",
+           model, params / 1e6, weight_bytes / 1048576.0, backend, arch, tests[i].name, tps,
+           stddev(r.tps, REPS), 1e3 / tps, r.tokens_per_step, gbs, of_copy);
+    fflush(stdout);
+  }
+  printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
+         "stream once per "
+         "kernel step: weights GB/s = steps/s x %.2f MiB.\n",
+         backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, weight_bytes / 1048576.0);
+  rc = 0;
+done:
+  mkc_loaded_close(&m);
+  return rc;
+}

@@ -1,0 +1,30 @@
+/* mkc compile: an emitted kernel -> cubins per arch, PTX, manifest.json. */
+#include <stdio.h>
+
+#include "backend/cuda/aot.h"
+#include "cli.h"
+#include "commands.h"
+
+int mkc_cmd_compile(int argc, char **argv) {
+  mkc_cli c = {0};
+  int rc = mkc_cli_parse(argc, argv, 2, "--arch -o", 1, &c);
+  if (rc) return rc;
+  if (!c.positional)
+    return mkc_cli_usage_error("%s",
+                               "compile: which kernel? (mkc compile tiny.cu --arch sm_90 -o DIR)");
+  if (!c.archs) return mkc_cli_usage_error("%s", "compile: --arch is required (e.g. sm_80,sm_90)");
+  if (!c.out) return mkc_cli_usage_error("%s", "compile: -o DIR is required");
+  mkc_manifest m;
+  if (mkc_aot_compile(c.positional, c.archs, c.out, &m) != 0) return 1;
+  for (int i = 0; i < m.n_cubins; i++) {
+    const mkc_ptxas_info *p = &m.cubins[i].ptxas;
+    fprintf(
+        stderr,
+        "mkc: %s/%s: %ld bytes; %d registers, %d B spill stores, %d B spill loads, %d B stack\n",
+        c.out, m.cubins[i].file, m.cubins[i].size, p->registers, p->spill_stores, p->spill_loads,
+        p->stack_bytes);
+  }
+  fprintf(stderr, "mkc: %s/%s (for GPUs no cubin fits), %s/manifest.json\n", c.out, m.ptx_file,
+          c.out);
+  return 0;
+}

@@ -1,0 +1,46 @@
+/* mkc gen: writes the megakernel for a graph and preset, or a model file's. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "loaded.h"
+
+static int write_text(const char *path, const char *text) {
+  FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "mkc: error: cannot write %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  int bad = fputs(text, f) < 0;
+  bad |= f == stdout ? fflush(f) != 0 : fclose(f) != 0;
+  if (bad) fprintf(stderr, "mkc: error: writing %s failed\n", path);
+  return bad ? -1 : 0;
+}
+
+int mkc_cmd_gen(int argc, char **argv) {
+  mkc_cli c = {0};
+  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype", 1, &c);
+  if (rc) return rc;
+  if (!c.positional && !c.model_path)
+    return mkc_cli_usage_error(
+        "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu, or -m MODEL)");
+  if (c.model_path && c.preset)
+    return mkc_cli_usage_error("%s", "gen: -m brings its own preset; drop --preset");
+  if (!c.preset && !c.model_path) return mkc_cli_usage_error("%s", "gen: --preset is required");
+  if (!c.out) return mkc_cli_usage_error("%s", "gen: -o FILE is required (\"-\" for stdout)");
+  c.graph = c.positional;
+  mkc_loaded_model m; /* with -m: the model file's preset; nothing is loaded */
+  if (mkc_loaded_plan(&c, &m) != 0) {
+    mkc_loaded_close(&m);
+    return 1;
+  }
+  rc = write_text(c.out, m.src.source) ? 1 : 0;
+  if (!rc && strcmp(c.out, "-") != 0)
+    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d, KV %s)\n", c.out,
+            m.src.file_name, m.g.preset, m.g.n_phases, m.g.t_max, m.g.max_ctx,
+            mkc_kv_dtype_name(m.g.kv_dtype));
+  mkc_loaded_close(&m);
+  return rc;
+}

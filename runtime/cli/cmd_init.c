@@ -1,0 +1,203 @@
+/* mkc init: a model file with seeded random weights for a graph and preset
+ * (GGUF with the metadata a loader reads, or a Hugging Face folder), so the
+ * whole model-file path runs without downloading a model. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "codegen/host.h"
+#include "commands.h"
+#include "formats/gguf.h"
+#include "formats/hf.h"
+#include "formats/safetensors.h"
+#include "formats/weights.h"
+
+static const char USAGE[] =
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf|DIR\n"
+    "\n"
+    "Writes the graph's weights, seeded random (as `mkc run --random-weights S`),\n"
+    "as BF16 tensors: in a GGUF file with llama (or qwen2/qwen3) metadata, or,\n"
+    "when -o does not end in .gguf, as a Hugging Face folder (config.json and\n"
+    "model.safetensors, Q/K rows in transformers' order).\n"
+    "GRAPH defaults to graphs/llama.lua in the mkc tree.\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "mkc: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run `mkc init --help` for usage)\n");
+  return 2;
+}
+
+/* The first node of op kind op, for attributes the preset set on it. */
+static const mkc_node *first_node(const mkc_graph *g, int op) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == op) return &g->nodes[i];
+  return NULL;
+}
+
+static int has_weight(const mkc_graph *g, const char *name) {
+  for (int i = 0; i < g->n_weights; i++)
+    if (strcmp(g->weights[i].name, name) == 0) return 1;
+  return 0;
+}
+
+/* The GGUF architecture whose loader reads this graph's weights as they are:
+ * Q/K/V biases are qwen2's, per-head Q/K norms qwen3's. */
+static const char *architecture(const mkc_graph *g) {
+  if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
+  if (has_weight(g, "blk.0.attn_q.bias")) return "qwen2";
+  return "llama";
+}
+
+static int set_u32(mkc_gguf_writer *out, const char *arch, const char *key, int v) {
+  char full[128];
+  snprintf(full, sizeof full, "%s.%s", arch, key);
+  return mkc_gguf_set_u32(out, full, (uint32_t)v);
+}
+
+static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
+  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  const char *arch = architecture(g);
+  char key[128];
+  int bad = mkc_gguf_set_str(out, "general.architecture", arch);
+  bad |= mkc_gguf_set_str(out, "general.name", name);
+  bad |= set_u32(out, arch, "block_count", g->n_layers);
+  bad |= set_u32(out, arch, "context_length", g->max_ctx);
+  bad |= set_u32(out, arch, "embedding_length", g->dim);
+  bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
+  bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
+  bad |= set_u32(out, arch, "attention.head_count_kv", g->n_kv_heads);
+  /* head_dim need not be dim / n_heads: loaders read it from these */
+  bad |= set_u32(out, arch, "attention.key_length", g->head_dim);
+  bad |= set_u32(out, arch, "attention.value_length", g->head_dim);
+  bad |= set_u32(out, arch, "rope.dimension_count", g->head_dim);
+  bad |= set_u32(out, arch, "vocab_size", g->vocab);
+  if (rope) {
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    bad |= mkc_gguf_set_f32(out, key, (float)rope->theta);
+    /* the architecture implies a layout (llama: interleaved pairs, qwen:
+     * NEOX halves); say which one the graph uses */
+    bad |= mkc_gguf_set_str(out, "mkc.rope.layout",
+                            rope->layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
+  }
+  if (norm) {
+    snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+    bad |= mkc_gguf_set_f32(out, key, (float)norm->eps);
+  }
+  return bad ? -1 : 0;
+}
+
+/* What config.json says of the graph: the inverse of mkc_hf_config_read. */
+static void describe(const mkc_graph *g, mkc_model_desc *d) {
+  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  memset(d, 0, sizeof *d);
+  snprintf(d->arch, sizeof d->arch, "%s", architecture(g));
+  d->vocab = g->vocab, d->dim = g->dim, d->n_layers = g->n_layers, d->n_heads = g->n_heads;
+  d->n_kv_heads = g->n_kv_heads, d->head_dim = g->head_dim, d->ffn = g->ffn;
+  d->ctx_train = g->max_ctx;
+  d->rope_theta = rope ? rope->theta : 10000.0;
+  d->norm_eps = norm ? norm->eps : 1e-5;
+  d->rope_layout = rope ? rope->layout : MKC_ROPE_INTERLEAVED;
+  d->tied = !has_weight(g, "output.weight");
+  d->qkv_bias = has_weight(g, "blk.0.attn_q.bias");
+  d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");
+}
+
+/* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
+ * The bf16 data is little-endian in memory, as in the file. */
+static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w) {
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+    int64_t ne[2] = {info->cols, info->rows};
+    if (!t ||
+        mkc_gguf_add_raw(out, info->name, MKC_GGML_BF16, info->rows == 1 ? 1 : 2, ne, t->data))
+      return -1;
+  }
+  return 0;
+}
+
+int mkc_cmd_init(int argc, char **argv) {
+  const char *graph = NULL, *preset = NULL, *path = NULL, *seed_arg = NULL;
+  long max_ctx = 0;
+  for (int i = 2; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(USAGE, stdout);
+      return 0;
+    }
+    if (a[0] != '-') {
+      if (graph) return usage_error("unexpected argument '%s'", a);
+      graph = a;
+      continue;
+    }
+    if (i + 1 >= argc) return usage_error("%s needs a value", a);
+    const char *v = argv[++i];
+    char *end;
+    if (strcmp(a, "--preset") == 0)
+      preset = v;
+    else if (strcmp(a, "--seed") == 0)
+      seed_arg = v;
+    else if (strcmp(a, "-o") == 0)
+      path = v;
+    else if (strcmp(a, "--ctx") == 0) {
+      errno = 0;
+      max_ctx = strtol(v, &end, 10);
+      if (!*v || *end || errno || max_ctx < 1 || max_ctx > 1 << 20)
+        return usage_error("--ctx: expected an integer in 1..1048576, got '%s'", v);
+    } else
+      return usage_error("unknown option '%s'", a);
+  }
+  if (!preset) return usage_error("%s", "init: --preset is required");
+  if (!seed_arg) return usage_error("%s", "init: --seed SEED is required");
+  if (!path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
+  unsigned long long seed;
+  if (mkc_parse_seed(seed_arg, &seed) != 0)
+    return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
+
+  char graph_path[4200], name[256];
+  if (graph)
+    snprintf(graph_path, sizeof graph_path, "%s", graph);
+  else
+    snprintf(graph_path, sizeof graph_path, "%s/graphs/llama.lua", mkc_home());
+  const char *base = strrchr(graph_path, '/') ? strrchr(graph_path, '/') + 1 : graph_path;
+  int stem = (int)strcspn(base, ".");
+  snprintf(name, sizeof name, "%.*s-%s", stem, base, preset);
+
+  mkc_gen_opts o = {
+      .graph_path = graph_path, .preset = preset, .draft_max = 0, .max_ctx = (int)max_ctx};
+  mkc_graph g;
+  mkc_kernel_src src;
+  if (mkc_codegen(&o, &g, &src) != 0) return 1;
+  mkc_kernel_src_free(&src);
+  mkc_weights w = {0};
+  mkc_gguf_writer *out = NULL;
+  int rc = 1;
+  size_t len = strlen(path);
+  if (mkc_weights_random(&w, &g, seed) != 0) goto done;
+  if (len < 5 || strcmp(path + len - 5, ".gguf") != 0) {
+    mkc_model_desc d;
+    describe(&g, &d);
+    if (mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;
+    fprintf(stderr,
+            "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
+            path, d.arch, seed, g.n_weights);
+    rc = 0;
+    goto done;
+  }
+  if (!(out = mkc_gguf_writer_new())) goto done;
+  if (set_metadata(out, &g, name) || add_weights(out, &g, &w) || mkc_gguf_write(out, path))
+    goto done;
+  struct stat st;
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors, %lld bytes)\n", path, name, seed,
+          g.n_weights, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
+  rc = 0;
+done:
+  mkc_gguf_writer_free(out);
+  mkc_weights_free(&w);
+  mkc_graph_free(&g);
+  return rc;
+}

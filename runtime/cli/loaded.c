@@ -1,0 +1,149 @@
+/* See loaded.h. */
+#include "loaded.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/cuda/driver.h"
+#include "util/files.h"
+
+/* The manifest's graph path as written at gen time, else under the mkc tree. */
+static void resolve_graph(const char *graph, char *out, size_t cap) {
+  if (access(graph, R_OK) == 0)
+    snprintf(out, cap, "%s", graph);
+  else
+    snprintf(out, cap, "%s/%s", mkc_home(), graph);
+}
+
+static int open_aot(const mkc_cli *c, mkc_loaded_model *m) {
+  mkc_manifest *man = &m->manifest;
+  char why[512], path[4600];
+  mkc_cuda_device dev;
+  if (mkc_cuda_device_get(&dev, why, sizeof why) != 0) {
+    fprintf(stderr, "mkc: error: %s; --kernel needs a GPU (use --backend cpu without --kernel)\n",
+            why);
+    return -1;
+  }
+  int pick = mkc_aot_pick(man, dev.cc_major, dev.cc_minor);
+  if (pick == MKC_AOT_NONE) {
+    char have[512] = "";
+    for (int i = 0; i < man->n_cubins; i++)
+      snprintf(have + strlen(have), sizeof have - strlen(have), "%s, ", man->cubins[i].arch);
+    fprintf(stderr,
+            "mkc: error: %s has cubins for %sPTX for %s: none runs on %s (%s); recompile with "
+            "--arch %s\n",
+            c->kernel_dir, have, man->ptx_arch, dev.name, dev.arch, dev.arch);
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/%s", c->kernel_dir,
+           pick >= 0 ? man->cubins[pick].file : man->ptx_file);
+  size_t size;
+  void *image = mkc_read_file(path, &size);
+  if (!image) {
+    fprintf(stderr, "mkc: error: cannot read %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  if (pick >= 0 && (long)size != man->cubins[pick].size) {
+    fprintf(stderr, "mkc: error: %s has %zu bytes, the manifest says %ld\n", path, size,
+            man->cubins[pick].size);
+    free(image);
+    return -1;
+  }
+  if (pick < 0)
+    fprintf(stderr, "mkc: no cubin for %s in %s: the driver compiles its PTX (%s)\n", dev.arch,
+            c->kernel_dir, man->ptx_arch);
+  m->s = mkc_session_open_image(&m->g, &m->w, image);
+  free(image);
+  return m->s ? 0 : -1;
+}
+
+int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
+  memset(m, 0, sizeof *m);
+  char graph_path[4200];
+  mkc_gen_opts o = {.graph_path = graph_path,
+                    .preset = c->preset,
+                    .draft_max = c->draft_max,
+                    .max_ctx = c->max_ctx,
+                    .kv_dtype = c->kv_dtype};
+  if (c->model_path) {
+    if (mkc_model_file_open(c->model_path, &m->file) != 0) return -1;
+    const mkc_model_desc *d = &m->file.desc;
+    o.model = d;
+    o.preset = NULL;
+    if (!o.max_ctx) o.max_ctx = d->ctx_train < MKC_DEFAULT_CTX ? d->ctx_train : MKC_DEFAULT_CTX;
+    if (c->max_ctx > d->ctx_train)
+      fprintf(stderr, "mkc: warning: --ctx %d is longer than the %d tokens %s was trained on\n",
+              c->max_ctx, d->ctx_train, c->model_path);
+  }
+  if (c->kernel_dir) {
+    if (mkc_manifest_read(c->kernel_dir, &m->manifest) != 0) return -1;
+    const mkc_kernel_header *h = &m->manifest.header;
+    resolve_graph(h->graph, graph_path, sizeof graph_path);
+    if (!c->model_path) o.preset = h->preset;
+    o.draft_max = h->draft_max;
+    o.max_ctx = h->max_ctx;
+    o.threads = h->threads;
+    o.kv_dtype = h->kv_dtype;
+  } else if (c->graph) {
+    snprintf(graph_path, sizeof graph_path, "%s", c->graph);
+  } else {
+    snprintf(graph_path, sizeof graph_path, "%s/graphs/llama.lua", mkc_home());
+  }
+  if (mkc_codegen(&o, &m->g, &m->src) != 0) return -1;
+  if (c->kernel_dir) {
+    char hash[17];
+    mkc_source_hash(m->src.source, hash);
+    if (strcmp(hash, m->manifest.source_hash) != 0) {
+      fprintf(stderr,
+              "mkc: error: %s was compiled from another kernel than mkc generates now for %s, "
+              "preset %s "
+              "(source hash %s, now %s): the graph or templates changed; run mkc gen and mkc "
+              "compile again\n",
+              c->kernel_dir, graph_path, o.preset, m->manifest.source_hash, hash);
+      return -1;
+    }
+  }
+  const char *b = c->backend ? c->backend : "auto";
+  if (c->kernel_dir && strcmp(b, "auto") != 0 && strcmp(b, "cuda") != 0) {
+    fprintf(stderr, "mkc: error: --kernel runs on the cuda backend, not %s\n", b);
+    return -1;
+  }
+  return 0;
+}
+
+int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
+  if (c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
+                    : mkc_weights_random(&m->w, &m->g, c->seed))
+    return -1;
+  if (c->kernel_dir) return open_aot(c, m);
+  const char *b = c->backend ? c->backend : "auto";
+  enum mkc_backend_kind kind;
+  if (strcmp(b, "cpu") == 0)
+    kind = MKC_BACKEND_CPU;
+  else if (strcmp(b, "ref") == 0)
+    kind = MKC_BACKEND_REF;
+  else if (strcmp(b, "cuda") == 0)
+    kind = MKC_BACKEND_CUDA;
+  else if (strcmp(b, "auto") == 0) {
+    mkc_cuda_device dev;
+    char why[512];
+    kind = mkc_cuda_device_get(&dev, why, sizeof why) == 0 ? MKC_BACKEND_CUDA : MKC_BACKEND_CPU;
+  } else {
+    mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", b);
+    return -1;
+  }
+  m->s = mkc_session_open(kind, &m->g, &m->src, &m->w, c->blocks);
+  return m->s ? 0 : -1;
+}
+
+void mkc_loaded_close(mkc_loaded_model *m) {
+  mkc_session_close(m->s);
+  mkc_model_file_close(&m->file);
+  mkc_weights_free(&m->w);
+  mkc_kernel_src_free(&m->src);
+  mkc_graph_free(&m->g);
+  memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,38 @@
+/* A model loaded for decoding, as the run-like commands (gen, run, bench)
+ * make it from their flags: its graph and kernel, weights and one session. */
+#ifndef MKC_LOADED_H
+#define MKC_LOADED_H
+
+#include "backend/cuda/aot.h"
+#include "cli.h"
+#include "codegen/host.h"
+#include "exec/session.h"
+#include "formats/weights.h"
+#include "model/model_file.h"
+
+/* A model ready to decode: its graph and kernel, weights, one session. */
+typedef struct mkc_loaded_model {
+  mkc_model_file file; /* with -m: the model file (its tokenizer in file.tok) */
+  mkc_graph g;
+  mkc_kernel_src src;
+  mkc_weights w;
+  mkc_session *s;
+  mkc_manifest manifest; /* with --kernel */
+} mkc_loaded_model;
+
+/* Graph (or the -m model file's description, or --kernel DIR's manifest) ->
+ * codegen: m->g and m->src, cheap (a model file is mapped, not read), so
+ * callers check their inputs against the plan before anything heavy. With
+ * -m the context is --ctx, else the model's training context capped at
+ * MKC_DEFAULT_CTX. 0, or -1 after printing why. */
+int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m);
+
+#define MKC_DEFAULT_CTX 4096
+
+/* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a
+ * device exists, else cpu): the kernel is compiled and weights placed here. */
+int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m);
+
+void mkc_loaded_close(mkc_loaded_model *m);
+
+#endif

@@ -1,0 +1,39 @@
+/* Names and cleanup for the graph view (runtime/codegen/graph.h). */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *mkc_op_name(int op) {
+  static const char *const names[MKC_OP_COUNT] = {
+      [MKC_OP_TOKENS] = "tokens",       [MKC_OP_WEIGHT] = "weight", [MKC_OP_EMBED] = "embed",
+      [MKC_OP_RMSNORM] = "rmsnorm",     [MKC_OP_MATMUL] = "matmul", [MKC_OP_ROPE] = "rope",
+      [MKC_OP_ATTENTION] = "attention", [MKC_OP_ADD] = "add",       [MKC_OP_SWIGLU] = "swiglu",
+      [MKC_OP_LOGITS] = "logits",
+  };
+  return op >= 0 && op < MKC_OP_COUNT && names[op] ? names[op] : "unknown";
+}
+
+static const char *const KV_DTYPES[MKC_KV_DTYPE_COUNT] = {
+    [MKC_KV_DTYPE_F32] = "f32", [MKC_KV_DTYPE_BF16] = "bf16", [MKC_KV_DTYPE_F16] = "f16"};
+
+const char *mkc_kv_dtype_name(int dtype) {
+  return dtype >= 0 && dtype < MKC_KV_DTYPE_COUNT ? KV_DTYPES[dtype] : "unknown";
+}
+
+int mkc_kv_dtype_from_name(const char *name) {
+  for (int d = 0; name && d < MKC_KV_DTYPE_COUNT; d++)
+    if (strcmp(name, KV_DTYPES[d]) == 0) return d;
+  return -1;
+}
+
+/* Frees the members only: the struct itself may live on the stack. */
+void mkc_graph_free(mkc_graph *g) {
+  if (!g) return;
+  for (int i = 0; g->weights && i < g->n_weights; i++) free(g->weights[i].name);
+  free(g->weights);
+  free(g->nodes);
+  free(g->graph_path);
+  free(g->preset);
+  memset(g, 0, sizeof *g);
+}

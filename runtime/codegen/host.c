@@ -1,0 +1,321 @@
+/* Embeds Lua 5.4, runs codegen/main.lua's generate(), and copies its export
+ * table into C structures. User-facing errors arrive from Lua as tables
+ * { mkc_error = "..." } and are printed as they are; anything else is an mkc
+ * bug and is printed with a Lua traceback. */
+#include "host.h"
+#include "mkc_state.h"
+#include "util/version.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef MKC_SOURCE_DIR
+#define MKC_SOURCE_DIR "."
+#endif
+
+static int has_codegen(const char *dir) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/codegen/main.lua", dir);
+  return access(path, R_OK) == 0;
+}
+
+const char *mkc_home(void) {
+  static char home[4096];
+  if (home[0]) return home;
+  const char *env = getenv("MKC_HOME");
+  if (env && *env) {
+    snprintf(home, sizeof home, "%s", env);
+    return home;
+  }
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n > 0) {
+    exe[n] = 0;
+    for (int up = 0; up < 2; up++) { /* build/mkc -> build -> the repo */
+      char *slash = strrchr(exe, '/');
+      if (!slash) break;
+      *slash = 0;
+    }
+    if (has_codegen(exe)) {
+      snprintf(home, sizeof home, "%s", exe);
+      return home;
+    }
+  }
+  snprintf(home, sizeof home, "%s", MKC_SOURCE_DIR);
+  return home;
+}
+
+/* Message handler: keeps user errors, adds a traceback to internal ones. */
+/* The preset fields graphs/llama.lua reads, from a model file's description. */
+static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
+  lua_newtable(L);
+  const struct {
+    const char *key;
+    int v;
+  } ints[] = {{"vocab", d->vocab},
+              {"dim", d->dim},
+              {"n_layers", d->n_layers},
+              {"n_heads", d->n_heads},
+              {"n_kv_heads", d->n_kv_heads},
+              {"head_dim", d->head_dim},
+              {"ffn", d->ffn},
+              {"max_ctx", d->ctx_train}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+    lua_pushinteger(L, ints[i].v);
+    lua_setfield(L, -2, ints[i].key);
+  }
+  lua_pushnumber(L, d->rope_theta);
+  lua_setfield(L, -2, "rope_theta");
+  lua_pushnumber(L, d->norm_eps);
+  lua_setfield(L, -2, "norm_eps");
+  lua_pushstring(L, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
+  lua_setfield(L, -2, "rope_layout");
+  const struct {
+    const char *key;
+    int v;
+  } flags[] = {{"tied", d->tied}, {"qkv_bias", d->qkv_bias}, {"qk_norm", d->qk_norm}};
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    lua_pushboolean(L, flags[i].v);
+    lua_setfield(L, -2, flags[i].key);
+  }
+}
+
+static int on_error(lua_State *L) {
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "mkc_error");
+    if (lua_isstring(L, -1)) return 1;
+    lua_pop(L, 1);
+  }
+  const char *msg = lua_tostring(L, 1);
+  luaL_traceback(L, L, msg ? msg : "(non-string error)", 1);
+  lua_pushfstring(L, "mkc: internal error in codegen: %s", lua_tostring(L, -1));
+  return 1;
+}
+
+static long get_int(lua_State *L, int table, const char *key) {
+  lua_getfield(L, table, key);
+  long v = lua_isinteger(L, -1) ? (long)lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  return v;
+}
+
+static double get_num(lua_State *L, int table, const char *key) {
+  lua_getfield(L, table, key);
+  double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0.0;
+  lua_pop(L, 1);
+  return v;
+}
+
+static char *get_str(lua_State *L, int table, const char *key) {
+  lua_getfield(L, table, key);
+  size_t len = 0;
+  const char *s = lua_tolstring(L, -1, &len);
+  char *copy = malloc(len + 1);
+  if (copy) {
+    if (s) memcpy(copy, s, len);
+    copy[len] = 0;
+  }
+  lua_pop(L, 1);
+  return copy;
+}
+
+static int op_from_name(const char *name) {
+  for (int op = 0; op < MKC_OP_COUNT; op++)
+    if (strcmp(mkc_op_name(op), name) == 0) return op;
+  return -1;
+}
+
+static int read_nodes(lua_State *L, int res, mkc_graph *g) {
+  lua_getfield(L, res, "nodes");
+  int t = lua_gettop(L);
+  g->n_nodes = (int)luaL_len(L, t);
+  g->nodes = calloc((size_t)g->n_nodes, sizeof *g->nodes);
+  if (!g->nodes) return -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    lua_geti(L, t, i + 1);
+    int e = lua_gettop(L);
+    mkc_node *nd = &g->nodes[i];
+    lua_getfield(L, e, "op");
+    nd->op = op_from_name(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
+    lua_pop(L, 1);
+    if (nd->op < 0) {
+      fprintf(stderr, "mkc: internal error: codegen exported an unknown op\n");
+      return -1;
+    }
+    nd->in[0] = nd->in[1] = nd->in[2] = -1;
+    lua_getfield(L, e, "inputs");
+    int n_in = (int)luaL_len(L, -1);
+    for (int j = 0; j < n_in && j < 3; j++) {
+      lua_geti(L, -1, j + 1);
+      nd->in[j] = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    nd->n = (int)get_int(L, e, "n");
+    nd->line = (int)get_int(L, e, "line");
+    lua_getfield(L, e, "weight");
+    nd->weight = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
+    lua_pop(L, 1);
+    nd->eps = get_num(L, e, "eps");
+    nd->group = (int)get_int(L, e, "group");
+    nd->theta = get_num(L, e, "theta");
+    lua_getfield(L, e, "layout");
+    const char *layout = lua_tostring(L, -1);
+    nd->layout = layout && strcmp(layout, "neox") == 0 ? MKC_ROPE_NEOX : MKC_ROPE_INTERLEAVED;
+    lua_pop(L, 1);
+    nd->heads = (int)get_int(L, e, "heads");
+    nd->kv_heads = (int)get_int(L, e, "kv_heads");
+    nd->head_dim = (int)get_int(L, e, "head_dim");
+    nd->layer = (int)get_int(L, e, "layer");
+    nd->kv_k = (size_t)get_int(L, e, "kv_k");
+    nd->kv_v = (size_t)get_int(L, e, "kv_v");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int read_weights(lua_State *L, int res, mkc_graph *g) {
+  lua_getfield(L, res, "weights");
+  int t = lua_gettop(L);
+  g->n_weights = (int)luaL_len(L, t);
+  g->weights = calloc((size_t)g->n_weights, sizeof *g->weights);
+  if (!g->weights) return -1;
+  for (int i = 0; i < g->n_weights; i++) {
+    lua_geti(L, t, i + 1);
+    int e = lua_gettop(L);
+    mkc_weight_info *w = &g->weights[i];
+    w->name = get_str(L, e, "name");
+    w->rows = (int)get_int(L, e, "rows");
+    w->cols = (int)get_int(L, e, "cols");
+    w->offset = (size_t)get_int(L, e, "offset");
+    w->row_stride = (int)get_int(L, e, "row_stride");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src) {
+  src->source = get_str(L, res, "source");
+  src->file_name = get_str(L, res, "file_name");
+  g->graph_path = get_str(L, res, "graph");
+  g->preset = get_str(L, res, "preset");
+  if (read_nodes(L, res, g) || read_weights(L, res, g)) return -1;
+  lua_getfield(L, res, "config");
+  int c = lua_gettop(L);
+  g->vocab = (int)get_int(L, c, "vocab");
+  g->dim = (int)get_int(L, c, "dim");
+  g->n_layers = (int)get_int(L, c, "n_layers");
+  g->n_heads = (int)get_int(L, c, "n_heads");
+  g->n_kv_heads = (int)get_int(L, c, "n_kv_heads");
+  g->head_dim = (int)get_int(L, c, "head_dim");
+  g->ffn = (int)get_int(L, c, "ffn");
+  g->max_ctx = (int)get_int(L, c, "max_ctx");
+  lua_pop(L, 1);
+  lua_getfield(L, res, "plan");
+  int p = lua_gettop(L);
+  g->t_max = (int)get_int(L, p, "t_max");
+  g->threads = (int)get_int(L, p, "threads");
+  g->weight_elems = (size_t)get_int(L, p, "weight_elems");
+  g->scratch_floats = (size_t)get_int(L, p, "scratch_floats");
+  char *kv_dtype = get_str(L, p, "kv_dtype");
+  g->kv_dtype = mkc_kv_dtype_from_name(kv_dtype);
+  free(kv_dtype);
+  g->kv_bytes = (size_t)get_int(L, p, "kv_bytes");
+  g->smem_bytes = (size_t)get_int(L, p, "smem_bytes");
+  g->logits_offset = (size_t)get_int(L, p, "logits_offset");
+  g->logits_stride = (size_t)get_int(L, p, "logits_stride");
+  g->n_phases = (int)get_int(L, p, "n_phases");
+  lua_pop(L, 1);
+  return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
+}
+
+int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
+  memset(g, 0, sizeof *g);
+  memset(src, 0, sizeof *src);
+  const char *home = mkc_home();
+  if (!has_codegen(home)) {
+    fprintf(stderr,
+            "mkc: error: cannot find %s/codegen/main.lua (set MKC_HOME to the mkc source tree)\n",
+            home);
+    return -1;
+  }
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    fprintf(stderr, "mkc: error: cannot create a Lua state (out of memory)\n");
+    return -1;
+  }
+  luaL_openlibs(L);
+  lua_getglobal(L, "package");
+  lua_pushfstring(L, "%s/codegen/?.lua", home);
+  lua_setfield(L, -2, "path");
+  lua_pop(L, 1);
+
+  lua_pushcfunction(L, on_error);
+  int handler = lua_gettop(L);
+  lua_getglobal(L, "require");
+  lua_pushstring(L, "main");
+  int rc = lua_pcall(L, 1, 1, handler);
+  if (rc == LUA_OK) {
+    lua_getfield(L, -1, "generate");
+    lua_newtable(L);
+    lua_pushstring(L, o->graph_path);
+    lua_setfield(L, -2, "graph");
+    lua_pushstring(L, o->preset ? o->preset : o->model ? o->model->name : NULL);
+    lua_setfield(L, -2, "preset");
+    if (o->model) {
+      push_model_preset(L, o->model);
+      lua_setfield(L, -2, "model_preset");
+    }
+    lua_pushinteger(L, o->draft_max);
+    lua_setfield(L, -2, "draft_max");
+    if (o->max_ctx > 0) {
+      lua_pushinteger(L, o->max_ctx);
+      lua_setfield(L, -2, "max_ctx");
+    }
+    lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
+    lua_setfield(L, -2, "threads");
+    const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");
+    if (kv_dtype && *kv_dtype) {
+      lua_pushstring(L, kv_dtype);
+      lua_setfield(L, -2, "kv_dtype");
+    }
+    lua_pushinteger(L, MKC_MAX_BLOCKS);
+    lua_setfield(L, -2, "max_blocks");
+    lua_pushinteger(L, MKC_T_CAP);
+    lua_setfield(L, -2, "t_cap");
+    lua_pushstring(L, "mkc " MKC_VERSION);
+    lua_setfield(L, -2, "version");
+    lua_pushfstring(L, "%s/templates", home);
+    lua_setfield(L, -2, "templates_dir");
+    rc = lua_pcall(L, 1, 1, handler);
+  }
+  int result = -1;
+  if (rc != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "%s\n", msg ? msg : "mkc: internal error in codegen");
+  } else if (read_result(L, lua_gettop(L), g, src) != 0) {
+    fprintf(stderr, "mkc: error: out of memory reading the codegen result\n");
+  } else {
+    result = 0;
+  }
+  lua_close(L);
+  if (result != 0) {
+    mkc_graph_free(g);
+    mkc_kernel_src_free(src);
+  }
+  return result;
+}
+
+void mkc_kernel_src_free(mkc_kernel_src *src) {
+  if (!src) return;
+  free(src->source);
+  free(src->file_name);
+  src->source = src->file_name = NULL;
+}

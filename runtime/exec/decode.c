@@ -1,0 +1,137 @@
+/* Greedy speculative decoding over one session. The history is the prompt
+ * plus what was generated; the token at position pos (the last one) has no
+ * K/V yet and is always inputs[0] of the next step. */
+#include "decode.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "util/clock.h"
+#include "util/rng.h"
+
+#include "draft.h"
+
+static int min_int(int a, int b) { return a < b ? a : b; }
+
+static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_result *r) {
+  if (mkc_session_step(s, in, T, f, r) != 0) return -1;
+  if (r->status != MKC_STATUS_OK) {
+    fprintf(stderr, "mkc: error: the kernel refused a step at pos %d with %d inputs: %s\n",
+            mkc_session_pos(s), T, mkc_status_name(r->status));
+    return -1;
+  }
+  return 0;
+}
+
+/* A token drawn from softmax(logits / temp). */
+static int sample(const float *logits, int vocab, double temp, uint64_t *state) {
+  float max = logits[0];
+  for (int i = 1; i < vocab; i++)
+    if (logits[i] > max) max = logits[i];
+  double total = 0;
+  for (int i = 0; i < vocab; i++) total += exp((logits[i] - max) / temp);
+  double u = (double)(mkc_splitmix64(state) >> 11) / 9007199254740992.0 * total;
+  for (int i = 0; i < vocab; i++) {
+    u -= exp((logits[i] - max) / temp);
+    if (u < 0) return i;
+  }
+  return vocab - 1;
+}
+
+/* The token to emit after input t of the last step: the kernel's greedy
+ * choice there, or a sample from its logits. */
+static int choose(mkc_session *s, const mkc_graph *g, const mkc_decode_opts *o, int t, int greedy,
+                  uint64_t *rng) {
+  if (o->temp <= 0) return greedy;
+  return sample(mkc_session_logits(s, t), g->vocab, o->temp, rng);
+}
+
+/* Records a generated token; nonzero when generation should stop. */
+static int emit(const mkc_decode_opts *o, int id, int *out, int *hist, int *n_hist,
+                mkc_decode_stats *stats) {
+  out[stats->generated++] = id;
+  hist[(*n_hist)++] = id;
+  if (o->on_token && o->on_token(o->ctx, id)) stats->stopped = 1;
+  return stats->stopped;
+}
+
+int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+               int draft_max, int *out, mkc_decode_stats *stats) {
+  mkc_decode_opts o = {.draft_max = draft_max};
+  return mkc_decode_with(s, g, prompt, n_prompt, n_gen, &o, out, stats);
+}
+
+int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+                    const mkc_decode_opts *o, int *out, mkc_decode_stats *stats) {
+  memset(stats, 0, sizeof *stats);
+  uint64_t rng = o->seed;
+  int draft_max = o->temp > 0 ? 0 : o->draft_max;
+  double t0 = mkc_seconds();
+  if (n_prompt < 1) {
+    fprintf(stderr, "mkc: error: the prompt is empty: at least one token is needed\n");
+    return -1;
+  }
+  if (n_prompt > g->max_ctx) {
+    fprintf(stderr,
+            "mkc: error: the prompt has %d tokens but the context holds %d (use a larger --ctx)\n",
+            n_prompt, g->max_ctx);
+    return -1;
+  }
+  if (mkc_session_pos(s) != 0) {
+    fprintf(stderr, "mkc: error: mkc_decode needs a fresh session\n");
+    return -1;
+  }
+  int cap = n_prompt + (n_gen > 0 ? n_gen : 0);
+  int *hist = malloc((size_t)cap * sizeof *hist);
+  if (!hist) {
+    fprintf(stderr, "mkc: error: out of memory\n");
+    return -1;
+  }
+  memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
+  int n_hist = n_prompt, in[MKC_T_CAP], rc = 0;
+  mkc_step_result r;
+  if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
+
+  /* The prompt: every input of a chunk is known; the last chunk's choice is
+   * the first generated token. */
+  while (mkc_session_pos(s) < n_prompt) {
+    int pos = mkc_session_pos(s), T = min_int(g->t_max, n_prompt - pos);
+    memcpy(in, prompt + pos, (size_t)T * sizeof *in);
+    if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
+    stats->steps++;
+    if (pos + T == n_prompt && n_gen > 0)
+      emit(o, choose(s, g, o, T - 1, r.out[0], &rng), out, hist, &n_hist, stats);
+  }
+  stats->prompt_seconds = mkc_seconds() - t0;
+  while (stats->generated < n_gen && !stats->stopped) {
+    int pos = mkc_session_pos(s);
+    if (pos >= g->max_ctx) {
+      stats->ctx_full = 1;
+      break;
+    }
+    int want = n_gen - stats->generated;
+    /* Drafts past what is still wanted or past the cache would be wasted or refused. */
+    int k = min_int(draft_max, min_int(want - 1, g->max_ctx - pos - 1));
+    in[0] = hist[n_hist - 1];
+    k = mkc_draft_lookup(hist, n_hist, k, in + 1);
+    if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
+    stats->steps++;
+    stats->gen_steps++;
+    stats->drafted += k;
+    stats->accepted += r.n_accepted;
+    if (o->temp > 0) {
+      emit(o, choose(s, g, o, 0, r.out[0], &rng), out, hist, &n_hist, stats);
+      continue;
+    }
+    for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
+      if (emit(o, r.out[i], out, hist, &n_hist, stats)) break;
+  }
+  goto done;
+fail:
+  rc = -1;
+done:
+  free(hist);
+  stats->seconds = mkc_seconds() - t0;
+  return rc;
+}

@@ -1,0 +1,472 @@
+/* The reference executor (see reference.h). Deliberately plain: one node at a
+ * time, double everywhere, no fusion, so that a mismatch with a kernel points
+ * at the kernel. */
+#include "reference.h"
+#include "formats/dequant.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mkc_ref {
+  const mkc_graph *g;
+  const mkc_tensor **tensor; /* [n_nodes]: a WEIGHT node's tensor, else NULL */
+  double **value;            /* [n_nodes][node.n]: this token's outputs; NULL for WEIGHT */
+  int n_layers;              /* KV cache layers: 1 + the largest attention layer */
+  int *kv_dim;               /* [n_layers] kv_heads * head_dim, 0 for a layer with no attention */
+  double **k_cache;          /* [n_layers][max_ctx][kv_dim] */
+  double **v_cache;          /* [n_layers][max_ctx][kv_dim] */
+  double *scores;            /* [max_ctx] one head's attention scores */
+  int logits_node;           /* the LOGITS node whose input is the step's output */
+  int pos;                   /* tokens whose K/V rows are valid */
+  const void *kernel_kv;     /* a kernel's cache to compare appends with (mkc_ref_follow_kv) */
+  mkc_ref_kv_stats kv_stats;
+};
+
+static double bf16(uint16_t h) { return (double)mkc_bf16_to_float(h); }
+
+/* A K or V value as the kernel's cache stores it: rounded to the graph's KV
+ * type (to nearest even; through float, as the kernel holds it), so the
+ * reference models the storage and computes in double otherwise. f32 keeps
+ * the double: the kernel's float storage rounds below its float arithmetic's
+ * own error, so modelling it would add nothing. */
+static double kv_stored(int dtype, double x) {
+  switch (dtype) {
+  case MKC_KV_DTYPE_BF16:
+    return (double)mkc_bf16_to_float(mkc_float_to_bf16((float)x));
+  case MKC_KV_DTYPE_F16:
+    return (double)mkc_f16_to_float(mkc_float_to_f16((float)x));
+  default:
+    return x;
+  }
+}
+
+/* "GRAPH:LINE: error: node N (op): message", the project's one error format. */
+static void node_error(const mkc_graph *g, int id, const char *fmt, ...) {
+  const mkc_node *nd = &g->nodes[id];
+  va_list ap;
+  fprintf(stderr, "%s:%d: error: node %d (%s): ", g->graph_path ? g->graph_path : "graph", nd->line,
+          id, mkc_op_name(nd->op));
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+/* Length of input k of node id as a value (WEIGHT nodes have no value: -1). */
+static int in_len(const mkc_graph *g, int id, int k) {
+  const mkc_node *src = &g->nodes[g->nodes[id].in[k]];
+  return src->op == MKC_OP_WEIGHT ? -1 : src->n;
+}
+
+static const mkc_weight_info *in_weight(const mkc_graph *g, int id, int k) {
+  const mkc_node *src = &g->nodes[g->nodes[id].in[k]];
+  return src->op == MKC_OP_WEIGHT ? &g->weights[src->weight] : NULL;
+}
+
+static int n_inputs_of(int op) {
+  switch (op) {
+  case MKC_OP_TOKENS:
+  case MKC_OP_WEIGHT:
+    return 0;
+  case MKC_OP_ROPE:
+  case MKC_OP_LOGITS:
+    return 1;
+  case MKC_OP_ATTENTION:
+    return 3;
+  default:
+    return 2;
+  }
+}
+
+/* Every size and attr the step relies on, so a bad graph fails here with its
+ * node named instead of reading out of bounds later. */
+static int check_node(const mkc_graph *g, int id, int *max_layer) {
+  const mkc_node *nd = &g->nodes[id];
+  if (nd->op < 0 || nd->op >= MKC_OP_COUNT) {
+    node_error(g, id, "unknown op %d", nd->op);
+    return -1;
+  }
+  int need = n_inputs_of(nd->op);
+  for (int k = 0; k < 3; k++) {
+    int in = nd->in[k];
+    if (k < need && (in < 0 || in >= id)) {
+      node_error(g, id, "input %d is node %d, expected an earlier node", k, in);
+      return -1;
+    }
+  }
+  if (nd->op != MKC_OP_WEIGHT && nd->op != MKC_OP_TOKENS && nd->n <= 0) {
+    node_error(g, id, "output length %d", nd->n);
+    return -1;
+  }
+  for (int k = 0; k < need; k++) {
+    /* Only EMBED, RMSNORM and MATMUL take a weight, and only as in[0] / in[1] / in[1]. */
+    int wants_weight = (nd->op == MKC_OP_EMBED && k == 0) ||
+                       ((nd->op == MKC_OP_RMSNORM || nd->op == MKC_OP_MATMUL) && k == 1);
+    int is_weight = g->nodes[nd->in[k]].op == MKC_OP_WEIGHT;
+    if (wants_weight != is_weight) {
+      node_error(g, id, "input %d is a %s node, expected %s", k,
+                 mkc_op_name(g->nodes[nd->in[k]].op), wants_weight ? "a weight" : "a value");
+      return -1;
+    }
+  }
+  const mkc_weight_info *w = NULL;
+  switch (nd->op) {
+  case MKC_OP_TOKENS:
+    return 0;
+  case MKC_OP_WEIGHT:
+    if (nd->weight < 0 || nd->weight >= g->n_weights) {
+      node_error(g, id, "weight index %d outside [0, %d)", nd->weight, g->n_weights);
+      return -1;
+    }
+    return 0;
+  case MKC_OP_EMBED:
+    w = in_weight(g, id, 0);
+    if (g->nodes[nd->in[1]].op != MKC_OP_TOKENS) {
+      node_error(g, id, "input 1 is a %s node, expected tokens",
+                 mkc_op_name(g->nodes[nd->in[1]].op));
+      return -1;
+    }
+    if (w->cols != nd->n) {
+      node_error(g, id, "output length %d, embedding %s has %d columns", nd->n, w->name, w->cols);
+      return -1;
+    }
+    return 0;
+  case MKC_OP_RMSNORM:
+    w = in_weight(g, id, 1);
+    if (in_len(g, id, 0) != nd->n || nd->group <= 0 || nd->n % nd->group ||
+        (long)w->rows * w->cols != nd->group || nd->eps < 0) {
+      node_error(g, id,
+                 "x [%d], weight %s [%d, %d], output [%d], group %d, eps %g: sizes must agree",
+                 in_len(g, id, 0), w->name, w->rows, w->cols, nd->n, nd->group, nd->eps);
+      return -1;
+    }
+    return 0;
+  case MKC_OP_MATMUL:
+    w = in_weight(g, id, 1);
+    if (in_len(g, id, 0) != w->cols || nd->n != w->rows) {
+      node_error(g, id, "x [%d] times %s [%d, %d] gives [%d], output is [%d]", in_len(g, id, 0),
+                 w->name, w->rows, w->cols, w->rows, nd->n);
+      return -1;
+    }
+    if (nd->in[2] >= 0) { /* the bias */
+      const mkc_weight_info *b = nd->in[2] < id ? in_weight(g, id, 2) : NULL;
+      if (!b || (long)b->rows * b->cols != nd->n) {
+        node_error(g, id, "bias (input 2) is node %d, expected an earlier weight of [%d]",
+                   nd->in[2], nd->n);
+        return -1;
+      }
+    }
+    return 0;
+  case MKC_OP_ROPE:
+    if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 ||
+        nd->n != nd->heads * nd->head_dim || in_len(g, id, 0) != nd->n || nd->theta <= 0 ||
+        (nd->layout != MKC_ROPE_INTERLEAVED && nd->layout != MKC_ROPE_NEOX)) {
+      node_error(g, id, "x [%d], output [%d], heads %d, head_dim %d (even), theta %g, layout %d",
+                 in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->theta, nd->layout);
+      return -1;
+    }
+    return 0;
+  case MKC_OP_ATTENTION: {
+    int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
+    if (nd->heads <= 0 || nd->kv_heads <= 0 || nd->head_dim <= 0 || nd->heads % nd->kv_heads ||
+        nd->layer < 0 || in_len(g, id, 0) != q_dim || in_len(g, id, 1) != kv_dim ||
+        in_len(g, id, 2) != kv_dim || nd->n != q_dim) {
+      node_error(g, id,
+                 "q [%d], k [%d], v [%d], output [%d] with heads %d, kv_heads %d, head_dim %d, "
+                 "layer %d",
+                 in_len(g, id, 0), in_len(g, id, 1), in_len(g, id, 2), nd->n, nd->heads,
+                 nd->kv_heads, nd->head_dim, nd->layer);
+      return -1;
+    }
+    for (int j = 0; j < id; j++)
+      if (g->nodes[j].op == MKC_OP_ATTENTION && g->nodes[j].layer == nd->layer) {
+        node_error(g, id, "layer %d already has attention node %d", nd->layer, j);
+        return -1;
+      }
+    if (nd->layer > *max_layer) *max_layer = nd->layer;
+    return 0;
+  }
+  case MKC_OP_ADD:
+  case MKC_OP_SWIGLU:
+    if (in_len(g, id, 0) != nd->n || in_len(g, id, 1) != nd->n) {
+      node_error(g, id, "inputs [%d] and [%d], output [%d]: sizes must agree", in_len(g, id, 0),
+                 in_len(g, id, 1), nd->n);
+      return -1;
+    }
+    return 0;
+  case MKC_OP_LOGITS:
+    if (in_len(g, id, 0) != nd->n || nd->n != g->vocab) {
+      node_error(g, id, "input [%d], output [%d], vocab %d: sizes must agree", in_len(g, id, 0),
+                 nd->n, g->vocab);
+      return -1;
+    }
+    return 0;
+  }
+  return 0;
+}
+
+static int alloc_doubles(double **p, size_t n) {
+  *p = calloc(n ? n : 1, sizeof **p);
+  if (!*p) fprintf(stderr, "mkc: error: reference: out of memory (%zu doubles)\n", n);
+  return *p ? 0 : -1;
+}
+
+mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
+  if (g->max_ctx <= 0 || g->vocab <= 0) {
+    fprintf(stderr, "mkc: error: reference: max_ctx %d and vocab %d must be positive\n", g->max_ctx,
+            g->vocab);
+    return NULL;
+  }
+  int max_layer = -1;
+  for (int id = 0; id < g->n_nodes; id++)
+    if (check_node(g, id, &max_layer) != 0) return NULL;
+
+  mkc_ref *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->g = g;
+  r->logits_node = -1;
+  r->n_layers = max_layer + 1;
+  r->tensor = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->tensor);
+  r->value = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->value);
+  r->kv_dim = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->kv_dim);
+  r->k_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->k_cache);
+  r->v_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->v_cache);
+  if (!r->tensor || !r->value || !r->kv_dim || !r->k_cache || !r->v_cache) goto fail;
+  if (alloc_doubles(&r->scores, (size_t)g->max_ctx) != 0) goto fail;
+
+  for (int id = 0; id < g->n_nodes; id++) {
+    const mkc_node *nd = &g->nodes[id];
+    if (nd->op == MKC_OP_WEIGHT) {
+      const mkc_weight_info *info = &g->weights[nd->weight];
+      r->tensor[id] = mkc_weights_get(w, info->name, info->rows, info->cols);
+      if (!r->tensor[id]) goto fail;
+      continue;
+    }
+    if (alloc_doubles(&r->value[id], (size_t)nd->n) != 0) goto fail;
+    if (nd->op == MKC_OP_LOGITS) r->logits_node = id;
+    if (nd->op == MKC_OP_ATTENTION) {
+      int kv_dim = nd->kv_heads * nd->head_dim;
+      r->kv_dim[nd->layer] = kv_dim;
+      if (alloc_doubles(&r->k_cache[nd->layer], (size_t)g->max_ctx * kv_dim) != 0 ||
+          alloc_doubles(&r->v_cache[nd->layer], (size_t)g->max_ctx * kv_dim) != 0)
+        goto fail;
+    }
+  }
+  if (r->logits_node < 0) {
+    fprintf(stderr, "%s: error: graph has no logits node\n",
+            g->graph_path ? g->graph_path : "graph");
+    goto fail;
+  }
+  return r;
+fail:
+  mkc_ref_close(r);
+  return NULL;
+}
+
+/* Each run of `group` values normalized on its own (group = n: the whole vector). */
+static void rmsnorm(double *y, const double *x, const uint16_t *w, int n, int group, double eps) {
+  for (int g0 = 0; g0 < n; g0 += group) {
+    double ss = 0;
+    for (int i = 0; i < group; i++) ss += x[g0 + i] * x[g0 + i];
+    double inv = 1.0 / sqrt(ss / group + eps);
+    for (int i = 0; i < group; i++) y[g0 + i] = x[g0 + i] * inv * bf16(w[i]);
+  }
+}
+
+/* y = W x (+ bias, where there is one). */
+static void matmul(double *y, const double *x, const mkc_tensor *w, const mkc_tensor *bias) {
+  for (int r = 0; r < w->rows; r++) {
+    const uint16_t *row = w->data + (size_t)r * w->cols;
+    double sum = 0;
+    for (int c = 0; c < w->cols; c++) sum += bf16(row[c]) * x[c];
+    y[r] = bias ? sum + bf16(bias->data[r]) : sum;
+  }
+}
+
+static void rope(double *y, const double *x, const mkc_node *nd, int pos) {
+  int hd = nd->head_dim, half = hd / 2;
+  memcpy(y, x, (size_t)nd->n * sizeof *y);
+  for (int h = 0; h < nd->heads; h++) {
+    double *head = y + (size_t)h * hd;
+    for (int j = 0; j < half; j++) {
+      double angle = pos * pow(nd->theta, -2.0 * j / hd);
+      double c = cos(angle), s = sin(angle);
+      /* interleaved (GGUF llama): pair (2j, 2j+1); neox (rotate-half): (j, j + hd/2) */
+      int ia = nd->layout == MKC_ROPE_NEOX ? j : 2 * j;
+      int ib = nd->layout == MKC_ROPE_NEOX ? j + half : 2 * j + 1;
+      double a = head[ia], b = head[ib];
+      head[ia] = a * c - b * s;
+      head[ib] = a * s + b * c;
+    }
+  }
+}
+
+static double kernel_kv_at(const mkc_ref *r, size_t at) {
+  switch (r->g->kv_dtype) {
+  case MKC_KV_DTYPE_BF16:
+    return (double)mkc_bf16_to_float(((const uint16_t *)r->kernel_kv)[at]);
+  case MKC_KV_DTYPE_F16:
+    return (double)mkc_f16_to_float(((const uint16_t *)r->kernel_kv)[at]);
+  default:
+    return (double)((const float *)r->kernel_kv)[at];
+  }
+}
+
+/* Appends one token's K or V (x: kv_heads * head_dim values) at pos of cache,
+ * rounded to the KV type; with a kernel's cache, compares (mkc_ref_follow_kv).
+ * slot: the element offset of this K or V in the kernel's cache. */
+static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node *nd, size_t slot,
+                      const char *what) {
+  int hd = nd->head_dim, kv_dim = nd->kv_heads * hd, dtype = r->g->kv_dtype;
+  mkc_ref_kv_stats *st = &r->kv_stats;
+  for (int h = 0; h < nd->kv_heads; h++) {
+    const double *xh = x + (size_t)h * hd;
+    double scale = 0;
+    for (int i = 0; i < hd; i++) scale = fmax(scale, fabs(xh[i]));
+    for (int i = 0; i < hd; i++) {
+      double stored = kv_stored(dtype, xh[i]);
+      if (r->kernel_kv) {
+        double kern = kernel_kv_at(r, slot + ((size_t)h * r->g->max_ctx + r->pos) * hd + i);
+        double tie = MKC_REF_KV_TIE * scale;
+        double dev =
+            dtype == MKC_KV_DTYPE_F32 ? fabs(kern - xh[i]) : fabs(xh[i] - (kern + stored) / 2);
+        st->checked++;
+        if (dtype == MKC_KV_DTYPE_F32 ? dev <= tie : kern == stored) {
+          /* the kernel holds what the reference does */
+          if (dtype == MKC_KV_DTYPE_F32 && dev > st->max_dev * scale) st->max_dev = dev / scale;
+        } else if (dtype != MKC_KV_DTYPE_F32 && dev <= tie) {
+          stored = kern; /* a value at a midpoint: the kernel rounded it the other way */
+          st->followed++;
+          if (dev > st->max_dev * scale) st->max_dev = dev / scale;
+        } else if (!st->mismatched++) {
+          snprintf(st->first, sizeof st->first,
+                   "layer %d %s pos %d head %d [%d]: %.9g rounds to %.9g, the kernel holds %.9g",
+                   nd->layer, what, r->pos, h, i, xh[i], stored, kern);
+        }
+      }
+      cache[(size_t)r->pos * kv_dim + (size_t)h * hd + i] = stored;
+    }
+  }
+}
+
+static void attention(mkc_ref *r, double *out, const double *q, const double *k, const double *v,
+                      const mkc_node *nd) {
+  int hd = nd->head_dim, kv_dim = r->kv_dim[nd->layer], group = nd->heads / nd->kv_heads;
+  double *k_cache = r->k_cache[nd->layer], *v_cache = r->v_cache[nd->layer];
+  append_kv(r, k_cache, k, nd, nd->kv_k, "K");
+  append_kv(r, v_cache, v, nd, nd->kv_v, "V");
+  double scale = 1.0 / sqrt((double)hd);
+  for (int h = 0; h < nd->heads; h++) {
+    const double *qh = q + (size_t)h * hd;
+    size_t kv_off = (size_t)(h / group) * hd;
+    double max = -INFINITY;
+    for (int s = 0; s <= r->pos; s++) {
+      const double *ks = k_cache + (size_t)s * kv_dim + kv_off;
+      double dot = 0;
+      for (int i = 0; i < hd; i++) dot += qh[i] * ks[i];
+      r->scores[s] = dot * scale;
+      if (r->scores[s] > max) max = r->scores[s];
+    }
+    double sum = 0;
+    for (int s = 0; s <= r->pos; s++) sum += r->scores[s] = exp(r->scores[s] - max);
+    double *oh = out + (size_t)h * hd;
+    for (int i = 0; i < hd; i++) oh[i] = 0;
+    for (int s = 0; s <= r->pos; s++) {
+      const double *vs = v_cache + (size_t)s * kv_dim + kv_off;
+      double p = r->scores[s] / sum;
+      for (int i = 0; i < hd; i++) oh[i] += p * vs[i];
+    }
+  }
+}
+
+int mkc_ref_step(mkc_ref *r, int token, double *logits) {
+  const mkc_graph *g = r->g;
+  if (r->pos >= g->max_ctx) {
+    fprintf(stderr, "mkc: error: context full (%d tokens)\n", g->max_ctx);
+    return -1;
+  }
+  for (int id = 0; id < g->n_nodes; id++) {
+    const mkc_node *nd = &g->nodes[id];
+    double *y = r->value[id];
+    const double *a = nd->in[0] >= 0 ? r->value[nd->in[0]] : NULL;
+    const double *b = nd->in[1] >= 0 ? r->value[nd->in[1]] : NULL;
+    switch (nd->op) {
+    case MKC_OP_TOKENS:
+      for (int i = 0; i < nd->n; i++) y[i] = token;
+      break;
+    case MKC_OP_WEIGHT:
+      break;
+    case MKC_OP_EMBED: {
+      const mkc_tensor *w = r->tensor[nd->in[0]];
+      if (token < 0 || token >= w->rows) {
+        fprintf(stderr, "mkc: error: token %d outside the vocab [0, %d)\n", token, w->rows);
+        return -1;
+      }
+      for (int i = 0; i < nd->n; i++) y[i] = bf16(w->data[(size_t)token * w->cols + i]);
+      break;
+    }
+    case MKC_OP_RMSNORM:
+      rmsnorm(y, a, r->tensor[nd->in[1]]->data, nd->n, nd->group, nd->eps);
+      break;
+    case MKC_OP_MATMUL:
+      matmul(y, a, r->tensor[nd->in[1]], nd->in[2] >= 0 ? r->tensor[nd->in[2]] : NULL);
+      break;
+    case MKC_OP_ROPE:
+      rope(y, a, nd, r->pos);
+      break;
+    case MKC_OP_ATTENTION:
+      attention(r, y, a, b, r->value[nd->in[2]], nd);
+      break;
+    case MKC_OP_ADD:
+      for (int i = 0; i < nd->n; i++) y[i] = a[i] + b[i];
+      break;
+    case MKC_OP_SWIGLU:
+      for (int i = 0; i < nd->n; i++) y[i] = a[i] / (1.0 + exp(-a[i])) * b[i];
+      break;
+    case MKC_OP_LOGITS:
+      memcpy(y, a, (size_t)nd->n * sizeof *y);
+      break;
+    }
+  }
+  memcpy(logits, r->value[r->logits_node], (size_t)g->vocab * sizeof *logits);
+  r->pos++;
+  return 0;
+}
+
+void mkc_ref_follow_kv(mkc_ref *r, const void *kv) { r->kernel_kv = kv; }
+
+const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r) { return &r->kv_stats; }
+
+int mkc_ref_pos(const mkc_ref *r) { return r->pos; }
+
+void mkc_ref_truncate(mkc_ref *r, int pos) {
+  if (pos < 0) pos = 0;
+  if (pos < r->pos) r->pos = pos; /* rows past pos are overwritten by the next steps */
+}
+
+void mkc_ref_close(mkc_ref *r) {
+  if (!r) return;
+  for (int id = 0; r->value && id < r->g->n_nodes; id++) free(r->value[id]);
+  for (int l = 0; l < r->n_layers; l++) {
+    if (r->k_cache) free(r->k_cache[l]);
+    if (r->v_cache) free(r->v_cache[l]);
+  }
+  free(r->value);
+  free(r->tensor);
+  free(r->kv_dim);
+  free(r->k_cache);
+  free(r->v_cache);
+  free(r->scores);
+  free(r);
+}
+
+int mkc_argmax(const double *x, int n) {
+  if (n <= 0) return -1;
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}

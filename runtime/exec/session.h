@@ -1,0 +1,72 @@
+/* A decoding session: one model's decode state on one backend. A step takes
+ * inputs [last, fixed..., drafts...] and reports what the target accepted,
+ * exactly as the megakernel's state does (templates/mkc_state.h): the ref
+ * backend runs the reference executor through the same contract, so the
+ * decode loop above it is the same for every backend. */
+#ifndef MKC_SESSION_H
+#define MKC_SESSION_H
+
+#include "codegen/host.h"
+#include "codegen/graph.h"
+#include "mkc_state.h"
+#include "formats/weights.h"
+
+enum mkc_backend_kind { MKC_BACKEND_CPU, MKC_BACKEND_REF, MKC_BACKEND_CUDA };
+
+typedef struct mkc_session mkc_session;
+
+typedef struct mkc_step_result {
+  int status;         /* enum mkc_status; on anything but OK nothing moved */
+  int n_out;          /* tokens emitted: n_accepted + 1 */
+  int n_accepted;     /* drafts accepted */
+  int out[MKC_T_CAP]; /* the emitted tokens */
+} mkc_step_result;
+
+/* Opens a session at pos 0. blocks: grid size for the cpu backend (0: 4;
+ * cuda sizes its grid from occupancy). The cuda backend compiles src for the
+ * device through the kernel cache (kcache.h); MKC_CUDA_GRAPH=0 launches
+ * every step directly instead of replaying a CUDA graph. g, src and w must
+ * outlive the session. NULL + message on failure. */
+mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
+                              const mkc_kernel_src *src, const mkc_weights *w, int blocks);
+
+/* A cuda session on a ready image (a cubin, or PTX the driver compiles):
+ * the ahead-of-time path (aot.h). */
+mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w, const void *image);
+
+/* "cpu", "ref" or "cuda", and how it runs (grid, CUDA graph, registers). */
+const char *mkc_session_backend(const mkc_session *s);
+const char *mkc_session_describe(const mkc_session *s);
+
+/* One step. inputs[0] is the token at position pos; inputs[1..n_fixed] are
+ * known tokens taken as given; the rest are drafts. Returns 0 (see r->status
+ * for a refused step) or -1 when the backend itself failed. */
+int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
+                     mkc_step_result *r);
+
+int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache */
+
+/* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
+const float *mkc_session_logits(mkc_session *s, int t);
+
+/* The KV cache of the cpu or cuda backend (g->kv_bytes bytes of elements of
+ * g->kv_dtype; for cuda a host copy made now); NULL for ref or on a failed
+ * copy. */
+const void *mkc_session_kv(mkc_session *s);
+
+/* The reference executor of a ref session (NULL for the others): tests use
+ * it to compare a kernel's KV cache with the reference's (mkc_ref_follow_kv). */
+struct mkc_ref *mkc_session_ref(mkc_session *s);
+
+/* Forgets every token: pos = 0, as freshly opened (weights stay). */
+void mkc_session_reset(mkc_session *s);
+
+/* cuda: device-to-device copy bandwidth in GB/s measured now over `bytes`;
+ * other backends: -1. */
+double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes);
+
+void mkc_session_close(mkc_session *s);
+
+const char *mkc_status_name(int status);
+
+#endif

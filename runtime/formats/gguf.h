@@ -1,0 +1,150 @@
+/* GGUF model files (versions 2 and 3): a memory-mapped reader that checks
+ * every byte it trusts, the bridge from a file's tensors to the weight store,
+ * and a writer (v3) for `mkc init` and the tests.
+ *
+ * Layout: "GGUF", u32 version, u64 tensor count, u64 metadata count, the
+ * metadata (key string, u32 value type, value), the tensor infos (name, u32
+ * n_dims, u64 ne[n_dims], u32 type, u64 offset), padding to the alignment,
+ * then the tensor data; offsets count from the start of that data section.
+ * Strings are a u64 length and bytes, not NUL-terminated. Little-endian. */
+#ifndef MKC_GGUF_H
+#define MKC_GGUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dequant.h"
+#include "codegen/graph.h"
+#include "weights.h"
+
+/* Metadata value types (the file's numbering). */
+enum mkc_gguf_vtype {
+  MKC_GGUF_UINT8 = 0,
+  MKC_GGUF_INT8 = 1,
+  MKC_GGUF_UINT16 = 2,
+  MKC_GGUF_INT16 = 3,
+  MKC_GGUF_UINT32 = 4,
+  MKC_GGUF_INT32 = 5,
+  MKC_GGUF_FLOAT32 = 6,
+  MKC_GGUF_BOOL = 7,
+  MKC_GGUF_STRING = 8,
+  MKC_GGUF_ARRAY = 9,
+  MKC_GGUF_UINT64 = 10,
+  MKC_GGUF_INT64 = 11,
+  MKC_GGUF_FLOAT64 = 12,
+  MKC_GGUF_VTYPE_COUNT
+};
+
+#define MKC_GGUF_DEFAULT_ALIGNMENT 32
+#define MKC_GGUF_MAX_DIMS 4
+
+/* A string inside the file: len bytes at s, not NUL-terminated. */
+typedef struct mkc_gguf_str {
+  const char *s;
+  uint64_t len;
+} mkc_gguf_str;
+
+typedef struct mkc_gguf_kv {
+  char *key;            /* NUL-terminated copy */
+  uint32_t type;        /* enum mkc_gguf_vtype */
+  uint32_t elem_type;   /* arrays: the elements' type; else == type */
+  uint64_t n;           /* arrays: the element count; else 1 */
+  const uint8_t *value; /* in the file: the scalar or the first element, unaligned */
+  char *str;            /* STRING: NUL-terminated copy */
+  mkc_gguf_str *strs;   /* array of STRING: [n] */
+} mkc_gguf_kv;
+
+typedef struct mkc_gguf_tensor {
+  char *name;                    /* NUL-terminated copy */
+  uint32_t type;                 /* enum mkc_ggml_type */
+  uint32_t n_dims;               /* 1..4 */
+  int64_t ne[MKC_GGUF_MAX_DIMS]; /* ne[0] is the fastest dim (cols), ne[1] rows; unused 1 */
+  uint64_t offset;               /* bytes from the start of the data section */
+  uint64_t n_elems, n_bytes;
+  const uint8_t *data; /* in the file */
+} mkc_gguf_tensor;
+
+typedef struct mkc_gguf {
+  char *path;           /* as given; messages start "mkc: error: PATH: " */
+  uint32_t version;     /* 2 or 3 */
+  uint64_t alignment;   /* general.alignment, else 32 */
+  uint64_t data_offset; /* start of the tensor data section */
+  const uint8_t *base;  /* the whole file (mapped, or the caller's bytes) */
+  size_t size;
+  int mapped;
+  uint64_t n_kv;
+  mkc_gguf_kv *kv; /* [n_kv], file order */
+  uint64_t n_tensors;
+  mkc_gguf_tensor *tensors;  /* [n_tensors], file order */
+  mkc_gguf_kv **kv_sorted;   /* [n_kv] by key, for lookup */
+  mkc_gguf_tensor **by_name; /* [n_tensors] by name, for lookup */
+} mkc_gguf;
+
+/* Maps and parses path. NULL after a "mkc: error: PATH: ..." message on any
+ * defect: wrong magic or version, truncation, counts or lengths the file
+ * cannot hold, unknown value or tensor types, bad dims, misaligned or
+ * out-of-bounds tensor data, duplicate keys or tensor names. */
+mkc_gguf *mkc_gguf_open(const char *path);
+/* The same on size bytes at data, which must outlive the result; name is
+ * used in messages. */
+mkc_gguf *mkc_gguf_open_memory(const void *data, size_t size, const char *name);
+void mkc_gguf_close(mkc_gguf *f);
+
+/* Metadata. mkc_gguf_find: the entry, or NULL when absent (no message). The
+ * getters return 1 when found, 0 when absent (no message), -1 (message with
+ * Expected and Actual) when present with another type or out of range. */
+const mkc_gguf_kv *mkc_gguf_find(const mkc_gguf *f, const char *key);
+int mkc_gguf_get_int(const mkc_gguf *f, const char *key, int64_t *v);  /* any integer type */
+int mkc_gguf_get_u32(const mkc_gguf *f, const char *key, uint32_t *v); /* integer in u32 range */
+int mkc_gguf_get_float(const mkc_gguf *f, const char *key, double *v); /* f32, f64 */
+int mkc_gguf_get_bool(const mkc_gguf *f, const char *key, int *v);
+int mkc_gguf_get_str(const mkc_gguf *f, const char *key, const char **v);
+/* An array whose elements are elem_type (-1: any). */
+int mkc_gguf_get_arr(const mkc_gguf *f, const char *key, int elem_type, const mkc_gguf_kv **v);
+
+/* Element i (< kv->n) of an array, or the scalar (i = 0). _int: integers
+ * and bool (a u64 above INT64_MAX wraps; 0 for other types); _float: floats
+ * and integers; _str: strings ("" for other types). */
+int64_t mkc_gguf_arr_int(const mkc_gguf_kv *kv, uint64_t i);
+double mkc_gguf_arr_float(const mkc_gguf_kv *kv, uint64_t i);
+mkc_gguf_str mkc_gguf_arr_str(const mkc_gguf_kv *kv, uint64_t i);
+/* A value as text: the scalar, a quoted string, or "[N x u32]" for arrays. */
+void mkc_gguf_format_value(const mkc_gguf_kv *kv, char *buf, size_t size);
+const char *mkc_gguf_vtype_name(uint32_t type); /* "u32", "string", ...; "?" if unknown */
+
+/* The tensor called name, or NULL (no message). */
+const mkc_gguf_tensor *mkc_gguf_find_tensor(const mkc_gguf *f, const char *name);
+
+/* Every weight of g from the file: found by name, shape checked (ne[0] =
+ * cols, ne[1] = rows, a 1-D tensor has rows 1), converted to bf16. Returns 0,
+ * or -1 after a message naming the tensor (missing, Expected/Actual shape,
+ * a type mkc does not read); w is then empty. */
+int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w);
+
+/* The writer (v3). Metadata and tensors are written in the order added;
+ * "general.alignment" (u32) set here also sets the layout. Functions return
+ * 0, or -1 after a "mkc: error: ..." message. */
+typedef struct mkc_gguf_writer mkc_gguf_writer;
+
+mkc_gguf_writer *mkc_gguf_writer_new(void);
+void mkc_gguf_writer_free(mkc_gguf_writer *w);
+/* One value of a scalar type; for STRING, value is a const char *. */
+int mkc_gguf_set(mkc_gguf_writer *w, const char *key, uint32_t type, const void *value);
+int mkc_gguf_set_str(mkc_gguf_writer *w, const char *key, const char *s);
+int mkc_gguf_set_u32(mkc_gguf_writer *w, const char *key, uint32_t v);
+int mkc_gguf_set_f32(mkc_gguf_writer *w, const char *key, float v);
+/* n elements of elem_type; for STRING, values is const char *const [n]. */
+int mkc_gguf_set_arr(mkc_gguf_writer *w, const char *key, uint32_t elem_type, const void *values,
+                     uint64_t n);
+/* A tensor converted from floats to F32, F16, BF16, Q8_0 or Q4_0 (ne[0] a
+ * multiple of the block). ne[0] is the fastest dim. */
+int mkc_gguf_add_tensor(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                        const int64_t *ne, const float *values);
+/* A tensor of any known type from its encoded bytes, which must stay alive
+ * until mkc_gguf_write (they are not copied). */
+int mkc_gguf_add_raw(mkc_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+                     const int64_t *ne, const void *bytes);
+/* Writes the file (through a temporary name, renamed when complete). */
+int mkc_gguf_write(mkc_gguf_writer *w, const char *path);
+
+#endif

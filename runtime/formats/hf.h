@@ -1,0 +1,49 @@
+/* Hugging Face model folders beyond the safetensors files: config.json as an
+ * mkc_model_desc (hf_config.c), HF tensor names as GGUF names and the Q/K row
+ * order between them (hf_names.c), and a folder writer for tests (hf_write.c). */
+#ifndef MKC_HF_H
+#define MKC_HF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/model_desc.h"
+#include "weights.h"
+
+/* DIR/config.json as a model description: model_type llama, mistral, qwen2
+ * or qwen3; the sizes, rope_theta, rms_norm_eps, tie_word_embeddings; the
+ * name from the folder's name. Returns 0, or -1 after "mkc: error:
+ * DIR/config.json: ..." (missing or mistyped field, an unsupported
+ * model_type, rope_scaling, activation or bias). */
+int mkc_hf_config_read(const char *dir, mkc_model_desc *d);
+/* The same on len bytes of JSON text; where names it in messages and
+ * dir_name (a folder path, may be NULL) gives d->name. */
+int mkc_hf_config_parse(const char *text, size_t len, const char *where, const char *dir_name,
+                        mkc_model_desc *d);
+
+/* Names (hf_names.c). The HF name of a GGUF weight name
+ * (blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight) and back.
+ * Return 0, or -1 for a name with no counterpart or one that does not fit. */
+int mkc_hf_name(const char *gguf_name, char *hf, size_t cap);
+int mkc_gguf_name_from_hf(const char *hf_name, char *gguf, size_t cap);
+
+/* The heads whose rows the weight gguf_name holds, if loading it from HF
+ * must permute them into the interleaved RoPE layout (attn_q: n_heads,
+ * attn_k: n_kv_heads, the q/k norms: 1 head); 0 when it is loaded as is. */
+int mkc_hf_rope_heads(const char *gguf_name, const mkc_model_desc *d);
+/* convert_hf_to_gguf.py's LlamaModel.permute on n_rows rows of row_len
+ * elements, n_rows = heads * head_dim: within each head, GGUF row 2i + j is
+ * HF row j * head_dim/2 + i, which turns HF's rotate-half (NEOX) pairs (i,
+ * i + head_dim/2) into interleaved pairs (2i, 2i + 1). inverse = 1 undoes it.
+ * dst and src must not overlap. Returns 0, or -1 if n_rows is not a multiple
+ * of 2 * heads. */
+int mkc_hf_permute_rows(uint16_t *dst, const uint16_t *src, int n_rows, int row_len, int heads,
+                        int inverse);
+
+/* DIR/config.json and DIR/model.safetensors (tensors in dtype: F32, F16 or
+ * BF16) for d and w: an HF folder mkc_hf_config_read and
+ * mkc_st_load_weights read back as they were (hf_write.c). Refuses a layout
+ * transformers cannot express for d->arch. 0, or -1 after a message. */
+int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype);
+
+#endif

@@ -1,0 +1,115 @@
+/* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3
+ * checkpoints: model.layers.N.* and three globals), and the Q/K row order
+ * GGUF uses for interleaved RoPE. */
+#include "hf.h"
+#include "safetensors.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct name_pair {
+  const char *gguf, *hf;
+} name_pair;
+
+static const name_pair GLOBAL_NAMES[] = {
+    {"token_embd.weight", "model.embed_tokens.weight"},
+    {"output_norm.weight", "model.norm.weight"},
+    {"output.weight", "lm_head.weight"},
+};
+
+/* After "blk.N." and "model.layers.N.". */
+static const name_pair LAYER_NAMES[] = {
+    {"attn_norm.weight", "input_layernorm.weight"},
+    {"attn_q.weight", "self_attn.q_proj.weight"},
+    {"attn_k.weight", "self_attn.k_proj.weight"},
+    {"attn_v.weight", "self_attn.v_proj.weight"},
+    {"attn_output.weight", "self_attn.o_proj.weight"},
+    {"attn_q.bias", "self_attn.q_proj.bias"},
+    {"attn_k.bias", "self_attn.k_proj.bias"},
+    {"attn_v.bias", "self_attn.v_proj.bias"},
+    {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+    {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+    {"ffn_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_gate.weight", "mlp.gate_proj.weight"},
+    {"ffn_up.weight", "mlp.up_proj.weight"},
+    {"ffn_down.weight", "mlp.down_proj.weight"},
+};
+
+#define COUNT(a) (int)(sizeof a / sizeof *a)
+
+/* "PREFIX" N "." rest: the layer number (decimal, no leading zeros) and the
+ * rest, or -1. */
+static int layer_of(const char *name, const char *prefix, const char **rest) {
+  size_t n = strlen(prefix);
+  if (strncmp(name, prefix, n) != 0) return -1;
+  const char *p = name + n;
+  long layer = 0;
+  if (*p < '0' || *p > '9' || (p[0] == '0' && p[1] != '.')) return -1;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    layer = layer * 10 + (*p - '0');
+    if (layer > INT_MAX) return -1;
+  }
+  if (*p != '.') return -1;
+  *rest = p + 1;
+  return (int)layer;
+}
+
+/* from_hf = 0: GGUF -> HF; 1: HF -> GGUF. */
+static int translate(const char *name, char *out, size_t cap, int from_hf) {
+  for (int i = 0; i < COUNT(GLOBAL_NAMES); i++) {
+    const name_pair *p = &GLOBAL_NAMES[i];
+    if (strcmp(name, from_hf ? p->hf : p->gguf) == 0) {
+      int n = snprintf(out, cap, "%s", from_hf ? p->gguf : p->hf);
+      return n >= 0 && (size_t)n < cap ? 0 : -1;
+    }
+  }
+  const char *rest;
+  int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
+  if (layer < 0) return -1;
+  for (int i = 0; i < COUNT(LAYER_NAMES); i++) {
+    const name_pair *p = &LAYER_NAMES[i];
+    if (strcmp(rest, from_hf ? p->hf : p->gguf) == 0) {
+      int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
+                      : snprintf(out, cap, "model.layers.%d.%s", layer, p->hf);
+      return n >= 0 && (size_t)n < cap ? 0 : -1;
+    }
+  }
+  return -1;
+}
+
+int mkc_hf_name(const char *gguf_name, char *hf, size_t cap) {
+  return translate(gguf_name, hf, cap, 0);
+}
+
+int mkc_gguf_name_from_hf(const char *hf_name, char *gguf, size_t cap) {
+  return translate(hf_name, gguf, cap, 1);
+}
+
+int mkc_hf_rope_heads(const char *gguf_name, const mkc_model_desc *d) {
+  const char *rest;
+  if (d->rope_layout != MKC_ROPE_INTERLEAVED || layer_of(gguf_name, "blk.", &rest) < 0) return 0;
+  if (strcmp(rest, "attn_q.weight") == 0 || strcmp(rest, "attn_q.bias") == 0) return d->n_heads;
+  if (strcmp(rest, "attn_k.weight") == 0 || strcmp(rest, "attn_k.bias") == 0) return d->n_kv_heads;
+  /* A per-head RMSNorm weight is one head's worth of rows. */
+  if (strcmp(rest, "attn_q_norm.weight") == 0 || strcmp(rest, "attn_k_norm.weight") == 0) return 1;
+  return 0;
+}
+
+int mkc_hf_permute_rows(uint16_t *dst, const uint16_t *src, int n_rows, int row_len, int heads,
+                        int inverse) {
+  if (heads <= 0 || n_rows <= 0 || row_len < 0 || n_rows % (2 * heads)) return -1;
+  int head_dim = n_rows / heads, half = head_dim / 2;
+  size_t bytes = (size_t)row_len * sizeof *src;
+  for (int h = 0; h < heads; h++) {
+    for (int i = 0; i < half; i++) {
+      for (int j = 0; j < 2; j++) {
+        size_t gguf_row = (size_t)h * head_dim + 2 * i + j;
+        size_t hf_row = (size_t)h * head_dim + (size_t)j * half + i;
+        size_t to = inverse ? hf_row : gguf_row, from = inverse ? gguf_row : hf_row;
+        memcpy(dst + to * row_len, src + from * row_len, bytes);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,72 @@
+/* A model as a Hugging Face folder: config.json and model.safetensors, the
+ * inverse of mkc_hf_config_read + mkc_st_load_weights (for `mkc init` and
+ * the tests that compare formats). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "util/files.h"
+#include "hf.h"
+#include "safetensors.h"
+
+/* config.json as transformers writes it for d->arch. */
+static char *config_text(const mkc_model_desc *d) {
+  cJSON *c = cJSON_CreateObject();
+  if (!c) return NULL;
+  cJSON_AddStringToObject(c, "model_type", d->arch);
+  const struct {
+    const char *key;
+    int v;
+  } ints[] = {{"hidden_size", d->dim},
+              {"num_hidden_layers", d->n_layers},
+              {"num_attention_heads", d->n_heads},
+              {"num_key_value_heads", d->n_kv_heads},
+              {"head_dim", d->head_dim},
+              {"intermediate_size", d->ffn},
+              {"vocab_size", d->vocab},
+              {"max_position_embeddings", d->ctx_train}};
+  for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+    cJSON_AddNumberToObject(c, ints[i].key, ints[i].v);
+  cJSON_AddNumberToObject(c, "rope_theta", d->rope_theta);
+  cJSON_AddNumberToObject(c, "rms_norm_eps", d->norm_eps);
+  cJSON_AddBoolToObject(c, "tie_word_embeddings", d->tied);
+  cJSON_AddStringToObject(c, "hidden_act", "silu");
+  cJSON_AddNullToObject(c, "rope_scaling");
+  if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
+  char *text = cJSON_Print(c);
+  cJSON_Delete(c);
+  return text;
+}
+
+int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
+  int qwen = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0;
+  if ((d->rope_layout == MKC_ROPE_NEOX) != qwen) {
+    fprintf(stderr,
+            "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "
+            "(config.json has no way to say it); use -o FILE.gguf\n",
+            d->arch, d->rope_layout == MKC_ROPE_NEOX ? "NEOX" : "interleaved");
+    return -1;
+  }
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "mkc: error: cannot create %s: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  char path[4200];
+  snprintf(path, sizeof path, "%s/model.safetensors", dir);
+  if (mkc_st_write_weights(path, w, d, dtype) != 0) return -1;
+  char *text = config_text(d);
+  if (!text) {
+    fprintf(stderr, "mkc: error: out of memory\n");
+    return -1;
+  }
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  const void *parts[] = {text, "\n"};
+  size_t sizes[] = {strlen(text), 1};
+  int rc = mkc_write_atomic(path, parts, sizes, 2);
+  free(text);
+  return rc;
+}

@@ -1,0 +1,154 @@
+/* The safetensors writer, for tests and fixtures: tensors from floats or raw
+ * bytes, and an mkc_weights store written back as an HF checkpoint. */
+#include "hf.h"
+#include "safetensors.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dequant.h"
+#include "util/files.h"
+
+static int out_error(const char *path, const char *what, const char *name) {
+  fprintf(stderr, "mkc: error: %s: tensor '%s': %s\n", path, name ? name : "(null)", what);
+  return -1;
+}
+
+/* t's bytes in its dtype: t->raw, or *owned (malloc'd) encoded from floats. */
+static const void *encode(const char *path, const mkc_st_out *t, uint64_t n_elems, void **owned) {
+  *owned = NULL;
+  if (!t->values) return t->raw;
+  size_t n = (size_t)n_elems;
+  if (t->dtype == MKC_ST_F32) return t->values;
+  if (t->dtype != MKC_ST_F16 && t->dtype != MKC_ST_BF16) {
+    out_error(path, "floats can be written as F32, F16 or BF16 only", t->name);
+    return NULL;
+  }
+  uint8_t *p = malloc(n ? 2 * n : 1);
+  if (!p) {
+    out_error(path, "out of memory", t->name);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint16_t h =
+        t->dtype == MKC_ST_F16 ? mkc_float_to_f16(t->values[i]) : mkc_float_to_bf16(t->values[i]);
+    p[2 * i] = (uint8_t)h;
+    p[2 * i + 1] = (uint8_t)(h >> 8);
+  }
+  *owned = p;
+  return p;
+}
+
+int mkc_st_write(const char *path, const mkc_st_out *tensors, int n) {
+  int rc = -1;
+  cJSON *root = cJSON_CreateObject(), *meta = cJSON_CreateObject();
+  const void **parts = calloc((size_t)n + 2, sizeof *parts);
+  size_t *sizes = calloc((size_t)n + 2, sizeof *sizes);
+  void **owned = calloc((size_t)n + 1, sizeof *owned);
+  char *text = NULL;
+  if (!root || !meta || !parts || !sizes || !owned) {
+    fprintf(stderr, "mkc: error: %s: out of memory\n", path);
+    goto done;
+  }
+  cJSON_AddItemToObject(root, "__metadata__", meta);
+  cJSON_AddStringToObject(meta, "format", "pt");
+  meta = NULL;
+  uint64_t offset = 0;
+  for (int i = 0; i < n; i++) {
+    const mkc_st_out *t = &tensors[i];
+    int size = mkc_st_dtype_size(t->dtype);
+    if (!t->name || !size || t->n_dims < 0 || t->n_dims > MKC_ST_MAX_DIMS ||
+        (!t->values && !t->raw)) {
+      out_error(path, "needs a name, a known dtype, 0..8 dims and values or raw bytes", t->name);
+      goto done;
+    }
+    uint64_t n_elems = 1;
+    for (int d = 0; d < t->n_dims; d++) n_elems *= (uint64_t)t->shape[d];
+    if (!(parts[i + 2] = encode(path, t, n_elems, &owned[i]))) goto done;
+    sizes[i + 2] = (size_t)(n_elems * (uint64_t)size);
+    cJSON *e = cJSON_CreateObject(), *shape = cJSON_CreateArray(), *range = cJSON_CreateArray();
+    cJSON_AddItemToObject(root, t->name, e); /* a repeated name is written twice */
+    cJSON_AddStringToObject(e, "dtype", mkc_st_dtype_name(t->dtype));
+    cJSON_AddItemToObject(e, "shape", shape);
+    cJSON_AddItemToObject(e, "data_offsets", range);
+    for (int d = 0; d < t->n_dims; d++)
+      cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->shape[d]));
+    cJSON_AddItemToArray(range, cJSON_CreateNumber((double)offset));
+    offset += sizes[i + 2];
+    cJSON_AddItemToArray(range, cJSON_CreateNumber((double)offset));
+  }
+  char *json = cJSON_PrintUnformatted(root);
+  size_t len = json ? strlen(json) : 0, padded = (len + 7) / 8 * 8;
+  if (!json || !(text = malloc(padded + 1))) {
+    free(json);
+    fprintf(stderr, "mkc: error: %s: out of memory\n", path);
+    goto done;
+  }
+  memcpy(text, json, len);
+  memset(text + len, ' ', padded - len);
+  free(json);
+  uint8_t header_len[8];
+  for (int b = 0; b < 8; b++) header_len[b] = (uint8_t)((uint64_t)padded >> (8 * b));
+  parts[0] = header_len;
+  sizes[0] = 8;
+  parts[1] = text;
+  sizes[1] = padded;
+  rc = mkc_write_atomic(path, parts, sizes, n + 2);
+done:
+  for (int i = 0; owned && i < n; i++) free(owned[i]);
+  free(owned);
+  free(parts);
+  free(sizes);
+  free(text);
+  cJSON_Delete(meta);
+  cJSON_Delete(root);
+  return rc;
+}
+
+int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model_desc *d,
+                         int dtype) {
+  mkc_st_out *out = calloc((size_t)(w->n ? w->n : 1), sizeof *out);
+  char(*names)[512] = calloc((size_t)(w->n ? w->n : 1), sizeof *names);
+  int rc = -1;
+  if (!out || !names) {
+    fprintf(stderr, "mkc: error: %s: out of memory\n", path);
+    goto done;
+  }
+  for (int k = 0; k < w->n; k++) {
+    const mkc_tensor *t = &w->t[k];
+    size_t n = (size_t)t->rows * (size_t)t->cols;
+    if (mkc_hf_name(t->name, names[k], sizeof names[k])) {
+      out_error(path, "has no Hugging Face name", t->name);
+      goto done;
+    }
+    uint16_t *hf = malloc((n ? n : 1) * sizeof *hf);
+    float *values = malloc((n ? n : 1) * sizeof *values);
+    out[k] = (mkc_st_out){names[k], dtype, t->rows == 1 ? 1 : 2, {0}, values, NULL};
+    if (!hf || !values) {
+      free(hf);
+      out_error(path, "out of memory", t->name);
+      goto done;
+    }
+    out[k].shape[0] = t->rows == 1 ? t->cols : t->rows;
+    out[k].shape[1] = t->cols;
+    int heads = mkc_hf_rope_heads(t->name, d);
+    int n_rows = t->rows == 1 ? t->cols : t->rows, row_len = t->rows == 1 ? 1 : t->cols;
+    if (!heads)
+      memcpy(hf, t->data, n * sizeof *hf);
+    else if (mkc_hf_permute_rows(hf, t->data, n_rows, row_len, heads, 1)) {
+      free(hf);
+      out_error(path, "rows are not a whole number of heads of an even head_dim", t->name);
+      goto done;
+    }
+    for (size_t i = 0; i < n; i++) values[i] = mkc_bf16_to_float(hf[i]);
+    free(hf);
+  }
+  rc = mkc_st_write(path, out, w->n);
+done:
+  for (int i = 0; out && i < w->n; i++) free((void *)out[i].values); /* NULL if unset */
+  free(out);
+  free(names);
+  return rc;
+}

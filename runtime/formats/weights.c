@@ -1,0 +1,175 @@
+/* The weight store: random bf16 tensors keyed by (seed, name), name/shape
+ * lookup, and packing into the kernel's padded arena. */
+#include "weights.h"
+#include "util/hash.h"
+#include "util/rng.h"
+#include "util/text.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+float mkc_bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+uint16_t mkc_float_to_bf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((bits >> 16) | 0x40); /* quiet NaN */
+  /* Round to nearest even: add 0x7fff plus the lowest kept bit, then truncate. */
+  bits += 0x7fffu + ((bits >> 16) & 1u);
+  return (uint16_t)(bits >> 16);
+}
+
+typedef struct xoshiro256 {
+  uint64_t s[4];
+} xoshiro256;
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t xoshiro_next(xoshiro256 *x) { /* xoshiro256** */
+  uint64_t *s = x->s;
+  uint64_t result = rotl(s[1] * 5, 7) * 9;
+  uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+  return result;
+}
+
+/* U(-1, 1) from the top 53 bits. */
+static double uniform_pm1(xoshiro256 *x) {
+  return (double)(xoshiro_next(x) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+}
+
+/* The stream for one tensor depends on (seed, name) only, so adding or
+ * reordering weights in a graph never changes the others. */
+static void seed_for_name(xoshiro256 *x, unsigned long long seed, const char *name) {
+  uint64_t h = mkc_fnv1a(MKC_FNV_OFFSET, name, strlen(name));
+  uint64_t state = (uint64_t)seed ^ rotl(h, 32);
+  state = mkc_splitmix64(&state) ^ h;
+  for (int i = 0; i < 4; i++) x->s[i] = mkc_splitmix64(&state);
+}
+
+static void fill_random(mkc_tensor *t, unsigned long long seed) {
+  size_t count = (size_t)t->rows * (size_t)t->cols;
+  xoshiro256 x;
+  seed_for_name(&x, seed, t->name);
+  double offset = 0.0, scale;
+  if (mkc_ends_with(t->name, "norm.weight")) {
+    offset = 1.0;
+    scale = 0.1;
+  } else if (mkc_ends_with(t->name, ".bias")) {
+    scale = 0.1; /* Q/K/V biases: a visible shift next to the projections' unit-scale outputs */
+  } else if (strncmp(t->name, "token_embd.", 11) == 0) {
+    /* Small next to the layers' outputs, as in trained models: a large
+     * embedding dominates the residual and a tied head just repeats its input. */
+    scale = 0.1;
+  } else {
+    scale = sqrt(3.0 / (double)t->cols); /* unit-variance outputs for unit-variance inputs */
+  }
+  for (size_t i = 0; i < count; i++)
+    t->data[i] = mkc_float_to_bf16((float)(offset + scale * uniform_pm1(&x)));
+}
+
+int mkc_weights_begin(mkc_weights *w, const mkc_graph *g) {
+  w->n = 0;
+  w->t = calloc(g->n_weights ? (size_t)g->n_weights : 1, sizeof *w->t);
+  return w->t ? 0 : -1;
+}
+
+mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info) {
+  size_t count = (size_t)info->rows * (size_t)info->cols;
+  mkc_tensor *t = &w->t[w->n++];
+  t->rows = info->rows;
+  t->cols = info->cols;
+  t->name = strdup(info->name);
+  t->data = malloc((count ? count : 1) * sizeof *t->data);
+  return t->name && t->data ? t : NULL;
+}
+
+int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed) {
+  if (mkc_weights_begin(w, g) != 0) {
+    fprintf(stderr, "mkc: error: out of memory for %d weights\n", g->n_weights);
+    return -1;
+  }
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    if (info->rows <= 0 || info->cols <= 0) {
+      fprintf(stderr, "mkc: error: weight %s: bad shape [%d, %d]\n", info->name, info->rows,
+              info->cols);
+      mkc_weights_free(w);
+      return -1;
+    }
+    mkc_tensor *t = mkc_weights_append(w, info);
+    if (!t) {
+      fprintf(stderr, "mkc: error: weight %s: out of memory (%zu elements)\n", info->name,
+              (size_t)info->rows * (size_t)info->cols);
+      mkc_weights_free(w);
+      return -1;
+    }
+    fill_random(t, seed);
+  }
+  return 0;
+}
+
+const mkc_tensor *mkc_weights_get(const mkc_weights *w, const char *name, int rows, int cols) {
+  for (int i = 0; i < w->n; i++) {
+    const mkc_tensor *t = &w->t[i];
+    if (strcmp(t->name, name) != 0) continue;
+    if (t->rows == rows && t->cols == cols) return t;
+    fprintf(stderr, "mkc: error: weight %s: Expected [%d, %d], Actual [%d, %d]\n", name, rows, cols,
+            t->rows, t->cols);
+    return NULL;
+  }
+  fprintf(stderr, "mkc: error: weight %s: missing\n", name);
+  return NULL;
+}
+
+uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g) {
+  uint16_t *arena = calloc(g->weight_elems ? g->weight_elems : 1, sizeof *arena);
+  if (!arena) {
+    fprintf(stderr, "mkc: error: out of memory for the weight arena (%zu elements)\n",
+            g->weight_elems);
+    return NULL;
+  }
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+    if (!t) goto fail;
+    /* A wrong plan must fail here, not scribble past the arena. */
+    size_t end = info->offset + (size_t)(info->rows - 1) * (size_t)info->row_stride + info->cols;
+    if (info->row_stride < info->cols || end > g->weight_elems) {
+      fprintf(stderr,
+              "mkc: error: weight %s: arena slot (offset %zu, row stride %d) does not fit "
+              "[%d, %d] in %zu elements\n",
+              info->name, info->offset, info->row_stride, info->rows, info->cols, g->weight_elems);
+      goto fail;
+    }
+    for (int r = 0; r < t->rows; r++)
+      memcpy(arena + info->offset + (size_t)r * info->row_stride, t->data + (size_t)r * t->cols,
+             (size_t)t->cols * sizeof *arena);
+  }
+  return arena;
+fail:
+  free(arena);
+  return NULL;
+}
+
+void mkc_weights_free(mkc_weights *w) {
+  for (int i = 0; i < w->n; i++) {
+    free(w->t[i].name);
+    free(w->t[i].data);
+  }
+  free(w->t);
+  w->n = 0;
+  w->t = NULL;
+}

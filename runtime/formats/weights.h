@@ -1,0 +1,49 @@
+/* The weight store: named bf16 tensors (seeded random, or read from a GGUF or
+ * safetensors file), looked up by name and shape, and packed into the
+ * kernel's padded weight arena. */
+#ifndef MKC_WEIGHTS_H
+#define MKC_WEIGHTS_H
+
+#include <stdint.h>
+#include "codegen/graph.h"
+
+typedef struct mkc_tensor {
+  char *name;
+  int rows, cols;
+  uint16_t *data; /* bf16 [rows][cols], row-major, unpadded */
+} mkc_tensor;
+
+typedef struct mkc_weights {
+  int n;
+  mkc_tensor *t; /* [n] */
+} mkc_weights;
+
+/* Random weights for every entry of g->weights. Each tensor depends only on
+ * (seed, name). Scaled so activations stay finite over long runs:
+ * "*norm.weight" ~ 1 + U(-0.1, 0.1), "token_embd.*" ~ U(-0.1, 0.1), everything
+ * else ~ U(-1, 1) * sqrt(3 / cols). Rounded to bf16. Returns 0 or -1. */
+int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed);
+
+/* Building a store for g, as every source of weights does: begin makes
+ * room for g->n_weights tensors in w (0, or -1 when out of memory), append
+ * adds one named and shaped as info, its data allocated but not filled
+ * (NULL when out of memory; w stays freeable). Neither prints. */
+int mkc_weights_begin(mkc_weights *w, const mkc_graph *g);
+mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info);
+
+/* The tensor called name with shape [rows][cols]; on a missing or misshapen
+ * tensor prints "mkc: error: weight NAME: ..." and returns NULL. */
+const mkc_tensor *mkc_weights_get(const mkc_weights *w, const char *name, int rows, int cols);
+
+/* The kernel's weight arena: g->weight_elems bf16 elements, zero-filled,
+ * weight i at g->weights[i].offset with row stride g->weights[i].row_stride.
+ * NULL + message on a missing weight or a plan that does not fit. Caller
+ * frees. */
+uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g);
+
+void mkc_weights_free(mkc_weights *w);
+
+float mkc_bf16_to_float(uint16_t h);
+uint16_t mkc_float_to_bf16(float f); /* round to nearest even; NaN stays NaN */
+
+#endif

@@ -1,0 +1,112 @@
+/* See model_file.h: which format a path is, and each format's description,
+ * weights and tokenizer behind one interface. */
+#include "model_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/hf.h"
+#include "formats/safetensors.h"
+#include "tokenizer/tokenizer.h"
+#include "util/text.h"
+
+/* The folder holding a .safetensors file or index, or path itself. */
+static void hf_dir(const char *path, int is_dir, char *out, size_t cap) {
+  if (is_dir) {
+    snprintf(out, cap, "%s", path);
+    return;
+  }
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(out, cap, ".");
+  else
+    snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+static int open_hf(const char *path, int is_dir, mkc_model_file *mf) {
+  char dir[4096], tok_json[4200];
+  hf_dir(path, is_dir, dir, sizeof dir);
+  mf->format = "safetensors";
+  if (mkc_hf_config_read(dir, &mf->desc) != 0) return -1;
+  mf->st = mkc_st_open(path);
+  if (!mf->st) return -1;
+  snprintf(tok_json, sizeof tok_json, "%s/tokenizer.json", dir);
+  if (access(tok_json, F_OK) == 0) {
+    mf->tok = mkc_tokenizer_from_hf(dir);
+    if (!mf->tok) return -1;
+  }
+  return 0;
+}
+
+static int open_gguf(const char *path, mkc_model_file *mf) {
+  mf->format = "GGUF";
+  mf->gguf = mkc_gguf_open(path);
+  if (!mf->gguf || mkc_gguf_model_desc(mf->gguf, &mf->desc) != 0) return -1;
+  if (mkc_gguf_find(mf->gguf, "tokenizer.ggml.model")) {
+    mf->tok = mkc_tokenizer_from_gguf(mf->gguf);
+    if (!mf->tok) return -1;
+  }
+  return 0;
+}
+
+/* The tokenizer and the graph must agree on the vocabulary: ids the
+ * tokenizer makes index the embedding table. */
+static int check_vocab(const mkc_model_file *mf) {
+  if (!mf->tok) return 0;
+  int n = mkc_tokenizer_n_vocab(mf->tok);
+  if (n > mf->desc.vocab) {
+    fprintf(stderr,
+            "mkc: error: %s: the tokenizer has %d tokens but the embedding table %d rows "
+            "(Expected: tokens <= rows)\n",
+            mf->path, n, mf->desc.vocab);
+    return -1;
+  }
+  return 0;
+}
+
+int mkc_model_file_open(const char *path, mkc_model_file *mf) {
+  memset(mf, 0, sizeof *mf);
+  mf->path = path;
+  struct stat st;
+  if (stat(path, &st) != 0) {
+    fprintf(stderr, "mkc: error: cannot open model %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  int rc;
+  if (S_ISDIR(st.st_mode))
+    rc = open_hf(path, 1, mf);
+  else if (mkc_ends_with(path, ".safetensors") || mkc_ends_with(path, ".safetensors.index.json"))
+    rc = open_hf(path, 0, mf);
+  else
+    rc = open_gguf(path, mf);
+  if (rc == 0) rc = check_vocab(mf);
+  if (rc != 0) mkc_model_file_close(mf);
+  return rc;
+}
+
+int mkc_model_file_weights(const mkc_model_file *mf, const mkc_graph *g, mkc_weights *w) {
+  if (mf->gguf) return mkc_gguf_load_weights(mf->gguf, g, w);
+  return mkc_st_load_weights(mf->st, &mf->desc, g, w);
+}
+
+void mkc_model_file_close(mkc_model_file *mf) {
+  if (mf->tok) mkc_tokenizer_free(mf->tok);
+  if (mf->gguf) mkc_gguf_close(mf->gguf);
+  if (mf->st) mkc_st_close(mf->st);
+  mf->tok = NULL;
+  mf->gguf = NULL;
+  mf->st = NULL;
+}
+
+void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "%s: %d layers, dim %d, %d heads (%d KV) of %d, ffn %d, vocab %d, context %d, rope "
+           "theta %g (%s), rms eps %g, %s head%s%s",
+           d->arch, d->n_layers, d->dim, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
+           d->ctx_train, d->rope_theta, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved",
+           d->norm_eps, d->tied ? "tied" : "separate", d->qkv_bias ? ", qkv bias" : "",
+           d->qk_norm ? ", qk norm" : "");
+}

@@ -1,0 +1,39 @@
+/* A model file as the user names it with -m: a GGUF file, or a Hugging Face
+ * folder (config.json + safetensors + tokenizer.json). Gives the model's
+ * description (for the graph preset), its weights and its tokenizer. */
+#ifndef MKC_MODEL_H
+#define MKC_MODEL_H
+
+#include "formats/gguf.h"
+#include "codegen/graph.h"
+#include "codegen/model_desc.h"
+#include "formats/weights.h"
+
+typedef struct mkc_safetensors mkc_safetensors;
+typedef struct mkc_tokenizer mkc_tokenizer;
+
+typedef struct mkc_model_file {
+  const char *path;
+  const char *format; /* "GGUF" or "safetensors" */
+  mkc_model_desc desc;
+  mkc_gguf *gguf;      /* GGUF: the mapped file */
+  mkc_safetensors *st; /* safetensors: the mapped files */
+  mkc_tokenizer *tok;  /* NULL when the file has none (then text prompts are refused) */
+} mkc_model_file;
+
+/* Opens path and reads its description and tokenizer (weights stay in the
+ * mapped file until mkc_model_file_weights). 0, or -1 after a message. */
+int mkc_model_file_open(const char *path, mkc_model_file *mf);
+
+/* Every weight of g, converted to bf16 (Q/K rows in mkc's layout). 0 or -1. */
+int mkc_model_file_weights(const mkc_model_file *mf, const mkc_graph *g, mkc_weights *w);
+
+void mkc_model_file_close(mkc_model_file *mf);
+
+/* GGUF metadata -> description (desc_gguf.c). 0, or -1 after a message. */
+int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d);
+
+/* The description as one line: "llama: 30 layers, dim 576, ...". */
+void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap);
+
+#endif

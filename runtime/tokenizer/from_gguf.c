@@ -1,0 +1,196 @@
+/* The tokenizer from GGUF metadata, the keys llama.cpp's converters write:
+ * tokenizer.ggml.model, .pre, .tokens, .scores, .token_type, .merges, the
+ * special token ids, .add_bos_token and .add_space_prefix. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/files.h"
+#include "impl.h"
+
+#define MAX_VOCAB (1 << 24)
+
+/* tokenizer.ggml.pre values and the pattern each names. */
+static const struct {
+  const char *name;
+  int pre, ignore_merges;
+} PRES[] = {
+    {"default", MKC_PRE_GPT2, 0},     {"gpt2", MKC_PRE_GPT2, 0},     {"gpt-2", MKC_PRE_GPT2, 0},
+    {"llama-bpe", MKC_PRE_LLAMA3, 1}, {"llama3", MKC_PRE_LLAMA3, 1}, {"qwen2", MKC_PRE_QWEN2, 0},
+    {"smollm", MKC_PRE_SMOLLM, 0},
+};
+
+static int is_integer_type(uint32_t type) {
+  return type <= MKC_GGUF_INT32 || type == MKC_GGUF_UINT64 || type == MKC_GGUF_INT64;
+}
+
+/* A numeric array with one entry per token: 1, 0 when absent, -1 after a
+ * message. */
+static int per_token_array(const mkc_gguf *f, const char *key, int n_vocab, int want_float,
+                           const mkc_gguf_kv **kv) {
+  int rc = mkc_gguf_get_arr(f, key, -1, kv);
+  if (rc <= 0) return rc;
+  uint32_t type = (*kv)->elem_type;
+  if (want_float ? type != MKC_GGUF_FLOAT32 && type != MKC_GGUF_FLOAT64 : !is_integer_type(type)) {
+    mkc_error_in(f->path, "metadata '%s': Expected an array of %s, Actual an array of %s", key,
+                 want_float ? "f32" : "integers", mkc_gguf_vtype_name(type));
+    return -1;
+  }
+  if ((*kv)->n != (uint64_t)n_vocab) {
+    mkc_error_in(f->path, "%s has %llu entries for %d tokens", key, (unsigned long long)(*kv)->n,
+                 n_vocab);
+    return -1;
+  }
+  return 1;
+}
+
+/* tokenizer.ggml.NAME_token_id into *id: -1 when absent or negative. */
+static int token_id(const mkc_gguf *f, const char *name, int n_vocab, int *id) {
+  char key[64];
+  snprintf(key, sizeof key, "tokenizer.ggml.%s_token_id", name);
+  int64_t v;
+  int rc = mkc_gguf_get_int(f, key, &v);
+  *id = -1;
+  if (rc < 0) return -1;
+  if (rc == 0 || v < 0) return 0;
+  if (v >= n_vocab) {
+    mkc_error_in(f->path, "%s is %lld, beyond the %d tokens", key, (long long)v, n_vocab);
+    return -1;
+  }
+  *id = (int)v;
+  return 0;
+}
+
+static int get_flag(const mkc_gguf *f, const char *key, int *v) {
+  *v = -1;
+  return mkc_gguf_get_bool(f, key, v) < 0 ? -1 : 0;
+}
+
+mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
+  const char *src = f->path, *model, *pre = NULL;
+  mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges"};
+  int rc = mkc_gguf_get_str(f, "tokenizer.ggml.model", &model);
+  if (rc <= 0) {
+    if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.model: the file has no tokenizer");
+    return NULL;
+  }
+  if (strcmp(model, "llama") == 0) {
+    spec.mode = MKC_TOK_SPM;
+  } else if (strcmp(model, "gpt2") == 0) {
+    spec.mode = MKC_TOK_BPE;
+  } else {
+    mkc_error_in(src, "tokenizer.ggml.model '%s' is not supported (mkc reads 'llama' and 'gpt2')",
+                 model);
+    return NULL;
+  }
+  if (mkc_gguf_get_str(f, "tokenizer.ggml.pre", &pre) < 0) return NULL;
+  if (spec.mode == MKC_TOK_BPE) {
+    size_t k = 0, n = sizeof PRES / sizeof *PRES;
+    while (k < n && strcmp(PRES[k].name, pre ? pre : "default") != 0) k++;
+    if (k == n) {
+      mkc_error_in(src,
+                   "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
+                   "llama-bpe, llama3, qwen2, smollm)",
+                   pre ? pre : "default");
+      return NULL;
+    }
+    spec.pre = PRES[k].pre;
+    spec.ignore_merges = PRES[k].ignore_merges;
+  }
+
+  const mkc_gguf_kv *tokens, *scores = NULL, *types = NULL, *merges = NULL;
+  rc = mkc_gguf_get_arr(f, "tokenizer.ggml.tokens", MKC_GGUF_STRING, &tokens);
+  if (rc <= 0) {
+    if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.tokens");
+    return NULL;
+  }
+  if (tokens->n == 0 || tokens->n > MAX_VOCAB) {
+    mkc_error_in(src, "tokenizer.ggml.tokens has %llu entries (1 to %d)",
+                 (unsigned long long)tokens->n, MAX_VOCAB);
+    return NULL;
+  }
+  int n = spec.n_vocab = (int)tokens->n;
+  rc = per_token_array(f, "tokenizer.ggml.scores", n, 1, &scores);
+  if (rc < 0) return NULL;
+  if (rc == 0 && spec.mode == MKC_TOK_SPM) {
+    mkc_error_in(src, "no tokenizer.ggml.scores: SentencePiece merges by score");
+    return NULL;
+  }
+  if (per_token_array(f, "tokenizer.ggml.token_type", n, 0, &types) < 0) return NULL;
+  if (spec.mode == MKC_TOK_BPE) {
+    rc = mkc_gguf_get_arr(f, "tokenizer.ggml.merges", MKC_GGUF_STRING, &merges);
+    if (rc <= 0) {
+      if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.merges: byte-level BPE needs them");
+      return NULL;
+    }
+    if (merges->n > INT32_MAX / 2) {
+      mkc_error_in(src, "tokenizer.ggml.merges has %llu entries (at most %d)",
+                   (unsigned long long)merges->n, INT32_MAX / 2);
+      return NULL;
+    }
+  }
+  if (token_id(f, "bos", n, &spec.bos) || token_id(f, "eos", n, &spec.eos) ||
+      token_id(f, "unknown", n, &spec.unk) || token_id(f, "padding", n, &spec.pad) ||
+      token_id(f, "eot", n, &spec.eot) || token_id(f, "eom", n, &spec.eom) ||
+      get_flag(f, "tokenizer.ggml.add_bos_token", &spec.add_bos) ||
+      get_flag(f, "tokenizer.ggml.add_space_prefix", &spec.add_space_prefix))
+    return NULL;
+
+  mkc_tok_str *strs = malloc((size_t)n * sizeof *strs);
+  float *score = scores ? malloc((size_t)n * sizeof *score) : NULL;
+  uint8_t *type = types ? malloc((size_t)n) : NULL;
+  spec.n_merges = merges ? (int)merges->n : 0;
+  mkc_tok_str *pairs = malloc(((size_t)spec.n_merges * 2 + 1) * sizeof *pairs);
+  mkc_tokenizer *t = NULL;
+  if (!strs || (scores && !score) || (types && !type) || !pairs) {
+    mkc_error_in(src, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < n; i++) {
+    mkc_gguf_str s = mkc_gguf_arr_str(tokens, (uint64_t)i);
+    strs[i] = (mkc_tok_str){s.s, (size_t)s.len};
+    if (score) {
+      score[i] = (float)mkc_gguf_arr_float(scores, (uint64_t)i);
+      if (isnan(score[i])) {
+        mkc_error_in(src, "tokenizer.ggml.scores[%d] is not a number", i);
+        goto done;
+      }
+    }
+    if (type) {
+      int64_t v = mkc_gguf_arr_int(types, (uint64_t)i);
+      if (v < MKC_TOK_UNDEFINED || v > MKC_TOK_BYTE) {
+        mkc_error_in(src, "tokenizer.ggml.token_type[%d] is %lld, not a token type (0..6)", i,
+                     (long long)v);
+        goto done;
+      }
+      type[i] = (uint8_t)v;
+    }
+  }
+  for (int r = 0; r < spec.n_merges; r++) {
+    mkc_gguf_str s = mkc_gguf_arr_str(merges, (uint64_t)r);
+    const char *space = s.len ? memchr(s.s, ' ', (size_t)s.len) : NULL;
+    if (!space) {
+      mkc_error_in(src, "tokenizer.ggml.merges[%d] '%.*s' is not two tokens and a space between", r,
+                   (int)(s.len > 200 ? 200 : s.len), s.s);
+      goto done;
+    }
+    size_t left = (size_t)(space - s.s);
+    pairs[2 * r] = (mkc_tok_str){s.s, left};
+    pairs[2 * r + 1] = (mkc_tok_str){space + 1, (size_t)s.len - left - 1};
+  }
+  if (spec.unk < 0 && type) /* SentencePiece files name it by type */
+    for (int i = 0; i < n && spec.unk < 0; i++)
+      if (type[i] == MKC_TOK_UNKNOWN) spec.unk = i;
+  spec.tokens = strs;
+  spec.scores = score;
+  spec.types = type;
+  spec.merges = pairs;
+  t = mkc_tok_build(&spec);
+done:
+  free(strs);
+  free(score);
+  free(type);
+  free(pairs);
+  return t;
+}
