@@ -1,6 +1,6 @@
 /* Host prelude: the CPU twin of prelude_cuda.cuh. An emitted kernel compiled as
- * C by the host compiler (runtime/backend/cpu/backend.c) runs on the SIMT emulator
- * (runtime/backend/cpu/simt.c): every emulated thread calls mkc_step, and the names below
+ * C by the host compiler (runtime/backend_cpu.c) runs on the SIMT emulator
+ * (runtime/simt.c): every emulated thread calls mkc_step, and the names below
  * ask the emulator for ids, barriers and shuffles. Same names, same semantics
  * as the CUDA prelude, so one emitted source serves both backends.
  *
