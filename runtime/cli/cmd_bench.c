@@ -91,21 +91,63 @@ static double host_copy_bandwidth(size_t bytes) {
   return best;
 }
 
-int mkc_cmd_bench(int argc, char **argv) {
-  mkc_cli c = {.n_gen = 128};
+/* The flags bench takes and their checks: 0, or the usage error's 2. */
+static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
-      &c);
+      c);
   if (rc) return rc;
-  if ((rc = mkc_cli_check_model(&c, "bench"))) return rc;
-  if (!c.preset && !c.model_path)
+  if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
+  if (!c->preset && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
-  if (!c.have_seed && !c.model_path)
+  if (!c->have_seed && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
-  if (c.n_gen < 2) return mkc_cli_usage_error("%s", "bench: -n must be at least 2");
-  if (c.backend && strcmp(c.backend, "ref") == 0)
+  if (c->n_gen < 2) return mkc_cli_usage_error("%s", "bench: -n must be at least 2");
+  if (c->backend && strcmp(c->backend, "ref") == 0)
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
+  return 0;
+}
+
+/* Where the session runs: the GPU's arch or the host's machine name, and the
+ * copy bandwidth measured there now (GB/s, < 0 when unknown) over *copy_bytes. */
+static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes) {
+  int cuda = strcmp(mkc_session_backend(s), "cuda") == 0;
+  mkc_cuda_device dev;
+  char why[256];
+  if (cuda && mkc_cuda_device_get(&dev, why, sizeof why) == 0) {
+    snprintf(arch, cap, "%s", dev.arch);
+  } else {
+    struct utsname u;
+    snprintf(arch, cap, "%s", uname(&u) == 0 ? u.machine : "host");
+  }
+  *copy_bytes = cuda ? (size_t)1 << 30 : (size_t)256 << 20;
+  return cuda ? mkc_session_copy_bandwidth(s, *copy_bytes) : host_copy_bandwidth(*copy_bytes);
+}
+
+typedef struct bench_test {
+  char name[32];
+  int n_prompt, n_gen, draft_max;
+} bench_test;
+
+/* llama-bench's rows: prompt processing, generation, and generation with drafts. */
+static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[3]) {
+  int n = 0;
+  snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
+  tests[n].n_prompt = n_pp, tests[n].n_gen = 0, tests[n++].draft_max = 0;
+  snprintf(tests[n].name, sizeof tests[0].name, "tg%d", c->n_gen);
+  tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = 0;
+  if (c->draft_max > 0) {
+    snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d", c->n_gen, c->draft_max);
+    tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = c->draft_max;
+  }
+  return n;
+}
+
+int mkc_cmd_bench(int argc, char **argv) {
+  mkc_cli c = {.n_gen = 128};
+  int rc = bench_flags(argc, argv, &c);
+  if (rc) return rc;
   mkc_loaded_model m;
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
@@ -126,32 +168,10 @@ int mkc_cmd_bench(int argc, char **argv) {
   double weight_bytes = params * 2;
   const char *backend = mkc_session_backend(m.s);
   char arch[72] = "";
-  mkc_cuda_device dev;
-  char why[256];
-  if (strcmp(backend, "cuda") == 0 && mkc_cuda_device_get(&dev, why, sizeof why) == 0)
-    snprintf(arch, sizeof arch, "%s", dev.arch);
-  else {
-    struct utsname u;
-    snprintf(arch, sizeof arch, "%s", uname(&u) == 0 ? u.machine : "host");
-  }
-  size_t copy_bytes = strcmp(backend, "cuda") == 0 ? (size_t)1 << 30 : (size_t)256 << 20;
-  double copy_gbs = strcmp(backend, "cuda") == 0 ? mkc_session_copy_bandwidth(m.s, copy_bytes)
-                                                 : host_copy_bandwidth(copy_bytes);
-
-  struct {
-    char name[32];
-    int n_prompt, n_gen, draft_max;
-  } tests[3];
-  int n_tests = 0;
-  snprintf(tests[n_tests].name, sizeof tests[0].name, "pp%d", n_pp);
-  tests[n_tests].n_prompt = n_pp, tests[n_tests].n_gen = 0, tests[n_tests++].draft_max = 0;
-  snprintf(tests[n_tests].name, sizeof tests[0].name, "tg%d", c.n_gen);
-  tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen, tests[n_tests++].draft_max = 0;
-  if (c.draft_max > 0) {
-    snprintf(tests[n_tests].name, sizeof tests[0].name, "tg%d draft%d", c.n_gen, c.draft_max);
-    tests[n_tests].n_prompt = 1, tests[n_tests].n_gen = c.n_gen,
-    tests[n_tests++].draft_max = c.draft_max;
-  }
+  size_t copy_bytes;
+  double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
+  bench_test tests[3];
+  int n_tests = bench_tests(&c, n_pp, tests);
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
   char model[200];

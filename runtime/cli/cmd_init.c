@@ -14,6 +14,7 @@
 #include "formats/hf.h"
 #include "formats/safetensors.h"
 #include "formats/weights.h"
+#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf|DIR\n"
@@ -120,43 +121,59 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
   return 0;
 }
 
-int mkc_cmd_init(int argc, char **argv) {
-  const char *graph = NULL, *preset = NULL, *path = NULL, *seed_arg = NULL;
-  long max_ctx = 0;
+typedef struct init_flags {
+  const char *graph, *preset, *path;
+  long max_ctx;
+  unsigned long long seed;
+} init_flags;
+
+/* init's own flags (it takes a GGUF writer's, not run's): 0, 2 after a usage
+ * error, or -1 for --help (printed). */
+static int init_flags_parse(int argc, char **argv, init_flags *f) {
+  const char *seed_arg = NULL;
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       fputs(USAGE, stdout);
-      return 0;
+      return -1;
     }
     if (a[0] != '-') {
-      if (graph) return usage_error("unexpected argument '%s'", a);
-      graph = a;
+      if (f->graph) return usage_error("unexpected argument '%s'", a);
+      f->graph = a;
       continue;
     }
     if (i + 1 >= argc) return usage_error("%s needs a value", a);
     const char *v = argv[++i];
     char *end;
     if (strcmp(a, "--preset") == 0)
-      preset = v;
+      f->preset = v;
     else if (strcmp(a, "--seed") == 0)
       seed_arg = v;
     else if (strcmp(a, "-o") == 0)
-      path = v;
+      f->path = v;
     else if (strcmp(a, "--ctx") == 0) {
       errno = 0;
-      max_ctx = strtol(v, &end, 10);
-      if (!*v || *end || errno || max_ctx < 1 || max_ctx > 1 << 20)
+      f->max_ctx = strtol(v, &end, 10);
+      if (!*v || *end || errno || f->max_ctx < 1 || f->max_ctx > 1 << 20)
         return usage_error("--ctx: expected an integer in 1..1048576, got '%s'", v);
     } else
       return usage_error("unknown option '%s'", a);
   }
-  if (!preset) return usage_error("%s", "init: --preset is required");
+  if (!f->preset) return usage_error("%s", "init: --preset is required");
   if (!seed_arg) return usage_error("%s", "init: --seed SEED is required");
-  if (!path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
-  unsigned long long seed;
-  if (mkc_parse_seed(seed_arg, &seed) != 0)
+  if (!f->path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
+  if (mkc_parse_seed(seed_arg, &f->seed) != 0)
     return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
+  return 0;
+}
+
+int mkc_cmd_init(int argc, char **argv) {
+  init_flags f = {0};
+  int parsed = init_flags_parse(argc, argv, &f);
+  if (parsed) return parsed < 0 ? 0 : parsed;
+  const char *graph = f.graph, *preset = f.preset, *path = f.path;
+  unsigned long long seed = f.seed;
+  long max_ctx = f.max_ctx;
 
   char graph_path[4200], name[256];
   if (graph)
@@ -176,9 +193,8 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_weights w = {0};
   mkc_gguf_writer *out = NULL;
   int rc = 1;
-  size_t len = strlen(path);
   if (mkc_weights_random(&w, &g, seed) != 0) goto done;
-  if (len < 5 || strcmp(path + len - 5, ".gguf") != 0) {
+  if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
     if (mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;

@@ -249,6 +249,59 @@ static void check_file_name(reader *r, const char *field, const char *name) {
     complain(r, field, "must be a plain file name");
 }
 
+/* The kernel's header fields: what it was generated from and for. */
+static void read_kernel(reader *r, const cJSON *root, mkc_manifest *m) {
+  mkc_kernel_header *h = &m->header;
+  get_str(r, root, "name", m->name, sizeof m->name);
+  get_str(r, root, "mkc_version", m->mkc_version, sizeof m->mkc_version);
+  get_str(r, root, "kernel_version", h->version, sizeof h->version);
+  m->nvrtc_version = (int)get_int(r, root, "nvrtc_version", -1, 1000000);
+  get_str(r, root, "graph", h->graph, sizeof h->graph);
+  get_str(r, root, "preset", h->preset, sizeof h->preset);
+  h->draft_max = (int)get_int(r, root, "draft_max", 0, 1000);
+  h->max_ctx = (int)get_int(r, root, "max_ctx", 1, 1 << 24);
+  h->threads = (int)get_int(r, root, "threads", 32, 1024);
+  h->max_blocks = (int)get_int(r, root, "max_blocks", 1, 1 << 20);
+  /* optional: manifests from before the option were f32 kernels (their source hash tells) */
+  if (cJSON_GetObjectItemCaseSensitive(root, "kv_dtype"))
+    get_str(r, root, "kv_dtype", h->kv_dtype, sizeof h->kv_dtype);
+  else
+    snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
+  if (!r->bad && strcmp(h->kv_dtype, "bf16") != 0 && strcmp(h->kv_dtype, "f16") != 0 &&
+      strcmp(h->kv_dtype, "f32") != 0)
+    complain(r, "kv_dtype", "is not bf16, f16 or f32");
+  const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(root, "hashes");
+  if (!cJSON_IsObject(hashes))
+    complain(r, "hashes", "is missing");
+  else {
+    get_str(r, hashes, "source", m->source_hash, sizeof m->source_hash);
+    get_str(r, hashes, "graph", h->graph_hash, sizeof h->graph_hash);
+    get_str(r, hashes, "templates", h->templates_hash, sizeof h->templates_hash);
+    get_str(r, hashes, "options", h->options_hash, sizeof h->options_hash);
+  }
+}
+
+/* One cubins[] entry: its arch, file and ptxas figures. */
+static void read_cubin(reader *r, const cJSON *c, mkc_aot_cubin *cb) {
+  get_str(r, c, "arch", cb->arch, sizeof cb->arch);
+  get_str(r, c, "file", cb->file, sizeof cb->file);
+  check_file_name(r, "cubins[].file", cb->file);
+  cb->size = get_int(r, c, "size", 1, 1L << 40);
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "ptxas");
+  if (!cJSON_IsObject(p)) {
+    complain(r, "cubins[].ptxas", "is missing");
+    return;
+  }
+  cb->ptxas.registers = (int)get_int(r, p, "registers", 0, 1 << 16);
+  cb->ptxas.spill_stores = (int)get_int(r, p, "spill_stores", 0, 1 << 30);
+  cb->ptxas.spill_loads = (int)get_int(r, p, "spill_loads", 0, 1 << 30);
+  cb->ptxas.stack_bytes = (int)get_int(r, p, "stack_bytes", 0, 1 << 30);
+  cb->ptxas.smem_bytes = (int)get_int(r, p, "static_smem_bytes", 0, 1 << 30);
+  cb->ptxas.barriers = (int)get_int(r, p, "barriers", 0, 64);
+  cb->ptxas.cmem0_bytes = (int)get_int(r, p, "param_cmem_bytes", 0, 1 << 30);
+  memcpy(cb->ptxas.arch, cb->arch, sizeof cb->arch);
+}
+
 int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   memset(m, 0, sizeof *m);
   char path[4600];
@@ -270,58 +323,12 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   char format[32] = "";
   get_str(&r, root, "format", format, sizeof format);
   if (!r.bad && strcmp(format, "mkc-aot-1") != 0) complain(&r, "format", "is not mkc-aot-1");
-  mkc_kernel_header *h = &m->header;
-  get_str(&r, root, "name", m->name, sizeof m->name);
-  get_str(&r, root, "mkc_version", m->mkc_version, sizeof m->mkc_version);
-  get_str(&r, root, "kernel_version", h->version, sizeof h->version);
-  m->nvrtc_version = (int)get_int(&r, root, "nvrtc_version", -1, 1000000);
-  get_str(&r, root, "graph", h->graph, sizeof h->graph);
-  get_str(&r, root, "preset", h->preset, sizeof h->preset);
-  h->draft_max = (int)get_int(&r, root, "draft_max", 0, 1000);
-  h->max_ctx = (int)get_int(&r, root, "max_ctx", 1, 1 << 24);
-  h->threads = (int)get_int(&r, root, "threads", 32, 1024);
-  h->max_blocks = (int)get_int(&r, root, "max_blocks", 1, 1 << 20);
-  /* optional: manifests from before the option were f32 kernels (their source hash tells) */
-  if (cJSON_GetObjectItemCaseSensitive(root, "kv_dtype"))
-    get_str(&r, root, "kv_dtype", h->kv_dtype, sizeof h->kv_dtype);
-  else
-    snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
-  if (!r.bad && strcmp(h->kv_dtype, "bf16") != 0 && strcmp(h->kv_dtype, "f16") != 0 &&
-      strcmp(h->kv_dtype, "f32") != 0)
-    complain(&r, "kv_dtype", "is not bf16, f16 or f32");
-  const cJSON *hashes = cJSON_GetObjectItemCaseSensitive(root, "hashes");
-  if (!cJSON_IsObject(hashes))
-    complain(&r, "hashes", "is missing");
-  else {
-    get_str(&r, hashes, "source", m->source_hash, sizeof m->source_hash);
-    get_str(&r, hashes, "graph", h->graph_hash, sizeof h->graph_hash);
-    get_str(&r, hashes, "templates", h->templates_hash, sizeof h->templates_hash);
-    get_str(&r, hashes, "options", h->options_hash, sizeof h->options_hash);
-  }
+  read_kernel(&r, root, m);
   const cJSON *cubins = cJSON_GetObjectItemCaseSensitive(root, "cubins"), *c;
   if (!cJSON_IsArray(cubins) || cJSON_GetArraySize(cubins) > MKC_AOT_MAX_ARCHS)
     complain(&r, "cubins", "is missing or too long");
   else
-    cJSON_ArrayForEach(c, cubins) {
-      mkc_aot_cubin *cb = &m->cubins[m->n_cubins++];
-      get_str(&r, c, "arch", cb->arch, sizeof cb->arch);
-      get_str(&r, c, "file", cb->file, sizeof cb->file);
-      check_file_name(&r, "cubins[].file", cb->file);
-      cb->size = get_int(&r, c, "size", 1, 1L << 40);
-      const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "ptxas");
-      if (!cJSON_IsObject(p))
-        complain(&r, "cubins[].ptxas", "is missing");
-      else {
-        cb->ptxas.registers = (int)get_int(&r, p, "registers", 0, 1 << 16);
-        cb->ptxas.spill_stores = (int)get_int(&r, p, "spill_stores", 0, 1 << 30);
-        cb->ptxas.spill_loads = (int)get_int(&r, p, "spill_loads", 0, 1 << 30);
-        cb->ptxas.stack_bytes = (int)get_int(&r, p, "stack_bytes", 0, 1 << 30);
-        cb->ptxas.smem_bytes = (int)get_int(&r, p, "static_smem_bytes", 0, 1 << 30);
-        cb->ptxas.barriers = (int)get_int(&r, p, "barriers", 0, 64);
-        cb->ptxas.cmem0_bytes = (int)get_int(&r, p, "param_cmem_bytes", 0, 1 << 30);
-        memcpy(cb->ptxas.arch, cb->arch, sizeof cb->arch);
-      }
-    }
+    cJSON_ArrayForEach(c, cubins) read_cubin(&r, c, &m->cubins[m->n_cubins++]);
   const cJSON *ptx = cJSON_GetObjectItemCaseSensitive(root, "ptx");
   if (!cJSON_IsObject(ptx))
     complain(&r, "ptx", "is missing");
