@@ -9,11 +9,15 @@
 
 #include "codegen/graph.h"
 
-int mkc_cli_usage_error(const char *fmt, const char *arg) {
+int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg) {
   fprintf(stderr, "mkc: error: ");
   fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run `mkc --help` for usage)\n");
+  fprintf(stderr, "\n(run `mkc%s%s --help` for usage)\n", cmd ? " " : "", cmd ? cmd : "");
   return 2;
+}
+
+int mkc_cli_usage_error(const char *fmt, const char *arg) {
+  return mkc_cli_usage_error_in(NULL, fmt, arg);
 }
 
 /* A whole-string integer in [lo, hi], or -1 with a message. */

@@ -16,6 +16,8 @@ typedef struct mkc_cli {
 
 /* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
 int mkc_cli_usage_error(const char *fmt, const char *arg);
+/* The same with the hint of one command: "(run `mkc CMD --help` for usage)". */
+int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);

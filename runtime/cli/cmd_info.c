@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
 #include "commands.h"
 #include "formats/gguf.h"
 #include "model/model_file.h"
@@ -18,10 +19,7 @@ static const char USAGE[] =
     "DIR: a Hugging Face folder (config.json, safetensors, tokenizer.json).\n";
 
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "mkc: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run `mkc info --help` for usage)\n");
-  return 2;
+  return mkc_cli_usage_error_in("info", fmt, arg);
 }
 
 /* A string entry's text, or "none" when absent or not a string. */

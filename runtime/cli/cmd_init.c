@@ -26,10 +26,7 @@ static const char USAGE[] =
     "GRAPH defaults to graphs/llama.lua in the mkc tree.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "mkc: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run `mkc init --help` for usage)\n");
-  return 2;
+  return mkc_cli_usage_error_in("init", fmt, arg);
 }
 
 /* The first node of op kind op, for attributes the preset set on it. */
