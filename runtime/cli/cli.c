@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,73 @@ static int allows(const char *allowed, const char *flag) {
   return 0;
 }
 
+/* Flags whose value is kept as written. */
+static const struct {
+  const char *flag;
+  size_t at; /* offsetof the const char * in mkc_cli */
+} TEXT_FLAGS[] = {
+    {"--preset", offsetof(mkc_cli, preset)},
+    {"--graph", offsetof(mkc_cli, graph)},
+    {"-o", offsetof(mkc_cli, out)},
+    {"--prompt-ids", offsetof(mkc_cli, prompt_ids)},
+    {"--backend", offsetof(mkc_cli, backend)},
+    {"--kernel", offsetof(mkc_cli, kernel_dir)},
+    {"--arch", offsetof(mkc_cli, archs)},
+    {"-m", offsetof(mkc_cli, model_path)},
+    {"-p", offsetof(mkc_cli, prompt)},
+};
+
+/* Flags whose value is an integer in [lo, hi]. */
+static const struct {
+  const char *flag;
+  long lo, hi;
+  size_t at; /* offsetof the int in mkc_cli */
+} INT_FLAGS[] = {
+    {"--draft-max", 0, 31, offsetof(mkc_cli, draft_max)},
+    {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
+    {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
+    {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
+};
+
+/* The value of flag a (allowed, known): 0, or 2 after the usage error. */
+static int take_value(const char *a, const char *v, mkc_cli *c) {
+  for (size_t k = 0; k < sizeof TEXT_FLAGS / sizeof *TEXT_FLAGS; k++)
+    if (strcmp(a, TEXT_FLAGS[k].flag) == 0) {
+      *(const char **)((char *)c + TEXT_FLAGS[k].at) = v;
+      return 0;
+    }
+  for (size_t k = 0; k < sizeof INT_FLAGS / sizeof *INT_FLAGS; k++)
+    if (strcmp(a, INT_FLAGS[k].flag) == 0) {
+      long x;
+      if (parse_int(a, v, INT_FLAGS[k].lo, INT_FLAGS[k].hi, &x)) return 2;
+      *(int *)((char *)c + INT_FLAGS[k].at) = (int)x;
+      c->have_n |= strcmp(a, "-n") == 0;
+      return 0;
+    }
+  if (strcmp(a, "--kv-dtype") == 0) {
+    if (mkc_kv_dtype_from_name(v) < 0)
+      return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);
+    c->kv_dtype = v;
+  } else if (strcmp(a, "--temp") == 0) {
+    char *end;
+    errno = 0;
+    c->temp = strtod(v, &end);
+    if (!*v || *end || errno || !(c->temp >= 0) || c->temp > 100)
+      return mkc_cli_usage_error("--temp: expected a number in 0..100, got '%s'", v);
+  } else if (strcmp(a, "--seed") == 0) {
+    if (mkc_parse_seed(v, &c->sample_seed) != 0)
+      return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
+  } else if (strcmp(a, "--random-weights") == 0) {
+    if (mkc_parse_seed(v, &c->seed) != 0)
+      return mkc_cli_usage_error("--random-weights: expected a non-negative integer seed, got '%s'",
+                                 v);
+    c->have_seed = 1;
+  } else {
+    return mkc_cli_usage_error("unknown option '%s'", a); /* allowed but known to no table */
+  }
+  return 0;
+}
+
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c) {
   for (int i = first; i < argc; i++) {
@@ -75,64 +143,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       a = "--ctx";
     if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
-    const char *v = argv[++i];
-    long x;
-    if (strcmp(a, "--preset") == 0)
-      c->preset = v;
-    else if (strcmp(a, "--graph") == 0)
-      c->graph = v;
-    else if (strcmp(a, "-o") == 0)
-      c->out = v;
-    else if (strcmp(a, "--prompt-ids") == 0)
-      c->prompt_ids = v;
-    else if (strcmp(a, "--backend") == 0)
-      c->backend = v;
-    else if (strcmp(a, "--kernel") == 0)
-      c->kernel_dir = v;
-    else if (strcmp(a, "--arch") == 0)
-      c->archs = v;
-    else if (strcmp(a, "-m") == 0)
-      c->model_path = v;
-    else if (strcmp(a, "--kv-dtype") == 0) {
-      if (mkc_kv_dtype_from_name(v) < 0)
-        return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);
-      c->kv_dtype = v;
-    } else if (strcmp(a, "-p") == 0)
-      c->prompt = v;
-    else if (strcmp(a, "--temp") == 0) {
-      char *end;
-      errno = 0;
-      c->temp = strtod(v, &end);
-      if (!*v || *end || errno || !(c->temp >= 0) || c->temp > 100)
-        return mkc_cli_usage_error("--temp: expected a number in 0..100, got '%s'", v);
-    } else if (strcmp(a, "--seed") == 0) {
-      if (mkc_parse_seed(v, &c->sample_seed) != 0)
-        return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
-    } else if (strcmp(a, "--random-weights") == 0) {
-      if (mkc_parse_seed(v, &c->seed) != 0)
-        return mkc_cli_usage_error(
-            "--random-weights: expected a non-negative integer seed, got '%s'", v);
-      c->have_seed = 1;
-    } else {
-      long lo = 0, hi = INT_MAX / 2;
-      if (strcmp(a, "--draft-max") == 0)
-        hi = 31;
-      else if (strcmp(a, "--ctx") == 0)
-        lo = 1, hi = 1 << 20;
-      else if (strcmp(a, "--blocks") == 0)
-        lo = 1, hi = 1024;
-      else if (strcmp(a, "-n") == 0)
-        lo = -1; /* llama.cpp's -1: until end of generation or a full context */
-      if (parse_int(a, v, lo, hi, &x)) return 2;
-      if (strcmp(a, "--draft-max") == 0)
-        c->draft_max = (int)x;
-      else if (strcmp(a, "--ctx") == 0)
-        c->max_ctx = (int)x;
-      else if (strcmp(a, "--blocks") == 0)
-        c->blocks = (int)x;
-      else if (strcmp(a, "-n") == 0)
-        c->n_gen = (int)x, c->have_n = 1;
-    }
+    int rc = take_value(a, argv[++i], c);
+    if (rc) return rc;
   }
   return 0;
 }
