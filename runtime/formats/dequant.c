@@ -30,6 +30,7 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 
 const char *mkc_dequant_type_names(void) { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K"; }
 
+/* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
 float mkc_f16_to_float(uint16_t h) {
   uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ff, bits;
   if (exp == 0) { /* zero or subnormal: mant * 2^-24, exact in float */

@@ -291,6 +291,7 @@ static int place_tensor(mkc_gguf *f, mkc_gguf_tensor *t) {
   return 0;
 }
 
+/* Deliberately alike read_metadata: the same table-plus-sorted-index steps over another record. */
 static int read_tensors(cursor *c) {
   mkc_gguf *f = c->f;
   f->tensors = calloc(f->n_tensors ? f->n_tensors : 1, sizeof *f->tensors);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Deliberately alike the f16 conversions (dequant.c) in shape: another format. */
 float mkc_bf16_to_float(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
   float f;

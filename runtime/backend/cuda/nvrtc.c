@@ -60,6 +60,7 @@ int mkc_nvrtc_load(char *why, size_t why_size) {
   if (api.dl) return 0;
   void *dl = open_first(why, why_size);
   if (!dl) return -1;
+  /* One row per entry point: deliberately alike (driver.c and libclang.c list theirs alike). */
   const mkc_dl_sym syms[] = {
       {(void **)&api.get_error_string, "nvrtcGetErrorString"},
       {(void **)&api.version, "nvrtcVersion"},
