@@ -3,6 +3,7 @@
 -- each stage's template with this model's sizes as literals.
 local util = require("util")
 local buffers = require("buffers")
+local calls = require("calls")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
@@ -24,6 +25,9 @@ end
 local function context(graph, plan, opts)
   local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
                 vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes }
+  local signatures = calls.signatures(opts.templates, emit.TEMPLATES)
+  -- A template call, its arguments by parameter name (codegen/calls.lua).
+  function ctx.call(fn, args, wrap_after) return calls.format(signatures, fn, args, wrap_after) end
   ctx.partials = plan.partials
   ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
   function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
@@ -62,8 +66,9 @@ local function context(graph, plan, opts)
       reads = { { "weights", plan.weights[nw].offset, { c = plan.weights[nw].row_stride * 2 }, nw.name } },
       w = ctx.weight(nw),
       inv_rms = ctx.smem_ptr("float", at.inv_rms),
-      prologue = ("mkc_rms_prologue(%s, %d, %d, %s, T, %s, %s);\n  "):format(ctx.value(x), ctx.vstride(x),
-        x.n, flt(st.norm.eps), ctx.smem_ptr("float", at.inv_rms), ctx.smem_ptr("float", at.red)),
+      prologue = ctx.call("mkc_rms_prologue", { x = ctx.value(x), x_stride = ctx.vstride(x), n = x.n,
+        eps = flt(st.norm.eps), T = "T", inv_rms = ctx.smem_ptr("float", at.inv_rms),
+        red = ctx.smem_ptr("float", at.red) }) .. ";\n  ",
     }
   end
   return ctx

@@ -262,6 +262,23 @@ static int mismatch_in(const mkc_inspect_report *r, int stage, const char *word)
   return 0;
 }
 
+/* The cost model reads arguments by the names of the template's definition: mkc_matvec's
+ * rows renamed (with its one use, so the kernel still parses) is a problem that names rows. */
+static void renamed_parameter(const char *text, const char *bad) {
+  char *code = edit(text, "MKC_DEVICE void mkc_matvec(", "int rows,", "int n_rows,");
+  char *code2 = code ? edit(code, "MKC_DEVICE void mkc_matvec(", "r < rows;", "r < n_rows;") : NULL;
+  mkc_inspect_report r;
+  if (CHECK(code2 && write_file(bad, code2) == 0, "tamper: mkc_matvec's parameter rows renamed") &&
+      CHECK(open_at(bad, 1, 0, 0, &r) == 0, "tamper: the renamed kernel still opens")) {
+    CHECK(mismatch_in(&r, 4, "mkc_matvec at line ") &&
+              mismatch_in(&r, 4, "(templates/matvec.cuh:66) has no parameter rows"),
+          "tamper: a renamed template parameter is a problem naming the template and parameter");
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  free(code2);
+}
+
 /* The cross-check is real: a changed literal or a changed comment is caught. */
 static void tampered(const char *path, const char *dir) {
   char *text = slurp(path), bad[4200];
@@ -303,6 +320,7 @@ static void tampered(const char *path, const char *dir) {
     mkc_inspect_close(&r);
   }
   free(code);
+  renamed_parameter(text, bad);
   free(text);
 }
 
@@ -355,6 +373,64 @@ static void diff(const char *path, const char *dir) {
   oracle_free(&o2);
   mkc_inspect_close(&a);
   mkc_inspect_close(&b);
+}
+
+/* Codegen's side of the same rule: the emitters name their arguments, the template's
+ * signature orders them, and a name the two disagree on is an internal error naming both. */
+static const char RENAMED_LUA[] =
+    "local home, dir = ...\n"
+    "package.path = home .. '/codegen/?.lua'\n"
+    "local emit, main, calls = require('emit'), require('main'), require('calls')\n"
+    "for _, name in ipairs({ 'prelude_cuda.cuh', 'prelude_cpu.h', table.unpack(emit.TEMPLATES) }) "
+    "do\n"
+    "  local f = assert(io.open(home .. '/templates/' .. name, 'rb'))\n"
+    "  local text = f:read('a')\n"
+    "  f:close()\n"
+    "  if name == 'matvec.cuh' then\n"
+    "    text = text:gsub('mkc_matvec%(const mkc_bf16 %*w, int row_stride, int rows,',\n"
+    "                     'mkc_matvec(const mkc_bf16 *w, int row_stride, int n_rows,')\n"
+    "  end\n"
+    "  f = assert(io.open(dir .. '/' .. name, 'wb'))\n"
+    "  f:write(text)\n"
+    "  f:close()\n"
+    "end\n"
+    "local function message(ok, err)\n"
+    "  if ok then return 'no error' end\n"
+    "  return type(err) == 'table' and err.mkc_error or tostring(err)\n"
+    "end\n"
+    "local renamed = message(pcall(main.generate, { graph = home .. '/graphs/llama.lua',\n"
+    "  preset = 'tiny', draft_max = 4, threads = 128, max_blocks = 1024, t_cap = 32,\n"
+    "  version = 'renamed', templates_dir = dir }))\n"
+    "local sigs = calls.signatures({ e = 'MKC_DEVICE void mkc_embed(const int *tokens, int T) {}' "
+    "},\n"
+    "  { 'e' })\n"
+    "local missing = message(pcall(calls.format, sigs, 'mkc_embed', { tokens = 'state->inputs' "
+    "}))\n"
+    "return renamed, missing\n";
+
+static void renamed_in_codegen(const char *dir) {
+  char templates[4200], cmd[4300];
+  snprintf(templates, sizeof templates, "%s/templates", dir);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s", templates);
+  if (!CHECK(system(cmd) == 0, "codegen rename: a templates folder made")) return;
+  lua_State *L = luaL_newstate();
+  luaL_openlibs(L);
+  int rc = luaL_loadstring(L, RENAMED_LUA);
+  lua_pushstring(L, mkc_home());
+  lua_pushstring(L, templates);
+  if (CHECK(rc == LUA_OK && lua_pcall(L, 2, 2, 0) == LUA_OK, "codegen rename: the chunk runs")) {
+    const char *renamed = lua_tostring(L, -2), *missing = lua_tostring(L, -1);
+    CHECK(renamed && strstr(renamed, "mkc_matvec (templates/matvec.cuh) has no parameter rows"),
+          "codegen: an argument the template's signature does not name is an error naming both "
+          "(%s)",
+          renamed ? renamed : "?");
+    CHECK(missing && strstr(missing, "the call to mkc_embed gives no T (templates/e)"),
+          "codegen: a parameter the call does not give is an error naming both (%s)",
+          missing ? missing : "?");
+  } else {
+    printf("     | %s\n", lua_tostring(L, -1));
+  }
+  lua_close(L);
 }
 
 /* Resources: what inspect reports is what ptxas said for the same source. */
@@ -419,6 +495,7 @@ int main(void) {
   per_block(paths[0]);
   tampered(paths[0], dir);
   diff(paths[0], dir);
+  renamed_in_codegen(dir);
   resources(paths[0]);
   char cmd[4300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

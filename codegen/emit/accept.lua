@@ -9,7 +9,8 @@ return function(st, ctx)
     flops = {},
     reads = {}, -- argmax partials and the state: a few bytes per block, not counted
     writes = {},
-    code = ("mkc_accept(state, scratch + %d, (const int *)(scratch + %d), %d, pos, T, %s);"):format(
-      ctx.partials, ctx.partials_idx, ctx.vocab, ctx.smem_ptr("int", at.choice)),
+    code = ctx.call("mkc_accept", { st = "state", part_val = ("scratch + %d"):format(ctx.partials),
+      part_idx = ("(const int *)(scratch + %d)"):format(ctx.partials_idx), vocab = ctx.vocab, pos = "pos",
+      T = "T", choice = ctx.smem_ptr("int", at.choice) }) .. ";",
   }
 end

@@ -15,13 +15,13 @@ return function(st, ctx)
               { "kv", kv.k, { ctx = kv_row }, "K cache layer " .. att.layer },
               { "kv", kv.v, { ctx = kv_row }, "V cache layer " .. att.layer } },
     writes = { ctx.vbytes(st.out, q_floats) },
-    code = table.concat({
-      ("mkc_attention(%s, %d, kv + %d, kv + %d, %s, %d,"):format(ctx.value(st.q), ctx.vstride(st.q),
-        kv.k, kv.v, ctx.value(st.out), ctx.vstride(st.out)),
-      ("              %d, %d, %d, %d, %s, pos, T,"):format(att.heads, att.heads // att.kv_heads,
-        att.head_dim, ctx.max_ctx, ctx.flt(1 / math.sqrt(att.head_dim))),
-      ("              %s, %s, %s);"):format(ctx.smem_ptr("float", at.scores),
-        ctx.smem_ptr("float", at.q_head), ctx.smem_ptr("float", at.red)),
-    }, "\n  "),
+    code = ctx.call("mkc_attention", {
+      q = ctx.value(st.q), q_stride = ctx.vstride(st.q), k_cache = ("kv + %d"):format(kv.k),
+      v_cache = ("kv + %d"):format(kv.v), out = ctx.value(st.out), out_stride = ctx.vstride(st.out),
+      heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, max_ctx = ctx.max_ctx,
+      scale = ctx.flt(1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
+      scores = ctx.smem_ptr("float", at.scores), q_head = ctx.smem_ptr("float", at.q_head),
+      red = ctx.smem_ptr("float", at.red),
+    }, { "out_stride", "T" }) .. ";",
   }
 end

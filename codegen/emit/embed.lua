@@ -10,7 +10,7 @@ return function(st, ctx)
     flops = {},
     reads = { wread },
     writes = { ctx.vbytes(x, x.n) },
-    code = ("mkc_embed(%s, %d, %d, %s, %d, state->inputs, T);"):format(
-      ctx.weight(tw), ctx.wstride(tw), x.n, ctx.value(x), ctx.vstride(x)),
+    code = ctx.call("mkc_embed", { table = ctx.weight(tw), row_stride = ctx.wstride(tw), dim = x.n,
+      x = ctx.value(x), x_stride = ctx.vstride(x), tokens = "state->inputs", T = "T" }) .. ";",
   }
 end

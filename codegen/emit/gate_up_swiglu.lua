@@ -11,8 +11,10 @@ return function(st, ctx)
     flops = { t = 4 * gw.rows * ctx.wstride(gw) },
     reads = reads,
     writes = { ctx.vbytes(st.out, gw.rows) },
-    code = norm.prologue .. ("mkc_matvec_swiglu(%s, %s, %d, %d, %d, %s, %d, %s, %s, %s, %d, T);"):format(
-      ctx.weight(gw), ctx.weight(uw), ctx.wstride(gw), gw.rows, ctx.chunks(gw), ctx.value(st.x),
-      ctx.vstride(st.x), norm.w, norm.inv_rms, ctx.value(st.out), ctx.vstride(st.out)),
+    code = norm.prologue .. ctx.call("mkc_matvec_swiglu", {
+      w_gate = ctx.weight(gw), w_up = ctx.weight(uw), row_stride = ctx.wstride(gw), rows = gw.rows,
+      n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
+      inv_rms = norm.inv_rms, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
+    }) .. ";",
   }
 end

@@ -12,12 +12,12 @@ return function(st, ctx)
     flops = { t = 2 * w.rows * ctx.wstride(w) },
     reads = reads,
     writes = { ctx.vbytes(st.out, w.rows) }, -- the argmax partials (8 bytes per block and token) are not counted
-    code = norm.prologue .. table.concat({
-      ("mkc_lm_head(%s, %d, %d, %d, %s, %d, %s, %s,"):format(ctx.weight(w), ctx.wstride(w), w.rows,
-        ctx.chunks(w), ctx.value(st.x), ctx.vstride(st.x), norm.w, norm.inv_rms),
-      ("            %s, %d, T, scratch + %d, (int *)(scratch + %d),"):format(ctx.value(st.out),
-        ctx.vstride(st.out), ctx.partials, ctx.partials_idx),
-      ("            %s, %s);"):format(ctx.smem_ptr("float", at.warp_val), ctx.smem_ptr("int", at.warp_idx)),
-    }, "\n  "),
+    code = norm.prologue .. ctx.call("mkc_lm_head", {
+      w = ctx.weight(w), row_stride = ctx.wstride(w), rows = w.rows, n_chunks = ctx.chunks(w),
+      x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+      logits = ctx.value(st.out), logits_stride = ctx.vstride(st.out), T = "T",
+      part_val = ("scratch + %d"):format(ctx.partials), part_idx = ("(int *)(scratch + %d)"):format(ctx.partials_idx),
+      warp_val = ctx.smem_ptr("float", at.warp_val), warp_idx = ctx.smem_ptr("int", at.warp_idx),
+    }, { "inv_rms", "part_idx" }) .. ";",
   }
 end

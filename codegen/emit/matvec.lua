@@ -13,8 +13,10 @@ return function(st, ctx)
     flops = { t = 2 * rows * ctx.wstride(w) },
     reads = reads,
     writes = { ctx.vbytes(st.out, rows) },
-    code = norm.prologue .. ("mkc_matvec(%s, %d, %d, %d, %s, %d, %s, %s, %s, %d, %d, T);"):format(
-      ctx.weight(w), ctx.wstride(w), rows, ctx.chunks(w), ctx.value(st.x), ctx.vstride(st.x),
-      norm.w, norm.inv_rms, ctx.value(st.out), ctx.vstride(st.out), residual and 1 or 0),
+    code = norm.prologue .. ctx.call("mkc_matvec", {
+      w = ctx.weight(w), row_stride = ctx.wstride(w), rows = rows, n_chunks = ctx.chunks(w),
+      x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+      out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
+    }) .. ";",
   }
 end

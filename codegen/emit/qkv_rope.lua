@@ -39,16 +39,17 @@ return function(st, ctx)
     flops = { t = 4 * pairs * ctx.wstride(qw) },
     reads = reads,
     writes = writes,
-    code = norm.prologue .. table.concat({
-      ("mkc_qkv_rope(%s, %s, %s,"):format(ctx.weight(qw), ctx.weight(kw), ctx.weight(vw)),
-      ("             %s, %s, %s,"):format(biases[1], biases[2], biases[3]),
-      ("             %d, %d, %d, %d, %d, %d, %s,"):format(ctx.wstride(qw), ctx.chunks(qw), att.heads,
-        att.kv_heads, att.head_dim, st.q_rope.layout == "neox" and 1 or 0, ctx.flt(st.q_rope.theta)),
-      ("             %s, %d, %s, %s,"):format(ctx.value(st.x), ctx.vstride(st.x), norm.w, norm.inv_rms),
-      ("             %s, %s, %s, %s,"):format(head_norms[1], head_norms[2],
-        ctx.flt(head_norm and head_norm.eps or 0), head_norm and ctx.head_ready() or "(unsigned *)0"),
-      ("             %s, %d, %s, %d,"):format(ctx.value(st.q_rope), ctx.vstride(st.q_rope), k_raw[1], k_raw[2]),
-      ("             kv + %d, kv + %d, %d, pos, T);"):format(kv.k, kv.v, ctx.max_ctx),
-    }, "\n  "),
+    code = norm.prologue .. ctx.call("mkc_qkv_rope", {
+      w_q = ctx.weight(qw), w_k = ctx.weight(kw), w_v = ctx.weight(vw),
+      b_q = biases[1], b_k = biases[2], b_v = biases[3],
+      row_stride = ctx.wstride(qw), n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
+      head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0, theta = ctx.flt(st.q_rope.theta),
+      x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+      q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
+      head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
+      q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
+      k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), max_ctx = ctx.max_ctx, pos = "pos",
+      T = "T",
+    }, { "w_v", "b_v", "theta", "inv_rms", "head_ready", "k_raw_stride" }) .. ";",
   }
 end

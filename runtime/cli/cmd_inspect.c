@@ -50,106 +50,136 @@ static int need_libclang(void) {
   return -1;
 }
 
-int mkc_cmd_inspect(int argc, char **argv) {
-  mkc_inspect_opts o = {.pos = -1, .arch = ""};
-  const char *files[64], *stage = NULL;
-  int n_files = 0, json = 0, check = 0, diff = 0;
+/* What the command line asks for. */
+typedef struct inspect_args {
+  mkc_inspect_opts o;
+  const char *files[64], *stage;
+  int n_files, json, check, diff, help;
+} inspect_args;
+
+/* A flag that takes a value; returns 0 or the usage error's exit status. */
+static int parse_valued(const char *flag, const char *v, inspect_args *a) {
+  if (strcmp(flag, "--gpu") == 0)
+    a->o.gpu = v;
+  else if (strcmp(flag, "--arch") == 0)
+    a->o.arch = strcmp(v, "none") == 0 ? NULL : v;
+  else if (strcmp(flag, "--stage") == 0)
+    a->stage = v;
+  else if (strcmp(flag, "--tokens") == 0) {
+    if (parse_count(flag, v, 1, 32, &a->o.tokens)) return 2;
+  } else if (strcmp(flag, "--pos") == 0) {
+    if (parse_count(flag, v, 0, INT_MAX / 2, &a->o.pos)) return 2;
+  } else if (strcmp(flag, "--blocks") == 0) {
+    if (parse_count(flag, v, 1, 1 << 20, &a->o.blocks)) return 2;
+  } else
+    return usage_error("unknown option '%s'", flag);
+  return 0;
+}
+
+/* Reads the command line into a (a->help: --help was given); returns 0 or the
+ * usage error's exit status. */
+static int parse_args(int argc, char **argv, inspect_args *a) {
+  memset(a, 0, sizeof *a);
+  a->o.pos = -1;
+  a->o.arch = "";
   for (int i = 2; i < argc; i++) {
-    const char *a = argv[i];
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(USAGE, stdout);
+    const char *arg = argv[i];
+    if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+      a->help = 1;
       return 0;
     }
-    if (strcmp(a, "--json") == 0) {
-      json = 1;
-      continue;
+    if (strcmp(arg, "--json") == 0)
+      a->json = 1;
+    else if (strcmp(arg, "--check") == 0)
+      a->check = 1;
+    else if (strcmp(arg, "--diff") == 0)
+      a->diff = 1;
+    else if (arg[0] != '-') {
+      if (a->n_files == 64) return usage_error("%s", "too many files");
+      a->files[a->n_files++] = arg;
+    } else if (i + 1 >= argc)
+      return usage_error("%s needs a value", arg);
+    else {
+      int rc = parse_valued(arg, argv[++i], a);
+      if (rc) return rc;
     }
-    if (strcmp(a, "--check") == 0) {
-      check = 1;
-      continue;
-    }
-    if (strcmp(a, "--diff") == 0) {
-      diff = 1;
-      continue;
-    }
-    if (a[0] != '-') {
-      if (n_files == 64) return usage_error("%s", "too many files");
-      files[n_files++] = a;
-      continue;
-    }
-    if (i + 1 >= argc) return usage_error("%s needs a value", a);
-    const char *v = argv[++i];
-    if (strcmp(a, "--gpu") == 0)
-      o.gpu = v;
-    else if (strcmp(a, "--arch") == 0)
-      o.arch = strcmp(v, "none") == 0 ? NULL : v;
-    else if (strcmp(a, "--stage") == 0)
-      stage = v;
-    else if (strcmp(a, "--tokens") == 0) {
-      if (parse_count(a, v, 1, 32, &o.tokens)) return 2;
-    } else if (strcmp(a, "--pos") == 0) {
-      if (parse_count(a, v, 0, INT_MAX / 2, &o.pos)) return 2;
-    } else if (strcmp(a, "--blocks") == 0) {
-      if (parse_count(a, v, 1, 1 << 20, &o.blocks)) return 2;
-    } else
-      return usage_error("unknown option '%s'", a);
   }
-  if (check + diff + (json || stage) > 1)
+  if (a->check + a->diff + (a->json || a->stage) > 1)
     return usage_error("%s", "--check, --diff and --json/--stage do not combine");
-  if (json && stage) return usage_error("%s", "--json gives the whole report; drop --stage");
-  if (n_files == 0) return usage_error("%s", "which kernel? (mkc inspect llama.tiny.cu)");
-  if (diff && n_files != 2) return usage_error("%s", "--diff takes two kernel files");
-  if (!diff && !check && n_files != 1) return usage_error("%s", "one kernel file at a time");
-  if (need_libclang() != 0) return 1;
+  if (a->json && a->stage) return usage_error("%s", "--json gives the whole report; drop --stage");
+  if (a->n_files == 0) return usage_error("%s", "which kernel? (mkc inspect llama.tiny.cu)");
+  if (a->diff && a->n_files != 2) return usage_error("%s", "--diff takes two kernel files");
+  if (!a->diff && !a->check && a->n_files != 1)
+    return usage_error("%s", "one kernel file at a time");
+  return 0;
+}
 
-  if (check) {
-    int bad = 0;
-    for (int i = 0; i < n_files; i++) {
-      int n = mkc_inspect_check(files[i]);
-      if (n < 0) return 1;
-      if (n)
-        fprintf(stderr, "mkc: inspect --check: %s: %d warning%s\n", files[i], n, n == 1 ? "" : "s");
-      else
-        printf("%s: no warnings (clang -Wall -Wextra -Wshadow-all -Wconversion, device side)\n",
-               files[i]);
-      bad += n > 0;
-    }
-    return bad ? 1 : 0;
+static int run_check(const inspect_args *a) {
+  int bad = 0;
+  for (int i = 0; i < a->n_files; i++) {
+    int n = mkc_inspect_check(a->files[i]);
+    if (n < 0) return 1;
+    if (n)
+      fprintf(stderr, "mkc: inspect --check: %s: %d warning%s\n", a->files[i], n,
+              n == 1 ? "" : "s");
+    else
+      printf("%s: no warnings (clang -Wall -Wextra -Wshadow-all -Wconversion, device side)\n",
+             a->files[i]);
+    bad += n > 0;
   }
+  return bad ? 1 : 0;
+}
 
-  if (diff) {
-    mkc_inspect_report a = {0}, b = {0};
-    int rc = 2;
-    if (mkc_inspect_open(files[0], &o, &a) == 0 && mkc_inspect_open(files[1], &o, &b) == 0) {
-      int n = mkc_inspect_diff(&a, &b, stdout);
-      rc = n < 0 ? 2 : n > 0;
-    }
-    mkc_inspect_close(&a);
-    mkc_inspect_close(&b);
-    return rc;
+static int run_diff(const inspect_args *a) {
+  mkc_inspect_report x = {0}, y = {0};
+  int rc = 2;
+  if (mkc_inspect_open(a->files[0], &a->o, &x) == 0 &&
+      mkc_inspect_open(a->files[1], &a->o, &y) == 0) {
+    int n = mkc_inspect_diff(&x, &y, stdout);
+    rc = n < 0 ? 2 : n > 0;
   }
+  mkc_inspect_close(&x);
+  mkc_inspect_close(&y);
+  return rc;
+}
 
+/* The outline, the JSON report or one stage's source. */
+static int run_report(const inspect_args *a) {
   mkc_inspect_report r;
   int rc = 1;
-  if (mkc_inspect_open(files[0], &o, &r) == 0) {
-    if (json) {
+  if (mkc_inspect_open(a->files[0], &a->o, &r) == 0) {
+    if (a->json) {
       mkc_inspect_print_json(&r, stdout);
       rc = r.n_mismatches ? 1 : 0;
-    } else if (stage) {
-      rc = mkc_inspect_print_stage(&r, stage, stdout) ? 0 : 1;
+    } else if (a->stage) {
+      rc = mkc_inspect_print_stage(&r, a->stage, stdout) ? 0 : 1;
       if (rc)
         fprintf(stderr,
                 "mkc: error: inspect: no stage is '%s' (a number 1..%d, a kind, or part of a node "
                 "label)\n",
-                stage, r.n_stages);
+                a->stage, r.n_stages);
     } else {
       mkc_inspect_print(&r, stdout);
       rc = r.n_mismatches ? 1 : 0;
     }
     if (r.n_mismatches)
       fprintf(stderr, "mkc: inspect: %s: %d mismatch%s between the codegen metadata and the code\n",
-              files[0], r.n_mismatches, r.n_mismatches == 1 ? "" : "es");
+              a->files[0], r.n_mismatches, r.n_mismatches == 1 ? "" : "es");
   }
   mkc_inspect_close(&r);
   return rc;
+}
+
+int mkc_cmd_inspect(int argc, char **argv) {
+  inspect_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc;
+  if (a.help) {
+    fputs(USAGE, stdout);
+    return 0;
+  }
+  if (need_libclang() != 0) return 1;
+  if (a.check) return run_check(&a);
+  if (a.diff) return run_diff(&a);
+  return run_report(&a);
 }

@@ -302,6 +302,27 @@ static void classify(CXCursor c, mkc_arg *a) {
   }
 }
 
+/* Where the callee is defined (the template file:line, through #line) and its
+ * parameter names, which the cost model looks arguments up by. */
+static void read_callee(CXCursor call, mkc_call *out) {
+  CXCursor def = mkc_clang.getCursorDefinition(mkc_clang.getCursorReferenced(call));
+  if (mkc_clang.getCursorKind(def) != MKC_CX_FunctionDecl) return;
+  CXString file;
+  unsigned l = 0, c = 0;
+  mkc_clang.getPresumedLocation(mkc_clang.getCursorLocation(def), &file, &l, &c);
+  char *f = mkc_clang_take(file);
+  snprintf(out->template_file, sizeof out->template_file, "%s", f);
+  out->template_line = (int)l;
+  free(f);
+  int n = mkc_clang.Cursor_getNumArguments(def);
+  for (int i = 0; i < n && i < MKC_INSPECT_MAX_ARGS; i++) {
+    CXCursor param = mkc_clang.Cursor_getArgument(def, (unsigned)i);
+    char *name = mkc_clang_take(mkc_clang.getCursorSpelling(param));
+    snprintf(out->params[out->n_params++], sizeof out->params[0], "%s", name);
+    free(name);
+  }
+}
+
 static void read_call(CXCursor call, mkc_call *out) {
   memset(out, 0, sizeof *out);
   char *name = mkc_clang_take(mkc_clang.getCursorSpelling(call));
@@ -310,17 +331,7 @@ static void read_call(CXCursor call, mkc_call *out) {
   unsigned line = 0;
   physical(mkc_clang.getCursorLocation(call), NULL, &line, NULL, NULL);
   out->line = (int)line;
-  CXCursor callee = mkc_clang.getCursorReferenced(call);
-  CXCursor def = mkc_clang.getCursorDefinition(callee);
-  if (mkc_clang.getCursorKind(def) == MKC_CX_FunctionDecl) {
-    CXString file;
-    unsigned l = 0, c = 0;
-    mkc_clang.getPresumedLocation(mkc_clang.getCursorLocation(def), &file, &l, &c);
-    char *f = mkc_clang_take(file);
-    snprintf(out->template_file, sizeof out->template_file, "%s", f);
-    out->template_line = (int)l;
-    free(f);
-  }
+  read_callee(call, out);
   int n = mkc_clang.Cursor_getNumArguments(call);
   for (int i = 0; i < n && i < MKC_INSPECT_MAX_ARGS; i++)
     classify(mkc_clang.Cursor_getArgument(call, (unsigned)i), &out->args[out->n_args++]);

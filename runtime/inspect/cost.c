@@ -1,4 +1,5 @@
-/* What each template call costs, read from its literal arguments in the AST,
+/* What each template call costs, read from its literal arguments in the AST
+ * (each found by the parameter name the template's definition gives it),
  * and the cross-check against what codegen recorded. Both sides count the
  * same things (docs/INSPECT.md): every distinct global byte a stage reads or
  * writes once per step (weights, activations, KV rows; not the state struct
@@ -31,7 +32,7 @@ static void qty_str(mkc_qty q, char *out, size_t size) {
   if (!n) snprintf(out, size, "0");
 }
 
-/* ---- the AST side: one model per template ---- */
+/* ---- the AST side: one model per template, arguments by parameter name ---- */
 
 typedef struct model_ctx {
   mkc_stage *s;
@@ -47,8 +48,28 @@ static int arena_of(const char *base) {
   return -1;
 }
 
+/* Where the callee's parameter `name` is in its definition, or -1 with a problem
+ * recorded: the template's signature is the one definition of its arguments. */
+static int param(model_ctx *m, const char *name) {
+  const mkc_call *c = m->call;
+  for (int i = 0; i < c->n_params; i++)
+    if (strcmp(c->params[i], name) == 0) return i;
+  if (m->problem[0]) return -1;
+  if (c->template_file[0])
+    snprintf(m->problem, sizeof m->problem,
+             "%s at line %d: its template (%s:%d) has no parameter %s", c->name, c->line,
+             c->template_file, c->template_line, name);
+  else
+    snprintf(m->problem, sizeof m->problem,
+             "%s at line %d: no template definition names its parameter %s", c->name, c->line,
+             name);
+  return -1;
+}
+
 /* A constant argument; records a problem when it is not one. */
-static long long num(model_ctx *m, int i) {
+static long long num(model_ctx *m, const char *name) {
+  int i = param(m, name);
+  if (i < 0) return 0;
   const mkc_arg *a = &m->call->args[i];
   if (i >= m->call->n_args || a->kind != MKC_ARG_INT) {
     if (!m->problem[0])
@@ -59,24 +80,12 @@ static long long num(model_ctx *m, int i) {
   return a->value;
 }
 
-/* A global range the call touches; identical (direction, arena, offset) entries
- * merge to the larger size, as the rms prologue reads part of what the matvec reads. */
-static void touch(model_ctx *m, int i, int write, mkc_qty bytes) {
-  const mkc_arg *a = &m->call->args[i];
-  if (i >= m->call->n_args) return;
-  if (a->kind == MKC_ARG_NULL) return;
-  int arena = a->kind == MKC_ARG_BUFFER ? arena_of(a->base) : -1;
-  if (arena < 0) {
-    if (!m->problem[0])
-      snprintf(m->problem, sizeof m->problem,
-               "%s at line %d: argument %d is not a weights/scratch/kv offset", m->call->name,
-               m->call->line, i + 1);
-    return;
-  }
-  mkc_stage *s = m->s;
+/* A region of the stage's AST side: identical (direction, arena, offset) entries merge to
+ * the larger size, as the rms prologue reads part of what the matvec reads. */
+static void add_region(mkc_stage *s, int write, int arena, long long offset, mkc_qty bytes) {
   for (int k = 0; k < s->n_ast_regions; k++) {
     mkc_region *r = &s->ast_regions[k];
-    if (r->write == write && r->arena == arena && r->offset == a->value) {
+    if (r->write == write && r->arena == arena && r->offset == offset) {
       if (bytes.c > r->bytes.c) r->bytes.c = bytes.c;
       if (bytes.t > r->bytes.t) r->bytes.t = bytes.t;
       if (bytes.ctx > r->bytes.ctx) r->bytes.ctx = bytes.ctx;
@@ -88,8 +97,25 @@ static void touch(model_ctx *m, int i, int write, mkc_qty bytes) {
   memset(r, 0, sizeof *r);
   r->write = write;
   r->arena = arena;
-  r->offset = a->value;
+  r->offset = offset;
   r->bytes = bytes;
+}
+
+/* A global range the call touches through parameter `name` (a null pointer: none). */
+static void touch(model_ctx *m, const char *name, int write, mkc_qty bytes) {
+  int i = param(m, name);
+  if (i < 0 || i >= m->call->n_args) return;
+  const mkc_arg *a = &m->call->args[i];
+  if (a->kind == MKC_ARG_NULL) return;
+  int arena = a->kind == MKC_ARG_BUFFER ? arena_of(a->base) : -1;
+  if (arena < 0) {
+    if (!m->problem[0])
+      snprintf(m->problem, sizeof m->problem,
+               "%s at line %d: argument %d is not a weights/scratch/kv offset", m->call->name,
+               m->call->line, i + 1);
+    return;
+  }
+  add_region(m->s, write, arena, a->value, bytes);
 }
 
 static void work(model_ctx *m, mkc_qty items, const char *unit, mkc_qty flops) {
@@ -98,98 +124,115 @@ static void work(model_ctx *m, mkc_qty items, const char *unit, mkc_qty flops) {
   m->s->ast_flops = flops;
 }
 
-static int is_null(const model_ctx *m, int i) {
-  return i < m->call->n_args && m->call->args[i].kind == MKC_ARG_NULL;
+static int is_null(model_ctx *m, const char *name) {
+  int i = param(m, name);
+  return i >= 0 && i < m->call->n_args && m->call->args[i].kind == MKC_ARG_NULL;
 }
 
 #define Q(c_, t_, ctx_, att_) ((mkc_qty){(c_), (t_), (ctx_), (att_)})
 #define PADDED(n) (((n) + 7) / 8 * 8) /* a weight row as the arena holds it */
-#define NORM_READ(i, n_chunks)                                                                     \
-  touch(m, i, 0, Q(16 * (n_chunks), 0, 0, 0)) /* norm weights: a padded row of bf16 */
+#define NORM_READ(n_chunks)                                                                        \
+  touch(m, "norm_w", 0, Q(16 * (n_chunks), 0, 0, 0)) /* norm weights: a padded row of bf16 */
+
+static void model_embed(model_ctx *m) {
+  long long dim = num(m, "dim");
+  touch(m, "table", 0, Q(0, 2 * dim, 0, 0)); /* one table row per token */
+  touch(m, "x", 1, Q(0, 4 * dim, 0, 0));
+  work(m, Q(0, dim, 0, 0), "thread", Q(0, 0, 0, 0));
+}
+
+static void model_rms_prologue(model_ctx *m) { touch(m, "x", 0, Q(0, 4 * num(m, "n"), 0, 0)); }
+
+static void model_matvec(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  touch(m, "w", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
+  NORM_READ(cols / 8);
+  touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
+  if (num(m, "accumulate")) touch(m, "out", 0, Q(0, 4 * rows, 0, 0)); /* read-modify-write */
+  work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
+}
+
+static void model_matvec_swiglu(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  touch(m, "w_gate", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "w_up", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
+  NORM_READ(cols / 8);
+  touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
+  work(m, Q(rows, 0, 0, 0), "warp", Q(0, 4 * rows * cols, 0, 0));
+}
+
+static void model_qkv_rope(model_ctx *m) {
+  long long cols = 8 * num(m, "n_chunks"), heads = num(m, "heads"), kvh = num(m, "kv_heads");
+  long long hd = num(m, "head_dim"), kv_row = m->kv_elem * kvh * hd;
+  touch(m, "w_q", 0, Q(2 * heads * hd * cols, 0, 0, 0));
+  touch(m, "w_k", 0, Q(2 * kvh * hd * cols, 0, 0, 0));
+  touch(m, "w_v", 0, Q(2 * kvh * hd * cols, 0, 0, 0));
+  touch(m, "b_q", 0, Q(2 * PADDED(heads * hd), 0, 0, 0)); /* biases (null: none) */
+  touch(m, "b_k", 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
+  touch(m, "b_v", 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
+  touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
+  NORM_READ(cols / 8);
+  touch(m, "q_norm_w", 0, Q(2 * PADDED(hd), 0, 0, 0)); /* head norm weights (null: none) */
+  touch(m, "k_norm_w", 0, Q(2 * PADDED(hd), 0, 0, 0));
+  /* head_ready: a counter per head, not counted. A normed head is written raw and read back:
+   * q in place, k in k_raw (both float). */
+  touch(m, "q_out", 1, Q(0, 4 * heads * hd, 0, 0));
+  if (!is_null(m, "q_norm_w")) touch(m, "q_out", 0, Q(0, 4 * heads * hd, 0, 0));
+  if (is_null(m, "k_norm_w") != is_null(m, "k_raw") && !m->problem[0])
+    snprintf(m->problem, sizeof m->problem,
+             "%s at line %d: a K head norm needs k_raw and k_raw needs a K head norm",
+             m->call->name, m->call->line);
+  touch(m, "k_raw", 1, Q(0, 4 * kvh * hd, 0, 0));
+  touch(m, "k_raw", 0, Q(0, 4 * kvh * hd, 0, 0));
+  touch(m, "k_cache", 1, Q(0, kv_row, 0, 0)); /* K rows at pos..pos+T-1 */
+  touch(m, "v_cache", 1, Q(0, kv_row, 0, 0));
+  work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
+       Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
+}
+
+static void model_attention(model_ctx *m) {
+  long long heads = num(m, "heads"), group = num(m, "group"), hd = num(m, "head_dim");
+  long long kvh = group > 0 ? heads / group : 0, kv_row = m->kv_elem * kvh * hd;
+  touch(m, "q", 0, Q(0, 4 * heads * hd, 0, 0));
+  touch(m, "k_cache", 0, Q(0, 0, kv_row, 0)); /* every cached row of each kv head, once */
+  touch(m, "v_cache", 0, Q(0, 0, kv_row, 0));
+  touch(m, "out", 1, Q(0, 4 * heads * hd, 0, 0));
+  work(m, Q(0, heads, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
+}
+
+static void model_lm_head(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  touch(m, "w", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
+  NORM_READ(cols / 8);
+  touch(m, "logits", 1, Q(0, 4 * rows, 0, 0));
+  work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
+}
+
+static void model_accept(model_ctx *m) {
+  work(m, Q(0, 1, 0, 0), "thread of block 0", Q(0, 0, 0, 0));
+}
+
+static const struct {
+  const char *name;
+  void (*model)(model_ctx *m);
+} MODELS[] = {
+    {"mkc_embed", model_embed},       {"mkc_rms_prologue", model_rms_prologue},
+    {"mkc_matvec", model_matvec},     {"mkc_matvec_swiglu", model_matvec_swiglu},
+    {"mkc_qkv_rope", model_qkv_rope}, {"mkc_attention", model_attention},
+    {"mkc_lm_head", model_lm_head},   {"mkc_accept", model_accept},
+};
 
 static void model_call(model_ctx *m) {
-  const char *f = m->call->name;
-  if (strcmp(f, "mkc_embed") == 0) { /* table, row_stride, dim, x, x_stride, tokens, T */
-    long long dim = num(m, 2);
-    touch(m, 0, 0, Q(0, 2 * dim, 0, 0)); /* one table row per token */
-    touch(m, 3, 1, Q(0, 4 * dim, 0, 0));
-    work(m, Q(0, dim, 0, 0), "thread", Q(0, 0, 0, 0));
-  } else if (strcmp(f, "mkc_rms_prologue") == 0) { /* x, x_stride, n, eps, T, inv_rms, red */
-    touch(m, 0, 0, Q(0, 4 * num(m, 2), 0, 0));
-  } else if (strcmp(f, "mkc_matvec") == 0) {
-    /* w, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T
-     */
-    long long rows = num(m, 2), cols = 8 * num(m, 3);
-    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
-    touch(m, 4, 0, Q(0, 4 * cols, 0, 0));
-    NORM_READ(6, cols / 8);
-    touch(m, 8, 1, Q(0, 4 * rows, 0, 0));
-    if (num(m, 10)) touch(m, 8, 0, Q(0, 4 * rows, 0, 0)); /* residual: read-modify-write */
-    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
-  } else if (strcmp(f, "mkc_matvec_swiglu") == 0) {
-    /* w_gate, w_up, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, T */
-    long long rows = num(m, 3), cols = 8 * num(m, 4);
-    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
-    touch(m, 1, 0, Q(2 * rows * cols, 0, 0, 0));
-    touch(m, 5, 0, Q(0, 4 * cols, 0, 0));
-    NORM_READ(7, cols / 8);
-    touch(m, 9, 1, Q(0, 4 * rows, 0, 0));
-    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 4 * rows * cols, 0, 0));
-  } else if (strcmp(f, "mkc_qkv_rope") == 0) {
-    /* w_q, w_k, w_v, b_q, b_k, b_v, row_stride, n_chunks, heads, kv_heads, head_dim, layout,
-     * theta, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready, q_out,
-     * q_stride, k_raw, k_raw_stride, k_cache, v_cache, max_ctx, pos, T */
-    long long cols = 8 * num(m, 7), heads = num(m, 8), kvh = num(m, 9), hd = num(m, 10);
-    long long kv_row = m->kv_elem * kvh * hd;
-    touch(m, 0, 0, Q(2 * heads * hd * cols, 0, 0, 0));
-    touch(m, 1, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
-    touch(m, 2, 0, Q(2 * kvh * hd * cols, 0, 0, 0));
-    touch(m, 3, 0, Q(2 * PADDED(heads * hd), 0, 0, 0)); /* biases (null: none) */
-    touch(m, 4, 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
-    touch(m, 5, 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
-    touch(m, 13, 0, Q(0, 4 * cols, 0, 0));
-    NORM_READ(15, cols / 8);
-    touch(m, 17, 0, Q(2 * PADDED(hd), 0, 0, 0)); /* head norm weights (null: none) */
-    touch(m, 18, 0, Q(2 * PADDED(hd), 0, 0, 0));
-    /* head_ready: a counter per head, not counted. A normed head is written raw and read back:
-     * q in place, k in k_raw (both float). */
-    touch(m, 21, 1, Q(0, 4 * heads * hd, 0, 0));
-    if (!is_null(m, 17)) touch(m, 21, 0, Q(0, 4 * heads * hd, 0, 0));
-    if (is_null(m, 18) != is_null(m, 23) && !m->problem[0])
-      snprintf(m->problem, sizeof m->problem,
-               "%s at line %d: a K head norm needs k_raw and k_raw needs a K head norm", f,
-               m->call->line);
-    touch(m, 23, 1, Q(0, 4 * kvh * hd, 0, 0));
-    touch(m, 23, 0, Q(0, 4 * kvh * hd, 0, 0));
-    touch(m, 25, 1, Q(0, kv_row, 0, 0)); /* K rows at pos..pos+T-1 */
-    touch(m, 26, 1, Q(0, kv_row, 0, 0));
-    work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
-         Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
-  } else if (strcmp(f, "mkc_attention") == 0) {
-    /* q, q_stride, k_cache, v_cache, out, out_stride, heads, group, head_dim, max_ctx, scale,
-     * pos, T, scores, q_head, red */
-    long long heads = num(m, 6), group = num(m, 7), hd = num(m, 8);
-    long long kvh = group > 0 ? heads / group : 0, kv_row = m->kv_elem * kvh * hd;
-    touch(m, 0, 0, Q(0, 4 * heads * hd, 0, 0));
-    touch(m, 2, 0, Q(0, 0, kv_row, 0)); /* every cached row of each kv head, once */
-    touch(m, 3, 0, Q(0, 0, kv_row, 0));
-    touch(m, 4, 1, Q(0, 4 * heads * hd, 0, 0));
-    work(m, Q(0, heads, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
-  } else if (strcmp(f, "mkc_lm_head") == 0) {
-    /* w, row_stride, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
-     * part_val, part_idx, warp_val, warp_idx */
-    long long rows = num(m, 2), cols = 8 * num(m, 3);
-    touch(m, 0, 0, Q(2 * rows * cols, 0, 0, 0));
-    touch(m, 4, 0, Q(0, 4 * cols, 0, 0));
-    NORM_READ(6, cols / 8);
-    touch(m, 8, 1, Q(0, 4 * rows, 0, 0));
-    work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
-  } else if (strcmp(f, "mkc_accept") == 0) {
-    work(m, Q(0, 1, 0, 0), "thread of block 0", Q(0, 0, 0, 0));
-  } else {
-    snprintf(m->problem, sizeof m->problem, "%s at line %d: a call mkc inspect has no model for", f,
-             m->call->line);
-  }
+  for (size_t i = 0; i < sizeof MODELS / sizeof *MODELS; i++)
+    if (strcmp(m->call->name, MODELS[i].name) == 0) {
+      MODELS[i].model(m);
+      return;
+    }
+  snprintf(m->problem, sizeof m->problem, "%s at line %d: a call mkc inspect has no model for",
+           m->call->name, m->call->line);
 }
 
 /* Builds the AST-side regions, items and flops of a stage; problems found
@@ -221,17 +264,10 @@ __attribute__((format(printf, 3, 4))) static void mismatch(mkc_inspect_report *r
   m[r->n_mismatches++].stage = stage;
 }
 
-/* One stage: items, flops, sync, smem offsets and every global range. */
-static void check_stage(mkc_inspect_report *r, int i) {
-  mkc_stage *s = &r->stages[i];
+/* Items, flops and sync: the comment's against the code's. */
+static void check_work(mkc_inspect_report *r, int n, const mkc_stage *s) {
   const mkc_stage_meta *mt = &s->meta;
-  char problem[200], a[64], b[64];
-  model_stage(s, r->header.kv_elem_bytes, problem, sizeof problem);
-  int n = i + 1;
-  if (problem[0]) mismatch(r, n, "%s", problem);
-  if (mt->index != n || mt->n_stages != r->n_stages)
-    mismatch(r, n, "the comment says stage %d/%d, but it is stage %d of %d in the body", mt->index,
-             mt->n_stages, n, r->n_stages);
+  char a[64], b[64];
   if (!qty_eq(mt->items, s->ast_items) || strcmp(mt->unit, s->ast_unit) != 0) {
     qty_str(mt->items, a, sizeof a);
     qty_str(s->ast_items, b, sizeof b);
@@ -246,7 +282,22 @@ static void check_stage(mkc_inspect_report *r, int i) {
   const char *want_sync = strcmp(mt->sync, "grid") == 0 ? "grid" : "none";
   if (strcmp(want_sync, s->ast.sync) != 0)
     mismatch(r, n, "sync: metadata %s, code %s", mt->sync, s->ast.sync);
-  /* smem: the offsets the calls use are the regions' offsets, and fit the stage */
+}
+
+/* Whether some call of the stage passes smem + offset. */
+static int smem_passed(const mkc_stage *s, long offset) {
+  for (int c = 0; c < s->ast.n_calls; c++)
+    for (int k = 0; k < s->ast.calls[c].n_args; k++) {
+      const mkc_arg *arg = &s->ast.calls[c].args[k];
+      if (arg->kind == MKC_ARG_BUFFER && strcmp(arg->base, "smem") == 0 && arg->value == offset)
+        return 1;
+    }
+  return 0;
+}
+
+/* smem: the offsets the calls use are the regions' offsets, and fit the stage. */
+static void check_smem(mkc_inspect_report *r, int n, const mkc_stage *s) {
+  const mkc_stage_meta *mt = &s->meta;
   for (int c = 0; c < s->ast.n_calls; c++)
     for (int k = 0; k < s->ast.calls[c].n_args; k++) {
       const mkc_arg *arg = &s->ast.calls[c].args[k];
@@ -257,22 +308,19 @@ static void check_stage(mkc_inspect_report *r, int i) {
         mismatch(r, n, "%s at line %d uses smem + %lld, which starts no smem region of the stage",
                  s->ast.calls[c].name, s->ast.calls[c].line, arg->value);
     }
-  for (int j = 0; j < mt->n_smem; j++) {
-    int used = 0;
-    for (int c = 0; c < s->ast.n_calls; c++)
-      for (int k = 0; k < s->ast.calls[c].n_args; k++) {
-        const mkc_arg *arg = &s->ast.calls[c].args[k];
-        used |= arg->kind == MKC_ARG_BUFFER && strcmp(arg->base, "smem") == 0 &&
-                arg->value == mt->smem[j].offset;
-      }
-    if (!used)
+  for (int j = 0; j < mt->n_smem; j++)
+    if (!smem_passed(s, mt->smem[j].offset))
       mismatch(r, n, "smem region %s at %ld is never passed to a call", mt->smem[j].name,
                mt->smem[j].offset);
-  }
   if (mt->smem_bytes > r->header.smem_bytes)
     mismatch(r, n, "smem %ld bytes, more than the kernel's %lld", mt->smem_bytes,
              r->header.smem_bytes);
-  /* global ranges, both ways */
+}
+
+/* Global ranges, both ways: each listed one is touched with its size, each touched one listed. */
+static void check_regions(mkc_inspect_report *r, int n, const mkc_stage *s) {
+  const mkc_stage_meta *mt = &s->meta;
+  char a[64], b[64];
   for (int j = 0; j < mt->n_regions; j++) {
     const mkc_region *g = &mt->regions[j];
     const mkc_region *c = NULL;
@@ -303,6 +351,22 @@ static void check_stage(mkc_inspect_report *r, int i) {
                c->write ? "writes" : "reads", ARENA[c->arena], c->offset, b);
     }
   }
+}
+
+/* One stage: the model's problems, its place, items, flops, sync, smem and every global range. */
+static void check_stage(mkc_inspect_report *r, int i) {
+  mkc_stage *s = &r->stages[i];
+  const mkc_stage_meta *mt = &s->meta;
+  char problem[200];
+  model_stage(s, r->header.kv_elem_bytes, problem, sizeof problem);
+  int n = i + 1;
+  if (problem[0]) mismatch(r, n, "%s", problem);
+  if (mt->index != n || mt->n_stages != r->n_stages)
+    mismatch(r, n, "the comment says stage %d/%d, but it is stage %d of %d in the body", mt->index,
+             mt->n_stages, n, r->n_stages);
+  check_work(r, n, s);
+  check_smem(r, n, s);
+  check_regions(r, n, s);
 }
 
 void mkc_model_crosscheck(mkc_inspect_report *r) {

@@ -55,10 +55,9 @@ static void note(char *buf, size_t size, const char *what) {
   if (n + 3 < size) snprintf(buf + n, size - n, "%s%s", n ? "; " : "", what);
 }
 
-/* The differences between two matched stages, as text; empty when none. */
-static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t size) {
+/* Items, flops, sync and smem of two matched stages. */
+static void compare_work(const mkc_stage *x, const mkc_stage *y, char *out, size_t size) {
   char a[96], b[96], msg[400];
-  out[0] = 0;
   const mkc_stage_meta *m = &x->meta, *n = &y->meta;
   if (!(m->items.c == n->items.c && m->items.t == n->items.t) || strcmp(m->unit, n->unit) != 0) {
     qty_text(m->items, a, sizeof a);
@@ -86,7 +85,12 @@ static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t si
                m->smem[k].bytes, n->smem[k].offset, n->smem[k].bytes);
       note(out, size, msg);
     }
-  /* global ranges, paired by direction and name */
+}
+
+/* Global ranges, paired by direction and name. */
+static void compare_regions(const mkc_stage_meta *m, const mkc_stage_meta *n, char *out,
+                            size_t size) {
+  char a[96], b[96], msg[400];
   for (int k = 0; k < m->n_regions; k++) {
     const mkc_region *g = &m->regions[k], *h = NULL;
     for (int j = 0; j < n->n_regions; j++)
@@ -122,7 +126,11 @@ static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t si
       note(out, size, msg);
     }
   }
-  /* the calls themselves: names and every argument */
+}
+
+/* The calls themselves: names and every argument. */
+static void compare_calls(const mkc_stage *x, const mkc_stage *y, char *out, size_t size) {
+  char a[96], b[96], msg[400];
   if (x->ast.n_calls != y->ast.n_calls) {
     snprintf(msg, sizeof msg, "%d calls -> %d", x->ast.n_calls, y->ast.n_calls);
     note(out, size, msg);
@@ -144,6 +152,14 @@ static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t si
       }
     }
   }
+}
+
+/* The differences between two matched stages, as text; empty when none. */
+static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t size) {
+  out[0] = 0;
+  compare_work(x, y, out, size);
+  compare_regions(&x->meta, &y->meta, out, size);
+  compare_calls(x, y, out, size);
 }
 
 static int header_diff(const mkc_inspect_report *a, const mkc_inspect_report *b, FILE *f) {

@@ -87,6 +87,9 @@ typedef struct mkc_call {
   int line;               /* in the file */
   char template_file[64]; /* where the callee is defined, through #line */
   int template_line;
+  /* the callee's parameter names, from its definition: the cost model finds arguments by name */
+  int n_params;
+  char params[MKC_INSPECT_MAX_ARGS][32];
   int n_args;
   mkc_arg args[MKC_INSPECT_MAX_ARGS];
 } mkc_call;

@@ -69,9 +69,10 @@ static void print_resources(const mkc_inspect_report *r, FILE *f) {
           r->header.smem_bytes, res->barriers, res->barriers == 1 ? "" : "s", res->cmem_bytes);
 }
 
-void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
+/* The kernel-wide lines before the stages. */
+static void print_kernel(const mkc_inspect_report *r, FILE *f) {
   const mkc_kernel_header *h = &r->header;
-  char a[32], b[32], c[32], d[32];
+  char a[32], b[32], c[32];
   fprintf(f, "%s: %s kernel for %s, preset %s\n", r->path, h->generator, h->graph, h->preset);
   fprintf(f,
           "kernel     __global__ mkc_step (%s:%d): %d stages, %d grid barriers; %d threads per "
@@ -88,52 +89,66 @@ void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
           "distinct global bytes per step\n",
           r->at.tokens, r->at.tokens == 1 ? "" : "s", r->at.pos, r->at.blocks);
   print_resources(r, f);
-  for (int i = 0; i < r->n_stages; i++) {
-    const mkc_stage *s = &r->stages[i];
-    const mkc_stage_meta *m = &s->meta;
-    fprintf(f, "\nstage %d/%d  %s  (%s:%d-%d)\n", i + 1, r->n_stages, m->kind, r->path,
-            s->ast.first_line, s->ast.last_line);
-    for (int k = 0; k < m->n_nodes; k++)
-      fprintf(f, "  %-7s #%d %s\n", k ? "" : "nodes", m->nodes[k], m->labels[k]);
-    if (!m->n_nodes) fprintf(f, "  nodes   none (it finishes the logits node's greedy choice)\n");
-    for (int k = 0; k < s->ast.n_calls; k++)
-      fprintf(f, "  %-7s %s (%s:%d)\n", k ? "" : "calls", s->ast.calls[k].name,
-              s->ast.calls[k].template_file, s->ast.calls[k].template_line);
-    long long items = mkc_qty_eval(m->items, r->at);
-    fprintf(f, "  work    %lld item%s, one %s each; block 0 takes %lld  [%s]\n", items,
-            items == 1 ? "" : "s", m->unit, mkc_stage_per_block(s, h->threads, r->at), m->work);
-    if (!m->n_smem) fprintf(f, "  smem    none\n");
-    for (int k = 0; k < m->n_smem; k++)
-      fprintf(f, "  %-7s %-8s at %5ld, %5ld B\n", k ? "" : "smem", m->smem[k].name,
-              m->smem[k].offset, m->smem[k].bytes);
-    for (int w = 0; w < 2; w++) {
-      int first = 1;
-      for (int k = 0; k < m->n_regions; k++) {
-        const mkc_region *g = &m->regions[k];
-        if (g->write != w) continue;
-        fprintf(f, "  %-7s %-7s + %-9lld %10s  %s\n", first ? (w ? "writes" : "reads") : "",
-                ARENA[g->arena], g->offset,
-                fmt_bytes((double)mkc_qty_eval(g->bytes, r->at), a, sizeof a), g->name);
-        first = 0;
-      }
-      if (first) fprintf(f, "  %-7s none\n", w ? "writes" : "reads");
-    }
-    int cb = 0;
-    double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
-    fprintf(f, "  cost    %s read, %s written, %s FLOP; floor %s on %s (%s-bound)\n",
-            fmt_bytes((double)mkc_stage_bytes(s, 0, r->at), a, sizeof a),
-            fmt_bytes((double)mkc_stage_bytes(s, 1, r->at), b, sizeof b),
-            fmt_count((double)mkc_qty_eval(m->flops, r->at), c, sizeof c),
-            fmt_time(fl, d, sizeof d), r->gpu->id, cb ? "compute" : "memory");
-    if (s->ast.sync_line)
-      fprintf(f, "  sync    %s (line %d)\n", sync_text(s), s->ast.sync_line);
-    else
-      fprintf(f, "  sync    %s\n", sync_text(s));
-    for (int k = 0; k < r->n_mismatches; k++)
-      if (r->mismatches[k].stage == i + 1) fprintf(f, "  MISMATCH %s\n", r->mismatches[k].what);
-  }
+}
 
+/* A stage's global ranges, reads then writes. */
+static void print_regions(const mkc_inspect_report *r, const mkc_stage_meta *m, FILE *f) {
+  char a[32];
+  for (int w = 0; w < 2; w++) {
+    int first = 1;
+    for (int k = 0; k < m->n_regions; k++) {
+      const mkc_region *g = &m->regions[k];
+      if (g->write != w) continue;
+      fprintf(f, "  %-7s %-7s + %-9lld %10s  %s\n", first ? (w ? "writes" : "reads") : "",
+              ARENA[g->arena], g->offset,
+              fmt_bytes((double)mkc_qty_eval(g->bytes, r->at), a, sizeof a), g->name);
+      first = 0;
+    }
+    if (first) fprintf(f, "  %-7s none\n", w ? "writes" : "reads");
+  }
+}
+
+/* One stage of the outline: nodes, calls, work, smem, ranges, cost, sync, mismatches. */
+static void print_stage(const mkc_inspect_report *r, int i, FILE *f) {
+  const mkc_stage *s = &r->stages[i];
+  const mkc_stage_meta *m = &s->meta;
+  char a[32], b[32], c[32], d[32];
+  fprintf(f, "\nstage %d/%d  %s  (%s:%d-%d)\n", i + 1, r->n_stages, m->kind, r->path,
+          s->ast.first_line, s->ast.last_line);
+  for (int k = 0; k < m->n_nodes; k++)
+    fprintf(f, "  %-7s #%d %s\n", k ? "" : "nodes", m->nodes[k], m->labels[k]);
+  if (!m->n_nodes) fprintf(f, "  nodes   none (it finishes the logits node's greedy choice)\n");
+  for (int k = 0; k < s->ast.n_calls; k++)
+    fprintf(f, "  %-7s %s (%s:%d)\n", k ? "" : "calls", s->ast.calls[k].name,
+            s->ast.calls[k].template_file, s->ast.calls[k].template_line);
+  long long items = mkc_qty_eval(m->items, r->at);
+  fprintf(f, "  work    %lld item%s, one %s each; block 0 takes %lld  [%s]\n", items,
+          items == 1 ? "" : "s", m->unit, mkc_stage_per_block(s, r->header.threads, r->at),
+          m->work);
+  if (!m->n_smem) fprintf(f, "  smem    none\n");
+  for (int k = 0; k < m->n_smem; k++)
+    fprintf(f, "  %-7s %-8s at %5ld, %5ld B\n", k ? "" : "smem", m->smem[k].name, m->smem[k].offset,
+            m->smem[k].bytes);
+  print_regions(r, m, f);
+  int cb = 0;
+  double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
+  fprintf(f, "  cost    %s read, %s written, %s FLOP; floor %s on %s (%s-bound)\n",
+          fmt_bytes((double)mkc_stage_bytes(s, 0, r->at), a, sizeof a),
+          fmt_bytes((double)mkc_stage_bytes(s, 1, r->at), b, sizeof b),
+          fmt_count((double)mkc_qty_eval(m->flops, r->at), c, sizeof c), fmt_time(fl, d, sizeof d),
+          r->gpu->id, cb ? "compute" : "memory");
+  if (s->ast.sync_line)
+    fprintf(f, "  sync    %s (line %d)\n", sync_text(s), s->ast.sync_line);
+  else
+    fprintf(f, "  sync    %s\n", sync_text(s));
+  for (int k = 0; k < r->n_mismatches; k++)
+    if (r->mismatches[k].stage == i + 1) fprintf(f, "  MISMATCH %s\n", r->mismatches[k].what);
+}
+
+/* The roofline table, its totals and the tokens/s it allows. */
+static void print_roofline(const mkc_inspect_report *r, FILE *f) {
   const mkc_gpu *g = r->gpu;
+  char a[32], b[32], c[32], d[32];
   fprintf(
       f, "\nroofline on %s: %.2f TB/s, %.1f TFLOP/s fp32 (the templates' FMAs; bf16 tensor %.1f)\n",
       g->name, g->bandwidth / 1e12, g->fp32 / 1e12, g->bf16_tensor / 1e12);
@@ -167,6 +182,12 @@ void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
         "  floor %s per step (sum of stage floors; barriers not counted): at most %.0f tokens/s "
         "with no draft accepted, %.0f with all %d inputs accepted\n",
         fmt_time(t, d, sizeof d), 1.0 / t, r->at.tokens / t, r->at.tokens);
+}
+
+void mkc_inspect_print(const mkc_inspect_report *r, FILE *f) {
+  print_kernel(r, f);
+  for (int i = 0; i < r->n_stages; i++) print_stage(r, i, f);
+  print_roofline(r, f);
   if (r->n_mismatches) {
     fprintf(f, "\n%d mismatch%s between the codegen metadata and the code:\n", r->n_mismatches,
             r->n_mismatches == 1 ? "" : "es");
@@ -257,7 +278,8 @@ static void json_resources(const mkc_resources *res, long long smem_dynamic, FIL
           res->stack_bytes, res->smem_static_bytes, smem_dynamic, res->barriers, res->cmem_bytes);
 }
 
-void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
+/* The kernel-wide members before the stages. */
+static void json_kernel(const mkc_inspect_report *r, FILE *f) {
   const mkc_kernel_header *h = &r->header;
   fprintf(f, "{\n  \"schema\": \"mkc-inspect/1\",\n  \"file\": ");
   json_str(f, r->path);
@@ -277,75 +299,95 @@ void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
   fprintf(f, "  \"step\": {\"tokens\": %d, \"pos\": %d, \"blocks\": %d},\n", r->at.tokens,
           r->at.pos, r->at.blocks);
   json_resources(&r->res, h->smem_bytes, f);
-  fprintf(f, "  \"stages\": [");
+}
+
+/* A stage's graph nodes and template calls. */
+static void json_nodes_calls(const mkc_stage *s, FILE *f) {
+  const mkc_stage_meta *m = &s->meta;
+  fprintf(f, ",\n     \"nodes\": [");
+  for (int k = 0; k < m->n_nodes; k++) {
+    fprintf(f, "%s{\"id\": %d, \"label\": ", k ? ", " : "", m->nodes[k]);
+    json_str(f, m->labels[k]);
+    fprintf(f, ", \"graph_line\": %d}", label_line(m->labels[k]));
+  }
+  fprintf(f, "],\n     \"calls\": [");
+  for (int k = 0; k < s->ast.n_calls; k++) {
+    fprintf(f, "%s{\"name\": ", k ? ", " : "");
+    json_str(f, s->ast.calls[k].name);
+    fprintf(f, ", \"line\": %d, \"template\": ", s->ast.calls[k].line);
+    json_str(f, s->ast.calls[k].template_file);
+    fprintf(f, ", \"template_line\": %d}", s->ast.calls[k].template_line);
+  }
+  fprintf(f, "]");
+}
+
+/* A stage's smem regions and global ranges. */
+static void json_memory(const mkc_inspect_report *r, const mkc_stage_meta *m, FILE *f) {
+  fprintf(f, "     \"smem_bytes\": %ld, \"smem\": [", m->smem_bytes);
+  for (int k = 0; k < m->n_smem; k++) {
+    fprintf(f, "%s{\"name\": ", k ? ", " : "");
+    json_str(f, m->smem[k].name);
+    fprintf(f, ", \"offset\": %ld, \"bytes\": %ld}", m->smem[k].offset, m->smem[k].bytes);
+  }
+  fprintf(f, "],\n     \"buffers\": [");
+  for (int k = 0; k < m->n_regions; k++) {
+    const mkc_region *g = &m->regions[k];
+    fprintf(
+        f, "%s\n       {\"access\": \"%s\", \"arena\": \"%s\", \"offset\": %lld, \"bytes\": %lld, ",
+        k ? "," : "", g->write ? "write" : "read", ARENA[g->arena], g->offset,
+        mkc_qty_eval(g->bytes, r->at));
+    fprintf(f, "\"per_step\": ");
+    json_qty(f, g->bytes);
+    fprintf(f, ", \"name\": ");
+    json_str(f, g->name);
+    fputc('}', f);
+  }
+  fprintf(f, "]");
+}
+
+/* One element of "stages". */
+static void json_stage(const mkc_inspect_report *r, int i, FILE *f) {
+  const mkc_stage *s = &r->stages[i];
+  const mkc_stage_meta *m = &s->meta;
+  fprintf(f, "%s\n    {\"index\": %d, \"kind\": ", i ? "," : "", i + 1);
+  json_str(f, m->kind);
+  fprintf(f, ", \"first_line\": %d, \"last_line\": %d", s->ast.first_line, s->ast.last_line);
+  json_nodes_calls(s, f);
+  fprintf(f, ",\n     \"work\": ");
+  json_str(f, m->work);
+  fprintf(f, ", \"items\": %lld, \"unit\": ", mkc_qty_eval(m->items, r->at));
+  json_str(f, m->unit);
+  fprintf(f, ", \"per_block\": %lld,\n     \"sync\": {\"kind\": \"%s\", \"line\": %d},\n",
+          mkc_stage_per_block(s, r->header.threads, r->at),
+          strcmp(s->ast.sync, "none") == 0 && strcmp(m->sync, "end") == 0 ? "end" : s->ast.sync,
+          s->ast.sync_line);
+  json_memory(r, m, f);
+  int cb = 0;
+  double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
+  fprintf(f, ",\n     \"bytes_read\": %lld, \"bytes_written\": %lld, \"flops\": %lld, ",
+          mkc_stage_bytes(s, 0, r->at), mkc_stage_bytes(s, 1, r->at),
+          mkc_qty_eval(m->flops, r->at));
+  fprintf(f, "\"flops_per_step\": ");
+  json_qty(f, m->flops);
+  fprintf(f, ", \"floor_s\": %.6e, \"bound\": \"%s\",\n     \"mismatches\": [", fl,
+          cb ? "compute" : "memory");
+  int first = 1;
+  for (int k = 0; k < r->n_mismatches; k++) {
+    if (r->mismatches[k].stage != i + 1) continue;
+    fprintf(f, "%s", first ? "" : ", ");
+    json_str(f, r->mismatches[k].what);
+    first = 0;
+  }
+  fprintf(f, "]}");
+}
+
+/* Totals, roofline and the mismatch list that close the document. */
+static void json_summary(const mkc_inspect_report *r, FILE *f) {
   long long rd = 0, wr = 0, fp = 0;
   for (int i = 0; i < r->n_stages; i++) {
-    const mkc_stage *s = &r->stages[i];
-    const mkc_stage_meta *m = &s->meta;
-    fprintf(f, "%s\n    {\"index\": %d, \"kind\": ", i ? "," : "", i + 1);
-    json_str(f, m->kind);
-    fprintf(f, ", \"first_line\": %d, \"last_line\": %d,\n     \"nodes\": [", s->ast.first_line,
-            s->ast.last_line);
-    for (int k = 0; k < m->n_nodes; k++) {
-      fprintf(f, "%s{\"id\": %d, \"label\": ", k ? ", " : "", m->nodes[k]);
-      json_str(f, m->labels[k]);
-      fprintf(f, ", \"graph_line\": %d}", label_line(m->labels[k]));
-    }
-    fprintf(f, "],\n     \"calls\": [");
-    for (int k = 0; k < s->ast.n_calls; k++) {
-      fprintf(f, "%s{\"name\": ", k ? ", " : "");
-      json_str(f, s->ast.calls[k].name);
-      fprintf(f, ", \"line\": %d, \"template\": ", s->ast.calls[k].line);
-      json_str(f, s->ast.calls[k].template_file);
-      fprintf(f, ", \"template_line\": %d}", s->ast.calls[k].template_line);
-    }
-    fprintf(f, "],\n     \"work\": ");
-    json_str(f, m->work);
-    fprintf(f, ", \"items\": %lld, \"unit\": ", mkc_qty_eval(m->items, r->at));
-    json_str(f, m->unit);
-    fprintf(f, ", \"per_block\": %lld,\n     \"sync\": {\"kind\": \"%s\", \"line\": %d},\n",
-            mkc_stage_per_block(s, h->threads, r->at),
-            strcmp(s->ast.sync, "none") == 0 && strcmp(m->sync, "end") == 0 ? "end" : s->ast.sync,
-            s->ast.sync_line);
-    fprintf(f, "     \"smem_bytes\": %ld, \"smem\": [", m->smem_bytes);
-    for (int k = 0; k < m->n_smem; k++) {
-      fprintf(f, "%s{\"name\": ", k ? ", " : "");
-      json_str(f, m->smem[k].name);
-      fprintf(f, ", \"offset\": %ld, \"bytes\": %ld}", m->smem[k].offset, m->smem[k].bytes);
-    }
-    fprintf(f, "],\n     \"buffers\": [");
-    for (int k = 0; k < m->n_regions; k++) {
-      const mkc_region *g = &m->regions[k];
-      fprintf(
-          f,
-          "%s\n       {\"access\": \"%s\", \"arena\": \"%s\", \"offset\": %lld, \"bytes\": %lld, ",
-          k ? "," : "", g->write ? "write" : "read", ARENA[g->arena], g->offset,
-          mkc_qty_eval(g->bytes, r->at));
-      fprintf(f, "\"per_step\": ");
-      json_qty(f, g->bytes);
-      fprintf(f, ", \"name\": ");
-      json_str(f, g->name);
-      fputc('}', f);
-    }
-    int cb = 0;
-    double fl = mkc_stage_floor(s, r->gpu, r->at, &cb);
-    long long sr = mkc_stage_bytes(s, 0, r->at), sw = mkc_stage_bytes(s, 1, r->at);
-    long long sf = mkc_qty_eval(m->flops, r->at);
-    rd += sr, wr += sw, fp += sf;
-    fprintf(f, "],\n     \"bytes_read\": %lld, \"bytes_written\": %lld, \"flops\": %lld, ", sr, sw,
-            sf);
-    fprintf(f, "\"flops_per_step\": ");
-    json_qty(f, m->flops);
-    fprintf(f, ", \"floor_s\": %.6e, \"bound\": \"%s\",\n     \"mismatches\": [", fl,
-            cb ? "compute" : "memory");
-    int first = 1;
-    for (int k = 0; k < r->n_mismatches; k++) {
-      if (r->mismatches[k].stage != i + 1) continue;
-      fprintf(f, "%s", first ? "" : ", ");
-      json_str(f, r->mismatches[k].what);
-      first = 0;
-    }
-    fprintf(f, "]}");
+    rd += mkc_stage_bytes(&r->stages[i], 0, r->at);
+    wr += mkc_stage_bytes(&r->stages[i], 1, r->at);
+    fp += mkc_qty_eval(r->stages[i].meta.flops, r->at);
   }
   double t = total_floor(r);
   fprintf(
@@ -368,4 +410,11 @@ void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", r->n_mismatches ? "\n  " : "");
+}
+
+void mkc_inspect_print_json(const mkc_inspect_report *r, FILE *f) {
+  json_kernel(r, f);
+  fprintf(f, "  \"stages\": [");
+  for (int i = 0; i < r->n_stages; i++) json_stage(r, i, f);
+  json_summary(r, f);
 }
