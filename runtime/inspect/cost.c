@@ -4,7 +4,9 @@
  * same things (docs/INSPECT.md): every distinct global byte a stage reads or
  * writes once per step (weights, activations, KV rows; not the state struct
  * or the 8-byte argmax partials), and the multiply-add FLOPs of matmuls and
- * attention over the padded rows the kernel really runs. */
+ * attention over the padded rows the kernel really runs. The count is
+ * deliberately made again here from the code, apart from codegen's: it is the
+ * oracle that codegen's stage metadata is checked against. */
 #include "inspect.h"
 
 #include <stdarg.h>
@@ -202,6 +204,7 @@ static void model_attention(model_ctx *m) {
   work(m, Q(0, heads, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
 }
 
+/* Deliberately alike model_matvec: the LM head is a matvec into the logits. */
 static void model_lm_head(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
   touch(m, "w", 0, Q(2 * rows * cols, 0, 0, 0));

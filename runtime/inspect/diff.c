@@ -190,7 +190,7 @@ static int header_diff(const mkc_inspect_report *a, const mkc_inspect_report *b,
     n++;
   }
   const mkc_resources *p = &a->res, *q = &b->res;
-  if (p->available && q->available) {
+  if (p->available && q->available) { /* deliberately alike FIELD, with the change's sign */
 #define RES(name, fmt, what)                                                                       \
   if (p->name != q->name) {                                                                        \
     fprintf(f, "  %-26s " fmt " -> " fmt " (%+ld)\n", what, p->name, q->name,                      \

@@ -80,7 +80,7 @@ enum {
 
 typedef int (*mkc_cx_visitor)(CXCursor cursor, CXCursor parent, CXClientData data);
 
-/* The entry points, filled by mkc_clang_load. */
+/* The entry points, filled by mkc_clang_load: one member each, deliberately alike. */
 typedef struct mkc_clang_api {
   const char *(*getCString)(CXString);
   void (*disposeString)(CXString);

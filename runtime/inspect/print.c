@@ -8,28 +8,23 @@
 
 static const char *const ARENA[MKC_ARENA_COUNT] = {"weights", "scratch", "kv"};
 
-static const char *fmt_bytes(double b, char *buf, size_t size) {
-  if (b < 1e3)
-    snprintf(buf, size, "%.0f B", b);
-  else if (b < 1e6)
-    snprintf(buf, size, "%.2f kB", b / 1e3);
-  else if (b < 1e9)
-    snprintf(buf, size, "%.2f MB", b / 1e6);
-  else
-    snprintf(buf, size, "%.3f GB", b / 1e9);
+/* v in units, thousands, millions or billions of them: 950, 1.20k, 3.40M, 1.234G. */
+static const char *fmt_si(double v, const char *const unit[4], char *buf, size_t size) {
+  int i = v < 1e3 ? 0 : v < 1e6 ? 1 : v < 1e9 ? 2 : 3;
+  static const double scale[4] = {1, 1e3, 1e6, 1e9};
+  static const char *const fmt[4] = {"%.0f%s", "%.2f%s", "%.2f%s", "%.3f%s"};
+  snprintf(buf, size, fmt[i], v / scale[i], unit[i]);
   return buf;
 }
 
+static const char *fmt_bytes(double b, char *buf, size_t size) {
+  static const char *const unit[4] = {" B", " kB", " MB", " GB"};
+  return fmt_si(b, unit, buf, size);
+}
+
 static const char *fmt_count(double v, char *buf, size_t size) {
-  if (v < 1e3)
-    snprintf(buf, size, "%.0f", v);
-  else if (v < 1e6)
-    snprintf(buf, size, "%.2fk", v / 1e3);
-  else if (v < 1e9)
-    snprintf(buf, size, "%.2fM", v / 1e6);
-  else
-    snprintf(buf, size, "%.3fG", v / 1e9);
-  return buf;
+  static const char *const unit[4] = {"", "k", "M", "G"};
+  return fmt_si(v, unit, buf, size);
 }
 
 static const char *fmt_time(double s, char *buf, size_t size) {
@@ -257,6 +252,12 @@ static void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* The literal text before, then s as a JSON string. */
+static void json_after(FILE *f, const char *before, const char *s) {
+  fputs(before, f);
+  json_str(f, s);
+}
+
 static void json_qty(FILE *f, mkc_qty q) {
   fprintf(f, "{\"c\": %lld, \"t\": %lld, \"ctx\": %lld, \"att\": %lld}", q.c, q.t, q.ctx, q.att);
 }
@@ -265,8 +266,7 @@ static void json_resources(const mkc_resources *res, long long smem_dynamic, FIL
   fprintf(f, "  \"resources\": {\"available\": %s, \"arch\": ", res->available ? "true" : "false");
   json_str(f, res->arch);
   if (!res->available) {
-    fprintf(f, ", \"why\": ");
-    json_str(f, res->why);
+    json_after(f, ", \"why\": ", res->why);
     fprintf(f, "},\n");
     return;
   }
@@ -281,14 +281,10 @@ static void json_resources(const mkc_resources *res, long long smem_dynamic, FIL
 /* The kernel-wide members before the stages. */
 static void json_kernel(const mkc_inspect_report *r, FILE *f) {
   const mkc_kernel_header *h = &r->header;
-  fprintf(f, "{\n  \"schema\": \"mkc-inspect/1\",\n  \"file\": ");
-  json_str(f, r->path);
-  fprintf(f, ",\n  \"generator\": ");
-  json_str(f, h->generator);
-  fprintf(f, ",\n  \"graph\": ");
-  json_str(f, h->graph);
-  fprintf(f, ",\n  \"preset\": ");
-  json_str(f, h->preset);
+  json_after(f, "{\n  \"schema\": \"mkc-inspect/1\",\n  \"file\": ", r->path);
+  json_after(f, ",\n  \"generator\": ", h->generator);
+  json_after(f, ",\n  \"graph\": ", h->graph);
+  json_after(f, ",\n  \"preset\": ", h->preset);
   fprintf(f,
           ",\n  \"kernel\": {\"name\": \"mkc_step\", \"line\": %d, \"threads\": %d, \"t_max\": %d, "
           "\"max_ctx\": %d, \"stages\": %d, \"grid_barriers\": %d, \"smem_bytes\": %lld, "
@@ -338,8 +334,7 @@ static void json_memory(const mkc_inspect_report *r, const mkc_stage_meta *m, FI
         mkc_qty_eval(g->bytes, r->at));
     fprintf(f, "\"per_step\": ");
     json_qty(f, g->bytes);
-    fprintf(f, ", \"name\": ");
-    json_str(f, g->name);
+    json_after(f, ", \"name\": ", g->name);
     fputc('}', f);
   }
   fprintf(f, "]");
@@ -353,8 +348,7 @@ static void json_stage(const mkc_inspect_report *r, int i, FILE *f) {
   json_str(f, m->kind);
   fprintf(f, ", \"first_line\": %d, \"last_line\": %d", s->ast.first_line, s->ast.last_line);
   json_nodes_calls(s, f);
-  fprintf(f, ",\n     \"work\": ");
-  json_str(f, m->work);
+  json_after(f, ",\n     \"work\": ", m->work);
   fprintf(f, ", \"items\": %lld, \"unit\": ", mkc_qty_eval(m->items, r->at));
   json_str(f, m->unit);
   fprintf(f, ", \"per_block\": %lld,\n     \"sync\": {\"kind\": \"%s\", \"line\": %d},\n",
@@ -395,10 +389,8 @@ static void json_summary(const mkc_inspect_report *r, FILE *f) {
       "\n  ],\n  \"totals\": {\"bytes_read\": %lld, \"bytes_written\": %lld, \"flops\": %lld},\n",
       rd, wr, fp);
   const mkc_gpu *g = r->gpu;
-  fprintf(f, "  \"roofline\": {\"gpu\": ");
-  json_str(f, g->id);
-  fprintf(f, ", \"name\": ");
-  json_str(f, g->name);
+  json_after(f, "  \"roofline\": {\"gpu\": ", g->id);
+  json_after(f, ", \"name\": ", g->name);
   fprintf(f,
           ", \"bandwidth_bytes_per_s\": %.6e, \"peak_flops\": %.6e, \"floor_s\": %.6e, "
           "\"tokens_per_s\": %.6e, \"tokens_per_s_all_accepted\": %.6e},\n",
