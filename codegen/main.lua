@@ -4,7 +4,7 @@ local util = require("util")
 local dsl = require("dsl")
 local fusion = require("fusion")
 local buffers = require("buffers")
-local phases = require("phases")
+local sync = require("sync")
 local emit = require("emit")
 
 local M = {}
@@ -47,7 +47,7 @@ function M.generate(opts)
 
   local stages = fusion.stages(graph)
   local plan = buffers.plan(graph, stages, gen)
-  phases.plan(stages, plan)
+  sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
   return M.export(graph, plan, gen, source)
@@ -86,7 +86,7 @@ function M.export(graph, plan, gen, source)
     plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
-             logits_offset = logits.offset, logits_stride = logits.stride, n_phases = #plan.stages },
+             logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages },
   }
 end
 
