@@ -6,6 +6,7 @@ local fusion = require("fusion")
 local buffers = require("buffers")
 local sync = require("sync")
 local emit = require("emit")
+local schema = require("schema") -- from the C host: runtime/codegen/graph.h
 
 local M = {}
 
@@ -53,18 +54,38 @@ function M.generate(opts)
   return M.export(graph, plan, gen, source)
 end
 
+-- The node fields C reads (schema.node_fields) that are not the node's own attribute of that name.
+local DERIVED = {
+  inputs = function(node)
+    local ids = {}
+    for j, inp in ipairs(node.inputs) do ids[j] = inp.id - 1 end
+    return ids
+  end,
+  weight = function(node, plan)
+    if node.op ~= "weight" then return nil end
+    for wi, w in ipairs(plan.weights) do if w.node == node then return wi - 1 end end
+  end,
+  kv_k = function(node, plan) if node.op == "attention" then return plan.kv[node].k end end,
+  kv_v = function(node, plan) if node.op == "attention" then return plan.kv[node].v end end,
+}
+do
+  local known = {}
+  for _, name in ipairs(schema.node_fields) do known[name] = true end
+  for name in pairs(DERIVED) do
+    if not known[name] then
+      error(("codegen exports node field %s, which runtime/codegen/graph.h lacks"):format(name))
+    end
+  end
+end
+
 -- Flattens what C needs into plain tables.
 function M.export(graph, plan, gen, source)
   local nodes = {}
   for i, node in ipairs(graph.order) do
-    local e = { op = node.op, n = node.n, line = node.line, inputs = {}, eps = node.eps,
-                group = node.group, theta = node.theta, layout = node.layout, heads = node.heads,
-                kv_heads = node.kv_heads, head_dim = node.head_dim, layer = node.layer }
-    for j, inp in ipairs(node.inputs) do e.inputs[j] = inp.id - 1 end
-    if node.op == "weight" then
-      for wi, w in ipairs(plan.weights) do if w.node == node then e.weight = wi - 1 end end
+    local e = {}
+    for _, name in ipairs(schema.node_fields) do
+      if DERIVED[name] then e[name] = DERIVED[name](node, plan) else e[name] = node[name] end
     end
-    if node.op == "attention" then e.kv_k, e.kv_v = plan.kv[node].k, plan.kv[node].v end
     nodes[i] = e
   end
   local weights = {}
