@@ -1,6 +1,7 @@
 -- Graph IR: nodes with per-token shapes, checked as they are made; then
 -- forward references resolved and a topological order (or a cycle reported).
 local util = require("util")
+local schema = require("schema") -- from the C host: runtime/codegen/graph.h
 local ir = {}
 
 local Node = {}
@@ -109,6 +110,20 @@ ir.ops = {
   end,
   logits = function(a) return value(a[1], "logits").n end,
 }
+
+-- C's ops (schema.ops) must be exactly the ops codegen makes: those checked above, and weight (ir.weight).
+do
+  local made = { weight = true }
+  for op in pairs(ir.ops) do made[op] = true end
+  local in_schema = {}
+  for _, op in ipairs(schema.ops) do
+    in_schema[op] = true
+    if not made[op] then error(("op %s of runtime/codegen/graph.h is not one codegen makes (ir.ops)"):format(op)) end
+  end
+  for op in pairs(made) do
+    if not in_schema[op] then error(("codegen makes op %s, which runtime/codegen/graph.h lacks"):format(op)) end
+  end
+end
 
 function ir.new(path)
   return { path = path, nodes = {}, weights = {}, weight_list = {}, names = {}, name_lines = {}, refs = {} }

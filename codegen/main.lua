@@ -4,8 +4,9 @@ local util = require("util")
 local dsl = require("dsl")
 local fusion = require("fusion")
 local buffers = require("buffers")
-local phases = require("phases")
+local sync = require("sync")
 local emit = require("emit")
+local schema = require("schema") -- from the C host: runtime/codegen/graph.h
 
 local M = {}
 
@@ -47,24 +48,44 @@ function M.generate(opts)
 
   local stages = fusion.stages(graph)
   local plan = buffers.plan(graph, stages, gen)
-  phases.plan(stages, plan)
+  sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
   return M.export(graph, plan, gen, source)
+end
+
+-- The node fields C reads (schema.node_fields) that are not the node's own attribute of that name.
+local DERIVED = {
+  inputs = function(node)
+    local ids = {}
+    for j, inp in ipairs(node.inputs) do ids[j] = inp.id - 1 end
+    return ids
+  end,
+  weight = function(node, plan)
+    if node.op ~= "weight" then return nil end
+    for wi, w in ipairs(plan.weights) do if w.node == node then return wi - 1 end end
+  end,
+  kv_k = function(node, plan) if node.op == "attention" then return plan.kv[node].k end end,
+  kv_v = function(node, plan) if node.op == "attention" then return plan.kv[node].v end end,
+}
+do
+  local known = {}
+  for _, name in ipairs(schema.node_fields) do known[name] = true end
+  for name in pairs(DERIVED) do
+    if not known[name] then
+      error(("codegen exports node field %s, which runtime/codegen/graph.h lacks"):format(name))
+    end
+  end
 end
 
 -- Flattens what C needs into plain tables.
 function M.export(graph, plan, gen, source)
   local nodes = {}
   for i, node in ipairs(graph.order) do
-    local e = { op = node.op, n = node.n, line = node.line, inputs = {}, eps = node.eps,
-                group = node.group, theta = node.theta, layout = node.layout, heads = node.heads,
-                kv_heads = node.kv_heads, head_dim = node.head_dim, layer = node.layer }
-    for j, inp in ipairs(node.inputs) do e.inputs[j] = inp.id - 1 end
-    if node.op == "weight" then
-      for wi, w in ipairs(plan.weights) do if w.node == node then e.weight = wi - 1 end end
+    local e = {}
+    for _, name in ipairs(schema.node_fields) do
+      if DERIVED[name] then e[name] = DERIVED[name](node, plan) else e[name] = node[name] end
     end
-    if node.op == "attention" then e.kv_k, e.kv_v = plan.kv[node].k, plan.kv[node].v end
     nodes[i] = e
   end
   local weights = {}
@@ -86,7 +107,7 @@ function M.export(graph, plan, gen, source)
     plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
-             logits_offset = logits.offset, logits_stride = logits.stride, n_phases = #plan.stages },
+             logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages },
   }
 end
 

@@ -57,8 +57,8 @@ static int oracle_load(const char *preset, int draft_max, oracle *o) {
   memset(o, 0, sizeof *o);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  lua_State *L = luaL_newstate();
-  luaL_openlibs(L);
+  lua_State *L = mkc_codegen_state(); /* codegen needs the host's schema */
+  if (!L) return -1;
   int rc = luaL_loadstring(L, ORACLE_LUA);
   lua_pushstring(L, mkc_home());
   lua_pushstring(L, graph);

@@ -5,12 +5,9 @@
 #include <string.h>
 
 const char *mkc_op_name(int op) {
-  static const char *const names[MKC_OP_COUNT] = {
-      [MKC_OP_TOKENS] = "tokens",       [MKC_OP_WEIGHT] = "weight", [MKC_OP_EMBED] = "embed",
-      [MKC_OP_RMSNORM] = "rmsnorm",     [MKC_OP_MATMUL] = "matmul", [MKC_OP_ROPE] = "rope",
-      [MKC_OP_ATTENTION] = "attention", [MKC_OP_ADD] = "add",       [MKC_OP_SWIGLU] = "swiglu",
-      [MKC_OP_LOGITS] = "logits",
-  };
+#define MKC_OP_NAME(e, lua) [MKC_OP_##e] = #lua,
+  static const char *const names[MKC_OP_COUNT] = {MKC_OPS(MKC_OP_NAME)};
+#undef MKC_OP_NAME
   return op >= 0 && op < MKC_OP_COUNT && names[op] ? names[op] : "unknown";
 }
 

@@ -6,19 +6,24 @@
 
 #include <stddef.h>
 
-enum mkc_op {
-  MKC_OP_TOKENS,    /* the step's input token ids */
-  MKC_OP_WEIGHT,    /* a named weight tensor */
-  MKC_OP_EMBED,     /* in: weight [vocab][dim], tokens -> [dim] */
-  MKC_OP_RMSNORM,   /* in: x [n], weight [group]; attrs eps, group */
-  MKC_OP_MATMUL,    /* in: x [cols], weight [rows][cols], bias [rows] or -1 -> [rows] */
-  MKC_OP_ROPE,      /* in: x [heads*head_dim]; attrs heads, head_dim, theta, layout */
-  MKC_OP_ATTENTION, /* in: q, k, v; attrs layer, heads, kv_heads, head_dim: appends k,v at pos */
-  MKC_OP_ADD,       /* in: a, b */
-  MKC_OP_SWIGLU,    /* in: gate, up -> silu(gate) * up */
-  MKC_OP_LOGITS,    /* in: x [vocab]: the step's output; greedy choice + speculative accept */
-  MKC_OP_COUNT
-};
+/* The graph's ops, the one list both sides read: X(ENUM, lua) gives enum
+ * mkc_op's MKC_OP_ENUM and the name codegen uses; the host gives codegen the
+ * names, and codegen/ir.lua checks at load that it checks exactly these. */
+#define MKC_OPS(X)                                                                                 \
+  X(TOKENS, tokens)       /* the step's input token ids */                                         \
+  X(WEIGHT, weight)       /* a named weight tensor */                                              \
+  X(EMBED, embed)         /* in: weight [vocab][dim], tokens -> [dim] */                           \
+  X(RMSNORM, rmsnorm)     /* in: x [n], weight [group]; attrs eps, group */                        \
+  X(MATMUL, matmul)       /* in: x [cols], weight [rows][cols], bias [rows] or -1 -> [rows] */     \
+  X(ROPE, rope)           /* in: x [heads*head_dim]; attrs heads, head_dim, theta, layout */       \
+  X(ATTENTION, attention) /* in: q, k, v; attrs layer, heads, kv_heads, head_dim: appends k,v */   \
+  X(ADD, add)             /* in: a, b */                                                           \
+  X(SWIGLU, swiglu)       /* in: gate, up -> silu(gate) * up */                                    \
+  X(LOGITS, logits)       /* in: x [vocab]: the step's output; greedy choice + speculative accept */
+
+#define MKC_OP_ENUM(e, lua) MKC_OP_##e,
+enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
+#undef MKC_OP_ENUM
 
 enum mkc_rope_layout { MKC_ROPE_INTERLEAVED = 0, MKC_ROPE_NEOX = 1 };
 
@@ -32,20 +37,47 @@ enum mkc_kv_dtype {
   MKC_KV_DTYPE_COUNT
 };
 
+/* A node's fields, the one list both sides read: X(KIND, member, lua) is
+ * mkc_node's member, read by the host from the field lua of the node codegen
+ * exports (codegen/main.lua exports exactly the fields the host names). KIND
+ * gives the C type and how the value is read:
+ *   OP      int, enum mkc_op from the op's name
+ *   INPUTS  int[MKC_NODE_INPUTS], node ids from a list; -1 where unused
+ *   INT     int; 0 where absent        INDEX  int; -1 where absent
+ *   DOUBLE  double; 0 where absent     SIZE   size_t; 0 where absent
+ *   LAYOUT  int, enum mkc_rope_layout from "interleaved" or "neox" */
+#define MKC_NODE_FIELDS(X)                                                                         \
+  X(OP, op, op)                                                                                    \
+  X(INPUTS, in, inputs)                                                                            \
+  X(INT, n, n)             /* per-token output length (weights: rows) */                           \
+  X(INDEX, weight, weight) /* MKC_OP_WEIGHT: index into mkc_graph.weights */                       \
+  X(INT, line, line)       /* line in the graph file that created the node */                      \
+  X(DOUBLE, eps, eps)      /* rmsnorm */                                                           \
+  X(INT, group, group)     /* rmsnorm: values normalized together (n, or head_dim: per head) */    \
+  X(DOUBLE, theta, theta)  /* rope base */                                                         \
+  X(LAYOUT, layout, layout)                                                                        \
+  X(INT, heads, heads)                                                                             \
+  X(INT, kv_heads, kv_heads)                                                                       \
+  X(INT, head_dim, head_dim)                                                                       \
+  X(INT, layer, layer)                                                                             \
+  /* attention: element offsets of its K and V slots in the kernel's KV cache,                     \
+   * each [kv_heads][max_ctx][head_dim] (0 in a graph built by hand) */                            \
+  X(SIZE, kv_k, kv_k)                                                                              \
+  X(SIZE, kv_v, kv_v)
+
+#define MKC_NODE_INPUTS 3
+#define MKC_NODE_MEMBER_OP(m) int m;
+#define MKC_NODE_MEMBER_INPUTS(m) int m[MKC_NODE_INPUTS];
+#define MKC_NODE_MEMBER_INT(m) int m;
+#define MKC_NODE_MEMBER_INDEX(m) int m;
+#define MKC_NODE_MEMBER_DOUBLE(m) double m;
+#define MKC_NODE_MEMBER_SIZE(m) size_t m;
+#define MKC_NODE_MEMBER_LAYOUT(m) int m;
+
 typedef struct mkc_node {
-  int op;       /* enum mkc_op */
-  int in[3];    /* input node ids, -1 where unused */
-  int n;        /* per-token output length (weights: rows) */
-  int weight;   /* MKC_OP_WEIGHT: index into mkc_graph.weights */
-  int line;     /* line in the graph file that created the node */
-  double eps;   /* rmsnorm */
-  int group;    /* rmsnorm: values normalized together (n: the whole vector; head_dim: per head) */
-  double theta; /* rope base */
-  int layout;   /* enum mkc_rope_layout */
-  int heads, kv_heads, head_dim, layer;
-  /* attention: element offsets of its K and V slots in the kernel's KV cache,
-   * each [kv_heads][max_ctx][head_dim] (0 in a graph built by hand) */
-  size_t kv_k, kv_v;
+#define MKC_NODE_MEMBER(kind, m, lua) MKC_NODE_MEMBER_##kind(m)
+  MKC_NODE_FIELDS(MKC_NODE_MEMBER)
+#undef MKC_NODE_MEMBER
 } mkc_node;
 
 typedef struct mkc_weight_info {
@@ -73,7 +105,7 @@ typedef struct mkc_graph {
   size_t smem_bytes;     /* dynamic shared memory per block */
   size_t logits_offset;  /* float offset of logits [t_max][logits_stride] in scratch */
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
-  int n_phases;          /* stages in the kernel, each ended by a sync */
+  int n_stages;          /* stages in the kernel, each ended by a sync */
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

@@ -9,6 +9,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,6 @@ const char *mkc_home(void) {
   return home;
 }
 
-/* Message handler: keeps user errors, adds a traceback to internal ones. */
 /* The preset fields graphs/llama.lua reads, from a model file's description. */
 static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_newtable(L);
@@ -85,6 +85,7 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   }
 }
 
+/* Message handler: keeps user errors, adds a traceback to internal ones. */
 static int on_error(lua_State *L) {
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "mkc_error");
@@ -97,16 +98,14 @@ static int on_error(lua_State *L) {
   return 1;
 }
 
-static long get_int(lua_State *L, int table, const char *key) {
-  lua_getfield(L, table, key);
-  long v = lua_isinteger(L, -1) ? (long)lua_tointeger(L, -1) : 0;
-  lua_pop(L, 1);
-  return v;
+/* The integer on top of the stack, or absent where it is not one. */
+static long top_int(lua_State *L, long absent) {
+  return lua_isinteger(L, -1) ? (long)lua_tointeger(L, -1) : absent;
 }
 
-static double get_num(lua_State *L, int table, const char *key) {
+static long get_int(lua_State *L, int table, const char *key) {
   lua_getfield(L, table, key);
-  double v = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0.0;
+  long v = top_int(L, 0);
   lua_pop(L, 1);
   return v;
 }
@@ -130,6 +129,69 @@ static int op_from_name(const char *name) {
   return -1;
 }
 
+/* graph.h's node fields: the Lua field each is read from, how, and where to. */
+enum field_kind {
+  FIELD_OP,
+  FIELD_INPUTS,
+  FIELD_INT,
+  FIELD_INDEX,
+  FIELD_DOUBLE,
+  FIELD_SIZE,
+  FIELD_LAYOUT
+};
+static const struct node_field {
+  const char *lua;
+  enum field_kind kind;
+  size_t offset;
+} NODE_FIELDS[] = {
+#define NODE_FIELD(kind, member, lua) {#lua, FIELD_##kind, offsetof(mkc_node, member)},
+    MKC_NODE_FIELDS(NODE_FIELD)
+#undef NODE_FIELD
+};
+enum { N_NODE_FIELDS = sizeof NODE_FIELDS / sizeof NODE_FIELDS[0] };
+
+/* Reads field f of the node table at index e into nd. */
+static void read_field(lua_State *L, int e, const struct node_field *f, mkc_node *nd) {
+  char *at = (char *)nd + f->offset;
+  lua_getfield(L, e, f->lua);
+  switch (f->kind) {
+  case FIELD_OP: {
+    const char *name = lua_tostring(L, -1);
+    *(int *)at = op_from_name(name ? name : "");
+    break;
+  }
+  case FIELD_INPUTS: {
+    int *in = (int *)at, n_in = (int)luaL_len(L, -1);
+    for (int j = 0; j < MKC_NODE_INPUTS; j++) {
+      in[j] = -1;
+      if (j >= n_in) continue;
+      lua_geti(L, -1, j + 1);
+      in[j] = (int)lua_tointeger(L, -1);
+      lua_pop(L, 1);
+    }
+    break;
+  }
+  case FIELD_INT:
+    *(int *)at = (int)top_int(L, 0);
+    break;
+  case FIELD_INDEX:
+    *(int *)at = (int)top_int(L, -1);
+    break;
+  case FIELD_DOUBLE:
+    *(double *)at = lua_isnumber(L, -1) ? lua_tonumber(L, -1) : 0.0;
+    break;
+  case FIELD_SIZE:
+    *(size_t *)at = (size_t)top_int(L, 0);
+    break;
+  case FIELD_LAYOUT: {
+    const char *layout = lua_tostring(L, -1);
+    *(int *)at = layout && strcmp(layout, "neox") == 0 ? MKC_ROPE_NEOX : MKC_ROPE_INTERLEAVED;
+    break;
+  }
+  }
+  lua_pop(L, 1);
+}
+
 static int read_nodes(lua_State *L, int res, mkc_graph *g) {
   lua_getfield(L, res, "nodes");
   int t = lua_gettop(L);
@@ -138,42 +200,12 @@ static int read_nodes(lua_State *L, int res, mkc_graph *g) {
   if (!g->nodes) return -1;
   for (int i = 0; i < g->n_nodes; i++) {
     lua_geti(L, t, i + 1);
-    int e = lua_gettop(L);
-    mkc_node *nd = &g->nodes[i];
-    lua_getfield(L, e, "op");
-    nd->op = op_from_name(lua_tostring(L, -1) ? lua_tostring(L, -1) : "");
-    lua_pop(L, 1);
-    if (nd->op < 0) {
+    for (int f = 0; f < N_NODE_FIELDS; f++)
+      read_field(L, lua_gettop(L), &NODE_FIELDS[f], &g->nodes[i]);
+    if (g->nodes[i].op < 0) {
       fprintf(stderr, "mkc: internal error: codegen exported an unknown op\n");
       return -1;
     }
-    nd->in[0] = nd->in[1] = nd->in[2] = -1;
-    lua_getfield(L, e, "inputs");
-    int n_in = (int)luaL_len(L, -1);
-    for (int j = 0; j < n_in && j < 3; j++) {
-      lua_geti(L, -1, j + 1);
-      nd->in[j] = (int)lua_tointeger(L, -1);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
-    nd->n = (int)get_int(L, e, "n");
-    nd->line = (int)get_int(L, e, "line");
-    lua_getfield(L, e, "weight");
-    nd->weight = lua_isinteger(L, -1) ? (int)lua_tointeger(L, -1) : -1;
-    lua_pop(L, 1);
-    nd->eps = get_num(L, e, "eps");
-    nd->group = (int)get_int(L, e, "group");
-    nd->theta = get_num(L, e, "theta");
-    lua_getfield(L, e, "layout");
-    const char *layout = lua_tostring(L, -1);
-    nd->layout = layout && strcmp(layout, "neox") == 0 ? MKC_ROPE_NEOX : MKC_ROPE_INTERLEAVED;
-    lua_pop(L, 1);
-    nd->heads = (int)get_int(L, e, "heads");
-    nd->kv_heads = (int)get_int(L, e, "kv_heads");
-    nd->head_dim = (int)get_int(L, e, "head_dim");
-    nd->layer = (int)get_int(L, e, "layer");
-    nd->kv_k = (size_t)get_int(L, e, "kv_k");
-    nd->kv_v = (size_t)get_int(L, e, "kv_v");
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -231,32 +263,98 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->smem_bytes = (size_t)get_int(L, p, "smem_bytes");
   g->logits_offset = (size_t)get_int(L, p, "logits_offset");
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
-  g->n_phases = (int)get_int(L, p, "n_phases");
+  g->n_stages = (int)get_int(L, p, "n_stages");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
 }
 
-int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
-  memset(g, 0, sizeof *g);
-  memset(src, 0, sizeof *src);
+/* package.loaded.schema: graph.h's op and node field names, in its order. */
+static void set_schema(lua_State *L) {
+  static const char *const fields[N_NODE_FIELDS] = {
+#define FIELD_NAME(kind, member, lua) #lua,
+      MKC_NODE_FIELDS(FIELD_NAME)
+#undef FIELD_NAME
+  };
+  lua_getglobal(L, "package");
+  lua_getfield(L, -1, "loaded");
+  lua_newtable(L);
+  lua_createtable(L, MKC_OP_COUNT, 0);
+  for (int op = 0; op < MKC_OP_COUNT; op++) {
+    lua_pushstring(L, mkc_op_name(op));
+    lua_seti(L, -2, op + 1);
+  }
+  lua_setfield(L, -2, "ops");
+  lua_createtable(L, N_NODE_FIELDS, 0);
+  for (int f = 0; f < N_NODE_FIELDS; f++) {
+    lua_pushstring(L, fields[f]);
+    lua_seti(L, -2, f + 1);
+  }
+  lua_setfield(L, -2, "node_fields");
+  lua_setfield(L, -2, "schema");
+  lua_pop(L, 2);
+}
+
+lua_State *mkc_codegen_state(void) {
   const char *home = mkc_home();
   if (!has_codegen(home)) {
     fprintf(stderr,
             "mkc: error: cannot find %s/codegen/main.lua (set MKC_HOME to the mkc source tree)\n",
             home);
-    return -1;
+    return NULL;
   }
   lua_State *L = luaL_newstate();
   if (!L) {
     fprintf(stderr, "mkc: error: cannot create a Lua state (out of memory)\n");
-    return -1;
+    return NULL;
   }
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushfstring(L, "%s/codegen/?.lua", home);
   lua_setfield(L, -2, "path");
   lua_pop(L, 1);
+  set_schema(L);
+  return L;
+}
 
+/* Pushes the options table codegen/main.lua's generate() takes. */
+static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
+  lua_newtable(L);
+  lua_pushstring(L, o->graph_path);
+  lua_setfield(L, -2, "graph");
+  lua_pushstring(L, o->preset ? o->preset : o->model ? o->model->name : NULL);
+  lua_setfield(L, -2, "preset");
+  if (o->model) {
+    push_model_preset(L, o->model);
+    lua_setfield(L, -2, "model_preset");
+  }
+  lua_pushinteger(L, o->draft_max);
+  lua_setfield(L, -2, "draft_max");
+  if (o->max_ctx > 0) {
+    lua_pushinteger(L, o->max_ctx);
+    lua_setfield(L, -2, "max_ctx");
+  }
+  lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
+  lua_setfield(L, -2, "threads");
+  const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");
+  if (kv_dtype && *kv_dtype) {
+    lua_pushstring(L, kv_dtype);
+    lua_setfield(L, -2, "kv_dtype");
+  }
+  lua_pushinteger(L, MKC_MAX_BLOCKS);
+  lua_setfield(L, -2, "max_blocks");
+  lua_pushinteger(L, MKC_T_CAP);
+  lua_setfield(L, -2, "t_cap");
+  lua_pushstring(L, "mkc " MKC_VERSION);
+  lua_setfield(L, -2, "version");
+  lua_pushfstring(L, "%s/templates", mkc_home());
+  lua_setfield(L, -2, "templates_dir");
+}
+
+int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
+  memset(g, 0, sizeof *g);
+  memset(src, 0, sizeof *src);
+  lua_State *L = mkc_codegen_state();
+  if (!L) return -1;
   lua_pushcfunction(L, on_error);
   int handler = lua_gettop(L);
   lua_getglobal(L, "require");
@@ -264,36 +362,7 @@ int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src) {
   int rc = lua_pcall(L, 1, 1, handler);
   if (rc == LUA_OK) {
     lua_getfield(L, -1, "generate");
-    lua_newtable(L);
-    lua_pushstring(L, o->graph_path);
-    lua_setfield(L, -2, "graph");
-    lua_pushstring(L, o->preset ? o->preset : o->model ? o->model->name : NULL);
-    lua_setfield(L, -2, "preset");
-    if (o->model) {
-      push_model_preset(L, o->model);
-      lua_setfield(L, -2, "model_preset");
-    }
-    lua_pushinteger(L, o->draft_max);
-    lua_setfield(L, -2, "draft_max");
-    if (o->max_ctx > 0) {
-      lua_pushinteger(L, o->max_ctx);
-      lua_setfield(L, -2, "max_ctx");
-    }
-    lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
-    lua_setfield(L, -2, "threads");
-    const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");
-    if (kv_dtype && *kv_dtype) {
-      lua_pushstring(L, kv_dtype);
-      lua_setfield(L, -2, "kv_dtype");
-    }
-    lua_pushinteger(L, MKC_MAX_BLOCKS);
-    lua_setfield(L, -2, "max_blocks");
-    lua_pushinteger(L, MKC_T_CAP);
-    lua_setfield(L, -2, "t_cap");
-    lua_pushstring(L, "mkc " MKC_VERSION);
-    lua_setfield(L, -2, "version");
-    lua_pushfstring(L, "%s/templates", home);
-    lua_setfield(L, -2, "templates_dir");
+    push_gen_opts(L, o);
     rc = lua_pcall(L, 1, 1, handler);
   }
   int result = -1;

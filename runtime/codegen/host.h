@@ -37,4 +37,10 @@ int mkc_codegen(const mkc_gen_opts *o, mkc_graph *g, mkc_kernel_src *src);
 
 void mkc_kernel_src_free(mkc_kernel_src *src);
 
+/* A fresh Lua state for codegen: codegen/ on its module path, and module
+ * "schema" = { ops = {...}, node_fields = {...} }, graph.h's MKC_OPS and
+ * MKC_NODE_FIELDS names, which codegen checks its ops against and exports its
+ * nodes by. NULL (the error printed) if codegen/ is missing or memory is short. */
+struct lua_State *mkc_codegen_state(void);
+
 #endif

@@ -81,9 +81,9 @@ static int n_inputs_of(int op) {
   }
 }
 
-/* Every size and attr the step relies on, so a bad graph fails here with its
- * node named instead of reading out of bounds later. */
-static int check_node(const mkc_graph *g, int id, int *max_layer) {
+/* The op is known, its inputs are earlier nodes, and each is a weight exactly
+ * where the op takes one. */
+static int check_inputs(const mkc_graph *g, int id) {
   const mkc_node *nd = &g->nodes[id];
   if (nd->op < 0 || nd->op >= MKC_OP_COUNT) {
     node_error(g, id, "unknown op %d", nd->op);
@@ -112,100 +112,145 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
       return -1;
     }
   }
-  const mkc_weight_info *w = NULL;
-  switch (nd->op) {
-  case MKC_OP_TOKENS:
-    return 0;
-  case MKC_OP_WEIGHT:
-    if (nd->weight < 0 || nd->weight >= g->n_weights) {
-      node_error(g, id, "weight index %d outside [0, %d)", nd->weight, g->n_weights);
-      return -1;
-    }
-    return 0;
-  case MKC_OP_EMBED:
-    w = in_weight(g, id, 0);
-    if (g->nodes[nd->in[1]].op != MKC_OP_TOKENS) {
-      node_error(g, id, "input 1 is a %s node, expected tokens",
-                 mkc_op_name(g->nodes[nd->in[1]].op));
-      return -1;
-    }
-    if (w->cols != nd->n) {
-      node_error(g, id, "output length %d, embedding %s has %d columns", nd->n, w->name, w->cols);
-      return -1;
-    }
-    return 0;
-  case MKC_OP_RMSNORM:
-    w = in_weight(g, id, 1);
-    if (in_len(g, id, 0) != nd->n || nd->group <= 0 || nd->n % nd->group ||
-        (long)w->rows * w->cols != nd->group || nd->eps < 0) {
-      node_error(g, id,
-                 "x [%d], weight %s [%d, %d], output [%d], group %d, eps %g: sizes must agree",
-                 in_len(g, id, 0), w->name, w->rows, w->cols, nd->n, nd->group, nd->eps);
-      return -1;
-    }
-    return 0;
-  case MKC_OP_MATMUL:
-    w = in_weight(g, id, 1);
-    if (in_len(g, id, 0) != w->cols || nd->n != w->rows) {
-      node_error(g, id, "x [%d] times %s [%d, %d] gives [%d], output is [%d]", in_len(g, id, 0),
-                 w->name, w->rows, w->cols, w->rows, nd->n);
-      return -1;
-    }
-    if (nd->in[2] >= 0) { /* the bias */
-      const mkc_weight_info *b = nd->in[2] < id ? in_weight(g, id, 2) : NULL;
-      if (!b || (long)b->rows * b->cols != nd->n) {
-        node_error(g, id, "bias (input 2) is node %d, expected an earlier weight of [%d]",
-                   nd->in[2], nd->n);
-        return -1;
-      }
-    }
-    return 0;
-  case MKC_OP_ROPE:
-    if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 ||
-        nd->n != nd->heads * nd->head_dim || in_len(g, id, 0) != nd->n || nd->theta <= 0 ||
-        (nd->layout != MKC_ROPE_INTERLEAVED && nd->layout != MKC_ROPE_NEOX)) {
-      node_error(g, id, "x [%d], output [%d], heads %d, head_dim %d (even), theta %g, layout %d",
-                 in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->theta, nd->layout);
-      return -1;
-    }
-    return 0;
-  case MKC_OP_ATTENTION: {
-    int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
-    if (nd->heads <= 0 || nd->kv_heads <= 0 || nd->head_dim <= 0 || nd->heads % nd->kv_heads ||
-        nd->layer < 0 || in_len(g, id, 0) != q_dim || in_len(g, id, 1) != kv_dim ||
-        in_len(g, id, 2) != kv_dim || nd->n != q_dim) {
-      node_error(g, id,
-                 "q [%d], k [%d], v [%d], output [%d] with heads %d, kv_heads %d, head_dim %d, "
-                 "layer %d",
-                 in_len(g, id, 0), in_len(g, id, 1), in_len(g, id, 2), nd->n, nd->heads,
-                 nd->kv_heads, nd->head_dim, nd->layer);
-      return -1;
-    }
-    for (int j = 0; j < id; j++)
-      if (g->nodes[j].op == MKC_OP_ATTENTION && g->nodes[j].layer == nd->layer) {
-        node_error(g, id, "layer %d already has attention node %d", nd->layer, j);
-        return -1;
-      }
-    if (nd->layer > *max_layer) *max_layer = nd->layer;
-    return 0;
-  }
-  case MKC_OP_ADD:
-  case MKC_OP_SWIGLU:
-    if (in_len(g, id, 0) != nd->n || in_len(g, id, 1) != nd->n) {
-      node_error(g, id, "inputs [%d] and [%d], output [%d]: sizes must agree", in_len(g, id, 0),
-                 in_len(g, id, 1), nd->n);
-      return -1;
-    }
-    return 0;
-  case MKC_OP_LOGITS:
-    if (in_len(g, id, 0) != nd->n || nd->n != g->vocab) {
-      node_error(g, id, "input [%d], output [%d], vocab %d: sizes must agree", in_len(g, id, 0),
-                 nd->n, g->vocab);
-      return -1;
-    }
-    return 0;
+  return 0;
+}
+
+static int check_weight(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  if (nd->weight < 0 || nd->weight >= g->n_weights) {
+    node_error(g, id, "weight index %d outside [0, %d)", nd->weight, g->n_weights);
+    return -1;
   }
   return 0;
+}
+
+static int check_embed(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  const mkc_weight_info *w = in_weight(g, id, 0);
+  if (g->nodes[nd->in[1]].op != MKC_OP_TOKENS) {
+    node_error(g, id, "input 1 is a %s node, expected tokens", mkc_op_name(g->nodes[nd->in[1]].op));
+    return -1;
+  }
+  if (w->cols != nd->n) {
+    node_error(g, id, "output length %d, embedding %s has %d columns", nd->n, w->name, w->cols);
+    return -1;
+  }
+  return 0;
+}
+
+static int check_rmsnorm(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  const mkc_weight_info *w = in_weight(g, id, 1);
+  if (in_len(g, id, 0) != nd->n || nd->group <= 0 || nd->n % nd->group ||
+      (long)w->rows * w->cols != nd->group || nd->eps < 0) {
+    node_error(g, id, "x [%d], weight %s [%d, %d], output [%d], group %d, eps %g: sizes must agree",
+               in_len(g, id, 0), w->name, w->rows, w->cols, nd->n, nd->group, nd->eps);
+    return -1;
+  }
+  return 0;
+}
+
+static int check_matmul(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  const mkc_weight_info *w = in_weight(g, id, 1);
+  if (in_len(g, id, 0) != w->cols || nd->n != w->rows) {
+    node_error(g, id, "x [%d] times %s [%d, %d] gives [%d], output is [%d]", in_len(g, id, 0),
+               w->name, w->rows, w->cols, w->rows, nd->n);
+    return -1;
+  }
+  if (nd->in[2] >= 0) { /* the bias */
+    const mkc_weight_info *b = nd->in[2] < id ? in_weight(g, id, 2) : NULL;
+    if (!b || (long)b->rows * b->cols != nd->n) {
+      node_error(g, id, "bias (input 2) is node %d, expected an earlier weight of [%d]", nd->in[2],
+                 nd->n);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int check_rope(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 ||
+      nd->n != nd->heads * nd->head_dim || in_len(g, id, 0) != nd->n || nd->theta <= 0 ||
+      (nd->layout != MKC_ROPE_INTERLEAVED && nd->layout != MKC_ROPE_NEOX)) {
+    node_error(g, id, "x [%d], output [%d], heads %d, head_dim %d (even), theta %g, layout %d",
+               in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->theta, nd->layout);
+    return -1;
+  }
+  return 0;
+}
+
+/* Also one attention node per layer; *max_layer grows to the largest layer. */
+static int check_attention(const mkc_graph *g, int id, int *max_layer) {
+  const mkc_node *nd = &g->nodes[id];
+  int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
+  if (nd->heads <= 0 || nd->kv_heads <= 0 || nd->head_dim <= 0 || nd->heads % nd->kv_heads ||
+      nd->layer < 0 || in_len(g, id, 0) != q_dim || in_len(g, id, 1) != kv_dim ||
+      in_len(g, id, 2) != kv_dim || nd->n != q_dim) {
+    node_error(g, id,
+               "q [%d], k [%d], v [%d], output [%d] with heads %d, kv_heads %d, head_dim %d, "
+               "layer %d",
+               in_len(g, id, 0), in_len(g, id, 1), in_len(g, id, 2), nd->n, nd->heads, nd->kv_heads,
+               nd->head_dim, nd->layer);
+    return -1;
+  }
+  for (int j = 0; j < id; j++)
+    if (g->nodes[j].op == MKC_OP_ATTENTION && g->nodes[j].layer == nd->layer) {
+      node_error(g, id, "layer %d already has attention node %d", nd->layer, j);
+      return -1;
+    }
+  if (nd->layer > *max_layer) *max_layer = nd->layer;
+  return 0;
+}
+
+/* ADD and SWIGLU: two inputs and the output, all one length. */
+static int check_elementwise(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  if (in_len(g, id, 0) != nd->n || in_len(g, id, 1) != nd->n) {
+    node_error(g, id, "inputs [%d] and [%d], output [%d]: sizes must agree", in_len(g, id, 0),
+               in_len(g, id, 1), nd->n);
+    return -1;
+  }
+  return 0;
+}
+
+static int check_logits(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  if (in_len(g, id, 0) != nd->n || nd->n != g->vocab) {
+    node_error(g, id, "input [%d], output [%d], vocab %d: sizes must agree", in_len(g, id, 0),
+               nd->n, g->vocab);
+    return -1;
+  }
+  return 0;
+}
+
+/* Every size and attr the step relies on, so a bad graph fails here with its
+ * node named instead of reading out of bounds later. codegen/ir.lua checked
+ * most of it already: an oracle must not trust the code under test. */
+static int check_node(const mkc_graph *g, int id, int *max_layer) {
+  if (check_inputs(g, id) != 0) return -1;
+  switch (g->nodes[id].op) {
+  case MKC_OP_WEIGHT:
+    return check_weight(g, id);
+  case MKC_OP_EMBED:
+    return check_embed(g, id);
+  case MKC_OP_RMSNORM:
+    return check_rmsnorm(g, id);
+  case MKC_OP_MATMUL:
+    return check_matmul(g, id);
+  case MKC_OP_ROPE:
+    return check_rope(g, id);
+  case MKC_OP_ATTENTION:
+    return check_attention(g, id, max_layer);
+  case MKC_OP_ADD:
+  case MKC_OP_SWIGLU:
+    return check_elementwise(g, id);
+  case MKC_OP_LOGITS:
+    return check_logits(g, id);
+  default: /* TOKENS: nothing to check */
+    return 0;
+  }
 }
 
 static int alloc_doubles(double **p, size_t n) {

@@ -101,25 +101,9 @@ static void format_shape(const mkc_st_tensor *t, char *buf, size_t size) {
   if (n < size) snprintf(buf + n, size - n, "]");
 }
 
-/* One header entry "NAME": {"dtype", "shape", "data_offsets"}. data_size:
- * the bytes after the header. */
-static int read_entry(const char *path, const cJSON *e, uint64_t data_size, const uint8_t *data,
-                      mkc_st_tensor *t) {
-  const char *name = e->string;
-  char v[96], shape[256];
-  if (!cJSON_IsObject(e)) {
-    mkc_error_in(path, "tensor '%s': Expected an object, Actual %s", name,
-                 mkc_json_describe(e, v, sizeof v));
-    return -1;
-  }
-  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
-  const cJSON *dims = cJSON_GetObjectItemCaseSensitive(e, "shape");
-  const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
-  const char *missing = !dtype ? "dtype" : !dims ? "shape" : !offsets ? "data_offsets" : NULL;
-  if (missing) {
-    mkc_error_in(path, "tensor '%s': no \"%s\"", name, missing);
-    return -1;
-  }
+/* "dtype" of tensor name into t->dtype. */
+static int read_dtype(const char *path, const char *name, const cJSON *dtype, mkc_st_tensor *t) {
+  char v[96];
   if (!cJSON_IsString(dtype)) {
     mkc_error_in(path, "tensor '%s': \"dtype\" is %s, not a string", name,
                  mkc_json_describe(dtype, v, sizeof v));
@@ -129,6 +113,13 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     mkc_error_in(path, "tensor '%s': unknown dtype \"%.40s\"", name, dtype->valuestring);
     return -1;
   }
+  return 0;
+}
+
+/* "shape" of tensor name into t's n_dims and shape, and its bytes (of
+ * t->dtype) into t->n_bytes. */
+static int read_shape(const char *path, const char *name, const cJSON *dims, mkc_st_tensor *t) {
+  char v[96], shape[256];
   if (!cJSON_IsArray(dims)) {
     mkc_error_in(path, "tensor '%s': \"shape\" is %s, not an array", name,
                  mkc_json_describe(dims, v, sizeof v));
@@ -155,14 +146,22 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     if (x && n_elems > UINT64_MAX / x) overflow = 1;
     n_elems *= x;
   }
-  format_shape(t, shape, sizeof shape);
   uint64_t size = (uint64_t)DTYPES[t->dtype].size;
   if (overflow || (n_elems && n_elems > UINT64_MAX / size)) {
+    format_shape(t, shape, sizeof shape);
     mkc_error_in(path, "tensor '%s': shape %s of %s overflows 64 bits", name, shape,
                  DTYPES[t->dtype].name);
     return -1;
   }
   t->n_bytes = n_elems * size;
+  return 0;
+}
+
+/* "data_offsets" of tensor name: t->n_bytes within the data_size bytes of
+ * data, into t->data. */
+static int read_offsets(const char *path, const char *name, const cJSON *offsets,
+                        uint64_t data_size, const uint8_t *data, mkc_st_tensor *t) {
+  char v[96], shape[256];
   uint64_t range[2];
   if (!cJSON_IsArray(offsets) || cJSON_GetArraySize(offsets) != 2) {
     mkc_error_in(path, "tensor '%s': \"data_offsets\" is %s, not [begin, end]", name,
@@ -190,6 +189,7 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     return -1;
   }
   if (range[1] - range[0] != t->n_bytes) {
+    format_shape(t, shape, sizeof shape);
     mkc_error_in(path,
                  "tensor '%s': data_offsets [%" PRIu64 ", %" PRIu64 "] hold %" PRIu64
                  " bytes, shape %s of %s needs %" PRIu64,
@@ -198,6 +198,31 @@ static int read_entry(const char *path, const cJSON *e, uint64_t data_size, cons
     return -1;
   }
   t->data = data + range[0];
+  return 0;
+}
+
+/* One header entry "NAME": {"dtype", "shape", "data_offsets"}. data_size:
+ * the bytes after the header. */
+static int read_entry(const char *path, const cJSON *e, uint64_t data_size, const uint8_t *data,
+                      mkc_st_tensor *t) {
+  const char *name = e->string;
+  char v[96];
+  if (!cJSON_IsObject(e)) {
+    mkc_error_in(path, "tensor '%s': Expected an object, Actual %s", name,
+                 mkc_json_describe(e, v, sizeof v));
+    return -1;
+  }
+  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+  const cJSON *dims = cJSON_GetObjectItemCaseSensitive(e, "shape");
+  const cJSON *offsets = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+  const char *missing = !dtype ? "dtype" : !dims ? "shape" : !offsets ? "data_offsets" : NULL;
+  if (missing) {
+    mkc_error_in(path, "tensor '%s': no \"%s\"", name, missing);
+    return -1;
+  }
+  if (read_dtype(path, name, dtype, t) || read_shape(path, name, dims, t) ||
+      read_offsets(path, name, offsets, data_size, data, t))
+    return -1;
   return 0;
 }
 

@@ -123,8 +123,8 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   return 0;
 }
 
-int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
-  memset(d, 0, sizeof *d);
+/* general.architecture, one mkc runs, into d->arch. */
+static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   const char *arch;
   int rc = mkc_gguf_get_str(f, "general.architecture", &arch);
   if (rc == 0) fprintf(stderr, "mkc: error: %s: missing metadata general.architecture\n", f->path);
@@ -139,7 +139,11 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);
-  preset_name(f, d->name, sizeof d->name);
+  return 0;
+}
+
+/* Layers, widths, heads and the trained context, with llama.cpp's defaults. */
+static int read_sizes(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   if (need_size(f, arch, "block_count", &d->n_layers) ||
       need_size(f, arch, "embedding_length", &d->dim) ||
       need_size(f, arch, "feed_forward_length", &d->ffn) ||
@@ -172,6 +176,11 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
     fprintf(stderr, "mkc: error: %s: head dim %d is odd: RoPE needs pairs\n", f->path, d->head_dim);
     return -1;
   }
+  return 0;
+}
+
+/* RoPE's base and the norms' epsilon, with llama.cpp's defaults. */
+static int read_reals(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   d->rope_theta = 10000.0;
   d->norm_eps = 1e-5;
   if (get_real(f, arch, "rope.freq_base", &d->rope_theta) < 0 ||
@@ -182,8 +191,12 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
             d->rope_theta, d->norm_eps);
     return -1;
   }
+  return 0;
+}
 
-  /* The vocabulary: the embedding table's rows are what the graph indexes. */
+/* The vocabulary (the embedding table's rows are what the graph indexes) and
+ * which optional tensors the file has. */
+static int read_tensors(const mkc_gguf *f, mkc_model_desc *d) {
   const mkc_gguf_tensor *embd = mkc_gguf_find_tensor(f, "token_embd.weight");
   if (!embd) {
     fprintf(stderr, "mkc: error: %s: missing tensor token_embd.weight\n", f->path);
@@ -200,5 +213,13 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   d->tied = mkc_gguf_find_tensor(f, "output.weight") == NULL;
   d->qkv_bias = mkc_gguf_find_tensor(f, "blk.0.attn_q.bias") != NULL;
   d->qk_norm = mkc_gguf_find_tensor(f, "blk.0.attn_q_norm.weight") != NULL;
-  return rope_layout(f, arch, d);
+  return 0;
+}
+
+int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
+  memset(d, 0, sizeof *d);
+  if (read_arch(f, d)) return -1;
+  preset_name(f, d->name, sizeof d->name);
+  if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
+  return rope_layout(f, d->arch, d);
 }

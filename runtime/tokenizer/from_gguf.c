@@ -67,118 +67,156 @@ static int get_flag(const mkc_gguf *f, const char *key, int *v) {
   return mkc_gguf_get_bool(f, key, v) < 0 ? -1 : 0;
 }
 
-mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
+/* tokenizer.ggml.model and .pre: spec's mode, pre-tokenizer and ignore_merges. */
+static int read_mode(const mkc_gguf *f, mkc_tok_spec *spec) {
   const char *src = f->path, *model, *pre = NULL;
-  mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges"};
   int rc = mkc_gguf_get_str(f, "tokenizer.ggml.model", &model);
   if (rc <= 0) {
     if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.model: the file has no tokenizer");
-    return NULL;
+    return -1;
   }
   if (strcmp(model, "llama") == 0) {
-    spec.mode = MKC_TOK_SPM;
+    spec->mode = MKC_TOK_SPM;
   } else if (strcmp(model, "gpt2") == 0) {
-    spec.mode = MKC_TOK_BPE;
+    spec->mode = MKC_TOK_BPE;
   } else {
     mkc_error_in(src, "tokenizer.ggml.model '%s' is not supported (mkc reads 'llama' and 'gpt2')",
                  model);
-    return NULL;
+    return -1;
   }
-  if (mkc_gguf_get_str(f, "tokenizer.ggml.pre", &pre) < 0) return NULL;
-  if (spec.mode == MKC_TOK_BPE) {
-    size_t k = 0, n = sizeof PRES / sizeof *PRES;
-    while (k < n && strcmp(PRES[k].name, pre ? pre : "default") != 0) k++;
-    if (k == n) {
-      mkc_error_in(src,
-                   "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
-                   "llama-bpe, llama3, qwen2, smollm)",
-                   pre ? pre : "default");
-      return NULL;
-    }
-    spec.pre = PRES[k].pre;
-    spec.ignore_merges = PRES[k].ignore_merges;
+  if (mkc_gguf_get_str(f, "tokenizer.ggml.pre", &pre) < 0) return -1;
+  if (spec->mode != MKC_TOK_BPE) return 0;
+  size_t k = 0, n = sizeof PRES / sizeof *PRES;
+  while (k < n && strcmp(PRES[k].name, pre ? pre : "default") != 0) k++;
+  if (k == n) {
+    mkc_error_in(src,
+                 "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
+                 "llama-bpe, llama3, qwen2, smollm)",
+                 pre ? pre : "default");
+    return -1;
   }
+  spec->pre = PRES[k].pre;
+  spec->ignore_merges = PRES[k].ignore_merges;
+  return 0;
+}
 
-  const mkc_gguf_kv *tokens, *scores = NULL, *types = NULL, *merges = NULL;
-  rc = mkc_gguf_get_arr(f, "tokenizer.ggml.tokens", MKC_GGUF_STRING, &tokens);
+/* The vocabulary's arrays; scores, types and merges NULL where absent. */
+typedef struct vocab_arrays {
+  const mkc_gguf_kv *tokens, *scores, *types, *merges;
+} vocab_arrays;
+
+/* The arrays spec's mode needs, each checked for length; sets spec's n_vocab. */
+static int read_arrays(const mkc_gguf *f, mkc_tok_spec *spec, vocab_arrays *a) {
+  const char *src = f->path;
+  *a = (vocab_arrays){0};
+  int rc = mkc_gguf_get_arr(f, "tokenizer.ggml.tokens", MKC_GGUF_STRING, &a->tokens);
   if (rc <= 0) {
     if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.tokens");
-    return NULL;
+    return -1;
   }
-  if (tokens->n == 0 || tokens->n > MAX_VOCAB) {
+  if (a->tokens->n == 0 || a->tokens->n > MAX_VOCAB) {
     mkc_error_in(src, "tokenizer.ggml.tokens has %llu entries (1 to %d)",
-                 (unsigned long long)tokens->n, MAX_VOCAB);
-    return NULL;
+                 (unsigned long long)a->tokens->n, MAX_VOCAB);
+    return -1;
   }
-  int n = spec.n_vocab = (int)tokens->n;
-  rc = per_token_array(f, "tokenizer.ggml.scores", n, 1, &scores);
-  if (rc < 0) return NULL;
-  if (rc == 0 && spec.mode == MKC_TOK_SPM) {
+  int n = spec->n_vocab = (int)a->tokens->n;
+  rc = per_token_array(f, "tokenizer.ggml.scores", n, 1, &a->scores);
+  if (rc < 0) return -1;
+  if (rc == 0 && spec->mode == MKC_TOK_SPM) {
     mkc_error_in(src, "no tokenizer.ggml.scores: SentencePiece merges by score");
-    return NULL;
+    return -1;
   }
-  if (per_token_array(f, "tokenizer.ggml.token_type", n, 0, &types) < 0) return NULL;
-  if (spec.mode == MKC_TOK_BPE) {
-    rc = mkc_gguf_get_arr(f, "tokenizer.ggml.merges", MKC_GGUF_STRING, &merges);
-    if (rc <= 0) {
-      if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.merges: byte-level BPE needs them");
-      return NULL;
-    }
-    if (merges->n > INT32_MAX / 2) {
-      mkc_error_in(src, "tokenizer.ggml.merges has %llu entries (at most %d)",
-                   (unsigned long long)merges->n, INT32_MAX / 2);
-      return NULL;
-    }
+  if (per_token_array(f, "tokenizer.ggml.token_type", n, 0, &a->types) < 0) return -1;
+  if (spec->mode != MKC_TOK_BPE) return 0;
+  rc = mkc_gguf_get_arr(f, "tokenizer.ggml.merges", MKC_GGUF_STRING, &a->merges);
+  if (rc <= 0) {
+    if (rc == 0) mkc_error_in(src, "no tokenizer.ggml.merges: byte-level BPE needs them");
+    return -1;
   }
-  if (token_id(f, "bos", n, &spec.bos) || token_id(f, "eos", n, &spec.eos) ||
-      token_id(f, "unknown", n, &spec.unk) || token_id(f, "padding", n, &spec.pad) ||
-      token_id(f, "eot", n, &spec.eot) || token_id(f, "eom", n, &spec.eom) ||
-      get_flag(f, "tokenizer.ggml.add_bos_token", &spec.add_bos) ||
-      get_flag(f, "tokenizer.ggml.add_space_prefix", &spec.add_space_prefix))
-    return NULL;
+  if (a->merges->n > INT32_MAX / 2) {
+    mkc_error_in(src, "tokenizer.ggml.merges has %llu entries (at most %d)",
+                 (unsigned long long)a->merges->n, INT32_MAX / 2);
+    return -1;
+  }
+  return 0;
+}
 
-  mkc_tok_str *strs = malloc((size_t)n * sizeof *strs);
-  float *score = scores ? malloc((size_t)n * sizeof *score) : NULL;
-  uint8_t *type = types ? malloc((size_t)n) : NULL;
-  spec.n_merges = merges ? (int)merges->n : 0;
-  mkc_tok_str *pairs = malloc(((size_t)spec.n_merges * 2 + 1) * sizeof *pairs);
-  mkc_tokenizer *t = NULL;
-  if (!strs || (scores && !score) || (types && !type) || !pairs) {
-    mkc_error_in(src, "out of memory");
-    goto done;
-  }
+/* The special token ids and the two flags. */
+static int read_specials(const mkc_gguf *f, mkc_tok_spec *spec) {
+  int n = spec->n_vocab;
+  if (token_id(f, "bos", n, &spec->bos) || token_id(f, "eos", n, &spec->eos) ||
+      token_id(f, "unknown", n, &spec->unk) || token_id(f, "padding", n, &spec->pad) ||
+      token_id(f, "eot", n, &spec->eot) || token_id(f, "eom", n, &spec->eom) ||
+      get_flag(f, "tokenizer.ggml.add_bos_token", &spec->add_bos) ||
+      get_flag(f, "tokenizer.ggml.add_space_prefix", &spec->add_space_prefix))
+    return -1;
+  return 0;
+}
+
+/* Each token's text, score (if score) and type (if type), checked. */
+static int copy_tokens(const char *src, const vocab_arrays *a, int n, mkc_tok_str *strs,
+                       float *score, uint8_t *type) {
   for (int i = 0; i < n; i++) {
-    mkc_gguf_str s = mkc_gguf_arr_str(tokens, (uint64_t)i);
+    mkc_gguf_str s = mkc_gguf_arr_str(a->tokens, (uint64_t)i);
     strs[i] = (mkc_tok_str){s.s, (size_t)s.len};
     if (score) {
-      score[i] = (float)mkc_gguf_arr_float(scores, (uint64_t)i);
+      score[i] = (float)mkc_gguf_arr_float(a->scores, (uint64_t)i);
       if (isnan(score[i])) {
         mkc_error_in(src, "tokenizer.ggml.scores[%d] is not a number", i);
-        goto done;
+        return -1;
       }
     }
     if (type) {
-      int64_t v = mkc_gguf_arr_int(types, (uint64_t)i);
+      int64_t v = mkc_gguf_arr_int(a->types, (uint64_t)i);
       if (v < MKC_TOK_UNDEFINED || v > MKC_TOK_BYTE) {
         mkc_error_in(src, "tokenizer.ggml.token_type[%d] is %lld, not a token type (0..6)", i,
                      (long long)v);
-        goto done;
+        return -1;
       }
       type[i] = (uint8_t)v;
     }
   }
-  for (int r = 0; r < spec.n_merges; r++) {
+  return 0;
+}
+
+/* Each merge "left right" into pairs[2r], pairs[2r+1]. */
+static int split_merges(const char *src, const mkc_gguf_kv *merges, int n_merges,
+                        mkc_tok_str *pairs) {
+  for (int r = 0; r < n_merges; r++) {
     mkc_gguf_str s = mkc_gguf_arr_str(merges, (uint64_t)r);
     const char *space = s.len ? memchr(s.s, ' ', (size_t)s.len) : NULL;
     if (!space) {
       mkc_error_in(src, "tokenizer.ggml.merges[%d] '%.*s' is not two tokens and a space between", r,
                    (int)(s.len > 200 ? 200 : s.len), s.s);
-      goto done;
+      return -1;
     }
     size_t left = (size_t)(space - s.s);
     pairs[2 * r] = (mkc_tok_str){s.s, left};
     pairs[2 * r + 1] = (mkc_tok_str){space + 1, (size_t)s.len - left - 1};
   }
+  return 0;
+}
+
+mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
+  const char *src = f->path;
+  mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges"};
+  vocab_arrays a;
+  if (read_mode(f, &spec) || read_arrays(f, &spec, &a) || read_specials(f, &spec)) return NULL;
+
+  int n = spec.n_vocab;
+  mkc_tok_str *strs = malloc((size_t)n * sizeof *strs);
+  float *score = a.scores ? malloc((size_t)n * sizeof *score) : NULL;
+  uint8_t *type = a.types ? malloc((size_t)n) : NULL;
+  spec.n_merges = a.merges ? (int)a.merges->n : 0;
+  mkc_tok_str *pairs = malloc(((size_t)spec.n_merges * 2 + 1) * sizeof *pairs);
+  mkc_tokenizer *t = NULL;
+  if (!strs || (a.scores && !score) || (a.types && !type) || !pairs) {
+    mkc_error_in(src, "out of memory");
+    goto done;
+  }
+  if (copy_tokens(src, &a, n, strs, score, type) ||
+      split_merges(src, a.merges, spec.n_merges, pairs))
+    goto done;
   if (spec.unk < 0 && type) /* SentencePiece files name it by type */
     for (int i = 0; i < n && spec.unk < 0; i++)
       if (type[i] == MKC_TOK_UNKNOWN) spec.unk = i;

@@ -1,7 +1,7 @@
--- Phases and the sync plan: stages run in graph order; a grid barrier ends a
--- stage when a later stage reads or overwrites what it wrote (every stage
--- partitions work differently, so any such dependency crosses blocks).
-local phases = {}
+-- The sync plan: stages run in graph order; a grid barrier ends a stage when
+-- a later stage reads or overwrites what it wrote (every stage partitions
+-- work differently, so any such dependency crosses blocks).
+local sync = {}
 
 -- Values each stage touches, with the KV cache and the argmax partials as
 -- pseudo-values so their hazards are planned like any buffer's.
@@ -26,7 +26,7 @@ local function describe(v)
 end
 
 -- Marks st.sync = { kind = "grid", reason = ... } on stages whose successor depends on them.
-function phases.plan(stages, plan)
+function sync.plan(stages, plan)
   local pending_w, pending_r = {}, {} -- since the last barrier
   for i, st in ipairs(stages) do
     local r, w = touched(st, plan)
@@ -53,4 +53,4 @@ function phases.plan(stages, plan)
   return stages
 end
 
-return phases
+return sync
