@@ -413,8 +413,8 @@ static void renamed_in_codegen(const char *dir) {
   snprintf(templates, sizeof templates, "%s/templates", dir);
   snprintf(cmd, sizeof cmd, "mkdir -p %s", templates);
   if (!CHECK(system(cmd) == 0, "codegen rename: a templates folder made")) return;
-  lua_State *L = luaL_newstate();
-  luaL_openlibs(L);
+  lua_State *L = mkc_codegen_state(); /* codegen needs the host's schema */
+  if (!CHECK(L != NULL, "codegen rename: a codegen Lua state")) return;
   int rc = luaL_loadstring(L, RENAMED_LUA);
   lua_pushstring(L, mkc_home());
   lua_pushstring(L, templates);
