@@ -55,7 +55,7 @@ static int open_aot(const mkc_cli *c, mkc_loaded_model *m) {
   if (pick < 0)
     fprintf(stderr, "mkc: no cubin for %s in %s: the driver compiles its PTX (%s)\n", dev.arch,
             c->kernel_dir, man->ptx_arch);
-  m->s = mkc_session_open_image(&m->g, &m->w, image);
+  m->s = mkc_session_open_image(&m->g, &m->w, &dev, image);
   free(image);
   return m->s ? 0 : -1;
 }
@@ -127,11 +127,9 @@ int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
     kind = MKC_BACKEND_REF;
   else if (strcmp(b, "cuda") == 0)
     kind = MKC_BACKEND_CUDA;
-  else if (strcmp(b, "auto") == 0) {
-    mkc_cuda_device dev;
-    char why[512];
-    kind = mkc_cuda_device_get(&dev, why, sizeof why) == 0 ? MKC_BACKEND_CUDA : MKC_BACKEND_CPU;
-  } else {
+  else if (strcmp(b, "auto") == 0)
+    kind = MKC_BACKEND_AUTO;
+  else {
     mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", b);
     return -1;
   }

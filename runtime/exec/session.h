@@ -11,7 +11,8 @@
 #include "mkc_state.h"
 #include "formats/weights.h"
 
-enum mkc_backend_kind { MKC_BACKEND_CPU, MKC_BACKEND_REF, MKC_BACKEND_CUDA };
+/* auto: cuda where a device answers, else cpu. */
+enum mkc_backend_kind { MKC_BACKEND_CPU, MKC_BACKEND_REF, MKC_BACKEND_CUDA, MKC_BACKEND_AUTO };
 
 typedef struct mkc_session mkc_session;
 
@@ -25,14 +26,18 @@ typedef struct mkc_step_result {
 /* Opens a session at pos 0. blocks: grid size for the cpu backend (0: 4;
  * cuda sizes its grid from occupancy). The cuda backend compiles src for the
  * device through the kernel cache (kcache.h); MKC_CUDA_GRAPH=0 launches
- * every step directly instead of replaying a CUDA graph. g, src and w must
- * outlive the session. NULL + message on failure. */
+ * every step directly instead of replaying a CUDA graph. cuda and auto query
+ * the device here, once per session. g, src and w must outlive the session.
+ * NULL + message on failure. */
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks);
 
-/* A cuda session on a ready image (a cubin, or PTX the driver compiles):
- * the ahead-of-time path (aot.h). */
-mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w, const void *image);
+/* A cuda session on dev (the device the caller queried to pick the image)
+ * with a ready image (a cubin, or PTX the driver compiles): the
+ * ahead-of-time path (aot.h). */
+struct mkc_cuda_device;
+mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w,
+                                    const struct mkc_cuda_device *dev, const void *image);
 
 /* "cpu", "ref" or "cuda", and how it runs (grid, CUDA graph, registers). */
 const char *mkc_session_backend(const mkc_session *s);

@@ -27,6 +27,8 @@ struct mkc_cpu_kernel {
 
 static int cache_dir(char *out, size_t cap) { return mkc_cache_dir("cpu", out, cap); }
 
+static void out_of_memory(void) { fputs("mkc: error: cpu backend: out of memory\n", stderr); }
+
 /* s in single quotes for sh. */
 static char *shell_quote(const char *s) {
   char *q = malloc(strlen(s) * 4 + 3), *p = q;
@@ -102,7 +104,7 @@ static mkc_cpu_kernel *load(const char *so_path, const char *name, int quiet) {
     if (!sym)
       fprintf(stderr, "mkc: error: cpu backend: %s defines no mkc_step\n", name);
     else
-      fputs("mkc: error: cpu backend: out of memory\n", stderr);
+      out_of_memory();
     free(k);
     dlclose(dl);
     return NULL;
@@ -112,88 +114,114 @@ static mkc_cpu_kernel *load(const char *so_path, const char *name, int quiet) {
   return k;
 }
 
-mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
-                                    const char *templates_dir) {
-  mkc_cpu_kernel *k = NULL;
-  char *text = NULL, *prelude = NULL, *state_h = NULL, *inc = NULL, *key_cmd = NULL;
-  char *src_q = NULL, *tmp_q = NULL, *cmd = NULL, *log = NULL;
-  char dir[4096], path[4200], so[4200], tmp[4300];
-  int oom = 1; /* until the allocations are done */
+/* $MKC_CC, else $CC, else "cc". */
+static const char *compiler(void) {
+  const char *cc = getenv("MKC_CC");
+  if (!cc || !*cc) cc = getenv("CC");
+  return cc && *cc ? cc : "cc";
+}
 
-  /* Diagnostics before the source's own #line directives name the kernel. */
-  char *name_esc = malloc(strlen(name) * 2 + 1), *e = name_esc;
-  if (!name_esc) goto out;
+/* The source as compiled: a #line first, so diagnostics before the source's
+ * own #line directives name the kernel. NULL when out of memory. */
+static char *kernel_text(const char *source, const char *name) {
+  char *name_esc = malloc(strlen(name) * 2 + 1), *e = name_esc, *text;
+  if (!name_esc) return NULL;
   for (const char *s = name; *s; s++) {
     if (*s == '"' || *s == '\\') *e++ = '\\';
     *e++ = *s;
   }
   *e = '\0';
-  if (asprintf(&text, "#line 1 \"%s\"\n%s", name_esc, source) < 0) {
-    text = NULL;
-    goto out;
-  }
+  if (asprintf(&text, "#line 1 \"%s\"\n%s", name_esc, source) < 0) text = NULL;
+  free(name_esc);
+  return text;
+}
 
+/* FNV-1a over the text, the prelude and mkc_state.h it includes, and the
+ * compiler command line. -1 + message when the prelude cannot be read. */
+static int cache_key(const char *text, const char *templates_dir, const char *key_cmd,
+                     uint64_t *key) {
+  char path[4200];
   snprintf(path, sizeof path, "%s/prelude_cpu.h", templates_dir);
-  if (!(prelude = mkc_read_file(path, NULL))) {
+  char *prelude = mkc_read_file(path, NULL);
+  if (!prelude) {
     fprintf(stderr, "mkc: error: cpu backend: cannot read %s: %s\n", path, strerror(errno));
-    oom = 0;
-    goto out;
+    return -1;
   }
   snprintf(path, sizeof path, "%s/mkc_state.h", templates_dir);
-  if (!(state_h = mkc_read_file(path, NULL)) && !(state_h = strdup(""))) goto out;
-
-  const char *cc = getenv("MKC_CC");
-  if (!cc || !*cc) cc = getenv("CC");
-  if (!cc || !*cc) cc = "cc";
-  if (!(inc = shell_quote(templates_dir))) goto out;
-  if (!(key_cmd = compile_command(cc, inc, "SOURCE", "OUTPUT"))) goto out;
-  oom = 0;
-
+  char *state_h = mkc_read_file(path, NULL);
   uint64_t h = MKC_FNV_OFFSET;
   h = mkc_fnv1a_str(h, text);
   h = mkc_fnv1a_str(h, prelude);
-  h = mkc_fnv1a_str(h, state_h);
+  h = mkc_fnv1a_str(h, state_h ? state_h : "");
   h = mkc_fnv1a_str(h, key_cmd);
+  free(prelude);
+  free(state_h);
+  *key = h;
+  return 0;
+}
 
-  if (cache_dir(dir, sizeof dir) != 0) goto out;
-  snprintf(so, sizeof so, "%s/%016llx.so", dir, (unsigned long long)h);
-  if (access(so, R_OK) == 0 && (k = load(so, name, 1))) goto out;
+/* The cache entry of key: "so" the library, "c" the source it is built from. */
+static void entry_path(const char *dir, uint64_t key, const char *ext, char *out, size_t cap) {
+  snprintf(out, cap, "%s/%016llx.%s", dir, (unsigned long long)key, ext);
+}
 
-  snprintf(path, sizeof path, "%s/%016llx.c", dir, (unsigned long long)h);
-  if (write_atomic(path, text) != 0) {
-    fprintf(stderr, "mkc: error: cpu backend: cannot write %s: %s\n", path, strerror(errno));
-    goto out;
+/* Compiles text into the cache entry of key, with the source beside it; the
+ * library is written to a temporary name and renamed into place. 0, or -1
+ * after printing why (the compiler's output first). */
+static int build(const char *text, const char *name, const char *cc, const char *inc,
+                 const char *dir, uint64_t key) {
+  char src[4200], so[4200], tmp[4300];
+  char *src_q = NULL, *tmp_q = NULL, *cmd = NULL, *log = NULL;
+  int rc = -1;
+  entry_path(dir, key, "c", src, sizeof src);
+  entry_path(dir, key, "so", so, sizeof so);
+  if (write_atomic(src, text) != 0) {
+    fprintf(stderr, "mkc: error: cpu backend: cannot write %s: %s\n", src, strerror(errno));
+    return -1;
   }
   mkc_temp_path(so, tmp, sizeof tmp); /* fits: so is a short name in dir, tmp is larger */
-  oom = !(src_q = shell_quote(path)) || !(tmp_q = shell_quote(tmp)) ||
-        !(cmd = compile_command(cc, inc, src_q, tmp_q));
-  if (oom) goto out;
-  int status = run_captured(cmd, &log);
-  if (status != 0) {
+  if (!(src_q = shell_quote(src)) || !(tmp_q = shell_quote(tmp)) ||
+      !(cmd = compile_command(cc, inc, src_q, tmp_q))) {
+    out_of_memory();
+  } else if (run_captured(cmd, &log) != 0) {
     if (log) fputs(log, stderr);
     fprintf(stderr, "mkc: error: cpu backend: compiling %s failed (command: %s)\n", name, cmd);
     unlink(tmp);
-    goto out;
-  }
-  if (rename(tmp, so) != 0) {
+  } else if (rename(tmp, so) != 0) {
     fprintf(stderr, "mkc: error: cpu backend: cannot rename %s to %s: %s\n", tmp, so,
             strerror(errno));
     unlink(tmp);
-    goto out;
+  } else {
+    rc = 0;
   }
-  k = load(so, name, 0);
-out:
-  if (oom) fputs("mkc: error: cpu backend: out of memory\n", stderr);
-  free(name_esc);
-  free(text);
-  free(prelude);
-  free(state_h);
-  free(inc);
-  free(key_cmd);
   free(src_q);
   free(tmp_q);
   free(cmd);
   free(log);
+  return rc;
+}
+
+mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
+                                    const char *templates_dir) {
+  mkc_cpu_kernel *k = NULL;
+  const char *cc = compiler();
+  char *text = kernel_text(source, name), *inc = NULL, *key_cmd = NULL;
+  char dir[4096], so[4200];
+  uint64_t key;
+  if (!text || !(inc = shell_quote(templates_dir)) ||
+      !(key_cmd = compile_command(cc, inc, "SOURCE", "OUTPUT"))) {
+    out_of_memory();
+    goto out;
+  }
+  if (cache_key(text, templates_dir, key_cmd, &key) != 0 || cache_dir(dir, sizeof dir) != 0)
+    goto out;
+  entry_path(dir, key, "so", so, sizeof so);
+  if (access(so, R_OK) == 0 && (k = load(so, name, 1))) goto out;
+  if (build(text, name, cc, inc, dir, key) == 0) k = load(so, name, 0);
+out:
+  free(text);
+  free(inc);
+  free(key_cmd);
   return k;
 }
 

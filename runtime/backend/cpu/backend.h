@@ -5,6 +5,16 @@
 
 #include <stddef.h>
 
+#include "backend/backend.h"
+#include "codegen/host.h"
+#include "formats/weights.h"
+
+/* The backend the session calls (backend/backend.h): src's kernel on blocks x
+ * g->threads emulated threads over host buffers made here (w's arena,
+ * scratch, KV cache). g must outlive it. NULL + message on failure. */
+mkc_backend *mkc_cpu_backend_open(const mkc_graph *g, const mkc_kernel_src *src,
+                                  const mkc_weights *w, int blocks);
+
 struct mkc_state;
 typedef struct mkc_cpu_kernel mkc_cpu_kernel;
 

@@ -9,7 +9,7 @@
 #include "driver.h"
 #include "util/clock.h"
 
-struct mkc_cuda_backend {
+struct mkc_cuda_kernel {
   const mkc_graph *g;
   mkc_cuda_device dev;
   CUcontext ctx;
@@ -23,7 +23,7 @@ struct mkc_cuda_backend {
   CUgraphExec graph_exec;
 };
 
-static int launch(mkc_cuda_backend *b) {
+static int launch(mkc_cuda_kernel *b) {
   CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
                                    1, (unsigned)b->g->smem_bytes, b->stream, b->args));
   return 0;
@@ -33,7 +33,7 @@ fail:
 
 /* Captures one step. A driver that refuses to capture a cooperative launch
  * leaves direct launches in place, and says which call refused, once. */
-static void capture(mkc_cuda_backend *b) {
+static void capture(mkc_cuda_kernel *b) {
   const char *failed = NULL;
   int line = 0;
   CUresult err = 0;
@@ -62,17 +62,12 @@ static void capture(mkc_cuda_backend *b) {
   }
 }
 
-mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights,
-                                int use_graph) {
-  char why[512];
-  mkc_cuda_backend *b = calloc(1, sizeof *b);
+mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, const void *image,
+                               const uint16_t *weights, int use_graph) {
+  mkc_cuda_kernel *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   b->g = g;
-  if (mkc_cuda_device_get(&b->dev, why, sizeof why) != 0) {
-    fprintf(stderr, "mkc: error: %s; use --backend cpu\n", why);
-    free(b);
-    return NULL;
-  }
+  b->dev = *dev;
   if (!b->dev.cooperative) {
     fprintf(stderr,
             "mkc: error: cuda: %s cannot launch cooperative kernels: the megakernel needs every "
@@ -128,41 +123,40 @@ fail:
   return NULL;
 }
 
-int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
-                  mkc_state *out) {
+int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st) {
   /* n_inputs, n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
   int staged[2 + MKC_T_CAP];
-  staged[0] = n_inputs;
-  staged[1] = n_fixed;
-  memcpy(staged + 2, inputs, (size_t)n_inputs * sizeof *inputs);
+  staged[0] = st->n_inputs;
+  staged[1] = st->n_fixed;
+  memcpy(staged + 2, st->inputs, (size_t)st->n_inputs * sizeof *st->inputs);
   CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, n_inputs), staged,
-                           (size_t)(2 + n_inputs) * sizeof(int), b->stream));
+                           (size_t)(2 + st->n_inputs) * sizeof(int), b->stream));
   if (b->graph_exec)
     CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
   else if (launch(b) != 0)
     return -1;
-  CU_CHECK(MemcpyDtoHAsync(out, b->state, sizeof *out, b->stream));
+  CU_CHECK(MemcpyDtoHAsync(st, b->state, sizeof *st, b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:
   return -1;
 }
 
-int mkc_cuda_read_scratch(mkc_cuda_backend *b, size_t offset, size_t n, float *host) {
+int mkc_cuda_read_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, float *host) {
   CU_CHECK(MemcpyDtoH(host, b->scratch + offset * sizeof(float), n * sizeof(float)));
   return 0;
 fail:
   return -1;
 }
 
-int mkc_cuda_read_kv(mkc_cuda_backend *b, void *host) {
+int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host) {
   CU_CHECK(MemcpyDtoH(host, b->kv, b->g->kv_bytes));
   return 0;
 fail:
   return -1;
 }
 
-int mkc_cuda_reset_state(mkc_cuda_backend *b) {
+int mkc_cuda_reset_state(mkc_cuda_kernel *b) {
   CU_CHECK(StreamSynchronize(b->stream));
   CU_CHECK(MemsetD8(b->state, 0, sizeof(mkc_state)));
   return 0;
@@ -170,10 +164,10 @@ fail:
   return -1;
 }
 
-int mkc_cuda_blocks(const mkc_cuda_backend *b) { return b->blocks; }
-int mkc_cuda_graph_in_use(const mkc_cuda_backend *b) { return b->graph_exec != NULL; }
+int mkc_cuda_blocks(const mkc_cuda_kernel *b) { return b->blocks; }
+int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b) { return b->graph_exec != NULL; }
 
-double mkc_cuda_copy_bandwidth(mkc_cuda_backend *b, size_t bytes) {
+double mkc_cuda_copy_bandwidth(mkc_cuda_kernel *b, size_t bytes) {
   CUdeviceptr src = 0, dst = 0;
   double best = -1;
   CU_CHECK(MemAlloc(&src, bytes));
@@ -193,7 +187,7 @@ fail:
   return best;
 }
 
-void mkc_cuda_close(mkc_cuda_backend *b) {
+void mkc_cuda_close(mkc_cuda_kernel *b) {
   if (!b) return;
   /* Work a failed step left queued finishes before its memory goes. */
   if (b->stream) CU_WARN(StreamSynchronize(b->stream));

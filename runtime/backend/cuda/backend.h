@@ -8,37 +8,52 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/graph.h"
+#include "backend/backend.h"
+#include "codegen/host.h"
+#include "driver.h"
+#include "formats/weights.h"
 #include "mkc_state.h"
 
-typedef struct mkc_cuda_backend mkc_cuda_backend;
+typedef struct mkc_cuda_kernel mkc_cuda_kernel;
 
-/* image: a cubin, or NUL-terminated PTX for the driver to JIT. weights: the
- * kernel's arena (g->weight_elems bf16). use_graph 0 launches directly every
- * step (for comparison). NULL + message on failure. */
-mkc_cuda_backend *mkc_cuda_open(const mkc_graph *g, const void *image, const uint16_t *weights,
-                                int use_graph);
+/* The backend the session calls (backend/backend.h): src compiled for dev
+ * through the kernel cache (kcache.h), or an image made ahead of time (a
+ * cubin, or PTX the driver compiles: aot.h), with w's arena uploaded.
+ * MKC_CUDA_GRAPH=0 launches every step directly instead of replaying a CUDA
+ * graph. g must outlive it. NULL + message on failure. */
+mkc_backend *mkc_cuda_backend_open(const mkc_graph *g, const mkc_kernel_src *src,
+                                   const mkc_weights *w, const mkc_cuda_device *dev);
+mkc_backend *mkc_cuda_backend_open_image(const mkc_graph *g, const mkc_weights *w,
+                                         const mkc_cuda_device *dev, const void *image);
 
-/* Writes the step's inputs into the device state, runs the step, reads back
- * the state (statuses, counts, tokens). 0 or -1 after printing why. */
-int mkc_cuda_step(mkc_cuda_backend *b, const int *inputs, int n_inputs, int n_fixed,
-                  mkc_state *out);
+/* The kernel on the device, as the backend above (ops.c) drives it. */
+
+/* The kernel in image (a cubin, or NUL-terminated PTX for the driver to JIT)
+ * on dev, the first device (driver.h). weights: the kernel's arena
+ * (g->weight_elems bf16). use_graph 0 launches directly every step (for
+ * comparison). NULL + message on failure. */
+mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, const void *image,
+                               const uint16_t *weights, int use_graph);
+
+/* Writes st's inputs into the device state, runs the step, reads the state
+ * back into st (statuses, counts, tokens). 0 or -1 after printing why. */
+int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st);
 
 /* Copies floats [offset, offset + n) of scratch to host; the whole KV cache
  * (g->kv_bytes) to host. */
-int mkc_cuda_read_scratch(mkc_cuda_backend *b, size_t offset, size_t n, float *host);
-int mkc_cuda_read_kv(mkc_cuda_backend *b, void *host);
+int mkc_cuda_read_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, float *host);
+int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host);
 
 /* Zeroes the device state: pos 0, as freshly opened. 0 or -1. */
-int mkc_cuda_reset_state(mkc_cuda_backend *b);
+int mkc_cuda_reset_state(mkc_cuda_kernel *b);
 
-int mkc_cuda_blocks(const mkc_cuda_backend *b);       /* grid size in use */
-int mkc_cuda_graph_in_use(const mkc_cuda_backend *b); /* 0 when capture was refused */
+int mkc_cuda_blocks(const mkc_cuda_kernel *b);       /* grid size in use */
+int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b); /* 0 when capture was refused */
 
 /* Device-to-device copy bandwidth in GB/s (bytes read + written per second)
  * over a buffer of `bytes`, best of a few runs; < 0 on failure. */
-double mkc_cuda_copy_bandwidth(mkc_cuda_backend *b, size_t bytes);
+double mkc_cuda_copy_bandwidth(mkc_cuda_kernel *b, size_t bytes);
 
-void mkc_cuda_close(mkc_cuda_backend *b);
+void mkc_cuda_close(mkc_cuda_kernel *b);
 
 #endif

@@ -1,0 +1,50 @@
+/* What every backend offers the session: one table of functions, chosen once
+ * when the session opens (calm's transformer.forward = forward_cuda), so no
+ * call branches on the backend. A backend runs the megakernel's step contract
+ * (templates/mkc_state.h) on the session's state: the cpu and cuda backends
+ * run the emitted kernel, the ref backend the reference executor. Each
+ * backend has its own open, since each needs other things to start (a grid
+ * size, a device, an image); it returns its state behind an mkc_backend. */
+#ifndef MKC_BACKEND_H
+#define MKC_BACKEND_H
+
+#include <stddef.h>
+
+#include "mkc_state.h"
+
+typedef struct mkc_backend_ops mkc_backend_ops;
+
+/* An open backend: every backend's own state starts with this. */
+typedef struct mkc_backend {
+  const mkc_backend_ops *ops;
+} mkc_backend;
+
+struct mkc_backend_ops {
+  const char *name; /* "cpu", "ref" or "cuda" */
+
+  /* One step on st: reads n_inputs, n_fixed and inputs (in range: the session
+   * checked them), writes status and pos and, when ok, n_out, n_accepted and
+   * out_tokens. 0, or -1 when the backend itself failed (after printing why). */
+  int (*step)(mkc_backend *b, mkc_state *st);
+
+  /* Logits after input t of the last step (g->vocab floats); NULL on a failed
+   * copy. */
+  const float *(*logits)(mkc_backend *b, int t);
+
+  /* The kernel's KV cache (g->kv_bytes bytes of elements of g->kv_dtype);
+   * NULL on a failed copy. NULL here: the backend keeps none (ref). */
+  const void *(*kv)(mkc_backend *b);
+
+  /* Forgets every token; the session zeroes its state. NULL here: the state
+   * is all there is to forget. */
+  void (*reset)(mkc_backend *b);
+
+  /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
+   * on failure. NULL here: no device memory to measure. */
+  double (*copy_bandwidth)(mkc_backend *b, size_t bytes);
+
+  const char *(*describe)(const mkc_backend *b); /* how it runs: grid, CUDA graph, registers */
+  void (*close)(mkc_backend *b);
+};
+
+#endif

@@ -1,0 +1,131 @@
+/* The cuda backend behind the backend interface (backend/backend.h): the
+ * kernel on the device (backend.c), compiled through the kernel cache or
+ * loaded from an image, with host copies of what tests and tools read. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "kcache.h"
+
+typedef struct cuda_backend {
+  mkc_backend base;
+  const mkc_graph *g;
+  mkc_cuda_kernel *kernel;
+  float *host_logits; /* [g->t_max][g->logits_stride]: the last step's, copied on first use */
+  int logits_copied;
+  void *host_kv; /* g->kv_bytes, copied at each ask */
+  char describe[256];
+} cuda_backend;
+
+static cuda_backend *cuda(mkc_backend *b) { return (cuda_backend *)b; }
+
+static int step(mkc_backend *b, mkc_state *st) {
+  cuda_backend *c = cuda(b);
+  c->logits_copied = 0;
+  return mkc_cuda_step(c->kernel, st);
+}
+
+static const float *logits(mkc_backend *b, int t) {
+  cuda_backend *c = cuda(b);
+  const mkc_graph *g = c->g;
+  /* One copy of every row of the last step, on first use. */
+  if (!c->logits_copied &&
+      mkc_cuda_read_scratch(c->kernel, g->logits_offset, (size_t)g->t_max * g->logits_stride,
+                            c->host_logits) != 0)
+    return NULL;
+  c->logits_copied = 1;
+  return c->host_logits + (size_t)t * g->logits_stride;
+}
+
+static const void *kv(mkc_backend *b) {
+  cuda_backend *c = cuda(b);
+  if (!c->host_kv) c->host_kv = malloc(c->g->kv_bytes ? c->g->kv_bytes : 4);
+  return c->host_kv && mkc_cuda_read_kv(c->kernel, c->host_kv) == 0 ? c->host_kv : NULL;
+}
+
+static void reset(mkc_backend *b) { mkc_cuda_reset_state(cuda(b)->kernel); }
+
+static double copy_bandwidth(mkc_backend *b, size_t bytes) {
+  return mkc_cuda_copy_bandwidth(cuda(b)->kernel, bytes);
+}
+
+static const char *describe(const mkc_backend *b) { return ((const cuda_backend *)b)->describe; }
+
+static void close_cuda(mkc_backend *b) {
+  cuda_backend *c = cuda(b);
+  mkc_cuda_close(c->kernel);
+  free(c->host_logits);
+  free(c->host_kv);
+  free(c);
+}
+
+static const mkc_backend_ops cuda_ops = {
+    .name = "cuda",
+    .step = step,
+    .logits = logits,
+    .kv = kv,
+    .reset = reset,
+    .copy_bandwidth = copy_bandwidth,
+    .describe = describe,
+    .close = close_cuda,
+};
+
+/* The kernel in image on dev, with the arena of weights (which the caller
+ * frees: it is on the device now). */
+static cuda_backend *start(const mkc_graph *g, const mkc_cuda_device *dev, const void *image,
+                           const uint16_t *weights) {
+  const char *env = getenv("MKC_CUDA_GRAPH");
+  int use_graph = !(env && strcmp(env, "0") == 0);
+  cuda_backend *c = calloc(1, sizeof *c);
+  if (!c) {
+    fprintf(stderr, "mkc: error: out of memory opening a session\n");
+    return NULL;
+  }
+  c->base.ops = &cuda_ops;
+  c->g = g;
+  c->kernel = mkc_cuda_open(g, dev, image, weights, use_graph);
+  if (!c->kernel) goto fail;
+  c->host_logits = malloc((size_t)g->t_max * g->logits_stride * sizeof *c->host_logits);
+  if (!c->host_logits) {
+    fprintf(stderr, "mkc: error: out of memory opening a session\n");
+    goto fail;
+  }
+  snprintf(c->describe, sizeof c->describe, "%d blocks x %d threads, %s",
+           mkc_cuda_blocks(c->kernel), g->threads,
+           mkc_cuda_graph_in_use(c->kernel) ? "CUDA graph replay" : "direct cooperative launches");
+  return c;
+fail:
+  close_cuda(&c->base);
+  return NULL;
+}
+
+mkc_backend *mkc_cuda_backend_open(const mkc_graph *g, const mkc_kernel_src *src,
+                                   const mkc_weights *w, const mkc_cuda_device *dev) {
+  uint16_t *weights = mkc_weights_arena(w, g);
+  if (!weights) return NULL;
+  mkc_compiled k;
+  if (mkc_kcache_compile(src->source, src->file_name, dev->arch, &k) != 0) {
+    free(weights);
+    return NULL;
+  }
+  cuda_backend *c = start(g, dev, k.cubin, weights);
+  free(weights);
+  if (c)
+    snprintf(c->describe + strlen(c->describe), sizeof c->describe - strlen(c->describe),
+             ", %d registers, %d B spilled%s", k.ptxas.registers, k.ptxas.spill_stores,
+             k.from_cache ? ", from the kernel cache" : "");
+  mkc_compiled_free(&k);
+  return c ? &c->base : NULL;
+}
+
+mkc_backend *mkc_cuda_backend_open_image(const mkc_graph *g, const mkc_weights *w,
+                                         const mkc_cuda_device *dev, const void *image) {
+  uint16_t *weights = mkc_weights_arena(w, g);
+  if (!weights) return NULL;
+  cuda_backend *c = start(g, dev, image, weights);
+  free(weights);
+  return c ? &c->base : NULL;
+}
