@@ -1,4 +1,4 @@
-/* mkc inspect against oracles: the codegen's own phase list (the Lua plan,
+/* mkc inspect against oracles: the codegen's own stage list (the Lua plan,
  * read here through an embedded Lua), byte counts computed from the preset's
  * sizes, tampered kernels that must show mismatches, --diff against the
  * stages whose emitted code changed, and --check on every preset. Skipped
@@ -126,7 +126,7 @@ static int open_at(const char *path, int tokens, int pos, int blocks, mkc_inspec
   return mkc_inspect_open(path, &o, r);
 }
 
-/* The outline against the codegen's phase list: stage count and order,
+/* The outline against the codegen's stage list: stage count and order,
  * each stage's graph nodes, each graph node in exactly one stage, syncs. */
 static void outline_matches_plan(const char *preset, const char *path, const mkc_graph *g) {
   oracle o;
@@ -136,7 +136,7 @@ static void outline_matches_plan(const char *preset, const char *path, const mkc
   CHECK_INT(r.n_mismatches, 0, "%s: metadata and code agree", preset);
   for (int k = 0; k < r.n_mismatches && k < 5; k++)
     printf("     | %d: %s\n", r.mismatches[k].stage, r.mismatches[k].what);
-  CHECK_INT(r.n_stages, o.n_stages, "%s: outline stage count = the codegen's phases", preset);
+  CHECK_INT(r.n_stages, o.n_stages, "%s: outline stage count = the codegen's stages", preset);
   int order_ok = r.n_stages == o.n_stages, nodes_ok = order_ok, sync_ok = order_ok, ops_ok = 1;
   for (int i = 0; order_ok && i < r.n_stages; i++) {
     const mkc_stage_meta *m = &r.stages[i].meta;

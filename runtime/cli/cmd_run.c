@@ -113,6 +113,24 @@ static int check_flags(const mkc_cli *c) {
   return 0;
 }
 
+/* The stats line on stderr: backend, prompt and generation speed, drafts. */
+static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_prompt,
+                        const mkc_decode_stats *st, int eog) {
+  double gen_s = st->seconds - st->prompt_seconds;
+  fprintf(stderr,
+          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
+          "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
+          "steps%s\n",
+          mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
+          c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
+          gen_s, gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
+          st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
+          st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps,
+          eog      ? "; stopped at end of generation"
+          : st->ctx_full ? "; stopped: context full"
+                        : "");
+}
+
 int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {0};
   int rc = mkc_cli_parse(argc, argv, 2,
@@ -172,19 +190,7 @@ int mkc_cmd_run(int argc, char **argv) {
   }
   printf("\n");
   fflush(stdout);
-  double gen_s = st.seconds - st.prompt_seconds;
-  fprintf(stderr,
-          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
-          "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
-          "steps%s\n",
-          mkc_session_backend(m.s), mkc_session_describe(m.s), c.model_path ? "model" : "preset",
-          c.model_path ? c.model_path : m.g.preset, n_prompt, st.prompt_seconds, st.generated,
-          gen_s, gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
-          st.drafted ? 100.0 * st.accepted / st.drafted : 0.0,
-          st.gen_steps ? (double)st.generated / st.gen_steps : 0.0, st.gen_steps,
-          text.eog      ? "; stopped at end of generation"
-          : st.ctx_full ? "; stopped: context full"
-                        : "");
+  print_stats(&c, &m, n_prompt, &st, text.eog);
   rc = 0;
 done:
   mkc_loaded_close(&m);

@@ -51,7 +51,8 @@ const char *mkc_home(void) {
   return home;
 }
 
-/* The preset fields graphs/llama.lua reads, from a model file's description. */
+/* The preset fields graphs/llama.lua reads, from a model file's description
+ * (deliberately alike hf_write.c's config.json fields: other names, other target). */
 static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_newtable(L);
   const struct {
@@ -212,6 +213,7 @@ static int read_nodes(lua_State *L, int res, mkc_graph *g) {
   return 0;
 }
 
+/* Deliberately alike read_nodes: another array of records from the export. */
 static int read_weights(lua_State *L, int res, mkc_graph *g) {
   lua_getfield(L, res, "weights");
   int t = lua_gettop(L);

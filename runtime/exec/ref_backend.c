@@ -14,7 +14,8 @@ typedef struct ref_backend {
 
 static ref_backend *ref(mkc_backend *b) { return (ref_backend *)b; }
 
-/* The kernel's accept rule (templates/accept.cuh) over the ref's choices. */
+/* The kernel's accept rule (templates/accept.cuh) over the ref's choices, written again
+ * on purpose: the ref is the oracle the kernel's accept is checked against. */
 static int step(mkc_backend *b, mkc_state *st) {
   ref_backend *r = ref(b);
   const mkc_graph *g = r->g;
@@ -66,6 +67,7 @@ static void close_ref(mkc_backend *b) {
   free(r);
 }
 
+/* This backend's row of the interface: deliberately alike the other backends'. */
 static const mkc_backend_ops ref_ops = {
     .name = "ref",
     .step = step,

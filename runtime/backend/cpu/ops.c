@@ -45,6 +45,7 @@ static void close_cpu(mkc_backend *b) {
   free(c);
 }
 
+/* This backend's row of the interface: deliberately alike the other backends'. */
 static const mkc_backend_ops cpu_ops = {
     .name = "cpu",
     .step = step,

@@ -109,7 +109,8 @@ void mkc_cu_warn(const char *call, const char *file, int line, CUresult r) {
   } while (0)
 
 int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
-  /* Asked by backend choice, session, backend and bench alike: query once. */
+  /* Asked once a session (by exec/session.c, or cli/loaded.c picking an AOT image) and by
+   * bench for the arch it prints: the driver is queried once. */
   static mkc_cuda_device known;
   static int have;
   if (have) {

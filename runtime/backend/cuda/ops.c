@@ -62,6 +62,7 @@ static void close_cuda(mkc_backend *b) {
   free(c);
 }
 
+/* This backend's row of the interface: deliberately alike the other backends'. */
 static const mkc_backend_ops cuda_ops = {
     .name = "cuda",
     .step = step,
