@@ -126,9 +126,9 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
           gen_s, gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
           st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
           st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps,
-          eog      ? "; stopped at end of generation"
+          eog            ? "; stopped at end of generation"
           : st->ctx_full ? "; stopped: context full"
-                        : "");
+                         : "");
 }
 
 int mkc_cmd_run(int argc, char **argv) {
