@@ -55,10 +55,12 @@ else
   fail "warm start" "$(grep '^nvrtc' "$trace" | head -n 3)" "$(cat "$tmp/warm.err")"
 fi
 
-# Weights go up once; one launch is captured; every step is the same four
-# calls: inputs up, graph launch, state down (pos, counts, tokens), sync.
-[ "$(calls cuMemcpyHtoD_v2)" -eq 1 ] && ok "the weights are uploaded once" \
-  || fail "one weight upload" "$(grep cuMemcpyHtoD_v2 "$trace")"
+# Weights go up once, on the session's stream before the capture; one launch
+# is captured; every step is the same four calls: inputs up, graph launch,
+# state down (pos, counts, tokens), sync.
+uploads=$(awk '/^cuStreamBeginCapture/ { exit } /^cuMemcpyHtoD/ { print $1 }' "$trace")
+[ "$uploads" = cuMemcpyHtoDAsync_v2 ] && ok "the weights are uploaded once, on the session's stream" \
+  || fail "one weight upload, on the stream" "$(grep cuMemcpyHtoD "$trace")"
 [ "$(calls cuLaunchCooperativeKernel)" -eq 1 ] && [ "$(calls cuStreamBeginCapture_v2)" -eq 1 ] \
   && ok "one cooperative launch, captured" \
   || fail "one captured launch" "$(grep -E 'cuLaunch|Capture' "$trace")"
@@ -136,6 +138,105 @@ else
   fail "bench --backend cuda" "$(cat "$tmp/bench" "$tmp/bench.err")"
 fi
 
+# ---- the legacy NULL stream against the session's non-blocking stream ----
+# The double queues what cuMemsetD8, cuMemcpyHtoD and cuMemcpyDtoD leave to
+# the device, as the driver does, and reports a race with a non-blocking
+# stream's work either way round. First the double itself, on a small program
+# of its own: each racy order is reported, each ordered one is not, and a
+# synchronous memset's bytes are there once something waited for them.
+cat >"$tmp/race.c" <<'EOF'
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+typedef int (*fn)();
+int main(int argc, char **argv) {
+  void *dl = dlopen(getenv("MKC_LIBCUDA"), RTLD_NOW);
+  if (!dl || argc != 2) return 2;
+#define F(name) fn name = (fn)dlsym(dl, #name)
+  F(cuInit); F(cuDevicePrimaryCtxRetain); F(cuCtxSetCurrent); F(cuStreamCreate);
+  F(cuMemAlloc_v2); F(cuMemsetD8_v2); F(cuMemcpyHtoDAsync_v2); F(cuMemcpyDtoH_v2);
+  F(cuMemsetD8Async); F(cuCtxSynchronize); F(cuStreamSynchronize); F(cuMemFree_v2);
+  F(cuStreamDestroy_v2); F(cuDevicePrimaryCtxRelease_v2);
+  void *ctx, *s;
+  unsigned long long a, b;
+  unsigned char host[64], got[64];
+  memset(host, 7, sizeof host);
+  cuInit(0), cuDevicePrimaryCtxRetain(&ctx, 0), cuCtxSetCurrent(ctx), cuStreamCreate(&s, 1);
+  cuMemAlloc_v2(&a, (size_t)64), cuMemAlloc_v2(&b, (size_t)64);
+  const char *c = argv[1];
+  int r = 0;
+  if (!strcmp(c, "null-then-stream")) /* a write on the NULL stream, then the stream reads it */
+    r = cuMemsetD8_v2(a, 0, (size_t)64) || cuMemcpyHtoDAsync_v2(a + 32, host, (size_t)8, s);
+  else if (!strcmp(c, "stream-then-null")) /* queued stream work, then the NULL stream writes */
+    r = cuMemsetD8Async(a, 1, (size_t)16, s) || cuMemsetD8_v2(a + 8, 0, (size_t)8);
+  else if (!strcmp(c, "ordered")) /* each side waited for before the other starts */
+    r = cuMemsetD8_v2(a, 3, (size_t)64) || cuCtxSynchronize() ||
+        cuMemcpyHtoDAsync_v2(a, host, (size_t)8, s) || cuStreamSynchronize(s) ||
+        cuMemsetD8_v2(a + 8, 5, (size_t)8) || cuMemcpyDtoH_v2(got, a, (size_t)64);
+  else if (!strcmp(c, "apart")) /* no common byte */
+    r = cuMemsetD8_v2(b, 0, (size_t)64) || cuMemsetD8Async(a, 1, (size_t)64, s) ||
+        cuMemsetD8_v2(b, 2, (size_t)64) || cuStreamSynchronize(s);
+  else
+    return 2;
+  if (!strcmp(c, "ordered"))
+    for (int i = 0; i < 64; i++)
+      if (got[i] != (i < 8 ? 7 : i < 16 ? 5 : 3)) r = 1;
+  cuStreamSynchronize(s), cuCtxSynchronize();
+  cuMemFree_v2(a), cuMemFree_v2(b), cuStreamDestroy_v2(s), cuDevicePrimaryCtxRelease_v2(0);
+  return r != 0;
+}
+EOF
+if cc -std=c11 -D_GNU_SOURCE -w -o "$tmp/race" "$tmp/race.c" -ldl 2>"$tmp/race.cc"; then
+  for case in null-then-stream:race stream-then-null:race ordered:clean apart:clean; do
+    name=${case%:*} want=${case#*:}
+    "$tmp/race" "$name" 2>"$tmp/race.err"
+    rc=$?
+    races=$(grep -c 'fake cuda: misuse: .*race' "$tmp/race.err")
+    misuses=$(grep -c 'fake cuda: misuse' "$tmp/race.err")
+    if { [ "$want" = race ] && [ "$rc" -eq 1 ] && [ "$races" -eq 1 ] && [ "$misuses" -eq 1 ]; } \
+      || { [ "$want" = clean ] && [ "$rc" -eq 0 ] && [ "$misuses" -eq 0 ]; }; then
+      ok "the double, $name: $([ "$want" = race ] && echo 'the race is reported' || echo 'no misuse, the bytes as ordered')"
+    else
+      fail "the double, $name: want $want" "rc $rc" "$(cat "$tmp/race.err")"
+    fi
+  done
+else
+  fail "the double's race program builds" "$(head -n 5 "$tmp/race.cc")"
+fi
+
+# Then mkc on it: bench resets the session before each of its repetitions,
+# between steps; setup, resets and the copy-bandwidth run all stay ordered
+# with the steps, so nothing is reported.
+rm -f "$trace"
+MKC_FAKE_CUDA_TRACE=$trace "$mkc" bench --preset tiny --random-weights 1 -n 8 --backend cuda \
+  >"$tmp/bench2" 2>"$tmp/bench2.err"
+rc=$?
+state=$(awk '/^cuMemcpyDtoHAsync_v2/ { print $2; exit }' "$trace")
+resets=$(awk -v st="${state:-0}" '/^cuGraphLaunch/ { on = 1 } on && /^cuMemsetD8/ && $2 == st { n++ }
+  END { print n + 0 }' "$trace")
+if [ "$rc" -eq 0 ] && no_misuse "$tmp/bench2.err" && [ "$resets" -ge 4 ] \
+  && grep -Eq '^\| llama tiny \| .* \| tg8 \| [0-9.]+ ± [0-9.]+ \|' "$tmp/bench2"; then
+  ok "bench on the cuda backend: $resets resets between steps, no race with the session's stream"
+else
+  fail "bench: resets between steps without a race" "rc $rc, $resets resets" "$(head -n 4 "$tmp/bench2.err")"
+fi
+
+# Residency counts registers: 64 K per SM in 256-register units per warp.
+# 128 threads = 4 warps; 2 SMs of 1024 threads hold 8 blocks each at 32
+# registers (threads bind); at 72, 72*32 = 2304 per warp, 9216 per block:
+# 7 per SM; at 255, 8192 per warp, 32768 per block: 2 per SM.
+for case in 32:16 72:14 255:4; do
+  regs=${case%:*} want=${case#*:}
+  run "regs$regs" MKC_FAKE_CUDA_REGISTERS=$regs
+  if [ "$rc" -eq 0 ] && same_tokens "regs$regs" && grep -q "$want blocks x 128 threads" "$tmp/regs$regs.err" \
+    && no_misuse "$tmp/regs$regs.err"; then
+    ok "residency at $regs registers per thread: $want blocks, same tokens"
+  else
+    fail "residency at $regs registers: $want blocks" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/regs$regs.err")"
+  fi
+done
+
 # Every driver call of a short run, made to fail in turn. Teardown calls warn
 # and the run completes; the capture's calls fall back to direct launches;
 # any other is an error naming the call and its place; never a crash.
@@ -159,10 +260,11 @@ mapfile -t trail < <(grep '^cu' "$trace")
 # The session's close starts with the synchronization before cuGraphExecDestroy.
 close_from=$(grep -n '^cuGraphExecDestroy' <(printf '%s\n' "${trail[@]}") | cut -d: -f1)
 close_from=$((${close_from:-1} - 1))
-bad=0
+bad=0 injected=0
 for ((k = 1; k <= ${#trail[@]}; k++)); do
   call=${trail[k - 1]%% *}
   run inject MKC_FAKE_CUDA_FAIL_AT=$k
+  grep -q "^fake cuda: injected: $call fails (call $k," "$tmp/inject.err" && injected=$((injected + 1))
   code=CUDA_ERROR_UNKNOWN
   [ "$call" = cuMemAlloc_v2 ] && code=CUDA_ERROR_OUT_OF_MEMORY
   place="${call%_v2}(\(.*\))? failed at runtime/[a-z_/]+\.c:[0-9]+: $code"
@@ -178,17 +280,25 @@ for ((k = 1; k <= ${#trail[@]}; k++)); do
   judge $? "call $k ($call)"
 done
 [ "$bad" -eq 0 ] && ok "each of the ${#trail[@]} driver calls of a run, made to fail: reported by name and place, no crash"
+# The loop proves something only if it made calls fail: every one of a
+# run's calls, and a run makes at least 40 (49 before setup moved onto the
+# stream).
+[ "$injected" -eq "${#trail[@]}" ] && [ "$injected" -ge 40 ] \
+  && ok "the driver loop injected $injected failures, one per call" \
+  || fail "the driver loop injects a failure at every call, at least 40" "$injected of ${#trail[@]}"
 
 # The same for NVRTC's calls on a cold compile (an empty kernel cache each
 # time; the CPU backend's cache stays).
 rm -rf "$MKC_CACHE_DIR/cuda"
 run clean
 mapfile -t trail < <(grep '^nvrtc' "$trace")
-bad=0
+bad=0 injected=0
 for ((k = 1; k <= ${#trail[@]}; k++)); do
   call=${trail[k - 1]%% *}
   rm -rf "$MKC_CACHE_DIR/cuda"
   run inject MKC_FAKE_NVRTC_FAIL_AT=$k
+  grep -q "^fake cuda: injected: $call fails (call $k, MKC_FAKE_NVRTC_FAIL_AT)" "$tmp/inject.err" \
+    && injected=$((injected + 1))
   place="$call failed at runtime/backend/cuda/nvrtc.c:[0-9]+: NVRTC_ERROR_INTERNAL_ERROR"
   case "$call" in
   nvrtcDestroyProgram) survives "^mkc: warning: nvrtc: $place\$" ;;
@@ -199,6 +309,9 @@ for ((k = 1; k <= ${#trail[@]}; k++)); do
 done
 [ "$bad" -eq 0 ] && [ "${#trail[@]}" -ge 6 ] \
   && ok "each of the ${#trail[@]} NVRTC calls of a cold compile, made to fail: reported, no crash"
+[ "$injected" -eq "${#trail[@]}" ] && [ "$injected" -ge 6 ] \
+  && ok "the NVRTC loop injected $injected failures, one per call" \
+  || fail "the NVRTC loop injects a failure at every call, at least 6" "$injected of ${#trail[@]}"
 
 # The GPU suite itself (make test-gpu) on the doubles: its scripts and the
 # test programs' cuda paths run; compute-sanitizer needs a real GPU.

@@ -6,6 +6,12 @@
  *     host address, and fresh device memory holds garbage (0xA5), not zeros;
  *   - queues stream work until the stream is synchronized, so a read that
  *     skips the synchronization sees stale bytes;
+ *   - queues the legacy NULL stream's work too (cuMemsetD8, cuMemcpyHtoD and
+ *     cuMemcpyDtoD return before the device is done), and reports a race
+ *     between it and a non-blocking stream's work either way round
+ *     (driver_stream.c);
+ *   - computes residency from threads, shared memory and registers per
+ *     thread (driver_module.c);
  *   - records a captured stream into a graph that replays the recorded work,
  *     with the launch arguments as they were at capture;
  *   - runs a launched mkc_step with the host program's own CPU backend
@@ -13,11 +19,12 @@
  *     linked -rdynamic) on an image from the fake NVRTC (fake.h).
  * Where mkc does something the real driver would refuse, or that would race
  * on a GPU, it prints "fake cuda: misuse: CALL: why" and fails the call.
- * It says nothing about the device code itself: NVRTC, PTX, registers,
- * timing and the memory model are what only a GPU run shows.
+ * It says nothing about the device code itself: NVRTC, PTX, the registers
+ * the code really needs, timing and the memory model are what only a GPU run shows.
  *
  * Environment: MKC_FAKE_CUDA_ARCH (sm_90), MKC_FAKE_CUDA_SMS (2),
- * MKC_FAKE_CUDA_DEVICES (1), MKC_FAKE_CUDA_NO_COOP=1 (the device cannot launch
+ * MKC_FAKE_CUDA_DEVICES (1), MKC_FAKE_CUDA_REGISTERS (32: mkc_step's registers
+ * per thread, as the fake NVRTC reports them), MKC_FAKE_CUDA_NO_COOP=1 (the device cannot launch
  * cooperative kernels), MKC_FAKE_CUDA_NO_COOP_CAPTURE=1 (capturing one is
  * refused), and fake.h's trace and injected failure. */
 #include <stdarg.h>
@@ -228,7 +235,9 @@ API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
     misuse("cuDevicePrimaryCtxRelease_v2", "released more often than retained");
     return E_INVALID_CONTEXT;
   }
-  if (--drv.ctx.refs > 0 || fake_injected) return OK;
+  if (--drv.ctx.refs > 0) return OK;
+  drain_legacy(); /* the context's end waits for its work */
+  if (fake_injected) return OK;
   for (int i = 0; i < drv.n_allocs; i++)
     misuse("cuDevicePrimaryCtxRelease_v2", "leak: %zu bytes of device memory at 0x%llx",
            drv.allocs[i].size, drv.allocs[i].dev);
@@ -251,7 +260,7 @@ API CUresult cuCtxSetCurrent(struct CUctx_st *ctx) {
 API CUresult cuCtxSynchronize(void) {
   ENTER("cuCtxSynchronize", );
   CUresult r = need_ctx("cuCtxSynchronize");
-  if (r || (r = sync_call("cuCtxSynchronize", 0))) return r;
+  if (r || (r = sync_call("cuCtxSynchronize", NULL)) || (r = drain_legacy())) return r;
   for (int i = 0; i < drv.n_live; i++)
     if (drv.live[i].kind == K_STREAM) {
       CUresult ri = drain(drv.live[i].p);

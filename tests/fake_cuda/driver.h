@@ -41,9 +41,16 @@ enum { /* the driver's own numbers (cuda.h) */
 };
 
 /* The device: an sm_90-like part whose SMs hold 1024 threads (a small grid
- * keeps the emulator quick) and 228 KiB of shared memory. */
+ * keeps the emulator quick), 228 KiB of shared memory and, as on every part
+ * since sm_50 (the CUDA C Programming Guide's table of compute capabilities),
+ * a register file of 64 K 32-bit registers, handed out per warp in units of
+ * 256. mkc_step's registers per thread are the fake NVRTC's ptxas report's
+ * (nvrtc.c: 32), or $MKC_FAKE_CUDA_REGISTERS. */
 enum {
   THREADS_PER_SM = 1024,
+  REGS_PER_SM = 65536,
+  REG_ALLOC_UNIT = 256, /* registers, per warp */
+  FAKE_NVRTC_REGISTERS = 32,
   BLOCKS_PER_SM = 32,
   SMEM_PER_SM = 233472,
   SMEM_OPTIN = 232448,
@@ -72,11 +79,14 @@ struct CUmod_st {
   struct CUfunc_st step;
 };
 
-enum op_kind { OP_HTOD, OP_DTOH, OP_LAUNCH };
+enum op_kind { OP_HTOD, OP_DTOH, OP_DTOD, OP_MEMSET, OP_LAUNCH };
 typedef struct op {
   enum op_kind kind;
-  CUdeviceptr dev;
+  const char *call; /* the entry point that issued it, for messages */
+  CUdeviceptr dev;  /* copies: the destination on the device, or DtoH's source */
+  CUdeviceptr src;  /* DtoD: the source */
   size_t bytes;
+  unsigned char value; /* memset */
   unsigned char *data; /* HtoD: the host bytes as they were at the call */
   void *host;          /* DtoH: where they go */
   struct CUfunc_st *func;
@@ -90,6 +100,7 @@ typedef struct op_list {
 } op_list;
 
 struct CUstream_st {
+  unsigned flags;  /* CU_STREAM_NON_BLOCKING (1) or blocking (0) */
   op_list pending; /* queued, not yet run */
   int capturing, invalidated;
   struct CUgraph_st *graph;
@@ -113,6 +124,7 @@ extern struct fake_driver {
   int initialized;
   struct CUctx_st ctx;
   struct CUctx_st *current;
+  op_list legacy; /* the legacy NULL stream's queued work: see driver_stream.c */
   alloc *allocs;
   int n_allocs, cap_allocs;
   CUdeviceptr next_dev;
@@ -148,8 +160,10 @@ int list_push(op_list *l, const op *o);
 void list_clear(op_list *l);
 int list_copy(op_list *to, const op_list *from);
 CUresult drain(struct CUstream_st *s);
+CUresult drain_legacy(void);
 CUresult enqueue(const char *call, struct CUstream_st *s, const op *o);
-CUresult sync_call(const char *call, CUdeviceptr dev);
+CUresult sync_call(const char *call, const op *o);
+CUresult legacy_call(const char *call, const op *o);
 
 /* Every traced entry point starts here: counts the call, traces it, and says
  * whether it must fail. */

@@ -144,10 +144,19 @@ int dynamic_smem_limit(const struct CUfunc_st *f) {
   return f->max_dynamic_smem > SMEM_DEFAULT ? f->max_dynamic_smem : SMEM_DEFAULT;
 }
 
+/* Blocks of f resident on one SM, as the occupancy calculator counts them:
+ * the least of what threads, shared memory (each block also reserves 1 KiB
+ * for the system), registers and the block slots allow. Registers go to each
+ * warp rounded up to REG_ALLOC_UNIT (driver.h). */
 int blocks_per_sm(const struct CUfunc_st *f, int threads, size_t smem) {
   if (threads < 1 || threads > 1024 || smem > (size_t)dynamic_smem_limit(f)) return 0;
   int n = THREADS_PER_SM / threads;
   if (smem && SMEM_PER_SM / (int)(smem + 1024) < n) n = SMEM_PER_SM / (int)(smem + 1024);
+  int regs = env_int("MKC_FAKE_CUDA_REGISTERS", FAKE_NVRTC_REGISTERS);
+  if (regs < 1 || regs > 255) return 0;
+  int warps = (threads + 31) / 32,
+      per_warp = (regs * 32 + REG_ALLOC_UNIT - 1) / REG_ALLOC_UNIT * REG_ALLOC_UNIT;
+  if (REGS_PER_SM / (per_warp * warps) < n) n = REGS_PER_SM / (per_warp * warps);
   return n < BLOCKS_PER_SM ? n : BLOCKS_PER_SM;
 }
 

@@ -1,5 +1,7 @@
 /* The fake driver's streams: work queued until a synchronization, captured
- * into graphs, replayed; cooperative launches run on the host's CPU backend. */
+ * into graphs, replayed; the legacy NULL stream's work queued apart and
+ * checked against non-blocking streams' for races; cooperative launches run
+ * on the host's CPU backend. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,15 +41,28 @@ int list_copy(op_list *to, const op_list *from) {
 static CUresult run_op(const op *o) {
   switch (o->kind) {
   case OP_HTOD: {
-    unsigned char *d = device_bytes("cuMemcpyHtoDAsync_v2 (run)", o->dev, o->bytes);
+    unsigned char *d = device_bytes(o->call, o->dev, o->bytes);
     if (!d) return E_ILLEGAL_ADDRESS;
     memcpy(d, o->data, o->bytes);
     return OK;
   }
   case OP_DTOH: {
-    unsigned char *d = device_bytes("cuMemcpyDtoHAsync_v2 (run)", o->dev, o->bytes);
+    unsigned char *d = device_bytes(o->call, o->dev, o->bytes);
     if (!d) return E_ILLEGAL_ADDRESS;
     memcpy(o->host, d, o->bytes);
+    return OK;
+  }
+  case OP_DTOD: {
+    unsigned char *d = device_bytes(o->call, o->dev, o->bytes),
+                  *s = device_bytes(o->call, o->src, o->bytes);
+    if (!d || !s) return E_ILLEGAL_ADDRESS;
+    memmove(d, s, o->bytes);
+    return OK;
+  }
+  case OP_MEMSET: {
+    unsigned char *d = device_bytes(o->call, o->dev, o->bytes);
+    if (!d) return E_ILLEGAL_ADDRESS;
+    memset(d, o->value, o->bytes);
     return OK;
   }
   case OP_LAUNCH: {
@@ -69,12 +84,80 @@ static CUresult run_op(const op *o) {
   return E_UNKNOWN;
 }
 
-CUresult drain(struct CUstream_st *s) {
+static CUresult run_list(op_list *l) {
   CUresult r = OK;
-  for (int i = 0; i < s->pending.n && r == OK; i++) r = run_op(&s->pending.ops[i]);
-  list_clear(&s->pending);
+  for (int i = 0; i < l->n && r == OK; i++) r = run_op(&l->ops[i]);
+  list_clear(l);
   return r;
 }
+
+CUresult drain(struct CUstream_st *s) { return run_list(&s->pending); }
+
+/* ---- the legacy NULL stream against mkc's non-blocking stream ----
+ *
+ * As the driver API documents it ("API synchronization behavior", "Stream
+ * synchronization behavior"): cuMemsetD8 and cuMemcpyDtoD are asynchronous
+ * with respect to the host, and cuMemcpyHtoD from pageable memory returns once
+ * the bytes are staged, before the device has written them. All three run on
+ * the legacy NULL stream, which waits for blocking streams and which blocking
+ * streams wait for, but which is not ordered at all with a stream created
+ * CU_STREAM_NON_BLOCKING. So the fake queues them on drv.legacy, run by what
+ * waits for the legacy stream (cuCtxSynchronize, cuStreamSynchronize(NULL), a
+ * synchronous cuMemcpyDtoH, cuMemFree, the context's end), and reports a race
+ * either way round: a legacy call touching memory that queued work of a
+ * non-blocking stream uses (sync_call), and work queued on a non-blocking
+ * stream touching memory that a queued legacy call uses (enqueue), where one
+ * of the two writes. Launches read and write the whole of each argument's
+ * allocation; copies and memsets touch their byte ranges. */
+
+typedef struct span {
+  CUdeviceptr lo, hi;
+  int write;
+} span;
+
+/* The device memory o touches, as at most N_ARGS spans; their number. */
+static int spans(const op *o, span *out) {
+  switch (o->kind) {
+  case OP_HTOD:
+  case OP_MEMSET:
+    out[0] = (span){o->dev, o->dev + o->bytes, 1};
+    return 1;
+  case OP_DTOH:
+    out[0] = (span){o->dev, o->dev + o->bytes, 0};
+    return 1;
+  case OP_DTOD:
+    out[0] = (span){o->dev, o->dev + o->bytes, 1};
+    out[1] = (span){o->src, o->src + o->bytes, 0};
+    return 2;
+  case OP_LAUNCH: {
+    int n = 0;
+    for (int i = 0; i < N_ARGS; i++) {
+      alloc *a = find_alloc(o->args[i], 0);
+      if (a) out[n++] = (span){a->dev, a->dev + a->size, 1};
+    }
+    return n;
+  }
+  }
+  return 0;
+}
+
+/* Whether a and b touch a common byte, at least one of them writing it. */
+static int conflict(const op *a, const op *b) {
+  span sa[N_ARGS], sb[N_ARGS];
+  int na = spans(a, sa), nb = spans(b, sb);
+  for (int i = 0; i < na; i++)
+    for (int j = 0; j < nb; j++)
+      if ((sa[i].write || sb[j].write) && sa[i].lo < sb[j].hi && sb[j].lo < sa[i].hi) return 1;
+  return 0;
+}
+
+static const op *first_conflict(const op_list *l, const op *o) {
+  for (int i = 0; i < l->n; i++)
+    if (conflict(&l->ops[i], o)) return &l->ops[i];
+  return NULL;
+}
+
+CUresult drain_legacy(void) { return run_list(&drv.legacy); }
 
 /* Queues o on s, or records it when s is capturing. */
 CUresult enqueue(const char *call, struct CUstream_st *s, const op *o) {
@@ -85,7 +168,7 @@ CUresult enqueue(const char *call, struct CUstream_st *s, const op *o) {
   CUresult r = need_live(call, s, K_STREAM);
   if (r) return r;
   if (s->capturing) {
-    if (o->kind != OP_LAUNCH) {
+    if (o->kind == OP_HTOD || o->kind == OP_DTOH) {
       /* Captured copies of pageable host memory are refused by the driver. */
       misuse(call, "a copy from or to pageable host memory while the stream is capturing");
       s->invalidated = 1;
@@ -93,13 +176,28 @@ CUresult enqueue(const char *call, struct CUstream_st *s, const op *o) {
     }
     return list_push(&s->graph->ops, o) == 0 ? OK : E_OUT_OF_MEMORY;
   }
+  if (!(s->flags & 1)) {
+    /* A blocking stream waits for the legacy stream's earlier work. */
+    if ((r = drain_legacy())) return r;
+  } else {
+    const op *l = first_conflict(&drv.legacy, o);
+    if (l) {
+      misuse(call,
+             "touches memory that %s on the legacy NULL stream also uses, with nothing "
+             "synchronized since: on a GPU the two race (that call returned before the device "
+             "was done, and a non-blocking stream does not wait for the legacy stream)",
+             l->call);
+      return E_ILLEGAL_STATE;
+    }
+  }
   return list_push(&s->pending, o) == 0 ? OK : E_OUT_OF_MEMORY;
 }
 
-/* Synchronous calls: refused while a stream captures (mkc captures in
- * thread-local mode), and a race with queued work on the same memory. */
-CUresult sync_call(const char *call, CUdeviceptr dev) {
-  alloc *a = find_alloc(dev, 0);
+/* Synchronous calls, which run on the legacy NULL stream: refused while a
+ * stream captures (mkc captures in thread-local mode), and a race with work
+ * queued on a non-blocking stream that touches what o touches (o NULL: a
+ * call that touches no memory). Blocking streams' queued work comes first. */
+CUresult sync_call(const char *call, const op *o) {
   for (int i = 0; i < drv.n_live; i++) {
     if (drv.live[i].kind != K_STREAM) continue;
     struct CUstream_st *s = drv.live[i].p;
@@ -108,21 +206,32 @@ CUresult sync_call(const char *call, CUdeviceptr dev) {
       s->invalidated = 1;
       return E_CAPTURE_UNSUPPORTED;
     }
-    for (int j = 0; a && j < s->pending.n; j++) {
-      const op *o = &s->pending.ops[j];
-      int touches = o->kind != OP_LAUNCH && find_alloc(o->dev, 0) == a;
-      for (int k = 0; o->kind == OP_LAUNCH && k < N_ARGS; k++)
-        touches |= find_alloc(o->args[k], 0) == a;
-      if (touches) {
-        misuse(call,
-               "touches memory that unsynchronized work on stream %p uses: on a GPU the two "
-               "race (the legacy stream does not wait for a non-blocking stream)",
-               (void *)s);
-        return E_ILLEGAL_STATE;
-      }
+  }
+  for (int i = 0; o && i < drv.n_live; i++) {
+    if (drv.live[i].kind != K_STREAM) continue;
+    struct CUstream_st *s = drv.live[i].p;
+    const op *q = first_conflict(&s->pending, o);
+    if (!(s->flags & 1)) {
+      CUresult r = drain(s);
+      if (r) return r;
+    } else if (q) {
+      misuse(call,
+             "touches memory that %s queued on stream %p uses, with nothing synchronized "
+             "since: on a GPU the two race (the legacy NULL stream does not wait for a "
+             "non-blocking stream)",
+             q->call, (void *)s);
+      return E_ILLEGAL_STATE;
     }
   }
   return OK;
+}
+
+/* A synchronous call that returns before the device is done: o checked,
+ * then queued on the legacy stream. */
+CUresult legacy_call(const char *call, const op *o) {
+  CUresult r = sync_call(call, o);
+  if (r) return r;
+  return list_push(&drv.legacy, o) == 0 ? OK : E_OUT_OF_MEMORY;
 }
 
 API CUresult cuStreamCreate(struct CUstream_st **s, unsigned flags) {
@@ -135,6 +244,7 @@ API CUresult cuStreamCreate(struct CUstream_st **s, unsigned flags) {
     free(st);
     return E_OUT_OF_MEMORY;
   }
+  st->flags = flags;
   *s = st;
   return OK;
 }
@@ -156,7 +266,12 @@ API CUresult cuStreamDestroy_v2(struct CUstream_st *s) {
 API CUresult cuStreamSynchronize(struct CUstream_st *s) {
   ENTER("cuStreamSynchronize", );
   CUresult r = need_ctx("cuStreamSynchronize");
-  if (r || (r = need_live("cuStreamSynchronize", s, K_STREAM))) return r;
+  if (r) return r;
+  if (!s) { /* the legacy stream */
+    if ((r = sync_call("cuStreamSynchronize", NULL))) return r;
+    return drain_legacy();
+  }
+  if ((r = need_live("cuStreamSynchronize", s, K_STREAM))) return r;
   if (s->capturing) {
     misuse("cuStreamSynchronize", "the stream is capturing");
     s->invalidated = 1;
@@ -189,7 +304,12 @@ API CUresult cuLaunchCooperativeKernel(struct CUfunc_st *f, unsigned gx, unsigne
     return E_CAPTURE_UNSUPPORTED;
   }
   /* The driver copies the arguments at the call; so does the fake. */
-  op o = {.kind = OP_LAUNCH, .func = f, .grid = gx, .block = bx, .smem = smem};
+  op o = {.kind = OP_LAUNCH,
+          .call = "cuLaunchCooperativeKernel",
+          .func = f,
+          .grid = gx,
+          .block = bx,
+          .smem = smem};
   for (int i = 0; i < N_ARGS; i++) {
     if (!params[i]) return E_INVALID_VALUE;
     memcpy(&o.args[i], params[i], sizeof o.args[i]);

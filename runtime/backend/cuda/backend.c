@@ -107,11 +107,18 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
   CU_CHECK(MemAlloc(&b->scratch, sbytes));
   CU_CHECK(MemAlloc(&b->kv, kbytes));
   CU_CHECK(MemAlloc(&b->state, sizeof(mkc_state)));
-  if (wbytes) CU_CHECK(MemcpyHtoD(b->weights, weights, wbytes));
+  /* Every write to the session's memory goes on its stream, ordered with
+   * the steps: the legacy NULL stream, where cuMemsetD8 and cuMemcpyHtoD run
+   * and return before the device is done, does not synchronize with a
+   * non-blocking stream. From pageable memory the upload is staged before the
+   * call returns; the synchronization reports a failed setup here, and leaves
+   * the stream empty for the capture. */
+  if (wbytes) CU_CHECK(MemcpyHtoDAsync(b->weights, weights, wbytes, b->stream));
   /* Zeroed: padding in scratch must read as zero (codegen/buffers.lua). */
-  CU_CHECK(MemsetD8(b->scratch, 0, sbytes));
-  CU_CHECK(MemsetD8(b->kv, 0, kbytes));
-  CU_CHECK(MemsetD8(b->state, 0, sizeof(mkc_state)));
+  CU_CHECK(MemsetD8Async(b->scratch, 0, sbytes, b->stream));
+  CU_CHECK(MemsetD8Async(b->kv, 0, kbytes, b->stream));
+  CU_CHECK(MemsetD8Async(b->state, 0, sizeof(mkc_state), b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
   b->args[0] = &b->weights;
   b->args[1] = &b->scratch;
   b->args[2] = &b->kv;
@@ -142,23 +149,27 @@ fail:
   return -1;
 }
 
+/* Reads, too, are on the session's stream, after its steps. */
 int mkc_cuda_read_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, float *host) {
-  CU_CHECK(MemcpyDtoH(host, b->scratch + offset * sizeof(float), n * sizeof(float)));
+  CU_CHECK(
+      MemcpyDtoHAsync(host, b->scratch + offset * sizeof(float), n * sizeof(float), b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:
   return -1;
 }
 
 int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host) {
-  CU_CHECK(MemcpyDtoH(host, b->kv, b->g->kv_bytes));
+  CU_CHECK(MemcpyDtoHAsync(host, b->kv, b->g->kv_bytes, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:
   return -1;
 }
 
+/* On the stream: after the last step, before the next one's inputs. */
 int mkc_cuda_reset_state(mkc_cuda_kernel *b) {
-  CU_CHECK(StreamSynchronize(b->stream));
-  CU_CHECK(MemsetD8(b->state, 0, sizeof(mkc_state)));
+  CU_CHECK(MemsetD8Async(b->state, 0, sizeof(mkc_state), b->stream));
   return 0;
 fail:
   return -1;
@@ -172,16 +183,19 @@ double mkc_cuda_copy_bandwidth(mkc_cuda_kernel *b, size_t bytes) {
   double best = -1;
   CU_CHECK(MemAlloc(&src, bytes));
   CU_CHECK(MemAlloc(&dst, bytes));
-  CU_CHECK(MemsetD8(src, 1, bytes));
+  /* On the session's stream, like everything else of the session's. */
+  CU_CHECK(MemsetD8Async(src, 1, bytes, b->stream));
   for (int i = 0; i < 6; i++) {
-    CU_CHECK(CtxSynchronize());
+    CU_CHECK(StreamSynchronize(b->stream));
     double t0 = mkc_seconds();
-    CU_CHECK(MemcpyDtoD(dst, src, bytes));
-    CU_CHECK(CtxSynchronize());
+    CU_CHECK(MemcpyDtoDAsync(dst, src, bytes, b->stream));
+    CU_CHECK(StreamSynchronize(b->stream));
     double gbs = 2.0 * (double)bytes / (mkc_seconds() - t0) / 1e9;
     if (i > 0 && gbs > best) best = gbs; /* the first run warms up */
   }
 fail:
+  /* Nothing queued outlives the buffers. */
+  CU_WARN(StreamSynchronize(b->stream));
   if (src) CU_WARN(MemFree(src));
   if (dst) CU_WARN(MemFree(dst));
   return best;

@@ -46,6 +46,8 @@ int mkc_cuda_load(char *why, size_t why_size) {
       SYM(MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2"),
       SYM(MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2"),
       SYM(MemsetD8, "cuMemsetD8_v2"),
+      SYM(MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2"),
+      SYM(MemsetD8Async, "cuMemsetD8Async"),
       SYM(StreamCreate, "cuStreamCreate"),
       SYM(StreamDestroy, "cuStreamDestroy_v2"),
       SYM(StreamSynchronize, "cuStreamSynchronize"),
