@@ -20,6 +20,17 @@ int mkc_nvrtc_load(char *why, size_t why_size);
  * why (which may be NULL). */
 int mkc_nvrtc_version(char *why, size_t why_size);
 
+/* The library mkc_nvrtc_load opened (as it was named to dlopen), or NULL. */
+const char *mkc_nvrtc_path(void);
+
+/* Kernels of NVRTC nvrtc_version (PTX and cubins alike) need a driver that
+ * supports that CUDA version; driver_version is cuDriverGetVersion's (both
+ * 1000 * major + 10 * minor). 0 when the driver is new enough; else prints
+ * "mkc: error: ..." naming both versions and what to install, and returns -1.
+ * aot_dir: the folder of images NVRTC made ahead of time, or NULL for a
+ * kernel compiled now. */
+int mkc_nvrtc_check_driver(int nvrtc_version, int driver_version, const char *aot_dir);
+
 /* Compiles source (named `name` in diagnostics) for arch ("sm_90" gives a
  * cubin, "compute_90" only PTX), with --ptxas-options=-v. On failure prints
  * "mkc: error: nvrtc: ..." with the options and the log, and returns -1;
