@@ -108,6 +108,78 @@ grep -q '^mkc: cuda backend' "$tmp/auto.err" && grep -q '^mkc: cpu backend' "$tm
   && ok "--backend auto: cuda where a device exists, cpu where none does" \
   || fail "--backend auto" "$(cat "$tmp/auto.err" "$tmp/auto0.err")"
 
+# Issue 12: a cold compile says what it does and how long it took, a warm
+# start says nothing of it; auto without NVRTC runs on the cpu with one
+# warning; NVRTC newer than the driver's CUDA is refused before any compile,
+# and the driver's version is part of the kernel cache key.
+said=$(grep -E '^mkc: compil' "$tmp/cold.err")
+want_said="mkc: compiling llama.tiny.cu for sm_90 with NVRTC 0.1 (once: cached in $MKC_CACHE_DIR/cuda afterwards)..."
+if [ "$(printf '%s\n' "$said" | head -n 1)" = "$want_said" ] && [ "$(printf '%s\n' "$said" | wc -l)" -eq 2 ] \
+  && printf '%s\n' "$said" | tail -n 1 | grep -Eq '^mkc: compiled llama\.tiny\.cu for sm_90 in [0-9]+\.[0-9] s$' \
+  && ! grep -q 'compil' "$tmp/warm.err"; then
+  ok "a cold compile names the kernel, the arch, the cache and its time; a warm start says nothing of it"
+else
+  fail "the cold compile's lines" "want: $want_said" "cold: $said" "warm: $(cat "$tmp/warm.err")"
+fi
+no_nvrtc=$tmp/nowhere/libnvrtc.so
+MKC_NVRTC=$no_nvrtc "$mkc" "${args[@]}" --backend auto >"$tmp/nonvrtc.out" 2>"$tmp/nonvrtc.err"
+rc=$?
+w="^mkc: warning: the CUDA device \(mkc fake CUDA device .*, sm_90\) answers, but NVRTC is not usable: libnvrtc not loaded from MKC_NVRTC=$no_nvrtc \(.*\); running on the cpu backend \(.*\)\$"
+if [ "$rc" -eq 0 ] && cmp -s "$tmp/nonvrtc.out" "$tmp/cpu" && [ "$(grep -c 'mkc: warning' "$tmp/nonvrtc.err")" -eq 1 ] \
+  && grep -Eq "$w" "$tmp/nonvrtc.err" && grep -q '^mkc: cpu backend' "$tmp/nonvrtc.err"; then
+  ok "--backend auto, a device but no NVRTC: one warning saying where it looked, the cpu backend's tokens"
+else
+  fail "--backend auto without NVRTC" "rc $rc" "$(cat "$tmp/nonvrtc.err")"
+fi
+MKC_NVRTC=$no_nvrtc expect_error "--backend cuda without NVRTC: an error, no fallback" \
+  "mkc: error: nvrtc: libnvrtc not loaded from MKC_NVRTC=$no_nvrtc ($no_nvrtc: cannot open shared object file: No such file or directory)" \
+  -- "${args[@]}" --backend cuda
+newer="mkc: error: NVRTC 13.0 ($MKC_NVRTC) builds kernels for CUDA 13.0, newer than the CUDA 12.4 this CUDA driver supports: it cannot load them. Install an NVIDIA driver that supports CUDA 13.0, or point MKC_NVRTC (or CUDA_HOME) at the NVRTC of a CUDA toolkit no newer than 12.4"
+for b in cuda auto; do
+  MKC_FAKE_CUDA_DRIVER_VERSION=12040 MKC_FAKE_NVRTC_VERSION=13.0 expect_error \
+    "--backend $b: NVRTC 13.0 on a CUDA 12.4 driver is refused, naming both and what to install" "$newer" \
+    -- "${args[@]}" --backend $b
+done
+run newer MKC_FAKE_CUDA_DRIVER_VERSION=12040 MKC_FAKE_NVRTC_VERSION=13.0
+[ "$rc" -eq 1 ] && [ "$(calls nvrtcCompileProgram)" -eq 0 ] && [ "$(calls cuModuleLoadData)" -eq 0 ] \
+  && ok "the refusal comes before NVRTC compiles and before a module loads" \
+  || fail "refused before compiling" "rc $rc" "$(grep -E '^(nvrtcCompile|cuModuleLoad)' "$trace")"
+# Minor-version compatibility: a cubin from NVRTC 12.8 loads on a CUDA 12.4 driver.
+run minor MKC_FAKE_CUDA_DRIVER_VERSION=12040 MKC_FAKE_NVRTC_VERSION=12.8
+[ "$rc" -eq 0 ] && same_tokens minor && ok "NVRTC 12.8's cubin on a CUDA 12.4 driver runs, same tokens" \
+  || fail "NVRTC 12.8 on a CUDA 12.4 driver (a cubin, same major)" "rc $rc" "$(cat "$tmp/minor.err")"
+run same MKC_FAKE_CUDA_DRIVER_VERSION=12080 MKC_FAKE_NVRTC_VERSION=12.8
+[ "$rc" -eq 0 ] && same_tokens same && ok "NVRTC 12.8 on a CUDA 12.8 driver runs, same tokens" \
+  || fail "NVRTC 12.8 on a CUDA 12.8 driver" "rc $rc" "$(cat "$tmp/same.err")"
+# The key: the kernel cache has this kernel for driver 13.0 (the default); a
+# 13.1 driver misses it once, then finds its own entry.
+run drv131 MKC_FAKE_CUDA_DRIVER_VERSION=13010
+first=$(calls 'nvrtcCompileProgram sm_90')
+run drv131b MKC_FAKE_CUDA_DRIVER_VERSION=13010
+second=$(calls 'nvrtcCompileProgram sm_90')
+run drv130
+third=$(calls 'nvrtcCompileProgram sm_90')
+if [ "$first/$second/$third" = 1/0/0 ] && same_tokens drv131 && same_tokens drv131b && same_tokens drv130; then
+  ok "the driver's version is in the kernel cache key: another driver compiles once, then hits"
+else
+  fail "driver version in the cache key" "NVRTC compiles: $first/$second/$third (want 1/0/0)"
+fi
+"$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/k128.cu" 2>/dev/null
+MKC_FAKE_NVRTC_VERSION=12.8 "$mkc" compile "$tmp/k128.cu" --arch sm_90 -o "$tmp/aot128" >/dev/null 2>&1
+# Its PTX, which the driver JIT-compiles (an sm_100 device: no cubin fits), needs CUDA 12.8.
+MKC_FAKE_CUDA_ARCH=sm_100 MKC_FAKE_CUDA_DRIVER_VERSION=12040 expect_error \
+  "run --kernel: PTX from NVRTC 12.8 for a CUDA 12.4 driver to JIT" \
+  "mkc: error: $tmp/aot128 was compiled by NVRTC 12.8, newer than the CUDA 12.4 this CUDA driver supports: it cannot load the kernel. Install an NVIDIA driver that supports CUDA 12.8, or run mkc compile again with an NVRTC no newer than CUDA 12.4 (MKC_NVRTC or CUDA_HOME pointing at an older CUDA toolkit)" \
+  -- run --kernel "$tmp/aot128" --random-weights 5 -n 12 --prompt-ids 3,1,4
+MKC_FAKE_CUDA_DRIVER_VERSION=12040 "$mkc" run --kernel "$tmp/aot128" --random-weights 5 -n 12 --prompt-ids 3,1,4 \
+  >"$tmp/aot128.out" 2>"$tmp/aot128.err"
+rc=$?
+"$mkc" run --preset tiny --random-weights 5 -n 12 --prompt-ids 3,1,4 --draft-max 4 --backend cpu \
+  >"$tmp/aot128.want" 2>/dev/null
+[ "$rc" -eq 0 ] && cmp -s "$tmp/aot128.out" "$tmp/aot128.want" \
+  && ok "run --kernel: NVRTC 12.8's sm_90 cubin on a CUDA 12.4 driver gives the cpu backend's tokens" \
+  || fail "run --kernel: NVRTC 12.8's cubin on driver 12.4" "rc $rc" "$(cat "$tmp/aot128.err")"
+
 # Ahead of time: the cubin that fits each device, else the PTX, else an error.
 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/k.cu" 2>/dev/null
 "$mkc" compile "$tmp/k.cu" --arch sm_80,sm_90 -o "$tmp/aot" >/dev/null 2>&1

@@ -14,6 +14,7 @@
 #include "backend/cuda/ptxas.h"
 
 static char source[512];
+enum { DRIVER = 12040 }; /* cuDriverGetVersion's answer for CUDA 12.4 */
 
 static void make_source(int variant) {
   snprintf(source, sizeof source,
@@ -77,7 +78,7 @@ static void cache(void) {
   mkc_compiled a, b;
   make_source(3);
   int calls = mkc_nvrtc_compile_count();
-  int rc = mkc_kcache_compile(source, "k.cu", "sm_90", &a);
+  int rc = mkc_kcache_compile(source, "k.cu", "sm_90", DRIVER, &a);
   CHECK(rc == 0 && !a.from_cache && a.cubin_size > 0, "miss: compiles (%zu-byte cubin)",
         a.cubin_size);
   CHECK_INT(mkc_nvrtc_compile_count() - calls, 1, "miss: NVRTC called once");
@@ -85,7 +86,7 @@ static void cache(void) {
         "miss: ptxas figures parsed (%d registers, %d bytes smem)", a.ptxas.registers,
         a.ptxas.smem_bytes);
   calls = mkc_nvrtc_compile_count();
-  CHECK(mkc_kcache_compile(source, "k.cu", "sm_90", &b) == 0 && b.from_cache,
+  CHECK(mkc_kcache_compile(source, "k.cu", "sm_90", DRIVER, &b) == 0 && b.from_cache,
         "hit: loaded from the cache");
   CHECK_INT(mkc_nvrtc_compile_count() - calls, 0, "hit: NVRTC not called");
   CHECK(b.cubin_size == a.cubin_size && memcmp(a.cubin, b.cubin, a.cubin_size) == 0 &&
@@ -93,12 +94,32 @@ static void cache(void) {
         "hit: the same cubin and ptxas figures");
   mkc_compiled_free(&b);
 
-  CHECK(mkc_kcache_compile(source, "k.cu", "sm_80", &b) == 0 && !b.from_cache &&
+  CHECK(mkc_kcache_compile(source, "k.cu", "sm_80", DRIVER, &b) == 0 && !b.from_cache &&
             strcmp(b.key, a.key) != 0,
         "another arch is another key");
   mkc_compiled_free(&b);
-  CHECK(mkc_kcache_compile(source, "other.cu", "sm_90", &b) == 0 && !b.from_cache,
+  CHECK(mkc_kcache_compile(source, "other.cu", "sm_90", DRIVER, &b) == 0 && !b.from_cache,
         "another program name is another key");
+  mkc_compiled_free(&b);
+  calls = mkc_nvrtc_compile_count();
+  check_stderr_begin();
+  rc = mkc_kcache_compile(source, "k.cu", "sm_90", 12080, &b);
+  char *said = check_stderr_end();
+  CHECK(rc == 0 && !b.from_cache && strcmp(b.key, a.key) != 0 &&
+            mkc_nvrtc_compile_count() - calls == 1,
+        "another driver version (CUDA 12.8, not 12.4) is another key: a miss, compiled");
+  char dir[4096], want[4300];
+  mkc_cache_dir("cuda", dir, sizeof dir);
+  snprintf(want, sizeof want,
+           "mkc: compiling k.cu for sm_90 with NVRTC %d.%d (once: cached in %s "
+           "afterwards)...\nmkc: compiled k.cu for sm_90 in ",
+           mkc_nvrtc_version(NULL, 0) / 1000, mkc_nvrtc_version(NULL, 0) % 1000 / 10, dir);
+  const char *rest = strncmp(said, want, strlen(want)) == 0 ? said + strlen(want) : "";
+  char *end;
+  double secs = strtod(rest, &end);
+  CHECK(end != rest && secs >= 0 && strcmp(end, " s\n") == 0,
+        "a compile says what, for which arch, where it is cached, then how long: %s", said);
+  free(said);
   mkc_compiled_free(&b);
 
   char path[4200];
@@ -106,7 +127,7 @@ static void cache(void) {
   flip_byte(path, 40 + (long)a.cubin_size / 2);
   calls = mkc_nvrtc_compile_count();
   check_stderr_begin();
-  rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
+  rc = mkc_kcache_compile(source, "k.cu", "sm_90", DRIVER, &b);
   char *err = check_stderr_end();
   CHECK(rc == 0 && !b.from_cache && b.cubin_size == a.cubin_size &&
             memcmp(a.cubin, b.cubin, a.cubin_size) == 0,
@@ -117,7 +138,7 @@ static void cache(void) {
   free(err);
   mkc_compiled_free(&b);
   check_stderr_begin();
-  rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
+  rc = mkc_kcache_compile(source, "k.cu", "sm_90", DRIVER, &b);
   err = check_stderr_end();
   CHECK(rc == 0 && b.from_cache && err[0] == '\0',
         "corrupted entry: reported once, then a clean hit");
@@ -126,7 +147,7 @@ static void cache(void) {
 
   if (truncate(path, 40 + (long)a.cubin_size / 3) == 0) {
     check_stderr_begin();
-    rc = mkc_kcache_compile(source, "k.cu", "sm_90", &b);
+    rc = mkc_kcache_compile(source, "k.cu", "sm_90", DRIVER, &b);
     err = check_stderr_end();
     CHECK(rc == 0 && !b.from_cache && strstr(err, "sizes do not match the file"),
           "torn entry: detected, rebuilt");
@@ -141,7 +162,8 @@ static void cache(void) {
   for (int i = 0; i < 2; i++)
     if ((kids[i] = fork()) == 0) {
       mkc_compiled c;
-      _exit(mkc_kcache_compile(source, "race.cu", "sm_90", &c) == 0 && !c.from_cache ? 0 : 1);
+      _exit(mkc_kcache_compile(source, "race.cu", "sm_90", DRIVER, &c) == 0 && !c.from_cache ? 0
+                                                                                             : 1);
     }
   int ok = 1;
   for (int i = 0; i < 2; i++) {
@@ -152,7 +174,7 @@ static void cache(void) {
   CHECK(ok, "race: both processes compiled and stored");
   calls = mkc_nvrtc_compile_count();
   check_stderr_begin();
-  rc = mkc_kcache_compile(source, "race.cu", "sm_90", &b);
+  rc = mkc_kcache_compile(source, "race.cu", "sm_90", DRIVER, &b);
   err = check_stderr_end();
   CHECK(rc == 0 && b.from_cache && err[0] == '\0' && mkc_nvrtc_compile_count() == calls,
         "race: the entry they left is whole and loads");
@@ -162,7 +184,8 @@ static void cache(void) {
 
   setenv("MKC_KEEP_SOURCE", "1", 1);
   make_source(7);
-  CHECK(mkc_kcache_compile(source, "keep.cu", "sm_90", &b) == 0, "MKC_KEEP_SOURCE=1: compiles");
+  CHECK(mkc_kcache_compile(source, "keep.cu", "sm_90", DRIVER, &b) == 0,
+        "MKC_KEEP_SOURCE=1: compiles");
   mkc_kcache_path(b.key, path, sizeof path);
   strcpy(path + strlen(path) - strlen(".cubin"), ".cu");
   char *kept = mkc_read_file(path, NULL);

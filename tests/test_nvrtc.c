@@ -34,7 +34,7 @@ static int compile_one(const job *j) {
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
   mkc_compiled c;
-  if (mkc_kcache_compile(src.source, src.file_name, arch, &c) != 0) return 1;
+  if (mkc_kcache_compile(src.source, src.file_name, arch, 0, &c) != 0) return 1;
   const mkc_ptxas_info *p = &c.ptxas;
   printf("     | %s %s: %zu-byte cubin, %d registers, %d B stack, %d/%d B spilled, %d barriers\n",
          j->preset, arch, c.cubin_size, p->registers, p->stack_bytes, p->spill_stores,

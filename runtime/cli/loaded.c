@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "backend/cuda/driver.h"
+#include "backend/cuda/nvrtc.h"
 #include "util/files.h"
 
 /* The manifest's graph path as written at gen time, else under the mkc tree. */
@@ -38,6 +39,10 @@ static int open_aot(const mkc_cli *c, mkc_loaded_model *m) {
             c->kernel_dir, have, man->ptx_arch, dev.name, dev.arch, dev.arch);
     return -1;
   }
+  /* A cubin loads on a driver of NVRTC's CUDA major version; PTX needs its CUDA version. */
+  if (mkc_nvrtc_check_driver(man->nvrtc_version, dev.driver_version, pick == MKC_AOT_PTX,
+                             c->kernel_dir) != 0)
+    return -1;
   snprintf(path, sizeof path, "%s/%s", c->kernel_dir,
            pick >= 0 ? man->cubins[pick].file : man->ptx_file);
   size_t size;

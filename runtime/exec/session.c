@@ -13,6 +13,7 @@
 #include "backend/cpu/backend.h"
 #include "backend/cuda/backend.h"
 #include "backend/cuda/driver.h"
+#include "backend/cuda/nvrtc.h"
 #include "mkc_state.h"
 #include "ref_backend.h"
 
@@ -37,15 +38,26 @@ const char *mkc_status_name(int status) {
   }
 }
 
-/* The backend of kind; cuda and auto ask for the device here, once. */
+/* The backend of kind; cuda and auto ask for the device here, once. auto
+ * takes the cpu backend where no device answers, or where one does but NVRTC,
+ * which the cuda backend compiles with, is not usable (with a warning). */
 static mkc_backend *open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
                                  const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
   if (kind == MKC_BACKEND_REF) return mkc_ref_backend_open(g, w);
   if (kind == MKC_BACKEND_CUDA || kind == MKC_BACKEND_AUTO) {
     mkc_cuda_device dev;
     char why[512];
-    if (mkc_cuda_device_get(&dev, why, sizeof why) == 0)
-      return mkc_cuda_backend_open(g, src, w, &dev);
+    if (mkc_cuda_device_get(&dev, why, sizeof why) == 0) {
+      if (kind == MKC_BACKEND_CUDA || mkc_nvrtc_version(why, sizeof why) >= 0)
+        return mkc_cuda_backend_open(g, src, w, &dev);
+      fprintf(
+          stderr,
+          "mkc: warning: the CUDA device (%s, %s) answers, but NVRTC is not usable: %s; running on "
+          "the cpu backend (set MKC_NVRTC or CUDA_HOME to a CUDA toolkit's NVRTC, or run an "
+          "image from mkc compile with --kernel)\n",
+          dev.name, dev.arch, why);
+      return mkc_cpu_backend_open(g, src, w, blocks);
+    }
     if (kind == MKC_BACKEND_CUDA) {
       fprintf(stderr, "mkc: error: %s; use --backend cpu\n", why);
       return NULL;

@@ -26,7 +26,9 @@
  * MKC_FAKE_CUDA_DEVICES (1), MKC_FAKE_CUDA_REGISTERS (32: mkc_step's registers
  * per thread, as the fake NVRTC reports them), MKC_FAKE_CUDA_NO_COOP=1 (the device cannot launch
  * cooperative kernels), MKC_FAKE_CUDA_NO_COOP_CAPTURE=1 (capturing one is
- * refused), and fake.h's trace and injected failure. */
+ * refused), MKC_FAKE_CUDA_DRIVER_VERSION (13000: the CUDA version
+ * cuDriverGetVersion says, 1000 * major + 10 * minor), and fake.h's trace and
+ * injected failure. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +155,7 @@ API CUresult cuInit(unsigned flags) {
 API CUresult cuDriverGetVersion(int *v) {
   ENTER("cuDriverGetVersion", );
   if (!v) return E_INVALID_VALUE;
-  *v = 13000;
+  *v = env_int("MKC_FAKE_CUDA_DRIVER_VERSION", 13000);
   return OK;
 }
 

@@ -2,7 +2,9 @@
  * options mkc passes and wraps the source into an image only the fake
  * driver loads (fake.h), with a ptxas report in the log. It reports version
  * 0.1 so the kernel cache never mixes its images with real NVRTC's (the
- * version is part of the key). The real NVRTC is tested by test_nvrtc. */
+ * version is part of the key); MKC_FAKE_NVRTC_VERSION=MAJOR.MINOR says
+ * another, for the driver-version check. The real NVRTC is tested by
+ * test_nvrtc. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,8 @@ API nvrtcResult nvrtcVersion(int *major, int *minor) {
   ENTER("nvrtcVersion", );
   *major = 0;
   *minor = 1;
+  const char *v = getenv("MKC_FAKE_NVRTC_VERSION");
+  if (v && *v && sscanf(v, "%d.%d", major, minor) != 2) return NVRTC_ERROR_INVALID_INPUT;
   return NVRTC_SUCCESS;
 }
 

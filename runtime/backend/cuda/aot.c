@@ -130,7 +130,8 @@ int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *
   int lowest = 0;
   for (int i = 0; i < n_archs; i++) {
     mkc_compiled c;
-    if (mkc_kcache_compile(source, m->name, archs[i], &c) != 0) goto done;
+    /* No driver asked: mkc compile runs where there is none (driver version 0 in the key). */
+    if (mkc_kcache_compile(source, m->name, archs[i], 0, &c) != 0) goto done;
     mkc_aot_cubin *cb = &m->cubins[m->n_cubins++];
     char stem[200];
     snprintf(stem, sizeof stem, "%.*s", (int)(strlen(m->name) - 3), m->name); /* without .cu */

@@ -139,6 +139,7 @@ int mkc_cuda_device_get(mkc_cuda_device *d, char *why, size_t why_size) {
   QUERY(DeviceGetAttribute, (&d->sm_count, MKC_CU_ATTR_SM_COUNT, d->dev));
   QUERY(DeviceGetAttribute, (&d->smem_optin, MKC_CU_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, d->dev));
   QUERY(DeviceGetAttribute, (&d->cooperative, MKC_CU_ATTR_COOPERATIVE_LAUNCH, d->dev));
+  QUERY(DriverGetVersion, (&d->driver_version));
   snprintf(d->arch, sizeof d->arch, "sm_%d%d", d->cc_major, d->cc_minor);
   known = *d;
   have = 1;

@@ -103,13 +103,15 @@ void mkc_cu_warn(const char *call, const char *file, int line, CUresult r);
     if (cu_r_ != 0) mkc_cu_warn("cu" #call, __FILE__, __LINE__, cu_r_);                            \
   } while (0)
 
-/* The first device: its arch as "sm_XY", name, SM count. -1 + message when
- * there is no driver or no device. */
+/* The first device: its arch as "sm_XY", name, SM count, and the CUDA
+ * version the driver supports. -1 + message when there is no driver or no
+ * device. */
 typedef struct mkc_cuda_device {
   CUdevice dev;
   char name[256];
   char arch[16]; /* sm_90 */
   int cc_major, cc_minor, sm_count, smem_optin, cooperative;
+  int driver_version; /* cuDriverGetVersion: 1000 * major + 10 * minor (12040 = CUDA 12.4) */
 } mkc_cuda_device;
 
 /* Queried once per process; later calls return the same answer. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/hash.h"
 #include "nvrtc.h"
@@ -85,7 +86,8 @@ static int store_entry(const char *path, const mkc_compiled *c) {
   return mkc_write_atomic(path, parts, sizes, 3);
 }
 
-int mkc_kcache_compile(const char *source, const char *name, const char *arch, mkc_compiled *out) {
+int mkc_kcache_compile(const char *source, const char *name, const char *arch, int driver_version,
+                       mkc_compiled *out) {
   memset(out, 0, sizeof *out);
   char arch_opt[64], path[4200];
   const char *opts[MKC_NVRTC_MAX_OPTIONS];
@@ -100,6 +102,7 @@ int mkc_kcache_compile(const char *source, const char *name, const char *arch, m
   h = mkc_fnv1a_str(h, name); /* diagnostics and line info carry it */
   for (int i = 0; i < n_opts; i++) h = mkc_fnv1a_str(h, opts[i]);
   h = mkc_fnv1a(h, &version, sizeof version);
+  h = mkc_fnv1a(h, &driver_version, sizeof driver_version);
   h = mkc_fnv1a_str(h, arch);
   h = mkc_fnv1a_str(h, MKC_VERSION);
   snprintf(out->key, sizeof out->key, "%016llx", (unsigned long long)h);
@@ -117,11 +120,19 @@ int mkc_kcache_compile(const char *source, const char *name, const char *arch, m
     free(out->log);
     out->cubin = NULL;
     out->log = NULL;
+    /* A cold compile of a large kernel takes NVRTC tens of seconds: say so. */
+    char dir[4096];
+    if (mkc_cache_dir("cuda", dir, sizeof dir) != 0) snprintf(dir, sizeof dir, "the kernel cache");
+    fprintf(stderr,
+            "mkc: compiling %s for %s with NVRTC %d.%d (once: cached in %s afterwards)...\n", name,
+            arch, version / 1000, version % 1000 / 10, dir);
+    double t0 = mkc_seconds();
     mkc_nvrtc_output nv;
     if (mkc_nvrtc_compile(source, name, arch, 0, &nv) != 0) {
       mkc_nvrtc_output_free(&nv);
       return -1;
     }
+    fprintf(stderr, "mkc: compiled %s for %s in %.1f s\n", name, arch, mkc_seconds() - t0);
     out->cubin = nv.cubin;
     out->cubin_size = nv.cubin_size;
     out->log = nv.log ? nv.log : calloc(1, 1);

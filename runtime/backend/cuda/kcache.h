@@ -18,10 +18,15 @@ typedef struct mkc_compiled {
 
 /* The cubin of source (called name) for arch ("sm_90"), from
  * $MKC_CACHE_DIR/cuda (see files.h) or compiled and stored there. Key = hash
- * of source, NVRTC options, NVRTC version, arch and mkc version. An entry
- * whose checksum or sizes do not hold is reported once, never loaded, and
- * rebuilt. MKC_KEEP_SOURCE=1 keeps KEY.cu beside the entry. 0 or -1. */
-int mkc_kcache_compile(const char *source, const char *name, const char *arch, mkc_compiled *out);
+ * of source, NVRTC options, NVRTC version, the driver's CUDA version
+ * (driver_version, cuDriverGetVersion's; 0 where no driver is asked, as for
+ * mkc compile), arch and mkc version. A compile says on stderr what it
+ * compiles, for which arch, where it is cached, and how long it took; a hit
+ * says nothing. An entry whose checksum or sizes do not hold is reported
+ * once, never loaded, and rebuilt. MKC_KEEP_SOURCE=1 keeps KEY.cu beside the
+ * entry. 0 or -1. */
+int mkc_kcache_compile(const char *source, const char *name, const char *arch, int driver_version,
+                       mkc_compiled *out);
 
 /* The entry's path for a key (for tests and messages). */
 int mkc_kcache_path(const char *key, char *out, size_t cap);

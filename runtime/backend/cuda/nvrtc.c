@@ -29,30 +29,46 @@ static struct {
   nvrtc_result (*num_archs)(int *);
   nvrtc_result (*archs)(int *);
 } api;
+static char api_path[4200]; /* the library opened */
 
 static void *open_first(char *why, size_t why_size) {
-  char paths[4][4200];
+  char paths[3][4200];
   int n = 0;
   const char *env = getenv("MKC_NVRTC");
-  if (env && *env) snprintf(paths[n++], sizeof paths[0], "%s", env);
+  if (env && *env) {
+    /* Named: that library or none, as MKC_LIBCUDA (driver.c). */
+    void *dl = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    if (dl) {
+      snprintf(api_path, sizeof api_path, "%s", env);
+      return dl;
+    }
+    snprintf(why, why_size, "libnvrtc not loaded from MKC_NVRTC=%s (%s)", env, dlerror());
+    return NULL;
+  }
   const char *home = getenv("CUDA_HOME");
   if (home && *home) snprintf(paths[n++], sizeof paths[0], "%s/lib64/libnvrtc.so", home);
   snprintf(paths[n++], sizeof paths[0], "/usr/local/cuda/lib64/libnvrtc.so");
   snprintf(paths[n++], sizeof paths[0], "libnvrtc.so");
   for (int i = 0; i < n; i++) {
     void *dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-    if (dl) return dl;
+    if (dl) {
+      snprintf(api_path, sizeof api_path, "%.4199s", paths[i]);
+      return dl;
+    }
   }
   /* The versioned sonames, for installs without the dev symlink. */
   static const char *const sonames[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2"};
   for (size_t i = 0; i < sizeof sonames / sizeof *sonames; i++) {
     void *dl = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-    if (dl) return dl;
+    if (dl) {
+      snprintf(api_path, sizeof api_path, "%s", sonames[i]);
+      return dl;
+    }
   }
-  snprintf(
-      why, why_size,
-      "libnvrtc.so not found (tried %s, $CUDA_HOME/lib64, /usr/local/cuda/lib64, the loader path)",
-      env && *env ? env : "$MKC_NVRTC");
+  snprintf(why, why_size,
+           "libnvrtc.so not found (tried %s%s/usr/local/cuda/lib64 and the loader path; "
+           "MKC_NVRTC names it)",
+           home && *home ? paths[0] : "", home && *home ? ", " : "");
   return NULL;
 }
 
@@ -110,6 +126,8 @@ int mkc_nvrtc_options(const char *arch, const char **opts, char *arch_opt, size_
 }
 
 int mkc_nvrtc_version(char *why, size_t why_size) {
+  static int known; /* the library stays loaded: asked once */
+  if (known > 0) return known;
   int major, minor;
   char ignored[256];
   if (!why) why = ignored, why_size = sizeof ignored;
@@ -121,7 +139,32 @@ int mkc_nvrtc_version(char *why, size_t why_size) {
              api.get_error_string(r));
     return -1;
   }
-  return major * 1000 + minor * 10;
+  known = major * 1000 + minor * 10;
+  return known;
+}
+
+const char *mkc_nvrtc_path(void) { return api.dl ? api_path : NULL; }
+
+int mkc_nvrtc_check_driver(int nvrtc_version, int driver_version, int ptx, const char *aot_dir) {
+  int n_major = nvrtc_version / 1000, n_minor = nvrtc_version % 1000 / 10;
+  int d_major = driver_version / 1000, d_minor = driver_version % 1000 / 10;
+  if (ptx ? nvrtc_version <= driver_version : n_major <= d_major) return 0;
+  if (aot_dir)
+    fprintf(stderr,
+            "mkc: error: %s was compiled by NVRTC %d.%d, newer than the CUDA %d.%d this CUDA "
+            "driver supports: it cannot load the kernel. Install an NVIDIA driver that supports "
+            "CUDA %d.%d, or run mkc compile again with an NVRTC no newer than CUDA %d.%d "
+            "(MKC_NVRTC or CUDA_HOME pointing at an older CUDA toolkit)\n",
+            aot_dir, n_major, n_minor, d_major, d_minor, n_major, n_minor, d_major, d_minor);
+  else
+    fprintf(stderr,
+            "mkc: error: NVRTC %d.%d (%s) builds kernels for CUDA %d.%d, newer than the CUDA "
+            "%d.%d this CUDA driver supports: it cannot load them. Install an NVIDIA driver that "
+            "supports CUDA %d.%d, or point MKC_NVRTC (or CUDA_HOME) at the NVRTC of a CUDA "
+            "toolkit no newer than %d.%d\n",
+            n_major, n_minor, mkc_nvrtc_path() ? mkc_nvrtc_path() : "libnvrtc", n_major, n_minor,
+            d_major, d_minor, n_major, n_minor, d_major, d_minor);
+  return -1;
 }
 
 /* Reports a failed call by name, place and NVRTC's name for the error. */

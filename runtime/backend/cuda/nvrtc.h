@@ -20,6 +20,19 @@ int mkc_nvrtc_load(char *why, size_t why_size);
  * why (which may be NULL). */
 int mkc_nvrtc_version(char *why, size_t why_size);
 
+/* The library mkc_nvrtc_load opened (as it was named to dlopen), or NULL. */
+const char *mkc_nvrtc_path(void);
+
+/* Whether the driver can load what NVRTC nvrtc_version made; driver_version
+ * is cuDriverGetVersion's (both 1000 * major + 10 * minor). A cubin needs a
+ * driver of the same CUDA major version or newer (minor-version
+ * compatibility); PTX, which the driver JIT-compiles, needs a driver of
+ * NVRTC's CUDA version or newer. 0 when it can; else prints "mkc: error: ..."
+ * naming both versions and what to install, and returns -1. aot_dir: the
+ * folder of images NVRTC made ahead of time, or NULL for a kernel compiled
+ * now. */
+int mkc_nvrtc_check_driver(int nvrtc_version, int driver_version, int ptx, const char *aot_dir);
+
 /* Compiles source (named `name` in diagnostics) for arch ("sm_90" gives a
  * cubin, "compute_90" only PTX), with --ptxas-options=-v. On failure prints
  * "mkc: error: nvrtc: ..." with the options and the log, and returns -1;

@@ -9,6 +9,7 @@
 
 #include "backend/backend.h"
 #include "kcache.h"
+#include "nvrtc.h"
 
 typedef struct cuda_backend {
   mkc_backend base;
@@ -105,10 +106,18 @@ fail:
 
 mkc_backend *mkc_cuda_backend_open(const mkc_graph *g, const mkc_kernel_src *src,
                                    const mkc_weights *w, const mkc_cuda_device *dev) {
+  /* Before the compile: a driver of an older CUDA major version would refuse its cubin. */
+  char why[512];
+  int nvrtc = mkc_nvrtc_version(why, sizeof why);
+  if (nvrtc < 0) {
+    fprintf(stderr, "mkc: error: nvrtc: %s\n", why);
+    return NULL;
+  }
+  if (mkc_nvrtc_check_driver(nvrtc, dev->driver_version, 0, NULL) != 0) return NULL;
   uint16_t *weights = mkc_weights_arena(w, g);
   if (!weights) return NULL;
   mkc_compiled k;
-  if (mkc_kcache_compile(src->source, src->file_name, dev->arch, &k) != 0) {
+  if (mkc_kcache_compile(src->source, src->file_name, dev->arch, dev->driver_version, &k) != 0) {
     free(weights);
     return NULL;
   }
