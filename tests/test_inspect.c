@@ -437,7 +437,7 @@ static void renamed_in_codegen(const char *dir) {
 static void resources(const char *path) {
   char why[512];
   if (mkc_nvrtc_load(why, sizeof why) != 0) {
-    printf("     | resources not checked: %s\n", why);
+    CHECK_SKIP("resources: NVRTC is missing (%s)", why);
     return;
   }
   mkc_inspect_opts o = {.pos = -1, .gpu = "h100", .arch = "sm_90"};

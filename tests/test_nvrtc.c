@@ -3,6 +3,7 @@
  * NVRTC supports, with the ptxas figures parsed: no GPU needed, only libnvrtc.
  * Skipped (never passed) where libnvrtc is missing. A broken kernel fails
  * with its lines marked. Compiles run two at a time (they are slow). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -60,6 +61,38 @@ static void wait_one(job *jobs, int n) {
     }
 }
 
+/* Kernels a source defines: lines that open with MKC_KERNEL or __global__ (the
+ * prelude's #define of MKC_KERNEL is not a kernel). */
+static int count_kernels(const char *source) {
+  int n = 0;
+  for (const char *line = source; line && *line;
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+    while (*line == ' ' || *line == '\t') line++;
+    if (strncmp(line, "#", 1) == 0) continue;
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    for (const char *w = line; w < line + len; w++)
+      if ((strncmp(w, "MKC_KERNEL", 10) == 0 || strncmp(w, "__global__", 10) == 0) &&
+          (w == line || !(isalnum((unsigned char)w[-1]) || w[-1] == '_'))) {
+        n++;
+        break;
+      }
+  }
+  return n;
+}
+
+/* The counter itself, on sources whose kernels are known. */
+static void kernel_counter(void) {
+  CHECK_INT(
+      count_kernels("#define MKC_KERNEL extern \"C\" __global__ void\nMKC_KERNEL k(void) {}\n"), 1,
+      "kernel count: the prelude's #define is not a kernel");
+  CHECK_INT(count_kernels("#define MKC_KERNEL extern \"C\" __global__ void\nMKC_KERNEL a(void) {}\n"
+                          "extern \"C\" __global__ void b(void) {}\nMKC_KERNEL c(void) {}\n"),
+            3, "kernel count: a second and third kernel are counted");
+  CHECK_INT(count_kernels("int NOT_MKC_KERNEL;\n"), 0,
+            "kernel count: a longer name is not a kernel");
+}
+
 static void one_global(const char *preset) {
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
@@ -67,9 +100,7 @@ static void one_global(const char *preset) {
   mkc_graph g;
   mkc_kernel_src src;
   if (!CHECK(mkc_codegen(&o, &g, &src) == 0, "%s: generate", preset)) return;
-  int globals = 0;
-  for (const char *p = src.source; (p = strstr(p, "__global__")); p++) globals++;
-  CHECK_INT(globals, 1, "%s: the source has exactly one __global__", preset);
+  CHECK_INT(count_kernels(src.source), 1, "%s: the source defines exactly one kernel", preset);
   mkc_kernel_src_free(&src);
   mkc_graph_free(&g);
 }
@@ -93,10 +124,10 @@ static void broken_kernel(void) {
 
 int main(void) {
   char why[512];
+  kernel_counter();
   if (mkc_nvrtc_load(why, sizeof why) != 0) {
-    printf("skip NVRTC tests: %s\n", why);
-    printf("0 passed, 0 failed, 1 skipped\n");
-    return 0;
+    CHECK_SKIP("NVRTC tests: %s", why);
+    return check_done();
   }
   int v = mkc_nvrtc_version(NULL, 0), supported[64];
   int n_supported = mkc_nvrtc_supported_archs(supported, 64);
