@@ -1,6 +1,7 @@
 /* Host prelude: the CPU twin of prelude_cuda.cuh. An emitted kernel compiled as
- * C by the host compiler (runtime/backend_cpu.c) runs on the SIMT emulator
- * (runtime/simt.c): every emulated thread calls mkc_step, and the names below
+ * C by the host compiler (runtime/backend/cpu/backend.c) runs on the SIMT
+ * emulator (runtime/backend/cpu/simt.c): every emulated thread calls mkc_step,
+ * and the names below
  * ask the emulator for ids, barriers and shuffles. Same names, same semantics
  * as the CUDA prelude, so one emitted source serves both backends.
  *
@@ -31,7 +32,9 @@ unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff,
 void mkc_simt_pause(void);                        /* one turn of a spin-wait on other blocks */
 
 #ifndef MKC_SIMT_ABI_ONLY
+#include <assert.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #define MKC_KERNEL __attribute__((visibility("default"))) void
@@ -120,12 +123,15 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   memcpy(&f, &u, sizeof f);
   return f;
 }
+/* 16-byte loads of a misaligned address fault on the GPU: fail here too. */
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
+  assert((uintptr_t)p % 16 == 0 && "mkc_load_u4: a 16-byte load needs a 16-byte aligned address");
   mkc_u4 r;
   memcpy(&r, p, sizeof r);
   return r;
 }
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
+  assert((uintptr_t)p % 16 == 0 && "mkc_load_f4: a 16-byte load needs a 16-byte aligned address");
   mkc_f4 r;
   memcpy(&r, p, sizeof r);
   return r;

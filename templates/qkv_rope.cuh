@@ -111,15 +111,21 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     }
     if (!head_w) continue;
     /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
+    mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
     int last = 0;
     if (mkc_lane() == 0) {
       unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
-      mkc_fence(); /* the pair is visible before it is counted */
+      mkc_fence(); /* release: the pair is visible before it is counted */
       last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
-      if (last) mkc_store_u32(ready, 0u);
+      if (last) {
+        mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
+        mkc_store_u32(ready, 0u);
+      }
     }
+    /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
+     * the other lanes read what the other warps wrote. */
+    mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_fence(); /* every lane sees the pairs the other warps wrote */
     mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }
