@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ea78b61e02b5a91c, templates 5f447833d8903287, options 100b86146c094cab
+ * hashes:  graph ea78b61e02b5a91c, templates de0adaddedf1d940, options 100b86146c094cab
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -454,15 +454,21 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     }
     if (!head_w) continue;
     /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
+    mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
     int last = 0;
     if (mkc_lane() == 0) {
       unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
-      mkc_fence(); /* the pair is visible before it is counted */
+      mkc_fence(); /* release: the pair is visible before it is counted */
       last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
-      if (last) mkc_store_u32(ready, 0u);
+      if (last) {
+        mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
+        mkc_store_u32(ready, 0u);
+      }
     }
+    /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
+     * the other lanes read what the other warps wrote. */
+    mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_fence(); /* every lane sees the pairs the other warps wrote */
     mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
   }
 }
@@ -592,7 +598,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 596 "llama.tiny.cu"
+#line 602 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
