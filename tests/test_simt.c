@@ -7,6 +7,10 @@
 #include "util/clock.h"
 
 #include <dirent.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
@@ -401,6 +405,55 @@ static void test_misuse(void) {
   mkc_cpu_kernel_close(k);
 }
 
+/* A 16-byte load at scratch + inputs[0] floats: aligned at 0 and 4, not at 1. */
+static const char load_kernel[] =
+    "#define MKC_THREADS 32\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#include \"mkc_state.h\"\n"
+    "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) {\n"
+    "  mkc_f4 v = mkc_load_f4(scratch + state->inputs[0]);\n"
+    "  if (mkc_tid() == 0) scratch[8] = v.x;\n"
+    "}\n";
+
+/* Runs the load in a child (a failed assert ends the process); its status and stderr. */
+static int load_at(mkc_cpu_kernel *k, int offset, char *err, size_t cap) {
+  static _Alignas(16) float scratch[16];
+  char path[] = "/tmp/mkc_simt_align_XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fd, 2);
+    mkc_state state;
+    memset(&state, 0, sizeof state);
+    state.inputs[0] = offset;
+    _exit(mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, scratch, NULL, &state) == 0 ? 0 : 1);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  ssize_t n = pread(fd, err, cap - 1, 0);
+  err[n > 0 ? n : 0] = 0;
+  close(fd);
+  unlink(path);
+  return status;
+}
+
+/* The GPU faults on a misaligned 16-byte load; the CPU prelude stops too. */
+static void test_alignment(void) {
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(load_kernel, "simt_align.cu", templates_dir);
+  if (!CHECK(k != NULL, "alignment kernel compiles")) return;
+  char err[1024];
+  int status = load_at(k, 4, err, sizeof err);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a 16-byte load at a 16-byte boundary runs");
+  status = load_at(k, 1, err, sizeof err);
+  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+        "a 16-byte load 4 bytes past a 16-byte boundary stops the kernel");
+  CHECK(strstr(err, "mkc_load_f4: a 16-byte load needs a 16-byte aligned address") != NULL,
+        "... saying why (%s)", err);
+  mkc_cpu_kernel_close(k);
+}
+
 static void test_compile_error(void) {
   check_stderr_begin();
   mkc_cpu_kernel *k = mkc_cpu_kernel_open(bad_kernel, "bad.cu", templates_dir);
@@ -480,6 +533,7 @@ int main(int argc, char **argv) {
   test_main_kernel();
   test_missing_barrier();
   test_misuse();
+  test_alignment();
   test_compile_error();
   test_cache(cache_root);
   remove_cache(cache_root);
