@@ -93,7 +93,8 @@ function buffers.plan(graph, stages, opts)
         end
       end
     end
-    local region = { node = r, offset = at, size = size, lo = lo, hi = hi, stride = buffers.stride(r.n) }
+    local region = { node = r, offset = at, size = size, lo = lo, hi = hi, stride = buffers.stride(r.n),
+                     floats = t_max * buffers.stride(r.n) } -- the floats a stage may touch
     placed[#placed + 1] = region
     plan.values[r] = region
   end
@@ -101,7 +102,8 @@ function buffers.plan(graph, stages, opts)
   for _, p in ipairs(placed) do top = math.max(top, p.offset + p.size) end
   -- per-block argmax partials of the LM head: values then indices
   plan.partials = top
-  top = top + 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
+  plan.partials_floats = 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
+  top = top + plan.partials_floats
   -- per-head ready counters of the QKV epilogue's head norms, one per q and k head, shared by
   -- every layer: zero at the start (the host zeroes scratch) and again at the end of each stage
   local counters = 0
@@ -111,7 +113,7 @@ function buffers.plan(graph, stages, opts)
     end
   end
   if counters > 0 then
-    plan.head_ready = top
+    plan.head_ready, plan.head_ready_floats = top, counters
     top = top + util.round_up(counters, ALIGN_FLOATS)
   end
   plan.scratch_floats = top
