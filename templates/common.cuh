@@ -29,10 +29,9 @@ MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
 MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
 MKC_DEVICE int mkc_grid_warps(void) { return mkc_nblocks() * MKC_WARPS; }
 
-/* Xor butterfly: every lane ends with the same bits (each level adds a pair
- * in both orders, and float addition commutes). */
+/* The sum over the warp, the same bits in every lane (see the preludes). */
 MKC_DEVICE float mkc_warp_sum(float v) {
-  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);
+  mkc_warp_sum_rows(&v, 1, 1, 1);
   return v;
 }
 

@@ -9,21 +9,27 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
                             const float *x, int x_stride, const mkc_bf16 *norm_w,
                             const float *inv_rms, float *logits, int logits_stride, int T,
                             float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
-  float acc[MKC_T_MAX], best_v[MKC_T_MAX];
+  float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int t = 0; t < T; t++) {
-      if (mkc_lane() == 0) logits[t * logits_stride + r] = acc[t];
-      if (mkc_better(acc[t], r, best_v[t], best_i[t])) {
-        best_v[t] = acc[t];
-        best_i[t] = r;
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w, row_stride, rows, r0, wr);
+    mkc_row_block(w, row_stride, rows, r0 + step, next);
+    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+      for (int t = 0; t < T; t++) {
+        if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = acc[r * MKC_T_MAX + t];
+        if (mkc_better(acc[r * MKC_T_MAX + t], r0 + r, best_v[t], best_i[t])) {
+          best_v[t] = acc[r * MKC_T_MAX + t];
+          best_i[t] = r0 + r;
+        }
       }
-    }
   }
   if (mkc_lane() == 0)
     for (int t = 0; t < T; t++) {

@@ -1,6 +1,6 @@
-/* Matrix-vector products over the step's T tokens. A warp owns a row (or a
- * pair of rows); lanes stream the row in 16-byte chunks of 8 bf16 weights and
- * reuse each chunk for all T activation vectors, so verifying drafts costs
+/* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
+ * at once (a rotation pair in qkv_rope); lanes stream them in 16-byte chunks
+ * of 8 bf16 weights and reuse each chunk for all T activation vectors, so verifying drafts costs
  * about one decode step of weight traffic. An optional RMSNorm is fused into
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
@@ -28,38 +28,78 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   }
 }
 
-/* This lane's partial dot products of one weight row with the T inputs.
- * Rows and inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lane(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, int T, float *acc) {
-  for (int t = 0; t < MKC_T_MAX; t++) acc[t] = 0.0f;
+/* Rows a warp owns at once: their chunks are loaded together (several
+ * 16-byte loads in flight per lane) and reduced in one warp sum. */
+#define MKC_ROWS 4
+#define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
+
+/* This lane's partial dot products of nrows weight rows w[r] with the T
+ * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
+ * input is read and scaled by the norm weight once for all the rows. Rows and
+ * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+  mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
   for (int c = mkc_lane(); c < n_chunks; c += 32) {
-    float wf[8];
-    mkc_unpack8(mkc_load_u4(w + c * 8), wf);
-    if (norm_w) {
-      float g[8];
-      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int i = 0; i < 8; i++) wf[i] *= g[i];
+    mkc_u4 wc[MKC_DOT_ROWS_MAX];
+    for (int r = 0; r < nrows; r++) {
+      mkc_u4 zero = {0u, 0u, 0u, 0u};
+      wc[r] = w[r] ? mkc_load_u4(w[r] + c * 8) : zero;
     }
+    float g[8];
+    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
       mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
       mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-      acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x + wf[5] * b.y +
-                wf[6] * b.z + wf[7] * b.w;
+      if (norm_w) {
+        a.x *= g[0];
+        a.y *= g[1];
+        a.z *= g[2];
+        a.w *= g[3];
+        b.x *= g[4];
+        b.y *= g[5];
+        b.z *= g[6];
+        b.w *= g[7];
+      }
+      for (int r = 0; r < nrows; r++)
+        part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
     }
   }
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++)
+      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
-/* Full dot products in every lane: reduce the partials and apply the norm scale. */
-MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
-                            const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
-  mkc_dot_lane(w, n_chunks, x, x_stride, norm_w, T, acc);
-  for (int t = 0; t < MKC_T_MAX; t++) {
-    if (t >= T) break;
-    acc[t] = mkc_warp_sum(acc[t]);
-    if (norm_w) acc[t] *= inv_rms[t];
-  }
+/* Full dot products in every lane: the partials of all rows reduced in one
+ * warp sum, then scaled by the norm. */
+MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+                             int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                             float *acc) {
+  mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  mkc_warp_sum_rows(acc, nrows, MKC_T_MAX, T);
+  if (norm_w)
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        acc[r * MKC_T_MAX + t] *= inv_rms[t];
+      }
+}
+
+/* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
+MKC_DEVICE void mkc_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0,
+                              const mkc_bf16 **out) {
+  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? w + (long)(r0 + r) * row_stride : 0;
+}
+
+/* Prefetches this lane's chunks of the rows w[r] (null: none), a 64-byte
+ * line each: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chunks) {
+  for (int c = mkc_lane() * 4; c < n_chunks; c += 32 * 4)
+    for (int r = 0; r < nrows; r++)
+      if (w[r]) mkc_prefetch(w[r] + c * 8);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
@@ -67,14 +107,20 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
                            const float *x, int x_stride, const mkc_bf16 *norm_w,
                            const float *inv_rms, float *out, int out_stride, int accumulate,
                            int T) {
-  float acc[MKC_T_MAX];
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+  float acc[MKC_ROWS * MKC_T_MAX];
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w, row_stride, rows, r0, wr);
+    mkc_row_block(w, row_stride, rows, r0 + step, next);
+    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int t = 0; t < T; t++) {
-        float *o = out + t * out_stride + r;
-        *o = accumulate ? *o + acc[t] : acc[t];
-      }
+      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+        for (int t = 0; t < T; t++) {
+          float *o = out + t * out_stride + r0 + r;
+          *o = accumulate ? *o + acc[r * MKC_T_MAX + t] : acc[r * MKC_T_MAX + t];
+        }
   }
 }
 
@@ -83,11 +129,21 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
                                   int rows, int n_chunks, const float *x, int x_stride,
                                   const mkc_bf16 *norm_w, const float *inv_rms, float *out,
                                   int out_stride, int T) {
-  float g[MKC_T_MAX], u[MKC_T_MAX];
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w_gate + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, g);
-    mkc_dot_row(w_up + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, u);
+  float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
+  const mkc_bf16 *wr[2 * MKC_ROWS], *next[2 * MKC_ROWS];
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w_gate, row_stride, rows, r0, wr);
+    mkc_row_block(w_up, row_stride, rows, r0, wr + MKC_ROWS);
+    mkc_row_block(w_gate, row_stride, rows, r0 + step, next);
+    mkc_row_block(w_up, row_stride, rows, r0 + step, next + MKC_ROWS);
+    mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int t = 0; t < T; t++) out[t * out_stride + r] = g[t] / (1.0f + expf(-g[t])) * u[t];
+      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+        for (int t = 0; t < T; t++) {
+          float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
+          out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+        }
   }
 }

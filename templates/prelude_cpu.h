@@ -29,7 +29,8 @@ extern __thread mkc_simt_self mkc_simt_cur __attribute__((tls_model("initial-exe
 void mkc_simt_sync_block(void);                   /* __syncthreads() */
 void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full mask */
 unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
-void mkc_simt_pause(void);                        /* one turn of a spin-wait on other blocks */
+void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
+void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 
 #ifndef MKC_SIMT_ABI_ONLY
 #include <assert.h>
@@ -65,6 +66,11 @@ MKC_DEVICE float mkc_shfl_xor(float v, int mask) {
 }
 MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) {
   return (int)mkc_simt_shfl_xor((unsigned)v, mask);
+}
+/* The CUDA prelude's butterfly, bit for bit, in one meeting of the warp
+ * instead of one per shuffle: fiber switches are the emulator's main cost. */
+MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
+  mkc_simt_warp_sum(v, rows, stride, n);
 }
 
 /* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
@@ -135,6 +141,35 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   mkc_f4 r;
   memcpy(&r, p, sizeof r);
   return r;
+}
+/* A hint that p will be read soon, once: emulated lanes run one after
+ * another, so without it a lane's few loads wait on memory one lane at a time. */
+MKC_DEVICE void mkc_prefetch(const void *p) { __builtin_prefetch(p, 0, 0); }
+/* A lane's running dot product (see the CUDA prelude): here 8 partial sums,
+ * one per position in the chunk, so that a chunk costs one vector multiply-add
+ * (GCC vector types; -march=native picks the widest SIMD) and the tree is
+ * summed once, at the end. The same products, added in another order: the
+ * CPU's sums differ from the GPU's in the last bits, as FMA contraction
+ * already makes them, and both are checked against the reference. */
+#pragma GCC diagnostic ignored "-Wpsabi" /* static inline: no ABI crosses a boundary */
+typedef unsigned short mkc_v8u16 __attribute__((vector_size(16)));
+typedef unsigned mkc_v8u32 __attribute__((vector_size(32)));
+typedef float mkc_dot_acc __attribute__((vector_size(32)));
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_zero(void) {
+  mkc_dot_acc z = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  return z;
+}
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4 b) {
+  mkc_v8u16 h;
+  memcpy(&h, &w, sizeof h);
+  mkc_v8u32 u = __builtin_convertvector(h, mkc_v8u32) << 16;
+  mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  memcpy(&wf, &u, sizeof wf);
+  return acc + wf * x;
+}
+MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc p) {
+  float q0 = p[0] + p[4], q1 = p[1] + p[5], q2 = p[2] + p[6], q3 = p[3] + p[7];
+  return (q0 + q2) + (q1 + q3);
 }
 #endif /* MKC_SIMT_ABI_ONLY */
 

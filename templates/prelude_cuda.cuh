@@ -25,6 +25,17 @@ MKC_DEVICE void mkc_sync_block(void) { __syncthreads(); }
 MKC_DEVICE void mkc_sync_warp(void) { __syncwarp(); }
 MKC_DEVICE float mkc_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+/* Sums v[r * stride + i] (r < rows, i < n) over the warp, each into every
+ * lane: an xor butterfly per value, levels outermost so the shuffles of one
+ * level are independent. rows and stride are constants at the call sites, so
+ * the loops unroll and v stays in registers. Every lane ends with the same
+ * bits (each level adds a pair in both orders, and float addition commutes). */
+MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
+  for (int m = 16; m > 0; m >>= 1)
+    for (int r = 0; r < rows; r++)
+      for (int i = 0; i < stride; i++)
+        if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
+}
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -61,6 +72,22 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+/* A hint that p will be read soon: the line is brought into L2. */
+MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+/* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a
+ * time: one float here, each chunk summed as a tree (p[i] + p[i + 4], then
+ * the pairs 2 apart, then the last two) and added on. The CPU prelude keeps 8
+ * partial sums instead, for SIMD; mkc_dot_acc_sum gives the float. */
+typedef float mkc_dot_acc;
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_zero(void) { return 0.0f; }
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4 b) {
+  float p0 = __uint_as_float(w.x << 16) * a.x, p1 = __uint_as_float(w.x & 0xffff0000u) * a.y;
+  float p2 = __uint_as_float(w.y << 16) * a.z, p3 = __uint_as_float(w.y & 0xffff0000u) * a.w;
+  float p4 = __uint_as_float(w.z << 16) * b.x, p5 = __uint_as_float(w.z & 0xffff0000u) * b.y;
+  float p6 = __uint_as_float(w.w << 16) * b.z, p7 = __uint_as_float(w.w & 0xffff0000u) * b.w;
+  return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
+}
+MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};

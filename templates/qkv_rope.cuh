@@ -64,7 +64,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  float a[MKC_T_MAX], b[MKC_T_MAX];
+  float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
     /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
     const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
@@ -84,8 +84,16 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int h = pair / half, j = pair - h * half;
     int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
-    mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
+    const mkc_bf16 *wr[2] = {w + (long)r0 * row_stride, w + (long)r1 * row_stride};
+    /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
+    const mkc_bf16 *next[2] = {0, 0};
+    int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
+    if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
+      next[0] = wr[0] + (long)ahead * row_stride;
+      next[1] = wr[1] + (long)ahead * row_stride;
+    }
+    mkc_prefetch_rows(next, 2, n_chunks);
+    mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
      * k, v in the cache ([kv_head][max_ctx][head_dim]) */
     mkc_kv *cache = 0;
@@ -98,7 +106,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
       float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
       for (int t = 0; t < T; t++) {
-        float ra = a[t] + bias0, rb = b[t] + bias1;
+        float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
         if (head) {
           head[(long)t * t_stride + i0] = ra;

@@ -263,15 +263,24 @@ static int mismatch_in(const mkc_inspect_report *r, int stage, const char *word)
 }
 
 /* The cost model reads arguments by the names of the template's definition: mkc_matvec's
- * rows renamed (with its one use, so the kernel still parses) is a problem that names rows. */
+ * rows renamed (a local of the old name keeps the body parsing) is a problem that names rows. */
 static void renamed_parameter(const char *text, const char *bad) {
   char *code = edit(text, "MKC_DEVICE void mkc_matvec(", "int rows,", "int n_rows,");
-  char *code2 = code ? edit(code, "MKC_DEVICE void mkc_matvec(", "r < rows;", "r < n_rows;") : NULL;
+  char *code2 = code ? edit(code, "MKC_DEVICE void mkc_matvec(", "float acc[",
+                            "int rows = n_rows;\n  float acc[")
+                     : NULL;
+  /* the definition's line in the template, where the message must point */
+  char *tmpl = mkc_read_file(MKC_SOURCE_DIR "/templates/matvec.cuh", NULL), where[80];
+  const char *def = tmpl ? strstr(tmpl, "MKC_DEVICE void mkc_matvec(") : NULL;
+  int line = 1;
+  for (const char *c = tmpl; def && c < def; c++) line += *c == '\n';
+  snprintf(where, sizeof where, "(templates/matvec.cuh:%d) has no parameter rows", line);
+  free(tmpl);
   mkc_inspect_report r;
-  if (CHECK(code2 && write_file(bad, code2) == 0, "tamper: mkc_matvec's parameter rows renamed") &&
+  if (CHECK(def && code2 && write_file(bad, code2) == 0,
+            "tamper: mkc_matvec's parameter rows renamed") &&
       CHECK(open_at(bad, 1, 0, 0, &r) == 0, "tamper: the renamed kernel still opens")) {
-    CHECK(mismatch_in(&r, 4, "mkc_matvec at line ") &&
-              mismatch_in(&r, 4, "(templates/matvec.cuh:66) has no parameter rows"),
+    CHECK(mismatch_in(&r, 4, "mkc_matvec at line ") && mismatch_in(&r, 4, where),
           "tamper: a renamed template parameter is a problem naming the template and parameter");
     mkc_inspect_close(&r);
   }

@@ -7,6 +7,7 @@
 #include "util/clock.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -183,6 +184,34 @@ static const char race_kernel[] =
                                    "  scratch[mkc_bid() * MKC_THREADS + mkc_tid()] = s[0];\n"
                                    "}\n";
 
+/* mkc_warp_sum_rows against the shuffle butterfly it replaces on the CPU:
+ * lane l of warp w holds v[r][i] = scratch[...] values with wide exponents
+ * (so the summation order shows in the bits); 3 rows of stride 5, n = 4, and
+ * one 70-value row (more than one meeting). Lanes write the reduced values
+ * and the butterfly's, and every lane must agree bit for bit. */
+static const char warp_sum_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#include \"mkc_state.h\"\n"
+        "MKC_DEVICE float butterfly(float v) {\n"
+        "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
+        "  return v;\n"
+        "}\n"
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) "
+        "{\n"
+        "  int g = mkc_bid() * MKC_THREADS + mkc_tid();\n"
+        "  float v[15], big[70];\n"
+        "  for (int k = 0; k < 15; k++) v[k] = kv[(g * 15 + k) % 997];\n"
+        "  for (int k = 0; k < 70; k++) big[k] = kv[(g * 70 + k) % 991];\n"
+        "  float *out = scratch + g * 2 * 85;\n"
+        "  for (int k = 0; k < 15; k++) out[85 + k] = k % 5 < 4 ? butterfly(v[k]) : v[k];\n"
+        "  for (int k = 0; k < 70; k++) out[100 + k] = butterfly(big[k]);\n"
+        "  mkc_warp_sum_rows(v, 3, 5, 4);\n"
+        "  mkc_warp_sum_rows(big, 1, 70, 70);\n"
+        "  for (int k = 0; k < 15; k++) out[k] = v[k];\n"
+        "  for (int k = 0; k < 70; k++) out[15 + k] = big[k];\n"
+        "}\n";
+
 /* Misuse: state->inputs[0] picks the mistake. */
 static const char misuse_kernel[] = "#define MKC_THREADS " STR(
     NT) "\n"
@@ -339,6 +368,34 @@ static void test_main_kernel(void) {
     CHECK_INT(state.barrier_count, 0, "run %d: grid barrier count back to 0", run);
     CHECK_INT(state.step, run + 1, "run %d: state->step", run);
   }
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_warp_sum_rows(void) {
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(warp_sum_kernel, "simt_warp_sum.cu", templates_dir);
+  if (!CHECK(k != NULL, "warp sum kernel compiles and loads")) return;
+  static float scratch[N * 2 * 85], kv[1000];
+  uint32_t x = 12345;
+  for (int i = 0; i < 1000; i++) { /* wide exponents, both signs: order shows in the bits */
+    x = x * 1664525u + 1013904223u;
+    kv[i] = ldexpf((float)(x >> 8) / 16777216.0f - 0.5f, (int)(x % 40) - 20);
+  }
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  int rc = 0, differ = 0, untouched = 0;
+  for (int launch = 0; launch < 2; launch++) { /* both schedule orders */
+    rc |= mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, kv, &state);
+    for (int g = 0; g < N; g++) {
+      const float *out = scratch + g * 2 * 85;
+      differ += memcmp(out, out + 85, 85 * sizeof(float)) != 0;
+      for (int i = 0; i < 3; i++) /* column 4 of each row is past n: left as it was */
+        untouched += out[i * 5 + 4] == kv[(g * 15 + i * 5 + 4) % 997];
+    }
+  }
+  CHECK_INT(rc, 0, "warp sum kernel launches");
+  CHECK_INT(differ, 0,
+            "mkc_warp_sum_rows equals the shuffle butterfly bit for bit (lanes differing)");
+  CHECK_INT(untouched, 2 * N * 3, "mkc_warp_sum_rows leaves the values past n alone");
   mkc_cpu_kernel_close(k);
 }
 
@@ -532,6 +589,7 @@ int main(int argc, char **argv) {
   }
   test_main_kernel();
   test_missing_barrier();
+  test_warp_sum_rows();
   test_misuse();
   test_alignment();
   test_compile_error();

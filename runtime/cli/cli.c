@@ -141,6 +141,9 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     if (strcmp(a, "--n-predict") == 0 && allows(allowed, "-n")) a = "-n";
     if ((strcmp(a, "-c") == 0 || strcmp(a, "--ctx-size") == 0) && allows(allowed, "--ctx"))
       a = "--ctx";
+    /* the cpu backend runs one block per OS thread, so threads are blocks */
+    if ((strcmp(a, "-t") == 0 || strcmp(a, "--threads") == 0) && allows(allowed, "--blocks"))
+      a = "--blocks";
     if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
     int rc = take_value(a, argv[++i], c);

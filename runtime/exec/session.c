@@ -5,6 +5,7 @@
  * contract). */
 #include "session.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,9 +67,19 @@ static mkc_backend *open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
   return mkc_cpu_backend_open(g, src, w, blocks);
 }
 
+/* The cpu backend runs a block per OS thread: as many as there are cores
+ * this process may use (at least 2, so grid barriers are always exercised),
+ * within the plan's limit. */
+static int default_blocks(void) {
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+  if (n < 2) n = 2;
+  return n > MKC_MAX_BLOCKS ? MKC_MAX_BLOCKS : n;
+}
+
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
-  if (blocks <= 0) blocks = 4;
+  if (blocks <= 0) blocks = kind == MKC_BACKEND_REF ? 1 : default_blocks();
   if (blocks > MKC_MAX_BLOCKS) {
     fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", blocks,
             MKC_MAX_BLOCKS);

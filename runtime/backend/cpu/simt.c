@@ -195,9 +195,18 @@ struct mkc_simt_fiber {
   char *stack; /* lowest byte of the usable stack; the guard is below it */
 };
 
+/* Values one warp sum carries per meeting; more are summed in several. */
+#define SUM_MAX 64
+
 typedef struct warp {
   /* Shuffle slots, double-buffered by barrier parity (see mkc_simt_shfl_xor). */
   unsigned slots[2][WARP];
+  /* Warp sums, double-buffered alike: each lane's values, the sums, and the
+   * barrier generation whose sums are in sum_out (computed once, by the
+   * first lane to run after the barrier). */
+  float sum_in[2][SUM_MAX][WARP];
+  float sum_out[2][SUM_MAX];
+  int sum_gen[2];
   int gen;       /* warp barriers passed this launch */
   int n_at_warp; /* lanes of the current pass stopped at the warp barrier */
 } warp;
@@ -374,6 +383,48 @@ unsigned mkc_simt_shfl_xor(unsigned v, int mask) {
   return src >= 0 && src < WARP ? slots[src] : v; /* out of the warp: own value, as shfl.bfly */
 }
 
+/* The xor butterfly's result for one value: at the level of mask m, lane l
+ * holds a[l % m], and a[l] + a[l + m] is what lanes l and l ^ m both compute
+ * (float addition commutes). So this is bit for bit what every lane of a
+ * shuffle butterfly ends with, for 31 additions instead of 5 meetings. */
+typedef float v4f __attribute__((vector_size(16)));
+
+static float butterfly_sum(const float *in) {
+  v4f a[WARP / 4];
+  memcpy(a, in, sizeof a);
+  for (int m = WARP / 8; m > 0; m >>= 1) /* masks 16, 8, 4: four lanes per vector */
+    for (int l = 0; l < m; l++) a[l] += a[l + m];
+  float x0 = a[0][0] + a[0][2], x1 = a[0][1] + a[0][3]; /* mask 2 */
+  return x0 + x1;                                       /* mask 1 */
+}
+
+/* The warp meets once per SUM_MAX values instead of once per shuffle. */
+void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP, per_meeting = n > 0 && n <= SUM_MAX ? SUM_MAX / n : 1;
+  if (n > SUM_MAX) { /* rows longer than a meeting: one part of a row at a time */
+    for (int r = 0; r < rows; r++)
+      for (int i = 0; i < n; i += SUM_MAX)
+        mkc_simt_warp_sum(v + r * stride + i, 1, 0, n - i < SUM_MAX ? n - i : SUM_MAX);
+    return;
+  }
+  for (int r0 = 0; r0 < rows; r0 += per_meeting) {
+    int r1 = rows - r0 < per_meeting ? rows : r0 + per_meeting, par = w->gen & 1, gen = w->gen;
+    float(*in)[WARP] = w->sum_in[par];
+    for (int r = r0, k = 0; r < r1; r++)
+      for (int i = 0; i < n; i++) in[k++][lane] = v[r * stride + i];
+    wait_at(f, WAIT_WARP);
+    int count = (r1 - r0) * n;
+    if (w->sum_gen[par] != gen + 1) { /* the first lane released computes the sums */
+      for (int k = 0; k < count; k++) w->sum_out[par][k] = butterfly_sum(in[k]);
+      w->sum_gen[par] = gen + 1;
+    }
+    for (int r = r0, k = 0; r < r1; r++)
+      for (int i = 0; i < n; i++) v[r * stride + i] = w->sum_out[par][k++];
+  }
+}
+
 void mkc_simt_pause(void) {
   if (aborting()) abandon(self());
   sched_yield();
@@ -482,7 +533,11 @@ static void *block_main(void *arg) {
     f->stack = b->stacks + (size_t)i * (GUARD_BYTES + STACK_BYTES) + GUARD_BYTES;
     ctx_make(&f->ctx, f->stack, STACK_BYTES, fiber_start);
   }
-  for (int w = 0; w < b->nwarps; w++) b->warps[w].gen = b->warps[w].n_at_warp = 0;
+  for (int w = 0; w < b->nwarps; w++) {
+    warp *wp = &b->warps[w];
+    wp->gen = wp->n_at_warp = 0;
+    wp->sum_gen[0] = wp->sum_gen[1] = -1;
+  }
   b->n_at_block = b->n_done = b->bgen = 0;
   start_sweep(b);
 
