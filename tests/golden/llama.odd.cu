@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ea78b61e02b5a91c, templates de0adaddedf1d940, options acba517005256c57
+ * hashes:  graph ea78b61e02b5a91c, templates 5301baa55d9ab719, options acba517005256c57
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    13 stages, 12 grid barriers; scratch 13824 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -39,6 +39,17 @@ MKC_DEVICE void mkc_sync_block(void) { __syncthreads(); }
 MKC_DEVICE void mkc_sync_warp(void) { __syncwarp(); }
 MKC_DEVICE float mkc_shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+/* Sums v[r * stride + i] (r < rows, i < n) over the warp, each into every
+ * lane: an xor butterfly per value, levels outermost so the shuffles of one
+ * level are independent. rows and stride are constants at the call sites, so
+ * the loops unroll and v stays in registers. Every lane ends with the same
+ * bits (each level adds a pair in both orders, and float addition commutes). */
+MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
+  for (int m = 16; m > 0; m >>= 1)
+    for (int r = 0; r < rows; r++)
+      for (int i = 0; i < stride; i++)
+        if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
+}
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -75,6 +86,22 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+/* A hint that p will be read soon: the line is brought into L2. */
+MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+/* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a
+ * time: one float here, each chunk summed as a tree (p[i] + p[i + 4], then
+ * the pairs 2 apart, then the last two) and added on. The CPU prelude keeps 8
+ * partial sums instead, for SIMD; mkc_dot_acc_sum gives the float. */
+typedef float mkc_dot_acc;
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_zero(void) { return 0.0f; }
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4 b) {
+  float p0 = __uint_as_float(w.x << 16) * a.x, p1 = __uint_as_float(w.x & 0xffff0000u) * a.y;
+  float p2 = __uint_as_float(w.y << 16) * a.z, p3 = __uint_as_float(w.y & 0xffff0000u) * a.w;
+  float p4 = __uint_as_float(w.z << 16) * b.x, p5 = __uint_as_float(w.z & 0xffff0000u) * b.y;
+  float p6 = __uint_as_float(w.w << 16) * b.z, p7 = __uint_as_float(w.w & 0xffff0000u) * b.w;
+  return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
+}
+MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};
@@ -154,10 +181,9 @@ MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
 MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
 MKC_DEVICE int mkc_grid_warps(void) { return mkc_nblocks() * MKC_WARPS; }
 
-/* Xor butterfly: every lane ends with the same bits (each level adds a pair
- * in both orders, and float addition commutes). */
+/* The sum over the warp, the same bits in every lane (see the preludes). */
 MKC_DEVICE float mkc_warp_sum(float v) {
-  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);
+  mkc_warp_sum_rows(&v, 1, 1, 1);
   return v;
 }
 
@@ -247,9 +273,9 @@ MKC_DEVICE void mkc_embed(const mkc_bf16 *table, int row_stride, int dim, float 
   }
 }
 #line 1 "templates/matvec.cuh"
-/* Matrix-vector products over the step's T tokens. A warp owns a row (or a
- * pair of rows); lanes stream the row in 16-byte chunks of 8 bf16 weights and
- * reuse each chunk for all T activation vectors, so verifying drafts costs
+/* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
+ * at once (a rotation pair in qkv_rope); lanes stream them in 16-byte chunks
+ * of 8 bf16 weights and reuse each chunk for all T activation vectors, so verifying drafts costs
  * about one decode step of weight traffic. An optional RMSNorm is fused into
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
@@ -277,38 +303,78 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   }
 }
 
-/* This lane's partial dot products of one weight row with the T inputs.
- * Rows and inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lane(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, int T, float *acc) {
-  for (int t = 0; t < MKC_T_MAX; t++) acc[t] = 0.0f;
+/* Rows a warp owns at once: their chunks are loaded together (several
+ * 16-byte loads in flight per lane) and reduced in one warp sum. */
+#define MKC_ROWS 4
+#define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
+
+/* This lane's partial dot products of nrows weight rows w[r] with the T
+ * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
+ * input is read and scaled by the norm weight once for all the rows. Rows and
+ * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+  mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
   for (int c = mkc_lane(); c < n_chunks; c += 32) {
-    float wf[8];
-    mkc_unpack8(mkc_load_u4(w + c * 8), wf);
-    if (norm_w) {
-      float g[8];
-      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int i = 0; i < 8; i++) wf[i] *= g[i];
+    mkc_u4 wc[MKC_DOT_ROWS_MAX];
+    for (int r = 0; r < nrows; r++) {
+      mkc_u4 zero = {0u, 0u, 0u, 0u};
+      wc[r] = w[r] ? mkc_load_u4(w[r] + c * 8) : zero;
     }
+    float g[8];
+    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
       mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
       mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-      acc[t] += wf[0] * a.x + wf[1] * a.y + wf[2] * a.z + wf[3] * a.w + wf[4] * b.x + wf[5] * b.y +
-                wf[6] * b.z + wf[7] * b.w;
+      if (norm_w) {
+        a.x *= g[0];
+        a.y *= g[1];
+        a.z *= g[2];
+        a.w *= g[3];
+        b.x *= g[4];
+        b.y *= g[5];
+        b.z *= g[6];
+        b.w *= g[7];
+      }
+      for (int r = 0; r < nrows; r++)
+        part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
     }
   }
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++)
+      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
-/* Full dot products in every lane: reduce the partials and apply the norm scale. */
-MKC_DEVICE void mkc_dot_row(const mkc_bf16 *w, int n_chunks, const float *x, int x_stride,
-                            const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
-  mkc_dot_lane(w, n_chunks, x, x_stride, norm_w, T, acc);
-  for (int t = 0; t < MKC_T_MAX; t++) {
-    if (t >= T) break;
-    acc[t] = mkc_warp_sum(acc[t]);
-    if (norm_w) acc[t] *= inv_rms[t];
-  }
+/* Full dot products in every lane: the partials of all rows reduced in one
+ * warp sum, then scaled by the norm. */
+MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+                             int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                             float *acc) {
+  mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  mkc_warp_sum_rows(acc, nrows, MKC_T_MAX, T);
+  if (norm_w)
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        acc[r * MKC_T_MAX + t] *= inv_rms[t];
+      }
+}
+
+/* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
+MKC_DEVICE void mkc_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0,
+                              const mkc_bf16 **out) {
+  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? w + (long)(r0 + r) * row_stride : 0;
+}
+
+/* Prefetches this lane's chunks of the rows w[r] (null: none), a 64-byte
+ * line each: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chunks) {
+  for (int c = mkc_lane() * 4; c < n_chunks; c += 32 * 4)
+    for (int r = 0; r < nrows; r++)
+      if (w[r]) mkc_prefetch(w[r] + c * 8);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
@@ -316,14 +382,20 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
                            const float *x, int x_stride, const mkc_bf16 *norm_w,
                            const float *inv_rms, float *out, int out_stride, int accumulate,
                            int T) {
-  float acc[MKC_T_MAX];
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+  float acc[MKC_ROWS * MKC_T_MAX];
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w, row_stride, rows, r0, wr);
+    mkc_row_block(w, row_stride, rows, r0 + step, next);
+    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int t = 0; t < T; t++) {
-        float *o = out + t * out_stride + r;
-        *o = accumulate ? *o + acc[t] : acc[t];
-      }
+      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+        for (int t = 0; t < T; t++) {
+          float *o = out + t * out_stride + r0 + r;
+          *o = accumulate ? *o + acc[r * MKC_T_MAX + t] : acc[r * MKC_T_MAX + t];
+        }
   }
 }
 
@@ -332,12 +404,22 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
                                   int rows, int n_chunks, const float *x, int x_stride,
                                   const mkc_bf16 *norm_w, const float *inv_rms, float *out,
                                   int out_stride, int T) {
-  float g[MKC_T_MAX], u[MKC_T_MAX];
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w_gate + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, g);
-    mkc_dot_row(w_up + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, u);
+  float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
+  const mkc_bf16 *wr[2 * MKC_ROWS], *next[2 * MKC_ROWS];
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w_gate, row_stride, rows, r0, wr);
+    mkc_row_block(w_up, row_stride, rows, r0, wr + MKC_ROWS);
+    mkc_row_block(w_gate, row_stride, rows, r0 + step, next);
+    mkc_row_block(w_up, row_stride, rows, r0 + step, next + MKC_ROWS);
+    mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int t = 0; t < T; t++) out[t * out_stride + r] = g[t] / (1.0f + expf(-g[t])) * u[t];
+      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+        for (int t = 0; t < T; t++) {
+          float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
+          out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+        }
   }
 }
 #line 1 "templates/qkv_rope.cuh"
@@ -407,7 +489,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  float a[MKC_T_MAX], b[MKC_T_MAX];
+  float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
     /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
     const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
@@ -427,8 +509,16 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int h = pair / half, j = pair - h * half;
     int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    mkc_dot_row(w + (long)r0 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, a);
-    mkc_dot_row(w + (long)r1 * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, b);
+    const mkc_bf16 *wr[2] = {w + (long)r0 * row_stride, w + (long)r1 * row_stride};
+    /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
+    const mkc_bf16 *next[2] = {0, 0};
+    int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
+    if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
+      next[0] = wr[0] + (long)ahead * row_stride;
+      next[1] = wr[1] + (long)ahead * row_stride;
+    }
+    mkc_prefetch_rows(next, 2, n_chunks);
+    mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
      * k, v in the cache ([kv_head][max_ctx][head_dim]) */
     mkc_kv *cache = 0;
@@ -441,7 +531,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
       float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
       for (int t = 0; t < T; t++) {
-        float ra = a[t] + bias0, rb = b[t] + bias1;
+        float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
         if (head) {
           head[(long)t * t_stride + i0] = ra;
@@ -525,21 +615,27 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
                             const float *x, int x_stride, const mkc_bf16 *norm_w,
                             const float *inv_rms, float *logits, int logits_stride, int T,
                             float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
-  float acc[MKC_T_MAX], best_v[MKC_T_MAX];
+  float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
-  for (int r = mkc_grid_warp(); r < rows; r += mkc_grid_warps()) {
-    mkc_dot_row(w + (long)r * row_stride, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int t = 0; t < T; t++) {
-      if (mkc_lane() == 0) logits[t * logits_stride + r] = acc[t];
-      if (mkc_better(acc[t], r, best_v[t], best_i[t])) {
-        best_v[t] = acc[t];
-        best_i[t] = r;
+  int step = mkc_grid_warps() * MKC_ROWS;
+  for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
+    mkc_row_block(w, row_stride, rows, r0, wr);
+    mkc_row_block(w, row_stride, rows, r0 + step, next);
+    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
+      for (int t = 0; t < T; t++) {
+        if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = acc[r * MKC_T_MAX + t];
+        if (mkc_better(acc[r * MKC_T_MAX + t], r0 + r, best_v[t], best_i[t])) {
+          best_v[t] = acc[r * MKC_T_MAX + t];
+          best_i[t] = r0 + r;
+        }
       }
-    }
   }
   if (mkc_lane() == 0)
     for (int t = 0; t < T; t++) {
@@ -598,7 +694,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 602 "llama.odd.cu"
+#line 698 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
