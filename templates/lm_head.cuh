@@ -22,8 +22,9 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
     mkc_row_block(w, row_stride, rows, r0 + step, next);
     mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-      for (int t = 0; t < T; t++) {
+    for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (r0 + r >= rows || t >= T) break;
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = acc[r * MKC_T_MAX + t];
         if (mkc_better(acc[r * MKC_T_MAX + t], r0 + r, best_v[t], best_i[t])) {
           best_v[t] = acc[r * MKC_T_MAX + t];
@@ -32,7 +33,8 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
       }
   }
   if (mkc_lane() == 0)
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
       warp_val[mkc_warp() * MKC_T_MAX + t] = best_v[t];
       warp_idx[mkc_warp() * MKC_T_MAX + t] = best_i[t];
     }

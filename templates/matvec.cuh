@@ -116,8 +116,9 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
     mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-        for (int t = 0; t < T; t++) {
+      for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (r0 + r >= rows || t >= T) break;
           float *o = out + t * out_stride + r0 + r;
           *o = accumulate ? *o + acc[r * MKC_T_MAX + t] : acc[r * MKC_T_MAX + t];
         }
@@ -140,8 +141,9 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
     mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-        for (int t = 0; t < T; t++) {
+      for (int r = 0; r < MKC_ROWS; r++)
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
           out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
         }

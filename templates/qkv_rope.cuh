@@ -105,7 +105,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
       float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
-      for (int t = 0; t < T; t++) {
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
         float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
         if (head) {

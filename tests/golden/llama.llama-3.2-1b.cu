@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ea78b61e02b5a91c, templates 5301baa55d9ab719, options 666ac39bd2713a0d
+ * hashes:  graph ea78b61e02b5a91c, templates 9f970126468fccdc, options 666ac39bd2713a0d
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    83 stages, 82 grid barriers; scratch 723200 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -391,8 +391,9 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
     mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-        for (int t = 0; t < T; t++) {
+      for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (r0 + r >= rows || t >= T) break;
           float *o = out + t * out_stride + r0 + r;
           *o = accumulate ? *o + acc[r * MKC_T_MAX + t] : acc[r * MKC_T_MAX + t];
         }
@@ -415,8 +416,9 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
     mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
-      for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-        for (int t = 0; t < T; t++) {
+      for (int r = 0; r < MKC_ROWS; r++)
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
           out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
         }
@@ -530,7 +532,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
       float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
-      for (int t = 0; t < T; t++) {
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
         float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
         if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
         if (head) {
@@ -628,8 +631,9 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
     mkc_row_block(w, row_stride, rows, r0 + step, next);
     mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
     mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int r = 0; r < MKC_ROWS && r0 + r < rows; r++)
-      for (int t = 0; t < T; t++) {
+    for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (r0 + r >= rows || t >= T) break;
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = acc[r * MKC_T_MAX + t];
         if (mkc_better(acc[r * MKC_T_MAX + t], r0 + r, best_v[t], best_i[t])) {
           best_v[t] = acc[r * MKC_T_MAX + t];
@@ -638,7 +642,8 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
       }
   }
   if (mkc_lane() == 0)
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
       warp_val[mkc_warp() * MKC_T_MAX + t] = best_v[t];
       warp_idx[mkc_warp() * MKC_T_MAX + t] = best_i[t];
     }
@@ -694,7 +699,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 698 "llama.llama-3.2-1b.cu"
+#line 703 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
