@@ -79,7 +79,7 @@ static int default_blocks(void) {
 
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
-  if (blocks <= 0) blocks = kind == MKC_BACKEND_REF ? 1 : default_blocks();
+  if (blocks <= 0) blocks = default_blocks(); /* only the cpu backend uses it */
   if (blocks > MKC_MAX_BLOCKS) {
     fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", blocks,
             MKC_MAX_BLOCKS);

@@ -402,15 +402,16 @@ static float butterfly_sum(const float *in) {
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
   warp *w = &f->block->warps[f->tid / WARP];
-  int lane = f->tid % WARP, per_meeting = n > 0 && n <= SUM_MAX ? SUM_MAX / n : 1;
+  int lane = f->tid % WARP;
   if (n > SUM_MAX) { /* rows longer than a meeting: one part of a row at a time */
     for (int r = 0; r < rows; r++)
       for (int i = 0; i < n; i += SUM_MAX)
         mkc_simt_warp_sum(v + r * stride + i, 1, 0, n - i < SUM_MAX ? n - i : SUM_MAX);
     return;
   }
+  int per_meeting = n > 0 ? SUM_MAX / n : 1; /* whole rows */
   for (int r0 = 0; r0 < rows; r0 += per_meeting) {
-    int r1 = rows - r0 < per_meeting ? rows : r0 + per_meeting, par = w->gen & 1, gen = w->gen;
+    int r1 = r0 + per_meeting < rows ? r0 + per_meeting : rows, par = w->gen & 1, gen = w->gen;
     float(*in)[WARP] = w->sum_in[par];
     for (int r = r0, k = 0; r < r1; r++)
       for (int i = 0; i < n; i++) in[k++][lane] = v[r * stride + i];
