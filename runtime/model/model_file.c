@@ -4,10 +4,12 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chat_template.h"
 #include "formats/hf.h"
 #include "formats/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -38,7 +40,7 @@ static int open_hf(const char *path, int is_dir, mkc_model_file *mf) {
     mf->tok = mkc_tokenizer_from_hf(dir);
     if (!mf->tok) return -1;
   }
-  return 0;
+  return mkc_chat_template_hf(dir, &mf->chat_template);
 }
 
 static int open_gguf(const char *path, mkc_model_file *mf) {
@@ -49,7 +51,7 @@ static int open_gguf(const char *path, mkc_model_file *mf) {
     mf->tok = mkc_tokenizer_from_gguf(mf->gguf);
     if (!mf->tok) return -1;
   }
-  return 0;
+  return mkc_chat_template_gguf(mf->gguf, &mf->chat_template);
 }
 
 /* The tokenizer and the graph must agree on the vocabulary: ids the
@@ -96,6 +98,8 @@ void mkc_model_file_close(mkc_model_file *mf) {
   if (mf->tok) mkc_tokenizer_free(mf->tok);
   if (mf->gguf) mkc_gguf_close(mf->gguf);
   if (mf->st) mkc_st_close(mf->st);
+  free(mf->chat_template);
+  mf->chat_template = NULL;
   mf->tok = NULL;
   mf->gguf = NULL;
   mf->st = NULL;

@@ -1,6 +1,7 @@
 /* A model file as the user names it with -m: a GGUF file, or a Hugging Face
  * folder (config.json + safetensors + tokenizer.json). Gives the model's
- * description (for the graph preset), its weights and its tokenizer. */
+ * description (for the graph preset), its weights, its tokenizer and its
+ * chat template. */
 #ifndef MKC_MODEL_H
 #define MKC_MODEL_H
 
@@ -19,9 +20,10 @@ typedef struct mkc_model_file {
   mkc_gguf *gguf;      /* GGUF: the mapped file */
   mkc_safetensors *st; /* safetensors: the mapped files */
   mkc_tokenizer *tok;  /* NULL when the file has none (then text prompts are refused) */
+  char *chat_template; /* the template text (chat_template.h), NULL when the model has none */
 } mkc_model_file;
 
-/* Opens path and reads its description and tokenizer (weights stay in the
+/* Opens path and reads its description, tokenizer and chat template (weights stay in the
  * mapped file until mkc_model_file_weights). 0, or -1 after a message. */
 int mkc_model_file_open(const char *path, mkc_model_file *mf);
 

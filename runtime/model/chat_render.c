@@ -1,0 +1,384 @@
+/* See chat_template.h: a conversation written in each family's format.
+ * Each renderer follows the family's published template (the Jinja a
+ * model ships in tokenizer_config.json), with three rules of mkc's own:
+ * no leading BOS text (the tokenizer adds it), no default system prompt
+ * when the conversation has none, and without add_assistant nothing is
+ * appended after the last message (some templates add eos_token or the
+ * assistant's cue there). "trim" is Jinja's: ASCII whitespace at both ends. */
+#include "chat_template.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The text being written; oom once an allocation failed. */
+typedef struct text {
+  char *s;
+  size_t n, cap;
+  int oom;
+} text;
+
+static void put_n(text *t, const char *s, size_t n) {
+  if (t->oom) return;
+  if (t->n + n + 1 > t->cap) {
+    size_t cap = t->cap ? t->cap : 256;
+    while (t->n + n + 1 > cap) cap *= 2;
+    char *grown = realloc(t->s, cap);
+    if (!grown) {
+      t->oom = 1;
+      return;
+    }
+    t->s = grown, t->cap = cap;
+  }
+  memcpy(t->s + t->n, s, n);
+  t->n += n;
+  t->s[t->n] = '\0';
+}
+
+static void put(text *t, const char *s) { put_n(t, s, strlen(s)); }
+
+/* Python's str.isspace() over ASCII (Jinja's trim is str.strip()). */
+static int is_space(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+static void put_trimmed(text *t, const char *s) {
+  size_t n = strlen(s);
+  while (n && is_space((unsigned char)*s)) s++, n--;
+  while (n && is_space((unsigned char)s[n - 1])) n--;
+  put_n(t, s, n);
+}
+
+static void put_content(text *t, const char *s, int trim) {
+  if (trim)
+    put_trimmed(t, s);
+  else
+    put(t, s);
+}
+
+/* A conversation after checking: the system message (or NULL), then
+ * turns that alternate user (even i) and assistant (odd i). */
+typedef struct chat {
+  const char *system;
+  const mkc_chat_msg *turns;
+  int n, add_assistant;
+} chat;
+
+static int is_user(int i) { return i % 2 == 0; }
+
+/* Index of the last user turn, or -1. */
+static int last_user(const chat *c) { return c->n == 0 ? -1 : (c->n - 1) & ~1; }
+
+/* Families whose turns are an opening per role, the content and one
+ * closing string: ChatML, Phi-3/4, Zephyr, Granite, Llama 3, Command R. */
+typedef struct turn_format {
+  const char *open[3]; /* system, user, assistant; the assistant's is also the cue */
+  const char *close;
+  int trim, trim_system, skip_empty_system;
+} turn_format;
+
+/* SmolLM2-135M-Instruct, Qwen2.5-Instruct (tokenizer_config.json). */
+static const turn_format CHATML = {
+    .open = {"<|im_start|>system\n", "<|im_start|>user\n", "<|im_start|>assistant\n"},
+    .close = "<|im_end|>\n"};
+/* Phi-3.5-mini-instruct: an empty system message is left out. */
+static const turn_format PHI3 = {.open = {"<|system|>\n", "<|user|>\n", "<|assistant|>\n"},
+                                 .close = "<|end|>\n",
+                                 .skip_empty_system = 1};
+/* phi-4. */
+static const turn_format PHI4 = {.open = {"<|im_start|>system<|im_sep|>",
+                                          "<|im_start|>user<|im_sep|>",
+                                          "<|im_start|>assistant<|im_sep|>"},
+                                 .close = "<|im_end|>"};
+/* zephyr-7b-beta, TinyLlama-1.1B-Chat: eos_token is </s>. */
+static const turn_format ZEPHYR = {.open = {"<|system|>\n", "<|user|>\n", "<|assistant|>\n"},
+                                   .close = "</s>\n"};
+/* granite-3.0-8b-instruct. */
+static const turn_format GRANITE = {.open = {"<|start_of_role|>system<|end_of_role|>",
+                                             "<|start_of_role|>user<|end_of_role|>",
+                                             "<|start_of_role|>assistant<|end_of_role|>"},
+                                    .close = "<|end_of_text|>\n"};
+/* Meta-Llama-3-8B-Instruct: every content trimmed. */
+static const turn_format LLAMA3 = {.open = {"<|start_header_id|>system<|end_header_id|>\n\n",
+                                            "<|start_header_id|>user<|end_header_id|>\n\n",
+                                            "<|start_header_id|>assistant<|end_header_id|>\n\n"},
+                                   .close = "<|eot_id|>",
+                                   .trim = 1,
+                                   .trim_system = 1};
+/* c4ai-command-r-plus "default": user and assistant stripped, system not. */
+static const turn_format COMMAND_R = {.open = {"<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>",
+                                               "<|START_OF_TURN_TOKEN|><|USER_TOKEN|>",
+                                               "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"},
+                                      .close = "<|END_OF_TURN_TOKEN|>",
+                                      .trim = 1};
+
+static void render_turns(text *t, const chat *c, const turn_format *f) {
+  if (c->system && !(f->skip_empty_system && !c->system[0])) {
+    put(t, f->open[0]);
+    put_content(t, c->system, f->trim_system);
+    put(t, f->close);
+  }
+  for (int i = 0; i < c->n; i++) {
+    put(t, f->open[is_user(i) ? 1 : 2]);
+    put_content(t, c->turns[i].content, f->trim);
+    put(t, f->close);
+  }
+  if (c->add_assistant) put(t, f->open[2]);
+}
+
+/* A Qwen3 reply: the text after its last </think>, newlines first
+ * stripped; the reply after the last user turn keeps its reasoning (the
+ * text before the first </think>, after a <think>), rewrapped. */
+static void put_qwen3_reply(text *t, const char *reply, int last) {
+  const char *close = strstr(reply, "</think>"), *answer = reply;
+  for (const char *at = close; at; at = strstr(at + 1, "</think>"))
+    answer = at + strlen("</think>");
+  while (close && *answer == '\n') answer++;
+  if (!last) {
+    put(t, answer);
+    return;
+  }
+  const char *from = reply, *to = close ? close : reply;
+  while (to > from && to[-1] == '\n') to--;
+  for (const char *at; (at = memmem(from, (size_t)(to - from), "<think>", 7));) from = at + 7;
+  while (from < to && *from == '\n') from++;
+  put(t, "<think>\n");
+  put_n(t, from, (size_t)(to - from));
+  put(t, "\n</think>\n\n");
+  while (*answer == '\n') answer++;
+  put(t, answer);
+}
+
+/* Qwen3-0.6B: ChatML turns, replies as put_qwen3_reply. */
+static void render_qwen3(text *t, const chat *c) {
+  if (c->system) {
+    put(t, CHATML.open[0]);
+    put(t, c->system);
+    put(t, CHATML.close);
+  }
+  for (int i = 0; i < c->n; i++) {
+    put(t, CHATML.open[is_user(i) ? 1 : 2]);
+    if (is_user(i))
+      put(t, c->turns[i].content);
+    else
+      put_qwen3_reply(t, c->turns[i].content, i > last_user(c));
+    put(t, CHATML.close);
+  }
+  if (c->add_assistant) put(t, CHATML.open[2]);
+}
+
+/* Llama-3.2-3B-Instruct (also 3.1, 3.3): the system turn always comes,
+ * with two date lines; the date is the templates' fallback, not today's,
+ * so a prompt renders the same every day. */
+static void render_llama31(text *t, const chat *c) {
+  put(t, LLAMA3.open[0]);
+  put(t, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+  if (c->system) put_trimmed(t, c->system);
+  put(t, LLAMA3.close);
+  chat rest = *c;
+  rest.system = NULL;
+  render_turns(t, &rest, &LLAMA3);
+}
+
+/* Llama-2-7b-chat-hf: the system block opens the first user turn, that
+ * whole content is stripped, and each later user turn starts with BOS. */
+static void render_llama2(text *t, const chat *c) {
+  for (int i = 0; i < c->n; i++) {
+    const char *content = c->turns[i].content;
+    if (!is_user(i)) {
+      put(t, " ");
+      put_trimmed(t, content);
+      put(t, " </s>");
+      continue;
+    }
+    put(t, i ? "<s>[INST] " : "[INST] ");
+    if (i == 0 && c->system) {
+      text first = {0};
+      put(&first, "<<SYS>>\n");
+      put(&first, c->system);
+      put(&first, "\n<</SYS>>\n\n");
+      put(&first, content);
+      t->oom |= first.oom;
+      if (first.s) put_trimmed(t, first.s);
+      free(first.s);
+    } else {
+      put_trimmed(t, content);
+    }
+    put(t, " [/INST]");
+  }
+}
+
+/* The [INST] families of Mistral (mistral-common's tokenizer versions). */
+typedef struct inst_format {
+  const char *inst, *inst_end, *reply; /* around a user turn; before a reply */
+  const char *system_open;             /* [SYSTEM_PROMPT] block, or NULL: folded */
+  int system_last;                     /* folded into the last user turn, not the first */
+  int trim_reply;
+} inst_format;
+
+/* Mistral-7B-Instruct-v0.2 (v1 with a system prompt). */
+static const inst_format MISTRAL_V1 = {.inst = " [INST] ", .inst_end = " [/INST]", .reply = " "};
+/* Mistral-7B-Instruct-v0.3, Mistral-Large-Instruct-2407: the system
+ * message goes into the last user turn (mistral-common does the same). */
+static const inst_format MISTRAL_V3 = {
+    .inst = "[INST] ", .inst_end = "[/INST]", .reply = " ", .system_last = 1, .trim_reply = 1};
+/* Mistral-Nemo-Instruct-2407. */
+static const inst_format MISTRAL_V3_TEKKEN = {
+    .inst = "[INST]", .inst_end = "[/INST]", .reply = "", .system_last = 1};
+/* Mistral-Large-Instruct-2411. */
+static const inst_format MISTRAL_V7 = {
+    .inst = "[INST] ", .inst_end = "[/INST]", .reply = " ", .system_open = "[SYSTEM_PROMPT] "};
+/* Mistral-Small-3.1-24B-Instruct-2503. */
+static const inst_format MISTRAL_V7_TEKKEN = {
+    .inst = "[INST]", .inst_end = "[/INST]", .reply = "", .system_open = "[SYSTEM_PROMPT]"};
+
+static void render_inst(text *t, const chat *c, const inst_format *f) {
+  if (c->system && f->system_open) {
+    put(t, f->system_open);
+    put(t, c->system);
+    put(t, "[/SYSTEM_PROMPT]");
+  }
+  int fold_at = f->system_open || !c->system ? -1 : f->system_last ? last_user(c) : 0;
+  for (int i = 0; i < c->n; i++) {
+    if (is_user(i)) {
+      put(t, f->inst);
+      if (i == fold_at) {
+        put(t, c->system);
+        put(t, "\n\n");
+      }
+      put(t, c->turns[i].content);
+      put(t, f->inst_end);
+    } else {
+      put(t, f->reply);
+      put_content(t, c->turns[i].content, f->trim_reply);
+      put(t, "</s>");
+    }
+  }
+}
+
+/* gemma-2-2b-it's turns ("model" for the assistant, content trimmed) with
+ * gemma-3-it's system rule: its text and a blank line open the first user
+ * turn. */
+static void render_gemma(text *t, const chat *c) {
+  for (int i = 0; i < c->n; i++) {
+    put(t, is_user(i) ? "<start_of_turn>user\n" : "<start_of_turn>model\n");
+    if (i == 0 && c->system) {
+      put(t, c->system);
+      put(t, "\n\n");
+    }
+    put_trimmed(t, c->turns[i].content);
+    put(t, "<end_of_turn>\n");
+  }
+  if (c->add_assistant) put(t, "<start_of_turn>model\n");
+}
+
+/* DeepSeek-R1-Distill-Qwen-32B: the system text right after BOS; a reply
+ * keeps only what follows its last </think>; the cue opens a <think>. */
+static void render_deepseek_r1(text *t, const chat *c) {
+  if (c->system) put(t, c->system);
+  for (int i = 0; i < c->n; i++) {
+    const char *content = c->turns[i].content;
+    if (is_user(i)) {
+      put(t, "<｜User｜>");
+      put(t, content);
+      continue;
+    }
+    for (const char *end; (end = strstr(content, "</think>"));) content = end + strlen("</think>");
+    put(t, "<｜Assistant｜>");
+    put(t, content);
+    put(t, "<｜end▁of▁sentence｜>");
+  }
+  if (c->add_assistant) put(t, "<｜Assistant｜><think>\n");
+}
+
+/* Each family's renderer: a turn format, an [INST] format, or its own. */
+typedef struct family_renderer {
+  const turn_format *turns;
+  const inst_format *inst;
+  void (*own)(text *, const chat *);
+} family_renderer;
+
+static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
+    [MKC_CHAT_CHATML] = {.turns = &CHATML},
+    [MKC_CHAT_QWEN3] = {.own = render_qwen3},
+    [MKC_CHAT_LLAMA3] = {.turns = &LLAMA3},
+    [MKC_CHAT_LLAMA31] = {.own = render_llama31},
+    [MKC_CHAT_LLAMA2] = {.own = render_llama2},
+    [MKC_CHAT_MISTRAL_V1] = {.inst = &MISTRAL_V1},
+    [MKC_CHAT_MISTRAL_V3] = {.inst = &MISTRAL_V3},
+    [MKC_CHAT_MISTRAL_V3_TEKKEN] = {.inst = &MISTRAL_V3_TEKKEN},
+    [MKC_CHAT_MISTRAL_V7] = {.inst = &MISTRAL_V7},
+    [MKC_CHAT_MISTRAL_V7_TEKKEN] = {.inst = &MISTRAL_V7_TEKKEN},
+    [MKC_CHAT_GEMMA] = {.own = render_gemma},
+    [MKC_CHAT_PHI3] = {.turns = &PHI3},
+    [MKC_CHAT_PHI4] = {.turns = &PHI4},
+    [MKC_CHAT_ZEPHYR] = {.turns = &ZEPHYR},
+    [MKC_CHAT_COMMAND_R] = {.turns = &COMMAND_R},
+    [MKC_CHAT_GRANITE] = {.turns = &GRANITE},
+    [MKC_CHAT_DEEPSEEK_R1] = {.own = render_deepseek_r1},
+};
+
+/* msgs -> c, or -1 after a message naming the first bad message. */
+static int check(const mkc_chat_msg *msgs, int n, chat *c) {
+  static const char *const expected[] = {"user", "assistant"};
+  *c = (chat){0};
+  if (n < 0 || (n > 0 && !msgs)) {
+    fprintf(stderr, "mkc: error: chat: %d messages\n", n);
+    return -1;
+  }
+  int first = 0;
+  for (int i = 0; i < n; i++) {
+    const char *role = msgs[i].role;
+    if (!role || !msgs[i].content) {
+      fprintf(stderr, "mkc: error: chat message %d: no %s\n", i + 1, role ? "content" : "role");
+      return -1;
+    }
+    if (i == 0 && strcmp(role, "system") == 0) {
+      c->system = msgs[0].content;
+      first = 1;
+      continue;
+    }
+    const char *want = expected[(i - first) % 2];
+    if (strcmp(role, want) != 0) {
+      fprintf(stderr,
+              "mkc: error: chat message %d: role '%s' where '%s' was expected (a system "
+              "message comes first, then user and assistant alternate, user first)\n",
+              i + 1, role, want);
+      return -1;
+    }
+  }
+  c->turns = msgs + first;
+  c->n = n - first;
+  return 0;
+}
+
+char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant) {
+  chat c;
+  if (!mkc_chat_family_name(family)) {
+    fprintf(stderr, "mkc: error: chat: no template family %d (one of: %s)\n", family,
+            mkc_chat_family_names());
+    return NULL;
+  }
+  if (check(msgs, n, &c) != 0) return NULL;
+  c.add_assistant = add_assistant;
+  const family_renderer *r = &RENDERERS[family];
+  if (!r->turns && !r->inst && !r->own) { /* a family added without one */
+    fprintf(stderr, "mkc: error: chat: family '%s' has no renderer\n",
+            mkc_chat_family_name(family));
+    return NULL;
+  }
+  text t = {0};
+  put(&t, ""); /* an empty conversation is "", not NULL */
+  if (r->turns)
+    render_turns(&t, &c, r->turns);
+  else if (r->inst)
+    render_inst(&t, &c, r->inst);
+  else
+    r->own(&t, &c);
+  if (t.oom) {
+    free(t.s);
+    fprintf(stderr, "mkc: error: chat: out of memory\n");
+    return NULL;
+  }
+  return t.s;
+}

@@ -1,0 +1,95 @@
+/* Chat templates: which prompt format a model was tuned on, and a
+ * conversation written in it. mkc has no Jinja interpreter: a model's
+ * template text (GGUF tokenizer.chat_template, Hugging Face chat_template)
+ * is recognised as one of the families below by marker strings, as
+ * llama.cpp's built-in detection does, and each family has a renderer
+ * written from its published template (docs/DECISIONS.md, docs/MODELS.md).
+ *
+ * BOS: a rendering never begins with the BOS text. The caller tokenizes it
+ * with add_bos = mkc_tokenizer_add_bos(tok) and parse_special = 1, so the
+ * model's own setting decides the first token and turn markers spelled in
+ * the text (<|im_start|>, </s><s> between Llama 2 turns) become their
+ * special tokens. */
+#ifndef MKC_CHAT_TEMPLATE_H
+#define MKC_CHAT_TEMPLATE_H
+
+#include <stddef.h>
+
+#include "formats/gguf.h"
+
+/* One message. role: "system" (only as the first message), "user" or
+ * "assistant"; after the system message, user and assistant alternate,
+ * user first. */
+typedef struct mkc_chat_msg {
+  const char *role;
+  const char *content;
+} mkc_chat_msg;
+
+/* The families mkc renders; names as --chat-template takes them. */
+enum mkc_chat_family {
+  MKC_CHAT_UNKNOWN = -1,
+  MKC_CHAT_CHATML,            /* "chatml": SmolLM2, Qwen2/2.5, OpenHermes */
+  MKC_CHAT_QWEN3,             /* "qwen3": ChatML with Qwen3's <think> rules */
+  MKC_CHAT_LLAMA3,            /* "llama3": Llama 3 Instruct */
+  MKC_CHAT_LLAMA31,           /* "llama3.1": Llama 3.1-3.3 (date lines in the system turn) */
+  MKC_CHAT_LLAMA2,            /* "llama2": Llama 2 chat, CodeLlama Instruct (<<SYS>>) */
+  MKC_CHAT_MISTRAL_V1,        /* "mistral-v1": Mistral 7B Instruct v0.1/v0.2, Mixtral 8x7B */
+  MKC_CHAT_MISTRAL_V3,        /* "mistral-v3": Mistral 7B Instruct v0.3, Mistral Large 2407 */
+  MKC_CHAT_MISTRAL_V3_TEKKEN, /* "mistral-v3-tekken": Mistral Nemo, Ministral */
+  MKC_CHAT_MISTRAL_V7,        /* "mistral-v7": Mistral Large 2411 */
+  MKC_CHAT_MISTRAL_V7_TEKKEN, /* "mistral-v7-tekken": Mistral Small 3.x */
+  MKC_CHAT_GEMMA,             /* "gemma": Gemma, Gemma 2, Gemma 3 */
+  MKC_CHAT_PHI3,              /* "phi3": Phi-3, Phi-3.5 */
+  MKC_CHAT_PHI4,              /* "phi4": Phi-4 */
+  MKC_CHAT_ZEPHYR,            /* "zephyr": Zephyr 7B beta, TinyLlama chat (</s> ends turns) */
+  MKC_CHAT_COMMAND_R,         /* "command-r": Command R, R+ */
+  MKC_CHAT_GRANITE,           /* "granite": Granite 3.x */
+  MKC_CHAT_DEEPSEEK_R1,       /* "deepseek-r1": DeepSeek R1 and its Qwen/Llama distills */
+  MKC_CHAT_N_FAMILIES
+};
+
+/* The family of a template text, or MKC_CHAT_UNKNOWN. A text that is
+ * exactly a family's name is that family. Never prints. */
+int mkc_chat_detect(const char *tmpl);
+/* The family named name (the names above), or MKC_CHAT_UNKNOWN. */
+int mkc_chat_family_from_name(const char *name);
+/* The family's name; NULL when out of range. */
+const char *mkc_chat_family_name(int family);
+/* "chatml, llama3, ..." for messages. */
+const char *mkc_chat_family_names(void);
+
+/* msgs[0..n) in the family's format, malloc'd and NUL-terminated; NULL
+ * after a "mkc: error: ..." message (a bad role or order, a family out of
+ * range, out of memory). add_assistant appends the opening of the
+ * assistant's turn; families whose user turn ends with that cue ([/INST])
+ * add nothing. What each family does with the system message (its own
+ * turn, folded into a user turn, or after the BOS) is in docs/MODELS.md;
+ * a system message folded into a user turn that is not there yet renders
+ * as nothing.
+ *
+ * Growing a conversation by whole turns only appends to its rendering,
+ * except for mistral-v3 and mistral-v3-tekken, which move the system
+ * message into the last user turn, and qwen3 and deepseek-r1, which
+ * rewrite earlier replies (their <think> parts). */
+char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant);
+
+/* The family the CLI uses for a model: override_name when not NULL (an
+ * unknown name is an error naming --chat-template and the known names),
+ * else the family of model_template, the model's template text (an error
+ * when it is NULL or not recognised, saying to pass --chat-template). -1
+ * after a message; model_path names the model in messages. */
+int mkc_chat_family_for(const char *model_path, const char *model_template,
+                        const char *override_name);
+
+/* Reading a model's template text (chat_read.c). Each returns 0 with *out
+ * malloc'd (NULL when the model has none), or -1 after a message. */
+/* GGUF: the string tokenizer.chat_template. */
+int mkc_chat_template_gguf(const mkc_gguf *f, char **out);
+/* A Hugging Face folder: DIR/chat_template.jinja when present, else
+ * DIR/tokenizer_config.json's chat_template. */
+int mkc_chat_template_hf(const char *dir, char **out);
+/* tokenizer_config.json's text: "chat_template" is a string, or a list of
+ * {"name", "template"} of which "default" is taken. name is for messages. */
+int mkc_chat_template_from_config(const char *json, size_t n, const char *name, char **out);
+
+#endif
