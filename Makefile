@@ -46,7 +46,7 @@ build/fake_cuda/libnvrtc.so: tests/fake_cuda/nvrtc.c tests/fake_cuda/fake.c test
 	$(CC) $(FAKE_CFLAGS) -o $@ $(filter %.c,$^)
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
-SANITIZE_NAMES := gguf safetensors tokenizer
+SANITIZE_NAMES := gguf safetensors tokenizer chat_template
 test: all $(SANITIZE_NAMES:%=build/sanitize/test_%)
 	@bash tests/run.sh
 
