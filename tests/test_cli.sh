@@ -49,7 +49,7 @@ done
   && ok "-n 0 generates nothing" || fail "-n 0"
 
 # Bad input: clear messages, non-zero exit, no crash.
-expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: gen, compile, run, bench, inspect, init, info)" -- frobnicate
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
 expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
   -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"
@@ -127,5 +127,49 @@ else
 fi
 expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is an oracle, not something to time" \
   -- bench --preset tiny --random-weights 1 --backend ref
+
+# Every subcommand answers --help with its own usage on stdout, status 0.
+for cmd in run chat gen compile bench inspect init info; do
+  if "$mkc" "$cmd" --help >"$tmp/help" 2>"$tmp/help.err" && grep -q "^usage: mkc $cmd" "$tmp/help" &&
+    [ ! -s "$tmp/help.err" ]; then
+    ok "$cmd --help: its own usage"
+  else
+    fail "$cmd --help" "$(head -n 2 "$tmp/help")" "$(head -n 2 "$tmp/help.err")"
+  fi
+done
+version=$(sed -n 's/#define MKC_VERSION "\(.*\)"/\1/p' runtime/util/version.h)
+[ "$("$mkc" --version)" = "mkc $version" ] && ok "--version: mkc $version" || fail "--version" "$("$mkc" --version 2>&1)"
+# A model file where a kernel belongs: inspect says to use info -m.
+"$mkc" init --preset tiny --seed 1 -o "$tmp/m.gguf" 2>/dev/null
+expect_error "inspect on a model file" \
+  "mkc: error: inspect: $tmp/m.gguf is a model file, not a kernel: \`mkc info -m $tmp/m.gguf\` says what it holds; \`mkc gen -m $tmp/m.gguf -o model.cu\` writes its kernel to inspect" \
+  -- inspect "$tmp/m.gguf"
+# -m NAME: a model in the model directory, by its file name.
+mkdir -p "$tmp/models" && cp "$tmp/m.gguf" "$tmp/models/by-name.gguf"
+if MKC_MODEL_DIR="$tmp/models" "$mkc" info -m by-name.gguf >"$tmp/info" 2>"$tmp/info.err" &&
+  grep -q "^file: $tmp/models/by-name.gguf$" "$tmp/info" &&
+  grep -q "using $tmp/models/by-name.gguf" "$tmp/info.err"; then
+  ok "-m NAME: found in \$MKC_MODEL_DIR, and says where"
+else
+  fail "-m NAME" "$(cat "$tmp/info" "$tmp/info.err" | head -n 4)"
+fi
+MKC_MODEL_DIR="$tmp/models" "$mkc" info -m nowhere.gguf >/dev/null 2>"$tmp/err"
+grep -q "nor in the model directory $tmp/models" "$tmp/err" && ok "-m NAME: a missing model names the model directory" ||
+  fail "-m NAME missing" "$(cat "$tmp/err")"
+# info and run say the same context: the preset's, or the model's capped.
+grep -q '^context: 512 positions (as trained)$' <("$mkc" info -m "$tmp/m.gguf") &&
+  ok "info: the context run uses" || fail "info: context" "$("$mkc" info -m "$tmp/m.gguf" | grep context)"
+# A job that would take the cpu backend many minutes asks for --backend cpu.
+if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 2>&1; then
+  "$mkc" bench --preset llama-3.2-1b --random-weights 1 >/dev/null 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" = 1 ] && grep -q "pass --backend cpu to run it anyway" "$tmp/err"; then
+    ok "bench llama-3.2-1b without a GPU: says so up front"
+  else
+    fail "bench llama-3.2-1b without a GPU" "status $rc" "$(cat "$tmp/err")"
+  fi
+else
+  skip "bench's cpu guard: a GPU is here"
+fi
 
 finish

@@ -227,6 +227,52 @@ done:
   fixture_close(&fx);
 }
 
+/* A conversation: generate, then continue from a history that keeps only
+ * part of the answer and adds new tokens (the session rewinds past drafts and
+ * tokens it no longer holds). The continuation must equal a fresh session
+ * decoding the whole history at once, on the backend under test and on the
+ * reference executor, and feed only the tokens past what it kept. */
+static void continuation(const char *preset) {
+  fixture fx;
+  if (fixture_open(&fx, preset, 4, 0, 42) != 0) {
+    CHECK(0, "%s: fixture", preset);
+    return;
+  }
+  const mkc_graph *g = &fx.g;
+  enum mkc_backend_kind kinds[] = {test_backend(), MKC_BACKEND_REF};
+  for (int b = 0; b < 2; b++) {
+    mkc_session *s = mkc_session_open(kinds[b], g, &fx.src, &fx.w, 2),
+                *fresh = mkc_session_open(kinds[b], g, &fx.src, &fx.w, 2);
+    int first[N_GEN], more[N_GEN], once[N_GEN], hist[N_PROMPT + N_GEN + 3];
+    mkc_decode_stats st, st_more, st_once;
+    mkc_decode_opts o = {.draft_max = 4};
+    if (!s || !fresh || mkc_decode_with(s, g, PROMPT, N_PROMPT, 12, &o, first, &st) != 0) {
+      CHECK(0, "%s: %s: first decode", preset, b ? "ref" : "kernel");
+      mkc_session_close(s);
+      mkc_session_close(fresh);
+      continue;
+    }
+    int held = mkc_session_pos(s), kept = N_PROMPT + 5, n = 0;
+    memcpy(hist, PROMPT, sizeof PROMPT);
+    n = N_PROMPT;
+    for (int i = 0; i < 5; i++) hist[n++] = first[i];
+    static const int turn[] = {7, 3, 9}; /* "the user's turn" */
+    for (int i = 0; i < 3; i++) hist[n++] = turn[i];
+    int rc = mkc_decode_more(s, g, hist, n, kept, 16, &o, more, &st_more);
+    int rc2 = mkc_decode_with(fresh, g, hist, n, 16, &o, once, &st_once);
+    CHECK(rc == 0 && rc2 == 0 && st_more.generated == 16 && st_once.generated == 16 &&
+              first_difference(more, once, 16) < 0,
+          "%s: %s: a continuation rewound from pos %d to %d equals one decode of the whole "
+          "history",
+          preset, b ? "ref" : "kernel", held, kept);
+    CHECK_INT(st_more.fed, n - kept, "%s: %s: the continuation feeds only the new tokens", preset,
+              b ? "ref" : "kernel");
+    mkc_session_close(s);
+    mkc_session_close(fresh);
+  }
+  fixture_close(&fx);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   static const char *presets[] = {"tiny", "odd", "qwen2-tiny", "qwen3-tiny"};
@@ -235,6 +281,7 @@ int main(void) {
     lossless(presets[i], plain);
     scripted_drafts(presets[i], plain);
     context_end(presets[i], plain);
+    continuation(presets[i]);
   }
   return check_done();
 }

@@ -39,6 +39,11 @@ struct mkc_backend_ops {
    * is all there is to forget. */
   void (*reset)(mkc_backend *b);
 
+  /* Forgets the tokens from pos on (pos <= the state's pos): the cache's
+   * rows past it are rewritten by later steps. 0 or -1 after a message. NULL
+   * here: the state's pos is all there is to move (cpu). */
+  int (*rewind)(mkc_backend *b, int pos);
+
   /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
    * on failure. NULL here: no device memory to measure. */
   double (*copy_bandwidth)(mkc_backend *b, size_t bytes);

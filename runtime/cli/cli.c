@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "codegen/graph.h"
+#include "model/model_dir.h"
 
 int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg) {
   fprintf(stderr, "mkc: error: ");
@@ -72,6 +73,38 @@ static const struct {
     {"--arch", offsetof(mkc_cli, archs)},
     {"-m", offsetof(mkc_cli, model_path)},
     {"-p", offsetof(mkc_cli, prompt)},
+    {"-f", offsetof(mkc_cli, prompt_file)},
+    {"--system-prompt", offsetof(mkc_cli, system_prompt)},
+    {"--chat-template", offsetof(mkc_cli, chat_template)},
+};
+
+/* Flags that take no value: present sets the int to 1. */
+static const struct {
+  const char *flag;
+  size_t at; /* offsetof the int in mkc_cli */
+} BOOL_FLAGS[] = {
+    {"--chat", offsetof(mkc_cli, chat)},
+    {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
+    {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
+    {"--verbose", offsetof(mkc_cli, verbose)},
+};
+
+/* llama.cpp's other spellings of mkc's flags (taken where the command takes
+ * the flag they stand for). */
+static const struct {
+  const char *alias, *flag;
+} ALIASES[] = {
+    {"--model", "-m"},
+    {"--prompt", "-p"},
+    {"--n-predict", "-n"},
+    {"--file", "-f"},
+    {"-s", "--seed"},
+    {"-sys", "--system-prompt"},
+    {"-c", "--ctx"},
+    {"--ctx-size", "--ctx"},
+    /* the cpu backend runs one block per OS thread, so threads are blocks */
+    {"-t", "--blocks"},
+    {"--threads", "--blocks"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -135,19 +168,25 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->positional = a;
       continue;
     }
-    /* llama.cpp's long spellings of its short flags */
-    if (strcmp(a, "--model") == 0 && allows(allowed, "-m")) a = "-m";
-    if (strcmp(a, "--prompt") == 0 && allows(allowed, "-p")) a = "-p";
-    if (strcmp(a, "--n-predict") == 0 && allows(allowed, "-n")) a = "-n";
-    if ((strcmp(a, "-c") == 0 || strcmp(a, "--ctx-size") == 0) && allows(allowed, "--ctx"))
-      a = "--ctx";
-    /* the cpu backend runs one block per OS thread, so threads are blocks */
-    if ((strcmp(a, "-t") == 0 || strcmp(a, "--threads") == 0) && allows(allowed, "--blocks"))
-      a = "--blocks";
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      fputs(c->usage ? c->usage : "(no usage text: run `mkc --help`)\n", stdout);
+      return MKC_CLI_HELP;
+    }
+    for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
+      if (strcmp(a, ALIASES[k].alias) == 0 && allows(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
     if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
+    int is_bool = 0;
+    for (size_t k = 0; k < sizeof BOOL_FLAGS / sizeof *BOOL_FLAGS; k++)
+      if (strcmp(a, BOOL_FLAGS[k].flag) == 0) {
+        *(int *)((char *)c + BOOL_FLAGS[k].at) = 1;
+        is_bool = 1;
+      }
+    if (is_bool) continue;
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
     int rc = take_value(a, argv[++i], c);
     if (rc) return rc;
   }
+  if (c->model_path)
+    c->model_path = mkc_model_resolve(c->model_path, c->model_buf, sizeof c->model_buf);
   return 0;
 }

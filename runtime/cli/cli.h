@@ -12,7 +12,20 @@ typedef struct mkc_cli {
   double temp;                    /* --temp: 0 greedy */
   unsigned long long sample_seed; /* --seed: the sampler's */
   const char *positional;         /* gen GRAPH, compile KERNEL */
+  /* Text prompts and chat (llama.cpp's spellings) */
+  const char *prompt_file;   /* -f FILE: the prompt read from a file */
+  const char *system_prompt; /* -sys/--system-prompt TEXT (chat) */
+  const char *chat_template; /* --chat-template NAME: overrides the model's */
+  int chat;                  /* --chat: run applies the chat template to -p */
+  int ignore_eos;            /* --ignore-eos: generate past end-of-generation tokens */
+  int no_display_prompt;     /* --no-display-prompt: print only the completion */
+  int verbose;               /* --verbose: chat prints each turn's stats */
+  const char *usage;         /* the command's usage text, printed for --help */
+  char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
 } mkc_cli;
+
+/* mkc_cli_parse's answer to --help/-h, after printing c->usage: exit 0. */
+#define MKC_CLI_HELP (-1)
 
 /* Prints "mkc: error: <fmt with arg>" and the --help hint; returns 2. */
 int mkc_cli_usage_error(const char *fmt, const char *arg);
@@ -27,7 +40,8 @@ int mkc_parse_seed(const char *s, unsigned long long *v);
 int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
 
 /* Parses argv[first..]; `allowed` lists the flags this command takes, e.g.
- * "--preset -n --draft-max". Returns 0 or 2 (after printing why). */
+ * "--preset -n --draft-max". Returns 0, 2 (after printing why) or
+ * MKC_CLI_HELP (after printing c->usage for --help or -h). */
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
 

@@ -91,13 +91,27 @@ static double host_copy_bandwidth(size_t bytes) {
   return best;
 }
 
-/* The flags bench takes and their checks: 0, or the usage error's 2. */
+static const char USAGE[] =
+    "usage: mkc bench --preset P --random-weights SEED [--draft-max K] [-n N] [options]\n"
+    "       mkc bench -m MODEL [--draft-max K] [-n N] [options]\n"
+    "\n"
+    "Decode speed llama-bench style: pp64 (a prompt), tgN (N generated tokens,\n"
+    "default 128) and, with --draft-max K, tgN with prompt-lookup drafts; each\n"
+    "with the weight bandwidth it implies next to a copy's bandwidth measured\n"
+    "in the same run.\n"
+    "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
+    "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
+    "                         the cpu backend must be asked for with --backend cpu\n"
+    "  --ctx N, --kv-dtype T, --blocks B (-t N): as for run\n";
+
+/* The flags bench takes and their checks: 0, the usage error's 2, or -1
+ * after --help. */
 static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
       c);
-  if (rc) return rc;
+  if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
   if (!c->preset && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
@@ -145,9 +159,9 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[3]) {
 }
 
 int mkc_cmd_bench(int argc, char **argv) {
-  mkc_cli c = {.n_gen = 128};
+  mkc_cli c = {.n_gen = 128, .usage = USAGE};
   int rc = bench_flags(argc, argv, &c);
-  if (rc) return rc;
+  if (rc) return rc < 0 ? 0 : rc;
   mkc_loaded_model m;
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
@@ -157,6 +171,9 @@ int mkc_cmd_bench(int argc, char **argv) {
             m.g.max_ctx);
     goto done;
   }
+  /* A warm-up and REPS timed runs of each test. */
+  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 2.0 : 1.0));
+  if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
   if (mkc_loaded_start(&c, &m) != 0) goto done;
   int prompt[64];
   for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);

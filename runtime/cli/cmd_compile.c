@@ -5,10 +5,18 @@
 #include "cli.h"
 #include "commands.h"
 
+static const char USAGE[] =
+    "usage: mkc compile KERNEL.cu --arch sm_80,sm_90 -o DIR\n"
+    "\n"
+    "Builds a kernel from mkc gen ahead of time with NVRTC (no GPU needed): one\n"
+    "cubin per arch, the PTX of the lowest (the driver compiles it for GPUs no\n"
+    "cubin fits) and DIR/manifest.json (graph, preset, hashes, registers and\n"
+    "spills per arch). mkc run --kernel DIR runs it.\n";
+
 int mkc_cmd_compile(int argc, char **argv) {
-  mkc_cli c = {0};
+  mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2, "--arch -o", 1, &c);
-  if (rc) return rc;
+  if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional)
     return mkc_cli_usage_error("%s",
                                "compile: which kernel? (mkc compile tiny.cu --arch sm_90 -o DIR)");

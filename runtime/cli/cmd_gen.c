@@ -19,10 +19,25 @@ static int write_text(const char *path, const char *text) {
   return bad ? -1 : 0;
 }
 
+static const char USAGE[] =
+    "usage: mkc gen GRAPH --preset P [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
+    "       mkc gen -m MODEL [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
+    "\n"
+    "Writes the one-kernel CUDA source of a decode step (FILE \"-\": stdout): a\n"
+    "header (version, graph, preset, hashes, options, plan), the device prelude\n"
+    "and templates it uses, and __global__ mkc_step with one stage per fused op.\n"
+    "  GRAPH            a graph file (graphs/llama.lua)\n"
+    "  --preset P       one of the graph's presets (tiny, odd, llama-3.2-1b, ...)\n"
+    "  -m MODEL         a GGUF file or Hugging Face folder: its own preset\n"
+    "  --draft-max K    steps take up to K + 1 input tokens (0..31, default 0)\n"
+    "  --ctx N, -c N    context length (default: the preset's, or the model's\n"
+    "                   training context capped at 4096)\n"
+    "  --kv-dtype T     the KV cache's element type: bf16 (default), f16, f32\n";
+
 int mkc_cmd_gen(int argc, char **argv) {
-  mkc_cli c = {0};
+  mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype", 1, &c);
-  if (rc) return rc;
+  if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(
         "%s", "gen: which graph? (mkc gen graphs/llama.lua --preset tiny -o tiny.cu, or -m MODEL)");

@@ -9,6 +9,9 @@
 #include "cli.h"
 #include "commands.h"
 #include "formats/gguf.h"
+#include "loaded.h"
+#include "model/chat_template.h"
+#include "model/model_dir.h"
 #include "model/model_file.h"
 #include "formats/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -58,6 +61,17 @@ static void print_model(const mkc_model_file *mf) {
            mkc_tokenizer_add_bos(t) ? ", adds bos" : "");
   }
   printf("graph: graphs/llama.lua, preset %s (%s)\n", mf->desc.name, desc);
+  int family = mf->chat_template ? mkc_chat_detect(mf->chat_template) : MKC_CHAT_UNKNOWN;
+  printf("chat template: %s\n", !mf->chat_template ? "none (chat needs --chat-template NAME)"
+                                : family < 0 ? "not recognised (chat needs --chat-template NAME)"
+                                             : mkc_chat_family_name(family));
+  /* What run, chat, gen and bench use without --ctx (loaded.c): the same words. */
+  int train = mf->desc.ctx_train, used = mkc_default_ctx(train);
+  if (used < train)
+    printf("context: %d positions (trained on %d, capped at %d: raise it with --ctx %d)\n", used,
+           train, MKC_DEFAULT_CTX, train);
+  else
+    printf("context: %d positions (as trained)\n", used);
 }
 
 static int info_gguf(const char *path) {
@@ -144,6 +158,8 @@ int mkc_cmd_info(int argc, char **argv) {
     path = argv[++i];
   }
   if (!path) return usage_error("%s", "info: -m FILE.gguf is required");
+  char found[4400];
+  path = mkc_model_resolve(path, found, sizeof found);
   struct stat st;
   size_t len = strlen(path);
   int hf = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||

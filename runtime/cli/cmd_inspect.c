@@ -4,17 +4,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "inspect/inspect.h"
 #include "inspect/libclang.h"
 
 static const char USAGE[] =
-    "usage:\n"
-    "  mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P] [--blocks B]\n"
-    "                        [--json | --stage N|NAME]\n"
-    "  mkc inspect --check KERNEL.cu...\n"
-    "  mkc inspect --diff A.cu B.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P]\n"
+    "usage: mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P]\n"
+    "                          [--blocks B] [--json | --stage N|NAME]\n"
+    "       mkc inspect --check KERNEL.cu...\n"
+    "       mkc inspect --diff A.cu B.cu [--gpu ID] [--arch sm_XY|none] [--tokens T] [--pos P]\n"
     "\n"
     "Outlines an emitted kernel stage by stage (graph nodes, work, smem, global traffic,\n"
     "FLOPs, sync), with ptxas resources (--arch, default the GPU's or sm_90; none skips\n"
@@ -170,14 +170,43 @@ static int run_report(const inspect_args *a) {
   return rc;
 }
 
+/* A model file (GGUF by its magic, a Hugging Face folder or safetensors)
+ * named where a kernel belongs: 1 after saying what to run instead. */
+static int model_not_kernel(const char *path) {
+  struct stat st;
+  size_t n = strlen(path);
+  int model = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||
+              (n > 12 && strcmp(path + n - 12, ".safetensors") == 0);
+  char magic[4] = {0};
+  FILE *f = model ? NULL : fopen(path, "rb");
+  if (f) {
+    model = fread(magic, 1, 4, f) == 4 && memcmp(magic, "GGUF", 4) == 0;
+    fclose(f);
+  }
+  if (!model) return 0;
+  fprintf(stderr,
+          "mkc: error: inspect: %s is a model file, not a kernel: `mkc info -m %s` says what it "
+          "holds; `mkc gen -m %s -o model.cu` writes its kernel to inspect\n",
+          path, path, path);
+  return 1;
+}
+
 int mkc_cmd_inspect(int argc, char **argv) {
   inspect_args a;
+  for (int i = 2; i + 1 < argc; i++)
+    if (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "--model") == 0)
+      return model_not_kernel(argv[i + 1])
+                 ? 2
+                 : usage_error(
+                       "%s", "inspect reads kernels: -m has no place here (use mkc info -m MODEL)");
   int rc = parse_args(argc, argv, &a);
   if (rc) return rc;
   if (a.help) {
     fputs(USAGE, stdout);
     return 0;
   }
+  for (int i = 0; i < a.n_files; i++)
+    if (model_not_kernel(a.files[i])) return 2;
   if (need_libclang() != 0) return 1;
   if (a.check) return run_check(&a);
   if (a.diff) return run_diff(&a);

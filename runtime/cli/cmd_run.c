@@ -7,10 +7,44 @@
 #include <string.h>
 
 #include "cli.h"
-#include "loaded.h"
 #include "commands.h"
+#include "conversation.h"
 #include "exec/decode.h"
+#include "interrupt.h"
+#include "loaded.h"
 #include "tokenizer/tokenizer.h"
+#include "util/files.h"
+
+static const char USAGE[] =
+    "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
+    "       mkc run --preset P --random-weights SEED -n N [--prompt-ids 1,2,3] [options]\n"
+    "       mkc run --kernel DIR --random-weights SEED -n N [--prompt-ids ...]\n"
+    "\n"
+    "Decodes with the megakernel. With -m the prompt goes through the model's\n"
+    "tokenizer and the completion streams as text; else token ids in and out.\n"
+    "A stats line goes to stderr and says why generation stopped. Ctrl-C ends\n"
+    "the line and prints the stats.\n"
+    "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
+    "                         in the model directory (~/.cache/mkc/models)\n"
+    "  -p, --prompt TEXT      the prompt (special tokens such as <|im_start|> are read)\n"
+    "  -f, --file FILE        the prompt from a file\n"
+    "  --chat                 wrap the prompt in the model's chat template\n"
+    "  -sys, --system-prompt TEXT  a system message (implies --chat)\n"
+    "  --chat-template NAME   the template's family (chatml, llama3, ...; implies --chat)\n"
+    "  -n, --n-predict N      tokens to generate (-1, the default with -m: until the end\n"
+    "                         of generation or a full context)\n"
+    "  --ignore-eos           go on past end-of-generation tokens\n"
+    "  --no-display-prompt    print only the completion\n"
+    "  --temp T               sample from softmax(logits / T) (0: greedy, the default)\n"
+    "  -s, --seed S           the sampler's seed\n"
+    "  --draft-max K          prompt-lookup drafts per step (0..31), verified in the kernel\n"
+    "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
+    "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
+    "  --backend B            auto (GPU if any, else cpu), cuda, cpu, or ref (the\n"
+    "                         reference executor)\n"
+    "  -t, --threads N        the cpu backend's threads, one block each (--blocks N)\n"
+    "  --preset P, --graph GRAPH, --random-weights SEED, --prompt-ids IDS, --kernel DIR:\n"
+    "                         a preset on random weights (see README.md)\n";
 
 /* "1,2,3" -> ids, each in [0, vocab); NULL + message on bad input. */
 static int *parse_ids(const char *s, int vocab, int *n) {
@@ -48,12 +82,13 @@ static int *parse_ids(const char *s, int vocab, int *n) {
 typedef struct stream {
   const mkc_tokenizer *tok;
   mkc_detok detok;
-  int eog; /* generation ended on such a token */
+  int ignore_eos; /* --ignore-eos: such tokens neither stop nor print */
+  int eog;        /* generation ended on such a token */
 } stream;
 
 static int on_token(void *ctx, int id) {
   stream *st = ctx;
-  if (mkc_tokenizer_is_eog(st->tok, id)) {
+  if (!st->ignore_eos && mkc_tokenizer_is_eog(st->tok, id)) {
     st->eog = 1;
     return 1;
   }
@@ -64,21 +99,59 @@ static int on_token(void *ctx, int id) {
   return 0;
 }
 
-/* The prompt as token ids: -p TEXT through the model's tokenizer, else
- * --prompt-ids, else token 1. */
+/* The text prompt: -p TEXT, or -f FILE's bytes (all of them: a NUL in the
+ * file is an error, not the end). malloc'd, or NULL after a message. */
+static char *prompt_text(const mkc_cli *c) {
+  if (c->prompt) return strdup(c->prompt);
+  size_t n;
+  char *text = mkc_read_file(c->prompt_file, &n);
+  if (!text) {
+    fprintf(stderr, "mkc: error: -f %s: %s\n", c->prompt_file, strerror(errno));
+    return NULL;
+  }
+  if (strlen(text) != n) {
+    fprintf(stderr, "mkc: error: -f %s: a NUL byte at offset %zu: the prompt must be text\n",
+            c->prompt_file, strlen(text));
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+/* The prompt as token ids: the text through the model's tokenizer (in its
+ * chat template with --chat), else --prompt-ids, else token 1. */
 static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
-  if (!c->prompt) return parse_ids(c->prompt_ids ? c->prompt_ids : "1", m->g.vocab, n);
+  if (!c->prompt && !c->prompt_file)
+    return parse_ids(c->prompt_ids ? c->prompt_ids : "1", m->g.vocab, n);
   const mkc_tokenizer *tok = m->file.tok;
   if (!tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: give the prompt as --prompt-ids\n",
             c->model_path);
     return NULL;
   }
+  char *text = prompt_text(c);
+  if (!text) return NULL;
   int *ids = NULL;
-  *n = mkc_tokenizer_encode(tok, c->prompt, strlen(c->prompt), mkc_tokenizer_add_bos(tok), 1, &ids);
+  *n = -1;
+  if (c->chat) {
+    int family = mkc_chat_family_for(c->model_path, m->file.chat_template, c->chat_template);
+    mkc_conversation conv;
+    int kept;
+    if (family >= 0 && mkc_conversation_init(&conv, tok, family, c->system_prompt) == 0) {
+      if (mkc_conversation_user(&conv, text, &kept) == 0) {
+        *n = conv.n_hist;
+        ids = conv.hist; /* the conversation's tokens are the prompt */
+        conv.hist = NULL;
+      }
+      mkc_conversation_free(&conv);
+    }
+  } else {
+    *n = mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 1, &ids);
+  }
+  free(text);
   if (*n < 0) return NULL;
   if (*n == 0) {
-    fprintf(stderr, "mkc: error: -p: the prompt is empty: at least one token is needed\n");
+    fprintf(stderr, "mkc: error: the prompt is empty: at least one token is needed\n");
     free(ids);
     return NULL;
   }
@@ -91,17 +164,22 @@ static int check_flags(const mkc_cli *c) {
     return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c->backend);
   if (c->kernel_dir && c->kv_dtype)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
-  if (c->prompt && c->prompt_ids)
-    return mkc_cli_usage_error("%s", "run: give the prompt as -p TEXT or --prompt-ids, not both");
+  if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
+    return mkc_cli_usage_error("%s",
+                               "run: give the prompt as -p TEXT, -f FILE or --prompt-ids: one");
+  if ((c->chat || c->system_prompt || c->chat_template) && !c->prompt && !c->prompt_file)
+    return mkc_cli_usage_error(
+        "%s", "run: --chat, -sys and --chat-template need a text prompt (-p or -f)");
   int rc = mkc_cli_check_model(c, "run");
   if (rc) return rc;
   if (c->model_path) {
-    if (!c->prompt && !c->prompt_ids)
-      return mkc_cli_usage_error("%s", "run: -p TEXT (or --prompt-ids) is required with -m");
+    if (!c->prompt && !c->prompt_file && !c->prompt_ids)
+      return mkc_cli_usage_error("%s",
+                                 "run: -p TEXT (or -f FILE, --prompt-ids) is required with -m");
     return 0;
   }
-  if (c->prompt)
-    return mkc_cli_usage_error("%s", "run: -p TEXT needs a model with a tokenizer (-m)");
+  if (c->prompt || c->prompt_file)
+    return mkc_cli_usage_error("%s", "run: a text prompt needs a model with a tokenizer (-m)");
   if (!c->preset && !c->kernel_dir)
     return mkc_cli_usage_error("%s", "run: -m FILE, --preset or --kernel DIR is required");
   if (c->preset && c->kernel_dir)
@@ -113,30 +191,52 @@ static int check_flags(const mkc_cli *c) {
   return 0;
 }
 
-/* The stats line on stderr: backend, prompt and generation speed, drafts. */
+/* Why generation ended, for the stats line. */
+static const char *stop_reason(const mkc_decode_stats *st, int eog, int interrupted,
+                               int open_ended) {
+  if (interrupted) return "interrupted (Ctrl-C)";
+  if (eog) return "end of generation";
+  /* -n -1 asks for every position the context has left */
+  if (st->ctx_full || open_ended) return "context full (use --ctx)";
+  return "-n reached";
+}
+
+/* The stats line on stderr: backend, prompt and generation speed, drafts,
+ * the context and why generation stopped. */
 static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_prompt,
-                        const mkc_decode_stats *st, int eog) {
+                        const mkc_decode_stats *st, int eog, int interrupted, int open_ended) {
   double gen_s = st->seconds - st->prompt_seconds;
+  char rate[64] = "";
+  /* The first token comes with the prompt: a rate needs two. */
+  if (st->generated > 1 && gen_s > 0)
+    snprintf(rate, sizeof rate, " (%.1f tok/s)", st->generated / gen_s);
+  char ctx[160];
+  int train = c->model_path ? m->file.desc.ctx_train : 0;
+  if (train > m->g.max_ctx && !c->max_ctx)
+    snprintf(ctx, sizeof ctx, "context %d (capped from %d: --ctx %d)", m->g.max_ctx, train, train);
+  else
+    snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
   fprintf(stderr,
-          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f s "
-          "(%.1f tok/s); drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d "
-          "steps%s\n",
+          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
+          "s%s; drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; %s; "
+          "stopped: %s\n",
           mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
           c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
-          gen_s, gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
+          gen_s, rate, st->drafted, st->accepted,
           st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
-          st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps,
-          eog            ? "; stopped at end of generation"
-          : st->ctx_full ? "; stopped: context full"
-                         : "");
+          st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
+          stop_reason(st, eog, interrupted, open_ended));
 }
 
 int mkc_cmd_run(int argc, char **argv) {
-  mkc_cli c = {0};
+  mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights -n --draft-max --prompt-ids --backend "
-                         "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype",
+                         "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
+                         "--system-prompt --chat-template --ignore-eos --no-display-prompt",
                          0, &c);
+  if (rc == MKC_CLI_HELP) return 0;
+  c.chat |= c.system_prompt || c.chat_template;
   if (rc || (rc = check_flags(&c))) return rc;
 
   mkc_loaded_model m;
@@ -166,8 +266,13 @@ int mkc_cmd_run(int argc, char **argv) {
   out = malloc((size_t)(n_gen + 1) * sizeof *out);
   if (!out || mkc_loaded_start(&c, &m) != 0) goto done;
 
-  stream text = {.tok = c.prompt ? m.file.tok : NULL};
-  mkc_decode_opts o = {.draft_max = c.draft_max, .temp = c.temp, .seed = c.sample_seed};
+  stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
+                 .ignore_eos = c.ignore_eos};
+  mkc_interrupt_install();
+  mkc_decode_opts o = {.draft_max = c.draft_max,
+                       .temp = c.temp,
+                       .seed = c.sample_seed,
+                       .interrupted = &mkc_interrupted};
   if (text.tok) {
     mkc_detok_init(&text.detok, text.tok, 0);
     o.on_token = on_token;
@@ -176,8 +281,10 @@ int mkc_cmd_run(int argc, char **argv) {
      * character or SentencePiece's leading space spanning the two comes out
      * right. */
     char buf[MKC_DETOK_MAX];
-    for (int i = 0; i < n_prompt; i++)
-      fwrite(buf, 1, mkc_detok_push(&text.detok, prompt[i], buf, sizeof buf), stdout);
+    for (int i = 0; i < n_prompt; i++) {
+      size_t n = mkc_detok_push(&text.detok, prompt[i], buf, sizeof buf);
+      if (!c.no_display_prompt) fwrite(buf, 1, n, stdout);
+    }
     fflush(stdout);
   }
   mkc_decode_stats st;
@@ -190,8 +297,8 @@ int mkc_cmd_run(int argc, char **argv) {
   }
   printf("\n");
   fflush(stdout);
-  print_stats(&c, &m, n_prompt, &st, text.eog);
-  rc = 0;
+  print_stats(&c, &m, n_prompt, &st, text.eog, mkc_interrupted, open_ended);
+  rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
   mkc_loaded_close(&m);
   free(prompt);

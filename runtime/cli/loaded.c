@@ -65,6 +65,10 @@ static int open_aot(const mkc_cli *c, mkc_loaded_model *m) {
   return m->s ? 0 : -1;
 }
 
+int mkc_default_ctx(int ctx_train) {
+  return ctx_train < MKC_DEFAULT_CTX ? ctx_train : MKC_DEFAULT_CTX;
+}
+
 int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
@@ -78,7 +82,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     const mkc_model_desc *d = &m->file.desc;
     o.model = d;
     o.preset = NULL;
-    if (!o.max_ctx) o.max_ctx = d->ctx_train < MKC_DEFAULT_CTX ? d->ctx_train : MKC_DEFAULT_CTX;
+    if (!o.max_ctx) o.max_ctx = mkc_default_ctx(d->ctx_train);
     if (c->max_ctx > d->ctx_train)
       fprintf(stderr, "mkc: warning: --ctx %d is longer than the %d tokens %s was trained on\n",
               c->max_ctx, d->ctx_train, c->model_path);
@@ -140,6 +144,32 @@ int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
   }
   m->s = mkc_session_open(kind, &m->g, &m->src, &m->w, c->blocks);
   return m->s ? 0 : -1;
+}
+
+/* The cpu backend's pace, multiply-adds per second per core: SmolLM2-135M
+ * decodes at about 20 tokens/s on 2 cores (docs/PERF.md). An estimate only. */
+#define CPU_MACS_PER_CORE 1.3e9
+#define CPU_GUARD_SECONDS 300.0
+
+int mkc_loaded_cpu_guard(const mkc_cli *c, const mkc_loaded_model *m, double tokens,
+                         const char *cmd) {
+  if (c->backend && strcmp(c->backend, "auto") != 0) return 0;
+  if (c->kernel_dir) return 0;
+  mkc_cuda_device dev;
+  char why[256];
+  if (mkc_cuda_device_get(&dev, why, sizeof why) == 0) return 0;
+  double params = 0;
+  for (int i = 0; i < m->g.n_weights; i++)
+    params += (double)m->g.weights[i].rows * m->g.weights[i].cols;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  double secs = params * tokens / (CPU_MACS_PER_CORE * (double)(cores > 0 ? cores : 1));
+  if (secs <= CPU_GUARD_SECONDS) return 0;
+  fprintf(
+      stderr,
+      "mkc: error: %s: no GPU here (%s), and %.0f tokens through %.2f G parameters would take "
+      "the cpu backend roughly %.0f minutes on %ld cores; pass --backend cpu to run it anyway\n",
+      cmd, why, tokens, params / 1e9, secs / 60, cores);
+  return -1;
 }
 
 void mkc_loaded_close(mkc_loaded_model *m) {

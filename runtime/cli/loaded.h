@@ -29,9 +29,20 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m);
 
 #define MKC_DEFAULT_CTX 4096
 
+/* The context a model trained on ctx_train positions runs with when --ctx is
+ * not given: ctx_train capped at MKC_DEFAULT_CTX. */
+int mkc_default_ctx(int ctx_train);
+
 /* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a
  * device exists, else cpu): the kernel is compiled and weights placed here. */
 int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m);
+
+/* Before a long job: when --backend was left to auto, no GPU answers, and
+ * `tokens` tokens through m's weights would take the cpu backend more than a
+ * few minutes (a rough rate per core), says so with the estimate and asks
+ * for --backend cpu: -1. Else 0. */
+int mkc_loaded_cpu_guard(const mkc_cli *c, const mkc_loaded_model *m, double tokens,
+                         const char *cmd);
 
 void mkc_loaded_close(mkc_loaded_model *m);
 

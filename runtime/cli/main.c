@@ -4,48 +4,36 @@
 #include <string.h>
 
 #include "commands.h"
+#include "util/version.h"
 
 static const char USAGE[] =
-    "usage:\n"
-    "  mkc gen GRAPH --preset P [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
-    "  mkc gen -m MODEL [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
-    "  mkc compile FILE.cu --arch sm_80,sm_90 -o DIR\n"
-    "  mkc run -m MODEL -p TEXT [-n N] [--temp T] [--seed S] [--ctx N] [--draft-max K]\n"
-    "          [--backend auto|cuda|cpu|ref] [-t N]\n"
-    "  mkc run [--graph GRAPH] --preset P --random-weights SEED -n N [--draft-max K]\n"
-    "          [--prompt-ids 1,2,3] [--backend auto|cuda|cpu|ref] [--ctx N] [--blocks B]\n"
-    "  mkc run --kernel DIR --random-weights SEED -n N [--prompt-ids ...]\n"
-    "  mkc bench [--graph GRAPH] --preset P --random-weights SEED [--draft-max K] [-n N]\n"
-    "          [--backend auto|cuda|cpu]\n"
-    "  mkc inspect KERNEL.cu [--gpu ID] [--arch sm_XY|none] [--json | --stage N|NAME]\n"
-    "  mkc inspect --check KERNEL.cu...  |  mkc inspect --diff A.cu B.cu\n"
-    "  mkc init [GRAPH] --preset P --seed S -o FILE.gguf\n"
-    "  mkc info -m MODEL\n"
+    "usage: mkc COMMAND [options]   (mkc COMMAND --help: that command's options)\n"
     "\n"
-    "gen writes the one-kernel CUDA source of a step (FILE \"-\": stdout).\n"
-    "compile writes one cubin per arch, the PTX and manifest.json into DIR.\n"
-    "-t/--threads N: the cpu backend's OS threads, one block each (the same as\n"
-    "--blocks N; default: the cores this process may use).\n"
+    "  run      decode: a model file and a text prompt (-m MODEL -p TEXT), or a\n"
+    "           preset on random weights and token ids (--preset P --random-weights S)\n"
+    "  chat     talk with an instruct model in the terminal (-m MODEL)\n"
+    "  gen      write the one-kernel CUDA source of a decode step (a graph or -m MODEL)\n"
+    "  compile  build a kernel ahead of time: cubins per arch, PTX, manifest.json\n"
+    "  bench    decode speed and weight bandwidth, llama-bench style\n"
+    "  inspect  outline a kernel stage by stage, without a GPU\n"
+    "  init     write a model of seeded random weights (GGUF or Hugging Face folder)\n"
+    "  info     what a model file holds and the graph preset mkc derives from it\n"
+    "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
-    "tokenizer.json); its graph preset is derived from it (docs/MODELS.md).\n"
-    "run -m -p streams the completion as text (-n -1, the default: until the\n"
-    "end of generation); with --prompt-ids it prints token ids; stats on stderr.\n"
-    "bench prints decode speed and weight bandwidth in a table.\n"
-    "inspect outlines a kernel stage by stage (run `mkc inspect --help`).\n"
-    "init writes a random model as GGUF; info says what a model file holds.\n"
-    "--kv-dtype bf16|f16|f32: the KV cache's element type (default bf16, or\n"
-    "$MKC_KV_DTYPE); gen, run and bench take it.\n"
-    "GRAPH defaults to graphs/llama.lua in the mkc tree; --backend auto picks\n"
-    "cuda where a GPU and driver exist, else cpu (the SIMT emulator).\n";
+    "tokenizer.json), or the file name of a model in the model directory\n"
+    "($MKC_MODEL_DIR, else ~/.cache/mkc/models; `make demo` fetches SmolLM2 there).\n"
+    "--backend auto (the default) runs on the GPU where a driver and device\n"
+    "exist, else on the cpu backend (the same kernel on the SIMT emulator).\n"
+    "mkc --version prints the version.\n";
 
 /* Subcommands (commands.h). */
 static const struct {
   const char *name;
   int (*fn)(int argc, char **argv);
 } COMMANDS[] = {
-    {"gen", mkc_cmd_gen},     {"compile", mkc_cmd_compile}, {"run", mkc_cmd_run},
-    {"bench", mkc_cmd_bench}, {"inspect", mkc_cmd_inspect}, {"init", mkc_cmd_init},
-    {"info", mkc_cmd_info},
+    {"run", mkc_cmd_run},         {"chat", mkc_cmd_chat},   {"gen", mkc_cmd_gen},
+    {"compile", mkc_cmd_compile}, {"bench", mkc_cmd_bench}, {"inspect", mkc_cmd_inspect},
+    {"init", mkc_cmd_init},       {"info", mkc_cmd_info},
 };
 
 int main(int argc, char **argv) {
@@ -53,6 +41,10 @@ int main(int argc, char **argv) {
       strcmp(argv[1], "help") == 0) {
     fputs(USAGE, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+    printf("mkc %s\n", MKC_VERSION);
+    return 0;
   }
   char names[256] = "";
   for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++) {

@@ -64,6 +64,17 @@ int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prom
 
 int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
                     const mkc_decode_opts *o, int *out, mkc_decode_stats *stats) {
+  if (mkc_session_pos(s) != 0) {
+    memset(stats, 0, sizeof *stats);
+    fprintf(stderr, "mkc: error: mkc_decode needs a fresh session\n");
+    return -1;
+  }
+  return mkc_decode_more(s, g, prompt, n_prompt, 0, n_gen, o, out, stats);
+}
+
+int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
+                    int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
+                    mkc_decode_stats *stats) {
   memset(stats, 0, sizeof *stats);
   uint64_t rng = o->seed;
   int draft_max = o->temp > 0 ? 0 : o->draft_max;
@@ -78,10 +89,11 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
             n_prompt, g->max_ctx);
     return -1;
   }
-  if (mkc_session_pos(s) != 0) {
-    fprintf(stderr, "mkc: error: mkc_decode needs a fresh session\n");
-    return -1;
-  }
+  /* The cache keeps what it holds of the prompt, less at least its last
+   * token, whose logits choose the first generated one. */
+  int keep = n_cached < n_prompt - 1 ? n_cached : n_prompt - 1;
+  if (keep < mkc_session_pos(s) && mkc_session_rewind(s, keep < 0 ? 0 : keep) != 0) return -1;
+  stats->fed = n_prompt - mkc_session_pos(s);
   int cap = n_prompt + (n_gen > 0 ? n_gen : 0);
   int *hist = malloc((size_t)cap * sizeof *hist);
   if (!hist) {
@@ -96,6 +108,10 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   /* The prompt: every input of a chunk is known; the last chunk's choice is
    * the first generated token. */
   while (mkc_session_pos(s) < n_prompt) {
+    if (o->interrupted && *o->interrupted) {
+      stats->stopped = 1;
+      goto done;
+    }
     int pos = mkc_session_pos(s), T = min_int(g->t_max, n_prompt - pos);
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
@@ -105,6 +121,10 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   }
   stats->prompt_seconds = mkc_seconds() - t0;
   while (stats->generated < n_gen && !stats->stopped) {
+    if (o->interrupted && *o->interrupted) {
+      stats->stopped = 1;
+      break;
+    }
     int pos = mkc_session_pos(s);
     if (pos >= g->max_ctx) {
       stats->ctx_full = 1;

@@ -3,6 +3,8 @@
 #ifndef MKC_DECODE_H
 #define MKC_DECODE_H
 
+#include <signal.h>
+
 #include "session.h"
 
 typedef struct mkc_decode_stats {
@@ -13,6 +15,7 @@ typedef struct mkc_decode_stats {
   int generated;         /* tokens written to out */
   int ctx_full;          /* generation stopped because the context was full */
   int stopped;           /* generation stopped because on_token said so */
+  int fed;               /* prompt tokens the kernel processed (the rest were cached) */
   double prompt_seconds; /* wall time until the prompt was in the cache */
   double seconds;        /* wall time of the whole loop */
 } mkc_decode_stats;
@@ -29,6 +32,9 @@ typedef struct mkc_decode_opts {
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);
   void *ctx;
+  /* Read before every step: nonzero stops the loop there (with stats->stopped),
+   * prompt or generation; a signal handler's flag. May be NULL. */
+  const volatile sig_atomic_t *interrupted;
 } mkc_decode_opts;
 
 /* Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
@@ -37,6 +43,15 @@ typedef struct mkc_decode_opts {
  * stats->stopped when on_token asks. Returns 0, or -1 after printing why. */
 int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
                     const mkc_decode_opts *opts, int *out, mkc_decode_stats *stats);
+
+/* mkc_decode_with on a session that holds a conversation: prompt is the
+ * whole history, of which the cache holds the first n_cached tokens (the
+ * session's tokens past them, e.g. drafts accepted after a stop, are
+ * forgotten); only prompt[n_cached..] is fed (at least the last token). A
+ * multi-turn chat keeps its KV this way. */
+int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
+                    int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
+                    mkc_decode_stats *stats);
 
 /* Greedy: mkc_decode_with with only draft_max set.
  * Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh

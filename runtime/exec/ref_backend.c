@@ -57,6 +57,11 @@ static const float *logits(mkc_backend *b, int t) {
 
 static void reset(mkc_backend *b) { mkc_ref_truncate(ref(b)->ref, 0); }
 
+static int rewind_to(mkc_backend *b, int pos) {
+  mkc_ref_truncate(ref(b)->ref, pos);
+  return 0;
+}
+
 static const char *describe(const mkc_backend *b) { return "reference executor, float64"; }
 
 static void close_ref(mkc_backend *b) {
@@ -73,6 +78,7 @@ static const mkc_backend_ops ref_ops = {
     .step = step,
     .logits = logits,
     .reset = reset,
+    .rewind = rewind_to,
     .describe = describe,
     .close = close_ref,
 };

@@ -156,6 +156,17 @@ void mkc_session_reset(mkc_session *s) {
   if (s->b->ops->reset) s->b->ops->reset(s->b);
 }
 
+int mkc_session_rewind(mkc_session *s, int pos) {
+  if (pos < 0 || pos > s->state.pos) {
+    fprintf(stderr, "mkc: error: cannot rewind a session at pos %d to %d\n", s->state.pos, pos);
+    return -1;
+  }
+  if (pos == s->state.pos) return 0;
+  if (s->b->ops->rewind && s->b->ops->rewind(s->b, pos) != 0) return -1;
+  s->state.pos = pos;
+  return 0;
+}
+
 double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes) {
   return s->b->ops->copy_bandwidth ? s->b->ops->copy_bandwidth(s->b, bytes) : -1.0;
 }

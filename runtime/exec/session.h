@@ -66,6 +66,10 @@ struct mkc_ref *mkc_session_ref(mkc_session *s);
 /* Forgets every token: pos = 0, as freshly opened (weights stay). */
 void mkc_session_reset(mkc_session *s);
 
+/* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next
+ * step's inputs[0] is the token at pos. 0, or -1 after a message. */
+int mkc_session_rewind(mkc_session *s, int pos);
+
 /* cuda: device-to-device copy bandwidth in GB/s measured now over `bytes`;
  * other backends: -1. */
 double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes);

@@ -175,6 +175,14 @@ fail:
   return -1;
 }
 
+int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos) {
+  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, pos), &pos, sizeof pos, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream)); /* pos is on this stack frame */
+  return 0;
+fail:
+  return -1;
+}
+
 int mkc_cuda_blocks(const mkc_cuda_kernel *b) { return b->blocks; }
 int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b) { return b->graph_exec != NULL; }
 

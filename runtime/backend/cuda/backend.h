@@ -46,6 +46,8 @@ int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host);
 
 /* Zeroes the device state: pos 0, as freshly opened. 0 or -1. */
 int mkc_cuda_reset_state(mkc_cuda_kernel *b);
+/* Sets the device state's pos (a rewind), on the stream. 0 or -1. */
+int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos);
 
 int mkc_cuda_blocks(const mkc_cuda_kernel *b);       /* grid size in use */
 int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b); /* 0 when capture was refused */

@@ -49,6 +49,8 @@ static const void *kv(mkc_backend *b) {
 
 static void reset(mkc_backend *b) { mkc_cuda_reset_state(cuda(b)->kernel); }
 
+static int rewind_to(mkc_backend *b, int pos) { return mkc_cuda_set_pos(cuda(b)->kernel, pos); }
+
 static double copy_bandwidth(mkc_backend *b, size_t bytes) {
   return mkc_cuda_copy_bandwidth(cuda(b)->kernel, bytes);
 }
@@ -70,6 +72,7 @@ static const mkc_backend_ops cuda_ops = {
     .logits = logits,
     .kv = kv,
     .reset = reset,
+    .rewind = rewind_to,
     .copy_bandwidth = copy_bandwidth,
     .describe = describe,
     .close = close_cuda,

@@ -1,0 +1,215 @@
+/* mkc chat: multi-turn chat with an instruct model in the terminal. The
+ * session keeps every turn's K/V: a new turn feeds only its own tokens (the
+ * conversation's template diff, conversation.h); answers stream as text. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "conversation.h"
+#include "exec/decode.h"
+#include "interrupt.h"
+#include "loaded.h"
+
+static const char USAGE[] =
+    "usage: mkc chat -m MODEL [-sys TEXT] [--chat-template NAME] [options]\n"
+    "\n"
+    "Talks with an instruct model in its chat template. Type a message and\n"
+    "Enter (a line ending in \\ continues on the next); /exit or Ctrl-D ends\n"
+    "the chat; Ctrl-C stops the answer being written and keeps the\n"
+    "conversation. Each turn processes only its own tokens: the earlier ones\n"
+    "stay in the KV cache.\n"
+    "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
+    "                         in the model directory (~/.cache/mkc/models)\n"
+    "  -sys, --system-prompt TEXT  the system message\n"
+    "  --chat-template NAME   the template's family when the model's is unknown\n"
+    "                         (chatml, llama3, ...)\n"
+    "  -n, --n-predict N      at most N tokens per answer (default -1: until the end)\n"
+    "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
+    "  --temp T, -s/--seed S, --draft-max K, -c/--ctx N, --kv-dtype T,\n"
+    "  --backend B, -t/--threads N: as for run\n";
+
+static int check_flags(const mkc_cli *c) {
+  if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
+  if (c->backend && strcmp(c->backend, "cpu") && strcmp(c->backend, "ref") &&
+      strcmp(c->backend, "cuda") && strcmp(c->backend, "auto"))
+    return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c->backend);
+  return 0;
+}
+
+/* One answer streamed: printed as it comes, its ids kept (an
+ * end-of-generation token last, unprinted). */
+typedef struct answer {
+  const mkc_tokenizer *tok;
+  mkc_detok detok;
+  int eog;
+} answer;
+
+static int on_token(void *ctx, int id) {
+  answer *a = ctx;
+  if (mkc_tokenizer_is_eog(a->tok, id)) {
+    a->eog = 1;
+    return 1;
+  }
+  char buf[MKC_DETOK_MAX];
+  fwrite(buf, 1, mkc_detok_push(&a->detok, id, buf, sizeof buf), stdout);
+  fflush(stdout);
+  return 0;
+}
+
+/* The next message: lines up to one that does not end in a backslash.
+ * malloc'd without the newline; NULL at end of input or on Ctrl-C. */
+static char *read_message(int tty) {
+  char *msg = NULL, *line = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (tty) fputs(msg ? ". " : "> ", stdout);
+    fflush(stdout);
+    errno = 0;
+    ssize_t n = getline(&line, &cap, stdin);
+    if (n < 0) {
+      free(line);
+      free(msg);
+      return NULL;
+    }
+    if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
+    int more = n > 0 && line[n - 1] == '\\';
+    if (more) line[--n] = '\n';
+    char *m = realloc(msg, len + (size_t)n + 1);
+    if (!m) {
+      free(line);
+      free(msg);
+      return NULL;
+    }
+    msg = m;
+    memcpy(msg + len, line, (size_t)n);
+    len += (size_t)n;
+    msg[len] = 0;
+    if (!more) break;
+  }
+  free(line);
+  return msg;
+}
+
+static void print_turn(int turn, const mkc_decode_stats *st, int n_cached, int n_hist,
+                       const answer *a, int interrupted) {
+  double gen_s = st->seconds - st->prompt_seconds;
+  fprintf(stderr,
+          "mkc: turn %d: processed %d tokens (%d cached, conversation %d); prompt %.3f s; "
+          "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
+          turn, st->fed, n_cached, n_hist, st->prompt_seconds, st->generated, gen_s,
+          gen_s > 0 && st->generated > 1 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
+          interrupted    ? "interrupted (Ctrl-C)"
+          : a->eog       ? "end of generation"
+          : st->ctx_full ? "context full"
+                         : "-n reached");
+}
+
+/* One turn: the user's message, then the answer. 0, 1 when the chat must
+ * end (context full), or -1 after a message. *n_valid: how many of the
+ * history's tokens the session holds. */
+static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, const char *msg,
+                int number, int *n_valid) {
+  int n_kept;
+  if (mkc_conversation_user(conv, msg, &n_kept) != 0) return -1;
+  int room = m->g.max_ctx - conv->n_hist + 1;
+  if (room < 1) {
+    fprintf(stderr,
+            "mkc: the conversation (%d tokens) no longer fits the context (%d): start a new chat, "
+            "with a larger --ctx\n",
+            conv->n_hist, m->g.max_ctx);
+    return 1;
+  }
+  int n_gen = c->have_n && c->n_gen >= 0 ? c->n_gen : room;
+  if (n_gen > room) n_gen = room;
+  int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
+  if (!out) return -1;
+  answer a = {.tok = m->file.tok};
+  mkc_detok_init(&a.detok, a.tok, 0);
+  mkc_decode_opts o = {.draft_max = c->draft_max,
+                       .temp = c->temp,
+                       .seed = c->sample_seed + (unsigned long long)number,
+                       .on_token = on_token,
+                       .ctx = &a,
+                       .interrupted = &mkc_interrupted};
+  int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
+  mkc_decode_stats st;
+  int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
+  if (rc == 0) {
+    char tail[MKC_DETOK_MAX];
+    fwrite(tail, 1, mkc_detok_flush(&a.detok, tail, sizeof tail), stdout);
+    fputs("\n", stdout);
+    fflush(stdout);
+    int interrupted = mkc_interrupted;
+    mkc_interrupted = 0;
+    int n_hist = conv->n_hist;
+    /* The answer's text without its end-of-generation token. */
+    char *text = mkc_tokenizer_decode(a.tok, out, st.generated - a.eog, 0);
+    rc = text ? mkc_conversation_answer(conv, out, st.generated, text) : -1;
+    free(text);
+    /* The session holds the prompt (all of it, unless Ctrl-C came first) and
+     * each answer token but the last, which no step has read yet. */
+    int pos = mkc_session_pos(m->s);
+    *n_valid = pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
+    if (c->verbose) print_turn(number, &st, n_cached, conv->n_hist, &a, interrupted);
+  }
+  free(out);
+  return rc;
+}
+
+int mkc_cmd_chat(int argc, char **argv) {
+  mkc_cli c = {.usage = USAGE};
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "-m -n --temp --seed --draft-max --ctx --backend --blocks --kv-dtype "
+                         "--system-prompt --chat-template --verbose",
+                         0, &c);
+  if (rc == MKC_CLI_HELP) return 0;
+  if (rc || (rc = check_flags(&c))) return rc;
+  mkc_loaded_model m;
+  mkc_conversation conv = {0};
+  rc = 1;
+  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (!m.file.tok) {
+    fprintf(stderr, "mkc: error: %s has no tokenizer: chat needs one\n", c.model_path);
+    goto done;
+  }
+  int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
+  if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0)
+    goto done;
+  if (mkc_loaded_start(&c, &m) != 0) goto done;
+  int tty = isatty(0) && isatty(1);
+  if (tty)
+    fprintf(stderr, "mkc: chatting with %s (%s template, %s backend); /exit or Ctrl-D ends\n",
+            c.model_path, mkc_chat_family_name(family), mkc_session_backend(m.s));
+  mkc_interrupt_install();
+  int n_valid = 0;
+  for (int number = 1;; number++) {
+    mkc_interrupted = 0;
+    char *msg = read_message(tty);
+    if (!msg) {
+      if (tty) fputs("\n", stdout);
+      break; /* end of input, or Ctrl-C at the prompt */
+    }
+    if (strcmp(msg, "/exit") == 0 || strcmp(msg, "/bye") == 0) {
+      free(msg);
+      break;
+    }
+    if (!*msg) {
+      free(msg);
+      number--;
+      continue;
+    }
+    int r = turn(&c, &m, &conv, msg, number, &n_valid);
+    free(msg);
+    if (r < 0) goto done;
+    if (r > 0) break;
+  }
+  rc = 0;
+done:
+  mkc_conversation_free(&conv);
+  mkc_loaded_close(&m);
+  return rc;
+}

@@ -1,0 +1,123 @@
+/* See conversation.h. */
+#include "conversation.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int oom(void) {
+  fprintf(stderr, "mkc: error: out of memory in the conversation\n");
+  return -1;
+}
+
+static int add_msg(mkc_conversation *c, const char *role, const char *content) {
+  if (c->n_msgs == c->cap_msgs) {
+    int cap = c->cap_msgs ? 2 * c->cap_msgs : 8;
+    mkc_chat_msg *m = realloc(c->msgs, (size_t)cap * sizeof *m);
+    if (!m) return oom();
+    c->msgs = m;
+    c->cap_msgs = cap;
+  }
+  char *r = strdup(role), *t = strdup(content);
+  if (!r || !t) {
+    free(r);
+    free(t);
+    return oom();
+  }
+  c->msgs[c->n_msgs++] = (mkc_chat_msg){.role = r, .content = t};
+  return 0;
+}
+
+static int add_ids(mkc_conversation *c, const int *ids, int n) {
+  if (c->n_hist + n > c->cap_hist) {
+    int cap = c->cap_hist ? c->cap_hist : 256;
+    while (cap < c->n_hist + n) cap *= 2;
+    int *h = realloc(c->hist, (size_t)cap * sizeof *h);
+    if (!h) return oom();
+    c->hist = h;
+    c->cap_hist = cap;
+  }
+  memcpy(c->hist + c->n_hist, ids, (size_t)n * sizeof *ids);
+  c->n_hist += n;
+  return 0;
+}
+
+static int add_text(mkc_conversation *c, const char *s) {
+  size_t a = c->text ? strlen(c->text) : 0, b = strlen(s);
+  char *t = realloc(c->text, a + b + 1);
+  if (!t) return oom();
+  memcpy(t + a, s, b + 1);
+  c->text = t;
+  return 0;
+}
+
+int mkc_conversation_init(mkc_conversation *c, const mkc_tokenizer *tok, int family,
+                          const char *system) {
+  memset(c, 0, sizeof *c);
+  c->tok = tok;
+  c->family = family;
+  if (add_text(c, "") != 0) return -1;
+  return system ? add_msg(c, "system", system) : 0;
+}
+
+/* text -> ids appended to the history; BOS first when the history is empty
+ * and the model wants one the text does not already spell. */
+static int append_tokens(mkc_conversation *c, const char *text) {
+  int *ids = NULL;
+  int n = mkc_tokenizer_encode(c->tok, text, strlen(text), 0, 1, &ids);
+  if (n < 0) return -1;
+  int bos = mkc_tokenizer_bos(c->tok), rc = 0;
+  if (c->n_hist == 0 && mkc_tokenizer_add_bos(c->tok) && bos >= 0 && (n == 0 || ids[0] != bos))
+    rc = add_ids(c, &bos, 1);
+  if (rc == 0) rc = add_ids(c, ids, n);
+  free(ids);
+  return rc;
+}
+
+int mkc_conversation_user(mkc_conversation *c, const char *content, int *n_kept) {
+  *n_kept = c->n_hist;
+  if (add_msg(c, "user", content) != 0) return -1;
+  char *full = mkc_chat_render(c->family, c->msgs, c->n_msgs, 1);
+  if (!full) return -1;
+  size_t seen = strlen(c->text);
+  int rc;
+  if (strncmp(full, c->text, seen) == 0) {
+    rc = append_tokens(c, full + seen);
+  } else {
+    /* The template changed text already read (it trims answers, say): the
+     * history becomes the whole rendering; what matches stays cached. */
+    int *old = c->hist, n_old = c->n_hist;
+    c->hist = NULL;
+    c->n_hist = c->cap_hist = 0;
+    rc = append_tokens(c, full);
+    int k = 0;
+    while (rc == 0 && k < n_old && k < c->n_hist && old[k] == c->hist[k]) k++;
+    *n_kept = k;
+    free(old);
+  }
+  free(c->text);
+  c->text = full; /* what the history spells now */
+  return rc;
+}
+
+int mkc_conversation_answer(mkc_conversation *c, const int *ids, int n, const char *text) {
+  if (add_ids(c, ids, n) != 0 || add_msg(c, "assistant", text) != 0) return -1;
+  /* The text the history now spells: the answer, then its end-of-generation
+   * token as the template writes it (e.g. "<|im_end|>"). */
+  char *spelled = mkc_tokenizer_decode(c->tok, ids, n, 1);
+  if (!spelled) return oom();
+  int rc = add_text(c, spelled);
+  free(spelled);
+  return rc;
+}
+
+void mkc_conversation_free(mkc_conversation *c) {
+  for (int i = 0; i < c->n_msgs; i++) {
+    free((char *)c->msgs[i].role);
+    free((char *)c->msgs[i].content);
+  }
+  free(c->msgs);
+  free(c->text);
+  free(c->hist);
+  memset(c, 0, sizeof *c);
+}

@@ -1,0 +1,40 @@
+/* See model_dir.h. */
+#include "model_dir.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int mkc_model_dir(char *out, size_t cap) {
+  const char *d;
+  int n;
+  if ((d = getenv("MKC_MODEL_DIR")) && *d)
+    n = snprintf(out, cap, "%s", d);
+  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+    n = snprintf(out, cap, "%s/mkc/models", d);
+  else if ((d = getenv("HOME")) && *d)
+    n = snprintf(out, cap, "%s/.cache/mkc/models", d);
+  else
+    return -1;
+  return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+const char *mkc_model_resolve(const char *name, char *out, size_t cap) {
+  struct stat st;
+  snprintf(out, cap, "%s", name);
+  if (stat(name, &st) == 0) return out;
+  char dir[4096], path[4400];
+  if (mkc_model_dir(dir, sizeof dir) != 0) return out;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  if (!strchr(name, '/') && *name && stat(path, &st) == 0 &&
+      (size_t)snprintf(out, cap, "%s", path) < cap) {
+    fprintf(stderr, "mkc: %s: using %s\n", name, out);
+    return out;
+  }
+  fprintf(stderr, "mkc: note: no file or folder %s here%s%s%s\n", name,
+          strchr(name, '/') ? "" : " nor in the model directory ", strchr(name, '/') ? "" : dir,
+          strchr(name, '/') ? ""
+                            : " (models `make demo` fetched are there; MKC_MODEL_DIR sets it)");
+  return out;
+}

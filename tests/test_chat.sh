@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# mkc chat through a pseudo-terminal (tests/chat_pty.py) on SmolLM2 (ChatML):
+# turn 2 processes only its own tokens (counted against a one-shot run of the
+# whole conversation) and answers as that one-shot run does, token for token
+# (greedy); Ctrl-C stops an answer and the chat goes on with its KV. Also
+# run's text-prompt flags: --chat, -f, --ignore-eos, --no-display-prompt,
+# the stop reasons, and Ctrl-C ending a run with its stats line.
+source "$(dirname "$0")/lib.sh"
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
+  skip "SmolLM2: no test data (tests/data/fetch.sh)"
+  finish
+  exit
+fi
+if ! command -v python3 >/dev/null; then
+  skip "chat through a pty: no python3"
+  finish
+  exit
+fi
+sys="You are a helpful assistant."
+m1="What is the capital of France?"
+m2="And of Germany?"
+m3="Write a long story about a dragon and a knight."
+m4="Thanks. What is two plus two?"
+python3 tests/chat_pty.py "$mkc" "$model" "$sys" "$m1" "$m2" "$m3" "$m4" >"$tmp/chat.json"
+field() { python3 -c "import json,sys; d=json.load(open('$tmp/chat.json')); print($1)"; }
+err=$(field "d.get('error', '')")
+if [ -n "$err" ]; then
+  fail "mkc chat through a pty" "$err"
+  finish
+  exit
+fi
+ok "mkc chat: four turns through a pty, /exit"
+[ "$(field "d['exit']")" = 0 ] && ok "chat: /exit ends with status 0" || fail "chat: exit status" "$(field "d['exit']")"
+
+# "processed P tokens (C cached, conversation N)", "generated G tokens"
+stat() { field "d['turns'][$1][1]" | sed -E "s/.*$2.*/\\1/"; }
+p1=$(stat 0 'processed ([0-9]+) tokens') n1=$(stat 0 'conversation ([0-9]+)')
+g1=$(stat 0 'generated ([0-9]+) tokens')
+p2=$(stat 1 'processed ([0-9]+) tokens') c2=$(stat 1 '\(([0-9]+) cached')
+g2=$(stat 1 'generated ([0-9]+) tokens')
+a1=$(field "d['turns'][0][0].rstrip('\n')")
+a2=$(field "d['turns'][1][0].rstrip('\n')")
+
+# The whole conversation in ChatML as SmolLM2's card writes it, run at once.
+printf '<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' \
+  "$sys" "$m1" "$a1" "$m2" >"$tmp/conv.txt"
+"$mkc" run -m "$model" -f "$tmp/conv.txt" --no-display-prompt --draft-max 4 --ctx 512 \
+  >"$tmp/one.out" 2>"$tmp/one.err"
+whole=$(sed -E -n 's/.*prompt ([0-9]+) tokens.*/\1/p' "$tmp/one.err")
+gone=$(sed -E -n 's/.*generated ([0-9]+) tokens.*/\1/p' "$tmp/one.err")
+# Turn 1 read p1 tokens and wrote g1 (its end token last, not yet read):
+# turn 2's own tokens are the rest of the one-shot prompt, plus that end token.
+if [ "$n1" = $((p1 + g1)) ] && [ "$c2" = $((p1 + g1 - 1)) ] && [ "$p2" = $((whole - p1 - g1 + 1)) ]; then
+  ok "chat: turn 2 processed only its own $((whole - p1 - g1)) tokens + turn 1's end token ($c2 cached)"
+else
+  fail "chat: turn 2's tokens" "turn 1: processed $p1, generated $g1; turn 2: processed $p2, cached $c2" \
+    "one-shot prompt: $whole tokens"
+fi
+if [ "$(cat "$tmp/one.out")" = "$a2" ] && [ "$gone" = "$g2" ]; then
+  ok "chat: turn 2's answer equals a one-shot run of the conversation ($g2 tokens)"
+else
+  fail "chat: turn 2 vs one-shot" "chat ($g2 tokens): $a2" "run  ($gone tokens): $(cat "$tmp/one.out")"
+fi
+s3=$(field "d['turns'][2][1]")
+case "$s3" in *"stopped: interrupted (Ctrl-C)"*) ok "chat: Ctrl-C stops the answer" ;;
+*) fail "chat: Ctrl-C" "$s3" ;; esac
+p4=$(stat 3 'processed ([0-9]+) tokens') c4=$(stat 3 '\(([0-9]+) cached')
+n3=$(stat 2 'conversation ([0-9]+)') g3=$(stat 2 'generated ([0-9]+) tokens')
+# Turn 3's last token, like every answer's, is the one turn 4 reads first.
+if [ -n "$(field "d['turns'][3][0].strip()")" ] && [ "$g3" -gt 0 ] && [ "$c4" = $((n3 - 1)) ]; then
+  ok "chat: after Ctrl-C the conversation goes on from the cache ($c4 cached, $p4 processed)"
+else
+  fail "chat: turn after Ctrl-C" "$(field "d['turns'][3]")"
+fi
+
+# run: flags of llama.cpp users
+"$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
+"$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"
+if [ "The capital of France is$(cat "$tmp/a")" = "$(cat "$tmp/b")" ] && grep -q 'stopped: -n reached$' "$tmp/a.err"; then
+  ok "run: --no-display-prompt prints the completion alone; stats say '-n reached'"
+else
+  fail "run: --no-display-prompt" "$(cat "$tmp/a")" "$(cat "$tmp/b")" "$(cat "$tmp/a.err")"
+fi
+printf 'The capital of France is' >"$tmp/p.txt"
+"$mkc" run -m "$model" -f "$tmp/p.txt" -n 6 >"$tmp/c" 2>/dev/null
+cmp -s "$tmp/b" "$tmp/c" && ok "run: -f FILE equals -p TEXT" || fail "run: -f FILE" "$(cat "$tmp/c")"
+"$mkc" run -m "$model" --chat -p "$m1" -sys "$sys" --no-display-prompt --ctx 256 >"$tmp/d" 2>"$tmp/d.err"
+[ "$(cat "$tmp/d")" = "$a1" ] && grep -q 'stopped: end of generation$' "$tmp/d.err" &&
+  ok "run --chat -sys: the chat's first answer; stats say 'end of generation'" ||
+  fail "run --chat" "want: $a1" "got:  $(cat "$tmp/d")" "$(tail -n 1 "$tmp/d.err")"
+"$mkc" run -m "$model" --chat -p "$m1" -sys "$sys" --ignore-eos -n 20 --ctx 256 >/dev/null 2>"$tmp/e.err"
+grep -q 'generated 20 tokens.*stopped: -n reached$' "$tmp/e.err" &&
+  ok "run --ignore-eos: generates past the end of generation" || fail "run --ignore-eos" "$(cat "$tmp/e.err")"
+"$mkc" run -m "$model" -p "Once upon a time" --ignore-eos --ctx 8 >/dev/null 2>"$tmp/f.err"
+grep -q 'stopped: context full (use --ctx)$' "$tmp/f.err" && ok "run: stats say 'context full'" ||
+  fail "run: context full" "$(cat "$tmp/f.err")"
+# Ctrl-C during run: the line ends, the stats line follows, status 130.
+"$mkc" run -m "$model" -p "Once upon a time" --ignore-eos -n 4000 >"$tmp/g" 2>"$tmp/g.err" &
+pid=$!
+for _ in $(seq 600); do [ "$(wc -c <"$tmp/g")" -gt 40 ] && break; sleep 0.1; done
+kill -INT $pid
+wait $pid
+rc=$?
+if [ "$rc" = 130 ] && grep -q 'stopped: interrupted (Ctrl-C)$' "$tmp/g.err" && [ "$(tail -c 1 "$tmp/g" | od -An -c | tr -d ' ')" = '\n' ]; then
+  ok "run: Ctrl-C ends the line, prints the stats, exits 130"
+else
+  fail "run: Ctrl-C" "status $rc" "$(tail -c 80 "$tmp/g")" "$(cat "$tmp/g.err")"
+fi
+# info and run agree on the context: SmolLM2's 8192 capped at 4096.
+"$mkc" info -m "$model" | grep -qxF 'context: 4096 positions (trained on 8192, capped at 4096: raise it with --ctx 8192)' &&
+  grep -q '; context 4096 (capped from 8192: --ctx 8192); ' "$tmp/b.err" &&
+  ok "info and run: context 4096, capped from 8192, raised with --ctx" ||
+  fail "info and run: context" "$("$mkc" info -m "$model" | grep context)" "$(cat "$tmp/b.err")"
+expect_error "run: --chat needs a text prompt" \
+  "mkc: error: run: --chat, -sys and --chat-template need a text prompt (-p or -f)" -- \
+  run -m "$model" --chat --prompt-ids 1,2
+expect_error "run: -f of a missing file" "mkc: error: -f $tmp/none.txt: No such file or directory" -- \
+  run -m "$model" -f "$tmp/none.txt"
+finish
