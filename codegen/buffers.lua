@@ -20,6 +20,7 @@ local function reads_writes(st)
   if k == "attention" then return { st.q }, { st.out } end
   if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
+  if k == "sample" then return { st.logits }, {} end
   if k == "accept" then return {}, {} end
   return { st.x }, { st.out } -- matvec, gate_up_swiglu
 end
@@ -104,6 +105,15 @@ function buffers.plan(graph, stages, opts)
   plan.partials = top
   plan.partials_floats = 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
   top = top + plan.partials_floats
+  -- sampling (templates/sample.cuh): the token at every position (the penalties' window; mkc_accept
+  -- writes it), each input position's penalized and cut logits, its two draws and p(draft)
+  local vocab = graph.output.n
+  plan.history, plan.history_floats = top, util.round_up(opts.max_ctx, ALIGN_FLOATS)
+  top = top + plan.history_floats
+  plan.sample_work, plan.sample_work_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS)
+  top = top + plan.sample_work_floats
+  plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
+  top = top + plan.drawn_floats
   -- per-head ready counters of the QKV epilogue's head norms, one per q and k head, shared by
   -- every layer: zero at the start (the host zeroes scratch) and again at the end of each stage
   local counters = 0

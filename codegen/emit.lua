@@ -8,11 +8,11 @@ local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
-                   "attention.cuh", "lm_head.cuh", "accept.cuh" }
+                   "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh" }
 
 local EMITTERS = {}
 for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
-                        "lm_head", "accept" }) do
+                        "lm_head", "sample", "accept" }) do
   EMITTERS[kind] = require("emit." .. (kind == "matvec_residual" and "matvec" or kind))
 end
 
@@ -30,6 +30,8 @@ local function context(graph, plan, opts)
   function ctx.call(fn, args, wrap_after) return calls.format(signatures, fn, args, wrap_after) end
   ctx.partials = plan.partials
   ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
+  ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
+  ctx.threads = opts.threads
   function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
   function ctx.wstride(w) return plan.weights[w].row_stride end
   function ctx.chunks(w) return plan.weights[w].row_stride // 8 end
@@ -187,10 +189,15 @@ function emit.source(graph, plan, opts)
       #st.labels > 0 and table.concat(st.labels, ", ") or "no graph node"))
     put(("   * work: %s; smem %d bytes"):format(st.emitted.work, st.smem_bytes))
     put(stage_meta(st) .. " */")
-    put("  " .. st.emitted.code)
+    -- a stage with a condition (sampling) runs, and ends with its barrier, only when it holds:
+    -- the condition reads the state, the same in every block
+    local indent = st.emitted.condition and "    " or "  "
+    if st.emitted.condition then put(("  if (%s) {"):format(st.emitted.condition)) end
+    put(indent .. st.emitted.code)
     if st.sync.kind == "grid" then
-      put(("  mkc_grid_sync(state); /* %s */"):format(st.sync.reason))
+      put(("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason))
     end
+    if st.emitted.condition then put("  }") end
   end
   put("}")
   return table.concat(out, "\n") .. "\n"

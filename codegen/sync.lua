@@ -37,6 +37,18 @@ local function touched(st, plan)
   local partials = range("scratch", plan.partials, plan.partials_floats, "partials", "argmax partials")
   if st.kind == "lm_head" then w[#w + 1] = partials end
   if st.kind == "accept" then r[#r + 1] = partials end
+  local history = range("scratch", plan.history, plan.history_floats, "history", "token history")
+  local drawn = range("scratch", plan.drawn, plan.drawn_floats, "drawn", "sampled tokens")
+  if st.kind == "sample" then
+    r[#r + 1] = history
+    w[#w + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
+                      "sampler logits")
+    w[#w + 1] = drawn
+  end
+  if st.kind == "accept" then
+    r[#r + 1] = drawn
+    w[#w + 1] = history
+  end
   return r, w
 end
 

@@ -2,9 +2,27 @@
  * inputs = [last, fixed_1..fixed_f, d_1..d_k]; choice[t] is the target's
  * token after input t. Fixed inputs are taken as given; drafts are accepted
  * while each equals the choice before it. pos moves past every accepted input
- * plus `last`: rejected K/V rows lie beyond it and are overwritten later. */
-MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx, int vocab,
-                           int pos, int T, int *choice) {
+ * plus `last`: rejected K/V rows lie beyond it and are overwritten later.
+ * When sampling (temp > 0), the choice after input t is what mkc_sample drew
+ * there, and draft t+1 is kept with probability p_t(draft) (a uniform of its
+ * own stream below it), else the residual's token is emitted: speculative
+ * sampling with point-mass drafts. Every accepted input's token is written to
+ * history at its position (the penalties' window). */
+MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const float *p_draft,
+                                   int pos, int T, int *choice, int *a_out) {
+  int a = st->n_fixed;
+  for (; a + 1 < T; a++) {
+    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a])) break;
+    choice[a] = st->inputs[a + 1];
+  }
+  /* the bonus token after the last input, or the residual's after a rejection */
+  choice[a] = drawn[a * 2 + (a + 1 < T ? 1 : 0)];
+  *a_out = a;
+}
+
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
+                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
+                           int T, int *choice) {
   if (mkc_bid() != 0) return;
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;
@@ -19,6 +37,24 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   mkc_sync_block();
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
+  if (mkc_sampling_on(&st->sampling)) {
+    mkc_accept_sampled(st, drawn, p_draft, pos, T, choice, &a);
+    if (choice[a] < 0 || choice[a] >= vocab) {
+      /* nothing to draw from: every probability was NaN, inf or cut */
+      st->status = MKC_STATUS_NONFINITE;
+      st->n_out = 0;
+      st->n_accepted = 0;
+      return;
+    }
+    for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
+    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    st->n_out = a - f + 1;
+    st->n_accepted = a - f;
+    st->pos = pos + a + 1;
+    st->step += 1;
+    st->status = MKC_STATUS_OK;
+    return;
+  }
   for (int t = 0; t <= f; t++)
     if (choice[t] < 0 || choice[t] >= vocab) {
       /* no finite logit won: a NaN or inf reached the head */
@@ -29,6 +65,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     }
   while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
   if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
   for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;

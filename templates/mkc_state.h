@@ -13,6 +13,24 @@ enum mkc_status {
   MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
 };
 
+#define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
+#define MKC_LOGPROBS_MAX 20
+
+/* Sampling options, written by the host once per request (not per step) and
+ * read by the sampler stage (templates/sample.cuh) and the reference. */
+typedef struct mkc_sampling {
+  float temp;                    /* <= 0: greedy (argmax); the other fields are then ignored */
+  int top_k;                     /* <= 0: off */
+  float top_p;                   /* >= 1: off */
+  float min_p;                   /* <= 0: off */
+  float repeat_penalty;          /* 1: off (llama.cpp: logit > 0 ? logit / rp : logit * rp) */
+  float presence_penalty;        /* 0: off (logit -= presence if the token occurs) */
+  float frequency_penalty;       /* 0: off (logit -= frequency * count) */
+  int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */
+  unsigned int seed_lo, seed_hi; /* the Philox key */
+  int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
+} mkc_sampling;
+
 typedef struct mkc_state {
   /* kernel-owned */
   int pos;                /* tokens whose K/V rows are valid in the cache */
@@ -22,6 +40,8 @@ typedef struct mkc_state {
   int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
+  /* host-written once per request */
+  mkc_sampling sampling;
   /* host-written before each step */
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */

@@ -85,6 +85,12 @@ MKC_DEVICE void mkc_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 /* Yields the OS thread (other blocks need it), not the fiber: see simt.c on spins. */
 MKC_DEVICE void mkc_pause(void) { mkc_simt_pause(); }
 
+/* A float's bit pattern (the sampler orders floats by it). */
+MKC_DEVICE unsigned mkc_f32_bits(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) {
   unsigned u = (unsigned)h << 16;
   float f;

@@ -45,6 +45,8 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
+/* A float's bit pattern (the sampler orders floats by it). */
+MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and

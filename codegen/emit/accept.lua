@@ -10,7 +10,10 @@ return function(st, ctx)
     reads = {}, -- argmax partials and the state: a few bytes per block, not counted
     writes = {},
     code = ctx.call("mkc_accept", { st = "state", part_val = ("scratch + %d"):format(ctx.partials),
-      part_idx = ("(const int *)(scratch + %d)"):format(ctx.partials_idx), vocab = ctx.vocab, pos = "pos",
+      part_idx = ("(const int *)(scratch + %d)"):format(ctx.partials_idx),
+      drawn = ("(const int *)(scratch + %d)"):format(ctx.drawn),
+      p_draft = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
+      history = ("(int *)(scratch + %d)"):format(ctx.history), vocab = ctx.vocab, pos = "pos",
       T = "T", choice = ctx.smem_ptr("int", at.choice) }) .. ";",
   }
 end

@@ -44,6 +44,10 @@ struct mkc_backend_ops {
    * here: the state's pos is all there is to move (cpu). */
   int (*rewind)(mkc_backend *b, int pos);
 
+  /* Writes st->sampling where the kernel reads it (once per request, not per
+   * step). 0 or -1 after a message. NULL here: the state is the host's. */
+  int (*write_sampling)(mkc_backend *b, const mkc_state *st);
+
   /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
    * on failure. NULL here: no device memory to measure. */
   double (*copy_bandwidth)(mkc_backend *b, size_t bytes);

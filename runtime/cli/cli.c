@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "codegen/graph.h"
 #include "model/model_dir.h"
@@ -119,8 +121,83 @@ static const struct {
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
 };
 
+/* The sampler's numeric options: value range, where it goes, and its bit in
+ * sampling_set. */
+static const struct {
+  const char *flag;
+  double lo, hi;
+  int is_int;
+  size_t at; /* offsetof the double or int in mkc_cli */
+} SAMPLING_FLAGS[] = {
+    {"--top-k", 0, 1 << 30, 1, offsetof(mkc_cli, top_k)},
+    {"--top-p", 0, 1, 0, offsetof(mkc_cli, top_p)},
+    {"--min-p", 0, 1, 0, offsetof(mkc_cli, min_p)},
+    {"--repeat-penalty", 0, 100, 0, offsetof(mkc_cli, repeat_penalty)},
+    {"--repeat-last-n", 0, MKC_HIST_CAP, 1, offsetof(mkc_cli, repeat_last_n)},
+    {"--presence-penalty", -100, 100, 0, offsetof(mkc_cli, presence_penalty)},
+    {"--frequency-penalty", -100, 100, 0, offsetof(mkc_cli, frequency_penalty)},
+    {"--logprobs", 0, MKC_LOGPROBS_MAX, 1, offsetof(mkc_cli, logprobs)},
+};
+
+static int take_sampling(const char *a, const char *v, mkc_cli *c, int *done) {
+  *done = 0;
+  for (size_t k = 0; k < sizeof SAMPLING_FLAGS / sizeof *SAMPLING_FLAGS; k++) {
+    if (strcmp(a, SAMPLING_FLAGS[k].flag) != 0) continue;
+    char *end, msg[160];
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !(x >= SAMPLING_FLAGS[k].lo && x <= SAMPLING_FLAGS[k].hi) ||
+        (SAMPLING_FLAGS[k].is_int && x != (double)(long)x)) {
+      snprintf(msg, sizeof msg, "%s: expected %s in %g..%g, got '%%s'", a,
+               SAMPLING_FLAGS[k].is_int ? "an integer" : "a number", SAMPLING_FLAGS[k].lo,
+               SAMPLING_FLAGS[k].hi);
+      return mkc_cli_usage_error(msg, v);
+    }
+    if (SAMPLING_FLAGS[k].is_int)
+      *(int *)((char *)c + SAMPLING_FLAGS[k].at) = (int)x;
+    else
+      *(double *)((char *)c + SAMPLING_FLAGS[k].at) = x;
+    c->sampling_set |= 1u << k;
+    *done = 1;
+  }
+  return 0;
+}
+
+/* The option's value when given, else llama.cpp's default. */
+static double given(const mkc_cli *c, const char *flag, double dflt) {
+  for (size_t k = 0; k < sizeof SAMPLING_FLAGS / sizeof *SAMPLING_FLAGS; k++)
+    if (strcmp(flag, SAMPLING_FLAGS[k].flag) == 0 && (c->sampling_set & (1u << k)))
+      return SAMPLING_FLAGS[k].is_int ? *(const int *)((const char *)c + SAMPLING_FLAGS[k].at)
+                                      : *(const double *)((const char *)c + SAMPLING_FLAGS[k].at);
+  return dflt;
+}
+
+void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed) {
+  memset(o, 0, sizeof *o);
+  o->temp = (float)c->temp;
+  o->top_k = (int)given(c, "--top-k", 40);
+  o->top_p = (float)given(c, "--top-p", 0.95);
+  o->min_p = (float)given(c, "--min-p", 0.05);
+  o->repeat_penalty = (float)given(c, "--repeat-penalty", 1.0);
+  o->repeat_last_n = (int)given(c, "--repeat-last-n", 64);
+  o->presence_penalty = (float)given(c, "--presence-penalty", 0.0);
+  o->frequency_penalty = (float)given(c, "--frequency-penalty", 0.0);
+  o->logprobs = (int)given(c, "--logprobs", 0);
+  *seed = c->sample_seed;
+  if (!c->have_sample_seed) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    *seed = ((unsigned long long)ts.tv_sec * 1000000007ull) ^ (unsigned long long)ts.tv_nsec ^
+            ((unsigned long long)getpid() << 32);
+  }
+  o->seed_lo = (unsigned)*seed;
+  o->seed_hi = (unsigned)(*seed >> 32);
+}
+
 /* The value of flag a (allowed, known): 0, or 2 after the usage error. */
 static int take_value(const char *a, const char *v, mkc_cli *c) {
+  int done, rc = take_sampling(a, v, c, &done);
+  if (rc || done) return rc;
   for (size_t k = 0; k < sizeof TEXT_FLAGS / sizeof *TEXT_FLAGS; k++)
     if (strcmp(a, TEXT_FLAGS[k].flag) == 0) {
       *(const char **)((char *)c + TEXT_FLAGS[k].at) = v;
@@ -147,6 +224,7 @@ static int take_value(const char *a, const char *v, mkc_cli *c) {
   } else if (strcmp(a, "--seed") == 0) {
     if (mkc_parse_seed(v, &c->sample_seed) != 0)
       return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
+    c->have_sample_seed = 1;
   } else if (strcmp(a, "--random-weights") == 0) {
     if (mkc_parse_seed(v, &c->seed) != 0)
       return mkc_cli_usage_error("--random-weights: expected a non-negative integer seed, got '%s'",

@@ -3,6 +3,8 @@
 #ifndef MKC_CLI_H
 #define MKC_CLI_H
 
+#include "mkc_state.h"
+
 typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
   const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
@@ -11,7 +13,13 @@ typedef struct mkc_cli {
   unsigned long long seed;        /* --random-weights */
   double temp;                    /* --temp: 0 greedy */
   unsigned long long sample_seed; /* --seed: the sampler's */
-  const char *positional;         /* gen GRAPH, compile KERNEL */
+  int have_sample_seed;
+  /* The sampler's other options as given (see mkc_cli_sampling for the
+   * defaults); sampling_set: a bit per option given, in SAMPLING_FLAGS order. */
+  double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
+  int top_k, repeat_last_n, logprobs;
+  unsigned sampling_set;
+  const char *positional; /* gen GRAPH, compile KERNEL */
   /* Text prompts and chat (llama.cpp's spellings) */
   const char *prompt_file;   /* -f FILE: the prompt read from a file */
   const char *system_prompt; /* -sys/--system-prompt TEXT (chat) */
@@ -31,6 +39,12 @@ typedef struct mkc_cli {
 int mkc_cli_usage_error(const char *fmt, const char *arg);
 /* The same with the hint of one command: "(run `mkc CMD --help` for usage)". */
 int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
+
+/* The request's sampling options from the flags: --temp (0, greedy, unless
+ * given), and llama.cpp's defaults for what was not given (top-k 40, top-p
+ * 0.95, min-p 0.05, repeat penalty 1 over the last 64 tokens); the seed is
+ * --seed, else one drawn now (*seed says which, for the stats line). */
+void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);

@@ -29,8 +29,9 @@ static const char USAGE[] =
     "                         (chatml, llama3, ...)\n"
     "  -n, --n-predict N      at most N tokens per answer (default -1: until the end)\n"
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
-    "  --temp T, -s/--seed S, --draft-max K, -c/--ctx N, --kv-dtype T,\n"
-    "  --backend B, -t/--threads N: as for run\n";
+    "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
+    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
+    "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
@@ -129,12 +130,8 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, c
   if (!out) return -1;
   answer a = {.tok = m->file.tok};
   mkc_detok_init(&a.detok, a.tok, 0);
-  mkc_decode_opts o = {.draft_max = c->draft_max,
-                       .temp = c->temp,
-                       .seed = c->sample_seed + (unsigned long long)number,
-                       .on_token = on_token,
-                       .ctx = &a,
-                       .interrupted = &mkc_interrupted};
+  mkc_decode_opts o = {
+      .draft_max = c->draft_max, .on_token = on_token, .ctx = &a, .interrupted = &mkc_interrupted};
   int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
@@ -164,7 +161,8 @@ int mkc_cmd_chat(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "-m -n --temp --seed --draft-max --ctx --backend --blocks --kv-dtype "
-                         "--system-prompt --chat-template --verbose",
+                         "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
+                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -180,6 +178,10 @@ int mkc_cmd_chat(int argc, char **argv) {
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0) goto done;
+  mkc_sampling sampling;
+  unsigned long long seed;
+  mkc_cli_sampling(&c, &sampling, &seed);
+  if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   int tty = isatty(0) && isatty(1);
   if (tty)
     fprintf(stderr, "mkc: chatting with %s (%s template, %s backend); /exit or Ctrl-D ends\n",

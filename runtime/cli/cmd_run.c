@@ -35,9 +35,14 @@ static const char USAGE[] =
     "                         of generation or a full context)\n"
     "  --ignore-eos           go on past end-of-generation tokens\n"
     "  --no-display-prompt    print only the completion\n"
-    "  --temp T               sample from softmax(logits / T) (0: greedy, the default)\n"
-    "  -s, --seed S           the sampler's seed\n"
+    "  --temp T               sample, in the kernel, at temperature T (0: greedy, the\n"
+    "                         default); then llama.cpp's defaults apply to:\n"
+    "  --top-k N (40), --top-p P (0.95), --min-p P (0.05), --repeat-penalty R (1),\n"
+    "  --repeat-last-n N (64), --presence-penalty P (0), --frequency-penalty F (0)\n"
+    "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
+    "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
     "  --draft-max K          prompt-lookup drafts per step (0..31), verified in the kernel\n"
+    "                         (greedy or sampled: lossless either way)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
     "  --backend B            auto (GPU if any, else cpu), cuda, cpu, or ref (the\n"
@@ -204,7 +209,8 @@ static const char *stop_reason(const mkc_decode_stats *st, int eog, int interrup
 /* The stats line on stderr: backend, prompt and generation speed, drafts,
  * the context and why generation stopped. */
 static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_prompt,
-                        const mkc_decode_stats *st, int eog, int interrupted, int open_ended) {
+                        const mkc_decode_stats *st, int eog, int interrupted, int open_ended,
+                        const unsigned long long *seed) {
   double gen_s = st->seconds - st->prompt_seconds;
   char rate[64] = "";
   /* The first token comes with the prompt: a rate needs two. */
@@ -216,13 +222,15 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx, sizeof ctx, "context %d (capped from %d: --ctx %d)", m->g.max_ctx, train, train);
   else
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
+  char sampled[80] = "greedy";
+  if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
   fprintf(stderr,
           "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
-          "s%s; drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; %s; "
-          "stopped: %s\n",
+          "s%s; %s; drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
+          "%s; stopped: %s\n",
           mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
           c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
-          gen_s, rate, st->drafted, st->accepted,
+          gen_s, rate, sampled, st->drafted, st->accepted,
           st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
           st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
           stop_reason(st, eog, interrupted, open_ended));
@@ -233,7 +241,9 @@ int mkc_cmd_run(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights -n --draft-max --prompt-ids --backend "
                          "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
-                         "--system-prompt --chat-template --ignore-eos --no-display-prompt",
+                         "--system-prompt --chat-template --ignore-eos --no-display-prompt "
+                         "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
+                         "--presence-penalty --frequency-penalty",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
@@ -269,10 +279,11 @@ int mkc_cmd_run(int argc, char **argv) {
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
                  .ignore_eos = c.ignore_eos};
   mkc_interrupt_install();
-  mkc_decode_opts o = {.draft_max = c.draft_max,
-                       .temp = c.temp,
-                       .seed = c.sample_seed,
-                       .interrupted = &mkc_interrupted};
+  mkc_sampling sampling;
+  unsigned long long seed;
+  mkc_cli_sampling(&c, &sampling, &seed);
+  if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
+  mkc_decode_opts o = {.draft_max = c.draft_max, .interrupted = &mkc_interrupted};
   if (text.tok) {
     mkc_detok_init(&text.detok, text.tok, 0);
     o.on_token = on_token;
@@ -297,7 +308,8 @@ int mkc_cmd_run(int argc, char **argv) {
   }
   printf("\n");
   fflush(stdout);
-  print_stats(&c, &m, n_prompt, &st, text.eog, mkc_interrupted, open_ended);
+  print_stats(&c, &m, n_prompt, &st, text.eog, mkc_interrupted, open_ended,
+              sampling.temp > 0 ? &seed : NULL);
   rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
   mkc_loaded_close(&m);

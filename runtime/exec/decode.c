@@ -3,12 +3,10 @@
  * K/V yet and is always inputs[0] of the next step. */
 #include "decode.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "util/clock.h"
-#include "util/rng.h"
 
 #include "draft.h"
 
@@ -22,29 +20,6 @@ static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_re
     return -1;
   }
   return 0;
-}
-
-/* A token drawn from softmax(logits / temp). */
-static int sample(const float *logits, int vocab, double temp, uint64_t *state) {
-  float max = logits[0];
-  for (int i = 1; i < vocab; i++)
-    if (logits[i] > max) max = logits[i];
-  double total = 0;
-  for (int i = 0; i < vocab; i++) total += exp((logits[i] - max) / temp);
-  double u = (double)(mkc_splitmix64(state) >> 11) / 9007199254740992.0 * total;
-  for (int i = 0; i < vocab; i++) {
-    u -= exp((logits[i] - max) / temp);
-    if (u < 0) return i;
-  }
-  return vocab - 1;
-}
-
-/* The token to emit after input t of the last step: the kernel's greedy
- * choice there, or a sample from its logits. */
-static int choose(mkc_session *s, const mkc_graph *g, const mkc_decode_opts *o, int t, int greedy,
-                  uint64_t *rng) {
-  if (o->temp <= 0) return greedy;
-  return sample(mkc_session_logits(s, t), g->vocab, o->temp, rng);
 }
 
 /* Records a generated token; nonzero when generation should stop. */
@@ -76,8 +51,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats) {
   memset(stats, 0, sizeof *stats);
-  uint64_t rng = o->seed;
-  int draft_max = o->temp > 0 ? 0 : o->draft_max;
+  int draft_max = o->draft_max;
   double t0 = mkc_seconds();
   if (n_prompt < 1) {
     fprintf(stderr, "mkc: error: the prompt is empty: at least one token is needed\n");
@@ -116,8 +90,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;
-    if (pos + T == n_prompt && n_gen > 0)
-      emit(o, choose(s, g, o, T - 1, r.out[0], &rng), out, hist, &n_hist, stats);
+    if (pos + T == n_prompt && n_gen > 0) emit(o, r.out[0], out, hist, &n_hist, stats);
   }
   stats->prompt_seconds = mkc_seconds() - t0;
   while (stats->generated < n_gen && !stats->stopped) {
@@ -140,10 +113,6 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     stats->gen_steps++;
     stats->drafted += k;
     stats->accepted += r.n_accepted;
-    if (o->temp > 0) {
-      emit(o, choose(s, g, o, 0, r.out[0], &rng), out, hist, &n_hist, stats);
-      continue;
-    }
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
       if (emit(o, r.out[i], out, hist, &n_hist, stats)) break;
   }

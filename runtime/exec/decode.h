@@ -1,5 +1,7 @@
-/* The decode loop: prompt in chunks of known tokens, then greedy generation
- * with prompt-lookup drafts verified inside the same kernel step. */
+/* The decode loop: prompt in chunks of known tokens, then generation with
+ * prompt-lookup drafts verified inside the same kernel step: greedy, or
+ * sampled in the kernel as the session's sampling options say
+ * (mkc_session_set_sampling), drafts kept with speculative sampling's rule. */
 #ifndef MKC_DECODE_H
 #define MKC_DECODE_H
 
@@ -23,11 +25,6 @@ typedef struct mkc_decode_stats {
 /* How to choose tokens and whom to tell. */
 typedef struct mkc_decode_opts {
   int draft_max; /* drafts per step (clamped to the kernel's t_max - 1 and to the context) */
-  /* 0: greedy, the kernel's own choice (drafts are verified against it).
-   * > 0: sampled on the host from softmax(logits / temp) with a generator
-   * seeded by seed; drafts are off, since a greedy check would bias sampling. */
-  double temp;
-  unsigned long long seed;
   /* Called with each generated token, in order, as soon as it is known;
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);

@@ -152,9 +152,39 @@ struct mkc_ref *mkc_session_ref(mkc_session *s) {
 }
 
 void mkc_session_reset(mkc_session *s) {
+  mkc_sampling keep = s->state.sampling;
   memset(&s->state, 0, sizeof s->state);
   if (s->b->ops->reset) s->b->ops->reset(s->b);
+  if (keep.temp > 0) mkc_session_set_sampling(s, &keep); /* the reset zeroed the device's */
 }
+
+int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
+  const char *bad = NULL;
+  if (!(o->temp >= 0) || o->temp > 1e6)
+    bad = "--temp: expected a number >= 0";
+  else if (!(o->top_p > 0) || o->top_p > 1e6)
+    bad = "--top-p: expected a number in (0, 1]";
+  else if (!(o->min_p >= 0) || o->min_p > 1)
+    bad = "--min-p: expected a number in [0, 1]";
+  else if (!(o->repeat_penalty > 0) || o->repeat_penalty > 1e6)
+    bad = "--repeat-penalty: expected a number > 0";
+  else if (!(o->presence_penalty > -1e6 && o->presence_penalty < 1e6) ||
+           !(o->frequency_penalty > -1e6 && o->frequency_penalty < 1e6))
+    bad = "--presence-penalty/--frequency-penalty: expected a finite number";
+  else if (o->repeat_last_n < 0 || o->repeat_last_n > MKC_HIST_CAP)
+    bad = "--repeat-last-n: expected 0..256";
+  else if (o->logprobs < 0 || o->logprobs > MKC_LOGPROBS_MAX)
+    bad = "--logprobs: expected 0..20";
+  if (bad) {
+    fprintf(stderr, "mkc: error: %s\n", bad);
+    return -1;
+  }
+  s->state.sampling = *o;
+  if (s->b->ops->write_sampling && s->b->ops->write_sampling(s->b, &s->state) != 0) return -1;
+  return 0;
+}
+
+const mkc_sampling *mkc_session_sampling(const mkc_session *s) { return &s->state.sampling; }
 
 int mkc_session_rewind(mkc_session *s, int pos) {
   if (pos < 0 || pos > s->state.pos) {

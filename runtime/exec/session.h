@@ -63,8 +63,15 @@ const void *mkc_session_kv(mkc_session *s);
  * it to compare a kernel's KV cache with the reference's (mkc_ref_follow_kv). */
 struct mkc_ref *mkc_session_ref(mkc_session *s);
 
-/* Forgets every token: pos = 0, as freshly opened (weights stay). */
+/* Forgets every token: pos = 0, as freshly opened (weights and the sampling
+ * options stay). */
 void mkc_session_reset(mkc_session *s);
+
+/* The request's sampling options (templates/mkc_state.h): temp 0 (the
+ * default) is greedy. Checked here: 0, or -1 after a message naming the
+ * option out of range. */
+int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o);
+const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 
 /* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next
  * step's inputs[0] is the token at pos. 0, or -1 after a message. */

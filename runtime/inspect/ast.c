@@ -381,8 +381,20 @@ typedef struct body_walk {
   int n_marks, failed;
 } body_walk;
 
+static int stage_statement(CXCursor c, CXCursor parent, CXClientData data);
+
+/* The parts of a stage's `if (condition) { calls; sync; }` (a stage that runs
+ * only when the state says so, as sampling does): the block's statements are
+ * the stage's; the condition is not a statement. */
+static int conditional_part(CXCursor c, CXCursor parent, CXClientData data) {
+  if (mkc_clang.getCursorKind(c) == MKC_CX_CompoundStmt)
+    mkc_clang.visitChildren(c, stage_statement, data);
+  return MKC_CX_Visit_Continue;
+}
+
 /* One statement of the kernel body: a template call, the sync that ends the
- * stage, or something the model does not know (reported). */
+ * stage, a conditional stage's if, or something the model does not know
+ * (reported). */
 static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
   (void)parent;
   body_walk *w = data;
@@ -396,6 +408,10 @@ static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
   physical(mkc_clang.getRangeEnd(mkc_clang.getCursorExtent(c)), NULL, &end_line, NULL, NULL);
   if ((int)end_line > s->ast.last_line) s->ast.last_line = (int)end_line;
   char msg[300];
+  if (mkc_clang.getCursorKind(c) == MKC_CX_IfStmt) {
+    mkc_clang.visitChildren(c, conditional_part, data);
+    return MKC_CX_Visit_Continue;
+  }
   if (mkc_clang.getCursorKind(c) != MKC_CX_CallExpr) {
     snprintf(msg, sizeof msg,
              "line %u: a statement that is not a call (the model knows only calls)", line);

@@ -218,6 +218,10 @@ static void model_accept(model_ctx *m) {
   work(m, Q(0, 1, 0, 0), "thread of block 0", Q(0, 0, 0, 0));
 }
 
+/* The sampler: a block per input position; its traffic (the logits again,
+ * only when sampling) is not counted, as the emitter declares. */
+static void model_sample(model_ctx *m) { work(m, Q(0, 1, 0, 0), "block", Q(0, 0, 0, 0)); }
+
 static const struct {
   const char *name;
   void (*model)(model_ctx *m);
@@ -226,6 +230,7 @@ static const struct {
     {"mkc_matvec", model_matvec},     {"mkc_matvec_swiglu", model_matvec_swiglu},
     {"mkc_qkv_rope", model_qkv_rope}, {"mkc_attention", model_attention},
     {"mkc_lm_head", model_lm_head},   {"mkc_accept", model_accept},
+    {"mkc_sample", model_sample},
 };
 
 static void model_call(model_ctx *m) {

@@ -183,6 +183,15 @@ fail:
   return -1;
 }
 
+int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st) {
+  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, sampling), &st->sampling,
+                           sizeof st->sampling, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
+  return 0;
+fail:
+  return -1;
+}
+
 int mkc_cuda_blocks(const mkc_cuda_kernel *b) { return b->blocks; }
 int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b) { return b->graph_exec != NULL; }
 

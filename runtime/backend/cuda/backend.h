@@ -48,6 +48,8 @@ int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host);
 int mkc_cuda_reset_state(mkc_cuda_kernel *b);
 /* Sets the device state's pos (a rewind), on the stream. 0 or -1. */
 int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos);
+/* Copies st->sampling into the device state, on the stream. 0 or -1. */
+int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st);
 
 int mkc_cuda_blocks(const mkc_cuda_kernel *b);       /* grid size in use */
 int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b); /* 0 when capture was refused */

@@ -51,6 +51,10 @@ static void reset(mkc_backend *b) { mkc_cuda_reset_state(cuda(b)->kernel); }
 
 static int rewind_to(mkc_backend *b, int pos) { return mkc_cuda_set_pos(cuda(b)->kernel, pos); }
 
+static int write_sampling(mkc_backend *b, const mkc_state *st) {
+  return mkc_cuda_write_sampling(cuda(b)->kernel, st);
+}
+
 static double copy_bandwidth(mkc_backend *b, size_t bytes) {
   return mkc_cuda_copy_bandwidth(cuda(b)->kernel, bytes);
 }
@@ -73,6 +77,7 @@ static const mkc_backend_ops cuda_ops = {
     .kv = kv,
     .reset = reset,
     .rewind = rewind_to,
+    .write_sampling = write_sampling,
     .copy_bandwidth = copy_bandwidth,
     .describe = describe,
     .close = close_cuda,

@@ -1,0 +1,22 @@
+-- Stage: sampling, only when the request samples or penalizes (plain greedy keeps the argmax path
+-- and skips this stage and its barrier): one block per input position (templates/sample.cuh).
+return function(st, ctx)
+  local smem = { { "red", ctx.warps }, { "part", ctx.threads }, { "winner", 1 } }
+  local at = ctx.smem_layout(smem)
+  return {
+    work = "T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws",
+    smem = smem,
+    items = { t = 1, unit = "block" },
+    flops = {},
+    reads = {}, -- the logits again, in the stage that runs only when sampling: not counted
+    writes = {},
+    condition = "mkc_sampling_on(&state->sampling)",
+    code = ctx.call("mkc_sample", { st = "state", history = ("(const int *)(scratch + %d)"):format(ctx.history),
+      logits = ctx.value(st.logits), logits_stride = ctx.vstride(st.logits), vocab = ctx.vocab, pos = "pos",
+      T = "T", work = ("scratch + %d"):format(ctx.sample_work),
+      drawn = ("(int *)(scratch + %d)"):format(ctx.drawn),
+      p_draft_out = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
+      red = ctx.smem_ptr("float", at.red), part = ctx.smem_ptr("float", at.part),
+      winner = ctx.smem_ptr("int", at.winner) }) .. ";",
+  }
+end

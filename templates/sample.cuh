@@ -1,0 +1,283 @@
+/* Sampling in the step (issue 14), after the LM head: for each input
+ * position t one block turns the raw logits into the distribution p_t that
+ * the options ask for — penalties over the last repeat_last_n tokens (the
+ * step's earlier inputs included, as if appended), top-k, top-p, min-p on
+ * the untempered softmax, then temperature: llama.cpp's chain order — and
+ * draws from it with a counter-based generator, so a token depends only on
+ * (seed, position, purpose) and nothing is saved between steps. No sort: each
+ * cut is a threshold found by bisection over the logits' ordered bit
+ * patterns, every probe a block-wide count or mass.
+ *
+ * Per position t the block writes: the token drawn from p_t, p_t(draft) for
+ * the draft that follows input t, and a token drawn from the residual
+ * norm(max(0, p_t - q)) where q is the point mass on that draft. mkc_accept
+ * then keeps a draft with probability p_t(draft) and otherwise emits the
+ * residual token: speculative sampling, lossless for point-mass drafts. */
+
+/* Whether the step samples rather than takes the plain argmax: a
+ * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
+ * does: then the choice is the argmax of the penalized logits). */
+MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
+  return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
+         o->frequency_penalty != 0.0f;
+}
+
+/* What to draw a uniform for: one stream each, so they are independent. */
+#define MKC_DRAW_SAMPLE 0u
+#define MKC_DRAW_ACCEPT 1u
+#define MKC_DRAW_RESIDUAL 2u
+
+/* Philox4x32-10 (Salmon et al., SC'11): ten rounds of two 32x32->64-bit
+ * multiplies over a 128-bit counter, the 64-bit key bumped by the Weyl
+ * constants between rounds. */
+MKC_DEVICE void mkc_philox4x32(unsigned *c, unsigned k0, unsigned k1) {
+  for (int r = 0; r < 10; r++) {
+    unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
+    unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
+    unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0;
+    unsigned n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = (unsigned)p1;
+    c[2] = n2;
+    c[3] = (unsigned)p0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+/* A uniform in [0, 1) with 24 random bits, for the token at `position`. */
+MKC_DEVICE float mkc_uniform(const mkc_sampling *o, unsigned position, unsigned purpose) {
+  unsigned c[4] = {position, purpose, 0u, 0u};
+  mkc_philox4x32(c, o->seed_lo, o->seed_hi);
+  return (float)(c[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+/* The float's order as an unsigned: a < b exactly when key(a) < key(b). */
+MKC_DEVICE unsigned mkc_order_key(float f) {
+  unsigned u = mkc_f32_bits(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* A token cut by top-k, top-p or min-p: exp of it is 0. */
+#define MKC_CUT MKC_NEG_MAX
+
+/* The token at absolute position q: the step's inputs from pos on, the
+ * history (every position's token, written by mkc_accept) before. */
+MKC_DEVICE int mkc_token_at(const mkc_state *st, const int *history, int pos, int q) {
+  return q >= pos ? st->inputs[q - pos] : history[q];
+}
+
+/* Penalties for the token after input t: the window is the last
+ * repeat_last_n tokens up to and including input t; each distinct token in
+ * it is penalized once, with its count. */
+MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const int *history,
+                             int pos, int t, float *work) {
+  int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
+  if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
+  if (o->repeat_penalty == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f)
+    return;
+  for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+    int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
+    for (int i = 0; i < n; i++) {
+      int other = mkc_token_at(st, history, pos, last - i);
+      if (other != tok) continue;
+      count++;
+      if (i < j) first = 0; /* a nearer copy applies it */
+    }
+    if (!first) continue;
+    float l = work[tok];
+    l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;
+    work[tok] = l - (float)count * o->frequency_penalty - o->presence_penalty;
+  }
+  mkc_sync_block();
+}
+
+/* This thread's contiguous share of [0, n). */
+MKC_DEVICE void mkc_share(int n, int *lo, int *hi) {
+  int per = (n + MKC_THREADS - 1) / MKC_THREADS;
+  *lo = mkc_tid() * per < n ? mkc_tid() * per : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* The weight a token adds to a threshold probe: 1 (counting, top-k) or its
+ * mass exp(l - max) (top-p). */
+MKC_DEVICE float mkc_probe_weight(float l, float max, int by_mass) {
+  return by_mass ? expf(l - max) : 1.0f;
+}
+
+/* The amount (count or mass) of tokens whose key is >= key, block-wide. */
+MKC_DEVICE float mkc_amount_at_least(const float *work, int vocab, unsigned key, float max,
+                                     int by_mass, float *red) {
+  float s = 0.0f;
+  for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+    if (work[i] > MKC_CUT && mkc_order_key(work[i]) >= key)
+      s += mkc_probe_weight(work[i], max, by_mass);
+  return mkc_block_sum(s, red);
+}
+
+/* Keeps the fewest highest tokens whose amount reaches target, ties at the
+ * boundary going to lower ids; cuts the rest. The boundary key is the
+ * largest whose at-least amount reaches target, found bit by bit. */
+MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, int by_mass,
+                             float *red, float *part) {
+  unsigned key = 0u;
+  for (int b = 31; b >= 0; b--) {
+    unsigned probe = key | (1u << b);
+    if (mkc_amount_at_least(work, vocab, probe, max, by_mass, red) >= target) key = probe;
+  }
+  /* Above the boundary, and how much of the boundary's ties is still needed:
+   * each tie weighs the same. */
+  float above =
+      mkc_amount_at_least(work, vocab, key == 0xffffffffu ? key : key + 1u, max, by_mass, red);
+  if (key == 0xffffffffu) above = 0.0f;
+  int lo, hi;
+  mkc_share(vocab, &lo, &hi);
+  float mine = 0.0f, each = 0.0f;
+  for (int i = lo; i < hi; i++)
+    if (work[i] > MKC_CUT && mkc_order_key(work[i]) == key) {
+      each = mkc_probe_weight(work[i], max, by_mass);
+      mine += 1.0f;
+    }
+  part[mkc_tid()] = mine;
+  mkc_sync_block();
+  /* The tie count before this thread's share (ids in order across threads). */
+  float before = 0.0f;
+  for (int i = 0; i < mkc_tid(); i++) before += part[i];
+  float w = mkc_block_max(each, red); /* a tie's weight, in every thread */
+  float need = 0.0f;                  /* ceil((target - above) / w): whole ties */
+  if (w > 0.0f) {
+    float q = (target - above) / w;
+    need = (float)(int)q;
+    if (need < q) need += 1.0f;
+  }
+  if (need < 1.0f) need = 1.0f;
+  for (int i = lo; i < hi; i++) {
+    if (work[i] <= MKC_CUT) continue;
+    unsigned k = mkc_order_key(work[i]);
+    if (k < key || (k == key && !(before++ < need))) work[i] = MKC_CUT;
+  }
+  mkc_sync_block();
+}
+
+/* One position's draw from the tempered survivors by inverse CDF over ids in
+ * order, skipping `skip` (the residual: p without the draft, renormalized);
+ * total is the survivors' weight less skip's. -1 when nothing is left. */
+MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp, int skip, float u,
+                        float *part, int *winner) {
+  int lo, hi;
+  mkc_share(vocab, &lo, &hi);
+  float mine = 0.0f;
+  for (int i = lo; i < hi; i++)
+    if (i != skip) mine += expf((work[i] - max) * inv_temp);
+  part[mkc_tid()] = mine;
+  if (mkc_tid() == 0) *winner = -1;
+  mkc_sync_block();
+  float before = 0.0f, total = 0.0f;
+  for (int i = 0; i < MKC_THREADS; i++) {
+    if (i < mkc_tid()) before += part[i];
+    total += part[i];
+  }
+  float target = u * total;
+  if (total > 0.0f && target >= before &&
+      (target < before + mine || mkc_tid() == MKC_THREADS - 1)) {
+    /* This share holds the target (the last one takes what rounding left). */
+    float run = before;
+    int last = -1;
+    for (int i = lo; i < hi; i++) {
+      if (i == skip) continue;
+      float e = expf((work[i] - max) * inv_temp);
+      if (e <= 0.0f) continue;
+      last = i;
+      run += e;
+      if (target < run) break;
+    }
+    if (last >= 0) *winner = last;
+  }
+  mkc_sync_block();
+  int r = *winner;
+  if (r < 0 && total > 0.0f) { /* rounding put the target past every share's end */
+    if (mkc_tid() == 0)
+      for (int i = vocab - 1; i >= 0; i--)
+        if (i != skip && expf((work[i] - max) * inv_temp) > 0.0f) {
+          *winner = i;
+          break;
+        }
+    mkc_sync_block();
+    r = *winner;
+  }
+  mkc_sync_block(); /* winner and part are reused */
+  return r;
+}
+
+/* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
+ * history: the token at every position before pos (mkc_accept writes it).
+ * logits: [T][logits_stride] raw; work: [T][vocab] scratch; drawn: [T][2]
+ * (the token from p_t, the token from the residual); p_draft: [T].
+ * smem: red (MKC_WARPS floats), part (MKC_THREADS floats), winner (1 int). */
+MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
+                           int logits_stride, int vocab, int pos, int T, float *work, int *drawn,
+                           float *p_draft_out, float *red, float *part, int *winner) {
+  const mkc_sampling *o = &st->sampling;
+  for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
+    float *w = work + t * vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[t * logits_stride + i];
+    mkc_sync_block();
+    mkc_penalize(o, st, history, pos, t, w);
+    float max = MKC_NEG_MAX;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    max = mkc_block_max(max, red);
+    int draft = t + 1 < T ? st->inputs[t + 1] : -1;
+    if (o->temp <= 0.0f) {
+      /* greedy on penalized logits: the first id at the max; a draft is kept
+       * exactly when it is that id (p_t is a point mass) */
+      float first = -(float)vocab; /* minus the lowest id at the max: ids < 2^24 are exact */
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] == max && -(float)i > first) first = -(float)i;
+      int best = (int)-mkc_block_max(first, red);
+      if (best >= vocab) best = -1;
+      if (mkc_tid() == 0) {
+        drawn[t * 2 + 0] = best;
+        drawn[t * 2 + 1] = best;
+        p_draft_out[t] = draft >= 0 && draft == best ? 1.0f : 0.0f;
+      }
+      mkc_sync_block();
+      continue;
+    }
+    if (o->top_k > 0 && o->top_k < vocab)
+      mkc_keep_top(w, vocab, (float)o->top_k, max, 0, red, part);
+    if (o->top_p < 1.0f) {
+      float z = 0.0f;
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] > MKC_CUT) z += expf(w[i] - max);
+      z = mkc_block_sum(z, red);
+      mkc_keep_top(w, vocab, o->top_p * z, max, 1, red, part);
+    }
+    if (o->min_p > 0.0f) {
+      float floor_l = max + logf(o->min_p);
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] < floor_l) w[i] = MKC_CUT;
+      mkc_sync_block();
+    }
+    float inv_temp = 1.0f / o->temp;
+    unsigned position = (unsigned)(pos + t + 1); /* of the token drawn */
+    int token = mkc_draw(w, vocab, max, inv_temp, -1, mkc_uniform(o, position, MKC_DRAW_SAMPLE),
+                         part, winner);
+    int residual = -1;
+    float p_draft = 0.0f;
+    if (draft >= 0) {
+      /* p_t(draft): its weight over all the survivors' */
+      float e = 0.0f, z = 0.0f;
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) z += expf((w[i] - max) * inv_temp);
+      z = mkc_block_sum(z, red);
+      e = expf((w[draft] - max) * inv_temp);
+      p_draft = z > 0.0f ? e / z : 0.0f;
+      residual = mkc_draw(w, vocab, max, inv_temp, draft,
+                          mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
+    }
+    if (mkc_tid() == 0) {
+      drawn[t * 2 + 0] = token;
+      drawn[t * 2 + 1] = residual;
+      p_draft_out[t] = p_draft;
+    }
+  }
+}
