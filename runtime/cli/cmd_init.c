@@ -274,8 +274,10 @@ int mkc_cmd_init(int argc, char **argv) {
       add_weights(out, &g, &w) || add_rope_freqs(out, &d) || mkc_gguf_write(out, path))
     goto done;
   struct stat st;
-  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors, %lld bytes)\n", path, name, seed,
-          g.n_weights, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors%s, %lld bytes)\n", path, name,
+          seed, g.n_weights,
+          d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)" : "",
+          stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
   rc = 0;
 done:
   mkc_gguf_writer_free(out);
