@@ -116,10 +116,11 @@ local function builder(graph)
   end
   -- bias (optional): a weight [1, rows] added to the product
   g.matmul = function(x, w, bias) return ir.op(graph, "matmul", { x, w, bias }, nil, line()) end
+  -- o.scaling (optional): "none", or a table { type = "linear" | "llama3" | "yarn", ... } (ir.lua)
   g.rope = function(x, heads, o)
     o = o or {}
     return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,
-                                         layout = o.layout }, line())
+                                         layout = o.layout, scaling = o.scaling }, line())
   end
   g.attention = function(q, k, v, o)
     o = o or {}

@@ -86,8 +86,13 @@ function fusion.stages(graph)
           no_emitter(graph, att, "whose q/k/v are not rope(matmul), rope(matmul), matmul of one input"
                                  .. " (a per-head rmsnorm may sit between a matmul and its rope)")
         end
-        if q_rope.head_dim ~= att.head_dim or k_rope.head_dim ~= att.head_dim
-           or q_rope.layout ~= k_rope.layout or q_rope.theta ~= k_rope.theta then
+        local same = q_rope.head_dim == att.head_dim and k_rope.head_dim == att.head_dim
+        for _, key in ipairs({ "layout", "theta", "rope_scaling", "rope_factor", "rope_low_freq_factor",
+                               "rope_high_freq_factor", "rope_orig_ctx", "rope_beta_fast", "rope_beta_slow",
+                               "rope_ext_factor", "rope_attn_factor" }) do
+          same = same and q_rope[key] == k_rope[key]
+        end
+        if not same then
           util.raise(graph.path, att.line, "attention: q and k rope settings differ from each other or from the attention")
         end
         for _, hn in ipairs({ q_norm or false, k_norm or false }) do

@@ -32,6 +32,64 @@ local function count(v, what)
   return v
 end
 
+-- RoPE scaling types (graph.h's MKC_ROPE_SCALINGS) and the parameters each reads: true where
+-- required, else the default (YaRN's, as llama.cpp and transformers default them).
+local ROPE_SCALING = {
+  linear = { factor = true },
+  llama3 = { factor = true, low_freq_factor = true, high_freq_factor = true, orig_ctx = true },
+  yarn = { factor = true, orig_ctx = true, beta_fast = 32, beta_slow = 1, ext_factor = 1, attn_factor = 1 },
+}
+
+-- A rope's scaling (nil, "none" or a table), checked, as the node's rope_* attributes.
+local function rope_scaling(s, at)
+  at.scaling = nil
+  if s == nil or s == "none" then
+    at.rope_scaling = "none"
+    return
+  end
+  need(type(s) == "table", "rope: scaling must be \"none\" or a table, got %s", util.show(s))
+  local params = ROPE_SCALING[s.type]
+  need(params, "rope: scaling type must be \"linear\", \"llama3\" or \"yarn\", got %s", util.show(s.type))
+  local v = {}
+  for k, val in pairs(s) do
+    need(k == "type" or params[k] ~= nil, "rope: %s scaling has no parameter %s", s.type, util.show(k))
+    v[k] = val
+  end
+  local names = {}
+  for k in pairs(params) do names[#names + 1] = k end
+  table.sort(names) -- the first error the same every run
+  for _, k in ipairs(names) do
+    local default = params[k]
+    if v[k] == nil then
+      need(default ~= true, "rope: %s scaling needs %s", s.type, k)
+      v[k] = default
+    end
+    need(type(v[k]) == "number" and v[k] == v[k] and v[k] > -math.huge and v[k] < math.huge,
+         "rope: %s scaling: %s must be a number, got %s", s.type, k, util.show(v[k]))
+  end
+  local function positive(k)
+    need(v[k] > 0, "rope: %s scaling: %s must be > 0, got %s", s.type, k, util.show(v[k]))
+  end
+  positive("factor")
+  need(s.type == "linear" or v.factor >= 1, "rope: %s scaling: factor must be >= 1, got %s", s.type,
+       util.show(v.factor))
+  if v.orig_ctx ~= nil then count(v.orig_ctx, "rope scaling orig_ctx") end
+  if s.type == "llama3" then
+    positive("low_freq_factor")
+    need(v.high_freq_factor > v.low_freq_factor, "rope: llama3 scaling: high_freq_factor %s must exceed "
+         .. "low_freq_factor %s", util.show(v.high_freq_factor), util.show(v.low_freq_factor))
+  elseif s.type == "yarn" then
+    positive("beta_fast")
+    positive("beta_slow")
+    positive("attn_factor")
+    need(v.ext_factor >= 0, "rope: yarn scaling: ext_factor must be >= 0, got %s", util.show(v.ext_factor))
+  end
+  at.rope_scaling = s.type
+  for k, val in pairs(v) do
+    if k ~= "type" then at["rope_" .. k] = val end
+  end
+end
+
 -- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
 ir.ops = {
   tokens = function(a) return 1 end,
@@ -80,6 +138,7 @@ ir.ops = {
     need(at.layout == "interleaved" or at.layout == "neox",
          "rope: layout must be \"interleaved\" or \"neox\", got %s", util.show(at.layout))
     need(type(at.theta) == "number" and at.theta > 0, "rope: theta must be a positive number")
+    rope_scaling(at.scaling, at)
     return x.n
   end,
   attention = function(a, at)

@@ -1,11 +1,14 @@
 -- Llama-family decoder: token embedding, pre-norm attention with RoPE and grouped-query heads
 -- (Q/K/V biases for qwen2: qkv_bias; per-head Q/K norms for qwen3: qk_norm), SwiGLU MLP, final
 -- norm, LM head (tied or untied). GGUF weight names; [rows][cols] = [out][in], vectors [1][n].
+-- rope_scaling: "none", or how a model stretched past the context it was first trained on scales
+-- RoPE: { type = "linear" | "llama3" | "yarn", factor = ..., ... } (docs/MODELS.md).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none",
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
@@ -13,12 +16,15 @@ preset "odd" {
   dim = 72, n_layers = 2, n_heads = 6, n_kv_heads = 2, head_dim = 12, ffn = 172,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none",
 }
 
+-- Llama 3.2 1B as Meta ships it: trained on 8192 positions, stretched 32 times by Llama 3's scaling.
 preset "llama-3.2-1b" {
   dim = 2048, n_layers = 16, n_heads = 32, n_kv_heads = 8, head_dim = 64, ffn = 8192,
   vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
+  rope_scaling = { type = "llama3", factor = 32, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 8192 },
 }
 
 -- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
@@ -27,6 +33,7 @@ preset "qwen2-tiny" {
   dim = 60, n_layers = 2, n_heads = 5, n_kv_heads = 1, head_dim = 12, ffn = 148,
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
+  rope_scaling = "none",
 }
 
 -- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
@@ -35,6 +42,33 @@ preset "qwen3-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 80, ffn = 160,
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none",
+}
+
+-- RoPE scaling in small: trained contexts so short that the tests' positions reach past them, and
+-- each kind of pair (kept, scaled, mixed) present in a 16-dim head.
+-- Llama 3's (the file carries rope_freqs.weight).
+preset "llama3-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
+  vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
+  rope_scaling = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 64 },
+}
+
+-- YaRN on Qwen2's shape (as Qwen2.5 runs past 32k), cos and sin scaled too.
+preset "yarn-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 272, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
+  rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
+}
+
+-- Linear scaling on Qwen3's shape: the heads a per-head norm finishes are scaled too.
+preset "linear-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 264, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = { type = "linear", factor = 4 },
 }
 
 function build(g, p)
@@ -42,7 +76,8 @@ function build(g, p)
     return g.weight(("blk.%d.%s.weight"):format(l, name), rows, cols)
   end
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim
-  local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim }
+  local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim,
+                 scaling = p.rope_scaling }
   local function bias(l, name, rows) -- nil where the model has none
     return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
   end

@@ -13,13 +13,95 @@
  * zero for the next layer. No grid barrier, and every warp keeps a pair to
  * do. K waits in float so that it is rounded once, after the norm. */
 
-MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
-  return powf(theta, -(float)(2 * j) / (float)head_dim);
+/* RoPE as the model was trained with it: the base theta and, for a model
+ * stretched past the context it was first trained on, the scaling
+ * (docs/MODELS.md), made by one of the mkc_rope_* functions below. */
+enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN };
+typedef struct mkc_rope {
+  float theta;
+  int scaling;                             /* MKC_ROPE_PLAIN, ... */
+  float factor;                            /* the context's extension factor */
+  float low_freq_factor, high_freq_factor; /* llama3 */
+  float orig_ctx;                          /* llama3, yarn: the context before the extension */
+  float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
+  float ext_factor, attn_factor;           /* yarn */
+} mkc_rope;
+
+MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  return r;
 }
 
-/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at. */
-MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
-  float angle = (float)at * inv_freq, c = cosf(angle), s = sinf(angle);
+/* Positions divided by factor. */
+MKC_DEVICE mkc_rope mkc_rope_linear(float theta, float factor) {
+  mkc_rope r = mkc_rope_plain(theta);
+  r.scaling = MKC_ROPE_LINEAR;
+  r.factor = factor;
+  return r;
+}
+
+/* Llama 3.1+: frequencies whose wavelength is below orig_ctx / high_freq_factor
+ * kept, above orig_ctx / low_freq_factor divided by factor, a smooth mix between. */
+MKC_DEVICE mkc_rope mkc_rope_llama3(float theta, float factor, float low_freq_factor,
+                                    float high_freq_factor, float orig_ctx) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_LLAMA3;
+  r.low_freq_factor = low_freq_factor;
+  r.high_freq_factor = high_freq_factor;
+  r.orig_ctx = orig_ctx;
+  return r;
+}
+
+/* YaRN as llama.cpp's ggml_rope_ext computes it: frequencies that turn more
+ * than beta_fast times in orig_ctx kept, fewer than beta_slow divided by
+ * factor, a linear ramp over the pairs between (times ext_factor); cos and
+ * sin scaled by attn_factor * (1 + 0.1 ln factor). */
+MKC_DEVICE mkc_rope mkc_rope_yarn(float theta, float factor, float orig_ctx, float beta_fast,
+                                  float beta_slow, float ext_factor, float attn_factor) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_YARN;
+  r.orig_ctx = orig_ctx;
+  r.beta_fast = beta_fast;
+  r.beta_slow = beta_slow;
+  r.ext_factor = ext_factor;
+  r.attn_factor = attn_factor;
+  return r;
+}
+
+/* The pair whose frequency turns `rotations` times in orig_ctx positions. */
+MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
+  return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
+}
+
+/* Pair j's frequency, radians per position, and in *mscale the factor on cos
+ * and sin (1 but for YaRN). Computed here from the parameters, per pair. */
+MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
+  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
+  *mscale = 1.0f;
+  if (r.scaling == MKC_ROPE_LINEAR) return freq / r.factor;
+  if (r.scaling == MKC_ROPE_LLAMA3) {
+    float wavelen = 6.28318531f / freq;
+    if (wavelen < r.orig_ctx / r.high_freq_factor) return freq;
+    if (wavelen > r.orig_ctx / r.low_freq_factor) return freq / r.factor;
+    float smooth =
+        (r.orig_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+    return (1.0f - smooth) * freq / r.factor + smooth * freq;
+  }
+  if (r.scaling == MKC_ROPE_YARN) {
+    float lo = fmaxf(0.0f, floorf(mkc_rope_yarn_dim(r.beta_fast, head_dim, r)));
+    float hi = fminf((float)(head_dim - 1), ceilf(mkc_rope_yarn_dim(r.beta_slow, head_dim, r)));
+    float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, ((float)j - lo) / fmaxf(0.001f, hi - lo)));
+    float kept = ramp * r.ext_factor; /* the share of the unscaled frequency */
+    *mscale = r.ext_factor != 0.0f ? r.attn_factor * (1.0f + 0.1f * logf(r.factor)) : r.attn_factor;
+    return freq / r.factor * (1.0f - kept) + freq * kept;
+  }
+  return freq;
+}
+
+/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at,
+ * scaled by mscale. */
+MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, int at) {
+  float angle = (float)at * inv_freq, c = cosf(angle) * mscale, s = sinf(angle) * mscale;
   float ra = *a * c - *b * s, rb = *a * s + *b * c;
   *a = ra;
   *b = rb;
@@ -30,7 +112,7 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
  * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
  * the elements for the sum of squares, then over the rotation pairs. */
 MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
                                    int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
@@ -43,7 +125,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
-      mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
+      float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
+      mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
         kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
         kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
@@ -58,7 +141,7 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
                              const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
                              int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, float theta, const float *x, int x_stride,
+                             int layout, mkc_rope rotary, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
@@ -104,11 +187,12 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
-      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
+      float mscale = 1.0f;
+      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, rotary, &mscale) : 0.0f;
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
         float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
-        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
+        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
         if (head) {
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
@@ -135,6 +219,6 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
   }
 }

@@ -53,6 +53,31 @@ else
   fail "init + info odd" "$(cat "$tmp/err")"
 fi
 
+# RoPE scaling: Llama 3's as the converter writes it (rope_freqs.weight, F32 [head_dim / 2]),
+# YaRN's and linear's as rope.scaling.* metadata.
+if "$mkc" init --preset llama3-tiny --seed 3 -o "$tmp/llama3.gguf" 2>"$tmp/err" \
+  && "$mkc" info -m "$tmp/llama3.gguf" >"$tmp/info" 2>>"$tmp/err"; then
+  grep -qE "^mkc: wrote $tmp/llama3.gguf \(llama-llama3-tiny, seed 3: 20 BF16 tensors and rope_freqs.weight \(F32\), [0-9]+ bytes\)$" "$tmp/err" \
+    && ok "init llama3-tiny says it wrote rope_freqs.weight" || fail "init llama3-tiny's message" "$(cat "$tmp/err")"
+  expect_line "info llama3-tiny" "$tmp/info" "tensors: 21 (F32 1, BF16 20)"
+  expect_line "info llama3-tiny" "$tmp/info" "llama.rope.scaling.original_context_length = 64"
+  if grep -q "^llama.rope.scaling.type\|^llama.rope.scaling.factor" "$tmp/info"; then
+    fail "llama3-tiny: no rope.scaling.type/factor (llama.cpp would scale twice)" "$(cat "$tmp/info")"
+  else
+    ok "llama3-tiny: no rope.scaling.type/factor (llama.cpp would scale twice)"
+  fi
+else
+  fail "init + info llama3-tiny" "$(cat "$tmp/err")"
+fi
+if "$mkc" init --preset yarn-tiny --seed 3 -o "$tmp/yarn.gguf" 2>"$tmp/err" \
+  && "$mkc" info -m "$tmp/yarn.gguf" >"$tmp/info" 2>>"$tmp/err"; then
+  expect_line "info yarn-tiny" "$tmp/info" 'qwen2.rope.scaling.type = "yarn"'
+  expect_line "info yarn-tiny" "$tmp/info" "qwen2.rope.scaling.factor = 4"
+  expect_line "info yarn-tiny" "$tmp/info" "qwen2.rope.scaling.original_context_length = 64"
+else
+  fail "init + info yarn-tiny" "$(cat "$tmp/err")"
+fi
+
 "$mkc" init --preset tiny --seed 7 -o "$tmp/again.gguf" 2>/dev/null
 "$mkc" init --preset tiny --seed 8 -o "$tmp/other.gguf" 2>/dev/null
 cmp -s "$tmp/tiny.gguf" "$tmp/again.gguf" && ok "the same seed writes the same bytes" \
@@ -75,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:5: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny)" \
+  "graphs/llama.lua:7: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf

@@ -1,11 +1,11 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
- * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny and
- * qwen3-tiny, logits within 1e-4 (relative to the largest reference logit)
- * at every step and every input, the same greedy tokens, the same pos, and
- * every K and V value in the kernel's cache (bf16 by default) rounded as the
- * reference rounds it: where the kernel's float and the reference's double
- * straddle a rounding midpoint, the reference takes the kernel's neighbour
- * (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
+ * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
+ * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny,
+ * whose trained contexts the 73 positions pass), logits within 1e-4 (relative to the largest
+ * reference logit) at every step and every input, the same greedy tokens, the same pos, and every K
+ * and V value in the kernel's cache (bf16 by default) rounded as the reference rounds it: where the
+ * kernel's float and the reference's double straddle a rounding midpoint, the reference takes the
+ * kernel's neighbour (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -115,5 +115,9 @@ int main(void) {
   compare("qwen3-tiny", 4, 3);
   compare("qwen3-tiny", 0, 1); /* every head finished within the one block */
   compare("qwen3-tiny", 7, 5);
+  /* RoPE scalings, each frequency computed in the kernel from the preset's parameters */
+  compare("llama3-tiny", 4, 4);
+  compare("yarn-tiny", 4, 3);
+  compare("linear-tiny", 7, 5); /* the heads a per-head norm finishes */
   return check_done();
 }

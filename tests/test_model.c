@@ -29,12 +29,36 @@ static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
   return mkc_codegen(&o, g, src);
 }
 
+static int same_scaling(const mkc_rope_scaling *a, const mkc_rope_scaling *b) {
+  return a->type == b->type && a->factor == b->factor &&
+         (a->type != MKC_ROPE_SCALING_LLAMA3 || (a->low_freq_factor == b->low_freq_factor &&
+                                                 a->high_freq_factor == b->high_freq_factor)) &&
+         (a->type < MKC_ROPE_SCALING_LLAMA3 || a->orig_ctx == b->orig_ctx) &&
+         (a->type != MKC_ROPE_SCALING_YARN ||
+          (a->beta_fast == b->beta_fast && a->beta_slow == b->beta_slow &&
+           a->ext_factor == b->ext_factor && a->attn_factor == b->attn_factor));
+}
+
+/* The first rope node's scaling, as a description holds it. */
+static mkc_rope_scaling graph_scaling(const mkc_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *r = &g->nodes[i];
+    if (r->op == MKC_OP_ROPE)
+      return (mkc_rope_scaling){
+          r->rope_scaling,          r->rope_factor,     r->rope_low_freq_factor,
+          r->rope_high_freq_factor, r->rope_orig_ctx,   r->rope_beta_fast,
+          r->rope_beta_slow,        r->rope_ext_factor, r->rope_attn_factor};
+  }
+  return (mkc_rope_scaling){.type = -1};
+}
+
 static int same_desc(const mkc_model_desc *a, const mkc_model_desc *b) {
   return !strcmp(a->arch, b->arch) && a->vocab == b->vocab && a->dim == b->dim &&
          a->n_layers == b->n_layers && a->n_heads == b->n_heads && a->n_kv_heads == b->n_kv_heads &&
          a->head_dim == b->head_dim && a->ffn == b->ffn && a->rope_theta == b->rope_theta &&
          a->norm_eps == b->norm_eps && a->rope_layout == b->rope_layout && a->tied == b->tied &&
-         a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm;
+         a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm &&
+         same_scaling(&a->rope_scaling, &b->rope_scaling);
 }
 
 /* Steps both sessions through the same inputs (a prompt chunk, then drafts
@@ -90,6 +114,19 @@ static void gguf_vs_safetensors(const char *preset, int dtype) {
   if (!CHECK(gen(&fa.desc, &ga, &sa) == 0 && mkc_model_file_weights(&fa, &ga, &wa) == 0,
              "%s: graph and weights from the GGUF", preset))
     goto done;
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts po = {.graph_path = graph, .preset = preset};
+  mkc_graph gp;
+  mkc_kernel_src sp;
+  if (CHECK(mkc_codegen(&po, &gp, &sp) == 0, "%s: the preset's own graph", preset)) {
+    mkc_rope_scaling want = graph_scaling(&gp), got = graph_scaling(&ga);
+    CHECK(same_scaling(&want, &got) && want.type == fa.desc.rope_scaling.type,
+          "%s: the GGUF gives the preset's RoPE scaling (%s)", preset,
+          mkc_rope_scaling_name(got.type));
+    mkc_graph_free(&gp);
+    mkc_kernel_src_free(&sp);
+  }
   if (!CHECK(mkc_hf_write(dir, &fa.desc, &wa, dtype) == 0, "%s: write the HF folder (%s)", preset,
              mkc_st_dtype_name(dtype)))
     goto done;
@@ -154,6 +191,80 @@ static void write_gguf(const char *path, const char *arch, const char *key, uint
   mkc_gguf_add_tensor(w, "token_embd.weight", MKC_GGML_F32, 2, ne, embd);
   mkc_gguf_write(w, path);
   mkc_gguf_writer_free(w);
+}
+
+/* A llama GGUF like write_gguf's, heads of head_dim, with metadata key =
+ * value (a string; NULL: none) and rope_freqs.weight (NULL: none). */
+static void write_rope_gguf(const char *path, int head_dim, double theta, const char *key,
+                            const char *value, const float *freqs, int n_freqs) {
+  mkc_gguf_writer *w = mkc_gguf_writer_new();
+  mkc_gguf_set_str(w, "general.architecture", "llama");
+  const char *sizes[] = {"block_count",          "embedding_length",     "feed_forward_length",
+                         "attention.head_count", "attention.key_length", "attention.value_length"};
+  uint32_t vals[] = {1, 8, 16, 2, (uint32_t)head_dim, (uint32_t)head_dim};
+  char k[128];
+  for (int i = 0; i < 6; i++) {
+    snprintf(k, sizeof k, "llama.%s", sizes[i]);
+    mkc_gguf_set_u32(w, k, vals[i]);
+  }
+  mkc_gguf_set_f32(w, "llama.rope.freq_base", (float)theta);
+  if (key) mkc_gguf_set_str(w, key, value);
+  float embd[8 * 4] = {0};
+  int64_t ne[2] = {8, 4}, ne_freqs[1] = {n_freqs};
+  mkc_gguf_add_tensor(w, "token_embd.weight", MKC_GGML_F32, 2, ne, embd);
+  if (freqs) mkc_gguf_add_tensor(w, "rope_freqs.weight", MKC_GGML_F32, 1, ne_freqs, freqs);
+  mkc_gguf_write(w, path);
+  mkc_gguf_writer_free(w);
+}
+
+/* Llama 3's rope_freqs.weight as llama.cpp's converter writes it for
+ * Llama-3.2-1B (float32 arithmetic: theta 500000, head_dim 64, factor 32,
+ * low 1, high 4, 8192): read back as those parameters, the divisors
+ * mkc_llama3_rope_divisor gives; and files that disagree refused. */
+static void rope_freqs_files(void) {
+  float freqs[32];
+  for (int j = 0; j < 32; j++) freqs[j] = j < 15 ? 1.0f : 32.0f;
+  freqs[15] = 1.65132928f;
+  freqs[16] = 3.29226279f;
+  freqs[17] = 9.66673088f;
+  const char *path = tmp_path("llama32-rope.gguf");
+  write_rope_gguf(path, 64, 500000, NULL, NULL, freqs, 32);
+  mkc_model_file mf;
+  if (CHECK(mkc_model_file_open(path, &mf) == 0, "Llama-3.2-1B's rope_freqs.weight loads")) {
+    const mkc_rope_scaling *s = &mf.desc.rope_scaling;
+    CHECK(s->type == MKC_ROPE_SCALING_LLAMA3 && s->factor == 32 && s->low_freq_factor == 1 &&
+              s->high_freq_factor == 4 && s->orig_ctx == 8192,
+          "... as llama3 scaling: factor 32, low 1, high 4, original 8192");
+    /* by hand, j = 16: wavelength 2 pi sqrt(500000) = 4442.883, smooth (8192 / 4442.883 - 1) / 3
+     * = 0.2812826, divisor 1 / ((1 - 0.2812826) / 32 + 0.2812826) = 3.292262 */
+    CHECK_NEAR(mkc_llama3_rope_divisor(&mf.desc, 16), 3.292262, 1e-6,
+               "the divisor of pair 16 by hand");
+    CHECK_NEAR(mkc_llama3_rope_divisor(&mf.desc, 15), 1.6513292457638984, 1e-12,
+               "the divisor of pair 15 (transformers' formula in double)");
+    CHECK(mkc_llama3_rope_divisor(&mf.desc, 14) == 1 && mkc_llama3_rope_divisor(&mf.desc, 18) == 32,
+          "pairs 14 and 18: kept, and divided by 32");
+    mkc_model_file_close(&mf);
+  }
+  freqs[16] = 3.2923f; /* 2.2e-5 off */
+  path = tmp_path("llama32-off.gguf");
+  write_rope_gguf(path, 64, 500000, NULL, NULL, freqs, 32);
+  open_fails("rope_freqs.weight off its parameters", path,
+             "rope_freqs.weight[16] = 3.29229999, but Llama 3 scaling with factor 32, "
+             "low_freq_factor 1, high_freq_factor 4, original context 8192 gives 3.2922621");
+  path = tmp_path("llama32-short.gguf");
+  write_rope_gguf(path, 64, 500000, NULL, NULL, freqs, 16);
+  open_fails("rope_freqs.weight of the wrong length", path,
+             "rope_freqs.weight: Expected F32 ne {32} (head dim / 2); Actual F32 ne {16}");
+  path = tmp_path("llama32-linear.gguf");
+  freqs[16] = 3.29226279f;
+  write_rope_gguf(path, 64, 500000, "llama.rope.scaling.type", "yarn", freqs, 32);
+  open_fails("rope_freqs.weight with yarn", path,
+             "rope_freqs.weight together with yarn RoPE scaling: not supported");
+  path = tmp_path("longrope.gguf");
+  write_rope_gguf(path, 64, 500000, "llama.rope.scaling.type", "longrope", NULL, 0);
+  open_fails("an unknown scaling type", path,
+             "llama.rope.scaling.type = \"longrope\": RoPE scaling not supported (mkc runs none, "
+             "linear, yarn, and Llama 3's rope_freqs.weight)");
 }
 
 static void bad_files(void) {
@@ -324,6 +435,10 @@ int main(void) {
   gguf_vs_safetensors("tiny", MKC_ST_F32);
   gguf_vs_safetensors("qwen2-tiny", MKC_ST_BF16);
   gguf_vs_safetensors("qwen3-tiny", MKC_ST_F32);
+  gguf_vs_safetensors("llama3-tiny", MKC_ST_BF16); /* rope_freqs.weight and rope_scaling */
+  gguf_vs_safetensors("yarn-tiny", MKC_ST_F32);
+  gguf_vs_safetensors("linear-tiny", MKC_ST_BF16);
+  rope_freqs_files();
   bad_files();
   real_model();
   scratch_close();

@@ -64,6 +64,48 @@ for p in qwen2-tiny qwen3-tiny; do
     fail "$p: GGUF = HF folder = --random-weights" "$(cat "$tmp/a" "$tmp/b" "$tmp/c" "$tmp/err")"
   fi
 done
+# RoPE scalings through files: info -m names them; the kernel (cpu) and the reference agree on
+# the file, and with the preset (generated past each small trained context).
+declare -A scaling=(
+  [llama3-tiny]="llama3 scaling: factor 8, low/high freq factor 1/4, original context 64"
+  [yarn-tiny]="yarn scaling: factor 4, original context 64, beta fast/slow 32/1, ext factor 1, attn factor 1"
+  [linear-tiny]="linear scaling: factor 4")
+for p in llama3-tiny yarn-tiny linear-tiny; do
+  "$mkc" init --preset $p --seed 5 -o "$tmp/$p.gguf" 2>/dev/null
+  "$mkc" info -m "$tmp/$p.gguf" >"$tmp/info" 2>"$tmp/err"
+  grep -qF "${scaling[$p]})" "$tmp/info" && ok "info -m $p.gguf: ${scaling[$p]}" \
+    || fail "info -m $p.gguf: ${scaling[$p]}" "$(cat "$tmp/info" "$tmp/err")"
+  "$mkc" run -m "$tmp/$p.gguf" --prompt-ids 2,7,1,8 -n 90 --draft-max 2 --backend cpu >"$tmp/a" 2>"$tmp/err"
+  "$mkc" run -m "$tmp/$p.gguf" --prompt-ids 2,7,1,8 -n 90 --backend ref >"$tmp/b" 2>>"$tmp/err"
+  "$mkc" run --preset $p --random-weights 5 --prompt-ids 2,7,1,8 -n 90 --backend ref >"$tmp/c" 2>>"$tmp/err"
+  if [ "$(wc -w <"$tmp/a")" -eq 90 ] && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/a" "$tmp/c"; then
+    ok "$p: run -m on cpu = --backend ref = the preset's --random-weights (90 tokens)"
+  else
+    fail "$p: run -m cpu = ref = --random-weights" "$(cat "$tmp/a" "$tmp/b" "$tmp/c" "$tmp/err")"
+  fi
+done
+"$mkc" info -m "$tmp/llama3-tiny.gguf" >"$tmp/info" 2>&1
+grep -qx "tensors: 21 (F32 1, BF16 20)" "$tmp/info" && ok "llama3-tiny.gguf carries rope_freqs.weight (F32)" \
+  || fail "llama3-tiny.gguf carries rope_freqs.weight (F32)" "$(cat "$tmp/info")"
+"$mkc" init --preset llama3-tiny --seed 5 -o "$tmp/hf-llama3-tiny" 2>/dev/null
+"$mkc" run -m "$tmp/llama3-tiny.gguf" --prompt-ids 2,7,1,8 -n 90 --backend ref >"$tmp/a" 2>/dev/null
+if grep -qE '"rope_type":[[:space:]]*"llama3"' "$tmp/hf-llama3-tiny/config.json" \
+  && "$mkc" run -m "$tmp/hf-llama3-tiny" --prompt-ids 2,7,1,8 -n 90 --backend cpu >"$tmp/b" 2>"$tmp/err" \
+  && cmp -s "$tmp/a" "$tmp/b"; then
+  ok "llama3-tiny as an HF folder (rope_scaling llama3) runs the GGUF's tokens"
+else
+  fail "llama3-tiny as an HF folder" "$(cat "$tmp/hf-llama3-tiny/config.json" "$tmp/err")"
+fi
+if "$mkc" gen -m "$tmp/llama3-tiny.gguf" -o "$tmp/k.cu" 2>"$tmp/err" \
+  && "$mkc" gen graphs/llama.lua --preset llama3-tiny -o "$tmp/t.cu" 2>>"$tmp/err" \
+  && grep -q 'mkc_rope_llama3(10000.0f, 8.0f, 1.0f, 4.0f, 64.0f)' "$tmp/k.cu" \
+  && diff <(sed 's/llama-llama3-tiny/llama3-tiny/g' "$tmp/k.cu" | grep -v '^ \* \(graph\|hashes\):') \
+    <(grep -v '^ \* \(graph\|hashes\):' "$tmp/t.cu") >"$tmp/diff"; then
+  ok "gen -m llama3-tiny.gguf: the preset's kernel, the scaling's parameters as literals"
+else
+  fail "gen -m llama3-tiny.gguf" "$(cat "$tmp/err"; head -20 "$tmp/diff")"
+fi
+
 grep -qE '"model_type":[[:space:]]*"qwen3"' "$tmp/hf-qwen3-tiny/config.json" && ok "qwen3-tiny's config.json says qwen3" \
   || fail "qwen3-tiny's config.json says qwen3" "$(cat "$tmp/hf-qwen3-tiny/config.json")"
 expect_error "init -o DIR for a layout config.json cannot say" \

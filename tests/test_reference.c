@@ -617,6 +617,203 @@ static void test_rope(void) {
   CHECK(diff > 1e-2); /* interleaved and neox pair different elements */
 }
 
+/* ---- RoPE scaling: the reference's frequencies against the published formulas ---- */
+
+/* What the reference's rope node of one head does to pair j at position 1:
+ * its angle (the pair's frequency) and its length factor (mscale), read off
+ * the rotated embedding (1, 1/2) of every pair. */
+static int measure_rope(const mkc_node *attrs, double *freq, double *mscale) {
+  int hd = attrs->head_dim;
+  mkc_graph g;
+  graph_init(&g, hd, 4); /* the logits are the rotated embedding: vocab = head_dim */
+  int tokens = add_node(&g, MKC_OP_TOKENS, 1, -1, -1, -1);
+  int x = add_node(&g, MKC_OP_EMBED, hd, add_weight(&g, "token_embd.weight", 2, hd), tokens, -1);
+  int y = add_rope(&g, x, 1, hd, attrs->theta, MKC_ROPE_INTERLEAVED);
+  mkc_node *nd = &g.nodes[y];
+  nd->rope_scaling = attrs->rope_scaling;
+  nd->rope_factor = attrs->rope_factor;
+  nd->rope_low_freq_factor = attrs->rope_low_freq_factor;
+  nd->rope_high_freq_factor = attrs->rope_high_freq_factor;
+  nd->rope_orig_ctx = attrs->rope_orig_ctx;
+  nd->rope_beta_fast = attrs->rope_beta_fast;
+  nd->rope_beta_slow = attrs->rope_beta_slow;
+  nd->rope_ext_factor = attrs->rope_ext_factor;
+  nd->rope_attn_factor = attrs->rope_attn_factor;
+  add_node(&g, MKC_OP_LOGITS, hd, y, -1, -1);
+  mkc_weights w;
+  float emb[2 * 256];
+  for (int i = 0; i < 2 * hd; i++) emb[i] = i % 2 ? 0.5f : 1.0f;
+  int ok = hd <= 256 && mkc_weights_random(&w, &g, 1) == 0;
+  if (ok) set_tensor(&w, "token_embd.weight", emb);
+  mkc_ref *r = ok ? mkc_ref_open(&g, &w) : NULL;
+  double out[256];
+  ok = r && mkc_ref_step(r, 0, out) == 0 && mkc_ref_step(r, 1, out) == 0;
+  for (int j = 0; ok && j < hd / 2; j++) {
+    /* (a + ib)(1 + i/2) = mscale e^(i angle) (1 + i/2) */
+    double complex z = (out[2 * j] + I * out[2 * j + 1]) / (1.0 + 0.5 * I);
+    freq[j] = carg(z);
+    mscale[j] = cabs(z);
+  }
+  mkc_ref_close(r);
+  if (ok) mkc_weights_free(&w);
+  mkc_graph_free(&g);
+  return ok ? 0 : -1;
+}
+
+static mkc_node rope_attrs(int scaling, double theta, int hd, double factor) {
+  mkc_node nd = {.theta = theta, .head_dim = hd, .rope_scaling = scaling, .rope_factor = factor};
+  return nd;
+}
+
+/* transformers' _compute_llama3_parameters, in its own shape: torch.where over
+ * the wavelengths, the medium band where neither test holds. */
+static double hf_llama3(const mkc_node *a, int j) {
+  double inv_freq = 1 / pow(a->theta, 2.0 * j / a->head_dim), wavelen = 2 * M_PI / inv_freq;
+  double low_wavelen = a->rope_orig_ctx / a->rope_low_freq_factor;
+  double high_wavelen = a->rope_orig_ctx / a->rope_high_freq_factor;
+  double llama = wavelen > low_wavelen ? inv_freq / a->rope_factor : inv_freq;
+  double smooth = (a->rope_orig_ctx / wavelen - a->rope_low_freq_factor) /
+                  (a->rope_high_freq_factor - a->rope_low_freq_factor);
+  double smoothed = (1 - smooth) * llama / a->rope_factor + smooth * llama;
+  int medium = !(wavelen < high_wavelen) && !(wavelen > low_wavelen);
+  return medium ? smoothed : llama;
+}
+
+/* transformers' _compute_yarn_parameters (truncate: the default), with
+ * llama.cpp's ext_factor and attn_factor (ggml's rope_yarn) on top: 1 and 1
+ * are transformers' own. */
+static double hf_yarn(const mkc_node *a, int j, double *mscale) {
+  int dim = a->head_dim;
+  double corr_low =
+      dim * log(a->rope_orig_ctx / (a->rope_beta_fast * 2 * M_PI)) / (2 * log(a->theta));
+  double corr_high =
+      dim * log(a->rope_orig_ctx / (a->rope_beta_slow * 2 * M_PI)) / (2 * log(a->theta));
+  double low = fmax(floor(corr_low), 0), high = fmin(ceil(corr_high), dim - 1);
+  if (low == high) high += 0.001;
+  double ramp = fmin(fmax((j - low) / (high - low), 0), 1);
+  double extrapolation = (1 - ramp) * a->rope_ext_factor;
+  double pos_freq = pow(a->theta, 2.0 * j / dim);
+  *mscale = a->rope_attn_factor * (a->rope_factor <= 1 ? 1 : 0.1 * log(a->rope_factor) + 1);
+  return 1 / (a->rope_factor * pos_freq) * (1 - extrapolation) + 1 / pos_freq * extrapolation;
+}
+
+/* Every pair's frequency and mscale as the reference applies them vs want(). */
+static void check_scaled(const char *label, const mkc_node *a,
+                         double (*want)(const mkc_node *, int, double *)) {
+  double freq[128], mscale[128];
+  if (!CHECK(measure_rope(a, freq, mscale) == 0)) return;
+  double worst = 0, worst_m = 0;
+  for (int j = 0; j < a->head_dim / 2; j++) {
+    double m, f = want(a, j, &m);
+    worst = fmax(worst, fabs(freq[j] - f) / f);
+    worst_m = fmax(worst_m, fabs(mscale[j] - m));
+  }
+  if (!check(worst <= 1e-6 && worst_m <= 1e-12, label, __FILE__, __LINE__))
+    fprintf(stderr, "  frequencies off by %.3g relative, mscale by %.3g\n", worst, worst_m);
+}
+
+static double want_llama3(const mkc_node *a, int j, double *m) {
+  *m = 1;
+  return hf_llama3(a, j);
+}
+static double want_linear(const mkc_node *a, int j, double *m) { /* positions / factor */
+  *m = 1;
+  return pow(a->theta, -2.0 * j / a->head_dim) / a->rope_factor;
+}
+
+static void test_rope_scaling(void) {
+  /* Llama-3.2-1B: theta 500000, head_dim 64, factor 32, low 1, high 4, original 8192. Pairs
+   * j <= 14 are kept (wavelength 2 pi 500000^(j/32) < 8192/4 = 2048), j >= 18 divided by 32
+   * (> 8192), and 15..17 mixed: j = 16 by hand, wavelength 2 pi sqrt(500000) = 4442.883,
+   * smooth (8192/4442.883 - 1)/3 = 0.2812826, divisor 1/((1 - 0.2812826)/32 + 0.2812826) =
+   * 3.292262; the converter's rope_freqs.weight holds the same. */
+  mkc_node llama32 = rope_attrs(MKC_ROPE_SCALING_LLAMA3, 500000, 64, 32);
+  llama32.rope_low_freq_factor = 1;
+  llama32.rope_high_freq_factor = 4;
+  llama32.rope_orig_ctx = 8192;
+  double freq[128], mscale[128]; /* up to 256-dim heads */
+  const double divisor[32] = {1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1,
+                              1.6513292457638984,
+                              3.2922621029408843,
+                              9.666728978753293,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32,
+                              32};
+  if (CHECK(measure_rope(&llama32, freq, mscale) == 0)) {
+    double worst = 0;
+    for (int j = 0; j < 32; j++) {
+      double base = pow(500000, -j / 32.0);
+      worst = fmax(worst, fabs(freq[j] * divisor[j] - base) / base);
+      worst = fmax(worst, fabs(mscale[j] - 1));
+    }
+    CHECK_NEAR(worst, 0, 1e-6); /* Llama 3.2 1B's divisors by hand */
+    CHECK_NEAR(divisor[16], 1 / ((1 - 0.2812826) / 32 + 0.2812826), 1e-6);
+  }
+  check_scaled("llama3, Llama-3.2-1B's parameters: transformers' formula", &llama32, want_llama3);
+  /* llama3-tiny's: every band in 8 pairs */
+  mkc_node tiny = rope_attrs(MKC_ROPE_SCALING_LLAMA3, 10000, 16, 8);
+  tiny.rope_low_freq_factor = 1;
+  tiny.rope_high_freq_factor = 4;
+  tiny.rope_orig_ctx = 64;
+  check_scaled("llama3, llama3-tiny's parameters", &tiny, want_llama3);
+  mkc_node wide = rope_attrs(MKC_ROPE_SCALING_LLAMA3, 500000, 128, 8); /* Llama 3.1 8B */
+  wide.rope_low_freq_factor = 1;
+  wide.rope_high_freq_factor = 4;
+  wide.rope_orig_ctx = 8192;
+  check_scaled("llama3, Llama-3.1-8B's parameters", &wide, want_llama3);
+
+  mkc_node linear = rope_attrs(MKC_ROPE_SCALING_LINEAR, 10000, 16, 4);
+  check_scaled("linear: positions / 4", &linear, want_linear);
+
+  /* YaRN: yarn-tiny's, Qwen2.5's (theta 1e6, 128 dims, x4 past 32768), and llama.cpp's
+   * ext_factor / attn_factor away from 1 */
+  mkc_node yarn = rope_attrs(MKC_ROPE_SCALING_YARN, 10000, 16, 4);
+  yarn.rope_orig_ctx = 64;
+  yarn.rope_beta_fast = 32;
+  yarn.rope_beta_slow = 1;
+  yarn.rope_ext_factor = 1;
+  yarn.rope_attn_factor = 1;
+  check_scaled("yarn, yarn-tiny's parameters: transformers' formula", &yarn, hf_yarn);
+  mkc_node qwen = yarn;
+  qwen.theta = 1e6;
+  qwen.head_dim = 128;
+  qwen.rope_orig_ctx = 32768;
+  check_scaled("yarn, Qwen2.5's parameters", &qwen, hf_yarn);
+  if (CHECK(measure_rope(&qwen, freq, mscale) == 0))
+    CHECK_NEAR(mscale[0], 1 + 0.1 * log(4), 1e-12); /* 1.138629 on cos and sin */
+  mkc_node mixed = qwen;
+  mixed.rope_ext_factor = 0.5;
+  mixed.rope_attn_factor = 2;
+  mixed.rope_beta_fast = 16;
+  mixed.rope_beta_slow = 2;
+  check_scaled("yarn, ext_factor 0.5, attn_factor 2, betas 16/2", &mixed, hf_yarn);
+}
+
 /* q = k = v = the embedding (identity projections): attention by hand. */
 static void test_attention(void) {
   mkc_graph g;
@@ -861,6 +1058,7 @@ int main(void) {
   test_group_norm();
   test_matmul_bias();
   test_rope();
+  test_rope_scaling();
   test_attention();
   test_llama(MKC_ROPE_INTERLEAVED, 4, 0, 0);
   test_llama(MKC_ROPE_NEOX, 4, 0, 0);

@@ -911,6 +911,70 @@ static int config_from(const char *folder, const char *json, mkc_model_desc *d, 
   return rc;
 }
 
+/* RoPE scalings as transformers reads them (modeling_rope_utils.py). */
+static void test_config_rope(void) {
+  mkc_model_desc d;
+  char *msg;
+  const char *llama32 = /* Llama-3.2-1B's config.json, the fields mkc reads */
+      "{\"model_type\": \"llama\", \"hidden_size\": 2048, \"num_hidden_layers\": 16, "
+      "\"num_attention_heads\": 32, \"num_key_value_heads\": 8, \"head_dim\": 64, "
+      "\"intermediate_size\": 8192, \"vocab_size\": 128256, \"max_position_embeddings\": "
+      "131072, \"rope_theta\": 500000.0, \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": true, "
+      "\"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
+      "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}";
+  int rc = config_from("Llama-3.2-1B", llama32, &d, &msg);
+  const mkc_rope_scaling *s = &d.rope_scaling;
+  CHECK(rc == 0 && s->type == MKC_ROPE_SCALING_LLAMA3 && s->factor == 32 &&
+            s->low_freq_factor == 1 && s->high_freq_factor == 4 && s->orig_ctx == 8192 &&
+            d.ctx_train == 131072,
+        "llama3 (Llama-3.2-1B): factor 32, low 1, high 4, original 8192");
+  free(msg);
+  const char *linear = /* transformers' old key "type" */
+      "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+      "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}";
+  rc = config_from("linear", linear, &d, &msg);
+  CHECK(rc == 0 && s->type == MKC_ROPE_SCALING_LINEAR && s->factor == 2,
+        "linear (\"type\"): factor 2");
+  free(msg);
+  /* Qwen2.5's README: YaRN past 32768 positions; factor as given (transformers 5, llama.cpp) */
+  const char *qwen_yarn =
+      "{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+      "\"max_position_embeddings\": 32768, \"rope_scaling\": {\"factor\": 4.0, "
+      "\"original_max_position_embeddings\": 32768, \"type\": \"yarn\"}}";
+  rc = config_from("qwen-yarn", qwen_yarn, &d, &msg);
+  CHECK(rc == 0 && s->type == MKC_ROPE_SCALING_YARN && s->factor == 4 && s->orig_ctx == 32768 &&
+            s->beta_fast == 32 && s->beta_slow == 1 && s->ext_factor == 1 && s->attn_factor == 1,
+        "yarn (Qwen2.5): factor 4, original 32768, betas 32/1, attention 1 + 0.1 ln 4");
+  free(msg);
+  /* rope_parameters: no factor, so max_position_embeddings / original; betas of 0 are the
+   * defaults; attention_factor 2 is attn_factor 2 / (1 + 0.1 ln 8) */
+  const char *params =
+      "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+      "\"max_position_embeddings\": 4096, \"rope_parameters\": {\"rope_type\": \"yarn\", "
+      "\"rope_theta\": 1000000.0, \"original_max_position_embeddings\": 512, \"beta_fast\": 0, "
+      "\"beta_slow\": 2, \"attention_factor\": 2.0}}";
+  rc = config_from("params-yarn", params, &d, &msg);
+  CHECK(rc == 0 && s->type == MKC_ROPE_SCALING_YARN && s->factor == 8 && s->orig_ctx == 512 &&
+            s->beta_fast == 32 && s->beta_slow == 2 && d.rope_theta == 1e6 &&
+            fabs(s->attn_factor - 2 / (1 + 0.1 * log(8))) < 1e-15,
+        "yarn (rope_parameters): factor 4096/512, beta_fast 0 = 32, attention_factor 2");
+  free(msg);
+  /* DeepSeek-style mscale: attention = get_mscale(f, mscale) / get_mscale(f, mscale_all_dim) */
+  const char *mscale =
+      "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+      "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+      "\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 40, \"mscale\": 1.0, "
+      "\"mscale_all_dim\": 0.707, \"original_max_position_embeddings\": 4096}}";
+  rc = config_from("mscale-yarn", mscale, &d, &msg);
+  double want = (0.1 * log(40) + 1) / (0.1 * 0.707 * log(40) + 1) / (0.1 * log(40) + 1);
+  CHECK(rc == 0 && s->type == MKC_ROPE_SCALING_YARN && fabs(s->attn_factor - want) < 1e-15,
+        "yarn with mscale / mscale_all_dim: attn_factor %.9g (want %.9g)", s->attn_factor, want);
+  free(msg);
+}
+
 static void test_config(void) {
   mkc_model_desc d;
   char *msg;
@@ -988,6 +1052,7 @@ static void test_config(void) {
             d.rope_theta == 500000 && d.norm_eps == 1e-6 && !d.tied,
         "defaults: kv heads = heads, ctx 2048, eps 1e-6, untied; rope_parameters' theta");
   free(msg);
+  test_config_rope();
   char dir[600];
   snprintf(dir, sizeof dir, "%s/tiny/", tmp_dir);
   rc = mkc_hf_config_read(dir, &d);
@@ -1000,22 +1065,39 @@ static void test_config(void) {
       {"gpt_neox", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}",
        "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, qwen2, qwen3)"},
       {"no model_type", "{\"hidden_size\": 64}", "missing \"model_type\""},
-      {"llama3 rope_scaling",
+      {"dynamic rope_scaling",
+       "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+       "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+       "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}}",
+       "unsupported rope_scaling \"dynamic\" (mkc runs default, linear, llama3 and yarn)"},
+      {"longrope in rope_parameters",
+       "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+       "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+       "\"rope_parameters\": {\"rope_type\": \"longrope\", \"factor\": 4.0}}",
+       "unsupported rope_parameters \"longrope\" (mkc runs default, linear, llama3 and yarn)"},
+      {"llama3 without its original context",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
        "\"rope_scaling\": {\"factor\": 32.0, \"high_freq_factor\": 4.0, \"low_freq_factor\": 1.0, "
-       "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
-       "unsupported rope_scaling \"llama3\" (mkc applies plain RoPE)"},
-      {"old-style linear rope_scaling",
+       "\"rope_type\": \"llama3\"}}",
+       "rope_scaling llama3 needs \"original_max_position_embeddings\""},
+      {"llama3 with low above high",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
-       "\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}}",
-       "unsupported rope_scaling \"linear\" (mkc applies plain RoPE)"},
-      {"yarn in rope_parameters",
+       "\"rope_scaling\": {\"factor\": 8, \"high_freq_factor\": 1, \"low_freq_factor\": 4, "
+       "\"original_max_position_embeddings\": 8192, \"rope_type\": \"llama3\"}}",
+       "rope_scaling llama3: factor 8, low_freq_factor 4, high_freq_factor 1 (Expected: factor >= "
+       "1, low < high)"},
+      {"linear without a factor",
+       "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+       "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
+       "\"rope_scaling\": {\"type\": \"linear\"}}",
+       "rope_scaling linear needs \"factor\""},
+      {"yarn without truncation",
        "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
-       "\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0}}",
-       "unsupported rope_parameters \"yarn\" (mkc applies plain RoPE)"},
+       "\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"truncate\": false}}",
+       "rope_parameters yarn \"truncate\": false: not supported (mkc's ramp truncates)"},
       {"hidden_size a string",
        "{\"model_type\": \"llama\", \"hidden_size\": \"64\", \"num_hidden_layers\": 2}",
        "\"hidden_size\": Expected an integer >= 1, Actual \"64\""},

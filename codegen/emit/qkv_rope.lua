@@ -1,5 +1,23 @@
 -- Stage: Q/K/V projections with their biases, per-head Q/K norms, RoPE, and the
 -- KV append at pos..pos+T-1.
+
+-- The rope node's base and scaling as the template's maker of that scaling (mkc_rope_*), whose
+-- parameters it passes as literals; the kernel derives each pair's frequency from them.
+local function rotary(r, flt)
+  local args = { r.theta }
+  if r.rope_scaling == "linear" then
+    args = { r.theta, r.rope_factor }
+  elseif r.rope_scaling == "llama3" then
+    args = { r.theta, r.rope_factor, r.rope_low_freq_factor, r.rope_high_freq_factor, r.rope_orig_ctx }
+  elseif r.rope_scaling == "yarn" then
+    args = { r.theta, r.rope_factor, r.rope_orig_ctx, r.rope_beta_fast, r.rope_beta_slow, r.rope_ext_factor,
+             r.rope_attn_factor }
+  end
+  for i, v in ipairs(args) do args[i] = flt(v) end
+  local maker = r.rope_scaling == "none" and "plain" or r.rope_scaling
+  return ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
+end
+
 return function(st, ctx)
   local norm = ctx.norm(st)
   local att, qw, kw, vw = st.att, st.q.inputs[2], st.k.inputs[2], st.v.inputs[2]
@@ -43,13 +61,14 @@ return function(st, ctx)
       w_q = ctx.weight(qw), w_k = ctx.weight(kw), w_v = ctx.weight(vw),
       b_q = biases[1], b_k = biases[2], b_v = biases[3],
       row_stride = ctx.wstride(qw), n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
-      head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0, theta = ctx.flt(st.q_rope.theta),
+      head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0,
+      rotary = rotary(st.q_rope, ctx.flt),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
       q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
       k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), max_ctx = ctx.max_ctx, pos = "pos",
       T = "T",
-    }, { "w_v", "b_v", "theta", "inv_rms", "head_ready", "k_raw_stride" }) .. ";",
+    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride" }) .. ";",
   }
 end

@@ -14,6 +14,7 @@
 #include "formats/hf.h"
 #include "formats/safetensors.h"
 #include "formats/weights.h"
+#include "model/model_file.h"
 #include "util/text.h"
 
 static const char USAGE[] =
@@ -23,6 +24,10 @@ static const char USAGE[] =
     "as BF16 tensors: in a GGUF file with llama (or qwen2/qwen3) metadata, or,\n"
     "when -o does not end in .gguf, as a Hugging Face folder (config.json and\n"
     "model.safetensors, Q/K rows in transformers' order).\n"
+    "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
+    "as Llama 3.1+ files carry it, an F32 rope_freqs.weight; linear and yarn\n"
+    "(linear-tiny, yarn-tiny) as rope.scaling.* metadata; rope_scaling in\n"
+    "config.json.\n"
     "GRAPH defaults to graphs/llama.lua in the mkc tree.\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -54,6 +59,51 @@ static int set_u32(mkc_gguf_writer *out, const char *arch, const char *key, int 
   char full[128];
   snprintf(full, sizeof full, "%s.%s", arch, key);
   return mkc_gguf_set_u32(out, full, (uint32_t)v);
+}
+
+static int set_f32(mkc_gguf_writer *out, const char *arch, const char *key, double v) {
+  char full[128];
+  snprintf(full, sizeof full, "%s%s%s", arch ? arch : "", arch ? "." : "", key);
+  return mkc_gguf_set_f32(out, full, (float)v);
+}
+
+/* The RoPE scaling as llama.cpp reads it: ARCH.rope.scaling.* for linear and
+ * yarn (YaRN's defaults left out); for llama3, rope_freqs.weight (added with
+ * the tensors) and, for mkc, the parameters the tensor alone does not give
+ * (llama.cpp reads original_context_length for YaRN only). */
+static int set_rope_scaling(mkc_gguf_writer *out, const char *arch, const mkc_rope_scaling *s) {
+  char key[128];
+  int bad = 0;
+  if (s->type == MKC_ROPE_SCALING_NONE) return 0;
+  if (s->type == MKC_ROPE_SCALING_LLAMA3)
+    return set_u32(out, arch, "rope.scaling.original_context_length", s->orig_ctx) |
+           set_f32(out, NULL, "mkc.rope.scaling.low_freq_factor", s->low_freq_factor) |
+           set_f32(out, NULL, "mkc.rope.scaling.high_freq_factor", s->high_freq_factor);
+  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+  bad |= mkc_gguf_set_str(out, key, mkc_rope_scaling_name(s->type));
+  bad |= set_f32(out, arch, "rope.scaling.factor", s->factor);
+  if (s->type != MKC_ROPE_SCALING_YARN) return bad;
+  bad |= set_u32(out, arch, "rope.scaling.original_context_length", s->orig_ctx);
+  if (s->attn_factor != 1) bad |= set_f32(out, arch, "rope.scaling.attn_factor", s->attn_factor);
+  if (s->beta_fast != 32) bad |= set_f32(out, arch, "rope.scaling.yarn_beta_fast", s->beta_fast);
+  if (s->beta_slow != 1) bad |= set_f32(out, arch, "rope.scaling.yarn_beta_slow", s->beta_slow);
+  if (s->ext_factor != 1) bad |= set_f32(out, arch, "rope.scaling.yarn_ext_factor", s->ext_factor);
+  return bad;
+}
+
+/* Llama 3's rope_freqs.weight: F32 [head_dim / 2], each pair's frequency divisor. */
+static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
+  if (d->rope_scaling.type != MKC_ROPE_SCALING_LLAMA3) return 0;
+  float divisor[4096];
+  int half = d->head_dim / 2;
+  if (half > (int)(sizeof divisor / sizeof *divisor)) {
+    fprintf(stderr, "mkc: error: init: head dim %d is too wide for rope_freqs.weight\n",
+            d->head_dim);
+    return -1;
+  }
+  for (int j = 0; j < half; j++) divisor[j] = (float)mkc_llama3_rope_divisor(d, j);
+  int64_t ne[1] = {half};
+  return mkc_gguf_add_raw(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor);
 }
 
 static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
@@ -88,6 +138,21 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *na
   return bad ? -1 : 0;
 }
 
+/* The rope node's scaling as a model description holds it. */
+static void rope_scaling(const mkc_node *rope, mkc_rope_scaling *s) {
+  *s = (mkc_rope_scaling){.type = MKC_ROPE_SCALING_NONE, .factor = 1};
+  if (!rope || rope->rope_scaling == MKC_ROPE_SCALING_NONE) return;
+  *s = (mkc_rope_scaling){.type = rope->rope_scaling,
+                          .factor = rope->rope_factor,
+                          .low_freq_factor = rope->rope_low_freq_factor,
+                          .high_freq_factor = rope->rope_high_freq_factor,
+                          .orig_ctx = rope->rope_orig_ctx,
+                          .beta_fast = rope->rope_beta_fast,
+                          .beta_slow = rope->rope_beta_slow,
+                          .ext_factor = rope->rope_ext_factor,
+                          .attn_factor = rope->rope_attn_factor};
+}
+
 /* What config.json says of the graph: the inverse of mkc_hf_config_read. */
 static void describe(const mkc_graph *g, mkc_model_desc *d) {
   const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
@@ -99,6 +164,7 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
   d->rope_theta = rope ? rope->theta : 10000.0;
   d->norm_eps = norm ? norm->eps : 1e-5;
   d->rope_layout = rope ? rope->layout : MKC_ROPE_INTERLEAVED;
+  rope_scaling(rope, &d->rope_scaling);
   d->tied = !has_weight(g, "output.weight");
   d->qkv_bias = has_weight(g, "blk.0.attn_q.bias");
   d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");
@@ -201,12 +267,17 @@ int mkc_cmd_init(int argc, char **argv) {
     rc = 0;
     goto done;
   }
+  mkc_model_desc d;
+  describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (set_metadata(out, &g, name) || add_weights(out, &g, &w) || mkc_gguf_write(out, path))
+  if (set_metadata(out, &g, name) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
+      add_weights(out, &g, &w) || add_rope_freqs(out, &d) || mkc_gguf_write(out, path))
     goto done;
   struct stat st;
-  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors, %lld bytes)\n", path, name, seed,
-          g.n_weights, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors%s, %lld bytes)\n", path, name,
+          seed, g.n_weights,
+          d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)" : "",
+          stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
   rc = 0;
 done:
   mkc_gguf_writer_free(out);

@@ -24,6 +24,22 @@ int mkc_kv_dtype_from_name(const char *name) {
   return -1;
 }
 
+static const char *const ROPE_SCALINGS[MKC_ROPE_SCALING_COUNT] = {
+#define MKC_ROPE_SCALING_NAME(e, name) [MKC_ROPE_SCALING_##e] = #name,
+    MKC_ROPE_SCALINGS(MKC_ROPE_SCALING_NAME)
+#undef MKC_ROPE_SCALING_NAME
+};
+
+const char *mkc_rope_scaling_name(int type) {
+  return type >= 0 && type < MKC_ROPE_SCALING_COUNT ? ROPE_SCALINGS[type] : "unknown";
+}
+
+int mkc_rope_scaling_from_name(const char *name) {
+  for (int t = 0; name && t < MKC_ROPE_SCALING_COUNT; t++)
+    if (strcmp(name, ROPE_SCALINGS[t]) == 0) return t;
+  return -1;
+}
+
 /* Frees the members only: the struct itself may live on the stack. */
 void mkc_graph_free(mkc_graph *g) {
   if (!g) return;

@@ -27,6 +27,17 @@ enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
 
 enum mkc_rope_layout { MKC_ROPE_INTERLEAVED = 0, MKC_ROPE_NEOX = 1 };
 
+/* How a model trained on a shorter context stretches RoPE's frequencies for a
+ * longer one (docs/MODELS.md): X(ENUM, name). none: plain RoPE; linear:
+ * positions / factor; llama3: Llama 3.1+'s per-frequency factors (factor,
+ * low/high_freq_factor, orig_ctx); yarn: YaRN as llama.cpp computes it
+ * (factor, orig_ctx, beta_fast/slow, ext_factor, attn_factor). */
+#define MKC_ROPE_SCALINGS(X) X(NONE, none) X(LINEAR, linear) X(LLAMA3, llama3) X(YARN, yarn)
+
+#define MKC_ROPE_SCALING_ENUM(e, name) MKC_ROPE_SCALING_##e,
+enum mkc_rope_scaling_type { MKC_ROPE_SCALINGS(MKC_ROPE_SCALING_ENUM) MKC_ROPE_SCALING_COUNT };
+#undef MKC_ROPE_SCALING_ENUM
+
 /* The KV cache's element type. The kernel rounds K and V to it (to nearest
  * even) when it appends them, and the reference executor rounds alike; f32
  * (0, the value of a graph built by hand) is the reference's unrounded cache. */
@@ -45,7 +56,8 @@ enum mkc_kv_dtype {
  *   INPUTS  int[MKC_NODE_INPUTS], node ids from a list; -1 where unused
  *   INT     int; 0 where absent        INDEX  int; -1 where absent
  *   DOUBLE  double; 0 where absent     SIZE   size_t; 0 where absent
- *   LAYOUT  int, enum mkc_rope_layout from "interleaved" or "neox" */
+ *   LAYOUT  int, enum mkc_rope_layout from "interleaved" or "neox"
+ *   SCALING int, enum mkc_rope_scaling_type from its name; NONE where absent */
 #define MKC_NODE_FIELDS(X)                                                                         \
   X(OP, op, op)                                                                                    \
   X(INPUTS, in, inputs)                                                                            \
@@ -56,6 +68,15 @@ enum mkc_kv_dtype {
   X(INT, group, group)     /* rmsnorm: values normalized together (n, or head_dim: per head) */    \
   X(DOUBLE, theta, theta)  /* rope base */                                                         \
   X(LAYOUT, layout, layout)                                                                        \
+  X(SCALING, rope_scaling, rope_scaling) /* rope: none, or the rope_* below scale it */            \
+  X(DOUBLE, rope_factor, rope_factor)    /* the context's extension factor */                      \
+  X(DOUBLE, rope_low_freq_factor, rope_low_freq_factor)   /* llama3 */                             \
+  X(DOUBLE, rope_high_freq_factor, rope_high_freq_factor) /* llama3 */                             \
+  X(INT, rope_orig_ctx, rope_orig_ctx)      /* llama3, yarn: the context before the extension */   \
+  X(DOUBLE, rope_beta_fast, rope_beta_fast) /* yarn: the ramp's ends, in rotations */              \
+  X(DOUBLE, rope_beta_slow, rope_beta_slow)                                                        \
+  X(DOUBLE, rope_ext_factor, rope_ext_factor)   /* yarn: how much of the ramp to apply */          \
+  X(DOUBLE, rope_attn_factor, rope_attn_factor) /* yarn: on cos, sin with 1 + 0.1 ln factor */     \
   X(INT, heads, heads)                                                                             \
   X(INT, kv_heads, kv_heads)                                                                       \
   X(INT, head_dim, head_dim)                                                                       \
@@ -73,6 +94,7 @@ enum mkc_kv_dtype {
 #define MKC_NODE_MEMBER_DOUBLE(m) double m;
 #define MKC_NODE_MEMBER_SIZE(m) size_t m;
 #define MKC_NODE_MEMBER_LAYOUT(m) int m;
+#define MKC_NODE_MEMBER_SCALING(m) int m;
 
 typedef struct mkc_node {
 #define MKC_NODE_MEMBER(kind, m, lua) MKC_NODE_MEMBER_##kind(m)
@@ -110,7 +132,9 @@ typedef struct mkc_graph {
 
 void mkc_graph_free(mkc_graph *g);
 const char *mkc_op_name(int op);
-const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown" */
-int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
+const char *mkc_kv_dtype_name(int dtype);         /* "bf16", "f16", "f32"; "unknown" */
+int mkc_kv_dtype_from_name(const char *name);     /* enum mkc_kv_dtype, or -1 */
+const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */
+int mkc_rope_scaling_from_name(const char *name); /* enum mkc_rope_scaling_type, or -1 */
 
 #endif

@@ -51,6 +51,37 @@ const char *mkc_home(void) {
   return home;
 }
 
+/* A preset's rope_scaling: "none", or a table of the type and the parameters
+ * that type reads (codegen/ir.lua's rope checks which). */
+static void push_rope_scaling(lua_State *L, const mkc_rope_scaling *s) {
+  if (s->type == MKC_ROPE_SCALING_NONE) {
+    lua_pushstring(L, "none");
+    return;
+  }
+  lua_newtable(L);
+  lua_pushstring(L, mkc_rope_scaling_name(s->type));
+  lua_setfield(L, -2, "type");
+  lua_pushnumber(L, s->factor);
+  lua_setfield(L, -2, "factor");
+  if (s->type == MKC_ROPE_SCALING_LINEAR) return;
+  lua_pushinteger(L, s->orig_ctx);
+  lua_setfield(L, -2, "orig_ctx");
+  const struct {
+    const char *key;
+    double v;
+  } llama3[] = {{"low_freq_factor", s->low_freq_factor}, {"high_freq_factor", s->high_freq_factor}},
+    yarn[] = {{"beta_fast", s->beta_fast},
+              {"beta_slow", s->beta_slow},
+              {"ext_factor", s->ext_factor},
+              {"attn_factor", s->attn_factor}};
+  int is_llama3 = s->type == MKC_ROPE_SCALING_LLAMA3;
+  size_t n = is_llama3 ? sizeof llama3 / sizeof *llama3 : sizeof yarn / sizeof *yarn;
+  for (size_t i = 0; i < n; i++) {
+    lua_pushnumber(L, is_llama3 ? llama3[i].v : yarn[i].v);
+    lua_setfield(L, -2, is_llama3 ? llama3[i].key : yarn[i].key);
+  }
+}
+
 /* The preset fields graphs/llama.lua reads, from a model file's description
  * (deliberately alike hf_write.c's config.json fields: other names, other target). */
 static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
@@ -76,6 +107,8 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "norm_eps");
   lua_pushstring(L, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved");
   lua_setfield(L, -2, "rope_layout");
+  push_rope_scaling(L, &d->rope_scaling);
+  lua_setfield(L, -2, "rope_scaling");
   const struct {
     const char *key;
     int v;
@@ -138,7 +171,8 @@ enum field_kind {
   FIELD_INDEX,
   FIELD_DOUBLE,
   FIELD_SIZE,
-  FIELD_LAYOUT
+  FIELD_LAYOUT,
+  FIELD_SCALING
 };
 static const struct node_field {
   const char *lua;
@@ -187,6 +221,11 @@ static void read_field(lua_State *L, int e, const struct node_field *f, mkc_node
   case FIELD_LAYOUT: {
     const char *layout = lua_tostring(L, -1);
     *(int *)at = layout && strcmp(layout, "neox") == 0 ? MKC_ROPE_NEOX : MKC_ROPE_INTERLEAVED;
+    break;
+  }
+  case FIELD_SCALING: {
+    const char *name = lua_tostring(L, -1);
+    *(int *)at = name ? mkc_rope_scaling_from_name(name) : MKC_ROPE_SCALING_NONE;
     break;
   }
   }

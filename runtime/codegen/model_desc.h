@@ -4,6 +4,17 @@
 #ifndef MKC_MODEL_DESC_H
 #define MKC_MODEL_DESC_H
 
+/* RoPE scaling: enum mkc_rope_scaling_type (graph.h; NONE: plain RoPE) and
+ * its parameters, as a rope node's rope_* fields carry them. */
+typedef struct mkc_rope_scaling {
+  int type;
+  double factor;                            /* the context's extension factor */
+  double low_freq_factor, high_freq_factor; /* llama3 */
+  int orig_ctx;                             /* llama3, yarn: the context before the extension */
+  double beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
+  double ext_factor, attn_factor;           /* yarn */
+} mkc_rope_scaling;
+
 typedef struct mkc_model_desc {
   char arch[32];  /* "llama", "mistral", "qwen2", "qwen3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
@@ -14,6 +25,7 @@ typedef struct mkc_model_desc {
   int tied;        /* the LM head is token_embd */
   int qkv_bias;    /* qwen2: attn_{q,k,v}.bias */
   int qk_norm;     /* qwen3: attn_{q,k}_norm.weight, RMSNorm per head before RoPE */
+  mkc_rope_scaling rope_scaling;
 } mkc_model_desc;
 
 #endif

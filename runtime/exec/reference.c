@@ -169,6 +169,27 @@ static int check_matmul(const mkc_graph *g, int id) {
   return 0;
 }
 
+/* The scaling's parameters, those its type reads, in their ranges. */
+static int rope_scaling_ok(const mkc_node *nd) {
+  switch (nd->rope_scaling) {
+  case MKC_ROPE_SCALING_NONE:
+    return 1;
+  case MKC_ROPE_SCALING_LINEAR:
+    return nd->rope_factor > 0 && isfinite(nd->rope_factor);
+  case MKC_ROPE_SCALING_LLAMA3:
+    return nd->rope_factor >= 1 && isfinite(nd->rope_factor) && nd->rope_orig_ctx > 0 &&
+           nd->rope_low_freq_factor > 0 && nd->rope_high_freq_factor > nd->rope_low_freq_factor &&
+           isfinite(nd->rope_high_freq_factor);
+  case MKC_ROPE_SCALING_YARN:
+    return nd->rope_factor >= 1 && isfinite(nd->rope_factor) && nd->rope_orig_ctx > 0 &&
+           nd->rope_beta_fast > 0 && nd->rope_beta_slow > 0 && nd->rope_ext_factor >= 0 &&
+           nd->rope_attn_factor > 0 && isfinite(nd->rope_beta_fast + nd->rope_beta_slow) &&
+           isfinite(nd->rope_ext_factor + nd->rope_attn_factor);
+  default:
+    return 0;
+  }
+}
+
 static int check_rope(const mkc_graph *g, int id) {
   const mkc_node *nd = &g->nodes[id];
   if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 ||
@@ -176,6 +197,15 @@ static int check_rope(const mkc_graph *g, int id) {
       (nd->layout != MKC_ROPE_INTERLEAVED && nd->layout != MKC_ROPE_NEOX)) {
     node_error(g, id, "x [%d], output [%d], heads %d, head_dim %d (even), theta %g, layout %d",
                in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->theta, nd->layout);
+    return -1;
+  }
+  if (!rope_scaling_ok(nd)) {
+    node_error(g, id,
+               "RoPE scaling %s (%d): factor %g, low/high freq factor %g/%g, orig ctx %d, beta "
+               "fast/slow %g/%g, ext factor %g, attn factor %g out of range",
+               mkc_rope_scaling_name(nd->rope_scaling), nd->rope_scaling, nd->rope_factor,
+               nd->rope_low_freq_factor, nd->rope_high_freq_factor, nd->rope_orig_ctx,
+               nd->rope_beta_fast, nd->rope_beta_slow, nd->rope_ext_factor, nd->rope_attn_factor);
     return -1;
   }
   return 0;
@@ -331,14 +361,52 @@ static void matmul(double *y, const double *x, const mkc_tensor *w, const mkc_te
   }
 }
 
+/* YaRN's ramp end: the pair whose frequency turns n_rot times in the
+ * original context, d ln(orig / (2 pi n_rot)) / (2 ln theta). */
+static double yarn_dim(const mkc_node *nd, double n_rot) {
+  return nd->head_dim * log(nd->rope_orig_ctx / (2 * M_PI * n_rot)) / (2 * log(nd->theta));
+}
+
+/* Pair j's frequency (radians per position) and, in *mscale, what cos and sin
+ * are multiplied by: theta^(-2j/d), scaled as the node says. Written from the
+ * published formulas (transformers' _compute_linear_scaling / _llama3 / _yarn
+ * parameters, llama.cpp's ggml_rope_yarn_corr_dims and rope_yarn), in double,
+ * apart from the kernel's templates/qkv_rope.cuh on purpose. */
+static double rope_freq(const mkc_node *nd, int j, double *mscale) {
+  double base = pow(nd->theta, -2.0 * j / nd->head_dim), factor = nd->rope_factor;
+  *mscale = 1;
+  switch (nd->rope_scaling) {
+  case MKC_ROPE_SCALING_LINEAR:
+    return base / factor;
+  case MKC_ROPE_SCALING_LLAMA3: {
+    double wavelen = 2 * M_PI / base, orig = nd->rope_orig_ctx;
+    double low = nd->rope_low_freq_factor, high = nd->rope_high_freq_factor;
+    if (wavelen < orig / high) return base;         /* high frequencies: kept */
+    if (wavelen > orig / low) return base / factor; /* low: interpolated */
+    double smooth = (orig / wavelen - low) / (high - low);
+    return (1 - smooth) * base / factor + smooth * base;
+  }
+  case MKC_ROPE_SCALING_YARN: {
+    double lo = fmax(0, floor(yarn_dim(nd, nd->rope_beta_fast)));
+    double hi = fmin(nd->head_dim - 1, ceil(yarn_dim(nd, nd->rope_beta_slow)));
+    double ramp = 1 - fmin(1, fmax(0, (j - lo) / fmax(0.001, hi - lo)));
+    double extrapolated = ramp * nd->rope_ext_factor;
+    *mscale = nd->rope_attn_factor * (nd->rope_ext_factor != 0 ? 1 + 0.1 * log(factor) : 1);
+    return base / factor * (1 - extrapolated) + base * extrapolated;
+  }
+  default:
+    return base;
+  }
+}
+
 static void rope(double *y, const double *x, const mkc_node *nd, int pos) {
   int hd = nd->head_dim, half = hd / 2;
   memcpy(y, x, (size_t)nd->n * sizeof *y);
   for (int h = 0; h < nd->heads; h++) {
     double *head = y + (size_t)h * hd;
     for (int j = 0; j < half; j++) {
-      double angle = pos * pow(nd->theta, -2.0 * j / hd);
-      double c = cos(angle), s = sin(angle);
+      double mscale, angle = pos * rope_freq(nd, j, &mscale);
+      double c = cos(angle) * mscale, s = sin(angle) * mscale;
       /* interleaved (GGUF llama): pair (2j, 2j+1); neox (rotate-half): (j, j + hd/2) */
       int ia = nd->layout == MKC_ROPE_NEOX ? j : 2 * j;
       int ib = nd->layout == MKC_ROPE_NEOX ? j + half : 2 * j + 1;

@@ -1,13 +1,15 @@
 /* A Hugging Face config.json as an mkc_model_desc: the fields transformers'
  * LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config define, with their
  * defaults, and a refusal for anything the llama graph does not compute
- * (scaled RoPE, other activations, biases it has no weight for). */
+ * (RoPE scalings other than linear, llama3 and yarn, other activations,
+ * biases it has no weight for). */
 #include "hf.h"
 #include "safetensors.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,22 +91,128 @@ static int get_bool(const config *c, const char *key, int def, int *out) {
   return 0;
 }
 
-/* rope_scaling (or transformers 5's rope_parameters) must be plain RoPE. */
-static int check_rope(const config *c, const cJSON *scaling, const char *key) {
+/* An integer >= 1 in obj; def < 0 means required. */
+static int get_count_in(const config *c, const cJSON *obj, const char *where, const char *key,
+                        int def, int *out) {
+  const cJSON *v = field(c, obj, key);
   char buf[96];
-  if (!scaling) return 0;
-  if (!cJSON_IsObject(scaling))
-    return mkc_error_in(c->where, "\"%s\": Expected an object or null, Actual %s", key,
-                        mkc_json_describe(scaling, buf, sizeof buf));
-  const cJSON *type = field(c, scaling, "rope_type");
-  if (!type) type = field(c, scaling, "type");
-  if (!cJSON_IsString(type))
-    return mkc_error_in(c->where, "unsupported %s without a rope_type (mkc applies plain RoPE)",
-                        key);
-  if (strcmp(type->valuestring, "default") != 0 && strcmp(type->valuestring, "none") != 0)
-    return mkc_error_in(c->where, "unsupported %s \"%.40s\" (mkc applies plain RoPE)", key,
-                        type->valuestring);
+  if (!v) {
+    if (def < 0) return mkc_error_in(c->where, "%s needs \"%s\"", where, key);
+    *out = def;
+    return 0;
+  }
+  double x = cJSON_IsNumber(v) ? v->valuedouble : -1;
+  if (!(x >= 1 && x <= INT_MAX) || (double)(int)x != x)
+    return mkc_error_in(c->where, "%s \"%s\": Expected an integer >= 1, Actual %s", where, key,
+                        mkc_json_describe(v, buf, sizeof buf));
+  *out = (int)x;
   return 0;
+}
+
+/* A number > 0 in obj that must be there. */
+static int need_positive(const config *c, const cJSON *obj, const char *where, const char *key,
+                         double *out) {
+  if (!field(c, obj, key)) return mkc_error_in(c->where, "%s needs \"%s\"", where, key);
+  return get_positive(c, obj, key, 0, out);
+}
+
+/* A positive number in obj, or, where absent, null or 0 (Python's `x or
+ * default`), *out left as it is. */
+static int get_unless_zero(const config *c, const cJSON *obj, const char *key, double *out) {
+  const cJSON *v = field(c, obj, key);
+  if (v && cJSON_IsNumber(v) && v->valuedouble == 0) return 0;
+  return get_positive(c, obj, key, *out, out);
+}
+
+/* YaRN's attention scale on cos and sin as transformers' get_mscale gives it
+ * (1 for a factor <= 1). */
+static double yarn_mscale(double factor, double mscale) {
+  return factor <= 1 ? 1 : 0.1 * mscale * log(factor) + 1;
+}
+
+/* YaRN as transformers 5 reads it (_compute_yarn_parameters): factor (absent:
+ * max_position_embeddings / original_max_position_embeddings), the original
+ * context (default max_position_embeddings), beta_fast/beta_slow (0 or
+ * absent: 32, 1), attention_factor (absent: from mscale / mscale_all_dim,
+ * else 1 + 0.1 ln factor), which mkc keeps as llama.cpp's attn_factor: the
+ * part beyond 1 + 0.1 ln factor. */
+static int read_yarn(const config *c, const cJSON *obj, const char *where, int max_pos,
+                     mkc_rope_scaling *s) {
+  char buf[96];
+  int has_orig = field(c, obj, "original_max_position_embeddings") != NULL;
+  if (get_count_in(c, obj, where, "original_max_position_embeddings", max_pos, &s->orig_ctx))
+    return -1;
+  if (!field(c, obj, "factor") && !has_orig)
+    return mkc_error_in(c->where, "%s needs \"factor\"", where);
+  s->factor = (double)max_pos / s->orig_ctx;
+  double attention = 0, mscale = 0, mscale_all_dim = 0;
+  if (get_positive(c, obj, "factor", s->factor, &s->factor) ||
+      get_positive(c, obj, "attention_factor", 0, &attention) ||
+      get_unless_zero(c, obj, "mscale", &mscale) ||
+      get_unless_zero(c, obj, "mscale_all_dim", &mscale_all_dim) ||
+      get_unless_zero(c, obj, "beta_fast", &s->beta_fast) ||
+      get_unless_zero(c, obj, "beta_slow", &s->beta_slow))
+    return -1;
+  const cJSON *truncate = field(c, obj, "truncate");
+  if (truncate && !cJSON_IsTrue(truncate))
+    return mkc_error_in(c->where, "%s \"truncate\": %s: not supported (mkc's ramp truncates)",
+                        where, mkc_json_describe(truncate, buf, sizeof buf));
+  if (s->factor < 1) return mkc_error_in(c->where, "%s factor %g: Expected >= 1", where, s->factor);
+  if (attention == 0 && mscale && mscale_all_dim)
+    attention = yarn_mscale(s->factor, mscale) / yarn_mscale(s->factor, mscale_all_dim);
+  if (attention != 0) s->attn_factor = attention / yarn_mscale(s->factor, 1);
+  return 0;
+}
+
+/* rope_scaling (or transformers 5's rope_parameters) as mkc's scaling:
+ * default (plain), linear, llama3 or yarn, each with the parameters
+ * transformers' _compute_*_parameters read; max_pos is
+ * max_position_embeddings. */
+static int read_rope(const config *c, const cJSON *obj, const char *key, int max_pos,
+                     mkc_rope_scaling *s) {
+  char buf[96];
+  *s = (mkc_rope_scaling){.type = MKC_ROPE_SCALING_NONE,
+                          .factor = 1,
+                          .orig_ctx = max_pos,
+                          .beta_fast = 32,
+                          .beta_slow = 1,
+                          .ext_factor = 1,
+                          .attn_factor = 1};
+  if (!obj) return 0;
+  if (!cJSON_IsObject(obj))
+    return mkc_error_in(c->where, "\"%s\": Expected an object or null, Actual %s", key,
+                        mkc_json_describe(obj, buf, sizeof buf));
+  const cJSON *type = field(c, obj, "rope_type");
+  if (!type) type = field(c, obj, "type");
+  if (!cJSON_IsString(type))
+    return mkc_error_in(c->where, "unsupported %s without a rope_type", key);
+  const char *name = type->valuestring;
+  if (strcmp(name, "default") == 0 || strcmp(name, "none") == 0) return 0;
+  s->type = mkc_rope_scaling_from_name(name);
+  char where[64];
+  snprintf(where, sizeof where, "%s %s", key, name);
+  switch (s->type) {
+  case MKC_ROPE_SCALING_LINEAR:
+    return need_positive(c, obj, where, "factor", &s->factor);
+  case MKC_ROPE_SCALING_LLAMA3:
+    if (need_positive(c, obj, where, "factor", &s->factor) ||
+        need_positive(c, obj, where, "low_freq_factor", &s->low_freq_factor) ||
+        need_positive(c, obj, where, "high_freq_factor", &s->high_freq_factor) ||
+        get_count_in(c, obj, where, "original_max_position_embeddings", -1, &s->orig_ctx))
+      return -1;
+    if (s->factor < 1 || s->high_freq_factor <= s->low_freq_factor)
+      return mkc_error_in(c->where,
+                          "%s: factor %g, low_freq_factor %g, high_freq_factor %g (Expected: "
+                          "factor >= 1, low < high)",
+                          where, s->factor, s->low_freq_factor, s->high_freq_factor);
+    return 0;
+  case MKC_ROPE_SCALING_YARN:
+    return read_yarn(c, obj, where, max_pos, s);
+  default:
+    return mkc_error_in(c->where,
+                        "unsupported %s \"%.40s\" (mkc runs default, linear, llama3 and yarn)", key,
+                        name);
+  }
 }
 
 /* The folder's last component, lowercased, other than [a-z0-9.-] as '-'. */
@@ -171,14 +279,17 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
 
   /* transformers 5 moves rope_theta and the scaling into rope_parameters. */
   const cJSON *params = field(c, c->root, "rope_parameters");
-  if (check_rope(c, field(c, c->root, "rope_scaling"), "rope_scaling") ||
-      check_rope(c, params, "rope_parameters") ||
+  mkc_rope_scaling scaling;
+  if (read_rope(c, field(c, c->root, "rope_scaling"), "rope_scaling", d->ctx_train,
+                &d->rope_scaling) ||
+      read_rope(c, params, "rope_parameters", d->ctx_train, &scaling) ||
       get_positive(c, c->root, "rope_theta", 10000, &d->rope_theta) ||
       (!field(c, c->root, "rope_theta") && params &&
        get_positive(c, params, "rope_theta", 10000, &d->rope_theta)) ||
       get_positive(c, c->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
       get_bool(c, "tie_word_embeddings", 0, &d->tied))
     return -1;
+  if (scaling.type != MKC_ROPE_SCALING_NONE) d->rope_scaling = scaling; /* the newer key wins */
 
   const cJSON *act = field(c, c->root, "hidden_act");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))

@@ -2,6 +2,7 @@
  * inverse of mkc_hf_config_read + mkc_st_load_weights (for `mkc init` and
  * the tests that compare formats). */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,31 @@
 #include "util/files.h"
 #include "hf.h"
 #include "safetensors.h"
+
+/* rope_scaling as transformers reads it back into s (hf_config.c), or null;
+ * YaRN's attention_factor is written only where attn_factor is not 1. */
+static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s) {
+  if (s->type == MKC_ROPE_SCALING_NONE) {
+    cJSON_AddNullToObject(c, "rope_scaling");
+    return;
+  }
+  cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
+  if (!r) return;
+  cJSON_AddStringToObject(r, "rope_type", mkc_rope_scaling_name(s->type));
+  cJSON_AddNumberToObject(r, "factor", s->factor);
+  if (s->type == MKC_ROPE_SCALING_LINEAR) return;
+  cJSON_AddNumberToObject(r, "original_max_position_embeddings", s->orig_ctx);
+  if (s->type == MKC_ROPE_SCALING_LLAMA3) {
+    cJSON_AddNumberToObject(r, "low_freq_factor", s->low_freq_factor);
+    cJSON_AddNumberToObject(r, "high_freq_factor", s->high_freq_factor);
+    return;
+  }
+  cJSON_AddNumberToObject(r, "beta_fast", s->beta_fast);
+  cJSON_AddNumberToObject(r, "beta_slow", s->beta_slow);
+  if (s->attn_factor != 1)
+    cJSON_AddNumberToObject(r, "attention_factor",
+                            s->attn_factor * (s->factor > 1 ? 1 + 0.1 * log(s->factor) : 1));
+}
 
 /* config.json as transformers writes it for d->arch. */
 static char *config_text(const mkc_model_desc *d) {
@@ -35,7 +61,7 @@ static char *config_text(const mkc_model_desc *d) {
   cJSON_AddNumberToObject(c, "rms_norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(c, "tie_word_embeddings", d->tied);
   cJSON_AddStringToObject(c, "hidden_act", "silu");
-  cJSON_AddNullToObject(c, "rope_scaling");
+  add_rope_scaling(c, &d->rope_scaling);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
   char *text = cJSON_Print(c);
   cJSON_Delete(c);
@@ -49,6 +75,14 @@ int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w,
             "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "
             "(config.json has no way to say it); use -o FILE.gguf\n",
             d->arch, d->rope_layout == MKC_ROPE_NEOX ? "NEOX" : "interleaved");
+    return -1;
+  }
+  const mkc_rope_scaling *s = &d->rope_scaling;
+  if (s->type == MKC_ROPE_SCALING_YARN && s->ext_factor != 1) {
+    fprintf(stderr,
+            "mkc: error: YaRN with ext_factor %g cannot be written as a Hugging Face folder "
+            "(config.json has no way to say it); use -o FILE.gguf\n",
+            s->ext_factor);
     return -1;
   }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {

@@ -42,6 +42,8 @@ static const char CLANG_PRELUDE[] =
     "__device__ float fmaxf(float, float);\n"
     "__device__ float fminf(float, float);\n"
     "__device__ float fabsf(float);\n"
+    "__device__ float floorf(float);\n"
+    "__device__ float ceilf(float);\n"
     "__device__ float sqrtf(float);\n"
     "__device__ float rsqrtf(float);\n"
     "__device__ float expf(float);\n"

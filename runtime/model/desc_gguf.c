@@ -2,6 +2,7 @@
  * ("ARCH.block_count", ...), with the defaults llama.cpp's loader uses where a
  * key may be absent, and refusals for what the graph cannot express. */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,23 +35,27 @@ static int need_size(const mkc_gguf *f, const char *arch, const char *suffix, in
   return rc == 1 ? 0 : -1;
 }
 
-/* A float entry. An f32 is read back as the shortest decimal that rounds
- * to it (1e-05, not 9.99999975e-06): what the converter meant, and what
- * config.json says for the same model. */
+/* The shortest decimal that rounds to the float v (1e-05, not
+ * 9.99999975e-06): what a converter meant, and what config.json says for the
+ * same model. */
+static double shortest(float v) {
+  char text[32];
+  for (int digits = 1; digits <= 9; digits++) {
+    snprintf(text, sizeof text, "%.*g", digits, (double)v);
+    if (strtof(text, NULL) == v) return strtod(text, NULL);
+  }
+  return v;
+}
+
+/* A float entry (key: "ARCH.suffix", or the whole key when arch is NULL); an
+ * f32 is read back as shortest() says. */
 static int get_real(const mkc_gguf *f, const char *arch, const char *suffix, double *v) {
-  char key[128], text[32];
-  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  char key[128];
+  snprintf(key, sizeof key, "%s%s%s", arch ? arch : "", arch ? "." : "", suffix);
   int rc = mkc_gguf_get_float(f, key, v);
   const mkc_gguf_kv *kv = mkc_gguf_find(f, key);
-  if (rc != 1 || kv->type != MKC_GGUF_FLOAT32) return rc;
-  for (int digits = 1; digits <= 9; digits++) {
-    snprintf(text, sizeof text, "%.*g", digits, *v);
-    if (strtof(text, NULL) == (float)*v) {
-      *v = strtod(text, NULL);
-      break;
-    }
-  }
-  return 1;
+  if (rc == 1 && kv->type == MKC_GGUF_FLOAT32) *v = shortest((float)*v);
+  return rc;
 }
 
 /* A preset name from general.name (else the file's name): lower case, and
@@ -93,23 +98,6 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       return -1;
     }
   }
-  char key[128];
-  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-  const char *scaling;
-  rc = mkc_gguf_get_str(f, key, &scaling);
-  if (rc < 0) return -1;
-  if (rc == 1 && strcmp(scaling, "none") != 0) {
-    fprintf(stderr, "mkc: error: %s: %s = \"%s\": RoPE scaling is not supported yet\n", f->path,
-            key, scaling);
-    return -1;
-  }
-  if (mkc_gguf_find_tensor(f, "rope_freqs.weight")) {
-    fprintf(stderr,
-            "mkc: error: %s: has rope_freqs.weight (per-frequency RoPE factors, as Llama 3.1+ "
-            "uses): not supported yet\n",
-            f->path);
-    return -1;
-  }
   int rot = 0;
   rc = get_size(f, arch, "rope.dimension_count", &rot);
   if (rc < 0) return -1;
@@ -121,6 +109,160 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
     return -1;
   }
   return 0;
+}
+
+/* Llama 3's factor for pair j, the divisor of its frequency, as llama.cpp's
+ * converter writes it into rope_freqs.weight (convert_hf_to_gguf.py, after
+ * transformers' _compute_llama3_parameters): 1 where the wavelength is below
+ * orig_ctx / high_freq_factor, factor above orig_ctx / low_freq_factor, and
+ * 1 / ((1 - smooth) / factor + smooth) between. */
+double mkc_llama3_rope_divisor(const mkc_model_desc *d, int j) {
+  const mkc_rope_scaling *s = &d->rope_scaling;
+  double wavelen = 2 * M_PI / pow(d->rope_theta, -2.0 * j / d->head_dim);
+  if (wavelen < s->orig_ctx / s->high_freq_factor) return 1;
+  if (wavelen > s->orig_ctx / s->low_freq_factor) return s->factor;
+  double smooth =
+      (s->orig_ctx / wavelen - s->low_freq_factor) / (s->high_freq_factor - s->low_freq_factor);
+  return 1 / ((1 - smooth) / s->factor + smooth);
+}
+
+/* rope_freqs.weight, Llama 3.1+'s per-frequency divisors: the scaling mkc
+ * computes from its parameters. The converter writes no parameter but the
+ * tensor: factor is its largest divisor, the wavelength band is the
+ * converter's (low 1, high 4, 8192 positions; Meta's Llama 3.x) unless
+ * ARCH.rope.scaling.original_context_length and mkc.rope.scaling.* (what
+ * `mkc init` writes) say otherwise. Every divisor must be what they give. */
+static int read_rope_freqs(const mkc_gguf *f, const char *arch, const mkc_gguf_tensor *t,
+                           mkc_model_desc *d) {
+  mkc_rope_scaling *s = &d->rope_scaling;
+  int half = d->head_dim / 2;
+  if (s->type != MKC_ROPE_SCALING_NONE) {
+    fprintf(stderr,
+            "mkc: error: %s: rope_freqs.weight together with %s RoPE scaling: not supported\n",
+            f->path, mkc_rope_scaling_name(s->type));
+    return -1;
+  }
+  if (t->type != MKC_GGML_F32 || t->n_dims != 1 || t->ne[0] != half) {
+    fprintf(stderr,
+            "mkc: error: %s: rope_freqs.weight: Expected F32 ne {%d} (head dim / 2); Actual %s ne "
+            "{%lld%s}\n",
+            f->path, half, mkc_ggml_type(t->type) ? mkc_ggml_type(t->type)->name : "?",
+            (long long)t->ne[0], t->n_dims > 1 ? ", ..." : "");
+    return -1;
+  }
+  float *divisor = malloc((size_t)half * sizeof *divisor);
+  if (!divisor) return -1;
+  memcpy(divisor, t->data, (size_t)half * sizeof *divisor);
+  float largest = 0;
+  for (int j = 0; j < half; j++) largest = divisor[j] > largest ? divisor[j] : largest;
+  s->type = MKC_ROPE_SCALING_LLAMA3;
+  s->factor = shortest(largest);
+  s->low_freq_factor = 1;
+  s->high_freq_factor = 4;
+  s->orig_ctx = 8192;
+  int rc = 0;
+  if (get_size(f, arch, "rope.scaling.original_context_length", &s->orig_ctx) < 0 ||
+      get_real(f, NULL, "mkc.rope.scaling.low_freq_factor", &s->low_freq_factor) < 0 ||
+      get_real(f, NULL, "mkc.rope.scaling.high_freq_factor", &s->high_freq_factor) < 0)
+    rc = -1;
+  else if (!(s->factor >= 1 && s->low_freq_factor > 0 && s->high_freq_factor > s->low_freq_factor &&
+             isfinite(s->factor + s->high_freq_factor))) {
+    fprintf(stderr,
+            "mkc: error: %s: Llama 3 RoPE scaling with factor %g (rope_freqs.weight's largest), "
+            "low_freq_factor %g, high_freq_factor %g (Expected: factor >= 1, 0 < low < high)\n",
+            f->path, s->factor, s->low_freq_factor, s->high_freq_factor);
+    rc = -1;
+  }
+  for (int j = 0; rc == 0 && j < half; j++) {
+    double want = mkc_llama3_rope_divisor(d, j);
+    if (!(fabs(divisor[j] - want) <= 1e-6 * want)) {
+      fprintf(stderr,
+              "mkc: error: %s: rope_freqs.weight[%d] = %.9g, but Llama 3 scaling with factor %g, "
+              "low_freq_factor %g, high_freq_factor %g, original context %d gives %.9g (Expected: "
+              "within 1e-6 relative; %s.rope.scaling.original_context_length and "
+              "mkc.rope.scaling.{low,high}_freq_factor name other parameters)\n",
+              f->path, j, divisor[j], s->factor, s->low_freq_factor, s->high_freq_factor,
+              s->orig_ctx, want, arch);
+      rc = -1;
+    }
+  }
+  free(divisor);
+  return rc;
+}
+
+/* Refuses a metadata key whose meaning mkc does not compute. */
+static int refuse_key(const mkc_gguf *f, const char *arch, const char *suffix, const char *why) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.%s", arch, suffix);
+  if (!mkc_gguf_find(f, key)) return 0;
+  fprintf(stderr, "mkc: error: %s: %s: %s: not supported\n", f->path, key, why);
+  return -1;
+}
+
+/* RoPE scaling as llama.cpp's loader reads it: ARCH.rope.scaling.type (absent:
+ * linear, which a factor of 1 makes none), .factor (or the older
+ * .rope.scale_linear), .original_context_length (default: the trained
+ * context), .attn_factor and YaRN's .yarn_* (defaults 32, 1, ext 1); or Llama
+ * 3's rope_freqs.weight. */
+static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  mkc_rope_scaling *s = &d->rope_scaling;
+  *s = (mkc_rope_scaling){.type = MKC_ROPE_SCALING_NONE,
+                          .factor = 1,
+                          .orig_ctx = d->ctx_train,
+                          .beta_fast = 32,
+                          .beta_slow = 1,
+                          .ext_factor = 1,
+                          .attn_factor = 1};
+  char key[128];
+  snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+  const char *type = NULL;
+  double factor = 0;
+  int rc = mkc_gguf_get_str(f, key, &type), has_factor;
+  if (rc < 0 || (has_factor = get_real(f, arch, "rope.scaling.factor", &factor)) < 0 ||
+      (!has_factor && get_real(f, arch, "rope.scale_linear", &factor) < 0) ||
+      get_size(f, arch, "rope.scaling.original_context_length", &s->orig_ctx) < 0 ||
+      get_real(f, arch, "rope.scaling.attn_factor", &s->attn_factor) < 0 ||
+      get_real(f, arch, "rope.scaling.yarn_beta_fast", &s->beta_fast) < 0 ||
+      get_real(f, arch, "rope.scaling.yarn_beta_slow", &s->beta_slow) < 0 ||
+      get_real(f, arch, "rope.scaling.yarn_ext_factor", &s->ext_factor) < 0 ||
+      refuse_key(f, arch, "rope.scaling.yarn_log_multiplier", "DeepSeek's YaRN attention scale") ||
+      refuse_key(f, arch, "rope.scaling.yarn_attn_factor", "a YaRN attention factor of its own"))
+    return -1;
+  s->factor = factor == 0 ? 1 : factor; /* llama.cpp: 0 means none */
+  if (!type || strcmp(type, "linear") == 0)
+    s->type = s->factor == 1 ? MKC_ROPE_SCALING_NONE : MKC_ROPE_SCALING_LINEAR;
+  else if (strcmp(type, "yarn") == 0)
+    s->type = MKC_ROPE_SCALING_YARN;
+  else if (strcmp(type, "none") == 0)
+    s->factor = 1; /* llama.cpp: none never scales */
+  else {
+    fprintf(stderr,
+            "mkc: error: %s: %s = \"%s\": RoPE scaling not supported (mkc runs none, linear, "
+            "yarn, and Llama 3's rope_freqs.weight)\n",
+            f->path, key, type);
+    return -1;
+  }
+  if (!(s->factor > 0 && isfinite(s->factor)) ||
+      (s->type == MKC_ROPE_SCALING_YARN &&
+       !(s->factor >= 1 && s->beta_fast > 0 && s->beta_slow > 0 && s->ext_factor >= 0 &&
+         s->attn_factor > 0 &&
+         isfinite(s->beta_fast + s->beta_slow + s->ext_factor + s->attn_factor)))) {
+    fprintf(stderr,
+            "mkc: error: %s: %s RoPE scaling: factor %g, yarn beta fast/slow %g/%g, ext factor "
+            "%g, attn factor %g (Expected: factor > 0, >= 1 for yarn; the others > 0, ext >= 0)\n",
+            f->path, type ? type : "linear", s->factor, s->beta_fast, s->beta_slow, s->ext_factor,
+            s->attn_factor);
+    return -1;
+  }
+  if (s->type != MKC_ROPE_SCALING_YARN && s->attn_factor != 1) {
+    fprintf(stderr,
+            "mkc: error: %s: %s.rope.scaling.attn_factor = %g without yarn scaling: not "
+            "supported\n",
+            f->path, arch, s->attn_factor);
+    return -1;
+  }
+  const mkc_gguf_tensor *freqs = mkc_gguf_find_tensor(f, "rope_freqs.weight");
+  return freqs ? read_rope_freqs(f, arch, freqs, d) : 0;
 }
 
 /* general.architecture, one mkc runs, into d->arch. */
@@ -221,5 +363,5 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
   if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
-  return rope_layout(f, d->arch, d);
+  return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

@@ -105,12 +105,30 @@ void mkc_model_file_close(mkc_model_file *mf) {
   mf->st = NULL;
 }
 
+/* ", llama3 scaling: factor 32, ..." (nothing for plain RoPE): the scaling
+ * and the parameters its type reads. */
+static void format_scaling(const mkc_rope_scaling *s, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (s->type == MKC_ROPE_SCALING_NONE) return;
+  int n = snprintf(buf, cap, ", %s scaling: factor %g", mkc_rope_scaling_name(s->type), s->factor);
+  if (n < 0 || (size_t)n >= cap || s->type == MKC_ROPE_SCALING_LINEAR) return;
+  if (s->type == MKC_ROPE_SCALING_LLAMA3)
+    snprintf(buf + n, cap - n, ", low/high freq factor %g/%g, original context %d",
+             s->low_freq_factor, s->high_freq_factor, s->orig_ctx);
+  else
+    snprintf(buf + n, cap - n,
+             ", original context %d, beta fast/slow %g/%g, ext factor %g, attn factor %g",
+             s->orig_ctx, s->beta_fast, s->beta_slow, s->ext_factor, s->attn_factor);
+}
+
 void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
+  char scaling[192];
+  format_scaling(&d->rope_scaling, scaling, sizeof scaling);
   snprintf(buf, cap,
            "%s: %d layers, dim %d, %d heads (%d KV) of %d, ffn %d, vocab %d, context %d, rope "
-           "theta %g (%s), rms eps %g, %s head%s%s",
+           "theta %g (%s%s), rms eps %g, %s head%s%s",
            d->arch, d->n_layers, d->dim, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
            d->ctx_train, d->rope_theta, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved",
-           d->norm_eps, d->tied ? "tied" : "separate", d->qkv_bias ? ", qkv bias" : "",
+           scaling, d->norm_eps, d->tied ? "tied" : "separate", d->qkv_bias ? ", qkv bias" : "",
            d->qk_norm ? ", qk norm" : "");
 }

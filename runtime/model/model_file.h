@@ -35,6 +35,11 @@ void mkc_model_file_close(mkc_model_file *mf);
 /* GGUF metadata -> description (desc_gguf.c). 0, or -1 after a message. */
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d);
 
+/* Llama 3's divisor of pair j's frequency, from d's rope_theta, head_dim and
+ * its llama3 rope_scaling, as llama.cpp's converter writes rope_freqs.weight
+ * (desc_gguf.c checks a file's tensor against it; `mkc init` writes it). */
+double mkc_llama3_rope_divisor(const mkc_model_desc *d, int j);
+
 /* The description as one line: "llama: 30 layers, dim 576, ...". */
 void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap);
 

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ea78b61e02b5a91c, templates 9f970126468fccdc, options 666ac39bd2713a0d
+ * hashes:  graph 92b0490b5e5a627d, templates c81c297d15f4aa9f, options 666ac39bd2713a0d
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    83 stages, 82 grid barriers; scratch 723200 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -440,13 +440,95 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
  * zero for the next layer. No grid barrier, and every warp keeps a pair to
  * do. K waits in float so that it is rounded once, after the norm. */
 
-MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
-  return powf(theta, -(float)(2 * j) / (float)head_dim);
+/* RoPE as the model was trained with it: the base theta and, for a model
+ * stretched past the context it was first trained on, the scaling
+ * (docs/MODELS.md), made by one of the mkc_rope_* functions below. */
+enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN };
+typedef struct mkc_rope {
+  float theta;
+  int scaling;                             /* MKC_ROPE_PLAIN, ... */
+  float factor;                            /* the context's extension factor */
+  float low_freq_factor, high_freq_factor; /* llama3 */
+  float orig_ctx;                          /* llama3, yarn: the context before the extension */
+  float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
+  float ext_factor, attn_factor;           /* yarn */
+} mkc_rope;
+
+MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  return r;
 }
 
-/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at. */
-MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
-  float angle = (float)at * inv_freq, c = cosf(angle), s = sinf(angle);
+/* Positions divided by factor. */
+MKC_DEVICE mkc_rope mkc_rope_linear(float theta, float factor) {
+  mkc_rope r = mkc_rope_plain(theta);
+  r.scaling = MKC_ROPE_LINEAR;
+  r.factor = factor;
+  return r;
+}
+
+/* Llama 3.1+: frequencies whose wavelength is below orig_ctx / high_freq_factor
+ * kept, above orig_ctx / low_freq_factor divided by factor, a smooth mix between. */
+MKC_DEVICE mkc_rope mkc_rope_llama3(float theta, float factor, float low_freq_factor,
+                                    float high_freq_factor, float orig_ctx) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_LLAMA3;
+  r.low_freq_factor = low_freq_factor;
+  r.high_freq_factor = high_freq_factor;
+  r.orig_ctx = orig_ctx;
+  return r;
+}
+
+/* YaRN as llama.cpp's ggml_rope_ext computes it: frequencies that turn more
+ * than beta_fast times in orig_ctx kept, fewer than beta_slow divided by
+ * factor, a linear ramp over the pairs between (times ext_factor); cos and
+ * sin scaled by attn_factor * (1 + 0.1 ln factor). */
+MKC_DEVICE mkc_rope mkc_rope_yarn(float theta, float factor, float orig_ctx, float beta_fast,
+                                  float beta_slow, float ext_factor, float attn_factor) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_YARN;
+  r.orig_ctx = orig_ctx;
+  r.beta_fast = beta_fast;
+  r.beta_slow = beta_slow;
+  r.ext_factor = ext_factor;
+  r.attn_factor = attn_factor;
+  return r;
+}
+
+/* The pair whose frequency turns `rotations` times in orig_ctx positions. */
+MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
+  return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
+}
+
+/* Pair j's frequency, radians per position, and in *mscale the factor on cos
+ * and sin (1 but for YaRN). Computed here from the parameters, per pair. */
+MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
+  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
+  *mscale = 1.0f;
+  if (r.scaling == MKC_ROPE_LINEAR) return freq / r.factor;
+  if (r.scaling == MKC_ROPE_LLAMA3) {
+    float wavelen = 6.28318531f / freq;
+    if (wavelen < r.orig_ctx / r.high_freq_factor) return freq;
+    if (wavelen > r.orig_ctx / r.low_freq_factor) return freq / r.factor;
+    float smooth =
+        (r.orig_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+    return (1.0f - smooth) * freq / r.factor + smooth * freq;
+  }
+  if (r.scaling == MKC_ROPE_YARN) {
+    float lo = fmaxf(0.0f, floorf(mkc_rope_yarn_dim(r.beta_fast, head_dim, r)));
+    float hi = fminf((float)(head_dim - 1), ceilf(mkc_rope_yarn_dim(r.beta_slow, head_dim, r)));
+    float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, ((float)j - lo) / fmaxf(0.001f, hi - lo)));
+    float kept = ramp * r.ext_factor; /* the share of the unscaled frequency */
+    *mscale = r.ext_factor != 0.0f ? r.attn_factor * (1.0f + 0.1f * logf(r.factor)) : r.attn_factor;
+    return freq / r.factor * (1.0f - kept) + freq * kept;
+  }
+  return freq;
+}
+
+/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at,
+ * scaled by mscale. */
+MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, int at) {
+  float angle = (float)at * inv_freq, c = cosf(angle) * mscale, s = sinf(angle) * mscale;
   float ra = *a * c - *b * s, rb = *a * s + *b * c;
   *a = ra;
   *b = rb;
@@ -457,7 +539,7 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
  * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
  * the elements for the sum of squares, then over the rotation pairs. */
 MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
                                    int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
@@ -470,7 +552,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
-      mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
+      float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
+      mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
         kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
         kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
@@ -485,7 +568,7 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
                              const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
                              int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, float theta, const float *x, int x_stride,
+                             int layout, mkc_rope rotary, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
@@ -531,11 +614,12 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
-      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
+      float mscale = 1.0f;
+      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, rotary, &mscale) : 0.0f;
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
         float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
-        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
+        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
         if (head) {
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
@@ -562,7 +646,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
@@ -699,7 +783,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 703 "llama.llama-3.2-1b.cu"
+#line 787 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
@@ -707,901 +791,901 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/83: embed -- embed token_embd.weight (line 50)
+  /* stage 1/83: embed -- embed token_embd.weight (line 85)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 2048*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 4096*t (token_embd.weight)
-   * writes: scratch+0 8192*t (embed token_embd.weight (line 50)) */
+   * writes: scratch+0 8192*t (embed token_embd.weight (line 85)) */
   mkc_embed(weights + 0, 2048, 2048, scratch + 0, 2048, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 50) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 85) written by another block */
 
-  /* stage 2/83: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 52), matmul blk.0.attn_q.weight (line 53), matmul blk.0.attn_k.weight (line 54), matmul blk.0.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 2/83: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 50)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
+   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 85)), weights+262668288 4096 (blk.0.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 262670336, weights + 266864640, weights + 267913216,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 0, kv + 2097152, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 3/83: attention -- attention layer 0 (line 62)
+  /* stage 3/83: attention -- attention layer 0 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
-   * writes: scratch+20480 8192*t (attention layer 0 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
+   * writes: scratch+20480 8192*t (attention layer 0 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 4/83: matvec_residual -- matmul blk.0.attn_output.weight (line 64), add (line 64)
+  /* stage 4/83: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 268961792, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 5/83: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 66), matmul blk.0.ffn_gate.weight (line 67), matmul blk.0.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 5/83: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+273156096 4096 (blk.0.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+273156096 4096 (blk.0.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 273158144, weights + 289935360, 2048, 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 6/83: matvec_residual -- matmul blk.0.ffn_down.weight (line 69), add (line 69)
+  /* stage 6/83: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 306712576, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 7/83: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 52), matmul blk.1.attn_q.weight (line 53), matmul blk.1.attn_k.weight (line 54), matmul blk.1.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 7/83: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
+   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+323489792 4096 (blk.1.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 323491840, weights + 327686144, weights + 328734720,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 4194304, kv + 6291456, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 8/83: attention -- attention layer 1 (line 62)
+  /* stage 8/83: attention -- attention layer 1 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
-   * writes: scratch+20480 8192*t (attention layer 1 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
+   * writes: scratch+20480 8192*t (attention layer 1 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 9/83: matvec_residual -- matmul blk.1.attn_output.weight (line 64), add (line 64)
+  /* stage 9/83: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 329783296, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 10/83: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 66), matmul blk.1.ffn_gate.weight (line 67), matmul blk.1.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 10/83: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+333977600 4096 (blk.1.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+333977600 4096 (blk.1.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 333979648, weights + 350756864, 2048, 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 11/83: matvec_residual -- matmul blk.1.ffn_down.weight (line 69), add (line 69)
+  /* stage 11/83: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 367534080, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 12/83: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 52), matmul blk.2.attn_q.weight (line 53), matmul blk.2.attn_k.weight (line 54), matmul blk.2.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 12/83: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 87), matmul blk.2.attn_q.weight (line 88), matmul blk.2.attn_k.weight (line 89), matmul blk.2.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
+   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+384311296 4096 (blk.2.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 384313344, weights + 388507648, weights + 389556224,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 8388608, kv + 10485760, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 13/83: attention -- attention layer 2 (line 62)
+  /* stage 13/83: attention -- attention layer 2 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
-   * writes: scratch+20480 8192*t (attention layer 2 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
+   * writes: scratch+20480 8192*t (attention layer 2 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 14/83: matvec_residual -- matmul blk.2.attn_output.weight (line 64), add (line 64)
+  /* stage 14/83: matvec_residual -- matmul blk.2.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 390604800, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 15/83: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 66), matmul blk.2.ffn_gate.weight (line 67), matmul blk.2.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 15/83: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 101), matmul blk.2.ffn_gate.weight (line 102), matmul blk.2.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+394799104 4096 (blk.2.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+394799104 4096 (blk.2.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 394801152, weights + 411578368, 2048, 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 16/83: matvec_residual -- matmul blk.2.ffn_down.weight (line 69), add (line 69)
+  /* stage 16/83: matvec_residual -- matmul blk.2.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 428355584, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 17/83: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 52), matmul blk.3.attn_q.weight (line 53), matmul blk.3.attn_k.weight (line 54), matmul blk.3.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 17/83: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 87), matmul blk.3.attn_q.weight (line 88), matmul blk.3.attn_k.weight (line 89), matmul blk.3.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
+   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+445132800 4096 (blk.3.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 445134848, weights + 449329152, weights + 450377728,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 12582912, kv + 14680064, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 18/83: attention -- attention layer 3 (line 62)
+  /* stage 18/83: attention -- attention layer 3 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
-   * writes: scratch+20480 8192*t (attention layer 3 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
+   * writes: scratch+20480 8192*t (attention layer 3 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 19/83: matvec_residual -- matmul blk.3.attn_output.weight (line 64), add (line 64)
+  /* stage 19/83: matvec_residual -- matmul blk.3.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 451426304, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 20/83: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 66), matmul blk.3.ffn_gate.weight (line 67), matmul blk.3.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 20/83: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 101), matmul blk.3.ffn_gate.weight (line 102), matmul blk.3.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+455620608 4096 (blk.3.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+455620608 4096 (blk.3.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 455622656, weights + 472399872, 2048, 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 21/83: matvec_residual -- matmul blk.3.ffn_down.weight (line 69), add (line 69)
+  /* stage 21/83: matvec_residual -- matmul blk.3.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 489177088, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 22/83: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 52), matmul blk.4.attn_q.weight (line 53), matmul blk.4.attn_k.weight (line 54), matmul blk.4.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 22/83: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 87), matmul blk.4.attn_q.weight (line 88), matmul blk.4.attn_k.weight (line 89), matmul blk.4.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
+   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+505954304 4096 (blk.4.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 505956352, weights + 510150656, weights + 511199232,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 16777216, kv + 18874368, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 23/83: attention -- attention layer 4 (line 62)
+  /* stage 23/83: attention -- attention layer 4 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
-   * writes: scratch+20480 8192*t (attention layer 4 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
+   * writes: scratch+20480 8192*t (attention layer 4 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 24/83: matvec_residual -- matmul blk.4.attn_output.weight (line 64), add (line 64)
+  /* stage 24/83: matvec_residual -- matmul blk.4.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 512247808, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 25/83: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 66), matmul blk.4.ffn_gate.weight (line 67), matmul blk.4.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 25/83: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 101), matmul blk.4.ffn_gate.weight (line 102), matmul blk.4.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+516442112 4096 (blk.4.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+516442112 4096 (blk.4.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 516444160, weights + 533221376, 2048, 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 26/83: matvec_residual -- matmul blk.4.ffn_down.weight (line 69), add (line 69)
+  /* stage 26/83: matvec_residual -- matmul blk.4.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 549998592, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 27/83: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 52), matmul blk.5.attn_q.weight (line 53), matmul blk.5.attn_k.weight (line 54), matmul blk.5.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 27/83: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 87), matmul blk.5.attn_q.weight (line 88), matmul blk.5.attn_k.weight (line 89), matmul blk.5.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
+   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+566775808 4096 (blk.5.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 566777856, weights + 570972160, weights + 572020736,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 20971520, kv + 23068672, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 28/83: attention -- attention layer 5 (line 62)
+  /* stage 28/83: attention -- attention layer 5 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
-   * writes: scratch+20480 8192*t (attention layer 5 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
+   * writes: scratch+20480 8192*t (attention layer 5 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 29/83: matvec_residual -- matmul blk.5.attn_output.weight (line 64), add (line 64)
+  /* stage 29/83: matvec_residual -- matmul blk.5.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 573069312, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 30/83: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 66), matmul blk.5.ffn_gate.weight (line 67), matmul blk.5.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 30/83: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 101), matmul blk.5.ffn_gate.weight (line 102), matmul blk.5.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+577263616 4096 (blk.5.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+577263616 4096 (blk.5.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 577265664, weights + 594042880, 2048, 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 31/83: matvec_residual -- matmul blk.5.ffn_down.weight (line 69), add (line 69)
+  /* stage 31/83: matvec_residual -- matmul blk.5.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 610820096, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 32/83: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 52), matmul blk.6.attn_q.weight (line 53), matmul blk.6.attn_k.weight (line 54), matmul blk.6.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 32/83: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 87), matmul blk.6.attn_q.weight (line 88), matmul blk.6.attn_k.weight (line 89), matmul blk.6.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
+   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+627597312 4096 (blk.6.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 627599360, weights + 631793664, weights + 632842240,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 25165824, kv + 27262976, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 33/83: attention -- attention layer 6 (line 62)
+  /* stage 33/83: attention -- attention layer 6 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
-   * writes: scratch+20480 8192*t (attention layer 6 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
+   * writes: scratch+20480 8192*t (attention layer 6 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 34/83: matvec_residual -- matmul blk.6.attn_output.weight (line 64), add (line 64)
+  /* stage 34/83: matvec_residual -- matmul blk.6.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 633890816, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 35/83: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 66), matmul blk.6.ffn_gate.weight (line 67), matmul blk.6.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 35/83: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 101), matmul blk.6.ffn_gate.weight (line 102), matmul blk.6.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+638085120 4096 (blk.6.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+638085120 4096 (blk.6.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 638087168, weights + 654864384, 2048, 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 36/83: matvec_residual -- matmul blk.6.ffn_down.weight (line 69), add (line 69)
+  /* stage 36/83: matvec_residual -- matmul blk.6.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 671641600, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 37/83: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 52), matmul blk.7.attn_q.weight (line 53), matmul blk.7.attn_k.weight (line 54), matmul blk.7.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 37/83: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 87), matmul blk.7.attn_q.weight (line 88), matmul blk.7.attn_k.weight (line 89), matmul blk.7.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
+   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+688418816 4096 (blk.7.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 688420864, weights + 692615168, weights + 693663744,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 29360128, kv + 31457280, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 38/83: attention -- attention layer 7 (line 62)
+  /* stage 38/83: attention -- attention layer 7 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
-   * writes: scratch+20480 8192*t (attention layer 7 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
+   * writes: scratch+20480 8192*t (attention layer 7 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 39/83: matvec_residual -- matmul blk.7.attn_output.weight (line 64), add (line 64)
+  /* stage 39/83: matvec_residual -- matmul blk.7.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 694712320, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 40/83: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 66), matmul blk.7.ffn_gate.weight (line 67), matmul blk.7.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 40/83: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 101), matmul blk.7.ffn_gate.weight (line 102), matmul blk.7.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+698906624 4096 (blk.7.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+698906624 4096 (blk.7.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 698908672, weights + 715685888, 2048, 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 41/83: matvec_residual -- matmul blk.7.ffn_down.weight (line 69), add (line 69)
+  /* stage 41/83: matvec_residual -- matmul blk.7.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 732463104, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 42/83: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 52), matmul blk.8.attn_q.weight (line 53), matmul blk.8.attn_k.weight (line 54), matmul blk.8.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 42/83: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 87), matmul blk.8.attn_q.weight (line 88), matmul blk.8.attn_k.weight (line 89), matmul blk.8.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
+   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+749240320 4096 (blk.8.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 749242368, weights + 753436672, weights + 754485248,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 33554432, kv + 35651584, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 43/83: attention -- attention layer 8 (line 62)
+  /* stage 43/83: attention -- attention layer 8 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
-   * writes: scratch+20480 8192*t (attention layer 8 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
+   * writes: scratch+20480 8192*t (attention layer 8 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 44/83: matvec_residual -- matmul blk.8.attn_output.weight (line 64), add (line 64)
+  /* stage 44/83: matvec_residual -- matmul blk.8.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 755533824, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 45/83: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 66), matmul blk.8.ffn_gate.weight (line 67), matmul blk.8.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 45/83: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 101), matmul blk.8.ffn_gate.weight (line 102), matmul blk.8.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+759728128 4096 (blk.8.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+759728128 4096 (blk.8.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 759730176, weights + 776507392, 2048, 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 46/83: matvec_residual -- matmul blk.8.ffn_down.weight (line 69), add (line 69)
+  /* stage 46/83: matvec_residual -- matmul blk.8.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 793284608, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 47/83: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 52), matmul blk.9.attn_q.weight (line 53), matmul blk.9.attn_k.weight (line 54), matmul blk.9.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 47/83: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 87), matmul blk.9.attn_q.weight (line 88), matmul blk.9.attn_k.weight (line 89), matmul blk.9.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
+   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+810061824 4096 (blk.9.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 810063872, weights + 814258176, weights + 815306752,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 37748736, kv + 39845888, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 48/83: attention -- attention layer 9 (line 62)
+  /* stage 48/83: attention -- attention layer 9 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
-   * writes: scratch+20480 8192*t (attention layer 9 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
+   * writes: scratch+20480 8192*t (attention layer 9 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 49/83: matvec_residual -- matmul blk.9.attn_output.weight (line 64), add (line 64)
+  /* stage 49/83: matvec_residual -- matmul blk.9.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 816355328, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 50/83: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 66), matmul blk.9.ffn_gate.weight (line 67), matmul blk.9.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 50/83: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 101), matmul blk.9.ffn_gate.weight (line 102), matmul blk.9.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+820549632 4096 (blk.9.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+820549632 4096 (blk.9.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 820551680, weights + 837328896, 2048, 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 51/83: matvec_residual -- matmul blk.9.ffn_down.weight (line 69), add (line 69)
+  /* stage 51/83: matvec_residual -- matmul blk.9.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 854106112, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 52/83: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 52), matmul blk.10.attn_q.weight (line 53), matmul blk.10.attn_k.weight (line 54), matmul blk.10.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 52/83: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 87), matmul blk.10.attn_q.weight (line 88), matmul blk.10.attn_k.weight (line 89), matmul blk.10.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
+   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+870883328 4096 (blk.10.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 870885376, weights + 875079680, weights + 876128256,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 41943040, kv + 44040192, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 53/83: attention -- attention layer 10 (line 62)
+  /* stage 53/83: attention -- attention layer 10 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
-   * writes: scratch+20480 8192*t (attention layer 10 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
+   * writes: scratch+20480 8192*t (attention layer 10 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 54/83: matvec_residual -- matmul blk.10.attn_output.weight (line 64), add (line 64)
+  /* stage 54/83: matvec_residual -- matmul blk.10.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 877176832, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 55/83: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 66), matmul blk.10.ffn_gate.weight (line 67), matmul blk.10.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 55/83: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 101), matmul blk.10.ffn_gate.weight (line 102), matmul blk.10.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+881371136 4096 (blk.10.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+881371136 4096 (blk.10.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 881373184, weights + 898150400, 2048, 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 56/83: matvec_residual -- matmul blk.10.ffn_down.weight (line 69), add (line 69)
+  /* stage 56/83: matvec_residual -- matmul blk.10.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 914927616, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 57/83: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 52), matmul blk.11.attn_q.weight (line 53), matmul blk.11.attn_k.weight (line 54), matmul blk.11.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 57/83: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 87), matmul blk.11.attn_q.weight (line 88), matmul blk.11.attn_k.weight (line 89), matmul blk.11.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
+   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+931704832 4096 (blk.11.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 931706880, weights + 935901184, weights + 936949760,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 46137344, kv + 48234496, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 58/83: attention -- attention layer 11 (line 62)
+  /* stage 58/83: attention -- attention layer 11 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
-   * writes: scratch+20480 8192*t (attention layer 11 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
+   * writes: scratch+20480 8192*t (attention layer 11 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 59/83: matvec_residual -- matmul blk.11.attn_output.weight (line 64), add (line 64)
+  /* stage 59/83: matvec_residual -- matmul blk.11.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 937998336, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 60/83: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 66), matmul blk.11.ffn_gate.weight (line 67), matmul blk.11.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 60/83: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 101), matmul blk.11.ffn_gate.weight (line 102), matmul blk.11.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+942192640 4096 (blk.11.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+942192640 4096 (blk.11.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 942194688, weights + 958971904, 2048, 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 61/83: matvec_residual -- matmul blk.11.ffn_down.weight (line 69), add (line 69)
+  /* stage 61/83: matvec_residual -- matmul blk.11.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 975749120, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 62/83: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 52), matmul blk.12.attn_q.weight (line 53), matmul blk.12.attn_k.weight (line 54), matmul blk.12.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 62/83: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 87), matmul blk.12.attn_q.weight (line 88), matmul blk.12.attn_k.weight (line 89), matmul blk.12.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
+   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+992526336 4096 (blk.12.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 992528384, weights + 996722688, weights + 997771264,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 50331648, kv + 52428800, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 63/83: attention -- attention layer 12 (line 62)
+  /* stage 63/83: attention -- attention layer 12 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
-   * writes: scratch+20480 8192*t (attention layer 12 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
+   * writes: scratch+20480 8192*t (attention layer 12 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 64/83: matvec_residual -- matmul blk.12.attn_output.weight (line 64), add (line 64)
+  /* stage 64/83: matvec_residual -- matmul blk.12.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 998819840, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 65/83: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 66), matmul blk.12.ffn_gate.weight (line 67), matmul blk.12.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 65/83: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 101), matmul blk.12.ffn_gate.weight (line 102), matmul blk.12.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 1003016192, weights + 1019793408, 2048, 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 66/83: matvec_residual -- matmul blk.12.ffn_down.weight (line 69), add (line 69)
+  /* stage 66/83: matvec_residual -- matmul blk.12.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 1036570624, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 67/83: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 52), matmul blk.13.attn_q.weight (line 53), matmul blk.13.attn_k.weight (line 54), matmul blk.13.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 67/83: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 87), matmul blk.13.attn_q.weight (line 88), matmul blk.13.attn_k.weight (line 89), matmul blk.13.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
+   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1053347840 4096 (blk.13.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1053349888, weights + 1057544192, weights + 1058592768,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 54525952, kv + 56623104, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 68/83: attention -- attention layer 13 (line 62)
+  /* stage 68/83: attention -- attention layer 13 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
-   * writes: scratch+20480 8192*t (attention layer 13 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
+   * writes: scratch+20480 8192*t (attention layer 13 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 69/83: matvec_residual -- matmul blk.13.attn_output.weight (line 64), add (line 64)
+  /* stage 69/83: matvec_residual -- matmul blk.13.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 1059641344, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 70/83: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 66), matmul blk.13.ffn_gate.weight (line 67), matmul blk.13.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 70/83: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 101), matmul blk.13.ffn_gate.weight (line 102), matmul blk.13.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 1063837696, weights + 1080614912, 2048, 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 71/83: matvec_residual -- matmul blk.13.ffn_down.weight (line 69), add (line 69)
+  /* stage 71/83: matvec_residual -- matmul blk.13.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 1097392128, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 72/83: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 52), matmul blk.14.attn_q.weight (line 53), matmul blk.14.attn_k.weight (line 54), matmul blk.14.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 72/83: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 87), matmul blk.14.attn_q.weight (line 88), matmul blk.14.attn_k.weight (line 89), matmul blk.14.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
+   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1114169344 4096 (blk.14.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1114171392, weights + 1118365696, weights + 1119414272,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 58720256, kv + 60817408, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 73/83: attention -- attention layer 14 (line 62)
+  /* stage 73/83: attention -- attention layer 14 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
-   * writes: scratch+20480 8192*t (attention layer 14 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
+   * writes: scratch+20480 8192*t (attention layer 14 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 74/83: matvec_residual -- matmul blk.14.attn_output.weight (line 64), add (line 64)
+  /* stage 74/83: matvec_residual -- matmul blk.14.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 1120462848, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 75/83: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 66), matmul blk.14.ffn_gate.weight (line 67), matmul blk.14.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 75/83: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 101), matmul blk.14.ffn_gate.weight (line 102), matmul blk.14.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 1124659200, weights + 1141436416, 2048, 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 76/83: matvec_residual -- matmul blk.14.ffn_down.weight (line 69), add (line 69)
+  /* stage 76/83: matvec_residual -- matmul blk.14.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 1158213632, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 77/83: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 52), matmul blk.15.attn_q.weight (line 53), matmul blk.15.attn_k.weight (line 54), matmul blk.15.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 77/83: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 87), matmul blk.15.attn_q.weight (line 88), matmul blk.15.attn_k.weight (line 89), matmul blk.15.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 69)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 60)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
+   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1174990848 4096 (blk.15.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 95)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 1174992896, weights + 1179187200, weights + 1180235776,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, 500000.0f,
+               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 62914560, kv + 65011712, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 78/83: attention -- attention layer 15 (line 62)
+  /* stage 78/83: attention -- attention layer 15 (line 97)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 60)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
-   * writes: scratch+20480 8192*t (attention layer 15 (line 62)) */
+   * reads: scratch+10240 8192*t (rope (line 95)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
+   * writes: scratch+20480 8192*t (attention layer 15 (line 97)) */
   mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 79/83: matvec_residual -- matmul blk.15.attn_output.weight (line 64), add (line 64)
+  /* stage 79/83: matvec_residual -- matmul blk.15.attn_output.weight (line 99), add (line 99)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 62)), scratch+0 8192*t (add (line 64))
-   * writes: scratch+0 8192*t (add (line 64)) */
+   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 97)), scratch+0 8192*t (add (line 99))
+   * writes: scratch+0 8192*t (add (line 99)) */
   mkc_matvec(weights + 1181284352, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 80/83: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 66), matmul blk.15.ffn_gate.weight (line 67), matmul blk.15.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 80/83: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 101), matmul blk.15.ffn_gate.weight (line 102), matmul blk.15.ffn_up.weight (line 103), swiglu (line 104)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 64)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 69)) */
+   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 1185480704, weights + 1202257920, 2048, 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 81/83: matvec_residual -- matmul blk.15.ffn_down.weight (line 69), add (line 69)
+  /* stage 81/83: matvec_residual -- matmul blk.15.ffn_down.weight (line 104), add (line 104)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 69)), scratch+0 8192*t (add (line 69))
-   * writes: scratch+0 8192*t (add (line 69)) */
+   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
+   * writes: scratch+0 8192*t (add (line 104)) */
   mkc_matvec(weights + 1219035136, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 82/83: lm_head -- rmsnorm output_norm.weight (line 71), matmul token_embd.weight (line 74), logits (line 74)
+  /* stage 82/83: lm_head -- rmsnorm output_norm.weight (line 106), matmul token_embd.weight (line 109), logits (line 109)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 69)), weights+1235812352 4096 (output_norm.weight)
-   * writes: scratch+71680 513024*t (logits (line 74)) */
+   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 104)), weights+1235812352 4096 (output_norm.weight)
+   * writes: scratch+71680 513024*t (logits (line 109)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(weights + 0, 2048, 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
               scratch + 71680, 128256, T, scratch + 712960, (int *)(scratch + 718080),

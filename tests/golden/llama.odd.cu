@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ea78b61e02b5a91c, templates 9f970126468fccdc, options acba517005256c57
+ * hashes:  graph 92b0490b5e5a627d, templates c81c297d15f4aa9f, options acba517005256c57
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    13 stages, 12 grid barriers; scratch 13824 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -440,13 +440,95 @@ MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, 
  * zero for the next layer. No grid barrier, and every warp keeps a pair to
  * do. K waits in float so that it is rounded once, after the norm. */
 
-MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, float theta) {
-  return powf(theta, -(float)(2 * j) / (float)head_dim);
+/* RoPE as the model was trained with it: the base theta and, for a model
+ * stretched past the context it was first trained on, the scaling
+ * (docs/MODELS.md), made by one of the mkc_rope_* functions below. */
+enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN };
+typedef struct mkc_rope {
+  float theta;
+  int scaling;                             /* MKC_ROPE_PLAIN, ... */
+  float factor;                            /* the context's extension factor */
+  float low_freq_factor, high_freq_factor; /* llama3 */
+  float orig_ctx;                          /* llama3, yarn: the context before the extension */
+  float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
+  float ext_factor, attn_factor;           /* yarn */
+} mkc_rope;
+
+MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  return r;
 }
 
-/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at. */
-MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
-  float angle = (float)at * inv_freq, c = cosf(angle), s = sinf(angle);
+/* Positions divided by factor. */
+MKC_DEVICE mkc_rope mkc_rope_linear(float theta, float factor) {
+  mkc_rope r = mkc_rope_plain(theta);
+  r.scaling = MKC_ROPE_LINEAR;
+  r.factor = factor;
+  return r;
+}
+
+/* Llama 3.1+: frequencies whose wavelength is below orig_ctx / high_freq_factor
+ * kept, above orig_ctx / low_freq_factor divided by factor, a smooth mix between. */
+MKC_DEVICE mkc_rope mkc_rope_llama3(float theta, float factor, float low_freq_factor,
+                                    float high_freq_factor, float orig_ctx) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_LLAMA3;
+  r.low_freq_factor = low_freq_factor;
+  r.high_freq_factor = high_freq_factor;
+  r.orig_ctx = orig_ctx;
+  return r;
+}
+
+/* YaRN as llama.cpp's ggml_rope_ext computes it: frequencies that turn more
+ * than beta_fast times in orig_ctx kept, fewer than beta_slow divided by
+ * factor, a linear ramp over the pairs between (times ext_factor); cos and
+ * sin scaled by attn_factor * (1 + 0.1 ln factor). */
+MKC_DEVICE mkc_rope mkc_rope_yarn(float theta, float factor, float orig_ctx, float beta_fast,
+                                  float beta_slow, float ext_factor, float attn_factor) {
+  mkc_rope r = mkc_rope_linear(theta, factor);
+  r.scaling = MKC_ROPE_YARN;
+  r.orig_ctx = orig_ctx;
+  r.beta_fast = beta_fast;
+  r.beta_slow = beta_slow;
+  r.ext_factor = ext_factor;
+  r.attn_factor = attn_factor;
+  return r;
+}
+
+/* The pair whose frequency turns `rotations` times in orig_ctx positions. */
+MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
+  return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
+}
+
+/* Pair j's frequency, radians per position, and in *mscale the factor on cos
+ * and sin (1 but for YaRN). Computed here from the parameters, per pair. */
+MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
+  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
+  *mscale = 1.0f;
+  if (r.scaling == MKC_ROPE_LINEAR) return freq / r.factor;
+  if (r.scaling == MKC_ROPE_LLAMA3) {
+    float wavelen = 6.28318531f / freq;
+    if (wavelen < r.orig_ctx / r.high_freq_factor) return freq;
+    if (wavelen > r.orig_ctx / r.low_freq_factor) return freq / r.factor;
+    float smooth =
+        (r.orig_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+    return (1.0f - smooth) * freq / r.factor + smooth * freq;
+  }
+  if (r.scaling == MKC_ROPE_YARN) {
+    float lo = fmaxf(0.0f, floorf(mkc_rope_yarn_dim(r.beta_fast, head_dim, r)));
+    float hi = fminf((float)(head_dim - 1), ceilf(mkc_rope_yarn_dim(r.beta_slow, head_dim, r)));
+    float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, ((float)j - lo) / fmaxf(0.001f, hi - lo)));
+    float kept = ramp * r.ext_factor; /* the share of the unscaled frequency */
+    *mscale = r.ext_factor != 0.0f ? r.attn_factor * (1.0f + 0.1f * logf(r.factor)) : r.attn_factor;
+    return freq / r.factor * (1.0f - kept) + freq * kept;
+  }
+  return freq;
+}
+
+/* Rotates (a, b), a rotation pair with frequency inv_freq, to position at,
+ * scaled by mscale. */
+MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, int at) {
+  float angle = (float)at * inv_freq, c = cosf(angle) * mscale, s = sinf(angle) * mscale;
   float ra = *a * c - *b * s, rb = *a * s + *b * c;
   *a = ra;
   *b = rb;
@@ -457,7 +539,7 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, int at) {
  * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
  * the elements for the sum of squares, then over the rotation pairs. */
 MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, float theta, const mkc_bf16 *norm_w, float eps,
+                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
                                    int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
@@ -470,7 +552,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
-      mkc_rope_pair(&a, &b, mkc_rope_inv_freq(j, head_dim, theta), pos + t);
+      float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
+      mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
         kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
         kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
@@ -485,7 +568,7 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
                              const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
                              int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, float theta, const float *x, int x_stride,
+                             int layout, mkc_rope rotary, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
@@ -531,11 +614,12 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     if (mkc_lane() == 0) {
       float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
       float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
-      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, theta) : 0.0f;
+      float mscale = 1.0f;
+      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, rotary, &mscale) : 0.0f;
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
         float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
-        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, pos + t);
+        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
         if (head) {
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
@@ -562,7 +646,7 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, theta, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
@@ -699,7 +783,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 703 "llama.odd.cu"
+#line 787 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -707,131 +791,131 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/13: embed -- embed token_embd.weight (line 50)
+  /* stage 1/13: embed -- embed token_embd.weight (line 85)
    * work: T x 72 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 72*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 144*t (token_embd.weight)
-   * writes: scratch+0 288*t (embed token_embd.weight (line 50)) */
+   * writes: scratch+0 288*t (embed token_embd.weight (line 85)) */
   mkc_embed(weights + 0, 72, 72, scratch + 0, 72, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 50) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 85) written by another block */
 
-  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 52), matmul blk.0.attn_q.weight (line 53), matmul blk.0.attn_k.weight (line 54), matmul blk.0.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 50)), weights+21632 144 (blk.0.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 60)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
+   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 85)), weights+21632 144 (blk.0.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 95)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 21760, weights + 27008, weights + 28800,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               72, 9, 6, 2, 12, 1, 10000.0f,
+               72, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
                scratch + 0, 72, weights + 21632, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 0, kv + 9216, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 3/13: attention -- attention layer 0 (line 62)
+  /* stage 3/13: attention -- attention layer 0 (line 97)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 13; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 60)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
-   * writes: scratch+768 288*t (attention layer 0 (line 62)) */
+   * reads: scratch+384 288*t (rope (line 95)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
+   * writes: scratch+768 288*t (attention layer 0 (line 97)) */
   mkc_attention(scratch + 384, 72, kv + 0, kv + 9216, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 64), add (line 64)
+  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 62)), scratch+0 288*t (add (line 64))
-   * writes: scratch+0 288*t (add (line 64)) */
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 97)), scratch+0 288*t (add (line 99))
+   * writes: scratch+0 288*t (add (line 99)) */
   mkc_matvec(weights + 30592, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 66), matmul blk.0.ffn_gate.weight (line 67), matmul blk.0.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 64)), weights+35840 144 (blk.0.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 69)) */
+   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 99)), weights+35840 144 (blk.0.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 35968, weights + 48384, 72, 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 69), add (line 69)
+  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 69)), scratch+0 288*t (add (line 69))
-   * writes: scratch+0 288*t (add (line 69)) */
+   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 104)), scratch+0 288*t (add (line 104))
+   * writes: scratch+0 288*t (add (line 104)) */
   mkc_matvec(weights + 60800, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 52), matmul blk.1.attn_q.weight (line 53), matmul blk.1.attn_k.weight (line 54), matmul blk.1.attn_v.weight (line 55), rope (line 60), rope (line 61)
+  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 69)), weights+73472 144 (blk.1.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 60)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
+   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 104)), weights+73472 144 (blk.1.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 95)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(weights + 73600, weights + 78848, weights + 80640,
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               72, 9, 6, 2, 12, 1, 10000.0f,
+               72, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
                scratch + 0, 72, weights + 73472, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 18432, kv + 27648, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 60) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 8/13: attention -- attention layer 1 (line 62)
+  /* stage 8/13: attention -- attention layer 1 (line 97)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 37; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 60)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
-   * writes: scratch+768 288*t (attention layer 1 (line 62)) */
+   * reads: scratch+384 288*t (rope (line 95)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
+   * writes: scratch+768 288*t (attention layer 1 (line 97)) */
   mkc_attention(scratch + 384, 72, kv + 18432, kv + 27648, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 62) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 64), add (line 64)
+  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 62)), scratch+0 288*t (add (line 64))
-   * writes: scratch+0 288*t (add (line 64)) */
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 97)), scratch+0 288*t (add (line 99))
+   * writes: scratch+0 288*t (add (line 99)) */
   mkc_matvec(weights + 82432, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 64) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 66), matmul blk.1.ffn_gate.weight (line 67), matmul blk.1.ffn_up.weight (line 68), swiglu (line 69)
+  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 64)), weights+87680 144 (blk.1.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 69)) */
+   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 99)), weights+87680 144 (blk.1.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 104)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(weights + 87808, weights + 100224, 72, 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 69), add (line 69)
+  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 69)), scratch+0 288*t (add (line 69))
-   * writes: scratch+0 288*t (add (line 69)) */
+   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 104)), scratch+0 288*t (add (line 104))
+   * writes: scratch+0 288*t (add (line 104)) */
   mkc_matvec(weights + 112640, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 69) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 71), matmul output.weight (line 74), logits (line 74)
+  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 106), matmul output.weight (line 109), logits (line 109)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 69)), weights+125312 144 (output_norm.weight)
-   * writes: scratch+2048 1200*t (logits (line 74)) */
+   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 104)), weights+125312 144 (output_norm.weight)
+   * writes: scratch+2048 1200*t (logits (line 109)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(weights + 125440, 72, 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 2048, 304, T, scratch + 3584, (int *)(scratch + 8704),
