@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 92b0490b5e5a627d, templates c81c297d15f4aa9f, options 100b86146c094cab
+ * hashes:  graph 92b0490b5e5a627d, templates 660d15a320188655, options 100b86146c094cab
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
- * plan:    13 stages, 12 grid barriers; scratch 13440 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
+ * plan:    14 stages, 13 grid barriers; scratch 15296 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -59,6 +59,8 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
+/* A float's bit pattern (the sampler orders floats by it). */
+MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -131,6 +133,24 @@ enum mkc_status {
   MKC_STATUS_NONFINITE = 3  /* no finite logit: NaN or inf reached the LM head */
 };
 
+#define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
+#define MKC_LOGPROBS_MAX 20
+
+/* Sampling options, written by the host once per request (not per step) and
+ * read by the sampler stage (templates/sample.cuh) and the reference. */
+typedef struct mkc_sampling {
+  float temp;                    /* <= 0: greedy (argmax); the other fields are then ignored */
+  int top_k;                     /* <= 0: off */
+  float top_p;                   /* >= 1: off */
+  float min_p;                   /* <= 0: off */
+  float repeat_penalty;          /* 1: off (llama.cpp: logit > 0 ? logit / rp : logit * rp) */
+  float presence_penalty;        /* 0: off (logit -= presence if the token occurs) */
+  float frequency_penalty;       /* 0: off (logit -= frequency * count) */
+  int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */
+  unsigned int seed_lo, seed_hi; /* the Philox key */
+  int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
+} mkc_sampling;
+
 typedef struct mkc_state {
   /* kernel-owned */
   int pos;                /* tokens whose K/V rows are valid in the cache */
@@ -140,6 +160,8 @@ typedef struct mkc_state {
   int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
+  /* host-written once per request */
+  mkc_sampling sampling;
   /* host-written before each step */
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
@@ -744,14 +766,316 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
     part_idx[mkc_bid() * MKC_T_MAX + t] = i;
   }
 }
+#line 1 "templates/sample.cuh"
+/* Sampling in the step (issue 14), after the LM head: for each input
+ * position t one block turns the raw logits into the distribution p_t that
+ * the options ask for — penalties over the last repeat_last_n tokens (the
+ * step's earlier inputs included, as if appended), top-k, top-p, min-p on
+ * the untempered softmax, then temperature: llama.cpp's chain order — and
+ * draws from it with a counter-based generator, so a token depends only on
+ * (seed, position, purpose) and nothing is saved between steps. No sort: each
+ * cut is a threshold found by bisection over the logits' ordered bit
+ * patterns, every probe a block-wide count or mass.
+ *
+ * Per position t the block writes: the token drawn from p_t, p_t(draft) for
+ * the draft that follows input t, and a token drawn from the residual
+ * norm(max(0, p_t - q)) where q is the point mass on that draft. mkc_accept
+ * then keeps a draft with probability p_t(draft) and otherwise emits the
+ * residual token: speculative sampling, lossless for point-mass drafts. */
+
+/* Whether the step samples rather than takes the plain argmax: a
+ * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
+ * does: then the choice is the argmax of the penalized logits). */
+MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
+  return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
+         o->frequency_penalty != 0.0f;
+}
+
+/* What to draw a uniform for: one stream each, so they are independent. */
+#define MKC_DRAW_SAMPLE 0u
+#define MKC_DRAW_ACCEPT 1u
+#define MKC_DRAW_RESIDUAL 2u
+
+/* Philox4x32-10 (Salmon et al., SC'11): ten rounds of two 32x32->64-bit
+ * multiplies over a 128-bit counter, the 64-bit key bumped by the Weyl
+ * constants between rounds. */
+MKC_DEVICE void mkc_philox4x32(unsigned *c, unsigned k0, unsigned k1) {
+  for (int r = 0; r < 10; r++) {
+    unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
+    unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
+    unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0;
+    unsigned n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
+    c[0] = n0;
+    c[1] = (unsigned)p1;
+    c[2] = n2;
+    c[3] = (unsigned)p0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+/* A uniform in [0, 1) with 24 random bits, for the token at `position`. */
+MKC_DEVICE float mkc_uniform(const mkc_sampling *o, unsigned position, unsigned purpose) {
+  unsigned c[4] = {position, purpose, 0u, 0u};
+  mkc_philox4x32(c, o->seed_lo, o->seed_hi);
+  return (float)(c[0] >> 8) * (1.0f / 16777216.0f);
+}
+
+/* The float's order as an unsigned: a < b exactly when key(a) < key(b). */
+MKC_DEVICE unsigned mkc_order_key(float f) {
+  unsigned u = mkc_f32_bits(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* A token cut by top-k, top-p or min-p: exp of it is 0. */
+#define MKC_CUT MKC_NEG_MAX
+
+/* The token at absolute position q: the step's inputs from pos on, the
+ * history (every position's token, written by mkc_accept) before. */
+MKC_DEVICE int mkc_token_at(const mkc_state *st, const int *history, int pos, int q) {
+  return q >= pos ? st->inputs[q - pos] : history[q];
+}
+
+/* Penalties for the token after input t: the window is the last
+ * repeat_last_n tokens up to and including input t; each distinct token in
+ * it is penalized once, with its count. */
+MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const int *history,
+                             int pos, int t, float *work) {
+  int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
+  if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
+  if (o->repeat_penalty == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f)
+    return;
+  for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+    int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
+    for (int i = 0; i < n; i++) {
+      int other = mkc_token_at(st, history, pos, last - i);
+      if (other != tok) continue;
+      count++;
+      if (i < j) first = 0; /* a nearer copy applies it */
+    }
+    if (!first) continue;
+    float l = work[tok];
+    l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;
+    work[tok] = l - (float)count * o->frequency_penalty - o->presence_penalty;
+  }
+  mkc_sync_block();
+}
+
+/* This thread's contiguous share of [0, n). */
+MKC_DEVICE void mkc_share(int n, int *lo, int *hi) {
+  int per = (n + MKC_THREADS - 1) / MKC_THREADS;
+  *lo = mkc_tid() * per < n ? mkc_tid() * per : n;
+  *hi = *lo + per < n ? *lo + per : n;
+}
+
+/* The weight a token adds to a threshold probe: 1 (counting, top-k) or its
+ * mass exp(l - max) (top-p). */
+MKC_DEVICE float mkc_probe_weight(float l, float max, int by_mass) {
+  return by_mass ? expf(l - max) : 1.0f;
+}
+
+/* The amount (count or mass) of tokens whose key is >= key, block-wide. */
+MKC_DEVICE float mkc_amount_at_least(const float *work, int vocab, unsigned key, float max,
+                                     int by_mass, float *red) {
+  float s = 0.0f;
+  for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+    if (work[i] > MKC_CUT && mkc_order_key(work[i]) >= key)
+      s += mkc_probe_weight(work[i], max, by_mass);
+  return mkc_block_sum(s, red);
+}
+
+/* Keeps the fewest highest tokens whose amount reaches target, ties at the
+ * boundary going to lower ids; cuts the rest. The boundary key is the
+ * largest whose at-least amount reaches target, found bit by bit. */
+MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, int by_mass,
+                             float *red, float *part) {
+  unsigned key = 0u;
+  for (int b = 31; b >= 0; b--) {
+    unsigned probe = key | (1u << b);
+    if (mkc_amount_at_least(work, vocab, probe, max, by_mass, red) >= target) key = probe;
+  }
+  /* Above the boundary, and how much of the boundary's ties is still needed:
+   * each tie weighs the same. */
+  float above =
+      mkc_amount_at_least(work, vocab, key == 0xffffffffu ? key : key + 1u, max, by_mass, red);
+  if (key == 0xffffffffu) above = 0.0f;
+  int lo, hi;
+  mkc_share(vocab, &lo, &hi);
+  float mine = 0.0f, each = 0.0f;
+  for (int i = lo; i < hi; i++)
+    if (work[i] > MKC_CUT && mkc_order_key(work[i]) == key) {
+      each = mkc_probe_weight(work[i], max, by_mass);
+      mine += 1.0f;
+    }
+  part[mkc_tid()] = mine;
+  mkc_sync_block();
+  /* The tie count before this thread's share (ids in order across threads). */
+  float before = 0.0f;
+  for (int i = 0; i < mkc_tid(); i++) before += part[i];
+  float w = mkc_block_max(each, red); /* a tie's weight, in every thread */
+  float need = 0.0f;                  /* ceil((target - above) / w): whole ties */
+  if (w > 0.0f) {
+    float q = (target - above) / w;
+    need = (float)(int)q;
+    if (need < q) need += 1.0f;
+  }
+  if (need < 1.0f) need = 1.0f;
+  for (int i = lo; i < hi; i++) {
+    if (work[i] <= MKC_CUT) continue;
+    unsigned k = mkc_order_key(work[i]);
+    if (k < key || (k == key && !(before++ < need))) work[i] = MKC_CUT;
+  }
+  mkc_sync_block();
+}
+
+/* One position's draw from the tempered survivors by inverse CDF over ids in
+ * order, skipping `skip` (the residual: p without the draft, renormalized);
+ * total is the survivors' weight less skip's. -1 when nothing is left. */
+MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp, int skip, float u,
+                        float *part, int *winner) {
+  int lo, hi;
+  mkc_share(vocab, &lo, &hi);
+  float mine = 0.0f;
+  for (int i = lo; i < hi; i++)
+    if (i != skip) mine += expf((work[i] - max) * inv_temp);
+  part[mkc_tid()] = mine;
+  if (mkc_tid() == 0) *winner = -1;
+  mkc_sync_block();
+  float before = 0.0f, total = 0.0f;
+  for (int i = 0; i < MKC_THREADS; i++) {
+    if (i < mkc_tid()) before += part[i];
+    total += part[i];
+  }
+  float target = u * total;
+  if (total > 0.0f && target >= before &&
+      (target < before + mine || mkc_tid() == MKC_THREADS - 1)) {
+    /* This share holds the target (the last one takes what rounding left). */
+    float run = before;
+    int last = -1;
+    for (int i = lo; i < hi; i++) {
+      if (i == skip) continue;
+      float e = expf((work[i] - max) * inv_temp);
+      if (e <= 0.0f) continue;
+      last = i;
+      run += e;
+      if (target < run) break;
+    }
+    if (last >= 0) *winner = last;
+  }
+  mkc_sync_block();
+  int r = *winner;
+  if (r < 0 && total > 0.0f) { /* rounding put the target past every share's end */
+    if (mkc_tid() == 0)
+      for (int i = vocab - 1; i >= 0; i--)
+        if (i != skip && expf((work[i] - max) * inv_temp) > 0.0f) {
+          *winner = i;
+          break;
+        }
+    mkc_sync_block();
+    r = *winner;
+  }
+  mkc_sync_block(); /* winner and part are reused */
+  return r;
+}
+
+/* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
+ * history: the token at every position before pos (mkc_accept writes it).
+ * logits: [T][logits_stride] raw; work: [T][vocab] scratch; drawn: [T][2]
+ * (the token from p_t, the token from the residual); p_draft: [T].
+ * smem: red (MKC_WARPS floats), part (MKC_THREADS floats), winner (1 int). */
+MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
+                           int logits_stride, int vocab, int pos, int T, float *work, int *drawn,
+                           float *p_draft_out, float *red, float *part, int *winner) {
+  const mkc_sampling *o = &st->sampling;
+  for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
+    float *w = work + t * vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[t * logits_stride + i];
+    mkc_sync_block();
+    mkc_penalize(o, st, history, pos, t, w);
+    float max = MKC_NEG_MAX;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    max = mkc_block_max(max, red);
+    int draft = t + 1 < T ? st->inputs[t + 1] : -1;
+    if (o->temp <= 0.0f) {
+      /* greedy on penalized logits: the first id at the max; a draft is kept
+       * exactly when it is that id (p_t is a point mass) */
+      float first = -(float)vocab; /* minus the lowest id at the max: ids < 2^24 are exact */
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] == max && -(float)i > first) first = -(float)i;
+      int best = (int)-mkc_block_max(first, red);
+      if (best >= vocab) best = -1;
+      if (mkc_tid() == 0) {
+        drawn[t * 2 + 0] = best;
+        drawn[t * 2 + 1] = best;
+        p_draft_out[t] = draft >= 0 && draft == best ? 1.0f : 0.0f;
+      }
+      mkc_sync_block();
+      continue;
+    }
+    if (o->top_k > 0 && o->top_k < vocab)
+      mkc_keep_top(w, vocab, (float)o->top_k, max, 0, red, part);
+    if (o->top_p < 1.0f) {
+      float z = 0.0f;
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] > MKC_CUT) z += expf(w[i] - max);
+      z = mkc_block_sum(z, red);
+      mkc_keep_top(w, vocab, o->top_p * z, max, 1, red, part);
+    }
+    if (o->min_p > 0.0f) {
+      float floor_l = max + logf(o->min_p);
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+        if (w[i] < floor_l) w[i] = MKC_CUT;
+      mkc_sync_block();
+    }
+    float inv_temp = 1.0f / o->temp;
+    unsigned position = (unsigned)(pos + t + 1); /* of the token drawn */
+    int token = mkc_draw(w, vocab, max, inv_temp, -1, mkc_uniform(o, position, MKC_DRAW_SAMPLE),
+                         part, winner);
+    int residual = -1;
+    float p_draft = 0.0f;
+    if (draft >= 0) {
+      /* p_t(draft): its weight over all the survivors' */
+      float e = 0.0f, z = 0.0f;
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) z += expf((w[i] - max) * inv_temp);
+      z = mkc_block_sum(z, red);
+      e = expf((w[draft] - max) * inv_temp);
+      p_draft = z > 0.0f ? e / z : 0.0f;
+      residual = mkc_draw(w, vocab, max, inv_temp, draft,
+                          mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
+    }
+    if (mkc_tid() == 0) {
+      drawn[t * 2 + 0] = token;
+      drawn[t * 2 + 1] = residual;
+      p_draft_out[t] = p_draft;
+    }
+  }
+}
 #line 1 "templates/accept.cuh"
 /* Greedy choice and speculative accept, run by block 0 after the LM head.
  * inputs = [last, fixed_1..fixed_f, d_1..d_k]; choice[t] is the target's
  * token after input t. Fixed inputs are taken as given; drafts are accepted
  * while each equals the choice before it. pos moves past every accepted input
- * plus `last`: rejected K/V rows lie beyond it and are overwritten later. */
-MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx, int vocab,
-                           int pos, int T, int *choice) {
+ * plus `last`: rejected K/V rows lie beyond it and are overwritten later.
+ * When sampling (temp > 0), the choice after input t is what mkc_sample drew
+ * there, and draft t+1 is kept with probability p_t(draft) (a uniform of its
+ * own stream below it), else the residual's token is emitted: speculative
+ * sampling with point-mass drafts. Every accepted input's token is written to
+ * history at its position (the penalties' window). */
+MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const float *p_draft,
+                                   int pos, int T, int *choice, int *a_out) {
+  int a = st->n_fixed;
+  for (; a + 1 < T; a++) {
+    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a])) break;
+    choice[a] = st->inputs[a + 1];
+  }
+  /* the bonus token after the last input, or the residual's after a rejection */
+  choice[a] = drawn[a * 2 + (a + 1 < T ? 1 : 0)];
+  *a_out = a;
+}
+
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
+                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
+                           int T, int *choice) {
   if (mkc_bid() != 0) return;
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;
@@ -766,6 +1090,24 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   mkc_sync_block();
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
+  if (mkc_sampling_on(&st->sampling)) {
+    mkc_accept_sampled(st, drawn, p_draft, pos, T, choice, &a);
+    if (choice[a] < 0 || choice[a] >= vocab) {
+      /* nothing to draw from: every probability was NaN, inf or cut */
+      st->status = MKC_STATUS_NONFINITE;
+      st->n_out = 0;
+      st->n_accepted = 0;
+      return;
+    }
+    for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
+    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    st->n_out = a - f + 1;
+    st->n_accepted = a - f;
+    st->pos = pos + a + 1;
+    st->step += 1;
+    st->status = MKC_STATUS_OK;
+    return;
+  }
   for (int t = 0; t <= f; t++)
     if (choice[t] < 0 || choice[t] >= vocab) {
       /* no finite logit won: a NaN or inf reached the head */
@@ -776,6 +1118,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     }
   while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
   if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
   for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;
@@ -783,7 +1126,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 787 "llama.tiny.cu"
+#line 1130 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
@@ -791,7 +1134,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/13: embed -- embed token_embd.weight (line 85)
+  /* stage 1/14: embed -- embed token_embd.weight (line 85)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: grid
    * smem: none
@@ -800,7 +1143,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_embed(weights + 0, 64, 64, scratch + 0, 64, state->inputs, T);
   mkc_grid_sync(state); /* next stage reads embed (line 85) written by another block */
 
-  /* stage 2/13: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
@@ -816,7 +1159,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                kv + 0, kv + 16384, 512, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 3/13: attention -- attention layer 0 (line 97)
+  /* stage 3/14: attention -- attention layer 0 (line 97)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
@@ -827,7 +1170,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 4/13: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
+  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
@@ -836,7 +1179,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec(weights + 24704, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 5/13: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
@@ -846,7 +1189,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec_swiglu(weights + 28928, weights + 41216, 64, 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 960, 192, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 6/13: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
+  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
@@ -855,7 +1198,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec(weights + 53504, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 7/13: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
@@ -871,7 +1214,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                kv + 32768, kv + 49152, 512, pos, T);
   mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
 
-  /* stage 8/13: attention -- attention layer 1 (line 97)
+  /* stage 8/14: attention -- attention layer 1 (line 97)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
@@ -882,7 +1225,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
 
-  /* stage 9/13: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
+  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
@@ -891,7 +1234,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec(weights + 74112, 64, 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
 
-  /* stage 10/13: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
@@ -901,7 +1244,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec_swiglu(weights + 78336, weights + 90624, 64, 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 960, 192, T);
   mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
 
-  /* stage 11/13: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
+  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
@@ -910,7 +1253,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_matvec(weights + 102912, 192, 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
 
-  /* stage 12/13: lm_head -- rmsnorm output_norm.weight (line 106), matmul token_embd.weight (line 109), logits (line 109)
+  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 106), matmul token_embd.weight (line 109), logits (line 109)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
@@ -920,13 +1263,24 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_lm_head(weights + 0, 64, 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 1920, 256, T, scratch + 3200, (int *)(scratch + 8320),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads argmax partials written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 109) written by another block */
 
-  /* stage 13/13: accept -- no graph node
+  /* stage 13/14: sample -- no graph node
+   * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 544 bytes
+   * nodes: none; items: 1*t, one block each; flops: 0; sync: grid
+   * smem: red 0+16, part 16+512, winner 528+16
+   * reads: none
+   * writes: none */
+  if (mkc_sampling_on(&state->sampling)) {
+    mkc_sample(state, (const int *)(scratch + 13440), scratch + 1920, 256, 256, pos, T, scratch + 13952, (int *)(scratch + 15232), scratch + 15242, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528));
+    mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
+  }
+
+  /* stage 14/14: accept -- no graph node
    * work: T tokens, block 0 only; smem 32 bytes
    * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
    * smem: choice 0+32
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 3200, (const int *)(scratch + 8320), 256, pos, T, (int *)(smem + 0));
+  mkc_accept(state, scratch + 3200, (const int *)(scratch + 8320), (const int *)(scratch + 15232), scratch + 15242, (int *)(scratch + 13440), 256, pos, T, (int *)(smem + 0));
 }
