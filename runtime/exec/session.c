@@ -179,6 +179,13 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
     fprintf(stderr, "mkc: error: %s\n", bad);
     return -1;
   }
+  int on = o->temp > 0 || o->repeat_penalty != 1 || o->presence_penalty != 0 ||
+           o->frequency_penalty != 0;
+  if (on && strcmp(s->b->ops->name, "ref") == 0) {
+    fprintf(stderr, "mkc: error: the ref backend decodes greedily only (it is the oracle of the "
+                    "kernel's argmax); sampling and penalties run on the cpu and cuda backends\n");
+    return -1;
+  }
   s->state.sampling = *o;
   if (s->b->ops->write_sampling && s->b->ops->write_sampling(s->b, &s->state) != 0) return -1;
   return 0;
