@@ -35,7 +35,7 @@ for p in tiny odd; do
       else
         fail "run $p --draft-max $k: 48 ids, cpu = ref" "cpu: $(cat "$tmp/cpu")" "ref: $(cat "$tmp/ref")"
       fi
-      grep -Eq 'tok/s\); drafted [0-9]+, accepted [0-9]+, acceptance [0-9.]+%, [0-9.]+ tokens/step' "$tmp/cpu.err" \
+      grep -Eq 'tok/s\); greedy; drafted [0-9]+, accepted [0-9]+, acceptance [0-9.]+%, [0-9.]+ tokens/step' "$tmp/cpu.err" \
         && ok "run $p --draft-max $k: stats line" || fail "run $p: stats line" "$(cat "$tmp/cpu.err")"
     else
       fail "run $p --draft-max $k" "$(cat "$tmp/cpu.err" "$tmp/ref.err")"
@@ -120,8 +120,9 @@ expect_error "run --kernel with no manifest" \
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   rows=$(grep -c '^| llama tiny | 0.12 M | 0.22 MiB | cpu | ' "$tmp/bench")
-  [ "$rows" -eq 3 ] && grep -q '| pp64 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" \
-    && ok "bench prints pp, tg and tg-with-drafts rows" || fail "bench rows" "$(cat "$tmp/bench")"
+  [ "$rows" -eq 5 ] && grep -q '| pp64 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" &&
+    grep -q '| tg8 sampled |' "$tmp/bench" && grep -q '| tg8 sampled draft2 |' "$tmp/bench" &&
+    ok "bench prints pp, tg, tg-with-drafts and sampled rows" || fail "bench rows" "$(cat "$tmp/bench")"
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
@@ -171,5 +172,29 @@ if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 
 else
   skip "bench's cpu guard: a GPU is here"
 fi
+
+# Sampling in the kernel: the same seed gives the same tokens (drafts on),
+# another seed others; the stats line names the seed; bad options are
+# refused before anything loads; the ref backend (greedy only) refuses it.
+samp=(run --preset tiny --random-weights 1 -n 24 --prompt-ids 1,2,3,1,2,3 --draft-max 4 --temp 1.2)
+a=$("$mkc" "${samp[@]}" -s 5 2>"$tmp/samp.err") b=$("$mkc" "${samp[@]}" --seed 5 2>/dev/null)
+c=$("$mkc" "${samp[@]}" --seed 6 2>/dev/null) g=$("$mkc" "${samp[@]/--temp/--ctx}" 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ] && [ "$a" != "$g" ] &&
+  grep -q "; sampled, seed 5; " "$tmp/samp.err"; then
+  ok "run --temp: the same seed, the same tokens; another seed, others; the seed in the stats"
+else
+  fail "run --temp" "seed 5: $a" "again:  $b" "seed 6: $c" "greedy: $g" "$(cat "$tmp/samp.err")"
+fi
+expect_error "--top-p 0" "mkc: error: --top-p: expected a number in (0, 1]" -- \
+  run --preset tiny --random-weights 1 -n 4 --temp 1 --top-p 0
+expect_error "--top-k -1" "mkc: error: --top-k: expected an integer in 0..1.07374e+09, got '-1'" -- \
+  run --preset tiny --random-weights 1 -n 4 --temp 1 --top-k -1
+expect_error "--repeat-last-n 300" "mkc: error: --repeat-last-n: expected an integer in 0..256, got '300'" -- \
+  run --preset tiny --random-weights 1 -n 4 --repeat-last-n 300
+"$mkc" run --preset tiny --random-weights 1 -n 4 --temp 1 --backend ref >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && grep -q "the ref backend decodes greedily only" "$tmp/err" &&
+  ok "run --backend ref --temp: refused (the ref backend is greedy only)" ||
+  fail "run --backend ref --temp" "status $rc" "$(cat "$tmp/err")"
 
 finish

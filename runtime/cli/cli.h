@@ -17,7 +17,7 @@ typedef struct mkc_cli {
   /* The sampler's other options as given (see mkc_cli_sampling for the
    * defaults); sampling_set: a bit per option given, in SAMPLING_FLAGS order. */
   double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
-  int top_k, repeat_last_n, logprobs;
+  int top_k, repeat_last_n;
   unsigned sampling_set;
   const char *positional; /* gen GRAPH, compile KERNEL */
   /* Text prompts and chat (llama.cpp's spellings) */

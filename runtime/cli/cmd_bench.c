@@ -36,7 +36,8 @@ static double stddev(const double *x, int n) {
   return n > 1 ? sqrt(s / (n - 1)) : 0;
 }
 
-/* One test REPS times (after one warm-up run) on a reset session. */
+/* One test REPS times (after one warm-up run) on a reset session, greedy or
+ * sampled as the session's options say. */
 static int run_test(mkc_loaded_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max,
                     result *r) {
   memset(r, 0, sizeof *r);
@@ -140,12 +141,14 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
 }
 
 typedef struct bench_test {
-  char name[32];
-  int n_prompt, n_gen, draft_max;
+  char name[48];
+  int n_prompt, n_gen, draft_max, sampled;
 } bench_test;
 
-/* llama-bench's rows: prompt processing, generation, and generation with drafts. */
-static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[3]) {
+/* llama-bench's rows: prompt processing, generation, and generation with
+ * drafts; then generation sampled in the kernel (llama.cpp's default chain at
+ * temperature 0.8), with drafts too when asked: its cost next to greedy's. */
+static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[5]) {
   int n = 0;
   snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
   tests[n].n_prompt = n_pp, tests[n].n_gen = 0, tests[n++].draft_max = 0;
@@ -154,6 +157,13 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[3]) {
   if (c->draft_max > 0) {
     snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d", c->n_gen, c->draft_max);
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = c->draft_max;
+  }
+  snprintf(tests[n].name, sizeof tests[0].name, "tg%d sampled", c->n_gen);
+  tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].sampled = 1, tests[n++].draft_max = 0;
+  if (c->draft_max > 0) {
+    snprintf(tests[n].name, sizeof tests[0].name, "tg%d sampled draft%d", c->n_gen, c->draft_max);
+    tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].sampled = 1;
+    tests[n++].draft_max = c->draft_max;
   }
   return n;
 }
@@ -172,7 +182,7 @@ int mkc_cmd_bench(int argc, char **argv) {
     goto done;
   }
   /* A warm-up and REPS timed runs of each test. */
-  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 2.0 : 1.0));
+  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0));
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
   if (mkc_loaded_start(&c, &m) != 0) goto done;
   int prompt[64];
@@ -187,7 +197,14 @@ int mkc_cmd_bench(int argc, char **argv) {
   char arch[72] = "";
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
-  bench_test tests[3];
+  bench_test tests[5];
+  mkc_sampling greedy = {.top_p = 1.0f, .repeat_penalty = 1.0f}, sampled = {.temp = 0.8f,
+                                                                            .top_k = 40,
+                                                                            .top_p = 0.95f,
+                                                                            .min_p = 0.05f,
+                                                                            .repeat_penalty = 1.0f,
+                                                                            .repeat_last_n = 64,
+                                                                            .seed_lo = 1};
   int n_tests = bench_tests(&c, n_pp, tests);
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
@@ -198,6 +215,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (int i = 0; i < n_tests; i++) {
     result r;
+    if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;

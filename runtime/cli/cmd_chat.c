@@ -166,6 +166,10 @@ int mkc_cmd_chat(int argc, char **argv) {
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
+  mkc_sampling sampling;
+  unsigned long long seed;
+  mkc_cli_sampling(&c, &sampling, &seed);
+  if (mkc_sampling_check(&sampling) != 0) return 2;
   mkc_loaded_model m;
   mkc_conversation conv = {0};
   rc = 1;
@@ -178,9 +182,6 @@ int mkc_cmd_chat(int argc, char **argv) {
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0) goto done;
-  mkc_sampling sampling;
-  unsigned long long seed;
-  mkc_cli_sampling(&c, &sampling, &seed);
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   int tty = isatty(0) && isatty(1);
   if (tty)

@@ -248,6 +248,10 @@ int mkc_cmd_run(int argc, char **argv) {
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
   if (rc || (rc = check_flags(&c))) return rc;
+  mkc_sampling sampling;
+  unsigned long long seed;
+  mkc_cli_sampling(&c, &sampling, &seed);
+  if (mkc_sampling_check(&sampling) != 0) return 2;
 
   mkc_loaded_model m;
   int n_prompt = 0, *prompt = NULL, *out = NULL;
@@ -279,9 +283,6 @@ int mkc_cmd_run(int argc, char **argv) {
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
                  .ignore_eos = c.ignore_eos};
   mkc_interrupt_install();
-  mkc_sampling sampling;
-  unsigned long long seed;
-  mkc_cli_sampling(&c, &sampling, &seed);
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   mkc_decode_opts o = {.draft_max = c.draft_max, .interrupted = &mkc_interrupted};
   if (text.tok) {

@@ -158,7 +158,7 @@ void mkc_session_reset(mkc_session *s) {
   if (keep.temp > 0) mkc_session_set_sampling(s, &keep); /* the reset zeroed the device's */
 }
 
-int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
+int mkc_sampling_check(const mkc_sampling *o) {
   const char *bad = NULL;
   if (!(o->temp >= 0) || o->temp > 1e6)
     bad = "--temp: expected a number >= 0";
@@ -179,6 +179,11 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
     fprintf(stderr, "mkc: error: %s\n", bad);
     return -1;
   }
+  return 0;
+}
+
+int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
+  if (mkc_sampling_check(o) != 0) return -1;
   int on = o->temp > 0 || o->repeat_penalty != 1 || o->presence_penalty != 0 ||
            o->frequency_penalty != 0;
   if (on && strcmp(s->b->ops->name, "ref") == 0) {

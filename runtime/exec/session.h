@@ -71,6 +71,8 @@ void mkc_session_reset(mkc_session *s);
  * default) is greedy. Checked here: 0, or -1 after a message naming the
  * option out of range. */
 int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o);
+/* The same checks without a session: 0, or -1 after the message. */
+int mkc_sampling_check(const mkc_sampling *o);
 const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 
 /* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next

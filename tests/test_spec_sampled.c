@@ -1,0 +1,244 @@
+/* Speculation stays lossless when sampling: on `tiny` (top-k 3, so the first
+ * three tokens have at most 27 outcomes), the joint distribution of the first
+ * three emitted tokens over 20,000 sequences is the same with drafts as
+ * without them — n-gram drafts at K = 1 and 4, and scripted drafts that are
+ * likely, impossible (always rejected) or alternate — by a two-sample
+ * chi-square test (p >= 0.001). A planted bug in the kernel's accept (a draft
+ * kept with probability sqrt(p)) fails the same test. Also: the same seed
+ * gives the same tokens, different seeds differ, and greedy decoding is
+ * unchanged by the sampler being in the kernel (temperature 0 = argmax). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec/decode.h"
+#include "fixture.h"
+#include "stats.h"
+
+#define SEQS 20000
+#define N_TOK 3
+#define VOCAB_OUT 27 /* (top-k 3)^3 outcomes, numbered by the ranks seen */
+#define P_MIN 0.001
+
+static const int PROMPT[] = {1, 2, 3, 1, 2}; /* one step of tiny at K = 4 */
+#define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
+
+static mkc_sampling options(unsigned seed) {
+  mkc_sampling o;
+  memset(&o, 0, sizeof o);
+  o.temp = 3.0f;
+  o.top_k = 3;
+  o.top_p = 1.0f;
+  o.repeat_penalty = 1.0f;
+  o.seed_lo = seed;
+  o.seed_hi = 0x5eedu;
+  return o;
+}
+
+/* Scripted drafts: each step offers `k` drafts from a policy of the history. */
+enum policy { NGRAM, LIKELY, IMPOSSIBLE, ALTERNATE, MODERATE };
+
+typedef struct run {
+  mkc_session *s;
+  const mkc_graph *g;
+  int likely, moderate, impossible; /* token ids the scripted policies offer */
+} run;
+
+/* The first N_TOK tokens of one sampled sequence; 0 or -1. Every sequence
+ * starts from the prompt less its last token, held in the cache (a rewind
+ * keeps it): only the last prompt token is fed again, under the new seed. */
+static int sequence(run *r, unsigned seed, enum policy pol, int k, int *out) {
+  mkc_sampling o = options(seed);
+  if (mkc_session_pos(r->s) < N_PROMPT - 1) {
+    mkc_session_reset(r->s);
+    mkc_step_result res;
+    if (mkc_session_step(r->s, PROMPT, N_PROMPT - 1, N_PROMPT - 2, &res) != 0 || res.status)
+      return -1;
+  }
+  if (mkc_session_rewind(r->s, N_PROMPT - 1) != 0 || mkc_session_set_sampling(r->s, &o) != 0)
+    return -1;
+  if (pol == NGRAM) {
+    mkc_decode_stats st;
+    mkc_decode_opts d = {.draft_max = k};
+    int buf[N_TOK + 1];
+    if (mkc_decode_more(r->s, r->g, PROMPT, N_PROMPT, N_PROMPT - 1, N_TOK, &d, buf, &st) != 0)
+      return -1;
+    memcpy(out, buf, N_TOK * sizeof *out);
+    return 0;
+  }
+  mkc_step_result res;
+  if (mkc_session_step(r->s, PROMPT + N_PROMPT - 1, 1, 0, &res) != 0 || res.status) return -1;
+  int n = 0, last = res.out[0];
+  out[n++] = last;
+  for (int step = 0; n < N_TOK; step++) {
+    int in[MKC_T_CAP] = {last};
+    for (int j = 1; j <= k; j++) {
+      int likely = pol == LIKELY || (pol == ALTERNATE && (step + j) % 2 == 0);
+      in[j] = pol == MODERATE ? r->moderate : likely ? r->likely : r->impossible;
+    }
+    if (mkc_session_step(r->s, in, 1 + k, 0, &res) != 0 || res.status) return -1;
+    for (int i = 0; i < res.n_out && n < N_TOK; i++) out[n++] = res.out[i];
+    last = res.out[res.n_out - 1];
+  }
+  return 0;
+}
+
+/* Outcomes (t1, t2, t3) -> buckets, in the order the plain run first gave
+ * them (top-k 3: at most 27); one more bucket for an outcome it never gave. */
+typedef struct buckets {
+  int seen[VOCAB_OUT][N_TOK], n;
+} buckets;
+
+static int bucket_of(buckets *b, const int *t, int learn) {
+  for (int i = 0; i < b->n; i++)
+    if (memcmp(b->seen[i], t, sizeof b->seen[i]) == 0) return i;
+  if (!learn || b->n == VOCAB_OUT) return VOCAB_OUT;
+  memcpy(b->seen[b->n], t, sizeof b->seen[0]);
+  return b->n++;
+}
+
+/* Counts of SEQS sequences under a policy. */
+static int histogram(run *r, enum policy pol, int k, buckets *b, int learn, long *counts) {
+  memset(counts, 0, (VOCAB_OUT + 1) * sizeof *counts);
+  int t[N_TOK];
+  for (unsigned s = 0; s < SEQS; s++) {
+    if (sequence(r, 1000003u * (unsigned)pol + 7919u * (unsigned)k + s, pol, k, t) != 0) return -1;
+    counts[bucket_of(b, t, learn)]++;
+  }
+  return 0;
+}
+
+/* The two-sample chi-square test of equal distributions (equal sizes): the
+ * homogeneity statistic over buckets, small ones pooled. */
+static double same_distribution(const long *a, const long *b, int n, int *dof) {
+  double x = 0, pool_a = 0, pool_b = 0;
+  int cells = 0;
+  for (int i = 0; i < n; i++) {
+    double e = (a[i] + b[i]) / 2.0;
+    if (e < STATS_MIN_EXPECTED) {
+      pool_a += a[i];
+      pool_b += b[i];
+      continue;
+    }
+    x += (a[i] - e) * (a[i] - e) / e + (b[i] - e) * (b[i] - e) / e;
+    cells++;
+  }
+  double e = (pool_a + pool_b) / 2;
+  if (e > 0) {
+    x += (pool_a - e) * (pool_a - e) / e + (pool_b - e) * (pool_b - e) / e;
+    cells++;
+  }
+  *dof = cells - 1;
+  return *dof > 0 ? chi2_survival(x, *dof) : 1.0;
+}
+
+/* Replaces the first `from` in the kernel text (a planted bug). */
+static int plant(mkc_kernel_src *src, const char *from, const char *to) {
+  char *at = strstr(src->source, from);
+  if (!at) return -1;
+  size_t n = strlen(src->source) - strlen(from) + strlen(to) + 1;
+  char *s = malloc(n);
+  snprintf(s, n, "%.*s%s%s", (int)(at - src->source), src->source, to, at + strlen(from));
+  free(src->source);
+  src->source = s;
+  return 0;
+}
+
+static void lossless(void) {
+  fixture fx;
+  /* One warp per block: the same kernel with a quarter of the emulated
+   * threads, so 120,000 sequences take minutes, not a quarter hour. */
+  memset(&fx, 0, sizeof fx);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts go = {.graph_path = graph, .preset = "tiny", .draft_max = 4, .threads = 32};
+  if (!CHECK(mkc_codegen(&go, &fx.g, &fx.src) == 0 && mkc_weights_random(&fx.w, &fx.g, 42) == 0,
+             "tiny, 32 threads per block")) {
+    fixture_close(&fx);
+    return;
+  }
+  run r = {mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2), &fx.g, -1, -1, 0};
+  static long plain[VOCAB_OUT + 1], other[VOCAB_OUT + 1];
+  buckets b = {0};
+  if (!CHECK(r.s && histogram(&r, NGRAM, 0, &b, 1, plain) == 0, "plain sampling: %d sequences",
+             SEQS))
+    goto done;
+  int outcomes = 0;
+  for (int i = 0; i < VOCAB_OUT; i++) outcomes += plain[i] > 0;
+  CHECK(outcomes >= 9 && plain[VOCAB_OUT] == 0,
+        "plain sampling: %d of the 27 outcomes seen (top-k 3 over 3 tokens)", outcomes);
+  /* Drafts for the second token: its most and second most frequent values
+   * after the most frequent first token, and one plain sampling never gave. */
+  int top = 0, second = -1;
+  for (int i = 1; i < b.n; i++)
+    if (plain[i] > plain[top]) top = i;
+  for (int i = 0; i < b.n; i++)
+    if (i != top && b.seen[i][1] != b.seen[top][1] && (second < 0 || plain[i] > plain[second]))
+      second = i;
+  r.likely = b.seen[top][1];
+  r.moderate = second >= 0 ? b.seen[second][1] : r.likely;
+  for (int used = 1; used;) {
+    used = 0;
+    for (int i = 0; i < b.n; i++)
+      for (int p = 0; p < N_TOK; p++) used |= b.seen[i][p] == r.impossible;
+    if (used) r.impossible++;
+  }
+  static const struct {
+    const char *name;
+    enum policy pol;
+    int k;
+  } RUNS[] = {
+      {"n-gram drafts, K = 1", NGRAM, 1},
+      {"n-gram drafts, K = 4", NGRAM, 4},
+      {"scripted likely drafts, K = 2", LIKELY, 2},
+      {"scripted impossible drafts, K = 2", IMPOSSIBLE, 2},
+      {"scripted alternating drafts, K = 4", ALTERNATE, 4},
+  };
+  for (size_t i = 0; i < sizeof RUNS / sizeof *RUNS; i++) {
+    int dof;
+    double p = histogram(&r, RUNS[i].pol, RUNS[i].k, &b, 0, other) == 0
+                   ? same_distribution(plain, other, VOCAB_OUT + 1, &dof)
+                   : -1;
+    CHECK(p >= P_MIN,
+          "%s: the first %d tokens of %d sequences are distributed as plain "
+          "sampling's (p = %.4g, %d dof)",
+          RUNS[i].name, N_TOK, SEQS, p, dof);
+  }
+
+  /* Same seed, same tokens (any K); different seeds differ. */
+  int a[N_TOK], a2[N_TOK], c[N_TOK];
+  int same = 1, differ = 0;
+  for (unsigned s = 0; s < 50; s++) {
+    sequence(&r, s, NGRAM, 4, a);
+    sequence(&r, s, NGRAM, 4, a2);
+    sequence(&r, s + 1000, NGRAM, 4, c);
+    same &= memcmp(a, a2, sizeof a) == 0;
+    differ += memcmp(a, c, sizeof a) != 0;
+  }
+  CHECK(same, "the same seed gives the same tokens (50 seeds, K = 4)");
+  CHECK(differ >= 25, "different seeds give different tokens (%d of 50 differ)", differ);
+
+  /* A planted bug: the draft kept with probability sqrt(p_t(draft)). */
+  mkc_session_close(r.s);
+  r.s = NULL;
+  if (!CHECK(plant(&fx.src, "< p_draft[a])", "< sqrtf(p_draft[a]))") == 0,
+             "planted accept bug: the kernel has the accept test"))
+    goto done;
+  r.s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  int dof;
+  double p = r.s && histogram(&r, MODERATE, 2, &b, 0, other) == 0
+                 ? same_distribution(plain, other, VOCAB_OUT + 1, &dof)
+                 : -1;
+  CHECK(p < P_MIN, "planted bug (accept with sqrt(p)): the same test fails (p = %.3g)", p);
+done:
+  mkc_session_close(r.s);
+  fixture_close(&fx);
+}
+
+int main(void) {
+  if (test_skip_without_gpu()) return 0;
+  lossless();
+  return check_done();
+}
