@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 92b0490b5e5a627d, templates 660d15a320188655, options acba517005256c57
+ * hashes:  graph 92b0490b5e5a627d, templates 999dfd5662e2e87c, options acba517005256c57
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    14 stages, 13 grid barriers; scratch 15808 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -868,43 +868,43 @@ MKC_DEVICE void mkc_share(int n, int *lo, int *hi) {
   *hi = *lo + per < n ? *lo + per : n;
 }
 
-/* The weight a token adds to a threshold probe: 1 (counting, top-k) or its
- * mass exp(l - max) (top-p). */
-MKC_DEVICE float mkc_probe_weight(float l, float max, int by_mass) {
-  return by_mass ? expf(l - max) : 1.0f;
+/* The weight a token adds to a threshold probe: 1 when counting (top-k,
+ * mass_scale 0), else its mass exp((l - max) * mass_scale) (top-p). */
+MKC_DEVICE float mkc_probe_weight(float l, float max, float mass_scale) {
+  return mass_scale > 0.0f ? expf((l - max) * mass_scale) : 1.0f;
 }
 
 /* The amount (count or mass) of tokens whose key is >= key, block-wide. */
 MKC_DEVICE float mkc_amount_at_least(const float *work, int vocab, unsigned key, float max,
-                                     int by_mass, float *red) {
+                                     float mass_scale, float *red) {
   float s = 0.0f;
   for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
     if (work[i] > MKC_CUT && mkc_order_key(work[i]) >= key)
-      s += mkc_probe_weight(work[i], max, by_mass);
+      s += mkc_probe_weight(work[i], max, mass_scale);
   return mkc_block_sum(s, red);
 }
 
 /* Keeps the fewest highest tokens whose amount reaches target, ties at the
  * boundary going to lower ids; cuts the rest. The boundary key is the
  * largest whose at-least amount reaches target, found bit by bit. */
-MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, int by_mass,
+MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, float mass_scale,
                              float *red, float *part) {
   unsigned key = 0u;
   for (int b = 31; b >= 0; b--) {
     unsigned probe = key | (1u << b);
-    if (mkc_amount_at_least(work, vocab, probe, max, by_mass, red) >= target) key = probe;
+    if (mkc_amount_at_least(work, vocab, probe, max, mass_scale, red) >= target) key = probe;
   }
   /* Above the boundary, and how much of the boundary's ties is still needed:
    * each tie weighs the same. */
   float above =
-      mkc_amount_at_least(work, vocab, key == 0xffffffffu ? key : key + 1u, max, by_mass, red);
+      mkc_amount_at_least(work, vocab, key == 0xffffffffu ? key : key + 1u, max, mass_scale, red);
   if (key == 0xffffffffu) above = 0.0f;
   int lo, hi;
   mkc_share(vocab, &lo, &hi);
   float mine = 0.0f, each = 0.0f;
   for (int i = lo; i < hi; i++)
     if (work[i] > MKC_CUT && mkc_order_key(work[i]) == key) {
-      each = mkc_probe_weight(work[i], max, by_mass);
+      each = mkc_probe_weight(work[i], max, mass_scale);
       mine += 1.0f;
     }
   part[mkc_tid()] = mine;
@@ -1012,14 +1012,16 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       mkc_sync_block();
       continue;
     }
+    float inv_temp = 1.0f / o->temp;
     if (o->top_k > 0 && o->top_k < vocab)
-      mkc_keep_top(w, vocab, (float)o->top_k, max, 0, red, part);
+      mkc_keep_top(w, vocab, (float)o->top_k, max, 0.0f, red, part);
     if (o->top_p < 1.0f) {
+      float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */
       float z = 0.0f;
       for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
-        if (w[i] > MKC_CUT) z += expf(w[i] - max);
+        if (w[i] > MKC_CUT) z += mkc_probe_weight(w[i], max, scale);
       z = mkc_block_sum(z, red);
-      mkc_keep_top(w, vocab, o->top_p * z, max, 1, red, part);
+      mkc_keep_top(w, vocab, o->top_p * z, max, scale, red, part);
     }
     if (o->min_p > 0.0f) {
       float floor_l = max + logf(o->min_p);
@@ -1027,7 +1029,6 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
         if (w[i] < floor_l) w[i] = MKC_CUT;
       mkc_sync_block();
     }
-    float inv_temp = 1.0f / o->temp;
     unsigned position = (unsigned)(pos + t + 1); /* of the token drawn */
     int token = mkc_draw(w, vocab, max, inv_temp, -1, mkc_uniform(o, position, MKC_DRAW_SAMPLE),
                          part, winner);
@@ -1126,7 +1127,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1130 "llama.odd.cu"
+#line 1131 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
