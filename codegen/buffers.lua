@@ -114,6 +114,9 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_work_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
+  -- log-probabilities when asked: per input position MKC_LP_STRIDE floats (templates/sample.cuh)
+  plan.logprobs, plan.logprobs_floats = top, util.round_up(64 * t_max, ALIGN_FLOATS)
+  top = top + plan.logprobs_floats
   -- per-head ready counters of the QKV epilogue's head norms, one per q and k head, shared by
   -- every layer: zero at the start (the host zeroes scratch) and again at the end of each stage
   local counters = 0

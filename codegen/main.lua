@@ -107,7 +107,8 @@ function M.export(graph, plan, gen, source)
     plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
-             logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages },
+             logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
+             logprobs_offset = plan.logprobs },
   }
 end
 

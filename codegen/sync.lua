@@ -39,7 +39,9 @@ local function touched(st, plan)
   if st.kind == "accept" then r[#r + 1] = partials end
   local history = range("scratch", plan.history, plan.history_floats, "history", "token history")
   local drawn = range("scratch", plan.drawn, plan.drawn_floats, "drawn", "sampled tokens")
+  local logprobs = range("scratch", plan.logprobs, plan.logprobs_floats, "logprobs", "log-probabilities")
   if st.kind == "sample" then
+    w[#w + 1] = logprobs
     r[#r + 1] = history
     w[#w + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
                       "sampler logits")
@@ -47,6 +49,9 @@ local function touched(st, plan)
   end
   if st.kind == "accept" then
     r[#r + 1] = drawn
+    r[#r + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
+                      "sampler logits")
+    w[#w + 1] = logprobs
     w[#w + 1] = history
   end
   return r, w

@@ -22,7 +22,7 @@ MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, int *choice) {
+                           int T, const float *work, float *lp, int *choice) {
   if (mkc_bid() != 0) return;
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;
@@ -48,6 +48,12 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     }
     for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
     for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    /* an emitted token survived every cut: its penalized logit is in work */
+    if (st->sampling.logprobs > 0)
+      for (int t = f; t <= a; t++) {
+        float *l = lp + t * MKC_LP_STRIDE;
+        l[MKC_LP_EMITTED] = (work[t * vocab + choice[t]] - l[0]) * l[2] - l[1];
+      }
     st->n_out = a - f + 1;
     st->n_accepted = a - f;
     st->pos = pos + a + 1;

@@ -15,6 +15,13 @@ enum mkc_status {
 
 #define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
 #define MKC_LOGPROBS_MAX 20
+/* Per input position, in the kernel's scratch when logprobs > 0: max logit,
+ * log normalizer, 1 / temperature, the emitted token's log-probability, then
+ * MKC_LOGPROBS_MAX top ids (ints) and their log-probabilities. */
+#define MKC_LP_STRIDE 64
+#define MKC_LP_EMITTED 3
+#define MKC_LP_IDS 4
+#define MKC_LP_VALS (MKC_LP_IDS + MKC_LOGPROBS_MAX)
 
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */

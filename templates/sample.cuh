@@ -19,7 +19,7 @@
  * does: then the choice is the argmax of the penalized logits). */
 MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
   return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
-         o->frequency_penalty != 0.0f;
+         o->frequency_penalty != 0.0f || o->logprobs > 0;
 }
 
 /* What to draw a uniform for: one stream each, so they are independent. */
@@ -159,6 +159,43 @@ MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, fl
   mkc_sync_block();
 }
 
+/* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
+ * log-softmax over the whole vocabulary of the penalized logits over the
+ * temperature (1 when greedy), before any cut; its normalizer and the top
+ * `logprobs` tokens (ties to the lower id), one block-wide argmax each. */
+MKC_DEVICE void mkc_logprobs_top(const mkc_sampling *o, const float *work, int vocab, float max,
+                                 float *lp, float *red) {
+  float inv = o->temp > 0.0f ? 1.0f / o->temp : 1.0f, z = 0.0f;
+  for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) z += expf((work[i] - max) * inv);
+  float norm = logf(mkc_block_sum(z, red));
+  int *ids = (int *)(lp + MKC_LP_IDS);
+  for (int r = 0; r < o->logprobs; r++) {
+    float best = MKC_NEG_MAX, first = -(float)vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) {
+      int taken = 0;
+      for (int j = 0; j < r; j++) taken |= ids[j] == i;
+      if (!taken) best = fmaxf(best, work[i]);
+    }
+    best = mkc_block_max(best, red);
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) {
+      int taken = 0;
+      for (int j = 0; j < r; j++) taken |= ids[j] == i;
+      if (!taken && work[i] == best && -(float)i > first) first = -(float)i;
+    }
+    int id = (int)-mkc_block_max(first, red);
+    if (mkc_tid() == 0) {
+      ids[r] = id < vocab ? id : -1;
+      lp[MKC_LP_VALS + r] = (best - max) * inv - norm;
+    }
+    mkc_sync_block();
+  }
+  if (mkc_tid() == 0) {
+    lp[0] = max;
+    lp[1] = norm;
+    lp[2] = inv;
+  }
+}
+
 /* One position's draw from the tempered survivors by inverse CDF over ids in
  * order, skipping `skip` (the residual: p without the draft, renormalized);
  * total is the survivors' weight less skip's. -1 when nothing is left. */
@@ -211,12 +248,13 @@ MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp,
 
 /* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
  * history: the token at every position before pos (mkc_accept writes it).
+ * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; drawn: [T][2]
  * (the token from p_t, the token from the residual); p_draft: [T].
  * smem: red (MKC_WARPS floats), part (MKC_THREADS floats), winner (1 int). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int T, float *work, int *drawn,
-                           float *p_draft_out, float *red, float *part, int *winner) {
+                           float *p_draft_out, float *lp, float *red, float *part, int *winner) {
   const mkc_sampling *o = &st->sampling;
   for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
     float *w = work + t * vocab;
@@ -227,6 +265,7 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
+    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + t * MKC_LP_STRIDE, red);
     if (o->temp <= 0.0f) {
       /* greedy on penalized logits: the first id at the max; a draft is kept
        * exactly when it is that id (p_t is a point mass) */

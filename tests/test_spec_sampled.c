@@ -15,6 +15,7 @@
 #include "check.h"
 #include "exec/decode.h"
 #include "fixture.h"
+#include "exec/sampler_ref.h"
 #include "stats.h"
 
 #define SEQS 20000
@@ -237,8 +238,59 @@ done:
   fixture_close(&fx);
 }
 
+/* Log-probabilities from the kernel against the oracle's log-softmax of the
+ * kernel's own logits after penalties and temperature (<= 1e-4), for emitted
+ * tokens at input 0 and, with drafts, past it; and the top 5 the same. */
+static void logprobs(void) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "tiny", 4, 0, 42) == 0, "tiny fixture")) return;
+  mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  mkc_sampling o = options(9);
+  o.top_k = 0, o.temp = 0.7f, o.repeat_penalty = 1.3f, o.repeat_last_n = 8, o.logprobs = 5;
+  /* hist: every token so far, the last one the next step's inputs[0] */
+  int hist[128], n = 0, worst_id = 0, checked = 0;
+  double worst = 0;
+  for (int i = 0; i < N_PROMPT; i++) hist[n++] = PROMPT[i];
+  int ok = s && mkc_session_set_sampling(s, &o) == 0;
+  for (int step = 0; ok && step < 12; step++) {
+    /* the prompt, then steps of 1 input or 3 (two drafts, some accepted) */
+    int in[3] = {hist[n - 1], hist[n - 1], hist[n - 2]}, T = step % 2 ? 3 : 1;
+    int fixed = step == 0 ? N_PROMPT - 1 : 0;
+    mkc_step_result r;
+    ok = (step == 0 ? mkc_session_step(s, PROMPT, N_PROMPT, fixed, &r)
+                    : mkc_session_step(s, in, T, 0, &r)) == 0 &&
+         r.status == 0;
+    for (int i = 0; ok && i < r.n_out; i++) {
+      int ids[5];
+      float lp, lps[5];
+      double want[256];
+      /* the window: every token up to and including input fixed + i */
+      ok = mkc_session_logprobs(s, i, &lp, ids, lps) == 0 &&
+           mkc_sampler_ref_logprobs(mkc_session_logits(s, fixed + i), fx.g.vocab, hist, n, &o,
+                                    want) == 0;
+      if (!ok) break;
+      double d = fabs(lp - want[r.out[i]]);
+      for (int k = 0; k < 5; k++) d = fmax(d, fabs(lps[k] - want[ids[k]]));
+      for (int k = 1; k < 5; k++) ok &= lps[k] <= lps[k - 1];
+      for (int id = 0; id < fx.g.vocab; id++) /* nothing outside the top 5 beats the 5th */
+        ok &= want[id] <= want[ids[4]] + 1e-4 || id == ids[0] || id == ids[1] || id == ids[2] ||
+              id == ids[3];
+      if (d > worst) worst = d, worst_id = r.out[i];
+      checked++;
+      hist[n++] = r.out[i]; /* an accepted draft (input i + 1) or the new token */
+    }
+  }
+  CHECK(ok && checked >= 12 && worst <= 1e-4,
+        "logprobs: %d emitted tokens' log-probabilities and top 5 equal the oracle's log-softmax "
+        "after penalties and temperature (worst %.2g, token %d)",
+        checked, worst, worst_id);
+  mkc_session_close(s);
+  fixture_close(&fx);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
+  logprobs();
   lossless();
   return check_done();
 }

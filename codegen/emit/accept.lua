@@ -14,6 +14,7 @@ return function(st, ctx)
       drawn = ("(const int *)(scratch + %d)"):format(ctx.drawn),
       p_draft = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
       history = ("(int *)(scratch + %d)"):format(ctx.history), vocab = ctx.vocab, pos = "pos",
+      work = ("scratch + %d"):format(ctx.sample_work), lp = ("scratch + %d"):format(ctx.logprobs),
       T = "T", choice = ctx.smem_ptr("int", at.choice) }) .. ";",
   }
 end

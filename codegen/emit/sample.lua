@@ -16,6 +16,7 @@ return function(st, ctx)
       T = "T", work = ("scratch + %d"):format(ctx.sample_work),
       drawn = ("(int *)(scratch + %d)"):format(ctx.drawn),
       p_draft_out = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
+      lp = ("scratch + %d"):format(ctx.logprobs),
       red = ctx.smem_ptr("float", at.red), part = ctx.smem_ptr("float", at.part),
       winner = ctx.smem_ptr("int", at.winner) }) .. ";",
   }

@@ -48,6 +48,10 @@ struct mkc_backend_ops {
    * step). 0 or -1 after a message. NULL here: the state is the host's. */
   int (*write_sampling)(mkc_backend *b, const mkc_state *st);
 
+  /* Copies scratch floats [offset, offset + n) of the last step to dst (the
+   * log-probabilities). 0 or -1. NULL here: no kernel scratch (ref). */
+  int (*read_scratch)(mkc_backend *b, size_t offset, size_t n, float *dst);
+
   /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
    * on failure. NULL here: no device memory to measure. */
   double (*copy_bandwidth)(mkc_backend *b, size_t bytes);

@@ -89,6 +89,7 @@ static const struct {
     {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
     {"--verbose", offsetof(mkc_cli, verbose)},
+    {"--json", offsetof(mkc_cli, json)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -136,6 +137,7 @@ static const struct {
     {"--repeat-last-n", 0, MKC_HIST_CAP, 1, offsetof(mkc_cli, repeat_last_n)},
     {"--presence-penalty", -100, 100, 0, offsetof(mkc_cli, presence_penalty)},
     {"--frequency-penalty", -100, 100, 0, offsetof(mkc_cli, frequency_penalty)},
+    {"--logprobs", 1, MKC_LOGPROBS_MAX, 1, offsetof(mkc_cli, logprobs)},
 };
 
 static int take_sampling(const char *a, const char *v, mkc_cli *c, int *done) {
@@ -181,6 +183,7 @@ void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *see
   o->repeat_last_n = (int)given(c, "--repeat-last-n", 64);
   o->presence_penalty = (float)given(c, "--presence-penalty", 0.0);
   o->frequency_penalty = (float)given(c, "--frequency-penalty", 0.0);
+  o->logprobs = (int)given(c, "--logprobs", 0);
   *seed = c->sample_seed;
   if (!c->have_sample_seed) {
     struct timespec ts;

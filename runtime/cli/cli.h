@@ -17,7 +17,7 @@ typedef struct mkc_cli {
   /* The sampler's other options as given (see mkc_cli_sampling for the
    * defaults); sampling_set: a bit per option given, in SAMPLING_FLAGS order. */
   double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
-  int top_k, repeat_last_n;
+  int top_k, repeat_last_n, logprobs;
   unsigned sampling_set;
   const char *positional; /* gen GRAPH, compile KERNEL */
   /* Text prompts and chat (llama.cpp's spellings) */
@@ -28,6 +28,7 @@ typedef struct mkc_cli {
   int ignore_eos;            /* --ignore-eos: generate past end-of-generation tokens */
   int no_display_prompt;     /* --no-display-prompt: print only the completion */
   int verbose;               /* --verbose: chat prints each turn's stats */
+  int json;                  /* --json: run prints JSON lines, one per generated token */
   const char *usage;         /* the command's usage text, printed for --help */
   char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
 } mkc_cli;

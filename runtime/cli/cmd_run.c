@@ -12,6 +12,7 @@
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
+#include "logprobs.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 
@@ -35,6 +36,10 @@ static const char USAGE[] =
     "                         of generation or a full context)\n"
     "  --ignore-eos           go on past end-of-generation tokens\n"
     "  --no-display-prompt    print only the completion\n"
+    "  --json                 one JSON line per generated token on stdout instead\n"
+    "  --logprobs N           each token's log-probability and the N (1..20) most\n"
+    "                         likely at its place, computed in the kernel (on stderr,\n"
+    "                         or in the JSON lines)\n"
     "  --temp T               sample, in the kernel, at temperature T (0: greedy, the\n"
     "                         default); then llama.cpp's defaults apply to:\n"
     "  --top-k N (40), --top-p P (0.95), --min-p P (0.05), --repeat-penalty R (1),\n"
@@ -89,14 +94,30 @@ typedef struct stream {
   mkc_detok detok;
   int ignore_eos; /* --ignore-eos: such tokens neither stop nor print */
   int eog;        /* generation ended on such a token */
+  int json;       /* --json: a JSON line per token instead of the text */
+  int logprobs;   /* --logprobs N: printed by on_logprobs */
 } stream;
+
+static int is_eog(const stream *st, int id) {
+  return st->tok && !st->ignore_eos && mkc_tokenizer_is_eog(st->tok, id);
+}
+
+static void on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
+  stream *st = ctx;
+  if (!is_eog(st, id)) mkc_print_token(st->tok, st->json, id, &lp, ids, lps, n);
+}
 
 static int on_token(void *ctx, int id) {
   stream *st = ctx;
-  if (!st->ignore_eos && mkc_tokenizer_is_eog(st->tok, id)) {
+  if (is_eog(st, id)) {
     st->eog = 1;
     return 1;
   }
+  if (st->json) {
+    if (!st->logprobs) mkc_print_token(st->tok, 1, id, NULL, NULL, NULL, 0);
+    return 0;
+  }
+  if (!st->tok) return 0; /* ids: printed at the end */
   char buf[MKC_DETOK_MAX];
   size_t n = mkc_detok_push(&st->detok, id, buf, sizeof buf);
   fwrite(buf, 1, n, stdout);
@@ -241,7 +262,8 @@ int mkc_cmd_run(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights -n --draft-max --prompt-ids --backend "
                          "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
-                         "--system-prompt --chat-template --ignore-eos --no-display-prompt "
+                         "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
+                         "--logprobs "
                          "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
                          "--presence-penalty --frequency-penalty",
                          0, &c);
@@ -281,14 +303,18 @@ int mkc_cmd_run(int argc, char **argv) {
   if (!out || mkc_loaded_start(&c, &m) != 0) goto done;
 
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
-                 .ignore_eos = c.ignore_eos};
+                 .ignore_eos = c.ignore_eos,
+                 .json = c.json,
+                 .logprobs = sampling.logprobs};
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
-  mkc_decode_opts o = {.draft_max = c.draft_max, .interrupted = &mkc_interrupted};
-  if (text.tok) {
+  mkc_decode_opts o = {.draft_max = c.draft_max,
+                       .interrupted = &mkc_interrupted,
+                       .on_token = on_token,
+                       .on_logprobs = on_logprobs,
+                       .ctx = &text};
+  if (text.tok && !c.json) {
     mkc_detok_init(&text.detok, text.tok, 0);
-    o.on_token = on_token;
-    o.ctx = &text;
     /* The prompt as the model reads it, then the completion: one stream, so a
      * character or SentencePiece's leading space spanning the two comes out
      * right. */
@@ -301,13 +327,16 @@ int mkc_cmd_run(int argc, char **argv) {
   }
   mkc_decode_stats st;
   if (mkc_decode_with(m.s, &m.g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
-  if (text.tok) {
+  if (c.json) {
+    /* the JSON lines are all */
+  } else if (text.tok) {
     char tail[MKC_DETOK_MAX];
     fwrite(tail, 1, mkc_detok_flush(&text.detok, tail, sizeof tail), stdout);
+    printf("\n");
   } else {
     for (int i = 0; i < st.generated; i++) printf(i ? " %d" : "%d", out[i]);
+    printf("\n");
   }
-  printf("\n");
   fflush(stdout);
   print_stats(&c, &m, n_prompt, &st, text.eog, mkc_interrupted, open_ended,
               sampling.temp > 0 ? &seed : NULL);

@@ -127,7 +127,9 @@ typedef struct mkc_graph {
   size_t smem_bytes;     /* dynamic shared memory per block */
   size_t logits_offset;  /* float offset of logits [t_max][logits_stride] in scratch */
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
-  int n_stages;          /* stages in the kernel, each ended by a sync */
+  size_t
+      logprobs_offset; /* float offset of [t_max][MKC_LP_STRIDE] log-probabilities (mkc_state.h) */
+  int n_stages;        /* stages in the kernel, each ended by a sync */
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

@@ -22,11 +22,18 @@ static int step_or_fail(mkc_session *s, const int *in, int T, int f, mkc_step_re
   return 0;
 }
 
-/* Records a generated token; nonzero when generation should stop. */
-static int emit(const mkc_decode_opts *o, int id, int *out, int *hist, int *n_hist,
-                mkc_decode_stats *stats) {
+/* Records generated token i of the last step (its log-probabilities first,
+ * when asked); nonzero when generation should stop. */
+static int emit(mkc_session *s, const mkc_decode_opts *o, int i, int id, int *out, int *hist,
+                int *n_hist, mkc_decode_stats *stats) {
   out[stats->generated++] = id;
   hist[(*n_hist)++] = id;
+  int n = mkc_session_sampling(s)->logprobs;
+  if (o->on_logprobs && n > 0) {
+    float lp, lps[MKC_LOGPROBS_MAX];
+    int ids[MKC_LOGPROBS_MAX];
+    if (mkc_session_logprobs(s, i, &lp, ids, lps) == 0) o->on_logprobs(o->ctx, id, lp, ids, lps, n);
+  }
   if (o->on_token && o->on_token(o->ctx, id)) stats->stopped = 1;
   return stats->stopped;
 }
@@ -90,7 +97,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;
-    if (pos + T == n_prompt && n_gen > 0) emit(o, r.out[0], out, hist, &n_hist, stats);
+    if (pos + T == n_prompt && n_gen > 0) emit(s, o, 0, r.out[0], out, hist, &n_hist, stats);
   }
   stats->prompt_seconds = mkc_seconds() - t0;
   while (stats->generated < n_gen && !stats->stopped) {
@@ -114,7 +121,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     stats->drafted += k;
     stats->accepted += r.n_accepted;
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
-      if (emit(o, r.out[i], out, hist, &n_hist, stats)) break;
+      if (emit(s, o, i, r.out[i], out, hist, &n_hist, stats)) break;
   }
   goto done;
 fail:

@@ -32,6 +32,10 @@ typedef struct mkc_decode_opts {
   /* Read before every step: nonzero stops the loop there (with stats->stopped),
    * prompt or generation; a signal handler's flag. May be NULL. */
   const volatile sig_atomic_t *interrupted;
+  /* With the session's sampling.logprobs = n > 0: called before on_token
+   * with the token's log-probability and the n most likely tokens at its
+   * place (mkc_session_logprobs). May be NULL. */
+  void (*on_logprobs)(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
 } mkc_decode_opts;
 
 /* Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh

@@ -196,6 +196,25 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
   return 0;
 }
 
+int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps) {
+  int n = s->state.sampling.logprobs, t = s->state.n_fixed + i;
+  float row[MKC_LP_STRIDE];
+  if (n <= 0 || !s->b->ops->read_scratch || i < 0 || i >= s->state.n_out) {
+    fprintf(stderr,
+            "mkc: error: no log-probabilities for emitted token %d (%s backend, "
+            "logprobs %d)\n",
+            i, s->b->ops->name, n);
+    return -1;
+  }
+  if (s->b->ops->read_scratch(s->b, s->g->logprobs_offset + (size_t)t * MKC_LP_STRIDE,
+                              MKC_LP_STRIDE, row) != 0)
+    return -1;
+  *lp = row[MKC_LP_EMITTED];
+  memcpy(ids, row + MKC_LP_IDS, (size_t)n * sizeof *ids);
+  memcpy(lps, row + MKC_LP_VALS, (size_t)n * sizeof *lps);
+  return 0;
+}
+
 const mkc_sampling *mkc_session_sampling(const mkc_session *s) { return &s->state.sampling; }
 
 int mkc_session_rewind(mkc_session *s, int pos) {

@@ -75,6 +75,12 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o);
 int mkc_sampling_check(const mkc_sampling *o);
 const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 
+/* After a step with sampling.logprobs = N > 0: emitted token i's
+ * log-probability (*lp) and the N most likely tokens at its place (ids,
+ * lps: N each; an id of -1 past the vocabulary), as the kernel computed them
+ * (mkc_state.h). 0, or -1 after a message. */
+int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps);
+
 /* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next
  * step's inputs[0] is the token at pos. 0, or -1 after a message. */
 int mkc_session_rewind(mkc_session *s, int pos);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/backend.h"
 
@@ -25,6 +26,11 @@ static int step(mkc_backend *b, mkc_state *st) {
   cpu_backend *c = cpu(b);
   return mkc_cpu_kernel_launch(c->kernel, c->blocks, c->g->threads, c->g->smem_bytes, c->weights,
                                c->scratch, c->kv, st);
+}
+
+static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
+  memcpy(dst, cpu(b)->scratch + offset, n * sizeof *dst);
+  return 0;
 }
 
 static const float *logits(mkc_backend *b, int t) {
@@ -49,6 +55,7 @@ static void close_cpu(mkc_backend *b) {
 static const mkc_backend_ops cpu_ops = {
     .name = "cpu",
     .step = step,
+    .read_scratch = read_scratch,
     .logits = logits,
     .kv = kv,
     .describe = describe,

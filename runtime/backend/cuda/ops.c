@@ -51,6 +51,10 @@ static void reset(mkc_backend *b) { mkc_cuda_reset_state(cuda(b)->kernel); }
 
 static int rewind_to(mkc_backend *b, int pos) { return mkc_cuda_set_pos(cuda(b)->kernel, pos); }
 
+static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
+  return mkc_cuda_read_scratch(cuda(b)->kernel, offset, n, dst);
+}
+
 static int write_sampling(mkc_backend *b, const mkc_state *st) {
   return mkc_cuda_write_sampling(cuda(b)->kernel, st);
 }
@@ -78,6 +82,7 @@ static const mkc_backend_ops cuda_ops = {
     .reset = reset,
     .rewind = rewind_to,
     .write_sampling = write_sampling,
+    .read_scratch = read_scratch,
     .copy_bandwidth = copy_bandwidth,
     .describe = describe,
     .close = close_cuda,
