@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 92b0490b5e5a627d, templates 999dfd5662e2e87c, options acba517005256c57
+ * hashes:  graph 92b0490b5e5a627d, templates 945eedee3af36043, options acba517005256c57
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
- * plan:    14 stages, 13 grid barriers; scratch 15808 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
+ * plan:    14 stages, 13 grid barriers; scratch 16128 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -135,6 +135,13 @@ enum mkc_status {
 
 #define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
 #define MKC_LOGPROBS_MAX 20
+/* Per input position, in the kernel's scratch when logprobs > 0: max logit,
+ * log normalizer, 1 / temperature, the emitted token's log-probability, then
+ * MKC_LOGPROBS_MAX top ids (ints) and their log-probabilities. */
+#define MKC_LP_STRIDE 64
+#define MKC_LP_EMITTED 3
+#define MKC_LP_IDS 4
+#define MKC_LP_VALS (MKC_LP_IDS + MKC_LOGPROBS_MAX)
 
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */
@@ -788,7 +795,7 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
  * does: then the choice is the argmax of the penalized logits). */
 MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
   return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
-         o->frequency_penalty != 0.0f;
+         o->frequency_penalty != 0.0f || o->logprobs > 0;
 }
 
 /* What to draw a uniform for: one stream each, so they are independent. */
@@ -928,6 +935,43 @@ MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, fl
   mkc_sync_block();
 }
 
+/* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
+ * log-softmax over the whole vocabulary of the penalized logits over the
+ * temperature (1 when greedy), before any cut; its normalizer and the top
+ * `logprobs` tokens (ties to the lower id), one block-wide argmax each. */
+MKC_DEVICE void mkc_logprobs_top(const mkc_sampling *o, const float *work, int vocab, float max,
+                                 float *lp, float *red) {
+  float inv = o->temp > 0.0f ? 1.0f / o->temp : 1.0f, z = 0.0f;
+  for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) z += expf((work[i] - max) * inv);
+  float norm = logf(mkc_block_sum(z, red));
+  int *ids = (int *)(lp + MKC_LP_IDS);
+  for (int r = 0; r < o->logprobs; r++) {
+    float best = MKC_NEG_MAX, first = -(float)vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) {
+      int taken = 0;
+      for (int j = 0; j < r; j++) taken |= ids[j] == i;
+      if (!taken) best = fmaxf(best, work[i]);
+    }
+    best = mkc_block_max(best, red);
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) {
+      int taken = 0;
+      for (int j = 0; j < r; j++) taken |= ids[j] == i;
+      if (!taken && work[i] == best && -(float)i > first) first = -(float)i;
+    }
+    int id = (int)-mkc_block_max(first, red);
+    if (mkc_tid() == 0) {
+      ids[r] = id < vocab ? id : -1;
+      lp[MKC_LP_VALS + r] = (best - max) * inv - norm;
+    }
+    mkc_sync_block();
+  }
+  if (mkc_tid() == 0) {
+    lp[0] = max;
+    lp[1] = norm;
+    lp[2] = inv;
+  }
+}
+
 /* One position's draw from the tempered survivors by inverse CDF over ids in
  * order, skipping `skip` (the residual: p without the draft, renormalized);
  * total is the survivors' weight less skip's. -1 when nothing is left. */
@@ -980,12 +1024,13 @@ MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp,
 
 /* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
  * history: the token at every position before pos (mkc_accept writes it).
+ * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; drawn: [T][2]
  * (the token from p_t, the token from the residual); p_draft: [T].
  * smem: red (MKC_WARPS floats), part (MKC_THREADS floats), winner (1 int). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int T, float *work, int *drawn,
-                           float *p_draft_out, float *red, float *part, int *winner) {
+                           float *p_draft_out, float *lp, float *red, float *part, int *winner) {
   const mkc_sampling *o = &st->sampling;
   for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
     float *w = work + t * vocab;
@@ -996,6 +1041,7 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
+    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + t * MKC_LP_STRIDE, red);
     if (o->temp <= 0.0f) {
       /* greedy on penalized logits: the first id at the max; a draft is kept
        * exactly when it is that id (p_t is a point mass) */
@@ -1076,7 +1122,7 @@ MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, int *choice) {
+                           int T, const float *work, float *lp, int *choice) {
   if (mkc_bid() != 0) return;
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;
@@ -1102,6 +1148,12 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     }
     for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
     for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    /* an emitted token survived every cut: its penalized logit is in work */
+    if (st->sampling.logprobs > 0)
+      for (int t = f; t <= a; t++) {
+        float *l = lp + t * MKC_LP_STRIDE;
+        l[MKC_LP_EMITTED] = (work[t * vocab + choice[t]] - l[0]) * l[2] - l[1];
+      }
     st->n_out = a - f + 1;
     st->n_accepted = a - f;
     st->pos = pos + a + 1;
@@ -1127,7 +1179,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1131 "llama.odd.cu"
+#line 1183 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -1273,7 +1325,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
-    mkc_sample(state, (const int *)(scratch + 13824), scratch + 2048, 304, 300, pos, T, scratch + 14208, (int *)(scratch + 15744), scratch + 15754, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528));
+    mkc_sample(state, (const int *)(scratch + 13824), scratch + 2048, 304, 300, pos, T, scratch + 14208, (int *)(scratch + 15744), scratch + 15754, scratch + 15808, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528));
     mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -1283,5 +1335,5 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), (const int *)(scratch + 15744), scratch + 15754, (int *)(scratch + 13824), 300, pos, T, (int *)(smem + 0));
+  mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), (const int *)(scratch + 15744), scratch + 15754, (int *)(scratch + 13824), 300, pos, T, scratch + 14208, scratch + 15808, (int *)(smem + 0));
 }
