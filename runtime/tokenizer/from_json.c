@@ -262,6 +262,8 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
     }
   }
   spec->unk = token_named(l, string_at(model, "unk_token"));
+  spec->unk_chars = spec->mode == MKC_TOK_BPE && !is_true(model, "byte_fallback");
+  spec->fuse_unk = is_true(model, "fuse_unk");
   if (spec->unk >= 0 && l->types[spec->unk] == MKC_TOK_NORMAL)
     l->types[spec->unk] = MKC_TOK_UNKNOWN;
   const cJSON *post = cJSON_GetObjectItemCaseSensitive(root, "post_processor");

@@ -285,6 +285,8 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
     if (*ids[k] >= spec->n_vocab || *ids[k] < -1) *ids[k] = -1; /* loaders check; be safe */
   t->add_space_prefix = spec->add_space_prefix != 0;
   t->ignore_merges = spec->ignore_merges;
+  t->unk_chars = spec->unk_chars && t->unk >= 0;
+  t->fuse_unk = spec->fuse_unk;
   t->add_bos =
       spec->add_bos >= 0 ? spec->add_bos : t->mode != MKC_TOK_BPE || t->pre == MKC_PRE_LLAMA3;
   if (t->mode == MKC_TOK_BPE)
@@ -372,6 +374,17 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
                  INT32_MAX / 4);
     return -1;
   }
+  /* Ill-formed UTF-8 reads as U+FFFD, as it does for Hugging Face's
+   * tokenizers, whose input is a decoded string (docs/DECISIONS.md). */
+  char *replaced = NULL;
+  if (!mkc_utf8_valid(text, len)) {
+    if (!(replaced = malloc(3 * len))) {
+      mkc_error_in(t->source, "out of memory while encoding");
+      return -1;
+    }
+    len = mkc_utf8_replace_invalid(text, len, replaced);
+    text = replaced;
+  }
   mkc_tok_ids out = {0};
   mkc_tok_work w = {0};
   int rc = 0;
@@ -391,6 +404,7 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
   }
   if (rc == 0 && len > start) rc = encode_run(t, &w, text + start, len - start, &out);
   mkc_tok_work_free(&w);
+  free(replaced);
   if (rc == 0 && out.n > INT32_MAX) rc = -2;
   if (rc) {
     if (rc == -2) mkc_error_in(t->source, "out of memory while encoding");

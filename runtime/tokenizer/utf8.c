@@ -2,6 +2,8 @@
  * forms, no surrogates, nothing above U+10FFFF), and category lookups. */
 #include "utf8.h"
 
+#include <string.h>
+
 extern const uint32_t mkc_unicode_letters[][2], mkc_unicode_numbers[][2];
 extern const int mkc_unicode_letters_count, mkc_unicode_numbers_count;
 
@@ -36,6 +38,34 @@ int mkc_utf8_next(const char *s, size_t n, int32_t *cp) {
   }
   *cp = v;
   return more + 1;
+}
+
+int mkc_utf8_valid(const char *s, size_t n) {
+  int32_t cp;
+  for (size_t i = 0; i < n;) {
+    int len = mkc_utf8_next(s + i, n - i, &cp);
+    if (len <= 0) return 0;
+    i += (size_t)len;
+  }
+  return 1;
+}
+
+size_t mkc_utf8_replace_invalid(const char *s, size_t n, char *out) {
+  size_t m = 0;
+  int32_t cp;
+  for (size_t i = 0; i < n;) {
+    int len = mkc_utf8_next(s + i, n - i, &cp);
+    if (len > 0) {
+      memcpy(out + m, s + i, (size_t)len);
+      m += (size_t)len;
+      i += (size_t)len;
+      continue;
+    }
+    memcpy(out + m, "\xef\xbf\xbd", 3); /* U+FFFD for the maximal subpart */
+    m += 3;
+    i += len < 0 ? (size_t)-len : n - i; /* 0: a character cut short by the end */
+  }
+  return m;
 }
 
 int mkc_utf8_put(uint32_t cp, char *out) {

@@ -13,6 +13,16 @@
  * decoder replaces with one U+FFFD). */
 int mkc_utf8_next(const char *s, size_t n, int32_t *cp);
 
+/* Whether s[0..n) is well-formed UTF-8 throughout. */
+int mkc_utf8_valid(const char *s, size_t n);
+
+/* s[0..n) with every ill-formed sequence (each maximal subpart, a
+ * truncated character at the end included) replaced by U+FFFD, into out
+ * (room for 3 * n bytes); returns the length written. This is the text a
+ * decoder following the Unicode standard reads (Python's errors="replace",
+ * the WHATWG decoder). */
+size_t mkc_utf8_replace_invalid(const char *s, size_t n, char *out);
+
 /* Writes cp (0..0x10FFFF) to out (room for 4 bytes); returns the length. */
 int mkc_utf8_put(uint32_t cp, char *out);
 
