@@ -183,6 +183,16 @@ else
   else
     fail "run SmolLM2" "$(cat "$tmp/err")"
   fi
+  # The echo shows the prompt as the model reads it, control tokens included.
+  chat=$(printf '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
+  if "$mkc" run -m "$smol" -p "$chat" -n 2 --ctx 32 --backend ref >"$tmp/chat" 2>"$tmp/err"; then
+    case "$(cat "$tmp/chat")" in
+    "$chat"*) ok "SmolLM2 chat: the echo shows <|im_start|> and <|im_end|> as given" ;;
+    *) fail "SmolLM2 chat: the echo shows <|im_start|> and <|im_end|> as given" "$(cat "$tmp/chat")" ;;
+    esac
+  else
+    fail "run SmolLM2 chat prompt" "$(cat "$tmp/err")"
+  fi
   long=$(printf ' word%.0s' $(seq 1 40)) # 40 tokens: " word" is one
   expect_error "SmolLM2: a prompt longer than --ctx" \
     "mkc: error: the prompt is 40 tokens but the context holds 16: nothing was run (use --ctx 41 or a shorter prompt)" \

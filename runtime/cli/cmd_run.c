@@ -177,7 +177,7 @@ int mkc_cmd_run(int argc, char **argv) {
      * right. */
     char buf[MKC_DETOK_MAX];
     for (int i = 0; i < n_prompt; i++)
-      fwrite(buf, 1, mkc_detok_push(&text.detok, prompt[i], buf, sizeof buf), stdout);
+      fwrite(buf, 1, mkc_detok_push_shown(&text.detok, prompt[i], buf, sizeof buf), stdout);
     fflush(stdout);
   }
   mkc_decode_stats st;
