@@ -102,8 +102,8 @@ static int check_rope(const config *c, const cJSON *scaling, const char *key) {
     return mkc_error_in(c->where, "unsupported %s without a rope_type (mkc applies plain RoPE)",
                         key);
   if (strcmp(type->valuestring, "default") != 0 && strcmp(type->valuestring, "none") != 0)
-    return mkc_error_in(c->where, "unsupported %s \"%.40s\" (mkc applies plain RoPE)", key,
-                        type->valuestring);
+    return mkc_error_in(c->where, "unsupported %s %s (mkc applies plain RoPE)", key,
+                        mkc_json_describe(type, buf, sizeof buf));
   return 0;
 }
 
@@ -141,8 +141,8 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
   if (!arch)
     return mkc_error_in(c->where,
-                        "unsupported model_type \"%.40s\" (mkc reads llama, mistral, qwen2, qwen3)",
-                        type->valuestring);
+                        "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3)",
+                        mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->model_type);
   name_from_dir(dir_name, arch->model_type, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;

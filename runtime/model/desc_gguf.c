@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "model_file.h"
+#include "util/text.h"
 
 static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3"};
 
@@ -89,7 +90,7 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       d->rope_layout = MKC_ROPE_INTERLEAVED;
     else {
       fprintf(stderr, "mkc: error: %s: mkc.rope.layout = \"%s\": expected neox or interleaved\n",
-              f->path, layout);
+              f->path, mkc_shown(layout));
       return -1;
     }
   }
@@ -100,7 +101,7 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   if (rc < 0) return -1;
   if (rc == 1 && strcmp(scaling, "none") != 0) {
     fprintf(stderr, "mkc: error: %s: %s = \"%s\": RoPE scaling is not supported yet\n", f->path,
-            key, scaling);
+            key, mkc_shown(scaling));
     return -1;
   }
   if (mkc_gguf_find_tensor(f, "rope_freqs.weight")) {
@@ -135,7 +136,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
             "qwen3)\n",
-            f->path, arch);
+            f->path, mkc_shown(arch));
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);

@@ -8,6 +8,7 @@
 
 #include "util/hash.h"
 #include "util/files.h"
+#include "util/text.h"
 #include "impl.h"
 #include "utf8.h"
 
@@ -162,9 +163,6 @@ static void build_byte_tokens(mkc_tokenizer *t) {
   }
 }
 
-/* Messages show at most 200 bytes of a text. */
-static int shown_len(size_t n) { return n > 200 ? 200 : (int)n; }
-
 static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
   if (spec->n_merges == 0) return 0;
   t->merge_mask = table_size((size_t)spec->n_merges) - 1;
@@ -184,9 +182,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     for (int k = 0; k < 2; k++) side[k] = mkc_tok_lookup(t, pair[k].s, pair[k].n);
     for (int k = 0; k < 2 && rc == 0; k++) {
       if (side[k] >= 0) continue;
-      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': '%.*s' is not a token", spec->merges_name, r,
-                   shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n), pair[1].s,
-                   shown_len(pair[k].n), pair[k].s);
+      mkc_error_in(t->source, "%s[%d] '%s %s': '%s' is not a token", spec->merges_name, r,
+                   mkc_shown_n(pair[0].s, pair[0].n), mkc_shown_n(pair[1].s, pair[1].n),
+                   mkc_shown_n(pair[k].s, pair[k].n));
       rc = -1;
     }
     if (rc) break;
@@ -195,9 +193,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     memcpy(joined + pair[0].n, pair[1].s, pair[1].n);
     int id = mkc_tok_lookup(t, joined, n);
     if (id < 0) {
-      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': the merged '%.*s' is not a token",
-                   spec->merges_name, r, shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n),
-                   pair[1].s, shown_len(n), joined);
+      mkc_error_in(t->source, "%s[%d] '%s %s': the merged '%s' is not a token", spec->merges_name,
+                   r, mkc_shown_n(pair[0].s, pair[0].n), mkc_shown_n(pair[1].s, pair[1].n),
+                   mkc_shown_n(joined, n));
       rc = -1;
       break;
     }
