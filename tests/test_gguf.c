@@ -2,7 +2,9 @@
  * the writer and reader bit-exactly; Q8_0, Q4_0, Q4_1, Q4_K and Q6_K blocks
  * packed here from the format description dequantize to the values the
  * description gives; `mkc init` files load to exactly the seeded random
- * weights; and each kind of broken file fails with its own message. */
+ * weights; each kind of broken file fails with its own message, names from
+ * the file shown escaped; and a file cut or grown after it was opened fails
+ * load_weights with one message, not SIGBUS. */
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>

@@ -2,7 +2,8 @@
 # mkc run -m / mkc info -m: a GGUF from mkc init runs the very weights
 # --random-weights makes; the real model (tests/data/fetch.sh) streams text
 # that the kernel and the reference executor agree on; bad flags and
-# prompts that do not fit are refused before anything runs.
+# prompts that do not fit are refused before anything runs; a model file
+# cut or grown while run has it open ends in one message, not a signal.
 source "$(dirname "$0")/lib.sh"
 
 # expect_same NAME FILE_A FILE_B

@@ -11,7 +11,10 @@
  * the GGUF and from a tokenizer.json made of the same vocabulary, and
  * decode back to the string; SmolLM2's tokenizer round-trips multilingual
  * text, maps single-token words and special tokens to their ids, and
- * streams an emoji's byte tokens without a partial character. */
+ * streams an emoji's byte tokens without a partial character; and texts
+ * with control bytes and ill-formed UTF-8 encode on all five vocabularies
+ * to the ids HF's tokenizers gave (tests/data/tokenize_fixtures.txt, which
+ * also holds llama.cpp's). */
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
