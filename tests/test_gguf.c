@@ -2,10 +2,13 @@
  * the writer and reader bit-exactly; Q8_0, Q4_0, Q4_1, Q4_K and Q6_K blocks
  * packed here from the format description dequantize to the values the
  * description gives; `mkc init` files load to exactly the seeded random
- * weights; and each kind of broken file fails with its own message. */
+ * weights; each kind of broken file fails with its own message, names from
+ * the file shown escaped; and a file cut or grown after it was opened fails
+ * load_weights with one message, not SIGBUS. */
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "scratch.h"
@@ -599,6 +602,31 @@ static void test_init_and_load(void) {
   mkc_weights_free(&got);
   mkc_weights_free(&other);
 
+  /* The file cut or grown after it was opened: load_weights fails with one
+   * message, not SIGBUS. Cut where the tensor data starts, the first read
+   * faults; cut in half, a check after a read sees it; grown, the check. */
+  size_t size = 0;
+  uint8_t *bytes = slurp(path, &size);
+  const char *cut = tmp_path("cut.gguf");
+  for (int c = 0; c < 3 && bytes; c++) {
+    spit(cut, bytes, size);
+    f = mkc_gguf_open(cut);
+    if (!f) continue;
+    size_t now = c == 0 ? (size_t)f->data_offset : c == 1 ? size / 2 : size + 1;
+    check_stderr_begin();
+    int rc = truncate(cut, (off_t)now) == 0 ? mkc_gguf_load_weights(f, &g, &got) : -2;
+    char *msg = check_stderr_end(), expect[512];
+    snprintf(expect, sizeof expect,
+             "mkc: error: %s: truncated or changed while reading (%zu bytes when opened, %zu "
+             "now)\n",
+             cut, size, now);
+    CHECK(rc == -1 && strcmp(msg, expect) == 0 && got.n == 0,
+          "load_weights on a file %s after open: %s", c == 2 ? "grown" : "cut", expect);
+    free(msg);
+    mkc_gguf_close(f);
+  }
+  free(bytes);
+
   /* A file for the same graph with one weight quantized, one missing, one
    * transposed, or one of a type mkc does not read. */
   enum { QUANT, MISSING, TRANSPOSED, UNREADABLE, VECTOR_2D, N_CASES };
@@ -854,7 +882,42 @@ static void test_bad_files(void) {
   expect_patched("removed tensor type (Q4_2)", good, n, pb + 20, 4, 4,
                  "tensor 'b.weight': unknown tensor type 4");
 
+  /* Names and strings from the file are shown escaped: a tensor name of
+   * controls, DEL, a backslash, a lone continuation byte; one with a C1
+   * control (C2 9B, the 8-bit CSI), "é" (C3 A9, kept) and a stray FF; the
+   * same in a string value. */
   uint8_t *p = malloc(n);
+  memcpy(p, good, n);
+  memcpy(p + pb,
+         "\x1b[2J\x7f\\\x80"
+         "z",
+         8);
+  set_le(p + pb + 20, 99, 4);
+  expect_bad("a tensor name of control bytes", p, n,
+             "tensor '\\x1b[2J\\x7f\\\\\\x80z': unknown tensor type 99");
+  memcpy(p, good, n);
+  memcpy(p + pb, "\xc2\x9b\xc3\xa9\x07\xff\x0a.", 8);
+  set_le(p + pb + 20, 99, 4);
+  expect_bad("a C1 control and ill-formed UTF-8 in a tensor name", p, n,
+             "tensor '\\xc2\\x9b\xc3\xa9\\x07\\xff\\x0a.': unknown tensor type 99");
+  memcpy(p, good, n);
+  memcpy(p + k + 32, "\x1bll\x08m", 5); /* "llama" */
+  g = mkc_gguf_open_memory(p, n, "esc.gguf");
+  const mkc_gguf_kv *arch = g ? mkc_gguf_find(g, "general.architecture") : NULL;
+  char value[64] = "";
+  if (arch) mkc_gguf_format_value(arch, value, sizeof value);
+  CHECK(strcmp(value, "\"\\x1bll\\x08m\"") == 0, "a string value is formatted escaped: %s", value);
+  check_stderr_begin();
+  uint32_t ignored;
+  int typed = g ? mkc_gguf_get_u32(g, "general.architecture", &ignored) : 0;
+  char *err = first_line(check_stderr_end());
+  CHECK(typed == -1 && strcmp(err, "mkc: error: esc.gguf: metadata 'general.architecture': "
+                                   "Expected an integer in 0..4294967295, Actual string "
+                                   "\"\\x1bll\\x08m\"") == 0,
+        "... and so in a type error: %s", err);
+  free(err);
+  mkc_gguf_close(g);
+
   memcpy(p, good, n);
   set_le(p + pa + 12, 1ull << 40, 8);
   set_le(p + pa + 20, 1ull << 40, 8);

@@ -115,6 +115,24 @@ head -c 1000 "$tmp/tiny.gguf" >"$tmp/cut.gguf" # in the length of the seventh te
 expect_error "info on a truncated file" \
   "mkc: error: $tmp/cut.gguf: truncated at offset 994: tensor info 6 needs 8 bytes, 6 left" \
   -- info -m "$tmp/cut.gguf"
+# Text from the file is shown escaped, never raw: a key, general.name and a
+# tensor name holding terminal controls (same lengths, so the file stays whole).
+perl -0777 -pe 's/llama\.block_count/llama.bl\x07ck_count/; s/llama-tiny/ll\x1b[31m\x07ny/' \
+  "$tmp/tiny.gguf" >"$tmp/esc.gguf"
+if "$mkc" info -m "$tmp/esc.gguf" >"$tmp/info" 2>"$tmp/err"; then
+  expect_line "info, controls in a key and general.name" "$tmp/info" 'name: ll\x1b[31m\x07ny'
+  expect_line "info, controls in a key and general.name" "$tmp/info" 'llama.bl\x07ck_count = 2'
+  grep -q "$(printf '[\007\033]')" "$tmp/info" "$tmp/err" \
+    && fail "info prints no raw control byte" "$(od -c "$tmp/info" | head)" \
+    || ok "info prints no raw control byte"
+else
+  fail "info -m with controls in a key and general.name" "$(cat "$tmp/err")"
+fi
+perl -0777 -pe 's/output_norm\.weight(\x01\x00\x00\x00.{8})\x1e\x00\x00\x00/outp\x1b]0;hi\x07.weight${1}\x63\x00\x00\x00/s' \
+  "$tmp/tiny.gguf" >"$tmp/esc.gguf"
+expect_error "a tensor name with controls, in an error" \
+  "mkc: error: $tmp/esc.gguf: tensor 'outp\\x1b]0;hi\\x07.weight': unknown tensor type 99" \
+  -- info -m "$tmp/esc.gguf"
 "$mkc" init --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc init' "$tmp/out" && ok "init --help" || fail "init --help"
 "$mkc" info --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc info' "$tmp/out" && ok "info --help" || fail "info --help"
 

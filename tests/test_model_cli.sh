@@ -2,7 +2,8 @@
 # mkc run -m / mkc info -m: a GGUF from mkc init runs the very weights
 # --random-weights makes; the real model (tests/data/fetch.sh) streams text
 # that the kernel and the reference executor agree on; bad flags and
-# prompts that do not fit are refused before anything runs.
+# prompts that do not fit are refused before anything runs; a model file
+# cut or grown while run has it open ends in one message, not a signal.
 source "$(dirname "$0")/lib.sh"
 
 # expect_same NAME FILE_A FILE_B
@@ -204,6 +205,56 @@ expect_same "--temp with one --seed samples the same tokens on ref and cpu" "$tm
 if [ -s "$tmp/s1" ] && ! cmp -s "$tmp/s1" "$tmp/s3"; then ok "another --seed samples other tokens"
 else fail "another --seed samples other tokens" "$(cat "$tmp/s1")" "$(cat "$tmp/s3")"; fi
 
+# The model file changed while `mkc run` has it open, at the moment a test
+# hook holds it (MKC_TEST_PAUSE_AFTER_MAP: mapped, nothing read yet;
+# MKC_TEST_PAUSE_BEFORE_TENSORS: header read, no tensor yet): one message,
+# exit 1, never a signal such as SIGBUS (exit 135).
+# changed_while_running NAME HOOK MODEL FILE CHANGE (a shell command on FILE)
+changed_while_running() {
+  local name=$1 hook=$2 model=$3 file=$4 change=$5 before after rc
+  rm -f "$tmp/pause" && mkfifo "$tmp/pause"
+  before=$(wc -c <"$file")
+  env "$hook=$tmp/pause" "$mkc" run -m "$model" --prompt-ids 1 -n 2 --backend ref >"$tmp/out" 2>"$tmp/err" &
+  local pid=$!
+  # Opening the FIFO returns once mkc waits on it; the change is made, and
+  # closing it lets mkc go on. A mkc that never gets there fails the test.
+  if ! timeout 60 bash -c 'exec 3>"$1"; eval "$2"; exec 3>&-' - "$tmp/pause" "$change"; then
+    kill "$pid" 2>/dev/null
+    wait "$pid"
+    fail "$name: mkc reached the $hook hook" "$(cat "$tmp/err")"
+    return
+  fi
+  wait "$pid"
+  rc=$?
+  after=$(wc -c <"$file")
+  local want="mkc: error: $file: truncated or changed while reading ($before bytes when opened, $after now)"
+  if [ "$rc" -ne 1 ]; then
+    fail "$name: exit status 1" "got $rc" "$(cat "$tmp/err")"
+  elif [ "$(head -n 1 "$tmp/err")" != "$want" ] || [ -s "$tmp/out" ]; then
+    fail "$name: message" "want: $want" "got:  $(cat "$tmp/err" "$tmp/out")"
+  else
+    ok "$name"
+  fi
+}
+g=$tmp/changing.gguf
+cp "$tmp/tiny.gguf" "$g"
+changed_while_running "GGUF emptied after mapping: the header read faults" \
+  MKC_TEST_PAUSE_AFTER_MAP "$g" "$g" "truncate -s 0 $g"
+cp "$tmp/tiny.gguf" "$g"
+changed_while_running "GGUF emptied before the tensors: the first tensor read faults" \
+  MKC_TEST_PAUSE_BEFORE_TENSORS "$g" "$g" "truncate -s 0 $g"
+cp "$tmp/tiny.gguf" "$g"
+changed_while_running "GGUF cut in half before the tensors" \
+  MKC_TEST_PAUSE_BEFORE_TENSORS "$g" "$g" "truncate -s $(($(wc -c <"$g") / 2)) $g"
+cp "$tmp/tiny.gguf" "$g"
+changed_while_running "GGUF grown by a byte before the tensors" \
+  MKC_TEST_PAUSE_BEFORE_TENSORS "$g" "$g" "printf x >>$g"
+if [ -f "$tmp/hf-tiny/model.safetensors" ]; then
+  cp -r "$tmp/hf-tiny" "$tmp/hf-changing"
+  changed_while_running "safetensors emptied before the tensors" MKC_TEST_PAUSE_BEFORE_TENSORS \
+    "$tmp/hf-changing" "$tmp/hf-changing/model.safetensors" "truncate -s 0 $tmp/hf-changing/model.safetensors"
+fi
+
 # The real model: text in, text out, the kernel agreeing with the reference.
 smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$smol" ]; then
@@ -224,6 +275,16 @@ else
     esac
   else
     fail "run SmolLM2" "$(cat "$tmp/err")"
+  fi
+  # The echo shows the prompt as the model reads it, control tokens included.
+  chat=$(printf '<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n')
+  if "$mkc" run -m "$smol" -p "$chat" -n 2 --ctx 32 --backend ref >"$tmp/chat" 2>"$tmp/err"; then
+    case "$(cat "$tmp/chat")" in
+    "$chat"*) ok "SmolLM2 chat: the echo shows <|im_start|> and <|im_end|> as given" ;;
+    *) fail "SmolLM2 chat: the echo shows <|im_start|> and <|im_end|> as given" "$(cat "$tmp/chat")" ;;
+    esac
+  else
+    fail "run SmolLM2 chat prompt" "$(cat "$tmp/err")"
   fi
   long=$(printf ' word%.0s' $(seq 1 40)) # 40 tokens: " word" is one
   expect_error "SmolLM2: a prompt longer than --ctx" \

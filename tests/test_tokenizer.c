@@ -11,7 +11,10 @@
  * the GGUF and from a tokenizer.json made of the same vocabulary, and
  * decode back to the string; SmolLM2's tokenizer round-trips multilingual
  * text, maps single-token words and special tokens to their ids, and
- * streams an emoji's byte tokens without a partial character. */
+ * streams an emoji's byte tokens without a partial character; and texts
+ * with control bytes and ill-formed UTF-8 encode on all five vocabularies
+ * to the ids HF's tokenizers gave (tests/data/tokenize_fixtures.txt, which
+ * also holds llama.cpp's). */
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -266,6 +269,7 @@ static int write_bpe(const char *path, const char *breakage) {
   if (strcmp(brk, "merge-unknown") == 0) merges[1] = "a q!";
   if (strcmp(brk, "merge-no-space") == 0) merges[0] = "bc";
   if (strcmp(brk, "merge-not-token") == 0) n_merges = 5;
+  if (strcmp(brk, "no-byte-4") == 0) tokens[4] = "<no byte 4>";
   mkc_gguf_writer *w = mkc_gguf_writer_new();
   int bad = 0;
   if (strcmp(brk, "no-model") != 0)
@@ -292,6 +296,8 @@ static int write_bpe(const char *path, const char *breakage) {
   bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.bos_token_id",
                           strcmp(brk, "bos-out-of-range") == 0 ? N_BPE : EOT);
   bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", EOT);
+  if (strcmp(brk, "no-byte-4") == 0) /* as SmolLM2's GGUF names it */
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.unknown_token_id", EOT);
   bad |= mkc_gguf_write(w, path);
   mkc_gguf_writer_free(w);
   return bad;
@@ -326,8 +332,10 @@ static void test_bpe(void) {
   free(ids);
   snprintf(want, sizeof want, "%d %d %d", 'x', TOOL, 'y');
   expect_ids(t, "x<tool>y", 0, 0, want, "bpe: a user-defined token is found without parse_special");
-  snprintf(want, sizeof want, "%d %d", 0xff, 0xfe);
-  expect_ids(t, "\xff\xfe", 0, 0, want, "bpe: bytes that are not UTF-8 still encode");
+  /* Each ill-formed byte is read as U+FFFD (EF BF BD), as Python's
+   * b"\xff\xfe".decode("utf-8", "replace") gives two of them. */
+  snprintf(want, sizeof want, "%d %d %d %d %d %d", 0xef, 0xbf, 0xbd, 0xef, 0xbf, 0xbd);
+  expect_ids(t, "\xff\xfe", 0, 0, want, "bpe: bytes that are not UTF-8 read as U+FFFD");
   snprintf(want, sizeof want, "%d %d", EOT, 'a');
   expect_ids(t, "a", 1, 0, want, "bpe: add_bos prepends the BOS id");
 
@@ -335,6 +343,15 @@ static void test_bpe(void) {
   expect_text(t, invalid, 2, 0, "\xef\xbf\xbd\xef\xbf\xbd", "bpe: FF FE decode to two U+FFFD");
   expect_text(t, special, 3, 0, "a<tool>", "bpe: control hidden, user-defined shown");
   expect_text(t, special, 3, 1, "a<|endoftext|><tool>", "bpe: show_special shows both");
+  {
+    mkc_detok d;
+    char out[MKC_DETOK_MAX];
+    mkc_detok_init(&d, t, 0);
+    size_t shown = mkc_detok_push_shown(&d, EOT, out, sizeof out);
+    int same = shown == 13 && memcmp(out, "<|endoftext|>", 13) == 0;
+    CHECK(same && mkc_detok_push(&d, EOT, out, sizeof out) == 0,
+          "bpe: push_shown prints <|endoftext|>, a plain push after it still hides it");
+  }
 
   /* U+1F600 is F0 9F 98 80: nothing until the fourth byte. */
   const unsigned char emoji[] = {0xf0, 0x9f, 0x98, 0x80};
@@ -346,6 +363,29 @@ static void test_bpe(void) {
   CHECK(got[0] == 0 && got[1] == 0 && got[2] == 0 && got[3] == 4 && memcmp(out, emoji, 4) == 0,
         "bpe: an emoji's 4 byte tokens print 0, 0, 0, then all 4 bytes");
   mkc_tokenizer_free(t);
+
+  /* A byte whose character is no token is left out, as llama.cpp's BPE
+   * does: not the unknown id, which here (as in SmolLM2) ends generation. */
+  path = tmp_path("bpe-no-byte-4.gguf");
+  t = write_bpe(path, "no-byte-4") == 0 ? open_tokenizer(path) : NULL;
+  CHECK(t != NULL, "bpe without a token for byte 4: loads");
+  if (t) {
+    snprintf(want, sizeof want, "%d %d", 'a', 'b');
+    expect_ids(t,
+               "a\x04"
+               "b",
+               0, 0, want, "bpe: byte 4 with no token is left out, never <unk>");
+    snprintf(want, sizeof want, "%d %d %d", 'a', 0, 'b');
+    int *ids = NULL;
+    int n = mkc_tokenizer_encode(t,
+                                 "a\x00\x04"
+                                 "b",
+                                 4, 0, 0, &ids);
+    CHECK(n == 3 && strcmp(ids_text(ids, n), want) == 0,
+          "bpe: NUL through the API is byte 0's token, byte 4 left out: %s", ids_text(ids, n));
+    free(ids);
+    mkc_tokenizer_free(t);
+  }
 }
 
 /* Each split against the real pattern's (Python's `regex`, HF's Split
@@ -534,8 +574,60 @@ static void expect_json_error(const char *json, const char *config, const char *
   mkc_tokenizer_free(t);
 }
 
+/* bpe_json's vocabulary without the characters of bytes 1, 2 and 4; byte
+ * 1's place holds "<unk>", named model.unk_token when unk says so. */
+static char *bpe_json_unk(const char *byte_level, int unk, int fuse) {
+  char *text = bpe_json(byte_level, "BPE");
+  cJSON *root = cJSON_Parse(text), *model = cJSON_GetObjectItem(root, "model");
+  cJSON *vocab = cJSON_GetObjectItem(model, "vocab");
+  const char *names[] = {"<unk>", "<no byte 2>", "<no byte 4>"};
+  int bytes[] = {1, 2, 4};
+  for (int k = 0; k < 3; k++) {
+    char c[5];
+    c[mkc_utf8_put(mkc_bpe_byte_char(bytes[k]), c)] = '\0';
+    cJSON_DeleteItemFromObject(vocab, c);
+    cJSON_AddNumberToObject(vocab, names[k], bytes[k]);
+  }
+  if (unk) cJSON_AddStringToObject(model, "unk_token", "<unk>");
+  cJSON_AddBoolToObject(model, "fuse_unk", fuse);
+  free(text);
+  text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  return text;
+}
+
+/* Characters with no token in HF's BPE: dropped without model.unk_token,
+ * else the unknown token, one per run in a word with fuse_unk. Expected ids
+ * from tokenizers 0.20 on the same vocabulary. */
+static void test_json_unknown(const char *byte_level) {
+  static const struct {
+    int unk, fuse;
+    const char *ids, *name;
+  } CASES[] = {
+      {0, 0, "97 98 32 32", "without unk_token they are left out"},
+      {1, 0, "97 1 1 98 32 1 1 32 1", "with unk_token each is <unk>"},
+      {1, 1, "97 1 98 32 1 32 1", "with fuse_unk a run in a word is one <unk>"},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    char *json = bpe_json_unk(byte_level, CASES[i].unk, CASES[i].fuse);
+    mkc_tokenizer *t = mkc_tok_from_json(json, strlen(json), NULL, 0, "DIR");
+    char name[160];
+    snprintf(name, sizeof name, "tokenizer.json: bytes 1, 2, 4 have no token: %s", CASES[i].name);
+    if (t)
+      expect_ids(t,
+                 "a\x01\x02"
+                 "b \x04\x04 \x01",
+                 0, 0, CASES[i].ids, name);
+    else
+      CHECK(0, "%s: loads", name);
+    mkc_tokenizer_free(t);
+    free(json);
+  }
+}
+
 static void test_json(void) {
   const char *byte_level = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}";
+  test_json_unknown(byte_level);
   char *json = bpe_json(byte_level, "BPE");
   const char *config =
       "{\"bos_token\":{\"content\":\"<|endoftext|>\"},\"eos_token\":\"<|endoftext|>\","
@@ -821,6 +913,79 @@ static void test_smollm(const char *dir) {
   mkc_tokenizer_free(t);
 }
 
+/* ---- control bytes and ill-formed UTF-8 (tests/data/tokenize_fixtures.txt) ---- */
+
+/* The fixture's text: \xNN escapes, every other byte as it is. */
+static size_t unescape(const char *s, char *out) {
+  size_t n = 0;
+  while (*s) {
+    unsigned v;
+    if (s[0] == '\\' && s[1] == 'x' && sscanf(s + 2, "%2x", &v) == 1)
+      out[n++] = (char)v, s += 4;
+    else
+      out[n++] = *s++;
+  }
+  return n;
+}
+
+/* One vocabulary's lines of the fixture against mkc, from the GGUF. */
+static void check_fixture(const char *dir, const char *vocab, char **lines, int n) {
+  char path[1024];
+  if (strcmp(vocab, "smollm2") == 0)
+    snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", dir);
+  else
+    snprintf(path, sizeof path, "%s/vocab/ggml-vocab-%s.gguf", dir, vocab);
+  mkc_gguf *f = access(path, R_OK) == 0 ? mkc_gguf_open(path) : NULL;
+  mkc_tokenizer *t = f ? mkc_tokenizer_from_gguf(f) : NULL;
+  mkc_gguf_close(f);
+  if (!t) {
+    CHECK_SKIP("%s: %s missing (run tests/data/fetch.sh)", vocab, path);
+    return;
+  }
+  int wrong = 0, cpp_agrees = 0;
+  for (int i = 0; i < n; i++) {
+    char *field[4], *save = NULL, text[512];
+    field[0] = strtok_r(lines[i], "\t", &save);
+    for (int k = 1; k < 4; k++) field[k] = strtok_r(NULL, "\t", &save);
+    size_t len = unescape(field[1], text);
+    int *ids = NULL;
+    int m = mkc_tokenizer_encode(t, text, len, 0, 0, &ids);
+    const char *actual = m < 0 ? "(error)" : m == 0 ? "-" : ids_text(ids, m);
+    if (strcmp(actual, field[2]) != 0 && wrong++ < 5)
+      printf("     | %s: '%s': expected [%s] (HF), actual [%s]\n", vocab, field[1], field[2],
+             actual);
+    cpp_agrees += strcmp(actual, field[3]) == 0;
+    free(ids);
+  }
+  CHECK_INT(wrong, 0,
+            "%s: %d texts with control bytes and ill-formed UTF-8 encode to HF's ids "
+            "(llama.cpp gives the same for %d)",
+            vocab, n, cpp_agrees);
+  mkc_tokenizer_free(t);
+}
+
+static void test_fixtures(const char *dir) {
+  static const char *const VOCABS[] = {"smollm2", "llama-bpe", "qwen2", "gpt-2", "llama-spm"};
+  char *text = mkc_read_file(MKC_SOURCE_DIR "/tests/data/tokenize_fixtures.txt", NULL);
+  CHECK(text != NULL, "tests/data/tokenize_fixtures.txt reads");
+  if (!text) return;
+  char *lines[1024], *save = NULL;
+  int n = 0;
+  for (char *line = strtok_r(text, "\n", &save); line && n < 1024;
+       line = strtok_r(NULL, "\n", &save))
+    if (line[0] != '#') lines[n++] = line;
+  for (size_t v = 0; v < sizeof VOCABS / sizeof *VOCABS; v++) {
+    char *mine[1024];
+    int m = 0;
+    size_t len = strlen(VOCABS[v]);
+    for (int i = 0; i < n; i++)
+      if (strncmp(lines[i], VOCABS[v], len) == 0 && lines[i][len] == '\t') mine[m++] = lines[i];
+    CHECK(m >= 30, "tokenize_fixtures.txt: %d lines for %s", m, VOCABS[v]);
+    if (m) check_fixture(dir, VOCABS[v], mine, m);
+  }
+  free(text);
+}
+
 int main(void) {
   if (scratch_open("tokenizer") != 0) return 1;
   test_spm();
@@ -838,6 +1003,7 @@ int main(void) {
     test_vocab(dir, "qwen2", "bpe (qwen2)");
     test_vocab(dir, "gpt-2", "bpe (gpt2)");
     test_smollm(dir);
+    test_fixtures(dir);
   }
   scratch_close();
   return check_done();

@@ -1,6 +1,7 @@
 /* mkc info: what a model file holds, read through the checking readers:
  * architecture and sizes (GGUF metadata or config.json), tensors by type, the
- * tokenizer, and the graph preset mkc derives from them. */
+ * tokenizer, and the graph preset mkc derives from them. Text from the file
+ * is shown escaped (mkc_shown). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "model/model_file.h"
 #include "formats/safetensors.h"
 #include "tokenizer/tokenizer.h"
+#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc info -m FILE.gguf|DIR\n"
@@ -82,8 +84,8 @@ static int info_gguf(const char *path) {
   printf("format: GGUF v%" PRIu32 ", %zu bytes, alignment %" PRIu64 ", %" PRIu64
          " metadata entries\n",
          f->version, f->size, f->alignment, f->n_kv);
-  printf("architecture: %s\n", arch);
-  printf("name: %s\n", str_or_none(f, "general.name"));
+  printf("architecture: %s\n", mkc_shown(arch));
+  printf("name: %s\n", mkc_shown(str_or_none(f, "general.name")));
   /* The architecture's own keys hold the sizes: block_count, embedding_length, ... */
   size_t prefix = strlen(arch);
   for (uint64_t i = 0; i < f->n_kv; i++) {
@@ -91,7 +93,7 @@ static int info_gguf(const char *path) {
     if (strncmp(kv->key, arch, prefix) != 0 || kv->key[prefix] != '.') continue;
     char value[256];
     mkc_gguf_format_value(kv, value, sizeof value);
-    printf("%s = %s\n", kv->key, value);
+    printf("%s = %s\n", mkc_shown(kv->key), value);
   }
   print_tensors(f);
   fflush(stdout);
@@ -101,7 +103,7 @@ static int info_gguf(const char *path) {
   int runs = mkc_model_file_open(path, &mf) == 0;
   if (!runs || !mf.tok) {
     const mkc_gguf_kv *tokens = mkc_gguf_find(f, "tokenizer.ggml.tokens");
-    printf("tokenizer: %s", str_or_none(f, "tokenizer.ggml.model"));
+    printf("tokenizer: %s", mkc_shown(str_or_none(f, "tokenizer.ggml.model")));
     if (tokens && tokens->type == MKC_GGUF_ARRAY) printf(" (%" PRIu64 " tokens)", tokens->n);
     printf("\n");
   }

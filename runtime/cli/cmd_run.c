@@ -320,7 +320,7 @@ int mkc_cmd_run(int argc, char **argv) {
      * right. */
     char buf[MKC_DETOK_MAX];
     for (int i = 0; i < n_prompt; i++) {
-      size_t n = mkc_detok_push(&text.detok, prompt[i], buf, sizeof buf);
+      size_t n = mkc_detok_push_shown(&text.detok, prompt[i], buf, sizeof buf);
       if (!c.no_display_prompt) fwrite(buf, 1, n, stdout);
     }
     fflush(stdout);

@@ -1,19 +1,17 @@
-/* The GGUF reader: maps the file, checks every length, count and offset
- * against the bytes that are really there before trusting it, and indexes
- * metadata and tensors by name. Also the bridge to the weight store. */
+/* The GGUF reader: maps the file (its reads guarded against the file
+ * shrinking, util/mapped.h), checks every length, count and offset against
+ * the bytes that are really there before trusting it, and copies the
+ * metadata out. Indexes metadata and tensors by name. Also the bridge to the
+ * weight store. */
 #include "gguf.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "util/files.h"
+#include "util/text.h"
 
 /* The fewest bytes one entry can take: a counted claim larger than the file
  * could hold is refused before anything is allocated for it. */
@@ -43,7 +41,7 @@ typedef struct cursor {
 
 static const char *describe(const cursor *c, char *buf, size_t size) {
   if (c->name)
-    snprintf(buf, size, "%s '%s'", c->what, c->name);
+    snprintf(buf, size, "%s '%s'", c->what, mkc_shown(c->name));
   else if (c->index != NO_INDEX)
     snprintf(buf, size, "%s %" PRIu64, c->what, c->index);
   else
@@ -100,26 +98,27 @@ static int read_str(cursor *c, mkc_gguf_str *s) {
   return 0;
 }
 
-static char *copy_str(const mkc_gguf *f, mkc_gguf_str s) {
-  char *copy = malloc(s.len + 1);
-  if (!copy) {
+/* A NUL-terminated copy into *out, stored before the bytes are read from
+ * the mapping, so a fault there leaves nothing unfreed. */
+static int copy_str(const mkc_gguf *f, mkc_gguf_str s, char **out) {
+  if (!(*out = malloc(s.len + 1))) {
     mkc_error_in(f->path, "out of memory for a %" PRIu64 "-byte string", s.len);
-    return NULL;
+    return -1;
   }
-  memcpy(copy, s.s, s.len);
-  copy[s.len] = '\0';
-  return copy;
+  memcpy(*out, s.s, s.len);
+  (*out)[s.len] = '\0';
+  return 0;
 }
 
 /* A name or key that goes through C string functions must not hide a NUL. */
-static char *read_name(cursor *c, const char *kind) {
+static int read_name(cursor *c, const char *kind, char **out) {
   mkc_gguf_str s;
-  if (read_str(c, &s)) return NULL;
+  if (read_str(c, &s)) return -1;
   if (memchr(s.s, 0, s.len)) {
     mkc_error_in(c->f->path, "%s %" PRIu64 ": the %s contains a NUL byte", c->what, c->index, kind);
-    return NULL;
+    return -1;
   }
-  return copy_str(c->f, s);
+  return copy_str(c->f, s, out);
 }
 
 static int read_value(cursor *c, mkc_gguf_kv *kv) {
@@ -154,8 +153,7 @@ static int read_value(cursor *c, mkc_gguf_kv *kv) {
   if (kv->elem_type != MKC_GGUF_STRING)
     return take(c, kv->n * (uint64_t)VALUE_BYTES[kv->elem_type]) ? 0 : -1;
   mkc_gguf_str s;
-  if (kv->type == MKC_GGUF_STRING)
-    return read_str(c, &s) || !(kv->str = copy_str(c->f, s)) ? -1 : 0;
+  if (kv->type == MKC_GGUF_STRING) return read_str(c, &s) || copy_str(c->f, s, &kv->str);
   kv->strs = malloc((kv->n ? kv->n : 1) * sizeof *kv->strs);
   if (!kv->strs) {
     mkc_error_in(c->f->path, "out of memory for %" PRIu64 " strings", kv->n);
@@ -163,6 +161,21 @@ static int read_value(cursor *c, mkc_gguf_kv *kv) {
   }
   for (uint64_t i = 0; i < kv->n; i++)
     if (read_str(c, &kv->strs[i])) return -1;
+  return 0;
+}
+
+/* The value's bytes (kv->value up to the cursor) copied out of the file,
+ * kv->value and kv->strs pointing into the copy. */
+static int own_value(cursor *c, mkc_gguf_kv *kv) {
+  size_t n = (size_t)(c->f->base + c->pos - kv->value);
+  if (!(kv->owned = malloc(n ? n : 1))) {
+    mkc_error_in(c->f->path, "out of memory for %zu bytes of metadata '%s'", n, mkc_shown(kv->key));
+    return -1;
+  }
+  memcpy(kv->owned, kv->value, n);
+  for (uint64_t i = 0; kv->strs && i < kv->n; i++)
+    kv->strs[i].s = (const char *)kv->owned + ((const uint8_t *)kv->strs[i].s - kv->value);
+  kv->value = kv->owned;
   return 0;
 }
 
@@ -185,16 +198,16 @@ static int read_metadata(cursor *c) {
   for (uint64_t i = 0; i < f->n_kv; i++) {
     mkc_gguf_kv *kv = &f->kv[i];
     *c = (cursor){f, c->pos, "metadata entry", NULL, i};
-    if (!(kv->key = read_name(c, "key"))) return -1;
+    if (read_name(c, "key", &kv->key)) return -1;
     c->what = "metadata";
     c->name = kv->key;
-    if (read_u32(c, &kv->type) || read_value(c, kv)) return -1;
+    if (read_u32(c, &kv->type) || read_value(c, kv) || own_value(c, kv)) return -1;
     f->kv_sorted[i] = kv;
   }
   qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, cmp_kv);
   for (uint64_t i = 1; i < f->n_kv; i++) {
     if (strcmp(f->kv_sorted[i - 1]->key, f->kv_sorted[i]->key) == 0) {
-      mkc_error_in(f->path, "duplicate metadata key '%s'", f->kv_sorted[i]->key);
+      mkc_error_in(f->path, "duplicate metadata key '%s'", mkc_shown(f->kv_sorted[i]->key));
       return -1;
     }
   }
@@ -225,15 +238,16 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
   mkc_gguf *f = c->f;
   if (read_u32(c, &t->n_dims)) return -1;
   if (t->n_dims < 1 || t->n_dims > MKC_GGUF_MAX_DIMS) {
-    mkc_error_in(f->path, "tensor '%s': %" PRIu32 " dimensions (mkc reads 1 to %d)", t->name,
-                 t->n_dims, MKC_GGUF_MAX_DIMS);
+    mkc_error_in(f->path, "tensor '%s': %" PRIu32 " dimensions (mkc reads 1 to %d)",
+                 mkc_shown(t->name), t->n_dims, MKC_GGUF_MAX_DIMS);
     return -1;
   }
   for (int d = 0; d < MKC_GGUF_MAX_DIMS; d++) {
     uint64_t ne = 1;
     if ((uint32_t)d < t->n_dims && read_u64(c, &ne)) return -1;
     if (ne > INT64_MAX) {
-      mkc_error_in(f->path, "tensor '%s': ne[%d] = %" PRIu64 " is out of range", t->name, d, ne);
+      mkc_error_in(f->path, "tensor '%s': ne[%d] = %" PRIu64 " is out of range", mkc_shown(t->name),
+                   d, ne);
       return -1;
     }
     t->ne[d] = (int64_t)ne;
@@ -241,7 +255,7 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
   if (read_u32(c, &t->type) || read_u64(c, &t->offset)) return -1;
   const mkc_ggml_type_info *type = mkc_ggml_type(t->type);
   if (!type) {
-    mkc_error_in(f->path, "tensor '%s': unknown tensor type %" PRIu32, t->name, t->type);
+    mkc_error_in(f->path, "tensor '%s': unknown tensor type %" PRIu32, mkc_shown(t->name), t->type);
     return -1;
   }
   uint64_t n = 1;
@@ -256,13 +270,13 @@ static int read_tensor_info(cursor *c, mkc_gguf_tensor *t) {
     mkc_error_in(f->path,
                  "tensor '%s': ne {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
                  "} overflows 64 bits",
-                 t->name, t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+                 mkc_shown(t->name), t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
     return -1;
   }
   if (t->ne[0] % type->block) {
     mkc_error_in(f->path,
                  "tensor '%s': ne[0] = %" PRId64 " is not a multiple of the %s block size %d",
-                 t->name, t->ne[0], type->name, type->block);
+                 mkc_shown(t->name), t->ne[0], type->name, type->block);
     return -1;
   }
   t->n_elems = n;
@@ -277,14 +291,14 @@ static int place_tensor(mkc_gguf *f, mkc_gguf_tensor *t) {
   if (t->offset % f->alignment) {
     mkc_error_in(f->path,
                  "tensor '%s': data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
-                 t->name, t->offset, f->alignment);
+                 mkc_shown(t->name), t->offset, f->alignment);
     return -1;
   }
   if (t->offset > region || t->n_bytes > region - t->offset) {
     mkc_error_in(f->path,
                  "tensor '%s': %" PRIu64 " bytes at data offset %" PRIu64
                  " run past the end of the file (the data section holds %" PRIu64 " bytes)",
-                 t->name, t->n_bytes, t->offset, region);
+                 mkc_shown(t->name), t->n_bytes, t->offset, region);
     return -1;
   }
   t->data = f->base + start + t->offset;
@@ -303,7 +317,7 @@ static int read_tensors(cursor *c) {
   for (uint64_t i = 0; i < f->n_tensors; i++) {
     mkc_gguf_tensor *t = &f->tensors[i];
     *c = (cursor){f, c->pos, "tensor info", NULL, i};
-    if (!(t->name = read_name(c, "name"))) return -1;
+    if (read_name(c, "name", &t->name)) return -1;
     c->what = "tensor";
     c->name = t->name;
     if (read_tensor_info(c, t)) return -1;
@@ -316,14 +330,15 @@ static int read_tensors(cursor *c) {
   qsort(f->by_name, f->n_tensors, sizeof *f->by_name, cmp_tensor);
   for (uint64_t i = 1; i < f->n_tensors; i++) {
     if (strcmp(f->by_name[i - 1]->name, f->by_name[i]->name) == 0) {
-      mkc_error_in(f->path, "duplicate tensor name '%s'", f->by_name[i]->name);
+      mkc_error_in(f->path, "duplicate tensor name '%s'", mkc_shown(f->by_name[i]->name));
       return -1;
     }
   }
   return 0;
 }
 
-static int parse(mkc_gguf *f) {
+static int parse(void *ctx) {
+  mkc_gguf *f = ctx;
   cursor c = {f, 0, "the header", NULL, NO_INDEX};
   const uint8_t *magic = take(&c, 4);
   if (!magic) return -1;
@@ -360,54 +375,37 @@ static int parse(mkc_gguf *f) {
   return read_tensors(&c);
 }
 
-static mkc_gguf *parse_new(const char *path, const void *base, size_t size, int mapped) {
+/* Parses size bytes at base (map's, when it is mapped: then every read of
+ * it is guarded). Takes map over, even on failure. */
+static mkc_gguf *parse_new(const char *path, const void *base, size_t size, mkc_mapped *map) {
+  static const uint8_t empty[1];
   mkc_gguf *f = calloc(1, sizeof *f);
   char *name = strdup(path);
   if (!f || !name) {
     fprintf(stderr, "mkc: error: %s: out of memory\n", path);
-    if (mapped) munmap((void *)base, size);
+    mkc_mapped_close(map);
     free(f);
     free(name);
     return NULL;
   }
   f->path = name;
-  f->base = base;
+  f->base = size ? base : empty;
   f->size = size;
-  f->mapped = mapped;
-  if (parse(f) == 0) return f;
+  f->map = *map;
+  if (mkc_mapped_read(&f->map, f->path, parse, f) == 0) return f;
   mkc_gguf_close(f);
   return NULL;
 }
 
 mkc_gguf *mkc_gguf_open_memory(const void *data, size_t size, const char *name) {
-  static const uint8_t empty[1];
-  return parse_new(name, size ? data : empty, size, 0);
+  mkc_mapped none = {NULL, 0, -1, 0};
+  return parse_new(name, data, size, &none);
 }
 
 mkc_gguf *mkc_gguf_open(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    fprintf(stderr, "mkc: error: %s: cannot open: %s\n", path, strerror(errno));
-    return NULL;
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    fprintf(stderr, "mkc: error: %s: not a regular file\n", path);
-    close(fd);
-    return NULL;
-  }
-  size_t size = (size_t)st.st_size;
-  void *base = NULL;
-  if (size > 0) { /* mmap refuses length 0 */
-    base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (base == MAP_FAILED) {
-      fprintf(stderr, "mkc: error: %s: cannot map: %s\n", path, strerror(errno));
-      close(fd);
-      return NULL;
-    }
-  }
-  close(fd);
-  return size ? parse_new(path, base, size, 1) : mkc_gguf_open_memory(NULL, 0, path);
+  mkc_mapped map;
+  if (mkc_mapped_open(path, &map)) return NULL;
+  return parse_new(path, map.base, map.size, &map);
 }
 
 void mkc_gguf_close(mkc_gguf *f) {
@@ -416,13 +414,14 @@ void mkc_gguf_close(mkc_gguf *f) {
     free(f->kv[i].key);
     free(f->kv[i].str);
     free(f->kv[i].strs);
+    free(f->kv[i].owned);
   }
   for (uint64_t i = 0; f->tensors && i < f->n_tensors; i++) free(f->tensors[i].name);
   free(f->kv);
   free(f->kv_sorted);
   free(f->tensors);
   free(f->by_name);
-  if (f->mapped) munmap((void *)f->base, f->size);
+  mkc_mapped_close(&f->map);
   free(f->path);
   free(f);
 }
@@ -492,7 +491,7 @@ void mkc_gguf_format_value(const mkc_gguf_kv *kv, char *buf, size_t size) {
   if (kv->type == MKC_GGUF_ARRAY)
     snprintf(buf, size, "[%" PRIu64 " x %s]", kv->n, mkc_gguf_vtype_name(kv->elem_type));
   else if (kv->type == MKC_GGUF_STRING)
-    snprintf(buf, size, "\"%s\"", kv->str);
+    snprintf(buf, size, "\"%s\"", mkc_shown_n(kv->str, read_le(kv->value, 8)));
   else if (kv->type == MKC_GGUF_BOOL)
     snprintf(buf, size, "%s", kv->value[0] ? "true" : "false");
   else if (kv->type == MKC_GGUF_FLOAT32 || kv->type == MKC_GGUF_FLOAT64)
@@ -512,7 +511,8 @@ static int type_error(const mkc_gguf *f, const mkc_gguf_kv *kv, const char *expe
     mkc_gguf_format_value(kv, value, sizeof value);
     snprintf(actual, sizeof actual, "%s %s", mkc_gguf_vtype_name(kv->type), value);
   }
-  mkc_error_in(f->path, "metadata '%s': Expected %s, Actual %s", kv->key, expected, actual);
+  mkc_error_in(f->path, "metadata '%s': Expected %s, Actual %s", mkc_shown(kv->key), expected,
+               actual);
   return -1;
 }
 
@@ -579,7 +579,19 @@ static int shape_matches(const mkc_gguf_tensor *t, const mkc_weight_info *w) {
   return t->ne[0] == w->cols && t->ne[1] == w->rows && t->ne[2] == 1 && t->ne[3] == 1;
 }
 
+typedef struct dequant_job {
+  const mkc_gguf_tensor *t;
+  uint16_t *dst;
+} dequant_job;
+
+static int dequant(void *ctx) {
+  dequant_job *job = ctx;
+  mkc_dequant_bf16(job->t->type, job->t->data, job->t->n_elems, job->dst);
+  return 0;
+}
+
 int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w) {
+  mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_TENSORS");
   if (mkc_weights_begin(w, g) != 0) {
     mkc_error_in(f->path, "out of memory for %d weights", g->n_weights);
     return -1;
@@ -593,8 +605,8 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
       goto fail;
     }
     if (!mkc_ggml_type(t->type)->readable) {
-      mkc_error_in(f->path, "tensor '%s': type %s is not supported (mkc reads %s)", t->name,
-                   mkc_ggml_type(t->type)->name, mkc_dequant_type_names());
+      mkc_error_in(f->path, "tensor '%s': type %s is not supported (mkc reads %s)",
+                   mkc_shown(t->name), mkc_ggml_type(t->type)->name, mkc_dequant_type_names());
       goto fail;
     }
     if (!shape_matches(t, info)) {
@@ -602,17 +614,18 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
       for (int d = (int)t->n_dims - 1; d >= 0; d--)
         snprintf(actual + strlen(actual), sizeof actual - strlen(actual), "%s%" PRId64,
                  d == (int)t->n_dims - 1 ? "" : ", ", t->ne[d]);
-      mkc_error_in(f->path, "tensor '%s': Expected [%d, %d], Actual [%s]", t->name, info->rows,
-                   info->cols, actual);
+      mkc_error_in(f->path, "tensor '%s': Expected [%d, %d], Actual [%s]", mkc_shown(t->name),
+                   info->rows, info->cols, actual);
       goto fail;
     }
     mkc_tensor *dst = mkc_weights_append(w, info);
     if (!dst) {
-      mkc_error_in(f->path, "tensor '%s': out of memory for %" PRIu64 " elements", t->name,
-                   t->n_elems);
+      mkc_error_in(f->path, "tensor '%s': out of memory for %" PRIu64 " elements",
+                   mkc_shown(t->name), t->n_elems);
       goto fail;
     }
-    mkc_dequant_bf16(t->type, t->data, t->n_elems, dst->data);
+    dequant_job job = {t, dst->data};
+    if (mkc_mapped_read(&f->map, f->path, dequant, &job)) goto fail;
   }
   return 0;
 fail:

@@ -15,6 +15,7 @@
 
 #include "dequant.h"
 #include "codegen/graph.h"
+#include "util/mapped.h"
 #include "weights.h"
 
 /* Metadata value types (the file's numbering). */
@@ -49,9 +50,11 @@ typedef struct mkc_gguf_kv {
   uint32_t type;        /* enum mkc_gguf_vtype */
   uint32_t elem_type;   /* arrays: the elements' type; else == type */
   uint64_t n;           /* arrays: the element count; else 1 */
-  const uint8_t *value; /* in the file: the scalar or the first element, unaligned */
+  const uint8_t *value; /* the scalar or the first element, unaligned, in owned */
   char *str;            /* STRING: NUL-terminated copy */
-  mkc_gguf_str *strs;   /* array of STRING: [n] */
+  mkc_gguf_str *strs;   /* array of STRING: [n], in owned */
+  uint8_t *owned;       /* the value's bytes copied from the file: after open, only
+                           tensor data is read from the mapping */
 } mkc_gguf_kv;
 
 typedef struct mkc_gguf_tensor {
@@ -61,7 +64,7 @@ typedef struct mkc_gguf_tensor {
   int64_t ne[MKC_GGUF_MAX_DIMS]; /* ne[0] is the fastest dim (cols), ne[1] rows; unused 1 */
   uint64_t offset;               /* bytes from the start of the data section */
   uint64_t n_elems, n_bytes;
-  const uint8_t *data; /* in the file */
+  const uint8_t *data; /* in the file (read through mkc_gguf_load_weights) */
 } mkc_gguf_tensor;
 
 typedef struct mkc_gguf {
@@ -71,7 +74,7 @@ typedef struct mkc_gguf {
   uint64_t data_offset; /* start of the tensor data section */
   const uint8_t *base;  /* the whole file (mapped, or the caller's bytes) */
   size_t size;
-  int mapped;
+  mkc_mapped map; /* the mapping (map.fd -1 for the caller's bytes) */
   uint64_t n_kv;
   mkc_gguf_kv *kv; /* [n_kv], file order */
   uint64_t n_tensors;
@@ -83,7 +86,8 @@ typedef struct mkc_gguf {
 /* Maps and parses path. NULL after a "mkc: error: PATH: ..." message on any
  * defect: wrong magic or version, truncation, counts or lengths the file
  * cannot hold, unknown value or tensor types, bad dims, misaligned or
- * out-of-bounds tensor data, duplicate keys or tensor names. */
+ * out-of-bounds tensor data, duplicate keys or tensor names, a file
+ * truncated or changed while it is read (util/mapped.h). */
 mkc_gguf *mkc_gguf_open(const char *path);
 /* The same on size bytes at data, which must outlive the result; name is
  * used in messages. */
@@ -108,7 +112,8 @@ int mkc_gguf_get_arr(const mkc_gguf *f, const char *key, int elem_type, const mk
 int64_t mkc_gguf_arr_int(const mkc_gguf_kv *kv, uint64_t i);
 double mkc_gguf_arr_float(const mkc_gguf_kv *kv, uint64_t i);
 mkc_gguf_str mkc_gguf_arr_str(const mkc_gguf_kv *kv, uint64_t i);
-/* A value as text: the scalar, a quoted string, or "[N x u32]" for arrays. */
+/* A value as text: the scalar, a quoted string (escaped: util/text.h), or
+ * "[N x u32]" for arrays. */
 void mkc_gguf_format_value(const mkc_gguf_kv *kv, char *buf, size_t size);
 const char *mkc_gguf_vtype_name(uint32_t type); /* "u32", "string", ...; "?" if unknown */
 
@@ -118,7 +123,8 @@ const mkc_gguf_tensor *mkc_gguf_find_tensor(const mkc_gguf *f, const char *name)
 /* Every weight of g from the file: found by name, shape checked (ne[0] =
  * cols, ne[1] = rows, a 1-D tensor has rows 1), converted to bf16. Returns 0,
  * or -1 after a message naming the tensor (missing, Expected/Actual shape,
- * a type mkc does not read); w is then empty. */
+ * a type mkc does not read) or the file (truncated or changed since it was
+ * opened); w is then empty. */
 int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w);
 
 /* The writer (v3). Metadata and tensors are written in the order added;

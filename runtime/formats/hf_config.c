@@ -4,6 +4,7 @@
  * (RoPE scalings other than linear, llama3 and yarn, other activations,
  * biases it has no weight for). */
 #include "hf.h"
+#include "util/text.h"
 #include "safetensors.h"
 
 #include <cjson/cJSON.h>
@@ -190,7 +191,7 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
   if (strcmp(name, "default") == 0 || strcmp(name, "none") == 0) return 0;
   s->type = mkc_rope_scaling_from_name(name);
   char where[64];
-  snprintf(where, sizeof where, "%s %s", key, name);
+  snprintf(where, sizeof where, "%s %s", key, mkc_shown(name));
   switch (s->type) {
   case MKC_ROPE_SCALING_LINEAR:
     return need_positive(c, obj, where, "factor", &s->factor);
@@ -211,7 +212,7 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
   default:
     return mkc_error_in(c->where,
                         "unsupported %s \"%.40s\" (mkc runs default, linear, llama3 and yarn)", key,
-                        name);
+                        mkc_shown(name));
   }
 }
 
@@ -249,8 +250,8 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
   if (!arch)
     return mkc_error_in(c->where,
-                        "unsupported model_type \"%.40s\" (mkc reads llama, mistral, qwen2, qwen3)",
-                        type->valuestring);
+                        "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3)",
+                        mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->model_type);
   name_from_dir(dir_name, arch->model_type, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;

@@ -1,5 +1,6 @@
-/* The safetensors reader: maps each file, checks the header's JSON (cJSON)
- * entry by entry against the bytes that are really there, follows a sharded
+/* The safetensors reader: maps each file (its reads guarded against the
+ * file shrinking, util/mapped.h), checks the header's JSON (cJSON) entry by
+ * entry against the bytes that are really there, follows a sharded
  * checkpoint's index, and indexes the tensors by name. Also the bridge from
  * HF tensors to the weight store. */
 #include "hf.h"
@@ -7,17 +8,16 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "dequant.h"
 #include "util/files.h"
+#include "util/mapped.h"
 #include "util/text.h"
 
 #define MAX_EXACT 9007199254740992.0 /* 2^53: JSON numbers above it are not exact integers */
@@ -26,7 +26,7 @@ typedef struct st_file {
   char *path;
   const uint8_t *base;
   size_t size;
-  int mapped;
+  mkc_mapped map; /* map.fd -1 for the caller's bytes */
 } st_file;
 
 struct mkc_safetensors {
@@ -71,9 +71,12 @@ static int dtype_by_name(const char *name) {
 const char *mkc_json_describe(const cJSON *v, char *buf, size_t size) {
   if (cJSON_IsNumber(v))
     snprintf(buf, size, "%.17g", v->valuedouble);
-  else if (cJSON_IsString(v))
-    snprintf(buf, size, "\"%.40s%s\"", v->valuestring, strlen(v->valuestring) > 40 ? "..." : "");
-  else
+  else if (cJSON_IsString(v)) {
+    char shown[200];
+    size_t n = strlen(v->valuestring);
+    mkc_escape(v->valuestring, n > 40 ? 40 : n, shown, sizeof shown);
+    snprintf(buf, size, "\"%s%s\"", shown, n > 40 ? "..." : "");
+  } else
     snprintf(buf, size, "%s",
              cJSON_IsBool(v)     ? (cJSON_IsTrue(v) ? "true" : "false")
              : cJSON_IsNull(v)   ? "null"
@@ -110,7 +113,8 @@ static int read_dtype(const char *path, const char *name, const cJSON *dtype, mk
     return -1;
   }
   if ((t->dtype = dtype_by_name(dtype->valuestring)) < 0) {
-    mkc_error_in(path, "tensor '%s': unknown dtype \"%.40s\"", name, dtype->valuestring);
+    mkc_error_in(path, "tensor '%s': unknown dtype %s", name,
+                 mkc_json_describe(dtype, v, sizeof v));
     return -1;
   }
   return 0;
@@ -205,7 +209,7 @@ static int read_offsets(const char *path, const char *name, const cJSON *offsets
  * the bytes after the header. */
 static int read_entry(const char *path, const cJSON *e, uint64_t data_size, const uint8_t *data,
                       mkc_st_tensor *t) {
-  const char *name = e->string;
+  const char *name = mkc_shown(e->string); /* for messages only */
   char v[96];
   if (!cJSON_IsObject(e)) {
     mkc_error_in(path, "tensor '%s': Expected an object, Actual %s", name,
@@ -242,7 +246,10 @@ static cJSON *parse_header(const st_file *f, uint64_t len) {
     mkc_error_in(f->path, "out of memory for a %" PRIu64 "-byte header", len);
     return NULL;
   }
-  memcpy(text, f->base + 8, len);
+  if (mkc_mapped_copy(&f->map, f->path, text, f->base + 8, len)) {
+    free(text);
+    return NULL;
+  }
   text[len] = '\0';
   const char *end = NULL;
   cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
@@ -270,8 +277,10 @@ static int parse_file(mkc_safetensors *st, int file) {
     mkc_error_in(f->path, "the file is %zu bytes, too short for the 8-byte header length", f->size);
     return -1;
   }
+  uint8_t head[8];
+  if (mkc_mapped_copy(&f->map, f->path, head, f->base, 8)) return -1;
   uint64_t len = 0;
-  for (int i = 7; i >= 0; i--) len = len << 8 | f->base[i];
+  for (int i = 7; i >= 0; i--) len = len << 8 | head[i];
   if (len > MKC_ST_MAX_HEADER) {
     mkc_error_in(f->path, "header length %" PRIu64 " is over mkc's limit of %d bytes", len,
                  MKC_ST_MAX_HEADER);
@@ -344,10 +353,10 @@ static int index_names(mkc_safetensors *st, const char *index_path) {
       a = first;
     }
     if (a->file == b->file)
-      mkc_error_in(st->files[a->file].path, "duplicate tensor name '%s'", a->name);
+      mkc_error_in(st->files[a->file].path, "duplicate tensor name '%s'", mkc_shown(a->name));
     else
-      mkc_error_in(index_path, "tensor '%s' is in both %s and %s", a->name, st->files[a->file].path,
-                   st->files[b->file].path);
+      mkc_error_in(index_path, "tensor '%s' is in both %s and %s", mkc_shown(a->name),
+                   st->files[a->file].path, st->files[b->file].path);
     return -1;
   }
   return 0;
@@ -356,6 +365,7 @@ static int index_names(mkc_safetensors *st, const char *index_path) {
 static mkc_safetensors *new_st(const char *path, int n_files) {
   mkc_safetensors *st = calloc(1, sizeof *st);
   if (st) st->files = calloc((size_t)(n_files ? n_files : 1), sizeof *st->files);
+  for (int i = 0; st && st->files && i < n_files; i++) st->files[i].map.fd = -1;
   if (st) st->path = strdup(path);
   if (!st || !st->files || !st->path) {
     fprintf(stderr, "mkc: error: %s: out of memory\n", path);
@@ -367,32 +377,10 @@ static mkc_safetensors *new_st(const char *path, int n_files) {
 }
 
 static int map_file(st_file *f) {
-  int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    mkc_error_in(f->path, "cannot open: %s", strerror(errno));
-    return -1;
-  }
-  struct stat s;
-  if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode)) {
-    mkc_error_in(f->path, "not a regular file");
-    close(fd);
-    return -1;
-  }
-  f->size = (size_t)s.st_size;
-  if (f->size > 0) { /* mmap refuses length 0 */
-    void *base = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (base == MAP_FAILED) {
-      mkc_error_in(f->path, "cannot map: %s", strerror(errno));
-      close(fd);
-      return -1;
-    }
-    f->base = base;
-    f->mapped = 1;
-  } else {
-    static const uint8_t empty[1];
-    f->base = empty;
-  }
-  close(fd);
+  static const uint8_t empty[1];
+  if (mkc_mapped_open(f->path, &f->map)) return -1;
+  f->base = f->map.base ? f->map.base : empty;
+  f->size = f->map.size;
   return 0;
 }
 
@@ -407,7 +395,7 @@ mkc_safetensors *mkc_st_open_memory(const void *data, size_t size, const char *n
   static const uint8_t empty[1];
   mkc_safetensors *st = new_st(name, 1);
   if (!st) return NULL;
-  st->files[0] = (st_file){strdup(name), size ? data : empty, size, 0};
+  st->files[0] = (st_file){strdup(name), size ? data : empty, size, {NULL, 0, -1, 0}};
   if (st->files[0].path && parse_file(st, 0) == 0 && index_names(st, name) == 0) return st;
   mkc_st_close(st);
   return NULL;
@@ -445,7 +433,7 @@ static const char **list_shards(const char *index, const cJSON *map, int *n_shar
   for (const cJSON *e = map->child; e; e = e->next) {
     if (!cJSON_IsString(e) || !plain_file_name(e->valuestring)) {
       mkc_error_in(index, "weight_map: tensor '%s': Expected a shard file name, Actual %s",
-                   e->string, mkc_json_describe(e, v, sizeof v));
+                   mkc_shown(e->string), mkc_json_describe(e, v, sizeof v));
       free(names);
       return NULL;
     }
@@ -471,8 +459,8 @@ static int check_weight_map(const mkc_safetensors *st, const char *index, const 
   for (const cJSON *e = map->child; e && !rc; e = e->next) {
     const mkc_st_tensor *t = mkc_st_find(st, e->string);
     if (!t || strcmp(shards[t->file], e->valuestring) != 0) {
-      mkc_error_in(index, "weight_map: tensor '%s' is not in its shard %s", e->string,
-                   e->valuestring);
+      mkc_error_in(index, "weight_map: tensor '%s' is not in its shard %s", mkc_shown(e->string),
+                   mkc_shown(e->valuestring));
       rc = -1;
     }
     names[k++] = e->string;
@@ -480,7 +468,7 @@ static int check_weight_map(const mkc_safetensors *st, const char *index, const 
   qsort(names, (size_t)k, sizeof *names, cmp_str);
   for (int i = 1; i < k && !rc; i++) {
     if (strcmp(names[i - 1], names[i]) == 0) {
-      mkc_error_in(index, "weight_map names tensor '%s' twice", names[i]);
+      mkc_error_in(index, "weight_map names tensor '%s' twice", mkc_shown(names[i]));
       rc = -1;
     }
   }
@@ -518,8 +506,8 @@ static mkc_safetensors *open_index(const char *path, const char *index, const ch
       goto fail;
     }
     if (access(f->path, R_OK) != 0) {
-      mkc_error_in(index, "weight_map names shard %s, which cannot be opened: %s", shards[i],
-                   strerror(errno));
+      mkc_error_in(index, "weight_map names shard %s, which cannot be opened: %s",
+                   mkc_shown(shards[i]), strerror(errno));
       goto fail;
     }
     if (map_file(f) || parse_file(st, i)) goto fail;
@@ -580,7 +568,7 @@ void mkc_st_close(mkc_safetensors *st) {
   for (int i = 0; i < st->n_tensors; i++) free(st->tensors[i].name);
   for (int i = 0; st->files && i < st->n_files; i++) {
     st_file *f = &st->files[i];
-    if (f->mapped) munmap((void *)f->base, f->size);
+    mkc_mapped_close(&f->map);
     free(f->path);
   }
   free(st->files);
@@ -621,13 +609,30 @@ static int shape_matches(const mkc_st_tensor *t, const mkc_weight_info *w) {
   return t->n_dims == 1 && w->rows == 1 && t->shape[0] == w->cols;
 }
 
+typedef struct dequant_job {
+  const mkc_st_tensor *t;
+  size_t n;
+  uint16_t *dst;
+} dequant_job;
+
+static int dequant(void *ctx) {
+  dequant_job *job = ctx;
+  return mkc_dequant_bf16((uint32_t)ggml_type_of(job->t->dtype), job->t->data, job->n, job->dst);
+}
+
+/* n elements of t as bf16 into dst, read from its file's mapping. */
+static int read_bf16(const mkc_safetensors *st, const mkc_st_tensor *t, size_t n, uint16_t *dst) {
+  dequant_job job = {t, n, dst};
+  return mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant, &job);
+}
+
 /* t as bf16 into dst ([rows][cols]), Q/K rows permuted when d asks. */
 static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_st_tensor *t,
                     const mkc_weight_info *info, uint16_t *dst) {
   const char *where = mkc_st_file_path(st, t->file);
   size_t n = (size_t)info->rows * (size_t)info->cols;
   int heads = mkc_hf_rope_heads(info->name, d);
-  if (!heads) return mkc_dequant_bf16((uint32_t)ggml_type_of(t->dtype), t->data, n, dst);
+  if (!heads) return read_bf16(st, t, n, dst);
   /* Rows are the output features; a bias or norm vector has one per element. */
   int n_rows = info->rows == 1 ? info->cols : info->rows,
       row_len = info->rows == 1 ? 1 : info->cols;
@@ -642,14 +647,15 @@ static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mk
     mkc_error_in(where, "tensor '%s': out of memory", t->name);
     return -1;
   }
-  mkc_dequant_bf16((uint32_t)ggml_type_of(t->dtype), t->data, n, hf);
-  mkc_hf_permute_rows(dst, hf, n_rows, row_len, heads, 0);
+  int rc = read_bf16(st, t, n, hf);
+  if (rc == 0) mkc_hf_permute_rows(dst, hf, n_rows, row_len, heads, 0);
   free(hf);
-  return 0;
+  return rc;
 }
 
 int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_graph *g,
                         mkc_weights *w) {
+  mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_TENSORS");
   if (mkc_weights_begin(w, g) != 0) {
     mkc_error_in(st->path, "out of memory for %d weights", g->n_weights);
     return -1;

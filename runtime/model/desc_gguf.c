@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_file.h"
+#include "util/text.h"
 
 static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3"};
 
@@ -94,7 +95,7 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       d->rope_layout = MKC_ROPE_INTERLEAVED;
     else {
       fprintf(stderr, "mkc: error: %s: mkc.rope.layout = \"%s\": expected neox or interleaved\n",
-              f->path, layout);
+              f->path, mkc_shown(layout));
       return -1;
     }
   }
@@ -239,7 +240,7 @@ static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc
     fprintf(stderr,
             "mkc: error: %s: %s = \"%s\": RoPE scaling not supported (mkc runs none, linear, "
             "yarn, and Llama 3's rope_freqs.weight)\n",
-            f->path, key, type);
+            f->path, key, mkc_shown(type));
     return -1;
   }
   if (!(s->factor > 0 && isfinite(s->factor)) ||
@@ -277,7 +278,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
             "qwen3)\n",
-            f->path, arch);
+            f->path, mkc_shown(arch));
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "%s", arch);

@@ -2,8 +2,10 @@
  * text is split by the model's pre-tokenizer pattern (pretokenize.c); each
  * piece's bytes become the printable characters GPT-2 maps them to, and
  * neighbours merge by their rank in the merges list, lowest first. Llama-3
- * keeps a piece whole when it is a token already (ignore_merges). */
-#include "util/files.h"
+ * keeps a piece whole when it is a token already (ignore_merges). A byte
+ * whose character is no token is left out, as llama.cpp and HF's BPE
+ * without an unknown token do: never the unknown token a GGUF names, which
+ * may be an end-of-generation token (SmolLM2's <|endoftext|>). */
 #include "impl.h"
 #include "utf8.h"
 
@@ -48,17 +50,12 @@ static int encode_word(void *ctx, const char *s, size_t n) {
                                (int32_t)i + 1};
   w->syms[n - 1].next = -1;
   int rc = mkc_tok_merge(t, w, s, (int)n, 0);
+  int after_unk = 0;
   for (int k = 0; k >= 0 && rc == 0; k = w->syms[k].next) {
-    int id = w->syms[k].id;
-    if (id < 0) id = t->unk; /* only a single byte whose character is no token */
-    if (id < 0) {
-      unsigned char b = (unsigned char)s[w->syms[k].start];
-      mkc_error_in(t->source,
-                   "no token for the byte 0x%02X (character U+%04X) and no unknown token", b,
-                   mkc_bpe_byte_char(b));
-      return -1;
-    }
-    rc = mkc_tok_push(run->out, id);
+    int id = w->syms[k].id; /* -1: a single byte whose character is no token */
+    if (id < 0 && (!t->unk_chars || (t->fuse_unk && after_unk))) continue;
+    after_unk = id < 0;
+    rc = mkc_tok_push(run->out, id < 0 ? t->unk : id);
   }
   return rc;
 }

@@ -119,6 +119,14 @@ size_t mkc_detok_push(mkc_detok *d, int id, char *out, size_t cap) {
   return emit(d, p, n, out, cap);
 }
 
+size_t mkc_detok_push_shown(mkc_detok *d, int id, char *out, size_t cap) {
+  int show_special = d->show_special;
+  d->show_special = 1;
+  size_t n = mkc_detok_push(d, id, out, cap);
+  d->show_special = show_special;
+  return n;
+}
+
 size_t mkc_detok_flush(mkc_detok *d, char *out, size_t cap) {
   if (d->n_pending == 0) return 0;
   d->n_pending = 0;

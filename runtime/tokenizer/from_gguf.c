@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "util/files.h"
+#include "util/text.h"
 #include "impl.h"
 
 #define MAX_VOCAB (1 << 24)
@@ -81,7 +82,7 @@ static int read_mode(const mkc_gguf *f, mkc_tok_spec *spec) {
     spec->mode = MKC_TOK_BPE;
   } else {
     mkc_error_in(src, "tokenizer.ggml.model '%s' is not supported (mkc reads 'llama' and 'gpt2')",
-                 model);
+                 mkc_shown(model));
     return -1;
   }
   if (mkc_gguf_get_str(f, "tokenizer.ggml.pre", &pre) < 0) return -1;
@@ -92,7 +93,7 @@ static int read_mode(const mkc_gguf *f, mkc_tok_spec *spec) {
     mkc_error_in(src,
                  "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
                  "llama-bpe, llama3, qwen2, smollm)",
-                 pre ? pre : "default");
+                 mkc_shown(pre ? pre : "default"));
     return -1;
   }
   spec->pre = PRES[k].pre;
@@ -186,8 +187,8 @@ static int split_merges(const char *src, const mkc_gguf_kv *merges, int n_merges
     mkc_gguf_str s = mkc_gguf_arr_str(merges, (uint64_t)r);
     const char *space = s.len ? memchr(s.s, ' ', (size_t)s.len) : NULL;
     if (!space) {
-      mkc_error_in(src, "tokenizer.ggml.merges[%d] '%.*s' is not two tokens and a space between", r,
-                   (int)(s.len > 200 ? 200 : s.len), s.s);
+      mkc_error_in(src, "tokenizer.ggml.merges[%d] '%s' is not two tokens and a space between", r,
+                   mkc_shown_n(s.s, (size_t)s.len));
       return -1;
     }
     size_t left = (size_t)(space - s.s);

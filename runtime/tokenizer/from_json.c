@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/files.h"
+#include "util/text.h"
 #include "impl.h"
 
 #define MAX_VOCAB (1 << 24)
@@ -214,7 +215,7 @@ static int config_token(loader *l, const cJSON *config, const char *key, int *id
   for (int i = 0; s && i < l->spec.n_vocab && found < 0; i++)
     if (l->tokens[i].n == strlen(s) && memcmp(l->tokens[i].s, s, l->tokens[i].n) == 0) found = i;
   if (found < 0) {
-    mkc_error_in(l->config_name, "%s %.200s is not a token", key, s ? s : "(not a string)");
+    mkc_error_in(l->config_name, "%s %s is not a token", key, s ? mkc_shown(s) : "(not a string)");
     return -1;
   }
   *id = found;
@@ -234,7 +235,7 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
   const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
   if (!cJSON_IsObject(model) || strcmp(type_of(model), "BPE") != 0) {
     mkc_error_in(l->json_name, "model.type is '%s', mkc reads 'BPE'",
-                 model ? type_of(model) : "(no model)");
+                 model ? mkc_shown(type_of(model)) : "(no model)");
     return NULL;
   }
   int space_prefix, pre = read_pre(l, root, &space_prefix);
@@ -262,6 +263,8 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
     }
   }
   spec->unk = token_named(l, string_at(model, "unk_token"));
+  spec->unk_chars = spec->mode == MKC_TOK_BPE && !is_true(model, "byte_fallback");
+  spec->fuse_unk = is_true(model, "fuse_unk");
   if (spec->unk >= 0 && l->types[spec->unk] == MKC_TOK_NORMAL)
     l->types[spec->unk] = MKC_TOK_UNKNOWN;
   const cJSON *post = cJSON_GetObjectItemCaseSensitive(root, "post_processor");

@@ -54,6 +54,10 @@ typedef struct mkc_tok_spec {
   int add_bos;                      /* 0, 1, or -1: the mode's default */
   int add_space_prefix;             /* SentencePiece: 0, 1, or -1 (1) */
   int ignore_merges;                /* a pre-token that is a token is kept whole (Llama-3) */
+  /* Byte-level BPE: a character that is no token becomes unk (HF with
+   * model.unk_token; fuse_unk: one for a run of them in a word); else it
+   * is dropped (llama.cpp, HF without unk_token). */
+  int unk_chars, fuse_unk;
 } mkc_tok_spec;
 
 struct mkc_tokenizer {
@@ -76,7 +80,8 @@ struct mkc_tokenizer {
   int n_merges;
   int bos, eos, unk, pad, eot, eom;
   int add_bos, add_space_prefix, ignore_merges;
-  int byte_token[256]; /* SPM: <0xXX>; BPE: the token of the byte's character; -1 none */
+  int unk_chars, fuse_unk; /* as in mkc_tok_spec */
+  int byte_token[256];     /* SPM: <0xXX>; BPE: the token of the byte's character; -1 none */
   /* Control, unknown and user-defined tokens by first byte, longest first:
    * special[special_first[b] .. special_first[b+1]) start with byte b. */
   int32_t *special;

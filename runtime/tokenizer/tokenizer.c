@@ -8,6 +8,7 @@
 
 #include "util/hash.h"
 #include "util/files.h"
+#include "util/text.h"
 #include "impl.h"
 #include "utf8.h"
 
@@ -162,9 +163,6 @@ static void build_byte_tokens(mkc_tokenizer *t) {
   }
 }
 
-/* Messages show at most 200 bytes of a text. */
-static int shown_len(size_t n) { return n > 200 ? 200 : (int)n; }
-
 static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
   if (spec->n_merges == 0) return 0;
   t->merge_mask = table_size((size_t)spec->n_merges) - 1;
@@ -184,9 +182,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     for (int k = 0; k < 2; k++) side[k] = mkc_tok_lookup(t, pair[k].s, pair[k].n);
     for (int k = 0; k < 2 && rc == 0; k++) {
       if (side[k] >= 0) continue;
-      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': '%.*s' is not a token", spec->merges_name, r,
-                   shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n), pair[1].s,
-                   shown_len(pair[k].n), pair[k].s);
+      mkc_error_in(t->source, "%s[%d] '%s %s': '%s' is not a token", spec->merges_name, r,
+                   mkc_shown_n(pair[0].s, pair[0].n), mkc_shown_n(pair[1].s, pair[1].n),
+                   mkc_shown_n(pair[k].s, pair[k].n));
       rc = -1;
     }
     if (rc) break;
@@ -195,9 +193,9 @@ static int build_merges(mkc_tokenizer *t, const mkc_tok_spec *spec) {
     memcpy(joined + pair[0].n, pair[1].s, pair[1].n);
     int id = mkc_tok_lookup(t, joined, n);
     if (id < 0) {
-      mkc_error_in(t->source, "%s[%d] '%.*s %.*s': the merged '%.*s' is not a token",
-                   spec->merges_name, r, shown_len(pair[0].n), pair[0].s, shown_len(pair[1].n),
-                   pair[1].s, shown_len(n), joined);
+      mkc_error_in(t->source, "%s[%d] '%s %s': the merged '%s' is not a token", spec->merges_name,
+                   r, mkc_shown_n(pair[0].s, pair[0].n), mkc_shown_n(pair[1].s, pair[1].n),
+                   mkc_shown_n(joined, n));
       rc = -1;
       break;
     }
@@ -285,6 +283,8 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
     if (*ids[k] >= spec->n_vocab || *ids[k] < -1) *ids[k] = -1; /* loaders check; be safe */
   t->add_space_prefix = spec->add_space_prefix != 0;
   t->ignore_merges = spec->ignore_merges;
+  t->unk_chars = spec->unk_chars && t->unk >= 0;
+  t->fuse_unk = spec->fuse_unk;
   t->add_bos =
       spec->add_bos >= 0 ? spec->add_bos : t->mode != MKC_TOK_BPE || t->pre == MKC_PRE_LLAMA3;
   if (t->mode == MKC_TOK_BPE)
@@ -372,6 +372,17 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
                  INT32_MAX / 4);
     return -1;
   }
+  /* Ill-formed UTF-8 reads as U+FFFD, as it does for Hugging Face's
+   * tokenizers, whose input is a decoded string (docs/DECISIONS.md). */
+  char *replaced = NULL;
+  if (!mkc_utf8_valid(text, len)) {
+    if (!(replaced = malloc(3 * len))) {
+      mkc_error_in(t->source, "out of memory while encoding");
+      return -1;
+    }
+    len = mkc_utf8_replace_invalid(text, len, replaced);
+    text = replaced;
+  }
   mkc_tok_ids out = {0};
   mkc_tok_work w = {0};
   int rc = 0;
@@ -391,6 +402,7 @@ int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, i
   }
   if (rc == 0 && len > start) rc = encode_run(t, &w, text + start, len - start, &out);
   mkc_tok_work_free(&w);
+  free(replaced);
   if (rc == 0 && out.n > INT32_MAX) rc = -2;
   if (rc) {
     if (rc == -2) mkc_error_in(t->source, "out of memory while encoding");

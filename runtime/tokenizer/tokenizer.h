@@ -45,7 +45,10 @@ int mkc_tokenizer_find(const mkc_tokenizer *t, const char *s, size_t n);
 /* text[0..len) (any bytes; need not be valid UTF-8) -> ids. add_bos:
  * prepend BOS (if the model has one). parse_special: text spelling a
  * control token (e.g. "<|im_start|>") becomes that token; user-defined
- * tokens always do. Returns the count, with the ids in *ids (malloc'd,
+ * tokens always do. Ill-formed UTF-8 is read as U+FFFD (one per maximal
+ * subpart); byte-level BPE drops a byte whose character is no token (as
+ * llama.cpp and Hugging Face do) unless the tokenizer.json names an unknown
+ * token for it. Returns the count, with the ids in *ids (malloc'd,
  * caller frees; NULL when the count is 0), or -1 after a message. */
 int mkc_tokenizer_encode(const mkc_tokenizer *t, const char *text, size_t len, int add_bos,
                          int parse_special, int **ids);
@@ -70,6 +73,9 @@ typedef struct mkc_detok {
 void mkc_detok_init(mkc_detok *d, const mkc_tokenizer *t, int show_special);
 /* Bytes written to out. */
 size_t mkc_detok_push(mkc_detok *d, int id, char *out, size_t cap);
+/* The same, showing a control token's text whatever show_special says: a
+ * prompt echoed as the model reads it (<|im_start|> included). */
+size_t mkc_detok_push_shown(mkc_detok *d, int id, char *out, size_t cap);
 /* Ends the stream: a character still incomplete comes out as U+FFFD. */
 size_t mkc_detok_flush(mkc_detok *d, char *out, size_t cap);
 

@@ -1,66 +1,8 @@
-/* UTF-8 decoding with the Unicode rules for what is well-formed (no overlong
- * forms, no surrogates, nothing above U+10FFFF), and category lookups. */
+/* Unicode category lookups over the generated tables. */
 #include "utf8.h"
 
 extern const uint32_t mkc_unicode_letters[][2], mkc_unicode_numbers[][2];
 extern const int mkc_unicode_letters_count, mkc_unicode_numbers_count;
-
-int mkc_utf8_next(const char *s, size_t n, int32_t *cp) {
-  const unsigned char *u = (const unsigned char *)s;
-  unsigned c = u[0], lo = 0x80, hi = 0xbf; /* the range of the second byte */
-  int more;
-  int32_t v;
-  if (c < 0x80) {
-    *cp = (int32_t)c;
-    return 1;
-  }
-  if (c >= 0xc2 && c <= 0xdf) {
-    more = 1, v = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    more = 2, v = c & 0x0f;
-    if (c == 0xe0) lo = 0xa0; /* overlong below */
-    if (c == 0xed) hi = 0x9f; /* surrogates above */
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    more = 3, v = c & 0x07;
-    if (c == 0xf0) lo = 0x90; /* overlong below */
-    if (c == 0xf4) hi = 0x8f; /* above U+10FFFF */
-  } else {
-    return -1;
-  }
-  for (int i = 1; i <= more; i++) {
-    if ((size_t)i >= n) return 0;
-    unsigned b = u[i];
-    if (b < lo || b > hi) return -i;
-    v = v << 6 | (int32_t)(b & 0x3f);
-    lo = 0x80, hi = 0xbf;
-  }
-  *cp = v;
-  return more + 1;
-}
-
-int mkc_utf8_put(uint32_t cp, char *out) {
-  unsigned char *o = (unsigned char *)out;
-  if (cp < 0x80) {
-    o[0] = (unsigned char)cp;
-    return 1;
-  }
-  if (cp < 0x800) {
-    o[0] = (unsigned char)(0xc0 | cp >> 6);
-    o[1] = (unsigned char)(0x80 | (cp & 0x3f));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    o[0] = (unsigned char)(0xe0 | cp >> 12);
-    o[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-    o[2] = (unsigned char)(0x80 | (cp & 0x3f));
-    return 3;
-  }
-  o[0] = (unsigned char)(0xf0 | cp >> 18);
-  o[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
-  o[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-  o[3] = (unsigned char)(0x80 | (cp & 0x3f));
-  return 4;
-}
 
 static int in_ranges(const uint32_t (*r)[2], int n, int32_t cp) {
   if (cp < 0) return 0;

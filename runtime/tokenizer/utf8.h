@@ -1,20 +1,11 @@
-/* UTF-8 one character at a time, and the Unicode classes the tokenizers'
- * pre-tokenizers need (\p{L}, \p{N}, \s), from runtime/tokenizer/unicode_tables.c. */
+/* The Unicode classes the tokenizers' pre-tokenizers need (\p{L}, \p{N},
+ * \s), from runtime/tokenizer/unicode_tables.c, and UTF-8 (util/utf8.h). */
 #ifndef MKC_UTF8_H
 #define MKC_UTF8_H
 
-#include <stddef.h>
 #include <stdint.h>
 
-/* The character at s[0..n), n >= 1. Returns its length (1..4) and stores the
- * code point in *cp when s starts with a well-formed character; 0 when all n
- * bytes are a proper prefix of one (more bytes could complete it); -k when
- * the first k bytes are an ill-formed sequence (a maximal subpart, which a
- * decoder replaces with one U+FFFD). */
-int mkc_utf8_next(const char *s, size_t n, int32_t *cp);
-
-/* Writes cp (0..0x10FFFF) to out (room for 4 bytes); returns the length. */
-int mkc_utf8_put(uint32_t cp, char *out);
+#include "util/utf8.h"
 
 /* General categories L* and N*, and the White_Space property. */
 int mkc_unicode_is_letter(int32_t cp);

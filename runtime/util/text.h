@@ -2,6 +2,22 @@
 #ifndef MKC_TEXT_H
 #define MKC_TEXT_H
 
+#include <stddef.h>
+
 int mkc_ends_with(const char *s, const char *suffix); /* 1 or 0 */
+
+/* s[0..n) as messages and listings show text read from a file: printable
+ * ASCII and well-formed UTF-8 from U+00A0 up as they are, a backslash
+ * doubled, every other byte (controls, DEL, C1 controls, ill-formed UTF-8)
+ * as \xNN, so a name cannot move the cursor or hide itself in a terminal.
+ * Writes at most cap (>= 4) bytes with the NUL; a cut text ends in "...".
+ * Returns out. */
+char *mkc_escape(const char *s, size_t n, char *out, size_t cap);
+
+/* mkc_escape of s[0..n) into one of 8 buffers of this thread, for up to 8
+ * names in one message; at most about 400 bytes are shown. */
+const char *mkc_shown_n(const char *s, size_t n);
+/* The same for a NUL-terminated s (NULL shows as ""). */
+const char *mkc_shown(const char *s);
 
 #endif
