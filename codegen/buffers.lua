@@ -112,6 +112,8 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.history_floats
   plan.sample_work, plan.sample_work_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS)
   top = top + plan.sample_work_floats
+  plan.sample_lists, plan.sample_lists_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints
+  top = top + plan.sample_lists_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
   -- log-probabilities when asked: per input position MKC_LP_STRIDE floats (templates/sample.cuh)

@@ -31,7 +31,7 @@ local function context(graph, plan, opts)
   ctx.partials = plan.partials
   ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
   ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
-  ctx.logprobs = plan.logprobs
+  ctx.logprobs, ctx.sample_lists = plan.logprobs, plan.sample_lists
   ctx.threads = opts.threads
   function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
   function ctx.wstride(w) return plan.weights[w].row_stride end

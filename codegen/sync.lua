@@ -45,6 +45,8 @@ local function touched(st, plan)
     r[#r + 1] = history
     w[#w + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
                       "sampler logits")
+    w[#w + 1] = range("scratch", plan.sample_lists, plan.sample_lists_floats, "sample_lists",
+                      "top-k survivors")
     w[#w + 1] = drawn
   end
   if st.kind == "accept" then

@@ -35,7 +35,9 @@
 #define OFF_WORK (OFF_HISTORY + 64)          /* [T][VOCAB] */
 #define OFF_DRAWN (OFF_WORK + 2 * VOCAB)     /* int [T][2] */
 #define OFF_PDRAFT (OFF_DRAWN + 8)           /* [T] */
-#define OFF_OUT (OFF_PDRAFT + 8)             /* int [n][2] tokens, then [n] p(draft) */
+#define OFF_LISTS (OFF_PDRAFT + 8)           /* int [T][VOCAB] */
+#define OFF_LP (OFF_LISTS + 2 * VOCAB)       /* [T][MKC_LP_STRIDE] */
+#define OFF_OUT (OFF_LP + 2 * 64)            /* int [n][2] tokens, then [n] p(draft) */
 #define SCRATCH (OFF_OUT + 3 * DRAWS + 64)
 
 /* The entry: n draws of position t = 0 with seeds base, base + 1, ...; or
@@ -46,6 +48,7 @@ static const char ENTRY[] =
     "  char *smem = mkc_smem();\n"
     "  float *red = (float *)smem, *part = (float *)(smem + 64);\n"
     "  int *winner = (int *)(smem + 64 + 4 * MKC_THREADS);\n"
+    "  unsigned *hist = (unsigned *)(smem + 64 + 4 * MKC_THREADS + 16);\n"
     "  int n = hdr[1], T = hdr[2];\n"
     "  int *out = (int *)(scratch + OFF_OUT);\n"
     "  if (hdr[0] == 1) {\n"
@@ -58,8 +61,9 @@ static const char ENTRY[] =
     "    if (mkc_tid() == 0) st->sampling.seed_lo = (unsigned)(hdr[3] + i);\n"
     "    mkc_sync_block();\n"
     "    mkc_sample(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, VOCAB, VOCAB,\n"
-    "               POS, T, scratch + OFF_WORK, (int *)(scratch + OFF_DRAWN),\n"
-    "               scratch + OFF_PDRAFT, red, part, winner);\n"
+    "               POS, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
+    "               (int *)(scratch + OFF_DRAWN), scratch + OFF_PDRAFT, scratch + OFF_LP, red,\n"
+    "               part, winner, hist);\n"
     "    if (mkc_tid() == 0) {\n"
     "      int *d = (int *)(scratch + OFF_DRAWN);\n"
     "      out[2 * i] = d[0];\n"
@@ -98,10 +102,11 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
       "#define MKC_THREADS %d\n#define MKC_T_MAX 4\n#define MKC_KV_F32 1\n"
       "#define VOCAB %d\n#define POS %d\n#define OFF_OUT %d\n#define OFF_HISTORY %d\n"
       "#define OFF_LOGITS %d\n#define OFF_WORK %d\n#define OFF_DRAWN %d\n#define OFF_PDRAFT %d\n"
+      "#define OFF_LISTS %d\n#define OFF_LP %d\n"
       "#ifndef __CUDACC__\n#include \"prelude_cpu.h\"\n#endif\n#include \"mkc_state.h\"\n"
       "%s\n%s\n%s",
       threads, VOCAB, POS, OFF_OUT, OFF_HISTORY, OFF_LOGITS, OFF_WORK, OFF_DRAWN, OFF_PDRAFT,
-      common, text, ENTRY);
+      OFF_LISTS, OFF_LP, common, text, ENTRY);
   k = mkc_cpu_kernel_open(src, from ? "sample_planted.cu" : "sample_test.cu", templates_dir);
   free(src);
   if (text != sample) free(text);
@@ -132,7 +137,8 @@ static int draw(mkc_cpu_kernel *k, int threads, const mkc_sampling *o, int draft
   st.sampling = *o;
   st.inputs[0] = 3; /* the token at POS: in the window too */
   st.inputs[1] = draft;
-  if (mkc_cpu_kernel_launch(k, 1, threads, 64 + 4 * threads + 16, NULL, scratch, NULL, &st) != 0)
+  if (mkc_cpu_kernel_launch(k, 1, threads, 64 + 4 * threads + 16 + 1024, NULL, scratch, NULL,
+                            &st) != 0)
     return -1;
   memcpy(toks, scratch + OFF_OUT, (size_t)2 * n * sizeof *toks);
   memcpy(p, scratch + OFF_OUT + 2 * n, (size_t)n * sizeof *p);
@@ -273,7 +279,8 @@ static void philox(mkc_cpu_kernel *k) {
   for (int i = 0; i < 64; i++) philox4x32_10(io + 6 * i, io + 6 * i + 4, want[i]);
   mkc_state st;
   memset(&st, 0, sizeof st);
-  int same = mkc_cpu_kernel_launch(k, 1, 32, 64 + 4 * 32 + 16, NULL, scratch, NULL, &st) == 0;
+  int same =
+      mkc_cpu_kernel_launch(k, 1, 32, 64 + 4 * 32 + 16 + 1024, NULL, scratch, NULL, &st) == 0;
   for (int i = 0; same && i < 64; i++) same = memcmp(io + 6 * i, want[i], sizeof want[i]) == 0;
   CHECK(same, "the kernel's Philox4x32-10 equals the reference on 64 random counters and keys");
 }
@@ -284,7 +291,7 @@ static void planted(void) {
     const char *name, *from, *to;
     int option_case;
   } BUGS[] = {
-      {"top-k off by one", "(float)o->top_k", "(float)(o->top_k + 1)", 1},
+      {"top-k off by one", "int k = o->top_k;", "int k = o->top_k + 1;", 1},
       {"repeat penalty applied twice",
        "l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;",
        "l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;\n"

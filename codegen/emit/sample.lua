@@ -1,7 +1,7 @@
 -- Stage: sampling, only when the request samples or penalizes (plain greedy keeps the argmax path
 -- and skips this stage and its barrier): one block per input position (templates/sample.cuh).
 return function(st, ctx)
-  local smem = { { "red", ctx.warps }, { "part", ctx.threads }, { "winner", 1 } }
+  local smem = { { "red", ctx.warps }, { "part", ctx.threads }, { "winner", 3 }, { "hist", 256 } }
   local at = ctx.smem_layout(smem)
   return {
     work = "T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws",
@@ -14,10 +14,11 @@ return function(st, ctx)
     code = ctx.call("mkc_sample", { st = "state", history = ("(const int *)(scratch + %d)"):format(ctx.history),
       logits = ctx.value(st.logits), logits_stride = ctx.vstride(st.logits), vocab = ctx.vocab, pos = "pos",
       T = "T", work = ("scratch + %d"):format(ctx.sample_work),
+      lists = ("(int *)(scratch + %d)"):format(ctx.sample_lists),
       drawn = ("(int *)(scratch + %d)"):format(ctx.drawn),
       p_draft_out = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
       lp = ("scratch + %d"):format(ctx.logprobs),
       red = ctx.smem_ptr("float", at.red), part = ctx.smem_ptr("float", at.part),
-      winner = ctx.smem_ptr("int", at.winner) }) .. ";",
+      winner = ctx.smem_ptr("int", at.winner), hist = ctx.smem_ptr("unsigned", at.hist) }) .. ";",
   }
 end
