@@ -293,7 +293,7 @@ static void tampered(const char *path, const char *dir) {
   char *text = slurp(path), bad[4200];
   snprintf(bad, sizeof bad, "%s/tampered.cu", dir);
   /* stage 4's o-proj: 64 rows -> 32 in the call */
-  char *code = edit(text, "stage 4/13", "mkc_matvec(weights + 24704, 64, 64,",
+  char *code = edit(text, "stage 4/14", "mkc_matvec(weights + 24704, 64, 64,",
                     "mkc_matvec(weights + 24704, 64, 32,");
   mkc_inspect_report r;
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4 call edited") &&
@@ -308,8 +308,8 @@ static void tampered(const char *path, const char *dir) {
   }
   free(code);
   /* the metadata: stage 2 claims a wrong flop count and drops a KV write */
-  code = edit(text, "stage 2/13", "flops: 16384*t", "flops: 16000*t");
-  char *code2 = code ? edit(code, "stage 2/13", ", kv+16384 64*t (V cache layer 0)", "") : NULL;
+  code = edit(text, "stage 2/14", "flops: 16384*t", "flops: 16000*t");
+  char *code2 = code ? edit(code, "stage 2/14", ", kv+16384 64*t (V cache layer 0)", "") : NULL;
   if (CHECK(code2 && write_file(bad, code2) == 0, "tamper: stage 2 comment edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 2, "flops: metadata 16000*t, code 16384*t"),
@@ -320,7 +320,7 @@ static void tampered(const char *path, const char *dir) {
   free(code);
   free(code2);
   /* a sync removed */
-  code = edit(text, "stage 5/13", "  mkc_grid_sync(state);", "  ");
+  code = edit(text, "stage 5/14", "  mkc_grid_sync(state);", "  ");
   if (CHECK(code && write_file(bad, code) == 0, "tamper: a barrier removed") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 5, "sync: metadata grid, code none") &&
@@ -347,7 +347,7 @@ static void diff(const char *path, const char *dir) {
   FILE *f = open_memstream(&buf, &size);
   int n = mkc_inspect_diff(&a, &a, f);
   fclose(f);
-  CHECK(n == 0 && strstr(buf, "no change: 13 stages"), "diff of a kernel with itself: no change");
+  CHECK(n == 0 && strstr(buf, "no change: 14 stages"), "diff of a kernel with itself: no change");
   free(buf);
   f = open_memstream(&buf, &size);
   n = mkc_inspect_diff(&a, &b, f);

@@ -132,8 +132,8 @@ expect_error "gen -m with --preset" "mkc: error: gen: -m brings its own preset; 
 # bench -m: the model file's weights, timed.
 if "$mkc" bench -m "$tmp/tiny.gguf" -n 4 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   n=$(grep -c '^| llama llama-tiny | 0.12 M | ' "$tmp/bench")
-  [ "$n" -eq 3 ] && ok "bench -m tiny.gguf: pp, tg and tg-with-drafts rows" \
-    || fail "bench -m tiny.gguf: pp, tg and tg-with-drafts rows" "$(cat "$tmp/bench")"
+  [ "$n" -eq 5 ] && ok "bench -m tiny.gguf: pp, tg, tg-with-drafts and sampled rows" \
+    || fail "bench -m tiny.gguf: pp, tg, tg-with-drafts and sampled rows" "$(cat "$tmp/bench")"
 else
   fail "bench -m tiny.gguf" "$(cat "$tmp/err")"
 fi
@@ -170,11 +170,11 @@ expect_error "a bad --kv-dtype" "mkc: error: --kv-dtype: expected bf16, f16 or f
 expect_error "-m with --preset" \
   "mkc: error: run: -m brings its own graph, preset and weights; drop --preset, --graph and --random-weights" \
   -- run -m "$tmp/tiny.gguf" --preset tiny --prompt-ids 1
-expect_error "-m without a prompt" "mkc: error: run: -p TEXT (or --prompt-ids) is required with -m" \
+expect_error "-m without a prompt" "mkc: error: run: -p TEXT (or -f FILE, --prompt-ids) is required with -m" \
   -- run -m "$tmp/tiny.gguf"
-expect_error "-p without -m" "mkc: error: run: -p TEXT needs a model with a tokenizer (-m)" \
+expect_error "-p without -m" "mkc: error: run: a text prompt needs a model with a tokenizer (-m)" \
   -- run --preset tiny --random-weights 1 -n 2 -p hello
-expect_error "-p and --prompt-ids" "mkc: error: run: give the prompt as -p TEXT or --prompt-ids, not both" \
+expect_error "-p and --prompt-ids" "mkc: error: run: give the prompt as -p TEXT, -f FILE or --prompt-ids: one" \
   -- run -m "$tmp/tiny.gguf" -p hi --prompt-ids 1
 expect_error "-p on a model without a tokenizer" \
   "mkc: error: $tmp/tiny.gguf has no tokenizer: give the prompt as --prompt-ids" \
@@ -197,11 +197,11 @@ expect_error "a file that is not GGUF" \
   "mkc: error: $tmp/junk.gguf: not a GGUF file: magic 6e 6f 74 20, expected 47 47 55 46 (\"GGUF\")" \
   -- run -m "$tmp/junk.gguf" --prompt-ids 1
 
-# Sampling: the same seed gives the same tokens.
-"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 3 --backend ref >"$tmp/s1" 2>/dev/null
+# Sampling (in the kernel): the same seed gives the same tokens, drafts on or off.
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 3 --backend cpu >"$tmp/s1" 2>/dev/null
 "$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 3 --backend cpu >"$tmp/s2" 2>/dev/null
-"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 4 --backend ref >"$tmp/s3" 2>/dev/null
-expect_same "--temp with one --seed samples the same tokens on ref and cpu" "$tmp/s1" "$tmp/s2"
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 1 -n 16 --temp 1.5 --seed 4 --backend cpu >"$tmp/s3" 2>/dev/null
+expect_same "--temp with one --seed samples the same tokens twice" "$tmp/s1" "$tmp/s2"
 if [ -s "$tmp/s1" ] && ! cmp -s "$tmp/s1" "$tmp/s3"; then ok "another --seed samples other tokens"
 else fail "another --seed samples other tokens" "$(cat "$tmp/s1")" "$(cat "$tmp/s3")"; fi
 

@@ -155,7 +155,8 @@ void mkc_session_reset(mkc_session *s) {
   mkc_sampling keep = s->state.sampling;
   memset(&s->state, 0, sizeof s->state);
   if (s->b->ops->reset) s->b->ops->reset(s->b);
-  if (keep.temp > 0) mkc_session_set_sampling(s, &keep); /* the reset zeroed the device's */
+  mkc_sampling off = {0}; /* off is stored as zeros (mkc_session_set_sampling) */
+  if (memcmp(&keep, &off, sizeof keep) != 0) mkc_session_set_sampling(s, &keep); /* re-written */
 }
 
 int mkc_sampling_check(const mkc_sampling *o) {
@@ -185,13 +186,19 @@ int mkc_sampling_check(const mkc_sampling *o) {
 int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
   if (mkc_sampling_check(o) != 0) return -1;
   int on = o->temp > 0 || o->repeat_penalty != 1 || o->presence_penalty != 0 ||
-           o->frequency_penalty != 0;
+           o->frequency_penalty != 0 || o->logprobs > 0;
   if (on && strcmp(s->b->ops->name, "ref") == 0) {
-    fprintf(stderr, "mkc: error: the ref backend decodes greedily only (it is the oracle of the "
-                    "kernel's argmax); sampling and penalties run on the cpu and cuda backends\n");
+    fprintf(stderr,
+            "mkc: error: the ref backend decodes greedily only (it is the oracle of the "
+            "kernel's argmax); sampling, penalties and log-probabilities run on the cpu and cuda "
+            "backends\n");
     return -1;
   }
-  s->state.sampling = *o;
+  /* Off is one value (zeros), so greedy requests write nothing to the device. */
+  mkc_sampling v = *o;
+  if (!on) memset(&v, 0, sizeof v);
+  if (memcmp(&v, &s->state.sampling, sizeof v) == 0) return 0;
+  s->state.sampling = v;
   if (s->b->ops->write_sampling && s->b->ops->write_sampling(s->b, &s->state) != 0) return -1;
   return 0;
 }

@@ -32,9 +32,11 @@ const char *mkc_model_resolve(const char *name, char *out, size_t cap) {
     fprintf(stderr, "mkc: %s: using %s\n", name, out);
     return out;
   }
-  fprintf(stderr, "mkc: note: no file or folder %s here%s%s%s\n", name,
-          strchr(name, '/') ? "" : " nor in the model directory ", strchr(name, '/') ? "" : dir,
-          strchr(name, '/') ? ""
-                            : " (models `make demo` fetched are there; MKC_MODEL_DIR sets it)");
+  /* a path is the user's own: the open's error says it all */
+  if (!strchr(name, '/'))
+    fprintf(stderr,
+            "mkc: note: no file or folder %s here nor in the model directory %s (models `make "
+            "demo` fetched are there; MKC_MODEL_DIR sets it)\n",
+            name, dir);
   return out;
 }
