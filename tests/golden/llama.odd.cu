@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 92b0490b5e5a627d, templates 945eedee3af36043, options acba517005256c57
+ * hashes:  graph 92b0490b5e5a627d, templates 50282dfea841e6fe, options acba517005256c57
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
- * plan:    14 stages, 13 grid barriers; scratch 16128 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
+ * plan:    14 stages, 13 grid barriers; scratch 17664 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -881,39 +881,82 @@ MKC_DEVICE float mkc_probe_weight(float l, float max, float mass_scale) {
   return mass_scale > 0.0f ? expf((l - max) * mass_scale) : 1.0f;
 }
 
-/* The amount (count or mass) of tokens whose key is >= key, block-wide. */
-MKC_DEVICE float mkc_amount_at_least(const float *work, int vocab, unsigned key, float max,
-                                     float mass_scale, float *red) {
+/* The candidates a pass visits: every id, or after top-k the survivors'
+ * ids in ascending order (list). */
+MKC_DEVICE int mkc_cand(const int *list, int j) { return list ? list[j] : j; }
+
+/* The amount (count or mass) of candidates whose key is >= key, block-wide. */
+MKC_DEVICE float mkc_amount_at_least(const float *work, const int *list, int n, unsigned key,
+                                     float max, float mass_scale, float *red) {
   float s = 0.0f;
-  for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
-    if (work[i] > MKC_CUT && mkc_order_key(work[i]) >= key)
-      s += mkc_probe_weight(work[i], max, mass_scale);
+  for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+    float l = work[mkc_cand(list, j)];
+    if (l > MKC_CUT && mkc_order_key(l) >= key) s += mkc_probe_weight(l, max, mass_scale);
+  }
   return mkc_block_sum(s, red);
 }
 
-/* Keeps the fewest highest tokens whose amount reaches target, ties at the
- * boundary going to lower ids; cuts the rest. The boundary key is the
- * largest whose at-least amount reaches target, found bit by bit. */
-MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, float mass_scale,
-                             float *red, float *part) {
+/* The largest key whose at-least amount reaches target, bit by bit. */
+MKC_DEVICE unsigned mkc_key_bisect(const float *work, const int *list, int n, float target,
+                                   float max, float mass_scale, float *red) {
   unsigned key = 0u;
   for (int b = 31; b >= 0; b--) {
     unsigned probe = key | (1u << b);
-    if (mkc_amount_at_least(work, vocab, probe, max, mass_scale, red) >= target) key = probe;
+    if (mkc_amount_at_least(work, list, n, probe, max, mass_scale, red) >= target) key = probe;
   }
-  /* Above the boundary, and how much of the boundary's ties is still needed:
-   * each tie weighs the same. */
-  float above =
-      mkc_amount_at_least(work, vocab, key == 0xffffffffu ? key : key + 1u, max, mass_scale, red);
-  if (key == 0xffffffffu) above = 0.0f;
+  return key;
+}
+
+/* The same for counts (top-k) in four passes of 8 bits: a histogram of the
+ * next byte among keys that match the bytes found so far, then the byte
+ * where the count from the top reaches what is still needed. Counts are
+ * integers: the atomics give the same result in any order. hist: 256
+ * unsigned of smem; sel: 2 ints of smem. */
+MKC_DEVICE unsigned mkc_key_radix(const float *work, int n, int k, unsigned *hist, int *sel) {
+  unsigned key = 0u;
+  int need = k;
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    for (int i = mkc_tid(); i < 256; i += MKC_THREADS) hist[i] = 0u;
+    mkc_sync_block();
+    unsigned high = shift == 24 ? 0u : 0xffffffffu << (shift + 8);
+    for (int i = mkc_tid(); i < n; i += MKC_THREADS) {
+      if (work[i] <= MKC_CUT) continue;
+      unsigned kk = mkc_order_key(work[i]);
+      if ((kk & high) == (key & high)) mkc_atomic_add_u32(&hist[(kk >> shift) & 255u], 1u);
+    }
+    mkc_sync_block();
+    if (mkc_tid() == 0) {
+      int d = 255, above = 0;
+      while (d > 0 && above + (int)hist[d] < need) above += (int)hist[d--];
+      sel[0] = d;
+      sel[1] = need - above;
+    }
+    mkc_sync_block();
+    key |= (unsigned)sel[0] << shift;
+    need = sel[1];
+    mkc_sync_block(); /* sel and hist are rewritten next pass */
+  }
+  return key;
+}
+
+/* Keeps the candidates above the boundary key and as many of its ties
+ * (lowest ids first) as target needs, each tie weighing the same; cuts the
+ * rest. */
+MKC_DEVICE void mkc_cut_below(float *work, const int *list, int n, unsigned key, float target,
+                              float max, float mass_scale, float *red, float *part) {
+  float above = key == 0xffffffffu
+                    ? 0.0f
+                    : mkc_amount_at_least(work, list, n, key + 1u, max, mass_scale, red);
   int lo, hi;
-  mkc_share(vocab, &lo, &hi);
+  mkc_share(n, &lo, &hi);
   float mine = 0.0f, each = 0.0f;
-  for (int i = lo; i < hi; i++)
-    if (work[i] > MKC_CUT && mkc_order_key(work[i]) == key) {
-      each = mkc_probe_weight(work[i], max, mass_scale);
+  for (int j = lo; j < hi; j++) {
+    float l = work[mkc_cand(list, j)];
+    if (l > MKC_CUT && mkc_order_key(l) == key) {
+      each = mkc_probe_weight(l, max, mass_scale);
       mine += 1.0f;
     }
+  }
   part[mkc_tid()] = mine;
   mkc_sync_block();
   /* The tie count before this thread's share (ids in order across threads). */
@@ -927,12 +970,32 @@ MKC_DEVICE void mkc_keep_top(float *work, int vocab, float target, float max, fl
     if (need < q) need += 1.0f;
   }
   if (need < 1.0f) need = 1.0f;
-  for (int i = lo; i < hi; i++) {
+  for (int j = lo; j < hi; j++) {
+    int i = mkc_cand(list, j);
     if (work[i] <= MKC_CUT) continue;
     unsigned k = mkc_order_key(work[i]);
     if (k < key || (k == key && !(before++ < need))) work[i] = MKC_CUT;
   }
   mkc_sync_block();
+}
+
+/* The survivors' ids in ascending order into list; their count. */
+MKC_DEVICE int mkc_compact(const float *work, int vocab, int *list, float *part) {
+  int lo, hi;
+  mkc_share(vocab, &lo, &hi);
+  int mine = 0;
+  for (int i = lo; i < hi; i++) mine += work[i] > MKC_CUT;
+  part[mkc_tid()] = (float)mine;
+  mkc_sync_block();
+  int at = 0, n = 0;
+  for (int i = 0; i < MKC_THREADS; i++) {
+    if (i < mkc_tid()) at += (int)part[i];
+    n += (int)part[i];
+  }
+  for (int i = lo; i < hi; i++)
+    if (work[i] > MKC_CUT) list[at++] = i;
+  mkc_sync_block();
+  return n;
 }
 
 /* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
@@ -972,16 +1035,18 @@ MKC_DEVICE void mkc_logprobs_top(const mkc_sampling *o, const float *work, int v
   }
 }
 
-/* One position's draw from the tempered survivors by inverse CDF over ids in
- * order, skipping `skip` (the residual: p without the draft, renormalized);
- * total is the survivors' weight less skip's. -1 when nothing is left. */
-MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp, int skip, float u,
-                        float *part, int *winner) {
+/* One position's draw from the tempered survivors by inverse CDF over the
+ * candidates in id order, skipping id `skip` (the residual: p without the
+ * draft, renormalized). -1 when nothing is left. */
+MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, float inv_temp,
+                        int skip, float u, float *part, int *winner) {
   int lo, hi;
-  mkc_share(vocab, &lo, &hi);
+  mkc_share(n, &lo, &hi);
   float mine = 0.0f;
-  for (int i = lo; i < hi; i++)
+  for (int j = lo; j < hi; j++) {
+    int i = mkc_cand(list, j);
     if (i != skip) mine += expf((work[i] - max) * inv_temp);
+  }
   part[mkc_tid()] = mine;
   if (mkc_tid() == 0) *winner = -1;
   mkc_sync_block();
@@ -996,7 +1061,8 @@ MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp,
     /* This share holds the target (the last one takes what rounding left). */
     float run = before;
     int last = -1;
-    for (int i = lo; i < hi; i++) {
+    for (int j = lo; j < hi; j++) {
+      int i = mkc_cand(list, j);
       if (i == skip) continue;
       float e = expf((work[i] - max) * inv_temp);
       if (e <= 0.0f) continue;
@@ -1010,11 +1076,13 @@ MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp,
   int r = *winner;
   if (r < 0 && total > 0.0f) { /* rounding put the target past every share's end */
     if (mkc_tid() == 0)
-      for (int i = vocab - 1; i >= 0; i--)
+      for (int j = n - 1; j >= 0; j--) {
+        int i = mkc_cand(list, j);
         if (i != skip && expf((work[i] - max) * inv_temp) > 0.0f) {
           *winner = i;
           break;
         }
+      }
     mkc_sync_block();
     r = *winner;
   }
@@ -1025,12 +1093,14 @@ MKC_DEVICE int mkc_draw(const float *work, int vocab, float max, float inv_temp,
 /* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
- * logits: [T][logits_stride] raw; work: [T][vocab] scratch; drawn: [T][2]
- * (the token from p_t, the token from the residual); p_draft: [T].
- * smem: red (MKC_WARPS floats), part (MKC_THREADS floats), winner (1 int). */
+ * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
+ * ints, top-k's survivors; drawn: [T][2] (the token from p_t, the token from
+ * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
+ * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int T, float *work, int *drawn,
-                           float *p_draft_out, float *lp, float *red, float *part, int *winner) {
+                           int logits_stride, int vocab, int pos, int T, float *work, int *lists,
+                           int *drawn, float *p_draft_out, float *lp, float *red, float *part,
+                           int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
   for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
     float *w = work + t * vocab;
@@ -1059,35 +1129,50 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       continue;
     }
     float inv_temp = 1.0f / o->temp;
-    if (o->top_k > 0 && o->top_k < vocab)
-      mkc_keep_top(w, vocab, (float)o->top_k, max, 0.0f, red, part);
+    /* The candidates: every id, or after top-k its k survivors, so that the
+     * later cuts and draws read k values rather than the vocabulary. */
+    const int *list = 0;
+    int n = vocab;
+    int k = o->top_k;
+    if (k > 0 && k < vocab) {
+      unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
+      mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
+      n = mkc_compact(w, vocab, lists + t * vocab, part);
+      list = lists + t * vocab;
+    }
     if (o->top_p < 1.0f) {
       float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */
       float z = 0.0f;
-      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
-        if (w[i] > MKC_CUT) z += mkc_probe_weight(w[i], max, scale);
+      for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+        float l = w[mkc_cand(list, j)];
+        if (l > MKC_CUT) z += mkc_probe_weight(l, max, scale);
+      }
       z = mkc_block_sum(z, red);
-      mkc_keep_top(w, vocab, o->top_p * z, max, scale, red, part);
+      unsigned key = mkc_key_bisect(w, list, n, o->top_p * z, max, scale, red);
+      mkc_cut_below(w, list, n, key, o->top_p * z, max, scale, red, part);
     }
     if (o->min_p > 0.0f) {
       float floor_l = max + logf(o->min_p);
-      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS)
+      for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+        int i = mkc_cand(list, j);
         if (w[i] < floor_l) w[i] = MKC_CUT;
+      }
       mkc_sync_block();
     }
     unsigned position = (unsigned)(pos + t + 1); /* of the token drawn */
-    int token = mkc_draw(w, vocab, max, inv_temp, -1, mkc_uniform(o, position, MKC_DRAW_SAMPLE),
+    int token = mkc_draw(w, list, n, max, inv_temp, -1, mkc_uniform(o, position, MKC_DRAW_SAMPLE),
                          part, winner);
     int residual = -1;
     float p_draft = 0.0f;
     if (draft >= 0) {
       /* p_t(draft): its weight over all the survivors' */
-      float e = 0.0f, z = 0.0f;
-      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) z += expf((w[i] - max) * inv_temp);
+      float z = 0.0f;
+      for (int j = mkc_tid(); j < n; j += MKC_THREADS)
+        z += expf((w[mkc_cand(list, j)] - max) * inv_temp);
       z = mkc_block_sum(z, red);
-      e = expf((w[draft] - max) * inv_temp);
+      float e = expf((w[draft] - max) * inv_temp);
       p_draft = z > 0.0f ? e / z : 0.0f;
-      residual = mkc_draw(w, vocab, max, inv_temp, draft,
+      residual = mkc_draw(w, list, n, max, inv_temp, draft,
                           mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
     }
     if (mkc_tid() == 0) {
@@ -1179,7 +1264,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1183 "llama.odd.cu"
+#line 1268 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -1319,13 +1404,13 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads logits (line 109) written by another block */
 
   /* stage 13/14: sample -- no graph node
-   * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 544 bytes
+   * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
    * nodes: none; items: 1*t, one block each; flops: 0; sync: grid
-   * smem: red 0+16, part 16+512, winner 528+16
+   * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
-    mkc_sample(state, (const int *)(scratch + 13824), scratch + 2048, 304, 300, pos, T, scratch + 14208, (int *)(scratch + 15744), scratch + 15754, scratch + 15808, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528));
+    mkc_sample(state, (const int *)(scratch + 13824), scratch + 2048, 304, 300, pos, T, scratch + 14208, (int *)(scratch + 15744), (int *)(scratch + 17280), scratch + 17290, scratch + 17344, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -1335,5 +1420,5 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), (const int *)(scratch + 15744), scratch + 15754, (int *)(scratch + 13824), 300, pos, T, scratch + 14208, scratch + 15808, (int *)(smem + 0));
+  mkc_accept(state, scratch + 3584, (const int *)(scratch + 8704), (const int *)(scratch + 17280), scratch + 17290, (int *)(scratch + 13824), 300, pos, T, scratch + 14208, scratch + 17344, (int *)(smem + 0));
 }
