@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph 92b0490b5e5a627d, templates 50282dfea841e6fe, options 666ac39bd2713a0d
+ * hashes:  graph 92b0490b5e5a627d, templates 0c1341ec81f88d47, options 666ac39bd2713a0d
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    84 stages, 83 grid barriers; scratch 2010240 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -805,27 +805,32 @@ MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
 
 /* Philox4x32-10 (Salmon et al., SC'11): ten rounds of two 32x32->64-bit
  * multiplies over a 128-bit counter, the 64-bit key bumped by the Weyl
- * constants between rounds. */
-MKC_DEVICE void mkc_philox4x32(unsigned *c, unsigned k0, unsigned k1) {
+ * constants between rounds. By value: the counter stays in registers. */
+MKC_DEVICE mkc_u4 mkc_philox4x32(mkc_u4 c, unsigned k0, unsigned k1) {
   for (int r = 0; r < 10; r++) {
-    unsigned long long p0 = (unsigned long long)0xD2511F53u * c[0];
-    unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c[2];
-    unsigned n0 = (unsigned)(p1 >> 32) ^ c[1] ^ k0;
-    unsigned n2 = (unsigned)(p0 >> 32) ^ c[3] ^ k1;
-    c[0] = n0;
-    c[1] = (unsigned)p1;
-    c[2] = n2;
-    c[3] = (unsigned)p0;
+    unsigned long long p0 = (unsigned long long)0xD2511F53u * c.x;
+    unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c.z;
+    mkc_u4 n;
+    n.x = (unsigned)(p1 >> 32) ^ c.y ^ k0;
+    n.y = (unsigned)p1;
+    n.z = (unsigned)(p0 >> 32) ^ c.w ^ k1;
+    n.w = (unsigned)p0;
+    c = n;
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
+  return c;
 }
 
 /* A uniform in [0, 1) with 24 random bits, for the token at `position`. */
 MKC_DEVICE float mkc_uniform(const mkc_sampling *o, unsigned position, unsigned purpose) {
-  unsigned c[4] = {position, purpose, 0u, 0u};
-  mkc_philox4x32(c, o->seed_lo, o->seed_hi);
-  return (float)(c[0] >> 8) * (1.0f / 16777216.0f);
+  mkc_u4 c;
+  c.x = position;
+  c.y = purpose;
+  c.z = 0u;
+  c.w = 0u;
+  c = mkc_philox4x32(c, o->seed_lo, o->seed_hi);
+  return (float)(c.x >> 8) * (1.0f / 16777216.0f);
 }
 
 /* The float's order as an unsigned: a < b exactly when key(a) < key(b). */
@@ -1264,7 +1269,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1268 "llama.llama-3.2-1b.cu"
+#line 1273 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
