@@ -20,21 +20,52 @@ MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const 
   *a_out = a;
 }
 
-MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
-                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, const float *work, float *lp, int *choice) {
-  if (mkc_bid() != 0) return;
-  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+/* The best (logit, id) over every block's LM-head partial, for each input:
+ * the whole block scans, each thread a stride of the blocks, then a
+ * butterfly in each warp and thread 0 over the warps (a serial scan of 1024
+ * partials per input was one thread's work before). Ties go to the lower
+ * id; mkc_better is a total order, so every lane ends with the same pair. */
+MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, int T, int *choice,
+                                    float *red_v, int *red_i) {
+  for (int t = 0; t < T; t++) {
     float v = MKC_NEG_MAX;
     int i = 0x7fffffff;
-    for (int b = 0; b < mkc_nblocks(); b++)
+    for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
       if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
         v = part_val[b * MKC_T_MAX + t];
         i = part_idx[b * MKC_T_MAX + t];
       }
-    choice[t] = i;
+    for (int m = 16; m > 0; m >>= 1) {
+      float ov = mkc_shfl_xor(v, m);
+      int oi = mkc_shfl_xor_int(i, m);
+      if (mkc_better(ov, oi, v, i)) {
+        v = ov;
+        i = oi;
+      }
+    }
+    if (mkc_lane() == 0) {
+      red_v[mkc_warp()] = v;
+      red_i[mkc_warp()] = i;
+    }
+    mkc_sync_block();
+    if (mkc_tid() == 0) {
+      for (int w = 1; w < MKC_WARPS; w++)
+        if (mkc_better(red_v[w], red_i[w], v, i)) {
+          v = red_v[w];
+          i = red_i[w];
+        }
+      choice[t] = i;
+    }
+    mkc_sync_block(); /* red is reused by the next input */
   }
-  mkc_sync_block();
+}
+
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
+                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
+                           int T, const float *work, float *lp, int *choice, float *red_v,
+                           int *red_i) {
+  if (mkc_bid() != 0) return;
+  mkc_argmax_partials(part_val, part_idx, T, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {

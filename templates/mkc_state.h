@@ -26,11 +26,12 @@ enum mkc_status {
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */
 typedef struct mkc_sampling {
-  float temp;                    /* <= 0: greedy (argmax); the other fields are then ignored */
-  int top_k;                     /* <= 0: off */
-  float top_p;                   /* >= 1: off */
-  float min_p;                   /* <= 0: off */
-  float repeat_penalty;          /* 1: off (llama.cpp: logit > 0 ? logit / rp : logit * rp) */
+  float temp;           /* <= 0: greedy (argmax); the other fields are then ignored */
+  int top_k;            /* <= 0: off */
+  float top_p;          /* >= 1: off */
+  float min_p;          /* <= 0: off */
+  float repeat_penalty; /* 1 (or 0, as zeroed options hold): off; llama.cpp: l > 0 ? l / rp : l * rp
+                         */
   float presence_penalty;        /* 0: off (logit -= presence if the token occurs) */
   float frequency_penalty;       /* 0: off (logit -= frequency * count) */
   int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */

@@ -14,11 +14,17 @@
  * then keeps a draft with probability p_t(draft) and otherwise emits the
  * residual token: speculative sampling, lossless for point-mass drafts. */
 
+/* The repeat penalty, 1 (none) for the all-zero options a fresh or reset
+ * state holds: zero options are plain greedy decoding. */
+MKC_DEVICE float mkc_repeat_penalty(const mkc_sampling *o) {
+  return o->repeat_penalty > 0.0f ? o->repeat_penalty : 1.0f;
+}
+
 /* Whether the step samples rather than takes the plain argmax: a
  * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
  * does: then the choice is the argmax of the penalized logits). */
 MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
-  return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
+  return o->temp > 0.0f || mkc_repeat_penalty(o) != 1.0f || o->presence_penalty != 0.0f ||
          o->frequency_penalty != 0.0f || o->logprobs > 0;
 }
 
@@ -79,8 +85,8 @@ MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const i
                              int pos, int t, float *work) {
   int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
   if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
-  if (o->repeat_penalty == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f)
-    return;
+  float rp = mkc_repeat_penalty(o);
+  if (rp == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f) return;
   for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
     int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
     for (int i = 0; i < n; i++) {
@@ -91,7 +97,7 @@ MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const i
     }
     if (!first) continue;
     float l = work[tok];
-    l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;
+    l = l <= 0.0f ? l * rp : l / rp;
     work[tok] = l - (float)count * o->frequency_penalty - o->presence_penalty;
   }
   mkc_sync_block();

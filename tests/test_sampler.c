@@ -51,6 +51,10 @@ static const char ENTRY[] =
     "  unsigned *hist = (unsigned *)(smem + 64 + 4 * MKC_THREADS + 16);\n"
     "  int n = hdr[1], T = hdr[2];\n"
     "  int *out = (int *)(scratch + OFF_OUT);\n"
+    "  if (hdr[0] == 2) {\n"
+    "    if (mkc_tid() == 0) out[0] = mkc_sampling_on(&st->sampling);\n"
+    "    return;\n"
+    "  }\n"
     "  if (hdr[0] == 1) {\n"
     "    if (mkc_tid() == 0)\n"
     "      for (int i = 0; i < n; i++) {\n"
@@ -289,6 +293,34 @@ static void philox(mkc_cpu_kernel *k) {
   CHECK(same, "the kernel's Philox4x32-10 equals the reference on 64 random counters and keys");
 }
 
+/* Which options send a step through the sampler: not the all-zero options
+ * of a fresh state, nor greedy with the neutral values the CLI sends. */
+static void sampling_on(mkc_cpu_kernel *k) {
+  static const struct {
+    const char *name;
+    mkc_sampling o;
+    int on;
+  } CASES[] = {
+      {"all-zero options (a fresh state)", {.temp = 0}, 0},
+      {"greedy with neutral values", {.top_p = 1, .repeat_penalty = 1, .repeat_last_n = 64}, 0},
+      {"a temperature", {.temp = 0.5f, .top_p = 1, .repeat_penalty = 1}, 1},
+      {"a repeat penalty at temperature 0", {.top_p = 1, .repeat_penalty = 1.1f}, 1},
+      {"a presence penalty", {.presence_penalty = 0.5f}, 1},
+      {"log-probabilities", {.logprobs = 1}, 1},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    memset(scratch, 0, sizeof scratch);
+    int *hdr = (int *)scratch, *out = (int *)(scratch + OFF_OUT);
+    hdr[0] = 2;
+    mkc_state st;
+    memset(&st, 0, sizeof st);
+    st.sampling = CASES[i].o;
+    int rc = mkc_cpu_kernel_launch(k, 1, 32, 64 + 4 * 32 + 16 + 1024, NULL, scratch, NULL, &st);
+    CHECK(rc == 0 && out[0] == CASES[i].on, "the sampler %s for %s",
+          CASES[i].on ? "runs" : "does not run", CASES[i].name);
+  }
+}
+
 /* Each planted bug makes the matching case fail the same test. */
 static void planted(void) {
   static const struct {
@@ -296,11 +328,8 @@ static void planted(void) {
     int option_case;
   } BUGS[] = {
       {"top-k off by one", "int k = o->top_k;", "int k = o->top_k + 1;", 1},
-      {"repeat penalty applied twice",
-       "l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;",
-       "l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;\n"
-       "    l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;",
-       4},
+      {"repeat penalty applied twice", "l = l <= 0.0f ? l * rp : l / rp;",
+       "l = l <= 0.0f ? l * rp : l / rp;\n    l = l <= 0.0f ? l * rp : l / rp;", 4},
       {"top-p after the temperature",
        "float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */",
        "float scale = 1.0f / o->temp;", 6},
@@ -327,6 +356,7 @@ int main(void) {
   mkc_cpu_kernel *k32 = build(32, NULL, NULL), *k128 = build(128, NULL, NULL);
   if (CHECK(k32 && k128, "the sampler's test kernel builds (32 and 128 threads)")) {
     philox(k32);
+    sampling_on(k32);
     options(k32, 32, 0);
     options(k128, 128, 5);
     residual(k32);

@@ -1,9 +1,9 @@
 -- Stage: block 0 reduces the argmax partials, accepts drafts, moves pos.
 return function(st, ctx)
-  local smem = { { "choice", ctx.t_max } }
+  local smem = { { "choice", ctx.t_max }, { "red_v", ctx.warps }, { "red_i", ctx.warps } }
   local at = ctx.smem_layout(smem)
   return {
-    work = "T tokens, block 0 only",
+    work = "T tokens, block 0 only (its threads share the argmax over the blocks' partials)",
     smem = smem,
     items = { t = 1, unit = "thread of block 0" },
     flops = {},
@@ -15,6 +15,7 @@ return function(st, ctx)
       p_draft = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
       history = ("(int *)(scratch + %d)"):format(ctx.history), vocab = ctx.vocab, pos = "pos",
       work = ("scratch + %d"):format(ctx.sample_work), lp = ("scratch + %d"):format(ctx.logprobs),
-      T = "T", choice = ctx.smem_ptr("int", at.choice) }) .. ";",
+      T = "T", choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
+      red_i = ctx.smem_ptr("int", at.red_i) }) .. ";",
   }
 end
