@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph 92b0490b5e5a627d, templates 0c1341ec81f88d47, options 666ac39bd2713a0d
+ * hashes:  graph 92b0490b5e5a627d, templates 5a2bb2a7cc7c4aee, options 666ac39bd2713a0d
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    84 stages, 83 grid barriers; scratch 2010240 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -146,11 +146,12 @@ enum mkc_status {
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */
 typedef struct mkc_sampling {
-  float temp;                    /* <= 0: greedy (argmax); the other fields are then ignored */
-  int top_k;                     /* <= 0: off */
-  float top_p;                   /* >= 1: off */
-  float min_p;                   /* <= 0: off */
-  float repeat_penalty;          /* 1: off (llama.cpp: logit > 0 ? logit / rp : logit * rp) */
+  float temp;           /* <= 0: greedy (argmax); the other fields are then ignored */
+  int top_k;            /* <= 0: off */
+  float top_p;          /* >= 1: off */
+  float min_p;          /* <= 0: off */
+  float repeat_penalty; /* 1 (or 0, as zeroed options hold): off; llama.cpp: l > 0 ? l / rp : l * rp
+                         */
   float presence_penalty;        /* 0: off (logit -= presence if the token occurs) */
   float frequency_penalty;       /* 0: off (logit -= frequency * count) */
   int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */
@@ -790,11 +791,17 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
  * then keeps a draft with probability p_t(draft) and otherwise emits the
  * residual token: speculative sampling, lossless for point-mass drafts. */
 
+/* The repeat penalty, 1 (none) for the all-zero options a fresh or reset
+ * state holds: zero options are plain greedy decoding. */
+MKC_DEVICE float mkc_repeat_penalty(const mkc_sampling *o) {
+  return o->repeat_penalty > 0.0f ? o->repeat_penalty : 1.0f;
+}
+
 /* Whether the step samples rather than takes the plain argmax: a
  * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
  * does: then the choice is the argmax of the penalized logits). */
 MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
-  return o->temp > 0.0f || o->repeat_penalty != 1.0f || o->presence_penalty != 0.0f ||
+  return o->temp > 0.0f || mkc_repeat_penalty(o) != 1.0f || o->presence_penalty != 0.0f ||
          o->frequency_penalty != 0.0f || o->logprobs > 0;
 }
 
@@ -855,8 +862,8 @@ MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const i
                              int pos, int t, float *work) {
   int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
   if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
-  if (o->repeat_penalty == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f)
-    return;
+  float rp = mkc_repeat_penalty(o);
+  if (rp == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f) return;
   for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
     int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
     for (int i = 0; i < n; i++) {
@@ -867,7 +874,7 @@ MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const i
     }
     if (!first) continue;
     float l = work[tok];
-    l = l <= 0.0f ? l * o->repeat_penalty : l / o->repeat_penalty;
+    l = l <= 0.0f ? l * rp : l / rp;
     work[tok] = l - (float)count * o->frequency_penalty - o->presence_penalty;
   }
   mkc_sync_block();
@@ -1210,21 +1217,52 @@ MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const 
   *a_out = a;
 }
 
-MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
-                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, const float *work, float *lp, int *choice) {
-  if (mkc_bid() != 0) return;
-  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+/* The best (logit, id) over every block's LM-head partial, for each input:
+ * the whole block scans, each thread a stride of the blocks, then a
+ * butterfly in each warp and thread 0 over the warps (a serial scan of 1024
+ * partials per input was one thread's work before). Ties go to the lower
+ * id; mkc_better is a total order, so every lane ends with the same pair. */
+MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, int T, int *choice,
+                                    float *red_v, int *red_i) {
+  for (int t = 0; t < T; t++) {
     float v = MKC_NEG_MAX;
     int i = 0x7fffffff;
-    for (int b = 0; b < mkc_nblocks(); b++)
+    for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
       if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
         v = part_val[b * MKC_T_MAX + t];
         i = part_idx[b * MKC_T_MAX + t];
       }
-    choice[t] = i;
+    for (int m = 16; m > 0; m >>= 1) {
+      float ov = mkc_shfl_xor(v, m);
+      int oi = mkc_shfl_xor_int(i, m);
+      if (mkc_better(ov, oi, v, i)) {
+        v = ov;
+        i = oi;
+      }
+    }
+    if (mkc_lane() == 0) {
+      red_v[mkc_warp()] = v;
+      red_i[mkc_warp()] = i;
+    }
+    mkc_sync_block();
+    if (mkc_tid() == 0) {
+      for (int w = 1; w < MKC_WARPS; w++)
+        if (mkc_better(red_v[w], red_i[w], v, i)) {
+          v = red_v[w];
+          i = red_i[w];
+        }
+      choice[t] = i;
+    }
+    mkc_sync_block(); /* red is reused by the next input */
   }
-  mkc_sync_block();
+}
+
+MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
+                           const int *drawn, const float *p_draft, int *history, int vocab, int pos,
+                           int T, const float *work, float *lp, int *choice, float *red_v,
+                           int *red_i) {
+  if (mkc_bid() != 0) return;
+  mkc_argmax_partials(part_val, part_idx, T, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
@@ -1269,7 +1307,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1273 "llama.llama-3.2-1b.cu"
+#line 1311 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
@@ -2190,10 +2228,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   }
 
   /* stage 84/84: accept -- no graph node
-   * work: T tokens, block 0 only; smem 32 bytes
+   * work: T tokens, block 0 only (its threads share the argmax over the blocks' partials); smem 64 bytes
    * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
-   * smem: choice 0+32
+   * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 712960, (const int *)(scratch + 718080), (const int *)(scratch + 2009856), scratch + 2009866, (int *)(scratch + 723200), 128256, pos, T, scratch + 727296, scratch + 2009920, (int *)(smem + 0));
+  mkc_accept(state, scratch + 712960, (const int *)(scratch + 718080), (const int *)(scratch + 2009856), scratch + 2009866, (int *)(scratch + 723200), 128256, pos, T, scratch + 727296, scratch + 2009920, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 }
