@@ -197,4 +197,13 @@ rc=$?
   ok "run --backend ref --temp: refused (the ref backend is greedy only)" ||
   fail "run --backend ref --temp" "status $rc" "$(cat "$tmp/err")"
 
+# --draft-adaptive: the depth follows the acceptance rate; the tokens stay plain greedy's.
+ad=(run --preset tiny --random-weights 1 -n 48 --prompt-ids 1,2,3,1,2,3)
+p=$("$mkc" "${ad[@]}" 2>/dev/null) q=$("$mkc" "${ad[@]}" --draft-max 6 --draft-adaptive 2>"$tmp/ad.err")
+if [ -n "$p" ] && [ "$p" = "$q" ] && grep -Eq 'drafted [0-9]+ \(adaptive depth [0-9]+\.\.[0-9]+\)' "$tmp/ad.err"; then
+  ok "run --draft-adaptive: plain greedy's tokens; the depths in the stats"
+else
+  fail "run --draft-adaptive" "plain:    $p" "adaptive: $q" "$(cat "$tmp/ad.err")"
+fi
+
 finish

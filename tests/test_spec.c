@@ -6,6 +6,7 @@
 
 #include "check.h"
 #include "exec/decode.h"
+#include "exec/depth.h"
 #include "fixture.h"
 #include "mkc_state.h"
 
@@ -60,6 +61,26 @@ static void lossless(const char *preset, int *plain) {
           st.gen_steps, N_GEN);
     drafted += st.drafted;
     accepted += st.accepted;
+  }
+  /* The adaptive depth (exec/depth.h) changes how many drafts each step
+   * offers, never the tokens. */
+  {
+    fixture fx;
+    if (fixture_open(&fx, preset, 8, 0, 42) == 0) {
+      mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 3);
+      mkc_decode_opts o = {.draft_max = 8, .adaptive = 1, .draft_min = 0};
+      int n =
+          s ? (mkc_decode_with(s, &fx.g, PROMPT, N_PROMPT, N_GEN, &o, out, &st) == 0 ? st.generated
+                                                                                     : -1)
+            : -1;
+      int diff = n == N_GEN ? first_difference(plain, out, N_GEN) : 0;
+      CHECK(diff < 0,
+            "%s: adaptive depth 0..8: %d tokens identical to plain greedy (depths %d..%d, %ld "
+            "drafted, %ld accepted)",
+            preset, N_GEN, st.depth_lo, st.depth_hi, st.drafted, st.accepted);
+      mkc_session_close(s);
+      fixture_close(&fx);
+    }
   }
   /* Otherwise the runs above never took the accept or the reject path. */
   CHECK(accepted > 0 && accepted < drafted,
@@ -273,8 +294,45 @@ static void continuation(const char *preset) {
   fixture_close(&fx);
 }
 
+/* The depth controller on scripted outcomes: all accepted raises it to max
+ * one window at a time, none accepted lowers it to min, and at depth 0 a
+ * probe every MKC_DEPTH_PROBE_STEPS steps can raise it again. */
+static void depth_controller(void) {
+  mkc_depth d;
+  mkc_depth_init(&d, 0, 4);
+  int k = mkc_depth_next(&d), steps = 0;
+  CHECK_INT(k, 4, "depth: starts at max");
+  while (mkc_depth_next(&d) > 0 && steps < 100) {
+    mkc_depth_update(&d, mkc_depth_next(&d), 0);
+    steps++;
+  }
+  /* a window is 8 drafts: 2 steps at depth 4, 3 at 3, 4 at 2, 8 at 1 */
+  CHECK(d.k == 0 && steps == 2 + 3 + 4 + 8, "depth: nothing accepted: down to 0 in %d steps",
+        steps);
+  int probes = 0, s;
+  for (s = 0; s < 64 && d.k == 0; s++) {
+    int offered = mkc_depth_next(&d);
+    probes += offered;
+    mkc_depth_update(&d, offered, probes >= 2 ? offered : 0); /* the second probe is accepted */
+  }
+  CHECK(d.k == 1 && probes == 2 && s > MKC_DEPTH_PROBE_STEPS,
+        "depth: at 0, a probe every %d steps; an accepted one raises it (%d probes, %d steps)",
+        MKC_DEPTH_PROBE_STEPS, probes, s);
+  for (steps = 0; d.k < 4 && steps < 100; steps++) {
+    int offered = mkc_depth_next(&d);
+    mkc_depth_update(&d, offered, offered);
+  }
+  CHECK(d.k == 4 && d.lowest == 0 && d.highest == 4, "depth: all accepted: back up to max");
+  mkc_depth_update(&d, 8, 5); /* 62.5 %: between the thresholds */
+  CHECK_INT(d.k, 4, "depth: 40..80 %% accepted: unchanged");
+  mkc_depth_init(&d, 2, 4);
+  for (steps = 0; steps < 40; steps++) mkc_depth_update(&d, mkc_depth_next(&d), 0);
+  CHECK_INT(d.k, 2, "depth: never below --draft-min");
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
+  depth_controller();
   static const char *presets[] = {"tiny", "odd", "qwen2-tiny", "qwen3-tiny"};
   for (int i = 0; i < 4; i++) {
     int plain[N_GEN];

@@ -90,6 +90,7 @@ static const struct {
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
     {"--verbose", offsetof(mkc_cli, verbose)},
     {"--json", offsetof(mkc_cli, json)},
+    {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -117,6 +118,7 @@ static const struct {
   size_t at; /* offsetof the int in mkc_cli */
 } INT_FLAGS[] = {
     {"--draft-max", 0, 31, offsetof(mkc_cli, draft_max)},
+    {"--draft-min", 0, 31, offsetof(mkc_cli, draft_min)},
     {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */

@@ -130,8 +130,12 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, c
   if (!out) return -1;
   answer a = {.tok = m->file.tok};
   mkc_detok_init(&a.detok, a.tok, 0);
-  mkc_decode_opts o = {
-      .draft_max = c->draft_max, .on_token = on_token, .ctx = &a, .interrupted = &mkc_interrupted};
+  mkc_decode_opts o = {.draft_max = c->draft_max,
+                       .adaptive = c->draft_adaptive,
+                       .draft_min = c->draft_min,
+                       .on_token = on_token,
+                       .ctx = &a,
+                       .interrupted = &mkc_interrupted};
   int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
@@ -159,11 +163,13 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, c
 
 int mkc_cmd_chat(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "-m -n --temp --seed --draft-max --ctx --backend --blocks --kv-dtype "
-                         "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
-                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty",
-                         0, &c);
+  int rc =
+      mkc_cli_parse(argc, argv, 2,
+                    "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
+                    "--blocks --kv-dtype "
+                    "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
+                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty",
+                    0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;

@@ -47,6 +47,8 @@ static const char USAGE[] =
     "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
     "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
     "  --draft-max K          prompt-lookup drafts per step (0..31), verified in the kernel\n"
+    "  --draft-adaptive       the depth follows the acceptance rate (+1 above 80 %, -1\n"
+    "                         below 40 %), between --draft-min K (default 0) and --draft-max\n"
     "                         (greedy or sampled: lossless either way)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
@@ -245,22 +247,27 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
   char sampled[80] = "greedy";
   if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
-  fprintf(stderr,
-          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
-          "s%s; %s; drafted %ld, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
-          "%s; stopped: %s\n",
-          mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
-          c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
-          gen_s, rate, sampled, st->drafted, st->accepted,
-          st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
-          st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
-          stop_reason(st, eog, interrupted, open_ended));
+  char depth[64] = "";
+  if (c->draft_adaptive)
+    snprintf(depth, sizeof depth, " (adaptive depth %d..%d)", st->depth_lo, st->depth_hi);
+  fprintf(
+      stderr,
+      "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
+      "s%s; %s; drafted %ld%s, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
+      "%s; stopped: %s\n",
+      mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
+      c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
+      gen_s, rate, sampled, st->drafted, depth, st->accepted,
+      st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
+      st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
+      stop_reason(st, eog, interrupted, open_ended));
 }
 
 int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2,
-                         "--graph --preset --random-weights -n --draft-max --prompt-ids --backend "
+                         "--graph --preset --random-weights -n --draft-max --draft-min "
+                         "--draft-adaptive --prompt-ids --backend "
                          "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
                          "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
                          "--logprobs "
@@ -309,6 +316,8 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   mkc_decode_opts o = {.draft_max = c.draft_max,
+                       .adaptive = c.draft_adaptive,
+                       .draft_min = c.draft_min,
                        .interrupted = &mkc_interrupted,
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include "util/clock.h"
 
+#include "depth.h"
 #include "draft.h"
 
 static int min_int(int a, int b) { return a < b ? a : b; }
@@ -85,6 +86,8 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   int n_hist = n_prompt, in[MKC_T_CAP], rc = 0;
   mkc_step_result r;
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
+  mkc_depth depth;
+  mkc_depth_init(&depth, o->draft_min < draft_max ? o->draft_min : draft_max, draft_max);
 
   /* The prompt: every input of a chunk is known; the last chunk's choice is
    * the first generated token. */
@@ -112,13 +115,15 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     }
     int want = n_gen - stats->generated;
     /* Drafts past what is still wanted or past the cache would be wasted or refused. */
-    int k = min_int(draft_max, min_int(want - 1, g->max_ctx - pos - 1));
+    int k = o->adaptive ? mkc_depth_next(&depth) : draft_max;
+    k = min_int(k, min_int(want - 1, g->max_ctx - pos - 1));
     in[0] = hist[n_hist - 1];
     k = mkc_draft_lookup(hist, n_hist, k, in + 1);
     if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
     stats->steps++;
     stats->gen_steps++;
     stats->drafted += k;
+    if (o->adaptive) mkc_depth_update(&depth, k, r.n_accepted);
     stats->accepted += r.n_accepted;
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
       if (emit(s, o, i, r.out[i], out, hist, &n_hist, stats)) break;
@@ -129,5 +134,7 @@ fail:
 done:
   free(hist);
   stats->seconds = mkc_seconds() - t0;
+  stats->depth_lo = o->adaptive ? depth.lowest : draft_max;
+  stats->depth_hi = o->adaptive ? depth.highest : draft_max;
   return rc;
 }

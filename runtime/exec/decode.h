@@ -10,21 +10,25 @@
 #include "session.h"
 
 typedef struct mkc_decode_stats {
-  int steps;             /* kernel steps, prompt chunks included */
-  int gen_steps;         /* steps that emitted generated tokens */
-  long drafted;          /* draft tokens offered to the kernel */
-  long accepted;         /* draft tokens the kernel accepted */
-  int generated;         /* tokens written to out */
-  int ctx_full;          /* generation stopped because the context was full */
-  int stopped;           /* generation stopped because on_token said so */
-  int fed;               /* prompt tokens the kernel processed (the rest were cached) */
-  double prompt_seconds; /* wall time until the prompt was in the cache */
-  double seconds;        /* wall time of the whole loop */
+  int steps;              /* kernel steps, prompt chunks included */
+  int gen_steps;          /* steps that emitted generated tokens */
+  long drafted;           /* draft tokens offered to the kernel */
+  long accepted;          /* draft tokens the kernel accepted */
+  int generated;          /* tokens written to out */
+  int ctx_full;           /* generation stopped because the context was full */
+  int stopped;            /* generation stopped because on_token said so */
+  int fed;                /* prompt tokens the kernel processed (the rest were cached) */
+  int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
+  double prompt_seconds;  /* wall time until the prompt was in the cache */
+  double seconds;         /* wall time of the whole loop */
 } mkc_decode_stats;
 
 /* How to choose tokens and whom to tell. */
 typedef struct mkc_decode_opts {
   int draft_max; /* drafts per step (clamped to the kernel's t_max - 1 and to the context) */
+  /* Nonzero: the depth follows the acceptance rate within [draft_min,
+   * draft_max] (exec/depth.h); else every step offers draft_max. */
+  int adaptive, draft_min;
   /* Called with each generated token, in order, as soon as it is known;
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);
