@@ -31,6 +31,7 @@ static const char USAGE[] =
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
+    "  --draft-min K, --draft-adaptive,\n"
     "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
