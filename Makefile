@@ -16,12 +16,15 @@ RUNTIME_SRC := $(filter-out runtime/cli/main.c,$(shell find runtime -name '*.c' 
 RUNTIME_OBJ := $(RUNTIME_SRC:runtime/%.c=build/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=build/%)
+TEST_OBJ := $(TEST_SRC:tests/%.c=build/obj/tests/%.o)
 
 # A CUDA driver and an NVRTC double (tests/fake_cuda): the cuda backend's host
 # code runs in make test on machines without a GPU.
 FAKE_CUDA := build/fake_cuda/libcuda.so.1 build/fake_cuda/libnvrtc.so
 
 all: build/mkc $(TEST_BIN) $(FAKE_CUDA)
+# Named, so make keeps them (not intermediates) and their .d files count.
+.SECONDARY: $(TEST_OBJ)
 
 build/obj/%.o: runtime/%.c
 	@mkdir -p $(dir $@)
@@ -30,9 +33,15 @@ build/obj/%.o: runtime/%.c
 build/mkc: build/obj/cli/main.o $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-build/test_%: tests/test_%.c $(RUNTIME_OBJ)
+# Compiled apart from the link, so the object's .d names every header the
+# test includes (tests/*.h too) and an edited header rebuilds the test.
+build/obj/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -c $< -o $@
+
+build/test_%: build/obj/tests/test_%.o $(RUNTIME_OBJ)
 	@mkdir -p build
-	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Hidden visibility: only the API entry points leave the library, so the host
 # program's own symbols never interpose on the doubles' internals.
