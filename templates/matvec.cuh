@@ -102,19 +102,29 @@ MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chu
       if (w[r]) mkc_prefetch(w[r] + c * 8);
 }
 
+/* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
+ * acc, the block it takes next (r0 + step) prefetched first: the loop body
+ * of the matvec and the LM head. */
+MKC_DEVICE void mkc_dot_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0, int step,
+                                  int n_chunks, const float *x, int x_stride,
+                                  const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
+  mkc_row_block(w, row_stride, rows, r0, wr);
+  mkc_row_block(w, row_stride, rows, r0 + step, next);
+  mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+  mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+}
+
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
 MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
                            const float *x, int x_stride, const mkc_bf16 *norm_w,
                            const float *inv_rms, float *out, int out_stride, int accumulate,
                            int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w, row_stride, rows, r0, wr);
-    mkc_row_block(w, row_stride, rows, r0 + step, next);
-    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
-    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
+                      acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {

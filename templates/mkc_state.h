@@ -39,6 +39,14 @@ typedef struct mkc_sampling {
   int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
 } mkc_sampling;
 
+/* Whether the options send a step through the sampler: a temperature, a
+ * penalty or log-probabilities. All-zero options (a fresh or reset state) are
+ * plain greedy decoding: a repeat penalty of 0 counts as none. The one
+ * definition for the kernel (templates/sample.cuh) and the host. */
+#define MKC_SAMPLING_ON(o)                                                                         \
+  ((o)->temp > 0.0f || ((o)->repeat_penalty > 0.0f && (o)->repeat_penalty != 1.0f) ||              \
+   (o)->presence_penalty != 0.0f || (o)->frequency_penalty != 0.0f || (o)->logprobs > 0)
+
 typedef struct mkc_state {
   /* kernel-owned */
   int pos;                /* tokens whose K/V rows are valid in the cache */

@@ -22,11 +22,9 @@ MKC_DEVICE float mkc_repeat_penalty(const mkc_sampling *o) {
 
 /* Whether the step samples rather than takes the plain argmax: a
  * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
- * does: then the choice is the argmax of the penalized logits). */
-MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
-  return o->temp > 0.0f || mkc_repeat_penalty(o) != 1.0f || o->presence_penalty != 0.0f ||
-         o->frequency_penalty != 0.0f || o->logprobs > 0;
-}
+ * does: then the choice is the argmax of the penalized logits), or
+ * log-probabilities (MKC_SAMPLING_ON, mkc_state.h). */
+MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) { return MKC_SAMPLING_ON(o); }
 
 /* What to draw a uniform for: one stream each, so they are independent. */
 #define MKC_DRAW_SAMPLE 0u

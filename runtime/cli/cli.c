@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "codegen/graph.h"
+#include "exec/session.h"
 #include "model/model_dir.h"
 
 int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg) {
@@ -70,7 +71,6 @@ static const struct {
     {"--graph", offsetof(mkc_cli, graph)},
     {"-o", offsetof(mkc_cli, out)},
     {"--prompt-ids", offsetof(mkc_cli, prompt_ids)},
-    {"--backend", offsetof(mkc_cli, backend)},
     {"--kernel", offsetof(mkc_cli, kernel_dir)},
     {"--arch", offsetof(mkc_cli, archs)},
     {"-m", offsetof(mkc_cli, model_path)},
@@ -175,7 +175,7 @@ static double given(const mkc_cli *c, const char *flag, double dflt) {
   return dflt;
 }
 
-void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed) {
+int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed) {
   memset(o, 0, sizeof *o);
   o->temp = (float)c->temp;
   o->top_k = (int)given(c, "--top-k", 40);
@@ -195,6 +195,7 @@ void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *see
   }
   o->seed_lo = (unsigned)*seed;
   o->seed_hi = (unsigned)(*seed >> 32);
+  return mkc_sampling_check(o) == 0 ? 0 : 2;
 }
 
 /* The value of flag a (allowed, known): 0, or 2 after the usage error. */
@@ -214,7 +215,11 @@ static int take_value(const char *a, const char *v, mkc_cli *c) {
       c->have_n |= strcmp(a, "-n") == 0;
       return 0;
     }
-  if (strcmp(a, "--kv-dtype") == 0) {
+  if (strcmp(a, "--backend") == 0) {
+    if (mkc_backend_kind_from_name(v) < 0)
+      return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", v);
+    c->backend = v;
+  } else if (strcmp(a, "--kv-dtype") == 0) {
     if (mkc_kv_dtype_from_name(v) < 0)
       return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);
     c->kv_dtype = v;

@@ -46,8 +46,9 @@ int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
 /* The request's sampling options from the flags: --temp (0, greedy, unless
  * given), and llama.cpp's defaults for what was not given (top-k 40, top-p
  * 0.95, min-p 0.05, repeat penalty 1 over the last 64 tokens); the seed is
- * --seed, else one drawn now (*seed says which, for the stats line). */
-void mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);
+ * --seed, else one drawn now (*seed says which, for the stats line).
+ * Checked (mkc_sampling_check): 0, or 2 after the message. */
+int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);

@@ -189,9 +189,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
 
   /* What one step streams: every weight once (the tied head shares the embedding). */
-  double params = 0;
-  for (int i = 0; i < m.g.n_weights; i++)
-    params += (double)m.g.weights[i].rows * m.g.weights[i].cols;
+  double params = mkc_graph_params(&m.g);
   double weight_bytes = params * 2;
   const char *backend = mkc_session_backend(m.s);
   char arch[72] = "";

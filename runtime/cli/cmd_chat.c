@@ -13,6 +13,7 @@
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
+#include "stop_reason.h"
 
 static const char USAGE[] =
     "usage: mkc chat -m MODEL [-sys TEXT] [--chat-template NAME] [options]\n"
@@ -36,9 +37,6 @@ static const char USAGE[] =
 
 static int check_flags(const mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
-  if (c->backend && strcmp(c->backend, "cpu") && strcmp(c->backend, "ref") &&
-      strcmp(c->backend, "cuda") && strcmp(c->backend, "auto"))
-    return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c->backend);
   return 0;
 }
 
@@ -96,18 +94,16 @@ static char *read_message(int tty) {
   return msg;
 }
 
+/* full: the turn could generate only as many tokens as the context had left. */
 static void print_turn(int turn, const mkc_decode_stats *st, int n_cached, int n_hist,
-                       const answer *a, int interrupted) {
+                       const answer *a, int interrupted, int full) {
   double gen_s = st->seconds - st->prompt_seconds;
   fprintf(stderr,
           "mkc: turn %d: processed %d tokens (%d cached, conversation %d); prompt %.3f s; "
           "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
           turn, st->fed, n_cached, n_hist, st->prompt_seconds, st->generated, gen_s,
           gen_s > 0 && st->generated > 1 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
-          interrupted    ? "interrupted (Ctrl-C)"
-          : a->eog       ? "end of generation"
-          : st->ctx_full ? "context full"
-                         : "-n reached");
+          mkc_stop_reason(st, a->eog, interrupted, full));
 }
 
 /* One turn: the user's message, then the answer. 0, 1 when the chat must
@@ -156,7 +152,7 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, c
      * each answer token but the last, which no step has read yet. */
     int pos = mkc_session_pos(m->s);
     *n_valid = pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
-    if (c->verbose) print_turn(number, &st, n_cached, conv->n_hist, &a, interrupted);
+    if (c->verbose) print_turn(number, &st, n_cached, conv->n_hist, &a, interrupted, n_gen == room);
   }
   free(out);
   return rc;
@@ -175,8 +171,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   if (rc || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
   unsigned long long seed;
-  mkc_cli_sampling(&c, &sampling, &seed);
-  if (mkc_sampling_check(&sampling) != 0) return 2;
+  if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
   mkc_loaded_model m;
   mkc_conversation conv = {0};
   rc = 1;

@@ -13,6 +13,7 @@
 #include "interrupt.h"
 #include "loaded.h"
 #include "logprobs.h"
+#include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 
@@ -187,9 +188,6 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
 }
 
 static int check_flags(const mkc_cli *c) {
-  if (c->backend && strcmp(c->backend, "cpu") && strcmp(c->backend, "ref") &&
-      strcmp(c->backend, "cuda") && strcmp(c->backend, "auto"))
-    return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", c->backend);
   if (c->kernel_dir && c->kv_dtype)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
@@ -217,16 +215,6 @@ static int check_flags(const mkc_cli *c) {
   if (!c->have_n || c->n_gen < 0)
     return mkc_cli_usage_error("%s", "run: -n N (tokens to generate) is required");
   return 0;
-}
-
-/* Why generation ended, for the stats line. */
-static const char *stop_reason(const mkc_decode_stats *st, int eog, int interrupted,
-                               int open_ended) {
-  if (interrupted) return "interrupted (Ctrl-C)";
-  if (eog) return "end of generation";
-  /* -n -1 asks for every position the context has left */
-  if (st->ctx_full || open_ended) return "context full (use --ctx)";
-  return "-n reached";
 }
 
 /* The stats line on stderr: backend, prompt and generation speed, drafts,
@@ -260,7 +248,7 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
       gen_s, rate, sampled, st->drafted, depth, st->accepted,
       st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
       st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
-      stop_reason(st, eog, interrupted, open_ended));
+      mkc_stop_reason(st, eog, interrupted, open_ended));
 }
 
 int mkc_cmd_run(int argc, char **argv) {
@@ -279,8 +267,7 @@ int mkc_cmd_run(int argc, char **argv) {
   if (rc || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
   unsigned long long seed;
-  mkc_cli_sampling(&c, &sampling, &seed);
-  if (mkc_sampling_check(&sampling) != 0) return 2;
+  if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
 
   mkc_loaded_model m;
   int n_prompt = 0, *prompt = NULL, *out = NULL;

@@ -128,21 +128,9 @@ int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
                     : mkc_weights_random(&m->w, &m->g, c->seed))
     return -1;
   if (c->kernel_dir) return open_aot(c, m);
-  const char *b = c->backend ? c->backend : "auto";
-  enum mkc_backend_kind kind;
-  if (strcmp(b, "cpu") == 0)
-    kind = MKC_BACKEND_CPU;
-  else if (strcmp(b, "ref") == 0)
-    kind = MKC_BACKEND_REF;
-  else if (strcmp(b, "cuda") == 0)
-    kind = MKC_BACKEND_CUDA;
-  else if (strcmp(b, "auto") == 0)
-    kind = MKC_BACKEND_AUTO;
-  else {
-    mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", b);
-    return -1;
-  }
-  m->s = mkc_session_open(kind, &m->g, &m->src, &m->w, c->blocks);
+  /* the parser checked the name */
+  int kind = mkc_backend_kind_from_name(c->backend ? c->backend : "auto");
+  m->s = mkc_session_open((enum mkc_backend_kind)kind, &m->g, &m->src, &m->w, c->blocks);
   return m->s ? 0 : -1;
 }
 
@@ -158,9 +146,7 @@ int mkc_loaded_cpu_guard(const mkc_cli *c, const mkc_loaded_model *m, double tok
   mkc_cuda_device dev;
   char why[256];
   if (mkc_cuda_device_get(&dev, why, sizeof why) == 0) return 0;
-  double params = 0;
-  for (int i = 0; i < m->g.n_weights; i++)
-    params += (double)m->g.weights[i].rows * m->g.weights[i].cols;
+  double params = mkc_graph_params(&m->g);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   double secs = params * tokens / (CPU_MACS_PER_CORE * (double)(cores > 0 ? cores : 1));
   if (secs <= CPU_GUARD_SECONDS) return 0;

@@ -24,6 +24,12 @@ int mkc_kv_dtype_from_name(const char *name) {
   return -1;
 }
 
+double mkc_graph_params(const mkc_graph *g) {
+  double params = 0;
+  for (int i = 0; i < g->n_weights; i++) params += (double)g->weights[i].rows * g->weights[i].cols;
+  return params;
+}
+
 static const char *const ROPE_SCALINGS[MKC_ROPE_SCALING_COUNT] = {
 #define MKC_ROPE_SCALING_NAME(e, name) [MKC_ROPE_SCALING_##e] = #name,
     MKC_ROPE_SCALINGS(MKC_ROPE_SCALING_NAME)

@@ -134,8 +134,10 @@ typedef struct mkc_graph {
 
 void mkc_graph_free(mkc_graph *g);
 const char *mkc_op_name(int op);
-const char *mkc_kv_dtype_name(int dtype);         /* "bf16", "f16", "f32"; "unknown" */
-int mkc_kv_dtype_from_name(const char *name);     /* enum mkc_kv_dtype, or -1 */
+const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown" */
+int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
+/* The parameters of every weight of g (rows x cols): what one step streams. */
+double mkc_graph_params(const mkc_graph *g);
 const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */
 int mkc_rope_scaling_from_name(const char *name); /* enum mkc_rope_scaling_type, or -1 */
 

@@ -24,6 +24,16 @@ struct mkc_session {
   mkc_state state; /* the step contract: inputs in; pos, status and tokens out */
 };
 
+int mkc_backend_kind_from_name(const char *name) {
+  static const char *const NAMES[] = {[MKC_BACKEND_CPU] = "cpu",
+                                      [MKC_BACKEND_REF] = "ref",
+                                      [MKC_BACKEND_CUDA] = "cuda",
+                                      [MKC_BACKEND_AUTO] = "auto"};
+  for (int k = 0; name && k < (int)(sizeof NAMES / sizeof *NAMES); k++)
+    if (strcmp(name, NAMES[k]) == 0) return k;
+  return -1;
+}
+
 const char *mkc_status_name(int status) {
   switch (status) {
   case MKC_STATUS_OK:
@@ -185,8 +195,7 @@ int mkc_sampling_check(const mkc_sampling *o) {
 
 int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
   if (mkc_sampling_check(o) != 0) return -1;
-  int on = o->temp > 0 || o->repeat_penalty != 1 || o->presence_penalty != 0 ||
-           o->frequency_penalty != 0 || o->logprobs > 0;
+  int on = MKC_SAMPLING_ON(o);
   if (on && strcmp(s->b->ops->name, "ref") == 0) {
     fprintf(stderr,
             "mkc: error: the ref backend decodes greedily only (it is the oracle of the "

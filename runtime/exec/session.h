@@ -14,6 +14,9 @@
 /* auto: cuda where a device answers, else cpu. */
 enum mkc_backend_kind { MKC_BACKEND_CPU, MKC_BACKEND_REF, MKC_BACKEND_CUDA, MKC_BACKEND_AUTO };
 
+/* "cpu", "ref", "cuda" or "auto" (--backend) -> the kind, or -1. */
+int mkc_backend_kind_from_name(const char *name);
+
 typedef struct mkc_session mkc_session;
 
 typedef struct mkc_step_result {

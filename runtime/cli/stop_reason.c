@@ -1,0 +1,10 @@
+/* See stop_reason.h. */
+#include "stop_reason.h"
+
+const char *mkc_stop_reason(const mkc_decode_stats *st, int eog, int interrupted, int open_ended) {
+  if (interrupted) return "interrupted (Ctrl-C)";
+  if (eog) return "end of generation";
+  /* -n -1 asks for every position the context has left */
+  if (st->ctx_full || open_ended) return "context full (use --ctx)";
+  return "-n reached";
+}
