@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 92b0490b5e5a627d, templates 5a2bb2a7cc7c4aee, options 100b86146c094cab
+ * hashes:  graph 92b0490b5e5a627d, templates c25fdea5cc635dfa, options 100b86146c094cab
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    14 stages, 13 grid barriers; scratch 16896 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -158,6 +158,14 @@ typedef struct mkc_sampling {
   unsigned int seed_lo, seed_hi; /* the Philox key */
   int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
 } mkc_sampling;
+
+/* Whether the options send a step through the sampler: a temperature, a
+ * penalty or log-probabilities. All-zero options (a fresh or reset state) are
+ * plain greedy decoding: a repeat penalty of 0 counts as none. The one
+ * definition for the kernel (templates/sample.cuh) and the host. */
+#define MKC_SAMPLING_ON(o)                                                                         \
+  ((o)->temp > 0.0f || ((o)->repeat_penalty > 0.0f && (o)->repeat_penalty != 1.0f) ||              \
+   (o)->presence_penalty != 0.0f || (o)->frequency_penalty != 0.0f || (o)->logprobs > 0)
 
 typedef struct mkc_state {
   /* kernel-owned */
@@ -407,19 +415,29 @@ MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chu
       if (w[r]) mkc_prefetch(w[r] + c * 8);
 }
 
+/* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
+ * acc, the block it takes next (r0 + step) prefetched first: the loop body
+ * of the matvec and the LM head. */
+MKC_DEVICE void mkc_dot_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0, int step,
+                                  int n_chunks, const float *x, int x_stride,
+                                  const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
+  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
+  mkc_row_block(w, row_stride, rows, r0, wr);
+  mkc_row_block(w, row_stride, rows, r0 + step, next);
+  mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+  mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+}
+
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
 MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
                            const float *x, int x_stride, const mkc_bf16 *norm_w,
                            const float *inv_rms, float *out, int out_stride, int accumulate,
                            int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w, row_stride, rows, r0, wr);
-    mkc_row_block(w, row_stride, rows, r0 + step, next);
-    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
-    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
+                      acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -733,7 +751,6 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
                             const float *inv_rms, float *logits, int logits_stride, int T,
                             float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
     best_v[t] = MKC_NEG_MAX;
@@ -741,10 +758,8 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w, row_stride, rows, r0, wr);
-    mkc_row_block(w, row_stride, rows, r0 + step, next);
-    mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
-    mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
+                      acc);
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
@@ -799,11 +814,9 @@ MKC_DEVICE float mkc_repeat_penalty(const mkc_sampling *o) {
 
 /* Whether the step samples rather than takes the plain argmax: a
  * temperature, or penalties (which greedy decoding applies too, as llama.cpp's
- * does: then the choice is the argmax of the penalized logits). */
-MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) {
-  return o->temp > 0.0f || mkc_repeat_penalty(o) != 1.0f || o->presence_penalty != 0.0f ||
-         o->frequency_penalty != 0.0f || o->logprobs > 0;
-}
+ * does: then the choice is the argmax of the penalized logits), or
+ * log-probabilities (MKC_SAMPLING_ON, mkc_state.h). */
+MKC_DEVICE int mkc_sampling_on(const mkc_sampling *o) { return MKC_SAMPLING_ON(o); }
 
 /* What to draw a uniform for: one stream each, so they are independent. */
 #define MKC_DRAW_SAMPLE 0u
@@ -1307,7 +1320,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1311 "llama.tiny.cu"
+#line 1324 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
