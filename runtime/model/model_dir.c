@@ -6,18 +6,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/files.h"
+
 int mkc_model_dir(char *out, size_t cap) {
-  const char *d;
-  int n;
-  if ((d = getenv("MKC_MODEL_DIR")) && *d)
-    n = snprintf(out, cap, "%s", d);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
-    n = snprintf(out, cap, "%s/mkc/models", d);
-  else if ((d = getenv("HOME")) && *d)
-    n = snprintf(out, cap, "%s/.cache/mkc/models", d);
-  else
-    return -1;
-  return n < 0 || (size_t)n >= cap ? -1 : 0;
+  const char *d = getenv("MKC_MODEL_DIR");
+  if (d && *d) return (size_t)snprintf(out, cap, "%s", d) < cap ? 0 : -1;
+  return mkc_user_cache_path("models", out, cap) == 0 ? 0 : -1;
 }
 
 const char *mkc_model_resolve(const char *name, char *out, size_t cap) {

@@ -21,20 +21,32 @@ int mkc_mkdir_p(char *path) {
   }
 }
 
-int mkc_cache_dir(const char *sub, char *out, size_t cap) {
+int mkc_user_cache_path(const char *sub, char *out, size_t cap) {
   const char *d;
   int n;
-  if ((d = getenv("MKC_CACHE_DIR")) && *d)
-    n = snprintf(out, cap, "%s/%s", d, sub);
-  else if ((d = getenv("XDG_CACHE_HOME")) && *d)
+  if ((d = getenv("XDG_CACHE_HOME")) && *d)
     n = snprintf(out, cap, "%s/mkc/%s", d, sub);
   else if ((d = getenv("HOME")) && *d)
     n = snprintf(out, cap, "%s/.cache/mkc/%s", d, sub);
-  else {
+  else
+    return -1;
+  return n < 0 || (size_t)n >= cap ? -2 : 0;
+}
+
+int mkc_cache_dir(const char *sub, char *out, size_t cap) {
+  const char *d = getenv("MKC_CACHE_DIR");
+  int rc;
+  if (d && *d) {
+    int n = snprintf(out, cap, "%s/%s", d, sub);
+    rc = n < 0 || (size_t)n >= cap ? -2 : 0;
+  } else {
+    rc = mkc_user_cache_path(sub, out, cap);
+  }
+  if (rc == -1) {
     fputs("mkc: error: no cache directory: set MKC_CACHE_DIR or HOME\n", stderr);
     return -1;
   }
-  if (n < 0 || (size_t)n >= cap) {
+  if (rc == -2) {
     fputs("mkc: error: the cache directory's path is too long\n", stderr);
     return -1;
   }

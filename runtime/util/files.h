@@ -9,6 +9,10 @@
  * created if missing. Returns 0, or -1 after printing why. */
 int mkc_cache_dir(const char *sub, char *out, size_t cap);
 
+/* $XDG_CACHE_HOME/mkc/sub, else ~/.cache/mkc/sub (not created): 0, -1 when
+ * neither variable is set, -2 when the path does not fit cap. Prints nothing. */
+int mkc_user_cache_path(const char *sub, char *out, size_t cap);
+
 /* mkdir -p; path is modified in place and restored. 0 or -1 (errno set). */
 int mkc_mkdir_p(char *path);
 
