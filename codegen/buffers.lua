@@ -1,9 +1,11 @@
--- Buffer plan, fixed at generation time: the bf16 weight arena (rows padded
--- to 8 elements for 16-byte loads), the float scratch arena (one region per
+-- Buffer plan, fixed at generation time: the weight arena (bf16 rows padded
+-- to 8 elements for 16-byte loads; a matrix the model file stores in a block
+-- type the kernel reads keeps its blocks, each row padded to 16 bytes), the float scratch arena (one region per
 -- live value, reused once its last reader's stage is behind a barrier), the
 -- KV cache slots (elements of the KV type: bf16, f16 or f32), and each
 -- stage's shared-memory regions.
 local util = require("util")
+local wtypes = require("wtypes")
 local buffers = {}
 
 local ALIGN_FLOATS = 64    -- 256-byte alignment of scratch regions
@@ -29,13 +31,40 @@ function buffers.plan(graph, stages, opts)
   local t_max = opts.t_max
   local plan = { weights = {}, weight_elems = 0, values = {}, kv = {}, stages = stages }
 
-  -- weight arena, in order of first use
+  -- Matrices (a matmul's weight, an embedding table, nothing else) may keep the model file's
+  -- blocks; norms and biases are read as bf16 vectors.
+  local matrix, vector = {}, {}
+  for _, node in ipairs(graph.order) do
+    for j, inp in ipairs(node.inputs or {}) do
+      if inp.op == "weight" then
+        if (node.op == "matmul" and j == 2) or (node.op == "embed" and j == 1) then
+          matrix[inp] = true
+        else
+          vector[inp] = true
+        end
+      end
+    end
+  end
+  local function weight_type(node)
+    local t = opts.weight_type and matrix[node] and not vector[node] and opts.weight_type(node.name)
+    local b = t and wtypes.BLOCKS[t]
+    if not b then return wtypes.BF16, buffers.stride(node.cols) * 2 end
+    if node.cols % b.block ~= 0 then
+      util.raise(graph.path, node.line, ("weight %s: %s stores rows in blocks of %d, but it has %d columns")
+        :format(node.name, b.name, b.block, node.cols))
+    end
+    return t, util.round_up(node.cols // b.block * b.bytes, 16)
+  end
+
+  -- weight arena, in order of first use; offsets and strides in 2-byte units
   local off = 0
   for _, node in ipairs(graph.order) do
     if node.op == "weight" then
       off = util.round_up(off, ALIGN_WEIGHTS)
+      local ty, row_bytes = weight_type(node)
       local w = { node = node, name = node.name, rows = node.rows, cols = node.cols, offset = off,
-                  row_stride = buffers.stride(node.cols) }
+                  row_stride = row_bytes // 2, row_bytes = row_bytes, type = ty,
+                  chunks = util.round_up(node.cols, 8) // 8 }
       plan.weights[#plan.weights + 1] = w
       plan.weights[node] = w
       off = off + w.rows * w.row_stride

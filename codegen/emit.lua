@@ -4,10 +4,11 @@
 local util = require("util")
 local buffers = require("buffers")
 local calls = require("calls")
+local wtypes = require("wtypes")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
-emit.TEMPLATES = { "mkc_state.h", "common.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
                    "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh" }
 
 local EMITTERS = {}
@@ -33,9 +34,20 @@ local function context(graph, plan, opts)
   ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
   ctx.logprobs, ctx.sample_lists = plan.logprobs, plan.sample_lists
   ctx.threads = opts.threads
-  function ctx.weight(w) return ("weights + %d"):format(plan.weights[w].offset) end
-  function ctx.wstride(w) return plan.weights[w].row_stride end
-  function ctx.chunks(w) return plan.weights[w].row_stride // 8 end
+  -- a bf16 vector (norm, bias)
+  function ctx.weight(w)
+    assert(plan.weights[w].type == wtypes.BF16, "a bf16 weight")
+    return ("weights + %d"):format(plan.weights[w].offset)
+  end
+  -- a matrix as templates/weights.cuh takes it: first row, bytes per row, storage type
+  function ctx.wmat(w)
+    local pw = plan.weights[w]
+    return ("mkc_wmat_of(weights + %d, %d, %s)"):format(pw.offset, pw.row_bytes, wtypes.macro(pw.type))
+  end
+  -- chunks of 8 columns per row, and the columns they cover (the input's padded length)
+  function ctx.chunks(w) return plan.weights[w].chunks end
+  function ctx.wcols(w) return plan.weights[w].chunks * 8 end
+  function ctx.wrow_bytes(w) return plan.weights[w].row_bytes end
   function ctx.value(v) return ("scratch + %d"):format(plan.value(v).offset) end
   function ctx.vstride(v) return plan.value(v).stride end
   function ctx.kv(att) return plan.kv[att] end
@@ -47,7 +59,7 @@ local function context(graph, plan, opts)
   -- buffer range, bytes as { c = per step, t = per input token, ctx = per cached position }.
   function ctx.wread(w)
     local pw = plan.weights[w]
-    return { "weights", pw.offset, { c = w.rows * pw.row_stride * 2 }, w.name }
+    return { "weights", pw.offset, { c = w.rows * pw.row_bytes }, w.name }
   end
   function ctx.vbytes(v, floats_per_token)
     return { "scratch", plan.value(v).offset, { t = 4 * floats_per_token }, ctx.label(v) }
@@ -173,6 +185,16 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  -- the block types the matrices are stored in: only their decoders are compiled
+  local used, names = {}, {}
+  for _, w in ipairs(plan.weights) do
+    if w.type ~= wtypes.BF16 and not used[w.type] then
+      used[w.type] = true
+      names[#names + 1] = wtypes.name(w.type)
+    end
+  end
+  table.sort(names)
+  for _, n in ipairs(names) do put(("#define MKC_W_USES_%s 1 /* matrices stored as %s blocks */"):format(n, n)) end
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")

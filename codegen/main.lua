@@ -6,6 +6,7 @@ local fusion = require("fusion")
 local buffers = require("buffers")
 local sync = require("sync")
 local emit = require("emit")
+local wtypes = require("wtypes")
 local schema = require("schema") -- from the C host: runtime/codegen/graph.h
 
 local M = {}
@@ -43,11 +44,17 @@ function M.generate(opts)
   end
   gen.graph_hash = util.hash(util.read_file(opts.graph))
   gen.templates_hash = util.hash(table.concat(all, "\0"))
-  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s"):format(
-    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype))
+  gen.weight_type = opts.weight_type
 
   local stages = fusion.stages(graph)
   local plan = buffers.plan(graph, stages, gen)
+  -- the weights' storage types are part of the kernel: a Q4_K file and a bf16 one differ
+  local stored = {}
+  for _, w in ipairs(plan.weights) do
+    if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
+  end
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s"):format(
+    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype, table.concat(stored, ",")))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -90,7 +97,8 @@ function M.export(graph, plan, gen, source)
   end
   local weights = {}
   for i, w in ipairs(plan.weights) do
-    weights[i] = { name = w.name, rows = w.rows, cols = w.cols, offset = w.offset, row_stride = w.row_stride }
+    weights[i] = { name = w.name, rows = w.rows, cols = w.cols, offset = w.offset, row_stride = w.row_stride,
+                   type = w.type }
   end
   local stages = {}
   for i, st in ipairs(plan.stages) do

@@ -5,8 +5,8 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
-MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                            const float *x, int x_stride, const mkc_bf16 *norm_w,
+MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                            const mkc_bf16 *norm_w,
                             const float *inv_rms, float *logits, int logits_stride, int T,
                             float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
@@ -17,8 +17,7 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;

@@ -1,6 +1,7 @@
 /* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
- * at once (a rotation pair in qkv_rope); lanes stream them in 16-byte chunks
- * of 8 bf16 weights and reuse each chunk for all T activation vectors, so verifying drafts costs
+ * at once (a rotation pair in qkv_rope); lanes stream them in chunks of 8
+ * weights (16 bytes of bf16, or the part of a quantized block that holds
+ * them: weights.cuh) and reuse each chunk for all T activation vectors, so verifying drafts costs
  * about one decode step of weight traffic. An optional RMSNorm is fused into
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
@@ -37,16 +38,21 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
   for (int c = mkc_lane(); c < n_chunks; c += 32) {
+    /* every row's chunk first (several loads in flight), then reused for all T inputs */
     mkc_u4 wc[MKC_DOT_ROWS_MAX];
+    float wf[MKC_DOT_ROWS_MAX][8];
     for (int r = 0; r < nrows; r++) {
-      mkc_u4 zero = {0u, 0u, 0u, 0u};
-      wc[r] = w[r] ? mkc_load_u4(w[r] + c * 8) : zero;
+      if (!w[r].p) continue;
+      if (w[r].type == MKC_W_BF16)
+        wc[r] = mkc_load_u4(w[r].p + 16 * c);
+      else
+        mkc_wchunk(w[r].type, w[r].p, c, wf[r]);
     }
     float g[8];
     if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
@@ -64,8 +70,11 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
         b.z *= g[6];
         b.w *= g[7];
       }
-      for (int r = 0; r < nrows; r++)
-        part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
+      for (int r = 0; r < nrows; r++) {
+        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+        if (!w[r].p) continue;
+        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b) : mkc_dot8_f32(*p, wf[r], a, b);
+      }
     }
   }
   for (int r = 0; r < nrows; r++)
@@ -75,7 +84,7 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
 
 /* Full dot products in every lane: the partials of all rows reduced in one
  * warp sum, then scaled by the norm. */
-MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
                              float *acc) {
   mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
@@ -89,42 +98,39 @@ MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, 
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
-MKC_DEVICE void mkc_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0,
-                              const mkc_bf16 **out) {
-  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? w + (long)(r0 + r) * row_stride : 0;
+MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
+  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
-/* Prefetches this lane's chunks of the rows w[r] (null: none), a 64-byte
- * line each: the next rows a warp streams, asked for before this block's. */
-MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chunks) {
-  for (int c = mkc_lane() * 4; c < n_chunks; c += 32 * 4)
-    for (int r = 0; r < nrows; r++)
-      if (w[r]) mkc_prefetch(w[r] + c * 8);
+/* Prefetches this lane's share of the rows w[r] (null: none), a 64-byte line
+ * per lane in turn: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_wrow *w, int nrows) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = mkc_lane() * 64; o < w[r].row_bytes; o += 32 * 64) mkc_prefetch(w[r].p + o);
 }
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
  * of the matvec and the LM head. */
-MKC_DEVICE void mkc_dot_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0, int step,
-                                  int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
-  mkc_row_block(w, row_stride, rows, r0, wr);
-  mkc_row_block(w, row_stride, rows, r0 + step, next);
-  mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, int T, float *acc) {
+  mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+  mkc_row_block(w, rows, r0, wr);
+  mkc_row_block(w, rows, r0 + step, next);
+  mkc_prefetch_rows(next, MKC_ROWS);
   mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
-MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                           const float *inv_rms, float *out, int out_stride, int accumulate,
-                           int T) {
+MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                           const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                           int out_stride, int accumulate, int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -136,19 +142,18 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
-MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, int row_stride,
-                                  int rows, int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                                  int out_stride, int T) {
+MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, float *out, int out_stride, int T) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
-  const mkc_bf16 *wr[2 * MKC_ROWS], *next[2 * MKC_ROWS];
+  mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w_gate, row_stride, rows, r0, wr);
-    mkc_row_block(w_up, row_stride, rows, r0, wr + MKC_ROWS);
-    mkc_row_block(w_gate, row_stride, rows, r0 + step, next);
-    mkc_row_block(w_up, row_stride, rows, r0 + step, next + MKC_ROWS);
-    mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
+    mkc_row_block(w_gate, rows, r0, wr);
+    mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+    mkc_row_block(w_gate, rows, r0 + step, next);
+    mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+    mkc_prefetch_rows(next, 2 * MKC_ROWS);
     mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)

@@ -37,6 +37,9 @@ void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__F16C__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #define MKC_KERNEL __attribute__((visibility("default"))) void
 #define MKC_DEVICE static inline
@@ -125,6 +128,9 @@ MKC_DEVICE mkc_f16 mkc_f32_to_f16(float f) {
   return (mkc_f16)(sign | h);
 }
 MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
+#ifdef __F16C__ /* the hardware's conversion (exact, as below): quantized blocks' scales need it */
+  return _cvtsh_ss(h);
+#endif
   unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
   if (e == 0) { /* zero or subnormal: m * 2^-24, exact in float */
     float f = ldexpf((float)m, -24);
@@ -147,6 +153,29 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   mkc_f4 r;
   memcpy(&r, p, sizeof r);
   return r;
+}
+/* 8 bytes, little-endian, from a 2-byte aligned address (quantized blocks). */
+MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
+  assert((uintptr_t)p % 2 == 0 && "mkc_load8_a2: needs a 2-byte aligned address");
+  unsigned long long v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed:
+ * a quantized chunk's values. One widening and one conversion with AVX2. */
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
+#ifdef __AVX2__
+  _mm256_storeu_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v))));
+#else
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned char)(v >> 8 * i);
+#endif
+}
+MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
+#ifdef __AVX2__
+  _mm256_storeu_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)v))));
+#else
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+#endif
 }
 /* A hint that p will be read soon, once: emulated lanes run one after
  * another, so without it a lane's few loads wait on memory one lane at a time. */
@@ -171,6 +200,12 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4
   mkc_v8u32 u = __builtin_convertvector(h, mkc_v8u32) << 16;
   mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   memcpy(&wf, &u, sizeof wf);
+  return acc + wf * x;
+}
+/* Eight weights already decoded to float (a quantized row's chunk). */
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
+  mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  memcpy(&wf, w, sizeof wf);
   return acc + wf * x;
 }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc p) {

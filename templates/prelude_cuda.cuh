@@ -74,6 +74,20 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+/* 8 bytes, little-endian, from a 2-byte aligned address (quantized blocks'
+ * fields are only that aligned): four 2-byte loads. */
+MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
+  const unsigned short *h = (const unsigned short *)p;
+  return (unsigned long long)h[0] | (unsigned long long)h[1] << 16 |
+         (unsigned long long)h[2] << 32 | (unsigned long long)h[3] << 48;
+}
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+}
+MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+}
 /* A hint that p will be read soon: the line is brought into L2. */
 MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 /* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a
@@ -87,6 +101,12 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4
   float p2 = __uint_as_float(w.y << 16) * a.z, p3 = __uint_as_float(w.y & 0xffff0000u) * a.w;
   float p4 = __uint_as_float(w.z << 16) * b.x, p5 = __uint_as_float(w.z & 0xffff0000u) * b.y;
   float p6 = __uint_as_float(w.w << 16) * b.z, p7 = __uint_as_float(w.w & 0xffff0000u) * b.w;
+  return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
+}
+/* Eight weights already decoded to float (a quantized row's chunk), summed alike. */
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
+  float p0 = w[0] * a.x, p1 = w[1] * a.y, p2 = w[2] * a.z, p3 = w[3] * a.w;
+  float p4 = w[4] * b.x, p5 = w[5] * b.y, p6 = w[6] * b.z, p7 = w[7] * b.w;
   return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
 }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }

@@ -138,9 +138,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
   }
 }
 
-MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
-                             const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
-                             int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
+MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                             const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads, int kv_heads, int head_dim,
                              int layout, mkc_rope rotary, const float *x, int x_stride,
                              const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
@@ -150,7 +149,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
     /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
-    const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
+    mkc_wmat w = w_q;
+    const mkc_bf16 *bias = b_q, *head_w = q_norm_w;
     int pair = p, rope = 1;
     if (p >= q_pairs + kv_pairs) {
       w = w_v;
@@ -167,15 +167,15 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int h = pair / half, j = pair - h * half;
     int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    const mkc_bf16 *wr[2] = {w + (long)r0 * row_stride, w + (long)r1 * row_stride};
+    mkc_wrow wr[2] = {mkc_wmat_row(w, r0), mkc_wmat_row(w, r1)};
     /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
-    const mkc_bf16 *next[2] = {0, 0};
+    mkc_wrow next[2] = {mkc_wrow_none(), mkc_wrow_none()};
     int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
     if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
-      next[0] = wr[0] + (long)ahead * row_stride;
-      next[1] = wr[1] + (long)ahead * row_stride;
+      next[0] = mkc_wmat_row(w, r0 + ahead);
+      next[1] = mkc_wmat_row(w, r1 + ahead);
     }
-    mkc_prefetch_rows(next, 2, n_chunks);
+    mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
      * k, v in the cache ([kv_head][max_ctx][head_dim]) */

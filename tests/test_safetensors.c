@@ -239,10 +239,10 @@ static void test_round_trip(void) {
   CHECK(f16_ok && bf16_ok, "F16 and BF16 bytes are the rounded halves, little-endian");
   CHECK(mkc_st_find(st, "model.norm.weight") == NULL, "find of an absent name is NULL");
 
-  mkc_weight_info infos[] = {{"blk.0.ffn_up.weight", ROWS, COLS, 0, 8},
-                             {"blk.0.ffn_gate.weight", ROWS, COLS, 0, 8},
-                             {"blk.0.ffn_down.weight", ROWS, COLS, 0, 8},
-                             {"blk.0.attn_norm.weight", 1, COLS, 0, 8}};
+  mkc_weight_info infos[] = {{"blk.0.ffn_up.weight", ROWS, COLS, 0, 8, 30},
+                             {"blk.0.ffn_gate.weight", ROWS, COLS, 0, 8, 30},
+                             {"blk.0.ffn_down.weight", ROWS, COLS, 0, 8, 30},
+                             {"blk.0.attn_norm.weight", 1, COLS, 0, 8, 30}};
   mkc_graph g = {.n_weights = 4, .weights = infos};
   mkc_model_desc d = llama_desc(1, 1, 2);
   mkc_weights w = {0};
@@ -292,15 +292,15 @@ static void test_bias_and_norms(void) {
     qn[i] = mkc_float_to_bf16((float)(20 + i));
     kn[i] = mkc_float_to_bf16((float)(30 + i));
   }
-  mkc_tensor t[] = {{"blk.0.attn_q.bias", 1, 8, qb},
-                    {"blk.0.attn_k.bias", 1, 4, kb},
-                    {"blk.0.attn_q_norm.weight", 1, 4, qn},
-                    {"blk.0.attn_k_norm.weight", 1, 4, kn}};
+  mkc_tensor t[] = {{"blk.0.attn_q.bias", 1, 8, 30, qb, NULL},
+                    {"blk.0.attn_k.bias", 1, 4, 30, kb, NULL},
+                    {"blk.0.attn_q_norm.weight", 1, 4, 30, qn, NULL},
+                    {"blk.0.attn_k_norm.weight", 1, 4, 30, kn, NULL}};
   mkc_weights w = {4, t};
-  mkc_weight_info infos[] = {{"blk.0.attn_q.bias", 1, 8, 0, 8},
-                             {"blk.0.attn_k.bias", 1, 4, 0, 8},
-                             {"blk.0.attn_q_norm.weight", 1, 4, 0, 8},
-                             {"blk.0.attn_k_norm.weight", 1, 4, 0, 8}};
+  mkc_weight_info infos[] = {{"blk.0.attn_q.bias", 1, 8, 0, 8, 30},
+                             {"blk.0.attn_k.bias", 1, 4, 0, 8, 30},
+                             {"blk.0.attn_q_norm.weight", 1, 4, 0, 8, 30},
+                             {"blk.0.attn_k_norm.weight", 1, 4, 0, 8, 30}};
   mkc_graph g = {.n_weights = 4, .weights = infos};
   mkc_model_desc d = llama_desc(2, 1, 4);
   const char *path = tmp_path("bias.safetensors");
@@ -550,8 +550,8 @@ static void test_model(void) {
     mkc_weights_free(&got);
   }
   /* A norm stored as [1][64] loads as rows 1; [64] for a matrix does not. */
-  mkc_weight_info vec = {"output_norm.weight", 1, 64, 0, 64},
-                  mat = {"blk.0.ffn_up.weight", 2, 32, 0, 32};
+  mkc_weight_info vec = {"output_norm.weight", 1, 64, 0, 64, 30},
+                  mat = {"blk.0.ffn_up.weight", 2, 32, 0, 32, 30};
   float ones[64];
   for (int i = 0; i < 64; i++) ones[i] = 1;
   mkc_st_out two_d[] = {{"model.norm.weight", MKC_ST_F32, 2, {1, 64}, ones, NULL},
@@ -574,7 +574,7 @@ static void test_model(void) {
   free(msg);
   mkc_weights_free(&got);
   /* A graph weight without an HF name; Q rows that are not heads of head_dim. */
-  mkc_weight_info odd = {"blk.0.attn_sinks.weight", 1, 4, 0, 8};
+  mkc_weight_info odd = {"blk.0.attn_sinks.weight", 1, 4, 0, 8, 30};
   gv.weights = &odd;
   msg = load_msg(one, &d, &gv, &got);
   snprintf(expect, sizeof expect,

@@ -2,7 +2,7 @@
 return function(st, ctx)
   local x, tw = st.out, st.table_w
   local wread = ctx.wread(tw)
-  wread[3] = { t = 2 * x.n } -- one table row per input token
+  wread[3] = { t = ctx.wrow_bytes(tw) } -- one table row per input token
   return {
     work = ("T x %d elements, grid-strided over threads"):format(x.n),
     smem = {},
@@ -10,7 +10,7 @@ return function(st, ctx)
     flops = {},
     reads = { wread },
     writes = { ctx.vbytes(x, x.n) },
-    code = ctx.call("mkc_embed", { table = ctx.weight(tw), row_stride = ctx.wstride(tw), dim = x.n,
+    code = ctx.call("mkc_embed", { table = ctx.wmat(tw), dim = x.n,
       x = ctx.value(x), x_stride = ctx.vstride(x), tokens = "state->inputs", T = "T" }) .. ";",
   }
 end

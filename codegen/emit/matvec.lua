@@ -3,18 +3,18 @@ return function(st, ctx)
   local norm = ctx.norm(st)
   local residual = st.kind == "matvec_residual"
   local rows, w = st.w.rows, st.w
-  local reads = { ctx.wread(w), ctx.vbytes(st.x, ctx.wstride(w)) }
+  local reads = { ctx.wread(w), ctx.vbytes(st.x, ctx.wcols(w)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
   if residual then reads[#reads + 1] = ctx.vbytes(st.out, rows) end -- read-modify-write
   return {
     work = ("%d rows, one warp per row"):format(rows),
     smem = norm.smem,
     items = { c = rows, unit = "warp" },
-    flops = { t = 2 * rows * ctx.wstride(w) },
+    flops = { t = 2 * rows * ctx.wcols(w) },
     reads = reads,
     writes = { ctx.vbytes(st.out, rows) },
     code = norm.prologue .. ctx.call("mkc_matvec", {
-      w = ctx.weight(w), row_stride = ctx.wstride(w), rows = rows, n_chunks = ctx.chunks(w),
+      w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
       out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
     }) .. ";",

@@ -25,7 +25,7 @@ return function(st, ctx)
   local pairs = (att.heads + 2 * att.kv_heads) * att.head_dim // 2
   local q_floats, kv_floats, kv_row = att.heads * att.head_dim, att.kv_heads * att.head_dim, ctx.kv_row(att)
   local none = "(const mkc_bf16 *)0"
-  local reads = { ctx.wread(qw), ctx.wread(kw), ctx.wread(vw), ctx.vbytes(st.x, ctx.wstride(qw)) }
+  local reads = { ctx.wread(qw), ctx.wread(kw), ctx.wread(vw), ctx.vbytes(st.x, ctx.wcols(qw)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
   local function weight_arg(w)
     if not w then return none end
@@ -54,13 +54,13 @@ return function(st, ctx)
     work = work,
     smem = norm.smem,
     items = { c = pairs, unit = "warp" },
-    flops = { t = 4 * pairs * ctx.wstride(qw) },
+    flops = { t = 4 * pairs * ctx.wcols(qw) },
     reads = reads,
     writes = writes,
     code = norm.prologue .. ctx.call("mkc_qkv_rope", {
-      w_q = ctx.weight(qw), w_k = ctx.weight(kw), w_v = ctx.weight(vw),
+      w_q = ctx.wmat(qw), w_k = ctx.wmat(kw), w_v = ctx.wmat(vw),
       b_q = biases[1], b_k = biases[2], b_v = biases[3],
-      row_stride = ctx.wstride(qw), n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
+      n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
       head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0,
       rotary = rotary(st.q_rope, ctx.flt),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,

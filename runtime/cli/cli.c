@@ -91,6 +91,7 @@ static const struct {
     {"--verbose", offsetof(mkc_cli, verbose)},
     {"--json", offsetof(mkc_cli, json)},
     {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
+    {"--dequant", offsetof(mkc_cli, dequant)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes

@@ -31,6 +31,7 @@ typedef struct mkc_cli {
   int json;                  /* --json: run prints JSON lines, one per generated token */
   int draft_min;             /* --draft-min K: the adaptive depth's floor */
   int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
+  int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
   const char *usage;         /* the command's usage text, printed for --help */
   char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
 } mkc_cli;

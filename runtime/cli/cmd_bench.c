@@ -103,14 +103,16 @@ static const char USAGE[] =
     "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
-    "  --ctx N, --kv-dtype T, --blocks B (-t N): as for run\n";
+    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
 static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
-      "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype", 0,
+      "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
+      "--dequant",
+      0,
       c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench"))) return rc;

@@ -32,11 +32,13 @@ static const char USAGE[] =
     "  --draft-max K    steps take up to K + 1 input tokens (0..31, default 0)\n"
     "  --ctx N, -c N    context length (default: the preset's, or the model's\n"
     "                   training context capped at 4096)\n"
-    "  --kv-dtype T     the KV cache's element type: bf16 (default), f16, f32\n";
+    "  --kv-dtype T     the KV cache's element type: bf16 (default), f16, f32\n"
+    "  --dequant        plan the model's quantized matrices as bf16 (see run)\n";
 
 int mkc_cmd_gen(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype", 1, &c);
+  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype --dequant", 1,
+                        &c);
   if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(

@@ -53,6 +53,10 @@ static const char USAGE[] =
     "                         (greedy or sampled: lossless either way)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
+    "  --dequant              widen the model's quantized matrices (Q8_0, Q4_0, Q4_1,\n"
+    "                         Q4_K, Q6_K) to bf16 at load instead of streaming their\n"
+    "                         blocks: 2 bytes per weight, but less decoding (the cpu\n"
+    "                         backend's emulator runs bf16 faster)\n"
     "  --backend B            auto (GPU if any, else cpu), cuda, cpu, or ref (the\n"
     "                         reference executor)\n"
     "  -t, --threads N        the cpu backend's threads, one block each (--blocks N)\n"
@@ -258,7 +262,7 @@ int mkc_cmd_run(int argc, char **argv) {
                          "--draft-adaptive --prompt-ids --backend "
                          "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
                          "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
-                         "--logprobs "
+                         "--logprobs --dequant "
                          "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
                          "--presence-penalty --frequency-penalty",
                          0, &c);

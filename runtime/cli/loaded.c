@@ -82,6 +82,10 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     const mkc_model_desc *d = &m->file.desc;
     o.model = d;
     o.preset = NULL;
+    if (!c->dequant) {
+      o.weight_type = mkc_model_file_weight_type;
+      o.weight_type_ctx = &m->file;
+    }
     if (!o.max_ctx) o.max_ctx = mkc_default_ctx(d->ctx_train);
     if (c->max_ctx > d->ctx_train)
       fprintf(stderr, "mkc: warning: --ctx %d is longer than the %d tokens %s was trained on\n",

@@ -105,8 +105,13 @@ typedef struct mkc_node {
 typedef struct mkc_weight_info {
   char *name;     /* GGUF name, e.g. blk.0.attn_q.weight */
   int rows, cols; /* row-major [rows][cols]; vectors have rows 1 */
-  size_t offset;  /* element offset in the kernel's bf16 weight arena */
-  int row_stride; /* elements between rows in the arena (cols padded to 8) */
+  size_t offset;  /* offset in the kernel's weight arena, in 2-byte units */
+  int row_stride; /* 2-byte units between rows in the arena (bf16: cols padded to 8) */
+  /* How the rows are stored: enum mkc_ggml_type (formats/dequant.h), BF16
+   * (30), or a block type (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) kept as the model
+   * file stores it, each row its cols / block blocks, then zero padding to
+   * row_stride. */
+  int type;
 } mkc_weight_info;
 
 typedef struct mkc_graph {
@@ -120,7 +125,7 @@ typedef struct mkc_graph {
   /* plan: sizes of what the host allocates for the kernel */
   int t_max;             /* 1 + draft_max: inputs per step */
   int threads;           /* threads per block (literal in the kernel) */
-  size_t weight_elems;   /* bf16 elements in the weight arena */
+  size_t weight_elems;   /* 2-byte units in the weight arena (bf16 elements, or blocks' bytes / 2) */
   size_t scratch_floats; /* float scratch arena */
   int kv_dtype;          /* enum mkc_kv_dtype */
   size_t kv_bytes;       /* KV cache bytes: the attention nodes' K and V slots, of kv_dtype */

@@ -268,6 +268,7 @@ static int read_weights(lua_State *L, int res, mkc_graph *g) {
     w->cols = (int)get_int(L, e, "cols");
     w->offset = (size_t)get_int(L, e, "offset");
     w->row_stride = (int)get_int(L, e, "row_stride");
+    w->type = (int)get_int(L, e, "type");
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -358,6 +359,17 @@ lua_State *mkc_codegen_state(void) {
   return L;
 }
 
+/* opts.weight_type(name): the model file's type of the weight, or nil. */
+static int lua_weight_type(lua_State *L) {
+  const mkc_gen_opts *o = lua_touserdata(L, lua_upvalueindex(1));
+  int type = o->weight_type(o->weight_type_ctx, luaL_checkstring(L, 1));
+  if (type < 0)
+    lua_pushnil(L);
+  else
+    lua_pushinteger(L, type);
+  return 1;
+}
+
 /* Pushes the options table codegen/main.lua's generate() takes. */
 static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   lua_newtable(L);
@@ -381,6 +393,11 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   if (kv_dtype && *kv_dtype) {
     lua_pushstring(L, kv_dtype);
     lua_setfield(L, -2, "kv_dtype");
+  }
+  if (o->weight_type) {
+    lua_pushlightuserdata(L, (void *)o);
+    lua_pushcclosure(L, lua_weight_type, 1);
+    lua_setfield(L, -2, "weight_type");
   }
   lua_pushinteger(L, MKC_MAX_BLOCKS);
   lua_setfield(L, -2, "max_blocks");

@@ -18,6 +18,12 @@ typedef struct mkc_gen_opts {
   /* A model file's description: the preset called o->preset (NULL:
    * model->name) is made from it instead of read from the graph file. */
   const mkc_model_desc *model;
+  /* How the model file stores the weight called name: its enum mkc_ggml_type,
+   * or -1 when unknown. Codegen keeps a matrix of a block type the kernel
+   * reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) in its blocks and plans every other
+   * weight as bf16. NULL: every weight is bf16 (random weights, safetensors). */
+  int (*weight_type)(void *ctx, const char *name);
+  void *weight_type_ctx;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

@@ -13,6 +13,7 @@
 struct mkc_ref {
   const mkc_graph *g;
   const mkc_tensor **tensor; /* [n_nodes]: a WEIGHT node's tensor, else NULL */
+  float **deq;               /* [n_nodes]: a block-typed tensor dequantized (formats/dequant.c) */
   double **value;            /* [n_nodes][node.n]: this token's outputs; NULL for WEIGHT */
   int n_layers;              /* KV cache layers: 1 + the largest attention layer */
   int *kv_dim;               /* [n_layers] kv_heads * head_dim, 0 for a layer with no attention */
@@ -26,6 +27,12 @@ struct mkc_ref {
 };
 
 static double bf16(uint16_t h) { return (double)mkc_bf16_to_float(h); }
+
+/* Element i (row-major) of weight node id: a bf16 value, or a block type's
+ * value as the format's own dequantizer gives it, not the kernel's decoder. */
+static double weight_at(const mkc_ref *r, int id, size_t i) {
+  return r->deq[id] ? (double)r->deq[id][i] : bf16(r->tensor[id]->data[i]);
+}
 
 /* A K or V value as the kernel's cache stores it: rounded to the graph's KV
  * type (to nearest even; through float, as the kernel holds it), so the
@@ -305,19 +312,29 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
   r->logits_node = -1;
   r->n_layers = max_layer + 1;
   r->tensor = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->tensor);
+  r->deq = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->deq);
   r->value = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->value);
   r->kv_dim = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->kv_dim);
   r->k_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->k_cache);
   r->v_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->v_cache);
-  if (!r->tensor || !r->value || !r->kv_dim || !r->k_cache || !r->v_cache) goto fail;
+  if (!r->tensor || !r->deq || !r->value || !r->kv_dim || !r->k_cache || !r->v_cache) goto fail;
   if (alloc_doubles(&r->scores, (size_t)g->max_ctx) != 0) goto fail;
 
   for (int id = 0; id < g->n_nodes; id++) {
     const mkc_node *nd = &g->nodes[id];
     if (nd->op == MKC_OP_WEIGHT) {
       const mkc_weight_info *info = &g->weights[nd->weight];
-      r->tensor[id] = mkc_weights_get(w, info->name, info->rows, info->cols);
-      if (!r->tensor[id]) goto fail;
+      const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+      if (!(r->tensor[id] = t)) goto fail;
+      if (t->blocks) {
+        size_t n = (size_t)t->rows * (size_t)t->cols;
+        if (!(r->deq[id] = malloc(n * sizeof *r->deq[id]))) goto fail;
+        if (mkc_dequant_f32((uint32_t)t->type, t->blocks, n, r->deq[id]) != 0) {
+          fprintf(stderr, "mkc: error: weight %s: the reference cannot read type %d\n", t->name,
+                  t->type);
+          goto fail;
+        }
+      }
       continue;
     }
     if (alloc_doubles(&r->value[id], (size_t)nd->n) != 0) goto fail;
@@ -351,13 +368,15 @@ static void rmsnorm(double *y, const double *x, const uint16_t *w, int n, int gr
   }
 }
 
-/* y = W x (+ bias, where there is one). */
-static void matmul(double *y, const double *x, const mkc_tensor *w, const mkc_tensor *bias) {
-  for (int r = 0; r < w->rows; r++) {
-    const uint16_t *row = w->data + (size_t)r * w->cols;
+/* y = W x (+ bias, where there is one): W is weight node w_id. */
+static void matmul(const mkc_ref *r, double *y, const double *x, int w_id,
+                   const mkc_tensor *bias) {
+  const mkc_tensor *w = r->tensor[w_id];
+  for (int i = 0; i < w->rows; i++) {
+    size_t row = (size_t)i * w->cols;
     double sum = 0;
-    for (int c = 0; c < w->cols; c++) sum += bf16(row[c]) * x[c];
-    y[r] = bias ? sum + bf16(bias->data[r]) : sum;
+    for (int c = 0; c < w->cols; c++) sum += weight_at(r, w_id, row + c) * x[c];
+    y[i] = bias ? sum + bf16(bias->data[i]) : sum;
   }
 }
 
@@ -518,14 +537,14 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
         fprintf(stderr, "mkc: error: token %d outside the vocab [0, %d)\n", token, w->rows);
         return -1;
       }
-      for (int i = 0; i < nd->n; i++) y[i] = bf16(w->data[(size_t)token * w->cols + i]);
+      for (int i = 0; i < nd->n; i++) y[i] = weight_at(r, nd->in[0], (size_t)token * w->cols + i);
       break;
     }
     case MKC_OP_RMSNORM:
       rmsnorm(y, a, r->tensor[nd->in[1]]->data, nd->n, nd->group, nd->eps);
       break;
     case MKC_OP_MATMUL:
-      matmul(y, a, r->tensor[nd->in[1]], nd->in[2] >= 0 ? r->tensor[nd->in[2]] : NULL);
+      matmul(r, y, a, nd->in[1], nd->in[2] >= 0 ? r->tensor[nd->in[2]] : NULL);
       break;
     case MKC_OP_ROPE:
       rope(y, a, nd, r->pos);
@@ -563,6 +582,8 @@ void mkc_ref_truncate(mkc_ref *r, int pos) {
 void mkc_ref_close(mkc_ref *r) {
   if (!r) return;
   for (int id = 0; r->value && id < r->g->n_nodes; id++) free(r->value[id]);
+  for (int id = 0; r->deq && id < r->g->n_nodes; id++) free(r->deq[id]);
+  free(r->deq);
   for (int l = 0; l < r->n_layers; l++) {
     if (r->k_cache) free(r->k_cache[l]);
     if (r->v_cache) free(r->v_cache[l]);

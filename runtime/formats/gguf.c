@@ -581,12 +581,17 @@ static int shape_matches(const mkc_gguf_tensor *t, const mkc_weight_info *w) {
 
 typedef struct dequant_job {
   const mkc_gguf_tensor *t;
-  uint16_t *dst;
+  mkc_tensor *dst;
 } dequant_job;
 
+/* Into the store: the blocks as stored where the plan keeps them, else bf16. */
 static int dequant(void *ctx) {
   dequant_job *job = ctx;
-  mkc_dequant_bf16(job->t->type, job->t->data, job->t->n_elems, job->dst);
+  if (job->dst->blocks)
+    memcpy(job->dst->blocks, job->t->data,
+           (size_t)job->dst->rows * mkc_weight_row_bytes(job->dst->type, job->dst->cols));
+  else
+    mkc_dequant_bf16(job->t->type, job->t->data, job->t->n_elems, job->dst->data);
   return 0;
 }
 
@@ -618,13 +623,19 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
                    info->rows, info->cols, actual);
       goto fail;
     }
+    if (mkc_weight_block_type(info->type) && t->type != (uint32_t)info->type) {
+      mkc_error_in(f->path, "tensor '%s' is %s, but the kernel was planned for %s",
+                   mkc_shown(t->name), mkc_ggml_type(t->type)->name,
+                   mkc_ggml_type((uint32_t)info->type)->name);
+      goto fail;
+    }
     mkc_tensor *dst = mkc_weights_append(w, info);
     if (!dst) {
       mkc_error_in(f->path, "tensor '%s': out of memory for %" PRIu64 " elements",
                    mkc_shown(t->name), t->n_elems);
       goto fail;
     }
-    dequant_job job = {t, dst->data};
+    dequant_job job = {t, dst};
     if (mkc_mapped_read(&f->map, f->path, dequant, &job)) goto fail;
   }
   return 0;

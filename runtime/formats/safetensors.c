@@ -691,6 +691,11 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
                      info->rows, info->cols, shape);
       goto fail;
     }
+    if (mkc_weight_block_type(info->type)) { /* a plan made for another file */
+      mkc_error_in(where, "tensor '%s' (%s): the kernel was planned for %s blocks", hf, info->name,
+                   mkc_ggml_type((uint32_t)info->type)->name);
+      goto fail;
+    }
     mkc_tensor *dst = mkc_weights_append(w, info);
     if (!dst) {
       mkc_error_in(where, "tensor '%s': out of memory for %zu elements", hf,

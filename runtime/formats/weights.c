@@ -1,6 +1,8 @@
 /* The weight store: random bf16 tensors keyed by (seed, name), name/shape
  * lookup, and packing into the kernel's padded arena. */
 #include "weights.h"
+#include "dequant.h"
+#include "quantize.h"
 #include "util/hash.h"
 #include "util/rng.h"
 #include "util/text.h"
@@ -61,8 +63,16 @@ static void seed_for_name(xoshiro256 *x, unsigned long long seed, const char *na
   for (int i = 0; i < 4; i++) x->s[i] = mkc_splitmix64(&state);
 }
 
-static void fill_random(mkc_tensor *t, unsigned long long seed) {
+/* Returns 0, or -1 when out of memory. */
+static int fill_random(mkc_tensor *t, unsigned long long seed) {
   size_t count = (size_t)t->rows * (size_t)t->cols;
+  uint16_t *bf = t->blocks ? malloc(count * sizeof *bf) : t->data;
+  float *f = t->blocks ? malloc(count * sizeof *f) : NULL;
+  if (!bf || (t->blocks && !f)) {
+    if (t->blocks) free(bf);
+    free(f);
+    return -1;
+  }
   xoshiro256 x;
   seed_for_name(&x, seed, t->name);
   double offset = 0.0, scale;
@@ -79,7 +89,32 @@ static void fill_random(mkc_tensor *t, unsigned long long seed) {
     scale = sqrt(3.0 / (double)t->cols); /* unit-variance outputs for unit-variance inputs */
   }
   for (size_t i = 0; i < count; i++)
-    t->data[i] = mkc_float_to_bf16((float)(offset + scale * uniform_pm1(&x)));
+    bf[i] = mkc_float_to_bf16((float)(offset + scale * uniform_pm1(&x)));
+  if (!t->blocks) return 0;
+  for (size_t i = 0; i < count; i++) f[i] = mkc_bf16_to_float(bf[i]);
+  mkc_quantize((uint32_t)t->type, f, count, t->blocks);
+  free(bf);
+  free(f);
+  return 0;
+}
+
+int mkc_weight_block_type(int type) {
+  return type == MKC_GGML_Q8_0 || type == MKC_GGML_Q4_0 || type == MKC_GGML_Q4_1 ||
+         type == MKC_GGML_Q4_K || type == MKC_GGML_Q6_K;
+}
+
+size_t mkc_weight_row_bytes(int type, int cols) {
+  const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)type);
+  return (size_t)cols / (size_t)ti->block * (size_t)ti->block_bytes;
+}
+
+void mkc_tensor_row_f32(const mkc_tensor *t, int r, float *out) {
+  if (t->blocks) {
+    size_t rb = mkc_weight_row_bytes(t->type, t->cols);
+    mkc_dequant_f32((uint32_t)t->type, t->blocks + (size_t)r * rb, (size_t)t->cols, out);
+    return;
+  }
+  for (int c = 0; c < t->cols; c++) out[c] = mkc_bf16_to_float(t->data[(size_t)r * t->cols + c]);
 }
 
 int mkc_weights_begin(mkc_weights *w, const mkc_graph *g) {
@@ -94,6 +129,12 @@ mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info) {
   t->rows = info->rows;
   t->cols = info->cols;
   t->name = strdup(info->name);
+  if (mkc_weight_block_type(info->type)) {
+    t->type = info->type;
+    t->blocks = malloc((size_t)info->rows * mkc_weight_row_bytes(info->type, info->cols) + 1);
+    return t->name && t->blocks ? t : NULL;
+  }
+  t->type = MKC_GGML_BF16;
   t->data = malloc((count ? count : 1) * sizeof *t->data);
   return t->name && t->data ? t : NULL;
 }
@@ -118,7 +159,11 @@ int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long se
       mkc_weights_free(w);
       return -1;
     }
-    fill_random(t, seed);
+    if (fill_random(t, seed) != 0) {
+      fprintf(stderr, "mkc: error: weight %s: out of memory\n", info->name);
+      mkc_weights_free(w);
+      return -1;
+    }
   }
   return 0;
 }
@@ -161,18 +206,26 @@ uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g) {
     const mkc_weight_info *info = &g->weights[i];
     const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
     if (!t) goto fail;
-    /* A wrong plan must fail here, not scribble past the arena. */
-    size_t end = info->offset + (size_t)(info->rows - 1) * (size_t)info->row_stride + info->cols;
-    if (info->row_stride < info->cols || end > g->weight_elems) {
+    if (mkc_weight_block_type(info->type) ? t->type != info->type : t->type != MKC_GGML_BF16) {
+      fprintf(stderr, "mkc: error: weight %s: stored as %s, but the kernel was planned for %s\n",
+              info->name, mkc_ggml_type((uint32_t)t->type)->name,
+              mkc_weight_block_type(info->type) ? mkc_ggml_type((uint32_t)info->type)->name
+                                                : "BF16");
+      goto fail;
+    }
+    /* A wrong plan must fail here, not scribble past the arena (sizes in bytes). */
+    size_t row = t->blocks ? mkc_weight_row_bytes(t->type, t->cols) : (size_t)t->cols * 2;
+    size_t end = 2 * (info->offset + (size_t)(info->rows - 1) * (size_t)info->row_stride) + row;
+    if (2 * (size_t)info->row_stride < row || end > 2 * g->weight_elems) {
       fprintf(stderr,
               "mkc: error: weight %s: arena slot (offset %zu, row stride %d) does not fit "
               "[%d, %d] in %zu elements\n",
               info->name, info->offset, info->row_stride, info->rows, info->cols, g->weight_elems);
       goto fail;
     }
+    const unsigned char *src = t->blocks ? t->blocks : (const unsigned char *)t->data;
     for (int r = 0; r < t->rows; r++)
-      memcpy(arena + info->offset + (size_t)r * info->row_stride, t->data + (size_t)r * t->cols,
-             (size_t)t->cols * sizeof *arena);
+      memcpy(arena + info->offset + (size_t)r * info->row_stride, src + (size_t)r * row, row);
   }
   return arena;
 fail:
@@ -184,6 +237,7 @@ void mkc_weights_free(mkc_weights *w) {
   for (int i = 0; i < w->n; i++) {
     free(w->t[i].name);
     free(w->t[i].data);
+    free(w->t[i].blocks);
   }
   free(w->t);
   w->n = 0;

@@ -94,6 +94,12 @@ int mkc_model_file_weights(const mkc_model_file *mf, const mkc_graph *g, mkc_wei
   return mkc_st_load_weights(mf->st, &mf->desc, g, w);
 }
 
+int mkc_model_file_weight_type(void *ctx, const char *name) {
+  const mkc_model_file *mf = ctx;
+  const mkc_gguf_tensor *t = mf->gguf ? mkc_gguf_find_tensor(mf->gguf, name) : NULL;
+  return t ? (int)t->type : -1;
+}
+
 void mkc_model_file_close(mkc_model_file *mf) {
   if (mf->tok) mkc_tokenizer_free(mf->tok);
   if (mf->gguf) mkc_gguf_close(mf->gguf);

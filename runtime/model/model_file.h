@@ -30,6 +30,10 @@ int mkc_model_file_open(const char *path, mkc_model_file *mf);
 /* Every weight of g, converted to bf16 (Q/K rows in mkc's layout). 0 or -1. */
 int mkc_model_file_weights(const mkc_model_file *mf, const mkc_graph *g, mkc_weights *w);
 
+/* mkc_gen_opts.weight_type for a model file (ctx: the mkc_model_file): how
+ * its GGUF stores the tensor called name, or -1 (absent; safetensors). */
+int mkc_model_file_weight_type(void *ctx, const char *name);
+
 void mkc_model_file_close(mkc_model_file *mf);
 
 /* GGUF metadata -> description (desc_gguf.c). 0, or -1 after a message. */

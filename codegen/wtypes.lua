@@ -1,0 +1,21 @@
+-- How the weight arena stores a weight: bf16 rows, or a matrix kept in the model file's quantized
+-- blocks (ggml's type ids, runtime/formats/dequant.h; the kernel's decoders: templates/weights.cuh).
+local wtypes = {}
+
+wtypes.BF16 = 30
+
+-- The block types the kernel reads: elements and bytes per block, and the template's name.
+wtypes.BLOCKS = {
+  [8] = { name = "Q8_0", block = 32, bytes = 34 },
+  [2] = { name = "Q4_0", block = 32, bytes = 18 },
+  [3] = { name = "Q4_1", block = 32, bytes = 20 },
+  [12] = { name = "Q4_K", block = 256, bytes = 144 },
+  [14] = { name = "Q6_K", block = 256, bytes = 210 },
+}
+
+function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end
+
+-- The literal a template call names the type by.
+function wtypes.macro(t) return "MKC_W_" .. wtypes.name(t) end
+
+return wtypes

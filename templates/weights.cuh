@@ -1,0 +1,133 @@
+/* Weight matrices as the kernel reads them: bf16 rows, or the model file's
+ * quantized blocks kept as stored (ggml's layouts; runtime/formats/dequant.c
+ * says where every bit lives), decoded 8 elements at a time inside the dot
+ * product, so a step streams the file's bytes and never a widened copy. The
+ * type is a literal at every call: after inlining, each stage keeps only the
+ * decoder of its own matrices, and the kernel compiles only the decoders of
+ * the types it uses (codegen defines MKC_W_USES_<TYPE>). */
+#define MKC_W_Q4_0 2 /* ggml's type ids */
+#define MKC_W_Q4_1 3
+#define MKC_W_Q8_0 8
+#define MKC_W_Q4_K 12
+#define MKC_W_Q6_K 14
+#define MKC_W_BF16 30
+
+/* A matrix: its first row, the bytes from one row to the next, its type. */
+typedef struct mkc_wmat {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wmat;
+
+/* One row of a matrix; p null: no row (dot products with it are 0). */
+typedef struct mkc_wrow {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wrow;
+
+MKC_DEVICE mkc_wmat mkc_wmat_of(const mkc_bf16 *p, int row_bytes, int type) {
+  mkc_wmat m;
+  m.p = (const unsigned char *)p;
+  m.row_bytes = row_bytes;
+  m.type = type;
+  return m;
+}
+
+MKC_DEVICE mkc_wrow mkc_wmat_row(mkc_wmat m, int r) {
+  mkc_wrow w;
+  w.p = m.p + (long)r * m.row_bytes;
+  w.row_bytes = m.row_bytes;
+  w.type = m.type;
+  return w;
+}
+
+MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
+  mkc_wrow w;
+  w.p = 0;
+  w.row_bytes = 0;
+  w.type = MKC_W_BF16;
+  return w;
+}
+
+/* Eight bytes as one little-endian word, masked bytewise after a shift: the
+ * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
+#define MKC_LOW_NIBBLES 0x0f0f0f0f0f0f0f0full
+#define MKC_LOW_PAIRS 0x0303030303030303ull
+
+/* A little-endian f16 at any address: block fields are only 2-byte aligned. */
+MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
+  return mkc_f16_to_f32((mkc_f16)(p[0] | p[1] << 8));
+}
+
+/* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
+ * Each formula is the format's, in float, in the reference's order. */
+MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: { /* 34 bytes per 32: f16 d, int8 q[32]; x = d * q */
+    const unsigned char *b = row + (c >> 2) * 34;
+    float d = mkc_f16_at(b);
+    mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
+    for (int i = 0; i < 8; i++) f[i] *= d;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_0
+  case MKC_W_Q4_0: { /* 18 per 32: f16 d, element i < 16 in byte i's low nibble, i + 16 high */
+    const unsigned char *b = row + (c >> 2) * 18;
+    float d = mkc_f16_at(b);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_1
+  case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
+    const unsigned char *b = row + (c >> 2) * 20;
+    float d = mkc_f16_at(b), m = mkc_f16_at(b + 2);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_K
+  case MKC_W_Q4_K: { /* 144 per 256: f16 d, dmin, 6-bit scales and mins of 8 sub-blocks, nibbles */
+    const unsigned char *b = row + (c >> 5) * 144, *s = b + 4;
+    int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
+    if (j < 4) {
+      scale = s[j] & 63;
+      min = s[j + 4] & 63;
+    } else {
+      scale = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+    float d1 = mkc_f16_at(b) * (float)scale, m1 = mkc_f16_at(b + 2) * (float)min;
+    /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q6_K
+  case MKC_W_Q6_K: { /* 210 per 256: low nibbles, high bit pairs, int8 scales per 16, f16 d */
+    const unsigned char *b = row + (c >> 5) * 210;
+    int e = (c & 31) * 8, half = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    unsigned long long ql = mkc_load8_a2(b + half * 64 + (k & 1) * 32 + l) >> (k >> 1) * 4;
+    unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
+    float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
+    mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
+    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    return;
+  }
+#endif
+  default:
+    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+  }
+}
+
+/* Element i of a row (the embedding's lookup). */
+MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
+  if (w.type == MKC_W_BF16) return mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[i]);
+  float f[8];
+  mkc_wchunk(w.type, w.p, i >> 3, f);
+  return f[i & 7];
+}
