@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -12,18 +13,28 @@
 #include "commands.h"
 #include "formats/gguf.h"
 #include "formats/hf.h"
+#include "formats/quantize.h"
 #include "formats/safetensors.h"
 #include "formats/weights.h"
 #include "model/model_file.h"
 #include "util/text.h"
 
 static const char USAGE[] =
-    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] -o FILE.gguf|DIR\n"
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
+    "                [--tensor-type NAME=T]... -o FILE.gguf|DIR\n"
     "\n"
-    "Writes the graph's weights, seeded random (as `mkc run --random-weights S`),\n"
-    "as BF16 tensors: in a GGUF file with llama (or qwen2/qwen3) metadata, or,\n"
-    "when -o does not end in .gguf, as a Hugging Face folder (config.json and\n"
-    "model.safetensors, Q/K rows in transformers' order).\n"
+    "Writes the graph's weights, seeded random (as `mkc run --random-weights S`):\n"
+    "in a GGUF file with llama (or qwen2/qwen3) metadata, or, when -o does not\n"
+    "end in .gguf, as a Hugging Face folder (config.json and model.safetensors,\n"
+    "BF16, Q/K rows in transformers' order).\n"
+    "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
+    "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q4_k\n"
+    "or q6_k, in any case; the bf16 values are converted or quantized. Norm\n"
+    "vectors and biases stay BF16. A matrix whose columns are not whole blocks\n"
+    "of T (32 elements; 256 for q4_k and q6_k) is stored as Q8_0 when T is a K\n"
+    "type and the columns are whole 32s, else as BF16, and init says so.\n"
+    "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
+    "whatever --type says; repeatable.\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
     "as Llama 3.1+ files carry it, an F32 rope_freqs.weight; linear and yarn\n"
     "(linear-tiny, yarn-tiny) as rope.scaling.* metadata; rope_scaling in\n"
@@ -170,25 +181,116 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
   d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");
 }
 
-/* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
- * The bf16 data is little-endian in memory, as in the file. */
-static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w) {
-  for (int i = 0; i < g->n_weights; i++) {
-    const mkc_weight_info *info = &g->weights[i];
-    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
-    int64_t ne[2] = {info->cols, info->rows};
-    if (!t ||
-        mkc_gguf_add_raw(out, info->name, MKC_GGML_BF16, info->rows == 1 ? 1 : 2, ne, t->data))
-      return -1;
-  }
-  return 0;
+/* The types --type and --tensor-type take, by name (any case). */
+static const struct {
+  const char *name;
+  uint32_t type;
+} TYPE_NAMES[] = {{"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},   {"f32", MKC_GGML_F32},
+                  {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0}, {"q4_1", MKC_GGML_Q4_1},
+                  {"q4_k", MKC_GGML_Q4_K}, {"q6_k", MKC_GGML_Q6_K}};
+#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q6_k"
+
+static int type_named(const char *name, uint32_t *type) {
+  for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
+    if (strcasecmp(name, TYPE_NAMES[i].name) == 0) return *type = TYPE_NAMES[i].type, 0;
+  return -1;
 }
+
+/* --tensor-type NAME=T, as given. */
+typedef struct tensor_type {
+  const char *arg; /* NAME=T */
+  int name_len;
+  uint32_t type;
+} tensor_type;
 
 typedef struct init_flags {
   const char *graph, *preset, *path;
   long max_ctx;
   unsigned long long seed;
+  const char *type_arg; /* --type as given, or NULL */
+  uint32_t type;        /* the matrices' type */
+  tensor_type *tensor_types;
+  int n_tensor_types;
 } init_flags;
+
+/* The type asked for tensor info: the last --tensor-type naming it, else
+ * --type for a matrix, else BF16. */
+static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
+  for (int k = f->n_tensor_types - 1; k >= 0; k--) {
+    const tensor_type *tt = &f->tensor_types[k];
+    if ((int)strlen(info->name) == tt->name_len &&
+        strncmp(info->name, tt->arg, (size_t)tt->name_len) == 0)
+      return tt->type;
+  }
+  return info->rows > 1 && mkc_ends_with(info->name, ".weight") ? f->type : MKC_GGML_BF16;
+}
+
+/* The type a tensor is stored in: the one wanted, unless its columns are not
+ * whole blocks of it (a GGUF row holds whole blocks): then, as llama.cpp's
+ * quantize falls back, Q8_0 for a K type when the columns are whole 32s, else
+ * BF16, said in one line. */
+static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
+  const mkc_ggml_type_info *t = mkc_ggml_type(want);
+  if (info->cols % t->block == 0) return want;
+  uint32_t fallback = t->block == 256 && info->cols % 32 == 0 ? MKC_GGML_Q8_0 : MKC_GGML_BF16;
+  fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n", info->name,
+          t->name, t->block, mkc_ggml_type(fallback)->name);
+  return fallback;
+}
+
+/* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
+ * The bf16 data is little-endian in memory, as in the file; a tensor of
+ * another type is encoded into encoded[i] (kept until the file is written).
+ * count[type] counts the tensors stored in each type. */
+static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
+                       const init_flags *f, void **encoded, int *count) {
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
+    if (!t) return -1;
+    const uint16_t *bf16 = (const uint16_t *)t->data; /* [rows][cols] */
+    uint32_t type = stored_type(info, wanted_type(f, info));
+    const void *bytes = bf16;
+    if (type != MKC_GGML_BF16) {
+      size_t n = (size_t)info->rows * (size_t)info->cols;
+      float *values = malloc(n * sizeof *values);
+      encoded[i] = malloc((size_t)info->rows * mkc_quant_row_bytes(type, info->cols));
+      if (!values || !encoded[i]) {
+        free(values);
+        fprintf(stderr, "mkc: error: init: out of memory encoding %s\n", info->name);
+        return -1;
+      }
+      for (size_t k = 0; k < n; k++) values[k] = mkc_bf16_to_float(bf16[k]);
+      mkc_quantize(type, values, n, encoded[i]); /* cannot fail: type and cols checked */
+      free(values);
+      bytes = encoded[i];
+    }
+    int64_t ne[2] = {info->cols, info->rows};
+    if (mkc_gguf_add_raw(out, info->name, type, info->rows == 1 ? 1 : 2, ne, bytes)) return -1;
+    count[type]++;
+  }
+  return 0;
+}
+
+/* "20 BF16 tensors", or "20 tensors (Q8_0 15, BF16 5)". */
+static void describe_types(const int *count, int n, char *buf, size_t size) {
+  int kinds = 0, last = MKC_GGML_BF16;
+  for (int t = 0; t < MKC_GGML_TYPE_COUNT; t++)
+    if (count[t]) kinds++, last = t;
+  if (kinds <= 1) {
+    snprintf(buf, size, "%d %s tensors", n, mkc_ggml_type((uint32_t)last)->name);
+    return;
+  }
+  size_t used = (size_t)snprintf(buf, size, "%d tensors", n);
+  const char *sep = " (";
+  for (int t = 0; t < MKC_GGML_TYPE_COUNT && used < size; t++) {
+    if (!count[t]) continue;
+    used += (size_t)snprintf(buf + used, size - used, "%s%s %d", sep,
+                             mkc_ggml_type((uint32_t)t)->name, count[t]);
+    sep = ", ";
+  }
+  if (used < size) snprintf(buf + used, size - used, ")");
+}
 
 /* init's own flags (it takes a GGUF writer's, not run's): 0, 2 after a usage
  * error, or -1 for --help (printed). */
@@ -214,7 +316,19 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
       seed_arg = v;
     else if (strcmp(a, "-o") == 0)
       f->path = v;
-    else if (strcmp(a, "--ctx") == 0) {
+    else if (strcmp(a, "--type") == 0) {
+      if (type_named(v, &f->type) != 0)
+        return usage_error("--type: expected one of " TYPE_CHOICES ", got '%s'", v);
+      f->type_arg = v;
+    } else if (strcmp(a, "--tensor-type") == 0) {
+      const char *eq = strrchr(v, '=');
+      if (!eq || eq == v) return usage_error("--tensor-type: expected NAME=TYPE, got '%s'", v);
+      tensor_type *tt = &f->tensor_types[f->n_tensor_types++];
+      *tt = (tensor_type){.arg = v, .name_len = (int)(eq - v)};
+      if (type_named(eq + 1, &tt->type) != 0)
+        return usage_error(
+            "--tensor-type: expected a type among " TYPE_CHOICES " after '=', got '%s'", v);
+    } else if (strcmp(a, "--ctx") == 0) {
       errno = 0;
       f->max_ctx = strtol(v, &end, 10);
       if (!*v || *end || errno || f->max_ctx < 1 || f->max_ctx > 1 << 20)
@@ -227,13 +341,48 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
   if (!f->path) return usage_error("%s", "init: -o FILE.gguf (or -o DIR) is required");
   if (mkc_parse_seed(seed_arg, &f->seed) != 0)
     return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
+  if (!mkc_ends_with(f->path, ".gguf")) { /* safetensors has BF16 but no block types */
+    if (f->type != MKC_GGML_BF16)
+      return usage_error("--type %s: a Hugging Face folder is written in BF16 only (-o FILE.gguf "
+                         "takes other types)",
+                         f->type_arg);
+    for (int k = 0; k < f->n_tensor_types; k++)
+      if (f->tensor_types[k].type != MKC_GGML_BF16)
+        return usage_error("--tensor-type %s: a Hugging Face folder is written in BF16 only (-o "
+                           "FILE.gguf takes other types)",
+                           f->tensor_types[k].arg);
+  }
+  return 0;
+}
+
+/* Every --tensor-type names a tensor of the graph: 0, or 2 after a usage error. */
+static int check_tensor_names(const init_flags *f, const mkc_graph *g) {
+  for (int k = 0; k < f->n_tensor_types; k++) {
+    const tensor_type *tt = &f->tensor_types[k];
+    int found = 0;
+    for (int i = 0; i < g->n_weights && !found; i++)
+      found = (int)strlen(g->weights[i].name) == tt->name_len &&
+              strncmp(g->weights[i].name, tt->arg, (size_t)tt->name_len) == 0;
+    if (!found) {
+      char name[256];
+      snprintf(name, sizeof name, "%.*s", tt->name_len, tt->arg);
+      fprintf(stderr, "mkc: error: init: --tensor-type: preset %s has no tensor '%s'\n", f->preset,
+              name);
+      return 2;
+    }
+  }
   return 0;
 }
 
 int mkc_cmd_init(int argc, char **argv) {
-  init_flags f = {0};
+  init_flags f = {.type = MKC_GGML_BF16};
+  /* at most one --tensor-type per two arguments */
+  if (!(f.tensor_types = calloc((size_t)argc / 2 + 1, sizeof *f.tensor_types))) return 1;
   int parsed = init_flags_parse(argc, argv, &f);
-  if (parsed) return parsed < 0 ? 0 : parsed;
+  if (parsed) {
+    free(f.tensor_types);
+    return parsed < 0 ? 0 : parsed;
+  }
   const char *graph = f.graph, *preset = f.preset, *path = f.path;
   unsigned long long seed = f.seed;
   long max_ctx = f.max_ctx;
@@ -251,12 +400,19 @@ int mkc_cmd_init(int argc, char **argv) {
       .graph_path = graph_path, .preset = preset, .draft_max = 0, .max_ctx = (int)max_ctx};
   mkc_graph g;
   mkc_kernel_src src;
-  if (mkc_codegen(&o, &g, &src) != 0) return 1;
+  if (mkc_codegen(&o, &g, &src) != 0) {
+    free(f.tensor_types);
+    return 1;
+  }
   mkc_kernel_src_free(&src);
   mkc_weights w = {0};
   mkc_gguf_writer *out = NULL;
-  int rc = 1;
-  if (mkc_weights_random(&w, &g, seed) != 0) goto done;
+  void **encoded = calloc((size_t)g.n_weights + 1, sizeof *encoded);
+  int count[MKC_GGML_TYPE_COUNT] = {0};
+  int rc = check_tensor_names(&f, &g);
+  if (rc) goto done;
+  rc = 1;
+  if (!encoded || mkc_weights_random(&w, &g, seed) != 0) goto done;
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
@@ -271,15 +427,20 @@ int mkc_cmd_init(int argc, char **argv) {
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (set_metadata(out, &g, name) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
-      add_weights(out, &g, &w) || add_rope_freqs(out, &d) || mkc_gguf_write(out, path))
+      add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
+      mkc_gguf_write(out, path))
     goto done;
   struct stat st;
-  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %d BF16 tensors%s, %lld bytes)\n", path, name,
-          seed, g.n_weights,
+  char types[256];
+  describe_types(count, g.n_weights, types, sizeof types);
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %s%s, %lld bytes)\n", path, name, seed, types,
           d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)" : "",
           stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
   rc = 0;
 done:
+  for (int i = 0; encoded && i < g.n_weights; i++) free(encoded[i]);
+  free(encoded);
+  free(f.tensor_types);
   mkc_gguf_writer_free(out);
   mkc_weights_free(&w);
   mkc_graph_free(&g);

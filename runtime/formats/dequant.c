@@ -1,12 +1,20 @@
 /* ggml tensor types: the block table, half-precision conversions and
- * dequantization to bf16. The block layouts follow the public ggml format
- * description; each reader below says where every bit of an element lives. */
+ * dequantization to float (and from there to bf16). The block layouts follow
+ * the public ggml format description; each reader below says where every bit
+ * of an element lives. */
 #include "dequant.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "weights.h"
+
+/* Each product and sum rounded on its own, as ggml's reference and gguf-py
+ * compute them: no a * b + c fused into one rounding. GCC fuses only outside
+ * the ISO modes (the build is -std=c11); clang needs telling. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#endif
 
 /* Sizes of every type ggml defines, readable or not, so a file holding any of
  * them can still be bounds-checked and described. */
@@ -157,33 +165,53 @@ static block_reader reader_for(uint32_t type) {
   }
 }
 
-int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst) {
+static float f32_at(const uint8_t *p) {
+  uint32_t bits =
+      (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+int mkc_dequant_f32(uint32_t type, const void *src, size_t n, float *dst) {
   const uint8_t *p = src;
   switch (type) {
-  case MKC_GGML_BF16:
-    for (size_t i = 0; i < n; i++) dst[i] = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+  case MKC_GGML_F32:
+    for (size_t i = 0; i < n; i++) dst[i] = f32_at(p + 4 * i);
     return 0;
   case MKC_GGML_F16:
-    for (size_t i = 0; i < n; i++) dst[i] = mkc_float_to_bf16(f16_at(p + 2 * i));
+    for (size_t i = 0; i < n; i++) dst[i] = f16_at(p + 2 * i);
     return 0;
-  case MKC_GGML_F32:
-    for (size_t i = 0; i < n; i++) {
-      uint32_t bits = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
-                      (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
-      float f;
-      memcpy(&f, &bits, sizeof f);
-      dst[i] = mkc_float_to_bf16(f);
-    }
+  case MKC_GGML_BF16:
+    for (size_t i = 0; i < n; i++)
+      dst[i] = mkc_bf16_to_float((uint16_t)(p[2 * i] | p[2 * i + 1] << 8));
     return 0;
   }
   block_reader read = reader_for(type);
   if (!read) return -1;
   const mkc_ggml_type_info *info = mkc_ggml_type(type);
-  float y[256];
   for (size_t i = 0; i + (size_t)info->block <= n; i += (size_t)info->block) {
-    read(p, y);
+    read(p, dst + i);
     p += info->block_bytes;
-    for (int j = 0; j < info->block; j++) dst[i + (size_t)j] = mkc_float_to_bf16(y[j]);
+  }
+  return 0;
+}
+
+/* Through floats a chunk at a time (256 elements are whole blocks of every
+ * readable type), each rounded to bf16. BF16 is copied as it is. */
+int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst) {
+  const uint8_t *p = src;
+  if (type == MKC_GGML_BF16) {
+    for (size_t i = 0; i < n; i++) dst[i] = (uint16_t)(p[2 * i] | p[2 * i + 1] << 8);
+    return 0;
+  }
+  const mkc_ggml_type_info *info = mkc_ggml_type(type);
+  if (!info || !info->readable) return -1;
+  float chunk[256];
+  for (size_t i = 0; i < n; i += 256) {
+    size_t m = n - i < 256 ? (n - i) / (size_t)info->block * (size_t)info->block : 256;
+    mkc_dequant_f32(type, p + i / (size_t)info->block * (size_t)info->block_bytes, m, chunk);
+    for (size_t j = 0; j < m; j++) dst[i + j] = mkc_float_to_bf16(chunk[j]);
   }
   return 0;
 }

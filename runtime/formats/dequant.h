@@ -1,6 +1,6 @@
 /* ggml tensor types as GGUF files store them: block sizes for every known
  * type (so any file can be bounds-checked and described), half-precision
- * conversions, and dequantization to bf16 for the types mkc reads. */
+ * conversions, and dequantization to float and bf16 for the types mkc reads. */
 #ifndef MKC_DEQUANT_H
 #define MKC_DEQUANT_H
 
@@ -31,18 +31,23 @@ typedef struct mkc_ggml_type_info {
   const char *name; /* "Q4_K" */
   int block;        /* elements per block */
   int block_bytes;  /* bytes per block */
-  int readable;     /* 1: mkc_dequant_bf16 converts it */
+  int readable;     /* 1: mkc_dequant_f32 and mkc_dequant_bf16 convert it */
 } mkc_ggml_type_info;
 
 /* The type with id type, or NULL for an unknown id. */
 const mkc_ggml_type_info *mkc_ggml_type(uint32_t type);
 
-/* "F32, F16, ...": the types mkc_dequant_bf16 converts, for messages. */
+/* "F32, F16, ...": the readable types, for messages. */
 const char *mkc_dequant_type_names(void);
 
 /* Converts n elements of a readable type (n a multiple of its block) at src
- * (unaligned is fine) to bf16 at dst. Returns 0, or -1 for a type that is not
- * readable. */
+ * (unaligned is fine) to floats at dst, exactly as ggml's reference does:
+ * each block's f16 scales to float, then the block's formula in float
+ * (Q4_1: d * q + m; Q4_K: (d * scale) * q - dmin * min; Q6_K: (d * scale) *
+ * q). Returns 0, or -1 for a type that is not readable. */
+int mkc_dequant_f32(uint32_t type, const void *src, size_t n, float *dst);
+
+/* The same rounded to bf16 (nearest even); BF16 is copied bit for bit. */
 int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
 
 float mkc_f16_to_float(uint16_t h);

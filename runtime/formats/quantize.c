@@ -1,0 +1,251 @@
+/* Quantizers for the block types dequant.c reads. Each block's scales are
+ * chosen first, so that the grid of values the reader can give covers the
+ * block's values; each element then takes the code of the grid value nearest
+ * to it. Scales are quantized (to f16, and for the K types to 6 or 8 bits)
+ * upwards, never down, so covering holds after they are stored, and every
+ * element is computed against the scale as stored: the error of an element is
+ * at most half the step of its (sub-)block, plus float rounding.
+ *
+ *   Q8_0  step = max|x| / 127, rounded up to f16; codes -127..127 (ggml's).
+ *   Q4_0  codes -8..7: the value of largest magnitude goes to the -8 end,
+ *         within half a step of it (|step| >= max|x| / 8.5), and the largest
+ *         value of the other sign within half a step of 7 (>= that / 7.5).
+ *   Q4_1  m = min x rounded down to f16, step = (max x - m) / 15 rounded up.
+ *   Q4_K  per sub-block of 32: the offset dmin * mn reaches down to min(x, 0),
+ *         the step d * sc then reaches up to max x; dmin and d (f16) are the
+ *         largest of those / 63, mn and sc rounded up to 6 bits.
+ *   Q6_K  per sub-block of 16 as Q4_0 with codes -32..31 (|step| >= max|x| /
+ *         32.5 and >= the other sign's / 31.5); d (f16) is the largest step /
+ *         127, the int8 scales rounded up in magnitude and signed. */
+#include "quantize.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dequant.h"
+#include "weights.h"
+
+static void put_u16(uint8_t *p, uint16_t h) {
+  p[0] = (uint8_t)h;
+  p[1] = (uint8_t)(h >> 8);
+}
+
+/* The least f16 >= x for x >= 0 (0 for x <= 0 or NaN), at most 65504. */
+static uint16_t f16_up(float x) {
+  if (!(x > 0)) return 0;
+  uint16_t h = mkc_float_to_f16(x);
+  if (h >= 0x7bff) return 0x7bff;
+  if (mkc_f16_to_float(h) < x) h++; /* the next f16 up, across a binade too */
+  return h;
+}
+
+/* The greatest f16 <= x, at least -65504 and at most 65504. */
+static uint16_t f16_down(float x) {
+  uint16_t h = mkc_float_to_f16(x);
+  if ((h & 0x7fff) >= 0x7bff) return h & 0x8000 ? 0xfbff : 0x7bff;
+  if (mkc_f16_to_float(h) > x) {
+    if ((h & 0x7fff) == 0)
+      h = 0x8001; /* below zero: the least negative subnormal */
+    else if (h & 0x8000)
+      h++; /* negative: one more in magnitude */
+    else
+      h--;
+  }
+  return h;
+}
+
+/* The integer nearest v within [lo, hi] (halves away from zero); NaN gives 0. */
+static int nearest(float v, int lo, int hi) {
+  if (v != v) return 0;
+  if (v <= (float)lo) return lo;
+  if (v >= (float)hi) return hi;
+  return (int)roundf(v);
+}
+
+/* The least integer >= v within [0, hi]. */
+static int at_least(float v, int hi) {
+  if (!(v > 0)) return 0;
+  if (v >= (float)hi) return hi;
+  return (int)ceilf(v);
+}
+
+/* The magnitude of the value of largest magnitude (*ext: that value, signed)
+ * and the largest magnitude among the values of the other sign. */
+static float extremes(const float *x, int n, float *ext, float *other) {
+  float amax = 0;
+  *ext = 0, *other = 0;
+  for (int i = 0; i < n; i++)
+    if (fabsf(x[i]) > amax) amax = fabsf(x[i]), *ext = x[i];
+  for (int i = 0; i < n; i++) {
+    float o = *ext > 0 ? -x[i] : x[i];
+    if (o > *other) *other = o;
+  }
+  return amax;
+}
+
+/* Q8_0, 34 bytes per 32: f16 d, int8 q[32]; x = d * q. */
+static void block_q8_0(const float *x, uint8_t *b) {
+  float amax = 0;
+  for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+  uint16_t dh = f16_up(amax / 127);
+  float d = mkc_f16_to_float(dh);
+  put_u16(b, dh);
+  for (int i = 0; i < 32; i++)
+    b[2 + i] = (uint8_t)(int8_t)(d > 0 ? nearest(x[i] / d, -127, 127) : 0);
+}
+
+/* Q4_0, 18 bytes per 32: f16 d, nibble q (element i < 16 low nibble of byte
+ * i, i + 16 the high one); x = d * (q - 8). d's sign puts ext at the -8 end. */
+static void block_q4_0(const float *x, uint8_t *b) {
+  float ext, other, amax = extremes(x, 32, &ext, &other);
+  uint16_t dh = f16_up(fmaxf(amax / 8.5f, other / 7.5f));
+  if (ext > 0 && dh) dh |= 0x8000;
+  float d = mkc_f16_to_float(dh);
+  int q[32];
+  for (int i = 0; i < 32; i++) q[i] = (d != 0 ? nearest(x[i] / d, -8, 7) : 0) + 8;
+  put_u16(b, dh);
+  for (int i = 0; i < 16; i++) b[2 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+}
+
+/* Q4_1, 20 bytes per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m. */
+static void block_q4_1(const float *x, uint8_t *b) {
+  float lo = x[0], hi = x[0];
+  for (int i = 1; i < 32; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
+  uint16_t mh = f16_down(lo);
+  float m = mkc_f16_to_float(mh);
+  uint16_t dh = f16_up((hi - m) / 15);
+  float d = mkc_f16_to_float(dh);
+  int q[32];
+  for (int i = 0; i < 32; i++) q[i] = d > 0 ? nearest((x[i] - m) / d, 0, 15) : 0;
+  put_u16(b, dh);
+  put_u16(b + 2, mh);
+  for (int i = 0; i < 16; i++) b[4 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+}
+
+/* Q4_K, 144 bytes per 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and
+ * mins (packed as dequant.c reads them), 128 bytes of nibbles (each 64
+ * elements share 32 bytes: low nibbles the first sub-block of 32, high the
+ * second); x = (d * sc) * q - dmin * mn. */
+static void block_q4_k(const float *x, uint8_t *b) {
+  float lift[8], top[8], max_lift = 0; /* lift: how far below 0 the sub-block reaches */
+  for (int j = 0; j < 8; j++) {
+    float lo = x[32 * j], hi = x[32 * j];
+    for (int l = 1; l < 32; l++) lo = fminf(lo, x[32 * j + l]), hi = fmaxf(hi, x[32 * j + l]);
+    lift[j] = lo < 0 ? -lo : 0;
+    top[j] = hi;
+    max_lift = fmaxf(max_lift, lift[j]);
+  }
+  uint16_t dminh = f16_up(max_lift / 63);
+  float dmin = mkc_f16_to_float(dminh), need[8], max_need = 0;
+  int mn[8], sc[8];
+  for (int j = 0; j < 8; j++) {
+    mn[j] = dmin > 0 ? at_least(lift[j] / dmin, 63) : 0;
+    need[j] = fmaxf(0, (top[j] + dmin * (float)mn[j]) / 15);
+    max_need = fmaxf(max_need, need[j]);
+  }
+  uint16_t dh = f16_up(max_need / 63);
+  float d = mkc_f16_to_float(dh);
+  for (int j = 0; j < 8; j++) sc[j] = d > 0 ? at_least(need[j] / d, 63) : 0;
+
+  put_u16(b, dh);
+  put_u16(b + 2, dminh);
+  uint8_t *s = b + 4, *q = b + 16;
+  for (int j = 0; j < 4; j++) {
+    s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
+    s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
+    s[j + 8] = (uint8_t)((sc[j + 4] & 0xf) | (mn[j + 4] & 0xf) << 4);
+  }
+  memset(q, 0, 128);
+  for (int j = 0; j < 8; j++) {
+    float step = d * (float)sc[j], offset = dmin * (float)mn[j];
+    for (int l = 0; l < 32; l++) {
+      int code = step > 0 ? nearest((x[32 * j + l] + offset) / step, 0, 15) : 0;
+      q[(j / 2) * 32 + l] |= (uint8_t)(code << (j % 2) * 4);
+    }
+  }
+}
+
+/* Q6_K, 210 bytes per 256: ql[128], qh[64], int8 scales[16], f16 d. Element
+ * half * 128 + 32k + l (k < 4, l < 32) keeps the low 4 bits of its code q + 32
+ * in ql byte half * 64 + l + 32 (k % 2) (low nibble for k < 2) and the high 2
+ * in qh byte half * 32 + l, bits 2k..2k+1; x = (d * scale) * q. */
+static void block_q6_k(const float *x, uint8_t *b) {
+  float step[16], max_step = 0;
+  int negative[16];
+  for (int j = 0; j < 16; j++) {
+    float ext, other, amax = extremes(x + 16 * j, 16, &ext, &other);
+    step[j] = fmaxf(amax / 32.5f, other / 31.5f);
+    negative[j] = ext > 0; /* a negative step puts ext at the -32 end */
+    max_step = fmaxf(max_step, step[j]);
+  }
+  uint16_t dh = f16_up(max_step / 127);
+  float d = mkc_f16_to_float(dh);
+  uint8_t *ql = b, *qh = b + 128;
+  int8_t scale[16];
+  for (int j = 0; j < 16; j++) {
+    int sc = d > 0 ? at_least(step[j] / d, 127) : 0;
+    scale[j] = (int8_t)(negative[j] ? -sc : sc);
+  }
+  memset(b, 0, 192);
+  memcpy(b + 192, scale, 16);
+  put_u16(b + 208, dh);
+  for (int i = 0; i < 256; i++) {
+    float eff = d * (float)scale[i / 16];
+    int code = (eff != 0 ? nearest(x[i] / eff, -32, 31) : 0) + 32;
+    int half = i / 128, k = i % 128 / 32, l = i % 32;
+    ql[half * 64 + l + 32 * (k % 2)] |= (uint8_t)((code & 0xf) << 4 * (k / 2));
+    qh[half * 32 + l] |= (uint8_t)((code >> 4) << 2 * k);
+  }
+}
+
+typedef void (*block_writer)(const float *x, uint8_t *b);
+
+static block_writer writer_for(uint32_t type) {
+  switch (type) {
+  case MKC_GGML_Q8_0:
+    return block_q8_0;
+  case MKC_GGML_Q4_0:
+    return block_q4_0;
+  case MKC_GGML_Q4_1:
+    return block_q4_1;
+  case MKC_GGML_Q4_K:
+    return block_q4_k;
+  case MKC_GGML_Q6_K:
+    return block_q6_k;
+  default:
+    return NULL;
+  }
+}
+
+int mkc_quantize(uint32_t type, const float *src, size_t n, void *dst) {
+  uint8_t *out = dst;
+  switch (type) {
+  case MKC_GGML_F32:
+    for (size_t i = 0; i < n; i++) {
+      uint32_t bits;
+      memcpy(&bits, &src[i], sizeof bits);
+      for (int k = 0; k < 4; k++) out[4 * i + (size_t)k] = (uint8_t)(bits >> 8 * k);
+    }
+    return 0;
+  case MKC_GGML_F16:
+    for (size_t i = 0; i < n; i++) put_u16(out + 2 * i, mkc_float_to_f16(src[i]));
+    return 0;
+  case MKC_GGML_BF16:
+    for (size_t i = 0; i < n; i++) put_u16(out + 2 * i, mkc_float_to_bf16(src[i]));
+    return 0;
+  }
+  block_writer write = writer_for(type);
+  if (!write) return -1;
+  const mkc_ggml_type_info *info = mkc_ggml_type(type);
+  size_t block = (size_t)info->block;
+  if (n % block) return -1;
+  for (size_t i = 0; i < n / block; i++)
+    write(src + i * block, out + i * (size_t)info->block_bytes);
+  return 0;
+}
+
+size_t mkc_quant_row_bytes(uint32_t type, int cols) {
+  const mkc_ggml_type_info *info = mkc_ggml_type(type);
+  if (!info || cols <= 0 || cols % info->block) return 0;
+  return (size_t)(cols / info->block) * (size_t)info->block_bytes;
+}

@@ -1,0 +1,25 @@
+/* Quantizers: floats to the ggml types mkc reads, as a GGUF file stores them,
+ * so `mkc init` and the tests can write quantized models. The reader
+ * (dequant.h) defines what an encoding means; these round every element to
+ * the nearest value of its block's grid, with scales chosen so that the grid
+ * reaches each block's extremes (quantize.c says how, type by type, and what
+ * error that bounds). */
+#ifndef MKC_QUANTIZE_H
+#define MKC_QUANTIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Encodes n floats at src as F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K or Q6_K
+ * at dst: little-endian bytes as in a GGUF file, n / block * block_bytes of
+ * them. Returns 0, or -1 for another type or an n that is not a multiple of
+ * the type's block. The inputs are meant to be finite: a block whose scale
+ * would pass f16's largest value (65504) saturates there. */
+int mkc_quantize(uint32_t type, const float *src, size_t n, void *dst);
+
+/* The bytes of a row of cols elements of a known type (quantizable or not),
+ * or 0 for an unknown type or a cols that is not a positive multiple of the
+ * type's block (such a row cannot be stored in that type). */
+size_t mkc_quant_row_bytes(uint32_t type, int cols);
+
+#endif

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# mkc init --type / --tensor-type: the GGUF holds each tensor in the type
+# asked for, or in the fallback when its columns are not whole blocks (one
+# line each on stderr); the tensor data has the size the formats give; the
+# files run, kernel and reference agreeing; bad types and names, and types a
+# Hugging Face folder cannot hold, are refused.
+source "$(dirname "$0")/lib.sh"
+
+# expect_line NAME FILE LINE: FILE has exactly that line.
+expect_line() {
+  grep -qxF -- "$3" "$2" && ok "$1: $3" || fail "$1: $3" "$(cat "$2")"
+}
+
+# expect_count NAME FILE PATTERN N: N lines of FILE match PATTERN (grep -E).
+expect_count() {
+  local n
+  n=$(grep -cE -- "$3" "$2")
+  [ "$n" -eq "$4" ] && ok "$1: $4 lines" || fail "$1: $4 lines" "got $n" "$(cat "$2")"
+}
+
+# init_info NAME ARGS...: runs mkc init ARGS (stderr in $tmp/err), then info -m on
+# the file after -o (stdout in $tmp/info).
+init_info() {
+  local name=$1
+  shift
+  if "$mkc" init "$@" 2>"$tmp/err"; then
+    local out=${*: -1}
+    "$mkc" info -m "$out" >"$tmp/info" 2>>"$tmp/err" || fail "$name: info -m" "$(cat "$tmp/err")"
+  else
+    fail "$name: init" "$(cat "$tmp/err")"
+    : >"$tmp/info"
+  fi
+}
+
+# bf16 is the default: --type bf16 (any case) writes the same bytes.
+"$mkc" init --preset tiny --seed 7 -o "$tmp/tiny.gguf" 2>/dev/null
+"$mkc" init --preset tiny --seed 7 --type BF16 -o "$tmp/tiny-bf16.gguf" 2>/dev/null
+cmp -s "$tmp/tiny.gguf" "$tmp/tiny-bf16.gguf" && ok "--type BF16 = no --type (same bytes)" \
+  || fail "--type BF16 = no --type (same bytes)"
+
+# tiny, Q8_0: 15 matrices (dim 64, ffn 192: whole 32s) and 5 norm vectors of 64.
+# Matrix elements: token_embd 256*64 + 2 layers * (q 64*64 + k, v 2 * 32*64 + o 64*64
+# + gate, up, down 3 * 192*64) = 114688, 34 bytes per 32: 121856; norms 5*64*2 = 640.
+init_info "tiny q8_0" --preset tiny --seed 7 --type q8_0 -o "$tmp/tiny-q8_0.gguf"
+expect_line "tiny q8_0" "$tmp/info" "tensors: 20 (Q8_0 15, BF16 5)"
+grep -q "^tensor data: 122496 bytes " "$tmp/info" && ok "tiny q8_0: tensor data 121856 + 640 bytes" \
+  || fail "tiny q8_0: tensor data 121856 + 640 bytes" "$(cat "$tmp/info")"
+grep -qE "^mkc: wrote $tmp/tiny-q8_0.gguf \(llama-tiny, seed 7: 20 tensors \(Q8_0 15, BF16 5\), [0-9]+ bytes\)$" \
+  "$tmp/err" && ok "tiny q8_0: init says what it wrote" || fail "tiny q8_0: init says what it wrote" "$(cat "$tmp/err")"
+expect_count "tiny q8_0: no fallback" "$tmp/err" "needs columns" 0
+
+# The kernel (cpu) and the reference agree on the quantized weights.
+if "$mkc" run -m "$tmp/tiny-q8_0.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend cpu >"$tmp/a" 2>"$tmp/err" \
+  && "$mkc" run -m "$tmp/tiny-q8_0.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend ref >"$tmp/b" 2>>"$tmp/err" \
+  && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+  ok "tiny q8_0: run -m, cpu = ref"
+else
+  fail "tiny q8_0: run -m, cpu = ref" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
+fi
+# F32 holds the bf16 values exactly: the same model as the BF16 file.
+"$mkc" init --preset tiny --seed 7 --type f32 -o "$tmp/tiny-f32.gguf" 2>/dev/null
+"$mkc" run -m "$tmp/tiny-f32.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend ref >"$tmp/a" 2>"$tmp/err"
+"$mkc" run -m "$tmp/tiny.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend ref >"$tmp/b" 2>>"$tmp/err"
+[ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b" && ok "tiny f32: runs as the BF16 file" \
+  || fail "tiny f32: runs as the BF16 file" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
+
+# tiny, Q4_K: no matrix has whole 256s of columns, all have whole 32s: Q8_0.
+init_info "tiny q4_k" --preset tiny --seed 7 --type Q4_K -o "$tmp/tiny-q4_k.gguf"
+expect_line "tiny q4_k" "$tmp/info" "tensors: 20 (Q8_0 15, BF16 5)"
+expect_line "tiny q4_k" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q8_0"
+expect_count "tiny q4_k: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: Q4_K needs columns in multiples of 256; stored as Q8_0$" 15
+
+# odd (dim 72, ffn 172): no matrix has whole 32s of columns: BF16, from either kind of type.
+init_info "odd q4_0" --preset odd --seed 3 --type q4_0 -o "$tmp/odd-q4_0.gguf"
+expect_line "odd q4_0" "$tmp/info" "tensors: 21 (BF16 21)"
+expect_line "odd q4_0" "$tmp/err" "mkc: init: blk.1.ffn_down.weight: Q4_0 needs columns in multiples of 32; stored as BF16"
+expect_count "odd q4_0: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: Q4_0 needs columns" 16
+init_info "odd q6_k" --preset odd --seed 3 --type q6_k -o "$tmp/odd-q6_k.gguf"
+expect_line "odd q6_k" "$tmp/info" "tensors: 21 (BF16 21)"
+expect_line "odd q6_k" "$tmp/err" "mkc: init: output.weight: Q6_K needs columns in multiples of 256; stored as BF16"
+
+# A graph with a dim of 256: every type stored as asked, one fallback (ffn_down's 288 columns).
+cp graphs/llama.lua "$tmp/wide.lua"
+cat >>"$tmp/wide.lua" <<'EOF'
+
+preset "wide" {
+  dim = 256, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 64, ffn = 288,
+  vocab = 64, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = false, max_ctx = 64, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none",
+}
+EOF
+init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \
+  --tensor-type output.weight=q8_0 --tensor-type output.weight=q6_k \
+  --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_norm.weight=f32 -o "$tmp/wide.gguf"
+expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q8_0 1, Q4_K 6, Q6_K 1, BF16 2)"
+# Q4_K: token_embd 64 + q 256 + k 128 + o 256 + gate, up 2 * 288 rows of 144 bytes; Q4_1:
+# v 128 rows * 8 blocks * 20; Q8_0: down 256 rows * 9 * 34; Q6_K: output 64 rows * 210;
+# F32 256 * 4; BF16 2 * 256 * 2.
+want=$(((64 + 256 + 128 + 256 + 2 * 288) * 144 + 128 * 8 * 20 + 256 * 9 * 34 + 64 * 210 + 1024 + 1024))
+grep -q "^tensor data: $want bytes " "$tmp/info" && ok "wide: tensor data $want bytes" \
+  || fail "wide: tensor data $want bytes" "$(cat "$tmp/info")"
+expect_count "wide: one fallback" "$tmp/err" "needs columns" 1
+expect_line "wide" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q8_0"
+if "$mkc" run -m "$tmp/wide.gguf" --prompt-ids 1,2,3 -n 8 --backend cpu >"$tmp/a" 2>"$tmp/err" \
+  && "$mkc" run -m "$tmp/wide.gguf" --prompt-ids 1,2,3 -n 8 --backend ref >"$tmp/b" 2>>"$tmp/err" \
+  && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+  ok "wide: run -m, cpu = ref"
+else
+  fail "wide: run -m, cpu = ref" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
+fi
+
+# A Hugging Face folder takes bf16 only.
+"$mkc" init --preset tiny --seed 7 --type bf16 --tensor-type token_embd.weight=BF16 -o "$tmp/hf" 2>"$tmp/err" \
+  && [ -s "$tmp/hf/model.safetensors" ] && ok "HF folder with --type bf16" \
+  || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
+
+choices="bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q6_k"
+expect_error "--type q5_0" "mkc: error: --type: expected one of $choices, got 'q5_0'" \
+  -- init --preset tiny --seed 1 --type q5_0 -o "$tmp/x.gguf"
+expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
+expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
+  -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"
+expect_error "--tensor-type without a name" "mkc: error: --tensor-type: expected NAME=TYPE, got '=q8_0'" \
+  -- init --preset tiny --seed 1 --tensor-type =q8_0 -o "$tmp/x.gguf"
+expect_error "--tensor-type with a bad type" \
+  "mkc: error: --tensor-type: expected a type among $choices after '=', got 'token_embd.weight=q9'" \
+  -- init --preset tiny --seed 1 --tensor-type token_embd.weight=q9 -o "$tmp/x.gguf"
+expect_error "--tensor-type with an unknown name" \
+  "mkc: error: init: --tensor-type: preset tiny has no tensor 'output.weight'" \
+  -- init --preset tiny --seed 1 --tensor-type output.weight=q8_0 -o "$tmp/x.gguf"
+[ ! -e "$tmp/x.gguf" ] && ok "nothing written after an error" || fail "nothing written after an error"
+expect_error "--type q8_0 to an HF folder" \
+  "mkc: error: --type q8_0: a Hugging Face folder is written in BF16 only (-o FILE.gguf takes other types)" \
+  -- init --preset tiny --seed 1 --type q8_0 -o "$tmp/hf-x"
+expect_error "--tensor-type to an HF folder" \
+  "mkc: error: --tensor-type token_embd.weight=f16: a Hugging Face folder is written in BF16 only (-o FILE.gguf takes other types)" \
+  -- init --preset tiny --seed 1 --tensor-type token_embd.weight=f16 -o "$tmp/hf-x"
+
+"$mkc" init --help >"$tmp/out" 2>&1 && grep -q -- "--type T" "$tmp/out" && grep -q -- "--tensor-type NAME=T" "$tmp/out" \
+  && ok "init --help names --type and --tensor-type" || fail "init --help names --type and --tensor-type" "$(cat "$tmp/out")"
+
+finish

@@ -1,0 +1,379 @@
+/* mkc_quantize: rows of several kinds (random, all zero, constant, one
+ * outlier, one sign only, tiny, wide, sub-blocks of very different sizes),
+ * quantized and read back with mkc_dequant_f32, stay within an error bound
+ * the format allows (derived below, type by type); hand-made rows whose
+ * scales come out exact read back as the grid values they were built from;
+ * F32/F16/BF16 are exact; mkc_dequant_bf16 is mkc_dequant_f32 rounded;
+ * bad types and lengths are refused. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "check.h"
+#include "formats/dequant.h"
+#include "formats/quantize.h"
+#include "formats/weights.h"
+
+enum { N = 512 }; /* two super-blocks of 256: every type's block divides it */
+
+static uint64_t rng_state;
+static double uniform(void) { /* [0, 1), splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+static float between(double lo, double hi) { return (float)(lo + (hi - lo) * uniform()); }
+
+/* ---- the rows ---- */
+
+typedef struct row_kind {
+  const char *name;
+  void (*fill)(float *x);
+} row_kind;
+
+static void fill_uniform(float *x) {
+  for (int i = 0; i < N; i++) x[i] = between(-1, 1);
+}
+static void fill_gaussian(float *x) {
+  for (int i = 0; i < N; i++)
+    x[i] = (float)(sqrt(-2 * log(1 - uniform())) * cos(2 * M_PI * uniform()) * 0.02);
+}
+static void fill_zero(float *x) { memset(x, 0, N * sizeof *x); }
+static void fill_constant(float *x) {
+  for (int i = 0; i < N; i++) x[i] = 0.37f;
+}
+static void fill_constant_negative(float *x) {
+  for (int i = 0; i < N; i++) x[i] = -2.5f;
+}
+static void fill_outlier(float *x) { /* small values and one of each sign 1000 times larger */
+  for (int i = 0; i < N; i++) x[i] = between(-0.01, 0.01);
+  x[77] = 9.5f;
+  x[300] = -11.25f;
+}
+static void fill_negative(float *x) {
+  for (int i = 0; i < N; i++) x[i] = between(-3, -0.5);
+}
+static void fill_positive(float *x) {
+  for (int i = 0; i < N; i++) x[i] = between(0.25, 4);
+}
+static void fill_tiny(float *x) {
+  for (int i = 0; i < N; i++) x[i] = between(-2e-3, 2e-3);
+}
+static void fill_wide(float *x) {
+  for (int i = 0; i < N; i++) x[i] = between(-900, 900);
+}
+/* Each 16 a different size, 1e-4 to 10, some all zero: the K types' sub-block scales. */
+static void fill_mixed(float *x) {
+  for (int i = 0; i < N; i++) {
+    int group = i / 16;
+    double size = group % 5 == 4 ? 0 : pow(10, (group * 7) % 6 - 4);
+    x[i] = between(-size, size) + (group % 3 == 1 ? (float)size : 0);
+  }
+}
+
+static const row_kind KINDS[] = {
+    {"uniform", fill_uniform},
+    {"gaussian", fill_gaussian},
+    {"all zero", fill_zero},
+    {"constant", fill_constant},
+    {"constant negative", fill_constant_negative},
+    {"one outlier", fill_outlier},
+    {"negative only", fill_negative},
+    {"positive only", fill_positive},
+    {"tiny", fill_tiny},
+    {"wide", fill_wide},
+    {"mixed sizes", fill_mixed},
+};
+
+/* ---- the bounds ----
+ * Every quantizer rounds each element to the nearest value of a grid that
+ * reaches its block's extremes, so an element's error is at most half the
+ * grid's step. What the format allows of the step:
+ *   - a scale stored as f16 and rounded up grows by at most one f16 unit:
+ *     relative 2^-10 for normal values, 2^-24 absolute for subnormal ones
+ *     (up() below);
+ *   - Q8_0: 255 levels -127..127 over [-amax, amax]: step amax / 127;
+ *   - Q4_0: 16 levels over [-amax, amax]: a step of amax / 7.5 puts both
+ *     ends within half a step of the end levels (-8 and 7);
+ *   - Q4_1: 16 levels from min to max: step (max - min) / 15, the f16 min
+ *     rounded down by at most |min| 2^-10 (+ 2^-24);
+ *   - Q4_K: a sub-block of 32 has 16 levels over its range stretched to take
+ *     in 0 (the offset -dmin * mn is never above 0), R; the 6-bit mn, rounded
+ *     up, lowers the offset by at most one dmin unit D, and the 6-bit scale,
+ *     rounded up, adds at most one d unit S to the step: step <= (R + D) / 15
+ *     + S, with D <= up(max lift / 63), S <= up(max (R + D) / 15 / 63);
+ *   - Q6_K: a sub-block of 16 has 64 levels -32..31: a step of amax / 31.5
+ *     reaches both ends; the int8 scale, rounded up in magnitude, adds at
+ *     most one d unit: step <= amax / 31.5 + up(max amax / 31.5 / 127).
+ * On top, float rounding: a relative 2^-16 of the bound and 2^-20 of the
+ * block's largest |x|, far below any step. */
+static double up(double v) { return v * (1 + 0x1p-10) + 0x1p-24; }
+
+static double block_amax(const float *x, int n) {
+  double m = 0;
+  for (int i = 0; i < n; i++) m = fmax(m, fabs(x[i]));
+  return m;
+}
+
+/* The bound for each element of the row, for type. */
+static void bounds(uint32_t type, const float *x, double *bound) {
+  switch (type) {
+  case MKC_GGML_Q8_0:
+  case MKC_GGML_Q4_0:
+    for (int b = 0; b < N; b += 32) {
+      double amax = block_amax(x + b, 32);
+      double step = up(amax / (type == MKC_GGML_Q8_0 ? 127 : 7.5));
+      for (int i = 0; i < 32; i++) bound[b + i] = 0.5 * step;
+    }
+    break;
+  case MKC_GGML_Q4_1:
+    for (int b = 0; b < N; b += 32) {
+      double lo = x[b], hi = x[b];
+      for (int i = 1; i < 32; i++) lo = fmin(lo, x[b + i]), hi = fmax(hi, x[b + i]);
+      double step = up((hi - lo + fabs(lo) * 0x1p-10 + 0x1p-24) / 15);
+      for (int i = 0; i < 32; i++) bound[b + i] = 0.5 * step;
+    }
+    break;
+  case MKC_GGML_Q4_K:
+    for (int b = 0; b < N; b += 256) {
+      double range[8], max_lift = 0, max_need = 0;
+      for (int j = 0; j < 8; j++) {
+        double lo = 0, hi = x[b + 32 * j];
+        for (int i = 0; i < 32; i++)
+          lo = fmin(lo, x[b + 32 * j + i]), hi = fmax(hi, x[b + 32 * j + i]);
+        range[j] = hi - lo;
+        max_lift = fmax(max_lift, -lo);
+      }
+      double unit_min = up(max_lift / 63);
+      for (int j = 0; j < 8; j++) max_need = fmax(max_need, (range[j] + unit_min) / 15);
+      double unit_scale = up(max_need / 63);
+      for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++)
+          bound[b + 32 * j + i] = 0.5 * ((range[j] + unit_min) / 15 + unit_scale);
+    }
+    break;
+  case MKC_GGML_Q6_K:
+    for (int b = 0; b < N; b += 256) {
+      double unit = up(block_amax(x + b, 256) / 31.5 / 127);
+      for (int j = 0; j < 16; j++) {
+        double step = block_amax(x + b + 16 * j, 16) / 31.5 + unit;
+        for (int i = 0; i < 16; i++) bound[b + 16 * j + i] = 0.5 * step;
+      }
+    }
+    break;
+  }
+  for (int b = 0; b < N; b += 32) {
+    double slack = block_amax(x + b, 32) * 0x1p-20;
+    for (int i = 0; i < 32; i++) bound[b + i] = bound[b + i] * (1 + 0x1p-16) + slack;
+  }
+}
+
+static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q4_K,
+                                       MKC_GGML_Q6_K};
+enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
+
+/* Quantizes x as type and reads it back into y; 0 or -1. */
+static int round_trip(uint32_t type, const float *x, float *y) {
+  uint8_t bytes[N * 4];
+  size_t n_bytes = mkc_quant_row_bytes(type, N);
+  memset(bytes, 0xa5, sizeof bytes); /* every byte must be written */
+  if (mkc_quantize(type, x, N, bytes) != 0) return -1;
+  for (size_t i = n_bytes; i < sizeof bytes; i++)
+    if (bytes[i] != 0xa5) return -1; /* nothing past the row */
+  return mkc_dequant_f32(type, bytes, N, y);
+}
+
+static void test_bounds(void) {
+  float x[N], y[N];
+  double bound[N];
+  rng_state = 2024;
+  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    KINDS[k].fill(x);
+    for (int t = 0; t < N_QUANT_TYPES; t++) {
+      uint32_t type = QUANT_TYPES[t];
+      const char *name = mkc_ggml_type(type)->name;
+      if (!CHECK(round_trip(type, x, y) == 0, "%s %s: quantizes and reads back", name,
+                 KINDS[k].name))
+        continue;
+      bounds(type, x, bound);
+      int worst = 0, finite = 1;
+      double worst_ratio = 0, sq = 0, sq_x = 0;
+      for (int i = 0; i < N; i++) {
+        double err = fabs((double)y[i] - x[i]);
+        finite &= isfinite(y[i]);
+        sq += err * err, sq_x += (double)x[i] * x[i];
+        double ratio = bound[i] > 0 ? err / bound[i] : (err > 0 ? INFINITY : 0);
+        if (ratio > worst_ratio) worst_ratio = ratio, worst = i;
+      }
+      CHECK(finite && worst_ratio <= 1,
+            "%s %s: every |error| <= its bound (worst: x[%d] = %.9g -> %.9g, %.3g of bound %.3g; "
+            "rms error %.3g of rms %.3g)",
+            name, KINDS[k].name, worst, x[worst], y[worst], worst_ratio, bound[worst], sqrt(sq / N),
+            sqrt(sq_x / N));
+    }
+  }
+}
+
+/* ---- hand-made rows: scales that come out exact, values known by construction ---- */
+
+/* A fraction of a step in [-0.4, 0.4] (in [0, 0.4] at the bottom code,
+ * [-0.4, 0] at the top), so the nearest grid value is the one built from. */
+static float jitter(int code, int lo, int hi) {
+  return between(code == lo ? 0 : -0.4, code == hi ? 0 : 0.4);
+}
+
+static void check_values(const char *what, uint32_t type, const float *x, const float *want,
+                         int n) {
+  float y[N];
+  uint8_t bytes[N * 4];
+  int ok = mkc_quantize(type, x, (size_t)n, bytes) == 0 &&
+           mkc_dequant_f32(type, bytes, (size_t)n, y) == 0;
+  int bad = -1;
+  for (int i = 0; ok && i < n && bad < 0; i++)
+    if (y[i] != want[i]) bad = i;
+  if (!ok)
+    CHECK(0, "%s: quantizes and reads back", what);
+  else if (bad >= 0)
+    CHECK(0, "%s: x[%d] = %.9g: expected %.9g, actual %.9g", what, bad, x[bad], want[bad], y[bad]);
+  else
+    CHECK(1, "%s: all %d values are the grid values built from", what, n);
+}
+
+static void test_hand_made(void) {
+  float x[N], want[N];
+  rng_state = 77;
+  /* Q8_0: max |x| = 127, so d = 1 and each value rounds to an integer. */
+  for (int i = 0; i < 64; i++) {
+    int code = i % 32 == 0 ? (i ? -127 : 127) : (int)(uniform() * 255) - 127;
+    x[i] = (float)code + (i % 32 == 0 ? 0 : jitter(code, -127, 127));
+    want[i] = (float)code;
+  }
+  check_values("Q8_0, d = 1", MKC_GGML_Q8_0, x, want, 64);
+
+  /* Q4_0: the largest 8.5 (positive), the others within [-7.4, 8.4]: d = -1,
+   * the grid 8, 7, ..., -7; 8.5 is half a step above 8. */
+  for (int i = 0; i < 64; i++) {
+    int value = (int)(uniform() * 16) - 7;
+    x[i] = (float)value + jitter(value, -7, 8);
+    want[i] = (float)value;
+  }
+  x[3] = 8.5f, want[3] = 8; /* the extreme of each block */
+  x[40] = 8.5f, want[40] = 8;
+  check_values("Q4_0, d = -1", MKC_GGML_Q4_0, x, want, 64);
+
+  /* Q4_1: min -3 and max 12 in each block: m = -3, d = 1. */
+  for (int i = 0; i < 64; i++) {
+    int value = i % 32 == 0 ? -3 : i % 32 == 1 ? 12 : (int)(uniform() * 16) - 3;
+    x[i] = (float)value + (i % 32 < 2 ? 0 : jitter(value, -3, 12));
+    want[i] = (float)value;
+  }
+  check_values("Q4_1, d = 1, m = -3", MKC_GGML_Q4_1, x, want, 64);
+
+  /* Q4_K: sub-block j has step k[j] and offset mn[j]: its min is -mn[j] and
+   * its max 15 k[j] - mn[j]. The largest mn is 63 and the largest k 63, so
+   * dmin = d = 1, and every value is k[j] * code - mn[j]. */
+  static const int K4[8] = {63, 1, 5, 63, 2, 10, 40, 3}, MN4[8] = {63, 0, 63, 0, 1, 20, 7, 60};
+  for (int j = 0; j < 8; j++) {
+    for (int l = 0; l < 32; l++) {
+      int code = l == 0 ? 0 : l == 1 ? 15 : (int)(uniform() * 16);
+      float jit = l < 2 ? 0 : jitter(code, 0, 15);
+      x[32 * j + l] = (float)(K4[j] * code - MN4[j]) + jit * (float)K4[j];
+      want[32 * j + l] = (float)(K4[j] * code - MN4[j]);
+    }
+  }
+  check_values("Q4_K, d = dmin = 1, 8 scales and mins", MKC_GGML_Q4_K, x, want, 256);
+
+  /* Q6_K: sub-block j has step k[j]; its largest magnitude is 32.5 k[j], the
+   * other sign's at most 31.4 k[j], so d = 1 (the largest k is 127) and the
+   * scale is -k[j] for a positive extreme (grid 32k .. -31k), k[j] for a
+   * negative one (grid -32k .. 31k). */
+  static const int K6[16] = {127, 1, 2, 50, 3, 127, 9, 4, 100, 7, 1, 64, 33, 5, 8, 120};
+  for (int j = 0; j < 16; j++) {
+    int sign = j % 2 ? -1 : 1; /* the extreme's */
+    for (int l = 0; l < 16; l++) {
+      int code = (int)(uniform() * 64) - 31; /* value / k, the extreme's side from 32 */
+      float jit = jitter(code, -31, 32);
+      if (l == 5) code = 32, jit = 0.5f; /* the extreme, half a step past 32 k */
+      x[16 * j + l] = (float)(sign * K6[j]) * ((float)code + jit);
+      want[16 * j + l] = (float)(sign * K6[j] * code);
+    }
+  }
+  check_values("Q6_K, d = 1, 16 signed scales", MKC_GGML_Q6_K, x, want, 256);
+}
+
+/* ---- the plain types, mkc_dequant_bf16, and what is refused ---- */
+
+static void test_plain_and_bf16(void) {
+  float x[N], y[N];
+  uint8_t bytes[N * 4];
+  uint16_t bf[N];
+  rng_state = 5;
+  fill_wide(x);
+  x[0] = -0.0f, x[1] = 1e-30f, x[2] = 70000; /* signed zero, below f16, above f16 */
+  CHECK(mkc_quantize(MKC_GGML_F32, x, N, bytes) == 0 &&
+            mkc_dequant_f32(MKC_GGML_F32, bytes, N, y) == 0 && memcmp(x, y, sizeof x) == 0,
+        "F32: bit for bit");
+  int same = mkc_quantize(MKC_GGML_F16, x, N, bytes) == 0 &&
+             mkc_dequant_f32(MKC_GGML_F16, bytes, N, y) == 0;
+  for (int i = 0; same && i < N; i++)
+    same = memcmp(&y[i], &(float){mkc_f16_to_float(mkc_float_to_f16(x[i]))}, 4) == 0;
+  CHECK(same && signbit(y[0]) && y[1] == 0 && isinf(y[2]),
+        "F16: each value rounded to f16 (-0 kept, 1e-30 -> 0, 70000 -> inf)");
+  same = mkc_quantize(MKC_GGML_BF16, x, N, bytes) == 0 &&
+         mkc_dequant_f32(MKC_GGML_BF16, bytes, N, y) == 0;
+  for (int i = 0; same && i < N; i++) same = y[i] == mkc_bf16_to_float(mkc_float_to_bf16(x[i]));
+  CHECK(same, "BF16: each value rounded to bf16");
+  bytes[0] = 0xc1, bytes[1] = 0x7f; /* a NaN with a payload */
+  CHECK(mkc_dequant_bf16(MKC_GGML_BF16, bytes, N, bf) == 0 && bf[0] == 0x7fc1,
+        "mkc_dequant_bf16 copies BF16 as it is (NaN payload kept)");
+
+  /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
+  static const uint32_t ALL[] = {MKC_GGML_F32,  MKC_GGML_F16,  MKC_GGML_Q8_0, MKC_GGML_Q4_0,
+                                 MKC_GGML_Q4_1, MKC_GGML_Q4_K, MKC_GGML_Q6_K};
+  for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
+    fill_gaussian(x);
+    mkc_quantize(ALL[t], x, N, bytes);
+    int agree =
+        mkc_dequant_f32(ALL[t], bytes, N, y) == 0 && mkc_dequant_bf16(ALL[t], bytes, N, bf) == 0;
+    for (int i = 0; agree && i < N; i++) agree = bf[i] == mkc_float_to_bf16(y[i]);
+    CHECK(agree, "%s: mkc_dequant_bf16 = mkc_dequant_f32 rounded to bf16",
+          mkc_ggml_type(ALL[t])->name);
+  }
+}
+
+static void test_refused(void) {
+  float x[N] = {0};
+  uint8_t bytes[N * 4];
+  CHECK_INT(mkc_quantize(MKC_GGML_Q5_0, x, 32, bytes), -1, "mkc_quantize Q5_0: -1 (not written)");
+  CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
+  CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
+  CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
+  CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
+  CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
+  float y[32];
+  CHECK_INT(mkc_dequant_f32(MKC_GGML_Q5_0, bytes, 32, y), -1, "mkc_dequant_f32 Q5_0: -1");
+  CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
+
+  static const struct {
+    uint32_t type;
+    int cols;
+    size_t bytes;
+  } ROWS[] = {{MKC_GGML_Q4_K, 512, 288}, {MKC_GGML_Q4_K, 100, 0},   {MKC_GGML_Q4_K, 288, 0},
+              {MKC_GGML_Q6_K, 256, 210}, {MKC_GGML_Q8_0, 64, 68},   {MKC_GGML_Q4_0, 96, 54},
+              {MKC_GGML_Q4_1, 32, 20},   {MKC_GGML_Q8_0, 72, 0},    {MKC_GGML_F32, 3, 12},
+              {MKC_GGML_BF16, 5, 10},    {MKC_GGML_Q5_K, 256, 176}, {99, 32, 0},
+              {MKC_GGML_Q8_0, 0, 0},     {MKC_GGML_Q8_0, -32, 0}};
+  for (size_t i = 0; i < sizeof ROWS / sizeof *ROWS; i++)
+    CHECK_INT(mkc_quant_row_bytes(ROWS[i].type, ROWS[i].cols), ROWS[i].bytes,
+              "mkc_quant_row_bytes(%s, %d)",
+              mkc_ggml_type(ROWS[i].type) ? mkc_ggml_type(ROWS[i].type)->name : "99", ROWS[i].cols);
+}
+
+int main(void) {
+  test_bounds();
+  test_hand_made();
+  test_plain_and_bf16();
+  test_refused();
+  return check_done();
+}
