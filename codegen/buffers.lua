@@ -1,6 +1,6 @@
 -- Buffer plan, fixed at generation time: the weight arena (bf16 rows padded
 -- to 8 elements for 16-byte loads; a matrix the model file stores in a block
--- type the kernel reads keeps its blocks, each row padded to 16 bytes), the float scratch arena (one region per
+-- type the kernel reads keeps its blocks as stored, rows back to back), the float scratch arena (one region per
 -- live value, reused once its last reader's stage is behind a barrier), the
 -- KV cache slots (elements of the KV type: bf16, f16 or f32), and each
 -- stage's shared-memory regions.
@@ -53,7 +53,7 @@ function buffers.plan(graph, stages, opts)
       util.raise(graph.path, node.line, ("weight %s: %s stores rows in blocks of %d, but it has %d columns")
         :format(node.name, b.name, b.block, node.cols))
     end
-    return t, util.round_up(node.cols // b.block * b.bytes, 16)
+    return t, node.cols // b.block * b.bytes -- even: rows stay 2-byte aligned, as the decoders need
   end
 
   -- weight arena, in order of first use; offsets and strides in 2-byte units

@@ -71,6 +71,16 @@ preset "linear-tiny" {
   rope_scaling = { type = "linear", factor = 4 },
 }
 
+-- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
+-- Q6_K included) can store each matrix; a vocabulary that is not a multiple of the rows a warp
+-- takes, and an untied head, so the embedding and the LM head are separate tables.
+preset "blocks-tiny" {
+  dim = 256, n_layers = 2, n_heads = 4, n_kv_heads = 1, head_dim = 64, ffn = 768,
+  vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none",
+}
+
 function build(g, p)
   local function blk(l, name, rows, cols)
     return g.weight(("blk.%d.%s.weight"):format(l, name), rows, cols)

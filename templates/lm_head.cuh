@@ -6,9 +6,9 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
 }
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
-                            const mkc_bf16 *norm_w,
-                            const float *inv_rms, float *logits, int logits_stride, int T,
-                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+                            const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
+                            int logits_stride, int T, float *part_val, int *part_idx,
+                            float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {

@@ -73,7 +73,8 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
       for (int r = 0; r < nrows; r++) {
         mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
         if (!w[r].p) continue;
-        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b) : mkc_dot8_f32(*p, wf[r], a, b);
+        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                     : mkc_dot8_f32(*p, wf[r], a, b);
       }
     }
   }
@@ -99,7 +100,8 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, int nrows, int n_chunks, const f
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
 MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
-  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+  for (int r = 0; r < MKC_ROWS; r++)
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
 /* Prefetches this lane's share of the rows w[r] (null: none), a 64-byte line
@@ -125,8 +127,8 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
-                           const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                           int out_stride, int accumulate, int T) {
+                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
+                           int accumulate, int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {

@@ -128,7 +128,8 @@ MKC_DEVICE mkc_f16 mkc_f32_to_f16(float f) {
   return (mkc_f16)(sign | h);
 }
 MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
-#ifdef __F16C__ /* the hardware's conversion (exact, as below): quantized blocks' scales need it */
+#ifdef __F16C__ /* the hardware's conversion (exact, as below): quantized blocks' scales need it   \
+                 */
   return _cvtsh_ss(h);
 #endif
   unsigned sign = (unsigned)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;

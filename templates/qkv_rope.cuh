@@ -139,9 +139,10 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 }
 
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
-                             const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, mkc_rope rotary, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
+                             int kv_heads, int head_dim, int layout, mkc_rope rotary,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w,
+                             const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {

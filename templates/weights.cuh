@@ -61,6 +61,8 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
 /* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
  * Each formula is the format's, in float, in the reference's order. */
 MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+  (void)row; /* unused in a kernel whose matrices are all bf16 */
+  (void)c;
   switch (type) {
 #ifdef MKC_W_USES_Q8_0
   case MKC_W_Q8_0: { /* 34 bytes per 32: f16 d, int8 q[32]; x = d * q */

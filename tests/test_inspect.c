@@ -293,8 +293,9 @@ static void tampered(const char *path, const char *dir) {
   char *text = slurp(path), bad[4200];
   snprintf(bad, sizeof bad, "%s/tampered.cu", dir);
   /* stage 4's o-proj: 64 rows -> 32 in the call */
-  char *code = edit(text, "stage 4/14", "mkc_matvec(weights + 24704, 64, 64,",
-                    "mkc_matvec(weights + 24704, 64, 32,");
+  char *code =
+      edit(text, "stage 4/14", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+           "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
   mkc_inspect_report r;
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4 call edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
@@ -396,8 +397,8 @@ static const char RENAMED_LUA[] =
     "  local text = f:read('a')\n"
     "  f:close()\n"
     "  if name == 'matvec.cuh' then\n"
-    "    text = text:gsub('mkc_matvec%(const mkc_bf16 %*w, int row_stride, int rows,',\n"
-    "                     'mkc_matvec(const mkc_bf16 *w, int row_stride, int n_rows,')\n"
+    "    text = text:gsub('mkc_matvec%(mkc_wmat w, int rows,', 'mkc_matvec(mkc_wmat w, int "
+    "n_rows,')\n"
     "  end\n"
     "  f = assert(io.open(dir .. '/' .. name, 'wb'))\n"
     "  f:write(text)\n"

@@ -112,8 +112,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
       "--dequant",
-      0,
-      c);
+      0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
   if (!c->preset && !c->model_path)

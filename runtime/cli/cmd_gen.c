@@ -37,8 +37,8 @@ static const char USAGE[] =
 
 int mkc_cmd_gen(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc = mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype --dequant", 1,
-                        &c);
+  int rc =
+      mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype --dequant", 1, &c);
   if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(

@@ -123,9 +123,9 @@ typedef struct mkc_graph {
   /* model sizes (from the preset) */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, max_ctx;
   /* plan: sizes of what the host allocates for the kernel */
-  int t_max;             /* 1 + draft_max: inputs per step */
-  int threads;           /* threads per block (literal in the kernel) */
-  size_t weight_elems;   /* 2-byte units in the weight arena (bf16 elements, or blocks' bytes / 2) */
+  int t_max;           /* 1 + draft_max: inputs per step */
+  int threads;         /* threads per block (literal in the kernel) */
+  size_t weight_elems; /* 2-byte units in the weight arena (bf16 elements, or blocks' bytes / 2) */
   size_t scratch_floats; /* float scratch arena */
   int kv_dtype;          /* enum mkc_kv_dtype */
   size_t kv_bytes;       /* KV cache bytes: the attention nodes' K and V slots, of kv_dtype */

@@ -369,8 +369,7 @@ static void rmsnorm(double *y, const double *x, const uint16_t *w, int n, int gr
 }
 
 /* y = W x (+ bias, where there is one): W is weight node w_id. */
-static void matmul(const mkc_ref *r, double *y, const double *x, int w_id,
-                   const mkc_tensor *bias) {
+static void matmul(const mkc_ref *r, double *y, const double *x, int w_id, const mkc_tensor *bias) {
   const mkc_tensor *w = r->tensor[w_id];
   for (int i = 0; i < w->rows; i++) {
     size_t row = (size_t)i * w->cols;

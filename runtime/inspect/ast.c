@@ -252,6 +252,20 @@ static void classify(CXCursor c, mkc_arg *a) {
       if (a->kind != MKC_ARG_OTHER) return;
     }
   }
+  if (k == MKC_CX_CallExpr) { /* a matrix: its first row's buffer offset and its row bytes */
+    char *fn = mkc_clang_take(mkc_clang.getCursorSpelling(c));
+    int wmat = strcmp(fn, "mkc_wmat_of") == 0 && mkc_clang.Cursor_getNumArguments(c) == 3;
+    free(fn);
+    if (!wmat) return;
+    mkc_arg bytes;
+    classify(mkc_clang.Cursor_getArgument(c, 0), a);
+    classify(mkc_clang.Cursor_getArgument(c, 1), &bytes);
+    if (a->kind != MKC_ARG_BUFFER || bytes.kind != MKC_ARG_INT || bytes.value <= 0)
+      a->kind = MKC_ARG_OTHER;
+    else
+      a->row_bytes = bytes.value;
+    return;
+  }
   children ch = kids(c);
   CXCursor last = {0};
   int have_last = 0;

@@ -120,6 +120,19 @@ static void touch(model_ctx *m, const char *name, int write, mkc_qty bytes) {
   add_region(m->s, write, arena, a->value, bytes);
 }
 
+/* Bytes of `rows` rows of the matrix argument `name`: its row bytes as
+ * mkc_wmat_of gives them (bf16 or a quantized block type). */
+static long long matrix_bytes(model_ctx *m, const char *name, long long rows) {
+  int i = param(m, name);
+  if (i < 0 || i >= m->call->n_args) return 0;
+  const mkc_arg *a = &m->call->args[i];
+  if (a->row_bytes <= 0 && !m->problem[0])
+    snprintf(m->problem, sizeof m->problem,
+             "%s at line %d: argument %d is not a matrix, mkc_wmat_of(weights + N, BYTES, TYPE)",
+             m->call->name, m->call->line, i + 1);
+  return rows * a->row_bytes;
+}
+
 static void work(model_ctx *m, mkc_qty items, const char *unit, mkc_qty flops) {
   m->s->ast_items = items;
   snprintf(m->s->ast_unit, sizeof m->s->ast_unit, "%s", unit);
@@ -138,7 +151,7 @@ static int is_null(model_ctx *m, const char *name) {
 
 static void model_embed(model_ctx *m) {
   long long dim = num(m, "dim");
-  touch(m, "table", 0, Q(0, 2 * dim, 0, 0)); /* one table row per token */
+  touch(m, "table", 0, Q(0, matrix_bytes(m, "table", 1), 0, 0)); /* one table row per token */
   touch(m, "x", 1, Q(0, 4 * dim, 0, 0));
   work(m, Q(0, dim, 0, 0), "thread", Q(0, 0, 0, 0));
 }
@@ -147,7 +160,7 @@ static void model_rms_prologue(model_ctx *m) { touch(m, "x", 0, Q(0, 4 * num(m, 
 
 static void model_matvec(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
-  touch(m, "w", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "w", 0, Q(matrix_bytes(m, "w", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
@@ -157,8 +170,8 @@ static void model_matvec(model_ctx *m) {
 
 static void model_matvec_swiglu(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
-  touch(m, "w_gate", 0, Q(2 * rows * cols, 0, 0, 0));
-  touch(m, "w_up", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "w_gate", 0, Q(matrix_bytes(m, "w_gate", rows), 0, 0, 0));
+  touch(m, "w_up", 0, Q(matrix_bytes(m, "w_up", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
@@ -168,9 +181,9 @@ static void model_matvec_swiglu(model_ctx *m) {
 static void model_qkv_rope(model_ctx *m) {
   long long cols = 8 * num(m, "n_chunks"), heads = num(m, "heads"), kvh = num(m, "kv_heads");
   long long hd = num(m, "head_dim"), kv_row = m->kv_elem * kvh * hd;
-  touch(m, "w_q", 0, Q(2 * heads * hd * cols, 0, 0, 0));
-  touch(m, "w_k", 0, Q(2 * kvh * hd * cols, 0, 0, 0));
-  touch(m, "w_v", 0, Q(2 * kvh * hd * cols, 0, 0, 0));
+  touch(m, "w_q", 0, Q(matrix_bytes(m, "w_q", heads * hd), 0, 0, 0));
+  touch(m, "w_k", 0, Q(matrix_bytes(m, "w_k", kvh * hd), 0, 0, 0));
+  touch(m, "w_v", 0, Q(matrix_bytes(m, "w_v", kvh * hd), 0, 0, 0));
   touch(m, "b_q", 0, Q(2 * PADDED(heads * hd), 0, 0, 0)); /* biases (null: none) */
   touch(m, "b_k", 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
   touch(m, "b_v", 0, Q(2 * PADDED(kvh * hd), 0, 0, 0));
@@ -207,7 +220,7 @@ static void model_attention(model_ctx *m) {
 /* Deliberately alike model_matvec: the LM head is a matvec into the logits. */
 static void model_lm_head(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
-  touch(m, "w", 0, Q(2 * rows * cols, 0, 0, 0));
+  touch(m, "w", 0, Q(matrix_bytes(m, "w", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "logits", 1, Q(0, 4 * rows, 0, 0));

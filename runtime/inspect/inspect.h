@@ -80,6 +80,9 @@ typedef struct mkc_arg {
   char base[16];   /* weights, scratch, kv, smem, state, pos, T, ... */
   long long value; /* int constant, or the offset from base */
   double fvalue;
+  /* A matrix, mkc_wmat_of(weights + N, ROW_BYTES, TYPE) (templates/weights.cuh):
+   * a BUFFER at weights + N with row_bytes > 0; 0 for any other argument. */
+  long long row_bytes;
 } mkc_arg;
 
 typedef struct mkc_call {

@@ -1,0 +1,298 @@
+/* Quantized matrices inside the kernel (templates/weights.cuh): every block
+ * type on tiny, odd and blocks-tiny, and a mix as llama.cpp's Q4_K_M picks
+ * it, run on the kernel and on the reference executor, which reads the blocks
+ * with formats/dequant.c (itself checked against gguf-py's values by
+ * test_quant_fixtures); and SmolLM2's Q4_1 file run from its blocks: its
+ * bytes per step are the file's, its greedy continuations today's. */
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "scratch.h"
+
+#include "exec/decode.h"
+#include "exec/reference.h"
+#include "formats/dequant.h"
+#include "inspect/inspect.h"
+#include "model/model_file.h"
+#include "tokenizer/tokenizer.h"
+
+#define TOL 1e-4
+#define STEPS 24
+#define MIX (-2) /* Q4_K_M's choice: Q6_K for attn_v and ffn_down, Q4_K elsewhere */
+
+static const int PROMPT[] = {1, 17, 42, 99, 5, 200, 33, 7, 250, 3, 64};
+#define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
+
+/* The storage type each weight of a graph gets: what mkc init would write. */
+typedef struct type_table {
+  int n;
+  char names[64][96];
+  int types[64];
+} type_table;
+
+static int lookup(void *ctx, const char *name) {
+  const type_table *tt = ctx;
+  for (int i = 0; i < tt->n; i++)
+    if (strcmp(tt->names[i], name) == 0) return tt->types[i];
+  return -1;
+}
+
+/* want for a matrix of cols columns, or what ggml's rule leaves: a K type on
+ * columns that are not whole 256s is Q8_0 on whole 32s; else bf16 (-1). */
+static int fitting(int want, int cols) {
+  int block = mkc_ggml_type((uint32_t)want)->block;
+  if (cols % block == 0) return want;
+  if (block == 256 && cols % 32 == 0) return MKC_GGML_Q8_0;
+  return -1;
+}
+
+static int chosen(int want, const mkc_weight_info *w) {
+  if (w->rows == 1) return -1; /* norms stay as they are */
+  if (want == MIX)
+    want = strstr(w->name, "attn_v") || strstr(w->name, "ffn_down") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
+  return fitting(want, w->cols);
+}
+
+static const char *type_name(int t) {
+  return t == MIX ? "Q4_K_M mix" : mkc_ggml_type((uint32_t)t)->name;
+}
+
+/* The kernel for preset with each matrix stored as want picks, and random
+ * weights quantized to those types. *n_typed: matrices kept in blocks. */
+static int open_typed(fixture *f, const char *preset, int want, type_table *tt, int *n_typed) {
+  memset(f, 0, sizeof *f);
+  if (fixture_open(f, preset, 4, 0, 7) != 0) return -1; /* the plain plan names the weights */
+  tt->n = 0;
+  for (int i = 0; i < f->g.n_weights && tt->n < 64; i++) {
+    snprintf(tt->names[tt->n], sizeof tt->names[0], "%s", f->g.weights[i].name);
+    tt->types[tt->n++] = chosen(want, &f->g.weights[i]);
+  }
+  fixture_close(f);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = preset,
+                    .draft_max = 4,
+                    .weight_type = lookup,
+                    .weight_type_ctx = tt};
+  if (mkc_codegen(&o, &f->g, &f->src) != 0) return -1;
+  *n_typed = 0;
+  for (int i = 0; i < f->g.n_weights; i++) *n_typed += f->g.weights[i].type != MKC_GGML_BF16;
+  return mkc_weights_random(&f->w, &f->g, 7);
+}
+
+/* The prompt in chunks of up to 5, then STEPS greedy steps: logits within
+ * TOL of the reference's, the same tokens. */
+static void kernel_vs_reference(const char *preset, int want) {
+  fixture fx;
+  type_table tt;
+  int n_typed = 0;
+  const char *tn = type_name(want);
+  if (!CHECK(open_typed(&fx, preset, want, &tt, &n_typed) == 0, "%s %s: generate and quantize",
+             preset, tn))
+    return;
+  int expect_typed = 0;
+  for (int i = 0; i < tt.n; i++) expect_typed += tt.types[i] >= 0;
+  CHECK(n_typed == expect_typed, "%s %s: %d matrices kept in blocks (%d fit the type)", preset, tn,
+        n_typed, expect_typed);
+  const mkc_graph *g = &fx.g;
+  mkc_session *k = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 0);
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0);
+  double worst = 0;
+  int ok = k && ref, same = 1, last = 0, T = 1, steps = 0;
+  for (int pos = 0; ok && pos < N_PROMPT + STEPS; pos += T, steps++) {
+    int in[MKC_T_CAP];
+    mkc_step_result r, rr;
+    T = 1;
+    if (pos < N_PROMPT) {
+      T = N_PROMPT - pos < g->t_max ? N_PROMPT - pos : g->t_max;
+      memcpy(in, PROMPT + pos, (size_t)T * sizeof *in);
+    } else {
+      in[0] = last;
+    }
+    ok = mkc_session_step(k, in, T, T - 1, &r) == 0;
+    /* K and V rounded to bf16: where the kernel's float and the reference's double fall on
+     * either side of a rounding midpoint, the reference takes the kernel's (exec/reference.h) */
+    mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(k));
+    ok = ok && mkc_session_step(ref, in, T, T - 1, &rr) == 0 && r.status == MKC_STATUS_OK &&
+         rr.status == MKC_STATUS_OK;
+    if (!ok) break;
+    for (int t = 0; t < T; t++) {
+      double e = rel_err(mkc_session_logits(k, t), mkc_session_logits(ref, t), g->vocab);
+      if (!(e <= worst)) worst = e;
+    }
+    same &= r.n_out == rr.n_out && r.out[r.n_out - 1] == rr.out[rr.n_out - 1];
+    last = r.out[r.n_out - 1];
+  }
+  CHECK(ok, "%s %s: the prompt and %d steps run", preset, tn, STEPS);
+  CHECK(worst <= TOL, "%s %s: kernel logits within %g of the reference's (worst %.3g)", preset, tn,
+        TOL, worst);
+  CHECK(same, "%s %s: the same greedy tokens as the reference over %d steps", preset, tn, steps);
+  const mkc_ref_kv_stats *kv = ref ? mkc_ref_kv_check(mkc_session_ref(ref)) : NULL;
+  CHECK(kv && kv->checked > 0 && kv->mismatched == 0,
+        "%s %s: the kernel's %ld K/V values are the reference's (%ld taken at a midpoint)%s%s",
+        preset, tn, kv ? kv->checked : 0, kv ? kv->followed : 0, kv && kv->mismatched ? ": " : "",
+        kv ? kv->first : "");
+  mkc_session_close(k);
+  mkc_session_close(ref);
+  fixture_close(&fx);
+}
+
+/* The decoders are real: a kernel whose Q4_1 decoder is broken (the high
+ * nibbles' half swapped) disagrees with the reference. */
+static void planted_bug(void) {
+  fixture fx;
+  type_table tt;
+  int n_typed = 0;
+  if (!CHECK(open_typed(&fx, "tiny", MKC_GGML_Q4_1, &tt, &n_typed) == 0, "planted: generate"))
+    return;
+  char *q41 = strstr(fx.src.source, "case MKC_W_Q4_1");
+  char *at = q41 ? strstr(q41, ">> (c & 2) * 2 & MKC_LOW_NIBBLES") : NULL;
+  if (CHECK(at != NULL, "planted: the Q4_1 decoder's nibble shift found")) {
+    memcpy(at, ">> (c & 1) * 4", 14); /* same length: the low chunks read high nibbles */
+    mkc_session *k = mkc_session_open(MKC_BACKEND_CPU, &fx.g, &fx.src, &fx.w, 0);
+    mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &fx.g, &fx.src, &fx.w, 0);
+    mkc_step_result r, rr;
+    int ok = k && ref && mkc_session_step(k, PROMPT, 1, 0, &r) == 0 &&
+             mkc_session_step(ref, PROMPT, 1, 0, &rr) == 0;
+    double e = ok ? rel_err(mkc_session_logits(k, 0), mkc_session_logits(ref, 0), fx.g.vocab) : 0;
+    CHECK(ok && e > TOL, "planted: a broken Q4_1 decoder is caught (logits %.3g off)", e);
+    mkc_session_close(k);
+    mkc_session_close(ref);
+  }
+  fixture_close(&fx);
+}
+
+/* Weight bytes a step reads, as mkc inspect counts them from the emitted
+ * source (its per-step constant, T = 1). */
+static long long inspected_weight_bytes(const char *source) {
+  const char *path = tmp_path("kernel.cu");
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  fputs(source, f);
+  fclose(f);
+  mkc_inspect_opts o = {.tokens = 1, .pos = 0, .blocks = 1};
+  mkc_inspect_report r;
+  if (mkc_inspect_open(path, &o, &r) != 0) return -1;
+  long long bytes = 0;
+  for (int s = 0; s < r.n_stages; s++)
+    for (int i = 0; i < r.stages[s].meta.n_regions; i++) {
+      const mkc_region *g = &r.stages[s].meta.regions[i];
+      if (!g->write && g->arena == MKC_ARENA_WEIGHTS) bytes += g->bytes.c;
+    }
+  mkc_inspect_close(&r);
+  return bytes;
+}
+
+/* SmolLM2-135M (Q4_1 and Q8_0 matrices, F32 norms): the kernel streams the
+ * file's blocks, and decodes what the bf16 kernel of the previous mkc did. */
+static void smollm2(void) {
+  const char *data = getenv("MKC_TEST_DATA");
+  char path[1024], graph[4200];
+  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
+  if (!data || !*data || access(path, R_OK) != 0) {
+    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
+    return;
+  }
+  mkc_model_file mf;
+  if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open")) return;
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph, .draft_max = 4, .max_ctx = 96, .model = &mf.desc};
+  mkc_gen_opts ob = o;
+  o.weight_type = mkc_model_file_weight_type;
+  o.weight_type_ctx = &mf;
+  mkc_graph g = {0}, gb = {0};
+  mkc_kernel_src src = {0}, srcb = {0};
+  mkc_weights w = {0}, wb = {0};
+  mkc_session *blocks = NULL, *bf16 = NULL, *ref = NULL;
+  if (!CHECK(mkc_codegen(&o, &g, &src) == 0 && mkc_model_file_weights(&mf, &g, &w) == 0 &&
+                 mkc_codegen(&ob, &gb, &srcb) == 0 && mkc_model_file_weights(&mf, &gb, &wb) == 0,
+             "SmolLM2: the kernel from blocks and the bf16 one"))
+    goto done;
+
+  /* every matrix as the file stores it, byte for byte the file's size */
+  long long file_matrices = 0, planned = 0, vectors = 0;
+  int typed = 0, matrices = 0, sizes_ok = 1;
+  for (int i = 0; i < g.n_weights; i++) {
+    const mkc_weight_info *wi = &g.weights[i];
+    const mkc_gguf_tensor *t = mkc_gguf_find_tensor(mf.gguf, wi->name);
+    long long bytes = 2LL * wi->rows * wi->row_stride;
+    if (wi->rows == 1) {
+      vectors += bytes;
+      continue;
+    }
+    matrices++;
+    typed += wi->type == (int)t->type;
+    sizes_ok &= bytes == (long long)t->n_bytes;
+    file_matrices += (long long)t->n_bytes;
+    planned += bytes;
+  }
+  CHECK(typed == matrices, "SmolLM2: all %d matrices keep the file's type (%d do)", matrices,
+        typed);
+  CHECK(sizes_ok && planned == file_matrices,
+        "SmolLM2: the kernel's matrices take the file's %lld bytes (%lld)", file_matrices, planned);
+  long long per_step = inspected_weight_bytes(src.source);
+  CHECK(per_step == file_matrices + vectors,
+        "SmolLM2: a step reads %lld weight bytes: the file's matrices, %lld, and the norms as "
+        "bf16, %lld (inspect)",
+        per_step, file_matrices, vectors);
+
+  blocks = mkc_session_open(MKC_BACKEND_CPU, &g, &src, &w, 0);
+  bf16 = mkc_session_open(MKC_BACKEND_CPU, &gb, &srcb, &wb, 0);
+  ref = mkc_session_open(MKC_BACKEND_REF, &g, &src, &w, 0);
+  if (!CHECK(blocks && bf16 && ref, "SmolLM2: sessions")) goto done;
+  const char *prompts[] = {
+      "The capital of France is",
+      "def fibonacci(n):\n",
+      "<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n",
+  };
+  for (int p = 0; p < 3; p++) {
+    int *ids = NULL, a[16], b[16], c[16];
+    int n = mkc_tokenizer_encode(mf.tok, prompts[p], strlen(prompts[p]),
+                                 mkc_tokenizer_add_bos(mf.tok), 1, &ids);
+    mkc_decode_stats s1, s2, s3;
+    mkc_session_reset(blocks);
+    mkc_session_reset(bf16);
+    mkc_session_reset(ref);
+    int ok = n > 0 && mkc_decode(blocks, &g, ids, n, 16, 4, a, &s1) == 0 &&
+             mkc_decode(bf16, &gb, ids, n, 16, 4, b, &s2) == 0 &&
+             mkc_decode(ref, &g, ids, n, 16, 0, c, &s3) == 0 && s1.generated == 16 &&
+             s2.generated == 16 && s3.generated == 16;
+    char *text = ok ? mkc_tokenizer_decode(mf.tok, a, 16, 0) : NULL;
+    CHECK(ok && memcmp(a, c, sizeof a) == 0,
+          "SmolLM2 from blocks, prompt %d: 16 greedy tokens equal the reference's: \"%s\"", p,
+          text ? text : "");
+    CHECK(ok && memcmp(a, b, sizeof a) == 0,
+          "SmolLM2 from blocks, prompt %d: the same 16 tokens as the bf16 kernel", p);
+    free(text);
+    free(ids);
+  }
+done:
+  mkc_session_close(blocks);
+  mkc_session_close(bf16);
+  mkc_session_close(ref);
+  mkc_weights_free(&w);
+  mkc_weights_free(&wb);
+  mkc_kernel_src_free(&src);
+  mkc_kernel_src_free(&srcb);
+  mkc_graph_free(&g);
+  mkc_graph_free(&gb);
+  mkc_model_file_close(&mf);
+}
+
+int main(void) {
+  if (test_skip_without_gpu()) return 0;
+  if (scratch_open("wtypes") != 0) return 1;
+  static const int types[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
+                              MKC_GGML_Q4_K, MKC_GGML_Q6_K, MIX};
+  static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
+  for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
+    for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+      kernel_vs_reference(presets[p], types[t]);
+  planted_bug();
+  smollm2();
+  scratch_close();
+  return check_done();
+}
