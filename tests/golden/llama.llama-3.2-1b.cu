@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph 92b0490b5e5a627d, templates c25fdea5cc635dfa, options 666ac39bd2713a0d
+ * hashes:  graph dd3d628ea5944ddf, templates 67041d223e852ec0, options ccbbd3f647f82876
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    84 stages, 83 grid barriers; scratch 2010240 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -88,6 +88,20 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+/* 8 bytes, little-endian, from a 2-byte aligned address (quantized blocks'
+ * fields are only that aligned): four 2-byte loads. */
+MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
+  const unsigned short *h = (const unsigned short *)p;
+  return (unsigned long long)h[0] | (unsigned long long)h[1] << 16 |
+         (unsigned long long)h[2] << 32 | (unsigned long long)h[3] << 48;
+}
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+}
+MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+}
 /* A hint that p will be read soon: the line is brought into L2. */
 MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 /* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a
@@ -101,6 +115,12 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4
   float p2 = __uint_as_float(w.y << 16) * a.z, p3 = __uint_as_float(w.y & 0xffff0000u) * a.w;
   float p4 = __uint_as_float(w.z << 16) * b.x, p5 = __uint_as_float(w.z & 0xffff0000u) * b.y;
   float p6 = __uint_as_float(w.w << 16) * b.z, p7 = __uint_as_float(w.w & 0xffff0000u) * b.w;
+  return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
+}
+/* Eight weights already decoded to float (a quantized row's chunk), summed alike. */
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
+  float p0 = w[0] * a.x, p1 = w[1] * a.y, p2 = w[2] * a.z, p3 = w[3] * a.w;
+  float p4 = w[4] * b.x, p5 = w[5] * b.y, p6 = w[6] * b.z, p7 = w[7] * b.w;
   return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
 }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
@@ -300,20 +320,157 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) 
   }
   return 1;
 }
+#line 1 "templates/weights.cuh"
+/* Weight matrices as the kernel reads them: bf16 rows, or the model file's
+ * quantized blocks kept as stored (ggml's layouts; runtime/formats/dequant.c
+ * says where every bit lives), decoded 8 elements at a time inside the dot
+ * product, so a step streams the file's bytes and never a widened copy. The
+ * type is a literal at every call: after inlining, each stage keeps only the
+ * decoder of its own matrices, and the kernel compiles only the decoders of
+ * the types it uses (codegen defines MKC_W_USES_<TYPE>). */
+#define MKC_W_Q4_0 2 /* ggml's type ids */
+#define MKC_W_Q4_1 3
+#define MKC_W_Q8_0 8
+#define MKC_W_Q4_K 12
+#define MKC_W_Q6_K 14
+#define MKC_W_BF16 30
+
+/* A matrix: its first row, the bytes from one row to the next, its type. */
+typedef struct mkc_wmat {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wmat;
+
+/* One row of a matrix; p null: no row (dot products with it are 0). */
+typedef struct mkc_wrow {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wrow;
+
+MKC_DEVICE mkc_wmat mkc_wmat_of(const mkc_bf16 *p, int row_bytes, int type) {
+  mkc_wmat m;
+  m.p = (const unsigned char *)p;
+  m.row_bytes = row_bytes;
+  m.type = type;
+  return m;
+}
+
+MKC_DEVICE mkc_wrow mkc_wmat_row(mkc_wmat m, int r) {
+  mkc_wrow w;
+  w.p = m.p + (long)r * m.row_bytes;
+  w.row_bytes = m.row_bytes;
+  w.type = m.type;
+  return w;
+}
+
+MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
+  mkc_wrow w;
+  w.p = 0;
+  w.row_bytes = 0;
+  w.type = MKC_W_BF16;
+  return w;
+}
+
+/* Eight bytes as one little-endian word, masked bytewise after a shift: the
+ * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
+#define MKC_LOW_NIBBLES 0x0f0f0f0f0f0f0f0full
+#define MKC_LOW_PAIRS 0x0303030303030303ull
+
+/* A little-endian f16 at any address: block fields are only 2-byte aligned. */
+MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
+  return mkc_f16_to_f32((mkc_f16)(p[0] | p[1] << 8));
+}
+
+/* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
+ * Each formula is the format's, in float, in the reference's order. */
+MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+  (void)row; /* unused in a kernel whose matrices are all bf16 */
+  (void)c;
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: { /* 34 bytes per 32: f16 d, int8 q[32]; x = d * q */
+    const unsigned char *b = row + (c >> 2) * 34;
+    float d = mkc_f16_at(b);
+    mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
+    for (int i = 0; i < 8; i++) f[i] *= d;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_0
+  case MKC_W_Q4_0: { /* 18 per 32: f16 d, element i < 16 in byte i's low nibble, i + 16 high */
+    const unsigned char *b = row + (c >> 2) * 18;
+    float d = mkc_f16_at(b);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_1
+  case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
+    const unsigned char *b = row + (c >> 2) * 20;
+    float d = mkc_f16_at(b), m = mkc_f16_at(b + 2);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_K
+  case MKC_W_Q4_K: { /* 144 per 256: f16 d, dmin, 6-bit scales and mins of 8 sub-blocks, nibbles */
+    const unsigned char *b = row + (c >> 5) * 144, *s = b + 4;
+    int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
+    if (j < 4) {
+      scale = s[j] & 63;
+      min = s[j + 4] & 63;
+    } else {
+      scale = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+    float d1 = mkc_f16_at(b) * (float)scale, m1 = mkc_f16_at(b + 2) * (float)min;
+    /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q6_K
+  case MKC_W_Q6_K: { /* 210 per 256: low nibbles, high bit pairs, int8 scales per 16, f16 d */
+    const unsigned char *b = row + (c >> 5) * 210;
+    int e = (c & 31) * 8, half = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    unsigned long long ql = mkc_load8_a2(b + half * 64 + (k & 1) * 32 + l) >> (k >> 1) * 4;
+    unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
+    float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
+    mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
+    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    return;
+  }
+#endif
+  default:
+    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+  }
+}
+
+/* Element i of a row (the embedding's lookup). */
+MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
+  if (w.type == MKC_W_BF16) return mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[i]);
+  float f[8];
+  mkc_wchunk(w.type, w.p, i >> 3, f);
+  return f[i & 7];
+}
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
-MKC_DEVICE void mkc_embed(const mkc_bf16 *table, int row_stride, int dim, float *x, int x_stride,
-                          const int *tokens, int T) {
+MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const int *tokens,
+                          int T) {
   int total = T * dim;
   for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
     int t = i / dim, c = i - t * dim;
-    x[t * x_stride + c] = mkc_bf16_to_f32(table[(long)tokens[t] * row_stride + c]);
+    x[t * x_stride + c] = mkc_welem(mkc_wmat_row(table, tokens[t]), c);
   }
 }
 #line 1 "templates/matvec.cuh"
 /* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
- * at once (a rotation pair in qkv_rope); lanes stream them in 16-byte chunks
- * of 8 bf16 weights and reuse each chunk for all T activation vectors, so verifying drafts costs
+ * at once (a rotation pair in qkv_rope); lanes stream them in chunks of 8
+ * weights (16 bytes of bf16, or the part of a quantized block that holds
+ * them: weights.cuh) and reuse each chunk for all T activation vectors, so verifying drafts costs
  * about one decode step of weight traffic. An optional RMSNorm is fused into
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
@@ -350,16 +507,21 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
   for (int c = mkc_lane(); c < n_chunks; c += 32) {
+    /* every row's chunk first (several loads in flight), then reused for all T inputs */
     mkc_u4 wc[MKC_DOT_ROWS_MAX];
+    float wf[MKC_DOT_ROWS_MAX][8];
     for (int r = 0; r < nrows; r++) {
-      mkc_u4 zero = {0u, 0u, 0u, 0u};
-      wc[r] = w[r] ? mkc_load_u4(w[r] + c * 8) : zero;
+      if (!w[r].p) continue;
+      if (w[r].type == MKC_W_BF16)
+        wc[r] = mkc_load_u4(w[r].p + 16 * c);
+      else
+        mkc_wchunk(w[r].type, w[r].p, c, wf[r]);
     }
     float g[8];
     if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
@@ -377,8 +539,12 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
         b.z *= g[6];
         b.w *= g[7];
       }
-      for (int r = 0; r < nrows; r++)
-        part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
+      for (int r = 0; r < nrows; r++) {
+        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+        if (!w[r].p) continue;
+        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                     : mkc_dot8_f32(*p, wf[r], a, b);
+      }
     }
   }
   for (int r = 0; r < nrows; r++)
@@ -388,7 +554,7 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
 
 /* Full dot products in every lane: the partials of all rows reduced in one
  * warp sum, then scaled by the norm. */
-MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
                              float *acc) {
   mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
@@ -402,42 +568,40 @@ MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, 
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
-MKC_DEVICE void mkc_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0,
-                              const mkc_bf16 **out) {
-  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? w + (long)(r0 + r) * row_stride : 0;
+MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
+  for (int r = 0; r < MKC_ROWS; r++)
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
-/* Prefetches this lane's chunks of the rows w[r] (null: none), a 64-byte
- * line each: the next rows a warp streams, asked for before this block's. */
-MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chunks) {
-  for (int c = mkc_lane() * 4; c < n_chunks; c += 32 * 4)
-    for (int r = 0; r < nrows; r++)
-      if (w[r]) mkc_prefetch(w[r] + c * 8);
+/* Prefetches this lane's share of the rows w[r] (null: none), a 64-byte line
+ * per lane in turn: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_wrow *w, int nrows) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = mkc_lane() * 64; o < w[r].row_bytes; o += 32 * 64) mkc_prefetch(w[r].p + o);
 }
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
  * of the matvec and the LM head. */
-MKC_DEVICE void mkc_dot_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0, int step,
-                                  int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
-  mkc_row_block(w, row_stride, rows, r0, wr);
-  mkc_row_block(w, row_stride, rows, r0 + step, next);
-  mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, int T, float *acc) {
+  mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+  mkc_row_block(w, rows, r0, wr);
+  mkc_row_block(w, rows, r0 + step, next);
+  mkc_prefetch_rows(next, MKC_ROWS);
   mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
-MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                           const float *inv_rms, float *out, int out_stride, int accumulate,
-                           int T) {
+MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
+                           int accumulate, int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -449,19 +613,18 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
-MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, int row_stride,
-                                  int rows, int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                                  int out_stride, int T) {
+MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, float *out, int out_stride, int T) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
-  const mkc_bf16 *wr[2 * MKC_ROWS], *next[2 * MKC_ROWS];
+  mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w_gate, row_stride, rows, r0, wr);
-    mkc_row_block(w_up, row_stride, rows, r0, wr + MKC_ROWS);
-    mkc_row_block(w_gate, row_stride, rows, r0 + step, next);
-    mkc_row_block(w_up, row_stride, rows, r0 + step, next + MKC_ROWS);
-    mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
+    mkc_row_block(w_gate, rows, r0, wr);
+    mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+    mkc_row_block(w_gate, rows, r0 + step, next);
+    mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+    mkc_prefetch_rows(next, 2 * MKC_ROWS);
     mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)
@@ -613,11 +776,11 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
   }
 }
 
-MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
-                             const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
-                             int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, mkc_rope rotary, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
+MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                             const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
+                             int kv_heads, int head_dim, int layout, mkc_rope rotary,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w,
+                             const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
@@ -625,7 +788,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
     /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
-    const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
+    mkc_wmat w = w_q;
+    const mkc_bf16 *bias = b_q, *head_w = q_norm_w;
     int pair = p, rope = 1;
     if (p >= q_pairs + kv_pairs) {
       w = w_v;
@@ -642,15 +806,15 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int h = pair / half, j = pair - h * half;
     int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    const mkc_bf16 *wr[2] = {w + (long)r0 * row_stride, w + (long)r1 * row_stride};
+    mkc_wrow wr[2] = {mkc_wmat_row(w, r0), mkc_wmat_row(w, r1)};
     /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
-    const mkc_bf16 *next[2] = {0, 0};
+    mkc_wrow next[2] = {mkc_wrow_none(), mkc_wrow_none()};
     int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
     if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
-      next[0] = wr[0] + (long)ahead * row_stride;
-      next[1] = wr[1] + (long)ahead * row_stride;
+      next[0] = mkc_wmat_row(w, r0 + ahead);
+      next[1] = mkc_wmat_row(w, r1 + ahead);
     }
-    mkc_prefetch_rows(next, 2, n_chunks);
+    mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
      * k, v in the cache ([kv_head][max_ctx][head_dim]) */
@@ -746,10 +910,10 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
-MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                            const float *x, int x_stride, const mkc_bf16 *norm_w,
-                            const float *inv_rms, float *logits, int logits_stride, int T,
-                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                            const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
+                            int logits_stride, int T, float *part_val, int *part_idx,
+                            float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -758,8 +922,7 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
@@ -1320,7 +1483,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1324 "llama.llama-3.2-1b.cu"
+#line 1487 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
@@ -1328,906 +1491,906 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/84: embed -- embed token_embd.weight (line 85)
+  /* stage 1/84: embed -- embed token_embd.weight (line 95)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 2048*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 4096*t (token_embd.weight)
-   * writes: scratch+0 8192*t (embed token_embd.weight (line 85)) */
-  mkc_embed(weights + 0, 2048, 2048, scratch + 0, 2048, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 85) written by another block */
+   * writes: scratch+0 8192*t (embed token_embd.weight (line 95)) */
+  mkc_embed(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 2048, scratch + 0, 2048, state->inputs, T);
+  mkc_grid_sync(state); /* next stage reads embed (line 95) written by another block */
 
-  /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 97), matmul blk.0.attn_q.weight (line 98), matmul blk.0.attn_k.weight (line 99), matmul blk.0.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 85)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
+   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 95)), weights+262668288 4096 (blk.0.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 262670336, weights + 266864640, weights + 267913216,
+  mkc_qkv_rope(mkc_wmat_of(weights + 262670336, 4096, MKC_W_BF16), mkc_wmat_of(weights + 266864640, 4096, MKC_W_BF16), mkc_wmat_of(weights + 267913216, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 0, kv + 2097152, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 3/84: attention -- attention layer 0 (line 97)
+  /* stage 3/84: attention -- attention layer 0 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
-   * writes: scratch+20480 8192*t (attention layer 0 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
+   * writes: scratch+20480 8192*t (attention layer 0 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
+  /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 268961792, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 268961792, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 111), matmul blk.0.ffn_gate.weight (line 112), matmul blk.0.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+273156096 4096 (blk.0.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+273156096 4096 (blk.0.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 273158144, weights + 289935360, 2048, 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 273158144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 289935360, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
+  /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 306712576, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 306712576, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 97), matmul blk.1.attn_q.weight (line 98), matmul blk.1.attn_k.weight (line 99), matmul blk.1.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
+   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+323489792 4096 (blk.1.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 323491840, weights + 327686144, weights + 328734720,
+  mkc_qkv_rope(mkc_wmat_of(weights + 323491840, 4096, MKC_W_BF16), mkc_wmat_of(weights + 327686144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 328734720, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 4194304, kv + 6291456, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 8/84: attention -- attention layer 1 (line 97)
+  /* stage 8/84: attention -- attention layer 1 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
-   * writes: scratch+20480 8192*t (attention layer 1 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
+   * writes: scratch+20480 8192*t (attention layer 1 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
+  /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 329783296, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 329783296, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 111), matmul blk.1.ffn_gate.weight (line 112), matmul blk.1.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+333977600 4096 (blk.1.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+333977600 4096 (blk.1.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 333979648, weights + 350756864, 2048, 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 333979648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 350756864, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
+  /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 367534080, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 367534080, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 87), matmul blk.2.attn_q.weight (line 88), matmul blk.2.attn_k.weight (line 89), matmul blk.2.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 97), matmul blk.2.attn_q.weight (line 98), matmul blk.2.attn_k.weight (line 99), matmul blk.2.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
+   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+384311296 4096 (blk.2.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 384313344, weights + 388507648, weights + 389556224,
+  mkc_qkv_rope(mkc_wmat_of(weights + 384313344, 4096, MKC_W_BF16), mkc_wmat_of(weights + 388507648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 389556224, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 8388608, kv + 10485760, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 13/84: attention -- attention layer 2 (line 97)
+  /* stage 13/84: attention -- attention layer 2 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
-   * writes: scratch+20480 8192*t (attention layer 2 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
+   * writes: scratch+20480 8192*t (attention layer 2 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 99), add (line 99)
+  /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 390604800, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 390604800, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 101), matmul blk.2.ffn_gate.weight (line 102), matmul blk.2.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 111), matmul blk.2.ffn_gate.weight (line 112), matmul blk.2.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+394799104 4096 (blk.2.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+394799104 4096 (blk.2.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 394801152, weights + 411578368, 2048, 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 394801152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 411578368, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 104), add (line 104)
+  /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 428355584, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 428355584, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 87), matmul blk.3.attn_q.weight (line 88), matmul blk.3.attn_k.weight (line 89), matmul blk.3.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 97), matmul blk.3.attn_q.weight (line 98), matmul blk.3.attn_k.weight (line 99), matmul blk.3.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
+   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+445132800 4096 (blk.3.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 445134848, weights + 449329152, weights + 450377728,
+  mkc_qkv_rope(mkc_wmat_of(weights + 445134848, 4096, MKC_W_BF16), mkc_wmat_of(weights + 449329152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 450377728, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 12582912, kv + 14680064, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 18/84: attention -- attention layer 3 (line 97)
+  /* stage 18/84: attention -- attention layer 3 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
-   * writes: scratch+20480 8192*t (attention layer 3 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
+   * writes: scratch+20480 8192*t (attention layer 3 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 99), add (line 99)
+  /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 451426304, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 451426304, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 101), matmul blk.3.ffn_gate.weight (line 102), matmul blk.3.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 111), matmul blk.3.ffn_gate.weight (line 112), matmul blk.3.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+455620608 4096 (blk.3.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+455620608 4096 (blk.3.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 455622656, weights + 472399872, 2048, 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 455622656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 472399872, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 104), add (line 104)
+  /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 489177088, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 489177088, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 87), matmul blk.4.attn_q.weight (line 88), matmul blk.4.attn_k.weight (line 89), matmul blk.4.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 97), matmul blk.4.attn_q.weight (line 98), matmul blk.4.attn_k.weight (line 99), matmul blk.4.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
+   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+505954304 4096 (blk.4.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 505956352, weights + 510150656, weights + 511199232,
+  mkc_qkv_rope(mkc_wmat_of(weights + 505956352, 4096, MKC_W_BF16), mkc_wmat_of(weights + 510150656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 511199232, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 16777216, kv + 18874368, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 23/84: attention -- attention layer 4 (line 97)
+  /* stage 23/84: attention -- attention layer 4 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
-   * writes: scratch+20480 8192*t (attention layer 4 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
+   * writes: scratch+20480 8192*t (attention layer 4 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 99), add (line 99)
+  /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 512247808, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 512247808, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 101), matmul blk.4.ffn_gate.weight (line 102), matmul blk.4.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 111), matmul blk.4.ffn_gate.weight (line 112), matmul blk.4.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+516442112 4096 (blk.4.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+516442112 4096 (blk.4.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 516444160, weights + 533221376, 2048, 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 516444160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 533221376, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 104), add (line 104)
+  /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 549998592, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 549998592, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 87), matmul blk.5.attn_q.weight (line 88), matmul blk.5.attn_k.weight (line 89), matmul blk.5.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 97), matmul blk.5.attn_q.weight (line 98), matmul blk.5.attn_k.weight (line 99), matmul blk.5.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
+   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+566775808 4096 (blk.5.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 566777856, weights + 570972160, weights + 572020736,
+  mkc_qkv_rope(mkc_wmat_of(weights + 566777856, 4096, MKC_W_BF16), mkc_wmat_of(weights + 570972160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 572020736, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 20971520, kv + 23068672, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 28/84: attention -- attention layer 5 (line 97)
+  /* stage 28/84: attention -- attention layer 5 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
-   * writes: scratch+20480 8192*t (attention layer 5 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
+   * writes: scratch+20480 8192*t (attention layer 5 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 99), add (line 99)
+  /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 573069312, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 573069312, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 101), matmul blk.5.ffn_gate.weight (line 102), matmul blk.5.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 111), matmul blk.5.ffn_gate.weight (line 112), matmul blk.5.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+577263616 4096 (blk.5.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+577263616 4096 (blk.5.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 577265664, weights + 594042880, 2048, 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 577265664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 594042880, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 104), add (line 104)
+  /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 610820096, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 610820096, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 87), matmul blk.6.attn_q.weight (line 88), matmul blk.6.attn_k.weight (line 89), matmul blk.6.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 97), matmul blk.6.attn_q.weight (line 98), matmul blk.6.attn_k.weight (line 99), matmul blk.6.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
+   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+627597312 4096 (blk.6.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 627599360, weights + 631793664, weights + 632842240,
+  mkc_qkv_rope(mkc_wmat_of(weights + 627599360, 4096, MKC_W_BF16), mkc_wmat_of(weights + 631793664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 632842240, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 25165824, kv + 27262976, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 33/84: attention -- attention layer 6 (line 97)
+  /* stage 33/84: attention -- attention layer 6 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
-   * writes: scratch+20480 8192*t (attention layer 6 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
+   * writes: scratch+20480 8192*t (attention layer 6 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 99), add (line 99)
+  /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 633890816, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 633890816, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 101), matmul blk.6.ffn_gate.weight (line 102), matmul blk.6.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 111), matmul blk.6.ffn_gate.weight (line 112), matmul blk.6.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+638085120 4096 (blk.6.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+638085120 4096 (blk.6.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 638087168, weights + 654864384, 2048, 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 638087168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 654864384, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 104), add (line 104)
+  /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 671641600, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 671641600, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 87), matmul blk.7.attn_q.weight (line 88), matmul blk.7.attn_k.weight (line 89), matmul blk.7.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 97), matmul blk.7.attn_q.weight (line 98), matmul blk.7.attn_k.weight (line 99), matmul blk.7.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
+   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+688418816 4096 (blk.7.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 688420864, weights + 692615168, weights + 693663744,
+  mkc_qkv_rope(mkc_wmat_of(weights + 688420864, 4096, MKC_W_BF16), mkc_wmat_of(weights + 692615168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 693663744, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 29360128, kv + 31457280, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 38/84: attention -- attention layer 7 (line 97)
+  /* stage 38/84: attention -- attention layer 7 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
-   * writes: scratch+20480 8192*t (attention layer 7 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
+   * writes: scratch+20480 8192*t (attention layer 7 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 99), add (line 99)
+  /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 694712320, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 694712320, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 101), matmul blk.7.ffn_gate.weight (line 102), matmul blk.7.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 111), matmul blk.7.ffn_gate.weight (line 112), matmul blk.7.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+698906624 4096 (blk.7.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+698906624 4096 (blk.7.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 698908672, weights + 715685888, 2048, 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 698908672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 715685888, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 104), add (line 104)
+  /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 732463104, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 732463104, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 87), matmul blk.8.attn_q.weight (line 88), matmul blk.8.attn_k.weight (line 89), matmul blk.8.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 97), matmul blk.8.attn_q.weight (line 98), matmul blk.8.attn_k.weight (line 99), matmul blk.8.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
+   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+749240320 4096 (blk.8.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 749242368, weights + 753436672, weights + 754485248,
+  mkc_qkv_rope(mkc_wmat_of(weights + 749242368, 4096, MKC_W_BF16), mkc_wmat_of(weights + 753436672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 754485248, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 33554432, kv + 35651584, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 43/84: attention -- attention layer 8 (line 97)
+  /* stage 43/84: attention -- attention layer 8 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
-   * writes: scratch+20480 8192*t (attention layer 8 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
+   * writes: scratch+20480 8192*t (attention layer 8 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 99), add (line 99)
+  /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 755533824, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 755533824, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 101), matmul blk.8.ffn_gate.weight (line 102), matmul blk.8.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 111), matmul blk.8.ffn_gate.weight (line 112), matmul blk.8.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+759728128 4096 (blk.8.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+759728128 4096 (blk.8.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 759730176, weights + 776507392, 2048, 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 759730176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 776507392, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 104), add (line 104)
+  /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 793284608, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 793284608, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 87), matmul blk.9.attn_q.weight (line 88), matmul blk.9.attn_k.weight (line 89), matmul blk.9.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 97), matmul blk.9.attn_q.weight (line 98), matmul blk.9.attn_k.weight (line 99), matmul blk.9.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
+   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+810061824 4096 (blk.9.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 810063872, weights + 814258176, weights + 815306752,
+  mkc_qkv_rope(mkc_wmat_of(weights + 810063872, 4096, MKC_W_BF16), mkc_wmat_of(weights + 814258176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 815306752, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 37748736, kv + 39845888, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 48/84: attention -- attention layer 9 (line 97)
+  /* stage 48/84: attention -- attention layer 9 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
-   * writes: scratch+20480 8192*t (attention layer 9 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
+   * writes: scratch+20480 8192*t (attention layer 9 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 99), add (line 99)
+  /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 816355328, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 816355328, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 101), matmul blk.9.ffn_gate.weight (line 102), matmul blk.9.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 111), matmul blk.9.ffn_gate.weight (line 112), matmul blk.9.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+820549632 4096 (blk.9.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+820549632 4096 (blk.9.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 820551680, weights + 837328896, 2048, 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 820551680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 837328896, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 104), add (line 104)
+  /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 854106112, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 854106112, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 87), matmul blk.10.attn_q.weight (line 88), matmul blk.10.attn_k.weight (line 89), matmul blk.10.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 97), matmul blk.10.attn_q.weight (line 98), matmul blk.10.attn_k.weight (line 99), matmul blk.10.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
+   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+870883328 4096 (blk.10.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 870885376, weights + 875079680, weights + 876128256,
+  mkc_qkv_rope(mkc_wmat_of(weights + 870885376, 4096, MKC_W_BF16), mkc_wmat_of(weights + 875079680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 876128256, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 41943040, kv + 44040192, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 53/84: attention -- attention layer 10 (line 97)
+  /* stage 53/84: attention -- attention layer 10 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
-   * writes: scratch+20480 8192*t (attention layer 10 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
+   * writes: scratch+20480 8192*t (attention layer 10 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 99), add (line 99)
+  /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 877176832, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 877176832, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 101), matmul blk.10.ffn_gate.weight (line 102), matmul blk.10.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 111), matmul blk.10.ffn_gate.weight (line 112), matmul blk.10.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+881371136 4096 (blk.10.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+881371136 4096 (blk.10.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 881373184, weights + 898150400, 2048, 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 881373184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 898150400, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 104), add (line 104)
+  /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 914927616, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 914927616, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 87), matmul blk.11.attn_q.weight (line 88), matmul blk.11.attn_k.weight (line 89), matmul blk.11.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 97), matmul blk.11.attn_q.weight (line 98), matmul blk.11.attn_k.weight (line 99), matmul blk.11.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
+   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+931704832 4096 (blk.11.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 931706880, weights + 935901184, weights + 936949760,
+  mkc_qkv_rope(mkc_wmat_of(weights + 931706880, 4096, MKC_W_BF16), mkc_wmat_of(weights + 935901184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 936949760, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 46137344, kv + 48234496, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 58/84: attention -- attention layer 11 (line 97)
+  /* stage 58/84: attention -- attention layer 11 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
-   * writes: scratch+20480 8192*t (attention layer 11 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
+   * writes: scratch+20480 8192*t (attention layer 11 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 99), add (line 99)
+  /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 937998336, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 937998336, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 101), matmul blk.11.ffn_gate.weight (line 102), matmul blk.11.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 111), matmul blk.11.ffn_gate.weight (line 112), matmul blk.11.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+942192640 4096 (blk.11.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+942192640 4096 (blk.11.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 942194688, weights + 958971904, 2048, 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 942194688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 958971904, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 104), add (line 104)
+  /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 975749120, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 975749120, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 87), matmul blk.12.attn_q.weight (line 88), matmul blk.12.attn_k.weight (line 89), matmul blk.12.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 97), matmul blk.12.attn_q.weight (line 98), matmul blk.12.attn_k.weight (line 99), matmul blk.12.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
+   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+992526336 4096 (blk.12.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 992528384, weights + 996722688, weights + 997771264,
+  mkc_qkv_rope(mkc_wmat_of(weights + 992528384, 4096, MKC_W_BF16), mkc_wmat_of(weights + 996722688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 997771264, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 50331648, kv + 52428800, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 63/84: attention -- attention layer 12 (line 97)
+  /* stage 63/84: attention -- attention layer 12 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
-   * writes: scratch+20480 8192*t (attention layer 12 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
+   * writes: scratch+20480 8192*t (attention layer 12 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 99), add (line 99)
+  /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 998819840, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 998819840, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 101), matmul blk.12.ffn_gate.weight (line 102), matmul blk.12.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 111), matmul blk.12.ffn_gate.weight (line 112), matmul blk.12.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 1003016192, weights + 1019793408, 2048, 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 1003016192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1019793408, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 104), add (line 104)
+  /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 1036570624, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 1036570624, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 87), matmul blk.13.attn_q.weight (line 88), matmul blk.13.attn_k.weight (line 89), matmul blk.13.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 97), matmul blk.13.attn_q.weight (line 98), matmul blk.13.attn_k.weight (line 99), matmul blk.13.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
+   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+1053347840 4096 (blk.13.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 1053349888, weights + 1057544192, weights + 1058592768,
+  mkc_qkv_rope(mkc_wmat_of(weights + 1053349888, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1057544192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1058592768, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 54525952, kv + 56623104, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 68/84: attention -- attention layer 13 (line 97)
+  /* stage 68/84: attention -- attention layer 13 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
-   * writes: scratch+20480 8192*t (attention layer 13 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
+   * writes: scratch+20480 8192*t (attention layer 13 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 99), add (line 99)
+  /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 1059641344, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 1059641344, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 101), matmul blk.13.ffn_gate.weight (line 102), matmul blk.13.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 111), matmul blk.13.ffn_gate.weight (line 112), matmul blk.13.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 1063837696, weights + 1080614912, 2048, 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 1063837696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1080614912, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 104), add (line 104)
+  /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 1097392128, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 1097392128, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 87), matmul blk.14.attn_q.weight (line 88), matmul blk.14.attn_k.weight (line 89), matmul blk.14.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 97), matmul blk.14.attn_q.weight (line 98), matmul blk.14.attn_k.weight (line 99), matmul blk.14.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
+   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+1114169344 4096 (blk.14.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 1114171392, weights + 1118365696, weights + 1119414272,
+  mkc_qkv_rope(mkc_wmat_of(weights + 1114171392, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1118365696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1119414272, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 58720256, kv + 60817408, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 73/84: attention -- attention layer 14 (line 97)
+  /* stage 73/84: attention -- attention layer 14 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
-   * writes: scratch+20480 8192*t (attention layer 14 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
+   * writes: scratch+20480 8192*t (attention layer 14 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 99), add (line 99)
+  /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 1120462848, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 1120462848, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 101), matmul blk.14.ffn_gate.weight (line 102), matmul blk.14.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 111), matmul blk.14.ffn_gate.weight (line 112), matmul blk.14.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 1124659200, weights + 1141436416, 2048, 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 1124659200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1141436416, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 104), add (line 104)
+  /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 1158213632, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 1158213632, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 87), matmul blk.15.attn_q.weight (line 88), matmul blk.15.attn_k.weight (line 89), matmul blk.15.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 97), matmul blk.15.attn_q.weight (line 98), matmul blk.15.attn_k.weight (line 99), matmul blk.15.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 104)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 95)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
+   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 114)), weights+1174990848 4096 (blk.15.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 105)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 1174992896, weights + 1179187200, weights + 1180235776,
+  mkc_qkv_rope(mkc_wmat_of(weights + 1174992896, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1179187200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1180235776, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               2048, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
                scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 62914560, kv + 65011712, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 78/84: attention -- attention layer 15 (line 97)
+  /* stage 78/84: attention -- attention layer 15 (line 107)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 95)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
-   * writes: scratch+20480 8192*t (attention layer 15 (line 97)) */
+   * reads: scratch+10240 8192*t (rope (line 105)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
+   * writes: scratch+20480 8192*t (attention layer 15 (line 107)) */
   mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
                 32, 4, 64, 4096, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 99), add (line 99)
+  /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 109), add (line 109)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 97)), scratch+0 8192*t (add (line 99))
-   * writes: scratch+0 8192*t (add (line 99)) */
-  mkc_matvec(weights + 1181284352, 2048, 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 107)), scratch+0 8192*t (add (line 109))
+   * writes: scratch+0 8192*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 1181284352, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 101), matmul blk.15.ffn_gate.weight (line 102), matmul blk.15.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 111), matmul blk.15.ffn_gate.weight (line 112), matmul blk.15.ffn_up.weight (line 113), swiglu (line 114)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 99)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 104)) */
+   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 109)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 1185480704, weights + 1202257920, 2048, 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 1185480704, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1202257920, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 104), add (line 104)
+  /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 114), add (line 114)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 104)), scratch+0 8192*t (add (line 104))
-   * writes: scratch+0 8192*t (add (line 104)) */
-  mkc_matvec(weights + 1219035136, 8192, 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 114)), scratch+0 8192*t (add (line 114))
+   * writes: scratch+0 8192*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 1219035136, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 106), matmul token_embd.weight (line 109), logits (line 109)
+  /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 116), matmul token_embd.weight (line 119), logits (line 119)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 104)), weights+1235812352 4096 (output_norm.weight)
-   * writes: scratch+71680 513024*t (logits (line 109)) */
+   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 114)), weights+1235812352 4096 (output_norm.weight)
+   * writes: scratch+71680 513024*t (logits (line 119)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_lm_head(weights + 0, 2048, 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
+  mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
               scratch + 71680, 128256, T, scratch + 712960, (int *)(scratch + 718080),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 109) written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 119) written by another block */
 
   /* stage 83/84: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes

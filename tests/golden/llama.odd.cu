@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 92b0490b5e5a627d, templates c25fdea5cc635dfa, options acba517005256c57
+ * hashes:  graph dd3d628ea5944ddf, templates 67041d223e852ec0, options 6947ce651846ef3c
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    14 stages, 13 grid barriers; scratch 17664 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -88,6 +88,20 @@ MKC_DEVICE float mkc_f16_to_f32(mkc_f16 h) {
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
+/* 8 bytes, little-endian, from a 2-byte aligned address (quantized blocks'
+ * fields are only that aligned): four 2-byte loads. */
+MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
+  const unsigned short *h = (const unsigned short *)p;
+  return (unsigned long long)h[0] | (unsigned long long)h[1] << 16 |
+         (unsigned long long)h[2] << 32 | (unsigned long long)h[3] << 48;
+}
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+}
+MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+}
 /* A hint that p will be read soon: the line is brought into L2. */
 MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 /* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a
@@ -101,6 +115,12 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4
   float p2 = __uint_as_float(w.y << 16) * a.z, p3 = __uint_as_float(w.y & 0xffff0000u) * a.w;
   float p4 = __uint_as_float(w.z << 16) * b.x, p5 = __uint_as_float(w.z & 0xffff0000u) * b.y;
   float p6 = __uint_as_float(w.w << 16) * b.z, p7 = __uint_as_float(w.w & 0xffff0000u) * b.w;
+  return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
+}
+/* Eight weights already decoded to float (a quantized row's chunk), summed alike. */
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
+  float p0 = w[0] * a.x, p1 = w[1] * a.y, p2 = w[2] * a.z, p3 = w[3] * a.w;
+  float p4 = w[4] * b.x, p5 = w[5] * b.y, p6 = w[6] * b.z, p7 = w[7] * b.w;
   return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
 }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
@@ -300,20 +320,157 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) 
   }
   return 1;
 }
+#line 1 "templates/weights.cuh"
+/* Weight matrices as the kernel reads them: bf16 rows, or the model file's
+ * quantized blocks kept as stored (ggml's layouts; runtime/formats/dequant.c
+ * says where every bit lives), decoded 8 elements at a time inside the dot
+ * product, so a step streams the file's bytes and never a widened copy. The
+ * type is a literal at every call: after inlining, each stage keeps only the
+ * decoder of its own matrices, and the kernel compiles only the decoders of
+ * the types it uses (codegen defines MKC_W_USES_<TYPE>). */
+#define MKC_W_Q4_0 2 /* ggml's type ids */
+#define MKC_W_Q4_1 3
+#define MKC_W_Q8_0 8
+#define MKC_W_Q4_K 12
+#define MKC_W_Q6_K 14
+#define MKC_W_BF16 30
+
+/* A matrix: its first row, the bytes from one row to the next, its type. */
+typedef struct mkc_wmat {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wmat;
+
+/* One row of a matrix; p null: no row (dot products with it are 0). */
+typedef struct mkc_wrow {
+  const unsigned char *p;
+  int row_bytes, type;
+} mkc_wrow;
+
+MKC_DEVICE mkc_wmat mkc_wmat_of(const mkc_bf16 *p, int row_bytes, int type) {
+  mkc_wmat m;
+  m.p = (const unsigned char *)p;
+  m.row_bytes = row_bytes;
+  m.type = type;
+  return m;
+}
+
+MKC_DEVICE mkc_wrow mkc_wmat_row(mkc_wmat m, int r) {
+  mkc_wrow w;
+  w.p = m.p + (long)r * m.row_bytes;
+  w.row_bytes = m.row_bytes;
+  w.type = m.type;
+  return w;
+}
+
+MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
+  mkc_wrow w;
+  w.p = 0;
+  w.row_bytes = 0;
+  w.type = MKC_W_BF16;
+  return w;
+}
+
+/* Eight bytes as one little-endian word, masked bytewise after a shift: the
+ * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
+#define MKC_LOW_NIBBLES 0x0f0f0f0f0f0f0f0full
+#define MKC_LOW_PAIRS 0x0303030303030303ull
+
+/* A little-endian f16 at any address: block fields are only 2-byte aligned. */
+MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
+  return mkc_f16_to_f32((mkc_f16)(p[0] | p[1] << 8));
+}
+
+/* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
+ * Each formula is the format's, in float, in the reference's order. */
+MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+  (void)row; /* unused in a kernel whose matrices are all bf16 */
+  (void)c;
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: { /* 34 bytes per 32: f16 d, int8 q[32]; x = d * q */
+    const unsigned char *b = row + (c >> 2) * 34;
+    float d = mkc_f16_at(b);
+    mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
+    for (int i = 0; i < 8; i++) f[i] *= d;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_0
+  case MKC_W_Q4_0: { /* 18 per 32: f16 d, element i < 16 in byte i's low nibble, i + 16 high */
+    const unsigned char *b = row + (c >> 2) * 18;
+    float d = mkc_f16_at(b);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_1
+  case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
+    const unsigned char *b = row + (c >> 2) * 20;
+    float d = mkc_f16_at(b), m = mkc_f16_at(b + 2);
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_K
+  case MKC_W_Q4_K: { /* 144 per 256: f16 d, dmin, 6-bit scales and mins of 8 sub-blocks, nibbles */
+    const unsigned char *b = row + (c >> 5) * 144, *s = b + 4;
+    int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
+    if (j < 4) {
+      scale = s[j] & 63;
+      min = s[j + 4] & 63;
+    } else {
+      scale = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
+      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+    }
+    float d1 = mkc_f16_at(b) * (float)scale, m1 = mkc_f16_at(b + 2) * (float)min;
+    /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
+    mkc_u8x8_to_f32(mkc_load8_a2(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q6_K
+  case MKC_W_Q6_K: { /* 210 per 256: low nibbles, high bit pairs, int8 scales per 16, f16 d */
+    const unsigned char *b = row + (c >> 5) * 210;
+    int e = (c & 31) * 8, half = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    unsigned long long ql = mkc_load8_a2(b + half * 64 + (k & 1) * 32 + l) >> (k >> 1) * 4;
+    unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
+    float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
+    mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
+    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    return;
+  }
+#endif
+  default:
+    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+  }
+}
+
+/* Element i of a row (the embedding's lookup). */
+MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
+  if (w.type == MKC_W_BF16) return mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[i]);
+  float f[8];
+  mkc_wchunk(w.type, w.p, i >> 3, f);
+  return f[i & 7];
+}
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
-MKC_DEVICE void mkc_embed(const mkc_bf16 *table, int row_stride, int dim, float *x, int x_stride,
-                          const int *tokens, int T) {
+MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const int *tokens,
+                          int T) {
   int total = T * dim;
   for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
     int t = i / dim, c = i - t * dim;
-    x[t * x_stride + c] = mkc_bf16_to_f32(table[(long)tokens[t] * row_stride + c]);
+    x[t * x_stride + c] = mkc_welem(mkc_wmat_row(table, tokens[t]), c);
   }
 }
 #line 1 "templates/matvec.cuh"
 /* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
- * at once (a rotation pair in qkv_rope); lanes stream them in 16-byte chunks
- * of 8 bf16 weights and reuse each chunk for all T activation vectors, so verifying drafts costs
+ * at once (a rotation pair in qkv_rope); lanes stream them in chunks of 8
+ * weights (16 bytes of bf16, or the part of a quantized block that holds
+ * them: weights.cuh) and reuse each chunk for all T activation vectors, so verifying drafts costs
  * about one decode step of weight traffic. An optional RMSNorm is fused into
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
@@ -350,16 +507,21 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
   for (int c = mkc_lane(); c < n_chunks; c += 32) {
+    /* every row's chunk first (several loads in flight), then reused for all T inputs */
     mkc_u4 wc[MKC_DOT_ROWS_MAX];
+    float wf[MKC_DOT_ROWS_MAX][8];
     for (int r = 0; r < nrows; r++) {
-      mkc_u4 zero = {0u, 0u, 0u, 0u};
-      wc[r] = w[r] ? mkc_load_u4(w[r] + c * 8) : zero;
+      if (!w[r].p) continue;
+      if (w[r].type == MKC_W_BF16)
+        wc[r] = mkc_load_u4(w[r].p + 16 * c);
+      else
+        mkc_wchunk(w[r].type, w[r].p, c, wf[r]);
     }
     float g[8];
     if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
@@ -377,8 +539,12 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
         b.z *= g[6];
         b.w *= g[7];
       }
-      for (int r = 0; r < nrows; r++)
-        part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
+      for (int r = 0; r < nrows; r++) {
+        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+        if (!w[r].p) continue;
+        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                     : mkc_dot8_f32(*p, wf[r], a, b);
+      }
     }
   }
   for (int r = 0; r < nrows; r++)
@@ -388,7 +554,7 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_bf16 *const *w, int nrows, int n_chunks,
 
 /* Full dot products in every lane: the partials of all rows reduced in one
  * warp sum, then scaled by the norm. */
-MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, const float *x,
+MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
                              float *acc) {
   mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
@@ -402,42 +568,40 @@ MKC_DEVICE void mkc_dot_rows(const mkc_bf16 *const *w, int nrows, int n_chunks, 
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
-MKC_DEVICE void mkc_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0,
-                              const mkc_bf16 **out) {
-  for (int r = 0; r < MKC_ROWS; r++) out[r] = r0 + r < rows ? w + (long)(r0 + r) * row_stride : 0;
+MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
+  for (int r = 0; r < MKC_ROWS; r++)
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
-/* Prefetches this lane's chunks of the rows w[r] (null: none), a 64-byte
- * line each: the next rows a warp streams, asked for before this block's. */
-MKC_DEVICE void mkc_prefetch_rows(const mkc_bf16 *const *w, int nrows, int n_chunks) {
-  for (int c = mkc_lane() * 4; c < n_chunks; c += 32 * 4)
-    for (int r = 0; r < nrows; r++)
-      if (w[r]) mkc_prefetch(w[r] + c * 8);
+/* Prefetches this lane's share of the rows w[r] (null: none), a 64-byte line
+ * per lane in turn: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_wrow *w, int nrows) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = mkc_lane() * 64; o < w[r].row_bytes; o += 32 * 64) mkc_prefetch(w[r].p + o);
 }
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
  * of the matvec and the LM head. */
-MKC_DEVICE void mkc_dot_row_block(const mkc_bf16 *w, int row_stride, int rows, int r0, int step,
-                                  int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, int T, float *acc) {
-  const mkc_bf16 *wr[MKC_ROWS], *next[MKC_ROWS];
-  mkc_row_block(w, row_stride, rows, r0, wr);
-  mkc_row_block(w, row_stride, rows, r0 + step, next);
-  mkc_prefetch_rows(next, MKC_ROWS, n_chunks);
+MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, int T, float *acc) {
+  mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+  mkc_row_block(w, rows, r0, wr);
+  mkc_row_block(w, rows, r0 + step, next);
+  mkc_prefetch_rows(next, MKC_ROWS);
   mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
-MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                           const float *inv_rms, float *out, int out_stride, int accumulate,
-                           int T) {
+MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
+                           int accumulate, int T) {
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -449,19 +613,18 @@ MKC_DEVICE void mkc_matvec(const mkc_bf16 *w, int row_stride, int rows, int n_ch
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
-MKC_DEVICE void mkc_matvec_swiglu(const mkc_bf16 *w_gate, const mkc_bf16 *w_up, int row_stride,
-                                  int rows, int n_chunks, const float *x, int x_stride,
-                                  const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                                  int out_stride, int T) {
+MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                  const float *inv_rms, float *out, int out_stride, int T) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
-  const mkc_bf16 *wr[2 * MKC_ROWS], *next[2 * MKC_ROWS];
+  mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w_gate, row_stride, rows, r0, wr);
-    mkc_row_block(w_up, row_stride, rows, r0, wr + MKC_ROWS);
-    mkc_row_block(w_gate, row_stride, rows, r0 + step, next);
-    mkc_row_block(w_up, row_stride, rows, r0 + step, next + MKC_ROWS);
-    mkc_prefetch_rows(next, 2 * MKC_ROWS, n_chunks);
+    mkc_row_block(w_gate, rows, r0, wr);
+    mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+    mkc_row_block(w_gate, rows, r0 + step, next);
+    mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+    mkc_prefetch_rows(next, 2 * MKC_ROWS);
     mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)
@@ -613,11 +776,11 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
   }
 }
 
-MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc_bf16 *w_v,
-                             const mkc_bf16 *b_q, const mkc_bf16 *b_k, const mkc_bf16 *b_v,
-                             int row_stride, int n_chunks, int heads, int kv_heads, int head_dim,
-                             int layout, mkc_rope rotary, const float *x, int x_stride,
-                             const mkc_bf16 *norm_w, const float *inv_rms, const mkc_bf16 *q_norm_w,
+MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                             const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
+                             int kv_heads, int head_dim, int layout, mkc_rope rotary,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w,
+                             const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
@@ -625,7 +788,8 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
     /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
-    const mkc_bf16 *w = w_q, *bias = b_q, *head_w = q_norm_w;
+    mkc_wmat w = w_q;
+    const mkc_bf16 *bias = b_q, *head_w = q_norm_w;
     int pair = p, rope = 1;
     if (p >= q_pairs + kv_pairs) {
       w = w_v;
@@ -642,15 +806,15 @@ MKC_DEVICE void mkc_qkv_rope(const mkc_bf16 *w_q, const mkc_bf16 *w_k, const mkc
     int h = pair / half, j = pair - h * half;
     int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
     int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    const mkc_bf16 *wr[2] = {w + (long)r0 * row_stride, w + (long)r1 * row_stride};
+    mkc_wrow wr[2] = {mkc_wmat_row(w, r0), mkc_wmat_row(w, r1)};
     /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
-    const mkc_bf16 *next[2] = {0, 0};
+    mkc_wrow next[2] = {mkc_wrow_none(), mkc_wrow_none()};
     int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
     if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
-      next[0] = wr[0] + (long)ahead * row_stride;
-      next[1] = wr[1] + (long)ahead * row_stride;
+      next[0] = mkc_wmat_row(w, r0 + ahead);
+      next[1] = mkc_wmat_row(w, r1 + ahead);
     }
-    mkc_prefetch_rows(next, 2, n_chunks);
+    mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
      * k, v in the cache ([kv_head][max_ctx][head_dim]) */
@@ -746,10 +910,10 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
-MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_chunks,
-                            const float *x, int x_stride, const mkc_bf16 *norm_w,
-                            const float *inv_rms, float *logits, int logits_stride, int T,
-                            float *part_val, int *part_idx, float *warp_val, int *warp_idx) {
+MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                            const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
+                            int logits_stride, int T, float *part_val, int *part_idx,
+                            float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -758,8 +922,7 @@ MKC_DEVICE void mkc_lm_head(const mkc_bf16 *w, int row_stride, int rows, int n_c
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_dot_row_block(w, row_stride, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T,
-                      acc);
+    mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
@@ -1320,7 +1483,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1324 "llama.odd.cu"
+#line 1487 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -1328,136 +1491,136 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/14: embed -- embed token_embd.weight (line 85)
+  /* stage 1/14: embed -- embed token_embd.weight (line 95)
    * work: T x 72 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 72*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 144*t (token_embd.weight)
-   * writes: scratch+0 288*t (embed token_embd.weight (line 85)) */
-  mkc_embed(weights + 0, 72, 72, scratch + 0, 72, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 85) written by another block */
+   * writes: scratch+0 288*t (embed token_embd.weight (line 95)) */
+  mkc_embed(mkc_wmat_of(weights + 0, 144, MKC_W_BF16), 72, scratch + 0, 72, state->inputs, T);
+  mkc_grid_sync(state); /* next stage reads embed (line 95) written by another block */
 
-  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 87), matmul blk.0.attn_q.weight (line 88), matmul blk.0.attn_k.weight (line 89), matmul blk.0.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 97), matmul blk.0.attn_q.weight (line 98), matmul blk.0.attn_k.weight (line 99), matmul blk.0.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 85)), weights+21632 144 (blk.0.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 95)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
+   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 95)), weights+21632 144 (blk.0.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 105)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 21760, weights + 27008, weights + 28800,
+  mkc_qkv_rope(mkc_wmat_of(weights + 21760, 144, MKC_W_BF16), mkc_wmat_of(weights + 27008, 144, MKC_W_BF16), mkc_wmat_of(weights + 28800, 144, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               72, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
+               9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
                scratch + 0, 72, weights + 21632, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 0, kv + 9216, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 3/14: attention -- attention layer 0 (line 97)
+  /* stage 3/14: attention -- attention layer 0 (line 107)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 13; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 95)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
-   * writes: scratch+768 288*t (attention layer 0 (line 97)) */
+   * reads: scratch+384 288*t (rope (line 105)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
+   * writes: scratch+768 288*t (attention layer 0 (line 107)) */
   mkc_attention(scratch + 384, 72, kv + 0, kv + 9216, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 99), add (line 99)
+  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 109), add (line 109)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 97)), scratch+0 288*t (add (line 99))
-   * writes: scratch+0 288*t (add (line 99)) */
-  mkc_matvec(weights + 30592, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 107)), scratch+0 288*t (add (line 109))
+   * writes: scratch+0 288*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 30592, 144, MKC_W_BF16), 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 101), matmul blk.0.ffn_gate.weight (line 102), matmul blk.0.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 111), matmul blk.0.ffn_gate.weight (line 112), matmul blk.0.ffn_up.weight (line 113), swiglu (line 114)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 99)), weights+35840 144 (blk.0.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 104)) */
+   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 109)), weights+35840 144 (blk.0.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 35968, weights + 48384, 72, 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 35968, 144, MKC_W_BF16), mkc_wmat_of(weights + 48384, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 104), add (line 104)
+  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 114), add (line 114)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 104)), scratch+0 288*t (add (line 104))
-   * writes: scratch+0 288*t (add (line 104)) */
-  mkc_matvec(weights + 60800, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 114)), scratch+0 288*t (add (line 114))
+   * writes: scratch+0 288*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 60800, 352, MKC_W_BF16), 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 87), matmul blk.1.attn_q.weight (line 88), matmul blk.1.attn_k.weight (line 89), matmul blk.1.attn_v.weight (line 90), rope (line 95), rope (line 96)
+  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 97), matmul blk.1.attn_q.weight (line 98), matmul blk.1.attn_k.weight (line 99), matmul blk.1.attn_v.weight (line 100), rope (line 105), rope (line 106)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 104)), weights+73472 144 (blk.1.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 95)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
+   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 114)), weights+73472 144 (blk.1.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 105)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(weights + 73600, weights + 78848, weights + 80640,
+  mkc_qkv_rope(mkc_wmat_of(weights + 73600, 144, MKC_W_BF16), mkc_wmat_of(weights + 78848, 144, MKC_W_BF16), mkc_wmat_of(weights + 80640, 144, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               72, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
+               9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
                scratch + 0, 72, weights + 73472, (float *)(smem + 0),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 18432, kv + 27648, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
 
-  /* stage 8/14: attention -- attention layer 1 (line 97)
+  /* stage 8/14: attention -- attention layer 1 (line 107)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 37; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 95)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
-   * writes: scratch+768 288*t (attention layer 1 (line 97)) */
+   * reads: scratch+384 288*t (rope (line 105)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
+   * writes: scratch+768 288*t (attention layer 1 (line 107)) */
   mkc_attention(scratch + 384, 72, kv + 18432, kv + 27648, scratch + 768, 72,
                 6, 3, 12, 384, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 97) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
 
-  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 99), add (line 99)
+  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 109), add (line 109)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 97)), scratch+0 288*t (add (line 99))
-   * writes: scratch+0 288*t (add (line 99)) */
-  mkc_matvec(weights + 82432, 72, 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 99) written by another block */
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 107)), scratch+0 288*t (add (line 109))
+   * writes: scratch+0 288*t (add (line 109)) */
+  mkc_matvec(mkc_wmat_of(weights + 82432, 144, MKC_W_BF16), 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
 
-  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 101), matmul blk.1.ffn_gate.weight (line 102), matmul blk.1.ffn_up.weight (line 103), swiglu (line 104)
+  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 111), matmul blk.1.ffn_gate.weight (line 112), matmul blk.1.ffn_up.weight (line 113), swiglu (line 114)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 99)), weights+87680 144 (blk.1.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 104)) */
+   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 109)), weights+87680 144 (blk.1.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 114)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(weights + 87808, weights + 100224, 72, 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 104) written by another block */
+  mkc_matvec_swiglu(mkc_wmat_of(weights + 87808, 144, MKC_W_BF16), mkc_wmat_of(weights + 100224, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
+  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
 
-  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 104), add (line 104)
+  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 114), add (line 114)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 104)), scratch+0 288*t (add (line 104))
-   * writes: scratch+0 288*t (add (line 104)) */
-  mkc_matvec(weights + 112640, 176, 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 104) written by another block */
+   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 114)), scratch+0 288*t (add (line 114))
+   * writes: scratch+0 288*t (add (line 114)) */
+  mkc_matvec(mkc_wmat_of(weights + 112640, 352, MKC_W_BF16), 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
 
-  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 106), matmul output.weight (line 109), logits (line 109)
+  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 116), matmul output.weight (line 119), logits (line 119)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 104)), weights+125312 144 (output_norm.weight)
-   * writes: scratch+2048 1200*t (logits (line 109)) */
+   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 114)), weights+125312 144 (output_norm.weight)
+   * writes: scratch+2048 1200*t (logits (line 119)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_lm_head(weights + 125440, 72, 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
+  mkc_lm_head(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 2048, 304, T, scratch + 3584, (int *)(scratch + 8704),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 109) written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 119) written by another block */
 
   /* stage 13/14: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
