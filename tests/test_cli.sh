@@ -71,7 +71,7 @@ expect_error "prompt + n past the context" \
 expect_error "prompt longer than the context" \
   "mkc: error: the prompt is 20 tokens but the context holds 16: nothing was run (use --ctx 20 or a shorter prompt)" \
   -- run --preset tiny --random-weights 1 -n 1 --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --ctx 16
-expect_error "unknown preset" "graphs/llama.lua:7: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny)" \
+expect_error "unknown preset" "graphs/llama.lua:7: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, blocks-tiny)" \
   -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"
 expect_error "missing graph file" "mkc: error: cannot open graph nope.lua" -- gen nope.lua --preset tiny -o "$tmp/x.cu"
 expect_error "unwritable output" "mkc: error: cannot write /nonexistent/x.cu: No such file or directory" \
@@ -119,13 +119,26 @@ expect_error "run --kernel with no manifest" \
 
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
-  rows=$(grep -c '^| llama tiny | 0.12 M | 0.22 MiB | cpu | ' "$tmp/bench")
-  [ "$rows" -eq 5 ] && grep -q '| pp64 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" &&
+  rows=$(grep -c '^| llama tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")
+  [ "$rows" -eq 5 ] && grep -q '| pp511 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" &&
     grep -q '| tg8 sampled |' "$tmp/bench" && grep -q '| tg8 sampled draft2 |' "$tmp/bench" &&
     ok "bench prints pp, tg, tg-with-drafts and sampled rows" || fail "bench rows" "$(cat "$tmp/bench")"
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
+# llama-bench's -p and -d: the pp test's length, and tokens cached before each test.
+if "$mkc" bench --preset tiny --random-weights 1 -p 16 -n 4 -d 100 --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
+  grep -q '| pp16 @ d100 | ' "$tmp/bench" && grep -q '| tg4 @ d100 | ' "$tmp/bench"; then
+  ok "bench -p 16 -d 100: pp16 @ d100 and tg4 @ d100 rows"
+else
+  fail "bench -p -d" "$(cat "$tmp/bench" "$tmp/err")"
+fi
+expect_error "bench -d past the context" \
+  "mkc: error: bench: -d 500 and the longest test (16 tokens) need 516 positions, more than the context (512); use --ctx" \
+  -- bench --preset tiny --random-weights 1 -p 16 -n 4 -d 500 --backend cpu
+expect_error "bench -p not a number" \
+  "mkc: error: bench: -p: expected a prompt length in 1..1048576, got 'abc'" \
+  -- bench --preset tiny --random-weights 1 -p abc
 expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is an oracle, not something to time" \
   -- bench --preset tiny --random-weights 1 --backend ref
 

@@ -203,7 +203,7 @@ MKC_FAKE_CUDA_ARCH=sm_75 expect_error "run --kernel on a device older than every
 
 # bench on the cuda backend: the table and the copy bandwidth of the same run.
 "$mkc" bench --preset tiny --random-weights 1 -n 8 --backend cuda >"$tmp/bench" 2>"$tmp/bench.err"
-if [ $? -eq 0 ] && grep -Eq '^\| llama tiny \| .* \| cuda \| sm_90 \| tg8 \| [0-9.]+ ± [0-9.]+ \|' "$tmp/bench" \
+if [ $? -eq 0 ] && grep -Eq '^\| llama tiny BF16 \| .* \| cuda \| tg8 \| [0-9.]+ ± [0-9.]+ \| sm_90 \|' "$tmp/bench" \
   && grep -Eq 'Copy bandwidth .*: [0-9.]+ GB/s' "$tmp/bench" && no_misuse "$tmp/bench.err"; then
   ok "bench --backend cuda: the table and a copy bandwidth"
 else
@@ -288,7 +288,7 @@ state=$(awk '/^cuMemcpyDtoHAsync_v2/ { print $2; exit }' "$trace")
 resets=$(awk -v st="${state:-0}" '/^cuGraphLaunch/ { on = 1 } on && /^cuMemsetD8/ && $2 == st { n++ }
   END { print n + 0 }' "$trace")
 if [ "$rc" -eq 0 ] && no_misuse "$tmp/bench2.err" && [ "$resets" -ge 4 ] \
-  && grep -Eq '^\| llama tiny \| .* \| tg8 \| [0-9.]+ ± [0-9.]+ \|' "$tmp/bench2"; then
+  && grep -Eq '^\| llama tiny BF16 \| .* \| tg8 \| [0-9.]+ ± [0-9.]+ \|' "$tmp/bench2"; then
   ok "bench on the cuda backend: $resets resets between steps, no race with the session's stream"
 else
   fail "bench: resets between steps without a race" "rc $rc, $resets resets" "$(head -n 4 "$tmp/bench2.err")"

@@ -102,6 +102,7 @@ static const struct {
     {"--model", "-m"},
     {"--prompt", "-p"},
     {"--n-predict", "-n"},
+    {"--n-depth", "-d"},
     {"--file", "-f"},
     {"-s", "--seed"},
     {"-sys", "--system-prompt"},
@@ -123,6 +124,7 @@ static const struct {
     {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
+    {"-d", 0, 1 << 20, offsetof(mkc_cli, depth)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

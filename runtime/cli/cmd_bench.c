@@ -37,17 +37,21 @@ static double stddev(const double *x, int n) {
 }
 
 /* One test REPS times (after one warm-up run) on a reset session, greedy or
- * sampled as the session's options say. */
-static int run_test(mkc_loaded_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max,
-                    result *r) {
+ * sampled as the session's options say: hist[0..depth) first, untimed (the
+ * cache a long conversation would hold), then hist[depth..depth + n_prompt)
+ * and n_gen tokens, timed. */
+static int run_test(mkc_loaded_model *m, const int *hist, int depth, int n_prompt, int n_gen,
+                    int draft_max, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
   if (!out) return -1;
+  mkc_decode_opts o = {.draft_max = draft_max};
   for (int rep = -1; rep < REPS; rep++) {
-    mkc_decode_stats st;
+    mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
-    if (mkc_decode(m->s, &m->g, prompt, n_prompt, n_gen, draft_max, out, &st) != 0) {
+    if ((depth > 0 && mkc_decode_with(m->s, &m->g, hist, depth, 0, &o, out, &fill) != 0) ||
+        mkc_decode_more(m->s, &m->g, hist, depth + n_prompt, depth, n_gen, &o, out, &st) != 0) {
       free(out);
       return -1;
     }
@@ -93,13 +97,20 @@ static double host_copy_bandwidth(size_t bytes) {
 }
 
 static const char USAGE[] =
-    "usage: mkc bench --preset P --random-weights SEED [--draft-max K] [-n N] [options]\n"
-    "       mkc bench -m MODEL [--draft-max K] [-n N] [options]\n"
+    "usage: mkc bench --preset P --random-weights SEED [-p N] [-n N] [-d N] [options]\n"
+    "       mkc bench -m MODEL [-p N] [-n N] [-d N] [--draft-max K] [options]\n"
     "\n"
-    "Decode speed llama-bench style: pp64 (a prompt), tgN (N generated tokens,\n"
-    "default 128) and, with --draft-max K, tgN with prompt-lookup drafts; each\n"
-    "with the weight bandwidth it implies next to a copy's bandwidth measured\n"
-    "in the same run.\n"
+    "Decode speed, llama-bench's table: model, size (the bytes a step streams:\n"
+    "quantized matrices as their blocks), params, backend, test, t/s; then mkc's\n"
+    "columns: the weight bandwidth a step implies, next to a copy's bandwidth\n"
+    "measured in the same run. Tests: ppN (a prompt of N tokens), tgN (N generated\n"
+    "tokens) and, with --draft-max K, tgN with prompt-lookup drafts; then tgN\n"
+    "sampled in the kernel (llama.cpp's default chain, temperature 0.8).\n"
+    "  -p N                   prompt tokens of the pp test (default 512, at most the\n"
+    "                         context less one)\n"
+    "  -n N                   generated tokens of the tg tests (default 128)\n"
+    "  -d, --n-depth N        tokens already in the cache when each test starts\n"
+    "                         (filled untimed): \"tg128 @ d4096\"\n"
     "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
@@ -111,7 +122,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant",
+      "--dequant -p -d",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
@@ -120,6 +131,13 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   if (!c->have_seed && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --random-weights SEED is required");
   if (c->n_gen < 2) return mkc_cli_usage_error("%s", "bench: -n must be at least 2");
+  if (c->prompt) { /* llama-bench's -p: the pp test's prompt length */
+    char *end;
+    long n = strtol(c->prompt, &end, 10);
+    if (!*c->prompt || *end || n < 1 || n > 1 << 20)
+      return mkc_cli_usage_error("bench: -p: expected a prompt length in 1..1048576, got '%s'",
+                                 c->prompt);
+  }
   if (c->backend && strcmp(c->backend, "ref") == 0)
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
   return 0;
@@ -174,26 +192,35 @@ int mkc_cmd_bench(int argc, char **argv) {
   int rc = bench_flags(argc, argv, &c);
   if (rc) return rc < 0 ? 0 : rc;
   mkc_loaded_model m;
+  int *hist = NULL;
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
-  int n_pp = m.g.max_ctx < 64 ? m.g.max_ctx : 64;
-  if (c.n_gen > m.g.max_ctx) {
-    fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen,
-            m.g.max_ctx);
+  int n_pp = c.prompt ? atoi(c.prompt) : 512, depth = c.depth;
+  if (n_pp > m.g.max_ctx - 1) n_pp = m.g.max_ctx - 1; /* the pp row's one generated token */
+  int need = depth + (n_pp > 1 + c.n_gen ? n_pp : 1 + c.n_gen);
+  if (need > m.g.max_ctx) {
+    fprintf(stderr,
+            "mkc: error: bench: -d %d and the longest test (%d tokens) need %d positions, more "
+            "than the context (%d); use --ctx\n",
+            depth, need - depth, need, m.g.max_ctx);
     goto done;
   }
-  /* A warm-up and REPS timed runs of each test. */
-  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0));
+  /* A warm-up and REPS timed runs of each test, each after its depth. */
+  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0) + 4.0 * depth);
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
   if (mkc_loaded_start(&c, &m) != 0) goto done;
-  int prompt[64];
-  for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
+  hist = malloc((size_t)(depth + n_pp) * sizeof *hist);
+  if (!hist) {
+    fprintf(stderr, "mkc: error: bench: out of memory\n");
+    goto done;
+  }
+  for (int i = 0; i < depth + n_pp; i++) hist[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
 
-  /* What one step streams: every weight once (the tied head shares the embedding). */
-  double params = mkc_graph_params(&m.g);
-  double weight_bytes = params * 2;
+  /* What one step streams: every weight once, as the kernel stores it (the tied head shares
+   * the embedding; quantized matrices as their blocks). */
+  double params = mkc_graph_params(&m.g), weight_bytes = mkc_graph_weight_bytes(&m.g);
   const char *backend = mkc_session_backend(m.s);
-  char arch[72] = "";
+  char arch[72] = "", types[64], size[32];
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
   bench_test tests[5];
@@ -207,30 +234,36 @@ int mkc_cmd_bench(int argc, char **argv) {
   int n_tests = bench_tests(&c, n_pp, tests);
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
-  char model[200];
-  snprintf(model, sizeof model, "%.*s %s", (int)strcspn(base, "."), base, m.g.preset);
-  printf("| model | params | size | backend | arch | test | t/s | ms/token | tok/step | weights "
+  char model[260];
+  mkc_graph_matrix_types(&m.g, types, sizeof types);
+  snprintf(model, sizeof model, "%.*s %s %s", (int)strcspn(base, "."), base, m.g.preset, types);
+  if (weight_bytes >= 1024.0 * 1048576.0)
+    snprintf(size, sizeof size, "%.2f GiB", weight_bytes / (1024.0 * 1048576.0));
+  else
+    snprintf(size, sizeof size, "%.2f MiB", weight_bytes / 1048576.0);
+  printf("| model | size | params | backend | test | t/s | arch | ms/token | tok/step | weights "
          "GB/s | of copy |\n");
-  printf("| --- | ---: | ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  printf("| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
   for (int i = 0; i < n_tests; i++) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
-    if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
+    if (run_test(&m, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
-    char of_copy[32] = "n/a";
+    char of_copy[32] = "n/a", at[32] = "";
     if (copy_gbs > 0) snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * gbs / copy_gbs);
-    printf("| %s | %.2f M | %.2f MiB | %s | %s | %s | %.2f ± %.2f | %.3f | %.2f | %.1f | %s |\n",
-           model, params / 1e6, weight_bytes / 1048576.0, backend, arch, tests[i].name, tps,
-           stddev(r.tps, REPS), 1e3 / tps, r.tokens_per_step, gbs, of_copy);
+    if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
+    printf("| %s | %s | %.2f M | %s | %s%s | %.2f ± %.2f | %s | %.3f | %.2f | %.1f | %s |\n", model,
+           size, params / 1e6, backend, tests[i].name, at, tps, stddev(r.tps, REPS), arch,
+           1e3 / tps, r.tokens_per_step, gbs, of_copy);
     fflush(stdout);
   }
   printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
-         "stream once per "
-         "kernel step: weights GB/s = steps/s x %.2f MiB.\n",
-         backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, weight_bytes / 1048576.0);
+         "stream once per kernel step: weights GB/s = steps/s x %s.\n",
+         backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
   rc = 0;
 done:
+  free(hist);
   mkc_loaded_close(&m);
   return rc;
 }

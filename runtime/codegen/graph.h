@@ -143,6 +143,10 @@ const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown"
 int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
 /* The parameters of every weight of g (rows x cols): what one step streams. */
 double mkc_graph_params(const mkc_graph *g);
+/* The bytes of g's weight arena a step streams: every weight once, as stored. */
+double mkc_graph_weight_bytes(const mkc_graph *g);
+/* "Q4_1+Q8_0": the storage types of g's matrices, in order of first use. */
+void mkc_graph_matrix_types(const mkc_graph *g, char *buf, size_t cap);
 const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */
 int mkc_rope_scaling_from_name(const char *name); /* enum mkc_rope_scaling_type, or -1 */
 
