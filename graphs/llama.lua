@@ -71,6 +71,15 @@ preset "linear-tiny" {
   rope_scaling = { type = "linear", factor = 4 },
 }
 
+-- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
+-- download the model, `mkc init --preset smollm2-135m --type q4_1` writes a file of its size.
+preset "smollm2-135m" {
+  dim = 576, n_layers = 30, n_heads = 9, n_kv_heads = 3, head_dim = 64, ffn = 1536,
+  vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = true, max_ctx = 8192, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none",
+}
+
 -- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
 -- Q6_K included) can store each matrix; a vocabulary that is not a multiple of the rows a warp
 -- takes, and an untied head, so the embedding and the LM head are separate tables.
