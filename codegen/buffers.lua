@@ -160,6 +160,11 @@ function buffers.plan(graph, stages, opts)
     plan.head_ready, plan.head_ready_floats = top, counters
     top = top + util.round_up(counters, ALIGN_FLOATS)
   end
+  -- stage timers (bench --stages): block 0's u64 %globaltimer at the step's start and after each stage
+  if opts.stage_timers then
+    plan.timers = top
+    top = top + util.round_up(2 * (#stages + 1), ALIGN_FLOATS)
+  end
   plan.scratch_floats = top
   plan.value = function(v) return plan.values[rootof(v)] end
   return plan

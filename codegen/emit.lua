@@ -206,6 +206,8 @@ function emit.source(graph, plan, opts)
   put("  const int pos = state->pos, T = state->n_inputs;")
   put("  char *smem = mkc_smem();")
   put("  (void)smem;")
+  local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
+  if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   for i, st in ipairs(plan.stages) do
     put("")
     put(("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
@@ -221,6 +223,7 @@ function emit.source(graph, plan, opts)
       put(("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason))
     end
     if st.emitted.condition then put("  }") end
+    if timer then put(("  mkc_stage_time(%s, %d);"):format(timer, i)) end
   end
   put("}")
   return table.concat(out, "\n") .. "\n"

@@ -45,6 +45,7 @@ function M.generate(opts)
   gen.graph_hash = util.hash(util.read_file(opts.graph))
   gen.templates_hash = util.hash(table.concat(all, "\0"))
   gen.weight_type = opts.weight_type
+  gen.stage_timers = opts.stage_timers and true or false
 
   local stages = fusion.stages(graph)
   local plan = buffers.plan(graph, stages, gen)
@@ -53,8 +54,9 @@ function M.generate(opts)
   for _, w in ipairs(plan.weights) do
     if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
-  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s"):format(
-    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype, table.concat(stored, ",")))
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s"):format(
+    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype, table.concat(stored, ","),
+    gen.stage_timers and ";timers" or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -116,7 +118,7 @@ function M.export(graph, plan, gen, source)
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
-             logprobs_offset = plan.logprobs },
+             logprobs_offset = plan.logprobs, timers_offset = plan.timers or 0 },
   }
 end
 

@@ -24,6 +24,13 @@ MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return v; }
 #define MKC_NEG_MAX (-3.402823466e38f)
 
 MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
+
+/* bench --stages: block 0's clock after stage i (0: the step's start). After
+ * a grid barrier that is when every block has finished the stage; after a
+ * stage without one, when block 0 has. */
+MKC_DEVICE void mkc_stage_time(unsigned long long *timers, int i) {
+  if (mkc_bid() == 0 && mkc_tid() == 0) timers[i] = mkc_globaltimer();
+}
 MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
 /* Warps of the whole grid: matvec rows are dealt out one warp at a time. */
 MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }

@@ -37,6 +37,7 @@ void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -177,6 +178,12 @@ MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
 #else
   for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 #endif
+}
+/* Nanoseconds of a monotonic clock: the CPU's %globaltimer. */
+MKC_DEVICE unsigned long long mkc_globaltimer(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
 }
 /* A hint that p will be read soon, once: emulated lanes run one after
  * another, so without it a lane's few loads wait on memory one lane at a time. */

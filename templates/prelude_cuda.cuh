@@ -88,6 +88,12 @@ MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }
+/* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
+MKC_DEVICE unsigned long long mkc_globaltimer(void) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 /* A hint that p will be read soon: the line is brought into L2. */
 MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 /* A lane's running dot product, fed 8 bf16 weights (a 16-byte chunk) at a

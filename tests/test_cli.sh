@@ -126,6 +126,15 @@ if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cp
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
+# bench --stages: a row per stage of the kernel (tiny: 14), block 0's clock, and the total.
+if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
+  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 14 ] &&
+  grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9]+ \|' "$tmp/bench" &&
+  grep -qE '^\| 2 \| qkv_rope \| .* \| 17152 \|' "$tmp/bench"; then
+  ok "bench --stages: 14 stage rows with their bytes (qkv_rope of tiny: 17152) and a total"
+else
+  fail "bench --stages" "$(cat "$tmp/bench" "$tmp/err")"
+fi
 # llama-bench's -p and -d: the pp test's length, and tokens cached before each test.
 if "$mkc" bench --preset tiny --random-weights 1 -p 16 -n 4 -d 100 --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
   grep -q '| pp16 @ d100 | ' "$tmp/bench" && grep -q '| tg4 @ d100 | ' "$tmp/bench"; then

@@ -92,6 +92,7 @@ static const struct {
     {"--json", offsetof(mkc_cli, json)},
     {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
     {"--dequant", offsetof(mkc_cli, dequant)},
+    {"--stages", offsetof(mkc_cli, stages)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes

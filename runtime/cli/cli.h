@@ -33,6 +33,7 @@ typedef struct mkc_cli {
   int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
   int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
   int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
+  int stages;                /* bench --stages: a kernel with stage timers, and their table */
   const char *usage;         /* the command's usage text, printed for --help */
   char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
 } mkc_cli;

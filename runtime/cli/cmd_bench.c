@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "loaded.h"
+#include "bench_stages.h"
 #include "commands.h"
 #include "backend/cuda/driver.h"
 #include "exec/decode.h"
@@ -114,6 +115,9 @@ static const char USAGE[] =
     "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
+    "  --stages               then each stage's time (block 0's clock, a kernel built\n"
+    "                         with stage timers) next to the bytes it moves and the\n"
+    "                         time they take at the copy bandwidth measured here\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
@@ -122,7 +126,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d",
+      "--dequant -p -d --stages",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
@@ -261,6 +265,11 @@ int mkc_cmd_bench(int argc, char **argv) {
   printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
          "stream once per kernel step: weights GB/s = steps/s x %s.\n",
          backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
+  if (c.stages &&
+      (mkc_session_set_sampling(m.s, &greedy) != 0 ||
+       mkc_bench_stages(m.s, &m.g, m.src.source, hist + depth, 1,
+                        c.n_gen < m.g.max_ctx - depth - 1 ? c.n_gen : 1, copy_gbs) != 0))
+    goto done;
   rc = 0;
 done:
   free(hist);

@@ -73,6 +73,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
   mkc_gen_opts o = {.graph_path = graph_path,
+                    .stage_timers = c->stages,
                     .preset = c->preset,
                     .draft_max = c->draft_max,
                     .max_ctx = c->max_ctx,

@@ -135,6 +135,10 @@ typedef struct mkc_graph {
   size_t
       logprobs_offset; /* float offset of [t_max][MKC_LP_STRIDE] log-probabilities (mkc_state.h) */
   int n_stages;        /* stages in the kernel, each ended by a sync */
+  /* float offset of n_stages + 1 u64 %globaltimer readings of block 0 (at the
+   * step's start, then after each stage) when generated with stage timers;
+   * 0 without */
+  size_t timers_offset;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

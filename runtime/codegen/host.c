@@ -306,6 +306,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->logits_offset = (size_t)get_int(L, p, "logits_offset");
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
   g->logprobs_offset = (size_t)get_int(L, p, "logprobs_offset");
+  g->timers_offset = (size_t)get_int(L, p, "timers_offset");
   g->n_stages = (int)get_int(L, p, "n_stages");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
@@ -399,6 +400,8 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
     lua_pushcclosure(L, lua_weight_type, 1);
     lua_setfield(L, -2, "weight_type");
   }
+  lua_pushboolean(L, o->stage_timers);
+  lua_setfield(L, -2, "stage_timers");
   lua_pushinteger(L, MKC_MAX_BLOCKS);
   lua_setfield(L, -2, "max_blocks");
   lua_pushinteger(L, MKC_T_CAP);

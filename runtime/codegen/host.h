@@ -24,6 +24,9 @@ typedef struct mkc_gen_opts {
    * weight as bf16. NULL: every weight is bf16 (random weights, safetensors). */
   int (*weight_type)(void *ctx, const char *name);
   void *weight_type_ctx;
+  /* Nonzero: block 0 writes a %globaltimer reading after every stage
+   * (mkc_graph.timers_offset; mkc_session_stage_ns): `bench --stages`. */
+  int stage_timers;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

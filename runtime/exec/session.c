@@ -233,6 +233,16 @@ int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps)
 
 const mkc_sampling *mkc_session_sampling(const mkc_session *s) { return &s->state.sampling; }
 
+int mkc_session_stage_ns(mkc_session *s, double *ns) {
+  int n = s->g->n_stages;
+  if (!s->g->timers_offset || !s->b->ops->read_scratch || n <= 0) return -1;
+  unsigned long long t[n + 1]; /* u64 readings: two floats of scratch each */
+  if (s->b->ops->read_scratch(s->b, s->g->timers_offset, 2 * (size_t)(n + 1), (float *)t) != 0)
+    return -1;
+  for (int i = 0; i < n; i++) ns[i] = t[i + 1] >= t[i] ? (double)(t[i + 1] - t[i]) : 0.0;
+  return 0;
+}
+
 int mkc_session_rewind(mkc_session *s, int pos) {
   if (pos < 0 || pos > s->state.pos) {
     fprintf(stderr, "mkc: error: cannot rewind a session at pos %d to %d\n", s->state.pos, pos);

@@ -96,4 +96,9 @@ void mkc_session_close(mkc_session *s);
 
 const char *mkc_status_name(int status);
 
+/* With a kernel generated with stage timers (mkc_gen_opts.stage_timers): the
+ * nanoseconds each of the last step's g->n_stages stages took, by block 0's
+ * clock, into ns. 0, or -1 (no timers, or the ref backend). */
+int mkc_session_stage_ns(mkc_session *s, double *ns);
+
 #endif

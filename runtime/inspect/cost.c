@@ -235,6 +235,9 @@ static void model_accept(model_ctx *m) {
  * only when sampling) is not counted, as the emitter declares. */
 static void model_sample(model_ctx *m) { work(m, Q(0, 1, 0, 0), "block", Q(0, 0, 0, 0)); }
 
+/* bench --stages' clock reading: one word of block 0, not counted. */
+static void model_stage_time(model_ctx *m) { (void)m; }
+
 static const struct {
   const char *name;
   void (*model)(model_ctx *m);
@@ -243,7 +246,7 @@ static const struct {
     {"mkc_matvec", model_matvec},     {"mkc_matvec_swiglu", model_matvec_swiglu},
     {"mkc_qkv_rope", model_qkv_rope}, {"mkc_attention", model_attention},
     {"mkc_lm_head", model_lm_head},   {"mkc_accept", model_accept},
-    {"mkc_sample", model_sample},
+    {"mkc_sample", model_sample},     {"mkc_stage_time", model_stage_time},
 };
 
 static void model_call(model_ctx *m) {

@@ -1,0 +1,104 @@
+/* bench --stages (see bench_stages.h). */
+#include "bench_stages.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/decode.h"
+#include "inspect/inspect.h"
+
+typedef struct stage_sums {
+  mkc_session *s;
+  int n;
+  double *ns; /* [n] summed over steps */
+  double *one;
+  int steps, failed;
+} stage_sums;
+
+static int add_step(void *ctx, int id) {
+  (void)id;
+  stage_sums *a = ctx;
+  if (mkc_session_stage_ns(a->s, a->one) != 0) {
+    a->failed = 1;
+    return 1;
+  }
+  for (int i = 0; i < a->n; i++) a->ns[i] += a->one[i];
+  a->steps++;
+  return 0;
+}
+
+/* The stage comments of the kernel source, in order, parsed as inspect does. */
+static int read_stages(const char *source, mkc_stage_meta *meta, int n) {
+  const char *at = source;
+  char why[256];
+  for (int i = 0; i < n; i++) {
+    const char *c = strstr(at, "/* stage ");
+    const char *end = c ? strstr(c, "*/") : NULL;
+    if (!end) return -1;
+    char *text = strndup(c, (size_t)(end + 2 - c));
+    int rc = text ? mkc_meta_stage(text, &meta[i], why, sizeof why) : -1;
+    free(text);
+    if (rc != 0) {
+      fprintf(stderr, "mkc: error: bench --stages: stage %d's comment: %s\n", i + 1, why);
+      return -1;
+    }
+    at = end;
+  }
+  return 0;
+}
+
+int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, const int *prompt,
+                     int n_prompt, int n_gen, double copy_gbs) {
+  int n = g->n_stages, rc = -1;
+  stage_sums a = {s, n, calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double)), 0, 0};
+  mkc_stage_meta *meta = calloc((size_t)n, sizeof *meta);
+  int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
+  if (!a.ns || !a.one || !meta || !out) {
+    fprintf(stderr, "mkc: error: bench --stages: out of memory\n");
+    goto done;
+  }
+  if (read_stages(source, meta, n) != 0) goto done;
+  mkc_decode_opts o = {.on_token = add_step, .ctx = &a};
+  mkc_decode_stats st;
+  mkc_session_reset(s);
+  if (mkc_decode_with(s, g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
+  if (a.failed || a.steps == 0) {
+    fprintf(stderr, "mkc: error: bench --stages: the %s backend gave no stage times\n",
+            mkc_session_backend(s));
+    goto done;
+  }
+  /* bytes at T = 1 and the middle of the run's positions */
+  mkc_step_point at = {.tokens = 1, .pos = n_prompt + n_gen / 2, .blocks = 1};
+  double total_ns = 0, total_bytes = 0;
+  printf("\nStages, T = 1 at about position %d, block 0's clock over %d steps (%s):\n\n", at.pos,
+         a.steps, mkc_session_backend(s));
+  printf("| stage | kind | first node | us | bytes | GB/s | us at copy bandwidth | of that |\n");
+  printf("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  for (int i = 0; i < n; i++) {
+    double us = a.ns[i] / a.steps / 1e3, bytes = 0;
+    for (int r = 0; r < meta[i].n_regions; r++)
+      bytes += (double)mkc_qty_eval(meta[i].regions[r].bytes, at);
+    total_ns += a.ns[i] / a.steps;
+    total_bytes += bytes;
+    char floor[32] = "n/a", frac[32] = "n/a";
+    if (copy_gbs > 0) {
+      double f = bytes / (copy_gbs * 1e3); /* us */
+      snprintf(floor, sizeof floor, "%.2f", f);
+      if (us > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * f / us);
+    }
+    printf("| %d | %s | %s | %.2f | %.0f | %.1f | %s | %s |\n", i + 1, meta[i].kind,
+           meta[i].n_nodes > 0 ? meta[i].labels[0] : "-", us, bytes,
+           us > 0 ? bytes / us / 1e3 : 0.0, floor, frac);
+  }
+  printf("| all | | | %.2f | %.0f | %.1f | %s | |\n", total_ns / 1e3, total_bytes,
+         total_ns > 0 ? total_bytes / total_ns : 0.0, copy_gbs > 0 ? "" : "n/a");
+  rc = 0;
+done:
+  for (int i = 0; meta && i < n; i++) mkc_meta_free(&meta[i]);
+  free(meta);
+  free(a.ns);
+  free(a.one);
+  free(out);
+  return rc;
+}

@@ -1,0 +1,17 @@
+/* bench --stages: each stage's time on the device (block 0's clock, from a
+ * kernel generated with stage timers) next to the bytes it moves, as its
+ * stage comment declares them, and the time those bytes take at the copy
+ * bandwidth measured in the same run. */
+#ifndef MKC_BENCH_STAGES_H
+#define MKC_BENCH_STAGES_H
+
+#include "codegen/graph.h"
+#include "exec/session.h"
+
+/* Decodes prompt[0..n_prompt) and n_gen tokens at T = 1 on session s of
+ * graph g whose kernel, source, was generated with stage timers, then prints
+ * the table; copy_gbs < 0 when unknown. 0, or -1 after printing why. */
+int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, const int *prompt,
+                     int n_prompt, int n_gen, double copy_gbs);
+
+#endif
