@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph dd3d628ea5944ddf, templates 67041d223e852ec0, options f7ffc16bba5f56c8
+ * hashes:  graph 121e4bf728678f74, templates 315ea0f85cf29bd0, options f7ffc16bba5f56c8
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    14 stages, 13 grid barriers; scratch 16896 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -101,6 +101,12 @@ MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+}
+/* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
+MKC_DEVICE unsigned long long mkc_globaltimer(void) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
 }
 /* A hint that p will be read soon: the line is brought into L2. */
 MKC_DEVICE void mkc_prefetch(const void *p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
@@ -234,6 +240,13 @@ MKC_DEVICE float mkc_kv_to_f32(mkc_kv v) { return v; }
 #define MKC_NEG_MAX (-3.402823466e38f)
 
 MKC_DEVICE int mkc_lane(void) { return mkc_tid() & 31; }
+
+/* bench --stages: block 0's clock after stage i (0: the step's start). After
+ * a grid barrier that is when every block has finished the stage; after a
+ * stage without one, when block 0 has. */
+MKC_DEVICE void mkc_stage_time(unsigned long long *timers, int i) {
+  if (mkc_bid() == 0 && mkc_tid() == 0) timers[i] = mkc_globaltimer();
+}
 MKC_DEVICE int mkc_warp(void) { return mkc_tid() >> 5; }
 /* Warps of the whole grid: matvec rows are dealt out one warp at a time. */
 MKC_DEVICE int mkc_grid_warp(void) { return mkc_bid() * MKC_WARPS + mkc_warp(); }
@@ -1483,7 +1496,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1487 "llama.tiny.cu"
+#line 1500 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 256, 512, 5)) return;
@@ -1491,21 +1504,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/14: embed -- embed token_embd.weight (line 95)
+  /* stage 1/14: embed -- embed token_embd.weight (line 104)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 95)) */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 104)) */
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, scratch + 0, 64, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 95) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 104) written by another block */
 
-  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 97), matmul blk.0.attn_q.weight (line 98), matmul blk.0.attn_k.weight (line 99), matmul blk.0.attn_v.weight (line 100), rope (line 105), rope (line 106)
+  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 106), matmul blk.0.attn_q.weight (line 107), matmul blk.0.attn_k.weight (line 108), matmul blk.0.attn_v.weight (line 109), rope (line 114), rope (line 115)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 95)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 105)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 104)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 114)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1514,53 +1527,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 320, 64, (float *)0, 0,
                kv + 0, kv + 16384, 512, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
 
-  /* stage 3/14: attention -- attention layer 0 (line 107)
+  /* stage 3/14: attention -- attention layer 0 (line 116)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 105)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+640 256*t (attention layer 0 (line 107)) */
+   * reads: scratch+320 256*t (rope (line 114)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+640 256*t (attention layer 0 (line 116)) */
   mkc_attention(scratch + 320, 64, kv + 0, kv + 16384, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
-  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
 
-  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 109), add (line 109)
+  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 118), add (line 118)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 107)), scratch+0 256*t (add (line 109))
-   * writes: scratch+0 256*t (add (line 109)) */
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 116)), scratch+0 256*t (add (line 118))
+   * writes: scratch+0 256*t (add (line 118)) */
   mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
 
-  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 111), matmul blk.0.ffn_gate.weight (line 112), matmul blk.0.ffn_up.weight (line 113), swiglu (line 114)
+  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 120), matmul blk.0.ffn_gate.weight (line 121), matmul blk.0.ffn_up.weight (line 122), swiglu (line 123)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 109)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 114)) */
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 118)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 123)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 960, 192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
 
-  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 114), add (line 114)
+  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 123), add (line 123)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 114)), scratch+0 256*t (add (line 114))
-   * writes: scratch+0 256*t (add (line 114)) */
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 123)), scratch+0 256*t (add (line 123))
+   * writes: scratch+0 256*t (add (line 123)) */
   mkc_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
 
-  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 97), matmul blk.1.attn_q.weight (line 98), matmul blk.1.attn_k.weight (line 99), matmul blk.1.attn_v.weight (line 100), rope (line 105), rope (line 106)
+  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 106), matmul blk.1.attn_q.weight (line 107), matmul blk.1.attn_k.weight (line 108), matmul blk.1.attn_v.weight (line 109), rope (line 114), rope (line 115)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 114)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 105)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 123)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+320 256*t (rope (line 114)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1569,58 +1582,58 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 320, 64, (float *)0, 0,
                kv + 32768, kv + 49152, 512, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 105) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
 
-  /* stage 8/14: attention -- attention layer 1 (line 107)
+  /* stage 8/14: attention -- attention layer 1 (line 116)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 105)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+640 256*t (attention layer 1 (line 107)) */
+   * reads: scratch+320 256*t (rope (line 114)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+640 256*t (attention layer 1 (line 116)) */
   mkc_attention(scratch + 320, 64, kv + 32768, kv + 49152, scratch + 640, 64,
                 4, 2, 16, 512, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
-  mkc_grid_sync(state); /* next stage reads attention (line 107) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
 
-  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 109), add (line 109)
+  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 118), add (line 118)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: none
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 107)), scratch+0 256*t (add (line 109))
-   * writes: scratch+0 256*t (add (line 109)) */
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 116)), scratch+0 256*t (add (line 118))
+   * writes: scratch+0 256*t (add (line 118)) */
   mkc_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 109) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
 
-  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 111), matmul blk.1.ffn_gate.weight (line 112), matmul blk.1.ffn_up.weight (line 113), swiglu (line 114)
+  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 120), matmul blk.1.ffn_gate.weight (line 121), matmul blk.1.ffn_up.weight (line 122), swiglu (line 123)
    * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 109)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 114)) */
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 118)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+960 768*t (swiglu (line 123)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 960, 192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
 
-  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 114), add (line 114)
+  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 123), add (line 123)
    * work: 64 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: none
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 114)), scratch+0 256*t (add (line 114))
-   * writes: scratch+0 256*t (add (line 114)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 123)), scratch+0 256*t (add (line 123))
+   * writes: scratch+0 256*t (add (line 123)) */
   mkc_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
 
-  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 116), matmul token_embd.weight (line 119), logits (line 119)
+  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 125), matmul token_embd.weight (line 128), logits (line 128)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 114)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+1920 1024*t (logits (line 119)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 123)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+1920 1024*t (logits (line 128)) */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 1920, 256, T, scratch + 3200, (int *)(scratch + 8320),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 119) written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 128) written by another block */
 
   /* stage 13/14: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
