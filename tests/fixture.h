@@ -11,6 +11,7 @@
 #include "backend/cuda/driver.h"
 
 #include "codegen/host.h"
+#include "exec/reference.h"
 #include "exec/session.h"
 #include "formats/weights.h"
 
@@ -62,6 +63,48 @@ static inline double rel_err(const float *x, const float *ref, int n) {
     if (fabs(ref[i]) > mag) mag = fabs(ref[i]);
   }
   return mag > 0 ? diff / mag : diff;
+}
+
+/* The prompt in chunks of up to t_max, then `steps` greedy steps, on kernel
+ * session k and reference session ref side by side (the reference taking the
+ * kernel's K/V at rounding midpoints: exec/reference.h): the worst logits
+ * error (rel_err) over every position, and whether every step emitted the
+ * same tokens and left the same pos. */
+typedef struct fixture_cmp {
+  int ok;       /* every step ran and said ok */
+  int same;     /* the same tokens and pos at every step */
+  int steps;    /* steps taken */
+  double worst; /* the largest rel_err of any position's logits */
+} fixture_cmp;
+
+static inline fixture_cmp fixture_vs_reference(mkc_session *k, mkc_session *ref, const mkc_graph *g,
+                                               const int *prompt, int n_prompt, int steps) {
+  fixture_cmp c = {k && ref, 1, 0, 0};
+  int last = 0, T = 1;
+  for (int pos = 0; c.ok && pos < n_prompt + steps; pos += T, c.steps++) {
+    int in[MKC_T_CAP];
+    mkc_step_result r, rr;
+    T = 1;
+    if (pos < n_prompt) {
+      T = n_prompt - pos < g->t_max ? n_prompt - pos : g->t_max;
+      memcpy(in, prompt + pos, (size_t)T * sizeof *in);
+    } else {
+      in[0] = last;
+    }
+    c.ok = mkc_session_step(k, in, T, T - 1, &r) == 0;
+    mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(k));
+    c.ok = c.ok && mkc_session_step(ref, in, T, T - 1, &rr) == 0 && r.status == MKC_STATUS_OK &&
+           rr.status == MKC_STATUS_OK;
+    if (!c.ok) break;
+    for (int t = 0; t < T; t++) {
+      double e = rel_err(mkc_session_logits(k, t), mkc_session_logits(ref, t), g->vocab);
+      if (!(e <= c.worst)) c.worst = e;
+    }
+    c.same &= r.n_out == rr.n_out && r.out[r.n_out - 1] == rr.out[rr.n_out - 1] &&
+              mkc_session_pos(k) == mkc_session_pos(ref);
+    last = r.out[r.n_out - 1];
+  }
+  return c;
 }
 
 #endif

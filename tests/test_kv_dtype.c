@@ -166,35 +166,11 @@ static void kernel_vs_reference(const char *preset, int draft_max, int blocks,
   const mkc_graph *g = &fx.g;
   mkc_session *k = mkc_session_open(test_backend(), g, &fx.src, &fx.w, blocks);
   mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0);
-  double worst = 0;
-  int ok = k && ref, same = 1, last = 0, T = 1;
-  for (int pos = 0; ok && pos < N_PROMPT + STEPS; pos += T) {
-    int in[MKC_T_CAP];
-    mkc_step_result r, rr;
-    T = 1;
-    if (pos < N_PROMPT) {
-      T = N_PROMPT - pos < g->t_max ? N_PROMPT - pos : g->t_max;
-      memcpy(in, PROMPT + pos, (size_t)T * sizeof *in);
-    } else {
-      in[0] = last;
-    }
-    ok = mkc_session_step(k, in, T, T - 1, &r) == 0;
-    mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(k));
-    ok = ok && mkc_session_step(ref, in, T, T - 1, &rr) == 0 && r.status == MKC_STATUS_OK &&
-         rr.status == MKC_STATUS_OK;
-    if (!ok) break;
-    for (int t = 0; t < T; t++) {
-      double e = rel_err(mkc_session_logits(k, t), mkc_session_logits(ref, t), g->vocab);
-      if (!(e <= worst)) worst = e;
-    }
-    same &= r.n_out == rr.n_out && r.out[r.n_out - 1] == rr.out[rr.n_out - 1] &&
-            mkc_session_pos(k) == mkc_session_pos(ref);
-    last = r.out[r.n_out - 1];
-  }
-  CHECK(ok, "%s KV %s: the prompt and %d steps run", preset, kv_dtype, STEPS);
-  CHECK(worst <= TOL, "%s KV %s: kernel logits within %g of the reference's (worst %.3g)", preset,
-        kv_dtype, TOL, worst);
-  CHECK(same, "%s KV %s: the same greedy tokens and pos as the reference", preset, kv_dtype);
+  fixture_cmp cmp = fixture_vs_reference(k, ref, g, PROMPT, N_PROMPT, STEPS);
+  CHECK(cmp.ok, "%s KV %s: the prompt and %d steps run", preset, kv_dtype, STEPS);
+  CHECK(cmp.worst <= TOL, "%s KV %s: kernel logits within %g of the reference's (worst %.3g)",
+        preset, kv_dtype, TOL, cmp.worst);
+  CHECK(cmp.same, "%s KV %s: the same greedy tokens and pos as the reference", preset, kv_dtype);
   const mkc_ref_kv_stats *kv = ref ? mkc_ref_kv_check(mkc_session_ref(ref)) : NULL;
   CHECK(kv && kv->checked > 0 && kv->mismatched == 0,
         "%s KV %s: the kernel's %ld K/V values are the reference's (%ld followed at a midpoint; "

@@ -100,36 +100,12 @@ static void kernel_vs_reference(const char *preset, int want) {
   const mkc_graph *g = &fx.g;
   mkc_session *k = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 0);
   mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0);
-  double worst = 0;
-  int ok = k && ref, same = 1, last = 0, T = 1, steps = 0;
-  for (int pos = 0; ok && pos < N_PROMPT + STEPS; pos += T, steps++) {
-    int in[MKC_T_CAP];
-    mkc_step_result r, rr;
-    T = 1;
-    if (pos < N_PROMPT) {
-      T = N_PROMPT - pos < g->t_max ? N_PROMPT - pos : g->t_max;
-      memcpy(in, PROMPT + pos, (size_t)T * sizeof *in);
-    } else {
-      in[0] = last;
-    }
-    ok = mkc_session_step(k, in, T, T - 1, &r) == 0;
-    /* K and V rounded to bf16: where the kernel's float and the reference's double fall on
-     * either side of a rounding midpoint, the reference takes the kernel's (exec/reference.h) */
-    mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(k));
-    ok = ok && mkc_session_step(ref, in, T, T - 1, &rr) == 0 && r.status == MKC_STATUS_OK &&
-         rr.status == MKC_STATUS_OK;
-    if (!ok) break;
-    for (int t = 0; t < T; t++) {
-      double e = rel_err(mkc_session_logits(k, t), mkc_session_logits(ref, t), g->vocab);
-      if (!(e <= worst)) worst = e;
-    }
-    same &= r.n_out == rr.n_out && r.out[r.n_out - 1] == rr.out[rr.n_out - 1];
-    last = r.out[r.n_out - 1];
-  }
-  CHECK(ok, "%s %s: the prompt and %d steps run", preset, tn, STEPS);
-  CHECK(worst <= TOL, "%s %s: kernel logits within %g of the reference's (worst %.3g)", preset, tn,
-        TOL, worst);
-  CHECK(same, "%s %s: the same greedy tokens as the reference over %d steps", preset, tn, steps);
+  fixture_cmp cmp = fixture_vs_reference(k, ref, g, PROMPT, N_PROMPT, STEPS);
+  CHECK(cmp.ok, "%s %s: the prompt and %d steps run", preset, tn, STEPS);
+  CHECK(cmp.worst <= TOL, "%s %s: kernel logits within %g of the reference's (worst %.3g)", preset,
+        tn, TOL, cmp.worst);
+  CHECK(cmp.same, "%s %s: the same greedy tokens as the reference over %d steps", preset, tn,
+        cmp.steps);
   const mkc_ref_kv_stats *kv = ref ? mkc_ref_kv_check(mkc_session_ref(ref)) : NULL;
   CHECK(kv && kv->checked > 0 && kv->mismatched == 0,
         "%s %s: the kernel's %ld K/V values are the reference's (%ld taken at a midpoint)%s%s",
