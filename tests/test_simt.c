@@ -462,6 +462,105 @@ static void test_misuse(void) {
   mkc_cpu_kernel_close(k);
 }
 
+/* Block b marks scratch[b] with the launch's step, then reads its neighbour's mark: stale
+ * (from the last launch) when the neighbour has not written it yet and no grid barrier
+ * stands between. */
+static const char cross_block_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#include \"mkc_state.h\"\n" GRID_SYNC_SRC
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, "
+        "float *kv, mkc_state *state) {\n"
+        "  int b = mkc_bid(), nb = mkc_nblocks();\n"
+        "  if (mkc_tid() == 0) scratch[b] = (float)state->step;\n"
+        "#ifdef WITH_BARRIER\n"
+        "  grid_sync(state);\n"
+        "#endif\n"
+        "  if (mkc_tid() == 0) scratch[nb + b] = scratch[(b + 1) % nb];\n"
+        "  grid_sync(state);\n"
+        "  if (b == 0 && mkc_tid() == 0) state->step++;\n"
+        "}\n";
+
+/* Stale reads of the cross-block kernel over `launches` launches, one bit per (launch,
+ * block) in *pattern; -1 when a launch failed. */
+static int cross_block_stale(mkc_cpu_kernel *k, int launches, unsigned long long *pattern) {
+  static float scratch[2 * NB];
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  memset(scratch, 0, sizeof scratch);
+  state.step = 1;
+  int stale = 0;
+  *pattern = 0;
+  for (int l = 0; l < launches; l++) {
+    if (mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, NULL, &state) != 0) return -1;
+    for (int b = 0; b < NB; b++)
+      if (scratch[NB + b] != (float)(l + 1)) {
+        stale++;
+        *pattern |= 1ull << (l * NB + b);
+      }
+  }
+  return stale;
+}
+
+/* The stale-read pattern of 16 launches in a child process (a process that starts where
+ * this one is: the schedule depends on the seed and the launch's number). */
+static unsigned long long cross_block_pattern_apart(mkc_cpu_kernel *k) {
+  int fds[2];
+  unsigned long long pattern = 0;
+  if (pipe(fds) != 0) return 0;
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) {
+    cross_block_stale(k, 16, &pattern);
+    _exit(write(fds[1], &pattern, sizeof pattern) == sizeof pattern ? 0 : 1);
+  }
+  if (read(fds[0], &pattern, sizeof pattern) != sizeof pattern) pattern = 0;
+  waitpid(pid, NULL, 0);
+  close(fds[0]);
+  close(fds[1]);
+  return pattern;
+}
+
+/* MKC_SIMT_SEED: blocks run one at a time in an order drawn from the seed, so a read of
+ * another block's write with no grid barrier between is stale in every launch (the first
+ * block to run reads before its neighbour writes), the same seed repeats the same schedule,
+ * and a launch that fails while blocks wait for their turn fails instead of hanging. */
+static void test_checking_schedule(void) {
+  setenv("MKC_SIMT_SEED", "5", 1);
+  for (int with_barrier = 0; with_barrier < 2; with_barrier++) {
+    char src[sizeof cross_block_kernel + 64];
+    snprintf(src, sizeof src, "%s%s", with_barrier ? "#define WITH_BARRIER\n" : "",
+             cross_block_kernel);
+    mkc_cpu_kernel *k = mkc_cpu_kernel_open(src, "simt_cross_block.cu", templates_dir);
+    if (!CHECK(k != NULL, "cross-block kernel compiles (barrier: %d)", with_barrier)) continue;
+    unsigned long long pattern;
+    int stale = cross_block_stale(k, 16, &pattern);
+    if (with_barrier) {
+      CHECK_INT(stale, 0, "checking schedule, with a grid barrier: no stale read in 16 launches");
+    } else {
+      CHECK(stale >= 16, "checking schedule, no grid barrier: a stale read in every launch (%d)",
+            stale);
+      unsigned long long first = cross_block_pattern_apart(k);
+      CHECK(first != 0 && cross_block_pattern_apart(k) == first,
+            "checking schedule: the same seed, the same stale reads (%llx)", first);
+    }
+    mkc_cpu_kernel_close(k);
+  }
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(misuse_kernel, "simt_misuse.cu", templates_dir);
+  if (CHECK(k != NULL, "misuse kernel compiles")) {
+    static float scratch[N];
+    mkc_state state;
+    memset(&state, 0, sizeof state);
+    state.inputs[0] = 2;
+    check_stderr_begin();
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, NULL, &state);
+    free(check_stderr_end());
+    CHECK_INT(rc, -1, "checking schedule: divergence while other blocks wait their turn fails");
+    mkc_cpu_kernel_close(k);
+  }
+  unsetenv("MKC_SIMT_SEED");
+}
+
 /* A 16-byte load at scratch + inputs[0] floats: aligned at 0 and 4, not at 1. */
 static const char load_kernel[] =
     "#define MKC_THREADS 32\n"
@@ -591,6 +690,7 @@ int main(int argc, char **argv) {
   test_missing_barrier();
   test_warp_sum_rows();
   test_misuse();
+  test_checking_schedule();
   test_alignment();
   test_compile_error();
   test_cache(cache_root);

@@ -21,6 +21,17 @@
  * sweep that ends with only some threads at __syncthreads (the rest
  * returned), is misuse: the launch prints it and fails.
  *
+ * Checking schedule (MKC_SIMT_SEED=N set at launch; tests use it): each
+ * sweep visits the warps, and each pass the lanes, in an order drawn afresh
+ * from the seed, and the blocks run one at a time: a block holds the baton
+ * until it spins (mkc_pause) or returns, then hands it to another block drawn
+ * from the seed. So between two grid barriers each block runs its whole
+ * stage alone, in a random order of blocks: a stage that reads what another
+ * block writes without a barrier between them reads it stale whenever the
+ * reader runs first, instead of only when the OS happens to delay the
+ * writer. The same seed gives the same schedule, so a failure repeats. The
+ * default schedule pays for none of this.
+ *
  * Spins: mkc_pause yields the OS thread, not the fiber. A spinning thread may
  * therefore only wait for other blocks, as the grid barrier's thread 0 does
  * (on the GPU its block mates wait at __syncthreads meanwhile; here they have
@@ -213,10 +224,12 @@ typedef struct warp {
 
 struct block {
   int bid, nthreads, nwarps;
-  struct mkc_simt_fiber *fibers; /* [nthreads] */
-  warp *warps;                   /* [nwarps] */
-  int fiber_cap;                 /* fibers, warps and stacks exist for this many threads */
-  char *stacks;                  /* fiber_cap x (guard + stack), mapped once */
+  unsigned long long rng;         /* checking schedule: this block's draws */
+  unsigned char warp_order[WARP]; /* checking schedule: this sweep's warps */
+  struct mkc_simt_fiber *fibers;  /* [nthreads] */
+  warp *warps;                    /* [nwarps] */
+  int fiber_cap;                  /* fibers, warps and stacks exist for this many threads */
+  char *stacks;                   /* fiber_cap x (guard + stack), mapped once */
   char *smem;
   size_t smem_cap;
   char *alt_stack; /* signal stack: reports a fiber stack overflow */
@@ -228,8 +241,13 @@ struct block {
   int reverse;            /* this sweep walks warps last to first */
   int sweep_pos;          /* position of the current warp in the sweep */
   int cur_warp;
-  int lane_pos; /* lanes of the current pass started so far */
-  int lane_reverse;
+  int lane_pos;  /* lanes of the current pass started so far */
+  int lane_mask; /* the i-th lane of the pass is i ^ lane_mask: 0 forward, 31 reverse */
+  /* the baton (checking schedule), under g.baton_lock */
+  pthread_cond_t baton_given;
+  int running;           /* not yet returned */
+  int stuck;             /* it spun again without passing a barrier since its last turn */
+  long barriers_at_turn; /* barriers passed when it last gave the baton away */
 };
 
 __thread mkc_simt_self mkc_simt_cur;
@@ -247,7 +265,13 @@ static struct {
   size_t smem_bytes;
   mkc_simt_entry entry;
   void *arg;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+  /* the checking schedule (MKC_SIMT_SEED): one block runs at a time, the holder of the baton */
+  int checking;
+  unsigned long long seed;
+  pthread_mutex_t baton_lock;
+  int holder; /* the block that may run; -1: none */
+  unsigned long long baton_rng;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .baton_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void fail(const char *fmt, ...) {
   if (__atomic_exchange_n(&g.aborting, 1, __ATOMIC_SEQ_CST)) return; /* report the first only */
@@ -257,22 +281,64 @@ static void fail(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
+  if (g.checking) { /* blocks waiting for the baton unwind too */
+    pthread_mutex_lock(&g.baton_lock);
+    for (int i = 0; i < g.nblocks && i < g.n_blocks_alloc; i++)
+      pthread_cond_signal(&g.blocks[i]->baton_given);
+    pthread_mutex_unlock(&g.baton_lock);
+  }
 }
 
 static int aborting(void) { return __atomic_load_n(&g.aborting, __ATOMIC_RELAXED); }
 
 /* ---- schedule ---- */
 
+/* splitmix64: the checking schedule's draws. */
+static unsigned long long next_random(unsigned long long *state) {
+  unsigned long long z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* order[0..n) := a random permutation of 0..n-1 (Fisher-Yates). */
+static void shuffle_order(unsigned char *order, int n, unsigned long long *rng) {
+  for (int i = 0; i < n; i++) order[i] = (unsigned char)i;
+  for (int i = n - 1; i > 0; i--) {
+    int j = (int)(next_random(rng) % (unsigned long long)(i + 1));
+    unsigned char t = order[i];
+    order[i] = order[j];
+    order[j] = t;
+  }
+}
+
+/* A pass's lane order is i ^ mask: forward or reverse, or in the checking
+ * schedule any of 32 such orders, which puts each pair of lanes either way
+ * round with even odds, as a random permutation does. */
 static void start_pass(block *b, int w) {
   b->cur_warp = w;
   b->lane_pos = 0;
-  b->lane_reverse = (b->reverse + b->warps[w].gen) & 1;
+  if (g.checking)
+    b->lane_mask = (int)(next_random(&b->rng) & (WARP - 1));
+  else
+    b->lane_mask = (b->reverse + b->warps[w].gen) & 1 ? WARP - 1 : 0;
 }
 
 static void start_sweep(block *b) {
   b->reverse = (int)((g.launch_no + (unsigned)b->bgen) & 1u);
   b->sweep_pos = 0;
-  start_pass(b, b->reverse ? b->nwarps - 1 : 0);
+  if (g.checking) {
+    shuffle_order(b->warp_order, b->nwarps, &b->rng);
+    start_pass(b, b->warp_order[0]);
+  } else {
+    start_pass(b, b->reverse ? b->nwarps - 1 : 0);
+  }
+}
+
+/* The warp i-th in this sweep. */
+static int warp_at(const block *b, int i) {
+  if (g.checking) return b->warp_order[i];
+  return b->reverse ? b->nwarps - 1 - i : i;
 }
 
 /* The fiber to run next, or NULL when the block is finished or failed (then
@@ -282,7 +348,7 @@ static struct mkc_simt_fiber *pick_next(block *b) {
   for (;;) {
     if (b->lane_pos < WARP) {
       int i = b->lane_pos++;
-      return &b->fibers[b->cur_warp * WARP + (b->lane_reverse ? WARP - 1 - i : i)];
+      return &b->fibers[b->cur_warp * WARP + (i ^ b->lane_mask)];
     }
     warp *w = &b->warps[b->cur_warp];
     if (w->n_at_warp > 0) {
@@ -298,7 +364,7 @@ static struct mkc_simt_fiber *pick_next(block *b) {
       continue;
     }
     if (++b->sweep_pos < b->nwarps) {
-      start_pass(b, b->reverse ? b->nwarps - 1 - b->sweep_pos : b->sweep_pos);
+      start_pass(b, warp_at(b, b->sweep_pos));
       continue;
     }
     if (b->n_done == b->nthreads) return NULL;
@@ -352,6 +418,62 @@ static void fiber_start(void) {
   if (!aborting()) g.entry(g.arg);
   wait_at(f, WAIT_DONE);
   abort(); /* a finished fiber is never resumed */
+}
+
+/* ---- the baton (checking schedule) ---- */
+
+/* Waits until block b holds the baton, or the launch fails. */
+static void baton_wait(block *b) {
+  pthread_mutex_lock(&g.baton_lock);
+  while (g.holder != b->bid && !aborting()) pthread_cond_wait(&b->baton_given, &g.baton_lock);
+  pthread_mutex_unlock(&g.baton_lock);
+}
+
+/* Barriers block b has passed this launch: its fibers switch only at
+ * barriers, so a spinning thread whose count has not moved since its last
+ * turn has done nothing but spin (and its block mates nothing at all). */
+static long barriers_passed(const block *b) {
+  long n = b->bgen + b->n_done;
+  for (int w = 0; w < b->nwarps; w++) n += b->warps[w].gen;
+  return n;
+}
+
+/* Block b gives the baton away (`returned`: b has finished) to a running
+ * block drawn from the seed: one that may move, where there is one. A block
+ * that spins again without passing a barrier since its last turn is stuck:
+ * it waits for another block; whatever a block that moved did may free any
+ * of them. Only a preference: when every block is stuck one of them is drawn
+ * (a wait that never ends turns forever, as on the GPU). */
+static void baton_pass(block *b, int returned) {
+  pthread_mutex_lock(&g.baton_lock);
+  if (returned) b->running = 0;
+  long barriers = barriers_passed(b);
+  if (returned || barriers != b->barriers_at_turn)
+    for (int i = 0; i < g.nblocks; i++) g.blocks[i]->stuck = 0;
+  else
+    b->stuck = 1;
+  b->barriers_at_turn = barriers;
+  int n_free = 0, n_stuck = 0;
+  for (int i = 0; i < g.nblocks; i++) {
+    const block *o = g.blocks[i];
+    if (o == b || !o->running) continue;
+    n_free += !o->stuck;
+    n_stuck += o->stuck;
+  }
+  g.holder = b->running ? b->bid : -1;
+  if (n_free + n_stuck > 0) {
+    int want_stuck = n_free == 0;
+    int k = (int)(next_random(&g.baton_rng) % (unsigned long long)(n_free ? n_free : n_stuck));
+    for (int i = 0; i < g.nblocks; i++) {
+      const block *o = g.blocks[i];
+      if (o != b && o->running && o->stuck == want_stuck && k-- == 0) {
+        g.holder = i;
+        break;
+      }
+    }
+  }
+  if (g.holder >= 0 && g.holder != b->bid) pthread_cond_signal(&g.blocks[g.holder]->baton_given);
+  pthread_mutex_unlock(&g.baton_lock);
 }
 
 /* ---- the kernel-facing ABI (prelude_cpu.h) ---- */
@@ -428,7 +550,14 @@ void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
 
 void mkc_simt_pause(void) {
   if (aborting()) abandon(self());
-  sched_yield();
+  if (!g.checking) {
+    sched_yield();
+    return;
+  }
+  struct mkc_simt_fiber *f = self();
+  baton_pass(f->block, 0);
+  baton_wait(f->block);
+  if (aborting()) abandon(f);
 }
 
 /* ---- blocks ---- */
@@ -540,6 +669,12 @@ static void *block_main(void *arg) {
     wp->sum_gen[0] = wp->sum_gen[1] = -1;
   }
   b->n_at_block = b->n_done = b->bgen = 0;
+  b->barriers_at_turn = 0;
+  if (g.checking) {
+    b->rng = g.seed ^ ((unsigned long long)g.launch_no << 32) ^ (unsigned long long)b->bid;
+    next_random(&b->rng);
+    baton_wait(b);
+  }
   start_sweep(b);
 
   struct mkc_simt_fiber *first = pick_next(b);
@@ -551,6 +686,7 @@ static void *block_main(void *arg) {
   ctx_swap(&b->main, &first->ctx);
   /* back when every fiber returned, or on failure */
   mkc_simt_cur.fiber = NULL;
+  if (g.checking) baton_pass(b, 1);
   ss.ss_flags = SS_DISABLE;
   sigaltstack(&ss, NULL);
   return NULL;
@@ -561,9 +697,26 @@ static int grow_blocks(int n) {
   block **bs = realloc(g.blocks, (size_t)n * sizeof *bs);
   if (!bs) return -1;
   g.blocks = bs;
-  for (; g.n_blocks_alloc < n; g.n_blocks_alloc++)
+  for (; g.n_blocks_alloc < n; g.n_blocks_alloc++) {
     if (!(bs[g.n_blocks_alloc] = calloc(1, sizeof(block)))) return -1;
+    pthread_cond_init(&bs[g.n_blocks_alloc]->baton_given, NULL);
+  }
   return 0;
+}
+
+/* Reads MKC_SIMT_SEED: set, the launch runs on the checking schedule; the
+ * baton goes first to a block drawn from the seed. */
+static void checking_prepare(int blocks) {
+  const char *seed = getenv("MKC_SIMT_SEED");
+  if (!seed || !*seed) return;
+  g.seed = strtoull(seed, NULL, 0);
+  for (int i = 0; i < blocks; i++) {
+    g.blocks[i]->running = 1;
+    g.blocks[i]->stuck = 0;
+  }
+  g.baton_rng = g.seed ^ 0x5851f42d4c957f2dull * (g.launch_no + 1ull);
+  g.holder = (int)(next_random(&g.baton_rng) % (unsigned long long)blocks);
+  g.checking = 1;
 }
 
 int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry entry, void *arg) {
@@ -582,6 +735,7 @@ int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry e
   }
   pthread_mutex_lock(&g.lock);
   g.aborting = 0;
+  g.checking = 0;
   g.nblocks = blocks;
   g.smem_bytes = smem_bytes;
   g.entry = entry;
@@ -589,6 +743,7 @@ int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry e
   install_segv_handler();
   int ok = grow_blocks(blocks) == 0;
   if (!ok) fail("out of memory");
+  if (ok) checking_prepare(blocks);
   for (int i = 0; ok && i < blocks; i++)
     ok = block_prepare(g.blocks[i], i, threads, smem_bytes) == 0;
 

@@ -13,7 +13,10 @@ typedef void (*mkc_simt_entry)(void *arg);
  * multiple of 32, >= 32), with `smem_bytes` of per-block dynamic shared memory,
  * filled with garbage (0xA5 bytes) first. Launches are serialized. Returns 0,
  * or -1 after printing "mkc: error: ..." (bad arguments, or a kernel that
- * reached a barrier with only part of its block or warp). */
+ * reached a barrier with only part of its block or warp). With MKC_SIMT_SEED=N
+ * in the environment the launch runs on the checking schedule (simt.c):
+ * random warp and lane orders, and one block at a time in a random order,
+ * all drawn from N, so that a missing barrier shows and shows again. */
 int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry entry, void *arg);
 
 #endif

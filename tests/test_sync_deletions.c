@@ -1,0 +1,803 @@
+/* Deleting any one synchronization from a generated kernel makes a test fail.
+ *
+ * Every synchronization an emitted source contains is found in its text: each
+ * grid barrier between stages (mkc_grid_sync), each mkc_sync_block and
+ * mkc_sync_warp of the inlined templates, each mkc_fence, and each spin-wait
+ * (`while (...) mkc_pause();`); the CUDA half of the prelude is skipped, and a
+ * wait of another shape fails the test. For each one a mutant source is made
+ * with that statement replaced by `;` (checked: the mutant's own sync points
+ * are the original's less that one, at the same places), compiled for the cpu
+ * backend at -O1 and run on the SIMT emulator's checking schedule
+ * (MKC_SIMT_SEED, default 1: random warp and lane orders, one block at a time
+ * in a random order; runtime/backend/cpu/simt.c) through a fixed script of 60
+ * steps: prompt chunks and draft-verify steps against the reference executor
+ * (logits within 1e-4 of the largest, the same tokens and pos, then the same
+ * KV cache as the unmutated kernel), then the sampler's paths against the
+ * unmutated kernel (PHASES). A mutant is caught when a value differs, the
+ * emulator reports misuse, or it crashes or hangs. Each runs in a child
+ * process, with a deadline, as many at a time as there are cores (2 to 8).
+ *
+ * Kernels: tiny (T <= 5, 4 blocks), every point; qwen3-tiny (3 blocks, its
+ * per-head norm counters), every point but the sampler's (sample.cuh runs the
+ * same for every model); "wide" (64 blocks, a 1024-token vocabulary), the
+ * points of lm_head.cuh and accept.cuh, where the size of the grid matters.
+ * Each kernel's own grid barriers are all deleted. A template's point counts
+ * as caught when its deletion is caught in any kernel. Points no run here can show are listed in
+ * NOT_SHOWN with the reason: they print as skipped, and a listed point that is
+ * caught, or that no longer exists, fails, so the list stays true.
+ * docs/DECISIONS.md ("Deleted syncs are caught") has the table.
+ * MKC_TEST_ONLY=NAME runs one kernel's mutants, and gives the verdicts over it alone. */
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "scratch.h"
+#include "exec/reference.h"
+
+#define TOL 1e-4
+#define MAX_POINTS 128
+#define MAX_STEPS 64
+#define PROMPT_LEN 9
+#define DECODE_STEPS 10 /* draft-verify steps per phase */
+#define DEADLINE_S 60   /* per mutant: past it the mutant counts as hung */
+
+/* ---- sync points in the emitted text ---- */
+
+typedef struct sync_point {
+  size_t at, len; /* the statement: source[at, at + len) */
+  char what[24];  /* mkc_sync_block, mkc_sync_warp, mkc_grid_sync, mkc_fence, spin-wait */
+  char file[64];  /* the template (or the kernel file) its #line names */
+  char func[48];  /* the function it is in */
+  int index;      /* its number among the same `what` in func of file, from 1 */
+  int line;       /* in file */
+  char stage[64]; /* in mkc_step: the stage it ends */
+} sync_point;
+
+static int starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* The code of line [s, e) with comments and string literals blanked; *in_comment carries a
+ * block comment across lines. */
+static void code_only(const char *s, const char *e, char *out, int *in_comment) {
+  int in_str = 0;
+  for (const char *p = s; p < e; p++, out++) {
+    *out = ' ';
+    if (*in_comment) {
+      if (p[0] == '*' && p + 1 < e && p[1] == '/') {
+        *in_comment = 0;
+        *++out = ' ';
+        p++;
+      }
+    } else if (in_str) {
+      if (*p == '\\' && p + 1 < e) {
+        *++out = ' ';
+        p++;
+      } else if (*p == '"')
+        in_str = 0;
+    } else if (p[0] == '/' && p + 1 < e && p[1] == '*') {
+      *in_comment = 1;
+      *++out = ' ';
+      p++;
+    } else if (p[0] == '/' && p + 1 < e && p[1] == '/') {
+      for (; p + 1 < e; p++) *++out = ' ';
+    } else if (*p == '"') {
+      in_str = 1;
+    } else if (*p == '\'') { /* a char literal: 'x' or '\x' */
+      while (p + 1 < e && *++p != '\'') *++out = ' ';
+      if (p < e && *p == '\'') *++out = ' ';
+    } else {
+      *out = *p;
+    }
+  }
+  *out = '\0';
+}
+
+static const char *const CALLS[] = {"mkc_sync_block", "mkc_sync_warp", "mkc_grid_sync", "mkc_fence",
+                                    "mkc_pause"};
+#define N_CALLS (int)(sizeof CALLS / sizeof *CALLS)
+
+/* The sync points of src, in the order of the text; -1 (with a FAIL) on one the test does
+ * not know how to delete, so that a new kind of wait cannot slip past. */
+static int find_syncs(const char *src, sync_point *pts, int cap, const char *label) {
+  char file[64] = "?", func[48] = "?", stage[64] = "", code[4096];
+  int line = 1, n = 0, in_comment = 0, depth = 0, cuda_depth = 0, in_cuda = 0;
+  for (const char *s = src; *s;) {
+    const char *e = strchr(s, '\n');
+    if (!e) e = s + strlen(s);
+    int this_line = line++;
+    if ((size_t)(e - s) >= sizeof code) {
+      CHECK(0, "%s: %s:%d: a line longer than %zu bytes", label, file, this_line, sizeof code);
+      return -1;
+    }
+    code_only(s, e, code, &in_comment);
+    const char *c = code;
+    while (*c == ' ' || *c == '\t') c++;
+    if (*c == '#') { /* #line, and the CUDA half of #if defined(__CUDACC__) ... #else */
+      int n_line;
+      char name[64];
+      if (sscanf(s + (c - code), "#line %d \"%63[^\"]\"", &n_line, name) == 2) {
+        line = n_line;
+        snprintf(file, sizeof file, "%s", name);
+      } else if (starts_with(c, "#if")) {
+        depth++;
+        if (!cuda_depth && strstr(c, "__CUDACC__")) cuda_depth = depth, in_cuda = 1;
+      } else if (starts_with(c, "#el")) {
+        if (depth == cuda_depth) in_cuda = 0;
+      } else if (starts_with(c, "#endif")) {
+        if (depth == cuda_depth) cuda_depth = 0, in_cuda = 0;
+        depth--;
+      }
+      goto next;
+    }
+    if (in_cuda) goto next;
+    if (starts_with(c, "MKC_DEVICE") || starts_with(c, "MKC_KERNEL")) {
+      const char *paren = strchr(c, '('), *b = paren;
+      while (b && b > c && ident_char(b[-1])) b--;
+      if (paren) snprintf(func, sizeof func, "%.*s", (int)(paren - b), b);
+      stage[0] = '\0';
+    }
+    const char *st = strstr(s, "/* stage "); /* a comment: read in the raw line */
+    int k_stage, m_stage;
+    char kind[32];
+    if (st && st < e && sscanf(st, "/* stage %d/%d: %31s", &k_stage, &m_stage, kind) == 3)
+      snprintf(stage, sizeof stage, "end of stage %d/%d %s", k_stage, m_stage, kind);
+    int first = n; /* the points of this line, sorted by position below */
+    for (int k = 0; k < N_CALLS; k++) {
+      for (const char *m = strstr(code, CALLS[k]); m; m = strstr(m + 1, CALLS[k])) {
+        const char *after = m + strlen(CALLS[k]);
+        if ((m > code && ident_char(m[-1])) || ident_char(*after)) continue;
+        const char *close = strchr(after, ')'), *semi = strchr(after, ';');
+        const char *q = close ? close + 1 : after;
+        while (*q == ' ') q++;
+        if (*q == '{') continue; /* a definition, not a call */
+        const char *from = m, *what = CALLS[k];
+        if (strcmp(what, "mkc_pause") == 0) { /* a spin-wait: the whole loop goes */
+          if (!(starts_with(c, "while (") && c < m && semi && semi == after + 2)) {
+            CHECK(0, "%s: %s:%d: a wait the test cannot delete: %.*s", label, file, this_line,
+                  (int)(e - s), s);
+            return -1;
+          }
+          from = c, what = "spin-wait";
+        }
+        if (!semi || n >= cap) {
+          CHECK(0, "%s: %s:%d: a sync point that is not a statement, or more than %d", label, file,
+                this_line, cap);
+          return -1;
+        }
+        sync_point *p = &pts[n++];
+        p->at = (size_t)(s - src) + (size_t)(from - code);
+        p->len = (size_t)(semi - from) + 1;
+        snprintf(p->what, sizeof p->what, "%s", what);
+        snprintf(p->file, sizeof p->file, "%s", file);
+        snprintf(p->func, sizeof p->func, "%s", func);
+        snprintf(p->stage, sizeof p->stage, "%s", strcmp(what, "mkc_grid_sync") ? "" : stage);
+        p->line = this_line;
+      }
+    }
+    for (int i = first + 1; i < n; i++) /* insertion sort: a line holds one or two */
+      for (int j = i; j > first && pts[j].at < pts[j - 1].at; j--) {
+        sync_point t = pts[j];
+        pts[j] = pts[j - 1];
+        pts[j - 1] = t;
+      }
+    for (int i = first; i < n; i++) {
+      pts[i].index = 1;
+      for (int j = 0; j < i; j++)
+        pts[i].index += strcmp(pts[j].what, pts[i].what) == 0 &&
+                        strcmp(pts[j].func, pts[i].func) == 0 &&
+                        strcmp(pts[j].file, pts[i].file) == 0;
+    }
+  next:
+    s = *e ? e + 1 : e;
+  }
+  return n;
+}
+
+/* src with point p's statement replaced by ";". */
+static char *mutant(const char *src, const sync_point *p) {
+  size_t n = strlen(src);
+  char *m = malloc(n + 2);
+  if (!m) return NULL;
+  memcpy(m, src, p->at);
+  m[p->at] = ';';
+  memcpy(m + p->at + 1, src + p->at + p->len, n - p->at - p->len + 1);
+  return m;
+}
+
+/* ---- the script a kernel must follow ---- */
+
+/* A kernel to mutate: a preset of graphs/llama.lua, or a model description. */
+typedef struct config {
+  const char *name;
+  int draft_max, threads, blocks;
+  const mkc_model_desc *model;
+  const char *sample; /* NULL: every sync point; else the templates (a space-separated list)
+                       * whose points are deleted, with the kernel's own grid barriers */
+} config;
+
+/* The phases: greedy against the reference, then the sampler's paths against the unmutated
+ * kernel: every cut with log-probabilities; greedy with a presence boost (the window's tokens
+ * +2: the argmax is a logit the penalty pass rewrote, so a maximum read before that write
+ * matches no token); a hot min-p alone (a token it cuts weighs about as much as one it
+ * keeps); a cold temperature, whose draws follow the greedy drafts, so that the accept reads
+ * what other blocks drew for later positions. */
+#define N_PHASES 5
+static const mkc_sampling PHASES[N_PHASES] = {
+    {0},
+    {.temp = 1.5f,
+     .top_k = 3,
+     .top_p = 0.9f,
+     .min_p = 0.02f,
+     .repeat_penalty = 1.1f,
+     .presence_penalty = 0.1f,
+     .frequency_penalty = 0.05f,
+     .repeat_last_n = 16,
+     .seed_lo = 1234,
+     .seed_hi = 5678,
+     .logprobs = 3},
+    {.top_p = 1.0f,
+     .repeat_penalty = 1.0f,
+     .presence_penalty = -2.0f,
+     .repeat_last_n = 64,
+     .logprobs = 5},
+    {.temp = 8.0f, .top_p = 1.0f, .min_p = 0.3f, .repeat_penalty = 1.0f, .seed_lo = 99},
+    {.temp = 0.05f, .top_p = 1.0f, .repeat_penalty = 1.0f, .seed_lo = 7},
+};
+
+typedef struct step {
+  int phase; /* PHASES[phase] */
+  int in[MKC_T_CAP], T, f;
+  float *logits;     /* [T][vocab]: the reference's (phase 0) or the unmutated kernel's */
+  mkc_step_result r; /* the expected result */
+  int pos;
+  float lp[MKC_T_CAP][1 + 2 * MKC_LOGPROBS_MAX]; /* each emitted token's: lp, ids, lps */
+} step;
+
+typedef struct script {
+  const char *preset;
+  int blocks;
+  fixture fx;
+  int n;
+  step steps[MAX_STEPS];
+  unsigned char *kv; /* the unmutated kernel's KV cache after the greedy phase */
+} script;
+
+/* The log-probabilities of emitted token k: lp, then the ids and lps of the top ones (ids
+ * stored as floats: exact below 2^24). */
+static int logprobs_of(mkc_session *s, int k, int n, float *out) {
+  int ids[MKC_LOGPROBS_MAX];
+  if (mkc_session_logprobs(s, k, &out[0], ids, out + 1 + n) != 0) return -1;
+  for (int i = 0; i < n; i++) out[1 + i] = (float)ids[i];
+  return 0;
+}
+
+/* Runs src's kernel through the script; 0, 1 with why filled (the first difference), or -1
+ * when it does not compile or load (not a catch: the mutant is broken). */
+static int follow(const script *sc, const char *src, char *why, size_t cap) {
+  const mkc_graph *g = &sc->fx.g;
+  mkc_kernel_src ks = {(char *)src, sc->fx.src.file_name};
+  mkc_session *s = mkc_session_open(MKC_BACKEND_CPU, g, &ks, &sc->fx.w, sc->blocks);
+  if (!s) {
+    snprintf(why, cap, "did not compile or load");
+    return -1;
+  }
+  int bad = 1;
+  for (int i = 0; i < sc->n; i++) {
+    const step *st = &sc->steps[i];
+    const mkc_sampling *o = &PHASES[st->phase];
+    char at[48];
+    snprintf(at, sizeof at, "step %d, phase %d", i, st->phase);
+    if (i > 0 && st->phase != sc->steps[i - 1].phase) {
+      const void *kv = mkc_session_kv(s);
+      if (sc->steps[i - 1].phase == 0 && sc->kv && kv && memcmp(kv, sc->kv, g->kv_bytes) != 0) {
+        snprintf(why, cap, "KV cache after the greedy phase");
+        goto out;
+      }
+      mkc_session_reset(s);
+      if (mkc_session_set_sampling(s, o) != 0) goto out;
+    }
+    mkc_step_result r;
+    if (mkc_session_step(s, st->in, st->T, st->f, &r) != 0) {
+      snprintf(why, cap, "%s failed", at);
+      goto out;
+    }
+    for (int t = 0; t < st->T; t++) {
+      double e = rel_err(mkc_session_logits(s, t), st->logits + (size_t)t * g->vocab, g->vocab);
+      if (!(e <= TOL)) {
+        snprintf(why, cap, "logits (%s, input %d: %.2g off)", at, t, e);
+        goto out;
+      }
+    }
+    int same = r.status == st->r.status && r.n_out == st->r.n_out && mkc_session_pos(s) == st->pos;
+    for (int k = 0; same && k < r.n_out; k++) same = r.out[k] == st->r.out[k];
+    if (!same) {
+      snprintf(why, cap, "tokens (%s%s%s)", at, r.status ? ": " : "",
+               r.status ? mkc_status_name(r.status) : "");
+      goto out;
+    }
+    for (int k = 0; o->logprobs > 0 && k < r.n_out; k++) {
+      float lp[1 + 2 * MKC_LOGPROBS_MAX];
+      int ok = logprobs_of(s, k, o->logprobs, lp) == 0;
+      for (int j = 0; ok && j < 1 + 2 * o->logprobs; j++)
+        ok = fabsf(lp[j] - st->lp[k][j]) <= TOL * (1 + fabsf(st->lp[k][j]));
+      if (!ok) {
+        snprintf(why, cap, "log-probabilities (%s, token %d)", at, k);
+        goto out;
+      }
+    }
+  }
+  bad = 0;
+out:
+  mkc_session_close(s);
+  return bad;
+}
+
+/* One step of the script on the unmutated kernel, and in phase 0 on the reference too (its
+ * K/V following the kernel's roundings, as in test_kernel), whose logits and tokens are then
+ * the expected ones; in the other phases the kernel's own are. */
+static int record(script *sc, int phase, mkc_session *cpu, mkc_session *ref, const int *in, int T,
+                  int f) {
+  const mkc_graph *g = &sc->fx.g;
+  if (sc->n >= MAX_STEPS) return -1;
+  step *st = &sc->steps[sc->n];
+  memcpy(st->in, in, (size_t)T * sizeof *in);
+  st->T = T, st->f = f, st->phase = phase;
+  mkc_step_result r;
+  if (mkc_session_step(cpu, in, T, f, &r) != 0 || r.status != MKC_STATUS_OK) return -1;
+  mkc_session *s = cpu;
+  if (phase == 0) {
+    mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(cpu));
+    if (mkc_session_step(ref, in, T, f, &st->r) != 0) return -1;
+    s = ref;
+  } else {
+    st->r = r;
+  }
+  st->pos = mkc_session_pos(s);
+  if (!(st->logits = malloc((size_t)T * g->vocab * sizeof *st->logits))) return -1;
+  for (int t = 0; t < T; t++)
+    memcpy(st->logits + (size_t)t * g->vocab, mkc_session_logits(s, t),
+           (size_t)g->vocab * sizeof *st->logits);
+  for (int k = 0; PHASES[phase].logprobs > 0 && k < st->r.n_out; k++)
+    if (logprobs_of(s, k, PHASES[phase].logprobs, st->lp[k]) != 0) return -1;
+  sc->n++;
+  return 0;
+}
+
+/* The greedy tokens after the prompt, from the reference alone: drafts that the
+ * verify steps accept up to a chosen point. */
+static int greedy_tokens(script *sc, const int *prompt, int *out, int n) {
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &sc->fx.g, &sc->fx.src, &sc->fx.w, 0);
+  mkc_step_result r;
+  int ok = ref && mkc_session_step(ref, prompt, PROMPT_LEN, PROMPT_LEN - 1, &r) == 0;
+  for (int i = 0; ok && i < n; i++) {
+    out[i] = r.out[0];
+    ok = mkc_session_step(ref, &out[i], 1, 0, &r) == 0 && r.status == MKC_STATUS_OK;
+  }
+  mkc_session_close(ref);
+  return ok ? 0 : -1;
+}
+
+/* Prompt chunks, then draft-verify steps whose drafts are the greedy tokens up to the
+ * k-th (k = 0..draft_max, in turn) and a wrong token after it. */
+static int phase(script *sc, int ph, mkc_session *cpu, mkc_session *ref, const int *prompt,
+                 const int *greedy, int n_greedy) {
+  const mkc_graph *g = &sc->fx.g;
+  for (int at = 0; at < PROMPT_LEN;) {
+    int T = PROMPT_LEN - at < g->t_max ? PROMPT_LEN - at : g->t_max;
+    if (record(sc, ph, cpu, ref, prompt + at, T, T - 1) != 0) return -1;
+    at += T;
+  }
+  int done = 0; /* tokens emitted since the prompt */
+  for (int i = 0; i < DECODE_STEPS; i++) {
+    const step *prev = &sc->steps[sc->n - 1];
+    int in[MKC_T_CAP] = {prev->r.out[prev->r.n_out - 1]}, good = i % g->t_max;
+    for (int j = 1; j < g->t_max; j++) {
+      int at = done + j < n_greedy ? done + j : n_greedy - 1;
+      in[j] = j <= good ? greedy[at] : (greedy[at] + 1 + j) % g->vocab;
+    }
+    if (record(sc, ph, cpu, ref, in, g->t_max, 0) != 0) return -1;
+    done += sc->steps[sc->n - 1].r.n_out;
+  }
+  return 0;
+}
+
+/* The script for preset: every phase on the unmutated kernel (and phase 0 on the reference). */
+static int script_open(script *sc, const config *c) {
+  memset(sc, 0, sizeof *sc);
+  sc->preset = c->name;
+  sc->blocks = c->blocks;
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = c->name,
+                    .draft_max = c->draft_max,
+                    .max_ctx = c->model ? 128 : 0,
+                    .threads = c->threads,
+                    .model = c->model};
+  if (mkc_codegen(&o, &sc->fx.g, &sc->fx.src) != 0 || mkc_weights_random(&sc->fx.w, &sc->fx.g, 7))
+    return -1;
+  const mkc_graph *g = &sc->fx.g;
+  static const int PROMPT[PROMPT_LEN] = {1, 17, 42, 99, 5, 200, 33, 7, 250};
+  int greedy[DECODE_STEPS * MKC_T_CAP + 1];
+  int n_greedy = DECODE_STEPS * g->t_max + 1;
+  if (greedy_tokens(sc, PROMPT, greedy, n_greedy) != 0) return -1;
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &sc->fx.src, &sc->fx.w, 0);
+  mkc_session *cpu = mkc_session_open(MKC_BACKEND_CPU, g, &sc->fx.src, &sc->fx.w, sc->blocks);
+  int rc = -1;
+  if (!ref || !cpu || phase(sc, 0, cpu, ref, PROMPT, greedy, n_greedy) != 0) goto out;
+  if (!(sc->kv = malloc(g->kv_bytes))) goto out;
+  memcpy(sc->kv, mkc_session_kv(cpu), g->kv_bytes);
+  for (int ph = 1; ph < N_PHASES; ph++) {
+    mkc_session_reset(cpu);
+    if (mkc_session_set_sampling(cpu, &PHASES[ph]) != 0 ||
+        phase(sc, ph, cpu, NULL, PROMPT, greedy, n_greedy) != 0)
+      goto out;
+  }
+  rc = 0;
+out:
+  mkc_session_close(ref);
+  mkc_session_close(cpu);
+  return rc;
+}
+
+static void script_close(script *sc) {
+  for (int i = 0; i < sc->n; i++) free(sc->steps[i].logits);
+  free(sc->kv);
+  fixture_close(&sc->fx);
+}
+
+/* ---- mutants, each in a child process ---- */
+
+typedef struct verdict {
+  int caught;    /* 1: a test failed; -1: the mutant did not build */
+  char why[200]; /* by what */
+} verdict;
+
+typedef struct child {
+  pid_t pid;
+  int fd; /* the verdict's pipe */
+  int point;
+  struct timespec start;
+} child;
+
+/* The first line of the file at path that says "error", else "". */
+static void first_error(const char *path, char *out, size_t cap) {
+  out[0] = '\0';
+  FILE *f = fopen(path, "r");
+  char line[400];
+  while (f && fgets(line, sizeof line, f))
+    if (strstr(line, "error")) {
+      line[strcspn(line, "\n")] = '\0';
+      snprintf(out, cap, "%.*s", (int)cap - 1, line);
+      break;
+    }
+  if (f) fclose(f);
+}
+
+/* In the child: follow the script with source, write the verdict to fd. */
+static void run_child(const script *sc, const char *source, int fd, const char *err_path) {
+  verdict v = {0, ""};
+  if (!freopen(err_path, "w", stderr)) _exit(3);
+  char why[160];
+  int rc = follow(sc, source, why, sizeof why);
+  if (rc < 0) {
+    v.caught = -1;
+    snprintf(v.why, sizeof v.why, "%s", why);
+  } else if (rc > 0) {
+    char err[200];
+    fflush(stderr);
+    first_error(err_path, err, sizeof err);
+    v.caught = 1;
+    if (err[0] && strstr(err, "simt"))
+      snprintf(v.why, sizeof v.why, "emulator: %s",
+               strstr(err, "simt: ") ? strstr(err, "simt: ") + 6 : err);
+    else
+      snprintf(v.why, sizeof v.why, "%s", why);
+  }
+  if (write(fd, &v, sizeof v) != (ssize_t)sizeof v) _exit(3);
+  _exit(0);
+}
+
+static double since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
+/* Waits for one child; fills its verdict (a crash or a hang is caught too). */
+static int reap(child *kids, int n_kids, verdict *out) {
+  for (;;) {
+    for (int i = 0; i < n_kids; i++) {
+      int status;
+      pid_t r = waitpid(kids[i].pid, &status, WNOHANG);
+      int late = r == 0 && since(&kids[i].start) > DEADLINE_S;
+      if (r == 0 && !late) continue;
+      verdict *v = &out[kids[i].point];
+      if (late) {
+        kill(kids[i].pid, SIGKILL);
+        waitpid(kids[i].pid, &status, 0);
+        *v = (verdict){1, ""};
+        snprintf(v->why, sizeof v->why, "hung (killed after %d s)", DEADLINE_S);
+      } else if (read(kids[i].fd, v, sizeof *v) != (ssize_t)sizeof *v) {
+        *v = (verdict){1, ""};
+        if (WIFSIGNALED(status))
+          snprintf(v->why, sizeof v->why, "crashed (%s)", strsignal(WTERMSIG(status)));
+        else
+          snprintf(v->why, sizeof v->why, "exited with status %d", WEXITSTATUS(status));
+      }
+      close(kids[i].fd);
+      int k = kids[i].point;
+      kids[i] = kids[n_kids - 1];
+      return k;
+    }
+    struct timespec nap = {0, 20 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* Runs each source (NULL: skipped) in a child, `jobs` at a time. */
+static void run_all(const script *sc, char **sources, int n, verdict *out, int jobs) {
+  child kids[8];
+  if (jobs > 8) jobs = 8;
+  int n_kids = 0;
+  for (int i = 0; i < n || n_kids > 0;) {
+    if (i < n && n_kids < jobs) {
+      if (!sources[i]) {
+        i++;
+        continue;
+      }
+      int fds[2];
+      if (pipe(fds) != 0) {
+        out[i] = (verdict){0, "pipe failed"};
+        i++;
+        continue;
+      }
+      fflush(stdout);
+      fflush(stderr);
+      pid_t pid = fork();
+      if (pid == 0) {
+        close(fds[0]);
+        char name[32];
+        snprintf(name, sizeof name, "stderr.%d", i);
+        run_child(sc, sources[i], fds[1], tmp_path(name));
+      }
+      close(fds[1]);
+      kids[n_kids] = (child){pid, fds[0], i, {0, 0}};
+      clock_gettime(CLOCK_MONOTONIC, &kids[n_kids].start);
+      n_kids++;
+      i++;
+      continue;
+    }
+    reap(kids, n_kids--, out);
+  }
+}
+
+/* ---- what the CPU cannot show, and the verdicts ---- */
+
+/* Sync points whose deletion no run here shows, with the reason (docs/DECISIONS.md, "Deleted
+ * syncs are caught"). Memory ordering: the emulator runs a block's threads on one OS thread
+ * and prelude_cpu.h's atomics are seq_cst, so every write is seen in program order and a
+ * missing fence, or a barrier kept only for memory ordering, changes nothing here (on the GPU
+ * it may). Redundant: another barrier already orders every access the point orders. */
+static const struct {
+  const char *file, *func, *what;
+  int index;
+  const char *why;
+} NOT_SHOWN[] = {
+    {"templates/common.cuh", "mkc_grid_sync", "mkc_fence", 1,
+     "memory ordering: the block's writes released before it arrives"},
+    {"templates/common.cuh", "mkc_grid_sync", "mkc_fence", 2,
+     "memory ordering: the count reset before the release"},
+    {"templates/common.cuh", "mkc_grid_sync", "mkc_fence", 3,
+     "memory ordering: acquire after the wait"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_fence", 1,
+     "memory ordering: the pair released before it is counted"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_fence", 2,
+     "memory ordering: the head's other pairs acquired by the warp that completes it"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_sync_warp", 2,
+     "memory ordering: the shuffle after it (mkc_warp_or) already holds the lanes until lane 0 "
+     "has counted; on the GPU a shuffle orders no memory"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_sync_warp", 1,
+     "redundant: only lane 0 writes the pair, and lane 0 itself releases and counts it"},
+    {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 2,
+     "redundant: q_head was last read before mkc_block_max's barriers, scores are rewritten "
+     "after the next item's first barrier"},
+    {"templates/sample.cuh", "mkc_key_radix", "mkc_sync_block", 4,
+     "redundant: hist was last read before the barrier above, sel is rewritten next pass after "
+     "two more barriers"},
+    {"templates/sample.cuh", "mkc_cut_below", "mkc_sync_block", 2,
+     "redundant where it is called: the next readers of the cut logits read their own share "
+     "(mkc_compact, mkc_draw) or only cut more (min-p: cuts commute)"},
+    {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 3,
+     "not reached: the fallback for a target that float rounding put past every share"},
+    {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 4,
+     "redundant where it is called: winner and part are next written after another barrier "
+     "(mkc_block_sum before the residual draw, the next position's first barrier)"},
+    {"templates/sample.cuh", "mkc_sample", "mkc_sync_block", 2,
+     "redundant: after a greedy position nothing in shared memory is touched before the next "
+     "position's first barrier"},
+};
+#define N_NOT_SHOWN (int)(sizeof NOT_SHOWN / sizeof *NOT_SHOWN)
+
+/* One sync point over every kernel it is in: a template's points are in each, a kernel's
+ * grid barriers in its own. */
+typedef struct result {
+  sync_point p; /* as found in the first kernel */
+  int runs;     /* kernels it was deleted from */
+  char caught[400];
+} result;
+
+static result results[4 * MAX_POINTS];
+static int n_results;
+
+static void add_result(const char *kernel, const sync_point *p, const verdict *v) {
+  result *r = NULL;
+  for (int i = 0; i < n_results && !r; i++)
+    if (strcmp(results[i].p.file, p->file) == 0 && strcmp(results[i].p.func, p->func) == 0 &&
+        strcmp(results[i].p.what, p->what) == 0 && results[i].p.index == p->index)
+      r = &results[i];
+  if (!r) {
+    if (n_results == (int)(sizeof results / sizeof *results)) return;
+    r = &results[n_results++];
+    r->p = *p;
+  }
+  r->runs++;
+  size_t used = strlen(r->caught);
+  if (v->caught > 0 && used + 1 < sizeof r->caught)
+    snprintf(r->caught + used, sizeof r->caught - used, "%s%s: %s", used ? "; " : "", kernel,
+             v->why);
+}
+
+static int not_shown(const sync_point *p) {
+  for (int i = 0; i < N_NOT_SHOWN; i++)
+    if (strcmp(NOT_SHOWN[i].file, p->file) == 0 && strcmp(NOT_SHOWN[i].func, p->func) == 0 &&
+        strcmp(NOT_SHOWN[i].what, p->what) == 0 && NOT_SHOWN[i].index == p->index)
+      return i;
+  return -1;
+}
+
+/* Every point is caught in some kernel, or listed with its reason and caught in none. */
+static void report(void) {
+  for (int i = 0; i < n_results; i++) {
+    const result *r = &results[i];
+    const sync_point *p = &r->p;
+    char name[200];
+    snprintf(name, sizeof name, "%s #%d in %s (%s:%d%s%s)", p->what, p->index, p->func, p->file,
+             p->line, p->stage[0] ? ", " : "", p->stage);
+    int listed = not_shown(p);
+    if (listed < 0)
+      CHECK(r->caught[0], "deleting %s is caught: %s", name, r->caught[0] ? r->caught : "in none");
+    else if (r->caught[0])
+      CHECK(0, "deleting %s, listed as not shown (%s), is caught: %s: update the list", name,
+            NOT_SHOWN[listed].why, r->caught);
+    else
+      CHECK_SKIP("deleting %s is not shown in %d kernels: %s", name, r->runs,
+                 NOT_SHOWN[listed].why);
+  }
+  for (int i = 0; i < N_NOT_SHOWN; i++) {
+    int found = 0;
+    for (int k = 0; k < n_results && !found; k++) found = not_shown(&results[k].p) == i;
+    CHECK(found, "listed as not shown: %s #%d in %s (%s) exists", NOT_SHOWN[i].what,
+          NOT_SHOWN[i].index, NOT_SHOWN[i].func, NOT_SHOWN[i].file);
+  }
+}
+
+/* ---- each kernel ---- */
+
+/* Whether config c deletes point p: every point, or its sample's and the kernel's own. */
+static int in_sample(const config *c, const sync_point *p, const char *kernel_file) {
+  if (!c->sample || strcmp(p->file, kernel_file) == 0) return 1;
+  size_t len = strlen(p->file);
+  for (const char *f = strstr(c->sample, p->file); f; f = strstr(f + 1, p->file))
+    if ((f == c->sample || f[-1] == ' ') && (f[len] == ' ' || f[len] == '\0')) return 1;
+  return 0;
+}
+
+/* mutant's sync points are src's (pts, n) less point i, the rest where they were. */
+static int lacks_only(const char *mutant_src, const sync_point *pts, int n, int i,
+                      const char *name) {
+  static sync_point mpts[MAX_POINTS];
+  int m = find_syncs(mutant_src, mpts, MAX_POINTS, name);
+  if (m != n - 1) return 0;
+  for (int k = 0, j = 0; k < n; k++) {
+    if (k == i) continue;
+    size_t at = pts[k].at < pts[i].at ? pts[k].at : pts[k].at - pts[i].len + 1; /* i is ";" */
+    if (mpts[j].at != at || mpts[j].len != pts[k].len || strcmp(mpts[j].what, pts[k].what) ||
+        mpts[j].line != pts[k].line)
+      return 0;
+    j++;
+  }
+  return 1;
+}
+
+static void mutate(const config *c, int jobs) {
+  script sc;
+  const char *name = c->name;
+  int opened = script_open(&sc, c) == 0;
+  if (!CHECK(opened,
+             "%s (T <= %d, %d blocks x %d threads): the unmutated kernel runs the script (%d "
+             "steps)",
+             name, c->draft_max + 1, c->blocks, c->threads, sc.n)) {
+    script_close(&sc);
+    return;
+  }
+  const char *src = sc.fx.src.source;
+  static sync_point pts[MAX_POINTS];
+  static int chosen[MAX_POINTS];
+  static char *sources[MAX_POINTS + 1];
+  static verdict verdicts[MAX_POINTS + 1];
+  int n = find_syncs(src, pts, MAX_POINTS, name), n_chosen = 0, exact = 1;
+  sources[0] = (char *)src; /* the control: the unmutated kernel passes the same check */
+  for (int i = 0; i < n; i++) {
+    if (!in_sample(c, &pts[i], sc.fx.src.file_name)) continue;
+    char *m = mutant(src, &pts[i]);
+    exact &= m && lacks_only(m, pts, n, i, name);
+    chosen[n_chosen] = i;
+    sources[++n_chosen] = m;
+  }
+  CHECK(n > 0 && exact, "%s: each of the %d mutants (of %d sync points) lacks its own and no other",
+        name, n_chosen, n);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  memset(verdicts, 0, sizeof verdicts);
+  run_all(&sc, sources, n_chosen + 1, verdicts, jobs);
+  CHECK(!verdicts[0].caught, "%s: the unmutated kernel passes in a child process too%s%s", name,
+        verdicts[0].caught ? ": " : "", verdicts[0].why);
+  int broken = 0;
+  for (int i = 1; i <= n_chosen; i++) broken += verdicts[i].caught < 0;
+  CHECK_INT(broken, 0, "%s: every mutant builds and loads", name);
+  for (int i = 0; i < n_chosen; i++) {
+    add_result(name, &pts[chosen[i]], &verdicts[i + 1]);
+    free(sources[i + 1]);
+  }
+  printf("     | %s: %d mutants in %.1f s\n", name, n_chosen, since(&t0));
+  script_close(&sc);
+}
+
+int main(void) {
+  if (scratch_open("sync-deletions") != 0) return 1;
+  setenv("MKC_CACHE_DIR", tmp_dir, 1);
+  setenv("MKC_CPU_CFLAGS", "-O1", 1); /* a third of -O3's compile time */
+  setenv("MKC_SIMT_SEED", "1", 0);    /* the checking schedule; another seed from outside */
+  cpu_set_t cpus;
+  int jobs = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 2;
+  jobs = jobs < 2 ? 2 : jobs > 8 ? 8 : jobs;
+  /* More than 32 blocks, each with LM-head rows: the argmax over the blocks' partials then
+   * spans warps, as on a GPU's grid, which no preset's vocabulary reaches. */
+  static const mkc_model_desc wide = {.arch = "llama",
+                                      .name = "wide",
+                                      .vocab = 1024,
+                                      .dim = 64,
+                                      .n_layers = 1,
+                                      .n_heads = 4,
+                                      .n_kv_heads = 2,
+                                      .head_dim = 16,
+                                      .ffn = 128,
+                                      .ctx_train = 128,
+                                      .rope_theta = 10000,
+                                      .norm_eps = 1e-5,
+                                      .rope_layout = MKC_ROPE_INTERLEAVED,
+                                      .tied = 1};
+  static const config configs[] = {
+      {"tiny", 4, 128, 4, NULL, NULL},
+      /* per-head norms (the head_ready counters); the sampler's points are tiny's alone */
+      {"qwen3-tiny", 4, 128, 3, NULL,
+       "templates/common.cuh templates/matvec.cuh templates/qkv_rope.cuh "
+       "templates/attention.cuh templates/lm_head.cuh templates/accept.cuh"},
+      {"wide", 4, 64, 64, &wide, "templates/lm_head.cuh templates/accept.cuh"},
+  };
+  const char *only = getenv("MKC_TEST_ONLY"); /* one kernel, by name: for a closer look */
+  for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
+    if (!only || strcmp(only, configs[i].name) == 0) mutate(&configs[i], jobs);
+  report();
+  scratch_close();
+  return check_done();
+}
