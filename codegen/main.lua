@@ -116,7 +116,7 @@ function M.export(graph, plan, gen, source)
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
-             logprobs_offset = plan.logprobs },
+             logprobs_offset = plan.logprobs, history_offset = plan.history },
   }
 end
 

@@ -134,13 +134,15 @@ typedef struct mkc_graph {
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
   size_t
       logprobs_offset; /* float offset of [t_max][MKC_LP_STRIDE] log-probabilities (mkc_state.h) */
-  int n_stages;        /* stages in the kernel, each ended by a sync */
+  size_t history_offset; /* float offset of the token history, [max_ctx] ints (mkc_accept) */
+  int n_stages;          /* stages in the kernel, each ended by a sync */
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);
 const char *mkc_op_name(int op);
 const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown" */
 int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
+int mkc_kv_dtype_bytes(int dtype);            /* bytes of one element: 4 (f32) or 2 */
 /* The parameters of every weight of g (rows x cols): what one step streams. */
 double mkc_graph_params(const mkc_graph *g);
 const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */

@@ -578,6 +578,18 @@ void mkc_ref_truncate(mkc_ref *r, int pos) {
   if (pos < r->pos) r->pos = pos; /* rows past pos are overwritten by the next steps */
 }
 
+void mkc_ref_seek(mkc_ref *r, int pos) {
+  r->pos = pos < 0 ? 0 : pos > r->g->max_ctx ? r->g->max_ctx : pos;
+}
+
+int mkc_ref_layers(const mkc_ref *r) { return r->n_layers; }
+
+double *mkc_ref_kv_cache(mkc_ref *r, int layer, int v, int *kv_dim) {
+  if (layer < 0 || layer >= r->n_layers || !r->kv_dim[layer]) return NULL;
+  *kv_dim = r->kv_dim[layer];
+  return v ? r->v_cache[layer] : r->k_cache[layer];
+}
+
 void mkc_ref_close(mkc_ref *r) {
   if (!r) return;
   for (int id = 0; r->value && id < r->g->n_nodes; id++) free(r->value[id]);

@@ -17,12 +17,7 @@
 #include "backend/cuda/nvrtc.h"
 #include "mkc_state.h"
 #include "ref_backend.h"
-
-struct mkc_session {
-  const mkc_graph *g;
-  mkc_backend *b;
-  mkc_state state; /* the step contract: inputs in; pos, status and tokens out */
-};
+#include "session_impl.h"
 
 int mkc_backend_kind_from_name(const char *name) {
   static const char *const NAMES[] = {[MKC_BACKEND_CPU] = "cpu",
@@ -106,8 +101,11 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
     return NULL;
   }
   s->g = g;
-  s->b = open_backend(kind, g, src, w, blocks);
+  s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
+  s->b = s->tokens ? open_backend(kind, g, src, w, blocks) : NULL;
   if (!s->b) {
+    if (!s->tokens) fprintf(stderr, "mkc: error: out of memory opening a session\n");
+    free(s->tokens);
     free(s);
     return NULL;
   }
@@ -119,8 +117,10 @@ mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w,
   mkc_session *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->g = g;
-  s->b = mkc_cuda_backend_open_image(g, w, dev, image);
+  s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
+  s->b = s->tokens ? mkc_cuda_backend_open_image(g, w, dev, image) : NULL;
   if (!s->b) {
+    free(s->tokens);
     free(s);
     return NULL;
   }
@@ -142,9 +142,12 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
+  int pos = st->pos;
   if (s->b->ops->step(s->b, st) != 0) return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
+  /* the inputs whose K/V the cache now holds: the fixed ones and the accepted drafts */
+  memcpy(s->tokens + pos, inputs, (size_t)(st->pos - pos) * sizeof *inputs);
   r->n_out = st->n_out;
   r->n_accepted = st->n_accepted;
   memcpy(r->out, st->out_tokens, (size_t)st->n_out * sizeof *r->out);
@@ -152,6 +155,8 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 }
 
 int mkc_session_pos(const mkc_session *s) { return s->state.pos; }
+
+const int *mkc_session_tokens(const mkc_session *s) { return s->tokens; }
 
 const float *mkc_session_logits(mkc_session *s, int t) { return s->b->ops->logits(s->b, t); }
 
@@ -250,6 +255,10 @@ double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes) {
 
 void mkc_session_close(mkc_session *s) {
   if (!s) return;
+  if (s->n_snapshots)
+    fprintf(stderr, "mkc: warning: a session closes with %d KV snapshots not freed\n",
+            s->n_snapshots);
   s->b->ops->close(s->b);
+  free(s->tokens);
   free(s);
 }

@@ -54,6 +54,10 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 
 int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache */
 
+/* Those tokens, by position (mkc_session_pos of them): the inputs of the
+ * steps the kernel kept. */
+const int *mkc_session_tokens(const mkc_session *s);
+
 /* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
 const float *mkc_session_logits(mkc_session *s, int t);
 
