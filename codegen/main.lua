@@ -74,6 +74,7 @@ local DERIVED = {
   end,
   kv_k = function(node, plan) if node.op == "attention" then return plan.kv[node].k end end,
   kv_v = function(node, plan) if node.op == "attention" then return plan.kv[node].v end end,
+  kv_rows = function(node, plan) if node.op == "attention" then return plan.kv[node].rows end end,
 }
 do
   local known = {}

@@ -16,19 +16,30 @@ size_t mkc_kv_store_bytes(const mkc_graph *g, int rows) {
   return (size_t)(rows > 0 ? rows : 0) * position_bytes(g);
 }
 
-/* One side of a copy: a store of `rows` rows (rows > 0) or the cache. */
+/* One side of a copy: a store of `rows` rows (rows > 0), at row `at`, or the
+ * cache at position `at`. */
 typedef struct side {
   int rows, at;
 } side;
 
-/* Where row `at + i` of one kv head's K or V lies: in a store, `block` is
- * the byte offset of this (node, K|V, head)'s [rows][head_dim] block; in
- * the cache, `slot` the element offset of the node's K or V slot. */
-static size_t row_offset(const mkc_graph *g, side s, size_t block, size_t slot, int head,
-                         int head_dim, size_t row_bytes) {
-  if (s.rows > 0) return block + (size_t)s.at * row_bytes;
-  size_t elem = (size_t)mkc_kv_dtype_bytes(g->kv_dtype);
-  return (slot + ((size_t)head * g->max_ctx + s.at) * head_dim) * elem;
+/* One kv head's K or V block: in a store, at byte `block` ([rows][head_dim]);
+ * in the cache, kv head `head` of the slot at element `slot`, `ring` rows. */
+typedef struct block {
+  size_t block, slot;
+  int head, ring;
+} block;
+
+/* Byte offset of the range's i-th position on side s, and in *run how many
+ * positions from it lie in consecutive rows (a ring wraps). */
+static size_t offset_of(const mkc_graph *g, side s, block b, int i, size_t row_bytes, int *run) {
+  if (s.rows > 0) {
+    *run = s.rows - (s.at + i);
+    return b.block + (size_t)(s.at + i) * row_bytes;
+  }
+  int row = (s.at + i) % b.ring;
+  *run = b.ring - row;
+  return b.slot * (size_t)mkc_kv_dtype_bytes(g->kv_dtype) +
+         ((size_t)b.head * b.ring + row) * row_bytes;
 }
 
 int mkc_kv_rows_copy(const mkc_graph *g, int dst_rows, int dst_at, int src_rows, int src_at, int n,
@@ -43,14 +54,23 @@ int mkc_kv_rows_copy(const mkc_graph *g, int dst_rows, int dst_at, int src_rows,
     const mkc_node *nd = &g->nodes[i];
     if (nd->op != MKC_OP_ATTENTION) continue;
     size_t row_bytes = (size_t)nd->head_dim * elem;
+    int ring = mkc_node_kv_rows(g, nd);
+    /* A ring holds the last `ring` positions of a range at most: the earlier
+     * ones share their rows, so copying them to or from the cache is moot. */
+    int first = (dst_rows == 0 || src_rows == 0) && n > ring ? n - ring : 0;
     for (int kv = 0; kv < 2; kv++) {
       size_t slot = kv ? nd->kv_v : nd->kv_k;
       for (int h = 0; h < nd->kv_heads; h++) {
-        int rc =
-            piece(ctx, dst_arena, row_offset(g, dst, dst_block, slot, h, nd->head_dim, row_bytes),
-                  src_arena, row_offset(g, src, src_block, slot, h, nd->head_dim, row_bytes),
-                  (size_t)n * row_bytes);
-        if (rc) return rc;
+        block db = {dst_block, slot, h, ring}, sb = {src_block, slot, h, ring};
+        for (int p = first, len; p < n; p += len) {
+          int dst_run, src_run;
+          size_t d = offset_of(g, dst, db, p, row_bytes, &dst_run);
+          size_t s = offset_of(g, src, sb, p, row_bytes, &src_run);
+          len = n - p < dst_run ? n - p : dst_run;
+          if (src_run < len) len = src_run;
+          int rc = piece(ctx, dst_arena, d, src_arena, s, (size_t)len * row_bytes);
+          if (rc) return rc;
+        }
         dst_block += (size_t)dst_rows * row_bytes;
         src_block += (size_t)src_rows * row_bytes;
       }

@@ -109,6 +109,10 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "rope_layout");
   push_rope_scaling(L, &d->rope_scaling);
   lua_setfield(L, -2, "rope_scaling");
+  /* Model files run with full attention: a Mistral config's window clamps its context instead
+   * (formats/hf_config.c). */
+  lua_pushstring(L, "none");
+  lua_setfield(L, -2, "sliding_window");
   const struct {
     const char *key;
     int v;

@@ -89,8 +89,13 @@ const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps);
 
 /* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next
- * step's inputs[0] is the token at pos. 0, or -1 after a message. */
+ * step's inputs[0] is the token at pos. 0, or -1 after a message. A layer
+ * with a sliding window keeps a ring of window + t_max rows, so a rewind
+ * reaches back as far as its window's rows are still there: past the last
+ * step's inputs always, further only where no later position overwrote them
+ * (mkc_session_can_rewind says). */
 int mkc_session_rewind(mkc_session *s, int pos);
+int mkc_session_can_rewind(const mkc_session *s, int pos); /* 1 when the rewind can be done */
 
 /* cuda: device-to-device copy bandwidth in GB/s measured now over `bytes`;
  * other backends: -1. */

@@ -14,6 +14,9 @@ struct mkc_kv_snap {
   int from, to;
   int *tokens; /* [to]: the tokens of positions [0, to) */
   void *store; /* the backend's rows of positions [from, to), row 0 = position from */
+  /* [s->n_rings]: for each sliding window's ring, the first position whose
+   * rows the snapshot holds: a ring held only its last rows. */
+  int *held_from;
 };
 
 /* An empty snapshot of s for [from, to) with room for its tokens; NULL +
@@ -26,19 +29,23 @@ static mkc_kv_snap *open_snapshot(mkc_session *s, int from, int to) {
   }
   mkc_kv_snap *snap = calloc(1, sizeof *snap);
   int *tokens = malloc((size_t)(to > 0 ? to : 1) * sizeof *tokens);
-  if (!snap || !tokens) {
+  int *held_from = calloc((size_t)(s->n_rings > 0 ? s->n_rings : 1), sizeof *held_from);
+  if (!snap || !tokens || !held_from) {
     fprintf(stderr, "mkc: error: out of memory for a KV snapshot\n");
     free(snap);
     free(tokens);
+    free(held_from);
     return NULL;
   }
   snap->s = s;
   snap->from = from;
   snap->to = to;
   snap->tokens = tokens;
+  snap->held_from = held_from;
   snap->store = ops->store_open(s->b, to - from);
   if (!snap->store) {
     free(tokens);
+    free(held_from);
     free(snap);
     return NULL;
   }
@@ -57,6 +64,8 @@ mkc_kv_snap *mkc_kv_snapshot(mkc_session *s, int from) {
   mkc_kv_snap *snap = open_snapshot(s, from, pos);
   if (!snap) return NULL;
   memcpy(snap->tokens, s->tokens, (size_t)pos * sizeof *snap->tokens);
+  for (int r = 0; r < s->n_rings; r++)
+    snap->held_from[r] = s->rings[r].intact_from > from ? s->rings[r].intact_from : from;
   if (s->b->ops->store_copy(s->b, snap->store, 0, NULL, from, pos - from) != 0) {
     mkc_kv_snapshot_free(snap);
     return NULL;
@@ -69,6 +78,25 @@ static int first_difference(const int *a, const int *b, int n) {
   for (int i = 0; i < n; i++)
     if (a[i] != b[i]) return i;
   return -1;
+}
+
+/* A sliding window's rows the restore cannot bring back: the window before
+ * target must lie in what the snapshot holds of its ring, or, where the
+ * snapshot holds its ring's rows from its first position on, reach below it
+ * into rows the session's ring still holds. Why not, or NULL. */
+static const char *lost_window(const mkc_session *s, const mkc_kv_snap *snap, int target, char *why,
+                               size_t size) {
+  for (int r = 0; r < s->n_rings; r++) {
+    const mkc_ring *ring = &s->rings[r];
+    int need = mkc_ring_needs(ring, target), held = snap->held_from[r];
+    if (target == 0 || need >= held || (held == snap->from && need >= ring->intact_from)) continue;
+    snprintf(why, size,
+             "layer %d's sliding window needs the rows of positions [%d, %d); the snapshot "
+             "holds its ring's from %d, the session's ring from %d",
+             ring->layer, need, target, held, ring->intact_from);
+    return why;
+  }
+  return NULL;
 }
 
 /* Why snap cannot be restored to target in s, or NULL. */
@@ -89,7 +117,7 @@ static const char *refusal(const mkc_session *s, const mkc_kv_snap *snap, int ta
              "there",
              diff, s->tokens[diff], snap->tokens[diff]);
   else
-    return NULL;
+    return lost_window(s, snap, target, why, size);
   return why;
 }
 
@@ -104,6 +132,18 @@ int mkc_kv_restore(mkc_session *s, const mkc_kv_snap *snap, int target) {
   if (b->ops->store_copy(b, NULL, snap->from, snap->store, 0, target - snap->from) != 0) return -1;
   if (b->ops->rewind && b->ops->rewind(b, target) != 0) return -1;
   s->state.pos = target;
+  /* Each ring now holds the restored rows (the snapshot's, of its last `rows`
+   * positions) and, where they reach down to from, the session's below. */
+  for (int r = 0; r < s->n_rings; r++) {
+    mkc_ring *ring = &s->rings[r];
+    int restored =
+        target - ring->rows > snap->held_from[r] ? target - ring->rows : snap->held_from[r];
+    int below = ring->intact_from < snap->from ? ring->intact_from : snap->from;
+    if (restored > snap->from)
+      ring->intact_from = restored;
+    else
+      ring->intact_from = target - ring->rows > below ? target - ring->rows : below;
+  }
   memcpy(s->tokens + snap->from, snap->tokens + snap->from,
          (size_t)(target - snap->from) * sizeof *s->tokens);
   return 0;
@@ -124,6 +164,8 @@ mkc_kv_snap *mkc_kv_merge(const mkc_kv_snap *a, const mkc_kv_snap *b) {
   mkc_kv_snap *m = open_snapshot(s, a->from, b->to);
   if (!m) return NULL;
   memcpy(m->tokens, b->tokens, (size_t)b->to * sizeof *m->tokens);
+  for (int r = 0; r < s->n_rings; r++)
+    m->held_from[r] = b->held_from[r] == b->from ? a->held_from[r] : b->held_from[r];
   int n_a = a->to - a->from;
   if (s->b->ops->store_copy(s->b, m->store, 0, a->store, 0, n_a) != 0 ||
       s->b->ops->store_copy(s->b, m->store, n_a, b->store, 0, b->to - b->from) != 0) {
@@ -140,6 +182,10 @@ static mkc_kv_snap *part(const mkc_kv_snap *snap, int at, int n) {
   mkc_kv_snap *p = open_snapshot(s, snap->from + at, snap->from + at + n);
   if (!p) return NULL;
   memcpy(p->tokens, snap->tokens, (size_t)p->to * sizeof *p->tokens);
+  for (int r = 0; r < s->n_rings; r++) {
+    int held = snap->held_from[r];
+    p->held_from[r] = held < p->from ? p->from : held > p->to ? p->to : held;
+  }
   if (s->b->ops->store_copy(s->b, p->store, 0, snap->store, at, n) != 0) {
     mkc_kv_snapshot_free(p);
     return NULL;
@@ -167,6 +213,7 @@ void mkc_kv_snapshot_free(mkc_kv_snap *snap) {
   snap->s->b->ops->store_close(snap->s->b, snap->store);
   snap->s->n_snapshots--;
   free(snap->tokens);
+  free(snap->held_from);
   free(snap);
 }
 

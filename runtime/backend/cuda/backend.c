@@ -196,8 +196,11 @@ fail:
 CUdeviceptr mkc_cuda_store_alloc(mkc_cuda_kernel *b, size_t bytes) {
   CUdeviceptr p = 0;
   CU_CHECK(MemAlloc(&p, bytes ? bytes : 4));
+  /* Zeroed, as the cpu backend's: rows a ring does not hold read as zeros, not as garbage. */
+  CU_CHECK(MemsetD8Async(p, 0, bytes ? bytes : 4, b->stream));
   return p;
 fail:
+  if (p) CU_WARN(MemFree(p));
   return 0;
 }
 

@@ -51,8 +51,8 @@ int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos);
 /* Copies st->sampling into the device state, on the stream. 0 or -1. */
 int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st);
 
-/* Snapshots' stores (backend/kv_rows.h) in device memory. Alloc: 0 after a
- * message. Copy: n positions to dst from src (a store of *_rows rows at its
+/* Snapshots' stores (backend/kv_rows.h) in device memory. Alloc: zeroed on
+ * the stream; 0 after a message. Copy: n positions to dst from src (a store of *_rows rows at its
  * row *_at, or with *_rows 0 the cache at position *_at), device to device
  * on the stream, ordered with the steps; nothing waits. Read: a store's
  * bytes to the host, on the stream. Free: after the stream's work. */
