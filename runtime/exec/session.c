@@ -99,24 +99,24 @@ static int find_rings(mkc_session *s) {
   return 0;
 }
 
-/* tokens and rings; NULL + message when out of memory. */
-static mkc_session *new_session(const mkc_graph *g) {
-  mkc_session *s = calloc(1, sizeof *s);
-  if (s) {
-    s->g = g;
-    s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
-  }
-  if (s && s->tokens && find_rings(s) == 0) return s;
-  fprintf(stderr, "mkc: error: out of memory opening a session\n");
-  if (s) free(s->rings), free(s->tokens);
-  free(s);
-  return NULL;
-}
-
 static void free_session(mkc_session *s) {
   free(s->rings);
   free(s->tokens);
   free(s);
+}
+
+/* A session of g with its tokens and rings, no backend yet; NULL + message
+ * when out of memory. */
+static mkc_session *new_session(const mkc_graph *g) {
+  mkc_session *s = calloc(1, sizeof *s);
+  if (!s) goto oom;
+  s->g = g;
+  s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
+  if (s->tokens && find_rings(s) == 0) return s;
+  free_session(s);
+oom:
+  fprintf(stderr, "mkc: error: out of memory opening a session\n");
+  return NULL;
 }
 
 int mkc_ring_needs(const mkc_ring *r, int pos) {

@@ -150,9 +150,7 @@ int mkc_kv_restore(mkc_session *s, const mkc_kv_snap *snap, int target) {
 }
 
 mkc_kv_snap *mkc_kv_merge(const mkc_kv_snap *a, const mkc_kv_snap *b) {
-  int diff = -1;
-  if (a->s != b->s || a->to != b->from ||
-      (diff = first_difference(a->tokens, b->tokens, a->to)) >= 0) {
+  if (a->s != b->s || a->to != b->from || first_difference(a->tokens, b->tokens, a->to) >= 0) {
     fprintf(stderr, "mkc: error: cannot merge the KV snapshots of [%d, %d) and [%d, %d): %s\n",
             a->from, a->to, b->from, b->to,
             a->s != b->s       ? "they are two sessions'"

@@ -32,9 +32,12 @@ mkc_kv_snap *mkc_kv_snapshot(mkc_session *s, int from);
  * token at target. Refused (MKC_KV_REFUSED, after a message, nothing
  * changed) when the snapshot is another session's, target lies outside
  * [from, to] (past the snapshot's end, or before its first row), target lies
- * past the session's counter (a restore goes back), or the session's tokens
- * of positions [0, from) are not those the snapshot continues. 0 when done;
- * -1 when the backend failed. */
+ * past the session's counter (a restore goes back), the session's tokens of
+ * positions [0, from) are not those the snapshot continues, or a sliding
+ * window's rows before target are neither in the snapshot nor still in the
+ * session's ring (a ring keeps window + t_max rows, and a snapshot what its
+ * ring held: snapshots taken every few steps and merged hold them all).
+ * 0 when done; -1 when the backend failed. */
 int mkc_kv_restore(mkc_session *s, const mkc_kv_snap *snap, int target);
 
 /* a followed by b: a new snapshot of [a's from, b's to). NULL + message,
