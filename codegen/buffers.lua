@@ -72,7 +72,9 @@ function buffers.plan(graph, stages, opts)
   end
   plan.weight_elems = util.round_up(off, ALIGN_WEIGHTS)
 
-  -- KV cache: one slot per attention node, [k|v][kv_heads][max_ctx][head_dim], in elements
+  -- KV cache: one slot per attention node, [k|v][kv_heads][rows][head_dim], in elements. rows:
+  -- max_ctx, or for a sliding window a ring of window + t_max rows (position p at row p % rows), so
+  -- the rows a step writes past pos (drafts it may reject) never evict one still in the window
   local kv_off, layers = 0, {}
   for _, node in ipairs(graph.order) do
     if node.op == "attention" then
@@ -81,8 +83,10 @@ function buffers.plan(graph, stages, opts)
                    node.layer, layers[node.layer].line))
       end
       layers[node.layer] = node
-      local size = node.kv_heads * opts.max_ctx * node.head_dim
-      plan.kv[node] = { k = kv_off, v = kv_off + size }
+      local rows = opts.max_ctx
+      if node.window > 0 then rows = math.min(rows, node.window + opts.t_max) end
+      local size = node.kv_heads * rows * node.head_dim
+      plan.kv[node] = { k = kv_off, v = kv_off + size, rows = rows }
       kv_off = kv_off + 2 * size
     end
   end

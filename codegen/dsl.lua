@@ -122,10 +122,13 @@ local function builder(graph)
     return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,
                                          layout = o.layout, scaling = o.scaling }, line())
   end
+  -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or
+  -- nil: every position
   g.attention = function(q, k, v, o)
     o = o or {}
     return ir.op(graph, "attention", { q, k, v }, { layer = o.layer, heads = o.heads,
-                                                    kv_heads = o.kv_heads, head_dim = o.head_dim }, line())
+                                                    kv_heads = o.kv_heads, head_dim = o.head_dim,
+                                                    window = o.window }, line())
   end
   g.add = function(a, b) return ir.op(graph, "add", { a, b }, nil, line()) end
   g.swiglu = function(gate, up) return ir.op(graph, "swiglu", { gate, up }, nil, line()) end

@@ -95,7 +95,9 @@ function emit.node_label(node)
     what = "matmul " .. node.inputs[2].name .. (node.inputs[3] and " + " .. node.inputs[3].name or "")
   elseif node.op == "rmsnorm" then what = "rmsnorm " .. node.inputs[2].name
   elseif node.op == "embed" then what = "embed " .. node.inputs[1].name
-  elseif node.op == "attention" then what = "attention layer " .. node.layer end
+  elseif node.op == "attention" then
+    what = "attention layer " .. node.layer .. (node.window > 0 and ", window " .. node.window or "")
+  end
   return ("%s (line %d)"):format(what, node.line)
 end
 

@@ -147,6 +147,10 @@ ir.ops = {
     count(at.kv_heads, "attention kv_heads")
     count(at.head_dim, "attention head_dim")
     need(math.type(at.layer) == "integer" and at.layer >= 0, "attention: layer must be an integer >= 0")
+    -- a sliding window: a token sees itself and the window - 1 positions before it
+    at.window = at.window or 0
+    need(math.type(at.window) == "integer" and at.window >= 0,
+         "attention: window must be an integer >= 0 (0: every position), got %s", util.show(at.window))
     need(at.heads % at.kv_heads == 0, "attention: %d heads do not group over %d kv_heads", at.heads,
          at.kv_heads)
     need(q.n == at.heads * at.head_dim, "shape mismatch: attention q is [%d], expected %d x %d", q.n,

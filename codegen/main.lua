@@ -76,6 +76,7 @@ local DERIVED = {
   end,
   kv_k = function(node, plan) if node.op == "attention" then return plan.kv[node].k end end,
   kv_v = function(node, plan) if node.op == "attention" then return plan.kv[node].v end end,
+  kv_rows = function(node, plan) if node.op == "attention" then return plan.kv[node].rows end end,
 }
 do
   local known = {}
@@ -118,7 +119,8 @@ function M.export(graph, plan, gen, source)
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
-             logprobs_offset = plan.logprobs, timers_offset = plan.timers or 0 },
+             logprobs_offset = plan.logprobs, history_offset = plan.history,
+             timers_offset = plan.timers or 0 },
   }
 end
 

@@ -3,12 +3,15 @@
 -- norm, LM head (tied or untied). GGUF weight names; [rows][cols] = [out][in], vectors [1][n].
 -- rope_scaling: "none", or how a model stretched past the context it was first trained on scales
 -- RoPE: { type = "linear" | "llama3" | "yarn", factor = ..., ... } (docs/MODELS.md).
+-- sliding_window: "none", or { size = N } (every layer's attention sees the last N positions, its
+-- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
+-- over the layers from layer 0: Gemma's local and global layers).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
@@ -16,7 +19,7 @@ preset "odd" {
   dim = 72, n_layers = 2, n_heads = 6, n_kv_heads = 2, head_dim = 12, ffn = 172,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
 
 -- Llama 3.2 1B as Meta ships it: trained on 8192 positions, stretched 32 times by Llama 3's scaling.
@@ -25,6 +28,7 @@ preset "llama-3.2-1b" {
   vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 32, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 8192 },
+  sliding_window = "none",
 }
 
 -- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
@@ -33,7 +37,7 @@ preset "qwen2-tiny" {
   dim = 60, n_layers = 2, n_heads = 5, n_kv_heads = 1, head_dim = 12, ffn = 148,
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
 
 -- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
@@ -42,7 +46,7 @@ preset "qwen3-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 80, ffn = 160,
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
 
 -- RoPE scaling in small: trained contexts so short that the tests' positions reach past them, and
@@ -53,6 +57,7 @@ preset "llama3-tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 64 },
+  sliding_window = "none",
 }
 
 -- YaRN on Qwen2's shape (as Qwen2.5 runs past 32k), cos and sin scaled too.
@@ -61,6 +66,7 @@ preset "yarn-tiny" {
   vocab = 272, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
+  sliding_window = "none",
 }
 
 -- Linear scaling on Qwen3's shape: the heads a per-head norm finishes are scaled too.
@@ -69,6 +75,7 @@ preset "linear-tiny" {
   vocab = 264, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = { type = "linear", factor = 4 },
+  sliding_window = "none",
 }
 
 -- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
@@ -77,7 +84,7 @@ preset "smollm2-135m" {
   dim = 576, n_layers = 30, n_heads = 9, n_kv_heads = 3, head_dim = 64, ffn = 1536,
   vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 8192, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
 
 -- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
@@ -87,8 +94,42 @@ preset "blocks-tiny" {
   dim = 256, n_layers = 2, n_heads = 4, n_kv_heads = 1, head_dim = 64, ffn = 768,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none",
+  rope_scaling = "none", sliding_window = "none",
 }
+
+-- Mistral's shape in small: every layer's attention over a sliding window, short enough that the
+-- tests' positions wrap its ring of rows several times.
+preset "swa-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 1, head_dim = 16, ffn = 192,
+  vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = { size = 16 },
+}
+
+-- Local and global layers interleaved, as Gemma's (mkc's own graph otherwise): two layers over a
+-- window of 16, then one over every position.
+preset "gemma-tiny" {
+  dim = 64, n_layers = 3, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 264, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global" },
+}
+
+-- Layer l's attention window: 0 where it sees every position.
+local function window_of(p, l)
+  local w = p.sliding_window
+  if w == "none" then return 0 end
+  if type(w) ~= "table" or math.type(w.size) ~= "integer" or w.size < 1 then
+    error("sliding_window: expected \"none\" or { size = N, pattern = \"L local : G global\" }", 2)
+  end
+  if w.pattern == nil then return w.size end
+  local n_local, n_global = tostring(w.pattern):match("^(%d+) local : (%d+) global$")
+  n_local, n_global = tonumber(n_local), tonumber(n_global)
+  if not n_local or n_local + n_global == 0 then
+    error(("sliding_window: pattern %q: expected \"L local : G global\""):format(tostring(w.pattern)), 2)
+  end
+  return l % (n_local + n_global) < n_local and w.size or 0
+end
 
 function build(g, p)
   local function blk(l, name, rows, cols)
@@ -114,7 +155,7 @@ function build(g, p)
     q = g.rope(q, p.n_heads, rope)
     k = g.rope(k, p.n_kv_heads, rope)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
-                                     head_dim = p.head_dim })
+                                     head_dim = p.head_dim, window = window_of(p, l) })
     x = g.add(x, g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
 
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)

@@ -2,7 +2,8 @@
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * position pos + t, row (pos + t) % kv_rows (kv_rows = max_ctx, or a sliding
+ * window's ring), rounded to the cache's type; q goes to scratch. A null
  * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
@@ -109,11 +110,12 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, 
 
 /* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
  * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
- * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
- * the elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
-                                   int pos, int T) {
+ * cache (token t's row at row (pos + t) % kv_rows of kv_out). The whole warp:
+ * lanes over the elements for the sum of squares, then over the rotation
+ * pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int kv_rows,
+                                   int head_dim, int layout, mkc_rope rotary,
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -128,8 +130,9 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
       mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
-        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
-        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+        long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+        kv_out[kv_at + i0] = mkc_kv_from_f32(a);
+        kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
         row[i0] = a;
         row[i1] = b;
@@ -145,7 +148,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -179,10 +182,10 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
-     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+     * the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = 0;
     if (p >= q_pairs)
-      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + (long)h * kv_rows * head_dim;
     float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
     int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
@@ -198,8 +201,9 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
         } else {
-          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
-          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+          long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+          cache[kv_at + i0] = mkc_kv_from_f32(ra);
+          cache[kv_at + i1] = mkc_kv_from_f32(rb);
         }
       }
     }
@@ -220,6 +224,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, head_w, head_eps,
+                       pos, T);
   }
 }

@@ -1,7 +1,8 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny,
- * whose trained contexts the 73 positions pass), logits within 1e-4 (relative to the largest
+ * whose trained contexts the 73 positions pass) and the sliding windows (swa-tiny, gemma-tiny,
+ * whose rings of rows the 73 positions wrap), logits within 1e-4 (relative to the largest
  * reference logit) at every step and every input, the same greedy tokens, the same pos, and every K
  * and V value in the kernel's cache (bf16 by default) rounded as the reference rounds it: where the
  * kernel's float and the reference's double straddle a rounding midpoint, the reference takes the
@@ -119,5 +120,9 @@ int main(void) {
   compare("llama3-tiny", 4, 4);
   compare("yarn-tiny", 4, 3);
   compare("linear-tiny", 7, 5); /* the heads a per-head norm finishes */
+  /* sliding windows, 73 positions over a window of 16: the rings wrap */
+  compare("swa-tiny", 4, 4);
+  compare("gemma-tiny", 4, 3);
+  compare("swa-tiny", 7, 5);
   return check_done();
 }

@@ -1,8 +1,10 @@
--- Stage: causal GQA attention of the T queries over the KV cache.
+-- Stage: causal GQA attention of the T queries over the KV cache (a sliding window's: the last
+-- window positions, in a ring of kv.rows rows).
 return function(st, ctx)
   local att = st.att
   local kv = ctx.kv(att)
-  local smem = { { "scores", ctx.max_ctx }, { "q_head", att.head_dim }, { "red", ctx.warps } }
+  local seen = att.window > 0 and math.min(att.window, ctx.max_ctx) or ctx.max_ctx -- scores per item
+  local smem = { { "scores", seen }, { "q_head", att.head_dim }, { "red", ctx.warps } }
   local at = ctx.smem_layout(smem)
   local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
   return {
@@ -18,7 +20,8 @@ return function(st, ctx)
     code = ctx.call("mkc_attention", {
       q = ctx.value(st.q), q_stride = ctx.vstride(st.q), k_cache = ("kv + %d"):format(kv.k),
       v_cache = ("kv + %d"):format(kv.v), out = ctx.value(st.out), out_stride = ctx.vstride(st.out),
-      heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, max_ctx = ctx.max_ctx,
+      heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, kv_rows = kv.rows,
+      window = att.window,
       scale = ctx.flt(1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
       scores = ctx.smem_ptr("float", at.scores), q_head = ctx.smem_ptr("float", at.q_head),
       red = ctx.smem_ptr("float", at.red),

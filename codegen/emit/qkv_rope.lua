@@ -1,5 +1,5 @@
 -- Stage: Q/K/V projections with their biases, per-head Q/K norms, RoPE, and the
--- KV append at pos..pos+T-1.
+-- KV append at pos..pos+T-1 (rows (pos + t) % kv_rows: a sliding window's ring).
 
 -- The rope node's base and scaling as the template's maker of that scaling (mkc_rope_*), whose
 -- parameters it passes as literals; the kernel derives each pair's frequency from them.
@@ -67,7 +67,7 @@ return function(st, ctx)
       q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
-      k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), max_ctx = ctx.max_ctx, pos = "pos",
+      k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
       T = "T",
     }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride" }) .. ";",
   }

@@ -39,10 +39,25 @@ struct mkc_backend_ops {
    * is all there is to forget. */
   void (*reset)(mkc_backend *b);
 
-  /* Forgets the tokens from pos on (pos <= the state's pos): the cache's
-   * rows past it are rewritten by later steps. 0 or -1 after a message. NULL
-   * here: the state's pos is all there is to move (cpu). */
+  /* Moves the kernel's pos: back (a rewind: the cache's rows past it are
+   * rewritten by later steps), or to where a snapshot's rows were restored.
+   * 0 or -1 after a message. NULL here: the state's pos is all there is to
+   * move (cpu). */
   int (*rewind)(mkc_backend *b, int pos);
+
+  /* KV snapshots (exec/snapshot.c). A store holds what the backend keeps per
+   * position — every attention layer's K and V rows, and the kernels' token
+   * history — for `rows` positions, in the backend's own memory: device
+   * memory for cuda, written on the session's stream. NULL + message. */
+  void *(*store_open)(mkc_backend *b, int rows);
+  /* Copies n positions to dst from src, each a store (from its row dst_at,
+   * src_at) or NULL: the cache (from position dst_at, src_at). Positions
+   * [at, at + n) of the cache are < max_ctx. 0 or -1 after a message. */
+  int (*store_copy)(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n);
+  /* A host copy of the store's bytes (malloc'd; *bytes of them): tests
+   * compare stores. NULL + message. */
+  void *(*store_read)(mkc_backend *b, const void *store, size_t *bytes);
+  void (*store_close)(mkc_backend *b, void *store);
 
   /* Writes st->sampling where the kernel reads it (once per request, not per
    * step). 0 or -1 after a message. NULL here: the state is the host's. */

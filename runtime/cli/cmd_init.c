@@ -52,6 +52,13 @@ static const mkc_node *first_node(const mkc_graph *g, int op) {
   return NULL;
 }
 
+/* The first attention node with a sliding window, or NULL. */
+static const mkc_node *windowed(const mkc_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_ATTENTION && g->nodes[i].window > 0) return &g->nodes[i];
+  return NULL;
+}
+
 static int has_weight(const mkc_graph *g, const char *name) {
   for (int i = 0; i < g->n_weights; i++)
     if (strcmp(g->weights[i].name, name) == 0) return 1;
@@ -405,6 +412,16 @@ int mkc_cmd_init(int argc, char **argv) {
     return 1;
   }
   mkc_kernel_src_free(&src);
+  const mkc_node *att = windowed(&g);
+  if (att) {
+    fprintf(stderr,
+            "mkc: error: preset %s: layer %d attends over a sliding window of %d, which mkc's "
+            "model files do not carry yet; run the preset with --random-weights instead\n",
+            preset, att->layer, att->window);
+    mkc_graph_free(&g);
+    free(f.tensor_types);
+    return 1;
+  }
   mkc_weights w = {0};
   mkc_gguf_writer *out = NULL;
   void **encoded = calloc((size_t)g.n_weights + 1, sizeof *encoded);

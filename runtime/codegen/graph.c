@@ -28,6 +28,12 @@ int mkc_kv_dtype_from_name(const char *name) {
   return -1;
 }
 
+int mkc_kv_dtype_bytes(int dtype) { return dtype == MKC_KV_DTYPE_F32 ? 4 : 2; }
+
+int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd) {
+  return nd->kv_rows > 0 ? nd->kv_rows : g->max_ctx;
+}
+
 double mkc_graph_params(const mkc_graph *g) {
   double params = 0;
   for (int i = 0; i < g->n_weights; i++) params += (double)g->weights[i].rows * g->weights[i].cols;

@@ -81,10 +81,14 @@ enum mkc_kv_dtype {
   X(INT, kv_heads, kv_heads)                                                                       \
   X(INT, head_dim, head_dim)                                                                       \
   X(INT, layer, layer)                                                                             \
+  X(INT, window, window) /* attention: sees its own and the window - 1 positions before; 0: all */ \
   /* attention: element offsets of its K and V slots in the kernel's KV cache,                     \
-   * each [kv_heads][max_ctx][head_dim] (0 in a graph built by hand) */                            \
+   * each [kv_heads][kv_rows][head_dim] (0 in a graph built by hand) */                            \
   X(SIZE, kv_k, kv_k)                                                                              \
-  X(SIZE, kv_v, kv_v)
+  X(SIZE, kv_v, kv_v)                                                                              \
+  /* attention: rows per kv head in those slots: max_ctx, or with a window a ring of               \
+   * window + t_max rows, position p at row p % kv_rows (0 in a graph built by hand: max_ctx) */   \
+  X(INT, kv_rows, kv_rows)
 
 #define MKC_NODE_INPUTS 3
 #define MKC_NODE_MEMBER_OP(m) int m;
@@ -134,7 +138,8 @@ typedef struct mkc_graph {
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
   size_t
       logprobs_offset; /* float offset of [t_max][MKC_LP_STRIDE] log-probabilities (mkc_state.h) */
-  int n_stages;        /* stages in the kernel, each ended by a sync */
+  size_t history_offset; /* float offset of the token history, [max_ctx] ints (mkc_accept) */
+  int n_stages;          /* stages in the kernel, each ended by a sync */
   /* float offset of n_stages + 1 u64 %globaltimer readings of block 0 (at the
    * step's start, then after each stage) when generated with stage timers;
    * 0 without */
@@ -145,6 +150,11 @@ void mkc_graph_free(mkc_graph *g);
 const char *mkc_op_name(int op);
 const char *mkc_kv_dtype_name(int dtype);     /* "bf16", "f16", "f32"; "unknown" */
 int mkc_kv_dtype_from_name(const char *name); /* enum mkc_kv_dtype, or -1 */
+int mkc_kv_dtype_bytes(int dtype);            /* bytes of one element: 4 (f32) or 2 */
+/* An attention node's rows per kv head in the kernel's cache: its kv_rows, or
+ * max_ctx in a graph built by hand. Fewer than max_ctx: a sliding window's
+ * ring, position p at row p % rows. */
+int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd);
 /* The parameters of every weight of g (rows x cols): what one step streams. */
 double mkc_graph_params(const mkc_graph *g);
 /* The bytes of g's weight arena a step streams: every weight once, as stored. */

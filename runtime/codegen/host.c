@@ -109,6 +109,10 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "rope_layout");
   push_rope_scaling(L, &d->rope_scaling);
   lua_setfield(L, -2, "rope_scaling");
+  /* Model files run with full attention: a Mistral config's window clamps its context instead
+   * (formats/hf_config.c). */
+  lua_pushstring(L, "none");
+  lua_setfield(L, -2, "sliding_window");
   const struct {
     const char *key;
     int v;
@@ -306,6 +310,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->logits_offset = (size_t)get_int(L, p, "logits_offset");
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
   g->logprobs_offset = (size_t)get_int(L, p, "logprobs_offset");
+  g->history_offset = (size_t)get_int(L, p, "history_offset");
   g->timers_offset = (size_t)get_int(L, p, "timers_offset");
   g->n_stages = (int)get_int(L, p, "n_stages");
   lua_pop(L, 1);

@@ -74,7 +74,10 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   /* The cache keeps what it holds of the prompt, less at least its last
    * token, whose logits choose the first generated one. */
   int keep = n_cached < n_prompt - 1 ? n_cached : n_prompt - 1;
-  if (keep < mkc_session_pos(s) && mkc_session_rewind(s, keep < 0 ? 0 : keep) != 0) return -1;
+  if (keep < 0) keep = 0;
+  /* A sliding window whose ring no longer holds the rows before keep: start over. */
+  if (keep < mkc_session_pos(s) && !mkc_session_can_rewind(s, keep)) keep = 0;
+  if (keep < mkc_session_pos(s) && mkc_session_rewind(s, keep) != 0) return -1;
   stats->fed = n_prompt - mkc_session_pos(s);
   int cap = n_prompt + (n_gen > 0 ? n_gen : 0);
   int *hist = malloc((size_t)cap * sizeof *hist);

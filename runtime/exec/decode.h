@@ -53,7 +53,9 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
  * whole history, of which the cache holds the first n_cached tokens (the
  * session's tokens past them, e.g. drafts accepted after a stop, are
  * forgotten); only prompt[n_cached..] is fed (at least the last token). A
- * multi-turn chat keeps its KV this way. */
+ * multi-turn chat keeps its KV this way. Where a sliding window's ring no
+ * longer holds the rows the rewind to n_cached needs, the whole prompt is
+ * fed again (stats->fed says). */
 int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats);

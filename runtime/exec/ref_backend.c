@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ref_backend {
   mkc_backend base;
@@ -58,9 +59,76 @@ static const float *logits(mkc_backend *b, int t) {
 static void reset(mkc_backend *b) { mkc_ref_truncate(ref(b)->ref, 0); }
 
 static int rewind_to(mkc_backend *b, int pos) {
-  mkc_ref_truncate(ref(b)->ref, pos);
+  mkc_ref_seek(ref(b)->ref, pos);
   return 0;
 }
+
+/* A snapshot's store: the reference's doubles, for each layer with a cache
+ * K then V, [rows][kv_dim] each. Written apart from the kernels' layout
+ * (backend/kv_rows.c) on purpose; its functions deliberately alike the other
+ * backends' (rows of the interface). */
+typedef struct ref_store {
+  int rows;
+  size_t doubles;
+  double data[];
+} ref_store;
+
+static size_t position_doubles(mkc_ref *x) {
+  size_t n = 0;
+  int kv_dim;
+  for (int l = 0; l < mkc_ref_layers(x); l++)
+    if (mkc_ref_kv_cache(x, l, 0, &kv_dim)) n += 2 * (size_t)kv_dim;
+  return n;
+}
+
+static void *store_open(mkc_backend *b, int rows) {
+  size_t n = (size_t)rows * position_doubles(ref(b)->ref);
+  ref_store *st = calloc(1, sizeof *st + n * sizeof(double));
+  if (!st) {
+    fprintf(stderr, "mkc: error: out of memory for a KV snapshot (%zu doubles)\n", n);
+    return NULL;
+  }
+  st->rows = rows;
+  st->doubles = n;
+  return st;
+}
+
+/* Row `at` of a store's block for (layer, K|V) at `block` doubles, or
+ * position `at` of the reference's cache. */
+static double *row_at(ref_store *st, size_t block, double *cache, int at, int kv_dim) {
+  return st ? st->data + block + (size_t)at * kv_dim : cache + (size_t)at * kv_dim;
+}
+
+static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+  mkc_ref *x = ref(b)->ref;
+  ref_store *d = dst, *s = (ref_store *)src;
+  size_t d_block = 0, s_block = 0;
+  int kv_dim;
+  for (int l = 0; l < mkc_ref_layers(x); l++)
+    for (int v = 0; v < 2; v++) {
+      double *cache = mkc_ref_kv_cache(x, l, v, &kv_dim);
+      if (!cache) continue;
+      memmove(row_at(d, d_block, cache, dst_at, kv_dim), row_at(s, s_block, cache, src_at, kv_dim),
+              (size_t)n * kv_dim * sizeof(double));
+      if (d) d_block += (size_t)d->rows * kv_dim;
+      if (s) s_block += (size_t)s->rows * kv_dim;
+    }
+  return 0;
+}
+
+static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
+  const ref_store *st = store;
+  void *copy = malloc(st->doubles ? st->doubles * sizeof(double) : 1);
+  if (!copy) {
+    fprintf(stderr, "mkc: error: out of memory reading a KV snapshot\n");
+    return NULL;
+  }
+  memcpy(copy, st->data, st->doubles * sizeof(double));
+  *bytes = st->doubles * sizeof(double);
+  return copy;
+}
+
+static void store_close(mkc_backend *b, void *store) { free(store); }
 
 static const char *describe(const mkc_backend *b) { return "reference executor, float64"; }
 
@@ -79,6 +147,10 @@ static const mkc_backend_ops ref_ops = {
     .logits = logits,
     .reset = reset,
     .rewind = rewind_to,
+    .store_open = store_open,
+    .store_copy = store_copy,
+    .store_read = store_read,
+    .store_close = store_close,
     .describe = describe,
     .close = close_ref,
 };

@@ -224,12 +224,13 @@ static int check_attention(const mkc_graph *g, int id, int *max_layer) {
   int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
   if (nd->heads <= 0 || nd->kv_heads <= 0 || nd->head_dim <= 0 || nd->heads % nd->kv_heads ||
       nd->layer < 0 || in_len(g, id, 0) != q_dim || in_len(g, id, 1) != kv_dim ||
-      in_len(g, id, 2) != kv_dim || nd->n != q_dim) {
+      in_len(g, id, 2) != kv_dim || nd->n != q_dim || nd->window < 0 || nd->kv_rows < 0 ||
+      nd->kv_rows > g->max_ctx) {
     node_error(g, id,
                "q [%d], k [%d], v [%d], output [%d] with heads %d, kv_heads %d, head_dim %d, "
-               "layer %d",
+               "layer %d, window %d, kv_rows %d of max_ctx %d",
                in_len(g, id, 0), in_len(g, id, 1), in_len(g, id, 2), nd->n, nd->heads, nd->kv_heads,
-               nd->head_dim, nd->layer);
+               nd->head_dim, nd->layer, nd->window, nd->kv_rows, g->max_ctx);
     return -1;
   }
   for (int j = 0; j < id; j++)
@@ -460,7 +461,9 @@ static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node
     for (int i = 0; i < hd; i++) {
       double stored = kv_stored(dtype, xh[i]);
       if (r->kernel_kv) {
-        double kern = kernel_kv_at(r, slot + ((size_t)h * r->g->max_ctx + r->pos) * hd + i);
+        /* the kernel's row of pos: a sliding window's ring keeps it at pos % rows */
+        int rows = mkc_node_kv_rows(r->g, nd);
+        double kern = kernel_kv_at(r, slot + ((size_t)h * rows + r->pos % rows) * hd + i);
         double tie = MKC_REF_KV_TIE * scale;
         double dev =
             dtype == MKC_KV_DTYPE_F32 ? fabs(kern - xh[i]) : fabs(xh[i] - (kern + stored) / 2);
@@ -483,18 +486,22 @@ static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node
   }
 }
 
+/* The token at pos sees the positions [first, pos]: all of them, or with a
+ * sliding window the last `window`, its own included. The cache keeps every
+ * position; the window is a mask here, not the kernel's ring. */
 static void attention(mkc_ref *r, double *out, const double *q, const double *k, const double *v,
                       const mkc_node *nd) {
   int hd = nd->head_dim, kv_dim = r->kv_dim[nd->layer], group = nd->heads / nd->kv_heads;
   double *k_cache = r->k_cache[nd->layer], *v_cache = r->v_cache[nd->layer];
   append_kv(r, k_cache, k, nd, nd->kv_k, "K");
   append_kv(r, v_cache, v, nd, nd->kv_v, "V");
+  int first = nd->window > 0 && r->pos - nd->window + 1 > 0 ? r->pos - nd->window + 1 : 0;
   double scale = 1.0 / sqrt((double)hd);
   for (int h = 0; h < nd->heads; h++) {
     const double *qh = q + (size_t)h * hd;
     size_t kv_off = (size_t)(h / group) * hd;
     double max = -INFINITY;
-    for (int s = 0; s <= r->pos; s++) {
+    for (int s = first; s <= r->pos; s++) {
       const double *ks = k_cache + (size_t)s * kv_dim + kv_off;
       double dot = 0;
       for (int i = 0; i < hd; i++) dot += qh[i] * ks[i];
@@ -502,10 +509,10 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
       if (r->scores[s] > max) max = r->scores[s];
     }
     double sum = 0;
-    for (int s = 0; s <= r->pos; s++) sum += r->scores[s] = exp(r->scores[s] - max);
+    for (int s = first; s <= r->pos; s++) sum += r->scores[s] = exp(r->scores[s] - max);
     double *oh = out + (size_t)h * hd;
     for (int i = 0; i < hd; i++) oh[i] = 0;
-    for (int s = 0; s <= r->pos; s++) {
+    for (int s = first; s <= r->pos; s++) {
       const double *vs = v_cache + (size_t)s * kv_dim + kv_off;
       double p = r->scores[s] / sum;
       for (int i = 0; i < hd; i++) oh[i] += p * vs[i];
@@ -576,6 +583,18 @@ int mkc_ref_pos(const mkc_ref *r) { return r->pos; }
 void mkc_ref_truncate(mkc_ref *r, int pos) {
   if (pos < 0) pos = 0;
   if (pos < r->pos) r->pos = pos; /* rows past pos are overwritten by the next steps */
+}
+
+void mkc_ref_seek(mkc_ref *r, int pos) {
+  r->pos = pos < 0 ? 0 : pos > r->g->max_ctx ? r->g->max_ctx : pos;
+}
+
+int mkc_ref_layers(const mkc_ref *r) { return r->n_layers; }
+
+double *mkc_ref_kv_cache(mkc_ref *r, int layer, int v, int *kv_dim) {
+  if (layer < 0 || layer >= r->n_layers || !r->kv_dim[layer]) return NULL;
+  *kv_dim = r->kv_dim[layer];
+  return v ? r->v_cache[layer] : r->k_cache[layer];
 }
 
 void mkc_ref_close(mkc_ref *r) {

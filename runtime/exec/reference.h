@@ -52,6 +52,15 @@ const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r);
 
 int mkc_ref_pos(const mkc_ref *r);
 void mkc_ref_truncate(mkc_ref *r, int pos); /* forget tokens >= pos */
+/* Sets pos (0..max_ctx): the cache holds positions [0, pos), as after a
+ * snapshot's rows were written back (exec/ref_backend.c). */
+void mkc_ref_seek(mkc_ref *r, int pos);
+
+/* Layers 0..mkc_ref_layers(r) - 1 may have a cache: layer's K (v = 0) or V
+ * (v = 1) values, [max_ctx][*kv_dim] doubles as appended; NULL for a layer
+ * without attention. Snapshots copy rows in and out of it. */
+int mkc_ref_layers(const mkc_ref *r);
+double *mkc_ref_kv_cache(mkc_ref *r, int layer, int v, int *kv_dim);
 void mkc_ref_close(mkc_ref *r);
 
 int mkc_argmax(const double *x, int n); /* first index of the maximum; -1 if n <= 0 */

@@ -17,12 +17,7 @@
 #include "backend/cuda/nvrtc.h"
 #include "mkc_state.h"
 #include "ref_backend.h"
-
-struct mkc_session {
-  const mkc_graph *g;
-  mkc_backend *b;
-  mkc_state state; /* the step contract: inputs in; pos, status and tokens out */
-};
+#include "session_impl.h"
 
 int mkc_backend_kind_from_name(const char *name) {
   static const char *const NAMES[] = {[MKC_BACKEND_CPU] = "cpu",
@@ -87,6 +82,47 @@ static int default_blocks(void) {
   return n > MKC_MAX_BLOCKS ? MKC_MAX_BLOCKS : n;
 }
 
+/* The sliding windows' rings of g, one per (rows, window) pair. 0 or -1. */
+static int find_rings(mkc_session *s) {
+  const mkc_graph *g = s->g;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *nd = &g->nodes[i];
+    int rows = mkc_node_kv_rows(g, nd), r = 0;
+    if (nd->op != MKC_OP_ATTENTION || rows >= g->max_ctx) continue;
+    while (r < s->n_rings && (s->rings[r].rows != rows || s->rings[r].window != nd->window)) r++;
+    if (r < s->n_rings) continue;
+    mkc_ring *more = realloc(s->rings, (size_t)(s->n_rings + 1) * sizeof *more);
+    if (!more) return -1;
+    s->rings = more;
+    s->rings[s->n_rings++] = (mkc_ring){rows, nd->window, nd->layer, 0};
+  }
+  return 0;
+}
+
+static void free_session(mkc_session *s) {
+  free(s->rings);
+  free(s->tokens);
+  free(s);
+}
+
+/* A session of g with its tokens and rings, no backend yet; NULL + message
+ * when out of memory. */
+static mkc_session *new_session(const mkc_graph *g) {
+  mkc_session *s = calloc(1, sizeof *s);
+  if (!s) goto oom;
+  s->g = g;
+  s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
+  if (s->tokens && find_rings(s) == 0) return s;
+  free_session(s);
+oom:
+  fprintf(stderr, "mkc: error: out of memory opening a session\n");
+  return NULL;
+}
+
+int mkc_ring_needs(const mkc_ring *r, int pos) {
+  return pos - r->window + 1 > 0 ? pos - r->window + 1 : 0;
+}
+
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
   if (blocks <= 0) blocks = default_blocks(); /* only the cpu backend uses it */
@@ -100,15 +136,11 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
             MKC_T_CAP);
     return NULL;
   }
-  mkc_session *s = calloc(1, sizeof *s);
-  if (!s) {
-    fprintf(stderr, "mkc: error: out of memory opening a session\n");
-    return NULL;
-  }
-  s->g = g;
+  mkc_session *s = new_session(g);
+  if (!s) return NULL;
   s->b = open_backend(kind, g, src, w, blocks);
   if (!s->b) {
-    free(s);
+    free_session(s);
     return NULL;
   }
   return s;
@@ -116,12 +148,11 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
 
 mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w,
                                     const mkc_cuda_device *dev, const void *image) {
-  mkc_session *s = calloc(1, sizeof *s);
+  mkc_session *s = new_session(g);
   if (!s) return NULL;
-  s->g = g;
   s->b = mkc_cuda_backend_open_image(g, w, dev, image);
   if (!s->b) {
-    free(s);
+    free_session(s);
     return NULL;
   }
   return s;
@@ -142,9 +173,19 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
-  if (s->b->ops->step(s->b, st) != 0) return -1;
+  int pos = st->pos, rc = s->b->ops->step(s->b, st);
+  /* The step wrote rows [pos, pos + T) unless it was refused whole (or failed: who knows). */
+  if (rc != 0 || (st->status != MKC_STATUS_CTX_FULL && st->status != MKC_STATUS_BAD_INPUT))
+    for (int i = 0; i < s->n_rings; i++) {
+      mkc_ring *ring = &s->rings[i];
+      if (pos + n_inputs - ring->rows > ring->intact_from)
+        ring->intact_from = pos + n_inputs - ring->rows;
+    }
+  if (rc != 0) return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
+  /* the inputs whose K/V the cache now holds: the fixed ones and the accepted drafts */
+  memcpy(s->tokens + pos, inputs, (size_t)(st->pos - pos) * sizeof *inputs);
   r->n_out = st->n_out;
   r->n_accepted = st->n_accepted;
   memcpy(r->out, st->out_tokens, (size_t)st->n_out * sizeof *r->out);
@@ -152,6 +193,8 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 }
 
 int mkc_session_pos(const mkc_session *s) { return s->state.pos; }
+
+const int *mkc_session_tokens(const mkc_session *s) { return s->tokens; }
 
 const float *mkc_session_logits(mkc_session *s, int t) { return s->b->ops->logits(s->b, t); }
 
@@ -164,6 +207,7 @@ struct mkc_ref *mkc_session_ref(mkc_session *s) {
 void mkc_session_reset(mkc_session *s) {
   mkc_sampling keep = s->state.sampling;
   memset(&s->state, 0, sizeof s->state);
+  for (int i = 0; i < s->n_rings; i++) s->rings[i].intact_from = 0;
   if (s->b->ops->reset) s->b->ops->reset(s->b);
   mkc_sampling off = {0}; /* off is stored as zeros (mkc_session_set_sampling) */
   if (memcmp(&keep, &off, sizeof keep) != 0) mkc_session_set_sampling(s, &keep); /* re-written */
@@ -243,9 +287,29 @@ int mkc_session_stage_ns(mkc_session *s, double *ns) {
   return 0;
 }
 
+/* The first ring whose window before pos has lost rows, or NULL. */
+static const mkc_ring *lost_window(const mkc_session *s, int pos) {
+  for (int i = 0; i < s->n_rings; i++)
+    if (pos > 0 && mkc_ring_needs(&s->rings[i], pos) < s->rings[i].intact_from) return &s->rings[i];
+  return NULL;
+}
+
+int mkc_session_can_rewind(const mkc_session *s, int pos) {
+  return pos >= 0 && pos <= s->state.pos && !lost_window(s, pos);
+}
+
 int mkc_session_rewind(mkc_session *s, int pos) {
+  const mkc_ring *lost = pos >= 0 && pos <= s->state.pos ? lost_window(s, pos) : NULL;
   if (pos < 0 || pos > s->state.pos) {
     fprintf(stderr, "mkc: error: cannot rewind a session at pos %d to %d\n", s->state.pos, pos);
+    return -1;
+  }
+  if (lost) {
+    fprintf(stderr,
+            "mkc: error: cannot rewind a session at pos %d to %d: layer %d's sliding window needs "
+            "the rows of positions [%d, %d), and its ring of %d rows holds them from %d on\n",
+            s->state.pos, pos, lost->layer, mkc_ring_needs(lost, pos), pos, lost->rows,
+            lost->intact_from);
     return -1;
   }
   if (pos == s->state.pos) return 0;
@@ -260,6 +324,9 @@ double mkc_session_copy_bandwidth(mkc_session *s, size_t bytes) {
 
 void mkc_session_close(mkc_session *s) {
   if (!s) return;
+  if (s->n_snapshots)
+    fprintf(stderr, "mkc: warning: a session closes with %d KV snapshots not freed\n",
+            s->n_snapshots);
   s->b->ops->close(s->b);
-  free(s);
+  free_session(s);
 }

@@ -54,6 +54,10 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 
 int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache */
 
+/* Those tokens, by position (mkc_session_pos of them): the inputs of the
+ * steps the kernel kept. */
+const int *mkc_session_tokens(const mkc_session *s);
+
 /* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
 const float *mkc_session_logits(mkc_session *s, int t);
 
@@ -85,8 +89,13 @@ const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps);
 
 /* Forgets the tokens from pos on (0 <= pos <= mkc_session_pos): the next
- * step's inputs[0] is the token at pos. 0, or -1 after a message. */
+ * step's inputs[0] is the token at pos. 0, or -1 after a message. A layer
+ * with a sliding window keeps a ring of window + t_max rows, so a rewind
+ * reaches back as far as its window's rows are still there: past the last
+ * step's inputs always, further only where no later position overwrote them
+ * (mkc_session_can_rewind says). */
 int mkc_session_rewind(mkc_session *s, int pos);
+int mkc_session_can_rewind(const mkc_session *s, int pos); /* 1 when the rewind can be done */
 
 /* cuda: device-to-device copy bandwidth in GB/s measured now over `bytes`;
  * other backends: -1. */

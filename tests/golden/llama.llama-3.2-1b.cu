@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph 121e4bf728678f74, templates 315ea0f85cf29bd0, options ccbbd3f647f82876
+ * hashes:  graph ec8fa59776d14845, templates 234fb4567b5e7f66, options ccbbd3f647f82876
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    84 stages, 83 grid barriers; scratch 2010240 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -653,7 +653,8 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * position pos + t, row (pos + t) % kv_rows (kv_rows = max_ctx, or a sliding
+ * window's ring), rounded to the cache's type; q goes to scratch. A null
  * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
@@ -760,11 +761,12 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, 
 
 /* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
  * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
- * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
- * the elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
-                                   int pos, int T) {
+ * cache (token t's row at row (pos + t) % kv_rows of kv_out). The whole warp:
+ * lanes over the elements for the sum of squares, then over the rotation
+ * pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int kv_rows,
+                                   int head_dim, int layout, mkc_rope rotary,
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -779,8 +781,9 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
       mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
-        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
-        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+        long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+        kv_out[kv_at + i0] = mkc_kv_from_f32(a);
+        kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
         row[i0] = a;
         row[i1] = b;
@@ -796,7 +799,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -830,10 +833,10 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
-     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+     * the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = 0;
     if (p >= q_pairs)
-      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + (long)h * kv_rows * head_dim;
     float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
     int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
@@ -849,8 +852,9 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
         } else {
-          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
-          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+          long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+          cache[kv_at + i0] = mkc_kv_from_f32(ra);
+          cache[kv_at + i1] = mkc_kv_from_f32(rb);
         }
       }
     }
@@ -871,37 +875,42 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, head_w, head_eps,
+                       pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
- * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
- * floats), so a block computes exact softmax in three passes. GQA: query head
- * h reads kv head h / group. K and V are widened from the cache's type to
- * float as they are read. Split-KV (flash-decoding) is later work. */
+ * token t sees positions [0, pos + t], or with a sliding window (window > 0)
+ * the last `window` of them, [lo, pos + t]. Position s is row s % kv_rows of
+ * each kv head (kv_rows = max_ctx, or a window's ring). Scores live in shared
+ * memory (one float per position seen), so a block computes exact softmax in
+ * three passes. GQA: query head h reads kv head h / group. K and V are
+ * widened from the cache's type to float as they are read. Split-KV
+ * (flash-decoding) is later work. */
 MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                               const mkc_kv *v_cache, float *out, int out_stride, int heads,
-                              int group, int head_dim, int max_ctx, float scale, int pos, int T,
-                              float *scores, float *q_head, float *red) {
+                              int group, int head_dim, int kv_rows, int window, float scale,
+                              int pos, int T, float *scores, float *q_head, float *red) {
   for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
     int t = item / heads, h = item - t * heads, n = pos + t + 1;
-    const mkc_kv *K = k_cache + (long)(h / group) * max_ctx * head_dim;
-    const mkc_kv *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    int lo = window > 0 && n > window ? n - window : 0; /* scores[s - lo] */
+    const mkc_kv *K = k_cache + (long)(h / group) * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + (long)(h / group) * kv_rows * head_dim;
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
       q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
     mkc_sync_block();
     float m = MKC_NEG_MAX;
-    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+    for (int s = lo + mkc_tid(); s < n; s += MKC_THREADS) {
       float dot = 0.0f;
       for (int d = 0; d < head_dim; d++)
-        dot += q_head[d] * mkc_kv_to_f32(K[(long)s * head_dim + d]);
-      scores[s] = dot;
+        dot += q_head[d] * mkc_kv_to_f32(K[(long)(s % kv_rows) * head_dim + d]);
+      scores[s - lo] = dot;
       m = fmaxf(m, dot);
     }
     m = mkc_block_max(m, red);
     float sum = 0.0f;
-    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+    for (int s = mkc_tid(); s < n - lo; s += MKC_THREADS) {
       float e = expf(scores[s] - m);
       scores[s] = e;
       sum += e;
@@ -909,7 +918,8 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
     sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
       float acc = 0.0f;
-      for (int s = 0; s < n; s++) acc += scores[s] * mkc_kv_to_f32(V[(long)s * head_dim + d]);
+      for (int s = lo, row = lo % kv_rows; s < n; s++, row = row + 1 == kv_rows ? 0 : row + 1)
+        acc += scores[s - lo] * mkc_kv_to_f32(V[(long)row * head_dim + d]);
       out[t * out_stride + h * head_dim + d] = acc / sum;
     }
     mkc_sync_block(); /* q_head and scores are rewritten by the next item */
@@ -1496,7 +1506,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1500 "llama.llama-3.2-1b.cu"
+#line 1510 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 128256, 4096, 5)) return;
@@ -1504,21 +1514,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/84: embed -- embed token_embd.weight (line 104)
+  /* stage 1/84: embed -- embed token_embd.weight (line 145)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 2048*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 4096*t (token_embd.weight)
-   * writes: scratch+0 8192*t (embed token_embd.weight (line 104)) */
+   * writes: scratch+0 8192*t (embed token_embd.weight (line 145)) */
   mkc_embed(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 2048, scratch + 0, 2048, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 104) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
-  /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 106), matmul blk.0.attn_q.weight (line 107), matmul blk.0.attn_k.weight (line 108), matmul blk.0.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 104)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
+   * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 145)), weights+262668288 4096 (blk.0.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 262670336, 4096, MKC_W_BF16), mkc_wmat_of(weights + 266864640, 4096, MKC_W_BF16), mkc_wmat_of(weights + 267913216, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1527,53 +1537,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 0, kv + 2097152, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 3/84: attention -- attention layer 0 (line 116)
+  /* stage 3/84: attention -- attention layer 0 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
-   * writes: scratch+20480 8192*t (attention layer 0 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
+   * writes: scratch+20480 8192*t (attention layer 0 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 118), add (line 118)
+  /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 268961792, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 120), matmul blk.0.ffn_gate.weight (line 121), matmul blk.0.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+273156096 4096 (blk.0.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+273156096 4096 (blk.0.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 273158144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 289935360, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 123), add (line 123)
+  /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 306712576, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 106), matmul blk.1.attn_q.weight (line 107), matmul blk.1.attn_k.weight (line 108), matmul blk.1.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
+   * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+323489792 4096 (blk.1.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 323491840, 4096, MKC_W_BF16), mkc_wmat_of(weights + 327686144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 328734720, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1582,53 +1592,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 4194304, kv + 6291456, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 8/84: attention -- attention layer 1 (line 116)
+  /* stage 8/84: attention -- attention layer 1 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
-   * writes: scratch+20480 8192*t (attention layer 1 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
+   * writes: scratch+20480 8192*t (attention layer 1 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 118), add (line 118)
+  /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 329783296, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 120), matmul blk.1.ffn_gate.weight (line 121), matmul blk.1.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+333977600 4096 (blk.1.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+333977600 4096 (blk.1.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 333979648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 350756864, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 123), add (line 123)
+  /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 367534080, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 106), matmul blk.2.attn_q.weight (line 107), matmul blk.2.attn_k.weight (line 108), matmul blk.2.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
+   * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+384311296 4096 (blk.2.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 384313344, 4096, MKC_W_BF16), mkc_wmat_of(weights + 388507648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 389556224, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1637,53 +1647,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 8388608, kv + 10485760, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 13/84: attention -- attention layer 2 (line 116)
+  /* stage 13/84: attention -- attention layer 2 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
-   * writes: scratch+20480 8192*t (attention layer 2 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
+   * writes: scratch+20480 8192*t (attention layer 2 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 118), add (line 118)
+  /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 390604800, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 120), matmul blk.2.ffn_gate.weight (line 121), matmul blk.2.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 161), matmul blk.2.ffn_gate.weight (line 162), matmul blk.2.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+394799104 4096 (blk.2.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+394799104 4096 (blk.2.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 394801152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 411578368, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 123), add (line 123)
+  /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 428355584, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 106), matmul blk.3.attn_q.weight (line 107), matmul blk.3.attn_k.weight (line 108), matmul blk.3.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
+   * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+445132800 4096 (blk.3.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 445134848, 4096, MKC_W_BF16), mkc_wmat_of(weights + 449329152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 450377728, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1692,53 +1702,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 12582912, kv + 14680064, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 18/84: attention -- attention layer 3 (line 116)
+  /* stage 18/84: attention -- attention layer 3 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
-   * writes: scratch+20480 8192*t (attention layer 3 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
+   * writes: scratch+20480 8192*t (attention layer 3 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 118), add (line 118)
+  /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 451426304, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 120), matmul blk.3.ffn_gate.weight (line 121), matmul blk.3.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 161), matmul blk.3.ffn_gate.weight (line 162), matmul blk.3.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+455620608 4096 (blk.3.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+455620608 4096 (blk.3.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 455622656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 472399872, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 123), add (line 123)
+  /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 489177088, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 106), matmul blk.4.attn_q.weight (line 107), matmul blk.4.attn_k.weight (line 108), matmul blk.4.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
+   * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+505954304 4096 (blk.4.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 505956352, 4096, MKC_W_BF16), mkc_wmat_of(weights + 510150656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 511199232, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1747,53 +1757,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 16777216, kv + 18874368, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 23/84: attention -- attention layer 4 (line 116)
+  /* stage 23/84: attention -- attention layer 4 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
-   * writes: scratch+20480 8192*t (attention layer 4 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
+   * writes: scratch+20480 8192*t (attention layer 4 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 118), add (line 118)
+  /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 512247808, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 120), matmul blk.4.ffn_gate.weight (line 121), matmul blk.4.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 161), matmul blk.4.ffn_gate.weight (line 162), matmul blk.4.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+516442112 4096 (blk.4.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+516442112 4096 (blk.4.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 516444160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 533221376, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 123), add (line 123)
+  /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 549998592, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 106), matmul blk.5.attn_q.weight (line 107), matmul blk.5.attn_k.weight (line 108), matmul blk.5.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
+   * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+566775808 4096 (blk.5.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 566777856, 4096, MKC_W_BF16), mkc_wmat_of(weights + 570972160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 572020736, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1802,53 +1812,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 20971520, kv + 23068672, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 28/84: attention -- attention layer 5 (line 116)
+  /* stage 28/84: attention -- attention layer 5 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
-   * writes: scratch+20480 8192*t (attention layer 5 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
+   * writes: scratch+20480 8192*t (attention layer 5 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 118), add (line 118)
+  /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 573069312, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 120), matmul blk.5.ffn_gate.weight (line 121), matmul blk.5.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 161), matmul blk.5.ffn_gate.weight (line 162), matmul blk.5.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+577263616 4096 (blk.5.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+577263616 4096 (blk.5.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 577265664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 594042880, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 123), add (line 123)
+  /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 610820096, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 106), matmul blk.6.attn_q.weight (line 107), matmul blk.6.attn_k.weight (line 108), matmul blk.6.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
+   * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+627597312 4096 (blk.6.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 627599360, 4096, MKC_W_BF16), mkc_wmat_of(weights + 631793664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 632842240, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1857,53 +1867,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 25165824, kv + 27262976, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 33/84: attention -- attention layer 6 (line 116)
+  /* stage 33/84: attention -- attention layer 6 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
-   * writes: scratch+20480 8192*t (attention layer 6 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
+   * writes: scratch+20480 8192*t (attention layer 6 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 118), add (line 118)
+  /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 633890816, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 120), matmul blk.6.ffn_gate.weight (line 121), matmul blk.6.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 161), matmul blk.6.ffn_gate.weight (line 162), matmul blk.6.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+638085120 4096 (blk.6.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+638085120 4096 (blk.6.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 638087168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 654864384, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 123), add (line 123)
+  /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 671641600, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 106), matmul blk.7.attn_q.weight (line 107), matmul blk.7.attn_k.weight (line 108), matmul blk.7.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
+   * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+688418816 4096 (blk.7.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 688420864, 4096, MKC_W_BF16), mkc_wmat_of(weights + 692615168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 693663744, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1912,53 +1922,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 29360128, kv + 31457280, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 38/84: attention -- attention layer 7 (line 116)
+  /* stage 38/84: attention -- attention layer 7 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
-   * writes: scratch+20480 8192*t (attention layer 7 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
+   * writes: scratch+20480 8192*t (attention layer 7 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 118), add (line 118)
+  /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 694712320, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 120), matmul blk.7.ffn_gate.weight (line 121), matmul blk.7.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 161), matmul blk.7.ffn_gate.weight (line 162), matmul blk.7.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+698906624 4096 (blk.7.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+698906624 4096 (blk.7.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 698908672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 715685888, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 123), add (line 123)
+  /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 732463104, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 106), matmul blk.8.attn_q.weight (line 107), matmul blk.8.attn_k.weight (line 108), matmul blk.8.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
+   * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+749240320 4096 (blk.8.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 749242368, 4096, MKC_W_BF16), mkc_wmat_of(weights + 753436672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 754485248, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1967,53 +1977,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 33554432, kv + 35651584, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 43/84: attention -- attention layer 8 (line 116)
+  /* stage 43/84: attention -- attention layer 8 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
-   * writes: scratch+20480 8192*t (attention layer 8 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
+   * writes: scratch+20480 8192*t (attention layer 8 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 118), add (line 118)
+  /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 755533824, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 120), matmul blk.8.ffn_gate.weight (line 121), matmul blk.8.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 161), matmul blk.8.ffn_gate.weight (line 162), matmul blk.8.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+759728128 4096 (blk.8.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+759728128 4096 (blk.8.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 759730176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 776507392, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 123), add (line 123)
+  /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 793284608, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 106), matmul blk.9.attn_q.weight (line 107), matmul blk.9.attn_k.weight (line 108), matmul blk.9.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
+   * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+810061824 4096 (blk.9.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 810063872, 4096, MKC_W_BF16), mkc_wmat_of(weights + 814258176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 815306752, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2022,53 +2032,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 37748736, kv + 39845888, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 48/84: attention -- attention layer 9 (line 116)
+  /* stage 48/84: attention -- attention layer 9 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
-   * writes: scratch+20480 8192*t (attention layer 9 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
+   * writes: scratch+20480 8192*t (attention layer 9 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 118), add (line 118)
+  /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 816355328, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 120), matmul blk.9.ffn_gate.weight (line 121), matmul blk.9.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 161), matmul blk.9.ffn_gate.weight (line 162), matmul blk.9.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+820549632 4096 (blk.9.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+820549632 4096 (blk.9.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 820551680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 837328896, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 123), add (line 123)
+  /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 854106112, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 106), matmul blk.10.attn_q.weight (line 107), matmul blk.10.attn_k.weight (line 108), matmul blk.10.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
+   * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+870883328 4096 (blk.10.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 870885376, 4096, MKC_W_BF16), mkc_wmat_of(weights + 875079680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 876128256, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2077,53 +2087,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 41943040, kv + 44040192, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 53/84: attention -- attention layer 10 (line 116)
+  /* stage 53/84: attention -- attention layer 10 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
-   * writes: scratch+20480 8192*t (attention layer 10 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
+   * writes: scratch+20480 8192*t (attention layer 10 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 118), add (line 118)
+  /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 877176832, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 120), matmul blk.10.ffn_gate.weight (line 121), matmul blk.10.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 161), matmul blk.10.ffn_gate.weight (line 162), matmul blk.10.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+881371136 4096 (blk.10.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+881371136 4096 (blk.10.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 881373184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 898150400, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 123), add (line 123)
+  /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 914927616, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 106), matmul blk.11.attn_q.weight (line 107), matmul blk.11.attn_k.weight (line 108), matmul blk.11.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
+   * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+931704832 4096 (blk.11.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 931706880, 4096, MKC_W_BF16), mkc_wmat_of(weights + 935901184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 936949760, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2132,53 +2142,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 46137344, kv + 48234496, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 58/84: attention -- attention layer 11 (line 116)
+  /* stage 58/84: attention -- attention layer 11 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
-   * writes: scratch+20480 8192*t (attention layer 11 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
+   * writes: scratch+20480 8192*t (attention layer 11 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 118), add (line 118)
+  /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 937998336, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 120), matmul blk.11.ffn_gate.weight (line 121), matmul blk.11.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 161), matmul blk.11.ffn_gate.weight (line 162), matmul blk.11.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+942192640 4096 (blk.11.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+942192640 4096 (blk.11.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 942194688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 958971904, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 123), add (line 123)
+  /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 975749120, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 106), matmul blk.12.attn_q.weight (line 107), matmul blk.12.attn_k.weight (line 108), matmul blk.12.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
+   * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+992526336 4096 (blk.12.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 992528384, 4096, MKC_W_BF16), mkc_wmat_of(weights + 996722688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 997771264, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2187,53 +2197,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 50331648, kv + 52428800, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 63/84: attention -- attention layer 12 (line 116)
+  /* stage 63/84: attention -- attention layer 12 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
-   * writes: scratch+20480 8192*t (attention layer 12 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
+   * writes: scratch+20480 8192*t (attention layer 12 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 118), add (line 118)
+  /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 998819840, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 120), matmul blk.12.ffn_gate.weight (line 121), matmul blk.12.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 161), matmul blk.12.ffn_gate.weight (line 162), matmul blk.12.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 1003016192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1019793408, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 123), add (line 123)
+  /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 1036570624, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 106), matmul blk.13.attn_q.weight (line 107), matmul blk.13.attn_k.weight (line 108), matmul blk.13.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
+   * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1053347840 4096 (blk.13.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 1053349888, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1057544192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1058592768, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2242,53 +2252,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 54525952, kv + 56623104, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 68/84: attention -- attention layer 13 (line 116)
+  /* stage 68/84: attention -- attention layer 13 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
-   * writes: scratch+20480 8192*t (attention layer 13 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
+   * writes: scratch+20480 8192*t (attention layer 13 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 118), add (line 118)
+  /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 1059641344, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 120), matmul blk.13.ffn_gate.weight (line 121), matmul blk.13.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 161), matmul blk.13.ffn_gate.weight (line 162), matmul blk.13.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 1063837696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1080614912, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 123), add (line 123)
+  /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 1097392128, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 106), matmul blk.14.attn_q.weight (line 107), matmul blk.14.attn_k.weight (line 108), matmul blk.14.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
+   * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1114169344 4096 (blk.14.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 1114171392, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1118365696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1119414272, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2297,53 +2307,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 58720256, kv + 60817408, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 73/84: attention -- attention layer 14 (line 116)
+  /* stage 73/84: attention -- attention layer 14 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
-   * writes: scratch+20480 8192*t (attention layer 14 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
+   * writes: scratch+20480 8192*t (attention layer 14 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 118), add (line 118)
+  /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 1120462848, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 120), matmul blk.14.ffn_gate.weight (line 121), matmul blk.14.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 161), matmul blk.14.ffn_gate.weight (line 162), matmul blk.14.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 1124659200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1141436416, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 123), add (line 123)
+  /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 1158213632, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 106), matmul blk.15.attn_q.weight (line 107), matmul blk.15.attn_k.weight (line 108), matmul blk.15.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 123)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 114)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
+   * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1174990848 4096 (blk.15.attn_norm.weight)
+   * writes: scratch+10240 8192*t (rope (line 155)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 1174992896, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1179187200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1180235776, 4096, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2352,58 +2362,58 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 10240, 2048, (float *)0, 0,
                kv + 62914560, kv + 65011712, 4096, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 78/84: attention -- attention layer 15 (line 116)
+  /* stage 78/84: attention -- attention layer 15 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 114)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
-   * writes: scratch+20480 8192*t (attention layer 15 (line 116)) */
+   * reads: scratch+10240 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
+   * writes: scratch+20480 8192*t (attention layer 15 (line 157)) */
   mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
-                32, 4, 64, 4096, 0.125f, pos, T,
+                32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 118), add (line 118)
+  /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: grid
    * smem: none
-   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 116)), scratch+0 8192*t (add (line 118))
-   * writes: scratch+0 8192*t (add (line 118)) */
+   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 157)), scratch+0 8192*t (add (line 159))
+   * writes: scratch+0 8192*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 1181284352, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 120), matmul blk.15.ffn_gate.weight (line 121), matmul blk.15.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 161), matmul blk.15.ffn_gate.weight (line 162), matmul blk.15.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 118)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 123)) */
+   * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
+   * writes: scratch+30720 32768*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 1185480704, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1202257920, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 123), add (line 123)
+  /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 0 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: grid
    * smem: none
-   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 123)), scratch+0 8192*t (add (line 123))
-   * writes: scratch+0 8192*t (add (line 123)) */
+   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * writes: scratch+0 8192*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 1219035136, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 125), matmul token_embd.weight (line 128), logits (line 128)
+  /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 123)), weights+1235812352 4096 (output_norm.weight)
-   * writes: scratch+71680 513024*t (logits (line 128)) */
+   * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 164)), weights+1235812352 4096 (output_norm.weight)
+   * writes: scratch+71680 513024*t (logits (line 169)) */
   mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
               scratch + 71680, 128256, T, scratch + 712960, (int *)(scratch + 718080),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 128) written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
 
   /* stage 83/84: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes

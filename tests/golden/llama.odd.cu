@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 121e4bf728678f74, templates 315ea0f85cf29bd0, options 6947ce651846ef3c
+ * hashes:  graph ec8fa59776d14845, templates 234fb4567b5e7f66, options 6947ce651846ef3c
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16
  * plan:    14 stages, 13 grid barriers; scratch 17664 floats, KV 36864 bf16, weights 147072 bf16, smem 1600 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -653,7 +653,8 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
  * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
- * position pos + t, rounded to the cache's type; q goes to scratch. A null
+ * position pos + t, row (pos + t) % kv_rows (kv_rows = max_ctx, or a sliding
+ * window's ring), rounded to the cache's type; q goes to scratch. A null
  * bias or head norm is absent.
  *
  * A per-head norm needs the whole head before RoPE, and a head's pairs are
@@ -760,11 +761,12 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, 
 
 /* RMSNorm of one head's T rows (token t's row at head + t * t_stride), scaled
  * by norm_w, then RoPE at pos + t; written in place, or, with kv_out, to the
- * cache (token t's row at kv_out + t * head_dim). The whole warp: lanes over
- * the elements for the sum of squares, then over the rotation pairs. */
-MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int head_dim,
-                                   int layout, mkc_rope rotary, const mkc_bf16 *norm_w, float eps,
-                                   int pos, int T) {
+ * cache (token t's row at row (pos + t) % kv_rows of kv_out). The whole warp:
+ * lanes over the elements for the sum of squares, then over the rotation
+ * pairs. */
+MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int kv_rows,
+                                   int head_dim, int layout, mkc_rope rotary,
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -779,8 +781,9 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
       mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
       if (kv_out) {
-        kv_out[(long)t * head_dim + i0] = mkc_kv_from_f32(a);
-        kv_out[(long)t * head_dim + i1] = mkc_kv_from_f32(b);
+        long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+        kv_out[kv_at + i0] = mkc_kv_from_f32(a);
+        kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
         row[i0] = a;
         row[i1] = b;
@@ -796,7 +799,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int max_ctx, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   float ab[2 * MKC_T_MAX]; /* the pair's two rows */
   for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
@@ -830,10 +833,10 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     mkc_prefetch_rows(next, 2);
     mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
-     * k, v in the cache ([kv_head][max_ctx][head_dim]) */
+     * the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = 0;
     if (p >= q_pairs)
-      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + ((long)h * max_ctx + pos) * head_dim;
+      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + (long)h * kv_rows * head_dim;
     float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
     int t_stride = p < q_pairs ? q_stride : k_raw_stride;
     if (mkc_lane() == 0) {
@@ -849,8 +852,9 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
           head[(long)t * t_stride + i0] = ra;
           head[(long)t * t_stride + i1] = rb;
         } else {
-          cache[(long)t * head_dim + i0] = mkc_kv_from_f32(ra);
-          cache[(long)t * head_dim + i1] = mkc_kv_from_f32(rb);
+          long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+          cache[kv_at + i0] = mkc_kv_from_f32(ra);
+          cache[kv_at + i1] = mkc_kv_from_f32(rb);
         }
       }
     }
@@ -871,37 +875,42 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
      * the other lanes read what the other warps wrote. */
     mkc_sync_warp();
     if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, head_dim, layout, rotary, head_w, head_eps, pos, T);
+    mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, head_w, head_eps,
+                       pos, T);
   }
 }
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
- * token t sees positions [0, pos + t]. Scores live in shared memory (max_ctx
- * floats), so a block computes exact softmax in three passes. GQA: query head
- * h reads kv head h / group. K and V are widened from the cache's type to
- * float as they are read. Split-KV (flash-decoding) is later work. */
+ * token t sees positions [0, pos + t], or with a sliding window (window > 0)
+ * the last `window` of them, [lo, pos + t]. Position s is row s % kv_rows of
+ * each kv head (kv_rows = max_ctx, or a window's ring). Scores live in shared
+ * memory (one float per position seen), so a block computes exact softmax in
+ * three passes. GQA: query head h reads kv head h / group. K and V are
+ * widened from the cache's type to float as they are read. Split-KV
+ * (flash-decoding) is later work. */
 MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                               const mkc_kv *v_cache, float *out, int out_stride, int heads,
-                              int group, int head_dim, int max_ctx, float scale, int pos, int T,
-                              float *scores, float *q_head, float *red) {
+                              int group, int head_dim, int kv_rows, int window, float scale,
+                              int pos, int T, float *scores, float *q_head, float *red) {
   for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
     int t = item / heads, h = item - t * heads, n = pos + t + 1;
-    const mkc_kv *K = k_cache + (long)(h / group) * max_ctx * head_dim;
-    const mkc_kv *V = v_cache + (long)(h / group) * max_ctx * head_dim;
+    int lo = window > 0 && n > window ? n - window : 0; /* scores[s - lo] */
+    const mkc_kv *K = k_cache + (long)(h / group) * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + (long)(h / group) * kv_rows * head_dim;
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
       q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
     mkc_sync_block();
     float m = MKC_NEG_MAX;
-    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+    for (int s = lo + mkc_tid(); s < n; s += MKC_THREADS) {
       float dot = 0.0f;
       for (int d = 0; d < head_dim; d++)
-        dot += q_head[d] * mkc_kv_to_f32(K[(long)s * head_dim + d]);
-      scores[s] = dot;
+        dot += q_head[d] * mkc_kv_to_f32(K[(long)(s % kv_rows) * head_dim + d]);
+      scores[s - lo] = dot;
       m = fmaxf(m, dot);
     }
     m = mkc_block_max(m, red);
     float sum = 0.0f;
-    for (int s = mkc_tid(); s < n; s += MKC_THREADS) {
+    for (int s = mkc_tid(); s < n - lo; s += MKC_THREADS) {
       float e = expf(scores[s] - m);
       scores[s] = e;
       sum += e;
@@ -909,7 +918,8 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
     sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
     for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
       float acc = 0.0f;
-      for (int s = 0; s < n; s++) acc += scores[s] * mkc_kv_to_f32(V[(long)s * head_dim + d]);
+      for (int s = lo, row = lo % kv_rows; s < n; s++, row = row + 1 == kv_rows ? 0 : row + 1)
+        acc += scores[s - lo] * mkc_kv_to_f32(V[(long)row * head_dim + d]);
       out[t * out_stride + h * head_dim + d] = acc / sum;
     }
     mkc_sync_block(); /* q_head and scores are rewritten by the next item */
@@ -1496,7 +1506,7 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1500 "llama.odd.cu"
+#line 1510 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   if (!mkc_step_begin(state, 300, 384, 5)) return;
@@ -1504,21 +1514,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   char *smem = mkc_smem();
   (void)smem;
 
-  /* stage 1/14: embed -- embed token_embd.weight (line 104)
+  /* stage 1/14: embed -- embed token_embd.weight (line 145)
    * work: T x 72 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 72*t, one thread each; flops: 0; sync: grid
    * smem: none
    * reads: weights+0 144*t (token_embd.weight)
-   * writes: scratch+0 288*t (embed token_embd.weight (line 104)) */
+   * writes: scratch+0 288*t (embed token_embd.weight (line 145)) */
   mkc_embed(mkc_wmat_of(weights + 0, 144, MKC_W_BF16), 72, scratch + 0, 72, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 104) written by another block */
+  mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
-  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 106), matmul blk.0.attn_q.weight (line 107), matmul blk.0.attn_k.weight (line 108), matmul blk.0.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 104)), weights+21632 144 (blk.0.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 114)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
+   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 145)), weights+21632 144 (blk.0.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 155)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 21760, 144, MKC_W_BF16), mkc_wmat_of(weights + 27008, 144, MKC_W_BF16), mkc_wmat_of(weights + 28800, 144, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1527,53 +1537,53 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 0, kv + 9216, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 3/14: attention -- attention layer 0 (line 116)
+  /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 13; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 114)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
-   * writes: scratch+768 288*t (attention layer 0 (line 116)) */
+   * reads: scratch+384 288*t (rope (line 155)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
+   * writes: scratch+768 288*t (attention layer 0 (line 157)) */
   mkc_attention(scratch + 384, 72, kv + 0, kv + 9216, scratch + 768, 72,
-                6, 3, 12, 384, 0.288675135f, pos, T,
+                6, 3, 12, 384, 0, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 118), add (line 118)
+  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 116)), scratch+0 288*t (add (line 118))
-   * writes: scratch+0 288*t (add (line 118)) */
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+768 288*t (attention layer 0 (line 157)), scratch+0 288*t (add (line 159))
+   * writes: scratch+0 288*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 30592, 144, MKC_W_BF16), 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 120), matmul blk.0.ffn_gate.weight (line 121), matmul blk.0.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 118)), weights+35840 144 (blk.0.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 123)) */
+   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+35840 144 (blk.0.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 35968, 144, MKC_W_BF16), mkc_wmat_of(weights + 48384, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 123), add (line 123)
+  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 123)), scratch+0 288*t (add (line 123))
-   * writes: scratch+0 288*t (add (line 123)) */
+   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+1152 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
+   * writes: scratch+0 288*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 60800, 352, MKC_W_BF16), 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 106), matmul blk.1.attn_q.weight (line 107), matmul blk.1.attn_k.weight (line 108), matmul blk.1.attn_v.weight (line 109), rope (line 114), rope (line 115)
+  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 123)), weights+73472 144 (blk.1.attn_norm.weight)
-   * writes: scratch+384 288*t (rope (line 114)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
+   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 164)), weights+73472 144 (blk.1.attn_norm.weight)
+   * writes: scratch+384 288*t (rope (line 155)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_qkv_rope(mkc_wmat_of(weights + 73600, 144, MKC_W_BF16), mkc_wmat_of(weights + 78848, 144, MKC_W_BF16), mkc_wmat_of(weights + 80640, 144, MKC_W_BF16),
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -1582,58 +1592,58 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                scratch + 384, 72, (float *)0, 0,
                kv + 18432, kv + 27648, 384, pos, T);
-  mkc_grid_sync(state); /* next stage reads rope (line 114) written by another block */
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
-  /* stage 8/14: attention -- attention layer 1 (line 116)
+  /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 6 heads x T items, one block per item; smem 1600 bytes
    * nodes: 37; items: 6*t, one block each; flops: 288*att; sync: grid
    * smem: scores 0+1536, q_head 1536+48, red 1584+16
-   * reads: scratch+384 288*t (rope (line 114)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
-   * writes: scratch+768 288*t (attention layer 1 (line 116)) */
+   * reads: scratch+384 288*t (rope (line 155)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
+   * writes: scratch+768 288*t (attention layer 1 (line 157)) */
   mkc_attention(scratch + 384, 72, kv + 18432, kv + 27648, scratch + 768, 72,
-                6, 3, 12, 384, 0.288675135f, pos, T,
+                6, 3, 12, 384, 0, 0.288675135f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 1536), (float *)(smem + 1584));
-  mkc_grid_sync(state); /* next stage reads attention (line 116) written by another block */
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
-  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 118), add (line 118)
+  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: none
-   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 116)), scratch+0 288*t (add (line 118))
-   * writes: scratch+0 288*t (add (line 118)) */
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+768 288*t (attention layer 1 (line 157)), scratch+0 288*t (add (line 159))
+   * writes: scratch+0 288*t (add (line 159)) */
   mkc_matvec(mkc_wmat_of(weights + 82432, 144, MKC_W_BF16), 72, 9, scratch + 768, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 118) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
-  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 120), matmul blk.1.ffn_gate.weight (line 121), matmul blk.1.ffn_up.weight (line 122), swiglu (line 123)
+  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 48 bytes
    * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16
-   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 118)), weights+87680 144 (blk.1.ffn_norm.weight)
-   * writes: scratch+1152 688*t (swiglu (line 123)) */
+   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+87680 144 (blk.1.ffn_norm.weight)
+   * writes: scratch+1152 688*t (swiglu (line 164)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_matvec_swiglu(mkc_wmat_of(weights + 87808, 144, MKC_W_BF16), mkc_wmat_of(weights + 100224, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 1152, 176, T);
-  mkc_grid_sync(state); /* next stage reads swiglu (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
-  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 123), add (line 123)
+  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 0 bytes
    * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: none
-   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 123)), scratch+0 288*t (add (line 123))
-   * writes: scratch+0 288*t (add (line 123)) */
+   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+1152 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
+   * writes: scratch+0 288*t (add (line 164)) */
   mkc_matvec(mkc_wmat_of(weights + 112640, 352, MKC_W_BF16), 72, 22, scratch + 1152, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  mkc_grid_sync(state); /* next stage reads add (line 123) written by another block */
+  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
-  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 125), matmul output.weight (line 128), logits (line 128)
+  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul output.weight (line 169), logits (line 169)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 123)), weights+125312 144 (output_norm.weight)
-   * writes: scratch+2048 1200*t (logits (line 128)) */
+   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 164)), weights+125312 144 (output_norm.weight)
+   * writes: scratch+2048 1200*t (logits (line 169)) */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 2048, 304, T, scratch + 3584, (int *)(scratch + 8704),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 128) written by another block */
+  mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
 
   /* stage 13/14: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes

@@ -16,7 +16,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-for t in build/test_kernel build/test_spec build/test_kv_dtype; do
+for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window; do
   MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
   rc=$?
   grep -v '^ok' "$tmp/log" | sed 's/^/     | /'

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/kv_rows.h"
 
 typedef struct cpu_backend {
   mkc_backend base;
@@ -40,6 +41,68 @@ static const float *logits(mkc_backend *b, int t) {
 
 static const void *kv(mkc_backend *b) { return cpu(b)->kv; }
 
+/* A snapshot's store (backend/kv_rows.h): host memory, as the cache is. Its
+ * functions are deliberately alike the other backends' (rows of the interface). */
+typedef struct cpu_store {
+  int rows;
+  size_t bytes;
+  unsigned char data[];
+} cpu_store;
+
+static void *store_open(mkc_backend *b, int rows) {
+  size_t bytes = mkc_kv_store_bytes(cpu(b)->g, rows);
+  cpu_store *st = calloc(1, sizeof *st + bytes);
+  if (!st) {
+    fprintf(stderr, "mkc: error: out of memory for a KV snapshot (%zu bytes)\n", bytes);
+    return NULL;
+  }
+  st->rows = rows;
+  st->bytes = bytes;
+  return st;
+}
+
+typedef struct copy_ends {
+  cpu_backend *c;
+  unsigned char *dst_store;
+  const unsigned char *src_store;
+} copy_ends;
+
+static int copy_piece(void *ctx, int dst_arena, size_t dst, int src_arena, size_t src,
+                      size_t bytes) {
+  copy_ends *e = ctx;
+  unsigned char *cache = e->c->kv, *scratch = (unsigned char *)e->c->scratch;
+  unsigned char *to = dst_arena == MKC_KV_ARENA_STORE   ? e->dst_store
+                      : dst_arena == MKC_KV_ARENA_CACHE ? cache
+                                                        : scratch;
+  const unsigned char *from = src_arena == MKC_KV_ARENA_STORE   ? e->src_store
+                              : src_arena == MKC_KV_ARENA_CACHE ? cache
+                                                                : scratch;
+  memmove(to + dst, from + src, bytes);
+  return 0;
+}
+
+static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+  cpu_store *d = dst;
+  const cpu_store *s = src;
+  copy_ends e = {cpu(b), d ? d->data : NULL, s ? s->data : NULL};
+  return mkc_kv_rows_copy(cpu(b)->g, d ? d->rows : 0, dst_at, s ? s->rows : 0, src_at, n,
+                          copy_piece, &e);
+}
+
+static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
+  const cpu_store *st = store;
+  void *copy = malloc(st->bytes ? st->bytes : 1);
+  if (!copy) {
+    fprintf(stderr, "mkc: error: out of memory reading a KV snapshot\n");
+    return NULL;
+  }
+  memcpy(copy, st->data, st->bytes);
+  *bytes = st->bytes;
+  return copy;
+}
+
+static void store_close(mkc_backend *b, void *store) { free(store); }
+
 static const char *describe(const mkc_backend *b) { return ((const cpu_backend *)b)->describe; }
 
 static void close_cpu(mkc_backend *b) {
@@ -58,6 +121,10 @@ static const mkc_backend_ops cpu_ops = {
     .read_scratch = read_scratch,
     .logits = logits,
     .kv = kv,
+    .store_open = store_open,
+    .store_copy = store_copy,
+    .store_read = store_read,
+    .store_close = store_close,
     .describe = describe,
     .close = close_cpu,
 };

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/kv_rows.h"
 #include "driver.h"
 #include "util/clock.h"
 
@@ -190,6 +191,58 @@ int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st) {
   return 0;
 fail:
   return -1;
+}
+
+CUdeviceptr mkc_cuda_store_alloc(mkc_cuda_kernel *b, size_t bytes) {
+  CUdeviceptr p = 0;
+  CU_CHECK(MemAlloc(&p, bytes ? bytes : 4));
+  /* Zeroed, as the cpu backend's: rows a ring does not hold read as zeros, not as garbage. */
+  CU_CHECK(MemsetD8Async(p, 0, bytes ? bytes : 4, b->stream));
+  return p;
+fail:
+  if (p) CU_WARN(MemFree(p));
+  return 0;
+}
+
+typedef struct copy_ends {
+  mkc_cuda_kernel *b;
+  CUdeviceptr dst_store, src_store;
+} copy_ends;
+
+static CUdeviceptr arena(const copy_ends *e, int which, CUdeviceptr store) {
+  return which == MKC_KV_ARENA_STORE   ? store
+         : which == MKC_KV_ARENA_CACHE ? e->b->kv
+                                       : e->b->scratch;
+}
+
+static int copy_piece(void *ctx, int dst_arena, size_t dst, int src_arena, size_t src,
+                      size_t bytes) {
+  copy_ends *e = ctx;
+  CU_CHECK(MemcpyDtoDAsync(arena(e, dst_arena, e->dst_store) + dst,
+                           arena(e, src_arena, e->src_store) + src, bytes, e->b->stream));
+  return 0;
+fail:
+  return -1;
+}
+
+int mkc_cuda_store_copy(mkc_cuda_kernel *b, CUdeviceptr dst, int dst_rows, int dst_at,
+                        CUdeviceptr src, int src_rows, int src_at, int n) {
+  copy_ends e = {b, dst, src};
+  return mkc_kv_rows_copy(b->g, dst_rows, dst_at, src_rows, src_at, n, copy_piece, &e);
+}
+
+int mkc_cuda_store_read(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, void *host) {
+  if (bytes) CU_CHECK(MemcpyDtoHAsync(host, store, bytes, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream));
+  return 0;
+fail:
+  return -1;
+}
+
+void mkc_cuda_store_free(mkc_cuda_kernel *b, CUdeviceptr store) {
+  /* Copies queued from or to it finish first. */
+  CU_WARN(StreamSynchronize(b->stream));
+  CU_WARN(MemFree(store));
 }
 
 int mkc_cuda_blocks(const mkc_cuda_kernel *b) { return b->blocks; }

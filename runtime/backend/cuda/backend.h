@@ -51,6 +51,17 @@ int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos);
 /* Copies st->sampling into the device state, on the stream. 0 or -1. */
 int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st);
 
+/* Snapshots' stores (backend/kv_rows.h) in device memory. Alloc: zeroed on
+ * the stream; 0 after a message. Copy: n positions to dst from src (a store of *_rows rows at its
+ * row *_at, or with *_rows 0 the cache at position *_at), device to device
+ * on the stream, ordered with the steps; nothing waits. Read: a store's
+ * bytes to the host, on the stream. Free: after the stream's work. */
+CUdeviceptr mkc_cuda_store_alloc(mkc_cuda_kernel *b, size_t bytes);
+int mkc_cuda_store_copy(mkc_cuda_kernel *b, CUdeviceptr dst, int dst_rows, int dst_at,
+                        CUdeviceptr src, int src_rows, int src_at, int n);
+int mkc_cuda_store_read(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, void *host);
+void mkc_cuda_store_free(mkc_cuda_kernel *b, CUdeviceptr store);
+
 int mkc_cuda_blocks(const mkc_cuda_kernel *b);       /* grid size in use */
 int mkc_cuda_graph_in_use(const mkc_cuda_kernel *b); /* 0 when capture was refused */
 

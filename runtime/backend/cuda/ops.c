@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/kv_rows.h"
 #include "kcache.h"
 #include "nvrtc.h"
 
@@ -63,6 +64,57 @@ static double copy_bandwidth(mkc_backend *b, size_t bytes) {
   return mkc_cuda_copy_bandwidth(cuda(b)->kernel, bytes);
 }
 
+/* A snapshot's store (backend/kv_rows.h) in device memory. Its functions are
+ * deliberately alike the other backends' (rows of the interface). */
+typedef struct cuda_store {
+  int rows;
+  size_t bytes;
+  CUdeviceptr mem;
+} cuda_store;
+
+static void *store_open(mkc_backend *b, int rows) {
+  cuda_store *st = calloc(1, sizeof *st);
+  if (!st) {
+    fprintf(stderr, "mkc: error: out of memory for a KV snapshot\n");
+    return NULL;
+  }
+  st->rows = rows;
+  st->bytes = mkc_kv_store_bytes(cuda(b)->g, rows);
+  st->mem = mkc_cuda_store_alloc(cuda(b)->kernel, st->bytes);
+  if (!st->mem) {
+    free(st);
+    return NULL;
+  }
+  return st;
+}
+
+static int store_copy(mkc_backend *b, void *dst, int dst_at, const void *src, int src_at, int n) {
+  const cuda_store *d = dst, *s = src;
+  return mkc_cuda_store_copy(cuda(b)->kernel, d ? d->mem : 0, d ? d->rows : 0, dst_at,
+                             s ? s->mem : 0, s ? s->rows : 0, src_at, n);
+}
+
+static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
+  const cuda_store *st = store;
+  void *host = malloc(st->bytes ? st->bytes : 1);
+  if (!host) {
+    fprintf(stderr, "mkc: error: out of memory reading a KV snapshot\n");
+    return NULL;
+  }
+  if (mkc_cuda_store_read(cuda(b)->kernel, st->mem, st->bytes, host) != 0) {
+    free(host);
+    return NULL;
+  }
+  *bytes = st->bytes;
+  return host;
+}
+
+static void store_close(mkc_backend *b, void *store) {
+  cuda_store *st = store;
+  mkc_cuda_store_free(cuda(b)->kernel, st->mem);
+  free(st);
+}
+
 static const char *describe(const mkc_backend *b) { return ((const cuda_backend *)b)->describe; }
 
 static void close_cuda(mkc_backend *b) {
@@ -84,6 +136,10 @@ static const mkc_backend_ops cuda_ops = {
     .write_sampling = write_sampling,
     .read_scratch = read_scratch,
     .copy_bandwidth = copy_bandwidth,
+    .store_open = store_open,
+    .store_copy = store_copy,
+    .store_read = store_read,
+    .store_close = store_close,
     .describe = describe,
     .close = close_cuda,
 };

@@ -1,0 +1,34 @@
+/* The session's insides, for the two files that keep it: session.c (steps,
+ * rewinds) and snapshot.c (KV snapshots written back). Everyone else goes
+ * through session.h. */
+#ifndef MKC_SESSION_IMPL_H
+#define MKC_SESSION_IMPL_H
+
+#include "backend/backend.h"
+#include "codegen/graph.h"
+#include "mkc_state.h"
+
+/* A sliding window's ring of rows (kv_rows < max_ctx): position p at row
+ * p % rows, so a step writing positions [p, p + T) overwrites the rows of
+ * [p - rows, p + T - rows). Layers alike share one. */
+typedef struct mkc_ring {
+  int rows, window;
+  int layer;       /* the first layer with it, for messages */
+  int intact_from; /* the positions from here on still have their own rows */
+} mkc_ring;
+
+struct mkc_session {
+  const mkc_graph *g;
+  mkc_backend *b;
+  mkc_state state; /* the step contract: inputs in; pos, status and tokens out */
+  int *tokens;     /* [max_ctx]: the token at each position the cache holds (state.pos of them) */
+  int n_snapshots; /* snapshots of this session not yet freed (exec/snapshot.h) */
+  int n_rings;
+  mkc_ring *rings; /* [n_rings] */
+};
+
+/* The positions a token at pos attends to through ring r lie in
+ * [mkc_ring_needs(r, pos), pos). */
+int mkc_ring_needs(const mkc_ring *r, int pos);
+
+#endif
