@@ -17,11 +17,13 @@
 #include "backend/cuda/nvrtc.h"
 #include "mkc_state.h"
 #include "ref_backend.h"
+#include "util/clock.h"
 
 struct mkc_session {
   const mkc_graph *g;
   mkc_backend *b;
-  mkc_state state; /* the step contract: inputs in; pos, status and tokens out */
+  mkc_state state;     /* the step contract: inputs in; pos, status and tokens out */
+  double step_seconds; /* wall time of the last step's backend call */
 };
 
 int mkc_backend_kind_from_name(const char *name) {
@@ -142,7 +144,10 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
-  if (s->b->ops->step(s->b, st) != 0) return -1;
+  double t0 = mkc_seconds();
+  int rc = s->b->ops->step(s->b, st);
+  s->step_seconds = mkc_seconds() - t0;
+  if (rc != 0) return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
   r->n_out = st->n_out;
@@ -152,6 +157,8 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 }
 
 int mkc_session_pos(const mkc_session *s) { return s->state.pos; }
+
+double mkc_session_step_seconds(const mkc_session *s) { return s->step_seconds; }
 
 const float *mkc_session_logits(mkc_session *s, int t) { return s->b->ops->logits(s->b, t); }
 
