@@ -32,8 +32,12 @@ typedef struct mkc_cli {
   int draft_min;             /* --draft-min K: the adaptive depth's floor */
   int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
   int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
-  const char *usage;         /* the command's usage text, printed for --help */
-  char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
+  /* The draft source (cli/draft_source.h); neither: prompt lookup */
+  int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
+  const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */
+  const char *usage;            /* the command's usage text, printed for --help */
+  char model_buf[4400];         /* -m NAME found in the model directory (model/model_dir.h) */
+  char draft_model_buf[4400];   /* -md NAME found there */
 } mkc_cli;
 
 /* mkc_cli_parse's answer to --help/-h, after printing c->usage: exit 0. */

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 
 #include "cli.h"
+#include "draft_source.h"
 #include "loaded.h"
 #include "commands.h"
 #include "backend/cuda/driver.h"
@@ -38,16 +39,17 @@ static double stddev(const double *x, int n) {
 
 /* One test REPS times (after one warm-up run) on a reset session, greedy or
  * sampled as the session's options say. */
-static int run_test(mkc_loaded_model *m, const int *prompt, int n_prompt, int n_gen, int draft_max,
-                    result *r) {
+static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *prompt, int n_prompt,
+                    int n_gen, int draft_max, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
   if (!out) return -1;
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st;
+    mkc_decode_opts o = {.draft_max = draft_max, .drafter = drafter};
     mkc_session_reset(m->s);
-    if (mkc_decode(m->s, &m->g, prompt, n_prompt, n_gen, draft_max, out, &st) != 0) {
+    if (mkc_decode_with(m->s, &m->g, prompt, n_prompt, n_gen, &o, out, &st) != 0) {
       free(out);
       return -1;
     }
@@ -103,7 +105,8 @@ static const char USAGE[] =
     "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
-    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant: as for run\n";
+    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --draft-layers L,\n"
+    "  -md FILE: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -111,10 +114,11 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant",
+      "--dequant --draft-layers -md",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
-  if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
+  if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
+    return rc;
   if (!c->preset && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
   if (!c->have_seed && !c->model_path)
@@ -174,8 +178,9 @@ int mkc_cmd_bench(int argc, char **argv) {
   int rc = bench_flags(argc, argv, &c);
   if (rc) return rc < 0 ? 0 : rc;
   mkc_loaded_model m;
+  mkc_draft_source ds = {0};
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
   int n_pp = m.g.max_ctx < 64 ? m.g.max_ctx : 64;
   if (c.n_gen > m.g.max_ctx) {
     fprintf(stderr, "mkc: error: -n %d is more than the context (%d); use --ctx\n", c.n_gen,
@@ -185,7 +190,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   /* A warm-up and REPS timed runs of each test. */
   double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0));
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
-  if (mkc_loaded_start(&c, &m) != 0) goto done;
+  if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
   int prompt[64];
   for (int i = 0; i < n_pp; i++) prompt[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
 
@@ -215,7 +220,8 @@ int mkc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < n_tests; i++) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
-    if (run_test(&m, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
+    if (run_test(&m, ds.drafter, prompt, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max,
+                 &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a";
@@ -231,6 +237,7 @@ int mkc_cmd_bench(int argc, char **argv) {
          backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, weight_bytes / 1048576.0);
   rc = 0;
 done:
+  mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;
 }
