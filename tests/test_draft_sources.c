@@ -349,6 +349,40 @@ static void resync(void) {
   kernel_close(&k);
 }
 
+/* The first layers' kernel is a kernel like any other: on the cpu backend
+ * it decodes as the reference executor does on its graph, and with an
+ * override past the preset's layers codegen refuses. */
+static void first_layers_kernel(void) {
+  model md = {"odd", NULL, 64};
+  kernel full, first;
+  memset(&first, 0, sizeof first);
+  if (CHECK(kernel_open(&full, &md, 4, 0, 42, NULL) == 0 &&
+                kernel_open(&first, &md, 4, 1, 0, &full) == 0,
+            "odd-L1: kernel on odd's weights")) {
+    static const int prompt[] = {5, 6, 7, 5, 6, 7};
+    int a[16], b[16];
+    mkc_decode_stats sa, sb;
+    mkc_session *cpu = session(&first),
+                *ref = mkc_session_open(MKC_BACKEND_REF, &first.g, &first.src, first.wp, 0);
+    CHECK(cpu && ref && mkc_decode(cpu, &first.g, prompt, 6, 16, 4, a, &sa) == 0 &&
+              mkc_decode(ref, &first.g, prompt, 6, 16, 0, b, &sb) == 0 &&
+              memcmp(a, b, sizeof a) == 0,
+          "odd-L1: the kernel's 16 greedy tokens (drafts on) are the reference executor's");
+    mkc_session_close(cpu);
+    mkc_session_close(ref);
+  }
+  kernel_close(&first);
+  kernel_close(&full);
+  kernel too_many;
+  check_stderr_begin();
+  int rc = kernel_open(&too_many, &md, 0, 3, 42, NULL);
+  char *err = check_stderr_end();
+  CHECK(rc != 0 && strstr(err, "error: preset odd has 2 layers: cannot keep the first 3"),
+        "odd with 3 layers: codegen refuses, naming the preset's layers");
+  free(err);
+  if (rc == 0) kernel_close(&too_many);
+}
+
 /* The cost gate on scripted rounds: speculation that yields fewer tokens
  * per second than plain steps is switched off for MKC_GATE_PLAIN rounds;
  * one that yields more stays on; a window waits for a one-input step. */
@@ -401,6 +435,7 @@ int main(void) {
   if (test_skip_without_gpu()) return 0;
   gate();
   resync();
+  first_layers_kernel();
   static const int prompt[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};
   static const char *presets[] = {"tiny", "odd", "qwen3-tiny"};
   for (int i = 0; i < 3; i++) {
