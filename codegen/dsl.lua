@@ -69,7 +69,15 @@ end
 local function preset_view(path, name, p, overrides)
   local fields = {}
   for k, v in pairs(p.fields) do fields[k] = v end
-  for k, v in pairs(overrides or {}) do fields[k] = v end
+  for k, v in pairs(overrides or {}) do
+    -- fewer layers (self-speculation's draft): the first ones of the same model, never more
+    if k == "n_layers" and not (math.type(v) == "integer" and math.type(fields.n_layers) == "integer"
+                                and v >= 1 and v <= fields.n_layers) then
+      util.raise(path, p.line, ("preset %s has %s layers: cannot keep the first %s"):format(name,
+                 util.show(fields.n_layers), util.show(v)))
+    end
+    fields[k] = v
+  end
   for field, kind in pairs(PRESET_FIELDS) do
     local v = fields[field]
     if math.type(v) ~= kind or v <= 0 then

@@ -19,7 +19,7 @@ M.KV_DTYPES = { bf16 = 2, f16 = 2, f32 = 4 }
 
 -- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
--- kv_dtype (or nil: bf16)
+-- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -28,8 +28,10 @@ function M.generate(opts)
   if not M.KV_DTYPES[kv_dtype] then
     util.fail(("--kv-dtype (MKC_KV_DTYPE) must be bf16, f16 or f32, got %s"):format(util.show(kv_dtype)))
   end
-  local overrides = opts.max_ctx and { max_ctx = opts.max_ctx } or nil
+  local overrides = { max_ctx = opts.max_ctx, n_layers = opts.n_layers }
   local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
+  -- the first n_layers only (self-speculation's draft): a preset of its own name
+  if opts.n_layers then graph.preset = ("%s-L%d"):format(graph.preset, opts.n_layers) end
   local gen = {
     t_max = opts.draft_max + 1, max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,

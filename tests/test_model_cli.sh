@@ -255,6 +255,66 @@ if [ -f "$tmp/hf-tiny/model.safetensors" ]; then
     "$tmp/hf-changing" "$tmp/hf-changing/model.safetensors" "truncate -s 0 $tmp/hf-changing/model.safetensors"
 fi
 
+# Draft sources (issue 15): self-speculation (--draft-layers) and draft
+# models (-md: another seed of the same preset, and the target itself) give
+# plain greedy's tokens; the stats line and --json's last line count the
+# rounds; bad flags are refused before anything runs.
+"$mkc" init --preset tiny --seed 5 -o "$tmp/d5.gguf" 2>"$tmp/err" || fail "init tiny seed 5" "$(cat "$tmp/err")"
+"$mkc" init --preset odd --seed 5 -o "$tmp/odd5.gguf" 2>"$tmp/err" || fail "init odd seed 5" "$(cat "$tmp/err")"
+dr=(run -m "$tmp/tiny.gguf" --prompt-ids 1,2,3,4,1,2,3,4 -n 40 --backend cpu)
+"$mkc" "${dr[@]}" >"$tmp/plain.out" 2>"$tmp/err" || fail "run tiny.gguf plain" "$(cat "$tmp/err")"
+for src in "--draft-layers 1|self-speculation (first 1 of 2 layers)" "-md $tmp/d5.gguf|draft model $tmp/d5.gguf" \
+  "-md $tmp/tiny.gguf|draft model $tmp/tiny.gguf"; do
+  flags=${src%%|*} name=$(printf '%s' "${src#*|}" | sed 's/[().]/\\&/g') # as a regex
+  # shellcheck disable=SC2086
+  if "$mkc" "${dr[@]}" --draft-max 4 $flags >"$tmp/draft.out" 2>"$tmp/err" && cmp -s "$tmp/plain.out" "$tmp/draft.out" \
+    && grep -Eq "drafts from $name: [0-9]+ rounds, [0-9]+ mismatches, [0-9]+ all accepted; time: draft [0-9.]+ s, target [0-9.]+ s, verify ([0-9.]+ s|n/a)" "$tmp/err"; then
+    ok "run $flags --draft-max 4: plain greedy's tokens; the drafter's stats"
+  else
+    fail "run $flags --draft-max 4" "plain: $(cat "$tmp/plain.out")" "draft: $(cat "$tmp/draft.out")" "$(cat "$tmp/err")"
+  fi
+done
+"$mkc" run --preset tiny --random-weights 7 --prompt-ids 1,2,3,4,1,2,3,4 -n 40 --backend cpu --draft-max 4 \
+  --draft-layers 1 >"$tmp/draft.out" 2>"$tmp/err"
+expect_same "run --preset tiny --random-weights 7 --draft-layers 1 = plain tiny.gguf" "$tmp/plain.out" "$tmp/draft.out"
+if "$mkc" "${dr[@]}" --draft-max 4 -md "$tmp/tiny.gguf" --json >"$tmp/json" 2>"$tmp/err" \
+  && out=$(python3 - "$tmp/json" "$tmp/plain.out" <<'EOF2' 2>&1
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+plain = [int(t) for t in open(sys.argv[2]).read().split()]
+st = lines[-1]["stats"]
+ids = [l["id"] for l in lines[:-1]]
+assert ids == plain, (ids, plain)
+assert st["generated"] == 40 and st["drafted"] == st["accepted"] > 0, st
+assert st["rounds"] == st["all_accepted"] > 0 and st["mismatches"] == 0, st
+assert st["draft_source"] == "draft model " + sys.argv[1].rsplit("/", 1)[0] + "/tiny.gguf", st
+assert st["draft_steps"] > 0 and st["draft_seconds"] >= 0 and st["target_seconds"] > 0, st
+assert sum(n for n, _ in st["step_seconds"].values()) == st["steps"], st
+print("%d rounds, %d drafted, all accepted" % (st["rounds"], st["drafted"]))
+EOF2
+); then
+  ok "run -md (the target itself) --json: the tokens, then a stats line ($out)"
+else
+  fail "run -md --json" "${out:-}" "$(cat "$tmp/json" "$tmp/err")"
+fi
+expect_error "--draft-layers 0" "mkc: error: --draft-layers: expected an integer in 1..65536, got '0'" -- \
+  "${dr[@]}" --draft-max 4 --draft-layers 0
+expect_error "--draft-layers = the target's layers" \
+  "mkc: error: --draft-layers 2: the target has 2 layers; self-speculation drafts with its first 1..1" -- \
+  "${dr[@]}" --draft-max 4 --draft-layers 2
+expect_error "--draft-layers past the target's layers" \
+  "mkc: error: --draft-layers 9: the target has 2 layers; self-speculation drafts with its first 1..1" -- \
+  "${dr[@]}" --draft-max 4 --draft-layers 9
+expect_error "-md with another vocabulary" \
+  "mkc: error: -md $tmp/odd5.gguf: its vocabulary has 300 tokens, the target's ($tmp/tiny.gguf) 256: a draft model needs the target's vocabulary" -- \
+  "${dr[@]}" --draft-max 4 -md "$tmp/odd5.gguf"
+expect_error "-md a missing file" "mkc: error: cannot open model $tmp/missing.gguf: No such file or directory" -- \
+  "${dr[@]}" --draft-max 4 -md "$tmp/missing.gguf"
+expect_error "-md and --draft-layers" "mkc: error: run: --draft-layers and -md are two draft sources: give one" -- \
+  "${dr[@]}" --draft-max 4 -md "$tmp/d5.gguf" --draft-layers 1
+expect_error "-md without --draft-max" "mkc: error: run: -md drafts K tokens a step: give --draft-max K (1..31)" -- \
+  "${dr[@]}" -md "$tmp/d5.gguf"
+
 # The real model: text in, text out, the kernel agreeing with the reference.
 smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$smol" ]; then

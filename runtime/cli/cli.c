@@ -74,6 +74,7 @@ static const struct {
     {"--kernel", offsetof(mkc_cli, kernel_dir)},
     {"--arch", offsetof(mkc_cli, archs)},
     {"-m", offsetof(mkc_cli, model_path)},
+    {"-md", offsetof(mkc_cli, draft_model_path)},
     {"-p", offsetof(mkc_cli, prompt)},
     {"-f", offsetof(mkc_cli, prompt_file)},
     {"--system-prompt", offsetof(mkc_cli, system_prompt)},
@@ -101,6 +102,7 @@ static const struct {
   const char *alias, *flag;
 } ALIASES[] = {
     {"--model", "-m"},
+    {"--model-draft", "-md"},
     {"--prompt", "-p"},
     {"--n-predict", "-n"},
     {"--n-depth", "-d"},
@@ -122,6 +124,7 @@ static const struct {
 } INT_FLAGS[] = {
     {"--draft-max", 0, 31, offsetof(mkc_cli, draft_max)},
     {"--draft-min", 0, 31, offsetof(mkc_cli, draft_min)},
+    {"--draft-layers", 1, 1 << 16, offsetof(mkc_cli, draft_layers)},
     {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
@@ -278,5 +281,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
   }
   if (c->model_path)
     c->model_path = mkc_model_resolve(c->model_path, c->model_buf, sizeof c->model_buf);
+  if (c->draft_model_path)
+    c->draft_model_path =
+        mkc_model_resolve(c->draft_model_path, c->draft_model_buf, sizeof c->draft_model_buf);
   return 0;
 }

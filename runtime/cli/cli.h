@@ -34,8 +34,12 @@ typedef struct mkc_cli {
   int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
   int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
   int stages;                /* bench --stages: a kernel with stage timers, and their table */
-  const char *usage;         /* the command's usage text, printed for --help */
-  char model_buf[4400];      /* -m NAME found in the model directory (model/model_dir.h) */
+  /* The draft source (cli/draft_source.h); neither: prompt lookup */
+  int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
+  const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */
+  const char *usage;            /* the command's usage text, printed for --help */
+  char model_buf[4400];         /* -m NAME found in the model directory (model/model_dir.h) */
+  char draft_model_buf[4400];   /* -md NAME found there */
 } mkc_cli;
 
 /* mkc_cli_parse's answer to --help/-h, after printing c->usage: exit 0. */

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 
 #include "cli.h"
+#include "draft_source.h"
 #include "loaded.h"
 #include "bench_stages.h"
 #include "commands.h"
@@ -38,16 +39,16 @@ static double stddev(const double *x, int n) {
 }
 
 /* One test REPS times (after one warm-up run) on a reset session, greedy or
- * sampled as the session's options say: hist[0..depth) first, untimed (the
- * cache a long conversation would hold), then hist[depth..depth + n_prompt)
- * and n_gen tokens, timed. */
-static int run_test(mkc_loaded_model *m, const int *hist, int depth, int n_prompt, int n_gen,
-                    int draft_max, result *r) {
+ * sampled as the session's options say, drafts from drafter (NULL: prompt
+ * lookup): hist[0..depth) first, untimed (the cache a long conversation would
+ * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
+static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, int depth,
+                    int n_prompt, int n_gen, int draft_max, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
   if (!out) return -1;
-  mkc_decode_opts o = {.draft_max = draft_max};
+  mkc_decode_opts o = {.draft_max = draft_max, .drafter = drafter};
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
@@ -118,7 +119,8 @@ static const char USAGE[] =
     "  --stages               then each stage's time (block 0's clock, a kernel built\n"
     "                         with stage timers) next to the bytes it moves and the\n"
     "                         time they take at the copy bandwidth measured here\n"
-    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant: as for run\n";
+    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --draft-layers L,\n"
+    "  -md FILE: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -126,10 +128,11 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d --stages",
+      "--dequant -p -d --stages --draft-layers -md",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
-  if ((rc = mkc_cli_check_model(c, "bench"))) return rc;
+  if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
+    return rc;
   if (!c->preset && !c->model_path)
     return mkc_cli_usage_error("%s", "bench: --preset (or -m MODEL) is required");
   if (!c->have_seed && !c->model_path)
@@ -197,8 +200,9 @@ int mkc_cmd_bench(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   mkc_loaded_model m;
   int *hist = NULL;
+  mkc_draft_source ds = {0};
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
   int n_pp = c.prompt ? atoi(c.prompt) : 512, depth = c.depth;
   if (n_pp > m.g.max_ctx - 1) n_pp = m.g.max_ctx - 1; /* the pp row's one generated token */
   int need = depth + (n_pp > 1 + c.n_gen ? n_pp : 1 + c.n_gen);
@@ -212,7 +216,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   /* A warm-up and REPS timed runs of each test, each after its depth. */
   double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0) + 4.0 * depth);
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
-  if (mkc_loaded_start(&c, &m) != 0) goto done;
+  if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
   hist = malloc((size_t)(depth + n_pp) * sizeof *hist);
   if (!hist) {
     fprintf(stderr, "mkc: error: bench: out of memory\n");
@@ -251,7 +255,8 @@ int mkc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < n_tests; i++) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
-    if (run_test(&m, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, &r) != 0)
+    if (run_test(&m, ds.drafter, hist, depth, tests[i].n_prompt, tests[i].n_gen,
+                 tests[i].draft_max, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";
@@ -273,6 +278,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   rc = 0;
 done:
   free(hist);
+  mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;
 }

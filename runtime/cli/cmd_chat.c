@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "conversation.h"
+#include "draft_source.h"
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
@@ -32,12 +33,12 @@ static const char USAGE[] =
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
-    "  --draft-min K, --draft-adaptive,\n"
+    "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
     "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
-  return 0;
+  return mkc_draft_source_check(c, "chat");
 }
 
 /* One answer streamed: printed as it comes, its ids kept (an
@@ -100,17 +101,19 @@ static void print_turn(int turn, const mkc_decode_stats *st, int n_cached, int n
   double gen_s = st->seconds - st->prompt_seconds;
   fprintf(stderr,
           "mkc: turn %d: processed %d tokens (%d cached, conversation %d); prompt %.3f s; "
-          "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
+          "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld (%s: %d rounds, "
+          "draft %.3f s); stopped: %s\n",
           turn, st->fed, n_cached, n_hist, st->prompt_seconds, st->generated, gen_s,
           gen_s > 0 && st->generated > 1 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
+          st->draft_source, st->rounds, st->draft_seconds,
           mkc_stop_reason(st, a->eog, interrupted, full));
 }
 
 /* One turn: the user's message, then the answer. 0, 1 when the chat must
  * end (context full), or -1 after a message. *n_valid: how many of the
  * history's tokens the session holds. */
-static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, const char *msg,
-                int number, int *n_valid) {
+static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc_conversation *conv,
+                const char *msg, int number, int *n_valid) {
   int n_kept;
   if (mkc_conversation_user(conv, msg, &n_kept) != 0) return -1;
   int room = m->g.max_ctx - conv->n_hist + 1;
@@ -130,6 +133,7 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_conversation *conv, c
   mkc_decode_opts o = {.draft_max = c->draft_max,
                        .adaptive = c->draft_adaptive,
                        .draft_min = c->draft_min,
+                       .drafter = drafter,
                        .on_token = on_token,
                        .ctx = &a,
                        .interrupted = &mkc_interrupted};
@@ -165,7 +169,8 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
                     "--blocks --kv-dtype --dequant "
                     "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
-                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty",
+                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+                    "--draft-layers -md",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -173,9 +178,10 @@ int mkc_cmd_chat(int argc, char **argv) {
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
   mkc_loaded_model m;
+  mkc_draft_source ds = {0};
   mkc_conversation conv = {0};
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
   if (!m.file.tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: chat needs one\n", c.model_path);
     goto done;
@@ -183,7 +189,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0)
     goto done;
-  if (mkc_loaded_start(&c, &m) != 0) goto done;
+  if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   int tty = isatty(0) && isatty(1);
   if (tty)
@@ -207,7 +213,7 @@ int mkc_cmd_chat(int argc, char **argv) {
       number--;
       continue;
     }
-    int r = turn(&c, &m, &conv, msg, number, &n_valid);
+    int r = turn(&c, &m, ds.drafter, &conv, msg, number, &n_valid);
     free(msg);
     if (r < 0) goto done;
     if (r > 0) break;
@@ -215,6 +221,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   rc = 0;
 done:
   mkc_conversation_free(&conv);
+  mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;
 }

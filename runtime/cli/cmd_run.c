@@ -1,6 +1,7 @@
 /* mkc run: decode with the megakernel (cuda or cpu backend) or the reference
  * executor: a model file (-m) and a text prompt streamed back as text, or
  * seeded random weights and token ids. */
+#include <cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "conversation.h"
+#include "draft_source.h"
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
@@ -47,10 +49,14 @@ static const char USAGE[] =
     "  --repeat-last-n N (64), --presence-penalty P (0), --frequency-penalty F (0)\n"
     "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
     "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
-    "  --draft-max K          prompt-lookup drafts per step (0..31), verified in the kernel\n"
+    "  --draft-max K          drafts per step (0..31), verified in the kernel (greedy or\n"
+    "                         sampled: lossless either way); from prompt lookup unless:\n"
+    "  --draft-layers L       self-speculation: the model's first L layers, its final norm\n"
+    "                         and LM head draft (a kernel of their own, no extra weights)\n"
+    "  -md, --model-draft FILE  a draft model with the same vocabulary (own kernel and cache)\n"
     "  --draft-adaptive       the depth follows the acceptance rate (+1 above 80 %, -1\n"
-    "                         below 40 %), between --draft-min K (default 0) and --draft-max\n"
-    "                         (greedy or sampled: lossless either way)\n"
+    "                         below 40 %), between --draft-min K (default 0) and --draft-max,\n"
+    "                         and rounds go plain while drafting costs more than it saves\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
     "  --dequant              widen the model's quantized matrices (Q8_0, Q4_0, Q4_1,\n"
@@ -201,7 +207,7 @@ static int check_flags(const mkc_cli *c) {
     return mkc_cli_usage_error(
         "%s", "run: --chat, -sys and --chat-template need a text prompt (-p or -f)");
   int rc = mkc_cli_check_model(c, "run");
-  if (rc) return rc;
+  if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
     if (!c->prompt && !c->prompt_file && !c->prompt_ids)
       return mkc_cli_usage_error("%s",
@@ -239,20 +245,71 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
   char sampled[80] = "greedy";
   if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
-  char depth[64] = "";
-  if (c->draft_adaptive)
+  char depth[64] = "", fallbacks[64] = "", verify[32] = "n/a";
+  if (c->draft_adaptive) {
     snprintf(depth, sizeof depth, " (adaptive depth %d..%d)", st->depth_lo, st->depth_hi);
+    snprintf(fallbacks, sizeof fallbacks, ", %d fallbacks to plain decoding", st->fallbacks);
+  }
+  if (st->verify_seconds >= 0) snprintf(verify, sizeof verify, "%.3f s", st->verify_seconds);
   fprintf(
       stderr,
       "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
       "s%s; %s; drafted %ld%s, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
-      "%s; stopped: %s\n",
+      "drafts from %s: %d rounds, %d mismatches, %d all accepted%s; time: draft %.3f s, target "
+      "%.3f s, verify %s; %s; stopped: %s\n",
       mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
       c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
       gen_s, rate, sampled, st->drafted, depth, st->accepted,
       st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
-      st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, ctx,
-      mkc_stop_reason(st, eog, interrupted, open_ended));
+      st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, st->draft_source,
+      st->rounds, st->mismatches, st->all_accepted, fallbacks, st->draft_seconds,
+      st->target_seconds, verify, ctx, mkc_stop_reason(st, eog, interrupted, open_ended));
+}
+
+/* --json's last line: {"stats": {...}}, the stats line's numbers (seconds
+ * as numbers; verify null when it could not be split off). */
+static void print_json_stats(int n_prompt, const mkc_decode_stats *st, const char *stopped) {
+  cJSON *o = cJSON_CreateObject(), *j = cJSON_AddObjectToObject(o, "stats");
+  const struct {
+    const char *key;
+    double v;
+  } nums[] = {{"prompt_tokens", n_prompt},
+              {"generated", st->generated},
+              {"steps", st->gen_steps},
+              {"rounds", st->rounds},
+              {"drafted", (double)st->drafted},
+              {"accepted", (double)st->accepted},
+              {"mismatches", st->mismatches},
+              {"all_accepted", st->all_accepted},
+              {"fallbacks", st->fallbacks},
+              {"draft_steps", (double)st->draft_steps},
+              {"acceptance", st->drafted ? (double)st->accepted / st->drafted : 0.0},
+              {"tokens_per_step", st->gen_steps ? (double)st->generated / st->gen_steps : 0.0},
+              {"prompt_seconds", st->prompt_seconds},
+              {"seconds", st->seconds},
+              {"draft_seconds", st->draft_seconds},
+              {"target_seconds", st->target_seconds}};
+  for (size_t i = 0; i < sizeof nums / sizeof *nums; i++)
+    cJSON_AddNumberToObject(j, nums[i].key, nums[i].v);
+  if (st->verify_seconds >= 0)
+    cJSON_AddNumberToObject(j, "verify_seconds", st->verify_seconds);
+  else
+    cJSON_AddNullToObject(j, "verify_seconds");
+  cJSON_AddStringToObject(j, "draft_source", st->draft_source ? st->draft_source : "");
+  /* the target's generation steps by inputs T: {"T": [steps, mean seconds]} */
+  cJSON *by_t = cJSON_AddObjectToObject(j, "step_seconds");
+  for (int t = 1; t <= MKC_T_CAP; t++) {
+    if (!st->step_count[t]) continue;
+    char key[16];
+    snprintf(key, sizeof key, "%d", t);
+    double v[2] = {st->step_count[t], st->step_seconds[t] / st->step_count[t]};
+    cJSON_AddItemToObject(by_t, key, cJSON_CreateDoubleArray(v, 2));
+  }
+  cJSON_AddStringToObject(j, "stopped", stopped);
+  char *line = cJSON_PrintUnformatted(o);
+  if (line) printf("%s\n", line);
+  free(line);
+  cJSON_Delete(o);
 }
 
 int mkc_cmd_run(int argc, char **argv) {
@@ -264,7 +321,7 @@ int mkc_cmd_run(int argc, char **argv) {
                          "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
                          "--logprobs --dequant "
                          "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
-                         "--presence-penalty --frequency-penalty",
+                         "--presence-penalty --frequency-penalty --draft-layers -md",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
@@ -274,9 +331,10 @@ int mkc_cmd_run(int argc, char **argv) {
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
 
   mkc_loaded_model m;
+  mkc_draft_source ds = {0};
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
   prompt = prompt_tokens(&c, &m, &n_prompt);
   if (!prompt) goto done;
   if (n_prompt > m.g.max_ctx) {
@@ -298,7 +356,7 @@ int mkc_cmd_run(int argc, char **argv) {
     goto done;
   }
   out = malloc((size_t)(n_gen + 1) * sizeof *out);
-  if (!out || mkc_loaded_start(&c, &m) != 0) goto done;
+  if (!out || mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
 
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
                  .ignore_eos = c.ignore_eos,
@@ -309,6 +367,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_decode_opts o = {.draft_max = c.draft_max,
                        .adaptive = c.draft_adaptive,
                        .draft_min = c.draft_min,
+                       .drafter = ds.drafter,
                        .interrupted = &mkc_interrupted,
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,
@@ -328,7 +387,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_decode_stats st;
   if (mkc_decode_with(m.s, &m.g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
   if (c.json) {
-    /* the JSON lines are all */
+    print_json_stats(n_prompt, &st, mkc_stop_reason(&st, text.eog, mkc_interrupted, open_ended));
   } else if (text.tok) {
     char tail[MKC_DETOK_MAX];
     fwrite(tail, 1, mkc_detok_flush(&text.detok, tail, sizeof tail), stdout);
@@ -342,6 +401,7 @@ int mkc_cmd_run(int argc, char **argv) {
               sampling.temp > 0 ? &seed : NULL);
   rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
+  mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   free(prompt);
   free(out);

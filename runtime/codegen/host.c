@@ -393,6 +393,10 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
     lua_pushinteger(L, o->max_ctx);
     lua_setfield(L, -2, "max_ctx");
   }
+  if (o->n_layers > 0) {
+    lua_pushinteger(L, o->n_layers);
+    lua_setfield(L, -2, "n_layers");
+  }
   lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
   lua_setfield(L, -2, "threads");
   const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");

@@ -12,6 +12,11 @@ typedef struct mkc_gen_opts {
   int draft_max; /* drafts per step: the kernel takes T <= draft_max + 1 inputs */
   int max_ctx;   /* 0: the preset's */
   int threads;   /* 0: 128 */
+  /* 0: the preset's layers; else only its first n_layers (1..the preset's):
+   * self-speculation's draft, the same weights' first layers with the
+   * model's own final norm and LM head. The preset is then called
+   * <preset>-L<n_layers>. */
+  int n_layers;
   /* The KV cache's element type: "bf16", "f16" or "f32"; NULL: $MKC_KV_DTYPE,
    * else bf16. */
   const char *kv_dtype;

@@ -1,6 +1,8 @@
-/* Greedy speculative decoding over one session. The history is the prompt
- * plus what was generated; the token at position pos (the last one) has no
- * K/V yet and is always inputs[0] of the next step. */
+/* Speculative decoding over one session. The history is the prompt plus
+ * what was generated; the token at position pos (the last one) has no K/V
+ * yet and is always inputs[0] of the next step. A round: the drafter
+ * proposes, the target verifies in one step, the drafter hears how many
+ * drafts were kept. */
 #include "decode.h"
 
 #include <stdio.h>
@@ -37,6 +39,21 @@ static int emit(mkc_session *s, const mkc_decode_opts *o, int i, int id, int *ou
   }
   if (o->on_token && o->on_token(o->ctx, id)) stats->stopped = 1;
   return stats->stopped;
+}
+
+/* The target's step time split in two: what its steps would have cost with
+ * one input each (the mean one-input step's), and the rest, the drafts'
+ * verification; no one-input step measured: all of it is target's. */
+static void split_target_time(mkc_decode_stats *st) {
+  double total = 0, verify = 0;
+  double t1 = st->step_count[1] ? st->step_seconds[1] / st->step_count[1] : -1;
+  for (int T = 1; T <= MKC_T_CAP; T++) {
+    total += st->step_seconds[T];
+    double beyond = st->step_seconds[T] - st->step_count[T] * t1;
+    if (T > 1 && beyond > 0) verify += beyond;
+  }
+  st->verify_seconds = t1 < 0 ? -1 : verify;
+  st->target_seconds = t1 < 0 ? total : total - verify;
 }
 
 int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
@@ -91,6 +108,16 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
   mkc_depth depth;
   mkc_depth_init(&depth, o->draft_min < draft_max ? o->draft_min : draft_max, draft_max);
+  mkc_gate gate;
+  mkc_gate_init(&gate);
+  mkc_drafter *lookup = o->drafter ? NULL : mkc_drafter_lookup();
+  mkc_drafter *drafter = o->drafter ? o->drafter : lookup;
+  if (!drafter) {
+    free(hist);
+    return -1;
+  }
+  long steps0 = drafter->steps;
+  stats->draft_source = o->drafter ? mkc_drafter_name(o->drafter) : "prompt lookup";
 
   /* The prompt: every input of a chunk is known; the last chunk's choice is
    * the first generated token. */
@@ -118,16 +145,29 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     }
     int want = n_gen - stats->generated;
     /* Drafts past what is still wanted or past the cache would be wasted or refused. */
-    int k = o->adaptive ? mkc_depth_next(&depth) : draft_max;
+    int gated = o->adaptive && !mkc_gate_open(&gate);
+    int k = gated ? 0 : o->adaptive ? mkc_depth_next(&depth) : draft_max;
     k = min_int(k, min_int(want - 1, g->max_ctx - pos - 1));
     in[0] = hist[n_hist - 1];
-    k = mkc_draft_lookup(hist, n_hist, k, in + 1);
+    double t_draft = mkc_seconds();
+    if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1)) < 0) goto fail;
+    t_draft = mkc_seconds() - t_draft;
     if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
+    double t_target = mkc_session_step_seconds(s), t_verdict = mkc_seconds();
+    if (k > 0 && mkc_drafter_accepted(drafter, r.n_accepted) != 0) goto fail;
+    t_draft += mkc_seconds() - t_verdict;
     stats->steps++;
     stats->gen_steps++;
     stats->drafted += k;
-    if (o->adaptive) mkc_depth_update(&depth, k, r.n_accepted);
     stats->accepted += r.n_accepted;
+    stats->rounds += k > 0;
+    stats->mismatches += r.n_accepted < k;
+    stats->all_accepted += k > 0 && r.n_accepted == k;
+    stats->draft_seconds += t_draft;
+    stats->step_count[1 + k]++;
+    stats->step_seconds[1 + k] += t_target;
+    if (o->adaptive && !gated) mkc_depth_update(&depth, k, r.n_accepted);
+    if (o->adaptive) mkc_gate_update(&gate, k, r.n_out, t_draft, t_target);
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
       if (emit(s, o, i, r.out[i], out, hist, &n_hist, stats)) break;
   }
@@ -136,6 +176,10 @@ fail:
   rc = -1;
 done:
   free(hist);
+  stats->draft_steps = drafter->steps - steps0;
+  stats->fallbacks = gate.fallbacks;
+  split_target_time(stats);
+  mkc_drafter_close(lookup);
   stats->seconds = mkc_seconds() - t0;
   stats->depth_lo = o->adaptive ? depth.lowest : draft_max;
   stats->depth_hi = o->adaptive ? depth.highest : draft_max;

@@ -1,12 +1,14 @@
 /* The decode loop: prompt in chunks of known tokens, then generation with
- * prompt-lookup drafts verified inside the same kernel step: greedy, or
- * sampled in the kernel as the session's sampling options say
- * (mkc_session_set_sampling), drafts kept with speculative sampling's rule. */
+ * drafts (a draft source: exec/draft.h) verified inside the target's kernel
+ * step: greedy, or sampled in the kernel as the session's sampling options
+ * say (mkc_session_set_sampling), drafts kept with speculative sampling's
+ * rule. */
 #ifndef MKC_DECODE_H
 #define MKC_DECODE_H
 
 #include <signal.h>
 
+#include "draft.h"
 #include "session.h"
 
 typedef struct mkc_decode_stats {
@@ -21,14 +23,35 @@ typedef struct mkc_decode_stats {
   int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
   double prompt_seconds;  /* wall time until the prompt was in the cache */
   double seconds;         /* wall time of the whole loop */
+  /* Speculation during generation, as ollama's drafter counts it: */
+  const char *draft_source; /* the drafter's name (valid while the drafter is open) */
+  int rounds;               /* generation steps that offered drafts */
+  int mismatches;           /* rounds in which a draft was rejected */
+  int all_accepted;         /* rounds in which every draft was accepted */
+  int fallbacks;            /* times the adaptive gate found speculation did not pay */
+  long draft_steps;         /* kernel steps the drafter ran (a draft model's) */
+  /* Where generation's time went: drafting (proposals and roll-backs),
+   * target (its steps, as steps of one input would have cost) and verify
+   * (what the steps cost beyond that: the drafts' rows, verified in the same
+   * kernel step). verify is -1 when no one-input step was measured to split
+   * by; then target is the steps' whole time. */
+  double draft_seconds, target_seconds, verify_seconds;
+  /* The target's generation steps by inputs T: how many, and their seconds. */
+  int step_count[MKC_T_CAP + 1];
+  double step_seconds[MKC_T_CAP + 1];
 } mkc_decode_stats;
 
 /* How to choose tokens and whom to tell. */
 typedef struct mkc_decode_opts {
   int draft_max; /* drafts per step (clamped to the kernel's t_max - 1 and to the context) */
   /* Nonzero: the depth follows the acceptance rate within [draft_min,
-   * draft_max] (exec/depth.h); else every step offers draft_max. */
+   * draft_max], and rounds decode plainly while speculation does not pay
+   * for its measured cost (exec/depth.h); else every step offers draft_max. */
   int adaptive, draft_min;
+  /* Where drafts come from (exec/draft.h); NULL: prompt lookup. Its state
+   * follows the history the loop gives it, so one drafter serves a whole
+   * conversation. */
+  mkc_drafter *drafter;
   /* Called with each generated token, in order, as soon as it is known;
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);

@@ -37,3 +37,38 @@ void mkc_depth_update(mkc_depth *d, int drafted, int accepted) {
     d->k--;
   d->drafted = d->accepted = 0;
 }
+
+void mkc_gate_init(mkc_gate *g) { *g = (mkc_gate){0}; }
+
+int mkc_gate_open(mkc_gate *g) {
+  if (g->plain_left == 0) return 1;
+  g->plain_left--;
+  return 0;
+}
+
+/* The window against t1: plain rounds next when speculation's tokens per
+ * second fall short of a plain step's. */
+static void judge(mkc_gate *g) {
+  if (g->tokens * g->t1 < g->seconds) {
+    g->plain_left = MKC_GATE_PLAIN;
+    g->fallbacks++;
+  }
+  g->rounds = g->tokens = 0;
+  g->seconds = 0;
+}
+
+void mkc_gate_update(mkc_gate *g, int drafted, int tokens, double draft_s, double target_s) {
+  if (drafted == 0) {
+    g->t1 = g->t1 > 0 ? 0.75 * g->t1 + 0.25 * target_s : target_s;
+    if (g->rounds >= MKC_GATE_WINDOW) judge(g); /* the window waited for this measurement */
+    return;
+  }
+  g->rounds++;
+  g->tokens += tokens;
+  g->seconds += draft_s + target_s;
+  if (g->rounds < MKC_GATE_WINDOW) return;
+  if (g->t1 > 0)
+    judge(g);
+  else
+    g->plain_left = 1; /* measure a plain step, then judge */
+}

@@ -27,4 +27,36 @@ int mkc_depth_next(mkc_depth *d);
 /* After a step that offered `drafted` drafts and had `accepted` accepted. */
 void mkc_depth_update(mkc_depth *d, int drafted, int accepted);
 
+/* Whether speculation pays, by measured cost (issue 15). A round with
+ * drafts costs its drafting and a target step of 1 + k inputs, and yields
+ * 1 + accepted tokens; a plain round costs a one-input target step, t1, and
+ * yields one token. The rule: over a window of MKC_GATE_WINDOW rounds with
+ * drafts, speculation pays when their tokens per second beat 1 / t1; t1 is
+ * a running mean of the one-input steps of this run (the newest weighs 1/4,
+ * so it follows the cost's growth with the position). When it does not
+ * pay, the next MKC_GATE_PLAIN rounds decode plainly (measuring t1 again),
+ * then speculation gets another window. A window judged before any
+ * one-input step was measured first runs one plain round to measure it. */
+#define MKC_GATE_WINDOW 8 /* rounds with drafts judged together */
+#define MKC_GATE_PLAIN 32 /* plain rounds after speculation did not pay */
+
+typedef struct mkc_gate {
+  double t1;      /* seconds of a one-input target step (running mean); 0: not measured */
+  int rounds;     /* rounds with drafts in the window */
+  int tokens;     /* the tokens they yielded */
+  double seconds; /* what they cost: drafting and target steps */
+  int plain_left; /* rounds still to decode plainly */
+  int fallbacks;  /* times speculation was judged not to pay */
+} mkc_gate;
+
+void mkc_gate_init(mkc_gate *g);
+
+/* 1: the next round may draft; 0: it decodes plainly. */
+int mkc_gate_open(mkc_gate *g);
+
+/* After a round: `drafted` drafts (0: a plain step of one input), `tokens`
+ * yielded (1 + accepted), and the seconds spent drafting and in the target's
+ * step. */
+void mkc_gate_update(mkc_gate *g, int drafted, int tokens, double draft_s, double target_s);
+
 #endif

@@ -1,5 +1,9 @@
-/* Prompt-lookup drafting: cheap, weight-free, and good on repetitive text. */
+/* The draft sources' interface, and prompt lookup: cheap, weight-free, and
+ * good on repetitive text. */
 #include "draft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 int mkc_draft_lookup(const int *hist, int n, int k, int *out) {
   if (k <= 0) return 0;
@@ -17,4 +21,41 @@ int mkc_draft_lookup(const int *hist, int n, int k, int *out) {
     }
   }
   return 0;
+}
+
+static int lookup_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  return mkc_draft_lookup(hist, n, k, out);
+}
+
+static void lookup_close(mkc_drafter *d) { free(d); }
+
+static const mkc_drafter_ops LOOKUP = {.propose = lookup_propose, .close = lookup_close};
+
+mkc_drafter *mkc_drafter_lookup(void) {
+  mkc_drafter *d = calloc(1, sizeof *d);
+  if (!d) {
+    fprintf(stderr, "mkc: error: out of memory opening the prompt-lookup drafter\n");
+    return NULL;
+  }
+  d->ops = &LOOKUP;
+  snprintf(d->name, sizeof d->name, "prompt lookup");
+  return d;
+}
+
+int mkc_drafter_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  return k > 0 ? d->ops->propose(d, hist, n, k, out) : 0;
+}
+
+int mkc_drafter_accepted(mkc_drafter *d, int n_accepted) {
+  return d->ops->accepted ? d->ops->accepted(d, n_accepted) : 0;
+}
+
+mkc_session *mkc_drafter_session(mkc_drafter *d) {
+  return d->ops->session ? d->ops->session(d) : NULL;
+}
+
+const char *mkc_drafter_name(const mkc_drafter *d) { return d->name; }
+
+void mkc_drafter_close(mkc_drafter *d) {
+  if (d) d->ops->close(d);
 }

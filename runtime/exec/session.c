@@ -18,6 +18,7 @@
 #include "mkc_state.h"
 #include "ref_backend.h"
 #include "session_impl.h"
+#include "util/clock.h"
 
 int mkc_backend_kind_from_name(const char *name) {
   static const char *const NAMES[] = {[MKC_BACKEND_CPU] = "cpu",
@@ -173,7 +174,10 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
-  int pos = st->pos, rc = s->b->ops->step(s->b, st);
+  int pos = st->pos;
+  double t0 = mkc_seconds();
+  int rc = s->b->ops->step(s->b, st);
+  s->step_seconds = mkc_seconds() - t0;
   /* The step wrote rows [pos, pos + T) unless it was refused whole (or failed: who knows). */
   if (rc != 0 || (st->status != MKC_STATUS_CTX_FULL && st->status != MKC_STATUS_BAD_INPUT))
     for (int i = 0; i < s->n_rings; i++) {
@@ -195,6 +199,8 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
 int mkc_session_pos(const mkc_session *s) { return s->state.pos; }
 
 const int *mkc_session_tokens(const mkc_session *s) { return s->tokens; }
+
+double mkc_session_step_seconds(const mkc_session *s) { return s->step_seconds; }
 
 const float *mkc_session_logits(mkc_session *s, int t) { return s->b->ops->logits(s->b, t); }
 

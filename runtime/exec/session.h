@@ -58,6 +58,10 @@ int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache 
  * steps the kernel kept. */
 const int *mkc_session_tokens(const mkc_session *s);
 
+/* Wall time of the last step, seconds: the backend's call (for cuda, the
+ * launch and the read-back of the state), not the session's checks. */
+double mkc_session_step_seconds(const mkc_session *s);
+
 /* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
 const float *mkc_session_logits(mkc_session *s, int t);
 

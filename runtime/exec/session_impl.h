@@ -24,7 +24,8 @@ struct mkc_session {
   int *tokens;     /* [max_ctx]: the token at each position the cache holds (state.pos of them) */
   int n_snapshots; /* snapshots of this session not yet freed (exec/snapshot.h) */
   int n_rings;
-  mkc_ring *rings; /* [n_rings] */
+  mkc_ring *rings;     /* [n_rings] */
+  double step_seconds; /* wall time of the last step's backend call */
 };
 
 /* The positions a token at pos attends to through ring r lie in

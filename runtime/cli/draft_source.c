@@ -1,0 +1,143 @@
+/* See draft_source.h. */
+#include "draft_source.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tokenizer/tokenizer.h"
+
+int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
+  char msg[200];
+  const char *flag = c->draft_layers ? "--draft-layers" : "-md";
+  if (!c->draft_layers && !c->draft_model_path) return 0;
+  if (c->draft_layers && c->draft_model_path)
+    snprintf(msg, sizeof msg, "%s: --draft-layers and -md are two draft sources: give one", cmd);
+  else if (c->kernel_dir)
+    snprintf(msg, sizeof msg, "%s: --kernel DIR runs the target only; %s needs its own kernel", cmd,
+             flag);
+  else if (c->draft_max == 0)
+    snprintf(msg, sizeof msg, "%s: %s drafts K tokens a step: give --draft-max K (1..31)", cmd,
+             flag);
+  else
+    return 0;
+  return mkc_cli_usage_error("%s", msg);
+}
+
+/* Every token the same text in both (control tokens spelled out): 0, else
+ * -1 after a message naming the first that differs. */
+static int same_tokenizer(const mkc_tokenizer *a, const mkc_tokenizer *b, const char *draft,
+                          const char *target) {
+  int n = mkc_tokenizer_n_vocab(a);
+  if (n != mkc_tokenizer_n_vocab(b) || strcmp(mkc_tokenizer_kind(a), mkc_tokenizer_kind(b))) {
+    fprintf(stderr,
+            "mkc: error: -md %s: its tokenizer (%s, %d tokens) is not the target's (%s, %d "
+            "tokens): a draft model needs the target's vocabulary\n",
+            draft, mkc_tokenizer_kind(b), mkc_tokenizer_n_vocab(b), mkc_tokenizer_kind(a), n);
+    return -1;
+  }
+  for (int id = 0; id < n; id++) {
+    char *x = mkc_tokenizer_decode(a, &id, 1, 1), *y = mkc_tokenizer_decode(b, &id, 1, 1);
+    int same = x && y && strcmp(x, y) == 0;
+    free(x);
+    free(y);
+    if (!same) {
+      fprintf(stderr,
+              "mkc: error: -md %s: token %d is not the same text as in %s: a draft model needs "
+              "the target's vocabulary\n",
+              draft, id, target);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* -md FILE: opened, and its vocabulary checked against the target's. */
+static int open_draft_model(const mkc_cli *c, const mkc_loaded_model *target, mkc_loaded_model *m) {
+  const char *path = c->draft_model_path;
+  if (mkc_model_file_open(path, &m->file) != 0) return -1;
+  const char *target_name = c->model_path ? c->model_path : target->g.preset;
+  if (m->file.desc.vocab != target->g.vocab) {
+    fprintf(stderr,
+            "mkc: error: -md %s: its vocabulary has %d tokens, the target's (%s) %d: a draft "
+            "model needs the target's vocabulary\n",
+            path, m->file.desc.vocab, target_name, target->g.vocab);
+    return -1;
+  }
+  const mkc_tokenizer *mine = m->file.tok, *theirs = target->file.tok;
+  if (mine && theirs) return same_tokenizer(theirs, mine, path, target_name);
+  if (mine || theirs)
+    fprintf(stderr,
+            "mkc: warning: -md %s: only %s has a tokenizer: the draft's token ids are taken to "
+            "mean the target's (both have %d)\n",
+            path, mine ? path : target_name, target->g.vocab);
+  return 0;
+}
+
+int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
+  memset(ds, 0, sizeof *ds);
+  if (!c->draft_layers && !c->draft_model_path) return 0;
+  mkc_loaded_model *m = &ds->m;
+  const mkc_graph *tg = &target->g;
+  /* The target's kernel options: its context, step width and KV type. */
+  mkc_gen_opts o = {.graph_path = tg->graph_path,
+                    .draft_max = tg->t_max - 1,
+                    .max_ctx = tg->max_ctx,
+                    .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype)};
+  const mkc_model_file *file = c->model_path ? &target->file : NULL;
+  if (c->draft_layers) {
+    if (c->draft_layers >= tg->n_layers) {
+      fprintf(stderr,
+              "mkc: error: --draft-layers %d: the target has %d layers; self-speculation drafts "
+              "with its first 1..%d\n",
+              c->draft_layers, tg->n_layers, tg->n_layers - 1);
+      return -1;
+    }
+    o.n_layers = c->draft_layers;
+    o.preset = file ? NULL : tg->preset;
+    o.model = file ? &file->desc : NULL;
+  } else {
+    if (open_draft_model(c, target, m) != 0) return -1;
+    file = &m->file;
+    o.model = &file->desc;
+    if (file->desc.ctx_train < tg->max_ctx)
+      fprintf(stderr,
+              "mkc: warning: -md %s was trained on %d positions; it drafts for a context of %d\n",
+              c->draft_model_path, file->desc.ctx_train, tg->max_ctx);
+  }
+  if (file && !c->dequant) {
+    o.weight_type = mkc_model_file_weight_type;
+    o.weight_type_ctx = (void *)file;
+  }
+  return mkc_codegen(&o, &m->g, &m->src);
+}
+
+int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
+  if (!c->draft_layers && !c->draft_model_path) return 0;
+  mkc_loaded_model *m = &ds->m;
+  /* Self-speculation reads the target's weights by name (blk.0..L-1,
+   * output_norm, the LM head); a draft model brings its own. */
+  const mkc_weights *w = &target->w;
+  if (c->draft_model_path) {
+    if (mkc_model_file_weights(&m->file, &m->g, &m->w) != 0) return -1;
+    w = &m->w;
+  }
+  /* the target's backend, as auto resolved it */
+  int kind = mkc_backend_kind_from_name(mkc_session_backend(target->s));
+  mkc_session *s = mkc_session_open((enum mkc_backend_kind)kind, &m->g, &m->src, w, c->blocks);
+  if (!s) return -1;
+  char name[sizeof ds->drafter->name];
+  if (c->draft_layers)
+    snprintf(name, sizeof name, "self-speculation (first %d of %d layers)", m->g.n_layers,
+             target->g.n_layers);
+  else
+    snprintf(name, sizeof name, "draft model %s", c->draft_model_path);
+  ds->drafter = mkc_drafter_model(s, &m->g, name);
+  return ds->drafter ? 0 : -1;
+}
+
+void mkc_draft_source_close(mkc_draft_source *ds) {
+  mkc_drafter_close(ds->drafter); /* and its session */
+  ds->drafter = NULL;
+  mkc_loaded_close(&ds->m);
+}
