@@ -1,11 +1,7 @@
 /* Names and cleanup for the graph view (runtime/codegen/graph.h). */
 #include "graph.h"
-#include "formats/dequant.h"
-#include "formats/weights.h"
 
 #include <stdlib.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 const char *mkc_op_name(int op) {
@@ -45,20 +41,6 @@ double mkc_graph_weight_bytes(const mkc_graph *g) {
   for (int i = 0; i < g->n_weights; i++)
     bytes += 2.0 * g->weights[i].rows * g->weights[i].row_stride;
   return bytes;
-}
-
-void mkc_graph_matrix_types(const mkc_graph *g, char *buf, size_t cap) {
-  /* in order of first appearance; ggml's type ids are below 40 */
-  int seen[40] = {0}, n = 0;
-  buf[0] = 0;
-  for (int i = 0; i < g->n_weights; i++) {
-    int t = mkc_weight_block_type(g->weights[i].type) ? g->weights[i].type : MKC_GGML_BF16;
-    if (g->weights[i].rows < 2 || t < 0 || t >= 40 || seen[t]) continue;
-    seen[t] = 1;
-    const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)t);
-    size_t len = strlen(buf);
-    snprintf(buf + len, cap - len, "%s%s", n++ ? "+" : "", ti ? ti->name : "?");
-  }
 }
 
 static const char *const ROPE_SCALINGS[MKC_ROPE_SCALING_COUNT] = {

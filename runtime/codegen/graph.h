@@ -159,8 +159,7 @@ int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd);
 double mkc_graph_params(const mkc_graph *g);
 /* The bytes of g's weight arena a step streams: every weight once, as stored. */
 double mkc_graph_weight_bytes(const mkc_graph *g);
-/* "Q4_1+Q8_0": the storage types of g's matrices, in order of first use. */
-void mkc_graph_matrix_types(const mkc_graph *g, char *buf, size_t cap);
+
 const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */
 int mkc_rope_scaling_from_name(const char *name); /* enum mkc_rope_scaling_type, or -1 */
 

@@ -243,3 +243,17 @@ void mkc_weights_free(mkc_weights *w) {
   w->n = 0;
   w->t = NULL;
 }
+
+void mkc_graph_matrix_types(const mkc_graph *g, char *buf, size_t cap) {
+  /* in order of first appearance; ggml's type ids are below 40 */
+  int seen[40] = {0}, n = 0;
+  buf[0] = 0;
+  for (int i = 0; i < g->n_weights; i++) {
+    int t = mkc_weight_block_type(g->weights[i].type) ? g->weights[i].type : MKC_GGML_BF16;
+    if (g->weights[i].rows < 2 || t < 0 || t >= 40 || seen[t]) continue;
+    seen[t] = 1;
+    const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)t);
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "%s%s", n++ ? "+" : "", ti ? ti->name : "?");
+  }
+}

@@ -59,6 +59,9 @@ uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g);
 
 void mkc_weights_free(mkc_weights *w);
 
+/* "Q4_1+Q8_0": the storage types of g's matrices, in order of first use. */
+void mkc_graph_matrix_types(const mkc_graph *g, char *buf, size_t cap);
+
 float mkc_bf16_to_float(uint16_t h);
 uint16_t mkc_float_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 
