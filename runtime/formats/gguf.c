@@ -4,6 +4,7 @@
  * metadata out. Indexes metadata and tensors by name. Also the bridge to the
  * weight store. */
 #include "gguf.h"
+#include "quantize.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -589,7 +590,7 @@ static int dequant(void *ctx) {
   dequant_job *job = ctx;
   if (job->dst->blocks)
     memcpy(job->dst->blocks, job->t->data,
-           (size_t)job->dst->rows * mkc_weight_row_bytes(job->dst->type, job->dst->cols));
+           (size_t)job->dst->rows * mkc_quant_row_bytes((uint32_t)job->dst->type, job->dst->cols));
   else
     mkc_dequant_bf16(job->t->type, job->t->data, job->t->n_elems, job->dst->data);
   return 0;

@@ -103,14 +103,9 @@ int mkc_weight_block_type(int type) {
          type == MKC_GGML_Q4_K || type == MKC_GGML_Q6_K;
 }
 
-size_t mkc_weight_row_bytes(int type, int cols) {
-  const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)type);
-  return (size_t)cols / (size_t)ti->block * (size_t)ti->block_bytes;
-}
-
 void mkc_tensor_row_f32(const mkc_tensor *t, int r, float *out) {
   if (t->blocks) {
-    size_t rb = mkc_weight_row_bytes(t->type, t->cols);
+    size_t rb = mkc_quant_row_bytes((uint32_t)t->type, t->cols);
     mkc_dequant_f32((uint32_t)t->type, t->blocks + (size_t)r * rb, (size_t)t->cols, out);
     return;
   }
@@ -131,7 +126,8 @@ mkc_tensor *mkc_weights_append(mkc_weights *w, const mkc_weight_info *info) {
   t->name = strdup(info->name);
   if (mkc_weight_block_type(info->type)) {
     t->type = info->type;
-    t->blocks = malloc((size_t)info->rows * mkc_weight_row_bytes(info->type, info->cols) + 1);
+    t->blocks =
+        malloc((size_t)info->rows * mkc_quant_row_bytes((uint32_t)info->type, info->cols) + 1);
     return t->name && t->blocks ? t : NULL;
   }
   t->type = MKC_GGML_BF16;
@@ -214,7 +210,7 @@ uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g) {
       goto fail;
     }
     /* A wrong plan must fail here, not scribble past the arena (sizes in bytes). */
-    size_t row = t->blocks ? mkc_weight_row_bytes(t->type, t->cols) : (size_t)t->cols * 2;
+    size_t row = t->blocks ? mkc_quant_row_bytes((uint32_t)t->type, t->cols) : (size_t)t->cols * 2;
     size_t end = 2 * (info->offset + (size_t)(info->rows - 1) * (size_t)info->row_stride) + row;
     if (2 * (size_t)info->row_stride < row || end > 2 * g->weight_elems) {
       fprintf(stderr,

@@ -14,7 +14,7 @@ typedef struct mkc_tensor {
    * kept as the model file stores it, or BF16 */
   int type;
   uint16_t *data;        /* BF16: [rows][cols], row-major, unpadded; else NULL */
-  unsigned char *blocks; /* a block type: rows x mkc_weight_row_bytes, as stored; else NULL */
+  unsigned char *blocks; /* a block type: rows x mkc_quant_row_bytes, as stored; else NULL */
 } mkc_tensor;
 
 typedef struct mkc_weights {
@@ -32,9 +32,6 @@ int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long se
 /* 1 when the kernel reads matrices of this enum mkc_ggml_type in their blocks
  * (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K): codegen/wtypes.lua lists the same. */
 int mkc_weight_block_type(int type);
-
-/* Bytes of one row of cols elements of a block type as a file stores it. */
-size_t mkc_weight_row_bytes(int type, int cols);
 
 /* Building a store for g, as every source of weights does: begin makes
  * room for g->n_weights tensors in w (0, or -1 when out of memory), append
