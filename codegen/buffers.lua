@@ -110,8 +110,11 @@ function buffers.plan(graph, stages, opts)
   for r in pairs(first) do roots[#roots + 1] = r end
   table.sort(roots, function(a, b) return first[a] < first[b] or (first[a] == first[b] and a.id < b.id) end)
   for _, r in ipairs(roots) do
-    -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan
-    local size = util.round_up(t_max * buffers.stride(r.n), ALIGN_FLOATS)
+    -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan;
+    -- a value has a row per input of a prompt chunk (t_chunk), the logits one per input a step can
+    -- choose after (t_max: a prompt chunk's LM head runs for its last input only)
+    local rows = r.op == "logits" and t_max or opts.t_chunk
+    local size = util.round_up(rows * buffers.stride(r.n), ALIGN_FLOATS)
     local lo, hi = first[r], (r.op == "logits") and math.huge or last[r] + 1
     local at = 0
     local moved = true
@@ -124,7 +127,7 @@ function buffers.plan(graph, stages, opts)
       end
     end
     local region = { node = r, offset = at, size = size, lo = lo, hi = hi, stride = buffers.stride(r.n),
-                     floats = t_max * buffers.stride(r.n) } -- the floats a stage may touch
+                     floats = rows * buffers.stride(r.n) } -- the floats a stage may touch
     placed[#placed + 1] = region
     plan.values[r] = region
   end

@@ -75,6 +75,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   mkc_gen_opts o = {.graph_path = graph_path,
                     .preset = c->preset,
                     .draft_max = c->draft_max,
+                    .ubatch = c->ubatch,
                     .max_ctx = c->max_ctx,
                     .kv_dtype = c->kv_dtype};
   if (c->model_path) {
@@ -97,6 +98,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     resolve_graph(h->graph, graph_path, sizeof graph_path);
     if (!c->model_path) o.preset = h->preset;
     o.draft_max = h->draft_max;
+    o.ubatch = h->ubatch;
     o.max_ctx = h->max_ctx;
     o.threads = h->threads;
     o.kv_dtype = h->kv_dtype;
