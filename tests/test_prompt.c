@@ -8,9 +8,11 @@
  * 8/16/32) and SmolLM2-135M from its Q4_1 blocks. With the KV cache in f32
  * the chunked and the token-by-token kernels are compared directly (bf16
  * caches may round a value either side of a midpoint: exec/reference.h), the
- * sampler and log-probabilities of a chunk's last input too. A planted error
- * in the fragment layout must fail, and the emulated mma is checked on its
- * own against products worked out here. */
+ * sampler and log-probabilities of a chunk's last input too. The other
+ * presets (biases, head norms, RoPE scalings, Q4_K/Q6_K/Q4_0 blocks) in
+ * chunks against the reference. A planted error in the fragment layout must
+ * fail, and the emulated mma is checked on its own against products worked
+ * out here. */
 #include <string.h>
 #include <unistd.h>
 
@@ -41,6 +43,15 @@ typedef struct kernel {
   int ok;
 } kernel;
 
+/* llama.cpp's Q4_K_M choice for random weights: Q6_K for attn_v and ffn_down,
+ * Q4_K for the other matrices (blocks-tiny's columns are whole 256s), and
+ * Q4_0 for the embedding, so that the tiled path decodes three block types. */
+static int q4_k_m(void *ctx, const char *name) {
+  (void)ctx;
+  if (strstr(name, "token_embd")) return MKC_GGML_Q4_0;
+  return strstr(name, "attn_v") || strstr(name, "ffn_down") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
+}
+
 static int kernel_open(kernel *k, const char *preset, mkc_model_file *mf, int max_ctx,
                        const char *kv_dtype) {
   memset(k, 0, sizeof *k);
@@ -55,6 +66,8 @@ static int kernel_open(kernel *k, const char *preset, mkc_model_file *mf, int ma
     o.model = &mf->desc;
     o.weight_type = mkc_model_file_weight_type;
     o.weight_type_ctx = mf;
+  } else if (strcmp(preset, "blocks-tiny") == 0) {
+    o.weight_type = q4_k_m;
   }
   if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
   int rc = mf ? mkc_model_file_weights(mf, &k->g, &k->w) : mkc_weights_random(&k->w, &k->g, 7);
@@ -268,6 +281,33 @@ static void preset_case(const char *preset) {
   kernel_close(&k32);
 }
 
+/* The other presets, each the chunked run against a following reference:
+ * Q/K/V biases (qwen2-tiny), per-head norms on heads of 80, which a tile
+ * covers in two slices of 64 columns (qwen3-tiny), RoPE scalings (llama3-,
+ * yarn-, linear-tiny), matrices in Q4_K, Q6_K and Q4_0 blocks (blocks-tiny). */
+static void preset_vs_reference(const char *preset) {
+  kernel k;
+  if (!CHECK(kernel_open(&k, preset, NULL, N_PROMPT + N_GEN, "bf16") == 0, "%s: generate", preset))
+    return;
+  int prompt[N_PROMPT];
+  make_prompt(prompt, k.g.vocab);
+  mkc_session *s = mkc_session_open(MKC_BACKEND_CPU, &k.g, &k.src, &k.w, 0);
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &k.g, &k.src, &k.w, 0);
+  run r = {0};
+  if (s && ref) feed(s, ref, &k.g, prompt, 1, &r);
+  int blocks = 0;
+  for (int i = 0; i < k.g.n_weights; i++) blocks += k.g.weights[i].type != MKC_GGML_BF16;
+  CHECK(s && ref && r.ok,
+        "%s: the prompt in chunks, then %d greedy steps, token for token the "
+        "reference's (%d matrices in blocks)",
+        preset, N_GEN, blocks);
+  check_ref(preset, "in chunks (tiled)", &r);
+  free(r.logits);
+  mkc_session_close(s);
+  mkc_session_close(ref);
+  kernel_close(&k);
+}
+
 static void smollm2(void) {
   const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
@@ -404,6 +444,9 @@ int main(void) {
   mma_unit();
   preset_case("tiny");
   preset_case("odd");
+  static const char *const others[] = {"qwen2-tiny", "qwen3-tiny",  "llama3-tiny",
+                                       "yarn-tiny",  "linear-tiny", "blocks-tiny"};
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++) preset_vs_reference(others[i]);
   planted_bug();
   smollm2();
   scratch_close();
