@@ -58,8 +58,10 @@ int mkc_cmd_gen(int argc, char **argv) {
   }
   rc = write_text(c.out, m.src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
-    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d, KV %s)\n", c.out,
-            m.src.file_name, m.g.preset, m.g.n_stages, m.g.t_max, m.g.max_ctx,
+    fprintf(stderr,
+            "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, prompt chunks <= %d, max_ctx %d, KV "
+            "%s)\n",
+            c.out, m.src.file_name, m.g.preset, m.g.n_stages, m.g.t_max, m.g.t_chunk, m.g.max_ctx,
             mkc_kv_dtype_name(m.g.kv_dtype));
   mkc_loaded_close(&m);
   return rc;
