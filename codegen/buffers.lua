@@ -73,8 +73,9 @@ function buffers.plan(graph, stages, opts)
   plan.weight_elems = util.round_up(off, ALIGN_WEIGHTS)
 
   -- KV cache: one slot per attention node, [k|v][kv_heads][rows][head_dim], in elements. rows:
-  -- max_ctx, or for a sliding window a ring of window + t_max rows (position p at row p % rows), so
-  -- the rows a step writes past pos (drafts it may reject) never evict one still in the window
+  -- max_ctx, or for a sliding window a ring of window + t_chunk rows (position p at row p % rows), so
+  -- the rows a step writes past pos (a prompt chunk's, or drafts it may reject) never evict one that
+  -- an earlier input of the same step still sees in its window
   local kv_off, layers = 0, {}
   for _, node in ipairs(graph.order) do
     if node.op == "attention" then
@@ -84,7 +85,7 @@ function buffers.plan(graph, stages, opts)
       end
       layers[node.layer] = node
       local rows = opts.max_ctx
-      if node.window > 0 then rows = math.min(rows, node.window + opts.t_max) end
+      if node.window > 0 then rows = math.min(rows, node.window + opts.t_chunk) end
       local size = node.kv_heads * rows * node.head_dim
       plan.kv[node] = { k = kv_off, v = kv_off + size, rows = rows }
       kv_off = kv_off + 2 * size
@@ -114,8 +115,11 @@ function buffers.plan(graph, stages, opts)
   for r in pairs(first) do roots[#roots + 1] = r end
   table.sort(roots, function(a, b) return first[a] < first[b] or (first[a] == first[b] and a.id < b.id) end)
   for _, r in ipairs(roots) do
-    -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan
-    local size = util.round_up(t_max * buffers.stride(r.n), ALIGN_FLOATS)
+    -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan;
+    -- a value has a row per input of a prompt chunk (t_chunk), the logits one per input a step can
+    -- choose after (t_max: a prompt chunk's LM head runs for its last input only)
+    local rows = r.op == "logits" and t_max or opts.t_chunk
+    local size = util.round_up(rows * buffers.stride(r.n), ALIGN_FLOATS)
     local lo, hi = first[r], (r.op == "logits") and math.huge or last[r] + 1
     local at = 0
     local moved = true
@@ -128,7 +132,7 @@ function buffers.plan(graph, stages, opts)
       end
     end
     local region = { node = r, offset = at, size = size, lo = lo, hi = hi, stride = buffers.stride(r.n),
-                     floats = t_max * buffers.stride(r.n) } -- the floats a stage may touch
+                     floats = rows * buffers.stride(r.n) } -- the floats a stage may touch
     placed[#placed + 1] = region
     plan.values[r] = region
   end

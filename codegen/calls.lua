@@ -15,11 +15,12 @@ local function param_names(list, fn, file)
   return names
 end
 
--- { mkc_xxx = { file = "x.cuh", "p1", "p2", ... } } for every `MKC_DEVICE void mkc_xxx(...)`.
+-- { mkc_xxx = { file = "x.cuh", "p1", "p2", ... } } for every `MKC_DEVICE void mkc_xxx(...)` (or
+-- MKC_DEVICE_CALLED: a function called, not inlined).
 function calls.signatures(templates, names)
   local sigs = {}
   for _, file in ipairs(names) do
-    for fn, list in templates[file]:gmatch("MKC_DEVICE%s+void%s+(mkc_[%w_]+)%s*(%b())") do
+    for fn, list in templates[file]:gmatch("MKC_DEVICE[%u_]*%s+void%s+(mkc_[%w_]+)%s*(%b())") do
       local params = param_names(list:sub(2, -2), fn, file)
       local seen = sigs[fn]
       if seen and table.concat(seen, ",") ~= table.concat(params, ",") then

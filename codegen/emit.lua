@@ -9,7 +9,9 @@ local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
-                   "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh" }
+                   "gemm.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh" }
+-- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
+local TILED_ONLY = { ["gemm.cuh"] = true }
 
 local EMITTERS = {}
 for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
@@ -25,7 +27,7 @@ end
 
 local function context(graph, plan, opts)
   local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
-                vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes }
+                vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled }
   local signatures = calls.signatures(opts.templates, emit.TEMPLATES)
   -- A template call, its arguments by parameter name (codegen/calls.lua).
   function ctx.call(fn, args, wrap_after) return calls.format(signatures, fn, args, wrap_after) end
@@ -72,19 +74,49 @@ local function context(graph, plan, opts)
     if st.norm then smem = { { "inv_rms", opts.t_max }, { "red", ctx.warps } } end
     for _, r in ipairs(extra or {}) do smem[#smem + 1] = r end
     if not st.norm then
-      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0", reads = {} }
+      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0", reads = {},
+               eps = flt(0), n = st.x.n }
     end
     local at = buffers.smem(smem)
     local x, nw = st.x, st.norm.inputs[2]
     return {
       smem = smem,
       reads = { { "weights", plan.weights[nw].offset, { c = plan.weights[nw].row_stride * 2 }, nw.name } },
-      w = ctx.weight(nw),
+      w = ctx.weight(nw), eps = flt(st.norm.eps), n = x.n,
       inv_rms = ctx.smem_ptr("float", at.inv_rms),
       prologue = ctx.call("mkc_rms_prologue", { x = ctx.value(x), x_stride = ctx.vstride(x), n = x.n,
-        eps = flt(st.norm.eps), T = "T", inv_rms = ctx.smem_ptr("float", at.inv_rms),
-        red = ctx.smem_ptr("float", at.red) }) .. ";\n  ",
+        eps = flt(st.norm.eps), t0 = st.kind == "lm_head" and "t0" or "0", T = "T",
+        inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red) }) .. ";\n  ",
     }
+  end
+  -- The shared memory of a tiled stage (templates/gemm.cuh): the staged slice of inputs and of
+  -- weights, the finished tile of c_cols columns, the sums of squares and 1 / rms of its tokens.
+  function ctx.gemm_smem(c_cols)
+    local g = opts.gemm
+    local ld = g.bk + 4
+    return { { "a_tile", g.bm * ld }, { "w_tile", g.bn * ld }, { "c_tile", g.bm * (c_cols + 4) },
+             { "ssq", g.bm * g.bk // 4 }, { "inv_tile", g.bm } }
+  end
+  -- The tiled call's smem arguments, from the stage's layout.
+  function ctx.gemm_args(args, at)
+    for _, r in ipairs({ { "a_tile", "a_tile" }, { "w_tile", "w_tile" }, { "c_tile", "c_tile" }, { "ssq", "ssq" },
+                         { "inv_tile", "inv_rms" } }) do
+      args[r[2]] = ctx.smem_ptr("float", at[r[1]])
+    end
+    return args
+  end
+  -- Whether any of the matrices is stored in blocks (the tiled path splits its weights too).
+  function ctx.quantized(...)
+    for _, w in ipairs({ ... }) do
+      if plan.weights[w].type ~= wtypes.BF16 then return 1 end
+    end
+    return 0
+  end
+  -- A stage's code with its tiled variant (prompt chunks past t_max) where the kernel has one.
+  function ctx.variants(tiled, decode)
+    if not opts.tiled then return decode end
+    return ("if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */\n    %s;\n  } else {\n    %s\n  }")
+      :format((tiled:gsub("\n  ", "\n    ")), (decode:gsub("\n  ", "\n    ")))
   end
   return ctx
 end
@@ -176,8 +208,9 @@ function emit.source(graph, plan, opts)
     (" * graph:   %s, preset %s"):format(graph.path, graph.preset),
     (" * hashes:  graph %s, templates %s, options %s"):format(opts.graph_hash, opts.templates_hash,
       opts.options_hash),
-    (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks, KV %s"):format(
-      opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks, opts.kv_dtype),
+    (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks, KV %s, prompt chunks <= %d%s"):format(
+      opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks, opts.kv_dtype, opts.t_chunk,
+      opts.tiled and " (tiled, tensor cores)" or ""),
     (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d %s, weights %d bf16, smem %d bytes"):format(
       #plan.stages, n_sync, plan.scratch_floats, plan.kv_elems, opts.kv_dtype, plan.weight_elems, plan.smem_bytes),
     " * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.",
@@ -187,6 +220,12 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  if opts.tiled then
+    put(("#define MKC_T_CHUNK %d /* a prompt chunk's inputs: past MKC_T_MAX, tiled */"):format(opts.t_chunk))
+    put(("#define MKC_GEMM_BM %d /* tiles: tokens */\n#define MKC_GEMM_BN %d /* tiles: weight rows */"):format(
+      opts.gemm.bm, opts.gemm.bn))
+    put(("#define MKC_GEMM_BK %d /* columns staged at a time */"):format(opts.gemm.bk))
+  end
   -- the block types the matrices are stored in: only their decoders are compiled
   local used, names = {}, {}
   for _, w in ipairs(plan.weights) do
@@ -200,12 +239,16 @@ function emit.source(graph, plan, opts)
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
-  for _, name in ipairs(emit.TEMPLATES) do splice(name) end
+  for _, name in ipairs(emit.TEMPLATES) do
+    if opts.tiled or not TILED_ONLY[name] then splice(name) end
+  end
   put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
   put("")
   put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
-  put(("  if (!mkc_step_begin(state, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max))
+  put(("  if (!mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max,
+    opts.t_chunk))
   put("  const int pos = state->pos, T = state->n_inputs;")
+  put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
   put("  char *smem = mkc_smem();")
   put("  (void)smem;")
   local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)

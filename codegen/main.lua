@@ -17,9 +17,31 @@ local function basename(path) return (path:match("([^/]+)$") or path):gsub("%.lu
 -- appended (templates/common.cuh), and the reference executor rounds them the same way.
 M.KV_DTYPES = { bf16 = 2, f16 = 2, f32 = 4 }
 
+-- Prompt chunks (templates/gemm.cuh): tiles of bm tokens x bn weight rows, slices of bk columns
+-- staged in shared memory; the kernel gets them as literals, the buffer plan sizes smem by them.
+M.GEMM = { bm = 64, bn = 64, bk = 32 }
+M.UBATCH = 128 -- prompt chunk capacity when not asked for (--ubatch)
+
+-- The prompt chunk capacity: ubatch (or M.UBATCH) within the context, at least t_max; past t_max
+-- chunks run tiled, which needs blocks of 128 or 256 threads.
+local function chunk_capacity(opts, t_max, max_ctx)
+  local ubatch = opts.ubatch
+  if ubatch ~= nil and (math.type(ubatch) ~= "integer" or ubatch < 1 or ubatch > opts.chunk_cap) then
+    util.fail(("--ubatch must be 1..%d, got %s"):format(opts.chunk_cap, tostring(ubatch)))
+  end
+  local tiled_ok = opts.threads == 128 or opts.threads == 256
+  if ubatch and ubatch > t_max and not tiled_ok then
+    util.fail(("--ubatch %d: prompt chunks past --draft-max + 1 run tiled, on blocks of 128 or 256 threads, not %d")
+      :format(ubatch, opts.threads))
+  end
+  if not ubatch then ubatch = tiled_ok and M.UBATCH or t_max end
+  return math.max(t_max, math.min(ubatch, max_ctx))
+end
+
 -- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
--- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only)
+-- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only),
+-- ubatch (or nil: M.UBATCH), chunk_cap
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -32,8 +54,11 @@ function M.generate(opts)
   local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
   -- the first n_layers only (self-speculation's draft): a preset of its own name
   if opts.n_layers then graph.preset = ("%s-L%d"):format(graph.preset, opts.n_layers) end
+  local t_max = opts.draft_max + 1
+  local t_chunk = chunk_capacity(opts, t_max, graph.params.max_ctx)
   local gen = {
-    t_max = opts.draft_max + 1, max_ctx = graph.params.max_ctx, threads = opts.threads,
+    t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM,
+    max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,
     kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype],
     file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu",
@@ -56,9 +81,9 @@ function M.generate(opts)
   for _, w in ipairs(plan.weights) do
     if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
-  gen.options_hash = util.hash(("preset=%s;t_max=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s"):format(
-    graph.preset, gen.t_max, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype, table.concat(stored, ","),
-    gen.stage_timers and ";timers" or ""))
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s")
+    :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
+            table.concat(stored, ","), gen.stage_timers and ";timers" or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -117,7 +142,7 @@ function M.export(graph, plan, gen, source)
     graph = graph.path, preset = graph.preset,
     config = { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
                n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = gen.max_ctx },
-    plan = { t_max = gen.t_max, threads = gen.threads, weight_elems = plan.weight_elems,
+    plan = { t_max = gen.t_max, t_chunk = gen.t_chunk, threads = gen.threads, weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,

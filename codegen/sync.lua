@@ -14,7 +14,7 @@ end
 
 local function overlap(a, b) return a.space == b.space and a.lo < b.hi and b.lo < a.hi end
 
--- The ranges each stage reads and writes: its values' scratch regions (t_max rows at their stride),
+-- The ranges each stage reads and writes: its values' scratch regions (their rows at their stride),
 -- the layer's KV cache slot, the argmax partials and the head-norm counters. Lists in a fixed
 -- order, so the emitted comments are stable.
 local function touched(st, plan)

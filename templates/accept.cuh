@@ -7,16 +7,19 @@
  * there, and draft t+1 is kept with probability p_t(draft) (a uniform of its
  * own stream below it), else the residual's token is emitted: speculative
  * sampling with point-mass drafts. Every accepted input's token is written to
- * history at its position (the penalties' window). */
+ * history at its position (the penalties' window). Choices, draws and
+ * log-probabilities exist from input t0 on (a prompt chunk: its last only),
+ * at row t - t0; every input a step can accept lies there (n_fixed >= t0). */
 MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const float *p_draft,
-                                   int pos, int T, int *choice, int *a_out) {
+                                   int pos, int t0, int T, int *choice, int *a_out) {
   int a = st->n_fixed;
   for (; a + 1 < T; a++) {
-    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a])) break;
-    choice[a] = st->inputs[a + 1];
+    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a - t0]))
+      break;
+    choice[a - t0] = st->inputs[a + 1];
   }
   /* the bonus token after the last input, or the residual's after a rejection */
-  choice[a] = drawn[a * 2 + (a + 1 < T ? 1 : 0)];
+  choice[a - t0] = drawn[(a - t0) * 2 + (a + 1 < T ? 1 : 0)];
   *a_out = a;
 }
 
@@ -62,15 +65,15 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, const float *work, float *lp, int *choice, float *red_v,
+                           int t0, int T, const float *work, float *lp, int *choice, float *red_v,
                            int *red_i) {
   if (mkc_bid() != 0) return;
-  mkc_argmax_partials(part_val, part_idx, T, choice, red_v, red_i);
+  mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
-    mkc_accept_sampled(st, drawn, p_draft, pos, T, choice, &a);
-    if (choice[a] < 0 || choice[a] >= vocab) {
+    mkc_accept_sampled(st, drawn, p_draft, pos, t0, T, choice, &a);
+    if (choice[a - t0] < 0 || choice[a - t0] >= vocab) {
       /* nothing to draw from: every probability was NaN, inf or cut */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
@@ -78,12 +81,12 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
       return;
     }
     for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
     /* an emitted token survived every cut: its penalized logit is in work */
     if (st->sampling.logprobs > 0)
       for (int t = f; t <= a; t++) {
-        float *l = lp + t * MKC_LP_STRIDE;
-        l[MKC_LP_EMITTED] = (work[t * vocab + choice[t]] - l[0]) * l[2] - l[1];
+        float *l = lp + (t - t0) * MKC_LP_STRIDE;
+        l[MKC_LP_EMITTED] = (work[(t - t0) * vocab + choice[t - t0]] - l[0]) * l[2] - l[1];
       }
     st->n_out = a - f + 1;
     st->n_accepted = a - f;
@@ -92,18 +95,18 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     st->status = MKC_STATUS_OK;
     return;
   }
-  for (int t = 0; t <= f; t++)
-    if (choice[t] < 0 || choice[t] >= vocab) {
+  for (int t = t0; t <= f; t++)
+    if (choice[t - t0] < 0 || choice[t - t0] >= vocab) {
       /* no finite logit won: a NaN or inf reached the head */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
       st->n_accepted = 0;
       return;
     }
-  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
-  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  while (a + 1 < T && st->inputs[a + 1] == choice[a - t0]) a++;
+  if (choice[a - t0] < 0 || choice[a - t0] >= vocab) a--; /* keep the last emitted choice valid */
   for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;
   st->pos = pos + a + 1;

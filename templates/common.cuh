@@ -97,10 +97,13 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
 }
 
 /* Every block reads the same state, so every block reaches the same verdict;
- * on a bad step nothing is written but the status. */
-MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+ * on a bad step nothing is written but the status. A step takes up to t_max
+ * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up
+ * to t_chunk. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
-  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T)
+  if (T < 1 || T > t_chunk || st->n_fixed < 0 || st->n_fixed >= T ||
+      (T > t_max && st->n_fixed != T - 1))
     status = MKC_STATUS_BAD_INPUT;
   else if (pos < 0 || pos + T > max_ctx)
     status = MKC_STATUS_CTX_FULL;

@@ -1,14 +1,18 @@
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
- * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id.
+ * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
+ * t - t0 of logits and of the partials. */
 MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                            int logits_stride, int T, float *part_val, int *part_idx,
+                            int logits_stride, int t0, int T, float *part_val, int *part_idx,
                             float *warp_val, int *warp_idx) {
+  x += (long)t0 * x_stride;
+  T -= t0;
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {

@@ -6,17 +6,18 @@
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
 
-/* inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), computed by every block into smem. */
-MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int T,
+/* inv_rms[t - t0] = 1 / sqrt(mean(x[t]^2) + eps) for t0 <= t < T, computed by
+ * every block into smem. */
+MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int t0, int T,
                                  float *inv_rms, float *red) {
-  for (int t = 0; t < T; t++) {
+  for (int t = t0; t < T; t++) {
     float s = 0.0f;
     for (int c = mkc_tid(); c < n; c += MKC_THREADS) {
       float v = x[t * x_stride + c];
       s += v * v;
     }
     s = mkc_block_sum(s, red);
-    if (mkc_tid() == 0) inv_rms[t] = 1.0f / sqrtf(s / (float)n + eps);
+    if (mkc_tid() == 0) inv_rms[t - t0] = 1.0f / sqrtf(s / (float)n + eps);
   }
   mkc_sync_block();
 }

@@ -3,7 +3,8 @@
 #ifndef MKC_STATE_H
 #define MKC_STATE_H
 
-#define MKC_T_CAP 32        /* most input tokens one step can take: 1 + drafts */
+#define MKC_T_CAP 32        /* most input tokens a decode step can take: 1 + drafts */
+#define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 
 enum mkc_status {
@@ -58,12 +59,14 @@ typedef struct mkc_state {
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
   /* host-written once per request */
   mkc_sampling sampling;
-  /* host-written before each step */
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
-  int inputs[MKC_T_CAP];
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+  /* host-written before each step, last: the host copies these in and reads back only what is
+   * above (offsetof n_inputs), so a prompt chunk's inputs cost no decode step a byte */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 
 #endif

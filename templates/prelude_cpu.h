@@ -31,6 +31,11 @@ void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full ma
 unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
+/* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
+ * deposits its fragments, the first lane released computes the tiles, and
+ * each lane reads back its accumulators. */
+void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                       int MT, int NT);
 
 #ifndef MKC_SIMT_ABI_ONLY
 #include <assert.h>
@@ -44,6 +49,7 @@ void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 
 #define MKC_KERNEL __attribute__((visibility("default"))) void
 #define MKC_DEVICE static inline
+#define MKC_DEVICE_CALLED static __attribute__((noinline))
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -94,6 +100,12 @@ MKC_DEVICE unsigned mkc_f32_bits(float f) {
   unsigned u;
   memcpy(&u, &f, sizeof u);
   return u;
+}
+/* and back: the float of a bit pattern (a tf32 operand's value). */
+MKC_DEVICE float mkc_bits_f32(unsigned u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
 }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) {
   unsigned u = (unsigned)h << 16;
@@ -215,6 +227,20 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, m
   mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   memcpy(&wf, w, sizeof wf);
   return acc + wf * x;
+}
+/* Tensor cores (templates/gemm.cuh): a float as tf32, to nearest with ties
+ * away from zero, as cvt.rna.tf32.f32 (inf stays inf, NaN a quiet NaN). */
+MKC_DEVICE unsigned mkc_tf32(float f) {
+  unsigned u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffe000u; /* NaN: a quiet one */
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+}
+/* mma.sync m16n8k8 tf32 (the CUDA prelude says what it computes), emulated
+ * in one meeting of the warp from the fragments in the PTX ISA's layout. */
+MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                             int MT, int NT) {
+  mkc_simt_mma_tf32(a, b, nb, c, mt, nt, MT, NT);
 }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc p) {
   float q0 = p[0] + p[4], q1 = p[1] + p[5], q2 = p[2] + p[6], q3 = p[3] + p[7];

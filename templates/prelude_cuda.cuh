@@ -3,6 +3,9 @@
  * one emitted source serves both backends. No CUDA headers are included. */
 #define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
 #define MKC_DEVICE static __device__ __forceinline__
+/* A function compiled once and called, not inlined at every stage: the tiled
+ * matmul core that every layer's prompt-chunk stages share. */
+#define MKC_DEVICE_CALLED static __device__ __noinline__
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -47,6 +50,8 @@ MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
 MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
+/* and back: the float of a bit pattern (a tf32 operand's value). */
+MKC_DEVICE float mkc_bits_f32(unsigned u) { return __uint_as_float(u); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -125,4 +130,64 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
   mkc_f4 r = {v.x, v.y, v.z, v.w};
   return r;
+}
+/* Tensor cores (templates/gemm.cuh): a float as tf32, rounded to nearest
+ * with ties away from zero (cvt.rna, sm_80 on; before, the same bits by hand,
+ * as the CPU prelude computes them). */
+MKC_DEVICE unsigned mkc_tf32(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(f));
+  return u;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffe000u; /* NaN: a quiet one */
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+#endif
+}
+/* One warp's block of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32:
+ * fragments in the PTX ISA's layout, a: [2][MT][4] (A's high and low tf32
+ * parts, m-tiles of 16 rows), b: [nb][NT][2] (B's parts, n-tiles of 8
+ * columns), c: [MT][NT][4] the accumulators. For the products (a0, b0),
+ * (a1, b0) and, with nb = 2, (a0, b1), in that order, every m-tile i < mt
+ * with every n-tile j < nt: c[i][j] = A[i] B[j] + c[i][j]. MT and NT are the
+ * arrays' extents (literals at the call), mt and nt the same in every lane.
+ * Before sm_80 the product is made of shuffles: lane (g, q) gathers rows g
+ * and g + 8 of A and columns 2q, 2q + 1 of B from the lanes that hold them. */
+MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                             int MT, int NT) {
+  for (int p = 0; p < 3; p++) {
+    int pa = p == 1, pb = p == 2;
+    if (pb >= nb) break;
+    for (int i = 0; i < MT; i++) {
+      if (i >= mt) break;
+      const unsigned *ai = a + (pa * MT + i) * 4;
+      for (int j = 0; j < NT; j++) {
+        if (j >= nt) break;
+        const unsigned *bj = b + (pb * NT + j) * 2;
+        float *d = c + (i * NT + j) * 4;
+#if __CUDA_ARCH__ >= 800
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(ai[0]), "r"(ai[1]), "r"(ai[2]), "r"(ai[3]), "r"(bj[0]), "r"(bj[1]));
+#else
+        int lane = (int)(threadIdx.x & 31u), g = lane >> 2, q = lane & 3;
+        for (int k = 0; k < 8; k++) {
+          /* A[row][k] sits in lane 4 * (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4);
+           * B[k][n] in lane 4n + k % 4, register k >= 4 */
+          int src_a = 4 * g + (k & 3), src_b0 = 4 * (2 * q) + (k & 3), src_b1 = src_b0 + 4;
+          float a_g = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 0 : 2], src_a));
+          float a_g8 = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 1 : 3], src_a));
+          float b_0 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b0));
+          float b_1 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b1));
+          d[0] += a_g * b_0;
+          d[1] += a_g * b_1;
+          d[2] += a_g8 * b_0;
+          d[3] += a_g8 * b_1;
+        }
+#endif
+      }
+    }
+  }
 }

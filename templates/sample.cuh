@@ -323,7 +323,9 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
-/* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
+/* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
+ * ... < T (t0: the first input with logits; a prompt chunk's last), each at
+ * row t - t0 of what it reads and writes.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -331,20 +333,21 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int T, float *work, int *lists,
-                           int *drawn, float *p_draft_out, float *lp, float *red, float *part,
-                           int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
-    float *w = work + t * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[t * logits_stride + i];
+  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+    int row = t - t0;
+    float *w = work + row * vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
     mkc_sync_block();
     mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
     for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
-    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + t * MKC_LP_STRIDE, red);
+    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
     if (o->temp <= 0.0f) {
       /* greedy on penalized logits: the first id at the max; a draft is kept
        * exactly when it is that id (p_t is a point mass) */
@@ -354,9 +357,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       int best = (int)-mkc_block_max(first, red);
       if (best >= vocab) best = -1;
       if (mkc_tid() == 0) {
-        drawn[t * 2 + 0] = best;
-        drawn[t * 2 + 1] = best;
-        p_draft_out[t] = draft >= 0 && draft == best ? 1.0f : 0.0f;
+        drawn[row * 2 + 0] = best;
+        drawn[row * 2 + 1] = best;
+        p_draft_out[row] = draft >= 0 && draft == best ? 1.0f : 0.0f;
       }
       mkc_sync_block();
       continue;
@@ -370,8 +373,8 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     if (k > 0 && k < vocab) {
       unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
       mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + t * vocab, part);
-      list = lists + t * vocab;
+      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {
       float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */
@@ -409,9 +412,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
                           mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
     }
     if (mkc_tid() == 0) {
-      drawn[t * 2 + 0] = token;
-      drawn[t * 2 + 1] = residual;
-      p_draft_out[t] = p_draft;
+      drawn[row * 2 + 0] = token;
+      drawn[row * 2 + 1] = residual;
+      p_draft_out[row] = p_draft;
     }
   }
 }

@@ -37,15 +37,24 @@ typedef struct fixture {
   mkc_weights w;
 } fixture;
 
-static inline int fixture_open(fixture *f, const char *preset, int draft_max, int max_ctx,
-                               unsigned long long seed) {
+/* ubatch: prompt chunks of up to that many inputs (mkc_gen_opts.ubatch; 0: the default). */
+static inline int fixture_open_ub(fixture *f, const char *preset, int draft_max, int max_ctx,
+                                  int ubatch, unsigned long long seed) {
   memset(f, 0, sizeof *f);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {
-      .graph_path = graph, .preset = preset, .draft_max = draft_max, .max_ctx = max_ctx};
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = preset,
+                    .draft_max = draft_max,
+                    .max_ctx = max_ctx,
+                    .ubatch = ubatch};
   if (mkc_codegen(&o, &f->g, &f->src) != 0) return -1;
   return mkc_weights_random(&f->w, &f->g, seed);
+}
+
+static inline int fixture_open(fixture *f, const char *preset, int draft_max, int max_ctx,
+                               unsigned long long seed) {
+  return fixture_open_ub(f, preset, draft_max, max_ctx, 0, seed);
 }
 
 static inline void fixture_close(fixture *f) {

@@ -24,9 +24,10 @@ static void header_parse(const char *source) {
   CHECK(strcmp(h.preset, "tiny") == 0 && strstr(h.graph, "graphs/llama.lua") && h.draft_max == 2 &&
             h.max_ctx == 100 && h.threads == 128 && h.max_blocks == 1024 &&
             strlen(h.graph_hash) == 16 && strcmp(h.version, "mkc 0.1.0") == 0 &&
-            strcmp(h.kv_dtype, "bf16") == 0,
-        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s, KV %s",
-        h.preset, h.graph, h.draft_max, h.max_ctx, h.threads, h.version, h.kv_dtype);
+            strcmp(h.kv_dtype, "bf16") == 0 && h.ubatch == 100,
+        "header: preset %s, graph %s, draft_max %d, max_ctx %d, threads %d, version %s, KV %s, "
+        "prompt chunks %d (the context's 100 of 128)",
+        h.preset, h.graph, h.draft_max, h.max_ctx, h.threads, h.version, h.kv_dtype, h.ubatch);
   CHECK(mkc_kernel_header_parse("extern \"C\" __global__ void k() {}\n", &h) == -1,
         "header: a kernel without an mkc header is refused");
 }

@@ -17,7 +17,7 @@ for p in tiny odd llama-3.2-1b; do
 done
 n=$(grep -c '__global__' "$tmp/tiny.cu")
 [ "$n" -eq 1 ] && ok "the tiny kernel has exactly one __global__" || fail "one __global__" "found $n"
-grep -q '^#define MKC_T_MAX 5$' "$tmp/tiny.cu" && grep -q 'mkc_step_begin(state, 256, 512, 5)' "$tmp/tiny.cu" \
+grep -q '^#define MKC_T_MAX 5$' "$tmp/tiny.cu" && grep -q 'mkc_step_begin(state, 256, 512, 5, 128)' "$tmp/tiny.cu" \
   && ok "model sizes are literals in the kernel" || fail "model sizes are literals in the kernel"
 grep -q 'generated: do not edit' "$tmp/tiny.cu" && ok "the kernel header says generated: do not edit" \
   || fail "generated header"

@@ -284,7 +284,8 @@ rm -f "$trace"
 MKC_FAKE_CUDA_TRACE=$trace "$mkc" bench --preset tiny --random-weights 1 -n 8 --backend cuda \
   >"$tmp/bench2" 2>"$tmp/bench2.err"
 rc=$?
-state=$(awk '/^cuMemcpyDtoHAsync_v2/ { print $2; exit }' "$trace")
+# the state's zeroing is open's last memset before the first launch (scratch, KV, state)
+state=$(awk '/^cuGraphLaunch/ { exit } /^cuMemsetD8/ { st = $2 } END { print st }' "$trace")
 resets=$(awk -v st="${state:-0}" '/^cuGraphLaunch/ { on = 1 } on && /^cuMemsetD8/ && $2 == st { n++ }
   END { print n + 0 }' "$trace")
 if [ "$rc" -eq 0 ] && no_misuse "$tmp/bench2.err" && [ "$resets" -ge 4 ] \
@@ -297,7 +298,12 @@ fi
 # Residency counts registers: 64 K per SM in 256-register units per warp.
 # 128 threads = 4 warps; 2 SMs of 1024 threads hold 8 blocks each at 32
 # registers (threads bind); at 72, 72*32 = 2304 per warp, 9216 per block:
-# 7 per SM; at 255, 8192 per warp, 32768 per block: 2 per SM.
+# 7 per SM; at 255, 8192 per warp, 32768 per block: 2 per SM. A kernel
+# without prompt chunks (--ubatch 5: its shared memory is 2 KiB) so that
+# registers bind; with them (the default, 37 KiB of tiles per block, and the
+# 1 KiB each block reserves), 228 KiB per SM hold 5 at 32 registers.
+args_chunked=("${args[@]}")
+args+=(--ubatch 5)
 for case in 32:16 72:14 255:4; do
   regs=${case%:*} want=${case#*:}
   run "regs$regs" MKC_FAKE_CUDA_REGISTERS=$regs
@@ -308,6 +314,14 @@ for case in 32:16 72:14 255:4; do
     fail "residency at $regs registers: $want blocks" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/regs$regs.err")"
   fi
 done
+args=("${args_chunked[@]}")
+run chunked MKC_FAKE_CUDA_REGISTERS=32
+if [ "$rc" -eq 0 ] && same_tokens chunked && grep -q "10 blocks x 128 threads" "$tmp/chunked.err" \
+  && no_misuse "$tmp/chunked.err"; then
+  ok "residency with prompt chunks' tiles in shared memory: 10 blocks, same tokens"
+else
+  fail "residency with prompt chunks: 10 blocks" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/chunked.err")"
+fi
 
 # Every driver call of a short run, made to fail in turn. Teardown calls warn
 # and the run completes; the capture's calls fall back to direct launches;

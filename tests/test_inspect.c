@@ -300,11 +300,24 @@ static void tampered(const char *path, const char *dir) {
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4 call edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 4, "items") && mismatch_in(&r, 4, "flops") &&
-              mismatch_in(&r, 4, "blk.0.attn_output.weight"),
+              mismatch_in(&r, 4, "reads weights+24704 (8192 bytes), which its CUDA-core twin"),
           "tamper: rows 64 -> 32 in the code: items, flops and weight bytes of stage 4 mismatch");
     int others = 0;
     for (int i = 0; i < r.n_mismatches; i++) others += r.mismatches[i].stage != 4;
     CHECK_INT(others, 0, "tamper: ... and no other stage");
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  /* the same in the tiled variant alone (a prompt chunk's, templates/gemm.cuh) */
+  code =
+      edit(text, "stage 4/14", "mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+           "mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4's tiled call edited") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    CHECK(mismatch_in(&r, 4, "mkc_gemm_matvec at line ") &&
+              mismatch_in(&r, 4, "reads weights+24704 (4096 bytes), which its CUDA-core twin"),
+          "tamper: rows 64 -> 32 in the tiled variant only: its weight bytes differ from its "
+          "twin's");
     mkc_inspect_close(&r);
   }
   free(code);

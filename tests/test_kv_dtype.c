@@ -119,7 +119,8 @@ static void codegen_option(void) {
   if (CHECK(open_kv(&fx, "odd", 2, NULL) == 0, "odd: generate with the default KV type")) {
     CHECK(fx.g.kv_dtype == MKC_KV_DTYPE_BF16 && fx.g.kv_bytes == 2 * kv_elems(&fx.g),
           "default: bf16, %zu bytes for %zu elements", fx.g.kv_bytes, kv_elems(&fx.g));
-    CHECK(strstr(fx.src.source, ", KV bf16\n") && strstr(fx.src.source, "#define MKC_KV_BF16 1"),
+    CHECK(strstr(fx.src.source, ", KV bf16, prompt chunks") &&
+              strstr(fx.src.source, "#define MKC_KV_BF16 1"),
           "default: the header's options and the kernel's define say bf16");
   }
   fixture_close(&fx);

@@ -69,7 +69,7 @@ static const char ENTRY[] =
     "    if (mkc_tid() == 0) st->sampling.seed_lo = (unsigned)(hdr[3] + i);\n"
     "    mkc_sync_block();\n"
     "    mkc_sample(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, VOCAB, VOCAB,\n"
-    "               POS, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
+    "               POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
     "               (int *)(scratch + OFF_DRAWN), scratch + OFF_PDRAFT, scratch + OFF_LP, red,\n"
     "               part, winner, hist);\n"
     "    if (mkc_tid() == 0) {\n"

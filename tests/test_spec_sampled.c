@@ -224,7 +224,7 @@ static void lossless(void) {
   /* A planted bug: the draft kept with probability sqrt(p_t(draft)). */
   mkc_session_close(r.s);
   r.s = NULL;
-  if (!CHECK(plant(&fx.src, "< p_draft[a])", "< sqrtf(p_draft[a]))") == 0,
+  if (!CHECK(plant(&fx.src, "< p_draft[a - t0])", "< sqrtf(p_draft[a - t0]))") == 0,
              "planted accept bug: the kernel has the accept test"))
     goto done;
   r.s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);

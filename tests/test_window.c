@@ -1,6 +1,7 @@
 /* Sliding-window attention (graphs/llama.lua: swa-tiny, every layer over a
  * window of 16, Mistral's shape; gemma-tiny, 2 local : 1 global layers).
- * A windowed layer keeps a ring of window + t_max rows; checked here:
+ * A windowed layer keeps a ring of window + t_chunk rows (the most a step
+ * writes: a prompt chunk's, here UBATCH); checked here:
  *   - the plan: ring sizes, the KV bytes, the window in the emitted stage;
  *   - the reference masks: the same weights with and without the window give
  *     the same logits for the first 16 positions and others after;
@@ -8,7 +9,7 @@
  *     greedy output (128 tokens, the rings wrap 6 times), which the
  *     reference gives too; steps whose drafts are all rejected, each writing
  *     t_max rows past pos, match the reference input for input;
- *   - rollback: a rewind reaches t_max + 1 positions back after plain steps
+ *   - rollback: a rewind reaches t_chunk + 1 positions back after plain steps
  *     and no further (refused, with the reason); mkc_decode_more feeds the
  *     whole history where the rewind cannot be done;
  *   - snapshots taken every few steps and merged hold every row: restored to
@@ -27,6 +28,9 @@
 #define WINDOW 16
 #define N_GEN 128
 #define TOL 1e-4
+/* Prompt chunks of up to 12: the prompt goes tiled (past t_max) and a ring
+ * (window + 12 rows) wraps within the runs below. */
+#define UBATCH 12
 
 static const int PROMPT[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};
 #define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
@@ -57,21 +61,22 @@ static void plan(void) {
                {"gemma-tiny", 4, {WINDOW, WINDOW, 0}}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     fixture fx;
-    if (!CHECK(fixture_open(&fx, cases[c].preset, cases[c].draft_max, 0, 42) == 0, "%s: generate",
-               cases[c].preset))
+    if (!CHECK(fixture_open_ub(&fx, cases[c].preset, cases[c].draft_max, 0, UBATCH, 42) == 0,
+               "%s: generate", cases[c].preset))
       continue;
     const mkc_graph *g = &fx.g;
     size_t elems = 0;
     int ok = 1;
     for (int l = 0; l < g->n_layers; l++) {
       const mkc_node *nd = attention_of(g, l);
-      int w = cases[c].windows[l], rows = w ? w + g->t_max : g->max_ctx;
+      int w = cases[c].windows[l], rows = w ? w + g->t_chunk : g->max_ctx;
       ok = ok && nd && nd->window == w && nd->kv_rows == rows;
       elems += nd ? 2 * (size_t)nd->kv_heads * rows * nd->head_dim : 0;
     }
     CHECK(ok && g->kv_bytes == 2 * elems,
-          "%s, T <= %d: windows and rings as the pattern says (window + %d rows), %zu KV bytes",
-          cases[c].preset, g->t_max, g->t_max, g->kv_bytes);
+          "%s, T <= %d, chunks <= %d: windows and rings as the pattern says (window + %d rows), "
+          "%zu KV bytes",
+          cases[c].preset, g->t_max, g->t_chunk, g->t_chunk, g->kv_bytes);
     CHECK(strstr(fx.src.source, "attention layer 0, window 16 (line") != NULL,
           "%s: the emitted stage names the window", cases[c].preset);
     fixture_close(&fx);
@@ -127,7 +132,9 @@ static void lossless(const char *preset) {
   int plain[N_GEN], out[N_GEN];
   mkc_decode_stats st;
   fixture fx;
-  if (!CHECK(fixture_open(&fx, preset, 8, 0, 42) == 0, "%s: generate for K <= 8", preset)) return;
+  if (!CHECK(fixture_open_ub(&fx, preset, 8, 0, UBATCH, 42) == 0, "%s: generate for K <= 8",
+             preset))
+    return;
   int n = decode(&fx, test_backend(), 0, plain, &st);
   CHECK_INT(n, N_GEN, "%s: plain greedy decoding, %d tokens", preset, N_GEN);
   n = decode(&fx, MKC_BACKEND_REF, 0, out, &st);
@@ -151,7 +158,7 @@ static void lossless(const char *preset) {
  * logits and choices are the reference's. */
 static void rejected_drafts(const char *preset) {
   fixture fx;
-  if (!CHECK(fixture_open(&fx, preset, 4, 0, 42) == 0, "%s: generate", preset)) return;
+  if (!CHECK(fixture_open_ub(&fx, preset, 4, 0, UBATCH, 42) == 0, "%s: generate", preset)) return;
   const mkc_graph *g = &fx.g;
   mkc_session *k = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 3);
   mkc_session *r = mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0);
@@ -202,10 +209,10 @@ static int fresh_decode(const fixture *fx, enum mkc_backend_kind kind, const int
   return rc == 0 && st.generated == n_gen ? 0 : -1;
 }
 
-/* Rewinds after plain steps: t_max + 1 positions back and no further. */
+/* Rewinds after plain steps: t_chunk + 1 positions back and no further. */
 static void rewinds(const char *preset, enum mkc_backend_kind kind) {
   fixture fx;
-  if (!CHECK(fixture_open(&fx, preset, 4, 0, 42) == 0, "%s: generate", preset)) return;
+  if (!CHECK(fixture_open_ub(&fx, preset, 4, 0, UBATCH, 42) == 0, "%s: generate", preset)) return;
   const mkc_graph *g = &fx.g;
   const char *bk = kind_name(kind);
   mkc_session *s = mkc_session_open(kind, g, &fx.src, &fx.w, 2);
@@ -216,10 +223,10 @@ static void rewinds(const char *preset, enum mkc_backend_kind kind) {
     goto done;
   memcpy(hist, PROMPT, sizeof PROMPT);
   memcpy(hist + N_PROMPT, out, 50 * sizeof *out);
-  int pos = mkc_session_pos(s), slack = g->t_max + 1;
+  int pos = mkc_session_pos(s), slack = g->t_chunk + 1;
   CHECK(mkc_session_can_rewind(s, pos - slack) && !mkc_session_can_rewind(s, pos - slack - 1) &&
             mkc_session_can_rewind(s, 0),
-        "%s: %s: after plain steps a rewind reaches %d positions back (t_max + 1), not %d; to 0 "
+        "%s: %s: after plain steps a rewind reaches %d positions back (t_chunk + 1), not %d; to 0 "
         "always",
         preset, bk, slack, slack + 1);
   check_stderr_begin();
@@ -253,10 +260,10 @@ done:
 }
 
 /* Snapshots every round of 8 tokens, merged into one of [0, pos): every row
- * of every position, though a ring holds 21. */
+ * of every position, though a ring holds 28. */
 static void snapshots(const char *preset, enum mkc_backend_kind kind) {
   fixture fx;
-  if (!CHECK(fixture_open(&fx, preset, 4, 0, 42) == 0, "%s: generate", preset)) return;
+  if (!CHECK(fixture_open_ub(&fx, preset, 4, 0, UBATCH, 42) == 0, "%s: generate", preset)) return;
   const mkc_graph *g = &fx.g;
   const char *bk = kind_name(kind);
   mkc_session *s = mkc_session_open(kind, g, &fx.src, &fx.w, 2);

@@ -15,7 +15,7 @@ return function(st, ctx)
       p_draft = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
       history = ("(int *)(scratch + %d)"):format(ctx.history), vocab = ctx.vocab, pos = "pos",
       work = ("scratch + %d"):format(ctx.sample_work), lp = ("scratch + %d"):format(ctx.logprobs),
-      T = "T", choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
+      t0 = "t0", T = "T", choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
       red_i = ctx.smem_ptr("int", at.red_i) }) .. ";",
   }
 end

@@ -1,9 +1,22 @@
--- Stage: gate and up projections with SwiGLU in the epilogue.
+-- Stage: gate and up projections with SwiGLU in the epilogue; a prompt chunk takes the tiled
+-- variant (templates/gemm.cuh).
 return function(st, ctx)
-  local norm = ctx.norm(st)
+  local gemm_smem = ctx.tiled and ctx.gemm_smem(64) or {}
+  local norm = ctx.norm(st, gemm_smem)
+  local at = ctx.smem_layout(norm.smem)
   local gw, uw = st.gate.inputs[2], st.up.inputs[2]
   local reads = { ctx.wread(gw), ctx.wread(uw), ctx.vbytes(st.x, ctx.wcols(gw)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
+  local decode = norm.prologue .. ctx.call("mkc_matvec_swiglu", {
+    w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows,
+    n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
+    inv_rms = norm.inv_rms, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
+  }) .. ";"
+  local tiled = ctx.tiled and ctx.call("mkc_gemm_swiglu", ctx.gemm_args({
+    w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows, quantized = ctx.quantized(gw, uw),
+    n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = norm.n,
+    norm_w = norm.w, eps = norm.eps, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
+  }, at), { "w_up", "eps", "T" })
   return {
     work = ("%d row pairs (gate, up), one warp per pair"):format(gw.rows),
     smem = norm.smem,
@@ -11,10 +24,6 @@ return function(st, ctx)
     flops = { t = 4 * gw.rows * ctx.wcols(gw) },
     reads = reads,
     writes = { ctx.vbytes(st.out, gw.rows) },
-    code = norm.prologue .. ctx.call("mkc_matvec_swiglu", {
-      w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows,
-      n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
-      inv_rms = norm.inv_rms, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
-    }) .. ";",
+    code = ctx.variants(tiled, decode),
   }
 end

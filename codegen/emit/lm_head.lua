@@ -15,7 +15,7 @@ return function(st, ctx)
     code = norm.prologue .. ctx.call("mkc_lm_head", {
       w = ctx.wmat(w), rows = w.rows, n_chunks = ctx.chunks(w),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
-      logits = ctx.value(st.out), logits_stride = ctx.vstride(st.out), T = "T",
+      logits = ctx.value(st.out), logits_stride = ctx.vstride(st.out), t0 = "t0", T = "T",
       part_val = ("scratch + %d"):format(ctx.partials), part_idx = ("(int *)(scratch + %d)"):format(ctx.partials_idx),
       warp_val = ctx.smem_ptr("float", at.warp_val), warp_idx = ctx.smem_ptr("int", at.warp_idx),
     }, { "inv_rms", "part_idx" }) .. ";",

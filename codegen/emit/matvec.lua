@@ -1,11 +1,24 @@
--- Stage: one matmul, stored or (residual epilogue) added into the residual stream.
+-- Stage: one matmul, stored or (residual epilogue) added into the residual stream; a prompt chunk
+-- takes the tiled variant (templates/gemm.cuh).
 return function(st, ctx)
-  local norm = ctx.norm(st)
+  local gemm_smem = ctx.tiled and ctx.gemm_smem(64) or {}
+  local norm = ctx.norm(st, gemm_smem)
+  local at = ctx.smem_layout(norm.smem)
   local residual = st.kind == "matvec_residual"
   local rows, w = st.w.rows, st.w
   local reads = { ctx.wread(w), ctx.vbytes(st.x, ctx.wcols(w)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
   if residual then reads[#reads + 1] = ctx.vbytes(st.out, rows) end -- read-modify-write
+  local decode = norm.prologue .. ctx.call("mkc_matvec", {
+    w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
+    x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
+  }) .. ";"
+  local tiled = ctx.tiled and ctx.call("mkc_gemm_matvec", ctx.gemm_args({
+    w = ctx.wmat(w), rows = rows, quantized = ctx.quantized(w), n_chunks = ctx.chunks(w),
+    x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = norm.n, norm_w = norm.w, eps = norm.eps,
+    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
+  }, at), { "eps", "T" })
   return {
     work = ("%d rows, one warp per row"):format(rows),
     smem = norm.smem,
@@ -13,10 +26,6 @@ return function(st, ctx)
     flops = { t = 2 * rows * ctx.wcols(w) },
     reads = reads,
     writes = { ctx.vbytes(st.out, rows) },
-    code = norm.prologue .. ctx.call("mkc_matvec", {
-      w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
-      x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
-      out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
-    }) .. ";",
+    code = ctx.variants(tiled, decode),
   }
 end

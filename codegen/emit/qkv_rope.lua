@@ -18,8 +18,16 @@ local function rotary(r, flt)
   return ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
 end
 
+-- The tiled variant's tile: whole heads, max(1, 64 // head_dim) of them, in columns of 64.
+local function c_cols(head_dim)
+  local group = head_dim < 64 and 64 // head_dim or 1
+  return (group * head_dim + 63) // 64 * 64
+end
+
 return function(st, ctx)
-  local norm = ctx.norm(st)
+  local gemm_smem = ctx.tiled and ctx.gemm_smem(c_cols(st.att.head_dim)) or {}
+  local norm = ctx.norm(st, gemm_smem)
+  local at = ctx.smem_layout(norm.smem)
   local att, qw, kw, vw = st.att, st.q.inputs[2], st.k.inputs[2], st.v.inputs[2]
   local kv = ctx.kv(att)
   local pairs = (att.heads + 2 * att.kv_heads) * att.head_dim // 2
@@ -50,6 +58,18 @@ return function(st, ctx)
   local head_norm = st.q_norm or st.k_norm
   local work = ("%d row pairs (q/k rotation pairs, v row pairs), one warp per pair"):format(pairs)
   if head_norm then work = work .. "; the warp that completes a q/k head norms and rotates it" end
+  local tiled = ctx.tiled and ctx.call("mkc_gemm_qkv", ctx.gemm_args({
+    w_q = ctx.wmat(qw), w_k = ctx.wmat(kw), w_v = ctx.wmat(vw),
+    b_q = biases[1], b_k = biases[2], b_v = biases[3], quantized = ctx.quantized(qw, kw, vw),
+    n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
+    head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0,
+    rotary = rotary(st.q_rope, ctx.flt),
+    x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = norm.n, norm_w = norm.w, eps = norm.eps,
+    q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
+    q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope),
+    k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
+    T = "T", c_cols = c_cols(att.head_dim),
+  }, at), { "w_v", "b_v", "rotary", "eps", "head_eps", "v_cache", "c_cols" })
   return {
     work = work,
     smem = norm.smem,
@@ -57,7 +77,7 @@ return function(st, ctx)
     flops = { t = 4 * pairs * ctx.wcols(qw) },
     reads = reads,
     writes = writes,
-    code = norm.prologue .. ctx.call("mkc_qkv_rope", {
+    code = ctx.variants(tiled, norm.prologue .. ctx.call("mkc_qkv_rope", {
       w_q = ctx.wmat(qw), w_k = ctx.wmat(kw), w_v = ctx.wmat(vw),
       b_q = biases[1], b_k = biases[2], b_v = biases[3],
       n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
@@ -69,6 +89,6 @@ return function(st, ctx)
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
       k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
       T = "T",
-    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride" }) .. ";",
+    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride" }) .. ";"),
   }
 end

@@ -13,7 +13,7 @@ return function(st, ctx)
     condition = "mkc_sampling_on(&state->sampling)",
     code = ctx.call("mkc_sample", { st = "state", history = ("(const int *)(scratch + %d)"):format(ctx.history),
       logits = ctx.value(st.logits), logits_stride = ctx.vstride(st.logits), vocab = ctx.vocab, pos = "pos",
-      T = "T", work = ("scratch + %d"):format(ctx.sample_work),
+      t0 = "t0", T = "T", work = ("scratch + %d"):format(ctx.sample_work),
       lists = ("(int *)(scratch + %d)"):format(ctx.sample_lists),
       drawn = ("(int *)(scratch + %d)"):format(ctx.drawn),
       p_draft_out = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),

@@ -27,9 +27,10 @@ struct mkc_backend_ops {
    * out_tokens. 0, or -1 when the backend itself failed (after printing why). */
   int (*step)(mkc_backend *b, mkc_state *st);
 
-  /* Logits after input t of the last step (g->vocab floats); NULL on a failed
-   * copy. */
-  const float *(*logits)(mkc_backend *b, int t);
+  /* Row `row` of the last step's logits (g->vocab floats): those after input
+   * t0 + row, where t0 is 0, or a prompt chunk's last input (exec/session.c
+   * maps inputs to rows); NULL on a failed copy. */
+  const float *(*logits)(mkc_backend *b, int row);
 
   /* The kernel's KV cache (g->kv_bytes bytes of elements of g->kv_dtype);
    * NULL on a failed copy. NULL here: the backend keeps none (ref). */

@@ -111,6 +111,8 @@ static const struct {
     {"-sys", "--system-prompt"},
     {"-c", "--ctx"},
     {"--ctx-size", "--ctx"},
+    {"-ub", "--ubatch"},
+    {"--ubatch-size", "--ubatch"},
     /* the cpu backend runs one block per OS thread, so threads are blocks */
     {"-t", "--blocks"},
     {"--threads", "--blocks"},
@@ -125,6 +127,7 @@ static const struct {
     {"--draft-max", 0, 31, offsetof(mkc_cli, draft_max)},
     {"--draft-min", 0, 31, offsetof(mkc_cli, draft_min)},
     {"--draft-layers", 1, 1 << 16, offsetof(mkc_cli, draft_layers)},
+    {"--ubatch", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, ubatch)},
     {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */

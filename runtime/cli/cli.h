@@ -10,6 +10,7 @@ typedef struct mkc_cli {
   const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
   const char *kv_dtype;            /* --kv-dtype bf16|f16|f32 (NULL: $MKC_KV_DTYPE, else bf16) */
   int draft_max, max_ctx, n_gen, have_n, blocks, have_seed;
+  int ubatch;                     /* --ubatch N: inputs of a prompt chunk (0: codegen's default) */
   unsigned long long seed;        /* --random-weights */
   double temp;                    /* --temp: 0 greedy */
   unsigned long long sample_seed; /* --seed: the sampler's */

@@ -1,6 +1,7 @@
 /* mkc bench: decode speed of the megakernel, llama-bench style, with the
  * weight bandwidth it implies next to a plain copy's bandwidth measured in
- * the same run. Tests: pp P (a prompt of P tokens in chunks of t_max), tg N
+ * the same run. Tests: pp P (a prompt of P tokens in the kernel's prompt
+ * chunks: up to t_chunk, tiled on tensor cores past t_max), tg N
  * (N tokens, no drafts) and, with --draft-max K, tg N with prompt-lookup
  * drafts (on random weights drafts are rarely right: a floor, not a claim). */
 #include <math.h>
@@ -119,8 +120,8 @@ static const char USAGE[] =
     "  --stages               then each stage's time (block 0's clock, a kernel built\n"
     "                         with stage timers) next to the bytes it moves and the\n"
     "                         time they take at the copy bandwidth measured here\n"
-    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --draft-layers L,\n"
-    "  -md FILE: as for run\n";
+    "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
+    "  --draft-layers L, -md FILE: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -128,7 +129,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d --stages --draft-layers -md",
+      "--dequant -p -d --stages --draft-layers -md --ubatch",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))

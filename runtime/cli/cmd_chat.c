@@ -34,7 +34,8 @@ static const char USAGE[] =
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
-    "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant: as for run\n";
+    "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant, --ubatch N:\n"
+    "  as for run\n";
 
 static int check_flags(const mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
@@ -167,7 +168,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   int rc =
       mkc_cli_parse(argc, argv, 2,
                     "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
-                    "--blocks --kv-dtype --dequant "
+                    "--blocks --kv-dtype --dequant --ubatch "
                     "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                     "--draft-layers -md",

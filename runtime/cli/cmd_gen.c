@@ -20,8 +20,9 @@ static int write_text(const char *path, const char *text) {
 }
 
 static const char USAGE[] =
-    "usage: mkc gen GRAPH --preset P [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
-    "       mkc gen -m MODEL [--draft-max K] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
+    "usage: mkc gen GRAPH --preset P [--draft-max K] [--ubatch N] [--ctx N] [--kv-dtype T] -o "
+    "FILE.cu\n"
+    "       mkc gen -m MODEL [--draft-max K] [--ubatch N] [--ctx N] [--kv-dtype T] -o FILE.cu\n"
     "\n"
     "Writes the one-kernel CUDA source of a decode step (FILE \"-\": stdout): a\n"
     "header (version, graph, preset, hashes, options, plan), the device prelude\n"
@@ -30,6 +31,8 @@ static const char USAGE[] =
     "  --preset P       one of the graph's presets (tiny, odd, llama-3.2-1b, ...)\n"
     "  -m MODEL         a GGUF file or Hugging Face folder: its own preset\n"
     "  --draft-max K    steps take up to K + 1 input tokens (0..31, default 0)\n"
+    "  --ubatch N, -ub N  prompt chunks take up to N tokens (1..512, default 128),\n"
+    "                   past K + 1 as tiled products on tensor cores\n"
     "  --ctx N, -c N    context length (default: the preset's, or the model's\n"
     "                   training context capped at 4096)\n"
     "  --kv-dtype T     the KV cache's element type: bf16 (default), f16, f32\n"
@@ -37,8 +40,8 @@ static const char USAGE[] =
 
 int mkc_cmd_gen(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc =
-      mkc_cli_parse(argc, argv, 2, "--preset --draft-max --ctx -o -m --kv-dtype --dequant", 1, &c);
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "--preset --draft-max --ubatch --ctx -o -m --kv-dtype --dequant", 1, &c);
   if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)
     return mkc_cli_usage_error(
@@ -55,8 +58,10 @@ int mkc_cmd_gen(int argc, char **argv) {
   }
   rc = write_text(c.out, m.src.source) ? 1 : 0;
   if (!rc && strcmp(c.out, "-") != 0)
-    fprintf(stderr, "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, max_ctx %d, KV %s)\n", c.out,
-            m.src.file_name, m.g.preset, m.g.n_stages, m.g.t_max, m.g.max_ctx,
+    fprintf(stderr,
+            "mkc: wrote %s (%s, preset %s: %d stages, T <= %d, prompt chunks <= %d, max_ctx %d, KV "
+            "%s)\n",
+            c.out, m.src.file_name, m.g.preset, m.g.n_stages, m.g.t_max, m.g.t_chunk, m.g.max_ctx,
             mkc_kv_dtype_name(m.g.kv_dtype));
   mkc_loaded_close(&m);
   return rc;

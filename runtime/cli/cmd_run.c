@@ -58,6 +58,8 @@ static const char USAGE[] =
     "                         below 40 %), between --draft-min K (default 0) and --draft-max,\n"
     "                         and rounds go plain while drafting costs more than it saves\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
+    "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
+    "                         128), tiled products on tensor cores\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
     "  --dequant              widen the model's quantized matrices (Q8_0, Q4_0, Q4_1,\n"
     "                         Q4_K, Q6_K) to bf16 at load instead of streaming their\n"
@@ -237,6 +239,11 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
   /* The first token comes with the prompt: a rate needs two. */
   if (st->generated > 1 && gen_s > 0)
     snprintf(rate, sizeof rate, " (%.1f tok/s)", st->generated / gen_s);
+  /* The prompt goes in chunks of up to the kernel's t_chunk, tiled past t_max. */
+  char prompt_rate[80] = "";
+  if (st->fed > 0 && st->prompt_seconds > 0)
+    snprintf(prompt_rate, sizeof prompt_rate, " (%.1f tok/s, %d steps)",
+             st->fed / st->prompt_seconds, st->steps - st->gen_steps);
   char ctx[160];
   int train = c->model_path ? m->file.desc.ctx_train : 0;
   if (train > m->g.max_ctx && !c->max_ctx)
@@ -253,13 +260,13 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
   if (st->verify_seconds >= 0) snprintf(verify, sizeof verify, "%.3f s", st->verify_seconds);
   fprintf(
       stderr,
-      "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s; generated %d tokens in %.3f "
+      "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s%s; generated %d tokens in %.3f "
       "s%s; %s; drafted %ld%s, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
       "drafts from %s: %d rounds, %d mismatches, %d all accepted%s; time: draft %.3f s, target "
       "%.3f s, verify %s; %s; stopped: %s\n",
       mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
-      c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, st->generated,
-      gen_s, rate, sampled, st->drafted, depth, st->accepted,
+      c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, prompt_rate,
+      st->generated, gen_s, rate, sampled, st->drafted, depth, st->accepted,
       st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
       st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, st->draft_source,
       st->rounds, st->mismatches, st->all_accepted, fallbacks, st->draft_seconds,
@@ -316,7 +323,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights -n --draft-max --draft-min "
-                         "--draft-adaptive --prompt-ids --backend "
+                         "--draft-adaptive --prompt-ids --backend --ubatch "
                          "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
                          "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
                          "--logprobs --dequant "

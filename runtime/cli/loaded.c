@@ -76,6 +76,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
                     .stage_timers = c->stages,
                     .preset = c->preset,
                     .draft_max = c->draft_max,
+                    .ubatch = c->ubatch,
                     .max_ctx = c->max_ctx,
                     .kv_dtype = c->kv_dtype};
   if (c->model_path) {
@@ -98,6 +99,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     resolve_graph(h->graph, graph_path, sizeof graph_path);
     if (!c->model_path) o.preset = h->preset;
     o.draft_max = h->draft_max;
+    o.ubatch = h->ubatch;
     o.max_ctx = h->max_ctx;
     o.threads = h->threads;
     o.kv_dtype = h->kv_dtype;

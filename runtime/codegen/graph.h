@@ -128,6 +128,7 @@ typedef struct mkc_graph {
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, max_ctx;
   /* plan: sizes of what the host allocates for the kernel */
   int t_max;           /* 1 + draft_max: inputs per step */
+  int t_chunk;         /* inputs of a prompt chunk (all known): T <= t_chunk; tiled past t_max */
   int threads;         /* threads per block (literal in the kernel) */
   size_t weight_elems; /* 2-byte units in the weight arena (bf16 elements, or blocks' bytes / 2) */
   size_t scratch_floats; /* float scratch arena */

@@ -299,6 +299,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   lua_getfield(L, res, "plan");
   int p = lua_gettop(L);
   g->t_max = (int)get_int(L, p, "t_max");
+  g->t_chunk = (int)get_int(L, p, "t_chunk");
   g->threads = (int)get_int(L, p, "threads");
   g->weight_elems = (size_t)get_int(L, p, "weight_elems");
   g->scratch_floats = (size_t)get_int(L, p, "scratch_floats");
@@ -415,6 +416,12 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   lua_setfield(L, -2, "max_blocks");
   lua_pushinteger(L, MKC_T_CAP);
   lua_setfield(L, -2, "t_cap");
+  if (o->ubatch > 0) {
+    lua_pushinteger(L, o->ubatch);
+    lua_setfield(L, -2, "ubatch");
+  }
+  lua_pushinteger(L, MKC_CHUNK_CAP);
+  lua_setfield(L, -2, "chunk_cap");
   lua_pushstring(L, "mkc " MKC_VERSION);
   lua_setfield(L, -2, "version");
   lua_pushfstring(L, "%s/templates", mkc_home());

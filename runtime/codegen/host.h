@@ -10,8 +10,13 @@ typedef struct mkc_gen_opts {
   const char *graph_path; /* graphs/x.lua */
   const char *preset;
   int draft_max; /* drafts per step: the kernel takes T <= draft_max + 1 inputs */
-  int max_ctx;   /* 0: the preset's */
-  int threads;   /* 0: 128 */
+  /* Prompt chunks: a step whose inputs are all known takes up to this many
+   * (--ubatch), as tiled products on tensor cores when there are more than
+   * draft_max + 1 (templates/gemm.cuh). 0: 128, or the context if shorter;
+   * at most MKC_CHUNK_CAP; draft_max + 1 or less: no tiled path. */
+  int ubatch;
+  int max_ctx; /* 0: the preset's */
+  int threads; /* 0: 128 */
   /* 0: the preset's layers; else only its first n_layers (1..the preset's):
    * self-speculation's draft, the same weights' first layers with the
    * model's own final norm and LM head. The preset is then called

@@ -103,7 +103,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     return -1;
   }
   memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
-  int n_hist = n_prompt, in[MKC_T_CAP], rc = 0;
+  int n_hist = n_prompt, in[MKC_CHUNK_CAP], rc = 0;
   mkc_step_result r;
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
   mkc_depth depth;
@@ -119,14 +119,15 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   long steps0 = drafter->steps;
   stats->draft_source = o->drafter ? mkc_drafter_name(o->drafter) : "prompt lookup";
 
-  /* The prompt: every input of a chunk is known; the last chunk's choice is
-   * the first generated token. */
+  /* The prompt: every input of a chunk is known, up to the kernel's prompt
+   * chunk (t_chunk; past t_max it runs tiled, on tensor cores); the last
+   * chunk's choice is the first generated token. */
   while (mkc_session_pos(s) < n_prompt) {
     if (o->interrupted && *o->interrupted) {
       stats->stopped = 1;
       goto done;
     }
-    int pos = mkc_session_pos(s), T = min_int(g->t_max, n_prompt - pos);
+    int pos = mkc_session_pos(s), T = min_int(g->t_chunk, n_prompt - pos);
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;

@@ -21,7 +21,7 @@ static int step(mkc_backend *b, mkc_state *st) {
   ref_backend *r = ref(b);
   const mkc_graph *g = r->g;
   const int *inputs = st->inputs;
-  int T = st->n_inputs, f = st->n_fixed;
+  int T = st->n_inputs, f = st->n_fixed, t0 = T > g->t_max ? T - 1 : 0;
   int pos = mkc_ref_pos(r->ref), choice[MKC_T_CAP];
   if (pos + T > g->max_ctx) {
     st->status = MKC_STATUS_CTX_FULL;
@@ -32,18 +32,21 @@ static int step(mkc_backend *b, mkc_state *st) {
       st->status = MKC_STATUS_BAD_INPUT;
       return 0;
     }
+  /* as the kernel keeps them: the logits from input t0 on (a prompt chunk: its last), at t - t0 */
   for (int t = 0; t < T; t++) {
-    double *lg = r->ref_logits + (size_t)t * g->vocab;
+    int row = t < t0 ? 0 : t - t0;
+    double *lg = r->ref_logits + (size_t)row * g->vocab;
     if (mkc_ref_step(r->ref, inputs[t], lg) != 0) {
       mkc_ref_truncate(r->ref, pos);
       return -1;
     }
-    for (int i = 0; i < g->vocab; i++) r->logits[(size_t)t * g->vocab + i] = (float)lg[i];
-    choice[t] = mkc_argmax(lg, g->vocab);
+    if (t < t0) continue;
+    for (int i = 0; i < g->vocab; i++) r->logits[(size_t)row * g->vocab + i] = (float)lg[i];
+    choice[row] = mkc_argmax(lg, g->vocab);
   }
   int a = f;
-  while (a + 1 < T && inputs[a + 1] == choice[a]) a++;
-  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  while (a + 1 < T && inputs[a + 1] == choice[a - t0]) a++;
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;
   st->status = MKC_STATUS_OK;
@@ -52,8 +55,8 @@ static int step(mkc_backend *b, mkc_state *st) {
   return 0;
 }
 
-static const float *logits(mkc_backend *b, int t) {
-  return ref(b)->logits + (size_t)t * ref(b)->g->vocab;
+static const float *logits(mkc_backend *b, int row) {
+  return ref(b)->logits + (size_t)row * ref(b)->g->vocab;
 }
 
 static void reset(mkc_backend *b) { mkc_ref_truncate(ref(b)->ref, 0); }

@@ -132,9 +132,11 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
             MKC_MAX_BLOCKS);
     return NULL;
   }
-  if (g->t_max < 1 || g->t_max > MKC_T_CAP) {
-    fprintf(stderr, "mkc: error: the plan takes %d inputs per step, expected 1..%d\n", g->t_max,
-            MKC_T_CAP);
+  if (g->t_max < 1 || g->t_max > MKC_T_CAP || g->t_chunk < g->t_max || g->t_chunk > MKC_CHUNK_CAP) {
+    fprintf(stderr,
+            "mkc: error: the plan takes %d inputs per step and %d per prompt chunk, expected "
+            "1..%d and that..%d\n",
+            g->t_max, g->t_chunk, MKC_T_CAP, MKC_CHUNK_CAP);
     return NULL;
   }
   mkc_session *s = new_session(g);
@@ -166,7 +168,8 @@ const char *mkc_session_describe(const mkc_session *s) { return s->b->ops->descr
 int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
                      mkc_step_result *r) {
   memset(r, 0, sizeof *r);
-  if (n_inputs < 1 || n_inputs > s->g->t_max || n_fixed < 0 || n_fixed >= n_inputs) {
+  if (n_inputs < 1 || n_inputs > s->g->t_chunk || n_fixed < 0 || n_fixed >= n_inputs ||
+      (n_inputs > s->g->t_max && n_fixed != n_inputs - 1)) {
     r->status = MKC_STATUS_BAD_INPUT;
     return 0;
   }
@@ -202,7 +205,17 @@ const int *mkc_session_tokens(const mkc_session *s) { return s->tokens; }
 
 double mkc_session_step_seconds(const mkc_session *s) { return s->step_seconds; }
 
-const float *mkc_session_logits(mkc_session *s, int t) { return s->b->ops->logits(s->b, t); }
+/* The row of input t's logits and draws in the backend: a prompt chunk longer
+ * than t_max has them for its last input only (templates/lm_head.cuh's t0). */
+static int head_row(const mkc_session *s, int t) {
+  int T = s->state.n_inputs, t0 = T > s->g->t_max ? T - 1 : 0;
+  return t >= t0 && t < T ? t - t0 : -1;
+}
+
+const float *mkc_session_logits(mkc_session *s, int t) {
+  int row = head_row(s, t);
+  return row < 0 ? NULL : s->b->ops->logits(s->b, row);
+}
 
 const void *mkc_session_kv(mkc_session *s) { return s->b->ops->kv ? s->b->ops->kv(s->b) : NULL; }
 
@@ -263,16 +276,16 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
 }
 
 int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps) {
-  int n = s->state.sampling.logprobs, t = s->state.n_fixed + i;
+  int n = s->state.sampling.logprobs, at = head_row(s, s->state.n_fixed + i);
   float row[MKC_LP_STRIDE];
-  if (n <= 0 || !s->b->ops->read_scratch || i < 0 || i >= s->state.n_out) {
+  if (n <= 0 || !s->b->ops->read_scratch || i < 0 || i >= s->state.n_out || at < 0) {
     fprintf(stderr,
             "mkc: error: no log-probabilities for emitted token %d (%s backend, "
             "logprobs %d)\n",
             i, s->b->ops->name, n);
     return -1;
   }
-  if (s->b->ops->read_scratch(s->b, s->g->logprobs_offset + (size_t)t * MKC_LP_STRIDE,
+  if (s->b->ops->read_scratch(s->b, s->g->logprobs_offset + (size_t)at * MKC_LP_STRIDE,
                               MKC_LP_STRIDE, row) != 0)
     return -1;
   *lp = row[MKC_LP_EMITTED];

@@ -47,8 +47,10 @@ const char *mkc_session_backend(const mkc_session *s);
 const char *mkc_session_describe(const mkc_session *s);
 
 /* One step. inputs[0] is the token at position pos; inputs[1..n_fixed] are
- * known tokens taken as given; the rest are drafts. Returns 0 (see r->status
- * for a refused step) or -1 when the backend itself failed. */
+ * known tokens taken as given; the rest are drafts. Up to g->t_max inputs, or
+ * a prompt chunk of up to g->t_chunk, all known (n_fixed = n_inputs - 1).
+ * Returns 0 (see r->status for a refused step) or -1 when the backend itself
+ * failed. */
 int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
                      mkc_step_result *r);
 
@@ -62,7 +64,9 @@ const int *mkc_session_tokens(const mkc_session *s);
  * launch and the read-back of the state), not the session's checks. */
 double mkc_session_step_seconds(const mkc_session *s);
 
-/* Logits after input t of the last step (g->vocab floats; t < n_inputs). */
+/* Logits after input t of the last step (g->vocab floats; t < n_inputs); a
+ * prompt chunk of more than g->t_max inputs has them after its last input
+ * only (NULL for the others). */
 const float *mkc_session_logits(mkc_session *s, int t);
 
 /* The KV cache of the cpu or cuda backend (g->kv_bytes bytes of elements of

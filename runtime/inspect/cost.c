@@ -158,27 +158,41 @@ static void model_embed(model_ctx *m) {
 
 static void model_rms_prologue(model_ctx *m) { touch(m, "x", 0, Q(0, 4 * num(m, "n"), 0, 0)); }
 
-static void model_matvec(model_ctx *m) {
+/* The matmul stages' tiled twins (templates/gemm.cuh, prompt chunks) touch
+ * the same ranges as the CUDA-core calls beside them, per token and per step;
+ * the stage's items and flops are the CUDA-core call's (a decode step's). */
+static void matvec_ranges(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
   touch(m, "w", 0, Q(matrix_bytes(m, "w", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
   if (num(m, "accumulate")) touch(m, "out", 0, Q(0, 4 * rows, 0, 0)); /* read-modify-write */
+}
+
+static void model_matvec(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  matvec_ranges(m);
   work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
 }
 
-static void model_matvec_swiglu(model_ctx *m) {
+static void swiglu_ranges(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
   touch(m, "w_gate", 0, Q(matrix_bytes(m, "w_gate", rows), 0, 0, 0));
   touch(m, "w_up", 0, Q(matrix_bytes(m, "w_up", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
+}
+
+static void model_matvec_swiglu(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  swiglu_ranges(m);
   work(m, Q(rows, 0, 0, 0), "warp", Q(0, 4 * rows * cols, 0, 0));
 }
 
-static void model_qkv_rope(model_ctx *m) {
+/* What both Q/K/V calls touch: weights, biases, the input, q, the KV rows. */
+static void qkv_ranges(model_ctx *m) {
   long long cols = 8 * num(m, "n_chunks"), heads = num(m, "heads"), kvh = num(m, "kv_heads");
   long long hd = num(m, "head_dim"), kv_row = m->kv_elem * kvh * hd;
   touch(m, "w_q", 0, Q(matrix_bytes(m, "w_q", heads * hd), 0, 0, 0));
@@ -191,9 +205,21 @@ static void model_qkv_rope(model_ctx *m) {
   NORM_READ(cols / 8);
   touch(m, "q_norm_w", 0, Q(2 * PADDED(hd), 0, 0, 0)); /* head norm weights (null: none) */
   touch(m, "k_norm_w", 0, Q(2 * PADDED(hd), 0, 0, 0));
+  touch(m, "q_out", 1, Q(0, 4 * heads * hd, 0, 0));
+  touch(m, "k_cache", 1, Q(0, kv_row, 0, 0)); /* K rows at pos..pos+T-1 */
+  touch(m, "v_cache", 1, Q(0, kv_row, 0, 0));
+}
+
+static void model_gemm_matvec(model_ctx *m) { matvec_ranges(m); }
+static void model_gemm_swiglu(model_ctx *m) { swiglu_ranges(m); }
+static void model_gemm_qkv(model_ctx *m) { qkv_ranges(m); }
+
+static void model_qkv_rope(model_ctx *m) {
+  long long cols = 8 * num(m, "n_chunks"), heads = num(m, "heads"), kvh = num(m, "kv_heads");
+  long long hd = num(m, "head_dim");
+  qkv_ranges(m);
   /* head_ready: a counter per head, not counted. A normed head is written raw and read back:
    * q in place, k in k_raw (both float). */
-  touch(m, "q_out", 1, Q(0, 4 * heads * hd, 0, 0));
   if (!is_null(m, "q_norm_w")) touch(m, "q_out", 0, Q(0, 4 * heads * hd, 0, 0));
   if (is_null(m, "k_norm_w") != is_null(m, "k_raw") && !m->problem[0])
     snprintf(m->problem, sizeof m->problem,
@@ -201,8 +227,6 @@ static void model_qkv_rope(model_ctx *m) {
              m->call->name, m->call->line);
   touch(m, "k_raw", 1, Q(0, 4 * kvh * hd, 0, 0));
   touch(m, "k_raw", 0, Q(0, 4 * kvh * hd, 0, 0));
-  touch(m, "k_cache", 1, Q(0, kv_row, 0, 0)); /* K rows at pos..pos+T-1 */
-  touch(m, "v_cache", 1, Q(0, kv_row, 0, 0));
   work(m, Q((heads + 2 * kvh) * hd / 2, 0, 0, 0), "warp",
        Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
 }
@@ -242,11 +266,19 @@ static const struct {
   const char *name;
   void (*model)(model_ctx *m);
 } MODELS[] = {
-    {"mkc_embed", model_embed},       {"mkc_rms_prologue", model_rms_prologue},
-    {"mkc_matvec", model_matvec},     {"mkc_matvec_swiglu", model_matvec_swiglu},
-    {"mkc_qkv_rope", model_qkv_rope}, {"mkc_attention", model_attention},
-    {"mkc_lm_head", model_lm_head},   {"mkc_accept", model_accept},
-    {"mkc_sample", model_sample},     {"mkc_stage_time", model_stage_time},
+    {"mkc_embed", model_embed},
+    {"mkc_rms_prologue", model_rms_prologue},
+    {"mkc_matvec", model_matvec},
+    {"mkc_matvec_swiglu", model_matvec_swiglu},
+    {"mkc_qkv_rope", model_qkv_rope},
+    {"mkc_attention", model_attention},
+    {"mkc_lm_head", model_lm_head},
+    {"mkc_accept", model_accept},
+    {"mkc_sample", model_sample},
+    {"mkc_stage_time", model_stage_time},
+    {"mkc_gemm_matvec", model_gemm_matvec},
+    {"mkc_gemm_swiglu", model_gemm_swiglu},
+    {"mkc_gemm_qkv", model_gemm_qkv},
 };
 
 static void model_call(model_ctx *m) {
@@ -257,6 +289,39 @@ static void model_call(model_ctx *m) {
     }
   snprintf(m->problem, sizeof m->problem, "%s at line %d: a call mkc inspect has no model for",
            m->call->name, m->call->line);
+}
+
+/* A tiled twin (mkc_gemm_*, a prompt chunk's variant of the stage) must
+ * touch every range exactly as the stage's other calls (its CUDA-core twin)
+ * do: the metadata is compared with the larger of two sizes, so a literal
+ * changed in one variant alone would otherwise go unseen. */
+static void check_twin(mkc_stage *s, int twin, int kv_elem, char *problem, size_t size) {
+  static mkc_stage alone, rest; /* regions only; too large for the stack */
+  alone.n_ast_regions = rest.n_ast_regions = 0;
+  for (int i = 0; i < s->ast.n_calls; i++) {
+    model_ctx m = {i == twin ? &alone : &rest, &s->ast.calls[i], kv_elem, ""};
+    model_call(&m);
+  }
+  for (int k = 0; k < alone.n_ast_regions && !problem[0]; k++) {
+    const mkc_region *a = &alone.ast_regions[k];
+    int same = 0;
+    for (int j = 0; j < rest.n_ast_regions; j++) {
+      const mkc_region *b = &rest.ast_regions[j];
+      same |= a->write == b->write && a->arena == b->arena && a->offset == b->offset &&
+              qty_eq(a->bytes, b->bytes);
+    }
+    if (!same) {
+      char q[64];
+      qty_str(a->bytes, q, sizeof q);
+      snprintf(problem, size,
+               "%s at line %d %s %s+%lld (%s bytes), which its CUDA-core twin does not alike",
+               s->ast.calls[twin].name, s->ast.calls[twin].line, a->write ? "writes" : "reads",
+               a->arena == MKC_ARENA_WEIGHTS ? "weights"
+               : a->arena == MKC_ARENA_KV    ? "kv"
+                                             : "scratch",
+               a->offset, q);
+    }
+  }
 }
 
 /* Builds the AST-side regions, items and flops of a stage; problems found
@@ -272,6 +337,9 @@ static void model_stage(mkc_stage *s, int kv_elem, char *problem, size_t size) {
     model_call(&m);
     if (m.problem[0] && !problem[0]) snprintf(problem, size, "%s", m.problem);
   }
+  for (int i = 0; i < s->ast.n_calls && !problem[0]; i++)
+    if (strncmp(s->ast.calls[i].name, "mkc_gemm_", 9) == 0)
+      check_twin(s, i, kv_elem, problem, size);
 }
 
 static const char *const ARENA[MKC_ARENA_COUNT] = {"weights", "scratch", "kv"};

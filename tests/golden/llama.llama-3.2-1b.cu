@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 234fb4567b5e7f66, options ccbbd3f647f82876
- * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16
- * plan:    84 stages, 83 grid barriers; scratch 2010240 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 16656 bytes
+ * hashes:  graph ec8fa59776d14845, templates e45bbeb936908eee, options 380dc56497bb469f
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
+ * plan:    84 stages, 83 grid barriers; scratch 3773568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -10,6 +10,10 @@
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
+#define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
+#define MKC_GEMM_BM 64 /* tiles: tokens */
+#define MKC_GEMM_BN 64 /* tiles: weight rows */
+#define MKC_GEMM_BK 32 /* columns staged at a time */
 #if defined(__CUDACC__)
 #line 1 "templates/prelude_cuda.cuh"
 /* Device prelude for NVRTC: the only CUDA features templates may use.
@@ -17,6 +21,9 @@
  * one emitted source serves both backends. No CUDA headers are included. */
 #define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
 #define MKC_DEVICE static __device__ __forceinline__
+/* A function compiled once and called, not inlined at every stage: the tiled
+ * matmul core that every layer's prompt-chunk stages share. */
+#define MKC_DEVICE_CALLED static __device__ __noinline__
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -61,6 +68,8 @@ MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
 MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
+/* and back: the float of a bit pattern (a tf32 operand's value). */
+MKC_DEVICE float mkc_bits_f32(unsigned u) { return __uint_as_float(u); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -140,6 +149,66 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   mkc_f4 r = {v.x, v.y, v.z, v.w};
   return r;
 }
+/* Tensor cores (templates/gemm.cuh): a float as tf32, rounded to nearest
+ * with ties away from zero (cvt.rna, sm_80 on; before, the same bits by hand,
+ * as the CPU prelude computes them). */
+MKC_DEVICE unsigned mkc_tf32(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(f));
+  return u;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffe000u; /* NaN: a quiet one */
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+#endif
+}
+/* One warp's block of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32:
+ * fragments in the PTX ISA's layout, a: [2][MT][4] (A's high and low tf32
+ * parts, m-tiles of 16 rows), b: [nb][NT][2] (B's parts, n-tiles of 8
+ * columns), c: [MT][NT][4] the accumulators. For the products (a0, b0),
+ * (a1, b0) and, with nb = 2, (a0, b1), in that order, every m-tile i < mt
+ * with every n-tile j < nt: c[i][j] = A[i] B[j] + c[i][j]. MT and NT are the
+ * arrays' extents (literals at the call), mt and nt the same in every lane.
+ * Before sm_80 the product is made of shuffles: lane (g, q) gathers rows g
+ * and g + 8 of A and columns 2q, 2q + 1 of B from the lanes that hold them. */
+MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                             int MT, int NT) {
+  for (int p = 0; p < 3; p++) {
+    int pa = p == 1, pb = p == 2;
+    if (pb >= nb) break;
+    for (int i = 0; i < MT; i++) {
+      if (i >= mt) break;
+      const unsigned *ai = a + (pa * MT + i) * 4;
+      for (int j = 0; j < NT; j++) {
+        if (j >= nt) break;
+        const unsigned *bj = b + (pb * NT + j) * 2;
+        float *d = c + (i * NT + j) * 4;
+#if __CUDA_ARCH__ >= 800
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(ai[0]), "r"(ai[1]), "r"(ai[2]), "r"(ai[3]), "r"(bj[0]), "r"(bj[1]));
+#else
+        int lane = (int)(threadIdx.x & 31u), g = lane >> 2, q = lane & 3;
+        for (int k = 0; k < 8; k++) {
+          /* A[row][k] sits in lane 4 * (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4);
+           * B[k][n] in lane 4n + k % 4, register k >= 4 */
+          int src_a = 4 * g + (k & 3), src_b0 = 4 * (2 * q) + (k & 3), src_b1 = src_b0 + 4;
+          float a_g = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 0 : 2], src_a));
+          float a_g8 = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 1 : 3], src_a));
+          float b_0 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b0));
+          float b_1 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b1));
+          d[0] += a_g * b_0;
+          d[1] += a_g * b_1;
+          d[2] += a_g8 * b_0;
+          d[3] += a_g8 * b_1;
+        }
+#endif
+      }
+    }
+  }
+}
 #else
 #include "prelude_cpu.h"
 #endif
@@ -149,7 +218,8 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
 #ifndef MKC_STATE_H
 #define MKC_STATE_H
 
-#define MKC_T_CAP 32        /* most input tokens one step can take: 1 + drafts */
+#define MKC_T_CAP 32        /* most input tokens a decode step can take: 1 + drafts */
+#define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 
 enum mkc_status {
@@ -204,12 +274,14 @@ typedef struct mkc_state {
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
   /* host-written once per request */
   mkc_sampling sampling;
-  /* host-written before each step */
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
-  int inputs[MKC_T_CAP];
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+  /* host-written before each step, last: the host copies these in and reads back only what is
+   * above (offsetof n_inputs), so a prompt chunk's inputs cost no decode step a byte */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 
 #endif
@@ -313,10 +385,13 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
 }
 
 /* Every block reads the same state, so every block reaches the same verdict;
- * on a bad step nothing is written but the status. */
-MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+ * on a bad step nothing is written but the status. A step takes up to t_max
+ * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up
+ * to t_chunk. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
-  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T)
+  if (T < 1 || T > t_chunk || st->n_fixed < 0 || st->n_fixed >= T ||
+      (T > t_max && st->n_fixed != T - 1))
     status = MKC_STATUS_BAD_INPUT;
   else if (pos < 0 || pos + T > max_ctx)
     status = MKC_STATUS_CTX_FULL;
@@ -488,17 +563,18 @@ MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
 
-/* inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), computed by every block into smem. */
-MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int T,
+/* inv_rms[t - t0] = 1 / sqrt(mean(x[t]^2) + eps) for t0 <= t < T, computed by
+ * every block into smem. */
+MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int t0, int T,
                                  float *inv_rms, float *red) {
-  for (int t = 0; t < T; t++) {
+  for (int t = t0; t < T; t++) {
     float s = 0.0f;
     for (int c = mkc_tid(); c < n; c += MKC_THREADS) {
       float v = x[t * x_stride + c];
       s += v * v;
     }
     s = mkc_block_sum(s, red);
-    if (mkc_tid() == 0) inv_rms[t] = 1.0f / sqrtf(s / (float)n + eps);
+    if (mkc_tid() == 0) inv_rms[t - t0] = 1.0f / sqrtf(s / (float)n + eps);
   }
   mkc_sync_block();
 }
@@ -879,6 +955,354 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                        pos, T);
   }
 }
+#line 1 "templates/gemm.cuh"
+/* Prompt chunks on tensor cores: a step of T > MKC_T_MAX inputs (all known)
+ * runs its matmuls as tiled products, out[t][r] = W[r] . x[t] for a tile of
+ * MKC_GEMM_BM tokens by MKC_GEMM_BN weight rows per block, with mma.sync
+ * m16n8k8 tf32 (the preludes' mkc_mma_tf32). Each block stages a slice of
+ * MKC_GEMM_BK columns of the tile's inputs and weights in shared memory as
+ * floats, its 2 x 2 warps (more warps only help stage) each own 32 tokens by
+ * 32 rows of the tile, and the finished tile goes through shared memory to
+ * the stage's epilogue: store or add (matvec), SwiGLU, or Q/K/V with bias,
+ * head norm, RoPE and the KV append.
+ *
+ * Precision: tf32 keeps 11 significant bits, so each input value is split
+ * into a high and a low tf32 part (a = hi + lo within 2^-22 of a) and both go
+ * through the tensor core: a bf16 weight is exact in tf32; a quantized one,
+ * decoded to its exact float value (weights.cuh), is split too (hi * hi,
+ * lo * hi, hi * lo), so the sums are as close to float's as the CUDA-core
+ * path's (docs/DECISIONS.md). The fused RMSNorm is the CUDA-core path's: x
+ * scaled by the norm weight per column, the product by 1 / rms per token in
+ * the epilogue; the sum of squares is gathered while x is staged. */
+#if MKC_THREADS != 128 && MKC_THREADS != 256
+#error "prompt chunks (templates/gemm.cuh) are staged by blocks of 128 or 256 threads"
+#endif
+/* The tile (MKC_GEMM_BM x MKC_GEMM_BN, slices of MKC_GEMM_BK) comes from
+ * codegen, which plans the shared memory; the warps' layout is this file's. */
+#if MKC_GEMM_BM != 64 || MKC_GEMM_BN != 64 || MKC_GEMM_BK % 8 != 0
+#error "prompt chunk tiles are 64 x 64 (2 x 2 warps of 32 x 32), slices a multiple of 8"
+#endif
+#define MKC_GEMM_LD (MKC_GEMM_BK + 4) /* smem row stride: a fragment load hits 32 banks */
+#define MKC_MMA_MT 2                  /* a warp's m16 tiles: 32 tokens */
+#define MKC_MMA_NT 4                  /* a warp's n8 tiles: 32 weight rows */
+
+/* The stage's matrices end to end (q, k, v; gate, up; or one): virtual row r
+ * is row r of m[0], then row r - rows[0] of m[1], ... */
+typedef struct mkc_wcat {
+  mkc_wmat m[3];
+  int rows[3];
+} mkc_wcat;
+
+MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, mkc_wmat c,
+                                int c_rows) {
+  mkc_wcat w;
+  w.m[0] = a;
+  w.m[1] = b;
+  w.m[2] = c;
+  w.rows[0] = a_rows;
+  w.rows[1] = b_rows;
+  w.rows[2] = c_rows;
+  return w;
+}
+
+MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
+  for (int i = 0; i < 3; i++) {
+    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
+    r -= w.rows[i];
+  }
+  return mkc_wrow_none();
+}
+
+/* Column j of a tile (of MKC_GEMM_BN) is virtual row base[j / 32] + j % 32, or
+ * none when j % 32 >= len[j / 32]: the two halves are the two warp columns. */
+typedef struct mkc_gemm_cols {
+  int base[2], len[2];
+} mkc_gemm_cols;
+
+MKC_DEVICE mkc_gemm_cols mkc_gemm_cols_of(int base0, int len0, int base1, int len1) {
+  mkc_gemm_cols c;
+  c.base[0] = base0;
+  c.base[1] = base1;
+  c.len[0] = len0 < 0 ? 0 : len0 > 32 ? 32 : len0;
+  c.len[1] = len1 < 0 ? 0 : len1 > 32 ? 32 : len1;
+  return c;
+}
+
+/* Stages columns k0 .. k0 + MKC_GEMM_BK - 1 of the tile: a_tile[r][k] =
+ * x[m0 + r][k] * norm_w[k] (0 past T or past the row), w_tile[j][k] = the
+ * weight of column j (0 for none); this thread's squares of x go to ssq_part.
+ * Thread i stages the same rows (i / 8 + 16 s) and columns in every slice. */
+MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x, int x_stride,
+                               const mkc_bf16 *norm_w, int m0, int T, int k0, float *a_tile,
+                               float *w_tile, float *ssq_part) {
+  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
+    int idx = mkc_tid() + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
+    int k = k0 + (idx % (MKC_GEMM_BK / 4)) * 4;
+    mkc_f4 v = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (m0 + r < T && k < n_chunks * 8) {
+      v = mkc_load_f4(x + (long)(m0 + r) * x_stride + k);
+      ssq_part[s] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      if (norm_w) {
+        v.x *= mkc_bf16_to_f32(norm_w[k]);
+        v.y *= mkc_bf16_to_f32(norm_w[k + 1]);
+        v.z *= mkc_bf16_to_f32(norm_w[k + 2]);
+        v.w *= mkc_bf16_to_f32(norm_w[k + 3]);
+      }
+    }
+    float *a = a_tile + r * MKC_GEMM_LD + (k - k0);
+    a[0] = v.x;
+    a[1] = v.y;
+    a[2] = v.z;
+    a[3] = v.w;
+  }
+  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int idx = mkc_tid() + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
+    int c = k0 / 8 + idx % (MKC_GEMM_BK / 8);
+    float f[8];
+    if (wr[s].p && c < n_chunks) {
+      if (wr[s].type == MKC_W_BF16)
+        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), f);
+      else
+        mkc_wchunk(wr[s].type, wr[s].p, c, f);
+    } else {
+      for (int i = 0; i < 8; i++) f[i] = 0.0f;
+    }
+    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
+    for (int i = 0; i < 8; i++) w[i] = f[i];
+  }
+}
+
+/* One tile: c_tile[r][c_col + j] = sum over k of a[m0 + r][k] w_j[k] for the
+ * tile's rows r < MKC_GEMM_BM and columns j < MKC_GEMM_BN (cols says which),
+ * and, with norm_w, inv_rms[r] = 1 / rms(x[m0 + r]) over its n_x values.
+ * Rows past T and columns of none hold garbage. Ends synchronized: the tile
+ * and inv_rms are the whole block's to read. quantized: some weight is not
+ * bf16 (its low tf32 part is needed; the stage's literal, passed on). */
+MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantized, int n_chunks,
+                                     const float *x, int x_stride, int n_x, const mkc_bf16 *norm_w,
+                                     float eps, int m0, int T, float *c_tile, int c_stride,
+                                     int c_col, float *a_tile, float *w_tile, float *ssq,
+                                     float *inv_rms) {
+  /* the weight rows this thread stages: columns tid / (BK / 8) + (threads / (BK / 8)) s */
+  mkc_wrow wr[MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS];
+  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int j = (mkc_tid() + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
+    wr[s] = j % 32 < cols.len[half] ? mkc_wcat_row(w, cols.base[half] + j % 32) : mkc_wrow_none();
+  }
+  /* this warp's quarter: 32 tokens x 32 rows, the m- and n-tiles that hold any */
+  int warp = mkc_warp(), wm = warp & 1, wn = (warp >> 1) & 1;
+  int mt = (T - m0 - wm * 32 + 15) / 16, nt = (cols.len[wn] + 7) / 8;
+  mt = warp >= 4 || mt < 0 ? 0 : mt > MKC_MMA_MT ? MKC_MMA_MT : mt;
+  if (warp >= 4) nt = 0;
+  float acc[MKC_MMA_MT * MKC_MMA_NT * 4];
+  for (int i = 0; i < MKC_MMA_MT * MKC_MMA_NT * 4; i++) acc[i] = 0.0f;
+  float ssq_part[MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS];
+  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) ssq_part[s] = 0.0f;
+  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
+    mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
+    mkc_sync_block();
+    if (mt > 0 && nt > 0)
+      for (int ks = 0; ks < MKC_GEMM_BK; ks += 8) {
+        /* fragments in the PTX ISA's layout (m16n8k8, tf32): A rows g, g + 8 and columns q,
+         * q + 4 of each m-tile; B (k x n = the weights' column x row) rows q, q + 4, column g */
+        unsigned a[2 * MKC_MMA_MT * 4], b[2 * MKC_MMA_NT * 2];
+        for (int i = 0; i < MKC_MMA_MT; i++) {
+          const float *ar = a_tile + (wm * 32 + i * 16 + g) * MKC_GEMM_LD + ks + q;
+          const float v[4] = {ar[0], ar[8 * MKC_GEMM_LD], ar[4], ar[8 * MKC_GEMM_LD + 4]};
+          for (int r = 0; r < 4; r++) {
+            unsigned hi = mkc_tf32(v[r]);
+            a[i * 4 + r] = hi;
+            a[(MKC_MMA_MT + i) * 4 + r] = mkc_tf32(v[r] - mkc_bits_f32(hi));
+          }
+        }
+        for (int j = 0; j < MKC_MMA_NT; j++) {
+          const float *br = w_tile + (wn * 32 + j * 8 + g) * MKC_GEMM_LD + ks + q;
+          const float v[2] = {br[0], br[4]};
+          for (int r = 0; r < 2; r++) {
+            unsigned hi = mkc_tf32(v[r]);
+            b[j * 2 + r] = hi;
+            b[(MKC_MMA_NT + j) * 2 + r] = quantized ? mkc_tf32(v[r] - mkc_bits_f32(hi)) : 0u;
+          }
+        }
+        mkc_mma_tf32(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
+      }
+    mkc_sync_block(); /* the slice is read before the next one is staged */
+  }
+  /* the accumulators (c0 (g, 2q), c1 (g, 2q + 1), c2 (g + 8, 2q), c3 (g + 8, 2q + 1)) */
+  for (int i = 0; i < MKC_MMA_MT; i++)
+    for (int j = 0; j < MKC_MMA_NT; j++) {
+      if (i >= mt || j >= nt) continue;
+      const float *d = acc + (i * MKC_MMA_NT + j) * 4;
+      float *o = c_tile + (wm * 32 + i * 16 + g) * c_stride + c_col + wn * 32 + j * 8 + 2 * q;
+      o[0] = d[0];
+      o[1] = d[1];
+      o[8 * c_stride] = d[2];
+      o[8 * c_stride + 1] = d[3];
+    }
+  if (norm_w) {
+    /* ssq[r][i]: the squares of row r's columns 4i .. 4i + 3 of every slice */
+    for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++)
+      ssq[mkc_tid() + s * MKC_THREADS] = ssq_part[s];
+    mkc_sync_block();
+    for (int r = mkc_tid(); r < MKC_GEMM_BM; r += MKC_THREADS) {
+      float s = 0.0f;
+      for (int i = 0; i < MKC_GEMM_BK / 4; i++) s += ssq[r * (MKC_GEMM_BK / 4) + i];
+      inv_rms[r] = 1.0f / sqrtf(s / (float)n_x + eps);
+    }
+  }
+  mkc_sync_block();
+}
+
+/* The tiles of a stage, dealt to the blocks in turn: tokens fastest, so the
+ * blocks that run at once share weight rows (one read from memory, the
+ * others from L2). */
+MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
+
+/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w), or += with
+ * accumulate (residual epilogue): the tiled twin of mkc_matvec. */
+MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
+                                       const float *x, int x_stride, int n_x,
+                                       const mkc_bf16 *norm_w, float eps, float *out,
+                                       int out_stride, int accumulate, int T, float *a_tile,
+                                       float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
+  mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
+  int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
+  for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, n0 = (tile / m_tiles) * MKC_GEMM_BN;
+    mkc_gemm_cols cols = mkc_gemm_cols_of(n0, rows - n0, n0 + 32, rows - n0 - 32);
+    mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                  MKC_GEMM_BN + 4, 0, a_tile, w_tile, ssq, inv_rms);
+    for (int e = mkc_tid(); e < MKC_GEMM_BM * MKC_GEMM_BN; e += MKC_THREADS) {
+      int r = e / MKC_GEMM_BN, j = e % MKC_GEMM_BN;
+      if (m0 + r >= T || n0 + j >= rows) continue;
+      float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+      float *o = out + (long)(m0 + r) * out_stride + n0 + j;
+      *o = accumulate ? *o + v : v;
+    }
+    mkc_sync_block(); /* c_tile and inv_rms are rewritten by the next tile */
+  }
+}
+
+/* SwiGLU MLP input, out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]): a
+ * tile's left half is 32 gate rows, its right half the same 32 up rows. */
+MKC_DEVICE_CALLED void mkc_gemm_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int quantized,
+                                       int n_chunks, const float *x, int x_stride, int n_x,
+                                       const mkc_bf16 *norm_w, float eps, float *out,
+                                       int out_stride, int T, float *a_tile, float *w_tile,
+                                       float *c_tile, float *ssq, float *inv_rms) {
+  mkc_wcat wc = mkc_wcat_of(w_gate, rows, w_up, rows, w_up, 0);
+  int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + 31) / 32;
+  for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, f0 = (tile / m_tiles) * 32;
+    mkc_gemm_cols cols = mkc_gemm_cols_of(f0, rows - f0, rows + f0, rows - f0);
+    mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                  MKC_GEMM_BN + 4, 0, a_tile, w_tile, ssq, inv_rms);
+    for (int e = mkc_tid(); e < MKC_GEMM_BM * 32; e += MKC_THREADS) {
+      int r = e / 32, j = e % 32;
+      if (m0 + r >= T || f0 + j >= rows) continue;
+      float scale = norm_w ? inv_rms[r] : 1.0f;
+      float g = c_tile[r * (MKC_GEMM_BN + 4) + j] * scale;
+      float u = c_tile[r * (MKC_GEMM_BN + 4) + 32 + j] * scale;
+      out[(long)(m0 + r) * out_stride + f0 + j] = g / (1.0f + expf(-g)) * u;
+    }
+    mkc_sync_block();
+  }
+}
+
+/* One head of one token from the finished tile, as the CUDA-core path's
+ * epilogue computes it: value i = c[i] * scale + bias[i]; q and k then their
+ * head norm (norm_w, when the model has one) and RoPE at position at; q to
+ * q_out, k and v rounded into the cache row kv_out. The whole warp: lanes
+ * over the elements, then over the rotation pairs. */
+MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias, int head_dim,
+                              int rope, int layout, mkc_rope rotary, const mkc_bf16 *norm_w,
+                              float eps, int at, float *q_out, mkc_kv *kv_out) {
+  int half = head_dim / 2;
+  if (!rope) {
+    for (int i = mkc_lane(); i < head_dim; i += 32)
+      kv_out[i] = mkc_kv_from_f32(c[i] * scale + (bias ? mkc_bf16_to_f32(bias[i]) : 0.0f));
+    return;
+  }
+  float inv_rms = 1.0f;
+  if (norm_w) {
+    float ss = 0.0f;
+    for (int i = mkc_lane(); i < head_dim; i += 32) {
+      float v = c[i] * scale + (bias ? mkc_bf16_to_f32(bias[i]) : 0.0f);
+      ss += v * v;
+    }
+    inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
+  }
+  for (int j = mkc_lane(); j < half; j += 32) {
+    int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+    float a = c[i0] * scale + (bias ? mkc_bf16_to_f32(bias[i0]) : 0.0f);
+    float b = c[i1] * scale + (bias ? mkc_bf16_to_f32(bias[i1]) : 0.0f);
+    if (norm_w) {
+      a = a * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
+      b = b * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
+    }
+    float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
+    mkc_rope_pair(&a, &b, inv_freq, mscale, at);
+    if (q_out) {
+      q_out[i0] = a;
+      q_out[i1] = b;
+    } else {
+      kv_out[i0] = mkc_kv_from_f32(a);
+      kv_out[i1] = mkc_kv_from_f32(b);
+    }
+  }
+}
+
+/* Q, K and V projections of a prompt chunk with the qkv_rope stage's
+ * epilogue: the tiled twin of mkc_qkv_rope. A tile is MKC_GEMM_BM tokens by a
+ * group of whole heads (q heads, then kv heads of K, then of V, end to end;
+ * max(1, 64 / head_dim) of them), so a head's norm and its rotation pairs
+ * are all in the block: c_cols columns of c_tile (a multiple of
+ * MKC_GEMM_BN, computed MKC_GEMM_BN at a time). Token t's K and V land in the
+ * cache at row (pos + t) % kv_rows (a sliding window's ring), q in q_out. */
+MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                                    const mkc_bf16 *b_k, const mkc_bf16 *b_v, int quantized,
+                                    int n_chunks, int heads, int kv_heads, int head_dim, int layout,
+                                    mkc_rope rotary, const float *x, int x_stride, int n_x,
+                                    const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w,
+                                    const mkc_bf16 *k_norm_w, float head_eps, float *q_out,
+                                    int q_stride, mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows,
+                                    int pos, int T, int c_cols, float *a_tile, float *w_tile,
+                                    float *c_tile, float *ssq, float *inv_rms) {
+  int all = heads + 2 * kv_heads, group = head_dim < MKC_GEMM_BN ? MKC_GEMM_BN / head_dim : 1;
+  mkc_wcat wc =
+      mkc_wcat_of(w_q, heads * head_dim, w_k, kv_heads * head_dim, w_v, kv_heads * head_dim);
+  int m_tiles = mkc_gemm_m_tiles(T), n_groups = (all + group - 1) / group;
+  for (int tile = mkc_bid(); tile < m_tiles * n_groups; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, h0 = (tile / m_tiles) * group;
+    int n_heads = all - h0 < group ? all - h0 : group, n_cols = n_heads * head_dim;
+    for (int c0 = 0; c0 < n_cols; c0 += MKC_GEMM_BN) {
+      int v0 = h0 * head_dim + c0;
+      mkc_gemm_cols cols = mkc_gemm_cols_of(v0, n_cols - c0, v0 + 32, n_cols - c0 - 32);
+      mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                    c_cols + 4, c0, a_tile, w_tile, ssq, inv_rms);
+    }
+    /* a warp per (token, head) of the tile */
+    for (int item = mkc_warp(); item < MKC_GEMM_BM * n_heads; item += MKC_WARPS) {
+      int r = item / n_heads, hl = item - r * n_heads, hh = h0 + hl, t = m0 + r;
+      if (t >= T) break;
+      const float *c = c_tile + r * (c_cols + 4) + hl * head_dim;
+      float scale = norm_w ? inv_rms[r] : 1.0f;
+      if (hh < heads) {
+        mkc_gemm_head(c, scale, b_q ? b_q + hh * head_dim : 0, head_dim, 1, layout, rotary,
+                      q_norm_w, head_eps, pos + t, q_out + (long)t * q_stride + hh * head_dim, 0);
+      } else {
+        int k = hh < heads + kv_heads, h = hh - heads - (k ? 0 : kv_heads);
+        const mkc_bf16 *bias = k ? b_k : b_v;
+        mkc_kv *row =
+            (k ? k_cache : v_cache) + ((long)h * kv_rows + (pos + t) % kv_rows) * head_dim;
+        mkc_gemm_head(c, scale, bias ? bias + h * head_dim : 0, head_dim, k, layout, rotary,
+                      k ? k_norm_w : 0, head_eps, pos + t, 0, row);
+      }
+    }
+    mkc_sync_block();
+  }
+}
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
  * token t sees positions [0, pos + t], or with a sliding window (window > 0)
@@ -928,15 +1352,19 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
 #line 1 "templates/lm_head.cuh"
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
- * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id.
+ * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
+ * t - t0 of logits and of the partials. */
 MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                            int logits_stride, int T, float *part_val, int *part_idx,
+                            int logits_stride, int t0, int T, float *part_val, int *part_idx,
                             float *warp_val, int *warp_idx) {
+  x += (long)t0 * x_stride;
+  T -= t0;
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -1301,7 +1729,9 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
-/* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
+/* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
+ * ... < T (t0: the first input with logits; a prompt chunk's last), each at
+ * row t - t0 of what it reads and writes.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -1309,20 +1739,21 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int T, float *work, int *lists,
-                           int *drawn, float *p_draft_out, float *lp, float *red, float *part,
-                           int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
-    float *w = work + t * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[t * logits_stride + i];
+  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+    int row = t - t0;
+    float *w = work + row * vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
     mkc_sync_block();
     mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
     for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
-    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + t * MKC_LP_STRIDE, red);
+    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
     if (o->temp <= 0.0f) {
       /* greedy on penalized logits: the first id at the max; a draft is kept
        * exactly when it is that id (p_t is a point mass) */
@@ -1332,9 +1763,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       int best = (int)-mkc_block_max(first, red);
       if (best >= vocab) best = -1;
       if (mkc_tid() == 0) {
-        drawn[t * 2 + 0] = best;
-        drawn[t * 2 + 1] = best;
-        p_draft_out[t] = draft >= 0 && draft == best ? 1.0f : 0.0f;
+        drawn[row * 2 + 0] = best;
+        drawn[row * 2 + 1] = best;
+        p_draft_out[row] = draft >= 0 && draft == best ? 1.0f : 0.0f;
       }
       mkc_sync_block();
       continue;
@@ -1348,8 +1779,8 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     if (k > 0 && k < vocab) {
       unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
       mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + t * vocab, part);
-      list = lists + t * vocab;
+      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {
       float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */
@@ -1387,9 +1818,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
                           mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
     }
     if (mkc_tid() == 0) {
-      drawn[t * 2 + 0] = token;
-      drawn[t * 2 + 1] = residual;
-      p_draft_out[t] = p_draft;
+      drawn[row * 2 + 0] = token;
+      drawn[row * 2 + 1] = residual;
+      p_draft_out[row] = p_draft;
     }
   }
 }
@@ -1403,16 +1834,19 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
  * there, and draft t+1 is kept with probability p_t(draft) (a uniform of its
  * own stream below it), else the residual's token is emitted: speculative
  * sampling with point-mass drafts. Every accepted input's token is written to
- * history at its position (the penalties' window). */
+ * history at its position (the penalties' window). Choices, draws and
+ * log-probabilities exist from input t0 on (a prompt chunk: its last only),
+ * at row t - t0; every input a step can accept lies there (n_fixed >= t0). */
 MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const float *p_draft,
-                                   int pos, int T, int *choice, int *a_out) {
+                                   int pos, int t0, int T, int *choice, int *a_out) {
   int a = st->n_fixed;
   for (; a + 1 < T; a++) {
-    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a])) break;
-    choice[a] = st->inputs[a + 1];
+    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a - t0]))
+      break;
+    choice[a - t0] = st->inputs[a + 1];
   }
   /* the bonus token after the last input, or the residual's after a rejection */
-  choice[a] = drawn[a * 2 + (a + 1 < T ? 1 : 0)];
+  choice[a - t0] = drawn[(a - t0) * 2 + (a + 1 < T ? 1 : 0)];
   *a_out = a;
 }
 
@@ -1458,15 +1892,15 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, const float *work, float *lp, int *choice, float *red_v,
+                           int t0, int T, const float *work, float *lp, int *choice, float *red_v,
                            int *red_i) {
   if (mkc_bid() != 0) return;
-  mkc_argmax_partials(part_val, part_idx, T, choice, red_v, red_i);
+  mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
-    mkc_accept_sampled(st, drawn, p_draft, pos, T, choice, &a);
-    if (choice[a] < 0 || choice[a] >= vocab) {
+    mkc_accept_sampled(st, drawn, p_draft, pos, t0, T, choice, &a);
+    if (choice[a - t0] < 0 || choice[a - t0] >= vocab) {
       /* nothing to draw from: every probability was NaN, inf or cut */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
@@ -1474,12 +1908,12 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
       return;
     }
     for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
     /* an emitted token survived every cut: its penalized logit is in work */
     if (st->sampling.logprobs > 0)
       for (int t = f; t <= a; t++) {
-        float *l = lp + t * MKC_LP_STRIDE;
-        l[MKC_LP_EMITTED] = (work[t * vocab + choice[t]] - l[0]) * l[2] - l[1];
+        float *l = lp + (t - t0) * MKC_LP_STRIDE;
+        l[MKC_LP_EMITTED] = (work[(t - t0) * vocab + choice[t - t0]] - l[0]) * l[2] - l[1];
       }
     st->n_out = a - f + 1;
     st->n_accepted = a - f;
@@ -1488,29 +1922,30 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     st->status = MKC_STATUS_OK;
     return;
   }
-  for (int t = 0; t <= f; t++)
-    if (choice[t] < 0 || choice[t] >= vocab) {
+  for (int t = t0; t <= f; t++)
+    if (choice[t - t0] < 0 || choice[t - t0] >= vocab) {
       /* no finite logit won: a NaN or inf reached the head */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
       st->n_accepted = 0;
       return;
     }
-  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
-  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  while (a + 1 < T && st->inputs[a + 1] == choice[a - t0]) a++;
+  if (choice[a - t0] < 0 || choice[a - t0] >= vocab) a--; /* keep the last emitted choice valid */
   for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;
   st->pos = pos + a + 1;
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1510 "llama.llama-3.2-1b.cu"
+#line 1944 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
-  if (!mkc_step_begin(state, 128256, 4096, 5)) return;
+  if (!mkc_step_begin(state, 128256, 4096, 5, 128)) return;
   const int pos = state->pos, T = state->n_inputs;
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   char *smem = mkc_smem();
   (void)smem;
 
@@ -1524,883 +1959,1363 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
   /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 145)), weights+262668288 4096 (blk.0.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 262670336, 4096, MKC_W_BF16), mkc_wmat_of(weights + 266864640, 4096, MKC_W_BF16), mkc_wmat_of(weights + 267913216, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 0, kv + 2097152, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 262670336, 4096, MKC_W_BF16), mkc_wmat_of(weights + 266864640, 4096, MKC_W_BF16), mkc_wmat_of(weights + 267913216, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 262668288, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 0, kv + 2097152,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 262670336, 4096, MKC_W_BF16), mkc_wmat_of(weights + 266864640, 4096, MKC_W_BF16), mkc_wmat_of(weights + 267913216, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 262668288, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 0, kv + 2097152, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/84: attention -- attention layer 0 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
-   * writes: scratch+20480 8192*t (attention layer 0 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 0, kv + 2097152, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
+   * writes: scratch+524288 8192*t (attention layer 0 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 0, kv + 2097152, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+20480 8192*t (attention layer 0 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 268961792, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 268961792, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 268961792, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+273156096 4096 (blk.0.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 273158144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 289935360, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 273158144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 289935360, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 273156096, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 273158144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 289935360, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 273156096, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 306712576, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 306712576, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 306712576, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+323489792 4096 (blk.1.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 323491840, 4096, MKC_W_BF16), mkc_wmat_of(weights + 327686144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 328734720, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 4194304, kv + 6291456, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 323491840, 4096, MKC_W_BF16), mkc_wmat_of(weights + 327686144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 328734720, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 323489792, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 4194304, kv + 6291456,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 323491840, 4096, MKC_W_BF16), mkc_wmat_of(weights + 327686144, 4096, MKC_W_BF16), mkc_wmat_of(weights + 328734720, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 323489792, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 4194304, kv + 6291456, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/84: attention -- attention layer 1 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
-   * writes: scratch+20480 8192*t (attention layer 1 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 4194304, kv + 6291456, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
+   * writes: scratch+524288 8192*t (attention layer 1 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 4194304, kv + 6291456, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+20480 8192*t (attention layer 1 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 329783296, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 329783296, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 329783296, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+333977600 4096 (blk.1.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 333979648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 350756864, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 333979648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 350756864, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 333977600, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 333979648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 350756864, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 333977600, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 367534080, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 367534080, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 367534080, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+384311296 4096 (blk.2.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 384313344, 4096, MKC_W_BF16), mkc_wmat_of(weights + 388507648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 389556224, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 8388608, kv + 10485760, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 384313344, 4096, MKC_W_BF16), mkc_wmat_of(weights + 388507648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 389556224, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 384311296, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 8388608, kv + 10485760,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 384313344, 4096, MKC_W_BF16), mkc_wmat_of(weights + 388507648, 4096, MKC_W_BF16), mkc_wmat_of(weights + 389556224, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 384311296, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 8388608, kv + 10485760, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 13/84: attention -- attention layer 2 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
-   * writes: scratch+20480 8192*t (attention layer 2 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 8388608, kv + 10485760, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
+   * writes: scratch+524288 8192*t (attention layer 2 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 8388608, kv + 10485760, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+20480 8192*t (attention layer 2 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 390604800, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 390604800, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 390604800, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 161), matmul blk.2.ffn_gate.weight (line 162), matmul blk.2.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+394799104 4096 (blk.2.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 394801152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 411578368, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 394801152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 411578368, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 394799104, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 394801152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 411578368, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 394799104, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 428355584, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 428355584, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 428355584, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+445132800 4096 (blk.3.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 445134848, 4096, MKC_W_BF16), mkc_wmat_of(weights + 449329152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 450377728, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 12582912, kv + 14680064, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 445134848, 4096, MKC_W_BF16), mkc_wmat_of(weights + 449329152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 450377728, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 445132800, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 12582912, kv + 14680064,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 445134848, 4096, MKC_W_BF16), mkc_wmat_of(weights + 449329152, 4096, MKC_W_BF16), mkc_wmat_of(weights + 450377728, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 445132800, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 12582912, kv + 14680064, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 18/84: attention -- attention layer 3 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
-   * writes: scratch+20480 8192*t (attention layer 3 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 12582912, kv + 14680064, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
+   * writes: scratch+524288 8192*t (attention layer 3 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 12582912, kv + 14680064, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+20480 8192*t (attention layer 3 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 451426304, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 451426304, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 451426304, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 161), matmul blk.3.ffn_gate.weight (line 162), matmul blk.3.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+455620608 4096 (blk.3.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 455622656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 472399872, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 455622656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 472399872, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 455620608, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 455622656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 472399872, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 455620608, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 489177088, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 489177088, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 489177088, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+505954304 4096 (blk.4.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 505956352, 4096, MKC_W_BF16), mkc_wmat_of(weights + 510150656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 511199232, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 16777216, kv + 18874368, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 505956352, 4096, MKC_W_BF16), mkc_wmat_of(weights + 510150656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 511199232, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 505954304, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 16777216, kv + 18874368,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 505956352, 4096, MKC_W_BF16), mkc_wmat_of(weights + 510150656, 4096, MKC_W_BF16), mkc_wmat_of(weights + 511199232, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 505954304, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 16777216, kv + 18874368, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 23/84: attention -- attention layer 4 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
-   * writes: scratch+20480 8192*t (attention layer 4 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 16777216, kv + 18874368, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
+   * writes: scratch+524288 8192*t (attention layer 4 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 16777216, kv + 18874368, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+20480 8192*t (attention layer 4 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 512247808, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 512247808, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 512247808, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 161), matmul blk.4.ffn_gate.weight (line 162), matmul blk.4.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+516442112 4096 (blk.4.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 516444160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 533221376, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 516444160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 533221376, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 516442112, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 516444160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 533221376, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 516442112, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 549998592, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 549998592, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 549998592, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+566775808 4096 (blk.5.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 566777856, 4096, MKC_W_BF16), mkc_wmat_of(weights + 570972160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 572020736, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 20971520, kv + 23068672, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 566777856, 4096, MKC_W_BF16), mkc_wmat_of(weights + 570972160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 572020736, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 566775808, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 20971520, kv + 23068672,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 566777856, 4096, MKC_W_BF16), mkc_wmat_of(weights + 570972160, 4096, MKC_W_BF16), mkc_wmat_of(weights + 572020736, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 566775808, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 20971520, kv + 23068672, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 28/84: attention -- attention layer 5 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
-   * writes: scratch+20480 8192*t (attention layer 5 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 20971520, kv + 23068672, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
+   * writes: scratch+524288 8192*t (attention layer 5 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 20971520, kv + 23068672, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+20480 8192*t (attention layer 5 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 573069312, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 573069312, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 573069312, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 161), matmul blk.5.ffn_gate.weight (line 162), matmul blk.5.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+577263616 4096 (blk.5.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 577265664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 594042880, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 577265664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 594042880, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 577263616, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 577265664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 594042880, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 577263616, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 610820096, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 610820096, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 610820096, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+627597312 4096 (blk.6.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 627599360, 4096, MKC_W_BF16), mkc_wmat_of(weights + 631793664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 632842240, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 25165824, kv + 27262976, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 627599360, 4096, MKC_W_BF16), mkc_wmat_of(weights + 631793664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 632842240, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 627597312, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 25165824, kv + 27262976,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 627599360, 4096, MKC_W_BF16), mkc_wmat_of(weights + 631793664, 4096, MKC_W_BF16), mkc_wmat_of(weights + 632842240, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 627597312, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 25165824, kv + 27262976, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 33/84: attention -- attention layer 6 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
-   * writes: scratch+20480 8192*t (attention layer 6 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 25165824, kv + 27262976, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
+   * writes: scratch+524288 8192*t (attention layer 6 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 25165824, kv + 27262976, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+20480 8192*t (attention layer 6 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 633890816, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 633890816, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 633890816, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 161), matmul blk.6.ffn_gate.weight (line 162), matmul blk.6.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+638085120 4096 (blk.6.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 638087168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 654864384, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 638087168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 654864384, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 638085120, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 638087168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 654864384, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 638085120, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 671641600, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 671641600, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 671641600, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+688418816 4096 (blk.7.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 688420864, 4096, MKC_W_BF16), mkc_wmat_of(weights + 692615168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 693663744, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 29360128, kv + 31457280, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 688420864, 4096, MKC_W_BF16), mkc_wmat_of(weights + 692615168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 693663744, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 688418816, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 29360128, kv + 31457280,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 688420864, 4096, MKC_W_BF16), mkc_wmat_of(weights + 692615168, 4096, MKC_W_BF16), mkc_wmat_of(weights + 693663744, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 688418816, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 29360128, kv + 31457280, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 38/84: attention -- attention layer 7 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
-   * writes: scratch+20480 8192*t (attention layer 7 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 29360128, kv + 31457280, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
+   * writes: scratch+524288 8192*t (attention layer 7 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 29360128, kv + 31457280, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+20480 8192*t (attention layer 7 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 694712320, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 694712320, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 694712320, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 161), matmul blk.7.ffn_gate.weight (line 162), matmul blk.7.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+698906624 4096 (blk.7.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 698908672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 715685888, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 698908672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 715685888, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 698906624, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 698908672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 715685888, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 698906624, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 732463104, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 732463104, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 732463104, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+749240320 4096 (blk.8.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 749242368, 4096, MKC_W_BF16), mkc_wmat_of(weights + 753436672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 754485248, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 33554432, kv + 35651584, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 749242368, 4096, MKC_W_BF16), mkc_wmat_of(weights + 753436672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 754485248, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 749240320, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 33554432, kv + 35651584,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 749242368, 4096, MKC_W_BF16), mkc_wmat_of(weights + 753436672, 4096, MKC_W_BF16), mkc_wmat_of(weights + 754485248, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 749240320, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 33554432, kv + 35651584, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 43/84: attention -- attention layer 8 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
-   * writes: scratch+20480 8192*t (attention layer 8 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 33554432, kv + 35651584, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
+   * writes: scratch+524288 8192*t (attention layer 8 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 33554432, kv + 35651584, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+20480 8192*t (attention layer 8 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 755533824, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 755533824, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 755533824, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 161), matmul blk.8.ffn_gate.weight (line 162), matmul blk.8.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+759728128 4096 (blk.8.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 759730176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 776507392, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 759730176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 776507392, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 759728128, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 759730176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 776507392, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 759728128, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 793284608, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 793284608, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 793284608, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+810061824 4096 (blk.9.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 810063872, 4096, MKC_W_BF16), mkc_wmat_of(weights + 814258176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 815306752, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 37748736, kv + 39845888, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 810063872, 4096, MKC_W_BF16), mkc_wmat_of(weights + 814258176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 815306752, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 810061824, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 37748736, kv + 39845888,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 810063872, 4096, MKC_W_BF16), mkc_wmat_of(weights + 814258176, 4096, MKC_W_BF16), mkc_wmat_of(weights + 815306752, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 810061824, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 37748736, kv + 39845888, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 48/84: attention -- attention layer 9 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
-   * writes: scratch+20480 8192*t (attention layer 9 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 37748736, kv + 39845888, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
+   * writes: scratch+524288 8192*t (attention layer 9 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 37748736, kv + 39845888, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+20480 8192*t (attention layer 9 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 816355328, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 816355328, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 816355328, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 161), matmul blk.9.ffn_gate.weight (line 162), matmul blk.9.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+820549632 4096 (blk.9.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 820551680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 837328896, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 820551680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 837328896, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 820549632, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 820551680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 837328896, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 820549632, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 854106112, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 854106112, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 854106112, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+870883328 4096 (blk.10.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 870885376, 4096, MKC_W_BF16), mkc_wmat_of(weights + 875079680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 876128256, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 41943040, kv + 44040192, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 870885376, 4096, MKC_W_BF16), mkc_wmat_of(weights + 875079680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 876128256, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 870883328, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 41943040, kv + 44040192,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 870885376, 4096, MKC_W_BF16), mkc_wmat_of(weights + 875079680, 4096, MKC_W_BF16), mkc_wmat_of(weights + 876128256, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 870883328, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 41943040, kv + 44040192, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 53/84: attention -- attention layer 10 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
-   * writes: scratch+20480 8192*t (attention layer 10 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 41943040, kv + 44040192, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
+   * writes: scratch+524288 8192*t (attention layer 10 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 41943040, kv + 44040192, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+20480 8192*t (attention layer 10 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 877176832, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 877176832, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 877176832, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 161), matmul blk.10.ffn_gate.weight (line 162), matmul blk.10.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+881371136 4096 (blk.10.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 881373184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 898150400, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 881373184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 898150400, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 881371136, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 881373184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 898150400, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 881371136, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 914927616, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 914927616, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 914927616, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+931704832 4096 (blk.11.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 931706880, 4096, MKC_W_BF16), mkc_wmat_of(weights + 935901184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 936949760, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 46137344, kv + 48234496, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 931706880, 4096, MKC_W_BF16), mkc_wmat_of(weights + 935901184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 936949760, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 931704832, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 46137344, kv + 48234496,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 931706880, 4096, MKC_W_BF16), mkc_wmat_of(weights + 935901184, 4096, MKC_W_BF16), mkc_wmat_of(weights + 936949760, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 931704832, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 46137344, kv + 48234496, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 58/84: attention -- attention layer 11 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
-   * writes: scratch+20480 8192*t (attention layer 11 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 46137344, kv + 48234496, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
+   * writes: scratch+524288 8192*t (attention layer 11 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 46137344, kv + 48234496, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+20480 8192*t (attention layer 11 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 937998336, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 937998336, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 937998336, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 161), matmul blk.11.ffn_gate.weight (line 162), matmul blk.11.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+942192640 4096 (blk.11.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 942194688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 958971904, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 942194688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 958971904, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 942192640, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 942194688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 958971904, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 942192640, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 975749120, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 975749120, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 975749120, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+992526336 4096 (blk.12.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 992528384, 4096, MKC_W_BF16), mkc_wmat_of(weights + 996722688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 997771264, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 50331648, kv + 52428800, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 992528384, 4096, MKC_W_BF16), mkc_wmat_of(weights + 996722688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 997771264, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 992526336, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 50331648, kv + 52428800,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 992528384, 4096, MKC_W_BF16), mkc_wmat_of(weights + 996722688, 4096, MKC_W_BF16), mkc_wmat_of(weights + 997771264, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 992526336, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 50331648, kv + 52428800, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 63/84: attention -- attention layer 12 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
-   * writes: scratch+20480 8192*t (attention layer 12 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 50331648, kv + 52428800, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
+   * writes: scratch+524288 8192*t (attention layer 12 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 50331648, kv + 52428800, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+20480 8192*t (attention layer 12 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 998819840, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 998819840, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 998819840, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 161), matmul blk.12.ffn_gate.weight (line 162), matmul blk.12.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 1003016192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1019793408, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 1003016192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1019793408, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 1003014144, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 1003016192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1019793408, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1003014144, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 1036570624, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1036570624, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1036570624, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1053347840 4096 (blk.13.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 1053349888, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1057544192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1058592768, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 54525952, kv + 56623104, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 1053349888, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1057544192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1058592768, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 1053347840, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 54525952, kv + 56623104,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 1053349888, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1057544192, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1058592768, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 1053347840, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 54525952, kv + 56623104, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 68/84: attention -- attention layer 13 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
-   * writes: scratch+20480 8192*t (attention layer 13 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 54525952, kv + 56623104, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
+   * writes: scratch+524288 8192*t (attention layer 13 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 54525952, kv + 56623104, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+20480 8192*t (attention layer 13 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 1059641344, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1059641344, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1059641344, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 161), matmul blk.13.ffn_gate.weight (line 162), matmul blk.13.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 1063837696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1080614912, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 1063837696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1080614912, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 1063835648, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 1063837696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1080614912, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1063835648, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 1097392128, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1097392128, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1097392128, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1114169344 4096 (blk.14.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 1114171392, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1118365696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1119414272, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 58720256, kv + 60817408, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 1114171392, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1118365696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1119414272, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 1114169344, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 58720256, kv + 60817408,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 1114171392, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1118365696, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1119414272, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 1114169344, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 58720256, kv + 60817408, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 73/84: attention -- attention layer 14 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
-   * writes: scratch+20480 8192*t (attention layer 14 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 58720256, kv + 60817408, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
+   * writes: scratch+524288 8192*t (attention layer 14 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 58720256, kv + 60817408, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+20480 8192*t (attention layer 14 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 1120462848, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1120462848, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1120462848, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 161), matmul blk.14.ffn_gate.weight (line 162), matmul blk.14.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 1124659200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1141436416, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 1124659200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1141436416, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 1124657152, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 1124659200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1141436416, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1124657152, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 1158213632, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1158213632, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1158213632, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1174990848 4096 (blk.15.attn_norm.weight)
-   * writes: scratch+10240 8192*t (rope (line 155)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 1174992896, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1179187200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1180235776, 4096, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
-               scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 10240, 2048, (float *)0, 0,
-               kv + 62914560, kv + 65011712, 4096, pos, T);
+   * writes: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 1174992896, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1179187200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1180235776, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, 2048, weights + 1174990848, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 262144, 2048, kv + 62914560, kv + 65011712,
+                 4096, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 1174992896, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1179187200, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1180235776, 4096, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 256, 32, 8, 64, 0, mkc_rope_llama3(500000.0f, 32.0f, 1.0f, 4.0f, 8192.0f),
+                 scratch + 0, 2048, weights + 1174990848, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 262144, 2048, (float *)0, 0,
+                 kv + 62914560, kv + 65011712, 4096, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 78/84: attention -- attention layer 15 (line 157)
    * work: 32 heads x T items, one block per item; smem 16656 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
    * smem: scores 0+16384, q_head 16384+256, red 16640+16
-   * reads: scratch+10240 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
-   * writes: scratch+20480 8192*t (attention layer 15 (line 157)) */
-  mkc_attention(scratch + 10240, 2048, kv + 62914560, kv + 65011712, scratch + 20480, 2048,
+   * reads: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
+   * writes: scratch+524288 8192*t (attention layer 15 (line 157)) */
+  mkc_attention(scratch + 262144, 2048, kv + 62914560, kv + 65011712, scratch + 524288, 2048,
                 32, 4, 64, 4096, 0, 0.125f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: grid
-   * smem: none
-   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+20480 8192*t (attention layer 15 (line 157)), scratch+0 8192*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 1181284352, 4096, MKC_W_BF16), 2048, 256, scratch + 20480, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1181284352, 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1181284352, 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 161), matmul blk.15.ffn_gate.weight (line 162), matmul blk.15.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
-   * writes: scratch+30720 32768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 1185480704, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1202257920, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 30720, 8192, T);
+   * writes: scratch+786432 32768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 1185480704, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1202257920, 4096, MKC_W_BF16),
+                    8192, 0, 256, scratch + 0, 2048, 2048, weights + 1185478656, 1e-05f,
+                    scratch + 786432, 8192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 1185480704, 4096, MKC_W_BF16), mkc_wmat_of(weights + 1202257920, 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + 1185478656, (float *)(smem + 0), scratch + 786432, 8192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 0 bytes
+   * work: 2048 rows, one warp per row; smem 38144 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: grid
-   * smem: none
-   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+30720 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 1219035136, 16384, MKC_W_BF16), 2048, 1024, scratch + 30720, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 1219035136, 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 2048, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 1219035136, 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
@@ -2408,10 +3323,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
    * reads: weights+0 525336576 (token_embd.weight), scratch+0 8192*t (add (line 164)), weights+1235812352 4096 (output_norm.weight)
-   * writes: scratch+71680 513024*t (logits (line 169)) */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+   * writes: scratch+1835008 513024*t (logits (line 169)) */
+  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
-              scratch + 71680, 128256, T, scratch + 712960, (int *)(scratch + 718080),
+              scratch + 1835008, 128256, t0, T, scratch + 2476288, (int *)(scratch + 2481408),
               (float *)(smem + 48), (int *)(smem + 128));
   mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
 
@@ -2422,7 +3337,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
-    mkc_sample(state, (const int *)(scratch + 723200), scratch + 71680, 128256, 128256, pos, T, scratch + 727296, (int *)(scratch + 1368576), (int *)(scratch + 2009856), scratch + 2009866, scratch + 2009920, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 2486528), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2490624, (int *)(scratch + 3131904), (int *)(scratch + 3773184), scratch + 3773194, scratch + 3773248, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -2432,5 +3347,5 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 712960, (const int *)(scratch + 718080), (const int *)(scratch + 2009856), scratch + 2009866, (int *)(scratch + 723200), 128256, pos, T, scratch + 727296, scratch + 2009920, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 3773184), scratch + 3773194, (int *)(scratch + 2486528), 128256, pos, t0, T, scratch + 2490624, scratch + 3773248, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 }

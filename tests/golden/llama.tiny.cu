@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 234fb4567b5e7f66, options f7ffc16bba5f56c8
- * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16
- * plan:    14 stages, 13 grid barriers; scratch 16896 floats, KV 65536 bf16, weights 115328 bf16, smem 2128 bytes
+ * hashes:  graph ec8fa59776d14845, templates e45bbeb936908eee, options 1dafad5a1c6b2df3
+ * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
+ * plan:    14 stages, 13 grid barriers; scratch 62848 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -10,6 +10,10 @@
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
+#define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
+#define MKC_GEMM_BM 64 /* tiles: tokens */
+#define MKC_GEMM_BN 64 /* tiles: weight rows */
+#define MKC_GEMM_BK 32 /* columns staged at a time */
 #if defined(__CUDACC__)
 #line 1 "templates/prelude_cuda.cuh"
 /* Device prelude for NVRTC: the only CUDA features templates may use.
@@ -17,6 +21,9 @@
  * one emitted source serves both backends. No CUDA headers are included. */
 #define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
 #define MKC_DEVICE static __device__ __forceinline__
+/* A function compiled once and called, not inlined at every stage: the tiled
+ * matmul core that every layer's prompt-chunk stages share. */
+#define MKC_DEVICE_CALLED static __device__ __noinline__
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -61,6 +68,8 @@ MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
 MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
+/* and back: the float of a bit pattern (a tf32 operand's value). */
+MKC_DEVICE float mkc_bits_f32(unsigned u) { return __uint_as_float(u); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -140,6 +149,66 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   mkc_f4 r = {v.x, v.y, v.z, v.w};
   return r;
 }
+/* Tensor cores (templates/gemm.cuh): a float as tf32, rounded to nearest
+ * with ties away from zero (cvt.rna, sm_80 on; before, the same bits by hand,
+ * as the CPU prelude computes them). */
+MKC_DEVICE unsigned mkc_tf32(float f) {
+#if __CUDA_ARCH__ >= 800
+  unsigned u;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(f));
+  return u;
+#else
+  unsigned u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fffe000u; /* NaN: a quiet one */
+  return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
+#endif
+}
+/* One warp's block of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32:
+ * fragments in the PTX ISA's layout, a: [2][MT][4] (A's high and low tf32
+ * parts, m-tiles of 16 rows), b: [nb][NT][2] (B's parts, n-tiles of 8
+ * columns), c: [MT][NT][4] the accumulators. For the products (a0, b0),
+ * (a1, b0) and, with nb = 2, (a0, b1), in that order, every m-tile i < mt
+ * with every n-tile j < nt: c[i][j] = A[i] B[j] + c[i][j]. MT and NT are the
+ * arrays' extents (literals at the call), mt and nt the same in every lane.
+ * Before sm_80 the product is made of shuffles: lane (g, q) gathers rows g
+ * and g + 8 of A and columns 2q, 2q + 1 of B from the lanes that hold them. */
+MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                             int MT, int NT) {
+  for (int p = 0; p < 3; p++) {
+    int pa = p == 1, pb = p == 2;
+    if (pb >= nb) break;
+    for (int i = 0; i < MT; i++) {
+      if (i >= mt) break;
+      const unsigned *ai = a + (pa * MT + i) * 4;
+      for (int j = 0; j < NT; j++) {
+        if (j >= nt) break;
+        const unsigned *bj = b + (pb * NT + j) * 2;
+        float *d = c + (i * NT + j) * 4;
+#if __CUDA_ARCH__ >= 800
+        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(ai[0]), "r"(ai[1]), "r"(ai[2]), "r"(ai[3]), "r"(bj[0]), "r"(bj[1]));
+#else
+        int lane = (int)(threadIdx.x & 31u), g = lane >> 2, q = lane & 3;
+        for (int k = 0; k < 8; k++) {
+          /* A[row][k] sits in lane 4 * (row % 8) + k % 4, register (row >= 8) + 2 (k >= 4);
+           * B[k][n] in lane 4n + k % 4, register k >= 4 */
+          int src_a = 4 * g + (k & 3), src_b0 = 4 * (2 * q) + (k & 3), src_b1 = src_b0 + 4;
+          float a_g = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 0 : 2], src_a));
+          float a_g8 = __uint_as_float(__shfl_sync(0xffffffffu, ai[k < 4 ? 1 : 3], src_a));
+          float b_0 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b0));
+          float b_1 = __uint_as_float(__shfl_sync(0xffffffffu, bj[k < 4 ? 0 : 1], src_b1));
+          d[0] += a_g * b_0;
+          d[1] += a_g * b_1;
+          d[2] += a_g8 * b_0;
+          d[3] += a_g8 * b_1;
+        }
+#endif
+      }
+    }
+  }
+}
 #else
 #include "prelude_cpu.h"
 #endif
@@ -149,7 +218,8 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
 #ifndef MKC_STATE_H
 #define MKC_STATE_H
 
-#define MKC_T_CAP 32        /* most input tokens one step can take: 1 + drafts */
+#define MKC_T_CAP 32        /* most input tokens a decode step can take: 1 + drafts */
+#define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 
 enum mkc_status {
@@ -204,12 +274,14 @@ typedef struct mkc_state {
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
   /* host-written once per request */
   mkc_sampling sampling;
-  /* host-written before each step */
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally */
-  int inputs[MKC_T_CAP];
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+  /* host-written before each step, last: the host copies these in and reads back only what is
+   * above (offsetof n_inputs), so a prompt chunk's inputs cost no decode step a byte */
+  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 
 #endif
@@ -313,10 +385,13 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
 }
 
 /* Every block reads the same state, so every block reaches the same verdict;
- * on a bad step nothing is written but the status. */
-MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max) {
+ * on a bad step nothing is written but the status. A step takes up to t_max
+ * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up
+ * to t_chunk. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
-  if (T < 1 || T > t_max || st->n_fixed < 0 || st->n_fixed >= T)
+  if (T < 1 || T > t_chunk || st->n_fixed < 0 || st->n_fixed >= T ||
+      (T > t_max && st->n_fixed != T - 1))
     status = MKC_STATUS_BAD_INPUT;
   else if (pos < 0 || pos + T > max_ctx)
     status = MKC_STATUS_CTX_FULL;
@@ -488,17 +563,18 @@ MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const
  * the input: x is read raw, scaled by the norm weight per column and by
  * inv_rms[t] after the reduction. */
 
-/* inv_rms[t] = 1 / sqrt(mean(x[t]^2) + eps), computed by every block into smem. */
-MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int T,
+/* inv_rms[t - t0] = 1 / sqrt(mean(x[t]^2) + eps) for t0 <= t < T, computed by
+ * every block into smem. */
+MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps, int t0, int T,
                                  float *inv_rms, float *red) {
-  for (int t = 0; t < T; t++) {
+  for (int t = t0; t < T; t++) {
     float s = 0.0f;
     for (int c = mkc_tid(); c < n; c += MKC_THREADS) {
       float v = x[t * x_stride + c];
       s += v * v;
     }
     s = mkc_block_sum(s, red);
-    if (mkc_tid() == 0) inv_rms[t] = 1.0f / sqrtf(s / (float)n + eps);
+    if (mkc_tid() == 0) inv_rms[t - t0] = 1.0f / sqrtf(s / (float)n + eps);
   }
   mkc_sync_block();
 }
@@ -879,6 +955,354 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                        pos, T);
   }
 }
+#line 1 "templates/gemm.cuh"
+/* Prompt chunks on tensor cores: a step of T > MKC_T_MAX inputs (all known)
+ * runs its matmuls as tiled products, out[t][r] = W[r] . x[t] for a tile of
+ * MKC_GEMM_BM tokens by MKC_GEMM_BN weight rows per block, with mma.sync
+ * m16n8k8 tf32 (the preludes' mkc_mma_tf32). Each block stages a slice of
+ * MKC_GEMM_BK columns of the tile's inputs and weights in shared memory as
+ * floats, its 2 x 2 warps (more warps only help stage) each own 32 tokens by
+ * 32 rows of the tile, and the finished tile goes through shared memory to
+ * the stage's epilogue: store or add (matvec), SwiGLU, or Q/K/V with bias,
+ * head norm, RoPE and the KV append.
+ *
+ * Precision: tf32 keeps 11 significant bits, so each input value is split
+ * into a high and a low tf32 part (a = hi + lo within 2^-22 of a) and both go
+ * through the tensor core: a bf16 weight is exact in tf32; a quantized one,
+ * decoded to its exact float value (weights.cuh), is split too (hi * hi,
+ * lo * hi, hi * lo), so the sums are as close to float's as the CUDA-core
+ * path's (docs/DECISIONS.md). The fused RMSNorm is the CUDA-core path's: x
+ * scaled by the norm weight per column, the product by 1 / rms per token in
+ * the epilogue; the sum of squares is gathered while x is staged. */
+#if MKC_THREADS != 128 && MKC_THREADS != 256
+#error "prompt chunks (templates/gemm.cuh) are staged by blocks of 128 or 256 threads"
+#endif
+/* The tile (MKC_GEMM_BM x MKC_GEMM_BN, slices of MKC_GEMM_BK) comes from
+ * codegen, which plans the shared memory; the warps' layout is this file's. */
+#if MKC_GEMM_BM != 64 || MKC_GEMM_BN != 64 || MKC_GEMM_BK % 8 != 0
+#error "prompt chunk tiles are 64 x 64 (2 x 2 warps of 32 x 32), slices a multiple of 8"
+#endif
+#define MKC_GEMM_LD (MKC_GEMM_BK + 4) /* smem row stride: a fragment load hits 32 banks */
+#define MKC_MMA_MT 2                  /* a warp's m16 tiles: 32 tokens */
+#define MKC_MMA_NT 4                  /* a warp's n8 tiles: 32 weight rows */
+
+/* The stage's matrices end to end (q, k, v; gate, up; or one): virtual row r
+ * is row r of m[0], then row r - rows[0] of m[1], ... */
+typedef struct mkc_wcat {
+  mkc_wmat m[3];
+  int rows[3];
+} mkc_wcat;
+
+MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, mkc_wmat c,
+                                int c_rows) {
+  mkc_wcat w;
+  w.m[0] = a;
+  w.m[1] = b;
+  w.m[2] = c;
+  w.rows[0] = a_rows;
+  w.rows[1] = b_rows;
+  w.rows[2] = c_rows;
+  return w;
+}
+
+MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
+  for (int i = 0; i < 3; i++) {
+    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
+    r -= w.rows[i];
+  }
+  return mkc_wrow_none();
+}
+
+/* Column j of a tile (of MKC_GEMM_BN) is virtual row base[j / 32] + j % 32, or
+ * none when j % 32 >= len[j / 32]: the two halves are the two warp columns. */
+typedef struct mkc_gemm_cols {
+  int base[2], len[2];
+} mkc_gemm_cols;
+
+MKC_DEVICE mkc_gemm_cols mkc_gemm_cols_of(int base0, int len0, int base1, int len1) {
+  mkc_gemm_cols c;
+  c.base[0] = base0;
+  c.base[1] = base1;
+  c.len[0] = len0 < 0 ? 0 : len0 > 32 ? 32 : len0;
+  c.len[1] = len1 < 0 ? 0 : len1 > 32 ? 32 : len1;
+  return c;
+}
+
+/* Stages columns k0 .. k0 + MKC_GEMM_BK - 1 of the tile: a_tile[r][k] =
+ * x[m0 + r][k] * norm_w[k] (0 past T or past the row), w_tile[j][k] = the
+ * weight of column j (0 for none); this thread's squares of x go to ssq_part.
+ * Thread i stages the same rows (i / 8 + 16 s) and columns in every slice. */
+MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x, int x_stride,
+                               const mkc_bf16 *norm_w, int m0, int T, int k0, float *a_tile,
+                               float *w_tile, float *ssq_part) {
+  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
+    int idx = mkc_tid() + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
+    int k = k0 + (idx % (MKC_GEMM_BK / 4)) * 4;
+    mkc_f4 v = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (m0 + r < T && k < n_chunks * 8) {
+      v = mkc_load_f4(x + (long)(m0 + r) * x_stride + k);
+      ssq_part[s] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+      if (norm_w) {
+        v.x *= mkc_bf16_to_f32(norm_w[k]);
+        v.y *= mkc_bf16_to_f32(norm_w[k + 1]);
+        v.z *= mkc_bf16_to_f32(norm_w[k + 2]);
+        v.w *= mkc_bf16_to_f32(norm_w[k + 3]);
+      }
+    }
+    float *a = a_tile + r * MKC_GEMM_LD + (k - k0);
+    a[0] = v.x;
+    a[1] = v.y;
+    a[2] = v.z;
+    a[3] = v.w;
+  }
+  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int idx = mkc_tid() + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
+    int c = k0 / 8 + idx % (MKC_GEMM_BK / 8);
+    float f[8];
+    if (wr[s].p && c < n_chunks) {
+      if (wr[s].type == MKC_W_BF16)
+        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), f);
+      else
+        mkc_wchunk(wr[s].type, wr[s].p, c, f);
+    } else {
+      for (int i = 0; i < 8; i++) f[i] = 0.0f;
+    }
+    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
+    for (int i = 0; i < 8; i++) w[i] = f[i];
+  }
+}
+
+/* One tile: c_tile[r][c_col + j] = sum over k of a[m0 + r][k] w_j[k] for the
+ * tile's rows r < MKC_GEMM_BM and columns j < MKC_GEMM_BN (cols says which),
+ * and, with norm_w, inv_rms[r] = 1 / rms(x[m0 + r]) over its n_x values.
+ * Rows past T and columns of none hold garbage. Ends synchronized: the tile
+ * and inv_rms are the whole block's to read. quantized: some weight is not
+ * bf16 (its low tf32 part is needed; the stage's literal, passed on). */
+MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantized, int n_chunks,
+                                     const float *x, int x_stride, int n_x, const mkc_bf16 *norm_w,
+                                     float eps, int m0, int T, float *c_tile, int c_stride,
+                                     int c_col, float *a_tile, float *w_tile, float *ssq,
+                                     float *inv_rms) {
+  /* the weight rows this thread stages: columns tid / (BK / 8) + (threads / (BK / 8)) s */
+  mkc_wrow wr[MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS];
+  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int j = (mkc_tid() + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
+    wr[s] = j % 32 < cols.len[half] ? mkc_wcat_row(w, cols.base[half] + j % 32) : mkc_wrow_none();
+  }
+  /* this warp's quarter: 32 tokens x 32 rows, the m- and n-tiles that hold any */
+  int warp = mkc_warp(), wm = warp & 1, wn = (warp >> 1) & 1;
+  int mt = (T - m0 - wm * 32 + 15) / 16, nt = (cols.len[wn] + 7) / 8;
+  mt = warp >= 4 || mt < 0 ? 0 : mt > MKC_MMA_MT ? MKC_MMA_MT : mt;
+  if (warp >= 4) nt = 0;
+  float acc[MKC_MMA_MT * MKC_MMA_NT * 4];
+  for (int i = 0; i < MKC_MMA_MT * MKC_MMA_NT * 4; i++) acc[i] = 0.0f;
+  float ssq_part[MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS];
+  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) ssq_part[s] = 0.0f;
+  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
+    mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
+    mkc_sync_block();
+    if (mt > 0 && nt > 0)
+      for (int ks = 0; ks < MKC_GEMM_BK; ks += 8) {
+        /* fragments in the PTX ISA's layout (m16n8k8, tf32): A rows g, g + 8 and columns q,
+         * q + 4 of each m-tile; B (k x n = the weights' column x row) rows q, q + 4, column g */
+        unsigned a[2 * MKC_MMA_MT * 4], b[2 * MKC_MMA_NT * 2];
+        for (int i = 0; i < MKC_MMA_MT; i++) {
+          const float *ar = a_tile + (wm * 32 + i * 16 + g) * MKC_GEMM_LD + ks + q;
+          const float v[4] = {ar[0], ar[8 * MKC_GEMM_LD], ar[4], ar[8 * MKC_GEMM_LD + 4]};
+          for (int r = 0; r < 4; r++) {
+            unsigned hi = mkc_tf32(v[r]);
+            a[i * 4 + r] = hi;
+            a[(MKC_MMA_MT + i) * 4 + r] = mkc_tf32(v[r] - mkc_bits_f32(hi));
+          }
+        }
+        for (int j = 0; j < MKC_MMA_NT; j++) {
+          const float *br = w_tile + (wn * 32 + j * 8 + g) * MKC_GEMM_LD + ks + q;
+          const float v[2] = {br[0], br[4]};
+          for (int r = 0; r < 2; r++) {
+            unsigned hi = mkc_tf32(v[r]);
+            b[j * 2 + r] = hi;
+            b[(MKC_MMA_NT + j) * 2 + r] = quantized ? mkc_tf32(v[r] - mkc_bits_f32(hi)) : 0u;
+          }
+        }
+        mkc_mma_tf32(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
+      }
+    mkc_sync_block(); /* the slice is read before the next one is staged */
+  }
+  /* the accumulators (c0 (g, 2q), c1 (g, 2q + 1), c2 (g + 8, 2q), c3 (g + 8, 2q + 1)) */
+  for (int i = 0; i < MKC_MMA_MT; i++)
+    for (int j = 0; j < MKC_MMA_NT; j++) {
+      if (i >= mt || j >= nt) continue;
+      const float *d = acc + (i * MKC_MMA_NT + j) * 4;
+      float *o = c_tile + (wm * 32 + i * 16 + g) * c_stride + c_col + wn * 32 + j * 8 + 2 * q;
+      o[0] = d[0];
+      o[1] = d[1];
+      o[8 * c_stride] = d[2];
+      o[8 * c_stride + 1] = d[3];
+    }
+  if (norm_w) {
+    /* ssq[r][i]: the squares of row r's columns 4i .. 4i + 3 of every slice */
+    for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++)
+      ssq[mkc_tid() + s * MKC_THREADS] = ssq_part[s];
+    mkc_sync_block();
+    for (int r = mkc_tid(); r < MKC_GEMM_BM; r += MKC_THREADS) {
+      float s = 0.0f;
+      for (int i = 0; i < MKC_GEMM_BK / 4; i++) s += ssq[r * (MKC_GEMM_BK / 4) + i];
+      inv_rms[r] = 1.0f / sqrtf(s / (float)n_x + eps);
+    }
+  }
+  mkc_sync_block();
+}
+
+/* The tiles of a stage, dealt to the blocks in turn: tokens fastest, so the
+ * blocks that run at once share weight rows (one read from memory, the
+ * others from L2). */
+MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
+
+/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w), or += with
+ * accumulate (residual epilogue): the tiled twin of mkc_matvec. */
+MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
+                                       const float *x, int x_stride, int n_x,
+                                       const mkc_bf16 *norm_w, float eps, float *out,
+                                       int out_stride, int accumulate, int T, float *a_tile,
+                                       float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
+  mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
+  int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
+  for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, n0 = (tile / m_tiles) * MKC_GEMM_BN;
+    mkc_gemm_cols cols = mkc_gemm_cols_of(n0, rows - n0, n0 + 32, rows - n0 - 32);
+    mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                  MKC_GEMM_BN + 4, 0, a_tile, w_tile, ssq, inv_rms);
+    for (int e = mkc_tid(); e < MKC_GEMM_BM * MKC_GEMM_BN; e += MKC_THREADS) {
+      int r = e / MKC_GEMM_BN, j = e % MKC_GEMM_BN;
+      if (m0 + r >= T || n0 + j >= rows) continue;
+      float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+      float *o = out + (long)(m0 + r) * out_stride + n0 + j;
+      *o = accumulate ? *o + v : v;
+    }
+    mkc_sync_block(); /* c_tile and inv_rms are rewritten by the next tile */
+  }
+}
+
+/* SwiGLU MLP input, out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]): a
+ * tile's left half is 32 gate rows, its right half the same 32 up rows. */
+MKC_DEVICE_CALLED void mkc_gemm_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int quantized,
+                                       int n_chunks, const float *x, int x_stride, int n_x,
+                                       const mkc_bf16 *norm_w, float eps, float *out,
+                                       int out_stride, int T, float *a_tile, float *w_tile,
+                                       float *c_tile, float *ssq, float *inv_rms) {
+  mkc_wcat wc = mkc_wcat_of(w_gate, rows, w_up, rows, w_up, 0);
+  int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + 31) / 32;
+  for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, f0 = (tile / m_tiles) * 32;
+    mkc_gemm_cols cols = mkc_gemm_cols_of(f0, rows - f0, rows + f0, rows - f0);
+    mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                  MKC_GEMM_BN + 4, 0, a_tile, w_tile, ssq, inv_rms);
+    for (int e = mkc_tid(); e < MKC_GEMM_BM * 32; e += MKC_THREADS) {
+      int r = e / 32, j = e % 32;
+      if (m0 + r >= T || f0 + j >= rows) continue;
+      float scale = norm_w ? inv_rms[r] : 1.0f;
+      float g = c_tile[r * (MKC_GEMM_BN + 4) + j] * scale;
+      float u = c_tile[r * (MKC_GEMM_BN + 4) + 32 + j] * scale;
+      out[(long)(m0 + r) * out_stride + f0 + j] = g / (1.0f + expf(-g)) * u;
+    }
+    mkc_sync_block();
+  }
+}
+
+/* One head of one token from the finished tile, as the CUDA-core path's
+ * epilogue computes it: value i = c[i] * scale + bias[i]; q and k then their
+ * head norm (norm_w, when the model has one) and RoPE at position at; q to
+ * q_out, k and v rounded into the cache row kv_out. The whole warp: lanes
+ * over the elements, then over the rotation pairs. */
+MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias, int head_dim,
+                              int rope, int layout, mkc_rope rotary, const mkc_bf16 *norm_w,
+                              float eps, int at, float *q_out, mkc_kv *kv_out) {
+  int half = head_dim / 2;
+  if (!rope) {
+    for (int i = mkc_lane(); i < head_dim; i += 32)
+      kv_out[i] = mkc_kv_from_f32(c[i] * scale + (bias ? mkc_bf16_to_f32(bias[i]) : 0.0f));
+    return;
+  }
+  float inv_rms = 1.0f;
+  if (norm_w) {
+    float ss = 0.0f;
+    for (int i = mkc_lane(); i < head_dim; i += 32) {
+      float v = c[i] * scale + (bias ? mkc_bf16_to_f32(bias[i]) : 0.0f);
+      ss += v * v;
+    }
+    inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
+  }
+  for (int j = mkc_lane(); j < half; j += 32) {
+    int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+    float a = c[i0] * scale + (bias ? mkc_bf16_to_f32(bias[i0]) : 0.0f);
+    float b = c[i1] * scale + (bias ? mkc_bf16_to_f32(bias[i1]) : 0.0f);
+    if (norm_w) {
+      a = a * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
+      b = b * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
+    }
+    float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
+    mkc_rope_pair(&a, &b, inv_freq, mscale, at);
+    if (q_out) {
+      q_out[i0] = a;
+      q_out[i1] = b;
+    } else {
+      kv_out[i0] = mkc_kv_from_f32(a);
+      kv_out[i1] = mkc_kv_from_f32(b);
+    }
+  }
+}
+
+/* Q, K and V projections of a prompt chunk with the qkv_rope stage's
+ * epilogue: the tiled twin of mkc_qkv_rope. A tile is MKC_GEMM_BM tokens by a
+ * group of whole heads (q heads, then kv heads of K, then of V, end to end;
+ * max(1, 64 / head_dim) of them), so a head's norm and its rotation pairs
+ * are all in the block: c_cols columns of c_tile (a multiple of
+ * MKC_GEMM_BN, computed MKC_GEMM_BN at a time). Token t's K and V land in the
+ * cache at row (pos + t) % kv_rows (a sliding window's ring), q in q_out. */
+MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                                    const mkc_bf16 *b_k, const mkc_bf16 *b_v, int quantized,
+                                    int n_chunks, int heads, int kv_heads, int head_dim, int layout,
+                                    mkc_rope rotary, const float *x, int x_stride, int n_x,
+                                    const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w,
+                                    const mkc_bf16 *k_norm_w, float head_eps, float *q_out,
+                                    int q_stride, mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows,
+                                    int pos, int T, int c_cols, float *a_tile, float *w_tile,
+                                    float *c_tile, float *ssq, float *inv_rms) {
+  int all = heads + 2 * kv_heads, group = head_dim < MKC_GEMM_BN ? MKC_GEMM_BN / head_dim : 1;
+  mkc_wcat wc =
+      mkc_wcat_of(w_q, heads * head_dim, w_k, kv_heads * head_dim, w_v, kv_heads * head_dim);
+  int m_tiles = mkc_gemm_m_tiles(T), n_groups = (all + group - 1) / group;
+  for (int tile = mkc_bid(); tile < m_tiles * n_groups; tile += mkc_nblocks()) {
+    int m0 = (tile % m_tiles) * MKC_GEMM_BM, h0 = (tile / m_tiles) * group;
+    int n_heads = all - h0 < group ? all - h0 : group, n_cols = n_heads * head_dim;
+    for (int c0 = 0; c0 < n_cols; c0 += MKC_GEMM_BN) {
+      int v0 = h0 * head_dim + c0;
+      mkc_gemm_cols cols = mkc_gemm_cols_of(v0, n_cols - c0, v0 + 32, n_cols - c0 - 32);
+      mkc_gemm_tile(wc, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                    c_cols + 4, c0, a_tile, w_tile, ssq, inv_rms);
+    }
+    /* a warp per (token, head) of the tile */
+    for (int item = mkc_warp(); item < MKC_GEMM_BM * n_heads; item += MKC_WARPS) {
+      int r = item / n_heads, hl = item - r * n_heads, hh = h0 + hl, t = m0 + r;
+      if (t >= T) break;
+      const float *c = c_tile + r * (c_cols + 4) + hl * head_dim;
+      float scale = norm_w ? inv_rms[r] : 1.0f;
+      if (hh < heads) {
+        mkc_gemm_head(c, scale, b_q ? b_q + hh * head_dim : 0, head_dim, 1, layout, rotary,
+                      q_norm_w, head_eps, pos + t, q_out + (long)t * q_stride + hh * head_dim, 0);
+      } else {
+        int k = hh < heads + kv_heads, h = hh - heads - (k ? 0 : kv_heads);
+        const mkc_bf16 *bias = k ? b_k : b_v;
+        mkc_kv *row =
+            (k ? k_cache : v_cache) + ((long)h * kv_rows + (pos + t) % kv_rows) * head_dim;
+        mkc_gemm_head(c, scale, bias ? bias + h * head_dim : 0, head_dim, k, layout, rotary,
+                      k ? k_norm_w : 0, head_eps, pos + t, 0, row);
+      }
+    }
+    mkc_sync_block();
+  }
+}
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, one block per (query head, token):
  * token t sees positions [0, pos + t], or with a sliding window (window > 0)
@@ -928,15 +1352,19 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
 #line 1 "templates/lm_head.cuh"
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
- * per-block partials go to scratch for mkc_accept. Ties go to the lower id. */
+ * per-block partials go to scratch for mkc_accept. Ties go to the lower id.
+ * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
+ * t - t0 of logits and of the partials. */
 MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
   return v > best_v || (v == best_v && i < best_i);
 }
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                            int logits_stride, int T, float *part_val, int *part_idx,
+                            int logits_stride, int t0, int T, float *part_val, int *part_idx,
                             float *warp_val, int *warp_idx) {
+  x += (long)t0 * x_stride;
+  T -= t0;
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -1301,7 +1729,9 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
-/* The sampler stage: block b takes positions t = b, b + nblocks, ... < T.
+/* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
+ * ... < T (t0: the first input with logits; a prompt chunk's last), each at
+ * row t - t0 of what it reads and writes.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -1309,20 +1739,21 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int T, float *work, int *lists,
-                           int *drawn, float *p_draft_out, float *lp, float *red, float *part,
-                           int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = mkc_bid(); t < T; t += mkc_nblocks()) {
-    float *w = work + t * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[t * logits_stride + i];
+  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+    int row = t - t0;
+    float *w = work + row * vocab;
+    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
     mkc_sync_block();
     mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
     for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
-    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + t * MKC_LP_STRIDE, red);
+    if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
     if (o->temp <= 0.0f) {
       /* greedy on penalized logits: the first id at the max; a draft is kept
        * exactly when it is that id (p_t is a point mass) */
@@ -1332,9 +1763,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       int best = (int)-mkc_block_max(first, red);
       if (best >= vocab) best = -1;
       if (mkc_tid() == 0) {
-        drawn[t * 2 + 0] = best;
-        drawn[t * 2 + 1] = best;
-        p_draft_out[t] = draft >= 0 && draft == best ? 1.0f : 0.0f;
+        drawn[row * 2 + 0] = best;
+        drawn[row * 2 + 1] = best;
+        p_draft_out[row] = draft >= 0 && draft == best ? 1.0f : 0.0f;
       }
       mkc_sync_block();
       continue;
@@ -1348,8 +1779,8 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     if (k > 0 && k < vocab) {
       unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
       mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + t * vocab, part);
-      list = lists + t * vocab;
+      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {
       float scale = 1.0f; /* top-p on the untempered softmax: temperature comes last */
@@ -1387,9 +1818,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
                           mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
     }
     if (mkc_tid() == 0) {
-      drawn[t * 2 + 0] = token;
-      drawn[t * 2 + 1] = residual;
-      p_draft_out[t] = p_draft;
+      drawn[row * 2 + 0] = token;
+      drawn[row * 2 + 1] = residual;
+      p_draft_out[row] = p_draft;
     }
   }
 }
@@ -1403,16 +1834,19 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
  * there, and draft t+1 is kept with probability p_t(draft) (a uniform of its
  * own stream below it), else the residual's token is emitted: speculative
  * sampling with point-mass drafts. Every accepted input's token is written to
- * history at its position (the penalties' window). */
+ * history at its position (the penalties' window). Choices, draws and
+ * log-probabilities exist from input t0 on (a prompt chunk: its last only),
+ * at row t - t0; every input a step can accept lies there (n_fixed >= t0). */
 MKC_DEVICE void mkc_accept_sampled(const mkc_state *st, const int *drawn, const float *p_draft,
-                                   int pos, int T, int *choice, int *a_out) {
+                                   int pos, int t0, int T, int *choice, int *a_out) {
   int a = st->n_fixed;
   for (; a + 1 < T; a++) {
-    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a])) break;
-    choice[a] = st->inputs[a + 1];
+    if (!(mkc_uniform(&st->sampling, (unsigned)(pos + a + 1), MKC_DRAW_ACCEPT) < p_draft[a - t0]))
+      break;
+    choice[a - t0] = st->inputs[a + 1];
   }
   /* the bonus token after the last input, or the residual's after a rejection */
-  choice[a] = drawn[a * 2 + (a + 1 < T ? 1 : 0)];
+  choice[a - t0] = drawn[(a - t0) * 2 + (a + 1 < T ? 1 : 0)];
   *a_out = a;
 }
 
@@ -1458,15 +1892,15 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int T, const float *work, float *lp, int *choice, float *red_v,
+                           int t0, int T, const float *work, float *lp, int *choice, float *red_v,
                            int *red_i) {
   if (mkc_bid() != 0) return;
-  mkc_argmax_partials(part_val, part_idx, T, choice, red_v, red_i);
+  mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
-    mkc_accept_sampled(st, drawn, p_draft, pos, T, choice, &a);
-    if (choice[a] < 0 || choice[a] >= vocab) {
+    mkc_accept_sampled(st, drawn, p_draft, pos, t0, T, choice, &a);
+    if (choice[a - t0] < 0 || choice[a - t0] >= vocab) {
       /* nothing to draw from: every probability was NaN, inf or cut */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
@@ -1474,12 +1908,12 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
       return;
     }
     for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+    for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
     /* an emitted token survived every cut: its penalized logit is in work */
     if (st->sampling.logprobs > 0)
       for (int t = f; t <= a; t++) {
-        float *l = lp + t * MKC_LP_STRIDE;
-        l[MKC_LP_EMITTED] = (work[t * vocab + choice[t]] - l[0]) * l[2] - l[1];
+        float *l = lp + (t - t0) * MKC_LP_STRIDE;
+        l[MKC_LP_EMITTED] = (work[(t - t0) * vocab + choice[t - t0]] - l[0]) * l[2] - l[1];
       }
     st->n_out = a - f + 1;
     st->n_accepted = a - f;
@@ -1488,29 +1922,30 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
     st->status = MKC_STATUS_OK;
     return;
   }
-  for (int t = 0; t <= f; t++)
-    if (choice[t] < 0 || choice[t] >= vocab) {
+  for (int t = t0; t <= f; t++)
+    if (choice[t - t0] < 0 || choice[t - t0] >= vocab) {
       /* no finite logit won: a NaN or inf reached the head */
       st->status = MKC_STATUS_NONFINITE;
       st->n_out = 0;
       st->n_accepted = 0;
       return;
     }
-  while (a + 1 < T && st->inputs[a + 1] == choice[a]) a++;
-  if (choice[a] < 0 || choice[a] >= vocab) a--; /* keep the last emitted choice valid */
+  while (a + 1 < T && st->inputs[a + 1] == choice[a - t0]) a++;
+  if (choice[a - t0] < 0 || choice[a - t0] >= vocab) a--; /* keep the last emitted choice valid */
   for (int t = 0; t <= a; t++) history[pos + t] = st->inputs[t];
-  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t];
+  for (int t = f; t <= a; t++) st->out_tokens[t - f] = choice[t - t0];
   st->n_out = a - f + 1;
   st->n_accepted = a - f;
   st->pos = pos + a + 1;
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1510 "llama.tiny.cu"
+#line 1944 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
-  if (!mkc_step_begin(state, 256, 512, 5)) return;
+  if (!mkc_step_begin(state, 256, 512, 5, 128)) return;
   const int pos = state->pos, T = state->n_inputs;
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   char *smem = mkc_smem();
   (void)smem;
 
@@ -1524,113 +1959,173 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 145)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 155)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-               scratch + 0, 64, weights + 16384, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 320, 64, (float *)0, 0,
-               kv + 0, kv + 16384, 512, pos, T);
+   * writes: scratch+8192 256*t (rope (line 155)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, 64, weights + 16384, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 8192, 64, kv + 0, kv + 16384,
+                 512, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, weights + 16384, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 8192, 64, (float *)0, 0,
+                 kv + 0, kv + 16384, 512, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+640 256*t (attention layer 0 (line 157)) */
-  mkc_attention(scratch + 320, 64, kv + 0, kv + 16384, scratch + 640, 64,
+   * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
+  mkc_attention(scratch + 8192, 64, kv + 0, kv + 16384, scratch + 16384, 64,
                 4, 2, 16, 512, 0, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
-   * work: 64 rows, one warp per row; smem 0 bytes
+   * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
-   * smem: none
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+640 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 64, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 960, 192, T);
+   * writes: scratch+24576 768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16),
+                    192, 0, 8, scratch + 0, 64, 64, weights + 28800, 1e-05f,
+                    scratch + 24576, 192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 24576, 192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
-   * work: 64 rows, one warp per row; smem 0 bytes
+   * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
-   * smem: none
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+960 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 64, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 48 bytes
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 164)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+320 256*t (rope (line 155)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_qkv_rope(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-               8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-               scratch + 0, 64, weights + 65792, (float *)(smem + 0),
-               (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-               scratch + 320, 64, (float *)0, 0,
-               kv + 32768, kv + 49152, 512, pos, T);
+   * writes: scratch+8192 256*t (rope (line 155)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_qkv(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, 64, weights + 65792, 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 8192, 64, kv + 32768, kv + 49152,
+                 512, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, weights + 65792, (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 8192, 64, (float *)0, 0,
+                 kv + 32768, kv + 49152, 512, pos, T);
+  }
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 4 heads x T items, one block per item; smem 2128 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
    * smem: scores 0+2048, q_head 2048+64, red 2112+16
-   * reads: scratch+320 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+640 256*t (attention layer 1 (line 157)) */
-  mkc_attention(scratch + 320, 64, kv + 32768, kv + 49152, scratch + 640, 64,
+   * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
+  mkc_attention(scratch + 8192, 64, kv + 32768, kv + 49152, scratch + 16384, 64,
                 4, 2, 16, 512, 0, 0.25f, pos, T,
                 (float *)(smem + 0), (float *)(smem + 2048), (float *)(smem + 2112));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
-   * work: 64 rows, one warp per row; smem 0 bytes
+   * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
-   * smem: none
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+640 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  mkc_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 8, scratch + 640, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 64, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
 
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 48 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
-   * smem: inv_rms 0+32, red 32+16
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+960 768*t (swiglu (line 164)) */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_matvec_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 960, 192, T);
+   * writes: scratch+24576 768*t (swiglu (line 164)) */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16),
+                    192, 0, 8, scratch + 0, 64, 64, weights + 78208, 1e-05f,
+                    scratch + 24576, 192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 24576, 192, T);
+  }
   mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
-   * work: 64 rows, one warp per row; smem 0 bytes
+   * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
-   * smem: none
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+960 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
-  mkc_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 24, scratch + 960, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 64, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
 
   /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
@@ -1638,10 +2133,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
    * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 164)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+1920 1024*t (logits (line 169)) */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, T, (float *)(smem + 0), (float *)(smem + 32));
+   * writes: scratch+8192 1024*t (logits (line 169)) */
+  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
-              scratch + 1920, 256, T, scratch + 3200, (int *)(scratch + 8320),
+              scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
               (float *)(smem + 48), (int *)(smem + 128));
   mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
 
@@ -1652,7 +2147,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
-    mkc_sample(state, (const int *)(scratch + 13440), scratch + 1920, 256, 256, pos, T, scratch + 13952, (int *)(scratch + 15232), (int *)(scratch + 16512), scratch + 16522, scratch + 16576, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 59392), scratch + 8192, 256, 256, pos, t0, T, scratch + 59904, (int *)(scratch + 61184), (int *)(scratch + 62464), scratch + 62474, scratch + 62528, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -1662,5 +2157,5 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 3200, (const int *)(scratch + 8320), (const int *)(scratch + 16512), scratch + 16522, (int *)(scratch + 13440), 256, pos, T, scratch + 13952, scratch + 16576, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 62464), scratch + 62474, (int *)(scratch + 59392), 256, pos, t0, T, scratch + 59904, scratch + 62528, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 }

@@ -208,6 +208,11 @@ struct mkc_simt_fiber {
 
 /* Values one warp sum carries per meeting; more are summed in several. */
 #define SUM_MAX 64
+/* The largest mma meeting (mkc_simt_mma_tf32): per lane 2 x MT x 4 words of
+ * A, 2 x NT x 2 of B and MT x NT x 4 accumulators. */
+#define MMA_MT_MAX 4
+#define MMA_NT_MAX 8
+#define MMA_WORDS (8 * MMA_MT_MAX + 4 * MMA_NT_MAX + 4 * MMA_MT_MAX * MMA_NT_MAX)
 
 typedef struct warp {
   /* Shuffle slots, double-buffered by barrier parity (see mkc_simt_shfl_xor). */
@@ -218,6 +223,13 @@ typedef struct warp {
   float sum_in[2][SUM_MAX][WARP];
   float sum_out[2][SUM_MAX];
   int sum_gen[2];
+  /* mma meetings, double-buffered alike: each lane's fragments in, the
+   * accumulators out (computed once, by the first lane to run after the
+   * barrier), and each lane's (nb, mt, nt, MT, NT), which must agree. */
+  unsigned mma_in[2][MMA_WORDS][WARP];
+  float mma_out[2][4 * MMA_MT_MAX * MMA_NT_MAX][WARP];
+  int mma_shape[2][WARP][5];
+  int mma_gen[2];
   int gen;       /* warp barriers passed this launch */
   int n_at_warp; /* lanes of the current pass stopped at the warp barrier */
 } warp;
@@ -548,6 +560,153 @@ void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
   }
 }
 
+/* One mma.sync.m16n8k8 tf32 tile, D = A B + C, with the operands gathered
+ * from the lanes' fragments in the PTX ISA's layout (groupID g = lane >> 2,
+ * threadID_in_group q = lane & 3): A (16 x 8): a0 (g, q), a1 (g + 8, q),
+ * a2 (g, q + 4), a3 (g + 8, q + 4); B (8 x 8, k x n): b0 (q, g),
+ * b1 (q + 4, g); C and D (16 x 8): c0 (g, 2q), c1 (g, 2q + 1), c2 (g + 8, 2q),
+ * c3 (g + 8, 2q + 1). A tf32 operand is the top 19 bits of its register, as
+ * the tensor core reads it; products of two tf32 values are exact in float,
+ * and are added to the accumulator in k order. */
+#pragma GCC diagnostic ignored "-Wpsabi" /* static functions: no ABI crosses a boundary */
+typedef float v8f __attribute__((vector_size(32)));
+typedef unsigned v8u __attribute__((vector_size(32)));
+typedef int v8i __attribute__((vector_size(32)));
+
+/* Lanes 8h .. 8h + 7 of register row r, as floats (tf32: the top 19 bits). */
+static inline v8f lanes8(const unsigned *row, int h, int tf32) {
+  v8u u;
+  memcpy(&u, row + 8 * h, sizeof u);
+  if (tf32) u &= 0xffffe000u;
+  v8f f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/* A's rows 2h and 2h + 1 are a0 | a2 of lanes 8h .. 8h + 3 and 8h + 4 ..
+ * 8h + 7; rows 2h + 8 and 2h + 9 the same of a1 | a3. */
+static inline void gather_a(unsigned (*in)[WARP], v8f A[16]) {
+  for (int h = 0; h < 4; h++) {
+    v8f a0 = lanes8(in[0], h, 1), a1 = lanes8(in[1], h, 1);
+    v8f a2 = lanes8(in[2], h, 1), a3 = lanes8(in[3], h, 1);
+    A[2 * h] = __builtin_shuffle(a0, a2, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    A[2 * h + 1] = __builtin_shuffle(a0, a2, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    A[2 * h + 8] = __builtin_shuffle(a1, a3, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
+    A[2 * h + 9] = __builtin_shuffle(a1, a3, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+  }
+}
+
+static inline void gather_b(unsigned (*in)[WARP], v8f B[8]) {
+  for (int lane = 0; lane < WARP; lane++) {
+    int g = lane >> 2, q = lane & 3;
+    for (int r = 0; r < 2; r++) {
+      unsigned u = in[r][lane] & 0xffffe000u;
+      float f;
+      memcpy(&f, &u, sizeof f);
+      B[q + 4 * r][g] = f;
+    }
+  }
+}
+
+/* D's rows 2h and 2h + 1 interleave c0 and c1 of lanes 8h .. 8h + 7 (rows
+ * + 8: c2 and c3); and back. */
+static inline void gather_c(unsigned (*in)[WARP], v8f D[16]) {
+  for (int h = 0; h < 4; h++)
+    for (int hi = 0; hi < 2; hi++) {
+      v8f x0 = lanes8(in[2 * hi], h, 0), x1 = lanes8(in[2 * hi + 1], h, 0);
+      D[8 * hi + 2 * h] = __builtin_shuffle(x0, x1, (v8i){0, 8, 1, 9, 2, 10, 3, 11});
+      D[8 * hi + 2 * h + 1] = __builtin_shuffle(x0, x1, (v8i){4, 12, 5, 13, 6, 14, 7, 15});
+    }
+}
+
+static inline void scatter_d(const v8f D[16], float (*out)[WARP]) {
+  for (int h = 0; h < 4; h++)
+    for (int hi = 0; hi < 2; hi++) {
+      v8f d0 = D[8 * hi + 2 * h], d1 = D[8 * hi + 2 * h + 1];
+      v8f c0 = __builtin_shuffle(d0, d1, (v8i){0, 2, 4, 6, 8, 10, 12, 14});
+      v8f c1 = __builtin_shuffle(d0, d1, (v8i){1, 3, 5, 7, 9, 11, 13, 15});
+      memcpy(out[2 * hi] + 8 * h, &c0, sizeof c0);
+      memcpy(out[2 * hi + 1] + 8 * h, &c1, sizeof c1);
+    }
+}
+
+/* A row of D at a time, its 8 columns one vector, the products in the
+ * kernel's order. */
+static inline void mma_tile(v8f D[16], v8f A[2][MMA_MT_MAX][16], v8f B[2][MMA_NT_MAX][8], int i,
+                            int j, int nb) {
+  for (int row = 0; row < 16; row++) {
+    v8f d = D[row];
+    for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1): the CUDA prelude's order */
+      int pa = p == 1, pb = p == 2;
+      if (pb >= nb) break;
+      for (int k = 0; k < 8; k++) d += A[pa][i][row][k] * B[pb][j][k];
+    }
+    D[row] = d;
+  }
+}
+
+/* The meeting's tiles. Built for AVX2 too, picked at run time where the
+ * compiler can (the host binary is built for the baseline ISA, whose 16-byte
+ * vectors make the shuffles above element by element): this is the
+ * emulator's hottest code when a prompt chunk runs. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+static void
+mma_compute(warp *w, int par, int nb, int mt, int nt, int MT, int NT) {
+  unsigned(*in)[WARP] = w->mma_in[par];
+  int b_at = 8 * MT, c_at = b_at + 4 * NT;
+  v8f A[2][MMA_MT_MAX][16], B[2][MMA_NT_MAX][8];
+  for (int p = 0; p < 2; p++)
+    for (int i = 0; i < mt; i++) gather_a(in + (p * MT + i) * 4, A[p][i]);
+  for (int p = 0; p < nb; p++)
+    for (int j = 0; j < nt; j++) gather_b(in + b_at + (p * NT + j) * 2, B[p][j]);
+  for (int i = 0; i < mt; i++)
+    for (int j = 0; j < nt; j++) {
+      v8f D[16];
+      gather_c(in + c_at + (i * NT + j) * 4, D);
+      mma_tile(D, A, B, i, j, nb);
+      scatter_d(D, w->mma_out[par] + (i * NT + j) * 4);
+    }
+}
+
+void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                       int MT, int NT) {
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP, par = w->gen & 1, gen = w->gen;
+  if (MT < 1 || MT > MMA_MT_MAX || NT < 1 || NT > MMA_NT_MAX || mt < 0 || mt > MT || nt < 0 ||
+      nt > NT || nb < 1 || nb > 2) {
+    fail("block %d thread %d: mma: tiles %d x %d of %d x %d, %d B parts: outside what the "
+         "emulator takes (%d x %d, 1 or 2)",
+         f->block->bid, f->tid, mt, nt, MT, NT, nb, MMA_MT_MAX, MMA_NT_MAX);
+    abandon(f);
+  }
+  unsigned(*in)[WARP] = w->mma_in[par];
+  int b_at = 8 * MT, c_at = b_at + 4 * NT;
+  for (int k = 0; k < 8 * MT; k++) in[k][lane] = a[k];
+  for (int k = 0; k < 2 * nb * NT; k++) in[b_at + k][lane] = b[k];
+  for (int k = 0; k < 4 * MT * NT; k++) memcpy(&in[c_at + k][lane], &c[k], sizeof c[k]);
+  const int shape[5] = {nb, mt, nt, MT, NT};
+  memcpy(w->mma_shape[par][lane], shape, sizeof shape);
+  wait_at(f, WAIT_WARP);
+  if (w->mma_gen[par] != gen + 1) { /* the first lane released computes the tiles */
+    for (int l = 0; l < WARP; l++)
+      if (memcmp(w->mma_shape[par][l], shape, sizeof shape) != 0) {
+        fail("block %d warp %d: mma: lane %d asks for another shape than lane %d (mma.sync "
+             "needs the same in every lane)",
+             f->block->bid, f->tid / WARP, l, lane);
+        abandon(f);
+      }
+    mma_compute(w, par, nb, mt, nt, MT, NT);
+    w->mma_gen[par] = gen + 1;
+  }
+  for (int i = 0; i < mt; i++)
+    for (int j = 0; j < nt; j++)
+      for (int r = 0; r < 4; r++)
+        c[(i * NT + j) * 4 + r] = w->mma_out[par][(i * NT + j) * 4 + r][lane];
+}
+
 void mkc_simt_pause(void) {
   if (aborting()) abandon(self());
   if (!g.checking) {
@@ -667,6 +826,7 @@ static void *block_main(void *arg) {
     warp *wp = &b->warps[w];
     wp->gen = wp->n_at_warp = 0;
     wp->sum_gen[0] = wp->sum_gen[1] = -1;
+    wp->mma_gen[0] = wp->mma_gen[1] = -1;
   }
   b->n_at_block = b->n_done = b->bgen = 0;
   b->barriers_at_turn = 0;

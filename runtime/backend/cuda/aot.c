@@ -45,8 +45,12 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
   /* "..., <= 1024 blocks, KV bf16"; kernels from before the option kept KV in f32 */
   const char *kv = strstr(o, " blocks, KV ");
   const char *eol = strchr(o + 1, '\n');
-  if (!kv || (eol && kv > eol) || sscanf(kv, " blocks, KV %7s", h->kv_dtype) != 1)
+  if (!kv || (eol && kv > eol) || sscanf(kv, " blocks, KV %7[a-z0-9]", h->kv_dtype) != 1)
     snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
+  /* "..., prompt chunks <= 128 (tiled, tensor cores)"; kernels from before took t_max */
+  const char *chunks = strstr(o, ", prompt chunks <= ");
+  if (!chunks || (eol && chunks > eol) || sscanf(chunks, ", prompt chunks <= %d", &h->ubatch) != 1)
+    h->ubatch = h->draft_max + 1;
   return 0;
 }
 
@@ -187,6 +191,7 @@ int mkc_manifest_write(const char *dir, const mkc_manifest *m) {
   cJSON_AddNumberToObject(root, "threads", h->threads);
   cJSON_AddNumberToObject(root, "max_blocks", h->max_blocks);
   cJSON_AddStringToObject(root, "kv_dtype", h->kv_dtype);
+  cJSON_AddNumberToObject(root, "ubatch", h->ubatch);
   cJSON_AddStringToObject(hashes, "source", m->source_hash);
   cJSON_AddStringToObject(hashes, "graph", h->graph_hash);
   cJSON_AddStringToObject(hashes, "templates", h->templates_hash);
@@ -268,6 +273,10 @@ static void read_kernel(reader *r, const cJSON *root, mkc_manifest *m) {
     get_str(r, root, "kv_dtype", h->kv_dtype, sizeof h->kv_dtype);
   else
     snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
+  /* optional: manifests from before prompt chunks took draft_max + 1 */
+  h->ubatch = cJSON_GetObjectItemCaseSensitive(root, "ubatch")
+                  ? (int)get_int(r, root, "ubatch", 1, 1 << 20)
+                  : h->draft_max + 1;
   if (!r->bad && strcmp(h->kv_dtype, "bf16") != 0 && strcmp(h->kv_dtype, "f16") != 0 &&
       strcmp(h->kv_dtype, "f32") != 0)
     complain(r, "kv_dtype", "is not bf16, f16 or f32");

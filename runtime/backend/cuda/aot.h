@@ -16,6 +16,7 @@ typedef struct mkc_kernel_header {
   char graph_hash[17], templates_hash[17], options_hash[17];
   int draft_max, max_ctx, threads, max_blocks;
   char kv_dtype[8]; /* the KV cache's element type: bf16, f16, f32 */
+  int ubatch;       /* inputs of a prompt chunk (0: draft_max + 1, a kernel from before) */
 } mkc_kernel_header;
 
 /* 0, or -1 when source does not start with an mkc kernel header. */

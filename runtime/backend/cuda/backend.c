@@ -133,7 +133,7 @@ fail:
 
 int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st) {
   /* n_inputs, n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
-  int staged[2 + MKC_T_CAP];
+  int staged[2 + MKC_CHUNK_CAP];
   staged[0] = st->n_inputs;
   staged[1] = st->n_fixed;
   memcpy(staged + 2, st->inputs, (size_t)st->n_inputs * sizeof *st->inputs);
@@ -143,7 +143,8 @@ int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st) {
     CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
   else if (launch(b) != 0)
     return -1;
-  CU_CHECK(MemcpyDtoHAsync(st, b->state, sizeof *st, b->stream));
+  /* what the kernel writes: everything above the inputs (mkc_state.h) */
+  CU_CHECK(MemcpyDtoHAsync(st, b->state, offsetof(mkc_state, n_inputs), b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:
