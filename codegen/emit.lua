@@ -9,7 +9,7 @@ local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
-                   "gemm.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh" }
+                   "gemm.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh", "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
 local TILED_ONLY = { ["gemm.cuh"] = true }
 
@@ -151,7 +151,7 @@ function emit.stages(graph, plan, opts)
     for _, n in ipairs(st.nodes) do labels[#labels + 1] = emit.node_label(n) end
     st.labels = labels
   end
-  return smem_max
+  return math.max(smem_max, 4 * (ctx.warps + 2)) -- mkc_round_next's, after the stages
 end
 
 -- A step-dependent quantity as "c+N*t+N*ctx+N*att" (t: input tokens, ctx: cached
@@ -245,12 +245,16 @@ function emit.source(graph, plan, opts)
   put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
   put("")
   put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
+  put("  char *smem = mkc_smem();")
+  put("  (void)smem;")
+  -- a step, and with state->round_max > 1 more rounds of it (templates/rounds.cuh); the stages
+  -- keep the indentation they have without the loop, which inspect and the tests read
+  put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
+  put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
   put(("  if (!mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max,
     opts.t_chunk))
   put("  const int pos = state->pos, T = state->n_inputs;")
   put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
-  put("  char *smem = mkc_smem();")
-  put("  (void)smem;")
   local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   for i, st in ipairs(plan.stages) do
@@ -270,6 +274,10 @@ function emit.source(graph, plan, opts)
     if st.emitted.condition then put("  }") end
     if timer then put(("  mkc_stage_time(%s, %d);"):format(timer, i)) end
   end
+  put("")
+  put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, round, (int *)smem)) return;"):format(
+    plan.history, opts.max_ctx))
+  put("  } /* rounds */")
   put("}")
   return table.concat(out, "\n") .. "\n"
 end

@@ -6,6 +6,7 @@
 #define MKC_T_CAP 32        /* most input tokens a decode step can take: 1 + drafts */
 #define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
+#define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -23,6 +24,16 @@ enum mkc_status {
 #define MKC_LP_EMITTED 3
 #define MKC_LP_IDS 4
 #define MKC_LP_VALS (MKC_LP_IDS + MKC_LOGPROBS_MAX)
+
+/* One round of a launch that runs several (round_max > 1): what the step of
+ * that round took and emitted, as the state's fields say for a single step. */
+typedef struct mkc_round {
+  int n_in;       /* its inputs T: the last emitted token, then drafts */
+  int n_out;      /* tokens emitted: accepted + 1 */
+  int n_accepted; /* drafts accepted */
+  int status;     /* enum mkc_status */
+  int out_tokens[MKC_T_CAP];
+} mkc_round;
 
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */
@@ -61,8 +72,18 @@ typedef struct mkc_state {
   mkc_sampling sampling;
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+  /* rounds in one launch (round_max > 1), last: the host reads back n_rounds of them */
+  int n_rounds;
+  int round_go; /* another round runs (mkc_round_next), set before the barrier that starts it */
+  mkc_round rounds[MKC_ROUNDS_MAX];
   /* host-written before each step, last: the host copies these in and reads back only what is
-   * above (offsetof n_inputs), so a prompt chunk's inputs cost no decode step a byte */
+   * above (offsetof round_max; the rounds only when it ran them), so a prompt chunk's inputs cost
+   * no decode step a byte */
+  /* Rounds (templates/rounds.cuh): after the step below, up to round_max - 1 more steps in the
+   * same launch, each on the last emitted token and up to round_drafts drafts that prompt lookup
+   * finds in the history, until round_budget tokens are emitted or the context is full. 0 or 1:
+   * the one step. */
+  int round_max, round_drafts, round_budget;
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                    T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */

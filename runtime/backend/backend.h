@@ -26,6 +26,10 @@ struct mkc_backend_ops {
    * checked them), writes status and pos and, when ok, n_out, n_accepted and
    * out_tokens. 0, or -1 when the backend itself failed (after printing why). */
   int (*step)(mkc_backend *b, mkc_state *st);
+  /* Nonzero: step runs st->round_max > 1 rounds in one call, as the kernel's
+   * loop does (templates/rounds.cuh), and fills st->rounds; 0: the session
+   * runs the rounds step by step (ref). */
+  int rounds;
 
   /* Row `row` of the last step's logits (g->vocab floats): those after input
    * t0 + row, where t0 is 0, or a prompt chunk's last input (exec/session.c

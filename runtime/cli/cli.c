@@ -127,6 +127,7 @@ static const struct {
     {"--draft-max", 0, 31, offsetof(mkc_cli, draft_max)},
     {"--draft-min", 0, 31, offsetof(mkc_cli, draft_min)},
     {"--draft-layers", 1, 1 << 16, offsetof(mkc_cli, draft_layers)},
+    {"--rounds", 1, MKC_ROUNDS_MAX, offsetof(mkc_cli, rounds)},
     {"--ubatch", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, ubatch)},
     {"--ctx", 1, 1 << 20, offsetof(mkc_cli, max_ctx)},
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},

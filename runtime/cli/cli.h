@@ -32,6 +32,7 @@ typedef struct mkc_cli {
   int json;                  /* --json: run prints JSON lines, one per generated token */
   int draft_min;             /* --draft-min K: the adaptive depth's floor */
   int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;                /* --rounds R: decode rounds per kernel launch (0: 1) */
   int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
   int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
   int stages;                /* bench --stages: a kernel with stage timers, and their table */

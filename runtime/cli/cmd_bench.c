@@ -44,12 +44,12 @@ static double stddev(const double *x, int n) {
  * lookup): hist[0..depth) first, untimed (the cache a long conversation would
  * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
 static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, int depth,
-                    int n_prompt, int n_gen, int draft_max, result *r) {
+                    int n_prompt, int n_gen, int draft_max, int rounds, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
   if (!out) return -1;
-  mkc_decode_opts o = {.draft_max = draft_max, .drafter = drafter};
+  mkc_decode_opts o = {.draft_max = draft_max, .drafter = drafter, .rounds = rounds};
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
@@ -107,7 +107,8 @@ static const char USAGE[] =
     "quantized matrices as their blocks), params, backend, test, t/s; then mkc's\n"
     "columns: the weight bandwidth a step implies, next to a copy's bandwidth\n"
     "measured in the same run. Tests: ppN (a prompt of N tokens), tgN (N generated\n"
-    "tokens) and, with --draft-max K, tgN with prompt-lookup drafts; then tgN\n"
+    "tokens) and, with --draft-max K, tgN with prompt-lookup drafts; with\n"
+    "--rounds R, tgN with R steps per launch (drafted in the kernel); then tgN\n"
     "sampled in the kernel (llama.cpp's default chain, temperature 0.8).\n"
     "  -p N                   prompt tokens of the pp test (default 512, at most the\n"
     "                         context less one)\n"
@@ -121,7 +122,7 @@ static const char USAGE[] =
     "                         with stage timers) next to the bytes it moves and the\n"
     "                         time they take at the copy bandwidth measured here\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
-    "  --draft-layers L, -md FILE: as for run\n";
+    "  --draft-layers L, -md FILE, --rounds R: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -129,7 +130,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d --stages --draft-layers -md --ubatch",
+      "--dequant -p -d --stages --draft-layers -md --ubatch --rounds",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
@@ -169,13 +170,13 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
 
 typedef struct bench_test {
   char name[48];
-  int n_prompt, n_gen, draft_max, sampled;
+  int n_prompt, n_gen, draft_max, sampled, rounds;
 } bench_test;
 
 /* llama-bench's rows: prompt processing, generation, and generation with
  * drafts; then generation sampled in the kernel (llama.cpp's default chain at
  * temperature 0.8), with drafts too when asked: its cost next to greedy's. */
-static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[5]) {
+static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[6]) {
   int n = 0;
   snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
   tests[n].n_prompt = n_pp, tests[n].n_gen = 0, tests[n++].draft_max = 0;
@@ -184,6 +185,15 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[5]) {
   if (c->draft_max > 0) {
     snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d", c->n_gen, c->draft_max);
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = c->draft_max;
+  }
+  if (c->rounds > 1) { /* the drafts (if any) in the kernel, R steps per launch */
+    if (c->draft_max > 0)
+      snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d rounds%d", c->n_gen, c->draft_max,
+               c->rounds);
+    else
+      snprintf(tests[n].name, sizeof tests[0].name, "tg%d rounds%d", c->n_gen, c->rounds);
+    tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].rounds = c->rounds;
+    tests[n++].draft_max = c->draft_max;
   }
   snprintf(tests[n].name, sizeof tests[0].name, "tg%d sampled", c->n_gen);
   tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].sampled = 1, tests[n++].draft_max = 0;
@@ -232,7 +242,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   char arch[72] = "", types[64], size[32];
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
-  bench_test tests[5];
+  bench_test tests[6];
   mkc_sampling greedy = {.top_p = 1.0f, .repeat_penalty = 1.0f}, sampled = {.temp = 0.8f,
                                                                             .top_k = 40,
                                                                             .top_p = 0.95f,
@@ -257,7 +267,7 @@ int mkc_cmd_bench(int argc, char **argv) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (run_test(&m, ds.drafter, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max,
-                 &r) != 0)
+                 tests[i].rounds, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";

@@ -34,8 +34,8 @@ static const char USAGE[] =
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
-    "  -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant, --ubatch N:\n"
-    "  as for run\n";
+    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
+    "  --ubatch N: as for run\n";
 
 static int check_flags(const mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
@@ -135,6 +135,7 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
                        .adaptive = c->draft_adaptive,
                        .draft_min = c->draft_min,
                        .drafter = drafter,
+                       .rounds = c->rounds,
                        .on_token = on_token,
                        .ctx = &a,
                        .interrupted = &mkc_interrupted};
@@ -171,7 +172,7 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "--blocks --kv-dtype --dequant --ubatch "
                     "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md",
+                    "--draft-layers -md --rounds",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;

@@ -57,6 +57,10 @@ static const char USAGE[] =
     "  --draft-adaptive       the depth follows the acceptance rate (+1 above 80 %, -1\n"
     "                         below 40 %), between --draft-min K (default 0) and --draft-max,\n"
     "                         and rounds go plain while drafting costs more than it saves\n"
+    "  --rounds R             up to R draft-and-verify rounds (1..16) per kernel launch,\n"
+    "                         drafted by prompt lookup inside the kernel: one host round\n"
+    "                         trip per R steps (not with -md, --draft-layers,\n"
+    "                         --draft-adaptive or --logprobs)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
@@ -258,19 +262,20 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(fallbacks, sizeof fallbacks, ", %d fallbacks to plain decoding", st->fallbacks);
   }
   if (st->verify_seconds >= 0) snprintf(verify, sizeof verify, "%.3f s", st->verify_seconds);
-  fprintf(
-      stderr,
-      "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s%s; generated %d tokens in %.3f "
-      "s%s; %s; drafted %ld%s, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps; "
-      "drafts from %s: %d rounds, %d mismatches, %d all accepted%s; time: draft %.3f s, target "
-      "%.3f s, verify %s; %s; stopped: %s\n",
-      mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
-      c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, prompt_rate,
-      st->generated, gen_s, rate, sampled, st->drafted, depth, st->accepted,
-      st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
-      st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, st->draft_source,
-      st->rounds, st->mismatches, st->all_accepted, fallbacks, st->draft_seconds,
-      st->target_seconds, verify, ctx, mkc_stop_reason(st, eog, interrupted, open_ended));
+  fprintf(stderr,
+          "mkc: %s backend (%s), %s %s: prompt %d tokens in %.3f s%s; generated %d tokens in %.3f "
+          "s%s; %s; drafted %ld%s, accepted %ld, acceptance %.1f%%, %.2f tokens/step over %d steps "
+          "in %d launches; "
+          "drafts from %s: %d rounds, %d mismatches, %d all accepted%s; time: draft %.3f s, target "
+          "%.3f s, verify %s; %s; stopped: %s\n",
+          mkc_session_backend(m->s), mkc_session_describe(m->s), c->model_path ? "model" : "preset",
+          c->model_path ? c->model_path : m->g.preset, n_prompt, st->prompt_seconds, prompt_rate,
+          st->generated, gen_s, rate, sampled, st->drafted, depth, st->accepted,
+          st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
+          st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, st->launches,
+          st->draft_source, st->rounds, st->mismatches, st->all_accepted, fallbacks,
+          st->draft_seconds, st->target_seconds, verify, ctx,
+          mkc_stop_reason(st, eog, interrupted, open_ended));
 }
 
 /* --json's last line: {"stats": {...}}, the stats line's numbers (seconds
@@ -283,6 +288,7 @@ static void print_json_stats(int n_prompt, const mkc_decode_stats *st, const cha
   } nums[] = {{"prompt_tokens", n_prompt},
               {"generated", st->generated},
               {"steps", st->gen_steps},
+              {"launches", st->launches},
               {"rounds", st->rounds},
               {"drafted", (double)st->drafted},
               {"accepted", (double)st->accepted},
@@ -328,7 +334,7 @@ int mkc_cmd_run(int argc, char **argv) {
                          "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
                          "--logprobs --dequant "
                          "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
-                         "--presence-penalty --frequency-penalty --draft-layers -md",
+                         "--presence-penalty --frequency-penalty --draft-layers -md --rounds",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
@@ -375,6 +381,7 @@ int mkc_cmd_run(int argc, char **argv) {
                        .adaptive = c.draft_adaptive,
                        .draft_min = c.draft_min,
                        .drafter = ds.drafter,
+                       .rounds = c.rounds,
                        .interrupted = &mkc_interrupted,
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,

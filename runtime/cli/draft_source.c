@@ -10,6 +10,19 @@
 int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
   char msg[200];
   const char *flag = c->draft_layers ? "--draft-layers" : "-md";
+  /* rounds draft by prompt lookup inside the kernel, at a fixed depth (exec/decode.h) */
+  const char *not_with = c->draft_layers       ? "--draft-layers"
+                         : c->draft_model_path ? "-md"
+                         : c->draft_adaptive   ? "--draft-adaptive"
+                         : c->logprobs > 0     ? "--logprobs"
+                                               : NULL;
+  if (c->rounds > 1 && not_with) {
+    snprintf(msg, sizeof msg,
+             "%s: --rounds drafts by prompt lookup inside the kernel, at a fixed depth and "
+             "without log-probabilities: not with %s",
+             cmd, not_with);
+    return mkc_cli_usage_error("%s", msg);
+  }
   if (!c->draft_layers && !c->draft_model_path) return 0;
   if (c->draft_layers && c->draft_model_path)
     snprintf(msg, sizeof msg, "%s: --draft-layers and -md are two draft sources: give one", cmd);

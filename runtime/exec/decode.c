@@ -56,6 +56,59 @@ static void split_target_time(mkc_decode_stats *st) {
   st->target_seconds = t1 < 0 ? total : total - verify;
 }
 
+int mkc_decode_rounds_check(const mkc_session *s, const mkc_decode_opts *o) {
+  const char *why = NULL;
+  if (o->rounds < 0 || o->rounds > MKC_ROUNDS_MAX)
+    why = "is out of range";
+  else if (o->rounds <= 1)
+    return 0;
+  else if (o->drafter)
+    why = "drafts by prompt lookup inside the kernel: not with a draft model or --draft-layers";
+  else if (o->adaptive)
+    why = "keeps the draft depth fixed: not with --draft-adaptive";
+  else if (mkc_session_sampling(s)->logprobs > 0)
+    why = "keeps only the last round's log-probabilities: not with --logprobs";
+  if (!why) return 0;
+  fprintf(stderr, "mkc: error: --rounds %d (1..%d) %s\n", o->rounds, MKC_ROUNDS_MAX, why);
+  return -1;
+}
+
+/* Up to o->rounds generation steps in one launch (mkc_session_rounds): the
+ * first on in[0..T), the rest drafted in the kernel. Records and emits them
+ * as the loop below does its steps; the launch's time is shared out evenly. */
+static int run_rounds(mkc_session *s, const mkc_decode_opts *o, const int *in, int T, int draft_max,
+                      int n_gen, double t_draft, int *out, int *hist, int *n_hist,
+                      mkc_decode_stats *stats) {
+  mkc_round rr[MKC_ROUNDS_MAX];
+  int n = 0;
+  int want = n_gen - stats->generated;
+  if (mkc_session_rounds(s, in, T, o->rounds, draft_max, want, rr, &n) != 0) return -1;
+  stats->launches++;
+  double each = mkc_session_step_seconds(s) / n;
+  for (int i = 0; i < n; i++) {
+    const mkc_round *r = &rr[i];
+    if (r->status != MKC_STATUS_OK) {
+      fprintf(stderr, "mkc: error: the kernel refused round %d of a launch with %d inputs: %s\n",
+              i + 1, r->n_in, mkc_status_name(r->status));
+      return -1;
+    }
+    int k = r->n_in - 1;
+    stats->steps++;
+    stats->gen_steps++;
+    stats->drafted += k;
+    stats->accepted += r->n_accepted;
+    stats->rounds += k > 0;
+    stats->mismatches += r->n_accepted < k;
+    stats->all_accepted += k > 0 && r->n_accepted == k;
+    stats->draft_seconds += i == 0 ? t_draft : 0;
+    stats->step_count[1 + k]++;
+    stats->step_seconds[1 + k] += each;
+    for (int j = 0; j < r->n_out && stats->generated < n_gen; j++)
+      if (emit(s, o, j, r->out_tokens[j], out, hist, n_hist, stats)) return 0;
+  }
+  return 0;
+}
+
 int mkc_decode(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
                int draft_max, int *out, mkc_decode_stats *stats) {
   mkc_decode_opts o = {.draft_max = draft_max};
@@ -116,6 +169,11 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     free(hist);
     return -1;
   }
+  if (mkc_decode_rounds_check(s, o) != 0) {
+    mkc_drafter_close(lookup);
+    free(hist);
+    return -1;
+  }
   long steps0 = drafter->steps;
   stats->draft_source = o->drafter ? mkc_drafter_name(o->drafter) : "prompt lookup";
 
@@ -153,7 +211,13 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     double t_draft = mkc_seconds();
     if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1)) < 0) goto fail;
     t_draft = mkc_seconds() - t_draft;
+    if (o->rounds > 1) {
+      if (run_rounds(s, o, in, 1 + k, draft_max, n_gen, t_draft, out, hist, &n_hist, stats) != 0)
+        goto fail;
+      continue;
+    }
     if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
+    stats->launches++;
     double t_target = mkc_session_step_seconds(s), t_verdict = mkc_seconds();
     if (k > 0 && mkc_drafter_accepted(drafter, r.n_accepted) != 0) goto fail;
     t_draft += mkc_seconds() - t_verdict;

@@ -13,6 +13,8 @@
 
 typedef struct mkc_decode_stats {
   int steps;              /* kernel steps, prompt chunks included */
+  int launches;           /* generation's backend calls (host round trips): gen_steps, or fewer
+                             with rounds */
   int gen_steps;          /* steps that emitted generated tokens */
   long drafted;           /* draft tokens offered to the kernel */
   long accepted;          /* draft tokens the kernel accepted */
@@ -52,6 +54,14 @@ typedef struct mkc_decode_opts {
    * follows the history the loop gives it, so one drafter serves a whole
    * conversation. */
   mkc_drafter *drafter;
+  /* > 1: up to this many draft-and-verify rounds per kernel launch, drafted
+   * by prompt lookup inside the kernel (mkc_session_rounds): one host round
+   * trip per `rounds` steps. Only with prompt lookup (drafter NULL), a fixed
+   * depth (adaptive 0) and no log-probabilities (mkc_decode_rounds_check).
+   * Tokens reach on_token a launch at a time; a stop asked for mid-launch
+   * leaves the later rounds' tokens in the cache (mkc_decode_more forgets
+   * them). 0 or 1: a launch per step. */
+  int rounds;
   /* Called with each generated token, in order, as soon as it is known;
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);
@@ -64,6 +74,10 @@ typedef struct mkc_decode_opts {
    * place (mkc_session_logprobs). May be NULL. */
   void (*on_logprobs)(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
 } mkc_decode_opts;
+
+/* Whether o->rounds can be had with these options and session: 0, or -1
+ * after a message naming what stands in the way. */
+int mkc_decode_rounds_check(const mkc_session *s, const mkc_decode_opts *o);
 
 /* Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
  * session and generates up to n_gen tokens into out as opts says. Stops

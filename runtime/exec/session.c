@@ -4,6 +4,7 @@
  * GPU) or the ref backend (the reference executor behind the same step
  * contract). */
 #include "session.h"
+#include "draft.h"
 
 #include <sched.h>
 #include <stdio.h>
@@ -165,6 +166,17 @@ const char *mkc_session_backend(const mkc_session *s) { return s->b->ops->name; 
 
 const char *mkc_session_describe(const mkc_session *s) { return s->b->ops->describe(s->b); }
 
+/* A step of n_inputs from pos ran (rc: the backend's return): the rings lose
+ * the rows it overwrote, unless it was refused whole (or failed: who knows). */
+static void after_step(mkc_session *s, int rc, int status, int pos, int n_inputs) {
+  if (rc == 0 && (status == MKC_STATUS_CTX_FULL || status == MKC_STATUS_BAD_INPUT)) return;
+  for (int i = 0; i < s->n_rings; i++) {
+    mkc_ring *ring = &s->rings[i];
+    if (pos + n_inputs - ring->rows > ring->intact_from)
+      ring->intact_from = pos + n_inputs - ring->rows;
+  }
+}
+
 int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
                      mkc_step_result *r) {
   memset(r, 0, sizeof *r);
@@ -174,6 +186,7 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
     return 0;
   }
   mkc_state *st = &s->state;
+  st->round_max = 0;
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
@@ -181,13 +194,7 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   double t0 = mkc_seconds();
   int rc = s->b->ops->step(s->b, st);
   s->step_seconds = mkc_seconds() - t0;
-  /* The step wrote rows [pos, pos + T) unless it was refused whole (or failed: who knows). */
-  if (rc != 0 || (st->status != MKC_STATUS_CTX_FULL && st->status != MKC_STATUS_BAD_INPUT))
-    for (int i = 0; i < s->n_rings; i++) {
-      mkc_ring *ring = &s->rings[i];
-      if (pos + n_inputs - ring->rows > ring->intact_from)
-        ring->intact_from = pos + n_inputs - ring->rows;
-    }
+  after_step(s, rc, st->status, pos, n_inputs);
   if (rc != 0) return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
@@ -196,6 +203,79 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   r->n_out = st->n_out;
   r->n_accepted = st->n_accepted;
   memcpy(r->out, st->out_tokens, (size_t)st->n_out * sizeof *r->out);
+  return 0;
+}
+
+/* The rounds step by step, as the kernel's loop runs them (templates/rounds.cuh). */
+static int rounds_by_step(mkc_session *s, const int *inputs, int n_inputs, int rounds, int drafts,
+                          int budget, mkc_round *out, int *n_rounds) {
+  int in[MKC_T_CAP], emitted = 0;
+  memcpy(in, inputs, (size_t)n_inputs * sizeof *in);
+  for (int i = 0; i < rounds; i++) {
+    mkc_step_result r;
+    if (mkc_session_step(s, in, n_inputs, 0, &r) != 0) return -1;
+    out[i] = (mkc_round){
+        .n_in = n_inputs, .n_out = r.n_out, .n_accepted = r.n_accepted, .status = r.status};
+    memcpy(out[i].out_tokens, r.out, (size_t)r.n_out * sizeof *r.out);
+    *n_rounds = i + 1;
+    emitted += r.n_out;
+    int pos = s->state.pos;
+    if (r.status != MKC_STATUS_OK || emitted >= budget || pos >= s->g->max_ctx) break;
+    int k = drafts, want = budget - emitted, room = s->g->max_ctx - pos;
+    if (k > want - 1) k = want - 1;
+    if (k > room - 1) k = room - 1;
+    /* the history: the cached tokens and the last emitted one, at pos */
+    in[0] = r.out[r.n_out - 1];
+    s->tokens[pos] = in[0];
+    n_inputs = 1 + mkc_draft_lookup(s->tokens, pos + 1, k, in + 1);
+  }
+  return 0;
+}
+
+int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, int rounds, int drafts,
+                       int budget, mkc_round *out, int *n_rounds) {
+  const mkc_graph *g = s->g;
+  *n_rounds = 0;
+  if (rounds < 1 || rounds > MKC_ROUNDS_MAX || drafts < 0 || drafts >= g->t_max || budget < 1 ||
+      n_inputs < 1 || n_inputs > g->t_max) {
+    out[0] = (mkc_round){.n_in = n_inputs, .status = MKC_STATUS_BAD_INPUT};
+    *n_rounds = 1;
+    return 0;
+  }
+  if (!s->b->ops->rounds || rounds == 1)
+    return rounds_by_step(s, inputs, n_inputs, rounds, drafts, budget, out, n_rounds);
+  mkc_state *st = &s->state;
+  st->round_max = rounds;
+  st->round_drafts = drafts;
+  st->round_budget = budget;
+  st->n_inputs = n_inputs;
+  st->n_fixed = 0;
+  memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
+  int pos = st->pos;
+  double t0 = mkc_seconds();
+  int rc = s->b->ops->step(s->b, st);
+  s->step_seconds = mkc_seconds() - t0;
+  st->round_max = 0;
+  /* a round the kernel refused before its stages (mkc_step_begin) is not in st->rounds */
+  int n = st->n_rounds;
+  if (rc == 0 && st->status != MKC_STATUS_OK && n < rounds &&
+      (n == 0 || st->rounds[n - 1].status == MKC_STATUS_OK))
+    st->rounds[n++] = (mkc_round){.n_in = st->n_inputs, .status = st->status};
+  int in0 = inputs[0];
+  for (int i = 0; i < n; i++) {
+    const mkc_round *r = &st->rounds[i];
+    after_step(s, rc, r->status, pos, r->n_in);
+    if (r->status != MKC_STATUS_OK) break;
+    /* the cache now holds the round's first input and its accepted drafts, which the kernel
+     * emitted as they were */
+    s->tokens[pos] = in0;
+    memcpy(s->tokens + pos + 1, r->out_tokens, (size_t)r->n_accepted * sizeof *r->out_tokens);
+    pos += r->n_out;
+    in0 = r->out_tokens[r->n_out - 1];
+  }
+  if (rc != 0) return -1;
+  memcpy(out, st->rounds, (size_t)n * sizeof *out);
+  *n_rounds = n;
   return 0;
 }
 

@@ -118,6 +118,7 @@ static void close_cpu(mkc_backend *b) {
 static const mkc_backend_ops cpu_ops = {
     .name = "cpu",
     .step = step,
+    .rounds = 1,
     .read_scratch = read_scratch,
     .logits = logits,
     .kv = kv,

@@ -132,19 +132,21 @@ fail:
 }
 
 int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st) {
-  /* n_inputs, n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
-  int staged[2 + MKC_CHUNK_CAP];
-  staged[0] = st->n_inputs;
-  staged[1] = st->n_fixed;
-  memcpy(staged + 2, st->inputs, (size_t)st->n_inputs * sizeof *st->inputs);
-  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, n_inputs), staged,
-                           (size_t)(2 + st->n_inputs) * sizeof(int), b->stream));
+  /* round_max .. n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
+  enum { HEAD = (offsetof(mkc_state, inputs) - offsetof(mkc_state, round_max)) / sizeof(int) };
+  int staged[HEAD + MKC_CHUNK_CAP];
+  memcpy(staged, &st->round_max, HEAD * sizeof(int));
+  memcpy(staged + HEAD, st->inputs, (size_t)st->n_inputs * sizeof *st->inputs);
+  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, round_max), staged,
+                           (HEAD + (size_t)st->n_inputs) * sizeof(int), b->stream));
   if (b->graph_exec)
     CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
   else if (launch(b) != 0)
     return -1;
-  /* what the kernel writes: everything above the inputs (mkc_state.h) */
-  CU_CHECK(MemcpyDtoHAsync(st, b->state, offsetof(mkc_state, n_inputs), b->stream));
+  /* what the kernel writes: everything above the inputs (mkc_state.h), the rounds only when run */
+  int rounds = st->round_max > 1 ? st->round_max : 0;
+  CU_CHECK(MemcpyDtoHAsync(st, b->state, offsetof(mkc_state, rounds) + rounds * sizeof(mkc_round),
+                           b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:

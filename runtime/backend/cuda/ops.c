@@ -129,6 +129,7 @@ static void close_cuda(mkc_backend *b) {
 static const mkc_backend_ops cuda_ops = {
     .name = "cuda",
     .step = step,
+    .rounds = 1,
     .logits = logits,
     .kv = kv,
     .reset = reset,

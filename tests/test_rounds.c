@@ -1,0 +1,262 @@
+/* Several draft-and-verify rounds in one launch (--rounds, issue 15):
+ *   - the kernel's rounds are the reference's round for round: the same
+ *     inputs count (its in-kernel prompt lookup drafts what the host's
+ *     does), accepted drafts and tokens, on tiny, odd and swa-tiny (a ring
+ *     that wraps inside a launch);
+ *   - decoding with R rounds per launch gives plain decoding's tokens, greedy
+ *     and sampled (the draws are keyed by position, so a launch boundary
+ *     changes nothing), with one launch per R steps;
+ *   - a launch stops at the budget, at a full context, and the session's
+ *     tokens and pos are those of the rounds run;
+ *   - bad arguments are refused; options rounds cannot serve are named;
+ *   - planted: kernels whose lookup takes an earlier match, tries the
+ *     shortest suffix first or drafts one token too few draft other tokens
+ *     than the reference (caught), yet emit the same text (speculation stays
+ *     lossless). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec/decode.h"
+#include "fixture.h"
+
+/* Repetitive, so prompt lookup finds matches. */
+static const int PROMPT[] = {5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6, 7};
+#define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
+#define N_GEN 60
+
+static int first_difference(const int *a, const int *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i] != b[i]) return i;
+  return -1;
+}
+
+/* Feeds PROMPT; the first generated token into *first. 0 or -1. */
+static int feed(mkc_session *s, const mkc_graph *g, int *first) {
+  mkc_step_result r;
+  for (int pos = 0; pos < N_PROMPT;) {
+    int T = N_PROMPT - pos < g->t_chunk ? N_PROMPT - pos : g->t_chunk;
+    if (mkc_session_step(s, PROMPT + pos, T, T - 1, &r) != 0 || r.status) return -1;
+    pos += T;
+  }
+  *first = r.out[r.n_out - 1];
+  return 0;
+}
+
+/* Launches of up to R rounds until n_gen tokens: each round's record in log
+ * (up to cap), tokens in out. Returns the rounds run, or -1. */
+static int run_launches(mkc_session *s, const mkc_graph *g, int R, int k, int n_gen, int *out,
+                        mkc_round *log, int cap, int *launches) {
+  int first, n = 0, n_log = 0;
+  if (feed(s, g, &first) != 0) return -1;
+  out[n++] = first;
+  *launches = 0;
+  while (n < n_gen) {
+    int in[MKC_T_CAP], pos = mkc_session_pos(s), kk = k;
+    int hist[512];
+    memcpy(hist, mkc_session_tokens(s), (size_t)pos * sizeof *hist);
+    hist[pos] = out[n - 1];
+    in[0] = out[n - 1];
+    if (kk > n_gen - n - 1) kk = n_gen - n - 1;
+    int T = 1 + mkc_draft_lookup(hist, pos + 1, kk, in + 1);
+    mkc_round rr[MKC_ROUNDS_MAX];
+    int nr = 0;
+    if (mkc_session_rounds(s, in, T, R, k, n_gen - n, rr, &nr) != 0) return -1;
+    (*launches)++;
+    for (int i = 0; i < nr; i++) {
+      if (rr[i].status != MKC_STATUS_OK) return -1;
+      if (n_log < cap) log[n_log] = rr[i];
+      n_log++;
+      for (int j = 0; j < rr[i].n_out && n < n_gen; j++) out[n++] = rr[i].out_tokens[j];
+    }
+  }
+  return n_log;
+}
+
+static int same_rounds(const mkc_round *a, const mkc_round *b, int n) {
+  for (int i = 0; i < n; i++)
+    if (a[i].n_in != b[i].n_in || a[i].n_out != b[i].n_out || a[i].n_accepted != b[i].n_accepted ||
+        a[i].status != b[i].status ||
+        memcmp(a[i].out_tokens, b[i].out_tokens, (size_t)a[i].n_out * sizeof(int)) != 0)
+      return 0;
+  return 1;
+}
+
+/* The kernel's rounds against the reference's, round for round. */
+static void against_reference(const char *preset, int ubatch) {
+  fixture fx;
+  if (!CHECK(fixture_open_ub(&fx, preset, 4, 0, ubatch, 42) == 0, "%s: generate", preset)) return;
+  const mkc_graph *g = &fx.g;
+  static const int RS[] = {2, 5, 16};
+  for (int i = 0; i < 3; i++) {
+    int R = RS[i];
+    mkc_session *k = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 3);
+    mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &fx.src, &fx.w, 0);
+    int out_k[N_GEN], out_r[N_GEN], lk = 0, lr = 0;
+    mkc_round log_k[N_GEN], log_r[N_GEN];
+    int nk = k && ref ? run_launches(k, g, R, 4, N_GEN, out_k, log_k, N_GEN, &lk) : -1;
+    int nr = k && ref ? run_launches(ref, g, R, 4, N_GEN, out_r, log_r, N_GEN, &lr) : -1;
+    long drafted = 0, accepted = 0;
+    for (int j = 0; j < nk && j < N_GEN; j++) {
+      drafted += log_k[j].n_in - 1;
+      accepted += log_k[j].n_accepted;
+    }
+    CHECK(nk > 0 && nk == nr && nk <= N_GEN && same_rounds(log_k, log_r, nk) &&
+              first_difference(out_k, out_r, N_GEN) < 0,
+          "%s, R = %d: the kernel's %d rounds are the reference's, round for round (%ld drafted, "
+          "%ld accepted)",
+          preset, R, nk, drafted, accepted);
+    CHECK(nk > 0 && lk == (nk + R - 1) / R, "%s, R = %d: %d launches for %d rounds", preset, R, lk,
+          nk);
+    CHECK(k && mkc_session_pos(k) == mkc_session_pos(ref) &&
+              first_difference(mkc_session_tokens(k), mkc_session_tokens(ref), mkc_session_pos(k)) <
+                  0,
+          "%s, R = %d: the session's tokens and pos (%d) are the reference's", preset, R,
+          k ? mkc_session_pos(k) : -1);
+    mkc_session_close(k);
+    mkc_session_close(ref);
+  }
+  fixture_close(&fx);
+}
+
+/* mkc_decode_with R rounds per launch against one launch per step. */
+static int decode(const fixture *fx, const mkc_sampling *o, int R, int *out, mkc_decode_stats *st) {
+  mkc_session *s = mkc_session_open(test_backend(), &fx->g, &fx->src, &fx->w, 3);
+  mkc_decode_opts d = {.draft_max = 4, .rounds = R};
+  int rc = s && (!o || mkc_session_set_sampling(s, o) == 0) &&
+                   mkc_decode_with(s, &fx->g, PROMPT, N_PROMPT, N_GEN, &d, out, st) == 0
+               ? st->generated
+               : -1;
+  mkc_session_close(s);
+  return rc;
+}
+
+static void lossless(const char *preset) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, preset, 4, 0, 7) == 0, "%s: generate", preset)) return;
+  mkc_sampling sampled;
+  memset(&sampled, 0, sizeof sampled);
+  sampled.temp = 1.5f;
+  sampled.top_k = 20;
+  sampled.top_p = 0.95f;
+  sampled.repeat_penalty = 1.1f;
+  sampled.repeat_last_n = 16;
+  sampled.seed_lo = 1234;
+  const mkc_sampling *modes[] = {NULL, &sampled};
+  for (int m = 0; m < 2; m++) {
+    int plain[N_GEN], out[N_GEN];
+    mkc_decode_stats st1, st;
+    int n1 = decode(&fx, modes[m], 1, plain, &st1);
+    for (int R = 3; R <= 12; R += 9) {
+      int n = decode(&fx, modes[m], R, out, &st);
+      CHECK(n1 == N_GEN && n == N_GEN && first_difference(plain, out, N_GEN) < 0 &&
+                st.accepted == st1.accepted && st.drafted == st1.drafted,
+            "%s, %s, R = %d: the tokens of one launch per step (%ld of %ld drafts accepted both "
+            "ways)",
+            preset, m ? "sampled" : "greedy", R, st.accepted, st.drafted);
+      CHECK(st.gen_steps == st1.gen_steps && st1.launches == st1.gen_steps &&
+                st.launches == (st.gen_steps + R - 1) / R,
+            "%s, %s, R = %d: %d launches for %d generation steps (one per step: %d)", preset,
+            m ? "sampled" : "greedy", R, st.launches, st.gen_steps, st1.launches);
+    }
+  }
+  fixture_close(&fx);
+}
+
+/* Budget, a full context, bad arguments and refused options. */
+static void limits(void) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "tiny", 4, 32, 42) == 0, "tiny, ctx 32: generate")) return;
+  const mkc_graph *g = &fx.g;
+  mkc_session *s = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 2);
+  int first = 0, in[1];
+  mkc_round rr[MKC_ROUNDS_MAX];
+  int n = 0;
+  if (!CHECK(s && feed(s, g, &first) == 0, "tiny, ctx 32: the prompt")) goto done;
+  in[0] = first;
+  int ok = mkc_session_rounds(s, in, 1, 16, 4, 7, rr, &n) == 0, emitted = 0;
+  for (int i = 0; i < n; i++) emitted += rr[i].n_out;
+  CHECK(ok && n >= 1 && emitted >= 7 && emitted - rr[n - 1].n_out < 7,
+        "a budget of 7 tokens: the launch stops in the round that reaches it (%d rounds, %d "
+        "emitted)",
+        n, emitted);
+  int pos = mkc_session_pos(s);
+  in[0] = rr[n - 1].out_tokens[rr[n - 1].n_out - 1];
+  ok = mkc_session_rounds(s, in, 1, 16, 4, 1000, rr, &n) == 0;
+  int all_ok = ok;
+  for (int i = 0; i < n; i++) all_ok = all_ok && rr[i].status == MKC_STATUS_OK;
+  CHECK(all_ok && mkc_session_pos(s) == g->max_ctx,
+        "from pos %d, 16 rounds and room for %d: they stop with the context full (pos %d, %d "
+        "rounds)",
+        pos, g->max_ctx - pos, mkc_session_pos(s), n);
+  ok = mkc_session_rounds(s, in, 1, 2, 4, 10, rr, &n) == 0;
+  CHECK(ok && n == 1 && rr[0].status == MKC_STATUS_CTX_FULL && mkc_session_pos(s) == g->max_ctx,
+        "a launch on a full context: refused, %s", mkc_status_name(rr[0].status));
+  static const struct {
+    int T, R, k, budget;
+  } bad[] = {{1, 0, 4, 5}, {1, MKC_ROUNDS_MAX + 1, 4, 5}, {1, 2, 5, 5}, {1, 2, 4, 0}, {6, 2, 4, 5}};
+  for (int i = 0; i < 5; i++) {
+    ok = mkc_session_rounds(s, in, bad[i].T, bad[i].R, bad[i].k, bad[i].budget, rr, &n) == 0;
+    CHECK(ok && n == 1 && rr[0].status == MKC_STATUS_BAD_INPUT,
+          "T %d, R %d, drafts %d, budget %d: refused as bad input", bad[i].T, bad[i].R, bad[i].k,
+          bad[i].budget);
+  }
+  mkc_decode_opts o = {.draft_max = 4, .rounds = 4, .adaptive = 1};
+  check_stderr_begin();
+  int rc = mkc_decode_rounds_check(s, &o);
+  char *msg = check_stderr_end();
+  CHECK(rc == -1 && strstr(msg, "--rounds 4 (1..16) keeps the draft depth fixed"),
+        "rounds with --draft-adaptive: refused, named");
+  free(msg);
+done:
+  mkc_session_close(s);
+  fixture_close(&fx);
+}
+
+/* Kernels whose lookup drafts otherwise than the host's: caught by the
+ * comparison of rounds, while their text stays the same. */
+static void planted(const char *what, const char *from, const char *to) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "odd", 4, 0, 42) == 0, "planted: generate (odd)")) return;
+  char *at = strstr(fx.src.source, from);
+  if (!CHECK(at != NULL, "planted: the lookup's line is in the kernel")) goto done;
+  size_t head = (size_t)(at - fx.src.source), size = strlen(fx.src.source) + strlen(to) + 1;
+  char *mutant = malloc(size);
+  snprintf(mutant, size, "%.*s%s%s", (int)head, fx.src.source, to, at + strlen(from));
+  mkc_kernel_src ks = {mutant, fx.src.file_name};
+  mkc_session *k = mkc_session_open(MKC_BACKEND_CPU, &fx.g, &ks, &fx.w, 3);
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &fx.g, &fx.src, &fx.w, 0);
+  int out_k[N_GEN], out_r[N_GEN], lk = 0, lr = 0;
+  mkc_round log_k[N_GEN], log_r[N_GEN];
+  int nk = k && ref ? run_launches(k, &fx.g, 8, 4, N_GEN, out_k, log_k, N_GEN, &lk) : -1;
+  int nr = k && ref ? run_launches(ref, &fx.g, 8, 4, N_GEN, out_r, log_r, N_GEN, &lr) : -1;
+  int same = nk == nr && nk > 0 && same_rounds(log_k, log_r, nk < N_GEN ? nk : N_GEN);
+  CHECK(nk > 0 && !same && first_difference(out_k, out_r, N_GEN) < 0,
+        "planted, %s: caught (%d rounds against %d), and the text is the same", what, nk, nr);
+  mkc_session_close(k);
+  mkc_session_close(ref);
+  free(mutant);
+done:
+  fixture_close(&fx);
+}
+
+int main(void) {
+  if (test_skip_without_gpu()) return 0;
+  against_reference("tiny", 0);
+  against_reference("odd", 0);
+  against_reference("swa-tiny", 12);
+  lossless("tiny");
+  lossless("odd");
+  limits();
+  if (test_backend() == MKC_BACKEND_CPU) {
+    planted("the first warp's match, not the most recent",
+            "for (int w = 0; w < MKC_WARPS; w++) best = red[w] > best ? red[w] : best;",
+            "for (int w = 0; w < MKC_WARPS; w++) best = best < 0 ? red[w] : best;");
+    planted("the shortest suffix first",
+            "for (int len = MKC_LOOKUP_NGRAM_MAX; len >= 1 && k > 0; len--)",
+            "for (int len = 1; len <= MKC_LOOKUP_NGRAM_MAX && k > 0; len++)");
+    planted("a draft too few", "for (int i = best + len; i < n && got < k; i++) got++;",
+            "for (int i = best + len; i < n && got < k - 1; i++) got++;");
+  }
+  return check_done();
+}
