@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates e45bbeb936908eee, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates e11b952f8466f57b, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 83 grid barriers; scratch 3773568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -221,6 +221,7 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
 #define MKC_T_CAP 32        /* most input tokens a decode step can take: 1 + drafts */
 #define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
+#define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -238,6 +239,16 @@ enum mkc_status {
 #define MKC_LP_EMITTED 3
 #define MKC_LP_IDS 4
 #define MKC_LP_VALS (MKC_LP_IDS + MKC_LOGPROBS_MAX)
+
+/* One round of a launch that runs several (round_max > 1): what the step of
+ * that round took and emitted, as the state's fields say for a single step. */
+typedef struct mkc_round {
+  int n_in;       /* its inputs T: the last emitted token, then drafts */
+  int n_out;      /* tokens emitted: accepted + 1 */
+  int n_accepted; /* drafts accepted */
+  int status;     /* enum mkc_status */
+  int out_tokens[MKC_T_CAP];
+} mkc_round;
 
 /* Sampling options, written by the host once per request (not per step) and
  * read by the sampler stage (templates/sample.cuh) and the reference. */
@@ -276,8 +287,18 @@ typedef struct mkc_state {
   mkc_sampling sampling;
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
+  /* rounds in one launch (round_max > 1), last: the host reads back n_rounds of them */
+  int n_rounds;
+  int round_go; /* another round runs (mkc_round_next), set before the barrier that starts it */
+  mkc_round rounds[MKC_ROUNDS_MAX];
   /* host-written before each step, last: the host copies these in and reads back only what is
-   * above (offsetof n_inputs), so a prompt chunk's inputs cost no decode step a byte */
+   * above (offsetof round_max; the rounds only when it ran them), so a prompt chunk's inputs cost
+   * no decode step a byte */
+  /* Rounds (templates/rounds.cuh): after the step below, up to round_max - 1 more steps in the
+   * same launch, each on the last emitted token and up to round_drafts drafts that prompt lookup
+   * finds in the history, until round_budget tokens are emitted or the context is full. 0 or 1:
+   * the one step. */
+  int round_max, round_drafts, round_budget;
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                    T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
@@ -1940,14 +1961,113 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   st->step += 1;
   st->status = MKC_STATUS_OK;
 }
-#line 1944 "llama.llama-3.2-1b.cu"
+#line 1 "templates/rounds.cuh"
+/* Several draft-and-verify rounds in one launch (state.round_max > 1): after
+ * a step's accept, block 0 records the round, drafts the next one by prompt
+ * lookup over the history the kernel keeps (the token at every position),
+ * and one grid barrier later every block runs the stages again, with no
+ * host round trip between. The next round is the one the host's decode loop
+ * would run (exec/decode.c): its first input the last emitted token, then
+ * min(round_drafts, tokens still wanted - 1, room left - 1) drafts found as
+ * exec/draft.c's mkc_draft_lookup finds them. */
+
+#define MKC_LOOKUP_NGRAM_MAX 3 /* exec/draft.h's MKC_DRAFT_NGRAM_MAX */
+
+/* Token i of the history h[0..n_hist) followed by last. */
+MKC_DEVICE int mkc_hist_at(const int *h, int n_hist, int last, int i) {
+  return i < n_hist ? h[i] : last;
+}
+
+/* Prompt lookup over h[0..n_hist) + last by the whole block: the longest
+ * suffix (3 tokens down to 1) found earlier, its most recent match, and up to
+ * k of the tokens that followed it into out. Returns how many, to every
+ * thread. red: MKC_WARPS ints of smem. */
+MKC_DEVICE int mkc_lookup_drafts(const int *h, int n_hist, int last, int k, int *out, int *red) {
+  int n = n_hist + 1;
+  for (int len = MKC_LOOKUP_NGRAM_MAX; len >= 1 && k > 0; len--) {
+    if (len >= n) continue;
+    int best = -1;
+    for (int start = mkc_tid(); start <= n - len - 1; start += MKC_THREADS) {
+      int j = 0;
+      while (j < len &&
+             mkc_hist_at(h, n_hist, last, start + j) == mkc_hist_at(h, n_hist, last, n - len + j))
+        j++;
+      if (j == len && start > best) best = start;
+    }
+    for (int m = 16; m > 0; m >>= 1) {
+      int o = mkc_shfl_xor_int(best, m);
+      best = o > best ? o : best;
+    }
+    if (mkc_lane() == 0) red[mkc_warp()] = best;
+    mkc_sync_block();
+    best = -1;
+    for (int w = 0; w < MKC_WARPS; w++) best = red[w] > best ? red[w] : best;
+    mkc_sync_block(); /* red is reused by the next length */
+    if (best >= 0) {
+      int got = 0;
+      for (int i = best + len; i < n && got < k; i++) got++;
+      for (int i = mkc_tid(); i < got; i += MKC_THREADS)
+        out[i] = mkc_hist_at(h, n_hist, last, best + len + i);
+      return got;
+    }
+  }
+  return 0;
+}
+
+/* After round `round`'s stages: records it and sets up the next one. Called
+ * by every thread of every block; nonzero when another round runs (all
+ * blocks then see its inputs in the state). history: the tokens by position
+ * (mkc_accept writes them); red: MKC_WARPS + 2 ints of smem. */
+MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, int round, int *red) {
+  if (st->round_max <= 1) return 0; /* host-written, the same for every block */
+  if (mkc_bid() == 0) {
+    int more = 0;
+    if (mkc_tid() == 0) {
+      mkc_round *r = &st->rounds[round];
+      r->n_in = st->n_inputs;
+      r->n_out = st->status == MKC_STATUS_OK ? st->n_out : 0;
+      r->n_accepted = st->status == MKC_STATUS_OK ? st->n_accepted : 0;
+      r->status = st->status;
+      for (int i = 0; i < r->n_out; i++) r->out_tokens[i] = st->out_tokens[i];
+      st->n_rounds = round + 1;
+      int emitted = 0;
+      for (int i = 0; i <= round; i++) emitted += st->rounds[i].n_out;
+      more = st->status == MKC_STATUS_OK && round + 1 < st->round_max &&
+             round + 1 < MKC_ROUNDS_MAX && emitted < st->round_budget && st->pos < max_ctx;
+      if (more) {
+        int k = st->round_drafts, want = st->round_budget - emitted, room = max_ctx - st->pos;
+        if (k > want - 1) k = want - 1;
+        if (k > room - 1) k = room - 1;
+        red[MKC_WARPS] = k < 0 ? 0 : k;
+        st->inputs[0] = st->out_tokens[st->n_out - 1];
+      }
+      red[MKC_WARPS + 1] = more;
+    }
+    mkc_sync_block();
+    more = red[MKC_WARPS + 1];
+    if (more) {
+      int got =
+          mkc_lookup_drafts(history, st->pos, st->inputs[0], red[MKC_WARPS], st->inputs + 1, red);
+      if (mkc_tid() == 0) {
+        st->n_inputs = 1 + got;
+        st->n_fixed = 0;
+      }
+    }
+    if (mkc_tid() == 0) st->round_go = more;
+  }
+  mkc_grid_sync(st);
+  return st->round_go;
+}
+#line 2062 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
+  char *smem = mkc_smem();
+  (void)smem;
+  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */
+  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */
   if (!mkc_step_begin(state, 128256, 4096, 5, 128)) return;
   const int pos = state->pos, T = state->n_inputs;
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
-  char *smem = mkc_smem();
-  (void)smem;
 
   /* stage 1/84: embed -- embed token_embd.weight (line 145)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
@@ -3348,4 +3468,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 3773184), scratch + 3773194, (int *)(scratch + 2486528), 128256, pos, t0, T, scratch + 2490624, scratch + 3773248, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+
+  if (!mkc_round_next(state, (const int *)(scratch + 2486528), 4096, round, (int *)smem)) return;
+  } /* rounds */
 }
