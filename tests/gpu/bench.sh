@@ -4,7 +4,8 @@
 #   bash tests/gpu/bench.sh test    make test-gpu (suite on cuda, graph replay, compute-sanitizer)
 #   bash tests/gpu/bench.sh bench   mkc bench: llama-3.2-1b bf16 and Q4_K (T = 1: tg; T = 5: tg
 #                                   draft4, whose steps verify 5 tokens) at 0, 512 and 4096 cached
-#                                   positions, and a SmolLM2-135M-shaped file in Q4_1/Q8_0 and bf16
+#                                   positions, and a SmolLM2-135M-shaped file in Q4_1/Q8_0 and bf16;
+#                                   at 0 positions also 8 rounds per launch (--rounds 8)
 #   bash tests/gpu/bench.sh peer    the transformers peer (tests/gpu/hf_peer.py) on the same shapes
 #   bash tests/gpu/bench.sh all     the three, in order
 # Logs go to $OUT (the device tool's folder), else build/gpu-bench; summary.log
@@ -45,7 +46,7 @@ bench() { # NAME ARGS...: one mkc bench table into the summary
 
 if [ "$part" = bench ] || [ "$part" = all ]; then
   l1b=(--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128)
-  bench l1b-d0 "${l1b[@]}" -p 512
+  bench l1b-d0 "${l1b[@]}" -p 512 --rounds 8
   bench l1b-d512 "${l1b[@]}" -p 64 -d 512
   bench l1b-d4096 "${l1b[@]}" -p 64 -d 4096
   if "$mkc" init --preset llama-3.2-1b --seed 1 --type q4_k -o /tmp/l1b-q4k.gguf >"$out/init.log" 2>&1; then
@@ -55,7 +56,7 @@ if [ "$part" = bench ] || [ "$part" = all ]; then
   fi
   if "$mkc" init --preset smollm2-135m --seed 1 --type q4_1 --tensor-type token_embd.weight=q8_0 \
     -o /tmp/smollm2.gguf >>"$out/init.log" 2>&1; then
-    bench smollm2-q41 -m /tmp/smollm2.gguf --ctx 8192 --draft-max 4 -n 128 -p 512
+    bench smollm2-q41 -m /tmp/smollm2.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8
     bench smollm2-bf16 -m /tmp/smollm2.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant
   else
     say "init smollm2-135m failed: $(tail -n 2 "$out/init.log")"
