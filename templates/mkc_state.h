@@ -7,6 +7,7 @@
 #define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
+#define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -81,9 +82,10 @@ typedef struct mkc_state {
    * no decode step a byte */
   /* Rounds (templates/rounds.cuh): after the step below, up to round_max - 1 more steps in the
    * same launch, each on the last emitted token and up to round_drafts drafts that prompt lookup
-   * finds in the history, until round_budget tokens are emitted or the context is full. 0 or 1:
-   * the one step. */
-  int round_max, round_drafts, round_budget;
+   * finds in the history, until round_budget tokens are emitted, a round emits one of
+   * round_stops or the context is full. 0 or 1: the one step. */
+  int round_max, round_drafts, round_budget, n_round_stops;
+  int round_stops[MKC_ROUND_STOPS];
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                    T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */

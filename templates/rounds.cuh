@@ -5,7 +5,8 @@
  * host round trip between. The next round is the one the host's decode loop
  * would run (exec/decode.c): its first input the last emitted token, then
  * min(round_drafts, tokens still wanted - 1, room left - 1) drafts found as
- * exec/draft.c's mkc_draft_lookup finds them. */
+ * exec/draft.c's mkc_draft_lookup finds them. A round that emits one of
+ * round_stops (the end of generation) ends the launch. */
 
 #define MKC_LOOKUP_NGRAM_MAX 3 /* exec/draft.h's MKC_DRAFT_NGRAM_MAX */
 
@@ -66,9 +67,12 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
       r->status = st->status;
       for (int i = 0; i < r->n_out; i++) r->out_tokens[i] = st->out_tokens[i];
       st->n_rounds = round + 1;
-      int emitted = 0;
+      int emitted = 0, stop = 0;
       for (int i = 0; i <= round; i++) emitted += st->rounds[i].n_out;
-      more = st->status == MKC_STATUS_OK && round + 1 < st->round_max &&
+      for (int i = 0; i < r->n_out; i++)
+        for (int j = 0; j < st->n_round_stops && j < MKC_ROUND_STOPS; j++)
+          stop |= r->out_tokens[i] == st->round_stops[j];
+      more = st->status == MKC_STATUS_OK && !stop && round + 1 < st->round_max &&
              round + 1 < MKC_ROUNDS_MAX && emitted < st->round_budget && st->pos < max_ctx;
       if (more) {
         int k = st->round_drafts, want = st->round_budget - emitted, room = max_ctx - st->pos;

@@ -6,8 +6,9 @@
  *   - decoding with R rounds per launch gives plain decoding's tokens, greedy
  *     and sampled (the draws are keyed by position, so a launch boundary
  *     changes nothing), with one launch per R steps;
- *   - a launch stops at the budget, at a full context, and the session's
- *     tokens and pos are those of the rounds run;
+ *   - a launch stops at the budget, at a stop token (end of generation), at a
+ *     full context, and the session's tokens and pos are those of the rounds
+ *     run;
  *   - bad arguments are refused; options rounds cannot serve are named;
  *   - planted: kernels whose lookup takes an earlier match, tries the
  *     shortest suffix first or drafts one token too few draft other tokens
@@ -61,7 +62,8 @@ static int run_launches(mkc_session *s, const mkc_graph *g, int R, int k, int n_
     int T = 1 + mkc_draft_lookup(hist, pos + 1, kk, in + 1);
     mkc_round rr[MKC_ROUNDS_MAX];
     int nr = 0;
-    if (mkc_session_rounds(s, in, T, R, k, n_gen - n, rr, &nr) != 0) return -1;
+    mkc_rounds_req q = {.rounds = R, .drafts = k, .budget = n_gen - n};
+    if (mkc_session_rounds(s, in, T, &q, rr, &nr) != 0) return -1;
     (*launches)++;
     for (int i = 0; i < nr; i++) {
       if (rr[i].status != MKC_STATUS_OK) return -1;
@@ -163,6 +165,56 @@ static void lossless(const char *preset) {
   fixture_close(&fx);
 }
 
+/* One launch on a fresh session after PROMPT: its rounds into rr, how many into *n. 0 or -1. */
+static int one_launch(const fixture *fx, enum mkc_backend_kind kind, const mkc_rounds_req *q,
+                      mkc_round *rr, int *n) {
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  int first,
+      rc = s && feed(s, &fx->g, &first) == 0 && mkc_session_rounds(s, &first, 1, q, rr, n) == 0
+               ? 0
+               : -1;
+  mkc_session_close(s);
+  return rc;
+}
+
+/* A stop token ends the launch at the round that emits it, in the kernel and in the reference. */
+static void stops(void) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "odd", 4, 0, 42) == 0, "odd: generate")) return;
+  mkc_rounds_req q = {.rounds = 16, .drafts = 4, .budget = 1000};
+  mkc_round all[MKC_ROUNDS_MAX], rr[MKC_ROUNDS_MAX];
+  int n_all = 0, n = 0, at = -1;
+  if (!CHECK(one_launch(&fx, test_backend(), &q, all, &n_all) == 0 && n_all == 16,
+             "odd: 16 rounds with no stop token"))
+    goto done;
+  /* the first round from the third on whose first token no earlier round emitted */
+  for (int i = 2; i < n_all && at < 0; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++)
+      for (int t = 0; t < all[j].n_out; t++) seen |= all[j].out_tokens[t] == all[i].out_tokens[0];
+    if (!seen) at = i;
+  }
+  if (!CHECK(at >= 0, "odd: a round emits a token no earlier round did (round %d)", at + 1))
+    goto done;
+  q.n_stops = 2;
+  q.stops[0] = fx.g.vocab + 5; /* never emitted */
+  q.stops[1] = all[at].out_tokens[0];
+  enum mkc_backend_kind kinds[] = {test_backend(), MKC_BACKEND_REF};
+  for (int k = 0; k < 2; k++) {
+    int ok = one_launch(&fx, kinds[k], &q, rr, &n) == 0;
+    CHECK(ok && n == at + 1 && same_rounds(rr, all, n),
+          "%s: stop token %d ends the launch at round %d, the rounds before as without it (%d "
+          "rounds)",
+          k ? "ref" : "kernel", q.stops[1], at + 1, n);
+  }
+  q.n_stops = MKC_ROUND_STOPS + 1;
+  CHECK(one_launch(&fx, test_backend(), &q, rr, &n) == 0 && n == 1 &&
+            rr[0].status == MKC_STATUS_BAD_INPUT,
+        "%d stop tokens: refused as bad input", MKC_ROUND_STOPS + 1);
+done:
+  fixture_close(&fx);
+}
+
 /* Budget, a full context, bad arguments and refused options. */
 static void limits(void) {
   fixture fx;
@@ -174,7 +226,8 @@ static void limits(void) {
   int n = 0;
   if (!CHECK(s && feed(s, g, &first) == 0, "tiny, ctx 32: the prompt")) goto done;
   in[0] = first;
-  int ok = mkc_session_rounds(s, in, 1, 16, 4, 7, rr, &n) == 0, emitted = 0;
+  mkc_rounds_req q = {.rounds = 16, .drafts = 4, .budget = 7};
+  int ok = mkc_session_rounds(s, in, 1, &q, rr, &n) == 0, emitted = 0;
   for (int i = 0; i < n; i++) emitted += rr[i].n_out;
   CHECK(ok && n >= 1 && emitted >= 7 && emitted - rr[n - 1].n_out < 7,
         "a budget of 7 tokens: the launch stops in the round that reaches it (%d rounds, %d "
@@ -182,21 +235,24 @@ static void limits(void) {
         n, emitted);
   int pos = mkc_session_pos(s);
   in[0] = rr[n - 1].out_tokens[rr[n - 1].n_out - 1];
-  ok = mkc_session_rounds(s, in, 1, 16, 4, 1000, rr, &n) == 0;
+  q.budget = 1000;
+  ok = mkc_session_rounds(s, in, 1, &q, rr, &n) == 0;
   int all_ok = ok;
   for (int i = 0; i < n; i++) all_ok = all_ok && rr[i].status == MKC_STATUS_OK;
   CHECK(all_ok && mkc_session_pos(s) == g->max_ctx,
         "from pos %d, 16 rounds and room for %d: they stop with the context full (pos %d, %d "
         "rounds)",
         pos, g->max_ctx - pos, mkc_session_pos(s), n);
-  ok = mkc_session_rounds(s, in, 1, 2, 4, 10, rr, &n) == 0;
+  q = (mkc_rounds_req){.rounds = 2, .drafts = 4, .budget = 10};
+  ok = mkc_session_rounds(s, in, 1, &q, rr, &n) == 0;
   CHECK(ok && n == 1 && rr[0].status == MKC_STATUS_CTX_FULL && mkc_session_pos(s) == g->max_ctx,
         "a launch on a full context: refused, %s", mkc_status_name(rr[0].status));
   static const struct {
     int T, R, k, budget;
   } bad[] = {{1, 0, 4, 5}, {1, MKC_ROUNDS_MAX + 1, 4, 5}, {1, 2, 5, 5}, {1, 2, 4, 0}, {6, 2, 4, 5}};
   for (int i = 0; i < 5; i++) {
-    ok = mkc_session_rounds(s, in, bad[i].T, bad[i].R, bad[i].k, bad[i].budget, rr, &n) == 0;
+    q = (mkc_rounds_req){.rounds = bad[i].R, .drafts = bad[i].k, .budget = bad[i].budget};
+    ok = mkc_session_rounds(s, in, bad[i].T, &q, rr, &n) == 0;
     CHECK(ok && n == 1 && rr[0].status == MKC_STATUS_BAD_INPUT,
           "T %d, R %d, drafts %d, budget %d: refused as bad input", bad[i].T, bad[i].R, bad[i].k,
           bad[i].budget);
@@ -248,6 +304,7 @@ int main(void) {
   lossless("tiny");
   lossless("odd");
   limits();
+  stops();
   if (test_backend() == MKC_BACKEND_CPU) {
     planted("the first warp's match, not the most recent",
             "for (int w = 0; w < MKC_WARPS; w++) best = red[w] > best ? red[w] : best;",

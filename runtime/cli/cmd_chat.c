@@ -131,11 +131,15 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
   if (!out) return -1;
   answer a = {.tok = m->file.tok};
   mkc_detok_init(&a.detok, a.tok, 0);
+  int eog_ids[MKC_ROUND_STOPS], n_eog = mkc_tokenizer_eog_ids(a.tok, eog_ids, MKC_ROUND_STOPS);
+  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {.draft_max = c->draft_max,
                        .adaptive = c->draft_adaptive,
                        .draft_min = c->draft_min,
                        .drafter = drafter,
                        .rounds = c->rounds,
+                       .stop_ids = eog_ids,
+                       .n_stop_ids = n_eog,
                        .on_token = on_token,
                        .ctx = &a,
                        .interrupted = &mkc_interrupted};

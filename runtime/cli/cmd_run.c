@@ -377,11 +377,18 @@ int mkc_cmd_run(int argc, char **argv) {
                  .logprobs = sampling.logprobs};
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
+  /* a launch of rounds ends at the end of generation, as on_token does */
+  int eog_ids[MKC_ROUND_STOPS], n_eog = 0;
+  if (text.tok && !text.ignore_eos)
+    n_eog = mkc_tokenizer_eog_ids(text.tok, eog_ids, MKC_ROUND_STOPS);
+  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {.draft_max = c.draft_max,
                        .adaptive = c.draft_adaptive,
                        .draft_min = c.draft_min,
                        .drafter = ds.drafter,
                        .rounds = c.rounds,
+                       .stop_ids = eog_ids,
+                       .n_stop_ids = n_eog,
                        .interrupted = &mkc_interrupted,
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,

@@ -81,8 +81,10 @@ static int run_rounds(mkc_session *s, const mkc_decode_opts *o, const int *in, i
                       mkc_decode_stats *stats) {
   mkc_round rr[MKC_ROUNDS_MAX];
   int n = 0;
-  int want = n_gen - stats->generated;
-  if (mkc_session_rounds(s, in, T, o->rounds, draft_max, want, rr, &n) != 0) return -1;
+  mkc_rounds_req q = {.rounds = o->rounds, .drafts = draft_max, .budget = n_gen - stats->generated};
+  for (int i = 0; i < o->n_stop_ids && q.n_stops < MKC_ROUND_STOPS; i++)
+    q.stops[q.n_stops++] = o->stop_ids[i];
+  if (mkc_session_rounds(s, in, T, &q, rr, &n) != 0) return -1;
   stats->launches++;
   double each = mkc_session_step_seconds(s) / n;
   for (int i = 0; i < n; i++) {

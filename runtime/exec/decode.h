@@ -62,6 +62,11 @@ typedef struct mkc_decode_opts {
    * leaves the later rounds' tokens in the cache (mkc_decode_more forgets
    * them). 0 or 1: a launch per step. */
   int rounds;
+  /* Tokens that end generation (end-of-generation ids): a launch of rounds
+   * ends at the round that emits one, instead of running on past it. The
+   * first MKC_ROUND_STOPS are passed to the kernel; on_token still decides. */
+  const int *stop_ids;
+  int n_stop_ids;
   /* Called with each generated token, in order, as soon as it is known;
    * nonzero stops generation after that token. May be NULL. */
   int (*on_token)(void *ctx, int id);

@@ -206,12 +206,19 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   return 0;
 }
 
+static int stops_at(const mkc_rounds_req *q, const int *tokens, int n) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < q->n_stops; j++)
+      if (tokens[i] == q->stops[j]) return 1;
+  return 0;
+}
+
 /* The rounds step by step, as the kernel's loop runs them (templates/rounds.cuh). */
-static int rounds_by_step(mkc_session *s, const int *inputs, int n_inputs, int rounds, int drafts,
-                          int budget, mkc_round *out, int *n_rounds) {
+static int rounds_by_step(mkc_session *s, const int *inputs, int n_inputs, const mkc_rounds_req *q,
+                          mkc_round *out, int *n_rounds) {
   int in[MKC_T_CAP], emitted = 0;
   memcpy(in, inputs, (size_t)n_inputs * sizeof *in);
-  for (int i = 0; i < rounds; i++) {
+  for (int i = 0; i < q->rounds; i++) {
     mkc_step_result r;
     if (mkc_session_step(s, in, n_inputs, 0, &r) != 0) return -1;
     out[i] = (mkc_round){
@@ -220,8 +227,10 @@ static int rounds_by_step(mkc_session *s, const int *inputs, int n_inputs, int r
     *n_rounds = i + 1;
     emitted += r.n_out;
     int pos = s->state.pos;
-    if (r.status != MKC_STATUS_OK || emitted >= budget || pos >= s->g->max_ctx) break;
-    int k = drafts, want = budget - emitted, room = s->g->max_ctx - pos;
+    if (r.status != MKC_STATUS_OK || stops_at(q, r.out, r.n_out) || emitted >= q->budget ||
+        pos >= s->g->max_ctx)
+      break;
+    int k = q->drafts, want = q->budget - emitted, room = s->g->max_ctx - pos;
     if (k > want - 1) k = want - 1;
     if (k > room - 1) k = room - 1;
     /* the history: the cached tokens and the last emitted one, at pos */
@@ -232,22 +241,25 @@ static int rounds_by_step(mkc_session *s, const int *inputs, int n_inputs, int r
   return 0;
 }
 
-int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, int rounds, int drafts,
-                       int budget, mkc_round *out, int *n_rounds) {
+int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mkc_rounds_req *q,
+                       mkc_round *out, int *n_rounds) {
   const mkc_graph *g = s->g;
   *n_rounds = 0;
-  if (rounds < 1 || rounds > MKC_ROUNDS_MAX || drafts < 0 || drafts >= g->t_max || budget < 1 ||
-      n_inputs < 1 || n_inputs > g->t_max) {
+  if (q->rounds < 1 || q->rounds > MKC_ROUNDS_MAX || q->drafts < 0 || q->drafts >= g->t_max ||
+      q->budget < 1 || q->n_stops < 0 || q->n_stops > MKC_ROUND_STOPS || n_inputs < 1 ||
+      n_inputs > g->t_max) {
     out[0] = (mkc_round){.n_in = n_inputs, .status = MKC_STATUS_BAD_INPUT};
     *n_rounds = 1;
     return 0;
   }
-  if (!s->b->ops->rounds || rounds == 1)
-    return rounds_by_step(s, inputs, n_inputs, rounds, drafts, budget, out, n_rounds);
+  if (!s->b->ops->rounds || q->rounds == 1)
+    return rounds_by_step(s, inputs, n_inputs, q, out, n_rounds);
   mkc_state *st = &s->state;
-  st->round_max = rounds;
-  st->round_drafts = drafts;
-  st->round_budget = budget;
+  st->round_max = q->rounds;
+  st->round_drafts = q->drafts;
+  st->round_budget = q->budget;
+  st->n_round_stops = q->n_stops;
+  memcpy(st->round_stops, q->stops, sizeof st->round_stops);
   st->n_inputs = n_inputs;
   st->n_fixed = 0;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
@@ -258,7 +270,7 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, int roun
   st->round_max = 0;
   /* a round the kernel refused before its stages (mkc_step_begin) is not in st->rounds */
   int n = st->n_rounds;
-  if (rc == 0 && st->status != MKC_STATUS_OK && n < rounds &&
+  if (rc == 0 && st->status != MKC_STATUS_OK && n < q->rounds &&
       (n == 0 || st->rounds[n - 1].status == MKC_STATUS_OK))
     st->rounds[n++] = (mkc_round){.n_in = st->n_inputs, .status = st->status};
   int in0 = inputs[0];

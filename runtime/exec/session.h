@@ -54,21 +54,30 @@ const char *mkc_session_describe(const mkc_session *s);
 int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixed,
                      mkc_step_result *r);
 
-/* Up to `rounds` (1..MKC_ROUNDS_MAX) decode steps in one backend call, with
- * no host round trip between them: the first on inputs[0..n_inputs) (the
- * last emitted token, then drafts; n_fixed 0), each next one on the last
- * token the one before emitted and up to `drafts` (< g->t_max) drafts that
- * prompt lookup (mkc_draft_lookup's rule) finds in the session's tokens,
- * fewer where fewer than drafts + 1 tokens are still wanted of `budget` or
- * room is left in the context. Stops after a round whose status is not ok,
- * once budget tokens are emitted, or with the context full. Writes the
- * rounds run into out[] (each as a step's result, with its inputs count)
- * and how many into *n_rounds. The kernel backends run them in their loop
- * (templates/rounds.cuh); ref steps them one by one, the same rounds.
- * Returns 0, or -1 when the backend failed; refused arguments are a round
- * with status MKC_STATUS_BAD_INPUT. */
-int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, int rounds, int drafts,
-                       int budget, mkc_round *out, int *n_rounds);
+/* What a launch of several rounds may run (mkc_session_rounds). */
+typedef struct mkc_rounds_req {
+  int rounds;                 /* 1..MKC_ROUNDS_MAX */
+  int drafts;                 /* drafts per round after the first, 0..g->t_max - 1 */
+  int budget;                 /* tokens still wanted, >= 1 */
+  int n_stops;                /* 0..MKC_ROUND_STOPS */
+  int stops[MKC_ROUND_STOPS]; /* a round that emits one of these ends the launch */
+} mkc_rounds_req;
+
+/* Up to q->rounds decode steps in one backend call, with no host round trip
+ * between them: the first on inputs[0..n_inputs) (the last emitted token,
+ * then drafts; n_fixed 0), each next one on the last token the one before
+ * emitted and up to q->drafts drafts that prompt lookup (mkc_draft_lookup's
+ * rule) finds in the session's tokens, fewer where fewer than drafts + 1
+ * tokens are still wanted of q->budget or room is left in the context.
+ * Stops after a round whose status is not ok or that emitted one of
+ * q->stops, once budget tokens are emitted, or with the context full.
+ * Writes the rounds run into out[] (each as a step's result, with its
+ * inputs count) and how many into *n_rounds. The kernel backends run them in
+ * their loop (templates/rounds.cuh); ref steps them one by one, the same
+ * rounds. Returns 0, or -1 when the backend failed; refused arguments are a
+ * round with status MKC_STATUS_BAD_INPUT. */
+int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mkc_rounds_req *q,
+                       mkc_round *out, int *n_rounds);
 
 int mkc_session_pos(const mkc_session *s); /* tokens whose K/V are in the cache */
 

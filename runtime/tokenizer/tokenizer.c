@@ -335,6 +335,15 @@ int mkc_tokenizer_add_bos(const mkc_tokenizer *t) { return t->add_bos && t->bos 
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id) {
   return id >= 0 && id < t->n_vocab && t->eog[id];
 }
+int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap) {
+  int n = 0;
+  for (int id = 0; id < t->n_vocab; id++)
+    if (t->eog[id]) {
+      if (n < cap) ids[n] = id;
+      n++;
+    }
+  return n;
+}
 int mkc_tokenizer_find(const mkc_tokenizer *t, const char *s, size_t n) {
   return mkc_tok_lookup(t, s, n);
 }

@@ -39,6 +39,8 @@ int mkc_tokenizer_add_bos(const mkc_tokenizer *t);
 /* End of generation: eos, eot, eom, and control tokens named <|eot_id|>,
  * <|im_end|>, <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn>, ... */
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
+/* The end-of-generation ids, lowest first: the first cap into ids; returns how many there are. */
+int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap);
 /* The id of the token whose text is exactly s[0..n), or -1. */
 int mkc_tokenizer_find(const mkc_tokenizer *t, const char *s, size_t n);
 
