@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates e11b952f8466f57b, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 9a9ca2a8dcb583b6, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 64256 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -222,6 +222,7 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
 #define MKC_CHUNK_CAP 512   /* most input tokens a prompt chunk can take (all fixed: tiled) */
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
+#define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -296,9 +297,10 @@ typedef struct mkc_state {
    * no decode step a byte */
   /* Rounds (templates/rounds.cuh): after the step below, up to round_max - 1 more steps in the
    * same launch, each on the last emitted token and up to round_drafts drafts that prompt lookup
-   * finds in the history, until round_budget tokens are emitted or the context is full. 0 or 1:
-   * the one step. */
-  int round_max, round_drafts, round_budget;
+   * finds in the history, until round_budget tokens are emitted, a round emits one of
+   * round_stops or the context is full. 0 or 1: the one step. */
+  int round_max, round_drafts, round_budget, n_round_stops;
+  int round_stops[MKC_ROUND_STOPS];
   int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                    T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
@@ -1969,7 +1971,8 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
  * host round trip between. The next round is the one the host's decode loop
  * would run (exec/decode.c): its first input the last emitted token, then
  * min(round_drafts, tokens still wanted - 1, room left - 1) drafts found as
- * exec/draft.c's mkc_draft_lookup finds them. */
+ * exec/draft.c's mkc_draft_lookup finds them. A round that emits one of
+ * round_stops (the end of generation) ends the launch. */
 
 #define MKC_LOOKUP_NGRAM_MAX 3 /* exec/draft.h's MKC_DRAFT_NGRAM_MAX */
 
@@ -2030,9 +2033,12 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
       r->status = st->status;
       for (int i = 0; i < r->n_out; i++) r->out_tokens[i] = st->out_tokens[i];
       st->n_rounds = round + 1;
-      int emitted = 0;
+      int emitted = 0, stop = 0;
       for (int i = 0; i <= round; i++) emitted += st->rounds[i].n_out;
-      more = st->status == MKC_STATUS_OK && round + 1 < st->round_max &&
+      for (int i = 0; i < r->n_out; i++)
+        for (int j = 0; j < st->n_round_stops && j < MKC_ROUND_STOPS; j++)
+          stop |= r->out_tokens[i] == st->round_stops[j];
+      more = st->status == MKC_STATUS_OK && !stop && round + 1 < st->round_max &&
              round + 1 < MKC_ROUNDS_MAX && emitted < st->round_budget && st->pos < max_ctx;
       if (more) {
         int k = st->round_drafts, want = st->round_budget - emitted, room = max_ctx - st->pos;
@@ -2058,7 +2064,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2062 "llama.odd.cu"
+#line 2068 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
