@@ -6,18 +6,17 @@
  *
  * A unit is one kv head's query heads (up to pass_heads of its GQA group at a
  * time, so K and V are read once per pass) for one token; its positions are
- * split into `splits` spans, one work item each, so that a decode step's few
- * units still fill the grid. An item walks its span in tiles of
- * MKC_ATT_TILE positions with an online softmax (running max m and sum l per
- * head, the accumulator rescaled as m grows), in shared memory only a tile's
- * scores: nothing grows with the context. Lanes split a K or V row into
- * vectors of `vec` elements (16-byte loads where the row allows, else 1).
- * With one span the item writes the output; with more, each writes its
- * partial (unnormalized acc[head_dim] per head, then m, then l) to its slot
- * of part (slot = item < nblocks) and counts it in counters[unit]; the block
- * that brings the count to `splits` merges the unit's partials, writes the
- * output and zeroes the counter, so no grid barrier is needed. */
-#define MKC_ATT_TILE 64 /* positions whose scores a block holds at a time */
+ * split into `splits` spans (of MKC_ATT_SPLIT_MIN positions at least), one
+ * work item each, so that a decode step's few units still fill the grid. An item walks its span in
+ * tiles of MKC_ATT_TILE positions with an online softmax (running max m and sum l per head, the
+ * accumulator rescaled as m grows), in shared memory only a tile's scores: nothing grows with the
+ * context. Lanes split a K or V row into vectors of `vec` elements (16-byte loads where the row
+ * allows, else 1). With one span the item writes the output; with more, each writes its partial
+ * (unnormalized acc[head_dim] per head, then m, then l) to its slot of part (slot = item < nblocks)
+ * and counts it in counters[unit]; the block that brings the count to `splits` merges the unit's
+ * partials, writes the output and zeroes the counter, so no grid barrier is needed. */
+#define MKC_ATT_TILE 256     /* positions whose scores a block holds at a time (two buffers) */
+#define MKC_ATT_SPLIT_MIN 16 /* the fewest positions worth a split of their own */
 #define MKC_ATT_HEADS 4 /* the most query heads of a pass (pass_heads): register accumulators */
 
 /* w (1, or 16 bytes' worth) cache elements from p, as floats. */
@@ -60,7 +59,7 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
                               const mkc_kv *v_cache, float *out, int out_stride, int heads,
                               int group, int pass_heads, int head_dim, int vec, int kv_rows,
                               int window, float scale, int pos, int T, float *part,
-                              unsigned *counters, float *q_s, float *sc, float *stat, float *red) {
+                              unsigned *counters, float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
   int L = 1;                     /* lanes per K row (scores) */
@@ -69,12 +68,12 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
   const int P = MKC_THREADS / nv; /* V position slices (p.v) */
   const int lane = mkc_lane(), row = lane / L, sub = lane % L;
   const int v_at = mkc_tid() % nv, slice = mkc_tid() / nv;
-  /* splits: as many spans as fill the grid, at least a tile each; the same for every unit */
+  /* splits: as many spans as fill the grid, of MKC_ATT_SPLIT_MIN positions at least; the same for
+   * every unit */
   const int units = kv_heads * passes * T,
             longest = pos + T - (window > 0 && pos + T > window ? pos + T - window : 0);
   int splits = mkc_nblocks() / units;
-  if (splits > (longest + MKC_ATT_TILE - 1) / MKC_ATT_TILE)
-    splits = (longest + MKC_ATT_TILE - 1) / MKC_ATT_TILE;
+  if (splits > longest / MKC_ATT_SPLIT_MIN) splits = longest / MKC_ATT_SPLIT_MIN;
   if (splits < 1) splits = 1;
   float *m_run = stat, *l_run = stat + MKC_ATT_HEADS, *alpha = stat + 2 * MKC_ATT_HEADS;
   int *last = (int *)(stat + 3 * MKC_ATT_HEADS);
@@ -90,13 +89,18 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
     const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
       q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
-    if (mkc_tid() < pass_heads) m_run[mkc_tid()] = MKC_NEG_MAX, l_run[mkc_tid()] = 0.0f;
+    if (mkc_tid() < pass_heads) {
+      m_run[mkc_tid()] = MKC_NEG_MAX;
+      l_run[mkc_tid()] = 0.0f;
+    }
     float acc[MKC_ATT_HEADS][8];
     for (int h = 0; h < MKC_ATT_HEADS; h++)
       for (int k = 0; k < 8; k++) acc[h][k] = 0.0f;
     mkc_sync_block();
-    for (int s0 = a; s0 < b; s0 += MKC_ATT_TILE) {
+    for (int s0 = a, buf = 0; s0 < b; s0 += MKC_ATT_TILE, buf ^= 1) {
+      /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
       int len = b - s0 < MKC_ATT_TILE ? b - s0 : MKC_ATT_TILE;
+      float *sc = sc2 + buf * pass_heads * MKC_ATT_TILE;
       /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
       for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
         int i = i0 + row;
@@ -145,7 +149,8 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
           }
         }
       }
-      mkc_sync_block(); /* sc and alpha are rewritten by the next tile */
+      /* no barrier: the next tile's scores go to the other buffer, and its softmax (alpha)
+       * comes after the barrier that follows them, which every thread reaches after this p.v */
     }
     /* the slices' accumulators summed: red[slice][h][d] */
     if (slice < P)

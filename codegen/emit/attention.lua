@@ -11,8 +11,8 @@ return function(st, ctx)
   local vec = 16 // ctx.kv_elem_bytes
   if att.head_dim % vec ~= 0 then vec = 1 end
   local slices = ctx.threads // (att.head_dim // vec) -- p.v: position slices of the block
-  local tile = 64 -- MKC_ATT_TILE
-  local smem = { { "q_s", pass_heads * att.head_dim }, { "sc", pass_heads * tile }, { "stat", 3 * 4 + 1 },
+  local tile = 256 -- MKC_ATT_TILE: two buffers of a tile's scores
+  local smem = { { "q_s", pass_heads * att.head_dim }, { "sc2", 2 * pass_heads * tile }, { "stat", 3 * 4 + 1 },
                  { "red", slices * pass_heads * att.head_dim } }
   local at = ctx.smem_layout(smem)
   local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
@@ -34,7 +34,7 @@ return function(st, ctx)
       vec = vec, kv_rows = kv.rows, window = att.window,
       scale = ctx.flt(1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
       part = ctx.att_partials(), counters = ctx.att_counters(),
-      q_s = ctx.smem_ptr("float", at.q_s), sc = ctx.smem_ptr("float", at.sc),
+      q_s = ctx.smem_ptr("float", at.q_s), sc2 = ctx.smem_ptr("float", at.sc2),
       stat = ctx.smem_ptr("float", at.stat), red = ctx.smem_ptr("float", at.red),
     }, { "out_stride", "T" }) .. ";",
   }
