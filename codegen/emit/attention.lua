@@ -12,7 +12,7 @@ return function(st, ctx)
   if att.head_dim % vec ~= 0 then vec = 1 end
   local slices = ctx.threads // (att.head_dim // vec) -- p.v: position slices of the block
   local tile = 256 -- MKC_ATT_TILE: two buffers of a tile's scores
-  local smem = { { "q_s", pass_heads * att.head_dim }, { "sc2", 2 * pass_heads * tile }, { "stat", 3 * 4 + 1 },
+  local smem = { { "q_s", pass_heads * att.head_dim }, { "sc2", 2 * pass_heads * tile }, { "stat", 3 * 4 + ctx.warps },
                  { "red", slices * pass_heads * att.head_dim } }
   local at = ctx.smem_layout(smem)
   local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
