@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates ab7a1ab090fb60d8, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 56065a80c0deb852, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1315,7 +1315,7 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
  * split into `splits` spans (of MKC_ATT_SPLIT_MIN positions at least), one
  * work item each, so that a decode step's few units still fill the grid. An item walks its span in
  * tiles of MKC_ATT_TILE positions with an online softmax (running max m and sum l per head, the
- * accumulator rescaled as m grows), in shared memory only a tile's scores: nothing grows with the
+ * accumulator rescaled as m grows), in shared memory only two tiles' scores: nothing grows with the
  * context. Lanes split a K or V row into vectors of `vec` elements (16-byte loads where the row
  * allows, else 1). With one span the item writes the output; with more, each writes its partial
  * (unnormalized acc[head_dim] per head, then m, then l) to its slot of part (slot = item < nblocks)
@@ -1382,7 +1382,7 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
   if (splits > longest / MKC_ATT_SPLIT_MIN) splits = longest / MKC_ATT_SPLIT_MIN;
   if (splits < 1) splits = 1;
   float *m_run = stat, *l_run = stat + MKC_ATT_HEADS, *alpha = stat + 2 * MKC_ATT_HEADS;
-  int *last = (int *)(stat + 3 * MKC_ATT_HEADS);
+  float *bred = stat + 3 * MKC_ATT_HEADS; /* MKC_WARPS floats: mkc_block_sum's */
   for (int item = mkc_bid(); item < units * splits; item += mkc_nblocks()) {
     int unit = item / splits, c = item - unit * splits;
     int t = unit / (kv_heads * passes), gp = unit - t * (kv_heads * passes);
@@ -1479,21 +1479,21 @@ MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cach
         slot[pass_heads * head_dim + mkc_tid()] = m_run[mkc_tid()];
         slot[pass_heads * head_dim + pass_heads + mkc_tid()] = l_run[mkc_tid()];
       }
-      mkc_sync_block(); /* the block's partial written before it is counted */
+      mkc_sync_block();  /* the block's partial written before it is counted */
+      float last = 0.0f; /* 1 in thread 0 when this block completes the unit */
       if (mkc_tid() == 0) {
         mkc_fence(); /* release: the partial is visible before it is counted */
-        *last = mkc_atomic_add_u32(&counters[unit], 1u) + 1u == (unsigned)splits;
-        if (*last) {
+        if (mkc_atomic_add_u32(&counters[unit], 1u) + 1u == (unsigned)splits) {
           mkc_fence(); /* acquire: the unit's other partials, counted before ours */
           mkc_store_u32(&counters[unit], 0u);
+          last = 1.0f;
         }
       }
-      mkc_sync_block();
-      if (*last)
+      if (mkc_block_sum(last, bred) > 0.0f) /* its barriers hand thread 0's verdict to all */
         mkc_attention_merge(part, unit * splits, splits, pass_heads, gh, head_dim,
                             out + t * out_stride + h0 * head_dim);
     }
-    mkc_sync_block(); /* q_s, stat, red and last are rewritten by the next item */
+    mkc_sync_block(); /* q_s, stat and red are rewritten by the next item */
   }
 }
 #line 1 "templates/lm_head.cuh"
