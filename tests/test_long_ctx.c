@@ -7,8 +7,10 @@
  * the partials merged) and draft-verify steps (T = 5, drafts that are mostly
  * wrong) near position 8000, each input's logits within 1e-4 of the
  * reference's (relative to its largest), the same tokens and pos. On 20
- * blocks: a prompt chunk's items are unsplit (up to 125 tiles of 64
- * positions each), T = 1 splits a kv head's positions in 10, T = 5 in 2. */
+ * blocks: a prompt chunk's items are unsplit (up to 32 tiles of 256
+ * positions each), T = 1 splits a kv head's positions in 10, T = 5 in 2.
+ * And llama-3.2-1b's shared memory per block is the same at 131072
+ * positions as at 4096. */
 #include "check.h"
 #include "fixture.h"
 #include "exec/reference.h"
@@ -74,8 +76,31 @@ done:
   mkc_session_close(ref);
 }
 
+/* llama-3.2-1b's plan (no weights): shared memory per block the same at 4096 and 131072
+ * positions, within the 227 KB an sm_90 block may have (before split-KV the scores of 131072
+ * positions alone took 512 KB). */
+static void smem_flat(void) {
+  static const int ctx[2] = {4096, 131072};
+  size_t smem[2] = {0, 0};
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  for (int i = 0; i < 2; i++) {
+    mkc_gen_opts o = {.graph_path = graph, .preset = "llama-3.2-1b", .max_ctx = ctx[i]};
+    mkc_graph g;
+    mkc_kernel_src src;
+    if (!CHECK(mkc_codegen(&o, &g, &src) == 0, "llama-3.2-1b, --ctx %d: generate", ctx[i])) return;
+    smem[i] = g.smem_bytes;
+    mkc_kernel_src_free(&src);
+    mkc_graph_free(&g);
+  }
+  CHECK(smem[0] == smem[1] && smem[1] <= 227 * 1024,
+        "llama-3.2-1b: smem per block %zu B at --ctx %d and %zu B at %d", smem[0], ctx[0], smem[1],
+        ctx[1]);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
+  smem_flat();
   fixture fx;
   if (!CHECK(fixture_open(&fx, "tiny", DRAFT_MAX, MAX_CTX, 7) == 0, "tiny, --ctx %d: generate",
              MAX_CTX))
