@@ -13,6 +13,10 @@ local ALIGN_WEIGHTS = 128  -- 256-byte alignment of weights in the arena
 
 function buffers.stride(n) return util.round_up(n, 8) end
 
+-- The query heads split-KV attention serves per pass over a kv head's K and V: its GQA group, up to
+-- MKC_ATT_HEADS (templates/attention.cuh, register accumulators per head).
+function buffers.att_pass_heads(att) return math.min(att.heads // att.kv_heads, 4) end
+
 -- What each stage kind reads and writes, as graph values.
 local function reads_writes(st)
   local k = st.kind
@@ -142,6 +146,21 @@ function buffers.plan(graph, stages, opts)
   plan.partials = top
   plan.partials_floats = 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
   top = top + plan.partials_floats
+  -- split-KV attention (templates/attention.cuh): a partial per work item of a split step (items
+  -- < blocks: acc[head_dim], m and l per query head of a pass), then a counter per unit (< blocks)
+  local att_slot = 0
+  for _, st in ipairs(stages) do
+    if st.kind == "attention" then
+      att_slot = math.max(att_slot, buffers.att_pass_heads(st.att) * (st.att.head_dim + 2))
+    end
+  end
+  if att_slot > 0 then
+    plan.att_partials = top
+    plan.att_partials_floats = util.round_up(opts.max_blocks * att_slot, ALIGN_FLOATS)
+    top = top + plan.att_partials_floats
+    plan.att_counters, plan.att_counters_floats = top, util.round_up(opts.max_blocks, ALIGN_FLOATS)
+    top = top + plan.att_counters_floats
+  end
   -- sampling (templates/sample.cuh): the token at every position (the penalties' window; mkc_accept
   -- writes it), each input position's penalized and cut logits, its two draws and p(draft)
   local vocab = graph.output.n

@@ -56,6 +56,9 @@ local function context(graph, plan, opts)
   -- One position's K (or V) of every kv head, in bytes of the KV type.
   function ctx.kv_row(att) return opts.kv_elem_bytes * att.kv_heads * att.head_dim end
   function ctx.head_ready() return ("(unsigned *)(scratch + %d)"):format(plan.head_ready) end
+  -- split-KV attention's partials and per-unit counters (codegen/buffers.lua)
+  function ctx.att_partials() return ("scratch + %d"):format(plan.att_partials) end
+  function ctx.att_counters() return ("(unsigned *)(scratch + %d)"):format(plan.att_counters) end
   function ctx.smem_layout(regions) return (buffers.smem(regions)) end
   -- Global traffic a stage declares for `mkc inspect` (docs/INSPECT.md): one entry per
   -- buffer range, bytes as { c = per step, t = per input token, ctx = per cached position }.

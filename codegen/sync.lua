@@ -30,6 +30,12 @@ local function touched(st, plan)
     local kv = range("kv", slot.k, 2 * (slot.v - slot.k), "kv:" .. st.att.layer, "KV cache")
     if st.kind == "qkv_rope" then w[#w + 1] = kv else r[#r + 1] = kv end
   end
+  if st.kind == "attention" then -- split-KV partials: written, then merged by the unit's last block
+    local parts = range("scratch", plan.att_partials, plan.att_partials_floats + plan.att_counters_floats,
+                        "att_partials", "attention partials")
+    r[#r + 1] = parts
+    w[#w + 1] = parts
+  end
   if st.kind == "qkv_rope" and (st.q_norm or st.k_norm) then
     w[#w + 1] = range("scratch", plan.head_ready, plan.head_ready_floats, "head_ready",
                       "head norm counters")

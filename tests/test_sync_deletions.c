@@ -20,7 +20,8 @@
  * Kernels: tiny (T <= 5, 4 blocks), every point; qwen3-tiny (3 blocks, its
  * per-head norm counters), every point but the sampler's (sample.cuh runs the
  * same for every model); "wide" (64 blocks, a 1024-token vocabulary), the
- * points of lm_head.cuh and accept.cuh, where the size of the grid matters.
+ * points of lm_head.cuh, accept.cuh and attention.cuh, where the size of the
+ * grid matters (only there does attention split a unit's positions and merge).
  * Each kernel's own grid barriers are all deleted. A template's point counts
  * as caught when its deletion is caught in any kernel. Points no run here can show are listed in
  * NOT_SHOWN with the reason: they print as skipped, and a listed point that is
@@ -607,9 +608,13 @@ static const struct {
      "has counted; on the GPU a shuffle orders no memory"},
     {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_sync_warp", 1,
      "redundant: only lane 0 writes the pair, and lane 0 itself releases and counts it"},
-    {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 2,
-     "redundant: q_head was last read before mkc_block_max's barriers, scores are rewritten "
-     "after the next item's first barrier"},
+    {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 5,
+     "memory ordering: the block's partial written before thread 0 releases it; here the "
+     "block's own merge reads it after the next barrier, and other blocks after this one ran"},
+    {"templates/attention.cuh", "mkc_attention", "mkc_fence", 1,
+     "memory ordering: the split's partial released before it is counted"},
+    {"templates/attention.cuh", "mkc_attention", "mkc_fence", 2,
+     "memory ordering: the unit's other partials acquired by the block that merges them"},
     {"templates/sample.cuh", "mkc_key_radix", "mkc_sync_block", 4,
      "redundant: hist was last read before the barrier above, sel is rewritten next pass after "
      "two more barriers"},
@@ -792,7 +797,8 @@ int main(void) {
       {"qwen3-tiny", 4, 128, 3, NULL,
        "templates/common.cuh templates/matvec.cuh templates/qkv_rope.cuh "
        "templates/attention.cuh templates/lm_head.cuh templates/accept.cuh"},
-      {"wide", 4, 64, 64, &wide, "templates/lm_head.cuh templates/accept.cuh"},
+      {"wide", 4, 64, 64, &wide,
+       "templates/lm_head.cuh templates/accept.cuh templates/attention.cuh"},
   };
   const char *only = getenv("MKC_TEST_ONLY"); /* one kernel, by name: for a closer look */
   for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)

@@ -1,30 +1,41 @@
 -- Stage: causal GQA attention of the T queries over the KV cache (a sliding window's: the last
--- window positions, in a ring of kv.rows rows).
+-- window positions, in a ring of kv.rows rows), split-KV (templates/attention.cuh): a kv head's
+-- query heads per pass, its positions split across the grid, the partials merged by the last block.
+local buffers = require("buffers")
+
 return function(st, ctx)
   local att = st.att
   local kv = ctx.kv(att)
-  local seen = att.window > 0 and math.min(att.window, ctx.max_ctx) or ctx.max_ctx -- scores per item
-  local smem = { { "scores", seen }, { "q_head", att.head_dim }, { "red", ctx.warps } }
+  local pass_heads = buffers.att_pass_heads(att)
+  -- 16-byte K/V loads where a row is whole vectors (the slots and rows are then 16-byte aligned)
+  local vec = 16 // ctx.kv_elem_bytes
+  if att.head_dim % vec ~= 0 then vec = 1 end
+  local slices = ctx.threads // (att.head_dim // vec) -- p.v: position slices of the block
+  local tile = 256 -- MKC_ATT_TILE: two buffers of a tile's scores
+  local smem = { { "q_s", pass_heads * att.head_dim }, { "sc2", 2 * pass_heads * tile }, { "stat", 3 * 4 + ctx.warps },
+                 { "red", slices * pass_heads * att.head_dim } }
   local at = ctx.smem_layout(smem)
   local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
   return {
-    work = ("%d heads x T items, one block per item"):format(att.heads),
+    work = ("%d kv heads x %d-head passes x T units, positions split across the blocks; tiles of %d")
+      :format(att.kv_heads, pass_heads, tile),
     smem = smem,
-    items = { t = att.heads, unit = "block" },
+    items = { t = att.kv_heads * ((att.heads // att.kv_heads + pass_heads - 1) // pass_heads), unit = "block" },
     -- q.k and p.v: 2 * head_dim each per head and attended position
     flops = { att = 4 * att.head_dim * att.heads },
     reads = { ctx.vbytes(st.q, q_floats),
               { "kv", kv.k, { ctx = kv_row }, "K cache layer " .. att.layer },
               { "kv", kv.v, { ctx = kv_row }, "V cache layer " .. att.layer } },
-    writes = { ctx.vbytes(st.out, q_floats) },
+    writes = { ctx.vbytes(st.out, q_floats) }, -- the split partials (per block, not per position) are not counted
     code = ctx.call("mkc_attention", {
       q = ctx.value(st.q), q_stride = ctx.vstride(st.q), k_cache = ("kv + %d"):format(kv.k),
       v_cache = ("kv + %d"):format(kv.v), out = ctx.value(st.out), out_stride = ctx.vstride(st.out),
-      heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, kv_rows = kv.rows,
-      window = att.window,
+      heads = att.heads, group = att.heads // att.kv_heads, pass_heads = pass_heads, head_dim = att.head_dim,
+      vec = vec, kv_rows = kv.rows, window = att.window,
       scale = ctx.flt(1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
-      scores = ctx.smem_ptr("float", at.scores), q_head = ctx.smem_ptr("float", at.q_head),
-      red = ctx.smem_ptr("float", at.red),
+      part = ctx.att_partials(), counters = ctx.att_counters(),
+      q_s = ctx.smem_ptr("float", at.q_s), sc2 = ctx.smem_ptr("float", at.sc2),
+      stat = ctx.smem_ptr("float", at.stat), red = ctx.smem_ptr("float", at.red),
     }, { "out_stride", "T" }) .. ";",
   }
 end

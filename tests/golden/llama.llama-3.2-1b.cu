@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 9a9ca2a8dcb583b6, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 937bca6a85ab91de, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    84 stages, 83 grid barriers; scratch 3773568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 38192 bytes
+ * plan:    84 stages, 83 grid barriers; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -1327,49 +1327,196 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
   }
 }
 #line 1 "templates/attention.cuh"
-/* Causal attention over the KV cache, one block per (query head, token):
- * token t sees positions [0, pos + t], or with a sliding window (window > 0)
- * the last `window` of them, [lo, pos + t]. Position s is row s % kv_rows of
- * each kv head (kv_rows = max_ctx, or a window's ring). Scores live in shared
- * memory (one float per position seen), so a block computes exact softmax in
- * three passes. GQA: query head h reads kv head h / group. K and V are
- * widened from the cache's type to float as they are read. Split-KV
- * (flash-decoding) is later work. */
+/* Causal attention over the KV cache, split-KV (flash-decoding). Token t sees
+ * positions [0, pos + t], or with a sliding window (window > 0) the last
+ * `window` of them, [lo, pos + t]. Position s is row s % kv_rows of each kv
+ * head (kv_rows = max_ctx, or a window's ring). K and V are widened from the
+ * cache's type to float as they are read.
+ *
+ * A unit is one kv head's query heads (up to pass_heads of its GQA group at a
+ * time, so K and V are read once per pass) for one token; its positions are
+ * split into `splits` spans (of MKC_ATT_SPLIT_MIN positions at least), one
+ * work item each, so that a decode step's few units still fill the grid. An item walks its span in
+ * tiles of MKC_ATT_TILE positions with an online softmax (running max m and sum l per head, the
+ * accumulator rescaled as m grows), in shared memory only two tiles' scores: nothing grows with the
+ * context. Lanes split a K or V row into vectors of `vec` elements (16-byte loads where the row
+ * allows, else 1). With one span the item writes the output; with more, each writes its partial
+ * (unnormalized acc[head_dim] per head, then m, then l) to its slot of part (slot = item < nblocks)
+ * and counts it in counters[unit]; the block that brings the count to `splits` merges the unit's
+ * partials, writes the output and zeroes the counter, so no grid barrier is needed. */
+#define MKC_ATT_TILE 256     /* positions whose scores a block holds at a time (two buffers) */
+#define MKC_ATT_SPLIT_MIN 16 /* the fewest positions worth a split of their own */
+#define MKC_ATT_HEADS 4 /* the most query heads of a pass (pass_heads): register accumulators */
+
+/* w (1, or 16 bytes' worth) cache elements from p, as floats. */
+MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
+  if (w == 1) {
+    f[0] = mkc_kv_to_f32(p[0]);
+    return;
+  }
+  mkc_u4 u = mkc_load_u4(p);
+  unsigned words[4] = {u.x, u.y, u.z, u.w};
+#if defined(MKC_KV_F32)
+  for (int i = 0; i < 4; i++) f[i] = mkc_bits_f32(words[i]);
+#else
+  for (int i = 0; i < 8; i++) f[i] = mkc_kv_to_f32((mkc_kv)(words[i >> 1] >> (16 * (i & 1))));
+#endif
+}
+
+/* One unit's partials merged: part holds `splits` slots from `slot0` on, each of
+ * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim). */
+MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, int pass_heads,
+                                    int gh, int head_dim, float *o) {
+  int slot = pass_heads * (head_dim + 2);
+  for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
+    int h = e / head_dim;
+    float m = MKC_NEG_MAX;
+    for (int i = 0; i < splits; i++)
+      m = fmaxf(m, part[(long)(slot0 + i) * slot + pass_heads * head_dim + h]);
+    float l = 0.0f, acc = 0.0f;
+    for (int i = 0; i < splits; i++) {
+      const float *p = part + (long)(slot0 + i) * slot;
+      float w = expf(p[pass_heads * head_dim + h] - m);
+      l += w * p[pass_heads * head_dim + pass_heads + h];
+      acc += w * p[e];
+    }
+    o[e] = acc / l;
+  }
+}
+
 MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                               const mkc_kv *v_cache, float *out, int out_stride, int heads,
-                              int group, int head_dim, int kv_rows, int window, float scale,
-                              int pos, int T, float *scores, float *q_head, float *red) {
-  for (int item = mkc_bid(); item < heads * T; item += mkc_nblocks()) {
-    int t = item / heads, h = item - t * heads, n = pos + t + 1;
-    int lo = window > 0 && n > window ? n - window : 0; /* scores[s - lo] */
-    const mkc_kv *K = k_cache + (long)(h / group) * kv_rows * head_dim;
-    const mkc_kv *V = v_cache + (long)(h / group) * kv_rows * head_dim;
-    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS)
-      q_head[d] = q[t * q_stride + h * head_dim + d] * scale;
+                              int group, int pass_heads, int head_dim, int vec, int kv_rows,
+                              int window, float scale, int pos, int T, float *part,
+                              unsigned *counters, float *q_s, float *sc2, float *stat, float *red) {
+  const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
+  const int nv = head_dim / vec; /* vectors per row */
+  int L = 1;                     /* lanes per K row (scores) */
+  while (L < nv && L < 32) L <<= 1;
+  const int R = 32 / L;           /* K rows per warp at a time */
+  const int P = MKC_THREADS / nv; /* V position slices (p.v) */
+  const int lane = mkc_lane(), row = lane / L, sub = lane % L;
+  const int v_at = mkc_tid() % nv, slice = mkc_tid() / nv;
+  /* splits: as many spans as fill the grid, of MKC_ATT_SPLIT_MIN positions at least; the same for
+   * every unit */
+  const int units = kv_heads * passes * T,
+            longest = pos + T - (window > 0 && pos + T > window ? pos + T - window : 0);
+  int splits = mkc_nblocks() / units;
+  if (splits > longest / MKC_ATT_SPLIT_MIN) splits = longest / MKC_ATT_SPLIT_MIN;
+  if (splits < 1) splits = 1;
+  float *m_run = stat, *l_run = stat + MKC_ATT_HEADS, *alpha = stat + 2 * MKC_ATT_HEADS;
+  float *bred = stat + 3 * MKC_ATT_HEADS; /* MKC_WARPS floats: mkc_block_sum's */
+  for (int item = mkc_bid(); item < units * splits; item += mkc_nblocks()) {
+    int unit = item / splits, c = item - unit * splits;
+    int t = unit / (kv_heads * passes), gp = unit - t * (kv_heads * passes);
+    int g = gp / passes, h0 = g * group + (gp - g * passes) * pass_heads; /* first query head */
+    int gh = group - (h0 - g * group) < pass_heads ? group - (h0 - g * group) : pass_heads;
+    int n = pos + t + 1, lo = window > 0 && n > window ? n - window : 0;
+    int span = (n - lo + splits - 1) / splits;
+    int a = lo + c * span, b = a + span < n ? a + span : n; /* this item's positions [a, b) */
+    const mkc_kv *K = k_cache + (long)g * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
+    for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
+      q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
+    if (mkc_tid() < pass_heads) {
+      m_run[mkc_tid()] = MKC_NEG_MAX;
+      l_run[mkc_tid()] = 0.0f;
+    }
+    float acc[MKC_ATT_HEADS][8];
+    for (int h = 0; h < MKC_ATT_HEADS; h++)
+      for (int k = 0; k < 8; k++) acc[h][k] = 0.0f;
     mkc_sync_block();
-    float m = MKC_NEG_MAX;
-    for (int s = lo + mkc_tid(); s < n; s += MKC_THREADS) {
-      float dot = 0.0f;
-      for (int d = 0; d < head_dim; d++)
-        dot += q_head[d] * mkc_kv_to_f32(K[(long)(s % kv_rows) * head_dim + d]);
-      scores[s - lo] = dot;
-      m = fmaxf(m, dot);
+    for (int s0 = a, buf = 0; s0 < b; s0 += MKC_ATT_TILE, buf ^= 1) {
+      /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
+      int len = b - s0 < MKC_ATT_TILE ? b - s0 : MKC_ATT_TILE;
+      float *sc = sc2 + buf * pass_heads * MKC_ATT_TILE;
+      /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
+      for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
+        int i = i0 + row;
+        float dot[MKC_ATT_HEADS] = {0.0f};
+        if (i < len)
+          for (int j = sub; j < nv; j += L) {
+            float kf[8];
+            mkc_kv_vec(K + (long)((s0 + i) % kv_rows) * head_dim + j * vec, vec, kf);
+            for (int h = 0; h < pass_heads; h++)
+              for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
+          }
+        for (int h = 0; h < pass_heads; h++)
+          for (int m = L >> 1; m > 0; m >>= 1) dot[h] += mkc_shfl_xor(dot[h], m);
+        if (i < len && sub == 0)
+          for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = dot[h];
+      }
+      mkc_sync_block();
+      /* online softmax: a warp per head; sc becomes the tile's weights exp(s - m) */
+      for (int h = mkc_warp(); h < gh; h += MKC_WARPS) {
+        float tm = MKC_NEG_MAX;
+        for (int i = lane; i < len; i += 32) tm = fmaxf(tm, sc[h * MKC_ATT_TILE + i]);
+        float m_old = m_run[h], m = fmaxf(m_old, mkc_warp_max(tm)), sum = 0.0f;
+        for (int i = lane; i < len; i += 32) {
+          float e = expf(sc[h * MKC_ATT_TILE + i] - m);
+          sc[h * MKC_ATT_TILE + i] = e;
+          sum += e;
+        }
+        sum = mkc_warp_sum(sum);
+        if (lane == 0) {
+          alpha[h] = expf(m_old - m);
+          l_run[h] = l_run[h] * alpha[h] + sum;
+          m_run[h] = m;
+        }
+      }
+      mkc_sync_block();
+      /* p.v: thread (slice, v_at) takes the slice's positions of vector v_at of each head */
+      if (slice < P) {
+        for (int h = 0; h < pass_heads; h++)
+          for (int k = 0; k < vec; k++) acc[h][k] *= alpha[h];
+        for (int i = slice; i < len; i += P) {
+          float vf[8];
+          mkc_kv_vec(V + (long)((s0 + i) % kv_rows) * head_dim + v_at * vec, vec, vf);
+          for (int h = 0; h < pass_heads; h++) {
+            float p = sc[h * MKC_ATT_TILE + i];
+            for (int k = 0; k < vec; k++) acc[h][k] += p * vf[k];
+          }
+        }
+      }
+      /* no barrier: the next tile's scores go to the other buffer, and its softmax (alpha)
+       * comes after the barrier that follows them, which every thread reaches after this p.v */
     }
-    m = mkc_block_max(m, red);
-    float sum = 0.0f;
-    for (int s = mkc_tid(); s < n - lo; s += MKC_THREADS) {
-      float e = expf(scores[s] - m);
-      scores[s] = e;
-      sum += e;
+    /* the slices' accumulators summed: red[slice][h][d] */
+    if (slice < P)
+      for (int h = 0; h < gh; h++)
+        for (int k = 0; k < vec; k++)
+          red[(slice * pass_heads + h) * head_dim + v_at * vec + k] = acc[h][k];
+    mkc_sync_block();
+    float *slot = part + (long)item * pass_heads * (head_dim + 2);
+    for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
+      int h = e / head_dim;
+      float sum = 0.0f;
+      for (int p = 0; p < P; p++) sum += red[p * pass_heads * head_dim + e];
+      if (splits == 1)
+        out[t * out_stride + h0 * head_dim + e] = sum / l_run[h];
+      else
+        slot[e] = sum;
     }
-    sum = mkc_block_sum(sum, red); /* its barriers also publish scores[] */
-    for (int d = mkc_tid(); d < head_dim; d += MKC_THREADS) {
-      float acc = 0.0f;
-      for (int s = lo, row = lo % kv_rows; s < n; s++, row = row + 1 == kv_rows ? 0 : row + 1)
-        acc += scores[s - lo] * mkc_kv_to_f32(V[(long)row * head_dim + d]);
-      out[t * out_stride + h * head_dim + d] = acc / sum;
+    if (splits > 1) {
+      if (mkc_tid() < gh) {
+        slot[pass_heads * head_dim + mkc_tid()] = m_run[mkc_tid()];
+        slot[pass_heads * head_dim + pass_heads + mkc_tid()] = l_run[mkc_tid()];
+      }
+      mkc_sync_block();  /* the block's partial written before it is counted */
+      float last = 0.0f; /* 1 in thread 0 when this block completes the unit */
+      if (mkc_tid() == 0) {
+        mkc_fence(); /* release: the partial is visible before it is counted */
+        if (mkc_atomic_add_u32(&counters[unit], 1u) + 1u == (unsigned)splits) {
+          mkc_fence(); /* acquire: the unit's other partials, counted before ours */
+          mkc_store_u32(&counters[unit], 0u);
+          last = 1.0f;
+        }
+      }
+      if (mkc_block_sum(last, bred) > 0.0f) /* its barriers hand thread 0's verdict to all */
+        mkc_attention_merge(part, unit * splits, splits, pass_heads, gh, head_dim,
+                            out + t * out_stride + h0 * head_dim);
     }
-    mkc_sync_block(); /* q_head and scores are rewritten by the next item */
+    mkc_sync_block(); /* q_s, stat and red are rewritten by the next item */
   }
 }
 #line 1 "templates/lm_head.cuh"
@@ -2064,7 +2211,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2068 "llama.llama-3.2-1b.cu"
+#line 2215 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -2112,14 +2259,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/84: attention -- attention layer 0 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 13; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+524288 8192*t (attention layer 0 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 0, kv + 2097152, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
@@ -2197,14 +2344,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/84: attention -- attention layer 1 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 37; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+524288 8192*t (attention layer 1 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 4194304, kv + 6291456, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
@@ -2282,14 +2429,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 13/84: attention -- attention layer 2 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 61; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+524288 8192*t (attention layer 2 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 8388608, kv + 10485760, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
@@ -2367,14 +2514,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 18/84: attention -- attention layer 3 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 85; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+524288 8192*t (attention layer 3 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 12582912, kv + 14680064, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
@@ -2452,14 +2599,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 23/84: attention -- attention layer 4 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 109; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+524288 8192*t (attention layer 4 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 16777216, kv + 18874368, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
@@ -2537,14 +2684,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 28/84: attention -- attention layer 5 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 133; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+524288 8192*t (attention layer 5 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 20971520, kv + 23068672, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
@@ -2622,14 +2769,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 33/84: attention -- attention layer 6 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 157; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+524288 8192*t (attention layer 6 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 25165824, kv + 27262976, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
@@ -2707,14 +2854,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 38/84: attention -- attention layer 7 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 181; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+524288 8192*t (attention layer 7 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 29360128, kv + 31457280, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
@@ -2792,14 +2939,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 43/84: attention -- attention layer 8 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 205; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+524288 8192*t (attention layer 8 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 33554432, kv + 35651584, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
@@ -2877,14 +3024,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 48/84: attention -- attention layer 9 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 229; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+524288 8192*t (attention layer 9 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 37748736, kv + 39845888, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
@@ -2962,14 +3109,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 53/84: attention -- attention layer 10 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 253; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+524288 8192*t (attention layer 10 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 41943040, kv + 44040192, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
@@ -3047,14 +3194,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 58/84: attention -- attention layer 11 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 277; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+524288 8192*t (attention layer 11 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 46137344, kv + 48234496, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
@@ -3132,14 +3279,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 63/84: attention -- attention layer 12 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 301; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+524288 8192*t (attention layer 12 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 50331648, kv + 52428800, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
@@ -3217,14 +3364,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 68/84: attention -- attention layer 13 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 325; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+524288 8192*t (attention layer 13 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 54525952, kv + 56623104, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
@@ -3302,14 +3449,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 73/84: attention -- attention layer 14 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 349; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+524288 8192*t (attention layer 14 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 58720256, kv + 60817408, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
@@ -3387,14 +3534,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 78/84: attention -- attention layer 15 (line 157)
-   * work: 32 heads x T items, one block per item; smem 16656 bytes
-   * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16
+   * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 25664 bytes
+   * nodes: 373; items: 8*t, one block each; flops: 8192*att; sync: grid
+   * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384
    * reads: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+524288 8192*t (attention layer 15 (line 157)) */
   mkc_attention(scratch + 262144, 2048, kv + 62914560, kv + 65011712, scratch + 524288, 2048,
-                32, 4, 64, 4096, 0, 0.125f, pos, T,
-                (float *)(smem + 0), (float *)(smem + 16384), (float *)(smem + 16640));
+                32, 4, 4, 64, 8, 4096, 0, 0.125f, pos, T,
+                scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
   mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
 
   /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
@@ -3463,7 +3610,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
-    mkc_sample(state, (const int *)(scratch + 2486528), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2490624, (int *)(scratch + 3131904), (int *)(scratch + 3773184), scratch + 3773194, scratch + 3773248, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), (int *)(scratch + 4044544), scratch + 4044554, scratch + 4044608, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -3473,8 +3620,8 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
-  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 3773184), scratch + 3773194, (int *)(scratch + 2486528), 128256, pos, t0, T, scratch + 2490624, scratch + 3773248, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4044544), scratch + 4044554, (int *)(scratch + 2757888), 128256, pos, t0, T, scratch + 2761984, scratch + 4044608, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
-  if (!mkc_round_next(state, (const int *)(scratch + 2486528), 4096, round, (int *)smem)) return;
+  if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, round, (int *)smem)) return;
   } /* rounds */
 }
