@@ -415,6 +415,12 @@ static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
   (void)parent;
   body_walk *w = data;
   unsigned offset = 0, line = 0;
+  /* the rounds loop (templates/rounds.cuh) holds the step: its body's statements are the
+   * stages'; its own parts and mkc_round_next's `if (...) return;` after them are not */
+  if (mkc_clang.getCursorKind(c) == MKC_CX_ForStmt) {
+    mkc_clang.visitChildren(c, conditional_part, data);
+    return MKC_CX_Visit_Continue;
+  }
   physical(mkc_clang.getCursorLocation(c), NULL, &line, NULL, &offset);
   int i = -1;
   while (i + 1 < w->n_marks && w->marks[i + 1].offset < offset) i++;

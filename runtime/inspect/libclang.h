@@ -66,6 +66,7 @@ enum {
   MKC_CX_CStyleCastExpr = 117,
   MKC_CX_CompoundStmt = 202,
   MKC_CX_IfStmt = 205,
+  MKC_CX_ForStmt = 209,
   MKC_CX_DeclStmt = 231,
   MKC_CX_CUDAGlobalAttr = 414,
   MKC_CX_BinaryOperator_Add = 6,
