@@ -86,6 +86,26 @@ else
   fail "MKC_CUDA_GRAPH=0" "rc $rc" "$(cat "$tmp/plain.out" "$tmp/plain.err")"
 fi
 
+# Rounds (--rounds R): R steps per launch, the same tokens as the cpu
+# backend's one launch per step; the host round trips (graph launches) of 64
+# generated tokens after the prompt's launch are at most 64 / R.
+rargs=(run --preset tiny --random-weights 5 -n 65 --prompt-ids 3,1,4,1,5,3,1,4 --draft-max 4)
+"$mkc" "${rargs[@]}" --backend cpu >"$tmp/rounds-cpu" 2>/dev/null
+for R in 4 16; do
+  rm -f "$trace"
+  env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${rargs[@]}" --rounds "$R" --backend cuda \
+    >"$tmp/rounds$R.out" 2>"$tmp/rounds$R.err"
+  rc=$?
+  gen=$(($(calls cuGraphLaunch) - 1))
+  if [ "$rc" -eq 0 ] && cmp -s "$tmp/rounds-cpu" "$tmp/rounds$R.out" && no_misuse "$tmp/rounds$R.err" \
+    && [ "$(wc -w <"$tmp/rounds$R.out")" -eq 65 ] && [ "$gen" -ge 1 ] && [ $((gen * R)) -le 64 ] \
+    && grep -q "in $gen launches" "$tmp/rounds$R.err"; then
+    ok "--rounds $R: the cpu backend's 65 tokens; $gen launches (host round trips) after the prompt's"
+  else
+    fail "--rounds $R" "rc $rc, $gen launches after the prompt's" "$(tail -n 3 "$tmp/rounds$R.err")"
+  fi
+done
+
 # A driver that will not capture a cooperative launch: a warning naming the
 # call, then direct launches.
 run nocap MKC_FAKE_CUDA_NO_COOP_CAPTURE=1

@@ -286,6 +286,7 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
     in0 = r->out_tokens[r->n_out - 1];
   }
   if (rc != 0) return -1;
+  if (n > 0) st->n_inputs = st->rounds[n - 1].n_in; /* the logits are the last round's */
   memcpy(out, st->rounds, (size_t)n * sizeof *out);
   *n_rounds = n;
   return 0;
