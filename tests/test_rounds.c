@@ -3,9 +3,10 @@
  *     inputs count (its in-kernel prompt lookup drafts what the host's
  *     does), accepted drafts and tokens, on tiny, odd and swa-tiny (a ring
  *     that wraps inside a launch);
- *   - decoding with R rounds per launch gives plain decoding's tokens, greedy
- *     and sampled (the draws are keyed by position, so a launch boundary
- *     changes nothing), with one launch per R steps;
+ *   - decoding with K = 1..8 drafts and R = 1, 4, 16 rounds per launch gives
+ *     plain decoding's tokens on tiny, odd and qwen3-tiny (and SmolLM2 at two
+ *     settings), greedy and sampled (the draws are keyed by position, so a
+ *     launch boundary changes nothing), with one launch per R steps;
  *   - a launch stops at the budget, at a stop token (end of generation), at a
  *     full context, and the session's tokens and pos are those of the rounds
  *     run;
@@ -16,10 +17,12 @@
  *     lossless). */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "exec/decode.h"
 #include "fixture.h"
+#include "model/model_file.h"
 
 /* Repetitive, so prompt lookup finds matches. */
 static const int PROMPT[] = {5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6, 7};
@@ -121,10 +124,11 @@ static void against_reference(const char *preset, int ubatch) {
   fixture_close(&fx);
 }
 
-/* mkc_decode_with R rounds per launch against one launch per step. */
-static int decode(const fixture *fx, const mkc_sampling *o, int R, int *out, mkc_decode_stats *st) {
+/* mkc_decode_with K drafts and R rounds per launch (R = 1: a launch per step). */
+static int decode(const fixture *fx, const mkc_sampling *o, int K, int R, int *out,
+                  mkc_decode_stats *st) {
   mkc_session *s = mkc_session_open(test_backend(), &fx->g, &fx->src, &fx->w, 3);
-  mkc_decode_opts d = {.draft_max = 4, .rounds = R};
+  mkc_decode_opts d = {.draft_max = K, .rounds = R};
   int rc = s && (!o || mkc_session_set_sampling(s, o) == 0) &&
                    mkc_decode_with(s, &fx->g, PROMPT, N_PROMPT, N_GEN, &d, out, st) == 0
                ? st->generated
@@ -133,9 +137,30 @@ static int decode(const fixture *fx, const mkc_sampling *o, int R, int *out, mkc
   return rc;
 }
 
+/* Greedy: K = 1..8 drafts and R = 1, 4, 16 rounds per launch give plain
+ * decoding's tokens; sampled (K = 4): R = 4, 16 give R = 1's, with the same
+ * drafts accepted. Launches: one per R generation steps. */
 static void lossless(const char *preset) {
   fixture fx;
-  if (!CHECK(fixture_open(&fx, preset, 4, 0, 7) == 0, "%s: generate", preset)) return;
+  if (!CHECK(fixture_open(&fx, preset, 8, 0, 7) == 0, "%s: generate (K <= 8)", preset)) return;
+  int plain[N_GEN], out[N_GEN];
+  mkc_decode_stats st0, st;
+  int n0 = decode(&fx, NULL, 0, 1, plain, &st0), bad = 0, runs = 0, launches_ok = 1;
+  char first_bad[96] = "";
+  static const int RS[] = {1, 4, 16};
+  for (int K = 1; K <= 8; K++)
+    for (int i = 0; i < 3; i++) {
+      int n = decode(&fx, NULL, K, RS[i], out, &st);
+      runs++;
+      if (n != N_GEN || first_difference(plain, out, N_GEN) >= 0) {
+        if (!bad++) snprintf(first_bad, sizeof first_bad, " (first: K %d, R %d)", K, RS[i]);
+      }
+      launches_ok = launches_ok && st.launches == (st.gen_steps + RS[i] - 1) / RS[i];
+    }
+  CHECK(n0 == N_GEN && bad == 0,
+        "%s, greedy: K = 1..8 x R = 1, 4, 16: all %d runs give plain decoding's %d tokens%s",
+        preset, runs, N_GEN, first_bad);
+  CHECK(launches_ok, "%s, greedy: every run took one launch per R generation steps", preset);
   mkc_sampling sampled;
   memset(&sampled, 0, sizeof sampled);
   sampled.temp = 1.5f;
@@ -144,25 +169,58 @@ static void lossless(const char *preset) {
   sampled.repeat_penalty = 1.1f;
   sampled.repeat_last_n = 16;
   sampled.seed_lo = 1234;
-  const mkc_sampling *modes[] = {NULL, &sampled};
-  for (int m = 0; m < 2; m++) {
+  mkc_decode_stats st1;
+  int n1 = decode(&fx, &sampled, 4, 1, plain, &st1);
+  for (int i = 1; i < 3; i++) {
+    int R = RS[i], n = decode(&fx, &sampled, 4, R, out, &st);
+    CHECK(n1 == N_GEN && n == N_GEN && first_difference(plain, out, N_GEN) < 0 &&
+              st.accepted == st1.accepted && st.drafted == st1.drafted &&
+              st.launches == (st.gen_steps + R - 1) / R,
+          "%s, sampled, K = 4, R = %d: R = 1's tokens (%ld of %ld drafts accepted both ways), %d "
+          "launches for %d steps",
+          preset, R, st.accepted, st.drafted, st.launches, st.gen_steps);
+  }
+  fixture_close(&fx);
+}
+
+/* SmolLM2-135M from its Q4_1 blocks: K = 4, R = 4 and K = 8, R = 16 give
+ * plain decoding's tokens on a repetitive prompt (ids of a list). */
+static void smollm2(void) {
+  const char *data = getenv("MKC_TEST_DATA");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
+  if (!data || !*data || access(path, R_OK) != 0) {
+    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
+    return;
+  }
+  mkc_model_file mf;
+  if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: open")) return;
+  fixture fx;
+  memset(&fx, 0, sizeof fx);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph,
+                    .draft_max = 8,
+                    .max_ctx = 128,
+                    .model = &mf.desc,
+                    .weight_type = mkc_model_file_weight_type,
+                    .weight_type_ctx = &mf};
+  if (CHECK(mkc_codegen(&o, &fx.g, &fx.src) == 0 && mkc_model_file_weights(&mf, &fx.g, &fx.w) == 0,
+            "SmolLM2: the kernel from the file's blocks")) {
     int plain[N_GEN], out[N_GEN];
-    mkc_decode_stats st1, st;
-    int n1 = decode(&fx, modes[m], 1, plain, &st1);
-    for (int R = 3; R <= 12; R += 9) {
-      int n = decode(&fx, modes[m], R, out, &st);
-      CHECK(n1 == N_GEN && n == N_GEN && first_difference(plain, out, N_GEN) < 0 &&
-                st.accepted == st1.accepted && st.drafted == st1.drafted,
-            "%s, %s, R = %d: the tokens of one launch per step (%ld of %ld drafts accepted both "
-            "ways)",
-            preset, m ? "sampled" : "greedy", R, st.accepted, st.drafted);
-      CHECK(st.gen_steps == st1.gen_steps && st1.launches == st1.gen_steps &&
-                st.launches == (st.gen_steps + R - 1) / R,
-            "%s, %s, R = %d: %d launches for %d generation steps (one per step: %d)", preset,
-            m ? "sampled" : "greedy", R, st.launches, st.gen_steps, st1.launches);
+    mkc_decode_stats st0, st;
+    int n0 = decode(&fx, NULL, 0, 1, plain, &st0);
+    static const int KR[][2] = {{4, 4}, {8, 16}};
+    for (int i = 0; i < 2; i++) {
+      int n = decode(&fx, NULL, KR[i][0], KR[i][1], out, &st);
+      CHECK(n0 == N_GEN && n == N_GEN && first_difference(plain, out, N_GEN) < 0,
+            "SmolLM2, K = %d, R = %d: plain decoding's %d tokens (%ld of %ld drafts accepted, %d "
+            "launches for %d steps)",
+            KR[i][0], KR[i][1], N_GEN, st.accepted, st.drafted, st.launches, st.gen_steps);
     }
   }
   fixture_close(&fx);
+  mkc_model_file_close(&mf);
 }
 
 /* One launch on a fresh session after PROMPT: its rounds into rr, how many into *n. 0 or -1. */
@@ -303,6 +361,8 @@ int main(void) {
   against_reference("swa-tiny", 12);
   lossless("tiny");
   lossless("odd");
+  lossless("qwen3-tiny");
+  smollm2();
   limits();
   stops();
   if (test_backend() == MKC_BACKEND_CPU) {
