@@ -22,6 +22,8 @@
  * same for every model); "wide" (64 blocks, a 1024-token vocabulary), the
  * points of lm_head.cuh, accept.cuh and attention.cuh, where the size of the
  * grid matters (only there does attention split a unit's positions and merge).
+ * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
+ * templates/gemm.cuh) and ends with a launch of 4 rounds (templates/rounds.cuh).
  * Each kernel's own grid barriers are all deleted. A template's point counts
  * as caught when its deletion is caught in any kernel. Points no run here can show are listed in
  * NOT_SHOWN with the reason: they print as skipped, and a listed point that is
@@ -255,7 +257,10 @@ static const mkc_sampling PHASES[N_PHASES] = {
 
 typedef struct step {
   int phase; /* PHASES[phase] */
-  int in[MKC_T_CAP], T, f;
+  int in[MKC_CHUNK_CAP], T, f;
+  int rounds;                   /* > 1: a launch of that many rounds on in[0..T) */
+  int n_rr;                     /* the rounds it ran, as the unmutated kernel ran them */
+  mkc_round rr[MKC_ROUNDS_MAX]; /* (their tokens checked against the reference's) */
   float *logits;     /* [T][vocab]: the reference's (phase 0) or the unmutated kernel's */
   mkc_step_result r; /* the expected result */
   int pos;
@@ -306,11 +311,39 @@ static int follow(const script *sc, const char *src, char *why, size_t cap) {
       if (mkc_session_set_sampling(s, o) != 0) goto out;
     }
     mkc_step_result r;
+    if (st->rounds > 1) {
+      mkc_rounds_req q = {.rounds = st->rounds, .drafts = g->t_max - 1, .budget = 1000};
+      mkc_round rr[MKC_ROUNDS_MAX];
+      int n = 0;
+      if (mkc_session_rounds(s, st->in, st->T, &q, rr, &n) != 0) {
+        snprintf(why, cap, "%s: rounds failed", at);
+        goto out;
+      }
+      int same = n == st->n_rr && mkc_session_pos(s) == st->pos;
+      for (int k = 0; same && k < n; k++)
+        same =
+            rr[k].status == st->rr[k].status && rr[k].n_in == st->rr[k].n_in &&
+            rr[k].n_out == st->rr[k].n_out &&
+            memcmp(rr[k].out_tokens, st->rr[k].out_tokens, (size_t)rr[k].n_out * sizeof(int)) == 0;
+      if (!same) {
+        snprintf(why, cap, "rounds (%s)", at);
+        goto out;
+      }
+      for (int t = 0; t < st->rr[n - 1].n_in; t++) {
+        double e = rel_err(mkc_session_logits(s, t), st->logits + (size_t)t * g->vocab, g->vocab);
+        if (!(e <= TOL)) {
+          snprintf(why, cap, "logits (%s, the last round's input %d: %.2g off)", at, t, e);
+          goto out;
+        }
+      }
+      continue;
+    }
     if (mkc_session_step(s, st->in, st->T, st->f, &r) != 0) {
       snprintf(why, cap, "%s failed", at);
       goto out;
     }
-    for (int t = 0; t < st->T; t++) {
+    /* a prompt chunk past t_max has its last input's logits only */
+    for (int t = st->T > g->t_max ? st->T - 1 : 0; t < st->T; t++) {
       double e = rel_err(mkc_session_logits(s, t), st->logits + (size_t)t * g->vocab, g->vocab);
       if (!(e <= TOL)) {
         snprintf(why, cap, "logits (%s, input %d: %.2g off)", at, t, e);
@@ -362,12 +395,43 @@ static int record(script *sc, int phase, mkc_session *cpu, mkc_session *ref, con
     st->r = r;
   }
   st->pos = mkc_session_pos(s);
-  if (!(st->logits = malloc((size_t)T * g->vocab * sizeof *st->logits))) return -1;
-  for (int t = 0; t < T; t++)
+  if (!(st->logits = calloc((size_t)T * g->vocab, sizeof *st->logits))) return -1;
+  for (int t = T > g->t_max ? T - 1 : 0; t < T; t++)
     memcpy(st->logits + (size_t)t * g->vocab, mkc_session_logits(s, t),
            (size_t)g->vocab * sizeof *st->logits);
   for (int k = 0; PHASES[phase].logprobs > 0 && k < st->r.n_out; k++)
     if (logprobs_of(s, k, PHASES[phase].logprobs, st->lp[k]) != 0) return -1;
+  sc->n++;
+  return 0;
+}
+
+/* A launch of `rounds` rounds on the last emitted token (templates/rounds.cuh: the kernel
+ * drafts each next round by prompt lookup): the unmutated kernel's rounds, logits and pos are
+ * the expected ones, its tokens checked against the reference stepping the same rounds. */
+static int record_rounds(script *sc, mkc_session *cpu, mkc_session *ref, int rounds) {
+  const mkc_graph *g = &sc->fx.g;
+  if (sc->n >= MAX_STEPS) return -1;
+  const step *prev = &sc->steps[sc->n - 1];
+  step *st = &sc->steps[sc->n];
+  st->in[0] = prev->r.out[prev->r.n_out - 1];
+  st->T = 1, st->f = 0, st->phase = 0, st->rounds = rounds;
+  mkc_rounds_req q = {.rounds = rounds, .drafts = g->t_max - 1, .budget = 1000};
+  mkc_round want[MKC_ROUNDS_MAX];
+  int n_want = 0;
+  if (mkc_session_rounds(cpu, st->in, 1, &q, st->rr, &st->n_rr) != 0 ||
+      mkc_session_rounds(ref, st->in, 1, &q, want, &n_want) != 0 || n_want != st->n_rr)
+    return -1;
+  for (int k = 0; k < n_want; k++)
+    if (want[k].status != MKC_STATUS_OK || want[k].n_in != st->rr[k].n_in ||
+        want[k].n_out != st->rr[k].n_out ||
+        memcmp(want[k].out_tokens, st->rr[k].out_tokens, (size_t)want[k].n_out * sizeof(int)))
+      return -1;
+  st->pos = mkc_session_pos(cpu);
+  int T = st->rr[st->n_rr - 1].n_in;
+  if (!(st->logits = malloc((size_t)T * g->vocab * sizeof *st->logits))) return -1;
+  for (int t = 0; t < T; t++)
+    memcpy(st->logits + (size_t)t * g->vocab, mkc_session_logits(cpu, t),
+           (size_t)g->vocab * sizeof *st->logits);
   sc->n++;
   return 0;
 }
@@ -391,8 +455,11 @@ static int greedy_tokens(script *sc, const int *prompt, int *out, int n) {
 static int phase(script *sc, int ph, mkc_session *cpu, mkc_session *ref, const int *prompt,
                  const int *greedy, int n_greedy) {
   const mkc_graph *g = &sc->fx.g;
+  /* the greedy phase takes the prompt whole, a chunk past t_max (templates/gemm.cuh's tiles);
+   * the others in steps of t_max, the decode stages' prompt path */
+  int chunk = ph == 0 && g->t_chunk >= PROMPT_LEN ? PROMPT_LEN : g->t_max;
   for (int at = 0; at < PROMPT_LEN;) {
-    int T = PROMPT_LEN - at < g->t_max ? PROMPT_LEN - at : g->t_max;
+    int T = PROMPT_LEN - at < chunk ? PROMPT_LEN - at : chunk;
     if (record(sc, ph, cpu, ref, prompt + at, T, T - 1) != 0) return -1;
     at += T;
   }
@@ -407,7 +474,7 @@ static int phase(script *sc, int ph, mkc_session *cpu, mkc_session *ref, const i
     if (record(sc, ph, cpu, ref, in, g->t_max, 0) != 0) return -1;
     done += sc->steps[sc->n - 1].r.n_out;
   }
-  return 0;
+  return ph == 0 ? record_rounds(sc, cpu, ref, 4) : 0;
 }
 
 /* The script for preset: every phase on the unmutated kernel (and phase 0 on the reference). */
@@ -626,6 +693,15 @@ static const struct {
     {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 4,
      "redundant where it is called: winner and part are next written after another barrier "
      "(mkc_block_sum before the residual draw, the next position's first barrier)"},
+    {"templates/gemm.cuh", "mkc_gemm_matvec", "mkc_sync_block", 1,
+     "redundant: the epilogue reads c_tile, which the next tile's mkc_gemm_tile writes only "
+     "after the barrier that follows its staging"},
+    {"templates/gemm.cuh", "mkc_gemm_swiglu", "mkc_sync_block", 1,
+     "redundant: the epilogue reads c_tile, which the next tile's mkc_gemm_tile writes only "
+     "after the barrier that follows its staging"},
+    {"templates/gemm.cuh", "mkc_gemm_qkv", "mkc_sync_block", 1,
+     "redundant: the epilogue reads c_tile and inv_rms, which the next tile's mkc_gemm_tile "
+     "writes only after the barrier that follows its staging"},
     {"templates/sample.cuh", "mkc_sample", "mkc_sync_block", 2,
      "redundant: after a greedy position nothing in shared memory is touched before the next "
      "position's first barrier"},
