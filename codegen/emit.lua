@@ -189,10 +189,9 @@ end
 local function stage_meta(st)
   local e, ids, smem = st.emitted, {}, {}
   for _, n in ipairs(st.nodes) do ids[#ids + 1] = tostring(n.id - 1) end
-  local at, total = buffers.smem(e.smem)
-  for i, r in ipairs(e.smem) do -- a region runs to the next one's start (the plan pads them)
-    local stop = e.smem[i + 1] and at[e.smem[i + 1][1]] or total
-    smem[#smem + 1] = ("%s %d+%d"):format(r[1], at[r[1]], stop - at[r[1]])
+  local at = buffers.smem(e.smem)
+  for _, r in ipairs(e.smem) do -- padded to 16 bytes, as the plan lays them out
+    smem[#smem + 1] = ("%s %d+%d"):format(r[1], at[r[1]], util.round_up(r[2] * 4, 16))
   end
   return table.concat({
     ("   * nodes: %s; items: %s, one %s each; flops: %s; sync: %s"):format(

@@ -5,9 +5,9 @@ return function(st, ctx)
   local kv = ctx.kv(att)
   local seen = att.window > 0 and math.min(att.window, ctx.max_ctx) or ctx.max_ctx -- scores per item
   local smem = { { "scores", seen }, { "q_head", att.head_dim }, { "red", ctx.warps } }
-  -- a prompt chunk's variant (templates/gemm_attn.cuh), its tiles after the CUDA-core regions
+  -- a prompt chunk's variant (templates/gemm_attn.cuh): its tiles over the CUDA-core regions
   local a = ctx.attn_tile
-  local tiles = { { "q_tile", a.bm * (8 * a.dt + 4) }, { "k_tile", a.bn * (8 * a.dt + 4) },
+  local tiles = { { "q_tile", a.bm * (8 * a.dt + 4), variant = true }, { "k_tile", a.bn * (8 * a.dt + 4) },
                   { "v_tile", a.bn * (8 * a.dt + 8) }, { "p_tile", a.bm * (a.bn + 4) } }
   local tiled = ctx.tiled and att.head_dim <= 8 * a.dt and att.heads // att.kv_heads <= a.bm
   if tiled then for _, r in ipairs(tiles) do smem[#smem + 1] = r end end
