@@ -2,7 +2,7 @@
  * graph:   graphs/llama.lua, preset llama-3.2-1b
  * hashes:  graph ec8fa59776d14845, templates c65c730e85683249, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    84 stages, 83 grid barriers; scratch 3773568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 61200 bytes
+ * plan:    84 stages, 83 grid barriers; scratch 3773568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -2198,15 +2198,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/84: attention -- attention layer 0 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 13; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+524288 8192*t (attention layer 0 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 0, kv + 2097152, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 0, kv + 2097152, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2289,15 +2289,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/84: attention -- attention layer 1 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 37; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+524288 8192*t (attention layer 1 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 4194304, kv + 6291456, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 4194304, kv + 6291456, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2380,15 +2380,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 13/84: attention -- attention layer 2 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 61; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+524288 8192*t (attention layer 2 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 8388608, kv + 10485760, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 8388608, kv + 10485760, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2471,15 +2471,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 18/84: attention -- attention layer 3 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 85; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+524288 8192*t (attention layer 3 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 12582912, kv + 14680064, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 12582912, kv + 14680064, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2562,15 +2562,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 23/84: attention -- attention layer 4 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 109; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+524288 8192*t (attention layer 4 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 16777216, kv + 18874368, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 16777216, kv + 18874368, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2653,15 +2653,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 28/84: attention -- attention layer 5 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 133; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+524288 8192*t (attention layer 5 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 20971520, kv + 23068672, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 20971520, kv + 23068672, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2744,15 +2744,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 33/84: attention -- attention layer 6 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 157; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+524288 8192*t (attention layer 6 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 25165824, kv + 27262976, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 25165824, kv + 27262976, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2835,15 +2835,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 38/84: attention -- attention layer 7 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 181; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+524288 8192*t (attention layer 7 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 29360128, kv + 31457280, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 29360128, kv + 31457280, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -2926,15 +2926,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 43/84: attention -- attention layer 8 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 205; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+524288 8192*t (attention layer 8 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 33554432, kv + 35651584, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 33554432, kv + 35651584, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3017,15 +3017,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 48/84: attention -- attention layer 9 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 229; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+524288 8192*t (attention layer 9 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 37748736, kv + 39845888, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 37748736, kv + 39845888, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3108,15 +3108,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 53/84: attention -- attention layer 10 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 253; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+524288 8192*t (attention layer 10 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 41943040, kv + 44040192, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 41943040, kv + 44040192, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3199,15 +3199,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 58/84: attention -- attention layer 11 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 277; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+524288 8192*t (attention layer 11 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 46137344, kv + 48234496, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 46137344, kv + 48234496, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3290,15 +3290,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 63/84: attention -- attention layer 12 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 301; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+524288 8192*t (attention layer 12 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 50331648, kv + 52428800, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 50331648, kv + 52428800, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3381,15 +3381,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 68/84: attention -- attention layer 13 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 325; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+524288 8192*t (attention layer 13 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 54525952, kv + 56623104, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 54525952, kv + 56623104, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3472,15 +3472,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 73/84: attention -- attention layer 14 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 349; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+524288 8192*t (attention layer 14 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 58720256, kv + 60817408, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 58720256, kv + 60817408, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,
@@ -3563,15 +3563,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 78/84: attention -- attention layer 15 (line 157)
-   * work: 32 heads x T items, one block per item; smem 61200 bytes
+   * work: 32 heads x T items, one block per item; smem 44544 bytes
    * nodes: 373; items: 32*t, one block each; flops: 8192*att; sync: grid
-   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 16656+17408, k_tile 34064+8704, v_tile 42768+9216, p_tile 51984+9216
+   * smem: scores 0+16384, q_head 16384+256, red 16640+16, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+524288 8192*t (attention layer 15 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 262144, 2048, kv + 62914560, kv + 65011712, scratch + 524288, 2048,
                        32, 4, 64, 4096, 0, 0.125f, pos, T,
-                       (float *)(smem + 16656), (float *)(smem + 34064), (float *)(smem + 42768), (float *)(smem + 51984));
+                       (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
     mkc_attention(scratch + 262144, 2048, kv + 62914560, kv + 65011712, scratch + 524288, 2048,
                   32, 4, 64, 4096, 0, 0.125f, pos, T,

@@ -2198,15 +2198,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/14: attention -- attention layer 0 (line 157)
-   * work: 6 heads x T items, one block per item; smem 21568 bytes
+   * work: 6 heads x T items, one block per item; smem 19968 bytes
    * nodes: 13; items: 6*t, one block each; flops: 288*att; sync: grid
-   * smem: scores 0+1536, q_head 1536+48, red 1584+16, q_tile 1600+5120, k_tile 6720+2560, v_tile 9280+3072, p_tile 12352+9216
+   * smem: scores 0+1536, q_head 1536+48, red 1584+16, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
    * writes: scratch+18432 288*t (attention layer 0 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 9216, 72, kv + 0, kv + 9216, scratch + 18432, 72,
                        6, 3, 12, 384, 0, 0.288675135f, pos, T,
-                       (float *)(smem + 1600), (float *)(smem + 6720), (float *)(smem + 9280), (float *)(smem + 12352));
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 9216, 72, kv + 0, kv + 9216, scratch + 18432, 72,
                   6, 3, 12, 384, 0, 0.288675135f, pos, T,
@@ -2289,15 +2289,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/14: attention -- attention layer 1 (line 157)
-   * work: 6 heads x T items, one block per item; smem 21568 bytes
+   * work: 6 heads x T items, one block per item; smem 19968 bytes
    * nodes: 37; items: 6*t, one block each; flops: 288*att; sync: grid
-   * smem: scores 0+1536, q_head 1536+48, red 1584+16, q_tile 1600+5120, k_tile 6720+2560, v_tile 9280+3072, p_tile 12352+9216
+   * smem: scores 0+1536, q_head 1536+48, red 1584+16, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
    * writes: scratch+18432 288*t (attention layer 1 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 9216, 72, kv + 18432, kv + 27648, scratch + 18432, 72,
                        6, 3, 12, 384, 0, 0.288675135f, pos, T,
-                       (float *)(smem + 1600), (float *)(smem + 6720), (float *)(smem + 9280), (float *)(smem + 12352));
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 9216, 72, kv + 18432, kv + 27648, scratch + 18432, 72,
                   6, 3, 12, 384, 0, 0.288675135f, pos, T,

@@ -2198,15 +2198,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 3/14: attention -- attention layer 0 (line 157)
-   * work: 4 heads x T items, one block per item; smem 22096 bytes
+   * work: 4 heads x T items, one block per item; smem 19968 bytes
    * nodes: 13; items: 4*t, one block each; flops: 256*att; sync: grid
-   * smem: scores 0+2048, q_head 2048+64, red 2112+16, q_tile 2128+5120, k_tile 7248+2560, v_tile 9808+3072, p_tile 12880+9216
+   * smem: scores 0+2048, q_head 2048+64, red 2112+16, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16384, scratch + 16384, 64,
                        4, 2, 16, 512, 0, 0.25f, pos, T,
-                       (float *)(smem + 2128), (float *)(smem + 7248), (float *)(smem + 9808), (float *)(smem + 12880));
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 8192, 64, kv + 0, kv + 16384, scratch + 16384, 64,
                   4, 2, 16, 512, 0, 0.25f, pos, T,
@@ -2289,15 +2289,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
 
   /* stage 8/14: attention -- attention layer 1 (line 157)
-   * work: 4 heads x T items, one block per item; smem 22096 bytes
+   * work: 4 heads x T items, one block per item; smem 19968 bytes
    * nodes: 37; items: 4*t, one block each; flops: 256*att; sync: grid
-   * smem: scores 0+2048, q_head 2048+64, red 2112+16, q_tile 2128+5120, k_tile 7248+2560, v_tile 9808+3072, p_tile 12880+9216
+   * smem: scores 0+2048, q_head 2048+64, red 2112+16, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 8192, 64, kv + 32768, kv + 49152, scratch + 16384, 64,
                        4, 2, 16, 512, 0, 0.25f, pos, T,
-                       (float *)(smem + 2128), (float *)(smem + 7248), (float *)(smem + 9808), (float *)(smem + 12880));
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 8192, 64, kv + 32768, kv + 49152, scratch + 16384, 64,
                   4, 2, 16, 512, 0, 0.25f, pos, T,
