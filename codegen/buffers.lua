@@ -197,14 +197,18 @@ function buffers.plan(graph, stages, opts)
   return plan
 end
 
--- Shared memory of one stage: regions laid out from 0, 16-byte aligned.
+-- Shared memory of one stage: regions laid out from 0, 16-byte aligned. A region marked
+-- `variant = true` starts over at 0: it and the ones after it belong to a variant of the stage
+-- that never runs beside the regions before it (a prompt chunk's tiles), so they share bytes.
 function buffers.smem(regions)
-  local layout, off = {}, 0
+  local layout, off, top = {}, 0, 0
   for _, r in ipairs(regions) do
+    if r.variant then off = 0 end
     layout[r[1]] = off
     off = off + util.round_up(r[2] * 4, 16)
+    top = math.max(top, off)
   end
-  return layout, off
+  return layout, top
 end
 
 return buffers

@@ -9,9 +9,23 @@ local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
-                   "gemm.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh", "rounds.cuh" }
+                   "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
+                   "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
-local TILED_ONLY = { ["gemm.cuh"] = true }
+local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
+
+-- A prompt chunk's attention tile (templates/gemm_attn.cuh): bm query rows, bn positions at a
+-- time (16 for heads wider than 64, so the tiles stay within a tiled matmul's shared memory), dt
+-- n8 tiles of the widest head. A stage whose heads are wider than 128 or whose group of query
+-- heads is more than bm keeps the CUDA-core attention for chunks too.
+local function attn_tile(plan)
+  local head_dim = 8
+  for _, st in ipairs(plan.stages) do
+    if st.kind == "attention" then head_dim = math.max(head_dim, st.att.head_dim) end
+  end
+  local dt = math.min(16, (head_dim + 7) // 8)
+  return { bm = 64, bn = dt <= 8 and 32 or 16, dt = dt }
+end
 
 local EMITTERS = {}
 for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
@@ -27,7 +41,8 @@ end
 
 local function context(graph, plan, opts)
   local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
-                vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled }
+                vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled,
+                attn_tile = attn_tile(plan) }
   local signatures = calls.signatures(opts.templates, emit.TEMPLATES)
   -- A template call, its arguments by parameter name (codegen/calls.lua).
   function ctx.call(fn, args, wrap_after) return calls.format(signatures, fn, args, wrap_after) end
@@ -178,10 +193,9 @@ end
 local function stage_meta(st)
   local e, ids, smem = st.emitted, {}, {}
   for _, n in ipairs(st.nodes) do ids[#ids + 1] = tostring(n.id - 1) end
-  local at, total = buffers.smem(e.smem)
-  for i, r in ipairs(e.smem) do -- a region runs to the next one's start (the plan pads them)
-    local stop = e.smem[i + 1] and at[e.smem[i + 1][1]] or total
-    smem[#smem + 1] = ("%s %d+%d"):format(r[1], at[r[1]], stop - at[r[1]])
+  local at = buffers.smem(e.smem)
+  for _, r in ipairs(e.smem) do -- padded to 16 bytes, as the plan lays them out
+    smem[#smem + 1] = ("%s %d+%d"):format(r[1], at[r[1]], util.round_up(r[2] * 4, 16))
   end
   return table.concat({
     ("   * nodes: %s; items: %s, one %s each; flops: %s; sync: %s"):format(
@@ -228,6 +242,10 @@ function emit.source(graph, plan, opts)
     put(("#define MKC_GEMM_BM %d /* tiles: tokens */\n#define MKC_GEMM_BN %d /* tiles: weight rows */"):format(
       opts.gemm.bm, opts.gemm.bn))
     put(("#define MKC_GEMM_BK %d /* columns staged at a time */"):format(opts.gemm.bk))
+    local a = attn_tile(plan)
+    put(("#define MKC_ATTN_BM %d /* attention tiles: query rows */\n#define MKC_ATTN_BN %d /* positions at a time */"):format(
+      a.bm, a.bn))
+    put(("#define MKC_ATTN_DT %d /* n8 tiles of a head */"):format(a.dt))
   end
   -- the block types the matrices are stored in: only their decoders are compiled
   local used, names = {}, {}

@@ -321,6 +321,17 @@ static void tampered(const char *path, const char *dir) {
     mkc_inspect_close(&r);
   }
   free(code);
+  /* the chunk attention's tiled variant (templates/gemm_attn.cuh) reading another V range */
+  code = edit(text, "stage 3/14", "mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16384,",
+              "mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16000,");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 3's tiled attention edited") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    CHECK(mismatch_in(&r, 3, "mkc_gemm_attention at line ") &&
+              mismatch_in(&r, 3, "reads kv+16000 (64*ctx bytes), which its CUDA-core twin"),
+          "tamper: the V cache moved in the tiled attention only: its twin does not read it");
+    mkc_inspect_close(&r);
+  }
+  free(code);
   /* the metadata: stage 2 claims a wrong flop count and drops a KV write */
   code = edit(text, "stage 2/14", "flops: 16384*t", "flops: 16000*t");
   char *code2 = code ? edit(code, "stage 2/14", ", kv+16384 64*t (V cache layer 0)", "") : NULL;

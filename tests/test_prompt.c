@@ -10,9 +10,13 @@
  * caches may round a value either side of a midpoint: exec/reference.h), the
  * sampler and log-probabilities of a chunk's last input too. The other
  * presets (biases, head norms, RoPE scalings, Q4_K/Q6_K/Q4_0 blocks) in
- * chunks against the reference. A planted error in the fragment layout must
- * fail, and the emulated mma is checked on its own against products worked
- * out here. */
+ * chunks against the reference. The chunk attention in tiles
+ * (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
+ * start at pos > 0); besides, sliding windows whose rings the chunks cross
+ * (swa-tiny, gemma-tiny) and K/V caches in f16 and f32 on groups of 2 and 5
+ * query heads, against the reference. Planted errors in the fragment layout,
+ * the causal mask and the window must fail, and the emulated mma is checked
+ * on its own against products worked out here. */
 #include <string.h>
 #include <unistd.h>
 
@@ -285,9 +289,10 @@ static void preset_case(const char *preset) {
  * Q/K/V biases (qwen2-tiny), per-head norms on heads of 80, which a tile
  * covers in two slices of 64 columns (qwen3-tiny), RoPE scalings (llama3-,
  * yarn-, linear-tiny), matrices in Q4_K, Q6_K and Q4_0 blocks (blocks-tiny). */
-static void preset_vs_reference(const char *preset) {
+static void preset_vs_reference(const char *preset, const char *kv_dtype) {
   kernel k;
-  if (!CHECK(kernel_open(&k, preset, NULL, N_PROMPT + N_GEN, "bf16") == 0, "%s: generate", preset))
+  if (!CHECK(kernel_open(&k, preset, NULL, N_PROMPT + N_GEN, kv_dtype) == 0, "%s, KV %s: generate",
+             preset, kv_dtype))
     return;
   int prompt[N_PROMPT];
   make_prompt(prompt, k.g.vocab);
@@ -298,10 +303,12 @@ static void preset_vs_reference(const char *preset) {
   int blocks = 0;
   for (int i = 0; i < k.g.n_weights; i++) blocks += k.g.weights[i].type != MKC_GGML_BF16;
   CHECK(s && ref && r.ok,
-        "%s: the prompt in chunks, then %d greedy steps, token for token the "
+        "%s, KV %s: the prompt in chunks, then %d greedy steps, token for token the "
         "reference's (%d matrices in blocks)",
-        preset, N_GEN, blocks);
-  check_ref(preset, "in chunks (tiled)", &r);
+        preset, kv_dtype, N_GEN, blocks);
+  char what[80];
+  snprintf(what, sizeof what, "%s, KV %s", preset, kv_dtype);
+  check_ref(what, "in chunks (tiled)", &r);
   free(r.logits);
   mkc_session_close(s);
   mkc_session_close(ref);
@@ -334,15 +341,15 @@ static void smollm2(void) {
   mkc_model_file_close(&mf);
 }
 
-/* A planted error in the tiled path's fragment layout (A's registers a1 and
- * a2, rows g + 8 and columns q + 4, swapped) fails the comparison. */
-static void planted_bug(void) {
+/* A planted error (good replaced by bad, of the same length, in the
+ * generated kernel of preset) fails the chunked run against the reference. */
+static void planted(const char *preset, const char *good, const char *bad, const char *what) {
   kernel k;
-  if (!CHECK(kernel_open(&k, "tiny", NULL, 0, "bf16") == 0, "planted: generate")) return;
-  const char *good = "{ar[0], ar[8 * MKC_GEMM_LD], ar[4], ar[8 * MKC_GEMM_LD + 4]}";
-  const char *bad = "{ar[0], ar[4], ar[8 * MKC_GEMM_LD], ar[8 * MKC_GEMM_LD + 4]}";
+  if (!CHECK(kernel_open(&k, preset, NULL, N_PROMPT + N_GEN, "bf16") == 0, "planted: generate %s",
+             preset))
+    return;
   char *at = strstr(k.src.source, good);
-  if (CHECK(at != NULL && strlen(good) == strlen(bad), "planted: the A fragment's load found")) {
+  if (CHECK(at != NULL && strlen(good) == strlen(bad), "planted: %s: the code found", what)) {
     memcpy(at, bad, strlen(bad));
     int prompt[N_PROMPT];
     make_prompt(prompt, k.g.vocab);
@@ -351,14 +358,27 @@ static void planted_bug(void) {
     run r = {0};
     if (s && ref) feed(s, ref, &k.g, prompt, 1, &r);
     CHECK(s && ref && !(r.ok && r.worst_ref <= TOL && r.kv_mismatched == 0),
-          "planted: a1 and a2 swapped in the A fragment is caught (logits %.3g off, %ld K/V "
-          "values not the reference's)",
+          "planted: %s is caught (logits %.3g off, %ld K/V values not the reference's)", what,
           r.worst_ref, r.kv_mismatched);
     free(r.logits);
     mkc_session_close(s);
     mkc_session_close(ref);
   }
   kernel_close(&k);
+}
+
+/* Planted errors: the matmul tile's A fragment (a1 and a2, rows g + 8 and
+ * columns q + 4, swapped); the chunk attention's causal mask one position
+ * late (a token sees the next one's K and V), and its window one position
+ * wide (swa-tiny: a token sees window + 1 positions). */
+static void planted_bugs(void) {
+  planted("tiny", "{ar[0], ar[8 * MKC_GEMM_LD], ar[4], ar[8 * MKC_GEMM_LD + 4]}",
+          "{ar[0], ar[4], ar[8 * MKC_GEMM_LD], ar[8 * MKC_GEMM_LD + 4]}",
+          "a1 and a2 swapped in the A fragment");
+  planted("tiny", "t < T ? pos + t : -1;", "t < T ? pos+t+1 : -1;",
+          "the chunk attention's causal mask one position late");
+  planted("swa-tiny", "see_hi[h] + 1 - window :", "see_hi[h] + 0 - window :",
+          "the chunk attention's window one position wide");
 }
 
 /* The emulated mma.sync on its own: every lane fills its fragments from
@@ -446,8 +466,18 @@ int main(void) {
   preset_case("odd");
   static const char *const others[] = {"qwen2-tiny", "qwen3-tiny",  "llama3-tiny",
                                        "yarn-tiny",  "linear-tiny", "blocks-tiny"};
-  for (size_t i = 0; i < sizeof others / sizeof *others; i++) preset_vs_reference(others[i]);
-  planted_bug();
+  for (size_t i = 0; i < sizeof others / sizeof *others; i++)
+    preset_vs_reference(others[i], "bf16");
+  /* the chunk attention (templates/gemm_attn.cuh): sliding windows whose rings the chunks'
+   * queries cross (window 16, every layer or 2 of 3), a K/V cache in f16 (exact in tf32, as
+   * bf16) and in f32 (split in two), on 2 query heads per kv head (tiny) and 5 (qwen2-tiny: 12
+   * tokens a tile) */
+  static const char *const attn[][2] = {{"swa-tiny", "bf16"},  {"gemma-tiny", "bf16"},
+                                        {"swa-tiny", "f32"},   {"tiny", "f16"},
+                                        {"qwen2-tiny", "f16"}, {"qwen2-tiny", "f32"}};
+  for (size_t i = 0; i < sizeof attn / sizeof *attn; i++)
+    preset_vs_reference(attn[i][0], attn[i][1]);
+  planted_bugs();
   smollm2();
   scratch_close();
   return check_done();

@@ -231,14 +231,23 @@ static void model_qkv_rope(model_ctx *m) {
        Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
 }
 
-static void model_attention(model_ctx *m) {
+/* What both attention calls touch (the tiled one: templates/gemm_attn.cuh). */
+static void attention_ranges(model_ctx *m) {
   long long heads = num(m, "heads"), group = num(m, "group"), hd = num(m, "head_dim");
-  long long pass = num(m, "pass_heads"), passes = pass > 0 ? (group + pass - 1) / pass : 0;
   long long kvh = group > 0 ? heads / group : 0, kv_row = m->kv_elem * kvh * hd;
   touch(m, "q", 0, Q(0, 4 * heads * hd, 0, 0));
   touch(m, "k_cache", 0, Q(0, 0, kv_row, 0)); /* every cached row of each kv head, once */
   touch(m, "v_cache", 0, Q(0, 0, kv_row, 0));
   touch(m, "out", 1, Q(0, 4 * heads * hd, 0, 0));
+}
+
+static void model_gemm_attention(model_ctx *m) { attention_ranges(m); }
+
+static void model_attention(model_ctx *m) {
+  long long heads = num(m, "heads"), group = num(m, "group"), hd = num(m, "head_dim");
+  long long pass = num(m, "pass_heads"), passes = pass > 0 ? (group + pass - 1) / pass : 0;
+  long long kvh = group > 0 ? heads / group : 0;
+  attention_ranges(m);
   /* a unit per kv head, pass of its query heads and token (split-KV: the split partials,
    * per block and not per position, are not counted, as the argmax partials) */
   work(m, Q(0, kvh * passes, 0, 0), "block", Q(0, 0, 0, 4 * hd * heads));
@@ -282,6 +291,7 @@ static const struct {
     {"mkc_gemm_matvec", model_gemm_matvec},
     {"mkc_gemm_swiglu", model_gemm_swiglu},
     {"mkc_gemm_qkv", model_gemm_qkv},
+    {"mkc_gemm_attention", model_gemm_attention},
 };
 
 static void model_call(model_ctx *m) {
