@@ -55,11 +55,15 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
   }
 }
 
-MKC_DEVICE void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
-                              const mkc_kv *v_cache, float *out, int out_stride, int heads,
-                              int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                              int window, float scale, int pos, int T, float *part,
-                              unsigned *counters, float *q_s, float *sc2, float *stat, float *red) {
+/* Not inlined: inlined at each of llama-3.2-1b's 16 attention stages inside
+ * the rounds loop it took ptxas to 234 registers (2 blocks per SM); called,
+ * the kernel keeps 168, no spills, no stack. */
+MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
+                                     const mkc_kv *v_cache, float *out, int out_stride, int heads,
+                                     int group, int pass_heads, int head_dim, int vec, int kv_rows,
+                                     int window, float scale, int pos, int T, float *part,
+                                     unsigned *counters, float *q_s, float *sc2, float *stat,
+                                     float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
   int L = 1;                     /* lanes per K row (scores) */
