@@ -72,6 +72,16 @@ __attribute__((format(printf, 6, 7))) static inline int check_near(double actual
 static int check_skipped;
 #define CHECK_SKIP(...) (printf("skip "), printf(__VA_ARGS__), putchar('\n'), check_skipped++)
 
+/* The path of test data file `name` under $MKC_TEST_DATA (tests/data/fetch.sh)
+ * into buf: 0, or -1 after a skip that names what is missing. */
+static inline int test_data_path(const char *name, char *buf, size_t cap) {
+  const char *data = getenv("MKC_TEST_DATA");
+  snprintf(buf, cap, "%s/%s", data ? data : "", name);
+  if (data && *data && access(buf, R_OK) == 0) return 0;
+  CHECK_SKIP("%s: no test data (set MKC_TEST_DATA; tests/data/fetch.sh)", name);
+  return -1;
+}
+
 /* Prints the closing line; returns the process exit status. */
 static inline int check_done(void) {
   if (check_skipped)

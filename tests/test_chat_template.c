@@ -564,13 +564,8 @@ static void test_files(void) {
 /* SmolLM2's GGUF: its template as read, detected, rendered and tokenized
  * with the model's own tokenizer (add_bos as the model says: none). */
 static void test_smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !data[0] || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2's chat template: %s is not there (set MKC_TEST_DATA)", path);
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: the model file opens")) return;
   CHECK(mf.chat_template && strcmp(mf.chat_template, TPL_SMOLLM2) == 0,

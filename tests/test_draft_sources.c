@@ -409,13 +409,8 @@ static void gate(void) {
 
 /* SmolLM2-135M drafting for itself with its first 8 of 30 layers. */
 static void smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open")) return;
   static const char text[] = "1. apples\n2. pears\n3. plums\n4.";

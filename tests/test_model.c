@@ -373,13 +373,8 @@ done:
  * prompts by the kernel (cpu backend, drafts on) equal the reference
  * executor's (no drafts), token for token. */
 static void real_model(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024], graph[4200];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open with its tokenizer"))
     return;

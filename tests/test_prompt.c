@@ -316,13 +316,8 @@ static void preset_vs_reference(const char *preset, const char *kv_dtype) {
 }
 
 static void smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: open")) return;
   kernel k16, k32;

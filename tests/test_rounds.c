@@ -186,13 +186,8 @@ static void lossless(const char *preset) {
 /* SmolLM2-135M from its Q4_1 blocks: K = 4, R = 4 and K = 8, R = 16 give
  * plain decoding's tokens on a repetitive prompt (ids of a list). */
 static void smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: open")) return;
   fixture fx;

@@ -272,13 +272,8 @@ static void presets(void) {
 
 /* SmolLM2-135M on a text prompt, with the test data (tests/data/fetch.sh). */
 static void smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M: no test data (tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open with its tokenizer"))
     return;

@@ -165,13 +165,8 @@ static long long inspected_weight_bytes(const char *source) {
 /* SmolLM2-135M (Q4_1 and Q8_0 matrices, F32 norms): the kernel streams the
  * file's blocks, and decodes what the bf16 kernel of the previous mkc did. */
 static void smollm2(void) {
-  const char *data = getenv("MKC_TEST_DATA");
   char path[1024], graph[4200];
-  snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", data ? data : "");
-  if (!data || !*data || access(path, R_OK) != 0) {
-    CHECK_SKIP("SmolLM2-135M-Instruct: no test data (run tests/data/fetch.sh)");
-    return;
-  }
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
   mkc_model_file mf;
   if (!CHECK(mkc_model_file_open(path, &mf) == 0 && mf.tok, "SmolLM2: open")) return;
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
