@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 8f0c07c756319ee2, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates e539155ffd9f13b8, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1600,10 +1600,11 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
  * the rounds loop it took ptxas to 234 registers (2 blocks per SM); called,
  * the kernel keeps 168, no spills, no stack. */
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
-                              const mkc_kv *v_cache, float *out, int out_stride, int heads,
-                              int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                              int window, float scale, int pos, int T, float *part,
-                              unsigned *counters, float *q_s, float *sc2, float *stat, float *red) {
+                                     const mkc_kv *v_cache, float *out, int out_stride, int heads,
+                                     int group, int pass_heads, int head_dim, int vec, int kv_rows,
+                                     int window, float scale, int pos, int T, float *part,
+                                     unsigned *counters, float *q_s, float *sc2, float *stat,
+                                     float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
   int L = 1;                     /* lanes per K row (scores) */
@@ -2426,7 +2427,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2430 "llama.tiny.cu"
+#line 2431 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
