@@ -102,7 +102,7 @@ fi
 # --stage: the file's own lines, the graph node's line, the template's line.
 "$mkc" inspect "$tiny" --arch none --stage 3 >"$tmp/stage" 2>"$tmp/err"
 range=$(sed -n '1s/^stage 3\/14: attention (.*:\([0-9]*\)-\([0-9]*\))$/\1,\2/p' "$tmp/stage")
-tline=$(grep -n '^MKC_DEVICE void mkc_attention(' templates/attention.cuh | cut -d: -f1)
+tline=$(grep -n '^MKC_DEVICE[A-Z_]* void mkc_attention(' templates/attention.cuh | cut -d: -f1)
 gline=$(grep -n 'local a = g.attention' graphs/llama.lua | cut -d: -f1)
 if [ -n "$range" ] && diff <(sed -n "${range}p" "$tiny") <(grep '^ *[0-9]* | ' "$tmp/stage" | sed 's/^ *[0-9]* | //') >/dev/null \
   && grep -q "calls mkc_attention  (templates/attention.cuh:$tline)$" "$tmp/stage" \
