@@ -144,7 +144,7 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
   for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
     mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
     mkc_sync_block();
-    if (mt > 0 && nt > 0)
+    if (mt > 0 && nt > 0) {
       for (int ks = 0; ks < MKC_GEMM_BK; ks += 8) {
         /* fragments in the PTX ISA's layout (m16n8k8, tf32): A rows g, g + 8 and columns q,
          * q + 4 of each m-tile; B (k x n = the weights' column x row) rows q, q + 4, column g */
@@ -167,8 +167,10 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
             b[(MKC_MMA_NT + j) * 2 + r] = quantized ? mkc_tf32(v[r] - mkc_bits_f32(hi)) : 0u;
           }
         }
-        mkc_mma_tf32(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
+        mkc_mma_tf32_queue(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
       }
+      mkc_mma_flush(acc); /* the slice's products, in order */
+    }
     mkc_sync_block(); /* the slice is read before the next one is staged */
   }
   /* the accumulators (c0 (g, 2q), c1 (g, 2q + 1), c2 (g + 8, 2q), c3 (g + 8, 2q + 1)) */

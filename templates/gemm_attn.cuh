@@ -129,8 +129,9 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
             mkc_attn_b(kr[0], &b[j * 2], &b[(MKC_ATTN_ST + j) * 2]);
             mkc_attn_b(kr[4], &b[j * 2 + 1], &b[(MKC_ATTN_ST + j) * 2 + 1]);
           }
-          mkc_mma_tf32(a, b, MKC_ATTN_KV_PARTS, s, 1, MKC_ATTN_ST, 1, MKC_ATTN_ST);
+          mkc_mma_tf32_queue(a, b, MKC_ATTN_KV_PARTS, s, 1, MKC_ATTN_ST, 1, MKC_ATTN_ST);
         }
+        mkc_mma_flush(s);
         /* masks and the online softmax: s[4j + c] is row g + 8 (c >= 2), position
          * s0 + 8j + 2 qd + (c & 1) */
         float tile_max[2] = {MKC_NEG_MAX, MKC_NEG_MAX};
@@ -170,21 +171,21 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
       }
       mkc_sync_block(); /* P is written */
       if (active)
-        for (int ks = 0; ks < MKC_ATTN_BN; ks += 8) {
-          unsigned a[8];
-          mkc_attn_a_frag(p_tile, MKC_ATTN_LDP, warp * 16, ks, a);
-          /* B (k x n = position x head dimension): rows q, q + 4, column g; at most 8 n-tiles
-           * a call */
-          for (int j0 = 0; j0 < dt; j0 += 8) {
-            int nt = dt - j0 < 8 ? dt - j0 : 8;
-            unsigned b[2 * 8 * 2];
+        /* B (k x n = position x head dimension): rows q, q + 4, column g; at most 8 n-tiles
+         * a call, each group's products over the tile's positions in one queue */
+        for (int j0 = 0; j0 < dt; j0 += 8) {
+          int nt = dt - j0 < 8 ? dt - j0 : 8;
+          for (int ks = 0; ks < MKC_ATTN_BN; ks += 8) {
+            unsigned a[8], b[2 * 8 * 2];
+            mkc_attn_a_frag(p_tile, MKC_ATTN_LDP, warp * 16, ks, a);
             for (int j = 0; j < nt; j++) {
               const float *vr = v_tile + (ks + qd) * MKC_ATTN_LDV + (j0 + j) * 8 + g;
               mkc_attn_b(vr[0], &b[j * 2], &b[(8 + j) * 2]);
               mkc_attn_b(vr[4 * MKC_ATTN_LDV], &b[j * 2 + 1], &b[(8 + j) * 2 + 1]);
             }
-            mkc_mma_tf32(a, b, MKC_ATTN_KV_PARTS, o + 4 * j0, 1, nt, 1, 8);
+            mkc_mma_tf32_queue(a, b, MKC_ATTN_KV_PARTS, o + 4 * j0, 1, nt, 1, 8);
           }
+          mkc_mma_flush(o + 4 * j0);
         }
       mkc_sync_block(); /* the K, V and P tiles are read before the next ones are staged */
     }

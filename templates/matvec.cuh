@@ -31,16 +31,27 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 }
 
 /* Rows a warp owns at once: their chunks are loaded together (several
- * 16-byte loads in flight per lane) and reduced in one warp sum. */
+ * 16-byte loads in flight per lane) and reduced in one warp sum. The GPU's 4
+ * keeps the accumulators in registers. The emulator runs a warp's lanes one
+ * after another and pays for every meeting of the warp (a lane switch each),
+ * so the CPU build takes 8 per meeting; tests also build the GPU's 4 on the
+ * CPU (-DMKC_ROWS=4 in MKC_CPU_CFLAGS), so both shapes are checked. */
+#ifndef MKC_ROWS
+#ifdef MKC_CPU
+#define MKC_ROWS 8
+#else
 #define MKC_ROWS 4
+#endif
+#endif
 #define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
 
 /* This lane's partial dot products of nrows weight rows w[r] with the T
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
+                                        const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                        float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
@@ -50,10 +61,10 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
     float wf[MKC_DOT_ROWS_MAX][8];
     for (int r = 0; r < nrows; r++) {
       if (!w[r].p) continue;
-      if (w[r].type == MKC_W_BF16)
+      if ((type ? type : w[r].type) == MKC_W_BF16)
         wc[r] = mkc_load_u4(w[r].p + 16 * c);
       else
-        mkc_wchunk(w[r].type, w[r].p, c, wf[r]);
+        mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
     }
     float g[8];
     if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
@@ -74,14 +85,53 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
       for (int r = 0; r < nrows; r++) {
         mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
         if (!w[r].p) continue;
-        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
-                                     : mkc_dot8_f32(*p, wf[r], a, b);
+        *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                                     : mkc_dot8_f32(*p, wf[r], a, b);
       }
     }
   }
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++)
       acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+}
+
+/* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
+ * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
+ * no test of the type; rows of mixed types take the loop that tests per row.
+ * On the GPU the stages are inlined and the type is a literal already; the
+ * CPU compiler keeps a stage as a call, where only this switch makes it one. */
+MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+  int type = 0;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
+  switch (type) {
+  case MKC_W_BF16:
+    mkc_dot_lanes_of(MKC_W_BF16, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    return;
+#define MKC_DOT_LANES_CASE(TYPE)                                                                   \
+  case TYPE:                                                                                       \
+    mkc_dot_lanes_of(TYPE, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                       \
+    return;
+#ifdef MKC_W_USES_Q8_0
+    MKC_DOT_LANES_CASE(MKC_W_Q8_0)
+#endif
+#ifdef MKC_W_USES_Q4_0
+    MKC_DOT_LANES_CASE(MKC_W_Q4_0)
+#endif
+#ifdef MKC_W_USES_Q4_1
+    MKC_DOT_LANES_CASE(MKC_W_Q4_1)
+#endif
+#ifdef MKC_W_USES_Q4_K
+    MKC_DOT_LANES_CASE(MKC_W_Q4_K)
+#endif
+#ifdef MKC_W_USES_Q6_K
+    MKC_DOT_LANES_CASE(MKC_W_Q6_K)
+#endif
+#undef MKC_DOT_LANES_CASE
+  default: /* mixed types, or no row at all */
+    mkc_dot_lanes_of(0, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  }
 }
 
 /* Full dot products in every lane: the partials of all rows reduced in one

@@ -36,6 +36,12 @@ void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
  * each lane reads back its accumulators. */
 void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
                        int MT, int NT);
+/* mkc_mma_tf32_queue / mkc_mma_flush: the lane's fragments stored, and the
+ * queue run in one warp meeting at the flush (fewer meetings: lane switches
+ * are the emulator's main cost). */
+void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int mt, int nt, int MT,
+                             int NT);
+void mkc_simt_mma_flush(float *c);
 
 #ifndef MKC_SIMT_ABI_ONLY
 #include <assert.h>
@@ -50,6 +56,9 @@ void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, i
 #define MKC_KERNEL __attribute__((visibility("default"))) void
 #define MKC_DEVICE static inline
 #define MKC_DEVICE_CALLED static __attribute__((noinline))
+/* Inlined wherever it is called, whatever the compiler would choose: a body
+ * specialized on a literal argument. */
+#define MKC_DEVICE_INLINE static inline __attribute__((always_inline))
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -242,6 +251,12 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
                              int MT, int NT) {
   mkc_simt_mma_tf32(a, b, nb, c, mt, nt, MT, NT);
 }
+MKC_DEVICE void mkc_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, float *c, int mt,
+                                   int nt, int MT, int NT) {
+  (void)c;
+  mkc_simt_mma_tf32_queue(a, b, nb, mt, nt, MT, NT);
+}
+MKC_DEVICE void mkc_mma_flush(float *c) { mkc_simt_mma_flush(c); }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc p) {
   float q0 = p[0] + p[4], q1 = p[1] + p[5], q2 = p[2] + p[6], q3 = p[3] + p[7];
   return (q0 + q2) + (q1 + q3);

@@ -6,6 +6,7 @@
 /* A function compiled once and called, not inlined at every stage: the tiled
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
+#define MKC_DEVICE_INLINE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -191,3 +192,13 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
     }
   }
 }
+
+/* mkc_mma_tf32 in a queue that mkc_mma_flush ends. Here each is the
+ * instruction at once; the CPU emulator runs a lane's queue at the flush, in
+ * one warp meeting. Between the two, c is neither read nor written and the
+ * warp meets nowhere. */
+MKC_DEVICE void mkc_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, float *c, int mt,
+                                   int nt, int MT, int NT) {
+  mkc_mma_tf32(a, b, nb, c, mt, nt, MT, NT);
+}
+MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }

@@ -1,5 +1,5 @@
 /* Q, K and V projections with, in the epilogue, their biases, the per-head
- * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
+ * Q/K RMSNorm, RoPE and the KV append. A warp owns pairs of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
  * position pos + t, row (pos + t) % kv_rows (kv_rows = max_ctx, or a sliding
@@ -141,6 +141,54 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
   }
 }
 
+/* Pair p of the stage (q pairs, then k's, then v's): its matrix, bias and
+ * head norm, its head h and j-th pair in the head, its two rows. */
+typedef struct mkc_qkv_pair {
+  mkc_wmat w;
+  const mkc_bf16 *bias, *head_w;
+  int kind; /* 0 q, 1 k, 2 v */
+  int h, j, i0, i1, r0, r1, rope;
+} mkc_qkv_pair;
+
+MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v,
+                                        const mkc_bf16 *b_q, const mkc_bf16 *b_k,
+                                        const mkc_bf16 *b_v, const mkc_bf16 *q_norm_w,
+                                        const mkc_bf16 *k_norm_w, int q_pairs, int kv_pairs,
+                                        int head_dim, int layout) {
+  mkc_qkv_pair q;
+  int half = head_dim / 2, pair = p;
+  q.w = w_q;
+  q.bias = b_q;
+  q.head_w = q_norm_w;
+  q.kind = 0;
+  q.rope = 1;
+  if (p >= q_pairs + kv_pairs) {
+    q.w = w_v;
+    q.bias = b_v;
+    q.head_w = 0;
+    q.kind = 2;
+    q.rope = 0;
+    pair = p - q_pairs - kv_pairs;
+  } else if (p >= q_pairs) {
+    q.w = w_k;
+    q.bias = b_k;
+    q.head_w = k_norm_w;
+    q.kind = 1;
+    pair = p - q_pairs;
+  }
+  q.h = pair / half;
+  q.j = pair - q.h * half;
+  q.i0 = q.rope && layout ? q.j : 2 * q.j;
+  q.i1 = q.i0 + (q.rope && layout ? half : 1);
+  q.r0 = q.h * head_dim + q.i0;
+  q.r1 = q.h * head_dim + q.i1;
+  return q;
+}
+
+/* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
+ * their chunks load together and reduce in one warp sum. */
+#define MKC_QKV_PAIRS (MKC_ROWS / 2)
+
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
@@ -150,81 +198,76 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  float ab[2 * MKC_T_MAX]; /* the pair's two rows */
-  for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
-    /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
-    mkc_wmat w = w_q;
-    const mkc_bf16 *bias = b_q, *head_w = q_norm_w;
-    int pair = p, rope = 1;
-    if (p >= q_pairs + kv_pairs) {
-      w = w_v;
-      bias = b_v;
-      head_w = 0;
-      pair = p - q_pairs - kv_pairs;
-      rope = 0;
-    } else if (p >= q_pairs) {
-      w = w_k;
-      bias = b_k;
-      head_w = k_norm_w;
-      pair = p - q_pairs;
+  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * MKC_QKV_PAIRS;
+  float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
+  for (int p0 = mkc_grid_warp() * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+    mkc_qkv_pair pr[MKC_QKV_PAIRS];
+    mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
+    for (int k = 0; k < MKC_QKV_PAIRS; k++) {
+      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
+      pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                              q_pairs, kv_pairs, head_dim, layout);
+      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none();
+      wr[2 * k + 1] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none();
+      next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
+      if (pn < n_pairs) {
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                                          q_pairs, kv_pairs, head_dim, layout);
+        next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
+        next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
+      }
     }
-    int h = pair / half, j = pair - h * half;
-    int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
-    int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    mkc_wrow wr[2] = {mkc_wmat_row(w, r0), mkc_wmat_row(w, r1)};
-    /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
-    mkc_wrow next[2] = {mkc_wrow_none(), mkc_wrow_none()};
-    int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
-    if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
-      next[0] = mkc_wmat_row(w, r0 + ahead);
-      next[1] = mkc_wmat_row(w, r1 + ahead);
-    }
-    mkc_prefetch_rows(next, 2);
-    mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
-    /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
-     * the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
-    mkc_kv *cache = 0;
-    if (p >= q_pairs)
-      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + (long)h * kv_rows * head_dim;
-    float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
-    int t_stride = p < q_pairs ? q_stride : k_raw_stride;
-    if (mkc_lane() == 0) {
-      float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
-      float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
-      float mscale = 1.0f;
-      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, rotary, &mscale) : 0.0f;
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
-        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
-        if (head) {
-          head[(long)t * t_stride + i0] = ra;
-          head[(long)t * t_stride + i1] = rb;
-        } else {
-          long kv_at = (long)((pos + t) % kv_rows) * head_dim;
-          cache[kv_at + i0] = mkc_kv_from_f32(ra);
-          cache[kv_at + i1] = mkc_kv_from_f32(rb);
+    mkc_prefetch_rows(next, 2 * MKC_QKV_PAIRS);
+    mkc_dot_rows(wr, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    for (int k = 0; k < MKC_QKV_PAIRS; k++) {
+      if (p0 + k >= n_pairs) break;
+      mkc_qkv_pair q = pr[k];
+      const float *ra_t = ab + 2 * k * MKC_T_MAX, *rb_t = ab + (2 * k + 1) * MKC_T_MAX;
+      /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch;
+       * else the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
+      mkc_kv *cache = 0;
+      if (q.kind) cache = (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim;
+      float *head = q.kind == 0 ? q_out + q.h * head_dim : q.head_w ? k_raw + q.h * head_dim : 0;
+      int t_stride = q.kind == 0 ? q_stride : k_raw_stride;
+      if (mkc_lane() == 0) {
+        float bias0 = q.bias ? mkc_bf16_to_f32(q.bias[q.r0]) : 0.0f;
+        float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
+        float mscale = 1.0f;
+        float inv_freq =
+            q.rope && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (t >= T) break;
+          float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
+          if (q.rope && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          if (head) {
+            head[(long)t * t_stride + q.i0] = ra;
+            head[(long)t * t_stride + q.i1] = rb;
+          } else {
+            long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+            cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
+            cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
+          }
         }
       }
-    }
-    if (!head_w) continue;
-    /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
-    mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
-    int last = 0;
-    if (mkc_lane() == 0) {
-      unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
-      mkc_fence(); /* release: the pair is visible before it is counted */
-      last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
-      if (last) {
-        mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
-        mkc_store_u32(ready, 0u);
+      if (!q.head_w) continue;
+      /* per-head norm: the raw pair is out; count it, and the head's last pair finishes it */
+      mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
+      int last = 0;
+      if (mkc_lane() == 0) {
+        unsigned *ready = head_ready + (q.kind == 0 ? q.h : heads + q.h);
+        mkc_fence(); /* release: the pair is visible before it is counted */
+        last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
+        if (last) {
+          mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
+          mkc_store_u32(ready, 0u);
+        }
       }
+      /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
+       * the other lanes read what the other warps wrote. */
+      mkc_sync_warp();
+      if (!mkc_warp_or(last)) continue;
+      mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, q.head_w,
+                         head_eps, pos, T);
     }
-    /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
-     * the other lanes read what the other warps wrote. */
-    mkc_sync_warp();
-    if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, head_w, head_eps,
-                       pos, T);
   }
 }

@@ -454,9 +454,97 @@ static void mma_unit(void) {
   mkc_cpu_kernel_close(k);
 }
 
+/* The queue (mkc_mma_tf32_queue ... mkc_mma_flush): st->n_fixed products, the
+ * s-th with A scaled by s + 1, then one flush. All values stay exact, so the
+ * result must be C plus every product, worked out here. A flush with nothing
+ * queued, or a queue past the emulator's 16, must fail the launch saying so. */
+static const char MMA_QUEUE_KERNEL[] =
+    "#define MKC_THREADS 32\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#include \"mkc_state.h\"\n"
+    "static float a_at(int p, int i, int r, int k) { return p ? 0.5f * ((r + k) % 3) : "
+    "(float)((r * 3 + k * 5 + i) % 7 - 3); }\n"
+    "static float b_at(int p, int j, int k, int n) { return p ? 0.25f * ((k * n + j) % 2) : "
+    "(float)((k * 2 + n * 3 + j) % 5 - 2); }\n"
+    "MKC_KERNEL mkc_step(const mkc_bf16 *w, float *out, void *kv, mkc_state *st) {\n"
+    "  int lane = mkc_tid(), g = lane >> 2, q = lane & 3;\n"
+    "  float c[2 * 3 * 4];\n"
+    "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) for (int r = 0; r < 4; r++)\n"
+    "    c[(i * 3 + j) * 4 + r] = (float)(i * 100 + j * 10 + r);\n"
+    "  for (int s = 0; s < st->n_fixed; s++) {\n"
+    "    unsigned a[2 * 2 * 4], b[2 * 3 * 2];\n"
+    "    for (int p = 0; p < 2; p++) for (int i = 0; i < 2; i++) {\n"
+    "      const int row[4] = {g, g + 8, g, g + 8}, col[4] = {q, q, q + 4, q + 4};\n"
+    "      for (int r = 0; r < 4; r++)\n"
+    "        a[(p * 2 + i) * 4 + r] = mkc_tf32((float)(s + 1) * a_at(p, i, row[r], col[r]));\n"
+    "    }\n"
+    "    for (int p = 0; p < 2; p++) for (int j = 0; j < 3; j++) {\n"
+    "      b[(p * 3 + j) * 2] = mkc_tf32(b_at(p, j, q, g));\n"
+    "      b[(p * 3 + j) * 2 + 1] = mkc_tf32(b_at(p, j, q + 4, g));\n"
+    "    }\n"
+    "    mkc_mma_tf32_queue(a, b, 2, c, 2, 2, 2, 3);\n"
+    "  }\n"
+    "  mkc_mma_flush(c);\n"
+    "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) {\n"
+    "    const float *d = c + (i * 3 + j) * 4;\n"
+    "    float *o = out + (i * 3 + j) * 128;\n"
+    "    o[g * 8 + 2 * q] = d[0]; o[g * 8 + 2 * q + 1] = d[1];\n"
+    "    o[(g + 8) * 8 + 2 * q] = d[2]; o[(g + 8) * 8 + 2 * q + 1] = d[3];\n"
+    "  }\n"
+    "}\n";
+
+static void mma_queue_unit(void) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/templates", mkc_home());
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(MMA_QUEUE_KERNEL, "mma_queue.c", dir);
+  if (!CHECK(k != NULL, "mma queue: the test kernel builds")) return;
+  const int queued[] = {1, 4, 16};
+  for (size_t c = 0; c < sizeof queued / sizeof *queued; c++) {
+    float out[6 * 128];
+    mkc_state st;
+    memset(&st, 0, sizeof st);
+    st.n_fixed = queued[c];
+    int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st) == 0, bad = 0;
+    for (int i = 0; ok && i < 2; i++)
+      for (int j = 0; j < 3; j++)
+        for (int r = 0; r < 16; r++)
+          for (int n = 0; n < 8; n++) {
+            int hi = r >= 8, e = n % 2;
+            float want = (float)(i * 100 + j * 10 + 2 * hi + e);
+            for (int s = 0; j < 2 && s < queued[c]; s++)
+              for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1) */
+                int pa = p == 1, pb = p == 2;
+                for (int kk = 0; kk < 8; kk++)
+                  want += (float)(s + 1) * a_at(pa, i, r, kk) * b_at(pb, j, kk, n);
+              }
+            bad += out[(i * 3 + j) * 128 + r * 8 + n] != want;
+          }
+    CHECK(ok && bad == 0, "mma queue: %d queued, one flush: C plus each product (%d of 768 off)",
+          queued[c], bad);
+  }
+  const struct {
+    int queued;
+    const char *says;
+  } misuse[] = {{0, "a flush with nothing queued"}, {17, "more than 16 products queued"}};
+  for (size_t c = 0; c < sizeof misuse / sizeof *misuse; c++) {
+    float out[6 * 128];
+    mkc_state st;
+    memset(&st, 0, sizeof st);
+    st.n_fixed = misuse[c].queued;
+    check_stderr_begin();
+    int rc = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st);
+    char *err = check_stderr_end();
+    CHECK(rc != 0 && err && strstr(err, misuse[c].says),
+          "mma queue: %d queued fails the launch with \"%s\"", misuse[c].queued, misuse[c].says);
+    free(err);
+  }
+  mkc_cpu_kernel_close(k);
+}
+
 int main(void) {
   if (scratch_open("prompt") != 0) return 1;
   mma_unit();
+  mma_queue_unit();
   preset_case("tiny");
   preset_case("odd");
   static const char *const others[] = {"qwen2-tiny", "qwen3-tiny",  "llama3-tiny",

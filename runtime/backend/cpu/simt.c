@@ -212,7 +212,12 @@ struct mkc_simt_fiber {
  * A, 2 x NT x 2 of B and MT x NT x 4 accumulators. */
 #define MMA_MT_MAX 4
 #define MMA_NT_MAX 8
-#define MMA_WORDS (8 * MMA_MT_MAX + 4 * MMA_NT_MAX + 4 * MMA_MT_MAX * MMA_NT_MAX)
+/* Queued products (mkc_simt_mma_tf32_queue) a lane may hold before its flush;
+ * each takes A and B words, the flush one set of accumulators. */
+#define MMA_STEPS_MAX 16 /* a head of 128: 16 steps of k = 8 */
+#define MMA_AB_WORDS (8 * MMA_MT_MAX + 4 * MMA_NT_MAX)
+#define MMA_C_AT (MMA_STEPS_MAX * MMA_AB_WORDS)
+#define MMA_WORDS (MMA_C_AT + 4 * MMA_MT_MAX * MMA_NT_MAX)
 
 typedef struct warp {
   /* Shuffle slots, double-buffered by barrier parity (see mkc_simt_shfl_xor). */
@@ -223,13 +228,15 @@ typedef struct warp {
   float sum_in[2][SUM_MAX][WARP];
   float sum_out[2][SUM_MAX];
   int sum_gen[2];
-  /* mma meetings, double-buffered alike: each lane's fragments in, the
-   * accumulators out (computed once, by the first lane to run after the
-   * barrier), and each lane's (nb, mt, nt, MT, NT), which must agree. */
+  /* mma meetings, double-buffered alike: each lane's queued fragments and
+   * its accumulators in, the accumulators out (computed once, by the first
+   * lane to run after the barrier), each lane's (nb, mt, nt, MT, NT, steps),
+   * which must agree, and the products each lane has queued so far. */
   unsigned mma_in[2][MMA_WORDS][WARP];
   float mma_out[2][4 * MMA_MT_MAX * MMA_NT_MAX][WARP];
-  int mma_shape[2][WARP][5];
+  int mma_shape[2][WARP][6];
   int mma_gen[2];
+  int mma_queued[2][WARP];
   int gen;       /* warp barriers passed this launch */
   int n_at_warp; /* lanes of the current pass stopped at the warp barrier */
 } warp;
@@ -653,28 +660,32 @@ static inline void mma_tile(v8f D[16], v8f A[2][MMA_MT_MAX][16], v8f B[2][MMA_NT
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void
-mma_compute(warp *w, int par, int nb, int mt, int nt, int MT, int NT) {
+mma_compute(warp *w, int par, int steps, int nb, int mt, int nt, int MT, int NT) {
   unsigned(*in)[WARP] = w->mma_in[par];
-  int b_at = 8 * MT, c_at = b_at + 4 * NT;
-  v8f A[2][MMA_MT_MAX][16], B[2][MMA_NT_MAX][8];
-  for (int p = 0; p < 2; p++)
-    for (int i = 0; i < mt; i++) gather_a(in + (p * MT + i) * 4, A[p][i]);
-  for (int p = 0; p < nb; p++)
-    for (int j = 0; j < nt; j++) gather_b(in + b_at + (p * NT + j) * 2, B[p][j]);
+  v8f A[2][MMA_MT_MAX][16], B[2][MMA_NT_MAX][8], D[MMA_MT_MAX * MMA_NT_MAX][16];
   for (int i = 0; i < mt; i++)
-    for (int j = 0; j < nt; j++) {
-      v8f D[16];
-      gather_c(in + c_at + (i * NT + j) * 4, D);
-      mma_tile(D, A, B, i, j, nb);
-      scatter_d(D, w->mma_out[par] + (i * NT + j) * 4);
-    }
+    for (int j = 0; j < nt; j++) gather_c(in + MMA_C_AT + (i * NT + j) * 4, D[i * NT + j]);
+  for (int s = 0; s < steps; s++) { /* the products in the order the lanes queued them */
+    unsigned(*step)[WARP] = in + s * MMA_AB_WORDS;
+    for (int p = 0; p < 2; p++)
+      for (int i = 0; i < mt; i++) gather_a(step + (p * MT + i) * 4, A[p][i]);
+    for (int p = 0; p < nb; p++)
+      for (int j = 0; j < nt; j++) gather_b(step + 8 * MT + (p * NT + j) * 2, B[p][j]);
+    for (int i = 0; i < mt; i++)
+      for (int j = 0; j < nt; j++) mma_tile(D[i * NT + j], A, B, i, j, nb);
+  }
+  for (int i = 0; i < mt; i++)
+    for (int j = 0; j < nt; j++) scatter_d(D[i * NT + j], w->mma_out[par] + (i * NT + j) * 4);
 }
 
-void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
-                       int MT, int NT) {
+/* A product queued by this lane: its A and B fragments stored, nothing
+ * computed until the flush. The shape must be the same at every step. */
+void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int mt, int nt, int MT,
+                             int NT) {
   struct mkc_simt_fiber *f = self();
   warp *w = &f->block->warps[f->tid / WARP];
-  int lane = f->tid % WARP, par = w->gen & 1, gen = w->gen;
+  int lane = f->tid % WARP, par = w->gen & 1, *queued = &w->mma_queued[par][lane];
+  const int shape[5] = {nb, mt, nt, MT, NT};
   if (MT < 1 || MT > MMA_MT_MAX || NT < 1 || NT > MMA_NT_MAX || mt < 0 || mt > MT || nt < 0 ||
       nt > NT || nb < 1 || nb > 2) {
     fail("block %d thread %d: mma: tiles %d x %d of %d x %d, %d B parts: outside what the "
@@ -682,29 +693,63 @@ void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, i
          f->block->bid, f->tid, mt, nt, MT, NT, nb, MMA_MT_MAX, MMA_NT_MAX);
     abandon(f);
   }
-  unsigned(*in)[WARP] = w->mma_in[par];
-  int b_at = 8 * MT, c_at = b_at + 4 * NT;
-  for (int k = 0; k < 8 * MT; k++) in[k][lane] = a[k];
-  for (int k = 0; k < 2 * nb * NT; k++) in[b_at + k][lane] = b[k];
-  for (int k = 0; k < 4 * MT * NT; k++) memcpy(&in[c_at + k][lane], &c[k], sizeof c[k]);
-  const int shape[5] = {nb, mt, nt, MT, NT};
+  if (*queued == MMA_STEPS_MAX) {
+    fail("block %d thread %d: mma: more than %d products queued before a flush", f->block->bid,
+         f->tid, MMA_STEPS_MAX);
+    abandon(f);
+  }
+  if (*queued > 0 && memcmp(w->mma_shape[par][lane], shape, sizeof shape) != 0) {
+    fail("block %d thread %d: mma: products of another shape in one queue", f->block->bid, f->tid);
+    abandon(f);
+  }
   memcpy(w->mma_shape[par][lane], shape, sizeof shape);
+  unsigned(*in)[WARP] = w->mma_in[par] + *queued * MMA_AB_WORDS;
+  for (int k = 0; k < 8 * MT; k++) in[k][lane] = a[k];
+  for (int k = 0; k < 2 * nb * NT; k++) in[8 * MT + k][lane] = b[k];
+  ++*queued;
+}
+
+/* The warp meets; the first lane released runs every queued product on the
+ * accumulators c, as the lanes' mma.sync instructions would have one by one,
+ * and each lane takes its accumulators back. The lanes' queues are emptied.
+ * No warp barrier may come between the queue and its flush (the queue is
+ * kept by barrier parity): a lane that met meanwhile finds its queue empty. */
+void mkc_simt_mma_flush(float *c) {
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP, par = w->gen & 1, gen = w->gen, steps = w->mma_queued[par][lane];
+  if (steps == 0) {
+    fail("block %d thread %d: mma: a flush with nothing queued (or a warp barrier between the "
+         "queue and the flush)",
+         f->block->bid, f->tid);
+    abandon(f);
+  }
+  int *shape = w->mma_shape[par][lane], mt = shape[1], nt = shape[2], MT = shape[3], NT = shape[4];
+  shape[5] = steps;
+  for (int k = 0; k < 4 * MT * NT; k++) memcpy(&w->mma_in[par][MMA_C_AT + k][lane], &c[k], 4);
   wait_at(f, WAIT_WARP);
   if (w->mma_gen[par] != gen + 1) { /* the first lane released computes the tiles */
     for (int l = 0; l < WARP; l++)
-      if (memcmp(w->mma_shape[par][l], shape, sizeof shape) != 0) {
-        fail("block %d warp %d: mma: lane %d asks for another shape than lane %d (mma.sync "
-             "needs the same in every lane)",
+      if (memcmp(w->mma_shape[par][l], shape, 6 * sizeof *shape) != 0) {
+        fail("block %d warp %d: mma: lane %d asks for another shape or number of products than "
+             "lane %d (mma.sync needs the same in every lane)",
              f->block->bid, f->tid / WARP, l, lane);
         abandon(f);
       }
-    mma_compute(w, par, nb, mt, nt, MT, NT);
+    mma_compute(w, par, steps, shape[0], mt, nt, MT, NT);
     w->mma_gen[par] = gen + 1;
   }
+  w->mma_queued[par][lane] = 0;
   for (int i = 0; i < mt; i++)
     for (int j = 0; j < nt; j++)
       for (int r = 0; r < 4; r++)
         c[(i * NT + j) * 4 + r] = w->mma_out[par][(i * NT + j) * 4 + r][lane];
+}
+
+void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, int mt, int nt,
+                       int MT, int NT) {
+  mkc_simt_mma_tf32_queue(a, b, nb, mt, nt, MT, NT);
+  mkc_simt_mma_flush(c);
 }
 
 void mkc_simt_pause(void) {
@@ -827,6 +872,7 @@ static void *block_main(void *arg) {
     wp->gen = wp->n_at_warp = 0;
     wp->sum_gen[0] = wp->sum_gen[1] = -1;
     wp->mma_gen[0] = wp->mma_gen[1] = -1;
+    memset(wp->mma_queued, 0, sizeof wp->mma_queued);
   }
   b->n_at_block = b->n_done = b->bgen = 0;
   b->barriers_at_turn = 0;
