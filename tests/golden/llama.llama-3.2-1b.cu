@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates e539155ffd9f13b8, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates f2193e1d0758ce94, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 83 grid barriers; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -27,6 +27,7 @@
 /* A function compiled once and called, not inlined at every stage: the tiled
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
+#define MKC_DEVICE_INLINE static __device__ __forceinline__
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -212,6 +213,16 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
     }
   }
 }
+
+/* mkc_mma_tf32 in a queue that mkc_mma_flush ends. Here each is the
+ * instruction at once; the CPU emulator runs a lane's queue at the flush, in
+ * one warp meeting. Between the two, c is neither read nor written and the
+ * warp meets nowhere. */
+MKC_DEVICE void mkc_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, float *c, int mt,
+                                   int nt, int MT, int NT) {
+  mkc_mma_tf32(a, b, nb, c, mt, nt, MT, NT);
+}
+MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }
 #else
 #include "prelude_cpu.h"
 #endif
@@ -614,16 +625,27 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 }
 
 /* Rows a warp owns at once: their chunks are loaded together (several
- * 16-byte loads in flight per lane) and reduced in one warp sum. */
+ * 16-byte loads in flight per lane) and reduced in one warp sum. The GPU's 4
+ * keeps the accumulators in registers. The emulator runs a warp's lanes one
+ * after another and pays for every meeting of the warp (a lane switch each),
+ * so the CPU build takes 8 per meeting; tests also build the GPU's 4 on the
+ * CPU (-DMKC_ROWS=4 in MKC_CPU_CFLAGS), so both shapes are checked. */
+#ifndef MKC_ROWS
+#ifdef MKC_CPU
+#define MKC_ROWS 8
+#else
 #define MKC_ROWS 4
+#endif
+#endif
 #define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
 
 /* This lane's partial dot products of nrows weight rows w[r] with the T
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
+                                        const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                        float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
@@ -633,10 +655,10 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
     float wf[MKC_DOT_ROWS_MAX][8];
     for (int r = 0; r < nrows; r++) {
       if (!w[r].p) continue;
-      if (w[r].type == MKC_W_BF16)
+      if ((type ? type : w[r].type) == MKC_W_BF16)
         wc[r] = mkc_load_u4(w[r].p + 16 * c);
       else
-        mkc_wchunk(w[r].type, w[r].p, c, wf[r]);
+        mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
     }
     float g[8];
     if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
@@ -657,14 +679,53 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
       for (int r = 0; r < nrows; r++) {
         mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
         if (!w[r].p) continue;
-        *p = w[r].type == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
-                                     : mkc_dot8_f32(*p, wf[r], a, b);
+        *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                                     : mkc_dot8_f32(*p, wf[r], a, b);
       }
     }
   }
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++)
       acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+}
+
+/* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
+ * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
+ * no test of the type; rows of mixed types take the loop that tests per row.
+ * On the GPU the stages are inlined and the type is a literal already; the
+ * CPU compiler keeps a stage as a call, where only this switch makes it one. */
+MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+  int type = 0;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
+  switch (type) {
+  case MKC_W_BF16:
+    mkc_dot_lanes_of(MKC_W_BF16, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    return;
+#define MKC_DOT_LANES_CASE(TYPE)                                                                   \
+  case TYPE:                                                                                       \
+    mkc_dot_lanes_of(TYPE, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                       \
+    return;
+#ifdef MKC_W_USES_Q8_0
+    MKC_DOT_LANES_CASE(MKC_W_Q8_0)
+#endif
+#ifdef MKC_W_USES_Q4_0
+    MKC_DOT_LANES_CASE(MKC_W_Q4_0)
+#endif
+#ifdef MKC_W_USES_Q4_1
+    MKC_DOT_LANES_CASE(MKC_W_Q4_1)
+#endif
+#ifdef MKC_W_USES_Q4_K
+    MKC_DOT_LANES_CASE(MKC_W_Q4_K)
+#endif
+#ifdef MKC_W_USES_Q6_K
+    MKC_DOT_LANES_CASE(MKC_W_Q6_K)
+#endif
+#undef MKC_DOT_LANES_CASE
+  default: /* mixed types, or no row at all */
+    mkc_dot_lanes_of(0, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  }
 }
 
 /* Full dot products in every lane: the partials of all rows reduced in one
@@ -752,7 +813,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
 }
 #line 1 "templates/qkv_rope.cuh"
 /* Q, K and V projections with, in the epilogue, their biases, the per-head
- * Q/K RMSNorm, RoPE and the KV append. A warp owns a pair of rows: a rotation
+ * Q/K RMSNorm, RoPE and the KV append. A warp owns pairs of rows: a rotation
  * pair of Q or K (interleaved: 2j, 2j+1 of a head; neox: j, j + head_dim/2),
  * or two adjacent rows of V. K and V for token t land in the cache at
  * position pos + t, row (pos + t) % kv_rows (kv_rows = max_ctx, or a sliding
@@ -894,6 +955,54 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
   }
 }
 
+/* Pair p of the stage (q pairs, then k's, then v's): its matrix, bias and
+ * head norm, its head h and j-th pair in the head, its two rows. */
+typedef struct mkc_qkv_pair {
+  mkc_wmat w;
+  const mkc_bf16 *bias, *head_w;
+  int kind; /* 0 q, 1 k, 2 v */
+  int h, j, i0, i1, r0, r1, rope;
+} mkc_qkv_pair;
+
+MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v,
+                                        const mkc_bf16 *b_q, const mkc_bf16 *b_k,
+                                        const mkc_bf16 *b_v, const mkc_bf16 *q_norm_w,
+                                        const mkc_bf16 *k_norm_w, int q_pairs, int kv_pairs,
+                                        int head_dim, int layout) {
+  mkc_qkv_pair q;
+  int half = head_dim / 2, pair = p;
+  q.w = w_q;
+  q.bias = b_q;
+  q.head_w = q_norm_w;
+  q.kind = 0;
+  q.rope = 1;
+  if (p >= q_pairs + kv_pairs) {
+    q.w = w_v;
+    q.bias = b_v;
+    q.head_w = 0;
+    q.kind = 2;
+    q.rope = 0;
+    pair = p - q_pairs - kv_pairs;
+  } else if (p >= q_pairs) {
+    q.w = w_k;
+    q.bias = b_k;
+    q.head_w = k_norm_w;
+    q.kind = 1;
+    pair = p - q_pairs;
+  }
+  q.h = pair / half;
+  q.j = pair - q.h * half;
+  q.i0 = q.rope && layout ? q.j : 2 * q.j;
+  q.i1 = q.i0 + (q.rope && layout ? half : 1);
+  q.r0 = q.h * head_dim + q.i0;
+  q.r1 = q.h * head_dim + q.i1;
+  return q;
+}
+
+/* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
+ * their chunks load together and reduce in one warp sum. */
+#define MKC_QKV_PAIRS (MKC_ROWS / 2)
+
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
@@ -903,82 +1012,77 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  float ab[2 * MKC_T_MAX]; /* the pair's two rows */
-  for (int p = mkc_grid_warp(); p < q_pairs + 2 * kv_pairs; p += mkc_grid_warps()) {
-    /* the pair's matrix, bias and head norm; its head h, and j-th pair in the head */
-    mkc_wmat w = w_q;
-    const mkc_bf16 *bias = b_q, *head_w = q_norm_w;
-    int pair = p, rope = 1;
-    if (p >= q_pairs + kv_pairs) {
-      w = w_v;
-      bias = b_v;
-      head_w = 0;
-      pair = p - q_pairs - kv_pairs;
-      rope = 0;
-    } else if (p >= q_pairs) {
-      w = w_k;
-      bias = b_k;
-      head_w = k_norm_w;
-      pair = p - q_pairs;
+  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * MKC_QKV_PAIRS;
+  float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
+  for (int p0 = mkc_grid_warp() * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+    mkc_qkv_pair pr[MKC_QKV_PAIRS];
+    mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
+    for (int k = 0; k < MKC_QKV_PAIRS; k++) {
+      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
+      pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                              q_pairs, kv_pairs, head_dim, layout);
+      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none();
+      wr[2 * k + 1] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none();
+      next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
+      if (pn < n_pairs) {
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                                          q_pairs, kv_pairs, head_dim, layout);
+        next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
+        next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
+      }
     }
-    int h = pair / half, j = pair - h * half;
-    int i0 = rope && layout ? j : 2 * j, i1 = i0 + (rope && layout ? half : 1);
-    int r0 = h * head_dim + i0, r1 = h * head_dim + i1;
-    mkc_wrow wr[2] = {mkc_wmat_row(w, r0), mkc_wmat_row(w, r1)};
-    /* this warp's next pair lies about as many rows on, in the same matrix if any: prefetch */
-    mkc_wrow next[2] = {mkc_wrow_none(), mkc_wrow_none()};
-    int ahead = mkc_grid_warps() * (rope && layout ? 1 : 2);
-    if (r1 + ahead < (p < q_pairs ? heads : kv_heads) * head_dim) {
-      next[0] = mkc_wmat_row(w, r0 + ahead);
-      next[1] = mkc_wmat_row(w, r1 + ahead);
-    }
-    mkc_prefetch_rows(next, 2);
-    mkc_dot_rows(wr, 2, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
-    /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch; else
-     * the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
-    mkc_kv *cache = 0;
-    if (p >= q_pairs)
-      cache = (p < q_pairs + kv_pairs ? k_cache : v_cache) + (long)h * kv_rows * head_dim;
-    float *head = p < q_pairs ? q_out + h * head_dim : head_w ? k_raw + h * head_dim : 0;
-    int t_stride = p < q_pairs ? q_stride : k_raw_stride;
-    if (mkc_lane() == 0) {
-      float bias0 = bias ? mkc_bf16_to_f32(bias[r0]) : 0.0f;
-      float bias1 = bias ? mkc_bf16_to_f32(bias[r1]) : 0.0f;
-      float mscale = 1.0f;
-      float inv_freq = rope && !head_w ? mkc_rope_inv_freq(j, head_dim, rotary, &mscale) : 0.0f;
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        float ra = ab[t] + bias0, rb = ab[MKC_T_MAX + t] + bias1;
-        if (rope && !head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
-        if (head) {
-          head[(long)t * t_stride + i0] = ra;
-          head[(long)t * t_stride + i1] = rb;
-        } else {
-          long kv_at = (long)((pos + t) % kv_rows) * head_dim;
-          cache[kv_at + i0] = mkc_kv_from_f32(ra);
-          cache[kv_at + i1] = mkc_kv_from_f32(rb);
+    mkc_prefetch_rows(next, 2 * MKC_QKV_PAIRS);
+    mkc_dot_rows(wr, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    for (int k = 0; k < MKC_QKV_PAIRS; k++) {
+      if (p0 + k >= n_pairs) break;
+      mkc_qkv_pair q = pr[k];
+      const float *ra_t = ab + 2 * k * MKC_T_MAX, *rb_t = ab + (2 * k + 1) * MKC_T_MAX;
+      /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch;
+       * else the head of k, v in the cache ([kv_head][kv_rows][head_dim]) */
+      mkc_kv *cache = 0;
+      if (q.kind) cache = (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim;
+      float *head = q.kind == 0 ? q_out + q.h * head_dim : q.head_w ? k_raw + q.h * head_dim : 0;
+      int t_stride = q.kind == 0 ? q_stride : k_raw_stride;
+      if (mkc_lane() == 0) {
+        float bias0 = q.bias ? mkc_bf16_to_f32(q.bias[q.r0]) : 0.0f;
+        float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
+        float mscale = 1.0f;
+        float inv_freq =
+            q.rope && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (t >= T) break;
+          float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
+          if (q.rope && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          if (head) {
+            head[(long)t * t_stride + q.i0] = ra;
+            head[(long)t * t_stride + q.i1] = rb;
+          } else {
+            long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+            cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
+            cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
+          }
         }
       }
-    }
-    if (!head_w) continue;
-    /* per-head norm: the raw pair is out; count it, and the head's last pair finishes the head */
-    mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
-    int last = 0;
-    if (mkc_lane() == 0) {
-      unsigned *ready = head_ready + (p < q_pairs ? h : heads + h);
-      mkc_fence(); /* release: the pair is visible before it is counted */
-      last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
-      if (last) {
-        mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
-        mkc_store_u32(ready, 0u);
+      if (!q.head_w) continue;
+      /* per-head norm: the raw pair is out; count it, and the head's last pair finishes it */
+      mkc_sync_warp(); /* every lane's part of the pair, ordered before lane 0's release */
+      int last = 0;
+      if (mkc_lane() == 0) {
+        unsigned *ready = head_ready + (q.kind == 0 ? q.h : heads + q.h);
+        mkc_fence(); /* release: the pair is visible before it is counted */
+        last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
+        if (last) {
+          mkc_fence(); /* acquire: the other warps' pairs, counted before ours */
+          mkc_store_u32(ready, 0u);
+        }
       }
+      /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
+       * the other lanes read what the other warps wrote. */
+      mkc_sync_warp();
+      if (!mkc_warp_or(last)) continue;
+      mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, q.head_w,
+                         head_eps, pos, T);
     }
-    /* A shuffle orders nothing: the warp synchronizes so lane 0's acquire comes before
-     * the other lanes read what the other warps wrote. */
-    mkc_sync_warp();
-    if (!mkc_warp_or(last)) continue;
-    mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, head_w, head_eps,
-                       pos, T);
   }
 }
 #line 1 "templates/gemm.cuh"
@@ -1128,7 +1232,7 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
   for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
     mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
     mkc_sync_block();
-    if (mt > 0 && nt > 0)
+    if (mt > 0 && nt > 0) {
       for (int ks = 0; ks < MKC_GEMM_BK; ks += 8) {
         /* fragments in the PTX ISA's layout (m16n8k8, tf32): A rows g, g + 8 and columns q,
          * q + 4 of each m-tile; B (k x n = the weights' column x row) rows q, q + 4, column g */
@@ -1151,8 +1255,10 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
             b[(MKC_MMA_NT + j) * 2 + r] = quantized ? mkc_tf32(v[r] - mkc_bits_f32(hi)) : 0u;
           }
         }
-        mkc_mma_tf32(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
+        mkc_mma_tf32_queue(a, b, quantized ? 2 : 1, acc, mt, nt, MKC_MMA_MT, MKC_MMA_NT);
       }
+      mkc_mma_flush(acc); /* the slice's products, in order */
+    }
     mkc_sync_block(); /* the slice is read before the next one is staged */
   }
   /* the accumulators (c0 (g, 2q), c1 (g, 2q + 1), c2 (g + 8, 2q), c3 (g + 8, 2q + 1)) */
@@ -1461,8 +1567,9 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
             mkc_attn_b(kr[0], &b[j * 2], &b[(MKC_ATTN_ST + j) * 2]);
             mkc_attn_b(kr[4], &b[j * 2 + 1], &b[(MKC_ATTN_ST + j) * 2 + 1]);
           }
-          mkc_mma_tf32(a, b, MKC_ATTN_KV_PARTS, s, 1, MKC_ATTN_ST, 1, MKC_ATTN_ST);
+          mkc_mma_tf32_queue(a, b, MKC_ATTN_KV_PARTS, s, 1, MKC_ATTN_ST, 1, MKC_ATTN_ST);
         }
+        mkc_mma_flush(s);
         /* masks and the online softmax: s[4j + c] is row g + 8 (c >= 2), position
          * s0 + 8j + 2 qd + (c & 1) */
         float tile_max[2] = {MKC_NEG_MAX, MKC_NEG_MAX};
@@ -1502,21 +1609,21 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
       }
       mkc_sync_block(); /* P is written */
       if (active)
-        for (int ks = 0; ks < MKC_ATTN_BN; ks += 8) {
-          unsigned a[8];
-          mkc_attn_a_frag(p_tile, MKC_ATTN_LDP, warp * 16, ks, a);
-          /* B (k x n = position x head dimension): rows q, q + 4, column g; at most 8 n-tiles
-           * a call */
-          for (int j0 = 0; j0 < dt; j0 += 8) {
-            int nt = dt - j0 < 8 ? dt - j0 : 8;
-            unsigned b[2 * 8 * 2];
+        /* B (k x n = position x head dimension): rows q, q + 4, column g; at most 8 n-tiles
+         * a call, each group's products over the tile's positions in one queue */
+        for (int j0 = 0; j0 < dt; j0 += 8) {
+          int nt = dt - j0 < 8 ? dt - j0 : 8;
+          for (int ks = 0; ks < MKC_ATTN_BN; ks += 8) {
+            unsigned a[8], b[2 * 8 * 2];
+            mkc_attn_a_frag(p_tile, MKC_ATTN_LDP, warp * 16, ks, a);
             for (int j = 0; j < nt; j++) {
               const float *vr = v_tile + (ks + qd) * MKC_ATTN_LDV + (j0 + j) * 8 + g;
               mkc_attn_b(vr[0], &b[j * 2], &b[(8 + j) * 2]);
               mkc_attn_b(vr[4 * MKC_ATTN_LDV], &b[j * 2 + 1], &b[(8 + j) * 2 + 1]);
             }
-            mkc_mma_tf32(a, b, MKC_ATTN_KV_PARTS, o + 4 * j0, 1, nt, 1, 8);
+            mkc_mma_tf32_queue(a, b, MKC_ATTN_KV_PARTS, o + 4 * j0, 1, nt, 1, 8);
           }
+          mkc_mma_flush(o + 4 * j0);
         }
       mkc_sync_block(); /* the K, V and P tiles are read before the next ones are staged */
     }
@@ -2427,7 +2534,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2431 "llama.llama-3.2-1b.cu"
+#line 2538 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
