@@ -30,6 +30,10 @@ void mkc_simt_sync_block(void);                   /* __syncthreads() */
 void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full mask */
 unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
+/* MKC_WARP_SUM_OF: a lane function run for every lane, then the warp sum. */
+typedef void (*mkc_simt_lane_fn)(const void *args, int lane, float *v);
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int rows, int stride,
+                          int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 /* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
  * deposits its fragments, the first lane released computes the tiles, and
@@ -91,6 +95,11 @@ MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) {
 MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
   mkc_simt_warp_sum(v, rows, stride, n);
 }
+/* fn(args, lane, v) in every lane, then mkc_warp_sum_rows(v, ...) (see the
+ * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane
+ * that gets here, and give the others the sums without a meeting. */
+#define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
+  mkc_simt_warp_sum_of(fn, args, v, rows, stride, n)
 
 /* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {

@@ -41,6 +41,15 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
         if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
 }
 
+/* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
+ * share of some work, added up over the warp. Here the call and the sum; the
+ * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings. */
+#define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
+  do {                                                                                             \
+    fn(args, mkc_lane(), v);                                                                       \
+    mkc_warp_sum_rows(v, rows, stride, n);                                                         \
+  } while (0)
+
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
 MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {

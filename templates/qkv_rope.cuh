@@ -217,8 +217,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
     }
-    mkc_prefetch_rows(next, 2 * MKC_QKV_PAIRS);
-    mkc_dot_rows(wr, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       if (p0 + k >= n_pairs) break;
       mkc_qkv_pair q = pr[k];

@@ -208,6 +208,12 @@ struct mkc_simt_fiber {
 
 /* Values one warp sum carries per meeting; more are summed in several. */
 #define SUM_MAX 64
+/* Warp sums of lane functions (mkc_simt_warp_sum_of) a warp keeps between two
+ * of its barriers, the values each holds, and the values a lane function may
+ * write. Past any of these a sum is a meeting again. */
+#define COLL_CAP 64
+#define COLL_VALS 128
+#define COLL_LANE_MAX 1024
 /* The largest mma meeting (mkc_simt_mma_tf32): per lane 2 x MT x 4 words of
  * A, 2 x NT x 2 of B and MT x NT x 4 accumulators. */
 #define MMA_MT_MAX 4
@@ -239,6 +245,12 @@ typedef struct warp {
   int mma_queued[2][WARP];
   int gen;       /* warp barriers passed this launch */
   int n_at_warp; /* lanes of the current pass stopped at the warp barrier */
+  /* Sums of lane functions since the warp's last barrier (mkc_simt_warp_sum_of):
+   * computed by the first lane to ask, read by the others; coll_next[l] is
+   * the next one lane l asks for. */
+  float coll_sums[COLL_CAP][COLL_VALS];
+  int coll_n;
+  int coll_next[WARP];
 } warp;
 
 struct block {
@@ -251,7 +263,8 @@ struct block {
   char *stacks;                   /* fiber_cap x (guard + stack), mapped once */
   char *smem;
   size_t smem_cap;
-  char *alt_stack; /* signal stack: reports a fiber stack overflow */
+  float coll_lanes[WARP * COLL_LANE_MAX]; /* a lane function's values, every lane's */
+  char *alt_stack;                        /* signal stack: reports a fiber stack overflow */
   pthread_t thread;
   ctx main; /* the OS thread's own context: the launch ends by switching to it */
   /* schedule */
@@ -360,6 +373,12 @@ static int warp_at(const block *b, int i) {
   return b->reverse ? b->nwarps - 1 - i : i;
 }
 
+/* A barrier released the warp: every lane has taken every sum it asked for. */
+static void coll_reset(warp *w) {
+  w->coll_n = 0;
+  memset(w->coll_next, 0, sizeof w->coll_next);
+}
+
 /* The fiber to run next, or NULL when the block is finished or failed (then
  * the caller switches to b->main). Called after the running fiber stopped and
  * was counted. */
@@ -379,6 +398,7 @@ static struct mkc_simt_fiber *pick_next(block *b) {
       }
       w->n_at_warp = 0;
       w->gen++;
+      coll_reset(w);
       start_pass(b, b->cur_warp);
       continue;
     }
@@ -394,6 +414,7 @@ static struct mkc_simt_fiber *pick_next(block *b) {
     }
     b->n_at_block = 0;
     b->bgen++;
+    for (int i = 0; i < b->nwarps; i++) coll_reset(&b->warps[i]);
     start_sweep(b);
   }
 }
@@ -565,6 +586,66 @@ void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
     for (int r = r0, k = 0; r < r1; r++)
       for (int i = 0; i < n; i++) v[r * stride + i] = w->sum_out[par][k++];
   }
+}
+
+/* butterfly_sum of values k < count of 32 lanes (lane l's at v[l * span + k])
+ * into sum[k], 8 values a vector: each element goes through the same
+ * additions in the same order, so the bits are butterfly_sum's. */
+typedef float v8s __attribute__((vector_size(32)));
+
+static void butterfly_sums(const float *v, int span, int count, float *sum) {
+  for (int k0 = 0; k0 < count; k0 += 8) {
+    v8s a[WARP];
+    int m = count - k0 < 8 ? count - k0 : 8;
+    for (int l = 0; l < WARP; l++) {
+      a[l] = (v8s){0};
+      memcpy(&a[l], v + l * span + k0, (size_t)m * sizeof(float));
+    }
+    for (int h = WARP / 2; h >= 4; h >>= 1) /* masks 16, 8, 4 */
+      for (int l = 0; l < h; l++) a[l] += a[l + h];
+    v8s x = (a[0] + a[2]) + (a[1] + a[3]); /* masks 2 and 1 */
+    memcpy(sum + k0, &x, (size_t)m * sizeof(float));
+  }
+}
+
+/* fn(args, l, v) for every lane l, then the butterfly over the lanes of
+ * v[r * stride + i] (r < rows, i < n), into v: what a warp gets from each
+ * lane running fn and then mkc_warp_sum_rows, as the checking schedule still
+ * runs it. Otherwise the first lane to ask runs fn for all 32 lanes, in a
+ * loop, and keeps the sums; the others read them, with no meeting and no
+ * switch. Lanes meet only at the warp's barriers, or every COLL_CAP sums. fn
+ * must depend only on args, the lane it is given and memory no lane of the
+ * warp writes meanwhile (on the GPU the lanes run it in lockstep). */
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int rows, int stride,
+                          int n) {
+  struct mkc_simt_fiber *f = self();
+  block *b = f->block;
+  warp *w = &b->warps[f->tid / WARP];
+  int lane = f->tid % WARP;
+  int span = rows * stride; /* the values fn writes, lane after lane in coll_lanes */
+  if (g.checking || rows * n > COLL_VALS || span > COLL_LANE_MAX) {
+    fn(args, lane, v);
+    mkc_simt_warp_sum(v, rows, stride, n);
+    return;
+  }
+  if (w->coll_next[lane] == COLL_CAP) mkc_simt_sync_warp(); /* every lane, at the same call */
+  int at = w->coll_next[lane]++;
+  if (at == w->coll_n) { /* the first lane here */
+    for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
+    if (n == stride) /* the values lie together: 8 butterflies at once */
+      butterfly_sums(b->coll_lanes, span, rows * n, w->coll_sums[at]);
+    else {
+      float in[WARP];
+      for (int r = 0, k = 0; r < rows; r++)
+        for (int i = 0; i < n; i++, k++) {
+          for (int l = 0; l < WARP; l++) in[l] = b->coll_lanes[l * span + r * stride + i];
+          w->coll_sums[at][k] = butterfly_sum(in);
+        }
+    }
+    w->coll_n++;
+  }
+  for (int r = 0, k = 0; r < rows; r++)
+    for (int i = 0; i < n; i++) v[r * stride + i] = w->coll_sums[at][k++];
 }
 
 /* One mma.sync.m16n8k8 tf32 tile, D = A B + C, with the operands gathered
@@ -870,6 +951,7 @@ static void *block_main(void *arg) {
   for (int w = 0; w < b->nwarps; w++) {
     warp *wp = &b->warps[w];
     wp->gen = wp->n_at_warp = 0;
+    coll_reset(wp);
     wp->sum_gen[0] = wp->sum_gen[1] = -1;
     wp->mma_gen[0] = wp->mma_gen[1] = -1;
     memset(wp->mma_queued, 0, sizeof wp->mma_queued);
