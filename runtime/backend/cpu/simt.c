@@ -685,14 +685,21 @@ static inline void gather_a(unsigned (*in)[WARP], v8f A[16]) {
 }
 
 static inline void gather_b(unsigned (*in)[WARP], v8f B[8]) {
-  for (int lane = 0; lane < WARP; lane++) {
-    int g = lane >> 2, q = lane & 3;
-    for (int r = 0; r < 2; r++) {
-      unsigned u = in[r][lane] & 0xffffe000u;
-      float f;
-      memcpy(&f, &u, sizeof f);
-      B[q + 4 * r][g] = f;
-    }
+  /* B's row q + 4r is register r of lanes q, q + 4, ..., q + 28 (column g in lane 4g + q) */
+  for (int r = 0; r < 2; r++) {
+    v8u L[4];
+    memcpy(L, in[r], sizeof L);
+    for (int i = 0; i < 4; i++) L[i] &= 0xffffe000u;
+    /* columns 0..3 (from lanes 0..15) and 4..7 (lanes 16..31) for q = 0, 1 and q = 2, 3 */
+    v8u lo01 = __builtin_shuffle(L[0], L[1], (v8i){0, 4, 8, 12, 1, 5, 9, 13});
+    v8u hi01 = __builtin_shuffle(L[2], L[3], (v8i){0, 4, 8, 12, 1, 5, 9, 13});
+    v8u lo23 = __builtin_shuffle(L[0], L[1], (v8i){2, 6, 10, 14, 3, 7, 11, 15});
+    v8u hi23 = __builtin_shuffle(L[2], L[3], (v8i){2, 6, 10, 14, 3, 7, 11, 15});
+    v8u row[4] = {__builtin_shuffle(lo01, hi01, (v8i){0, 1, 2, 3, 8, 9, 10, 11}),
+                  __builtin_shuffle(lo01, hi01, (v8i){4, 5, 6, 7, 12, 13, 14, 15}),
+                  __builtin_shuffle(lo23, hi23, (v8i){0, 1, 2, 3, 8, 9, 10, 11}),
+                  __builtin_shuffle(lo23, hi23, (v8i){4, 5, 6, 7, 12, 13, 14, 15})};
+    memcpy(&B[4 * r], row, sizeof row);
   }
 }
 
@@ -718,18 +725,26 @@ static inline void scatter_d(const v8f D[16], float (*out)[WARP]) {
     }
 }
 
-/* A row of D at a time, its 8 columns one vector, the products in the
- * kernel's order. */
+/* D's 8 columns one vector per row, each row's products in the kernel's
+ * order; the rows' sums are independent, so 8 advance together (in
+ * registers) instead of one long chain of additions at a time. */
 static inline void mma_tile(v8f D[16], v8f A[2][MMA_MT_MAX][16], v8f B[2][MMA_NT_MAX][8], int i,
                             int j, int nb) {
-  for (int row = 0; row < 16; row++) {
-    v8f d = D[row];
+  for (int half = 0; half < 16; half += 8) { /* 8 rows: their sums fit in registers */
+    v8f d[8];
+#pragma GCC unroll 8
+    for (int row = 0; row < 8; row++) d[row] = D[half + row];
     for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1): the CUDA prelude's order */
       int pa = p == 1, pb = p == 2;
       if (pb >= nb) break;
-      for (int k = 0; k < 8; k++) d += A[pa][i][row][k] * B[pb][j][k];
+      for (int k = 0; k < 8; k++) {
+        v8f b = B[pb][j][k];
+#pragma GCC unroll 8
+        for (int row = 0; row < 8; row++) d[row] += A[pa][i][half + row][k] * b;
+      }
     }
-    D[row] = d;
+#pragma GCC unroll 8
+    for (int row = 0; row < 8; row++) D[half + row] = d[row];
   }
 }
 
