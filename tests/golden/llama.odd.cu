@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates f2193e1d0758ce94, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 1a0f768ecf62b250, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -61,6 +61,15 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
       for (int i = 0; i < stride; i++)
         if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
 }
+
+/* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
+ * share of some work, added up over the warp. Here the call and the sum; the
+ * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings. */
+#define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
+  do {                                                                                             \
+    fn(args, mkc_lane(), v);                                                                       \
+    mkc_warp_sum_rows(v, rows, stride, n);                                                         \
+  } while (0)
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -643,13 +652,13 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
-MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
-                                        const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
-                                        float *acc) {
+MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
+                                        int n_chunks, const float *x, int x_stride,
+                                        const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
-  for (int c = mkc_lane(); c < n_chunks; c += 32) {
+  for (int c = lane; c < n_chunks; c += 32) {
     /* every row's chunk first (several loads in flight), then reused for all T inputs */
     mkc_u4 wc[MKC_DOT_ROWS_MAX];
     float wf[MKC_DOT_ROWS_MAX][8];
@@ -694,18 +703,19 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, const mkc_wrow *w, int nrows, 
  * no test of the type; rows of mixed types take the loop that tests per row.
  * On the GPU the stages are inlined and the type is a literal already; the
  * CPU compiler keeps a stage as a call, where only this switch makes it one. */
-MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, int T, float *acc) {
+MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int n_chunks,
+                                     const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                     float *acc) {
   int type = 0;
   for (int r = 0; r < nrows; r++)
     if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
   switch (type) {
   case MKC_W_BF16:
-    mkc_dot_lanes_of(MKC_W_BF16, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_lanes_of(MKC_W_BF16, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
     return;
 #define MKC_DOT_LANES_CASE(TYPE)                                                                   \
   case TYPE:                                                                                       \
-    mkc_dot_lanes_of(TYPE, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                       \
+    mkc_dot_lanes_of(TYPE, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                 \
     return;
 #ifdef MKC_W_USES_Q8_0
     MKC_DOT_LANES_CASE(MKC_W_Q8_0)
@@ -724,17 +734,55 @@ MKC_DEVICE void mkc_dot_lanes(const mkc_wrow *w, int nrows, int n_chunks, const 
 #endif
 #undef MKC_DOT_LANES_CASE
   default: /* mixed types, or no row at all */
-    mkc_dot_lanes_of(0, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
   }
 }
 
-/* Full dot products in every lane: the partials of all rows reduced in one
- * warp sum, then scaled by the norm. */
-MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, int nrows, int n_chunks, const float *x,
-                             int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                             float *acc) {
-  mkc_dot_lanes(w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
-  mkc_warp_sum_rows(acc, nrows, MKC_T_MAX, T);
+/* Prefetches lane's share of the rows w[r] (null: none), a 64-byte line per
+ * lane in turn: the next rows a warp streams, asked for before this block's. */
+MKC_DEVICE void mkc_prefetch_rows(const mkc_wrow *w, int nrows, int lane) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = lane * 64; o < w[r].row_bytes; o += 32 * 64) mkc_prefetch(w[r].p + o);
+}
+
+/* mkc_dot_lanes as a lane function (MKC_WARP_SUM_OF), after the lane's share
+ * of the prefetch of the rows the warp takes next: its arguments, and the
+ * call for one lane, one function per number of rows the stages use, so that
+ * the row loops of each have literal bounds (the CPU calls it through a
+ * pointer, where nothing else would make them literal). */
+typedef struct mkc_dot_args {
+  const mkc_wrow *w, *next;
+  int n_chunks;
+  const float *x;
+  int x_stride;
+  const mkc_bf16 *norm_w;
+  int T;
+} mkc_dot_args;
+
+MKC_DEVICE void mkc_dot_lane_rows(const void *args, int lane, float *acc) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows(a->next, MKC_ROWS, lane);
+  mkc_dot_lanes(lane, a->w, MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
+}
+
+MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows(a->next, 2 * MKC_ROWS, lane);
+  mkc_dot_lanes(lane, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
+}
+
+/* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
+ * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
+ * rows reduced in one warp sum, then scaled by the norm. */
+MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows, int n_chunks,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w,
+                             const float *inv_rms, int T, float *acc) {
+  mkc_dot_args args = {w, next, n_chunks, x, x_stride, norm_w, T};
+  if (nrows == MKC_ROWS)
+    MKC_WARP_SUM_OF(mkc_dot_lane_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
+  else
+    MKC_WARP_SUM_OF(mkc_dot_lane_rows2, &args, acc, 2 * MKC_ROWS, MKC_T_MAX, T);
   if (norm_w)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {
@@ -749,14 +797,6 @@ MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
     out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
-/* Prefetches this lane's share of the rows w[r] (null: none), a 64-byte line
- * per lane in turn: the next rows a warp streams, asked for before this block's. */
-MKC_DEVICE void mkc_prefetch_rows(const mkc_wrow *w, int nrows) {
-  for (int r = 0; r < nrows; r++)
-    if (w[r].p)
-      for (int o = mkc_lane() * 64; o < w[r].row_bytes; o += 32 * 64) mkc_prefetch(w[r].p + o);
-}
-
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
  * of the matvec and the LM head. */
@@ -766,8 +806,7 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
   mkc_row_block(w, rows, r0, wr);
   mkc_row_block(w, rows, r0 + step, next);
-  mkc_prefetch_rows(next, MKC_ROWS);
-  mkc_dot_rows(wr, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+  mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
@@ -800,8 +839,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
     mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
     mkc_row_block(w_gate, rows, r0 + step, next);
     mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-    mkc_prefetch_rows(next, 2 * MKC_ROWS);
-    mkc_dot_rows(wr, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -1031,8 +1069,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
     }
-    mkc_prefetch_rows(next, 2 * MKC_QKV_PAIRS);
-    mkc_dot_rows(wr, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       if (p0 + k >= n_pairs) break;
       mkc_qkv_pair q = pr[k];
@@ -2534,7 +2571,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2538 "llama.odd.cu"
+#line 2575 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
