@@ -43,7 +43,8 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
 
 /* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
  * share of some work, added up over the warp. Here the call and the sum; the
- * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings. */
+ * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings.
+ * The values of v past n in each row are unspecified afterwards. */
 #define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
   do {                                                                                             \
     fn(args, mkc_lane(), v);                                                                       \

@@ -212,6 +212,48 @@ static const char warp_sum_kernel[] = "#define MKC_THREADS " STR(
         "  for (int k = 0; k < 70; k++) out[15 + k] = big[k];\n"
         "}\n";
 
+/* MKC_WARP_SUM_OF against each lane's own call and the shuffle butterfly:
+ * 100 sums in a row (past the 64 the emulator keeps between a warp's
+ * barriers), each of 3 rows of stride 5 (n = 4) whose values depend on the
+ * warp, the lane and the call; and one of 150 values (past the 128 a kept sum
+ * holds: the meeting path). Every lane writes both results, which must agree
+ * bit for bit (the values past n are unspecified after the sum: not compared). */
+static const char warp_sum_of_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#include \"mkc_state.h\"\n"
+        "typedef struct { const float *kv; int warp, call, n; } vals_args;\n"
+        "MKC_DEVICE void lane_vals(const void *p, int lane, float *v) {\n"
+        "  const vals_args *a = (const vals_args *)p;\n"
+        "  for (int k = 0; k < a->n; k++)\n"
+        "    v[k] = a->kv[(a->warp * 7919 + lane * 131 + a->call * 17 + k) % 997];\n"
+        "}\n"
+        "MKC_DEVICE float butterfly(float v) {\n"
+        "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
+        "  return v;\n"
+        "}\n"
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) "
+        "{\n"
+        "  int g = mkc_bid() * MKC_THREADS + mkc_tid(), warp = g / 32, lane = mkc_tid() % 32;\n"
+        "  float *out = scratch + g * 2 * 1650;\n"
+        "  for (int c = 0; c < 101; c++) { /* no barrier between the sums */\n"
+        "    int n = c < 100 ? 15 : 150;\n"
+        "    vals_args a = {kv, warp, c, n};\n"
+        "    float v[150];\n"
+        "    if (c < 100) MKC_WARP_SUM_OF(lane_vals, &a, v, 3, 5, 4);\n"
+        "    else MKC_WARP_SUM_OF(lane_vals, &a, v, 1, 150, 150);\n"
+        "    for (int k = 0; k < n; k++) out[c * 15 + k] = c < 100 && k % 5 == 4 ? 0.0f : v[k];\n"
+        "  }\n"
+        "  for (int c = 0; c < 101; c++) {\n"
+        "    int n = c < 100 ? 15 : 150;\n"
+        "    vals_args a = {kv, warp, c, n};\n"
+        "    float own[150];\n"
+        "    lane_vals(&a, lane, own);\n"
+        "    for (int k = 0; k < n; k++)\n"
+        "      out[1650 + c * 15 + k] = c < 100 && k % 5 == 4 ? 0.0f : butterfly(own[k]);\n"
+        "  }\n"
+        "}\n";
+
 /* Misuse: state->inputs[0] picks the mistake. */
 static const char misuse_kernel[] = "#define MKC_THREADS " STR(
     NT) "\n"
@@ -396,6 +438,38 @@ static void test_warp_sum_rows(void) {
   CHECK_INT(differ, 0,
             "mkc_warp_sum_rows equals the shuffle butterfly bit for bit (lanes differing)");
   CHECK_INT(untouched, 2 * N * 3, "mkc_warp_sum_rows leaves the values past n alone");
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_warp_sum_of(void) {
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(warp_sum_of_kernel, "simt_warp_sum_of.cu", templates_dir);
+  if (!CHECK(k != NULL, "MKC_WARP_SUM_OF kernel compiles and loads")) return;
+  static float scratch[N * 2 * 1650], kv[1000];
+  uint32_t x = 777;
+  for (int i = 0; i < 1000; i++) { /* wide exponents, both signs: order shows in the bits */
+    x = x * 1664525u + 1013904223u;
+    kv[i] = ldexpf((float)(x >> 8) / 16777216.0f - 0.5f, (int)(x % 40) - 20);
+  }
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  for (int checking = 0; checking < 2; checking++) {
+    if (checking) setenv("MKC_SIMT_SEED", "3", 1);
+    int rc = 0, differ = 0;
+    for (int launch = 0; launch < 2; launch++) {
+      memset(scratch, 0, sizeof scratch);
+      rc |= mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, kv, &state);
+      for (int g = 0; g < N; g++)
+        differ += memcmp(scratch + g * 2 * 1650, scratch + g * 2 * 1650 + 1650,
+                         1650 * sizeof(float)) != 0;
+    }
+    if (checking) unsetenv("MKC_SIMT_SEED");
+    const char *how = checking ? "the checking schedule" : "the default schedule";
+    CHECK_INT(rc, 0, "MKC_WARP_SUM_OF kernel launches (%s)", how);
+    CHECK_INT(differ, 0,
+              "MKC_WARP_SUM_OF equals every lane's own call and the shuffle butterfly, bit for "
+              "bit, over 101 sums (%s; lanes differing)",
+              how);
+  }
   mkc_cpu_kernel_close(k);
 }
 
@@ -689,6 +763,7 @@ int main(int argc, char **argv) {
   test_main_kernel();
   test_missing_barrier();
   test_warp_sum_rows();
+  test_warp_sum_of();
   test_misuse();
   test_checking_schedule();
   test_alignment();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 1a0f768ecf62b250, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 4565c247d1d5d5a8, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -64,7 +64,8 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
 
 /* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
  * share of some work, added up over the warp. Here the call and the sum; the
- * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings. */
+ * CPU emulator may run fn for all 32 lanes at once instead of 32 meetings.
+ * The values of v past n in each row are unspecified afterwards. */
 #define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
   do {                                                                                             \
     fn(args, mkc_lane(), v);                                                                       \
@@ -2571,7 +2572,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2575 "llama.tiny.cu"
+#line 2576 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
