@@ -98,11 +98,16 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 /* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
  * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
  * no test of the type; rows of mixed types take the loop that tests per row.
- * On the GPU the stages are inlined and the type is a literal already; the
- * CPU compiler keeps a stage as a call, where only this switch makes it one. */
+ * On the GPU the stages are inlined and each row's type is a literal already
+ * (a switch there would keep a second copy of the loop for the null rows'
+ * case: a larger cubin); the CPU compiler keeps a stage as a call, where only
+ * this switch makes it one. */
 MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int n_chunks,
                                      const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
                                      float *acc) {
+#ifndef MKC_CPU /* inlined: each row's type is a literal, the loop keeps its decoder only */
+  mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+#else
   int type = 0;
   for (int r = 0; r < nrows; r++)
     if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
@@ -133,6 +138,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
   default: /* mixed types, or no row at all */
     mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
   }
+#endif
 }
 
 /* Prefetches lane's share of the rows w[r] (null: none), a 64-byte line per

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 4565c247d1d5d5a8, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 6beab0a02278b3b0, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -702,11 +702,16 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 /* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
  * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
  * no test of the type; rows of mixed types take the loop that tests per row.
- * On the GPU the stages are inlined and the type is a literal already; the
- * CPU compiler keeps a stage as a call, where only this switch makes it one. */
+ * On the GPU the stages are inlined and each row's type is a literal already
+ * (a switch there would keep a second copy of the loop for the null rows'
+ * case: a larger cubin); the CPU compiler keeps a stage as a call, where only
+ * this switch makes it one. */
 MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int n_chunks,
                                      const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
                                      float *acc) {
+#ifndef MKC_CPU /* inlined: each row's type is a literal, the loop keeps its decoder only */
+  mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+#else
   int type = 0;
   for (int r = 0; r < nrows; r++)
     if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
@@ -737,6 +742,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
   default: /* mixed types, or no row at all */
     mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
   }
+#endif
 }
 
 /* Prefetches lane's share of the rows w[r] (null: none), a 64-byte line per
@@ -2572,7 +2578,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2576 "llama.tiny.cu"
+#line 2582 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
