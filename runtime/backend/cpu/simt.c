@@ -632,16 +632,11 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int r
   int at = w->coll_next[lane]++;
   if (at == w->coll_n) { /* the first lane here */
     for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
-    if (n == stride) /* the values lie together: 8 butterflies at once */
+    if (n == stride) /* the rows' values lie together: all rows at once */
       butterfly_sums(b->coll_lanes, span, rows * n, w->coll_sums[at]);
-    else {
-      float in[WARP];
-      for (int r = 0, k = 0; r < rows; r++)
-        for (int i = 0; i < n; i++, k++) {
-          for (int l = 0; l < WARP; l++) in[l] = b->coll_lanes[l * span + r * stride + i];
-          w->coll_sums[at][k] = butterfly_sum(in);
-        }
-    }
+    else
+      for (int r = 0; r < rows; r++)
+        butterfly_sums(b->coll_lanes + r * stride, span, n, w->coll_sums[at] + r * n);
     w->coll_n++;
   }
   for (int r = 0, k = 0; r < rows; r++)
