@@ -382,14 +382,25 @@ static void planted_bugs(void) {
  * The values are small integers and halves, so every sum is exact and the
  * result must be the product worked out here, bit for bit. Two m-tiles by
  * three n-tiles with only 2 x 2 asked for: the third n-tile is left alone. */
-static const char MMA_KERNEL[] =
-    "#define MKC_THREADS 32\n"
-    "#include \"prelude_cpu.h\"\n"
-    "#include \"mkc_state.h\"\n"
-    "static float a_at(int p, int i, int r, int k) { return p ? 0.5f * ((r + k) % 3) : "
-    "(float)((r * 3 + k * 5 + i) % 7 - 3); }\n"
-    "static float b_at(int p, int j, int k, int n) { return p ? 0.25f * ((k * n + j) % 2) : "
-    "(float)((k * 2 + n * 3 + j) % 5 - 2); }\n"
+/* The mma kernels' common text: the matrices' values by (row, column), and
+ * each lane's accumulators c written back to out by the fragments' rule. */
+#define MMA_KERNEL_HEAD                                                                            \
+  "#define MKC_THREADS 32\n"                                                                       \
+  "#include \"prelude_cpu.h\"\n"                                                                   \
+  "#include \"mkc_state.h\"\n"                                                                     \
+  "static float a_at(int p, int i, int r, int k) { return p ? 0.5f * ((r + k) % 3) : "             \
+  "(float)((r * 3 + k * 5 + i) % 7 - 3); }\n"                                                      \
+  "static float b_at(int p, int j, int k, int n) { return p ? 0.25f * ((k * n + j) % 2) : "        \
+  "(float)((k * 2 + n * 3 + j) % 5 - 2); }\n"
+#define MMA_KERNEL_STORE                                                                           \
+  "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) {\n"                                  \
+  "    const float *d = c + (i * 3 + j) * 4;\n"                                                    \
+  "    float *o = out + (i * 3 + j) * 128;\n"                                                      \
+  "    o[g * 8 + 2 * q] = d[0]; o[g * 8 + 2 * q + 1] = d[1];\n"                                    \
+  "    o[(g + 8) * 8 + 2 * q] = d[2]; o[(g + 8) * 8 + 2 * q + 1] = d[3];\n"                        \
+  "  }\n"
+
+static const char MMA_KERNEL[] = MMA_KERNEL_HEAD
     "MKC_KERNEL mkc_step(const mkc_bf16 *w, float *out, void *kv, mkc_state *st) {\n"
     "  int lane = mkc_tid(), g = lane >> 2, q = lane & 3, nb = st->n_inputs;\n"
     "  unsigned a[2 * 2 * 4], b[2 * 3 * 2];\n"
@@ -405,20 +416,36 @@ static const char MMA_KERNEL[] =
     "  }\n"
     "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) for (int r = 0; r < 4; r++)\n"
     "    c[(i * 3 + j) * 4 + r] = (float)(i * 100 + j * 10 + r);\n"
-    "  mkc_mma_tf32(a, b, nb, c, 2, 2, 2, 3);\n"
-    "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) {\n"
-    "    const float *d = c + (i * 3 + j) * 4;\n"
-    "    float *o = out + (i * 3 + j) * 128;\n"
-    "    o[g * 8 + 2 * q] = d[0]; o[g * 8 + 2 * q + 1] = d[1];\n"
-    "    o[(g + 8) * 8 + 2 * q] = d[2]; o[(g + 8) * 8 + 2 * q + 1] = d[3];\n"
-    "  }\n"
-    "}\n";
+    "  mkc_mma_tf32(a, b, nb, c, 2, 2, 2, 3);\n" MMA_KERNEL_STORE "}\n";
 
 static float a_at(int p, int i, int r, int k) {
   return p ? 0.5f * ((r + k) % 3) : (float)((r * 3 + k * 5 + i) % 7 - 3);
 }
 static float b_at(int p, int j, int k, int n) {
   return p ? 0.25f * ((k * n + j) % 2) : (float)((k * 2 + n * 3 + j) % 5 - 2);
+}
+
+/* The values of out (the kernels' layout) that are not C plus `steps`
+ * products of the 2 x 2 asked-for tiles, the s-th with A scaled by s + 1 and
+ * nb parts of B; the third n-tile must be C alone. */
+static int mma_off(const float *out, int nb, int steps) {
+  int bad = 0;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 3; j++)
+      for (int r = 0; r < 16; r++)
+        for (int n = 0; n < 8; n++) {
+          int hi = r >= 8, e = n % 2; /* register 2 hi + e of lane (r % 8, n / 2) holds (r, n) */
+          float want = (float)(i * 100 + j * 10 + 2 * hi + e);
+          for (int s = 0; j < 2 && s < steps; s++)
+            for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1) */
+              int pa = p == 1, pb = p == 2;
+              if (pb >= nb) break;
+              for (int kk = 0; kk < 8; kk++)
+                want += (float)(s + 1) * a_at(pa, i, r, kk) * b_at(pb, j, kk, n);
+            }
+          bad += out[(i * 3 + j) * 128 + r * 8 + n] != want;
+        }
+  return bad;
 }
 
 static void mma_unit(void) {
@@ -431,21 +458,8 @@ static void mma_unit(void) {
     mkc_state st;
     memset(&st, 0, sizeof st);
     st.n_inputs = nb;
-    int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st) == 0, bad = 0;
-    for (int i = 0; ok && i < 2; i++)
-      for (int j = 0; j < 3; j++)
-        for (int r = 0; r < 16; r++)
-          for (int n = 0; n < 8; n++) {
-            int hi = r >= 8, e = n % 2; /* register 2 hi + e of lane (r % 8, n / 2) holds (r, n) */
-            float want = (float)(i * 100 + j * 10 + 2 * hi + e);
-            if (j < 2)
-              for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1) */
-                int pa = p == 1, pb = p == 2;
-                if (pb >= nb) break;
-                for (int kk = 0; kk < 8; kk++) want += a_at(pa, i, r, kk) * b_at(pb, j, kk, n);
-              }
-            bad += out[(i * 3 + j) * 128 + r * 8 + n] != want;
-          }
+    int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st) == 0;
+    int bad = ok ? mma_off(out, nb, 1) : 0;
     CHECK(ok && bad == 0,
           "mma: 2 x 2 tiles of m16n8k8 tf32 with %s, the unasked n-tile untouched (%d of 768 "
           "values off)",
@@ -458,14 +472,7 @@ static void mma_unit(void) {
  * s-th with A scaled by s + 1, then one flush. All values stay exact, so the
  * result must be C plus every product, worked out here. A flush with nothing
  * queued, or a queue past the emulator's 16, must fail the launch saying so. */
-static const char MMA_QUEUE_KERNEL[] =
-    "#define MKC_THREADS 32\n"
-    "#include \"prelude_cpu.h\"\n"
-    "#include \"mkc_state.h\"\n"
-    "static float a_at(int p, int i, int r, int k) { return p ? 0.5f * ((r + k) % 3) : "
-    "(float)((r * 3 + k * 5 + i) % 7 - 3); }\n"
-    "static float b_at(int p, int j, int k, int n) { return p ? 0.25f * ((k * n + j) % 2) : "
-    "(float)((k * 2 + n * 3 + j) % 5 - 2); }\n"
+static const char MMA_QUEUE_KERNEL[] = MMA_KERNEL_HEAD
     "MKC_KERNEL mkc_step(const mkc_bf16 *w, float *out, void *kv, mkc_state *st) {\n"
     "  int lane = mkc_tid(), g = lane >> 2, q = lane & 3;\n"
     "  float c[2 * 3 * 4];\n"
@@ -484,14 +491,7 @@ static const char MMA_QUEUE_KERNEL[] =
     "    }\n"
     "    mkc_mma_tf32_queue(a, b, 2, c, 2, 2, 2, 3);\n"
     "  }\n"
-    "  mkc_mma_flush(c);\n"
-    "  for (int i = 0; i < 2; i++) for (int j = 0; j < 3; j++) {\n"
-    "    const float *d = c + (i * 3 + j) * 4;\n"
-    "    float *o = out + (i * 3 + j) * 128;\n"
-    "    o[g * 8 + 2 * q] = d[0]; o[g * 8 + 2 * q + 1] = d[1];\n"
-    "    o[(g + 8) * 8 + 2 * q] = d[2]; o[(g + 8) * 8 + 2 * q + 1] = d[3];\n"
-    "  }\n"
-    "}\n";
+    "  mkc_mma_flush(c);\n" MMA_KERNEL_STORE "}\n";
 
 static void mma_queue_unit(void) {
   char dir[4200];
@@ -504,21 +504,8 @@ static void mma_queue_unit(void) {
     mkc_state st;
     memset(&st, 0, sizeof st);
     st.n_fixed = queued[c];
-    int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st) == 0, bad = 0;
-    for (int i = 0; ok && i < 2; i++)
-      for (int j = 0; j < 3; j++)
-        for (int r = 0; r < 16; r++)
-          for (int n = 0; n < 8; n++) {
-            int hi = r >= 8, e = n % 2;
-            float want = (float)(i * 100 + j * 10 + 2 * hi + e);
-            for (int s = 0; j < 2 && s < queued[c]; s++)
-              for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1) */
-                int pa = p == 1, pb = p == 2;
-                for (int kk = 0; kk < 8; kk++)
-                  want += (float)(s + 1) * a_at(pa, i, r, kk) * b_at(pb, j, kk, n);
-              }
-            bad += out[(i * 3 + j) * 128 + r * 8 + n] != want;
-          }
+    int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, NULL, &st) == 0;
+    int bad = ok ? mma_off(out, 2, queued[c]) : 0;
     CHECK(ok && bad == 0, "mma queue: %d queued, one flush: C plus each product (%d of 768 off)",
           queued[c], bad);
   }
