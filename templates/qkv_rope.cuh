@@ -146,8 +146,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 typedef struct mkc_qkv_pair {
   mkc_wmat w;
   const mkc_bf16 *bias, *head_w;
-  int kind; /* 0 q, 1 k, 2 v */
-  int h, j, i0, i1, r0, r1, rope;
+  int kind; /* 0 q, 1 k, 2 v: v is not rotated */
+  int h, j, i0, i1, r0, r1;
 } mkc_qkv_pair;
 
 MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v,
@@ -161,13 +161,11 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   q.bias = b_q;
   q.head_w = q_norm_w;
   q.kind = 0;
-  q.rope = 1;
   if (p >= q_pairs + kv_pairs) {
     q.w = w_v;
     q.bias = b_v;
     q.head_w = 0;
     q.kind = 2;
-    q.rope = 0;
     pair = p - q_pairs - kv_pairs;
   } else if (p >= q_pairs) {
     q.w = w_k;
@@ -178,8 +176,8 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   }
   q.h = pair / half;
   q.j = pair - q.h * half;
-  q.i0 = q.rope && layout ? q.j : 2 * q.j;
-  q.i1 = q.i0 + (q.rope && layout ? half : 1);
+  q.i0 = q.kind != 2 && layout ? q.j : 2 * q.j;
+  q.i1 = q.i0 + (q.kind != 2 && layout ? half : 1);
   q.r0 = q.h * head_dim + q.i0;
   q.r1 = q.h * head_dim + q.i1;
   return q;
@@ -233,11 +231,11 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
         float mscale = 1.0f;
         float inv_freq =
-            q.rope && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+            q.kind != 2 && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (t >= T) break;
           float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
-          if (q.rope && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
           if (head) {
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
