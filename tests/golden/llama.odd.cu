@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 6beab0a02278b3b0, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates a5ff0eda3e9ed2f5, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1005,8 +1005,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
 typedef struct mkc_qkv_pair {
   mkc_wmat w;
   const mkc_bf16 *bias, *head_w;
-  int kind; /* 0 q, 1 k, 2 v */
-  int h, j, i0, i1, r0, r1, rope;
+  int kind; /* 0 q, 1 k, 2 v: v is not rotated */
+  int h, j, i0, i1, r0, r1;
 } mkc_qkv_pair;
 
 MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v,
@@ -1020,13 +1020,11 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   q.bias = b_q;
   q.head_w = q_norm_w;
   q.kind = 0;
-  q.rope = 1;
   if (p >= q_pairs + kv_pairs) {
     q.w = w_v;
     q.bias = b_v;
     q.head_w = 0;
     q.kind = 2;
-    q.rope = 0;
     pair = p - q_pairs - kv_pairs;
   } else if (p >= q_pairs) {
     q.w = w_k;
@@ -1037,8 +1035,8 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   }
   q.h = pair / half;
   q.j = pair - q.h * half;
-  q.i0 = q.rope && layout ? q.j : 2 * q.j;
-  q.i1 = q.i0 + (q.rope && layout ? half : 1);
+  q.i0 = q.kind != 2 && layout ? q.j : 2 * q.j;
+  q.i1 = q.i0 + (q.kind != 2 && layout ? half : 1);
   q.r0 = q.h * head_dim + q.i0;
   q.r1 = q.h * head_dim + q.i1;
   return q;
@@ -1092,11 +1090,11 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
         float mscale = 1.0f;
         float inv_freq =
-            q.rope && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+            q.kind != 2 && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (t >= T) break;
           float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
-          if (q.rope && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
           if (head) {
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
@@ -2578,7 +2576,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2582 "llama.odd.cu"
+#line 2580 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
