@@ -95,7 +95,184 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
       acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
-/* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
+#ifdef MKC_CPU
+#define MKC_DOT_XS_MAX 4096
+typedef float mkc_v16f __attribute__((vector_size(64)));
+typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+/* 16 bytes as floats, unsigned or signed (GCC's vector conversions of bytes
+ * compile to scalar code: hence the intrinsics) */
+MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_u8(mkc_v16u8 q) {
+  mkc_v16f r;
+#ifdef __AVX512F__
+  __m128i v;
+  memcpy(&v, &q, sizeof v);
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+  memcpy(&r, &f, sizeof r);
+#else
+  for (int i = 0; i < 16; i++) r[i] = (float)q[i];
+#endif
+  return r;
+}
+MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_s8(const unsigned char *p) {
+  mkc_v16f r;
+#ifdef __AVX512F__
+  __m128i v;
+  memcpy(&v, p, sizeof v);
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+  memcpy(&r, &f, sizeof r);
+#else
+  for (int i = 0; i < 16; i++) r[i] = (float)(signed char)p[i];
+#endif
+  return r;
+}
+
+/* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
+ * type, in element order: elements 0-15 in lo, 16-31 in hi, each by
+ * mkc_wchunk's formula (the same bits). 0: the type has no such path (the
+ * caller takes chunks). */
+MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mkc_v16f *lo,
+                                   mkc_v16f *hi) {
+  (void)row;
+  (void)b;
+  (void)lo;
+  (void)hi;
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: {
+    const unsigned char *p = row + b * 34;
+    float d = mkc_f16_at(p);
+    *lo = mkc_v16f_of_s8(p + 2) * d;
+    *hi = mkc_v16f_of_s8(p + 18) * d;
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_0
+  case MKC_W_Q4_0: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
+    const unsigned char *p = row + b * 18;
+    float d = mkc_f16_at(p);
+    mkc_v16u8 q;
+    memcpy(&q, p + 2, sizeof q);
+    *lo = d * (mkc_v16f_of_u8(q & 15) - 8.0f);
+    *hi = d * (mkc_v16f_of_u8(q >> 4) - 8.0f);
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_1
+  case MKC_W_Q4_1: {
+    const unsigned char *p = row + b * 20;
+    float d = mkc_f16_at(p), m = mkc_f16_at(p + 2);
+    mkc_v16u8 q;
+    memcpy(&q, p + 4, sizeof q);
+    *lo = d * mkc_v16f_of_u8(q & 15) + m;
+    *hi = d * mkc_v16f_of_u8(q >> 4) + m;
+    return 1;
+  }
+#endif
+  default:
+    return 0;
+  }
+}
+
+/* Every lane's mkc_dot_lanes_of at once, lane l's values at lanes + l *
+ * nrows * MKC_T_MAX (the emulator's MKC_WARP_SUM_OF_WARP): row after row,
+ * chunk c into lane c % 32's accumulators, in the order that lane takes its
+ * chunks and with the same operations, so each lane's values are its own
+ * call's bit for bit, without 32 calls' setup or a lane's strided walk. */
+/* a call of its own (cloned per literal type by the compiler): inlined into
+ * every case of mkc_dot_lanes' switch, its copies' frames would add up */
+__attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
+                                       const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                       int T, float *lanes) {
+  /* the inputs scaled by the norm once for all rows where they fit (the same
+   * products the lanes take chunk by chunk) */
+  float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
+  if (norm_w && T * n_chunks * 8 <= MKC_DOT_XS_MAX) {
+    for (int c = 0; c < n_chunks; c++) {
+      float g[8];
+      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+      for (int t = 0; t < T; t++)
+        for (int i = 0; i < 8; i++)
+          xs[t * n_chunks * 8 + c * 8 + i] = x[t * x_stride + c * 8 + i] * g[i];
+    }
+    x = xs;
+    x_stride = n_chunks * 8;
+    norm_w = 0;
+  }
+  assert((uintptr_t)x % 16 == 0 && x_stride % 4 == 0 && "mkc_dot_warp_of: unaligned inputs");
+  int span = nrows * MKC_T_MAX;
+  for (int r = 0; r < nrows; r++) {
+    mkc_dot_acc part[MKC_T_MAX][32] __attribute__((aligned(64)));
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      for (int l = 0; l < 32; l++) part[t][l] = mkc_dot_acc_zero();
+    }
+    int rtype = type ? type : w[r].type;
+    mkc_v16f lo, hi;
+    if (w[r].p && n_chunks % 4 == 0 && mkc_wblock32(rtype, w[r].p, 0, &lo, &hi)) {
+      /* a block at a time: chunks 4b, 4b + 1 in lo, 4b + 2, 4b + 3 in hi,
+       * each pair two neighbouring lanes' accumulators */
+      for (int b = 0; b < n_chunks / 4; b++) {
+        mkc_wblock32(rtype, w[r].p, b, &lo, &hi);
+        for (int h = 0; h < 2; h++) {
+          int c = 4 * b + 2 * h;
+          mkc_v16f wv = h ? hi : lo, g;
+          if (norm_w) {
+            mkc_unpack8(mkc_load_u4(norm_w + c * 8), (float *)&g);
+            mkc_unpack8(mkc_load_u4(norm_w + c * 8 + 8), (float *)&g + 8);
+          }
+          for (int t = 0; t < MKC_T_MAX; t++) {
+            if (t >= T) break;
+            mkc_v16f xv, acc2;
+            memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
+            if (norm_w) xv *= g;
+            memcpy(&acc2, &part[t][c & 31], sizeof acc2);
+            acc2 = acc2 + wv * xv;
+            memcpy(&part[t][c & 31], &acc2, sizeof acc2);
+          }
+        }
+      }
+    } else
+      for (int c = 0; w[r].p && c < n_chunks; c++) { /* a chunk at a time */
+        mkc_u4 wc;
+        float wf[8], g[8];
+        if (rtype == MKC_W_BF16)
+          wc = mkc_load_u4(w[r].p + 16 * c);
+        else
+          mkc_wchunk(rtype, w[r].p, c, wf);
+        if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (t >= T) break;
+          mkc_dot_acc xv;
+          memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
+          if (norm_w)
+            for (int i = 0; i < 8; i++) xv[i] *= g[i];
+          mkc_dot_acc *p = &part[t][c & 31];
+          *p = rtype == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
+        }
+      }
+    for (int l = 0; l < 32; l++)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        lanes[l * span + r * MKC_T_MAX + t] = t < T ? mkc_dot_acc_sum(part[t][l]) : 0.0f;
+  }
+}
+#endif
+
+/* All lanes' partials (lane MKC_ALL_LANES, the CPU only: mkc_dot_warp_of)
+ * or one lane's (mkc_dot_lanes_of). */
+#define MKC_ALL_LANES (-1)
+MKC_DEVICE_INLINE void mkc_dot_of(int type, int lane, const mkc_wrow *w, int nrows, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                  float *acc) {
+#ifdef MKC_CPU
+  if (lane == MKC_ALL_LANES) {
+    mkc_dot_warp_of(type, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    return;
+  }
+#endif
+  mkc_dot_lanes_of(type, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+}
+
+/* mkc_dot_of with the rows' type as a literal where they share one (a
  * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
  * no test of the type; rows of mixed types take the loop that tests per row.
  * On the GPU the stages are inlined and each row's type is a literal already
@@ -106,18 +283,18 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
                                      const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
                                      float *acc) {
 #ifndef MKC_CPU /* inlined: each row's type is a literal, the loop keeps its decoder only */
-  mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  mkc_dot_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
 #else
   int type = 0;
   for (int r = 0; r < nrows; r++)
     if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
   switch (type) {
   case MKC_W_BF16:
-    mkc_dot_lanes_of(MKC_W_BF16, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_of(MKC_W_BF16, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
     return;
 #define MKC_DOT_LANES_CASE(TYPE)                                                                   \
   case TYPE:                                                                                       \
-    mkc_dot_lanes_of(TYPE, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                 \
+    mkc_dot_of(TYPE, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                       \
     return;
 #ifdef MKC_W_USES_Q8_0
     MKC_DOT_LANES_CASE(MKC_W_Q8_0)
@@ -136,7 +313,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
 #endif
 #undef MKC_DOT_LANES_CASE
   default: /* mixed types, or no row at all */
-    mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
   }
 #endif
 }
@@ -175,6 +352,24 @@ MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
   mkc_dot_lanes(lane, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
 }
 
+#ifdef MKC_CPU
+/* The two above for all lanes at once (MKC_WARP_SUM_OF_WARP): the whole of the
+ * next rows prefetched, then every lane's partials. */
+MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *lanes) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, MKC_ROWS, l);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
+                lanes);
+}
+
+MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *lanes) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, 2 * MKC_ROWS, l);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w,
+                a->T, lanes);
+}
+#endif
+
 /* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
  * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
  * rows reduced in one warp sum, then scaled by the norm. */
@@ -183,9 +378,10 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
                              const float *inv_rms, int T, float *acc) {
   mkc_dot_args args = {w, next, n_chunks, x, x_stride, norm_w, T};
   if (nrows == MKC_ROWS)
-    MKC_WARP_SUM_OF(mkc_dot_lane_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
+    MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows, mkc_dot_warp_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
   else
-    MKC_WARP_SUM_OF(mkc_dot_lane_rows2, &args, acc, 2 * MKC_ROWS, MKC_T_MAX, T);
+    MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows2, mkc_dot_warp_rows2, &args, acc, 2 * MKC_ROWS,
+                         MKC_T_MAX, T);
   if (norm_w)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {

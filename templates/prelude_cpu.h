@@ -30,10 +30,13 @@ void mkc_simt_sync_block(void);                   /* __syncthreads() */
 void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full mask */
 unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
-/* MKC_WARP_SUM_OF: a lane function run for every lane, then the warp sum. */
+/* MKC_WARP_SUM_OF: a lane function run for every lane, then the warp sum;
+ * with a warp function (may be null), every lane's values in one call:
+ * lane l's at lanes + l * rows * stride. */
 typedef void (*mkc_simt_lane_fn)(const void *args, int lane, float *v);
-void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int rows, int stride,
-                          int n);
+typedef void (*mkc_simt_warp_fn)(const void *args, float *lanes);
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args,
+                          float *v, int rows, int stride, int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 /* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
  * deposits its fragments, the first lane released computes the tiles, and
@@ -99,7 +102,13 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
  * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane
  * that gets here, and give the others the sums without a meeting. */
 #define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
-  mkc_simt_warp_sum_of(fn, args, v, rows, stride, n)
+  mkc_simt_warp_sum_of(fn, 0, args, v, rows, stride, n)
+/* MKC_WARP_SUM_OF with warp_fn(args, lanes) giving what fn gives every lane,
+ * bit for bit, in one call (lane l's values at lanes + l * rows * stride):
+ * the emulator runs it instead of 32 calls of fn, except under the checking
+ * schedule. */
+#define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
+  mkc_simt_warp_sum_of(fn, warp_fn, args, v, rows, stride, n)
 
 /* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {
@@ -232,19 +241,29 @@ MKC_DEVICE mkc_dot_acc mkc_dot_acc_zero(void) {
   mkc_dot_acc z = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   return z;
 }
-MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4 b) {
+/* acc + w x for 8 weights and 8 inputs as vectors (the emulator's warp path
+ * loads them so; the lane path's forms below come here too: the same bits). */
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16_v(mkc_dot_acc acc, mkc_u4 w, mkc_dot_acc x) {
   mkc_v8u16 h;
   memcpy(&h, &w, sizeof h);
   mkc_v8u32 u = __builtin_convertvector(h, mkc_v8u32) << 16;
-  mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  mkc_dot_acc wf;
   memcpy(&wf, &u, sizeof wf);
   return acc + wf * x;
 }
-/* Eight weights already decoded to float (a quantized row's chunk). */
-MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
-  mkc_dot_acc wf, x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32_v(mkc_dot_acc acc, const float *w, mkc_dot_acc x) {
+  mkc_dot_acc wf;
   memcpy(&wf, w, sizeof wf);
   return acc + wf * x;
+}
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4 b) {
+  mkc_dot_acc x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  return mkc_dot8_bf16_v(acc, w, x);
+}
+/* Eight weights already decoded to float (a quantized row's chunk). */
+MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
+  mkc_dot_acc x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  return mkc_dot8_f32_v(acc, w, x);
 }
 /* Tensor cores (templates/gemm.cuh): a float as tf32, to nearest with ties
  * away from zero, as cvt.rna.tf32.f32 (inf stays inf, NaN a quiet NaN). */

@@ -50,6 +50,10 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
     fn(args, mkc_lane(), v);                                                                       \
     mkc_warp_sum_rows(v, rows, stride, n);                                                         \
   } while (0)
+/* The CPU emulator may call warp_fn once for all lanes instead; here it is
+ * dropped (and need not exist). */
+#define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
+  MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }

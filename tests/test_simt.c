@@ -214,7 +214,8 @@ static const char warp_sum_kernel[] = "#define MKC_THREADS " STR(
 
 /* MKC_WARP_SUM_OF against each lane's own call and the shuffle butterfly:
  * 100 sums in a row (past the 64 the emulator keeps between a warp's
- * barriers), each of 3 rows of stride 5 (n = 4) whose values depend on the
+ * barriers), every other one with a warp function too (MKC_WARP_SUM_OF_WARP),
+ * each of 3 rows of stride 5 (n = 4) whose values depend on the
  * warp, the lane and the call; and one of 150 values (past the 128 a kept sum
  * holds: the meeting path). Every lane writes both results, which must agree
  * bit for bit (the values past n are unspecified after the sum: not compared). */
@@ -228,6 +229,9 @@ static const char warp_sum_of_kernel[] = "#define MKC_THREADS " STR(
         "  for (int k = 0; k < a->n; k++)\n"
         "    v[k] = a->kv[(a->warp * 7919 + lane * 131 + a->call * 17 + k) % 997];\n"
         "}\n"
+        "MKC_DEVICE void warp_vals(const void *p, float *lanes) {\n"
+        "  for (int l = 0; l < 32; l++) lane_vals(p, l, lanes + l * ((const vals_args *)p)->n);\n"
+        "}\n"
         "MKC_DEVICE float butterfly(float v) {\n"
         "  for (int m = 16; m > 0; m >>= 1) v += mkc_shfl_xor(v, m);\n"
         "  return v;\n"
@@ -240,7 +244,8 @@ static const char warp_sum_of_kernel[] = "#define MKC_THREADS " STR(
         "    int n = c < 100 ? 15 : 150;\n"
         "    vals_args a = {kv, warp, c, n};\n"
         "    float v[150];\n"
-        "    if (c < 100) MKC_WARP_SUM_OF(lane_vals, &a, v, 3, 5, 4);\n"
+        "    if (c < 100 && c % 2) MKC_WARP_SUM_OF_WARP(lane_vals, warp_vals, &a, v, 3, 5, 4);\n"
+        "    else if (c < 100) MKC_WARP_SUM_OF(lane_vals, &a, v, 3, 5, 4);\n"
         "    else MKC_WARP_SUM_OF(lane_vals, &a, v, 1, 150, 150);\n"
         "    for (int k = 0; k < n; k++) out[c * 15 + k] = c < 100 && k % 5 == 4 ? 0.0f : v[k];\n"
         "  }\n"

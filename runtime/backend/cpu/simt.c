@@ -612,12 +612,12 @@ static void butterfly_sums(const float *v, int span, int count, float *sum) {
  * v[r * stride + i] (r < rows, i < n), into v: what a warp gets from each
  * lane running fn and then mkc_warp_sum_rows, as the checking schedule still
  * runs it. Otherwise the first lane to ask runs fn for all 32 lanes, in a
- * loop, and keeps the sums; the others read them, with no meeting and no
+ * loop (or warp_fn once, which gives the same), and keeps the sums; the others read them, with no meeting and no
  * switch. Lanes meet only at the warp's barriers, or every COLL_CAP sums. fn
  * must depend only on args, the lane it is given and memory no lane of the
  * warp writes meanwhile (on the GPU the lanes run it in lockstep). */
-void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int rows, int stride,
-                          int n) {
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args,
+                          float *v, int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
   block *b = f->block;
   warp *w = &b->warps[f->tid / WARP];
@@ -631,7 +631,10 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, const void *args, float *v, int r
   if (w->coll_next[lane] == COLL_CAP) mkc_simt_sync_warp(); /* every lane, at the same call */
   int at = w->coll_next[lane]++;
   if (at == w->coll_n) { /* the first lane here */
-    for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
+    if (warp_fn)
+      warp_fn(args, b->coll_lanes);
+    else
+      for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
     if (n == stride) /* the rows' values lie together: all rows at once */
       butterfly_sums(b->coll_lanes, span, rows * n, w->coll_sums[at]);
     else

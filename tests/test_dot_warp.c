@@ -1,0 +1,237 @@
+/* The emulator's warp path of the matvec dot products (templates/matvec.cuh,
+ * mkc_dot_warp_of: all 32 lanes' partials in one call) against the lane path
+ * it stands in for (mkc_dot_lanes_of, one lane at a time, what the checking
+ * schedule and the GPU run): bit for bit, for every weight type, mixed and
+ * missing rows, 1 to 4 inputs, with and without the fused norm (inputs that
+ * fit the scaled copy and inputs that do not), widths with and without whole
+ * blocks. And each lane path's total against the dot product worked out here
+ * in double from runtime/formats/dequant.c, so the two cannot agree on a
+ * wrong answer. */
+#include "backend/cpu/backend.h"
+#include "check.h"
+#include "codegen/host.h"
+#include "formats/dequant.h"
+#include "mkc_state.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROWS_MAX 16
+#define T_MAX 4
+#define SPAN (ROWS_MAX * T_MAX)
+
+/* One call: the rows (null: none), their types, the inputs and the norm. */
+typedef struct dot_case {
+  const unsigned char *row[ROWS_MAX];
+  int type[ROWS_MAX];
+  int nrows, n_chunks, T, x_stride;
+  const float *x;
+  const uint16_t *norm; /* bf16, or null */
+} dot_case;
+
+static const char KERNEL[] =
+    "#define MKC_THREADS 32\n"
+    "#define MKC_T_MAX 4\n"
+    "#define MKC_KV_BF16 1\n"
+    "#define MKC_W_USES_Q8_0 1\n"
+    "#define MKC_W_USES_Q4_0 1\n"
+    "#define MKC_W_USES_Q4_1 1\n"
+    "#define MKC_W_USES_Q4_K 1\n"
+    "#define MKC_W_USES_Q6_K 1\n"
+    "#include \"prelude_cpu.h\"\n"
+    "#include \"mkc_state.h\"\n"
+    "#include \"common.cuh\"\n"
+    "#include \"weights.cuh\"\n"
+    "#include \"matvec.cuh\"\n"
+    "typedef struct { const unsigned char *row[16]; int type[16]; int nrows, n_chunks, T, "
+    "x_stride; const float *x; const mkc_bf16 *norm; } dot_case;\n"
+    "MKC_KERNEL mkc_step(const mkc_bf16 *unused, float *out, void *kv, mkc_state *st) {\n"
+    "  const dot_case *c = (const dot_case *)kv;\n"
+    "  mkc_wrow w[16];\n"
+    "  for (int r = 0; r < c->nrows; r++) {\n"
+    "    w[r] = mkc_wrow_none();\n"
+    "    if (c->row[r]) { w[r].p = c->row[r]; w[r].type = c->type[r]; }\n"
+    "  }\n"
+    "  int span = c->nrows * MKC_T_MAX;\n"
+    "  mkc_dot_lanes(mkc_tid(), w, c->nrows, c->n_chunks, c->x, c->x_stride, c->norm, c->T,\n"
+    "                out + mkc_tid() * span);\n"
+    "  if (mkc_tid() == 0)\n"
+    "    mkc_dot_lanes(MKC_ALL_LANES, w, c->nrows, c->n_chunks, c->x, c->x_stride, c->norm, "
+    "c->T, out + 32 * span);\n"
+    "}\n";
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t next_u32(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 16);
+}
+static float uniform(float lo, float hi) { return lo + (hi - lo) * (next_u32() % 100000) / 1e5f; }
+
+static uint16_t bf16_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
+}
+static void put_f16(unsigned char *p, float f) {
+  uint16_t h = mkc_float_to_f16(f);
+  p[0] = (unsigned char)h;
+  p[1] = (unsigned char)(h >> 8);
+}
+
+/* A row of n elements of type: random payload bytes, scales small and valid. */
+static unsigned char *make_row(int type, int n) {
+  const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)type);
+  int blocks = n / ti->block;
+  size_t bytes = (size_t)blocks * (size_t)ti->block_bytes;
+  unsigned char *p = malloc(bytes + 16);
+  for (size_t i = 0; i < bytes; i++) p[i] = (unsigned char)next_u32();
+  for (int b = 0; b < blocks; b++) {
+    unsigned char *q = p + (size_t)b * (size_t)ti->block_bytes;
+    switch (type) {
+    case MKC_GGML_BF16:
+      for (int i = 0; i < ti->block; i++) {
+        uint16_t h = bf16_of(uniform(-1, 1));
+        memcpy(q + 2 * i, &h, 2);
+      }
+      break;
+    case 8: /* Q8_0 */
+    case 2: /* Q4_0 */
+      put_f16(q, uniform(0.001f, 0.05f));
+      break;
+    case 3: /* Q4_1 */
+    case 12: /* Q4_K */
+      put_f16(q, uniform(0.001f, 0.05f));
+      put_f16(q + 2, uniform(-0.05f, 0.05f));
+      break;
+    case 14: /* Q6_K: d last */
+      put_f16(q + 208, uniform(0.001f, 0.05f));
+      break;
+    }
+  }
+  return p;
+}
+
+static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 12, 14};
+#define N_KINDS (int)(sizeof kinds / sizeof *kinds)
+
+/* Runs one case: lane path vs warp path bit for bit, and the lanes' totals
+ * against double sums of the dequantized rows. */
+static void run_case(mkc_cpu_kernel *k, dot_case *c, const char *what) {
+  static float out[2 * 32 * SPAN];
+  for (size_t i = 0; i < sizeof out / sizeof *out; i++) out[i] = NAN;
+  mkc_state st;
+  memset(&st, 0, sizeof st);
+  int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, c, &st) == 0;
+  int span = c->nrows * T_MAX, n = c->n_chunks * 8;
+  int same = ok && memcmp(out, out + 32 * span, (size_t)(32 * span) * sizeof(float)) == 0;
+  int diff_at = -1;
+  for (int i = 0; ok && !same && i < 32 * span && diff_at < 0; i++)
+    if (memcmp(&out[i], &out[32 * span + i], sizeof(float)) != 0) diff_at = i;
+  CHECK(same, "%s: the warp path's partials are the lanes' own, bit for bit%s%s", what,
+        ok ? "" : " (the launch failed)", diff_at >= 0 ? " (first difference below)" : "");
+  if (diff_at >= 0)
+    printf("  lane %d value %d: lane path %.9g, warp path %.9g\n", diff_at / span,
+           diff_at % span, out[diff_at], out[32 * span + diff_at]);
+  /* the oracle: what the lanes add up to */
+  double worst = 0.0;
+  float *wf = malloc((size_t)n * sizeof *wf);
+  for (int r = 0; r < c->nrows; r++) {
+    if (c->row[r]) mkc_dequant_f32((uint32_t)c->type[r], c->row[r], (size_t)n, wf);
+    for (int t = 0; t < T_MAX; t++) {
+      double want = 0.0, mag = 0.0, got = 0.0;
+      for (int i = 0; c->row[r] && t < c->T && i < n; i++) {
+        double g = 1.0;
+        if (c->norm) {
+          uint32_t u = (uint32_t)c->norm[i] << 16;
+          float gf;
+          memcpy(&gf, &u, 4);
+          g = gf;
+        }
+        double term = (double)wf[i] * (double)c->x[t * c->x_stride + i] * g;
+        want += term;
+        mag += fabs(term);
+      }
+      for (int l = 0; l < 32; l++) got += out[l * span + r * T_MAX + t];
+      double err = fabs(got - want) / (mag + 1e-30);
+      if (err > worst) worst = err;
+    }
+  }
+  free(wf);
+  CHECK(ok && worst < 1e-5, "%s: the lanes add up to the dequantized rows' dot products "
+                            "(worst relative error %.2g)",
+        what, worst);
+}
+
+static void one(mkc_cpu_kernel *k, const int *types, int nrows, int n_chunks, int T, int norm,
+                int null_every, const char *what) {
+  int n = n_chunks * 8, x_stride = n + 8;
+  dot_case c;
+  memset(&c, 0, sizeof c);
+  c.nrows = nrows;
+  c.n_chunks = n_chunks;
+  c.T = T;
+  c.x_stride = x_stride;
+  float *x = aligned_alloc(64, (size_t)(T_MAX * x_stride) * sizeof *x + 64);
+  for (int i = 0; i < T_MAX * x_stride; i++) x[i] = uniform(-2, 2);
+  c.x = x;
+  uint16_t *g = aligned_alloc(64, (size_t)n * 2 + 64);
+  for (int i = 0; i < n; i++) g[i] = bf16_of(uniform(0.5f, 1.5f));
+  c.norm = norm ? g : NULL;
+  for (int r = 0; r < nrows; r++) {
+    c.type[r] = types[r % N_KINDS];
+    c.row[r] = null_every && r % null_every == null_every - 1 ? NULL : make_row(c.type[r], n);
+  }
+  run_case(k, &c, what);
+  for (int r = 0; r < nrows; r++) free((void *)c.row[r]);
+  free(x);
+  free(g);
+}
+
+int main(void) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/templates", mkc_home());
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(KERNEL, "dot_warp.c", dir);
+  if (!CHECK(k != NULL, "the dot-product test kernel builds")) return check_done();
+  char what[200];
+  for (int i = 0; i < N_KINDS; i++) {
+    const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)kinds[i]);
+    int same[N_KINDS];
+    for (int j = 0; j < N_KINDS; j++) same[j] = kinds[i];
+    /* 72 chunks (576, SmolLM2's width) where the block allows, else 64 */
+    int widths[] = {ti->block == 256 ? 64 : 72, 128};
+    for (int wi = 0; wi < 2; wi++)
+      for (int T = 1; T <= T_MAX; T += 2)
+        for (int norm = 0; norm < 2; norm++)
+          for (int nrows = 8; nrows <= 16; nrows += 8) {
+            snprintf(what, sizeof what, "%s, %d rows of %d, T = %d, %s", ti->name, nrows,
+                     widths[wi] * 8, T, norm ? "norm" : "no norm");
+            one(k, same, nrows, widths[wi], T, norm, 0, what);
+          }
+  }
+  /* every type in one call, a row in three missing */
+  for (int T = 1; T <= T_MAX; T++) {
+    snprintf(what, sizeof what, "mixed types, rows missing, T = %d, norm", T);
+    one(k, kinds, 16, 64, T, 1, 3, what);
+  }
+  /* inputs past the scaled copy (T x n > 4096): the norm applied chunk by chunk */
+  static const int q41[1] = {3}, bf16[1] = {MKC_GGML_BF16};
+  for (int T = 1; T <= 2; T++) {
+    snprintf(what, sizeof what, "Q4_1, 8 rows of 8192, T = %d, norm (no scaled copy)", T);
+    int q[N_KINDS], b[N_KINDS];
+    for (int j = 0; j < N_KINDS; j++) q[j] = q41[0], b[j] = bf16[0];
+    one(k, q, 8, 1024, T, 1, 0, what);
+    snprintf(what, sizeof what, "BF16, 8 rows of 8192, T = %d, norm (no scaled copy)", T);
+    one(k, b, 8, 1024, T, 1, 0, what);
+  }
+  /* bf16 widths not in whole groups of 4 chunks, and fewer chunks than lanes */
+  int b16[N_KINDS];
+  for (int j = 0; j < N_KINDS; j++) b16[j] = MKC_GGML_BF16;
+  one(k, b16, 8, 6, 3, 1, 0, "BF16, 8 rows of 48, T = 3, norm");
+  one(k, b16, 16, 37, 2, 0, 4, "BF16, 16 rows of 296, T = 2, rows missing");
+  mkc_cpu_kernel_close(k);
+  return check_done();
+}
