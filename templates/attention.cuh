@@ -116,8 +116,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
             for (int h = 0; h < pass_heads; h++)
               for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
           }
-        for (int h = 0; h < pass_heads; h++)
-          for (int m = L >> 1; m > 0; m >>= 1) dot[h] += mkc_shfl_xor(dot[h], m);
+        mkc_warp_sum_width(dot, pass_heads, L); /* a row's L lanes */
         if (i < len && sub == 0)
           for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = dot[h];
       }

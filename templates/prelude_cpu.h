@@ -30,6 +30,7 @@ void mkc_simt_sync_block(void);                   /* __syncthreads() */
 void mkc_simt_sync_warp(void);                    /* __syncwarp() with a full mask */
 unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff, v, mask) */
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
+void mkc_simt_warp_sum_width(float *v, int n, int width);      /* mkc_warp_sum_width */
 /* MKC_WARP_SUM_OF: a lane function run for every lane, then the warp sum;
  * with a warp function (may be null), every lane's values in one call:
  * lane l's at lanes + l * rows * stride. */
@@ -97,6 +98,9 @@ MKC_DEVICE int mkc_shfl_xor_int(int v, int mask) {
  * instead of one per shuffle: fiber switches are the emulator's main cost. */
 MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
   mkc_simt_warp_sum(v, rows, stride, n);
+}
+MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
+  mkc_simt_warp_sum_width(v, n, width);
 }
 /* fn(args, lane, v) in every lane, then mkc_warp_sum_rows(v, ...) (see the
  * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane

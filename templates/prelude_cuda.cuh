@@ -40,6 +40,13 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
       for (int i = 0; i < stride; i++)
         if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
 }
+/* Sums v[i] (i < n) over each aligned group of width lanes (a power of two,
+ * at most 32) into every lane of the group: the butterfly of masks width / 2
+ * down to 1, a value at a time. */
+MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
+  for (int i = 0; i < n; i++)
+    for (int m = width >> 1; m > 0; m >>= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], m);
+}
 
 /* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
  * share of some work, added up over the warp. Here the call and the sum; the

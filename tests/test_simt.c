@@ -212,6 +212,29 @@ static const char warp_sum_kernel[] = "#define MKC_THREADS " STR(
         "  for (int k = 0; k < 70; k++) out[15 + k] = big[k];\n"
         "}\n";
 
+/* mkc_warp_sum_width against the shuffles it stands for, for every width
+ * from 1 to 32: 3 values, and 70 (more than one meeting); each lane writes
+ * both results, which must agree bit for bit. */
+#define WIDTH_VALS 73
+static const char warp_sum_width_kernel[] = "#define MKC_THREADS " STR(
+    NT) "\n"
+        "#include \"prelude_cpu.h\"\n"
+        "#include \"mkc_state.h\"\n"
+        "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *state) "
+        "{\n"
+        "  int g = mkc_bid() * MKC_THREADS + mkc_tid();\n"
+        "  for (int wi = 0, width = 1; width <= 32; wi++, width *= 2) {\n"
+        "    float v[73], own[73];\n"
+        "    for (int k = 0; k < 73; k++) v[k] = own[k] = kv[(g * 73 + k * 7 + wi) % 997];\n"
+        "    for (int k = 0; k < 73; k++)\n"
+        "      for (int m = width >> 1; m > 0; m >>= 1) own[k] += mkc_shfl_xor(own[k], m);\n"
+        "    mkc_warp_sum_width(v, 3, width);\n"
+        "    mkc_warp_sum_width(v + 3, 70, width);\n"
+        "    float *out = scratch + (g * 6 + wi) * 2 * 73;\n"
+        "    for (int k = 0; k < 73; k++) { out[k] = v[k]; out[73 + k] = own[k]; }\n"
+        "  }\n"
+        "}\n";
+
 /* MKC_WARP_SUM_OF against each lane's own call and the shuffle butterfly:
  * 100 sums in a row (past the 64 the emulator keeps between a warp's
  * barriers), every other one with a warp function too (MKC_WARP_SUM_OF_WARP),
@@ -443,6 +466,40 @@ static void test_warp_sum_rows(void) {
   CHECK_INT(differ, 0,
             "mkc_warp_sum_rows equals the shuffle butterfly bit for bit (lanes differing)");
   CHECK_INT(untouched, 2 * N * 3, "mkc_warp_sum_rows leaves the values past n alone");
+  mkc_cpu_kernel_close(k);
+}
+
+static void test_warp_sum_width(void) {
+  mkc_cpu_kernel *k =
+      mkc_cpu_kernel_open(warp_sum_width_kernel, "simt_warp_sum_width.cu", templates_dir);
+  if (!CHECK(k != NULL, "mkc_warp_sum_width kernel compiles and loads")) return;
+  static float scratch[N * 6 * 2 * WIDTH_VALS], kv[1000];
+  uint32_t x = 777;
+  for (int i = 0; i < 1000; i++) {
+    x = x * 1664525u + 1013904223u;
+    kv[i] = ldexpf((float)(x >> 8) / 16777216.0f - 0.5f, (int)(x % 40) - 20);
+  }
+  mkc_state state;
+  memset(&state, 0, sizeof state);
+  for (int launch = 0; launch < 2; launch++) {
+    const char *how = launch ? "the checking schedule" : "the default schedule";
+    if (launch) setenv("MKC_SIMT_SEED", "5", 1);
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, kv, &state), differ = 0,
+        moved = 0;
+    unsetenv("MKC_SIMT_SEED");
+    for (int g = 0; g < N * 6; g++) {
+      const float *out = scratch + g * 2 * WIDTH_VALS;
+      differ += memcmp(out, out + WIDTH_VALS, WIDTH_VALS * sizeof(float)) != 0;
+      moved += g % 6 > 0 && out[0] != kv[(g / 6 * 73 + g % 6) % 997]; /* width 1: untouched */
+    }
+    CHECK_INT(rc, 0, "mkc_warp_sum_width kernel launches (%s)", how);
+    CHECK_INT(differ, 0,
+              "mkc_warp_sum_width equals the shuffles bit for bit, widths 1 to 32 (%s; lanes "
+              "differing)",
+              how);
+    CHECK(moved > N * 4, "mkc_warp_sum_width: widths 2 to 32 change the values (%d of %d)",
+          moved, N * 5);
+  }
   mkc_cpu_kernel_close(k);
 }
 
@@ -768,6 +825,7 @@ int main(int argc, char **argv) {
   test_main_kernel();
   test_missing_barrier();
   test_warp_sum_rows();
+  test_warp_sum_width();
   test_warp_sum_of();
   test_misuse();
   test_checking_schedule();

@@ -248,7 +248,8 @@ typedef struct warp {
   /* Sums of lane functions since the warp's last barrier (mkc_simt_warp_sum_of):
    * computed by the first lane to ask, read by the others; coll_next[l] is
    * the next one lane l asks for. */
-  float coll_sums[COLL_CAP][COLL_VALS];
+  float coll_sums[COLL_CAP * COLL_VALS]; /* packed, sum i's from coll_at[i]: few lines */
+  int coll_at[COLL_CAP + 1];
   int coll_n;
   int coll_next[WARP];
 } warp;
@@ -376,6 +377,7 @@ static int warp_at(const block *b, int i) {
 /* A barrier released the warp: every lane has taken every sum it asked for. */
 static void coll_reset(warp *w) {
   w->coll_n = 0;
+  w->coll_at[0] = 0;
   memset(w->coll_next, 0, sizeof w->coll_next);
 }
 
@@ -588,6 +590,33 @@ void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
   }
 }
 
+/* The shuffles' butterfly over groups of width lanes (masks width / 2 .. 1),
+ * bit for bit, in one meeting per SUM_MAX values: every lane deposits its
+ * values, the first released replaces them with the group sums, each lane
+ * takes its own. */
+void mkc_simt_warp_sum_width(float *v, int n, int width) {
+  if (width <= 1) return; /* no shuffle: no meeting */
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP;
+  for (int i0 = 0; i0 < n; i0 += SUM_MAX) {
+    int count = n - i0 < SUM_MAX ? n - i0 : SUM_MAX, par = w->gen & 1, gen = w->gen;
+    float(*in)[WARP] = w->sum_in[par];
+    for (int k = 0; k < count; k++) in[k][lane] = v[i0 + k];
+    wait_at(f, WAIT_WARP);
+    if (w->sum_gen[par] != gen + 1) {
+      for (int k = 0; k < count; k++)
+        for (int m = width >> 1; m > 0; m >>= 1) {
+          float a[WARP];
+          for (int l = 0; l < WARP; l++) a[l] = in[k][l] + in[k][l ^ m];
+          memcpy(in[k], a, sizeof a);
+        }
+      w->sum_gen[par] = gen + 1;
+    }
+    for (int k = 0; k < count; k++) v[i0 + k] = in[k][lane];
+  }
+}
+
 /* butterfly_sum of values k < count of 32 lanes (lane l's at v[l * span + k])
  * into sum[k], 8 values a vector: each element goes through the same
  * additions in the same order, so the bits are butterfly_sum's. */
@@ -630,20 +659,22 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
   }
   if (w->coll_next[lane] == COLL_CAP) mkc_simt_sync_warp(); /* every lane, at the same call */
   int at = w->coll_next[lane]++;
+  float *sums = w->coll_sums + w->coll_at[at];
   if (at == w->coll_n) { /* the first lane here */
+    w->coll_at[at + 1] = w->coll_at[at] + rows * n;
     if (warp_fn)
       warp_fn(args, b->coll_lanes);
     else
       for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
     if (n == stride) /* the rows' values lie together: all rows at once */
-      butterfly_sums(b->coll_lanes, span, rows * n, w->coll_sums[at]);
+      butterfly_sums(b->coll_lanes, span, rows * n, sums);
     else
       for (int r = 0; r < rows; r++)
-        butterfly_sums(b->coll_lanes + r * stride, span, n, w->coll_sums[at] + r * n);
+        butterfly_sums(b->coll_lanes + r * stride, span, n, sums + r * n);
     w->coll_n++;
   }
   for (int r = 0, k = 0; r < rows; r++)
-    for (int i = 0; i < n; i++) v[r * stride + i] = w->coll_sums[at][k++];
+    for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
 }
 
 /* One mma.sync.m16n8k8 tf32 tile, D = A B + C, with the operands gathered
