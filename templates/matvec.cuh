@@ -173,16 +173,17 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
   }
 }
 
-/* Every lane's mkc_dot_lanes_of at once, lane l's values at lanes + l *
- * nrows * MKC_T_MAX (the emulator's MKC_WARP_SUM_OF_WARP): row after row,
- * chunk c into lane c % 32's accumulators, in the order that lane takes its
- * chunks and with the same operations, so each lane's values are its own
- * call's bit for bit, without 32 calls' setup or a lane's strided walk. */
+/* The warp sums of every lane's mkc_dot_lanes_of, row r's T at sums + r * T
+ * (the emulator's MKC_WARP_SUM_OF_WARP): row after row, chunk c into lane c %
+ * 32's accumulators, in the order that lane takes its chunks and with the
+ * same operations, so each lane's partial is its own call's bit for bit, and
+ * so is their sum (mkc_lanes_sum), without 32 calls' setup, a lane's strided
+ * walk or a pass over 32 lanes' partials. */
 /* a call of its own (cloned per literal type by the compiler): inlined into
  * every case of mkc_dot_lanes' switch, its copies' frames would add up */
 __attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
                                        const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                       int T, float *lanes) {
+                                       int T, float *sums) {
   /* the inputs scaled by the norm once for all rows where they fit (the same
    * products the lanes take chunk by chunk) */
   float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
@@ -199,7 +200,6 @@ __attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wr
     norm_w = 0;
   }
   assert((uintptr_t)x % 16 == 0 && x_stride % 4 == 0 && "mkc_dot_warp_of: unaligned inputs");
-  int span = nrows * MKC_T_MAX;
   for (int r = 0; r < nrows; r++) {
     mkc_dot_acc part[MKC_T_MAX][32] __attribute__((aligned(64)));
     for (int t = 0; t < MKC_T_MAX; t++) {
@@ -250,15 +250,19 @@ __attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wr
           *p = rtype == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
         }
       }
-    for (int l = 0; l < 32; l++)
-      for (int t = 0; t < MKC_T_MAX; t++)
-        lanes[l * span + r * MKC_T_MAX + t] = t < T ? mkc_dot_acc_sum(part[t][l]) : 0.0f;
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      float lane_sums[32];
+      for (int l = 0; l < 32; l++) lane_sums[l] = mkc_dot_acc_sum(part[t][l]);
+      sums[r * T + t] = mkc_lanes_sum(lane_sums);
+    }
   }
 }
 #endif
 
-/* All lanes' partials (lane MKC_ALL_LANES, the CPU only: mkc_dot_warp_of)
- * or one lane's (mkc_dot_lanes_of). */
+/* The warp sums of all lanes' partials (lane MKC_ALL_LANES, the CPU only:
+ * mkc_dot_warp_of, row r's T values at acc + r * T) or one lane's partials
+ * (mkc_dot_lanes_of). */
 #define MKC_ALL_LANES (-1)
 MKC_DEVICE_INLINE void mkc_dot_of(int type, int lane, const mkc_wrow *w, int nrows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
@@ -354,19 +358,19 @@ MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
 
 #ifdef MKC_CPU
 /* The two above for all lanes at once (MKC_WARP_SUM_OF_WARP): the whole of the
- * next rows prefetched, then every lane's partials. */
-MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *lanes) {
+ * next rows prefetched, then the warp sums. */
+MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *sums) {
   const mkc_dot_args *a = (const mkc_dot_args *)args;
   for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, MKC_ROWS, l);
   mkc_dot_lanes(MKC_ALL_LANES, a->w, MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
-                lanes);
+                sums);
 }
 
-MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *lanes) {
+MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
   const mkc_dot_args *a = (const mkc_dot_args *)args;
   for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, 2 * MKC_ROWS, l);
   mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w,
-                a->T, lanes);
+                a->T, sums);
 }
 #endif
 

@@ -32,10 +32,10 @@ unsigned mkc_simt_shfl_xor(unsigned v, int mask); /* __shfl_xor_sync(0xffffffff,
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n); /* mkc_warp_sum_rows */
 void mkc_simt_warp_sum_width(float *v, int n, int width);      /* mkc_warp_sum_width */
 /* MKC_WARP_SUM_OF: a lane function run for every lane, then the warp sum;
- * with a warp function (may be null), every lane's values in one call:
- * lane l's at lanes + l * rows * stride. */
+ * with a warp function (may be null), the sums themselves in one call: row
+ * r's n values at sums + r * n. */
 typedef void (*mkc_simt_lane_fn)(const void *args, int lane, float *v);
-typedef void (*mkc_simt_warp_fn)(const void *args, float *lanes);
+typedef void (*mkc_simt_warp_fn)(const void *args, float *sums);
 void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args,
                           float *v, int rows, int stride, int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
@@ -102,15 +102,24 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
 MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
   mkc_simt_warp_sum_width(v, n, width);
 }
+/* The sum of 32 lanes' values v[0..31] as the shuffle butterfly (masks 16
+ * down to 1) leaves it in every lane, bit for bit. */
+MKC_DEVICE float mkc_lanes_sum(const float *v) {
+  float s[32];
+  memcpy(s, v, sizeof s);
+  for (int m = 16; m > 0; m >>= 1)
+    for (int l = 0; l < m; l++) s[l] += s[l + m];
+  return s[0];
+}
 /* fn(args, lane, v) in every lane, then mkc_warp_sum_rows(v, ...) (see the
  * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane
  * that gets here, and give the others the sums without a meeting. */
 #define MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)                                              \
   mkc_simt_warp_sum_of(fn, 0, args, v, rows, stride, n)
-/* MKC_WARP_SUM_OF with warp_fn(args, lanes) giving what fn gives every lane,
- * bit for bit, in one call (lane l's values at lanes + l * rows * stride):
- * the emulator runs it instead of 32 calls of fn, except under the checking
- * schedule. */
+/* MKC_WARP_SUM_OF with warp_fn(args, sums) giving its sums bit for bit (row
+ * r's n values at sums + r * n; mkc_lanes_sum adds 32 lanes' values in the
+ * butterfly's order): the emulator runs it instead of 32 calls of fn and the
+ * butterfly, except under the checking schedule. */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   mkc_simt_warp_sum_of(fn, warp_fn, args, v, rows, stride, n)
 

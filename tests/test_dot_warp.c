@@ -1,7 +1,8 @@
 /* The emulator's warp path of the matvec dot products (templates/matvec.cuh,
- * mkc_dot_warp_of: all 32 lanes' partials in one call) against the lane path
- * it stands in for (mkc_dot_lanes_of, one lane at a time, what the checking
- * schedule and the GPU run): bit for bit, for every weight type, mixed and
+ * mkc_dot_warp_of: the warp sums of all 32 lanes' partials in one call)
+ * against the lane path it stands in for (mkc_dot_lanes_of, one lane at a
+ * time, what the checking schedule and the GPU run, then the shuffles'
+ * butterfly, simulated here): bit for bit, for every weight type, mixed and
  * missing rows, 1 to 4 inputs, with and without the fused norm (inputs that
  * fit the scaled copy and inputs that do not), widths with and without whole
  * blocks. And each lane path's total against the dot product worked out here
@@ -118,24 +119,39 @@ static unsigned char *make_row(int type, int n) {
 static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 12, 14};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
-/* Runs one case: lane path vs warp path bit for bit, and the lanes' totals
- * against double sums of the dequantized rows. */
+/* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */
+static float shuffle_butterfly(const float *lane_vals, int stride) {
+  float v[32], next[32];
+  for (int l = 0; l < 32; l++) v[l] = lane_vals[l * stride];
+  for (int m = 16; m > 0; m >>= 1) {
+    for (int l = 0; l < 32; l++) next[l] = v[l] + v[l ^ m];
+    memcpy(v, next, sizeof v);
+  }
+  return v[0];
+}
+
+/* Runs one case: the warp path's sums vs the lane path's partials through the
+ * butterfly, bit for bit, and the lanes' totals against double sums of the
+ * dequantized rows. */
 static void run_case(mkc_cpu_kernel *k, dot_case *c, const char *what) {
   static float out[2 * 32 * SPAN];
   for (size_t i = 0; i < sizeof out / sizeof *out; i++) out[i] = NAN;
   mkc_state st;
   memset(&st, 0, sizeof st);
   int ok = mkc_cpu_kernel_launch(k, 1, 32, 0, NULL, out, c, &st) == 0;
-  int span = c->nrows * T_MAX, n = c->n_chunks * 8;
-  int same = ok && memcmp(out, out + 32 * span, (size_t)(32 * span) * sizeof(float)) == 0;
-  int diff_at = -1;
-  for (int i = 0; ok && !same && i < 32 * span && diff_at < 0; i++)
-    if (memcmp(&out[i], &out[32 * span + i], sizeof(float)) != 0) diff_at = i;
-  CHECK(same, "%s: the warp path's partials are the lanes' own, bit for bit%s%s", what,
-        ok ? "" : " (the launch failed)", diff_at >= 0 ? " (first difference below)" : "");
-  if (diff_at >= 0)
-    printf("  lane %d value %d: lane path %.9g, warp path %.9g\n", diff_at / span,
-           diff_at % span, out[diff_at], out[32 * span + diff_at]);
+  int span = c->nrows * T_MAX, n = c->n_chunks * 8, differ = 0, first = -1;
+  const float *warp = out + 32 * span;
+  for (int r = 0; ok && r < c->nrows; r++)
+    for (int t = 0; t < c->T; t++) {
+      float want = shuffle_butterfly(out + r * T_MAX + t, span);
+      if (memcmp(&want, &warp[r * c->T + t], sizeof want) != 0 && differ++ == 0) {
+        first = r * c->T + t;
+        printf("  row %d input %d: lane path %.9g, warp path %.9g\n", r, t, want, warp[first]);
+      }
+    }
+  CHECK(ok && differ == 0, "%s: the warp path's sums are the lanes' own through the butterfly, "
+                           "bit for bit (%d of %d differ)%s",
+        what, differ, c->nrows * c->T, ok ? "" : " (the launch failed)");
   /* the oracle: what the lanes add up to */
   double worst = 0.0;
   float *wf = malloc((size_t)n * sizeof *wf);

@@ -641,7 +641,7 @@ static void butterfly_sums(const float *v, int span, int count, float *sum) {
  * v[r * stride + i] (r < rows, i < n), into v: what a warp gets from each
  * lane running fn and then mkc_warp_sum_rows, as the checking schedule still
  * runs it. Otherwise the first lane to ask runs fn for all 32 lanes, in a
- * loop (or warp_fn once, which gives the same), and keeps the sums; the others read them, with no meeting and no
+ * loop, and the butterfly (or warp_fn once, which gives the sums), and keeps them; the others read them, with no meeting and no
  * switch. Lanes meet only at the warp's barriers, or every COLL_CAP sums. fn
  * must depend only on args, the lane it is given and memory no lane of the
  * warp writes meanwhile (on the GPU the lanes run it in lockstep). */
@@ -663,18 +663,22 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
   if (at == w->coll_n) { /* the first lane here */
     w->coll_at[at + 1] = w->coll_at[at] + rows * n;
     if (warp_fn)
-      warp_fn(args, b->coll_lanes);
-    else
+      warp_fn(args, sums);
+    else {
       for (int l = 0; l < WARP; l++) fn(args, l, b->coll_lanes + l * span);
-    if (n == stride) /* the rows' values lie together: all rows at once */
-      butterfly_sums(b->coll_lanes, span, rows * n, sums);
-    else
-      for (int r = 0; r < rows; r++)
-        butterfly_sums(b->coll_lanes + r * stride, span, n, sums + r * n);
+      if (n == stride) /* the rows' values lie together: all rows at once */
+        butterfly_sums(b->coll_lanes, span, rows * n, sums);
+      else
+        for (int r = 0; r < rows; r++)
+          butterfly_sums(b->coll_lanes + r * stride, span, n, sums + r * n);
+    }
     w->coll_n++;
   }
-  for (int r = 0, k = 0; r < rows; r++)
-    for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
+  if (n == stride)
+    memcpy(v, sums, (size_t)(rows * n) * sizeof *v);
+  else
+    for (int r = 0, k = 0; r < rows; r++)
+      for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
 }
 
 /* One mma.sync.m16n8k8 tf32 tile, D = A B + C, with the operands gathered
