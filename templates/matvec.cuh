@@ -173,17 +173,105 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
   }
 }
 
+/* Two lanes' partials (elements 0-7 and 8-15 of v, 8 sums each) added as
+ * mkc_dot_acc_sum adds them, q_j = p_j + p_(j+4), then (q0 + q2) + (q1 +
+ * q3): into out[0] and out[1]. */
+typedef int mkc_v16i __attribute__((vector_size(64)));
+MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
+  mkc_v16f q = v + __builtin_shuffle(v, (mkc_v16i){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
+                                                   10, 11});
+  mkc_v16f u = q + __builtin_shuffle(q, (mkc_v16i){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
+                                                   12, 13});
+  out[0] = u[0] + u[1];
+  out[1] = u[8] + u[9];
+}
+
+/* Every lane's partial of a row of nb 32-weight blocks (mkc_wblock32's
+ * types) into lane_sums[t * 32 + lane]. Lane l takes chunks l, l + 32, ...: lanes
+ * 4q .. 4q + 3 take the chunks of blocks q, q + 8, q + 16, ..., a block's low
+ * half lanes 4q and 4q + 1, its high half 4q + 2 and 4q + 3. So the four
+ * lanes' accumulators stay in two vectors (per input) while their blocks go
+ * by, in the order each lane takes them. */
+MKC_DEVICE_INLINE void mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
+                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                           int T, float *lane_sums) {
+  for (int q = 0; q < 8; q++) {
+    mkc_v16f acc_lo[MKC_T_MAX], acc_hi[MKC_T_MAX];
+    for (int t = 0; t < MKC_T_MAX; t++) acc_lo[t] = acc_hi[t] = (mkc_v16f){0};
+    for (int b = q; b < nb; b += 8) {
+      mkc_v16f lo, hi, g_lo, g_hi;
+      mkc_wblock32(type, row, b, &lo, &hi);
+      if (norm_w)
+        for (int k = 0; k < 2; k++) {
+          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g_lo + k * 8);
+          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + 16 + k * 8), (float *)&g_hi + k * 8);
+        }
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_v16f x_lo, x_hi;
+        memcpy(&x_lo, x + t * x_stride + b * 32, sizeof x_lo);
+        memcpy(&x_hi, x + t * x_stride + b * 32 + 16, sizeof x_hi);
+        if (norm_w) {
+          x_lo *= g_lo;
+          x_hi *= g_hi;
+        }
+        acc_lo[t] = acc_lo[t] + lo * x_lo;
+        acc_hi[t] = acc_hi[t] + hi * x_hi;
+      }
+    }
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_v16f_lane_sums(acc_lo[t], lane_sums + t * 32 + 4 * q);
+      mkc_v16f_lane_sums(acc_hi[t], lane_sums + t * 32 + 4 * q + 2);
+    }
+  }
+}
+
+/* The same for any row (bf16, the K types): a chunk at a time, into lane
+ * c % 32's accumulators in memory. */
+MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,
+                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                           int T, float *lane_sums) {
+  mkc_dot_acc part[MKC_T_MAX][32] __attribute__((aligned(64)));
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    for (int l = 0; l < 32; l++) part[t][l] = mkc_dot_acc_zero();
+  }
+  for (int c = 0; c < n_chunks; c++) {
+    mkc_u4 wc;
+    float wf[8], g[8];
+    if (type == MKC_W_BF16)
+      wc = mkc_load_u4(row + 16 * c);
+    else
+      mkc_wchunk(type, row, c, wf);
+    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_dot_acc xv;
+      memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
+      if (norm_w)
+        for (int i = 0; i < 8; i++) xv[i] *= g[i];
+      mkc_dot_acc *p = &part[t][c & 31];
+      *p = type == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
+    }
+  }
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = mkc_dot_acc_sum(part[t][l]);
+  }
+}
+
 /* The warp sums of every lane's mkc_dot_lanes_of, row r's T at sums + r * T
- * (the emulator's MKC_WARP_SUM_OF_WARP): row after row, chunk c into lane c %
- * 32's accumulators, in the order that lane takes its chunks and with the
- * same operations, so each lane's partial is its own call's bit for bit, and
- * so is their sum (mkc_lanes_sum), without 32 calls' setup, a lane's strided
- * walk or a pass over 32 lanes' partials. */
-/* a call of its own (cloned per literal type by the compiler): inlined into
- * every case of mkc_dot_lanes' switch, its copies' frames would add up */
-__attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows, int n_chunks,
-                                       const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                       int T, float *sums) {
+ * (the emulator's MKC_WARP_SUM_OF_WARP): each lane's partial by the same
+ * operations in the same order as its own call, bit for bit, and their sum
+ * as the butterfly adds them (mkc_lanes_sum), without 32 calls' setup, a
+ * lane's strided walk or a pass over 32 lanes' partials. A call of its own:
+ * inlined into every case of mkc_dot_lanes' switch, the copies' frames would
+ * add up on a fiber's stack. */
+__attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows,
+                                                      int n_chunks, const float *x, int x_stride,
+                                                      const mkc_bf16 *norm_w, int T,
+                                                      float *sums) {
   /* the inputs scaled by the norm once for all rows where they fit (the same
    * products the lanes take chunk by chunk) */
   float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
@@ -201,60 +289,19 @@ __attribute__((noinline)) MKC_DEVICE void mkc_dot_warp_of(int type, const mkc_wr
   }
   assert((uintptr_t)x % 16 == 0 && x_stride % 4 == 0 && "mkc_dot_warp_of: unaligned inputs");
   for (int r = 0; r < nrows; r++) {
-    mkc_dot_acc part[MKC_T_MAX][32] __attribute__((aligned(64)));
-    for (int t = 0; t < MKC_T_MAX; t++) {
-      if (t >= T) break;
-      for (int l = 0; l < 32; l++) part[t][l] = mkc_dot_acc_zero();
-    }
+    float lane_sums[MKC_T_MAX * 32];
     int rtype = type ? type : w[r].type;
     mkc_v16f lo, hi;
-    if (w[r].p && n_chunks % 4 == 0 && mkc_wblock32(rtype, w[r].p, 0, &lo, &hi)) {
-      /* a block at a time: chunks 4b, 4b + 1 in lo, 4b + 2, 4b + 3 in hi,
-       * each pair two neighbouring lanes' accumulators */
-      for (int b = 0; b < n_chunks / 4; b++) {
-        mkc_wblock32(rtype, w[r].p, b, &lo, &hi);
-        for (int h = 0; h < 2; h++) {
-          int c = 4 * b + 2 * h;
-          mkc_v16f wv = h ? hi : lo, g;
-          if (norm_w) {
-            mkc_unpack8(mkc_load_u4(norm_w + c * 8), (float *)&g);
-            mkc_unpack8(mkc_load_u4(norm_w + c * 8 + 8), (float *)&g + 8);
-          }
-          for (int t = 0; t < MKC_T_MAX; t++) {
-            if (t >= T) break;
-            mkc_v16f xv, acc2;
-            memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
-            if (norm_w) xv *= g;
-            memcpy(&acc2, &part[t][c & 31], sizeof acc2);
-            acc2 = acc2 + wv * xv;
-            memcpy(&part[t][c & 31], &acc2, sizeof acc2);
-          }
-        }
-      }
-    } else
-      for (int c = 0; w[r].p && c < n_chunks; c++) { /* a chunk at a time */
-        mkc_u4 wc;
-        float wf[8], g[8];
-        if (rtype == MKC_W_BF16)
-          wc = mkc_load_u4(w[r].p + 16 * c);
-        else
-          mkc_wchunk(rtype, w[r].p, c, wf);
-        if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-        for (int t = 0; t < MKC_T_MAX; t++) {
-          if (t >= T) break;
-          mkc_dot_acc xv;
-          memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
-          if (norm_w)
-            for (int i = 0; i < 8; i++) xv[i] *= g[i];
-          mkc_dot_acc *p = &part[t][c & 31];
-          *p = rtype == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
-        }
-      }
+    if (!w[r].p)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = 0.0f;
+    else if (n_chunks % 4 == 0 && mkc_wblock32(rtype, w[r].p, 0, &lo, &hi))
+      mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T, lane_sums);
+    else
+      mkc_dot_warp_chunks(rtype, w[r].p, n_chunks, x, x_stride, norm_w, T, lane_sums);
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
-      float lane_sums[32];
-      for (int l = 0; l < 32; l++) lane_sums[l] = mkc_dot_acc_sum(part[t][l]);
-      sums[r * T + t] = mkc_lanes_sum(lane_sums);
+      sums[r * T + t] = mkc_lanes_sum(lane_sums + t * 32);
     }
   }
 }
@@ -357,18 +404,25 @@ MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
 }
 
 #ifdef MKC_CPU
+/* Every lane's share of mkc_prefetch_rows: the rows whole. */
+MKC_DEVICE void mkc_prefetch_rows_all(const mkc_wrow *w, int nrows) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = 0; o < w[r].row_bytes; o += 64) mkc_prefetch(w[r].p + o);
+}
+
 /* The two above for all lanes at once (MKC_WARP_SUM_OF_WARP): the whole of the
  * next rows prefetched, then the warp sums. */
 MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *sums) {
   const mkc_dot_args *a = (const mkc_dot_args *)args;
-  for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, MKC_ROWS, l);
+  mkc_prefetch_rows_all(a->next, MKC_ROWS);
   mkc_dot_lanes(MKC_ALL_LANES, a->w, MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
                 sums);
 }
 
 MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
   const mkc_dot_args *a = (const mkc_dot_args *)args;
-  for (int l = 0; l < 32; l++) mkc_prefetch_rows(a->next, 2 * MKC_ROWS, l);
+  mkc_prefetch_rows_all(a->next, 2 * MKC_ROWS);
   mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w,
                 a->T, sums);
 }
