@@ -26,6 +26,10 @@ struct mkc_backend_ops {
    * checked them), writes status and pos and, when ok, n_out, n_accepted and
    * out_tokens. 0, or -1 when the backend itself failed (after printing why). */
   int (*step)(mkc_backend *b, mkc_state *st);
+  /* A prompt chunk past t_max but shorter than this runs as steps of t_max
+   * inputs instead (mkc_session_prompt_inputs): the cpu's emulated tiles
+   * cost a whole tile's work whatever the chunk's length. 0: always tiled. */
+  int tile_min;
   /* Nonzero: step runs st->round_max > 1 rounds in one call, as the kernel's
    * loop does (templates/rounds.cuh), and fills st->rounds; 0: the session
    * runs the rounds step by step (ref). */

@@ -180,14 +180,15 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   stats->draft_source = o->drafter ? mkc_drafter_name(o->drafter) : "prompt lookup";
 
   /* The prompt: every input of a chunk is known, up to the kernel's prompt
-   * chunk (t_chunk; past t_max it runs tiled, on tensor cores); the last
-   * chunk's choice is the first generated token. */
+   * chunk (t_chunk; past t_max it runs tiled, on tensor cores, unless the
+   * backend steps so short a chunk faster); the last chunk's choice is the
+   * first generated token. */
   while (mkc_session_pos(s) < n_prompt) {
     if (o->interrupted && *o->interrupted) {
       stats->stopped = 1;
       goto done;
     }
-    int pos = mkc_session_pos(s), T = min_int(g->t_chunk, n_prompt - pos);
+    int pos = mkc_session_pos(s), T = mkc_session_prompt_inputs(s, n_prompt - pos);
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;

@@ -166,6 +166,11 @@ const char *mkc_session_backend(const mkc_session *s) { return s->b->ops->name; 
 
 const char *mkc_session_describe(const mkc_session *s) { return s->b->ops->describe(s->b); }
 
+int mkc_session_prompt_inputs(const mkc_session *s, int remaining) {
+  int T = remaining < s->g->t_chunk ? remaining : s->g->t_chunk;
+  return T > s->g->t_max && T < s->b->ops->tile_min ? s->g->t_max : T;
+}
+
 /* A step of n_inputs from pos ran (rc: the backend's return): the rings lose
  * the rows it overwrote, unless it was refused whole (or failed: who knows). */
 static void after_step(mkc_session *s, int rc, int status, int pos, int n_inputs) {
