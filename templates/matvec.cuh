@@ -32,10 +32,10 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 
 /* Rows a warp owns at once: their chunks are loaded together (several
  * 16-byte loads in flight per lane) and reduced in one warp sum. The GPU's 4
- * keeps the accumulators in registers. The emulator runs a warp's lanes one
- * after another and pays for every meeting of the warp (a lane switch each),
- * so the CPU build takes 8 per meeting; tests also build the GPU's 4 on the
- * CPU (-DMKC_ROWS=4 in MKC_CPU_CFLAGS), so both shapes are checked. */
+ * keeps the accumulators in registers. The emulator pays per row block
+ * (every lane walks the stage's loop, the sums are a call), so the CPU build
+ * takes 8; tests also build the GPU's 4 on the CPU (-DMKC_ROWS=4 in
+ * MKC_CPU_CFLAGS), so both shapes are checked. */
 #ifndef MKC_ROWS
 #ifdef MKC_CPU
 #define MKC_ROWS 8
@@ -178,10 +178,10 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
  * q3): into out[0] and out[1]. */
 typedef int mkc_v16i __attribute__((vector_size(64)));
 MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
-  mkc_v16f q = v + __builtin_shuffle(v, (mkc_v16i){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9,
-                                                   10, 11});
-  mkc_v16f u = q + __builtin_shuffle(q, (mkc_v16i){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15,
-                                                   12, 13});
+  mkc_v16f q =
+      v + __builtin_shuffle(v, (mkc_v16i){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  mkc_v16f u =
+      q + __builtin_shuffle(q, (mkc_v16i){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
   out[0] = u[0] + u[1];
   out[1] = u[8] + u[9];
 }
@@ -270,8 +270,7 @@ MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, i
  * add up on a fiber's stack. */
 __attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows,
                                                       int n_chunks, const float *x, int x_stride,
-                                                      const mkc_bf16 *norm_w, int T,
-                                                      float *sums) {
+                                                      const mkc_bf16 *norm_w, int T, float *sums) {
   /* the inputs scaled by the norm once for all rows where they fit (the same
    * products the lanes take chunk by chunk) */
   float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
@@ -423,8 +422,8 @@ MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *sums) {
 MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
   const mkc_dot_args *a = (const mkc_dot_args *)args;
   mkc_prefetch_rows_all(a->next, 2 * MKC_ROWS);
-  mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w,
-                a->T, sums);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
+                sums);
 }
 #endif
 

@@ -36,8 +36,8 @@ void mkc_simt_warp_sum_width(float *v, int n, int width);      /* mkc_warp_sum_w
  * r's n values at sums + r * n. */
 typedef void (*mkc_simt_lane_fn)(const void *args, int lane, float *v);
 typedef void (*mkc_simt_warp_fn)(const void *args, float *sums);
-void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args,
-                          float *v, int rows, int stride, int n);
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args, float *v,
+                          int rows, int stride, int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 /* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
  * deposits its fragments, the first lane released computes the tiles, and
@@ -121,8 +121,8 @@ MKC_DEVICE float mkc_lanes_sum(const float *v) {
   mkc_v4_f e, f;
   memcpy(&e, &c, sizeof e);
   memcpy(&f, (const float *)&c + 4, sizeof f);
-  e += f;                                     /* mask 4 */
-  return (e[0] + e[2]) + (e[1] + e[3]);       /* masks 2 and 1 */
+  e += f;                               /* mask 4 */
+  return (e[0] + e[2]) + (e[1] + e[3]); /* masks 2 and 1 */
 }
 /* fn(args, lane, v) in every lane, then mkc_warp_sum_rows(v, ...) (see the
  * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane

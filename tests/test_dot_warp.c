@@ -103,7 +103,7 @@ static unsigned char *make_row(int type, int n) {
     case 2: /* Q4_0 */
       put_f16(q, uniform(0.001f, 0.05f));
       break;
-    case 3: /* Q4_1 */
+    case 3:  /* Q4_1 */
     case 12: /* Q4_K */
       put_f16(q, uniform(0.001f, 0.05f));
       put_f16(q + 2, uniform(-0.05f, 0.05f));
@@ -149,8 +149,9 @@ static void run_case(mkc_cpu_kernel *k, dot_case *c, const char *what) {
         printf("  row %d input %d: lane path %.9g, warp path %.9g\n", r, t, want, warp[first]);
       }
     }
-  CHECK(ok && differ == 0, "%s: the warp path's sums are the lanes' own through the butterfly, "
-                           "bit for bit (%d of %d differ)%s",
+  CHECK(ok && differ == 0,
+        "%s: the warp path's sums are the lanes' own through the butterfly, "
+        "bit for bit (%d of %d differ)%s",
         what, differ, c->nrows * c->T, ok ? "" : " (the launch failed)");
   /* the oracle: what the lanes add up to */
   double worst = 0.0;
@@ -177,8 +178,9 @@ static void run_case(mkc_cpu_kernel *k, dot_case *c, const char *what) {
     }
   }
   free(wf);
-  CHECK(ok && worst < 1e-5, "%s: the lanes add up to the dequantized rows' dot products "
-                            "(worst relative error %.2g)",
+  CHECK(ok && worst < 1e-5,
+        "%s: the lanes add up to the dequantized rows' dot products "
+        "(worst relative error %.2g)",
         what, worst);
 }
 

@@ -489,8 +489,7 @@ static void test_warp_sum_width(void) {
   for (int launch = 0; launch < 2; launch++) {
     const char *how = launch ? "the checking schedule" : "the default schedule";
     if (launch) setenv("MKC_SIMT_SEED", "5", 1);
-    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, kv, &state), differ = 0,
-        moved = 0;
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, kv, &state), differ = 0, moved = 0;
     unsetenv("MKC_SIMT_SEED");
     for (int g = 0; g < N * 6; g++) {
       const float *out = scratch + g * 2 * WIDTH_VALS;
@@ -502,8 +501,8 @@ static void test_warp_sum_width(void) {
               "mkc_warp_sum_width equals the shuffles bit for bit, widths 1 to 32 (%s; lanes "
               "differing)",
               how);
-    CHECK(moved > N * 4, "mkc_warp_sum_width: widths 2 to 32 change the values (%d of %d)",
-          moved, N * 5);
+    CHECK(moved > N * 4, "mkc_warp_sum_width: widths 2 to 32 change the values (%d of %d)", moved,
+          N * 5);
   }
   mkc_cpu_kernel_close(k);
 }

@@ -641,12 +641,13 @@ static void butterfly_sums(const float *v, int span, int count, float *sum) {
  * v[r * stride + i] (r < rows, i < n), into v: what a warp gets from each
  * lane running fn and then mkc_warp_sum_rows, as the checking schedule still
  * runs it. Otherwise the first lane to ask runs fn for all 32 lanes, in a
- * loop, and the butterfly (or warp_fn once, which gives the sums), and keeps them; the others read them, with no meeting and no
- * switch. Lanes meet only at the warp's barriers, or every COLL_CAP sums. fn
- * must depend only on args, the lane it is given and memory no lane of the
- * warp writes meanwhile (on the GPU the lanes run it in lockstep). */
-void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args,
-                          float *v, int rows, int stride, int n) {
+ * loop, then the butterfly (or warp_fn once, which gives the sums), and
+ * keeps the sums; the others read them, with no meeting and no switch. Lanes
+ * meet only at the warp's barriers, or every COLL_CAP sums. fn must depend
+ * only on args, the lane it is given and memory no lane of the warp writes
+ * meanwhile (on the GPU the lanes run it in lockstep). */
+void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args, float *v,
+                          int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
   block *b = f->block;
   warp *w = &b->warps[f->tid / WARP];
