@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates a5ff0eda3e9ed2f5, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 4165e379417f41e6, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -61,6 +61,13 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
       for (int i = 0; i < stride; i++)
         if (i < n) v[r * stride + i] += __shfl_xor_sync(0xffffffffu, v[r * stride + i], m);
 }
+/* Sums v[i] (i < n) over each aligned group of width lanes (a power of two,
+ * at most 32) into every lane of the group: the butterfly of masks width / 2
+ * down to 1, a value at a time. */
+MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
+  for (int i = 0; i < n; i++)
+    for (int m = width >> 1; m > 0; m >>= 1) v[i] += __shfl_xor_sync(0xffffffffu, v[i], m);
+}
 
 /* fn(args, lane, v) in this lane, then the warp sum of v as above: a lane's
  * share of some work, added up over the warp. Here the call and the sum; the
@@ -71,6 +78,10 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
     fn(args, mkc_lane(), v);                                                                       \
     mkc_warp_sum_rows(v, rows, stride, n);                                                         \
   } while (0)
+/* The CPU emulator may call warp_fn once for all lanes instead; here it is
+ * dropped (and need not exist). */
+#define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
+  MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -636,10 +647,10 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 
 /* Rows a warp owns at once: their chunks are loaded together (several
  * 16-byte loads in flight per lane) and reduced in one warp sum. The GPU's 4
- * keeps the accumulators in registers. The emulator runs a warp's lanes one
- * after another and pays for every meeting of the warp (a lane switch each),
- * so the CPU build takes 8 per meeting; tests also build the GPU's 4 on the
- * CPU (-DMKC_ROWS=4 in MKC_CPU_CFLAGS), so both shapes are checked. */
+ * keeps the accumulators in registers. The emulator pays per row block
+ * (every lane walks the stage's loop, the sums are a call), so the CPU build
+ * takes 8; tests also build the GPU's 4 on the CPU (-DMKC_ROWS=4 in
+ * MKC_CPU_CFLAGS), so both shapes are checked. */
 #ifndef MKC_ROWS
 #ifdef MKC_CPU
 #define MKC_ROWS 8
@@ -699,7 +710,234 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
       acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
-/* mkc_dot_lanes_of with the rows' type as a literal where they share one (a
+#ifdef MKC_CPU
+#define MKC_DOT_XS_MAX 4096
+typedef float mkc_v16f __attribute__((vector_size(64)));
+typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+/* 16 bytes as floats, unsigned or signed (GCC's vector conversions of bytes
+ * compile to scalar code: hence the intrinsics) */
+MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_u8(mkc_v16u8 q) {
+  mkc_v16f r;
+#ifdef __AVX512F__
+  __m128i v;
+  memcpy(&v, &q, sizeof v);
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v));
+  memcpy(&r, &f, sizeof r);
+#else
+  for (int i = 0; i < 16; i++) r[i] = (float)q[i];
+#endif
+  return r;
+}
+MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_s8(const unsigned char *p) {
+  mkc_v16f r;
+#ifdef __AVX512F__
+  __m128i v;
+  memcpy(&v, p, sizeof v);
+  __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(v));
+  memcpy(&r, &f, sizeof r);
+#else
+  for (int i = 0; i < 16; i++) r[i] = (float)(signed char)p[i];
+#endif
+  return r;
+}
+
+/* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
+ * type, in element order: elements 0-15 in lo, 16-31 in hi, each by
+ * mkc_wchunk's formula (the same bits). 0: the type has no such path (the
+ * caller takes chunks). */
+MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mkc_v16f *lo,
+                                   mkc_v16f *hi) {
+  (void)row;
+  (void)b;
+  (void)lo;
+  (void)hi;
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: {
+    const unsigned char *p = row + b * 34;
+    float d = mkc_f16_at(p);
+    *lo = mkc_v16f_of_s8(p + 2) * d;
+    *hi = mkc_v16f_of_s8(p + 18) * d;
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_0
+  case MKC_W_Q4_0: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
+    const unsigned char *p = row + b * 18;
+    float d = mkc_f16_at(p);
+    mkc_v16u8 q;
+    memcpy(&q, p + 2, sizeof q);
+    *lo = d * (mkc_v16f_of_u8(q & 15) - 8.0f);
+    *hi = d * (mkc_v16f_of_u8(q >> 4) - 8.0f);
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_Q4_1
+  case MKC_W_Q4_1: {
+    const unsigned char *p = row + b * 20;
+    float d = mkc_f16_at(p), m = mkc_f16_at(p + 2);
+    mkc_v16u8 q;
+    memcpy(&q, p + 4, sizeof q);
+    *lo = d * mkc_v16f_of_u8(q & 15) + m;
+    *hi = d * mkc_v16f_of_u8(q >> 4) + m;
+    return 1;
+  }
+#endif
+  default:
+    return 0;
+  }
+}
+
+/* Two lanes' partials (elements 0-7 and 8-15 of v, 8 sums each) added as
+ * mkc_dot_acc_sum adds them, q_j = p_j + p_(j+4), then (q0 + q2) + (q1 +
+ * q3): into out[0] and out[1]. */
+typedef int mkc_v16i __attribute__((vector_size(64)));
+MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
+  mkc_v16f q =
+      v + __builtin_shuffle(v, (mkc_v16i){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
+  mkc_v16f u =
+      q + __builtin_shuffle(q, (mkc_v16i){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
+  out[0] = u[0] + u[1];
+  out[1] = u[8] + u[9];
+}
+
+/* Every lane's partial of a row of nb 32-weight blocks (mkc_wblock32's
+ * types) into lane_sums[t * 32 + lane]. Lane l takes chunks l, l + 32, ...: lanes
+ * 4q .. 4q + 3 take the chunks of blocks q, q + 8, q + 16, ..., a block's low
+ * half lanes 4q and 4q + 1, its high half 4q + 2 and 4q + 3. So the four
+ * lanes' accumulators stay in two vectors (per input) while their blocks go
+ * by, in the order each lane takes them. */
+MKC_DEVICE_INLINE void mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
+                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                           int T, float *lane_sums) {
+  for (int q = 0; q < 8; q++) {
+    mkc_v16f acc_lo[MKC_T_MAX], acc_hi[MKC_T_MAX];
+    for (int t = 0; t < MKC_T_MAX; t++) acc_lo[t] = acc_hi[t] = (mkc_v16f){0};
+    for (int b = q; b < nb; b += 8) {
+      mkc_v16f lo, hi, g_lo, g_hi;
+      mkc_wblock32(type, row, b, &lo, &hi);
+      if (norm_w)
+        for (int k = 0; k < 2; k++) {
+          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g_lo + k * 8);
+          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + 16 + k * 8), (float *)&g_hi + k * 8);
+        }
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_v16f x_lo, x_hi;
+        memcpy(&x_lo, x + t * x_stride + b * 32, sizeof x_lo);
+        memcpy(&x_hi, x + t * x_stride + b * 32 + 16, sizeof x_hi);
+        if (norm_w) {
+          x_lo *= g_lo;
+          x_hi *= g_hi;
+        }
+        acc_lo[t] = acc_lo[t] + lo * x_lo;
+        acc_hi[t] = acc_hi[t] + hi * x_hi;
+      }
+    }
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_v16f_lane_sums(acc_lo[t], lane_sums + t * 32 + 4 * q);
+      mkc_v16f_lane_sums(acc_hi[t], lane_sums + t * 32 + 4 * q + 2);
+    }
+  }
+}
+
+/* The same for any row (bf16, the K types): a chunk at a time, into lane
+ * c % 32's accumulators in memory. */
+MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,
+                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                           int T, float *lane_sums) {
+  mkc_dot_acc part[MKC_T_MAX][32] __attribute__((aligned(64)));
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    for (int l = 0; l < 32; l++) part[t][l] = mkc_dot_acc_zero();
+  }
+  for (int c = 0; c < n_chunks; c++) {
+    mkc_u4 wc;
+    float wf[8], g[8];
+    if (type == MKC_W_BF16)
+      wc = mkc_load_u4(row + 16 * c);
+    else
+      mkc_wchunk(type, row, c, wf);
+    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_dot_acc xv;
+      memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
+      if (norm_w)
+        for (int i = 0; i < 8; i++) xv[i] *= g[i];
+      mkc_dot_acc *p = &part[t][c & 31];
+      *p = type == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
+    }
+  }
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = mkc_dot_acc_sum(part[t][l]);
+  }
+}
+
+/* The warp sums of every lane's mkc_dot_lanes_of, row r's T at sums + r * T
+ * (the emulator's MKC_WARP_SUM_OF_WARP): each lane's partial by the same
+ * operations in the same order as its own call, bit for bit, and their sum
+ * as the butterfly adds them (mkc_lanes_sum), without 32 calls' setup, a
+ * lane's strided walk or a pass over 32 lanes' partials. A call of its own:
+ * inlined into every case of mkc_dot_lanes' switch, the copies' frames would
+ * add up on a fiber's stack. */
+__attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *w, int nrows,
+                                                      int n_chunks, const float *x, int x_stride,
+                                                      const mkc_bf16 *norm_w, int T, float *sums) {
+  /* the inputs scaled by the norm once for all rows where they fit (the same
+   * products the lanes take chunk by chunk) */
+  float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
+  if (norm_w && T * n_chunks * 8 <= MKC_DOT_XS_MAX) {
+    for (int c = 0; c < n_chunks; c++) {
+      float g[8];
+      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+      for (int t = 0; t < T; t++)
+        for (int i = 0; i < 8; i++)
+          xs[t * n_chunks * 8 + c * 8 + i] = x[t * x_stride + c * 8 + i] * g[i];
+    }
+    x = xs;
+    x_stride = n_chunks * 8;
+    norm_w = 0;
+  }
+  assert((uintptr_t)x % 16 == 0 && x_stride % 4 == 0 && "mkc_dot_warp_of: unaligned inputs");
+  for (int r = 0; r < nrows; r++) {
+    float lane_sums[MKC_T_MAX * 32];
+    int rtype = type ? type : w[r].type;
+    mkc_v16f lo, hi;
+    if (!w[r].p)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = 0.0f;
+    else if (n_chunks % 4 == 0 && mkc_wblock32(rtype, w[r].p, 0, &lo, &hi))
+      mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T, lane_sums);
+    else
+      mkc_dot_warp_chunks(rtype, w[r].p, n_chunks, x, x_stride, norm_w, T, lane_sums);
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      sums[r * T + t] = mkc_lanes_sum(lane_sums + t * 32);
+    }
+  }
+}
+#endif
+
+/* The warp sums of all lanes' partials (lane MKC_ALL_LANES, the CPU only:
+ * mkc_dot_warp_of, row r's T values at acc + r * T) or one lane's partials
+ * (mkc_dot_lanes_of). */
+#define MKC_ALL_LANES (-1)
+MKC_DEVICE_INLINE void mkc_dot_of(int type, int lane, const mkc_wrow *w, int nrows, int n_chunks,
+                                  const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                  float *acc) {
+#ifdef MKC_CPU
+  if (lane == MKC_ALL_LANES) {
+    mkc_dot_warp_of(type, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    return;
+  }
+#endif
+  mkc_dot_lanes_of(type, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+}
+
+/* mkc_dot_of with the rows' type as a literal where they share one (a
  * matrix, or gate and up stored alike), so the chunk loop holds one decoder and
  * no test of the type; rows of mixed types take the loop that tests per row.
  * On the GPU the stages are inlined and each row's type is a literal already
@@ -710,18 +948,18 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
                                      const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
                                      float *acc) {
 #ifndef MKC_CPU /* inlined: each row's type is a literal, the loop keeps its decoder only */
-  mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+  mkc_dot_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
 #else
   int type = 0;
   for (int r = 0; r < nrows; r++)
     if (w[r].p && type != w[r].type) type = type ? -1 : w[r].type;
   switch (type) {
   case MKC_W_BF16:
-    mkc_dot_lanes_of(MKC_W_BF16, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_of(MKC_W_BF16, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
     return;
 #define MKC_DOT_LANES_CASE(TYPE)                                                                   \
   case TYPE:                                                                                       \
-    mkc_dot_lanes_of(TYPE, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                 \
+    mkc_dot_of(TYPE, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);                       \
     return;
 #ifdef MKC_W_USES_Q8_0
     MKC_DOT_LANES_CASE(MKC_W_Q8_0)
@@ -740,7 +978,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes(int lane, const mkc_wrow *w, int nrows, int
 #endif
 #undef MKC_DOT_LANES_CASE
   default: /* mixed types, or no row at all */
-    mkc_dot_lanes_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
+    mkc_dot_of(0, lane, w, nrows, n_chunks, x, x_stride, norm_w, T, acc);
   }
 #endif
 }
@@ -779,6 +1017,31 @@ MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
   mkc_dot_lanes(lane, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
 }
 
+#ifdef MKC_CPU
+/* Every lane's share of mkc_prefetch_rows: the rows whole. */
+MKC_DEVICE void mkc_prefetch_rows_all(const mkc_wrow *w, int nrows) {
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p)
+      for (int o = 0; o < w[r].row_bytes; o += 64) mkc_prefetch(w[r].p + o);
+}
+
+/* The two above for all lanes at once (MKC_WARP_SUM_OF_WARP): the whole of the
+ * next rows prefetched, then the warp sums. */
+MKC_DEVICE void mkc_dot_warp_rows(const void *args, float *sums) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows_all(a->next, MKC_ROWS);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
+                sums);
+}
+
+MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows_all(a->next, 2 * MKC_ROWS);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
+                sums);
+}
+#endif
+
 /* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
  * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
  * rows reduced in one warp sum, then scaled by the norm. */
@@ -787,9 +1050,10 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
                              const float *inv_rms, int T, float *acc) {
   mkc_dot_args args = {w, next, n_chunks, x, x_stride, norm_w, T};
   if (nrows == MKC_ROWS)
-    MKC_WARP_SUM_OF(mkc_dot_lane_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
+    MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows, mkc_dot_warp_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
   else
-    MKC_WARP_SUM_OF(mkc_dot_lane_rows2, &args, acc, 2 * MKC_ROWS, MKC_T_MAX, T);
+    MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows2, mkc_dot_warp_rows2, &args, acc, 2 * MKC_ROWS,
+                         MKC_T_MAX, T);
   if (norm_w)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {
@@ -1806,8 +2070,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
             for (int h = 0; h < pass_heads; h++)
               for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
           }
-        for (int h = 0; h < pass_heads; h++)
-          for (int m = L >> 1; m > 0; m >>= 1) dot[h] += mkc_shfl_xor(dot[h], m);
+        mkc_warp_sum_width(dot, pass_heads, L); /* a row's L lanes */
         if (i < len && sub == 0)
           for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = dot[h];
       }
@@ -2576,7 +2839,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2580 "llama.tiny.cu"
+#line 2843 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
