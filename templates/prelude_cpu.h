@@ -51,6 +51,31 @@ void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int m
                              int NT);
 void mkc_simt_mma_flush(float *c);
 
+#include <string.h>
+/* The sum of 32 lanes' values v[0..31] as the shuffle butterfly (masks 16
+ * down to 1) leaves it in every lane, bit for bit: after mask m, lane l < m
+ * holds its value plus lane l + m's (float addition commutes, so the lanes
+ * of a pair agree). Part of the ABI: the emulator's warp sums and the
+ * kernels' warp functions add lanes by this one definition. */
+typedef float mkc_v16_f __attribute__((vector_size(64)));
+typedef float mkc_v8_f __attribute__((vector_size(32)));
+typedef float mkc_v4_f __attribute__((vector_size(16)));
+static inline float mkc_lanes_sum(const float *v) {
+  mkc_v16_f a, b;
+  memcpy(&a, v, sizeof a);
+  memcpy(&b, v + 16, sizeof b);
+  a += b; /* mask 16 */
+  mkc_v8_f c, d;
+  memcpy(&c, &a, sizeof c);
+  memcpy(&d, (const float *)&a + 8, sizeof d);
+  c += d; /* mask 8 */
+  mkc_v4_f e, f;
+  memcpy(&e, &c, sizeof e);
+  memcpy(&f, (const float *)&c + 4, sizeof f);
+  e += f;                               /* mask 4 */
+  return (e[0] + e[2]) + (e[1] + e[3]); /* masks 2 and 1 */
+}
+
 #ifndef MKC_SIMT_ABI_ONLY
 #include <assert.h>
 #include <math.h>
@@ -101,28 +126,6 @@ MKC_DEVICE void mkc_warp_sum_rows(float *v, int rows, int stride, int n) {
 }
 MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
   mkc_simt_warp_sum_width(v, n, width);
-}
-/* The sum of 32 lanes' values v[0..31] as the shuffle butterfly (masks 16
- * down to 1) leaves it in every lane, bit for bit: after mask m, lane l < m
- * holds its value plus lane l + m's (float addition commutes, so the lanes
- * of a pair agree). */
-typedef float mkc_v16_f __attribute__((vector_size(64)));
-typedef float mkc_v8_f __attribute__((vector_size(32)));
-typedef float mkc_v4_f __attribute__((vector_size(16)));
-MKC_DEVICE float mkc_lanes_sum(const float *v) {
-  mkc_v16_f a, b;
-  memcpy(&a, v, sizeof a);
-  memcpy(&b, v + 16, sizeof b);
-  a += b; /* mask 16 */
-  mkc_v8_f c, d;
-  memcpy(&c, &a, sizeof c);
-  memcpy(&d, (const float *)&a + 8, sizeof d);
-  c += d; /* mask 8 */
-  mkc_v4_f e, f;
-  memcpy(&e, &c, sizeof e);
-  memcpy(&f, (const float *)&c + 4, sizeof f);
-  e += f;                               /* mask 4 */
-  return (e[0] + e[2]) + (e[1] + e[3]); /* masks 2 and 1 */
 }
 /* fn(args, lane, v) in every lane, then mkc_warp_sum_rows(v, ...) (see the
  * CUDA prelude). The emulator may run fn for all 32 lanes in the first lane

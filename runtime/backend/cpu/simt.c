@@ -547,22 +547,8 @@ unsigned mkc_simt_shfl_xor(unsigned v, int mask) {
   return src >= 0 && src < WARP ? slots[src] : v; /* out of the warp: own value, as shfl.bfly */
 }
 
-/* The xor butterfly's result for one value: at the level of mask m, lane l
- * holds a[l % m], and a[l] + a[l + m] is what lanes l and l ^ m both compute
- * (float addition commutes). So this is bit for bit what every lane of a
- * shuffle butterfly ends with, for 31 additions instead of 5 meetings. */
-typedef float v4f __attribute__((vector_size(16)));
-
-static float butterfly_sum(const float *in) {
-  v4f a[WARP / 4];
-  memcpy(a, in, sizeof a);
-  for (int m = WARP / 8; m > 0; m >>= 1) /* masks 16, 8, 4: four lanes per vector */
-    for (int l = 0; l < m; l++) a[l] += a[l + m];
-  float x0 = a[0][0] + a[0][2], x1 = a[0][1] + a[0][3]; /* mask 2 */
-  return x0 + x1;                                       /* mask 1 */
-}
-
-/* The warp meets once per SUM_MAX values instead of once per shuffle. */
+/* The warp meets once per SUM_MAX values instead of once per shuffle; each
+ * value's sum is mkc_lanes_sum's (prelude_cpu.h), the butterfly's bits. */
 void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
   warp *w = &f->block->warps[f->tid / WARP];
@@ -582,7 +568,7 @@ void mkc_simt_warp_sum(float *v, int rows, int stride, int n) {
     wait_at(f, WAIT_WARP);
     int count = (r1 - r0) * n;
     if (w->sum_gen[par] != gen + 1) { /* the first lane released computes the sums */
-      for (int k = 0; k < count; k++) w->sum_out[par][k] = butterfly_sum(in[k]);
+      for (int k = 0; k < count; k++) w->sum_out[par][k] = mkc_lanes_sum(in[k]);
       w->sum_gen[par] = gen + 1;
     }
     for (int r = r0, k = 0; r < r1; r++)
@@ -617,9 +603,9 @@ void mkc_simt_warp_sum_width(float *v, int n, int width) {
   }
 }
 
-/* butterfly_sum of values k < count of 32 lanes (lane l's at v[l * span + k])
+/* mkc_lanes_sum of values k < count of 32 lanes (lane l's at v[l * span + k])
  * into sum[k], 8 values a vector: each element goes through the same
- * additions in the same order, so the bits are butterfly_sum's. */
+ * additions in the same order, so the bits are mkc_lanes_sum's. */
 typedef float v8s __attribute__((vector_size(32)));
 
 static void butterfly_sums(const float *v, int span, int count, float *sum) {
