@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 4165e379417f41e6, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates b1b07ab0c403a00d, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 83 grid barriers; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -801,21 +801,22 @@ MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
   out[1] = u[8] + u[9];
 }
 
-/* Every lane's partial of a row of nb 32-weight blocks (mkc_wblock32's
- * types) into lane_sums[t * 32 + lane]. Lane l takes chunks l, l + 32, ...: lanes
- * 4q .. 4q + 3 take the chunks of blocks q, q + 8, q + 16, ..., a block's low
- * half lanes 4q and 4q + 1, its high half 4q + 2 and 4q + 3. So the four
- * lanes' accumulators stay in two vectors (per input) while their blocks go
- * by, in the order each lane takes them. */
-MKC_DEVICE_INLINE void mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
-                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                           int T, float *lane_sums) {
+/* Every lane's partial of a row of nb 32-weight blocks into lane_sums[t *
+ * 32 + lane]; 0, with nothing written, when mkc_wblock32 does not decode the
+ * type. Lane l takes chunks l, l + 32, ...: lanes 4q .. 4q + 3 take the
+ * chunks of blocks q, q + 8, q + 16, ..., a block's low half lanes 4q and
+ * 4q + 1, its high half 4q + 2 and 4q + 3. So the four lanes' accumulators
+ * stay in two vectors (per input) while their blocks go by, in the order
+ * each lane takes them. */
+MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
+                                          const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                          int T, float *lane_sums) {
   for (int q = 0; q < 8; q++) {
     mkc_v16f acc_lo[MKC_T_MAX], acc_hi[MKC_T_MAX];
     for (int t = 0; t < MKC_T_MAX; t++) acc_lo[t] = acc_hi[t] = (mkc_v16f){0};
     for (int b = q; b < nb; b += 8) {
       mkc_v16f lo, hi, g_lo, g_hi;
-      mkc_wblock32(type, row, b, &lo, &hi);
+      if (!mkc_wblock32(type, row, b, &lo, &hi)) return 0; /* at the first block */
       if (norm_w)
         for (int k = 0; k < 2; k++) {
           mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g_lo + k * 8);
@@ -840,6 +841,7 @@ MKC_DEVICE_INLINE void mkc_dot_warp_blocks(int type, const unsigned char *row, i
       mkc_v16f_lane_sums(acc_hi[t], lane_sums + t * 32 + 4 * q + 2);
     }
   }
+  return 1;
 }
 
 /* The same for any row (bf16, the K types): a chunk at a time, into lane
@@ -905,13 +907,11 @@ __attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *
   for (int r = 0; r < nrows; r++) {
     float lane_sums[MKC_T_MAX * 32];
     int rtype = type ? type : w[r].type;
-    mkc_v16f lo, hi;
     if (!w[r].p)
       for (int t = 0; t < MKC_T_MAX; t++)
         for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = 0.0f;
-    else if (n_chunks % 4 == 0 && mkc_wblock32(rtype, w[r].p, 0, &lo, &hi))
-      mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T, lane_sums);
-    else
+    else if (n_chunks % 4 != 0 ||
+             !mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T, lane_sums))
       mkc_dot_warp_chunks(rtype, w[r].p, n_chunks, x, x_stride, norm_w, T, lane_sums);
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
