@@ -59,6 +59,14 @@ SANITIZE_NAMES := gguf safetensors tokenizer chat_template
 test: all $(SANITIZE_NAMES:%=build/sanitize/test_%)
 	@bash tests/run.sh
 
+# Fills a kernel cache for a GPU session ahead of it (tests/gpu/prime.sh).
+build/prime_kcache: build/obj/tests/gpu/prime_kcache.o $(RUNTIME_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+build/obj/tests/gpu/%.o: tests/gpu/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(DEP_CFLAGS) -Iruntime -Itemplates -Itests -c $< -o $@
+
 # The GPU suite: says "skipped: no GPU" where there is none.
 test-gpu: all
 	@bash tests/gpu/run.sh

@@ -120,9 +120,10 @@ expect_error "run --kernel with no manifest" \
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   rows=$(grep -c '^| llama tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")
-  [ "$rows" -eq 5 ] && grep -q '| pp511 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" &&
+  [ "$rows" -eq 6 ] && grep -q '| pp511 |' "$tmp/bench" && grep -q '| tg8 draft2 |' "$tmp/bench" &&
+    grep -q '| tg8 verify3 |' "$tmp/bench" &&
     grep -q '| tg8 sampled |' "$tmp/bench" && grep -q '| tg8 sampled draft2 |' "$tmp/bench" &&
-    ok "bench prints pp, tg, tg-with-drafts and sampled rows" || fail "bench rows" "$(cat "$tmp/bench")"
+    ok "bench prints pp, tg, tg-with-drafts, verify and sampled rows" || fail "bench rows" "$(cat "$tmp/bench")"
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi

@@ -170,14 +170,15 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
 
 typedef struct bench_test {
   char name[48];
-  int n_prompt, n_gen, draft_max, sampled, rounds;
+  int n_prompt, n_gen, draft_max, sampled, rounds, full; /* full: every step verifies K + 1 */
 } bench_test;
 
 /* llama-bench's rows: prompt processing, generation, and generation with
  * drafts; then generation sampled in the kernel (llama.cpp's default chain at
  * temperature 0.8), with drafts too when asked: its cost next to greedy's. */
-static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[6]) {
+static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[7]) {
   int n = 0;
+  memset(tests, 0, 7 * sizeof *tests);
   snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
   tests[n].n_prompt = n_pp, tests[n].n_gen = 0, tests[n++].draft_max = 0;
   snprintf(tests[n].name, sizeof tests[0].name, "tg%d", c->n_gen);
@@ -185,6 +186,10 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[6]) {
   if (c->draft_max > 0) {
     snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d", c->n_gen, c->draft_max);
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = c->draft_max;
+    /* A verify step's cost, whatever acceptance is: K drafts every step. */
+    snprintf(tests[n].name, sizeof tests[0].name, "tg%d verify%d", c->n_gen, c->draft_max + 1);
+    tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].full = 1;
+    tests[n++].draft_max = c->draft_max;
   }
   if (c->rounds > 1) { /* the drafts (if any) in the kernel, R steps per launch */
     if (c->draft_max > 0)
@@ -211,6 +216,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   if (rc) return rc < 0 ? 0 : rc;
   mkc_loaded_model m;
   int *hist = NULL;
+  mkc_drafter *full = NULL; /* the verify rows' drafter */
   mkc_draft_source ds = {0};
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
@@ -242,7 +248,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   char arch[72] = "", types[64], size[32];
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
-  bench_test tests[6];
+  bench_test tests[7];
   mkc_sampling greedy = {.top_p = 1.0f, .repeat_penalty = 1.0f}, sampled = {.temp = 0.8f,
                                                                             .top_k = 40,
                                                                             .top_p = 0.95f,
@@ -260,22 +266,23 @@ int mkc_cmd_bench(int argc, char **argv) {
     snprintf(size, sizeof size, "%.2f GiB", weight_bytes / (1024.0 * 1048576.0));
   else
     snprintf(size, sizeof size, "%.2f MiB", weight_bytes / 1048576.0);
-  printf("| model | size | params | backend | test | t/s | arch | ms/token | tok/step | weights "
-         "GB/s | of copy |\n");
-  printf("| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: |\n");
+  printf("| model | size | params | backend | test | t/s | arch | ms/token | tok/step | ms/step | "
+         "weights GB/s | of copy |\n");
+  printf("| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
   for (int i = 0; i < n_tests; i++) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
-    if (run_test(&m, ds.drafter, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max,
+    if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
+    if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max,
                  tests[i].rounds, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";
     if (copy_gbs > 0) snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * gbs / copy_gbs);
     if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
-    printf("| %s | %s | %.2f M | %s | %s%s | %.2f ± %.2f | %s | %.3f | %.2f | %.1f | %s |\n", model,
-           size, params / 1e6, backend, tests[i].name, at, tps, stddev(r.tps, REPS), arch,
-           1e3 / tps, r.tokens_per_step, gbs, of_copy);
+    printf("| %s | %s | %.2f M | %s | %s%s | %.2f ± %.2f | %s | %.3f | %.2f | %.3f | %.1f | %s |\n",
+           model, size, params / 1e6, backend, tests[i].name, at, tps, stddev(r.tps, REPS), arch,
+           1e3 / tps, r.tokens_per_step, 1e3 / r.steps_per_s, gbs, of_copy);
     fflush(stdout);
   }
   printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
@@ -289,6 +296,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   rc = 0;
 done:
   free(hist);
+  if (full) mkc_drafter_close(full);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;

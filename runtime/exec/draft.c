@@ -59,3 +59,23 @@ const char *mkc_drafter_name(const mkc_drafter *d) { return d->name; }
 void mkc_drafter_close(mkc_drafter *d) {
   if (d) d->ops->close(d);
 }
+
+/* Always k tokens, the last one repeated: every step verifies k + 1 tokens,
+ * whatever the target keeps (bench's verify rows time such a step). */
+static int full_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  for (int i = 0; i < k; i++) out[i] = hist[n - 1];
+  return k;
+}
+
+static const mkc_drafter_ops FULL = {.propose = full_propose, .close = lookup_close};
+
+mkc_drafter *mkc_drafter_full(void) {
+  mkc_drafter *d = calloc(1, sizeof *d);
+  if (!d) {
+    fprintf(stderr, "mkc: error: out of memory opening the full drafter\n");
+    return NULL;
+  }
+  d->ops = &FULL;
+  snprintf(d->name, sizeof d->name, "full drafts (the last token repeated)");
+  return d;
+}

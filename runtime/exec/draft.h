@@ -41,6 +41,10 @@ struct mkc_drafter_ops {
 /* Prompt lookup (never fails; NULL only when out of memory). */
 mkc_drafter *mkc_drafter_lookup(void);
 
+/* Always k tokens (the last one repeated), so that every step verifies
+ * k + 1 tokens: what bench times a verify step with. NULL when out of memory. */
+mkc_drafter *mkc_drafter_full(void);
+
 /* A model's greedy steps on session s (not shared with anything else; the
  * drafter owns and closes it) over graph g (g->vocab = the target's,
  * g->max_ctx >= the target's; g must outlive the drafter). name: how the

@@ -1,71 +1,100 @@
 #!/usr/bin/env bash
-# A GPU session's whole benchmark in one script (DEVELOPERS.md), in parts so
-# that each fits one device call of at most 10 minutes:
-#   bash tests/gpu/bench.sh test    make test-gpu (suite on cuda, graph replay, compute-sanitizer)
-#   bash tests/gpu/bench.sh bench   mkc bench: llama-3.2-1b bf16 and Q4_K (T = 1: tg; T = 5: tg
-#                                   draft4, whose steps verify 5 tokens) at 0, 512 and 4096 cached
-#                                   positions, and a SmolLM2-135M-shaped file in Q4_1/Q8_0 and bf16;
-#                                   at 0 positions also 8 rounds per launch (--rounds 8)
-#   bash tests/gpu/bench.sh peer    the transformers peer (tests/gpu/hf_peer.py) on the same shapes
-#   bash tests/gpu/bench.sh all     the three, in order
-# Logs go to $OUT (the device tool's folder), else build/gpu-bench; summary.log
-# collects the tables. Weights are random (seeded): no download is needed.
+# A GPU session's whole run, in ONE device call (DEVELOPERS.md), in order of
+# what matters most, each part under its own time limit so that a hang or a
+# slow part cannot take the rest with it:
+#   machine facts; a first tiny run on cuda against the cpu backend;
+#   make test-gpu's suite (tests on cuda, graph replay); mkc bench for
+#   llama-3.2-1b (T = 1: tg; T = 5: verify5; 0, 512 and 4096 cached
+#   positions) and SmolLM2-135M shapes (tests/gpu/shapes.sh); the
+#   transformers peer (tests/gpu/hf_peer.py) on the same shapes;
+#   compute-sanitizer (memcheck, racecheck, synccheck); the remaining benches.
+#
+#   bash tests/gpu/bench.sh [BUDGET_SECONDS]     (default 500)
+#   BENCH_SKIP="NAME ...": benches of tests/gpu/shapes.sh not to run (say, kernels not primed)
+#
+# It runs on what was built here: build/ is carried (mkc, the test binaries,
+# build/lib with liblua5.4 and libcjson, which the GPU image lacks) and
+# build/gpu-cache.tar.xz, cubins compiled ahead by tests/gpu/prime.sh so that
+# NVRTC's minutes are not spent on the GPU's. Logs go to $OUT (the device
+# tool's folder, as logs.tar.gz), else build/gpu-bench; summary.log collects
+# the tables.
 set -u
-part=${1:-all}
-out=${OUT:-build/gpu-bench}
-mkdir -p "$out"
-mkc=build/mkc
-log="$out/summary.log"
+budget=${1:-500}
+t_start=$(date +%s)
+# The device tool brings back at most 8 files: the logs go to a folder packed
+# into logs.tar.gz at the end; summary.log grows in $OUT as the run goes.
+dest=${OUT:-build/gpu-bench}
+out=$(mktemp -d)
+mkdir -p "$dest"
+log="$dest/summary.log"
+trap 'tar -C "$out" -czf "$dest/logs.tar.gz" . 2>/dev/null' EXIT
 say() { echo "$*" | tee -a "$log"; }
+left() { echo $((budget - ($(date +%s) - t_start))); }
+# limit MAX: MAX seconds, or what is left of the budget if less (at least 5).
+limit() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
 
-say "== $(date -u +%FT%TZ) tests/gpu/bench.sh $part"
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv \
-  2>&1 | tee -a "$log"
-if ! make -j"$(nproc)" >"$out/build.log" 2>&1; then
-  say "build failed:"
-  tail -n 30 "$out/build.log" | tee -a "$log"
+export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export MKC_CACHE_DIR=$PWD/build/gpu-cache
+[ -f build/gpu-cache.tar.xz ] && tar -C build -xJf build/gpu-cache.tar.xz
+say "== $(date -u +%FT%TZ) tests/gpu/bench.sh, budget $budget s"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,clocks.sm \
+  --format=csv 2>&1 | tee -a "$log"
+say "cc: $(command -v cc || echo none); nvcc: $(nvcc --version 2>/dev/null | tail -n 1)"
+say "kernel cache: $(ls "$MKC_CACHE_DIR/cuda" 2>/dev/null | wc -l) cubins primed"
+if ! build/mkc --help >/dev/null 2>"$out/mkc.err"; then
+  say "build/mkc does not run here:"
+  tee -a "$log" <"$out/mkc.err"
   exit 1
 fi
 
-if [ "$part" = test ] || [ "$part" = all ]; then
-  t0=$(date +%s)
-  make test-gpu >"$out/test-gpu.log" 2>&1
-  say "make test-gpu: exit $?, $(($(date +%s) - t0)) s: $(tail -n 1 "$out/test-gpu.log")"
-  grep -E '^FAIL|^skip' "$out/test-gpu.log" | head -n 40 | tee -a "$log"
+say "-- first run: tiny, 32 tokens, cuda against cpu"
+args=(run --preset tiny --random-weights 7 -n 32 --prompt-ids 1,2,3 --draft-max 4)
+timeout "$(limit 90)" build/mkc "${args[@]}" --backend cuda >"$out/first.cuda" 2>"$out/first.err"
+first=$?
+say "cuda exit $first: $(tr '\n' ' ' <"$out/first.cuda" | head -c 200)"
+tail -n 4 "$out/first.err" | tee -a "$log"
+build/mkc "${args[@]}" --backend cpu >"$out/first.cpu" 2>/dev/null
+cmp -s "$out/first.cuda" "$out/first.cpu" && say "first run: cuda = cpu" ||
+  say "first run: cuda != cpu; cpu: $(tr '\n' ' ' <"$out/first.cpu" | head -c 200)"
+
+source tests/gpu/shapes.sh
+peer() { # SHAPES
+  say "-- transformers peer: $1"
+  PYTHONUNBUFFERED=1 timeout "$(limit 150)" python3 tests/gpu/hf_peer.py --shapes "$1" \
+    --depths 0,512,4096 -n 128 2>>"$out/peer.err" | tee -a "$log"
+}
+if [ "$first" -ne 0 ]; then # the kernel does not run: keep the device time for a fixed build
+  peer llama-3.2-1b,smollm2-135m
+  say "== stopped early: the first run failed; $(($(date +%s) - t_start)) s"
+  exit 1
 fi
 
-bench() { # NAME ARGS...: one mkc bench table into the summary
+say "-- make test-gpu (the suite and graph replay; compute-sanitizer later)"
+MKC_GPU_PARTS=suite timeout "$(limit 150)" bash tests/gpu/run.sh >"$out/test-gpu.log" 2>&1
+say "exit $?: $(tail -n 1 "$out/test-gpu.log")"
+grep -E '^FAIL|^skip|     \|' "$out/test-gpu.log" | head -n 30 | tee -a "$log"
+
+models=/tmp/mkc-models
+mkdir -p $models
+make_model smollm2-q41 $models >"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
+bench() { # NAME ARGS...: one mkc bench table into the summary (not if NAME is in $BENCH_SKIP)
   local name=$1
   shift
+  [[ " ${BENCH_SKIP:-} " == *" $name "* ]] && { say "-- mkc bench $name: skipped (BENCH_SKIP)"; return; }
   say "-- mkc bench $name: $*"
-  "$mkc" bench "$@" --backend cuda >"$out/bench-$name.md" 2>"$out/bench-$name.err"
+  timeout "$(limit 90)" build/mkc bench "$@" --backend cuda >"$out/bench-$name.md" 2>"$out/bench-$name.err"
   local rc=$?
   grep -E '^\||GB/s' "$out/bench-$name.md" | tee -a "$log"
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
-
-if [ "$part" = bench ] || [ "$part" = all ]; then
-  l1b=(--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128)
-  bench l1b-d0 "${l1b[@]}" -p 512 --rounds 8
-  bench l1b-d512 "${l1b[@]}" -p 64 -d 512
-  bench l1b-d4096 "${l1b[@]}" -p 64 -d 4096
-  if "$mkc" init --preset llama-3.2-1b --seed 1 --type q4_k -o /tmp/l1b-q4k.gguf >"$out/init.log" 2>&1; then
-    bench l1b-q4k-d0 -m /tmp/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512
-  else
-    say "init llama-3.2-1b q4_k failed: $(tail -n 2 "$out/init.log")"
-  fi
-  if "$mkc" init --preset smollm2-135m --seed 1 --type q4_1 --tensor-type token_embd.weight=q8_0 \
-    -o /tmp/smollm2.gguf >>"$out/init.log" 2>&1; then
-    bench smollm2-q41 -m /tmp/smollm2.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8
-    bench smollm2-bf16 -m /tmp/smollm2.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant
-  else
-    say "init smollm2-135m failed: $(tail -n 2 "$out/init.log")"
-  fi
+for run in "${BENCH_RUNS[@]:0:5}"; do eval "bench $run"; done
+[ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
+if [ "$(left)" -gt 40 ]; then
+  say "-- compute-sanitizer"
+  MKC_GPU_PARTS=sanitizer timeout "$(limit 200)" bash tests/gpu/run.sh >"$out/sanitizer.log" 2>&1
+  say "exit $?: $(tail -n 1 "$out/sanitizer.log")"
+  grep -E '^FAIL|^ok|^skip|     \|' "$out/sanitizer.log" | head -n 30 | tee -a "$log"
 fi
-
-if [ "$part" = peer ] || [ "$part" = all ]; then
-  say "-- transformers peer"
-  PYTHONUNBUFFERED=1 python3 tests/gpu/hf_peer.py --depths 0,512,4096 -n 128 2>"$out/peer.err" | tee -a "$log"
-  [ -s "$out/peer.err" ] && tail -n 5 "$out/peer.err" | tee -a "$log"
-fi
-say "== done $(date -u +%FT%TZ)"
+make_model l1b-q4k $models >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
+for run in "${BENCH_RUNS[@]:5}"; do [ "$(left)" -gt 30 ] && eval "bench $run"; done
+say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

@@ -29,6 +29,16 @@ SHAPES = {
 }
 
 
+def config_args(shape, version):
+    """transformers 5 folds rope_theta and rope_scaling into rope_parameters."""
+    args = dict(shape)
+    if int(version.split(".")[0]) >= 5:
+        rope = dict(args.pop("rope_scaling", None) or {"rope_type": "default"})
+        rope["rope_theta"] = args.pop("rope_theta")
+        args["rope_parameters"] = rope
+    return args
+
+
 def timed(fn, reps):
     import torch
     times = []
@@ -59,7 +69,7 @@ def main():
     for shape in args.shapes.split(","):
         try:
             torch.manual_seed(1)
-            cfg = LlamaConfig(**SHAPES[shape])
+            cfg = LlamaConfig(**config_args(SHAPES[shape], transformers.__version__))
             with torch.device("cuda"):
                 model = LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
             params = sum(p.numel() for p in model.parameters())

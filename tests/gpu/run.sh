@@ -3,9 +3,11 @@
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
 # synccheck) on tiny, odd, qwen2-tiny and qwen3-tiny. Where there is no GPU
 # it says so and counts as skipped. Prints "N passed, N failed, N skipped"
-# last.
+# last. MKC_GPU_PARTS=suite or =sanitizer runs one of the two halves
+# (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if set, is kept.
 source "$(dirname "$0")/../lib.sh"
-export MKC_CACHE_DIR="$PWD/build/test-cache"
+export MKC_CACHE_DIR="${MKC_CACHE_DIR:-$PWD/build/test-cache}"
+parts=${MKC_GPU_PARTS:-suite,sanitizer}
 unset MKC_KV_DTYPE # bf16, the default; test_kv_dtype covers f16 and f32
 
 if ! "$mkc" run --preset tiny --random-weights 1 -n 1 --backend cuda >/dev/null 2>"$tmp/probe"; then
@@ -16,7 +18,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window; do
+[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window; do
   MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
   rc=$?
   grep -v '^ok' "$tmp/log" | sed 's/^/     | /'
@@ -28,7 +30,7 @@ for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapsh
 done
 
 # Graph replay gives the tokens plain launches and the cpu backend give.
-for p in tiny odd qwen2-tiny qwen3-tiny; do
+[[ $parts == *suite* ]] && for p in tiny odd qwen2-tiny qwen3-tiny; do
   args=(run --preset "$p" --random-weights 7 -n 96 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max 4)
   "$mkc" "${args[@]}" --backend cuda >"$tmp/graph" 2>"$tmp/graph.err"
   MKC_CUDA_GRAPH=0 "$mkc" "${args[@]}" --backend cuda >"$tmp/plain" 2>"$tmp/plain.err"
@@ -45,7 +47,9 @@ done
 
 # compute-sanitizer: zero errors.
 cs=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-if [ -n "${MKC_SKIP_SANITIZER:-}" ]; then
+if [[ $parts != *sanitizer* ]]; then
+  :
+elif [ -n "${MKC_SKIP_SANITIZER:-}" ]; then
   skip "compute-sanitizer: MKC_SKIP_SANITIZER is set ($MKC_SKIP_SANITIZER)"
 elif [ -x "$cs" ]; then
   for p in tiny odd qwen2-tiny qwen3-tiny; do

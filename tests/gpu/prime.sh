@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Before a GPU session, here (no GPU needed): fills build/gpu-cache with the
+# cubins the GPU run (tests/gpu/bench.sh) will ask for, compiled by the real
+# NVRTC for sm_90 under the key a CUDA 13.0 driver gives, and packs them as
+# build/gpu-cache.tar.xz for the device call to carry. Cold NVRTC compiles of
+# the large kernels take minutes each: a lent GPU's minutes are too few.
+#   1. the GPU run's commands on the driver and NVRTC doubles (tests/fake_cuda):
+#      their kernel cache then holds every kernel's name and source, fast;
+#   2. build/prime_kcache compiles each with the real NVRTC.
+# ARCH (sm_90) and DRIVER (13000) are the lent machine's; a key that misses
+# there only costs the compile it would have cost anyway.
+set -u
+cd "$(dirname "$0")/../.."
+arch=${ARCH:-sm_90} driver=${DRIVER:-13000}
+fake=build/gpu-prime/fake
+mkdir -p "$fake" build/gpu-prime/log
+make -s all build/prime_kcache || exit 1
+export MKC_LIBCUDA=$PWD/build/fake_cuda/libcuda.so.1 MKC_NVRTC=$PWD/build/fake_cuda/libnvrtc.so
+export MKC_FAKE_CUDA_ARCH=$arch MKC_FAKE_CUDA_DRIVER_VERSION=$driver MKC_FAKE_CUDA_SMS=2
+export MKC_CACHE_DIR=$PWD/$fake
+unset MKC_KV_DTYPE
+
+# What tests/gpu/run.sh runs.
+for t in test_kernel test_spec test_kv_dtype test_snapshot test_window; do
+  MKC_TEST_BACKEND=cuda timeout 1200 build/$t >build/gpu-prime/log/$t.log 2>&1
+  echo "fake $t: $(tail -n 1 build/gpu-prime/log/$t.log)"
+done
+for p in tiny odd qwen2-tiny qwen3-tiny; do
+  build/mkc run --preset "$p" --random-weights 7 -n 96 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max 4 \
+    --backend cuda >/dev/null 2>&1
+  build/mkc run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 \
+    --backend cuda >/dev/null 2>&1
+done
+# What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
+until_cached() { # ARGS...: mkc ARGS, stopped once a new cache entry appears
+  local before
+  before=$(ls "$fake/cuda" 2>/dev/null | wc -l)
+  build/mkc "$@" >/dev/null 2>&1 &
+  local pid=$!
+  for _ in $(seq 600); do
+    sleep 1
+    [ "$(ls "$fake/cuda" 2>/dev/null | wc -l)" -gt "$before" ] && break
+    kill -0 $pid 2>/dev/null || break
+  done
+  kill $pid 2>/dev/null
+  wait $pid 2>/dev/null
+}
+source tests/gpu/shapes.sh
+models=build/gpu-prime/models
+mkdir -p $models
+for f in smollm2-q41 l1b-q4k; do
+  make_model $f $models >>build/gpu-prime/log/models.log 2>&1 || { echo "make_model $f failed"; exit 1; }
+done
+declare -A seen
+for run in "${BENCH_RUNS[@]}"; do
+  # -p, -d, -n and --rounds are run-time: runs that differ only there share a kernel.
+  k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/^[^ ]+ //' <<<"$run")
+  [ -n "${seen[$k]:-}" ] && continue
+  seen[$k]=1
+  eval "set -- $run"
+  shift
+  until_cached bench "$@" --backend cuda
+  echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
+done
+echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"
+
+# The real compiles, two at a time (this machine's cores).
+export MKC_NVRTC=${REAL_NVRTC:-} MKC_CACHE_DIR=$PWD/build/gpu-cache
+[ -n "$MKC_NVRTC" ] || unset MKC_NVRTC
+unset MKC_LIBCUDA
+mkdir -p build/gpu-prime/one
+ls "$fake/cuda"/*.cubin | xargs -P 2 -I{} sh -c \
+  'd=build/gpu-prime/one/$(basename {} .cubin); mkdir -p $d; ln -sf "$PWD/{}" $d/; build/prime_kcache $d '"$arch $driver"
+tar -C build -cJf build/gpu-cache.tar.xz gpu-cache
+ls -la build/gpu-cache.tar.xz

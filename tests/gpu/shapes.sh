@@ -1,0 +1,23 @@
+# Sourced by tests/gpu/bench.sh and tests/gpu/prime.sh: the GPU run's
+# benchmarks, so that the kernels primed ahead are the ones the run asks for.
+# BENCH_RUNS: "NAME ARGS..." for mkc bench (--backend cuda is added), the
+# model files under $models (made by make_model).
+l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
+BENCH_RUNS=(
+  "l1b-d0 $l1b -p 512 --rounds 8"
+  "l1b-d512 $l1b -p 64 -d 512"
+  "l1b-d4096 $l1b -p 64 -d 4096"
+  "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
+  "l1b-stages $l1b -p 64 -n 32 --stages"
+  "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
+  "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
+)
+
+make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
+  [ -f "$2/$1.gguf" ] && return 0
+  case $1 in
+  smollm2-q41) build/mkc init --preset smollm2-135m --seed 1 --type q4_1 \
+    --tensor-type token_embd.weight=q8_0 -o "$2/$1.gguf" ;;
+  l1b-q4k) build/mkc init --preset llama-3.2-1b --seed 1 --type q4_k -o "$2/$1.gguf" ;;
+  esac
+}
