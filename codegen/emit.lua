@@ -237,6 +237,15 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
+  local unroll = os.getenv("MKC_MV_UNROLL")
+  if unroll and unroll ~= "" then
+    local u = tonumber(unroll)
+    if not u or u ~= math.floor(u) or u < 1 or u > 4 then
+      util.fail(("MKC_MV_UNROLL must be 1, 2, 3 or 4, got %s"):format(util.show(unroll)))
+    end
+    put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(u))
+  end
   if opts.tiled then
     put(("#define MKC_T_CHUNK %d /* a prompt chunk's inputs: past MKC_T_MAX, tiled */"):format(opts.t_chunk))
     put(("#define MKC_GEMM_BM %d /* tiles: tokens */\n#define MKC_GEMM_BN %d /* tiles: weight rows */"):format(

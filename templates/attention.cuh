@@ -132,6 +132,9 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
           sum += e;
         }
         sum = mkc_warp_sum(sum);
+        /* every lane's read of m_run[h] before lane 0 rewrites it: a shuffle orders
+         * no memory (compute-sanitizer racecheck on an H100 reported the hazard) */
+        mkc_sync_warp();
         if (lane == 0) {
           alpha[h] = expf(m_old - m);
           l_run[h] = l_run[h] * alpha[h] + sum;

@@ -92,6 +92,7 @@ static inline float mkc_lanes_sum(const float *v) {
 /* Inlined wherever it is called, whatever the compiler would choose: a body
  * specialized on a literal argument. */
 #define MKC_DEVICE_INLINE static inline __attribute__((always_inline))
+#define MKC_UNROLL /* the host compiler unrolls as it sees fit */
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;

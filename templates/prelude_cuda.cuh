@@ -7,6 +7,8 @@
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
+/* a loop unrolled whole: register arrays indexed by its counter stay in registers */
+#define MKC_UNROLL _Pragma("unroll")
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;

@@ -117,6 +117,21 @@ expect_error "run --kernel with no manifest" \
   "mkc: error: cannot read /nonexistent/manifest.json: No such file or directory (make one with mkc compile)" \
   -- run --kernel /nonexistent --random-weights 1 -n 4
 
+# MKC_MV_UNROLL (the matvec's loads in flight, a benchmark knob): checked, emitted, and on the
+# checking schedule (every lane's share run by that lane) the kernel keeps the reference's tokens.
+MKC_MV_UNROLL=7 expect_error "MKC_MV_UNROLL out of range" \
+  'mkc: error: MKC_MV_UNROLL must be 1, 2, 3 or 4, got "7"' -- gen graphs/llama.lua --preset tiny -o "$tmp/u7.cu"
+args=(run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 --draft-max 4)
+if MKC_MV_UNROLL=2 "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/u2.cu" 2>/dev/null &&
+  grep -q '^#define MKC_MV_UNROLL 2 ' "$tmp/u2.cu" &&
+  MKC_MV_UNROLL=2 MKC_SIMT_SEED=1 "$mkc" "${args[@]}" --backend cpu >"$tmp/u2.out" 2>/dev/null &&
+  "$mkc" "${args[@]}" --backend ref >"$tmp/u2.ref" 2>/dev/null && cmp -s "$tmp/u2.out" "$tmp/u2.ref" &&
+  [ "$(wc -w <"$tmp/u2.out")" -eq 24 ]; then
+  ok "MKC_MV_UNROLL=2: emitted, and the lane path gives the reference's 24 tokens (odd)"
+else
+  fail "MKC_MV_UNROLL=2" "$(cat "$tmp/u2.out" "$tmp/u2.ref" 2>/dev/null)"
+fi
+
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   rows=$(grep -c '^| llama tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")

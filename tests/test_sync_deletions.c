@@ -694,6 +694,9 @@ static const struct {
     {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 5,
      "memory ordering: the block's partial written before thread 0 releases it; here the "
      "block's own merge reads it after the next barrier, and other blocks after this one ran"},
+    {"templates/attention.cuh", "mkc_attention", "mkc_sync_warp", 1,
+     "memory ordering: the emulator's shuffles are meetings, so no lane reads m_run after lane 0 "
+     "rewrites it; on the GPU a shuffle orders no memory (racecheck's warp-level WAR hazard)"},
     {"templates/attention.cuh", "mkc_attention", "mkc_fence", 1,
      "memory ordering: the split's partial released before it is counted"},
     {"templates/attention.cuh", "mkc_attention", "mkc_fence", 2,

@@ -273,8 +273,8 @@ int mkc_cmd_bench(int argc, char **argv) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
-    if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max,
-                 tests[i].rounds, &r) != 0)
+    if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt,
+                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates b1b07ab0c403a00d, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 87b68b511bb9b595, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 83 grid barriers; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -28,6 +28,8 @@
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
+/* a loop unrolled whole: register arrays indexed by its counter stay in registers */
+#define MKC_UNROLL _Pragma("unroll")
 
 typedef unsigned short mkc_bf16;
 typedef unsigned short mkc_f16;
@@ -660,6 +662,14 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #endif
 #define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
 
+/* Chunks a lane loads for every row before it uses the first (bf16 rows: the
+ * loads a lane has in flight are MKC_MV_UNROLL x the rows). The lane still
+ * adds its chunks in the order c, c + 32, c + 64, ...: the same sums, bit for
+ * bit, whatever the unroll. */
+#ifndef MKC_MV_UNROLL
+#define MKC_MV_UNROLL 1
+#endif
+
 /* This lane's partial dot products of nrows weight rows w[r] with the T
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
@@ -670,38 +680,42 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
-  for (int c = lane; c < n_chunks; c += 32) {
-    /* every row's chunk first (several loads in flight), then reused for all T inputs */
-    mkc_u4 wc[MKC_DOT_ROWS_MAX];
-    float wf[MKC_DOT_ROWS_MAX][8];
-    for (int r = 0; r < nrows; r++) {
-      if (!w[r].p) continue;
-      if ((type ? type : w[r].type) == MKC_W_BF16)
-        wc[r] = mkc_load_u4(w[r].p + 16 * c);
-      else
-        mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-    }
-    float g[8];
-    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-    for (int t = 0; t < MKC_T_MAX; t++) {
-      if (t >= T) break;
-      mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-      mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-      if (norm_w) {
-        a.x *= g[0];
-        a.y *= g[1];
-        a.z *= g[2];
-        a.w *= g[3];
-        b.x *= g[4];
-        b.y *= g[5];
-        b.z *= g[6];
-        b.w *= g[7];
-      }
-      for (int r = 0; r < nrows; r++) {
-        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-        if (!w[r].p) continue;
-        *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
-                                                     : mkc_dot8_f32(*p, wf[r], a, b);
+  for (int c0 = lane; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL) {
+    /* every row's chunks first (several loads in flight), then each reused for all T inputs */
+    mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
+    MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
+        for (int r = 0; r < nrows;
+             r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
+            wc[u][r] = mkc_load_u4(w[r].p + 16 * (c0 + 32 * u));
+    MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
+      int c = c0 + 32 * u;
+      if (c >= n_chunks) continue;
+      float wf[MKC_DOT_ROWS_MAX][8];
+      for (int r = 0; r < nrows; r++)
+        if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
+          mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
+      float g[8];
+      if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+        mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+        if (norm_w) {
+          a.x *= g[0];
+          a.y *= g[1];
+          a.z *= g[2];
+          a.w *= g[3];
+          b.x *= g[4];
+          b.y *= g[5];
+          b.z *= g[6];
+          b.w *= g[7];
+        }
+        for (int r = 0; r < nrows; r++) {
+          mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+          if (!w[r].p) continue;
+          *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[u][r], a, b)
+                                                       : mkc_dot8_f32(*p, wf[r], a, b);
+        }
       }
     }
   }
@@ -2086,6 +2100,9 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
           sum += e;
         }
         sum = mkc_warp_sum(sum);
+        /* every lane's read of m_run[h] before lane 0 rewrites it: a shuffle orders
+         * no memory (compute-sanitizer racecheck on an H100 reported the hazard) */
+        mkc_sync_warp();
         if (lane == 0) {
           alpha[h] = expf(m_old - m);
           l_run[h] = l_run[h] * alpha[h] + sum;
@@ -2839,7 +2856,7 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2843 "llama.llama-3.2-1b.cu"
+#line 2860 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -15,7 +15,11 @@
 # It runs on what was built here: build/ is carried (mkc, the test binaries,
 # build/lib with liblua5.4 and libcjson, which the GPU image lacks) and
 # build/gpu-cache.tar.xz, cubins compiled ahead by tests/gpu/prime.sh so that
-# NVRTC's minutes are not spent on the GPU's. Logs go to $OUT (the device
+# NVRTC's minutes are not spent on the GPU's. The device call, after
+# tests/gpu/prime.sh here: `bash tests/gpu/bench.sh 520` with timeout_s 580,
+# carrying build/mkc build/lib build/gpu-cache.tar.xz build/test_kernel
+# build/test_spec build/test_kv_dtype build/test_snapshot build/test_window
+# (2026-11-26 on an H100: 461 s). Logs go to $OUT (the device
 # tool's folder, as logs.tar.gz), else build/gpu-bench; summary.log collects
 # the tables.
 set -u
@@ -82,12 +86,15 @@ bench() { # NAME ARGS...: one mkc bench table into the summary (not if NAME is i
   shift
   [[ " ${BENCH_SKIP:-} " == *" $name "* ]] && { say "-- mkc bench $name: skipped (BENCH_SKIP)"; return; }
   say "-- mkc bench $name: $*"
-  timeout "$(limit 90)" build/mkc bench "$@" --backend cuda >"$out/bench-$name.md" 2>"$out/bench-$name.err"
+  local envs=()
+  while [[ ${1:-} == [A-Z]*=* ]]; do envs+=("$1") && shift; done
+  timeout "$(limit 90)" env "${envs[@]}" build/mkc bench "$@" --backend cuda \
+    >"$out/bench-$name.md" 2>"$out/bench-$name.err"
   local rc=$?
   grep -E '^\||GB/s' "$out/bench-$name.md" | tee -a "$log"
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
-for run in "${BENCH_RUNS[@]:0:5}"; do eval "bench $run"; done
+for run in "${BENCH_RUNS[@]:0:6}"; do eval "bench $run"; done
 [ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
 if [ "$(left)" -gt 40 ]; then
   say "-- compute-sanitizer"
@@ -96,5 +103,5 @@ if [ "$(left)" -gt 40 ]; then
   grep -E '^FAIL|^ok|^skip|     \|' "$out/sanitizer.log" | head -n 30 | tee -a "$log"
 fi
 make_model l1b-q4k $models >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
-for run in "${BENCH_RUNS[@]:5}"; do [ "$(left)" -gt 30 ] && eval "bench $run"; done
+for run in "${BENCH_RUNS[@]:6}"; do [ "$(left)" -gt 30 ] && eval "bench $run"; done
 say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

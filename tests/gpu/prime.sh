@@ -13,8 +13,14 @@ set -u
 cd "$(dirname "$0")/../.."
 arch=${ARCH:-sm_90} driver=${DRIVER:-13000}
 fake=build/gpu-prime/fake
+rm -rf "$fake" build/gpu-prime/one # this tree's kernels only, not an earlier tree's
 mkdir -p "$fake" build/gpu-prime/log
 make -s all build/prime_kcache || exit 1
+# The GPU image lacks these two shared libraries: they travel in build/lib.
+mkdir -p build/lib
+for l in liblua5.4.so.0 libcjson.so.1; do
+  cp -L "$(ldd build/mkc | awk -v l=$l '$1 == l {print $3}')" build/lib/ || exit 1
+done
 export MKC_LIBCUDA=$PWD/build/fake_cuda/libcuda.so.1 MKC_NVRTC=$PWD/build/fake_cuda/libnvrtc.so
 export MKC_FAKE_CUDA_ARCH=$arch MKC_FAKE_CUDA_DRIVER_VERSION=$driver MKC_FAKE_CUDA_SMS=2
 export MKC_CACHE_DIR=$PWD/$fake
@@ -32,10 +38,10 @@ for p in tiny odd qwen2-tiny qwen3-tiny; do
     --backend cuda >/dev/null 2>&1
 done
 # What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
-until_cached() { # ARGS...: mkc ARGS, stopped once a new cache entry appears
+until_cached() { # [VAR=VALUE...] COMMAND...: run, stopped once a new cache entry appears
   local before
   before=$(ls "$fake/cuda" 2>/dev/null | wc -l)
-  build/mkc "$@" >/dev/null 2>&1 &
+  env "$@" >/dev/null 2>&1 &
   local pid=$!
   for _ in $(seq 600); do
     sleep 1
@@ -59,17 +65,26 @@ for run in "${BENCH_RUNS[@]}"; do
   seen[$k]=1
   eval "set -- $run"
   shift
-  until_cached bench "$@" --backend cuda
+  envs=()
+  while [[ ${1:-} == [A-Z]*=* ]]; do envs+=("$1") && shift; done
+  until_cached "${envs[@]}" build/mkc bench "$@" --backend cuda
   echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"
 
-# The real compiles, two at a time (this machine's cores).
+# The real compiles, JOBS at a time (2: this machine's cores; NVRTC took
+# 11.7 GB for SmolLM2's 30 unrolled layers, so two such at once nearly fill
+# 24 GB). Entries already in build/gpu-cache are only checked.
 export MKC_NVRTC=${REAL_NVRTC:-} MKC_CACHE_DIR=$PWD/build/gpu-cache
 [ -n "$MKC_NVRTC" ] || unset MKC_NVRTC
 unset MKC_LIBCUDA
 mkdir -p build/gpu-prime/one
-ls "$fake/cuda"/*.cubin | xargs -P 2 -I{} sh -c \
-  'd=build/gpu-prime/one/$(basename {} .cubin); mkdir -p $d; ln -sf "$PWD/{}" $d/; build/prime_kcache $d '"$arch $driver"
-tar -C build -cJf build/gpu-cache.tar.xz gpu-cache
-ls -la build/gpu-cache.tar.xz
+ls "$fake/cuda"/*.cubin | xargs -P "${JOBS:-2}" -I{} sh -c \
+  'd=build/gpu-prime/one/$(basename {} .cubin); mkdir -p $d; ln -sf "$PWD/{}" $d/; build/prime_kcache $d '"$arch $driver" \
+  | tee build/gpu-prime/keys.txt
+# Only this tree's kernels travel (the cache keeps older ones).
+n=$(ls "$fake/cuda"/*.cubin | wc -l)
+[ "$(wc -l <build/gpu-prime/keys.txt)" -eq "$n" ] || { echo "prime: $n kernels, fewer primed"; exit 1; }
+awk '{print "gpu-cache/cuda/" $1 ".cubin"}' build/gpu-prime/keys.txt |
+  tar -C build -cf - -T - | xz -T2 -6 >build/gpu-cache.tar.xz
+echo "build/gpu-cache.tar.xz: $n kernels, $(du -h build/gpu-cache.tar.xz | cut -f1)"

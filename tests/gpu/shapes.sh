@@ -1,7 +1,8 @@
 # Sourced by tests/gpu/bench.sh and tests/gpu/prime.sh: the GPU run's
 # benchmarks, so that the kernels primed ahead are the ones the run asks for.
-# BENCH_RUNS: "NAME ARGS..." for mkc bench (--backend cuda is added), the
-# model files under $models (made by make_model).
+# BENCH_RUNS: "NAME [VAR=VALUE...] ARGS..." for mkc bench (--backend cuda is
+# added; VAR=VALUE: its environment), the model files under $models (made by
+# make_model).
 l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
@@ -9,6 +10,7 @@ BENCH_RUNS=(
   "l1b-d4096 $l1b -p 64 -d 4096"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "l1b-stages $l1b -p 64 -n 32 --stages"
+  "l1b-stages-u2 MKC_MV_UNROLL=2 $l1b -p 64 -n 32 --stages"
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
 )

@@ -144,8 +144,27 @@ static char *kernel_text(const char *source, const char *name) {
   return text;
 }
 
-/* FNV-1a over the text, the prelude and mkc_state.h it includes, and the
- * compiler command line. -1 + message when the prelude cannot be read. */
+/* h folded with every template the text #includes by name from
+ * templates_dir (a generated kernel splices its templates into the text; a
+ * test's kernel may include them instead, and an edited template must not
+ * reuse an old build). */
+static uint64_t hash_includes(uint64_t h, const char *text, const char *templates_dir) {
+  static const char INC[] = "#include \"";
+  for (const char *at = strstr(text, INC); at; at = strstr(at + 1, INC)) {
+    const char *name = at + sizeof INC - 1, *end = strchr(name, '"');
+    if (!end || end - name > 200) continue;
+    char path[4400];
+    snprintf(path, sizeof path, "%s/%.*s", templates_dir, (int)(end - name), name);
+    char *body = mkc_read_file(path, NULL);
+    h = mkc_fnv1a_str(h, body ? body : "");
+    free(body);
+  }
+  return h;
+}
+
+/* FNV-1a over the text, the prelude and mkc_state.h it includes, the
+ * templates the text includes, and the compiler command line. -1 + message
+ * when the prelude cannot be read. */
 static int cache_key(const char *text, const char *templates_dir, const char *key_cmd,
                      uint64_t *key) {
   char path[4200];
@@ -161,6 +180,7 @@ static int cache_key(const char *text, const char *templates_dir, const char *ke
   h = mkc_fnv1a_str(h, text);
   h = mkc_fnv1a_str(h, prelude);
   h = mkc_fnv1a_str(h, state_h ? state_h : "");
+  h = hash_includes(h, text, templates_dir);
   h = mkc_fnv1a_str(h, key_cmd);
   free(prelude);
   free(state_h);

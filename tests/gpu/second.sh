@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A short second device call after tests/gpu/bench.sh, with what the first
+# one lacked: BENCH NAMES (of tests/gpu/shapes.sh), a full racecheck report
+# of tiny, then the transformers peer. Same carry as bench.sh.
+#   bash tests/gpu/second.sh BUDGET "BENCH NAMES" PEER_SHAPES
+set -u
+budget=$1 names=$2 shapes=$3
+t_start=$(date +%s)
+dest=${OUT:-build/gpu-bench}
+mkdir -p "$dest"
+log="$dest/second.log"
+say() { echo "$*" | tee -a "$log"; }
+left() { echo $((budget - ($(date +%s) - t_start))); }
+export LD_LIBRARY_PATH=$PWD/build/lib MKC_CACHE_DIR=$PWD/build/gpu-cache
+[ -f build/gpu-cache.tar.xz ] && tar -C build -xJf build/gpu-cache.tar.xz
+say "== $(date -u +%FT%TZ) tests/gpu/second.sh: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
+source tests/gpu/shapes.sh
+models=/tmp/mkc-models
+mkdir -p $models
+for run in "${BENCH_RUNS[@]}"; do
+  name=${run%% *}
+  [[ " $names " == *" $name "* ]] || continue
+  [[ $name == smollm2* ]] && make_model smollm2-q41 $models >/dev/null 2>&1
+  say "-- mkc bench $name"
+  eval "set -- $run"
+  shift
+  envs=()
+  while [[ ${1:-} == [A-Z]*=* ]]; do envs+=("$1") && shift; done
+  timeout 45 env "${envs[@]}" build/mkc bench "$@" --backend cuda 2>&1 | grep -E '^\||GB/s|error|compil' | tee -a "$log"
+done
+say "-- racecheck tiny"
+MKC_CUDA_GRAPH=0 timeout 40 compute-sanitizer --tool racecheck --racecheck-report all build/mkc run --preset tiny \
+  --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda >"$dest/racecheck.log" 2>&1
+say "racecheck exit $?: $(grep -c Hazard "$dest/racecheck.log") hazard lines"
+say "-- transformers peer: $shapes ($(left) s left)"
+PYTHONUNBUFFERED=1 timeout $(($(left) - 5)) python3 tests/gpu/hf_peer.py --shapes "$shapes" \
+  --depths 0,512,4096 -n 128 2>"$dest/peer.err" | tee -a "$log"
+say "== done, $(($(date +%s) - t_start)) s"
