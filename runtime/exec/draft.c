@@ -63,6 +63,7 @@ void mkc_drafter_close(mkc_drafter *d) {
 /* Always k tokens, the last one repeated: every step verifies k + 1 tokens,
  * whatever the target keeps (bench's verify rows time such a step). */
 static int full_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  if (n < 1) return 0;
   for (int i = 0; i < k; i++) out[i] = hist[n - 1];
   return k;
 }

@@ -26,10 +26,10 @@ static int prime(const char *path, const char *arch, int driver_version) {
   unsigned char *buf = mkc_read_file(path, &size);
   if (!buf) return fprintf(stderr, "prime_kcache: cannot read %s\n", path), -1;
   size_t n_cubin = 0;
-  for (int i = 7; i >= 0; i--) n_cubin = n_cubin << 8 | buf[16 + i];
+  for (int i = 7; size >= HEADER && i >= 0; i--) n_cubin = n_cubin << 8 | buf[16 + i];
   char *img = (char *)buf + HEADER;
   int rc = -1;
-  if (size < HEADER + n_cubin || n_cubin <= strlen(FAKE_MAGIC) ||
+  if (size < HEADER || n_cubin > size - HEADER || n_cubin <= strlen(FAKE_MAGIC) ||
       strncmp(img, FAKE_MAGIC, strlen(FAKE_MAGIC)) != 0) {
     fprintf(stderr, "prime_kcache: %s: not an entry of the fake NVRTC\n", path);
     goto done;
