@@ -132,8 +132,9 @@ expect_error "gen -m with --preset" "mkc: error: gen: -m brings its own preset; 
 # bench -m: the model file's weights, timed.
 if "$mkc" bench -m "$tmp/tiny.gguf" -n 4 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   n=$(grep -c '^| llama llama-tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")
-  [ "$n" -eq 5 ] && ok "bench -m tiny.gguf: pp, tg, tg-with-drafts and sampled rows" \
-    || fail "bench -m tiny.gguf: pp, tg, tg-with-drafts and sampled rows" "$(cat "$tmp/bench")"
+  [ "$n" -eq 6 ] && grep -q '| tg4 verify3 |' "$tmp/bench" &&
+    ok "bench -m tiny.gguf: pp, tg, tg-with-drafts, verify and sampled rows" \
+    || fail "bench -m tiny.gguf: pp, tg, tg-with-drafts, verify and sampled rows" "$(cat "$tmp/bench")"
 else
   fail "bench -m tiny.gguf" "$(cat "$tmp/err")"
 fi
