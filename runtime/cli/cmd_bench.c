@@ -168,6 +168,8 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
   return cuda ? mkc_session_copy_bandwidth(s, *copy_bytes) : host_copy_bandwidth(*copy_bytes);
 }
 
+enum { MAX_TESTS = 7 }; /* pp, tg, draft, verify, rounds, sampled, sampled draft */
+
 typedef struct bench_test {
   char name[48];
   int n_prompt, n_gen, draft_max, sampled, rounds, full; /* full: every step verifies K + 1 */
@@ -176,9 +178,9 @@ typedef struct bench_test {
 /* llama-bench's rows: prompt processing, generation, and generation with
  * drafts; then generation sampled in the kernel (llama.cpp's default chain at
  * temperature 0.8), with drafts too when asked: its cost next to greedy's. */
-static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[7]) {
+static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[MAX_TESTS]) {
   int n = 0;
-  memset(tests, 0, 7 * sizeof *tests);
+  memset(tests, 0, MAX_TESTS * sizeof *tests);
   snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
   tests[n].n_prompt = n_pp, tests[n].n_gen = 0, tests[n++].draft_max = 0;
   snprintf(tests[n].name, sizeof tests[0].name, "tg%d", c->n_gen);
@@ -248,7 +250,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   char arch[72] = "", types[64], size[32];
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
-  bench_test tests[7];
+  bench_test tests[MAX_TESTS];
   mkc_sampling greedy = {.top_p = 1.0f, .repeat_penalty = 1.0f}, sampled = {.temp = 0.8f,
                                                                             .top_k = 40,
                                                                             .top_p = 0.95f,

@@ -27,20 +27,23 @@ static int lookup_propose(mkc_drafter *d, const int *hist, int n, int k, int *ou
   return mkc_draft_lookup(hist, n, k, out);
 }
 
-static void lookup_close(mkc_drafter *d) { free(d); }
+static void plain_close(mkc_drafter *d) { free(d); }
 
-static const mkc_drafter_ops LOOKUP = {.propose = lookup_propose, .close = lookup_close};
-
-mkc_drafter *mkc_drafter_lookup(void) {
+/* A weight-free source: the interface and nothing else. */
+static mkc_drafter *plain_drafter(const mkc_drafter_ops *ops, const char *name) {
   mkc_drafter *d = calloc(1, sizeof *d);
   if (!d) {
-    fprintf(stderr, "mkc: error: out of memory opening the prompt-lookup drafter\n");
+    fprintf(stderr, "mkc: error: out of memory opening the %s drafter\n", name);
     return NULL;
   }
-  d->ops = &LOOKUP;
-  snprintf(d->name, sizeof d->name, "prompt lookup");
+  d->ops = ops;
+  snprintf(d->name, sizeof d->name, "%s", name);
   return d;
 }
+
+static const mkc_drafter_ops LOOKUP = {.propose = lookup_propose, .close = plain_close};
+
+mkc_drafter *mkc_drafter_lookup(void) { return plain_drafter(&LOOKUP, "prompt lookup"); }
 
 int mkc_drafter_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
   return k > 0 ? d->ops->propose(d, hist, n, k, out) : 0;
@@ -68,15 +71,8 @@ static int full_propose(mkc_drafter *d, const int *hist, int n, int k, int *out)
   return k;
 }
 
-static const mkc_drafter_ops FULL = {.propose = full_propose, .close = lookup_close};
+static const mkc_drafter_ops FULL = {.propose = full_propose, .close = plain_close};
 
 mkc_drafter *mkc_drafter_full(void) {
-  mkc_drafter *d = calloc(1, sizeof *d);
-  if (!d) {
-    fprintf(stderr, "mkc: error: out of memory opening the full drafter\n");
-    return NULL;
-  }
-  d->ops = &FULL;
-  snprintf(d->name, sizeof d->name, "full drafts (the last token repeated)");
-  return d;
+  return plain_drafter(&FULL, "full drafts (the last token repeated)");
 }

@@ -23,23 +23,12 @@
 # tool's folder, as logs.tar.gz), else build/gpu-bench; summary.log collects
 # the tables.
 set -u
-budget=${1:-500}
-t_start=$(date +%s)
+budget=${1:-500} log_name=summary.log
+source tests/gpu/session.sh
 # The device tool brings back at most 8 files: the logs go to a folder packed
 # into logs.tar.gz at the end; summary.log grows in $OUT as the run goes.
-dest=${OUT:-build/gpu-bench}
 out=$(mktemp -d)
-mkdir -p "$dest"
-log="$dest/summary.log"
 trap 'tar -C "$out" -czf "$dest/logs.tar.gz" . 2>/dev/null' EXIT
-say() { echo "$*" | tee -a "$log"; }
-left() { echo $((budget - ($(date +%s) - t_start))); }
-# limit MAX: MAX seconds, or what is left of the budget if less (at least 5).
-limit() { local l; l=$(left); [ "$l" -lt "$1" ] && echo $((l > 5 ? l : 5)) || echo "$1"; }
-
-export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export MKC_CACHE_DIR=$PWD/build/gpu-cache
-[ -f build/gpu-cache.tar.xz ] && tar -C build -xJf build/gpu-cache.tar.xz
 say "== $(date -u +%FT%TZ) tests/gpu/bench.sh, budget $budget s"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,clocks.sm \
   --format=csv 2>&1 | tee -a "$log"
@@ -81,20 +70,18 @@ grep -E '^FAIL|^skip|     \|' "$out/test-gpu.log" | head -n 30 | tee -a "$log"
 models=/tmp/mkc-models
 mkdir -p $models
 make_model smollm2-q41 $models >"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
-bench() { # NAME ARGS...: one mkc bench table into the summary (not if NAME is in $BENCH_SKIP)
-  local name=$1
-  shift
+bench() { # RUN: one mkc bench table into the summary (not if its name is in $BENCH_SKIP)
+  run_parts "$1"
+  local name=$run_name
   [[ " ${BENCH_SKIP:-} " == *" $name "* ]] && { say "-- mkc bench $name: skipped (BENCH_SKIP)"; return; }
-  say "-- mkc bench $name: $*"
-  local envs=()
-  while [[ ${1:-} == [A-Z]*=* ]]; do envs+=("$1") && shift; done
-  timeout "$(limit 90)" env "${envs[@]}" build/mkc bench "$@" --backend cuda \
+  say "-- mkc bench $name: ${run_envs[*]} ${run_args[*]}"
+  timeout "$(limit 90)" env "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda \
     >"$out/bench-$name.md" 2>"$out/bench-$name.err"
   local rc=$?
   grep -E '^\||GB/s' "$out/bench-$name.md" | tee -a "$log"
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
-for run in "${BENCH_RUNS[@]:0:6}"; do eval "bench $run"; done
+for run in "${BENCH_RUNS[@]:0:6}"; do bench "$run"; done
 [ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
 if [ "$(left)" -gt 40 ]; then
   say "-- compute-sanitizer"
@@ -103,5 +90,5 @@ if [ "$(left)" -gt 40 ]; then
   grep -E '^FAIL|^ok|^skip|     \|' "$out/sanitizer.log" | head -n 30 | tee -a "$log"
 fi
 make_model l1b-q4k $models >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
-for run in "${BENCH_RUNS[@]:6}"; do [ "$(left)" -gt 30 ] && eval "bench $run"; done
+for run in "${BENCH_RUNS[@]:6}"; do [ "$(left)" -gt 30 ] && bench "$run"; done
 say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

@@ -15,10 +15,11 @@
 #include <string.h>
 
 #include "backend/cuda/kcache.h"
+#include "fake_cuda/fake.h"
 #include "util/files.h"
 
-static const char FAKE_MAGIC[] = "MKC-FAKE-CUBIN\n";
-enum { HEADER = 32 };
+static const char FAKE_MAGIC[] = FAKE_CUBIN_MAGIC;
+enum { HEADER = 32 }; /* kcache.c's entry: magic, checksum, cubin size, log size */
 
 /* One fake entry: header | "MAGIC" arch '\n' name '\n' source | log. */
 static int prime(const char *path, const char *arch, int driver_version) {

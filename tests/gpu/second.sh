@@ -4,29 +4,19 @@
 # of tiny, then the transformers peer. Same carry as bench.sh.
 #   bash tests/gpu/second.sh BUDGET "BENCH NAMES" PEER_SHAPES
 set -u
-budget=$1 names=$2 shapes=$3
-t_start=$(date +%s)
-dest=${OUT:-build/gpu-bench}
-mkdir -p "$dest"
-log="$dest/second.log"
-say() { echo "$*" | tee -a "$log"; }
-left() { echo $((budget - ($(date +%s) - t_start))); }
-export LD_LIBRARY_PATH=$PWD/build/lib MKC_CACHE_DIR=$PWD/build/gpu-cache
-[ -f build/gpu-cache.tar.xz ] && tar -C build -xJf build/gpu-cache.tar.xz
+budget=$1 names=$2 shapes=$3 log_name=second.log
+source tests/gpu/session.sh
 say "== $(date -u +%FT%TZ) tests/gpu/second.sh: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader)"
 source tests/gpu/shapes.sh
 models=/tmp/mkc-models
 mkdir -p $models
 for run in "${BENCH_RUNS[@]}"; do
-  name=${run%% *}
-  [[ " $names " == *" $name "* ]] || continue
-  [[ $name == smollm2* ]] && make_model smollm2-q41 $models >/dev/null 2>&1
-  say "-- mkc bench $name"
-  eval "set -- $run"
-  shift
-  envs=()
-  while [[ ${1:-} == [A-Z]*=* ]]; do envs+=("$1") && shift; done
-  timeout 45 env "${envs[@]}" build/mkc bench "$@" --backend cuda 2>&1 | grep -E '^\||GB/s|error|compil' | tee -a "$log"
+  run_parts "$run"
+  [[ " $names " == *" $run_name "* ]] || continue
+  [[ $run_name == smollm2* ]] && make_model smollm2-q41 $models >/dev/null 2>&1
+  say "-- mkc bench $run_name"
+  timeout 45 env "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda 2>&1 |
+    grep -E '^\||GB/s|error|compil' | tee -a "$log"
 done
 say "-- racecheck tiny"
 MKC_CUDA_GRAPH=0 timeout 40 compute-sanitizer --tool racecheck --racecheck-report all build/mkc run --preset tiny \

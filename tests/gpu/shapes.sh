@@ -23,3 +23,12 @@ make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
   l1b-q4k) build/mkc init --preset llama-3.2-1b --seed 1 --type q4_k -o "$2/$1.gguf" ;;
   esac
 }
+
+run_parts() { # RUN: a BENCH_RUNS entry into run_name, run_envs and run_args (arrays)
+  eval "set -- $1"
+  run_name=$1
+  shift
+  run_envs=()
+  while [[ ${1:-} == [A-Z]*=* ]]; do run_envs+=("$1") && shift; done
+  run_args=("$@")
+}
