@@ -5,6 +5,7 @@ local util = require("util")
 local buffers = require("buffers")
 local calls = require("calls")
 local wtypes = require("wtypes")
+local fold = require("fold")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
@@ -237,6 +238,11 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  -- Blocks per SM the registers must leave room for: at 128 threads, 3 (<= 168 registers). The
+  -- layer loop keeps a pass's offsets live that an unrolled kernel folds into its instructions;
+  -- unbounded, ptxas gave it 212 registers (2 blocks per SM) where 168 fit without a spill.
+  put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
+    opts.threads == 128 and 3 or 1))
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
   local unroll = os.getenv("MKC_MV_UNROLL")
   if unroll and unroll ~= "" then
@@ -272,6 +278,36 @@ function emit.source(graph, plan, opts)
   for _, name in ipairs(emit.TEMPLATES) do
     if opts.tiled or not TILED_ONLY[name] then splice(name) end
   end
+  -- each stage's text: its comment, its code, its barrier (and timer)
+  local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
+  local comments, texts = {}, {}
+  for i, st in ipairs(plan.stages) do
+    comments[i] = table.concat({
+      ("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
+        #st.labels > 0 and table.concat(st.labels, ", ") or "no graph node"),
+      ("   * work: %s; smem %d bytes"):format(st.emitted.work, st.smem_bytes),
+      stage_meta(st) .. " */" }, "\n")
+    local t = {}
+    -- a stage with a condition (sampling) runs, and ends with its barrier, only when it holds:
+    -- the condition reads the state, the same in every block
+    local indent = st.emitted.condition and "    " or "  "
+    if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
+    t[#t + 1] = indent .. st.emitted.code
+    if st.sync.kind == "grid" then
+      t[#t + 1] = ("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason)
+    end
+    if st.emitted.condition then t[#t + 1] = "  }" end
+    if timer then t[#t + 1] = ("  mkc_stage_time(%s, %d);"):format(timer, i) end
+    texts[i] = table.concat(t, "\n")
+  end
+  -- the layers as one loop (codegen/fold.lua) over the stages' code; MKC_UNFOLD=1 writes every
+  -- stage out (to compare)
+  local run = os.getenv("MKC_UNFOLD") ~= "1" and fold.find(texts)
+  local lp = run and fold.loop(texts, run)
+  if lp then
+    put("/* The layer loop's values that differ from pass to pass (mkc_step: lay_i, lay_w). */")
+    put(fold.tables(lp, run.count))
+  end
   put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
   put("")
   put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
@@ -285,24 +321,34 @@ function emit.source(graph, plan, opts)
     opts.t_chunk))
   put("  const int pos = state->pos, T = state->n_inputs;")
   put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
-  local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
-  for i, st in ipairs(plan.stages) do
-    put("")
-    put(("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
-      #st.labels > 0 and table.concat(st.labels, ", ") or "no graph node"))
-    put(("   * work: %s; smem %d bytes"):format(st.emitted.work, st.smem_bytes))
-    put(stage_meta(st) .. " */")
-    -- a stage with a condition (sampling) runs, and ends with its barrier, only when it holds:
-    -- the condition reads the state, the same in every block
-    local indent = st.emitted.condition and "    " or "  "
-    if st.emitted.condition then put(("  if (%s) {"):format(st.emitted.condition)) end
-    put(indent .. st.emitted.code)
-    if st.sync.kind == "grid" then
-      put(("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason))
+  local i = 1
+  while i <= #texts do
+    if lp and i == run.first then
+      local last = run.first + run.count * run.period - 1
+      put("")
+      put(("  /* layer loop: stages %d-%d are %d passes of the %d below, whose code differs only in"):format(
+        run.first, last, run.count, run.period))
+      put("   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from")
+      put("   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */")
+      for k = run.first, last do put(comments[k]) end
+      put(("  for (int layer = 0; layer < %d; layer++) { /* layer loop */"):format(run.count))
+      if #lp.cols_i > 0 then put("  const int *lay_i = mkc_layer_i[layer];") end
+      if #lp.cols_w > 0 then put("  const long long *lay_w = mkc_layer_w[layer];") end
+      for j, b in ipairs(lp.body) do
+        local st = plan.stages[run.first + j - 1]
+        put("")
+        put(("  /* pass stage %d/%d: %s */"):format(j, run.period, st.kind))
+        put(b)
+      end
+      put("  } /* layer loop */")
+      i = last + 1
+    else
+      put("")
+      put(comments[i])
+      put(texts[i])
+      i = i + 1
     end
-    if st.emitted.condition then put("  }") end
-    if timer then put(("  mkc_stage_time(%s, %d);"):format(timer, i)) end
   end
   put("")
   put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, round, (int *)smem)) return;"):format(

@@ -92,6 +92,8 @@ static inline float mkc_lanes_sum(const float *v) {
 /* Inlined wherever it is called, whatever the compiler would choose: a body
  * specialized on a literal argument. */
 #define MKC_DEVICE_INLINE static inline __attribute__((always_inline))
+/* read-only data of the kernel (the layer loop's tables) */
+#define MKC_CONSTANT static const
 #define MKC_UNROLL /* the host compiler unrolls as it sees fit */
 
 typedef unsigned short mkc_bf16;

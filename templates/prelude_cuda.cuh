@@ -1,12 +1,17 @@
 /* Device prelude for NVRTC: the only CUDA features templates may use.
  * templates/prelude_cpu.h provides the same names for the SIMT emulator, so
  * one emitted source serves both backends. No CUDA headers are included. */
-#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
+#ifndef MKC_MIN_BLOCKS /* blocks per SM the kernel's registers must allow (codegen sets it) */
+#define MKC_MIN_BLOCKS 1
+#endif
+#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS, MKC_MIN_BLOCKS)
 #define MKC_DEVICE static __device__ __forceinline__
 /* A function compiled once and called, not inlined at every stage: the tiled
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
+/* read-only data of the kernel (the layer loop's tables): the constant cache */
+#define MKC_CONSTANT __constant__
 /* a loop unrolled whole: register arrays indexed by its counter stay in registers */
 #define MKC_UNROLL _Pragma("unroll")
 

@@ -20,6 +20,7 @@ static const char CLANG_PRELUDE[] =
     "#define __global__ __attribute__((global))\n"
     "#define __device__ __attribute__((device))\n"
     "#define __shared__ __attribute__((shared))\n"
+    "#define __constant__ __attribute__((constant))\n"
     "#define __forceinline__ __inline__ __attribute__((always_inline))\n"
     "#define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))\n"
     "#define __align__(n) __attribute__((aligned(n)))\n"
@@ -84,7 +85,8 @@ typedef struct parse {
 } parse;
 
 /* Device-side CUDA, no CUDA installation or headers, the prelude above. */
-static int parse_open(const char *path, int check, parse *p, char *why, size_t why_size) {
+static int parse_open(const char *path, const char *text, int check, parse *p, char *why,
+                      size_t why_size) {
   memset(p, 0, sizeof *p);
   if (mkc_clang_load(why, why_size) != 0) return -1;
   const char *args[64];
@@ -105,9 +107,11 @@ static int parse_open(const char *path, int check, parse *p, char *why, size_t w
       args[n++] = CHECK_FLAGS[i];
   else
     args[n++] = "-w";
-  struct CXUnsavedFile prelude = {CLANG_PRELUDE_NAME, CLANG_PRELUDE, sizeof CLANG_PRELUDE - 1};
+  struct CXUnsavedFile unsaved[2] = {{CLANG_PRELUDE_NAME, CLANG_PRELUDE, sizeof CLANG_PRELUDE - 1},
+                                     {path, text, text ? strlen(text) : 0}};
   p->index = mkc_clang.createIndex(0, 0);
-  int rc = mkc_clang.parseTranslationUnit2(p->index, path, args, n, &prelude, 1, 0, &p->tu);
+  int rc =
+      mkc_clang.parseTranslationUnit2(p->index, path, args, n, unsaved, text ? 2 : 1, 0, &p->tu);
   if (rc != 0 || !p->tu) {
     snprintf(why, why_size, "libclang could not parse %s (error %d)", path, rc);
     mkc_clang.disposeIndex(p->index);
@@ -123,13 +127,31 @@ static void parse_close(parse *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* The unfolded kernel being read (mkc_ast_read): its lines are reported as
+ * the file's lines they come from. */
+static const mkc_unfolded *unfolded;
+
+/* A line of the parsed text as a line of the kernel file. */
+static unsigned file_line(unsigned l) {
+  if (unfolded && unfolded->folded && l >= 1 && (int)l <= unfolded->n_lines)
+    return (unsigned)unfolded->line_of[l - 1];
+  return l;
+}
+
+/* The parsed text's line of loc, unmapped. */
+static unsigned text_line(CXSourceLocation loc) {
+  unsigned l = 0;
+  mkc_clang.getExpansionLocation(loc, NULL, &l, NULL, NULL);
+  return l;
+}
+
 static void physical(CXSourceLocation loc, char **file, unsigned *line, unsigned *col,
                      unsigned *offset) {
   CXFile f = NULL;
   unsigned l = 0, c = 0, o = 0;
   mkc_clang.getExpansionLocation(loc, &f, &l, &c, &o);
   if (file) *file = f ? mkc_clang_take(mkc_clang.getFileName(f)) : strdup("");
-  if (line) *line = l;
+  if (line) *line = file_line(l);
   if (col) *col = c;
   if (offset) *offset = o;
 }
@@ -192,7 +214,7 @@ int mkc_inspect_check(const char *path) {
     return -1;
   }
   parse p;
-  if (parse_open(path, 1, &p, why, sizeof why) != 0) {
+  if (parse_open(path, NULL, 1, &p, why, sizeof why) != 0) {
     fprintf(stderr, "mkc: error: %s\n", why);
     free(source);
     return -1;
@@ -377,7 +399,7 @@ static int find_kernel(CXCursor c, CXCursor parent, CXClientData data) {
 
 /* Statements of the kernel body go to the stage whose comment precedes them. */
 typedef struct stage_mark {
-  unsigned offset, line;
+  unsigned offset, line, text_line;
   char *text;
 } stage_mark;
 
@@ -429,6 +451,8 @@ static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
   unsigned end_line = 0;
   physical(mkc_clang.getRangeEnd(mkc_clang.getCursorExtent(c)), NULL, &end_line, NULL, NULL);
   if ((int)end_line > s->ast.last_line) s->ast.last_line = (int)end_line;
+  unsigned u_end = text_line(mkc_clang.getRangeEnd(mkc_clang.getCursorExtent(c)));
+  if ((int)u_end > s->ast.u_last_line) s->ast.u_last_line = (int)u_end;
   char msg[300];
   if (mkc_clang.getCursorKind(c) == MKC_CX_IfStmt) {
     mkc_clang.visitChildren(c, conditional_part, data);
@@ -475,6 +499,7 @@ static int read_stages(mkc_inspect_report *r, CXTranslationUnit tu, CXCursor bod
     }
     CXSourceLocation at = mkc_clang.getRangeStart(mkc_clang.getTokenExtent(tu, tokens[i]));
     physical(at, NULL, &marks[n_marks].line, NULL, &marks[n_marks].offset);
+    marks[n_marks].text_line = text_line(at);
     marks[n_marks++].text = text;
   }
   mkc_clang.disposeTokens(tu, tokens, n_tokens);
@@ -493,6 +518,7 @@ static int read_stages(mkc_inspect_report *r, CXTranslationUnit tu, CXCursor bod
     }
     s->meta.line = (int)marks[i].line;
     s->ast.first_line = s->ast.last_line = (int)marks[i].line;
+    s->ast.u_first_line = s->ast.u_last_line = (int)marks[i].text_line;
     snprintf(s->ast.sync, sizeof s->ast.sync, "none");
     free(marks[i].text);
   }
@@ -506,10 +532,12 @@ static int read_stages(mkc_inspect_report *r, CXTranslationUnit tu, CXCursor bod
 int mkc_ast_read(mkc_inspect_report *r) {
   char why[512];
   parse p;
-  if (parse_open(r->path, 0, &p, why, sizeof why) != 0) {
+  if (parse_open(r->path, r->unfolded.folded ? r->unfolded.text : NULL, 0, &p, why, sizeof why) !=
+      0) {
     fprintf(stderr, "mkc: error: %s\n", why);
     return -1;
   }
+  unfolded = &r->unfolded;
   int rc = -1;
   if (print_diagnostics(p.tu, r->path, r->source, MKC_CX_Diagnostic_Error, stderr) > 0) {
     fprintf(stderr, "mkc: error: %s does not parse as device-side CUDA: not an mkc kernel\n",
@@ -542,5 +570,6 @@ int mkc_ast_read(mkc_inspect_report *r) {
   if (rc != 0) fprintf(stderr, "%s:%u: error: mkc_step has no body\n", r->path, line);
 done:
   parse_close(&p);
+  unfolded = NULL;
   return rc;
 }

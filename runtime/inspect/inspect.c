@@ -29,8 +29,12 @@ int mkc_inspect_open(const char *path, const mkc_inspect_opts *o, mkc_inspect_re
     fprintf(stderr, "mkc: error: cannot read %s: %s\n", path, strerror(errno));
     return -1;
   }
-  if (mkc_ast_read(r) != 0) return -1;
   char why[300];
+  if (mkc_unfold(r->source, &r->unfolded, why, sizeof why) != 0) {
+    fprintf(stderr, "%s:1: error: not an mkc kernel: its layer loop: %s\n", path, why);
+    return -1;
+  }
+  if (mkc_ast_read(r) != 0) return -1;
   if (mkc_meta_header(r->source, &r->header, why, sizeof why) != 0) {
     fprintf(stderr, "%s:1: error: not an mkc kernel: %s\n", path, why);
     return -1;
@@ -77,6 +81,7 @@ void mkc_inspect_close(mkc_inspect_report *r) {
   free(r->mismatches);
   free(r->path);
   free(r->source);
+  mkc_unfolded_free(&r->unfolded);
   free(r->file_name);
   memset(r, 0, sizeof *r);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "codegen/unfold.h"
+
 #define MKC_INSPECT_MAX_NODES 16
 #define MKC_INSPECT_MAX_REGIONS 16
 #define MKC_INSPECT_MAX_CALLS 8
@@ -99,7 +101,8 @@ typedef struct mkc_call {
 
 /* A stage as the AST shows it: the calls between its comment and the next. */
 typedef struct mkc_stage_ast {
-  int first_line, last_line; /* in the file: the comment through the sync */
+  int first_line, last_line;     /* in the file: the comment through the sync */
+  int u_first_line, u_last_line; /* the same in the unfolded text (r->unfolded) */
   mkc_call calls[MKC_INSPECT_MAX_CALLS];
   int n_calls;
   char sync[16]; /* grid (mkc_grid_sync), counter (mkc_wait_*), none */
@@ -152,8 +155,10 @@ typedef struct mkc_mismatch {
 } mkc_mismatch;
 
 typedef struct mkc_inspect_report {
-  char *path;      /* as given */
-  char *source;    /* the file's text */
+  char *path;   /* as given */
+  char *source; /* the file's text */
+  mkc_unfolded
+      unfolded;    /* the text with its layer loop written out (what the stages are read from) */
   char *file_name; /* the kernel's own name (#line "llama.tiny.cu") */
   mkc_kernel_header header;
   int kernel_line; /* where mkc_step is defined */

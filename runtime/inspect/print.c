@@ -225,10 +225,14 @@ int mkc_inspect_print_stage(const mkc_inspect_report *r, const char *which, FILE
     for (int k = 0; k < s->ast.n_calls; k++)
       fprintf(f, "  line %d calls %s  (%s:%d)\n", s->ast.calls[k].line, s->ast.calls[k].name,
               s->ast.calls[k].template_file, s->ast.calls[k].template_line);
-    const char *p = r->source;
-    for (int line = 1; *p && line <= s->ast.last_line; line++) {
+    /* from the unfolded text: a pass of the layer loop shows its own values, each line
+     * numbered as the file's line it comes from */
+    const mkc_unfolded *u = &r->unfolded;
+    const char *p = u->text;
+    for (int line = 1; p && *p && line <= s->ast.u_last_line; line++) {
       size_t len = strcspn(p, "\n");
-      if (line >= s->ast.first_line) fprintf(f, "%6d | %.*s\n", line, (int)len, p);
+      if (line >= s->ast.u_first_line)
+        fprintf(f, "%6d | %.*s\n", u->folded ? u->line_of[line - 1] : line, (int)len, p);
       p += len;
       if (*p) p++;
     }

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 87b68b511bb9b595, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 02214584f2176984, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -10,6 +10,7 @@
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
+#define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -22,12 +23,17 @@
 /* Device prelude for NVRTC: the only CUDA features templates may use.
  * templates/prelude_cpu.h provides the same names for the SIMT emulator, so
  * one emitted source serves both backends. No CUDA headers are included. */
-#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
+#ifndef MKC_MIN_BLOCKS /* blocks per SM the kernel's registers must allow (codegen sets it) */
+#define MKC_MIN_BLOCKS 1
+#endif
+#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS, MKC_MIN_BLOCKS)
 #define MKC_DEVICE static __device__ __forceinline__
 /* A function compiled once and called, not inlined at every stage: the tiled
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
+/* read-only data of the kernel (the layer loop's tables): the constant cache */
+#define MKC_CONSTANT __constant__
 /* a loop unrolled whole: register arrays indexed by its counter stay in registers */
 #define MKC_UNROLL _Pragma("unroll")
 
@@ -2856,7 +2862,12 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2860 "llama.odd.cu"
+/* The layer loop's values that differ from pass to pass (mkc_step: lay_i, lay_w). */
+MKC_CONSTANT int mkc_layer_i[2][11] = {
+  {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
+  {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
+};
+#line 2871 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -2876,187 +2887,138 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_embed(mkc_wmat_of(weights + 0, 144, MKC_W_BF16), 72, scratch + 0, 72, state->inputs, T);
   mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
+  /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
+   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
+   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 145)), weights+21632 144 (blk.0.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_qkv(mkc_wmat_of(weights + 21760, 144, MKC_W_BF16), mkc_wmat_of(weights + 27008, 144, MKC_W_BF16), mkc_wmat_of(weights + 28800, 144, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 0, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
-                 scratch + 0, 72, 72, weights + 21632, 1e-05f,
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
-                 scratch + 9216, 72, kv + 0, kv + 9216,
-                 384, pos, T, 64,
-                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + 21760, 144, MKC_W_BF16), mkc_wmat_of(weights + 27008, 144, MKC_W_BF16), mkc_wmat_of(weights + 28800, 144, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
-                 scratch + 0, 72, weights + 21632, (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 9216, 72, (float *)0, 0,
-                 kv + 0, kv + 9216, 384, pos, T);
-  }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
-
   /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 288*att; sync: grid
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
    * writes: scratch+18432 288*t (attention layer 0 (line 157)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_attention(scratch + 9216, 72, kv + 0, kv + 9216, scratch + 18432, 72,
-                       6, 3, 12, 384, 0, 0.288675135f, pos, T,
-                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
-  } else {
-    mkc_attention(scratch + 9216, 72, kv + 0, kv + 9216, scratch + 18432, 72,
-                  6, 3, 3, 12, 1, 384, 0, 0.288675135f, pos, T,
-                  scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
-  }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
-
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 38144 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 157)), scratch+0 288*t (add (line 159))
    * writes: scratch+0 288*t (add (line 159)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 30592, 144, MKC_W_BF16), 72, 0, 9, scratch + 18432, 72, 72, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 72, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 30592, 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
-
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+35840 144 (blk.0.ffn_norm.weight)
    * writes: scratch+27648 688*t (swiglu (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_swiglu(mkc_wmat_of(weights + 35968, 144, MKC_W_BF16), mkc_wmat_of(weights + 48384, 144, MKC_W_BF16),
-                    172, 0, 9, scratch + 0, 72, 72, weights + 35840, 1e-05f,
-                    scratch + 27648, 176, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + 35968, 144, MKC_W_BF16), mkc_wmat_of(weights + 48384, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 35840, (float *)(smem + 0), scratch + 27648, 176, T);
-  }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
-
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 38144 bytes
    * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
    * writes: scratch+0 288*t (add (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 60800, 352, MKC_W_BF16), 72, 0, 22, scratch + 27648, 176, 172, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 72, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 60800, 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
-
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 164)), weights+73472 144 (blk.1.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_qkv(mkc_wmat_of(weights + 73600, 144, MKC_W_BF16), mkc_wmat_of(weights + 78848, 144, MKC_W_BF16), mkc_wmat_of(weights + 80640, 144, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 0, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
-                 scratch + 0, 72, 72, weights + 73472, 1e-05f,
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
-                 scratch + 9216, 72, kv + 18432, kv + 27648,
-                 384, pos, T, 64,
-                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + 73600, 144, MKC_W_BF16), mkc_wmat_of(weights + 78848, 144, MKC_W_BF16), mkc_wmat_of(weights + 80640, 144, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
-                 scratch + 0, 72, weights + 73472, (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 9216, 72, (float *)0, 0,
-                 kv + 18432, kv + 27648, 384, pos, T);
-  }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
-
   /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 288*att; sync: grid
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
    * writes: scratch+18432 288*t (attention layer 1 (line 157)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_attention(scratch + 9216, 72, kv + 18432, kv + 27648, scratch + 18432, 72,
-                       6, 3, 12, 384, 0, 0.288675135f, pos, T,
-                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
-  } else {
-    mkc_attention(scratch + 9216, 72, kv + 18432, kv + 27648, scratch + 18432, 72,
-                  6, 3, 3, 12, 1, 384, 0, 0.288675135f, pos, T,
-                  scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
-  }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
-
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 38144 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 157)), scratch+0 288*t (add (line 159))
    * writes: scratch+0 288*t (add (line 159)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 82432, 144, MKC_W_BF16), 72, 0, 9, scratch + 18432, 72, 72, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 72, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 82432, 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
-
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+87680 144 (blk.1.ffn_norm.weight)
    * writes: scratch+27648 688*t (swiglu (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_swiglu(mkc_wmat_of(weights + 87808, 144, MKC_W_BF16), mkc_wmat_of(weights + 100224, 144, MKC_W_BF16),
-                    172, 0, 9, scratch + 0, 72, 72, weights + 87680, 1e-05f,
-                    scratch + 27648, 176, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + 87808, 144, MKC_W_BF16), mkc_wmat_of(weights + 100224, 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + 87680, (float *)(smem + 0), scratch + 27648, 176, T);
-  }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
-
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 38144 bytes
    * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+27648 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
    * writes: scratch+0 288*t (add (line 164)) */
+  for (int layer = 0; layer < 2; layer++) { /* layer loop */
+  const int *lay_i = mkc_layer_i[layer];
+
+  /* pass stage 1/5: qkv_rope */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 112640, 352, MKC_W_BF16), 72, 0, 22, scratch + 27648, 176, 172, (const mkc_bf16 *)0, 0.0f,
+    mkc_gemm_qkv(mkc_wmat_of(weights + lay_i[0], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 144, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
+                 scratch + 0, 72, 72, weights + lay_i[3], 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5],
+                 384, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 144, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 9, 6, 2, 12, 1, mkc_rope_plain(10000.0f),
+                 scratch + 0, 72, weights + lay_i[3], (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 9216, 72, (float *)0, 0,
+                 kv + lay_i[4], kv + lay_i[5], 384, pos, T);
+  }
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
+
+  /* pass stage 2/5: attention */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_attention(scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5], scratch + 18432, 72,
+                       6, 3, 12, 384, 0, 0.288675135f, pos, T,
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
+  } else {
+    mkc_attention(scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5], scratch + 18432, 72,
+                  6, 3, 3, 12, 1, 384, 0, 0.288675135f, pos, T,
+                  scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
+  }
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
+
+  /* pass stage 3/5: matvec_residual */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 0, 9, scratch + 18432, 72, 72, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 72, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + 112640, 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
+  }
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
+
+  /* pass stage 4/5: gate_up_swiglu */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16),
+                    172, 0, 9, scratch + 0, 72, 72, weights + lay_i[9], 1e-05f,
+                    scratch + 27648, 176, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + lay_i[9], (float *)(smem + 0), scratch + 27648, 176, T);
+  }
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
+
+  /* pass stage 5/5: matvec_residual */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 0, 22, scratch + 27648, 176, 172, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 72, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
+  } /* layer loop */
 
   /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul output.weight (line 169), logits (line 169)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 87b68b511bb9b595, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 02214584f2176984, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -10,6 +10,7 @@
 #define MKC_THREADS 128
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
+#define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -22,12 +23,17 @@
 /* Device prelude for NVRTC: the only CUDA features templates may use.
  * templates/prelude_cpu.h provides the same names for the SIMT emulator, so
  * one emitted source serves both backends. No CUDA headers are included. */
-#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS)
+#ifndef MKC_MIN_BLOCKS /* blocks per SM the kernel's registers must allow (codegen sets it) */
+#define MKC_MIN_BLOCKS 1
+#endif
+#define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS, MKC_MIN_BLOCKS)
 #define MKC_DEVICE static __device__ __forceinline__
 /* A function compiled once and called, not inlined at every stage: the tiled
  * matmul core that every layer's prompt-chunk stages share. */
 #define MKC_DEVICE_CALLED static __device__ __noinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
+/* read-only data of the kernel (the layer loop's tables): the constant cache */
+#define MKC_CONSTANT __constant__
 /* a loop unrolled whole: register arrays indexed by its counter stay in registers */
 #define MKC_UNROLL _Pragma("unroll")
 
@@ -2856,7 +2862,12 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
   mkc_grid_sync(st);
   return st->round_go;
 }
-#line 2860 "llama.tiny.cu"
+/* The layer loop's values that differ from pass to pass (mkc_step: lay_i, lay_w). */
+MKC_CONSTANT int mkc_layer_i[2][11] = {
+  {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
+  {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
+};
+#line 2871 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -2876,187 +2887,138 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, scratch + 0, 64, state->inputs, T);
   mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
 
+  /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
+   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
+   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 145)), weights+16384 128 (blk.0.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_qkv(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 0, 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-                 scratch + 0, 64, 64, weights + 16384, 1e-05f,
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
-                 scratch + 8192, 64, kv + 0, kv + 16384,
-                 512, pos, T, 64,
-                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + 16512, 128, MKC_W_BF16), mkc_wmat_of(weights + 20608, 128, MKC_W_BF16), mkc_wmat_of(weights + 22656, 128, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-                 scratch + 0, 64, weights + 16384, (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 8192, 64, (float *)0, 0,
-                 kv + 0, kv + 16384, 512, pos, T);
-  }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
-
   /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: grid
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16384, scratch + 16384, 64,
-                       4, 2, 16, 512, 0, 0.25f, pos, T,
-                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
-  } else {
-    mkc_attention(scratch + 8192, 64, kv + 0, kv + 16384, scratch + 16384, 64,
-                  4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
-                  scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
-  }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
-
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 64, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
-
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16),
-                    192, 0, 8, scratch + 0, 64, 64, weights + 28800, 1e-05f,
-                    scratch + 24576, 192, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + 28928, 128, MKC_W_BF16), mkc_wmat_of(weights + 41216, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 28800, (float *)(smem + 0), scratch + 24576, 192, T);
-  }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
-
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 64, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 53504, 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
-
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 164)), weights+65792 128 (blk.1.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_qkv(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 0, 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-                 scratch + 0, 64, 64, weights + 65792, 1e-05f,
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
-                 scratch + 8192, 64, kv + 32768, kv + 49152,
-                 512, pos, T, 64,
-                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + 65920, 128, MKC_W_BF16), mkc_wmat_of(weights + 70016, 128, MKC_W_BF16), mkc_wmat_of(weights + 72064, 128, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
-                 scratch + 0, 64, weights + 65792, (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 8192, 64, (float *)0, 0,
-                 kv + 32768, kv + 49152, 512, pos, T);
-  }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
-
   /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: grid
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_attention(scratch + 8192, 64, kv + 32768, kv + 49152, scratch + 16384, 64,
-                       4, 2, 16, 512, 0, 0.25f, pos, T,
-                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
-  } else {
-    mkc_attention(scratch + 8192, 64, kv + 32768, kv + 49152, scratch + 16384, 64,
-                  4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
-                  scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
-  }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
-
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 64, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
-  } else {
-    mkc_matvec(mkc_wmat_of(weights + 74112, 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
-  }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
-
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
-  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16),
-                    192, 0, 8, scratch + 0, 64, 64, weights + 78208, 1e-05f,
-                    scratch + 24576, 192, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
-  } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + 78336, 128, MKC_W_BF16), mkc_wmat_of(weights + 90624, 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + 78208, (float *)(smem + 0), scratch + 24576, 192, T);
-  }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
-
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38144 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
+  for (int layer = 0; layer < 2; layer++) { /* layer loop */
+  const int *lay_i = mkc_layer_i[layer];
+
+  /* pass stage 1/5: qkv_rope */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
-    mkc_gemm_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
+    mkc_gemm_qkv(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 0, 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, 64, weights + lay_i[3], 1e-05f,
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
+                 scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5],
+                 512, pos, T, 64,
+                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                 8, 4, 2, 16, 0, mkc_rope_plain(10000.0f),
+                 scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
+                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                 scratch + 8192, 64, (float *)0, 0,
+                 kv + lay_i[4], kv + lay_i[5], 512, pos, T);
+  }
+  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
+
+  /* pass stage 2/5: attention */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
+                       4, 2, 16, 512, 0, 0.25f, pos, T,
+                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
+  } else {
+    mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
+                  4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
+                  scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
+  }
+  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
+
+  /* pass stage 3/5: matvec_residual */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + 102912, 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+  }
+  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
+
+  /* pass stage 4/5: gate_up_swiglu */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16),
+                    192, 0, 8, scratch + 0, 64, 64, weights + lay_i[9], 1e-05f,
+                    scratch + 24576, 192, T,
+                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T);
+  }
+  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
+
+  /* pass stage 5/5: matvec_residual */
+  if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
+    mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
+                    scratch + 0, 64, 1, T,
+                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+  } else {
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   }
   mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
+  } /* layer loop */
 
   /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
