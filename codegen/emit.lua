@@ -173,6 +173,20 @@ function emit.stages(graph, plan, opts)
   return math.max(smem_max, 4 * (ctx.warps + 2)) -- mkc_round_next's, after the stages
 end
 
+-- The weight matrices a stage streams: its matmuls' (the embedding's lookup reads a few rows only).
+local function matrices(st)
+  local out = {}
+  for _, n in ipairs(st.nodes) do
+    if n.op == "matmul" then out[#out + 1] = n.inputs[2] end
+  end
+  return out
+end
+
+local function ctx_wmat(plan, w)
+  local pw = plan.weights[w]
+  return ("mkc_wmat_of(weights + %d, %d, %s)"):format(pw.offset, pw.row_bytes, wtypes.macro(pw.type))
+end
+
 -- A step-dependent quantity as "c+N*t+N*ctx+N*att" (t: input tokens, ctx: cached
 -- positions after the step, att: attended query-position pairs), zero terms left out.
 local function qty(q)
@@ -218,8 +232,20 @@ function emit.source(graph, plan, opts)
     put(("#line 1 \"templates/%s\""):format(name))
     put((opts.templates[name]:gsub("\n$", "")))
   end
-  local n_sync = 0
-  for _, st in ipairs(plan.stages) do if st.sync.kind == "grid" then n_sync = n_sync + 1 end end
+  -- a dependency between stages is a flow wait (templates/common.cuh: arrive, prefetch the next
+  -- stage's weights, wait), or with MKC_SYNC=grid a grid barrier (to compare them)
+  local sync_mode = os.getenv("MKC_SYNC") or ""
+  if sync_mode ~= "" and sync_mode ~= "flow" and sync_mode ~= "grid" then
+    util.fail(("MKC_SYNC must be flow or grid, got %s"):format(util.show(sync_mode)))
+  end
+  if sync_mode ~= "grid" then
+    for _, st in ipairs(plan.stages) do if st.sync.kind == "grid" then st.sync.kind = "flow" end end
+  end
+  local n_sync, n_flow = 0, 0
+  for _, st in ipairs(plan.stages) do
+    if st.sync.kind == "grid" then n_sync = n_sync + 1 end
+    if st.sync.kind == "flow" then n_flow = n_flow + 1 end
+  end
   local p = graph.params
   put(table.concat({
     ("/* %s -- generated: do not edit."):format(opts.version),
@@ -229,8 +255,8 @@ function emit.source(graph, plan, opts)
     (" * options: draft_max %d (T <= %d tokens per step), max_ctx %d, %d threads per block, <= %d blocks, KV %s, prompt chunks <= %d%s"):format(
       opts.t_max - 1, opts.t_max, opts.max_ctx, opts.threads, opts.max_blocks, opts.kv_dtype, opts.t_chunk,
       opts.tiled and " (tiled, tensor cores)" or ""),
-    (" * plan:    %d stages, %d grid barriers; scratch %d floats, KV %d %s, weights %d bf16, smem %d bytes"):format(
-      #plan.stages, n_sync, plan.scratch_floats, plan.kv_elems, opts.kv_dtype, plan.weight_elems, plan.smem_bytes),
+    (" * plan:    %d stages, %d grid barriers, %d flow waits; scratch %d floats, KV %d %s, weights %d bf16, smem %d bytes"):format(
+      #plan.stages, n_sync, n_flow, plan.scratch_floats, plan.kv_elems, opts.kv_dtype, plan.weight_elems, plan.smem_bytes),
     " * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.",
     " * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads",
     " *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).",
@@ -251,6 +277,15 @@ function emit.source(graph, plan, opts)
       util.fail(("MKC_MV_UNROLL must be 1, 2, 3 or 4, got %s"):format(util.show(unroll)))
     end
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(u))
+  end
+  -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
+  local prefetch = os.getenv("MKC_PREFETCH_BYTES")
+  if prefetch and prefetch ~= "" then
+    local b = tonumber(prefetch)
+    if not b or b ~= math.floor(b) or b < 0 or b > 65536 or b % 128 ~= 0 then
+      util.fail(("MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got %s"):format(util.show(prefetch)))
+    end
+    put(("#define MKC_PREFETCH_BYTES %d /* MKC_PREFETCH_BYTES: a warp's prefetch during a flow wait */"):format(b))
   end
   if opts.tiled then
     put(("#define MKC_T_CHUNK %d /* a prompt chunk's inputs: past MKC_T_MAX, tiled */"):format(opts.t_chunk))
@@ -292,9 +327,20 @@ function emit.source(graph, plan, opts)
     -- the condition reads the state, the same in every block
     local indent = st.emitted.condition and "    " or "  "
     if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
+    local prev = plan.stages[i - 1]
+    if prev and prev.sync.kind == "flow" then
+      -- this stage's first weight rows stream into L2 while the other blocks finish the last one
+      local mats = matrices(st)
+      for _, w in ipairs(mats) do
+        t[#t + 1] = ("%smkc_prefetch_first(%s, %d, MKC_ROWS, %d);"):format(indent, ctx_wmat(plan, w), w.rows, #mats)
+      end
+      t[#t + 1] = ("%smkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */"):format(indent)
+    end
     t[#t + 1] = indent .. st.emitted.code
     if st.sync.kind == "grid" then
       t[#t + 1] = ("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason)
+    elseif st.sync.kind == "flow" then
+      t[#t + 1] = ("%smkc_flow_arrive(state); /* %s */"):format(indent, st.sync.reason)
     end
     if st.emitted.condition then t[#t + 1] = "  }" end
     if timer then t[#t + 1] = ("  mkc_stage_time(%s, %d);"):format(timer, i) end
@@ -315,6 +361,7 @@ function emit.source(graph, plan, opts)
   put("  (void)smem;")
   -- a step, and with state->round_max > 1 more rounds of it (templates/rounds.cuh); the stages
   -- keep the indentation they have without the loop, which inspect and the tests read
+  if n_flow > 0 then put("  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */") end
   put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
   put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
   put(("  if (!mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max,

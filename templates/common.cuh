@@ -96,6 +96,28 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
   mkc_sync_block();
 }
 
+/* Flow: a grid barrier split in two, so a block has something to do while
+ * the others finish. A stage ends with mkc_flow_arrive: the block's writes
+ * are done (__syncthreads), and thread 0 adds one to state->flow_count with
+ * release order. The next stage starts by prefetching its own weights into
+ * L2 (mkc_prefetch_first), which reads nothing another block writes, then
+ * mkc_flow_wait: thread 0 spins with acquire loads until every block has
+ * arrived as often as this one has waited (*waited counts, in blocks), and
+ * the block meets at __syncthreads. The host zeroes flow_count before every
+ * launch; one release and one acquire per block and stage, where
+ * mkc_grid_sync pays for three fences, a reset and a second counter. */
+MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
+}
+
+MKC_DEVICE void mkc_flow_wait(mkc_state *st, unsigned *waited) {
+  *waited += (unsigned)mkc_nblocks();
+  if (mkc_tid() == 0)
+    while ((int)(mkc_load_acquire_u32(&st->flow_count) - *waited) < 0) mkc_pause();
+  mkc_sync_block();
+}
+
 /* Every block reads the same state, so every block reaches the same verdict;
  * on a bad step nothing is written but the status. A step takes up to t_max
  * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up

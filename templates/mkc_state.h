@@ -86,9 +86,10 @@ typedef struct mkc_state {
    * round_stops or the context is full. 0 or 1: the one step. */
   int round_max, round_drafts, round_budget, n_round_stops;
   int round_stops[MKC_ROUND_STOPS];
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
-                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  unsigned flow_count; /* flow waits (templates/common.cuh): arrivals this launch, from 0 */
+  int n_inputs;        /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                  T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
   int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 

@@ -151,6 +151,13 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
   return __atomic_load_n(p, __ATOMIC_SEQ_CST);
 }
 MKC_DEVICE void mkc_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+/* Release and acquire, as the GPU's red.release / ld.acquire. */
+MKC_DEVICE void mkc_add_release_u32(unsigned *p, unsigned v) {
+  __atomic_fetch_add(p, v, __ATOMIC_RELEASE);
+}
+MKC_DEVICE unsigned mkc_load_acquire_u32(const unsigned *p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
 /* Yields the OS thread (other blocks need it), not the fiber: see simt.c on spins. */
 MKC_DEVICE void mkc_pause(void) { mkc_simt_pause(); }
 

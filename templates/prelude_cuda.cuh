@@ -75,6 +75,17 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
   return *(const volatile unsigned *)p;
 }
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
+/* Release and acquire at GPU scope (PTX memory model): the add is ordered after
+ * every write the thread has seen happen before it (a __syncthreads makes its
+ * block's writes such), and the load before every later read. */
+MKC_DEVICE void mkc_add_release_u32(unsigned *p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+MKC_DEVICE unsigned mkc_load_acquire_u32(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */

@@ -132,6 +132,24 @@ else
   fail "MKC_MV_UNROLL=2" "$(cat "$tmp/u2.out" "$tmp/u2.ref" 2>/dev/null)"
 fi
 
+# MKC_SYNC=grid (grid barriers instead of flow waits, to compare them on a GPU) and
+# MKC_PREFETCH_BYTES (a flow wait's prefetch): checked, emitted, the same tokens as the reference.
+MKC_SYNC=fast expect_error "MKC_SYNC unknown" \
+  'mkc: error: MKC_SYNC must be flow or grid, got "fast"' -- gen graphs/llama.lua --preset tiny -o "$tmp/s.cu"
+MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
+  'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"
+if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&
+  grep -q ' 0 flow waits;' "$tmp/grid.cu" && ! grep -q 'mkc_flow_wait(state' "$tmp/grid.cu" &&
+  "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/flow.cu" 2>/dev/null &&
+  grep -q ' 0 grid barriers, 13 flow waits;' "$tmp/flow.cu" &&
+  MKC_SYNC=grid MKC_SIMT_SEED=2 "$mkc" "${args[@]}" --backend cpu >"$tmp/grid.out" 2>/dev/null &&
+  MKC_PREFETCH_BYTES=0 MKC_SIMT_SEED=3 "$mkc" "${args[@]}" --backend cpu >"$tmp/p0.out" 2>/dev/null &&
+  cmp -s "$tmp/grid.out" "$tmp/u2.ref" && cmp -s "$tmp/p0.out" "$tmp/u2.ref"; then
+  ok "MKC_SYNC=grid emits barriers, the default flow waits; both give the reference's tokens (odd)"
+else
+  fail "MKC_SYNC=grid / MKC_PREFETCH_BYTES=0" "$(head -c 600 "$tmp/grid.cu" "$tmp/grid.out" 2>/dev/null)"
+fi
+
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   rows=$(grep -c '^| llama tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")

@@ -288,9 +288,50 @@ static void renamed_parameter(const char *text, const char *bad) {
   free(code2);
 }
 
-/* The cross-check is real: a changed literal or a changed comment is caught. */
-static void tampered(const char *path, const char *dir) {
-  char *text = slurp(path), bad[4200];
+/* The layer loop's body and table (codegen/fold.lua): a table value is one pass's, the body
+ * every pass's. */
+static void tampered_loop(const char *path, const char *bad) {
+  char *text = slurp(path);
+  mkc_inspect_report r;
+  /* pass 0's o-proj matrix (stage 4) moved in the table: stage 4 only */
+  char *code = edit(text, "MKC_CONSTANT int mkc_layer_i[2]", ", 24704,", ", 24640,");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: a layer table value edited") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    int others = 0;
+    for (int i = 0; i < r.n_mismatches; i++) others += r.mismatches[i].stage != 4;
+    CHECK(mismatch_in(&r, 4, "weights+24640") && others == 0,
+          "tamper: a table value changes its own pass's stage (4) and no other (%d)", others);
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  /* the loop body's o-proj call: 64 rows -> 32, in both passes (stages 4 and 9) */
+  code =
+      edit(text, "/* pass stage 3/5", ", 128, MKC_W_BF16), 64, 8,", ", 128, MKC_W_BF16), 32, 8,");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: the loop body's call edited") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    int others = 0;
+    for (int i = 0; i < r.n_mismatches; i++)
+      others += r.mismatches[i].stage != 4 && r.mismatches[i].stage != 9;
+    CHECK(mismatch_in(&r, 4, "items") && mismatch_in(&r, 9, "items") && others == 0,
+          "tamper: an edit of the loop body shows in every pass (stages 4 and 9), nowhere else");
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  free(text);
+}
+
+/* The cross-check is real: a changed literal or a changed comment is caught. The kernel is
+ * written out stage by stage (MKC_UNFOLD=1), so that an edit is one stage's. */
+static void tampered(const char *dir) {
+  char path[4200], bad[4200];
+  mkc_graph g;
+  snprintf(path, sizeof path, "%s/tiny.unfolded.cu", dir);
+  setenv("MKC_UNFOLD", "1", 1);
+  int rc = gen("tiny", 4, path, &g);
+  unsetenv("MKC_UNFOLD");
+  if (!CHECK(rc == 0, "tiny, every stage written out: generated")) return;
+  mkc_graph_free(&g);
+  char *text = slurp(path);
   snprintf(bad, sizeof bad, "%s/tampered.cu", dir);
   /* stage 4's o-proj: 64 rows -> 32 in the call */
   char *code =
@@ -344,13 +385,22 @@ static void tampered(const char *path, const char *dir) {
   }
   free(code);
   free(code2);
-  /* a sync removed */
-  code = edit(text, "stage 5/14", "  mkc_grid_sync(state);", "  ");
-  if (CHECK(code && write_file(bad, code) == 0, "tamper: a barrier removed") &&
+  /* a sync removed: stage 5's flow arrival, then stage 6's wait */
+  code = edit(text, "stage 5/14", "  mkc_flow_arrive(state);", "  ");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: a flow arrival removed") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
-    CHECK(mismatch_in(&r, 5, "sync: metadata grid, code none") &&
-              mismatch_in(&r, 0, "grid barriers"),
-          "tamper: the missing barrier is named (stage 5 and the header count)");
+    CHECK(mismatch_in(&r, 5, "sync: metadata flow, code none") &&
+              mismatch_in(&r, 0, "flow waits") &&
+              mismatch_in(&r, 6, "a flow wait with no flow arrival before it"),
+          "tamper: the missing arrival is named (stage 5, the header count, stage 6's wait)");
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  code = edit(text, "stage 6/14", "  mkc_flow_wait(state, &flow_waited);", "  ");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: a flow wait removed") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    CHECK(mismatch_in(&r, 6, "0 flow waits after the last stage's flow arrival"),
+          "tamper: the missing wait is named (stage 6)");
     mkc_inspect_close(&r);
   }
   free(code);
@@ -527,7 +577,9 @@ int main(void) {
   CHECK_INT(mkc_inspect_check(bad), expected,
             "tests/fails/bad_kernel.cu: --check reports its %d planted warnings", expected);
   per_block(paths[0]);
-  tampered(paths[0], dir);
+  tampered(dir);
+  snprintf(bad, sizeof bad, "%s/tampered_loop.cu", dir);
+  tampered_loop(paths[0], bad);
   diff(paths[0], dir);
   renamed_in_codegen(dir);
   resources(paths[0]);

@@ -686,7 +686,36 @@ static void test_checking_schedule(void) {
     }
     mkc_cpu_kernel_close(k);
   }
-  mkc_cpu_kernel *k = mkc_cpu_kernel_open(misuse_kernel, "simt_misuse.cu", templates_dir);
+  /* a wait for an arrival that never comes: block 0 never arrives */
+  static const char never_kernel[] = "#define MKC_THREADS " STR(
+      NT) "\n"
+          "#include \"prelude_cpu.h\"\n"
+          "#include \"mkc_state.h\"\n"
+          "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state "
+          "*state) {\n"
+          "  mkc_sync_block();\n"
+          "  if (mkc_tid() == 0 && mkc_bid() != 0) mkc_add_release_u32(&state->flow_count, 1u);\n"
+          "  if (mkc_tid() == 0)\n"
+          "    while (mkc_load_acquire_u32(&state->flow_count) < (unsigned)mkc_nblocks()) "
+          "mkc_pause();\n"
+          "  mkc_sync_block();\n"
+          "}\n";
+  mkc_cpu_kernel *k = mkc_cpu_kernel_open(never_kernel, "simt_never.cu", templates_dir);
+  if (CHECK(k != NULL, "never-arriving kernel compiles")) {
+    static float scratch[N];
+    mkc_state state;
+    memset(&state, 0, sizeof state);
+    alarm(120); /* a hang ends the test with no summary line, which run.sh counts as a failure */
+    check_stderr_begin();
+    int rc = mkc_cpu_kernel_launch(k, NB, NT, 64, NULL, scratch, NULL, &state);
+    char *err = check_stderr_end();
+    alarm(0);
+    CHECK(rc == -1 && strstr(err, "deadlock: every block spins"),
+          "checking schedule: a wait for an arrival that never comes fails as a deadlock");
+    free(err);
+    mkc_cpu_kernel_close(k);
+  }
+  k = mkc_cpu_kernel_open(misuse_kernel, "simt_misuse.cu", templates_dir);
   if (CHECK(k != NULL, "misuse kernel compiles")) {
     static float scratch[N];
     mkc_state state;

@@ -1,7 +1,8 @@
 /* Deleting any one synchronization from a generated kernel makes a test fail.
  *
  * Every synchronization an emitted source contains is found in its text: each
- * grid barrier between stages (mkc_grid_sync), each mkc_sync_block and
+ * flow arrival and flow wait between stages (mkc_flow_arrive, mkc_flow_wait;
+ * mkc_grid_sync where MKC_SYNC=grid asks for barriers), each mkc_sync_block and
  * mkc_sync_warp of the inlined templates, each mkc_fence, and each spin-wait
  * (`while (...) mkc_pause();`); the CUDA half of the prelude is skipped, and a
  * wait of another shape fails the test. For each one a mutant source is made
@@ -28,7 +29,9 @@
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
  * (templates/rounds.cuh) and a chunk of up to 70 tokens (more cached positions
  * than one K/V tile, more attention items than blocks).
- * Each kernel's own grid barriers are all deleted. A template's point counts
+ * Each kernel's own arrivals and waits are all deleted (a deleted arrival
+ * leaves a wait that never ends: the emulator's checking schedule reports the
+ * deadlock). A template's point counts
  * as caught when its deletion is caught in any kernel. Points no run here can show are listed in
  * NOT_SHOWN with the reason: they print as skipped, and a listed point that is
  * caught, or that no longer exists, fails, so the list stays true.
@@ -107,7 +110,8 @@ static void code_only(const char *s, const char *e, char *out, int *in_comment) 
   *out = '\0';
 }
 
-static const char *const CALLS[] = {"mkc_sync_block", "mkc_sync_warp", "mkc_grid_sync", "mkc_fence",
+static const char *const CALLS[] = {"mkc_sync_block",  "mkc_sync_warp", "mkc_grid_sync",
+                                    "mkc_flow_arrive", "mkc_flow_wait", "mkc_fence",
                                     "mkc_pause"};
 #define N_CALLS (int)(sizeof CALLS / sizeof *CALLS)
 
@@ -156,6 +160,9 @@ static int find_syncs(const char *src, sync_point *pts, int cap, const char *lab
     char kind[32];
     if (st && st < e && sscanf(st, "/* stage %d/%d: %31s", &k_stage, &m_stage, kind) == 3)
       snprintf(stage, sizeof stage, "end of stage %d/%d %s", k_stage, m_stage, kind);
+    const char *ps = strstr(s, "/* pass stage "); /* a stage of the layer loop's body */
+    if (ps && ps < e && sscanf(ps, "/* pass stage %d/%d: %31s", &k_stage, &m_stage, kind) == 3)
+      snprintf(stage, sizeof stage, "layer loop stage %d/%d %s", k_stage, m_stage, kind);
     int first = n; /* the points of this line, sorted by position below */
     for (int k = 0; k < N_CALLS; k++) {
       for (const char *m = strstr(code, CALLS[k]); m; m = strstr(m + 1, CALLS[k])) {
@@ -185,7 +192,10 @@ static int find_syncs(const char *src, sync_point *pts, int cap, const char *lab
         snprintf(p->what, sizeof p->what, "%s", what);
         snprintf(p->file, sizeof p->file, "%s", file);
         snprintf(p->func, sizeof p->func, "%s", func);
-        snprintf(p->stage, sizeof p->stage, "%s", strcmp(what, "mkc_grid_sync") ? "" : stage);
+        int kernel_sync = strcmp(what, "mkc_grid_sync") == 0 ||
+                          strcmp(what, "mkc_flow_arrive") == 0 ||
+                          strcmp(what, "mkc_flow_wait") == 0;
+        snprintf(p->stage, sizeof p->stage, "%s", kernel_sync ? stage : "");
         p->line = this_line;
       }
     }
@@ -676,6 +686,9 @@ static const struct {
   int index;
   const char *why;
 } NOT_SHOWN[] = {
+    {"templates/common.cuh", "mkc_grid_sync", "mkc_sync_block", 1,
+     "redundant: mkc_round_next is its only caller (stages end in flow waits), and there thread "
+     "0 of block 0 makes every write before it, after the block's own barrier"},
     {"templates/common.cuh", "mkc_grid_sync", "mkc_fence", 1,
      "memory ordering: the block's writes released before it arrives"},
     {"templates/common.cuh", "mkc_grid_sync", "mkc_fence", 2,

@@ -192,6 +192,7 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   }
   mkc_state *st = &s->state;
   st->round_max = 0;
+  st->flow_count = 0; /* the kernel's flow waits count this launch's arrivals from 0 */
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
   memcpy(st->inputs, inputs, (size_t)n_inputs * sizeof *inputs);
@@ -261,6 +262,7 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
     return rounds_by_step(s, inputs, n_inputs, q, out, n_rounds);
   mkc_state *st = &s->state;
   st->round_max = q->rounds;
+  st->flow_count = 0;
   st->round_drafts = q->drafts;
   st->round_budget = q->budget;
   st->n_round_stops = q->n_stops;

@@ -471,8 +471,12 @@ static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
              s->ast.sync_line);
     add_mismatch(w->r, i + 1, msg);
   }
-  if (strcmp(call.name, "mkc_grid_sync") == 0 || strncmp(call.name, "mkc_wait", 8) == 0) {
-    snprintf(s->ast.sync, sizeof s->ast.sync, "%s", call.name[4] == 'g' ? "grid" : "counter");
+  if (strcmp(call.name, "mkc_grid_sync") == 0 || strcmp(call.name, "mkc_flow_arrive") == 0 ||
+      strncmp(call.name, "mkc_wait", 8) == 0) {
+    snprintf(s->ast.sync, sizeof s->ast.sync, "%s",
+             call.name[4] == 'g'   ? "grid"
+             : call.name[4] == 'f' ? "flow"
+                                   : "counter");
     s->ast.sync_line = (int)line;
   } else if (s->ast.n_calls < MKC_INSPECT_MAX_CALLS) {
     s->ast.calls[s->ast.n_calls++] = call;

@@ -274,6 +274,13 @@ static void model_sample(model_ctx *m) { work(m, Q(0, 1, 0, 0), "block", Q(0, 0,
 /* bench --stages' clock reading: one word of block 0, not counted. */
 static void model_stage_time(model_ctx *m) { (void)m; }
 
+/* A flow wait (templates/common.cuh) moves no data; its place in the stage is
+ * checked by check_flow. */
+static void model_flow_wait(model_ctx *m) { (void)m; }
+
+/* An L2 prefetch of rows the stage's own calls read (and count). */
+static void model_prefetch_first(model_ctx *m) { (void)m; }
+
 static const struct {
   const char *name;
   void (*model)(model_ctx *m);
@@ -288,6 +295,8 @@ static const struct {
     {"mkc_accept", model_accept},
     {"mkc_sample", model_sample},
     {"mkc_stage_time", model_stage_time},
+    {"mkc_flow_wait", model_flow_wait},
+    {"mkc_prefetch_first", model_prefetch_first},
     {"mkc_gemm_matvec", model_gemm_matvec},
     {"mkc_gemm_swiglu", model_gemm_swiglu},
     {"mkc_gemm_qkv", model_gemm_qkv},
@@ -384,7 +393,9 @@ static void check_work(mkc_inspect_report *r, int n, const mkc_stage *s) {
     qty_str(s->ast_flops, b, sizeof b);
     mismatch(r, n, "flops: metadata %s, code %s", a, b);
   }
-  const char *want_sync = strcmp(mt->sync, "grid") == 0 ? "grid" : "none";
+  const char *want_sync = strcmp(mt->sync, "grid") == 0   ? "grid"
+                          : strcmp(mt->sync, "flow") == 0 ? "flow"
+                                                          : "none";
   if (strcmp(want_sync, s->ast.sync) != 0)
     mismatch(r, n, "sync: metadata %s, code %s", mt->sync, s->ast.sync);
 }
@@ -458,6 +469,26 @@ static void check_regions(mkc_inspect_report *r, int n, const mkc_stage *s) {
   }
 }
 
+/* A stage after one that ends in a flow arrival waits for it before anything
+ * but prefetches; no other stage waits (it would wait for arrivals that never
+ * come). */
+static void check_flow(mkc_inspect_report *r, int i) {
+  const mkc_stage *s = &r->stages[i];
+  int after_flow = i > 0 && strcmp(r->stages[i - 1].ast.sync, "flow") == 0, waits = 0, early = 0;
+  for (int c = 0; c < s->ast.n_calls; c++) {
+    if (strcmp(s->ast.calls[c].name, "mkc_flow_wait") == 0)
+      waits++;
+    else if (!waits && strcmp(s->ast.calls[c].name, "mkc_prefetch_first") != 0 && !early)
+      early = s->ast.calls[c].line;
+  }
+  if (after_flow && waits != 1)
+    mismatch(r, i + 1, "%d flow waits after the last stage's flow arrival, not 1", waits);
+  else if (after_flow && early)
+    mismatch(r, i + 1, "line %d runs before the stage's flow wait", early);
+  else if (!after_flow && waits)
+    mismatch(r, i + 1, "a flow wait with no flow arrival before it (it would never end)");
+}
+
 /* One stage: the model's problems, its place, items, flops, sync, smem and every global range. */
 static void check_stage(mkc_inspect_report *r, int i) {
   mkc_stage *s = &r->stages[i];
@@ -470,6 +501,7 @@ static void check_stage(mkc_inspect_report *r, int i) {
     mismatch(r, n, "the comment says stage %d/%d, but it is stage %d of %d in the body", mt->index,
              mt->n_stages, n, r->n_stages);
   check_work(r, n, s);
+  check_flow(r, i);
   check_smem(r, n, s);
   check_regions(r, n, s);
 }
@@ -478,16 +510,19 @@ void mkc_model_crosscheck(mkc_inspect_report *r) {
   const mkc_kernel_header *h = &r->header;
   if (r->n_stages != h->n_stages)
     mismatch(r, 0, "the header plans %d stages, the body has %d", h->n_stages, r->n_stages);
-  int barriers = 0;
+  int barriers = 0, flows = 0;
   long smem = 0;
   for (int i = 0; i < r->n_stages; i++) {
     check_stage(r, i);
     barriers += strcmp(r->stages[i].ast.sync, "grid") == 0;
+    flows += strcmp(r->stages[i].ast.sync, "flow") == 0;
     if (r->stages[i].meta.smem_bytes > smem) smem = r->stages[i].meta.smem_bytes;
   }
   if (barriers != h->n_grid_barriers)
     mismatch(r, 0, "the header plans %d grid barriers, the body has %d", h->n_grid_barriers,
              barriers);
+  if (flows != h->n_flow_waits)
+    mismatch(r, 0, "the header plans %d flow waits, the body has %d", h->n_flow_waits, flows);
   if (smem != h->smem_bytes)
     mismatch(r, 0, "the header's smem is %lld bytes, the largest stage uses %ld", h->smem_bytes,
              smem);

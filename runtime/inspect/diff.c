@@ -176,6 +176,7 @@ static int header_diff(const mkc_inspect_report *a, const mkc_inspect_report *b,
   FIELD(threads, "%d", "threads per block");
   FIELD(n_stages, "%d", "stages");
   FIELD(n_grid_barriers, "%d", "grid barriers");
+  FIELD(n_flow_waits, "%d", "flow waits");
   FIELD(scratch_floats, "%lld", "scratch floats");
   FIELD(kv_elems, "%lld", "KV elements");
   FIELD(weight_elems, "%lld", "weight elements");

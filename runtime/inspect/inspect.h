@@ -125,7 +125,7 @@ typedef struct mkc_kernel_header {
   char generator[32]; /* "mkc 0.1.0" */
   char graph[256], preset[64];
   int draft_max, t_max, max_ctx, threads, max_blocks;
-  int n_stages, n_grid_barriers;
+  int n_stages, n_grid_barriers, n_flow_waits;
   long long scratch_floats, kv_elems, weight_elems, smem_bytes;
   char kv_dtype[8];  /* the KV cache's element type: bf16, f16, f32 */
   int kv_elem_bytes; /* 2, 2, 4 */

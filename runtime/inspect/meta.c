@@ -35,11 +35,25 @@ int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t 
     snprintf(why, why_size, "the header's options line is not mkc's");
     return -1;
   }
-  if (!p || sscanf(p,
+  /* "N grid barriers, N flow waits;" (flow waits: templates/common.cuh), or before flow
+   * waits existed "N grid barriers;" */
+  int n_plan =
+      p ? sscanf(p,
+                 " %d stages, %d grid barriers, %d flow waits; scratch %lld floats, KV %lld "
+                 "%7[^,], weights %lld bf16, smem %lld bytes",
+                 &h->n_stages, &h->n_grid_barriers, &h->n_flow_waits, &h->scratch_floats,
+                 &h->kv_elems, h->kv_dtype, &h->weight_elems, &h->smem_bytes)
+        : 0;
+  if (n_plan == 2) {
+    h->n_flow_waits = 0;
+    n_plan =
+        1 + sscanf(p,
                    " %d stages, %d grid barriers; scratch %lld floats, KV %lld %7[^,], weights "
                    "%lld bf16, smem %lld bytes",
                    &h->n_stages, &h->n_grid_barriers, &h->scratch_floats, &h->kv_elems, h->kv_dtype,
-                   &h->weight_elems, &h->smem_bytes) != 7) {
+                   &h->weight_elems, &h->smem_bytes);
+  }
+  if (n_plan != 8) {
     snprintf(why, why_size, "the header's plan line is not mkc's");
     return -1;
   }

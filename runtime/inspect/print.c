@@ -40,6 +40,8 @@ static const char *fmt_time(double s, char *buf, size_t size) {
 static const char *sync_text(const mkc_stage *s) {
   if (strcmp(s->ast.sync, "grid") == 0) return "grid barrier";
   if (strcmp(s->ast.sync, "counter") == 0) return "counter wait";
+  if (strcmp(s->ast.sync, "flow") == 0)
+    return "flow arrival (the next stage waits for every block)";
   return strcmp(s->meta.sync, "end") == 0 ? "end of step" : "none";
 }
 
@@ -70,10 +72,10 @@ static void print_kernel(const mkc_inspect_report *r, FILE *f) {
   char a[32], b[32], c[32];
   fprintf(f, "%s: %s kernel for %s, preset %s\n", r->path, h->generator, h->graph, h->preset);
   fprintf(f,
-          "kernel     __global__ mkc_step (%s:%d): %d stages, %d grid barriers; %d threads per "
-          "block; T <= %d tokens per step; max_ctx %d\n",
-          r->path, r->kernel_line, r->n_stages, h->n_grid_barriers, h->threads, h->t_max,
-          h->max_ctx);
+          "kernel     __global__ mkc_step (%s:%d): %d stages, %d grid barriers, %d flow waits; "
+          "%d threads per block; T <= %d tokens per step; max_ctx %d\n",
+          r->path, r->kernel_line, r->n_stages, h->n_grid_barriers, h->n_flow_waits, h->threads,
+          h->t_max, h->max_ctx);
   fprintf(f, "memory     weights %s, scratch %s, KV cache %s (%s); smem %lld B per block\n",
           fmt_bytes(2.0 * (double)h->weight_elems, a, sizeof a),
           fmt_bytes(4.0 * (double)h->scratch_floats, b, sizeof b),
@@ -291,10 +293,11 @@ static void json_kernel(const mkc_inspect_report *r, FILE *f) {
   json_after(f, ",\n  \"preset\": ", h->preset);
   fprintf(f,
           ",\n  \"kernel\": {\"name\": \"mkc_step\", \"line\": %d, \"threads\": %d, \"t_max\": %d, "
-          "\"max_ctx\": %d, \"stages\": %d, \"grid_barriers\": %d, \"smem_bytes\": %lld, "
+          "\"max_ctx\": %d, \"stages\": %d, \"grid_barriers\": %d, \"flow_waits\": %d, "
+          "\"smem_bytes\": %lld, "
           "\"weight_bytes\": %lld, \"scratch_bytes\": %lld, \"kv_bytes\": %lld},\n",
           r->kernel_line, h->threads, h->t_max, h->max_ctx, r->n_stages, h->n_grid_barriers,
-          h->smem_bytes, 2 * h->weight_elems, 4 * h->scratch_floats,
+          h->n_flow_waits, h->smem_bytes, 2 * h->weight_elems, 4 * h->scratch_floats,
           h->kv_elem_bytes * h->kv_elems);
   fprintf(f, "  \"step\": {\"tokens\": %d, \"pos\": %d, \"blocks\": %d},\n", r->at.tokens,
           r->at.pos, r->at.blocks);

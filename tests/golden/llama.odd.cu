@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 02214584f2176984, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates bbe7eae0a305a35f, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    14 stages, 13 grid barriers; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
+ * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -97,6 +97,17 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
   return *(const volatile unsigned *)p;
 }
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
+/* Release and acquire at GPU scope (PTX memory model): the add is ordered after
+ * every write the thread has seen happen before it (a __syncthreads makes its
+ * block's writes such), and the load before every later read. */
+MKC_DEVICE void mkc_add_release_u32(unsigned *p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+MKC_DEVICE unsigned mkc_load_acquire_u32(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
@@ -344,9 +355,10 @@ typedef struct mkc_state {
    * round_stops or the context is full. 0 or 1: the one step. */
   int round_max, round_drafts, round_budget, n_round_stops;
   int round_stops[MKC_ROUND_STOPS];
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
-                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  unsigned flow_count; /* flow waits (templates/common.cuh): arrivals this launch, from 0 */
+  int n_inputs;        /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                  T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
   int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 
@@ -447,6 +459,28 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
     }
     mkc_fence();
   }
+  mkc_sync_block();
+}
+
+/* Flow: a grid barrier split in two, so a block has something to do while
+ * the others finish. A stage ends with mkc_flow_arrive: the block's writes
+ * are done (__syncthreads), and thread 0 adds one to state->flow_count with
+ * release order. The next stage starts by prefetching its own weights into
+ * L2 (mkc_prefetch_first), which reads nothing another block writes, then
+ * mkc_flow_wait: thread 0 spins with acquire loads until every block has
+ * arrived as often as this one has waited (*waited counts, in blocks), and
+ * the block meets at __syncthreads. The host zeroes flow_count before every
+ * launch; one release and one acquire per block and stage, where
+ * mkc_grid_sync pays for three fences, a reset and a second counter. */
+MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
+}
+
+MKC_DEVICE void mkc_flow_wait(mkc_state *st, unsigned *waited) {
+  *waited += (unsigned)mkc_nblocks();
+  if (mkc_tid() == 0)
+    while ((int)(mkc_load_acquire_u32(&st->flow_count) - *waited) < 0) mkc_pause();
   mkc_sync_block();
 }
 
@@ -609,6 +643,22 @@ MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
   float f[8];
   mkc_wchunk(w.type, w.p, i >> 3, f);
   return f[i & 7];
+}
+
+/* Up to MKC_PREFETCH_BYTES of the rows a warp streams first (rows r0 .. r0 +
+ * n - 1, r0 = its grid warp * n: a matvec's first pass) of each of the
+ * stage's n_mats matrices, into L2 while the block waits for the others: one
+ * 128-byte line per lane at a time, from the start of each row. A hint: it
+ * changes no value. */
+#ifndef MKC_PREFETCH_BYTES
+#define MKC_PREFETCH_BYTES 8192
+#endif
+MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
+  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
+  if (lines > (w.row_bytes + 127) / 128) lines = (w.row_bytes + 127) / 128;
+  for (int r = r0; r < r0 + n && r < rows; r++)
+    for (int l = mkc_lane(); l < lines; l += 32)
+      mkc_prefetch(w.p + (long)r * w.row_bytes + l * 128);
 }
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
@@ -2867,11 +2917,12 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 2871 "llama.odd.cu"
+#line 2921 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
   (void)smem;
+  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */
   for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */
   if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */
   if (!mkc_step_begin(state, 300, 384, 5, 128)) return;
@@ -2880,73 +2931,73 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
 
   /* stage 1/14: embed -- embed token_embd.weight (line 145)
    * work: T x 72 elements, grid-strided over threads; smem 0 bytes
-   * nodes: 2; items: 72*t, one thread each; flops: 0; sync: grid
+   * nodes: 2; items: 72*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 144*t (token_embd.weight)
    * writes: scratch+0 288*t (embed token_embd.weight (line 145)) */
   mkc_embed(mkc_wmat_of(weights + 0, 144, MKC_W_BF16), 72, scratch + 0, 72, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 145) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
-   * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: grid
+   * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 145)), weights+21632 144 (blk.0.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
   /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
-   * nodes: 13; items: 2*t, one block each; flops: 288*att; sync: grid
+   * nodes: 13; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
    * writes: scratch+18432 288*t (attention layer 0 (line 157)) */
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 38144 bytes
-   * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: grid
+   * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 157)), scratch+0 288*t (add (line 159))
    * writes: scratch+0 288*t (add (line 159)) */
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 38192 bytes
-   * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: grid
+   * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+35840 144 (blk.0.ffn_norm.weight)
    * writes: scratch+27648 688*t (swiglu (line 164)) */
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 38144 bytes
-   * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: grid
+   * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
    * writes: scratch+0 288*t (add (line 164)) */
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
-   * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: grid
+   * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 164)), weights+73472 144 (blk.1.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
   /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
-   * nodes: 37; items: 2*t, one block each; flops: 288*att; sync: grid
+   * nodes: 37; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+9216 288*t (rope (line 155)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
    * writes: scratch+18432 288*t (attention layer 1 (line 157)) */
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 72 rows, one warp per row; smem 38144 bytes
-   * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: grid
+   * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 157)), scratch+0 288*t (add (line 159))
    * writes: scratch+0 288*t (add (line 159)) */
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 172 row pairs (gate, up), one warp per pair; smem 38192 bytes
-   * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: grid
+   * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 159)), weights+87680 144 (blk.1.ffn_norm.weight)
    * writes: scratch+27648 688*t (swiglu (line 164)) */
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 72 rows, one warp per row; smem 38144 bytes
-   * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: grid
+   * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+27648 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
    * writes: scratch+0 288*t (add (line 164)) */
@@ -2954,6 +3005,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *lay_i = mkc_layer_i[layer];
 
   /* pass stage 1/5: qkv_rope */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[0], 144, MKC_W_BF16), 72, MKC_ROWS, 3);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[1], 144, MKC_W_BF16), 24, MKC_ROWS, 3);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[2], 144, MKC_W_BF16), 24, MKC_ROWS, 3);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_qkv(mkc_wmat_of(weights + lay_i[0], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 144, MKC_W_BF16),
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2973,9 +3028,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  scratch + 9216, 72, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 384, pos, T);
   }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 
   /* pass stage 2/5: attention */
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5], scratch + 18432, 72,
                        6, 3, 12, 384, 0, 0.288675135f, pos, T,
@@ -2985,9 +3041,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   6, 3, 3, 12, 1, 384, 0, 0.288675135f, pos, T,
                   scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
   }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 157) written by another block */
 
   /* pass stage 3/5: matvec_residual */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 0, 9, scratch + 18432, 72, 72, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 72, 1, T,
@@ -2995,9 +3053,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 159) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), 172, MKC_ROWS, 2);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, MKC_ROWS, 2);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16),
                     172, 0, 9, scratch + 0, 72, 72, weights + lay_i[9], 1e-05f,
@@ -3007,9 +3068,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + lay_i[9], (float *)(smem + 0), scratch + 27648, 176, T);
   }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* pass stage 5/5: matvec_residual */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 0, 22, scratch + 27648, 176, 172, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 72, 1, T,
@@ -3017,30 +3080,33 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T);
   }
-  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */
 
   /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul output.weight (line 169), logits (line 169)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
-   * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: grid
+   * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
    * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 164)), weights+125312 144 (output_norm.weight)
    * writes: scratch+9216 1200*t (logits (line 169)) */
+  mkc_prefetch_first(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 9216, 304, t0, T, scratch + 50176, (int *)(scratch + 55296),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 169) written by another block */
 
   /* stage 13/14: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
-   * nodes: none; items: 1*t, one block each; flops: 0; sync: grid
+   * nodes: none; items: 1*t, one block each; flops: 0; sync: flow
    * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
+    mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
     mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, scratch + 104832, (int *)(scratch + 106368), (int *)(scratch + 107904), scratch + 107914, scratch + 107968, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
-    mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
+    mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
   /* stage 14/14: accept -- no graph node
@@ -3049,6 +3115,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 107904), scratch + 107914, (int *)(scratch + 104448), 300, pos, t0, T, scratch + 104832, scratch + 107968, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 104448), 384, round, (int *)smem)) return;

@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 02214584f2176984, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates bbe7eae0a305a35f, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    14 stages, 13 grid barriers; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
+ * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -97,6 +97,17 @@ MKC_DEVICE unsigned mkc_load_volatile_u32(const unsigned *p) {
   return *(const volatile unsigned *)p;
 }
 MKC_DEVICE void mkc_fence(void) { __threadfence(); }
+/* Release and acquire at GPU scope (PTX memory model): the add is ordered after
+ * every write the thread has seen happen before it (a __syncthreads makes its
+ * block's writes such), and the load before every later read. */
+MKC_DEVICE void mkc_add_release_u32(unsigned *p, unsigned v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+MKC_DEVICE unsigned mkc_load_acquire_u32(const unsigned *p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
 MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 
 /* A float's bit pattern (the sampler orders floats by it). */
@@ -344,9 +355,10 @@ typedef struct mkc_state {
    * round_stops or the context is full. 0 or 1: the one step. */
   int round_max, round_drafts, round_budget, n_round_stops;
   int round_stops[MKC_ROUND_STOPS];
-  int n_inputs; /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
-  int n_fixed;  /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
-                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
+  unsigned flow_count; /* flow waits (templates/common.cuh): arrivals this launch, from 0 */
+  int n_inputs;        /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
+  int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
+                  T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
   int inputs[MKC_CHUNK_CAP];
 } mkc_state;
 
@@ -447,6 +459,28 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
     }
     mkc_fence();
   }
+  mkc_sync_block();
+}
+
+/* Flow: a grid barrier split in two, so a block has something to do while
+ * the others finish. A stage ends with mkc_flow_arrive: the block's writes
+ * are done (__syncthreads), and thread 0 adds one to state->flow_count with
+ * release order. The next stage starts by prefetching its own weights into
+ * L2 (mkc_prefetch_first), which reads nothing another block writes, then
+ * mkc_flow_wait: thread 0 spins with acquire loads until every block has
+ * arrived as often as this one has waited (*waited counts, in blocks), and
+ * the block meets at __syncthreads. The host zeroes flow_count before every
+ * launch; one release and one acquire per block and stage, where
+ * mkc_grid_sync pays for three fences, a reset and a second counter. */
+MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
+  mkc_sync_block();
+  if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
+}
+
+MKC_DEVICE void mkc_flow_wait(mkc_state *st, unsigned *waited) {
+  *waited += (unsigned)mkc_nblocks();
+  if (mkc_tid() == 0)
+    while ((int)(mkc_load_acquire_u32(&st->flow_count) - *waited) < 0) mkc_pause();
   mkc_sync_block();
 }
 
@@ -609,6 +643,22 @@ MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
   float f[8];
   mkc_wchunk(w.type, w.p, i >> 3, f);
   return f[i & 7];
+}
+
+/* Up to MKC_PREFETCH_BYTES of the rows a warp streams first (rows r0 .. r0 +
+ * n - 1, r0 = its grid warp * n: a matvec's first pass) of each of the
+ * stage's n_mats matrices, into L2 while the block waits for the others: one
+ * 128-byte line per lane at a time, from the start of each row. A hint: it
+ * changes no value. */
+#ifndef MKC_PREFETCH_BYTES
+#define MKC_PREFETCH_BYTES 8192
+#endif
+MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
+  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
+  if (lines > (w.row_bytes + 127) / 128) lines = (w.row_bytes + 127) / 128;
+  for (int r = r0; r < r0 + n && r < rows; r++)
+    for (int l = mkc_lane(); l < lines; l += 32)
+      mkc_prefetch(w.p + (long)r * w.row_bytes + l * 128);
 }
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
@@ -2867,11 +2917,12 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 2871 "llama.tiny.cu"
+#line 2921 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
   (void)smem;
+  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */
   for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */
   if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */
   if (!mkc_step_begin(state, 256, 512, 5, 128)) return;
@@ -2880,73 +2931,73 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
 
   /* stage 1/14: embed -- embed token_embd.weight (line 145)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
-   * nodes: 2; items: 64*t, one thread each; flops: 0; sync: grid
+   * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
    * writes: scratch+0 256*t (embed token_embd.weight (line 145)) */
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, scratch + 0, 64, state->inputs, T);
-  mkc_grid_sync(state); /* next stage reads embed (line 145) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 145) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
-   * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: grid
+   * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 145)), weights+16384 128 (blk.0.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
   /* stage 3/14: attention -- attention layer 0 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
-   * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: grid
+   * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38144 bytes
-   * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: grid
+   * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
-   * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: grid
+   * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38144 bytes
-   * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: grid
+   * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
-   * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: grid
+   * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 164)), weights+65792 128 (blk.1.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
   /* stage 8/14: attention -- attention layer 1 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
-   * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: grid
+   * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38144 bytes
-   * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: grid
+   * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
-   * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: grid
+   * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38144 bytes
-   * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: grid
+   * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
    * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
@@ -2954,6 +3005,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *lay_i = mkc_layer_i[layer];
 
   /* pass stage 1/5: qkv_rope */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), 64, MKC_ROWS, 3);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), 32, MKC_ROWS, 3);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16), 32, MKC_ROWS, 3);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_qkv(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
@@ -2973,9 +3028,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  scratch + 8192, 64, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T);
   }
-  mkc_grid_sync(state); /* next stage reads rope (line 155) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 
   /* pass stage 2/5: attention */
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
                        4, 2, 16, 512, 0, 0.25f, pos, T,
@@ -2985,9 +3041,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
                   scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
   }
-  mkc_grid_sync(state); /* next stage reads attention (line 157) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 157) written by another block */
 
   /* pass stage 3/5: matvec_residual */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, T,
@@ -2995,9 +3053,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   }
-  mkc_grid_sync(state); /* next stage reads add (line 159) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 159) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16),
                     192, 0, 8, scratch + 0, 64, 64, weights + lay_i[9], 1e-05f,
@@ -3007,9 +3068,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T);
   }
-  mkc_grid_sync(state); /* next stage reads swiglu (line 164) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 164) written by another block */
 
   /* pass stage 5/5: matvec_residual */
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, T,
@@ -3017,30 +3080,33 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
   }
-  mkc_grid_sync(state); /* next stage reads add (line 164) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */
 
   /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
-   * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: grid
+   * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
    * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 164)), weights+115200 128 (output_norm.weight)
    * writes: scratch+8192 1024*t (logits (line 169)) */
+  mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_grid_sync(state); /* next stage reads logits (line 169) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 169) written by another block */
 
   /* stage 13/14: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
-   * nodes: none; items: 1*t, one block each; flops: 0; sync: grid
+   * nodes: none; items: 1*t, one block each; flops: 0; sync: flow
    * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
    * reads: none
    * writes: none */
   if (mkc_sampling_on(&state->sampling)) {
+    mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
     mkc_sample(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, scratch + 97792, (int *)(scratch + 99072), (int *)(scratch + 100352), scratch + 100362, scratch + 100416, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
-    mkc_grid_sync(state); /* next stage reads sampled tokens written by another block */
+    mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
   /* stage 14/14: accept -- no graph node
@@ -3049,6 +3115,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
+  mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 100352), scratch + 100362, (int *)(scratch + 97280), 256, pos, t0, T, scratch + 97792, scratch + 100416, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 97280), 512, round, (int *)smem)) return;

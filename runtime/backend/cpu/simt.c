@@ -304,6 +304,7 @@ static struct {
   pthread_mutex_t baton_lock;
   int holder; /* the block that may run; -1: none */
   unsigned long long baton_rng;
+  int stuck_turns; /* turns in a row that ended stuck with every other block stuck too */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .baton_lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void fail(const char *fmt, ...) {
@@ -484,8 +485,10 @@ static long barriers_passed(const block *b) {
  * block drawn from the seed: one that may move, where there is one. A block
  * that spins again without passing a barrier since its last turn is stuck:
  * it waits for another block; whatever a block that moved did may free any
- * of them. Only a preference: when every block is stuck one of them is drawn
- * (a wait that never ends turns forever, as on the GPU). */
+ * of them. Only a preference: when every block is stuck one of them is drawn.
+ * A spin only reads (it waits for other blocks), so once every block has had
+ * a turn stuck while all the others were stuck too, nothing can ever move:
+ * the launch fails as a deadlock (on the GPU the wait would never end). */
 static void baton_pass(block *b, int returned) {
   pthread_mutex_lock(&g.baton_lock);
   if (returned) b->running = 0;
@@ -503,6 +506,8 @@ static void baton_pass(block *b, int returned) {
     n_stuck += o->stuck;
   }
   g.holder = b->running ? b->bid : -1;
+  g.stuck_turns = b->stuck && n_free == 0 ? g.stuck_turns + 1 : 0;
+  int deadlock = g.stuck_turns > 2 * g.nblocks + 2;
   if (n_free + n_stuck > 0) {
     int want_stuck = n_free == 0;
     int k = (int)(next_random(&g.baton_rng) % (unsigned long long)(n_free ? n_free : n_stuck));
@@ -516,6 +521,8 @@ static void baton_pass(block *b, int returned) {
   }
   if (g.holder >= 0 && g.holder != b->bid) pthread_cond_signal(&g.blocks[g.holder]->baton_given);
   pthread_mutex_unlock(&g.baton_lock);
+  if (deadlock)
+    fail("deadlock: every block spins and none can move (a wait for an arrival that never comes)");
 }
 
 /* ---- the kernel-facing ABI (prelude_cpu.h) ---- */
@@ -1038,6 +1045,7 @@ static void checking_prepare(int blocks) {
     g.blocks[i]->stuck = 0;
   }
   g.baton_rng = g.seed ^ 0x5851f42d4c957f2dull * (g.launch_no + 1ull);
+  g.stuck_turns = 0;
   g.holder = (int)(next_random(&g.baton_rng) % (unsigned long long)blocks);
   g.checking = 1;
 }
