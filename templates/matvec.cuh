@@ -477,10 +477,108 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
+/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
+MKC_DEVICE int mkc_wtype_chunks(int type) {
+  return type == MKC_W_BF16 ? 1 : type == MKC_W_Q4_K || type == MKC_W_Q6_K ? 32 : 4;
+}
+
+/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). */
+MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+  switch (type) {
+  case MKC_W_Q8_0:
+    return (long)(c >> 2) * 34;
+  case MKC_W_Q4_0:
+    return (long)(c >> 2) * 18;
+  case MKC_W_Q4_1:
+    return (long)(c >> 2) * 20;
+  case MKC_W_Q4_K:
+    return (long)(c >> 5) * 144;
+  case MKC_W_Q6_K:
+    return (long)(c >> 5) * 210;
+  default:
+    return (long)c * 16;
+  }
+}
+
+/* Splitting the columns of a row block over a block's warps, for stages with
+ * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
+ * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
+ * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
+ * of a warp's work, against a warp's row blocks. */
+MKC_DEVICE int mkc_split_pays(int rows) {
+  int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
+  return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
+}
+
+/* The smem the split takes: MKC_WARPS + 1 times nrows x MKC_T_MAX floats; codegen
+ * reserves it for up to 8 rows per matrix (the CPU's MKC_ROWS). */
+#define MKC_SPLIT_ROWS_MAX 8
+typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
+
+/* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
+ * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
+ * warp takes its share of the columns (whole storage blocks of every row's
+ * type), writes its partials to part, and the block adds them in warp order
+ * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
+ * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
+ * floats of smem, sums the nrows * MKC_T_MAX after them. */
+MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                              float *part) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+  int g = 1;
+  for (int r = 0; r < nrows; r++)
+    if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
+  int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g;
+  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
+  for (int r = 0; r < nrows; r++) { /* this warp's columns of each row */
+    if (wr[r].p) {
+      wr[r].p += mkc_wtype_bytes(wr[r].type, c0);
+      wr[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(wr[r].type, nc) : 0;
+    }
+    if (next[r].p) {
+      next[r].p += mkc_wtype_bytes(next[r].type, c0);
+      next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
+    }
+  }
+  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
+  if (nc > 0)
+    mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
+                 inv_rms, T, acc);
+  if (mkc_lane() == 0)
+    for (int i = 0; i < nrows * MKC_T_MAX; i++)
+      part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
+  mkc_sync_block();
+  for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
+    float s = 0.0f;
+    for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    sums[i] = s;
+  }
+  mkc_sync_block();
+}
+
+/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
+ * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T) {
+                           int accumulate, int T, float *part) {
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+      mkc_row_block(w, rows, r0, wr);
+      mkc_row_block(w, rows, r0 + step, next);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float *o = out + t * out_stride + r0 + r;
+        *o = accumulate ? *o + sums[i] : sums[i];
+      }
+    }
+    return;
+  }
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
@@ -495,12 +593,31 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T) {
+                                  const float *inv_rms, float *out, int out_stride, int T,
+                                  float *part) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_row_block(w_gate, rows, r0, wr);
+      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rows, r0 + step, next);
+      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
+        out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+      }
+    }
+    return;
+  }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_row_block(w_gate, rows, r0, wr);

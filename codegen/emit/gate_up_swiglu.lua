@@ -1,8 +1,10 @@
 -- Stage: gate and up projections with SwiGLU in the epilogue; a prompt chunk takes the tiled
 -- variant (templates/gemm.cuh).
 return function(st, ctx)
-  local gemm_smem = ctx.tiled and ctx.gemm_smem(64) or {}
-  local norm = ctx.norm(st, gemm_smem)
+  local extra = ctx.tiled and ctx.gemm_smem(64) or {}
+  -- the split's partials and sums of gate and up rows (templates/matvec.cuh: mkc_split_dot)
+  extra[#extra + 1] = { "part", (ctx.warps + 1) * 16 * ctx.t_max }
+  local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local gw, uw = st.gate.inputs[2], st.up.inputs[2]
   local reads = { ctx.wread(gw), ctx.wread(uw), ctx.vbytes(st.x, ctx.wcols(gw)) }
@@ -11,6 +13,7 @@ return function(st, ctx)
     w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows,
     n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
     inv_rms = norm.inv_rms, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
+    part = ctx.smem_ptr("float", at.part),
   }) .. ";"
   local tiled = ctx.tiled and ctx.call("mkc_gemm_swiglu", ctx.gemm_args({
     w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows, quantized = ctx.quantized(gw, uw),

@@ -1,8 +1,10 @@
 -- Stage: one matmul, stored or (residual epilogue) added into the residual stream; a prompt chunk
 -- takes the tiled variant (templates/gemm.cuh).
 return function(st, ctx)
-  local gemm_smem = ctx.tiled and ctx.gemm_smem(64) or {}
-  local norm = ctx.norm(st, gemm_smem)
+  local extra = ctx.tiled and ctx.gemm_smem(64) or {}
+  -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
+  extra[#extra + 1] = { "part", (ctx.warps + 1) * 8 * ctx.t_max }
+  local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local residual = st.kind == "matvec_residual"
   local rows, w = st.w.rows, st.w
@@ -13,6 +15,7 @@ return function(st, ctx)
     w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
+    part = ctx.smem_ptr("float", at.part),
   }) .. ";"
   local tiled = ctx.tiled and ctx.call("mkc_gemm_matvec", ctx.gemm_args({
     w = ctx.wmat(w), rows = rows, quantized = ctx.quantized(w), n_chunks = ctx.chunks(w),

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates bbe7eae0a305a35f, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 2a8d6657559d18e4, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1150,10 +1150,108 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
+/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
+MKC_DEVICE int mkc_wtype_chunks(int type) {
+  return type == MKC_W_BF16 ? 1 : type == MKC_W_Q4_K || type == MKC_W_Q6_K ? 32 : 4;
+}
+
+/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). */
+MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+  switch (type) {
+  case MKC_W_Q8_0:
+    return (long)(c >> 2) * 34;
+  case MKC_W_Q4_0:
+    return (long)(c >> 2) * 18;
+  case MKC_W_Q4_1:
+    return (long)(c >> 2) * 20;
+  case MKC_W_Q4_K:
+    return (long)(c >> 5) * 144;
+  case MKC_W_Q6_K:
+    return (long)(c >> 5) * 210;
+  default:
+    return (long)c * 16;
+  }
+}
+
+/* Splitting the columns of a row block over a block's warps, for stages with
+ * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
+ * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
+ * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
+ * of a warp's work, against a warp's row blocks. */
+MKC_DEVICE int mkc_split_pays(int rows) {
+  int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
+  return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
+}
+
+/* The smem the split takes: MKC_WARPS + 1 times nrows x MKC_T_MAX floats; codegen
+ * reserves it for up to 8 rows per matrix (the CPU's MKC_ROWS). */
+#define MKC_SPLIT_ROWS_MAX 8
+typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
+
+/* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
+ * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
+ * warp takes its share of the columns (whole storage blocks of every row's
+ * type), writes its partials to part, and the block adds them in warp order
+ * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
+ * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
+ * floats of smem, sums the nrows * MKC_T_MAX after them. */
+MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                              float *part) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+  int g = 1;
+  for (int r = 0; r < nrows; r++)
+    if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
+  int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g;
+  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
+  for (int r = 0; r < nrows; r++) { /* this warp's columns of each row */
+    if (wr[r].p) {
+      wr[r].p += mkc_wtype_bytes(wr[r].type, c0);
+      wr[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(wr[r].type, nc) : 0;
+    }
+    if (next[r].p) {
+      next[r].p += mkc_wtype_bytes(next[r].type, c0);
+      next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
+    }
+  }
+  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
+  if (nc > 0)
+    mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
+                 inv_rms, T, acc);
+  if (mkc_lane() == 0)
+    for (int i = 0; i < nrows * MKC_T_MAX; i++)
+      part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
+  mkc_sync_block();
+  for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
+    float s = 0.0f;
+    for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    sums[i] = s;
+  }
+  mkc_sync_block();
+}
+
+/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
+ * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T) {
+                           int accumulate, int T, float *part) {
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+      mkc_row_block(w, rows, r0, wr);
+      mkc_row_block(w, rows, r0 + step, next);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float *o = out + t * out_stride + r0 + r;
+        *o = accumulate ? *o + sums[i] : sums[i];
+      }
+    }
+    return;
+  }
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
@@ -1168,12 +1266,31 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T) {
+                                  const float *inv_rms, float *out, int out_stride, int T,
+                                  float *part) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_row_block(w_gate, rows, r0, wr);
+      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rows, r0 + step, next);
+      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
+        out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+      }
+    }
+    return;
+  }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_row_block(w_gate, rows, r0, wr);
@@ -2931,7 +3048,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 2935 "llama.llama-3.2-1b.cu"
+#line 3052 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -2968,21 +3085,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+524288 8192*t (attention layer 0 (line 157)) */
   /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+273156096 4096 (blk.0.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -2998,21 +3115,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+524288 8192*t (attention layer 1 (line 157)) */
   /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+333977600 4096 (blk.1.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3028,21 +3145,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+524288 8192*t (attention layer 2 (line 157)) */
   /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 161), matmul blk.2.ffn_gate.weight (line 162), matmul blk.2.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+394799104 4096 (blk.2.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3058,21 +3175,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+524288 8192*t (attention layer 3 (line 157)) */
   /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 161), matmul blk.3.ffn_gate.weight (line 162), matmul blk.3.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+455620608 4096 (blk.3.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3088,21 +3205,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+524288 8192*t (attention layer 4 (line 157)) */
   /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 161), matmul blk.4.ffn_gate.weight (line 162), matmul blk.4.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+516442112 4096 (blk.4.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3118,21 +3235,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+524288 8192*t (attention layer 5 (line 157)) */
   /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 161), matmul blk.5.ffn_gate.weight (line 162), matmul blk.5.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+577263616 4096 (blk.5.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3148,21 +3265,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+524288 8192*t (attention layer 6 (line 157)) */
   /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 161), matmul blk.6.ffn_gate.weight (line 162), matmul blk.6.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+638085120 4096 (blk.6.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3178,21 +3295,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+524288 8192*t (attention layer 7 (line 157)) */
   /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 161), matmul blk.7.ffn_gate.weight (line 162), matmul blk.7.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+698906624 4096 (blk.7.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3208,21 +3325,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+524288 8192*t (attention layer 8 (line 157)) */
   /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 161), matmul blk.8.ffn_gate.weight (line 162), matmul blk.8.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+759728128 4096 (blk.8.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3238,21 +3355,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+524288 8192*t (attention layer 9 (line 157)) */
   /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 161), matmul blk.9.ffn_gate.weight (line 162), matmul blk.9.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+820549632 4096 (blk.9.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3268,21 +3385,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+524288 8192*t (attention layer 10 (line 157)) */
   /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 161), matmul blk.10.ffn_gate.weight (line 162), matmul blk.10.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+881371136 4096 (blk.10.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3298,21 +3415,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+524288 8192*t (attention layer 11 (line 157)) */
   /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 161), matmul blk.11.ffn_gate.weight (line 162), matmul blk.11.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+942192640 4096 (blk.11.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3328,21 +3445,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+524288 8192*t (attention layer 12 (line 157)) */
   /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 161), matmul blk.12.ffn_gate.weight (line 162), matmul blk.12.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3358,21 +3475,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+524288 8192*t (attention layer 13 (line 157)) */
   /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 161), matmul blk.13.ffn_gate.weight (line 162), matmul blk.13.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3388,21 +3505,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+524288 8192*t (attention layer 14 (line 157)) */
   /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 161), matmul blk.14.ffn_gate.weight (line 162), matmul blk.14.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -3418,21 +3535,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+524288 8192*t (attention layer 15 (line 157)) */
   /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
   /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 161), matmul blk.15.ffn_gate.weight (line 162), matmul blk.15.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
   /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 164), add (line 164)
-   * work: 2048 rows, one warp per row; smem 38144 bytes
+   * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   for (int layer = 0; layer < 16; layer++) { /* layer loop */
@@ -3485,7 +3602,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 2048, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 38144));
   }
   mkc_flow_arrive(state); /* next stage reads add (line 159) written by another block */
 
@@ -3500,7 +3617,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
   } else {
     mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T);
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 38192));
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 164) written by another block */
 
@@ -3512,7 +3629,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 2048, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 38144));
   }
   mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */

@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates bbe7eae0a305a35f, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 2a8d6657559d18e4, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 38192 bytes
+ * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -1150,10 +1150,108 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). */
+/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
+MKC_DEVICE int mkc_wtype_chunks(int type) {
+  return type == MKC_W_BF16 ? 1 : type == MKC_W_Q4_K || type == MKC_W_Q6_K ? 32 : 4;
+}
+
+/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). */
+MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+  switch (type) {
+  case MKC_W_Q8_0:
+    return (long)(c >> 2) * 34;
+  case MKC_W_Q4_0:
+    return (long)(c >> 2) * 18;
+  case MKC_W_Q4_1:
+    return (long)(c >> 2) * 20;
+  case MKC_W_Q4_K:
+    return (long)(c >> 5) * 144;
+  case MKC_W_Q6_K:
+    return (long)(c >> 5) * 210;
+  default:
+    return (long)c * 16;
+  }
+}
+
+/* Splitting the columns of a row block over a block's warps, for stages with
+ * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
+ * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
+ * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
+ * of a warp's work, against a warp's row blocks. */
+MKC_DEVICE int mkc_split_pays(int rows) {
+  int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
+  return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
+}
+
+/* The smem the split takes: MKC_WARPS + 1 times nrows x MKC_T_MAX floats; codegen
+ * reserves it for up to 8 rows per matrix (the CPU's MKC_ROWS). */
+#define MKC_SPLIT_ROWS_MAX 8
+typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
+
+/* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
+ * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
+ * warp takes its share of the columns (whole storage blocks of every row's
+ * type), writes its partials to part, and the block adds them in warp order
+ * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
+ * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
+ * floats of smem, sums the nrows * MKC_T_MAX after them. */
+MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                              float *part) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+  int g = 1;
+  for (int r = 0; r < nrows; r++)
+    if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
+  int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g;
+  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
+  for (int r = 0; r < nrows; r++) { /* this warp's columns of each row */
+    if (wr[r].p) {
+      wr[r].p += mkc_wtype_bytes(wr[r].type, c0);
+      wr[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(wr[r].type, nc) : 0;
+    }
+    if (next[r].p) {
+      next[r].p += mkc_wtype_bytes(next[r].type, c0);
+      next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
+    }
+  }
+  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
+  if (nc > 0)
+    mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
+                 inv_rms, T, acc);
+  if (mkc_lane() == 0)
+    for (int i = 0; i < nrows * MKC_T_MAX; i++)
+      part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
+  mkc_sync_block();
+  for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
+    float s = 0.0f;
+    for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    sums[i] = s;
+  }
+  mkc_sync_block();
+}
+
+/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
+ * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T) {
+                           int accumulate, int T, float *part) {
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+      mkc_row_block(w, rows, r0, wr);
+      mkc_row_block(w, rows, r0 + step, next);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float *o = out + t * out_stride + r0 + r;
+        *o = accumulate ? *o + sums[i] : sums[i];
+      }
+    }
+    return;
+  }
   float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
@@ -1168,12 +1266,31 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]). */
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T) {
+                                  const float *inv_rms, float *out, int out_stride, int T,
+                                  float *part) {
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
+  if (mkc_split_pays(rows)) {
+    int step = mkc_nblocks() * MKC_ROWS;
+    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+      mkc_row_block(w_gate, rows, r0, wr);
+      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rows, r0 + step, next);
+      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
+      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
+        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (r0 + r >= rows || t >= T) continue;
+        float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
+        out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+      }
+    }
+    return;
+  }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_row_block(w_gate, rows, r0, wr);
@@ -2917,7 +3034,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 2921 "llama.tiny.cu"
+#line 3038 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -2954,21 +3071,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
   /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
-   * work: 64 rows, one warp per row; smem 38144 bytes
+   * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
   /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
   /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
-   * work: 64 rows, one warp per row; smem 38144 bytes
+   * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
@@ -2984,21 +3101,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
   /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
-   * work: 64 rows, one warp per row; smem 38144 bytes
+   * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
   /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 38192 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
   /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
-   * work: 64 rows, one warp per row; smem 38144 bytes
+   * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256
+   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
   for (int layer = 0; layer < 2; layer++) { /* layer loop */
@@ -3051,7 +3168,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 64, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 38144));
   }
   mkc_flow_arrive(state); /* next stage reads add (line 159) written by another block */
 
@@ -3066,7 +3183,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
   } else {
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T);
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 38192));
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 164) written by another block */
 
@@ -3078,7 +3195,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 64, 1, T,
                     (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 38144));
   }
   mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */
