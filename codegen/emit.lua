@@ -278,6 +278,12 @@ function emit.source(graph, plan, opts)
     end
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(u))
   end
+  -- A tuning knob for benchmarks: weight rows read past L1 (templates/prelude_cuda.cuh).
+  local nc = os.getenv("MKC_WEIGHT_NC")
+  if nc and nc ~= "" and nc ~= "0" then
+    if nc ~= "1" then util.fail(("MKC_WEIGHT_NC must be 0 or 1, got %s"):format(util.show(nc))) end
+    put("#define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */")
+  end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = os.getenv("MKC_PREFETCH_BYTES")
   if prefetch and prefetch ~= "" then

@@ -69,7 +69,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
         for (int r = 0; r < nrows;
              r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-            wc[u][r] = mkc_load_u4(w[r].p + 16 * (c0 + 32 * u));
+            wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
@@ -521,10 +521,11 @@ typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
+ * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part) {
+                              float *part, float *acc) {
   float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
   int g = 1;
   for (int r = 0; r < nrows; r++)
@@ -541,7 +542,6 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
       next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
     }
   }
-  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
@@ -562,13 +562,14 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
                            int accumulate, int T, float *part) {
+  float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
     for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
       mkc_row_block(w, rows, r0, wr);
       mkc_row_block(w, rows, r0 + step, next);
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -579,7 +580,6 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
     }
     return;
   }
-  float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
@@ -607,7 +607,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rows, r0 + step, next);
       mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;

@@ -228,6 +228,8 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   memcpy(&r, p, sizeof r);
   return r;
 }
+/* A weight row's 16 bytes (the GPU reads them past L1; here the same load). */
+MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) { return mkc_load_u4(p); }
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   assert((uintptr_t)p % 16 == 0 && "mkc_load_f4: a 16-byte load needs a 16-byte aligned address");
   mkc_f4 r;

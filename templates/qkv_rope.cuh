@@ -184,7 +184,9 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
 }
 
 /* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
- * their chunks load together and reduce in one warp sum. */
+ * their chunks load together and reduce in one warp sum. Where it pays (few
+ * pairs for the grid), a block takes them, its warps split the columns
+ * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
@@ -194,11 +196,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
+                             float *part) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * MKC_QKV_PAIRS;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * MKC_QKV_PAIRS;
   float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
-  for (int p0 = mkc_grid_warp() * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+  for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
@@ -215,7 +221,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
     }
-    mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    if (split) {
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
+                    ab);
+      if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
+      const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
+      for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
+    } else {
+      mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       if (p0 + k >= n_pairs) break;
       mkc_qkv_pair q = pr[k];

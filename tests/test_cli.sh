@@ -136,6 +136,15 @@ fi
 # MKC_PREFETCH_BYTES (a flow wait's prefetch): checked, emitted, the same tokens as the reference.
 MKC_SYNC=fast expect_error "MKC_SYNC unknown" \
   'mkc: error: MKC_SYNC must be flow or grid, got "fast"' -- gen graphs/llama.lua --preset tiny -o "$tmp/s.cu"
+MKC_WEIGHT_NC=2 expect_error "MKC_WEIGHT_NC not 0 or 1" \
+  'mkc: error: MKC_WEIGHT_NC must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/n.cu"
+if MKC_WEIGHT_NC=1 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null &&
+  grep -q '^#define MKC_WEIGHT_NC 1 ' "$tmp/nc.cu" && "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc0.cu" 2>/dev/null &&
+  ! grep -q '^#define MKC_WEIGHT_NC' "$tmp/nc0.cu"; then
+  ok "MKC_WEIGHT_NC=1 emits the non-caching weight loads' switch, and only then"
+else
+  fail "MKC_WEIGHT_NC=1" "$(grep -n WEIGHT_NC "$tmp/nc.cu" "$tmp/nc0.cu" 2>/dev/null)"
+fi
 MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
   'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"
 if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&

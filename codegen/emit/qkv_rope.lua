@@ -25,8 +25,10 @@ local function c_cols(head_dim)
 end
 
 return function(st, ctx)
-  local gemm_smem = ctx.tiled and ctx.gemm_smem(c_cols(st.att.head_dim)) or {}
-  local norm = ctx.norm(st, gemm_smem)
+  local extra = ctx.tiled and ctx.gemm_smem(c_cols(st.att.head_dim)) or {}
+  -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
+  extra[#extra + 1] = { "part", (ctx.warps + 1) * 8 * ctx.t_max }
+  local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local att, qw, kw, vw = st.att, st.q.inputs[2], st.k.inputs[2], st.v.inputs[2]
   local kv = ctx.kv(att)
@@ -88,7 +90,7 @@ return function(st, ctx)
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
       k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
-      T = "T",
-    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride" }) .. ";"),
+      T = "T", part = ctx.smem_ptr("float", at.part),
+    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride", "T" }) .. ";"),
   }
 end

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 2a8d6657559d18e4, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 995754fe7cd7b763, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -187,6 +187,21 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};
   return r;
+}
+/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (a benchmark
+ * knob, docs/PERF.md): through the read-only path and not kept in L1, which the
+ * activations every warp rereads could use instead; not the default, because
+ * the asm load left ptxas less room (qwen3-tiny at T = 8 spilled 8 bytes). */
+MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
+#ifdef MKC_WEIGHT_NC
+  mkc_u4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+#else
+  return mkc_load_u4(p);
+#endif
 }
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
@@ -742,7 +757,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
         for (int r = 0; r < nrows;
              r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-            wc[u][r] = mkc_load_u4(w[r].p + 16 * (c0 + 32 * u));
+            wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
@@ -1194,10 +1209,11 @@ typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
+ * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part) {
+                              float *part, float *acc) {
   float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
   int g = 1;
   for (int r = 0; r < nrows; r++)
@@ -1214,7 +1230,6 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
       next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
     }
   }
-  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
@@ -1235,13 +1250,14 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
                            int accumulate, int T, float *part) {
+  float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
     for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
       mkc_row_block(w, rows, r0, wr);
       mkc_row_block(w, rows, r0 + step, next);
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1252,7 +1268,6 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
     }
     return;
   }
-  float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
@@ -1280,7 +1295,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rows, r0 + step, next);
       mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1494,7 +1509,9 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
 }
 
 /* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
- * their chunks load together and reduce in one warp sum. */
+ * their chunks load together and reduce in one warp sum. Where it pays (few
+ * pairs for the grid), a block takes them, its warps split the columns
+ * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
@@ -1504,11 +1521,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
+                             float *part) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * MKC_QKV_PAIRS;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * MKC_QKV_PAIRS;
   float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
-  for (int p0 = mkc_grid_warp() * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+  for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
@@ -1525,7 +1546,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
     }
-    mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    if (split) {
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
+                    ab);
+      if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
+      const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
+      for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
+    } else {
+      mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       if (p0 + k >= n_pairs) break;
       mkc_qkv_pair q = pr[k];
@@ -3048,7 +3077,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3052 "llama.llama-3.2-1b.cu"
+#line 3081 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3073,9 +3102,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 145)), weights+262668288 4096 (blk.0.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   /* stage 3/84: attention -- attention layer 0 (line 157)
@@ -3103,9 +3132,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+323489792 4096 (blk.1.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   /* stage 8/84: attention -- attention layer 1 (line 157)
@@ -3133,9 +3162,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+384311296 4096 (blk.2.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   /* stage 13/84: attention -- attention layer 2 (line 157)
@@ -3163,9 +3192,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+445132800 4096 (blk.3.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   /* stage 18/84: attention -- attention layer 3 (line 157)
@@ -3193,9 +3222,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+505954304 4096 (blk.4.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   /* stage 23/84: attention -- attention layer 4 (line 157)
@@ -3223,9 +3252,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+566775808 4096 (blk.5.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   /* stage 28/84: attention -- attention layer 5 (line 157)
@@ -3253,9 +3282,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+627597312 4096 (blk.6.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   /* stage 33/84: attention -- attention layer 6 (line 157)
@@ -3283,9 +3312,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+688418816 4096 (blk.7.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   /* stage 38/84: attention -- attention layer 7 (line 157)
@@ -3313,9 +3342,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+749240320 4096 (blk.8.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   /* stage 43/84: attention -- attention layer 8 (line 157)
@@ -3343,9 +3372,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+810061824 4096 (blk.9.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   /* stage 48/84: attention -- attention layer 9 (line 157)
@@ -3373,9 +3402,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+870883328 4096 (blk.10.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   /* stage 53/84: attention -- attention layer 10 (line 157)
@@ -3403,9 +3432,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+931704832 4096 (blk.11.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   /* stage 58/84: attention -- attention layer 11 (line 157)
@@ -3433,9 +3462,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+992526336 4096 (blk.12.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   /* stage 63/84: attention -- attention layer 12 (line 157)
@@ -3463,9 +3492,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1053347840 4096 (blk.13.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   /* stage 68/84: attention -- attention layer 13 (line 157)
@@ -3493,9 +3522,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1114169344 4096 (blk.14.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   /* stage 73/84: attention -- attention layer 14 (line 157)
@@ -3523,9 +3552,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
   /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1174990848 4096 (blk.15.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   /* stage 78/84: attention -- attention layer 15 (line 157)
@@ -3577,7 +3606,8 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 262144, 2048, (float *)0, 0,
-                 kv + lay_i[4], kv + lay_i[5], 4096, pos, T);
+                 kv + lay_i[4], kv + lay_i[5], 4096, pos, T,
+                 (float *)(smem + 38192));
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 

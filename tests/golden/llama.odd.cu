@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 2a8d6657559d18e4, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 995754fe7cd7b763, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -187,6 +187,21 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
   mkc_u4 r = {v.x, v.y, v.z, v.w};
   return r;
+}
+/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (a benchmark
+ * knob, docs/PERF.md): through the read-only path and not kept in L1, which the
+ * activations every warp rereads could use instead; not the default, because
+ * the asm load left ptxas less room (qwen3-tiny at T = 8 spilled 8 bytes). */
+MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
+#ifdef MKC_WEIGHT_NC
+  mkc_u4 r;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+      : "l"(p));
+  return r;
+#else
+  return mkc_load_u4(p);
+#endif
 }
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
@@ -742,7 +757,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
         for (int r = 0; r < nrows;
              r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-            wc[u][r] = mkc_load_u4(w[r].p + 16 * (c0 + 32 * u));
+            wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
@@ -1194,10 +1209,11 @@ typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
+ * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part) {
+                              float *part, float *acc) {
   float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
   int g = 1;
   for (int r = 0; r < nrows; r++)
@@ -1214,7 +1230,6 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
       next[r].row_bytes = nc > 0 ? (int)mkc_wtype_bytes(next[r].type, nc) : 0;
     }
   }
-  float acc[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
@@ -1235,13 +1250,14 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
                            int accumulate, int T, float *part) {
+  float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
     for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
       mkc_row_block(w, rows, r0, wr);
       mkc_row_block(w, rows, r0 + step, next);
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1252,7 +1268,6 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
     }
     return;
   }
-  float acc[MKC_ROWS * MKC_T_MAX];
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
@@ -1280,7 +1295,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rows, r0 + step, next);
       mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1494,7 +1509,9 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
 }
 
 /* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
- * their chunks load together and reduce in one warp sum. */
+ * their chunks load together and reduce in one warp sum. Where it pays (few
+ * pairs for the grid), a block takes them, its warps split the columns
+ * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
@@ -1504,11 +1521,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const float *inv_rms, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
-                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T) {
+                             mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
+                             float *part) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * MKC_QKV_PAIRS;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * MKC_QKV_PAIRS;
   float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
-  for (int p0 = mkc_grid_warp() * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+  for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
@@ -1525,7 +1546,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
     }
-    mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    if (split) {
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
+                    ab);
+      if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
+      const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
+      for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
+    } else {
+      mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
+    }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       if (p0 + k >= n_pairs) break;
       mkc_qkv_pair q = pr[k];
@@ -3034,7 +3063,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3038 "llama.odd.cu"
+#line 3067 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3059,9 +3088,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 145)), weights+21632 144 (blk.0.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
   /* stage 3/14: attention -- attention layer 0 (line 157)
@@ -3089,9 +3118,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 164)), scratch+0 288*t (add (line 164))
    * writes: scratch+0 288*t (add (line 164)) */
   /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
-   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38192 bytes
+   * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256
+   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 164)), weights+73472 144 (blk.1.attn_norm.weight)
    * writes: scratch+9216 288*t (rope (line 155)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
   /* stage 8/14: attention -- attention layer 1 (line 157)
@@ -3143,7 +3172,8 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  scratch + 0, 72, weights + lay_i[3], (float *)(smem + 0),
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 9216, 72, (float *)0, 0,
-                 kv + lay_i[4], kv + lay_i[5], 384, pos, T);
+                 kv + lay_i[4], kv + lay_i[5], 384, pos, T,
+                 (float *)(smem + 38192));
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 

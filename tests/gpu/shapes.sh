@@ -12,6 +12,7 @@ BENCH_RUNS=(
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
   "l1b-nopf MKC_PREFETCH_BYTES=0 $l1b -p 512"
+  "l1b-wnc MKC_WEIGHT_NC=1 $l1b -p 512"
   "l1b-unrolled MKC_UNFOLD=1 MKC_SYNC=grid $l1b -p 512"
   "l1b-stages-u2 MKC_MV_UNROLL=2 $l1b -p 64 -n 32 --stages"
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
