@@ -40,6 +40,12 @@ local function flt(x)
   return s .. "f"
 end
 
+-- A matrix as templates/weights.cuh takes it: first row, bytes per row, storage type.
+local function wmat_of(plan, w)
+  local pw = plan.weights[w]
+  return ("mkc_wmat_of(weights + %d, %d, %s)"):format(pw.offset, pw.row_bytes, wtypes.macro(pw.type))
+end
+
 local function context(graph, plan, opts)
   local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
                 vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled,
@@ -57,11 +63,7 @@ local function context(graph, plan, opts)
     assert(plan.weights[w].type == wtypes.BF16, "a bf16 weight")
     return ("weights + %d"):format(plan.weights[w].offset)
   end
-  -- a matrix as templates/weights.cuh takes it: first row, bytes per row, storage type
-  function ctx.wmat(w)
-    local pw = plan.weights[w]
-    return ("mkc_wmat_of(weights + %d, %d, %s)"):format(pw.offset, pw.row_bytes, wtypes.macro(pw.type))
-  end
+  function ctx.wmat(w) return wmat_of(plan, w) end
   -- chunks of 8 columns per row, and the columns they cover (the input's padded length)
   function ctx.chunks(w) return plan.weights[w].chunks end
   function ctx.wcols(w) return plan.weights[w].chunks * 8 end
@@ -180,11 +182,6 @@ local function matrices(st)
     if n.op == "matmul" then out[#out + 1] = n.inputs[2] end
   end
   return out
-end
-
-local function ctx_wmat(plan, w)
-  local pw = plan.weights[w]
-  return ("mkc_wmat_of(weights + %d, %d, %s)"):format(pw.offset, pw.row_bytes, wtypes.macro(pw.type))
 end
 
 -- A step-dependent quantity as "c+N*t+N*ctx+N*att" (t: input tokens, ctx: cached
@@ -338,7 +335,7 @@ function emit.source(graph, plan, opts)
       -- this stage's first weight rows stream into L2 while the other blocks finish the last one
       local mats = matrices(st)
       for _, w in ipairs(mats) do
-        t[#t + 1] = ("%smkc_prefetch_first(%s, %d, MKC_ROWS, %d);"):format(indent, ctx_wmat(plan, w), w.rows, #mats)
+        t[#t + 1] = ("%smkc_prefetch_first(%s, %d, MKC_ROWS, %d);"):format(indent, wmat_of(plan, w), w.rows, #mats)
       end
       t[#t + 1] = ("%smkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */"):format(indent)
     end

@@ -557,6 +557,32 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   mkc_sync_block();
 }
 
+/* Up to MKC_PREFETCH_BYTES of what a warp streams first from one of a stage's
+ * n_mats matrices, into L2 while its block waits for the others: the first
+ * 128-byte lines of its first n rows (r0 = its grid warp * n), or where the
+ * stage splits (mkc_split_pays), of its share of its block's first n rows.
+ * One line per lane at a time. A hint: it changes no value. */
+#ifndef MKC_PREFETCH_BYTES
+#define MKC_PREFETCH_BYTES 8192
+#endif
+MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
+  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
+  long from = 0, bytes = w.row_bytes;
+  if (mkc_split_pays(rows)) {
+    int g = mkc_wtype_chunks(w.type),
+        n_chunks = (int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g;
+    int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g, c0 = mkc_warp() * share;
+    if (c0 >= n_chunks) return;
+    r0 = mkc_bid() * n;
+    from = mkc_wtype_bytes(w.type, c0);
+    bytes = mkc_wtype_bytes(w.type, n_chunks - c0 < share ? n_chunks - c0 : share);
+  }
+  if (lines > (bytes + 127) / 128) lines = (int)((bytes + 127) / 128);
+  for (int r = r0; r < r0 + n && r < rows; r++)
+    for (int l = mkc_lane(); l < lines; l += 32)
+      mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
+}
+
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
  * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,

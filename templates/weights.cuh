@@ -133,19 +133,3 @@ MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
   mkc_wchunk(w.type, w.p, i >> 3, f);
   return f[i & 7];
 }
-
-/* Up to MKC_PREFETCH_BYTES of the rows a warp streams first (rows r0 .. r0 +
- * n - 1, r0 = its grid warp * n: a matvec's first pass) of each of the
- * stage's n_mats matrices, into L2 while the block waits for the others: one
- * 128-byte line per lane at a time, from the start of each row. A hint: it
- * changes no value. */
-#ifndef MKC_PREFETCH_BYTES
-#define MKC_PREFETCH_BYTES 8192
-#endif
-MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
-  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
-  if (lines > (w.row_bytes + 127) / 128) lines = (w.row_bytes + 127) / 128;
-  for (int r = r0; r < r0 + n && r < rows; r++)
-    for (int l = mkc_lane(); l < lines; l += 32)
-      mkc_prefetch(w.p + (long)r * w.row_bytes + l * 128);
-}

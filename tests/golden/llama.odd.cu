@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 995754fe7cd7b763, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 89f4d60b1c688e2c, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -659,22 +659,6 @@ MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
   mkc_wchunk(w.type, w.p, i >> 3, f);
   return f[i & 7];
 }
-
-/* Up to MKC_PREFETCH_BYTES of the rows a warp streams first (rows r0 .. r0 +
- * n - 1, r0 = its grid warp * n: a matvec's first pass) of each of the
- * stage's n_mats matrices, into L2 while the block waits for the others: one
- * 128-byte line per lane at a time, from the start of each row. A hint: it
- * changes no value. */
-#ifndef MKC_PREFETCH_BYTES
-#define MKC_PREFETCH_BYTES 8192
-#endif
-MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
-  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
-  if (lines > (w.row_bytes + 127) / 128) lines = (w.row_bytes + 127) / 128;
-  for (int r = r0; r < r0 + n && r < rows; r++)
-    for (int l = mkc_lane(); l < lines; l += 32)
-      mkc_prefetch(w.p + (long)r * w.row_bytes + l * 128);
-}
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
 MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const int *tokens,
@@ -1243,6 +1227,32 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
     sums[i] = s;
   }
   mkc_sync_block();
+}
+
+/* Up to MKC_PREFETCH_BYTES of what a warp streams first from one of a stage's
+ * n_mats matrices, into L2 while its block waits for the others: the first
+ * 128-byte lines of its first n rows (r0 = its grid warp * n), or where the
+ * stage splits (mkc_split_pays), of its share of its block's first n rows.
+ * One line per lane at a time. A hint: it changes no value. */
+#ifndef MKC_PREFETCH_BYTES
+#define MKC_PREFETCH_BYTES 8192
+#endif
+MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
+  int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
+  long from = 0, bytes = w.row_bytes;
+  if (mkc_split_pays(rows)) {
+    int g = mkc_wtype_chunks(w.type),
+        n_chunks = (int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g;
+    int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g, c0 = mkc_warp() * share;
+    if (c0 >= n_chunks) return;
+    r0 = mkc_bid() * n;
+    from = mkc_wtype_bytes(w.type, c0);
+    bytes = mkc_wtype_bytes(w.type, n_chunks - c0 < share ? n_chunks - c0 : share);
+  }
+  if (lines > (bytes + 127) / 128) lines = (int)((bytes + 127) / 128);
+  for (int r = r0; r < r0 + n && r < rows; r++)
+    for (int l = mkc_lane(); l < lines; l += 32)
+      mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
 /* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
@@ -3063,7 +3073,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3067 "llama.odd.cu"
+#line 3077 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

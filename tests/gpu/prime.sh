@@ -2,8 +2,9 @@
 # Before a GPU session, here (no GPU needed): fills build/gpu-cache with the
 # cubins the GPU run (tests/gpu/bench.sh) will ask for, compiled by the real
 # NVRTC for sm_90 under the key a CUDA 13.0 driver gives, and packs them as
-# build/gpu-cache.tar.xz for the device call to carry. Cold NVRTC compiles of
-# the large kernels take minutes each: a lent GPU's minutes are too few.
+# build/gpu-cache.tar.xz for the device call to carry. A cold NVRTC compile
+# of llama-3.2-1b's kernel takes 15-30 s here since the layer loop (it took
+# 5 minutes before): a dozen of them still cost a lent GPU's minutes.
 #   1. the GPU run's commands on the driver and NVRTC doubles (tests/fake_cuda):
 #      their kernel cache then holds every kernel's name and source, fast;
 #   2. build/prime_kcache compiles each with the real NVRTC.
