@@ -1,6 +1,8 @@
 # Sourced by tests/gpu/bench.sh and tests/gpu/prime.sh: the GPU run's
 # benchmarks, so that the kernels primed ahead are the ones the run asks for.
-# BENCH_RUNS: "NAME [VAR=VALUE...] ARGS..." for mkc bench (--backend cuda is
+# BENCH_RUNS: "NAME [VAR=VALUE...] ARGS..." for mkc bench, in priority order (bench.sh runs
+# the first six before compute-sanitizer; l1b-unrolled is the 2026-11-26 kernel's structure,
+# whose cold compile takes minutes: prime it) (--backend cuda is
 # added; VAR=VALUE: its environment), the model files under $models (made by
 # make_model).
 l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
@@ -8,12 +10,12 @@ BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512"
   "l1b-d4096 $l1b -p 64 -d 4096"
-  "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
+  "l1b-unrolled MKC_UNFOLD=1 MKC_SYNC=grid $l1b -p 512"
   "l1b-stages $l1b -p 64 -n 32 --stages"
+  "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
   "l1b-nopf MKC_PREFETCH_BYTES=0 $l1b -p 512"
   "l1b-wnc MKC_WEIGHT_NC=1 $l1b -p 512"
-  "l1b-unrolled MKC_UNFOLD=1 MKC_SYNC=grid $l1b -p 512"
   "l1b-stages-u2 MKC_MV_UNROLL=2 $l1b -p 64 -n 32 --stages"
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
