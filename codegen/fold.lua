@@ -52,6 +52,7 @@ function fold.find(texts)
   local best
   for period = 1, n // 2 do
     for first = 1, n - 2 * period + 1 do
+      if best and n - first + 1 <= best.count * best.period then break end -- cannot cover more
       local count = 1
       while first + (count + 1) * period - 1 <= n do
         local same = true
