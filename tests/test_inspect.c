@@ -208,6 +208,11 @@ static void llama_bytes(const char *path, const mkc_graph *g, int T, int pos) {
     rd += mkc_stage_bytes(&r.stages[i], 0, r.at);
     wr += mkc_stage_bytes(&r.stages[i], 1, r.at);
   }
+  /* issue 12: at most 2 grid barriers a step; every other stage boundary a flow wait */
+  CHECK(r.header.n_grid_barriers <= 2 &&
+            r.header.n_grid_barriers + r.header.n_flow_waits == r.n_stages - 1,
+        "llama-3.2-1b: %d grid barriers (<= 2) and %d flow waits between %d stages",
+        r.header.n_grid_barriers, r.header.n_flow_waits, r.n_stages);
   CHECK_NEAR((double)w, weights, 0.5, "llama-3.2-1b T=%d pos=%d: weight bytes = 2 x parameters", T,
              pos);
   CHECK_NEAR((double)k, kv, 0.5, "llama-3.2-1b T=%d pos=%d: KV bytes = cache rows read + appended",
