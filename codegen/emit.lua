@@ -219,7 +219,7 @@ local function stage_meta(st)
 end
 
 function emit.source(graph, plan, opts)
-  local out, lines = {}, 0
+  local out, lines, draft_in_kernel = {}, 0, false
   local function put(s)
     out[#out + 1] = s
     local _, n = s:gsub("\n", "")
@@ -353,6 +353,18 @@ function emit.source(graph, plan, opts)
   -- stage out (to compare)
   local run = os.getenv("MKC_UNFOLD") ~= "1" and fold.find(texts)
   local lp = run and fold.loop(texts, run)
+  -- Drafts by the first layers in the kernel need the loop's passes to be the model's layers, in
+  -- order: pass l holds layer l's attention, and every layer is in the loop.
+  draft_in_kernel = lp and run.count == graph.params.n_layers or false
+  for l = 0, (draft_in_kernel and run.count or 0) - 1 do
+    local seen = false
+    for j = 0, run.period - 1 do
+      local st = plan.stages[run.first + l * run.period + j]
+      if st.kind == "attention" then seen = seen or st.att.layer == l end
+    end
+    draft_in_kernel = draft_in_kernel and seen
+  end
+  plan.draft_in_kernel = draft_in_kernel
   if lp then
     put("/* The layer loop's values that differ from pass to pass (mkc_step: lay_i, lay_w). */")
     put(fold.tables(lp, run.count))
@@ -367,9 +379,13 @@ function emit.source(graph, plan, opts)
   if n_flow > 0 then put("  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */") end
   put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
   put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
-  put(("  if (!mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx, opts.t_max,
-    opts.t_chunk))
-  put("  const int pos = state->pos, T = state->n_inputs;")
+  -- a self-speculation draft pass (templates/rounds.cuh): one input, the next draft's position,
+  -- the first draft_layers layers; it is the host's or the last round's setting, checked there
+  put("  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */")
+  put(("  if (!drafting && !mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx,
+    opts.t_max, opts.t_chunk))
+  put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
+  put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
   put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   local i = 1
@@ -382,7 +398,10 @@ function emit.source(graph, plan, opts)
       put("   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from")
       put("   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */")
       for k = run.first, last do put(comments[k]) end
-      put(("  for (int layer = 0; layer < %d; layer++) { /* layer loop */"):format(run.count))
+      -- a draft pass runs the first draft_layers passes, where the passes are the model's layers
+      local bound = tostring(run.count)
+      if draft_in_kernel then bound = ("(drafting ? state->draft_layers : %d)"):format(run.count) end
+      put(("  for (int layer = 0; layer < %s; layer++) { /* layer loop */"):format(bound))
       if #lp.cols_i > 0 then put("  const int *lay_i = mkc_layer_i[layer];") end
       if #lp.cols_w > 0 then put("  const long long *lay_w = mkc_layer_w[layer];") end
       for j, b in ipairs(lp.body) do
@@ -401,7 +420,7 @@ function emit.source(graph, plan, opts)
     end
   end
   put("")
-  put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, round, (int *)smem)) return;"):format(
+  put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, drafting, (int *)smem)) return;"):format(
     plan.history, opts.max_ctx))
   put("  } /* rounds */")
   put("}")

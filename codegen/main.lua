@@ -147,7 +147,7 @@ function M.export(graph, plan, gen, source)
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
              logprobs_offset = plan.logprobs, history_offset = plan.history,
-             timers_offset = plan.timers or 0 },
+             timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0 },
   }
 end
 

@@ -70,6 +70,21 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   if (mkc_bid() != 0) return;
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
+    int n = st->draft_n + 1, c = choice[0];
+    if (c >= 0 && c < vocab) {
+      st->inputs[n] = c;
+      st->draft_n = n;
+      st->draft_left -= 1;
+    } else {
+      st->draft_left = 0; /* no finite logit: verify the drafts made so far */
+    }
+    if (st->draft_left == 0) {
+      st->n_inputs = st->draft_n + 1;
+      st->n_fixed = 0;
+    }
+    return;
+  }
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
     mkc_accept_sampled(st, drawn, p_draft, pos, t0, T, choice, &a);

@@ -86,6 +86,10 @@ typedef struct mkc_state {
    * round_stops or the context is full. 0 or 1: the one step. */
   int round_max, round_drafts, round_budget, n_round_stops;
   int round_stops[MKC_ROUND_STOPS];
+  /* Self-speculation in the kernel (templates/rounds.cuh): rounds draft with the first
+   * draft_layers layers (0: by prompt lookup); draft_left drafts are still to be made for the
+   * next round (the host sets the first round's), draft_n made so far. */
+  int draft_layers, draft_left, draft_n;
   unsigned flow_count; /* flow waits (templates/common.cuh): arrivals this launch, from 0 */
   int n_inputs;        /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of

@@ -6,7 +6,15 @@
  * would run (exec/decode.c): its first input the last emitted token, then
  * min(round_drafts, tokens still wanted - 1, room left - 1) drafts found as
  * exec/draft.c's mkc_draft_lookup finds them. A round that emits one of
- * round_stops (the end of generation) ends the launch. */
+ * round_stops (the end of generation) ends the launch.
+ *
+ * With draft_layers > 0 the drafts come from the model's own first layers
+ * instead (self-speculation, LayerSkip-style): the next round's drafts are
+ * made by that many passes of the stages on one input each, through the
+ * first draft_layers passes of the layer loop, the final norm and the LM
+ * head, each pass's argmax the next pass's input (mkc_accept's draft branch);
+ * the round then verifies them all. The draft passes write the K/V rows of
+ * the first layers at the drafts' positions, which the round rewrites. */
 
 #define MKC_LOOKUP_NGRAM_MAX 3 /* exec/draft.h's MKC_DRAFT_NGRAM_MAX */
 
@@ -51,15 +59,22 @@ MKC_DEVICE int mkc_lookup_drafts(const int *h, int n_hist, int last, int k, int 
   return 0;
 }
 
-/* After round `round`'s stages: records it and sets up the next one. Called
- * by every thread of every block; nonzero when another round runs (all
- * blocks then see its inputs in the state). history: the tokens by position
- * (mkc_accept writes them); red: MKC_WARPS + 2 ints of smem. */
-MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, int round, int *red) {
+/* After a pass of the stages: a draft pass goes on to the next pass; a
+ * round's is recorded, and the next round set up. Called by every thread of
+ * every block; nonzero when another pass runs (all blocks then see its inputs
+ * in the state). history: the tokens by position (mkc_accept writes them);
+ * red: MKC_WARPS + 2 ints of smem. */
+MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, int drafting,
+                              int *red) {
+  if (drafting) { /* mkc_accept stored the draft; the next pass reads it */
+    mkc_grid_sync(st);
+    return 1;
+  }
   if (st->round_max <= 1) return 0; /* host-written, the same for every block */
   if (mkc_bid() == 0) {
     int more = 0;
     if (mkc_tid() == 0) {
+      int round = st->n_rounds; /* draft passes are not rounds */
       mkc_round *r = &st->rounds[round];
       r->n_in = st->n_inputs;
       r->n_out = st->status == MKC_STATUS_OK ? st->n_out : 0;
@@ -85,7 +100,14 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
     }
     mkc_sync_block();
     more = red[MKC_WARPS + 1];
-    if (more) {
+    if (more && st->draft_layers > 0) { /* the drafts come from the next passes */
+      if (mkc_tid() == 0) {
+        st->n_inputs = 1;
+        st->n_fixed = 0;
+        st->draft_n = 0;
+        st->draft_left = red[MKC_WARPS];
+      }
+    } else if (more) {
       int got =
           mkc_lookup_drafts(history, st->pos, st->inputs[0], red[MKC_WARPS], st->inputs + 1, red);
       if (mkc_tid() == 0) {

@@ -105,6 +105,21 @@ for R in 4 16; do
     fail "--rounds $R" "rc $rc, $gen launches after the prompt's" "$(tail -n 3 "$tmp/rounds$R.err")"
   fi
 done
+# ... and with the drafts made by the kernel's own first layer (self-speculation in the kernel)
+for R in 4 16; do
+  rm -f "$trace"
+  env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${rargs[@]}" --rounds "$R" --draft-layers 1 --backend cuda \
+    >"$tmp/self$R.out" 2>"$tmp/self$R.err"
+  rc=$?
+  gen=$(($(calls cuGraphLaunch) - 1))
+  if [ "$rc" -eq 0 ] && cmp -s "$tmp/rounds-cpu" "$tmp/self$R.out" && no_misuse "$tmp/self$R.err" \
+    && [ "$gen" -ge 1 ] && [ $((gen * R)) -le 64 ] && grep -q "in $gen launches" "$tmp/self$R.err" \
+    && grep -q 'drafts from self-speculation in the kernel' "$tmp/self$R.err"; then
+    ok "--rounds $R --draft-layers 1: the cpu backend's 65 tokens; $gen launches after the prompt's"
+  else
+    fail "--rounds $R --draft-layers 1" "rc $rc, $gen launches" "$(tail -n 3 "$tmp/self$R.err")"
+  fi
+done
 
 # A driver that will not capture a cooperative launch: a warning naming the
 # call, then direct launches.

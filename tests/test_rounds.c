@@ -11,6 +11,12 @@
  *     full context, and the session's tokens and pos are those of the rounds
  *     run;
  *   - bad arguments are refused; options rounds cannot serve are named;
+ *   - self-speculation inside the kernel (--draft-layers L with R > 1): plain
+ *     decoding's tokens for K = 1..8 and R = 4, 16 on tiny, odd and
+ *     qwen3-tiny, with the drafts the host's own self-speculation (a kernel
+ *     of the first L layers, R = 1) makes: as many drafted and accepted; a
+ *     planted kernel whose draft pass takes another token is caught by that
+ *     count, and its text stays plain decoding's;
  *   - planted: kernels whose lookup takes an earlier match, tries the
  *     shortest suffix first or drafts one token too few draft other tokens
  *     than the reference (caught), yet emit the same text (speculation stays
@@ -180,6 +186,86 @@ static void lossless(const char *preset) {
           "launches for %d steps",
           preset, R, st.accepted, st.drafted, st.launches, st.gen_steps);
   }
+  fixture_close(&fx);
+}
+
+/* mkc_decode_with K drafts per round from the first L layers: in the kernel
+ * with R rounds per launch (src: the kernel to run, NULL: fx's), or with R =
+ * 1 from the host's drafter of those layers (draft: its kernel). */
+static int decode_self(const fixture *fx, const mkc_kernel_src *src, const fixture *draft, int L,
+                       int K, int R, int *out, mkc_decode_stats *st) {
+  mkc_session *s = mkc_session_open(test_backend(), &fx->g, src ? src : &fx->src, &fx->w, 3);
+  mkc_session *ds =
+      draft ? mkc_session_open(test_backend(), &draft->g, &draft->src, &fx->w, 3) : NULL;
+  mkc_drafter *d = ds ? mkc_drafter_model(ds, &draft->g, "self-speculation") : NULL;
+  mkc_decode_opts o = {.draft_max = K, .rounds = R, .draft_layers = draft ? 0 : L, .drafter = d};
+  int rc =
+      s && (!draft || d) && mkc_decode_with(s, &fx->g, PROMPT, N_PROMPT, N_GEN, &o, out, st) == 0
+          ? st->generated
+          : -1;
+  if (d)
+    mkc_drafter_close(d); /* and its session */
+  else
+    mkc_session_close(ds);
+  mkc_session_close(s);
+  return rc;
+}
+
+/* Self-speculation in the kernel: lossless, and the host's drafts exactly. */
+static void self_spec(const char *preset, const char *plant) {
+  fixture fx, dr;
+  if (!CHECK(fixture_open(&fx, preset, 8, 0, 7) == 0, "%s: generate (K <= 8)", preset)) return;
+  memset(&dr, 0, sizeof dr);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph, .preset = preset, .draft_max = 8, .n_layers = 1};
+  mkc_kernel_src mutant = {NULL, fx.src.file_name};
+  if (!CHECK(fx.g.draft_in_kernel && mkc_codegen(&o, &dr.g, &dr.src) == 0,
+             "%s: the kernel can draft with its first layers; the host's kernel of 1 layer",
+             preset))
+    goto done;
+  if (plant) { /* the draft pass keeps the second best: the argmax of another token */
+    const char *from = "st->inputs[n] = c;", *at = strstr(fx.src.source, from);
+    if (!CHECK(at != NULL, "planted: the draft pass's store is in the kernel")) goto done;
+    size_t size = strlen(fx.src.source) + 64;
+    mutant.source = malloc(size);
+    snprintf(mutant.source, size, "%.*sst->inputs[n] = (c + 1) %% vocab;%s",
+             (int)(at - fx.src.source), fx.src.source, at + strlen(from));
+  }
+  int plain[N_GEN], out[N_GEN], host[N_GEN];
+  mkc_decode_stats st0, st, sh;
+  int n0 = decode(&fx, NULL, 0, 1, plain, &st0), bad = 0, runs = 0, same_drafts = 1, launches = 1;
+  char first_bad[96] = "";
+  static const int RS[] = {4, 16};
+  for (int K = plant ? 4 : 1; K <= (plant ? 4 : 8); K++) {
+    int nh = decode_self(&fx, NULL, &dr, 1, K, 1, host, &sh);
+    for (int i = 0; i < 2; i++) {
+      int n = decode_self(&fx, plant ? &mutant : NULL, NULL, 1, K, RS[i], out, &st);
+      runs++;
+      if (n != N_GEN || first_difference(plain, out, N_GEN) >= 0 || nh != N_GEN ||
+          first_difference(plain, host, N_GEN) >= 0)
+        if (!bad++) snprintf(first_bad, sizeof first_bad, " (first: K %d, R %d)", K, RS[i]);
+      same_drafts = same_drafts && st.drafted == sh.drafted && st.accepted == sh.accepted;
+      launches = launches && st.launches == (st.gen_steps + RS[i] - 1) / RS[i];
+    }
+  }
+  if (plant) {
+    CHECK(n0 == N_GEN && bad == 0 && !same_drafts,
+          "%s planted, a draft pass that keeps another token: caught by the drafts accepted, and "
+          "the text is plain decoding's",
+          preset);
+  } else {
+    CHECK(n0 == N_GEN && bad == 0,
+          "%s, self-speculation in the kernel (L = 1): K = 1..8 x R = 4, 16: all %d runs give "
+          "plain decoding's %d tokens%s",
+          preset, runs, N_GEN, first_bad);
+    CHECK(same_drafts, "%s: as many drafted and accepted as the host's self-speculation (R = 1)",
+          preset);
+    CHECK(launches, "%s: one launch per R rounds", preset);
+  }
+done:
+  free(mutant.source);
+  fixture_close(&dr);
   fixture_close(&fx);
 }
 
@@ -358,6 +444,10 @@ int main(void) {
   lossless("odd");
   lossless("qwen3-tiny");
   smollm2();
+  self_spec("tiny", NULL);
+  self_spec("odd", NULL);
+  self_spec("qwen3-tiny", NULL);
+  if (test_backend() == MKC_BACKEND_CPU) self_spec("odd", "keep another token");
   limits();
   stops();
   if (test_backend() == MKC_BACKEND_CPU) {

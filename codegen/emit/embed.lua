@@ -11,6 +11,6 @@ return function(st, ctx)
     reads = { wread },
     writes = { ctx.vbytes(x, x.n) },
     code = ctx.call("mkc_embed", { table = ctx.wmat(tw), dim = x.n,
-      x = ctx.value(x), x_stride = ctx.vstride(x), tokens = "state->inputs", T = "T" }) .. ";",
+      x = ctx.value(x), x_stride = ctx.vstride(x), tokens = "inputs", T = "T" }) .. ";",
   }
 end

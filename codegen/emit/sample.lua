@@ -10,7 +10,7 @@ return function(st, ctx)
     flops = {},
     reads = {}, -- the logits again, in the stage that runs only when sampling: not counted
     writes = {},
-    condition = "mkc_sampling_on(&state->sampling)",
+    condition = "!drafting && mkc_sampling_on(&state->sampling)", -- drafts are argmaxes
     code = ctx.call("mkc_sample", { st = "state", history = ("(const int *)(scratch + %d)"):format(ctx.history),
       logits = ctx.value(st.logits), logits_stride = ctx.vstride(st.logits), vocab = ctx.vocab, pos = "pos",
       t0 = "t0", T = "T", work = ("scratch + %d"):format(ctx.sample_work),

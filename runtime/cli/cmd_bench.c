@@ -44,12 +44,17 @@ static double stddev(const double *x, int n) {
  * lookup): hist[0..depth) first, untimed (the cache a long conversation would
  * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
 static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, int depth,
-                    int n_prompt, int n_gen, int draft_max, int rounds, result *r) {
+                    int n_prompt, int n_gen, int draft_max, int rounds, int draft_layers,
+                    result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
   if (!out) return -1;
-  mkc_decode_opts o = {.draft_max = draft_max, .drafter = drafter, .rounds = rounds};
+  /* rounds with --draft-layers: the kernel drafts with its first layers, not the drafter */
+  mkc_decode_opts o = {.draft_max = draft_max,
+                       .drafter = rounds > 1 && draft_layers ? NULL : drafter,
+                       .rounds = rounds,
+                       .draft_layers = rounds > 1 ? draft_layers : 0};
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
@@ -276,7 +281,7 @@ int mkc_cmd_bench(int argc, char **argv) {
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
     if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt,
-                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, &r) != 0)
+                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, c.draft_layers, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";

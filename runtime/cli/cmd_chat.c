@@ -138,6 +138,7 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
                        .draft_min = c->draft_min,
                        .drafter = drafter,
                        .rounds = c->rounds,
+                       .draft_layers = mkc_draft_layers_in_kernel(c),
                        .stop_ids = eog_ids,
                        .n_stop_ids = n_eog,
                        .on_token = on_token,
@@ -187,7 +188,9 @@ int mkc_cmd_chat(int argc, char **argv) {
   mkc_draft_source ds = {0};
   mkc_conversation conv = {0};
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
+  int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
+  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+    goto done;
   if (!m.file.tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: chat needs one\n", c.model_path);
     goto done;
@@ -195,7 +198,8 @@ int mkc_cmd_chat(int argc, char **argv) {
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0)
     goto done;
-  if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
+  if (mkc_loaded_start(&c, &m) != 0 || (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
+    goto done;
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   int tty = isatty(0) && isatty(1);
   if (tty)

@@ -58,9 +58,10 @@ static const char USAGE[] =
     "                         below 40 %), between --draft-min K (default 0) and --draft-max,\n"
     "                         and rounds go plain while drafting costs more than it saves\n"
     "  --rounds R             up to R draft-and-verify rounds (1..16) per kernel launch,\n"
-    "                         drafted by prompt lookup inside the kernel: one host round\n"
-    "                         trip per R steps (not with -md, --draft-layers,\n"
-    "                         --draft-adaptive or --logprobs)\n"
+    "                         drafted inside the kernel by prompt lookup, or with\n"
+    "                         --draft-layers L by its own first L layers: one host\n"
+    "                         round trip per R steps (not with -md, --draft-adaptive\n"
+    "                         or --logprobs)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
@@ -347,7 +348,9 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_draft_source ds = {0};
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
+  int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
+  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+    goto done;
   prompt = prompt_tokens(&c, &m, &n_prompt);
   if (!prompt) goto done;
   if (n_prompt > m.g.max_ctx) {
@@ -369,7 +372,9 @@ int mkc_cmd_run(int argc, char **argv) {
     goto done;
   }
   out = malloc((size_t)(n_gen + 1) * sizeof *out);
-  if (!out || mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
+  if (!out || mkc_loaded_start(&c, &m) != 0 ||
+      (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
+    goto done;
 
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
                  .ignore_eos = c.ignore_eos,
@@ -387,6 +392,7 @@ int mkc_cmd_run(int argc, char **argv) {
                        .draft_min = c.draft_min,
                        .drafter = ds.drafter,
                        .rounds = c.rounds,
+                       .draft_layers = in_kernel,
                        .stop_ids = eog_ids,
                        .n_stop_ids = n_eog,
                        .interrupted = &mkc_interrupted,

@@ -10,16 +10,16 @@
 int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
   char msg[200];
   const char *flag = c->draft_layers ? "--draft-layers" : "-md";
-  /* rounds draft by prompt lookup inside the kernel, at a fixed depth (exec/decode.h) */
-  const char *not_with = c->draft_layers       ? "--draft-layers"
-                         : c->draft_model_path ? "-md"
-                         : c->draft_adaptive   ? "--draft-adaptive"
-                         : c->logprobs > 0     ? "--logprobs"
-                                               : NULL;
+  /* rounds draft inside the kernel (prompt lookup or its first layers), at a fixed depth
+   * (exec/decode.h) */
+  const char *not_with = c->draft_model_path ? "-md"
+                         : c->draft_adaptive ? "--draft-adaptive"
+                         : c->logprobs > 0   ? "--logprobs"
+                                             : NULL;
   if (c->rounds > 1 && not_with) {
     snprintf(msg, sizeof msg,
-             "%s: --rounds drafts by prompt lookup inside the kernel, at a fixed depth and "
-             "without log-probabilities: not with %s",
+             "%s: --rounds drafts inside the kernel (prompt lookup, or --draft-layers), at a "
+             "fixed depth and without log-probabilities: not with %s",
              cmd, not_with);
     return mkc_cli_usage_error("%s", msg);
   }
@@ -85,6 +85,10 @@ static int open_draft_model(const mkc_cli *c, const mkc_loaded_model *target, mk
             "mean the target's (both have %d)\n",
             path, mine ? path : target_name, target->g.vocab);
   return 0;
+}
+
+int mkc_draft_layers_in_kernel(const mkc_cli *c) {
+  return c->rounds > 1 && c->draft_layers > 0 ? c->draft_layers : 0;
 }
 
 int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {

@@ -34,4 +34,9 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
 /* Before the target closes (self-speculation reads its weights). */
 void mkc_draft_source_close(mkc_draft_source *ds);
 
+/* The layers the target's own kernel drafts with (--draft-layers with --rounds
+ * R > 1: self-speculation inside the kernel, mkc_decode_opts.draft_layers;
+ * run and chat then start no draft source), else 0. */
+int mkc_draft_layers_in_kernel(const mkc_cli *c);
+
 #endif

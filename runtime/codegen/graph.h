@@ -145,6 +145,9 @@ typedef struct mkc_graph {
    * step's start, then after each stage) when generated with stage timers;
    * 0 without */
   size_t timers_offset;
+  /* Nonzero: the kernel's layer loop is the model's layers, so its rounds can
+   * draft with the first L of them (mkc_rounds_req.draft_layers) */
+  int draft_in_kernel;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

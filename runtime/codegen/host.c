@@ -313,6 +313,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->logprobs_offset = (size_t)get_int(L, p, "logprobs_offset");
   g->history_offset = (size_t)get_int(L, p, "history_offset");
   g->timers_offset = (size_t)get_int(L, p, "timers_offset");
+  g->draft_in_kernel = (int)get_int(L, p, "draft_in_kernel");
   g->n_stages = (int)get_int(L, p, "n_stages");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;

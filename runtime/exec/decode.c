@@ -63,7 +63,14 @@ int mkc_decode_rounds_check(const mkc_session *s, const mkc_decode_opts *o) {
   else if (o->rounds <= 1)
     return 0;
   else if (o->drafter)
-    why = "drafts by prompt lookup inside the kernel: not with a draft model or --draft-layers";
+    why = "drafts inside the kernel (prompt lookup, or --draft-layers): not with a draft model";
+  else if (o->draft_layers >= mkc_session_graph(s)->n_layers)
+    why = "with --draft-layers drafts with fewer layers than the model has";
+  else if (o->draft_layers > 0 && !mkc_session_graph(s)->draft_in_kernel)
+    why = "with --draft-layers needs a kernel whose layer loop is the model's layers (this one's "
+          "is not)";
+  else if (o->draft_layers > 0 && !mkc_session_kernel_rounds(s))
+    why = "with --draft-layers drafts inside the kernel: not on the ref backend";
   else if (o->adaptive)
     why = "keeps the draft depth fixed: not with --draft-adaptive";
   else if (mkc_session_sampling(s)->logprobs > 0)
@@ -81,7 +88,12 @@ static int run_rounds(mkc_session *s, const mkc_decode_opts *o, const int *in, i
                       mkc_decode_stats *stats) {
   mkc_round rr[MKC_ROUNDS_MAX];
   int n = 0;
-  mkc_rounds_req q = {.rounds = o->rounds, .drafts = draft_max, .budget = n_gen - stats->generated};
+  mkc_rounds_req q = {.rounds = o->rounds,
+                      .drafts = draft_max,
+                      .budget = n_gen - stats->generated,
+                      .draft_layers = o->draft_layers,
+                      .first_drafts = o->draft_layers ? T - 1 : 0};
+  if (o->draft_layers) T = 1; /* the kernel makes the first round's T - 1 drafts too */
   for (int i = 0; i < o->n_stop_ids && q.n_stops < MKC_ROUND_STOPS; i++)
     q.stops[q.n_stops++] = o->stop_ids[i];
   if (mkc_session_rounds(s, in, T, &q, rr, &n) != 0) return -1;
@@ -177,7 +189,9 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     return -1;
   }
   long steps0 = drafter->steps;
-  stats->draft_source = o->drafter ? mkc_drafter_name(o->drafter) : "prompt lookup";
+  stats->draft_source = o->drafter            ? mkc_drafter_name(o->drafter)
+                        : o->draft_layers > 0 ? "self-speculation in the kernel"
+                                              : "prompt lookup";
 
   /* The prompt: every input of a chunk is known, up to the kernel's prompt
    * chunk (t_chunk; past t_max it runs tiled, on tensor cores, unless the
@@ -212,7 +226,10 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     k = min_int(k, min_int(want - 1, g->max_ctx - pos - 1));
     in[0] = hist[n_hist - 1];
     double t_draft = mkc_seconds();
-    if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1)) < 0) goto fail;
+    if (o->rounds > 1 && o->draft_layers > 0) /* the kernel drafts: k placeholders */
+      memset(in + 1, 0, (size_t)k * sizeof *in);
+    else if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1)) < 0)
+      goto fail;
     t_draft = mkc_seconds() - t_draft;
     if (o->rounds > 1) {
       if (run_rounds(s, o, in, 1 + k, draft_max, n_gen, t_draft, out, hist, &n_hist, stats) != 0)

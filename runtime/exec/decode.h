@@ -55,13 +55,19 @@ typedef struct mkc_decode_opts {
    * conversation. */
   mkc_drafter *drafter;
   /* > 1: up to this many draft-and-verify rounds per kernel launch, drafted
-   * by prompt lookup inside the kernel (mkc_session_rounds): one host round
-   * trip per `rounds` steps. Only with prompt lookup (drafter NULL), a fixed
-   * depth (adaptive 0) and no log-probabilities (mkc_decode_rounds_check).
+   * inside the kernel (mkc_session_rounds) by prompt lookup or, with
+   * draft_layers, by its first layers: one host round trip per `rounds` steps.
+   * Only with no drafter, a fixed depth (adaptive 0) and no log-probabilities
+   * (mkc_decode_rounds_check).
    * Tokens reach on_token a launch at a time; a stop asked for mid-launch
    * leaves the later rounds' tokens in the cache (mkc_decode_more forgets
    * them). 0 or 1: a launch per step. */
   int rounds;
+  /* > 0, with rounds > 1 and no drafter: the kernel drafts every round with
+   * its own first draft_layers layers (self-speculation in the kernel,
+   * templates/rounds.cuh; the session's kernel must have
+   * g->draft_in_kernel). */
+  int draft_layers;
   /* Tokens that end generation (end-of-generation ids): a launch of rounds
    * ends at the round that emits one, instead of running on past it. The
    * first MKC_ROUND_STOPS are passed to the kernel; on_token still decides. */

@@ -166,6 +166,10 @@ const char *mkc_session_backend(const mkc_session *s) { return s->b->ops->name; 
 
 const char *mkc_session_describe(const mkc_session *s) { return s->b->ops->describe(s->b); }
 
+const mkc_graph *mkc_session_graph(const mkc_session *s) { return s->g; }
+
+int mkc_session_kernel_rounds(const mkc_session *s) { return s->b->ops->rounds; }
+
 int mkc_session_prompt_inputs(const mkc_session *s, int remaining) {
   int T = remaining < s->g->t_chunk ? remaining : s->g->t_chunk;
   return T > s->g->t_max && T < s->b->ops->tile_min ? s->g->t_max : T;
@@ -192,6 +196,7 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   }
   mkc_state *st = &s->state;
   st->round_max = 0;
+  st->draft_layers = st->draft_left = st->draft_n = 0;
   st->flow_count = 0; /* the kernel's flow waits count this launch's arrivals from 0 */
   st->n_inputs = n_inputs;
   st->n_fixed = n_fixed;
@@ -251,9 +256,16 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
                        mkc_round *out, int *n_rounds) {
   const mkc_graph *g = s->g;
   *n_rounds = 0;
+  /* self-speculation in the kernel: its layer loop, a kernel backend, the last token alone and
+   * room for the first round's drafts */
+  int in_kernel = q->draft_layers > 0;
   if (q->rounds < 1 || q->rounds > MKC_ROUNDS_MAX || q->drafts < 0 || q->drafts >= g->t_max ||
       q->budget < 1 || q->n_stops < 0 || q->n_stops > MKC_ROUND_STOPS || n_inputs < 1 ||
-      n_inputs > g->t_max) {
+      n_inputs > g->t_max ||
+      (in_kernel && (q->rounds < 2 || !g->draft_in_kernel || !s->b->ops->rounds ||
+                     q->draft_layers >= g->n_layers || n_inputs != 1 || q->first_drafts < 0 ||
+                     q->first_drafts > q->drafts || q->first_drafts > q->budget - 1 ||
+                     s->state.pos + q->first_drafts + 1 > g->max_ctx))) {
     out[0] = (mkc_round){.n_in = n_inputs, .status = MKC_STATUS_BAD_INPUT};
     *n_rounds = 1;
     return 0;
@@ -262,6 +274,9 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
     return rounds_by_step(s, inputs, n_inputs, q, out, n_rounds);
   mkc_state *st = &s->state;
   st->round_max = q->rounds;
+  st->draft_layers = q->draft_layers;
+  st->draft_left = in_kernel ? q->first_drafts : 0;
+  st->draft_n = 0;
   st->flow_count = 0;
   st->round_drafts = q->drafts;
   st->round_budget = q->budget;
@@ -275,6 +290,7 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
   int rc = s->b->ops->step(s->b, st);
   s->step_seconds = mkc_seconds() - t0;
   st->round_max = 0;
+  st->draft_layers = st->draft_left = st->draft_n = 0;
   /* a round the kernel refused before its stages (mkc_step_begin) is not in st->rounds */
   int n = st->n_rounds;
   if (rc == 0 && st->status != MKC_STATUS_OK && n < q->rounds &&

@@ -45,6 +45,9 @@ mkc_session *mkc_session_open_image(const mkc_graph *g, const mkc_weights *w,
 /* "cpu", "ref" or "cuda", and how it runs (grid, CUDA graph, registers). */
 const char *mkc_session_backend(const mkc_session *s);
 const char *mkc_session_describe(const mkc_session *s);
+const mkc_graph *mkc_session_graph(const mkc_session *s);
+/* Whether the backend runs a launch's rounds in the kernel (not ref's steps). */
+int mkc_session_kernel_rounds(const mkc_session *s);
 
 /* One step. inputs[0] is the token at position pos; inputs[1..n_fixed] are
  * known tokens taken as given; the rest are drafts. Up to g->t_max inputs, or
@@ -66,6 +69,11 @@ typedef struct mkc_rounds_req {
   int budget;                 /* tokens still wanted, >= 1 */
   int n_stops;                /* 0..MKC_ROUND_STOPS */
   int stops[MKC_ROUND_STOPS]; /* a round that emits one of these ends the launch */
+  /* > 0: every round's drafts, the first's included, come from the kernel's first
+   * draft_layers layers (self-speculation; rounds >= 2, g->draft_in_kernel, a kernel
+   * backend), inputs then being the last token alone and first_drafts the first round's
+   * number of drafts */
+  int draft_layers, first_drafts;
 } mkc_rounds_req;
 
 /* Up to q->rounds decode steps in one backend call, with no host round trip

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 89f4d60b1c688e2c, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates a9ffc7b49cfb79a8, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -370,6 +370,10 @@ typedef struct mkc_state {
    * round_stops or the context is full. 0 or 1: the one step. */
   int round_max, round_drafts, round_budget, n_round_stops;
   int round_stops[MKC_ROUND_STOPS];
+  /* Self-speculation in the kernel (templates/rounds.cuh): rounds draft with the first
+   * draft_layers layers (0: by prompt lookup); draft_left drafts are still to be made for the
+   * next round (the host sets the first round's), draft_n made so far. */
+  int draft_layers, draft_left, draft_n;
   unsigned flow_count; /* flow waits (templates/common.cuh): arrivals this launch, from 0 */
   int n_inputs;        /* T: inputs[0] is the last known token, then fixed tokens, then drafts */
   int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
@@ -2924,6 +2928,21 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
   if (mkc_bid() != 0) return;
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
+    int n = st->draft_n + 1, c = choice[0];
+    if (c >= 0 && c < vocab) {
+      st->inputs[n] = c;
+      st->draft_n = n;
+      st->draft_left -= 1;
+    } else {
+      st->draft_left = 0; /* no finite logit: verify the drafts made so far */
+    }
+    if (st->draft_left == 0) {
+      st->n_inputs = st->draft_n + 1;
+      st->n_fixed = 0;
+    }
+    return;
+  }
   int f = st->n_fixed, a = f;
   if (mkc_sampling_on(&st->sampling)) {
     mkc_accept_sampled(st, drawn, p_draft, pos, t0, T, choice, &a);
@@ -2976,7 +2995,15 @@ MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part
  * would run (exec/decode.c): its first input the last emitted token, then
  * min(round_drafts, tokens still wanted - 1, room left - 1) drafts found as
  * exec/draft.c's mkc_draft_lookup finds them. A round that emits one of
- * round_stops (the end of generation) ends the launch. */
+ * round_stops (the end of generation) ends the launch.
+ *
+ * With draft_layers > 0 the drafts come from the model's own first layers
+ * instead (self-speculation, LayerSkip-style): the next round's drafts are
+ * made by that many passes of the stages on one input each, through the
+ * first draft_layers passes of the layer loop, the final norm and the LM
+ * head, each pass's argmax the next pass's input (mkc_accept's draft branch);
+ * the round then verifies them all. The draft passes write the K/V rows of
+ * the first layers at the drafts' positions, which the round rewrites. */
 
 #define MKC_LOOKUP_NGRAM_MAX 3 /* exec/draft.h's MKC_DRAFT_NGRAM_MAX */
 
@@ -3021,15 +3048,22 @@ MKC_DEVICE int mkc_lookup_drafts(const int *h, int n_hist, int last, int k, int 
   return 0;
 }
 
-/* After round `round`'s stages: records it and sets up the next one. Called
- * by every thread of every block; nonzero when another round runs (all
- * blocks then see its inputs in the state). history: the tokens by position
- * (mkc_accept writes them); red: MKC_WARPS + 2 ints of smem. */
-MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, int round, int *red) {
+/* After a pass of the stages: a draft pass goes on to the next pass; a
+ * round's is recorded, and the next round set up. Called by every thread of
+ * every block; nonzero when another pass runs (all blocks then see its inputs
+ * in the state). history: the tokens by position (mkc_accept writes them);
+ * red: MKC_WARPS + 2 ints of smem. */
+MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, int drafting,
+                              int *red) {
+  if (drafting) { /* mkc_accept stored the draft; the next pass reads it */
+    mkc_grid_sync(st);
+    return 1;
+  }
   if (st->round_max <= 1) return 0; /* host-written, the same for every block */
   if (mkc_bid() == 0) {
     int more = 0;
     if (mkc_tid() == 0) {
+      int round = st->n_rounds; /* draft passes are not rounds */
       mkc_round *r = &st->rounds[round];
       r->n_in = st->n_inputs;
       r->n_out = st->status == MKC_STATUS_OK ? st->n_out : 0;
@@ -3055,7 +3089,14 @@ MKC_DEVICE int mkc_round_next(mkc_state *st, const int *history, int max_ctx, in
     }
     mkc_sync_block();
     more = red[MKC_WARPS + 1];
-    if (more) {
+    if (more && st->draft_layers > 0) { /* the drafts come from the next passes */
+      if (mkc_tid() == 0) {
+        st->n_inputs = 1;
+        st->n_fixed = 0;
+        st->draft_n = 0;
+        st->draft_left = red[MKC_WARPS];
+      }
+    } else if (more) {
       int got =
           mkc_lookup_drafts(history, st->pos, st->inputs[0], red[MKC_WARPS], st->inputs + 1, red);
       if (mkc_tid() == 0) {
@@ -3087,7 +3128,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3091 "llama.llama-3.2-1b.cu"
+#line 3132 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3095,8 +3136,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */
   for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */
   if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */
-  if (!mkc_step_begin(state, 128256, 4096, 5, 128)) return;
-  const int pos = state->pos, T = state->n_inputs;
+  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */
+  if (!drafting && !mkc_step_begin(state, 128256, 4096, 5, 128)) return;
+  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;
+  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
   /* stage 1/84: embed -- embed token_embd.weight (line 145)
@@ -3105,7 +3148,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: none
    * reads: weights+0 4096*t (token_embd.weight)
    * writes: scratch+0 8192*t (embed token_embd.weight (line 145)) */
-  mkc_embed(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 2048, scratch + 0, 2048, state->inputs, T);
+  mkc_embed(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 2048, scratch + 0, 2048, inputs, T);
   mkc_flow_arrive(state); /* next stage reads embed (line 145) written by another block */
 
   /* layer loop: stages 2-81 are 16 passes of the 5 below, whose code differs only in
@@ -3591,7 +3634,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  for (int layer = 0; layer < 16; layer++) { /* layer loop */
+  for (int layer = 0; layer < (drafting ? state->draft_layers : 16); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
   /* pass stage 1/5: qkv_rope */
@@ -3694,7 +3737,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
    * reads: none
    * writes: none */
-  if (mkc_sampling_on(&state->sampling)) {
+  if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
     mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), (int *)(scratch + 4044544), scratch + 4044554, scratch + 4044608, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
@@ -3709,6 +3752,6 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4044544), scratch + 4044554, (int *)(scratch + 2757888), 128256, pos, t0, T, scratch + 2761984, scratch + 4044608, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
-  if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, round, (int *)smem)) return;
+  if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, drafting, (int *)smem)) return;
   } /* rounds */
 }
