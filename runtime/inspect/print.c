@@ -1,5 +1,5 @@
 /* The inspect report as text (outline, one stage's source) and as JSON
- * (schema mkc-inspect/1, docs/INSPECT.md). */
+ * (schema mkc-inspect/2, docs/INSPECT.md). */
 #include "inspect.h"
 
 #include <stdio.h>
@@ -287,7 +287,7 @@ static void json_resources(const mkc_resources *res, long long smem_dynamic, FIL
 /* The kernel-wide members before the stages. */
 static void json_kernel(const mkc_inspect_report *r, FILE *f) {
   const mkc_kernel_header *h = &r->header;
-  json_after(f, "{\n  \"schema\": \"mkc-inspect/1\",\n  \"file\": ", r->path);
+  json_after(f, "{\n  \"schema\": \"mkc-inspect/2\",\n  \"file\": ", r->path);
   json_after(f, ",\n  \"generator\": ", h->generator);
   json_after(f, ",\n  \"graph\": ", h->graph);
   json_after(f, ",\n  \"preset\": ", h->preset);
