@@ -1,6 +1,7 @@
 /* The sync plan against a brute-force oracle: read from the codegen's own plan
- * (through an embedded Lua), every pair of stages with no grid barrier between
- * them touches disjoint memory, or only reads it: scratch ranges (each value's
+ * (through an embedded Lua), every pair of stages with no grid barrier or flow
+ * wait between them (each orders every block's stage before every block's
+ * next) touches disjoint memory, or only reads it: scratch ranges (each value's
  * region, t_max rows at its stride; the argmax partials; the head-norm
  * counters) and KV cache slots, compared by address, not by value. Run on
  * every preset and on tests/graphs/scratch_reuse.lua, whose buffer plan puts
@@ -73,7 +74,8 @@ static const char PLAN_LUA[] =
     "    add(0, plan.partials, n, w, 'argmax values')\n"
     "    add(0, idx, n, w, 'argmax indices')\n"
     "  end\n"
-    "  out[i] = { kind = st.kind, grid = st.sync.kind == 'grid' and 1 or 0, ranges = rs }\n"
+    "  out[i] = { kind = st.kind, grid = (st.sync.kind == 'grid' or st.sync.kind == 'flow') and 1 "
+    "or 0, ranges = rs }\n"
     "end\n"
     "return out\n";
 
