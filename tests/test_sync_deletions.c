@@ -27,7 +27,8 @@
  * grid matters (only there does attention split a unit's positions and merge).
  * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
- * (templates/rounds.cuh) and a chunk of up to 70 tokens (more cached positions
+ * (templates/rounds.cuh), one of 3 rounds drafted by the kernel's first layer
+ * and a chunk of up to 70 tokens (more cached positions
  * than one K/V tile, more attention items than blocks).
  * Each kernel's own arrivals and waits are all deleted (a deleted arrival
  * leaves a wait that never ends: the emulator's checking schedule reports the
@@ -273,6 +274,7 @@ typedef struct step {
   int phase; /* PHASES[phase] */
   int in[MKC_CHUNK_CAP], T, f;
   int rounds;                   /* > 1: a launch of that many rounds on in[0..T) */
+  int draft_layers;             /* > 0: drafted by the kernel's first layers, not by lookup */
   int n_rr;                     /* the rounds it ran, as the unmutated kernel ran them */
   mkc_round rr[MKC_ROUNDS_MAX]; /* (their tokens checked against the reference's) */
   float *logits;     /* [T][vocab]: the reference's (phase 0) or the unmutated kernel's */
@@ -326,7 +328,11 @@ static int follow(const script *sc, const char *src, char *why, size_t cap) {
     }
     mkc_step_result r;
     if (st->rounds > 1) {
-      mkc_rounds_req q = {.rounds = st->rounds, .drafts = g->t_max - 1, .budget = 1000};
+      mkc_rounds_req q = {.rounds = st->rounds,
+                          .drafts = g->t_max - 1,
+                          .budget = 1000,
+                          .draft_layers = st->draft_layers,
+                          .first_drafts = st->draft_layers ? g->t_max - 1 : 0};
       mkc_round rr[MKC_ROUNDS_MAX];
       int n = 0;
       if (mkc_session_rounds(s, st->in, st->T, &q, rr, &n) != 0) {
@@ -420,21 +426,48 @@ static int record(script *sc, int phase, mkc_session *cpu, mkc_session *ref, con
 }
 
 /* A launch of `rounds` rounds on the last emitted token (templates/rounds.cuh: the kernel
- * drafts each next round by prompt lookup): the unmutated kernel's rounds, logits and pos are
- * the expected ones, its tokens checked against the reference stepping the same rounds. */
-static int record_rounds(script *sc, mkc_session *cpu, mkc_session *ref, int rounds) {
+ * drafts each next round by prompt lookup, or with draft_layers by passes through its first
+ * layers): the unmutated kernel's rounds, logits and pos are the expected ones, its tokens
+ * checked against the reference stepping the same rounds (with draft_layers: the same
+ * accepted tokens; self-speculation's drafts themselves are checked against the host's in
+ * test_rounds). */
+static int record_rounds(script *sc, mkc_session *cpu, mkc_session *ref, int rounds,
+                         int draft_layers) {
   const mkc_graph *g = &sc->fx.g;
   if (sc->n >= MAX_STEPS) return -1;
   const step *prev = &sc->steps[sc->n - 1];
   step *st = &sc->steps[sc->n];
   st->in[0] = prev->r.out[prev->r.n_out - 1];
-  st->T = 1, st->f = 0, st->phase = 0, st->rounds = rounds;
-  mkc_rounds_req q = {.rounds = rounds, .drafts = g->t_max - 1, .budget = 1000};
+  st->T = 1, st->f = 0, st->phase = 0, st->rounds = rounds, st->draft_layers = draft_layers;
+  mkc_rounds_req q = {.rounds = rounds,
+                      .drafts = g->t_max - 1,
+                      .budget = 1000,
+                      .draft_layers = draft_layers,
+                      .first_drafts = draft_layers ? g->t_max - 1 : 0};
   mkc_round want[MKC_ROUNDS_MAX];
   int n_want = 0;
-  if (mkc_session_rounds(cpu, st->in, 1, &q, st->rr, &st->n_rr) != 0 ||
-      mkc_session_rounds(ref, st->in, 1, &q, want, &n_want) != 0 || n_want != st->n_rr)
+  if (mkc_session_rounds(cpu, st->in, 1, &q, st->rr, &st->n_rr) != 0) return -1;
+  if (draft_layers) {
+    /* the reference has no kernel to draft in: it takes each round's accepted drafts as known
+     * inputs, which leaves its cache where the kernel's is, and must choose the same token
+     * after them */
+    int last = st->in[0];
+    for (int k = 0; k < st->n_rr; k++) {
+      const mkc_round *rk = &st->rr[k];
+      int in[MKC_T_CAP] = {last};
+      mkc_step_result r;
+      memcpy(in + 1, rk->out_tokens, (size_t)rk->n_accepted * sizeof *in);
+      if (rk->status != MKC_STATUS_OK ||
+          mkc_session_step(ref, in, 1 + rk->n_accepted, rk->n_accepted, &r) != 0 ||
+          r.status != MKC_STATUS_OK || r.out[0] != rk->out_tokens[rk->n_accepted])
+        return -1;
+      last = rk->out_tokens[rk->n_out - 1];
+      want[k] = *rk;
+    }
+    n_want = st->n_rr;
+  } else if (mkc_session_rounds(ref, st->in, 1, &q, want, &n_want) != 0 || n_want != st->n_rr) {
     return -1;
+  }
   for (int k = 0; k < n_want; k++)
     if (want[k].status != MKC_STATUS_OK || want[k].n_in != st->rr[k].n_in ||
         want[k].n_out != st->rr[k].n_out ||
@@ -489,7 +522,11 @@ static int phase(script *sc, int ph, mkc_session *cpu, mkc_session *ref, const i
     done += sc->steps[sc->n - 1].r.n_out;
   }
   if (ph != 0) return 0;
-  if (record_rounds(sc, cpu, ref, 4) != 0) return -1;
+  if (record_rounds(sc, cpu, ref, 4, 0) != 0) return -1;
+  /* and 3 rounds drafted by the kernel's first layer (self-speculation in the kernel) */
+  if (g->draft_in_kernel && g->n_layers > 1 && g->t_max > 1 &&
+      record_rounds(sc, cpu, ref, 3, 1) != 0)
+    return -1;
   /* a chunk past t_max again, of up to 70 tokens over more cached positions than one K/V tile
    * holds: the tiled attention's tile loop turns, and its items (a kv head x 64 query rows)
    * outnumber tiny's blocks, so a block takes two (templates/gemm_attn.cuh) */

@@ -103,7 +103,7 @@ static void check_refusals(void) {
   static const struct {
     const char *find, *replace, *why;
   } cases[] = {
-      {"layer < 2; layer++) { /* layer loop */", "layer < 2; layer++) {", "its for or its end"},
+      {"layer++) { /* layer loop */", "layer++) {", "its for or its end"},
       {"  } /* layer loop */", "  }", "its for or its end"},
       {"are 2 passes of the 5 below", "are 3 passes of the 5 below", "without its stages"},
       {"  /* pass stage 5/5", "  /* pass 5/5", "has 4 stages, its header says 5"},
