@@ -159,6 +159,15 @@ else
   fail "MKC_SYNC=grid / MKC_PREFETCH_BYTES=0" "$(head -c 600 "$tmp/grid.cu" "$tmp/grid.out" 2>/dev/null)"
 fi
 
+# --rounds with --draft-layers: the kernel drafts with its first layers; what it cannot do is named.
+rr=(run --preset tiny --random-weights 7 -n 8 --prompt-ids 1,2,3 --draft-max 4 --rounds 4)
+expect_error "--rounds --draft-layers: as many layers as the model" \
+  "mkc: error: --rounds 4 (1..16) with --draft-layers L drafts with the model's first L layers: L must be below its layer count" \
+  -- "${rr[@]}" --draft-layers 2 --backend cpu
+expect_error "--rounds --draft-layers on ref" \
+  "mkc: error: --rounds 4 (1..16) with --draft-layers drafts inside the kernel: not on the ref backend" \
+  -- "${rr[@]}" --draft-layers 1 --backend ref
+
 # bench on the cpu backend: the table's rows.
 if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cpu >"$tmp/bench" 2>"$tmp/err"; then
   rows=$(grep -c '^| llama tiny BF16 | 0.22 MiB | 0.12 M | cpu | ' "$tmp/bench")

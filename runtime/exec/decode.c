@@ -65,7 +65,8 @@ int mkc_decode_rounds_check(const mkc_session *s, const mkc_decode_opts *o) {
   else if (o->drafter)
     why = "drafts inside the kernel (prompt lookup, or --draft-layers): not with a draft model";
   else if (o->draft_layers >= mkc_session_graph(s)->n_layers)
-    why = "with --draft-layers drafts with fewer layers than the model has";
+    why = "with --draft-layers L drafts with the model's first L layers: L must be below its "
+          "layer count";
   else if (o->draft_layers > 0 && !mkc_session_graph(s)->draft_in_kernel)
     why = "with --draft-layers needs a kernel whose layer loop is the model's layers (this one's "
           "is not)";
