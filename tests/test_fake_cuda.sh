@@ -91,34 +91,23 @@ fi
 # generated tokens after the prompt's launch are at most 64 / R.
 rargs=(run --preset tiny --random-weights 5 -n 65 --prompt-ids 3,1,4,1,5,3,1,4 --draft-max 4)
 "$mkc" "${rargs[@]}" --backend cpu >"$tmp/rounds-cpu" 2>/dev/null
-for R in 4 16; do
-  rm -f "$trace"
-  env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${rargs[@]}" --rounds "$R" --backend cuda \
-    >"$tmp/rounds$R.out" 2>"$tmp/rounds$R.err"
-  rc=$?
-  gen=$(($(calls cuGraphLaunch) - 1))
-  if [ "$rc" -eq 0 ] && cmp -s "$tmp/rounds-cpu" "$tmp/rounds$R.out" && no_misuse "$tmp/rounds$R.err" \
-    && [ "$(wc -w <"$tmp/rounds$R.out")" -eq 65 ] && [ "$gen" -ge 1 ] && [ $((gen * R)) -le 64 ] \
-    && grep -q "in $gen launches" "$tmp/rounds$R.err"; then
-    ok "--rounds $R: the cpu backend's 65 tokens; $gen launches (host round trips) after the prompt's"
-  else
-    fail "--rounds $R" "rc $rc, $gen launches after the prompt's" "$(tail -n 3 "$tmp/rounds$R.err")"
-  fi
-done
-# ... and with the drafts made by the kernel's own first layer (self-speculation in the kernel)
-for R in 4 16; do
-  rm -f "$trace"
-  env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${rargs[@]}" --rounds "$R" --draft-layers 1 --backend cuda \
-    >"$tmp/self$R.out" 2>"$tmp/self$R.err"
-  rc=$?
-  gen=$(($(calls cuGraphLaunch) - 1))
-  if [ "$rc" -eq 0 ] && cmp -s "$tmp/rounds-cpu" "$tmp/self$R.out" && no_misuse "$tmp/self$R.err" \
-    && [ "$gen" -ge 1 ] && [ $((gen * R)) -le 64 ] && grep -q "in $gen launches" "$tmp/self$R.err" \
-    && grep -q 'drafts from self-speculation in the kernel' "$tmp/self$R.err"; then
-    ok "--rounds $R --draft-layers 1: the cpu backend's 65 tokens; $gen launches after the prompt's"
-  else
-    fail "--rounds $R --draft-layers 1" "rc $rc, $gen launches" "$(tail -n 3 "$tmp/self$R.err")"
-  fi
+# Drafted by prompt lookup, then by the kernel's own first layer (self-speculation in the kernel).
+for src in "prompt lookup" "self-speculation in the kernel"; do
+  extra=() && [ "$src" = "prompt lookup" ] || extra=(--draft-layers 1)
+  for R in 4 16; do
+    rm -f "$trace"
+    env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${rargs[@]}" --rounds "$R" "${extra[@]}" --backend cuda \
+      >"$tmp/rounds$R.out" 2>"$tmp/rounds$R.err"
+    rc=$?
+    gen=$(($(calls cuGraphLaunch) - 1))
+    if [ "$rc" -eq 0 ] && cmp -s "$tmp/rounds-cpu" "$tmp/rounds$R.out" && no_misuse "$tmp/rounds$R.err" \
+      && [ "$(wc -w <"$tmp/rounds$R.out")" -eq 65 ] && [ "$gen" -ge 1 ] && [ $((gen * R)) -le 64 ] \
+      && grep -q "in $gen launches" "$tmp/rounds$R.err" && grep -q "drafts from $src" "$tmp/rounds$R.err"; then
+      ok "--rounds $R ${extra[*]}: the cpu backend's 65 tokens; $gen launches (host round trips) after the prompt's"
+    else
+      fail "--rounds $R ${extra[*]}" "rc $rc, $gen launches after the prompt's" "$(tail -n 3 "$tmp/rounds$R.err")"
+    fi
+  done
 done
 
 # A driver that will not capture a cooperative launch: a warning naming the

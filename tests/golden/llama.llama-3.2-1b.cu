@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates a9ffc7b49cfb79a8, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 29d1f08390985f96, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1186,6 +1186,14 @@ MKC_DEVICE int mkc_split_pays(int rows) {
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
 
+/* This warp's share of a split row of n_chunks: its first chunk into *c0 and how many
+ * (<= 0: none) into *nc, whole blocks of g chunks each. */
+MKC_DEVICE void mkc_split_share(int n_chunks, int g, int *c0, int *nc) {
+  int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g;
+  *c0 = mkc_warp() * share;
+  *nc = n_chunks - *c0 < share ? n_chunks - *c0 : share;
+}
+
 /* The smem the split takes: MKC_WARPS + 1 times nrows x MKC_T_MAX floats; codegen
  * reserves it for up to 8 rows per matrix (the CPU's MKC_ROWS). */
 #define MKC_SPLIT_ROWS_MAX 8
@@ -1206,8 +1214,8 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
-  int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g;
-  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
+  int c0, nc;
+  mkc_split_share(n_chunks, g, &c0, &nc);
   for (int r = 0; r < nrows; r++) { /* this warp's columns of each row */
     if (wr[r].p) {
       wr[r].p += mkc_wtype_bytes(wr[r].type, c0);
@@ -1245,13 +1253,12 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
   int lines = MKC_PREFETCH_BYTES / 128 / (n * n_mats), r0 = mkc_grid_warp() * n;
   long from = 0, bytes = w.row_bytes;
   if (mkc_split_pays(rows)) {
-    int g = mkc_wtype_chunks(w.type),
-        n_chunks = (int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g;
-    int share = (n_chunks / g + MKC_WARPS - 1) / MKC_WARPS * g, c0 = mkc_warp() * share;
-    if (c0 >= n_chunks) return;
+    int g = mkc_wtype_chunks(w.type), c0, nc;
+    mkc_split_share((int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g, g, &c0, &nc);
+    if (nc <= 0) return;
     r0 = mkc_bid() * n;
     from = mkc_wtype_bytes(w.type, c0);
-    bytes = mkc_wtype_bytes(w.type, n_chunks - c0 < share ? n_chunks - c0 : share);
+    bytes = mkc_wtype_bytes(w.type, nc);
   }
   if (lines > (bytes + 127) / 128) lines = (int)((bytes + 127) / 128);
   for (int r = r0; r < r0 + n && r < rows; r++)
@@ -3128,7 +3135,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3132 "llama.llama-3.2-1b.cu"
+#line 3139 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
