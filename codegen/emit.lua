@@ -275,11 +275,19 @@ function emit.source(graph, plan, opts)
     end
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(u))
   end
-  -- A tuning knob for benchmarks: weight rows read past L1 (templates/prelude_cuda.cuh).
+  -- Weight rows read past L1 (templates/prelude_cuda.cuh): on by default since the
+  -- H100's A/B (docs/PERF.md, 2026-11-27); MKC_WEIGHT_NC=0 for the plain load.
   local nc = os.getenv("MKC_WEIGHT_NC")
-  if nc and nc ~= "" and nc ~= "0" then
-    if nc ~= "1" then util.fail(("MKC_WEIGHT_NC must be 0 or 1, got %s"):format(util.show(nc))) end
-    put("#define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */")
+  if nc and nc ~= "" and nc ~= "0" and nc ~= "1" then
+    util.fail(("MKC_WEIGHT_NC must be 0 or 1, got %s"):format(util.show(nc)))
+  end
+  put(("#define MKC_WEIGHT_NC %d /* MKC_WEIGHT_NC: weight rows read past L1 */"):format(nc == "0" and 0 or 1))
+  -- A tuning knob for benchmarks: MKC_SPLIT=1 gives the short matmuls' row blocks to a
+  -- block's warps together (off: slower on the H100 in every stage, docs/PERF.md).
+  local split = os.getenv("MKC_SPLIT")
+  if split and split ~= "" and split ~= "0" then
+    if split ~= "1" then util.fail(("MKC_SPLIT must be 0 or 1, got %s"):format(util.show(split))) end
+    put("#define MKC_SPLIT 1 /* MKC_SPLIT=1: short matmuls split a row's columns over a block's warps */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = os.getenv("MKC_PREFETCH_BYTES")

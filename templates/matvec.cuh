@@ -505,7 +505,11 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
  * of a warp's work, against a warp's row blocks. */
+#ifndef MKC_SPLIT
+#define MKC_SPLIT 0
+#endif
 MKC_DEVICE int mkc_split_pays(int rows) {
+  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
   int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }

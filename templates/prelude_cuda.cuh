@@ -166,12 +166,12 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   mkc_u4 r = {v.x, v.y, v.z, v.w};
   return r;
 }
-/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (a benchmark
- * knob, docs/PERF.md): through the read-only path and not kept in L1, which the
- * activations every warp rereads could use instead; not the default, because
- * the asm load left ptxas less room (qwen3-tiny at T = 8 spilled 8 bytes). */
+/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (codegen's
+ * default): through the read-only path and not kept in L1, which the
+ * activations every warp rereads use instead (12 % faster on the H100,
+ * docs/PERF.md). */
 MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
-#ifdef MKC_WEIGHT_NC
+#if MKC_WEIGHT_NC
   mkc_u4 r;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)

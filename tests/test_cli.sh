@@ -138,12 +138,21 @@ MKC_SYNC=fast expect_error "MKC_SYNC unknown" \
   'mkc: error: MKC_SYNC must be flow or grid, got "fast"' -- gen graphs/llama.lua --preset tiny -o "$tmp/s.cu"
 MKC_WEIGHT_NC=2 expect_error "MKC_WEIGHT_NC not 0 or 1" \
   'mkc: error: MKC_WEIGHT_NC must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/n.cu"
-if MKC_WEIGHT_NC=1 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null &&
-  grep -q '^#define MKC_WEIGHT_NC 1 ' "$tmp/nc.cu" && "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc0.cu" 2>/dev/null &&
-  ! grep -q '^#define MKC_WEIGHT_NC' "$tmp/nc0.cu"; then
-  ok "MKC_WEIGHT_NC=1 emits the non-caching weight loads' switch, and only then"
+if MKC_WEIGHT_NC=0 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc0.cu" 2>/dev/null &&
+  grep -q '^#define MKC_WEIGHT_NC 0 ' "$tmp/nc0.cu" && "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null &&
+  grep -q '^#define MKC_WEIGHT_NC 1 ' "$tmp/nc.cu"; then
+  ok "the non-caching weight loads are the default, MKC_WEIGHT_NC=0 turns them off"
 else
-  fail "MKC_WEIGHT_NC=1" "$(grep -n WEIGHT_NC "$tmp/nc.cu" "$tmp/nc0.cu" 2>/dev/null)"
+  fail "MKC_WEIGHT_NC=0" "$(grep -n WEIGHT_NC "$tmp/nc.cu" "$tmp/nc0.cu" 2>/dev/null)"
+fi
+# MKC_SPLIT=1 (short matmuls split over a block's warps; off by default): test_kernel checks its values.
+MKC_SPLIT=2 expect_error "MKC_SPLIT not 0 or 1" \
+  'mkc: error: MKC_SPLIT must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sp.cu"
+if MKC_SPLIT=1 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/sp1.cu" 2>/dev/null &&
+  grep -q '^#define MKC_SPLIT 1 ' "$tmp/sp1.cu" && ! grep -q '^#define MKC_SPLIT 1 ' "$tmp/nc.cu"; then
+  ok "MKC_SPLIT=1 emits the split's switch, and only then"
+else
+  fail "MKC_SPLIT=1" "$(grep -n 'define MKC_SPLIT' "$tmp/sp1.cu" "$tmp/nc.cu" 2>/dev/null)"
 fi
 MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
   'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"

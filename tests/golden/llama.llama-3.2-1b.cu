@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 29d1f08390985f96, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 757610bb0d8624fd, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -11,6 +11,7 @@
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
 #define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
+#define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -188,12 +189,12 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   mkc_u4 r = {v.x, v.y, v.z, v.w};
   return r;
 }
-/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (a benchmark
- * knob, docs/PERF.md): through the read-only path and not kept in L1, which the
- * activations every warp rereads could use instead; not the default, because
- * the asm load left ptxas less room (qwen3-tiny at T = 8 spilled 8 bytes). */
+/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (codegen's
+ * default): through the read-only path and not kept in L1, which the
+ * activations every warp rereads use instead (12 % faster on the H100,
+ * docs/PERF.md). */
 MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
-#ifdef MKC_WEIGHT_NC
+#if MKC_WEIGHT_NC
   mkc_u4 r;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
@@ -1181,7 +1182,11 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
  * of a warp's work, against a warp's row blocks. */
+#ifndef MKC_SPLIT
+#define MKC_SPLIT 0
+#endif
 MKC_DEVICE int mkc_split_pays(int rows) {
+  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
   int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
@@ -3135,7 +3140,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3139 "llama.llama-3.2-1b.cu"
+#line 3144 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

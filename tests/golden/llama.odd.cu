@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 29d1f08390985f96, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 757610bb0d8624fd, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -11,6 +11,7 @@
 #define MKC_T_MAX 5
 #define MKC_KV_BF16 1 /* the KV cache's element type */
 #define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
+#define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -188,12 +189,12 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   mkc_u4 r = {v.x, v.y, v.z, v.w};
   return r;
 }
-/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (a benchmark
- * knob, docs/PERF.md): through the read-only path and not kept in L1, which the
- * activations every warp rereads could use instead; not the default, because
- * the asm load left ptxas less room (qwen3-tiny at T = 8 spilled 8 bytes). */
+/* 16 bytes of a weight row, read once per step. With MKC_WEIGHT_NC (codegen's
+ * default): through the read-only path and not kept in L1, which the
+ * activations every warp rereads use instead (12 % faster on the H100,
+ * docs/PERF.md). */
 MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
-#ifdef MKC_WEIGHT_NC
+#if MKC_WEIGHT_NC
   mkc_u4 r;
   asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
       : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
@@ -1181,7 +1182,11 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
  * of a warp's work, against a warp's row blocks. */
+#ifndef MKC_SPLIT
+#define MKC_SPLIT 0
+#endif
 MKC_DEVICE int mkc_split_pays(int rows) {
+  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
   int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
@@ -3121,7 +3126,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3125 "llama.odd.cu"
+#line 3130 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

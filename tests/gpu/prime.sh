@@ -30,21 +30,30 @@ unset MKC_KV_DTYPE
 # What tests/gpu/run.sh runs: its suite itself, on the doubles; its
 # compute-sanitizer part needs the tool, so that part's kernel is asked for
 # here with the same flags (draft-max 2; the weights do not change the source).
-bash tests/gpu/run.sh >build/gpu-prime/log/run.log 2>&1
-echo "fake tests/gpu/run.sh: $(tail -n 1 build/gpu-prime/log/run.log)"
-for p in tiny odd qwen2-tiny qwen3-tiny; do
-  build/mkc run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 \
-    --backend cuda >/dev/null 2>&1
-done
+# PRIME_RUNS="NAME ...": only those benches' kernels (a short second call's), and
+# tests/gpu/run.sh's too with PRIME_SUITE=1.
+if [ -z "${PRIME_RUNS:-}" ] || [ -n "${PRIME_SUITE:-}" ]; then
+  bash tests/gpu/run.sh >build/gpu-prime/log/run.log 2>&1
+  echo "fake tests/gpu/run.sh: $(tail -n 1 build/gpu-prime/log/run.log)"
+  for p in tiny odd qwen2-tiny qwen3-tiny; do
+    build/mkc run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 \
+      --backend cuda >/dev/null 2>&1
+  done
+fi
 # What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
-until_cached() { # [VAR=VALUE...] COMMAND...: run, stopped once a new cache entry appears
-  local before
-  before=$(ls "$fake/cuda" 2>/dev/null | wc -l)
+# PATTERN: what the last kernel the run asks for has in its name ("" for any): with
+# --draft-layers L, the drafter's ("-L4"), asked for after the target's (which another
+# run may have cached already).
+until_cached() { # PATTERN [VAR=VALUE...] COMMAND...: run, stopped once it asked for its kernels
+  local pat=$1 mark=build/gpu-prime/mark
+  shift
+  touch "$mark"
   env "$@" >/dev/null 2>&1 &
   local pid=$!
   for _ in $(seq 600); do
     sleep 1
-    [ "$(ls "$fake/cuda" 2>/dev/null | wc -l)" -gt "$before" ] && break
+    find "$fake/cuda" -name '*.cubin' -newer "$mark" -exec grep -l -a -e "preset [^ ]*$pat" {} + 2>/dev/null |
+      grep -q . && break
     kill -0 $pid 2>/dev/null || break
   done
   kill $pid 2>/dev/null
@@ -61,9 +70,12 @@ for run in "${BENCH_RUNS[@]}"; do
   # -p, -d, -n and --rounds are run-time: runs that differ only there share a kernel.
   k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/^[^ ]+ //' <<<"$run")
   [ -n "${seen[$k]:-}" ] && continue
-  seen[$k]=1
   run_parts "$run"
-  until_cached "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda
+  [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $run_name "* ]] && continue
+  seen[$k]=1
+  pat=""
+  [[ " ${run_args[*]} " =~ " --draft-layers "([0-9]+)" " ]] && pat="-L${BASH_REMATCH[1]}"
+  until_cached "$pat" "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda
   echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"

@@ -6,6 +6,7 @@
 # added; VAR=VALUE: its environment), the model files under $models (made by
 # make_model).
 l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
+l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512"
@@ -19,6 +20,22 @@ BENCH_RUNS=(
   "l1b-stages-u2 MKC_MV_UNROLL=2 $l1b -p 64 -n 32 --stages"
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
+  # the matvec's knobs side by side (tests/gpu/second.sh runs a named few), shorter tests;
+  # the defaults since 2026-11-27: MKC_SPLIT=0, MKC_WEIGHT_NC=1, MKC_MV_UNROLL=1
+  "tune-base $l1bt"
+  "tune-s1 MKC_SPLIT=1 $l1bt"
+  "tune-nc0 MKC_WEIGHT_NC=0 $l1bt"
+  "tune-u2 MKC_MV_UNROLL=2 $l1bt"
+  "tune-s1-u2 MKC_SPLIT=1 MKC_MV_UNROLL=2 $l1bt"
+  "tune-u4 MKC_MV_UNROLL=4 $l1bt"
+  "tune-u2-stages MKC_MV_UNROLL=2 $l1bt -n 32 --stages"
+  "tune-pf0 MKC_PREFETCH_BYTES=0 $l1bt"
+  "tune-pf32k MKC_PREFETCH_BYTES=32768 $l1bt"
+  "tune-pf64k MKC_PREFETCH_BYTES=65536 $l1bt"
+  # the draft sources (issue 15): plain, prompt lookup and self-speculation (first L
+  # layers), one step per launch and 16 drafted in the kernel
+  "l1b-self $l1bt --draft-layers 4 --rounds 16"
+  "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
 )
 
 make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
