@@ -264,8 +264,18 @@ function emit.source(graph, plan, opts)
   -- Blocks per SM the registers must leave room for: at 128 threads, 3 (<= 168 registers). The
   -- layer loop keeps a pass's offsets live that an unrolled kernel folds into its instructions;
   -- unbounded, ptxas gave it 212 registers (2 blocks per SM) where 168 fit without a spill.
-  put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
-    opts.threads == 128 and 3 or 1))
+  -- MKC_MIN_BLOCKS, a knob for the GPU's A/B: ptxas fits T = 1 in 128 registers (4 blocks)
+  -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
+  local min_blocks = opts.threads == 128 and 3 or 1
+  local mb = os.getenv("MKC_MIN_BLOCKS")
+  if mb and mb ~= "" then
+    local b = tonumber(mb)
+    if not b or b ~= math.floor(b) or b < 1 or b > 8 then
+      util.fail(("MKC_MIN_BLOCKS must be 1 to 8, got %s"):format(util.show(mb)))
+    end
+    min_blocks = b
+  end
+  put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(min_blocks))
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
   local unroll = os.getenv("MKC_MV_UNROLL")
   if unroll and unroll ~= "" then

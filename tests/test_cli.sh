@@ -145,6 +145,15 @@ if MKC_WEIGHT_NC=0 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc0.cu" 2>
 else
   fail "MKC_WEIGHT_NC=0" "$(grep -n WEIGHT_NC "$tmp/nc.cu" "$tmp/nc0.cu" 2>/dev/null)"
 fi
+# MKC_MIN_BLOCKS (the blocks per SM the register bound leaves room for, a GPU A/B knob)
+MKC_MIN_BLOCKS=9 expect_error "MKC_MIN_BLOCKS out of range" \
+  'mkc: error: MKC_MIN_BLOCKS must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mb.cu"
+if MKC_MIN_BLOCKS=4 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/mb4.cu" 2>/dev/null &&
+  grep -q '^#define MKC_MIN_BLOCKS 4 ' "$tmp/mb4.cu" && grep -q '^#define MKC_MIN_BLOCKS 3 ' "$tmp/nc.cu"; then
+  ok "MKC_MIN_BLOCKS=4 is emitted; 3 without it"
+else
+  fail "MKC_MIN_BLOCKS=4" "$(grep -n 'define MKC_MIN_BLOCKS' "$tmp/mb4.cu" "$tmp/nc.cu" 2>/dev/null)"
+fi
 # MKC_SPLIT=1 (short matmuls split over a block's warps; off by default): test_kernel checks its values.
 MKC_SPLIT=2 expect_error "MKC_SPLIT not 0 or 1" \
   'mkc: error: MKC_SPLIT must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sp.cu"

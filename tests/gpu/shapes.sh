@@ -32,6 +32,10 @@ BENCH_RUNS=(
   "tune-pf0 MKC_PREFETCH_BYTES=0 $l1bt"
   "tune-pf32k MKC_PREFETCH_BYTES=32768 $l1bt"
   "tune-pf64k MKC_PREFETCH_BYTES=65536 $l1bt"
+  # 4 blocks per SM (128 registers): T = 1 kernels (--draft-max 0) fit without a spill, T = 5 spills 16 B
+  "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
+  "tune-t1-b4 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  "tune-b4 MKC_MIN_BLOCKS=4 $l1bt"
   # the draft sources (issue 15): plain, prompt lookup and self-speculation (first L
   # layers), one step per launch and 16 drafted in the kernel
   "l1b-self $l1bt --draft-layers 4 --rounds 16"
