@@ -19,6 +19,18 @@ local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
 -- time (16 for heads wider than 64, so the tiles stay within a tiled matmul's shared memory), dt
 -- n8 tiles of the widest head. A stage whose heads are wider than 128 or whose group of query
 -- heads is more than bm keeps the CUDA-core attention for chunks too.
+-- An integer tuning knob from the environment: nil when unset or empty, else its
+-- value, which ok must accept ("NAME must be SAYS, got ..." otherwise).
+local function knob(name, says, ok)
+  local v = os.getenv(name)
+  if not v or v == "" then return nil end
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) or not ok(n) then
+    util.fail(("%s must be %s, got %s"):format(name, says, util.show(v)))
+  end
+  return math.tointeger(n)
+end
+
 local function attn_tile(plan)
   local head_dim = 8
   for _, st in ipairs(plan.stages) do
@@ -266,47 +278,28 @@ function emit.source(graph, plan, opts)
   -- unbounded, ptxas gave it 212 registers (2 blocks per SM) where 168 fit without a spill.
   -- MKC_MIN_BLOCKS, a knob for the GPU's A/B: ptxas fits T = 1 in 128 registers (4 blocks)
   -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
-  local min_blocks = opts.threads == 128 and 3 or 1
-  local mb = os.getenv("MKC_MIN_BLOCKS")
-  if mb and mb ~= "" then
-    local b = tonumber(mb)
-    if not b or b ~= math.floor(b) or b < 1 or b > 8 then
-      util.fail(("MKC_MIN_BLOCKS must be 1 to 8, got %s"):format(util.show(mb)))
-    end
-    min_blocks = b
-  end
-  put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(min_blocks))
+  local min_blocks = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
+  put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
+    min_blocks or (opts.threads == 128 and 3 or 1)))
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
-  local unroll = os.getenv("MKC_MV_UNROLL")
-  if unroll and unroll ~= "" then
-    local u = tonumber(unroll)
-    if not u or u ~= math.floor(u) or u < 1 or u > 4 then
-      util.fail(("MKC_MV_UNROLL must be 1, 2, 3 or 4, got %s"):format(util.show(unroll)))
-    end
-    put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(u))
+  local unroll = knob("MKC_MV_UNROLL", "1, 2, 3 or 4", function(u) return u >= 1 and u <= 4 end)
+  if unroll then
+    put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(unroll))
   end
   -- Weight rows read past L1 (templates/prelude_cuda.cuh): on by default since the
   -- H100's A/B (docs/PERF.md, 2026-11-27); MKC_WEIGHT_NC=0 for the plain load.
-  local nc = os.getenv("MKC_WEIGHT_NC")
-  if nc and nc ~= "" and nc ~= "0" and nc ~= "1" then
-    util.fail(("MKC_WEIGHT_NC must be 0 or 1, got %s"):format(util.show(nc)))
-  end
-  put(("#define MKC_WEIGHT_NC %d /* MKC_WEIGHT_NC: weight rows read past L1 */"):format(nc == "0" and 0 or 1))
+  local nc = knob("MKC_WEIGHT_NC", "0 or 1", function(v) return v == 0 or v == 1 end)
+  put(("#define MKC_WEIGHT_NC %d /* MKC_WEIGHT_NC: weight rows read past L1 */"):format(nc or 1))
   -- A tuning knob for benchmarks: MKC_SPLIT=1 gives the short matmuls' row blocks to a
   -- block's warps together (off: slower on the H100 in every stage, docs/PERF.md).
-  local split = os.getenv("MKC_SPLIT")
-  if split and split ~= "" and split ~= "0" then
-    if split ~= "1" then util.fail(("MKC_SPLIT must be 0 or 1, got %s"):format(util.show(split))) end
+  if knob("MKC_SPLIT", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_SPLIT 1 /* MKC_SPLIT=1: short matmuls split a row's columns over a block's warps */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
-  local prefetch = os.getenv("MKC_PREFETCH_BYTES")
-  if prefetch and prefetch ~= "" then
-    local b = tonumber(prefetch)
-    if not b or b ~= math.floor(b) or b < 0 or b > 65536 or b % 128 ~= 0 then
-      util.fail(("MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got %s"):format(util.show(prefetch)))
-    end
-    put(("#define MKC_PREFETCH_BYTES %d /* MKC_PREFETCH_BYTES: a warp's prefetch during a flow wait */"):format(b))
+  local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",
+    function(b) return b >= 0 and b <= 65536 and b % 128 == 0 end)
+  if prefetch then
+    put(("#define MKC_PREFETCH_BYTES %d /* MKC_PREFETCH_BYTES: a warp's prefetch during a flow wait */"):format(prefetch))
   end
   if opts.tiled then
     put(("#define MKC_T_CHUNK %d /* a prompt chunk's inputs: past MKC_T_MAX, tiled */"):format(opts.t_chunk))
