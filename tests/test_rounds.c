@@ -316,16 +316,64 @@ static int one_launch(const fixture *fx, enum mkc_backend_kind kind, const mkc_r
   return rc;
 }
 
-/* A stop token ends the launch at the round that emits it, in the kernel and in the reference. */
-static void stops(void) {
+/* Plain greedy decoding on the reference after PROMPT, one token a step, until
+ * n tokens or a full context: the tokens (the first included) into out. How many, or -1. */
+static int plain_ref(const fixture *fx, int n, int *out) {
+  mkc_session *s = mkc_session_open(MKC_BACKEND_REF, &fx->g, &fx->src, &fx->w, 0);
+  int got = -1, tok;
+  if (s && feed(s, &fx->g, &tok) == 0) {
+    out[0] = tok;
+    got = 1;
+    mkc_step_result r;
+    while (got < n && mkc_session_pos(s) < fx->g.max_ctx) {
+      if (mkc_session_step(s, &tok, 1, 0, &r) != 0 || r.status) {
+        got = -1;
+        break;
+      }
+      out[got++] = tok = r.out[r.n_out - 1];
+    }
+  }
+  mkc_session_close(s);
+  return got;
+}
+
+/* The tokens of rounds rr[0..n), after first, into out (up to cap). How many. */
+static int round_tokens(int first, const mkc_round *rr, int n, int *out, int cap) {
+  int got = 0;
+  out[got++] = first;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < rr[i].n_out && got < cap; j++) out[got++] = rr[i].out_tokens[j];
+  return got;
+}
+
+/* A stop token ends the launch at the round that emits it, in the kernel and in the
+ * reference. With draft_layers L (self-speculation in the kernel: the reference
+ * cannot draft so), the kernel's rounds also give plain decoding's tokens. */
+static void stops(int L) {
   fixture fx;
   if (!CHECK(fixture_open(&fx, "odd", 4, 0, 42) == 0, "odd: generate")) return;
-  mkc_rounds_req q = {.rounds = 16, .drafts = 4, .budget = 1000};
+  mkc_rounds_req q = {
+      .rounds = 16, .drafts = 4, .budget = 1000, .draft_layers = L, .first_drafts = L ? 4 : 0};
   mkc_round all[MKC_ROUNDS_MAX], rr[MKC_ROUNDS_MAX];
   int n_all = 0, n = 0, at = -1;
+  const char *how = L ? ", drafted by the first layer" : "";
   if (!CHECK(one_launch(&fx, test_backend(), &q, all, &n_all) == 0 && n_all == 16,
-             "odd: 16 rounds with no stop token"))
+             "odd: 16 rounds with no stop token%s", how))
     goto done;
+  if (L) {
+    int got[MKC_ROUNDS_MAX * MKC_T_CAP + 1], want[MKC_ROUNDS_MAX * MKC_T_CAP + 1], drafted = 0;
+    int first = 0;
+    mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+    int ok = s && feed(s, &fx.g, &first) == 0;
+    mkc_session_close(s);
+    int n_got = round_tokens(first, all, n_all, got, (int)(sizeof got / sizeof *got));
+    for (int i = 0; i < n_all; i++) drafted += all[i].n_in - 1;
+    CHECK(ok && drafted > 0 && plain_ref(&fx, n_got, want) == n_got &&
+              first_difference(got, want, n_got) < 0,
+          "odd, 16 rounds drafted by the first layer (%d drafts): the reference's plain "
+          "greedy tokens (%d)",
+          drafted, n_got);
+  }
   /* the first round from the third on whose first token no earlier round emitted */
   for (int i = 2; i < n_all && at < 0; i++) {
     int seen = 0;
@@ -339,18 +387,66 @@ static void stops(void) {
   q.stops[0] = fx.g.vocab + 5; /* never emitted */
   q.stops[1] = all[at].out_tokens[0];
   enum mkc_backend_kind kinds[] = {test_backend(), MKC_BACKEND_REF};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < (L ? 1 : 2); k++) {
     int ok = one_launch(&fx, kinds[k], &q, rr, &n) == 0;
     CHECK(ok && n == at + 1 && same_rounds(rr, all, n),
-          "%s: stop token %d ends the launch at round %d, the rounds before as without it (%d "
+          "%s%s: stop token %d ends the launch at round %d, the rounds before as without it (%d "
           "rounds)",
-          k ? "ref" : "kernel", q.stops[1], at + 1, n);
+          k ? "ref" : "kernel", how, q.stops[1], at + 1, n);
   }
   q.n_stops = MKC_ROUND_STOPS + 1;
   CHECK(one_launch(&fx, test_backend(), &q, rr, &n) == 0 && n == 1 &&
             rr[0].status == MKC_STATUS_BAD_INPUT,
-        "%d stop tokens: refused as bad input", MKC_ROUND_STOPS + 1);
+        "%d stop tokens%s: refused as bad input", MKC_ROUND_STOPS + 1, how);
 done:
+  fixture_close(&fx);
+}
+
+/* Self-speculation in the kernel up to a full context (tiny, ctx 32): every
+ * launch's first drafts are bounded by the room left (the session refuses
+ * more) and its later rounds' by the kernel, the launches stop with the
+ * context full, every round ok, and the tokens are the reference's plain
+ * greedy ones. */
+static void self_spec_ctx_full(void) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "tiny", 4, 32, 42) == 0, "tiny, ctx 32: generate")) return;
+  const mkc_graph *g = &fx.g;
+  mkc_session *s = mkc_session_open(test_backend(), g, &fx.src, &fx.w, 2);
+  int got[64], want[64], n = 0, first = 0, launches = 0, all_ok = 1, drafted = 0;
+  if (!CHECK(s && feed(s, g, &first) == 0, "tiny, ctx 32: the prompt")) goto done;
+  got[n++] = first;
+  while (all_ok && mkc_session_pos(s) < g->max_ctx && launches < 32) {
+    int room = g->max_ctx - mkc_session_pos(s), in[1] = {got[n - 1]}, nr = 0;
+    mkc_rounds_req q = {.rounds = 16,
+                        .drafts = 4,
+                        .budget = 1000,
+                        .draft_layers = 1,
+                        .first_drafts = room - 1 < 4 ? room - 1 : 4};
+    mkc_round rr[MKC_ROUNDS_MAX];
+    all_ok = mkc_session_rounds(s, in, 1, &q, rr, &nr) == 0;
+    launches++;
+    for (int i = 0; all_ok && i < nr; i++) {
+      all_ok = rr[i].status == MKC_STATUS_OK;
+      drafted += rr[i].n_in - 1;
+      for (int j = 0; j < rr[i].n_out && n < 64; j++) got[n++] = rr[i].out_tokens[j];
+    }
+  }
+  int n_want = plain_ref(&fx, 64, want);
+  CHECK(all_ok && mkc_session_pos(s) == g->max_ctx && drafted > 0 && n == n_want &&
+            first_difference(got, want, n) < 0,
+        "drafted by the first layer, from pos %d to a full context (pos %d) in %d launches, "
+        "%d drafts: the reference's %d plain greedy tokens (%d)",
+        N_PROMPT, mkc_session_pos(s), launches, drafted, n_want, n);
+  mkc_rounds_req over = {
+      .rounds = 4, .drafts = 4, .budget = 10, .draft_layers = 1, .first_drafts = 1};
+  mkc_round rr[MKC_ROUNDS_MAX];
+  int nr = 0, in[1] = {got[n - 1]};
+  int ok = mkc_session_rounds(s, in, 1, &over, rr, &nr) == 0 && nr == 1;
+  CHECK(ok && rr[0].status == MKC_STATUS_BAD_INPUT && mkc_session_pos(s) == g->max_ctx,
+        "a first draft with no room left for it: refused as bad input (%s)",
+        ok ? mkc_status_name(rr[0].status) : "no round");
+done:
+  mkc_session_close(s);
   fixture_close(&fx);
 }
 
@@ -449,7 +545,9 @@ int main(void) {
   self_spec("qwen3-tiny", NULL);
   if (test_backend() == MKC_BACKEND_CPU) self_spec("odd", "keep another token");
   limits();
-  stops();
+  stops(0);
+  stops(1);
+  self_spec_ctx_full();
   if (test_backend() == MKC_BACKEND_CPU) {
     planted("the first warp's match, not the most recent",
             "for (int w = 0; w < MKC_WARPS; w++) best = red[w] > best ? red[w] : best;",
