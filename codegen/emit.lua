@@ -15,10 +15,6 @@ emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "mat
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
 local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
 
--- A prompt chunk's attention tile (templates/gemm_attn.cuh): bm query rows, bn positions at a
--- time (16 for heads wider than 64, so the tiles stay within a tiled matmul's shared memory), dt
--- n8 tiles of the widest head. A stage whose heads are wider than 128 or whose group of query
--- heads is more than bm keeps the CUDA-core attention for chunks too.
 -- An integer tuning knob from the environment: nil when unset or empty, else its
 -- value, which ok must accept ("NAME must be SAYS, got ..." otherwise).
 local function knob(name, says, ok)
@@ -31,6 +27,10 @@ local function knob(name, says, ok)
   return math.tointeger(n)
 end
 
+-- A prompt chunk's attention tile (templates/gemm_attn.cuh): bm query rows, bn positions at a
+-- time (16 for heads wider than 64, so the tiles stay within a tiled matmul's shared memory), dt
+-- n8 tiles of the widest head. A stage whose heads are wider than 128 or whose group of query
+-- heads is more than bm keeps the CUDA-core attention for chunks too.
 local function attn_tile(plan)
   local head_dim = 8
   for _, st in ipairs(plan.stages) do

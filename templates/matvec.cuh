@@ -504,7 +504,10 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
+ * the H100 every split stage was slower, each pass's warp sum, smem
+ * partials and two block barriers costing more than the idle warps
+ * (docs/DECISIONS.md, 2026-11-27). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 757610bb0d8624fd, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 82a7ccfb5fd9be4e, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1181,7 +1181,10 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
+ * the H100 every split stage was slower, each pass's warp sum, smem
+ * partials and two block barriers costing more than the idle warps
+ * (docs/DECISIONS.md, 2026-11-27). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
@@ -3140,7 +3143,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3144 "llama.llama-3.2-1b.cu"
+#line 3147 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 757610bb0d8624fd, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 82a7ccfb5fd9be4e, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 108288 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1181,7 +1181,10 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
+ * the H100 every split stage was slower, each pass's warp sum, smem
+ * partials and two block barriers costing more than the idle warps
+ * (docs/DECISIONS.md, 2026-11-27). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
@@ -3126,7 +3129,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3130 "llama.odd.cu"
+#line 3133 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 757610bb0d8624fd, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 82a7ccfb5fd9be4e, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1181,7 +1181,10 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
+ * the H100 every split stage was slower, each pass's warp sum, smem
+ * partials and two block barriers costing more than the idle warps
+ * (docs/DECISIONS.md, 2026-11-27). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
@@ -3126,7 +3129,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3130 "llama.tiny.cu"
+#line 3133 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
