@@ -196,12 +196,14 @@ if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cp
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
-# bench --stages: a row per stage of the kernel (tiny: 14), block 0's clock, and the total.
+# bench --stages: a row per stage of the kernel (tiny: 14), block 0's clock greedy and
+# sampled, and the total; the sampler stage does work only when sampling.
 if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
-  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 14 ] &&
-  grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9]+ \|' "$tmp/bench" &&
-  grep -qE '^\| 2 \| qkv_rope \| .* \| 17152 \|' "$tmp/bench"; then
-  ok "bench --stages: 14 stage rows with their bytes (qkv_rope of tiny: 17152) and a total"
+  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 14 ] &&
+  grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|' "$tmp/bench" &&
+  grep -qE '^\| 2 \| qkv_rope \| .* \| 17152 \|' "$tmp/bench" &&
+  awk -F' [|] ' '$2 == "sample" { found = 1; more = $5 > 10 * $4 } END { exit !(found && more) }' "$tmp/bench"; then
+  ok "bench --stages: 14 stage rows with their bytes (qkv_rope of tiny: 17152), greedy and sampled times (the sampler's 10 x more sampled), a total"
 else
   fail "bench --stages" "$(cat "$tmp/bench" "$tmp/err")"
 fi

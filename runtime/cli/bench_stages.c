@@ -48,35 +48,55 @@ static int read_stages(const char *source, mkc_stage_meta *meta, int n) {
   return 0;
 }
 
+/* Decodes the run once under the session's current options, each stage's
+ * time summed into a->ns. 0, or -1 after printing why. */
+static int time_run(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
+                    stage_sums *a, int *out) {
+  mkc_decode_opts o = {.on_token = add_step, .ctx = a};
+  mkc_decode_stats st;
+  mkc_session_reset(s);
+  if (mkc_decode_with(s, g, prompt, n_prompt, n_gen, &o, out, &st) != 0) return -1;
+  if (a->failed || a->steps == 0) {
+    fprintf(stderr, "mkc: error: bench --stages: the %s backend gave no stage times\n",
+            mkc_session_backend(s));
+    return -1;
+  }
+  return 0;
+}
+
 int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, const int *prompt,
-                     int n_prompt, int n_gen, double copy_gbs) {
+                     int n_prompt, int n_gen, const mkc_sampling *greedy,
+                     const mkc_sampling *sampled, double copy_gbs) {
   int n = g->n_stages, rc = -1;
   stage_sums a = {s, n, calloc((size_t)n, sizeof(double)), calloc((size_t)n, sizeof(double)), 0, 0};
+  stage_sums b = {s, n, calloc((size_t)n, sizeof(double)), a.one, 0, 0};
   mkc_stage_meta *meta = calloc((size_t)n, sizeof *meta);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
-  if (!a.ns || !a.one || !meta || !out) {
+  if (!a.ns || !a.one || !b.ns || !meta || !out) {
     fprintf(stderr, "mkc: error: bench --stages: out of memory\n");
     goto done;
   }
   if (read_stages(source, meta, n) != 0) goto done;
-  mkc_decode_opts o = {.on_token = add_step, .ctx = &a};
-  mkc_decode_stats st;
-  mkc_session_reset(s);
-  if (mkc_decode_with(s, g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
-  if (a.failed || a.steps == 0) {
-    fprintf(stderr, "mkc: error: bench --stages: the %s backend gave no stage times\n",
-            mkc_session_backend(s));
+  /* the same tokens' positions both ways: the sampled run draws other tokens, which
+   * changes no stage's work but the sampler's */
+  if (mkc_session_set_sampling(s, greedy) != 0 ||
+      time_run(s, g, prompt, n_prompt, n_gen, &a, out) != 0 ||
+      mkc_session_set_sampling(s, sampled) != 0 ||
+      time_run(s, g, prompt, n_prompt, n_gen, &b, out) != 0)
     goto done;
-  }
   /* bytes at T = 1 and the middle of the run's positions */
   mkc_step_point at = {.tokens = 1, .pos = n_prompt + n_gen / 2, .blocks = 1};
   double total_ns = 0, total_bytes = 0;
-  printf("\nStages, T = 1 at about position %d, block 0's clock over %d steps (%s):\n\n", at.pos,
-         a.steps, mkc_session_backend(s));
-  printf("| stage | kind | first node | us | bytes | GB/s | us at copy bandwidth | of that |\n");
-  printf("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  printf("\nStages, T = 1 at about position %d, block 0's clock over %d steps (%s); "
+         "\"us sampled\": the same run sampled as bench's sampled rows:\n\n",
+         at.pos, a.steps, mkc_session_backend(s));
+  printf("| stage | kind | first node | us | us sampled | bytes | GB/s | us at copy bandwidth | "
+         "of that |\n");
+  printf("| ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  double total_sampled = 0;
   for (int i = 0; i < n; i++) {
-    double us = a.ns[i] / a.steps / 1e3, bytes = 0;
+    double us = a.ns[i] / a.steps / 1e3, us_sampled = b.ns[i] / b.steps / 1e3, bytes = 0;
+    total_sampled += b.ns[i] / b.steps;
     for (int r = 0; r < meta[i].n_regions; r++)
       bytes += (double)mkc_qty_eval(meta[i].regions[r].bytes, at);
     total_ns += a.ns[i] / a.steps;
@@ -87,18 +107,19 @@ int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, con
       snprintf(floor, sizeof floor, "%.2f", f);
       if (us > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * f / us);
     }
-    printf("| %d | %s | %s | %.2f | %.0f | %.1f | %s | %s |\n", i + 1, meta[i].kind,
-           meta[i].n_nodes > 0 ? meta[i].labels[0] : "-", us, bytes,
+    printf("| %d | %s | %s | %.2f | %.2f | %.0f | %.1f | %s | %s |\n", i + 1, meta[i].kind,
+           meta[i].n_nodes > 0 ? meta[i].labels[0] : "-", us, us_sampled, bytes,
            us > 0 ? bytes / us / 1e3 : 0.0, floor, frac);
   }
-  printf("| all | | | %.2f | %.0f | %.1f | %s | |\n", total_ns / 1e3, total_bytes,
-         total_ns > 0 ? total_bytes / total_ns : 0.0, copy_gbs > 0 ? "" : "n/a");
+  printf("| all | | | %.2f | %.2f | %.0f | %.1f | %s | |\n", total_ns / 1e3, total_sampled / 1e3,
+         total_bytes, total_ns > 0 ? total_bytes / total_ns : 0.0, copy_gbs > 0 ? "" : "n/a");
   rc = 0;
 done:
   for (int i = 0; meta && i < n; i++) mkc_meta_free(&meta[i]);
   free(meta);
   free(a.ns);
   free(a.one);
+  free(b.ns);
   free(out);
   return rc;
 }

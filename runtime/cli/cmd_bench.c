@@ -124,8 +124,9 @@ static const char USAGE[] =
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
     "  --stages               then each stage's time (block 0's clock, a kernel built\n"
-    "                         with stage timers) next to the bytes it moves and the\n"
-    "                         time they take at the copy bandwidth measured here\n"
+    "                         with stage timers), greedy and sampled, next to the\n"
+    "                         bytes it moves and the time they take at the copy\n"
+    "                         bandwidth measured here\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
     "  --draft-layers L, -md FILE, --rounds R: as for run\n";
 
@@ -295,10 +296,9 @@ int mkc_cmd_bench(int argc, char **argv) {
   printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
          "stream once per kernel step: weights GB/s = steps/s x %s.\n",
          backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
-  if (c.stages &&
-      (mkc_session_set_sampling(m.s, &greedy) != 0 ||
-       mkc_bench_stages(m.s, &m.g, m.src.source, hist + depth, 1,
-                        c.n_gen < m.g.max_ctx - depth - 1 ? c.n_gen : 1, copy_gbs) != 0))
+  if (c.stages && mkc_bench_stages(m.s, &m.g, m.src.source, hist + depth, 1,
+                                   c.n_gen < m.g.max_ctx - depth - 1 ? c.n_gen : 1, &greedy,
+                                   &sampled, copy_gbs) != 0)
     goto done;
   rc = 0;
 done:
