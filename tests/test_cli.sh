@@ -138,31 +138,29 @@ MKC_SYNC=fast expect_error "MKC_SYNC unknown" \
   'mkc: error: MKC_SYNC must be flow or grid, got "fast"' -- gen graphs/llama.lua --preset tiny -o "$tmp/s.cu"
 MKC_WEIGHT_NC=2 expect_error "MKC_WEIGHT_NC not 0 or 1" \
   'mkc: error: MKC_WEIGHT_NC must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/n.cu"
-if MKC_WEIGHT_NC=0 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc0.cu" 2>/dev/null &&
-  grep -q '^#define MKC_WEIGHT_NC 0 ' "$tmp/nc0.cu" && "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null &&
-  grep -q '^#define MKC_WEIGHT_NC 1 ' "$tmp/nc.cu"; then
-  ok "the non-caching weight loads are the default, MKC_WEIGHT_NC=0 turns them off"
-else
-  fail "MKC_WEIGHT_NC=0" "$(grep -n WEIGHT_NC "$tmp/nc.cu" "$tmp/nc0.cu" 2>/dev/null)"
-fi
+# knob_emits VAR=VALUE LINE DEFAULT NAME: gen of tiny under VAR=VALUE writes the #define LINE,
+# and the default kernel ($tmp/nc.cu) has the #define DEFAULT ("!DEFAULT": lacks it).
+"$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null
+knob_emits() {
+  local f="$tmp/knob-${1%%=*}.cu" want=${3#!} has=1
+  [ "$want" != "$3" ] && has=0
+  if env "$1" "$mkc" gen graphs/llama.lua --preset tiny -o "$f" 2>/dev/null &&
+    grep -q "^#define $2 " "$f" && [ "$(grep -c "^#define $want " "$tmp/nc.cu")" -eq "$has" ]; then
+    ok "$4"
+  else
+    fail "$1" "$(grep -n "define ${1%%=*}" "$f" "$tmp/nc.cu" 2>/dev/null)"
+  fi
+}
+knob_emits MKC_WEIGHT_NC=0 "MKC_WEIGHT_NC 0" "MKC_WEIGHT_NC 1" \
+  "the non-caching weight loads are the default, MKC_WEIGHT_NC=0 turns them off"
 # MKC_MIN_BLOCKS (the blocks per SM the register bound leaves room for, a GPU A/B knob)
 MKC_MIN_BLOCKS=9 expect_error "MKC_MIN_BLOCKS out of range" \
   'mkc: error: MKC_MIN_BLOCKS must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mb.cu"
-if MKC_MIN_BLOCKS=4 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/mb4.cu" 2>/dev/null &&
-  grep -q '^#define MKC_MIN_BLOCKS 4 ' "$tmp/mb4.cu" && grep -q '^#define MKC_MIN_BLOCKS 3 ' "$tmp/nc.cu"; then
-  ok "MKC_MIN_BLOCKS=4 is emitted; 3 without it"
-else
-  fail "MKC_MIN_BLOCKS=4" "$(grep -n 'define MKC_MIN_BLOCKS' "$tmp/mb4.cu" "$tmp/nc.cu" 2>/dev/null)"
-fi
+knob_emits MKC_MIN_BLOCKS=4 "MKC_MIN_BLOCKS 4" "MKC_MIN_BLOCKS 3" "MKC_MIN_BLOCKS=4 is emitted; 3 without it"
 # MKC_SPLIT=1 (short matmuls split over a block's warps; off by default): test_kernel checks its values.
 MKC_SPLIT=2 expect_error "MKC_SPLIT not 0 or 1" \
   'mkc: error: MKC_SPLIT must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sp.cu"
-if MKC_SPLIT=1 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/sp1.cu" 2>/dev/null &&
-  grep -q '^#define MKC_SPLIT 1 ' "$tmp/sp1.cu" && ! grep -q '^#define MKC_SPLIT 1 ' "$tmp/nc.cu"; then
-  ok "MKC_SPLIT=1 emits the split's switch, and only then"
-else
-  fail "MKC_SPLIT=1" "$(grep -n 'define MKC_SPLIT' "$tmp/sp1.cu" "$tmp/nc.cu" 2>/dev/null)"
-fi
+knob_emits MKC_SPLIT=1 "MKC_SPLIT 1" "!MKC_SPLIT 1" "MKC_SPLIT=1 emits the split's switch, and only then"
 MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
   'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"
 if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&

@@ -305,6 +305,16 @@ static int logprobs_of(mkc_session *s, int k, int n, float *out) {
   return 0;
 }
 
+/* The launch a rounds step makes: its rounds, t_max - 1 drafts each (with draft_layers,
+ * the first round's too, drafted in the kernel), no budget to speak of. */
+static mkc_rounds_req rounds_req(const mkc_graph *g, const step *st) {
+  return (mkc_rounds_req){.rounds = st->rounds,
+                          .drafts = g->t_max - 1,
+                          .budget = 1000,
+                          .draft_layers = st->draft_layers,
+                          .first_drafts = st->draft_layers ? g->t_max - 1 : 0};
+}
+
 /* Runs src's kernel through the script; 0, 1 with why filled (the first difference), or -1
  * when it does not compile or load (not a catch: the mutant is broken). */
 static int follow(const script *sc, const char *src, char *why, size_t cap) {
@@ -332,11 +342,7 @@ static int follow(const script *sc, const char *src, char *why, size_t cap) {
     }
     mkc_step_result r;
     if (st->rounds > 1) {
-      mkc_rounds_req q = {.rounds = st->rounds,
-                          .drafts = g->t_max - 1,
-                          .budget = 1000,
-                          .draft_layers = st->draft_layers,
-                          .first_drafts = st->draft_layers ? g->t_max - 1 : 0};
+      mkc_rounds_req q = rounds_req(g, st);
       mkc_round rr[MKC_ROUNDS_MAX];
       int n = 0;
       if (mkc_session_rounds(s, st->in, st->T, &q, rr, &n) != 0) {
@@ -443,11 +449,7 @@ static int record_rounds(script *sc, mkc_session *cpu, mkc_session *ref, int rou
   step *st = &sc->steps[sc->n];
   st->in[0] = prev->r.out[prev->r.n_out - 1];
   st->T = 1, st->f = 0, st->phase = 0, st->rounds = rounds, st->draft_layers = draft_layers;
-  mkc_rounds_req q = {.rounds = rounds,
-                      .drafts = g->t_max - 1,
-                      .budget = 1000,
-                      .draft_layers = draft_layers,
-                      .first_drafts = draft_layers ? g->t_max - 1 : 0};
+  mkc_rounds_req q = rounds_req(g, st);
   mkc_round want[MKC_ROUNDS_MAX];
   int n_want = 0;
   if (mkc_session_rounds(cpu, st->in, 1, &q, st->rr, &st->n_rr) != 0) return -1;
