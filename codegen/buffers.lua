@@ -26,7 +26,7 @@ local function reads_writes(st)
   if k == "attention" then return { st.q }, { st.out } end
   if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
-  if k == "sample" then return { st.logits }, {} end
+  if k == "sample" or k == "sample_cands" then return { st.logits }, {} end
   if k == "accept" then return {}, {} end
   return { st.x }, { st.out } -- matvec, gate_up_swiglu
 end
@@ -170,6 +170,11 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_work_floats
   plan.sample_lists, plan.sample_lists_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints
   top = top + plan.sample_lists_floats
+  -- the candidates stage's slice maxima and list sizes [t][max_blocks] each, and their union [t][vocab]
+  plan.sample_cands, plan.sample_cands_floats = top, util.round_up(2 * t_max * opts.max_blocks, ALIGN_FLOATS)
+  top = top + plan.sample_cands_floats
+  plan.sample_union, plan.sample_union_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints
+  top = top + plan.sample_union_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
   -- log-probabilities when asked: per input position MKC_LP_STRIDE floats (templates/sample.cuh)

@@ -140,6 +140,7 @@ function fusion.stages(graph)
         base.w, base.mm, base.out = node.inputs[2], node, logits
         table.move({ node, logits }, 1, 2, #nodes + 1, nodes)
         stage("lm_head", base, nodes)
+        stage("sample_cands", { logits = logits }, {})
         stage("sample", { logits = logits }, {})
         stage("accept", { logits = logits }, {})
       else

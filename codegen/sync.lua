@@ -46,19 +46,29 @@ local function touched(st, plan)
   local history = range("scratch", plan.history, plan.history_floats, "history", "token history")
   local drawn = range("scratch", plan.drawn, plan.drawn_floats, "drawn", "sampled tokens")
   local logprobs = range("scratch", plan.logprobs, plan.logprobs_floats, "logprobs", "log-probabilities")
+  local work = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work", "sampler logits")
+  local lists = range("scratch", plan.sample_lists, plan.sample_lists_floats, "sample_lists", "top-k survivors")
+  local cands = range("scratch", plan.sample_cands, plan.sample_cands_floats, "sample_cands",
+                      "the candidates' maxima and counts")
+  if st.kind == "sample_cands" then
+    r[#r + 1] = history
+    w[#w + 1] = work
+    w[#w + 1] = lists
+    w[#w + 1] = cands
+  end
   if st.kind == "sample" then
     w[#w + 1] = logprobs
     r[#r + 1] = history
-    w[#w + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
-                      "sampler logits")
-    w[#w + 1] = range("scratch", plan.sample_lists, plan.sample_lists_floats, "sample_lists",
-                      "top-k survivors")
+    r[#r + 1] = cands
+    w[#w + 1] = work
+    w[#w + 1] = lists
+    w[#w + 1] = range("scratch", plan.sample_union, plan.sample_union_floats, "sample_union",
+                      "the candidates' union")
     w[#w + 1] = drawn
   end
   if st.kind == "accept" then
     r[#r + 1] = drawn
-    r[#r + 1] = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work",
-                      "sampler logits")
+    r[#r + 1] = work
     w[#w + 1] = logprobs
     w[#w + 1] = history
   end

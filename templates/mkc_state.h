@@ -8,6 +8,7 @@
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
+#define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,

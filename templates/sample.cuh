@@ -78,15 +78,17 @@ MKC_DEVICE int mkc_token_at(const mkc_state *st, const int *history, int pos, in
 
 /* Penalties for the token after input t: the window is the last
  * repeat_last_n tokens up to and including input t; each distinct token in
- * it is penalized once, with its count. */
+ * it is penalized once, with its count. Only tokens in [lo, hi) (a block's
+ * slice of the vocabulary, mkc_sample_cands) are touched. */
 MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const int *history,
-                             int pos, int t, float *work) {
+                             int pos, int t, float *work, int lo, int hi) {
   int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
   if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
   float rp = mkc_repeat_penalty(o);
   if (rp == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f) return;
   for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
     int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
+    if (tok < lo || tok >= hi) continue;
     for (int i = 0; i < n; i++) {
       int other = mkc_token_at(st, history, pos, last - i);
       if (other != tok) continue;
@@ -141,20 +143,22 @@ MKC_DEVICE unsigned mkc_key_bisect(const float *work, const int *list, int n, fl
 }
 
 /* The same for counts (top-k) in four passes of 8 bits: a histogram of the
- * next byte among keys that match the bytes found so far, then the byte
- * where the count from the top reaches what is still needed. Counts are
- * integers: the atomics give the same result in any order. hist: 256
- * unsigned of smem; sel: 2 ints of smem. */
-MKC_DEVICE unsigned mkc_key_radix(const float *work, int n, int k, unsigned *hist, int *sel) {
+ * next byte among the candidates' keys that match the bytes found so far,
+ * then the byte where the count from the top reaches what is still needed.
+ * Counts are integers: the atomics give the same result in any order. hist:
+ * 256 unsigned of smem; sel: 2 ints of smem. */
+MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int k, unsigned *hist,
+                                  int *sel) {
   unsigned key = 0u;
   int need = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = mkc_tid(); i < 256; i += MKC_THREADS) hist[i] = 0u;
     mkc_sync_block();
     unsigned high = shift == 24 ? 0u : 0xffffffffu << (shift + 8);
-    for (int i = mkc_tid(); i < n; i += MKC_THREADS) {
-      if (work[i] <= MKC_CUT) continue;
-      unsigned kk = mkc_order_key(work[i]);
+    for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+      float l = work[mkc_cand(list, j)];
+      if (l <= MKC_CUT) continue;
+      unsigned kk = mkc_order_key(l);
       if ((kk & high) == (key & high)) mkc_atomic_add_u32(&hist[(kk >> shift) & 255u], 1u);
     }
     mkc_sync_block();
@@ -212,23 +216,33 @@ MKC_DEVICE void mkc_cut_below(float *work, const int *list, int n, unsigned key,
   mkc_sync_block();
 }
 
-/* The survivors' ids in ascending order into list; their count. */
-MKC_DEVICE int mkc_compact(const float *work, int vocab, int *list, float *part) {
-  int lo, hi;
-  mkc_share(vocab, &lo, &hi);
-  int mine = 0;
-  for (int i = lo; i < hi; i++) mine += work[i] > MKC_CUT;
+/* Counts over the block's threads in thread order: *at, the counts of the
+ * threads before this one; returns the total. part: MKC_THREADS floats. */
+MKC_DEVICE int mkc_count_before(int mine, float *part, int *at) {
   part[mkc_tid()] = (float)mine;
   mkc_sync_block();
-  int at = 0, n = 0;
+  int total = 0;
+  *at = 0;
   for (int i = 0; i < MKC_THREADS; i++) {
-    if (i < mkc_tid()) at += (int)part[i];
-    n += (int)part[i];
+    if (i < mkc_tid()) *at += (int)part[i];
+    total += (int)part[i];
   }
-  for (int i = lo; i < hi; i++)
-    if (work[i] > MKC_CUT) list[at++] = i;
+  return total;
+}
+
+/* The candidates that survive, base + id in candidate order, into out;
+ * their count. */
+MKC_DEVICE int mkc_compact(const float *work, const int *list, int n, int base, int *out,
+                           float *part) {
+  int lo, hi;
+  mkc_share(n, &lo, &hi);
+  int mine = 0;
+  for (int j = lo; j < hi; j++) mine += work[mkc_cand(list, j)] > MKC_CUT;
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int j = lo; j < hi; j++)
+    if (work[mkc_cand(list, j)] > MKC_CUT) out[at++] = base + mkc_cand(list, j);
   mkc_sync_block();
-  return n;
+  return total;
 }
 
 /* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
@@ -323,9 +337,85 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
+/* Whether the step's top-k is small enough for the candidates stage: then
+ * each block keeps its slice's top k, and the sampler reads the union of
+ * those lists instead of the vocabulary. Log-probabilities span the whole
+ * vocabulary and greedy takes the argmax: both stay on the full path. */
+MKC_DEVICE int mkc_cands_on(const mkc_sampling *o, int vocab) {
+  return o->temp > 0.0f && o->top_k > 0 && o->top_k <= MKC_CANDS_K && o->top_k < vocab &&
+         o->logprobs == 0;
+}
+
+/* Block b's slice of the vocabulary: contiguous, in block order. */
+MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
+  int per = (vocab + mkc_nblocks() - 1) / mkc_nblocks();
+  *lo = b * per < vocab ? b * per : vocab;
+  *hi = *lo + per < vocab ? *lo + per : vocab;
+}
+
+/* The candidates stage, every block, before the sampler when mkc_cands_on:
+ * for each position t in [t0, T), block b copies its slice of the logits into
+ * work and penalizes it (a penalty may raise a logit, so it comes before any
+ * selection), writes the slice's maximum, cuts all but the slice's top k by
+ * (value descending, id ascending) and lists the survivors' ids in ascending
+ * order at the slice's own offset in lists. The global top k under that order
+ * lie in the union of the slices' lists: an id with fewer than k ids before
+ * it in the vocabulary has fewer than k before it in its slice. And every id
+ * outside the union is cut in work, as the full path's top-k cut leaves it.
+ * cand_max: [T][MKC_MAX_BLOCKS] floats; cand_n: [T][MKC_MAX_BLOCKS] ints. */
+MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const float *logits,
+                                 int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                                 int *lists, float *cand_max, int *cand_n, float *red, float *part,
+                                 unsigned *hist, int *sel) {
+  const mkc_sampling *o = &st->sampling;
+  int lo, hi, k = o->top_k;
+  mkc_slice(vocab, mkc_bid(), &lo, &hi);
+  for (int t = t0; t < T; t++) {
+    int row = t - t0, n = hi - lo;
+    float *w = work + row * vocab;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+    mkc_sync_block();
+    mkc_penalize(o, st, history, pos, t, w, lo, hi);
+    float max = MKC_NEG_MAX;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    max = mkc_block_max(max, red);
+    if (k < n) {
+      unsigned key = mkc_key_radix(w + lo, 0, n, k, hist, sel);
+      mkc_cut_below(w + lo, 0, n, key, (float)k, max, 0.0f, red, part);
+    }
+    int kept = mkc_compact(w + lo, 0, n, lo, lists + row * vocab + lo, part);
+    if (mkc_tid() == 0) {
+      cand_max[row * MKC_MAX_BLOCKS + mkc_bid()] = max;
+      cand_n[row * MKC_MAX_BLOCKS + mkc_bid()] = kept;
+    }
+  }
+}
+
+/* The union of the blocks' lists for one row, in block order (so ids
+ * ascend), into out; its size. out is complete after the block's next
+ * barrier. */
+MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, int *out,
+                                float *part) {
+  int b_lo, b_hi, mine = 0;
+  mkc_share(mkc_nblocks(), &b_lo, &b_hi);
+  for (int b = b_lo; b < b_hi; b++) mine += cand_n[b];
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int b = b_lo; b < b_hi; b++) {
+    int lo, hi;
+    mkc_slice(vocab, b, &lo, &hi);
+    for (int j = 0; j < cand_n[b]; j++) out[at++] = lists[lo + j];
+  }
+  return total; /* no barrier: the caller's mkc_key_radix has one before it reads out */
+}
+
 /* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
  * ... < T (t0: the first input with logits; a prompt chunk's last), each at
- * row t - t0 of what it reads and writes.
+ * row t - t0 of what it reads and writes. cands: the candidates stage ran
+ * (mkc_cands_on): work already holds the penalized logits with everything
+ * outside the slices' top k cut, cand_max and cand_n its slices' maxima and
+ * list sizes, and top-k reads their union (gathered into uni: [T][vocab]
+ * ints). The survivors are then the full path's, the same ids in the same
+ * order with the same values, so the draws are the same bits.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -334,17 +424,23 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           int *lists, int cands, const float *cand_max, const int *cand_n,
+                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
                            float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
   for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
-    mkc_sync_block();
-    mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    if (cands) {
+      for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
+        max = fmaxf(max, cand_max[row * MKC_MAX_BLOCKS + b]);
+    } else {
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+      mkc_sync_block();
+      mkc_penalize(o, st, history, pos, t, w, 0, vocab);
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    }
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
     if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
@@ -371,9 +467,16 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     int n = vocab;
     int k = o->top_k;
     if (k > 0 && k < vocab) {
-      unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
-      mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      /* on the candidates' union (cands) or every id */
+      const int *from = 0;
+      if (cands) {
+        from = uni + row * vocab;
+        n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS, vocab,
+                             uni + row * vocab, part);
+      }
+      unsigned key = mkc_key_radix(w, from, n, k, hist, winner + 1);
+      mkc_cut_below(w, from, n, key, (float)k, max, 0.0f, red, part);
+      n = mkc_compact(w, from, n, 0, lists + row * vocab, part);
       list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {

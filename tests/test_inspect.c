@@ -340,7 +340,7 @@ static void tampered(const char *dir) {
   snprintf(bad, sizeof bad, "%s/tampered.cu", dir);
   /* stage 4's o-proj: 64 rows -> 32 in the call */
   char *code =
-      edit(text, "stage 4/14", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+      edit(text, "stage 4/15", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
            "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
   mkc_inspect_report r;
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4 call edited") &&
@@ -356,7 +356,7 @@ static void tampered(const char *dir) {
   free(code);
   /* the same in the tiled variant alone (a prompt chunk's, templates/gemm.cuh) */
   code =
-      edit(text, "stage 4/14", "mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+      edit(text, "stage 4/15", "mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
            "mkc_gemm_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4's tiled call edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
@@ -368,7 +368,7 @@ static void tampered(const char *dir) {
   }
   free(code);
   /* the chunk attention's tiled variant (templates/gemm_attn.cuh) reading another V range */
-  code = edit(text, "stage 3/14", "mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16384,",
+  code = edit(text, "stage 3/15", "mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16384,",
               "mkc_gemm_attention(scratch + 8192, 64, kv + 0, kv + 16000,");
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 3's tiled attention edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
@@ -379,8 +379,8 @@ static void tampered(const char *dir) {
   }
   free(code);
   /* the metadata: stage 2 claims a wrong flop count and drops a KV write */
-  code = edit(text, "stage 2/14", "flops: 16384*t", "flops: 16000*t");
-  char *code2 = code ? edit(code, "stage 2/14", ", kv+16384 64*t (V cache layer 0)", "") : NULL;
+  code = edit(text, "stage 2/15", "flops: 16384*t", "flops: 16000*t");
+  char *code2 = code ? edit(code, "stage 2/15", ", kv+16384 64*t (V cache layer 0)", "") : NULL;
   if (CHECK(code2 && write_file(bad, code2) == 0, "tamper: stage 2 comment edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 2, "flops: metadata 16000*t, code 16384*t"),
@@ -391,7 +391,7 @@ static void tampered(const char *dir) {
   free(code);
   free(code2);
   /* a sync removed: stage 5's flow arrival, then stage 6's wait */
-  code = edit(text, "stage 5/14", "  mkc_flow_arrive(state);", "  ");
+  code = edit(text, "stage 5/15", "  mkc_flow_arrive(state);", "  ");
   if (CHECK(code && write_file(bad, code) == 0, "tamper: a flow arrival removed") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 5, "sync: metadata flow, code none") &&
@@ -401,7 +401,7 @@ static void tampered(const char *dir) {
     mkc_inspect_close(&r);
   }
   free(code);
-  code = edit(text, "stage 6/14", "  mkc_flow_wait(state, &flow_waited);", "  ");
+  code = edit(text, "stage 6/15", "  mkc_flow_wait(state, &flow_waited);", "  ");
   if (CHECK(code && write_file(bad, code) == 0, "tamper: a flow wait removed") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     CHECK(mismatch_in(&r, 6, "0 flow waits after the last stage's flow arrival"),
@@ -427,7 +427,7 @@ static void diff(const char *path, const char *dir) {
   FILE *f = open_memstream(&buf, &size);
   int n = mkc_inspect_diff(&a, &a, f);
   fclose(f);
-  CHECK(n == 0 && strstr(buf, "no change: 14 stages"), "diff of a kernel with itself: no change");
+  CHECK(n == 0 && strstr(buf, "no change: 15 stages"), "diff of a kernel with itself: no change");
   free(buf);
   f = open_memstream(&buf, &size);
   n = mkc_inspect_diff(&a, &b, f);

@@ -101,7 +101,7 @@ fi
 
 # --stage: the file's own lines, the graph node's line, the template's line.
 "$mkc" inspect "$tiny" --arch none --stage 3 >"$tmp/stage" 2>"$tmp/err"
-range=$(sed -n '1s/^stage 3\/14: attention (.*:\([0-9]*\)-\([0-9]*\))$/\1,\2/p' "$tmp/stage")
+range=$(sed -n '1s/^stage 3\/15: attention (.*:\([0-9]*\)-\([0-9]*\))$/\1,\2/p' "$tmp/stage")
 tline=$(grep -n '^MKC_DEVICE[A-Z_]* void mkc_attention(' templates/attention.cuh | cut -d: -f1)
 gline=$(grep -n 'local a = g.attention' graphs/llama.lua | cut -d: -f1)
 # each shown line is the file's line of its number, a layer loop's with the pass's values in place
@@ -127,7 +127,7 @@ if [ -n "$range" ] && same_lines "$tiny" "$tmp/stage" \
 else
   fail "--stage 3" "range '$range' template line $tline" "$(head -n 5 "$tmp/stage")"
 fi
-"$mkc" inspect "$tiny" --arch none --stage blk.1.ffn_up.weight | head -n 1 | grep -q '^stage 10/14: gate_up_swiglu ' \
+"$mkc" inspect "$tiny" --arch none --stage blk.1.ffn_up.weight | head -n 1 | grep -q '^stage 10/15: gate_up_swiglu ' \
   && ok "--stage by node name: blk.1.ffn_up.weight is stage 10" || fail "--stage by node name"
 "$mkc" inspect "$tiny" --arch none --stage nothing_like_this >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "no stage is 'nothing_like_this'" "$tmp/err" && ok "--stage with no match: exit 1" \
@@ -135,7 +135,7 @@ fi
 
 # --diff: itself, then another draft width.
 "$mkc" inspect --diff "$tiny" "$tiny" --arch none >"$tmp/diff" 2>&1
-[ $? -eq 0 ] && grep -q '^no change: 14 stages' "$tmp/diff" && ok "--diff with itself: no change, exit 0" \
+[ $? -eq 0 ] && grep -q '^no change: 15 stages' "$tmp/diff" && ok "--diff with itself: no change, exit 0" \
   || fail "--diff with itself" "$(cat "$tmp/diff")"
 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 2 -o "$tmp/k2.cu" 2>/dev/null
 "$mkc" inspect --diff "$tiny" "$tmp/k2.cu" --arch none >"$tmp/diff" 2>&1
@@ -180,7 +180,7 @@ grep -v '^ \*          and writes\| \* inspect: format' "$tiny" >"$tmp/old.cu"
 "$mkc" inspect "$tmp/old.cu" >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q "^$tmp/old.cu:1: error: not an mkc kernel: the header has no \" \* inspect: format N\" line" "$tmp/err" \
   && ok "a kernel without inspect metadata: says to regenerate it" || fail "old kernel" "$(cat "$tmp/err")"
-sed '/stage 4\/14/,/stage 5\/14/s/flops: 8192\*t/flops: 8191*t/' "$tiny" >"$tmp/tampered.cu"
+sed '/stage 4\/15/,/stage 5\/15/s/flops: 8192\*t/flops: 8191*t/' "$tiny" >"$tmp/tampered.cu"
 "$mkc" inspect "$tmp/tampered.cu" --arch none >"$tmp/out" 2>"$tmp/err"
 [ $? -eq 1 ] && grep -q '^  MISMATCH flops: metadata 8191\*t, code 8192\*t$' "$tmp/out" \
   && grep -q "1 mismatch between the codegen metadata and the code" "$tmp/err" \

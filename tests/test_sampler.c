@@ -6,7 +6,9 @@
  * temperature), each applied to a copy of the template's text. The residual
  * draw, p(draft), greedy on penalized logits, and the kernel's Philox
  * against the host reference (Random123's vectors, tests/test_sampler_ref.c)
- * are checked too. */
+ * are checked too. The candidates stage (top-k over the union of every
+ * block's slice top-k) draws the full path's tokens bit for bit, ties across
+ * the slices included, and four planted bugs in it break that. */
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,19 +31,25 @@
 #define P_MIN 0.001
 
 /* Scratch layout of the test kernel, in floats (ints where marked). */
-#define OFF_HDR 0                            /* int: mode, n, T, seed base */
-#define OFF_LOGITS 64                        /* [T][VOCAB] */
-#define OFF_HISTORY (OFF_LOGITS + 2 * VOCAB) /* int [POS] */
-#define OFF_WORK (OFF_HISTORY + 64)          /* [T][VOCAB] */
-#define OFF_DRAWN (OFF_WORK + 2 * VOCAB)     /* int [T][2] */
-#define OFF_PDRAFT (OFF_DRAWN + 8)           /* [T] */
-#define OFF_LISTS (OFF_PDRAFT + 8)           /* int [T][VOCAB] */
-#define OFF_LP (OFF_LISTS + 2 * VOCAB)       /* [T][MKC_LP_STRIDE] */
-#define OFF_OUT (OFF_LP + 2 * 64)            /* int [n][2] tokens, then [n] p(draft) */
+#define OFF_HDR 0                              /* int: mode, n, T, seed base */
+#define OFF_LOGITS 64                          /* [T][VOCAB] */
+#define OFF_HISTORY (OFF_LOGITS + 2 * VOCAB)   /* int [POS] */
+#define OFF_WORK (OFF_HISTORY + 64)            /* [T][VOCAB] */
+#define OFF_DRAWN (OFF_WORK + 2 * VOCAB)       /* int [T][2] */
+#define OFF_PDRAFT (OFF_DRAWN + 8)             /* [T] */
+#define OFF_LISTS (OFF_PDRAFT + 8)             /* int [T][VOCAB] */
+#define OFF_LP (OFF_LISTS + 2 * VOCAB)         /* [T][MKC_LP_STRIDE] */
+#define OFF_CMAX (OFF_LP + 2 * 64)             /* candidates: [T][MKC_MAX_BLOCKS] slice maxima */
+#define OFF_CN (OFF_CMAX + 2 * MKC_MAX_BLOCKS) /* int [T][MKC_MAX_BLOCKS]: slice list sizes */
+#define OFF_UNI (OFF_CN + 2 * MKC_MAX_BLOCKS)  /* int [T][VOCAB]: their union */
+#define OFF_OUT (OFF_UNI + 2 * VOCAB)          /* int [n][2] tokens, then [n] p(draft) */
 #define SCRATCH (OFF_OUT + 3 * DRAWS + 64)
 
-/* The entry: n draws of position t = 0 with seeds base, base + 1, ...; or
- * (mode 1) Philox of n counters from out. */
+/* The entry: n draws of position t = 0 with seeds base, base + 1, ... on the
+ * full path (mode 0, one block), or (mode 3, any grid) with the candidates
+ * stage first when mkc_cands_on, as the emitted step runs them: then the
+ * last word of out says whether it ran; or (mode 1) Philox of n counters from
+ * out. */
 static const char ENTRY[] =
     "MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, float *kv, mkc_state *st) {\n"
     "  int *hdr = (int *)scratch;\n"
@@ -65,21 +73,30 @@ static const char ENTRY[] =
     "      }\n"
     "    return;\n"
     "  }\n"
+    "  int cands = hdr[0] == 3 && mkc_cands_on(&st->sampling, VOCAB);\n"
     "  for (int i = 0; i < n; i++) {\n"
-    "    if (mkc_tid() == 0) st->sampling.seed_lo = (unsigned)(hdr[3] + i);\n"
-    "    mkc_sync_block();\n"
+    "    if (mkc_bid() == 0 && mkc_tid() == 0) st->sampling.seed_lo = (unsigned)(hdr[3] + i);\n"
+    "    if (cands)\n"
+    "      mkc_sample_cands(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, "
+    "VOCAB,\n"
+    "                       VOCAB, POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
+    "                       scratch + OFF_CMAX, (int *)(scratch + OFF_CN), red, part, hist,\n"
+    "                       winner + 1);\n"
+    "    mkc_grid_sync(st);\n"
     "    mkc_sample(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, VOCAB, VOCAB,\n"
-    "               POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
-    "               (int *)(scratch + OFF_DRAWN), scratch + OFF_PDRAFT, scratch + OFF_LP, red,\n"
-    "               part, winner, hist);\n"
-    "    if (mkc_tid() == 0) {\n"
+    "               POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS), cands,\n"
+    "               scratch + OFF_CMAX, (const int *)(scratch + OFF_CN),\n"
+    "               (int *)(scratch + OFF_UNI), (int *)(scratch + OFF_DRAWN),\n"
+    "               scratch + OFF_PDRAFT, scratch + OFF_LP, red, part, winner, hist);\n"
+    "    mkc_grid_sync(st);\n"
+    "    if (mkc_bid() == 0 && mkc_tid() == 0) {\n"
     "      int *d = (int *)(scratch + OFF_DRAWN);\n"
     "      out[2 * i] = d[0];\n"
     "      out[2 * i + 1] = d[1];\n"
     "      scratch[OFF_OUT + 2 * n + i] = scratch[OFF_PDRAFT];\n"
     "    }\n"
-    "    mkc_sync_block();\n"
     "  }\n"
+    "  if (mkc_bid() == 0 && mkc_tid() == 0) out[3 * n] = cands;\n"
     "}\n";
 
 static char templates_dir[PATH_MAX];
@@ -110,11 +127,12 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
       "#define MKC_THREADS %d\n#define MKC_T_MAX 4\n#define MKC_KV_F32 1\n"
       "#define VOCAB %d\n#define POS %d\n#define OFF_OUT %d\n#define OFF_HISTORY %d\n"
       "#define OFF_LOGITS %d\n#define OFF_WORK %d\n#define OFF_DRAWN %d\n#define OFF_PDRAFT %d\n"
-      "#define OFF_LISTS %d\n#define OFF_LP %d\n"
+      "#define OFF_LISTS %d\n#define OFF_LP %d\n#define OFF_CMAX %d\n#define OFF_CN %d\n"
+      "#define OFF_UNI %d\n"
       "#ifndef __CUDACC__\n#include \"prelude_cpu.h\"\n#endif\n#include \"mkc_state.h\"\n"
       "%s\n%s\n%s",
       threads, VOCAB, POS, OFF_OUT, OFF_HISTORY, OFF_LOGITS, OFF_WORK, OFF_DRAWN, OFF_PDRAFT,
-      OFF_LISTS, OFF_LP, common, text, ENTRY);
+      OFF_LISTS, OFF_LP, OFF_CMAX, OFF_CN, OFF_UNI, common, text, ENTRY);
   k = mkc_cpu_kernel_open(src, from ? "sample_planted.cu" : "sample_test.cu", templates_dir);
   free(src);
   if (text != sample) free(text);
@@ -124,20 +142,27 @@ done:
   return k;
 }
 
-/* Fixed logits: spread over a range where every cut matters. */
+/* Fixed logits: spread over a range where every cut matters; or (tied) three
+ * values, each at every third id, so that top-k cuts inside a tie that spans
+ * every block's slice and the lowest ids must win it. */
+static int tied;
 static void fixed_logits(float *l) {
   for (int i = 0; i < VOCAB; i++) l[i] = (float)((i * 37) % VOCAB) / 8.0f - 2.0f;
   l[5] = l[9] = 3.5f; /* a tie at the top */
+  if (tied)
+    for (int i = 0; i < VOCAB; i++) l[i] = (float)(i % 3);
 }
 
 static const int HISTORY[POS] = {5, 7, 5, 40, 9, 5, 12, 7, 30, 2, 9, 41};
 
-/* n draws at T = 1 (or 2, with draft as input 1) into toks[2n] and p[n]. */
-static int draw(mkc_cpu_kernel *k, int threads, const mkc_sampling *o, int draft, int n,
-                unsigned seed_base, int *toks, float *p) {
+/* n draws at T = 1 (or 2, with draft as input 1) into toks[2n] and p[n], on
+ * one block's full path (blocks 0) or with the candidates stage on a grid of
+ * `blocks` (then *cands says whether it ran). */
+static int draw_on(mkc_cpu_kernel *k, int threads, int blocks, const mkc_sampling *o, int draft,
+                   int n, unsigned seed_base, int *toks, float *p, int *cands) {
   memset(scratch, 0, sizeof scratch);
   int *hdr = (int *)scratch;
-  hdr[0] = 0, hdr[1] = n, hdr[2] = draft >= 0 ? 2 : 1, hdr[3] = (int)seed_base;
+  hdr[0] = blocks ? 3 : 0, hdr[1] = n, hdr[2] = draft >= 0 ? 2 : 1, hdr[3] = (int)seed_base;
   fixed_logits(scratch + OFF_LOGITS);
   memcpy(scratch + OFF_HISTORY, HISTORY, sizeof HISTORY);
   mkc_state st;
@@ -145,12 +170,18 @@ static int draw(mkc_cpu_kernel *k, int threads, const mkc_sampling *o, int draft
   st.sampling = *o;
   st.inputs[0] = 3; /* the token at POS: in the window too */
   st.inputs[1] = draft;
-  if (mkc_cpu_kernel_launch(k, 1, threads, 64 + 4 * threads + 16 + 1024, NULL, scratch, NULL,
-                            &st) != 0)
+  if (mkc_cpu_kernel_launch(k, blocks ? blocks : 1, threads, 64 + 4 * threads + 16 + 1024, NULL,
+                            scratch, NULL, &st) != 0)
     return -1;
   memcpy(toks, scratch + OFF_OUT, (size_t)2 * n * sizeof *toks);
   memcpy(p, scratch + OFF_OUT + 2 * n, (size_t)n * sizeof *p);
+  if (cands) *cands = ((int *)scratch)[OFF_OUT + 3 * n];
   return 0;
+}
+
+static int draw(mkc_cpu_kernel *k, int threads, const mkc_sampling *o, int draft, int n,
+                unsigned seed_base, int *toks, float *p) {
+  return draw_on(k, threads, 0, o, draft, n, seed_base, toks, p, NULL);
 }
 
 /* The oracle's distribution for the same logits and window. */
@@ -321,6 +352,96 @@ static void sampling_on(mkc_cpu_kernel *k) {
   }
 }
 
+/* The candidates stage's cases: top-k small enough for it, with a draft. */
+typedef struct cands_case {
+  const char *name;
+  mkc_sampling o;
+  int tied, draft;
+} cands_case;
+
+static int cands_cases(cands_case *c) {
+  int n = 0;
+  mkc_sampling o = base();
+  c[n++] = (cands_case){"top-k 5 (a tie at the top)", (o.top_k = 5, o), 0, 9};
+  o = base();
+  c[n++] = (cands_case){"top-k 1", (o.top_k = 1, o), 0, 5};
+  o = base();
+  c[n++] = (cands_case){"top-k 3 inside a tie across the slices", (o.top_k = 3, o), 1, 8};
+  o = base();
+  c[n++] =
+      (cands_case){"top-k 20 of a tie, temperature 1.5", (o.top_k = 20, o.temp = 1.5f, o), 1, 2};
+  o = base();
+  c[n++] = (cands_case){"top-k 20, min-p 0.3 (of a maximum outside the first slice)",
+                        (o.top_k = 20, o.min_p = 0.3f, o), 0, 35};
+  o = base();
+  o.temp = 0.8f, o.top_k = 12, o.top_p = 0.9f, o.min_p = 0.05f, o.repeat_penalty = 1.25f;
+  o.presence_penalty = 0.25f, o.frequency_penalty = 0.5f, o.repeat_last_n = 13;
+  c[n++] = (cands_case){"combined: every option", o, 0, 40};
+  return n;
+}
+
+#define SAME_DRAWS 300
+static int toks_full[2 * SAME_DRAWS], toks_cands[2 * SAME_DRAWS];
+static float pd_full[SAME_DRAWS], pd_cands[SAME_DRAWS];
+
+/* Whether the candidates path on `blocks` blocks gives the full path's draws
+ * bit for bit for every case (a draft after position 0: the residual draws and
+ * p(draft) too); *ran: the cases in which the candidates stage ran. */
+static int same_draws(mkc_cpu_kernel *k, int blocks, int *ran, const char **differs) {
+  cands_case c[8];
+  int n = cands_cases(c), same = 1;
+  *ran = 0;
+  for (int i = 0; i < n && same; i++) {
+    tied = c[i].tied;
+    int on = 0;
+    same = draw_on(k, 32, 0, &c[i].o, c[i].draft, SAME_DRAWS, 70u * (unsigned)i, toks_full, pd_full,
+                   NULL) == 0 &&
+           draw_on(k, 32, blocks, &c[i].o, c[i].draft, SAME_DRAWS, 70u * (unsigned)i, toks_cands,
+                   pd_cands, &on) == 0 &&
+           memcmp(toks_full, toks_cands, sizeof toks_full) == 0 &&
+           memcmp(pd_full, pd_cands, sizeof pd_full) == 0;
+    *ran += on;
+    if (!same) *differs = c[i].name;
+  }
+  tied = 0;
+  return same;
+}
+
+/* The candidates stage (every block keeps its slice's top-k, the sampler reads
+ * their union) draws exactly what the full path draws: a grid of 5 blocks
+ * (slices of 10 ids), 13 (slices of 4, the last one empty) and 50 (more
+ * blocks than ids: empty slices). And the stage runs exactly for the options
+ * mkc_cands_on names. */
+static void candidates(mkc_cpu_kernel *k) {
+  static const int GRIDS[] = {5, 13, 50};
+  cands_case c[8];
+  int n = cands_cases(c);
+  for (size_t g = 0; g < sizeof GRIDS / sizeof *GRIDS; g++) {
+    int ran = 0;
+    const char *differs = "";
+    int same = same_draws(k, GRIDS[g], &ran, &differs);
+    CHECK(same && ran == n,
+          "%d blocks: the candidates stage ran in %d of %d cases, and their %d draws each (and "
+          "residual draws, p(draft)) equal the full path's bit for bit%s%s",
+          GRIDS[g], ran, n, SAME_DRAWS, same ? "" : "; differs: ", differs);
+  }
+  static const struct {
+    const char *name;
+    mkc_sampling o;
+  } OFF[] = {
+      {"top-k 0", {.temp = 1, .top_p = 1, .top_k = 0}},
+      {"top-k MKC_CANDS_K + 1", {.temp = 1, .top_p = 1, .top_k = MKC_CANDS_K + 1}},
+      {"top-k the whole vocabulary", {.temp = 1, .top_p = 1, .top_k = VOCAB}},
+      {"log-probabilities", {.temp = 1, .top_p = 1, .top_k = 5, .logprobs = 2}},
+      {"greedy with a penalty", {.top_p = 1, .top_k = 5, .repeat_penalty = 1.5f}},
+  };
+  for (size_t i = 0; i < sizeof OFF / sizeof *OFF; i++) {
+    int on = -1;
+    draw_on(k, 32, 5, &OFF[i].o, -1, 1, 1u, toks_cands, pd_cands, &on);
+    CHECK(on == 0, "the candidates stage does not run for %s", OFF[i].name);
+  }
+}
+
 /* Each planted bug makes the matching case fail the same test. */
 static void planted(void) {
   static const struct {
@@ -349,6 +470,30 @@ static void planted(void) {
     CHECK(p < P_MIN, "planted bug '%s': the %s test fails (p = %.3g)", BUGS[b].name, c->name, p);
     mkc_cpu_kernel_close(k);
   }
+  /* The candidates path's own bugs break its bit-for-bit equality. */
+  static const struct {
+    const char *name, *from, *to;
+  } CANDS_BUGS[] = {
+      {"a slice keeps k - 1", "mkc_key_radix(w + lo, 0, n, k,",
+       "mkc_key_radix(w + lo, 0, n, k - 1,"},
+      {"a slice keeps k - 1 of a tie", "mkc_cut_below(w + lo, 0, n, key, (float)k,",
+       "mkc_cut_below(w + lo, 0, n, key, (float)(k - 1),"},
+      {"the maximum of the first slice only", "for (int b = mkc_tid(); b < mkc_nblocks();",
+       "for (int b = mkc_tid(); b < 1;"},
+      {"the union misses the last block's list", "for (int b = b_lo; b < b_hi; b++) mine +=",
+       "for (int b = b_lo; b < b_hi && b < mkc_nblocks() - 1; b++) mine +="},
+  };
+  for (size_t b = 0; b < sizeof CANDS_BUGS / sizeof *CANDS_BUGS; b++) {
+    mkc_cpu_kernel *k = build(32, CANDS_BUGS[b].from, CANDS_BUGS[b].to);
+    if (!CHECK(k != NULL, "planted bug '%s': builds", CANDS_BUGS[b].name)) continue;
+    int ran = 0;
+    const char *differs = "";
+    int same = same_draws(k, 5, &ran, &differs);
+    CHECK(!same,
+          "planted bug '%s': the candidates path's draws differ from the full path's (in %s)",
+          CANDS_BUGS[b].name, differs);
+    mkc_cpu_kernel_close(k);
+  }
 }
 
 int main(void) {
@@ -361,6 +506,7 @@ int main(void) {
     options(k128, 128, 5);
     residual(k32);
     greedy_penalized(k32);
+    candidates(k32);
     planted();
   }
   if (k32) mkc_cpu_kernel_close(k32);

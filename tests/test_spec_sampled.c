@@ -6,7 +6,8 @@
  * chi-square test (p >= 0.001). A planted bug in the kernel's accept (a draft
  * kept with probability sqrt(p)) fails the same test. Also: the same seed
  * gives the same tokens, different seeds differ, and greedy decoding is
- * unchanged by the sampler being in the kernel (temperature 0 = argmax). */
+ * unchanged by the sampler being in the kernel (temperature 0 = argmax). And
+ * the candidates stage (a small top-k) draws what the full path draws. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,8 +289,76 @@ static void logprobs(void) {
   fixture_close(&fx);
 }
 
+/* Tokens of `seeds` sampled decodes (N_WIRED each, K = 4 lookup drafts) on
+ * session s under options o with seeds 0, 1, ...: into out. */
+#define N_WIRED 24
+#define WIRED_SEEDS 12
+static int wired_decodes(mkc_session *s, const mkc_graph *g, mkc_sampling o,
+                         int out[WIRED_SEEDS][N_WIRED]) {
+  static const int prompt[] = {1, 2, 3, 1, 2, 3, 1, 2};
+  for (unsigned seed = 0; seed < WIRED_SEEDS; seed++) {
+    o.seed_lo = seed;
+    mkc_decode_stats st;
+    mkc_session_reset(s);
+    if (mkc_session_set_sampling(s, &o) != 0 ||
+        mkc_decode(s, g, prompt, 8, N_WIRED, 4, out[seed], &st) != 0 || st.generated != N_WIRED)
+      return -1;
+  }
+  return 0;
+}
+
+/* The emitted step with its candidates stage (every block's slice top-k,
+ * templates/sample.cuh) draws what the same kernel draws on the full path (its
+ * source with mkc_cands_on replaced by 0): the same tokens for every seed, on
+ * 3 blocks (uneven slices), with drafts, so that its scratch, its flow wait and
+ * the sampler's reading of it are wired as the template's test assumes. A
+ * planted slice that keeps k - 1 changes tokens. */
+static void candidates_wired(void) {
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "tiny", 4, 0, 42) == 0, "tiny fixture")) return;
+  mkc_kernel_src full = {strdup(fx.src.source), strdup(fx.src.file_name)};
+  mkc_kernel_src bug = {strdup(fx.src.source), strdup(fx.src.file_name)};
+  char on[64];
+  snprintf(on, sizeof on, "mkc_cands_on(&state->sampling, %d)", fx.g.vocab);
+  int replaced = 0;
+  while (plant(&full, on, "0") == 0) replaced++;
+  int planted =
+      plant(&bug, "mkc_key_radix(w + lo, 0, n, k,", "mkc_key_radix(w + lo, 0, n, k - 1,") == 0;
+  mkc_session *a = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 3);
+  mkc_session *b = mkc_session_open(test_backend(), &fx.g, &full, &fx.w, 3);
+  mkc_session *c = mkc_session_open(test_backend(), &fx.g, &bug, &fx.w, 3);
+  mkc_sampling every = options(0), two = options(0);
+  every.temp = 1.2f, every.top_k = 20, every.top_p = 0.95f, every.min_p = 0.02f;
+  every.repeat_penalty = 1.1f, every.presence_penalty = 0.2f, every.repeat_last_n = 16;
+  two.temp = 1.5f, two.top_k = 2;
+  static int ta[WIRED_SEEDS][N_WIRED], tb[WIRED_SEEDS][N_WIRED];
+  const struct {
+    const char *name;
+    mkc_sampling o;
+  } SETS[] = {{"top-k 20, top-p, min-p, penalties", every}, {"top-k 2", two}};
+  for (int i = 0; i < 2; i++) {
+    int ok = a && b && wired_decodes(a, &fx.g, SETS[i].o, ta) == 0 &&
+             wired_decodes(b, &fx.g, SETS[i].o, tb) == 0;
+    CHECK(ok && replaced == 2 && memcmp(ta, tb, sizeof ta) == 0,
+          "tiny, 3 blocks, %s: %d sampled decodes of %d tokens (K = 4) give the same tokens with "
+          "the candidates stage as on the full path (%d uses of mkc_cands_on turned off)",
+          SETS[i].name, WIRED_SEEDS, N_WIRED, replaced);
+  }
+  int ok = planted && c && wired_decodes(c, &fx.g, two, tb) == 0 &&
+           wired_decodes(a, &fx.g, two, ta) == 0;
+  CHECK(ok && memcmp(ta, tb, sizeof ta) != 0,
+        "planted bug (a slice keeps k - 1): top-k 2's tokens change");
+  mkc_session_close(a);
+  mkc_session_close(b);
+  mkc_session_close(c);
+  mkc_kernel_src_free(&full);
+  mkc_kernel_src_free(&bug);
+  fixture_close(&fx);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
+  candidates_wired();
   logprobs();
   lossless();
   return check_done();

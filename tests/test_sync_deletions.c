@@ -10,7 +10,7 @@
  * are the original's less that one, at the same places), compiled for the cpu
  * backend at -O1 and run on the SIMT emulator's checking schedule
  * (MKC_SIMT_SEED, default 1: random warp and lane orders, one block at a time
- * in a random order; runtime/backend/cpu/simt.c) through a fixed script of 60
+ * in a random order; runtime/backend/cpu/simt.c) through a fixed script of 74
  * steps: prompt chunks and draft-verify steps against the reference executor
  * (logits within 1e-4 of the largest, the same tokens and pos, then the same
  * KV cache as the unmutated kernel), then the sampler's paths against the
@@ -52,7 +52,7 @@
 
 #define TOL 1e-4
 #define MAX_POINTS 128
-#define MAX_STEPS 64
+#define MAX_STEPS 80
 #define PROMPT_LEN 9
 #define DECODE_STEPS 10 /* draft-verify steps per phase */
 #define DEADLINE_S 60   /* per mutant: past it the mutant counts as hung */
@@ -250,8 +250,9 @@ typedef struct config {
  * +2: the argmax is a logit the penalty pass rewrote, so a maximum read before that write
  * matches no token); a hot min-p alone (a token it cuts weighs about as much as one it
  * keeps); a cold temperature, whose draws follow the greedy drafts, so that the accept reads
- * what other blocks drew for later positions. */
-#define N_PHASES 5
+ * what other blocks drew for later positions; a warm top-k of 40 with top-p and a repeat
+ * penalty, which takes the candidates stage (every block's slice top-k, templates/sample.cuh). */
+#define N_PHASES 6
 static const mkc_sampling PHASES[N_PHASES] = {
     {0},
     {.temp = 1.5f,
@@ -272,6 +273,12 @@ static const mkc_sampling PHASES[N_PHASES] = {
      .logprobs = 5},
     {.temp = 8.0f, .top_p = 1.0f, .min_p = 0.3f, .repeat_penalty = 1.0f, .seed_lo = 99},
     {.temp = 0.05f, .top_p = 1.0f, .repeat_penalty = 1.0f, .seed_lo = 7},
+    {.temp = 2.0f,
+     .top_k = 40,
+     .top_p = 0.95f,
+     .repeat_penalty = 1.3f,
+     .repeat_last_n = 16,
+     .seed_lo = 31},
 };
 
 typedef struct step {

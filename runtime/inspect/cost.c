@@ -271,6 +271,12 @@ static void model_accept(model_ctx *m) {
  * only when sampling) is not counted, as the emitter declares. */
 static void model_sample(model_ctx *m) { work(m, Q(0, 1, 0, 0), "block", Q(0, 0, 0, 0)); }
 
+/* The sampler's candidates: every block's slice of each position's logits;
+ * as for the sampler, its traffic is not counted. */
+static void model_sample_cands(model_ctx *m) {
+  work(m, Q(0, num(m, "vocab"), 0, 0), "thread", Q(0, 0, 0, 0));
+}
+
 /* bench --stages' clock reading: one word of block 0, not counted. */
 static void model_stage_time(model_ctx *m) { (void)m; }
 
@@ -294,6 +300,7 @@ static const struct {
     {"mkc_lm_head", model_lm_head},
     {"mkc_accept", model_accept},
     {"mkc_sample", model_sample},
+    {"mkc_sample_cands", model_sample_cands},
     {"mkc_stage_time", model_stage_time},
     {"mkc_flow_wait", model_flow_wait},
     {"mkc_prefetch_first", model_prefetch_first},

@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 82a7ccfb5fd9be4e, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 259fe05380eb17c3, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    84 stages, 0 grid barriers, 83 flow waits; scratch 4044928 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
+ * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -293,6 +293,7 @@ MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
+#define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -2530,15 +2531,17 @@ MKC_DEVICE int mkc_token_at(const mkc_state *st, const int *history, int pos, in
 
 /* Penalties for the token after input t: the window is the last
  * repeat_last_n tokens up to and including input t; each distinct token in
- * it is penalized once, with its count. */
+ * it is penalized once, with its count. Only tokens in [lo, hi) (a block's
+ * slice of the vocabulary, mkc_sample_cands) are touched. */
 MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const int *history,
-                             int pos, int t, float *work) {
+                             int pos, int t, float *work, int lo, int hi) {
   int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
   if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
   float rp = mkc_repeat_penalty(o);
   if (rp == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f) return;
   for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
     int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
+    if (tok < lo || tok >= hi) continue;
     for (int i = 0; i < n; i++) {
       int other = mkc_token_at(st, history, pos, last - i);
       if (other != tok) continue;
@@ -2593,20 +2596,22 @@ MKC_DEVICE unsigned mkc_key_bisect(const float *work, const int *list, int n, fl
 }
 
 /* The same for counts (top-k) in four passes of 8 bits: a histogram of the
- * next byte among keys that match the bytes found so far, then the byte
- * where the count from the top reaches what is still needed. Counts are
- * integers: the atomics give the same result in any order. hist: 256
- * unsigned of smem; sel: 2 ints of smem. */
-MKC_DEVICE unsigned mkc_key_radix(const float *work, int n, int k, unsigned *hist, int *sel) {
+ * next byte among the candidates' keys that match the bytes found so far,
+ * then the byte where the count from the top reaches what is still needed.
+ * Counts are integers: the atomics give the same result in any order. hist:
+ * 256 unsigned of smem; sel: 2 ints of smem. */
+MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int k, unsigned *hist,
+                                  int *sel) {
   unsigned key = 0u;
   int need = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = mkc_tid(); i < 256; i += MKC_THREADS) hist[i] = 0u;
     mkc_sync_block();
     unsigned high = shift == 24 ? 0u : 0xffffffffu << (shift + 8);
-    for (int i = mkc_tid(); i < n; i += MKC_THREADS) {
-      if (work[i] <= MKC_CUT) continue;
-      unsigned kk = mkc_order_key(work[i]);
+    for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+      float l = work[mkc_cand(list, j)];
+      if (l <= MKC_CUT) continue;
+      unsigned kk = mkc_order_key(l);
       if ((kk & high) == (key & high)) mkc_atomic_add_u32(&hist[(kk >> shift) & 255u], 1u);
     }
     mkc_sync_block();
@@ -2664,23 +2669,33 @@ MKC_DEVICE void mkc_cut_below(float *work, const int *list, int n, unsigned key,
   mkc_sync_block();
 }
 
-/* The survivors' ids in ascending order into list; their count. */
-MKC_DEVICE int mkc_compact(const float *work, int vocab, int *list, float *part) {
-  int lo, hi;
-  mkc_share(vocab, &lo, &hi);
-  int mine = 0;
-  for (int i = lo; i < hi; i++) mine += work[i] > MKC_CUT;
+/* Counts over the block's threads in thread order: *at, the counts of the
+ * threads before this one; returns the total. part: MKC_THREADS floats. */
+MKC_DEVICE int mkc_count_before(int mine, float *part, int *at) {
   part[mkc_tid()] = (float)mine;
   mkc_sync_block();
-  int at = 0, n = 0;
+  int total = 0;
+  *at = 0;
   for (int i = 0; i < MKC_THREADS; i++) {
-    if (i < mkc_tid()) at += (int)part[i];
-    n += (int)part[i];
+    if (i < mkc_tid()) *at += (int)part[i];
+    total += (int)part[i];
   }
-  for (int i = lo; i < hi; i++)
-    if (work[i] > MKC_CUT) list[at++] = i;
+  return total;
+}
+
+/* The candidates that survive, base + id in candidate order, into out;
+ * their count. */
+MKC_DEVICE int mkc_compact(const float *work, const int *list, int n, int base, int *out,
+                           float *part) {
+  int lo, hi;
+  mkc_share(n, &lo, &hi);
+  int mine = 0;
+  for (int j = lo; j < hi; j++) mine += work[mkc_cand(list, j)] > MKC_CUT;
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int j = lo; j < hi; j++)
+    if (work[mkc_cand(list, j)] > MKC_CUT) out[at++] = base + mkc_cand(list, j);
   mkc_sync_block();
-  return n;
+  return total;
 }
 
 /* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
@@ -2775,9 +2790,85 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
+/* Whether the step's top-k is small enough for the candidates stage: then
+ * each block keeps its slice's top k, and the sampler reads the union of
+ * those lists instead of the vocabulary. Log-probabilities span the whole
+ * vocabulary and greedy takes the argmax: both stay on the full path. */
+MKC_DEVICE int mkc_cands_on(const mkc_sampling *o, int vocab) {
+  return o->temp > 0.0f && o->top_k > 0 && o->top_k <= MKC_CANDS_K && o->top_k < vocab &&
+         o->logprobs == 0;
+}
+
+/* Block b's slice of the vocabulary: contiguous, in block order. */
+MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
+  int per = (vocab + mkc_nblocks() - 1) / mkc_nblocks();
+  *lo = b * per < vocab ? b * per : vocab;
+  *hi = *lo + per < vocab ? *lo + per : vocab;
+}
+
+/* The candidates stage, every block, before the sampler when mkc_cands_on:
+ * for each position t in [t0, T), block b copies its slice of the logits into
+ * work and penalizes it (a penalty may raise a logit, so it comes before any
+ * selection), writes the slice's maximum, cuts all but the slice's top k by
+ * (value descending, id ascending) and lists the survivors' ids in ascending
+ * order at the slice's own offset in lists. The global top k under that order
+ * lie in the union of the slices' lists: an id with fewer than k ids before
+ * it in the vocabulary has fewer than k before it in its slice. And every id
+ * outside the union is cut in work, as the full path's top-k cut leaves it.
+ * cand_max: [T][MKC_MAX_BLOCKS] floats; cand_n: [T][MKC_MAX_BLOCKS] ints. */
+MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const float *logits,
+                                 int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                                 int *lists, float *cand_max, int *cand_n, float *red, float *part,
+                                 unsigned *hist, int *sel) {
+  const mkc_sampling *o = &st->sampling;
+  int lo, hi, k = o->top_k;
+  mkc_slice(vocab, mkc_bid(), &lo, &hi);
+  for (int t = t0; t < T; t++) {
+    int row = t - t0, n = hi - lo;
+    float *w = work + row * vocab;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+    mkc_sync_block();
+    mkc_penalize(o, st, history, pos, t, w, lo, hi);
+    float max = MKC_NEG_MAX;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    max = mkc_block_max(max, red);
+    if (k < n) {
+      unsigned key = mkc_key_radix(w + lo, 0, n, k, hist, sel);
+      mkc_cut_below(w + lo, 0, n, key, (float)k, max, 0.0f, red, part);
+    }
+    int kept = mkc_compact(w + lo, 0, n, lo, lists + row * vocab + lo, part);
+    if (mkc_tid() == 0) {
+      cand_max[row * MKC_MAX_BLOCKS + mkc_bid()] = max;
+      cand_n[row * MKC_MAX_BLOCKS + mkc_bid()] = kept;
+    }
+  }
+}
+
+/* The union of the blocks' lists for one row, in block order (so ids
+ * ascend), into out; its size. out is complete after the block's next
+ * barrier. */
+MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, int *out,
+                                float *part) {
+  int b_lo, b_hi, mine = 0;
+  mkc_share(mkc_nblocks(), &b_lo, &b_hi);
+  for (int b = b_lo; b < b_hi; b++) mine += cand_n[b];
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int b = b_lo; b < b_hi; b++) {
+    int lo, hi;
+    mkc_slice(vocab, b, &lo, &hi);
+    for (int j = 0; j < cand_n[b]; j++) out[at++] = lists[lo + j];
+  }
+  return total; /* no barrier: the caller's mkc_key_radix has one before it reads out */
+}
+
 /* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
  * ... < T (t0: the first input with logits; a prompt chunk's last), each at
- * row t - t0 of what it reads and writes.
+ * row t - t0 of what it reads and writes. cands: the candidates stage ran
+ * (mkc_cands_on): work already holds the penalized logits with everything
+ * outside the slices' top k cut, cand_max and cand_n its slices' maxima and
+ * list sizes, and top-k reads their union (gathered into uni: [T][vocab]
+ * ints). The survivors are then the full path's, the same ids in the same
+ * order with the same values, so the draws are the same bits.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -2786,17 +2877,23 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           int *lists, int cands, const float *cand_max, const int *cand_n,
+                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
                            float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
   for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
-    mkc_sync_block();
-    mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    if (cands) {
+      for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
+        max = fmaxf(max, cand_max[row * MKC_MAX_BLOCKS + b]);
+    } else {
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+      mkc_sync_block();
+      mkc_penalize(o, st, history, pos, t, w, 0, vocab);
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    }
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
     if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
@@ -2823,9 +2920,16 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     int n = vocab;
     int k = o->top_k;
     if (k > 0 && k < vocab) {
-      unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
-      mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      /* on the candidates' union (cands) or every id */
+      const int *from = 0;
+      if (cands) {
+        from = uni + row * vocab;
+        n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS, vocab,
+                             uni + row * vocab, part);
+      }
+      unsigned key = mkc_key_radix(w, from, n, k, hist, winner + 1);
+      mkc_cut_below(w, from, n, key, (float)k, max, 0.0f, red, part);
+      n = mkc_compact(w, from, n, 0, lists + row * vocab, part);
       list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {
@@ -3143,7 +3247,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3147 "llama.llama-3.2-1b.cu"
+#line 3251 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3157,7 +3261,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/84: embed -- embed token_embd.weight (line 145)
+  /* stage 1/85: embed -- embed token_embd.weight (line 145)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 2048*t, one thread each; flops: 0; sync: flow
    * smem: none
@@ -3169,481 +3273,481 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* layer loop: stages 2-81 are 16 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/84: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 2/85: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 145)), weights+262668288 4096 (blk.0.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
-  /* stage 3/84: attention -- attention layer 0 (line 157)
+  /* stage 3/85: attention -- attention layer 0 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 13; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+524288 8192*t (attention layer 0 (line 157)) */
-  /* stage 4/84: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
+  /* stage 4/85: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 5/84: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 5/85: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+273156096 4096 (blk.0.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 6/84: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
+  /* stage 6/85: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 7/84: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 7/85: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+323489792 4096 (blk.1.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
-  /* stage 8/84: attention -- attention layer 1 (line 157)
+  /* stage 8/85: attention -- attention layer 1 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 37; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+524288 8192*t (attention layer 1 (line 157)) */
-  /* stage 9/84: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
+  /* stage 9/85: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 10/84: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 10/85: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+333977600 4096 (blk.1.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 11/84: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
+  /* stage 11/85: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 12/84: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 12/85: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 147), matmul blk.2.attn_q.weight (line 148), matmul blk.2.attn_k.weight (line 149), matmul blk.2.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+384311296 4096 (blk.2.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
-  /* stage 13/84: attention -- attention layer 2 (line 157)
+  /* stage 13/85: attention -- attention layer 2 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 61; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+524288 8192*t (attention layer 2 (line 157)) */
-  /* stage 14/84: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
+  /* stage 14/85: matvec_residual -- matmul blk.2.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 15/84: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 161), matmul blk.2.ffn_gate.weight (line 162), matmul blk.2.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 15/85: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 161), matmul blk.2.ffn_gate.weight (line 162), matmul blk.2.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+394799104 4096 (blk.2.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 16/84: matvec_residual -- matmul blk.2.ffn_down.weight (line 164), add (line 164)
+  /* stage 16/85: matvec_residual -- matmul blk.2.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 17/84: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 17/85: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 147), matmul blk.3.attn_q.weight (line 148), matmul blk.3.attn_k.weight (line 149), matmul blk.3.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+445132800 4096 (blk.3.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
-  /* stage 18/84: attention -- attention layer 3 (line 157)
+  /* stage 18/85: attention -- attention layer 3 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 85; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+524288 8192*t (attention layer 3 (line 157)) */
-  /* stage 19/84: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
+  /* stage 19/85: matvec_residual -- matmul blk.3.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 20/84: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 161), matmul blk.3.ffn_gate.weight (line 162), matmul blk.3.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 20/85: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 161), matmul blk.3.ffn_gate.weight (line 162), matmul blk.3.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+455620608 4096 (blk.3.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 21/84: matvec_residual -- matmul blk.3.ffn_down.weight (line 164), add (line 164)
+  /* stage 21/85: matvec_residual -- matmul blk.3.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 22/84: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 22/85: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 147), matmul blk.4.attn_q.weight (line 148), matmul blk.4.attn_k.weight (line 149), matmul blk.4.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+505954304 4096 (blk.4.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
-  /* stage 23/84: attention -- attention layer 4 (line 157)
+  /* stage 23/85: attention -- attention layer 4 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 109; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+524288 8192*t (attention layer 4 (line 157)) */
-  /* stage 24/84: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
+  /* stage 24/85: matvec_residual -- matmul blk.4.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 25/84: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 161), matmul blk.4.ffn_gate.weight (line 162), matmul blk.4.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 25/85: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 161), matmul blk.4.ffn_gate.weight (line 162), matmul blk.4.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+516442112 4096 (blk.4.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 26/84: matvec_residual -- matmul blk.4.ffn_down.weight (line 164), add (line 164)
+  /* stage 26/85: matvec_residual -- matmul blk.4.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 27/84: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 27/85: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 147), matmul blk.5.attn_q.weight (line 148), matmul blk.5.attn_k.weight (line 149), matmul blk.5.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+566775808 4096 (blk.5.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
-  /* stage 28/84: attention -- attention layer 5 (line 157)
+  /* stage 28/85: attention -- attention layer 5 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 133; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+524288 8192*t (attention layer 5 (line 157)) */
-  /* stage 29/84: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
+  /* stage 29/85: matvec_residual -- matmul blk.5.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 30/84: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 161), matmul blk.5.ffn_gate.weight (line 162), matmul blk.5.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 30/85: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 161), matmul blk.5.ffn_gate.weight (line 162), matmul blk.5.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+577263616 4096 (blk.5.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 31/84: matvec_residual -- matmul blk.5.ffn_down.weight (line 164), add (line 164)
+  /* stage 31/85: matvec_residual -- matmul blk.5.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 32/84: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 32/85: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 147), matmul blk.6.attn_q.weight (line 148), matmul blk.6.attn_k.weight (line 149), matmul blk.6.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+627597312 4096 (blk.6.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
-  /* stage 33/84: attention -- attention layer 6 (line 157)
+  /* stage 33/85: attention -- attention layer 6 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 157; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+524288 8192*t (attention layer 6 (line 157)) */
-  /* stage 34/84: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
+  /* stage 34/85: matvec_residual -- matmul blk.6.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 35/84: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 161), matmul blk.6.ffn_gate.weight (line 162), matmul blk.6.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 35/85: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 161), matmul blk.6.ffn_gate.weight (line 162), matmul blk.6.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+638085120 4096 (blk.6.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 36/84: matvec_residual -- matmul blk.6.ffn_down.weight (line 164), add (line 164)
+  /* stage 36/85: matvec_residual -- matmul blk.6.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 37/84: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 37/85: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 147), matmul blk.7.attn_q.weight (line 148), matmul blk.7.attn_k.weight (line 149), matmul blk.7.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+688418816 4096 (blk.7.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
-  /* stage 38/84: attention -- attention layer 7 (line 157)
+  /* stage 38/85: attention -- attention layer 7 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 181; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+524288 8192*t (attention layer 7 (line 157)) */
-  /* stage 39/84: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
+  /* stage 39/85: matvec_residual -- matmul blk.7.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 40/84: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 161), matmul blk.7.ffn_gate.weight (line 162), matmul blk.7.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 40/85: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 161), matmul blk.7.ffn_gate.weight (line 162), matmul blk.7.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+698906624 4096 (blk.7.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 41/84: matvec_residual -- matmul blk.7.ffn_down.weight (line 164), add (line 164)
+  /* stage 41/85: matvec_residual -- matmul blk.7.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 42/84: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 42/85: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 147), matmul blk.8.attn_q.weight (line 148), matmul blk.8.attn_k.weight (line 149), matmul blk.8.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+749240320 4096 (blk.8.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
-  /* stage 43/84: attention -- attention layer 8 (line 157)
+  /* stage 43/85: attention -- attention layer 8 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 205; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+524288 8192*t (attention layer 8 (line 157)) */
-  /* stage 44/84: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
+  /* stage 44/85: matvec_residual -- matmul blk.8.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 45/84: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 161), matmul blk.8.ffn_gate.weight (line 162), matmul blk.8.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 45/85: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 161), matmul blk.8.ffn_gate.weight (line 162), matmul blk.8.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+759728128 4096 (blk.8.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 46/84: matvec_residual -- matmul blk.8.ffn_down.weight (line 164), add (line 164)
+  /* stage 46/85: matvec_residual -- matmul blk.8.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 47/84: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 47/85: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 147), matmul blk.9.attn_q.weight (line 148), matmul blk.9.attn_k.weight (line 149), matmul blk.9.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+810061824 4096 (blk.9.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
-  /* stage 48/84: attention -- attention layer 9 (line 157)
+  /* stage 48/85: attention -- attention layer 9 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 229; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+524288 8192*t (attention layer 9 (line 157)) */
-  /* stage 49/84: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
+  /* stage 49/85: matvec_residual -- matmul blk.9.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 50/84: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 161), matmul blk.9.ffn_gate.weight (line 162), matmul blk.9.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 50/85: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 161), matmul blk.9.ffn_gate.weight (line 162), matmul blk.9.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+820549632 4096 (blk.9.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 51/84: matvec_residual -- matmul blk.9.ffn_down.weight (line 164), add (line 164)
+  /* stage 51/85: matvec_residual -- matmul blk.9.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 52/84: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 52/85: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 147), matmul blk.10.attn_q.weight (line 148), matmul blk.10.attn_k.weight (line 149), matmul blk.10.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+870883328 4096 (blk.10.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
-  /* stage 53/84: attention -- attention layer 10 (line 157)
+  /* stage 53/85: attention -- attention layer 10 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 253; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+524288 8192*t (attention layer 10 (line 157)) */
-  /* stage 54/84: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
+  /* stage 54/85: matvec_residual -- matmul blk.10.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 55/84: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 161), matmul blk.10.ffn_gate.weight (line 162), matmul blk.10.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 55/85: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 161), matmul blk.10.ffn_gate.weight (line 162), matmul blk.10.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+881371136 4096 (blk.10.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 56/84: matvec_residual -- matmul blk.10.ffn_down.weight (line 164), add (line 164)
+  /* stage 56/85: matvec_residual -- matmul blk.10.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 57/84: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 57/85: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 147), matmul blk.11.attn_q.weight (line 148), matmul blk.11.attn_k.weight (line 149), matmul blk.11.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+931704832 4096 (blk.11.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
-  /* stage 58/84: attention -- attention layer 11 (line 157)
+  /* stage 58/85: attention -- attention layer 11 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 277; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+524288 8192*t (attention layer 11 (line 157)) */
-  /* stage 59/84: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
+  /* stage 59/85: matvec_residual -- matmul blk.11.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 60/84: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 161), matmul blk.11.ffn_gate.weight (line 162), matmul blk.11.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 60/85: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 161), matmul blk.11.ffn_gate.weight (line 162), matmul blk.11.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+942192640 4096 (blk.11.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 61/84: matvec_residual -- matmul blk.11.ffn_down.weight (line 164), add (line 164)
+  /* stage 61/85: matvec_residual -- matmul blk.11.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 62/84: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 62/85: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 147), matmul blk.12.attn_q.weight (line 148), matmul blk.12.attn_k.weight (line 149), matmul blk.12.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+992526336 4096 (blk.12.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
-  /* stage 63/84: attention -- attention layer 12 (line 157)
+  /* stage 63/85: attention -- attention layer 12 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 301; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+524288 8192*t (attention layer 12 (line 157)) */
-  /* stage 64/84: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
+  /* stage 64/85: matvec_residual -- matmul blk.12.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 65/84: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 161), matmul blk.12.ffn_gate.weight (line 162), matmul blk.12.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 65/85: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 161), matmul blk.12.ffn_gate.weight (line 162), matmul blk.12.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 66/84: matvec_residual -- matmul blk.12.ffn_down.weight (line 164), add (line 164)
+  /* stage 66/85: matvec_residual -- matmul blk.12.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 67/84: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 67/85: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 147), matmul blk.13.attn_q.weight (line 148), matmul blk.13.attn_k.weight (line 149), matmul blk.13.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1053347840 4096 (blk.13.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
-  /* stage 68/84: attention -- attention layer 13 (line 157)
+  /* stage 68/85: attention -- attention layer 13 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 325; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+524288 8192*t (attention layer 13 (line 157)) */
-  /* stage 69/84: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
+  /* stage 69/85: matvec_residual -- matmul blk.13.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 70/84: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 161), matmul blk.13.ffn_gate.weight (line 162), matmul blk.13.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 70/85: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 161), matmul blk.13.ffn_gate.weight (line 162), matmul blk.13.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 71/84: matvec_residual -- matmul blk.13.ffn_down.weight (line 164), add (line 164)
+  /* stage 71/85: matvec_residual -- matmul blk.13.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 72/84: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 72/85: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 147), matmul blk.14.attn_q.weight (line 148), matmul blk.14.attn_k.weight (line 149), matmul blk.14.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1114169344 4096 (blk.14.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
-  /* stage 73/84: attention -- attention layer 14 (line 157)
+  /* stage 73/85: attention -- attention layer 14 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 349; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+524288 8192*t (attention layer 14 (line 157)) */
-  /* stage 74/84: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
+  /* stage 74/85: matvec_residual -- matmul blk.14.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 75/84: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 161), matmul blk.14.ffn_gate.weight (line 162), matmul blk.14.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 75/85: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 161), matmul blk.14.ffn_gate.weight (line 162), matmul blk.14.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 76/84: matvec_residual -- matmul blk.14.ffn_down.weight (line 164), add (line 164)
+  /* stage 76/85: matvec_residual -- matmul blk.14.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 164)), scratch+0 8192*t (add (line 164))
    * writes: scratch+0 8192*t (add (line 164)) */
-  /* stage 77/84: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 77/85: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 147), matmul blk.15.attn_q.weight (line 148), matmul blk.15.attn_k.weight (line 149), matmul blk.15.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 164)), weights+1174990848 4096 (blk.15.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
-  /* stage 78/84: attention -- attention layer 15 (line 157)
+  /* stage 78/85: attention -- attention layer 15 (line 157)
    * work: 8 kv heads x 4-head passes x T units, positions split across the blocks; tiles of 256; smem 44544 bytes
    * nodes: 373; items: 8*t, one block each; flops: 8192*att; sync: flow
    * smem: q_s 0+1024, sc2 1024+8192, stat 9216+64, red 9280+16384, q_tile 0+17408, k_tile 17408+8704, v_tile 26112+9216, p_tile 35328+9216
    * reads: scratch+262144 8192*t (rope (line 155)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+524288 8192*t (attention layer 15 (line 157)) */
-  /* stage 79/84: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
+  /* stage 79/85: matvec_residual -- matmul blk.15.attn_output.weight (line 159), add (line 159)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 157)), scratch+0 8192*t (add (line 159))
    * writes: scratch+0 8192*t (add (line 159)) */
-  /* stage 80/84: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 161), matmul blk.15.ffn_gate.weight (line 162), matmul blk.15.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 80/85: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 161), matmul blk.15.ffn_gate.weight (line 162), matmul blk.15.ffn_up.weight (line 163), swiglu (line 164)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 159)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 164)) */
-  /* stage 81/84: matvec_residual -- matmul blk.15.ffn_down.weight (line 164), add (line 164)
+  /* stage 81/85: matvec_residual -- matmul blk.15.ffn_down.weight (line 164), add (line 164)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
@@ -3732,7 +3836,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */
 
-  /* stage 82/84: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
+  /* stage 82/85: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
@@ -3746,7 +3850,19 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
               (float *)(smem + 48), (int *)(smem + 128));
   mkc_flow_arrive(state); /* next stage reads logits (line 169) written by another block */
 
-  /* stage 83/84: sample -- no graph node
+  /* stage 83/85: sample_cands -- no graph node
+   * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
+   * nodes: none; items: 128256*t, one thread each; flops: 0; sync: flow
+   * smem: red 0+16, part 16+512, sel 528+16, hist 544+1024
+   * reads: none
+   * writes: none */
+  if (!drafting && mkc_cands_on(&state->sampling, 128256)) {
+    mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
+    mkc_sample_cands(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), scratch + 4044544, (int *)(scratch + 4049664), (float *)(smem + 0), (float *)(smem + 16), (unsigned *)(smem + 544), (int *)(smem + 528));
+    mkc_flow_arrive(state); /* next stage reads the candidates' maxima and counts written by another block */
+  }
+
+  /* stage 84/85: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
    * nodes: none; items: 1*t, one block each; flops: 0; sync: flow
    * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
@@ -3754,18 +3870,18 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), (int *)(scratch + 4044544), scratch + 4044554, scratch + 4044608, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), mkc_cands_on(&state->sampling, 128256), scratch + 4044544, (const int *)(scratch + 4049664), (int *)(scratch + 4054784), (int *)(scratch + 4696064), scratch + 4696074, scratch + 4696128, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
-  /* stage 84/84: accept -- no graph node
+  /* stage 85/85: accept -- no graph node
    * work: T tokens, block 0 only (its threads share the argmax over the blocks' partials); smem 64 bytes
    * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4044544), scratch + 4044554, (int *)(scratch + 2757888), 128256, pos, t0, T, scratch + 2761984, scratch + 4044608, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4696064), scratch + 4696074, (int *)(scratch + 2757888), 128256, pos, t0, T, scratch + 2761984, scratch + 4696128, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, drafting, (int *)smem)) return;
   } /* rounds */

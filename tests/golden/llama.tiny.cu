@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 82a7ccfb5fd9be4e, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 259fe05380eb17c3, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    14 stages, 0 grid barriers, 13 flow waits; scratch 100736 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
+ * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -293,6 +293,7 @@ MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }
 #define MKC_MAX_BLOCKS 1024 /* grid size cap: per-block argmax partials are planned for it */
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
+#define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -2530,15 +2531,17 @@ MKC_DEVICE int mkc_token_at(const mkc_state *st, const int *history, int pos, in
 
 /* Penalties for the token after input t: the window is the last
  * repeat_last_n tokens up to and including input t; each distinct token in
- * it is penalized once, with its count. */
+ * it is penalized once, with its count. Only tokens in [lo, hi) (a block's
+ * slice of the vocabulary, mkc_sample_cands) are touched. */
 MKC_DEVICE void mkc_penalize(const mkc_sampling *o, const mkc_state *st, const int *history,
-                             int pos, int t, float *work) {
+                             int pos, int t, float *work, int lo, int hi) {
   int last = pos + t, n = o->repeat_last_n < last + 1 ? o->repeat_last_n : last + 1;
   if (n > MKC_HIST_CAP) n = MKC_HIST_CAP; /* the host checks; the kernel stays in bounds */
   float rp = mkc_repeat_penalty(o);
   if (rp == 1.0f && o->presence_penalty == 0.0f && o->frequency_penalty == 0.0f) return;
   for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
     int tok = mkc_token_at(st, history, pos, last - j), first = 1, count = 0;
+    if (tok < lo || tok >= hi) continue;
     for (int i = 0; i < n; i++) {
       int other = mkc_token_at(st, history, pos, last - i);
       if (other != tok) continue;
@@ -2593,20 +2596,22 @@ MKC_DEVICE unsigned mkc_key_bisect(const float *work, const int *list, int n, fl
 }
 
 /* The same for counts (top-k) in four passes of 8 bits: a histogram of the
- * next byte among keys that match the bytes found so far, then the byte
- * where the count from the top reaches what is still needed. Counts are
- * integers: the atomics give the same result in any order. hist: 256
- * unsigned of smem; sel: 2 ints of smem. */
-MKC_DEVICE unsigned mkc_key_radix(const float *work, int n, int k, unsigned *hist, int *sel) {
+ * next byte among the candidates' keys that match the bytes found so far,
+ * then the byte where the count from the top reaches what is still needed.
+ * Counts are integers: the atomics give the same result in any order. hist:
+ * 256 unsigned of smem; sel: 2 ints of smem. */
+MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int k, unsigned *hist,
+                                  int *sel) {
   unsigned key = 0u;
   int need = k;
   for (int shift = 24; shift >= 0; shift -= 8) {
     for (int i = mkc_tid(); i < 256; i += MKC_THREADS) hist[i] = 0u;
     mkc_sync_block();
     unsigned high = shift == 24 ? 0u : 0xffffffffu << (shift + 8);
-    for (int i = mkc_tid(); i < n; i += MKC_THREADS) {
-      if (work[i] <= MKC_CUT) continue;
-      unsigned kk = mkc_order_key(work[i]);
+    for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+      float l = work[mkc_cand(list, j)];
+      if (l <= MKC_CUT) continue;
+      unsigned kk = mkc_order_key(l);
       if ((kk & high) == (key & high)) mkc_atomic_add_u32(&hist[(kk >> shift) & 255u], 1u);
     }
     mkc_sync_block();
@@ -2664,23 +2669,33 @@ MKC_DEVICE void mkc_cut_below(float *work, const int *list, int n, unsigned key,
   mkc_sync_block();
 }
 
-/* The survivors' ids in ascending order into list; their count. */
-MKC_DEVICE int mkc_compact(const float *work, int vocab, int *list, float *part) {
-  int lo, hi;
-  mkc_share(vocab, &lo, &hi);
-  int mine = 0;
-  for (int i = lo; i < hi; i++) mine += work[i] > MKC_CUT;
+/* Counts over the block's threads in thread order: *at, the counts of the
+ * threads before this one; returns the total. part: MKC_THREADS floats. */
+MKC_DEVICE int mkc_count_before(int mine, float *part, int *at) {
   part[mkc_tid()] = (float)mine;
   mkc_sync_block();
-  int at = 0, n = 0;
+  int total = 0;
+  *at = 0;
   for (int i = 0; i < MKC_THREADS; i++) {
-    if (i < mkc_tid()) at += (int)part[i];
-    n += (int)part[i];
+    if (i < mkc_tid()) *at += (int)part[i];
+    total += (int)part[i];
   }
-  for (int i = lo; i < hi; i++)
-    if (work[i] > MKC_CUT) list[at++] = i;
+  return total;
+}
+
+/* The candidates that survive, base + id in candidate order, into out;
+ * their count. */
+MKC_DEVICE int mkc_compact(const float *work, const int *list, int n, int base, int *out,
+                           float *part) {
+  int lo, hi;
+  mkc_share(n, &lo, &hi);
+  int mine = 0;
+  for (int j = lo; j < hi; j++) mine += work[mkc_cand(list, j)] > MKC_CUT;
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int j = lo; j < hi; j++)
+    if (work[mkc_cand(list, j)] > MKC_CUT) out[at++] = base + mkc_cand(list, j);
   mkc_sync_block();
-  return n;
+  return total;
 }
 
 /* Log-probabilities of one position (lp: MKC_LP_STRIDE floats): the
@@ -2775,9 +2790,85 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
   return r;
 }
 
+/* Whether the step's top-k is small enough for the candidates stage: then
+ * each block keeps its slice's top k, and the sampler reads the union of
+ * those lists instead of the vocabulary. Log-probabilities span the whole
+ * vocabulary and greedy takes the argmax: both stay on the full path. */
+MKC_DEVICE int mkc_cands_on(const mkc_sampling *o, int vocab) {
+  return o->temp > 0.0f && o->top_k > 0 && o->top_k <= MKC_CANDS_K && o->top_k < vocab &&
+         o->logprobs == 0;
+}
+
+/* Block b's slice of the vocabulary: contiguous, in block order. */
+MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
+  int per = (vocab + mkc_nblocks() - 1) / mkc_nblocks();
+  *lo = b * per < vocab ? b * per : vocab;
+  *hi = *lo + per < vocab ? *lo + per : vocab;
+}
+
+/* The candidates stage, every block, before the sampler when mkc_cands_on:
+ * for each position t in [t0, T), block b copies its slice of the logits into
+ * work and penalizes it (a penalty may raise a logit, so it comes before any
+ * selection), writes the slice's maximum, cuts all but the slice's top k by
+ * (value descending, id ascending) and lists the survivors' ids in ascending
+ * order at the slice's own offset in lists. The global top k under that order
+ * lie in the union of the slices' lists: an id with fewer than k ids before
+ * it in the vocabulary has fewer than k before it in its slice. And every id
+ * outside the union is cut in work, as the full path's top-k cut leaves it.
+ * cand_max: [T][MKC_MAX_BLOCKS] floats; cand_n: [T][MKC_MAX_BLOCKS] ints. */
+MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const float *logits,
+                                 int logits_stride, int vocab, int pos, int t0, int T, float *work,
+                                 int *lists, float *cand_max, int *cand_n, float *red, float *part,
+                                 unsigned *hist, int *sel) {
+  const mkc_sampling *o = &st->sampling;
+  int lo, hi, k = o->top_k;
+  mkc_slice(vocab, mkc_bid(), &lo, &hi);
+  for (int t = t0; t < T; t++) {
+    int row = t - t0, n = hi - lo;
+    float *w = work + row * vocab;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+    mkc_sync_block();
+    mkc_penalize(o, st, history, pos, t, w, lo, hi);
+    float max = MKC_NEG_MAX;
+    for (int i = lo + mkc_tid(); i < hi; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    max = mkc_block_max(max, red);
+    if (k < n) {
+      unsigned key = mkc_key_radix(w + lo, 0, n, k, hist, sel);
+      mkc_cut_below(w + lo, 0, n, key, (float)k, max, 0.0f, red, part);
+    }
+    int kept = mkc_compact(w + lo, 0, n, lo, lists + row * vocab + lo, part);
+    if (mkc_tid() == 0) {
+      cand_max[row * MKC_MAX_BLOCKS + mkc_bid()] = max;
+      cand_n[row * MKC_MAX_BLOCKS + mkc_bid()] = kept;
+    }
+  }
+}
+
+/* The union of the blocks' lists for one row, in block order (so ids
+ * ascend), into out; its size. out is complete after the block's next
+ * barrier. */
+MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, int *out,
+                                float *part) {
+  int b_lo, b_hi, mine = 0;
+  mkc_share(mkc_nblocks(), &b_lo, &b_hi);
+  for (int b = b_lo; b < b_hi; b++) mine += cand_n[b];
+  int at, total = mkc_count_before(mine, part, &at);
+  for (int b = b_lo; b < b_hi; b++) {
+    int lo, hi;
+    mkc_slice(vocab, b, &lo, &hi);
+    for (int j = 0; j < cand_n[b]; j++) out[at++] = lists[lo + j];
+  }
+  return total; /* no barrier: the caller's mkc_key_radix has one before it reads out */
+}
+
 /* The sampler stage: block b takes positions t = t0 + b, t0 + b + nblocks,
  * ... < T (t0: the first input with logits; a prompt chunk's last), each at
- * row t - t0 of what it reads and writes.
+ * row t - t0 of what it reads and writes. cands: the candidates stage ran
+ * (mkc_cands_on): work already holds the penalized logits with everything
+ * outside the slices' top k cut, cand_max and cand_n its slices' maxima and
+ * list sizes, and top-k reads their union (gathered into uni: [T][vocab]
+ * ints). The survivors are then the full path's, the same ids in the same
+ * order with the same values, so the draws are the same bits.
  * history: the token at every position before pos (mkc_accept writes it).
  * lp: [T][MKC_LP_STRIDE] log-probabilities, when the options ask.
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
@@ -2786,17 +2877,23 @@ MKC_DEVICE int mkc_draw(const float *work, const int *list, int n, float max, fl
  * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int *drawn, float *p_draft_out, float *lp, float *red,
+                           int *lists, int cands, const float *cand_max, const int *cand_n,
+                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
                            float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
   for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
-    mkc_sync_block();
-    mkc_penalize(o, st, history, pos, t, w);
     float max = MKC_NEG_MAX;
-    for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    if (cands) {
+      for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
+        max = fmaxf(max, cand_max[row * MKC_MAX_BLOCKS + b]);
+    } else {
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) w[i] = logits[row * logits_stride + i];
+      mkc_sync_block();
+      mkc_penalize(o, st, history, pos, t, w, 0, vocab);
+      for (int i = mkc_tid(); i < vocab; i += MKC_THREADS) max = fmaxf(max, w[i]);
+    }
     max = mkc_block_max(max, red);
     int draft = t + 1 < T ? st->inputs[t + 1] : -1;
     if (o->logprobs > 0) mkc_logprobs_top(o, w, vocab, max, lp + row * MKC_LP_STRIDE, red);
@@ -2823,9 +2920,16 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     int n = vocab;
     int k = o->top_k;
     if (k > 0 && k < vocab) {
-      unsigned key = mkc_key_radix(w, vocab, k, hist, winner + 1);
-      mkc_cut_below(w, 0, vocab, key, (float)k, max, 0.0f, red, part);
-      n = mkc_compact(w, vocab, lists + row * vocab, part);
+      /* on the candidates' union (cands) or every id */
+      const int *from = 0;
+      if (cands) {
+        from = uni + row * vocab;
+        n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS, vocab,
+                             uni + row * vocab, part);
+      }
+      unsigned key = mkc_key_radix(w, from, n, k, hist, winner + 1);
+      mkc_cut_below(w, from, n, key, (float)k, max, 0.0f, red, part);
+      n = mkc_compact(w, from, n, 0, lists + row * vocab, part);
       list = lists + row * vocab;
     }
     if (o->top_p < 1.0f) {
@@ -3129,7 +3233,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3133 "llama.tiny.cu"
+#line 3237 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3143,7 +3247,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/14: embed -- embed token_embd.weight (line 145)
+  /* stage 1/15: embed -- embed token_embd.weight (line 145)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
@@ -3155,61 +3259,61 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/14: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 147), matmul blk.0.attn_q.weight (line 148), matmul blk.0.attn_k.weight (line 149), matmul blk.0.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 145)), weights+16384 128 (blk.0.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  /* stage 3/14: attention -- attention layer 0 (line 157)
+  /* stage 3/15: attention -- attention layer 0 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 157)) */
-  /* stage 4/14: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  /* stage 5/14: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 161), matmul blk.0.ffn_gate.weight (line 162), matmul blk.0.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
-  /* stage 6/14: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 164)), scratch+0 256*t (add (line 164))
    * writes: scratch+0 256*t (add (line 164)) */
-  /* stage 7/14: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 147), matmul blk.1.attn_q.weight (line 148), matmul blk.1.attn_k.weight (line 149), matmul blk.1.attn_v.weight (line 150), rope (line 155), rope (line 156)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 164)), weights+65792 128 (blk.1.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 155)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  /* stage 8/14: attention -- attention layer 1 (line 157)
+  /* stage 8/15: attention -- attention layer 1 (line 157)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
    * reads: scratch+8192 256*t (rope (line 155)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 157)) */
-  /* stage 9/14: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 159), add (line 159)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 157)), scratch+0 256*t (add (line 159))
    * writes: scratch+0 256*t (add (line 159)) */
-  /* stage 10/14: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 161), matmul blk.1.ffn_gate.weight (line 162), matmul blk.1.ffn_up.weight (line 163), swiglu (line 164)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 159)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 164)) */
-  /* stage 11/14: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 164), add (line 164)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
@@ -3298,7 +3402,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */
 
-  /* stage 12/14: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 166), matmul token_embd.weight (line 169), logits (line 169)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
@@ -3312,7 +3416,19 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
               (float *)(smem + 48), (int *)(smem + 128));
   mkc_flow_arrive(state); /* next stage reads logits (line 169) written by another block */
 
-  /* stage 13/14: sample -- no graph node
+  /* stage 13/15: sample_cands -- no graph node
+   * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
+   * nodes: none; items: 256*t, one thread each; flops: 0; sync: flow
+   * smem: red 0+16, part 16+512, sel 528+16, hist 544+1024
+   * reads: none
+   * writes: none */
+  if (!drafting && mkc_cands_on(&state->sampling, 256)) {
+    mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
+    mkc_sample_cands(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, scratch + 97792, (int *)(scratch + 99072), scratch + 100352, (int *)(scratch + 105472), (float *)(smem + 0), (float *)(smem + 16), (unsigned *)(smem + 544), (int *)(smem + 528));
+    mkc_flow_arrive(state); /* next stage reads the candidates' maxima and counts written by another block */
+  }
+
+  /* stage 14/15: sample -- no graph node
    * work: T positions, one block each: penalties, top-k/top-p/min-p thresholds, draws; smem 1568 bytes
    * nodes: none; items: 1*t, one block each; flops: 0; sync: flow
    * smem: red 0+16, part 16+512, winner 528+16, hist 544+1024
@@ -3320,18 +3436,18 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, scratch + 97792, (int *)(scratch + 99072), (int *)(scratch + 100352), scratch + 100362, scratch + 100416, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, scratch + 97792, (int *)(scratch + 99072), mkc_cands_on(&state->sampling, 256), scratch + 100352, (const int *)(scratch + 105472), (int *)(scratch + 110592), (int *)(scratch + 111872), scratch + 111882, scratch + 111936, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
-  /* stage 14/14: accept -- no graph node
+  /* stage 15/15: accept -- no graph node
    * work: T tokens, block 0 only (its threads share the argmax over the blocks' partials); smem 64 bytes
    * nodes: none; items: 1*t, one thread of block 0 each; flops: 0; sync: end
    * smem: choice 0+32, red_v 32+16, red_i 48+16
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 100352), scratch + 100362, (int *)(scratch + 97280), 256, pos, t0, T, scratch + 97792, scratch + 100416, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 111872), scratch + 111882, (int *)(scratch + 97280), 256, pos, t0, T, scratch + 97792, scratch + 111936, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 97280), 512, drafting, (int *)smem)) return;
   } /* rounds */
