@@ -115,6 +115,10 @@ function buffers.plan(graph, stages, opts)
       last[r] = math.max(last[r] or i, i)
     end
   end
+  -- the feature: written by the host before the step, so taken from its start
+  for r in pairs(last) do
+    if r.op == "feature" then first[r] = 0 end
+  end
   local placed, roots = {}, {}
   for r in pairs(first) do roots[#roots + 1] = r end
   table.sort(roots, function(a, b) return first[a] < first[b] or (first[a] == first[b] and a.id < b.id) end)

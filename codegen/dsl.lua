@@ -114,6 +114,16 @@ local function builder(graph)
   end
   local g = {}
   g.tokens = function() return ir.op(graph, "tokens", {}, nil, line()) end
+  -- n floats per input, written by the host before each step: what a drafter head is conditioned
+  -- on (the target's hidden state, mkc_session_hidden); a graph has at most one, read by matmuls
+  g.feature = function(n)
+    local l = line()
+    if graph.feature then
+      util.raise(path, l, ("feature already declared at line %d: a graph has one"):format(graph.feature.line))
+    end
+    graph.feature = ir.op(graph, "feature", {}, { n = n }, l)
+    return graph.feature
+  end
   g.weight = function(name, rows, cols) return ir.weight(graph, name, rows, cols, line()) end
   g.embed = function(table_w, tokens) return ir.op(graph, "embed", { table_w, tokens }, nil, line()) end
   -- o.group: normalize each run of that many values on its own (a per-head norm, weight [1, group])

@@ -61,6 +61,15 @@ function fusion.stages(graph)
 
   for _, node in ipairs(graph.order) do
     if staged[node] or node.op == "weight" or node.op == "tokens" then goto continue end
+    if node.op == "feature" then -- the host writes it: no stage, but only a matmul may read it
+      for _, c in ipairs(graph.consumers[node]) do
+        if c.op ~= "matmul" or c.inputs[1] ~= node then
+          util.raise(graph.path, c.line, ("%s reads the feature of line %d: only a matmul's input may"):format(
+                     c.op, node.line))
+        end
+      end
+      goto continue
+    end
     if node.op == "embed" then
       stage("embed", { out = node, table_w = node.inputs[1] }, { node })
     elseif node.op == "matmul" then

@@ -93,6 +93,11 @@ end
 -- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
 ir.ops = {
   tokens = function(a) return 1 end,
+  -- a per-input vector the host writes before each step (mkc_session_set_features)
+  feature = function(a, at)
+    count(at.n, "feature size")
+    return at.n
+  end,
   embed = function(a)
     local w = weight(a[1], "embed")
     need(ir.is_node(a[2]) and a[2].op == "tokens", "embed: second argument must be g.tokens()")

@@ -137,6 +137,14 @@ function M.export(graph, plan, gen, source)
   end
   local p = graph.params
   local logits = plan.value(graph.output)
+  -- the hidden state a drafter head reads (mkc_session_hidden): the LM head's input before its
+  -- norm, every input's row; and the feature the host writes (mkc_session_set_features), if any
+  local hidden_x
+  for _, st in ipairs(plan.stages) do
+    if st.kind == "lm_head" then hidden_x = st.x end
+  end
+  local hidden = plan.value(hidden_x)
+  local feature = graph.feature and plan.value(graph.feature)
   return {
     source = source, file_name = gen.file_name, nodes = nodes, weights = weights, stages = stages,
     graph = graph.path, preset = graph.preset,
@@ -147,7 +155,9 @@ function M.export(graph, plan, gen, source)
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
              logprobs_offset = plan.logprobs, history_offset = plan.history,
-             timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0 },
+             timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0,
+             hidden_offset = hidden.offset, hidden_stride = hidden.stride,
+             feature_offset = feature and feature.offset or 0, feature_stride = feature and feature.stride or 0 },
   }
 end
 

@@ -434,4 +434,15 @@ else
   fail "make test-gpu's suite on the fake driver" "$(grep -E '^FAIL|^ +\|' "$tmp/gpu" | head -n 20)" "$line"
 fi
 
+# The drafter head's feature and the target's hidden states through the cuda backend's copies
+# (write_feature, hidden) on the doubles: the same checks as on the cpu backend.
+MKC_TEST_BACKEND=cuda build/test_draft_head >"$tmp/head" 2>&1
+line=$(tail -n 1 "$tmp/head")
+read -r p _ f _ <<<"${line//,/}"
+if [ "${f:-1}" -eq 0 ] && [ "${p:-0}" -ge 18 ] && no_misuse "$tmp/head"; then
+  ok "test_draft_head on the fake driver: $line"
+else
+  fail "test_draft_head on the fake driver" "$(grep -E '^FAIL|misuse' "$tmp/head" | head -n 10)" "$line"
+fi
+
 finish

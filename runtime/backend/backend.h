@@ -76,6 +76,14 @@ struct mkc_backend_ops {
    * log-probabilities). 0 or -1. NULL here: no kernel scratch (ref). */
   int (*read_scratch)(mkc_backend *b, size_t offset, size_t n, float *dst);
 
+  /* Writes the graph's feature (MKC_OP_FEATURE: n floats per input) for
+   * inputs 0..T-1 of the next step, rows one after another. 0 or -1 after a
+   * message. The session checked n and T. */
+  int (*write_feature)(mkc_backend *b, const float *rows, int n, int T);
+  /* The hidden state of input t of the last step (g->dim floats: the LM
+   * head's input before its norm) into dst. 0 or -1 after a message. */
+  int (*hidden)(mkc_backend *b, int t, float *dst);
+
   /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
    * on failure. NULL here: no device memory to measure. */
   double (*copy_bandwidth)(mkc_backend *b, size_t bytes);

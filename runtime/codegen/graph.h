@@ -19,7 +19,9 @@
   X(ATTENTION, attention) /* in: q, k, v; attrs layer, heads, kv_heads, head_dim: appends k,v */   \
   X(ADD, add)             /* in: a, b */                                                           \
   X(SWIGLU, swiglu)       /* in: gate, up -> silu(gate) * up */                                    \
-  X(LOGITS, logits)       /* in: x [vocab]: the step's output; greedy choice + speculative accept */
+  X(LOGITS, logits)   /* in: x [vocab]: the step's output; greedy choice + speculative accept */   \
+  X(FEATURE, feature) /* n floats per input the host writes before the step (a drafter's           \
+                         conditioning: the target's hidden state); read only by matmuls */
 
 #define MKC_OP_ENUM(e, lua) MKC_OP_##e,
 enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
@@ -148,6 +150,14 @@ typedef struct mkc_graph {
   /* Nonzero: the kernel's layer loop is the model's layers, so its rounds can
    * draft with the first L of them (mkc_rounds_req.draft_layers) */
   int draft_in_kernel;
+  /* The hidden state (mkc_session_hidden): the LM head's input before its
+   * norm ([dim] per input), at float offset hidden_offset of the kernel's
+   * scratch, hidden_stride floats per input. */
+  size_t hidden_offset, hidden_stride;
+  /* The graph's feature (MKC_OP_FEATURE), where the host writes it: float
+   * offset feature_offset of scratch, feature_stride floats per input; 0: the
+   * graph has none. */
+  size_t feature_offset, feature_stride;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

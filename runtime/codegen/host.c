@@ -315,6 +315,10 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->timers_offset = (size_t)get_int(L, p, "timers_offset");
   g->draft_in_kernel = (int)get_int(L, p, "draft_in_kernel");
   g->n_stages = (int)get_int(L, p, "n_stages");
+  g->hidden_offset = (size_t)get_int(L, p, "hidden_offset");
+  g->hidden_stride = (size_t)get_int(L, p, "hidden_stride");
+  g->feature_offset = (size_t)get_int(L, p, "feature_offset");
+  g->feature_stride = (size_t)get_int(L, p, "feature_stride");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
 }

@@ -8,7 +8,9 @@
  *   - a model's own greedy steps on its own session and KV cache
  *     (draft_model.c): self-speculation (the target's first L layers with
  *     its final norm and LM head, a kernel of its own) or a draft model
- *     file with the target's vocabulary. */
+ *     file with the target's vocabulary;
+ *   - a head conditioned on the target's hidden state, a block of drafts
+ *     per step of its own kernel (draft_head.c). */
 #ifndef MKC_DRAFT_H
 #define MKC_DRAFT_H
 
@@ -50,6 +52,17 @@ mkc_drafter *mkc_drafter_full(void);
  * g->max_ctx >= the target's; g must outlive the drafter). name: how the
  * stats call the source. NULL + message on failure (s is closed then). */
 mkc_drafter *mkc_drafter_model(mkc_session *s, const mkc_graph *g, const char *name);
+
+/* A head conditioned on the target's hidden state (graphs/draft_head.lua,
+ * exec/draft_head.c): each proposal is one step of session head (owned, as
+ * above) over graph g, fed the history's last token then mask_token, each
+ * input with the hidden state target's last step left at the input that
+ * chose that token (mkc_session_last_choice); the drafts are its choices
+ * after each input, at most g->t_max. No hidden state there: no drafts. g's
+ * feature must be target_g->dim wide and its vocabulary the target's. NULL +
+ * message (head closed then). */
+mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session *target,
+                              const mkc_graph *target_g, int mask_token, const char *name);
 
 /* The calls through the table (see mkc_drafter_ops). */
 int mkc_drafter_propose(mkc_drafter *d, const int *hist, int n, int k, int *out);

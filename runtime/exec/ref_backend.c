@@ -11,9 +11,16 @@ typedef struct ref_backend {
   mkc_ref *ref;
   double *ref_logits; /* [t_max][vocab] */
   float *logits;      /* [t_max][vocab]: the ref's logits as floats */
+  float *feature;     /* [t_chunk][feature_n]: the next step's (write_feature); NULL: none */
+  int feature_n;
+  float *hidden; /* [t_chunk][dim]: each input's hidden state in the last step */
 } ref_backend;
 
 static ref_backend *ref(mkc_backend *b) { return (ref_backend *)b; }
+
+/* The most inputs a step takes: a prompt chunk's, or t_max (a graph built by hand has no chunks).
+ */
+static int step_rows(const mkc_graph *g) { return g->t_chunk > g->t_max ? g->t_chunk : g->t_max; }
 
 /* The kernel's accept rule (templates/accept.cuh) over the ref's choices, written again
  * on purpose: the ref is the oracle the kernel's accept is checked against. */
@@ -36,10 +43,15 @@ static int step(mkc_backend *b, mkc_state *st) {
   for (int t = 0; t < T; t++) {
     int row = t < t0 ? 0 : t - t0;
     double *lg = r->ref_logits + (size_t)row * g->vocab;
-    if (mkc_ref_step(r->ref, inputs[t], lg) != 0) {
+    if ((r->feature &&
+         mkc_ref_set_feature(r->ref, r->feature + (size_t)t * r->feature_n, r->feature_n) != 0) ||
+        mkc_ref_step(r->ref, inputs[t], lg) != 0) {
       mkc_ref_truncate(r->ref, pos);
       return -1;
     }
+    int n;
+    const double *h = mkc_ref_hidden(r->ref, &n);
+    for (int i = 0; h && i < n && i < g->dim; i++) r->hidden[(size_t)t * g->dim + i] = (float)h[i];
     if (t < t0) continue;
     for (int i = 0; i < g->vocab; i++) r->logits[(size_t)row * g->vocab + i] = (float)lg[i];
     choice[row] = mkc_argmax(lg, g->vocab);
@@ -60,6 +72,26 @@ static const float *logits(mkc_backend *b, int row) {
 }
 
 static void reset(mkc_backend *b) { mkc_ref_truncate(ref(b)->ref, 0); }
+
+static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
+  ref_backend *r = ref(b);
+  if (!r->feature) {
+    r->feature = calloc((size_t)step_rows(r->g) * n, sizeof *r->feature);
+    r->feature_n = n;
+    if (!r->feature) {
+      fprintf(stderr, "mkc: error: out of memory for a step's feature\n");
+      return -1;
+    }
+  }
+  memcpy(r->feature, rows, (size_t)T * n * sizeof *rows);
+  return 0;
+}
+
+static int hidden(mkc_backend *b, int t, float *dst) {
+  ref_backend *r = ref(b);
+  memcpy(dst, r->hidden + (size_t)t * r->g->dim, (size_t)r->g->dim * sizeof *dst);
+  return 0;
+}
 
 static int rewind_to(mkc_backend *b, int pos) {
   mkc_ref_seek(ref(b)->ref, pos);
@@ -140,6 +172,8 @@ static void close_ref(mkc_backend *b) {
   if (r->ref) mkc_ref_close(r->ref);
   free(r->ref_logits);
   free(r->logits);
+  free(r->feature);
+  free(r->hidden);
   free(r);
 }
 
@@ -150,6 +184,8 @@ static const mkc_backend_ops ref_ops = {
     .logits = logits,
     .reset = reset,
     .rewind = rewind_to,
+    .write_feature = write_feature,
+    .hidden = hidden,
     .store_open = store_open,
     .store_copy = store_copy,
     .store_read = store_read,
@@ -166,8 +202,9 @@ mkc_backend *mkc_ref_backend_open(const mkc_graph *g, const mkc_weights *w) {
   r->ref = mkc_ref_open(g, w);
   r->ref_logits = malloc((size_t)g->t_max * g->vocab * sizeof *r->ref_logits);
   r->logits = malloc((size_t)g->t_max * g->vocab * sizeof *r->logits);
+  r->hidden = calloc((size_t)step_rows(g) * g->dim, sizeof *r->hidden);
   if (!r->ref) goto fail;
-  if (!r->ref_logits || !r->logits) goto oom;
+  if (!r->ref_logits || !r->logits || !r->hidden) goto oom;
   return &r->base;
 oom:
   fprintf(stderr, "mkc: error: out of memory opening a session\n");

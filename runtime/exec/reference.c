@@ -21,6 +21,9 @@ struct mkc_ref {
   double **v_cache;          /* [n_layers][max_ctx][kv_dim] */
   double *scores;            /* [max_ctx] one head's attention scores */
   int logits_node;           /* the LOGITS node whose input is the step's output */
+  int hidden_node;           /* the LM head's input before its norm, or -1 (mkc_ref_hidden) */
+  int feature_node;          /* the FEATURE node, or -1 */
+  double *feature;           /* [its n]: the next step's feature (mkc_ref_set_feature) */
   int pos;                   /* tokens whose K/V rows are valid */
   const void *kernel_kv;     /* a kernel's cache to compare appends with (mkc_ref_follow_kv) */
   mkc_ref_kv_stats kv_stats;
@@ -77,6 +80,7 @@ static int n_inputs_of(int op) {
   switch (op) {
   case MKC_OP_TOKENS:
   case MKC_OP_WEIGHT:
+  case MKC_OP_FEATURE:
     return 0;
   case MKC_OP_ROPE:
   case MKC_OP_LOGITS:
@@ -104,7 +108,7 @@ static int check_inputs(const mkc_graph *g, int id) {
       return -1;
     }
   }
-  if (nd->op != MKC_OP_WEIGHT && nd->op != MKC_OP_TOKENS && nd->n <= 0) {
+  if (nd->op != MKC_OP_WEIGHT && nd->op != MKC_OP_TOKENS && nd->n <= 0) { /* FEATURE too */
     node_error(g, id, "output length %d", nd->n);
     return -1;
   }
@@ -310,7 +314,7 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
   mkc_ref *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->g = g;
-  r->logits_node = -1;
+  r->logits_node = r->hidden_node = r->feature_node = -1;
   r->n_layers = max_layer + 1;
   r->tensor = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->tensor);
   r->deq = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->deq);
@@ -340,6 +344,14 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
     }
     if (alloc_doubles(&r->value[id], (size_t)nd->n) != 0) goto fail;
     if (nd->op == MKC_OP_LOGITS) r->logits_node = id;
+    if (nd->op == MKC_OP_FEATURE) {
+      if (r->feature_node >= 0) {
+        node_error(g, id, "a second feature (node %d is one): a graph has one", r->feature_node);
+        goto fail;
+      }
+      r->feature_node = id;
+      if (alloc_doubles(&r->feature, (size_t)nd->n) != 0) goto fail;
+    }
     if (nd->op == MKC_OP_ATTENTION) {
       int kv_dim = nd->kv_heads * nd->head_dim;
       r->kv_dim[nd->layer] = kv_dim;
@@ -353,6 +365,10 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
             g->graph_path ? g->graph_path : "graph");
     goto fail;
   }
+  /* logits(matmul(rmsnorm(x, w), head)): x is the hidden state */
+  const mkc_node *mm = &g->nodes[g->nodes[r->logits_node].in[0]];
+  if (mm->op == MKC_OP_MATMUL && g->nodes[mm->in[0]].op == MKC_OP_RMSNORM)
+    r->hidden_node = g->nodes[mm->in[0]].in[0];
   return r;
 fail:
   mkc_ref_close(r);
@@ -535,6 +551,9 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
     case MKC_OP_TOKENS:
       for (int i = 0; i < nd->n; i++) y[i] = token;
       break;
+    case MKC_OP_FEATURE:
+      memcpy(y, r->feature, (size_t)nd->n * sizeof *y);
+      break;
     case MKC_OP_WEIGHT:
       break;
     case MKC_OP_EMBED: {
@@ -572,6 +591,22 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
   memcpy(logits, r->value[r->logits_node], (size_t)g->vocab * sizeof *logits);
   r->pos++;
   return 0;
+}
+
+int mkc_ref_set_feature(mkc_ref *r, const float *f, int n) {
+  if (r->feature_node < 0 || r->g->nodes[r->feature_node].n != n) {
+    fprintf(stderr, "mkc: error: reference: %s\n",
+            r->feature_node < 0 ? "the graph has no feature" : "feature of the wrong size");
+    return -1;
+  }
+  for (int i = 0; i < n; i++) r->feature[i] = f[i];
+  return 0;
+}
+
+const double *mkc_ref_hidden(const mkc_ref *r, int *n) {
+  if (r->hidden_node < 0) return NULL;
+  *n = r->g->nodes[r->hidden_node].n;
+  return r->value[r->hidden_node];
 }
 
 void mkc_ref_follow_kv(mkc_ref *r, const void *kv) { r->kernel_kv = kv; }
@@ -612,6 +647,7 @@ void mkc_ref_close(mkc_ref *r) {
   free(r->k_cache);
   free(r->v_cache);
   free(r->scores);
+  free(r->feature);
   free(r);
 }
 

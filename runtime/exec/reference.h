@@ -48,6 +48,14 @@ typedef struct mkc_ref_kv_stats {
 } mkc_ref_kv_stats;
 
 void mkc_ref_follow_kv(mkc_ref *r, const void *kv);
+
+/* The feature (MKC_OP_FEATURE) of the next mkc_ref_step: n floats, n the
+ * node's size (zeros until set). 0, or -1 with a message: no feature, or n
+ * wrong. */
+int mkc_ref_set_feature(mkc_ref *r, const float *f, int n);
+/* The last step's hidden state: the LM head's input before its norm (*n
+ * doubles), or NULL in a graph whose logits are not matmul(rmsnorm(x)). */
+const double *mkc_ref_hidden(const mkc_ref *r, int *n);
 const mkc_ref_kv_stats *mkc_ref_kv_check(const mkc_ref *r);
 
 int mkc_ref_pos(const mkc_ref *r);

@@ -113,6 +113,9 @@ static mkc_session *new_session(const mkc_graph *g) {
   mkc_session *s = calloc(1, sizeof *s);
   if (!s) goto oom;
   s->g = g;
+  s->last_choice = -1;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_FEATURE) s->feature_n = g->nodes[i].n;
   s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
   if (s->tokens && find_rings(s) == 0) return s;
   free_session(s);
@@ -206,9 +209,11 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
   int rc = s->b->ops->step(s->b, st);
   s->step_seconds = mkc_seconds() - t0;
   after_step(s, rc, st->status, pos, n_inputs);
+  s->last_choice = -1;
   if (rc != 0) return -1;
   r->status = st->status;
   if (st->status != MKC_STATUS_OK) return 0;
+  s->last_choice = n_fixed + st->n_accepted;
   /* the inputs whose K/V the cache now holds: the fixed ones and the accepted drafts */
   memcpy(s->tokens + pos, inputs, (size_t)(st->pos - pos) * sizeof *inputs);
   r->n_out = st->n_out;
@@ -256,6 +261,7 @@ int mkc_session_rounds(mkc_session *s, const int *inputs, int n_inputs, const mk
                        mkc_round *out, int *n_rounds) {
   const mkc_graph *g = s->g;
   *n_rounds = 0;
+  s->last_choice = -1; /* set again when the rounds run step by step (rounds_by_step) */
   /* self-speculation in the kernel: its layer loop, a kernel backend, the last token alone and
    * room for the first round's drafts */
   int in_kernel = q->draft_layers > 0;
@@ -335,6 +341,30 @@ const float *mkc_session_logits(mkc_session *s, int t) {
 
 const void *mkc_session_kv(mkc_session *s) { return s->b->ops->kv ? s->b->ops->kv(s->b) : NULL; }
 
+int mkc_session_set_feature(mkc_session *s, const float *rows, int T) {
+  if (s->feature_n <= 0) {
+    fprintf(stderr, "mkc: error: %s has no feature to set (g.feature)\n", s->g->graph_path);
+    return -1;
+  }
+  if (T < 1 || T > s->g->t_max) {
+    fprintf(stderr, "mkc: error: a feature for %d inputs: a step with one takes 1..%d\n", T,
+            s->g->t_max);
+    return -1;
+  }
+  return s->b->ops->write_feature(s->b, rows, s->feature_n, T);
+}
+
+int mkc_session_hidden(mkc_session *s, int t, float *out) {
+  int T = s->state.n_inputs;
+  if (t < 0 || t >= T) {
+    fprintf(stderr, "mkc: error: hidden state of input %d: the last step had %d\n", t, T);
+    return -1;
+  }
+  return s->b->ops->hidden(s->b, t, out);
+}
+
+int mkc_session_last_choice(const mkc_session *s) { return s->last_choice; }
+
 struct mkc_ref *mkc_session_ref(mkc_session *s) {
   return mkc_ref_backend_executor(s->b);
 }
@@ -344,6 +374,7 @@ void mkc_session_reset(mkc_session *s) {
   memset(&s->state, 0, sizeof s->state);
   for (int i = 0; i < s->n_rings; i++) s->rings[i].intact_from = 0;
   if (s->b->ops->reset) s->b->ops->reset(s->b);
+  s->last_choice = -1;
   mkc_sampling off = {0}; /* off is stored as zeros (mkc_session_set_sampling) */
   if (memcmp(&keep, &off, sizeof keep) != 0) mkc_session_set_sampling(s, &keep); /* re-written */
 }
@@ -450,6 +481,7 @@ int mkc_session_rewind(mkc_session *s, int pos) {
   if (pos == s->state.pos) return 0;
   if (s->b->ops->rewind && s->b->ops->rewind(s->b, pos) != 0) return -1;
   s->state.pos = pos;
+  s->last_choice = -1;
   return 0;
 }
 

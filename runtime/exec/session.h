@@ -116,6 +116,20 @@ const void *mkc_session_kv(mkc_session *s);
  * it to compare a kernel's KV cache with the reference's (mkc_ref_follow_kv). */
 struct mkc_ref *mkc_session_ref(mkc_session *s);
 
+/* A graph with a feature (g.feature, MKC_OP_FEATURE: a drafter head's
+ * conditioning): its values for inputs 0..T-1 of the next step, T rows of
+ * the feature's size; they stay until written again. 0, or -1 after a message
+ * (no feature in the graph, T outside 1..t_max). */
+int mkc_session_set_feature(mkc_session *s, const float *rows, int T);
+/* The hidden state of input t of the last step: the LM head's input before
+ * its norm, g->dim floats, into out (every input has one, a prompt chunk's
+ * too). 0, or -1 after a message. */
+int mkc_session_hidden(mkc_session *s, int t, float *out);
+/* The input of the last step (mkc_session_step) whose logits chose its last
+ * emitted token: n_fixed + n_accepted; -1 after a failed step, rounds, a
+ * reset or a rewind. */
+int mkc_session_last_choice(const mkc_session *s);
+
 /* Forgets every token: pos = 0, as freshly opened (weights and the sampling
  * options stay). */
 void mkc_session_reset(mkc_session *s);

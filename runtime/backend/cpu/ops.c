@@ -34,6 +34,19 @@ static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
   return 0;
 }
 
+static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
+  cpu_backend *c = cpu(b);
+  for (int t = 0; t < T; t++)
+    memcpy(c->scratch + c->g->feature_offset + (size_t)t * c->g->feature_stride,
+           rows + (size_t)t * n, (size_t)n * sizeof *rows);
+  return 0;
+}
+
+static int hidden(mkc_backend *b, int t, float *dst) {
+  const mkc_graph *g = cpu(b)->g;
+  return read_scratch(b, g->hidden_offset + (size_t)t * g->hidden_stride, (size_t)g->dim, dst);
+}
+
 static const float *logits(mkc_backend *b, int t) {
   cpu_backend *c = cpu(b);
   return c->scratch + c->g->logits_offset + (size_t)t * c->g->logits_stride;
@@ -121,6 +134,8 @@ static const mkc_backend_ops cpu_ops = {
     .tile_min = 96, /* SmolLM2 on 2 cores: 79 tokens 1.7 s stepped, 2.3 s tiled; 128 alike */
     .rounds = 1,
     .read_scratch = read_scratch,
+    .write_feature = write_feature,
+    .hidden = hidden,
     .logits = logits,
     .kv = kv,
     .store_open = store_open,

@@ -163,6 +163,15 @@ fail:
   return -1;
 }
 
+int mkc_cuda_write_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, const float *host) {
+  CU_CHECK(
+      MemcpyHtoDAsync(b->scratch + offset * sizeof(float), host, n * sizeof(float), b->stream));
+  CU_CHECK(StreamSynchronize(b->stream)); /* host may be freed on return */
+  return 0;
+fail:
+  return -1;
+}
+
 int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host) {
   CU_CHECK(MemcpyDtoHAsync(host, b->kv, b->g->kv_bytes, b->stream));
   CU_CHECK(StreamSynchronize(b->stream));

@@ -42,6 +42,9 @@ int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st);
 /* Copies floats [offset, offset + n) of scratch to host; the whole KV cache
  * (g->kv_bytes) to host. */
 int mkc_cuda_read_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, float *host);
+/* Writes n floats from host at float offset `offset` of the scratch, on the
+ * session's stream before its next step. 0 or -1 after a message. */
+int mkc_cuda_write_scratch(mkc_cuda_kernel *b, size_t offset, size_t n, const float *host);
 int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host);
 
 /* Zeroes the device state: pos 0, as freshly opened. 0 or -1. */

@@ -56,6 +56,27 @@ static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
   return mkc_cuda_read_scratch(cuda(b)->kernel, offset, n, dst);
 }
 
+/* The rows at the feature's stride, in one copy on the session's stream. */
+static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
+  const mkc_graph *g = cuda(b)->g;
+  float *staged = calloc((size_t)T * g->feature_stride, sizeof *staged);
+  if (!staged) {
+    fprintf(stderr, "mkc: error: out of memory for a step's feature\n");
+    return -1;
+  }
+  for (int t = 0; t < T; t++)
+    memcpy(staged + (size_t)t * g->feature_stride, rows + (size_t)t * n, (size_t)n * sizeof *rows);
+  int rc = mkc_cuda_write_scratch(cuda(b)->kernel, g->feature_offset, (size_t)T * g->feature_stride,
+                                  staged);
+  free(staged);
+  return rc;
+}
+
+static int hidden(mkc_backend *b, int t, float *dst) {
+  const mkc_graph *g = cuda(b)->g;
+  return read_scratch(b, g->hidden_offset + (size_t)t * g->hidden_stride, (size_t)g->dim, dst);
+}
+
 static int write_sampling(mkc_backend *b, const mkc_state *st) {
   return mkc_cuda_write_sampling(cuda(b)->kernel, st);
 }
@@ -136,6 +157,8 @@ static const mkc_backend_ops cuda_ops = {
     .rewind = rewind_to,
     .write_sampling = write_sampling,
     .read_scratch = read_scratch,
+    .write_feature = write_feature,
+    .hidden = hidden,
     .copy_bandwidth = copy_bandwidth,
     .store_open = store_open,
     .store_copy = store_copy,

@@ -1,0 +1,113 @@
+/* Drafts from a head conditioned on the target's hidden state
+ * (graphs/draft_head.lua; EAGLE's idea, a whole block per step as a
+ * block-diffusion drafter makes it). The target's last step left, at the
+ * input whose logits chose the history's last token, its hidden state
+ * (mkc_session_hidden); the head takes that token then mask tokens, that
+ * hidden state as every input's feature, and drafts the token after each
+ * input in one step of its own kernel. Nothing carries from one block to the
+ * next (the head's cache starts empty each time), so there is nothing to roll
+ * back. */
+#include "draft.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct head_drafter {
+  mkc_drafter base;
+  mkc_session *head;   /* owned */
+  const mkc_graph *g;  /* the head's */
+  mkc_session *target; /* the target's session: its last step's hidden states */
+  int mask_token, dim;
+  float *feature; /* [g->t_max][dim] */
+} head_drafter;
+
+/* The first index of the largest logit, as the kernel's greedy choice. */
+static int argmax(const float *x, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
+static int head_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  head_drafter *h = (head_drafter *)d;
+  int t = mkc_session_last_choice(h->target);
+  /* no hidden state behind the history's last token (rounds, a rewind): no drafts now */
+  if (n < 1 || t < 0) return 0;
+  if (k > h->g->t_max) k = h->g->t_max;
+  if (mkc_session_hidden(h->target, t, h->feature) != 0) return -1;
+  for (int i = 1; i < k; i++)
+    memcpy(h->feature + (size_t)i * h->dim, h->feature, (size_t)h->dim * sizeof *h->feature);
+  int in[MKC_T_CAP];
+  in[0] = hist[n - 1];
+  for (int i = 1; i < k; i++) in[i] = h->mask_token;
+  mkc_session_reset(h->head);
+  mkc_step_result r;
+  if (mkc_session_set_feature(h->head, h->feature, k) != 0 ||
+      mkc_session_step(h->head, in, k, k - 1, &r) != 0)
+    return -1;
+  d->steps++;
+  if (r.status != MKC_STATUS_OK) {
+    fprintf(stderr, "mkc: error: %s: the head's step failed (status %d)\n", d->name, r.status);
+    return -1;
+  }
+  for (int i = 0; i < k; i++) {
+    const float *l = mkc_session_logits(h->head, i);
+    if (!l) return -1;
+    out[i] = argmax(l, h->g->vocab);
+  }
+  return k;
+}
+
+static mkc_session *head_session(mkc_drafter *d) { return ((head_drafter *)d)->head; }
+
+static void head_close(mkc_drafter *d) {
+  head_drafter *h = (head_drafter *)d;
+  mkc_session_close(h->head);
+  free(h->feature);
+  free(h);
+}
+
+static const mkc_drafter_ops HEAD = {
+    .propose = head_propose, .session = head_session, .close = head_close};
+
+mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session *target,
+                              const mkc_graph *target_g, int mask_token, const char *name) {
+  int feature_n = 0;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_FEATURE) feature_n = g->nodes[i].n;
+  const char *bad = feature_n == 0                ? "has no feature (g.feature)"
+                    : feature_n != target_g->dim  ? "reads a feature of another size than the "
+                                                    "target's hidden state"
+                    : g->vocab != target_g->vocab ? "has another vocabulary than the target's"
+                    : mask_token < 0 || mask_token >= g->vocab ? "has a mask token outside "
+                                                                 "its vocabulary"
+                                                               : NULL;
+  if (bad) {
+    fprintf(stderr,
+            "mkc: error: the drafter head %s %s (feature %d, target dim %d; vocab %d, "
+            "target's %d; mask token %d)\n",
+            g->graph_path, bad, feature_n, target_g->dim, g->vocab, target_g->vocab, mask_token);
+    mkc_session_close(head);
+    return NULL;
+  }
+  head_drafter *h = calloc(1, sizeof *h);
+  float *feature = calloc((size_t)g->t_max * feature_n, sizeof *feature);
+  if (!h || !feature) {
+    fprintf(stderr, "mkc: error: out of memory opening the drafter (%s)\n", name);
+    free(h);
+    free(feature);
+    mkc_session_close(head);
+    return NULL;
+  }
+  h->base.ops = &HEAD;
+  snprintf(h->base.name, sizeof h->base.name, "%s", name);
+  h->head = head;
+  h->g = g;
+  h->target = target;
+  h->mask_token = mask_token;
+  h->dim = feature_n;
+  h->feature = feature;
+  return &h->base;
+}
