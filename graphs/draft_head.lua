@@ -25,6 +25,13 @@ preset "qwen3-tiny" {
   tied = true, max_ctx = 64, mask_token = 0,
 }
 
+-- Llama 3.2 1B's shape, for GPU benches on random weights (bench --draft-head).
+preset "llama-3.2-1b" {
+  dim = 2048, n_layers = 1, n_heads = 32, n_kv_heads = 8, head_dim = 64, ffn = 8192,
+  vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = true, max_ctx = 64, mask_token = 0,
+}
+
 function build(g, p)
   local function own(name, rows, cols) return g.weight("dh." .. name .. ".weight", rows, cols) end
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim

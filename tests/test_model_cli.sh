@@ -311,8 +311,22 @@ expect_error "-md with another vocabulary" \
   "${dr[@]}" --draft-max 4 -md "$tmp/odd5.gguf"
 expect_error "-md a missing file" "mkc: error: cannot open model $tmp/missing.gguf: No such file or directory" -- \
   "${dr[@]}" --draft-max 4 -md "$tmp/missing.gguf"
-expect_error "-md and --draft-layers" "mkc: error: run: --draft-layers and -md are two draft sources: give one" -- \
+expect_error "-md and --draft-layers" "mkc: error: run: --draft-layers, -md and --draft-head are draft sources: give one" -- \
   "${dr[@]}" --draft-max 4 -md "$tmp/d5.gguf" --draft-layers 1
+# The drafter head on the target's hidden state (graphs/draft_head.lua): random weights only.
+hr=(run --preset tiny --random-weights 7 --prompt-ids 1,2,3,4,1,2,3,4 -n 40 --backend cpu --draft-max 4)
+if "$mkc" "${hr[@]}" --draft-head >"$tmp/draft.out" 2>"$tmp/err" && cmp -s "$tmp/plain.out" "$tmp/draft.out" \
+  && grep -Eq "drafted [1-9][0-9]*, .*drafts from drafter head \(tiny, random weights\): [1-9][0-9]* rounds" "$tmp/err"; then
+  ok "run --draft-head --draft-max 4: plain greedy's tokens; the head drafted"
+else
+  fail "run --draft-head" "plain: $(cat "$tmp/plain.out")" "draft: $(cat "$tmp/draft.out")" "$(cat "$tmp/err")"
+fi
+expect_error "-m with --draft-head" \
+  "mkc: error: run: --draft-head needs a trained head's weights, and mkc reads none yet: it runs with --preset and --random-weights only" -- \
+  "${dr[@]}" --draft-max 4 --draft-head
+expect_error "--draft-head with --rounds" \
+  "mkc: error: run: --rounds drafts inside the kernel (prompt lookup, or --draft-layers), at a fixed depth and without log-probabilities: not with --draft-head" -- \
+  "${hr[@]}" --draft-head --rounds 4
 expect_error "-md without --draft-max" "mkc: error: run: -md drafts K tokens a step: give --draft-max K (1..31)" -- \
   "${dr[@]}" -md "$tmp/d5.gguf"
 

@@ -94,6 +94,7 @@ static const struct {
     {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
     {"--dequant", offsetof(mkc_cli, dequant)},
     {"--stages", offsetof(mkc_cli, stages)},
+    {"--draft-head", offsetof(mkc_cli, draft_head)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes

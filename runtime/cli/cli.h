@@ -39,9 +39,10 @@ typedef struct mkc_cli {
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */
-  const char *usage;            /* the command's usage text, printed for --help */
-  char model_buf[4400];         /* -m NAME found in the model directory (model/model_dir.h) */
-  char draft_model_buf[4400];   /* -md NAME found there */
+  int draft_head;    /* --draft-head: a head on the target's hidden state (graphs/draft_head.lua) */
+  const char *usage; /* the command's usage text, printed for --help */
+  char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
+  char draft_model_buf[4400]; /* -md NAME found there */
 } mkc_cli;
 
 /* mkc_cli_parse's answer to --help/-h, after printing c->usage: exit 0. */

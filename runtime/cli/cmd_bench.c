@@ -128,7 +128,7 @@ static const char USAGE[] =
     "                         bytes it moves and the time they take at the copy\n"
     "                         bandwidth measured here\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
-    "  --draft-layers L, -md FILE, --rounds R: as for run\n";
+    "  --draft-layers L, -md FILE, --draft-head, --rounds R: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -136,7 +136,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d --stages --draft-layers -md --ubatch --rounds",
+      "--dequant -p -d --stages --draft-layers -md --draft-head --ubatch --rounds",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))

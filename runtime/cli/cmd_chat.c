@@ -33,7 +33,7 @@ static const char USAGE[] =
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
-    "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
+    "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
 
@@ -177,7 +177,7 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "--blocks --kv-dtype --dequant --ubatch "
                     "--system-prompt --chat-template --verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md --rounds",
+                    "--draft-layers -md --draft-head --rounds",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;

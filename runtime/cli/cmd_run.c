@@ -54,14 +54,17 @@ static const char USAGE[] =
     "  --draft-layers L       self-speculation: the model's first L layers, its final norm\n"
     "                         and LM head draft (a kernel of their own, no extra weights)\n"
     "  -md, --model-draft FILE  a draft model with the same vocabulary (own kernel and cache)\n"
+    "  --draft-head           a head on the model's hidden state drafts a block per step\n"
+    "                         (graphs/draft_head.lua); random weights, --preset only: no\n"
+    "                         trained head can be loaded yet\n"
     "  --draft-adaptive       the depth follows the acceptance rate (+1 above 80 %, -1\n"
     "                         below 40 %), between --draft-min K (default 0) and --draft-max,\n"
     "                         and rounds go plain while drafting costs more than it saves\n"
     "  --rounds R             up to R draft-and-verify rounds (1..16) per kernel launch,\n"
     "                         drafted inside the kernel by prompt lookup, or with\n"
     "                         --draft-layers L by its own first L layers: one host\n"
-    "                         round trip per R steps (not with -md, --draft-adaptive\n"
-    "                         or --logprobs)\n"
+    "                         round trip per R steps (not with -md, --draft-head,\n"
+    "                         --draft-adaptive or --logprobs)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
@@ -328,15 +331,16 @@ static void print_json_stats(int n_prompt, const mkc_decode_stats *st, const cha
 
 int mkc_cmd_run(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "--graph --preset --random-weights -n --draft-max --draft-min "
-                         "--draft-adaptive --prompt-ids --backend --ubatch "
-                         "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
-                         "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
-                         "--logprobs --dequant "
-                         "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
-                         "--presence-penalty --frequency-penalty --draft-layers -md --rounds",
-                         0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "--graph --preset --random-weights -n --draft-max --draft-min "
+      "--draft-adaptive --prompt-ids --backend --ubatch "
+      "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
+      "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
+      "--logprobs --dequant "
+      "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
+      "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds",
+      0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
   if (rc || (rc = check_flags(&c))) return rc;

@@ -7,12 +7,20 @@
 
 #include "tokenizer/tokenizer.h"
 
+/* Which of the model draft sources the flags ask for: how many, and one's flag. */
+static int model_sources(const mkc_cli *c, const char **flag) {
+  *flag = c->draft_layers ? "--draft-layers" : c->draft_model_path ? "-md" : "--draft-head";
+  return (c->draft_layers > 0) + (c->draft_model_path != NULL) + (c->draft_head != 0);
+}
+
 int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
-  char msg[200];
-  const char *flag = c->draft_layers ? "--draft-layers" : "-md";
+  char msg[240];
+  const char *flag;
+  int n = model_sources(c, &flag);
   /* rounds draft inside the kernel (prompt lookup or its first layers), at a fixed depth
    * (exec/decode.h) */
   const char *not_with = c->draft_model_path ? "-md"
+                         : c->draft_head     ? "--draft-head"
                          : c->draft_adaptive ? "--draft-adaptive"
                          : c->logprobs > 0   ? "--logprobs"
                                              : NULL;
@@ -23,9 +31,15 @@ int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
              cmd, not_with);
     return mkc_cli_usage_error("%s", msg);
   }
-  if (!c->draft_layers && !c->draft_model_path) return 0;
-  if (c->draft_layers && c->draft_model_path)
-    snprintf(msg, sizeof msg, "%s: --draft-layers and -md are two draft sources: give one", cmd);
+  if (n == 0) return 0;
+  if (n > 1)
+    snprintf(msg, sizeof msg,
+             "%s: --draft-layers, -md and --draft-head are draft sources: give one", cmd);
+  else if (c->draft_head && c->model_path)
+    snprintf(msg, sizeof msg,
+             "%s: --draft-head needs a trained head's weights, and mkc reads none yet: it runs "
+             "with --preset and --random-weights only",
+             cmd);
   else if (c->kernel_dir)
     snprintf(msg, sizeof msg, "%s: --kernel DIR runs the target only; %s needs its own kernel", cmd,
              flag);
@@ -93,7 +107,8 @@ int mkc_draft_layers_in_kernel(const mkc_cli *c) {
 
 int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
   memset(ds, 0, sizeof *ds);
-  if (!c->draft_layers && !c->draft_model_path) return 0;
+  const char *flag;
+  if (model_sources(c, &flag) == 0) return 0;
   mkc_loaded_model *m = &ds->m;
   const mkc_graph *tg = &target->g;
   /* The target's kernel options: its context, step width and KV type. */
@@ -102,6 +117,14 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
                     .max_ctx = tg->max_ctx,
                     .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype)};
   const mkc_model_file *file = c->model_path ? &target->file : NULL;
+  char head[4200];
+  if (c->draft_head) { /* the head of the target's preset: its own graph, context and sizes */
+    snprintf(head, sizeof head, "%s/graphs/draft_head.lua", mkc_home());
+    o.graph_path = head;
+    o.preset = tg->preset;
+    o.max_ctx = 0;
+    return mkc_codegen(&o, &m->g, &m->src);
+  }
   if (c->draft_layers) {
     if (c->draft_layers >= tg->n_layers) {
       fprintf(stderr,
@@ -130,7 +153,8 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
 }
 
 int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
-  if (!c->draft_layers && !c->draft_model_path) return 0;
+  const char *flag;
+  if (model_sources(c, &flag) == 0) return 0;
   mkc_loaded_model *m = &ds->m;
   /* Self-speculation reads the target's weights by name (blk.0..L-1,
    * output_norm, the LM head); a draft model brings its own. */
@@ -139,11 +163,21 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
     if (mkc_model_file_weights(&m->file, &m->g, &m->w) != 0) return -1;
     w = &m->w;
   }
+  /* no trained head exists here: random weights, of the seed after the target's */
+  if (c->draft_head) {
+    if (mkc_weights_random(&m->w, &m->g, c->seed + 1) != 0) return -1;
+    w = &m->w;
+  }
   /* the target's backend, as auto resolved it */
   int kind = mkc_backend_kind_from_name(mkc_session_backend(target->s));
   mkc_session *s = mkc_session_open((enum mkc_backend_kind)kind, &m->g, &m->src, w, c->blocks);
   if (!s) return -1;
   char name[sizeof ds->drafter->name];
+  if (c->draft_head) {
+    snprintf(name, sizeof name, "drafter head (%s, random weights)", m->g.preset);
+    ds->drafter = mkc_drafter_head(s, &m->g, target->s, &target->g, 0, name);
+    return ds->drafter ? 0 : -1;
+  }
   if (c->draft_layers)
     snprintf(name, sizeof name, "self-speculation (first %d of %d layers)", m->g.n_layers,
              target->g.n_layers);

@@ -41,9 +41,10 @@ if [ -z "${PRIME_RUNS:-}" ] || [ -n "${PRIME_SUITE:-}" ]; then
   done
 fi
 # What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
-# PATTERN: what the last kernel the run asks for has in its name ("" for any): with
-# --draft-layers L, the drafter's ("-L4"), asked for after the target's (which another
-# run may have cached already).
+# PATTERN: a regex the header of the last kernel the run asks for matches ("preset" for
+# any): with --draft-layers L, the drafter's ("preset [^ ]*-L4"), with --draft-head the
+# head's ("draft_head.lua, preset"), asked for after the target's (which another run may
+# have cached already).
 until_cached() { # PATTERN [VAR=VALUE...] COMMAND...: run, stopped once it asked for its kernels
   local pat=$1 mark=build/gpu-prime/mark
   shift
@@ -52,7 +53,7 @@ until_cached() { # PATTERN [VAR=VALUE...] COMMAND...: run, stopped once it asked
   local pid=$!
   for _ in $(seq 600); do
     sleep 1
-    find "$fake/cuda" -name '*.cubin' -newer "$mark" -exec grep -l -a -e "preset [^ ]*$pat" {} + 2>/dev/null |
+    find "$fake/cuda" -name '*.cubin' -newer "$mark" -exec grep -l -a -e "$pat" {} + 2>/dev/null |
       grep -q . && break
     kill -0 $pid 2>/dev/null || break
   done
@@ -73,8 +74,9 @@ for run in "${BENCH_RUNS[@]}"; do
   run_parts "$run"
   [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $run_name "* ]] && continue
   seen[$k]=1
-  pat=""
-  [[ " ${run_args[*]} " =~ " --draft-layers "([0-9]+)" " ]] && pat="-L${BASH_REMATCH[1]}"
+  pat="preset"
+  [[ " ${run_args[*]} " =~ " --draft-layers "([0-9]+)" " ]] && pat="preset [^ ]*-L${BASH_REMATCH[1]}"
+  [[ " ${run_args[*]} " == *" --draft-head "* ]] && pat="draft_head.lua, preset"
   until_cached "$pat" "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda
   echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
 done

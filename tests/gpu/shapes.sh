@@ -24,8 +24,10 @@ BENCH_RUNS=(
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
   # the draft sources (issue 15): plain, prompt lookup and self-speculation (first L
-  # layers), one step per launch and 16 drafted in the kernel
+  # layers), one step per launch and 16 drafted in the kernel; the drafter head on the
+  # hidden state (random weights: its cost, not its acceptance)
   "l1b-self $l1bt --draft-layers 4 --rounds 16"
+  "l1b-head $l1bt --draft-head"
   "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
 )
 
