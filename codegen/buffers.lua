@@ -27,6 +27,7 @@ local function reads_writes(st)
   if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
   if k == "sample" or k == "sample_cands" then return { st.logits }, {} end
+  if k == "keep" then return { st.x }, {} end
   if k == "accept" then return {}, {} end
   return { st.x }, { st.out } -- matvec, gate_up_swiglu
 end
@@ -181,6 +182,13 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_union_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
+  -- layer outputs kept for the host (codegen/main.lua, keep stages): a slot per layer asked for,
+  -- every input's row at the residual's stride
+  if opts.keep_layers then
+    plan.keep_slot = util.round_up(opts.t_chunk * buffers.stride(graph.params.dim), ALIGN_FLOATS)
+    plan.keep = top
+    top = top + #opts.keep_layers * plan.keep_slot
+  end
   -- log-probabilities when asked: per input position MKC_LP_STRIDE floats (templates/sample.cuh)
   plan.logprobs, plan.logprobs_floats = top, util.round_up(64 * t_max, ALIGN_FLOATS)
   top = top + plan.logprobs_floats

@@ -42,7 +42,7 @@ end
 
 local EMITTERS = {}
 for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
-                        "lm_head", "sample_cands", "sample", "accept" }) do
+                        "lm_head", "sample_cands", "sample", "accept", "keep" }) do
   EMITTERS[kind] = require("emit." .. (kind == "matvec_residual" and "matvec" or kind))
 end
 
@@ -70,6 +70,7 @@ local function context(graph, plan, opts)
   ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
   ctx.logprobs, ctx.sample_lists = plan.logprobs, plan.sample_lists
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
+  ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot
   ctx.threads = opts.threads
   -- a bf16 vector (norm, bias)
   function ctx.weight(w)

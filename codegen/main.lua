@@ -38,10 +38,41 @@ local function chunk_capacity(opts, t_max, max_ctx)
   return math.max(t_max, math.min(ubatch, max_ctx))
 end
 
+-- Layer outputs each step keeps for the host (a drafter head's features, mkc_session_hidden_layer):
+-- a keep stage before every layer's QKV stage copies the residual stream entering it, the output of
+-- the layer before, into its slot (1 + its index in `layers`) or nowhere (slot 0). Every layer gets
+-- one, so the layer loop still folds; the last layer's output is the hidden state every step
+-- leaves anyway. Returns the layers, checked, or nil when none are asked for.
+local function keep_stages(graph, stages, layers)
+  if not layers or #layers == 0 then return nil end
+  local n = graph.params.n_layers
+  for i, l in ipairs(layers) do
+    if math.type(l) ~= "integer" or l < 0 or l >= n then
+      util.fail(("keep layers: layer %s is not one of the model's 0..%d"):format(util.show(l), n - 1))
+    end
+    for j = 1, i - 1 do
+      if layers[j] == l then util.fail(("keep layers: layer %d is named twice"):format(l)) end
+    end
+  end
+  local slot = {}
+  for i, l in ipairs(layers) do slot[l] = i end
+  local out = {}
+  for _, st in ipairs(stages) do
+    if st.kind == "qkv_rope" then
+      local kept = st.att.layer - 1
+      out[#out + 1] = { kind = "keep", x = st.x, nodes = {}, layer = kept,
+                        slot = kept >= 0 and kept < n - 1 and slot[kept] or 0 }
+    end
+    out[#out + 1] = st
+  end
+  for i = 1, math.max(#out, #stages) do stages[i] = out[i] end
+  return layers
+end
+
 -- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
 -- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only),
--- ubatch (or nil: M.UBATCH), chunk_cap
+-- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -75,15 +106,20 @@ function M.generate(opts)
   gen.stage_timers = opts.stage_timers and true or false
 
   local stages = fusion.stages(graph)
+  if opts.keep_layers and #opts.keep_layers > opts.keep_max then
+    util.fail(("keep layers: %d asked for, at most %d"):format(#opts.keep_layers, opts.keep_max))
+  end
+  gen.keep_layers = keep_stages(graph, stages, opts.keep_layers)
   local plan = buffers.plan(graph, stages, gen)
   -- the weights' storage types are part of the kernel: a Q4_K file and a bf16 one differ
   local stored = {}
   for _, w in ipairs(plan.weights) do
     if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
-  gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s")
+  gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s%s")
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
-            table.concat(stored, ","), gen.stage_timers and ";timers" or ""))
+            table.concat(stored, ","), gen.stage_timers and ";timers" or "",
+            gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -157,7 +193,8 @@ function M.export(graph, plan, gen, source)
              logprobs_offset = plan.logprobs, history_offset = plan.history,
              timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0,
              hidden_offset = hidden.offset, hidden_stride = hidden.stride,
-             feature_offset = feature and feature.offset or 0, feature_stride = feature and feature.stride or 0 },
+             feature_offset = feature and feature.offset or 0, feature_stride = feature and feature.stride or 0,
+             keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0 },
   }
 end
 

@@ -66,6 +66,10 @@ local function touched(st, plan)
                       "the candidates' union")
     w[#w + 1] = drawn
   end
+  if st.kind == "keep" and st.slot > 0 then -- its own slot: the keep stages need no barrier between them
+    w[#w + 1] = range("scratch", plan.keep + (st.slot - 1) * plan.keep_slot, plan.keep_slot, "keep" .. st.slot,
+                      "layer " .. st.layer .. "'s kept output")
+  end
   if st.kind == "accept" then
     r[#r + 1] = drawn
     r[#r + 1] = work

@@ -1,7 +1,9 @@
 -- A drafter head conditioned on the target's hidden state (issue 15; EAGLE's idea, drafting a
 -- block in one step as a block-diffusion drafter does). Each input is a token's embedding (the
--- target's table) plus a projection of the feature, the target's hidden state at its last chosen
--- token (the LM head's input before its norm, mkc_session_hidden); one decoder layer of its own;
+-- target's table) plus a projection of the feature: the outputs of n_features of the target's
+-- layers at its last chosen token, one after another (by default its last layer's, the LM head's
+-- input before its norm: mkc_session_hidden; others the target's kernel keeps,
+-- mkc_gen_opts.keep_layers, mkc_session_hidden_layer); one decoder layer of its own;
 -- its own final norm and the target's LM head. A step takes the target's last token then
 -- mask_token at every other input, the same feature on each, and drafts the token after each input
 -- (exec/draft_head.c). Weights: the target's by name (token_embd.weight, output.weight) and its
@@ -10,26 +12,34 @@
 preset "tiny" {
   dim = 64, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 128,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
-  tied = true, max_ctx = 64, mask_token = 0,
+  tied = true, max_ctx = 64, mask_token = 0, n_features = 1,
 }
 
 preset "odd" {
   dim = 72, n_layers = 1, n_heads = 6, n_kv_heads = 2, head_dim = 12, ffn = 172,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
-  tied = false, max_ctx = 64, mask_token = 0,
+  tied = false, max_ctx = 64, mask_token = 0, n_features = 1,
 }
 
 preset "qwen3-tiny" {
   dim = 64, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 80, ffn = 160,
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
-  tied = true, max_ctx = 64, mask_token = 0,
+  tied = true, max_ctx = 64, mask_token = 0, n_features = 1,
+}
+
+-- tiny's shape reading two of the target's layers (EAGLE-3 reads a low, a middle and a high one):
+-- the outputs of layers 0 and 1, one after another.
+preset "tiny-2" {
+  dim = 64, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 128,
+  vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = true, max_ctx = 64, mask_token = 0, n_features = 2,
 }
 
 -- Llama 3.2 1B's shape, for GPU benches on random weights (bench --draft-head).
 preset "llama-3.2-1b" {
   dim = 2048, n_layers = 1, n_heads = 32, n_kv_heads = 8, head_dim = 64, ffn = 8192,
   vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
-  tied = true, max_ctx = 64, mask_token = 0,
+  tied = true, max_ctx = 64, mask_token = 0, n_features = 1,
 }
 
 function build(g, p)
@@ -38,7 +48,7 @@ function build(g, p)
   local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim }
 
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
-  x = g.add(x, g.matmul(g.feature(p.dim), own("fc", p.dim, p.dim)))
+  x = g.add(x, g.matmul(g.feature(p.n_features * p.dim), own("fc", p.dim, p.n_features * p.dim)))
 
   local h = g.rmsnorm(x, own("attn_norm", 1, p.dim), p.norm_eps)
   local q = g.rope(g.matmul(h, own("attn_q", q_dim, p.dim)), p.n_heads, rope)

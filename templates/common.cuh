@@ -106,6 +106,17 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * the block meets at __syncthreads. The host zeroes flow_count before every
  * launch; one release and one acquire per block and stage, where
  * mkc_grid_sync pays for three fences, a reset and a second counter. */
+/* A layer's output kept for the host (a drafter head's features): slot 0
+ * keeps nothing; slot k copies every input's row of x into slot k - 1 of
+ * keep (slot_floats each, rows at x's stride), the whole grid at once. */
+MKC_DEVICE void mkc_keep(const float *x, int x_stride, int n, int T, float *keep, int slot_floats,
+                         int slot) {
+  if (slot == 0) return;
+  float *dst = keep + (slot - 1) * slot_floats;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < T * n; i += mkc_nblocks() * MKC_THREADS)
+    dst[i / n * x_stride + i % n] = x[i / n * x_stride + i % n];
+}
+
 MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
   mkc_sync_block();
   if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);

@@ -63,6 +63,20 @@ static inline void fixture_close(fixture *f) {
   mkc_graph_free(&f->g);
 }
 
+/* Replaces the first `from` in the kernel's text (a planted bug): 0, or -1
+ * when the text has none. */
+static inline int fixture_plant(mkc_kernel_src *src, const char *from, const char *to) {
+  char *at = strstr(src->source, from);
+  if (!at) return -1;
+  size_t n = strlen(src->source) - strlen(from) + strlen(to) + 1;
+  char *s = malloc(n);
+  if (!s) return -1;
+  snprintf(s, n, "%.*s%s%s", (int)(at - src->source), src->source, to, at + strlen(from));
+  free(src->source);
+  src->source = s;
+  return 0;
+}
+
 /* max |x - ref| / max |ref| over n values. */
 static inline double rel_err(const float *x, const float *ref, int n) {
   double diff = 0, mag = 0;

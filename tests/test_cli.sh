@@ -74,6 +74,17 @@ expect_error "prompt longer than the context" \
 expect_error "unknown preset" "graphs/llama.lua:10: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny)" \
   -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"
 expect_error "missing graph file" "mkc: error: cannot open graph nope.lua" -- gen nope.lua --preset tiny -o "$tmp/x.cu"
+# --keep-layers: a keep stage before every layer (the loop still folds), the asked-for layer's slot
+"$mkc" gen graphs/llama.lua --preset llama-3.2-1b --keep-layers 3,8 -o "$tmp/keep.cu" 2>/dev/null \
+  && grep -q '^  for (int layer = 0; layer < (drafting ? state->draft_layers : 16); layer++) { /\* layer loop \*/$' "$tmp/keep.cu" \
+  && [ "$(grep -c '^  mkc_keep(scratch + 0, 2048, 2048, T, scratch + [0-9]*, [0-9]*, lay_i\[0\]);$' "$tmp/keep.cu")" -eq 1 ] \
+  && ok "gen --keep-layers 3,8: a keep stage in the 16-pass layer loop" || fail "gen --keep-layers" "$(grep -n 'mkc_keep\|layer loop' "$tmp/keep.cu" | head)"
+expect_error "--keep-layers past the model" "mkc: error: keep layers: layer 2 is not one of the model's 0..1" \
+  -- gen graphs/llama.lua --preset tiny --keep-layers 2 -o "$tmp/x.cu"
+expect_error "--keep-layers twice" "mkc: error: keep layers: layer 1 is named twice" \
+  -- gen graphs/llama.lua --preset tiny --keep-layers 1,1 -o "$tmp/x.cu"
+expect_error "--keep-layers not a list" "mkc: error: --keep-layers: expected up to 8 layer numbers separated by commas, got '0,x'" \
+  -- gen graphs/llama.lua --preset tiny --keep-layers 0,x -o "$tmp/x.cu"
 expect_error "unwritable output" "mkc: error: cannot write /nonexistent/x.cu: No such file or directory" \
   -- gen graphs/llama.lua --preset tiny -o /nonexistent/x.cu
 "$mkc" run --preset tiny --random-weights 1 -n 5 --prompt-ids 1,2,3 --ctx 7 >"$tmp/out" 2>/dev/null \
@@ -166,7 +177,7 @@ MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
 if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&
   grep -q ' 0 flow waits;' "$tmp/grid.cu" && ! grep -q 'mkc_flow_wait(state' "$tmp/grid.cu" &&
   "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/flow.cu" 2>/dev/null &&
-  grep -q ' 0 grid barriers, 13 flow waits;' "$tmp/flow.cu" &&
+  grep -q ' 0 grid barriers, 14 flow waits;' "$tmp/flow.cu" &&
   MKC_SYNC=grid MKC_SIMT_SEED=2 "$mkc" "${args[@]}" --backend cpu >"$tmp/grid.out" 2>/dev/null &&
   MKC_PREFETCH_BYTES=0 MKC_SIMT_SEED=3 "$mkc" "${args[@]}" --backend cpu >"$tmp/p0.out" 2>/dev/null &&
   cmp -s "$tmp/grid.out" "$tmp/u2.ref" && cmp -s "$tmp/p0.out" "$tmp/u2.ref"; then
@@ -194,14 +205,14 @@ if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cp
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
-# bench --stages: a row per stage of the kernel (tiny: 14), block 0's clock greedy and
+# bench --stages: a row per stage of the kernel (tiny: 15), block 0's clock greedy and
 # sampled, and the total; the sampler stage does work only when sampling.
 if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
-  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 14 ] &&
+  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 15 ] &&
   grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|' "$tmp/bench" &&
   grep -qE '^\| 2 \| qkv_rope \| .* \| 17152 \|' "$tmp/bench" &&
   awk -F' [|] ' '$2 == "sample" { found = 1; more = $5 > 10 * $4 } END { exit !(found && more) }' "$tmp/bench"; then
-  ok "bench --stages: 14 stage rows with their bytes (qkv_rope of tiny: 17152), greedy and sampled times (the sampler's 10 x more sampled), a total"
+  ok "bench --stages: 15 stage rows with their bytes (qkv_rope of tiny: 17152), greedy and sampled times (the sampler's 10 x more sampled), a total"
 else
   fail "bench --stages" "$(cat "$tmp/bench" "$tmp/err")"
 fi

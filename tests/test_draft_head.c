@@ -1,4 +1,4 @@
-/* The drafter head conditioned on the target's hidden state (issue 15,
+/* The drafter head conditioned on the target's hidden states (issue 15,
  * graphs/draft_head.lua, exec/draft_head.c), on tiny, odd and qwen3-tiny with
  * seeded random weights (no trained head exists here, so acceptance says
  * nothing and is only printed):
@@ -11,7 +11,11 @@
  *   - greedy decoding with the head's drafts gives plain decoding's tokens
  *     for K = 1..8;
  *   - a head of the wrong size, a feature for a graph without one, and a
- *     feature read outside a matmul are refused with a message. */
+ *     feature read outside a matmul are refused with a message;
+ *   - a kernel keeping layer 0's output (mkc_gen_opts.keep_layers) keeps
+ *     what tiny cut to one layer gives on the reference (a planted keep fails),
+ *     decodes the plain kernel's tokens, and feeds a head reading layers 0
+ *     and 1 that drafts losslessly. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -26,14 +30,25 @@
 static const int PROMPT[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 1, 2, 3, 4};
 #define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
 
-/* graphs/<file> at preset, steps of up to K_MAX + 1 inputs, weights of seed. */
-static int open_graph(fixture *f, const char *file, const char *preset, unsigned long long seed) {
+/* graphs/<file> at preset, steps of up to K_MAX + 1 inputs, keeping the outputs of
+ * keep[0..n_keep) (mkc_gen_opts.keep_layers); weights of seed (0: none, borrowed). */
+static int open_keep(fixture *f, const char *file, const char *preset, int n_layers,
+                     const int *keep, int n_keep, unsigned long long seed) {
   memset(f, 0, sizeof *f);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/%s", mkc_home(), file);
-  mkc_gen_opts o = {.graph_path = graph, .preset = preset, .draft_max = K_MAX};
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = preset,
+                    .draft_max = K_MAX,
+                    .n_layers = n_layers,
+                    .keep_layers = keep,
+                    .n_keep_layers = n_keep};
   if (mkc_codegen(&o, &f->g, &f->src) != 0) return -1;
-  return mkc_weights_random(&f->w, &f->g, seed);
+  return seed ? mkc_weights_random(&f->w, &f->g, seed) : 0;
+}
+
+static int open_graph(fixture *f, const char *file, const char *preset, unsigned long long seed) {
+  return open_keep(f, file, preset, 0, NULL, 0, seed);
 }
 
 /* The hidden state of every input of a prompt chunk and of a verify step,
@@ -136,8 +151,10 @@ static void head_logits(const char *preset, fixture *head) {
   mkc_kernel_src_free(&bug);
 }
 
-/* Greedy decoding with the head's drafts is plain decoding, K = 1..K_MAX. */
-static void lossless(const char *preset, fixture *target, fixture *head) {
+/* Greedy decoding with the head's drafts (fed target layers[0..n_layers), 0: the last) is
+ * plain decoding, K = 1..K_MAX. */
+static void lossless(const char *preset, fixture *target, fixture *head, const int *layers,
+                     int n_layers) {
   const mkc_graph *g = &target->g;
   mkc_session *s = mkc_session_open(test_backend(), g, &target->src, &target->w, 3);
   int plain[N_GEN], out[N_GEN], bad = 0, first_bad = 0;
@@ -147,7 +164,7 @@ static void lossless(const char *preset, fixture *target, fixture *head) {
       s && mkc_decode(s, g, PROMPT, N_PROMPT, N_GEN, 0, plain, &st) == 0 && st.generated == N_GEN;
   for (int K = 1; ok && K <= K_MAX; K++) {
     mkc_session *hs = mkc_session_open(test_backend(), &head->g, &head->src, &head->w, 3);
-    mkc_drafter *d = hs ? mkc_drafter_head(hs, &head->g, s, g, 0, "head") : NULL;
+    mkc_drafter *d = hs ? mkc_drafter_head(hs, &head->g, s, g, layers, n_layers, 0, "head") : NULL;
     mkc_decode_opts o = {.draft_max = K, .drafter = d};
     mkc_session_reset(s);
     ok = d && mkc_decode_with(s, g, PROMPT, N_PROMPT, N_GEN, &o, out, &st) == 0 &&
@@ -166,12 +183,88 @@ static void lossless(const char *preset, fixture *target, fixture *head) {
   mkc_session_close(s);
 }
 
+/* A kernel that keeps layer 0's output (tiny: the layer before the last): every input's kept
+ * row equals the hidden state of tiny's first layer alone on the reference (the same weights),
+ * tokens are the plain kernel's, and a head reading layers 0 and 1 drafts losslessly. A keep
+ * planted to copy each row's neighbour fails; unkept layers and heads are refused. */
+static void named_layers(fixture *plain) {
+  static const int KEEP[] = {0}, READ[] = {0, 1};
+  fixture keep, first, head;
+  int ok = open_keep(&keep, "llama.lua", "tiny", 0, KEEP, 1, 0) == 0 &&
+           open_keep(&first, "llama.lua", "tiny", 1, NULL, 0, 0) == 0 &&
+           open_graph(&head, "draft_head.lua", "tiny-2", 9) == 0;
+  if (!CHECK(ok, "tiny keeping layer 0, tiny's first layer alone, the head reading two layers")) {
+    return;
+  }
+  const mkc_graph *g = &keep.g;
+  float *hk = malloc((size_t)g->dim * sizeof *hk), *hr = malloc((size_t)g->dim * sizeof *hr);
+  double worst[2] = {-1, -1};
+  for (int planted = 0; planted < 2; planted++) {
+    mkc_kernel_src src = {strdup(keep.src.source), strdup(keep.src.file_name)};
+    if (planted &&
+        fixture_plant(&src, "dst[i / n * x_stride + i % n] = x[i / n * x_stride + i % n];",
+                      "dst[i / n * x_stride + i % n] = x[i / n * x_stride + (i + 1) % n];") != 0)
+      break;
+    mkc_session *k = mkc_session_open(test_backend(), g, &src, &plain->w, 3);
+    mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &first.g, &first.src, &plain->w, 0);
+    mkc_step_result r, rr;
+    int T = g->t_max, run = k && ref && hk && hr;
+    for (int step = 0; run && step < 2; step++) {
+      const int *in = step == 0 ? PROMPT : PROMPT + 1;
+      int f = step == 0 ? T - 1 : 0;
+      run = mkc_session_step(k, in, T, f, &r) == 0 && r.status == MKC_STATUS_OK &&
+            mkc_session_step(ref, in, T, f, &rr) == 0 && rr.status == MKC_STATUS_OK;
+      for (int t = 0; run && t < T; t++) {
+        run = mkc_session_hidden_layer(k, 0, t, hk) == 0 && mkc_session_hidden(ref, t, hr) == 0;
+        double e = rel_err(hk, hr, g->dim);
+        if (!(e <= worst[planted])) worst[planted] = e;
+      }
+    }
+    if (!run) worst[planted] = -1;
+    mkc_session_close(k);
+    mkc_session_close(ref);
+    mkc_kernel_src_free(&src);
+  }
+  CHECK(worst[0] >= 0 && worst[0] <= TOL,
+        "tiny keeping layer 0: every input's kept output equals tiny's first layer's hidden state "
+        "on the reference (worst %.2g)",
+        worst[0]);
+  CHECK(worst[1] > TOL, "planted bug (a kept row copied from its neighbour): it differs (%.2g)",
+        worst[1]);
+  /* nothing else changes: plain decoding's tokens */
+  mkc_session *a = mkc_session_open(test_backend(), g, &keep.src, &plain->w, 3);
+  mkc_session *b = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, 3);
+  int ta[N_GEN], tb[N_GEN];
+  mkc_decode_stats st;
+  CHECK(a && b && mkc_decode(a, g, PROMPT, N_PROMPT, N_GEN, 4, ta, &st) == 0 &&
+            mkc_decode(b, &plain->g, PROMPT, N_PROMPT, N_GEN, 4, tb, &st) == 0 &&
+            memcmp(ta, tb, sizeof ta) == 0,
+        "tiny keeping layer 0 decodes the plain kernel's %d tokens", N_GEN);
+  fixture keeping = {keep.g, keep.src, plain->w};
+  lossless("tiny keeping layer 0, a head reading layers 0 and 1", &keeping, &head, READ, 2);
+  /* refused: a head reading a layer the kernel does not keep; an unkept layer's output */
+  mkc_session *h = mkc_session_open(test_backend(), &head.g, &head.src, &head.w, 3);
+  CHECK(b && h && mkc_drafter_head(h, &head.g, b, &plain->g, READ, 2, 0, "head") == NULL,
+        "a head reading layer 0 of a kernel that does not keep it is refused");
+  CHECK(b && mkc_session_hidden_layer(b, 0, 0, hk) != 0,
+        "layer 0's output from a kernel that does not keep it is refused");
+  mkc_session_close(a);
+  mkc_session_close(b);
+  free(hk);
+  free(hr);
+  mkc_kernel_src_free(&keep.src);
+  mkc_graph_free(&keep.g);
+  mkc_kernel_src_free(&first.src);
+  mkc_graph_free(&first.g);
+  fixture_close(&head);
+}
+
 /* What is refused. */
 static void refusals(fixture *tiny_target, fixture *odd_head) {
   mkc_session *t =
       mkc_session_open(test_backend(), &tiny_target->g, &tiny_target->src, &tiny_target->w, 3);
   mkc_session *h = mkc_session_open(test_backend(), &odd_head->g, &odd_head->src, &odd_head->w, 3);
-  CHECK(t && h && mkc_drafter_head(h, &odd_head->g, t, &tiny_target->g, 0, "head") == NULL,
+  CHECK(t && h && mkc_drafter_head(h, &odd_head->g, t, &tiny_target->g, NULL, 0, 0, "head") == NULL,
         "a head of another size than the target is refused");
   float row[64] = {0};
   CHECK(t && mkc_session_set_feature(t, row, 1) != 0,
@@ -213,9 +306,10 @@ int main(void) {
     if (!CHECK(open[i], "%s: target and head kernels", PRESETS[i])) continue;
     hidden_states(PRESETS[i], &targets[i]);
     head_logits(PRESETS[i], &heads[i]);
-    lossless(PRESETS[i], &targets[i], &heads[i]);
+    lossless(PRESETS[i], &targets[i], &heads[i], NULL, 0);
   }
   if (open[0] && open[1]) refusals(&targets[0], &heads[1]);
+  if (open[0]) named_layers(&targets[0]);
   for (int i = 0; i < 3; i++)
     if (open[i]) {
       fixture_close(&targets[i]);

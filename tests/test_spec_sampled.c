@@ -136,18 +136,6 @@ static double same_distribution(const long *a, const long *b, int n, int *dof) {
   return *dof > 0 ? chi2_survival(x, *dof) : 1.0;
 }
 
-/* Replaces the first `from` in the kernel text (a planted bug). */
-static int plant(mkc_kernel_src *src, const char *from, const char *to) {
-  char *at = strstr(src->source, from);
-  if (!at) return -1;
-  size_t n = strlen(src->source) - strlen(from) + strlen(to) + 1;
-  char *s = malloc(n);
-  snprintf(s, n, "%.*s%s%s", (int)(at - src->source), src->source, to, at + strlen(from));
-  free(src->source);
-  src->source = s;
-  return 0;
-}
-
 static void lossless(void) {
   fixture fx;
   /* One warp per block: the same kernel with a quarter of the emulated
@@ -225,7 +213,7 @@ static void lossless(void) {
   /* A planted bug: the draft kept with probability sqrt(p_t(draft)). */
   mkc_session_close(r.s);
   r.s = NULL;
-  if (!CHECK(plant(&fx.src, "< p_draft[a - t0])", "< sqrtf(p_draft[a - t0]))") == 0,
+  if (!CHECK(fixture_plant(&fx.src, "< p_draft[a - t0])", "< sqrtf(p_draft[a - t0]))") == 0,
              "planted accept bug: the kernel has the accept test"))
     goto done;
   r.s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
@@ -321,9 +309,9 @@ static void candidates_wired(void) {
   char on[64];
   snprintf(on, sizeof on, "mkc_cands_on(&state->sampling, %d)", fx.g.vocab);
   int replaced = 0;
-  while (plant(&full, on, "0") == 0) replaced++;
-  int planted =
-      plant(&bug, "mkc_key_radix(w + lo, 0, n, k,", "mkc_key_radix(w + lo, 0, n, k - 1,") == 0;
+  while (fixture_plant(&full, on, "0") == 0) replaced++;
+  int planted = fixture_plant(&bug, "mkc_key_radix(w + lo, 0, n, k,",
+                              "mkc_key_radix(w + lo, 0, n, k - 1,") == 0;
   mkc_session *a = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 3);
   mkc_session *b = mkc_session_open(test_backend(), &fx.g, &full, &fx.w, 3);
   mkc_session *c = mkc_session_open(test_backend(), &fx.g, &bug, &fx.w, 3);

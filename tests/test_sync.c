@@ -176,11 +176,11 @@ static void scratch_reuse(void) {
     if (!CHECK(plan_load(graph, "reuse", draft_max, &p) == 0, "scratch_reuse, T <= %d: planned",
                draft_max + 1))
       continue;
-    CHECK(p.n_stages == 10 && strcmp(p.kind[2], "gate_up_swiglu") == 0 &&
+    CHECK(p.n_stages == 11 && strcmp(p.kind[2], "gate_up_swiglu") == 0 &&
               strcmp(p.kind[4], "gate_up_swiglu") == 0,
           "scratch_reuse, T <= %d: the stages the graph file lists (%d)", draft_max + 1,
           p.n_stages);
-    if (p.n_stages != 9) continue;
+    if (p.n_stages != 11) continue;
     /* the graph does what it claims: stage 5 writes where stage 3 reads, another value */
     int reused = 0;
     for (int a = 0; a < p.n_ranges[2]; a++)

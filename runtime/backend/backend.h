@@ -80,9 +80,10 @@ struct mkc_backend_ops {
    * inputs 0..T-1 of the next step, rows one after another. 0 or -1 after a
    * message. The session checked n and T. */
   int (*write_feature)(mkc_backend *b, const float *rows, int n, int T);
-  /* The hidden state of input t of the last step (g->dim floats: the LM
-   * head's input before its norm) into dst. 0 or -1 after a message. */
-  int (*hidden)(mkc_backend *b, int t, float *dst);
+  /* The hidden state of input t of the last step (g->dim floats) into dst:
+   * slot -1, the LM head's input before its norm; slot k, the output of
+   * layer g->keep_layers[k]. 0 or -1 after a message. */
+  int (*hidden)(mkc_backend *b, int slot, int t, float *dst);
 
   /* Device-to-device copy bandwidth in GB/s over `bytes`, measured now; < 0
    * on failure. NULL here: no device memory to measure. */

@@ -245,6 +245,25 @@ static int take_value(const char *a, const char *v, mkc_cli *c) {
     if (mkc_parse_seed(v, &c->sample_seed) != 0)
       return mkc_cli_usage_error("--seed: expected a non-negative integer, got '%s'", v);
     c->have_sample_seed = 1;
+  } else if (strcmp(a, "--keep-layers") == 0) {
+    /* a comma-separated list of layers; codegen checks them against the model */
+    c->n_keep_layers = 0;
+    for (const char *p = v;; p++) {
+      char *end;
+      errno = 0;
+      long l = strtol(p, &end, 10);
+      if (end == p || errno || l < 0 || l > 1 << 16 || (*end && *end != ',') ||
+          c->n_keep_layers == MKC_KEEP_MAX) {
+        char msg[120];
+        snprintf(msg, sizeof msg,
+                 "--keep-layers: expected up to %d layer numbers separated by commas, got '%%s'",
+                 MKC_KEEP_MAX);
+        return mkc_cli_usage_error(msg, v);
+      }
+      c->keep_layers[c->n_keep_layers++] = (int)l;
+      if (!*end) break;
+      p = end;
+    }
   } else if (strcmp(a, "--random-weights") == 0) {
     if (mkc_parse_seed(v, &c->seed) != 0)
       return mkc_cli_usage_error("--random-weights: expected a non-negative integer seed, got '%s'",

@@ -3,6 +3,7 @@
 #ifndef MKC_CLI_H
 #define MKC_CLI_H
 
+#include "codegen/graph.h"
 #include "mkc_state.h"
 
 typedef struct mkc_cli {
@@ -39,8 +40,10 @@ typedef struct mkc_cli {
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */
-  int draft_head;    /* --draft-head: a head on the target's hidden state (graphs/draft_head.lua) */
-  const char *usage; /* the command's usage text, printed for --help */
+  int draft_head; /* --draft-head: a head on the target's hidden state (graphs/draft_head.lua) */
+  int keep_layers[MKC_KEEP_MAX]; /* gen --keep-layers L,...: layer outputs each step keeps */
+  int n_keep_layers;
+  const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */
 } mkc_cli;

@@ -175,7 +175,7 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
   char name[sizeof ds->drafter->name];
   if (c->draft_head) {
     snprintf(name, sizeof name, "drafter head (%s, random weights)", m->g.preset);
-    ds->drafter = mkc_drafter_head(s, &m->g, target->s, &target->g, 0, name);
+    ds->drafter = mkc_drafter_head(s, &m->g, target->s, &target->g, NULL, 0, 0, name);
     return ds->drafter ? 0 : -1;
   }
   if (c->draft_layers)

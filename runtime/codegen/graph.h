@@ -120,6 +120,8 @@ typedef struct mkc_weight_info {
   int type;
 } mkc_weight_info;
 
+#define MKC_KEEP_MAX 8 /* layer outputs a kernel can keep for the host */
+
 typedef struct mkc_graph {
   char *graph_path, *preset;
   int n_nodes;
@@ -158,6 +160,12 @@ typedef struct mkc_graph {
    * offset feature_offset of scratch, feature_stride floats per input; 0: the
    * graph has none. */
   size_t feature_offset, feature_stride;
+  /* Layer outputs each step keeps (mkc_gen_opts.keep_layers): layer
+   * keep_layers[k]'s at float offset keep_offset + k * keep_slot, each input
+   * at hidden_stride; the last layer's is the hidden state above. */
+  int n_keep;
+  int keep_layers[MKC_KEEP_MAX];
+  size_t keep_offset, keep_slot;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

@@ -318,6 +318,17 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->hidden_offset = (size_t)get_int(L, p, "hidden_offset");
   g->hidden_stride = (size_t)get_int(L, p, "hidden_stride");
   g->feature_offset = (size_t)get_int(L, p, "feature_offset");
+  g->keep_offset = (size_t)get_int(L, p, "keep_offset");
+  g->keep_slot = (size_t)get_int(L, p, "keep_slot");
+  lua_getfield(L, p, "keep_layers");
+  g->n_keep = (int)luaL_len(L, -1);
+  if (g->n_keep > MKC_KEEP_MAX) g->n_keep = MKC_KEEP_MAX; /* the options were checked */
+  for (int i = 0; i < g->n_keep; i++) {
+    lua_geti(L, -1, i + 1);
+    g->keep_layers[i] = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   g->feature_stride = (size_t)get_int(L, p, "feature_stride");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
@@ -417,6 +428,16 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   }
   lua_pushboolean(L, o->stage_timers);
   lua_setfield(L, -2, "stage_timers");
+  if (o->n_keep_layers > 0) {
+    lua_createtable(L, o->n_keep_layers, 0);
+    for (int i = 0; i < o->n_keep_layers; i++) {
+      lua_pushinteger(L, o->keep_layers[i]);
+      lua_seti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "keep_layers");
+  }
+  lua_pushinteger(L, MKC_KEEP_MAX);
+  lua_setfield(L, -2, "keep_max");
   lua_pushinteger(L, MKC_MAX_BLOCKS);
   lua_setfield(L, -2, "max_blocks");
   lua_pushinteger(L, MKC_T_CAP);

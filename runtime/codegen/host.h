@@ -37,6 +37,10 @@ typedef struct mkc_gen_opts {
   /* Nonzero: block 0 writes a %globaltimer reading after every stage
    * (mkc_graph.timers_offset; mkc_session_stage_ns): `bench --stages`. */
   int stage_timers;
+  /* Layers (0-based, up to MKC_KEEP_MAX) whose outputs every step keeps for
+   * the host (mkc_session_hidden_layer): a drafter head's features. */
+  const int *keep_layers;
+  int n_keep_layers;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

@@ -56,13 +56,16 @@ mkc_drafter *mkc_drafter_model(mkc_session *s, const mkc_graph *g, const char *n
 /* A head conditioned on the target's hidden state (graphs/draft_head.lua,
  * exec/draft_head.c): each proposal is one step of session head (owned, as
  * above) over graph g, fed the history's last token then mask_token, each
- * input with the hidden state target's last step left at the input that
- * chose that token (mkc_session_last_choice); the drafts are its choices
- * after each input, at most g->t_max. No hidden state there: no drafts. g's
- * feature must be target_g->dim wide and its vocabulary the target's. NULL +
- * message (head closed then). */
+ * input with the outputs of target layers[0..n_layers) (n_layers 0: its last
+ * layer) that target's last step left at the input that chose that token
+ * (mkc_session_last_choice), one after another; the drafts are its choices
+ * after each input, at most g->t_max. No hidden state there: no drafts. The
+ * target's kernel must keep those layers (mkc_gen_opts.keep_layers; the last
+ * is always kept), g's feature must be n_layers * target_g->dim wide and its
+ * vocabulary the target's. NULL + message (head closed then). */
 mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session *target,
-                              const mkc_graph *target_g, int mask_token, const char *name);
+                              const mkc_graph *target_g, const int *layers, int n_layers,
+                              int mask_token, const char *name);
 
 /* The calls through the table (see mkc_drafter_ops). */
 int mkc_drafter_propose(mkc_drafter *d, const int *hist, int n, int k, int *out);

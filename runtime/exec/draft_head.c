@@ -18,8 +18,10 @@ typedef struct head_drafter {
   mkc_session *head;   /* owned */
   const mkc_graph *g;  /* the head's */
   mkc_session *target; /* the target's session: its last step's hidden states */
-  int mask_token, dim;
-  float *feature; /* [g->t_max][dim] */
+  int mask_token, dim; /* dim: the target's */
+  int n_layers;        /* the target layers whose outputs make the feature, in order */
+  int layers[MKC_KEEP_MAX];
+  float *feature; /* [g->t_max][n_layers * dim] */
 } head_drafter;
 
 /* The first index of the largest logit, as the kernel's greedy choice. */
@@ -36,9 +38,12 @@ static int head_propose(mkc_drafter *d, const int *hist, int n, int k, int *out)
   /* no hidden state behind the history's last token (rounds, a rewind): no drafts now */
   if (n < 1 || t < 0) return 0;
   if (k > h->g->t_max) k = h->g->t_max;
-  if (mkc_session_hidden(h->target, t, h->feature) != 0) return -1;
+  size_t n_feat = (size_t)h->n_layers * h->dim; /* the layers' outputs one after another */
+  for (int j = 0; j < h->n_layers; j++)
+    if (mkc_session_hidden_layer(h->target, h->layers[j], t, h->feature + (size_t)j * h->dim) != 0)
+      return -1;
   for (int i = 1; i < k; i++)
-    memcpy(h->feature + (size_t)i * h->dim, h->feature, (size_t)h->dim * sizeof *h->feature);
+    memcpy(h->feature + i * n_feat, h->feature, n_feat * sizeof *h->feature);
   int in[MKC_T_CAP];
   in[0] = hist[n - 1];
   for (int i = 1; i < k; i++) in[i] = h->mask_token;
@@ -73,22 +78,32 @@ static const mkc_drafter_ops HEAD = {
     .propose = head_propose, .session = head_session, .close = head_close};
 
 mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session *target,
-                              const mkc_graph *target_g, int mask_token, const char *name) {
-  int feature_n = 0;
+                              const mkc_graph *target_g, const int *layers, int n_layers,
+                              int mask_token, const char *name) {
+  int last = target_g->n_layers - 1, feature_n = 0, kept = 1;
+  if (n_layers == 0) layers = &last, n_layers = 1;
+  for (int j = 0; j < n_layers && j < MKC_KEEP_MAX; j++) {
+    int found = layers[j] == last;
+    for (int k = 0; k < target_g->n_keep; k++) found |= target_g->keep_layers[k] == layers[j];
+    kept &= found;
+  }
   for (int i = 0; i < g->n_nodes; i++)
     if (g->nodes[i].op == MKC_OP_FEATURE) feature_n = g->nodes[i].n;
-  const char *bad = feature_n == 0                ? "has no feature (g.feature)"
-                    : feature_n != target_g->dim  ? "reads a feature of another size than the "
-                                                    "target's hidden state"
+  const char *bad = feature_n == 0 ? "has no feature (g.feature)"
+                    : n_layers > MKC_KEEP_MAX || !kept
+                        ? "reads target layers whose outputs the target's kernel does not keep"
+                    : feature_n != n_layers * target_g->dim
+                        ? "reads a feature of another size than the target layers' outputs"
                     : g->vocab != target_g->vocab ? "has another vocabulary than the target's"
-                    : mask_token < 0 || mask_token >= g->vocab ? "has a mask token outside "
-                                                                 "its vocabulary"
-                                                               : NULL;
+                    : mask_token < 0 || mask_token >= g->vocab
+                        ? "has a mask token outside its vocabulary"
+                        : NULL;
   if (bad) {
     fprintf(stderr,
-            "mkc: error: the drafter head %s %s (feature %d, target dim %d; vocab %d, "
-            "target's %d; mask token %d)\n",
-            g->graph_path, bad, feature_n, target_g->dim, g->vocab, target_g->vocab, mask_token);
+            "mkc: error: the drafter head %s %s (feature %d, %d target layers of dim %d; vocab "
+            "%d, target's %d; mask token %d)\n",
+            g->graph_path, bad, feature_n, n_layers, target_g->dim, g->vocab, target_g->vocab,
+            mask_token);
     mkc_session_close(head);
     return NULL;
   }
@@ -107,7 +122,9 @@ mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session
   h->g = g;
   h->target = target;
   h->mask_token = mask_token;
-  h->dim = feature_n;
+  h->dim = target_g->dim;
+  h->n_layers = n_layers;
+  memcpy(h->layers, layers, (size_t)n_layers * sizeof *layers);
   h->feature = feature;
   return &h->base;
 }

@@ -87,8 +87,15 @@ static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
   return 0;
 }
 
-static int hidden(mkc_backend *b, int t, float *dst) {
+static int hidden(mkc_backend *b, int slot, int t, float *dst) {
   ref_backend *r = ref(b);
+  if (slot >= 0) {
+    fprintf(stderr,
+            "mkc: error: the ref backend keeps the last layer's output only, not layer "
+            "%d's\n",
+            r->g->keep_layers[slot]);
+    return -1;
+  }
   memcpy(dst, r->hidden + (size_t)t * r->g->dim, (size_t)r->g->dim * sizeof *dst);
   return 0;
 }

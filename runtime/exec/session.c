@@ -360,7 +360,28 @@ int mkc_session_hidden(mkc_session *s, int t, float *out) {
     fprintf(stderr, "mkc: error: hidden state of input %d: the last step had %d\n", t, T);
     return -1;
   }
-  return s->b->ops->hidden(s->b, t, out);
+  return s->b->ops->hidden(s->b, -1, t, out);
+}
+
+int mkc_session_hidden_layer(mkc_session *s, int layer, int t, float *out) {
+  const mkc_graph *g = s->g;
+  if (layer == g->n_layers - 1) return mkc_session_hidden(s, t, out);
+  int slot = -1;
+  for (int k = 0; k < g->n_keep; k++)
+    if (g->keep_layers[k] == layer) slot = k;
+  if (slot < 0) {
+    fprintf(stderr,
+            "mkc: error: layer %d's output: the kernel keeps %d layer outputs besides the last "
+            "layer's (mkc_gen_opts.keep_layers), not this one\n",
+            layer, g->n_keep);
+    return -1;
+  }
+  if (t < 0 || t >= s->state.n_inputs) {
+    fprintf(stderr, "mkc: error: hidden state of input %d: the last step had %d\n", t,
+            s->state.n_inputs);
+    return -1;
+  }
+  return s->b->ops->hidden(s->b, slot, t, out);
 }
 
 int mkc_session_last_choice(const mkc_session *s) { return s->last_choice; }

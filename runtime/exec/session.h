@@ -125,6 +125,11 @@ int mkc_session_set_feature(mkc_session *s, const float *rows, int T);
  * its norm, g->dim floats, into out (every input has one, a prompt chunk's
  * too). 0, or -1 after a message. */
 int mkc_session_hidden(mkc_session *s, int t, float *out);
+/* The output of layer `layer` at input t of the last step (g->dim floats):
+ * the last layer's is the hidden state above; another's only where the
+ * kernel was generated to keep it (mkc_gen_opts.keep_layers). 0, or -1 after
+ * a message. */
+int mkc_session_hidden_layer(mkc_session *s, int layer, int t, float *out);
 /* The input of the last step (mkc_session_step) whose logits chose its last
  * emitted token: n_fixed + n_accepted; -1 after a failed step, rounds, a
  * reset or a rewind. */

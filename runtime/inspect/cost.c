@@ -277,6 +277,10 @@ static void model_sample_cands(model_ctx *m) {
   work(m, Q(0, num(m, "vocab"), 0, 0), "thread", Q(0, 0, 0, 0));
 }
 
+/* A layer's output kept for the host: every input's row, a thread per value;
+ * its few KB are not counted, as the emitter declares. */
+static void model_keep(model_ctx *m) { work(m, Q(0, num(m, "n"), 0, 0), "thread", Q(0, 0, 0, 0)); }
+
 /* bench --stages' clock reading: one word of block 0, not counted. */
 static void model_stage_time(model_ctx *m) { (void)m; }
 
@@ -301,6 +305,7 @@ static const struct {
     {"mkc_accept", model_accept},
     {"mkc_sample", model_sample},
     {"mkc_sample_cands", model_sample_cands},
+    {"mkc_keep", model_keep},
     {"mkc_stage_time", model_stage_time},
     {"mkc_flow_wait", model_flow_wait},
     {"mkc_prefetch_first", model_prefetch_first},

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 259fe05380eb17c3, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates f8c01b88aa48ed11, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -493,6 +493,17 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * the block meets at __syncthreads. The host zeroes flow_count before every
  * launch; one release and one acquire per block and stage, where
  * mkc_grid_sync pays for three fences, a reset and a second counter. */
+/* A layer's output kept for the host (a drafter head's features): slot 0
+ * keeps nothing; slot k copies every input's row of x into slot k - 1 of
+ * keep (slot_floats each, rows at x's stride), the whole grid at once. */
+MKC_DEVICE void mkc_keep(const float *x, int x_stride, int n, int T, float *keep, int slot_floats,
+                         int slot) {
+  if (slot == 0) return;
+  float *dst = keep + (slot - 1) * slot_floats;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < T * n; i += mkc_nblocks() * MKC_THREADS)
+    dst[i / n * x_stride + i % n] = x[i / n * x_stride + i % n];
+}
+
 MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
   mkc_sync_block();
   if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
@@ -3247,7 +3258,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3251 "llama.llama-3.2-1b.cu"
+#line 3262 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

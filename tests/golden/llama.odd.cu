@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 259fe05380eb17c3, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates f8c01b88aa48ed11, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -493,6 +493,17 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * the block meets at __syncthreads. The host zeroes flow_count before every
  * launch; one release and one acquire per block and stage, where
  * mkc_grid_sync pays for three fences, a reset and a second counter. */
+/* A layer's output kept for the host (a drafter head's features): slot 0
+ * keeps nothing; slot k copies every input's row of x into slot k - 1 of
+ * keep (slot_floats each, rows at x's stride), the whole grid at once. */
+MKC_DEVICE void mkc_keep(const float *x, int x_stride, int n, int T, float *keep, int slot_floats,
+                         int slot) {
+  if (slot == 0) return;
+  float *dst = keep + (slot - 1) * slot_floats;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < T * n; i += mkc_nblocks() * MKC_THREADS)
+    dst[i / n * x_stride + i % n] = x[i / n * x_stride + i % n];
+}
+
 MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
   mkc_sync_block();
   if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
@@ -3233,7 +3244,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3237 "llama.odd.cu"
+#line 3248 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 259fe05380eb17c3, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates f8c01b88aa48ed11, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -493,6 +493,17 @@ MKC_DEVICE void mkc_grid_sync(mkc_state *st) {
  * the block meets at __syncthreads. The host zeroes flow_count before every
  * launch; one release and one acquire per block and stage, where
  * mkc_grid_sync pays for three fences, a reset and a second counter. */
+/* A layer's output kept for the host (a drafter head's features): slot 0
+ * keeps nothing; slot k copies every input's row of x into slot k - 1 of
+ * keep (slot_floats each, rows at x's stride), the whole grid at once. */
+MKC_DEVICE void mkc_keep(const float *x, int x_stride, int n, int T, float *keep, int slot_floats,
+                         int slot) {
+  if (slot == 0) return;
+  float *dst = keep + (slot - 1) * slot_floats;
+  for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < T * n; i += mkc_nblocks() * MKC_THREADS)
+    dst[i / n * x_stride + i % n] = x[i / n * x_stride + i % n];
+}
+
 MKC_DEVICE void mkc_flow_arrive(mkc_state *st) {
   mkc_sync_block();
   if (mkc_tid() == 0) mkc_add_release_u32(&st->flow_count, 1u);
@@ -3233,7 +3244,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3237 "llama.tiny.cu"
+#line 3248 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

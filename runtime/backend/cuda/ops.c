@@ -72,9 +72,10 @@ static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
   return rc;
 }
 
-static int hidden(mkc_backend *b, int t, float *dst) {
+static int hidden(mkc_backend *b, int slot, int t, float *dst) {
   const mkc_graph *g = cuda(b)->g;
-  return read_scratch(b, g->hidden_offset + (size_t)t * g->hidden_stride, (size_t)g->dim, dst);
+  size_t at = slot < 0 ? g->hidden_offset : g->keep_offset + (size_t)slot * g->keep_slot;
+  return read_scratch(b, at + (size_t)t * g->hidden_stride, (size_t)g->dim, dst);
 }
 
 static int write_sampling(mkc_backend *b, const mkc_state *st) {
