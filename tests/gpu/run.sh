@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-gpu: the correctness suite on the cuda backend, graph replay
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
-# synccheck) on tiny, odd, qwen2-tiny and qwen3-tiny. Where there is no GPU
-# it says so and counts as skipped. Prints "N passed, N failed, N skipped"
+# synccheck) on tiny (greedy and sampled), odd, qwen2-tiny and qwen3-tiny.
+# Where there is no GPU it says so and counts as skipped. Prints "N passed,
+# N failed, N skipped"
 # last. MKC_GPU_PARTS=suite or =sanitizer runs one of the two halves
 # (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if set, is kept.
 source "$(dirname "$0")/../lib.sh"
@@ -52,17 +53,20 @@ if [[ $parts != *sanitizer* ]]; then
 elif [ -n "${MKC_SKIP_SANITIZER:-}" ]; then
   skip "compute-sanitizer: MKC_SKIP_SANITIZER is set ($MKC_SKIP_SANITIZER)"
 elif [ -x "$cs" ]; then
-  for p in tiny odd qwen2-tiny qwen3-tiny; do
+  # greedy on every preset; tiny sampled too (top-k 40: the candidates stage, then the sampler)
+  for run in tiny odd qwen2-tiny qwen3-tiny "tiny --temp 0.8 --seed 1"; do
+    read -r p extra <<<"$run"
     for tool in memcheck racecheck synccheck; do
+      # shellcheck disable=SC2086
       MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 \
         "$mkc" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda \
-        >"$tmp/cs" 2>&1
+        $extra >"$tmp/cs" 2>&1
       rc=$?
       # racecheck sums up as "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
       if [ "$rc" -eq 0 ] && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$tmp/cs"; then
-        ok "$p: compute-sanitizer $tool: 0 errors"
+        ok "$run: compute-sanitizer $tool: 0 errors"
       else
-        fail "$p: compute-sanitizer $tool (exit $rc)" "$(grep -E 'ERROR|Error|error' "$tmp/cs" | head -n 20)"
+        fail "$run: compute-sanitizer $tool (exit $rc)" "$(grep -E 'ERROR|Error|error' "$tmp/cs" | head -n 20)"
       fi
     done
   done
