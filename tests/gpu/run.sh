@@ -3,9 +3,9 @@
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
 # synccheck) on tiny (greedy and sampled), odd, qwen2-tiny and qwen3-tiny.
 # Where there is no GPU it says so and counts as skipped. Prints "N passed,
-# N failed, N skipped"
-# last. MKC_GPU_PARTS=suite or =sanitizer runs one of the two halves
-# (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if set, is kept.
+# N failed, N skipped" last. MKC_GPU_PARTS=suite or =sanitizer runs one of
+# the two halves (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if
+# set, is kept.
 source "$(dirname "$0")/../lib.sh"
 export MKC_CACHE_DIR="${MKC_CACHE_DIR:-$PWD/build/test-cache}"
 parts=${MKC_GPU_PARTS:-suite,sanitizer}
