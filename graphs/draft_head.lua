@@ -35,6 +35,13 @@ preset "tiny-2" {
   tied = true, max_ctx = 64, mask_token = 0, n_features = 2,
 }
 
+-- SmolLM2-135M's shape (its GGUF's preset, smollm2-135m-8k-lc100k-mix1-ep2, is made from the file).
+preset "smollm2-135m" {
+  dim = 576, n_layers = 1, n_heads = 9, n_kv_heads = 3, head_dim = 64, ffn = 1536,
+  vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = true, max_ctx = 64, mask_token = 0, n_features = 1,
+}
+
 -- Llama 3.2 1B's shape, for GPU benches on random weights (bench --draft-head).
 preset "llama-3.2-1b" {
   dim = 2048, n_layers = 1, n_heads = 32, n_kv_heads = 8, head_dim = 64, ffn = 8192,

@@ -15,13 +15,16 @@
  *   - a kernel keeping layer 0's output (mkc_gen_opts.keep_layers) keeps
  *     what tiny cut to one layer gives on the reference (a planted keep fails),
  *     decodes the plain kernel's tokens, and feeds a head reading layers 0
- *     and 1 that drafts losslessly. */
+ *     and 1 that drafts losslessly;
+ *   - SmolLM2-135M (test data) with a head of its shape drafts losslessly
+ *     for K = 1..8. */
 #include <stdlib.h>
 
 #include "check.h"
 #include "exec/decode.h"
 #include "exec/draft.h"
 #include "fixture.h"
+#include "model/model_file.h"
 
 #define K_MAX 8
 #define N_GEN 40
@@ -259,6 +262,30 @@ static void named_layers(fixture *plain) {
   fixture_close(&head);
 }
 
+/* SmolLM2-135M (test data, its matrices dequantized to bf16: the emulator's faster path) with a
+ * head of its shape: greedy with the head's drafts is plain decoding, K = 1..8. */
+static void smollm2(void) {
+  char path[1024];
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
+  mkc_model_file mf;
+  if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: open")) return;
+  fixture target, head;
+  memset(&target, 0, sizeof target);
+  mkc_gen_opts o = {.model = &mf.desc, .draft_max = K_MAX, .max_ctx = N_PROMPT + N_GEN + K_MAX};
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  o.graph_path = graph;
+  int ok = mkc_codegen(&o, &target.g, &target.src) == 0 &&
+           mkc_model_file_weights(&mf, &target.g, &target.w) == 0 &&
+           open_graph(&head, "draft_head.lua", "smollm2-135m", 11) == 0;
+  if (CHECK(ok, "SmolLM2-135M and a head of its shape")) {
+    lossless("SmolLM2-135M", &target, &head, NULL, 0);
+    fixture_close(&head);
+  }
+  fixture_close(&target);
+  mkc_model_file_close(&mf);
+}
+
 /* What is refused. */
 static void refusals(fixture *tiny_target, fixture *odd_head) {
   mkc_session *t =
@@ -310,6 +337,7 @@ int main(void) {
   }
   if (open[0] && open[1]) refusals(&targets[0], &heads[1]);
   if (open[0]) named_layers(&targets[0]);
+  smollm2();
   for (int i = 0; i < 3; i++)
     if (open[i]) {
       fixture_close(&targets[i]);
