@@ -86,8 +86,22 @@ static void derived_fields(void) {
   CHECK_INT(attention, g.n_layers, "one attention node per layer");
   CHECK_INT(bad_kv, 0, "attention nodes' K and V slots are apart; other nodes have 0");
   CHECK_INT(bad_inputs, 0, "inputs are earlier nodes or -1");
+  /* the feature is a drafter head's input (graphs/draft_head.lua), not a model's */
+  mkc_gen_opts h = {.graph_path = MKC_SOURCE_DIR "/graphs/draft_head.lua", .preset = "tiny"};
+  mkc_graph hg;
+  mkc_kernel_src hsrc;
+  int head = mkc_codegen(&h, &hg, &hsrc) == 0, in_head[MKC_OP_COUNT] = {0};
+  for (int i = 0; head && i < hg.n_nodes; i++) in_head[hg.nodes[i].op] = 1;
   for (int op = 0; op < MKC_OP_COUNT; op++)
-    CHECK(seen[op], "llama tiny has %s nodes", mkc_op_name(op));
+    if (op == MKC_OP_FEATURE)
+      CHECK(head && in_head[op] && !seen[op], "the draft head (tiny) has %s nodes, llama none",
+            mkc_op_name(op));
+    else
+      CHECK(seen[op], "llama tiny has %s nodes", mkc_op_name(op));
+  if (head) {
+    mkc_graph_free(&hg);
+    mkc_kernel_src_free(&hsrc);
+  }
   mkc_graph_free(&g);
   mkc_kernel_src_free(&src);
 }
