@@ -174,7 +174,7 @@ function M.export(graph, plan, gen, source)
   local p = graph.params
   local logits = plan.value(graph.output)
   -- the hidden state a drafter head reads (mkc_session_hidden): the LM head's input before its
-  -- norm, every input's row; and the feature the host writes (mkc_session_set_features), if any
+  -- norm, every input's row; and the feature the host writes (mkc_session_set_feature), if any
   local hidden_x
   for _, st in ipairs(plan.stages) do
     if st.kind == "lm_head" then hidden_x = st.x end
