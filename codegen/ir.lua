@@ -93,7 +93,7 @@ end
 -- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
 ir.ops = {
   tokens = function(a) return 1 end,
-  -- a per-input vector the host writes before each step (mkc_session_set_features)
+  -- a per-input vector the host writes before each step (mkc_session_set_feature)
   feature = function(a, at)
     count(at.n, "feature size")
     return at.n
