@@ -43,8 +43,9 @@ end
 -- the layer before, into its slot (1 + its index in `layers`) or nowhere (slot 0). Every layer gets
 -- one, so the layer loop still folds; the last layer's output is the hidden state every step
 -- leaves anyway. Returns the layers, checked, or nil when none are asked for.
-local function keep_stages(graph, stages, layers)
+local function keep_stages(graph, stages, layers, max)
   if not layers or #layers == 0 then return nil end
+  if #layers > max then util.fail(("keep layers: %d asked for, at most %d"):format(#layers, max)) end
   local n = graph.params.n_layers
   for i, l in ipairs(layers) do
     if math.type(l) ~= "integer" or l < 0 or l >= n then
@@ -65,7 +66,7 @@ local function keep_stages(graph, stages, layers)
     end
     out[#out + 1] = st
   end
-  for i = 1, math.max(#out, #stages) do stages[i] = out[i] end
+  for i, st in ipairs(out) do stages[i] = st end
   return layers
 end
 
@@ -106,10 +107,7 @@ function M.generate(opts)
   gen.stage_timers = opts.stage_timers and true or false
 
   local stages = fusion.stages(graph)
-  if opts.keep_layers and #opts.keep_layers > opts.keep_max then
-    util.fail(("keep layers: %d asked for, at most %d"):format(#opts.keep_layers, opts.keep_max))
-  end
-  gen.keep_layers = keep_stages(graph, stages, opts.keep_layers)
+  gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)
   local plan = buffers.plan(graph, stages, gen)
   -- the weights' storage types are part of the kernel: a Q4_K file and a bf16 one differ
   local stored = {}
@@ -193,7 +191,8 @@ function M.export(graph, plan, gen, source)
              logprobs_offset = plan.logprobs, history_offset = plan.history,
              timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0,
              hidden_offset = hidden.offset, hidden_stride = hidden.stride,
-             feature_offset = feature and feature.offset or 0, feature_stride = feature and feature.stride or 0,
+             feature_n = feature and graph.feature.n or 0, feature_offset = feature and feature.offset or 0,
+             feature_stride = feature and feature.stride or 0,
              keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0 },
   }
 end

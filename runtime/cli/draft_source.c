@@ -7,16 +7,17 @@
 
 #include "tokenizer/tokenizer.h"
 
-/* Which of the model draft sources the flags ask for: how many, and one's flag. */
-static int model_sources(const mkc_cli *c, const char **flag) {
-  *flag = c->draft_layers ? "--draft-layers" : c->draft_model_path ? "-md" : "--draft-head";
+/* How many of the model draft sources the flags ask for. */
+static int model_sources(const mkc_cli *c) {
   return (c->draft_layers > 0) + (c->draft_model_path != NULL) + (c->draft_head != 0);
 }
 
 int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
   char msg[240];
-  const char *flag;
-  int n = model_sources(c, &flag);
+  const char *flag = c->draft_layers       ? "--draft-layers"
+                     : c->draft_model_path ? "-md"
+                                           : "--draft-head";
+  int n = model_sources(c);
   /* rounds draft inside the kernel (prompt lookup or its first layers), at a fixed depth
    * (exec/decode.h) */
   const char *not_with = c->draft_model_path ? "-md"
@@ -107,8 +108,7 @@ int mkc_draft_layers_in_kernel(const mkc_cli *c) {
 
 int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
   memset(ds, 0, sizeof *ds);
-  const char *flag;
-  if (model_sources(c, &flag) == 0) return 0;
+  if (model_sources(c) == 0) return 0;
   mkc_loaded_model *m = &ds->m;
   const mkc_graph *tg = &target->g;
   /* The target's kernel options: its context, step width and KV type. */
@@ -153,8 +153,7 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
 }
 
 int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc_draft_source *ds) {
-  const char *flag;
-  if (model_sources(c, &flag) == 0) return 0;
+  if (model_sources(c) == 0) return 0;
   mkc_loaded_model *m = &ds->m;
   /* Self-speculation reads the target's weights by name (blk.0..L-1,
    * output_norm, the LM head); a draft model brings its own. */

@@ -30,6 +30,11 @@ int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd) {
   return nd->kv_rows > 0 ? nd->kv_rows : g->max_ctx;
 }
 
+size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t) {
+  size_t at = slot < 0 ? g->hidden_offset : g->keep_offset + (size_t)slot * g->keep_slot;
+  return at + (size_t)t * g->hidden_stride;
+}
+
 double mkc_graph_params(const mkc_graph *g) {
   double params = 0;
   for (int i = 0; i < g->n_weights; i++) params += (double)g->weights[i].rows * g->weights[i].cols;

@@ -156,9 +156,10 @@ typedef struct mkc_graph {
    * norm ([dim] per input), at float offset hidden_offset of the kernel's
    * scratch, hidden_stride floats per input. */
   size_t hidden_offset, hidden_stride;
-  /* The graph's feature (MKC_OP_FEATURE), where the host writes it: float
-   * offset feature_offset of scratch, feature_stride floats per input; 0: the
-   * graph has none. */
+  /* The graph's feature (MKC_OP_FEATURE): feature_n floats per input (0: the
+   * graph has none), which the host writes at float offset feature_offset of
+   * scratch, feature_stride floats per input. */
+  int feature_n;
   size_t feature_offset, feature_stride;
   /* Layer outputs each step keeps (mkc_gen_opts.keep_layers): layer
    * keep_layers[k]'s at float offset keep_offset + k * keep_slot, each input
@@ -177,6 +178,9 @@ int mkc_kv_dtype_bytes(int dtype);            /* bytes of one element: 4 (f32) o
  * max_ctx in a graph built by hand. Fewer than max_ctx: a sliding window's
  * ring, position p at row p % rows. */
 int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd);
+/* Float offset in the kernel's scratch of input t's hidden state (slot -1:
+ * the LM head's input) or of layer keep_layers[slot]'s kept output. */
+size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t);
 /* The parameters of every weight of g (rows x cols): what one step streams. */
 double mkc_graph_params(const mkc_graph *g);
 /* The bytes of g's weight arena a step streams: every weight once, as stored. */

@@ -317,6 +317,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->n_stages = (int)get_int(L, p, "n_stages");
   g->hidden_offset = (size_t)get_int(L, p, "hidden_offset");
   g->hidden_stride = (size_t)get_int(L, p, "hidden_stride");
+  g->feature_n = (int)get_int(L, p, "feature_n");
   g->feature_offset = (size_t)get_int(L, p, "feature_offset");
   g->keep_offset = (size_t)get_int(L, p, "keep_offset");
   g->keep_slot = (size_t)get_int(L, p, "keep_slot");

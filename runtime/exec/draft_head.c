@@ -80,15 +80,13 @@ static const mkc_drafter_ops HEAD = {
 mkc_drafter *mkc_drafter_head(mkc_session *head, const mkc_graph *g, mkc_session *target,
                               const mkc_graph *target_g, const int *layers, int n_layers,
                               int mask_token, const char *name) {
-  int last = target_g->n_layers - 1, feature_n = 0, kept = 1;
+  int last = target_g->n_layers - 1, feature_n = g->feature_n, kept = 1;
   if (n_layers == 0) layers = &last, n_layers = 1;
   for (int j = 0; j < n_layers && j < MKC_KEEP_MAX; j++) {
     int found = layers[j] == last;
     for (int k = 0; k < target_g->n_keep; k++) found |= target_g->keep_layers[k] == layers[j];
     kept &= found;
   }
-  for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op == MKC_OP_FEATURE) feature_n = g->nodes[i].n;
   const char *bad = feature_n == 0 ? "has no feature (g.feature)"
                     : n_layers > MKC_KEEP_MAX || !kept
                         ? "reads target layers whose outputs the target's kernel does not keep"

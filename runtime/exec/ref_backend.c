@@ -11,9 +11,8 @@ typedef struct ref_backend {
   mkc_ref *ref;
   double *ref_logits; /* [t_max][vocab] */
   float *logits;      /* [t_max][vocab]: the ref's logits as floats */
-  float *feature;     /* [t_chunk][feature_n]: the next step's (write_feature); NULL: none */
-  int feature_n;
-  float *hidden; /* [t_chunk][dim]: each input's hidden state in the last step */
+  float *feature;     /* [t_chunk][g->feature_n]: the next step's (write_feature); NULL: none */
+  float *hidden;      /* [t_chunk][dim]: each input's hidden state in the last step */
 } ref_backend;
 
 static ref_backend *ref(mkc_backend *b) { return (ref_backend *)b; }
@@ -44,7 +43,7 @@ static int step(mkc_backend *b, mkc_state *st) {
     int row = t < t0 ? 0 : t - t0;
     double *lg = r->ref_logits + (size_t)row * g->vocab;
     if ((r->feature &&
-         mkc_ref_set_feature(r->ref, r->feature + (size_t)t * r->feature_n, r->feature_n) != 0) ||
+         mkc_ref_set_feature(r->ref, r->feature + (size_t)t * g->feature_n, g->feature_n) != 0) ||
         mkc_ref_step(r->ref, inputs[t], lg) != 0) {
       mkc_ref_truncate(r->ref, pos);
       return -1;
@@ -77,7 +76,6 @@ static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
   ref_backend *r = ref(b);
   if (!r->feature) {
     r->feature = calloc((size_t)step_rows(r->g) * n, sizeof *r->feature);
-    r->feature_n = n;
     if (!r->feature) {
       fprintf(stderr, "mkc: error: out of memory for a step's feature\n");
       return -1;

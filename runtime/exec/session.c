@@ -114,8 +114,6 @@ static mkc_session *new_session(const mkc_graph *g) {
   if (!s) goto oom;
   s->g = g;
   s->last_choice = -1;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (g->nodes[i].op == MKC_OP_FEATURE) s->feature_n = g->nodes[i].n;
   s->tokens = malloc((size_t)g->max_ctx * sizeof *s->tokens);
   if (s->tokens && find_rings(s) == 0) return s;
   free_session(s);
@@ -342,7 +340,7 @@ const float *mkc_session_logits(mkc_session *s, int t) {
 const void *mkc_session_kv(mkc_session *s) { return s->b->ops->kv ? s->b->ops->kv(s->b) : NULL; }
 
 int mkc_session_set_feature(mkc_session *s, const float *rows, int T) {
-  if (s->feature_n <= 0) {
+  if (s->g->feature_n <= 0) {
     fprintf(stderr, "mkc: error: %s has no feature to set (g.feature)\n", s->g->graph_path);
     return -1;
   }
@@ -351,25 +349,19 @@ int mkc_session_set_feature(mkc_session *s, const float *rows, int T) {
             s->g->t_max);
     return -1;
   }
-  return s->b->ops->write_feature(s->b, rows, s->feature_n, T);
+  return s->b->ops->write_feature(s->b, rows, s->g->feature_n, T);
 }
 
 int mkc_session_hidden(mkc_session *s, int t, float *out) {
-  int T = s->state.n_inputs;
-  if (t < 0 || t >= T) {
-    fprintf(stderr, "mkc: error: hidden state of input %d: the last step had %d\n", t, T);
-    return -1;
-  }
-  return s->b->ops->hidden(s->b, -1, t, out);
+  return mkc_session_hidden_layer(s, s->g->n_layers - 1, t, out);
 }
 
 int mkc_session_hidden_layer(mkc_session *s, int layer, int t, float *out) {
   const mkc_graph *g = s->g;
-  if (layer == g->n_layers - 1) return mkc_session_hidden(s, t, out);
-  int slot = -1;
-  for (int k = 0; k < g->n_keep; k++)
+  int slot = layer == g->n_layers - 1 ? -1 : -2; /* -1: the hidden state every step leaves */
+  for (int k = 0; slot == -2 && k < g->n_keep; k++)
     if (g->keep_layers[k] == layer) slot = k;
-  if (slot < 0) {
+  if (slot == -2) {
     fprintf(stderr,
             "mkc: error: layer %d's output: the kernel keeps %d layer outputs besides the last "
             "layer's (mkc_gen_opts.keep_layers), not this one\n",

@@ -27,7 +27,6 @@ struct mkc_session {
   mkc_ring *rings;     /* [n_rings] */
   double step_seconds; /* wall time of the last step's backend call */
   int last_choice;     /* the input of the last step whose logits chose its last token; -1 */
-  int feature_n;       /* the graph's feature size (MKC_OP_FEATURE), 0: none */
 };
 
 /* The positions a token at pos attends to through ring r lie in

@@ -44,8 +44,7 @@ static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
 
 static int hidden(mkc_backend *b, int slot, int t, float *dst) {
   const mkc_graph *g = cpu(b)->g;
-  size_t at = slot < 0 ? g->hidden_offset : g->keep_offset + (size_t)slot * g->keep_slot;
-  return read_scratch(b, at + (size_t)t * g->hidden_stride, (size_t)g->dim, dst);
+  return read_scratch(b, mkc_graph_hidden_at(g, slot, t), (size_t)g->dim, dst);
 }
 
 static const float *logits(mkc_backend *b, int t) {
