@@ -96,8 +96,9 @@ function buffers.plan(graph, stages, opts)
       kv_off = kv_off + 2 * size
     end
   end
+  -- a slot kernel (templates/slots.cuh): each slot a whole cache of this layout, one after another
   plan.kv_elems = kv_off
-  plan.kv_bytes = kv_off * opts.kv_elem_bytes
+  plan.kv_bytes = kv_off * math.max(opts.slots, 1) * opts.kv_elem_bytes
 
   -- scratch values: residual adds write into their residual operand's region
   local root, first, last = {}, {}, {}
@@ -170,7 +171,7 @@ function buffers.plan(graph, stages, opts)
   -- writes it), each input position's penalized and cut logits, its two draws and p(draft)
   local vocab = graph.output.n
   plan.history, plan.history_floats = top, util.round_up(opts.max_ctx, ALIGN_FLOATS)
-  top = top + plan.history_floats
+  top = top + plan.history_floats * math.max(opts.slots, 1) -- one per slot (templates/slots.cuh)
   plan.sample_work, plan.sample_work_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS)
   top = top + plan.sample_work_floats
   plan.sample_lists, plan.sample_lists_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints

@@ -9,7 +9,7 @@ local fold = require("fold")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
-emit.TEMPLATES = { "mkc_state.h", "common.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
                    "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
                    "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
@@ -72,6 +72,32 @@ local function context(graph, plan, opts)
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
   ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot
   ctx.threads = opts.threads
+  -- slots (templates/slots.cuh): the step's row map, absent in a plain kernel
+  ctx.slots = opts.slots
+  ctx.rows = opts.slots > 0 and "rows" or "(const mkc_rowmap *)0"
+  -- The arguments of a per-sequence stage (sampler, accept): the state, pos, the inputs, the
+  -- history; an array of per-row entries (k elements each) from the sequence's first row. In a
+  -- slot kernel they name slot s (ctx.per_slot's loop).
+  if opts.slots > 0 then
+    ctx.seq = { st = "state + s", pos = "rm.spos[s]", T = "rm.count[s]", sampling = "&state[s].sampling" }
+    function ctx.seq.history(ty)
+      return ("(%s *)(scratch + %d + (long)s * %d)"):format(ty, plan.history, plan.history_floats)
+    end
+    function ctx.seq.row(base, k) return ("%s + rm.first[s] * %d"):format(base, k) end
+  else
+    ctx.seq = { st = "state", pos = "pos", T = "T", sampling = "&state->sampling" }
+    function ctx.seq.history(ty) return ("(%s *)(scratch + %d)"):format(ty, plan.history) end
+    function ctx.seq.row(base) return base end
+  end
+  -- A per-sequence stage's code: as is, or in a slot kernel once per slot in the step (and for
+  -- which cond, an expression of s, holds), on that slot's rows.
+  function ctx.per_slot(code, cond)
+    if opts.slots == 0 then return code end
+    -- the barrier: a block's shared memory is the next slot's (a stage's own end is a flow wait's)
+    return ("for (int s = 0; s < MKC_SLOTS; s++) { /* each slot in the step, on its rows */\n" ..
+            "    if (rm.count[s] == 0%s) continue;\n    %s\n    mkc_sync_block();\n  }"):format(
+            cond and (" || !" .. cond) or "", code)
+  end
   -- a bf16 vector (norm, bias)
   function ctx.weight(w)
     assert(plan.weights[w].type == wtypes.BF16, "a bf16 weight")
@@ -275,6 +301,10 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  if opts.slots > 0 then
+    put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
+    put(("#define MKC_KV_SLOT %dL /* KV elements of each slot's cache */"):format(plan.kv_elems))
+  end
   -- Blocks per SM the registers must leave room for: at 128 threads, 3 (<= 168 registers). The
   -- layer loop keeps a pass's offsets live that an unrolled kernel folds into its instructions;
   -- unbounded, ptxas gave it 212 registers (2 blocks per SM) where 168 fit without a spill.
@@ -368,7 +398,7 @@ function emit.source(graph, plan, opts)
   local lp = run and fold.loop(texts, run)
   -- Drafts by the first layers in the kernel need the loop's passes to be the model's layers, in
   -- order: pass l holds layer l's attention, and every layer is in the loop.
-  draft_in_kernel = lp and run.count == graph.params.n_layers or false
+  draft_in_kernel = opts.slots == 0 and lp and run.count == graph.params.n_layers or false
   for l = 0, (draft_in_kernel and run.count or 0) - 1 do
     local seen = false
     for j = 0, run.period - 1 do
@@ -394,11 +424,24 @@ function emit.source(graph, plan, opts)
   put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
   -- a self-speculation draft pass (templates/rounds.cuh): one input, the next draft's position,
   -- the first draft_layers layers; it is the host's or the last round's setting, checked there
-  put("  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */")
-  put(("  if (!drafting && !mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx,
-    opts.t_max, opts.t_chunk))
-  put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
-  put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
+  if opts.slots > 0 then
+    -- the slots' rows (templates/slots.cuh): one slot's step is the plain kernel's on its cache
+    put("  mkc_rowmap rm;")
+    put(("  const int T = mkc_slots_begin(state, %d, %d, %d, %d, &rm);"):format(graph.output.n, opts.max_ctx,
+      opts.t_max, opts.t_chunk))
+    put("  if (T == 0) return;")
+    put("  const int drafting = 0; /* a slot kernel runs no rounds */")
+    put("  const mkc_rowmap *rows = rm.single >= 0 ? (const mkc_rowmap *)0 : &rm;")
+    put("  const int pos = rm.single >= 0 ? rm.spos[rm.single] : 0;")
+    put("  const int *inputs = rm.single >= 0 ? state[rm.single].inputs : rm.tok;")
+    put("  if (rm.single >= 0) kv += rm.single * MKC_KV_SLOT; /* its cache */")
+  else
+    put("  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */")
+    put(("  if (!drafting && !mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx,
+      opts.t_max, opts.t_chunk))
+    put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
+    put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
+  end
   put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   local i = 1
@@ -433,8 +476,12 @@ function emit.source(graph, plan, opts)
     end
   end
   put("")
-  put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, drafting, (int *)smem)) return;"):format(
-    plan.history, opts.max_ctx))
+  if opts.slots > 0 then
+    put("  return;")
+  else
+    put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, drafting, (int *)smem)) return;"):format(
+      plan.history, opts.max_ctx))
+  end
   put("  } /* rounds */")
   put("}")
   return table.concat(out, "\n") .. "\n"

@@ -73,7 +73,8 @@ end
 -- opts: graph, preset, draft_max, max_ctx (or nil), threads, max_blocks, t_cap, version, templates_dir,
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
 -- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only),
--- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps)
+-- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps),
+-- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), slots_cap
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -86,13 +87,17 @@ function M.generate(opts)
   local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
   -- the first n_layers only (self-speculation's draft): a preset of its own name
   if opts.n_layers then graph.preset = ("%s-L%d"):format(graph.preset, opts.n_layers) end
+  local slots = opts.slots or 0
+  if math.type(slots) ~= "integer" or slots < 0 or slots > opts.slots_cap or slots == 1 then
+    util.fail(("--slots must be 2..%d (0: a plain kernel), got %s"):format(opts.slots_cap, tostring(slots)))
+  end
   local t_max = opts.draft_max + 1
   local t_chunk = chunk_capacity(opts, t_max, graph.params.max_ctx)
   local gen = {
     t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM,
     max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,
-    kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype],
+    kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype], slots = slots,
     file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu",
     templates = {},
   }
@@ -117,7 +122,8 @@ function M.generate(opts)
   gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s%s")
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
-            gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or ""))
+            gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or "")
+    .. (slots > 0 and (";slots=%d"):format(slots) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -193,7 +199,8 @@ function M.export(graph, plan, gen, source)
              hidden_offset = hidden.offset, hidden_stride = hidden.stride,
              feature_n = feature and graph.feature.n or 0, feature_offset = feature and feature.offset or 0,
              feature_stride = feature and feature.stride or 0,
-             keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0 },
+             keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0,
+             slots = gen.slots, history_floats = plan.history_floats },
   }
 end
 

@@ -61,9 +61,9 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                      const mkc_kv *v_cache, float *out, int out_stride, int heads,
                                      int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                                     int window, float scale, int pos, int T, float *part,
-                                     unsigned *counters, float *q_s, float *sc2, float *stat,
-                                     float *red) {
+                                     int window, float scale, int pos, int T,
+                                     const mkc_rowmap *rows, float *part, unsigned *counters,
+                                     float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
   int L = 1;                     /* lanes per K row (scores) */
@@ -74,8 +74,12 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
   const int v_at = mkc_tid() % nv, slice = mkc_tid() / nv;
   /* splits: as many spans as fill the grid, of MKC_ATT_SPLIT_MIN positions at least; the same for
    * every unit */
-  const int units = kv_heads * passes * T,
-            longest = pos + T - (window > 0 && pos + T > window ? pos + T - window : 0);
+  const int units = kv_heads * passes * T;
+  int longest = 0; /* the most positions a row sees */
+  for (int t = 0; t < T; t++) {
+    int n = mkc_row_pos(rows, pos, t) + 1, see = window > 0 && n > window ? window : n;
+    longest = see > longest ? see : longest;
+  }
   int splits = mkc_nblocks() / units;
   if (splits > longest / MKC_ATT_SPLIT_MIN) splits = longest / MKC_ATT_SPLIT_MIN;
   if (splits < 1) splits = 1;
@@ -86,11 +90,11 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
     int t = unit / (kv_heads * passes), gp = unit - t * (kv_heads * passes);
     int g = gp / passes, h0 = g * group + (gp - g * passes) * pass_heads; /* first query head */
     int gh = group - (h0 - g * group) < pass_heads ? group - (h0 - g * group) : pass_heads;
-    int n = pos + t + 1, lo = window > 0 && n > window ? n - window : 0;
+    int n = mkc_row_pos(rows, pos, t) + 1, lo = window > 0 && n > window ? n - window : 0;
     int span = (n - lo + splits - 1) / splits;
     int a = lo + c * span, b = a + span < n ? a + span : n; /* this item's positions [a, b) */
-    const mkc_kv *K = k_cache + (long)g * kv_rows * head_dim;
-    const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
+    const mkc_kv *K = k_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
       q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
     if (mkc_tid() < pass_heads) {

@@ -129,11 +129,11 @@ MKC_DEVICE void mkc_flow_wait(mkc_state *st, unsigned *waited) {
   mkc_sync_block();
 }
 
-/* Every block reads the same state, so every block reaches the same verdict;
- * on a bad step nothing is written but the status. A step takes up to t_max
- * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up
- * to t_chunk. */
-MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
+/* A step's inputs checked: enum mkc_status. A step takes up to t_max inputs
+ * (1 + drafts), or, as a prompt chunk whose inputs are all known, up to
+ * t_chunk. */
+MKC_DEVICE int mkc_inputs_status(const mkc_state *st, int vocab, int max_ctx, int t_max,
+                                 int t_chunk) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
   if (T < 1 || T > t_chunk || st->n_fixed < 0 || st->n_fixed >= T ||
       (T > t_max && st->n_fixed != T - 1))
@@ -143,6 +143,13 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
   else
     for (int t = 0; t < T; t++)
       if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
+  return status;
+}
+
+/* Every block reads the same state, so every block reaches the same verdict;
+ * on a bad step nothing is written but the status. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
+  int status = mkc_inputs_status(st, vocab, max_ctx, t_max, t_chunk);
   if (status != MKC_STATUS_OK) {
     if (mkc_bid() == 0 && mkc_tid() == 0) {
       st->status = status;

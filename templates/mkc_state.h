@@ -9,6 +9,7 @@
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 #define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
+#define MKC_SLOTS_CAP 64    /* most sequences a slot kernel's step serves (templates/slots.cuh) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,

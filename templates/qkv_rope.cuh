@@ -115,7 +115,8 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, 
  * pairs. */
 MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int kv_rows,
                                    int head_dim, int layout, mkc_rope rotary,
-                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T,
+                                   const mkc_rowmap *rows) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -128,9 +129,10 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
-      mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
+      int at = mkc_row_pos(rows, pos, t);
+      mkc_rope_pair(&a, &b, inv_freq, mscale, at);
       if (kv_out) {
-        long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+        long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
         kv_out[kv_at + i0] = mkc_kv_from_f32(a);
         kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
@@ -197,7 +199,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
-                             float *part) {
+                             const mkc_rowmap *rows, float *part) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
@@ -249,12 +251,13 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (t >= T) break;
           float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
-          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          int at = mkc_row_pos(rows, pos, t);
+          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
           if (head) {
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
           } else {
-            long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+            long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
             cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
             cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
           }
@@ -278,7 +281,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       mkc_sync_warp();
       if (!mkc_warp_or(last)) continue;
       mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, q.head_w,
-                         head_eps, pos, T);
+                         head_eps, pos, T, rows);
     }
   }
 }

@@ -346,6 +346,19 @@ MKC_DEVICE int mkc_cands_on(const mkc_sampling *o, int vocab) {
          o->logprobs == 0;
 }
 
+/* A slot kernel's stage conditions (templates/slots.cuh): some slot in the
+ * step samples, or takes the candidates stage. */
+MKC_DEVICE int mkc_slots_sampling(const mkc_state *st, const mkc_rowmap *rm) {
+  for (int s = 0; s < MKC_SLOT_N; s++)
+    if (rm->count[s] > 0 && mkc_sampling_on(&st[s].sampling)) return 1;
+  return 0;
+}
+MKC_DEVICE int mkc_slots_cands(const mkc_state *st, const mkc_rowmap *rm, int vocab) {
+  for (int s = 0; s < MKC_SLOT_N; s++)
+    if (rm->count[s] > 0 && mkc_cands_on(&st[s].sampling, vocab)) return 1;
+  return 0;
+}
+
 /* Block b's slice of the vocabulary: contiguous, in block order. */
 MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
   int per = (vocab + mkc_nblocks() - 1) / mkc_nblocks();

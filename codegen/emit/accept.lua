@@ -1,7 +1,9 @@
--- Stage: block 0 reduces the argmax partials, accepts drafts, moves pos.
+-- Stage: block 0 reduces the argmax partials, accepts drafts, moves pos (in a slot kernel, each
+-- slot's).
 return function(st, ctx)
   local smem = { { "choice", ctx.t_max }, { "red_v", ctx.warps }, { "red_i", ctx.warps } }
   local at = ctx.smem_layout(smem)
+  local seq, row = ctx.seq, ctx.seq.row
   return {
     work = "T tokens, block 0 only (its threads share the argmax over the blocks' partials)",
     smem = smem,
@@ -9,13 +11,15 @@ return function(st, ctx)
     flops = {},
     reads = {}, -- argmax partials and the state: a few bytes per block, not counted
     writes = {},
-    code = ctx.call("mkc_accept", { st = "state", part_val = ("scratch + %d"):format(ctx.partials),
-      part_idx = ("(const int *)(scratch + %d)"):format(ctx.partials_idx),
-      drawn = ("(const int *)(scratch + %d)"):format(ctx.drawn),
-      p_draft = ("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max),
-      history = ("(int *)(scratch + %d)"):format(ctx.history), vocab = ctx.vocab, pos = "pos",
-      work = ("scratch + %d"):format(ctx.sample_work), lp = ("scratch + %d"):format(ctx.logprobs),
-      t0 = "t0", T = "T", choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
-      red_i = ctx.smem_ptr("int", at.red_i) }) .. ";",
+    code = ctx.per_slot(ctx.call("mkc_accept", { st = seq.st,
+      part_val = row(("scratch + %d"):format(ctx.partials), 1),
+      part_idx = row(("(const int *)(scratch + %d)"):format(ctx.partials_idx), 1),
+      drawn = row(("(const int *)(scratch + %d)"):format(ctx.drawn), 2),
+      p_draft = row(("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max), 1),
+      history = seq.history("int"), vocab = ctx.vocab, pos = seq.pos,
+      work = row(("scratch + %d"):format(ctx.sample_work), ctx.vocab),
+      lp = row(("scratch + %d"):format(ctx.logprobs), 64),
+      t0 = "t0", T = seq.T, choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
+      red_i = ctx.smem_ptr("int", at.red_i) }) .. ";"),
   }
 end

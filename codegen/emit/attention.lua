@@ -35,7 +35,7 @@ return function(st, ctx)
     return t
   end
   local code = ctx.call("mkc_attention", args({
-    pass_heads = pass_heads, vec = vec, part = ctx.att_partials(), counters = ctx.att_counters(),
+    pass_heads = pass_heads, vec = vec, rows = ctx.rows, part = ctx.att_partials(), counters = ctx.att_counters(),
     q_s = ctx.smem_ptr("float", at.q_s), sc2 = ctx.smem_ptr("float", at.sc2),
     stat = ctx.smem_ptr("float", at.stat), red = ctx.smem_ptr("float", at.red),
   }), { "out_stride", "T" }) .. ";"

@@ -53,6 +53,10 @@ struct mkc_backend_ops {
    * 0 or -1 after a message. NULL here: the state's pos is all there is to
    * move (cpu). */
   int (*rewind)(mkc_backend *b, int pos);
+  /* A slot kernel's (templates/slots.cuh): sets slot's pos, where st is an
+   * array of g->slots states for step and write_sampling. 0 or -1 after a
+   * message. NULL here: the states are the host's (cpu), or no slots (ref). */
+  int (*set_slot_pos)(mkc_backend *b, int slot, int pos);
 
   /* KV snapshots (exec/snapshot.c). A store holds what the backend keeps per
    * position — every attention layer's K and V rows, and the kernels' token

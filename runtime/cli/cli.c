@@ -134,6 +134,7 @@ static const struct {
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
     {"-d", 0, 1 << 20, offsetof(mkc_cli, depth)},
+    {"--slots", 2, MKC_SLOTS_CAP, offsetof(mkc_cli, slots)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -167,6 +167,12 @@ typedef struct mkc_graph {
   int n_keep;
   int keep_layers[MKC_KEEP_MAX];
   size_t keep_offset, keep_slot;
+  /* 0: one sequence; else a slot kernel (templates/slots.cuh): the state is
+   * an array of `slots` mkc_state, kv_bytes holds each slot's cache
+   * (kv_bytes / slots each), and slot s's token history is at float offset
+   * history_offset + s * history_floats. */
+  int slots;
+  size_t history_floats;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

@@ -41,6 +41,9 @@ typedef struct mkc_gen_opts {
    * the host (mkc_session_hidden_layer): a drafter head's features. */
   const int *keep_layers;
   int n_keep_layers;
+  /* 0: a plain kernel, one sequence; 2..MKC_SLOTS_CAP: a slot kernel whose
+   * step serves that many sequences (templates/slots.cuh, exec/slots.h). */
+  int slots;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

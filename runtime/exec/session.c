@@ -49,8 +49,19 @@ const char *mkc_status_name(int status) {
 /* The backend of kind; cuda and auto ask for the device here, once. auto
  * takes the cpu backend where no device answers, or where one does but NVRTC,
  * which the cuda backend compiles with, is not usable (with a warning). */
-static mkc_backend *open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
-                                 const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
+/* The cpu backend runs a block per OS thread: as many as there are cores
+ * this process may use (at least 2, so grid barriers are always exercised),
+ * within the plan's limit. */
+static int default_blocks(void) {
+  cpu_set_t set;
+  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+  if (n < 2) n = 2;
+  return n > MKC_MAX_BLOCKS ? MKC_MAX_BLOCKS : n;
+}
+
+mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
+                                      const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
+  if (blocks <= 0) blocks = default_blocks(); /* only the cpu backend uses it */
   if (kind == MKC_BACKEND_REF) return mkc_ref_backend_open(g, w);
   if (kind == MKC_BACKEND_CUDA || kind == MKC_BACKEND_AUTO) {
     mkc_cuda_device dev;
@@ -72,16 +83,6 @@ static mkc_backend *open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
     }
   }
   return mkc_cpu_backend_open(g, src, w, blocks);
-}
-
-/* The cpu backend runs a block per OS thread: as many as there are cores
- * this process may use (at least 2, so grid barriers are always exercised),
- * within the plan's limit. */
-static int default_blocks(void) {
-  cpu_set_t set;
-  int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
-  if (n < 2) n = 2;
-  return n > MKC_MAX_BLOCKS ? MKC_MAX_BLOCKS : n;
 }
 
 /* The sliding windows' rings of g, one per (rows, window) pair. 0 or -1. */
@@ -143,7 +144,7 @@ mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
   }
   mkc_session *s = new_session(g);
   if (!s) return NULL;
-  s->b = open_backend(kind, g, src, w, blocks);
+  s->b = mkc_session_open_backend(kind, g, src, w, blocks);
   if (!s->b) {
     free_session(s);
     return NULL;

@@ -6,6 +6,7 @@
 
 #include "backend/backend.h"
 #include "codegen/graph.h"
+#include "exec/session.h"
 #include "mkc_state.h"
 
 /* A sliding window's ring of rows (kv_rows < max_ctx): position p at row
@@ -28,6 +29,11 @@ struct mkc_session {
   double step_seconds; /* wall time of the last step's backend call */
   int last_choice;     /* the input of the last step whose logits chose its last token; -1 */
 };
+
+/* The backend of kind for g (blocks: the cpu backend's grid, 0: its
+ * default); NULL + message. The slots' pool (exec/slots.c) opens its own. */
+mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
+                                      const mkc_kernel_src *src, const mkc_weights *w, int blocks);
 
 /* The positions a token at pos attends to through ring r lie in
  * [mkc_ring_needs(r, pos), pos). */

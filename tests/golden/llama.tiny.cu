@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates f8c01b88aa48ed11, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates e1e8aff1617bca7e, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -294,6 +294,7 @@ MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }
 #define MKC_ROUNDS_MAX 16   /* most draft-and-verify rounds one launch runs (--rounds) */
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 #define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
+#define MKC_SLOTS_CAP 64    /* most sequences a slot kernel's step serves (templates/slots.cuh) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -516,11 +517,11 @@ MKC_DEVICE void mkc_flow_wait(mkc_state *st, unsigned *waited) {
   mkc_sync_block();
 }
 
-/* Every block reads the same state, so every block reaches the same verdict;
- * on a bad step nothing is written but the status. A step takes up to t_max
- * inputs (1 + drafts), or, as a prompt chunk whose inputs are all known, up
- * to t_chunk. */
-MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
+/* A step's inputs checked: enum mkc_status. A step takes up to t_max inputs
+ * (1 + drafts), or, as a prompt chunk whose inputs are all known, up to
+ * t_chunk. */
+MKC_DEVICE int mkc_inputs_status(const mkc_state *st, int vocab, int max_ctx, int t_max,
+                                 int t_chunk) {
   int T = st->n_inputs, pos = st->pos, status = MKC_STATUS_OK;
   if (T < 1 || T > t_chunk || st->n_fixed < 0 || st->n_fixed >= T ||
       (T > t_max && st->n_fixed != T - 1))
@@ -530,6 +531,13 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
   else
     for (int t = 0; t < T; t++)
       if (st->inputs[t] < 0 || st->inputs[t] >= vocab) status = MKC_STATUS_BAD_INPUT;
+  return status;
+}
+
+/* Every block reads the same state, so every block reaches the same verdict;
+ * on a bad step nothing is written but the status. */
+MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
+  int status = mkc_inputs_status(st, vocab, max_ctx, t_max, t_chunk);
   if (status != MKC_STATUS_OK) {
     if (mkc_bid() == 0 && mkc_tid() == 0) {
       st->status = status;
@@ -539,6 +547,103 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
     return 0;
   }
   return 1;
+}
+#line 1 "templates/slots.cuh"
+/* Slots (mkc gen --slots B): one step serves up to B sequences. The kernel's
+ * state is then an array of B mkc_state, one per slot, each with its own pos,
+ * inputs, sampling options and results; state[0] also holds the launch's
+ * counters (flow_count, the barrier). A slot with n_inputs 0 sits the step
+ * out. Each slot has its own KV cache (MKC_KV_SLOT elements, the plain
+ * kernel's layout) and token history.
+ *
+ * The step's rows are the slots' inputs one after another, so every stage
+ * that streams weights reads each byte once for all of them. Only RoPE, the
+ * KV append and attention care whose a row is (mkc_rowmap); the sampler and
+ * the accept run once per slot on that slot's rows. With one slot taking part
+ * the step is the plain kernel's on that slot's cache, prompt chunks
+ * included; several slots share the T <= MKC_T_MAX decode path. */
+#ifndef MKC_SLOTS
+#define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
+#endif
+#define MKC_SLOT_N (MKC_SLOTS > 0 ? MKC_SLOTS : 1)
+
+typedef struct mkc_rowmap {
+  int single;            /* >= 0: the only slot with inputs; -1: several */
+  int first[MKC_SLOT_N]; /* a slot's first row in the step */
+  int count[MKC_SLOT_N]; /* its rows (0: not in this step) */
+  int spos[MKC_SLOT_N];  /* its pos when the step began */
+  int pos[MKC_T_MAX], slot[MKC_T_MAX], tok[MKC_T_MAX]; /* per row, with several slots */
+} mkc_rowmap;
+
+/* Row t's position: a plain step's pos + t, or its slot's. */
+MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
+  return MKC_SLOTS > 0 && rows ? rows->pos[t] : pos + t;
+}
+
+/* Where row t's slot's cache starts, in KV elements from the first slot's. */
+MKC_DEVICE long mkc_row_kv(const mkc_rowmap *rows, int t) {
+#if MKC_SLOTS > 0
+  return rows ? (long)rows->slot[t] * MKC_KV_SLOT : 0;
+#else
+  (void)rows;
+  (void)t;
+  return 0;
+#endif
+}
+
+/* Checks every slot's inputs as mkc_step_begin does one sequence's and maps
+ * the rows. A slot that fails gets the status and sits the step out; so does
+ * every slot when several together pass t_max (a prompt chunk runs alone).
+ * Every block reads the same state and maps the same rows. Returns the
+ * step's rows, 0: nothing to run. */
+MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk,
+                               mkc_rowmap *rm) {
+  int rows = 0, active = 0, last = -1;
+  for (int s = 0; s < MKC_SLOT_N; s++) {
+    mkc_state *q = st + s;
+    int T = q->n_inputs;
+    rm->first[s] = rows;
+    rm->count[s] = 0;
+    rm->spos[s] = q->pos;
+    if (T == 0) continue;
+    int status = mkc_inputs_status(q, vocab, max_ctx, t_max, t_chunk);
+    if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
+      status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
+    if (status != MKC_STATUS_OK) {
+      if (mkc_bid() == 0 && mkc_tid() == 0) {
+        q->status = status;
+        q->n_out = 0;
+        q->n_accepted = 0;
+      }
+      continue;
+    }
+    rm->count[s] = T;
+    rows += T;
+    active++;
+    last = s;
+  }
+  rm->single = active == 1 ? last : -1;
+  if (active > 1 && rows > t_max) {
+    for (int s = 0; s < MKC_SLOT_N; s++)
+      if (rm->count[s] > 0) {
+        rm->count[s] = 0;
+        if (mkc_bid() == 0 && mkc_tid() == 0) {
+          st[s].status = MKC_STATUS_BAD_INPUT;
+          st[s].n_out = 0;
+          st[s].n_accepted = 0;
+        }
+      }
+    return 0;
+  }
+  if (active > 1)
+    for (int s = 0; s < MKC_SLOT_N; s++)
+      for (int t = 0; t < rm->count[s]; t++) {
+        int r = rm->first[s] + t;
+        rm->pos[r] = rm->spos[s] + t;
+        rm->slot[r] = s;
+        rm->tok[r] = st[s].inputs[t];
+      }
+  return rows;
 }
 #line 1 "templates/weights.cuh"
 /* Weight matrices as the kernel reads them: bf16 rows, or the model file's
@@ -1481,7 +1586,8 @@ MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, 
  * pairs. */
 MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, int kv_rows,
                                    int head_dim, int layout, mkc_rope rotary,
-                                   const mkc_bf16 *norm_w, float eps, int pos, int T) {
+                                   const mkc_bf16 *norm_w, float eps, int pos, int T,
+                                   const mkc_rowmap *rows) {
   int half = head_dim / 2;
   for (int t = 0; t < T; t++) {
     float *row = head + (long)t * t_stride;
@@ -1494,9 +1600,10 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
-      mkc_rope_pair(&a, &b, inv_freq, mscale, pos + t);
+      int at = mkc_row_pos(rows, pos, t);
+      mkc_rope_pair(&a, &b, inv_freq, mscale, at);
       if (kv_out) {
-        long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+        long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
         kv_out[kv_at + i0] = mkc_kv_from_f32(a);
         kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
@@ -1563,7 +1670,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
-                             float *part) {
+                             const mkc_rowmap *rows, float *part) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
@@ -1615,12 +1722,13 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (t >= T) break;
           float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
-          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, pos + t);
+          int at = mkc_row_pos(rows, pos, t);
+          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
           if (head) {
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
           } else {
-            long kv_at = (long)((pos + t) % kv_rows) * head_dim;
+            long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
             cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
             cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
           }
@@ -1644,7 +1752,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       mkc_sync_warp();
       if (!mkc_warp_or(last)) continue;
       mkc_head_norm_rope(head, t_stride, cache, kv_rows, head_dim, layout, rotary, q.head_w,
-                         head_eps, pos, T);
+                         head_eps, pos, T, rows);
     }
   }
 }
@@ -2272,9 +2380,9 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                      const mkc_kv *v_cache, float *out, int out_stride, int heads,
                                      int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                                     int window, float scale, int pos, int T, float *part,
-                                     unsigned *counters, float *q_s, float *sc2, float *stat,
-                                     float *red) {
+                                     int window, float scale, int pos, int T,
+                                     const mkc_rowmap *rows, float *part, unsigned *counters,
+                                     float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
   int L = 1;                     /* lanes per K row (scores) */
@@ -2285,8 +2393,12 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
   const int v_at = mkc_tid() % nv, slice = mkc_tid() / nv;
   /* splits: as many spans as fill the grid, of MKC_ATT_SPLIT_MIN positions at least; the same for
    * every unit */
-  const int units = kv_heads * passes * T,
-            longest = pos + T - (window > 0 && pos + T > window ? pos + T - window : 0);
+  const int units = kv_heads * passes * T;
+  int longest = 0; /* the most positions a row sees */
+  for (int t = 0; t < T; t++) {
+    int n = mkc_row_pos(rows, pos, t) + 1, see = window > 0 && n > window ? window : n;
+    longest = see > longest ? see : longest;
+  }
   int splits = mkc_nblocks() / units;
   if (splits > longest / MKC_ATT_SPLIT_MIN) splits = longest / MKC_ATT_SPLIT_MIN;
   if (splits < 1) splits = 1;
@@ -2297,11 +2409,11 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
     int t = unit / (kv_heads * passes), gp = unit - t * (kv_heads * passes);
     int g = gp / passes, h0 = g * group + (gp - g * passes) * pass_heads; /* first query head */
     int gh = group - (h0 - g * group) < pass_heads ? group - (h0 - g * group) : pass_heads;
-    int n = pos + t + 1, lo = window > 0 && n > window ? n - window : 0;
+    int n = mkc_row_pos(rows, pos, t) + 1, lo = window > 0 && n > window ? n - window : 0;
     int span = (n - lo + splits - 1) / splits;
     int a = lo + c * span, b = a + span < n ? a + span : n; /* this item's positions [a, b) */
-    const mkc_kv *K = k_cache + (long)g * kv_rows * head_dim;
-    const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
+    const mkc_kv *K = k_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
       q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
     if (mkc_tid() < pass_heads) {
@@ -2810,6 +2922,19 @@ MKC_DEVICE int mkc_cands_on(const mkc_sampling *o, int vocab) {
          o->logprobs == 0;
 }
 
+/* A slot kernel's stage conditions (templates/slots.cuh): some slot in the
+ * step samples, or takes the candidates stage. */
+MKC_DEVICE int mkc_slots_sampling(const mkc_state *st, const mkc_rowmap *rm) {
+  for (int s = 0; s < MKC_SLOT_N; s++)
+    if (rm->count[s] > 0 && mkc_sampling_on(&st[s].sampling)) return 1;
+  return 0;
+}
+MKC_DEVICE int mkc_slots_cands(const mkc_state *st, const mkc_rowmap *rm, int vocab) {
+  for (int s = 0; s < MKC_SLOT_N; s++)
+    if (rm->count[s] > 0 && mkc_cands_on(&st[s].sampling, vocab)) return 1;
+  return 0;
+}
+
 /* Block b's slice of the vocabulary: contiguous, in block order. */
 MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
   int per = (vocab + mkc_nblocks() - 1) / mkc_nblocks();
@@ -3244,7 +3369,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3248 "llama.tiny.cu"
+#line 3373 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3356,7 +3481,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 8192, 64, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T,
-                 (float *)(smem + 38192));
+                 (const mkc_rowmap *)0, (float *)(smem + 38192));
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 
@@ -3369,7 +3494,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
                   4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
-                  scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
+                  (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
   }
   mkc_flow_arrive(state); /* next stage reads attention (line 157) written by another block */
 

@@ -24,6 +24,9 @@ struct mkc_cuda_kernel {
   CUgraphExec graph_exec;
 };
 
+/* The kernel's states: a slot kernel's one per slot (templates/slots.cuh). */
+static size_t n_states(const mkc_graph *g) { return g->slots > 0 ? (size_t)g->slots : 1; }
+
 static int launch(mkc_cuda_kernel *b) {
   CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
                                    1, (unsigned)b->g->smem_bytes, b->stream, b->args));
@@ -107,7 +110,7 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
   CU_CHECK(MemAlloc(&b->weights, wbytes ? wbytes : 2));
   CU_CHECK(MemAlloc(&b->scratch, sbytes));
   CU_CHECK(MemAlloc(&b->kv, kbytes));
-  CU_CHECK(MemAlloc(&b->state, sizeof(mkc_state)));
+  CU_CHECK(MemAlloc(&b->state, n_states(g) * sizeof(mkc_state)));
   /* Every write to the session's memory goes on its stream, ordered with
    * the steps: the legacy NULL stream, where cuMemsetD8 and cuMemcpyHtoD run
    * and return before the device is done, does not synchronize with a
@@ -118,7 +121,7 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
   /* Zeroed: padding in scratch must read as zero (codegen/buffers.lua). */
   CU_CHECK(MemsetD8Async(b->scratch, 0, sbytes, b->stream));
   CU_CHECK(MemsetD8Async(b->kv, 0, kbytes, b->stream));
-  CU_CHECK(MemsetD8Async(b->state, 0, sizeof(mkc_state), b->stream));
+  CU_CHECK(MemsetD8Async(b->state, 0, n_states(g) * sizeof(mkc_state), b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   b->args[0] = &b->weights;
   b->args[1] = &b->scratch;
@@ -132,21 +135,27 @@ fail:
 }
 
 int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st) {
-  /* round_max .. n_fixed and inputs[] are adjacent in mkc_state: one copy in. */
+  /* round_max .. n_fixed and inputs[] are adjacent in mkc_state: one copy in per state (a slot
+   * kernel's each; an idle slot's n_inputs 0 is copied too). From pageable memory a copy is
+   * staged before the call returns, so one buffer serves them all. */
   enum { HEAD = (offsetof(mkc_state, inputs) - offsetof(mkc_state, round_max)) / sizeof(int) };
   int staged[HEAD + MKC_CHUNK_CAP];
-  memcpy(staged, &st->round_max, HEAD * sizeof(int));
-  memcpy(staged + HEAD, st->inputs, (size_t)st->n_inputs * sizeof *st->inputs);
-  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, round_max), staged,
-                           (HEAD + (size_t)st->n_inputs) * sizeof(int), b->stream));
+  int n = (int)n_states(b->g);
+  for (int s = 0; s < n; s++) {
+    memcpy(staged, &st[s].round_max, HEAD * sizeof(int));
+    memcpy(staged + HEAD, st[s].inputs, (size_t)st[s].n_inputs * sizeof *st->inputs);
+    CU_CHECK(MemcpyHtoDAsync(b->state + s * sizeof(mkc_state) + offsetof(mkc_state, round_max),
+                             staged, (HEAD + (size_t)st[s].n_inputs) * sizeof(int), b->stream));
+  }
   if (b->graph_exec)
     CU_CHECK(GraphLaunch(b->graph_exec, b->stream));
   else if (launch(b) != 0)
     return -1;
   /* what the kernel writes: everything above the inputs (mkc_state.h), the rounds only when run */
   int rounds = st->round_max > 1 ? st->round_max : 0;
-  CU_CHECK(MemcpyDtoHAsync(st, b->state, offsetof(mkc_state, rounds) + rounds * sizeof(mkc_round),
-                           b->stream));
+  for (int s = 0; s < n; s++)
+    CU_CHECK(MemcpyDtoHAsync(&st[s], b->state + s * sizeof(mkc_state),
+                             offsetof(mkc_state, rounds) + rounds * sizeof(mkc_round), b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:
@@ -182,14 +191,15 @@ fail:
 
 /* On the stream: after the last step, before the next one's inputs. */
 int mkc_cuda_reset_state(mkc_cuda_kernel *b) {
-  CU_CHECK(MemsetD8Async(b->state, 0, sizeof(mkc_state), b->stream));
+  CU_CHECK(MemsetD8Async(b->state, 0, n_states(b->g) * sizeof(mkc_state), b->stream));
   return 0;
 fail:
   return -1;
 }
 
-int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos) {
-  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, pos), &pos, sizeof pos, b->stream));
+int mkc_cuda_set_pos(mkc_cuda_kernel *b, int slot, int pos) {
+  CU_CHECK(MemcpyHtoDAsync(b->state + slot * sizeof(mkc_state) + offsetof(mkc_state, pos), &pos,
+                           sizeof pos, b->stream));
   CU_CHECK(StreamSynchronize(b->stream)); /* pos is on this stack frame */
   return 0;
 fail:
@@ -197,8 +207,9 @@ fail:
 }
 
 int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st) {
-  CU_CHECK(MemcpyHtoDAsync(b->state + offsetof(mkc_state, sampling), &st->sampling,
-                           sizeof st->sampling, b->stream));
+  for (size_t s = 0; s < n_states(b->g); s++)
+    CU_CHECK(MemcpyHtoDAsync(b->state + s * sizeof(mkc_state) + offsetof(mkc_state, sampling),
+                             &st[s].sampling, sizeof st->sampling, b->stream));
   CU_CHECK(StreamSynchronize(b->stream));
   return 0;
 fail:

@@ -36,7 +36,8 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
                                const uint16_t *weights, int use_graph);
 
 /* Writes st's inputs into the device state, runs the step, reads the state
- * back into st (statuses, counts, tokens). 0 or -1 after printing why. */
+ * back into st (statuses, counts, tokens); a slot kernel's st is its array
+ * of g->slots states. 0 or -1 after printing why. */
 int mkc_cuda_step(mkc_cuda_kernel *b, mkc_state *st);
 
 /* Copies floats [offset, offset + n) of scratch to host; the whole KV cache
@@ -49,9 +50,10 @@ int mkc_cuda_read_kv(mkc_cuda_kernel *b, void *host);
 
 /* Zeroes the device state: pos 0, as freshly opened. 0 or -1. */
 int mkc_cuda_reset_state(mkc_cuda_kernel *b);
-/* Sets the device state's pos (a rewind), on the stream. 0 or -1. */
-int mkc_cuda_set_pos(mkc_cuda_kernel *b, int pos);
-/* Copies st->sampling into the device state, on the stream. 0 or -1. */
+/* Sets the device state's pos (a rewind; a slot kernel's slot's), on the stream. 0 or -1. */
+int mkc_cuda_set_pos(mkc_cuda_kernel *b, int slot, int pos); /* slot: 0 in a plain kernel */
+/* Copies st->sampling into the device state (each slot's from st[s]), on the
+ * stream. 0 or -1. */
 int mkc_cuda_write_sampling(mkc_cuda_kernel *b, const mkc_state *st);
 
 /* Snapshots' stores (backend/kv_rows.h) in device memory. Alloc: zeroed on

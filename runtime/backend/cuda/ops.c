@@ -50,7 +50,11 @@ static const void *kv(mkc_backend *b) {
 
 static void reset(mkc_backend *b) { mkc_cuda_reset_state(cuda(b)->kernel); }
 
-static int rewind_to(mkc_backend *b, int pos) { return mkc_cuda_set_pos(cuda(b)->kernel, pos); }
+static int rewind_to(mkc_backend *b, int pos) { return mkc_cuda_set_pos(cuda(b)->kernel, 0, pos); }
+
+static int set_slot_pos(mkc_backend *b, int slot, int pos) {
+  return mkc_cuda_set_pos(cuda(b)->kernel, slot, pos);
+}
 
 static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
   return mkc_cuda_read_scratch(cuda(b)->kernel, offset, n, dst);
@@ -155,6 +159,7 @@ static const mkc_backend_ops cuda_ops = {
     .kv = kv,
     .reset = reset,
     .rewind = rewind_to,
+    .set_slot_pos = set_slot_pos,
     .write_sampling = write_sampling,
     .read_scratch = read_scratch,
     .write_feature = write_feature,

@@ -1,0 +1,46 @@
+/* Slots: one step of a slot kernel (mkc gen --slots B, templates/slots.cuh)
+ * serves up to B sequences. Each slot has its own pos, KV cache, token
+ * history and sampling options; the host gives each slot its inputs for the
+ * next step (the last token, known tokens, drafts, as mkc_session_step takes
+ * them), or none, and one launch runs them all, reading every weight once.
+ * Several slots together take at most g->t_max inputs; a prompt chunk past
+ * that runs with its slot alone. */
+#ifndef MKC_SLOTS_H
+#define MKC_SLOTS_H
+
+#include "exec/session.h"
+
+typedef struct mkc_slots mkc_slots;
+
+/* A pool over a slot kernel (g->slots > 0), every slot empty (pos 0). blocks:
+ * the cpu backend's grid (0: its default). NULL + message. */
+mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
+                          const mkc_weights *w, int blocks);
+void mkc_slots_close(mkc_slots *p);
+int mkc_slots_count(const mkc_slots *p);
+
+/* Slot s's inputs for the next step (n 0: it sits the step out); n_fixed as
+ * in mkc_session_step. 0, or -1 + message for inputs no step could take. */
+int mkc_slots_set_inputs(mkc_slots *p, int s, const int *inputs, int n, int n_fixed);
+/* Slot s's sampling options from its next step on (mkc_sampling_check'd). */
+int mkc_slots_set_sampling(mkc_slots *p, int s, const mkc_sampling *o);
+/* One launch for every slot given inputs; each slot's inputs are then
+ * cleared. Returns 0 (each slot's status in its result) or -1 when the
+ * backend failed. A step whose slots together pass t_max is refused for each
+ * of them (MKC_STATUS_BAD_INPUT), unless one slot alone takes part. */
+int mkc_slots_step(mkc_slots *p);
+/* Slot s's result of the last step: 1, or 0 when it sat the step out. */
+int mkc_slots_result(const mkc_slots *p, int s, mkc_step_result *r);
+/* Slot s's logits after its input t in the last step (g->vocab floats), as
+ * mkc_session_logits gives them (a chunk past t_max: its last input's only);
+ * NULL when it sat out or has none there. */
+const float *mkc_slots_logits(mkc_slots *p, int s, int t);
+int mkc_slots_pos(const mkc_slots *p, int s);
+const int *mkc_slots_tokens(const mkc_slots *p, int s); /* the pos tokens its cache holds */
+/* Slot s forgets its tokens (pos 0): free for another sequence. 0 or -1. */
+int mkc_slots_clear(mkc_slots *p, int s);
+/* The KV bytes slot s's tokens use, and what the pool holds for all slots. */
+size_t mkc_slots_kv_used(const mkc_slots *p, int s);
+size_t mkc_slots_kv_total(const mkc_slots *p);
+
+#endif

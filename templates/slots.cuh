@@ -1,0 +1,96 @@
+/* Slots (mkc gen --slots B): one step serves up to B sequences. The kernel's
+ * state is then an array of B mkc_state, one per slot, each with its own pos,
+ * inputs, sampling options and results; state[0] also holds the launch's
+ * counters (flow_count, the barrier). A slot with n_inputs 0 sits the step
+ * out. Each slot has its own KV cache (MKC_KV_SLOT elements, the plain
+ * kernel's layout) and token history.
+ *
+ * The step's rows are the slots' inputs one after another, so every stage
+ * that streams weights reads each byte once for all of them. Only RoPE, the
+ * KV append and attention care whose a row is (mkc_rowmap); the sampler and
+ * the accept run once per slot on that slot's rows. With one slot taking part
+ * the step is the plain kernel's on that slot's cache, prompt chunks
+ * included; several slots share the T <= MKC_T_MAX decode path. */
+#ifndef MKC_SLOTS
+#define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
+#endif
+#define MKC_SLOT_N (MKC_SLOTS > 0 ? MKC_SLOTS : 1)
+
+typedef struct mkc_rowmap {
+  int single;            /* >= 0: the only slot with inputs; -1: several */
+  int first[MKC_SLOT_N]; /* a slot's first row in the step */
+  int count[MKC_SLOT_N]; /* its rows (0: not in this step) */
+  int spos[MKC_SLOT_N];  /* its pos when the step began */
+  int pos[MKC_T_MAX], slot[MKC_T_MAX], tok[MKC_T_MAX]; /* per row, with several slots */
+} mkc_rowmap;
+
+/* Row t's position: a plain step's pos + t, or its slot's. */
+MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
+  return MKC_SLOTS > 0 && rows ? rows->pos[t] : pos + t;
+}
+
+/* Where row t's slot's cache starts, in KV elements from the first slot's. */
+MKC_DEVICE long mkc_row_kv(const mkc_rowmap *rows, int t) {
+#if MKC_SLOTS > 0
+  return rows ? (long)rows->slot[t] * MKC_KV_SLOT : 0;
+#else
+  (void)rows;
+  (void)t;
+  return 0;
+#endif
+}
+
+/* Checks every slot's inputs as mkc_step_begin does one sequence's and maps
+ * the rows. A slot that fails gets the status and sits the step out; so does
+ * every slot when several together pass t_max (a prompt chunk runs alone).
+ * Every block reads the same state and maps the same rows. Returns the
+ * step's rows, 0: nothing to run. */
+MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk,
+                               mkc_rowmap *rm) {
+  int rows = 0, active = 0, last = -1;
+  for (int s = 0; s < MKC_SLOT_N; s++) {
+    mkc_state *q = st + s;
+    int T = q->n_inputs;
+    rm->first[s] = rows;
+    rm->count[s] = 0;
+    rm->spos[s] = q->pos;
+    if (T == 0) continue;
+    int status = mkc_inputs_status(q, vocab, max_ctx, t_max, t_chunk);
+    if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
+      status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
+    if (status != MKC_STATUS_OK) {
+      if (mkc_bid() == 0 && mkc_tid() == 0) {
+        q->status = status;
+        q->n_out = 0;
+        q->n_accepted = 0;
+      }
+      continue;
+    }
+    rm->count[s] = T;
+    rows += T;
+    active++;
+    last = s;
+  }
+  rm->single = active == 1 ? last : -1;
+  if (active > 1 && rows > t_max) {
+    for (int s = 0; s < MKC_SLOT_N; s++)
+      if (rm->count[s] > 0) {
+        rm->count[s] = 0;
+        if (mkc_bid() == 0 && mkc_tid() == 0) {
+          st[s].status = MKC_STATUS_BAD_INPUT;
+          st[s].n_out = 0;
+          st[s].n_accepted = 0;
+        }
+      }
+    return 0;
+  }
+  if (active > 1)
+    for (int s = 0; s < MKC_SLOT_N; s++)
+      for (int t = 0; t < rm->count[s]; t++) {
+        int r = rm->first[s] + t;
+        rm->pos[r] = rm->spos[s] + t;
+        rm->slot[r] = s;
+        rm->tok[r] = st[s].inputs[t];
+      }
+  return rows;
+}

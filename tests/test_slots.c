@@ -1,0 +1,379 @@
+/* Slots (templates/slots.cuh, exec/slots.h): one step of a slot kernel serves
+ * several sequences, each with its own pos, cache, history and sampler.
+ * The oracle for each slot is a session of its own on the plain kernel of
+ * the same preset and weights (itself checked against the reference executor
+ * in test_kernel.c), fed exactly the slot's inputs step by step: every
+ * step's status, emitted tokens, accepted drafts and pos must be equal, and
+ * the logits the same within TOL (several slots' rows change how attention
+ * splits its positions, so the sums' order). Greedy slots are also checked
+ * against plain T = 1 greedy decoding (lossless speculation).
+ *   - one slot alone (any slot, a prompt chunk past t_max included) is the
+ *     plain kernel bit for bit;
+ *   - B = 2 and 7 slots in one step, with different prompts, lengths, draft
+ *     counts (right and wrong drafts) and samplers, prompt chunks beside
+ *     decode steps;
+ *   - a slot cleared and given a new prompt mid-run changes no other slot;
+ *   - refusals: too many rows together, bad slots and tokens;
+ *   - planted bugs (every slot on the first slot's cache; every row of a slot
+ *     at its first position) break the equality. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "codegen/host.h"
+#include "exec/slots.h"
+#include "fixture.h"
+
+#define SLOTS 7
+#define DRAFT_MAX 15 /* t_max 16: the rows one step holds */
+#define UBATCH 32    /* prompt chunks past 16 go tiled, alone */
+#define MAX_CTX 256
+#define TOL 1e-5
+#define N_GEN 64
+
+typedef struct kernel {
+  mkc_graph g;
+  mkc_kernel_src src;
+  mkc_weights w;
+} kernel;
+
+static int kernel_open(kernel *k, int slots) {
+  memset(k, 0, sizeof *k);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = "tiny",
+                    .draft_max = DRAFT_MAX,
+                    .max_ctx = MAX_CTX,
+                    .ubatch = UBATCH,
+                    .slots = slots};
+  if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
+  return mkc_weights_random(&k->w, &k->g, 7);
+}
+
+static void kernel_close(kernel *k) {
+  mkc_weights_free(&k->w);
+  mkc_kernel_src_free(&k->src);
+  mkc_graph_free(&k->g);
+}
+
+/* One sequence's script: its prompt, fed in chunks of `chunk` (the first
+ * `solo` tokens as one chunk with the slot alone), then decode steps with
+ * `drafts` drafts taken from its plain greedy continuation, every
+ * `wrong_every`-th step with one of them wrong. */
+typedef struct script {
+  int prompt[64], n_prompt;
+  int chunk, solo, drafts, wrong_every;
+  float temp; /* 0: greedy; else top-k 40 (the candidates stage) or top-p 0.9 (odd seeds) */
+  unsigned seed;
+} script;
+
+/* A slot's run next to its solo session. */
+typedef struct run {
+  script sc;
+  mkc_session *solo;
+  int greedy[N_GEN + 64]; /* plain T = 1 greedy continuation of the prompt */
+  int fed, steps, out[N_GEN + 64], n_out, last;
+} run;
+
+typedef struct tally {
+  int ok, same, lossless, steps, accepted;
+  double worst; /* largest rel_err of a slot's logits against its solo run */
+  int bitwise;  /* every compared row equal bit for bit */
+} tally;
+
+static mkc_sampling sampling_of(const script *sc) {
+  mkc_sampling o = {0};
+  o.top_p = 1.0f;
+  o.repeat_penalty = 1.0f;
+  if (sc->temp > 0) {
+    o.temp = sc->temp;
+    o.top_k = sc->seed % 2 ? 0 : 40;
+    o.top_p = sc->seed % 2 ? 0.9f : 1.0f;
+    o.repeat_penalty = 1.0f;
+    o.seed_lo = sc->seed;
+    o.seed_hi = 77;
+  }
+  return o;
+}
+
+/* The plain greedy continuation of the prompt, one token per step. */
+static int greedy_of(kernel *plain, const script *sc, int *out, int n) {
+  mkc_session *s = mkc_session_open(MKC_BACKEND_CPU, &plain->g, &plain->src, &plain->w, 3);
+  if (!s) return -1;
+  mkc_step_result r;
+  int rc = 0;
+  for (int at = 0; at < sc->n_prompt && rc == 0; at++) {
+    rc = mkc_session_step(s, sc->prompt + at, 1, 0, &r);
+    rc = rc || r.status != MKC_STATUS_OK;
+  }
+  out[0] = r.out[0];
+  for (int i = 1; i < n && rc == 0; i++) {
+    rc = mkc_session_step(s, &out[i - 1], 1, 0, &r) || r.status != MKC_STATUS_OK;
+    out[i] = r.out[0];
+  }
+  mkc_session_close(s);
+  return rc;
+}
+
+static int run_start(run *rn, kernel *plain, const script *sc, mkc_slots *p, int slot) {
+  memset(rn, 0, sizeof *rn);
+  rn->sc = *sc;
+  rn->solo = mkc_session_open(MKC_BACKEND_CPU, &plain->g, &plain->src, &plain->w, 3);
+  mkc_sampling o = sampling_of(sc);
+  if (!rn->solo || greedy_of(plain, sc, rn->greedy, N_GEN + 32) != 0 ||
+      mkc_session_set_sampling(rn->solo, &o) != 0 || mkc_slots_clear(p, slot) != 0 ||
+      mkc_slots_set_sampling(p, slot, &o) != 0)
+    return -1;
+  return 0;
+}
+
+/* Slot `slot`'s inputs for the next step (its script), also kept in in/n/fixed. */
+static void next_inputs(run *rn, int solo_phase, int *in, int *n, int *fixed) {
+  const script *sc = &rn->sc;
+  if (rn->fed < sc->n_prompt) {
+    int want = solo_phase && rn->fed == 0 && sc->solo ? sc->solo : sc->chunk;
+    *n = sc->n_prompt - rn->fed < want ? sc->n_prompt - rn->fed : want;
+    memcpy(in, sc->prompt + rn->fed, (size_t)*n * sizeof *in);
+    *fixed = *n - 1;
+    return;
+  }
+  int k = sc->drafts;
+  in[0] = rn->last;
+  for (int j = 1; j <= k; j++) in[j] = rn->greedy[(rn->n_out + j - 1) % (N_GEN + 32)];
+  if (k > 0 && sc->wrong_every && rn->steps % sc->wrong_every == 0) {
+    int j = 1 + rn->steps % k;
+    in[j] = (in[j] + 1) % 256;
+  }
+  *n = 1 + k;
+  *fixed = 0;
+}
+
+/* Mirrors slot's last step on its solo session and compares. */
+static void mirror(run *rn, mkc_slots *p, int slot, const int *in, int n, int fixed, tally *t) {
+  mkc_step_result r, rs;
+  if (!mkc_slots_result(p, slot, &r)) {
+    t->ok = 0;
+    return;
+  }
+  int rc = mkc_session_step(rn->solo, in, n, fixed, &rs);
+  t->ok = t->ok && rc == 0 && r.status == MKC_STATUS_OK && rs.status == MKC_STATUS_OK;
+  t->same = t->same && r.n_out == rs.n_out && r.n_accepted == rs.n_accepted &&
+            memcmp(r.out, rs.out, (size_t)r.n_out * sizeof *r.out) == 0 &&
+            mkc_slots_pos(p, slot) == mkc_session_pos(rn->solo);
+  int vocab = mkc_session_graph(rn->solo)->vocab;
+  for (int i = 0; i < n; i++) {
+    const float *a = mkc_slots_logits(p, slot, i), *b = mkc_session_logits(rn->solo, i);
+    if (!a != !b) t->ok = 0;
+    if (!a || !b) continue;
+    double e = rel_err(a, b, vocab);
+    if (!(e <= t->worst)) t->worst = e;
+    t->bitwise = t->bitwise && memcmp(a, b, (size_t)vocab * sizeof *a) == 0;
+  }
+  if (r.status != MKC_STATUS_OK) return;
+  if (rn->fed < rn->sc.n_prompt) {
+    rn->fed += n;
+    if (rn->fed < rn->sc.n_prompt) return;
+    rn->n_out = 0;
+  } else {
+    rn->steps++;
+    t->accepted += r.n_accepted;
+  }
+  for (int i = 0; i < r.n_out && rn->n_out < N_GEN + 32; i++) {
+    if (rn->sc.temp == 0 && r.out[i] != rn->greedy[rn->n_out]) t->lossless = 0;
+    rn->out[rn->n_out++] = r.out[i];
+  }
+  rn->last = r.out[r.n_out - 1];
+}
+
+/* Runs the scripts on slots used[] (b of them) together for `steps` steps;
+ * a slot with a solo first chunk takes it alone first. At step `swap`
+ * (>= 0) slot used[swap_slot] restarts with script `next`. */
+static tally run_slots(kernel *plain, mkc_slots *p, const int *used, const script *scripts, int b,
+                       int steps, int swap, int swap_slot, const script *next) {
+  tally t = {1, 1, 1, 0, 0, 0, 1};
+  run *runs = calloc((size_t)b, sizeof *runs);
+  for (int i = 0; i < b; i++)
+    if (run_start(&runs[i], plain, &scripts[i], p, used[i]) != 0) {
+      fprintf(stderr, "test: slot %d's run did not start\n", used[i]);
+      t.ok = 0;
+    }
+  for (int i = 0; i < b && t.ok; i++) /* the solo chunks, each slot alone */
+    if (scripts[i].solo) {
+      int in[MKC_CHUNK_CAP], n, fixed;
+      next_inputs(&runs[i], 1, in, &n, &fixed);
+      t.ok = mkc_slots_set_inputs(p, used[i], in, n, fixed) == 0 && mkc_slots_step(p) == 0;
+      if (t.ok) mirror(&runs[i], p, used[i], in, n, fixed, &t);
+    }
+  for (int step = 0; step < steps && t.ok; step++, t.steps++) {
+    if (step == swap) {
+      mkc_session_close(runs[swap_slot].solo);
+      if (run_start(&runs[swap_slot], plain, next, p, used[swap_slot]) != 0) t.ok = 0;
+    }
+    int in[SLOTS][MKC_CHUNK_CAP], n[SLOTS], fixed[SLOTS];
+    for (int i = 0; i < b && t.ok; i++) {
+      next_inputs(&runs[i], 0, in[i], &n[i], &fixed[i]);
+      t.ok = mkc_slots_set_inputs(p, used[i], in[i], n[i], fixed[i]) == 0;
+    }
+    t.ok = t.ok && mkc_slots_step(p) == 0;
+    for (int i = 0; i < b && t.ok; i++) mirror(&runs[i], p, used[i], in[i], n[i], fixed[i], &t);
+  }
+  for (int i = 0; i < b; i++) mkc_session_close(runs[i].solo);
+  free(runs);
+  return t;
+}
+
+static script make_script(int len, int first, int chunk, int solo, int drafts, int wrong,
+                          float temp, unsigned seed) {
+  script sc = {.n_prompt = len,
+               .chunk = chunk,
+               .solo = solo,
+               .drafts = drafts,
+               .wrong_every = wrong,
+               .temp = temp,
+               .seed = seed};
+  for (int i = 0; i < len; i++) sc.prompt[i] = (first + 37 * i + i * i) % 256;
+  return sc;
+}
+
+/* Steps of a planted kernel against the solo runs: the tally of 2 slots. */
+static tally planted(kernel *plain, const char *from, const char *to, int *planted_ok) {
+  kernel k;
+  tally t = {0};
+  *planted_ok = 0;
+  if (kernel_open(&k, SLOTS) != 0) return t;
+  if (fixture_plant(&k.src, from, to) == 0) {
+    *planted_ok = 1;
+    mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &k.g, &k.src, &k.w, 5);
+    if (p) {
+      int used[2] = {1, 4};
+      script sc[2] = {make_script(9, 11, 3, 0, 2, 3, 0, 0), make_script(5, 90, 2, 0, 1, 0, 0, 0)};
+      t = run_slots(plain, p, used, sc, 2, 10, -1, 0, NULL);
+      mkc_slots_close(p);
+    }
+  }
+  kernel_close(&k);
+  return t;
+}
+
+static void refusals(kernel *k) {
+  mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &k->g, &k->src, &k->w, 5);
+  if (!CHECK(p != NULL, "open for the refusals")) return;
+  int in[MKC_CHUNK_CAP] = {0};
+  /* 9 + 9 rows: more than t_max together */
+  mkc_step_result r0, r1;
+  int ok = mkc_slots_set_inputs(p, 0, in, 9, 8) == 0 && mkc_slots_set_inputs(p, 2, in, 9, 8) == 0 &&
+           mkc_slots_step(p) == 0 && mkc_slots_result(p, 0, &r0) && mkc_slots_result(p, 2, &r1);
+  CHECK(ok && r0.status == MKC_STATUS_BAD_INPUT && r1.status == MKC_STATUS_BAD_INPUT &&
+            mkc_slots_pos(p, 0) == 0 && mkc_slots_pos(p, 2) == 0,
+        "two slots of 9 inputs (18 > t_max %d): both refused, nothing moved", k->g.t_max);
+  ok = mkc_slots_set_inputs(p, 0, in, 20, 19) == 0 && mkc_slots_set_inputs(p, 2, in, 1, 0) == 0 &&
+       mkc_slots_step(p) == 0 && mkc_slots_result(p, 0, &r0) && mkc_slots_result(p, 2, &r1);
+  CHECK(ok && r0.status == MKC_STATUS_BAD_INPUT && r1.status == MKC_STATUS_BAD_INPUT,
+        "a prompt chunk past t_max beside another slot: refused");
+  ok = mkc_slots_set_inputs(p, 0, in, 20, 19) == 0 && mkc_slots_step(p) == 0 &&
+       mkc_slots_result(p, 0, &r0);
+  CHECK(ok && r0.status == MKC_STATUS_OK && mkc_slots_pos(p, 0) == 20 && mkc_slots_pos(p, 2) == 0,
+        "the same chunk alone: runs (pos 20; slot 2 still 0)");
+  CHECK(!mkc_slots_result(p, 2, &r1), "a slot that sat out has no result");
+  int bad = 256;
+  CHECK(mkc_slots_set_inputs(p, 1, &bad, 1, 0) == -1, "a token outside the vocabulary: refused");
+  CHECK(mkc_slots_set_inputs(p, SLOTS, in, 1, 0) == -1, "slot %d of %d: refused", SLOTS, SLOTS);
+  CHECK(mkc_slots_set_inputs(p, 1, in, 3, 3) == -1, "n_fixed = n: refused");
+  CHECK(mkc_slots_clear(p, 0) == 0 && mkc_slots_pos(p, 0) == 0, "clear: pos 0 again");
+  mkc_slots_close(p);
+}
+
+int main(void) {
+  kernel plain, sk;
+  if (!CHECK(kernel_open(&plain, 0) == 0 && kernel_open(&sk, SLOTS) == 0,
+             "generate tiny, T <= %d: plain and %d slots", DRAFT_MAX + 1, SLOTS))
+    return check_done();
+  CHECK(sk.g.slots == SLOTS && sk.g.kv_bytes == SLOTS * plain.g.kv_bytes &&
+            sk.g.history_floats >= (size_t)MAX_CTX,
+        "plan: %d slots, each a whole cache (%zu KV bytes = %d x %zu)", sk.g.slots, sk.g.kv_bytes,
+        SLOTS, plain.g.kv_bytes);
+  CHECK(strstr(sk.src.source, "#define MKC_SLOTS 7 /*") &&
+            !strstr(plain.src.source, "#define MKC_KV_SLOT"),
+        "the slot kernel names its slots; the plain kernel's text has none");
+  {
+    char graph[4200];
+    snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+    mkc_graph g;
+    mkc_kernel_src src;
+    mkc_gen_opts o = {.graph_path = graph, .preset = "tiny", .slots = 1};
+    check_stderr_begin();
+    int rc = mkc_codegen(&o, &g, &src);
+    char *err = check_stderr_end();
+    CHECK(rc != 0 && err && strstr(err, "--slots must be 2..64"), "--slots 1: refused");
+    free(err);
+  }
+
+  mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &sk.g, &sk.src, &sk.w, 5);
+  if (!CHECK(p != NULL, "open %d slots on the cpu backend", SLOTS)) return check_done();
+
+  /* one slot alone, a solo chunk past t_max first: the plain kernel, bit for bit */
+  for (int slot = 0; slot < SLOTS; slot += 5) {
+    int used[1] = {slot};
+    script sc[1] = {make_script(40, 3 + slot, 4, 24, 3, 2, 0, 0)};
+    tally t = run_slots(&plain, p, used, sc, 1, 16, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 16 && t.same && t.bitwise && t.lossless,
+          "B = 1 on slot %d (a 24-token chunk alone, then chunks of 4 and 3 drafts, %d accepted): "
+          "the plain kernel's tokens and logits bit for bit, greedy lossless",
+          slot, t.accepted);
+  }
+  /* two slots */
+  {
+    int used[2] = {6, 2};
+    script sc[2] = {make_script(13, 50, 5, 0, 4, 3, 0, 0), make_script(7, 120, 2, 0, 1, 0, 0, 0)};
+    tally t = run_slots(&plain, p, used, sc, 2, 20, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 20 && t.same && t.worst <= TOL && t.lossless,
+          "B = 2 (prompts of 13 and 7, 4 and 1 drafts, %d accepted, %d steps): each slot its solo "
+          "run (logits %.2g), greedy lossless",
+          t.accepted, t.steps, t.worst);
+    used[0] = 3;
+    sc[0] = make_script(10, 9, 3, 0, 2, 0, 0.8f, 1234);
+    sc[1] = make_script(6, 77, 6, 0, 3, 2, 0.7f, 99);
+    t = run_slots(&plain, p, used, sc, 2, 16, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 16 && t.same && t.worst <= TOL,
+          "B = 2 sampled (top-k 40: the candidates stage; top-p 0.9), drafts: each slot its solo "
+          "run's draws (logits %.2g, %d accepted)",
+          t.worst, t.accepted);
+  }
+  /* seven slots: ragged rows 1 + drafts (16 in all), samplers mixed, a restart mid-run */
+  {
+    int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+    script sc[SLOTS] = {
+        make_script(11, 1, 1, 0, 0, 0, 0, 0),    make_script(17, 2, 2, 0, 1, 2, 0, 0),
+        make_script(5, 3, 3, 0, 2, 3, 0.9f, 5),  make_script(40, 4, 4, 20, 3, 2, 0, 0),
+        make_script(23, 5, 2, 0, 1, 0, 0.6f, 8), make_script(8, 6, 1, 0, 0, 0, 0, 0),
+        make_script(30, 7, 3, 18, 2, 4, 0, 0)};
+    script next = make_script(14, 200, 2, 0, 1, 3, 0, 0);
+    tally t = run_slots(&plain, p, used, sc, SLOTS, 24, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 24 && t.same && t.worst <= TOL && t.lossless,
+          "B = 7 (prompts 5..40, chunks alone and beside decodes, 0..3 drafts, 3 samplers, %d "
+          "steps, %d accepted): each slot its solo run (logits %.2g), greedy lossless",
+          t.steps, t.accepted, t.worst);
+    t = run_slots(&plain, p, used, sc, SLOTS, 20, 8, 2, &next);
+    CHECK(t.ok && t.steps == 20 && t.same && t.worst <= TOL && t.lossless,
+          "B = 7, slot 2 cleared at step 8 and given a new prompt: every slot its solo run "
+          "(logits %.2g)",
+          t.worst);
+  }
+  mkc_slots_close(p);
+
+  refusals(&sk);
+
+  int planted_ok;
+  tally t =
+      planted(&plain, "(long)rows->slot[t] * MKC_KV_SLOT", "(long)0 * MKC_KV_SLOT", &planted_ok);
+  CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
+        "planted: every row on slot 0's cache: caught (%d steps)", t.steps);
+  t = planted(&plain, "rm->pos[r] = rm->spos[s] + t;", "rm->pos[r] = rm->spos[s];", &planted_ok);
+  CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
+        "planted: a slot's rows all at its first position: caught (%d steps)", t.steps);
+
+  kernel_close(&sk);
+  kernel_close(&plain);
+  return check_done();
+}
