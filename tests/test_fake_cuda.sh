@@ -86,6 +86,21 @@ else
   fail "MKC_CUDA_GRAPH=0" "rc $rc" "$(cat "$tmp/plain.out" "$tmp/plain.err")"
 fi
 
+# A slot kernel (run --batch): every slot's state goes up and comes back each
+# step, a refilled slot's pos is reset on the device; the cpu backend's lines.
+printf '1,2,3\n5,6,7,8,9,10,11\n42\n7,7,7\n9,8\n' >"$tmp/batch.txt"
+bargs=(run --preset tiny --random-weights 5 -n 10 --batch "$tmp/batch.txt" --slots 3 --draft-max 2)
+"$mkc" "${bargs[@]}" --backend cpu >"$tmp/batch-cpu" 2>/dev/null
+rm -f "$trace"
+env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${bargs[@]}" --backend cuda >"$tmp/batch.out" 2>"$tmp/batch.err"
+rc=$?
+if [ "$rc" -eq 0 ] && cmp -s "$tmp/batch-cpu" "$tmp/batch.out" && [ "$(wc -l <"$tmp/batch.out")" -eq 5 ] \
+  && no_misuse "$tmp/batch.err"; then
+  ok "run --batch, 5 lines on 3 slots: the cpu backend's lines, no misuse of the driver"
+else
+  fail "run --batch on cuda" "rc $rc" "$(cat "$tmp/batch.out" "$tmp/batch.err" "$tmp/batch-cpu")"
+fi
+
 # Rounds (--rounds R): R steps per launch, the same tokens as the cpu
 # backend's one launch per step; the host round trips (graph launches) of 64
 # generated tokens after the prompt's launch are at most 64 / R.

@@ -1,8 +1,9 @@
 /* Slots (templates/slots.cuh, exec/slots.h): one step of a slot kernel serves
  * several sequences, each with its own pos, cache, history and sampler.
- * The oracle for each slot is a session of its own on the plain kernel of
- * the same preset and weights (itself checked against the reference executor
- * in test_kernel.c), fed exactly the slot's inputs step by step: every
+ * The slots run on the cpu backend, or on the GPU with MKC_TEST_BACKEND=cuda
+ * (make test-gpu). The oracle for each slot is a cpu session of its own on
+ * the plain kernel of the same preset and weights (itself checked against
+ * the reference executor in test_kernel.c), fed exactly the slot's inputs step by step: every
  * step's status, emitted tokens, accepted drafts and pos must be equal, and
  * the logits the same within TOL (several slots' rows change how attention
  * splits its positions, so the sums' order). Greedy slots are also checked
@@ -244,7 +245,7 @@ static tally planted(kernel *plain, const char *from, const char *to, int *plant
   if (kernel_open(&k, SLOTS) != 0) return t;
   if (fixture_plant(&k.src, from, to) == 0) {
     *planted_ok = 1;
-    mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &k.g, &k.src, &k.w, 5);
+    mkc_slots *p = mkc_slots_open(test_backend(), &k.g, &k.src, &k.w, 5);
     if (p) {
       int used[2] = {1, 4};
       script sc[2] = {make_script(9, 11, 3, 0, 2, 3, 0, 0), make_script(5, 90, 2, 0, 1, 0, 0, 0)};
@@ -257,7 +258,7 @@ static tally planted(kernel *plain, const char *from, const char *to, int *plant
 }
 
 static void refusals(kernel *k) {
-  mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &k->g, &k->src, &k->w, 5);
+  mkc_slots *p = mkc_slots_open(test_backend(), &k->g, &k->src, &k->w, 5);
   if (!CHECK(p != NULL, "open for the refusals")) return;
   int in[MKC_CHUNK_CAP] = {0};
   /* 9 + 9 rows: more than t_max together */
@@ -309,8 +310,11 @@ int main(void) {
     free(err);
   }
 
-  mkc_slots *p = mkc_slots_open(MKC_BACKEND_CPU, &sk.g, &sk.src, &sk.w, 5);
-  if (!CHECK(p != NULL, "open %d slots on the cpu backend", SLOTS)) return check_done();
+  if (test_skip_without_gpu()) return 0;
+  mkc_slots *p = mkc_slots_open(test_backend(), &sk.g, &sk.src, &sk.w, 5);
+  if (!CHECK(p != NULL, "open %d slots on the %s backend", SLOTS,
+             test_backend() == MKC_BACKEND_CUDA ? "cuda" : "cpu"))
+    return check_done();
 
   /* one slot alone, a solo chunk past t_max first: the plain kernel, bit for bit */
   for (int slot = 0; slot < SLOTS; slot += 5) {

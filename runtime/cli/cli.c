@@ -79,6 +79,7 @@ static const struct {
     {"-f", offsetof(mkc_cli, prompt_file)},
     {"--system-prompt", offsetof(mkc_cli, system_prompt)},
     {"--chat-template", offsetof(mkc_cli, chat_template)},
+    {"--batch", offsetof(mkc_cli, batch_file)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -310,4 +311,33 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     c->draft_model_path =
         mkc_model_resolve(c->draft_model_path, c->draft_model_buf, sizeof c->draft_model_buf);
   return 0;
+}
+
+int *mkc_parse_ids(const char *s, int vocab, int *n, const char *what) {
+  int cap = 1;
+  for (const char *p = s; *p; p++) cap += *p == ',';
+  int *ids = malloc((size_t)cap * sizeof *ids);
+  if (!ids) return NULL;
+  *n = 0;
+  const char *p = s;
+  for (;;) {
+    char *end;
+    errno = 0;
+    long v = strtol(p, &end, 10);
+    if (end == p || errno || (*end && *end != ',')) {
+      fprintf(stderr, "mkc: error: %s: expected comma-separated token ids, got '%s'\n", what, s);
+      free(ids);
+      return NULL;
+    }
+    if (v < 0 || v >= vocab) {
+      fprintf(stderr, "mkc: error: %s: token %ld is outside the vocabulary (0..%d)\n", what, v,
+              vocab - 1);
+      free(ids);
+      return NULL;
+    }
+    ids[(*n)++] = (int)v;
+    if (!*end) break;
+    p = end + 1;
+  }
+  return ids;
 }

@@ -44,6 +44,7 @@ typedef struct mkc_cli {
   int keep_layers[MKC_KEEP_MAX]; /* gen --keep-layers L,...: layer outputs each step keeps */
   int n_keep_layers;
   int slots; /* gen/run --slots B: a slot kernel, B sequences per step (templates/slots.cuh) */
+  const char *batch_file;     /* run --batch FILE: one prompt per line, decoded together */
   const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */
@@ -76,5 +77,9 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
  * MKC_CLI_HELP (after printing c->usage for --help or -h). */
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
+
+/* "1,2,3" -> ids (malloc'd), each in [0, vocab); NULL + message naming `what`
+ * (a flag, or file:line) on bad input. */
+int *mkc_parse_ids(const char *s, int vocab, int *n, const char *what);
 
 #endif

@@ -15,6 +15,7 @@
 #include "interrupt.h"
 #include "loaded.h"
 #include "logprobs.h"
+#include "run_batch.h"
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
@@ -76,39 +77,16 @@ static const char USAGE[] =
     "  --backend B            auto (GPU if any, else cpu), cuda, cpu, or ref (the\n"
     "                         reference executor)\n"
     "  -t, --threads N        the cpu backend's threads, one block each (--blocks N)\n"
+    "  --batch FILE           one prompt per line (text with -m, else token ids \"1,2,3\"),\n"
+    "                         decoded together on a slot kernel, each completion on a\n"
+    "                         line of its own in the file's order (newlines as \\n);\n"
+    "                         line i samples with seed S + i; -n per line (default:\n"
+    "                         until the end with -m, else 16); the stats give the\n"
+    "                         aggregate tokens/s and the KV bytes held\n"
+    "  --slots B              with --batch: sequences per step (2..64, default 4), each\n"
+    "                         with 1 + --draft-max inputs: B x (K + 1) <= 32\n"
     "  --preset P, --graph GRAPH, --random-weights SEED, --prompt-ids IDS, --kernel DIR:\n"
     "                         a preset on random weights (see README.md)\n";
-
-/* "1,2,3" -> ids, each in [0, vocab); NULL + message on bad input. */
-static int *parse_ids(const char *s, int vocab, int *n) {
-  int cap = 1;
-  for (const char *p = s; *p; p++) cap += *p == ',';
-  int *ids = malloc((size_t)cap * sizeof *ids);
-  if (!ids) return NULL;
-  *n = 0;
-  const char *p = s;
-  for (;;) {
-    char *end;
-    errno = 0;
-    long v = strtol(p, &end, 10);
-    if (end == p || errno || (*end && *end != ',')) {
-      fprintf(stderr, "mkc: error: --prompt-ids: expected comma-separated token ids, got '%s'\n",
-              s);
-      free(ids);
-      return NULL;
-    }
-    if (v < 0 || v >= vocab) {
-      fprintf(stderr, "mkc: error: --prompt-ids: token %ld is outside the vocabulary (0..%d)\n", v,
-              vocab - 1);
-      free(ids);
-      return NULL;
-    }
-    ids[(*n)++] = (int)v;
-    if (!*end) break;
-    p = end + 1;
-  }
-  return ids;
-}
 
 /* Text mode: each generated token is detokenized and printed as soon as it
  * is known; an end-of-generation token stops the run unprinted. */
@@ -171,7 +149,7 @@ static char *prompt_text(const mkc_cli *c) {
  * chat template with --chat), else --prompt-ids, else token 1. */
 static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
   if (!c->prompt && !c->prompt_file)
-    return parse_ids(c->prompt_ids ? c->prompt_ids : "1", m->g.vocab, n);
+    return mkc_parse_ids(c->prompt_ids ? c->prompt_ids : "1", m->g.vocab, n, "--prompt-ids");
   const mkc_tokenizer *tok = m->file.tok;
   if (!tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: give the prompt as --prompt-ids\n",
@@ -207,7 +185,27 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
   return ids;
 }
 
+/* --batch takes its prompts from the file and runs a slot kernel of its own. */
+static int check_batch_flags(const mkc_cli *c) {
+  if (c->prompt || c->prompt_file || c->prompt_ids)
+    return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
+                                     "and --prompt-ids");
+  if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
+      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
+    return mkc_cli_usage_error(
+        "%s", "run --batch takes none of --chat, -sys, --chat-template, --json, --logprobs, "
+              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
+              "--draft-head (drafts: prompt lookup, --draft-max per slot)");
+  if (c->model_path) return mkc_cli_check_model(c, "run");
+  if (!c->preset) return mkc_cli_usage_error("%s", "run --batch: -m FILE or --preset is required");
+  if (!c->have_seed)
+    return mkc_cli_usage_error("%s", "run: --random-weights SEED is required without -m");
+  return 0;
+}
+
 static int check_flags(const mkc_cli *c) {
+  if (c->batch_file) return check_batch_flags(c);
+  if (c->slots) return mkc_cli_usage_error("%s", "run: --slots B goes with --batch FILE");
   if (c->kernel_dir && c->kv_dtype)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
@@ -339,7 +337,8 @@ int mkc_cmd_run(int argc, char **argv) {
       "--system-prompt --chat-template --ignore-eos --no-display-prompt --json "
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
-      "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds",
+      "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
+      "--slots",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;
@@ -347,6 +346,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_sampling sampling;
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
+  if (c.batch_file) return mkc_run_batch(&c, &sampling, seed);
 
   mkc_loaded_model m;
   mkc_draft_source ds = {0};

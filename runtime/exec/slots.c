@@ -63,6 +63,10 @@ void mkc_slots_close(mkc_slots *p) {
 
 int mkc_slots_count(const mkc_slots *p) { return p->g->slots; }
 
+const mkc_graph *mkc_slots_graph(const mkc_slots *p) { return p->g; }
+
+const char *mkc_slots_describe(const mkc_slots *p) { return p->b->ops->describe(p->b); }
+
 static int bad_slot(const mkc_slots *p, int s) {
   if (s >= 0 && s < p->g->slots) return 0;
   fprintf(stderr, "mkc: error: slot %d: the kernel has slots 0..%d\n", s, p->g->slots - 1);

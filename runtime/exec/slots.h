@@ -18,6 +18,8 @@ mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const 
                           const mkc_weights *w, int blocks);
 void mkc_slots_close(mkc_slots *p);
 int mkc_slots_count(const mkc_slots *p);
+const mkc_graph *mkc_slots_graph(const mkc_slots *p);
+const char *mkc_slots_describe(const mkc_slots *p); /* the backend: its name and how it runs */
 
 /* Slot s's inputs for the next step (n 0: it sits the step out); n_fixed as
  * in mkc_session_step. 0, or -1 + message for inputs no step could take. */

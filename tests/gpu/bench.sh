@@ -19,7 +19,7 @@
 # tests/gpu/prime.sh here: `bash tests/gpu/bench.sh 520` with timeout_s 580,
 # carrying build/mkc build/lib build/gpu-cache.tar.xz build/test_kernel
 # build/test_spec build/test_kv_dtype build/test_snapshot build/test_window
-# (2026-11-26 on an H100: 461 s). Logs go to $OUT (the device
+# build/test_slots (2026-11-26 on an H100: 461 s). Logs go to $OUT (the device
 # tool's folder, as logs.tar.gz), else build/gpu-bench; summary.log collects
 # the tables.
 set -u

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-gpu: the correctness suite on the cuda backend, graph replay
 # against plain launches, and compute-sanitizer (memcheck, racecheck,
-# synccheck) on tiny (greedy and sampled), odd, qwen2-tiny and qwen3-tiny.
+# synccheck) on tiny (greedy and sampled), odd, qwen2-tiny and qwen3-tiny, and
+# tiny's slot kernel (run --batch).
 # Where there is no GPU it says so and counts as skipped. Prints "N passed,
 # N failed, N skipped" last. MKC_GPU_PARTS=suite or =sanitizer runs one of
 # the two halves (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if
@@ -19,7 +20,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window; do
+[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots; do
   MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
   rc=$?
   grep -v '^ok' "$tmp/log" | sed 's/^/     | /'
@@ -53,23 +54,31 @@ if [[ $parts != *sanitizer* ]]; then
 elif [ -n "${MKC_SKIP_SANITIZER:-}" ]; then
   skip "compute-sanitizer: MKC_SKIP_SANITIZER is set ($MKC_SKIP_SANITIZER)"
 elif [ -x "$cs" ]; then
-  # greedy on every preset; tiny sampled too (top-k 40: the candidates stage, then the sampler)
-  for run in tiny odd qwen2-tiny qwen3-tiny "tiny --temp 0.8 --seed 1"; do
-    read -r p extra <<<"$run"
+  # sanitize NAME ARGS...: mkc ARGS on cuda under each tool, 0 errors each
+  sanitize() {
+    local name=$1 tool rc
+    shift
     for tool in memcheck racecheck synccheck; do
-      # shellcheck disable=SC2086
-      MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 \
-        "$mkc" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda \
-        $extra >"$tmp/cs" 2>&1
+      MKC_CUDA_GRAPH=0 "$cs" --tool "$tool" --error-exitcode 99 "$mkc" "$@" --backend cuda >"$tmp/cs" 2>&1
       rc=$?
       # racecheck sums up as "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)"
       if [ "$rc" -eq 0 ] && grep -Eq 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$tmp/cs"; then
-        ok "$run: compute-sanitizer $tool: 0 errors"
+        ok "$name: compute-sanitizer $tool: 0 errors"
       else
-        fail "$run: compute-sanitizer $tool (exit $rc)" "$(grep -E 'ERROR|Error|error' "$tmp/cs" | head -n 20)"
+        fail "$name: compute-sanitizer $tool (exit $rc)" "$(grep -E 'ERROR|Error|error' "$tmp/cs" | head -n 20)"
       fi
     done
+  }
+  # greedy on every preset; tiny sampled too (top-k 40: the candidates stage, then the sampler)
+  for run in tiny odd qwen2-tiny qwen3-tiny "tiny --temp 0.8 --seed 1"; do
+    read -r p extra <<<"$run"
+    # shellcheck disable=SC2086
+    sanitize "$run" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 $extra
   done
+  # a slot kernel: three sequences in one step, one sampled (the per-slot sampler loops)
+  printf '1,2,3\n5,6,7,8,9\n42,7\n' >"$tmp/batch.txt"
+  sanitize "tiny --batch on 3 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \
+    --slots 3 --draft-max 2 --temp 0.8 --seed 1
 else
   skip "compute-sanitizer: not found"
 fi

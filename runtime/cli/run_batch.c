@@ -1,0 +1,174 @@
+/* mkc run --batch FILE: one prompt per line, decoded together on a slot
+ * kernel (exec/batch.h), each completion printed on its own line, in the
+ * file's order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "exec/batch.h"
+#include "loaded.h"
+#include "run_batch.h"
+#include "tokenizer/tokenizer.h"
+#include "util/files.h"
+
+#define DEFAULT_SLOTS 4
+
+/* The file's lines as prompts: text through the model's tokenizer, or
+ * comma-separated token ids. NULL + file:line message. */
+static mkc_batch_seq *read_prompts(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
+  char *text = mkc_read_file(c->batch_file, NULL);
+  if (!text) {
+    fprintf(stderr, "mkc: error: cannot read %s\n", c->batch_file);
+    return NULL;
+  }
+  int cap = 1;
+  for (const char *q = text; *q; q++) cap += *q == '\n';
+  mkc_batch_seq *seqs = calloc((size_t)cap, sizeof *seqs);
+  const mkc_tokenizer *tok = c->model_path ? m->file.tok : NULL;
+  *n = 0;
+  int line = 0, ok = seqs != NULL;
+  for (char *at = text; ok && *at;) {
+    char *end = strchr(at, '\n'), *next = end ? end + 1 : at + strlen(at);
+    if (end) *end = 0;
+    size_t len = strlen(at);
+    if (len && at[len - 1] == '\r') at[--len] = 0;
+    line++;
+    char where[4200];
+    snprintf(where, sizeof where, "%s:%d", c->batch_file, line);
+    if (len == 0) {
+      fprintf(stderr, "%s: error: an empty line: each line is a prompt\n", where);
+      ok = 0;
+      break;
+    }
+    int *ids = NULL, n_ids = 0;
+    if (tok) {
+      n_ids = mkc_tokenizer_encode(tok, at, len, mkc_tokenizer_add_bos(tok), 1, &ids);
+      if (n_ids < 1) fprintf(stderr, "%s: error: the prompt gives no tokens\n", where);
+    } else {
+      ids = mkc_parse_ids(at, m->g.vocab, &n_ids, where);
+    }
+    if (!ids || n_ids < 1) {
+      free(ids);
+      ok = 0;
+      break;
+    }
+    if (n_ids > m->g.max_ctx) {
+      fprintf(stderr, "%s: error: a prompt of %d tokens; the context holds %d (--ctx)\n", where,
+              n_ids, m->g.max_ctx);
+      free(ids);
+      ok = 0;
+      break;
+    }
+    seqs[*n].prompt = ids;
+    seqs[*n].n_prompt = n_ids;
+    (*n)++;
+    at = next;
+  }
+  free(text);
+  if (ok && *n == 0) {
+    fprintf(stderr, "%s: error: no prompts\n", c->batch_file);
+    ok = 0;
+  }
+  if (!ok && seqs) {
+    for (int i = 0; i < *n; i++) free((void *)seqs[i].prompt);
+    free(seqs);
+    seqs = NULL;
+  }
+  return seqs;
+}
+
+/* A completion on one line: the text with newlines and backslashes escaped
+ * (\n, \\), or the ids. */
+static void print_completion(const mkc_tokenizer *tok, const mkc_batch_seq *q) {
+  if (!tok) {
+    for (int i = 0; i < q->n_out; i++) printf(i ? " %d" : "%d", q->out[i]);
+    printf("\n");
+    return;
+  }
+  mkc_detok d;
+  mkc_detok_init(&d, tok, 0);
+  char buf[512];
+  for (int i = 0; i <= q->n_out; i++) {
+    size_t len = i < q->n_out ? mkc_detok_push(&d, q->out[i], buf, sizeof buf)
+                              : mkc_detok_flush(&d, buf, sizeof buf);
+    for (size_t j = 0; j < len; j++) {
+      if (buf[j] == '\n')
+        fputs("\\n", stdout);
+      else if (buf[j] == '\\')
+        fputs("\\\\", stdout);
+      else
+        putchar(buf[j]);
+    }
+  }
+  printf("\n");
+}
+
+int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long long seed) {
+  mkc_cli c = *cli;
+  int slots = c.slots ? c.slots : DEFAULT_SLOTS, k = c.draft_max;
+  /* the kernel's rows: every slot's last token and drafts in one step */
+  if (slots * (k + 1) > MKC_T_CAP) {
+    char msg[160];
+    snprintf(msg, sizeof msg,
+             "run --batch: %d slots of 1 + %d drafts are more than the %d rows a step takes; "
+             "lower --slots or --draft-max",
+             slots, k, MKC_T_CAP);
+    return mkc_cli_usage_error("%s", msg);
+  }
+  c.slots = slots;
+  c.draft_max = slots * (k + 1) - 1;
+  mkc_loaded_model m;
+  mkc_batch_seq *seqs = NULL;
+  mkc_slots *p = NULL;
+  int n = 0, rc = 1;
+  if (mkc_loaded_plan(&c, &m) != 0 || !(seqs = read_prompts(&c, &m, &n))) goto done;
+  double tokens = 0;
+  for (int i = 0; i < n; i++)
+    tokens += seqs[i].n_prompt + (c.have_n && c.n_gen >= 0 ? c.n_gen : m.g.max_ctx / 4);
+  if (mkc_loaded_cpu_guard(&c, &m, tokens, "run --batch") != 0) goto done;
+  if (c.model_path ? mkc_model_file_weights(&m.file, &m.g, &m.w)
+                   : mkc_weights_random(&m.w, &m.g, c.seed))
+    goto done;
+  p = mkc_slots_open(
+      (enum mkc_backend_kind)mkc_backend_kind_from_name(c.backend ? c.backend : "auto"), &m.g,
+      &m.src, &m.w, c.blocks);
+  if (!p) goto done;
+  const mkc_tokenizer *tok = c.model_path ? m.file.tok : NULL;
+  int stops[MKC_ROUND_STOPS], n_stops = 0;
+  if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
+  for (int i = 0; i < n; i++) {
+    seqs[i].n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);
+    seqs[i].opt = *opt;
+    /* line i samples with seed + i: what `mkc run --seed` that gives alone */
+    unsigned long long s = seed + (unsigned long long)i;
+    seqs[i].opt.seed_lo = (unsigned)s;
+    seqs[i].opt.seed_hi = (unsigned)(s >> 32);
+  }
+  mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops};
+  mkc_batch_stats st;
+  if (mkc_batch_run(p, seqs, n, &o, &st) != 0) goto done;
+  for (int i = 0; i < n; i++) print_completion(tok, &seqs[i]);
+  fflush(stdout);
+  double mib = 1024.0 * 1024.0;
+  fprintf(stderr,
+          "mkc: run --batch: %d prompts on %d slots (%s), %s: generated %ld tokens in %.3f s "
+          "(%.1f tok/s aggregate) over %d steps (%d of them a long prompt's chunk alone), at "
+          "most %d slots busy; drafted %ld, accepted %ld; %s; KV: at most %.2f MiB held of "
+          "%.2f MiB (%d slots x %.2f MiB: each slot a whole cache, no pages yet)\n",
+          n, slots, mkc_slots_describe(p), c.model_path ? c.model_path : m.g.preset, st.generated,
+          st.seconds, st.seconds > 0 ? st.generated / st.seconds : 0.0, st.steps, st.solo_steps,
+          st.most_busy, st.drafted, st.accepted, opt->temp > 0 ? "sampled" : "greedy",
+          st.kv_peak / mib, mkc_slots_kv_total(p) / mib, slots,
+          mkc_slots_kv_total(p) / mib / slots);
+  rc = 0;
+done:
+  mkc_slots_close(p);
+  if (seqs) {
+    mkc_batch_free(seqs, n);
+    for (int i = 0; i < n; i++) free((void *)seqs[i].prompt);
+    free(seqs);
+  }
+  mkc_loaded_close(&m);
+  return rc;
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# mkc run --batch FILE: the lines decoded together on a slot kernel give, line
+# by line and in order, what `mkc run` gives each alone on the plain kernel
+# (greedy with drafts; sampled, line i with seed S + i); more lines than
+# slots refill the slots as lines finish; the stats line reports the
+# aggregate rate and the KV bytes; bad files and flags are refused with
+# file:line or usage errors. SmolLM2 (test data) in text when present.
+source "$(dirname "$0")/lib.sh"
+
+printf '1,2,3\n5,6,7,8,9,10\n42\n7,7,7,7\n100,101\n3,1,4,1,5,9,2,6\n250,3,250,3,250,3,250,3,250,3,250,3,250,3,250,3,250,3\n' >"$tmp/ids.txt"
+
+# solo_ids OUT ARGS...: each line of ids.txt alone (line i with seed 5 + i when sampling)
+solo_ids() {
+  local out=$1 i=0
+  shift
+  : >"$out"
+  while read -r line; do
+    "$mkc" run --preset tiny --random-weights 1 --backend cpu --prompt-ids "$line" "$@" \
+      --seed $((5 + i)) >>"$out" 2>>"$tmp/err" || return 1
+    i=$((i + 1))
+  done <"$tmp/ids.txt"
+}
+
+check_batch() { # NAME SLOTS DRAFTS ARGS...
+  local name=$1 slots=$2 drafts=$3
+  shift 3
+  if "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" \
+    --slots "$slots" --draft-max "$drafts" --seed 5 "$@" >"$tmp/batch" 2>"$tmp/batch_err" \
+    && : >"$tmp/err" && solo_ids "$tmp/solo" "$@"; then
+    if cmp -s "$tmp/batch" "$tmp/solo"; then
+      ok "$name: every line what it gives alone, in order ($(wc -l <"$tmp/batch") lines)"
+    else
+      fail "$name: every line what it gives alone" "$(diff "$tmp/batch" "$tmp/solo" | head -8)"
+    fi
+  else
+    fail "$name: runs" "$(cat "$tmp/batch_err" "$tmp/err")"
+  fi
+}
+
+check_batch "7 lines on 3 slots, greedy, 2 drafts each" 3 2 -n 12
+stats=$(tail -n 1 "$tmp/batch_err")
+case "$stats" in
+"mkc: run --batch: 7 prompts on 3 slots ("*"generated 84 tokens in "*"tok/s aggregate"*"at most 3 slots busy"*"KV: at most 0.38 MiB held of 0.38 MiB (3 slots x 0.12 MiB: each slot a whole cache, no pages yet)")
+  ok "the stats line: prompts, slots, tokens, the aggregate rate, the KV bytes" ;;
+*) fail "the stats line" "$stats" ;;
+esac
+check_batch "7 lines on 2 slots, greedy, 7 drafts each" 2 7 -n 20
+check_batch "7 lines on 4 slots, sampled (top-k 40: the candidates stage)" 4 0 -n 10 --temp 0.9
+check_batch "7 lines on 5 slots, sampled top-p 0.8, no top-k" 5 0 -n 10 --temp 1.1 --top-k 0 --top-p 0.8
+check_batch "-n 0: an empty line per prompt" 3 1 -n 0
+
+# refusals
+printf '1,2\n\n3\n' >"$tmp/empty.txt"
+expect_error "an empty line" "$tmp/empty.txt:2: error: an empty line: each line is a prompt" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/empty.txt" -n 2
+printf '1,2\n3,x\n' >"$tmp/bad.txt"
+expect_error "a line that is no ids" "mkc: error: $tmp/bad.txt:2: expected comma-separated token ids, got '3,x'" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/bad.txt" -n 2
+printf '1,256\n' >"$tmp/vocab.txt"
+expect_error "a token outside the vocabulary" "mkc: error: $tmp/vocab.txt:1: token 256 is outside the vocabulary (0..255)" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/vocab.txt" -n 2
+expect_error "a file that is not there" "mkc: error: cannot read $tmp/none.txt" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/none.txt" -n 2
+expect_error "too many rows" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4
+expect_error "--slots without --batch" "mkc: error: run: --slots B goes with --batch FILE" -- \
+  run --preset tiny --random-weights 1 --backend cpu --prompt-ids 1 -n 2 --slots 2
+expect_error "--batch with -p" "mkc: error: run --batch: the prompts are the file's lines; drop -p, -f and --prompt-ids" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --prompt-ids 1
+expect_error "--slots 1" "mkc: error: --slots: expected an integer in 2..64, got '1'" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 1
+expect_error "gen --slots 65" "mkc: error: --slots: expected an integer in 2..64, got '65'" -- \
+  gen graphs/llama.lua --preset tiny --slots 65 -o "$tmp/k.cu"
+
+# a prompt past the context
+seq -s, 1 40 >"$tmp/long.txt"
+expect_error "a prompt past the context" "$tmp/long.txt:1: error: a prompt of 40 tokens; the context holds 32 (--ctx)" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/long.txt" --ctx 32 -n 2
+
+smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$smol" ]; then
+  skip "SmolLM2-135M-Instruct text batch: no test data (run tests/data/fetch.sh)"
+else
+  printf 'The capital of France is\nOne, two, three,\n' >"$tmp/text.txt"
+  if "$mkc" run -m "$smol" --batch "$tmp/text.txt" -n 6 --ctx 64 --draft-max 2 --slots 2 \
+    --backend cpu >"$tmp/batch" 2>"$tmp/err"; then
+    : >"$tmp/solo"
+    # each completion alone (run ends it with a newline), its newlines and backslashes escaped
+    # as --batch prints them
+    while read -r line; do
+      "$mkc" run -m "$smol" -p "$line" -n 6 --ctx 64 --no-display-prompt --backend cpu \
+        2>>"$tmp/err" | perl -0777 -pe 's/\n\z//; s/\\/\\\\/g; s/\n/\\n/g' >>"$tmp/solo" && echo >>"$tmp/solo"
+    done <"$tmp/text.txt"
+    if cmp -s "$tmp/batch" "$tmp/solo"; then
+      ok "SmolLM2 text, 2 lines on 2 slots with drafts: each line's completion alone ($(tr '\n' '|' <"$tmp/batch"))"
+    else
+      fail "SmolLM2 text batch = each alone" "$(cat "$tmp/batch")" "$(cat "$tmp/solo")"
+    fi
+  else
+    fail "SmolLM2 text batch runs" "$(cat "$tmp/err")"
+  fi
+fi
+
+finish
