@@ -91,14 +91,21 @@ function buffers.plan(graph, stages, opts)
       layers[node.layer] = node
       local rows = opts.max_ctx
       if node.window > 0 then rows = math.min(rows, node.window + opts.t_chunk) end
+      if opts.kv_pages > 0 then
+        if node.window > 0 then
+          util.raise(graph.path, node.line, "a sliding window's ring cannot be paged yet (--kv-pages)")
+        end
+        rows = opts.kv_pages * opts.kv_page -- the pool, page after page (templates/slots.cuh)
+      end
       local size = node.kv_heads * rows * node.head_dim
       plan.kv[node] = { k = kv_off, v = kv_off + size, rows = rows }
       kv_off = kv_off + 2 * size
     end
   end
-  -- a slot kernel (templates/slots.cuh): each slot a whole cache of this layout, one after another
+  -- a slot kernel (templates/slots.cuh): each slot a whole cache of this layout, one after another;
+  -- paged, one pool
   plan.kv_elems = kv_off
-  plan.kv_bytes = kv_off * math.max(opts.slots, 1) * opts.kv_elem_bytes
+  plan.kv_bytes = kv_off * (opts.kv_pages > 0 and 1 or math.max(opts.slots, 1)) * opts.kv_elem_bytes
 
   -- scratch values: residual adds write into their residual operand's region
   local root, first, last = {}, {}, {}
@@ -183,6 +190,11 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_union_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
+  -- a paged slot kernel's page tables, [slots][slot_pages] ints the host writes
+  if opts.kv_pages > 0 then
+    plan.page_table = top
+    top = top + util.round_up(opts.slots * opts.slot_pages, ALIGN_FLOATS)
+  end
   -- layer outputs kept for the host (codegen/main.lua, keep stages): a slot per layer asked for,
   -- every input's row at the residual's stride
   if opts.keep_layers then

@@ -303,7 +303,12 @@ function emit.source(graph, plan, opts)
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
   if opts.slots > 0 then
     put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
-    put(("#define MKC_KV_SLOT %dL /* KV elements of each slot's cache */"):format(plan.kv_elems))
+    if opts.kv_pages > 0 then
+      put(("#define MKC_KV_PAGES %d /* the KV pool's pages */\n#define MKC_SLOT_PAGES %d /* a slot's page table */"):format(
+        opts.kv_pages, opts.slot_pages))
+    else
+      put(("#define MKC_KV_SLOT %dL /* KV elements of each slot's cache */"):format(plan.kv_elems))
+    end
   end
   -- Blocks per SM the registers must leave room for: at 128 threads, 3 (<= 168 registers). The
   -- layer loop keeps a pass's offsets live that an unrolled kernel folds into its instructions;
@@ -434,7 +439,11 @@ function emit.source(graph, plan, opts)
     put("  const mkc_rowmap *rows = rm.single >= 0 ? (const mkc_rowmap *)0 : &rm;")
     put("  const int pos = rm.single >= 0 ? rm.spos[rm.single] : 0;")
     put("  const int *inputs = rm.single >= 0 ? state[rm.single].inputs : rm.tok;")
-    put("  if (rm.single >= 0) kv += rm.single * MKC_KV_SLOT; /* its cache */")
+    if opts.kv_pages > 0 then
+      put(("  rm.table = (const int *)(scratch + %d); /* the page tables, the host's */"):format(plan.page_table))
+    else
+      put("  if (rm.single >= 0) kv += rm.single * MKC_KV_SLOT; /* its cache */")
+    end
   else
     put("  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */")
     put(("  if (!drafting && !mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx,

@@ -74,7 +74,8 @@ end
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
 -- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only),
 -- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps),
--- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), slots_cap
+-- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), slots_cap,
+-- kv_pages (or nil: 0; else a slot kernel's KV pool in pages of kv_page positions)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -91,13 +92,21 @@ function M.generate(opts)
   if math.type(slots) ~= "integer" or slots < 0 or slots > opts.slots_cap or slots == 1 then
     util.fail(("--slots must be 2..%d (0: a plain kernel), got %s"):format(opts.slots_cap, tostring(slots)))
   end
+  local kv_pages = opts.kv_pages or 0
+  if math.type(kv_pages) ~= "integer" or kv_pages < -1 or (kv_pages ~= 0 and slots == 0) then
+    util.fail(("--kv-pages must be a page count for a slot kernel (--slots B), got %s"):format(tostring(kv_pages)))
+  end
+  local slot_pages = (graph.params.max_ctx + opts.kv_page - 1) // opts.kv_page
+  if kv_pages == -1 then kv_pages = slots * slot_pages end -- a pool as large as whole caches
   local t_max = opts.draft_max + 1
-  local t_chunk = chunk_capacity(opts, t_max, graph.params.max_ctx)
+  -- a paged kernel has no tiled prompt chunks: prompts go in steps of t_max (templates/slots.cuh)
+  local t_chunk = kv_pages > 0 and t_max or chunk_capacity(opts, t_max, graph.params.max_ctx)
   local gen = {
     t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM,
     max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,
-    kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype], slots = slots,
+    kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype], slots = slots, kv_pages = kv_pages,
+    kv_page = opts.kv_page, slot_pages = slot_pages,
     file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu",
     templates = {},
   }
@@ -123,7 +132,7 @@ function M.generate(opts)
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
             gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or "")
-    .. (slots > 0 and (";slots=%d"):format(slots) or ""))
+    .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -200,7 +209,8 @@ function M.export(graph, plan, gen, source)
              feature_n = feature and graph.feature.n or 0, feature_offset = feature and feature.offset or 0,
              feature_stride = feature and feature.stride or 0,
              keep_layers = gen.keep_layers or {}, keep_offset = plan.keep or 0, keep_slot = plan.keep_slot or 0,
-             slots = gen.slots, history_floats = plan.history_floats },
+             slots = gen.slots, history_floats = plan.history_floats, kv_pages = gen.kv_pages,
+             page_table_offset = plan.page_table or 0, slot_pages = gen.slot_pages },
   }
 end
 

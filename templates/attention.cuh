@@ -1,8 +1,10 @@
 /* Causal attention over the KV cache, split-KV (flash-decoding). Token t sees
  * positions [0, pos + t], or with a sliding window (window > 0) the last
  * `window` of them, [lo, pos + t]. Position s is row s % kv_rows of each kv
- * head (kv_rows = max_ctx, or a window's ring). K and V are widened from the
- * cache's type to float as they are read.
+ * head (kv_rows = max_ctx, or a window's ring). In a slot kernel (rows, the
+ * step's row map: templates/slots.cuh) token t's position and cache are its
+ * slot's, and paged, position s is at its slot's page's row. K and V are
+ * widened from the cache's type to float as they are read.
  *
  * A unit is one kv head's query heads (up to pass_heads of its GQA group at a
  * time, so K and V are read once per pass) for one token; its positions are
@@ -93,8 +95,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
     int n = mkc_row_pos(rows, pos, t) + 1, lo = window > 0 && n > window ? n - window : 0;
     int span = (n - lo + splits - 1) / splits;
     int a = lo + c * span, b = a + span < n ? a + span : n; /* this item's positions [a, b) */
-    const mkc_kv *K = k_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
-    const mkc_kv *V = v_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
+    const mkc_kv *K = k_cache + (long)g * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
       q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
     if (mkc_tid() < pass_heads) {
@@ -116,7 +118,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
         if (i < len)
           for (int j = sub; j < nv; j += L) {
             float kf[8];
-            mkc_kv_vec(K + (long)((s0 + i) % kv_rows) * head_dim + j * vec, vec, kf);
+            mkc_kv_vec(K + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + j * vec, vec, kf);
             for (int h = 0; h < pass_heads; h++)
               for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
           }
@@ -152,7 +154,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
           for (int k = 0; k < vec; k++) acc[h][k] *= alpha[h];
         for (int i = slice; i < len; i += P) {
           float vf[8];
-          mkc_kv_vec(V + (long)((s0 + i) % kv_rows) * head_dim + v_at * vec, vec, vf);
+          mkc_kv_vec(V + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + v_at * vec, vec, vf);
           for (int h = 0; h < pass_heads; h++) {
             float p = sc[h * MKC_ATT_TILE + i];
             for (int k = 0; k < vec; k++) acc[h][k] += p * vf[k];

@@ -10,6 +10,7 @@
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 #define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
 #define MKC_SLOTS_CAP 64    /* most sequences a slot kernel's step serves (templates/slots.cuh) */
+#define MKC_KV_PAGE 16      /* positions per page of a paged slot kernel's KV pool (--kv-pages) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,

@@ -132,7 +132,7 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       int at = mkc_row_pos(rows, pos, t);
       mkc_rope_pair(&a, &b, inv_freq, mscale, at);
       if (kv_out) {
-        long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
+        long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
         kv_out[kv_at + i0] = mkc_kv_from_f32(a);
         kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
@@ -257,7 +257,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
           } else {
-            long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
+            long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
             cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
             cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
           }

@@ -3,7 +3,8 @@
 # by line and in order, what `mkc run` gives each alone on the plain kernel
 # (greedy with drafts; sampled, line i with seed S + i); more lines than
 # slots refill the slots as lines finish; the stats line reports the
-# aggregate rate and the KV bytes; bad files and flags are refused with
+# aggregate rate and the KV bytes held, which a pool of pages smaller than
+# the slots' whole contexts bounds; bad files and flags are refused with
 # file:line or usage errors. SmolLM2 (test data) in text when present.
 source "$(dirname "$0")/lib.sh"
 
@@ -21,11 +22,14 @@ solo_ids() {
   done <"$tmp/ids.txt"
 }
 
-check_batch() { # NAME SLOTS DRAFTS ARGS...
+# check_batch NAME SLOTS DRAFTS ARGS...: the batch (with $pages, --kv-pages N or empty) against
+# each line alone with ARGS
+pages=()
+check_batch() {
   local name=$1 slots=$2 drafts=$3
   shift 3
   if "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" \
-    --slots "$slots" --draft-max "$drafts" --seed 5 "$@" >"$tmp/batch" 2>"$tmp/batch_err" \
+    --slots "$slots" --draft-max "$drafts" --seed 5 "${pages[@]}" "$@" >"$tmp/batch" 2>"$tmp/batch_err" \
     && : >"$tmp/err" && solo_ids "$tmp/solo" "$@"; then
     if cmp -s "$tmp/batch" "$tmp/solo"; then
       ok "$name: every line what it gives alone, in order ($(wc -l <"$tmp/batch") lines)"
@@ -40,14 +44,39 @@ check_batch() { # NAME SLOTS DRAFTS ARGS...
 check_batch "7 lines on 3 slots, greedy, 2 drafts each" 3 2 -n 12
 stats=$(tail -n 1 "$tmp/batch_err")
 case "$stats" in
-"mkc: run --batch: 7 prompts on 3 slots ("*"generated 84 tokens in "*"tok/s aggregate"*"at most 3 slots busy"*"KV: at most 0.38 MiB held of 0.38 MiB (3 slots x 0.12 MiB: each slot a whole cache, no pages yet)")
-  ok "the stats line: prompts, slots, tokens, the aggregate rate, the KV bytes" ;;
+"mkc: run --batch: 7 prompts on 3 slots ("*"generated 84 tokens in "*"tok/s aggregate"*"at most 3 slots busy"*"KV: at most "*" MiB held of a pool of 0.375 MiB (96 pages of 16 positions; whole caches would be 0.375 MiB)")
+  ok "the stats line: prompts, slots, tokens, the aggregate rate, the KV pool" ;;
 *) fail "the stats line" "$stats" ;;
 esac
 check_batch "7 lines on 2 slots, greedy, 7 drafts each" 2 7 -n 20
 check_batch "7 lines on 4 slots, sampled (top-k 40: the candidates stage)" 4 0 -n 10 --temp 0.9
 check_batch "7 lines on 5 slots, sampled top-p 0.8, no top-k" 5 0 -n 10 --temp 1.1 --top-k 0 --top-p 0.8
 check_batch "-n 0: an empty line per prompt" 3 1 -n 0
+
+# Paged: the KV bytes held follow the tokens, not the context times the slots. 3 slots of
+# up to 18 + 12 positions hold at most 2 pages each: a pool of 6 pages serves them (whole
+# caches: 96 pages).
+# held KIB: the KV bytes the stats line says were held at most, in KiB
+held() { sed -n 's/.*KV: at most \([0-9.]*\) MiB held.*/\1/p' "$tmp/batch_err" | awk '{ printf "%d", $1 * 1024 + 0.5 }'; }
+pages=(--kv-pages 6)
+check_batch "7 lines on 3 slots in a pool of 6 pages" 3 2 -n 12
+short=$(held)
+case "$(tail -n 1 "$tmp/batch_err")" in
+*"held of a pool of 0.023 MiB (6 pages of 16 positions; whole caches would be 0.375 MiB)")
+  [ "$short" -ge 12 ] && [ "$short" -le 24 ] \
+    && ok "6 pages: $short KiB held (3 slots, 1 or 2 pages of 4 KiB each) of a 24 KiB pool; whole caches 384 KiB" \
+    || fail "6 pages: the bytes held" "$(tail -n 1 "$tmp/batch_err")" ;;
+*) fail "6 pages: the pool" "$(tail -n 1 "$tmp/batch_err")" ;;
+esac
+pages=(--kv-pages 12)
+check_batch "the tokens grow: 40 each, 3 slots in a pool of 12 pages" 3 1 -n 40
+long=$(held)
+[ "$long" -gt "$short" ] && [ "$long" -le 48 ] \
+  && ok "40 tokens each: $long KiB held, more than 12 tokens' $short KiB, within the 48 KiB pool" \
+  || fail "the bytes held grow with the tokens" "$short KiB, then $long KiB" "$(tail -n 1 "$tmp/batch_err")"
+pages=()
+expect_error "a pool too small" "mkc: error: slot 2 needs a KV page for position 0, and all 2 pages of the pool are held (--kv-pages)" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 -n 4 --kv-pages 2
 
 # refusals
 printf '1,2\n\n3\n' >"$tmp/empty.txt"
@@ -63,7 +92,7 @@ expect_error "a file that is not there" "mkc: error: cannot read $tmp/none.txt" 
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/none.txt" -n 2
 expect_error "too many rows" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4
-expect_error "--slots without --batch" "mkc: error: run: --slots B goes with --batch FILE" -- \
+expect_error "--slots without --batch" "mkc: error: run: --slots B and --kv-pages N go with --batch FILE" -- \
   run --preset tiny --random-weights 1 --backend cpu --prompt-ids 1 -n 2 --slots 2
 expect_error "--batch with -p" "mkc: error: run --batch: the prompts are the file's lines; drop -p, -f and --prompt-ids" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --prompt-ids 1

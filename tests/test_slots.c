@@ -15,8 +15,12 @@
  *     decode steps;
  *   - a slot cleared and given a new prompt mid-run changes no other slot;
  *   - refusals: too many rows together, bad slots and tokens;
+ *   - paged (--kv-pages): the same on a shared pool of pages, the pages held
+ *     being what the slots' positions need, a pool too small refused with
+ *     the reason, a cleared slot's pages returned;
  *   - planted bugs (every slot on the first slot's cache; every row of a slot
- *     at its first position) break the equality. */
+ *     at its first position; every position on its slot's first page) break
+ *     the equality. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +42,7 @@ typedef struct kernel {
   mkc_weights w;
 } kernel;
 
-static int kernel_open(kernel *k, int slots) {
+static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
   memset(k, 0, sizeof *k);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
@@ -47,10 +51,13 @@ static int kernel_open(kernel *k, int slots) {
                     .draft_max = DRAFT_MAX,
                     .max_ctx = MAX_CTX,
                     .ubatch = UBATCH,
-                    .slots = slots};
+                    .slots = slots,
+                    .kv_pages = kv_pages};
   if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
   return mkc_weights_random(&k->w, &k->g, 7);
 }
+
+static int kernel_open(kernel *k, int slots) { return kernel_open_paged(k, slots, 0); }
 
 static void kernel_close(kernel *k) {
   mkc_weights_free(&k->w);
@@ -75,6 +82,7 @@ typedef struct run {
   mkc_session *solo;
   int greedy[N_GEN + 64]; /* plain T = 1 greedy continuation of the prompt */
   int fed, steps, out[N_GEN + 64], n_out, last;
+  int t_chunk; /* the slot kernel's */
 } run;
 
 typedef struct tally {
@@ -120,6 +128,7 @@ static int greedy_of(kernel *plain, const script *sc, int *out, int n) {
 static int run_start(run *rn, kernel *plain, const script *sc, mkc_slots *p, int slot) {
   memset(rn, 0, sizeof *rn);
   rn->sc = *sc;
+  rn->t_chunk = mkc_slots_graph(p)->t_chunk;
   rn->solo = mkc_session_open(MKC_BACKEND_CPU, &plain->g, &plain->src, &plain->w, 3);
   mkc_sampling o = sampling_of(sc);
   if (!rn->solo || greedy_of(plain, sc, rn->greedy, N_GEN + 32) != 0 ||
@@ -134,6 +143,7 @@ static void next_inputs(run *rn, int solo_phase, int *in, int *n, int *fixed) {
   const script *sc = &rn->sc;
   if (rn->fed < sc->n_prompt) {
     int want = solo_phase && rn->fed == 0 && sc->solo ? sc->solo : sc->chunk;
+    if (want > rn->t_chunk) want = rn->t_chunk; /* a paged kernel's chunks are steps */
     *n = sc->n_prompt - rn->fed < want ? sc->n_prompt - rn->fed : want;
     memcpy(in, sc->prompt + rn->fed, (size_t)*n * sizeof *in);
     *fixed = *n - 1;
@@ -237,12 +247,26 @@ static script make_script(int len, int first, int chunk, int solo, int drafts, i
   return sc;
 }
 
+/* Seven scripts (prompts of 5..40, chunks alone and beside decodes, 0..3
+ * drafts, 3 samplers) and the prompt a restarted slot takes. */
+static void seven(script *sc, script *next) {
+  sc[0] = make_script(11, 1, 1, 0, 0, 0, 0, 0);
+  sc[1] = make_script(17, 2, 2, 0, 1, 2, 0, 0);
+  sc[2] = make_script(5, 3, 3, 0, 2, 3, 0.9f, 5);
+  sc[3] = make_script(40, 4, 4, 20, 3, 2, 0, 0);
+  sc[4] = make_script(23, 5, 2, 0, 1, 0, 0.6f, 8);
+  sc[5] = make_script(8, 6, 1, 0, 0, 0, 0, 0);
+  sc[6] = make_script(30, 7, 3, 18, 2, 4, 0, 0);
+  *next = make_script(14, 200, 2, 0, 1, 3, 0, 0);
+}
+
 /* Steps of a planted kernel against the solo runs: the tally of 2 slots. */
-static tally planted(kernel *plain, const char *from, const char *to, int *planted_ok) {
+static tally planted(kernel *plain, int kv_pages, const char *from, const char *to,
+                     int *planted_ok) {
   kernel k;
   tally t = {0};
   *planted_ok = 0;
-  if (kernel_open(&k, SLOTS) != 0) return t;
+  if (kernel_open_paged(&k, SLOTS, kv_pages) != 0) return t;
   if (fixture_plant(&k.src, from, to) == 0) {
     *planted_ok = 1;
     mkc_slots *p = mkc_slots_open(test_backend(), &k.g, &k.src, &k.w, 5);
@@ -255,6 +279,72 @@ static tally planted(kernel *plain, const char *from, const char *to, int *plant
   }
   kernel_close(&k);
   return t;
+}
+
+/* The pages slot s's cache needs for its pos, against what the pool holds. */
+static int pages_for(mkc_slots *p, int s) {
+  return (mkc_slots_pos(p, s) + MKC_KV_PAGE - 1) / MKC_KV_PAGE;
+}
+
+/* A paged kernel: 7 slots on a pool of 48 pages (a whole cache each would be
+ * 7 x 16): every slot still its solo run; the pages held are what the
+ * tokens need; a pool too small says so; a cleared slot's pages return. */
+static void paged(kernel *plain) {
+  kernel pk;
+  if (!CHECK(kernel_open_paged(&pk, SLOTS, 48) == 0, "generate tiny, %d slots on 48 KV pages",
+             SLOTS))
+    return;
+  size_t page_bytes = pk.g.kv_bytes / 48;
+  CHECK(pk.g.kv_pages == 48 && pk.g.t_chunk == pk.g.t_max &&
+            page_bytes * 48 * SLOTS * (MAX_CTX / MKC_KV_PAGE) ==
+                (size_t)48 * SLOTS * plain->g.kv_bytes,
+        "plan: a pool of 48 pages of %d positions (%zu bytes each; a slot's whole cache is "
+        "%d pages), prompt chunks of t_max",
+        MKC_KV_PAGE, page_bytes, MAX_CTX / MKC_KV_PAGE);
+  mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, 5);
+  if (CHECK(p != NULL, "open the paged slots")) {
+    int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+    script sc[SLOTS], next;
+    seven(sc, &next);
+    tally t = run_slots(plain, p, used, sc, SLOTS, 24, 8, 2, &next);
+    CHECK(t.ok && t.steps == 24 && t.same && t.worst <= TOL && t.lossless,
+          "paged, B = 7 (a restart at step 8, %d accepted): each slot its solo run (logits %.2g), "
+          "greedy lossless",
+          t.accepted, t.worst);
+    int need = 0, bytes_ok = 1;
+    for (int s = 0; s < SLOTS; s++) {
+      need += pages_for(p, s);
+      bytes_ok = bytes_ok && mkc_slots_kv_used(p, s) == (size_t)pages_for(p, s) * page_bytes;
+    }
+    CHECK(mkc_slots_pages_held(p) == need && bytes_ok,
+          "pages held: %d, what the slots' %d.. positions need (each slot's bytes: its pages)",
+          mkc_slots_pages_held(p), mkc_slots_pos(p, 0));
+    int of3 = pages_for(p, 3);
+    CHECK(of3 > 0 && mkc_slots_clear(p, 3) == 0 && mkc_slots_pages_held(p) == need - of3 &&
+              mkc_slots_kv_used(p, 3) == 0,
+          "clear slot 3: its %d pages go back to the pool", of3);
+    mkc_slots_close(p);
+  }
+  /* a pool too small: 4 pages, a prompt of 70 positions */
+  kernel small;
+  if (kernel_open_paged(&small, SLOTS, 4) == 0) {
+    mkc_slots *q = mkc_slots_open(test_backend(), &small.g, &small.src, &small.w, 5);
+    int in[16] = {0}, rc = 0, steps = 0;
+    check_stderr_begin();
+    while (q && rc == 0 && steps < 10) {
+      rc = mkc_slots_set_inputs(q, 1, in, 16, 15) || mkc_slots_step(q);
+      steps++;
+    }
+    char *err = check_stderr_end();
+    CHECK(q && rc != 0 && steps == 5 && mkc_slots_pos(q, 1) == 64 && err &&
+              strstr(err, "slot 1 needs a KV page for position 64, and all 4 pages of the pool are "
+                          "held (--kv-pages)"),
+          "4 pages: 64 positions fit, the fifth page is refused with the reason");
+    free(err);
+    mkc_slots_close(q);
+    kernel_close(&small);
+  }
+  kernel_close(&pk);
 }
 
 static void refusals(kernel *k) {
@@ -347,12 +437,8 @@ int main(void) {
   /* seven slots: ragged rows 1 + drafts (16 in all), samplers mixed, a restart mid-run */
   {
     int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
-    script sc[SLOTS] = {
-        make_script(11, 1, 1, 0, 0, 0, 0, 0),    make_script(17, 2, 2, 0, 1, 2, 0, 0),
-        make_script(5, 3, 3, 0, 2, 3, 0.9f, 5),  make_script(40, 4, 4, 20, 3, 2, 0, 0),
-        make_script(23, 5, 2, 0, 1, 0, 0.6f, 8), make_script(8, 6, 1, 0, 0, 0, 0, 0),
-        make_script(30, 7, 3, 18, 2, 4, 0, 0)};
-    script next = make_script(14, 200, 2, 0, 1, 3, 0, 0);
+    script sc[SLOTS], next;
+    seven(sc, &next);
     tally t = run_slots(&plain, p, used, sc, SLOTS, 24, -1, 0, NULL);
     CHECK(t.ok && t.steps == 24 && t.same && t.worst <= TOL && t.lossless,
           "B = 7 (prompts 5..40, chunks alone and beside decodes, 0..3 drafts, 3 samplers, %d "
@@ -366,16 +452,21 @@ int main(void) {
   }
   mkc_slots_close(p);
 
+  paged(&plain);
   refusals(&sk);
 
   int planted_ok;
   tally t =
-      planted(&plain, "(long)rows->slot[t] * MKC_KV_SLOT", "(long)0 * MKC_KV_SLOT", &planted_ok);
+      planted(&plain, 0, "(long)rows->slot[t] * MKC_KV_SLOT", "(long)0 * MKC_KV_SLOT", &planted_ok);
   CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
         "planted: every row on slot 0's cache: caught (%d steps)", t.steps);
-  t = planted(&plain, "rm->pos[r] = rm->spos[s] + t;", "rm->pos[r] = rm->spos[s];", &planted_ok);
+  t = planted(&plain, 0, "rm->pos[r] = rm->spos[s] + t;", "rm->pos[r] = rm->spos[s];", &planted_ok);
   CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
         "planted: a slot's rows all at its first position: caught (%d steps)", t.steps);
+  t = planted(&plain, 48, "rows->table[rows->slot[t] * MKC_SLOT_PAGES + p / MKC_KV_PAGE]",
+              "rows->table[rows->slot[t] * MKC_SLOT_PAGES]", &planted_ok);
+  CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
+        "planted, paged: every position on its slot's first page: caught (%d steps)", t.steps);
 
   kernel_close(&sk);
   kernel_close(&plain);

@@ -79,6 +79,9 @@ struct mkc_backend_ops {
   /* Copies scratch floats [offset, offset + n) of the last step to dst (the
    * log-probabilities). 0 or -1. NULL here: no kernel scratch (ref). */
   int (*read_scratch)(mkc_backend *b, size_t offset, size_t n, float *dst);
+  /* Writes n floats from src at float offset `offset` of scratch, before the
+   * next step (a paged slot kernel's page tables). 0 or -1. NULL: no scratch. */
+  int (*write_scratch)(mkc_backend *b, size_t offset, size_t n, const float *src);
 
   /* Writes the graph's feature (MKC_OP_FEATURE: n floats per input) for
    * inputs 0..T-1 of the next step, rows one after another. 0 or -1 after a

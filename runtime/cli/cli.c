@@ -136,6 +136,7 @@ static const struct {
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
     {"-d", 0, 1 << 20, offsetof(mkc_cli, depth)},
     {"--slots", 2, MKC_SLOTS_CAP, offsetof(mkc_cli, slots)},
+    {"--kv-pages", 1, 1 << 20, offsetof(mkc_cli, kv_pages)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -85,6 +85,9 @@ static const char USAGE[] =
     "                         aggregate tokens/s and the KV bytes held\n"
     "  --slots B              with --batch: sequences per step (2..64, default 4), each\n"
     "                         with 1 + --draft-max inputs: B x (K + 1) <= 32\n"
+    "  --kv-pages N           with --batch: the slots share N KV pages of 16 positions\n"
+    "                         (default: as many as B whole contexts); a slot holds the\n"
+    "                         pages its tokens need\n"
     "  --preset P, --graph GRAPH, --random-weights SEED, --prompt-ids IDS, --kernel DIR:\n"
     "                         a preset on random weights (see README.md)\n";
 
@@ -205,7 +208,8 @@ static int check_batch_flags(const mkc_cli *c) {
 
 static int check_flags(const mkc_cli *c) {
   if (c->batch_file) return check_batch_flags(c);
-  if (c->slots) return mkc_cli_usage_error("%s", "run: --slots B goes with --batch FILE");
+  if (c->slots || c->kv_pages)
+    return mkc_cli_usage_error("%s", "run: --slots B and --kv-pages N go with --batch FILE");
   if (c->kernel_dir && c->kv_dtype)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
@@ -338,7 +342,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots",
+      "--slots --kv-pages",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template;

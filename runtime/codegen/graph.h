@@ -173,6 +173,12 @@ typedef struct mkc_graph {
    * history_offset + s * history_floats. */
   int slots;
   size_t history_floats;
+  /* Paged (kv_pages > 0): the slots share a pool of kv_pages pages of
+   * MKC_KV_PAGE positions (kv_bytes in all); slot s's page table is
+   * slot_pages ints at float offset page_table_offset + s * slot_pages of
+   * scratch, written by the host. */
+  int kv_pages, slot_pages;
+  size_t page_table_offset;
 } mkc_graph;
 
 void mkc_graph_free(mkc_graph *g);

@@ -333,6 +333,9 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->feature_stride = (size_t)get_int(L, p, "feature_stride");
   g->slots = (int)get_int(L, p, "slots");
   g->history_floats = (size_t)get_int(L, p, "history_floats");
+  g->kv_pages = (int)get_int(L, p, "kv_pages");
+  g->slot_pages = (int)get_int(L, p, "slot_pages");
+  g->page_table_offset = (size_t)get_int(L, p, "page_table_offset");
   lua_pop(L, 1);
   return src->source && src->file_name && g->graph_path && g->preset && g->kv_dtype >= 0 ? 0 : -1;
 }
@@ -445,6 +448,10 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   lua_setfield(L, -2, "slots");
   lua_pushinteger(L, MKC_SLOTS_CAP);
   lua_setfield(L, -2, "slots_cap");
+  lua_pushinteger(L, o->kv_pages);
+  lua_setfield(L, -2, "kv_pages");
+  lua_pushinteger(L, MKC_KV_PAGE);
+  lua_setfield(L, -2, "kv_page");
   lua_pushinteger(L, MKC_MAX_BLOCKS);
   lua_setfield(L, -2, "max_blocks");
   lua_pushinteger(L, MKC_T_CAP);

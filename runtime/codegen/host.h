@@ -44,6 +44,10 @@ typedef struct mkc_gen_opts {
   /* 0: a plain kernel, one sequence; 2..MKC_SLOTS_CAP: a slot kernel whose
    * step serves that many sequences (templates/slots.cuh, exec/slots.h). */
   int slots;
+  /* 0: each slot a whole cache; else the slots share a pool of this many
+   * pages of MKC_KV_PAGE positions (templates/slots.cuh); -1: a pool of as
+   * many pages as the whole caches would take. */
+  int kv_pages;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

@@ -135,9 +135,6 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
     }
     if (rc != 0 || n_busy == 0) break;
     if (n_busy > st->most_busy) st->most_busy = n_busy;
-    size_t kv = 0;
-    for (int s = 0; s < slots; s++) kv += bs[s].seq >= 0 ? mkc_slots_kv_used(p, s) : 0;
-    if (kv > st->kv_peak) st->kv_peak = kv;
     /* a prompt longer than the share goes first, its slot alone, in chunks */
     int solo = -1;
     for (int s = 0; s < slots && solo < 0; s++)
@@ -155,6 +152,9 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
     }
     st->steps++;
     st->solo_steps += solo >= 0;
+    size_t kv = 0;
+    for (int s = 0; s < slots; s++) kv += bs[s].seq >= 0 ? mkc_slots_kv_used(p, s) : 0;
+    if (kv > st->kv_peak) st->kv_peak = kv;
     for (int s = 0; s < slots && rc == 0; s++)
       if (bs[s].seq >= 0 && (solo < 0 || s == solo))
         rc = take(p, s, &bs[s], &seqs[bs[s].seq], o, g->max_ctx, st);

@@ -15,6 +15,11 @@ struct mkc_slots {
   int *tokens;       /* [g->slots][max_ctx]: the tokens each slot's cache holds */
   int *first;        /* [g->slots]: a slot's first row in the last step, -1: it sat out */
   int *ran;          /* [g->slots]: its inputs in the last step */
+  /* paged (g->kv_pages > 0): each slot's page table, -1 where no page is
+   * held yet, and each page's holders */
+  int *table;     /* [g->slots][g->slot_pages] */
+  int *refs;      /* [g->kv_pages] */
+  int pages_held; /* pages with a holder */
 };
 
 mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
@@ -37,7 +42,15 @@ mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const 
     p->first = malloc(n * sizeof *p->first);
     p->ran = calloc(n, sizeof *p->ran);
   }
-  if (!p || !p->states || !p->tokens || !p->first || !p->ran) {
+  int paged = g->kv_pages > 0;
+  if (p && paged) {
+    p->table = malloc(n * (size_t)g->slot_pages * sizeof *p->table);
+    p->refs = calloc((size_t)g->kv_pages, sizeof *p->refs);
+    if (p->table)
+      for (size_t i = 0; i < n * (size_t)g->slot_pages; i++) p->table[i] = -1;
+  }
+  if (!p || !p->states || !p->tokens || !p->first || !p->ran ||
+      (paged && (!p->table || !p->refs))) {
     fprintf(stderr, "mkc: error: out of memory opening %zu slots\n", n);
     mkc_slots_close(p);
     return NULL;
@@ -58,7 +71,61 @@ void mkc_slots_close(mkc_slots *p) {
   free(p->tokens);
   free(p->first);
   free(p->ran);
+  free(p->table);
+  free(p->refs);
   free(p);
+}
+
+/* Paged: the pages slot s's positions [pos, pos + n) need, taken from the
+ * pool (the lowest free first). 0, or -1 + message when the pool is out. */
+static int hold_pages(mkc_slots *p, int s, int pos, int n) {
+  const mkc_graph *g = p->g;
+  int *table = p->table + (size_t)s * g->slot_pages;
+  for (int i = pos / MKC_KV_PAGE; i <= (pos + n - 1) / MKC_KV_PAGE; i++) {
+    if (table[i] >= 0) continue;
+    int page = 0;
+    while (page < g->kv_pages && p->refs[page] > 0) page++;
+    if (page == g->kv_pages) {
+      fprintf(stderr,
+              "mkc: error: slot %d needs a KV page for position %d, and all %d pages of the pool "
+              "are held (--kv-pages)\n",
+              s, i * MKC_KV_PAGE, g->kv_pages);
+      return -1;
+    }
+    p->refs[page]++;
+    p->pages_held++;
+    table[i] = page;
+  }
+  return 0;
+}
+
+/* Slot s's pages from its page `from` on go back to the pool. */
+static void release_pages(mkc_slots *p, int s, int from) {
+  int *table = p->table + (size_t)s * p->g->slot_pages;
+  for (int i = from; i < p->g->slot_pages; i++) {
+    if (table[i] < 0) continue;
+    if (--p->refs[table[i]] == 0) p->pages_held--;
+    table[i] = -1;
+  }
+}
+
+/* The page tables where the kernel reads them (a page not held reads as 0,
+ * and no step reads it). */
+static int write_tables(mkc_slots *p) {
+  const mkc_graph *g = p->g;
+  size_t n = (size_t)g->slots * g->slot_pages;
+  float *rows = malloc(n * sizeof *rows);
+  if (!rows) {
+    fprintf(stderr, "mkc: error: out of memory for the page tables\n");
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int page = p->table[i] < 0 ? 0 : p->table[i];
+    memcpy(&rows[i], &page, sizeof page);
+  }
+  int rc = p->b->ops->write_scratch(p->b, g->page_table_offset, n, rows);
+  free(rows);
+  return rc;
 }
 
 int mkc_slots_count(const mkc_slots *p) { return p->g->slots; }
@@ -122,6 +189,12 @@ int mkc_slots_step(mkc_slots *p) {
     active += st->n_inputs > 0;
   }
   if (active == 0) return 0;
+  if (g->kv_pages > 0) {
+    for (int s = 0; s < g->slots; s++)
+      if (p->ran[s] > 0 && pos[s] + p->ran[s] <= g->max_ctx && hold_pages(p, s, pos[s], p->ran[s]))
+        return -1;
+    if (write_tables(p) != 0) return -1;
+  }
   int rc = p->b->ops->step(p->b, p->states);
   for (int s = 0; s < g->slots; s++) {
     mkc_state *st = &p->states[s];
@@ -131,6 +204,8 @@ int mkc_slots_step(mkc_slots *p) {
       memcpy(p->tokens + (size_t)s * g->max_ctx + pos[s], st->inputs,
              (size_t)(st->pos - pos[s]) * sizeof *st->inputs);
     st->n_inputs = 0;
+    /* paged: pages past pos held for rejected drafts go back to the pool */
+    if (g->kv_pages > 0 && rc == 0) release_pages(p, s, (st->pos + MKC_KV_PAGE - 1) / MKC_KV_PAGE);
   }
   return rc == 0 ? 0 : -1;
 }
@@ -165,6 +240,7 @@ const int *mkc_slots_tokens(const mkc_slots *p, int s) {
 int mkc_slots_clear(mkc_slots *p, int s) {
   if (bad_slot(p, s)) return -1;
   if (p->b->ops->set_slot_pos && p->b->ops->set_slot_pos(p->b, s, 0) != 0) return -1;
+  if (p->g->kv_pages > 0) release_pages(p, s, 0);
   p->states[s].pos = 0;
   p->states[s].n_inputs = 0;
   p->ran[s] = 0;
@@ -172,8 +248,14 @@ int mkc_slots_clear(mkc_slots *p, int s) {
 }
 
 size_t mkc_slots_kv_used(const mkc_slots *p, int s) {
-  /* each slot's cache is whole (no pages yet): a slot holding any token uses all of it */
-  return p->states[s].pos > 0 ? p->g->kv_bytes / (size_t)p->g->slots : 0;
+  const mkc_graph *g = p->g;
+  if (g->kv_pages == 0) /* each slot's cache is whole: a slot holding any token uses all of it */
+    return p->states[s].pos > 0 ? g->kv_bytes / (size_t)g->slots : 0;
+  size_t held = 0;
+  for (int i = 0; i < g->slot_pages; i++) held += p->table[(size_t)s * g->slot_pages + i] >= 0;
+  return held * (g->kv_bytes / (size_t)g->kv_pages);
 }
+
+int mkc_slots_pages_held(const mkc_slots *p) { return p->pages_held; }
 
 size_t mkc_slots_kv_total(const mkc_slots *p) { return p->g->kv_bytes; }

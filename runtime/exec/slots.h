@@ -4,7 +4,9 @@
  * next step (the last token, known tokens, drafts, as mkc_session_step takes
  * them), or none, and one launch runs them all, reading every weight once.
  * Several slots together take at most g->t_max inputs; a prompt chunk past
- * that runs with its slot alone. */
+ * that runs with its slot alone. Paged, the pool's pages are taken before
+ * each step for the positions it writes, and given back when a slot is
+ * cleared. */
 #ifndef MKC_SLOTS_H
 #define MKC_SLOTS_H
 
@@ -41,8 +43,12 @@ int mkc_slots_pos(const mkc_slots *p, int s);
 const int *mkc_slots_tokens(const mkc_slots *p, int s); /* the pos tokens its cache holds */
 /* Slot s forgets its tokens (pos 0): free for another sequence. 0 or -1. */
 int mkc_slots_clear(mkc_slots *p, int s);
-/* The KV bytes slot s's tokens use, and what the pool holds for all slots. */
+/* The KV bytes slot s holds: whole caches, all of its own once it holds a
+ * token; paged (mkc gen --kv-pages), the pages its positions need so far.
+ * And the bytes of every slot's cache, or of the pool. */
 size_t mkc_slots_kv_used(const mkc_slots *p, int s);
 size_t mkc_slots_kv_total(const mkc_slots *p);
+/* Paged: the pool's pages held by some slot (a shared page once). */
+int mkc_slots_pages_held(const mkc_slots *p);
 
 #endif

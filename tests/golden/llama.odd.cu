@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates e1e8aff1617bca7e, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 8fb5f8e8dc66d87d, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -295,6 +295,7 @@ MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }
 #define MKC_ROUND_STOPS 8   /* token ids a launch of rounds stops at (end of generation) */
 #define MKC_CANDS_K 64      /* top-k up to this takes the candidates stage (templates/sample.cuh) */
 #define MKC_SLOTS_CAP 64    /* most sequences a slot kernel's step serves (templates/slots.cuh) */
+#define MKC_KV_PAGE 16      /* positions per page of a paged slot kernel's KV pool (--kv-pages) */
 
 enum mkc_status {
   MKC_STATUS_OK = 0,
@@ -561,11 +562,22 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
  * KV append and attention care whose a row is (mkc_rowmap); the sampler and
  * the accept run once per slot on that slot's rows. With one slot taking part
  * the step is the plain kernel's on that slot's cache, prompt chunks
- * included; several slots share the T <= MKC_T_MAX decode path. */
+ * included; several slots share the T <= MKC_T_MAX decode path.
+ *
+ * Paged (mkc gen --kv-pages N, MKC_KV_PAGES): the slots share one pool of N
+ * pages of MKC_KV_PAGE positions (every layer's K and V rows of them; a
+ * layer's per-head block is the pool's rows, page after page). Slot s's
+ * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
+ * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
+ * per slot) before the step. Every step then goes through the row map, and
+ * a step takes at most MKC_T_MAX inputs (no tiled prompt chunks). */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif
 #define MKC_SLOT_N (MKC_SLOTS > 0 ? MKC_SLOTS : 1)
+#ifndef MKC_KV_PAGES
+#define MKC_KV_PAGES 0 /* not paged */
+#endif
 
 typedef struct mkc_rowmap {
   int single;            /* >= 0: the only slot with inputs; -1: several */
@@ -573,6 +585,7 @@ typedef struct mkc_rowmap {
   int count[MKC_SLOT_N]; /* its rows (0: not in this step) */
   int spos[MKC_SLOT_N];  /* its pos when the step began */
   int pos[MKC_T_MAX], slot[MKC_T_MAX], tok[MKC_T_MAX]; /* per row, with several slots */
+  const int *table; /* paged: the slots' page tables, MKC_SLOT_PAGES each */
 } mkc_rowmap;
 
 /* Row t's position: a plain step's pos + t, or its slot's. */
@@ -580,14 +593,20 @@ MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
   return MKC_SLOTS > 0 && rows ? rows->pos[t] : pos + t;
 }
 
-/* Where row t's slot's cache starts, in KV elements from the first slot's. */
-MKC_DEVICE long mkc_row_kv(const mkc_rowmap *rows, int t) {
-#if MKC_SLOTS > 0
-  return rows ? (long)rows->slot[t] * MKC_KV_SLOT : 0;
+/* Where row t's position p is in a kv head's block of kv_rows rows, in KV
+ * elements: a ring's row p % kv_rows, in its slot's cache when there are
+ * several; or, paged, its slot's page's row. */
+MKC_DEVICE long mkc_kv_at(const mkc_rowmap *rows, int t, int p, int kv_rows, int head_dim) {
+#if MKC_KV_PAGES > 0
+  (void)kv_rows;
+  int page = rows->table[rows->slot[t] * MKC_SLOT_PAGES + p / MKC_KV_PAGE];
+  return ((long)page * MKC_KV_PAGE + p % MKC_KV_PAGE) * head_dim;
+#elif MKC_SLOTS > 0
+  return (rows ? (long)rows->slot[t] * MKC_KV_SLOT : 0) + (long)(p % kv_rows) * head_dim;
 #else
   (void)rows;
   (void)t;
-  return 0;
+  return (long)(p % kv_rows) * head_dim;
 #endif
 }
 
@@ -622,8 +641,8 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     active++;
     last = s;
   }
-  rm->single = active == 1 ? last : -1;
-  if (active > 1 && rows > t_max) {
+  rm->single = active == 1 && MKC_KV_PAGES == 0 ? last : -1; /* paged: always the row map */
+  if (rm->single < 0 && rows > t_max) {
     for (int s = 0; s < MKC_SLOT_N; s++)
       if (rm->count[s] > 0) {
         rm->count[s] = 0;
@@ -635,7 +654,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
       }
     return 0;
   }
-  if (active > 1)
+  if (rm->single < 0)
     for (int s = 0; s < MKC_SLOT_N; s++)
       for (int t = 0; t < rm->count[s]; t++) {
         int r = rm->first[s] + t;
@@ -1603,7 +1622,7 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
       int at = mkc_row_pos(rows, pos, t);
       mkc_rope_pair(&a, &b, inv_freq, mscale, at);
       if (kv_out) {
-        long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
+        long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
         kv_out[kv_at + i0] = mkc_kv_from_f32(a);
         kv_out[kv_at + i1] = mkc_kv_from_f32(b);
       } else {
@@ -1728,7 +1747,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
             head[(long)t * t_stride + q.i0] = ra;
             head[(long)t * t_stride + q.i1] = rb;
           } else {
-            long kv_at = mkc_row_kv(rows, t) + (long)(at % kv_rows) * head_dim;
+            long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
             cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
             cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
           }
@@ -2320,8 +2339,10 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
 /* Causal attention over the KV cache, split-KV (flash-decoding). Token t sees
  * positions [0, pos + t], or with a sliding window (window > 0) the last
  * `window` of them, [lo, pos + t]. Position s is row s % kv_rows of each kv
- * head (kv_rows = max_ctx, or a window's ring). K and V are widened from the
- * cache's type to float as they are read.
+ * head (kv_rows = max_ctx, or a window's ring). In a slot kernel (rows, the
+ * step's row map: templates/slots.cuh) token t's position and cache are its
+ * slot's, and paged, position s is at its slot's page's row. K and V are
+ * widened from the cache's type to float as they are read.
  *
  * A unit is one kv head's query heads (up to pass_heads of its GQA group at a
  * time, so K and V are read once per pass) for one token; its positions are
@@ -2412,8 +2433,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
     int n = mkc_row_pos(rows, pos, t) + 1, lo = window > 0 && n > window ? n - window : 0;
     int span = (n - lo + splits - 1) / splits;
     int a = lo + c * span, b = a + span < n ? a + span : n; /* this item's positions [a, b) */
-    const mkc_kv *K = k_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
-    const mkc_kv *V = v_cache + mkc_row_kv(rows, t) + (long)g * kv_rows * head_dim;
+    const mkc_kv *K = k_cache + (long)g * kv_rows * head_dim;
+    const mkc_kv *V = v_cache + (long)g * kv_rows * head_dim;
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS)
       q_s[e] = q[t * q_stride + h0 * head_dim + e] * scale;
     if (mkc_tid() < pass_heads) {
@@ -2435,7 +2456,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
         if (i < len)
           for (int j = sub; j < nv; j += L) {
             float kf[8];
-            mkc_kv_vec(K + (long)((s0 + i) % kv_rows) * head_dim + j * vec, vec, kf);
+            mkc_kv_vec(K + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + j * vec, vec, kf);
             for (int h = 0; h < pass_heads; h++)
               for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
           }
@@ -2471,7 +2492,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
           for (int k = 0; k < vec; k++) acc[h][k] *= alpha[h];
         for (int i = slice; i < len; i += P) {
           float vf[8];
-          mkc_kv_vec(V + (long)((s0 + i) % kv_rows) * head_dim + v_at * vec, vec, vf);
+          mkc_kv_vec(V + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + v_at * vec, vec, vf);
           for (int h = 0; h < pass_heads; h++) {
             float p = sc[h * MKC_ATT_TILE + i];
             for (int k = 0; k < vec; k++) acc[h][k] += p * vf[k];
@@ -3369,7 +3390,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3373 "llama.odd.cu"
+#line 3394 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -34,6 +34,11 @@ static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
   return 0;
 }
 
+static int write_scratch(mkc_backend *b, size_t offset, size_t n, const float *src) {
+  memcpy(cpu(b)->scratch + offset, src, n * sizeof *src);
+  return 0;
+}
+
 static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
   cpu_backend *c = cpu(b);
   for (int t = 0; t < T; t++)
@@ -134,6 +139,7 @@ static const mkc_backend_ops cpu_ops = {
     .tile_min = 96, /* SmolLM2 on 2 cores: 79 tokens 1.7 s stepped, 2.3 s tiled; 128 alike */
     .rounds = 1,
     .read_scratch = read_scratch,
+    .write_scratch = write_scratch,
     .write_feature = write_feature,
     .hidden = hidden,
     .logits = logits,

@@ -60,6 +60,10 @@ static int read_scratch(mkc_backend *b, size_t offset, size_t n, float *dst) {
   return mkc_cuda_read_scratch(cuda(b)->kernel, offset, n, dst);
 }
 
+static int write_scratch(mkc_backend *b, size_t offset, size_t n, const float *src) {
+  return mkc_cuda_write_scratch(cuda(b)->kernel, offset, n, src);
+}
+
 /* The rows at the feature's stride, in one copy on the session's stream. */
 static int write_feature(mkc_backend *b, const float *rows, int n, int T) {
   const mkc_graph *g = cuda(b)->g;
@@ -162,6 +166,7 @@ static const mkc_backend_ops cuda_ops = {
     .set_slot_pos = set_slot_pos,
     .write_sampling = write_sampling,
     .read_scratch = read_scratch,
+    .write_scratch = write_scratch,
     .write_feature = write_feature,
     .hidden = hidden,
     .copy_bandwidth = copy_bandwidth,
