@@ -74,8 +74,9 @@ end
 -- model_preset (or nil: the preset's fields, from a model file, in place of the graph file's preset),
 -- kv_dtype (or nil: bf16), n_layers (or nil: the preset's; else its first n_layers only),
 -- ubatch (or nil: M.UBATCH), chunk_cap, keep_layers (or nil: layer outputs each step keeps),
--- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), slots_cap,
--- kv_pages (or nil: 0; else a slot kernel's KV pool in pages of kv_page positions)
+-- slots (or nil: 0, a plain kernel; else the sequences one step serves, templates/slots.cuh), and
+-- with slots: slots_cap, kv_page, kv_pages (or nil: 0; else the KV pool's pages; -1: as many as
+-- whole caches)
 function M.generate(opts)
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
@@ -89,14 +90,14 @@ function M.generate(opts)
   -- the first n_layers only (self-speculation's draft): a preset of its own name
   if opts.n_layers then graph.preset = ("%s-L%d"):format(graph.preset, opts.n_layers) end
   local slots = opts.slots or 0
-  if math.type(slots) ~= "integer" or slots < 0 or slots > opts.slots_cap or slots == 1 then
+  if math.type(slots) ~= "integer" or (slots ~= 0 and (slots < 2 or slots > opts.slots_cap)) then
     util.fail(("--slots must be 2..%d (0: a plain kernel), got %s"):format(opts.slots_cap, tostring(slots)))
   end
   local kv_pages = opts.kv_pages or 0
   if math.type(kv_pages) ~= "integer" or kv_pages < -1 or (kv_pages ~= 0 and slots == 0) then
     util.fail(("--kv-pages must be a page count for a slot kernel (--slots B), got %s"):format(tostring(kv_pages)))
   end
-  local slot_pages = (graph.params.max_ctx + opts.kv_page - 1) // opts.kv_page
+  local slot_pages = slots > 0 and (graph.params.max_ctx + opts.kv_page - 1) // opts.kv_page or 0
   if kv_pages == -1 then kv_pages = slots * slot_pages end -- a pool as large as whole caches
   local t_max = opts.draft_max + 1
   -- a paged kernel has no tiled prompt chunks: prompts go in steps of t_max (templates/slots.cuh)

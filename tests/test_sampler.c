@@ -108,10 +108,12 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
   char path[PATH_MAX + 32];
   snprintf(path, sizeof path, "%s/common.cuh", templates_dir);
   char *common = mkc_read_file(path, NULL);
+  snprintf(path, sizeof path, "%s/slots.cuh", templates_dir); /* sample.cuh's slot conditions */
+  char *slots = mkc_read_file(path, NULL);
   snprintf(path, sizeof path, "%s/sample.cuh", templates_dir);
   char *sample = mkc_read_file(path, NULL);
   mkc_cpu_kernel *k = NULL;
-  if (!common || !sample) goto done;
+  if (!common || !slots || !sample) goto done;
   char *text = sample;
   if (from) {
     char *at = strstr(sample, from);
@@ -120,7 +122,7 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
     text = malloc(n);
     snprintf(text, n, "%.*s%s%s", (int)(at - sample), sample, to, at + strlen(from));
   }
-  size_t cap = strlen(common) + strlen(text) + sizeof ENTRY + 1024;
+  size_t cap = strlen(common) + strlen(slots) + strlen(text) + sizeof ENTRY + 1024;
   char *src = malloc(cap);
   snprintf(
       src, cap,
@@ -130,14 +132,15 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
       "#define OFF_LISTS %d\n#define OFF_LP %d\n#define OFF_CMAX %d\n#define OFF_CN %d\n"
       "#define OFF_UNI %d\n"
       "#ifndef __CUDACC__\n#include \"prelude_cpu.h\"\n#endif\n#include \"mkc_state.h\"\n"
-      "%s\n%s\n%s",
+      "%s\n%s\n%s\n%s",
       threads, VOCAB, POS, OFF_OUT, OFF_HISTORY, OFF_LOGITS, OFF_WORK, OFF_DRAWN, OFF_PDRAFT,
-      OFF_LISTS, OFF_LP, OFF_CMAX, OFF_CN, OFF_UNI, common, text, ENTRY);
+      OFF_LISTS, OFF_LP, OFF_CMAX, OFF_CN, OFF_UNI, common, slots, text, ENTRY);
   k = mkc_cpu_kernel_open(src, from ? "sample_planted.cu" : "sample_test.cu", templates_dir);
   free(src);
   if (text != sample) free(text);
 done:
   free(common);
+  free(slots);
   free(sample);
   return k;
 }

@@ -70,10 +70,11 @@ static void kernel_close(kernel *k) {
  * `drafts` drafts taken from its plain greedy continuation, every
  * `wrong_every`-th step with one of them wrong. */
 typedef struct script {
-  int prompt[64], n_prompt;
+  int prompt[MAX_CTX], n_prompt;
   int chunk, solo, drafts, wrong_every;
   float temp; /* 0: greedy; else top-k 40 (the candidates stage) or top-p 0.9 (odd seeds) */
   unsigned seed;
+  int share; /* paged: starts with mkc_slots_share */
 } script;
 
 /* A slot's run next to its solo session. */
@@ -81,14 +82,17 @@ typedef struct run {
   script sc;
   mkc_session *solo;
   int greedy[N_GEN + 64]; /* plain T = 1 greedy continuation of the prompt */
+  int n_greedy;           /* its length: N_GEN + 32, or what the context leaves */
   int fed, steps, out[N_GEN + 64], n_out, last;
   int t_chunk; /* the slot kernel's */
+  int shared;  /* prompt positions mkc_slots_share found */
 } run;
 
 typedef struct tally {
   int ok, same, lossless, steps, accepted;
   double worst; /* largest rel_err of a slot's logits against its solo run */
   int bitwise;  /* every compared row equal bit for bit */
+  int shared;   /* prompt positions the runs shared */
 } tally;
 
 static mkc_sampling sampling_of(const script *sc) {
@@ -131,10 +135,25 @@ static int run_start(run *rn, kernel *plain, const script *sc, mkc_slots *p, int
   rn->t_chunk = mkc_slots_graph(p)->t_chunk;
   rn->solo = mkc_session_open(MKC_BACKEND_CPU, &plain->g, &plain->src, &plain->w, 3);
   mkc_sampling o = sampling_of(sc);
-  if (!rn->solo || greedy_of(plain, sc, rn->greedy, N_GEN + 32) != 0 ||
+  rn->n_greedy = MAX_CTX - sc->n_prompt < N_GEN + 32 ? MAX_CTX - sc->n_prompt : N_GEN + 32;
+  if (!rn->solo || greedy_of(plain, sc, rn->greedy, rn->n_greedy) != 0 ||
       mkc_session_set_sampling(rn->solo, &o) != 0 || mkc_slots_clear(p, slot) != 0 ||
       mkc_slots_set_sampling(p, slot, &o) != 0)
     return -1;
+  if (sc->share) {
+    /* the shared positions: in the slot already; the solo session feeds them */
+    rn->shared = mkc_slots_share(p, slot, sc->prompt, sc->n_prompt);
+    if (rn->shared < 0) return -1;
+    int t_max = mkc_session_graph(rn->solo)->t_max;
+    for (int at = 0; at < rn->shared; at += t_max) {
+      int n = rn->shared - at < t_max ? rn->shared - at : t_max;
+      mkc_step_result r;
+      if (mkc_session_step(rn->solo, sc->prompt + at, n, n - 1, &r) != 0 ||
+          r.status != MKC_STATUS_OK)
+        return -1;
+    }
+    rn->fed = rn->shared;
+  }
   return 0;
 }
 
@@ -151,7 +170,7 @@ static void next_inputs(run *rn, int solo_phase, int *in, int *n, int *fixed) {
   }
   int k = sc->drafts;
   in[0] = rn->last;
-  for (int j = 1; j <= k; j++) in[j] = rn->greedy[(rn->n_out + j - 1) % (N_GEN + 32)];
+  for (int j = 1; j <= k; j++) in[j] = rn->greedy[(rn->n_out + j - 1) % rn->n_greedy];
   if (k > 0 && sc->wrong_every && rn->steps % sc->wrong_every == 0) {
     int j = 1 + rn->steps % k;
     in[j] = (in[j] + 1) % 256;
@@ -191,7 +210,8 @@ static void mirror(run *rn, mkc_slots *p, int slot, const int *in, int n, int fi
     t->accepted += r.n_accepted;
   }
   for (int i = 0; i < r.n_out && rn->n_out < N_GEN + 32; i++) {
-    if (rn->sc.temp == 0 && r.out[i] != rn->greedy[rn->n_out]) t->lossless = 0;
+    if (rn->sc.temp == 0 && rn->n_out < rn->n_greedy && r.out[i] != rn->greedy[rn->n_out])
+      t->lossless = 0;
     rn->out[rn->n_out++] = r.out[i];
   }
   rn->last = r.out[r.n_out - 1];
@@ -202,7 +222,7 @@ static void mirror(run *rn, mkc_slots *p, int slot, const int *in, int n, int fi
  * (>= 0) slot used[swap_slot] restarts with script `next`. */
 static tally run_slots(kernel *plain, mkc_slots *p, const int *used, const script *scripts, int b,
                        int steps, int swap, int swap_slot, const script *next) {
-  tally t = {1, 1, 1, 0, 0, 0, 1};
+  tally t = {1, 1, 1, 0, 0, 0, 1, 0};
   run *runs = calloc((size_t)b, sizeof *runs);
   for (int i = 0; i < b; i++)
     if (run_start(&runs[i], plain, &scripts[i], p, used[i]) != 0) {
@@ -220,6 +240,7 @@ static tally run_slots(kernel *plain, mkc_slots *p, const int *used, const scrip
     if (step == swap) {
       mkc_session_close(runs[swap_slot].solo);
       if (run_start(&runs[swap_slot], plain, next, p, used[swap_slot]) != 0) t.ok = 0;
+      t.shared += runs[swap_slot].shared;
     }
     int in[SLOTS][MKC_CHUNK_CAP], n[SLOTS], fixed[SLOTS];
     for (int i = 0; i < b && t.ok; i++) {
@@ -347,6 +368,53 @@ static void paged(kernel *plain) {
   kernel_close(&pk);
 }
 
+/* Two prompts with the same first 200 tokens: the second, started once the
+ * first is in, shares its 12 full pages (192 positions; the 13th page is
+ * partly the first's own) and stores them once; both decode as alone. */
+static void shared_prefix(kernel *plain) {
+  kernel pk;
+  if (!CHECK(kernel_open_paged(&pk, SLOTS, 48) == 0, "generate tiny, %d slots on 48 pages", SLOTS))
+    return;
+  mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, 5);
+  if (CHECK(p != NULL, "open the paged slots for sharing")) {
+    script a = make_script(210, 33, 12, 0, 0, 0, 0, 0), b = a;
+    script dummy = make_script(3, 9, 1, 0, 3, 0, 0, 0);
+    b.n_prompt = 215;
+    for (int i = 200; i < 215; i++) b.prompt[i] = (7 * i + 5) % 256;
+    b.chunk = 3;
+    b.drafts = 1;
+    b.temp = 0.8f; /* sampled: the history of the shared positions feeds its penalties too */
+    b.seed = 4;
+    b.share = 1;
+    int used[2] = {1, 4};
+    script sc[2] = {a, dummy};
+    tally t = run_slots(plain, p, used, sc, 2, 36, 19, 1, &b);
+    int pa = pages_for(p, 1), pb = pages_for(p, 4);
+    CHECK(t.ok && t.steps == 36 && t.same && t.worst <= TOL && t.shared == 192,
+          "a 215-token prompt after a 210-token one with the same first 200: 192 positions shared "
+          "(%d), each its solo run (logits %.2g)",
+          t.shared, t.worst);
+    CHECK(mkc_slots_pages_held(p) == pa + pb - 12,
+          "the shared pages stored once: %d held = %d + %d - 12", mkc_slots_pages_held(p), pa, pb);
+    /* the index compares tokens: one changed at position 100 shares 6 pages; the first's own
+     * prompt, all 13 of its full prompt pages */
+    script c = a;
+    c.prompt[100] = (c.prompt[100] + 1) % 256;
+    int six = mkc_slots_share(p, 6, c.prompt, c.n_prompt);
+    int held = mkc_slots_pages_held(p), clear6 = mkc_slots_clear(p, 6);
+    int all = mkc_slots_share(p, 6, a.prompt, a.n_prompt);
+    CHECK(six == 96 && held == pa + pb - 12 && clear6 == 0 && all == 208 &&
+              mkc_slots_clear(p, 6) == 0 && mkc_slots_pages_held(p) == pa + pb - 12,
+          "a prompt differing at position 100 shares 96 positions (%d), the first's own 208 (%d); "
+          "sharing holds no new page",
+          six, all);
+    CHECK(mkc_slots_clear(p, 1) == 0 && mkc_slots_pages_held(p) == pb,
+          "the first cleared: the second still holds its %d pages, the shared ones among them", pb);
+    mkc_slots_close(p);
+  }
+  kernel_close(&pk);
+}
+
 static void refusals(kernel *k) {
   mkc_slots *p = mkc_slots_open(test_backend(), &k->g, &k->src, &k->w, 5);
   if (!CHECK(p != NULL, "open for the refusals")) return;
@@ -453,6 +521,7 @@ int main(void) {
   mkc_slots_close(p);
 
   paged(&plain);
+  shared_prefix(&plain);
   refusals(&sk);
 
   int planted_ok;

@@ -23,7 +23,8 @@ static int stops_at(const mkc_batch_opts *o, int id) {
   return 0;
 }
 
-static int start(mkc_slots *p, busy *b, int slot, mkc_batch_seq *q, int seq, int max_ctx) {
+static int start(mkc_slots *p, busy *b, int slot, mkc_batch_seq *q, int seq, int max_ctx,
+                 long *shared_out) {
   if (q->n_prompt < 1 || q->n_prompt > max_ctx) {
     fprintf(stderr, "mkc: error: sequence %d: a prompt of %d tokens (the context holds %d)\n",
             seq + 1, q->n_prompt, max_ctx);
@@ -43,7 +44,14 @@ static int start(mkc_slots *p, busy *b, int slot, mkc_batch_seq *q, int seq, int
   q->n_out = 0;
   q->stopped = MKC_BATCH_RUNNING;
   if (q->n_predict == 0) q->stopped = MKC_BATCH_BUDGET;
-  return mkc_slots_clear(p, slot) != 0 || mkc_slots_set_sampling(p, slot, &q->opt) != 0 ? -1 : 0;
+  if (mkc_slots_clear(p, slot) != 0 || mkc_slots_set_sampling(p, slot, &q->opt) != 0) return -1;
+  /* paged: the prompt's first pages another slot holds are shared, not fed again */
+  int shared =
+      q->stopped == MKC_BATCH_RUNNING ? mkc_slots_share(p, slot, q->prompt, q->n_prompt) : 0;
+  if (shared < 0) return -1;
+  b->fed = shared;
+  *shared_out += shared;
+  return 0;
 }
 
 /* Slot s's inputs for a step: a prompt piece of up to `rows`, or the last
@@ -127,7 +135,7 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
         b->seq = -1;
       }
       while (b->seq < 0 && next < n && rc == 0) {
-        rc = start(p, b, s, &seqs[next], next, g->max_ctx);
+        rc = start(p, b, s, &seqs[next], next, g->max_ctx, &st->shared);
         next++;
         if (rc == 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) b->seq = -1; /* -n 0 */
       }

@@ -3,7 +3,8 @@
  * refilled with the next one. Each step every busy slot either feeds a piece
  * of its prompt or decodes its last token with up to `drafts` drafts from
  * prompt lookup over its own history; a prompt longer than a slot's share
- * of the step's rows is fed in chunks with its slot alone first. What each
+ * of the step's rows is fed in chunks with its slot alone first; paged, the
+ * first full pages of a prompt that a busy slot holds are shared. What each
  * sequence emits is what it emits decoded alone with the same drafts
  * (tests/test_slots.c, tests/test_batch.sh). */
 #ifndef MKC_BATCH_H
@@ -38,6 +39,7 @@ typedef struct mkc_batch_stats {
   double seconds; /* wall time of the whole run */
   int most_busy;  /* the most slots busy in one step */
   size_t kv_peak; /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
+  long shared;    /* prompt positions whose pages another slot held (mkc_slots_share) */
 } mkc_batch_stats;
 
 /* Decodes seqs[0..n) on p. 0, or -1 after a message (a backend failure, a

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/prefix.h"
 #include "exec/session_impl.h"
 
 struct mkc_slots {
@@ -17,9 +18,10 @@ struct mkc_slots {
   int *ran;          /* [g->slots]: its inputs in the last step */
   /* paged (g->kv_pages > 0): each slot's page table, -1 where no page is
    * held yet, and each page's holders */
-  int *table;     /* [g->slots][g->slot_pages] */
-  int *refs;      /* [g->kv_pages] */
-  int pages_held; /* pages with a holder */
+  int *table;        /* [g->slots][g->slot_pages] */
+  int *refs;         /* [g->kv_pages] */
+  int pages_held;    /* pages with a holder */
+  mkc_prefix *index; /* the full pages by their tokens, for sharing */
 };
 
 mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
@@ -46,11 +48,12 @@ mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const 
   if (p && paged) {
     p->table = malloc(n * (size_t)g->slot_pages * sizeof *p->table);
     p->refs = calloc((size_t)g->kv_pages, sizeof *p->refs);
+    p->index = mkc_prefix_open(g->kv_pages);
     if (p->table)
       for (size_t i = 0; i < n * (size_t)g->slot_pages; i++) p->table[i] = -1;
   }
   if (!p || !p->states || !p->tokens || !p->first || !p->ran ||
-      (paged && (!p->table || !p->refs))) {
+      (paged && (!p->table || !p->refs || !p->index))) {
     fprintf(stderr, "mkc: error: out of memory opening %zu slots\n", n);
     mkc_slots_close(p);
     return NULL;
@@ -73,6 +76,7 @@ void mkc_slots_close(mkc_slots *p) {
   free(p->ran);
   free(p->table);
   free(p->refs);
+  mkc_prefix_close(p->index);
   free(p);
 }
 
@@ -104,7 +108,10 @@ static void release_pages(mkc_slots *p, int s, int from) {
   int *table = p->table + (size_t)s * p->g->slot_pages;
   for (int i = from; i < p->g->slot_pages; i++) {
     if (table[i] < 0) continue;
-    if (--p->refs[table[i]] == 0) p->pages_held--;
+    if (--p->refs[table[i]] == 0) {
+      p->pages_held--;
+      mkc_prefix_remove(p->index, table[i]);
+    }
     table[i] = -1;
   }
 }
@@ -199,10 +206,14 @@ int mkc_slots_step(mkc_slots *p) {
   for (int s = 0; s < g->slots; s++) {
     mkc_state *st = &p->states[s];
     if (p->ran[s] == 0) continue;
-    /* the inputs whose K/V the slot's cache now holds */
-    if (rc == 0 && st->status == MKC_STATUS_OK)
-      memcpy(p->tokens + (size_t)s * g->max_ctx + pos[s], st->inputs,
-             (size_t)(st->pos - pos[s]) * sizeof *st->inputs);
+    /* the inputs whose K/V the slot's cache now holds; paged, the pages they filled indexed */
+    if (rc == 0 && st->status == MKC_STATUS_OK) {
+      int *tokens = p->tokens + (size_t)s * g->max_ctx;
+      memcpy(tokens + pos[s], st->inputs, (size_t)(st->pos - pos[s]) * sizeof *st->inputs);
+      const int *table = g->kv_pages > 0 ? p->table + (size_t)s * g->slot_pages : NULL;
+      for (int i = pos[s] / MKC_KV_PAGE; table && i < st->pos / MKC_KV_PAGE; i++)
+        mkc_prefix_add(p->index, i ? table[i - 1] : -1, tokens + i * MKC_KV_PAGE, table[i]);
+    }
     st->n_inputs = 0;
     /* paged: pages past pos held for rejected drafts go back to the pool */
     if (g->kv_pages > 0 && rc == 0) release_pages(p, s, (st->pos + MKC_KV_PAGE - 1) / MKC_KV_PAGE);
@@ -257,5 +268,40 @@ size_t mkc_slots_kv_used(const mkc_slots *p, int s) {
 }
 
 int mkc_slots_pages_held(const mkc_slots *p) { return p->pages_held; }
+
+int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
+  const mkc_graph *g = p->g;
+  if (bad_slot(p, s)) return -1;
+  if (g->kv_pages == 0 || p->states[s].pos != 0) return 0;
+  int *table = p->table + (size_t)s * g->slot_pages, i = 0;
+  /* full pages only, and the prompt's last token left to feed: its logits choose the next */
+  for (int parent = -1; (i + 1) * MKC_KV_PAGE <= n - 1; i++) {
+    int page = mkc_prefix_find(p->index, parent, prompt + i * MKC_KV_PAGE);
+    if (page < 0) break;
+    table[i] = page;
+    p->refs[page]++;
+    parent = page;
+  }
+  int shared = i * MKC_KV_PAGE;
+  if (shared == 0) return 0;
+  /* the slot starts past them: its pos, its tokens, and the kernel's history of them (the
+   * penalties read it) */
+  memcpy(p->tokens + (size_t)s * g->max_ctx, prompt, (size_t)shared * sizeof *prompt);
+  float *hist = malloc((size_t)shared * sizeof *hist);
+  int rc = hist ? 0 : -1;
+  for (int q = 0; q < shared && hist; q++) memcpy(&hist[q], &prompt[q], sizeof *prompt);
+  if (rc == 0)
+    rc = p->b->ops->write_scratch(p->b, g->history_offset + (size_t)s * g->history_floats,
+                                  (size_t)shared, hist);
+  free(hist);
+  if (rc == 0 && p->b->ops->set_slot_pos) rc = p->b->ops->set_slot_pos(p->b, s, shared);
+  if (rc != 0) {
+    fprintf(stderr, "mkc: error: slot %d: sharing %d positions failed\n", s, shared);
+    release_pages(p, s, 0);
+    return -1;
+  }
+  p->states[s].pos = shared;
+  return shared;
+}
 
 size_t mkc_slots_kv_total(const mkc_slots *p) { return p->g->kv_bytes; }

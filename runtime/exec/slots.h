@@ -50,5 +50,12 @@ size_t mkc_slots_kv_used(const mkc_slots *p, int s);
 size_t mkc_slots_kv_total(const mkc_slots *p);
 /* Paged: the pool's pages held by some slot (a shared page once). */
 int mkc_slots_pages_held(const mkc_slots *p);
+/* Paged, on an empty slot s about to take prompt[0..n): shares the longest
+ * run of full pages some slot holds for the same first tokens (their K/V
+ * are what these tokens give), leaving at least the prompt's last token to
+ * feed; the slot then starts at that position. Returns the positions shared
+ * (a multiple of MKC_KV_PAGE; 0 also when not paged), or -1 + message. A
+ * shared page is never written: every slot writes past its own pos. */
+int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n);
 
 #endif
