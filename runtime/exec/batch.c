@@ -154,18 +154,30 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
         plan_inputs(p, s, b, &seqs[b->seq], solo >= 0 ? g->t_chunk : share, o->drafts, g->max_ctx);
       if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) rc = -1;
     }
+    /* a step with no prompt piece in it: the decode rate's */
+    int decode = solo < 0;
+    for (int s = 0; s < slots; s++)
+      decode &= bs[s].seq < 0 || bs[s].fed >= seqs[bs[s].seq].n_prompt;
+    double t_step = mkc_seconds();
     if (rc != 0 || mkc_slots_step(p) != 0) {
       rc = -1;
       break;
     }
+    t_step = mkc_seconds() - t_step;
     st->steps++;
     st->solo_steps += solo >= 0;
     size_t kv = 0;
     for (int s = 0; s < slots; s++) kv += bs[s].seq >= 0 ? mkc_slots_kv_used(p, s) : 0;
     if (kv > st->kv_peak) st->kv_peak = kv;
+    long before = st->generated;
     for (int s = 0; s < slots && rc == 0; s++)
       if (bs[s].seq >= 0 && (solo < 0 || s == solo))
         rc = take(p, s, &bs[s], &seqs[bs[s].seq], o, g->max_ctx, st);
+    if (decode) {
+      st->decode_steps++;
+      st->decode_seconds += t_step;
+      st->decode_tokens += st->generated - before;
+    }
   }
   st->seconds = mkc_seconds() - t0;
   for (int s = 0; s < slots; s++) free(bs[s].hist);

@@ -37,6 +37,11 @@ typedef struct mkc_batch_stats {
   int solo_steps; /* of them, prompt chunks with their slot alone */
   long generated, drafted, accepted;
   double seconds; /* wall time of the whole run */
+  /* the steps with no prompt piece in them: their count, the step calls' wall time and the
+   * tokens they emitted (the decode rate) */
+  int decode_steps;
+  double decode_seconds;
+  long decode_tokens;
   int most_busy;  /* the most slots busy in one step */
   size_t kv_peak; /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
   long shared;    /* prompt positions whose pages another slot held (mkc_slots_share) */

@@ -5,7 +5,8 @@
 #   machine facts; a first tiny run on cuda against the cpu backend;
 #   make test-gpu's suite (tests on cuda, graph replay); mkc bench for
 #   llama-3.2-1b (T = 1: tg; T = 5: verify5; 0, 512 and 4096 cached
-#   positions) and SmolLM2-135M shapes (tests/gpu/shapes.sh); the
+#   positions) and SmolLM2-135M shapes (tests/gpu/shapes.sh); the slots'
+#   aggregate rate at B = 1, 4, 16, 32 (run --batch); the
 #   transformers peer (tests/gpu/hf_peer.py) on the same shapes;
 #   compute-sanitizer (memcheck, racecheck, synccheck); the remaining benches.
 #
@@ -82,6 +83,13 @@ bench() { # RUN: one mkc bench table into the summary (not if its name is in $BE
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
 for run in "${BENCH_RUNS[@]:0:6}"; do bench "$run"; done
+for b in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate (tests/gpu/shapes.sh)
+  [ "$(left)" -gt 40 ] || break
+  slot_args "$b" "$out/slots-$b.txt"
+  say "-- slots B = $b: mkc ${slot_run[*]}"
+  timeout "$(limit 60)" build/mkc "${slot_run[@]}" --backend cuda >"$out/slots-$b.out" 2>"$out/slots-$b.err"
+  say "exit $?: $(tail -n 1 "$out/slots-$b.err")"
+done
 [ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
 if [ "$(left)" -gt 40 ]; then
   say "-- compute-sanitizer"

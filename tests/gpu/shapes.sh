@@ -31,6 +31,23 @@ BENCH_RUNS=(
   "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
 )
 
+# Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
+# weights: `mkc run --batch` of B lines of 16-token prompts, 128 greedy tokens each, no drafts,
+# against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
+# B x 1 rows <= 32 (MKC_T_CAP): B = 64 needs slot steps past 32 rows (not built).
+SLOT_RUNS=(1 4 16 32)
+slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
+  local b=$1 i
+  : >"$2"
+  for ((i = 0; i < b; i++)); do seq -s, $((i + 1)) $((i + 16)) >>"$2"; done
+  slot_run=(run --preset llama-3.2-1b --random-weights 1 --ctx 4096 -n 128)
+  if [ "$b" -eq 1 ]; then
+    slot_run+=(--prompt-ids "$(head -n 1 "$2")")
+  else
+    slot_run+=(--batch "$2" --slots "$b" --draft-max 0)
+  fi
+}
+
 make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
   [ -f "$2/$1.gguf" ] && return 0
   case $1 in
