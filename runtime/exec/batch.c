@@ -137,7 +137,11 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
       while (b->seq < 0 && next < n && rc == 0) {
         rc = start(p, b, s, &seqs[next], next, g->max_ctx, &st->shared);
         next++;
-        if (rc == 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) b->seq = -1; /* -n 0 */
+        if (rc == 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) { /* -n 0 */
+          free(b->hist);
+          b->hist = NULL;
+          b->seq = -1;
+        }
       }
       n_busy += b->seq >= 0;
     }

@@ -197,10 +197,14 @@ int mkc_slots_step(mkc_slots *p) {
   }
   if (active == 0) return 0;
   if (g->kv_pages > 0) {
-    for (int s = 0; s < g->slots; s++)
-      if (p->ran[s] > 0 && pos[s] + p->ran[s] <= g->max_ctx && hold_pages(p, s, pos[s], p->ran[s]))
-        return -1;
-    if (write_tables(p) != 0) return -1;
+    int held = 1;
+    for (int s = 0; s < g->slots && held; s++)
+      held =
+          p->ran[s] == 0 || pos[s] + p->ran[s] > g->max_ctx || !hold_pages(p, s, pos[s], p->ran[s]);
+    if (!held || write_tables(p) != 0) {
+      for (int s = 0; s < g->slots; s++) p->states[s].n_inputs = p->ran[s] = 0; /* nothing ran */
+      return -1;
+    }
   }
   int rc = p->b->ops->step(p->b, p->states);
   for (int s = 0; s < g->slots; s++) {
