@@ -18,6 +18,9 @@
  *   - paged (--kv-pages): the same on a shared pool of pages, the pages held
  *     being what the slots' positions need, a pool too small refused with
  *     the reason, a cleared slot's pages returned;
+ *   - shared prefixes: a prompt after another with the same first 200
+ *     tokens shares 192 positions and stores them once; a finished
+ *     sequence's full pages are kept for sharing until the pool needs them;
  *   - planted bugs (every slot on the first slot's cache; every row of a slot
  *     at its first position; every position on its slot's first page) break
  *     the equality. */
@@ -228,6 +231,8 @@ static tally run_slots(kernel *plain, mkc_slots *p, const int *used, const scrip
     if (run_start(&runs[i], plain, &scripts[i], p, used[i]) != 0) {
       fprintf(stderr, "test: slot %d's run did not start\n", used[i]);
       t.ok = 0;
+    } else {
+      t.shared += runs[i].shared;
     }
   for (int i = 0; i < b && t.ok; i++) /* the solo chunks, each slot alone */
     if (scripts[i].solo) {
@@ -408,8 +413,48 @@ static void shared_prefix(kernel *plain) {
           "a prompt differing at position 100 shares 96 positions (%d), the first's own 208 (%d); "
           "sharing holds no new page",
           six, all);
-    CHECK(mkc_slots_clear(p, 1) == 0 && mkc_slots_pages_held(p) == pb,
-          "the first cleared: the second still holds its %d pages, the shared ones among them", pb);
+    int full_a = mkc_slots_pos(p, 1) / MKC_KV_PAGE, kept = mkc_slots_pages_kept(p);
+    CHECK(mkc_slots_clear(p, 1) == 0 && mkc_slots_pages_held(p) == pb &&
+              mkc_slots_pages_kept(p) == kept + full_a - 12,
+          "the first cleared: the second still holds its %d pages, the shared ones among them; "
+          "the first's other %d full pages are kept",
+          pb, full_a - 12);
+    /* the first's prompt again, on another slot: 13 pages, the 13th one kept, and its run is
+     * its solo run's */
+    script again = a;
+    again.share = 1;
+    int six_slot[1] = {6};
+    t = run_slots(plain, p, six_slot, &again, 1, 10, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 10 && t.same && t.worst <= TOL && t.lossless && t.shared == 208 &&
+              mkc_slots_pages_kept(p) == kept + full_a - 13,
+          "the first's prompt again: 208 positions shared (%d), one of them a kept page, and "
+          "decoded as alone (logits %.2g)",
+          t.shared, t.worst);
+    mkc_slots_close(p);
+  }
+  kernel_close(&pk);
+}
+
+/* Kept pages leave when the pool needs them: on 24 pages, a 200-token
+ * prompt's 12 full pages are kept after its slot is cleared; another
+ * prompt of 200 takes the 12 free pages, then the kept ones go, all of
+ * them, and sharing the first prompt finds nothing. */
+static void kept_evicted(kernel *plain) {
+  kernel pk;
+  if (!CHECK(kernel_open_paged(&pk, SLOTS, 24) == 0, "generate tiny, %d slots on 24 pages", SLOTS))
+    return;
+  mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, 5);
+  if (CHECK(p != NULL, "open the paged slots for eviction")) {
+    script a = make_script(200, 21, 16, 0, 0, 0, 0, 0), b = make_script(200, 99, 16, 0, 0, 0, 0, 0);
+    int used[1] = {2};
+    tally t = run_slots(plain, p, used, &a, 1, 14, -1, 0, NULL);
+    int pos_a = mkc_slots_pos(p, 2);
+    int ok = t.ok && mkc_slots_clear(p, 2) == 0 && mkc_slots_pages_kept(p) == pos_a / MKC_KV_PAGE;
+    t = run_slots(plain, p, used, &b, 1, 14, -1, 0, NULL);
+    CHECK(ok && t.ok && t.same && t.worst <= TOL && mkc_slots_pages_kept(p) == 0 &&
+              mkc_slots_share(p, 5, a.prompt, a.n_prompt) == 0,
+          "24 pages: the first prompt's 12 kept pages leave for the second's 13th; it decodes as "
+          "alone, and the first's prefix is no longer found");
     mkc_slots_close(p);
   }
   kernel_close(&pk);
@@ -522,6 +567,7 @@ int main(void) {
 
   paged(&plain);
   shared_prefix(&plain);
+  kept_evicted(&plain);
   refusals(&sk);
 
   int planted_ok;

@@ -22,6 +22,14 @@ struct mkc_slots {
   int *refs;         /* [g->kv_pages] */
   int pages_held;    /* pages with a holder */
   mkc_prefix *index; /* the full pages by their tokens, for sharing */
+  /* Pages no slot holds that stay indexed (a finished sequence's prefix) until
+   * the pool needs them: when their last holder let them go, by a count of
+   * releases (0: not kept). The oldest release's pages go first, all of
+   * them: a page's holders hold its parent, so its children were let go no
+   * later than it was, and go with it or before it. */
+  unsigned *released; /* [g->kv_pages] */
+  unsigned releases;
+  int pages_kept;
 };
 
 mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const mkc_kernel_src *src,
@@ -49,11 +57,12 @@ mkc_slots *mkc_slots_open(enum mkc_backend_kind kind, const mkc_graph *g, const 
     p->table = malloc(n * (size_t)g->slot_pages * sizeof *p->table);
     p->refs = calloc((size_t)g->kv_pages, sizeof *p->refs);
     p->index = mkc_prefix_open(g->kv_pages);
+    p->released = calloc((size_t)g->kv_pages, sizeof *p->released);
     if (p->table)
       for (size_t i = 0; i < n * (size_t)g->slot_pages; i++) p->table[i] = -1;
   }
   if (!p || !p->states || !p->tokens || !p->first || !p->ran ||
-      (paged && (!p->table || !p->refs || !p->index))) {
+      (paged && (!p->table || !p->refs || !p->index || !p->released))) {
     fprintf(stderr, "mkc: error: out of memory opening %zu slots\n", n);
     mkc_slots_close(p);
     return NULL;
@@ -77,19 +86,39 @@ void mkc_slots_close(mkc_slots *p) {
   free(p->table);
   free(p->refs);
   mkc_prefix_close(p->index);
+  free(p->released);
   free(p);
 }
 
+/* A free page (no holder, not kept), the lowest; else the oldest kept ones
+ * leave the index and the lowest of them is taken. -1: every page is held. */
+static int free_page(mkc_slots *p) {
+  const mkc_graph *g = p->g;
+  unsigned oldest = 0;
+  for (int page = 0; page < g->kv_pages; page++) {
+    if (p->refs[page] == 0 && !p->released[page]) return page;
+    if (p->released[page] && (!oldest || p->released[page] < oldest)) oldest = p->released[page];
+  }
+  int first = -1;
+  for (int page = 0; oldest && page < g->kv_pages; page++)
+    if (p->released[page] == oldest) {
+      mkc_prefix_remove(p->index, page);
+      p->released[page] = 0;
+      p->pages_kept--;
+      if (first < 0) first = page;
+    }
+  return first;
+}
+
 /* Paged: the pages slot s's positions [pos, pos + n) need, taken from the
- * pool (the lowest free first). 0, or -1 + message when the pool is out. */
+ * pool (free_page). 0, or -1 + message when the pool is out. */
 static int hold_pages(mkc_slots *p, int s, int pos, int n) {
   const mkc_graph *g = p->g;
   int *table = p->table + (size_t)s * g->slot_pages;
   for (int i = pos / MKC_KV_PAGE; i <= (pos + n - 1) / MKC_KV_PAGE; i++) {
     if (table[i] >= 0) continue;
-    int page = 0;
-    while (page < g->kv_pages && p->refs[page] > 0) page++;
-    if (page == g->kv_pages) {
+    int page = free_page(p);
+    if (page < 0) {
       fprintf(stderr,
               "mkc: error: slot %d needs a KV page for position %d, and all %d pages of the pool "
               "are held (--kv-pages)\n",
@@ -103,16 +132,20 @@ static int hold_pages(mkc_slots *p, int s, int pos, int n) {
   return 0;
 }
 
-/* Slot s's pages from its page `from` on go back to the pool. */
+/* Slot s's pages from its page `from` on go back to the pool; an indexed one
+ * that no slot holds any more is kept (free_page). */
 static void release_pages(mkc_slots *p, int s, int from) {
   int *table = p->table + (size_t)s * p->g->slot_pages;
+  p->releases++;
   for (int i = from; i < p->g->slot_pages; i++) {
     if (table[i] < 0) continue;
-    if (--p->refs[table[i]] == 0) {
-      p->pages_held--;
-      mkc_prefix_remove(p->index, table[i]);
-    }
+    int page = table[i];
     table[i] = -1;
+    if (--p->refs[page] > 0) continue;
+    p->pages_held--;
+    if (!mkc_prefix_indexed(p->index, page)) continue;
+    p->released[page] = p->releases;
+    p->pages_kept++;
   }
 }
 
@@ -273,6 +306,8 @@ size_t mkc_slots_kv_used(const mkc_slots *p, int s) {
 
 int mkc_slots_pages_held(const mkc_slots *p) { return p->pages_held; }
 
+int mkc_slots_pages_kept(const mkc_slots *p) { return p->pages_kept; }
+
 int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
   const mkc_graph *g = p->g;
   if (bad_slot(p, s)) return -1;
@@ -283,7 +318,11 @@ int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
     int page = mkc_prefix_find(p->index, parent, prompt + i * MKC_KV_PAGE);
     if (page < 0) break;
     table[i] = page;
-    p->refs[page]++;
+    if (p->refs[page]++ == 0) { /* a kept page: held again */
+      p->released[page] = 0;
+      p->pages_kept--;
+      p->pages_held++;
+    }
     parent = page;
   }
   int shared = i * MKC_KV_PAGE;

@@ -48,10 +48,13 @@ int mkc_slots_clear(mkc_slots *p, int s);
  * And the bytes of every slot's cache, or of the pool. */
 size_t mkc_slots_kv_used(const mkc_slots *p, int s);
 size_t mkc_slots_kv_total(const mkc_slots *p);
-/* Paged: the pool's pages held by some slot (a shared page once). */
+/* Paged: the pool's pages held by some slot (a shared page once); and those
+ * no slot holds that stay indexed for sharing, a finished sequence's full
+ * pages, until the pool needs them (the oldest let go first). */
 int mkc_slots_pages_held(const mkc_slots *p);
+int mkc_slots_pages_kept(const mkc_slots *p);
 /* Paged, on an empty slot s about to take prompt[0..n): shares the longest
- * run of full pages some slot holds for the same first tokens (their K/V
+ * run of full pages some slot holds, or kept, for the same first tokens (their K/V
  * are what these tokens give), leaving at least the prompt's last token to
  * feed; the slot then starts at that position. Returns the positions shared
  * (a multiple of MKC_KV_PAGE; 0 also when not paged), or -1 + message. A
