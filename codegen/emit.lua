@@ -387,7 +387,8 @@ function emit.source(graph, plan, opts)
       end
       t[#t + 1] = ("%smkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */"):format(indent)
     end
-    t[#t + 1] = indent .. st.emitted.code
+    -- a code's later lines are indented for the body's two spaces: under a condition, two more
+    t[#t + 1] = indent .. st.emitted.code:gsub("\n", "\n" .. indent:sub(3))
     if st.sync.kind == "grid" then
       t[#t + 1] = ("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason)
     elseif st.sync.kind == "flow" then
