@@ -106,13 +106,13 @@ seq -s, 1 40 >"$tmp/long.txt"
 expect_error "a prompt past the context" "$tmp/long.txt:1: error: a prompt of 40 tokens; the context holds 32 (--ctx)" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/long.txt" --ctx 32 -n 2
 
-# Three lines with the same first 40 tokens on 2 slots: the third starts while the second holds
-# its pages and shares their first 2 (32 positions).
+# Three lines with the same first 40 tokens on 2 slots: the second waits until the first's first
+# 2 pages are full and shares them (32 positions); the third, on refill, shares them too.
 common=$(seq -s, 11 50)
 printf '%s,1,2,3\n%s,4,5\n%s,6\n' "$common" "$common" "$common" >"$tmp/ids.txt"
 check_batch "3 lines with a 40-token common prefix on 2 slots" 2 1 -n 6
-grep -q "prompt positions shared: 32;" "$tmp/batch_err" \
-  && ok "the third line shares 32 positions (2 pages) with the second" \
+grep -q "prompt positions shared: 64;" "$tmp/batch_err" \
+  && ok "the second and third lines share 32 positions (2 pages) each" \
   || fail "prefix sharing in the stats" "$(tail -n 1 "$tmp/batch_err")"
 
 smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf

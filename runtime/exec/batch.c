@@ -54,6 +54,22 @@ static int start(mkc_slots *p, busy *b, int slot, mkc_batch_seq *q, int seq, int
   return 0;
 }
 
+/* Whether q should wait for a slot still feeding a prompt that starts as
+ * q's does: once that slot's pages of the common start are full, q shares
+ * them (mkc_slots_share) instead of computing them again. */
+static int waits_for_prefix(const busy *bs, int slots, const mkc_batch_seq *seqs,
+                            const mkc_batch_seq *q) {
+  for (int s = 0; s < slots; s++) {
+    if (bs[s].seq < 0) continue;
+    const mkc_batch_seq *o = &seqs[bs[s].seq];
+    if (o->stopped != MKC_BATCH_RUNNING || bs[s].fed >= o->n_prompt) continue;
+    int common = 0, most = q->n_prompt - 1 < o->n_prompt ? q->n_prompt - 1 : o->n_prompt;
+    while (common < most && q->prompt[common] == o->prompt[common]) common++;
+    if (bs[s].fed < common / MKC_KV_PAGE * MKC_KV_PAGE) return 1;
+  }
+  return 0;
+}
+
 /* Slot s's inputs for a step: a prompt piece of up to `rows`, or the last
  * token and up to rows - 1 drafts that fit its budget and the context. */
 static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq *q, int rows,
@@ -112,7 +128,7 @@ static int take(mkc_slots *p, int s, busy *b, mkc_batch_seq *q, const mkc_batch_
 int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts *o,
                   mkc_batch_stats *st) {
   const mkc_graph *g = mkc_slots_graph(p);
-  int slots = mkc_slots_count(p), next = 0, rc = 0;
+  int slots = mkc_slots_count(p), next = 0, rc = 0, paged = g->kv_pages > 0;
   /* a slot's share of a step's rows when every slot is busy */
   int share = g->t_max / slots > 0 ? g->t_max / slots : 1;
   busy *bs = calloc((size_t)slots, sizeof *bs);
@@ -135,6 +151,7 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
         b->seq = -1;
       }
       while (b->seq < 0 && next < n && rc == 0) {
+        if (paged && waits_for_prefix(bs, slots, seqs, &seqs[next])) break;
         rc = start(p, b, s, &seqs[next], next, g->max_ctx, &st->shared);
         next++;
         if (rc == 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) { /* -n 0 */

@@ -4,7 +4,8 @@
  * of its prompt or decodes its last token with up to `drafts` drafts from
  * prompt lookup over its own history; a prompt longer than a slot's share
  * of the step's rows is fed in chunks with its slot alone first; paged, the
- * first full pages of a prompt that a busy slot holds are shared. What each
+ * first full pages of a prompt that a slot holds or kept are shared (a
+ * prompt waits for a slot still feeding the same start). What each
  * sequence emits is what it emits decoded alone with the same drafts
  * (tests/test_slots.c, tests/test_batch.sh). */
 #ifndef MKC_BATCH_H
