@@ -426,7 +426,11 @@ function emit.source(graph, plan, opts)
   -- a step, and with state->round_max > 1 more rounds of it (templates/rounds.cuh); the stages
   -- keep the indentation they have without the loop, which inspect and the tests read
   if n_flow > 0 then put("  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */") end
-  put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
+  if opts.slots > 0 then
+    put("  for (int round = 0; round < 1; round++) { /* a slot kernel: one round, the loop's shape kept */")
+  else
+    put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
+  end
   put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
   -- a self-speculation draft pass (templates/rounds.cuh): one input, the next draft's position,
   -- the first draft_layers layers; it is the host's or the last round's setting, checked there
@@ -436,7 +440,6 @@ function emit.source(graph, plan, opts)
     put(("  const int T = mkc_slots_begin(state, %d, %d, %d, %d, &rm);"):format(graph.output.n, opts.max_ctx,
       opts.t_max, opts.t_chunk))
     put("  if (T == 0) return;")
-    put("  const int drafting = 0; /* a slot kernel runs no rounds */")
     put("  const mkc_rowmap *rows = rm.single >= 0 ? (const mkc_rowmap *)0 : &rm;")
     put("  const int pos = rm.single >= 0 ? rm.spos[rm.single] : 0;")
     put("  const int *inputs = rm.single >= 0 ? state[rm.single].inputs : rm.tok;")
@@ -486,9 +489,7 @@ function emit.source(graph, plan, opts)
     end
   end
   put("")
-  if opts.slots > 0 then
-    put("  return;")
-  else
+  if opts.slots == 0 then
     put(("  if (!mkc_round_next(state, (const int *)(scratch + %d), %d, drafting, (int *)smem)) return;"):format(
       plan.history, opts.max_ctx))
   end

@@ -291,6 +291,9 @@ static void model_flow_wait(model_ctx *m) { (void)m; }
 /* An L2 prefetch of rows the stage's own calls read (and count). */
 static void model_prefetch_first(model_ctx *m) { (void)m; }
 
+/* A block barrier (a slot kernel's, between slots' calls): no global traffic. */
+static void model_sync_block(model_ctx *m) { (void)m; }
+
 static const struct {
   const char *name;
   void (*model)(model_ctx *m);
@@ -309,6 +312,7 @@ static const struct {
     {"mkc_stage_time", model_stage_time},
     {"mkc_flow_wait", model_flow_wait},
     {"mkc_prefetch_first", model_prefetch_first},
+    {"mkc_sync_block", model_sync_block},
     {"mkc_gemm_matvec", model_gemm_matvec},
     {"mkc_gemm_swiglu", model_gemm_swiglu},
     {"mkc_gemm_qkv", model_gemm_qkv},
