@@ -46,9 +46,6 @@ const char *mkc_status_name(int status) {
   }
 }
 
-/* The backend of kind; cuda and auto ask for the device here, once. auto
- * takes the cpu backend where no device answers, or where one does but NVRTC,
- * which the cuda backend compiles with, is not usable (with a warning). */
 /* The cpu backend runs a block per OS thread: as many as there are cores
  * this process may use (at least 2, so grid barriers are always exercised),
  * within the plan's limit. */
@@ -59,9 +56,25 @@ static int default_blocks(void) {
   return n > MKC_MAX_BLOCKS ? MKC_MAX_BLOCKS : n;
 }
 
+/* The backend of kind, after the grid and the plan are checked; cuda and auto
+ * ask for the device here, once. auto takes the cpu backend where no device
+ * answers, or where one does but NVRTC, which the cuda backend compiles with,
+ * is not usable (with a warning). */
 mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
                                       const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
   if (blocks <= 0) blocks = default_blocks(); /* only the cpu backend uses it */
+  if (blocks > MKC_MAX_BLOCKS) {
+    fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", blocks,
+            MKC_MAX_BLOCKS);
+    return NULL;
+  }
+  if (g->t_max < 1 || g->t_max > MKC_T_CAP || g->t_chunk < g->t_max || g->t_chunk > MKC_CHUNK_CAP) {
+    fprintf(stderr,
+            "mkc: error: the plan takes %d inputs per step and %d per prompt chunk, expected "
+            "1..%d and that..%d\n",
+            g->t_max, g->t_chunk, MKC_T_CAP, MKC_CHUNK_CAP);
+    return NULL;
+  }
   if (kind == MKC_BACKEND_REF) return mkc_ref_backend_open(g, w);
   if (kind == MKC_BACKEND_CUDA || kind == MKC_BACKEND_AUTO) {
     mkc_cuda_device dev;
@@ -129,19 +142,6 @@ int mkc_ring_needs(const mkc_ring *r, int pos) {
 
 mkc_session *mkc_session_open(enum mkc_backend_kind kind, const mkc_graph *g,
                               const mkc_kernel_src *src, const mkc_weights *w, int blocks) {
-  if (blocks <= 0) blocks = default_blocks(); /* only the cpu backend uses it */
-  if (blocks > MKC_MAX_BLOCKS) {
-    fprintf(stderr, "mkc: error: %d blocks: the kernel is planned for at most %d\n", blocks,
-            MKC_MAX_BLOCKS);
-    return NULL;
-  }
-  if (g->t_max < 1 || g->t_max > MKC_T_CAP || g->t_chunk < g->t_max || g->t_chunk > MKC_CHUNK_CAP) {
-    fprintf(stderr,
-            "mkc: error: the plan takes %d inputs per step and %d per prompt chunk, expected "
-            "1..%d and that..%d\n",
-            g->t_max, g->t_chunk, MKC_T_CAP, MKC_CHUNK_CAP);
-    return NULL;
-  }
   mkc_session *s = new_session(g);
   if (!s) return NULL;
   s->b = mkc_session_open_backend(kind, g, src, w, blocks);

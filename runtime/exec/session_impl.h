@@ -31,7 +31,8 @@ struct mkc_session {
 };
 
 /* The backend of kind for g (blocks: the cpu backend's grid, 0: its
- * default); NULL + message. The slots' pool (exec/slots.c) opens its own. */
+ * default), after checking the grid and the plan's step sizes; NULL +
+ * message. The slots' pool (exec/slots.c) opens its own. */
 mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_graph *g,
                                       const mkc_kernel_src *src, const mkc_weights *w, int blocks);
 
