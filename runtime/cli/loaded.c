@@ -134,14 +134,20 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   return 0;
 }
 
-int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
-  if (c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
-                    : mkc_weights_random(&m->w, &m->g, c->seed))
-    return -1;
-  if (c->kernel_dir) return open_aot(c, m);
+int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m) {
+  return c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
+                       : mkc_weights_random(&m->w, &m->g, c->seed);
+}
+
+enum mkc_backend_kind mkc_loaded_backend(const mkc_cli *c) {
   /* the parser checked the name */
-  int kind = mkc_backend_kind_from_name(c->backend ? c->backend : "auto");
-  m->s = mkc_session_open((enum mkc_backend_kind)kind, &m->g, &m->src, &m->w, c->blocks);
+  return (enum mkc_backend_kind)mkc_backend_kind_from_name(c->backend ? c->backend : "auto");
+}
+
+int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m) {
+  if (mkc_loaded_weights(c, m) != 0) return -1;
+  if (c->kernel_dir) return open_aot(c, m);
+  m->s = mkc_session_open(mkc_loaded_backend(c), &m->g, &m->src, &m->w, c->blocks);
   return m->s ? 0 : -1;
 }
 

@@ -36,6 +36,10 @@ int mkc_default_ctx(int ctx_train);
 /* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a
  * device exists, else cpu): the kernel is compiled and weights placed here. */
 int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m);
+/* Its two parts for a caller that opens something else than a session (run
+ * --batch: a slot pool): the weights into m->w (0 or -1), and --backend's kind. */
+int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m);
+enum mkc_backend_kind mkc_loaded_backend(const mkc_cli *c);
 
 /* Before a long job: when --backend was left to auto, no GPU answers, and
  * `tokens` tokens through m's weights would take the cpu backend more than a

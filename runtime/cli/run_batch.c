@@ -124,22 +124,20 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   mkc_slots *p = NULL;
   int n = 0, rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0 || !(seqs = read_prompts(&c, &m, &n))) goto done;
+  /* tokens per line: -n, else to the end of generation (-m) or 16 */
+  int n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);
   double tokens = 0;
   for (int i = 0; i < n; i++)
-    tokens += seqs[i].n_prompt + (c.have_n && c.n_gen >= 0 ? c.n_gen : m.g.max_ctx / 4);
-  if (mkc_loaded_cpu_guard(&c, &m, tokens, "run --batch") != 0) goto done;
-  if (c.model_path ? mkc_model_file_weights(&m.file, &m.g, &m.w)
-                   : mkc_weights_random(&m.w, &m.g, c.seed))
+    tokens += seqs[i].n_prompt + (n_predict >= 0 ? n_predict : m.g.max_ctx / 4);
+  if (mkc_loaded_cpu_guard(&c, &m, tokens, "run --batch") != 0 || mkc_loaded_weights(&c, &m) != 0)
     goto done;
-  p = mkc_slots_open(
-      (enum mkc_backend_kind)mkc_backend_kind_from_name(c.backend ? c.backend : "auto"), &m.g,
-      &m.src, &m.w, c.blocks);
+  p = mkc_slots_open(mkc_loaded_backend(&c), &m.g, &m.src, &m.w, c.blocks);
   if (!p) goto done;
   const mkc_tokenizer *tok = c.model_path ? m.file.tok : NULL;
   int stops[MKC_ROUND_STOPS], n_stops = 0;
   if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
   for (int i = 0; i < n; i++) {
-    seqs[i].n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);
+    seqs[i].n_predict = n_predict;
     seqs[i].opt = *opt;
     /* line i samples with seed + i: what `mkc run --seed` that gives alone */
     unsigned long long s = seed + (unsigned long long)i;

@@ -149,21 +149,16 @@ static void release_pages(mkc_slots *p, int s, int from) {
   }
 }
 
-/* The page tables where the kernel reads them (a page not held reads as 0,
- * and no step reads it). */
-static int write_tables(mkc_slots *p) {
-  const mkc_graph *g = p->g;
-  size_t n = (size_t)g->slots * g->slot_pages;
+/* n ints into the kernel's float scratch at `offset`, their bits as they are
+ * (the page tables, a slot's token history). 0 or -1 + message. */
+static int write_ints(mkc_slots *p, size_t offset, const int *v, size_t n) {
   float *rows = malloc(n * sizeof *rows);
   if (!rows) {
-    fprintf(stderr, "mkc: error: out of memory for the page tables\n");
+    fprintf(stderr, "mkc: error: out of memory writing %zu ints to the kernel\n", n);
     return -1;
   }
-  for (size_t i = 0; i < n; i++) {
-    int page = p->table[i] < 0 ? 0 : p->table[i];
-    memcpy(&rows[i], &page, sizeof page);
-  }
-  int rc = p->b->ops->write_scratch(p->b, g->page_table_offset, n, rows);
+  memcpy(rows, v, n * sizeof *v);
+  int rc = p->b->ops->write_scratch(p->b, offset, n, rows);
   free(rows);
   return rc;
 }
@@ -234,7 +229,9 @@ int mkc_slots_step(mkc_slots *p) {
     for (int s = 0; s < g->slots && held; s++)
       held =
           p->ran[s] == 0 || pos[s] + p->ran[s] > g->max_ctx || !hold_pages(p, s, pos[s], p->ran[s]);
-    if (!held || write_tables(p) != 0) {
+    /* the tables where the kernel reads them (-1, a page not held, is read by no step) */
+    if (!held ||
+        write_ints(p, g->page_table_offset, p->table, (size_t)g->slots * g->slot_pages) != 0) {
       for (int s = 0; s < g->slots; s++) p->states[s].n_inputs = p->ran[s] = 0; /* nothing ran */
       return -1;
     }
@@ -330,13 +327,7 @@ int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
   /* the slot starts past them: its pos, its tokens, and the kernel's history of them (the
    * penalties read it) */
   memcpy(p->tokens + (size_t)s * g->max_ctx, prompt, (size_t)shared * sizeof *prompt);
-  float *hist = malloc((size_t)shared * sizeof *hist);
-  int rc = hist ? 0 : -1;
-  for (int q = 0; q < shared && hist; q++) memcpy(&hist[q], &prompt[q], sizeof *prompt);
-  if (rc == 0)
-    rc = p->b->ops->write_scratch(p->b, g->history_offset + (size_t)s * g->history_floats,
-                                  (size_t)shared, hist);
-  free(hist);
+  int rc = write_ints(p, g->history_offset + (size_t)s * g->history_floats, prompt, (size_t)shared);
   if (rc == 0 && p->b->ops->set_slot_pos) rc = p->b->ops->set_slot_pos(p->b, s, shared);
   if (rc != 0) {
     fprintf(stderr, "mkc: error: slot %d: sharing %d positions failed\n", s, shared);
