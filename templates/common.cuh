@@ -146,16 +146,22 @@ MKC_DEVICE int mkc_inputs_status(const mkc_state *st, int vocab, int max_ctx, in
   return status;
 }
 
+/* A step refused before it ran: its status and nothing emitted, written by
+ * one thread of the grid. */
+MKC_DEVICE void mkc_step_refused(mkc_state *st, int status) {
+  if (mkc_bid() == 0 && mkc_tid() == 0) {
+    st->status = status;
+    st->n_out = 0;
+    st->n_accepted = 0;
+  }
+}
+
 /* Every block reads the same state, so every block reaches the same verdict;
  * on a bad step nothing is written but the status. */
 MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int status = mkc_inputs_status(st, vocab, max_ctx, t_max, t_chunk);
   if (status != MKC_STATUS_OK) {
-    if (mkc_bid() == 0 && mkc_tid() == 0) {
-      st->status = status;
-      st->n_out = 0;
-      st->n_accepted = 0;
-    }
+    mkc_step_refused(st, status);
     return 0;
   }
   return 1;

@@ -77,11 +77,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
       status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
     if (status != MKC_STATUS_OK) {
-      if (mkc_bid() == 0 && mkc_tid() == 0) {
-        q->status = status;
-        q->n_out = 0;
-        q->n_accepted = 0;
-      }
+      mkc_step_refused(q, status);
       continue;
     }
     rm->count[s] = T;
@@ -94,11 +90,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     for (int s = 0; s < MKC_SLOT_N; s++)
       if (rm->count[s] > 0) {
         rm->count[s] = 0;
-        if (mkc_bid() == 0 && mkc_tid() == 0) {
-          st[s].status = MKC_STATUS_BAD_INPUT;
-          st[s].n_out = 0;
-          st[s].n_accepted = 0;
-        }
+        mkc_step_refused(st + s, MKC_STATUS_BAD_INPUT);
       }
     return 0;
   }

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 8fb5f8e8dc66d87d, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 02185cece13d5cd0, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -535,16 +535,22 @@ MKC_DEVICE int mkc_inputs_status(const mkc_state *st, int vocab, int max_ctx, in
   return status;
 }
 
+/* A step refused before it ran: its status and nothing emitted, written by
+ * one thread of the grid. */
+MKC_DEVICE void mkc_step_refused(mkc_state *st, int status) {
+  if (mkc_bid() == 0 && mkc_tid() == 0) {
+    st->status = status;
+    st->n_out = 0;
+    st->n_accepted = 0;
+  }
+}
+
 /* Every block reads the same state, so every block reaches the same verdict;
  * on a bad step nothing is written but the status. */
 MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int status = mkc_inputs_status(st, vocab, max_ctx, t_max, t_chunk);
   if (status != MKC_STATUS_OK) {
-    if (mkc_bid() == 0 && mkc_tid() == 0) {
-      st->status = status;
-      st->n_out = 0;
-      st->n_accepted = 0;
-    }
+    mkc_step_refused(st, status);
     return 0;
   }
   return 1;
@@ -629,11 +635,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
       status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
     if (status != MKC_STATUS_OK) {
-      if (mkc_bid() == 0 && mkc_tid() == 0) {
-        q->status = status;
-        q->n_out = 0;
-        q->n_accepted = 0;
-      }
+      mkc_step_refused(q, status);
       continue;
     }
     rm->count[s] = T;
@@ -646,11 +648,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     for (int s = 0; s < MKC_SLOT_N; s++)
       if (rm->count[s] > 0) {
         rm->count[s] = 0;
-        if (mkc_bid() == 0 && mkc_tid() == 0) {
-          st[s].status = MKC_STATUS_BAD_INPUT;
-          st[s].n_out = 0;
-          st[s].n_accepted = 0;
-        }
+        mkc_step_refused(st + s, MKC_STATUS_BAD_INPUT);
       }
     return 0;
   }
@@ -3404,7 +3402,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3408 "llama.llama-3.2-1b.cu"
+#line 3406 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 8fb5f8e8dc66d87d, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 02185cece13d5cd0, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -535,16 +535,22 @@ MKC_DEVICE int mkc_inputs_status(const mkc_state *st, int vocab, int max_ctx, in
   return status;
 }
 
+/* A step refused before it ran: its status and nothing emitted, written by
+ * one thread of the grid. */
+MKC_DEVICE void mkc_step_refused(mkc_state *st, int status) {
+  if (mkc_bid() == 0 && mkc_tid() == 0) {
+    st->status = status;
+    st->n_out = 0;
+    st->n_accepted = 0;
+  }
+}
+
 /* Every block reads the same state, so every block reaches the same verdict;
  * on a bad step nothing is written but the status. */
 MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk) {
   int status = mkc_inputs_status(st, vocab, max_ctx, t_max, t_chunk);
   if (status != MKC_STATUS_OK) {
-    if (mkc_bid() == 0 && mkc_tid() == 0) {
-      st->status = status;
-      st->n_out = 0;
-      st->n_accepted = 0;
-    }
+    mkc_step_refused(st, status);
     return 0;
   }
   return 1;
@@ -629,11 +635,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
       status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
     if (status != MKC_STATUS_OK) {
-      if (mkc_bid() == 0 && mkc_tid() == 0) {
-        q->status = status;
-        q->n_out = 0;
-        q->n_accepted = 0;
-      }
+      mkc_step_refused(q, status);
       continue;
     }
     rm->count[s] = T;
@@ -646,11 +648,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
     for (int s = 0; s < MKC_SLOT_N; s++)
       if (rm->count[s] > 0) {
         rm->count[s] = 0;
-        if (mkc_bid() == 0 && mkc_tid() == 0) {
-          st[s].status = MKC_STATUS_BAD_INPUT;
-          st[s].n_out = 0;
-          st[s].n_accepted = 0;
-        }
+        mkc_step_refused(st + s, MKC_STATUS_BAD_INPUT);
       }
     return 0;
   }
@@ -3390,7 +3388,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3394 "llama.odd.cu"
+#line 3392 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
