@@ -33,7 +33,9 @@ local function reads_writes(st)
 end
 
 function buffers.plan(graph, stages, opts)
-  local t_max = opts.t_max
+  -- the rows that get logits: a step's inputs (a prompt chunk's last only), or a slot kernel's
+  -- step rows (templates/slots.cuh)
+  local logit_rows = opts.step_rows or opts.t_max
   local plan = { weights = {}, weight_elems = 0, values = {}, kv = {}, stages = stages }
 
   -- Matrices (a matmul's weight, an embedding table, nothing else) may keep the model file's
@@ -134,8 +136,9 @@ function buffers.plan(graph, stages, opts)
   for _, r in ipairs(roots) do
     -- a region stays taken one stage past its last reader, so reuse never depends on the sync plan;
     -- a value has a row per input of a prompt chunk (t_chunk), the logits one per input a step can
-    -- choose after (t_max: a prompt chunk's LM head runs for its last input only)
-    local rows = r.op == "logits" and t_max or opts.t_chunk
+    -- choose after (t_max, or a slot kernel's step rows: a prompt chunk's LM head runs for its last
+    -- input only)
+    local rows = r.op == "logits" and logit_rows or opts.t_chunk
     local size = util.round_up(rows * buffers.stride(r.n), ALIGN_FLOATS)
     local lo, hi = first[r], (r.op == "logits") and math.huge or last[r] + 1
     local at = 0
@@ -157,7 +160,7 @@ function buffers.plan(graph, stages, opts)
   for _, p in ipairs(placed) do top = math.max(top, p.offset + p.size) end
   -- per-block argmax partials of the LM head: values then indices
   plan.partials = top
-  plan.partials_floats = 2 * util.round_up(t_max * opts.max_blocks, ALIGN_FLOATS)
+  plan.partials_floats = 2 * util.round_up(logit_rows * opts.max_blocks, ALIGN_FLOATS)
   top = top + plan.partials_floats
   -- split-KV attention (templates/attention.cuh): a partial per work item of a split step (items
   -- < blocks: acc[head_dim], m and l per query head of a pass), then a counter per unit (< blocks)
@@ -179,16 +182,16 @@ function buffers.plan(graph, stages, opts)
   local vocab = graph.output.n
   plan.history, plan.history_floats = top, util.round_up(opts.max_ctx, ALIGN_FLOATS)
   top = top + plan.history_floats * math.max(opts.slots, 1) -- one per slot (templates/slots.cuh)
-  plan.sample_work, plan.sample_work_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS)
+  plan.sample_work, plan.sample_work_floats = top, util.round_up(logit_rows * vocab, ALIGN_FLOATS)
   top = top + plan.sample_work_floats
-  plan.sample_lists, plan.sample_lists_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints
+  plan.sample_lists, plan.sample_lists_floats = top, util.round_up(logit_rows * vocab, ALIGN_FLOATS) -- ints
   top = top + plan.sample_lists_floats
   -- the candidates stage's slice maxima and list sizes [t][max_blocks] each, and their union [t][vocab]
-  plan.sample_cands, plan.sample_cands_floats = top, util.round_up(2 * t_max * opts.max_blocks, ALIGN_FLOATS)
+  plan.sample_cands, plan.sample_cands_floats = top, util.round_up(2 * logit_rows * opts.max_blocks, ALIGN_FLOATS)
   top = top + plan.sample_cands_floats
-  plan.sample_union, plan.sample_union_floats = top, util.round_up(t_max * vocab, ALIGN_FLOATS) -- ints
+  plan.sample_union, plan.sample_union_floats = top, util.round_up(logit_rows * vocab, ALIGN_FLOATS) -- ints
   top = top + plan.sample_union_floats
-  plan.drawn, plan.drawn_floats = top, util.round_up(3 * t_max, ALIGN_FLOATS) -- tokens [t][2], p [t]
+  plan.drawn, plan.drawn_floats = top, util.round_up(3 * logit_rows, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
   -- a paged slot kernel's page tables, [slots][slot_pages] ints the host writes
   if opts.kv_pages > 0 then
@@ -203,7 +206,7 @@ function buffers.plan(graph, stages, opts)
     top = top + #opts.keep_layers * plan.keep_slot
   end
   -- log-probabilities when asked: per input position MKC_LP_STRIDE floats (templates/sample.cuh)
-  plan.logprobs, plan.logprobs_floats = top, util.round_up(64 * t_max, ALIGN_FLOATS)
+  plan.logprobs, plan.logprobs_floats = top, util.round_up(64 * logit_rows, ALIGN_FLOATS)
   top = top + plan.logprobs_floats
   -- per-head ready counters of the QKV epilogue's head norms, one per q and k head, shared by
   -- every layer: zero at the start (the host zeroes scratch) and again at the end of each stage

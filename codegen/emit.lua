@@ -59,31 +59,34 @@ local function wmat_of(plan, w)
 end
 
 local function context(graph, plan, opts)
-  local ctx = { t_max = opts.t_max, max_ctx = opts.max_ctx, warps = opts.threads // 32, flt = flt,
+  local ctx = { t_max = opts.t_max, step_rows = opts.step_rows or opts.t_max, max_ctx = opts.max_ctx,
+                warps = opts.threads // 32, flt = flt,
                 vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled,
                 attn_tile = attn_tile(plan) }
   local signatures = calls.signatures(opts.templates, emit.TEMPLATES)
   -- A template call, its arguments by parameter name (codegen/calls.lua).
   function ctx.call(fn, args, wrap_after) return calls.format(signatures, fn, args, wrap_after) end
   ctx.partials = plan.partials
-  ctx.partials_idx = plan.partials + util.round_up(opts.t_max * opts.max_blocks, 64)
+  ctx.partials_idx = plan.partials + util.round_up(ctx.step_rows * opts.max_blocks, 64)
   ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
   ctx.logprobs, ctx.sample_lists = plan.logprobs, plan.sample_lists
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
   ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot
   ctx.threads = opts.threads
-  -- slots (templates/slots.cuh): the step's row map, absent in a plain kernel
+  -- slots (templates/slots.cuh): the step's row map, absent in a plain kernel; a wide step (more
+  -- rows than t_max, several slots) runs the tiled path
   ctx.slots = opts.slots
   ctx.rows = opts.slots > 0 and "rows" or "(const mkc_rowmap *)0"
+  ctx.wide = opts.slots > 0 and ctx.step_rows > opts.t_max
   -- The arguments of a per-sequence stage (sampler, accept): the state, pos, the inputs, the
   -- history; an array of per-row entries (k elements each) from the sequence's first row. In a
   -- slot kernel they name slot s (ctx.per_slot's loop).
   if opts.slots > 0 then
-    ctx.seq = { st = "state + s", pos = "rm.spos[s]", T = "rm.count[s]", sampling = "&state[s].sampling" }
+    ctx.seq = { st = "state + s", pos = "rm->spos[s]", T = "rm->count[s]", sampling = "&state[s].sampling" }
     function ctx.seq.history(ty)
       return ("(%s *)(scratch + %d + (long)s * %d)"):format(ty, plan.history, plan.history_floats)
     end
-    function ctx.seq.row(base, k) return ("%s + rm.first[s] * %d"):format(base, k) end
+    function ctx.seq.row(base, k) return ("%s + rm->first[s] * %d"):format(base, k) end
   else
     ctx.seq = { st = "state", pos = "pos", T = "T", sampling = "&state->sampling" }
     function ctx.seq.history(ty) return ("(%s *)(scratch + %d)"):format(ty, plan.history) end
@@ -95,7 +98,7 @@ local function context(graph, plan, opts)
     if opts.slots == 0 then return code end
     -- the barrier: a block's shared memory is the next slot's (a stage's own end is a flow wait's)
     return ("for (int s = 0; s < MKC_SLOTS; s++) { /* each slot in the step, on its rows */\n" ..
-            "    if (rm.count[s] == 0%s) continue;\n    %s\n    mkc_sync_block();\n  }"):format(
+            "    if (rm->count[s] == 0%s) continue;\n    %s\n    mkc_sync_block();\n  }"):format(
             cond and (" || !" .. cond) or "", code)
   end
   -- a bf16 vector (norm, bias)
@@ -173,11 +176,14 @@ local function context(graph, plan, opts)
     end
     return 0
   end
-  -- A stage's code with its tiled variant (prompt chunks past t_max) where the kernel has one.
-  function ctx.variants(tiled, decode)
+  -- A stage's code with its tiled variant (prompt chunks past t_max, a wide slot step) where the
+  -- kernel has one; cond (C) and says (its comment) narrow it.
+  function ctx.variants(tiled, decode, cond, says)
     if not opts.tiled then return decode end
-    return ("if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */\n    %s;\n  } else {\n    %s\n  }")
-      :format((tiled:gsub("\n  ", "\n    ")), (decode:gsub("\n  ", "\n    ")))
+    cond = cond or "T > MKC_T_MAX"
+    says = says or (opts.slots > 0 and "a prompt chunk or a wide step" or "a prompt chunk")
+    return ("if (%s) { /* %s: tiled, on tensor cores */\n    %s;\n  } else {\n    %s\n  }")
+      :format(cond, says, (tiled:gsub("\n  ", "\n    ")), (decode:gsub("\n  ", "\n    ")))
   end
   return ctx
 end
@@ -212,7 +218,15 @@ function emit.stages(graph, plan, opts)
     for _, n in ipairs(st.nodes) do labels[#labels + 1] = emit.node_label(n) end
     st.labels = labels
   end
-  return math.max(smem_max, 4 * (ctx.warps + 2)) -- mkc_round_next's, after the stages
+  smem_max = math.max(smem_max, 4 * (ctx.warps + 2)) -- mkc_round_next's, after the stages
+  return smem_max + emit.rowmap_bytes(opts) -- a slot kernel's row map before the stages'
+end
+
+-- A slot kernel's row map (templates/slots.cuh, mkc_rowmap), in shared memory ahead of the stages':
+-- room for its ints and its pointer, which the template checks.
+function emit.rowmap_bytes(opts)
+  if opts.slots == 0 then return 0 end
+  return util.round_up(4 * (3 * opts.slots + 3 * opts.step_rows + 2) + 16, 16)
 end
 
 -- The weight matrices a stage streams: its matmuls' (the embedding's lookup reads a few rows only).
@@ -303,6 +317,8 @@ function emit.source(graph, plan, opts)
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
   if opts.slots > 0 then
     put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
+    put(("#define MKC_STEP_ROWS %d /* a step's rows, every slot's; past MKC_T_MAX tiled */"):format(opts.step_rows))
+    put(("#define MKC_ROWMAP_BYTES %d /* the row map's shared memory */"):format(emit.rowmap_bytes(opts)))
     if opts.kv_pages > 0 then
       put(("#define MKC_KV_PAGES %d /* the KV pool's pages */\n#define MKC_SLOT_PAGES %d /* a slot's page table */"):format(
         opts.kv_pages, opts.slot_pages))
@@ -423,6 +439,10 @@ function emit.source(graph, plan, opts)
   put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
   put("  char *smem = mkc_smem();")
   put("  (void)smem;")
+  if opts.slots > 0 then
+    put("  mkc_rowmap *const rm = (mkc_rowmap *)smem; /* the step's rows, each block's (templates/slots.cuh) */")
+    put("  smem += MKC_ROWMAP_BYTES; /* the stages' shared memory after it */")
+  end
   -- a step, and with state->round_max > 1 more rounds of it (templates/rounds.cuh); the stages
   -- keep the indentation they have without the loop, which inspect and the tests read
   if n_flow > 0 then put("  unsigned flow_waited = 0; /* flow arrivals waited for, in blocks (mkc_flow_wait) */") end
@@ -436,18 +456,18 @@ function emit.source(graph, plan, opts)
   -- the first draft_layers layers; it is the host's or the last round's setting, checked there
   if opts.slots > 0 then
     -- the slots' rows (templates/slots.cuh): one slot's step is the plain kernel's on its cache
-    put("  mkc_rowmap rm;")
-    put(("  const int T = mkc_slots_begin(state, %d, %d, %d, %d, &rm);"):format(graph.output.n, opts.max_ctx,
-      opts.t_max, opts.t_chunk))
+    local table = opts.kv_pages > 0 and ("(const int *)(scratch + %d)"):format(plan.page_table) or "(const int *)0"
+    put(("  const int T = mkc_slots_begin(state, %d, %d, %d, %d, %s, rm);"):format(graph.output.n, opts.max_ctx,
+      opts.t_max, opts.t_chunk, table))
     put("  if (T == 0) return;")
-    put("  const mkc_rowmap *rows = rm.single >= 0 ? (const mkc_rowmap *)0 : &rm;")
-    put("  const int pos = rm.single >= 0 ? rm.spos[rm.single] : 0;")
-    put("  const int *inputs = rm.single >= 0 ? state[rm.single].inputs : rm.tok;")
     if opts.kv_pages > 0 then
-      put(("  rm.table = (const int *)(scratch + %d); /* the page tables, the host's */"):format(plan.page_table))
+      put("  const mkc_rowmap *rows = rm; /* paged: every row's K/V through its slot's page table */")
     else
-      put("  if (rm.single >= 0) kv += rm.single * MKC_KV_SLOT; /* its cache */")
+      put("  const mkc_rowmap *rows = rm->single >= 0 ? (const mkc_rowmap *)0 : rm;")
+      put("  if (rm->single >= 0) kv += rm->single * MKC_KV_SLOT; /* its cache */")
     end
+    put("  const int pos = rm->single >= 0 ? rm->spos[rm->single] : 0;")
+    put("  const int *inputs = rm->single >= 0 ? state[rm->single].inputs : rm->tok;")
   else
     put("  const int drafting = state->draft_left > 0; /* a pass that drafts (templates/rounds.cuh) */")
     put(("  if (!drafting && !mkc_step_begin(state, %d, %d, %d, %d)) return;"):format(graph.output.n, opts.max_ctx,
@@ -455,7 +475,12 @@ function emit.source(graph, plan, opts)
     put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
     put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
   end
-  put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
+  if opts.slots > 0 then
+    put("  /* the first input with logits: a prompt chunk's last; a wide step's rows all have theirs */")
+    put("  const int t0 = T > MKC_T_MAX && rm->single >= 0 ? T - 1 : 0;")
+  else
+    put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
+  end
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   local i = 1
   while i <= #texts do

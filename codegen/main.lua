@@ -100,10 +100,20 @@ function M.generate(opts)
   local slot_pages = slots > 0 and (graph.params.max_ctx + opts.kv_page - 1) // opts.kv_page or 0
   if kv_pages == -1 then kv_pages = slots * slot_pages end -- a pool as large as whole caches
   local t_max = opts.draft_max + 1
-  -- a paged kernel has no tiled prompt chunks: prompts go in steps of t_max (templates/slots.cuh)
-  local t_chunk = kv_pages > 0 and t_max or chunk_capacity(opts, t_max, graph.params.max_ctx)
+  local t_chunk = chunk_capacity(opts, t_max, graph.params.max_ctx)
+  -- a slot kernel's step: up to step_rows rows, each slot's at most t_max; past t_max a wide step
+  -- on the tiled path (templates/slots.cuh)
+  local step_rows = opts.step_rows or 0
+  if step_rows == 0 then step_rows = t_max end
+  if math.type(step_rows) ~= "integer" or (slots == 0 and step_rows ~= t_max) then
+    util.fail(("--step-rows is a slot kernel's (--slots B), got %s"):format(tostring(opts.step_rows)))
+  end
+  if step_rows < t_max or step_rows > t_chunk then
+    util.fail(("--step-rows must be %d..%d (--draft-max + 1 to the prompt chunk capacity, --ubatch), got %d")
+      :format(t_max, t_chunk, step_rows))
+  end
   local gen = {
-    t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM,
+    t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM, step_rows = step_rows,
     max_ctx = graph.params.max_ctx, threads = opts.threads,
     max_blocks = opts.max_blocks, version = opts.version,
     kv_dtype = kv_dtype, kv_elem_bytes = M.KV_DTYPES[kv_dtype], slots = slots, kv_pages = kv_pages,
@@ -133,7 +143,8 @@ function M.generate(opts)
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
             gen.keep_layers and (";keep=" .. table.concat(gen.keep_layers, ",")) or "")
-    .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or ""))
+    .. (slots > 0 and (";slots=%d"):format(slots) or "") .. (kv_pages > 0 and (";pages=%d"):format(kv_pages) or "")
+    .. (step_rows > t_max and (";rows=%d"):format(step_rows) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
   local source = emit.source(graph, plan, gen)
@@ -200,7 +211,8 @@ function M.export(graph, plan, gen, source)
     graph = graph.path, preset = graph.preset,
     config = { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
                n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = gen.max_ctx },
-    plan = { t_max = gen.t_max, t_chunk = gen.t_chunk, threads = gen.threads, weight_elems = plan.weight_elems,
+    plan = { t_max = gen.t_max, t_chunk = gen.t_chunk, step_rows = gen.step_rows, threads = gen.threads,
+             weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,

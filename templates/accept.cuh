@@ -34,9 +34,9 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
     float v = MKC_NEG_MAX;
     int i = 0x7fffffff;
     for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
-      if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
-        v = part_val[b * MKC_T_MAX + t];
-        i = part_idx[b * MKC_T_MAX + t];
+      if (mkc_better(part_val[b * MKC_STEP_ROWS + t], part_idx[b * MKC_STEP_ROWS + t], v, i)) {
+        v = part_val[b * MKC_STEP_ROWS + t];
+        i = part_idx[b * MKC_STEP_ROWS + t];
       }
     for (int m = 16; m > 0; m >>= 1) {
       float ov = mkc_shfl_xor(v, m);

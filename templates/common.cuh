@@ -166,3 +166,9 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
   }
   return 1;
 }
+
+/* Whether (v, i) beats (best_v, best_i) in a greedy choice: the larger
+ * logit, ties to the lower id. */
+MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}

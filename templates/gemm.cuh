@@ -204,12 +204,15 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
 /* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w), or += with
- * accumulate (residual epilogue): the tiled twin of mkc_matvec. */
+ * accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v,
+ * each row's best (value, r) over the block's tiles is kept in best_v[t],
+ * best_i[t] (smem; row m0 + r is thread r's in every tile). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
-                                       int out_stride, int accumulate, int T, float *a_tile,
-                                       float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
+                                       int out_stride, int accumulate, int T, float *best_v,
+                                       int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                       float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
@@ -224,7 +227,38 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       float *o = out + (long)(m0 + r) * out_stride + n0 + j;
       *o = accumulate ? *o + v : v;
     }
+    for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
+      for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
+        float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+        if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
+          best_v[m0 + r] = v;
+          best_i[m0 + r] = n0 + j;
+        }
+      }
     mkc_sync_block(); /* c_tile and inv_rms are rewritten by the next tile */
+  }
+}
+
+/* A wide slot step's LM head (templates/slots.cuh): logits[t] for every row
+ * t < T, the tiled twin of mkc_lm_head, with its greedy partials: each
+ * block's best (logit, id) per row to part_val[block][MKC_STEP_ROWS],
+ * part_idx likewise, for mkc_accept. best_v, best_i: MKC_STEP_ROWS each. */
+MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int n_chunks,
+                                        const float *x, int x_stride, int n_x,
+                                        const mkc_bf16 *norm_w, float eps, float *logits,
+                                        int logits_stride, int T, float *part_val, int *part_idx,
+                                        float *best_v, int *best_i, float *a_tile, float *w_tile,
+                                        float *c_tile, float *ssq, float *inv_rms) {
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    best_v[t] = MKC_NEG_MAX;
+    best_i[t] = 0x7fffffff;
+  }
+  mkc_sync_block();
+  mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
+                  logits_stride, 0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
+    part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];
   }
 }
 
@@ -303,16 +337,16 @@ MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias,
  * max(1, 64 / head_dim) of them), so a head's norm and its rotation pairs
  * are all in the block: c_cols columns of c_tile (a multiple of
  * MKC_GEMM_BN, computed MKC_GEMM_BN at a time). Token t's K and V land in the
- * cache at row (pos + t) % kv_rows (a sliding window's ring), q in q_out. */
-MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
-                                    const mkc_bf16 *b_k, const mkc_bf16 *b_v, int quantized,
-                                    int n_chunks, int heads, int kv_heads, int head_dim, int layout,
-                                    mkc_rope rotary, const float *x, int x_stride, int n_x,
-                                    const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w,
-                                    const mkc_bf16 *k_norm_w, float head_eps, float *q_out,
-                                    int q_stride, mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows,
-                                    int pos, int T, int c_cols, float *a_tile, float *w_tile,
-                                    float *c_tile, float *ssq, float *inv_rms) {
+ * cache at row (pos + t) % kv_rows (a sliding window's ring), or where the
+ * slots' row map puts row t (templates/slots.cuh); q in q_out. */
+MKC_DEVICE_CALLED void
+mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q, const mkc_bf16 *b_k,
+             const mkc_bf16 *b_v, int quantized, int n_chunks, int heads, int kv_heads,
+             int head_dim, int layout, mkc_rope rotary, const float *x, int x_stride, int n_x,
+             const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w, const mkc_bf16 *k_norm_w,
+             float head_eps, float *q_out, int q_stride, mkc_kv *k_cache, mkc_kv *v_cache,
+             int kv_rows, int pos, int T, const mkc_rowmap *rows, int c_cols, float *a_tile,
+             float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
   int all = heads + 2 * kv_heads, group = head_dim < MKC_GEMM_BN ? MKC_GEMM_BN / head_dim : 1;
   mkc_wcat wc =
       mkc_wcat_of(w_q, heads * head_dim, w_k, kv_heads * head_dim, w_v, kv_heads * head_dim);
@@ -332,16 +366,17 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
       if (t >= T) break;
       const float *c = c_tile + r * (c_cols + 4) + hl * head_dim;
       float scale = norm_w ? inv_rms[r] : 1.0f;
+      int at = mkc_row_pos(rows, pos, t);
       if (hh < heads) {
         mkc_gemm_head(c, scale, b_q ? b_q + hh * head_dim : 0, head_dim, 1, layout, rotary,
-                      q_norm_w, head_eps, pos + t, q_out + (long)t * q_stride + hh * head_dim, 0);
+                      q_norm_w, head_eps, at, q_out + (long)t * q_stride + hh * head_dim, 0);
       } else {
         int k = hh < heads + kv_heads, h = hh - heads - (k ? 0 : kv_heads);
         const mkc_bf16 *bias = k ? b_k : b_v;
-        mkc_kv *row =
-            (k ? k_cache : v_cache) + ((long)h * kv_rows + (pos + t) % kv_rows) * head_dim;
+        mkc_kv *row = (k ? k_cache : v_cache) + (long)h * kv_rows * head_dim +
+                      mkc_kv_at(rows, t, at, kv_rows, head_dim);
         mkc_gemm_head(c, scale, bias ? bias + h * head_dim : 0, head_dim, k, layout, rotary,
-                      k ? k_norm_w : 0, head_eps, pos + t, 0, row);
+                      k ? k_norm_w : 0, head_eps, at, 0, row);
       }
     }
     mkc_sync_block();

@@ -10,7 +10,8 @@
  * and sum per row), O += P V with mma again; the rows are divided by their
  * sums at the end. Warp w < 4 owns rows 16 w .. 16 w + 15, so a row's max and
  * sum are its quad's (the four lanes that hold its columns); more warps only
- * help stage. Position s is row s % kv_rows of the kv head's cache slice.
+ * help stage. Position s is row s % kv_rows of the kv head's cache slice, or
+ * where its slot's page table puts it (the rows of one slot, templates/slots.cuh).
  *
  * Precision as in gemm.cuh: Q and P are split into high and low tf32 parts;
  * a bf16 or f16 K/V value is exact in tf32, an f32 one is split too. Shared
@@ -33,12 +34,13 @@
 /* Stages positions s0 .. s0 + BN - 1 (none past hi: zeros) of K and V as
  * floats, head dimensions past head_dim zero. */
 MKC_DEVICE void mkc_attn_stage_kv(const mkc_kv *K, const mkc_kv *V, int head_dim, int kv_rows,
-                                  int s0, int hi, float *k_tile, float *v_tile) {
+                                  const mkc_rowmap *rows, int s0, int hi, float *k_tile,
+                                  float *v_tile) {
   for (int e = mkc_tid(); e < MKC_ATTN_BN * 8 * MKC_ATTN_DT; e += MKC_THREADS) {
     int j = e / (8 * MKC_ATTN_DT), d = e - j * (8 * MKC_ATTN_DT), s = s0 + j;
     float k = 0.0f, v = 0.0f;
     if (s <= hi && d < head_dim) {
-      long at = (long)(s % kv_rows) * head_dim + d;
+      long at = mkc_kv_at(rows, 0, s, kv_rows, head_dim) + d;
       k = mkc_kv_to_f32(K[at]);
       v = mkc_kv_to_f32(V[at]);
     }
@@ -74,9 +76,11 @@ MKC_DEVICE void mkc_attn_b(float v, unsigned *b, unsigned *b_lo) {
 MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                           const mkc_kv *v_cache, float *out, int out_stride,
                                           int heads, int group, int head_dim, int kv_rows,
-                                          int window, float scale, int pos, int T, float *q_tile,
-                                          float *k_tile, float *v_tile, float *p_tile) {
-  int per_tile = MKC_ATTN_BM / group, rows = per_tile * group; /* tokens, rows used */
+                                          int window, float scale, int pos, int T,
+                                          const mkc_rowmap *rows, float *q_tile, float *k_tile,
+                                          float *v_tile, float *p_tile) {
+  pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
+  int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
   int warp = mkc_warp(), g = mkc_lane() >> 2, qd = mkc_lane() & 3;
   int dt = (head_dim + 7) / 8; /* n8 tiles of the output, k-steps of S */
@@ -90,7 +94,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     for (int e = mkc_tid(); e < MKC_ATTN_BM * 8 * MKC_ATTN_DT; e += MKC_THREADS) {
       int r = e / (8 * MKC_ATTN_DT), d = e - r * (8 * MKC_ATTN_DT), t = m0 + r / group;
       float v = 0.0f;
-      if (r < rows && t < T && d < head_dim)
+      if (r < used && t < T && d < head_dim)
         v = q[(long)t * q_stride + (kh * group + r % group) * head_dim + d] * scale;
       q_tile[r * MKC_ATTN_LDQ + d] = v;
     }
@@ -99,13 +103,13 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     int see_hi[2], see_lo[2];
     for (int h = 0; h < 2; h++) {
       int r = warp * 16 + g + 8 * h, t = m0 + r / group;
-      see_hi[h] = warp < 4 && r < rows && t < T ? pos + t : -1;
+      see_hi[h] = warp < 4 && r < used && t < T ? pos + t : -1;
       see_lo[h] = window > 0 && see_hi[h] + 1 > window ? see_hi[h] + 1 - window : 0;
     }
     /* the warp's rows: the first token's first position and the last token's last one */
-    int r_first = warp * 16, r_last = warp * 16 + 15 < rows ? warp * 16 + 15 : rows - 1;
+    int r_first = warp * 16, r_last = warp * 16 + 15 < used ? warp * 16 + 15 : used - 1;
     int t_last = m0 + r_last / group < T ? m0 + r_last / group : T - 1;
-    int warp_hi = warp < 4 && r_first < rows && m0 + r_first / group < T ? pos + t_last : -1;
+    int warp_hi = warp < 4 && r_first < used && m0 + r_first / group < T ? pos + t_last : -1;
     int warp_lo = window > 0 && pos + m0 + r_first / group + 1 > window
                       ? pos + m0 + r_first / group + 1 - window
                       : 0;
@@ -113,7 +117,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     float o[MKC_ATTN_DT * 4];
     for (int i = 0; i < MKC_ATTN_DT * 4; i++) o[i] = 0.0f;
     for (int s0 = lo; s0 <= hi; s0 += MKC_ATTN_BN) {
-      mkc_attn_stage_kv(K, V, head_dim, kv_rows, s0, hi, k_tile, v_tile);
+      mkc_attn_stage_kv(K, V, head_dim, kv_rows, rows, s0, hi, k_tile, v_tile);
       mkc_sync_block(); /* the tiles (and q_tile, the first time) are staged */
       /* warp-uniform: whether any of the warp's rows sees any position of the tile */
       int active = s0 <= warp_hi && s0 + MKC_ATTN_BN - 1 >= warp_lo;

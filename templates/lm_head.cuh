@@ -1,12 +1,9 @@
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
- * per-block partials go to scratch for mkc_accept. Ties go to the lower id.
+ * per-block partials ([block][MKC_STEP_ROWS]) go to scratch for mkc_accept.
+ * Ties go to the lower id.
  * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
  * t - t0 of logits and of the partials. */
-MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
-  return v > best_v || (v == best_v && i < best_i);
-}
-
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
                             int logits_stride, int t0, int T, float *part_val, int *part_idx,
@@ -47,7 +44,7 @@ MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, 
         v = warp_val[wp * MKC_T_MAX + t];
         i = warp_idx[wp * MKC_T_MAX + t];
       }
-    part_val[mkc_bid() * MKC_T_MAX + t] = v;
-    part_idx[mkc_bid() * MKC_T_MAX + t] = i;
+    part_val[mkc_bid() * MKC_STEP_ROWS + t] = v;
+    part_idx[mkc_bid() * MKC_STEP_ROWS + t] = i;
   }
 }

@@ -23,14 +23,14 @@ solo_ids() {
 }
 
 # check_batch NAME SLOTS DRAFTS ARGS...: the batch (with $pages, --kv-pages N or empty) against
-# each line alone with ARGS
+# each line alone with ARGS and the same drafts (a sampled line's draws follow its drafts)
 pages=()
 check_batch() {
   local name=$1 slots=$2 drafts=$3
   shift 3
   if "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" \
     --slots "$slots" --draft-max "$drafts" --seed 5 "${pages[@]}" "$@" >"$tmp/batch" 2>"$tmp/batch_err" \
-    && : >"$tmp/err" && solo_ids "$tmp/solo" "$@"; then
+    && : >"$tmp/err" && solo_ids "$tmp/solo" --draft-max "$drafts" "$@"; then
     if cmp -s "$tmp/batch" "$tmp/solo"; then
       ok "$name: every line what it gives alone, in order ($(wc -l <"$tmp/batch") lines)"
     else
@@ -52,6 +52,9 @@ check_batch "7 lines on 2 slots, greedy, 7 drafts each" 2 7 -n 20
 check_batch "7 lines on 4 slots, sampled (top-k 40: the candidates stage)" 4 0 -n 10 --temp 0.9
 check_batch "7 lines on 5 slots, sampled top-p 0.8, no top-k" 5 0 -n 10 --temp 1.1 --top-k 0 --top-p 0.8
 check_batch "-n 0: an empty line per prompt" 3 1 -n 0
+# wide steps: more rows than the decode path's 32 (templates/slots.cuh), on the tiled path
+check_batch "7 lines on 8 slots of 1 + 4 drafts: wide steps of up to 40 rows" 8 4 -n 16
+check_batch "7 lines on 6 slots of 1 + 5 drafts, sampled: wide steps of up to 36 rows" 6 5 -n 10 --temp 0.9
 
 # Paged: the KV bytes held follow the tokens, not the context times the slots. 3 slots of
 # up to 18 + 12 positions hold at most 2 pages each: a pool of 6 pages serves them (whole
@@ -90,8 +93,10 @@ expect_error "a token outside the vocabulary" "mkc: error: $tmp/vocab.txt:1: tok
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/vocab.txt" -n 2
 expect_error "a file that is not there" "mkc: error: cannot read $tmp/none.txt" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/none.txt" -n 2
-expect_error "too many rows" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max" -- \
-  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4
+expect_error "too many rows" "mkc: error: run --batch: 64 slots of 1 + 8 drafts are more than the 512 rows a step takes; lower --slots or --draft-max" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 64 --draft-max 8
+expect_error "rows past --ubatch" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max, or raise --ubatch" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4 --ubatch 32
 expect_error "--slots without --batch" "mkc: error: run: --slots B and --kv-pages N go with --batch FILE" -- \
   run --preset tiny --random-weights 1 --backend cpu --prompt-ids 1 -n 2 --slots 2
 expect_error "--batch with -p" "mkc: error: run --batch: the prompts are the file's lines; drop -p, -f and --prompt-ids" -- \

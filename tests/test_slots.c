@@ -18,6 +18,8 @@
  *   - paged (--kv-pages): the same on a shared pool of pages, the pages held
  *     being what the slots' positions need, a pool too small refused with
  *     the reason, a cleared slot's pages returned;
+ *   - wide steps (--step-rows 112, t_max 16): several slots' rows past t_max
+ *     on the tiled path, whole caches and paged, up to 112 rows;
  *   - shared prefixes: a prompt after another with the same first 200
  *     tokens shares 192 positions and stores them once; a finished
  *     sequence's full pages are kept for sharing until the pool needs them;
@@ -45,7 +47,11 @@ typedef struct kernel {
   mkc_weights w;
 } kernel;
 
-static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
+/* A kernel of tiny: slots 0, the plain kernel; kv_pages 0, whole caches;
+ * step_rows 0, t_max (else a wide kernel, its prompt chunks that long too);
+ * kv_dtype NULL: bf16. */
+static int kernel_open_rows(kernel *k, int slots, int kv_pages, int step_rows,
+                            const char *kv_dtype) {
   memset(k, 0, sizeof *k);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
@@ -53,11 +59,17 @@ static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
                     .preset = "tiny",
                     .draft_max = DRAFT_MAX,
                     .max_ctx = MAX_CTX,
-                    .ubatch = UBATCH,
+                    .ubatch = step_rows > UBATCH ? step_rows : UBATCH,
                     .slots = slots,
-                    .kv_pages = kv_pages};
+                    .kv_pages = kv_pages,
+                    .step_rows = step_rows,
+                    .kv_dtype = kv_dtype};
   if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
   return mkc_weights_random(&k->w, &k->g, 7);
+}
+
+static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
+  return kernel_open_rows(k, slots, kv_pages, 0, NULL);
 }
 
 static int kernel_open(kernel *k, int slots) { return kernel_open_paged(k, slots, 0); }
@@ -286,6 +298,109 @@ static void seven(script *sc, script *next) {
   *next = make_script(14, 200, 2, 0, 1, 3, 0, 0);
 }
 
+/* The seven scripts with 9..15 drafts each, in chunks of 16, two sampled. */
+static void many_drafts(script *sc) {
+  script next;
+  seven(sc, &next);
+  for (int i = 0; i < SLOTS; i++) {
+    sc[i].drafts = 9 + i;
+    sc[i].chunk = 16;
+    sc[i].solo = 0;
+  }
+  sc[0].temp = 0.8f; /* sampled rows among them: the candidates stage and top-p */
+  sc[0].seed = 12;
+  sc[5].temp = 0.7f;
+  sc[5].seed = 31;
+}
+
+/* A wide kernel (f32 KV) with a planted bug against the f32 plain kernel:
+ * the tally of the many-drafts scripts. */
+static tally planted_wide(kernel *plain32, const char *from, const char *to, int *planted_ok) {
+  kernel k;
+  tally t = {0};
+  *planted_ok = 0;
+  if (kernel_open_rows(&k, SLOTS, 0, SLOTS * (DRAFT_MAX + 1), "f32") != 0) return t;
+  if (fixture_plant(&k.src, from, to) == 0) {
+    *planted_ok = 1;
+    mkc_slots *p = mkc_slots_open(test_backend(), &k.g, &k.src, &k.w, 5);
+    if (p) {
+      int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+      script sc[SLOTS];
+      many_drafts(sc);
+      t = run_slots(plain32, p, used, sc, SLOTS, 6, -1, 0, NULL);
+      mkc_slots_close(p);
+    }
+  }
+  kernel_close(&k);
+  return t;
+}
+
+/* Wide steps (mkc gen --step-rows): 7 slots of up to t_max 16 rows, 112 in
+ * all, so a step of several slots past 16 rows runs the tiled path and its
+ * LM head gives every row its logits: each slot its solo run, with the seven
+ * scripts (steps of up to 28 rows) and with 9..15 drafts each (up to 112
+ * rows: two tiles of 64). The tiled path's sums are not the decode path's in
+ * order, and a bf16 cache turns the last bit of a K/V value into a bf16 ulp
+ * now and then, which later steps carry: the logits are held to TOL on an f32
+ * cache against an f32 plain kernel; on bf16, whole caches and paged, the
+ * tokens must be the solo runs' (and the greedy ones plain decoding's). */
+static void wide(void) {
+  kernel plain32;
+  if (!CHECK(kernel_open_rows(&plain32, 0, 0, 0, "f32") == 0, "generate tiny, f32 KV (the oracle)"))
+    return;
+  const char *types[3] = {"f32", NULL, NULL};
+  for (int run = 0; run < 3; run++) {
+    int pages = run == 2 ? 48 : 0, f32 = types[run] != NULL;
+    const char *what = run == 0 ? "f32 KV" : run == 1 ? "bf16 KV" : "bf16 KV, 48 pages";
+    kernel wk, plain;
+    if (!f32 && !CHECK(kernel_open_rows(&plain, 0, 0, 0, NULL) == 0, "generate tiny (the oracle)"))
+      break;
+    if (f32) plain = plain32;
+    if (!CHECK(kernel_open_rows(&wk, SLOTS, pages, SLOTS * (DRAFT_MAX + 1), types[run]) == 0,
+               "generate tiny, %d slots, steps of %d rows (t_max %d), %s", SLOTS,
+               SLOTS * (DRAFT_MAX + 1), DRAFT_MAX + 1, what)) {
+      if (!f32) kernel_close(&plain);
+      break;
+    }
+    CHECK(wk.g.step_rows == SLOTS * (DRAFT_MAX + 1) && wk.g.t_max == DRAFT_MAX + 1 &&
+              strstr(wk.src.source, "mkc_gemm_lm_head(") != NULL,
+          "plan: %d rows per step, %d per slot; the LM head has its tiled variant", wk.g.step_rows,
+          wk.g.t_max);
+    mkc_slots *p = mkc_slots_open(test_backend(), &wk.g, &wk.src, &wk.w, 5);
+    if (CHECK(p != NULL, "open the wide slots, %s", what)) {
+      int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+      script sc[SLOTS], next;
+      seven(sc, &next);
+      tally t = run_slots(&plain, p, used, sc, SLOTS, 20, 8, 2, &next);
+      CHECK(t.ok && t.steps == 20 && t.same && (!f32 || t.worst <= TOL) && t.lossless,
+            "wide, %s: the seven scripts (up to 16 rows: the decode path), slot 2 restarted: "
+            "every slot its solo run's tokens%s (logits %.2g, %d accepted)",
+            what, f32 ? " and logits" : "", t.worst, t.accepted);
+      many_drafts(sc);
+      t = run_slots(&plain, p, used, sc, SLOTS, 14, -1, 0, NULL);
+      CHECK(t.ok && t.steps == 14 && t.same && (!f32 || t.worst <= TOL) && t.lossless,
+            "wide, %s: 7 slots of 1 + 9..15 drafts (up to 112 rows, 2 tiles), 2 sampled: every "
+            "slot its solo run's tokens%s (logits %.2g, %d accepted)",
+            what, f32 ? " and logits" : "", t.worst, t.accepted);
+      mkc_slots_close(p);
+    }
+    kernel_close(&wk);
+    if (!f32) kernel_close(&plain);
+  }
+  /* planted: a wide step's K/V rows at the step's first position + t (not their slots'); its
+   * LM head's greedy choice the first id of each tile */
+  int planted_ok;
+  tally t = planted_wide(&plain32, "int at = mkc_row_pos(rows, pos, t);\n      if (hh < heads) {",
+                         "int at = pos + t;\n      if (hh < heads) {", &planted_ok);
+  CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
+        "planted, wide: the tiled K/V append ignores the row map: caught (%d steps)", t.steps);
+  t = planted_wide(&plain32, "best_i[m0 + r] = n0 + j;", "best_i[m0 + r] = n0;", &planted_ok);
+  CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.lossless),
+        "planted, wide: the tiled LM head's greedy id is its tile's first: caught (%d steps)",
+        t.steps);
+  kernel_close(&plain32);
+}
+
 /* Steps of a planted kernel against the solo runs: the tally of 2 slots. */
 static tally planted(kernel *plain, int kv_pages, const char *from, const char *to,
                      int *planted_ok) {
@@ -321,11 +436,11 @@ static void paged(kernel *plain) {
              SLOTS))
     return;
   size_t page_bytes = pk.g.kv_bytes / 48;
-  CHECK(pk.g.kv_pages == 48 && pk.g.t_chunk == pk.g.t_max &&
+  CHECK(pk.g.kv_pages == 48 && pk.g.t_chunk == UBATCH &&
             page_bytes * 48 * SLOTS * (MAX_CTX / MKC_KV_PAGE) ==
                 (size_t)48 * SLOTS * plain->g.kv_bytes,
         "plan: a pool of 48 pages of %d positions (%zu bytes each; a slot's whole cache is "
-        "%d pages), prompt chunks of t_max",
+        "%d pages), prompt chunks tiled past t_max",
         MKC_KV_PAGE, page_bytes, MAX_CTX / MKC_KV_PAGE);
   mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, 5);
   if (CHECK(p != NULL, "open the paged slots")) {
@@ -566,20 +681,21 @@ int main(void) {
   mkc_slots_close(p);
 
   paged(&plain);
+  wide();
   shared_prefix(&plain);
   kept_evicted(&plain);
   refusals(&sk);
 
   int planted_ok;
-  tally t =
-      planted(&plain, 0, "(long)rows->slot[t] * MKC_KV_SLOT", "(long)0 * MKC_KV_SLOT", &planted_ok);
+  tally t = planted(&plain, 0, "(long)mkc_row_slot(rows, t) * MKC_KV_SLOT", "(long)0 * MKC_KV_SLOT",
+                    &planted_ok);
   CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
         "planted: every row on slot 0's cache: caught (%d steps)", t.steps);
   t = planted(&plain, 0, "rm->pos[r] = rm->spos[s] + t;", "rm->pos[r] = rm->spos[s];", &planted_ok);
   CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
         "planted: a slot's rows all at its first position: caught (%d steps)", t.steps);
-  t = planted(&plain, 48, "rows->table[rows->slot[t] * MKC_SLOT_PAGES + p / MKC_KV_PAGE]",
-              "rows->table[rows->slot[t] * MKC_SLOT_PAGES]", &planted_ok);
+  t = planted(&plain, 48, "rows->table[mkc_row_slot(rows, t) * MKC_SLOT_PAGES + p / MKC_KV_PAGE]",
+              "rows->table[mkc_row_slot(rows, t) * MKC_SLOT_PAGES]", &planted_ok);
   CHECK(planted_ok && t.steps > 0 && !(t.ok && t.same && t.worst <= TOL),
         "planted, paged: every position on its slot's first page: caught (%d steps)", t.steps);
 

@@ -15,7 +15,7 @@ return function(st, ctx)
       part_val = row(("scratch + %d"):format(ctx.partials), 1),
       part_idx = row(("(const int *)(scratch + %d)"):format(ctx.partials_idx), 1),
       drawn = row(("(const int *)(scratch + %d)"):format(ctx.drawn), 2),
-      p_draft = row(("scratch + %d"):format(ctx.drawn + 2 * ctx.t_max), 1),
+      p_draft = row(("scratch + %d"):format(ctx.drawn + 2 * ctx.step_rows), 1),
       history = seq.history("int"), vocab = ctx.vocab, pos = seq.pos,
       work = row(("scratch + %d"):format(ctx.sample_work), ctx.vocab),
       lp = row(("scratch + %d"):format(ctx.logprobs), 64),

@@ -42,7 +42,11 @@ return function(st, ctx)
   if tiled then
     local t = {}
     for _, r in ipairs({ "q_tile", "k_tile", "v_tile", "p_tile" }) do t[r] = ctx.smem_ptr("float", at[r]) end
-    code = ctx.variants(ctx.call("mkc_gemm_attention", args(t), { "out_stride", "T" }), code)
+    t.rows = ctx.rows
+    -- the tiles hold one sequence's rows: a wide slot step's are several slots'
+    local cond = ctx.slots > 0 and "T > MKC_T_MAX && rm->single >= 0" or nil
+    code = ctx.variants(ctx.call("mkc_gemm_attention", args(t), { "out_stride", "T" }), code, cond,
+      ctx.slots > 0 and "a prompt chunk" or nil)
   end
   return {
     work = ("%d kv heads x %d-head passes x T units, positions split across the blocks; tiles of %d")

@@ -70,8 +70,8 @@ return function(st, ctx)
     q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
     q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope),
     k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
-    T = "T", c_cols = c_cols(att.head_dim),
-  }, at), { "w_v", "b_v", "rotary", "eps", "head_eps", "v_cache", "c_cols" })
+    T = "T", rows = ctx.rows, c_cols = c_cols(att.head_dim),
+  }, at), { "w_v", "b_v", "rotary", "eps", "head_eps", "v_cache", "rows" })
   return {
     work = work,
     smem = norm.smem,

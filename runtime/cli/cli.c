@@ -137,6 +137,7 @@ static const struct {
     {"-d", 0, 1 << 20, offsetof(mkc_cli, depth)},
     {"--slots", 2, MKC_SLOTS_CAP, offsetof(mkc_cli, slots)},
     {"--kv-pages", 1, 1 << 20, offsetof(mkc_cli, kv_pages)},
+    {"--step-rows", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, step_rows)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -45,8 +45,9 @@ typedef struct mkc_cli {
   int n_keep_layers;
   int slots; /* gen/run --slots B: a slot kernel, B sequences per step (templates/slots.cuh) */
   const char *batch_file; /* run --batch FILE: one prompt per line, decoded together */
-  int kv_pages; /* gen/run --kv-pages N: the slots share a pool of N KV pages (templates/slots.cuh)
-                 */
+  int kv_pages;  /* gen/run --kv-pages N: the slots share a pool of N KV pages (templates/slots.cuh)
+                  */
+  int step_rows; /* gen --step-rows R: a slot kernel's rows per step, past K + 1 tiled */
   const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */

@@ -39,17 +39,19 @@ static const char USAGE[] =
     "  --dequant        plan the model's quantized matrices as bf16 (see run)\n"
     "  --keep-layers L,...  each step also keeps these layers' outputs for the host\n"
     "                   (a drafter head's features; the last layer's is always there)\n"
-    "  --slots B        a step serves up to B sequences (2..64), K + 1 rows in all,\n"
-    "                   each with its own KV cache (run --batch)\n"
+    "  --slots B        a step serves up to B sequences (2..64), each with its own\n"
+    "                   KV cache (run --batch); K + 1 rows in all, or --step-rows\n"
+    "  --step-rows R    with --slots: a step takes up to R rows (K + 1 to --ubatch),\n"
+    "                   each slot's at most K + 1; past K + 1 tiled, on tensor cores\n"
     "  --kv-pages N     with --slots: the slots share a pool of N pages of 16\n"
-    "                   positions, held as their tokens need them (no tiled prompt chunks)\n";
+    "                   positions, held as their tokens need them\n";
 
 int mkc_cmd_gen(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--preset --draft-max --ubatch --ctx -o -m --kv-dtype --dequant --keep-layers --slots "
-      "--kv-pages",
+      "--kv-pages --step-rows",
       1, &c);
   if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
   if (!c.positional && !c.model_path)

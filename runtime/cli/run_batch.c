@@ -107,18 +107,23 @@ static void print_completion(const mkc_tokenizer *tok, const mkc_batch_seq *q) {
 int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long long seed) {
   mkc_cli c = *cli;
   int slots = c.slots ? c.slots : DEFAULT_SLOTS, k = c.draft_max;
-  /* the kernel's rows: every slot's last token and drafts in one step */
-  if (slots * (k + 1) > MKC_T_CAP) {
-    char msg[160];
+  /* the kernel's rows: every slot's last token and drafts in one step; past MKC_T_CAP a wide
+   * step, on the tiled path (templates/slots.cuh), whose prompt chunks must hold those rows */
+  int rows = slots * (k + 1);
+  if (rows > MKC_CHUNK_CAP || (c.ubatch && c.ubatch < rows && rows > MKC_T_CAP)) {
+    char msg[200];
     snprintf(msg, sizeof msg,
              "run --batch: %d slots of 1 + %d drafts are more than the %d rows a step takes; "
-             "lower --slots or --draft-max",
-             slots, k, MKC_T_CAP);
+             "lower --slots or --draft-max%s",
+             slots, k, rows > MKC_CHUNK_CAP ? MKC_CHUNK_CAP : c.ubatch,
+             rows > MKC_CHUNK_CAP ? "" : ", or raise --ubatch");
     return mkc_cli_usage_error("%s", msg);
   }
   c.slots = slots;
-  c.draft_max = slots * (k + 1) - 1;
-  if (!c.kv_pages) c.kv_pages = -1; /* paged: the bytes held follow the tokens */
+  c.draft_max = (rows < MKC_T_CAP ? rows : MKC_T_CAP) - 1;
+  c.step_rows = rows;
+  if (!c.ubatch && rows > 128) c.ubatch = rows; /* past codegen's default chunk (--ubatch) */
+  if (!c.kv_pages) c.kv_pages = -1;             /* paged: the bytes held follow the tokens */
   mkc_loaded_model m;
   mkc_batch_seq *seqs = NULL;
   mkc_slots *p = NULL;

@@ -131,9 +131,11 @@ typedef struct mkc_graph {
   /* model sizes (from the preset) */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn, max_ctx;
   /* plan: sizes of what the host allocates for the kernel */
-  int t_max;           /* 1 + draft_max: inputs per step */
-  int t_chunk;         /* inputs of a prompt chunk (all known): T <= t_chunk; tiled past t_max */
-  int threads;         /* threads per block (literal in the kernel) */
+  int t_max;     /* 1 + draft_max: inputs per step */
+  int t_chunk;   /* inputs of a prompt chunk (all known): T <= t_chunk; tiled past t_max */
+  int step_rows; /* a step's rows, and rows of logits: t_max, or a slot kernel's (wide past t_max)
+                  */
+  int threads;   /* threads per block (literal in the kernel) */
   size_t weight_elems; /* 2-byte units in the weight arena (bf16 elements, or blocks' bytes / 2) */
   size_t scratch_floats; /* float scratch arena */
   int kv_dtype;          /* enum mkc_kv_dtype */

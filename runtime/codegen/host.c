@@ -300,6 +300,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   int p = lua_gettop(L);
   g->t_max = (int)get_int(L, p, "t_max");
   g->t_chunk = (int)get_int(L, p, "t_chunk");
+  g->step_rows = (int)get_int(L, p, "step_rows");
   g->threads = (int)get_int(L, p, "threads");
   g->weight_elems = (size_t)get_int(L, p, "weight_elems");
   g->scratch_floats = (size_t)get_int(L, p, "scratch_floats");
@@ -450,6 +451,8 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   lua_setfield(L, -2, "slots_cap");
   lua_pushinteger(L, o->kv_pages);
   lua_setfield(L, -2, "kv_pages");
+  lua_pushinteger(L, o->step_rows);
+  lua_setfield(L, -2, "step_rows");
   lua_pushinteger(L, MKC_KV_PAGE);
   lua_setfield(L, -2, "kv_page");
   lua_pushinteger(L, MKC_MAX_BLOCKS);

@@ -48,6 +48,9 @@ typedef struct mkc_gen_opts {
    * pages of MKC_KV_PAGE positions (templates/slots.cuh); -1: a pool of as
    * many pages as the whole caches would take. */
   int kv_pages;
+  /* A slot kernel's step takes up to this many rows, every slot's (0: t_max);
+   * past t_max a step of several slots runs the tiled path (a wide step). */
+  int step_rows;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

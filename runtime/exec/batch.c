@@ -129,8 +129,9 @@ int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts
                   mkc_batch_stats *st) {
   const mkc_graph *g = mkc_slots_graph(p);
   int slots = mkc_slots_count(p), next = 0, rc = 0, paged = g->kv_pages > 0;
-  /* a slot's share of a step's rows when every slot is busy */
-  int share = g->t_max / slots > 0 ? g->t_max / slots : 1;
+  /* a slot's share of a step's rows when every slot is busy: at most t_max */
+  int share = g->step_rows / slots > g->t_max ? g->t_max : g->step_rows / slots;
+  if (share < 1) share = 1;
   busy *bs = calloc((size_t)slots, sizeof *bs);
   memset(st, 0, sizeof *st);
   for (int i = 0; i < n; i++) seqs[i].out = NULL;

@@ -68,11 +68,12 @@ mkc_backend *mkc_session_open_backend(enum mkc_backend_kind kind, const mkc_grap
             MKC_MAX_BLOCKS);
     return NULL;
   }
-  if (g->t_max < 1 || g->t_max > MKC_T_CAP || g->t_chunk < g->t_max || g->t_chunk > MKC_CHUNK_CAP) {
+  if (g->t_max < 1 || g->t_max > MKC_T_CAP || g->t_chunk < g->t_max || g->t_chunk > MKC_CHUNK_CAP ||
+      g->step_rows < g->t_max || g->step_rows > g->t_chunk) {
     fprintf(stderr,
-            "mkc: error: the plan takes %d inputs per step and %d per prompt chunk, expected "
-            "1..%d and that..%d\n",
-            g->t_max, g->t_chunk, MKC_T_CAP, MKC_CHUNK_CAP);
+            "mkc: error: the plan takes %d inputs per step, %d rows per step and %d per prompt "
+            "chunk, expected 1..%d, that..the chunk's, and that..%d\n",
+            g->t_max, g->step_rows, g->t_chunk, MKC_T_CAP, MKC_CHUNK_CAP);
     return NULL;
   }
   if (kind == MKC_BACKEND_REF) return mkc_ref_backend_open(g, w);

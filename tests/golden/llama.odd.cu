@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 02185cece13d5cd0, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 331f87e93ecaa004, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -555,6 +555,12 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
   }
   return 1;
 }
+
+/* Whether (v, i) beats (best_v, best_i) in a greedy choice: the larger
+ * logit, ties to the lower id. */
+MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
+  return v > best_v || (v == best_v && i < best_i);
+}
 #line 1 "templates/slots.cuh"
 /* Slots (mkc gen --slots B): one step serves up to B sequences. The kernel's
  * state is then an array of B mkc_state, one per slot, each with its own pos,
@@ -568,7 +574,13 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
  * KV append and attention care whose a row is (mkc_rowmap); the sampler and
  * the accept run once per slot on that slot's rows. With one slot taking part
  * the step is the plain kernel's on that slot's cache, prompt chunks
- * included; several slots share the T <= MKC_T_MAX decode path.
+ * included. Several slots share a step of up to MKC_STEP_ROWS rows, each slot
+ * at most MKC_T_MAX of them: up to MKC_T_MAX rows in all the decode path's,
+ * more a wide step on the tiled path (templates/gemm.cuh; mkc gen
+ * --step-rows), whose LM head gives every row its logits.
+ *
+ * Every block's thread 0 maps the rows into the block's shared memory, ahead
+ * of the stages' (MKC_ROWMAP_BYTES): the map does not grow a thread's stack.
  *
  * Paged (mkc gen --kv-pages N, MKC_KV_PAGES): the slots share one pool of N
  * pages of MKC_KV_PAGE positions (every layer's K and V rows of them; a
@@ -576,7 +588,7 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
  * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
  * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
  * per slot) before the step. Every step then goes through the row map, and
- * a step takes at most MKC_T_MAX inputs (no tiled prompt chunks). */
+ * a prompt chunk's K/V rows go through its slot's table too. */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif
@@ -584,19 +596,32 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
 #ifndef MKC_KV_PAGES
 #define MKC_KV_PAGES 0 /* not paged */
 #endif
+#ifndef MKC_STEP_ROWS
+#define MKC_STEP_ROWS MKC_T_MAX /* a step's rows: a plain kernel's inputs */
+#endif
 
 typedef struct mkc_rowmap {
   int single;            /* >= 0: the only slot with inputs; -1: several */
   int first[MKC_SLOT_N]; /* a slot's first row in the step */
   int count[MKC_SLOT_N]; /* its rows (0: not in this step) */
   int spos[MKC_SLOT_N];  /* its pos when the step began */
-  int pos[MKC_T_MAX], slot[MKC_T_MAX], tok[MKC_T_MAX]; /* per row, with several slots */
+  int pos[MKC_STEP_ROWS], slot[MKC_STEP_ROWS], tok[MKC_STEP_ROWS]; /* per row */
+  int rows;                                                        /* the step's: 0, none */
   const int *table; /* paged: the slots' page tables, MKC_SLOT_PAGES each */
 } mkc_rowmap;
+#if MKC_SLOTS > 0
+typedef char mkc_rowmap_fits[sizeof(mkc_rowmap) <= MKC_ROWMAP_BYTES ? 1 : -1]; /* codegen's room */
+#endif
 
 /* Row t's position: a plain step's pos + t, or its slot's. */
 MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
-  return MKC_SLOTS > 0 && rows ? rows->pos[t] : pos + t;
+  if (MKC_SLOTS == 0 || !rows) return pos + t;
+  return rows->single >= 0 ? rows->spos[rows->single] + t : rows->pos[t];
+}
+
+/* Row t's slot (a mapped step's). */
+MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
+  return rows->single >= 0 ? rows->single : rows->slot[t];
 }
 
 /* Where row t's position p is in a kv head's block of kv_rows rows, in KV
@@ -605,10 +630,10 @@ MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
 MKC_DEVICE long mkc_kv_at(const mkc_rowmap *rows, int t, int p, int kv_rows, int head_dim) {
 #if MKC_KV_PAGES > 0
   (void)kv_rows;
-  int page = rows->table[rows->slot[t] * MKC_SLOT_PAGES + p / MKC_KV_PAGE];
+  int page = rows->table[mkc_row_slot(rows, t) * MKC_SLOT_PAGES + p / MKC_KV_PAGE];
   return ((long)page * MKC_KV_PAGE + p % MKC_KV_PAGE) * head_dim;
 #elif MKC_SLOTS > 0
-  return (rows ? (long)rows->slot[t] * MKC_KV_SLOT : 0) + (long)(p % kv_rows) * head_dim;
+  return (rows ? (long)mkc_row_slot(rows, t) * MKC_KV_SLOT : 0) + (long)(p % kv_rows) * head_dim;
 #else
   (void)rows;
   (void)t;
@@ -617,50 +642,58 @@ MKC_DEVICE long mkc_kv_at(const mkc_rowmap *rows, int t, int p, int kv_rows, int
 }
 
 /* Checks every slot's inputs as mkc_step_begin does one sequence's and maps
- * the rows. A slot that fails gets the status and sits the step out; so does
- * every slot when several together pass t_max (a prompt chunk runs alone).
- * Every block reads the same state and maps the same rows. Returns the
- * step's rows, 0: nothing to run. */
+ * the rows into rm, the block's shared memory. A slot that fails gets the
+ * status and sits the step out. Several slots take part only with at most
+ * MKC_T_MAX inputs each and MKC_STEP_ROWS in all (a prompt chunk runs alone);
+ * past that every slot in the step is refused. Every block reads the same
+ * state and maps the same rows. Returns the step's rows, 0: nothing to run. */
 MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max, int t_chunk,
-                               mkc_rowmap *rm) {
-  int rows = 0, active = 0, last = -1;
-  for (int s = 0; s < MKC_SLOT_N; s++) {
-    mkc_state *q = st + s;
-    int T = q->n_inputs;
-    rm->first[s] = rows;
-    rm->count[s] = 0;
-    rm->spos[s] = q->pos;
-    if (T == 0) continue;
-    int status = mkc_inputs_status(q, vocab, max_ctx, t_max, t_chunk);
-    if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
-      status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
-    if (status != MKC_STATUS_OK) {
-      mkc_step_refused(q, status);
-      continue;
+                               const int *table, mkc_rowmap *rm) {
+  if (mkc_tid() == 0) {
+    int rows = 0, active = 0, last = -1, chunk = 0;
+    for (int s = 0; s < MKC_SLOT_N; s++) {
+      mkc_state *q = st + s;
+      int T = q->n_inputs;
+      rm->first[s] = rows;
+      rm->count[s] = 0;
+      rm->spos[s] = q->pos;
+      if (T == 0) continue;
+      int status = mkc_inputs_status(q, vocab, max_ctx, t_max, t_chunk);
+      if (status == MKC_STATUS_OK && (q->round_max > 1 || q->draft_left > 0))
+        status = MKC_STATUS_BAD_INPUT; /* a slot kernel runs no rounds */
+      if (status != MKC_STATUS_OK) {
+        mkc_step_refused(q, status);
+        continue;
+      }
+      rm->count[s] = T;
+      rows += T;
+      active++;
+      last = s;
+      chunk |= T > t_max;
     }
-    rm->count[s] = T;
-    rows += T;
-    active++;
-    last = s;
+    rm->single = active == 1 ? last : -1;
+    if (active > 1 && (chunk || rows > MKC_STEP_ROWS)) {
+      for (int s = 0; s < MKC_SLOT_N; s++)
+        if (rm->count[s] > 0) {
+          rm->count[s] = 0;
+          mkc_step_refused(st + s, MKC_STATUS_BAD_INPUT);
+        }
+      rows = 0;
+    }
+    /* the per-row map, with several slots (one slot's rows are its spos + t) */
+    if (rm->single < 0)
+      for (int s = 0; s < MKC_SLOT_N; s++)
+        for (int t = 0; t < rm->count[s]; t++) {
+          int r = rm->first[s] + t;
+          rm->pos[r] = rm->spos[s] + t;
+          rm->slot[r] = s;
+          rm->tok[r] = st[s].inputs[t];
+        }
+    rm->rows = rows;
+    rm->table = table;
   }
-  rm->single = active == 1 && MKC_KV_PAGES == 0 ? last : -1; /* paged: always the row map */
-  if (rm->single < 0 && rows > t_max) {
-    for (int s = 0; s < MKC_SLOT_N; s++)
-      if (rm->count[s] > 0) {
-        rm->count[s] = 0;
-        mkc_step_refused(st + s, MKC_STATUS_BAD_INPUT);
-      }
-    return 0;
-  }
-  if (rm->single < 0)
-    for (int s = 0; s < MKC_SLOT_N; s++)
-      for (int t = 0; t < rm->count[s]; t++) {
-        int r = rm->first[s] + t;
-        rm->pos[r] = rm->spos[s] + t;
-        rm->slot[r] = s;
-        rm->tok[r] = st[s].inputs[t];
-      }
-  return rows;
+  mkc_sync_block(); /* the map is the block's */
+  return rm->rows;
 }
 #line 1 "templates/weights.cuh"
 /* Weight matrices as the kernel reads them: bf16 rows, or the model file's
@@ -1980,12 +2013,15 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
 /* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w), or += with
- * accumulate (residual epilogue): the tiled twin of mkc_matvec. */
+ * accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v,
+ * each row's best (value, r) over the block's tiles is kept in best_v[t],
+ * best_i[t] (smem; row m0 + r is thread r's in every tile). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
-                                       int out_stride, int accumulate, int T, float *a_tile,
-                                       float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
+                                       int out_stride, int accumulate, int T, float *best_v,
+                                       int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                       float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
@@ -2000,7 +2036,38 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       float *o = out + (long)(m0 + r) * out_stride + n0 + j;
       *o = accumulate ? *o + v : v;
     }
+    for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
+      for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
+        float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+        if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
+          best_v[m0 + r] = v;
+          best_i[m0 + r] = n0 + j;
+        }
+      }
     mkc_sync_block(); /* c_tile and inv_rms are rewritten by the next tile */
+  }
+}
+
+/* A wide slot step's LM head (templates/slots.cuh): logits[t] for every row
+ * t < T, the tiled twin of mkc_lm_head, with its greedy partials: each
+ * block's best (logit, id) per row to part_val[block][MKC_STEP_ROWS],
+ * part_idx likewise, for mkc_accept. best_v, best_i: MKC_STEP_ROWS each. */
+MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int n_chunks,
+                                        const float *x, int x_stride, int n_x,
+                                        const mkc_bf16 *norm_w, float eps, float *logits,
+                                        int logits_stride, int T, float *part_val, int *part_idx,
+                                        float *best_v, int *best_i, float *a_tile, float *w_tile,
+                                        float *c_tile, float *ssq, float *inv_rms) {
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    best_v[t] = MKC_NEG_MAX;
+    best_i[t] = 0x7fffffff;
+  }
+  mkc_sync_block();
+  mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
+                  logits_stride, 0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
+  for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
+    part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
+    part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];
   }
 }
 
@@ -2079,16 +2146,16 @@ MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias,
  * max(1, 64 / head_dim) of them), so a head's norm and its rotation pairs
  * are all in the block: c_cols columns of c_tile (a multiple of
  * MKC_GEMM_BN, computed MKC_GEMM_BN at a time). Token t's K and V land in the
- * cache at row (pos + t) % kv_rows (a sliding window's ring), q in q_out. */
-MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
-                                    const mkc_bf16 *b_k, const mkc_bf16 *b_v, int quantized,
-                                    int n_chunks, int heads, int kv_heads, int head_dim, int layout,
-                                    mkc_rope rotary, const float *x, int x_stride, int n_x,
-                                    const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w,
-                                    const mkc_bf16 *k_norm_w, float head_eps, float *q_out,
-                                    int q_stride, mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows,
-                                    int pos, int T, int c_cols, float *a_tile, float *w_tile,
-                                    float *c_tile, float *ssq, float *inv_rms) {
+ * cache at row (pos + t) % kv_rows (a sliding window's ring), or where the
+ * slots' row map puts row t (templates/slots.cuh); q in q_out. */
+MKC_DEVICE_CALLED void
+mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q, const mkc_bf16 *b_k,
+             const mkc_bf16 *b_v, int quantized, int n_chunks, int heads, int kv_heads,
+             int head_dim, int layout, mkc_rope rotary, const float *x, int x_stride, int n_x,
+             const mkc_bf16 *norm_w, float eps, const mkc_bf16 *q_norm_w, const mkc_bf16 *k_norm_w,
+             float head_eps, float *q_out, int q_stride, mkc_kv *k_cache, mkc_kv *v_cache,
+             int kv_rows, int pos, int T, const mkc_rowmap *rows, int c_cols, float *a_tile,
+             float *w_tile, float *c_tile, float *ssq, float *inv_rms) {
   int all = heads + 2 * kv_heads, group = head_dim < MKC_GEMM_BN ? MKC_GEMM_BN / head_dim : 1;
   mkc_wcat wc =
       mkc_wcat_of(w_q, heads * head_dim, w_k, kv_heads * head_dim, w_v, kv_heads * head_dim);
@@ -2108,16 +2175,17 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
       if (t >= T) break;
       const float *c = c_tile + r * (c_cols + 4) + hl * head_dim;
       float scale = norm_w ? inv_rms[r] : 1.0f;
+      int at = mkc_row_pos(rows, pos, t);
       if (hh < heads) {
         mkc_gemm_head(c, scale, b_q ? b_q + hh * head_dim : 0, head_dim, 1, layout, rotary,
-                      q_norm_w, head_eps, pos + t, q_out + (long)t * q_stride + hh * head_dim, 0);
+                      q_norm_w, head_eps, at, q_out + (long)t * q_stride + hh * head_dim, 0);
       } else {
         int k = hh < heads + kv_heads, h = hh - heads - (k ? 0 : kv_heads);
         const mkc_bf16 *bias = k ? b_k : b_v;
-        mkc_kv *row =
-            (k ? k_cache : v_cache) + ((long)h * kv_rows + (pos + t) % kv_rows) * head_dim;
+        mkc_kv *row = (k ? k_cache : v_cache) + (long)h * kv_rows * head_dim +
+                      mkc_kv_at(rows, t, at, kv_rows, head_dim);
         mkc_gemm_head(c, scale, bias ? bias + h * head_dim : 0, head_dim, k, layout, rotary,
-                      k ? k_norm_w : 0, head_eps, pos + t, 0, row);
+                      k ? k_norm_w : 0, head_eps, at, 0, row);
       }
     }
     mkc_sync_block();
@@ -2136,7 +2204,8 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
  * and sum per row), O += P V with mma again; the rows are divided by their
  * sums at the end. Warp w < 4 owns rows 16 w .. 16 w + 15, so a row's max and
  * sum are its quad's (the four lanes that hold its columns); more warps only
- * help stage. Position s is row s % kv_rows of the kv head's cache slice.
+ * help stage. Position s is row s % kv_rows of the kv head's cache slice, or
+ * where its slot's page table puts it (the rows of one slot, templates/slots.cuh).
  *
  * Precision as in gemm.cuh: Q and P are split into high and low tf32 parts;
  * a bf16 or f16 K/V value is exact in tf32, an f32 one is split too. Shared
@@ -2159,12 +2228,13 @@ MKC_DEVICE_CALLED void mkc_gemm_qkv(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, co
 /* Stages positions s0 .. s0 + BN - 1 (none past hi: zeros) of K and V as
  * floats, head dimensions past head_dim zero. */
 MKC_DEVICE void mkc_attn_stage_kv(const mkc_kv *K, const mkc_kv *V, int head_dim, int kv_rows,
-                                  int s0, int hi, float *k_tile, float *v_tile) {
+                                  const mkc_rowmap *rows, int s0, int hi, float *k_tile,
+                                  float *v_tile) {
   for (int e = mkc_tid(); e < MKC_ATTN_BN * 8 * MKC_ATTN_DT; e += MKC_THREADS) {
     int j = e / (8 * MKC_ATTN_DT), d = e - j * (8 * MKC_ATTN_DT), s = s0 + j;
     float k = 0.0f, v = 0.0f;
     if (s <= hi && d < head_dim) {
-      long at = (long)(s % kv_rows) * head_dim + d;
+      long at = mkc_kv_at(rows, 0, s, kv_rows, head_dim) + d;
       k = mkc_kv_to_f32(K[at]);
       v = mkc_kv_to_f32(V[at]);
     }
@@ -2200,9 +2270,11 @@ MKC_DEVICE void mkc_attn_b(float v, unsigned *b, unsigned *b_lo) {
 MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                           const mkc_kv *v_cache, float *out, int out_stride,
                                           int heads, int group, int head_dim, int kv_rows,
-                                          int window, float scale, int pos, int T, float *q_tile,
-                                          float *k_tile, float *v_tile, float *p_tile) {
-  int per_tile = MKC_ATTN_BM / group, rows = per_tile * group; /* tokens, rows used */
+                                          int window, float scale, int pos, int T,
+                                          const mkc_rowmap *rows, float *q_tile, float *k_tile,
+                                          float *v_tile, float *p_tile) {
+  pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
+  int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
   int warp = mkc_warp(), g = mkc_lane() >> 2, qd = mkc_lane() & 3;
   int dt = (head_dim + 7) / 8; /* n8 tiles of the output, k-steps of S */
@@ -2216,7 +2288,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     for (int e = mkc_tid(); e < MKC_ATTN_BM * 8 * MKC_ATTN_DT; e += MKC_THREADS) {
       int r = e / (8 * MKC_ATTN_DT), d = e - r * (8 * MKC_ATTN_DT), t = m0 + r / group;
       float v = 0.0f;
-      if (r < rows && t < T && d < head_dim)
+      if (r < used && t < T && d < head_dim)
         v = q[(long)t * q_stride + (kh * group + r % group) * head_dim + d] * scale;
       q_tile[r * MKC_ATTN_LDQ + d] = v;
     }
@@ -2225,13 +2297,13 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     int see_hi[2], see_lo[2];
     for (int h = 0; h < 2; h++) {
       int r = warp * 16 + g + 8 * h, t = m0 + r / group;
-      see_hi[h] = warp < 4 && r < rows && t < T ? pos + t : -1;
+      see_hi[h] = warp < 4 && r < used && t < T ? pos + t : -1;
       see_lo[h] = window > 0 && see_hi[h] + 1 > window ? see_hi[h] + 1 - window : 0;
     }
     /* the warp's rows: the first token's first position and the last token's last one */
-    int r_first = warp * 16, r_last = warp * 16 + 15 < rows ? warp * 16 + 15 : rows - 1;
+    int r_first = warp * 16, r_last = warp * 16 + 15 < used ? warp * 16 + 15 : used - 1;
     int t_last = m0 + r_last / group < T ? m0 + r_last / group : T - 1;
-    int warp_hi = warp < 4 && r_first < rows && m0 + r_first / group < T ? pos + t_last : -1;
+    int warp_hi = warp < 4 && r_first < used && m0 + r_first / group < T ? pos + t_last : -1;
     int warp_lo = window > 0 && pos + m0 + r_first / group + 1 > window
                       ? pos + m0 + r_first / group + 1 - window
                       : 0;
@@ -2239,7 +2311,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
     float o[MKC_ATTN_DT * 4];
     for (int i = 0; i < MKC_ATTN_DT * 4; i++) o[i] = 0.0f;
     for (int s0 = lo; s0 <= hi; s0 += MKC_ATTN_BN) {
-      mkc_attn_stage_kv(K, V, head_dim, kv_rows, s0, hi, k_tile, v_tile);
+      mkc_attn_stage_kv(K, V, head_dim, kv_rows, rows, s0, hi, k_tile, v_tile);
       mkc_sync_block(); /* the tiles (and q_tile, the first time) are staged */
       /* warp-uniform: whether any of the warp's rows sees any position of the tile */
       int active = s0 <= warp_hi && s0 + MKC_ATTN_BN - 1 >= warp_lo;
@@ -2541,13 +2613,10 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
 #line 1 "templates/lm_head.cuh"
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
- * per-block partials go to scratch for mkc_accept. Ties go to the lower id.
+ * per-block partials ([block][MKC_STEP_ROWS]) go to scratch for mkc_accept.
+ * Ties go to the lower id.
  * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
  * t - t0 of logits and of the partials. */
-MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
-  return v > best_v || (v == best_v && i < best_i);
-}
-
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
                             int logits_stride, int t0, int T, float *part_val, int *part_idx,
@@ -2588,8 +2657,8 @@ MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, 
         v = warp_val[wp * MKC_T_MAX + t];
         i = warp_idx[wp * MKC_T_MAX + t];
       }
-    part_val[mkc_bid() * MKC_T_MAX + t] = v;
-    part_idx[mkc_bid() * MKC_T_MAX + t] = i;
+    part_val[mkc_bid() * MKC_STEP_ROWS + t] = v;
+    part_idx[mkc_bid() * MKC_STEP_ROWS + t] = i;
   }
 }
 #line 1 "templates/sample.cuh"
@@ -3166,9 +3235,9 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
     float v = MKC_NEG_MAX;
     int i = 0x7fffffff;
     for (int b = mkc_tid(); b < mkc_nblocks(); b += MKC_THREADS)
-      if (mkc_better(part_val[b * MKC_T_MAX + t], part_idx[b * MKC_T_MAX + t], v, i)) {
-        v = part_val[b * MKC_T_MAX + t];
-        i = part_idx[b * MKC_T_MAX + t];
+      if (mkc_better(part_val[b * MKC_STEP_ROWS + t], part_idx[b * MKC_STEP_ROWS + t], v, i)) {
+        v = part_val[b * MKC_STEP_ROWS + t];
+        i = part_idx[b * MKC_STEP_ROWS + t];
       }
     for (int m = 16; m > 0; m >>= 1) {
       float ov = mkc_shfl_xor(v, m);
@@ -3388,7 +3457,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3392 "llama.odd.cu"
+#line 3461 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3489,8 +3558,8 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  scratch + 0, 72, 72, weights + lay_i[3], 1e-05f,
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
                  scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5],
-                 384, pos, T, 64,
-                 (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+                 384, pos, T, (const mkc_rowmap *)0,
+                 64, (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
   } else {
     mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 144, MKC_W_BF16),
@@ -3509,7 +3578,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5], scratch + 18432, 72,
                        6, 3, 12, 384, 0, 0.288675135f, pos, T,
-                       (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
+                       (const mkc_rowmap *)0, (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 9216, 72, kv + lay_i[4], kv + lay_i[5], scratch + 18432, 72,
                   6, 3, 3, 12, 1, 384, 0, 0.288675135f, pos, T,
@@ -3523,7 +3592,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 0, 9, scratch + 18432, 72, 72, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 72, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144));
   }
@@ -3550,7 +3619,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 0, 22, scratch + 27648, 176, 172, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 72, 1, T,
-                    (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144));
   }

@@ -34,8 +34,8 @@ BENCH_RUNS=(
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
 # weights: `mkc run --batch` of B lines of 16-token prompts, 128 greedy tokens each, no drafts,
 # against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
-# B x 1 rows <= 32 (MKC_T_CAP): B = 64 needs slot steps past 32 rows (not built).
-SLOT_RUNS=(1 4 16 32)
+# B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
+SLOT_RUNS=(1 4 16 64)
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
   : >"$2"

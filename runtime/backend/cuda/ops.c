@@ -16,7 +16,7 @@ typedef struct cuda_backend {
   mkc_backend base;
   const mkc_graph *g;
   mkc_cuda_kernel *kernel;
-  float *host_logits; /* [g->t_max][g->logits_stride]: the last step's, copied on first use */
+  float *host_logits; /* [g->step_rows][g->logits_stride]: the last step's, copied on first use */
   int logits_copied;
   void *host_kv; /* g->kv_bytes, copied at each ask */
   char describe[256];
@@ -35,7 +35,7 @@ static const float *logits(mkc_backend *b, int t) {
   const mkc_graph *g = c->g;
   /* One copy of every row of the last step, on first use. */
   if (!c->logits_copied &&
-      mkc_cuda_read_scratch(c->kernel, g->logits_offset, (size_t)g->t_max * g->logits_stride,
+      mkc_cuda_read_scratch(c->kernel, g->logits_offset, (size_t)g->step_rows * g->logits_stride,
                             c->host_logits) != 0)
     return NULL;
   c->logits_copied = 1;
@@ -193,7 +193,7 @@ static cuda_backend *start(const mkc_graph *g, const mkc_cuda_device *dev, const
   c->g = g;
   c->kernel = mkc_cuda_open(g, dev, image, weights, use_graph);
   if (!c->kernel) goto fail;
-  c->host_logits = malloc((size_t)g->t_max * g->logits_stride * sizeof *c->host_logits);
+  c->host_logits = malloc((size_t)g->step_rows * g->logits_stride * sizeof *c->host_logits);
   if (!c->host_logits) {
     fprintf(stderr, "mkc: error: out of memory opening a session\n");
     goto fail;
