@@ -94,10 +94,9 @@ function buffers.plan(graph, stages, opts)
       local rows = opts.max_ctx
       if node.window > 0 then rows = math.min(rows, node.window + opts.t_chunk) end
       if opts.kv_pages > 0 then
-        if node.window > 0 then
-          util.raise(graph.path, node.line, "a sliding window's ring cannot be paged yet (--kv-pages)")
-        end
-        rows = opts.kv_pages * opts.kv_page -- the pool, page after page (templates/slots.cuh)
+        -- the pool, page after page (templates/slots.cuh); a sliding window's layer keeps its
+        -- positions on the slot's pages as a global one does, and reads only its window of them
+        rows = opts.kv_pages * opts.kv_page
       end
       local size = node.kv_heads * rows * node.head_dim
       plan.kv[node] = { k = kv_off, v = kv_off + size, rows = rows }

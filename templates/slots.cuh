@@ -24,7 +24,9 @@
  * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
  * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
  * per slot) before the step. Every step then goes through the row map, and
- * a prompt chunk's K/V rows go through its slot's table too. */
+ * a prompt chunk's K/V rows go through its slot's table too. A sliding
+ * window's layer keeps its positions there as a global layer does (no ring)
+ * and reads its window of them. */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif

@@ -16,19 +16,20 @@ solo_ids() {
   shift
   : >"$out"
   while read -r line; do
-    "$mkc" run --preset tiny --random-weights 1 --backend cpu --prompt-ids "$line" "$@" \
+    "$mkc" run --preset "$preset" --random-weights 1 --backend cpu --prompt-ids "$line" "$@" \
       --seed $((5 + i)) >>"$out" 2>>"$tmp/err" || return 1
     i=$((i + 1))
   done <"$tmp/ids.txt"
 }
 
-# check_batch NAME SLOTS DRAFTS ARGS...: the batch (with $pages, --kv-pages N or empty) against
-# each line alone with ARGS and the same drafts (a sampled line's draws follow its drafts)
+# check_batch NAME SLOTS DRAFTS ARGS...: the batch of $preset (with $pages, --kv-pages N or empty)
+# against each line alone with ARGS and the same drafts (a sampled line's draws follow its drafts)
 pages=()
+preset=tiny
 check_batch() {
   local name=$1 slots=$2 drafts=$3
   shift 3
-  if "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" \
+  if "$mkc" run --preset "$preset" --random-weights 1 --backend cpu --batch "$tmp/ids.txt" \
     --slots "$slots" --draft-max "$drafts" --seed 5 "${pages[@]}" "$@" >"$tmp/batch" 2>"$tmp/batch_err" \
     && : >"$tmp/err" && solo_ids "$tmp/solo" --draft-max "$drafts" "$@"; then
     if cmp -s "$tmp/batch" "$tmp/solo"; then
@@ -52,6 +53,10 @@ check_batch "7 lines on 2 slots, greedy, 7 drafts each" 2 7 -n 20
 check_batch "7 lines on 4 slots, sampled (top-k 40: the candidates stage)" 4 0 -n 10 --temp 0.9
 check_batch "7 lines on 5 slots, sampled top-p 0.8, no top-k" 5 0 -n 10 --temp 1.1 --top-k 0 --top-p 0.8
 check_batch "-n 0: an empty line per prompt" 3 1 -n 0
+# sliding windows on pages: a window layer's positions on the slot's pages, its window read
+preset=swa-tiny
+check_batch "swa-tiny (windows of 16): 7 lines on 3 slots, 2 drafts, past 3 windows" 3 2 -n 56
+preset=tiny
 # wide steps: more rows than the decode path's 32 (templates/slots.cuh), on the tiled path
 check_batch "7 lines on 8 slots of 1 + 4 drafts: wide steps of up to 40 rows" 8 4 -n 16
 check_batch "7 lines on 6 slots of 1 + 5 drafts, sampled: wide steps of up to 36 rows" 6 5 -n 10 --temp 0.9

@@ -20,6 +20,7 @@
  *     the reason, a cleared slot's pages returned;
  *   - wide steps (--step-rows 112, t_max 16): several slots' rows past t_max
  *     on the tiled path, whole caches and paged, up to 112 rows;
+ *   - sliding windows, paged (swa-tiny, gemma-tiny; wide steps too);
  *   - shared prefixes: a prompt after another with the same first 200
  *     tokens shares 192 positions and stores them once; a finished
  *     sequence's full pages are kept for sharing until the pool needs them;
@@ -47,16 +48,16 @@ typedef struct kernel {
   mkc_weights w;
 } kernel;
 
-/* A kernel of tiny: slots 0, the plain kernel; kv_pages 0, whole caches;
- * step_rows 0, t_max (else a wide kernel, its prompt chunks that long too);
- * kv_dtype NULL: bf16. */
-static int kernel_open_rows(kernel *k, int slots, int kv_pages, int step_rows,
+/* A kernel of preset (NULL: tiny): slots 0, the plain kernel; kv_pages 0,
+ * whole caches; step_rows 0, t_max (else a wide kernel, its prompt chunks
+ * that long too); kv_dtype NULL: bf16. */
+static int kernel_open_rows(kernel *k, const char *preset, int slots, int kv_pages, int step_rows,
                             const char *kv_dtype) {
   memset(k, 0, sizeof *k);
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   mkc_gen_opts o = {.graph_path = graph,
-                    .preset = "tiny",
+                    .preset = preset ? preset : "tiny",
                     .draft_max = DRAFT_MAX,
                     .max_ctx = MAX_CTX,
                     .ubatch = step_rows > UBATCH ? step_rows : UBATCH,
@@ -69,7 +70,7 @@ static int kernel_open_rows(kernel *k, int slots, int kv_pages, int step_rows,
 }
 
 static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
-  return kernel_open_rows(k, slots, kv_pages, 0, NULL);
+  return kernel_open_rows(k, NULL, slots, kv_pages, 0, NULL);
 }
 
 static int kernel_open(kernel *k, int slots) { return kernel_open_paged(k, slots, 0); }
@@ -319,7 +320,7 @@ static tally planted_wide(kernel *plain32, const char *from, const char *to, int
   kernel k;
   tally t = {0};
   *planted_ok = 0;
-  if (kernel_open_rows(&k, SLOTS, 0, SLOTS * (DRAFT_MAX + 1), "f32") != 0) return t;
+  if (kernel_open_rows(&k, NULL, SLOTS, 0, SLOTS * (DRAFT_MAX + 1), "f32") != 0) return t;
   if (fixture_plant(&k.src, from, to) == 0) {
     *planted_ok = 1;
     mkc_slots *p = mkc_slots_open(test_backend(), &k.g, &k.src, &k.w, 5);
@@ -346,17 +347,19 @@ static tally planted_wide(kernel *plain32, const char *from, const char *to, int
  * tokens must be the solo runs' (and the greedy ones plain decoding's). */
 static void wide(void) {
   kernel plain32;
-  if (!CHECK(kernel_open_rows(&plain32, 0, 0, 0, "f32") == 0, "generate tiny, f32 KV (the oracle)"))
+  if (!CHECK(kernel_open_rows(&plain32, NULL, 0, 0, 0, "f32") == 0,
+             "generate tiny, f32 KV (the oracle)"))
     return;
   const char *types[3] = {"f32", NULL, NULL};
   for (int run = 0; run < 3; run++) {
     int pages = run == 2 ? 48 : 0, f32 = types[run] != NULL;
     const char *what = run == 0 ? "f32 KV" : run == 1 ? "bf16 KV" : "bf16 KV, 48 pages";
     kernel wk, plain;
-    if (!f32 && !CHECK(kernel_open_rows(&plain, 0, 0, 0, NULL) == 0, "generate tiny (the oracle)"))
+    if (!f32 &&
+        !CHECK(kernel_open_rows(&plain, NULL, 0, 0, 0, NULL) == 0, "generate tiny (the oracle)"))
       break;
     if (f32) plain = plain32;
-    if (!CHECK(kernel_open_rows(&wk, SLOTS, pages, SLOTS * (DRAFT_MAX + 1), types[run]) == 0,
+    if (!CHECK(kernel_open_rows(&wk, NULL, SLOTS, pages, SLOTS * (DRAFT_MAX + 1), types[run]) == 0,
                "generate tiny, %d slots, steps of %d rows (t_max %d), %s", SLOTS,
                SLOTS * (DRAFT_MAX + 1), DRAFT_MAX + 1, what)) {
       if (!f32) kernel_close(&plain);
@@ -399,6 +402,51 @@ static void wide(void) {
         "planted, wide: the tiled LM head's greedy id is its tile's first: caught (%d steps)",
         t.steps);
   kernel_close(&plain32);
+}
+
+/* Sliding windows, paged: swa-tiny (every layer a window of 16) and
+ * gemma-tiny (2 local : 1 global) keep a window layer's positions on the
+ * slot's pages as a global layer's, and read their window of them. Seven
+ * slots past 3 windows each (and gemma-tiny in wide steps too): each slot its
+ * solo run on the plain kernel, whose window layers are rings. */
+static void windows(void) {
+  const char *presets[3] = {"swa-tiny", "gemma-tiny", "gemma-tiny"};
+  for (int i = 0; i < 3; i++) {
+    int rows = i == 2 ? SLOTS * (DRAFT_MAX + 1) : 0;
+    kernel plain, pk;
+    if (!CHECK(kernel_open_rows(&plain, presets[i], 0, 0, 0, NULL) == 0 &&
+                   kernel_open_rows(&pk, presets[i], SLOTS, SLOTS * (MAX_CTX / MKC_KV_PAGE), rows,
+                                    NULL) == 0,
+               "generate %s, plain and %d slots paged%s", presets[i], SLOTS, rows ? ", wide" : ""))
+      return;
+    mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, 5);
+    if (CHECK(p != NULL, "open %s's paged slots", presets[i])) {
+      int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+      script sc[SLOTS], next;
+      /* far enough past 3 windows: chunks of 2, 48 steps; wide, greedy 9..15 drafts, 14 steps */
+      int steps = rows ? 14 : 48;
+      if (rows)
+        many_drafts(sc);
+      else
+        seven(sc, &next);
+      for (int s = 0; s < SLOTS; s++) {
+        if (rows) sc[s].temp = 0;
+        if (!rows) sc[s].chunk = 2;
+      }
+      tally t = run_slots(&plain, p, used, sc, SLOTS, steps, -1, 0, NULL);
+      int least = MAX_CTX;
+      for (int s = 0; s < SLOTS; s++)
+        least = mkc_slots_pos(p, s) < least ? mkc_slots_pos(p, s) : least;
+      CHECK(t.ok && t.steps == steps && t.same && (rows || t.worst <= TOL) && t.lossless &&
+                least > 3 * 16,
+            "%s, paged%s: 7 slots to position %d at least (3 windows of 16): every slot its solo "
+            "run on the rings (logits %.2g, %d accepted)",
+            presets[i], rows ? ", wide steps" : "", least, t.worst, t.accepted);
+      mkc_slots_close(p);
+    }
+    kernel_close(&pk);
+    kernel_close(&plain);
+  }
 }
 
 /* Steps of a planted kernel against the solo runs: the tally of 2 slots. */
@@ -682,6 +730,7 @@ int main(void) {
 
   paged(&plain);
   wide();
+  windows();
   shared_prefix(&plain);
   kept_evicted(&plain);
   refusals(&sk);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 331f87e93ecaa004, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 08a2c5d7dec1e58f, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -588,7 +588,9 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
  * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
  * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
  * per slot) before the step. Every step then goes through the row map, and
- * a prompt chunk's K/V rows go through its slot's table too. */
+ * a prompt chunk's K/V rows go through its slot's table too. A sliding
+ * window's layer keeps its positions there as a global layer does (no ring)
+ * and reads its window of them. */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif
@@ -3471,7 +3473,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3475 "llama.llama-3.2-1b.cu"
+#line 3477 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

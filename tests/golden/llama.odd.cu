@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 331f87e93ecaa004, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 08a2c5d7dec1e58f, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -588,7 +588,9 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
  * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
  * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
  * per slot) before the step. Every step then goes through the row map, and
- * a prompt chunk's K/V rows go through its slot's table too. */
+ * a prompt chunk's K/V rows go through its slot's table too. A sliding
+ * window's layer keeps its positions there as a global layer does (no ring)
+ * and reads its window of them. */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif
@@ -3457,7 +3459,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3461 "llama.odd.cu"
+#line 3463 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 331f87e93ecaa004, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 08a2c5d7dec1e58f, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -588,7 +588,9 @@ MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {
  * position p is at row table[s][p / MKC_KV_PAGE] * MKC_KV_PAGE + p %
  * MKC_KV_PAGE; the host fills the page tables (scratch, MKC_SLOT_PAGES ints
  * per slot) before the step. Every step then goes through the row map, and
- * a prompt chunk's K/V rows go through its slot's table too. */
+ * a prompt chunk's K/V rows go through its slot's table too. A sliding
+ * window's layer keeps its positions there as a global layer does (no ring)
+ * and reads its window of them. */
 #ifndef MKC_SLOTS
 #define MKC_SLOTS 0 /* a plain kernel: one sequence, in state */
 #endif
@@ -3457,7 +3459,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3461 "llama.tiny.cu"
+#line 3463 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
