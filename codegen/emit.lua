@@ -82,13 +82,15 @@ local function context(graph, plan, opts)
   -- history; an array of per-row entries (k elements each) from the sequence's first row. In a
   -- slot kernel they name slot s (ctx.per_slot's loop).
   if opts.slots > 0 then
-    ctx.seq = { st = "state + s", pos = "rm->spos[s]", T = "rm->count[s]", sampling = "&state[s].sampling" }
+    -- b0: the block that takes the slot's first row (its sampler and accept beside the others')
+    ctx.seq = { st = "state + s", pos = "rm->spos[s]", T = "rm->count[s]", sampling = "&state[s].sampling",
+                b0 = "rm->first[s]" }
     function ctx.seq.history(ty)
       return ("(%s *)(scratch + %d + (long)s * %d)"):format(ty, plan.history, plan.history_floats)
     end
     function ctx.seq.row(base, k) return ("%s + rm->first[s] * %d"):format(base, k) end
   else
-    ctx.seq = { st = "state", pos = "pos", T = "T", sampling = "&state->sampling" }
+    ctx.seq = { st = "state", pos = "pos", T = "T", sampling = "&state->sampling", b0 = "0" }
     function ctx.seq.history(ty) return ("(%s *)(scratch + %d)"):format(ty, plan.history) end
     function ctx.seq.row(base) return base end
   end

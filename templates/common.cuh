@@ -167,6 +167,12 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
   return 1;
 }
 
+/* This block's index counted from block b0 (which is 0). */
+MKC_DEVICE int mkc_bid_from(int b0) {
+  int n = mkc_nblocks(), b = mkc_bid() - b0 % n;
+  return b < 0 ? b + n : b;
+}
+
 /* Whether (v, i) beats (best_v, best_i) in a greedy choice: the larger
  * logit, ties to the lower id. */
 MKC_DEVICE int mkc_better(float v, int i, float best_v, int best_i) {

@@ -434,14 +434,16 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, 
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
  * ints, top-k's survivors; drawn: [T][2] (the token from p_t, the token from
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
- * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
+ * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). Block b0 takes
+ * the first input, the blocks after it the next ones (a slot kernel's slots
+ * start at their first rows, so their samplers run side by side). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int cands, const float *cand_max, const int *cand_n,
-                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
-                           float *part, int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, int b0,
+                           float *work, int *lists, int cands, const float *cand_max,
+                           const int *cand_n, int *uni, int *drawn, float *p_draft_out, float *lp,
+                           float *red, float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+  for (int t = t0 + mkc_bid_from(b0); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
     float max = MKC_NEG_MAX;

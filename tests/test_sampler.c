@@ -84,7 +84,7 @@ static const char ENTRY[] =
     "                       winner + 1);\n"
     "    mkc_grid_sync(st);\n"
     "    mkc_sample(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, VOCAB, VOCAB,\n"
-    "               POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS), cands,\n"
+    "               POS, 0, T, 0, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS), cands,\n"
     "               scratch + OFF_CMAX, (const int *)(scratch + OFF_CN),\n"
     "               (int *)(scratch + OFF_UNI), (int *)(scratch + OFF_DRAWN),\n"
     "               scratch + OFF_PDRAFT, scratch + OFF_LP, red, part, winner, hist);\n"

@@ -17,7 +17,7 @@ return function(st, ctx)
     condition = ctx.slots > 0 and "mkc_slots_sampling(state, rm)" or "!drafting && " .. on,
     code = ctx.per_slot(ctx.call("mkc_sample", { st = seq.st, history = seq.history("const int"),
       logits = row(ctx.value(st.logits), ctx.vstride(st.logits)), logits_stride = ctx.vstride(st.logits),
-      vocab = ctx.vocab, pos = seq.pos, t0 = "t0", T = seq.T,
+      vocab = ctx.vocab, pos = seq.pos, t0 = "t0", T = seq.T, b0 = seq.b0,
       work = row(("scratch + %d"):format(ctx.sample_work), ctx.vocab),
       lists = row(("(int *)(scratch + %d)"):format(ctx.sample_lists), ctx.vocab),
       cands = ("mkc_cands_on(%s, %d)"):format(seq.sampling, ctx.vocab),

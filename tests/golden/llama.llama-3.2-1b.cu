@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 08a2c5d7dec1e58f, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 3d9edd179fcb50c8, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -554,6 +554,12 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
     return 0;
   }
   return 1;
+}
+
+/* This block's index counted from block b0 (which is 0). */
+MKC_DEVICE int mkc_bid_from(int b0) {
+  int n = mkc_nblocks(), b = mkc_bid() - b0 % n;
+  return b < 0 ? b + n : b;
 }
 
 /* Whether (v, i) beats (best_v, best_i) in a greedy choice: the larger
@@ -3100,14 +3106,16 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, 
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
  * ints, top-k's survivors; drawn: [T][2] (the token from p_t, the token from
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
- * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
+ * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). Block b0 takes
+ * the first input, the blocks after it the next ones (a slot kernel's slots
+ * start at their first rows, so their samplers run side by side). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int cands, const float *cand_max, const int *cand_n,
-                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
-                           float *part, int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, int b0,
+                           float *work, int *lists, int cands, const float *cand_max,
+                           const int *cand_n, int *uni, int *drawn, float *p_draft_out, float *lp,
+                           float *red, float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+  for (int t = t0 + mkc_bid_from(b0); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
     float max = MKC_NEG_MAX;
@@ -3268,9 +3276,9 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, const float *work, float *lp, int *choice, float *red_v,
-                           int *red_i) {
-  if (mkc_bid() != 0) return;
+                           int t0, int T, int b0, const float *work, float *lp, int *choice,
+                           float *red_v, int *red_i) {
+  if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
@@ -3473,7 +3481,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 3477 "llama.llama-3.2-1b.cu"
+#line 3485 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4096,7 +4104,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, scratch + 2761984, (int *)(scratch + 3403264), mkc_cands_on(&state->sampling, 128256), scratch + 4044544, (const int *)(scratch + 4049664), (int *)(scratch + 4054784), (int *)(scratch + 4696064), scratch + 4696074, scratch + 4696128, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, 0, scratch + 2761984, (int *)(scratch + 3403264), mkc_cands_on(&state->sampling, 128256), scratch + 4044544, (const int *)(scratch + 4049664), (int *)(scratch + 4054784), (int *)(scratch + 4696064), scratch + 4696074, scratch + 4696128, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -4107,7 +4115,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4696064), scratch + 4696074, (int *)(scratch + 2757888), 128256, pos, t0, T, scratch + 2761984, scratch + 4696128, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4696064), scratch + 4696074, (int *)(scratch + 2757888), 128256, pos, t0, T, 0, scratch + 2761984, scratch + 4696128, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, drafting, (int *)smem)) return;
   } /* rounds */

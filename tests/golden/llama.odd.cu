@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 08a2c5d7dec1e58f, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 3d9edd179fcb50c8, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -554,6 +554,12 @@ MKC_DEVICE int mkc_step_begin(mkc_state *st, int vocab, int max_ctx, int t_max, 
     return 0;
   }
   return 1;
+}
+
+/* This block's index counted from block b0 (which is 0). */
+MKC_DEVICE int mkc_bid_from(int b0) {
+  int n = mkc_nblocks(), b = mkc_bid() - b0 % n;
+  return b < 0 ? b + n : b;
 }
 
 /* Whether (v, i) beats (best_v, best_i) in a greedy choice: the larger
@@ -3100,14 +3106,16 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, 
  * logits: [T][logits_stride] raw; work: [T][vocab] scratch; lists: [T][vocab]
  * ints, top-k's survivors; drawn: [T][2] (the token from p_t, the token from
  * the residual); p_draft: [T]. smem: red (MKC_WARPS floats), part
- * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). */
+ * (MKC_THREADS floats), winner (3 ints), hist (256 unsigned). Block b0 takes
+ * the first input, the blocks after it the next ones (a slot kernel's slots
+ * start at their first rows, so their samplers run side by side). */
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
-                           int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                           int *lists, int cands, const float *cand_max, const int *cand_n,
-                           int *uni, int *drawn, float *p_draft_out, float *lp, float *red,
-                           float *part, int *winner, unsigned *hist) {
+                           int logits_stride, int vocab, int pos, int t0, int T, int b0,
+                           float *work, int *lists, int cands, const float *cand_max,
+                           const int *cand_n, int *uni, int *drawn, float *p_draft_out, float *lp,
+                           float *red, float *part, int *winner, unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
-  for (int t = t0 + mkc_bid(); t < T; t += mkc_nblocks()) {
+  for (int t = t0 + mkc_bid_from(b0); t < T; t += mkc_nblocks()) {
     int row = t - t0;
     float *w = work + row * vocab;
     float max = MKC_NEG_MAX;
@@ -3268,9 +3276,9 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, const float *work, float *lp, int *choice, float *red_v,
-                           int *red_i) {
-  if (mkc_bid() != 0) return;
+                           int t0, int T, int b0, const float *work, float *lp, int *choice,
+                           float *red_v, int *red_i) {
+  if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
@@ -3459,7 +3467,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3463 "llama.odd.cu"
+#line 3471 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -3662,7 +3670,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), (int *)(scratch + 118144), (int *)(scratch + 119680), scratch + 119690, scratch + 119744, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, 0, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), (int *)(scratch + 118144), (int *)(scratch + 119680), scratch + 119690, scratch + 119744, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -3673,7 +3681,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 119680), scratch + 119690, (int *)(scratch + 104448), 300, pos, t0, T, scratch + 104832, scratch + 119744, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 119680), scratch + 119690, (int *)(scratch + 104448), 300, pos, t0, T, 0, scratch + 104832, scratch + 119744, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 104448), 384, drafting, (int *)smem)) return;
   } /* rounds */
