@@ -153,8 +153,8 @@ for p in tiny odd llama-3.2-1b; do
   "$mkc" inspect --check tests/golden/llama.$p.cu >"$tmp/out" 2>&1 && ok "--check $p: no warnings" \
     || fail "--check $p" "$(head -n 12 "$tmp/out")"
 done
-# slot kernels (gen --slots, paged or not): clean, and their metadata and code agree
-for pages in "" "--kv-pages 20"; do
+# slot kernels (gen --slots, paged or not, wide steps): clean, and their metadata and code agree
+for pages in "" "--kv-pages 20" "--kv-pages 20 --step-rows 24"; do
   # shellcheck disable=SC2086
   "$mkc" gen graphs/llama.lua --preset tiny --draft-max 7 --slots 3 $pages -o "$tmp/slots.cu" 2>/dev/null
   if "$mkc" inspect --check "$tmp/slots.cu" >"$tmp/out" 2>&1 && "$mkc" inspect "$tmp/slots.cu" >"$tmp/rep" 2>&1 \

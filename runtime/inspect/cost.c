@@ -254,14 +254,22 @@ static void model_attention(model_ctx *m) {
 }
 
 /* Deliberately alike model_matvec: the LM head is a matvec into the logits. */
-static void model_lm_head(model_ctx *m) {
+static void lm_head_ranges(model_ctx *m) {
   long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
   touch(m, "w", 0, Q(matrix_bytes(m, "w", rows), 0, 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
   touch(m, "logits", 1, Q(0, 4 * rows, 0, 0));
+}
+
+static void model_lm_head(model_ctx *m) {
+  long long rows = num(m, "rows"), cols = 8 * num(m, "n_chunks");
+  lm_head_ranges(m);
   work(m, Q(rows, 0, 0, 0), "warp", Q(0, 2 * rows * cols, 0, 0));
 }
+
+/* A wide slot step's LM head (templates/gemm.cuh): the same ranges. */
+static void model_gemm_lm_head(model_ctx *m) { lm_head_ranges(m); }
 
 static void model_accept(model_ctx *m) {
   work(m, Q(0, 1, 0, 0), "thread of block 0", Q(0, 0, 0, 0));
@@ -317,6 +325,7 @@ static const struct {
     {"mkc_gemm_swiglu", model_gemm_swiglu},
     {"mkc_gemm_qkv", model_gemm_qkv},
     {"mkc_gemm_attention", model_gemm_attention},
+    {"mkc_gemm_lm_head", model_gemm_lm_head},
 };
 
 static void model_call(model_ctx *m) {
@@ -539,9 +548,10 @@ void mkc_model_crosscheck(mkc_inspect_report *r) {
              barriers);
   if (flows != h->n_flow_waits)
     mismatch(r, 0, "the header plans %d flow waits, the body has %d", h->n_flow_waits, flows);
-  if (smem != h->smem_bytes)
-    mismatch(r, 0, "the header's smem is %lld bytes, the largest stage uses %ld", h->smem_bytes,
-             smem);
+  if (smem + h->rowmap_bytes != h->smem_bytes)
+    mismatch(r, 0,
+             "the header's smem is %lld bytes, the largest stage uses %ld (and the row map %lld)",
+             h->smem_bytes, smem, h->rowmap_bytes);
 }
 
 long long mkc_stage_bytes(const mkc_stage *s, int write, mkc_step_point at) {

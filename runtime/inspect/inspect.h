@@ -14,6 +14,7 @@
 
 #define MKC_INSPECT_MAX_NODES 16
 #define MKC_INSPECT_MAX_REGIONS 16
+#define MKC_INSPECT_MAX_SMEM 16 /* shared-memory regions of a stage (a wide LM head has 11) */
 #define MKC_INSPECT_MAX_CALLS 8
 #define MKC_INSPECT_MAX_ARGS 48 /* mkc_gemm_qkv takes 36 */
 
@@ -60,7 +61,7 @@ typedef struct mkc_stage_meta {
   char unit[32]; /* warp, block, thread, thread of block 0 */
   mkc_qty flops;
   char sync[16]; /* grid, none, end */
-  mkc_smem_region smem[8];
+  mkc_smem_region smem[MKC_INSPECT_MAX_SMEM];
   int n_smem;
   long smem_bytes;
   mkc_region regions[MKC_INSPECT_MAX_REGIONS];
@@ -127,6 +128,8 @@ typedef struct mkc_kernel_header {
   int draft_max, t_max, max_ctx, threads, max_blocks;
   int n_stages, n_grid_barriers, n_flow_waits;
   long long scratch_floats, kv_elems, weight_elems, smem_bytes;
+  long long
+      rowmap_bytes;  /* a slot kernel's row map, ahead of the stages' smem (MKC_ROWMAP_BYTES) */
   char kv_dtype[8];  /* the KV cache's element type: bf16, f16, f32 */
   int kv_elem_bytes; /* 2, 2, 4 */
   int format;        /* the inspect format of the stage comments */

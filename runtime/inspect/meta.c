@@ -57,6 +57,11 @@ int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t 
     snprintf(why, why_size, "the header's plan line is not mkc's");
     return -1;
   }
+  /* a slot kernel's row map (templates/slots.cuh) takes shared memory before the stages' */
+  const char *rowmap = strstr(source, "\n#define MKC_ROWMAP_BYTES ");
+  h->rowmap_bytes = 0;
+  if (rowmap && sscanf(rowmap, "\n#define MKC_ROWMAP_BYTES %lld", &h->rowmap_bytes) != 1)
+    h->rowmap_bytes = 0;
   if (strcmp(h->kv_dtype, "floats") == 0) /* kernels from before the KV type was an option */
     snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
   h->kv_elem_bytes = strcmp(h->kv_dtype, "f32") == 0                                       ? 4
@@ -168,7 +173,7 @@ static int parse_smem(const char *s, mkc_stage_meta *m) {
   if (strcmp(s, "none") == 0) return 0;
   const char *p = s;
   while (*p) {
-    if (m->n_smem == 8) return -1;
+    if (m->n_smem == MKC_INSPECT_MAX_SMEM) return -1;
     mkc_smem_region *r = &m->smem[m->n_smem];
     int used = 0;
     if (sscanf(p, "%31s %ld+%ld%n", r->name, &r->offset, &r->bytes, &used) != 3) return -1;
