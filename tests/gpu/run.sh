@@ -79,6 +79,9 @@ elif [ -x "$cs" ]; then
   printf '1,2,3\n5,6,7,8,9\n42,7\n' >"$tmp/batch.txt"
   sanitize "tiny --batch on 3 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \
     --slots 3 --draft-max 2 --temp 0.8 --seed 1
+  # wide steps: 3 slots of 1 + 12 drafts, 39 rows past the decode path's 32 (the tiled path)
+  sanitize "tiny --batch, wide steps" run --preset tiny --random-weights 3 -n 8 --batch "$tmp/batch.txt" \
+    --slots 3 --draft-max 12
 else
   skip "compute-sanitizer: not found"
 fi
