@@ -3,8 +3,9 @@
  * history and sampling options; the host gives each slot its inputs for the
  * next step (the last token, known tokens, drafts, as mkc_session_step takes
  * them), or none, and one launch runs them all, reading every weight once.
- * Several slots together take at most g->t_max inputs; a prompt chunk past
- * that runs with its slot alone. Paged, the pool's pages are taken before
+ * Several slots together take at most g->step_rows inputs, each at most
+ * g->t_max (past t_max in all a wide step, on the tiled path); a prompt
+ * chunk past t_max runs with its slot alone. Paged, the pool's pages are taken before
  * each step for the positions it writes, and given back when a slot is
  * cleared. */
 #ifndef MKC_SLOTS_H
@@ -30,8 +31,9 @@ int mkc_slots_set_inputs(mkc_slots *p, int s, const int *inputs, int n, int n_fi
 int mkc_slots_set_sampling(mkc_slots *p, int s, const mkc_sampling *o);
 /* One launch for every slot given inputs; each slot's inputs are then
  * cleared. Returns 0 (each slot's status in its result) or -1 when the
- * backend failed. A step whose slots together pass t_max is refused for each
- * of them (MKC_STATUS_BAD_INPUT), unless one slot alone takes part. */
+ * backend failed. A step whose slots together pass step_rows, or one of
+ * whose several slots passes t_max, is refused for each of them
+ * (MKC_STATUS_BAD_INPUT), unless one slot alone takes part. */
 int mkc_slots_step(mkc_slots *p);
 /* Slot s's result of the last step: 1, or 0 when it sat the step out. */
 int mkc_slots_result(const mkc_slots *p, int s, mkc_step_result *r);
