@@ -249,11 +249,11 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
                                         int logits_stride, int T, float *part_val, int *part_idx,
                                         float *best_v, int *best_i, float *a_tile, float *w_tile,
                                         float *c_tile, float *ssq, float *inv_rms) {
+  /* no barrier: mkc_gemm_tile's come before any other thread reads these */
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
-  mkc_sync_block();
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
                   logits_stride, 0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 3d9edd179fcb50c8, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates fab04f5a1f429d7b, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2066,11 +2066,11 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
                                         int logits_stride, int T, float *part_val, int *part_idx,
                                         float *best_v, int *best_i, float *a_tile, float *w_tile,
                                         float *c_tile, float *ssq, float *inv_rms) {
+  /* no barrier: mkc_gemm_tile's come before any other thread reads these */
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
-  mkc_sync_block();
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
                   logits_stride, 0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
