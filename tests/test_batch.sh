@@ -100,6 +100,8 @@ expect_error "a file that is not there" "mkc: error: cannot read $tmp/none.txt" 
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/none.txt" -n 2
 expect_error "too many rows" "mkc: error: run --batch: 64 slots of 1 + 8 drafts are more than the 512 rows a step takes; lower --slots or --draft-max" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 64 --draft-max 8
+expect_error "rows past --ctx" "mkc: error: run --batch: 8 slots of 1 + 4 drafts make steps of 40 rows, more than the 36 positions of --ctx; lower --slots or --draft-max, or raise --ctx" -- \
+  run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4 --ctx 36
 expect_error "rows past --ubatch" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max, or raise --ubatch" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4 --ubatch 32
 expect_error "--slots without --batch" "mkc: error: run: --slots B and --kv-pages N go with --batch FILE" -- \

@@ -119,6 +119,14 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
              rows > MKC_CHUNK_CAP ? "" : ", or raise --ubatch");
     return mkc_cli_usage_error("%s", msg);
   }
+  if (rows > MKC_T_CAP && c.max_ctx && c.max_ctx < rows) { /* a wide step's rows are a chunk's */
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "run --batch: %d slots of 1 + %d drafts make steps of %d rows, more than the %d "
+             "positions of --ctx; lower --slots or --draft-max, or raise --ctx",
+             slots, k, rows, c.max_ctx);
+    return mkc_cli_usage_error("%s", msg);
+  }
   c.slots = slots;
   c.draft_max = (rows < MKC_T_CAP ? rows : MKC_T_CAP) - 1;
   c.step_rows = rows;
