@@ -341,13 +341,13 @@ static tally planted_wide(kernel *plain32, const char *from, const char *to, int
 /* Wide steps (mkc gen --step-rows): 7 slots of up to t_max 16 rows, 112 in
  * all, so a step of several slots past 16 rows runs the tiled path and its
  * LM head gives every row its logits: each slot its solo run, with the seven
- * scripts (steps of up to 28 rows) and with 9..15 drafts each (up to 112
+ * scripts (steps of up to 16 rows: the decode path) and with 9..15 drafts each (up to 112
  * rows: two tiles of 64). The tiled path's sums are not the decode path's in
  * order, and a bf16 cache turns the last bit of a K/V value into a bf16 ulp
  * now and then, which later steps carry: the logits are held to TOL on an f32
  * cache against an f32 plain kernel; on bf16, whole caches and paged, the
  * tokens must be the solo runs' (and the greedy ones plain decoding's). */
-static void wide(void) {
+static void wide(kernel *plain_bf16) {
   kernel plain32;
   if (!CHECK(kernel_open_rows(&plain32, NULL, 0, 0, 0, "f32") == 0,
              "generate tiny, f32 KV (the oracle)"))
@@ -356,17 +356,11 @@ static void wide(void) {
   for (int run = 0; run < 3; run++) {
     int pages = run == 2 ? 48 : 0, f32 = types[run] != NULL;
     const char *what = run == 0 ? "f32 KV" : run == 1 ? "bf16 KV" : "bf16 KV, 48 pages";
-    kernel wk, plain;
-    if (!f32 &&
-        !CHECK(kernel_open_rows(&plain, NULL, 0, 0, 0, NULL) == 0, "generate tiny (the oracle)"))
-      break;
-    if (f32) plain = plain32;
+    kernel wk, *plain = f32 ? &plain32 : plain_bf16;
     if (!CHECK(kernel_open_rows(&wk, NULL, SLOTS, pages, SLOTS * (DRAFT_MAX + 1), types[run]) == 0,
                "generate tiny, %d slots, steps of %d rows (t_max %d), %s", SLOTS,
-               SLOTS * (DRAFT_MAX + 1), DRAFT_MAX + 1, what)) {
-      if (!f32) kernel_close(&plain);
+               SLOTS * (DRAFT_MAX + 1), DRAFT_MAX + 1, what))
       break;
-    }
     CHECK(wk.g.step_rows == SLOTS * (DRAFT_MAX + 1) && wk.g.t_max == DRAFT_MAX + 1 &&
               strstr(wk.src.source, "mkc_gemm_lm_head(") != NULL,
           "plan: %d rows per step, %d per slot; the LM head has its tiled variant", wk.g.step_rows,
@@ -376,13 +370,13 @@ static void wide(void) {
       int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
       script sc[SLOTS], next;
       seven(sc, &next);
-      tally t = run_slots(&plain, p, used, sc, SLOTS, 20, 8, 2, &next);
+      tally t = run_slots(plain, p, used, sc, SLOTS, 20, 8, 2, &next);
       CHECK(t.ok && t.steps == 20 && t.same && (!f32 || t.worst <= TOL) && t.lossless,
             "wide, %s: the seven scripts (up to 16 rows: the decode path), slot 2 restarted: "
             "every slot its solo run's tokens%s (logits %.2g, %d accepted)",
             what, f32 ? " and logits" : "", t.worst, t.accepted);
       many_drafts(sc);
-      t = run_slots(&plain, p, used, sc, SLOTS, 14, -1, 0, NULL);
+      t = run_slots(plain, p, used, sc, SLOTS, 14, -1, 0, NULL);
       CHECK(t.ok && t.steps == 14 && t.same && (!f32 || t.worst <= TOL) && t.lossless,
             "wide, %s: 7 slots of 1 + 9..15 drafts (up to 112 rows, 2 tiles), 2 sampled: every "
             "slot its solo run's tokens%s (logits %.2g, %d accepted)",
@@ -390,7 +384,6 @@ static void wide(void) {
       mkc_slots_close(p);
     }
     kernel_close(&wk);
-    if (!f32) kernel_close(&plain);
   }
   /* planted: a wide step's K/V rows at the step's first position + t (not their slots'); its
    * LM head's greedy choice the first id of each tile */
@@ -751,7 +744,7 @@ int main(void) {
   mkc_slots_close(p);
 
   paged(&plain);
-  wide();
+  wide(&plain);
   windows();
   shared_prefix(&plain);
   kept_evicted(&plain);

@@ -2,9 +2,8 @@
 -- rows past t_max, templates/slots.cuh) takes the tiled variant: every row's logits on tensor cores.
 return function(st, ctx)
   local extra = { { "warp_val", ctx.warps * ctx.t_max }, { "warp_idx", ctx.warps * ctx.t_max } }
-  local tiles
   if ctx.wide then
-    tiles = ctx.gemm_smem(64)
+    local tiles = ctx.gemm_smem(64)
     tiles[1].variant = true -- the tiled variant's regions share the decode path's bytes
     tiles[#tiles + 1] = { "best_v", ctx.step_rows }
     tiles[#tiles + 1] = { "best_i", ctx.step_rows }

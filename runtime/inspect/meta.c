@@ -59,9 +59,7 @@ int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t 
   }
   /* a slot kernel's row map (templates/slots.cuh) takes shared memory before the stages' */
   const char *rowmap = strstr(source, "\n#define MKC_ROWMAP_BYTES ");
-  h->rowmap_bytes = 0;
-  if (rowmap && sscanf(rowmap, "\n#define MKC_ROWMAP_BYTES %lld", &h->rowmap_bytes) != 1)
-    h->rowmap_bytes = 0;
+  if (rowmap) sscanf(rowmap, "\n#define MKC_ROWMAP_BYTES %lld", &h->rowmap_bytes); /* else 0 */
   if (strcmp(h->kv_dtype, "floats") == 0) /* kernels from before the KV type was an option */
     snprintf(h->kv_dtype, sizeof h->kv_dtype, "f32");
   h->kv_elem_bytes = strcmp(h->kv_dtype, "f32") == 0                                       ? 4
