@@ -216,6 +216,19 @@ if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cp
 else
   fail "bench --stages" "$(cat "$tmp/bench" "$tmp/err")"
 fi
+# bench --draft-adaptive: the controller's row between fixed-depth drafting and verify.
+if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 8 --draft-max 2 --draft-min 1 --draft-adaptive \
+  --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
+  grep -A1 '| tg8 draft2 |' "$tmp/bench" | grep -q '| tg8 draft1..2 adaptive |' &&
+  [ "$(grep -c '^| llama tiny BF16 ' "$tmp/bench")" -eq 7 ]; then
+  ok "bench --draft-adaptive: a tg8 draft1..2 adaptive row after the fixed-depth one"
+else
+  fail "bench --draft-adaptive" "$(cat "$tmp/bench" "$tmp/err")"
+fi
+expect_error "bench --draft-adaptive with --rounds" \
+  "mkc: error: bench: --rounds drafts inside the kernel (prompt lookup, or --draft-layers), at a fixed depth and without log-probabilities: not with --draft-adaptive" \
+  -- bench --preset tiny --random-weights 1 --draft-max 2 --draft-adaptive --rounds 4
+
 # llama-bench's -p and -d: the pp test's length, and tokens cached before each test.
 if "$mkc" bench --preset tiny --random-weights 1 -p 16 -n 4 -d 100 --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
   grep -q '| pp16 @ d100 | ' "$tmp/bench" && grep -q '| tg4 @ d100 | ' "$tmp/bench"; then

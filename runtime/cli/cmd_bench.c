@@ -45,7 +45,7 @@ static double stddev(const double *x, int n) {
  * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
 static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, int depth,
                     int n_prompt, int n_gen, int draft_max, int rounds, int draft_layers,
-                    result *r) {
+                    int adaptive, int draft_min, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
@@ -54,7 +54,9 @@ static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, 
   mkc_decode_opts o = {.draft_max = draft_max,
                        .drafter = rounds > 1 && draft_layers ? NULL : drafter,
                        .rounds = rounds,
-                       .draft_layers = rounds > 1 ? draft_layers : 0};
+                       .draft_layers = rounds > 1 ? draft_layers : 0,
+                       .adaptive = adaptive,
+                       .draft_min = draft_min};
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
@@ -112,7 +114,8 @@ static const char USAGE[] =
     "quantized matrices as their blocks), params, backend, test, t/s; then mkc's\n"
     "columns: the weight bandwidth a step implies, next to a copy's bandwidth\n"
     "measured in the same run. Tests: ppN (a prompt of N tokens), tgN (N generated\n"
-    "tokens) and, with --draft-max K, tgN with prompt-lookup drafts; with\n"
+    "tokens) and, with --draft-max K, tgN with prompt-lookup drafts (and with\n"
+    "--draft-adaptive, at a depth the acceptance sets, as run's); with\n"
     "--rounds R, tgN with R steps per launch (drafted in the kernel); then tgN\n"
     "sampled in the kernel (llama.cpp's default chain, temperature 0.8).\n"
     "  -p N                   prompt tokens of the pp test (default 512, at most the\n"
@@ -128,7 +131,8 @@ static const char USAGE[] =
     "                         bytes it moves and the time they take at the copy\n"
     "                         bandwidth measured here\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
-    "  --draft-layers L, -md FILE, --draft-head, --rounds R: as for run\n";
+    "  --draft-layers L, -md FILE, --draft-head, --rounds R, --draft-adaptive,\n"
+    "  --draft-min K: as for run\n";
 
 /* The flags bench takes and their checks: 0, the usage error's 2, or -1
  * after --help. */
@@ -136,7 +140,8 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
   int rc = mkc_cli_parse(
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
-      "--dequant -p -d --stages --draft-layers -md --draft-head --ubatch --rounds",
+      "--dequant -p -d --stages --draft-layers -md --draft-head --ubatch --rounds --draft-adaptive "
+      "--draft-min",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
@@ -174,11 +179,12 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
   return cuda ? mkc_session_copy_bandwidth(s, *copy_bytes) : host_copy_bandwidth(*copy_bytes);
 }
 
-enum { MAX_TESTS = 7 }; /* pp, tg, draft, verify, rounds, sampled, sampled draft */
+enum { MAX_TESTS = 8 }; /* pp, tg, draft, adaptive, verify, rounds, sampled, sampled draft */
 
 typedef struct bench_test {
   char name[48];
   int n_prompt, n_gen, draft_max, sampled, rounds, full; /* full: every step verifies K + 1 */
+  int adaptive; /* the depth follows the acceptance (--draft-adaptive) */
 } bench_test;
 
 /* llama-bench's rows: prompt processing, generation, and generation with
@@ -194,6 +200,12 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[MAX_TESTS]) 
   if (c->draft_max > 0) {
     snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d", c->n_gen, c->draft_max);
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n++].draft_max = c->draft_max;
+    if (c->draft_adaptive) { /* the controller next to plain and fixed-depth drafting */
+      snprintf(tests[n].name, sizeof tests[0].name, "tg%d draft%d..%d adaptive", c->n_gen,
+               c->draft_min, c->draft_max);
+      tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].adaptive = 1;
+      tests[n++].draft_max = c->draft_max;
+    }
     /* A verify step's cost, whatever acceptance is: K drafts every step. */
     snprintf(tests[n].name, sizeof tests[0].name, "tg%d verify%d", c->n_gen, c->draft_max + 1);
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].full = 1;
@@ -239,7 +251,8 @@ int mkc_cmd_bench(int argc, char **argv) {
     goto done;
   }
   /* A warm-up and REPS timed runs of each test, each after its depth. */
-  double tokens = (REPS + 1) * (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 : 2.0) + 4.0 * depth);
+  double tokens = (REPS + 1) *
+                  (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 + c.draft_adaptive : 2.0) + 4.0 * depth);
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
   if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
   hist = malloc((size_t)(depth + n_pp) * sizeof *hist);
@@ -282,7 +295,8 @@ int mkc_cmd_bench(int argc, char **argv) {
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
     if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt,
-                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, c.draft_layers, &r) != 0)
+                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, c.draft_layers,
+                 tests[i].adaptive, c.draft_min, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";

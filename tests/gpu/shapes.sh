@@ -7,11 +7,13 @@
 # commands): the unrolled kernel (MKC_UNFOLD=1, minutes to prime), MKC_SPLIT=1,
 # MKC_WEIGHT_NC=0, MKC_MV_UNROLL=2 and 4, MKC_PREFETCH_BYTES=0, 32768 and 65536.
 l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
+# l1b-d512 and l1b-d4096 add the adaptive controller (--draft-adaptive): its row beside plain
+# decoding and fixed-depth lookup, which on the bench's scattered history does not pay there.
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
-  "l1b-d512 $l1b -p 64 -d 512"
-  "l1b-d4096 $l1b -p 64 -d 4096"
+  "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
+  "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   # 4 blocks per SM (128 registers): T = 1 kernels (--draft-max 0) fit without a spill, T = 5
