@@ -365,6 +365,21 @@ for case in 32:16 72:14 255:4; do
     fail "residency at $regs registers: $want blocks" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/regs$regs.err")"
   fi
 done
+# MKC_CUDA_BLOCKS: a grid of exactly N blocks (tests/test_slots.c's bit-for-bit checks), at
+# most what is co-resident (16 at 32 registers, above).
+run grid3 MKC_FAKE_CUDA_REGISTERS=32 MKC_CUDA_BLOCKS=3
+if [ "$rc" -eq 0 ] && same_tokens grid3 && grep -q "(3 blocks x 128 threads" "$tmp/grid3.err" \
+  && no_misuse "$tmp/grid3.err"; then
+  ok "MKC_CUDA_BLOCKS=3: a grid of 3 blocks, same tokens"
+else
+  fail "MKC_CUDA_BLOCKS=3" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/grid3.err")"
+fi
+MKC_FAKE_CUDA_REGISTERS=32 MKC_CUDA_BLOCKS=17 expect_error "MKC_CUDA_BLOCKS past residency" \
+  'mkc: error: cuda: MKC_CUDA_BLOCKS must be a grid of 1..16 blocks (the most that are co-resident here), got "17"' \
+  -- "${args[@]}" --backend cuda
+MKC_CUDA_BLOCKS=4x expect_error "MKC_CUDA_BLOCKS not a number" \
+  'mkc: error: cuda: MKC_CUDA_BLOCKS must be a grid of 1..16 blocks (the most that are co-resident here), got "4x"' \
+  -- "${args[@]}" --backend cuda
 args=("${args_chunked[@]}")
 run chunked MKC_FAKE_CUDA_REGISTERS=32
 if [ "$rc" -eq 0 ] && same_tokens chunked && grep -q "10 blocks x 128 threads" "$tmp/chunked.err" \

@@ -68,8 +68,8 @@ for f in smollm2-q41 l1b-q4k; do
 done
 declare -A seen
 for run in "${BENCH_RUNS[@]}"; do
-  # -p, -d, -n and --rounds are run-time: runs that differ only there share a kernel.
-  k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/^[^ ]+ //' <<<"$run")
+  # -p, -d, -n, --rounds and --draft-adaptive are run-time: runs that differ only there share a kernel.
+  k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/ --draft-adaptive//; s/^[^ ]+ //' <<<"$run")
   [ -n "${seen[$k]:-}" ] && continue
   run_parts "$run"
   [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $run_name "* ]] && continue
@@ -104,3 +104,4 @@ n=$(ls "$fake/cuda"/*.cubin | wc -l)
 awk '{print "gpu-cache/cuda/" $1 ".cubin"}' build/gpu-prime/keys.txt |
   tar -C build -cf - -T - | xz -T2 -6 >build/gpu-cache.tar.xz
 echo "build/gpu-cache.tar.xz: $n kernels, $(du -h build/gpu-cache.tar.xz | cut -f1)"
+bash tests/gpu/pack.sh

@@ -21,11 +21,17 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 
 # The CPU suite's checks, on the GPU.
 [[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots; do
+  if [ ! -x "$t" ]; then # not built or not carried: a failure named as such, and the rest goes on
+    fail "$t (cuda): not found (make; a device call carries it)"
+    continue
+  fi
   MKC_TEST_BACKEND=cuda "$t" >"$tmp/log" 2>&1
   rc=$?
   grep -v '^ok' "$tmp/log" | sed 's/^/     | /'
   line=$(tail -n 1 "$tmp/log")
   read -r p _ f _ <<<"${line//,/}"
+  [[ $p =~ ^[0-9]+$ ]] || p=0 # a crash leaves no count line: a failure, not an arithmetic error
+  [[ $f =~ ^[0-9]+$ ]] || f=1
   passed=$((passed + ${p:-0})) failed=$((failed + ${f:-1}))
   [ "$rc" -eq 0 ] || [ "${f:-1}" -gt 0 ] || fail "$t exited with $rc"
   echo "     $t (cuda): $line"

@@ -27,6 +27,27 @@ struct mkc_cuda_kernel {
 /* The kernel's states: a slot kernel's one per slot (templates/slots.cuh). */
 static size_t n_states(const mkc_graph *g) { return g->slots > 0 ? (size_t)g->slots : 1; }
 
+/* MKC_CUDA_BLOCKS=N: a grid of exactly N blocks instead of what occupancy
+ * allows (*blocks, the most that are co-resident). The kernel's split-K and
+ * split-KV partitions follow the grid, so two kernels compared bit for bit
+ * (a slot kernel and the plain one, tests/test_slots.c) need the same grid.
+ * 0, or -1 after a message when N is no number or more than fit. */
+static int grid_override(int *blocks) {
+  const char *env = getenv("MKC_CUDA_BLOCKS");
+  if (!env || !*env) return 0;
+  char *end;
+  long n = strtol(env, &end, 10);
+  if (*end || n < 1 || n > *blocks) {
+    fprintf(stderr,
+            "mkc: error: cuda: MKC_CUDA_BLOCKS must be a grid of 1..%d blocks (the most that are "
+            "co-resident here), got \"%s\"\n",
+            *blocks, env);
+    return -1;
+  }
+  *blocks = (int)n;
+  return 0;
+}
+
 static int launch(mkc_cuda_kernel *b) {
   CU_CHECK(LaunchCooperativeKernel(b->step, (unsigned)b->blocks, 1, 1, (unsigned)b->g->threads, 1,
                                    1, (unsigned)b->g->smem_bytes, b->stream, b->args));
@@ -103,6 +124,7 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
   }
   b->blocks = per_sm * b->dev.sm_count;
   if (b->blocks > MKC_MAX_BLOCKS) b->blocks = MKC_MAX_BLOCKS;
+  if (grid_override(&b->blocks) != 0) goto fail;
   CU_CHECK(StreamCreate(&b->stream, MKC_CU_STREAM_NON_BLOCKING));
   size_t wbytes = g->weight_elems * sizeof(uint16_t),
          sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
