@@ -405,6 +405,76 @@ static void gate(void) {
         "gate: speculation at 160 tokens/s against plain's 100: stays on");
   for (int r = 0; r < 4; r++) mkc_gate_update(&g, 0, 1, 0, 0.1); /* plain slows to 10/s */
   CHECK(g.t1 > 0.05 && g.t1 < 0.1, "gate: t1 follows the newest plain steps (%.3f s)", g.t1);
+  /* windows in a row that do not pay: 32 plain rounds, then 64, 128, 256, 256 */
+  int runs[5];
+  for (int w = 0; w < 5; w++) {
+    for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 1, 0, 1.0);
+    for (runs[w] = 0; !mkc_gate_open(&g) && runs[w] < 1000;) runs[w]++;
+  }
+  CHECK(runs[0] == 32 && runs[1] == 64 && runs[2] == 128 && runs[3] == 256 && runs[4] == 256,
+        "gate: each window in a row that does not pay doubles the plain rounds, up to 256 (%d %d "
+        "%d %d %d)",
+        runs[0], runs[1], runs[2], runs[3], runs[4]);
+  for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 5, 0, 0.1);
+  for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 1, 0, 1.0);
+  for (runs[0] = 0; !mkc_gate_open(&g) && runs[0] < 1000;) runs[0]++;
+  CHECK_INT(runs[0], 32,
+            "gate: a window that pays ends the streak: 32 plain rounds after the next");
+}
+
+/* A round's target step of T inputs on an H100, llama-3.2-1b (docs/PERF.md,
+ * 2026-11-27, third session), as a multiple of a one-input step: 5 inputs
+ * cost 2.27 x one at 4096 cached positions, 2.20 x at 0; between them, the
+ * line through both ends. */
+static double step_cost(int T, double t5) { return 1.0 + (t5 - 1.0) * (T - 1) / 4.0; }
+
+/* 128 tokens through the adaptive controller, as exec/decode.c runs it
+ * (mkc_adaptive_next, the drafts, the step, mkc_adaptive_update), on that
+ * cost model: each draft is accepted while the ones before it were, with
+ * probability `p` (drawn from a fixed LCG). `start`: the depth the first
+ * round offers (0: the controller's own). The time over plain decoding's. */
+static double controller_cost(double p, double t5, int max, int start) {
+  mkc_depth d;
+  mkc_gate g;
+  mkc_depth_init(&d, 0, max);
+  mkc_gate_init(&g);
+  if (start) d.k = start;
+  unsigned lcg = 12345;
+  double seconds = 0;
+  int tokens = 0;
+  while (tokens < 128) {
+    int gated, k = mkc_adaptive_next(&d, &g, &gated), accepted = 0;
+    while (accepted < k) {
+      lcg = lcg * 1103515245u + 12345u;
+      if ((lcg >> 8) % 1000 >= p * 1000) break;
+      accepted++;
+    }
+    double t = step_cost(1 + k, t5) * 1e-3;
+    seconds += t;
+    tokens += 1 + accepted;
+    mkc_adaptive_update(&d, &g, gated, k, accepted, 1 + accepted, 0, t);
+  }
+  return seconds / (tokens * 1e-3);
+}
+
+/* Issue 15: the controller never more than 3 % slower than plain decoding
+ * where drafts do not pay, and well faster where they do; and the check
+ * can fail: starting at the full depth, as the controller did before,
+ * costs 5 x the bound. */
+static void controller_on_costs(void) {
+  double none = controller_cost(0, 2.27, 4, 0), some = controller_cost(0.3, 2.27, 4, 0),
+         all = controller_cost(1, 2.20, 4, 0), from4 = controller_cost(0, 2.27, 4, 4);
+  CHECK(none <= 1.03,
+        "controller, no draft accepted, 5 inputs at 2.27 x: %.3f x plain's time "
+        "(at most 1.03)",
+        none);
+  CHECK(some <= 1.03, "controller, 30 %% of drafts accepted: %.3f x plain's time (at most 1.03)",
+        some);
+  CHECK(all <= 1 / 1.5,
+        "controller, every draft accepted, 5 inputs at 2.20 x: %.2f x plain's "
+        "speed (at least 1.5)",
+        1 / all);
+  CHECK(from4 > 1.03, "controller: the bound can fail: from depth 4, %.3f x plain's time", from4);
 }
 
 /* SmolLM2-135M drafting for itself with its first 8 of 30 layers. */
@@ -429,6 +499,7 @@ static void smollm2(void) {
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   gate();
+  controller_on_costs();
   resync();
   first_layers_kernel();
   static const int prompt[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};

@@ -294,21 +294,21 @@ static void continuation(const char *preset) {
   fixture_close(&fx);
 }
 
-/* The depth controller on scripted outcomes: all accepted raises it to max
- * one window at a time, none accepted lowers it to min, and at depth 0 a
- * probe every MKC_DEPTH_PROBE_STEPS steps can raise it again. */
+/* The depth controller on scripted outcomes: it starts at one draft, all
+ * accepted raises it to max one window at a time, none accepted lowers it to
+ * min, and at depth 0 a probe every MKC_DEPTH_PROBE_STEPS steps can raise it
+ * again. */
 static void depth_controller(void) {
   mkc_depth d;
   mkc_depth_init(&d, 0, 4);
   int k = mkc_depth_next(&d), steps = 0;
-  CHECK_INT(k, 4, "depth: starts at max");
+  CHECK_INT(k, 1, "depth: starts at one draft (the cheapest verify step)");
   while (mkc_depth_next(&d) > 0 && steps < 100) {
     mkc_depth_update(&d, mkc_depth_next(&d), 0);
     steps++;
   }
-  /* a window is 8 drafts: 2 steps at depth 4, 3 at 3, 4 at 2, 8 at 1 */
-  CHECK(d.k == 0 && steps == 2 + 3 + 4 + 8, "depth: nothing accepted: down to 0 in %d steps",
-        steps);
+  /* a window is 8 drafts: 8 steps at depth 1 */
+  CHECK(d.k == 0 && steps == 8, "depth: nothing accepted: down to 0 in %d steps", steps);
   int probes = 0, s;
   for (s = 0; s < 64 && d.k == 0; s++) {
     int offered = mkc_depth_next(&d);
@@ -322,7 +322,8 @@ static void depth_controller(void) {
     int offered = mkc_depth_next(&d);
     mkc_depth_update(&d, offered, offered);
   }
-  CHECK(d.k == 4 && d.lowest == 0 && d.highest == 4, "depth: all accepted: back up to max");
+  CHECK(d.k == 4 && d.lowest == 0 && mkc_depth_next(&d) == 4 && d.highest == 4,
+        "depth: all accepted: up to max");
   mkc_depth_update(&d, 8, 5); /* 62.5 %: between the thresholds */
   CHECK_INT(d.k, 4, "depth: 40..80 %% accepted: unchanged");
   mkc_depth_init(&d, 2, 4);

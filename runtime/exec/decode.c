@@ -222,8 +222,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     }
     int want = n_gen - stats->generated;
     /* Drafts past what is still wanted or past the cache would be wasted or refused. */
-    int gated = o->adaptive && !mkc_gate_open(&gate);
-    int k = gated ? 0 : o->adaptive ? mkc_depth_next(&depth) : draft_max;
+    int gated = 0, k = o->adaptive ? mkc_adaptive_next(&depth, &gate, &gated) : draft_max;
     k = min_int(k, min_int(want - 1, g->max_ctx - pos - 1));
     in[0] = hist[n_hist - 1];
     double t_draft = mkc_seconds();
@@ -252,8 +251,8 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     stats->draft_seconds += t_draft;
     stats->step_count[1 + k]++;
     stats->step_seconds[1 + k] += t_target;
-    if (o->adaptive && !gated) mkc_depth_update(&depth, k, r.n_accepted);
-    if (o->adaptive) mkc_gate_update(&gate, k, r.n_out, t_draft, t_target);
+    if (o->adaptive)
+      mkc_adaptive_update(&depth, &gate, gated, k, r.n_accepted, r.n_out, t_draft, t_target);
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
       if (emit(s, o, i, r.out[i], out, hist, &n_hist, stats)) break;
   }

@@ -9,7 +9,8 @@ static void used(mkc_depth *d, int k) {
 void mkc_depth_init(mkc_depth *d, int min, int max) {
   if (min < 0) min = 0;
   if (max < min) max = min;
-  *d = (mkc_depth){.k = max, .min = min, .max = max, .lowest = max, .highest = max};
+  int k = min > 1 ? min : max < 1 ? max : 1;
+  *d = (mkc_depth){.k = k, .min = min, .max = max, .lowest = k, .highest = k};
 }
 
 int mkc_depth_next(mkc_depth *d) {
@@ -50,8 +51,11 @@ int mkc_gate_open(mkc_gate *g) {
  * second fall short of a plain step's. */
 static void judge(mkc_gate *g) {
   if (g->tokens * g->t1 < g->seconds) {
-    g->plain_left = MKC_GATE_PLAIN;
+    g->plain_left = MKC_GATE_PLAIN << (g->streak < MKC_GATE_BACKOFF ? g->streak : MKC_GATE_BACKOFF);
+    g->streak++;
     g->fallbacks++;
+  } else {
+    g->streak = 0;
   }
   g->rounds = g->tokens = 0;
   g->seconds = 0;
@@ -71,4 +75,15 @@ void mkc_gate_update(mkc_gate *g, int drafted, int tokens, double draft_s, doubl
     judge(g);
   else
     g->plain_left = 1; /* measure a plain step, then judge */
+}
+
+int mkc_adaptive_next(mkc_depth *d, mkc_gate *g, int *gated) {
+  *gated = !mkc_gate_open(g);
+  return *gated ? 0 : mkc_depth_next(d);
+}
+
+void mkc_adaptive_update(mkc_depth *d, mkc_gate *g, int gated, int drafted, int accepted,
+                         int tokens, double draft_s, double target_s) {
+  if (!gated) mkc_depth_update(d, drafted, accepted);
+  mkc_gate_update(g, drafted, tokens, draft_s, target_s);
 }

@@ -1,8 +1,12 @@
 /* The draft depth chosen by measurement (issue 15): how many drafts the next
  * step offers, following the acceptance rate as zerfoo's speculative
  * generator does: one more when more than 80 % of a window of drafts was
- * accepted, one fewer below 40 %, within [min, max]. At 0 drafts nothing is
- * measured, so every PROBE_STEPS steps one draft is tried again. */
+ * accepted, one fewer below 40 %, within [min, max]. It starts at one draft
+ * (or min): a verify step of many inputs can cost twice a plain step (an
+ * H100 at 4096 cached positions: 5 inputs, 2.27 x), so the first rounds,
+ * which may all be rejected, are the cheapest ones; the window raises it.
+ * At 0 drafts nothing is measured, so every PROBE_STEPS steps one draft is
+ * tried again. */
 #ifndef MKC_DEPTH_H
 #define MKC_DEPTH_H
 
@@ -18,7 +22,7 @@ typedef struct mkc_depth {
   int lowest, highest;   /* the depths used, for the stats */
 } mkc_depth;
 
-/* Starts at max (speculation is cheap to verify; the window corrects it). */
+/* Starts at 1 draft, within [min, max]. */
 void mkc_depth_init(mkc_depth *d, int min, int max);
 
 /* The depth for the next step. */
@@ -35,10 +39,15 @@ void mkc_depth_update(mkc_depth *d, int drafted, int accepted);
  * a running mean of the one-input steps of this run (the newest weighs 1/4,
  * so it follows the cost's growth with the position). When it does not
  * pay, the next MKC_GATE_PLAIN rounds decode plainly (measuring t1 again),
- * then speculation gets another window. A window judged before any
- * one-input step was measured first runs one plain round to measure it. */
-#define MKC_GATE_WINDOW 8 /* rounds with drafts judged together */
-#define MKC_GATE_PLAIN 32 /* plain rounds after speculation did not pay */
+ * then speculation gets another window; each window in a row that does not
+ * pay doubles the plain rounds after it, up to MKC_GATE_PLAIN <<
+ * MKC_GATE_BACKOFF, so text where drafts never pay costs a few short
+ * windows (issue 15: the controller within 3 % of plain decoding). A window
+ * judged before any one-input step was measured first runs one plain round
+ * to measure it. */
+#define MKC_GATE_WINDOW 4  /* rounds with drafts judged together */
+#define MKC_GATE_PLAIN 32  /* plain rounds after speculation did not pay */
+#define MKC_GATE_BACKOFF 3 /* at most 32 << 3 = 256 of them */
 
 typedef struct mkc_gate {
   double t1;      /* seconds of a one-input target step (running mean); 0: not measured */
@@ -47,6 +56,7 @@ typedef struct mkc_gate {
   double seconds; /* what they cost: drafting and target steps */
   int plain_left; /* rounds still to decode plainly */
   int fallbacks;  /* times speculation was judged not to pay */
+  int streak;     /* windows in a row that did not pay */
 } mkc_gate;
 
 void mkc_gate_init(mkc_gate *g);
@@ -58,5 +68,15 @@ int mkc_gate_open(mkc_gate *g);
  * yielded (1 + accepted), and the seconds spent drafting and in the target's
  * step. */
 void mkc_gate_update(mkc_gate *g, int drafted, int tokens, double draft_s, double target_s);
+
+/* The adaptive controller's round, as exec/decode.c runs it: the depth the
+ * next round may offer (0: plain; *gated: the gate chose plain) ... */
+int mkc_adaptive_next(mkc_depth *d, mkc_gate *g, int *gated);
+
+/* ... and what came of it: `drafted` offered (after the drafter and the
+ * budget cut them), `accepted`, `tokens` yielded, the seconds drafting and
+ * in the target's step. */
+void mkc_adaptive_update(mkc_depth *d, mkc_gate *g, int gated, int drafted, int accepted,
+                         int tokens, double draft_s, double target_s);
 
 #endif
