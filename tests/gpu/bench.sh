@@ -13,16 +13,15 @@
 #   bash tests/gpu/bench.sh [BUDGET_SECONDS]     (default 500)
 #   BENCH_SKIP="NAME ...": benches of tests/gpu/shapes.sh not to run (say, kernels not primed)
 #
-# It runs on what was built here: build/ is carried (mkc, the test binaries,
-# build/lib with liblua5.4 and libcjson, which the GPU image lacks) and
-# build/gpu-cache.tar.xz, cubins compiled ahead by tests/gpu/prime.sh so that
-# NVRTC's minutes are not spent on the GPU's. The device call, after
-# tests/gpu/prime.sh here: `bash tests/gpu/bench.sh 520` with timeout_s 580,
-# carrying build/mkc build/lib build/gpu-cache.tar.xz build/test_kernel
-# build/test_spec build/test_kv_dtype build/test_snapshot build/test_window
-# build/test_slots (2026-11-26 on an H100: 461 s). Logs go to $OUT (the device
-# tool's folder, as logs.tar.gz), else build/gpu-bench; summary.log collects
-# the tables.
+# It runs on what was built here, carried as ONE folder, build/gpu-carry
+# (tests/gpu/pack.sh, the end of tests/gpu/prime.sh: mkc, the test binaries,
+# build/lib with liblua5.4 and libcjson, which the GPU image lacks, and
+# gpu-cache.tar.xz, cubins compiled ahead so that NVRTC's minutes are not
+# spent on the GPU's); tests/gpu/session.sh puts it back in build/. The
+# device call, after tests/gpu/prime.sh here: `bash tests/gpu/bench.sh 500`
+# with timeout_s 560, carry ["build/gpu-carry"] (2026-11-27 on an H100: 479
+# s). Logs go to $OUT (the device tool's folder, as logs.tar.gz), else
+# build/gpu-bench; summary.log collects the tables.
 set -u
 budget=${1:-500} log_name=summary.log
 source tests/gpu/session.sh
