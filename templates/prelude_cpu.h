@@ -243,6 +243,30 @@ MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
   memcpy(&v, p, sizeof v);
   return v;
 }
+MKC_DEVICE unsigned mkc_load2(const void *p) {
+  assert((uintptr_t)p % 2 == 0 && "mkc_load2: needs a 2-byte aligned address");
+  unsigned short v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+MKC_DEVICE unsigned mkc_load4(const void *p) {
+  assert((uintptr_t)p % 4 == 0 && "mkc_load4: needs a 4-byte aligned address");
+  unsigned v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
+  assert((uintptr_t)p % 4 == 0 && "mkc_load8_a4: needs a 4-byte aligned address");
+  unsigned long long v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+MKC_DEVICE unsigned long long mkc_load8(const void *p) {
+  assert((uintptr_t)p % 8 == 0 && "mkc_load8: an 8-byte load needs an 8-byte aligned address");
+  unsigned long long v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed:
  * a quantized chunk's values. One widening and one conversion with AVX2. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {

@@ -126,6 +126,16 @@ MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
   return (unsigned long long)h[0] | (unsigned long long)h[1] << 16 |
          (unsigned long long)h[2] << 32 | (unsigned long long)h[3] << 48;
 }
+/* 2 and 4 bytes, little-endian, from addresses that aligned: one load. */
+MKC_DEVICE unsigned mkc_load2(const void *p) { return *(const unsigned short *)p; }
+MKC_DEVICE unsigned mkc_load4(const void *p) { return *(const unsigned *)p; }
+/* 8 bytes, little-endian, from a 4-byte aligned address: two 4-byte loads. */
+MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
+  const unsigned *w = (const unsigned *)p;
+  return (unsigned long long)w[0] | (unsigned long long)w[1] << 32;
+}
+/* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
+MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);

@@ -55,7 +55,7 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
 
 /* A little-endian f16 at any address: block fields are only 2-byte aligned. */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
-  return mkc_f16_to_f32((mkc_f16)(p[0] | p[1] << 8));
+  return mkc_f16_to_f32((mkc_f16)mkc_load2(p)); /* one load: every block's f16 is 2-aligned */
 }
 
 /* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
@@ -84,27 +84,38 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
 #endif
 #ifdef MKC_W_USES_Q4_1
   case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
+    /* 20-byte blocks are 4-aligned: d and m one load, the nibbles two */
     const unsigned char *b = row + (c >> 2) * 20;
-    float d = mkc_f16_at(b), m = mkc_f16_at(b + 2);
-    mkc_u8x8_to_f32(mkc_load8_a2(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    unsigned dm = mkc_load4(b);
+    float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
+    mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
 #ifdef MKC_W_USES_Q4_K
   case MKC_W_Q4_K: { /* 144 per 256: f16 d, dmin, 6-bit scales and mins of 8 sub-blocks, nibbles */
-    const unsigned char *b = row + (c >> 5) * 144, *s = b + 4;
+    /* Blocks are 16-byte aligned (144 = 9 x 16; rows start 256-aligned in the arena), so the
+     * header is one 16-byte load (a warp's lanes share it: one transaction) and the nibbles
+     * one 8-byte load: two loads per chunk, not eleven byte and halfword loads, which held
+     * the H100 to 4.5 % of its bandwidth (docs/PERF.md, 2026-11-27) */
+    const unsigned char *b = row + (c >> 5) * 144;
+    mkc_u4 h = mkc_load_u4(b); /* d | dmin << 16, then the 12 bytes of scales and mins */
+    unsigned long long s03 = (unsigned long long)h.y | (unsigned long long)h.z << 32;
     int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
+    unsigned sj = (unsigned)(s03 >> 8 * j) & 255u; /* s[j] (j < 8) */
     if (j < 4) {
-      scale = s[j] & 63;
-      min = s[j + 4] & 63;
+      scale = (int)(sj & 63u);
+      min = (int)((unsigned)(s03 >> 8 * (j + 4)) & 63u);
     } else {
-      scale = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+      unsigned s_lo = (unsigned)(s03 >> 8 * (j - 4)) & 255u, s_hi = h.w >> 8 * (j - 4) & 255u;
+      scale = (int)((s_hi & 15u) | (s_lo >> 6) << 4);
+      min = (int)((s_hi >> 4) | (sj >> 6) << 4);
     }
-    float d1 = mkc_f16_at(b) * (float)scale, m1 = mkc_f16_at(b + 2) * (float)min;
+    float d1 = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * (float)scale,
+          m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
-    mkc_u8x8_to_f32(mkc_load8_a2(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
     for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }

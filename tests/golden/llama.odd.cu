@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates fab04f5a1f429d7b, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 7ea5021c83713e71, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -149,6 +149,16 @@ MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
   return (unsigned long long)h[0] | (unsigned long long)h[1] << 16 |
          (unsigned long long)h[2] << 32 | (unsigned long long)h[3] << 48;
 }
+/* 2 and 4 bytes, little-endian, from addresses that aligned: one load. */
+MKC_DEVICE unsigned mkc_load2(const void *p) { return *(const unsigned short *)p; }
+MKC_DEVICE unsigned mkc_load4(const void *p) { return *(const unsigned *)p; }
+/* 8 bytes, little-endian, from a 4-byte aligned address: two 4-byte loads. */
+MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
+  const unsigned *w = (const unsigned *)p;
+  return (unsigned long long)w[0] | (unsigned long long)w[1] << 32;
+}
+/* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
+MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
@@ -761,7 +771,7 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
 
 /* A little-endian f16 at any address: block fields are only 2-byte aligned. */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
-  return mkc_f16_to_f32((mkc_f16)(p[0] | p[1] << 8));
+  return mkc_f16_to_f32((mkc_f16)mkc_load2(p)); /* one load: every block's f16 is 2-aligned */
 }
 
 /* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
@@ -790,27 +800,38 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
 #endif
 #ifdef MKC_W_USES_Q4_1
   case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
+    /* 20-byte blocks are 4-aligned: d and m one load, the nibbles two */
     const unsigned char *b = row + (c >> 2) * 20;
-    float d = mkc_f16_at(b), m = mkc_f16_at(b + 2);
-    mkc_u8x8_to_f32(mkc_load8_a2(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    unsigned dm = mkc_load4(b);
+    float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
+    mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
 #ifdef MKC_W_USES_Q4_K
   case MKC_W_Q4_K: { /* 144 per 256: f16 d, dmin, 6-bit scales and mins of 8 sub-blocks, nibbles */
-    const unsigned char *b = row + (c >> 5) * 144, *s = b + 4;
+    /* Blocks are 16-byte aligned (144 = 9 x 16; rows start 256-aligned in the arena), so the
+     * header is one 16-byte load (a warp's lanes share it: one transaction) and the nibbles
+     * one 8-byte load: two loads per chunk, not eleven byte and halfword loads, which held
+     * the H100 to 4.5 % of its bandwidth (docs/PERF.md, 2026-11-27) */
+    const unsigned char *b = row + (c >> 5) * 144;
+    mkc_u4 h = mkc_load_u4(b); /* d | dmin << 16, then the 12 bytes of scales and mins */
+    unsigned long long s03 = (unsigned long long)h.y | (unsigned long long)h.z << 32;
     int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
+    unsigned sj = (unsigned)(s03 >> 8 * j) & 255u; /* s[j] (j < 8) */
     if (j < 4) {
-      scale = s[j] & 63;
-      min = s[j + 4] & 63;
+      scale = (int)(sj & 63u);
+      min = (int)((unsigned)(s03 >> 8 * (j + 4)) & 63u);
     } else {
-      scale = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+      unsigned s_lo = (unsigned)(s03 >> 8 * (j - 4)) & 255u, s_hi = h.w >> 8 * (j - 4) & 255u;
+      scale = (int)((s_hi & 15u) | (s_lo >> 6) << 4);
+      min = (int)((s_hi >> 4) | (sj >> 6) << 4);
     }
-    float d1 = mkc_f16_at(b) * (float)scale, m1 = mkc_f16_at(b + 2) * (float)min;
+    float d1 = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * (float)scale,
+          m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
-    mkc_u8x8_to_f32(mkc_load8_a2(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
     for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
@@ -3467,7 +3488,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 3471 "llama.odd.cu"
+#line 3492 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
