@@ -773,9 +773,6 @@ static const struct {
     {"templates/sample.cuh", "mkc_key_radix", "mkc_sync_block", 4,
      "redundant: hist was last read before the barrier above, sel is rewritten next pass after "
      "two more barriers"},
-    {"templates/sample.cuh", "mkc_cut_below", "mkc_sync_block", 2,
-     "redundant where it is called: the next readers of the cut logits read their own share "
-     "(mkc_compact, mkc_draw) or only cut more (min-p: cuts commute)"},
     {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 3,
      "not reached: the fallback for a target that float rounding put past every share"},
     {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 4,
