@@ -236,35 +236,37 @@ MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   memcpy(&r, p, sizeof r);
   return r;
 }
-/* 8 bytes, little-endian, from a 2-byte aligned address (quantized blocks). */
+/* n bytes at p into v, little-endian as this host is, after checking that p
+ * is as aligned as the GPU's load of them needs (quantized blocks' fields). */
+MKC_DEVICE void mkc_load_aligned(void *v, const void *p, size_t n, size_t align) {
+  assert((uintptr_t)p % align == 0 && "a quantized field's load: its address not that aligned");
+  memcpy(v, p, n);
+}
+/* 8 bytes from a 2-byte aligned address; 2 and 4 bytes from addresses that
+ * aligned; 8 bytes from a 4- and an 8-byte aligned one. */
 MKC_DEVICE unsigned long long mkc_load8_a2(const void *p) {
-  assert((uintptr_t)p % 2 == 0 && "mkc_load8_a2: needs a 2-byte aligned address");
   unsigned long long v;
-  memcpy(&v, p, sizeof v);
+  mkc_load_aligned(&v, p, sizeof v, 2);
   return v;
 }
 MKC_DEVICE unsigned mkc_load2(const void *p) {
-  assert((uintptr_t)p % 2 == 0 && "mkc_load2: needs a 2-byte aligned address");
   unsigned short v;
-  memcpy(&v, p, sizeof v);
+  mkc_load_aligned(&v, p, sizeof v, 2);
   return v;
 }
 MKC_DEVICE unsigned mkc_load4(const void *p) {
-  assert((uintptr_t)p % 4 == 0 && "mkc_load4: needs a 4-byte aligned address");
   unsigned v;
-  memcpy(&v, p, sizeof v);
+  mkc_load_aligned(&v, p, sizeof v, 4);
   return v;
 }
 MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
-  assert((uintptr_t)p % 4 == 0 && "mkc_load8_a4: needs a 4-byte aligned address");
   unsigned long long v;
-  memcpy(&v, p, sizeof v);
+  mkc_load_aligned(&v, p, sizeof v, 4);
   return v;
 }
 MKC_DEVICE unsigned long long mkc_load8(const void *p) {
-  assert((uintptr_t)p % 8 == 0 && "mkc_load8: an 8-byte load needs an 8-byte aligned address");
   unsigned long long v;
-  memcpy(&v, p, sizeof v);
+  mkc_load_aligned(&v, p, sizeof v, 8);
   return v;
 }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed:

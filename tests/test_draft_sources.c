@@ -383,6 +383,13 @@ static void first_layers_kernel(void) {
   if (rc == 0) kernel_close(&too_many);
 }
 
+/* The plain rounds the gate asks for before it opens again (1000 at most). */
+static int plain_rounds(mkc_gate *g) {
+  int n = 0;
+  while (!mkc_gate_open(g) && n < 1000) n++;
+  return n;
+}
+
 /* The cost gate on scripted rounds: speculation that yields fewer tokens
  * per second than plain steps is switched off for MKC_GATE_PLAIN rounds;
  * one that yields more stays on; a window waits for a one-input step. */
@@ -395,8 +402,7 @@ static void gate(void) {
   CHECK(open == MKC_GATE_WINDOW && !mkc_gate_open(&g),
         "gate: a full window before any plain step measures one first");
   mkc_gate_update(&g, 0, 1, 0, 0.01); /* 100 tokens/s plain; the window: 2 / 0.04 = 50 */
-  int plain = 0;
-  while (!mkc_gate_open(&g) && plain < 100) plain++;
+  int plain = plain_rounds(&g);
   CHECK(plain == MKC_GATE_PLAIN && g.fallbacks == 1,
         "gate: speculation at half plain's speed: %d plain rounds (expected %d), 1 fallback", plain,
         MKC_GATE_PLAIN);
@@ -409,7 +415,7 @@ static void gate(void) {
   int runs[5];
   for (int w = 0; w < 5; w++) {
     for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 1, 0, 1.0);
-    for (runs[w] = 0; !mkc_gate_open(&g) && runs[w] < 1000;) runs[w]++;
+    runs[w] = plain_rounds(&g);
   }
   CHECK(runs[0] == 32 && runs[1] == 64 && runs[2] == 128 && runs[3] == 256 && runs[4] == 256,
         "gate: each window in a row that does not pay doubles the plain rounds, up to 256 (%d %d "
@@ -417,8 +423,7 @@ static void gate(void) {
         runs[0], runs[1], runs[2], runs[3], runs[4]);
   for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 5, 0, 0.1);
   for (int r = 0; r < MKC_GATE_WINDOW; r++) mkc_gate_update(&g, 4, 1, 0, 1.0);
-  for (runs[0] = 0; !mkc_gate_open(&g) && runs[0] < 1000;) runs[0]++;
-  CHECK_INT(runs[0], 32,
+  CHECK_INT(plain_rounds(&g), 32,
             "gate: a window that pays ends the streak: 32 plain rounds after the next");
 }
 

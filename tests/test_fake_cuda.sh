@@ -89,29 +89,25 @@ fi
 # A slot kernel (run --batch): every slot's state goes up and comes back each
 # step, a refilled slot's pos is reset on the device; the cpu backend's lines.
 printf '1,2,3\n5,6,7,8,9,10,11\n42\n7,7,7\n9,8\n' >"$tmp/batch.txt"
-bargs=(run --preset tiny --random-weights 5 -n 10 --batch "$tmp/batch.txt" --slots 3 --draft-max 2)
-"$mkc" "${bargs[@]}" --backend cpu >"$tmp/batch-cpu" 2>/dev/null
-rm -f "$trace"
-env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${bargs[@]}" --backend cuda >"$tmp/batch.out" 2>"$tmp/batch.err"
-rc=$?
-if [ "$rc" -eq 0 ] && cmp -s "$tmp/batch-cpu" "$tmp/batch.out" && [ "$(wc -l <"$tmp/batch.out")" -eq 5 ] \
-  && no_misuse "$tmp/batch.err"; then
-  ok "run --batch, 5 lines on 3 slots: the cpu backend's lines, no misuse of the driver"
-else
-  fail "run --batch on cuda" "rc $rc" "$(cat "$tmp/batch.out" "$tmp/batch.err" "$tmp/batch-cpu")"
-fi
+# batch_case NAME ARGS...: run --batch of the 5 lines with ARGS on cuda against the cpu backend
+batch_case() {
+  local name=$1
+  shift
+  local bargs=(run --preset tiny --random-weights 5 -n 10 --batch "$tmp/batch.txt" "$@")
+  "$mkc" "${bargs[@]}" --backend cpu >"$tmp/batch-cpu" 2>/dev/null
+  rm -f "$trace"
+  env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${bargs[@]}" --backend cuda >"$tmp/batch.out" 2>"$tmp/batch.err"
+  rc=$?
+  if [ "$rc" -eq 0 ] && cmp -s "$tmp/batch-cpu" "$tmp/batch.out" && [ "$(wc -l <"$tmp/batch.out")" -eq 5 ] \
+    && no_misuse "$tmp/batch.err"; then
+    ok "run --batch, $name: the cpu backend's lines, no misuse of the driver"
+  else
+    fail "run --batch on cuda, $name" "rc $rc" "$(cat "$tmp/batch.out" "$tmp/batch.err" "$tmp/batch-cpu")"
+  fi
+}
+batch_case "5 lines on 3 slots" --slots 3 --draft-max 2
 # wide steps (3 slots of 1 + 12 drafts: 39 rows, past 32): every row's logits come back
-bargs=(run --preset tiny --random-weights 5 -n 10 --batch "$tmp/batch.txt" --slots 3 --draft-max 12 --temp 0.7 --seed 3)
-"$mkc" "${bargs[@]}" --backend cpu >"$tmp/batch-cpu" 2>/dev/null
-rm -f "$trace"
-env MKC_FAKE_CUDA_TRACE="$trace" "$mkc" "${bargs[@]}" --backend cuda >"$tmp/batch.out" 2>"$tmp/batch.err"
-rc=$?
-if [ "$rc" -eq 0 ] && cmp -s "$tmp/batch-cpu" "$tmp/batch.out" && [ "$(wc -l <"$tmp/batch.out")" -eq 5 ] \
-  && no_misuse "$tmp/batch.err"; then
-  ok "run --batch, wide steps of 39 rows, sampled: the cpu backend's lines, no misuse of the driver"
-else
-  fail "run --batch on cuda, wide steps" "rc $rc" "$(cat "$tmp/batch.out" "$tmp/batch.err" "$tmp/batch-cpu")"
-fi
+batch_case "wide steps of 39 rows, sampled" --slots 3 --draft-max 12 --temp 0.7 --seed 3
 
 # Rounds (--rounds R): R steps per launch, the same tokens as the cpu
 # backend's one launch per step; the host round trips (graph launches) of 64

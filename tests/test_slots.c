@@ -47,6 +47,8 @@
  * partitions follow the grid, and bit-for-bit checks need the same partition
  * (the cpu backend's blocks; on cuda, MKC_CUDA_BLOCKS) */
 #define BLOCKS 5
+#define TEXT(x) #x
+#define TEXT_OF(x) TEXT(x)
 
 typedef struct kernel {
   mkc_graph g;
@@ -675,7 +677,7 @@ static const char *planted_apart(kernel *plain, const char *from, const char *to
 
 int main(void) {
   kernel plain, sk;
-  setenv("MKC_CUDA_BLOCKS", "5", 1); /* BLOCKS */
+  setenv("MKC_CUDA_BLOCKS", TEXT_OF(BLOCKS), 1);
   if (!CHECK(kernel_open(&plain, 0) == 0 && kernel_open(&sk, SLOTS) == 0,
              "generate tiny, T <= %d: plain and %d slots", DRAFT_MAX + 1, SLOTS))
     return check_done();

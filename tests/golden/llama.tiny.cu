@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 7db81fafa3dac92e, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 9b21d587fc2cf27c, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -3177,25 +3177,25 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     if (k > 0 && k < vocab) {
       /* on the candidates' union (cands) or every id */
       const int *from = 0;
+      float *vals = w; /* what the radix and the cut read: every id's value, or ... */
       if (cands) {
         from = uni + row * vocab;
         n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS, vocab,
                              uni + row * vocab, part);
         mkc_sync_block();
-        /* The union's values in order, in its lists' row (read): the radix's four passes and
-         * the cut's three read them there, from L1, not work[id] through the ids, two
+        /* ... the union's values in order, in its lists' row (read): the radix's four passes
+         * and the cut's three read them there, from L1, not work[id] through the ids, two
          * dependent loads an element (the union: blocks x k ids, 15840 on llama-3.2-1b).
          * Positions ascend with ids, so the cut's ties go by id as before. */
-        float *vals = (float *)(lists + row * vocab);
+        vals = (float *)(lists + row * vocab);
         for (int j = mkc_tid(); j < n; j += MKC_THREADS) vals[j] = w[from[j]];
-        unsigned key = mkc_key_radix(vals, 0, n, k, hist, winner + 1);
-        mkc_cut_below(vals, 0, n, key, (float)k, max, 0.0f, red, part);
+      }
+      unsigned key = mkc_key_radix(vals, 0, n, k, hist, winner + 1);
+      mkc_cut_below(vals, 0, n, key, (float)k, max, 0.0f, red, part);
+      if (cands) {
         for (int j = mkc_tid(); j < n; j += MKC_THREADS) /* the cuts, back in work */
           if (vals[j] <= MKC_CUT) w[from[j]] = MKC_CUT;
         mkc_sync_block();
-      } else {
-        unsigned key = mkc_key_radix(w, from, n, k, hist, winner + 1);
-        mkc_cut_below(w, from, n, key, (float)k, max, 0.0f, red, part);
       }
       n = mkc_compact(w, from, n, 0, lists + row * vocab, part);
       list = lists + row * vocab;
