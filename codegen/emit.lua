@@ -350,6 +350,11 @@ function emit.source(graph, plan, opts)
   if knob("MKC_SPLIT", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_SPLIT 1 /* MKC_SPLIT=1: short matmuls split a row's columns over a block's warps */")
   end
+  -- A knob for the GPU's A/B: the decode matmuls of bf16 matrices on tensor cores
+  -- (templates/matvec.cuh; docs/DECISIONS.md). Off until a GPU has measured it.
+  if knob("MKC_MMA_DECODE", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
+    put("#define MKC_MMA_DECODE 1 /* MKC_MMA_DECODE=1: bf16 decode matmuls on tensor cores */")
+  end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",
     function(b) return b >= 0 and b <= 65536 and b % 128 == 0 end)

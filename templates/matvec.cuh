@@ -511,11 +511,12 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
-MKC_DEVICE int mkc_split_pays(int rows) {
+MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes at once */
   if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
-  int per_block = mkc_nblocks() * MKC_ROWS, per_warp = mkc_grid_warps() * MKC_ROWS;
+  int per_block = mkc_nblocks() * n, per_warp = mkc_grid_warps() * n;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
+MKC_DEVICE int mkc_split_pays(int rows) { return mkc_split_pays_n(rows, MKC_ROWS); }
 
 /* This warp's share of a split row of n_chunks: its first chunk into *c0 and how many
  * (<= 0: none) into *nc, whole blocks of g chunks each. */
@@ -572,6 +573,319 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   mkc_sync_block();
 }
 
+/* ---- The decode matvec on tensor cores (MKC_MMA_DECODE=1; bf16 matrices) ----
+ * mma.sync m16n8k8 tf32 with 8 rows of a matrix as B (an n-tile) and the
+ * inputs as A: an m-tile's rows 0-7 are 8 inputs' high tf32 parts and rows
+ * 8-15 their low parts, so one product takes both and the tensor core's sum
+ * over k replaces the warp sum. The order of k is free while A and B agree:
+ * lane (g, q) loads chunk 4s + q (8 columns) of row g and of input 8m + g, and
+ * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
+ * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
+ * the two parts hold an input within 2^-22 of it; the products are exact and
+ * summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
+ * and lanes past T load none: a verify or slot row costs tensor-core time,
+ * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
+ * same code serves every T, so a row's bits do not depend on the step's T
+ * and speculation stays lossless. Quantized matrices keep the CUDA-core path. */
+#ifndef MKC_MMA_DECODE
+#define MKC_MMA_DECODE 0
+#endif
+#if MKC_MMA_DECODE
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "MKC_MMA_DECODE=1 needs tf32 tensor cores (sm_80 on)"
+#endif
+#define MKC_MV_MT ((MKC_T_MAX + 7) / 8) /* m-tiles: 8 inputs each */
+#define MKC_MV_NT 2 /* n-tiles at most: one matrix's 8 rows, or gate's and up's */
+/* k-steps (4 chunks) whose weight loads a lane issues before the first product:
+ * 16 bytes per n-tile each; 4 x 4 products fill the emulator's queue of 16 */
+#ifndef MKC_MMA_UNROLL
+#define MKC_MMA_UNROLL 4
+#endif
+typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 4 ? 1 : -1];
+
+/* This lane's (g, q) outputs of rows w[0 .. 8 nt) (n-tile j: w[8j .. 8j + 8),
+ * null rows 0) with the T inputs, o[(m * nt + j) * 2 + e] = w[8j + 2q + e] .
+ * x[8m + g] (x scaled per column by norm_w), over chunks 0 .. n_chunks - 1. */
+MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_chunks,
+                                    const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                                    float *o) {
+  int g = lane >> 2, q = lane & 3, mt = (T + 7) / 8;
+  float c[MKC_MV_MT * MKC_MV_NT * 4];
+  for (int i = 0; i < MKC_MV_MT * MKC_MV_NT * 4; i++) c[i] = 0.0f;
+  const unsigned char *wp[MKC_MV_NT];
+  for (int j = 0; j < MKC_MV_NT; j++) wp[j] = j < nt ? w[8 * j + g].p : 0;
+  for (int c0 = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL) {
+    mkc_u4 wc[MKC_MMA_UNROLL][MKC_MV_NT];
+    MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
+        for (int j = 0; j < MKC_MV_NT; j++) {
+      int ch = c0 + 4 * u + q;
+      mkc_u4 z = {0u, 0u, 0u, 0u};
+      wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+    }
+    MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) {
+      if (c0 + 4 * u >= n_chunks) break; /* past the warp's last k-step */
+      int ch = c0 + 4 * u + q;
+      float gn[8], xv[MKC_MV_MT][8];
+      if (norm_w && ch < n_chunks) mkc_unpack8(mkc_load_u4(norm_w + ch * 8), gn);
+      for (int m = 0; m < MKC_MV_MT; m++) {
+        int t = 8 * m + g;
+        for (int i = 0; i < 8; i++) xv[m][i] = 0.0f;
+        if (m >= mt || t >= T || ch >= n_chunks) continue;
+        mkc_f4 a = mkc_load_f4(x + t * x_stride + ch * 8),
+               b = mkc_load_f4(x + t * x_stride + ch * 8 + 4);
+        float v[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        for (int i = 0; i < 8; i++) xv[m][i] = norm_w ? v[i] * gn[i] : v[i];
+      }
+      for (int i = 0; i < 4; i++) {
+        unsigned a[MKC_MV_MT * 4], b[MKC_MV_NT * 2];
+        for (int m = 0; m < MKC_MV_MT;
+             m++) { /* a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4) */
+          unsigned h0 = mkc_tf32(xv[m][2 * i]), h1 = mkc_tf32(xv[m][2 * i + 1]);
+          a[m * 4] = h0;
+          a[m * 4 + 1] = mkc_tf32(xv[m][2 * i] - mkc_bits_f32(h0));
+          a[m * 4 + 2] = h1;
+          a[m * 4 + 3] = mkc_tf32(xv[m][2 * i + 1] - mkc_bits_f32(h1));
+        }
+        for (int j = 0; j < MKC_MV_NT; j++) { /* b0 (q, g), b1 (q + 4, g): columns 2i and 2i + 1 */
+          unsigned word = i == 0   ? wc[u][j].x
+                          : i == 1 ? wc[u][j].y
+                          : i == 2 ? wc[u][j].z
+                                   : wc[u][j].w;
+          b[j * 2] = word << 16;
+          b[j * 2 + 1] = word & 0xffff0000u;
+        }
+        mkc_mma_tf32_1_queue(a, b, c, mt, nt, MKC_MV_MT, MKC_MV_NT);
+      }
+    }
+    mkc_mma_flush(c);
+  }
+  /* c0 (g, 2q), c1 (g, 2q + 1): the high parts' sums; c2, c3 (g + 8, ...) the low parts' */
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < MKC_MV_NT; j++) {
+      if (j >= nt) break;
+      const float *d = c + (m * MKC_MV_NT + j) * 4;
+      o[(m * nt + j) * 2] = d[0] + d[2];
+      o[(m * nt + j) * 2 + 1] = d[1] + d[3];
+    }
+}
+
+#ifdef MKC_CPU
+typedef float mkc_mma_v8f __attribute__((vector_size(32)));
+/* Every lane's mkc_mma_lane at once, sums[r * T + t] = row r's (of 8 nt)
+ * output for input t, by the emulator's arithmetic for the products the
+ * lanes queue: each in k order into the input's high or low accumulator,
+ * then the two added. Products past n_chunks are +0 and leave a sum that
+ * starts at +0 as it is, so they are skipped. Rows go 8 at a time as one
+ * vector, each lane of it one row's chain of additions. */
+__attribute__((noinline)) static void mkc_mma_warp_of(const mkc_wrow *w, int nt, int n_chunks,
+                                                      const float *x, int x_stride,
+                                                      const mkc_bf16 *norm_w, int T, float *sums) {
+  for (int j = 0; j < nt; j++) {
+    mkc_mma_v8f dh[MKC_T_MAX], dl[MKC_T_MAX];
+    for (int t = 0; t < MKC_T_MAX; t++) dh[t] = dl[t] = (mkc_mma_v8f){0};
+    for (int s = 0; s * 4 < n_chunks; s++) {
+      mkc_mma_v8f wv[32]; /* wv[o][r]: column 32s + o of row 8j + r */
+      for (int o = 0; o < 32; o++) wv[o] = (mkc_mma_v8f){0};
+      for (int r = 0; r < 8; r++) {
+        const unsigned char *p = w[8 * j + r].p;
+        for (int cc = 0; cc < 4 && p && 4 * s + cc < n_chunks; cc++) {
+          float f[8];
+          mkc_unpack8(mkc_load_u4(p + 16 * (4 * s + cc)), f);
+          for (int e = 0; e < 8; e++) wv[8 * cc + e][r] = f[e];
+        }
+      }
+      int cols = n_chunks * 8 - 32 * s < 32 ? n_chunks * 8 - 32 * s : 32;
+      for (int t = 0; t < T; t++) {
+        float xh[32], xl[32];
+        for (int o = 0; o < 32; o++) {
+          int col = 32 * s + o;
+          float v = o < cols ? x[t * x_stride + col] : 0.0f;
+          if (norm_w && o < cols) v *= mkc_bf16_to_f32(norm_w[col]);
+          xh[o] = mkc_bits_f32(mkc_tf32(v));
+          xl[o] = mkc_bits_f32(mkc_tf32(v - xh[o]));
+        }
+        mkc_mma_v8f h = dh[t], l = dl[t];
+        for (int i = 0; i < 4; i++)
+          for (int k = 0; k < 8; k++) {
+            int o = 8 * (k & 3) + 2 * i + (k >> 2);
+            if (o >= cols) continue;
+            h += xh[o] * wv[o];
+            l += xl[o] * wv[o];
+          }
+        dh[t] = h;
+        dl[t] = l;
+      }
+    }
+    for (int r = 0; r < 8; r++)
+      for (int t = 0; t < T; t++) sums[(8 * j + r) * T + t] = dh[t][r] + dl[t][r];
+  }
+}
+
+/* mkc_mma_lane as a lane function of a warp sum: the lane's outputs at their
+ * rows and inputs (v[r * MKC_T_MAX + t]), zeros elsewhere, so the sum over
+ * the lanes is each output, exactly; and the warp's sums at once. */
+MKC_DEVICE void mkc_mma_lane_into(const void *args, int nt, int lane, float *v) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  float o[MKC_MV_MT * MKC_MV_NT * 2];
+  mkc_prefetch_rows(a->next, 8 * nt, lane);
+  mkc_mma_lane(lane, a->w, nt, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, o);
+  for (int i = 0; i < 8 * nt * MKC_T_MAX; i++) v[i] = 0.0f;
+  int g = lane >> 2, q = lane & 3;
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < nt; j++)
+      for (int e = 0; e < 2; e++)
+        if (8 * m + g < a->T)
+          v[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
+}
+MKC_DEVICE void mkc_mma_lane_rows(const void *args, int lane, float *v) {
+  mkc_mma_lane_into(args, 1, lane, v);
+}
+MKC_DEVICE void mkc_mma_lane_rows2(const void *args, int lane, float *v) {
+  mkc_mma_lane_into(args, 2, lane, v);
+}
+MKC_DEVICE void mkc_mma_warp_rows(const void *args, float *sums) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows_all(a->next, 8);
+  mkc_mma_warp_of(a->w, 1, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, sums);
+}
+MKC_DEVICE void mkc_mma_warp_rows2(const void *args, float *sums) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows_all(a->next, 16);
+  mkc_mma_warp_of(a->w, 2, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, sums);
+}
+#endif
+
+/* This lane's outputs (mkc_mma_lane's o) of the rows w[0 .. 8 nt), nt 1 or 2,
+ * the rows next[0 .. 8 nt) prefetched. */
+MKC_DEVICE void mkc_mma_rows(const mkc_wrow *w, const mkc_wrow *next, int nt, int n_chunks,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w, int T,
+                             float *o) {
+#ifdef MKC_CPU
+  mkc_dot_args args = {w, next, n_chunks, x, x_stride, norm_w, T};
+  float all[8 * MKC_MV_NT * MKC_T_MAX];
+  if (nt == 1)
+    MKC_WARP_SUM_OF_WARP(mkc_mma_lane_rows, mkc_mma_warp_rows, &args, all, 8, MKC_T_MAX, T);
+  else
+    MKC_WARP_SUM_OF_WARP(mkc_mma_lane_rows2, mkc_mma_warp_rows2, &args, all, 16, MKC_T_MAX, T);
+  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < nt; j++)
+      for (int e = 0; e < 2; e++)
+        o[(m * nt + j) * 2 + e] =
+            8 * m + g < T ? all[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] : 0.0f;
+#else
+  mkc_prefetch_rows(next, 8 * nt, mkc_lane());
+  mkc_mma_lane(mkc_lane(), w, nt, n_chunks, x, x_stride, norm_w, T, o);
+#endif
+}
+
+/* The rows r0 .. r0 + 7 of w that exist (the rest null). */
+MKC_DEVICE void mkc_mma_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
+  for (int r = 0; r < 8; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+}
+
+/* mkc_mma_rows for a whole block, its warps splitting the columns in k-steps
+ * (MKC_SPLIT=1): each warp's outputs go to part (MKC_WARPS x 8 nt x
+ * MKC_T_MAX floats of smem), and warp 0's lanes add theirs in warp order into
+ * o (the same bits on every run). */
+MKC_DEVICE void mkc_mma_split(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks, const float *x,
+                              int x_stride, const mkc_bf16 *norm_w, int T, float *part, float *o) {
+  int share = ((n_chunks + 3) / 4 + MKC_WARPS - 1) / MKC_WARPS * 4; /* whole k-steps */
+  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
+  if (nc < 0) nc = 0;
+  for (int r = 0; r < 8 * nt; r++) { /* this warp's columns of each row */
+    if (wr[r].p) {
+      wr[r].p += 16 * c0;
+      wr[r].row_bytes = 16 * nc;
+    }
+    if (next[r].p) {
+      next[r].p += 16 * c0;
+      next[r].row_bytes = 16 * nc;
+    }
+  }
+  mkc_mma_rows(wr, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
+               o);
+  int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < nt; j++)
+      for (int e = 0; e < 2; e++)
+        if (8 * m + g < T)
+          part[mkc_warp() * per + (8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] =
+              o[(m * nt + j) * 2 + e];
+  mkc_sync_block();
+  if (mkc_warp() == 0)
+    for (int m = 0; m < MKC_MV_MT; m++)
+      for (int j = 0; j < nt; j++)
+        for (int e = 0; e < 2; e++) {
+          float s = 0.0f;
+          if (8 * m + g >= T) continue;
+          for (int wp = 0; wp < MKC_WARPS; wp++)
+            s += part[wp * per + (8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g];
+          o[(m * nt + j) * 2 + e] = s;
+        }
+  mkc_sync_block();
+}
+
+/* mkc_matvec of a bf16 matrix: a warp's 8 rows at a time (or a block's, split). */
+MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
+                               const mkc_bf16 *norm_w, const float *inv_rms, float *out,
+                               int out_stride, int accumulate, int T, float *part) {
+  int split = mkc_split_pays_n(rows, 8), g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * 8;
+  for (int r0 = (split ? mkc_bid() : mkc_grid_warp()) * 8; r0 < rows; r0 += step) {
+    mkc_wrow wr[8], next[8];
+    float o[MKC_MV_MT * 2];
+    mkc_mma_row_block(w, rows, r0, wr);
+    mkc_mma_row_block(w, rows, r0 + step, next);
+    if (split)
+      mkc_mma_split(wr, next, 1, n_chunks, x, x_stride, norm_w, T, part, o);
+    else
+      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    if (split && mkc_warp() != 0) continue;
+    for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
+      for (int e = 0; e < 2; e++) {
+        int t = 8 * m + g, r = r0 + 2 * q + e;
+        if (t >= T || r >= rows) continue;
+        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e], *d = out + t * out_stride + r;
+        *d = accumulate ? *d + v : v;
+      }
+  }
+}
+
+/* mkc_matvec_swiglu of bf16 gate and up: their 8 rows each as two n-tiles. */
+MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
+                                      const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                      const float *inv_rms, float *out, int out_stride, int T,
+                                      float *part) {
+  int split = mkc_split_pays_n(rows, 8), g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * 8;
+  for (int r0 = (split ? mkc_bid() : mkc_grid_warp()) * 8; r0 < rows; r0 += step) {
+    mkc_wrow wr[16], next[16];
+    float o[MKC_MV_MT * 4];
+    mkc_mma_row_block(w_gate, rows, r0, wr);
+    mkc_mma_row_block(w_up, rows, r0, wr + 8);
+    mkc_mma_row_block(w_gate, rows, r0 + step, next);
+    mkc_mma_row_block(w_up, rows, r0 + step, next + 8);
+    if (split)
+      mkc_mma_split(wr, next, 2, n_chunks, x, x_stride, norm_w, T, part, o);
+    else
+      mkc_mma_rows(wr, next, 2, n_chunks, x, x_stride, norm_w, T, o);
+    if (split && mkc_warp() != 0) continue;
+    for (int m = 0; m < MKC_MV_MT; m++)
+      for (int e = 0; e < 2; e++) {
+        int t = 8 * m + g, r = r0 + 2 * q + e;
+        if (t >= T || r >= rows) continue;
+        float gv = o[(m * 2) * 2 + e], uv = o[(m * 2 + 1) * 2 + e];
+        if (norm_w) {
+          gv *= inv_rms[t];
+          uv *= inv_rms[t];
+        }
+        out[t * out_stride + r] = gv / (1.0f + expf(-gv)) * uv;
+      }
+  }
+}
+#endif
+
 /* Up to MKC_PREFETCH_BYTES of what a warp streams first from one of a stage's
  * n_mats matrices, into L2 while its block waits for the others: the first
  * 128-byte lines of its first n rows (r0 = its grid warp * n), or where the
@@ -602,6 +916,13 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
                            int accumulate, int T, float *part) {
+#if MKC_MMA_DECODE
+  if (w.type == MKC_W_BF16) {
+    mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T,
+                   part);
+    return;
+  }
+#endif
   float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
@@ -638,6 +959,13 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, float *out, int out_stride, int T,
                                   float *part) {
+#if MKC_MMA_DECODE
+  if (w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16) {
+    mkc_matvec_swiglu_mma(w_gate, w_up, rows, n_chunks, x, x_stride, norm_w, inv_rms, out,
+                          out_stride, T, part);
+    return;
+  }
+#endif
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   if (mkc_split_pays(rows)) {

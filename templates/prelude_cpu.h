@@ -49,6 +49,9 @@ void mkc_simt_mma_tf32(const unsigned *a, const unsigned *b, int nb, float *c, i
  * are the emulator's main cost). */
 void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int mt, int nt, int MT,
                              int NT);
+/* The same with one part each of A ([MT][4]) and B ([NT][2]): one product. */
+void mkc_simt_mma_tf32_1_queue(const unsigned *a, const unsigned *b, int mt, int nt, int MT,
+                               int NT);
 void mkc_simt_mma_flush(float *c);
 
 #include <string.h>
@@ -350,6 +353,11 @@ MKC_DEVICE void mkc_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb,
                                    int nt, int MT, int NT) {
   (void)c;
   mkc_simt_mma_tf32_queue(a, b, nb, mt, nt, MT, NT);
+}
+MKC_DEVICE void mkc_mma_tf32_1_queue(const unsigned *a, const unsigned *b, float *c, int mt, int nt,
+                                     int MT, int NT) {
+  (void)c;
+  mkc_simt_mma_tf32_1_queue(a, b, mt, nt, MT, NT);
 }
 MKC_DEVICE void mkc_mma_flush(float *c) { mkc_simt_mma_flush(c); }
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc p) {

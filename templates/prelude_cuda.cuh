@@ -210,6 +210,15 @@ MKC_DEVICE unsigned mkc_tf32(float f) {
   return (u & 0x7f800000u) == 0x7f800000u ? u : (u + 0x1000u) & 0xffffe000u;
 #endif
 }
+#if __CUDA_ARCH__ >= 800
+/* d = A B + d, one mma.sync.m16n8k8 tf32 on this lane's fragments. */
+MKC_DEVICE void mkc_mma_sync(const unsigned *a, const unsigned *b, float *d) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
+      "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
 /* One warp's block of mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32:
  * fragments in the PTX ISA's layout, a: [2][MT][4] (A's high and low tf32
  * parts, m-tiles of 16 rows), b: [nb][NT][2] (B's parts, n-tiles of 8
@@ -232,10 +241,7 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
         const unsigned *bj = b + (pb * NT + j) * 2;
         float *d = c + (i * NT + j) * 4;
 #if __CUDA_ARCH__ >= 800
-        asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, "
-            "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(ai[0]), "r"(ai[1]), "r"(ai[2]), "r"(ai[3]), "r"(bj[0]), "r"(bj[1]));
+        mkc_mma_sync(ai, bj, d);
 #else
         int lane = (int)(threadIdx.x & 31u), g = lane >> 2, q = lane & 3;
         for (int k = 0; k < 8; k++) {
@@ -264,5 +270,27 @@ MKC_DEVICE void mkc_mma_tf32(const unsigned *a, const unsigned *b, int nb, float
 MKC_DEVICE void mkc_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, float *c, int mt,
                                    int nt, int MT, int NT) {
   mkc_mma_tf32(a, b, nb, c, mt, nt, MT, NT);
+}
+/* One product per tile, a: [MT][4] one part of A, b: [NT][2] one part of B
+ * (the decode matvec's: A's rows 8 .. 15 carry the low parts itself). Only
+ * sm_80 on: the decode matvec takes it only there. */
+MKC_DEVICE void mkc_mma_tf32_1_queue(const unsigned *a, const unsigned *b, float *c, int mt, int nt,
+                                     int MT, int NT) {
+  for (int i = 0; i < MT; i++) {
+    if (i >= mt) break;
+    for (int j = 0; j < NT; j++) {
+      if (j >= nt) break;
+      const unsigned *ai = a + i * 4, *bj = b + j * 2;
+      float *d = c + (i * NT + j) * 4;
+#if __CUDA_ARCH__ >= 800
+      mkc_mma_sync(ai, bj, d);
+#else
+      (void)ai;
+      (void)bj;
+      (void)d;
+      __trap(); /* the decode matvec uses tensor cores from sm_80 on only */
+#endif
+    }
+  }
 }
 MKC_DEVICE void mkc_mma_flush(float *c) { (void)c; }

@@ -172,6 +172,24 @@ knob_emits MKC_MIN_BLOCKS=4 "MKC_MIN_BLOCKS 4" "MKC_MIN_BLOCKS 3" "MKC_MIN_BLOCK
 MKC_SPLIT=2 expect_error "MKC_SPLIT not 0 or 1" \
   'mkc: error: MKC_SPLIT must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sp.cu"
 knob_emits MKC_SPLIT=1 "MKC_SPLIT 1" "!MKC_SPLIT 1" "MKC_SPLIT=1 emits the split's switch, and only then"
+# MKC_MMA_DECODE=1 (bf16 decode matmuls on tensor cores; off until a GPU measures it): checked,
+# emitted, and speculation on it is lossless: drafts and the lane path (checking schedule) give
+# plain decoding's tokens, which are the reference's. test_kernel checks its logits.
+MKC_MMA_DECODE=2 expect_error "MKC_MMA_DECODE not 0 or 1" \
+  'mkc: error: MKC_MMA_DECODE must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mm.cu"
+knob_emits MKC_MMA_DECODE=1 "MKC_MMA_DECODE 1" "!MKC_MMA_DECODE 1" "MKC_MMA_DECODE=1 is emitted, and only then"
+mma_run() { # NAME DRAFTS [VAR=VALUE]: odd's 32 tokens under MKC_MMA_DECODE=1 into $tmp/mma.NAME
+  env MKC_MMA_DECODE=1 ${3:-} "$mkc" run --preset odd --random-weights 7 -n 32 --prompt-ids 3,1,4,1,5,3,1,4 \
+    --draft-max "$2" --backend cpu >"$tmp/mma.$1" 2>/dev/null
+}
+if mma_run plain 0 && mma_run k4 4 && mma_run k7 7 MKC_SIMT_SEED=2 && mma_run split 4 MKC_SPLIT=1 &&
+  "$mkc" run --preset odd --random-weights 7 -n 32 --prompt-ids 3,1,4,1,5,3,1,4 --backend ref >"$tmp/mma.ref" 2>/dev/null &&
+  [ "$(wc -w <"$tmp/mma.plain")" -eq 32 ] && cmp -s "$tmp/mma.plain" "$tmp/mma.ref" &&
+  cmp -s "$tmp/mma.k4" "$tmp/mma.plain" && cmp -s "$tmp/mma.k7" "$tmp/mma.plain" && cmp -s "$tmp/mma.split" "$tmp/mma.plain"; then
+  ok "MKC_MMA_DECODE=1: drafts 4 and 7 (lane path), split, give plain decoding's 32 tokens, the reference's (odd)"
+else
+  fail "MKC_MMA_DECODE=1 lossless" "$(head -c 300 "$tmp"/mma.* 2>/dev/null)"
+fi
 MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
   'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"
 if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&

@@ -13,6 +13,7 @@
 #include "codegen/host.h"
 #include "formats/dequant.h"
 #include "mkc_state.h"
+#include "rand_bits.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -63,20 +64,6 @@ static const char KERNEL[] =
     "c->T, out + 32 * span);\n"
     "}\n";
 
-static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static uint32_t next_u32(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (uint32_t)(rng >> 16);
-}
-static float uniform(float lo, float hi) { return lo + (hi - lo) * (next_u32() % 100000) / 1e5f; }
-
-static uint16_t bf16_of(float f) {
-  uint32_t u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)((u + 0x7fff + (u >> 16 & 1)) >> 16);
-}
 static void put_f16(unsigned char *p, float f) {
   uint16_t h = mkc_float_to_f16(f);
   p[0] = (unsigned char)h;

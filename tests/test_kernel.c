@@ -151,5 +151,23 @@ int main(void) {
   compare("tiny", 4, 4);
   compare("odd", 4, 3);
   unsetenv("MKC_SPLIT");
+  /* MKC_MMA_DECODE=1, a knob until a GPU has measured it: the bf16 decode matmuls
+   * (o-proj, down, gate/up) on tensor cores, 8 inputs to an m-tile (odd at T_MAX 16: two),
+   * by warp and split over a block's warps */
+  setenv("MKC_MMA_DECODE", "1", 1);
+  shape_note = " (MKC_MMA_DECODE 1)";
+  compare("tiny", 4, 4);
+  compare("tiny", 0, 1);
+  compare("odd", 7, 5);
+  compare("odd", 15, 3);
+  compare("qwen2-tiny", 4, 4);
+  compare("qwen3-tiny", 7, 5);
+  compare("gemma-tiny", 4, 3);
+  setenv("MKC_SPLIT", "1", 1);
+  shape_note = " (MKC_MMA_DECODE 1, MKC_SPLIT 1)";
+  compare("tiny", 4, 4);
+  compare("odd", 15, 5);
+  unsetenv("MKC_SPLIT");
+  unsetenv("MKC_MMA_DECODE");
   return check_done();
 }

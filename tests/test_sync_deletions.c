@@ -26,7 +26,8 @@
  * points of lm_head.cuh, accept.cuh and attention.cuh, where the size of the
  * grid matters (only there does attention split a unit's positions and merge);
  * qwen2-tiny generated with MKC_SPLIT=1 (4 blocks), the points of matvec.cuh
- * and qkv_rope.cuh, where the split matmuls' block barriers are.
+ * and qkv_rope.cuh, where the split matmuls' block barriers are; and with
+ * MKC_MMA_DECODE=1 too, the points of matvec.cuh (the tensor-core split's).
  * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
  * (templates/rounds.cuh), one of 3 rounds drafted by the kernel's first layer
@@ -247,6 +248,7 @@ typedef struct config {
                        * whose points are deleted, with the kernel's own grid barriers */
   const char *preset; /* NULL: name */
   int split;          /* generated with MKC_SPLIT=1 (the split matmuls' block barriers) */
+  int mma;            /* generated with MKC_MMA_DECODE=1 (the tensor-core decode matmuls) */
 } config;
 
 /* The phases: greedy against the reference, then the sampler's paths against the unmutated
@@ -571,8 +573,10 @@ static int script_open(script *sc, const config *c) {
                     .threads = c->threads,
                     .model = c->model};
   if (c->split) setenv("MKC_SPLIT", "1", 1);
+  if (c->mma) setenv("MKC_MMA_DECODE", "1", 1);
   int gen = mkc_codegen(&o, &sc->fx.g, &sc->fx.src);
   unsetenv("MKC_SPLIT");
+  unsetenv("MKC_MMA_DECODE");
   if (gen != 0 || mkc_weights_random(&sc->fx.w, &sc->fx.g, 7)) return -1;
   const mkc_graph *g = &sc->fx.g;
   static const int PROMPT[PROMPT_LEN] = {1, 17, 42, 99, 5, 200, 33, 7, 250};
@@ -988,18 +992,21 @@ int main(void) {
                                       .rope_layout = MKC_ROPE_INTERLEAVED,
                                       .tied = 1};
   static const config configs[] = {
-      {"tiny", 4, 128, 4, NULL, NULL, NULL, 0},
+      {"tiny", 4, 128, 4, NULL, NULL, NULL, 0, 0},
       /* per-head norms (the head_ready counters); the sampler's points are tiny's alone */
       {"qwen3-tiny", 4, 128, 3, NULL,
        "templates/common.cuh templates/matvec.cuh templates/qkv_rope.cuh "
        "templates/attention.cuh templates/lm_head.cuh templates/accept.cuh",
-       NULL, 0},
+       NULL, 0, 0},
       {"wide", 4, 64, 64, &wide,
-       "templates/lm_head.cuh templates/accept.cuh templates/attention.cuh", NULL, 0},
+       "templates/lm_head.cuh templates/accept.cuh templates/attention.cuh", NULL, 0, 0},
       /* MKC_SPLIT=1, off by default since the H100 measured it slower: qwen2-tiny's
        * matmuls (QKV included: no per-head norms) split at 4 blocks of 4 rows */
       {"qwen2-tiny, MKC_SPLIT=1", 4, 128, 4, NULL, "templates/matvec.cuh templates/qkv_rope.cuh",
-       "qwen2-tiny", 1},
+       "qwen2-tiny", 1, 0},
+      /* MKC_MMA_DECODE=1 with the split: the tensor-core matmuls' block barriers */
+      {"qwen2-tiny, MKC_MMA_DECODE=1 MKC_SPLIT=1", 4, 128, 4, NULL, "templates/matvec.cuh",
+       "qwen2-tiny", 1, 1},
   };
   const char *only = getenv("MKC_TEST_ONLY"); /* one kernel, by name: for a closer look */
   for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)

@@ -212,7 +212,7 @@ struct mkc_simt_fiber {
  * of its barriers, the values each holds, and the values a lane function may
  * write. Past any of these a sum is a meeting again. */
 #define COLL_CAP 64
-#define COLL_VALS 128
+#define COLL_VALS 256
 #define COLL_LANE_MAX 1024
 /* The largest mma meeting (mkc_simt_mma_tf32): per lane 2 x MT x 4 words of
  * A, 2 x NT x 2 of B and MT x NT x 4 accumulators. */
@@ -236,11 +236,11 @@ typedef struct warp {
   int sum_gen[2];
   /* mma meetings, double-buffered alike: each lane's queued fragments and
    * its accumulators in, the accumulators out (computed once, by the first
-   * lane to run after the barrier), each lane's (nb, mt, nt, MT, NT, steps),
+   * lane to run after the barrier), each lane's (nb, mt, nt, MT, NT, na, steps),
    * which must agree, and the products each lane has queued so far. */
   unsigned mma_in[2][MMA_WORDS][WARP];
   float mma_out[2][4 * MMA_MT_MAX * MMA_NT_MAX][WARP];
-  int mma_shape[2][WARP][6];
+  int mma_shape[2][WARP][7];
   int mma_gen[2];
   int mma_queued[2][WARP];
   int gen;       /* warp barriers passed this launch */
@@ -756,13 +756,14 @@ static inline void scatter_d(const v8f D[16], float (*out)[WARP]) {
  * order; the rows' sums are independent, so 8 advance together (in
  * registers) instead of one long chain of additions at a time. */
 static inline void mma_tile(v8f D[16], v8f A[2][MMA_MT_MAX][16], v8f B[2][MMA_NT_MAX][8], int i,
-                            int j, int nb) {
+                            int j, int na, int nb) {
   for (int half = 0; half < 16; half += 8) { /* 8 rows: their sums fit in registers */
     v8f d[8];
 #pragma GCC unroll 8
     for (int row = 0; row < 8; row++) d[row] = D[half + row];
     for (int p = 0; p < 3; p++) { /* (a0, b0), (a1, b0), (a0, b1): the CUDA prelude's order */
       int pa = p == 1, pb = p == 2;
+      if (pa >= na) continue;
       if (pb >= nb) break;
       for (int k = 0; k < 8; k++) {
         v8f b = B[pb][j][k];
@@ -783,32 +784,33 @@ static inline void mma_tile(v8f D[16], v8f A[2][MMA_MT_MAX][16], v8f B[2][MMA_NT
 __attribute__((target_clones("avx2", "default")))
 #endif
 static void
-mma_compute(warp *w, int par, int steps, int nb, int mt, int nt, int MT, int NT) {
+mma_compute(warp *w, int par, int steps, int na, int nb, int mt, int nt, int MT, int NT) {
   unsigned(*in)[WARP] = w->mma_in[par];
   v8f A[2][MMA_MT_MAX][16], B[2][MMA_NT_MAX][8], D[MMA_MT_MAX * MMA_NT_MAX][16];
   for (int i = 0; i < mt; i++)
     for (int j = 0; j < nt; j++) gather_c(in + MMA_C_AT + (i * NT + j) * 4, D[i * NT + j]);
   for (int s = 0; s < steps; s++) { /* the products in the order the lanes queued them */
     unsigned(*step)[WARP] = in + s * MMA_AB_WORDS;
-    for (int p = 0; p < 2; p++)
+    for (int p = 0; p < na; p++)
       for (int i = 0; i < mt; i++) gather_a(step + (p * MT + i) * 4, A[p][i]);
     for (int p = 0; p < nb; p++)
       for (int j = 0; j < nt; j++) gather_b(step + 8 * MT + (p * NT + j) * 2, B[p][j]);
     for (int i = 0; i < mt; i++)
-      for (int j = 0; j < nt; j++) mma_tile(D[i * NT + j], A, B, i, j, nb);
+      for (int j = 0; j < nt; j++) mma_tile(D[i * NT + j], A, B, i, j, na, nb);
   }
   for (int i = 0; i < mt; i++)
     for (int j = 0; j < nt; j++) scatter_d(D[i * NT + j], w->mma_out[par] + (i * NT + j) * 4);
 }
 
-/* A product queued by this lane: its A and B fragments stored, nothing
- * computed until the flush. The shape must be the same at every step. */
-void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int mt, int nt, int MT,
-                             int NT) {
+/* A product queued by this lane: its A and B fragments stored (na, nb: their
+ * parts), nothing computed until the flush. The shape must be the same at
+ * every step. */
+static void mma_queue(const unsigned *a, const unsigned *b, int na, int nb, int mt, int nt, int MT,
+                      int NT) {
   struct mkc_simt_fiber *f = self();
   warp *w = &f->block->warps[f->tid / WARP];
   int lane = f->tid % WARP, par = w->gen & 1, *queued = &w->mma_queued[par][lane];
-  const int shape[5] = {nb, mt, nt, MT, NT};
+  const int shape[6] = {nb, mt, nt, MT, NT, na};
   if (MT < 1 || MT > MMA_MT_MAX || NT < 1 || NT > MMA_NT_MAX || mt < 0 || mt > MT || nt < 0 ||
       nt > NT || nb < 1 || nb > 2) {
     fail("block %d thread %d: mma: tiles %d x %d of %d x %d, %d B parts: outside what the "
@@ -827,9 +829,19 @@ void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int m
   }
   memcpy(w->mma_shape[par][lane], shape, sizeof shape);
   unsigned(*in)[WARP] = w->mma_in[par] + *queued * MMA_AB_WORDS;
-  for (int k = 0; k < 8 * MT; k++) in[k][lane] = a[k];
+  for (int k = 0; k < 4 * na * MT; k++) in[k][lane] = a[k];
   for (int k = 0; k < 2 * nb * NT; k++) in[8 * MT + k][lane] = b[k];
   ++*queued;
+}
+
+void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int mt, int nt, int MT,
+                             int NT) {
+  mma_queue(a, b, 2, nb, mt, nt, MT, NT);
+}
+
+void mkc_simt_mma_tf32_1_queue(const unsigned *a, const unsigned *b, int mt, int nt, int MT,
+                               int NT) {
+  mma_queue(a, b, 1, 1, mt, nt, MT, NT);
 }
 
 /* The warp meets; the first lane released runs every queued product on the
@@ -848,18 +860,18 @@ void mkc_simt_mma_flush(float *c) {
     abandon(f);
   }
   int *shape = w->mma_shape[par][lane], mt = shape[1], nt = shape[2], MT = shape[3], NT = shape[4];
-  shape[5] = steps;
+  shape[6] = steps;
   for (int k = 0; k < 4 * MT * NT; k++) memcpy(&w->mma_in[par][MMA_C_AT + k][lane], &c[k], 4);
   wait_at(f, WAIT_WARP);
   if (w->mma_gen[par] != gen + 1) { /* the first lane released computes the tiles */
     for (int l = 0; l < WARP; l++)
-      if (memcmp(w->mma_shape[par][l], shape, 6 * sizeof *shape) != 0) {
+      if (memcmp(w->mma_shape[par][l], shape, 7 * sizeof *shape) != 0) {
         fail("block %d warp %d: mma: lane %d asks for another shape or number of products than "
              "lane %d (mma.sync needs the same in every lane)",
              f->block->bid, f->tid / WARP, l, lane);
         abandon(f);
       }
-    mma_compute(w, par, steps, shape[0], mt, nt, MT, NT);
+    mma_compute(w, par, steps, shape[5], shape[0], mt, nt, MT, NT);
     w->mma_gen[par] = gen + 1;
   }
   w->mma_queued[par][lane] = 0;
