@@ -82,12 +82,15 @@ bench() { # RUN: one mkc bench table into the summary (not if its name is in $BE
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
 for run in "${BENCH_RUNS[@]:0:6}"; do bench "$run"; done
-for b in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate (tests/gpu/shapes.sh)
+for entry in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate (tests/gpu/shapes.sh)
   [ "$(left)" -gt 40 ] || break
-  slot_args "$b" "$out/slots-$b.txt"
-  say "-- slots B = $b: mkc ${slot_run[*]}"
-  timeout "$(limit 60)" build/mkc "${slot_run[@]}" --backend cuda >"$out/slots-$b.out" 2>"$out/slots-$b.err"
-  say "exit $?: $(tail -n 1 "$out/slots-$b.err")"
+  read -r b envs <<<"$entry"
+  f="$out/slots-${entry// /-}"
+  slot_args "$b" "$f.txt"
+  say "-- slots B = $b: $envs mkc ${slot_run[*]}"
+  # shellcheck disable=SC2086 # envs: VAR=VALUE words
+  timeout "$(limit 60)" env $envs build/mkc "${slot_run[@]}" --backend cuda >"$f.out" 2>"$f.err"
+  say "exit $?: $(tail -n 1 "$f.err")"
 done
 [ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
 if [ "$(left)" -gt 40 ]; then

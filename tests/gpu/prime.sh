@@ -80,11 +80,14 @@ for run in "${BENCH_RUNS[@]}"; do
   until_cached "$pat" "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda
   echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
-for b in "${SLOT_RUNS[@]}"; do # the slot kernels bench.sh runs (B = 1: l1b's plain T = 1 kernel)
-  [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" slots-$b "* ]] && continue
-  slot_args "$b" build/gpu-prime/slots-$b.txt
-  until_cached "preset" build/mkc "${slot_run[@]}" --backend cuda
-  echo "fake slots-$b: $(ls "$fake/cuda" | wc -l) kernels so far"
+for entry in "${SLOT_RUNS[@]}"; do # the slot kernels bench.sh runs (B = 1: l1b's plain kernel)
+  read -r b envs <<<"$entry"
+  name="slots-${entry// /-}"
+  [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $name "* ]] && continue
+  slot_args "$b" "build/gpu-prime/$name.txt"
+  # shellcheck disable=SC2086 # envs: VAR=VALUE words
+  until_cached "preset" $envs build/mkc "${slot_run[@]}" --backend cuda
+  echo "fake $name: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"
 

@@ -14,30 +14,35 @@ BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
+  # verify step beside the rows above, by warp and split over a block's warps
+  "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
+  "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
   "l1b-stages $l1b -p 64 -n 32 --stages"
+  "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
-  # 4 blocks per SM (128 registers): T = 1 kernels (--draft-max 0) fit without a spill, T = 5
-  # spills 16 B; tune-base is the default kernel on the same short tests
-  "tune-t1-b4 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  # the T = 1 kernels (--draft-max 0), CUDA cores and tensor cores
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
-  "tune-b4 MKC_MIN_BLOCKS=4 $l1bt"
-  "tune-base $l1bt"
-  "l1b-grid MKC_SYNC=grid $l1b -p 512"
-  "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
+  "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
+  "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   # the draft sources (issue 15): plain, prompt lookup and self-speculation (first L
   # layers), one step per launch and 16 drafted in the kernel; the drafter head on the
   # hidden state (random weights: its cost, not its acceptance)
   "l1b-self $l1bt --draft-layers 4 --rounds 16"
   "l1b-head $l1bt --draft-head"
   "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
+  "l1b-grid MKC_SYNC=grid $l1b -p 512"
 )
 
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
 # weights: `mkc run --batch` of B lines of 16-token prompts, 128 greedy tokens each, no drafts,
 # against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
 # B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
-SLOT_RUNS=(1 4 16 64)
+# An entry is "B [VAR=VALUE...]": the tensor-core decode matmuls (MKC_MMA_DECODE=1) at B = 1, 4
+# and 16, for B = 16 >= 8 x B = 1.
+SLOT_RUNS=(1 4 16 64 "1 MKC_MMA_DECODE=1" "4 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
   : >"$2"
