@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates a5d4ed7f7e25b11a, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates cadd397d2fcd5aa6, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2097,6 +2097,71 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
  * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
+#if MKC_MMA_DECODE
+/* mkc_qkv_rope on tensor cores (templates/matvec.cuh) where no head norm waits
+ * and all three matrices are bf16: a warp takes 4 pairs as one n-tile, pair
+ * k's rows at 2k and 2k + 1, so lane (g, q) holds pair q of input 8m + g
+ * whole, and rotates and stores it itself. */
+MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
+                                 const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
+                                 int kv_heads, int head_dim, int layout, mkc_rope rotary,
+                                 const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                 const float *inv_rms, float *q_out, int q_stride,
+                                 mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
+                                 const mkc_rowmap *rows) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
+  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * 4;
+  int g = mkc_lane() >> 2, qd = mkc_lane() & 3;
+  for (int p0 = mkc_grid_warp() * 4; p0 < n_pairs; p0 += step) {
+    mkc_wrow wr[8], next[8];
+    for (int k = 0; k < 4; k++) {
+      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
+      wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
+      if (p < n_pairs) {
+        mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
+                                          kv_pairs, head_dim, layout);
+        wr[2 * k] = mkc_wmat_row(pq.w, pq.r0);
+        wr[2 * k + 1] = mkc_wmat_row(pq.w, pq.r1);
+      }
+      if (pn < n_pairs) {
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
+                                          kv_pairs, head_dim, layout);
+        next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
+        next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
+      }
+    }
+    float o[MKC_MV_MT * 2];
+    mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    if (p0 + qd >= n_pairs) continue;
+    mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
+                                     kv_pairs, head_dim, layout);
+    /* q in float in scratch; k and v in the cache ([kv_head][kv_rows][head_dim]) */
+    mkc_kv *cache = q.kind ? (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim : 0;
+    float *head = q.kind == 0 ? q_out + q.h * head_dim : 0;
+    float bias0 = q.bias ? mkc_bf16_to_f32(q.bias[q.r0]) : 0.0f;
+    float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
+    float mscale = 1.0f;
+    float inv_freq = q.kind != 2 ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+    for (int m = 0; m < MKC_MV_MT; m++) { /* compile-time bounds: o stays in registers */
+      int t = 8 * m + g;
+      if (t >= T) continue;
+      float ra = (norm_w ? o[m * 2] * inv_rms[t] : o[m * 2]) + bias0;
+      float rb = (norm_w ? o[m * 2 + 1] * inv_rms[t] : o[m * 2 + 1]) + bias1;
+      int at = mkc_row_pos(rows, pos, t);
+      if (q.kind != 2) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
+      if (head) {
+        head[(long)t * q_stride + q.i0] = ra;
+        head[(long)t * q_stride + q.i1] = rb;
+      } else {
+        long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
+        cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
+        cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
+      }
+    }
+  }
+}
+#endif
+
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
@@ -2106,6 +2171,15 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                              const mkc_rowmap *rows, float *part) {
+#if MKC_MMA_DECODE
+  if (!q_norm_w && !k_norm_w && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 &&
+      w_v.type == MKC_W_BF16) {
+    mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
+                     rotary, x, x_stride, norm_w, inv_rms, q_out, q_stride, k_cache, v_cache,
+                     kv_rows, pos, T, rows);
+    return;
+  }
+#endif
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
@@ -3923,7 +3997,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 3927 "llama.tiny.cu"
+#line 4001 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
