@@ -26,6 +26,8 @@ BENCH_RUNS=(
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
   "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
+  # SmolLM2's T = 1 kernel: also tests/gpu/prose.sh's plain decoding (the same shapes as the real file)
+  "smollm2-t1 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 0 -n 128 -p 512"
   "smollm2-bf16 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --dequant"
   # the draft sources (issue 15): plain, prompt lookup and self-speculation (first L
   # layers), one step per launch and 16 drafted in the kernel; the drafter head on the
