@@ -39,6 +39,15 @@ if [ -z "${PRIME_RUNS:-}" ] || [ -n "${PRIME_SUITE:-}" ]; then
     build/mkc run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 \
       --backend cuda >/dev/null 2>&1
   done
+  # tests/gpu/run.sh's compute-sanitizer runs of the tensor-core decode matmuls
+  for e in MKC_MMA_DECODE=1 "MKC_MMA_DECODE=1 MKC_SPLIT=1"; do
+    # shellcheck disable=SC2086 # e: VAR=VALUE words
+    env $e build/mkc run --preset odd --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 7 \
+      --backend cuda >/dev/null 2>&1
+  done
+  printf '1,2,3\n5,6,7,8,9\n42,7\n' >build/gpu-prime/batch.txt
+  MKC_MMA_DECODE=1 build/mkc run --preset tiny --random-weights 3 -n 6 --batch build/gpu-prime/batch.txt \
+    --slots 3 --draft-max 2 --backend cuda >/dev/null 2>&1
 fi
 # What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
 # PATTERN: a regex the header of the last kernel the run asks for matches ("preset" for

@@ -81,6 +81,12 @@ elif [ -x "$cs" ]; then
     # shellcheck disable=SC2086
     sanitize "$run" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 $extra
   done
+  # the decode matmuls on tensor cores (MKC_MMA_DECODE=1): by warp at T = 8, split over a block's
+  # warps (its shared-memory partials), and a slot kernel's two m-tiles (T = 9)
+  MKC_MMA_DECODE=1 sanitize "odd, MKC_MMA_DECODE=1" run --preset odd --random-weights 3 -n 6 \
+    --prompt-ids 1,2,3,1,2 --draft-max 7
+  MKC_MMA_DECODE=1 MKC_SPLIT=1 sanitize "odd, MKC_MMA_DECODE=1 MKC_SPLIT=1" run --preset odd \
+    --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 7
   # a slot kernel: three sequences in one step, one sampled (the per-slot sampler loops)
   printf '1,2,3\n5,6,7,8,9\n42,7\n' >"$tmp/batch.txt"
   sanitize "tiny --batch on 3 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \
@@ -88,6 +94,8 @@ elif [ -x "$cs" ]; then
   # wide steps: 3 slots of 1 + 12 drafts, 39 rows past the decode path's 32 (the tiled path)
   sanitize "tiny --batch, wide steps" run --preset tiny --random-weights 3 -n 8 --batch "$tmp/batch.txt" \
     --slots 3 --draft-max 12
+  MKC_MMA_DECODE=1 sanitize "tiny --batch on 3 slots, MKC_MMA_DECODE=1" run --preset tiny \
+    --random-weights 3 -n 6 --batch "$tmp/batch.txt" --slots 3 --draft-max 2
 else
   skip "compute-sanitizer: not found"
 fi
