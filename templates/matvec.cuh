@@ -581,8 +581,8 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
  * lane (g, q) loads chunk 4s + q (8 columns) of row g and of input 8m + g, and
  * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
  * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
- * the two parts hold an input within 2^-22 of it; the products are exact and
- * summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
+ * the two parts hold an input within 2^-20 of it (mkc_tf32_cut); the
+ * products are exact and summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
  * and lanes past T load none: a verify or slot row costs tensor-core time,
  * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
  * same code serves every T, so a row's bits do not depend on the step's T
@@ -602,6 +602,12 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 #define MKC_MMA_UNROLL 4
 #endif
 typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 4 ? 1 : -1];
+
+/* An input's tf32 parts are cut, not rounded: the high part is its top 19 bits
+ * (one AND, where sm_90 spends a dozen instructions on cvt.rna's rounding for
+ * each of 8 values a lane splits per k-step), the low part the same of the
+ * exact remainder. The two hold the input within 2^-20 of it, relatively. */
+MKC_DEVICE_INLINE unsigned mkc_tf32_cut(float f) { return mkc_f32_bits(f) & 0xffffe000u; }
 
 /* This lane's (g, q) outputs of rows w[0 .. 8 nt) (n-tile j: w[8j .. 8j + 8),
  * null rows 0) with the T inputs, o[(m * nt + j) * 2 + e] = w[8j + 2q + e] .
@@ -640,11 +646,11 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
         unsigned a[MKC_MV_MT * 4], b[MKC_MV_NT * 2];
         for (int m = 0; m < MKC_MV_MT;
              m++) { /* a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4) */
-          unsigned h0 = mkc_tf32(xv[m][2 * i]), h1 = mkc_tf32(xv[m][2 * i + 1]);
+          unsigned h0 = mkc_tf32_cut(xv[m][2 * i]), h1 = mkc_tf32_cut(xv[m][2 * i + 1]);
           a[m * 4] = h0;
-          a[m * 4 + 1] = mkc_tf32(xv[m][2 * i] - mkc_bits_f32(h0));
+          a[m * 4 + 1] = mkc_tf32_cut(xv[m][2 * i] - mkc_bits_f32(h0));
           a[m * 4 + 2] = h1;
-          a[m * 4 + 3] = mkc_tf32(xv[m][2 * i + 1] - mkc_bits_f32(h1));
+          a[m * 4 + 3] = mkc_tf32_cut(xv[m][2 * i + 1] - mkc_bits_f32(h1));
         }
         for (int j = 0; j < MKC_MV_NT; j++) { /* b0 (q, g), b1 (q + 4, g): columns 2i and 2i + 1 */
           unsigned word = i == 0   ? wc[u][j].x
@@ -701,8 +707,8 @@ __attribute__((noinline)) static void mkc_mma_warp_of(const mkc_wrow *w, int nt,
           int col = 32 * s + o;
           float v = o < cols ? x[t * x_stride + col] : 0.0f;
           if (norm_w && o < cols) v *= mkc_bf16_to_f32(norm_w[col]);
-          xh[o] = mkc_bits_f32(mkc_tf32(v));
-          xl[o] = mkc_bits_f32(mkc_tf32(v - xh[o]));
+          xh[o] = mkc_bits_f32(mkc_tf32_cut(v));
+          xl[o] = mkc_bits_f32(mkc_tf32_cut(v - xh[o]));
         }
         mkc_mma_v8f h = dh[t], l = dl[t];
         for (int i = 0; i < 4; i++)

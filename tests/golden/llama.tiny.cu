@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates cadd397d2fcd5aa6, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates cabb0948d3dcae00, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1482,8 +1482,8 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
  * lane (g, q) loads chunk 4s + q (8 columns) of row g and of input 8m + g, and
  * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
  * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
- * the two parts hold an input within 2^-22 of it; the products are exact and
- * summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
+ * the two parts hold an input within 2^-20 of it (mkc_tf32_cut); the
+ * products are exact and summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
  * and lanes past T load none: a verify or slot row costs tensor-core time,
  * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
  * same code serves every T, so a row's bits do not depend on the step's T
@@ -1503,6 +1503,12 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 #define MKC_MMA_UNROLL 4
 #endif
 typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 4 ? 1 : -1];
+
+/* An input's tf32 parts are cut, not rounded: the high part is its top 19 bits
+ * (one AND, where sm_90 spends a dozen instructions on cvt.rna's rounding for
+ * each of 8 values a lane splits per k-step), the low part the same of the
+ * exact remainder. The two hold the input within 2^-20 of it, relatively. */
+MKC_DEVICE_INLINE unsigned mkc_tf32_cut(float f) { return mkc_f32_bits(f) & 0xffffe000u; }
 
 /* This lane's (g, q) outputs of rows w[0 .. 8 nt) (n-tile j: w[8j .. 8j + 8),
  * null rows 0) with the T inputs, o[(m * nt + j) * 2 + e] = w[8j + 2q + e] .
@@ -1541,11 +1547,11 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
         unsigned a[MKC_MV_MT * 4], b[MKC_MV_NT * 2];
         for (int m = 0; m < MKC_MV_MT;
              m++) { /* a0 (g, q), a1 (g + 8, q), a2 (g, q + 4), a3 (g + 8, q + 4) */
-          unsigned h0 = mkc_tf32(xv[m][2 * i]), h1 = mkc_tf32(xv[m][2 * i + 1]);
+          unsigned h0 = mkc_tf32_cut(xv[m][2 * i]), h1 = mkc_tf32_cut(xv[m][2 * i + 1]);
           a[m * 4] = h0;
-          a[m * 4 + 1] = mkc_tf32(xv[m][2 * i] - mkc_bits_f32(h0));
+          a[m * 4 + 1] = mkc_tf32_cut(xv[m][2 * i] - mkc_bits_f32(h0));
           a[m * 4 + 2] = h1;
-          a[m * 4 + 3] = mkc_tf32(xv[m][2 * i + 1] - mkc_bits_f32(h1));
+          a[m * 4 + 3] = mkc_tf32_cut(xv[m][2 * i + 1] - mkc_bits_f32(h1));
         }
         for (int j = 0; j < MKC_MV_NT; j++) { /* b0 (q, g), b1 (q + 4, g): columns 2i and 2i + 1 */
           unsigned word = i == 0   ? wc[u][j].x
@@ -1602,8 +1608,8 @@ __attribute__((noinline)) static void mkc_mma_warp_of(const mkc_wrow *w, int nt,
           int col = 32 * s + o;
           float v = o < cols ? x[t * x_stride + col] : 0.0f;
           if (norm_w && o < cols) v *= mkc_bf16_to_f32(norm_w[col]);
-          xh[o] = mkc_bits_f32(mkc_tf32(v));
-          xl[o] = mkc_bits_f32(mkc_tf32(v - xh[o]));
+          xh[o] = mkc_bits_f32(mkc_tf32_cut(v));
+          xl[o] = mkc_bits_f32(mkc_tf32_cut(v - xh[o]));
         }
         mkc_mma_v8f h = dh[t], l = dl[t];
         for (int i = 0; i < 4; i++)
@@ -2106,8 +2112,8 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
                                  const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                                  int kv_heads, int head_dim, int layout, mkc_rope rotary,
                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                 const float *inv_rms, float *q_out, int q_stride,
-                                 mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
+                                 const float *inv_rms, float *q_out, int q_stride, mkc_kv *k_cache,
+                                 mkc_kv *v_cache, int kv_rows, int pos, int T,
                                  const mkc_rowmap *rows) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * 4;
@@ -2118,14 +2124,14 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
-        mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
-                                          kv_pairs, head_dim, layout);
+        mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
+                                          head_dim, layout);
         wr[2 * k] = mkc_wmat_row(pq.w, pq.r0);
         wr[2 * k + 1] = mkc_wmat_row(pq.w, pq.r1);
       }
       if (pn < n_pairs) {
-        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
-                                          kv_pairs, head_dim, layout);
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
+                                          head_dim, layout);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
@@ -2133,8 +2139,8 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     float o[MKC_MV_MT * 2];
     mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
     if (p0 + qd >= n_pairs) continue;
-    mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs,
-                                     kv_pairs, head_dim, layout);
+    mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
+                                     head_dim, layout);
     /* q in float in scratch; k and v in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = q.kind ? (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim : 0;
     float *head = q.kind == 0 ? q_out + q.h * head_dim : 0;
@@ -3997,7 +4003,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4001 "llama.tiny.cu"
+#line 4007 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
