@@ -355,6 +355,12 @@ function emit.source(graph, plan, opts)
   if knob("MKC_MMA_DECODE", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_MMA_DECODE 1 /* MKC_MMA_DECODE=1: bf16 decode matmuls on tensor cores */")
   end
+  -- with it, the k-steps whose weight loads a lane has in flight (default 4)
+  local mma_unroll = knob("MKC_MMA_UNROLL", "1 to 8", function(u) return u >= 1 and u <= 8 end)
+  if mma_unroll then
+    put(("#define MKC_MMA_UNROLL %d /* MKC_MMA_UNROLL: k-steps a tensor-core matvec lane loads at once */"):format(
+      mma_unroll))
+  end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",
     function(b) return b >= 0 and b <= 65536 and b % 128 == 0 end)

@@ -29,11 +29,12 @@ typedef struct mma_case {
   const uint16_t *norm; /* bf16, or null */
 } mma_case;
 
-/* %d: MKC_T_MAX. Every lane writes its fragments' outputs; lane 0 then the
- * warp path's sums after them. */
+/* %d: MKC_T_MAX, MKC_MMA_UNROLL. Every lane writes its fragments' outputs;
+ * lane 0 then the warp path's sums after them. */
 static const char KERNEL[] =
     "#define MKC_THREADS 32\n"
     "#define MKC_T_MAX %d\n"
+    "#define MKC_MMA_UNROLL %d\n"
     "#define MKC_KV_BF16 1\n"
     "#define MKC_MMA_DECODE 1\n"
     "#include \"prelude_cpu.h\"\n"
@@ -136,7 +137,7 @@ static void one(mkc_cpu_kernel *k, int nt, int n_chunks, int T, int norm, int nu
   free(g);
 }
 
-static void cases(mkc_cpu_kernel *k, int t_max) {
+static void cases(mkc_cpu_kernel *k, int t_max, int unroll) {
   char what[200];
   /* 72 chunks: SmolLM2's 576; 256: llama-3.2-1b's 2048; 37 and 6: not whole k-steps, 6 fewer
    * chunks than lanes */
@@ -147,28 +148,32 @@ static void cases(mkc_cpu_kernel *k, int t_max) {
       if (Ts[ti] > t_max) continue;
       for (int nt = 1; nt <= 2; nt++)
         for (int norm = 0; norm < 2; norm++) {
-          snprintf(what, sizeof what, "T_MAX %d: %d rows of %d, T = %d, %s", t_max, 8 * nt,
-                   widths[wi] * 8, Ts[ti], norm ? "norm" : "no norm");
+          snprintf(what, sizeof what, "T_MAX %d, unroll %d: %d rows of %d, T = %d, %s", t_max,
+                   unroll, 8 * nt, widths[wi] * 8, Ts[ti], norm ? "norm" : "no norm");
           one(k, nt, widths[wi], Ts[ti], norm, 0, what);
         }
     }
-  snprintf(what, sizeof what, "T_MAX %d: 16 rows of 296, a row in three missing, norm", t_max);
+  snprintf(what, sizeof what, "T_MAX %d, unroll %d: 16 rows of 296, a row in three missing, norm",
+           t_max, unroll);
   one(k, 2, 37, t_max < 3 ? t_max : 3, 1, 3, what);
-  snprintf(what, sizeof what, "T_MAX %d: 8 rows of 8192, T = 2, norm", t_max);
+  snprintf(what, sizeof what, "T_MAX %d, unroll %d: 8 rows of 8192, T = 2, norm", t_max, unroll);
   one(k, 1, 1024, 2, 1, 0, what);
 }
 
 int main(void) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/templates", mkc_home());
-  static const int t_maxes[] = {5, 16}; /* one m-tile (a verify step), two (slots) */
-  for (int i = 0; i < 2; i++) {
-    static char source[sizeof KERNEL + 16];
-    snprintf(source, sizeof source, KERNEL, t_maxes[i]);
+  /* T_MAX 5: one m-tile (a verify step); 16: two (slots). Unroll 4, the default; 3 and 8: the
+   * k-steps a lane loads at once end mid-row, and 8 flushes the emulator's queue mid-batch */
+  static const int shapes[][2] = {{5, 4}, {16, 4}, {5, 3}, {16, 8}};
+  for (int i = 0; i < 4; i++) {
+    static char source[sizeof KERNEL + 32];
+    snprintf(source, sizeof source, KERNEL, shapes[i][0], shapes[i][1]);
     mkc_cpu_kernel *k = mkc_cpu_kernel_open(source, "mma_decode.c", dir);
-    if (!CHECK(k != NULL, "the tensor-core matvec test kernel builds (T_MAX %d)", t_maxes[i]))
+    if (!CHECK(k != NULL, "the tensor-core matvec test kernel builds (T_MAX %d, unroll %d)",
+               shapes[i][0], shapes[i][1]))
       return check_done();
-    cases(k, t_maxes[i]);
+    cases(k, shapes[i][0], shapes[i][1]);
     mkc_cpu_kernel_close(k);
   }
   return check_done();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates cabb0948d3dcae00, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates cfa25413e0a21643, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1498,11 +1498,11 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
 #define MKC_MV_MT ((MKC_T_MAX + 7) / 8) /* m-tiles: 8 inputs each */
 #define MKC_MV_NT 2 /* n-tiles at most: one matrix's 8 rows, or gate's and up's */
 /* k-steps (4 chunks) whose weight loads a lane issues before the first product:
- * 16 bytes per n-tile each; 4 x 4 products fill the emulator's queue of 16 */
+ * 16 bytes per n-tile each (MKC_MMA_UNROLL, a knob for the GPU's A/B: 1 to 8) */
 #ifndef MKC_MMA_UNROLL
 #define MKC_MMA_UNROLL 4
 #endif
-typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 4 ? 1 : -1];
+typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 8 ? 1 : -1];
 
 /* An input's tf32 parts are cut, not rounded: the high part is its top 19 bits
  * (one AND, where sm_90 spends a dozen instructions on cvt.rna's rounding for
@@ -1529,8 +1529,14 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
       mkc_u4 z = {0u, 0u, 0u, 0u};
       wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
     }
+    int queued = 0; /* products since the last flush: the emulator's queue holds 16 */
     MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) {
       if (c0 + 4 * u >= n_chunks) break; /* past the warp's last k-step */
+      if (queued == 16) {
+        mkc_mma_flush(c);
+        queued = 0;
+      }
+      queued += 4;
       int ch = c0 + 4 * u + q;
       float gn[8], xv[MKC_MV_MT][8];
       if (norm_w && ch < n_chunks) mkc_unpack8(mkc_load_u4(norm_w + ch * 8), gn);
@@ -1564,7 +1570,7 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
         mkc_mma_tf32_1_queue(a, b, c, mt, nt, MKC_MV_MT, MKC_MV_NT);
       }
     }
-    mkc_mma_flush(c);
+    mkc_mma_flush(c); /* queued > 0: the loop's first k-step always runs */
   }
   /* c0 (g, 2q), c1 (g, 2q + 1): the high parts' sums; c2, c3 (g + 8, ...) the low parts' */
   for (int m = 0; m < MKC_MV_MT; m++)
@@ -4003,7 +4009,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4007 "llama.tiny.cu"
+#line 4013 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

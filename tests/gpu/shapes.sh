@@ -21,6 +21,7 @@ BENCH_RUNS=(
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
+  "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   # the T = 1 kernels (--draft-max 0), CUDA cores and tensor cores
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
