@@ -5,7 +5,10 @@ return function(st, ctx)
   local at = ctx.smem_layout(smem)
   local seq, row = ctx.seq, ctx.seq.row
   return {
-    work = "T tokens, block 0 only (its threads share the argmax over the blocks' partials)",
+    -- a slot kernel's slots accept on blocks side by side (block first[s] of the row map)
+    work = ctx.slots > 0
+      and "each slot's T tokens, one block per slot (its threads share the argmax over the blocks' partials)"
+      or "T tokens, block 0 only (its threads share the argmax over the blocks' partials)",
     smem = smem,
     items = { t = 1, unit = "thread of block 0" },
     flops = {},
