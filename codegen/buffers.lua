@@ -219,6 +219,15 @@ function buffers.plan(graph, stages, opts)
     plan.head_ready, plan.head_ready_floats = top, counters
     top = top + util.round_up(counters, ALIGN_FLOATS)
   end
+  -- split-K of the tensor-core decode matmuls (MKC_SPLITK=1, templates/matvec.cuh): a slice's
+  -- partials (8 rows of gate and 8 of up at most, every input) for as many slices as the grid
+  -- has warps, then a counter per group (fewer groups than warps)
+  if opts.splitk then
+    local warps = opts.max_blocks * opts.threads // 32
+    plan.splitk, plan.splitk_part_floats = top, util.round_up(warps * 16 * opts.t_max, ALIGN_FLOATS)
+    plan.splitk_floats = plan.splitk_part_floats + util.round_up(warps, ALIGN_FLOATS)
+    top = top + plan.splitk_floats
+  end
   -- stage timers (bench --stages): block 0's u64 %globaltimer at the step's start and after each stage
   if opts.stage_timers then
     plan.timers = top

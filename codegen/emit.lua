@@ -15,17 +15,7 @@ emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "weights.cuh", "emb
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
 local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
 
--- An integer tuning knob from the environment: nil when unset or empty, else its
--- value, which ok must accept ("NAME must be SAYS, got ..." otherwise).
-local function knob(name, says, ok)
-  local v = os.getenv(name)
-  if not v or v == "" then return nil end
-  local n = tonumber(v)
-  if not n or n ~= math.floor(n) or not ok(n) then
-    util.fail(("%s must be %s, got %s"):format(name, says, util.show(v)))
-  end
-  return math.tointeger(n)
-end
+local knob = util.knob
 
 -- A prompt chunk's attention tile (templates/gemm_attn.cuh): bm query rows, bn positions at a
 -- time (16 for heads wider than 64, so the tiles stay within a tiled matmul's shared memory), dt
@@ -121,6 +111,7 @@ local function context(graph, plan, opts)
   function ctx.head_ready() return ("(unsigned *)(scratch + %d)"):format(plan.head_ready) end
   -- split-KV attention's partials and per-unit counters (codegen/buffers.lua)
   function ctx.att_partials() return ("scratch + %d"):format(plan.att_partials) end
+  function ctx.splitk() return plan.splitk and ("scratch + %d"):format(plan.splitk) or "(float *)0" end
   function ctx.att_counters() return ("(unsigned *)(scratch + %d)"):format(plan.att_counters) end
   function ctx.smem_layout(regions) return (buffers.smem(regions)) end
   -- Global traffic a stage declares for `mkc inspect` (docs/INSPECT.md): one entry per
@@ -354,6 +345,12 @@ function emit.source(graph, plan, opts)
   -- (templates/matvec.cuh; docs/DECISIONS.md). Off until a GPU has measured it.
   if knob("MKC_MMA_DECODE", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_MMA_DECODE 1 /* MKC_MMA_DECODE=1: bf16 decode matmuls on tensor cores */")
+  end
+  -- with it, MKC_SPLITK=1: their short stages split over the grid's warps (codegen/main.lua)
+  if plan.splitk then
+    put(("#define MKC_SPLITK 1 /* MKC_SPLITK=1: short matmuls split-K over the grid's warps */\n" ..
+      "#define MKC_SPLITK_PART_FLOATS %d /* their partials; the groups' counters after them */"):format(
+      plan.splitk_part_floats))
   end
   -- with it, the k-steps whose weight loads a lane has in flight (default 4)
   local mma_unroll = knob("MKC_MMA_UNROLL", "1 to 8", function(u) return u >= 1 and u <= 8 end)

@@ -130,6 +130,15 @@ function M.generate(opts)
   gen.templates_hash = util.hash(table.concat(all, "\0"))
   gen.weight_type = opts.weight_type
   gen.stage_timers = opts.stage_timers and true or false
+  -- MKC_SPLITK=1 (a knob for the GPU's A/B): the tensor-core decode matmuls with fewer 8-row
+  -- groups than the grid has warps split their columns over several warps (templates/matvec.cuh)
+  local binary = function(v) return v == 0 or v == 1 end
+  if util.knob("MKC_SPLITK", "0 or 1", binary) == 1 then
+    if util.knob("MKC_MMA_DECODE", "0 or 1", binary) ~= 1 then
+      util.fail("MKC_SPLITK=1 splits the tensor-core decode matmuls: it needs MKC_MMA_DECODE=1")
+    end
+    gen.splitk = true
+  end
 
   local stages = fusion.stages(graph)
   gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)

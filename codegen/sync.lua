@@ -36,6 +36,12 @@ local function touched(st, plan)
     r[#r + 1] = parts
     w[#w + 1] = parts
   end
+  if plan.splitk and (st.kind == "matvec" or st.kind == "matvec_residual" or st.kind == "gate_up_swiglu"
+      or st.kind == "qkv_rope") then -- split-K's slices: written, then added by the group's last warp
+    local parts = range("scratch", plan.splitk, plan.splitk_floats, "splitk", "split-K partials")
+    r[#r + 1] = parts
+    w[#w + 1] = parts
+  end
   if st.kind == "qkv_rope" and (st.q_norm or st.k_norm) then
     w[#w + 1] = range("scratch", plan.head_ready, plan.head_ready_floats, "head_ready",
                       "head norm counters")

@@ -31,6 +31,18 @@ end
 -- Plain "mkc: error:" for problems with no place in a file (CLI options).
 function util.fail(msg) error({ mkc_error = "mkc: error: " .. msg }, 0) end
 
+-- An integer tuning knob from the environment: nil when unset or empty, else its
+-- value, which ok must accept ("NAME must be SAYS, got ..." otherwise).
+function util.knob(name, says, ok)
+  local v = os.getenv(name)
+  if not v or v == "" then return nil end
+  local n = tonumber(v)
+  if not n or n ~= math.floor(n) or not ok(n) then
+    util.fail(("%s must be %s, got %s"):format(name, says, util.show(v)))
+  end
+  return math.tointeger(n)
+end
+
 -- The line of the innermost stack frame that runs code from `path`.
 function util.caller_line(path)
   local want = "@" .. path

@@ -202,14 +202,18 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
                                  const float *inv_rms, float *q_out, int q_stride, mkc_kv *k_cache,
                                  mkc_kv *v_cache, int kv_rows, int pos, int T,
-                                 const mkc_rowmap *rows) {
+                                 const mkc_rowmap *rows, float *splitk) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * 4;
+  int n_pairs = q_pairs + 2 * kv_pairs, S = mkc_splitk_of((n_pairs + 3) / 4, splitk);
   int g = mkc_lane() >> 2, qd = mkc_lane() & 3;
-  for (int p0 = mkc_grid_warp() * 4; p0 < n_pairs; p0 += step) {
+  /* a task: a warp's 4 pairs, or slice t % S of group t / S (split-K, templates/matvec.cuh) */
+  int tasks = S > 1 ? (n_pairs + 3) / 4 * S : n_pairs, each = S > 1 ? 1 : 4;
+  int step = mkc_grid_warps() * each;
+  for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
+    int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
     for (int k = 0; k < 4; k++) {
-      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
+      int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
         mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
@@ -225,7 +229,13 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       }
     }
     float o[MKC_MV_MT * 2];
-    mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    if (S > 1) {
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0 / S, t0 % S, S, splitk,
+                         o))
+        continue;
+    } else {
+      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    }
     if (p0 + qd >= n_pairs) continue;
     mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
                                      head_dim, layout);
@@ -264,16 +274,17 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
-                             const mkc_rowmap *rows, float *part) {
+                             const mkc_rowmap *rows, float *part, float *splitk) {
 #if MKC_MMA_DECODE
   if (!q_norm_w && !k_norm_w && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 &&
       w_v.type == MKC_W_BF16) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
                      rotary, x, x_stride, norm_w, inv_rms, q_out, q_stride, k_cache, v_cache,
-                     kv_rows, pos, T, rows);
+                     kv_rows, pos, T, rows, splitk);
     return;
   }
 #endif
+  (void)splitk;
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;

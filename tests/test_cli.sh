@@ -181,17 +181,24 @@ knob_emits MKC_MMA_DECODE=1 "MKC_MMA_DECODE 1" "!MKC_MMA_DECODE 1" "MKC_MMA_DECO
 MKC_MMA_UNROLL=9 expect_error "MKC_MMA_UNROLL out of range" \
   'mkc: error: MKC_MMA_UNROLL must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mu.cu"
 knob_emits MKC_MMA_UNROLL=8 "MKC_MMA_UNROLL 8" "!MKC_MMA_UNROLL 8" "MKC_MMA_UNROLL=8 is emitted, and only then"
-mma_run() { # NAME DRAFTS [VAR=VALUE]: odd's 32 tokens under MKC_MMA_DECODE=1 into $tmp/mma.NAME
-  env MKC_MMA_DECODE=1 ${3:-} "$mkc" run --preset odd --random-weights 7 -n 32 --prompt-ids 3,1,4,1,5,3,1,4 \
-    --draft-max "$2" --backend cpu >"$tmp/mma.$1" 2>/dev/null
+MKC_SPLITK=1 expect_error "MKC_SPLITK without MKC_MMA_DECODE" \
+  'mkc: error: MKC_SPLITK=1 splits the tensor-core decode matmuls: it needs MKC_MMA_DECODE=1' \
+  -- gen graphs/llama.lua --preset tiny -o "$tmp/sk.cu"
+MKC_MMA_DECODE=1 MKC_SPLITK=2 expect_error "MKC_SPLITK not 0 or 1" \
+  'mkc: error: MKC_SPLITK must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sk.cu"
+mma_run() { # NAME DRAFTS [VAR=VALUE [ARGS...]]: odd's 32 tokens under MKC_MMA_DECODE=1 into $tmp/mma.NAME
+  local name=$1 k=$2
+  shift 2
+  env MKC_MMA_DECODE=1 ${1:-} "$mkc" run --preset odd --random-weights 7 -n 32 --prompt-ids 3,1,4,1,5,3,1,4 \
+    --draft-max "$k" --backend cpu "${@:2}" >"$tmp/mma.$name" 2>/dev/null
 }
 if mma_run plain 0 && mma_run k4 4 && mma_run k7 7 MKC_SIMT_SEED=2 && mma_run split 4 MKC_SPLIT=1 &&
-  mma_run u8 4 MKC_MMA_UNROLL=8 &&
+  mma_run u8 4 MKC_MMA_UNROLL=8 && mma_run splitk 4 MKC_SPLITK=1 --blocks 12 &&
   "$mkc" run --preset odd --random-weights 7 -n 32 --prompt-ids 3,1,4,1,5,3,1,4 --backend ref >"$tmp/mma.ref" 2>/dev/null &&
   [ "$(wc -w <"$tmp/mma.plain")" -eq 32 ] && cmp -s "$tmp/mma.plain" "$tmp/mma.ref" &&
   cmp -s "$tmp/mma.k4" "$tmp/mma.plain" && cmp -s "$tmp/mma.k7" "$tmp/mma.plain" && cmp -s "$tmp/mma.split" "$tmp/mma.plain" &&
-  cmp -s "$tmp/mma.u8" "$tmp/mma.plain"; then
-  ok "MKC_MMA_DECODE=1: drafts 4 and 7 (lane path), split, unroll 8 give plain decoding's 32 tokens, the reference's (odd)"
+  cmp -s "$tmp/mma.u8" "$tmp/mma.plain" && cmp -s "$tmp/mma.splitk" "$tmp/mma.plain"; then
+  ok "MKC_MMA_DECODE=1: drafts 4 and 7 (lane path), split, unroll 8, split-K on 12 blocks give plain decoding's 32 tokens, the reference's (odd)"
 else
   fail "MKC_MMA_DECODE=1 lossless" "$(head -c 300 "$tmp"/mma.* 2>/dev/null)"
 fi

@@ -168,6 +168,15 @@ int main(void) {
   compare("tiny", 4, 4);
   compare("odd", 15, 5);
   unsetenv("MKC_SPLIT");
+  /* MKC_SPLITK=1: stages with fewer 8-row groups than the grid's warps split their columns over
+   * warps of the grid (at 16 blocks, 64 warps: tiny's o-proj and down 8 slices, Q/K/V and
+   * gate/up fewer), the group's last warp adding the slices */
+  setenv("MKC_SPLITK", "1", 1);
+  shape_note = " (MKC_MMA_DECODE 1, MKC_SPLITK 1)";
+  compare("tiny", 4, 16);
+  compare("odd", 7, 12);
+  compare("qwen2-tiny", 4, 16);
+  unsetenv("MKC_SPLITK");
   unsetenv("MKC_MMA_DECODE");
   return check_done();
 }

@@ -27,7 +27,9 @@
  * grid matters (only there does attention split a unit's positions and merge);
  * qwen2-tiny generated with MKC_SPLIT=1 (4 blocks), the points of matvec.cuh
  * and qkv_rope.cuh, where the split matmuls' block barriers are; and with
- * MKC_MMA_DECODE=1 too, the points of matvec.cuh (the tensor-core split's).
+ * MKC_MMA_DECODE=1 too, the points of matvec.cuh (the tensor-core split's);
+ * and qwen2-tiny with MKC_MMA_DECODE=1 MKC_SPLITK=1 on 16 blocks, the points
+ * of matvec.cuh and qkv_rope.cuh (split-K's release and acquire).
  * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
  * (templates/rounds.cuh), one of 3 rounds drafted by the kernel's first layer
@@ -248,7 +250,8 @@ typedef struct config {
                        * whose points are deleted, with the kernel's own grid barriers */
   const char *preset; /* NULL: name */
   int split;          /* generated with MKC_SPLIT=1 (the split matmuls' block barriers) */
-  int mma;            /* generated with MKC_MMA_DECODE=1 (the tensor-core decode matmuls) */
+  int mma;            /* generated with MKC_MMA_DECODE=1 (the tensor-core decode matmuls); 2: and
+                       * MKC_SPLITK=1 (their split-K's release and acquire) */
 } config;
 
 /* The phases: greedy against the reference, then the sampler's paths against the unmutated
@@ -574,9 +577,11 @@ static int script_open(script *sc, const config *c) {
                     .model = c->model};
   if (c->split) setenv("MKC_SPLIT", "1", 1);
   if (c->mma) setenv("MKC_MMA_DECODE", "1", 1);
+  if (c->mma == 2) setenv("MKC_SPLITK", "1", 1);
   int gen = mkc_codegen(&o, &sc->fx.g, &sc->fx.src);
   unsetenv("MKC_SPLIT");
   unsetenv("MKC_MMA_DECODE");
+  unsetenv("MKC_SPLITK");
   if (gen != 0 || mkc_weights_random(&sc->fx.w, &sc->fx.g, 7)) return -1;
   const mkc_graph *g = &sc->fx.g;
   static const int PROMPT[PROMPT_LEN] = {1, 17, 42, 99, 5, 200, 33, 7, 250};
@@ -764,6 +769,17 @@ static const struct {
      "has counted; on the GPU a shuffle orders no memory"},
     {"templates/qkv_rope.cuh", "mkc_qkv_rope", "mkc_sync_warp", 1,
      "redundant: only lane 0 writes the pair, and lane 0 itself releases and counts it"},
+    {"templates/matvec.cuh", "mkc_mma_slice", "mkc_sync_warp", 1,
+     "memory ordering: the emulator passes a block's turn only at a spin or the block's end, so "
+     "no other block runs between a lane's partials and lane 0's release; on the GPU lanes "
+     "diverge"},
+    {"templates/matvec.cuh", "mkc_mma_slice", "mkc_fence", 1,
+     "memory ordering: the slice's partials released before it is counted"},
+    {"templates/matvec.cuh", "mkc_mma_slice", "mkc_fence", 2,
+     "memory ordering: the group's other slices acquired by the warp that completes it"},
+    {"templates/matvec.cuh", "mkc_mma_slice", "mkc_sync_warp", 2,
+     "memory ordering: the shuffle after it (mkc_warp_or) already holds the lanes until lane 0 "
+     "has counted; on the GPU a shuffle orders no memory"},
     {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 5,
      "memory ordering: the block's partial written before thread 0 releases it; here the "
      "block's own merge reads it after the next barrier, and other blocks after this one ran"},
@@ -1007,6 +1023,10 @@ int main(void) {
       /* MKC_MMA_DECODE=1 with the split: the tensor-core matmuls' block barriers */
       {"qwen2-tiny, MKC_MMA_DECODE=1 MKC_SPLIT=1", 4, 128, 4, NULL, "templates/matvec.cuh",
        "qwen2-tiny", 1, 1},
+      /* MKC_SPLITK=1 on 16 blocks (64 warps): o-proj, down, Q/K/V and gate/up in slices over
+       * the grid's warps */
+      {"qwen2-tiny, MKC_MMA_DECODE=1 MKC_SPLITK=1", 4, 128, 16, NULL,
+       "templates/matvec.cuh templates/qkv_rope.cuh", "qwen2-tiny", 0, 2},
   };
   const char *only = getenv("MKC_TEST_ONLY"); /* one kernel, by name: for a closer look */
   for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)

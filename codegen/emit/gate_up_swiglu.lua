@@ -13,7 +13,7 @@ return function(st, ctx)
     w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows,
     n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
     inv_rms = norm.inv_rms, out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
-    part = ctx.smem_ptr("float", at.part),
+    part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"
   local tiled = ctx.tiled and ctx.call("mkc_gemm_swiglu", ctx.gemm_args({
     w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows, quantized = ctx.quantized(gw, uw),

@@ -15,7 +15,7 @@ return function(st, ctx)
     w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
-    part = ctx.smem_ptr("float", at.part),
+    part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"
   local tiled = ctx.tiled and ctx.call("mkc_gemm_matvec", ctx.gemm_args({
     w = ctx.wmat(w), rows = rows, quantized = ctx.quantized(w), n_chunks = ctx.chunks(w),

@@ -90,7 +90,7 @@ return function(st, ctx)
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
       k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
-      T = "T", rows = ctx.rows, part = ctx.smem_ptr("float", at.part),
+      T = "T", rows = ctx.rows, part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
     }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride", "T" }) .. ";"),
   }
 end

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates cfa25413e0a21643, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates cc44f41492c16fb7, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1739,21 +1739,113 @@ MKC_DEVICE void mkc_mma_split(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks
   mkc_sync_block();
 }
 
+/* Split-K over the grid's warps (MKC_SPLITK=1): a stage with fewer 8-row
+ * groups than the grid has warps (llama-3.2-1b's o-proj and down: 256 for
+ * 1584) gives each group S slices of its columns, S warps anywhere in the
+ * grid. Each writes its slice's outputs to splitk (scratch: [group][slice]
+ * [8 nt rows][MKC_T_MAX]), releases them and counts itself in the group's
+ * counter (after MKC_SPLITK_PART_FLOATS floats of partials); the warp that
+ * completes the count acquires the others' and adds the S slices in order, so
+ * the sums are the same whoever comes last, and finishes the group (output,
+ * residual, SwiGLU or RoPE), then zeroes the counter for the next stage. S
+ * depends on the grid and the rows, not on T: a row's bits do not change
+ * with the step's inputs. */
+#ifndef MKC_SPLITK
+#define MKC_SPLITK 0
+#define MKC_SPLITK_PART_FLOATS 0 /* codegen plans the buffer only with MKC_SPLITK=1 */
+#endif
+#define MKC_SPLITK_MAX 8
+
+/* The slices per group of a stage of `groups` 8-row groups: 1 (no split) unless
+ * MKC_SPLITK gives the kernel its buffer and the groups leave warps idle. */
+MKC_DEVICE int mkc_splitk_of(int groups, const float *splitk) {
+  if (!MKC_SPLITK || !splitk) return 1;
+  int S = mkc_grid_warps() / groups;
+  return S < 2 ? 1 : S > MKC_SPLITK_MAX ? MKC_SPLITK_MAX : S;
+}
+
+/* Rows w[0 .. n) cut to slice s of S of their n_chunks (whole k-steps): its
+ * first chunk into *c0, its chunks (>= 0) into *nc. */
+MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, int *c0, int *nc) {
+  int per = ((n_chunks + 3) / 4 + S - 1) / S * 4;
+  *c0 = s * per;
+  *nc = n_chunks - *c0 < per ? n_chunks - *c0 : per;
+  if (*nc < 0) *nc = 0;
+  for (int r = 0; r < n; r++)
+    if (w[r].p) {
+      w[r].p += 16 * *c0;
+      w[r].row_bytes = 16 * *nc;
+    }
+}
+
+/* Slice s of S of group grp: the rows w[0 .. 8 nt) (next: the rows this warp
+ * takes next, prefetched) over their slice's columns, the partials out, the
+ * group counted. 1 in the warp that completes the group, with o (as
+ * mkc_mma_rows gives it) the sum of the S slices; 0 elsewhere. */
+MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, const float *x,
+                             int x_stride, const mkc_bf16 *norm_w, int T, int grp, int s, int S,
+                             float *splitk, float *o) {
+  int c0, nc, c0_next, nc_next;
+  mkc_splitk_rows(w, 8 * nt, n_chunks, s, S, &c0, &nc);
+  mkc_splitk_rows(next, 8 * nt, n_chunks, s, S, &c0_next, &nc_next); /* a hint: this slice's */
+  mkc_mma_rows(w, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
+               o);
+  int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
+  float *part = splitk + ((long)grp * S + s) * per;
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < nt; j++)
+      for (int e = 0; e < 2; e++)
+        if (8 * m + g < T) part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
+  mkc_sync_warp(); /* every lane's partials written before lane 0 releases them */
+  int last = 0;
+  if (mkc_lane() == 0) {
+    unsigned *count = (unsigned *)(splitk + MKC_SPLITK_PART_FLOATS) + grp;
+    mkc_fence(); /* release: the slice's partials are visible before it is counted */
+    last = mkc_atomic_add_u32(count, 1u) + 1u == (unsigned)S;
+    if (last) {
+      mkc_fence(); /* acquire: the other slices, counted before ours */
+      mkc_store_u32(count, 0u);
+    }
+  }
+  /* a shuffle orders nothing: lane 0's acquire comes before the other lanes read */
+  mkc_sync_warp();
+  if (!mkc_warp_or(last)) return 0;
+  const float *all = splitk + (long)grp * S * per;
+  for (int m = 0; m < MKC_MV_MT; m++)
+    for (int j = 0; j < nt; j++)
+      for (int e = 0; e < 2; e++) {
+        int at = (8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g;
+        float sum = 0.0f;
+        if (8 * m + g < T)
+          for (int k = 0; k < S; k++) sum += all[k * per + at];
+        o[(m * nt + j) * 2 + e] = sum;
+      }
+  return 1;
+}
+
 /* mkc_matvec of a bf16 matrix: a warp's 8 rows at a time (or a block's, split). */
 MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                               int out_stride, int accumulate, int T, float *part) {
-  int split = mkc_split_pays_n(rows, 8), g = mkc_lane() >> 2, q = mkc_lane() & 3;
-  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * 8;
-  for (int r0 = (split ? mkc_bid() : mkc_grid_warp()) * 8; r0 < rows; r0 += step) {
+                               int out_stride, int accumulate, int T, float *part, float *splitk) {
+  int S = mkc_splitk_of((rows + 7) / 8, splitk), g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int split = S == 1 && mkc_split_pays_n(rows, 8);
+  /* a task: a warp's 8 rows, a block's (split), or slice t % S of group t / S (split-K) */
+  int tasks = S > 1 ? (rows + 7) / 8 * S : rows, each = S > 1 ? 1 : 8;
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * each;
+  for (int k = (split ? mkc_bid() : mkc_grid_warp()) * each; k < tasks; k += step) {
+    int r0 = S > 1 ? k / S * 8 : k, rn = S > 1 ? (k + step) / S * 8 : k + step;
     mkc_wrow wr[8], next[8];
     float o[MKC_MV_MT * 2];
     mkc_mma_row_block(w, rows, r0, wr);
-    mkc_mma_row_block(w, rows, r0 + step, next);
-    if (split)
+    mkc_mma_row_block(w, rows, rn, next);
+    if (S > 1) {
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+        continue;
+    } else if (split) {
       mkc_mma_split(wr, next, 1, n_chunks, x, x_stride, norm_w, T, part, o);
-    else
+    } else {
       mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    }
     if (split && mkc_warp() != 0) continue;
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
@@ -1769,20 +1861,27 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
 MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                       const float *x, int x_stride, const mkc_bf16 *norm_w,
                                       const float *inv_rms, float *out, int out_stride, int T,
-                                      float *part) {
-  int split = mkc_split_pays_n(rows, 8), g = mkc_lane() >> 2, q = mkc_lane() & 3;
-  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * 8;
-  for (int r0 = (split ? mkc_bid() : mkc_grid_warp()) * 8; r0 < rows; r0 += step) {
+                                      float *part, float *splitk) {
+  int S = mkc_splitk_of((rows + 7) / 8, splitk), g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int split = S == 1 && mkc_split_pays_n(rows, 8);
+  int tasks = S > 1 ? (rows + 7) / 8 * S : rows, each = S > 1 ? 1 : 8; /* as mkc_matvec_mma */
+  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * each;
+  for (int k = (split ? mkc_bid() : mkc_grid_warp()) * each; k < tasks; k += step) {
+    int r0 = S > 1 ? k / S * 8 : k, rn = S > 1 ? (k + step) / S * 8 : k + step;
     mkc_wrow wr[16], next[16];
     float o[MKC_MV_MT * 4];
     mkc_mma_row_block(w_gate, rows, r0, wr);
     mkc_mma_row_block(w_up, rows, r0, wr + 8);
-    mkc_mma_row_block(w_gate, rows, r0 + step, next);
-    mkc_mma_row_block(w_up, rows, r0 + step, next + 8);
-    if (split)
+    mkc_mma_row_block(w_gate, rows, rn, next);
+    mkc_mma_row_block(w_up, rows, rn, next + 8);
+    if (S > 1) {
+      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+        continue;
+    } else if (split) {
       mkc_mma_split(wr, next, 2, n_chunks, x, x_stride, norm_w, T, part, o);
-    else
+    } else {
       mkc_mma_rows(wr, next, 2, n_chunks, x, x_stride, norm_w, T, o);
+    }
     if (split && mkc_warp() != 0) continue;
     for (int m = 0; m < MKC_MV_MT; m++)
       for (int e = 0; e < 2; e++) {
@@ -1828,14 +1927,15 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
  * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T, float *part) {
+                           int accumulate, int T, float *part, float *splitk) {
 #if MKC_MMA_DECODE
   if (w.type == MKC_W_BF16) {
     mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T,
-                   part);
+                   part, splitk);
     return;
   }
 #endif
+  (void)splitk;
   float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
@@ -1871,14 +1971,15 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, float *out, int out_stride, int T,
-                                  float *part) {
+                                  float *part, float *splitk) {
 #if MKC_MMA_DECODE
   if (w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16) {
     mkc_matvec_swiglu_mma(w_gate, w_up, rows, n_chunks, x, x_stride, norm_w, inv_rms, out,
-                          out_stride, T, part);
+                          out_stride, T, part, splitk);
     return;
   }
 #endif
+  (void)splitk;
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   if (mkc_split_pays(rows)) {
@@ -2120,14 +2221,18 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
                                  const float *inv_rms, float *q_out, int q_stride, mkc_kv *k_cache,
                                  mkc_kv *v_cache, int kv_rows, int pos, int T,
-                                 const mkc_rowmap *rows) {
+                                 const mkc_rowmap *rows, float *splitk) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  int n_pairs = q_pairs + 2 * kv_pairs, step = mkc_grid_warps() * 4;
+  int n_pairs = q_pairs + 2 * kv_pairs, S = mkc_splitk_of((n_pairs + 3) / 4, splitk);
   int g = mkc_lane() >> 2, qd = mkc_lane() & 3;
-  for (int p0 = mkc_grid_warp() * 4; p0 < n_pairs; p0 += step) {
+  /* a task: a warp's 4 pairs, or slice t % S of group t / S (split-K, templates/matvec.cuh) */
+  int tasks = S > 1 ? (n_pairs + 3) / 4 * S : n_pairs, each = S > 1 ? 1 : 4;
+  int step = mkc_grid_warps() * each;
+  for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
+    int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
     for (int k = 0; k < 4; k++) {
-      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
+      int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
         mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
@@ -2143,7 +2248,13 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       }
     }
     float o[MKC_MV_MT * 2];
-    mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    if (S > 1) {
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0 / S, t0 % S, S, splitk,
+                         o))
+        continue;
+    } else {
+      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    }
     if (p0 + qd >= n_pairs) continue;
     mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
                                      head_dim, layout);
@@ -2182,16 +2293,17 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
-                             const mkc_rowmap *rows, float *part) {
+                             const mkc_rowmap *rows, float *part, float *splitk) {
 #if MKC_MMA_DECODE
   if (!q_norm_w && !k_norm_w && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 &&
       w_v.type == MKC_W_BF16) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
                      rotary, x, x_stride, norm_w, inv_rms, q_out, q_stride, k_cache, v_cache,
-                     kv_rows, pos, T, rows);
+                     kv_rows, pos, T, rows, splitk);
     return;
   }
 #endif
+  (void)splitk;
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
@@ -4009,7 +4121,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4013 "llama.odd.cu"
+#line 4125 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4121,7 +4233,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 9216, 72, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 384, pos, T,
-                 (const mkc_rowmap *)0, (float *)(smem + 38192));
+                 (const mkc_rowmap *)0, (float *)(smem + 38192), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 155) written by another block */
 
@@ -4146,7 +4258,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 72, 1, T,
                     (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144));
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 159) written by another block */
 
@@ -4161,7 +4273,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
   } else {
     mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + lay_i[9], (float *)(smem + 0), scratch + 27648, 176, T, (float *)(smem + 38192));
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + lay_i[9], (float *)(smem + 0), scratch + 27648, 176, T, (float *)(smem + 38192), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 164) written by another block */
 
@@ -4173,7 +4285,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 72, 1, T,
                     (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144));
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, T, (float *)(smem + 38144), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 164) written by another block */
   } /* layer loop */

@@ -12,15 +12,17 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
-  "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
-  "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
-  # verify step beside the rows above, by warp and split over a block's warps
+  # verify step beside l1b-d0, by warp, split over a block's warps, and split-K over the grid's
   "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
   "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
+  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
+  "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   "l1b-stages $l1b -p 64 -n 32 --stages"
-  "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
+  "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
+  "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   # the T = 1 kernels (--draft-max 0), CUDA cores and tensor cores
@@ -44,8 +46,9 @@ BENCH_RUNS=(
 # against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
 # B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
 # An entry is "B [VAR=VALUE...]": the tensor-core decode matmuls (MKC_MMA_DECODE=1) at B = 1, 4
-# and 16, for B = 16 >= 8 x B = 1.
-SLOT_RUNS=(1 4 16 64 "1 MKC_MMA_DECODE=1" "4 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1")
+# and 16, by warp and split-K, for B = 16 >= 8 x B = 1.
+SLOT_RUNS=(1 4 16 64 "1 MKC_MMA_DECODE=1" "4 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1"
+  "1 MKC_MMA_DECODE=1 MKC_SPLITK=1" "16 MKC_MMA_DECODE=1 MKC_SPLITK=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
   : >"$2"
