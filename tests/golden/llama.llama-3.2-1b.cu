@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates cc44f41492c16fb7, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates 844aab8ae70735c1, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1795,7 +1795,8 @@ MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, 
   for (int m = 0; m < MKC_MV_MT; m++)
     for (int j = 0; j < nt; j++)
       for (int e = 0; e < 2; e++)
-        if (8 * m + g < T) part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
+        if (8 * m + g < T)
+          part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
   mkc_sync_warp(); /* every lane's partials written before lane 0 releases them */
   int last = 0;
   if (mkc_lane() == 0) {
@@ -4135,7 +4136,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4139 "llama.llama-3.2-1b.cu"
+#line 4140 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates cc44f41492c16fb7, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 844aab8ae70735c1, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1795,7 +1795,8 @@ MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, 
   for (int m = 0; m < MKC_MV_MT; m++)
     for (int j = 0; j < nt; j++)
       for (int e = 0; e < 2; e++)
-        if (8 * m + g < T) part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
+        if (8 * m + g < T)
+          part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
   mkc_sync_warp(); /* every lane's partials written before lane 0 releases them */
   int last = 0;
   if (mkc_lane() == 0) {
@@ -4121,7 +4122,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4125 "llama.odd.cu"
+#line 4126 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

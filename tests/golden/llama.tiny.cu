@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates cc44f41492c16fb7, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 844aab8ae70735c1, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1795,7 +1795,8 @@ MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, 
   for (int m = 0; m < MKC_MV_MT; m++)
     for (int j = 0; j < nt; j++)
       for (int e = 0; e < 2; e++)
-        if (8 * m + g < T) part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
+        if (8 * m + g < T)
+          part[(8 * j + 2 * q + e) * MKC_T_MAX + 8 * m + g] = o[(m * nt + j) * 2 + e];
   mkc_sync_warp(); /* every lane's partials written before lane 0 releases them */
   int last = 0;
   if (mkc_lane() == 0) {
@@ -4121,7 +4122,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4125 "llama.tiny.cu"
+#line 4126 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
