@@ -582,11 +582,12 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
  * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
  * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
  * the two parts hold an input within 2^-20 of it (mkc_tf32_cut); the
- * products are exact and summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
- * and lanes past T load none: a verify or slot row costs tensor-core time,
- * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
- * same code serves every T, so a row's bits do not depend on the step's T
- * and speculation stays lossless. Quantized matrices keep the CUDA-core path. */
+ * products are exact and summed in float. An input's chunk serves 8 rows (4
+ * on the CUDA-core path) and lanes past T load none: a verify or slot row
+ * costs tensor-core time, not L1 traffic (docs/DECISIONS.md, "why T = 5 costs
+ * 2.2 x T = 1"). The same code serves every T, so a row's bits do not depend
+ * on the step's T and speculation stays lossless. Quantized matrices keep the
+ * CUDA-core path. */
 #ifndef MKC_MMA_DECODE
 #define MKC_MMA_DECODE 0
 #endif
