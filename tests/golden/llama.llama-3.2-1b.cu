@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph ec8fa59776d14845, templates 844aab8ae70735c1, options 380dc56497bb469f
+ * hashes:  graph ec8fa59776d14845, templates fa642ef1939376f5, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1483,11 +1483,12 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
  * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
  * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
  * the two parts hold an input within 2^-20 of it (mkc_tf32_cut); the
- * products are exact and summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
- * and lanes past T load none: a verify or slot row costs tensor-core time,
- * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
- * same code serves every T, so a row's bits do not depend on the step's T
- * and speculation stays lossless. Quantized matrices keep the CUDA-core path. */
+ * products are exact and summed in float. An input's chunk serves 8 rows (4
+ * on the CUDA-core path) and lanes past T load none: a verify or slot row
+ * costs tensor-core time, not L1 traffic (docs/DECISIONS.md, "why T = 5 costs
+ * 2.2 x T = 1"). The same code serves every T, so a row's bits do not depend
+ * on the step's T and speculation stays lossless. Quantized matrices keep the
+ * CUDA-core path. */
 #ifndef MKC_MMA_DECODE
 #define MKC_MMA_DECODE 0
 #endif
@@ -4136,7 +4137,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4140 "llama.llama-3.2-1b.cu"
+#line 4141 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

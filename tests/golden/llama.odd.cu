@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 844aab8ae70735c1, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates fa642ef1939376f5, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1483,11 +1483,12 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
  * product i of k-step s takes the chunk's columns 2i (k = q) and 2i + 1
  * (k = q + 4). A bf16 weight is exact in tf32 (its half of a word, shifted);
  * the two parts hold an input within 2^-20 of it (mkc_tf32_cut); the
- * products are exact and summed in float. An input's chunk serves 8 rows (4 on the CUDA-core path)
- * and lanes past T load none: a verify or slot row costs tensor-core time,
- * not L1 traffic (docs/DECISIONS.md, "why T = 5 costs 2.2 x T = 1"). The
- * same code serves every T, so a row's bits do not depend on the step's T
- * and speculation stays lossless. Quantized matrices keep the CUDA-core path. */
+ * products are exact and summed in float. An input's chunk serves 8 rows (4
+ * on the CUDA-core path) and lanes past T load none: a verify or slot row
+ * costs tensor-core time, not L1 traffic (docs/DECISIONS.md, "why T = 5 costs
+ * 2.2 x T = 1"). The same code serves every T, so a row's bits do not depend
+ * on the step's T and speculation stays lossless. Quantized matrices keep the
+ * CUDA-core path. */
 #ifndef MKC_MMA_DECODE
 #define MKC_MMA_DECODE 0
 #endif
@@ -4122,7 +4123,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4126 "llama.odd.cu"
+#line 4127 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
