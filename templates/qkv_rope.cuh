@@ -230,7 +230,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     }
     float o[MKC_MV_MT * 2];
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0 / S, t0 % S, S, splitk,
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0, t0 + step, S, splitk,
                          o))
         continue;
     } else {

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates fa642ef1939376f5, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 46eec2ed9d264603, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1779,16 +1779,17 @@ MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, 
     }
 }
 
-/* Slice s of S of group grp: the rows w[0 .. 8 nt) (next: the rows this warp
- * takes next, prefetched) over their slice's columns, the partials out, the
- * group counted. 1 in the warp that completes the group, with o (as
- * mkc_mma_rows gives it) the sum of the S slices; 0 elsewhere. */
+/* Task k of a stage's groups x S: slice k % S of group k / S, the rows w[0 ..
+ * 8 nt) (next: the rows of task k_next, which this warp takes next,
+ * prefetched) over their slice's columns, the partials out, the group
+ * counted. 1 in the warp that completes the group, with o (as mkc_mma_rows
+ * gives it) the sum of the S slices; 0 elsewhere. */
 MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, const float *x,
-                             int x_stride, const mkc_bf16 *norm_w, int T, int grp, int s, int S,
+                             int x_stride, const mkc_bf16 *norm_w, int T, int k, int k_next, int S,
                              float *splitk, float *o) {
-  int c0, nc, c0_next, nc_next;
+  int grp = k / S, s = k % S, c0, nc, c0_next, nc_next;
   mkc_splitk_rows(w, 8 * nt, n_chunks, s, S, &c0, &nc);
-  mkc_splitk_rows(next, 8 * nt, n_chunks, s, S, &c0_next, &nc_next); /* a hint: this slice's */
+  mkc_splitk_rows(next, 8 * nt, n_chunks, k_next % S, S, &c0_next, &nc_next);
   mkc_mma_rows(w, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
                o);
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
@@ -1841,7 +1842,7 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
     mkc_mma_row_block(w, rows, r0, wr);
     mkc_mma_row_block(w, rows, rn, next);
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
         continue;
     } else if (split) {
       mkc_mma_split(wr, next, 1, n_chunks, x, x_stride, norm_w, T, part, o);
@@ -1877,7 +1878,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
     mkc_mma_row_block(w_gate, rows, rn, next);
     mkc_mma_row_block(w_up, rows, rn, next + 8);
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
         continue;
     } else if (split) {
       mkc_mma_split(wr, next, 2, n_chunks, x, x_stride, norm_w, T, part, o);
@@ -2251,7 +2252,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     }
     float o[MKC_MV_MT * 2];
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0 / S, t0 % S, S, splitk,
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0, t0 + step, S, splitk,
                          o))
         continue;
     } else {
@@ -4123,7 +4124,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4127 "llama.odd.cu"
+#line 4128 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates fa642ef1939376f5, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 46eec2ed9d264603, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1779,16 +1779,17 @@ MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, 
     }
 }
 
-/* Slice s of S of group grp: the rows w[0 .. 8 nt) (next: the rows this warp
- * takes next, prefetched) over their slice's columns, the partials out, the
- * group counted. 1 in the warp that completes the group, with o (as
- * mkc_mma_rows gives it) the sum of the S slices; 0 elsewhere. */
+/* Task k of a stage's groups x S: slice k % S of group k / S, the rows w[0 ..
+ * 8 nt) (next: the rows of task k_next, which this warp takes next,
+ * prefetched) over their slice's columns, the partials out, the group
+ * counted. 1 in the warp that completes the group, with o (as mkc_mma_rows
+ * gives it) the sum of the S slices; 0 elsewhere. */
 MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, const float *x,
-                             int x_stride, const mkc_bf16 *norm_w, int T, int grp, int s, int S,
+                             int x_stride, const mkc_bf16 *norm_w, int T, int k, int k_next, int S,
                              float *splitk, float *o) {
-  int c0, nc, c0_next, nc_next;
+  int grp = k / S, s = k % S, c0, nc, c0_next, nc_next;
   mkc_splitk_rows(w, 8 * nt, n_chunks, s, S, &c0, &nc);
-  mkc_splitk_rows(next, 8 * nt, n_chunks, s, S, &c0_next, &nc_next); /* a hint: this slice's */
+  mkc_splitk_rows(next, 8 * nt, n_chunks, k_next % S, S, &c0_next, &nc_next);
   mkc_mma_rows(w, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
                o);
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
@@ -1841,7 +1842,7 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
     mkc_mma_row_block(w, rows, r0, wr);
     mkc_mma_row_block(w, rows, rn, next);
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
         continue;
     } else if (split) {
       mkc_mma_split(wr, next, 1, n_chunks, x, x_stride, norm_w, T, part, o);
@@ -1877,7 +1878,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
     mkc_mma_row_block(w_gate, rows, rn, next);
     mkc_mma_row_block(w_up, rows, rn, next + 8);
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k / S, k % S, S, splitk, o))
+      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
         continue;
     } else if (split) {
       mkc_mma_split(wr, next, 2, n_chunks, x, x_stride, norm_w, T, part, o);
@@ -2251,7 +2252,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     }
     float o[MKC_MV_MT * 2];
     if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0 / S, t0 % S, S, splitk,
+      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0, t0 + step, S, splitk,
                          o))
         continue;
     } else {
@@ -4123,7 +4124,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4127 "llama.tiny.cu"
+#line 4128 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
