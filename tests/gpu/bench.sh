@@ -82,15 +82,9 @@ bench() { # RUN: one mkc bench table into the summary (not if its name is in $BE
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
 for run in "${BENCH_RUNS[@]:0:6}"; do bench "$run"; done
-for entry in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate (tests/gpu/shapes.sh)
-  [ "$(left)" -gt 40 ] || break
-  read -r b envs <<<"$entry"
-  f="$out/slots-${entry// /-}"
-  slot_args "$b" "$f.txt"
-  say "-- slots B = $b: $envs mkc ${slot_run[*]}"
-  # shellcheck disable=SC2086 # envs: VAR=VALUE words
-  timeout "$(limit 60)" env $envs build/mkc "${slot_run[@]}" --backend cuda >"$f.out" 2>"$f.err"
-  say "exit $?: $(tail -n 1 "$f.err")"
+for entry in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate, while the peer and the sanitizer keep theirs
+  [ "$(left)" -gt 220 ] || { say "-- slots from B = $entry on: left for tests/gpu/second.sh"; break; }
+  slot_bench "$entry" "$out"
 done
 [ "$(left)" -gt 30 ] && peer llama-3.2-1b,smollm2-135m
 if [ "$(left)" -gt 40 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A short second device call after tests/gpu/bench.sh, with what the first
-# one lacked: BENCH NAMES (of tests/gpu/shapes.sh; primed with
-# PRIME_RUNS="NAMES" tests/gpu/prime.sh), then, given PEER_SHAPES, a full
+# one lacked: BENCH NAMES (of tests/gpu/shapes.sh, its benches and its slot
+# runs, slots-B[-VAR=VALUE...]; primed with PRIME_RUNS="NAMES"
+# tests/gpu/prime.sh), then, given PEER_SHAPES, a full
 # racecheck report of tiny and the transformers peer; with SUITE_S=N, first
 # tests/gpu/run.sh's suite (N seconds at most). Same carry as bench.sh.
 #   bash tests/gpu/second.sh BUDGET "BENCH NAMES" [PEER_SHAPES]
@@ -28,6 +29,11 @@ for run in "${BENCH_RUNS[@]}"; do
   timeout "$(limit 60)" env "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda 2>&1 |
     grep -E '^\||GB/s|error|compil' | tee -a "$log"
   say "($(($(date +%s) - t0)) s)"
+done
+for entry in "${SLOT_RUNS[@]}"; do # slot runs by name: slots-B[-VAR=VALUE...]
+  [[ " $names " == *" slots-${entry// /-} "* ]] || continue
+  [ "$(left)" -gt 20 ] || { say "-- slots $entry: no time left"; continue; }
+  slot_bench "$entry" "$dest"
 done
 [ -n "$shapes" ] || { say "== done, $(($(date +%s) - t_start)) s"; exit 0; }
 say "-- racecheck tiny"

@@ -47,8 +47,10 @@ BENCH_RUNS=(
 # B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
 # An entry is "B [VAR=VALUE...]": the tensor-core decode matmuls (MKC_MMA_DECODE=1) at B = 1, 4
 # and 16, by warp and split-K, for B = 16 >= 8 x B = 1.
-SLOT_RUNS=(1 4 16 64 "1 MKC_MMA_DECODE=1" "4 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1"
-  "1 MKC_MMA_DECODE=1 MKC_SPLITK=1" "16 MKC_MMA_DECODE=1 MKC_SPLITK=1")
+# In priority order: bench.sh stops where its budget says and tests/gpu/second.sh takes the rest
+# by name (slots-B[-VAR=VALUE...]).
+SLOT_RUNS=(1 16 "1 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 64
+  "4 MKC_MMA_DECODE=1" "1 MKC_MMA_DECODE=1 MKC_SPLITK=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
   : >"$2"
@@ -59,6 +61,17 @@ slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   else
     slot_run+=(--batch "$2" --slots "$b" --draft-max 0)
   fi
+}
+
+slot_bench() { # ENTRY DIR: one SLOT_RUNS entry on cuda (its prompts and logs in DIR), its stats line
+  local b envs f
+  read -r b envs <<<"$1"
+  f="$2/slots-${1// /-}"
+  slot_args "$b" "$f.txt"
+  say "-- slots B = $b: $envs mkc ${slot_run[*]}"
+  # shellcheck disable=SC2086 # envs: VAR=VALUE words
+  timeout "$(limit 60)" env $envs build/mkc "${slot_run[@]}" --backend cuda >"$f.out" 2>"$f.err"
+  say "exit $?: $(tail -n 1 "$f.err")"
 }
 
 make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
