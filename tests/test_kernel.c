@@ -152,8 +152,8 @@ int main(void) {
   compare("odd", 4, 3);
   unsetenv("MKC_SPLIT");
   /* MKC_MMA_DECODE=1, a knob until a GPU has measured it: the bf16 decode matmuls
-   * (o-proj, down, gate/up) on tensor cores, 8 inputs to an m-tile (odd at T_MAX 16: two),
-   * by warp and split over a block's warps */
+   * (Q/K/V, with qwen3's head norms; o-proj, down, gate/up, the LM head) on tensor cores, 8
+   * inputs to an m-tile (odd at T_MAX 16: two), by warp and split over a block's warps */
   setenv("MKC_MMA_DECODE", "1", 1);
   shape_note = " (MKC_MMA_DECODE 1)";
   compare("tiny", 4, 4);
@@ -176,6 +176,7 @@ int main(void) {
   compare("tiny", 4, 16);
   compare("odd", 7, 12);
   compare("qwen2-tiny", 4, 16);
+  compare("qwen3-tiny", 7, 16); /* the head norms' counters after split-K's */
   unsetenv("MKC_SPLITK");
   unsetenv("MKC_MMA_DECODE");
   return check_done();

@@ -29,7 +29,9 @@
  * and qkv_rope.cuh, where the split matmuls' block barriers are; and with
  * MKC_MMA_DECODE=1 too, the points of matvec.cuh (the tensor-core split's);
  * and qwen2-tiny with MKC_MMA_DECODE=1 MKC_SPLITK=1 on 16 blocks, the points
- * of matvec.cuh and qkv_rope.cuh (split-K's release and acquire).
+ * of matvec.cuh and qkv_rope.cuh (split-K's release and acquire); qwen3-tiny
+ * with MKC_MMA_DECODE=1, the points of qkv_rope.cuh (the tensor-core Q/K/V's
+ * head-norm counters).
  * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
  * (templates/rounds.cuh), one of 3 rounds drafted by the kernel's first layer
@@ -780,6 +782,17 @@ static const struct {
     {"templates/matvec.cuh", "mkc_mma_slice", "mkc_sync_warp", 2,
      "memory ordering: the shuffle after it (mkc_warp_or) already holds the lanes until lane 0 "
      "has counted; on the GPU a shuffle orders no memory"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope_mma", "mkc_sync_warp", 1,
+     "memory ordering: the emulator runs a warp's lanes up to their next meeting before another "
+     "warp or block runs, so every input's part of a pair is written before anyone reads it; on "
+     "the GPU lanes diverge"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope_mma", "mkc_fence", 1,
+     "memory ordering: the pair released before it is counted"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope_mma", "mkc_fence", 2,
+     "memory ordering: the head's other pairs acquired by the warp that completes it"},
+    {"templates/qkv_rope.cuh", "mkc_qkv_rope_mma", "mkc_sync_warp", 2,
+     "memory ordering: the shuffle after it (mkc_warp_or) already holds the lanes until the "
+     "counting lanes are done; on the GPU a shuffle orders no memory"},
     {"templates/attention.cuh", "mkc_attention", "mkc_sync_block", 5,
      "memory ordering: the block's partial written before thread 0 releases it; here the "
      "block's own merge reads it after the next barrier, and other blocks after this one ran"},
@@ -1027,6 +1040,9 @@ int main(void) {
        * the grid's warps */
       {"qwen2-tiny, MKC_MMA_DECODE=1 MKC_SPLITK=1", 4, 128, 16, NULL,
        "templates/matvec.cuh templates/qkv_rope.cuh", "qwen2-tiny", 0, 2},
+      /* MKC_MMA_DECODE=1 with qwen3's head norms: the tensor-core Q/K/V's counters */
+      {"qwen3-tiny, MKC_MMA_DECODE=1", 4, 128, 3, NULL, "templates/qkv_rope.cuh", "qwen3-tiny", 0,
+       1},
   };
   const char *only = getenv("MKC_TEST_ONLY"); /* one kernel, by name: for a closer look */
   for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)

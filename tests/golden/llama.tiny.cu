@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 46eec2ed9d264603, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 6b852b4d11644391, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2214,16 +2214,20 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
 #if MKC_MMA_DECODE
-/* mkc_qkv_rope on tensor cores (templates/matvec.cuh) where no head norm waits
- * and all three matrices are bf16: a warp takes 4 pairs as one n-tile, pair
- * k's rows at 2k and 2k + 1, so lane (g, q) holds pair q of input 8m + g
- * whole, and rotates and stores it itself. */
+/* mkc_qkv_rope on tensor cores (templates/matvec.cuh) where all three
+ * matrices are bf16: a warp takes 4 pairs as one n-tile, pair k's rows at 2k
+ * and 2k + 1, so lane (g, q) holds pair q of input 8m + g whole, and rotates
+ * and stores it itself. With head norms the raw pair is stored instead, lane
+ * (0, q) counts pair q, and the warp finishes each head whose last pair it
+ * counted (mkc_head_norm_rope). */
 MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                                  const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                                  int kv_heads, int head_dim, int layout, mkc_rope rotary,
                                  const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                 const float *inv_rms, float *q_out, int q_stride, mkc_kv *k_cache,
-                                 mkc_kv *v_cache, int kv_rows, int pos, int T,
+                                 const float *inv_rms, const mkc_bf16 *q_norm_w,
+                                 const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
+                                 float *q_out, int q_stride, float *k_raw, int k_raw_stride,
+                                 mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                                  const mkc_rowmap *rows, float *splitk) {
   int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
   int n_pairs = q_pairs + 2 * kv_pairs, S = mkc_splitk_of((n_pairs + 3) / 4, splitk);
@@ -2238,14 +2242,14 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
-        mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
-                                          head_dim, layout);
+        mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                                          q_pairs, kv_pairs, head_dim, layout);
         wr[2 * k] = mkc_wmat_row(pq.w, pq.r0);
         wr[2 * k + 1] = mkc_wmat_row(pq.w, pq.r1);
       }
       if (pn < n_pairs) {
-        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
-                                          head_dim, layout);
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                                          q_pairs, kv_pairs, head_dim, layout);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
@@ -2258,31 +2262,58 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     } else {
       mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
     }
-    if (p0 + qd >= n_pairs) continue;
-    mkc_qkv_pair q = mkc_qkv_pair_at(p0 + qd, w_q, w_k, w_v, b_q, b_k, b_v, 0, 0, q_pairs, kv_pairs,
-                                     head_dim, layout);
-    /* q in float in scratch; k and v in the cache ([kv_head][kv_rows][head_dim]) */
+    int valid = p0 + qd < n_pairs;
+    mkc_qkv_pair q = mkc_qkv_pair_at(valid ? p0 + qd : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w,
+                                     k_norm_w, q_pairs, kv_pairs, head_dim, layout);
+    /* q in float in scratch (raw where its norm waits, as a k waiting for its norm); else k and v
+     * in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = q.kind ? (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim : 0;
-    float *head = q.kind == 0 ? q_out + q.h * head_dim : 0;
+    float *head = q.kind == 0 ? q_out + q.h * head_dim : q.head_w ? k_raw + q.h * head_dim : 0;
+    int t_stride = q.kind == 0 ? q_stride : k_raw_stride;
     float bias0 = q.bias ? mkc_bf16_to_f32(q.bias[q.r0]) : 0.0f;
     float bias1 = q.bias ? mkc_bf16_to_f32(q.bias[q.r1]) : 0.0f;
     float mscale = 1.0f;
-    float inv_freq = q.kind != 2 ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
+    float inv_freq =
+        q.kind != 2 && !q.head_w ? mkc_rope_inv_freq(q.j, head_dim, rotary, &mscale) : 0.0f;
     for (int m = 0; m < MKC_MV_MT; m++) { /* compile-time bounds: o stays in registers */
       int t = 8 * m + g;
-      if (t >= T) continue;
+      if (!valid || t >= T) continue;
       float ra = (norm_w ? o[m * 2] * inv_rms[t] : o[m * 2]) + bias0;
       float rb = (norm_w ? o[m * 2 + 1] * inv_rms[t] : o[m * 2 + 1]) + bias1;
       int at = mkc_row_pos(rows, pos, t);
-      if (q.kind != 2) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
+      if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
       if (head) {
-        head[(long)t * q_stride + q.i0] = ra;
-        head[(long)t * q_stride + q.i1] = rb;
+        head[(long)t * t_stride + q.i0] = ra;
+        head[(long)t * t_stride + q.i1] = rb;
       } else {
         long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
         cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
         cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
       }
+    }
+    if (!q_norm_w && !k_norm_w) continue;
+    /* head norms: count each pair; a head's last pair finishes it */
+    mkc_sync_warp(); /* every input's part of the pairs written before they are released */
+    int last = 0;
+    if (g == 0 && valid && q.head_w) {
+      unsigned *ready = head_ready + (q.kind == 0 ? q.h : heads + q.h);
+      mkc_fence(); /* release: the pair is visible before it is counted */
+      last = mkc_atomic_add_u32(ready, 1u) + 1u == (unsigned)half;
+      if (last) {
+        mkc_fence(); /* acquire: the head's other pairs, counted before ours */
+        mkc_store_u32(ready, 0u);
+      }
+    }
+    /* a shuffle orders nothing: the counting lanes' acquire comes before the others read */
+    mkc_sync_warp();
+    for (int k = 0; k < 4; k++) {
+      if (!mkc_warp_or(last && qd == k)) continue;
+      mkc_qkv_pair f = mkc_qkv_pair_at(p0 + k, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+                                       q_pairs, kv_pairs, head_dim, layout);
+      mkc_kv *f_cache = f.kind ? k_cache + (long)f.h * kv_rows * head_dim : 0;
+      float *f_head = f.kind == 0 ? q_out + f.h * head_dim : k_raw + f.h * head_dim;
+      mkc_head_norm_rope(f_head, f.kind == 0 ? q_stride : k_raw_stride, f_cache, kv_rows, head_dim,
+                         layout, rotary, f.head_w, head_eps, pos, T, rows);
     }
   }
 }
@@ -2298,11 +2329,11 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                              const mkc_rowmap *rows, float *part, float *splitk) {
 #if MKC_MMA_DECODE
-  if (!q_norm_w && !k_norm_w && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 &&
-      w_v.type == MKC_W_BF16) {
+  if (w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
-                     rotary, x, x_stride, norm_w, inv_rms, q_out, q_stride, k_cache, v_cache,
-                     kv_rows, pos, T, rows, splitk);
+                     rotary, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready,
+                     q_out, q_stride, k_raw, k_raw_stride, k_cache, v_cache, kv_rows, pos, T, rows,
+                     splitk);
     return;
   }
 #endif
@@ -4124,7 +4155,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4128 "llama.tiny.cu"
+#line 4159 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
