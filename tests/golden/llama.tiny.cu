@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph ec8fa59776d14845, templates 6b852b4d11644391, options 1dafad5a1c6b2df3
+ * hashes:  graph ec8fa59776d14845, templates 77d398f3c09c54fb, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2207,6 +2207,24 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   return q;
 }
 
+/* Input t's pair (ra, rb) of q, biases added: rotated to its position
+ * (unless it is v's or its head norm waits) and stored, in float at head
+ * (rows t_stride apart) or else in the cache. */
+MKC_DEVICE void mkc_qkv_store(mkc_qkv_pair q, float ra, float rb, float inv_freq, float mscale,
+                              int t, int pos, const mkc_rowmap *rows, float *head, int t_stride,
+                              mkc_kv *cache, int kv_rows, int head_dim) {
+  int at = mkc_row_pos(rows, pos, t);
+  if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
+  if (head) {
+    head[(long)t * t_stride + q.i0] = ra;
+    head[(long)t * t_stride + q.i1] = rb;
+  } else {
+    long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
+    cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
+    cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
+  }
+}
+
 /* A warp takes MKC_QKV_PAIRS pairs at once (MKC_ROWS rows, as a matvec does):
  * their chunks load together and reduce in one warp sum. Where it pays (few
  * pairs for the grid), a block takes them, its warps split the columns
@@ -2280,16 +2298,8 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       if (!valid || t >= T) continue;
       float ra = (norm_w ? o[m * 2] * inv_rms[t] : o[m * 2]) + bias0;
       float rb = (norm_w ? o[m * 2 + 1] * inv_rms[t] : o[m * 2 + 1]) + bias1;
-      int at = mkc_row_pos(rows, pos, t);
-      if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
-      if (head) {
-        head[(long)t * t_stride + q.i0] = ra;
-        head[(long)t * t_stride + q.i1] = rb;
-      } else {
-        long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
-        cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
-        cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
-      }
+      mkc_qkv_store(q, ra, rb, inv_freq, mscale, t, pos, rows, head, t_stride, cache, kv_rows,
+                    head_dim);
     }
     if (!q_norm_w && !k_norm_w) continue;
     /* head norms: count each pair; a head's last pair finishes it */
@@ -2389,16 +2399,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (t >= T) break;
           float ra = ra_t[t] + bias0, rb = rb_t[t] + bias1;
-          int at = mkc_row_pos(rows, pos, t);
-          if (q.kind != 2 && !q.head_w) mkc_rope_pair(&ra, &rb, inv_freq, mscale, at);
-          if (head) {
-            head[(long)t * t_stride + q.i0] = ra;
-            head[(long)t * t_stride + q.i1] = rb;
-          } else {
-            long kv_at = mkc_kv_at(rows, t, at, kv_rows, head_dim);
-            cache[kv_at + q.i0] = mkc_kv_from_f32(ra);
-            cache[kv_at + q.i1] = mkc_kv_from_f32(rb);
-          }
+          mkc_qkv_store(q, ra, rb, inv_freq, mscale, t, pos, rows, head, t_stride, cache, kv_rows,
+                        head_dim);
         }
       }
       if (!q.head_w) continue;
@@ -4155,7 +4157,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4159 "llama.tiny.cu"
+#line 4161 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
