@@ -251,13 +251,9 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       }
     }
     float o[MKC_MV_MT * 2];
-    if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0, t0 + step, S, splitk,
-                         o))
-        continue;
-    } else {
-      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
-    }
+    if (!mkc_mma_task(wr, next, 1, n_chunks, x, x_stride, norm_w, T, S, 0, t0, t0 + step, 0, splitk,
+                      o))
+      continue;
     int valid = p0 + qd < n_pairs;
     mkc_qkv_pair q = mkc_qkv_pair_at(valid ? p0 + qd : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w,
                                      k_norm_w, q_pairs, kv_pairs, head_dim, layout);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph ec8fa59776d14845, templates 77d398f3c09c54fb, options 22f3ac7b51cc1f37
+ * hashes:  graph ec8fa59776d14845, templates 40417bae8416ec77, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1698,27 +1698,40 @@ MKC_DEVICE void mkc_mma_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
   for (int r = 0; r < 8; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
 }
 
+/* Rows w[0 .. n) cut to slice s of S of their n_chunks (whole k-steps): its
+ * first chunk into *c0, its chunks (>= 0) into *nc. */
+MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, int *c0, int *nc) {
+  int per = ((n_chunks + 3) / 4 + S - 1) / S * 4;
+  *c0 = s * per;
+  *nc = n_chunks - *c0 < per ? n_chunks - *c0 : per;
+  if (*nc < 0) *nc = 0;
+  for (int r = 0; r < n; r++)
+    if (w[r].p) {
+      w[r].p += 16 * *c0;
+      w[r].row_bytes = 16 * *nc;
+    }
+}
+
+/* mkc_mma_rows over slice s of S of the rows' columns (next: cut to slice
+ * s_next, the one this warp takes next). */
+MKC_DEVICE void mkc_mma_slice_rows(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, int s,
+                                   int s_next, int S, const float *x, int x_stride,
+                                   const mkc_bf16 *norm_w, int T, float *o) {
+  int c0, nc, c0_next, nc_next;
+  mkc_splitk_rows(w, 8 * nt, n_chunks, s, S, &c0, &nc);
+  mkc_splitk_rows(next, 8 * nt, n_chunks, s_next, S, &c0_next, &nc_next);
+  mkc_mma_rows(w, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
+               o);
+}
+
 /* mkc_mma_rows for a whole block, its warps splitting the columns in k-steps
  * (MKC_SPLIT=1): each warp's outputs go to part (MKC_WARPS x 8 nt x
  * MKC_T_MAX floats of smem), and warp 0's lanes add theirs in warp order into
  * o (the same bits on every run). */
 MKC_DEVICE void mkc_mma_split(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks, const float *x,
                               int x_stride, const mkc_bf16 *norm_w, int T, float *part, float *o) {
-  int share = ((n_chunks + 3) / 4 + MKC_WARPS - 1) / MKC_WARPS * 4; /* whole k-steps */
-  int c0 = mkc_warp() * share, nc = n_chunks - c0 < share ? n_chunks - c0 : share;
-  if (nc < 0) nc = 0;
-  for (int r = 0; r < 8 * nt; r++) { /* this warp's columns of each row */
-    if (wr[r].p) {
-      wr[r].p += 16 * c0;
-      wr[r].row_bytes = 16 * nc;
-    }
-    if (next[r].p) {
-      next[r].p += 16 * c0;
-      next[r].row_bytes = 16 * nc;
-    }
-  }
-  mkc_mma_rows(wr, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
-               o);
+  mkc_mma_slice_rows(wr, next, nt, n_chunks, mkc_warp(), mkc_warp(), MKC_WARPS, x, x_stride, norm_w,
+                     T, o);
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
   for (int m = 0; m < MKC_MV_MT; m++)
     for (int j = 0; j < nt; j++)
@@ -1765,20 +1778,6 @@ MKC_DEVICE int mkc_splitk_of(int groups, const float *splitk) {
   return S < 2 ? 1 : S > MKC_SPLITK_MAX ? MKC_SPLITK_MAX : S;
 }
 
-/* Rows w[0 .. n) cut to slice s of S of their n_chunks (whole k-steps): its
- * first chunk into *c0, its chunks (>= 0) into *nc. */
-MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, int *c0, int *nc) {
-  int per = ((n_chunks + 3) / 4 + S - 1) / S * 4;
-  *c0 = s * per;
-  *nc = n_chunks - *c0 < per ? n_chunks - *c0 : per;
-  if (*nc < 0) *nc = 0;
-  for (int r = 0; r < n; r++)
-    if (w[r].p) {
-      w[r].p += 16 * *c0;
-      w[r].row_bytes = 16 * *nc;
-    }
-}
-
 /* Task k of a stage's groups x S: slice k % S of group k / S, the rows w[0 ..
  * 8 nt) (next: the rows of task k_next, which this warp takes next,
  * prefetched) over their slice's columns, the partials out, the group
@@ -1787,11 +1786,8 @@ MKC_DEVICE void mkc_splitk_rows(mkc_wrow *w, int n, int n_chunks, int s, int S, 
 MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, const float *x,
                              int x_stride, const mkc_bf16 *norm_w, int T, int k, int k_next, int S,
                              float *splitk, float *o) {
-  int grp = k / S, s = k % S, c0, nc, c0_next, nc_next;
-  mkc_splitk_rows(w, 8 * nt, n_chunks, s, S, &c0, &nc);
-  mkc_splitk_rows(next, 8 * nt, n_chunks, k_next % S, S, &c0_next, &nc_next);
-  mkc_mma_rows(w, next, nt, nc, x + c0 * 8, x_stride, norm_w && nc ? norm_w + c0 * 8 : norm_w, T,
-               o);
+  int grp = k / S, s = k % S;
+  mkc_mma_slice_rows(w, next, nt, n_chunks, s, k_next % S, S, x, x_stride, norm_w, T, o);
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, per = 8 * nt * MKC_T_MAX;
   float *part = splitk + ((long)grp * S + s) * per;
   for (int m = 0; m < MKC_MV_MT; m++)
@@ -1826,6 +1822,23 @@ MKC_DEVICE int mkc_mma_slice(mkc_wrow *w, mkc_wrow *next, int nt, int n_chunks, 
   return 1;
 }
 
+/* Task k's outputs o (as mkc_mma_rows gives them) of the rows wr (next: task
+ * k_next's, prefetched), the stage's way: slice k % S of a group (S > 1), a
+ * block's share of its rows (split), or the warp's rows. 1 in the warp that
+ * writes them: the group's last slice, warp 0 of a split, every warp else. */
+MKC_DEVICE int mkc_mma_task(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks, const float *x,
+                            int x_stride, const mkc_bf16 *norm_w, int T, int S, int split, int k,
+                            int k_next, float *part, float *splitk, float *o) {
+  if (S > 1)
+    return mkc_mma_slice(wr, next, nt, n_chunks, x, x_stride, norm_w, T, k, k_next, S, splitk, o);
+  if (split) {
+    mkc_mma_split(wr, next, nt, n_chunks, x, x_stride, norm_w, T, part, o);
+    return mkc_warp() == 0;
+  }
+  mkc_mma_rows(wr, next, nt, n_chunks, x, x_stride, norm_w, T, o);
+  return 1;
+}
+
 /* mkc_matvec of a bf16 matrix: a warp's 8 rows at a time (or a block's, split). */
 MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, const float *inv_rms, float *out,
@@ -1841,15 +1854,9 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
     float o[MKC_MV_MT * 2];
     mkc_mma_row_block(w, rows, r0, wr);
     mkc_mma_row_block(w, rows, rn, next);
-    if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
-        continue;
-    } else if (split) {
-      mkc_mma_split(wr, next, 1, n_chunks, x, x_stride, norm_w, T, part, o);
-    } else {
-      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
-    }
-    if (split && mkc_warp() != 0) continue;
+    if (!mkc_mma_task(wr, next, 1, n_chunks, x, x_stride, norm_w, T, S, split, k, k + step, part,
+                      splitk, o))
+      continue;
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
@@ -1877,15 +1884,9 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
     mkc_mma_row_block(w_up, rows, r0, wr + 8);
     mkc_mma_row_block(w_gate, rows, rn, next);
     mkc_mma_row_block(w_up, rows, rn, next + 8);
-    if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 2, n_chunks, x, x_stride, norm_w, T, k, k + step, S, splitk, o))
-        continue;
-    } else if (split) {
-      mkc_mma_split(wr, next, 2, n_chunks, x, x_stride, norm_w, T, part, o);
-    } else {
-      mkc_mma_rows(wr, next, 2, n_chunks, x, x_stride, norm_w, T, o);
-    }
-    if (split && mkc_warp() != 0) continue;
+    if (!mkc_mma_task(wr, next, 2, n_chunks, x, x_stride, norm_w, T, S, split, k, k + step, part,
+                      splitk, o))
+      continue;
     for (int m = 0; m < MKC_MV_MT; m++)
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
@@ -2273,13 +2274,9 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       }
     }
     float o[MKC_MV_MT * 2];
-    if (S > 1) {
-      if (!mkc_mma_slice(wr, next, 1, n_chunks, x, x_stride, norm_w, T, t0, t0 + step, S, splitk,
-                         o))
-        continue;
-    } else {
-      mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
-    }
+    if (!mkc_mma_task(wr, next, 1, n_chunks, x, x_stride, norm_w, T, S, 0, t0, t0 + step, 0, splitk,
+                      o))
+      continue;
     int valid = p0 + qd < n_pairs;
     mkc_qkv_pair q = mkc_qkv_pair_at(valid ? p0 + qd : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w,
                                      k_norm_w, q_pairs, kv_pairs, head_dim, layout);
@@ -4157,7 +4154,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4161 "llama.odd.cu"
+#line 4158 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
