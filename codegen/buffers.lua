@@ -32,12 +32,9 @@ local function reads_writes(st)
   return { st.x }, { st.out } -- matvec, gate_up_swiglu
 end
 
-function buffers.plan(graph, stages, opts)
-  -- the rows that get logits: a step's inputs (a prompt chunk's last only), or a slot kernel's
-  -- step rows (templates/slots.cuh)
-  local logit_rows = opts.step_rows or opts.t_max
-  local plan = { weights = {}, weight_elems = 0, values = {}, kv = {}, stages = stages }
-
+-- The weight arena, in plan.weights (a list, and by node) and plan.weight_elems: bf16 rows padded to
+-- 8 elements; a matrix the model file stores in a block type (opts.weight_type) keeps its blocks.
+function buffers.weights(graph, opts, plan)
   -- Matrices (a matmul's weight, an embedding table, nothing else) may keep the model file's
   -- blocks; norms and biases are read as bf16 vectors.
   local matrix, vector = {}, {}
@@ -78,6 +75,15 @@ function buffers.plan(graph, stages, opts)
     end
   end
   plan.weight_elems = util.round_up(off, ALIGN_WEIGHTS)
+end
+
+function buffers.plan(graph, stages, opts)
+  -- the rows that get logits: a step's inputs (a prompt chunk's last only), or a slot kernel's
+  -- step rows (templates/slots.cuh)
+  local logit_rows = opts.step_rows or opts.t_max
+  local plan = { weights = {}, weight_elems = 0, values = {}, kv = {}, stages = stages }
+
+  buffers.weights(graph, opts, plan)
 
   -- KV cache: one slot per attention node, [k|v][kv_heads][rows][head_dim], in elements. rows:
   -- max_ctx, or for a sliding window a ring of window + t_chunk rows (position p at row p % rows), so

@@ -148,6 +148,15 @@ local function builder(graph)
                                                     kv_heads = o.kv_heads, head_dim = o.head_dim,
                                                     window = o.window }, line())
   end
+  -- a gated delta-rule layer's recurrence (ir.lua): o.layer, o.kind = "gated_delta", o.heads,
+  -- o.k_dim, o.v_dim; the convolution's width is its weight's columns. The reference executor runs
+  -- it (--backend ref); no kernel emits it yet.
+  g.recurrent = function(mixed, gates, conv_w, a_log, dt_bias, o)
+    local l = line()
+    o = options(l, "recurrent", o, { layer = true, kind = true, heads = true, k_dim = true, v_dim = true })
+    return ir.op(graph, "recurrent", { mixed, gates, conv_w, a_log, dt_bias },
+                 { layer = o.layer, kind = o.kind, heads = o.heads, head_dim = o.k_dim, v_dim = o.v_dim }, l)
+  end
   g.add = function(a, b) return ir.op(graph, "add", { a, b }, nil, line()) end
   g.swiglu = function(gate, up) return ir.op(graph, "swiglu", { gate, up }, nil, line()) end
   g.logits = function(x)

@@ -166,6 +166,32 @@ ir.ops = {
     end
     return q.n
   end,
+  -- a gated delta-rule layer (runtime/exec/delta_rule.h): mixed is [q | k | v] before the causal
+  -- convolution, gates [a | b] (per head: the decay's input and the write strength's); the weights
+  -- are the convolution's [channels, width], A_log [1, heads] and dt_bias [1, heads]
+  recurrent = function(a, at)
+    local mixed, gates = value(a[1], "recurrent mixed"), value(a[2], "recurrent gates")
+    local conv = weight(a[3], "recurrent convolution")
+    local a_log, dt_bias = weight(a[4], "recurrent A_log"), weight(a[5], "recurrent dt_bias")
+    need(at.kind == "gated_delta", "recurrent: kind must be \"gated_delta\", got %s", util.show(at.kind))
+    need(math.type(at.layer) == "integer" and at.layer >= 0, "recurrent: layer must be an integer >= 0")
+    count(at.heads, "recurrent heads")
+    count(at.head_dim, "recurrent k_dim")
+    count(at.v_dim, "recurrent v_dim")
+    local channels = at.heads * (2 * at.head_dim + at.v_dim)
+    need(mixed.n == channels, "shape mismatch: recurrent mixed is [%d], expected %d x (2 x %d + %d)", mixed.n,
+         at.heads, at.head_dim, at.v_dim)
+    need(gates.n == 2 * at.heads, "shape mismatch: recurrent gates are [%d], expected 2 x %d", gates.n, at.heads)
+    need(conv.rows == channels and conv.cols <= 64,
+         "shape mismatch: recurrent convolution %s [%d, %d], expected [%d, width <= 64]", conv.name, conv.rows,
+         conv.cols, channels)
+    for _, w in ipairs({ a_log, dt_bias }) do
+      need(w.rows == 1 and w.cols == at.heads, "shape mismatch: recurrent %s [%d, %d], expected [1, %d]", w.name,
+           w.rows, w.cols, at.heads)
+    end
+    at.conv, at.kind = conv.cols, nil
+    return at.heads * at.v_dim
+  end,
   add = function(a)
     local x, y = value(a[1], "add"), value(a[2], "add")
     need(x.n == y.n, "shape mismatch: add of [%d] and [%d]", x.n, y.n)

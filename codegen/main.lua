@@ -112,6 +112,17 @@ function M.generate(opts)
     util.fail(("--step-rows must be %d..%d (--draft-max + 1 to the prompt chunk capacity, --ubatch), got %d")
       :format(t_max, t_chunk, step_rows))
   end
+  -- an op no kernel emits yet: the graph alone, for the reference executor (--backend ref)
+  for _, node in ipairs(graph.order) do
+    if node.op == "recurrent" then
+      if not opts.reference_only then
+        util.raise(graph.path, node.line, "recurrent (gated_delta): no kernel emits this op yet; the reference "
+                   .. "executor runs it (--backend ref)")
+      end
+      if slots > 0 then util.fail("--slots: the reference executor runs one sequence") end
+      return M.export_reference(graph, opts, t_max, t_chunk)
+    end
+  end
   local gen = {
     t_max = t_max, t_chunk = t_chunk, tiled = t_chunk > t_max, gemm = M.GEMM, step_rows = step_rows,
     max_ctx = graph.params.max_ctx, threads = opts.threads,
@@ -171,9 +182,10 @@ local DERIVED = {
     if node.op ~= "weight" then return nil end
     for wi, w in ipairs(plan.weights) do if w.node == node then return wi - 1 end end
   end,
-  kv_k = function(node, plan) if node.op == "attention" then return plan.kv[node].k end end,
-  kv_v = function(node, plan) if node.op == "attention" then return plan.kv[node].v end end,
-  kv_rows = function(node, plan) if node.op == "attention" then return plan.kv[node].rows end end,
+  -- 0 without a kernel (export_reference): the reference keeps every position
+  kv_k = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].k end end,
+  kv_v = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].v end end,
+  kv_rows = function(node, plan) if node.op == "attention" and plan.kv then return plan.kv[node].rows end end,
 }
 do
   local known = {}
@@ -185,8 +197,8 @@ do
   end
 end
 
--- Flattens what C needs into plain tables.
-function M.export(graph, plan, gen, source)
+-- The nodes and weights as C reads them.
+local function export_graph(graph, plan)
   local nodes = {}
   for i, node in ipairs(graph.order) do
     local e = {}
@@ -200,12 +212,38 @@ function M.export(graph, plan, gen, source)
     weights[i] = { name = w.name, rows = w.rows, cols = w.cols, offset = w.offset, row_stride = w.row_stride,
                    type = w.type }
   end
+  return nodes, weights
+end
+
+local function config_of(graph, max_ctx)
+  local p = graph.params
+  return { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
+           n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = max_ctx }
+end
+
+-- A graph no kernel runs (an op no template emits yet): its nodes, weights and step sizes for the
+-- reference executor, with no source, stages or buffers.
+function M.export_reference(graph, opts, t_max, t_chunk)
+  local plan = { weights = {} }
+  buffers.weights(graph, { weight_type = opts.weight_type }, plan)
+  local nodes, weights = export_graph(graph, plan)
+  return {
+    source = "", file_name = basename(opts.graph) .. "." .. graph.preset .. ".cu", nodes = nodes,
+    weights = weights, stages = {}, graph = graph.path, preset = graph.preset,
+    config = config_of(graph, graph.params.max_ctx),
+    plan = { t_max = t_max, t_chunk = t_chunk, step_rows = t_max, threads = opts.threads,
+             weight_elems = plan.weight_elems, kv_dtype = opts.kv_dtype or "bf16", keep_layers = {} },
+  }
+end
+
+-- Flattens what C needs into plain tables.
+function M.export(graph, plan, gen, source)
+  local nodes, weights = export_graph(graph, plan)
   local stages = {}
   for i, st in ipairs(plan.stages) do
     stages[i] = { kind = st.kind, labels = st.labels, work = st.emitted.work, sync = st.sync.kind,
                   sync_reason = st.sync.reason, smem_bytes = st.smem_bytes }
   end
-  local p = graph.params
   local logits = plan.value(graph.output)
   -- the hidden state a drafter head reads (mkc_session_hidden): the LM head's input before its
   -- norm, every input's row; and the feature the host writes (mkc_session_set_feature), if any
@@ -218,8 +256,7 @@ function M.export(graph, plan, gen, source)
   return {
     source = source, file_name = gen.file_name, nodes = nodes, weights = weights, stages = stages,
     graph = graph.path, preset = graph.preset,
-    config = { vocab = graph.output.n, dim = p.dim, n_layers = p.n_layers, n_heads = p.n_heads,
-               n_kv_heads = p.n_kv_heads, head_dim = p.head_dim, ffn = p.ffn, max_ctx = gen.max_ctx },
+    config = config_of(graph, gen.max_ctx),
     plan = { t_max = gen.t_max, t_chunk = gen.t_chunk, step_rows = gen.step_rows, threads = gen.threads,
              weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,

@@ -6,12 +6,16 @@
 -- sliding_window: "none", or { size = N } (every layer's attention sees the last N positions, its
 -- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
 -- over the layers from layer 0: Gemma's local and global layers).
+-- linear_attention: "none", or { pattern = "3 linear : 1 full", heads = H, k_dim = K, v_dim = V,
+-- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
+-- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
+-- reference executor runs so far (--backend ref).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
@@ -19,7 +23,7 @@ preset "odd" {
   dim = 72, n_layers = 2, n_heads = 6, n_kv_heads = 2, head_dim = 12, ffn = 172,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Llama 3.2 1B as Meta ships it: trained on 8192 positions, stretched 32 times by Llama 3's scaling.
@@ -28,7 +32,7 @@ preset "llama-3.2-1b" {
   vocab = 128256, rope_theta = 500000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 32, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 8192 },
-  sliding_window = "none",
+  sliding_window = "none", linear_attention = "none",
 }
 
 -- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
@@ -37,7 +41,7 @@ preset "qwen2-tiny" {
   dim = 60, n_layers = 2, n_heads = 5, n_kv_heads = 1, head_dim = 12, ffn = 148,
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
@@ -46,7 +50,7 @@ preset "qwen3-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 80, ffn = 160,
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- RoPE scaling in small: trained contexts so short that the tests' positions reach past them, and
@@ -57,7 +61,7 @@ preset "llama3-tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 64 },
-  sliding_window = "none",
+  sliding_window = "none", linear_attention = "none",
 }
 
 -- YaRN on Qwen2's shape (as Qwen2.5 runs past 32k), cos and sin scaled too.
@@ -66,7 +70,7 @@ preset "yarn-tiny" {
   vocab = 272, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
-  sliding_window = "none",
+  sliding_window = "none", linear_attention = "none",
 }
 
 -- Linear scaling on Qwen3's shape: the heads a per-head norm finishes are scaled too.
@@ -75,7 +79,7 @@ preset "linear-tiny" {
   vocab = 264, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = { type = "linear", factor = 4 },
-  sliding_window = "none",
+  sliding_window = "none", linear_attention = "none",
 }
 
 -- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
@@ -84,7 +88,7 @@ preset "smollm2-135m" {
   dim = 576, n_layers = 30, n_heads = 9, n_kv_heads = 3, head_dim = 64, ffn = 1536,
   vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 8192, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
@@ -94,7 +98,7 @@ preset "blocks-tiny" {
   dim = 256, n_layers = 2, n_heads = 4, n_kv_heads = 1, head_dim = 64, ffn = 768,
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Mistral's shape in small: every layer's attention over a sliding window, short enough that the
@@ -103,7 +107,7 @@ preset "swa-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 1, head_dim = 16, ffn = 192,
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = { size = 16 },
+  rope_scaling = "none", sliding_window = { size = 16 }, linear_attention = "none",
 }
 
 -- Local and global layers interleaved, as Gemma's (mkc's own graph otherwise): two layers over a
@@ -113,6 +117,18 @@ preset "gemma-tiny" {
   vocab = 264, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global" },
+  linear_attention = "none",
+}
+
+-- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
+-- layers, each a gated delta-rule recurrence in place of attention, then one with attention; runs on
+-- the reference executor only (--backend ref).
+preset "hybrid-tiny" {
+  dim = 64, n_layers = 4, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 256, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = "none",
+  linear_attention = { pattern = "3 linear : 1 full", heads = 4, k_dim = 16, v_dim = 16, conv = 4 },
 }
 
 -- Layer l's attention window: 0 where it sees every position.
@@ -131,6 +147,35 @@ local function window_of(p, l)
   return l % (n_local + n_global) < n_local and w.size or 0
 end
 
+-- Whether layer l is a linear layer (a recurrence instead of attention).
+local function linear_layer(p, l)
+  local a = p.linear_attention
+  if a == "none" then return false end
+  local n_linear, n_full = tostring(type(a) == "table" and a.pattern):match("^(%d+) linear : (%d+) full$")
+  n_linear, n_full = tonumber(n_linear), tonumber(n_full)
+  if not n_linear or n_linear + n_full == 0 then
+    error("linear_attention: expected \"none\" or { pattern = \"L linear : F full\", heads = H, k_dim = K, "
+          .. "v_dim = V, conv = C }", 2)
+  end
+  return l % (n_linear + n_full) < n_linear
+end
+
+-- A linear layer's mixer on the normed input h: one projection to q, k and v, one to the gates
+-- (a, b), the recurrence, a per-head norm gated by silu(z), and the output projection.
+local function linear_mixer(g, p, l, h, blk)
+  local a = p.linear_attention
+  local H, dk, dv = a.heads, a.k_dim, a.v_dim
+  local channels = H * (2 * dk + dv)
+  local mixed = g.matmul(h, blk(l, "ssm_in", channels, p.dim))
+  local z = g.matmul(h, blk(l, "ssm_gate", H * dv, p.dim))
+  local gates = g.matmul(h, blk(l, "ssm_ba", 2 * H, p.dim))
+  local o = g.recurrent(mixed, gates, blk(l, "ssm_conv1d", channels, a.conv),
+                        g.weight(("blk.%d.ssm_a"):format(l), 1, H), g.weight(("blk.%d.ssm_dt.bias"):format(l), 1, H),
+                        { layer = l, kind = "gated_delta", heads = H, k_dim = dk, v_dim = dv })
+  o = g.rmsnorm(o, blk(l, "ssm_norm", 1, dv), p.norm_eps, { group = dv })
+  return g.matmul(g.swiglu(z, o), blk(l, "ssm_out", p.dim, H * dv))
+end
+
 function build(g, p)
   local function blk(l, name, rows, cols)
     return g.weight(("blk.%d.%s.weight"):format(l, name), rows, cols)
@@ -142,9 +187,7 @@ function build(g, p)
     return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
   end
 
-  local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
-  for l = 0, p.n_layers - 1 do
-    local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
+  local function attention_mixer(l, h)
     local q = g.matmul(h, blk(l, "attn_q", q_dim, p.dim), bias(l, "attn_q", q_dim))
     local k = g.matmul(h, blk(l, "attn_k", kv_dim, p.dim), bias(l, "attn_k", kv_dim))
     local v = g.matmul(h, blk(l, "attn_v", kv_dim, p.dim), bias(l, "attn_v", kv_dim))
@@ -156,7 +199,13 @@ function build(g, p)
     k = g.rope(k, p.n_kv_heads, rope)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
                                      head_dim = p.head_dim, window = window_of(p, l) })
-    x = g.add(x, g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
+    return g.matmul(a, blk(l, "attn_output", p.dim, q_dim))
+  end
+
+  local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
+  for l = 0, p.n_layers - 1 do
+    local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
+    x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h))
 
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
     local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test program (build/test_*, the sanitizer builds in
-# build/sanitize/) and script (tests/test_*.sh) from the
-# repo root, each printing "N passed, N failed[, N skipped]" last, and sums them.
+# build/sanitize/) and script (tests/test_*.sh) from the repo root, each
+# printing "N passed, N failed[, N skipped]" last, and sums them. The tests
+# run MKC_TEST_JOBS at a time (default: one per core; each is one process
+# that compiles and runs its kernels serially, and they share nothing but the
+# kernel cache, whose entries are written atomically). A test's log is
+# printed whole when it ends, with how long it took.
 set -u
 cd "$(dirname "$0")/.."
 export MKC_CACHE_DIR="$PWD/build/test-cache"
@@ -15,21 +19,40 @@ else
   echo "note: no test data: the tests that need a real model or vocabulary are skipped"
   export MKC_TEST_DATA=
 fi
-passed=0 failed=0 skipped=0 broken=()
+jobs=${MKC_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case "$jobs" in '' | *[!0-9]* | 0)
+  echo "tests/run.sh: MKC_TEST_JOBS must be a positive whole number, not '$jobs'" >&2
+  exit 2
+  ;;
+esac
+
+# The slowest first (measured on CI's 2 cores), so the last to start are short.
+slow="build/test_kernel tests/test_cli.sh build/test_sync_deletions build/test_spec
+  build/test_spec_sampled tests/test_model_cli.sh build/test_slots build/test_window"
+tests=()
+for t in $slow; do [ -e "$t" ] && tests+=("$t"); done
 for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
   case "$t" in *.d) continue ;; esac
   [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
-  echo "== $t"
-  log=$(mktemp)
-  if [ "${t%.sh}" != "$t" ]; then bash "$t" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
-  rc=$?
+  case " $(echo $slow) " in *" $t "*) continue ;; esac
+  tests+=("$t")
+done
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+passed=0 failed=0 skipped=0 broken=()
+
+# Prints test i's log and adds its summary line to the totals.
+report() {
+  local t=${tests[$1]} log=$logs/$1 rc line p f s
+  rc=$(cat "$log.rc")
+  echo "== $t ($(cat "$log.s") s)"
   cat "$log"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n 1)
-  rm -f "$log"
   if [ -z "$line" ]; then
     echo "FAIL $t: exited with status $rc and no summary line"
     failed=$((failed + 1)) broken+=("$t")
-    continue
+    return
   fi
   read -r p _ f _ s _ <<<"${line//,/}"
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + ${s:-0}))
@@ -37,8 +60,36 @@ for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
     echo "FAIL $t: exited with status $rc"
     failed=$((failed + 1))
   fi
-  [ "$f" -gt 0 ] || [ "$rc" -ne 0 ] && broken+=("$t")
+  if [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then broken+=("$t"); fi
+}
+
+# Runs test i into its log, with its exit status and seconds beside it.
+run_one() {
+  local t=${tests[$1]} log=$logs/$1 start=$SECONDS rc
+  if [ "${t%.sh}" != "$t" ]; then bash "$t" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
+  rc=$?
+  echo $((SECONDS - start)) >"$log.s"
+  echo "$rc" >"$log.rc"
+}
+
+declare -A index_of
+running=0
+for i in "${!tests[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n -p done_pid
+    report "${index_of[$done_pid]}"
+    running=$((running - 1))
+  fi
+  run_one "$i" &
+  index_of[$!]=$i
+  running=$((running + 1))
 done
+while [ "$running" -gt 0 ]; do
+  wait -n -p done_pid
+  report "${index_of[$done_pid]}"
+  running=$((running - 1))
+done
+
 [ ${#broken[@]} -gt 0 ] && echo "failing: ${broken[*]}"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

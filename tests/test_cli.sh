@@ -71,7 +71,7 @@ expect_error "prompt + n past the context" \
 expect_error "prompt longer than the context" \
   "mkc: error: the prompt is 20 tokens but the context holds 16: nothing was run (use --ctx 20 or a shorter prompt)" \
   -- run --preset tiny --random-weights 1 -n 1 --prompt-ids 1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20 --ctx 16
-expect_error "unknown preset" "graphs/llama.lua:10: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny)" \
+expect_error "unknown preset" "graphs/llama.lua:14: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, hybrid-tiny)" \
   -- gen graphs/llama.lua --preset huge -o "$tmp/x.cu"
 expect_error "missing graph file" "mkc: error: cannot open graph nope.lua" -- gen nope.lua --preset tiny -o "$tmp/x.cu"
 # --keep-layers: a keep stage before every layer (the loop still folds), the asked-for layer's slot
@@ -90,6 +90,26 @@ expect_error "unwritable output" "mkc: error: cannot write /nonexistent/x.cu: No
 "$mkc" run --preset tiny --random-weights 1 -n 5 --prompt-ids 1,2,3 --ctx 7 >"$tmp/out" 2>/dev/null \
   && [ "$(wc -w <"$tmp/out")" -eq 5 ] && ok "prompt + n exactly filling the context runs" \
   || fail "prompt + n exactly filling the context runs"
+
+# A recurrent (linear attention) layer: only the reference runs it. Elsewhere a clear error at its
+# graph line; on the reference, self-speculation (its first two layers, both recurrent, draft and
+# roll back their states) gives plain decoding's tokens.
+expect_error "hybrid-tiny on the cpu backend" \
+  "$PWD/graphs/llama.lua:$(grep -n 'local o = g.recurrent(' graphs/llama.lua | cut -d: -f1): error: recurrent (gated_delta): no kernel emits this op yet; the reference executor runs it (--backend ref)" \
+  -- run --preset hybrid-tiny --random-weights 7 -n 4 --backend cpu
+expect_error "init hybrid-tiny" \
+  "mkc: error: preset hybrid-tiny: layer 0 is a recurrent (linear attention) layer, which mkc's model files do not carry yet; run the preset with --random-weights --backend ref instead" \
+  -- init --preset hybrid-tiny --seed 1 -o "$tmp/hybrid.gguf"
+args=(run --preset hybrid-tiny --random-weights 7 -n 32 --prompt-ids 1,2 --backend ref)
+if "$mkc" "${args[@]}" >"$tmp/h.plain" 2>/dev/null &&
+  "$mkc" "${args[@]}" --draft-layers 2 --draft-max 3 >"$tmp/h.spec" 2>"$tmp/h.err" &&
+  cmp -s "$tmp/h.plain" "$tmp/h.spec" && [ "$(wc -w <"$tmp/h.plain")" -eq 32 ] &&
+  grep -q 'accepted [1-9]' "$tmp/h.err" && grep -q ' [1-9][0-9]* mismatches' "$tmp/h.err"; then
+  ok "hybrid-tiny on the reference: self-speculation over recurrent layers = plain decoding"
+else
+  fail "hybrid-tiny on the reference: self-speculation over recurrent layers = plain decoding" \
+    "$(cat "$tmp/h.plain")" "$(cat "$tmp/h.spec")" "$(tail -n 1 "$tmp/h.err")"
+fi
 
 # The CUDA backend without a driver: a clear message, never a crash.
 MKC_LIBCUDA=/nonexistent/libcuda.so.1 expect_error "cuda backend, no driver" \

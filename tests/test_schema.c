@@ -92,15 +92,30 @@ static void derived_fields(void) {
   mkc_kernel_src hsrc;
   int head = mkc_codegen(&h, &hg, &hsrc) == 0, in_head[MKC_OP_COUNT] = {0};
   for (int i = 0; head && i < hg.n_nodes; i++) in_head[hg.nodes[i].op] = 1;
+  /* the recurrence is hybrid-tiny's, which only the reference runs (no kernel, no stages) */
+  mkc_gen_opts y = {.graph_path = o.graph_path, .preset = "hybrid-tiny", .reference_only = 1};
+  mkc_graph yg;
+  mkc_kernel_src ysrc;
+  int hybrid = mkc_codegen(&y, &yg, &ysrc) == 0, in_hybrid[MKC_OP_COUNT] = {0};
+  for (int i = 0; hybrid && i < yg.n_nodes; i++) in_hybrid[yg.nodes[i].op] = 1;
+  CHECK(hybrid && yg.n_stages == 0 && ysrc.source[0] == '\0' && yg.t_max == 1,
+        "hybrid-tiny for the reference: the graph, no source, no stages, one input a step");
   for (int op = 0; op < MKC_OP_COUNT; op++)
     if (op == MKC_OP_FEATURE)
       CHECK(head && in_head[op] && !seen[op], "the draft head (tiny) has %s nodes, llama none",
+            mkc_op_name(op));
+    else if (op == MKC_OP_RECURRENT)
+      CHECK(hybrid && in_hybrid[op] && !seen[op], "llama hybrid-tiny has %s nodes, tiny none",
             mkc_op_name(op));
     else
       CHECK(seen[op], "llama tiny has %s nodes", mkc_op_name(op));
   if (head) {
     mkc_graph_free(&hg);
     mkc_kernel_src_free(&hsrc);
+  }
+  if (hybrid) {
+    mkc_graph_free(&yg);
+    mkc_kernel_src_free(&ysrc);
   }
   mkc_graph_free(&g);
   mkc_kernel_src_free(&src);

@@ -403,8 +403,12 @@ int mkc_cmd_init(int argc, char **argv) {
   int stem = (int)strcspn(base, ".");
   snprintf(name, sizeof name, "%.*s-%s", stem, base, preset);
 
-  mkc_gen_opts o = {
-      .graph_path = graph_path, .preset = preset, .draft_max = 0, .max_ctx = (int)max_ctx};
+  /* reference_only: the graph alone, so a preset no kernel runs is refused below, not at its op */
+  mkc_gen_opts o = {.graph_path = graph_path,
+                    .preset = preset,
+                    .draft_max = 0,
+                    .max_ctx = (int)max_ctx,
+                    .reference_only = 1};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) {
@@ -418,6 +422,17 @@ int mkc_cmd_init(int argc, char **argv) {
             "mkc: error: preset %s: layer %d attends over a sliding window of %d, which mkc's "
             "model files do not carry yet; run the preset with --random-weights instead\n",
             preset, att->layer, att->window);
+    mkc_graph_free(&g);
+    free(f.tensor_types);
+    return 1;
+  }
+  const mkc_node *rec = first_node(&g, MKC_OP_RECURRENT);
+  if (rec) {
+    fprintf(stderr,
+            "mkc: error: preset %s: layer %d is a recurrent (linear attention) layer, which mkc's "
+            "model files do not carry yet; run the preset with --random-weights --backend ref "
+            "instead\n",
+            preset, rec->layer);
     mkc_graph_free(&g);
     free(f.tensor_types);
     return 1;

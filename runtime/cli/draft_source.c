@@ -115,7 +115,8 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
   mkc_gen_opts o = {.graph_path = tg->graph_path,
                     .draft_max = tg->t_max - 1,
                     .max_ctx = tg->max_ctx,
-                    .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype)};
+                    .kv_dtype = mkc_kv_dtype_name(tg->kv_dtype),
+                    .reference_only = c->backend && strcmp(c->backend, "ref") == 0};
   const mkc_model_file *file = c->model_path ? &target->file : NULL;
   char head[4200];
   if (c->draft_head) { /* the head of the target's preset: its own graph, context and sizes */

@@ -83,7 +83,8 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
                     .n_keep_layers = c->n_keep_layers,
                     .slots = c->slots,
                     .kv_pages = c->kv_pages,
-                    .step_rows = c->step_rows};
+                    .step_rows = c->step_rows,
+                    .reference_only = c->backend && strcmp(c->backend, "ref") == 0};
   if (c->model_path) {
     if (mkc_model_file_open(c->model_path, &m->file) != 0) return -1;
     const mkc_model_desc *d = &m->file.desc;

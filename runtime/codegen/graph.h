@@ -21,7 +21,11 @@
   X(SWIGLU, swiglu)       /* in: gate, up -> silu(gate) * up */                                    \
   X(LOGITS, logits)   /* in: x [vocab]: the step's output; greedy choice + speculative accept */   \
   X(FEATURE, feature) /* n floats per input the host writes before the step (a drafter's           \
-                         conditioning: the target's hidden state); read only by matmuls */
+                         conditioning: the target's hidden state); read only by matmuls */         \
+  /* in: mixed [q|k|v] before the convolution, gates [a|b], conv weight [channels][conv],          \
+   * A_log [heads], dt_bias [heads]; attrs layer, heads, head_dim (k), v_dim, conv: a gated        \
+   * delta-rule layer's recurrence -> [heads*v_dim] (exec/delta_rule.h; reference only) */         \
+  X(RECURRENT, recurrent)
 
 #define MKC_OP_ENUM(e, lua) MKC_OP_##e,
 enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
@@ -90,9 +94,11 @@ enum mkc_kv_dtype {
   X(SIZE, kv_v, kv_v)                                                                              \
   /* attention: rows per kv head in those slots: max_ctx, or with a window a ring of               \
    * window + t_max rows, position p at row p % kv_rows (0 in a graph built by hand: max_ctx) */   \
-  X(INT, kv_rows, kv_rows)
+  X(INT, kv_rows, kv_rows)                                                                         \
+  X(INT, v_dim, v_dim) /* recurrent: values per head (head_dim: keys per head) */                  \
+  X(INT, conv, conv)   /* recurrent: the causal convolution's width, inputs */
 
-#define MKC_NODE_INPUTS 3
+#define MKC_NODE_INPUTS 5
 #define MKC_NODE_MEMBER_OP(m) int m;
 #define MKC_NODE_MEMBER_INPUTS(m) int m[MKC_NODE_INPUTS];
 #define MKC_NODE_MEMBER_INT(m) int m;

@@ -113,6 +113,8 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
    * (formats/hf_config.c). */
   lua_pushstring(L, "none");
   lua_setfield(L, -2, "sliding_window");
+  lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */
+  lua_setfield(L, -2, "linear_attention");
   const struct {
     const char *key;
     int v;
@@ -453,6 +455,8 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
   lua_setfield(L, -2, "kv_pages");
   lua_pushinteger(L, o->step_rows);
   lua_setfield(L, -2, "step_rows");
+  lua_pushboolean(L, o->reference_only);
+  lua_setfield(L, -2, "reference_only");
   lua_pushinteger(L, MKC_KV_PAGE);
   lua_setfield(L, -2, "kv_page");
   lua_pushinteger(L, MKC_MAX_BLOCKS);

@@ -51,6 +51,11 @@ typedef struct mkc_gen_opts {
   /* A slot kernel's step takes up to this many rows, every slot's (0: t_max);
    * past t_max a step of several slots runs the tiled path (a wide step). */
   int step_rows;
+  /* Nonzero: the graph runs on the reference executor (--backend ref), so
+   * ops no kernel emits yet (recurrent) are allowed; such a graph comes back
+   * with an empty source and no stages. 0: such an op is an error at its
+   * line. */
+  int reference_only;
 } mkc_gen_opts;
 
 typedef struct mkc_kernel_src {

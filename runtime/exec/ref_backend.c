@@ -104,7 +104,8 @@ static int rewind_to(mkc_backend *b, int pos) {
 }
 
 /* A snapshot's store: the reference's doubles, for each layer with a cache
- * K then V, [rows][kv_dim] each. Written apart from the kernels' layout
+ * K then V, [rows][their width] each (a recurrent layer's: its convolution
+ * inputs and its states, exec/reference.h). Written apart from the kernels' layout
  * (backend/kv_rows.c) on purpose; its functions deliberately alike the other
  * backends' (rows of the interface). */
 typedef struct ref_store {
@@ -115,9 +116,10 @@ typedef struct ref_store {
 
 static size_t position_doubles(mkc_ref *x) {
   size_t n = 0;
-  int kv_dim;
+  int dim;
   for (int l = 0; l < mkc_ref_layers(x); l++)
-    if (mkc_ref_kv_cache(x, l, 0, &kv_dim)) n += 2 * (size_t)kv_dim;
+    for (int v = 0; v < 2; v++)
+      if (mkc_ref_kv_cache(x, l, v, &dim)) n += (size_t)dim;
   return n;
 }
 

@@ -2,6 +2,7 @@
  * time, double everywhere, no fusion, so that a mismatch with a kernel points
  * at the kernel. */
 #include "reference.h"
+#include "delta_rule.h"
 #include "formats/dequant.h"
 
 #include <math.h>
@@ -15,21 +16,29 @@ struct mkc_ref {
   const mkc_tensor **tensor; /* [n_nodes]: a WEIGHT node's tensor, else NULL */
   float **deq;               /* [n_nodes]: a block-typed tensor dequantized (formats/dequant.c) */
   double **value;            /* [n_nodes][node.n]: this token's outputs; NULL for WEIGHT */
-  int n_layers;              /* KV cache layers: 1 + the largest attention layer */
-  int *kv_dim;               /* [n_layers] kv_heads * head_dim, 0 for a layer with no attention */
-  double **k_cache;          /* [n_layers][max_ctx][kv_dim] */
-  double **v_cache;          /* [n_layers][max_ctx][kv_dim] */
-  double *scores;            /* [max_ctx] one head's attention scores */
-  int logits_node;           /* the LOGITS node whose input is the step's output */
-  int hidden_node;           /* the LM head's input before its norm, or -1 (mkc_ref_hidden) */
-  int feature_node;          /* the FEATURE node, or -1 */
-  double *feature;           /* [its n]: the next step's feature (mkc_ref_set_feature) */
-  int pos;                   /* tokens whose K/V rows are valid */
-  const void *kernel_kv;     /* a kernel's cache to compare appends with (mkc_ref_follow_kv) */
+  int n_layers;              /* cache layers: 1 + the largest attention or recurrent layer */
+  /* [n_layers] a row's doubles in k_cache and v_cache, 0 for a layer with no cache: attention's
+   * kv_heads * head_dim in both; a recurrent layer's convolution input (channels) in k_cache and
+   * its state after the position (heads * k_dim * v_dim) in v_cache */
+  int *k_dim, *v_dim;
+  double **k_cache;      /* [n_layers][max_ctx][k_dim] */
+  double **v_cache;      /* [n_layers][max_ctx][v_dim] */
+  double *scores;        /* [max_ctx] one head's attention scores */
+  double *rec_scratch;   /* a recurrent node's convolution output and weights (recurrent()) */
+  int logits_node;       /* the LOGITS node whose input is the step's output */
+  int hidden_node;       /* the LM head's input before its norm, or -1 (mkc_ref_hidden) */
+  int feature_node;      /* the FEATURE node, or -1 */
+  double *feature;       /* [its n]: the next step's feature (mkc_ref_set_feature) */
+  int pos;               /* tokens whose K/V rows are valid */
+  const void *kernel_kv; /* a kernel's cache to compare appends with (mkc_ref_follow_kv) */
   mkc_ref_kv_stats kv_stats;
 };
 
 static double bf16(uint16_t h) { return (double)mkc_bf16_to_float(h); }
+
+static mkc_delta_shape delta_shape(const mkc_node *nd) {
+  return (mkc_delta_shape){nd->heads, nd->head_dim, nd->v_dim, nd->conv};
+}
 
 /* Element i (row-major) of weight node id: a bf16 value, or a block type's
  * value as the format's own dequantizer gives it, not the kernel's decoder. */
@@ -87,6 +96,8 @@ static int n_inputs_of(int op) {
     return 1;
   case MKC_OP_ATTENTION:
     return 3;
+  case MKC_OP_RECURRENT:
+    return 5;
   default:
     return 2;
   }
@@ -101,7 +112,7 @@ static int check_inputs(const mkc_graph *g, int id) {
     return -1;
   }
   int need = n_inputs_of(nd->op);
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < MKC_NODE_INPUTS; k++) {
     int in = nd->in[k];
     if (k < need && (in < 0 || in >= id)) {
       node_error(g, id, "input %d is node %d, expected an earlier node", k, in);
@@ -113,9 +124,11 @@ static int check_inputs(const mkc_graph *g, int id) {
     return -1;
   }
   for (int k = 0; k < need; k++) {
-    /* Only EMBED, RMSNORM and MATMUL take a weight, and only as in[0] / in[1] / in[1]. */
+    /* Only EMBED, RMSNORM, MATMUL and RECURRENT take a weight, and only as in[0] / in[1] / in[1]
+     * / in[2..4]. */
     int wants_weight = (nd->op == MKC_OP_EMBED && k == 0) ||
-                       ((nd->op == MKC_OP_RMSNORM || nd->op == MKC_OP_MATMUL) && k == 1);
+                       ((nd->op == MKC_OP_RMSNORM || nd->op == MKC_OP_MATMUL) && k == 1) ||
+                       (nd->op == MKC_OP_RECURRENT && k >= 2);
     int is_weight = g->nodes[nd->in[k]].op == MKC_OP_WEIGHT;
     if (wants_weight != is_weight) {
       node_error(g, id, "input %d is a %s node, expected %s", k,
@@ -223,6 +236,20 @@ static int check_rope(const mkc_graph *g, int id) {
 }
 
 /* Also one attention node per layer; *max_layer grows to the largest layer. */
+/* A layer has one cache: one attention or recurrent node. */
+static int claim_layer(const mkc_graph *g, int id, int *max_layer) {
+  const mkc_node *nd = &g->nodes[id];
+  for (int j = 0; j < id; j++)
+    if ((g->nodes[j].op == MKC_OP_ATTENTION || g->nodes[j].op == MKC_OP_RECURRENT) &&
+        g->nodes[j].layer == nd->layer) {
+      node_error(g, id, "layer %d already has %s node %d", nd->layer, mkc_op_name(g->nodes[j].op),
+                 j);
+      return -1;
+    }
+  if (nd->layer > *max_layer) *max_layer = nd->layer;
+  return 0;
+}
+
 static int check_attention(const mkc_graph *g, int id, int *max_layer) {
   const mkc_node *nd = &g->nodes[id];
   int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
@@ -237,13 +264,32 @@ static int check_attention(const mkc_graph *g, int id, int *max_layer) {
                nd->head_dim, nd->layer, nd->window, nd->kv_rows, g->max_ctx);
     return -1;
   }
-  for (int j = 0; j < id; j++)
-    if (g->nodes[j].op == MKC_OP_ATTENTION && g->nodes[j].layer == nd->layer) {
-      node_error(g, id, "layer %d already has attention node %d", nd->layer, j);
-      return -1;
-    }
-  if (nd->layer > *max_layer) *max_layer = nd->layer;
-  return 0;
+  return claim_layer(g, id, max_layer);
+}
+
+/* A gated delta-rule layer (exec/delta_rule.h): mixed [channels], gates [2 heads], the
+ * convolution's weight [channels][conv], A_log and dt_bias [1][heads] -> [heads * v_dim]. */
+static int check_recurrent(const mkc_graph *g, int id, int *max_layer) {
+  const mkc_node *nd = &g->nodes[id];
+  const mkc_weight_info *conv = in_weight(g, id, 2), *a_log = in_weight(g, id, 3),
+                        *dt_bias = in_weight(g, id, 4);
+  int H = nd->heads, ok = H > 0 && nd->head_dim > 0 && nd->v_dim > 0 && nd->conv > 0 && H <= 4096 &&
+                          nd->head_dim <= 4096 && nd->v_dim <= 4096 && nd->conv <= 64 &&
+                          nd->layer >= 0;
+  long channels = ok ? (long)H * (2 * nd->head_dim + nd->v_dim) : 0;
+  if (!ok || in_len(g, id, 0) != channels || in_len(g, id, 1) != 2 * H || !conv || !a_log ||
+      !dt_bias || conv->rows != channels || conv->cols != nd->conv || a_log->rows != 1 ||
+      a_log->cols != H || dt_bias->rows != 1 || dt_bias->cols != H ||
+      (long)nd->n != (long)H * nd->v_dim) {
+    node_error(g, id,
+               "mixed [%d], gates [%d], output [%d] with heads %d, k_dim %d, v_dim %d, conv %d, "
+               "layer %d: expected mixed [heads (2 k_dim + v_dim)], gates [2 heads], output "
+               "[heads v_dim], a convolution weight [that][conv] and A_log, dt_bias [1][heads]",
+               in_len(g, id, 0), in_len(g, id, 1), nd->n, H, nd->head_dim, nd->v_dim, nd->conv,
+               nd->layer);
+    return -1;
+  }
+  return claim_layer(g, id, max_layer);
 }
 
 /* ADD and SWIGLU: two inputs and the output, all one length. */
@@ -285,6 +331,8 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
     return check_rope(g, id);
   case MKC_OP_ATTENTION:
     return check_attention(g, id, max_layer);
+  case MKC_OP_RECURRENT:
+    return check_recurrent(g, id, max_layer);
   case MKC_OP_ADD:
   case MKC_OP_SWIGLU:
     return check_elementwise(g, id);
@@ -319,11 +367,21 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
   r->tensor = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->tensor);
   r->deq = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->deq);
   r->value = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->value);
-  r->kv_dim = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->kv_dim);
+  r->k_dim = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->k_dim);
+  r->v_dim = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->v_dim);
   r->k_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->k_cache);
   r->v_cache = calloc(r->n_layers ? r->n_layers : 1, sizeof *r->v_cache);
-  if (!r->tensor || !r->deq || !r->value || !r->kv_dim || !r->k_cache || !r->v_cache) goto fail;
+  if (!r->tensor || !r->deq || !r->value || !r->k_dim || !r->v_dim || !r->k_cache || !r->v_cache)
+    goto fail;
   if (alloc_doubles(&r->scores, (size_t)g->max_ctx) != 0) goto fail;
+  size_t rec_scratch = 0;
+  for (int id = 0; id < g->n_nodes; id++) {
+    const mkc_node *nd = &g->nodes[id];
+    mkc_delta_shape ds = delta_shape(nd);
+    size_t ch = (size_t)mkc_delta_channels(&ds), need = ch * (1 + (size_t)nd->conv) + 2 * nd->heads;
+    if (nd->op == MKC_OP_RECURRENT && need > rec_scratch) rec_scratch = need;
+  }
+  if (rec_scratch && alloc_doubles(&r->rec_scratch, rec_scratch) != 0) goto fail;
 
   for (int id = 0; id < g->n_nodes; id++) {
     const mkc_node *nd = &g->nodes[id];
@@ -352,11 +410,14 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
       r->feature_node = id;
       if (alloc_doubles(&r->feature, (size_t)nd->n) != 0) goto fail;
     }
-    if (nd->op == MKC_OP_ATTENTION) {
-      int kv_dim = nd->kv_heads * nd->head_dim;
-      r->kv_dim[nd->layer] = kv_dim;
-      if (alloc_doubles(&r->k_cache[nd->layer], (size_t)g->max_ctx * kv_dim) != 0 ||
-          alloc_doubles(&r->v_cache[nd->layer], (size_t)g->max_ctx * kv_dim) != 0)
+    if (nd->op == MKC_OP_ATTENTION || nd->op == MKC_OP_RECURRENT) {
+      mkc_delta_shape ds = delta_shape(nd);
+      int l = nd->layer;
+      r->k_dim[l] =
+          nd->op == MKC_OP_ATTENTION ? nd->kv_heads * nd->head_dim : mkc_delta_channels(&ds);
+      r->v_dim[l] = nd->op == MKC_OP_ATTENTION ? r->k_dim[l] : mkc_delta_state_size(&ds);
+      if (alloc_doubles(&r->k_cache[l], (size_t)g->max_ctx * r->k_dim[l]) != 0 ||
+          alloc_doubles(&r->v_cache[l], (size_t)g->max_ctx * r->v_dim[l]) != 0)
         goto fail;
     }
   }
@@ -507,7 +568,7 @@ static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node
  * position; the window is a mask here, not the kernel's ring. */
 static void attention(mkc_ref *r, double *out, const double *q, const double *k, const double *v,
                       const mkc_node *nd) {
-  int hd = nd->head_dim, kv_dim = r->kv_dim[nd->layer], group = nd->heads / nd->kv_heads;
+  int hd = nd->head_dim, kv_dim = r->k_dim[nd->layer], group = nd->heads / nd->kv_heads;
   double *k_cache = r->k_cache[nd->layer], *v_cache = r->v_cache[nd->layer];
   append_kv(r, k_cache, k, nd, nd->kv_k, "K");
   append_kv(r, v_cache, v, nd, nd->kv_v, "V");
@@ -534,6 +595,33 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
       for (int i = 0; i < hd; i++) oh[i] += p * vs[i];
     }
   }
+}
+
+/* A recurrent node's step at r->pos: its input row joins the convolution's rows, its state
+ * after this position is row pos of the layer's states, from row pos - 1's (zeros at 0). */
+static void recurrent(mkc_ref *r, double *out, const double *mixed, const double *gates,
+                      const mkc_node *nd) {
+  mkc_delta_shape ds = delta_shape(nd);
+  int l = nd->layer, ch = r->k_dim[l], conv = nd->conv;
+  size_t ss = (size_t)r->v_dim[l];
+  double *rows = r->k_cache[l], *states = r->v_cache[l];
+  memcpy(rows + (size_t)r->pos * ch, mixed, (size_t)ch * sizeof *rows);
+  const double *window[64]; /* conv <= 64 (check_recurrent) */
+  for (int j = 0; j < conv; j++) {
+    int p = r->pos - (conv - 1) + j;
+    window[j] = p >= 0 ? rows + (size_t)p * ch : NULL;
+  }
+  double *qkv = r->rec_scratch, *wconv = qkv + ch; /* the weights widened to double */
+  for (size_t i = 0; i < (size_t)ch * conv; i++) wconv[i] = weight_at(r, nd->in[2], i);
+  mkc_delta_conv(&ds, window, wconv, qkv);
+  double *a_log = wconv + (size_t)ch * conv, *dt_bias = a_log + nd->heads;
+  for (int h = 0; h < nd->heads; h++) {
+    a_log[h] = weight_at(r, nd->in[3], (size_t)h);
+    dt_bias[h] = weight_at(r, nd->in[4], (size_t)h);
+  }
+  mkc_delta_step(&ds, qkv, gates, a_log, dt_bias,
+                 r->pos > 0 ? states + (size_t)(r->pos - 1) * ss : NULL,
+                 states + (size_t)r->pos * ss, out);
 }
 
 int mkc_ref_step(mkc_ref *r, int token, double *logits) {
@@ -576,6 +664,9 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       break;
     case MKC_OP_ATTENTION:
       attention(r, y, a, b, r->value[nd->in[2]], nd);
+      break;
+    case MKC_OP_RECURRENT:
+      recurrent(r, y, a, b, nd);
       break;
     case MKC_OP_ADD:
       for (int i = 0; i < nd->n; i++) y[i] = a[i] + b[i];
@@ -627,8 +718,8 @@ void mkc_ref_seek(mkc_ref *r, int pos) {
 int mkc_ref_layers(const mkc_ref *r) { return r->n_layers; }
 
 double *mkc_ref_kv_cache(mkc_ref *r, int layer, int v, int *kv_dim) {
-  if (layer < 0 || layer >= r->n_layers || !r->kv_dim[layer]) return NULL;
-  *kv_dim = r->kv_dim[layer];
+  if (layer < 0 || layer >= r->n_layers || !r->k_dim[layer]) return NULL;
+  *kv_dim = v ? r->v_dim[layer] : r->k_dim[layer];
   return v ? r->v_cache[layer] : r->k_cache[layer];
 }
 
@@ -643,10 +734,12 @@ void mkc_ref_close(mkc_ref *r) {
   }
   free(r->value);
   free(r->tensor);
-  free(r->kv_dim);
+  free(r->k_dim);
+  free(r->v_dim);
   free(r->k_cache);
   free(r->v_cache);
   free(r->scores);
+  free(r->rec_scratch);
   free(r->feature);
   free(r);
 }

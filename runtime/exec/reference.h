@@ -66,7 +66,9 @@ void mkc_ref_seek(mkc_ref *r, int pos);
 
 /* Layers 0..mkc_ref_layers(r) - 1 may have a cache: layer's K (v = 0) or V
  * (v = 1) values, [max_ctx][*kv_dim] doubles as appended; NULL for a layer
- * without attention. Snapshots copy rows in and out of it. */
+ * without one. A recurrent layer's rows are its convolution's input at each
+ * position (v = 0) and its state after each position (v = 1), so a rollback
+ * is a move of pos as for attention. Snapshots copy rows in and out of it. */
 int mkc_ref_layers(const mkc_ref *r);
 double *mkc_ref_kv_cache(mkc_ref *r, int layer, int v, int *kv_dim);
 void mkc_ref_close(mkc_ref *r);
