@@ -87,7 +87,7 @@ preset "wide" {
   dim = 256, n_layers = 1, n_heads = 4, n_kv_heads = 2, head_dim = 64, ffn = 288,
   vocab = 64, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = false, max_ctx = 64, qkv_bias = false, qk_norm = false,
-  rope_scaling = "none", sliding_window = "none",
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 EOF
 init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \

@@ -9,7 +9,8 @@
  *     partial write from zeros is beta k v^T; the causal convolution is a
  *     weighted sum of the rows it has, then SiLU;
  *   - codegen refuses the op for a kernel, at its graph line, and gives the
- *     reference the graph alone (no source, no stages);
+ *     reference the graph alone (no source, no stages); the reference
+ *     re-checks the node's sizes and that a layer has one cache;
  *   - the state carries the history: two histories that differ only at
  *     position 0 leave different states at position 5;
  *   - rollback is lossless: steps of five inputs whose drafts are partly
@@ -155,6 +156,38 @@ static void codegen_refuses(void) {
     mkc_graph_free(&g);
     mkc_kernel_src_free(&src);
   }
+}
+
+/* The reference checks what it runs: a layer with both an attention and a recurrent node, and a
+ * recurrent node whose sizes disagree with its inputs, are refused with the node named. */
+static void ref_checks(fixture *fx) {
+  mkc_graph *g = &fx->g;
+  int att = -1, rec = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].op == MKC_OP_ATTENTION) att = i;
+    if (g->nodes[i].op == MKC_OP_RECURRENT && rec < 0) rec = i;
+  }
+  if (!CHECK(att > rec && rec >= 0, "hybrid-tiny: a recurrent node, then an attention node"))
+    return;
+  int layer = g->nodes[att].layer, v_dim = g->nodes[rec].v_dim;
+  g->nodes[att].layer = g->nodes[rec].layer;
+  check_stderr_begin();
+  mkc_ref *r = mkc_ref_open(g, &fx->w);
+  char *msg = check_stderr_end();
+  CHECK(!r && strstr(msg, ": error: node ") && strstr(msg, "already has recurrent node"),
+        "attention on a recurrent layer's number: refused");
+  free(msg);
+  mkc_ref_close(r);
+  g->nodes[att].layer = layer;
+  g->nodes[rec].v_dim = v_dim + 1;
+  check_stderr_begin();
+  r = mkc_ref_open(g, &fx->w);
+  msg = check_stderr_end();
+  CHECK(!r && strstr(msg, "(recurrent): mixed [") && strstr(msg, "expected mixed [heads (2 k_dim"),
+        "a recurrent node with v_dim one too many: refused with its sizes");
+  free(msg);
+  mkc_ref_close(r);
+  g->nodes[rec].v_dim = v_dim;
 }
 
 /* The recurrent layers' state rows of r at position p: layer l's, or NULL. */
@@ -308,6 +341,7 @@ int main(void) {
   fixture fx;
   if (CHECK(open_hybrid(&fx, 4) == 0 && fx.g.t_max == 5,
             "hybrid-tiny for the reference, drafts up to 4")) {
+    ref_checks(&fx);
     state_carries(&fx);
     rollback(&fx);
     snapshots(&fx);

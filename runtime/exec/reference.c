@@ -235,8 +235,7 @@ static int check_rope(const mkc_graph *g, int id) {
   return 0;
 }
 
-/* Also one attention node per layer; *max_layer grows to the largest layer. */
-/* A layer has one cache: one attention or recurrent node. */
+/* A layer has one cache: one attention or recurrent node; *max_layer grows to the largest layer. */
 static int claim_layer(const mkc_graph *g, int id, int *max_layer) {
   const mkc_node *nd = &g->nodes[id];
   for (int j = 0; j < id; j++)
