@@ -687,6 +687,13 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
 typedef float v8f __attribute__((vector_size(32)));
 typedef unsigned v8u __attribute__((vector_size(32)));
 typedef int v8i __attribute__((vector_size(32)));
+/* Lanes of a and b (8 each) picked by 8 constant indices: clang's and GCC
+ * 12's builtin, GCC's older one otherwise (clang builds the fuzz targets). */
+#if defined(__clang__) || __GNUC__ >= 12
+#define SHUFFLE8(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SHUFFLE8(a, b, ...) __builtin_shuffle(a, b, (v8i){__VA_ARGS__})
+#endif
 
 /* Lanes 8h .. 8h + 7 of register row r, as floats (tf32: the top 19 bits). */
 static inline v8f lanes8(const unsigned *row, int h, int tf32) {
@@ -704,10 +711,10 @@ static inline void gather_a(unsigned (*in)[WARP], v8f A[16]) {
   for (int h = 0; h < 4; h++) {
     v8f a0 = lanes8(in[0], h, 1), a1 = lanes8(in[1], h, 1);
     v8f a2 = lanes8(in[2], h, 1), a3 = lanes8(in[3], h, 1);
-    A[2 * h] = __builtin_shuffle(a0, a2, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    A[2 * h + 1] = __builtin_shuffle(a0, a2, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
-    A[2 * h + 8] = __builtin_shuffle(a1, a3, (v8i){0, 1, 2, 3, 8, 9, 10, 11});
-    A[2 * h + 9] = __builtin_shuffle(a1, a3, (v8i){4, 5, 6, 7, 12, 13, 14, 15});
+    A[2 * h] = SHUFFLE8(a0, a2, 0, 1, 2, 3, 8, 9, 10, 11);
+    A[2 * h + 1] = SHUFFLE8(a0, a2, 4, 5, 6, 7, 12, 13, 14, 15);
+    A[2 * h + 8] = SHUFFLE8(a1, a3, 0, 1, 2, 3, 8, 9, 10, 11);
+    A[2 * h + 9] = SHUFFLE8(a1, a3, 4, 5, 6, 7, 12, 13, 14, 15);
   }
 }
 
@@ -718,14 +725,14 @@ static inline void gather_b(unsigned (*in)[WARP], v8f B[8]) {
     memcpy(L, in[r], sizeof L);
     for (int i = 0; i < 4; i++) L[i] &= 0xffffe000u;
     /* columns 0..3 (from lanes 0..15) and 4..7 (lanes 16..31) for q = 0, 1 and q = 2, 3 */
-    v8u lo01 = __builtin_shuffle(L[0], L[1], (v8i){0, 4, 8, 12, 1, 5, 9, 13});
-    v8u hi01 = __builtin_shuffle(L[2], L[3], (v8i){0, 4, 8, 12, 1, 5, 9, 13});
-    v8u lo23 = __builtin_shuffle(L[0], L[1], (v8i){2, 6, 10, 14, 3, 7, 11, 15});
-    v8u hi23 = __builtin_shuffle(L[2], L[3], (v8i){2, 6, 10, 14, 3, 7, 11, 15});
-    v8u row[4] = {__builtin_shuffle(lo01, hi01, (v8i){0, 1, 2, 3, 8, 9, 10, 11}),
-                  __builtin_shuffle(lo01, hi01, (v8i){4, 5, 6, 7, 12, 13, 14, 15}),
-                  __builtin_shuffle(lo23, hi23, (v8i){0, 1, 2, 3, 8, 9, 10, 11}),
-                  __builtin_shuffle(lo23, hi23, (v8i){4, 5, 6, 7, 12, 13, 14, 15})};
+    v8u lo01 = SHUFFLE8(L[0], L[1], 0, 4, 8, 12, 1, 5, 9, 13);
+    v8u hi01 = SHUFFLE8(L[2], L[3], 0, 4, 8, 12, 1, 5, 9, 13);
+    v8u lo23 = SHUFFLE8(L[0], L[1], 2, 6, 10, 14, 3, 7, 11, 15);
+    v8u hi23 = SHUFFLE8(L[2], L[3], 2, 6, 10, 14, 3, 7, 11, 15);
+    v8u row[4] = {SHUFFLE8(lo01, hi01, 0, 1, 2, 3, 8, 9, 10, 11),
+                  SHUFFLE8(lo01, hi01, 4, 5, 6, 7, 12, 13, 14, 15),
+                  SHUFFLE8(lo23, hi23, 0, 1, 2, 3, 8, 9, 10, 11),
+                  SHUFFLE8(lo23, hi23, 4, 5, 6, 7, 12, 13, 14, 15)};
     memcpy(&B[4 * r], row, sizeof row);
   }
 }
@@ -736,8 +743,8 @@ static inline void gather_c(unsigned (*in)[WARP], v8f D[16]) {
   for (int h = 0; h < 4; h++)
     for (int hi = 0; hi < 2; hi++) {
       v8f x0 = lanes8(in[2 * hi], h, 0), x1 = lanes8(in[2 * hi + 1], h, 0);
-      D[8 * hi + 2 * h] = __builtin_shuffle(x0, x1, (v8i){0, 8, 1, 9, 2, 10, 3, 11});
-      D[8 * hi + 2 * h + 1] = __builtin_shuffle(x0, x1, (v8i){4, 12, 5, 13, 6, 14, 7, 15});
+      D[8 * hi + 2 * h] = SHUFFLE8(x0, x1, 0, 8, 1, 9, 2, 10, 3, 11);
+      D[8 * hi + 2 * h + 1] = SHUFFLE8(x0, x1, 4, 12, 5, 13, 6, 14, 7, 15);
     }
 }
 
@@ -745,8 +752,8 @@ static inline void scatter_d(const v8f D[16], float (*out)[WARP]) {
   for (int h = 0; h < 4; h++)
     for (int hi = 0; hi < 2; hi++) {
       v8f d0 = D[8 * hi + 2 * h], d1 = D[8 * hi + 2 * h + 1];
-      v8f c0 = __builtin_shuffle(d0, d1, (v8i){0, 2, 4, 6, 8, 10, 12, 14});
-      v8f c1 = __builtin_shuffle(d0, d1, (v8i){1, 3, 5, 7, 9, 11, 13, 15});
+      v8f c0 = SHUFFLE8(d0, d1, 0, 2, 4, 6, 8, 10, 12, 14);
+      v8f c1 = SHUFFLE8(d0, d1, 1, 3, 5, 7, 9, 11, 13, 15);
       memcpy(out[2 * hi] + 8 * h, &c0, sizeof c0);
       memcpy(out[2 * hi + 1] + 8 * h, &c1, sizeof c1);
     }
