@@ -21,10 +21,12 @@ struct mkc_ref {
    * kv_heads * head_dim in both; a recurrent layer's convolution input (channels) in k_cache and
    * its state after the position (heads * k_dim * v_dim) in v_cache */
   int *k_dim, *v_dim;
-  double **k_cache;      /* [n_layers][max_ctx][k_dim] */
-  double **v_cache;      /* [n_layers][max_ctx][v_dim] */
-  double *scores;        /* [max_ctx] one head's attention scores */
-  double *rec_scratch;   /* a recurrent node's convolution output and weights (recurrent()) */
+  double **k_cache; /* [n_layers][max_ctx][k_dim] */
+  double **v_cache; /* [n_layers][max_ctx][v_dim] */
+  double *scores;   /* [max_ctx] one head's attention scores */
+  /* [n_nodes] a RECURRENT node's weights widened once (the convolution's [channels][conv], then
+   * A_log and dt_bias [heads]) and its convolution output [channels]; else NULL */
+  double **rec;
   int logits_node;       /* the LOGITS node whose input is the step's output */
   int hidden_node;       /* the LM head's input before its norm, or -1 (mkc_ref_hidden) */
   int feature_node;      /* the FEATURE node, or -1 */
@@ -348,6 +350,22 @@ static int alloc_doubles(double **p, size_t n) {
   return *p ? 0 : -1;
 }
 
+/* Recurrent node id's r->rec: its weights widened to double, once, and room for its convolution
+ * output (recurrent()). 0 or -1. */
+static int widen_recurrent(mkc_ref *r, int id) {
+  const mkc_node *nd = &r->g->nodes[id];
+  mkc_delta_shape ds = delta_shape(nd);
+  size_t ch = (size_t)mkc_delta_channels(&ds), n_conv = ch * (size_t)nd->conv;
+  if (alloc_doubles(&r->rec[id], n_conv + 2 * (size_t)nd->heads + ch) != 0) return -1;
+  double *w = r->rec[id];
+  for (size_t i = 0; i < n_conv; i++) w[i] = weight_at(r, nd->in[2], i);
+  for (int h = 0; h < nd->heads; h++) {
+    w[n_conv + h] = weight_at(r, nd->in[3], (size_t)h);
+    w[n_conv + nd->heads + h] = weight_at(r, nd->in[4], (size_t)h);
+  }
+  return 0;
+}
+
 mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
   if (g->max_ctx <= 0 || g->vocab <= 0) {
     fprintf(stderr, "mkc: error: reference: max_ctx %d and vocab %d must be positive\n", g->max_ctx,
@@ -373,14 +391,7 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
   if (!r->tensor || !r->deq || !r->value || !r->k_dim || !r->v_dim || !r->k_cache || !r->v_cache)
     goto fail;
   if (alloc_doubles(&r->scores, (size_t)g->max_ctx) != 0) goto fail;
-  size_t rec_scratch = 0;
-  for (int id = 0; id < g->n_nodes; id++) {
-    const mkc_node *nd = &g->nodes[id];
-    mkc_delta_shape ds = delta_shape(nd);
-    size_t ch = (size_t)mkc_delta_channels(&ds), need = ch * (1 + (size_t)nd->conv) + 2 * nd->heads;
-    if (nd->op == MKC_OP_RECURRENT && need > rec_scratch) rec_scratch = need;
-  }
-  if (rec_scratch && alloc_doubles(&r->rec_scratch, rec_scratch) != 0) goto fail;
+  if (!(r->rec = calloc(g->n_nodes ? g->n_nodes : 1, sizeof *r->rec))) goto fail;
 
   for (int id = 0; id < g->n_nodes; id++) {
     const mkc_node *nd = &g->nodes[id];
@@ -409,6 +420,7 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
       r->feature_node = id;
       if (alloc_doubles(&r->feature, (size_t)nd->n) != 0) goto fail;
     }
+    if (nd->op == MKC_OP_RECURRENT && widen_recurrent(r, id) != 0) goto fail;
     if (nd->op == MKC_OP_ATTENTION || nd->op == MKC_OP_RECURRENT) {
       mkc_delta_shape ds = delta_shape(nd);
       int l = nd->layer;
@@ -598,8 +610,8 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
 
 /* A recurrent node's step at r->pos: its input row joins the convolution's rows, its state
  * after this position is row pos of the layer's states, from row pos - 1's (zeros at 0). */
-static void recurrent(mkc_ref *r, double *out, const double *mixed, const double *gates,
-                      const mkc_node *nd) {
+static void recurrent(mkc_ref *r, int id, double *out, const double *mixed, const double *gates) {
+  const mkc_node *nd = &r->g->nodes[id];
   mkc_delta_shape ds = delta_shape(nd);
   int l = nd->layer, ch = r->k_dim[l], conv = nd->conv;
   size_t ss = (size_t)r->v_dim[l];
@@ -610,14 +622,9 @@ static void recurrent(mkc_ref *r, double *out, const double *mixed, const double
     int p = r->pos - (conv - 1) + j;
     window[j] = p >= 0 ? rows + (size_t)p * ch : NULL;
   }
-  double *qkv = r->rec_scratch, *wconv = qkv + ch; /* the weights widened to double */
-  for (size_t i = 0; i < (size_t)ch * conv; i++) wconv[i] = weight_at(r, nd->in[2], i);
-  mkc_delta_conv(&ds, window, wconv, qkv);
-  double *a_log = wconv + (size_t)ch * conv, *dt_bias = a_log + nd->heads;
-  for (int h = 0; h < nd->heads; h++) {
-    a_log[h] = weight_at(r, nd->in[3], (size_t)h);
-    dt_bias[h] = weight_at(r, nd->in[4], (size_t)h);
-  }
+  double *w = r->rec[id], *a_log = w + (size_t)ch * conv, *dt_bias = a_log + nd->heads,
+         *qkv = dt_bias + nd->heads; /* widen_recurrent()'s layout */
+  mkc_delta_conv(&ds, window, w, qkv);
   mkc_delta_step(&ds, qkv, gates, a_log, dt_bias,
                  r->pos > 0 ? states + (size_t)(r->pos - 1) * ss : NULL,
                  states + (size_t)r->pos * ss, out);
@@ -665,7 +672,7 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       attention(r, y, a, b, r->value[nd->in[2]], nd);
       break;
     case MKC_OP_RECURRENT:
-      recurrent(r, y, a, b, nd);
+      recurrent(r, id, y, a, b);
       break;
     case MKC_OP_ADD:
       for (int i = 0; i < nd->n; i++) y[i] = a[i] + b[i];
@@ -738,7 +745,8 @@ void mkc_ref_close(mkc_ref *r) {
   free(r->k_cache);
   free(r->v_cache);
   free(r->scores);
-  free(r->rec_scratch);
+  for (int id = 0; r->rec && id < r->g->n_nodes; id++) free(r->rec[id]);
+  free(r->rec);
   free(r->feature);
   free(r);
 }
