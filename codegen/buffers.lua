@@ -248,14 +248,15 @@ end
 -- `variant = true` starts over at 0: it and the ones after it belong to a variant of the stage
 -- that never runs beside the regions before it (a prompt chunk's tiles), so they share bytes.
 function buffers.smem(regions)
-  local layout, off, top = {}, 0, 0
+  local layout, off, top, decode_top = {}, 0, 0, 0
   for _, r in ipairs(regions) do
     if r.variant then off = 0 end
     layout[r[1]] = off
     off = off + util.round_up(r[2] * 4, 16)
     top = math.max(top, off)
+    if not r.tiled then decode_top = math.max(decode_top, off) end
   end
-  return layout, top
+  return layout, top, decode_top
 end
 
 return buffers

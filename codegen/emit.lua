@@ -151,8 +151,9 @@ local function context(graph, plan, opts)
   function ctx.gemm_smem(c_cols)
     local g = opts.gemm
     local ld = g.bk + 4
-    return { { "a_tile", g.bm * ld }, { "w_tile", g.bn * ld }, { "c_tile", g.bm * (c_cols + 4) },
-             { "ssq", g.bm * g.bk // 4 }, { "inv_tile", g.bm } }
+    return { { "a_tile", g.bm * ld, tiled = true }, { "w_tile", g.bn * ld, tiled = true },
+             { "c_tile", g.bm * (c_cols + 4), tiled = true }, { "ssq", g.bm * g.bk // 4, tiled = true },
+             { "inv_tile", g.bm, tiled = true } }
   end
   -- The tiled call's smem arguments, from the stage's layout.
   function ctx.gemm_args(args, at)
@@ -193,10 +194,12 @@ function emit.node_label(node)
   return ("%s (line %d)"):format(what, node.line)
 end
 
--- Fills st.emitted for every stage and returns the max shared memory per block.
+-- Fills st.emitted for every stage and returns the max shared memory per block; plan.smem_decode_bytes:
+-- the part of it that the decode paths of stages reading weights use (regions marked tiled are a
+-- prompt chunk's or a wide step's): past it, the matvec's ring.
 function emit.stages(graph, plan, opts)
   local ctx = context(graph, plan, opts)
-  local smem_max = 0
+  local smem_max, decode_max = 0, 0 -- decode: the bytes a weight-reading stage's decode path uses
   for _, st in ipairs(plan.stages) do
     local emitter = EMITTERS[st.kind]
     if not emitter then util.fail("codegen: no emitter for stage kind " .. st.kind) end
@@ -204,14 +207,20 @@ function emit.stages(graph, plan, opts)
     for _, field in ipairs({ "items", "flops", "reads", "writes" }) do
       if not st.emitted[field] then util.fail(("codegen: the %s emitter gives no %s"):format(st.kind, field)) end
     end
-    local _, bytes = buffers.smem(st.emitted.smem)
+    local _, bytes, decode_bytes = buffers.smem(st.emitted.smem)
     st.smem_bytes = bytes
     smem_max = math.max(smem_max, bytes)
+    -- the matvec's ring (MKC_CP_RING) is live only inside stages that read weights: others may share it
+    local weights = false
+    for _, r in ipairs(st.emitted.reads) do if r[1] == "weights" then weights = true end end
+    if weights then decode_max = math.max(decode_max, decode_bytes) end
     local labels = {}
     for _, n in ipairs(st.nodes) do labels[#labels + 1] = emit.node_label(n) end
     st.labels = labels
   end
   smem_max = math.max(smem_max, 4 * (ctx.warps + 2)) -- mkc_round_next's, after the stages
+  decode_max = math.max(decode_max, 4 * (ctx.warps + 2))
+  plan.smem_decode_bytes = decode_max + emit.rowmap_bytes(opts)
   return smem_max + emit.rowmap_bytes(opts) -- a slot kernel's row map before the stages'
 end
 
@@ -357,6 +366,15 @@ function emit.source(graph, plan, opts)
   if mma_unroll then
     put(("#define MKC_MMA_UNROLL %d /* MKC_MMA_UNROLL: k-steps a tensor-core matvec lane loads at once */"):format(
       mma_unroll))
+  end
+  if plan.cp_ring then
+    put(("#define MKC_CP_RING %d /* MKC_CP_RING: 16-byte pieces per thread for weight rows in flight */\n" ..
+      "#define MKC_CP_RING_OFF %d /* their start in shared memory: past what matmul stages use */"):format(
+      plan.cp_ring, plan.cp_ring_off))
+  end
+  -- A knob for the GPU's A/B: attention asks L2 for each tile's K and V rows as the tile begins.
+  if knob("MKC_ATT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
+    put("#define MKC_ATT_PREFETCH 1 /* MKC_ATT_PREFETCH=1: a tile's K and V rows prefetched into L2 */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",

@@ -20,6 +20,14 @@
 #define MKC_ATT_TILE 256     /* positions whose scores a block holds at a time (two buffers) */
 #define MKC_ATT_SPLIT_MIN 16 /* the fewest positions worth a split of their own */
 #define MKC_ATT_HEADS 4 /* the most query heads of a pass (pass_heads): register accumulators */
+/* MKC_ATT_PREFETCH=1 (a knob for the GPU's A/B): a tile's K and V rows asked
+ * of L2 together when the tile begins. A block reads a tile's rows a few per
+ * warp at a time, each read waiting on the one before (a 4096-position step
+ * spent 16 us a layer on 8 MB, on the H100); prefetched, those reads find
+ * the rows in L2. A prefetch changes no value. */
+#ifndef MKC_ATT_PREFETCH
+#define MKC_ATT_PREFETCH 0
+#endif
 
 /* w (1, or 16 bytes' worth) cache elements from p, as floats. */
 MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
@@ -111,6 +119,16 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
       int len = b - s0 < MKC_ATT_TILE ? b - s0 : MKC_ATT_TILE;
       float *sc = sc2 + buf * pass_heads * MKC_ATT_TILE;
+#if MKC_ATT_PREFETCH
+      /* the tile's K and V rows, a 128-byte line per thread at a time */
+      const int lines = (head_dim * (int)sizeof(mkc_kv) + 127) / 128;
+      for (int e = mkc_tid(); e < 2 * len * lines; e += MKC_THREADS) {
+        int r = e % (len * lines);
+        const mkc_kv *row =
+            (e < len * lines ? K : V) + mkc_kv_at(rows, t, s0 + r / lines, kv_rows, head_dim);
+        mkc_prefetch((const char *)row + 128 * (r % lines));
+      }
+#endif
       /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
       for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
         int i = i0 + row;

@@ -57,12 +57,98 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+/* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
+ * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
+MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
+                                     const mkc_u4 *wc, const float *wf, const float *x,
+                                     int x_stride, const mkc_bf16 *norm_w, int T,
+                                     mkc_dot_acc *part) {
+  float g[8];
+  if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+    mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+    if (norm_w) {
+      a.x *= g[0];
+      a.y *= g[1];
+      a.z *= g[2];
+      a.w *= g[3];
+      b.x *= g[4];
+      b.y *= g[5];
+      b.z *= g[6];
+      b.w *= g[7];
+    }
+    for (int r = 0; r < nrows; r++) {
+      mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+      if (!w[r].p) continue;
+      *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                                   : mkc_dot8_f32(*p, wf + 8 * r, a, b);
+    }
+  }
+}
+
+/* MKC_CP_RING (a knob for the GPU's A/B; codegen reserves the room): the
+ * 16-byte pieces of shared memory each thread has for weight rows in flight.
+ * A warp's lanes read one chunk of each of its rows per turn, one 16-byte
+ * load each: with 4 rows a lane has 64 bytes in flight, and the H100's
+ * stages that only a third of the grid's warps share (o-proj, down) streamed
+ * at a third of copy bandwidth, bound by the loads' latency. With the ring a
+ * lane copies the chunks of MKC_CP_RING / nrows turns ahead (cp.async: no
+ * register holds a byte in flight) and reads each turn's from shared memory.
+ * The same chunks, added in the same order: the same sums, bit for bit. */
+#ifndef MKC_CP_RING
+#define MKC_CP_RING 0
+#endif
+#if MKC_CP_RING
+/* Piece k of the thread of lane in this warp: lanes side by side, so a warp's
+ * copies and reads of a piece cover every bank once. */
+MKC_DEVICE_INLINE unsigned char *mkc_cp_piece(int lane, int k) {
+  return (unsigned char *)mkc_smem() + MKC_CP_RING_OFF +
+         16 * (k * MKC_THREADS + mkc_warp() * 32 + lane);
+}
+/* Copies chunk c of the rows (null ones: none) into turn slot s, and commits
+ * the group: an empty one past the rows' end, so every turn commits one and
+ * mkc_cp_wait counts turns. */
+MKC_DEVICE_INLINE void mkc_cp_rows(int lane, int s, const mkc_wrow *w, int nrows, int c,
+                                   int n_chunks) {
+  if (c < n_chunks)
+    for (int r = 0; r < nrows; r++)
+      if (w[r].p) mkc_cp_async16(mkc_cp_piece(lane, s * nrows + r), w[r].p + 16 * c);
+  mkc_cp_commit();
+}
+#endif
+
 MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
+#if MKC_CP_RING
+  /* the ring, where every row is bf16 (a literal on the GPU) and holds 2 turns or more */
+  int ring = MKC_MV_UNROLL == 1 && 2 * nrows <= MKC_CP_RING;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) ring = 0;
+  if (ring) {
+    const int turns = MKC_CP_RING / nrows; /* groups in flight */
+    for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
+    for (int c = lane, i = 0; c < n_chunks; c += 32, i++) {
+      int s = i % turns;
+      mkc_cp_wait(turns - 1); /* this turn's group has landed */
+      mkc_u4 wc[MKC_DOT_ROWS_MAX];
+      for (int r = 0; r < nrows; r++)
+        if (w[r].p) wc[r] = mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + r));
+      mkc_dot_chunk(MKC_W_BF16, w, nrows, c, wc, 0, x, x_stride, norm_w, T, part);
+      /* the slot again, for turns ahead: its pieces were read into wc, and used */
+      mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);
+    }
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+    return;
+  }
+#endif
   for (int c0 = lane; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
@@ -77,29 +163,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
       for (int r = 0; r < nrows; r++)
         if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
           mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-      float g[8];
-      if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-        mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-        if (norm_w) {
-          a.x *= g[0];
-          a.y *= g[1];
-          a.z *= g[2];
-          a.w *= g[3];
-          b.x *= g[4];
-          b.y *= g[5];
-          b.z *= g[6];
-          b.w *= g[7];
-        }
-        for (int r = 0; r < nrows; r++) {
-          mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-          if (!w[r].p) continue;
-          *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[u][r], a, b)
-                                                       : mkc_dot8_f32(*p, wf[r], a, b);
-        }
-      }
+      mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
     }
   }
   for (int r = 0; r < nrows; r++)

@@ -233,6 +233,17 @@ MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
 }
 /* A weight row's 16 bytes (the GPU reads them past L1; here the same load). */
 MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) { return mkc_load_u4(p); }
+/* The GPU's cp.async (MKC_CP_RING): here the copy lands at once, so a read
+ * of a slot before its copy, or a copy over a slot not yet read, gives wrong
+ * values rather than a lucky right one; the waits have nothing to wait for. */
+MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
+  assert((uintptr_t)dst % 16 == 0 && (uintptr_t)src % 16 == 0 &&
+         "mkc_cp_async16: cp.async of 16 bytes needs both addresses 16-byte aligned");
+  memcpy(dst, src, 16);
+}
+MKC_DEVICE void mkc_cp_commit(void) {}
+MKC_DEVICE void mkc_cp_wait(int n) { (void)n; }
+MKC_DEVICE mkc_u4 mkc_load_shared_u4(const void *p) { return mkc_load_u4(p); }
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   assert((uintptr_t)p % 16 == 0 && "mkc_load_f4: a 16-byte load needs a 16-byte aligned address");
   mkc_f4 r;

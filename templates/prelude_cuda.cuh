@@ -191,6 +191,60 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
   return mkc_load_u4(p);
 #endif
 }
+/* Weight rows streamed into shared memory (MKC_CP_RING, templates/matvec.cuh):
+ * cp.async copies 16 bytes without a register to hold them while they fly,
+ * so a lane can have many more of a row's bytes in flight than its registers
+ * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
+ * are committed in groups; mkc_cp_wait(n) returns when at most n of its
+ * groups are still in flight (n a literal after inlining: the switch folds). */
+#if MKC_CP_RING && __CUDA_ARCH__ >= 800
+MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+      "l"(src)
+      : "memory");
+}
+MKC_DEVICE void mkc_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+MKC_DEVICE void mkc_cp_wait(int n) {
+  switch (n) {
+  case 0:
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    break;
+  case 1:
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    break;
+  case 2:
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    break;
+  case 3:
+    asm volatile("cp.async.wait_group 3;" ::: "memory");
+    break;
+  case 4:
+    asm volatile("cp.async.wait_group 4;" ::: "memory");
+    break;
+  case 5:
+    asm volatile("cp.async.wait_group 5;" ::: "memory");
+    break;
+  case 6:
+    asm volatile("cp.async.wait_group 6;" ::: "memory");
+    break;
+  default:
+    asm volatile("cp.async.wait_group 7;" ::: "memory");
+    break;
+  }
+}
+/* 16 bytes this thread's copies wrote, once mkc_cp_wait has seen them land */
+MKC_DEVICE mkc_u4 mkc_load_shared_u4(const void *p) {
+  mkc_u4 r;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"((unsigned)__cvta_generic_to_shared(p))
+               : "memory");
+  return r;
+}
+#elif MKC_CP_RING
+#error "MKC_CP_RING needs cp.async (sm_80 on)"
+#endif
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
   mkc_f4 r = {v.x, v.y, v.z, v.w};

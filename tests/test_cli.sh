@@ -222,6 +222,28 @@ if mma_run plain 0 && mma_run k4 4 && mma_run k7 7 MKC_SIMT_SEED=2 && mma_run sp
 else
   fail "MKC_MMA_DECODE=1 lossless" "$(head -c 300 "$tmp"/mma.* 2>/dev/null)"
 fi
+# MKC_CP_RING (weight rows copied ahead into shared memory; a knob until a GPU measures it):
+# checked and emitted; test_cp_ring checks its values.
+MKC_CP_RING=65 expect_error "MKC_CP_RING out of range" \
+  'mkc: error: MKC_CP_RING must be 0 to 64 (16-byte pieces per thread), got "65"' -- gen graphs/llama.lua --preset tiny -o "$tmp/cr.cu"
+knob_emits MKC_CP_RING=16 "MKC_CP_RING 16" "!MKC_CP_RING 16" "MKC_CP_RING=16 is emitted, and only then"
+# MKC_ATT_PREFETCH=1 (attention's tile of K and V rows asked of L2 at once; a knob until measured):
+# checked, emitted; a prefetch changes no value: with the ring too, on the lane path, and on
+# paged slots, the tokens of the kernel without them.
+MKC_ATT_PREFETCH=2 expect_error "MKC_ATT_PREFETCH not 0 or 1" \
+  'mkc: error: MKC_ATT_PREFETCH must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/ap.cu"
+knob_emits MKC_ATT_PREFETCH=1 "MKC_ATT_PREFETCH 1" "!MKC_ATT_PREFETCH 1" "MKC_ATT_PREFETCH=1 is emitted, and only then"
+printf '1,2,3\n5,6,7,8,9,10,11\n42,7\n' >"$tmp/ap-batch.txt"
+ap_batch=(run --preset tiny --random-weights 7 -n 40 --batch "$tmp/ap-batch.txt" --slots 3 --draft-max 2 --backend cpu)
+if MKC_ATT_PREFETCH=1 MKC_CP_RING=16 MKC_SIMT_SEED=4 "$mkc" "${args[@]}" --backend cpu >"$tmp/ap.out" 2>/dev/null &&
+  cmp -s "$tmp/ap.out" "$tmp/u2.ref" &&
+  "$mkc" "${ap_batch[@]}" >"$tmp/ap-batch.plain" 2>/dev/null &&
+  MKC_ATT_PREFETCH=1 "$mkc" "${ap_batch[@]}" >"$tmp/ap-batch.out" 2>/dev/null &&
+  [ "$(wc -l <"$tmp/ap-batch.out")" -eq 3 ] && cmp -s "$tmp/ap-batch.out" "$tmp/ap-batch.plain"; then
+  ok "MKC_ATT_PREFETCH=1 with MKC_CP_RING=16: the reference's tokens (odd, lane path); 3 paged slots as without"
+else
+  fail "MKC_ATT_PREFETCH=1" "$(head -c 400 "$tmp"/ap.out "$tmp"/ap-batch.* 2>/dev/null)"
+fi
 MKC_PREFETCH_BYTES=100 expect_error "MKC_PREFETCH_BYTES not lines" \
   'mkc: error: MKC_PREFETCH_BYTES must be a multiple of 128 in 0..65536, got "100"' -- gen graphs/llama.lua --preset tiny -o "$tmp/p.cu"
 if MKC_SYNC=grid "$mkc" gen graphs/llama.lua --preset odd -o "$tmp/grid.cu" 2>/dev/null &&

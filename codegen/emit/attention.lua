@@ -17,8 +17,9 @@ return function(st, ctx)
                  { "red", slices * pass_heads * att.head_dim } }
   -- a prompt chunk's variant (templates/gemm_attn.cuh): its tiles over the CUDA-core regions
   local a = ctx.attn_tile
-  local tiles = { { "q_tile", a.bm * (8 * a.dt + 4), variant = true }, { "k_tile", a.bn * (8 * a.dt + 4) },
-                  { "v_tile", a.bn * (8 * a.dt + 8) }, { "p_tile", a.bm * (a.bn + 4) } }
+  local tiles = { { "q_tile", a.bm * (8 * a.dt + 4), variant = true, tiled = true },
+                  { "k_tile", a.bn * (8 * a.dt + 4), tiled = true }, { "v_tile", a.bn * (8 * a.dt + 8), tiled = true },
+                  { "p_tile", a.bm * (a.bn + 4), tiled = true } }
   local tiled = ctx.tiled and att.head_dim <= 8 * a.dt and att.heads // att.kv_heads <= a.bm
   if tiled then for _, r in ipairs(tiles) do smem[#smem + 1] = r end end
   local at = ctx.smem_layout(smem)

@@ -1,9 +1,9 @@
 -- Stage: gate and up projections with SwiGLU in the epilogue; a prompt chunk takes the tiled
 -- variant (templates/gemm.cuh).
 return function(st, ctx)
-  local extra = ctx.tiled and ctx.gemm_smem(64) or {}
   -- the split's partials and sums of gate and up rows (templates/matvec.cuh: mkc_split_dot)
-  extra[#extra + 1] = { "part", (ctx.warps + 1) * 16 * ctx.t_max }
+  local extra = { { "part", (ctx.warps + 1) * 16 * ctx.t_max } }
+  if ctx.tiled then for _, r in ipairs(ctx.gemm_smem(64)) do extra[#extra + 1] = r end end
   local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local gw, uw = st.gate.inputs[2], st.up.inputs[2]

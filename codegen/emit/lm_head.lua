@@ -5,8 +5,8 @@ return function(st, ctx)
   if ctx.wide then
     local tiles = ctx.gemm_smem(64)
     tiles[1].variant = true -- the tiled variant's regions share the decode path's bytes
-    tiles[#tiles + 1] = { "best_v", ctx.step_rows }
-    tiles[#tiles + 1] = { "best_i", ctx.step_rows }
+    tiles[#tiles + 1] = { "best_v", ctx.step_rows, tiled = true }
+    tiles[#tiles + 1] = { "best_i", ctx.step_rows, tiled = true }
     for _, r in ipairs(tiles) do extra[#extra + 1] = r end
   end
   local norm = ctx.norm(st, extra)

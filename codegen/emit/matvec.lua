@@ -1,9 +1,9 @@
 -- Stage: one matmul, stored or (residual epilogue) added into the residual stream; a prompt chunk
 -- takes the tiled variant (templates/gemm.cuh).
 return function(st, ctx)
-  local extra = ctx.tiled and ctx.gemm_smem(64) or {}
   -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
-  extra[#extra + 1] = { "part", (ctx.warps + 1) * 8 * ctx.t_max }
+  local extra = { { "part", (ctx.warps + 1) * 8 * ctx.t_max } }
+  if ctx.tiled then for _, r in ipairs(ctx.gemm_smem(64)) do extra[#extra + 1] = r end end
   local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local residual = st.kind == "matvec_residual"

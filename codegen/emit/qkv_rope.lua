@@ -25,9 +25,9 @@ local function c_cols(head_dim)
 end
 
 return function(st, ctx)
-  local extra = ctx.tiled and ctx.gemm_smem(c_cols(st.att.head_dim)) or {}
   -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
-  extra[#extra + 1] = { "part", (ctx.warps + 1) * 8 * ctx.t_max }
+  local extra = { { "part", (ctx.warps + 1) * 8 * ctx.t_max } }
+  if ctx.tiled then for _, r in ipairs(ctx.gemm_smem(c_cols(st.att.head_dim))) do extra[#extra + 1] = r end end
   local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
   local att, qw, kw, vw = st.att, st.q.inputs[2], st.k.inputs[2], st.v.inputs[2]

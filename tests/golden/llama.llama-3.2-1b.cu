@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 40417bae8416ec77, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates d2244785ee082c49, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4696448 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -214,6 +214,60 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
   return mkc_load_u4(p);
 #endif
 }
+/* Weight rows streamed into shared memory (MKC_CP_RING, templates/matvec.cuh):
+ * cp.async copies 16 bytes without a register to hold them while they fly,
+ * so a lane can have many more of a row's bytes in flight than its registers
+ * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
+ * are committed in groups; mkc_cp_wait(n) returns when at most n of its
+ * groups are still in flight (n a literal after inlining: the switch folds). */
+#if MKC_CP_RING && __CUDA_ARCH__ >= 800
+MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+      "l"(src)
+      : "memory");
+}
+MKC_DEVICE void mkc_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+MKC_DEVICE void mkc_cp_wait(int n) {
+  switch (n) {
+  case 0:
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    break;
+  case 1:
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    break;
+  case 2:
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    break;
+  case 3:
+    asm volatile("cp.async.wait_group 3;" ::: "memory");
+    break;
+  case 4:
+    asm volatile("cp.async.wait_group 4;" ::: "memory");
+    break;
+  case 5:
+    asm volatile("cp.async.wait_group 5;" ::: "memory");
+    break;
+  case 6:
+    asm volatile("cp.async.wait_group 6;" ::: "memory");
+    break;
+  default:
+    asm volatile("cp.async.wait_group 7;" ::: "memory");
+    break;
+  }
+}
+/* 16 bytes this thread's copies wrote, once mkc_cp_wait has seen them land */
+MKC_DEVICE mkc_u4 mkc_load_shared_u4(const void *p) {
+  mkc_u4 r;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"((unsigned)__cvta_generic_to_shared(p))
+               : "memory");
+  return r;
+}
+#elif MKC_CP_RING
+#error "MKC_CP_RING needs cp.async (sm_80 on)"
+#endif
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
   mkc_f4 r = {v.x, v.y, v.z, v.w};
@@ -958,12 +1012,98 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+/* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
+ * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
+MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
+                                     const mkc_u4 *wc, const float *wf, const float *x,
+                                     int x_stride, const mkc_bf16 *norm_w, int T,
+                                     mkc_dot_acc *part) {
+  float g[8];
+  if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+    mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+    if (norm_w) {
+      a.x *= g[0];
+      a.y *= g[1];
+      a.z *= g[2];
+      a.w *= g[3];
+      b.x *= g[4];
+      b.y *= g[5];
+      b.z *= g[6];
+      b.w *= g[7];
+    }
+    for (int r = 0; r < nrows; r++) {
+      mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+      if (!w[r].p) continue;
+      *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                                   : mkc_dot8_f32(*p, wf + 8 * r, a, b);
+    }
+  }
+}
+
+/* MKC_CP_RING (a knob for the GPU's A/B; codegen reserves the room): the
+ * 16-byte pieces of shared memory each thread has for weight rows in flight.
+ * A warp's lanes read one chunk of each of its rows per turn, one 16-byte
+ * load each: with 4 rows a lane has 64 bytes in flight, and the H100's
+ * stages that only a third of the grid's warps share (o-proj, down) streamed
+ * at a third of copy bandwidth, bound by the loads' latency. With the ring a
+ * lane copies the chunks of MKC_CP_RING / nrows turns ahead (cp.async: no
+ * register holds a byte in flight) and reads each turn's from shared memory.
+ * The same chunks, added in the same order: the same sums, bit for bit. */
+#ifndef MKC_CP_RING
+#define MKC_CP_RING 0
+#endif
+#if MKC_CP_RING
+/* Piece k of the thread of lane in this warp: lanes side by side, so a warp's
+ * copies and reads of a piece cover every bank once. */
+MKC_DEVICE_INLINE unsigned char *mkc_cp_piece(int lane, int k) {
+  return (unsigned char *)mkc_smem() + MKC_CP_RING_OFF +
+         16 * (k * MKC_THREADS + mkc_warp() * 32 + lane);
+}
+/* Copies chunk c of the rows (null ones: none) into turn slot s, and commits
+ * the group: an empty one past the rows' end, so every turn commits one and
+ * mkc_cp_wait counts turns. */
+MKC_DEVICE_INLINE void mkc_cp_rows(int lane, int s, const mkc_wrow *w, int nrows, int c,
+                                   int n_chunks) {
+  if (c < n_chunks)
+    for (int r = 0; r < nrows; r++)
+      if (w[r].p) mkc_cp_async16(mkc_cp_piece(lane, s * nrows + r), w[r].p + 16 * c);
+  mkc_cp_commit();
+}
+#endif
+
 MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
+#if MKC_CP_RING
+  /* the ring, where every row is bf16 (a literal on the GPU) and holds 2 turns or more */
+  int ring = MKC_MV_UNROLL == 1 && 2 * nrows <= MKC_CP_RING;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) ring = 0;
+  if (ring) {
+    const int turns = MKC_CP_RING / nrows; /* groups in flight */
+    for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
+    for (int c = lane, i = 0; c < n_chunks; c += 32, i++) {
+      int s = i % turns;
+      mkc_cp_wait(turns - 1); /* this turn's group has landed */
+      mkc_u4 wc[MKC_DOT_ROWS_MAX];
+      for (int r = 0; r < nrows; r++)
+        if (w[r].p) wc[r] = mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + r));
+      mkc_dot_chunk(MKC_W_BF16, w, nrows, c, wc, 0, x, x_stride, norm_w, T, part);
+      /* the slot again, for turns ahead: its pieces were read into wc, and used */
+      mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);
+    }
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+    return;
+  }
+#endif
   for (int c0 = lane; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
@@ -978,29 +1118,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
       for (int r = 0; r < nrows; r++)
         if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
           mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-      float g[8];
-      if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-        mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-        if (norm_w) {
-          a.x *= g[0];
-          a.y *= g[1];
-          a.z *= g[2];
-          a.w *= g[3];
-          b.x *= g[4];
-          b.y *= g[5];
-          b.z *= g[6];
-          b.w *= g[7];
-        }
-        for (int r = 0; r < nrows; r++) {
-          mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-          if (!w[r].p) continue;
-          *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[u][r], a, b)
-                                                       : mkc_dot8_f32(*p, wf[r], a, b);
-        }
-      }
+      mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
     }
   }
   for (int r = 0; r < nrows; r++)
@@ -3044,6 +3162,14 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
 #define MKC_ATT_TILE 256     /* positions whose scores a block holds at a time (two buffers) */
 #define MKC_ATT_SPLIT_MIN 16 /* the fewest positions worth a split of their own */
 #define MKC_ATT_HEADS 4 /* the most query heads of a pass (pass_heads): register accumulators */
+/* MKC_ATT_PREFETCH=1 (a knob for the GPU's A/B): a tile's K and V rows asked
+ * of L2 together when the tile begins. A block reads a tile's rows a few per
+ * warp at a time, each read waiting on the one before (a 4096-position step
+ * spent 16 us a layer on 8 MB, on the H100); prefetched, those reads find
+ * the rows in L2. A prefetch changes no value. */
+#ifndef MKC_ATT_PREFETCH
+#define MKC_ATT_PREFETCH 0
+#endif
 
 /* w (1, or 16 bytes' worth) cache elements from p, as floats. */
 MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
@@ -3135,6 +3261,16 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
       int len = b - s0 < MKC_ATT_TILE ? b - s0 : MKC_ATT_TILE;
       float *sc = sc2 + buf * pass_heads * MKC_ATT_TILE;
+#if MKC_ATT_PREFETCH
+      /* the tile's K and V rows, a 128-byte line per thread at a time */
+      const int lines = (head_dim * (int)sizeof(mkc_kv) + 127) / 128;
+      for (int e = mkc_tid(); e < 2 * len * lines; e += MKC_THREADS) {
+        int r = e % (len * lines);
+        const mkc_kv *row =
+            (e < len * lines ? K : V) + mkc_kv_at(rows, t, s0 + r / lines, kv_rows, head_dim);
+        mkc_prefetch((const char *)row + 128 * (r % lines));
+      }
+#endif
       /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
       for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
         int i = i0 + row;
@@ -4168,7 +4304,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4172 "llama.llama-3.2-1b.cu"
+#line 4308 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4197,7 +4333,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 2/85: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 207), matmul blk.0.attn_q.weight (line 191), matmul blk.0.attn_k.weight (line 192), matmul blk.0.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 205)), weights+262668288 4096 (blk.0.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   /* stage 3/85: attention -- attention layer 0 (line 200)
@@ -4209,25 +4345,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 4/85: matvec_residual -- matmul blk.0.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 5/85: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 210), matmul blk.0.ffn_gate.weight (line 211), matmul blk.0.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+273156096 4096 (blk.0.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 6/85: matvec_residual -- matmul blk.0.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 7/85: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 207), matmul blk.1.attn_q.weight (line 191), matmul blk.1.attn_k.weight (line 192), matmul blk.1.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+323489792 4096 (blk.1.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   /* stage 8/85: attention -- attention layer 1 (line 200)
@@ -4239,25 +4375,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 9/85: matvec_residual -- matmul blk.1.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 10/85: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 210), matmul blk.1.ffn_gate.weight (line 211), matmul blk.1.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+333977600 4096 (blk.1.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 11/85: matvec_residual -- matmul blk.1.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 12/85: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 207), matmul blk.2.attn_q.weight (line 191), matmul blk.2.attn_k.weight (line 192), matmul blk.2.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+384311296 4096 (blk.2.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   /* stage 13/85: attention -- attention layer 2 (line 200)
@@ -4269,25 +4405,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 14/85: matvec_residual -- matmul blk.2.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 15/85: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 210), matmul blk.2.ffn_gate.weight (line 211), matmul blk.2.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+394799104 4096 (blk.2.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 16/85: matvec_residual -- matmul blk.2.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 17/85: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 207), matmul blk.3.attn_q.weight (line 191), matmul blk.3.attn_k.weight (line 192), matmul blk.3.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+445132800 4096 (blk.3.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   /* stage 18/85: attention -- attention layer 3 (line 200)
@@ -4299,25 +4435,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 19/85: matvec_residual -- matmul blk.3.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 20/85: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 210), matmul blk.3.ffn_gate.weight (line 211), matmul blk.3.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+455620608 4096 (blk.3.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 21/85: matvec_residual -- matmul blk.3.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 22/85: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 207), matmul blk.4.attn_q.weight (line 191), matmul blk.4.attn_k.weight (line 192), matmul blk.4.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+505954304 4096 (blk.4.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   /* stage 23/85: attention -- attention layer 4 (line 200)
@@ -4329,25 +4465,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 24/85: matvec_residual -- matmul blk.4.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 25/85: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 210), matmul blk.4.ffn_gate.weight (line 211), matmul blk.4.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+516442112 4096 (blk.4.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 26/85: matvec_residual -- matmul blk.4.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 27/85: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 207), matmul blk.5.attn_q.weight (line 191), matmul blk.5.attn_k.weight (line 192), matmul blk.5.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+566775808 4096 (blk.5.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   /* stage 28/85: attention -- attention layer 5 (line 200)
@@ -4359,25 +4495,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 29/85: matvec_residual -- matmul blk.5.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 30/85: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 210), matmul blk.5.ffn_gate.weight (line 211), matmul blk.5.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+577263616 4096 (blk.5.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 31/85: matvec_residual -- matmul blk.5.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 32/85: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 207), matmul blk.6.attn_q.weight (line 191), matmul blk.6.attn_k.weight (line 192), matmul blk.6.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+627597312 4096 (blk.6.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   /* stage 33/85: attention -- attention layer 6 (line 200)
@@ -4389,25 +4525,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 34/85: matvec_residual -- matmul blk.6.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 35/85: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 210), matmul blk.6.ffn_gate.weight (line 211), matmul blk.6.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+638085120 4096 (blk.6.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 36/85: matvec_residual -- matmul blk.6.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 37/85: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 207), matmul blk.7.attn_q.weight (line 191), matmul blk.7.attn_k.weight (line 192), matmul blk.7.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+688418816 4096 (blk.7.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   /* stage 38/85: attention -- attention layer 7 (line 200)
@@ -4419,25 +4555,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 39/85: matvec_residual -- matmul blk.7.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 40/85: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 210), matmul blk.7.ffn_gate.weight (line 211), matmul blk.7.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+698906624 4096 (blk.7.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 41/85: matvec_residual -- matmul blk.7.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 42/85: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 207), matmul blk.8.attn_q.weight (line 191), matmul blk.8.attn_k.weight (line 192), matmul blk.8.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+749240320 4096 (blk.8.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   /* stage 43/85: attention -- attention layer 8 (line 200)
@@ -4449,25 +4585,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 44/85: matvec_residual -- matmul blk.8.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 45/85: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 210), matmul blk.8.ffn_gate.weight (line 211), matmul blk.8.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+759728128 4096 (blk.8.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 46/85: matvec_residual -- matmul blk.8.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 47/85: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 207), matmul blk.9.attn_q.weight (line 191), matmul blk.9.attn_k.weight (line 192), matmul blk.9.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+810061824 4096 (blk.9.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   /* stage 48/85: attention -- attention layer 9 (line 200)
@@ -4479,25 +4615,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 49/85: matvec_residual -- matmul blk.9.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 50/85: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 210), matmul blk.9.ffn_gate.weight (line 211), matmul blk.9.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+820549632 4096 (blk.9.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 51/85: matvec_residual -- matmul blk.9.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 52/85: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 207), matmul blk.10.attn_q.weight (line 191), matmul blk.10.attn_k.weight (line 192), matmul blk.10.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+870883328 4096 (blk.10.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   /* stage 53/85: attention -- attention layer 10 (line 200)
@@ -4509,25 +4645,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 54/85: matvec_residual -- matmul blk.10.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 55/85: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 210), matmul blk.10.ffn_gate.weight (line 211), matmul blk.10.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+881371136 4096 (blk.10.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 56/85: matvec_residual -- matmul blk.10.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 57/85: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 207), matmul blk.11.attn_q.weight (line 191), matmul blk.11.attn_k.weight (line 192), matmul blk.11.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+931704832 4096 (blk.11.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   /* stage 58/85: attention -- attention layer 11 (line 200)
@@ -4539,25 +4675,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 59/85: matvec_residual -- matmul blk.11.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 60/85: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 210), matmul blk.11.ffn_gate.weight (line 211), matmul blk.11.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+942192640 4096 (blk.11.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 61/85: matvec_residual -- matmul blk.11.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 62/85: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 207), matmul blk.12.attn_q.weight (line 191), matmul blk.12.attn_k.weight (line 192), matmul blk.12.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+992526336 4096 (blk.12.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   /* stage 63/85: attention -- attention layer 12 (line 200)
@@ -4569,25 +4705,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 64/85: matvec_residual -- matmul blk.12.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 65/85: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 210), matmul blk.12.ffn_gate.weight (line 211), matmul blk.12.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 66/85: matvec_residual -- matmul blk.12.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 67/85: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 207), matmul blk.13.attn_q.weight (line 191), matmul blk.13.attn_k.weight (line 192), matmul blk.13.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+1053347840 4096 (blk.13.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   /* stage 68/85: attention -- attention layer 13 (line 200)
@@ -4599,25 +4735,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 69/85: matvec_residual -- matmul blk.13.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 70/85: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 210), matmul blk.13.ffn_gate.weight (line 211), matmul blk.13.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 71/85: matvec_residual -- matmul blk.13.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 72/85: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 207), matmul blk.14.attn_q.weight (line 191), matmul blk.14.attn_k.weight (line 192), matmul blk.14.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+1114169344 4096 (blk.14.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   /* stage 73/85: attention -- attention layer 14 (line 200)
@@ -4629,25 +4765,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 74/85: matvec_residual -- matmul blk.14.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 75/85: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 210), matmul blk.14.ffn_gate.weight (line 211), matmul blk.14.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 76/85: matvec_residual -- matmul blk.14.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   /* stage 77/85: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 207), matmul blk.15.attn_q.weight (line 191), matmul blk.15.attn_k.weight (line 192), matmul blk.15.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 213)), weights+1174990848 4096 (blk.15.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 198)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   /* stage 78/85: attention -- attention layer 15 (line 200)
@@ -4659,19 +4795,19 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 79/85: matvec_residual -- matmul blk.15.attn_output.weight (line 208), add (line 208)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 200)), scratch+0 8192*t (add (line 208))
    * writes: scratch+0 8192*t (add (line 208)) */
   /* stage 80/85: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 210), matmul blk.15.ffn_gate.weight (line 211), matmul blk.15.ffn_up.weight (line 212), swiglu (line 213)
    * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 208)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 213)) */
   /* stage 81/85: matvec_residual -- matmul blk.15.ffn_down.weight (line 213), add (line 213)
    * work: 2048 rows, one warp per row; smem 38944 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 213)), scratch+0 8192*t (add (line 213))
    * writes: scratch+0 8192*t (add (line 213)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 16); layer++) { /* layer loop */
@@ -4690,7 +4826,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
                  scratch + 262144, 2048, kv + lay_i[4], kv + lay_i[5],
                  4096, pos, T, (const mkc_rowmap *)0,
-                 64, (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+                 64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
   } else {
     mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
@@ -4700,7 +4836,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 262144, 2048, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 4096, pos, T,
-                 (const mkc_rowmap *)0, (float *)(smem + 38192), (float *)0);
+                 (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 198) written by another block */
 
@@ -4723,9 +4859,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, T,
-                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 38144), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 0), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 208) written by another block */
 
@@ -4737,10 +4873,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16),
                     8192, 0, 256, scratch + 0, 2048, 2048, weights + lay_i[9], 1e-05f,
                     scratch + 786432, 8192, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+                    (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
   } else {
     mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 38192), (float *)0);
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 213) written by another block */
 
@@ -4750,9 +4886,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, T,
-                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 38144), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, T, (float *)(smem + 0), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 213) written by another block */
   } /* layer loop */

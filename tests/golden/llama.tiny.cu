@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 40417bae8416ec77, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates d2244785ee082c49, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 112256 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -214,6 +214,60 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
   return mkc_load_u4(p);
 #endif
 }
+/* Weight rows streamed into shared memory (MKC_CP_RING, templates/matvec.cuh):
+ * cp.async copies 16 bytes without a register to hold them while they fly,
+ * so a lane can have many more of a row's bytes in flight than its registers
+ * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
+ * are committed in groups; mkc_cp_wait(n) returns when at most n of its
+ * groups are still in flight (n a literal after inlining: the switch folds). */
+#if MKC_CP_RING && __CUDA_ARCH__ >= 800
+MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
+      "l"(src)
+      : "memory");
+}
+MKC_DEVICE void mkc_cp_commit(void) { asm volatile("cp.async.commit_group;" ::: "memory"); }
+MKC_DEVICE void mkc_cp_wait(int n) {
+  switch (n) {
+  case 0:
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    break;
+  case 1:
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+    break;
+  case 2:
+    asm volatile("cp.async.wait_group 2;" ::: "memory");
+    break;
+  case 3:
+    asm volatile("cp.async.wait_group 3;" ::: "memory");
+    break;
+  case 4:
+    asm volatile("cp.async.wait_group 4;" ::: "memory");
+    break;
+  case 5:
+    asm volatile("cp.async.wait_group 5;" ::: "memory");
+    break;
+  case 6:
+    asm volatile("cp.async.wait_group 6;" ::: "memory");
+    break;
+  default:
+    asm volatile("cp.async.wait_group 7;" ::: "memory");
+    break;
+  }
+}
+/* 16 bytes this thread's copies wrote, once mkc_cp_wait has seen them land */
+MKC_DEVICE mkc_u4 mkc_load_shared_u4(const void *p) {
+  mkc_u4 r;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"((unsigned)__cvta_generic_to_shared(p))
+               : "memory");
+  return r;
+}
+#elif MKC_CP_RING
+#error "MKC_CP_RING needs cp.async (sm_80 on)"
+#endif
 MKC_DEVICE mkc_f4 mkc_load_f4(const float *p) {
   float4 v = *(const float4 *)p;
   mkc_f4 r = {v.x, v.y, v.z, v.w};
@@ -958,12 +1012,98 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
  * input is read and scaled by the norm weight once for all the rows. Rows and
  * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
+/* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
+ * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
+MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
+                                     const mkc_u4 *wc, const float *wf, const float *x,
+                                     int x_stride, const mkc_bf16 *norm_w, int T,
+                                     mkc_dot_acc *part) {
+  float g[8];
+  if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+  for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
+    mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+    if (norm_w) {
+      a.x *= g[0];
+      a.y *= g[1];
+      a.z *= g[2];
+      a.w *= g[3];
+      b.x *= g[4];
+      b.y *= g[5];
+      b.z *= g[6];
+      b.w *= g[7];
+    }
+    for (int r = 0; r < nrows; r++) {
+      mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+      if (!w[r].p) continue;
+      *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
+                                                   : mkc_dot8_f32(*p, wf + 8 * r, a, b);
+    }
+  }
+}
+
+/* MKC_CP_RING (a knob for the GPU's A/B; codegen reserves the room): the
+ * 16-byte pieces of shared memory each thread has for weight rows in flight.
+ * A warp's lanes read one chunk of each of its rows per turn, one 16-byte
+ * load each: with 4 rows a lane has 64 bytes in flight, and the H100's
+ * stages that only a third of the grid's warps share (o-proj, down) streamed
+ * at a third of copy bandwidth, bound by the loads' latency. With the ring a
+ * lane copies the chunks of MKC_CP_RING / nrows turns ahead (cp.async: no
+ * register holds a byte in flight) and reads each turn's from shared memory.
+ * The same chunks, added in the same order: the same sums, bit for bit. */
+#ifndef MKC_CP_RING
+#define MKC_CP_RING 0
+#endif
+#if MKC_CP_RING
+/* Piece k of the thread of lane in this warp: lanes side by side, so a warp's
+ * copies and reads of a piece cover every bank once. */
+MKC_DEVICE_INLINE unsigned char *mkc_cp_piece(int lane, int k) {
+  return (unsigned char *)mkc_smem() + MKC_CP_RING_OFF +
+         16 * (k * MKC_THREADS + mkc_warp() * 32 + lane);
+}
+/* Copies chunk c of the rows (null ones: none) into turn slot s, and commits
+ * the group: an empty one past the rows' end, so every turn commits one and
+ * mkc_cp_wait counts turns. */
+MKC_DEVICE_INLINE void mkc_cp_rows(int lane, int s, const mkc_wrow *w, int nrows, int c,
+                                   int n_chunks) {
+  if (c < n_chunks)
+    for (int r = 0; r < nrows; r++)
+      if (w[r].p) mkc_cp_async16(mkc_cp_piece(lane, s * nrows + r), w[r].p + 16 * c);
+  mkc_cp_commit();
+}
+#endif
+
 MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
+#if MKC_CP_RING
+  /* the ring, where every row is bf16 (a literal on the GPU) and holds 2 turns or more */
+  int ring = MKC_MV_UNROLL == 1 && 2 * nrows <= MKC_CP_RING;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) ring = 0;
+  if (ring) {
+    const int turns = MKC_CP_RING / nrows; /* groups in flight */
+    for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
+    for (int c = lane, i = 0; c < n_chunks; c += 32, i++) {
+      int s = i % turns;
+      mkc_cp_wait(turns - 1); /* this turn's group has landed */
+      mkc_u4 wc[MKC_DOT_ROWS_MAX];
+      for (int r = 0; r < nrows; r++)
+        if (w[r].p) wc[r] = mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + r));
+      mkc_dot_chunk(MKC_W_BF16, w, nrows, c, wc, 0, x, x_stride, norm_w, T, part);
+      /* the slot again, for turns ahead: its pieces were read into wc, and used */
+      mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);
+    }
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++)
+        acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+    return;
+  }
+#endif
   for (int c0 = lane; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
@@ -978,29 +1118,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
       for (int r = 0; r < nrows; r++)
         if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
           mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-      float g[8];
-      if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-        mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-        if (norm_w) {
-          a.x *= g[0];
-          a.y *= g[1];
-          a.z *= g[2];
-          a.w *= g[3];
-          b.x *= g[4];
-          b.y *= g[5];
-          b.z *= g[6];
-          b.w *= g[7];
-        }
-        for (int r = 0; r < nrows; r++) {
-          mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-          if (!w[r].p) continue;
-          *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[u][r], a, b)
-                                                       : mkc_dot8_f32(*p, wf[r], a, b);
-        }
-      }
+      mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
     }
   }
   for (int r = 0; r < nrows; r++)
@@ -3044,6 +3162,14 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
 #define MKC_ATT_TILE 256     /* positions whose scores a block holds at a time (two buffers) */
 #define MKC_ATT_SPLIT_MIN 16 /* the fewest positions worth a split of their own */
 #define MKC_ATT_HEADS 4 /* the most query heads of a pass (pass_heads): register accumulators */
+/* MKC_ATT_PREFETCH=1 (a knob for the GPU's A/B): a tile's K and V rows asked
+ * of L2 together when the tile begins. A block reads a tile's rows a few per
+ * warp at a time, each read waiting on the one before (a 4096-position step
+ * spent 16 us a layer on 8 MB, on the H100); prefetched, those reads find
+ * the rows in L2. A prefetch changes no value. */
+#ifndef MKC_ATT_PREFETCH
+#define MKC_ATT_PREFETCH 0
+#endif
 
 /* w (1, or 16 bytes' worth) cache elements from p, as floats. */
 MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
@@ -3135,6 +3261,16 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
       int len = b - s0 < MKC_ATT_TILE ? b - s0 : MKC_ATT_TILE;
       float *sc = sc2 + buf * pass_heads * MKC_ATT_TILE;
+#if MKC_ATT_PREFETCH
+      /* the tile's K and V rows, a 128-byte line per thread at a time */
+      const int lines = (head_dim * (int)sizeof(mkc_kv) + 127) / 128;
+      for (int e = mkc_tid(); e < 2 * len * lines; e += MKC_THREADS) {
+        int r = e % (len * lines);
+        const mkc_kv *row =
+            (e < len * lines ? K : V) + mkc_kv_at(rows, t, s0 + r / lines, kv_rows, head_dim);
+        mkc_prefetch((const char *)row + 128 * (r % lines));
+      }
+#endif
       /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
       for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
         int i = i0 + row;
@@ -4154,7 +4290,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4158 "llama.tiny.cu"
+#line 4294 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4183,7 +4319,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 207), matmul blk.0.attn_q.weight (line 191), matmul blk.0.attn_k.weight (line 192), matmul blk.0.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 205)), weights+16384 128 (blk.0.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 198)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
   /* stage 3/15: attention -- attention layer 0 (line 200)
@@ -4195,25 +4331,25 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 208), add (line 208)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 200)), scratch+0 256*t (add (line 208))
    * writes: scratch+0 256*t (add (line 208)) */
   /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 210), matmul blk.0.ffn_gate.weight (line 211), matmul blk.0.ffn_up.weight (line 212), swiglu (line 213)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 208)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 213)) */
   /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 213), add (line 213)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 213)), scratch+0 256*t (add (line 213))
    * writes: scratch+0 256*t (add (line 213)) */
   /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 207), matmul blk.1.attn_q.weight (line 191), matmul blk.1.attn_k.weight (line 192), matmul blk.1.attn_v.weight (line 193), rope (line 198), rope (line 199)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+800
+   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 213)), weights+65792 128 (blk.1.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 198)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
   /* stage 8/15: attention -- attention layer 1 (line 200)
@@ -4225,19 +4361,19 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 208), add (line 208)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 200)), scratch+0 256*t (add (line 208))
    * writes: scratch+0 256*t (add (line 208)) */
   /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 210), matmul blk.1.ffn_gate.weight (line 211), matmul blk.1.ffn_up.weight (line 212), swiglu (line 213)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, a_tile 48+9216, w_tile 9264+9216, c_tile 18480+17408, ssq 35888+2048, inv_tile 37936+256, part 38192+1600
+   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 208)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 213)) */
   /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 213), add (line 213)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: a_tile 0+9216, w_tile 9216+9216, c_tile 18432+17408, ssq 35840+2048, inv_tile 37888+256, part 38144+800
+   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 213)), scratch+0 256*t (add (line 213))
    * writes: scratch+0 256*t (add (line 213)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
@@ -4256,7 +4392,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
                  scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5],
                  512, pos, T, (const mkc_rowmap *)0,
-                 64, (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+                 64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
   } else {
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
@@ -4266,7 +4402,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                  scratch + 8192, 64, (float *)0, 0,
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T,
-                 (const mkc_rowmap *)0, (float *)(smem + 38192), (float *)0);
+                 (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 198) written by another block */
 
@@ -4289,9 +4425,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, T,
-                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 38144), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 208) written by another block */
 
@@ -4303,10 +4439,10 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16),
                     192, 0, 8, scratch + 0, 64, 64, weights + lay_i[9], 1e-05f,
                     scratch + 24576, 192, T,
-                    (float *)(smem + 48), (float *)(smem + 9264), (float *)(smem + 18480), (float *)(smem + 35888), (float *)(smem + 37936));
+                    (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
   } else {
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 38192), (float *)0);
+    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 213) written by another block */
 
@@ -4316,9 +4452,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, T,
-                    (float *)0, (int *)0, (float *)(smem + 0), (float *)(smem + 9216), (float *)(smem + 18432), (float *)(smem + 35840), (float *)(smem + 37888));
+                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 38144), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
   mkc_flow_arrive(state); /* next stage reads add (line 213) written by another block */
   } /* layer loop */

@@ -81,7 +81,7 @@ bench() { # RUN: one mkc bench table into the summary (not if its name is in $BE
   grep -E '^\||GB/s' "$out/bench-$name.md" | tee -a "$log"
   [ "$rc" -eq 0 ] || { say "exit $rc:"; tail -n 5 "$out/bench-$name.err" | tee -a "$log"; }
 }
-for run in "${BENCH_RUNS[@]:0:6}"; do bench "$run"; done
+for run in "${BENCH_RUNS[@]:0:8}"; do bench "$run"; done
 for entry in "${SLOT_RUNS[@]}"; do # the slots' aggregate rate, while the peer and the sanitizer keep theirs
   [ "$(left)" -gt 220 ] || { say "-- slots from B = $entry on: left for tests/gpu/second.sh"; break; }
   slot_bench "$entry" "$out"
@@ -94,5 +94,5 @@ if [ "$(left)" -gt 40 ]; then
   grep -E '^FAIL|^ok|^skip|     \|' "$out/sanitizer.log" | head -n 30 | tee -a "$log"
 fi
 make_model l1b-q4k $models >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
-for run in "${BENCH_RUNS[@]:6}"; do [ "$(left)" -gt 30 ] && bench "$run"; done
+for run in "${BENCH_RUNS[@]:8}"; do [ "$(left)" -gt 30 ] && bench "$run"; done
 say "== done $(date -u +%FT%TZ), $(($(date +%s) - t_start)) s"

@@ -20,7 +20,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots; do
+[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_cp_ring; do
   if [ ! -x "$t" ]; then # not built or not carried: a failure named as such, and the rest goes on
     fail "$t (cuda): not found (make; a device call carries it)"
     continue
@@ -87,6 +87,10 @@ elif [ -x "$cs" ]; then
     --prompt-ids 1,2,3,1,2 --draft-max 7
   MKC_MMA_DECODE=1 MKC_SPLIT=1 sanitize "odd, MKC_MMA_DECODE=1 MKC_SPLIT=1" run --preset odd \
     --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 7
+  # the matvec's weight rows through shared memory (MKC_CP_RING: cp.async copies, their waits),
+  # and attention's prefetches (MKC_ATT_PREFETCH: each of a tile's rows, paged or not)
+  MKC_CP_RING=16 MKC_ATT_PREFETCH=1 sanitize "odd, MKC_CP_RING=16 MKC_ATT_PREFETCH=1" run --preset odd \
+    --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2
   # a slot kernel: three sequences in one step, one sampled (the per-slot sampler loops)
   printf '1,2,3\n5,6,7,8,9\n42,7\n' >"$tmp/batch.txt"
   sanitize "tiny --batch on 3 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \

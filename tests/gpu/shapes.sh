@@ -1,7 +1,7 @@
 # Sourced by tests/gpu/bench.sh and tests/gpu/prime.sh: the GPU run's
 # benchmarks, so that the kernels primed ahead are the ones the run asks for.
 # BENCH_RUNS: "NAME [VAR=VALUE...] ARGS..." for mkc bench, in priority order (bench.sh runs
-# the first six before compute-sanitizer; --backend cuda is added; VAR=VALUE: its
+# the first eight before compute-sanitizer; --backend cuda is added; VAR=VALUE: its
 # environment), the model files under $models (made by make_model). The A/Bs that the
 # 2026-11-27 calls settled are gone from the list (docs/PERF.md has their numbers and
 # commands): the unrolled kernel (MKC_UNFOLD=1, minutes to prime), MKC_SPLIT=1,
@@ -12,14 +12,25 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
+  # the matvec's weight rows copied ahead into shared memory (MKC_CP_RING: 16 or 32 pieces of 16
+  # bytes a thread in flight, where the loads hold 4 to 8), beside l1b-d0
+  "ring16-d0 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
+  "ring32-d0 MKC_CP_RING=32 $l1b -p 512 --rounds 8"
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
-  # verify step beside l1b-d0, by warp, split over a block's warps, and split-K over the grid's
+  # verify step beside l1b-d0, by warp, split-K over the grid's warps (later: split over a block's)
   "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
-  "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
-  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
+  # at depth, attention's K and V rows asked of L2 a tile at once (MKC_ATT_PREFETCH), with the ring
+  "ring16-attpf-d4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "l1b-stages $l1b -p 64 -n 32 --stages"
+  "ring16-stages MKC_CP_RING=16 $l1b -p 64 -n 32 --stages"
+  "ring16-attpf-stages4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 -n 32 --stages"
+  "ring16-t1 MKC_CP_RING=16 ${l1bt/--draft-max 4/--draft-max 0}"
+  "ring16-d4096 MKC_CP_RING=16 $l1b -p 64 -d 4096 --draft-adaptive"
+  "attpf-d4096 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
   "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
   "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
