@@ -191,8 +191,9 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_work_floats
   plan.sample_lists, plan.sample_lists_floats = top, util.round_up(logit_rows * vocab, ALIGN_FLOATS) -- ints
   top = top + plan.sample_lists_floats
-  -- the candidates stage's slice maxima and list sizes [t][max_blocks] each, and their union [t][vocab]
-  plan.sample_cands, plan.sample_cands_floats = top, util.round_up(2 * logit_rows * opts.max_blocks, ALIGN_FLOATS)
+  -- the candidates stage's slice maxima, list sizes and k-th values [t][max_blocks] each, and their
+  -- union [t][vocab]
+  plan.sample_cands, plan.sample_cands_floats = top, util.round_up(3 * logit_rows * opts.max_blocks, ALIGN_FLOATS)
   top = top + plan.sample_cands_floats
   plan.sample_union, plan.sample_union_floats = top, util.round_up(logit_rows * vocab, ALIGN_FLOATS) -- ints
   top = top + plan.sample_union_floats

@@ -55,7 +55,7 @@ local function touched(st, plan)
   local work = range("scratch", plan.sample_work, plan.sample_work_floats, "sample_work", "sampler logits")
   local lists = range("scratch", plan.sample_lists, plan.sample_lists_floats, "sample_lists", "top-k survivors")
   local cands = range("scratch", plan.sample_cands, plan.sample_cands_floats, "sample_cands",
-                      "the candidates' maxima and counts")
+                      "the candidates' maxima, counts and k-th values")
   if st.kind == "sample_cands" then
     r[#r + 1] = history
     w[#w + 1] = work

@@ -53,10 +53,6 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #define MKC_MV_UNROLL 1
 #endif
 
-/* This lane's partial dot products of nrows weight rows w[r] with the T
- * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
- * input is read and scaled by the norm weight once for all the rows. Rows and
- * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
 /* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
 MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
@@ -119,6 +115,10 @@ MKC_DEVICE_INLINE void mkc_cp_rows(int lane, int s, const mkc_wrow *w, int nrows
 }
 #endif
 
+/* This lane's partial dot products of nrows weight rows w[r] with the T
+ * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
+ * input is read and scaled by the norm weight once for all the rows. Rows and
+ * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
 MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
@@ -674,6 +674,22 @@ typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 8 ? 1 
  * exact remainder. The two hold the input within 2^-20 of it, relatively. */
 MKC_DEVICE_INLINE unsigned mkc_tf32_cut(float f) { return mkc_f32_bits(f) & 0xffffe000u; }
 
+#if MKC_CP_RING
+/* A batch's chunks (MKC_MMA_UNROLL k-steps from chunk c0, this lane's q) of
+ * the n-tiles' rows wp into the ring's group slot, committed as one group
+ * (empty past the rows' end): the ring of the CUDA-core path, per batch. */
+MKC_DEVICE_INLINE void mkc_mma_cp(int lane, int slot, const unsigned char *const *wp, int nt, int q,
+                                  int c0, int n_chunks) {
+  for (int u = 0; u < MKC_MMA_UNROLL; u++)
+    for (int j = 0; j < MKC_MV_NT; j++) {
+      int ch = c0 + 4 * u + q;
+      if (j < nt && ch < n_chunks && wp[j])
+        mkc_cp_async16(mkc_cp_piece(lane, (slot * MKC_MMA_UNROLL + u) * nt + j), wp[j] + 16 * ch);
+    }
+  mkc_cp_commit();
+}
+#endif
+
 /* This lane's (g, q) outputs of rows w[0 .. 8 nt) (n-tile j: w[8j .. 8j + 8),
  * null rows 0) with the T inputs, o[(m * nt + j) * 2 + e] = w[8j + 2q + e] .
  * x[8m + g] (x scaled per column by norm_w), over chunks 0 .. n_chunks - 1. */
@@ -685,13 +701,34 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
   for (int i = 0; i < MKC_MV_MT * MKC_MV_NT * 4; i++) c[i] = 0.0f;
   const unsigned char *wp[MKC_MV_NT];
   for (int j = 0; j < MKC_MV_NT; j++) wp[j] = j < nt ? w[8 * j + g].p : 0;
-  for (int c0 = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL) {
+#if MKC_CP_RING
+  /* batches in flight in the ring (MKC_CP_RING): 2 at least, or the loads below */
+  const int groups =
+      MKC_CP_RING / (MKC_MMA_UNROLL * nt) >= 2 ? MKC_CP_RING / (MKC_MMA_UNROLL * nt) : 0;
+  for (int d = 0; d < groups; d++) mkc_mma_cp(lane, d, wp, nt, q, 4 * MKC_MMA_UNROLL * d, n_chunks);
+#endif
+  for (int c0 = 0, b = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL, b++) {
     mkc_u4 wc[MKC_MMA_UNROLL][MKC_MV_NT];
-    MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
-        for (int j = 0; j < MKC_MV_NT; j++) {
-      int ch = c0 + 4 * u + q;
-      mkc_u4 z = {0u, 0u, 0u, 0u};
-      wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+#if MKC_CP_RING
+    if (groups) {
+      mkc_cp_wait(groups - 1); /* this batch's group has landed */
+      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) for (int j = 0; j < MKC_MV_NT; j++) {
+        int ch = c0 + 4 * u + q;
+        mkc_u4 z = {0u, 0u, 0u, 0u};
+        wc[u][j] = j < nt && ch < n_chunks && wp[j]
+                       ? mkc_load_shared_u4(
+                             mkc_cp_piece(lane, ((b % groups) * MKC_MMA_UNROLL + u) * nt + j))
+                       : z;
+      }
+    } else
+#endif
+    {
+      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
+          for (int j = 0; j < MKC_MV_NT; j++) {
+        int ch = c0 + 4 * u + q;
+        mkc_u4 z = {0u, 0u, 0u, 0u};
+        wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+      }
     }
     int queued = 0; /* products since the last flush: the emulator's queue holds 16 */
     MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) {
@@ -735,6 +772,10 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
       }
     }
     mkc_mma_flush(c); /* queued > 0: the loop's first k-step always runs */
+#if MKC_CP_RING
+    /* the slot again, for the batch `groups` ahead: its pieces were read into wc, and used */
+    if (groups) mkc_mma_cp(lane, b % groups, wp, nt, q, c0 + 4 * MKC_MMA_UNROLL * groups, n_chunks);
+#endif
   }
   /* c0 (g, 2q), c1 (g, 2q + 1): the high parts' sums; c2, c3 (g + 8, ...) the low parts' */
   for (int m = 0; m < MKC_MV_MT; m++)

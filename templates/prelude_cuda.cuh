@@ -196,7 +196,8 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
  * so a lane can have many more of a row's bytes in flight than its registers
  * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
  * are committed in groups; mkc_cp_wait(n) returns when at most n of its
- * groups are still in flight (n a literal after inlining: the switch folds). */
+ * groups are still in flight (n a literal after inlining: the switch folds;
+ * past 7, 7: a longer wait, never a shorter one). */
 #if MKC_CP_RING && __CUDA_ARCH__ >= 800
 MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
   asm volatile(

@@ -5,13 +5,17 @@
  * dot products (the path the GPU takes; otherwise the emulator sums a warp's
  * rows in one call and no ring is used), on a preset wide enough that a lane
  * takes more turns per row than the ring holds (576 columns: 72 chunks, 3
- * turns for some lanes; 1320: 165 chunks, 6), so the ring's slots are reused. Checked against the
- * same kernel without the ring: the same chunks added in the same order, so the same logits bit for
- * bit at every input of every step; and against the reference within 1e-4. Planted bugs (a turn's
- * copy into another turn's slot, the ring laid over the stage's own shared memory, a slot read for
- * the wrong row) must change them. What the CPU cannot show: a wait that lets a copy still in
- * flight be read (here every copy has landed). make test-gpu runs this on cuda (without the planted
- * bugs: each is a compile), where the copies are asynchronous. */
+ * turns for some lanes; 1320: 165 chunks, 6), so the ring's slots are reused.
+ * Checked against the same kernel without the ring: the same chunks added in
+ * the same order, so the same logits bit for bit at every input of every
+ * step; and against the reference within 1e-4. Planted bugs (a turn's copy
+ * into another turn's slot, the ring laid over the stage's own shared memory,
+ * a slot read for the wrong row) must change them. The same for the
+ * tensor-core decode matmuls' ring (MKC_MMA_DECODE=1), whose groups are
+ * batches of MKC_MMA_UNROLL k-steps. What the CPU cannot show: a wait that
+ * lets a copy still in flight be read (here every copy has landed). make
+ * test-gpu runs this on cuda (without the planted bugs: each is a compile),
+ * where the copies are asynchronous. */
 #include "check.h"
 #include "fixture.h"
 
@@ -142,13 +146,16 @@ static void planted(const char *shape, const kernel *ring, const mkc_weights *w,
   free(k.src.source);
 }
 
-/* ring pieces a thread, with the CPU build's cflags (NULL: its default shape). */
-static void check_shape(int ring_pieces, const char *cflags, int plant) {
+/* ring pieces a thread, with the CPU build's cflags (NULL: its default shape); mma: both kernels
+ * with MKC_MMA_DECODE=1 (the tensor-core matmuls' ring, a batch of k-steps a group). */
+static void check_shape(int ring_pieces, const char *cflags, int plant, int mma) {
   char shape[96];
   snprintf(shape, sizeof shape, "MKC_CP_RING %d, %s", ring_pieces,
-           test_backend() == MKC_BACKEND_CUDA ? "cuda"
+           test_backend() == MKC_BACKEND_CUDA ? (mma ? "cuda, MKC_MMA_DECODE 1" : "cuda")
+           : mma                              ? "MKC_MMA_DECODE 1"
            : cflags                           ? "MKC_ROWS 4 (the GPU's)"
                                               : "MKC_ROWS 8 (the CPU's)");
+  if (mma) setenv("MKC_MMA_DECODE", "1", 1);
   if (cflags)
     setenv("MKC_CPU_CFLAGS", cflags, 1);
   else
@@ -174,7 +181,13 @@ static void check_shape(int ring_pieces, const char *cflags, int plant) {
               "%s: every input's logits are the ring-less kernel's, bit for bit", shape);
     double e = worst_err(&r, &ref, base.g.vocab);
     CHECK(e <= TOL, "%s: logits within %g of the reference (worst %.3g)", shape, TOL, e);
-    if (plant) {
+    if (plant && mma) {
+      planted(shape, &ring, &w, &b, "a batch's copy into the next batch's slot",
+              "mkc_mma_cp(lane, b % groups, wp, nt, q,",
+              "mkc_mma_cp(lane, (b + 1) % groups, wp, nt, q,");
+      planted(shape, &ring, &w, &b, "the ring over the stages' own shared memory",
+              "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
+    } else if (plant) {
       planted(shape, &ring, &w, &b, "a turn's copy into the next turn's slot",
               "mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);",
               "mkc_cp_rows(lane, (s + 1) % turns, w, nrows, c + 32 * turns, n_chunks);");
@@ -193,6 +206,7 @@ done:
   kernel_free(&ring);
   kernel_free(&base);
   unsetenv("MKC_CPU_CFLAGS");
+  unsetenv("MKC_MMA_DECODE");
 }
 
 int main(void) {
@@ -202,14 +216,16 @@ int main(void) {
     return check_done();
   }
   if (test_backend() == MKC_BACKEND_CUDA) { /* make test-gpu: the GPU's copies and waits */
-    check_shape(16, NULL, 0);
-    check_shape(32, NULL, 0);
+    check_shape(16, NULL, 0, 0);
+    check_shape(32, NULL, 0, 0);
+    check_shape(16, NULL, 0, 1);
     return check_done();
   }
   /* the checking schedule: every lane runs its own share (the GPU's path) */
   setenv("MKC_SIMT_SEED", "11", 1);
-  check_shape(16, "-O1 -DMKC_ROWS=4", 1); /* 4 turns of 4 rows; gate/up: 2 of 8 */
-  check_shape(8, "-O1 -DMKC_ROWS=4", 1);  /* 2 turns of 4 rows; gate/up without the ring */
-  check_shape(32, NULL, 1);               /* 4 turns of 8 rows; gate/up: 2 of 16 */
+  check_shape(16, "-O1 -DMKC_ROWS=4", 1, 0); /* 4 turns of 4 rows; gate/up: 2 of 8 */
+  check_shape(8, "-O1 -DMKC_ROWS=4", 1, 0);  /* 2 turns of 4 rows; gate/up without the ring */
+  check_shape(32, NULL, 1, 0);               /* 4 turns of 8 rows; gate/up: 2 of 16 */
+  check_shape(16, NULL, 1, 1); /* tensor cores: 4 batches of one n-tile; gate/up: 2 of two */
   return check_done();
 }

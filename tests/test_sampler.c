@@ -41,7 +41,8 @@
 #define OFF_LP (OFF_LISTS + 2 * VOCAB)         /* [T][MKC_LP_STRIDE] */
 #define OFF_CMAX (OFF_LP + 2 * 64)             /* candidates: [T][MKC_MAX_BLOCKS] slice maxima */
 #define OFF_CN (OFF_CMAX + 2 * MKC_MAX_BLOCKS) /* int [T][MKC_MAX_BLOCKS]: slice list sizes */
-#define OFF_UNI (OFF_CN + 2 * MKC_MAX_BLOCKS)  /* int [T][VOCAB]: their union */
+#define OFF_CK (OFF_CN + 2 * MKC_MAX_BLOCKS)   /* [T][MKC_MAX_BLOCKS]: slice k-th values */
+#define OFF_UNI (OFF_CK + 2 * MKC_MAX_BLOCKS)  /* int [T][VOCAB]: their union */
 #define OFF_OUT (OFF_UNI + 2 * VOCAB)          /* int [n][2] tokens, then [n] p(draft) */
 #define SCRATCH (OFF_OUT + 3 * DRAWS + 64)
 
@@ -80,12 +81,13 @@ static const char ENTRY[] =
     "      mkc_sample_cands(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, "
     "VOCAB,\n"
     "                       VOCAB, POS, 0, T, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS),\n"
-    "                       scratch + OFF_CMAX, (int *)(scratch + OFF_CN), red, part, hist,\n"
+    "                       scratch + OFF_CMAX, (int *)(scratch + OFF_CN), scratch + OFF_CK,\n"
+    "                       red, part, hist,\n"
     "                       winner + 1);\n"
     "    mkc_grid_sync(st);\n"
     "    mkc_sample(st, (const int *)(scratch + OFF_HISTORY), scratch + OFF_LOGITS, VOCAB, VOCAB,\n"
     "               POS, 0, T, 0, scratch + OFF_WORK, (int *)(scratch + OFF_LISTS), cands,\n"
-    "               scratch + OFF_CMAX, (const int *)(scratch + OFF_CN),\n"
+    "               scratch + OFF_CMAX, (const int *)(scratch + OFF_CN), scratch + OFF_CK,\n"
     "               (int *)(scratch + OFF_UNI), (int *)(scratch + OFF_DRAWN),\n"
     "               scratch + OFF_PDRAFT, scratch + OFF_LP, red, part, winner, hist);\n"
     "    mkc_grid_sync(st);\n"
@@ -130,11 +132,11 @@ static mkc_cpu_kernel *build(int threads, const char *from, const char *to) {
       "#define VOCAB %d\n#define POS %d\n#define OFF_OUT %d\n#define OFF_HISTORY %d\n"
       "#define OFF_LOGITS %d\n#define OFF_WORK %d\n#define OFF_DRAWN %d\n#define OFF_PDRAFT %d\n"
       "#define OFF_LISTS %d\n#define OFF_LP %d\n#define OFF_CMAX %d\n#define OFF_CN %d\n"
-      "#define OFF_UNI %d\n"
+      "#define OFF_CK %d\n#define OFF_UNI %d\n"
       "#ifndef __CUDACC__\n#include \"prelude_cpu.h\"\n#endif\n#include \"mkc_state.h\"\n"
       "%s\n%s\n%s\n%s",
       threads, VOCAB, POS, OFF_OUT, OFF_HISTORY, OFF_LOGITS, OFF_WORK, OFF_DRAWN, OFF_PDRAFT,
-      OFF_LISTS, OFF_LP, OFF_CMAX, OFF_CN, OFF_UNI, common, slots, text, ENTRY);
+      OFF_LISTS, OFF_LP, OFF_CMAX, OFF_CN, OFF_CK, OFF_UNI, common, slots, text, ENTRY);
   k = mkc_cpu_kernel_open(src, from ? "sample_planted.cu" : "sample_test.cu", templates_dir);
   free(src);
   if (text != sample) free(text);
@@ -483,8 +485,10 @@ static void planted(void) {
        "mkc_cut_below(w + lo, 0, n, key, (float)(k - 1),"},
       {"the maximum of the first slice only", "for (int b = mkc_tid(); b < mkc_nblocks();",
        "for (int b = mkc_tid(); b < 1;"},
-      {"the union misses the last block's list", "for (int b = b_lo; b < b_hi; b++) mine +=",
-       "for (int b = b_lo; b < b_hi && b < mkc_nblocks() - 1; b++) mine +="},
+      {"the union misses the last block's list", "mkc_share(mkc_nblocks(), &b_lo, &b_hi);",
+       "mkc_share(mkc_nblocks() - 1, &b_lo, &b_hi);"},
+      {"the union's bound from the slices' maxima, not their k-th values",
+       "k > 0 && kept >= k ? least : MKC_CUT", "k > 0 && kept >= k ? max : MKC_CUT"},
   };
   for (size_t b = 0; b < sizeof CANDS_BUGS / sizeof *CANDS_BUGS; b++) {
     mkc_cpu_kernel *k = build(32, CANDS_BUGS[b].from, CANDS_BUGS[b].to);

@@ -24,6 +24,7 @@ return function(st, ctx)
       cand_max = row(("scratch + %d"):format(ctx.sample_cands), ctx.max_blocks),
       cand_n = row(("(const int *)(scratch + %d)"):format(ctx.sample_cands + ctx.step_rows * ctx.max_blocks),
         ctx.max_blocks),
+      cand_kth = row(("scratch + %d"):format(ctx.sample_cands + 2 * ctx.step_rows * ctx.max_blocks), ctx.max_blocks),
       uni = row(("(int *)(scratch + %d)"):format(ctx.sample_union), ctx.vocab),
       drawn = row(("(int *)(scratch + %d)"):format(ctx.drawn), 2),
       p_draft_out = row(("scratch + %d"):format(ctx.drawn + 2 * ctx.step_rows), 1),

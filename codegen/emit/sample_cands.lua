@@ -21,6 +21,7 @@ return function(st, ctx)
       lists = row(("(int *)(scratch + %d)"):format(ctx.sample_lists), ctx.vocab),
       cand_max = row(("scratch + %d"):format(ctx.sample_cands), ctx.max_blocks),
       cand_n = row(("(int *)(scratch + %d)"):format(ctx.sample_cands + ctx.step_rows * ctx.max_blocks), ctx.max_blocks),
+      cand_kth = row(("scratch + %d"):format(ctx.sample_cands + 2 * ctx.step_rows * ctx.max_blocks), ctx.max_blocks),
       red = ctx.smem_ptr("float", at.red), part = ctx.smem_ptr("float", at.part),
       hist = ctx.smem_ptr("unsigned", at.hist), sel = ctx.smem_ptr("int", at.sel) }) .. ";", on),
   }

@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates d2244785ee082c49, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 50d3b806bfea919e, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 120064 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
+ * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -219,7 +219,8 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
  * so a lane can have many more of a row's bytes in flight than its registers
  * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
  * are committed in groups; mkc_cp_wait(n) returns when at most n of its
- * groups are still in flight (n a literal after inlining: the switch folds). */
+ * groups are still in flight (n a literal after inlining: the switch folds;
+ * past 7, 7: a longer wait, never a shorter one). */
 #if MKC_CP_RING && __CUDA_ARCH__ >= 800
 MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
   asm volatile(
@@ -1008,10 +1009,6 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #define MKC_MV_UNROLL 1
 #endif
 
-/* This lane's partial dot products of nrows weight rows w[r] with the T
- * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
- * input is read and scaled by the norm weight once for all the rows. Rows and
- * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
 /* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
 MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
@@ -1074,6 +1071,10 @@ MKC_DEVICE_INLINE void mkc_cp_rows(int lane, int s, const mkc_wrow *w, int nrows
 }
 #endif
 
+/* This lane's partial dot products of nrows weight rows w[r] with the T
+ * inputs, into acc[r * MKC_T_MAX + t]; a null row gives 0. Each chunk of an
+ * input is read and scaled by the norm weight once for all the rows. Rows and
+ * inputs are padded to a multiple of 8 with zeros by the buffer plan. */
 MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, int nrows,
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
@@ -1629,6 +1630,22 @@ typedef char mkc_mma_unroll_fits[MKC_MMA_UNROLL >= 1 && MKC_MMA_UNROLL <= 8 ? 1 
  * exact remainder. The two hold the input within 2^-20 of it, relatively. */
 MKC_DEVICE_INLINE unsigned mkc_tf32_cut(float f) { return mkc_f32_bits(f) & 0xffffe000u; }
 
+#if MKC_CP_RING
+/* A batch's chunks (MKC_MMA_UNROLL k-steps from chunk c0, this lane's q) of
+ * the n-tiles' rows wp into the ring's group slot, committed as one group
+ * (empty past the rows' end): the ring of the CUDA-core path, per batch. */
+MKC_DEVICE_INLINE void mkc_mma_cp(int lane, int slot, const unsigned char *const *wp, int nt, int q,
+                                  int c0, int n_chunks) {
+  for (int u = 0; u < MKC_MMA_UNROLL; u++)
+    for (int j = 0; j < MKC_MV_NT; j++) {
+      int ch = c0 + 4 * u + q;
+      if (j < nt && ch < n_chunks && wp[j])
+        mkc_cp_async16(mkc_cp_piece(lane, (slot * MKC_MMA_UNROLL + u) * nt + j), wp[j] + 16 * ch);
+    }
+  mkc_cp_commit();
+}
+#endif
+
 /* This lane's (g, q) outputs of rows w[0 .. 8 nt) (n-tile j: w[8j .. 8j + 8),
  * null rows 0) with the T inputs, o[(m * nt + j) * 2 + e] = w[8j + 2q + e] .
  * x[8m + g] (x scaled per column by norm_w), over chunks 0 .. n_chunks - 1. */
@@ -1640,13 +1657,34 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
   for (int i = 0; i < MKC_MV_MT * MKC_MV_NT * 4; i++) c[i] = 0.0f;
   const unsigned char *wp[MKC_MV_NT];
   for (int j = 0; j < MKC_MV_NT; j++) wp[j] = j < nt ? w[8 * j + g].p : 0;
-  for (int c0 = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL) {
+#if MKC_CP_RING
+  /* batches in flight in the ring (MKC_CP_RING): 2 at least, or the loads below */
+  const int groups =
+      MKC_CP_RING / (MKC_MMA_UNROLL * nt) >= 2 ? MKC_CP_RING / (MKC_MMA_UNROLL * nt) : 0;
+  for (int d = 0; d < groups; d++) mkc_mma_cp(lane, d, wp, nt, q, 4 * MKC_MMA_UNROLL * d, n_chunks);
+#endif
+  for (int c0 = 0, b = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL, b++) {
     mkc_u4 wc[MKC_MMA_UNROLL][MKC_MV_NT];
-    MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
-        for (int j = 0; j < MKC_MV_NT; j++) {
-      int ch = c0 + 4 * u + q;
-      mkc_u4 z = {0u, 0u, 0u, 0u};
-      wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+#if MKC_CP_RING
+    if (groups) {
+      mkc_cp_wait(groups - 1); /* this batch's group has landed */
+      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) for (int j = 0; j < MKC_MV_NT; j++) {
+        int ch = c0 + 4 * u + q;
+        mkc_u4 z = {0u, 0u, 0u, 0u};
+        wc[u][j] = j < nt && ch < n_chunks && wp[j]
+                       ? mkc_load_shared_u4(
+                             mkc_cp_piece(lane, ((b % groups) * MKC_MMA_UNROLL + u) * nt + j))
+                       : z;
+      }
+    } else
+#endif
+    {
+      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
+          for (int j = 0; j < MKC_MV_NT; j++) {
+        int ch = c0 + 4 * u + q;
+        mkc_u4 z = {0u, 0u, 0u, 0u};
+        wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+      }
     }
     int queued = 0; /* products since the last flush: the emulator's queue holds 16 */
     MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) {
@@ -1690,6 +1728,10 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
       }
     }
     mkc_mma_flush(c); /* queued > 0: the loop's first k-step always runs */
+#if MKC_CP_RING
+    /* the slot again, for the batch `groups` ahead: its pieces were read into wc, and used */
+    if (groups) mkc_mma_cp(lane, b % groups, wp, nt, q, c0 + 4 * MKC_MMA_UNROLL * groups, n_chunks);
+#endif
   }
   /* c0 (g, 2q), c1 (g, 2q + 1): the high parts' sums; c2, c3 (g + 8, ...) the low parts' */
   for (int m = 0; m < MKC_MV_MT; m++)
@@ -3860,8 +3902,8 @@ MKC_DEVICE void mkc_slice(int vocab, int b, int *lo, int *hi) {
  * cand_max: [T][MKC_MAX_BLOCKS] floats; cand_n: [T][MKC_MAX_BLOCKS] ints. */
 MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const float *logits,
                                  int logits_stride, int vocab, int pos, int t0, int T, float *work,
-                                 int *lists, float *cand_max, int *cand_n, float *red, float *part,
-                                 unsigned *hist, int *sel) {
+                                 int *lists, float *cand_max, int *cand_n, float *cand_kth,
+                                 float *red, float *part, unsigned *hist, int *sel) {
   const mkc_sampling *o = &st->sampling;
   int lo, hi, k = o->top_k;
   mkc_slice(vocab, mkc_bid(), &lo, &hi);
@@ -3879,26 +3921,50 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
       mkc_cut_below(w + lo, 0, n, key, (float)k, max, 0.0f, red, part);
     }
     int kept = mkc_compact(w + lo, 0, n, lo, lists + row * vocab + lo, part);
+    /* the slice's k-th value, the least it kept (MKC_CUT: it kept fewer than k) */
+    float least = MKC_NEG_MAX;
+    for (int j = mkc_tid(); j < kept; j += MKC_THREADS)
+      least = fmaxf(least, -w[lists[row * vocab + lo + j]]);
+    least = -mkc_block_max(least, red);
     if (mkc_tid() == 0) {
       cand_max[row * MKC_MAX_BLOCKS + mkc_bid()] = max;
       cand_n[row * MKC_MAX_BLOCKS + mkc_bid()] = kept;
+      cand_kth[row * MKC_MAX_BLOCKS + mkc_bid()] = k > 0 && kept >= k ? least : MKC_CUT;
     }
   }
 }
 
 /* The union of the blocks' lists for one row, in block order (so ids
- * ascend), into out; its size. out is complete after the block's next
- * barrier. */
-MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, int *out,
-                                float *part) {
+ * ascend), into out; its size. Only the candidates at or above the largest
+ * of the slices' k-th values (cand_kth) join it: a slice that kept k has k
+ * values at or above its k-th, so the row's k-th value is at least that, and
+ * nothing below it survives top-k. The rest are cut in w here, as top-k
+ * would cut them (p(draft) reads w). The same survivors, in the same order,
+ * from a union cut down before the passes over it (on llama-3.2-1b, 396
+ * slices' 40 each). out is complete after the block's next barrier. */
+MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, const float *cand_kth,
+                                int vocab, float *w, int *out, float *part, float *red) {
+  float bound = MKC_CUT;
+  for (int s = mkc_tid(); s < mkc_nblocks(); s += MKC_THREADS) bound = fmaxf(bound, cand_kth[s]);
+  bound = mkc_block_max(bound, red);
   int b_lo, b_hi, mine = 0;
   mkc_share(mkc_nblocks(), &b_lo, &b_hi);
-  for (int b = b_lo; b < b_hi; b++) mine += cand_n[b];
+  for (int b = b_lo; b < b_hi; b++) {
+    int lo, hi;
+    mkc_slice(vocab, b, &lo, &hi);
+    for (int j = 0; j < cand_n[b]; j++) mine += w[lists[lo + j]] >= bound;
+  }
   int at, total = mkc_count_before(mine, part, &at);
   for (int b = b_lo; b < b_hi; b++) {
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
-    for (int j = 0; j < cand_n[b]; j++) out[at++] = lists[lo + j];
+    for (int j = 0; j < cand_n[b]; j++) {
+      int id = lists[lo + j];
+      if (w[id] >= bound)
+        out[at++] = id;
+      else
+        w[id] = MKC_CUT; /* only this thread holds this id */
+    }
   }
   return total; /* no barrier: the caller's mkc_key_radix has one before it reads out */
 }
@@ -3922,8 +3988,9 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, int vocab, 
 MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float *logits,
                            int logits_stride, int vocab, int pos, int t0, int T, int b0,
                            float *work, int *lists, int cands, const float *cand_max,
-                           const int *cand_n, int *uni, int *drawn, float *p_draft_out, float *lp,
-                           float *red, float *part, int *winner, unsigned *hist) {
+                           const int *cand_n, const float *cand_kth, int *uni, int *drawn,
+                           float *p_draft_out, float *lp, float *red, float *part, int *winner,
+                           unsigned *hist) {
   const mkc_sampling *o = &st->sampling;
   for (int t = t0 + mkc_bid_from(b0); t < T; t += mkc_nblocks()) {
     int row = t - t0;
@@ -3969,8 +4036,9 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       float *vals = w; /* what the radix and the cut read: every id's value, or ... */
       if (cands) {
         from = uni + row * vocab;
-        n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS, vocab,
-                             uni + row * vocab, part);
+        n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS,
+                             cand_kth + row * MKC_MAX_BLOCKS, vocab, w, uni + row * vocab, part,
+                             red);
         mkc_sync_block();
         /* ... the union's values in order, in its lists' row (read): the radix's four passes
          * and the cut's three read them there, from L1, not work[id] through the ids, two
@@ -4290,7 +4358,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4294 "llama.odd.cu"
+#line 4362 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4481,8 +4549,8 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_cands_on(&state->sampling, 300)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample_cands(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, scratch + 104832, (int *)(scratch + 106368), scratch + 107904, (int *)(scratch + 113024), (float *)(smem + 0), (float *)(smem + 16), (unsigned *)(smem + 544), (int *)(smem + 528));
-    mkc_flow_arrive(state); /* next stage reads the candidates' maxima and counts written by another block */
+    mkc_sample_cands(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, scratch + 104832, (int *)(scratch + 106368), scratch + 107904, (int *)(scratch + 113024), scratch + 118144, (float *)(smem + 0), (float *)(smem + 16), (unsigned *)(smem + 544), (int *)(smem + 528));
+    mkc_flow_arrive(state); /* next stage reads the candidates' maxima, counts and k-th values written by another block */
   }
 
   /* stage 14/15: sample -- no graph node
@@ -4493,7 +4561,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, 0, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), (int *)(scratch + 118144), (int *)(scratch + 119680), scratch + 119690, scratch + 119744, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, 0, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), scratch + 118144, (int *)(scratch + 123264), (int *)(scratch + 124800), scratch + 124810, scratch + 124864, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -4504,7 +4572,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 119680), scratch + 119690, (int *)(scratch + 104448), 300, pos, t0, T, 0, scratch + 104832, scratch + 119744, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 124800), scratch + 124810, (int *)(scratch + 104448), 300, pos, t0, T, 0, scratch + 104832, scratch + 124864, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 104448), 384, drafting, (int *)smem)) return;
   } /* rounds */

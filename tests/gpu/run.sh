@@ -91,6 +91,8 @@ elif [ -x "$cs" ]; then
   # and attention's prefetches (MKC_ATT_PREFETCH: each of a tile's rows, paged or not)
   MKC_CP_RING=16 MKC_ATT_PREFETCH=1 sanitize "odd, MKC_CP_RING=16 MKC_ATT_PREFETCH=1" run --preset odd \
     --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2
+  MKC_MMA_DECODE=1 MKC_CP_RING=16 sanitize "odd, MKC_MMA_DECODE=1 MKC_CP_RING=16" run --preset odd \
+    --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 7
   # a slot kernel: three sequences in one step, one sampled (the per-slot sampler loops)
   printf '1,2,3\n5,6,7,8,9\n42,7\n' >"$tmp/batch.txt"
   sanitize "tiny --batch on 3 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \

@@ -19,6 +19,7 @@ BENCH_RUNS=(
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
   # verify step beside l1b-d0, by warp, split-K over the grid's warps (later: split over a block's)
   "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
+  "mma-ring16-d0 MKC_MMA_DECODE=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # at depth, attention's K and V rows asked of L2 a tile at once (MKC_ATT_PREFETCH), with the ring
@@ -60,7 +61,8 @@ BENCH_RUNS=(
 # and 16, by warp and split-K, for B = 16 >= 8 x B = 1.
 # In priority order: bench.sh stops where its budget says and tests/gpu/second.sh takes the rest
 # by name (slots-B[-VAR=VALUE...]).
-SLOT_RUNS=(1 16 "1 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 64
+SLOT_RUNS=(1 16 "1 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1 MKC_CP_RING=16"
+  "16 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 64
   "4 MKC_MMA_DECODE=1" "1 MKC_MMA_DECODE=1 MKC_SPLITK=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
