@@ -248,6 +248,8 @@ end
 -- Shared memory of one stage: regions laid out from 0, 16-byte aligned. A region marked
 -- `variant = true` starts over at 0: it and the ones after it belong to a variant of the stage
 -- that never runs beside the regions before it (a prompt chunk's tiles), so they share bytes.
+-- `tiled = true` marks a region only the tiled variant uses: the third result, the bytes the
+-- decode path uses, leaves it out (the matvec's ring, MKC_CP_RING, may lie over it).
 function buffers.smem(regions)
   local layout, off, top, decode_top = {}, 0, 0, 0
   for _, r in ipairs(regions) do

@@ -167,8 +167,8 @@ function M.generate(opts)
     .. (step_rows > t_max and (";rows=%d"):format(step_rows) or ""))
   sync.plan(stages, plan)
   plan.smem_bytes = emit.stages(graph, plan, gen)
-  -- MKC_CP_RING=N (a knob for the GPU's A/B): N 16-byte pieces of shared memory per thread past
-  -- every stage's, where the decode matvec's weight rows land ahead of use (templates/matvec.cuh)
+  -- MKC_CP_RING=N (a knob for the GPU's A/B): N 16-byte pieces of shared memory per thread, where
+  -- the decode matvec's weight rows land ahead of use (templates/matvec.cuh)
   local ring = util.knob("MKC_CP_RING", "0 to 64 (16-byte pieces per thread)",
     function(v) return v >= 0 and v <= 64 end)
   if ring and ring > 0 then
