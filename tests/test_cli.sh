@@ -227,6 +227,9 @@ fi
 MKC_CP_RING=65 expect_error "MKC_CP_RING out of range" \
   'mkc: error: MKC_CP_RING must be 0 to 64 (16-byte pieces per thread), got "65"' -- gen graphs/llama.lua --preset tiny -o "$tmp/cr.cu"
 knob_emits MKC_CP_RING=16 "MKC_CP_RING 16" "!MKC_CP_RING 16" "MKC_CP_RING=16 is emitted, and only then"
+MKC_CP_RING=16 MKC_MV_UNROLL=2 expect_error "MKC_CP_RING with MKC_MV_UNROLL" \
+  'mkc: error: MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls: set one of the two' \
+  -- gen graphs/llama.lua --preset tiny -o "$tmp/cr2.cu"
 # MKC_ATT_PREFETCH=1 (attention's tile of K and V rows asked of L2 at once; a knob until measured):
 # checked, emitted; a prefetch changes no value: with the ring too, on the lane path, and on
 # paged slots (whose row map the ring must not overlap), the tokens of the kernel without them.
