@@ -40,8 +40,8 @@ if [ -z "${PRIME_RUNS:-}" ] || [ -n "${PRIME_SUITE:-}" ]; then
       --backend cuda >/dev/null 2>&1
   done
   # tests/gpu/run.sh's compute-sanitizer runs of the tensor-core decode matmuls
-  MKC_CP_RING=16 MKC_ATT_PREFETCH=1 build/mkc run --preset odd --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 \
-    --backend cuda >/dev/null 2>&1
+  MKC_CP_RING=16 MKC_ATT_PREFETCH=1 build/mkc run --preset odd --random-weights 3 -n 6 \
+    --prompt-ids 1,2,3,1,2 --draft-max 2 --backend cuda >/dev/null 2>&1
   for e in MKC_MMA_DECODE=1 "MKC_MMA_DECODE=1 MKC_SPLIT=1" "MKC_MMA_DECODE=1 MKC_CP_RING=16"; do
     # shellcheck disable=SC2086 # e: VAR=VALUE words
     env $e build/mkc run --preset odd --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 7 \
