@@ -338,6 +338,9 @@ function emit.source(graph, plan, opts)
     min_blocks or (opts.threads == 128 and 3 or 1)))
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
   local unroll = knob("MKC_MV_UNROLL", "1, 2, 3 or 4", function(u) return u >= 1 and u <= 4 end)
+  if unroll and unroll > 1 and plan.cp_ring then
+    util.fail("MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls: set one of the two")
+  end
   if unroll then
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(unroll))
   end

@@ -172,10 +172,6 @@ function M.generate(opts)
   local ring = util.knob("MKC_CP_RING", "0 to 64 (16-byte pieces per thread)",
     function(v) return v >= 0 and v <= 64 end)
   if ring and ring > 0 then
-    local unroll = util.knob("MKC_MV_UNROLL", "1, 2, 3 or 4", function(u) return u >= 1 and u <= 4 end)
-    if unroll and unroll > 1 then
-      util.fail("MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls: set one of the two")
-    end
     -- past the bytes decode steps use; over a prompt chunk's tiles, which it never meets: the
     -- ring lives within one matvec call of a decode step
     plan.cp_ring, plan.cp_ring_off = ring, util.round_up(plan.smem_decode_bytes, 16)

@@ -189,13 +189,13 @@ static void check_shape(int ring_pieces, const char *cflags, int plant, int mma)
               "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
     } else if (plant) {
       planted(shape, &ring, &w, &b, "a turn's copy into the next turn's slot",
-              "mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);",
-              "mkc_cp_rows(lane, (s + 1) % turns, w, nrows, c + 32 * turns, n_chunks);");
+              "mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);",
+              "mkc_cp_rows(lane, (i + 1) % turns, w, nrows, c0 + 32 * turns, n_chunks);");
       planted(shape, &ring, &w, &b, "the ring over the stages' own shared memory",
               "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
       planted(shape, &ring, &w, &b, "a slot read for the wrong row",
-              "mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + r))",
-              "mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + (r + 1) % nrows))");
+              "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r))",
+              "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + (r + 1) % nrows))");
     }
   }
   free(b.logits);

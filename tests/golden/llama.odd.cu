@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates 50d3b806bfea919e, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates c5e4957fcddc2c04, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1082,36 +1082,32 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
 #if MKC_CP_RING
-  /* the ring, where every row is bf16 (a literal on the GPU) and holds 2 turns or more */
-  int ring = MKC_MV_UNROLL == 1 && 2 * nrows <= MKC_CP_RING;
-  for (int r = 0; r < nrows; r++)
-    if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) ring = 0;
-  if (ring) {
-    const int turns = MKC_CP_RING / nrows; /* groups in flight */
-    for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
-    for (int c = lane, i = 0; c < n_chunks; c += 32, i++) {
-      int s = i % turns;
-      mkc_cp_wait(turns - 1); /* this turn's group has landed */
-      mkc_u4 wc[MKC_DOT_ROWS_MAX];
-      for (int r = 0; r < nrows; r++)
-        if (w[r].p) wc[r] = mkc_load_shared_u4(mkc_cp_piece(lane, s * nrows + r));
-      mkc_dot_chunk(MKC_W_BF16, w, nrows, c, wc, 0, x, x_stride, norm_w, T, part);
-      /* the slot again, for turns ahead: its pieces were read into wc, and used */
-      mkc_cp_rows(lane, s, w, nrows, c + 32 * turns, n_chunks);
-    }
-    for (int r = 0; r < nrows; r++)
-      for (int t = 0; t < MKC_T_MAX; t++)
-        acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
-    return;
-  }
+#if MKC_MV_UNROLL > 1
+#error "MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls"
 #endif
-  for (int c0 = lane; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL) {
+  /* the ring's turns in flight, where every row is bf16 (a literal on the GPU) and it holds two
+   * turns of them; 0: the loads below */
+  int turns = 2 * nrows <= MKC_CP_RING ? MKC_CP_RING / nrows : 0;
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) turns = 0;
+  for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
+#endif
+  for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL, i++) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
-    MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
-        for (int r = 0; r < nrows;
-             r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-            wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
+#if MKC_CP_RING
+    if (turns) {
+      mkc_cp_wait(turns - 1); /* this turn's group has landed */
+      for (int r = 0; r < nrows; r++)
+        if (w[r].p) wc[0][r] = mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r));
+    } else
+#endif
+    {
+      MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
+          for (int r = 0; r < nrows;
+               r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
+              wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
+    }
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
@@ -1121,6 +1117,10 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
           mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
       mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
     }
+#if MKC_CP_RING
+    /* the slot again, for the turn `turns` ahead: its pieces were read into wc, and used */
+    if (turns) mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);
+#endif
   }
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++)
@@ -1639,7 +1639,7 @@ MKC_DEVICE_INLINE void mkc_mma_cp(int lane, int slot, const unsigned char *const
   for (int u = 0; u < MKC_MMA_UNROLL; u++)
     for (int j = 0; j < MKC_MV_NT; j++) {
       int ch = c0 + 4 * u + q;
-      if (j < nt && ch < n_chunks && wp[j])
+      if (ch < n_chunks && wp[j]) /* wp[j]: null past nt */
         mkc_cp_async16(mkc_cp_piece(lane, (slot * MKC_MMA_UNROLL + u) * nt + j), wp[j] + 16 * ch);
     }
   mkc_cp_commit();
@@ -1666,25 +1666,21 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
   for (int c0 = 0, b = 0; c0 < n_chunks; c0 += 4 * MKC_MMA_UNROLL, b++) {
     mkc_u4 wc[MKC_MMA_UNROLL][MKC_MV_NT];
 #if MKC_CP_RING
-    if (groups) {
-      mkc_cp_wait(groups - 1); /* this batch's group has landed */
-      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) for (int j = 0; j < MKC_MV_NT; j++) {
-        int ch = c0 + 4 * u + q;
-        mkc_u4 z = {0u, 0u, 0u, 0u};
-        wc[u][j] = j < nt && ch < n_chunks && wp[j]
-                       ? mkc_load_shared_u4(
-                             mkc_cp_piece(lane, ((b % groups) * MKC_MMA_UNROLL + u) * nt + j))
-                       : z;
-      }
-    } else
+    if (groups) mkc_cp_wait(groups - 1); /* this batch's group has landed */
 #endif
-    {
-      MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
-          for (int j = 0; j < MKC_MV_NT; j++) {
-        int ch = c0 + 4 * u + q;
-        mkc_u4 z = {0u, 0u, 0u, 0u};
-        wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
+    MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) /* every load first: wc in registers */
+        for (int j = 0; j < MKC_MV_NT; j++) {
+      int ch = c0 + 4 * u + q;
+      mkc_u4 z = {0u, 0u, 0u, 0u};
+#if MKC_CP_RING
+      if (groups) { /* the batch's pieces, not the loads */
+        wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_shared_u4(mkc_cp_piece(
+                                                lane, ((b % groups) * MKC_MMA_UNROLL + u) * nt + j))
+                                          : z;
+        continue;
       }
+#endif
+      wc[u][j] = ch < n_chunks && wp[j] ? mkc_load_weight_u4(wp[j] + 16 * ch) : z;
     }
     int queued = 0; /* products since the last flush: the emulator's queue holds 16 */
     MKC_UNROLL for (int u = 0; u < MKC_MMA_UNROLL; u++) {
@@ -4358,7 +4354,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4362 "llama.odd.cu"
+#line 4358 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
