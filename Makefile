@@ -59,7 +59,7 @@ SANITIZE_NAMES := gguf safetensors tokenizer chat_template
 # Builds on every core (a sub-make: make 4.3 ignores a -j set in the makefile), then tests.
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 test:
-	@$(MAKE) --no-print-directory -j$(NPROC) all $(SANITIZE_TESTS)
+	@$(MAKE) --no-print-directory -j$(NPROC) all $(SANITIZE_TESTS) $(FUZZ_REPLAY)
 	@bash tests/run.sh
 
 # Fills a kernel cache for a GPU session ahead of it (tests/gpu/prime.sh).
@@ -85,7 +85,7 @@ golden: build/mkc
 	for p in tiny odd llama-3.2-1b; do build/mkc gen graphs/llama.lua --preset $$p --draft-max 4 -o tests/golden/llama.$$p.cu; done
 
 format:
-	clang-format -i $$(find runtime -name '*.[ch]') tests/*.c tests/*.h tests/fake_cuda/*.c tests/fake_cuda/*.h \
+	clang-format -i $$(find runtime -name '*.[ch]') tests/*.c tests/*.h tests/fake_cuda/*.c tests/fake_cuda/*.h fuzz/*.c \
 	  templates/*.h templates/*.cuh
 
 clean:
@@ -131,6 +131,18 @@ build/sanitize/obj/%.o: runtime/%.c
 	$(CC) $(CFLAGS) $(SANITIZE) $(DEP_CFLAGS) -Iruntime -Itemplates -c $< -o $@
 
 build/sanitize/test_%: build/sanitize/obj/tests/test_%.o $(SANITIZE_OBJ)
+	$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
+
+# The fuzz targets with fuzz/replay.c for a main, under the same sanitizers:
+# tests/test_fuzz_replay.sh runs each on its seeds and fixed mutants of them.
+FUZZ_REPLAY := $(FUZZ_NAMES:%=build/sanitize/fuzz_%)
+.SECONDARY: $(FUZZ_NAMES:%=build/sanitize/obj/fuzz/%_fuzz.o) build/sanitize/obj/fuzz/replay.o
+
+build/sanitize/obj/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SANITIZE) $(DEP_CFLAGS) -Iruntime -Itemplates -c $< -o $@
+
+build/sanitize/fuzz_%: build/sanitize/obj/fuzz/%_fuzz.o build/sanitize/obj/fuzz/replay.o $(SANITIZE_OBJ)
 	$(CC) $(CFLAGS) $(SANITIZE) -o $@ $^ $(LDLIBS)
 
 test-sanitize: $(SANITIZE_TESTS)

@@ -56,7 +56,8 @@ static void load_as_weights(const mkc_gguf *f) {
       continue;
     infos[n++] = (mkc_weight_info){.name = t->name, .rows = (int)t->ne[1], .cols = (int)t->ne[0]};
   }
-  if (n == 0 || f->n_tensors % 2) infos[n++] = (mkc_weight_info){"no.such.weight", 1, 1, 0, 1};
+  if (n == 0 || f->n_tensors % 2)
+    infos[n++] = (mkc_weight_info){.name = "no.such.weight", .rows = 1, .cols = 1, .row_stride = 1};
   mkc_graph g = {.n_weights = n, .weights = infos};
   mkc_weights w = {0};
   if (mkc_gguf_load_weights(f, &g, &w) == 0) mkc_weights_free(&w);

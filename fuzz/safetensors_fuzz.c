@@ -40,10 +40,13 @@ static void load_as_weights(const mkc_safetensors *st, int layout) {
     if (t->n_dims < 1 || t->n_dims > 2 || rows < 1 || cols < 1 || rows > (1 << 12) ||
         cols > (1 << 12) || rows * cols > (1 << 16))
       continue;
-    infos[n] = (mkc_weight_info){names[n], (int)rows, (int)cols, 0, (int)cols};
+    infos[n] = (mkc_weight_info){
+        .name = names[n], .rows = (int)rows, .cols = (int)cols, .row_stride = (int)cols};
     n++;
   }
-  if (n == 0 || n_tensors % 2) infos[n++] = (mkc_weight_info){"blk.0.ffn_up.weight", 2, 2, 0, 8};
+  if (n == 0 || n_tensors % 2)
+    infos[n++] =
+        (mkc_weight_info){.name = "blk.0.ffn_up.weight", .rows = 2, .cols = 2, .row_stride = 8};
   mkc_graph g = {.n_weights = n, .weights = infos};
   mkc_model_desc d = {.arch = "llama", .n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
   d.rope_layout = layout;
