@@ -120,7 +120,8 @@ fuzz: $(FUZZ_NAMES:%=build/fuzz/%_fuzz)
 # The runtime is compiled once for all of them (build/sanitize/obj), not once per test.
 SANITIZE_TESTS := $(SANITIZE_NAMES:%=build/sanitize/test_%)
 SANITIZE_OBJ := $(RUNTIME_SRC:runtime/%.c=build/sanitize/obj/%.o)
-.SECONDARY: $(SANITIZE_NAMES:%=build/sanitize/obj/tests/test_%.o)
+# Kept, so a second make test does not compile the runtime with ASan again.
+.SECONDARY: $(SANITIZE_NAMES:%=build/sanitize/obj/tests/test_%.o) $(SANITIZE_OBJ)
 
 build/sanitize/obj/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
