@@ -170,9 +170,20 @@ local function context(graph, plan, opts)
     end
     return 0
   end
+  -- A decode stage's code twice where a step may have more inputs than one: once for a step of one
+  -- input, with T (and t0, the first input with logits, then 0) written as literals, so the loops
+  -- over inputs fold and their unused accumulators go; then for any T. The same statements in the
+  -- same order: the same bits for the one input.
+  function ctx.one_input(decode)
+    if not opts.t1_path or opts.t_max == 1 or opts.slots > 0 then return decode end
+    local one = decode:gsub("%f[%w_]T%f[^%w_]", "1"):gsub("%f[%w_]t0%f[^%w_]", "0")
+    return ("if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */\n    %s\n  } else {\n    %s\n  }")
+      :format((one:gsub("\n  ", "\n    ")), (decode:gsub("\n  ", "\n    ")))
+  end
   -- A stage's code with its tiled variant (prompt chunks past t_max, a wide slot step) where the
   -- kernel has one; cond (C) and says (its comment) narrow it.
   function ctx.variants(tiled, decode, cond, says)
+    decode = ctx.one_input(decode)
     if not opts.tiled then return decode end
     cond = cond or "T > MKC_T_MAX"
     says = says or (opts.slots > 0 and "a prompt chunk or a wide step" or "a prompt chunk")
@@ -378,6 +389,10 @@ function emit.source(graph, plan, opts)
   -- A knob for the GPU's A/B: attention asks L2 for each tile's K and V rows as the tile begins.
   if knob("MKC_ATT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_ATT_PREFETCH 1 /* MKC_ATT_PREFETCH=1: a tile's K and V rows prefetched into L2 */")
+  end
+  -- MKC_T1_PATH=1 (codegen/main.lua): said where it gave the stages their copies for one input
+  if opts.t1_path and opts.t_max > 1 and opts.slots == 0 then
+    put("#define MKC_T1_PATH 1 /* MKC_T1_PATH=1: each decode stage also written for steps of one input */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",

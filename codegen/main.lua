@@ -151,6 +151,10 @@ function M.generate(opts)
     gen.splitk = true
   end
 
+  -- MKC_T1_PATH=1: each decode stage of a kernel taking several inputs a step has a copy for
+  -- steps of one input (codegen/emit.lua, ctx.one_input)
+  gen.t1_path = util.knob("MKC_T1_PATH", "0 or 1", binary) == 1
+
   local stages = fusion.stages(graph)
   gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)
   local plan = buffers.plan(graph, stages, gen)

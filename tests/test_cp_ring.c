@@ -16,8 +16,7 @@
  * lets a copy still in flight be read (here every copy has landed). make
  * test-gpu runs this on cuda (without the planted bugs: each is a compile),
  * where the copies are asynchronous. */
-#include "check.h"
-#include "fixture.h"
+#include "logit_runs.h"
 
 #define TOL 1e-4
 
@@ -53,15 +52,10 @@ static int write_graph(void) {
   return fclose(out) == 0 ? 0 : -1;
 }
 
-typedef struct kernel {
-  mkc_graph g;
-  mkc_kernel_src src;
-} kernel;
-
 /* The preset's kernel (T <= 5) with MKC_CP_RING=ring (0: unset). Its KV in
  * f32: a bf16 cache's rounding midpoints would need the reference to follow
  * the kernel's K/V (test_kernel does that); here the ring is what is tested. */
-static int generate(kernel *k, int ring) {
+static int generate(gen_kernel *k, int ring) {
   char v[16];
   snprintf(v, sizeof v, "%d", ring);
   if (ring)
@@ -75,76 +69,9 @@ static int generate(kernel *k, int ring) {
   return rc;
 }
 
-static void kernel_free(kernel *k) {
-  mkc_kernel_src_free(&k->src);
-  mkc_graph_free(&k->g);
-}
-
-/* What one run over the fixed inputs gives: the logits of every input. */
-#define N_IN 44
-typedef struct run {
-  float *logits; /* N_IN x vocab */
-  int ok;
-} run;
-
-/* The inputs, known tokens, in chunks of 1 to 5 (T <= t_max: the decode path,
- * not the tiled one). */
-static run run_inputs(enum mkc_backend_kind kind, const kernel *k, const mkc_weights *w) {
-  run r = {calloc((size_t)N_IN * k->g.vocab, sizeof(float)), 0};
-  mkc_session *s = mkc_session_open(kind, &k->g, &k->src, w, 3);
-  if (!s || !r.logits) goto out;
-  int in[N_IN];
-  for (int i = 0; i < N_IN; i++) in[i] = (i * 37 + 11) % k->g.vocab;
-  for (int pos = 0, c = 0; pos < N_IN; c++) {
-    int T = 1 + c % 5;
-    if (T > N_IN - pos) T = N_IN - pos;
-    mkc_step_result res;
-    if (mkc_session_step(s, in + pos, T, T - 1, &res) != 0 || res.status != MKC_STATUS_OK) goto out;
-    for (int t = 0; t < T; t++)
-      memcpy(r.logits + (size_t)(pos + t) * k->g.vocab, mkc_session_logits(s, t),
-             (size_t)k->g.vocab * sizeof(float));
-    pos += T;
-  }
-  r.ok = 1;
-out:
-  mkc_session_close(s);
-  return r;
-}
-
-/* Inputs whose logits differ in any bit from base's. */
-static int differing(const run *a, const run *base, int vocab) {
-  int n = 0;
-  for (int i = 0; i < N_IN; i++)
-    n += memcmp(a->logits + (size_t)i * vocab, base->logits + (size_t)i * vocab,
-                (size_t)vocab * sizeof(float)) != 0;
-  return n;
-}
-
-static double worst_err(const run *a, const run *ref, int vocab) {
-  double worst = 0;
-  for (int i = 0; i < N_IN; i++) {
-    double e = rel_err(a->logits + (size_t)i * vocab, ref->logits + (size_t)i * vocab, vocab);
-    if (!(e <= worst)) worst = e;
-  }
-  return worst;
-}
-
-/* The ring's kernel with `from` replaced by `to` (a planted bug) must differ from base. */
-static void planted(const char *shape, const kernel *ring, const mkc_weights *w, const run *base,
-                    const char *what, const char *from, const char *to) {
-  kernel k = *ring; /* the graph shared, the text a copy */
-  k.src.source = strdup(ring->src.source);
-  if (!k.src.source || fixture_plant(&k.src, from, to) != 0) {
-    CHECK(0, "%s: plant %s in the kernel", shape, what);
-    free(k.src.source);
-    return;
-  }
-  run r = run_inputs(test_backend(), &k, w);
-  int d = r.ok ? differing(&r, base, ring->g.vocab) : N_IN;
-  CHECK(d > 0, "%s: planted bug (%s) changes the logits of %d of %d inputs", shape, what, d, N_IN);
-  free(r.logits);
-  free(k.src.source);
-}
+/* 44 known inputs in steps of 1 to 5 (T <= t_max: the decode path, not the tiled one). */
+static int step_size(int c) { return 1 + c % 5; }
+static const logit_plan PLAN = {.n = 44, .mul = 37, .add = 11, .step_size = step_size};
 
 /* ring pieces a thread, with the CPU build's cflags (NULL: its default shape); mma: both kernels
  * with MKC_MMA_DECODE=1 (the tensor-core matmuls' ring, a batch of k-steps a group). */
@@ -160,7 +87,7 @@ static void check_shape(int ring_pieces, const char *cflags, int plant, int mma)
     setenv("MKC_CPU_CFLAGS", cflags, 1);
   else
     unsetenv("MKC_CPU_CFLAGS");
-  kernel base = {0}, ring = {0};
+  gen_kernel base = {0}, ring = {0};
   mkc_weights w = {0};
   if (generate(&base, 0) != 0 || generate(&ring, ring_pieces) != 0 ||
       mkc_weights_random(&w, &base.g, 5) != 0) {
@@ -173,38 +100,41 @@ static void check_shape(int ring_pieces, const char *cflags, int plant, int mma)
         "%s: the knob emits the ring's size, and only with it", shape);
   CHECK(ring.g.smem_bytes >= base.g.smem_bytes, "%s: shared memory %zu bytes (%zu without)", shape,
         ring.g.smem_bytes, base.g.smem_bytes);
-  run b = run_inputs(test_backend(), &base, &w), r = run_inputs(test_backend(), &ring, &w),
-      ref = run_inputs(MKC_BACKEND_REF, &base, &w);
+  logit_run b = logit_run_of(&PLAN, test_backend(), &base, &w),
+            r = logit_run_of(&PLAN, test_backend(), &ring, &w),
+            ref = logit_run_of(&PLAN, MKC_BACKEND_REF, &base, &w);
   if (CHECK(b.ok && r.ok && ref.ok,
-            "%s: %d inputs in steps of 1 to 5 without the ring, with it, on ref", shape, N_IN)) {
-    CHECK_INT(differing(&r, &b, base.g.vocab), 0,
+            "%s: %d inputs in steps of 1 to 5 without the ring, with it, on ref", shape, PLAN.n)) {
+    CHECK_INT(logit_runs_differing(&PLAN, &r, &b, base.g.vocab), 0,
               "%s: every input's logits are the ring-less kernel's, bit for bit", shape);
-    double e = worst_err(&r, &ref, base.g.vocab);
+    double e = logit_runs_worst(&PLAN, &r, &ref, base.g.vocab);
     CHECK(e <= TOL, "%s: logits within %g of the reference (worst %.3g)", shape, TOL, e);
     if (plant && mma) {
-      planted(shape, &ring, &w, &b, "a batch's copy into the next batch's slot",
-              "mkc_mma_cp(lane, b % groups, wp, nt, q,",
-              "mkc_mma_cp(lane, (b + 1) % groups, wp, nt, q,");
-      planted(shape, &ring, &w, &b, "the ring over the stages' own shared memory",
-              "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
+      logit_runs_planted(&PLAN, shape, &ring, &w, &b, "a batch's copy into the next batch's slot",
+                         "mkc_mma_cp(lane, b % groups, wp, nt, q,",
+                         "mkc_mma_cp(lane, (b + 1) % groups, wp, nt, q,");
+      logit_runs_planted(&PLAN, shape, &ring, &w, &b, "the ring over the stages' own shared memory",
+                         "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
     } else if (plant) {
-      planted(shape, &ring, &w, &b, "a turn's copy into the next turn's slot",
-              "mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);",
-              "mkc_cp_rows(lane, (i + 1) % turns, w, nrows, c0 + 32 * turns, n_chunks);");
-      planted(shape, &ring, &w, &b, "the ring over the stages' own shared memory",
-              "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
-      planted(shape, &ring, &w, &b, "a slot read for the wrong row",
-              "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r))",
-              "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + (r + 1) % nrows))");
+      logit_runs_planted(
+          &PLAN, shape, &ring, &w, &b, "a turn's copy into the next turn's slot",
+          "mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);",
+          "mkc_cp_rows(lane, (i + 1) % turns, w, nrows, c0 + 32 * turns, n_chunks);");
+      logit_runs_planted(&PLAN, shape, &ring, &w, &b, "the ring over the stages' own shared memory",
+                         "#define MKC_CP_RING_OFF ", "#define MKC_CP_RING_OFF 0 + 0 * ");
+      logit_runs_planted(
+          &PLAN, shape, &ring, &w, &b, "a slot read for the wrong row",
+          "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r))",
+          "mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + (r + 1) % nrows))");
     }
   }
-  free(b.logits);
-  free(r.logits);
-  free(ref.logits);
+  logit_run_free(&b);
+  logit_run_free(&r);
+  logit_run_free(&ref);
 done:
   mkc_weights_free(&w);
-  kernel_free(&ring);
-  kernel_free(&base);
+  gen_kernel_free(&ring);
+  gen_kernel_free(&base);
   unsetenv("MKC_CPU_CFLAGS");
   unsetenv("MKC_MMA_DECODE");
 }

@@ -48,6 +48,8 @@ return function(st, ctx)
     local cond = ctx.slots > 0 and "T > MKC_T_MAX && rm->single >= 0" or nil
     code = ctx.variants(ctx.call("mkc_gemm_attention", args(t), { "out_stride", "T" }), code, cond,
       ctx.slots > 0 and "a prompt chunk" or nil)
+  else
+    code = ctx.one_input(code)
   end
   return {
     work = ("%d kv heads x %d-head passes x T units, positions split across the blocks; tiles of %d")

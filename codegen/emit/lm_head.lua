@@ -23,6 +23,7 @@ return function(st, ctx)
     part_val = part_val, part_idx = part_idx,
     warp_val = ctx.smem_ptr("float", at.warp_val), warp_idx = ctx.smem_ptr("int", at.warp_idx),
   }, { "inv_rms", "part_idx" }) .. ";"
+  if not ctx.wide then code = ctx.one_input(code) end
   if ctx.wide then
     local nw = st.norm and st.norm.inputs[2]
     local tiled = ctx.call("mkc_gemm_lm_head", ctx.gemm_args({

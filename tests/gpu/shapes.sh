@@ -12,10 +12,12 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
+  # each decode stage's copy for steps of one input (MKC_T1_PATH=1): its tg128 against l1b-d0's
+  # and tune-t1's (the T = 1 kernel, 14 % faster than l1b-d0's tg128 on the H100)
+  "t1path-d0 MKC_T1_PATH=1 $l1b -p 512 --rounds 8"
   # the matvec's weight rows copied ahead into shared memory (MKC_CP_RING: 16 or 32 pieces of 16
   # bytes a thread in flight, where the loads hold 4 to 8), beside l1b-d0
   "ring16-d0 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
-  "ring32-d0 MKC_CP_RING=32 $l1b -p 512 --rounds 8"
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
   # verify step beside l1b-d0, by warp, split-K over the grid's warps (later: split over a block's)
   "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
@@ -24,6 +26,11 @@ BENCH_RUNS=(
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # at depth, attention's K and V rows asked of L2 a tile at once (MKC_ATT_PREFETCH), with the ring
   "ring16-attpf-d4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "ring32-d0 MKC_CP_RING=32 $l1b -p 512 --rounds 8"
+  # the controller's fallback steps on the one-input copies, beside the T = 1 kernel
+  "t1path-d4096 MKC_T1_PATH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
+  "t1path-ring16-d0 MKC_T1_PATH=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "ring16-stages MKC_CP_RING=16 $l1b -p 64 -n 32 --stages"
@@ -39,8 +46,7 @@ BENCH_RUNS=(
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
-  # the T = 1 kernels (--draft-max 0), CUDA cores and tensor cores
-  "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
+  # the T = 1 kernel on tensor cores (tune-t1, on CUDA cores, is above)
   "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
   # SmolLM2's T = 1 kernel: also tests/gpu/prose.sh's plain decoding (the same shapes as the real file)
