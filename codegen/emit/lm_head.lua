@@ -23,7 +23,6 @@ return function(st, ctx)
     part_val = part_val, part_idx = part_idx,
     warp_val = ctx.smem_ptr("float", at.warp_val), warp_idx = ctx.smem_ptr("int", at.warp_idx),
   }, { "inv_rms", "part_idx" }) .. ";"
-  if not ctx.wide then code = ctx.one_input(code) end
   if ctx.wide then
     local nw = st.norm and st.norm.inputs[2]
     local tiled = ctx.call("mkc_gemm_lm_head", ctx.gemm_args({
@@ -35,6 +34,8 @@ return function(st, ctx)
       best_v = ctx.smem_ptr("float", at.best_v), best_i = ctx.smem_ptr("int", at.best_i),
     }, at), { "eps", "part_idx", "best_i" })
     code = ctx.variants(tiled, code, "T > MKC_T_MAX && rm->single < 0", "a wide step")
+  else
+    code = ctx.one_input(code)
   end
   return {
     work = ("%d vocab rows, one warp per row; argmax partial per block"):format(w.rows),
