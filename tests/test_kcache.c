@@ -48,6 +48,28 @@ static void ptxas_parser(void) {
   CHECK(mkc_ptxas_parse(sm80, "other", &p) == 0 && p.registers == 7 && p.smem_bytes == 1 &&
             p.stack_bytes == 0,
         "ptxas: another kernel's block is kept apart");
+  /* NVRTC 13's order: the entry's figures, its "Used" line, then each function it calls
+   * (__noinline__) with its own figures, which are not the entry's */
+  const char *calls =
+      "ptxas info    : Compiling entry function 'mkc_step' for 'sm_90'\n"
+      "ptxas info    : Function properties for mkc_step\n"
+      "    192 bytes stack frame, 128 bytes spill stores, 832 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 192 bytes cumulative stack size\n"
+      "ptxas info    : Compile time = 2950.568 ms\n"
+      "ptxas info    : Function properties for _ZN5_mkc_gemm_qkvE8mkc_wmat\n"
+      "    0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Function properties for _ZN5_mkc_step_twinE\n"
+      "    16 bytes stack frame, 0 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Function properties for _ZN5_mkc_gemm_tileE8mkc_wcat\n"
+      "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n";
+  int parsed = mkc_ptxas_parse(calls, "mkc_step", &p);
+  CHECK(parsed == 0 && p.registers == 168 && p.stack_bytes == 192 && p.spill_stores == 128 &&
+            p.spill_loads == 832 && p.called_functions == 3 && p.called_spill_stores == 4 &&
+            p.called_spill_loads == 8 && p.called_stack_bytes == 16,
+        "ptxas: the entry's own figures, not those of the functions it calls after it (%d stack, "
+        "%d/%d spill; %d called: %d/%d spill, %d stack)",
+        p.stack_bytes, p.spill_stores, p.spill_loads, p.called_functions, p.called_spill_stores,
+        p.called_spill_loads, p.called_stack_bytes);
   CHECK(mkc_ptxas_parse(sm80, "missing", &p) == -1,
         "ptxas: a kernel not in the report is an error");
   CHECK(mkc_ptxas_parse("garbage\n", "mkc_step", &p) == -1,

@@ -26,11 +26,15 @@ int mkc_cmd_compile(int argc, char **argv) {
   if (mkc_aot_compile(c.positional, c.archs, c.out, &m) != 0) return 1;
   for (int i = 0; i < m.n_cubins; i++) {
     const mkc_ptxas_info *p = &m.cubins[i].ptxas;
-    fprintf(
-        stderr,
-        "mkc: %s/%s: %ld bytes; %d registers, %d B spill stores, %d B spill loads, %d B stack\n",
-        c.out, m.cubins[i].file, m.cubins[i].size, p->registers, p->spill_stores, p->spill_loads,
-        p->stack_bytes);
+    fprintf(stderr,
+            "mkc: %s/%s: %ld bytes; %d registers, %d B spill stores, %d B spill loads, %d B stack",
+            c.out, m.cubins[i].file, m.cubins[i].size, p->registers, p->spill_stores,
+            p->spill_loads, p->stack_bytes);
+    if (p->called_functions)
+      fprintf(stderr, "; %d called functions: %d B spill stores, %d B spill loads, %d B stack",
+              p->called_functions, p->called_spill_stores, p->called_spill_loads,
+              p->called_stack_bytes);
+    fputc('\n', stderr);
   }
   fprintf(stderr, "mkc: %s/%s (for GPUs no cubin fits), %s/manifest.json\n", c.out, m.ptx_file,
           c.out);

@@ -3,8 +3,13 @@
  *   ptxas info    : Function properties for k
  *   ptxas         .     88 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
  *   ptxas info    : Used 64 registers, used 1 barriers, 256 bytes smem, 384 bytes cmem[0]
- * Fields on the "Used" line come and go (no smem, no cmem on sm_90), so each
- * is looked for by its unit. */
+ * then, for each function the entry calls (not inlined: __noinline__), its own
+ *   ptxas info    : Function properties for _ZN..._mkc_gemm_tile...
+ *   ptxas         .     0 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads
+ * Those are the called functions' figures, not the entry's: each figure is
+ * taken from the properties of the function it belongs to. Fields on the
+ * "Used" line come and go (no smem, no cmem on sm_90), so each is looked for
+ * by its unit. */
 #include "ptxas.h"
 
 #include <stdio.h>
@@ -39,12 +44,28 @@ int mkc_ptxas_parse(const char *log, const char *kernel, mkc_ptxas_info *info) {
   memcpy(info->arch, p, n);
   /* The block ends where the next entry function starts. */
   const char *next = strstr(p, "Compiling entry function '");
-  int found = 0;
+  int found = 0, own = 0; /* own: the last "Function properties for" named the entry */
+  char props[300];
+  snprintf(props, sizeof props, "Function properties for %s", kernel);
   for (const char *line = p; line && *line && (!next || line < next);) {
     int v;
-    if ((v = number_before(line, "bytes stack frame")) >= 0) info->stack_bytes = v;
-    if ((v = number_before(line, "bytes spill stores")) >= 0) info->spill_stores = v;
-    if ((v = number_before(line, "bytes spill loads")) >= 0) info->spill_loads = v;
+    const char *fp = strstr(line, "Function properties for ");
+    const char *eol = strchr(line, '\n');
+    if (fp && (!eol || fp < eol)) {
+      size_t n = strlen(props);
+      own = strncmp(fp, props, n) == 0 && (fp[n] == '\n' || fp[n] == '\0' || fp[n] == ' ');
+      if (!own) info->called_functions++;
+    }
+    if ((v = number_before(line, "bytes stack frame")) >= 0) {
+      if (own)
+        info->stack_bytes = v;
+      else if (v > info->called_stack_bytes)
+        info->called_stack_bytes = v;
+    }
+    if ((v = number_before(line, "bytes spill stores")) >= 0)
+      *(own ? &info->spill_stores : &info->called_spill_stores) += v;
+    if ((v = number_before(line, "bytes spill loads")) >= 0)
+      *(own ? &info->spill_loads : &info->called_spill_loads) += v;
     if ((v = number_before(line, "registers")) >= 0) {
       info->registers = v;
       found = 1;

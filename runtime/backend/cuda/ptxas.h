@@ -12,6 +12,9 @@ typedef struct mkc_ptxas_info {
   int spill_loads;  /* bytes */
   int smem_bytes;   /* static shared memory (dynamic comes from the plan) */
   int cmem0_bytes;  /* constant bank 0: kernel parameters */
+  /* The functions the kernel calls (__noinline__: the tiled prompt-chunk path's), which ptxas
+   * reports apart: how many, their spills summed, their largest stack frame. */
+  int called_functions, called_spill_stores, called_spill_loads, called_stack_bytes;
 } mkc_ptxas_info;
 
 /* Parses the report's block for `kernel`. Returns 0, or -1 when the log has
