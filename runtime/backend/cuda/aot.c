@@ -173,6 +173,12 @@ static cJSON *ptxas_json(const mkc_ptxas_info *p) {
   cJSON_AddNumberToObject(o, "static_smem_bytes", p->smem_bytes);
   cJSON_AddNumberToObject(o, "barriers", p->barriers);
   cJSON_AddNumberToObject(o, "param_cmem_bytes", p->cmem0_bytes);
+  /* the functions the kernel calls, reported apart by ptxas (backend/cuda/ptxas.h) */
+  cJSON *c = cJSON_AddObjectToObject(o, "called");
+  cJSON_AddNumberToObject(c, "functions", p->called_functions);
+  cJSON_AddNumberToObject(c, "spill_stores", p->called_spill_stores);
+  cJSON_AddNumberToObject(c, "spill_loads", p->called_spill_loads);
+  cJSON_AddNumberToObject(c, "stack_bytes", p->called_stack_bytes);
   return o;
 }
 
@@ -309,6 +315,13 @@ static void read_cubin(reader *r, const cJSON *c, mkc_aot_cubin *cb) {
   cb->ptxas.smem_bytes = (int)get_int(r, p, "static_smem_bytes", 0, 1 << 30);
   cb->ptxas.barriers = (int)get_int(r, p, "barriers", 0, 64);
   cb->ptxas.cmem0_bytes = (int)get_int(r, p, "param_cmem_bytes", 0, 1 << 30);
+  const cJSON *called = cJSON_GetObjectItemCaseSensitive(p, "called"); /* none before 2026-11-28 */
+  if (called) {
+    cb->ptxas.called_functions = (int)get_int(r, called, "functions", 0, 1 << 16);
+    cb->ptxas.called_spill_stores = (int)get_int(r, called, "spill_stores", 0, 1 << 30);
+    cb->ptxas.called_spill_loads = (int)get_int(r, called, "spill_loads", 0, 1 << 30);
+    cb->ptxas.called_stack_bytes = (int)get_int(r, called, "stack_bytes", 0, 1 << 30);
+  }
   memcpy(cb->ptxas.arch, cb->arch, sizeof cb->arch);
 }
 
