@@ -32,6 +32,15 @@ static int number_before(const char *line, const char *unit) {
   return -1;
 }
 
+/* Where text is on the line starting at line (up to its end), or NULL. */
+static const char *in_line(const char *line, const char *text) {
+  const char *end = strchr(line, '\n');
+  size_t len = end ? (size_t)(end - line) : strlen(line), tlen = strlen(text);
+  for (size_t i = 0; i + tlen <= len; i++)
+    if (memcmp(line + i, text, tlen) == 0) return line + i;
+  return NULL;
+}
+
 int mkc_ptxas_parse(const char *log, const char *kernel, mkc_ptxas_info *info) {
   memset(info, 0, sizeof *info);
   char key[300];
@@ -45,15 +54,15 @@ int mkc_ptxas_parse(const char *log, const char *kernel, mkc_ptxas_info *info) {
   /* The block ends where the next entry function starts. */
   const char *next = strstr(p, "Compiling entry function '");
   int found = 0, own = 0; /* own: the last "Function properties for" named the entry */
-  char props[300];
-  snprintf(props, sizeof props, "Function properties for %s", kernel);
+  const char *props = "Function properties for ";
+  size_t klen = strlen(kernel);
   for (const char *line = p; line && *line && (!next || line < next);) {
     int v;
-    const char *fp = strstr(line, "Function properties for ");
-    const char *eol = strchr(line, '\n');
-    if (fp && (!eol || fp < eol)) {
-      size_t n = strlen(props);
-      own = strncmp(fp, props, n) == 0 && (fp[n] == '\n' || fp[n] == '\0' || fp[n] == ' ');
+    const char *fp = in_line(line, props);
+    if (fp) {
+      const char *name = fp + strlen(props);
+      own = strncmp(name, kernel, klen) == 0 &&
+            (name[klen] == '\n' || name[klen] == '\0' || name[klen] == ' ');
       if (!own) info->called_functions++;
     }
     if ((v = number_before(line, "bytes stack frame")) >= 0) {
