@@ -175,7 +175,7 @@ local function context(graph, plan, opts)
   -- over inputs fold and their unused accumulators go; then for any T. The same statements in the
   -- same order: the same bits for the one input.
   function ctx.one_input(decode)
-    if not opts.t1_path or opts.t_max == 1 or opts.slots > 0 then return decode end
+    if not opts.t1_path then return decode end
     local one = decode:gsub("%f[%w_]T%f[^%w_]", "1"):gsub("%f[%w_]t0%f[^%w_]", "0")
     return ("if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */\n    %s\n  } else {\n    %s\n  }")
       :format((one:gsub("\n  ", "\n    ")), (decode:gsub("\n  ", "\n    ")))
@@ -391,7 +391,7 @@ function emit.source(graph, plan, opts)
     put("#define MKC_ATT_PREFETCH 1 /* MKC_ATT_PREFETCH=1: a tile's K and V rows prefetched into L2 */")
   end
   -- MKC_T1_PATH=1 (codegen/main.lua): said where it gave the stages their copies for one input
-  if opts.t1_path and opts.t_max > 1 and opts.slots == 0 then
+  if opts.t1_path then
     put("#define MKC_T1_PATH 1 /* MKC_T1_PATH=1: each decode stage also written for steps of one input */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
