@@ -77,8 +77,9 @@ MKC_DEVICE mkc_gemm_cols mkc_gemm_cols_of(int base0, int len0, int base1, int le
 MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, int m0, int T, int k0, float *a_tile,
                                float *w_tile, float *ssq_part) {
-  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
-    int idx = mkc_tid() + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
+  const int tid = mkc_tid(); /* read once: mkc_tid is volatile (templates/prelude_cuda.cuh) */
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
+    int idx = tid + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
     int k = k0 + (idx % (MKC_GEMM_BK / 4)) * 4;
     mkc_f4 v = {0.0f, 0.0f, 0.0f, 0.0f};
     if (m0 + r < T && k < n_chunks * 8) {
@@ -97,20 +98,21 @@ MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x,
     a[2] = v.z;
     a[3] = v.w;
   }
-  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
-    int idx = mkc_tid() + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS;
+                  s++) { /* wr[s]: registers */
+    int idx = tid + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
     int c = k0 / 8 + idx % (MKC_GEMM_BK / 8);
-    float f[8];
+    /* decoded straight into the tile: through a float[8] of its own, whose type is known only
+     * here, the decoders' cases kept it in local memory */
+    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
     if (wr[s].p && c < n_chunks) {
       if (wr[s].type == MKC_W_BF16)
-        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), f);
+        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), w);
       else
-        mkc_wchunk(wr[s].type, wr[s].p, c, f);
+        mkc_wchunk(wr[s].type, wr[s].p, c, w);
     } else {
-      for (int i = 0; i < 8; i++) f[i] = 0.0f;
+      for (int i = 0; i < 8; i++) w[i] = 0.0f;
     }
-    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
-    for (int i = 0; i < 8; i++) w[i] = f[i];
   }
 }
 
@@ -127,20 +129,23 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
                                      float *inv_rms) {
   /* the weight rows this thread stages: columns tid / (BK / 8) + (threads / (BK / 8)) s */
   mkc_wrow wr[MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS];
-  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
-    int j = (mkc_tid() + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
-    wr[s] = j % 32 < cols.len[half] ? mkc_wcat_row(w, cols.base[half] + j % 32) : mkc_wrow_none();
+  const int tid = mkc_tid(), lane = tid & 31; /* read once: mkc_tid is volatile */
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int j = (tid + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
+    /* halves chosen by value: an index into cols would put cols in local memory */
+    int len = half ? cols.len[1] : cols.len[0], base = half ? cols.base[1] : cols.base[0];
+    wr[s] = j % 32 < len ? mkc_wcat_row(w, base + j % 32) : mkc_wrow_none();
   }
   /* this warp's quarter: 32 tokens x 32 rows, the m- and n-tiles that hold any */
-  int warp = mkc_warp(), wm = warp & 1, wn = (warp >> 1) & 1;
-  int mt = (T - m0 - wm * 32 + 15) / 16, nt = (cols.len[wn] + 7) / 8;
+  int warp = tid >> 5, wm = warp & 1, wn = (warp >> 1) & 1;
+  int mt = (T - m0 - wm * 32 + 15) / 16, nt = ((wn ? cols.len[1] : cols.len[0]) + 7) / 8;
   mt = warp >= 4 || mt < 0 ? 0 : mt > MKC_MMA_MT ? MKC_MMA_MT : mt;
   if (warp >= 4) nt = 0;
   float acc[MKC_MMA_MT * MKC_MMA_NT * 4];
   for (int i = 0; i < MKC_MMA_MT * MKC_MMA_NT * 4; i++) acc[i] = 0.0f;
   float ssq_part[MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS];
   for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) ssq_part[s] = 0.0f;
-  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int g = lane >> 2, q = lane & 3;
   for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
     mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
     mkc_sync_block();
@@ -187,7 +192,7 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
   if (norm_w) {
     /* ssq[r][i]: the squares of row r's columns 4i .. 4i + 3 of every slice */
     for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++)
-      ssq[mkc_tid() + s * MKC_THREADS] = ssq_part[s];
+      ssq[tid + s * MKC_THREADS] = ssq_part[s];
     mkc_sync_block();
     for (int r = mkc_tid(); r < MKC_GEMM_BM; r += MKC_THREADS) {
       float s = 0.0f;

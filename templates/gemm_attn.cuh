@@ -52,7 +52,7 @@ MKC_DEVICE void mkc_attn_stage_kv(const mkc_kv *K, const mkc_kv *V, int head_dim
 /* The A fragment (16 x 8, rows g and g + 8, columns q and q + 4) at row r0 and
  * column k of a float tile, as high and low tf32 parts: a[0..3], a[4..7]. */
 MKC_DEVICE void mkc_attn_a_frag(const float *tile, int ld, int r0, int k, unsigned *a) {
-  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int lane = mkc_lane(), g = lane >> 2, q = lane & 3;
   const float *p = tile + (r0 + g) * ld + k + q;
   const float v[4] = {p[0], p[8 * ld], p[4], p[8 * ld + 4]};
   for (int r = 0; r < 4; r++) {
@@ -82,7 +82,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
   pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
   int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
-  int warp = mkc_warp(), g = mkc_lane() >> 2, qd = mkc_lane() & 3;
+  int tid = mkc_tid(), warp = tid >> 5, g = (tid & 31) >> 2, qd = tid & 3;
   int dt = (head_dim + 7) / 8; /* n8 tiles of the output, k-steps of S */
   for (int item = mkc_bid(); item < kv_heads * m_tiles; item += mkc_nblocks()) {
     /* the tiles of the longest rows first: they have the most positions to walk */

@@ -24,7 +24,7 @@ MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps,
 
 MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   unsigned u[4] = {v.x, v.y, v.z, v.w};
-  for (int i = 0; i < 4; i++) {
+  MKC_UNROLL for (int i = 0; i < 4; i++) { /* u and f stay in registers */
     f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
     f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
   }
@@ -53,33 +53,84 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #define MKC_MV_UNROLL 1
 #endif
 
+/* Input t's chunk c, scaled by the norm weights (ga, gb) when norm_w is given. The
+ * weights are two mkc_f4, not a float[8]: in the decoded rows' loops below an array of
+ * them was kept in local memory. */
+MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
+                                     const mkc_bf16 *norm_w, mkc_f4 ga, mkc_f4 gb, mkc_f4 *a,
+                                     mkc_f4 *b) {
+  *a = mkc_load_f4(x + t * x_stride + c * 8);
+  *b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+  if (norm_w) {
+    a->x *= ga.x;
+    a->y *= ga.y;
+    a->z *= ga.z;
+    a->w *= ga.w;
+    b->x *= gb.x;
+    b->y *= gb.y;
+    b->z *= gb.z;
+    b->w *= gb.w;
+  }
+}
+
 /* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
- * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
+ * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
+ * are literals, so it stays in registers (at T = 8 the compiler's own choice
+ * kept it in local memory). */
 MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
-                                     const mkc_u4 *wc, const float *wf, const float *x,
-                                     int x_stride, const mkc_bf16 *norm_w, int T,
-                                     mkc_dot_acc *part) {
-  float g[8];
-  if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-  for (int t = 0; t < MKC_T_MAX; t++) {
-    if (t >= T) break;
-    mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-    mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-    if (norm_w) {
-      a.x *= g[0];
-      a.y *= g[1];
-      a.z *= g[2];
-      a.w *= g[3];
-      b.x *= g[4];
-      b.y *= g[5];
-      b.z *= g[6];
-      b.w *= g[7];
+                                     const mkc_u4 *wc, const float *x, int x_stride,
+                                     const mkc_bf16 *norm_w, int T, mkc_dot_acc *part) {
+  mkc_f4 ga = {0.0f, 0.0f, 0.0f, 0.0f}, gb = ga;
+  if (norm_w) {
+    mkc_u4 u = mkc_load_u4(norm_w + c * 8);
+    ga.x = mkc_bf16_to_f32((mkc_bf16)(u.x & 0xffffu));
+    ga.y = mkc_bf16_to_f32((mkc_bf16)(u.x >> 16));
+    ga.z = mkc_bf16_to_f32((mkc_bf16)(u.y & 0xffffu));
+    ga.w = mkc_bf16_to_f32((mkc_bf16)(u.y >> 16));
+    gb.x = mkc_bf16_to_f32((mkc_bf16)(u.z & 0xffffu));
+    gb.y = mkc_bf16_to_f32((mkc_bf16)(u.z >> 16));
+    gb.z = mkc_bf16_to_f32((mkc_bf16)(u.w & 0xffffu));
+    gb.w = mkc_bf16_to_f32((mkc_bf16)(u.w >> 16));
+  }
+  int bf16 = type == MKC_W_BF16; /* every row bf16 (on the GPU type is 0: the rows' literals) */
+  if (!type) {
+    bf16 = 1;
+    MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) if (r < nrows && w[r].type != MKC_W_BF16)
+        bf16 = 0;
+  }
+  if (bf16) { /* each input read once, for all the rows */
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_f4 a, b;
+      mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &a, &b);
+      MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+        if (r >= nrows) break;
+        if (w[r].p) part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
+      }
     }
-    for (int r = 0; r < nrows; r++) {
-      mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-      if (!w[r].p) continue;
-      *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
-                                                   : mkc_dot8_f32(*p, wf + 8 * r, a, b);
+    return;
+  }
+  /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
+   * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
+   * the inputs' chunks held for all the rows. Each partial takes the same product as above:
+   * the same sums, bit for bit. */
+  mkc_f4 xa[MKC_T_MAX], xb[MKC_T_MAX];
+  MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &xa[t], &xb[t]);
+  }
+  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+    if (r >= nrows) break;
+    if (!w[r].p) continue;
+    int rt = type ? type : w[r].type;
+    float wf[8]; /* written whole on either path: a chunk left unwritten kept it in memory */
+    if (rt == MKC_W_BF16)
+      mkc_unpack8(wc[r], wf); /* mkc_dot8_f32 of it is mkc_dot8_bf16's sum, bit for bit */
+    else
+      mkc_wchunk(rt, w[r].p, c, wf);
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      part[r * MKC_T_MAX + t] = mkc_dot8_f32(part[r * MKC_T_MAX + t], wf, xa[t], xb[t]);
     }
   }
 }
@@ -123,8 +174,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
-  for (int r = 0; r < nrows; r++)
-    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
+  MKC_UNROLL for (int i = 0; i < MKC_DOT_ROWS_MAX * MKC_T_MAX; i++) part[i] = mkc_dot_acc_zero();
 #if MKC_CP_RING
 #if MKC_MV_UNROLL > 1
 #error "MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls"
@@ -155,20 +205,18 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
-      float wf[MKC_DOT_ROWS_MAX][8];
-      for (int r = 0; r < nrows; r++)
-        if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
-          mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-      mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
+      mkc_dot_chunk(type, w, nrows, c, wc[u], x, x_stride, norm_w, T, part);
     }
 #if MKC_CP_RING
     /* the slot again, for the turn `turns` ahead: its pieces were read into wc, and used */
     if (turns) mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);
 #endif
   }
-  for (int r = 0; r < nrows; r++)
-    for (int t = 0; t < MKC_T_MAX; t++)
-      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+    if (r >= nrows) break;
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) acc[r * MKC_T_MAX + t] =
+        mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+  }
 }
 
 #ifdef MKC_CPU
@@ -526,7 +574,7 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
 MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
   for (int r = 0; r < MKC_ROWS; r++)
-    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none_of(w.type);
 }
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
@@ -895,7 +943,8 @@ MKC_DEVICE void mkc_mma_rows(const mkc_wrow *w, const mkc_wrow *next, int nt, in
 
 /* The rows r0 .. r0 + 7 of w that exist (the rest null). */
 MKC_DEVICE void mkc_mma_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
-  for (int r = 0; r < 8; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+  for (int r = 0; r < 8; r++)
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none_of(w.type);
 }
 
 /* Rows w[0 .. n) cut to slice s of S of their n_chunks (whole k-steps): its

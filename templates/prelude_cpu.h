@@ -91,6 +91,7 @@ static inline float mkc_lanes_sum(const float *v) {
 
 #define MKC_KERNEL __attribute__((visibility("default"))) void
 #define MKC_DEVICE static inline
+/* called, not inlined at every stage: the host compiler's time (the GPU inlines it) */
 #define MKC_DEVICE_CALLED static __attribute__((noinline))
 /* Inlined wherever it is called, whatever the compiler would choose: a body
  * specialized on a literal argument. */
@@ -171,6 +172,11 @@ MKC_DEVICE unsigned mkc_f32_bits(float f) {
   return u;
 }
 /* and back: the float of a bit pattern (a tf32 operand's value). */
+/* sin(pi x) and cos(pi x) */
+MKC_DEVICE void mkc_sincospif(float x, float *s, float *c) {
+  *s = (float)sin(3.14159265358979323846 * (double)x);
+  *c = (float)cos(3.14159265358979323846 * (double)x);
+}
 MKC_DEVICE float mkc_bits_f32(unsigned u) {
   float f;
   memcpy(&f, &u, sizeof f);

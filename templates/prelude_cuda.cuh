@@ -6,9 +6,10 @@
 #endif
 #define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS, MKC_MIN_BLOCKS)
 #define MKC_DEVICE static __device__ __forceinline__
-/* A function compiled once and called, not inlined at every stage: the tiled
- * matmul core that every layer's prompt-chunk stages share. */
-#define MKC_DEVICE_CALLED static __device__ __noinline__
+/* A function the CPU backend calls rather than inlines (templates/prelude_cpu.h).
+ * Here it is inlined too: a call takes every register, so what the step keeps
+ * across it (the layer, the round, its offsets) was spilled (docs/DECISIONS.md). */
+#define MKC_DEVICE_CALLED static __device__ __forceinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
 /* read-only data of the kernel (the layer loop's tables): the constant cache */
 #define MKC_CONSTANT __constant__
@@ -24,9 +25,25 @@ typedef struct {
   float x, y, z, w;
 } mkc_f4;
 
-MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
-MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
-MKC_DEVICE int mkc_nblocks(void) { return (int)gridDim.x; }
+/* The thread's coordinates, read where they are used: volatile, so the
+ * compiler neither hoists them nor what is computed from them out of the
+ * layer loop. Hoisted, those values were live across the tiled functions'
+ * calls, which take every register, and were spilled (docs/DECISIONS.md). */
+MKC_DEVICE int mkc_tid(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(r));
+  return r;
+}
+MKC_DEVICE int mkc_bid(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(r));
+  return r;
+}
+MKC_DEVICE int mkc_nblocks(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(r));
+  return r;
+}
 MKC_DEVICE char *mkc_smem(void) {
   extern __shared__ __align__(16) char mkc_smem_base[];
   return mkc_smem_base;
@@ -92,6 +109,8 @@ MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
 /* and back: the float of a bit pattern (a tf32 operand's value). */
 MKC_DEVICE float mkc_bits_f32(unsigned u) { return __uint_as_float(u); }
+/* sin(pi x) and cos(pi x) */
+MKC_DEVICE void mkc_sincospif(float x, float *s, float *c) { sincospif(x, s, c); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -138,10 +157,10 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {

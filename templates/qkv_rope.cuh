@@ -102,7 +102,14 @@ MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscal
 /* Rotates (a, b), a rotation pair with frequency inv_freq, to position at,
  * scaled by mscale. */
 MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, int at) {
-  float angle = (float)at * inv_freq, c = cosf(angle) * mscale, s = sinf(angle) * mscale;
+  /* the angle in turns, whole turns taken off in double (at * inv_freq is exact there),
+   * then sine and cosine of what is left in half-turns: more exact than sinf of the
+   * float product, and no large-argument path (sinf's keeps a local array) */
+  double turns = (double)at * (double)inv_freq * 0.15915494309189533577;
+  float half_turns = (float)(2.0 * (turns - rint(turns))), s, c;
+  mkc_sincospif(half_turns, &s, &c);
+  c *= mscale;
+  s *= mscale;
   float ra = *a * c - *b * s, rb = *a * s + *b * c;
   *a = ra;
   *b = rb;
@@ -234,7 +241,8 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
   for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
     int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
-    for (int k = 0; k < 4; k++) {
+    MKC_UNROLL /* constant indices: wr and next stay in registers */
+        for (int k = 0; k < 4; k++) {
       int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
@@ -335,8 +343,9 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout);
-      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none();
-      wr[2 * k + 1] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none();
+      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k + 1] =
+          p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,

@@ -40,13 +40,17 @@ MKC_DEVICE mkc_wrow mkc_wmat_row(mkc_wmat m, int r) {
   return w;
 }
 
-MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
+/* No row, of the given type: a stage's missing rows take its matrix's type, so that every
+ * row a decode loop sees has the same literal type and only that decoder is compiled (a
+ * bf16 placeholder among Q4_K rows kept the decoded chunk in local memory). */
+MKC_DEVICE mkc_wrow mkc_wrow_none_of(int type) {
   mkc_wrow w;
   w.p = 0;
   w.row_bytes = 0;
-  w.type = MKC_W_BF16;
+  w.type = type;
   return w;
 }
+MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
 
 /* Eight bytes as one little-endian word, masked bytewise after a shift: the
  * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
@@ -69,7 +73,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 34;
     float d = mkc_f16_at(b);
     mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
-    for (int i = 0; i < 8; i++) f[i] *= d;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] *= d;
     return;
   }
 #endif
@@ -78,7 +82,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 18;
     float d = mkc_f16_at(b);
     mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
     return;
   }
 #endif
@@ -89,7 +93,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned dm = mkc_load4(b);
     float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
     mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
@@ -116,7 +120,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
           m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
     mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
 #endif
@@ -128,19 +132,12 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
     float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
     mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
     return;
   }
 #endif
   default:
-    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] =
+        0.0f; /* unreachable: codegen plans only the types above */
   }
-}
-
-/* Element i of a row (the embedding's lookup). */
-MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
-  if (w.type == MKC_W_BF16) return mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[i]);
-  float f[8];
-  mkc_wchunk(w.type, w.p, i >> 3, f);
-  return f[i & 7];
 }

@@ -53,6 +53,8 @@ static const char CLANG_PRELUDE[] =
     "__device__ float powf(float, float);\n"
     "__device__ float cosf(float);\n"
     "__device__ float sinf(float);\n"
+    "__device__ void sincospif(float, float *, float *);\n"
+    "__device__ double rint(double);\n"
     "__device__ float tanhf(float);\n";
 
 /* Warnings --check turns on: unused values, shadowing, sign and width

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates c5e4957fcddc2c04, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates d1379928ea86f756, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -29,9 +29,10 @@
 #endif
 #define MKC_KERNEL extern "C" __global__ void __launch_bounds__(MKC_THREADS, MKC_MIN_BLOCKS)
 #define MKC_DEVICE static __device__ __forceinline__
-/* A function compiled once and called, not inlined at every stage: the tiled
- * matmul core that every layer's prompt-chunk stages share. */
-#define MKC_DEVICE_CALLED static __device__ __noinline__
+/* A function the CPU backend calls rather than inlines (templates/prelude_cpu.h).
+ * Here it is inlined too: a call takes every register, so what the step keeps
+ * across it (the layer, the round, its offsets) was spilled (docs/DECISIONS.md). */
+#define MKC_DEVICE_CALLED static __device__ __forceinline__
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
 /* read-only data of the kernel (the layer loop's tables): the constant cache */
 #define MKC_CONSTANT __constant__
@@ -47,9 +48,25 @@ typedef struct {
   float x, y, z, w;
 } mkc_f4;
 
-MKC_DEVICE int mkc_tid(void) { return (int)threadIdx.x; }
-MKC_DEVICE int mkc_bid(void) { return (int)blockIdx.x; }
-MKC_DEVICE int mkc_nblocks(void) { return (int)gridDim.x; }
+/* The thread's coordinates, read where they are used: volatile, so the
+ * compiler neither hoists them nor what is computed from them out of the
+ * layer loop. Hoisted, those values were live across the tiled functions'
+ * calls, which take every register, and were spilled (docs/DECISIONS.md). */
+MKC_DEVICE int mkc_tid(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%tid.x;" : "=r"(r));
+  return r;
+}
+MKC_DEVICE int mkc_bid(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%ctaid.x;" : "=r"(r));
+  return r;
+}
+MKC_DEVICE int mkc_nblocks(void) {
+  int r;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(r));
+  return r;
+}
 MKC_DEVICE char *mkc_smem(void) {
   extern __shared__ __align__(16) char mkc_smem_base[];
   return mkc_smem_base;
@@ -115,6 +132,8 @@ MKC_DEVICE void mkc_pause(void) { __nanosleep(64); }
 MKC_DEVICE unsigned mkc_f32_bits(float f) { return __float_as_uint(f); }
 /* and back: the float of a bit pattern (a tf32 operand's value). */
 MKC_DEVICE float mkc_bits_f32(unsigned u) { return __uint_as_float(u); }
+/* sin(pi x) and cos(pi x) */
+MKC_DEVICE void mkc_sincospif(float x, float *s, float *c) { sincospif(x, s, c); }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) { return __uint_as_float((unsigned)h << 16); }
 /* Rounding to 16 bits, to nearest even, as the CPU prelude and the runtime
  * (mkc_float_to_bf16, mkc_float_to_f16) do: the hardware conversions, and
@@ -161,10 +180,10 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {
@@ -839,13 +858,17 @@ MKC_DEVICE mkc_wrow mkc_wmat_row(mkc_wmat m, int r) {
   return w;
 }
 
-MKC_DEVICE mkc_wrow mkc_wrow_none(void) {
+/* No row, of the given type: a stage's missing rows take its matrix's type, so that every
+ * row a decode loop sees has the same literal type and only that decoder is compiled (a
+ * bf16 placeholder among Q4_K rows kept the decoded chunk in local memory). */
+MKC_DEVICE mkc_wrow mkc_wrow_none_of(int type) {
   mkc_wrow w;
   w.p = 0;
   w.row_bytes = 0;
-  w.type = MKC_W_BF16;
+  w.type = type;
   return w;
 }
+MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
 
 /* Eight bytes as one little-endian word, masked bytewise after a shift: the
  * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
@@ -868,7 +891,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 34;
     float d = mkc_f16_at(b);
     mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
-    for (int i = 0; i < 8; i++) f[i] *= d;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] *= d;
     return;
   }
 #endif
@@ -877,7 +900,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 18;
     float d = mkc_f16_at(b);
     mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
     return;
   }
 #endif
@@ -888,7 +911,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned dm = mkc_load4(b);
     float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
     mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
@@ -915,7 +938,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
           m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
     mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
 #endif
@@ -927,30 +950,36 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
     float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
     mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
     return;
   }
 #endif
   default:
-    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] =
+        0.0f; /* unreachable: codegen plans only the types above */
   }
 }
-
-/* Element i of a row (the embedding's lookup). */
-MKC_DEVICE float mkc_welem(mkc_wrow w, int i) {
-  if (w.type == MKC_W_BF16) return mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[i]);
-  float f[8];
-  mkc_wchunk(w.type, w.p, i >> 3, f);
-  return f[i & 7];
-}
 #line 1 "templates/embed.cuh"
-/* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. */
+/* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. A
+ * thread per 8 elements (a chunk): a quantized row's chunk is decoded once,
+ * not once per element, and picked by literal indices (an element picked from
+ * it by a variable index kept it, and with it the decode loops' chunks, in
+ * local memory). */
 MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const int *tokens,
                           int T) {
-  int total = T * dim;
+  int chunks = (dim + 7) / 8, total = T * chunks;
   for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
-    int t = i / dim, c = i - t * dim;
-    x[t * x_stride + c] = mkc_welem(mkc_wmat_row(table, tokens[t]), c);
+    int t = i / chunks, c = i - t * chunks;
+    mkc_wrow w = mkc_wmat_row(table, tokens[t]);
+    float *out = x + t * x_stride + c * 8;
+    if (w.type == MKC_W_BF16) { /* element by element: a row need not be padded to a chunk */
+      for (int k = 0; k < 8 && c * 8 + k < dim; k++)
+        out[k] = mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[c * 8 + k]);
+    } else { /* quantized rows are whole blocks of chunks */
+      float f[8];
+      mkc_wchunk(w.type, w.p, c, f);
+      MKC_UNROLL for (int k = 0; k < 8; k++) if (c * 8 + k < dim) out[k] = f[k];
+    }
   }
 }
 #line 1 "templates/matvec.cuh"
@@ -980,7 +1009,7 @@ MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps,
 
 MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   unsigned u[4] = {v.x, v.y, v.z, v.w};
-  for (int i = 0; i < 4; i++) {
+  MKC_UNROLL for (int i = 0; i < 4; i++) { /* u and f stay in registers */
     f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
     f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
   }
@@ -1009,33 +1038,84 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #define MKC_MV_UNROLL 1
 #endif
 
+/* Input t's chunk c, scaled by the norm weights (ga, gb) when norm_w is given. The
+ * weights are two mkc_f4, not a float[8]: in the decoded rows' loops below an array of
+ * them was kept in local memory. */
+MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
+                                     const mkc_bf16 *norm_w, mkc_f4 ga, mkc_f4 gb, mkc_f4 *a,
+                                     mkc_f4 *b) {
+  *a = mkc_load_f4(x + t * x_stride + c * 8);
+  *b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+  if (norm_w) {
+    a->x *= ga.x;
+    a->y *= ga.y;
+    a->z *= ga.z;
+    a->w *= ga.w;
+    b->x *= gb.x;
+    b->y *= gb.y;
+    b->z *= gb.z;
+    b->w *= gb.w;
+  }
+}
+
 /* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
- * (wc: the bf16 rows' chunk; wf: the others', decoded, 8 floats a row). */
+ * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
+ * are literals, so it stays in registers (at T = 8 the compiler's own choice
+ * kept it in local memory). */
 MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
-                                     const mkc_u4 *wc, const float *wf, const float *x,
-                                     int x_stride, const mkc_bf16 *norm_w, int T,
-                                     mkc_dot_acc *part) {
-  float g[8];
-  if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-  for (int t = 0; t < MKC_T_MAX; t++) {
-    if (t >= T) break;
-    mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8);
-    mkc_f4 b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
-    if (norm_w) {
-      a.x *= g[0];
-      a.y *= g[1];
-      a.z *= g[2];
-      a.w *= g[3];
-      b.x *= g[4];
-      b.y *= g[5];
-      b.z *= g[6];
-      b.w *= g[7];
+                                     const mkc_u4 *wc, const float *x, int x_stride,
+                                     const mkc_bf16 *norm_w, int T, mkc_dot_acc *part) {
+  mkc_f4 ga = {0.0f, 0.0f, 0.0f, 0.0f}, gb = ga;
+  if (norm_w) {
+    mkc_u4 u = mkc_load_u4(norm_w + c * 8);
+    ga.x = mkc_bf16_to_f32((mkc_bf16)(u.x & 0xffffu));
+    ga.y = mkc_bf16_to_f32((mkc_bf16)(u.x >> 16));
+    ga.z = mkc_bf16_to_f32((mkc_bf16)(u.y & 0xffffu));
+    ga.w = mkc_bf16_to_f32((mkc_bf16)(u.y >> 16));
+    gb.x = mkc_bf16_to_f32((mkc_bf16)(u.z & 0xffffu));
+    gb.y = mkc_bf16_to_f32((mkc_bf16)(u.z >> 16));
+    gb.z = mkc_bf16_to_f32((mkc_bf16)(u.w & 0xffffu));
+    gb.w = mkc_bf16_to_f32((mkc_bf16)(u.w >> 16));
+  }
+  int bf16 = type == MKC_W_BF16; /* every row bf16 (on the GPU type is 0: the rows' literals) */
+  if (!type) {
+    bf16 = 1;
+    MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) if (r < nrows && w[r].type != MKC_W_BF16)
+        bf16 = 0;
+  }
+  if (bf16) { /* each input read once, for all the rows */
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      mkc_f4 a, b;
+      mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &a, &b);
+      MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+        if (r >= nrows) break;
+        if (w[r].p) part[r * MKC_T_MAX + t] = mkc_dot8_bf16(part[r * MKC_T_MAX + t], wc[r], a, b);
+      }
     }
-    for (int r = 0; r < nrows; r++) {
-      mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
-      if (!w[r].p) continue;
-      *p = (type ? type : w[r].type) == MKC_W_BF16 ? mkc_dot8_bf16(*p, wc[r], a, b)
-                                                   : mkc_dot8_f32(*p, wf + 8 * r, a, b);
+    return;
+  }
+  /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
+   * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
+   * the inputs' chunks held for all the rows. Each partial takes the same product as above:
+   * the same sums, bit for bit. */
+  mkc_f4 xa[MKC_T_MAX], xb[MKC_T_MAX];
+  MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+    if (t >= T) break;
+    mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &xa[t], &xb[t]);
+  }
+  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+    if (r >= nrows) break;
+    if (!w[r].p) continue;
+    int rt = type ? type : w[r].type;
+    float wf[8]; /* written whole on either path: a chunk left unwritten kept it in memory */
+    if (rt == MKC_W_BF16)
+      mkc_unpack8(wc[r], wf); /* mkc_dot8_f32 of it is mkc_dot8_bf16's sum, bit for bit */
+    else
+      mkc_wchunk(rt, w[r].p, c, wf);
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      part[r * MKC_T_MAX + t] = mkc_dot8_f32(part[r * MKC_T_MAX + t], wf, xa[t], xb[t]);
     }
   }
 }
@@ -1079,8 +1159,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
-  for (int r = 0; r < nrows; r++)
-    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
+  MKC_UNROLL for (int i = 0; i < MKC_DOT_ROWS_MAX * MKC_T_MAX; i++) part[i] = mkc_dot_acc_zero();
 #if MKC_CP_RING
 #if MKC_MV_UNROLL > 1
 #error "MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls"
@@ -1111,20 +1190,18 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
-      float wf[MKC_DOT_ROWS_MAX][8];
-      for (int r = 0; r < nrows; r++)
-        if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16)
-          mkc_wchunk(type ? type : w[r].type, w[r].p, c, wf[r]);
-      mkc_dot_chunk(type, w, nrows, c, wc[u], &wf[0][0], x, x_stride, norm_w, T, part);
+      mkc_dot_chunk(type, w, nrows, c, wc[u], x, x_stride, norm_w, T, part);
     }
 #if MKC_CP_RING
     /* the slot again, for the turn `turns` ahead: its pieces were read into wc, and used */
     if (turns) mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);
 #endif
   }
-  for (int r = 0; r < nrows; r++)
-    for (int t = 0; t < MKC_T_MAX; t++)
-      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
+    if (r >= nrows) break;
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) acc[r * MKC_T_MAX + t] =
+        mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+  }
 }
 
 #ifdef MKC_CPU
@@ -1482,7 +1559,7 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
 MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
   for (int r = 0; r < MKC_ROWS; r++)
-    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none_of(w.type);
 }
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
@@ -1851,7 +1928,8 @@ MKC_DEVICE void mkc_mma_rows(const mkc_wrow *w, const mkc_wrow *next, int nt, in
 
 /* The rows r0 .. r0 + 7 of w that exist (the rest null). */
 MKC_DEVICE void mkc_mma_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
-  for (int r = 0; r < 8; r++) out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none();
+  for (int r = 0; r < 8; r++)
+    out[r] = r0 + r < rows ? mkc_wmat_row(w, r0 + r) : mkc_wrow_none_of(w.type);
 }
 
 /* Rows w[0 .. n) cut to slice s of S of their n_chunks (whole k-steps): its
@@ -2281,7 +2359,14 @@ MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscal
 /* Rotates (a, b), a rotation pair with frequency inv_freq, to position at,
  * scaled by mscale. */
 MKC_DEVICE void mkc_rope_pair(float *a, float *b, float inv_freq, float mscale, int at) {
-  float angle = (float)at * inv_freq, c = cosf(angle) * mscale, s = sinf(angle) * mscale;
+  /* the angle in turns, whole turns taken off in double (at * inv_freq is exact there),
+   * then sine and cosine of what is left in half-turns: more exact than sinf of the
+   * float product, and no large-argument path (sinf's keeps a local array) */
+  double turns = (double)at * (double)inv_freq * 0.15915494309189533577;
+  float half_turns = (float)(2.0 * (turns - rint(turns))), s, c;
+  mkc_sincospif(half_turns, &s, &c);
+  c *= mscale;
+  s *= mscale;
   float ra = *a * c - *b * s, rb = *a * s + *b * c;
   *a = ra;
   *b = rb;
@@ -2413,7 +2498,8 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
   for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
     int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
-    for (int k = 0; k < 4; k++) {
+    MKC_UNROLL /* constant indices: wr and next stay in registers */
+        for (int k = 0; k < 4; k++) {
       int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
@@ -2514,8 +2600,9 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout);
-      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none();
-      wr[2 * k + 1] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none();
+      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k + 1] =
+          p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
@@ -2658,8 +2745,9 @@ MKC_DEVICE mkc_gemm_cols mkc_gemm_cols_of(int base0, int len0, int base1, int le
 MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, int m0, int T, int k0, float *a_tile,
                                float *w_tile, float *ssq_part) {
-  for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
-    int idx = mkc_tid() + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
+  const int tid = mkc_tid(); /* read once: mkc_tid is volatile (templates/prelude_cuda.cuh) */
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) {
+    int idx = tid + s * MKC_THREADS, r = idx / (MKC_GEMM_BK / 4);
     int k = k0 + (idx % (MKC_GEMM_BK / 4)) * 4;
     mkc_f4 v = {0.0f, 0.0f, 0.0f, 0.0f};
     if (m0 + r < T && k < n_chunks * 8) {
@@ -2678,20 +2766,21 @@ MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x,
     a[2] = v.z;
     a[3] = v.w;
   }
-  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
-    int idx = mkc_tid() + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS;
+                  s++) { /* wr[s]: registers */
+    int idx = tid + s * MKC_THREADS, j = idx / (MKC_GEMM_BK / 8);
     int c = k0 / 8 + idx % (MKC_GEMM_BK / 8);
-    float f[8];
+    /* decoded straight into the tile: through a float[8] of its own, whose type is known only
+     * here, the decoders' cases kept it in local memory */
+    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
     if (wr[s].p && c < n_chunks) {
       if (wr[s].type == MKC_W_BF16)
-        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), f);
+        mkc_unpack8(mkc_load_u4(wr[s].p + 16 * c), w);
       else
-        mkc_wchunk(wr[s].type, wr[s].p, c, f);
+        mkc_wchunk(wr[s].type, wr[s].p, c, w);
     } else {
-      for (int i = 0; i < 8; i++) f[i] = 0.0f;
+      for (int i = 0; i < 8; i++) w[i] = 0.0f;
     }
-    float *w = w_tile + j * MKC_GEMM_LD + (c * 8 - k0);
-    for (int i = 0; i < 8; i++) w[i] = f[i];
   }
 }
 
@@ -2708,20 +2797,23 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
                                      float *inv_rms) {
   /* the weight rows this thread stages: columns tid / (BK / 8) + (threads / (BK / 8)) s */
   mkc_wrow wr[MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS];
-  for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
-    int j = (mkc_tid() + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
-    wr[s] = j % 32 < cols.len[half] ? mkc_wcat_row(w, cols.base[half] + j % 32) : mkc_wrow_none();
+  const int tid = mkc_tid(), lane = tid & 31; /* read once: mkc_tid is volatile */
+  MKC_UNROLL for (int s = 0; s < MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS; s++) {
+    int j = (tid + s * MKC_THREADS) / (MKC_GEMM_BK / 8), half = j / 32;
+    /* halves chosen by value: an index into cols would put cols in local memory */
+    int len = half ? cols.len[1] : cols.len[0], base = half ? cols.base[1] : cols.base[0];
+    wr[s] = j % 32 < len ? mkc_wcat_row(w, base + j % 32) : mkc_wrow_none();
   }
   /* this warp's quarter: 32 tokens x 32 rows, the m- and n-tiles that hold any */
-  int warp = mkc_warp(), wm = warp & 1, wn = (warp >> 1) & 1;
-  int mt = (T - m0 - wm * 32 + 15) / 16, nt = (cols.len[wn] + 7) / 8;
+  int warp = tid >> 5, wm = warp & 1, wn = (warp >> 1) & 1;
+  int mt = (T - m0 - wm * 32 + 15) / 16, nt = ((wn ? cols.len[1] : cols.len[0]) + 7) / 8;
   mt = warp >= 4 || mt < 0 ? 0 : mt > MKC_MMA_MT ? MKC_MMA_MT : mt;
   if (warp >= 4) nt = 0;
   float acc[MKC_MMA_MT * MKC_MMA_NT * 4];
   for (int i = 0; i < MKC_MMA_MT * MKC_MMA_NT * 4; i++) acc[i] = 0.0f;
   float ssq_part[MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS];
   for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++) ssq_part[s] = 0.0f;
-  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int g = lane >> 2, q = lane & 3;
   for (int k0 = 0; k0 < n_chunks * 8; k0 += MKC_GEMM_BK) {
     mkc_gemm_stage(wr, n_chunks, x, x_stride, norm_w, m0, T, k0, a_tile, w_tile, ssq_part);
     mkc_sync_block();
@@ -2768,7 +2860,7 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
   if (norm_w) {
     /* ssq[r][i]: the squares of row r's columns 4i .. 4i + 3 of every slice */
     for (int s = 0; s < MKC_GEMM_BM * MKC_GEMM_BK / 4 / MKC_THREADS; s++)
-      ssq[mkc_tid() + s * MKC_THREADS] = ssq_part[s];
+      ssq[tid + s * MKC_THREADS] = ssq_part[s];
     mkc_sync_block();
     for (int r = mkc_tid(); r < MKC_GEMM_BM; r += MKC_THREADS) {
       float s = 0.0f;
@@ -3018,7 +3110,7 @@ MKC_DEVICE void mkc_attn_stage_kv(const mkc_kv *K, const mkc_kv *V, int head_dim
 /* The A fragment (16 x 8, rows g and g + 8, columns q and q + 4) at row r0 and
  * column k of a float tile, as high and low tf32 parts: a[0..3], a[4..7]. */
 MKC_DEVICE void mkc_attn_a_frag(const float *tile, int ld, int r0, int k, unsigned *a) {
-  int g = mkc_lane() >> 2, q = mkc_lane() & 3;
+  int lane = mkc_lane(), g = lane >> 2, q = lane & 3;
   const float *p = tile + (r0 + g) * ld + k + q;
   const float v[4] = {p[0], p[8 * ld], p[4], p[8 * ld + 4]};
   for (int r = 0; r < 4; r++) {
@@ -3048,7 +3140,7 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
   pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
   int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
-  int warp = mkc_warp(), g = mkc_lane() >> 2, qd = mkc_lane() & 3;
+  int tid = mkc_tid(), warp = tid >> 5, g = (tid & 31) >> 2, qd = tid & 3;
   int dt = (head_dim + 7) / 8; /* n8 tiles of the output, k-steps of S */
   for (int item = mkc_bid(); item < kv_heads * m_tiles; item += mkc_nblocks()) {
     /* the tiles of the longest rows first: they have the most positions to walk */
@@ -4354,7 +4446,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4358 "llama.odd.cu"
+#line 4450 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -46,7 +46,7 @@ BENCH_RUNS=(
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
-  # at 2 blocks an SM: 222 registers, no spill (3 blocks: 168, 128 B spilled; docs/PERF.md)
+  # at 2 blocks an SM: since 3 blocks spill nothing either (docs/PERF.md), what fewer warps cost
   "mb2-t1 MKC_MIN_BLOCKS=2 ${l1bt/--draft-max 4/--draft-max 0}"
   # the T = 1 kernel on tensor cores (tune-t1, on CUDA cores, is above)
   "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
