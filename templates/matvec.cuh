@@ -24,7 +24,7 @@ MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps,
 
 MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   unsigned u[4] = {v.x, v.y, v.z, v.w};
-  MKC_UNROLL for (int i = 0; i < 4; i++) { /* u and f stay in registers */
+  for (int i = 0; i < 4; i++) {
     f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
     f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
   }
@@ -748,7 +748,12 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
   float c[MKC_MV_MT * MKC_MV_NT * 4];
   for (int i = 0; i < MKC_MV_MT * MKC_MV_NT * 4; i++) c[i] = 0.0f;
   const unsigned char *wp[MKC_MV_NT];
-  for (int j = 0; j < MKC_MV_NT; j++) wp[j] = j < nt ? w[8 * j + g].p : 0;
+  /* row g of each n-tile, picked by literal indices: w[8 * j + g] would keep the rows in local
+   * memory */
+  for (int j = 0; j < MKC_MV_NT; j++) {
+    wp[j] = 0;
+    MKC_UNROLL for (int r = 0; r < 8; r++) if (j < nt && r == g) wp[j] = w[8 * j + r].p;
+  }
 #if MKC_CP_RING
   /* batches in flight in the ring (MKC_CP_RING): 2 at least, or the loads below */
   const int groups =

@@ -172,15 +172,15 @@ MKC_DEVICE unsigned mkc_f32_bits(float f) {
   return u;
 }
 /* and back: the float of a bit pattern (a tf32 operand's value). */
-/* sin(pi x) and cos(pi x) */
-MKC_DEVICE void mkc_sincospif(float x, float *s, float *c) {
-  *s = (float)sin(3.14159265358979323846 * (double)x);
-  *c = (float)cos(3.14159265358979323846 * (double)x);
-}
 MKC_DEVICE float mkc_bits_f32(unsigned u) {
   float f;
   memcpy(&f, &u, sizeof f);
   return f;
+}
+/* sin(pi x) and cos(pi x) */
+MKC_DEVICE void mkc_sincospif(float x, float *s, float *c) {
+  *s = (float)sin(3.14159265358979323846 * (double)x);
+  *c = (float)cos(3.14159265358979323846 * (double)x);
 }
 MKC_DEVICE float mkc_bf16_to_f32(mkc_bf16 h) {
   unsigned u = (unsigned)h << 16;

@@ -157,10 +157,10 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {

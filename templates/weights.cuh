@@ -73,7 +73,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 34;
     float d = mkc_f16_at(b);
     mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] *= d;
+    for (int i = 0; i < 8; i++) f[i] *= d;
     return;
   }
 #endif
@@ -82,7 +82,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 18;
     float d = mkc_f16_at(b);
     mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
     return;
   }
 #endif
@@ -93,7 +93,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned dm = mkc_load4(b);
     float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
     mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
@@ -120,7 +120,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
           m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
     mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
 #endif
@@ -132,12 +132,11 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
     float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
     mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
     return;
   }
 #endif
   default:
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] =
-        0.0f; /* unreachable: codegen plans only the types above */
+    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
   }
 }

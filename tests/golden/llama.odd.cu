@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates d1379928ea86f756, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates b839d4ef55605e43, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -180,10 +180,10 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {
@@ -891,7 +891,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 34;
     float d = mkc_f16_at(b);
     mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] *= d;
+    for (int i = 0; i < 8; i++) f[i] *= d;
     return;
   }
 #endif
@@ -900,7 +900,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     const unsigned char *b = row + (c >> 2) * 18;
     float d = mkc_f16_at(b);
     mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
     return;
   }
 #endif
@@ -911,7 +911,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned dm = mkc_load4(b);
     float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
     mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
 #endif
@@ -938,7 +938,7 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
           m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
     mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
 #endif
@@ -950,13 +950,12 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
     float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
     mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
+    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
     return;
   }
 #endif
   default:
-    MKC_UNROLL for (int i = 0; i < 8; i++) f[i] =
-        0.0f; /* unreachable: codegen plans only the types above */
+    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
   }
 }
 #line 1 "templates/embed.cuh"
@@ -1009,7 +1008,7 @@ MKC_DEVICE void mkc_rms_prologue(const float *x, int x_stride, int n, float eps,
 
 MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
   unsigned u[4] = {v.x, v.y, v.z, v.w};
-  MKC_UNROLL for (int i = 0; i < 4; i++) { /* u and f stay in registers */
+  for (int i = 0; i < 4; i++) {
     f[2 * i] = mkc_bf16_to_f32((mkc_bf16)(u[i] & 0xffffu));
     f[2 * i + 1] = mkc_bf16_to_f32((mkc_bf16)(u[i] >> 16));
   }
@@ -1733,7 +1732,12 @@ MKC_DEVICE_INLINE void mkc_mma_lane(int lane, const mkc_wrow *w, int nt, int n_c
   float c[MKC_MV_MT * MKC_MV_NT * 4];
   for (int i = 0; i < MKC_MV_MT * MKC_MV_NT * 4; i++) c[i] = 0.0f;
   const unsigned char *wp[MKC_MV_NT];
-  for (int j = 0; j < MKC_MV_NT; j++) wp[j] = j < nt ? w[8 * j + g].p : 0;
+  /* row g of each n-tile, picked by literal indices: w[8 * j + g] would keep the rows in local
+   * memory */
+  for (int j = 0; j < MKC_MV_NT; j++) {
+    wp[j] = 0;
+    MKC_UNROLL for (int r = 0; r < 8; r++) if (j < nt && r == g) wp[j] = w[8 * j + r].p;
+  }
 #if MKC_CP_RING
   /* batches in flight in the ring (MKC_CP_RING): 2 at least, or the loads below */
   const int groups =
@@ -4446,7 +4450,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4450 "llama.odd.cu"
+#line 4454 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

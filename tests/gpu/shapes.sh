@@ -50,6 +50,8 @@ BENCH_RUNS=(
   "mb2-t1 MKC_MIN_BLOCKS=2 ${l1bt/--draft-max 4/--draft-max 0}"
   # the T = 1 kernel on tensor cores (tune-t1, on CUDA cores, is above)
   "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
+  # the tensor-core kernels take 128 registers since nothing spills (docs/PERF.md): 4 blocks an SM
+  "mma-mb4-d0 MKC_MMA_DECODE=1 MKC_MIN_BLOCKS=4 $l1b -p 512 --rounds 8"
   "l1b-q4k-d0 -m \$models/l1b-q4k.gguf --ctx 8192 --draft-max 4 -n 128 -p 512"
   # SmolLM2's T = 1 kernel: also tests/gpu/prose.sh's plain decoding (the same shapes as the real file)
   "smollm2-t1 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 0 -n 128 -p 512"
