@@ -174,7 +174,8 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
-  MKC_UNROLL for (int i = 0; i < MKC_DOT_ROWS_MAX * MKC_T_MAX; i++) part[i] = mkc_dot_acc_zero();
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
 #if MKC_CP_RING
 #if MKC_MV_UNROLL > 1
 #error "MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls"
@@ -212,11 +213,9 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (turns) mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);
 #endif
   }
-  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
-    if (r >= nrows) break;
-    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) acc[r * MKC_T_MAX + t] =
-        mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
-  }
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++)
+      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
 #ifdef MKC_CPU

@@ -241,8 +241,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
   for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
     int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
-    MKC_UNROLL /* constant indices: wr and next stay in registers */
-        for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 4; k++) {
       int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {

@@ -20,7 +20,7 @@
 #include "codegen/host.h"
 #include "backend/cuda/kcache.h"
 #include "backend/cuda/nvrtc.h"
-#include "formats/dequant.h"
+#include "quantized.h"
 
 #define MAX_JOBS 64
 #define PARALLEL 2
@@ -36,27 +36,6 @@ typedef struct job {
 enum { QUANT_Q4_K = 1, QUANT_Q4_K_M };
 static const char *const QUANT_NAMES[] = {"", " Q4_K", " Q4_K/Q6_K"};
 
-/* The matrices kept in blocks, given the bf16 kernel's graph (for their shapes): Q4_K where
- * the columns are whole 256s (Q8_0 where whole 32s); with QUANT_Q4_K_M, attn_v and ffn_down
- * Q6_K. The norms stay bf16. */
-typedef struct quant_ctx {
-  const mkc_graph *g;
-  int quant;
-} quant_ctx;
-static int quantized_type(void *ctx, const char *name) {
-  const quant_ctx *q = ctx;
-  for (int i = 0; i < q->g->n_weights; i++) {
-    const mkc_weight_info *w = &q->g->weights[i];
-    if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
-    if (w->cols % 256 == 0)
-      return q->quant == QUANT_Q4_K_M && (strstr(name, "attn_v") || strstr(name, "ffn_down"))
-                 ? MKC_GGML_Q6_K
-                 : MKC_GGML_Q4_K;
-    return w->cols % 32 == 0 ? MKC_GGML_Q8_0 : -1;
-  }
-  return -1;
-}
-
 /* In a child: compile and print the figures; the exit status is the verdict. */
 static int compile_one(const job *j) {
   char graph[4200], arch[16];
@@ -68,7 +47,7 @@ static int compile_one(const job *j) {
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
   if (j->quant) { /* again, with the bf16 kernel's shapes */
-    quant_ctx q = {&g, j->quant};
+    quantized_plan q = {&g, j->quant == QUANT_Q4_K_M};
     mkc_graph gq;
     mkc_kernel_src srcq;
     o.weight_type = quantized_type;

@@ -8,22 +8,10 @@
  * schedules; and the reference's within 1e-4. Planted bugs: the one-input copy taken at two inputs
  * too, and the first stage's one-input copy skipped, must each change logits. make test-gpu runs it
  * on cuda (without the plants), where NVRTC compiles the copies apart. */
-#include "formats/dequant.h"
 #include "logit_runs.h"
+#include "quantized.h"
 
 #define TOL 1e-4
-
-/* The matrices kept in blocks (ctx: the bf16 kernel's graph, for their shapes): Q4_K where the
- * columns are whole 256s, Q8_0 where whole 32s; the rest and the norms bf16. */
-static int quantized_type(void *ctx, const char *name) {
-  const mkc_graph *g = ctx;
-  for (int i = 0; i < g->n_weights; i++) {
-    const mkc_weight_info *w = &g->weights[i];
-    if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
-    return w->cols % 256 == 0 ? MKC_GGML_Q4_K : w->cols % 32 == 0 ? MKC_GGML_Q8_0 : -1;
-  }
-  return -1;
-}
 
 /* The preset's kernel (T <= 5, prompt chunks of up to 16) with MKC_T1_PATH=on; KV in f32, so the
  * reference can be held to 1e-4 (test_kernel covers a bf16 cache). */
@@ -31,13 +19,14 @@ static int generate(gen_kernel *k, const char *preset, int on, const mkc_graph *
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   setenv("MKC_T1_PATH", on ? "1" : "0", 1);
+  quantized_plan plan = {quantized, 0};
   mkc_gen_opts o = {.graph_path = graph,
                     .preset = preset,
                     .draft_max = 4,
                     .ubatch = 16,
                     .kv_dtype = "f32",
                     .weight_type = quantized ? quantized_type : NULL,
-                    .weight_type_ctx = (void *)quantized};
+                    .weight_type_ctx = &plan};
   memset(k, 0, sizeof *k);
   int rc = mkc_codegen(&o, &k->g, &k->src);
   unsetenv("MKC_T1_PATH");

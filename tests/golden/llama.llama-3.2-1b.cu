@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates b839d4ef55605e43, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates 2f36f7a0c5e8e363, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1158,7 +1158,8 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
                                         int n_chunks, const float *x, int x_stride,
                                         const mkc_bf16 *norm_w, int T, float *acc) {
   mkc_dot_acc part[MKC_DOT_ROWS_MAX * MKC_T_MAX];
-  MKC_UNROLL for (int i = 0; i < MKC_DOT_ROWS_MAX * MKC_T_MAX; i++) part[i] = mkc_dot_acc_zero();
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++) part[r * MKC_T_MAX + t] = mkc_dot_acc_zero();
 #if MKC_CP_RING
 #if MKC_MV_UNROLL > 1
 #error "MKC_CP_RING takes the place of the loads MKC_MV_UNROLL unrolls"
@@ -1196,11 +1197,9 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (turns) mkc_cp_rows(lane, i % turns, w, nrows, c0 + 32 * turns, n_chunks);
 #endif
   }
-  MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
-    if (r >= nrows) break;
-    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) acc[r * MKC_T_MAX + t] =
-        mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
-  }
+  for (int r = 0; r < nrows; r++)
+    for (int t = 0; t < MKC_T_MAX; t++)
+      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
 }
 
 #ifdef MKC_CPU
@@ -2502,8 +2501,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
   for (int t0 = mkc_grid_warp() * each; t0 < tasks; t0 += step) {
     int p0 = S > 1 ? t0 / S * 4 : t0, pn0 = S > 1 ? (t0 + step) / S * 4 : t0 + step;
     mkc_wrow wr[8], next[8];
-    MKC_UNROLL /* constant indices: wr and next stay in registers */
-        for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 4; k++) {
       int p = p0 + k, pn = pn0 + k; /* pn: the pair this warp takes next in place of p */
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
@@ -4464,7 +4462,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4468 "llama.llama-3.2-1b.cu"
+#line 4466 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -12,8 +12,9 @@ typedef struct mkc_ptxas_info {
   int spill_loads;  /* bytes */
   int smem_bytes;   /* static shared memory (dynamic comes from the plan) */
   int cmem0_bytes;  /* constant bank 0: kernel parameters */
-  /* The functions the kernel calls (__noinline__: the tiled prompt-chunk path's), which ptxas
-   * reports apart: how many, their spills summed, their largest stack frame. */
+  /* The functions the kernel calls (__noinline__; since 2026-11-28 mkc's kernels call none on
+   * the GPU), which ptxas reports apart: how many, their spills summed, their largest stack
+   * frame. */
   int called_functions, called_spill_stores, called_spill_loads, called_stack_bytes;
 } mkc_ptxas_info;
 

@@ -1,0 +1,32 @@
+/* Which matrices a test's kernel keeps in blocks (an mkc_gen_opts.weight_type
+ * callback, for tests with no model file): given the bf16 kernel's graph, for
+ * the shapes, Q4_K where the columns are whole 256s and Q8_0 where whole 32s;
+ * with q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M files mix them. The norms
+ * stay bf16. */
+#ifndef MKC_TEST_QUANTIZED_H
+#define MKC_TEST_QUANTIZED_H
+
+#include <string.h>
+
+#include "codegen/host.h"
+#include "formats/dequant.h"
+
+typedef struct quantized_plan {
+  const mkc_graph *bf16; /* the same kernel's graph with every weight bf16 */
+  int q6_k_mix;
+} quantized_plan;
+
+static int quantized_type(void *ctx, const char *name) {
+  const quantized_plan *q = ctx;
+  for (int i = 0; i < q->bf16->n_weights; i++) {
+    const mkc_weight_info *w = &q->bf16->weights[i];
+    if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
+    if (w->cols % 256 == 0)
+      return q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
+                                                                                 : MKC_GGML_Q4_K;
+    return w->cols % 32 == 0 ? MKC_GGML_Q8_0 : -1;
+  }
+  return -1;
+}
+
+#endif
