@@ -11,7 +11,15 @@
 source "$(dirname "$0")/lib.sh"
 fake=$PWD/build/fake_cuda
 export MKC_LIBCUDA=$fake/libcuda.so.1 MKC_NVRTC=$fake/libnvrtc.so
+# The cuda images (the fake NVRTC's) are this test's own: it checks cold and
+# warm starts. The cpu backend's kernels behind them are the cpu tests' (the
+# same sources, the same keys): with the suite's cache (tests/run.sh), each
+# compiles once for both.
+suite_cache=${MKC_CACHE_DIR:-}
 export MKC_CACHE_DIR=$tmp/cache
+if [ -n "$suite_cache" ]; then
+  mkdir -p "$suite_cache/cpu" "$MKC_CACHE_DIR" && ln -s "$(realpath "$suite_cache/cpu")" "$MKC_CACHE_DIR/cpu"
+fi
 unset MKC_CUDA_GRAPH MKC_FAKE_CUDA_TRACE MKC_FAKE_CUDA_FAIL_AT MKC_FAKE_NVRTC_FAIL_AT
 unset MKC_FAKE_CUDA_ARCH MKC_FAKE_CUDA_SMS MKC_FAKE_CUDA_DEVICES MKC_FAKE_CUDA_NO_COOP
 unset MKC_FAKE_CUDA_NO_COOP_CAPTURE MKC_TEST_BACKEND
