@@ -47,11 +47,14 @@ MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, 
   return w;
 }
 
+/* Written out, not a loop: for sm_100 and later NVRTC kept the loop, and w with it in local
+ * memory (64 B of stack). */
 MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
-  for (int i = 0; i < 3; i++) {
-    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
-    r -= w.rows[i];
-  }
+  if (r < w.rows[0]) return mkc_wmat_row(w.m[0], r);
+  r -= w.rows[0];
+  if (r < w.rows[1]) return mkc_wmat_row(w.m[1], r);
+  r -= w.rows[1];
+  if (r < w.rows[2]) return mkc_wmat_row(w.m[2], r);
   return mkc_wrow_none();
 }
 

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 2f36f7a0c5e8e363, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates cb0ac2a837d12021, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2717,11 +2717,14 @@ MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, 
   return w;
 }
 
+/* Written out, not a loop: for sm_100 and later NVRTC kept the loop, and w with it in local
+ * memory (64 B of stack). */
 MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
-  for (int i = 0; i < 3; i++) {
-    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
-    r -= w.rows[i];
-  }
+  if (r < w.rows[0]) return mkc_wmat_row(w.m[0], r);
+  r -= w.rows[0];
+  if (r < w.rows[1]) return mkc_wmat_row(w.m[1], r);
+  r -= w.rows[1];
+  if (r < w.rows[2]) return mkc_wmat_row(w.m[2], r);
   return mkc_wrow_none();
 }
 
@@ -4462,7 +4465,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4466 "llama.llama-3.2-1b.cu"
+#line 4469 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

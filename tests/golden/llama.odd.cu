@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates 2f36f7a0c5e8e363, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates cb0ac2a837d12021, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2717,11 +2717,14 @@ MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, 
   return w;
 }
 
+/* Written out, not a loop: for sm_100 and later NVRTC kept the loop, and w with it in local
+ * memory (64 B of stack). */
 MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
-  for (int i = 0; i < 3; i++) {
-    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
-    r -= w.rows[i];
-  }
+  if (r < w.rows[0]) return mkc_wmat_row(w.m[0], r);
+  r -= w.rows[0];
+  if (r < w.rows[1]) return mkc_wmat_row(w.m[1], r);
+  r -= w.rows[1];
+  if (r < w.rows[2]) return mkc_wmat_row(w.m[2], r);
   return mkc_wrow_none();
 }
 
@@ -4448,7 +4451,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4452 "llama.odd.cu"
+#line 4455 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

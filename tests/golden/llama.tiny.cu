@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 2f36f7a0c5e8e363, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates cb0ac2a837d12021, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2717,11 +2717,14 @@ MKC_DEVICE mkc_wcat mkc_wcat_of(mkc_wmat a, int a_rows, mkc_wmat b, int b_rows, 
   return w;
 }
 
+/* Written out, not a loop: for sm_100 and later NVRTC kept the loop, and w with it in local
+ * memory (64 B of stack). */
 MKC_DEVICE mkc_wrow mkc_wcat_row(mkc_wcat w, int r) {
-  for (int i = 0; i < 3; i++) {
-    if (r < w.rows[i]) return mkc_wmat_row(w.m[i], r);
-    r -= w.rows[i];
-  }
+  if (r < w.rows[0]) return mkc_wmat_row(w.m[0], r);
+  r -= w.rows[0];
+  if (r < w.rows[1]) return mkc_wmat_row(w.m[1], r);
+  r -= w.rows[1];
+  if (r < w.rows[2]) return mkc_wmat_row(w.m[2], r);
   return mkc_wrow_none();
 }
 
@@ -4448,7 +4451,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4452 "llama.tiny.cu"
+#line 4455 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
