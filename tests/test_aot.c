@@ -30,6 +30,21 @@ static void header_parse(const char *source) {
         h.preset, h.graph, h.draft_max, h.max_ctx, h.threads, h.version, h.kv_dtype, h.ubatch);
   CHECK(mkc_kernel_header_parse("extern \"C\" __global__ void k() {}\n", &h) == -1,
         "header: a kernel without an mkc header is refused");
+  /* a version token longer than the field: refused, nothing written past it */
+  const char *rest = strstr(source, " -- generated");
+  char *long_version = rest ? malloc(strlen(source) + 64) : NULL;
+  if (long_version) {
+    sprintf(long_version, "/* mkc 0.1.0-%s%s", "0123456789abcdefghijkl", rest);
+    memset(&h, 0x5a, sizeof h);
+    CHECK(mkc_kernel_header_parse(long_version, &h) == -1 && h.graph[0] == 0,
+          "header: a 28-character version is refused, not cut, and nothing written past it");
+    sprintf(long_version, "/* mkc 0.1.0-%s%s", "0123456789abcdefghijk", rest);
+    CHECK(mkc_kernel_header_parse(long_version, &h) == 0 &&
+              strcmp(h.version, "mkc 0.1.0-0123456789abcdefghijk") == 0 &&
+              strcmp(h.preset, "tiny") == 0,
+          "header: a 27-character version fits (%s)", h.version);
+  }
+  free(long_version);
 }
 
 static void pick(void) {
@@ -93,6 +108,15 @@ static void round_trip(const char *kernel_path) {
       {"{", "[", "manifest.json: not valid JSON"},
       {"\"kv_dtype\":\t\"bf16\"", "\"kv_dtype\":\t\"fp8\"",
        "manifest.json: kv_dtype is not bf16, f16 or f32"},
+      {"\"arch\":\t\"sm_80\"", "\"arch\":\t\"\"",
+       "manifest.json: cubins[].arch is not an arch like sm_90"},
+      {"\"arch\":\t\"sm_80\"", "\"arch\":\t\"compute_80\"",
+       "manifest.json: cubins[].arch is not an arch like sm_90"},
+      {"\"arch\":\t\"sm_80\"", "\"arch\":\t\"sm_90\"",
+       "manifest.json: cubins[].arch is listed twice"},
+      {"\"arch\":\t\"compute_80\"", "\"arch\":\t\"sm_80\"",
+       "manifest.json: ptx.arch is not an arch like compute_80"},
+      {"\n}", "\n}\n{}", "manifest.json: bytes after the JSON object (at byte"},
   };
   for (size_t i = 0; json && i < sizeof bad / sizeof *bad; i++) {
     char *at = strstr(json, bad[i].from);

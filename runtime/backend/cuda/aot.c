@@ -27,8 +27,11 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
   if (strncmp(source, "/* mkc ", 7) != 0 || !strstr(source, "generated: do not edit") || !g ||
       !hs || !o)
     return -1;
-  if (sscanf(source, "/* mkc %31s", h->version + 4) != 1) return -1;
+  /* "mkc " and the version token, refused (not cut) when it does not fit version[] */
+  size_t vlen = strcspn(source + 7, " \t\r\n");
+  if (vlen == 0 || vlen >= sizeof h->version - 4) return -1;
   memcpy(h->version, "mkc ", 4);
+  memcpy(h->version + 4, source + 7, vlen);
   /* "graphs/llama.lua, preset tiny" */
   const char *comma = strstr(g, ", preset ");
   if (!comma || comma - g - 13 >= (long)sizeof h->graph) return -1;
@@ -54,6 +57,16 @@ int mkc_kernel_header_parse(const char *source, mkc_kernel_header *h) {
   return 0;
 }
 
+/* Whether a is PREFIX, a number of two to four digits, and maybe an "a" (sm_90, sm_90a,
+ * compute_80). */
+static int arch_ok(const char *a, const char *prefix) {
+  size_t n = strlen(prefix);
+  if (strncmp(a, prefix, n) != 0 || a[n] < '1' || a[n] > '9') return 0;
+  size_t digits = strspn(a + n, "0123456789");
+  return digits >= 2 && digits <= 4 && (a[n + digits] == 0 || strcmp(a + n + digits, "a") == 0);
+}
+
+/* 90 for sm_90, sm_90a or compute_90 (an arch that arch_ok passed). */
 static int arch_number(const char *arch) { return atoi(arch + (arch[0] == 's' ? 3 : 8)); }
 
 int mkc_aot_parse_archs(const char *csv, char archs[][16], int *n) {
@@ -66,9 +79,7 @@ int mkc_aot_parse_archs(const char *csv, char archs[][16], int *n) {
     if (ok) {
       memcpy(a, p, len);
       a[len] = 0;
-      size_t digits = strspn(a + 3, "0123456789");
-      ok = strncmp(a, "sm_", 3) == 0 && digits >= 2 &&
-           (a[3 + digits] == 0 || strcmp(a + 3 + digits, "a") == 0);
+      ok = arch_ok(a, "sm_");
     }
     if (!ok) {
       fprintf(stderr, "mkc: error: --arch: expected a list like sm_80,sm_90, got '%s'\n", csv);
@@ -300,6 +311,8 @@ static void read_kernel(reader *r, const cJSON *root, mkc_manifest *m) {
 /* One cubins[] entry: its arch, file and ptxas figures. */
 static void read_cubin(reader *r, const cJSON *c, mkc_aot_cubin *cb) {
   get_str(r, c, "arch", cb->arch, sizeof cb->arch);
+  if (!r->bad && !arch_ok(cb->arch, "sm_"))
+    complain(r, "cubins[].arch", "is not an arch like sm_90");
   get_str(r, c, "file", cb->file, sizeof cb->file);
   check_file_name(r, "cubins[].file", cb->file);
   cb->size = get_int(r, c, "size", 1, 1L << 40);
@@ -329,17 +342,35 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   memset(m, 0, sizeof *m);
   char path[4600];
   snprintf(path, sizeof path, "%s/manifest.json", dir);
-  reader r = {path, 0};
-  char *text = mkc_read_file(path, NULL);
+  size_t len = 0;
+  char *text = mkc_read_file(path, &len);
   if (!text) {
     fprintf(stderr, "mkc: error: cannot read %s: %s (make one with mkc compile)\n", path,
             strerror(errno));
     return -1;
   }
-  cJSON *root = cJSON_Parse(text);
+  int rc = mkc_manifest_parse(path, text, len, m);
   free(text);
+  return rc;
+}
+
+int mkc_manifest_parse(const char *path, const char *text, size_t len, mkc_manifest *m) {
+  memset(m, 0, sizeof *m);
+  reader r = {path, 0};
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
   if (!cJSON_IsObject(root)) {
-    fprintf(stderr, "mkc: error: %s: not valid JSON\n", path);
+    fprintf(stderr, "mkc: error: %s: not valid JSON (%s at byte %zu)\n", path,
+            root ? "not an object" : "a syntax error",
+            root || !end ? (size_t)0 : (size_t)(end - text));
+    cJSON_Delete(root);
+    return -1;
+  }
+  /* nothing after the object but white space: a manifest cut and pasted into is refused whole */
+  size_t at = (size_t)(end - text);
+  while (at < len && strchr(" \t\r\n", text[at]) && text[at]) at++;
+  if (at < len) {
+    fprintf(stderr, "mkc: error: %s: bytes after the JSON object (at byte %zu)\n", path, at);
     cJSON_Delete(root);
     return -1;
   }
@@ -351,12 +382,21 @@ int mkc_manifest_read(const char *dir, mkc_manifest *m) {
   if (!cJSON_IsArray(cubins) || cJSON_GetArraySize(cubins) > MKC_AOT_MAX_ARCHS)
     complain(&r, "cubins", "is missing or too long");
   else
-    cJSON_ArrayForEach(c, cubins) read_cubin(&r, c, &m->cubins[m->n_cubins++]);
+    cJSON_ArrayForEach(c, cubins) {
+      mkc_aot_cubin *cb = &m->cubins[m->n_cubins];
+      read_cubin(&r, c, cb);
+      for (int i = 0; i < m->n_cubins && !r.bad; i++)
+        if (strcmp(m->cubins[i].arch, cb->arch) == 0)
+          complain(&r, "cubins[].arch", "is listed twice");
+      m->n_cubins++;
+    }
   const cJSON *ptx = cJSON_GetObjectItemCaseSensitive(root, "ptx");
   if (!cJSON_IsObject(ptx))
     complain(&r, "ptx", "is missing");
   else {
     get_str(&r, ptx, "arch", m->ptx_arch, sizeof m->ptx_arch);
+    if (!r.bad && !arch_ok(m->ptx_arch, "compute_"))
+      complain(&r, "ptx.arch", "is not an arch like compute_80");
     get_str(&r, ptx, "file", m->ptx_file, sizeof m->ptx_file);
     check_file_name(&r, "ptx.file", m->ptx_file);
   }

@@ -4,6 +4,8 @@
 #ifndef MKC_AOT_H
 #define MKC_AOT_H
 
+#include <stddef.h>
+
 #include "ptxas.h"
 
 #define MKC_AOT_MAX_ARCHS 16
@@ -52,6 +54,8 @@ int mkc_aot_compile(const char *kernel_path, const char *archs_csv, const char *
 int mkc_manifest_write(const char *dir, const mkc_manifest *m);
 /* Reads and checks dir/manifest.json; -1 + "mkc: error: DIR/manifest.json: ..." */
 int mkc_manifest_read(const char *dir, mkc_manifest *m);
+/* The same for a manifest's len bytes of text, named path in messages. */
+int mkc_manifest_parse(const char *path, const char *text, size_t len, mkc_manifest *m);
 
 /* The image for a device of compute capability major.minor: a cubin index
  * (same major, minor <= the device's; the newest such), MKC_AOT_PTX when only
