@@ -10,6 +10,7 @@ wtypes.BLOCKS = {
   [2] = { name = "Q4_0", block = 32, bytes = 18 },
   [3] = { name = "Q4_1", block = 32, bytes = 20 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
+  [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
 }
 

@@ -1,8 +1,8 @@
 /* Which matrices a test's kernel keeps in blocks (an mkc_gen_opts.weight_type
  * callback, for tests with no model file): given the bf16 kernel's graph, for
- * the shapes, Q4_K where the columns are whole 256s and Q8_0 where whole 32s;
- * with q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M files mix them. The norms
- * stay bf16. */
+ * the shapes, Q4_K (or k_type) where the columns are whole 256s and Q8_0 where
+ * whole 32s; with q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M
+ * files mix them. The norms stay bf16. */
 #ifndef MKC_TEST_QUANTIZED_H
 #define MKC_TEST_QUANTIZED_H
 
@@ -14,6 +14,7 @@
 typedef struct quantized_plan {
   const mkc_graph *bf16; /* the same kernel's graph with every weight bf16 */
   int q6_k_mix;
+  int k_type; /* the K type of the other matrices: 0 for Q4_K, or MKC_GGML_Q5_K */
 } quantized_plan;
 
 static int quantized_type(void *ctx, const char *name) {
@@ -23,6 +24,7 @@ static int quantized_type(void *ctx, const char *name) {
     if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
     if (w->cols % 256 == 0)
       return q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
+             : q->k_type                                                         ? q->k_type
                                                                                  : MKC_GGML_Q4_K;
     return w->cols % 32 == 0 ? MKC_GGML_Q8_0 : -1;
   }

@@ -481,7 +481,18 @@ static void test_quantized(void) {
             mkc_bf16_to_float(out[160]) == 50 * 2 - 4,
         "q4_k: y[0] = 0, y[32] = -7, y[160] = 96 (%g %g %g)", mkc_bf16_to_float(out[0]),
         mkc_bf16_to_float(out[32]), mkc_bf16_to_float(out[160]));
-  CHECK(mkc_dequant_bf16(MKC_GGML_Q5_K, b, 256, out) == -1, "Q5_K is not readable: -1");
+  /* Q5_K: the same header, fifth bits at 16, nibbles at 48 */
+  memset(b + 16, 0, 176 - 16);
+  b[16 + 0] = 0x02;  /* qh[0] bit 1: y[32] gets 16 */
+  b[16 + 3] = 0x20;  /* qh[3] bit 5: y[163] gets 16 */
+  b[48 + 64] = 0x20; /* y[160] = 2: chunk 2, high nibble */
+  b[48 + 67] = 0x10; /* y[163] = 1 + 16 */
+  float y[256];
+  mkc_dequant_f32(MKC_GGML_Q5_K, b, 256, y);
+  CHECK(y[0] == 0 && y[32] == 5 * 16 - 7 && y[160] == 50 * 2 - 4 && y[163] == 50 * 17 - 4,
+        "q5_k: y[0] = 0, y[32] = 73, y[160] = 96, y[163] = 846 (%g %g %g %g)", (double)y[0],
+        (double)y[32], (double)y[160], (double)y[163]);
+  CHECK(mkc_dequant_bf16(MKC_GGML_Q3_K, b, 256, out) == -1, "Q3_K is not readable: -1");
 }
 
 /* The writer's quantizers: exact for values on their grid, and within half
@@ -678,7 +689,7 @@ static void test_init_and_load(void) {
     if (c == UNREADABLE)
       snprintf(expect, sizeof expect,
                "mkc: error: %s: tensor 'blk.0.attn_q.weight': type Q5_0 is not supported (mkc "
-               "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)",
+               "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K)",
                p);
     if (c == QUANT || c == VECTOR_2D) {
       int close = rc == 0 && got.n == want.n;

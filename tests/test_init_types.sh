@@ -92,12 +92,13 @@ preset "wide" {
 EOF
 init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \
   --tensor-type output.weight=q8_0 --tensor-type output.weight=q6_k \
-  --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_norm.weight=f32 -o "$tmp/wide.gguf"
-expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q8_0 1, Q4_K 6, Q6_K 1, BF16 2)"
-# Q4_K: token_embd 64 + q 256 + k 128 + o 256 + gate, up 2 * 288 rows of 144 bytes; Q4_1:
-# v 128 rows * 8 blocks * 20; Q8_0: down 256 rows * 9 * 34; Q6_K: output 64 rows * 210;
-# F32 256 * 4; BF16 2 * 256 * 2.
-want=$(((64 + 256 + 128 + 256 + 2 * 288) * 144 + 128 * 8 * 20 + 256 * 9 * 34 + 64 * 210 + 1024 + 1024))
+  --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_k.weight=q5_k \
+  --tensor-type blk.0.attn_norm.weight=f32 -o "$tmp/wide.gguf"
+expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q8_0 1, Q4_K 5, Q5_K 1, Q6_K 1, BF16 2)"
+# Q4_K: token_embd 64 + q 256 + o 256 + gate, up 2 * 288 rows of 144 bytes; Q5_K: k 128 rows of
+# 176; Q4_1: v 128 rows * 8 blocks * 20; Q8_0: down 256 rows * 9 * 34; Q6_K: output 64 rows *
+# 210; F32 256 * 4; BF16 2 * 256 * 2.
+want=$(((64 + 256 + 256 + 2 * 288) * 144 + 128 * 176 + 128 * 8 * 20 + 256 * 9 * 34 + 64 * 210 + 1024 + 1024))
 grep -q "^tensor data: $want bytes " "$tmp/info" && ok "wide: tensor data $want bytes" \
   || fail "wide: tensor data $want bytes" "$(cat "$tmp/info")"
 expect_count "wide: one fallback" "$tmp/err" "needs columns" 1
@@ -115,7 +116,7 @@ fi
   && [ -s "$tmp/hf/model.safetensors" ] && ok "HF folder with --type bf16" \
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
-choices="bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q6_k"
+choices="bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
 expect_error "--type q5_0" "mkc: error: --type: expected one of $choices, got 'q5_0'" \
   -- init --preset tiny --seed 1 --type q5_0 -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type

@@ -103,6 +103,8 @@ static const row_kind KINDS[] = {
  *     up, lowers the offset by at most one dmin unit D, and the 6-bit scale,
  *     rounded up, adds at most one d unit S to the step: step <= (R + D) / 15
  *     + S, with D <= up(max lift / 63), S <= up(max (R + D) / 15 / 63);
+ *   - Q5_K: as Q4_K with 32 levels: step <= (R + D) / 31 + S, S <= up(max
+ *     (R + D) / 31 / 63);
  *   - Q6_K: a sub-block of 16 has 64 levels -32..31: a step of amax / 31.5
  *     reaches both ends; the int8 scale, rounded up in magnitude, adds at
  *     most one d unit: step <= amax / 31.5 + up(max amax / 31.5 / 127).
@@ -136,7 +138,9 @@ static void bounds(uint32_t type, const float *x, double *bound) {
     }
     break;
   case MKC_GGML_Q4_K:
+  case MKC_GGML_Q5_K:
     for (int b = 0; b < N; b += 256) {
+      double top = type == MKC_GGML_Q4_K ? 15 : 31;
       double range[8], max_lift = 0, max_need = 0;
       for (int j = 0; j < 8; j++) {
         double lo = 0, hi = x[b + 32 * j];
@@ -146,11 +150,11 @@ static void bounds(uint32_t type, const float *x, double *bound) {
         max_lift = fmax(max_lift, -lo);
       }
       double unit_min = up(max_lift / 63);
-      for (int j = 0; j < 8; j++) max_need = fmax(max_need, (range[j] + unit_min) / 15);
+      for (int j = 0; j < 8; j++) max_need = fmax(max_need, (range[j] + unit_min) / top);
       double unit_scale = up(max_need / 63);
       for (int j = 0; j < 8; j++)
         for (int i = 0; i < 32; i++)
-          bound[b + 32 * j + i] = 0.5 * ((range[j] + unit_min) / 15 + unit_scale);
+          bound[b + 32 * j + i] = 0.5 * ((range[j] + unit_min) / top + unit_scale);
     }
     break;
   case MKC_GGML_Q6_K:
@@ -169,8 +173,8 @@ static void bounds(uint32_t type, const float *x, double *bound) {
   }
 }
 
-static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q4_K,
-                                       MKC_GGML_Q6_K};
+static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
+                                       MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
 enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
 
 /* Quantizes x as type and reads it back into y; 0 or -1. */
@@ -270,19 +274,28 @@ static void test_hand_made(void) {
   }
   check_values("Q4_1, d = 1, m = -3", MKC_GGML_Q4_1, x, want, 64);
 
-  /* Q4_K: sub-block j has step k[j] and offset mn[j]: its min is -mn[j] and
-   * its max 15 k[j] - mn[j]. The largest mn is 63 and the largest k 63, so
+  /* Q4_K (codes 0..15) and Q5_K (0..31): sub-block j has step k[j] and offset mn[j]: its min
+   * is -mn[j] and its max top k[j] - mn[j]. The largest mn is 63 and the largest k 63, so
    * dmin = d = 1, and every value is k[j] * code - mn[j]. */
   static const int K4[8] = {63, 1, 5, 63, 2, 10, 40, 3}, MN4[8] = {63, 0, 63, 0, 1, 20, 7, 60};
-  for (int j = 0; j < 8; j++) {
-    for (int l = 0; l < 32; l++) {
-      int code = l == 0 ? 0 : l == 1 ? 15 : (int)(uniform() * 16);
-      float jit = l < 2 ? 0 : jitter(code, 0, 15);
-      x[32 * j + l] = (float)(K4[j] * code - MN4[j]) + jit * (float)K4[j];
-      want[32 * j + l] = (float)(K4[j] * code - MN4[j]);
+  static const struct {
+    uint32_t type;
+    int top;
+    const char *what;
+  } KS[] = {{MKC_GGML_Q4_K, 15, "Q4_K, d = dmin = 1, 8 scales and mins"},
+            {MKC_GGML_Q5_K, 31, "Q5_K, d = dmin = 1, 8 scales and mins"}};
+  for (size_t k = 0; k < sizeof KS / sizeof *KS; k++) {
+    int top = KS[k].top;
+    for (int j = 0; j < 8; j++) {
+      for (int l = 0; l < 32; l++) {
+        int code = l == 0 ? 0 : l == 1 ? top : (int)(uniform() * (top + 1));
+        float jit = l < 2 ? 0 : jitter(code, 0, top);
+        x[32 * j + l] = (float)(K4[j] * code - MN4[j]) + jit * (float)K4[j];
+        want[32 * j + l] = (float)(K4[j] * code - MN4[j]);
+      }
     }
+    check_values(KS[k].what, KS[k].type, x, want, 256);
   }
-  check_values("Q4_K, d = dmin = 1, 8 scales and mins", MKC_GGML_Q4_K, x, want, 256);
 
   /* Q6_K: sub-block j has step k[j]; its largest magnitude is 32.5 k[j], the
    * other sign's at most 31.4 k[j], so d = 1 (the largest k is 127) and the
@@ -330,7 +343,7 @@ static void test_plain_and_bf16(void) {
 
   /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
   static const uint32_t ALL[] = {MKC_GGML_F32,  MKC_GGML_F16,  MKC_GGML_Q8_0, MKC_GGML_Q4_0,
-                                 MKC_GGML_Q4_1, MKC_GGML_Q4_K, MKC_GGML_Q6_K};
+                                 MKC_GGML_Q4_1, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);

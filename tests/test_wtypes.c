@@ -118,23 +118,29 @@ static void kernel_vs_reference(const char *preset, int want) {
 
 /* The decoders are real: a kernel whose Q4_1 decoder is broken (the high
  * nibbles' half swapped) disagrees with the reference. */
-static void planted_bug(void) {
+/* A decoder broken in place (pattern in the case of type's decoder becomes
+ * repl, of the same length) must move the logits off the reference's. */
+static void planted_bug(const char *preset, int type, const char *pattern, const char *repl,
+                        const char *what) {
   fixture fx;
   type_table tt;
   int n_typed = 0;
-  if (!CHECK(open_typed(&fx, "tiny", MKC_GGML_Q4_1, &tt, &n_typed) == 0, "planted: generate"))
-    return;
-  char *q41 = strstr(fx.src.source, "case MKC_W_Q4_1");
-  char *at = q41 ? strstr(q41, ">> (c & 2) * 2 & MKC_LOW_NIBBLES") : NULL;
-  if (CHECK(at != NULL, "planted: the Q4_1 decoder's nibble shift found")) {
-    memcpy(at, ">> (c & 1) * 4", 14); /* same length: the low chunks read high nibbles */
+  const char *name = mkc_ggml_type((uint32_t)type)->name;
+  if (!CHECK(open_typed(&fx, preset, type, &tt, &n_typed) == 0, "planted: generate")) return;
+  char case_name[32];
+  snprintf(case_name, sizeof case_name, "case MKC_W_%s:", name);
+  char *dec = strstr(fx.src.source, case_name);
+  char *at = dec ? strstr(dec, pattern) : NULL;
+  if (CHECK(at != NULL && strlen(pattern) == strlen(repl), "planted: %s's %s found", name, what)) {
+    memcpy(at, repl, strlen(repl));
     mkc_session *k = mkc_session_open(MKC_BACKEND_CPU, &fx.g, &fx.src, &fx.w, 0);
     mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &fx.g, &fx.src, &fx.w, 0);
     mkc_step_result r, rr;
     int ok = k && ref && mkc_session_step(k, PROMPT, 1, 0, &r) == 0 &&
              mkc_session_step(ref, PROMPT, 1, 0, &rr) == 0;
     double e = ok ? rel_err(mkc_session_logits(k, 0), mkc_session_logits(ref, 0), fx.g.vocab) : 0;
-    CHECK(ok && e > TOL, "planted: a broken Q4_1 decoder is caught (logits %.3g off)", e);
+    CHECK(ok && e > TOL, "planted: a broken %s decoder (%s) is caught (logits %.3g off)", name,
+          what, e);
     mkc_session_close(k);
     mkc_session_close(ref);
   }
@@ -256,13 +262,23 @@ done:
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
-                              MKC_GGML_Q4_K, MKC_GGML_Q6_K, MIX};
+  static const int types[] = {MKC_GGML_Q8_0,
+                              MKC_GGML_Q4_0,
+                              MKC_GGML_Q4_1,
+                              MKC_GGML_Q4_K,
+                              MKC_GGML_Q5_K,
+                              MKC_GGML_Q6_K,
+                              MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
       kernel_vs_reference(presets[p], types[t]);
-  planted_bug();
+  /* the low chunks read the high nibbles */
+  planted_bug("tiny", MKC_GGML_Q4_1, ">> (c & 2) * 2 & MKC_LOW_NIBBLES",
+              ">> (c & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
+  /* every sub-block takes sub-block 0's fifth bits */
+  planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
+              "fifth bit's place");
   smollm2();
   scratch_close();
   return check_done();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_fixtures.txt: blocks of random bytes of each block
-type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, and F16 and BF16 words) with
-the floats gguf-py's own dequantizer gives for them, an oracle for
+type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 and BF16 words, then
+Q5_K) with the floats gguf-py's own dequantizer gives for them, an oracle for
 mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c).
 
   python3 -m venv /tmp/gguf-env && /tmp/gguf-env/bin/pip install gguf==0.19.0 numpy
@@ -10,7 +10,7 @@ mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c
 Run by hand; the committed file was made with gguf 0.19.0 and numpy 2.4.6
 (the header of the output names them). Every byte of a block is random
 (numpy's default_rng, seed 20240611) except its f16 scale fields (d; also m
-for Q4_1 and dmin for Q4_K), which random bytes would too often make
+for Q4_1 and dmin for Q4_K and Q5_K), which random bytes would too often make
 infinite or NaN: those are set to finite values of moderate size, positive
 in the first blocks, negative in one block and zero in another. The F16 and
 BF16 lines are random words, NaN, infinities and subnormals included.
@@ -34,6 +34,10 @@ LAYOUT = {
     "Q4_K": (144, [0, 2]),  # d, dmin
     "Q6_K": (210, [208]),  # d (the int8 sub-scales stay random)
 }
+# Types added later, written after the lines above so that those stay as they were.
+LATER = {
+    "Q5_K": (176, [0, 2]),  # d, dmin
+}
 BLOCKS = 5  # per type: three random-scale blocks, then one with d < 0, one with d = 0
 
 
@@ -42,18 +46,7 @@ def main():
     out = sys.stdout
     out.write("# made by tools/gen_quant_fixtures.py (gguf %s, numpy %s, seed %d): TYPE BLOCK-HEX "
               "EXPECTED-FLOAT-BITS...\n" % (gguf_version(), np.__version__, SEED))
-    for name, (size, scales) in LAYOUT.items():
-        qtype = T[name]
-        for b in range(BLOCKS):
-            block = rng.integers(0, 256, size=size, dtype=np.uint8)
-            for k, off in enumerate(scales):
-                v = rng.uniform(1e-3, 2.0) * (1 if rng.random() < 0.75 else -1)
-                if b == BLOCKS - 2 and k == 0:
-                    v = -abs(v)  # a negative d
-                if b == BLOCKS - 1 and k == 0:
-                    v = 0.0  # d = 0: Q4_1 and Q4_K still give their offsets
-                block[off:off + 2] = np.array([v], dtype=np.float16).view(np.uint8)
-            write(out, name, block, dequantize(block.reshape(1, -1), qtype))
+    blocks(out, rng, LAYOUT)
     # F16 and BF16: 4 lines of 16 random words, and the special values.
     special = [0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00,
                0x7c01, 0xfe3f, 0x3c00, 0xbc00, 0x3555, 0x03ff]
@@ -62,6 +55,22 @@ def main():
             words = (np.array(special, dtype=np.uint16) if line == 0
                      else rng.integers(0, 65536, size=16, dtype=np.uint16))
             block = words.astype("<u2").view(np.uint8)
+            write(out, name, block, dequantize(block.reshape(1, -1), qtype))
+    blocks(out, rng, LATER)
+
+
+def blocks(out, rng, layout):
+    for name, (size, scales) in layout.items():
+        qtype = T[name]
+        for b in range(BLOCKS):
+            block = rng.integers(0, 256, size=size, dtype=np.uint8)
+            for k, off in enumerate(scales):
+                v = rng.uniform(1e-3, 2.0) * (1 if rng.random() < 0.75 else -1)
+                if b == BLOCKS - 2 and k == 0:
+                    v = -abs(v)  # a negative d
+                if b == BLOCKS - 1 and k == 0:
+                    v = 0.0  # d = 0: Q4_1 and the K types still give their offsets
+                block[off:off + 2] = np.array([v], dtype=np.float16).view(np.uint8)
             write(out, name, block, dequantize(block.reshape(1, -1), qtype))
 
 

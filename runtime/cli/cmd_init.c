@@ -28,10 +28,10 @@ static const char USAGE[] =
     "end in .gguf, as a Hugging Face folder (config.json and model.safetensors,\n"
     "BF16, Q/K rows in transformers' order).\n"
     "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
-    "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q4_k\n"
-    "or q6_k, in any case; the bf16 values are converted or quantized. Norm\n"
+    "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q4_k,\n"
+    "q5_k or q6_k, in any case; the bf16 values are converted or quantized. Norm\n"
     "vectors and biases stay BF16. A matrix whose columns are not whole blocks\n"
-    "of T (32 elements; 256 for q4_k and q6_k) is stored as Q8_0 when T is a K\n"
+    "of T (32 elements; 256 for the K types) is stored as Q8_0 when T is a K\n"
     "type and the columns are whole 32s, else as BF16, and init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
@@ -194,8 +194,8 @@ static const struct {
   uint32_t type;
 } TYPE_NAMES[] = {{"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},   {"f32", MKC_GGML_F32},
                   {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0}, {"q4_1", MKC_GGML_Q4_1},
-                  {"q4_k", MKC_GGML_Q4_K}, {"q6_k", MKC_GGML_Q6_K}};
-#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q6_k"
+                  {"q4_k", MKC_GGML_Q4_K}, {"q5_k", MKC_GGML_Q5_K}, {"q6_k", MKC_GGML_Q6_K}};
+#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)

@@ -22,7 +22,7 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [0] = {"F32", 1, 4, 1},         [1] = {"F16", 1, 2, 1},         [2] = {"Q4_0", 32, 18, 1},
     [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 0},      [7] = {"Q5_1", 32, 24, 0},
     [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 0},
-    [11] = {"Q3_K", 256, 110, 0},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 0},
+    [11] = {"Q3_K", 256, 110, 0},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
     [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
     [17] = {"IQ2_XS", 256, 74, 0},  [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
     [20] = {"IQ4_NL", 32, 18, 0},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
@@ -36,7 +36,9 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
   return type < MKC_GGML_TYPE_COUNT && TYPES[type].name ? &TYPES[type] : NULL;
 }
 
-const char *mkc_dequant_type_names(void) { return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K"; }
+const char *mkc_dequant_type_names(void) {
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K";
+}
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
 float mkc_f16_to_float(uint16_t h) {
@@ -106,24 +108,40 @@ static void block_q4_1(const uint8_t *b, float *y) {
  * are the nibbles of byte j + 4, the high 2 bits the top bits of bytes j - 4
  * (scale) and j (min). Each 64 elements share 32 bytes: low nibbles are the
  * first sub-block, high nibbles the second. x = d * scale * q - dmin * min. */
-static void block_q4_k(const uint8_t *b, float *y) {
+static void k_scale_min(const uint8_t *s, int j, int *scale, int *min) {
+  if (j < 4) {
+    *scale = s[j] & 63;
+    *min = s[j + 4] & 63;
+  } else {
+    *scale = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
+    *min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
+  }
+}
+
+/* Q4_K and Q5_K: sub-block j's nibbles in q, and with qh (Q5_K), bit j of qh
+ * byte l as element 32j + l's fifth bit. */
+static void k_block(const uint8_t *b, const uint8_t *qh, const uint8_t *q, float *y) {
   float d = f16_at(b), dmin = f16_at(b + 2);
-  const uint8_t *s = b + 4, *q = b + 16;
   for (int j = 0; j < 8; j++) {
     int scale, min;
-    if (j < 4) {
-      scale = s[j] & 63;
-      min = s[j + 4] & 63;
-    } else {
-      scale = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
-      min = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
+    k_scale_min(b + 4, j, &scale, &min);
     float d1 = d * (float)scale, m1 = dmin * (float)min;
     const uint8_t *qj = q + (j / 2) * 32;
     int shift = (j % 2) * 4;
-    for (int l = 0; l < 32; l++) y[j * 32 + l] = d1 * (float)((qj[l] >> shift) & 0xf) - m1;
+    for (int l = 0; l < 32; l++) {
+      int fifth = qh ? ((qh[l] >> j) & 1) << 4 : 0;
+      y[j * 32 + l] = d1 * (float)(((qj[l] >> shift) & 0xf) | fifth) - m1;
+    }
   }
 }
+
+static void block_q4_k(const uint8_t *b, float *y) { k_block(b, NULL, b + 16, y); }
+
+/* Q5_K, 176 bytes per 256: Q4_K's f16 d, dmin and 12 bytes of scales and
+ * mins, then 32 bytes of fifth bits (qh), then Q4_K's 128 bytes of nibbles.
+ * Element 32j + l (sub-block j) adds 16 when bit j of qh byte l is set:
+ * x = d * scale * (nibble + 16 bit) - dmin * min. */
+static void block_q5_k(const uint8_t *b, float *y) { k_block(b, b + 16, b + 48, y); }
 
 /* Q6_K, 210 bytes per 256: 128 bytes of low nibbles (ql), 64 bytes of high
  * 2-bit pairs (qh), int8 scales for 16 sub-blocks of 16, f16 d. In each half
@@ -158,6 +176,8 @@ static block_reader reader_for(uint32_t type) {
     return block_q4_1;
   case MKC_GGML_Q4_K:
     return block_q4_k;
+  case MKC_GGML_Q5_K:
+    return block_q5_k;
   case MKC_GGML_Q6_K:
     return block_q6_k;
   default:

@@ -43,8 +43,8 @@ const char *mkc_dequant_type_names(void);
 /* Converts n elements of a readable type (n a multiple of its block) at src
  * (unaligned is fine) to floats at dst, exactly as ggml's reference does:
  * each block's f16 scales to float, then the block's formula in float
- * (Q4_1: d * q + m; Q4_K: (d * scale) * q - dmin * min; Q6_K: (d * scale) *
- * q). Returns 0, or -1 for a type that is not readable. */
+ * (Q4_1: d * q + m; Q4_K and Q5_K: (d * scale) * q - dmin * min; Q6_K:
+ * (d * scale) * q). Returns 0, or -1 for a type that is not readable. */
 int mkc_dequant_f32(uint32_t type, const void *src, size_t n, float *dst);
 
 /* The same rounded to bf16 (nearest even); BF16 is copied bit for bit. */

@@ -14,6 +14,7 @@
  *   Q4_K  per sub-block of 32: the offset dmin * mn reaches down to min(x, 0),
  *         the step d * sc then reaches up to max x; dmin and d (f16) are the
  *         largest of those / 63, mn and sc rounded up to 6 bits.
+ *   Q5_K  as Q4_K with codes 0..31.
  *   Q6_K  per sub-block of 16 as Q4_0 with codes -32..31 (|step| >= max|x| /
  *         32.5 and >= the other sign's / 31.5); d (f16) is the largest step /
  *         127, the int8 scales rounded up in magnitude and signed. */
@@ -122,17 +123,19 @@ static void block_q4_1(const float *x, uint8_t *b) {
   for (int i = 0; i < 16; i++) b[4 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
 }
 
-/* Q4_K, 144 bytes per 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and
- * mins (packed as dequant.c reads them), 128 bytes of nibbles (each 64
- * elements share 32 bytes: low nibbles the first sub-block of 32, high the
- * second); x = (d * sc) * q - dmin * mn. */
-static void block_q4_k(const float *x, uint8_t *b) {
-  float lift[8], top[8], max_lift = 0; /* lift: how far below 0 the sub-block reaches */
+/* The scales of a K block of 256 in sub-blocks of 32 with codes 0..top
+ * (Q4_K: 15, Q5_K: 31): the offset dmin * mn reaches down to min(x, 0), the
+ * step d * sc then reaches up to max x; d and dmin (f16) the largest of
+ * those / 63, sc and mn rounded up to 6 bits. Writes d, dmin and the 12
+ * bytes of sc and mn (packed as dequant.c reads them) at b; the elements'
+ * codes to code[256]. */
+static void k_block(const float *x, int top, uint8_t *b, int *code) {
+  float lift[8], hi[8], max_lift = 0; /* lift: how far below 0 the sub-block reaches */
   for (int j = 0; j < 8; j++) {
-    float lo = x[32 * j], hi = x[32 * j];
-    for (int l = 1; l < 32; l++) lo = fminf(lo, x[32 * j + l]), hi = fmaxf(hi, x[32 * j + l]);
+    float lo = x[32 * j];
+    hi[j] = x[32 * j];
+    for (int l = 1; l < 32; l++) lo = fminf(lo, x[32 * j + l]), hi[j] = fmaxf(hi[j], x[32 * j + l]);
     lift[j] = lo < 0 ? -lo : 0;
-    top[j] = hi;
     max_lift = fmaxf(max_lift, lift[j]);
   }
   uint16_t dminh = f16_up(max_lift / 63);
@@ -140,7 +143,7 @@ static void block_q4_k(const float *x, uint8_t *b) {
   int mn[8], sc[8];
   for (int j = 0; j < 8; j++) {
     mn[j] = dmin > 0 ? at_least(lift[j] / dmin, 63) : 0;
-    need[j] = fmaxf(0, (top[j] + dmin * (float)mn[j]) / 15);
+    need[j] = fmaxf(0, (hi[j] + dmin * (float)mn[j]) / (float)top);
     max_need = fmaxf(max_need, need[j]);
   }
   uint16_t dh = f16_up(max_need / 63);
@@ -149,19 +152,40 @@ static void block_q4_k(const float *x, uint8_t *b) {
 
   put_u16(b, dh);
   put_u16(b + 2, dminh);
-  uint8_t *s = b + 4, *q = b + 16;
+  uint8_t *s = b + 4;
   for (int j = 0; j < 4; j++) {
     s[j] = (uint8_t)(sc[j] | (sc[j + 4] >> 4) << 6);
     s[j + 4] = (uint8_t)(mn[j] | (mn[j + 4] >> 4) << 6);
     s[j + 8] = (uint8_t)((sc[j + 4] & 0xf) | (mn[j + 4] & 0xf) << 4);
   }
-  memset(q, 0, 128);
   for (int j = 0; j < 8; j++) {
     float step = d * (float)sc[j], offset = dmin * (float)mn[j];
-    for (int l = 0; l < 32; l++) {
-      int code = step > 0 ? nearest((x[32 * j + l] + offset) / step, 0, 15) : 0;
-      q[(j / 2) * 32 + l] |= (uint8_t)(code << (j % 2) * 4);
-    }
+    for (int l = 0; l < 32; l++)
+      code[32 * j + l] = step > 0 ? nearest((x[32 * j + l] + offset) / step, 0, top) : 0;
+  }
+}
+
+/* Q4_K, 144 bytes per 256: k_block's 16 bytes, then 128 bytes of nibbles
+ * (each 64 elements share 32 bytes: low nibbles the first sub-block of 32,
+ * high the second); x = (d * sc) * q - dmin * mn. */
+static void block_q4_k(const float *x, uint8_t *b) {
+  int code[256];
+  k_block(x, 15, b, code);
+  uint8_t *q = b + 16;
+  memset(q, 0, 128);
+  for (int i = 0; i < 256; i++) q[(i / 64) * 32 + i % 32] |= (uint8_t)(code[i] << (i / 32 % 2) * 4);
+}
+
+/* Q5_K, 176 bytes per 256: k_block's 16 bytes, 32 bytes of fifth bits (qh:
+ * element 32j + l's in byte l, bit j), then the low nibbles as Q4_K's. */
+static void block_q5_k(const float *x, uint8_t *b) {
+  int code[256];
+  k_block(x, 31, b, code);
+  uint8_t *qh = b + 16, *q = b + 48;
+  memset(qh, 0, 32 + 128);
+  for (int i = 0; i < 256; i++) {
+    q[(i / 64) * 32 + i % 32] |= (uint8_t)((code[i] & 0xf) << (i / 32 % 2) * 4);
+    qh[i % 32] |= (uint8_t)((code[i] >> 4) << i / 32);
   }
 }
 
@@ -210,6 +234,8 @@ static block_writer writer_for(uint32_t type) {
     return block_q4_1;
   case MKC_GGML_Q4_K:
     return block_q4_k;
+  case MKC_GGML_Q5_K:
+    return block_q5_k;
   case MKC_GGML_Q6_K:
     return block_q6_k;
   default:

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates cb0ac2a837d12021, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 932179e2884638d2, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -827,6 +827,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q4_1 3
 #define MKC_W_Q8_0 8
 #define MKC_W_Q4_K 12
+#define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
 #define MKC_W_BF16 30
 
@@ -874,11 +875,34 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
  * nibble (or 2-bit field) each byte holds at that shift, for all 8 at once. */
 #define MKC_LOW_NIBBLES 0x0f0f0f0f0f0f0f0full
 #define MKC_LOW_PAIRS 0x0303030303030303ull
+#define MKC_LOW_BITS 0x0101010101010101ull
 
 /* A little-endian f16 at any address: block fields are only 2-byte aligned. */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load2(p)); /* one load: every block's f16 is 2-aligned */
 }
+
+#if defined(MKC_W_USES_Q4_K) || defined(MKC_W_USES_Q5_K)
+/* Sub-block j's step d * scale and offset dmin * min from a K block's header
+ * h (f16 d | dmin << 16, then 12 bytes of 6-bit scales and mins: j < 4 the
+ * low 6 bits of bytes j and j + 4; j >= 4 the nibbles of byte j + 4 below the
+ * top 2 bits of bytes j - 4 and j). Q4_K and Q5_K share it. */
+MKC_DEVICE void mkc_k_scale_min(mkc_u4 h, int j, float *d1, float *m1) {
+  unsigned long long s03 = (unsigned long long)h.y | (unsigned long long)h.z << 32;
+  unsigned sj = (unsigned)(s03 >> 8 * j) & 255u; /* s[j] (j < 8) */
+  int scale, min;
+  if (j < 4) {
+    scale = (int)(sj & 63u);
+    min = (int)((unsigned)(s03 >> 8 * (j + 4)) & 63u);
+  } else {
+    unsigned s_lo = (unsigned)(s03 >> 8 * (j - 4)) & 255u, s_hi = h.w >> 8 * (j - 4) & 255u;
+    scale = (int)((s_hi & 15u) | (s_lo >> 6) << 4);
+    min = (int)((s_hi >> 4) | (sj >> 6) << 4);
+  }
+  *d1 = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * (float)scale;
+  *m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
+}
+#endif
 
 /* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
  * Each formula is the format's, in float, in the reference's order. */
@@ -922,22 +946,25 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
      * one 8-byte load: two loads per chunk, not eleven byte and halfword loads, which held
      * the H100 to 4.5 % of its bandwidth (docs/PERF.md, 2026-11-27) */
     const unsigned char *b = row + (c >> 5) * 144;
-    mkc_u4 h = mkc_load_u4(b); /* d | dmin << 16, then the 12 bytes of scales and mins */
-    unsigned long long s03 = (unsigned long long)h.y | (unsigned long long)h.z << 32;
-    int e = (c & 31) * 8, j = e >> 5, l = e & 31, scale, min;
-    unsigned sj = (unsigned)(s03 >> 8 * j) & 255u; /* s[j] (j < 8) */
-    if (j < 4) {
-      scale = (int)(sj & 63u);
-      min = (int)((unsigned)(s03 >> 8 * (j + 4)) & 63u);
-    } else {
-      unsigned s_lo = (unsigned)(s03 >> 8 * (j - 4)) & 255u, s_hi = h.w >> 8 * (j - 4) & 255u;
-      scale = (int)((s_hi & 15u) | (s_lo >> 6) << 4);
-      min = (int)((s_hi >> 4) | (sj >> 6) << 4);
-    }
-    float d1 = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * (float)scale,
-          m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
+    int e = (c & 31) * 8, j = e >> 5, l = e & 31;
+    float d1, m1;
+    mkc_k_scale_min(mkc_load_u4(b), j, &d1, &m1);
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
     mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q5_K
+  case MKC_W_Q5_K: { /* 176 per 256: Q4_K's 16-byte header, 32 bytes of fifth bits, nibbles */
+    const unsigned char *b = row + (c >> 5) * 176; /* 11 x 16: 16-aligned as Q4_K's */
+    int e = (c & 31) * 8, j = e >> 5, l = e & 31;
+    float d1, m1;
+    mkc_k_scale_min(mkc_load_u4(b), j, &d1, &m1);
+    /* element 32j + l: the nibble of qs byte (j / 2) 32 + l, plus bit j of qh byte l as 16 */
+    unsigned long long lo = mkc_load8(b + 48 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES;
+    unsigned long long hi = mkc_load8(b + 16 + l) >> j & MKC_LOW_BITS;
+    mkc_u8x8_to_f32(lo | hi << 4, f);
     for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
     return;
   }
@@ -4451,7 +4478,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4455 "llama.odd.cu"
+#line 4482 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
