@@ -9,6 +9,8 @@ wtypes.BLOCKS = {
   [8] = { name = "Q8_0", block = 32, bytes = 34 },
   [2] = { name = "Q4_0", block = 32, bytes = 18 },
   [3] = { name = "Q4_1", block = 32, bytes = 20 },
+  [6] = { name = "Q5_0", block = 32, bytes = 22 },
+  [7] = { name = "Q5_1", block = 32, bytes = 24 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },

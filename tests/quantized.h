@@ -1,8 +1,9 @@
 /* Which matrices a test's kernel keeps in blocks (an mkc_gen_opts.weight_type
  * callback, for tests with no model file): given the bf16 kernel's graph, for
- * the shapes, Q4_K (or k_type) where the columns are whole 256s and Q8_0 where
- * whole 32s; with q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M
- * files mix them. The norms stay bf16. */
+ * the shapes, Q4_K (or k_type) where the columns are whole 256s; with
+ * q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M files mix them.
+ * Where the columns are whole 32s only, llama.cpp's fallback: Q5_0 for Q4_K,
+ * Q5_1 for Q5_K, Q8_0 for Q6_K. The norms stay bf16. */
 #ifndef MKC_TEST_QUANTIZED_H
 #define MKC_TEST_QUANTIZED_H
 
@@ -22,11 +23,12 @@ static int quantized_type(void *ctx, const char *name) {
   for (int i = 0; i < q->bf16->n_weights; i++) {
     const mkc_weight_info *w = &q->bf16->weights[i];
     if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
-    if (w->cols % 256 == 0)
-      return q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
-             : q->k_type                                                         ? q->k_type
-                                                                                 : MKC_GGML_Q4_K;
-    return w->cols % 32 == 0 ? MKC_GGML_Q8_0 : -1;
+    int k = q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
+            : q->k_type                                                         ? q->k_type
+                                                                                : MKC_GGML_Q4_K;
+    if (w->cols % 256 == 0) return k;
+    if (w->cols % 32 != 0) return -1;
+    return k == MKC_GGML_Q4_K ? MKC_GGML_Q5_0 : k == MKC_GGML_Q5_K ? MKC_GGML_Q5_1 : MKC_GGML_Q8_0;
   }
   return -1;
 }

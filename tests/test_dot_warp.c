@@ -40,6 +40,8 @@ static const char KERNEL[] =
     "#define MKC_W_USES_Q8_0 1\n"
     "#define MKC_W_USES_Q4_0 1\n"
     "#define MKC_W_USES_Q4_1 1\n"
+    "#define MKC_W_USES_Q5_0 1\n"
+    "#define MKC_W_USES_Q5_1 1\n"
     "#define MKC_W_USES_Q4_K 1\n"
     "#define MKC_W_USES_Q5_K 1\n"
     "#define MKC_W_USES_Q6_K 1\n"
@@ -89,9 +91,11 @@ static unsigned char *make_row(int type, int n) {
       break;
     case 8: /* Q8_0 */
     case 2: /* Q4_0 */
+    case 6: /* Q5_0 */
       put_f16(q, uniform(0.001f, 0.05f));
       break;
     case 3:  /* Q4_1 */
+    case 7:  /* Q5_1 */
     case 12: /* Q4_K */
     case 13: /* Q5_K */
       put_f16(q, uniform(0.001f, 0.05f));
@@ -105,7 +109,7 @@ static unsigned char *make_row(int type, int n) {
   return p;
 }
 
-static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 12, 13, 14};
+static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 12, 13, 14};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */

@@ -49,14 +49,17 @@ grep -qE "^mkc: wrote $tmp/tiny-q8_0.gguf \(llama-tiny, seed 7: 20 tensors \(Q8_
   "$tmp/err" && ok "tiny q8_0: init says what it wrote" || fail "tiny q8_0: init says what it wrote" "$(cat "$tmp/err")"
 expect_count "tiny q8_0: no fallback" "$tmp/err" "needs columns" 0
 
-# The kernel (cpu) and the reference agree on the quantized weights.
-if "$mkc" run -m "$tmp/tiny-q8_0.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend cpu >"$tmp/a" 2>"$tmp/err" \
-  && "$mkc" run -m "$tmp/tiny-q8_0.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend ref >"$tmp/b" 2>>"$tmp/err" \
-  && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
-  ok "tiny q8_0: run -m, cpu = ref"
-else
-  fail "tiny q8_0: run -m, cpu = ref" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
-fi
+# cpu_is_ref NAME FILE PROMPT N: the kernel (cpu) and the reference agree on the file's weights.
+cpu_is_ref() {
+  if "$mkc" run -m "$2" --prompt-ids "$3" -n "$4" --backend cpu >"$tmp/a" 2>"$tmp/err" \
+    && "$mkc" run -m "$2" --prompt-ids "$3" -n "$4" --backend ref >"$tmp/b" 2>>"$tmp/err" \
+    && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+    ok "$1: run -m, cpu = ref"
+  else
+    fail "$1: run -m, cpu = ref" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
+  fi
+}
+cpu_is_ref "tiny q8_0" "$tmp/tiny-q8_0.gguf" 3,1,4,1,5 12
 # F32 holds the bf16 values exactly: the same model as the BF16 file.
 "$mkc" init --preset tiny --seed 7 --type f32 -o "$tmp/tiny-f32.gguf" 2>/dev/null
 "$mkc" run -m "$tmp/tiny-f32.gguf" --prompt-ids 3,1,4,1,5 -n 12 --backend ref >"$tmp/a" 2>"$tmp/err"
@@ -64,11 +67,17 @@ fi
 [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b" && ok "tiny f32: runs as the BF16 file" \
   || fail "tiny f32: runs as the BF16 file" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
 
-# tiny, Q4_K: no matrix has whole 256s of columns, all have whole 32s: Q8_0.
-init_info "tiny q4_k" --preset tiny --seed 7 --type Q4_K -o "$tmp/tiny-q4_k.gguf"
-expect_line "tiny q4_k" "$tmp/info" "tensors: 20 (Q8_0 15, BF16 5)"
-expect_line "tiny q4_k" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q8_0"
-expect_count "tiny q4_k: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: Q4_K needs columns in multiples of 256; stored as Q8_0$" 15
+# tiny: no matrix has whole 256s of columns, all have whole 32s: the K types fall back as
+# llama.cpp's quantize does, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0.
+for kf in Q4_K:Q5_0 Q5_K:Q5_1 Q6_K:Q8_0; do
+  k=${kf%:*} f=${kf#*:}
+  init_info "tiny $k" --preset tiny --seed 7 --type "$k" -o "$tmp/tiny-$k.gguf"
+  expect_line "tiny $k" "$tmp/info" "tensors: 20 ($f 15, BF16 5)"
+  expect_line "tiny $k" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: $k needs columns in multiples of 256; stored as $f"
+  expect_count "tiny $k: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: $k needs columns in multiples of 256; stored as $f$" 15
+done
+# The fallbacks' blocks run on the kernel as the reference reads them.
+for k in Q4_K Q5_K; do cpu_is_ref "tiny $k (its fallback's blocks)" "$tmp/tiny-$k.gguf" 3,1,4,1,5 12; done
 
 # odd (dim 72, ffn 172): no matrix has whole 32s of columns: BF16, from either kind of type.
 init_info "odd q4_0" --preset odd --seed 3 --type q4_0 -o "$tmp/odd-q4_0.gguf"
@@ -94,31 +103,25 @@ init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \
   --tensor-type output.weight=q8_0 --tensor-type output.weight=q6_k \
   --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_k.weight=q5_k \
   --tensor-type blk.0.attn_norm.weight=f32 -o "$tmp/wide.gguf"
-expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q8_0 1, Q4_K 5, Q5_K 1, Q6_K 1, BF16 2)"
+expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q5_0 1, Q4_K 5, Q5_K 1, Q6_K 1, BF16 2)"
 # Q4_K: token_embd 64 + q 256 + o 256 + gate, up 2 * 288 rows of 144 bytes; Q5_K: k 128 rows of
-# 176; Q4_1: v 128 rows * 8 blocks * 20; Q8_0: down 256 rows * 9 * 34; Q6_K: output 64 rows *
+# 176; Q4_1: v 128 rows * 8 blocks * 20; Q5_0: down 256 rows * 9 * 22; Q6_K: output 64 rows *
 # 210; F32 256 * 4; BF16 2 * 256 * 2.
-want=$(((64 + 256 + 256 + 2 * 288) * 144 + 128 * 176 + 128 * 8 * 20 + 256 * 9 * 34 + 64 * 210 + 1024 + 1024))
+want=$(((64 + 256 + 256 + 2 * 288) * 144 + 128 * 176 + 128 * 8 * 20 + 256 * 9 * 22 + 64 * 210 + 1024 + 1024))
 grep -q "^tensor data: $want bytes " "$tmp/info" && ok "wide: tensor data $want bytes" \
   || fail "wide: tensor data $want bytes" "$(cat "$tmp/info")"
 expect_count "wide: one fallback" "$tmp/err" "needs columns" 1
-expect_line "wide" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q8_0"
-if "$mkc" run -m "$tmp/wide.gguf" --prompt-ids 1,2,3 -n 8 --backend cpu >"$tmp/a" 2>"$tmp/err" \
-  && "$mkc" run -m "$tmp/wide.gguf" --prompt-ids 1,2,3 -n 8 --backend ref >"$tmp/b" 2>>"$tmp/err" \
-  && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
-  ok "wide: run -m, cpu = ref"
-else
-  fail "wide: run -m, cpu = ref" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
-fi
+expect_line "wide" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q5_0"
+cpu_is_ref "wide" "$tmp/wide.gguf" 1,2,3 8
 
 # A Hugging Face folder takes bf16 only.
 "$mkc" init --preset tiny --seed 7 --type bf16 --tensor-type token_embd.weight=BF16 -o "$tmp/hf" 2>"$tmp/err" \
   && [ -s "$tmp/hf/model.safetensors" ] && ok "HF folder with --type bf16" \
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
-choices="bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
-expect_error "--type q5_0" "mkc: error: --type: expected one of $choices, got 'q5_0'" \
-  -- init --preset tiny --seed 1 --type q5_0 -o "$tmp/x.gguf"
+choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"
+expect_error "--type q3_k" "mkc: error: --type: expected one of $choices, got 'q3_k'" \
+  -- init --preset tiny --seed 1 --type q3_k -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
 expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
   -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"

@@ -98,6 +98,8 @@ static const row_kind KINDS[] = {
  *     ends within half a step of the end levels (-8 and 7);
  *   - Q4_1: 16 levels from min to max: step (max - min) / 15, the f16 min
  *     rounded down by at most |min| 2^-10 (+ 2^-24);
+ *   - Q5_0 and Q5_1: as Q4_0 and Q4_1 with 32 levels: amax / 15.5 and
+ *     (max - min) / 31;
  *   - Q4_K: a sub-block of 32 has 16 levels over its range stretched to take
  *     in 0 (the offset -dmin * mn is never above 0), R; the 6-bit mn, rounded
  *     up, lowers the offset by at most one dmin unit D, and the 6-bit scale,
@@ -123,17 +125,20 @@ static void bounds(uint32_t type, const float *x, double *bound) {
   switch (type) {
   case MKC_GGML_Q8_0:
   case MKC_GGML_Q4_0:
+  case MKC_GGML_Q5_0:
     for (int b = 0; b < N; b += 32) {
       double amax = block_amax(x + b, 32);
-      double step = up(amax / (type == MKC_GGML_Q8_0 ? 127 : 7.5));
+      double step = up(amax / (type == MKC_GGML_Q8_0 ? 127 : type == MKC_GGML_Q4_0 ? 7.5 : 15.5));
       for (int i = 0; i < 32; i++) bound[b + i] = 0.5 * step;
     }
     break;
   case MKC_GGML_Q4_1:
+  case MKC_GGML_Q5_1:
     for (int b = 0; b < N; b += 32) {
       double lo = x[b], hi = x[b];
       for (int i = 1; i < 32; i++) lo = fmin(lo, x[b + i]), hi = fmax(hi, x[b + i]);
-      double step = up((hi - lo + fabs(lo) * 0x1p-10 + 0x1p-24) / 15);
+      double step =
+          up((hi - lo + fabs(lo) * 0x1p-10 + 0x1p-24) / (type == MKC_GGML_Q4_1 ? 15 : 31));
       for (int i = 0; i < 32; i++) bound[b + i] = 0.5 * step;
     }
     break;
@@ -173,8 +178,8 @@ static void bounds(uint32_t type, const float *x, double *bound) {
   }
 }
 
-static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
-                                       MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q5_0,
+                                       MKC_GGML_Q5_1, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
 enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
 
 /* Quantizes x as type and reads it back into y; 0 or -1. */
@@ -274,6 +279,25 @@ static void test_hand_made(void) {
   }
   check_values("Q4_1, d = 1, m = -3", MKC_GGML_Q4_1, x, want, 64);
 
+  /* Q5_0: the largest 16.5 (positive), the others within [-15.4, 16.4]: d = -1, the grid 16,
+   * 15, ..., -15. */
+  for (int i = 0; i < 64; i++) {
+    int value = (int)(uniform() * 32) - 15;
+    x[i] = (float)value + jitter(value, -15, 16);
+    want[i] = (float)value;
+  }
+  x[5] = 16.5f, want[5] = 16;
+  x[33] = 16.5f, want[33] = 16;
+  check_values("Q5_0, d = -1", MKC_GGML_Q5_0, x, want, 64);
+
+  /* Q5_1: min -7 and max 24 in each block: m = -7, d = 1. */
+  for (int i = 0; i < 64; i++) {
+    int value = i % 32 == 0 ? -7 : i % 32 == 1 ? 24 : (int)(uniform() * 32) - 7;
+    x[i] = (float)value + (i % 32 < 2 ? 0 : jitter(value, -7, 24));
+    want[i] = (float)value;
+  }
+  check_values("Q5_1, d = 1, m = -7", MKC_GGML_Q5_1, x, want, 64);
+
   /* Q4_K (codes 0..15) and Q5_K (0..31): sub-block j has step k[j] and offset mn[j]: its min
    * is -mn[j] and its max top k[j] - mn[j]. The largest mn is 63 and the largest k 63, so
    * dmin = d = 1, and every value is k[j] * code - mn[j]. */
@@ -343,7 +367,8 @@ static void test_plain_and_bf16(void) {
 
   /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
   static const uint32_t ALL[] = {MKC_GGML_F32,  MKC_GGML_F16,  MKC_GGML_Q8_0, MKC_GGML_Q4_0,
-                                 MKC_GGML_Q4_1, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+                                 MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q4_K,
+                                 MKC_GGML_Q5_K, MKC_GGML_Q6_K};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -358,14 +383,14 @@ static void test_plain_and_bf16(void) {
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(MKC_GGML_Q5_0, x, 32, bytes), -1, "mkc_quantize Q5_0: -1 (not written)");
+  CHECK_INT(mkc_quantize(MKC_GGML_Q2_K, x, 256, bytes), -1, "mkc_quantize Q2_K: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(MKC_GGML_Q5_0, bytes, 32, y), -1, "mkc_dequant_f32 Q5_0: -1");
+  CHECK_INT(mkc_dequant_f32(MKC_GGML_Q2_K, bytes, 256, y), -1, "mkc_dequant_f32 Q2_K: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {

@@ -46,7 +46,8 @@ static int count(const char *text, const char *what) {
 
 static void check_preset(const char *preset, int quantized, const char *schedule, int plant) {
   char name[96];
-  snprintf(name, sizeof name, "%s%s, %s", preset, quantized ? " (Q4_K and Q8_0)" : "", schedule);
+  snprintf(name, sizeof name, "%s%s, %s", preset,
+           quantized ? " (Q4_K, or Q5_0 where not whole 256s)" : "", schedule);
   gen_kernel plain = {0}, base = {0}, on = {0};
   mkc_weights w = {0};
   if (!CHECK(generate(&plain, preset, 0, NULL) == 0 &&

@@ -39,12 +39,16 @@ static int lookup(void *ctx, const char *name) {
   return -1;
 }
 
-/* want for a matrix of cols columns, or what ggml's rule leaves: a K type on
- * columns that are not whole 256s is Q8_0 on whole 32s; else bf16 (-1). */
+/* want for a matrix of cols columns, or what llama.cpp's quantize leaves (as
+ * mkc init): a K type on columns that are not whole 256s is Q5_0 (for Q4_K),
+ * Q5_1 (Q5_K) or Q8_0 (Q6_K) on whole 32s; else bf16 (-1). */
 static int fitting(int want, int cols) {
   int block = mkc_ggml_type((uint32_t)want)->block;
   if (cols % block == 0) return want;
-  if (block == 256 && cols % 32 == 0) return MKC_GGML_Q8_0;
+  if (block == 256 && cols % 32 == 0)
+    return want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
+           : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
+                                   : MKC_GGML_Q8_0;
   return -1;
 }
 
@@ -262,13 +266,9 @@ done:
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0,
-                              MKC_GGML_Q4_0,
-                              MKC_GGML_Q4_1,
-                              MKC_GGML_Q4_K,
-                              MKC_GGML_Q5_K,
-                              MKC_GGML_Q6_K,
-                              MIX};
+  static const int types[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
+                              MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q4_K,
+                              MKC_GGML_Q5_K, MKC_GGML_Q6_K, MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
@@ -276,6 +276,8 @@ int main(void) {
   /* the low chunks read the high nibbles */
   planted_bug("tiny", MKC_GGML_Q4_1, ">> (c & 2) * 2 & MKC_LOW_NIBBLES",
               ">> (c & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
+  /* the odd chunks take the even chunks' fifth bits */
+  planted_bug("tiny", MKC_GGML_Q5_0, ">> (c & 1) * 8", ">> (c & 0) * 8", "fifth bits' byte");
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
               "fifth bit's place");

@@ -28,11 +28,12 @@ static const char USAGE[] =
     "end in .gguf, as a Hugging Face folder (config.json and model.safetensors,\n"
     "BF16, Q/K rows in transformers' order).\n"
     "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
-    "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q4_k,\n"
-    "q5_k or q6_k, in any case; the bf16 values are converted or quantized. Norm\n"
-    "vectors and biases stay BF16. A matrix whose columns are not whole blocks\n"
-    "of T (32 elements; 256 for the K types) is stored as Q8_0 when T is a K\n"
-    "type and the columns are whole 32s, else as BF16, and init says so.\n"
+    "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q5_0,\n"
+    "q5_1, q4_k, q5_k or q6_k, in any case; the bf16 values are converted or\n"
+    "quantized. Norm vectors and biases stay BF16. A matrix whose columns are\n"
+    "not whole blocks of T (32 elements; 256 for the K types) falls back as\n"
+    "llama.cpp's quantize does: q4_k to Q5_0, q5_k to Q5_1, q6_k to Q8_0 when\n"
+    "the columns are whole 32s, else BF16; init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -194,8 +195,9 @@ static const struct {
   uint32_t type;
 } TYPE_NAMES[] = {{"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},   {"f32", MKC_GGML_F32},
                   {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0}, {"q4_1", MKC_GGML_Q4_1},
-                  {"q4_k", MKC_GGML_Q4_K}, {"q5_k", MKC_GGML_Q5_K}, {"q6_k", MKC_GGML_Q6_K}};
-#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q4_k, q5_k, q6_k"
+                  {"q5_0", MKC_GGML_Q5_0}, {"q5_1", MKC_GGML_Q5_1}, {"q4_k", MKC_GGML_Q4_K},
+                  {"q5_k", MKC_GGML_Q5_K}, {"q6_k", MKC_GGML_Q6_K}};
+#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
@@ -233,13 +235,17 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
 }
 
 /* The type a tensor is stored in: the one wanted, unless its columns are not
- * whole blocks of it (a GGUF row holds whole blocks): then, as llama.cpp's
- * quantize falls back, Q8_0 for a K type when the columns are whole 32s, else
- * BF16, said in one line. */
+ * whole blocks of it (a GGUF row holds whole blocks): then as llama.cpp's
+ * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1 and Q6_K to Q8_0 when the
+ * columns are whole 32s, else BF16 (llama.cpp: F16), said in one line. */
 static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
   const mkc_ggml_type_info *t = mkc_ggml_type(want);
   if (info->cols % t->block == 0) return want;
-  uint32_t fallback = t->block == 256 && info->cols % 32 == 0 ? MKC_GGML_Q8_0 : MKC_GGML_BF16;
+  uint32_t fallback = want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
+                      : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
+                      : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
+                                              : MKC_GGML_BF16;
+  if (info->cols % mkc_ggml_type(fallback)->block != 0) fallback = MKC_GGML_BF16;
   fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n", info->name,
           t->name, t->block, mkc_ggml_type(fallback)->name);
   return fallback;

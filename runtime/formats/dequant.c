@@ -20,7 +20,7 @@
  * them can still be bounds-checked and described. */
 static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [0] = {"F32", 1, 4, 1},         [1] = {"F16", 1, 2, 1},         [2] = {"Q4_0", 32, 18, 1},
-    [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 0},      [7] = {"Q5_1", 32, 24, 0},
+    [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 1},      [7] = {"Q5_1", 32, 24, 1},
     [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 0},
     [11] = {"Q3_K", 256, 110, 0},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
     [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
@@ -37,7 +37,7 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 }
 
 const char *mkc_dequant_type_names(void) {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -83,23 +83,41 @@ static void block_q8_0(const uint8_t *b, float *y) {
   for (int i = 0; i < 32; i++) y[i] = d * (float)(int8_t)b[2 + i];
 }
 
-/* Q4_0, 18 bytes per 32: f16 d, 16 bytes of nibbles; element i < 16 is the
- * low nibble of byte i, element i + 16 the high one; x = d * (q - 8). */
-static void block_q4_0(const uint8_t *b, float *y) {
-  float d = f16_at(b);
-  for (int i = 0; i < 16; i++) {
-    y[i] = d * (float)((b[2 + i] & 0xf) - 8);
-    y[i + 16] = d * (float)((b[2 + i] >> 4) - 8);
+/* The blocks of 32: element i < 16 is the low nibble of byte i of q, element
+ * i + 16 the high one; with qh (Q5_0, Q5_1: 4 bytes, little-endian), bit i of
+ * it is element i's fifth bit. Without an offset x = d * (q - zero), with one
+ * (m) x = d * q + m. */
+static void small_block(float d, int zero, const float *m, const uint8_t *qh, const uint8_t *q,
+                        float *y) {
+  uint32_t h =
+      qh ? (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 | (uint32_t)qh[3] << 24
+         : 0;
+  for (int i = 0; i < 32; i++) {
+    int code = (i < 16 ? q[i] & 0xf : q[i - 16] >> 4) | (int)((h >> i) & 1) << 4;
+    y[i] = m ? d * (float)code + *m : d * (float)(code - zero);
   }
+}
+
+/* Q4_0, 18 bytes per 32: f16 d, 16 bytes of nibbles; x = d * (q - 8). */
+static void block_q4_0(const uint8_t *b, float *y) {
+  small_block(f16_at(b), 8, NULL, NULL, b + 2, y);
+}
+
+/* Q5_0, 22 bytes per 32: f16 d, 4 bytes of fifth bits, 16 of nibbles; x = d * (q - 16). */
+static void block_q5_0(const uint8_t *b, float *y) {
+  small_block(f16_at(b), 16, NULL, b + 2, b + 6, y);
 }
 
 /* Q4_1, 20 bytes per 32: f16 d, f16 m, nibbles as in Q4_0; x = d * q + m. */
 static void block_q4_1(const uint8_t *b, float *y) {
-  float d = f16_at(b), m = f16_at(b + 2);
-  for (int i = 0; i < 16; i++) {
-    y[i] = d * (float)(b[4 + i] & 0xf) + m;
-    y[i + 16] = d * (float)(b[4 + i] >> 4) + m;
-  }
+  float m = f16_at(b + 2);
+  small_block(f16_at(b), 0, &m, NULL, b + 4, y);
+}
+
+/* Q5_1, 24 bytes per 32: f16 d, f16 m, 4 bytes of fifth bits, nibbles; x = d * q + m. */
+static void block_q5_1(const uint8_t *b, float *y) {
+  float m = f16_at(b + 2);
+  small_block(f16_at(b), 0, &m, b + 4, b + 8, y);
 }
 
 /* Q4_K, 144 bytes per 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and
@@ -174,6 +192,10 @@ static block_reader reader_for(uint32_t type) {
     return block_q4_0;
   case MKC_GGML_Q4_1:
     return block_q4_1;
+  case MKC_GGML_Q5_0:
+    return block_q5_0;
+  case MKC_GGML_Q5_1:
+    return block_q5_1;
   case MKC_GGML_Q4_K:
     return block_q4_k;
   case MKC_GGML_Q5_K:

@@ -11,6 +11,9 @@
  *         within half a step of it (|step| >= max|x| / 8.5), and the largest
  *         value of the other sign within half a step of 7 (>= that / 7.5).
  *   Q4_1  m = min x rounded down to f16, step = (max x - m) / 15 rounded up.
+ *   Q5_0  as Q4_0 with codes -16..15 (|step| >= max|x| / 16.5, the other
+ *         sign's / 15.5).
+ *   Q5_1  as Q4_1 with codes 0..31.
  *   Q4_K  per sub-block of 32: the offset dmin * mn reaches down to min(x, 0),
  *         the step d * sc then reaches up to max x; dmin and d (f16) are the
  *         largest of those / 63, mn and sc rounded up to 6 bits.
@@ -95,33 +98,53 @@ static void block_q8_0(const float *x, uint8_t *b) {
     b[2 + i] = (uint8_t)(int8_t)(d > 0 ? nearest(x[i] / d, -127, 127) : 0);
 }
 
-/* Q4_0, 18 bytes per 32: f16 d, nibble q (element i < 16 low nibble of byte
- * i, i + 16 the high one); x = d * (q - 8). d's sign puts ext at the -8 end. */
-static void block_q4_0(const float *x, uint8_t *b) {
+/* The codes of a block of 32 into its nibbles (element i < 16 the low nibble of
+ * byte i of q, i + 16 the high one) and, with qh (5-bit codes), their fifth
+ * bits (bit i of the 4 little-endian bytes at qh). */
+static void put_small(const int *code, uint8_t *qh, uint8_t *q) {
+  uint32_t h = 0;
+  for (int i = 0; i < 16; i++) q[i] = (uint8_t)((code[i] & 0xf) | (code[i + 16] & 0xf) << 4);
+  for (int i = 0; i < 32; i++) h |= (uint32_t)(code[i] >> 4 & 1) << i;
+  if (qh)
+    for (int k = 0; k < 4; k++) qh[k] = (uint8_t)(h >> 8 * k);
+}
+
+/* Q4_0 (codes -8..7) and Q5_0 (-16..15), 18 and 22 bytes per 32: f16 d, for
+ * Q5_0 the fifth bits, the nibbles; x = d * (q - zero). d's sign puts the
+ * value of largest magnitude at the -zero end. */
+static void zero_block(const float *x, int zero, uint8_t *b) {
   float ext, other, amax = extremes(x, 32, &ext, &other);
-  uint16_t dh = f16_up(fmaxf(amax / 8.5f, other / 7.5f));
+  uint16_t dh = f16_up(fmaxf(amax / ((float)zero + 0.5f), other / ((float)zero - 0.5f)));
   if (ext > 0 && dh) dh |= 0x8000;
   float d = mkc_f16_to_float(dh);
   int q[32];
-  for (int i = 0; i < 32; i++) q[i] = (d != 0 ? nearest(x[i] / d, -8, 7) : 0) + 8;
+  for (int i = 0; i < 32; i++) q[i] = (d != 0 ? nearest(x[i] / d, -zero, zero - 1) : 0) + zero;
   put_u16(b, dh);
-  for (int i = 0; i < 16; i++) b[2 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+  put_small(q, zero == 16 ? b + 2 : NULL, zero == 16 ? b + 6 : b + 2);
 }
 
-/* Q4_1, 20 bytes per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m. */
-static void block_q4_1(const float *x, uint8_t *b) {
+static void block_q4_0(const float *x, uint8_t *b) { zero_block(x, 8, b); }
+static void block_q5_0(const float *x, uint8_t *b) { zero_block(x, 16, b); }
+
+/* Q4_1 (codes 0..15) and Q5_1 (0..31), 20 and 24 bytes per 32: f16 d, f16 m,
+ * for Q5_1 the fifth bits, the nibbles; m = min x rounded down to f16, d =
+ * (max x - m) / top rounded up; x = d * q + m. */
+static void offset_block(const float *x, int top, uint8_t *b) {
   float lo = x[0], hi = x[0];
   for (int i = 1; i < 32; i++) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
   uint16_t mh = f16_down(lo);
   float m = mkc_f16_to_float(mh);
-  uint16_t dh = f16_up((hi - m) / 15);
+  uint16_t dh = f16_up((hi - m) / (float)top);
   float d = mkc_f16_to_float(dh);
   int q[32];
-  for (int i = 0; i < 32; i++) q[i] = d > 0 ? nearest((x[i] - m) / d, 0, 15) : 0;
+  for (int i = 0; i < 32; i++) q[i] = d > 0 ? nearest((x[i] - m) / d, 0, top) : 0;
   put_u16(b, dh);
   put_u16(b + 2, mh);
-  for (int i = 0; i < 16; i++) b[4 + i] = (uint8_t)(q[i] | q[i + 16] << 4);
+  put_small(q, top == 31 ? b + 4 : NULL, top == 31 ? b + 8 : b + 4);
 }
+
+static void block_q4_1(const float *x, uint8_t *b) { offset_block(x, 15, b); }
+static void block_q5_1(const float *x, uint8_t *b) { offset_block(x, 31, b); }
 
 /* The scales of a K block of 256 in sub-blocks of 32 with codes 0..top
  * (Q4_K: 15, Q5_K: 31): the offset dmin * mn reaches down to min(x, 0), the
@@ -232,6 +255,10 @@ static block_writer writer_for(uint32_t type) {
     return block_q4_0;
   case MKC_GGML_Q4_1:
     return block_q4_1;
+  case MKC_GGML_Q5_0:
+    return block_q5_0;
+  case MKC_GGML_Q5_1:
+    return block_q5_1;
   case MKC_GGML_Q4_K:
     return block_q4_k;
   case MKC_GGML_Q5_K:

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 932179e2884638d2, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates 7763cd8bc232093c, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -825,6 +825,8 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
  * the types it uses (codegen defines MKC_W_USES_<TYPE>). */
 #define MKC_W_Q4_0 2 /* ggml's type ids */
 #define MKC_W_Q4_1 3
+#define MKC_W_Q5_0 6
+#define MKC_W_Q5_1 7
 #define MKC_W_Q8_0 8
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
@@ -882,6 +884,16 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load2(p)); /* one load: every block's f16 is 2-aligned */
 }
 
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)
+/* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes. */
+MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
+  /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
+  unsigned long long x =
+      (unsigned long long)(b & 255u) * 0x0101010101010101ull & 0x8040201008040201ull;
+  return (x + 0x7f7f7f7f7f7f7f7full) >> 7 & MKC_LOW_BITS;
+}
+#endif
+
 #if defined(MKC_W_USES_Q4_K) || defined(MKC_W_USES_Q5_K)
 /* Sub-block j's step d * scale and offset dmin * min from a K block's header
  * h (f16 d | dmin << 16, then 12 bytes of 6-bit scales and mins: j < 4 the
@@ -935,6 +947,29 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned dm = mkc_load4(b);
     float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
     mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
+    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q5_0
+  case MKC_W_Q5_0: { /* 22 per 32: f16 d, 4 bytes of fifth bits (bit i: element i), nibbles as
+                      * Q4_0's; x = d * (q - 16). Blocks are only 2-aligned */
+    const unsigned char *b = row + (c >> 2) * 22;
+    float d = mkc_f16_at(b);
+    unsigned fifth = (unsigned)mkc_load2(b + 2 + (c & 2)) >> (c & 1) * 8; /* byte c & 3 */
+    unsigned long long q = mkc_load8_a2(b + 6 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
+    mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
+    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 16.0f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q5_1
+  case MKC_W_Q5_1: { /* 24 per 32: f16 d, f16 m, fifth bits, nibbles; x = d * q + m. 8-aligned */
+    const unsigned char *b = row + (c >> 2) * 24;
+    unsigned dm = mkc_load4(b), fifth = mkc_load4(b + 4) >> (c & 3) * 8;
+    float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
+    unsigned long long q = mkc_load8(b + 8 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
+    mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
     return;
   }
@@ -4478,7 +4513,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4482 "llama.tiny.cu"
+#line 4517 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
