@@ -11,6 +11,8 @@ wtypes.BLOCKS = {
   [3] = { name = "Q4_1", block = 32, bytes = 20 },
   [6] = { name = "Q5_0", block = 32, bytes = 22 },
   [7] = { name = "Q5_1", block = 32, bytes = 24 },
+  [10] = { name = "Q2_K", block = 256, bytes = 84 },
+  [11] = { name = "Q3_K", block = 256, bytes = 110 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },

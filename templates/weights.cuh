@@ -10,6 +10,8 @@
 #define MKC_W_Q5_0 6
 #define MKC_W_Q5_1 7
 #define MKC_W_Q8_0 8
+#define MKC_W_Q2_K 10
+#define MKC_W_Q3_K 11
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
@@ -153,6 +155,35 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long q = mkc_load8(b + 8 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
     mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q2_K
+  case MKC_W_Q2_K: { /* 84 per 256: 4-bit scale | min << 4 per 16, pairs, f16 d, dmin; 4-aligned */
+    /* element 128 n + 32 j + l: bits 2j of pairs byte 32 n + l; sub-block 8 n + 2 j + l / 16 */
+    const unsigned char *b = row + (c >> 5) * 84;
+    int e = (c & 31) * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
+    unsigned dm = mkc_load4(b + 80), sm = mkc_load4(b + (s & ~3)) >> 8 * (s & 3);
+    float dl = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)) * (float)(sm & 15u),
+          ml = mkc_f16_to_f32((mkc_f16)(dm >> 16)) * (float)(sm >> 4 & 15u);
+    mkc_u8x8_to_f32(mkc_load8_a4(b + 16 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS, f);
+    for (int i = 0; i < 8; i++) f[i] = dl * f[i] - ml;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_Q3_K
+  case MKC_W_Q3_K: { /* 110 per 256: third bits, pairs, 6-bit scales, f16 d; 2-aligned */
+    /* as Q2_K's pairs; the third bit is bit 4 n + j of byte l; scale s: the low 4 bits a
+     * nibble of byte s % 8 (the high one for s >= 8), the top 2 bits 2 (s / 4) of byte 8 + s % 4 */
+    const unsigned char *b = row + (c >> 5) * 110;
+    int e = (c & 31) * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
+    unsigned lo = mkc_load2(b + 96 + (s & 6)) >> 8 * (s & 1) >> 4 * (s >> 3) & 15u;
+    unsigned hi = mkc_load2(b + 104 + (s & 2)) >> 8 * (s & 1) >> 2 * (s >> 2) & 3u;
+    float dl = mkc_f16_at(b + 108) * (float)((int)(lo | hi << 4) - 32);
+    unsigned long long q = mkc_load8_a2(b + 32 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS;
+    unsigned long long third = mkc_load8_a2(b + l) >> (4 * n + j) & MKC_LOW_BITS;
+    mkc_u8x8_to_f32(q | third << 2, f);
+    for (int i = 0; i < 8; i++) f[i] = dl * (f[i] - 4.0f);
     return;
   }
 #endif

@@ -42,6 +42,8 @@ static const char KERNEL[] =
     "#define MKC_W_USES_Q4_1 1\n"
     "#define MKC_W_USES_Q5_0 1\n"
     "#define MKC_W_USES_Q5_1 1\n"
+    "#define MKC_W_USES_Q2_K 1\n"
+    "#define MKC_W_USES_Q3_K 1\n"
     "#define MKC_W_USES_Q4_K 1\n"
     "#define MKC_W_USES_Q5_K 1\n"
     "#define MKC_W_USES_Q6_K 1\n"
@@ -101,6 +103,13 @@ static unsigned char *make_row(int type, int n) {
       put_f16(q, uniform(0.001f, 0.05f));
       put_f16(q + 2, uniform(-0.05f, 0.05f));
       break;
+    case 10: /* Q2_K: d, dmin last */
+      put_f16(q + 80, uniform(0.001f, 0.05f));
+      put_f16(q + 82, uniform(-0.05f, 0.05f));
+      break;
+    case 11: /* Q3_K: d last */
+      put_f16(q + 108, uniform(0.001f, 0.05f));
+      break;
     case 14: /* Q6_K: d last */
       put_f16(q + 208, uniform(0.001f, 0.05f));
       break;
@@ -109,7 +118,7 @@ static unsigned char *make_row(int type, int n) {
   return p;
 }
 
-static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 12, 13, 14};
+static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */

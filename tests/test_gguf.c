@@ -1,5 +1,5 @@
 /* GGUF: metadata of every type and F32/F16/BF16 tensors round-trip through
- * the writer and reader bit-exactly; Q8_0, Q4_0, Q4_1, Q4_K and Q6_K blocks
+ * the writer and reader bit-exactly; Q8_0, Q4_0, Q4_1, Q4_K, Q5_K and Q6_K blocks
  * packed here from the format description dequantize to the values the
  * description gives; `mkc init` files load to exactly the seeded random
  * weights; each kind of broken file fails with its own message, names from
@@ -492,7 +492,7 @@ static void test_quantized(void) {
   CHECK(y[0] == 0 && y[32] == 5 * 16 - 7 && y[160] == 50 * 2 - 4 && y[163] == 50 * 17 - 4,
         "q5_k: y[0] = 0, y[32] = 73, y[160] = 96, y[163] = 846 (%g %g %g %g)", (double)y[0],
         (double)y[32], (double)y[160], (double)y[163]);
-  CHECK(mkc_dequant_bf16(MKC_GGML_Q3_K, b, 256, out) == -1, "Q3_K is not readable: -1");
+  CHECK(mkc_dequant_bf16(MKC_GGML_Q8_K, b, 256, out) == -1, "Q8_K is not readable: -1");
 }
 
 /* The writer's quantizers: exact for values on their grid, and within half
@@ -689,7 +689,8 @@ static void test_init_and_load(void) {
     if (c == UNREADABLE)
       snprintf(expect, sizeof expect,
                "mkc: error: %s: tensor 'blk.0.attn_q.weight': type IQ4_NL is not supported (mkc "
-               "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K)",
+               "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
+               "Q6_K)",
                p);
     if (c == QUANT || c == VECTOR_2D) {
       int close = rc == 0 && got.n == want.n;

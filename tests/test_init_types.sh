@@ -76,6 +76,10 @@ for kf in Q4_K:Q5_0 Q5_K:Q5_1 Q6_K:Q8_0; do
   expect_line "tiny $k" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: $k needs columns in multiples of 256; stored as $f"
   expect_count "tiny $k: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: $k needs columns in multiples of 256; stored as $f$" 15
 done
+# Q3_K: llama.cpp's IQ4_NL, which mkc does not read: BF16.
+init_info "tiny Q3_K" --preset tiny --seed 7 --type q3_k -o "$tmp/tiny-Q3_K.gguf"
+expect_line "tiny Q3_K" "$tmp/info" "tensors: 20 (BF16 20)"
+expect_line "tiny Q3_K" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q3_K needs columns in multiples of 256; stored as BF16"
 # The fallbacks' blocks run on the kernel as the reference reads them.
 for k in Q4_K Q5_K; do cpu_is_ref "tiny $k (its fallback's blocks)" "$tmp/tiny-$k.gguf" 3,1,4,1,5 12; done
 
@@ -102,12 +106,14 @@ EOF
 init_info "wide" "$tmp/wide.lua" --preset wide --seed 1 --type q4_k \
   --tensor-type output.weight=q8_0 --tensor-type output.weight=q6_k \
   --tensor-type blk.0.attn_v.weight=Q4_1 --tensor-type blk.0.attn_k.weight=q5_k \
+  --tensor-type blk.0.attn_q.weight=q3_k --tensor-type blk.0.ffn_gate.weight=q2_k \
   --tensor-type blk.0.attn_norm.weight=f32 -o "$tmp/wide.gguf"
-expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q5_0 1, Q4_K 5, Q5_K 1, Q6_K 1, BF16 2)"
-# Q4_K: token_embd 64 + q 256 + o 256 + gate, up 2 * 288 rows of 144 bytes; Q5_K: k 128 rows of
-# 176; Q4_1: v 128 rows * 8 blocks * 20; Q5_0: down 256 rows * 9 * 22; Q6_K: output 64 rows *
-# 210; F32 256 * 4; BF16 2 * 256 * 2.
-want=$(((64 + 256 + 256 + 2 * 288) * 144 + 128 * 176 + 128 * 8 * 20 + 256 * 9 * 22 + 64 * 210 + 1024 + 1024))
+expect_line "wide" "$tmp/info" "tensors: 12 (F32 1, Q4_1 1, Q5_0 1, Q2_K 1, Q3_K 1, Q4_K 3, Q5_K 1, Q6_K 1, BF16 2)"
+# Q4_K: token_embd 64 + o 256 + up 288 rows of 144 bytes; Q3_K: q 256 rows of 110; Q2_K: gate
+# 288 rows of 84; Q5_K: k 128 rows of 176; Q4_1: v 128 rows * 8 blocks * 20; Q5_0: down 256
+# rows * 9 * 22; Q6_K: output 64 rows * 210; F32 256 * 4; BF16 2 * 256 * 2.
+want=$(((64 + 256 + 288) * 144 + 256 * 110 + 288 * 84 + 128 * 176 + 128 * 8 * 20 + 256 * 9 * 22 \
+  + 64 * 210 + 1024 + 1024))
 grep -q "^tensor data: $want bytes " "$tmp/info" && ok "wide: tensor data $want bytes" \
   || fail "wide: tensor data $want bytes" "$(cat "$tmp/info")"
 expect_count "wide: one fallback" "$tmp/err" "needs columns" 1
@@ -119,9 +125,9 @@ cpu_is_ref "wide" "$tmp/wide.gguf" 1,2,3 8
   && [ -s "$tmp/hf/model.safetensors" ] && ok "HF folder with --type bf16" \
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
-choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k"
-expect_error "--type q3_k" "mkc: error: --type: expected one of $choices, got 'q3_k'" \
-  -- init --preset tiny --seed 1 --type q3_k -o "$tmp/x.gguf"
+choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k"
+expect_error "--type iq4_nl" "mkc: error: --type: expected one of $choices, got 'iq4_nl'" \
+  -- init --preset tiny --seed 1 --type iq4_nl -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
 expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
   -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"

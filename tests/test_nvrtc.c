@@ -5,8 +5,8 @@
  * with its lines marked. At sm_90 every kernel fits 3 blocks of 128 threads
  * per SM (<= 168 registers) and keeps nothing in local memory: 0 B spilled,
  * 0 B stack (issue 12), the kernel's own figures and its called functions'.
- * llama-3.2-1b is compiled quantized too (its matrices Q4_K, and Q4_K or Q5_K
- * with attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M files mix them), and at
+ * llama-3.2-1b is compiled quantized too (its matrices Q4_K, and Q4_K, Q5_K or
+ * Q3_K with attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M files mix them), and at
  * T = 1; so is SmolLM2 as its Q4_K_M file stores it (Q5_0 and Q8_0). (A parser
  * that read the last called function's figures as the kernel's let a check of
  * this pass from 2026-11-23 to 2026-11-28 while the kernels spilled.)
@@ -34,8 +34,8 @@ typedef struct job {
   pid_t pid;
 } job;
 
-enum { QUANT_Q4_K = 1, QUANT_Q4_K_M, QUANT_Q5_K_M };
-static const char *const QUANT_NAMES[] = {"", " Q4_K", " Q4_K_M", " Q5_K_M"};
+enum { QUANT_Q4_K = 1, QUANT_Q4_K_M, QUANT_Q5_K_M, QUANT_Q3_K_Q6_K };
+static const char *const QUANT_NAMES[] = {"", " Q4_K", " Q4_K_M", " Q5_K_M", " Q3_K/Q6_K"};
 
 /* In a child: compile and print the figures; the exit status is the verdict. */
 static int compile_one(const job *j) {
@@ -48,7 +48,10 @@ static int compile_one(const job *j) {
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) return 1;
   if (j->quant) { /* again, with the bf16 kernel's shapes */
-    quantized_plan q = {&g, j->quant >= QUANT_Q4_K_M, j->quant == QUANT_Q5_K_M ? MKC_GGML_Q5_K : 0};
+    quantized_plan q = {&g, j->quant >= QUANT_Q4_K_M,
+                        j->quant == QUANT_Q5_K_M      ? MKC_GGML_Q5_K
+                        : j->quant == QUANT_Q3_K_Q6_K ? MKC_GGML_Q3_K
+                                                      : 0};
     mkc_graph gq;
     mkc_kernel_src srcq;
     o.weight_type = quantized_type;
@@ -194,7 +197,7 @@ int main(void) {
         jobs[n++] = (job){presets[p].name, presets[p].draft_max, supported[a], 0, 0};
   }
   /* llama-3.2-1b at sm_90 quantized (T <= 5 and T = 1; Q5_K_M at T = 1), and in bf16 at T = 1 */
-  for (int a = 0; a < n_supported && n + 7 <= MAX_JOBS; a++)
+  for (int a = 0; a < n_supported && n + 8 <= MAX_JOBS; a++)
     if (supported[a] == 90) {
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, 0, 0};
       jobs[n++] = (job){"llama-3.2-1b", 4, 90, QUANT_Q4_K, 0};
@@ -202,6 +205,7 @@ int main(void) {
       jobs[n++] = (job){"llama-3.2-1b", 4, 90, QUANT_Q4_K_M, 0};
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, QUANT_Q4_K_M, 0};
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, QUANT_Q5_K_M, 0};
+      jobs[n++] = (job){"llama-3.2-1b", 0, 90, QUANT_Q3_K_Q6_K, 0};
       /* SmolLM2's 576 columns are not whole 256s: a Q4_K_M file is mostly Q5_0, with Q8_0 */
       jobs[n++] = (job){"smollm2-135m", 0, 90, QUANT_Q4_K_M, 0};
     }

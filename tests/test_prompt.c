@@ -9,7 +9,7 @@
  * the chunked and the token-by-token kernels are compared directly (bf16
  * caches may round a value either side of a midpoint: exec/reference.h), the
  * sampler and log-probabilities of a chunk's last input too. The other
- * presets (biases, head norms, RoPE scalings, Q4_K/Q5_K/Q6_K/Q4_0/Q5_0/Q5_1
+ * presets (biases, head norms, RoPE scalings, Q2_K..Q6_K/Q4_0/Q5_0/Q5_1
  * blocks) in chunks against the reference. The chunk attention in tiles
  * (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
  * start at pos > 0); besides, sliding windows whose rings the chunks cross
@@ -49,14 +49,17 @@ typedef struct kernel {
 
 /* llama.cpp's Q4_K_M choice for random weights: Q6_K for attn_v and ffn_down,
  * Q4_K for the other matrices (blocks-tiny's columns are whole 256s), but Q5_K
- * for ffn_gate, Q5_0 for attn_q, Q5_1 for attn_k and Q4_0 for the embedding,
- * so that the tiled path decodes six block types. */
+ * for ffn_gate, Q5_0 for attn_q, Q5_1 for attn_k, Q3_K for attn_output, Q2_K
+ * for ffn_up and Q4_0 for the embedding, so that the tiled path decodes eight
+ * block types (Q4_K only if the LM head is its own matrix). */
 static int q4_k_m(void *ctx, const char *name) {
   (void)ctx;
   if (strstr(name, "token_embd")) return MKC_GGML_Q4_0;
   if (strstr(name, "ffn_gate")) return MKC_GGML_Q5_K;
   if (strstr(name, "attn_q")) return MKC_GGML_Q5_0;
   if (strstr(name, "attn_k")) return MKC_GGML_Q5_1;
+  if (strstr(name, "attn_output")) return MKC_GGML_Q3_K;
+  if (strstr(name, "ffn_up")) return MKC_GGML_Q2_K;
   return strstr(name, "attn_v") || strstr(name, "ffn_down") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
 }
 
@@ -293,7 +296,7 @@ static void preset_case(const char *preset) {
 /* The other presets, each the chunked run against a following reference:
  * Q/K/V biases (qwen2-tiny), per-head norms on heads of 80, which a tile
  * covers in two slices of 64 columns (qwen3-tiny), RoPE scalings (llama3-,
- * yarn-, linear-tiny), matrices in Q4_K, Q5_K, Q6_K, Q4_0, Q5_0 and Q5_1 blocks
+ * yarn-, linear-tiny), matrices in Q2_K .. Q6_K, Q4_0, Q5_0 and Q5_1 blocks
  * (blocks-tiny). */
 static void preset_vs_reference(const char *preset, const char *kv_dtype) {
   kernel k;

@@ -107,12 +107,20 @@ static const row_kind KINDS[] = {
  *     + S, with D <= up(max lift / 63), S <= up(max (R + D) / 15 / 63);
  *   - Q5_K: as Q4_K with 32 levels: step <= (R + D) / 31 + S, S <= up(max
  *     (R + D) / 31 / 63);
+ *   - Q2_K: as Q4_K per sub-block of 16 with 4 levels and 4-bit scales and
+ *     mins: step <= (R + D) / 3 + S, D <= up(max lift / 15), S <= up(max
+ *     (R + D) / 3 / 15);
+ *   - Q3_K: as Q6_K with 8 levels -4..3 and 6-bit signed scales: step <=
+ *     amax / 3.5 + up(max amax / 3.5 / 31);
  *   - Q6_K: a sub-block of 16 has 64 levels -32..31: a step of amax / 31.5
  *     reaches both ends; the int8 scale, rounded up in magnitude, adds at
  *     most one d unit: step <= amax / 31.5 + up(max amax / 31.5 / 127).
  * On top, float rounding: a relative 2^-16 of the bound and 2^-20 of the
  * block's largest |x|, far below any step. */
 static double up(double v) { return v * (1 + 0x1p-10) + 0x1p-24; }
+
+/* Element e's sub-block of 16 in a Q2_K or Q3_K block (dequant.c says where it lives). */
+static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
 
 static double block_amax(const float *x, int n) {
   double m = 0;
@@ -162,6 +170,31 @@ static void bounds(uint32_t type, const float *x, double *bound) {
           bound[b + 32 * j + i] = 0.5 * ((range[j] + unit_min) / top + unit_scale);
     }
     break;
+  case MKC_GGML_Q2_K:
+    for (int b = 0; b < N; b += 256) {
+      double range[16], max_lift = 0, max_need = 0, lo[16], hi[16];
+      for (int s = 0; s < 16; s++) lo[s] = 0, hi[s] = -INFINITY;
+      for (int e = 0; e < 256; e++) {
+        int s = sub16(e);
+        lo[s] = fmin(lo[s], x[b + e]), hi[s] = fmax(hi[s], x[b + e]);
+      }
+      for (int s = 0; s < 16; s++) range[s] = hi[s] - lo[s], max_lift = fmax(max_lift, -lo[s]);
+      double unit_min = up(max_lift / 15);
+      for (int s = 0; s < 16; s++) max_need = fmax(max_need, (range[s] + unit_min) / 3);
+      double unit_scale = up(max_need / 15);
+      for (int e = 0; e < 256; e++)
+        bound[b + e] = 0.5 * ((range[sub16(e)] + unit_min) / 3 + unit_scale);
+    }
+    break;
+  case MKC_GGML_Q3_K:
+    for (int b = 0; b < N; b += 256) {
+      double amax[16] = {0}, top = 0;
+      for (int e = 0; e < 256; e++) amax[sub16(e)] = fmax(amax[sub16(e)], fabs(x[b + e]));
+      for (int s = 0; s < 16; s++) top = fmax(top, amax[s]);
+      double unit = up(top / 3.5 / 31);
+      for (int e = 0; e < 256; e++) bound[b + e] = 0.5 * (amax[sub16(e)] / 3.5 + unit);
+    }
+    break;
   case MKC_GGML_Q6_K:
     for (int b = 0; b < N; b += 256) {
       double unit = up(block_amax(x + b, 256) / 31.5 / 127);
@@ -179,7 +212,8 @@ static void bounds(uint32_t type, const float *x, double *bound) {
 }
 
 static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q5_0,
-                                       MKC_GGML_Q5_1, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+                                       MKC_GGML_Q5_1, MKC_GGML_Q2_K, MKC_GGML_Q3_K, MKC_GGML_Q4_K,
+                                       MKC_GGML_Q5_K, MKC_GGML_Q6_K};
 enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
 
 /* Quantizes x as type and reads it back into y; 0 or -1. */
@@ -367,8 +401,8 @@ static void test_plain_and_bf16(void) {
 
   /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
   static const uint32_t ALL[] = {MKC_GGML_F32,  MKC_GGML_F16,  MKC_GGML_Q8_0, MKC_GGML_Q4_0,
-                                 MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q4_K,
-                                 MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+                                 MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q2_K,
+                                 MKC_GGML_Q3_K, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -383,14 +417,14 @@ static void test_plain_and_bf16(void) {
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(MKC_GGML_Q2_K, x, 256, bytes), -1, "mkc_quantize Q2_K: -1 (not written)");
+  CHECK_INT(mkc_quantize(20, x, 32, bytes), -1, "mkc_quantize IQ4_NL: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(MKC_GGML_Q2_K, bytes, 256, y), -1, "mkc_dequant_f32 Q2_K: -1");
+  CHECK_INT(mkc_dequant_f32(20, bytes, 32, y), -1, "mkc_dequant_f32 IQ4_NL: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {

@@ -41,11 +41,11 @@ static int lookup(void *ctx, const char *name) {
 
 /* want for a matrix of cols columns, or what llama.cpp's quantize leaves (as
  * mkc init): a K type on columns that are not whole 256s is Q5_0 (for Q4_K),
- * Q5_1 (Q5_K) or Q8_0 (Q6_K) on whole 32s; else bf16 (-1). */
+ * Q5_1 (Q5_K) or Q8_0 (Q6_K) on whole 32s; else bf16 (-1), Q2_K and Q3_K too. */
 static int fitting(int want, int cols) {
   int block = mkc_ggml_type((uint32_t)want)->block;
   if (cols % block == 0) return want;
-  if (block == 256 && cols % 32 == 0)
+  if (block == 256 && cols % 32 == 0 && want >= MKC_GGML_Q4_K) /* Q2_K, Q3_K: IQ4_NL there */
     return want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
            : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
                                    : MKC_GGML_Q8_0;
@@ -266,9 +266,17 @@ done:
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1,
-                              MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q4_K,
-                              MKC_GGML_Q5_K, MKC_GGML_Q6_K, MIX};
+  static const int types[] = {MKC_GGML_Q8_0,
+                              MKC_GGML_Q4_0,
+                              MKC_GGML_Q4_1,
+                              MKC_GGML_Q5_0,
+                              MKC_GGML_Q5_1,
+                              MKC_GGML_Q2_K,
+                              MKC_GGML_Q3_K,
+                              MKC_GGML_Q4_K,
+                              MKC_GGML_Q5_K,
+                              MKC_GGML_Q6_K,
+                              MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
@@ -278,6 +286,9 @@ int main(void) {
               ">> (c & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
   /* the odd chunks take the even chunks' fifth bits */
   planted_bug("tiny", MKC_GGML_Q5_0, ">> (c & 1) * 8", ">> (c & 0) * 8", "fifth bits' byte");
+  /* the third bits of the second half taken from the first half's */
+  planted_bug("blocks-tiny", MKC_GGML_Q3_K, ">> (4 * n + j)", ">> (0 * n + j)",
+              "third bit's place");
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
               "fifth bit's place");

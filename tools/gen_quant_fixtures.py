@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_fixtures.txt: blocks of random bytes of each block
 type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 and BF16 words, then
-Q5_K, Q5_0 and Q5_1) with the floats gguf-py's own dequantizer gives for them, an oracle for
+Q5_K, Q5_0, Q5_1, Q2_K and Q3_K) with the floats gguf-py's own dequantizer gives for them, an oracle for
 mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c).
 
   python3 -m venv /tmp/gguf-env && /tmp/gguf-env/bin/pip install gguf==0.19.0 numpy
@@ -10,7 +10,7 @@ mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c
 Run by hand; the committed file was made with gguf 0.19.0 and numpy 2.4.6
 (the header of the output names them). Every byte of a block is random
 (numpy's default_rng, seed 20240611) except its f16 scale fields (d; also m
-for Q4_1 and Q5_1, dmin for Q4_K and Q5_K), which random bytes would too often make
+for Q4_1 and Q5_1, dmin for Q2_K, Q4_K and Q5_K), which random bytes would too often make
 infinite or NaN: those are set to finite values of moderate size, positive
 in the first blocks, negative in one block and zero in another. The F16 and
 BF16 lines are random words, NaN, infinities and subnormals included.
@@ -39,6 +39,8 @@ LATER = {
     "Q5_K": (176, [0, 2]),  # d, dmin
     "Q5_0": (22, [0]),
     "Q5_1": (24, [0, 2]),  # d, m
+    "Q2_K": (84, [80, 82]),  # d, dmin
+    "Q3_K": (110, [108]),  # d
 }
 BLOCKS = 5  # per type: three random-scale blocks, then one with d < 0, one with d = 0
 

@@ -21,8 +21,8 @@
 static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [0] = {"F32", 1, 4, 1},         [1] = {"F16", 1, 2, 1},         [2] = {"Q4_0", 32, 18, 1},
     [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 1},      [7] = {"Q5_1", 32, 24, 1},
-    [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 0},
-    [11] = {"Q3_K", 256, 110, 0},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
+    [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 1},
+    [11] = {"Q3_K", 256, 110, 1},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
     [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
     [17] = {"IQ2_XS", 256, 74, 0},  [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
     [20] = {"IQ4_NL", 32, 18, 0},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
@@ -37,7 +37,7 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 }
 
 const char *mkc_dequant_type_names(void) {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -161,6 +161,44 @@ static void block_q4_k(const uint8_t *b, float *y) { k_block(b, NULL, b + 16, y)
  * x = d * scale * (nibble + 16 bit) - dmin * min. */
 static void block_q5_k(const uint8_t *b, float *y) { k_block(b, b + 16, b + 48, y); }
 
+/* Q2_K and Q3_K: 256 elements in 16 sub-blocks of 16. Element e = 128 n + 32 j
+ * + l (n < 2, j < 4, l < 32) has its low 2 bits at bits 2j, 2j + 1 of qs byte
+ * 32 n + l, and sub-block 8 n + 2 j + l / 16's scale. */
+static int low_pair(const uint8_t *qs, int e) {
+  return (qs[32 * (e / 128) + e % 32] >> 2 * (e % 128 / 32)) & 3;
+}
+static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
+
+/* Q2_K, 84 bytes per 256: 16 bytes of 4-bit scales (low nibble) and mins
+ * (high) of the sub-blocks, 64 bytes of pairs, f16 d, f16 dmin;
+ * x = (d * scale) * q - dmin * min. */
+static void block_q2_k(const uint8_t *b, float *y) {
+  float d = f16_at(b + 80), dmin = f16_at(b + 82);
+  for (int e = 0; e < 256; e++) {
+    int s = b[sub16(e)];
+    float dl = d * (float)(s & 0xf), ml = dmin * (float)(s >> 4);
+    y[e] = dl * (float)low_pair(b + 16, e) - ml;
+  }
+}
+
+/* Q3_K, 110 bytes per 256: 32 bytes of third bits (hmask), 64 of pairs, 12 of
+ * 6-bit scales, f16 d. Sub-block s's scale has as its low 4 bits the low
+ * (s < 8) or high nibble of byte s % 8, as its top 2 bits bits 2 (s / 4) and
+ * up of byte 8 + s % 4, less 32. Element e's third bit is bit 4 n + j of
+ * hmask byte l; x = (d * scale) * (q - 4), q its 3 bits. */
+static void block_q3_k(const uint8_t *b, float *y) {
+  const uint8_t *hmask = b, *sc = b + 96;
+  float d = f16_at(b + 108);
+  for (int e = 0; e < 256; e++) {
+    int s = sub16(e);
+    int scale = ((s < 8 ? sc[s] : sc[s - 8] >> 4) & 0xf) | ((sc[8 + s % 4] >> 2 * (s / 4)) & 3)
+                                                               << 4;
+    float dl = d * (float)(scale - 32);
+    int third = (hmask[e % 32] >> (4 * (e / 128) + e % 128 / 32)) & 1;
+    y[e] = dl * (float)(low_pair(b + 32, e) - (third ? 0 : 4));
+  }
+}
+
 /* Q6_K, 210 bytes per 256: 128 bytes of low nibbles (ql), 64 bytes of high
  * 2-bit pairs (qh), int8 scales for 16 sub-blocks of 16, f16 d. In each half
  * of 128, element l + 32k (l < 32, k < 4) takes its low 4 bits from ql byte
@@ -196,6 +234,10 @@ static block_reader reader_for(uint32_t type) {
     return block_q5_0;
   case MKC_GGML_Q5_1:
     return block_q5_1;
+  case MKC_GGML_Q2_K:
+    return block_q2_k;
+  case MKC_GGML_Q3_K:
+    return block_q3_k;
   case MKC_GGML_Q4_K:
     return block_q4_k;
   case MKC_GGML_Q5_K:

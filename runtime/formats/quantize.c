@@ -18,6 +18,11 @@
  *         the step d * sc then reaches up to max x; dmin and d (f16) are the
  *         largest of those / 63, mn and sc rounded up to 6 bits.
  *   Q5_K  as Q4_K with codes 0..31.
+ *   Q2_K  as Q4_K per sub-block of 16 with codes 0..3 and 4-bit scales and
+ *         mins (d and dmin the largest of those / 15).
+ *   Q3_K  per sub-block of 16 as Q4_0 with codes -4..3 (|step| >= max|x| /
+ *         4.5 and >= the other sign's / 3.5); d (f16) is the largest step /
+ *         31, the 6-bit scales rounded up in magnitude and signed.
  *   Q6_K  per sub-block of 16 as Q4_0 with codes -32..31 (|step| >= max|x| /
  *         32.5 and >= the other sign's / 31.5); d (f16) is the largest step /
  *         127, the int8 scales rounded up in magnitude and signed. */
@@ -212,6 +217,86 @@ static void block_q5_k(const float *x, uint8_t *b) {
   }
 }
 
+/* Where element e = 128 n + 32 j + l of a Q2_K or Q3_K block keeps its low 2
+ * bits: bits 2j, 2j + 1 of qs byte 32 n + l (dequant.c); and its sub-block of
+ * 16. */
+static void put_pair(uint8_t *qs, int e, int code) {
+  qs[32 * (e / 128) + e % 32] |= (uint8_t)((code & 3) << 2 * (e % 128 / 32));
+}
+static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
+
+/* Q2_K, 84 bytes per 256: 4-bit scale and min per sub-block of 16 (low and
+ * high nibble of byte s), the pairs, f16 d, f16 dmin; x = (d * sc) * q - dmin
+ * * mn with codes 0..3, the scales chosen as Q4_K's with 4 bits. */
+static void block_q2_k(const float *x, uint8_t *b) {
+  float lift[16], hi[16], max_lift = 0, need[16], max_need = 0;
+  for (int s = 0; s < 16; s++) lift[s] = 0, hi[s] = -INFINITY;
+  for (int e = 0; e < 256; e++) {
+    int s = sub16(e);
+    lift[s] = fmaxf(lift[s], -x[e]);
+    hi[s] = fmaxf(hi[s], x[e]);
+  }
+  for (int s = 0; s < 16; s++) max_lift = fmaxf(max_lift, lift[s]);
+  uint16_t dminh = f16_up(max_lift / 15);
+  float dmin = mkc_f16_to_float(dminh);
+  int mn[16], sc[16];
+  for (int s = 0; s < 16; s++) {
+    mn[s] = dmin > 0 ? at_least(lift[s] / dmin, 15) : 0;
+    need[s] = fmaxf(0, (hi[s] + dmin * (float)mn[s]) / 3);
+    max_need = fmaxf(max_need, need[s]);
+  }
+  uint16_t dh = f16_up(max_need / 15);
+  float d = mkc_f16_to_float(dh);
+  for (int s = 0; s < 16; s++) {
+    sc[s] = d > 0 ? at_least(need[s] / d, 15) : 0;
+    b[s] = (uint8_t)(sc[s] | mn[s] << 4);
+  }
+  memset(b + 16, 0, 64);
+  for (int e = 0; e < 256; e++) {
+    int s = sub16(e);
+    float step = d * (float)sc[s], offset = dmin * (float)mn[s];
+    put_pair(b + 16, e, step > 0 ? nearest((x[e] + offset) / step, 0, 3) : 0);
+  }
+  put_u16(b + 80, dh);
+  put_u16(b + 82, dminh);
+}
+
+/* Q3_K, 110 bytes per 256: third bits, pairs, 6-bit scales (stored + 32),
+ * f16 d; x = (d * sc) * (q - 4) with codes q 0..7, per sub-block of 16 as
+ * Q6_K's: the value of largest magnitude at the -4 end (|step| >= max|x| /
+ * 4.5, >= the other sign's / 3.5), d the largest step / 31. */
+static void block_q3_k(const float *x, uint8_t *b) {
+  float step[16], max_step = 0;
+  int negative[16];
+  for (int s = 0; s < 16; s++) {
+    float v[16], ext, other;
+    for (int e = 0, k = 0; e < 256; e++)
+      if (sub16(e) == s) v[k++] = x[e];
+    float amax = extremes(v, 16, &ext, &other);
+    step[s] = fmaxf(amax / 4.5f, other / 3.5f);
+    negative[s] = ext > 0; /* a negative step puts ext at the -4 end */
+    max_step = fmaxf(max_step, step[s]);
+  }
+  uint16_t dh = f16_up(max_step / 31);
+  float d = mkc_f16_to_float(dh);
+  int scale[16];
+  memset(b, 0, 110);
+  for (int s = 0; s < 16; s++) {
+    int mag = d > 0 ? at_least(step[s] / d, 31) : 0;
+    scale[s] = negative[s] ? -mag : mag;
+    int u = scale[s] + 32; /* 6 bits: the low 4 in a nibble, the top 2 in the last 4 bytes */
+    b[96 + s % 8] |= (uint8_t)((u & 0xf) << 4 * (s / 8));
+    b[104 + s % 4] |= (uint8_t)((u >> 4) << 2 * (s / 4));
+  }
+  for (int e = 0; e < 256; e++) {
+    float eff = d * (float)scale[sub16(e)];
+    int code = (eff != 0 ? nearest(x[e] / eff, -4, 3) : 0) + 4;
+    put_pair(b + 32, e, code);
+    b[e % 32] |= (uint8_t)((code >> 2) << (4 * (e / 128) + e % 128 / 32));
+  }
+  put_u16(b + 108, dh);
+}
+
 /* Q6_K, 210 bytes per 256: ql[128], qh[64], int8 scales[16], f16 d. Element
  * half * 128 + 32k + l (k < 4, l < 32) keeps the low 4 bits of its code q + 32
  * in ql byte half * 64 + l + 32 (k % 2) (low nibble for k < 2) and the high 2
@@ -259,6 +344,10 @@ static block_writer writer_for(uint32_t type) {
     return block_q5_0;
   case MKC_GGML_Q5_1:
     return block_q5_1;
+  case MKC_GGML_Q2_K:
+    return block_q2_k;
+  case MKC_GGML_Q3_K:
+    return block_q3_k;
   case MKC_GGML_Q4_K:
     return block_q4_k;
   case MKC_GGML_Q5_K:

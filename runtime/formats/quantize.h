@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Encodes n floats at src as F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
- * Q5_K or Q6_K at dst: little-endian bytes as in a GGUF file, n / block *
+/* Encodes n floats at src as F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
+ * Q3_K, Q4_K, Q5_K or Q6_K at dst: little-endian bytes as in a GGUF file, n / block *
  * block_bytes of them. Returns 0, or -1 for another type or an n that is not a multiple of
  * the type's block. The inputs are meant to be finite: a block whose scale
  * would pass f16's largest value (65504) saturates there. */
