@@ -14,6 +14,8 @@ wtypes.BLOCKS = {
   [10] = { name = "Q2_K", block = 256, bytes = 84 },
   [11] = { name = "Q3_K", block = 256, bytes = 110 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
+  [20] = { name = "IQ4_NL", block = 32, bytes = 18 },
+  [23] = { name = "IQ4_XS", block = 256, bytes = 136 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
 }

@@ -298,6 +298,13 @@ MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned char)(v >> 8 * i);
 #endif
 }
+/* __byte_perm for selector nibbles below 8: byte k of the result is byte (s >> 4k) & 7 of y:x. */
+MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
+  unsigned long long v = (unsigned long long)y << 32 | x;
+  unsigned r = 0;
+  for (int k = 0; k < 4; k++) r |= (unsigned)(v >> 8 * (s >> 4 * k & 7) & 255u) << 8 * k;
+  return r;
+}
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
 #ifdef __AVX2__
   _mm256_storeu_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)v))));

@@ -159,6 +159,10 @@ MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
 }
+/* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
+MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
+  return __byte_perm(x, y, s);
+}
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
 }

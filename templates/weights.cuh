@@ -12,6 +12,8 @@
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
@@ -75,6 +77,25 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   unsigned long long x =
       (unsigned long long)(b & 255u) * 0x0101010101010101ull & 0x8040201008040201ull;
   return (x + 0x7f7f7f7f7f7f7f7full) >> 7 & MKC_LOW_BITS;
+}
+#endif
+
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
+ * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
+  unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
+  unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
+  unsigned hi = mkc_byte_perm(0x26190d01u, 0x71594535u, sel); /* levels 8..15 */
+  unsigned high = (q >> 3 & 0x01010101u) * 255u;              /* the bytes whose index is >= 8 */
+  return (lo & ~high) | (hi & high);
+}
+/* The 8 levels of the nibbles in q's bytes, as floats times d. */
+MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float d, float *f) {
+  unsigned long long v =
+      (unsigned long long)mkc_iq4nl_x4((unsigned)(q >> 32)) << 32 | mkc_iq4nl_x4((unsigned)q);
+  mkc_s8x8_to_f32(v, f);
+  for (int i = 0; i < 8; i++) f[i] *= d;
 }
 #endif
 
@@ -155,6 +176,28 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long q = mkc_load8(b + 8 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
     mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_IQ4_NL
+  case MKC_W_IQ4_NL: { /* 18 per 32: f16 d, nibbles as Q4_0's indexing 16 levels; x = d * level */
+    const unsigned char *b = row + (c >> 2) * 18;
+    mkc_iq4nl_chunk(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES,
+                    mkc_f16_at(b), f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_IQ4_XS
+  case MKC_W_IQ4_XS: { /* 136 per 256: f16 d, 2 high and 4 low bits of 8 scales, nibbles per 32 */
+    /* sub-block j's scale: nibble j % 2 of byte 4 + j / 2, then bits 2j of the u16 at 2; x = d *
+     * (scale - 32) * level, the 32 levels' nibbles as IQ4_NL's at 8 + 16 j. 8-aligned */
+    const unsigned char *b = row + (c >> 5) * 136;
+    unsigned dh = mkc_load4(b), sl = mkc_load4(b + 4);
+    int j = (c & 31) >> 2, k = c & 3; /* sub-block, and the chunk in it */
+    int scale = (int)((sl >> 4 * j & 15u) | (dh >> 16 >> 2 * j & 3u) << 4);
+    float dl = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
+    mkc_iq4nl_chunk(mkc_load8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES, dl,
+                    f);
     return;
   }
 #endif

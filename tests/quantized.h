@@ -3,7 +3,7 @@
  * the shapes, Q4_K (or k_type) where the columns are whole 256s; with
  * q6_k_mix, attn_v and ffn_down Q6_K, as Q4_K_M and Q5_K_M files mix them.
  * Where the columns are whole 32s only, llama.cpp's fallback: Q5_0 for Q4_K,
- * Q5_1 for Q5_K, Q8_0 for Q6_K (bf16 for Q2_K and Q3_K). The norms stay bf16. */
+ * Q5_1 for Q5_K, Q8_0 for Q6_K, IQ4_NL for Q2_K and Q3_K. The norms stay bf16. */
 #ifndef MKC_TEST_QUANTIZED_H
 #define MKC_TEST_QUANTIZED_H
 
@@ -15,14 +15,29 @@
 typedef struct quantized_plan {
   const mkc_graph *bf16; /* the same kernel's graph with every weight bf16 */
   int q6_k_mix;
-  int k_type; /* the K type of the other matrices: 0 for Q4_K, or another K type */
+  int k_type;     /* the K type of the other matrices: 0 for Q4_K, or another K type */
+  int every_type; /* instead: each kind of matrix its own block type (EVERY_TYPE below) */
 } quantized_plan;
+
+/* Matrix kinds and the block types every_type gives them, so that one kernel has a decoder of
+ * each type the plan does not already give (for NVRTC to compile them all). */
+static const struct {
+  const char *kind;
+  int type;
+} EVERY_TYPE[] = {{"attn_q", MKC_GGML_Q5_1},       {"attn_k", MKC_GGML_Q2_K},
+                  {"attn_v", MKC_GGML_IQ4_NL},     {"attn_output", MKC_GGML_IQ4_XS},
+                  {"ffn_gate", MKC_GGML_Q3_K},     {"ffn_up", MKC_GGML_Q5_0},
+                  {"ffn_down", MKC_GGML_Q5_K},     {"token_embd", MKC_GGML_Q4_0},
+                  {"output.weight", MKC_GGML_Q4_1}};
 
 static int quantized_type(void *ctx, const char *name) {
   const quantized_plan *q = ctx;
   for (int i = 0; i < q->bf16->n_weights; i++) {
     const mkc_weight_info *w = &q->bf16->weights[i];
     if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
+    if (q->every_type)
+      for (size_t k = 0; k < sizeof EVERY_TYPE / sizeof *EVERY_TYPE; k++)
+        if (strstr(name, EVERY_TYPE[k].kind)) return w->cols % 256 == 0 ? EVERY_TYPE[k].type : -1;
     int k = q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
             : q->k_type                                                         ? q->k_type
                                                                                 : MKC_GGML_Q4_K;
@@ -31,7 +46,7 @@ static int quantized_type(void *ctx, const char *name) {
     return k == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
            : k == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
            : k == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
-                                : -1; /* Q2_K, Q3_K: llama.cpp's IQ4_NL, not read here */
+                                : MKC_GGML_IQ4_NL; /* Q2_K, Q3_K */
   }
   return -1;
 }

@@ -45,6 +45,8 @@ static const char KERNEL[] =
     "#define MKC_W_USES_Q2_K 1\n"
     "#define MKC_W_USES_Q3_K 1\n"
     "#define MKC_W_USES_Q4_K 1\n"
+    "#define MKC_W_USES_IQ4_NL 1\n"
+    "#define MKC_W_USES_IQ4_XS 1\n"
     "#define MKC_W_USES_Q5_K 1\n"
     "#define MKC_W_USES_Q6_K 1\n"
     "#include \"prelude_cpu.h\"\n"
@@ -91,9 +93,11 @@ static unsigned char *make_row(int type, int n) {
         memcpy(q + 2 * i, &h, 2);
       }
       break;
-    case 8: /* Q8_0 */
-    case 2: /* Q4_0 */
-    case 6: /* Q5_0 */
+    case 8:  /* Q8_0 */
+    case 2:  /* Q4_0 */
+    case 6:  /* Q5_0 */
+    case 20: /* IQ4_NL */
+    case 23: /* IQ4_XS (its scale bits random) */
       put_f16(q, uniform(0.001f, 0.05f));
       break;
     case 3:  /* Q4_1 */
@@ -118,7 +122,7 @@ static unsigned char *make_row(int type, int n) {
   return p;
 }
 
-static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14};
+static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */

@@ -658,7 +658,7 @@ static void test_init_and_load(void) {
       if (hit && c == TRANSPOSED) ne[0] = info->rows, ne[1] = info->cols;
       if (hit && c == VECTOR_2D) n_dims = 2;
       if (hit && c == UNREADABLE) {
-        bad |= mkc_gguf_add_raw(w, info->name, 20 /* IQ4_NL */, 2, ne, zeros);
+        bad |= mkc_gguf_add_raw(w, info->name, 39 /* MXFP4 */, 2, ne, zeros);
       } else if (hit && c == QUANT) {
         size_t n = (size_t)info->rows * info->cols;
         float *x = malloc(n * sizeof *x);
@@ -688,9 +688,9 @@ static void test_init_and_load(void) {
                p);
     if (c == UNREADABLE)
       snprintf(expect, sizeof expect,
-               "mkc: error: %s: tensor 'blk.0.attn_q.weight': type IQ4_NL is not supported (mkc "
+               "mkc: error: %s: tensor 'blk.0.attn_q.weight': type MXFP4 is not supported (mkc "
                "reads F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, "
-               "Q6_K)",
+               "Q6_K, IQ4_NL, IQ4_XS)",
                p);
     if (c == QUANT || c == VECTOR_2D) {
       int close = rc == 0 && got.n == want.n;

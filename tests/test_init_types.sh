@@ -68,20 +68,16 @@ cpu_is_ref "tiny q8_0" "$tmp/tiny-q8_0.gguf" 3,1,4,1,5 12
   || fail "tiny f32: runs as the BF16 file" "$(cat "$tmp/a" "$tmp/b" "$tmp/err")"
 
 # tiny: no matrix has whole 256s of columns, all have whole 32s: the K types fall back as
-# llama.cpp's quantize does, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0.
-for kf in Q4_K:Q5_0 Q5_K:Q5_1 Q6_K:Q8_0; do
+# llama.cpp's quantize does, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, Q3_K to IQ4_NL.
+for kf in Q4_K:Q5_0 Q5_K:Q5_1 Q6_K:Q8_0 Q3_K:IQ4_NL; do
   k=${kf%:*} f=${kf#*:}
   init_info "tiny $k" --preset tiny --seed 7 --type "$k" -o "$tmp/tiny-$k.gguf"
   expect_line "tiny $k" "$tmp/info" "tensors: 20 ($f 15, BF16 5)"
   expect_line "tiny $k" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: $k needs columns in multiples of 256; stored as $f"
   expect_count "tiny $k: one fallback line per matrix" "$tmp/err" "^mkc: init: .*: $k needs columns in multiples of 256; stored as $f$" 15
 done
-# Q3_K: llama.cpp's IQ4_NL, which mkc does not read: BF16.
-init_info "tiny Q3_K" --preset tiny --seed 7 --type q3_k -o "$tmp/tiny-Q3_K.gguf"
-expect_line "tiny Q3_K" "$tmp/info" "tensors: 20 (BF16 20)"
-expect_line "tiny Q3_K" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q3_K needs columns in multiples of 256; stored as BF16"
 # The fallbacks' blocks run on the kernel as the reference reads them.
-for k in Q4_K Q5_K; do cpu_is_ref "tiny $k (its fallback's blocks)" "$tmp/tiny-$k.gguf" 3,1,4,1,5 12; done
+for k in Q4_K Q5_K Q3_K; do cpu_is_ref "tiny $k (its fallback's blocks)" "$tmp/tiny-$k.gguf" 3,1,4,1,5 12; done
 
 # odd (dim 72, ffn 172): no matrix has whole 32s of columns: BF16, from either kind of type.
 init_info "odd q4_0" --preset odd --seed 3 --type q4_0 -o "$tmp/odd-q4_0.gguf"
@@ -125,9 +121,9 @@ cpu_is_ref "wide" "$tmp/wide.gguf" 1,2,3 8
   && [ -s "$tmp/hf/model.safetensors" ] && ok "HF folder with --type bf16" \
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
-choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k"
-expect_error "--type iq4_nl" "mkc: error: --type: expected one of $choices, got 'iq4_nl'" \
-  -- init --preset tiny --seed 1 --type iq4_nl -o "$tmp/x.gguf"
+choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs"
+expect_error "--type iq2_xxs" "mkc: error: --type: expected one of $choices, got 'iq2_xxs'" \
+  -- init --preset tiny --seed 1 --type iq2_xxs -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
 expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
   -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"

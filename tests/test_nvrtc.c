@@ -34,8 +34,9 @@ typedef struct job {
   pid_t pid;
 } job;
 
-enum { QUANT_Q4_K = 1, QUANT_Q4_K_M, QUANT_Q5_K_M, QUANT_Q3_K_Q6_K };
-static const char *const QUANT_NAMES[] = {"", " Q4_K", " Q4_K_M", " Q5_K_M", " Q3_K/Q6_K"};
+enum { QUANT_Q4_K = 1, QUANT_Q4_K_M, QUANT_Q5_K_M, QUANT_Q3_K_Q6_K, QUANT_EVERY };
+static const char *const QUANT_NAMES[] = {
+    "", " Q4_K", " Q4_K_M", " Q5_K_M", " Q3_K/Q6_K", " (each matrix kind its own block type)"};
 
 /* In a child: compile and print the figures; the exit status is the verdict. */
 static int compile_one(const job *j) {
@@ -51,7 +52,8 @@ static int compile_one(const job *j) {
     quantized_plan q = {&g, j->quant >= QUANT_Q4_K_M,
                         j->quant == QUANT_Q5_K_M      ? MKC_GGML_Q5_K
                         : j->quant == QUANT_Q3_K_Q6_K ? MKC_GGML_Q3_K
-                                                      : 0};
+                                                      : 0,
+                        j->quant == QUANT_EVERY};
     mkc_graph gq;
     mkc_kernel_src srcq;
     o.weight_type = quantized_type;
@@ -197,7 +199,7 @@ int main(void) {
         jobs[n++] = (job){presets[p].name, presets[p].draft_max, supported[a], 0, 0};
   }
   /* llama-3.2-1b at sm_90 quantized (T <= 5 and T = 1; Q5_K_M at T = 1), and in bf16 at T = 1 */
-  for (int a = 0; a < n_supported && n + 8 <= MAX_JOBS; a++)
+  for (int a = 0; a < n_supported && n + 10 <= MAX_JOBS; a++)
     if (supported[a] == 90) {
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, 0, 0};
       jobs[n++] = (job){"llama-3.2-1b", 4, 90, QUANT_Q4_K, 0};
@@ -208,6 +210,9 @@ int main(void) {
       jobs[n++] = (job){"llama-3.2-1b", 0, 90, QUANT_Q3_K_Q6_K, 0};
       /* SmolLM2's 576 columns are not whole 256s: a Q4_K_M file is mostly Q5_0, with Q8_0 */
       jobs[n++] = (job){"smollm2-135m", 0, 90, QUANT_Q4_K_M, 0};
+      /* every other block type's decoder, once each, at T = 1 and T = 5 */
+      jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_EVERY, 0};
+      jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_EVERY, 0};
     }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);
   int running = 0;

@@ -9,8 +9,8 @@
  * the chunked and the token-by-token kernels are compared directly (bf16
  * caches may round a value either side of a midpoint: exec/reference.h), the
  * sampler and log-probabilities of a chunk's last input too. The other
- * presets (biases, head norms, RoPE scalings, Q2_K..Q6_K/Q4_0/Q5_0/Q5_1
- * blocks) in chunks against the reference. The chunk attention in tiles
+ * presets (biases, head norms, RoPE scalings, Q2_K..Q6_K/Q4_0/Q5_0/Q5_1/
+ * IQ4_XS blocks) in chunks against the reference. The chunk attention in tiles
  * (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
  * start at pos > 0); besides, sliding windows whose rings the chunks cross
  * (swa-tiny, gemma-tiny) and K/V caches in f16 and f32 on groups of 2 and 5
@@ -50,8 +50,8 @@ typedef struct kernel {
 /* llama.cpp's Q4_K_M choice for random weights: Q6_K for attn_v and ffn_down,
  * Q4_K for the other matrices (blocks-tiny's columns are whole 256s), but Q5_K
  * for ffn_gate, Q5_0 for attn_q, Q5_1 for attn_k, Q3_K for attn_output, Q2_K
- * for ffn_up and Q4_0 for the embedding, so that the tiled path decodes eight
- * block types (Q4_K only if the LM head is its own matrix). */
+ * for ffn_up, IQ4_XS for the LM head and Q4_0 for the embedding, so that the
+ * tiled path decodes eight block types (Q4_K in none then: test_wtypes). */
 static int q4_k_m(void *ctx, const char *name) {
   (void)ctx;
   if (strstr(name, "token_embd")) return MKC_GGML_Q4_0;
@@ -60,6 +60,7 @@ static int q4_k_m(void *ctx, const char *name) {
   if (strstr(name, "attn_k")) return MKC_GGML_Q5_1;
   if (strstr(name, "attn_output")) return MKC_GGML_Q3_K;
   if (strstr(name, "ffn_up")) return MKC_GGML_Q2_K;
+  if (strstr(name, "output.weight")) return MKC_GGML_IQ4_XS;
   return strstr(name, "attn_v") || strstr(name, "ffn_down") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
 }
 
@@ -296,7 +297,7 @@ static void preset_case(const char *preset) {
 /* The other presets, each the chunked run against a following reference:
  * Q/K/V biases (qwen2-tiny), per-head norms on heads of 80, which a tile
  * covers in two slices of 64 columns (qwen3-tiny), RoPE scalings (llama3-,
- * yarn-, linear-tiny), matrices in Q2_K .. Q6_K, Q4_0, Q5_0 and Q5_1 blocks
+ * yarn-, linear-tiny), matrices in Q2_K .. Q6_K, Q4_0, Q5_0, Q5_1 and IQ4_XS blocks
  * (blocks-tiny). */
 static void preset_vs_reference(const char *preset, const char *kv_dtype) {
   kernel k;

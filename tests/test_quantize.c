@@ -112,6 +112,10 @@ static const row_kind KINDS[] = {
  *     (R + D) / 3 / 15);
  *   - Q3_K: as Q6_K with 8 levels -4..3 and 6-bit signed scales: step <=
  *     amax / 3.5 + up(max amax / 3.5 / 31);
+ *   - IQ4_NL: 16 levels -127 .. 113 (steps up to 24) times |d| = up(amax /
+ *     127): the nearest is within 12 |d|, or 14 |d| above 113;
+ *   - IQ4_XS: that per sub-block of 32, its |d| at most amax / 127 plus one
+ *     unit up(max amax / 127 / 31);
  *   - Q6_K: a sub-block of 16 has 64 levels -32..31: a step of amax / 31.5
  *     reaches both ends; the int8 scale, rounded up in magnitude, adds at
  *     most one d unit: step <= amax / 31.5 + up(max amax / 31.5 / 127).
@@ -195,6 +199,18 @@ static void bounds(uint32_t type, const float *x, double *bound) {
       for (int e = 0; e < 256; e++) bound[b + e] = 0.5 * (amax[sub16(e)] / 3.5 + unit);
     }
     break;
+  case MKC_GGML_IQ4_NL:
+    for (int b = 0; b < N; b += 32)
+      for (int i = 0; i < 32; i++) bound[b + i] = 14 * up(block_amax(x + b, 32) / 127);
+    break;
+  case MKC_GGML_IQ4_XS:
+    for (int b = 0; b < N; b += 256) {
+      double unit = up(block_amax(x + b, 256) / 127 / 31);
+      for (int j = 0; j < 8; j++)
+        for (int i = 0; i < 32; i++)
+          bound[b + 32 * j + i] = 14 * (block_amax(x + b + 32 * j, 32) / 127 + unit);
+    }
+    break;
   case MKC_GGML_Q6_K:
     for (int b = 0; b < N; b += 256) {
       double unit = up(block_amax(x + b, 256) / 31.5 / 127);
@@ -211,9 +227,9 @@ static void bounds(uint32_t type, const float *x, double *bound) {
   }
 }
 
-static const uint32_t QUANT_TYPES[] = {MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q5_0,
-                                       MKC_GGML_Q5_1, MKC_GGML_Q2_K, MKC_GGML_Q3_K, MKC_GGML_Q4_K,
-                                       MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+static const uint32_t QUANT_TYPES[] = {
+    MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1,   MKC_GGML_Q2_K,
+    MKC_GGML_Q3_K, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K, MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS};
 enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
 
 /* Quantizes x as type and reads it back into y; 0 or -1. */
@@ -400,9 +416,10 @@ static void test_plain_and_bf16(void) {
         "mkc_dequant_bf16 copies BF16 as it is (NaN payload kept)");
 
   /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
-  static const uint32_t ALL[] = {MKC_GGML_F32,  MKC_GGML_F16,  MKC_GGML_Q8_0, MKC_GGML_Q4_0,
-                                 MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1, MKC_GGML_Q2_K,
-                                 MKC_GGML_Q3_K, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K};
+  static const uint32_t ALL[] = {MKC_GGML_F32,    MKC_GGML_F16,   MKC_GGML_Q8_0, MKC_GGML_Q4_0,
+                                 MKC_GGML_Q4_1,   MKC_GGML_Q5_0,  MKC_GGML_Q5_1, MKC_GGML_Q2_K,
+                                 MKC_GGML_Q3_K,   MKC_GGML_Q4_K,  MKC_GGML_Q5_K, MKC_GGML_Q6_K,
+                                 MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -417,14 +434,14 @@ static void test_plain_and_bf16(void) {
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(20, x, 32, bytes), -1, "mkc_quantize IQ4_NL: -1 (not written)");
+  CHECK_INT(mkc_quantize(16, x, 256, bytes), -1, "mkc_quantize IQ2_XXS: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(20, bytes, 32, y), -1, "mkc_dequant_f32 IQ4_NL: -1");
+  CHECK_INT(mkc_dequant_f32(16, bytes, 256, y), -1, "mkc_dequant_f32 IQ2_XXS: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {

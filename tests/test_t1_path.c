@@ -19,7 +19,7 @@ static int generate(gen_kernel *k, const char *preset, int on, const mkc_graph *
   char graph[4200];
   snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
   setenv("MKC_T1_PATH", on ? "1" : "0", 1);
-  quantized_plan plan = {quantized, 0, 0};
+  quantized_plan plan = {quantized, 0, 0, 0};
   mkc_gen_opts o = {.graph_path = graph,
                     .preset = preset,
                     .draft_max = 4,

@@ -41,14 +41,16 @@ static int lookup(void *ctx, const char *name) {
 
 /* want for a matrix of cols columns, or what llama.cpp's quantize leaves (as
  * mkc init): a K type on columns that are not whole 256s is Q5_0 (for Q4_K),
- * Q5_1 (Q5_K) or Q8_0 (Q6_K) on whole 32s; else bf16 (-1), Q2_K and Q3_K too. */
+ * Q5_1 (Q5_K), Q8_0 (Q6_K) or IQ4_NL (Q2_K, Q3_K, IQ4_XS) on whole 32s; else
+ * bf16 (-1). */
 static int fitting(int want, int cols) {
   int block = mkc_ggml_type((uint32_t)want)->block;
   if (cols % block == 0) return want;
-  if (block == 256 && cols % 32 == 0 && want >= MKC_GGML_Q4_K) /* Q2_K, Q3_K: IQ4_NL there */
+  if (block == 256 && cols % 32 == 0)
     return want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
            : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
-                                   : MKC_GGML_Q8_0;
+           : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
+                                   : MKC_GGML_IQ4_NL; /* Q2_K, Q3_K, IQ4_XS */
   return -1;
 }
 
@@ -276,6 +278,8 @@ int main(void) {
                               MKC_GGML_Q4_K,
                               MKC_GGML_Q5_K,
                               MKC_GGML_Q6_K,
+                              MKC_GGML_IQ4_NL,
+                              MKC_GGML_IQ4_XS,
                               MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
@@ -289,6 +293,9 @@ int main(void) {
   /* the third bits of the second half taken from the first half's */
   planted_bug("blocks-tiny", MKC_GGML_Q3_K, ">> (4 * n + j)", ">> (0 * n + j)",
               "third bit's place");
+  /* the second half's chunks read the first half's nibbles; every sub-block takes scale 0's top */
+  planted_bug("tiny", MKC_GGML_IQ4_NL, ">> (c & 2) * 2", ">> (c & 0) * 2", "nibble shift");
+  planted_bug("blocks-tiny", MKC_GGML_IQ4_XS, ">> 2 * j & 3u", ">> 0 * j & 3u", "scale's top bits");
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
               "fifth bit's place");

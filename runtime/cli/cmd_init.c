@@ -29,12 +29,12 @@ static const char USAGE[] =
     "BF16, Q/K rows in transformers' order).\n"
     "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
     "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q5_0,\n"
-    "q5_1, q2_k, q3_k, q4_k, q5_k or q6_k, in any case; the bf16 values are\n"
-    "converted or quantized. Norm vectors and biases stay BF16. A matrix whose\n"
-    "columns are not whole blocks of T (32 elements; 256 for the K types) falls\n"
-    "back as llama.cpp's quantize does: q4_k to Q5_0, q5_k to Q5_1, q6_k to Q8_0\n"
-    "when the columns are whole 32s, else BF16 (q2_k and q3_k too: llama.cpp's\n"
-    "IQ4_NL is not a type mkc reads); init says so.\n"
+    "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs, in any case; the bf16\n"
+    "values are converted or quantized. Norm vectors and biases stay BF16. A\n"
+    "matrix whose columns are not whole blocks of T (32 elements; 256 for the K\n"
+    "types and iq4_xs) falls back as llama.cpp's quantize does: q4_k to Q5_0,\n"
+    "q5_k to Q5_1, q6_k to Q8_0, q2_k, q3_k and iq4_xs to IQ4_NL when the\n"
+    "columns are whole 32s, else BF16; init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -194,12 +194,14 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
 static const struct {
   const char *name;
   uint32_t type;
-} TYPE_NAMES[] = {{"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},   {"f32", MKC_GGML_F32},
-                  {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0}, {"q4_1", MKC_GGML_Q4_1},
-                  {"q5_0", MKC_GGML_Q5_0}, {"q5_1", MKC_GGML_Q5_1}, {"q2_k", MKC_GGML_Q2_K},
-                  {"q3_k", MKC_GGML_Q3_K}, {"q4_k", MKC_GGML_Q4_K}, {"q5_k", MKC_GGML_Q5_K},
-                  {"q6_k", MKC_GGML_Q6_K}};
-#define TYPE_CHOICES "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k"
+} TYPE_NAMES[] = {
+    {"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},       {"f32", MKC_GGML_F32},
+    {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0},     {"q4_1", MKC_GGML_Q4_1},
+    {"q5_0", MKC_GGML_Q5_0}, {"q5_1", MKC_GGML_Q5_1},     {"q2_k", MKC_GGML_Q2_K},
+    {"q3_k", MKC_GGML_Q3_K}, {"q4_k", MKC_GGML_Q4_K},     {"q5_k", MKC_GGML_Q5_K},
+    {"q6_k", MKC_GGML_Q6_K}, {"iq4_nl", MKC_GGML_IQ4_NL}, {"iq4_xs", MKC_GGML_IQ4_XS}};
+#define TYPE_CHOICES                                                                               \
+  "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
@@ -238,15 +240,16 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
 
 /* The type a tensor is stored in: the one wanted, unless its columns are not
  * whole blocks of it (a GGUF row holds whole blocks): then as llama.cpp's
- * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1 and Q6_K to Q8_0 when the
- * columns are whole 32s, else BF16 (llama.cpp: F16; for Q2_K and Q3_K IQ4_NL,
- * which mkc does not read), said in one line. */
+ * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 and Q2_K,
+ * Q3_K and IQ4_XS to IQ4_NL when the columns are whole 32s, else BF16
+ * (llama.cpp: F16), said in one line. */
 static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
   const mkc_ggml_type_info *t = mkc_ggml_type(want);
   if (info->cols % t->block == 0) return want;
   uint32_t fallback = want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
                       : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
                       : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
+                      : t->block == 256       ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, IQ4_XS */
                                               : MKC_GGML_BF16;
   if (info->cols % mkc_ggml_type(fallback)->block != 0) fallback = MKC_GGML_BF16;
   fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n", info->name,

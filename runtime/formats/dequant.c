@@ -25,8 +25,8 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [11] = {"Q3_K", 256, 110, 1},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
     [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
     [17] = {"IQ2_XS", 256, 74, 0},  [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
-    [20] = {"IQ4_NL", 32, 18, 0},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
-    [23] = {"IQ4_XS", 256, 136, 0}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
+    [20] = {"IQ4_NL", 32, 18, 1},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
+    [23] = {"IQ4_XS", 256, 136, 1}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
     [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
     [29] = {"IQ1_M", 256, 56, 0},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
     [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 0},
@@ -37,7 +37,8 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 }
 
 const char *mkc_dequant_type_names(void) {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
+         "IQ4_XS";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -199,6 +200,36 @@ static void block_q3_k(const uint8_t *b, float *y) {
   }
 }
 
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl). */
+static const int8_t IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                 1,    13,   25,  38,  53,  69,  89,  113};
+
+/* IQ4_NL, 18 bytes per 32: f16 d, nibbles as Q4_0's indexing the levels; x = d * level. */
+static void block_iq4_nl(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int i = 0; i < 16; i++) {
+    y[i] = d * (float)IQ4NL[b[2 + i] & 0xf];
+    y[i + 16] = d * (float)IQ4NL[b[2 + i] >> 4];
+  }
+}
+
+/* IQ4_XS, 136 bytes per 256: f16 d, a u16 of the 8 sub-blocks' top 2 scale
+ * bits (2j), 4 bytes of their low 4 (nibble j % 2 of byte j / 2), then per
+ * sub-block of 32 16 bytes of IQ4_NL's nibbles; x = d * (scale - 32) * level. */
+static void block_iq4_xs(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  unsigned high = (unsigned)(b[2] | b[3] << 8);
+  for (int j = 0; j < 8; j++) {
+    int scale = ((b[4 + j / 2] >> 4 * (j % 2)) & 0xf) | (int)((high >> 2 * j) & 3) << 4;
+    float dl = d * (float)(scale - 32);
+    const uint8_t *q = b + 8 + 16 * j;
+    for (int i = 0; i < 16; i++) {
+      y[32 * j + i] = dl * (float)IQ4NL[q[i] & 0xf];
+      y[32 * j + i + 16] = dl * (float)IQ4NL[q[i] >> 4];
+    }
+  }
+}
+
 /* Q6_K, 210 bytes per 256: 128 bytes of low nibbles (ql), 64 bytes of high
  * 2-bit pairs (qh), int8 scales for 16 sub-blocks of 16, f16 d. In each half
  * of 128, element l + 32k (l < 32, k < 4) takes its low 4 bits from ql byte
@@ -244,6 +275,10 @@ static block_reader reader_for(uint32_t type) {
     return block_q5_k;
   case MKC_GGML_Q6_K:
     return block_q6_k;
+  case MKC_GGML_IQ4_NL:
+    return block_iq4_nl;
+  case MKC_GGML_IQ4_XS:
+    return block_iq4_xs;
   default:
     return NULL;
   }

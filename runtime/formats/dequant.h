@@ -23,6 +23,8 @@ enum mkc_ggml_type {
   MKC_GGML_Q5_K = 13,
   MKC_GGML_Q6_K = 14,
   MKC_GGML_Q8_K = 15,
+  MKC_GGML_IQ4_NL = 20,
+  MKC_GGML_IQ4_XS = 23,
   MKC_GGML_BF16 = 30,
   MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
 };

@@ -20,6 +20,10 @@
  *   Q5_K  as Q4_K with codes 0..31.
  *   Q2_K  as Q4_K per sub-block of 16 with codes 0..3 and 4-bit scales and
  *         mins (d and dmin the largest of those / 15).
+ *   IQ4_NL the value of largest magnitude at the -127 level (|d| = max|x| /
+ *         127 rounded up); each element the nearest of the 16 levels.
+ *   IQ4_XS per sub-block of 32 as IQ4_NL, its step d (f16, the largest step
+ *         / 31) times a 6-bit scale rounded up in magnitude and signed.
  *   Q3_K  per sub-block of 16 as Q4_0 with codes -4..3 (|step| >= max|x| /
  *         4.5 and >= the other sign's / 3.5); d (f16) is the largest step /
  *         31, the 6-bit scales rounded up in magnitude and signed.
@@ -297,6 +301,65 @@ static void block_q3_k(const float *x, uint8_t *b) {
   put_u16(b + 108, dh);
 }
 
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl; dequant.c reads them). */
+static const int IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                              1,    13,   25,  38,  53,  69,  89,  113};
+
+/* The index of the level nearest v (the lower on a tie). */
+static int nearest_level(float v) {
+  int best = 0;
+  for (int k = 1; k < 16; k++)
+    if (fabsf(v - (float)IQ4NL[k]) < fabsf(v - (float)IQ4NL[best])) best = k;
+  return best;
+}
+
+/* The step of 32 (or n) values on IQ4_NL's levels: the value of largest
+ * magnitude at the -127 end (a negative step for a positive one). */
+static float level_step(const float *x, int n) {
+  float ext, other, amax = extremes(x, n, &ext, &other);
+  (void)other;
+  return ext > 0 ? -amax / 127 : amax / 127;
+}
+
+/* 32 values' nibbles (as Q4_0's) on the levels times step. */
+static void put_levels(const float *x, float step, uint8_t *q) {
+  int code[32];
+  for (int i = 0; i < 32; i++) code[i] = step != 0 ? nearest_level(x[i] / step) : 8;
+  put_small(code, NULL, q);
+}
+
+/* IQ4_NL, 18 bytes per 32: f16 d (rounded up in magnitude), the nibbles. */
+static void block_iq4_nl(const float *x, uint8_t *b) {
+  float step = level_step(x, 32);
+  uint16_t dh = f16_up(fabsf(step));
+  if (step < 0 && dh) dh |= 0x8000;
+  put_u16(b, dh);
+  put_levels(x, mkc_f16_to_float(dh), b + 2);
+}
+
+/* IQ4_XS, 136 bytes per 256: per sub-block of 32 IQ4_NL's step, as d (f16,
+ * the largest step / 31) times a signed 6-bit scale rounded up in magnitude
+ * (stored + 32: the low 4 bits in a nibble of bytes 4..7, the top 2 in the
+ * u16 at 2), then the nibbles. */
+static void block_iq4_xs(const float *x, uint8_t *b) {
+  float step[8], max_step = 0;
+  for (int j = 0; j < 8; j++)
+    step[j] = level_step(x + 32 * j, 32), max_step = fmaxf(max_step, fabsf(step[j]));
+  uint16_t dh = f16_up(max_step / 31);
+  float d = mkc_f16_to_float(dh);
+  unsigned high = 0;
+  memset(b, 0, 8);
+  put_u16(b, dh);
+  for (int j = 0; j < 8; j++) {
+    int mag = d > 0 ? at_least(fabsf(step[j]) / d, 31) : 0, scale = step[j] < 0 ? -mag : mag;
+    int u = scale + 32;
+    b[4 + j / 2] |= (uint8_t)((u & 0xf) << 4 * (j % 2));
+    high |= (unsigned)(u >> 4) << 2 * j;
+    put_levels(x + 32 * j, d * (float)scale, b + 8 + 16 * j);
+  }
+  put_u16(b + 2, (uint16_t)high);
+}
+
 /* Q6_K, 210 bytes per 256: ql[128], qh[64], int8 scales[16], f16 d. Element
  * half * 128 + 32k + l (k < 4, l < 32) keeps the low 4 bits of its code q + 32
  * in ql byte half * 64 + l + 32 (k % 2) (low nibble for k < 2) and the high 2
@@ -354,6 +417,10 @@ static block_writer writer_for(uint32_t type) {
     return block_q5_k;
   case MKC_GGML_Q6_K:
     return block_q6_k;
+  case MKC_GGML_IQ4_NL:
+    return block_iq4_nl;
+  case MKC_GGML_IQ4_XS:
+    return block_iq4_xs;
   default:
     return NULL;
   }

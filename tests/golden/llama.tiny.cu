@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates e6ca2d80d5b7fb5c, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates a20b470043727acd, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -181,6 +181,10 @@ MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
+}
+/* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
+MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
+  return __byte_perm(x, y, s);
 }
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
   for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
@@ -830,6 +834,8 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
@@ -893,6 +899,25 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   unsigned long long x =
       (unsigned long long)(b & 255u) * 0x0101010101010101ull & 0x8040201008040201ull;
   return (x + 0x7f7f7f7f7f7f7f7full) >> 7 & MKC_LOW_BITS;
+}
+#endif
+
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
+ * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
+  unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
+  unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
+  unsigned hi = mkc_byte_perm(0x26190d01u, 0x71594535u, sel); /* levels 8..15 */
+  unsigned high = (q >> 3 & 0x01010101u) * 255u;              /* the bytes whose index is >= 8 */
+  return (lo & ~high) | (hi & high);
+}
+/* The 8 levels of the nibbles in q's bytes, as floats times d. */
+MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float d, float *f) {
+  unsigned long long v =
+      (unsigned long long)mkc_iq4nl_x4((unsigned)(q >> 32)) << 32 | mkc_iq4nl_x4((unsigned)q);
+  mkc_s8x8_to_f32(v, f);
+  for (int i = 0; i < 8; i++) f[i] *= d;
 }
 #endif
 
@@ -973,6 +998,28 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     unsigned long long q = mkc_load8(b + 8 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
     mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
     for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_IQ4_NL
+  case MKC_W_IQ4_NL: { /* 18 per 32: f16 d, nibbles as Q4_0's indexing 16 levels; x = d * level */
+    const unsigned char *b = row + (c >> 2) * 18;
+    mkc_iq4nl_chunk(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES,
+                    mkc_f16_at(b), f);
+    return;
+  }
+#endif
+#ifdef MKC_W_USES_IQ4_XS
+  case MKC_W_IQ4_XS: { /* 136 per 256: f16 d, 2 high and 4 low bits of 8 scales, nibbles per 32 */
+    /* sub-block j's scale: nibble j % 2 of byte 4 + j / 2, then bits 2j of the u16 at 2; x = d *
+     * (scale - 32) * level, the 32 levels' nibbles as IQ4_NL's at 8 + 16 j. 8-aligned */
+    const unsigned char *b = row + (c >> 5) * 136;
+    unsigned dh = mkc_load4(b), sl = mkc_load4(b + 4);
+    int j = (c & 31) >> 2, k = c & 3; /* sub-block, and the chunk in it */
+    int scale = (int)((sl >> 4 * j & 15u) | (dh >> 16 >> 2 * j & 3u) << 4);
+    float dl = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
+    mkc_iq4nl_chunk(mkc_load8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES, dl,
+                    f);
     return;
   }
 #endif
@@ -4544,7 +4591,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4548 "llama.tiny.cu"
+#line 4595 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
