@@ -168,7 +168,7 @@ static void block_q5_k(const uint8_t *b, float *y) { k_block(b, b + 16, b + 48, 
 static int low_pair(const uint8_t *qs, int e) {
   return (qs[32 * (e / 128) + e % 32] >> 2 * (e % 128 / 32)) & 3;
 }
-static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
+int mkc_k16_sub(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
 
 /* Q2_K, 84 bytes per 256: 16 bytes of 4-bit scales (low nibble) and mins
  * (high) of the sub-blocks, 64 bytes of pairs, f16 d, f16 dmin;
@@ -176,7 +176,7 @@ static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 1
 static void block_q2_k(const uint8_t *b, float *y) {
   float d = f16_at(b + 80), dmin = f16_at(b + 82);
   for (int e = 0; e < 256; e++) {
-    int s = b[sub16(e)];
+    int s = b[mkc_k16_sub(e)];
     float dl = d * (float)(s & 0xf), ml = dmin * (float)(s >> 4);
     y[e] = dl * (float)low_pair(b + 16, e) - ml;
   }
@@ -191,7 +191,7 @@ static void block_q3_k(const uint8_t *b, float *y) {
   const uint8_t *hmask = b, *sc = b + 96;
   float d = f16_at(b + 108);
   for (int e = 0; e < 256; e++) {
-    int s = sub16(e);
+    int s = mkc_k16_sub(e);
     int scale = ((s < 8 ? sc[s] : sc[s - 8] >> 4) & 0xf) | ((sc[8 + s % 4] >> 2 * (s / 4)) & 3)
                                                                << 4;
     float dl = d * (float)(scale - 32);
@@ -200,16 +200,15 @@ static void block_q3_k(const uint8_t *b, float *y) {
   }
 }
 
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl). */
-static const int8_t IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                 1,    13,   25,  38,  53,  69,  89,  113};
+const int8_t mkc_iq4nl_levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                     1,    13,   25,  38,  53,  69,  89,  113};
 
 /* IQ4_NL, 18 bytes per 32: f16 d, nibbles as Q4_0's indexing the levels; x = d * level. */
 static void block_iq4_nl(const uint8_t *b, float *y) {
   float d = f16_at(b);
   for (int i = 0; i < 16; i++) {
-    y[i] = d * (float)IQ4NL[b[2 + i] & 0xf];
-    y[i + 16] = d * (float)IQ4NL[b[2 + i] >> 4];
+    y[i] = d * (float)mkc_iq4nl_levels[b[2 + i] & 0xf];
+    y[i + 16] = d * (float)mkc_iq4nl_levels[b[2 + i] >> 4];
   }
 }
 
@@ -224,8 +223,8 @@ static void block_iq4_xs(const uint8_t *b, float *y) {
     float dl = d * (float)(scale - 32);
     const uint8_t *q = b + 8 + 16 * j;
     for (int i = 0; i < 16; i++) {
-      y[32 * j + i] = dl * (float)IQ4NL[q[i] & 0xf];
-      y[32 * j + i + 16] = dl * (float)IQ4NL[q[i] >> 4];
+      y[32 * j + i] = dl * (float)mkc_iq4nl_levels[q[i] & 0xf];
+      y[32 * j + i + 16] = dl * (float)mkc_iq4nl_levels[q[i] >> 4];
     }
   }
 }

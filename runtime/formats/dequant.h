@@ -52,6 +52,13 @@ int mkc_dequant_f32(uint32_t type, const void *src, size_t n, float *dst);
 /* The same rounded to bf16 (nearest even); BF16 is copied bit for bit. */
 int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
 
+/* IQ4_NL's (and IQ4_XS's) 16 levels: ggml's kvalues_iq4nl. */
+extern const int8_t mkc_iq4nl_levels[16];
+
+/* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:
+ * 8 n + 2 j + l / 16 for e = 128 n + 32 j + l. */
+int mkc_k16_sub(int e);
+
 float mkc_f16_to_float(uint16_t h);
 uint16_t mkc_float_to_f16(float f); /* round to nearest even; NaN stays NaN */
 

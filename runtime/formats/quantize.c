@@ -222,12 +222,10 @@ static void block_q5_k(const float *x, uint8_t *b) {
 }
 
 /* Where element e = 128 n + 32 j + l of a Q2_K or Q3_K block keeps its low 2
- * bits: bits 2j, 2j + 1 of qs byte 32 n + l (dequant.c); and its sub-block of
- * 16. */
+ * bits: bits 2j, 2j + 1 of qs byte 32 n + l (dequant.c). */
 static void put_pair(uint8_t *qs, int e, int code) {
   qs[32 * (e / 128) + e % 32] |= (uint8_t)((code & 3) << 2 * (e % 128 / 32));
 }
-static int sub16(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
 
 /* Q2_K, 84 bytes per 256: 4-bit scale and min per sub-block of 16 (low and
  * high nibble of byte s), the pairs, f16 d, f16 dmin; x = (d * sc) * q - dmin
@@ -236,7 +234,7 @@ static void block_q2_k(const float *x, uint8_t *b) {
   float lift[16], hi[16], max_lift = 0, need[16], max_need = 0;
   for (int s = 0; s < 16; s++) lift[s] = 0, hi[s] = -INFINITY;
   for (int e = 0; e < 256; e++) {
-    int s = sub16(e);
+    int s = mkc_k16_sub(e);
     lift[s] = fmaxf(lift[s], -x[e]);
     hi[s] = fmaxf(hi[s], x[e]);
   }
@@ -257,7 +255,7 @@ static void block_q2_k(const float *x, uint8_t *b) {
   }
   memset(b + 16, 0, 64);
   for (int e = 0; e < 256; e++) {
-    int s = sub16(e);
+    int s = mkc_k16_sub(e);
     float step = d * (float)sc[s], offset = dmin * (float)mn[s];
     put_pair(b + 16, e, step > 0 ? nearest((x[e] + offset) / step, 0, 3) : 0);
   }
@@ -272,11 +270,14 @@ static void block_q2_k(const float *x, uint8_t *b) {
 static void block_q3_k(const float *x, uint8_t *b) {
   float step[16], max_step = 0;
   int negative[16];
+  float v[16][16]; /* each sub-block's values, gathered in one pass */
+  int n[16] = {0};
+  for (int e = 0; e < 256; e++) {
+    int s = mkc_k16_sub(e);
+    v[s][n[s]++] = x[e];
+  }
   for (int s = 0; s < 16; s++) {
-    float v[16], ext, other;
-    for (int e = 0, k = 0; e < 256; e++)
-      if (sub16(e) == s) v[k++] = x[e];
-    float amax = extremes(v, 16, &ext, &other);
+    float ext, other, amax = extremes(v[s], 16, &ext, &other);
     step[s] = fmaxf(amax / 4.5f, other / 3.5f);
     negative[s] = ext > 0; /* a negative step puts ext at the -4 end */
     max_step = fmaxf(max_step, step[s]);
@@ -293,7 +294,7 @@ static void block_q3_k(const float *x, uint8_t *b) {
     b[104 + s % 4] |= (uint8_t)((u >> 4) << 2 * (s / 4));
   }
   for (int e = 0; e < 256; e++) {
-    float eff = d * (float)scale[sub16(e)];
+    float eff = d * (float)scale[mkc_k16_sub(e)];
     int code = (eff != 0 ? nearest(x[e] / eff, -4, 3) : 0) + 4;
     put_pair(b + 32, e, code);
     b[e % 32] |= (uint8_t)((code >> 2) << (4 * (e / 128) + e % 128 / 32));
@@ -301,15 +302,11 @@ static void block_q3_k(const float *x, uint8_t *b) {
   put_u16(b + 108, dh);
 }
 
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl; dequant.c reads them). */
-static const int IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                              1,    13,   25,  38,  53,  69,  89,  113};
-
 /* The index of the level nearest v (the lower on a tie). */
 static int nearest_level(float v) {
   int best = 0;
   for (int k = 1; k < 16; k++)
-    if (fabsf(v - (float)IQ4NL[k]) < fabsf(v - (float)IQ4NL[best])) best = k;
+    if (fabsf(v - (float)mkc_iq4nl_levels[k]) < fabsf(v - (float)mkc_iq4nl_levels[best])) best = k;
   return best;
 }
 
