@@ -45,6 +45,18 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #endif
 #define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
 
+/* Quantized rows' sums with the block's scale outside (weights.cuh,
+ * mkc_dot8_q): the GPU's way. The CPU forms each weight as the reference does,
+ * the order its warp path (mkc_dot_warp_of) adds them in; test_dot_warp builds
+ * the GPU's way on the CPU too. */
+#ifndef MKC_DOT_CODES
+#ifdef MKC_CPU
+#define MKC_DOT_CODES 0
+#else
+#define MKC_DOT_CODES 1
+#endif
+#endif
+
 /* Chunks a lane loads for every row before it uses the first (bf16 rows: the
  * loads a lane has in flight are MKC_MV_UNROLL x the rows). The lane still
  * adds its chunks in the order c, c + 32, c + 64, ...: the same sums, bit for
@@ -73,11 +85,11 @@ MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
   }
 }
 
-/* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
+/* The T inputs' chunk c (c % 32 = cl), scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
  * are literals, so it stays in registers (at T = 8 the compiler's own choice
  * kept it in local memory). */
-MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
+MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c, int cl,
                                      const mkc_u4 *wc, const float *x, int x_stride,
                                      const mkc_bf16 *norm_w, int T, mkc_dot_acc *part) {
   mkc_f4 ga = {0.0f, 0.0f, 0.0f, 0.0f}, gb = ga;
@@ -112,22 +124,43 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
   }
   /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
    * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
-   * the inputs' chunks held for all the rows. Each partial takes the same product as above:
-   * the same sums, bit for bit. */
+   * the inputs' chunks held for all the rows. A bf16 row's partial takes the same product as
+   * above, the same sums bit for bit; a quantized row's, on the GPU, its codes with the scale
+   * outside the sum (MKC_DOT_CODES). */
   mkc_f4 xa[MKC_T_MAX], xb[MKC_T_MAX];
+  float xs[MKC_T_MAX]; /* each input's chunk summed, for the types with a min */
   MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
     if (t >= T) break;
     mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &xa[t], &xb[t]);
+    if (MKC_DOT_CODES) /* unused (and dropped) where no row's type has a min */
+      xs[t] =
+          ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) + ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
   }
+  (void)xs;
   MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
     if (r >= nrows) break;
     if (!w[r].p) continue;
     int rt = type ? type : w[r].type;
     float wf[8]; /* written whole on either path: a chunk left unwritten kept it in memory */
+#if MKC_DOT_CODES
+    if (rt != MKC_W_BF16) { /* the codes, the scale outside the sum (mkc_dot8_q) */
+      float dm[2];
+      int has_min = mkc_wchunk_q(rt, w[r].p, c, cl, wf, dm);
+      MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+        if (has_min) /* a literal once inlined: xs is computed only where a type has a min */
+          *p = mkc_dot8_qm(*p, wf, dm[0], dm[1], xa[t], xb[t], xs[t]);
+        else
+          *p = mkc_dot8_q(*p, wf, dm[0], xa[t], xb[t]);
+      }
+      continue;
+    }
+#endif
     if (rt == MKC_W_BF16)
       mkc_unpack8(wc[r], wf); /* mkc_dot8_f32 of it is mkc_dot8_bf16's sum, bit for bit */
-    else
-      mkc_wchunk(rt, w[r].p, c, wf);
+    else /* the CPU: each weight as the reference forms it, as mkc_dot_warp_of adds them */
+      mkc_wchunk_at(rt, w[r].p, c, cl, wf);
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
       part[r * MKC_T_MAX + t] = mkc_dot8_f32(part[r * MKC_T_MAX + t], wf, xa[t], xb[t]);
@@ -206,7 +239,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
-      mkc_dot_chunk(type, w, nrows, c, wc[u], x, x_stride, norm_w, T, part);
+      mkc_dot_chunk(type, w, nrows, c, lane & 31, wc[u], x, x_stride, norm_w, T, part);
     }
 #if MKC_CP_RING
     /* the slot again, for the turn `turns` ahead: its pieces were read into wc, and used */

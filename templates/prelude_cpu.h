@@ -289,6 +289,12 @@ MKC_DEVICE unsigned long long mkc_load8(const void *p) {
   mkc_load_aligned(&v, p, sizeof v, 8);
   return v;
 }
+/* A quantized block's fields (the GPU reads them past L1; here the same loads). */
+MKC_DEVICE unsigned mkc_load_weight2(const void *p) { return mkc_load2(p); }
+MKC_DEVICE unsigned mkc_load_weight4(const void *p) { return mkc_load4(p); }
+MKC_DEVICE unsigned long long mkc_load_weight8(const void *p) { return mkc_load8(p); }
+MKC_DEVICE unsigned long long mkc_load_weight8_a2(const void *p) { return mkc_load8_a2(p); }
+MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) { return mkc_load8_a4(p); }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed:
  * a quantized chunk's values. One widening and one conversion with AVX2. */
 MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
@@ -297,6 +303,11 @@ MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
 #else
   for (int i = 0; i < 8; i++) f[i] = (float)(unsigned char)(v >> 8 * i);
 #endif
+}
+/* The same less k (a small whole number): exact, as the GPU's. */
+MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
+  mkc_u8x8_to_f32(v, f);
+  for (int i = 0; i < 8; i++) f[i] -= k;
 }
 /* __byte_perm for selector nibbles below 8: byte k of the result is byte (s >> 4k) & 7 of y:x. */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
@@ -358,6 +369,13 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_bf16(mkc_dot_acc acc, mkc_u4 w, mkc_f4 a, mkc_f4
 MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, mkc_f4 b) {
   mkc_dot_acc x = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   return mkc_dot8_f32_v(acc, w, x);
+}
+/* acc + a b, rounded once, as the GPU's (weights.cuh's mkc_dot8_q): in the
+ * first of the 8 partials, the others 0 for such a row, so the sum is the
+ * GPU's bit for bit. Only builds with MKC_DOT_CODES take this path. */
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_fma(mkc_dot_acc acc, float a, float b) {
+  acc[0] = fmaf(a, b, acc[0]);
+  return acc;
 }
 /* Tensor cores (templates/gemm.cuh): a float as tf32, to nearest with ties
  * away from zero, as cvt.rna.tf32.f32 (inf stays inf, NaN a quiet NaN). */

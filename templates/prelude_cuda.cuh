@@ -155,16 +155,24 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 }
 /* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
-/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
-MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
-}
 /* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   return __byte_perm(x, y, s);
 }
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats less k (a small whole
+ * number), exact: byte i is put under 2^23's exponent (one byte permute) and
+ * 2^23 + k taken off (one add). Not 8 integer-to-float conversions, which were
+ * a quarter of a Q4_K chunk's instructions and run on a narrower pipe. */
+MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
+  unsigned w[2] = {(unsigned)v, (unsigned)(v >> 32)};
+  for (int i = 0; i < 8; i++)
+    f[i] =
+        __uint_as_float(__byte_perm(w[i >> 2], 0x4b000000u, 0x7440u | (i & 3))) - (8388608.0f + k);
+}
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) { mkc_u8x8_minus_f32(v, 0.0f, f); }
+/* Signed bytes: each byte's sign bit flipped (v + 128, unsigned), less 128. */
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  mkc_u8x8_minus_f32(v ^ 0x8080808080808080ull, 128.0f, f);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {
@@ -193,6 +201,10 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, m
   float p4 = w[4] * b.x, p5 = w[5] * b.y, p6 = w[6] * b.z, p7 = w[7] * b.w;
   return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
 }
+/* acc + a b, rounded once (a quantized chunk's scaled sums, weights.cuh). */
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_fma(mkc_dot_acc acc, float a, float b) {
+  return fmaf(a, b, acc);
+}
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
@@ -213,6 +225,47 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
 #else
   return mkc_load_u4(p);
 #endif
+}
+/* A quantized block's fields (weights.cuh), read as the rows above: 2, 4 and
+ * 8 bytes from addresses that aligned, and 8 bytes from 2- and 4-aligned ones. */
+MKC_DEVICE unsigned mkc_load_weight2(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load2(p);
+#endif
+}
+MKC_DEVICE unsigned mkc_load_weight4(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned v;
+  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load4(p);
+#endif
+}
+MKC_DEVICE unsigned long long mkc_load_weight8(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned long long v;
+  asm("ld.global.nc.L1::no_allocate.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load8(p);
+#endif
+}
+MKC_DEVICE unsigned long long mkc_load_weight8_a2(const void *p) {
+  const unsigned char *b = (const unsigned char *)p;
+  return (unsigned long long)mkc_load_weight2(b) |
+         (unsigned long long)mkc_load_weight2(b + 2) << 16 |
+         (unsigned long long)mkc_load_weight2(b + 4) << 32 |
+         (unsigned long long)mkc_load_weight2(b + 6) << 48;
+}
+MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) {
+  const unsigned char *b = (const unsigned char *)p;
+  return (unsigned long long)mkc_load_weight4(b) | (unsigned long long)mkc_load_weight4(b + 4)
+                                                       << 32;
 }
 /* Weight rows streamed into shared memory (MKC_CP_RING, templates/matvec.cuh):
  * cp.async copies 16 bytes without a register to hold them while they fly,

@@ -286,15 +286,15 @@ int main(void) {
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
       kernel_vs_reference(presets[p], types[t]);
   /* the low chunks read the high nibbles */
-  planted_bug("tiny", MKC_GGML_Q4_1, ">> (c & 2) * 2 & MKC_LOW_NIBBLES",
-              ">> (c & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
+  planted_bug("tiny", MKC_GGML_Q4_1, ">> (cl & 2) * 2 & MKC_LOW_NIBBLES",
+              ">> (cl & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
   /* the odd chunks take the even chunks' fifth bits */
-  planted_bug("tiny", MKC_GGML_Q5_0, ">> (c & 1) * 8", ">> (c & 0) * 8", "fifth bits' byte");
+  planted_bug("tiny", MKC_GGML_Q5_0, ">> (cl & 1) * 8", ">> (cl & 0) * 8", "fifth bits' byte");
   /* the third bits of the second half taken from the first half's */
   planted_bug("blocks-tiny", MKC_GGML_Q3_K, ">> (4 * n + j)", ">> (0 * n + j)",
               "third bit's place");
   /* the second half's chunks read the first half's nibbles; every sub-block takes scale 0's top */
-  planted_bug("tiny", MKC_GGML_IQ4_NL, ">> (c & 2) * 2", ">> (c & 0) * 2", "nibble shift");
+  planted_bug("tiny", MKC_GGML_IQ4_NL, ">> (cl & 2) * 2", ">> (cl & 0) * 2", "nibble shift");
   planted_bug("blocks-tiny", MKC_GGML_IQ4_XS, ">> 2 * j & 3u", ">> 0 * j & 3u", "scale's top bits");
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",

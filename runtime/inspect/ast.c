@@ -42,6 +42,7 @@ static const char CLANG_PRELUDE[] =
     "__device__ unsigned __float_as_uint(float f);\n"
     "__device__ float fmaxf(float, float);\n"
     "__device__ float fminf(float, float);\n"
+    "__device__ float fmaf(float, float, float);\n"
     "__device__ float fabsf(float);\n"
     "__device__ float floorf(float);\n"
     "__device__ float ceilf(float);\n"

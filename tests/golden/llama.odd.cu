@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates a20b470043727acd, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 99982c2733627c50, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -178,16 +178,24 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 }
 /* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
-/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed. */
-MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned)((v >> 8 * i) & 255u);
-}
 /* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   return __byte_perm(x, y, s);
 }
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats less k (a small whole
+ * number), exact: byte i is put under 2^23's exponent (one byte permute) and
+ * 2^23 + k taken off (one add). Not 8 integer-to-float conversions, which were
+ * a quarter of a Q4_K chunk's instructions and run on a narrower pipe. */
+MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
+  unsigned w[2] = {(unsigned)v, (unsigned)(v >> 32)};
+  for (int i = 0; i < 8; i++)
+    f[i] =
+        __uint_as_float(__byte_perm(w[i >> 2], 0x4b000000u, 0x7440u | (i & 3))) - (8388608.0f + k);
+}
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) { mkc_u8x8_minus_f32(v, 0.0f, f); }
+/* Signed bytes: each byte's sign bit flipped (v + 128, unsigned), less 128. */
 MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
+  mkc_u8x8_minus_f32(v ^ 0x8080808080808080ull, 128.0f, f);
 }
 /* Nanoseconds of the GPU's global timer (coarse: it ticks every ~1 us on some parts). */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {
@@ -216,6 +224,10 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_f32(mkc_dot_acc acc, const float *w, mkc_f4 a, m
   float p4 = w[4] * b.x, p5 = w[5] * b.y, p6 = w[6] * b.z, p7 = w[7] * b.w;
   return acc + (((p0 + p4) + (p2 + p6)) + ((p1 + p5) + (p3 + p7)));
 }
+/* acc + a b, rounded once (a quantized chunk's scaled sums, weights.cuh). */
+MKC_DEVICE mkc_dot_acc mkc_dot_acc_fma(mkc_dot_acc acc, float a, float b) {
+  return fmaf(a, b, acc);
+}
 MKC_DEVICE float mkc_dot_acc_sum(mkc_dot_acc acc) { return acc; }
 MKC_DEVICE mkc_u4 mkc_load_u4(const void *p) {
   uint4 v = *(const uint4 *)p;
@@ -236,6 +248,47 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
 #else
   return mkc_load_u4(p);
 #endif
+}
+/* A quantized block's fields (weights.cuh), read as the rows above: 2, 4 and
+ * 8 bytes from addresses that aligned, and 8 bytes from 2- and 4-aligned ones. */
+MKC_DEVICE unsigned mkc_load_weight2(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load2(p);
+#endif
+}
+MKC_DEVICE unsigned mkc_load_weight4(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned v;
+  asm("ld.global.nc.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load4(p);
+#endif
+}
+MKC_DEVICE unsigned long long mkc_load_weight8(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned long long v;
+  asm("ld.global.nc.L1::no_allocate.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+#else
+  return mkc_load8(p);
+#endif
+}
+MKC_DEVICE unsigned long long mkc_load_weight8_a2(const void *p) {
+  const unsigned char *b = (const unsigned char *)p;
+  return (unsigned long long)mkc_load_weight2(b) |
+         (unsigned long long)mkc_load_weight2(b + 2) << 16 |
+         (unsigned long long)mkc_load_weight2(b + 4) << 32 |
+         (unsigned long long)mkc_load_weight2(b + 6) << 48;
+}
+MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) {
+  const unsigned char *b = (const unsigned char *)p;
+  return (unsigned long long)mkc_load_weight4(b) | (unsigned long long)mkc_load_weight4(b + 4)
+                                                       << 32;
 }
 /* Weight rows streamed into shared memory (MKC_CP_RING, templates/matvec.cuh):
  * cp.async copies 16 bytes without a register to hold them while they fly,
@@ -889,7 +942,8 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
 
 /* A little-endian f16 at any address: block fields are only 2-byte aligned. */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
-  return mkc_f16_to_f32((mkc_f16)mkc_load2(p)); /* one load: every block's f16 is 2-aligned */
+  return mkc_f16_to_f32(
+      (mkc_f16)mkc_load_weight2(p)); /* one load: every block's f16 is 2-aligned */
 }
 
 #if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)
@@ -912,70 +966,79 @@ MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
   unsigned high = (q >> 3 & 0x01010101u) * 255u;              /* the bytes whose index is >= 8 */
   return (lo & ~high) | (hi & high);
 }
-/* The 8 levels of the nibbles in q's bytes, as floats times d. */
-MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float d, float *f) {
+/* The 8 levels of the nibbles in q's bytes, as floats. */
+MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float *f) {
   unsigned long long v =
       (unsigned long long)mkc_iq4nl_x4((unsigned)(q >> 32)) << 32 | mkc_iq4nl_x4((unsigned)q);
   mkc_s8x8_to_f32(v, f);
-  for (int i = 0; i < 8; i++) f[i] *= d;
 }
 #endif
 
 #if defined(MKC_W_USES_Q4_K) || defined(MKC_W_USES_Q5_K)
-/* Sub-block j's step d * scale and offset dmin * min from a K block's header
+/* Sub-block j's step d * scale and offset -dmin * min (dm[0], dm[1]) from a K block's header
  * h (f16 d | dmin << 16, then 12 bytes of 6-bit scales and mins: j < 4 the
  * low 6 bits of bytes j and j + 4; j >= 4 the nibbles of byte j + 4 below the
- * top 2 bits of bytes j - 4 and j). Q4_K and Q5_K share it. */
-MKC_DEVICE void mkc_k_scale_min(mkc_u4 h, int j, float *d1, float *m1) {
-  unsigned long long s03 = (unsigned long long)h.y | (unsigned long long)h.z << 32;
-  unsigned sj = (unsigned)(s03 >> 8 * j) & 255u; /* s[j] (j < 8) */
-  int scale, min;
-  if (j < 4) {
-    scale = (int)(sj & 63u);
-    min = (int)((unsigned)(s03 >> 8 * (j + 4)) & 63u);
-  } else {
-    unsigned s_lo = (unsigned)(s03 >> 8 * (j - 4)) & 255u, s_hi = h.w >> 8 * (j - 4) & 255u;
-    scale = (int)((s_hi & 15u) | (s_lo >> 6) << 4);
-    min = (int)((s_hi >> 4) | (sj >> 6) << 4);
-  }
-  *d1 = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * (float)scale;
-  *m1 = mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * (float)min;
+ * top 2 bits of bytes j - 4 and j). Q4_K and Q5_K share it. Both cases are
+ * computed, scale in the low half-word and min in the high one, and one is
+ * picked: j is the lane's (its chunks are c % 32 = lane), so a branch on it
+ * split every warp in two. */
+MKC_DEVICE void mkc_k_scale_min(mkc_u4 h, int j, float *dm) {
+  unsigned k = (unsigned)j & 3u;
+  /* s[k] | s[k + 4] << 16, and s[k + 8] in both halves (other bytes masked off below) */
+  unsigned ab = mkc_byte_perm(h.y, h.z, k | (k + 4u) << 8), c = mkc_byte_perm(h.w, h.w, k * 0x101u);
+  unsigned low = ab & 0x003f003fu;                                                /* j < 4 */
+  unsigned high = (c & 0x0fu) | (c >> 4 & 0x000f0000u) | (ab >> 2 & 0x00300030u); /* j >= 4 */
+  float sm[8];
+  mkc_u8x8_to_f32(j < 4 ? low : high, sm); /* scale in sm[0], min in sm[2] */
+  dm[0] = mkc_f16_to_f32((mkc_f16)(h.x & 0xffffu)) * sm[0];
+  dm[1] = -(mkc_f16_to_f32((mkc_f16)(h.x >> 16)) * sm[2]);
 }
 #endif
 
-/* The 8 weights of chunk c (elements 8c .. 8c + 7) of a row of a block type.
- * Each formula is the format's, in float, in the reference's order. */
-MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+/* Chunk c (elements 8c .. 8c + 7) of a row of a block type as its codes: the
+ * weights are d * q[i] + m where the type has a min (returns 1; dm = {d, m}),
+ * else d * q[i] (returns 0; dm = {d, 0}). q holds whole numbers, exact, with
+ * the format's offset taken off (Q4_0's q - 8). cl = c % 32: where the chunk
+ * sits in its block (every type's chunks per block divide 32). A lane's chunks
+ * all have its own cl (it takes c = lane, lane + 32, ...), so given as the
+ * lane, the offsets inside a block are worked out once per stage, not once per
+ * chunk and row. */
+MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, float *q,
+                            float *dm) {
   (void)row; /* unused in a kernel whose matrices are all bf16 */
   (void)c;
+  (void)cl;
+  (void)q;
+  dm[1] = 0.0f;
   switch (type) {
 #ifdef MKC_W_USES_Q8_0
   case MKC_W_Q8_0: { /* 34 bytes per 32: f16 d, int8 q[32]; x = d * q */
     const unsigned char *b = row + (c >> 2) * 34;
     float d = mkc_f16_at(b);
-    mkc_s8x8_to_f32(mkc_load8_a2(b + 2 + (c & 3) * 8), f);
-    for (int i = 0; i < 8; i++) f[i] *= d;
-    return;
+    mkc_s8x8_to_f32(mkc_load_weight8_a2(b + 2 + (cl & 3) * 8), q);
+    dm[0] = d;
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q4_0
   case MKC_W_Q4_0: { /* 18 per 32: f16 d, element i < 16 in byte i's low nibble, i + 16 high */
     const unsigned char *b = row + (c >> 2) * 18;
     float d = mkc_f16_at(b);
-    mkc_u8x8_to_f32(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 8.0f);
-    return;
+    mkc_u8x8_minus_f32(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES,
+                       8.0f, q);
+    dm[0] = d;
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q4_1
   case MKC_W_Q4_1: { /* 20 per 32: f16 d, f16 m, nibbles as Q4_0; x = d * q + m */
     /* 20-byte blocks are 4-aligned: d and m one load, the nibbles two */
     const unsigned char *b = row + (c >> 2) * 20;
-    unsigned dm = mkc_load4(b);
-    float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
-    mkc_u8x8_to_f32(mkc_load8_a4(b + 4 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
-    return;
+    unsigned h = mkc_load_weight4(b);
+    dm[0] = mkc_f16_to_f32((mkc_f16)(h & 0xffffu));
+    dm[1] = mkc_f16_to_f32((mkc_f16)(h >> 16));
+    mkc_u8x8_to_f32(mkc_load_weight8_a4(b + 4 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, q);
+    return 1;
   }
 #endif
 #ifdef MKC_W_USES_Q5_0
@@ -983,30 +1046,32 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
                       * Q4_0's; x = d * (q - 16). Blocks are only 2-aligned */
     const unsigned char *b = row + (c >> 2) * 22;
     float d = mkc_f16_at(b);
-    unsigned fifth = (unsigned)mkc_load2(b + 2 + (c & 2)) >> (c & 1) * 8; /* byte c & 3 */
-    unsigned long long q = mkc_load8_a2(b + 6 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
-    mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = d * (f[i] - 16.0f);
-    return;
+    unsigned fifth = (unsigned)mkc_load_weight2(b + 2 + (cl & 2)) >> (cl & 1) * 8; /* byte cl & 3 */
+    unsigned long long lo =
+        mkc_load_weight8_a2(b + 6 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES;
+    mkc_u8x8_minus_f32(lo | mkc_spread8(fifth) << 4, 16.0f, q);
+    dm[0] = d;
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q5_1
   case MKC_W_Q5_1: { /* 24 per 32: f16 d, f16 m, fifth bits, nibbles; x = d * q + m. 8-aligned */
     const unsigned char *b = row + (c >> 2) * 24;
-    unsigned dm = mkc_load4(b), fifth = mkc_load4(b + 4) >> (c & 3) * 8;
-    float d = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)), m = mkc_f16_to_f32((mkc_f16)(dm >> 16));
-    unsigned long long q = mkc_load8(b + 8 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES;
-    mkc_u8x8_to_f32(q | mkc_spread8(fifth) << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = d * f[i] + m;
-    return;
+    unsigned h = mkc_load_weight4(b), fifth = mkc_load_weight4(b + 4) >> (cl & 3) * 8;
+    dm[0] = mkc_f16_to_f32((mkc_f16)(h & 0xffffu));
+    dm[1] = mkc_f16_to_f32((mkc_f16)(h >> 16));
+    unsigned long long lo =
+        mkc_load_weight8(b + 8 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES;
+    mkc_u8x8_to_f32(lo | mkc_spread8(fifth) << 4, q);
+    return 1;
   }
 #endif
 #ifdef MKC_W_USES_IQ4_NL
   case MKC_W_IQ4_NL: { /* 18 per 32: f16 d, nibbles as Q4_0's indexing 16 levels; x = d * level */
     const unsigned char *b = row + (c >> 2) * 18;
-    mkc_iq4nl_chunk(mkc_load8_a2(b + 2 + (c & 1) * 8) >> (c & 2) * 2 & MKC_LOW_NIBBLES,
-                    mkc_f16_at(b), f);
-    return;
+    mkc_iq4nl_chunk(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, q);
+    dm[0] = mkc_f16_at(b);
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_IQ4_XS
@@ -1014,26 +1079,25 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     /* sub-block j's scale: nibble j % 2 of byte 4 + j / 2, then bits 2j of the u16 at 2; x = d *
      * (scale - 32) * level, the 32 levels' nibbles as IQ4_NL's at 8 + 16 j. 8-aligned */
     const unsigned char *b = row + (c >> 5) * 136;
-    unsigned dh = mkc_load4(b), sl = mkc_load4(b + 4);
-    int j = (c & 31) >> 2, k = c & 3; /* sub-block, and the chunk in it */
+    unsigned dh = mkc_load_weight4(b), sl = mkc_load_weight4(b + 4);
+    int j = cl >> 2, k = cl & 3; /* sub-block, and the chunk in it */
     int scale = (int)((sl >> 4 * j & 15u) | (dh >> 16 >> 2 * j & 3u) << 4);
-    float dl = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
-    mkc_iq4nl_chunk(mkc_load8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES, dl,
-                    f);
-    return;
+    dm[0] = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
+    mkc_iq4nl_chunk(mkc_load_weight8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES,
+                    q);
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q2_K
   case MKC_W_Q2_K: { /* 84 per 256: 4-bit scale | min << 4 per 16, pairs, f16 d, dmin; 4-aligned */
     /* element 128 n + 32 j + l: bits 2j of pairs byte 32 n + l; sub-block 8 n + 2 j + l / 16 */
     const unsigned char *b = row + (c >> 5) * 84;
-    int e = (c & 31) * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
-    unsigned dm = mkc_load4(b + 80), sm = mkc_load4(b + (s & ~3)) >> 8 * (s & 3);
-    float dl = mkc_f16_to_f32((mkc_f16)(dm & 0xffffu)) * (float)(sm & 15u),
-          ml = mkc_f16_to_f32((mkc_f16)(dm >> 16)) * (float)(sm >> 4 & 15u);
-    mkc_u8x8_to_f32(mkc_load8_a4(b + 16 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS, f);
-    for (int i = 0; i < 8; i++) f[i] = dl * f[i] - ml;
-    return;
+    int e = cl * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
+    unsigned h = mkc_load_weight4(b + 80), sm = mkc_load_weight4(b + (s & ~3)) >> 8 * (s & 3);
+    dm[0] = mkc_f16_to_f32((mkc_f16)(h & 0xffffu)) * (float)(sm & 15u);
+    dm[1] = -(mkc_f16_to_f32((mkc_f16)(h >> 16)) * (float)(sm >> 4 & 15u));
+    mkc_u8x8_to_f32(mkc_load_weight8_a4(b + 16 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS, q);
+    return 1;
   }
 #endif
 #ifdef MKC_W_USES_Q3_K
@@ -1041,15 +1105,14 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
     /* as Q2_K's pairs; the third bit is bit 4 n + j of byte l; scale s: the low 4 bits a
      * nibble of byte s % 8 (the high one for s >= 8), the top 2 bits 2 (s / 4) of byte 8 + s % 4 */
     const unsigned char *b = row + (c >> 5) * 110;
-    int e = (c & 31) * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
-    unsigned lo = mkc_load2(b + 96 + (s & 6)) >> 8 * (s & 1) >> 4 * (s >> 3) & 15u;
-    unsigned hi = mkc_load2(b + 104 + (s & 2)) >> 8 * (s & 1) >> 2 * (s >> 2) & 3u;
-    float dl = mkc_f16_at(b + 108) * (float)((int)(lo | hi << 4) - 32);
-    unsigned long long q = mkc_load8_a2(b + 32 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS;
-    unsigned long long third = mkc_load8_a2(b + l) >> (4 * n + j) & MKC_LOW_BITS;
-    mkc_u8x8_to_f32(q | third << 2, f);
-    for (int i = 0; i < 8; i++) f[i] = dl * (f[i] - 4.0f);
-    return;
+    int e = cl * 8, n = e >> 7, j = (e >> 5) & 3, l = e & 31, s = 8 * n + 2 * j + (l >> 4);
+    unsigned lo = mkc_load_weight2(b + 96 + (s & 6)) >> 8 * (s & 1) >> 4 * (s >> 3) & 15u;
+    unsigned hi = mkc_load_weight2(b + 104 + (s & 2)) >> 8 * (s & 1) >> 2 * (s >> 2) & 3u;
+    dm[0] = mkc_f16_at(b + 108) * (float)((int)(lo | hi << 4) - 32);
+    unsigned long long pairs = mkc_load_weight8_a2(b + 32 + 32 * n + l) >> 2 * j & MKC_LOW_PAIRS;
+    unsigned long long third = mkc_load_weight8_a2(b + l) >> (4 * n + j) & MKC_LOW_BITS;
+    mkc_u8x8_minus_f32(pairs | third << 2, 4.0f, q);
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q4_K
@@ -1059,44 +1122,85 @@ MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) 
      * one 8-byte load: two loads per chunk, not eleven byte and halfword loads, which held
      * the H100 to 4.5 % of its bandwidth (docs/PERF.md, 2026-11-27) */
     const unsigned char *b = row + (c >> 5) * 144;
-    int e = (c & 31) * 8, j = e >> 5, l = e & 31;
-    float d1, m1;
-    mkc_k_scale_min(mkc_load_u4(b), j, &d1, &m1);
+    int e = cl * 8, j = e >> 5, l = e & 31;
+    mkc_k_scale_min(mkc_load_weight_u4(b), j, dm);
     /* sub-blocks 2k, 2k + 1 share 32 bytes: low nibbles, then high */
-    mkc_u8x8_to_f32(mkc_load8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES, f);
-    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
-    return;
+    mkc_u8x8_to_f32(mkc_load_weight8(b + 16 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES,
+                    q);
+    return 1;
   }
 #endif
 #ifdef MKC_W_USES_Q5_K
   case MKC_W_Q5_K: { /* 176 per 256: Q4_K's 16-byte header, 32 bytes of fifth bits, nibbles */
     const unsigned char *b = row + (c >> 5) * 176; /* 11 x 16: 16-aligned as Q4_K's */
-    int e = (c & 31) * 8, j = e >> 5, l = e & 31;
-    float d1, m1;
-    mkc_k_scale_min(mkc_load_u4(b), j, &d1, &m1);
+    int e = cl * 8, j = e >> 5, l = e & 31;
+    mkc_k_scale_min(mkc_load_weight_u4(b), j, dm);
     /* element 32j + l: the nibble of qs byte (j / 2) 32 + l, plus bit j of qh byte l as 16 */
-    unsigned long long lo = mkc_load8(b + 48 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES;
-    unsigned long long hi = mkc_load8(b + 16 + l) >> j & MKC_LOW_BITS;
-    mkc_u8x8_to_f32(lo | hi << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = d1 * f[i] - m1;
-    return;
+    unsigned long long lo =
+        mkc_load_weight8(b + 48 + (j >> 1) * 32 + l) >> (j & 1) * 4 & MKC_LOW_NIBBLES;
+    unsigned long long hi = mkc_load_weight8(b + 16 + l) >> j & MKC_LOW_BITS;
+    mkc_u8x8_to_f32(lo | hi << 4, q);
+    return 1;
   }
 #endif
 #ifdef MKC_W_USES_Q6_K
   case MKC_W_Q6_K: { /* 210 per 256: low nibbles, high bit pairs, int8 scales per 16, f16 d */
     const unsigned char *b = row + (c >> 5) * 210;
-    int e = (c & 31) * 8, half = e >> 7, k = (e >> 5) & 3, l = e & 31;
-    unsigned long long ql = mkc_load8_a2(b + half * 64 + (k & 1) * 32 + l) >> (k >> 1) * 4;
-    unsigned long long qh = mkc_load8_a2(b + 128 + half * 32 + l) >> 2 * k;
-    float ds = mkc_f16_at(b + 208) * (float)(signed char)b[192 + (e >> 4)];
-    mkc_u8x8_to_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, f);
-    for (int i = 0; i < 8; i++) f[i] = ds * (f[i] - 32.0f);
-    return;
+    int e = cl * 8, half = e >> 7, k = (e >> 5) & 3, l = e & 31;
+    unsigned long long ql = mkc_load_weight8_a2(b + half * 64 + (k & 1) * 32 + l) >> (k >> 1) * 4;
+    unsigned long long qh = mkc_load_weight8_a2(b + 128 + half * 32 + l) >> 2 * k;
+    unsigned sc = mkc_load_weight2(b + 192 + (e >> 4 & ~1)) >> 8 * (e >> 4 & 1); /* byte e / 16 */
+    dm[0] = mkc_f16_at(b + 208) * (float)(signed char)sc;
+    mkc_u8x8_minus_f32((ql & MKC_LOW_NIBBLES) | (qh & MKC_LOW_PAIRS) << 4, 32.0f, q);
+    return 0;
   }
 #endif
   default:
-    for (int i = 0; i < 8; i++) f[i] = 0.0f; /* unreachable: codegen plans only the types above */
+    break; /* unreachable: codegen plans only the types above */
   }
+  for (int i = 0; i < 8; i++) q[i] = 0.0f;
+  dm[0] = 0.0f;
+  return 0;
+}
+
+/* The weights of a chunk from its codes, by each format's formula in the
+ * reference's order (in place: f may be q). */
+MKC_DEVICE void mkc_wscale(const float *q, const float *dm, int has_min, float *f) {
+  if (has_min)
+    for (int i = 0; i < 8; i++) f[i] = dm[0] * q[i] + dm[1];
+  else
+    for (int i = 0; i < 8; i++) f[i] = dm[0] * q[i];
+}
+
+/* The 8 weights of chunk c (c % 32 = cl) of a row. */
+MKC_DEVICE void mkc_wchunk_at(int type, const unsigned char *row, int c, int cl, float *f) {
+  float dm[2];
+  mkc_wscale(f, dm, mkc_wchunk_q(type, row, c, cl, f, dm), f);
+}
+
+/* Chunk c of a row, wherever it sits. */
+MKC_DEVICE void mkc_wchunk(int type, const unsigned char *row, int c, float *f) {
+  mkc_wchunk_at(type, row, c, c & 31, f);
+}
+
+/* A chunk's codes q (weights d * q[i] + m, mkc_wchunk_q) into a lane's
+ * running dot product with the scale outside the sum: d * sum(q x), plus m *
+ * sx for the types with a min (sx: the chunk's 8 inputs summed, once for all
+ * rows). The GPU's matvec (MKC_DOT_CODES): 10 instructions a row where scaling
+ * each weight first took 8 more. The CPU's warp path forms each weight as the
+ * reference does instead, so its sums differ from the GPU's in the last bits;
+ * test_dot_warp runs this path on the CPU against dequant.c, in double. */
+MKC_DEVICE float mkc_dot8_codes(const float *q, mkc_f4 a, mkc_f4 b) {
+  float s0 = fmaf(q[3], a.w, fmaf(q[2], a.z, fmaf(q[1], a.y, q[0] * a.x)));
+  float s1 = fmaf(q[7], b.w, fmaf(q[6], b.z, fmaf(q[5], b.y, q[4] * b.x)));
+  return s0 + s1;
+}
+MKC_DEVICE mkc_dot_acc mkc_dot8_q(mkc_dot_acc acc, const float *q, float d, mkc_f4 a, mkc_f4 b) {
+  return mkc_dot_acc_fma(acc, d, mkc_dot8_codes(q, a, b));
+}
+MKC_DEVICE mkc_dot_acc mkc_dot8_qm(mkc_dot_acc acc, const float *q, float d, float m, mkc_f4 a,
+                                   mkc_f4 b, float sx) {
+  return mkc_dot_acc_fma(mkc_dot_acc_fma(acc, d, mkc_dot8_codes(q, a, b)), m, sx);
 }
 #line 1 "templates/embed.cuh"
 /* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. A
@@ -1169,6 +1273,18 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #endif
 #define MKC_DOT_ROWS_MAX (2 * MKC_ROWS)
 
+/* Quantized rows' sums with the block's scale outside (weights.cuh,
+ * mkc_dot8_q): the GPU's way. The CPU forms each weight as the reference does,
+ * the order its warp path (mkc_dot_warp_of) adds them in; test_dot_warp builds
+ * the GPU's way on the CPU too. */
+#ifndef MKC_DOT_CODES
+#ifdef MKC_CPU
+#define MKC_DOT_CODES 0
+#else
+#define MKC_DOT_CODES 1
+#endif
+#endif
+
 /* Chunks a lane loads for every row before it uses the first (bf16 rows: the
  * loads a lane has in flight are MKC_MV_UNROLL x the rows). The lane still
  * adds its chunks in the order c, c + 32, c + 64, ...: the same sums, bit for
@@ -1197,11 +1313,11 @@ MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
   }
 }
 
-/* The T inputs' chunk c, scaled by the norm weight, into the rows' partials
+/* The T inputs' chunk c (c % 32 = cl), scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
  * are literals, so it stays in registers (at T = 8 the compiler's own choice
  * kept it in local memory). */
-MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c,
+MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int c, int cl,
                                      const mkc_u4 *wc, const float *x, int x_stride,
                                      const mkc_bf16 *norm_w, int T, mkc_dot_acc *part) {
   mkc_f4 ga = {0.0f, 0.0f, 0.0f, 0.0f}, gb = ga;
@@ -1236,22 +1352,43 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
   }
   /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
    * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
-   * the inputs' chunks held for all the rows. Each partial takes the same product as above:
-   * the same sums, bit for bit. */
+   * the inputs' chunks held for all the rows. A bf16 row's partial takes the same product as
+   * above, the same sums bit for bit; a quantized row's, on the GPU, its codes with the scale
+   * outside the sum (MKC_DOT_CODES). */
   mkc_f4 xa[MKC_T_MAX], xb[MKC_T_MAX];
+  float xs[MKC_T_MAX]; /* each input's chunk summed, for the types with a min */
   MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
     if (t >= T) break;
     mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &xa[t], &xb[t]);
+    if (MKC_DOT_CODES) /* unused (and dropped) where no row's type has a min */
+      xs[t] =
+          ((xa[t].x + xa[t].y) + (xa[t].z + xa[t].w)) + ((xb[t].x + xb[t].y) + (xb[t].z + xb[t].w));
   }
+  (void)xs;
   MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) {
     if (r >= nrows) break;
     if (!w[r].p) continue;
     int rt = type ? type : w[r].type;
     float wf[8]; /* written whole on either path: a chunk left unwritten kept it in memory */
+#if MKC_DOT_CODES
+    if (rt != MKC_W_BF16) { /* the codes, the scale outside the sum (mkc_dot8_q) */
+      float dm[2];
+      int has_min = mkc_wchunk_q(rt, w[r].p, c, cl, wf, dm);
+      MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_dot_acc *p = &part[r * MKC_T_MAX + t];
+        if (has_min) /* a literal once inlined: xs is computed only where a type has a min */
+          *p = mkc_dot8_qm(*p, wf, dm[0], dm[1], xa[t], xb[t], xs[t]);
+        else
+          *p = mkc_dot8_q(*p, wf, dm[0], xa[t], xb[t]);
+      }
+      continue;
+    }
+#endif
     if (rt == MKC_W_BF16)
       mkc_unpack8(wc[r], wf); /* mkc_dot8_f32 of it is mkc_dot8_bf16's sum, bit for bit */
-    else
-      mkc_wchunk(rt, w[r].p, c, wf);
+    else /* the CPU: each weight as the reference forms it, as mkc_dot_warp_of adds them */
+      mkc_wchunk_at(rt, w[r].p, c, cl, wf);
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
       part[r * MKC_T_MAX + t] = mkc_dot8_f32(part[r * MKC_T_MAX + t], wf, xa[t], xb[t]);
@@ -1330,7 +1467,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
-      mkc_dot_chunk(type, w, nrows, c, wc[u], x, x_stride, norm_w, T, part);
+      mkc_dot_chunk(type, w, nrows, c, lane & 31, wc[u], x, x_stride, norm_w, T, part);
     }
 #if MKC_CP_RING
     /* the slot again, for the turn `turns` ahead: its pieces were read into wc, and used */
@@ -4591,7 +4728,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4595 "llama.odd.cu"
+#line 4732 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
