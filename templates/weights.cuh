@@ -12,11 +12,11 @@
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
-#define MKC_W_IQ4_NL 20
-#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -82,8 +82,9 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 #endif
 
 #if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
- * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
+ * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes. */
 MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
   unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 99982c2733627c50, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates b2bfb34b4d03d3cc, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -887,11 +887,11 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
-#define MKC_W_IQ4_NL 20
-#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -957,8 +957,9 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 #endif
 
 #if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
- * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
+ * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes. */
 MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
   unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
@@ -4742,7 +4743,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4746 "llama.llama-3.2-1b.cu"
+#line 4747 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

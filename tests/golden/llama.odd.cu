@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates 99982c2733627c50, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates b2bfb34b4d03d3cc, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -887,11 +887,11 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
-#define MKC_W_IQ4_NL 20
-#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -957,8 +957,9 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 #endif
 
 #if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
- * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
+ * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes. */
 MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
   unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
@@ -4728,7 +4729,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4732 "llama.odd.cu"
+#line 4733 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

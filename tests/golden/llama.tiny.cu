@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 99982c2733627c50, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates b2bfb34b4d03d3cc, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -887,11 +887,11 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q8_0 8
 #define MKC_W_Q2_K 10
 #define MKC_W_Q3_K 11
-#define MKC_W_IQ4_NL 20
-#define MKC_W_IQ4_XS 23
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
+#define MKC_W_IQ4_NL 20
+#define MKC_W_IQ4_XS 23
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -957,8 +957,9 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 #endif
 
 #if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the 8 bytes of each of
- * two words, looked up 4 at a time: q holds 4 indices (0..15) in its bytes. */
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
+ * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes. */
 MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
   unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
@@ -4728,7 +4729,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4732 "llama.tiny.cu"
+#line 4733 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
