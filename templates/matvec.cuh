@@ -220,21 +220,30 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) turns = 0;
   for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
 #endif
+  /* Where each row's chunks are read from: a missing row reads another's (and leaves its
+   * chunks unused), so that every load is unconditional. Conditional, ptxas for sm_100 and later
+   * carried each row's last chunks from turn to turn for the turns that skip the load, through
+   * local memory: 64 reloads a turn in the LM head at T = 5. No row at all: no turn. */
+  const unsigned char *any = 0, *src[MKC_DOT_ROWS_MAX];
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p) any = w[r].p;
+  for (int r = 0; r < nrows; r++) src[r] = w[r].p ? w[r].p : any;
+  if (!any) n_chunks = 0;
   for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL, i++) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
+    const mkc_u4 z = {0u, 0u, 0u, 0u};
 #if MKC_CP_RING
     if (turns) {
       mkc_cp_wait(turns - 1); /* this turn's group has landed */
       for (int r = 0; r < nrows; r++)
-        if (w[r].p) wc[0][r] = mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r));
+        wc[0][r] = w[r].p ? mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r)) : z;
     } else
 #endif
     {
       MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
-          for (int r = 0; r < nrows;
-               r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-              wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
+          for (int r = 0; r < nrows; r++) if ((type ? type : w[r].type) == MKC_W_BF16) wc[u][r] =
+              c0 + 32 * u < n_chunks ? mkc_load_weight_u4(src[r] + 16 * (c0 + 32 * u)) : z;
     }
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
