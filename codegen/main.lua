@@ -274,7 +274,7 @@ function M.export(graph, plan, gen, source)
     plan = { t_max = gen.t_max, t_chunk = gen.t_chunk, step_rows = gen.step_rows, threads = gen.threads,
              weight_elems = plan.weight_elems,
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
-             smem_bytes = plan.smem_bytes,
+             smem_bytes = plan.smem_bytes, blocks_per_sm = plan.blocks_per_sm or 0,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
              logprobs_offset = plan.logprobs, history_offset = plan.history,
              timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0,

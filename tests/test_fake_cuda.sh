@@ -356,12 +356,21 @@ fi
 # 7 per SM; at 255, 8192 per warp, 32768 per block: 2 per SM. A kernel
 # without prompt chunks (--ubatch 5: its shared memory is 2 KiB) so that
 # registers bind; with them (the default, 37 KiB of tiles per block, and the
-# 1 KiB each block reserves), 228 KiB per SM hold 5 at 32 registers.
+# 1 KiB each block reserves), 228 KiB per SM hold 5 at 32 registers. The grid
+# takes at most the kernel's planned blocks per SM (MKC_MIN_BLOCKS, 3 by
+# default): these runs plan 8, so that residency binds; the default's 3 next.
 args_chunked=("${args[@]}")
 args+=(--ubatch 5)
+run plan3 MKC_FAKE_CUDA_REGISTERS=32
+if [ "$rc" -eq 0 ] && same_tokens plan3 && grep -q "(6 blocks x 128 threads" "$tmp/plan3.err" \
+  && no_misuse "$tmp/plan3.err"; then
+  ok "the planned 3 blocks an SM where 8 fit: 6 blocks, same tokens"
+else
+  fail "the planned 3 blocks an SM: 6 blocks" "rc $rc" "$(grep -E 'blocks|misuse|error' "$tmp/plan3.err")"
+fi
 for case in 32:16 72:14 255:4; do
   regs=${case%:*} want=${case#*:}
-  run "regs$regs" MKC_FAKE_CUDA_REGISTERS=$regs
+  run "regs$regs" MKC_FAKE_CUDA_REGISTERS=$regs MKC_MIN_BLOCKS=8
   if [ "$rc" -eq 0 ] && same_tokens "regs$regs" && grep -q "$want blocks x 128 threads" "$tmp/regs$regs.err" \
     && no_misuse "$tmp/regs$regs.err"; then
     ok "residency at $regs registers per thread: $want blocks, same tokens"
@@ -385,7 +394,7 @@ MKC_CUDA_BLOCKS=4x expect_error "MKC_CUDA_BLOCKS not a number" \
   'mkc: error: cuda: MKC_CUDA_BLOCKS must be a grid of 1..16 blocks (the most that are co-resident here), got "4x"' \
   -- "${args[@]}" --backend cuda
 args=("${args_chunked[@]}")
-run chunked MKC_FAKE_CUDA_REGISTERS=32
+run chunked MKC_FAKE_CUDA_REGISTERS=32 MKC_MIN_BLOCKS=8
 if [ "$rc" -eq 0 ] && same_tokens chunked && grep -q "10 blocks x 128 threads" "$tmp/chunked.err" \
   && no_misuse "$tmp/chunked.err"; then
   ok "residency with prompt chunks' tiles in shared memory: 10 blocks, same tokens"

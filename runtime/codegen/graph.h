@@ -147,6 +147,7 @@ typedef struct mkc_graph {
   int kv_dtype;          /* enum mkc_kv_dtype */
   size_t kv_bytes;       /* KV cache bytes: the attention nodes' K and V slots, of kv_dtype */
   size_t smem_bytes;     /* dynamic shared memory per block */
+  int blocks_per_sm;     /* the grid's blocks per SM at most (MKC_MIN_BLOCKS); 0: all that fit */
   size_t logits_offset;  /* float offset of logits [t_max][logits_stride] in scratch */
   size_t logits_stride;  /* floats between the logits of consecutive inputs */
   size_t

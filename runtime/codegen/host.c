@@ -311,6 +311,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   free(kv_dtype);
   g->kv_bytes = (size_t)get_int(L, p, "kv_bytes");
   g->smem_bytes = (size_t)get_int(L, p, "smem_bytes");
+  g->blocks_per_sm = (int)get_int(L, p, "blocks_per_sm");
   g->logits_offset = (size_t)get_int(L, p, "logits_offset");
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
   g->logprobs_offset = (size_t)get_int(L, p, "logprobs_offset");

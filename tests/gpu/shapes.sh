@@ -30,6 +30,9 @@ BENCH_RUNS=(
   # the controller's fallback steps on the one-input copies, beside the T = 1 kernel
   "t1path-d4096 MKC_T1_PATH=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
+  # T = 1 needs 122 registers since its loads are unconditional (docs/PERF.md, 2026-11-28): 4 blocks
+  # an SM fit, but the grid keeps the planned 3 unless asked; 4 ran 9.5 % slower on 2026-11-27
+  "mb4-t1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
   "t1path-ring16-d0 MKC_T1_PATH=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "l1b-stages $l1b -p 64 -n 32 --stages"

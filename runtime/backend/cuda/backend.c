@@ -32,16 +32,16 @@ static size_t n_states(const mkc_graph *g) { return g->slots > 0 ? (size_t)g->sl
  * split-KV partitions follow the grid, so two kernels compared bit for bit
  * (a slot kernel and the plain one, tests/test_slots.c) need the same grid.
  * 0, or -1 after a message when N is no number or more than fit. */
-static int grid_override(int *blocks) {
+static int grid_override(int *blocks, int most) {
   const char *env = getenv("MKC_CUDA_BLOCKS");
   if (!env || !*env) return 0;
   char *end;
   long n = strtol(env, &end, 10);
-  if (*end || n < 1 || n > *blocks) {
+  if (*end || n < 1 || n > most) {
     fprintf(stderr,
             "mkc: error: cuda: MKC_CUDA_BLOCKS must be a grid of 1..%d blocks (the most that are "
             "co-resident here), got \"%s\"\n",
-            *blocks, env);
+            most, env);
     return -1;
   }
   *blocks = (int)n;
@@ -122,9 +122,14 @@ mkc_cuda_kernel *mkc_cuda_open(const mkc_graph *g, const mkc_cuda_device *dev, c
             b->dev.name);
     goto fail;
   }
+  int resident = per_sm * b->dev.sm_count; /* the most a cooperative grid may take */
+  if (resident > MKC_MAX_BLOCKS) resident = MKC_MAX_BLOCKS;
+  /* The grid: as many as fit, up to the kernel's plan per SM (fewer registers than planned do
+   * not grow it; MKC_CUDA_BLOCKS may) */
+  if (g->blocks_per_sm > 0 && per_sm > g->blocks_per_sm) per_sm = g->blocks_per_sm;
   b->blocks = per_sm * b->dev.sm_count;
-  if (b->blocks > MKC_MAX_BLOCKS) b->blocks = MKC_MAX_BLOCKS;
-  if (grid_override(&b->blocks) != 0) goto fail;
+  if (b->blocks > resident) b->blocks = resident;
+  if (grid_override(&b->blocks, resident) != 0) goto fail;
   CU_CHECK(StreamCreate(&b->stream, MKC_CU_STREAM_NON_BLOCKING));
   size_t wbytes = g->weight_elems * sizeof(uint16_t),
          sbytes = (g->scratch_floats ? g->scratch_floats : 1) * 4,
