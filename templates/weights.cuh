@@ -65,10 +65,9 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
 #define MKC_LOW_PAIRS 0x0303030303030303ull
 #define MKC_LOW_BITS 0x0101010101010101ull
 
-/* A little-endian f16 at any address: block fields are only 2-byte aligned. */
+/* A little-endian f16 of a block: one load (every block's f16 is 2-byte aligned). */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
-  return mkc_f16_to_f32(
-      (mkc_f16)mkc_load_weight2(p)); /* one load: every block's f16 is 2-aligned */
+  return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
 #if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)

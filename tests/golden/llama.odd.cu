@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates b2bfb34b4d03d3cc, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 97f99f4f0309fec0, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -940,10 +940,9 @@ MKC_DEVICE mkc_wrow mkc_wrow_none(void) { return mkc_wrow_none_of(MKC_W_BF16); }
 #define MKC_LOW_PAIRS 0x0303030303030303ull
 #define MKC_LOW_BITS 0x0101010101010101ull
 
-/* A little-endian f16 at any address: block fields are only 2-byte aligned. */
+/* A little-endian f16 of a block: one load (every block's f16 is 2-byte aligned). */
 MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
-  return mkc_f16_to_f32(
-      (mkc_f16)mkc_load_weight2(p)); /* one load: every block's f16 is 2-aligned */
+  return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
 #if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)
@@ -1449,21 +1448,30 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (w[r].p && (type ? type : w[r].type) != MKC_W_BF16) turns = 0;
   for (int s = 0; s < turns; s++) mkc_cp_rows(lane, s, w, nrows, lane + 32 * s, n_chunks);
 #endif
+  /* Where each row's chunks are read from: a missing row reads another's (and leaves its
+   * chunks unused), so that every load is unconditional. Conditional, ptxas for sm_100 and later
+   * carried each row's last chunks from turn to turn for the turns that skip the load, through
+   * local memory: 64 reloads a turn in the LM head at T = 5. No row at all: no turn. */
+  const unsigned char *any = 0, *src[MKC_DOT_ROWS_MAX];
+  for (int r = 0; r < nrows; r++)
+    if (w[r].p) any = w[r].p;
+  for (int r = 0; r < nrows; r++) src[r] = w[r].p ? w[r].p : any;
+  if (!any) n_chunks = 0;
   for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL, i++) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
+    const mkc_u4 z = {0u, 0u, 0u, 0u};
 #if MKC_CP_RING
     if (turns) {
       mkc_cp_wait(turns - 1); /* this turn's group has landed */
       for (int r = 0; r < nrows; r++)
-        if (w[r].p) wc[0][r] = mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r));
+        wc[0][r] = w[r].p ? mkc_load_shared_u4(mkc_cp_piece(lane, i % turns * nrows + r)) : z;
     } else
 #endif
     {
       MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
-          for (int r = 0; r < nrows;
-               r++) if (c0 + 32 * u < n_chunks && w[r].p && (type ? type : w[r].type) == MKC_W_BF16)
-              wc[u][r] = mkc_load_weight_u4(w[r].p + 16 * (c0 + 32 * u));
+          for (int r = 0; r < nrows; r++) if ((type ? type : w[r].type) == MKC_W_BF16) wc[u][r] =
+              c0 + 32 * u < n_chunks ? mkc_load_weight_u4(src[r] + 16 * (c0 + 32 * u)) : z;
     }
     MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
       int c = c0 + 32 * u;
@@ -4729,7 +4737,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4733 "llama.odd.cu"
+#line 4741 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
