@@ -169,16 +169,19 @@ static int low_pair(const uint8_t *qs, int e) {
   return (qs[32 * (e / 128) + e % 32] >> 2 * (e % 128 / 32)) & 3;
 }
 int mkc_k16_sub(int e) { return 8 * (e / 128) + 2 * (e % 128 / 32) + e % 32 / 16; }
+/* Sub-block s's first element (its 16 are consecutive): s = 8 n + 2 j + h, e = 128 n + 32 j + 16 h.
+ */
+static int k16_first(int s) { return 128 * (s / 8) + 32 * (s % 8 / 2) + 16 * (s % 2); }
 
 /* Q2_K, 84 bytes per 256: 16 bytes of 4-bit scales (low nibble) and mins
  * (high) of the sub-blocks, 64 bytes of pairs, f16 d, f16 dmin;
  * x = (d * scale) * q - dmin * min. */
 static void block_q2_k(const uint8_t *b, float *y) {
   float d = f16_at(b + 80), dmin = f16_at(b + 82);
-  for (int e = 0; e < 256; e++) {
-    int s = b[mkc_k16_sub(e)];
-    float dl = d * (float)(s & 0xf), ml = dmin * (float)(s >> 4);
-    y[e] = dl * (float)low_pair(b + 16, e) - ml;
+  for (int s = 0; s < 16; s++) {
+    float dl = d * (float)(b[s] & 0xf), ml = dmin * (float)(b[s] >> 4);
+    for (int e = k16_first(s); e < k16_first(s) + 16; e++)
+      y[e] = dl * (float)low_pair(b + 16, e) - ml;
   }
 }
 
@@ -190,13 +193,14 @@ static void block_q2_k(const uint8_t *b, float *y) {
 static void block_q3_k(const uint8_t *b, float *y) {
   const uint8_t *hmask = b, *sc = b + 96;
   float d = f16_at(b + 108);
-  for (int e = 0; e < 256; e++) {
-    int s = mkc_k16_sub(e);
+  for (int s = 0; s < 16; s++) {
     int scale = ((s < 8 ? sc[s] : sc[s - 8] >> 4) & 0xf) | ((sc[8 + s % 4] >> 2 * (s / 4)) & 3)
                                                                << 4;
     float dl = d * (float)(scale - 32);
-    int third = (hmask[e % 32] >> (4 * (e / 128) + e % 128 / 32)) & 1;
-    y[e] = dl * (float)(low_pair(b + 32, e) - (third ? 0 : 4));
+    for (int e = k16_first(s); e < k16_first(s) + 16; e++) {
+      int third = (hmask[e % 32] >> (4 * (e / 128) + e % 128 / 32)) & 1;
+      y[e] = dl * (float)(low_pair(b + 32, e) - (third ? 0 : 4));
+    }
   }
 }
 
@@ -252,35 +256,19 @@ static void block_q6_k(const uint8_t *b, float *y) {
 
 typedef void (*block_reader)(const uint8_t *b, float *y);
 
+/* The block types read here, by ggml type id (a table, not a switch: a new
+ * type is one line, the same line as in quantize.c's writers). */
+static const block_reader READERS[] = {
+    [MKC_GGML_Q4_0] = block_q4_0,     [MKC_GGML_Q4_1] = block_q4_1,
+    [MKC_GGML_Q5_0] = block_q5_0,     [MKC_GGML_Q5_1] = block_q5_1,
+    [MKC_GGML_Q8_0] = block_q8_0,     [MKC_GGML_Q2_K] = block_q2_k,
+    [MKC_GGML_Q3_K] = block_q3_k,     [MKC_GGML_Q4_K] = block_q4_k,
+    [MKC_GGML_Q5_K] = block_q5_k,     [MKC_GGML_Q6_K] = block_q6_k,
+    [MKC_GGML_IQ4_NL] = block_iq4_nl, [MKC_GGML_IQ4_XS] = block_iq4_xs,
+};
+
 static block_reader reader_for(uint32_t type) {
-  switch (type) {
-  case MKC_GGML_Q8_0:
-    return block_q8_0;
-  case MKC_GGML_Q4_0:
-    return block_q4_0;
-  case MKC_GGML_Q4_1:
-    return block_q4_1;
-  case MKC_GGML_Q5_0:
-    return block_q5_0;
-  case MKC_GGML_Q5_1:
-    return block_q5_1;
-  case MKC_GGML_Q2_K:
-    return block_q2_k;
-  case MKC_GGML_Q3_K:
-    return block_q3_k;
-  case MKC_GGML_Q4_K:
-    return block_q4_k;
-  case MKC_GGML_Q5_K:
-    return block_q5_k;
-  case MKC_GGML_Q6_K:
-    return block_q6_k;
-  case MKC_GGML_IQ4_NL:
-    return block_iq4_nl;
-  case MKC_GGML_IQ4_XS:
-    return block_iq4_xs;
-  default:
-    return NULL;
-  }
+  return type < sizeof READERS / sizeof *READERS ? READERS[type] : NULL;
 }
 
 static float f32_at(const uint8_t *p) {
