@@ -256,16 +256,8 @@ static void block_q6_k(const uint8_t *b, float *y) {
 
 typedef void (*block_reader)(const uint8_t *b, float *y);
 
-/* The block types read here, by ggml type id (a table, not a switch: a new
- * type is one line, the same line as in quantize.c's writers). */
-static const block_reader READERS[] = {
-    [MKC_GGML_Q4_0] = block_q4_0,     [MKC_GGML_Q4_1] = block_q4_1,
-    [MKC_GGML_Q5_0] = block_q5_0,     [MKC_GGML_Q5_1] = block_q5_1,
-    [MKC_GGML_Q8_0] = block_q8_0,     [MKC_GGML_Q2_K] = block_q2_k,
-    [MKC_GGML_Q3_K] = block_q3_k,     [MKC_GGML_Q4_K] = block_q4_k,
-    [MKC_GGML_Q5_K] = block_q5_k,     [MKC_GGML_Q6_K] = block_q6_k,
-    [MKC_GGML_IQ4_NL] = block_iq4_nl, [MKC_GGML_IQ4_XS] = block_iq4_xs,
-};
+/* The block types read here, by ggml type id (dequant.h's list). */
+static const block_reader READERS[] = {MKC_BLOCK_TYPES(MKC_BLOCK_FN)};
 
 static block_reader reader_for(uint32_t type) {
   return type < sizeof READERS / sizeof *READERS ? READERS[type] : NULL;
