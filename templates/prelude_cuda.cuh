@@ -161,8 +161,8 @@ MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
 }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats less k (a small whole
  * number), exact: byte i is put under 2^23's exponent (one byte permute) and
- * 2^23 + k taken off (one add). Not 8 integer-to-float conversions, which were
- * a quarter of a Q4_K chunk's instructions and run on a narrower pipe. */
+ * 2^23 + k taken off (one add). Two instructions a byte on full-rate pipes,
+ * not one integer-to-float conversion on Hopper's narrow one. */
 MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
   unsigned w[2] = {(unsigned)v, (unsigned)(v >> 32)};
   for (int i = 0; i < 8; i++)

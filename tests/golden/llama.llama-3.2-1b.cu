@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 97f99f4f0309fec0, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates 21470377d5b997c9, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -184,8 +184,8 @@ MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
 }
 /* The 8 bytes of v (byte i = bits 8i..8i+7) as floats less k (a small whole
  * number), exact: byte i is put under 2^23's exponent (one byte permute) and
- * 2^23 + k taken off (one add). Not 8 integer-to-float conversions, which were
- * a quarter of a Q4_K chunk's instructions and run on a narrower pipe. */
+ * 2^23 + k taken off (one add). Two instructions a byte on full-rate pipes,
+ * not one integer-to-float conversion on Hopper's narrow one. */
 MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
   unsigned w[2] = {(unsigned)v, (unsigned)(v >> 32)};
   for (int i = 0; i < 8; i++)
