@@ -345,12 +345,13 @@ function emit.source(graph, plan, opts)
   -- MKC_MIN_BLOCKS, a knob for the GPU's A/B: ptxas fits T = 1 in 128 registers (4 blocks)
   -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
   local min_blocks = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
+    or (opts.threads == 128 and 3 or nil)
   put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
-    min_blocks or (opts.threads == 128 and 3 or 1)))
-  -- ... and the blocks per SM the grid takes (0: as many as fit). Not more than planned where
-  -- ptxas needs fewer registers: llama-3.2-1b's T = 1 kernel fits 4 at 122, and 4 an SM ran
-  -- 9.5 % slower than 3 on the H100 (docs/PERF.md, 2026-11-27).
-  plan.blocks_per_sm = min_blocks or (opts.threads == 128 and 3 or 0)
+    min_blocks or 1))
+  -- ... and the blocks per SM the grid takes (0, none planned: as many as fit). Not more than
+  -- planned where ptxas needs fewer registers: llama-3.2-1b's T = 1 kernel fits 4 at 122, and 4
+  -- an SM ran 9.5 % slower than 3 on the H100 (docs/PERF.md, 2026-11-27).
+  plan.blocks_per_sm = min_blocks or 0
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
   local unroll = knob("MKC_MV_UNROLL", "1, 2, 3 or 4", function(u) return u >= 1 and u <= 4 end)
   if unroll and unroll > 1 and plan.cp_ring then

@@ -221,11 +221,9 @@ static void one(mkc_cpu_kernel *k, const int *types, int nrows, int n_chunks, in
   free(g);
 }
 
-/* Every case on one build of the kernel; unroll: MKC_MV_UNROLL, the chunks a lane
- * loads per row before it uses them (the sums must not change with it). */
-static void cases(mkc_cpu_kernel *k, int unroll_or_codes) {
-  char unroll[32];
-  snprintf(unroll, sizeof unroll, codes ? "codes" : "unroll %d", unroll_or_codes);
+/* Every case on one build of the kernel, named in each check by build ("unroll N": MKC_MV_UNROLL,
+ * the chunks a lane loads per row before it uses them, which must not change the sums). */
+static void cases(mkc_cpu_kernel *k, const char *unroll) {
   char what[200];
   for (int i = 0; i < N_KINDS; i++) {
     const mkc_ggml_type_info *ti = mkc_ggml_type((uint32_t)kinds[i]);
@@ -278,11 +276,11 @@ int main(void) {
     codes = unroll == 4;
     snprintf(source, sizeof source, "#define MKC_MV_UNROLL %d\n#define MKC_DOT_CODES %d\n%s",
              codes ? 1 : unroll, codes, KERNEL);
+    char build[32];
+    snprintf(build, sizeof build, codes ? "codes" : "unroll %d", unroll);
     mkc_cpu_kernel *k = mkc_cpu_kernel_open(source, "dot_warp.c", dir);
-    if (!CHECK(k != NULL, "the dot-product test kernel builds (%s %d)", codes ? "codes" : "unroll",
-               unroll))
-      return check_done();
-    cases(k, unroll);
+    if (!CHECK(k != NULL, "the dot-product test kernel builds (%s)", build)) return check_done();
+    cases(k, build);
     mkc_cpu_kernel_close(k);
   }
   return check_done();

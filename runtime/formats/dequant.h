@@ -32,10 +32,13 @@ enum mkc_ggml_type {
 /* The block types mkc reads (dequant.c) and writes (quantize.c): X(TYPE, f) for
  * MKC_GGML_TYPE, whose block functions are named block_f in both files. One
  * list, so that a type added has both or neither compiles. */
-#define MKC_BLOCK_TYPES(X)                                                                         \
-  X(Q4_0, q4_0)                                                                                    \
-  X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0) X(Q2_K, q2_k) X(Q3_K, q3_k)              \
-      X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
+/* (unformatted: clang-format reflows this macro's lines anew on every run) */
+/* clang-format off */
+#define MKC_BLOCK_TYPES(X) \
+  X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0) \
+  X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) \
+  X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
+/* clang-format on */
 /* A table entry of the list: [MKC_GGML_TYPE] = block_f, */
 #define MKC_BLOCK_FN(TYPE, f) [MKC_GGML_##TYPE] = block_##f,
 
