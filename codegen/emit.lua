@@ -9,7 +9,7 @@ local fold = require("fold")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
-emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
                    "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
                    "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
@@ -428,8 +428,10 @@ function emit.source(graph, plan, opts)
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
+  local grids = false -- the IQ grid tables, only where a matrix's type reads them
+  for _, w in ipairs(plan.weights) do grids = grids or wtypes.GRID[w.type] or false end
   for _, name in ipairs(emit.TEMPLATES) do
-    if opts.tiled or not TILED_ONLY[name] then splice(name) end
+    if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") then splice(name) end
   end
   -- each stage's text: its comment, its code, its barrier (and timer)
   local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)

@@ -14,11 +14,19 @@ wtypes.BLOCKS = {
   [10] = { name = "Q2_K", block = 256, bytes = 84 },
   [11] = { name = "Q3_K", block = 256, bytes = 110 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
+  [16] = { name = "IQ2_XXS", block = 256, bytes = 66 },
+  [17] = { name = "IQ2_XS", block = 256, bytes = 74 },
+  [22] = { name = "IQ2_S", block = 256, bytes = 82 },
+  [18] = { name = "IQ3_XXS", block = 256, bytes = 98 },
+  [21] = { name = "IQ3_S", block = 256, bytes = 110 },
   [20] = { name = "IQ4_NL", block = 32, bytes = 18 },
   [23] = { name = "IQ4_XS", block = 256, bytes = 136 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
 }
+
+-- The types whose decoders read templates/iq_grids.cuh's tables.
+wtypes.GRID = { [16] = true, [17] = true, [22] = true, [18] = true, [21] = true }
 
 function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end
 

@@ -98,6 +98,7 @@ static inline float mkc_lanes_sum(const float *v) {
 #define MKC_DEVICE_INLINE static inline __attribute__((always_inline))
 /* read-only data of the kernel (the layer loop's tables) */
 #define MKC_CONSTANT static const
+#define MKC_TABLE static const
 #define MKC_UNROLL /* the host compiler unrolls as it sees fit */
 
 typedef unsigned short mkc_bf16;
@@ -309,6 +310,8 @@ MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
   mkc_u8x8_to_f32(v, f);
   for (int i = 0; i < 8; i++) f[i] -= k;
 }
+/* The count of set bits. */
+MKC_DEVICE int mkc_popc(unsigned x) { return __builtin_popcount(x); }
 /* __byte_perm for selector nibbles below 8: byte k of the result is byte (s >> 4k) & 7 of y:x. */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned long long v = (unsigned long long)y << 32 | x;

@@ -13,6 +13,9 @@
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
 /* read-only data of the kernel (the layer loop's tables): the constant cache */
 #define MKC_CONSTANT __constant__
+/* a lookup table whose lanes read different entries (the IQ grids): global memory through L1;
+ * the constant cache would serialize a warp's distinct addresses */
+#define MKC_TABLE static __device__ const
 /* a loop unrolled whole: register arrays indexed by its counter stay in registers */
 #define MKC_UNROLL _Pragma("unroll")
 
@@ -155,6 +158,8 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 }
 /* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
+/* The count of set bits. */
+MKC_DEVICE int mkc_popc(unsigned x) { return __popc(x); }
 /* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   return __byte_perm(x, y, s);

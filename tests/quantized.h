@@ -16,7 +16,8 @@ typedef struct quantized_plan {
   const mkc_graph *bf16; /* the same kernel's graph with every weight bf16 */
   int q6_k_mix;
   int k_type;     /* the K type of the other matrices: 0 for Q4_K, or another K type */
-  int every_type; /* instead: each kind of matrix its own block type (EVERY_TYPE below) */
+  int every_type; /* instead: each kind of matrix its own block type (1: EVERY_TYPE below, 2:
+                     EVERY_GRID) */
 } quantized_plan;
 
 /* Matrix kinds and the block types every_type gives them, so that one kernel has a decoder of
@@ -30,14 +31,27 @@ static const struct {
                   {"ffn_down", MKC_GGML_Q5_K},     {"token_embd", MKC_GGML_Q4_0},
                   {"output.weight", MKC_GGML_Q4_1}};
 
+/* The same for the IQ2 and IQ3 grid types (two kinds each, IQ3_S three). */
+static const struct {
+  const char *kind;
+  int type;
+} EVERY_GRID[] = {{"attn_q", MKC_GGML_IQ2_XXS},     {"attn_k", MKC_GGML_IQ2_XS},
+                  {"attn_v", MKC_GGML_IQ2_S},       {"attn_output", MKC_GGML_IQ3_XXS},
+                  {"ffn_gate", MKC_GGML_IQ3_S},     {"ffn_up", MKC_GGML_IQ2_XXS},
+                  {"ffn_down", MKC_GGML_IQ3_XXS},   {"token_embd", MKC_GGML_IQ3_S},
+                  {"output.weight", MKC_GGML_IQ2_S}};
+
 static int quantized_type(void *ctx, const char *name) {
   const quantized_plan *q = ctx;
   for (int i = 0; i < q->bf16->n_weights; i++) {
     const mkc_weight_info *w = &q->bf16->weights[i];
     if (strcmp(w->name, name) != 0 || w->rows == 1) continue;
-    if (q->every_type)
+    if (q->every_type == 1)
       for (size_t k = 0; k < sizeof EVERY_TYPE / sizeof *EVERY_TYPE; k++)
         if (strstr(name, EVERY_TYPE[k].kind)) return w->cols % 256 == 0 ? EVERY_TYPE[k].type : -1;
+    if (q->every_type == 2)
+      for (size_t k = 0; k < sizeof EVERY_GRID / sizeof *EVERY_GRID; k++)
+        if (strstr(name, EVERY_GRID[k].kind)) return w->cols % 256 == 0 ? EVERY_GRID[k].type : -1;
     int k = q->q6_k_mix && (strstr(name, "attn_v") || strstr(name, "ffn_down")) ? MKC_GGML_Q6_K
             : q->k_type                                                         ? q->k_type
                                                                                 : MKC_GGML_Q4_K;

@@ -49,9 +49,15 @@ static const char KERNEL[] =
     "#define MKC_W_USES_IQ4_XS 1\n"
     "#define MKC_W_USES_Q5_K 1\n"
     "#define MKC_W_USES_Q6_K 1\n"
+    "#define MKC_W_USES_IQ2_XXS 1\n"
+    "#define MKC_W_USES_IQ2_XS 1\n"
+    "#define MKC_W_USES_IQ2_S 1\n"
+    "#define MKC_W_USES_IQ3_XXS 1\n"
+    "#define MKC_W_USES_IQ3_S 1\n"
     "#include \"prelude_cpu.h\"\n"
     "#include \"mkc_state.h\"\n"
     "#include \"common.cuh\"\n"
+    "#include \"iq_grids.cuh\"\n"
     "#include \"weights.cuh\"\n"
     "#include \"matvec.cuh\"\n"
     "typedef struct { const unsigned char *row[16]; int type[16]; int nrows, n_chunks, T, "
@@ -98,6 +104,11 @@ static unsigned char *make_row(int type, int n) {
     case 6:  /* Q5_0 */
     case 20: /* IQ4_NL */
     case 23: /* IQ4_XS (its scale bits random) */
+    case 16: /* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: indices, signs and scales random */
+    case 17:
+    case 22:
+    case 18:
+    case 21:
       put_f16(q, uniform(0.001f, 0.05f));
       break;
     case 3:  /* Q4_1 */
@@ -122,7 +133,7 @@ static unsigned char *make_row(int type, int n) {
   return p;
 }
 
-static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23};
+static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */

@@ -50,8 +50,9 @@ typedef struct kernel {
 /* llama.cpp's Q4_K_M choice for random weights: Q6_K for attn_v and ffn_down,
  * Q4_K for the other matrices (blocks-tiny's columns are whole 256s), but Q5_K
  * for ffn_gate, Q5_0 for attn_q, Q5_1 for attn_k, Q3_K for attn_output, Q2_K
- * for ffn_up, IQ4_XS for the LM head and Q4_0 for the embedding, so that the
- * tiled path decodes eight block types (Q4_K in none then: test_wtypes). */
+ * for ffn_up, IQ4_XS for the LM head, IQ3_S (a grid type) for ffn_down and Q4_0
+ * for the embedding, so that the tiled path decodes nine block types (Q4_K in
+ * none then: test_wtypes). */
 static int q4_k_m(void *ctx, const char *name) {
   (void)ctx;
   if (strstr(name, "token_embd")) return MKC_GGML_Q4_0;
@@ -61,7 +62,8 @@ static int q4_k_m(void *ctx, const char *name) {
   if (strstr(name, "attn_output")) return MKC_GGML_Q3_K;
   if (strstr(name, "ffn_up")) return MKC_GGML_Q2_K;
   if (strstr(name, "output.weight")) return MKC_GGML_IQ4_XS;
-  return strstr(name, "attn_v") || strstr(name, "ffn_down") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
+  if (strstr(name, "ffn_down")) return MKC_GGML_IQ3_S;
+  return strstr(name, "attn_v") ? MKC_GGML_Q6_K : MKC_GGML_Q4_K;
 }
 
 static int kernel_open(kernel *k, const char *preset, mkc_model_file *mf, int max_ctx,

@@ -4,6 +4,8 @@
  * the format allows (derived below, type by type); hand-made rows whose
  * scales come out exact read back as the grid values they were built from;
  * F32/F16/BF16 are exact; mkc_dequant_bf16 is mkc_dequant_f32 rounded;
+ * the IQ2/IQ3 grid types, which have no such bound, put each group on the
+ * grid entry nearest its values for the scale and signs the block has;
  * bad types and lengths are refused. */
 #include <math.h>
 #include <stdint.h>
@@ -14,7 +16,10 @@
 #include "formats/quantize.h"
 #include "formats/weights.h"
 
-enum { N = 512 }; /* two super-blocks of 256: every type's block divides it */
+enum { N = 512 };
+enum { MKC_GGML_IQ1_S_ID = 19 };
+/* a type mkc neither reads nor writes */ /* two super-blocks of 256: every type's block divides
+                                             it */
 
 static uint64_t rng_state;
 static double uniform(void) { /* [0, 1), splitmix64 */
@@ -416,10 +421,11 @@ static void test_plain_and_bf16(void) {
         "mkc_dequant_bf16 copies BF16 as it is (NaN payload kept)");
 
   /* every type: mkc_dequant_bf16 is mkc_dequant_f32 rounded to bf16 */
-  static const uint32_t ALL[] = {MKC_GGML_F32,    MKC_GGML_F16,   MKC_GGML_Q8_0, MKC_GGML_Q4_0,
-                                 MKC_GGML_Q4_1,   MKC_GGML_Q5_0,  MKC_GGML_Q5_1, MKC_GGML_Q2_K,
-                                 MKC_GGML_Q3_K,   MKC_GGML_Q4_K,  MKC_GGML_Q5_K, MKC_GGML_Q6_K,
-                                 MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS};
+  static const uint32_t ALL[] = {
+      MKC_GGML_F32,    MKC_GGML_F16,   MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,
+      MKC_GGML_Q5_0,   MKC_GGML_Q5_1,  MKC_GGML_Q2_K,    MKC_GGML_Q3_K,   MKC_GGML_Q4_K,
+      MKC_GGML_Q5_K,   MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL,  MKC_GGML_IQ4_XS, MKC_GGML_IQ2_XXS,
+      MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -431,17 +437,101 @@ static void test_plain_and_bf16(void) {
   }
 }
 
+/* ---- the grid types: each entry the nearest for its block's scales and signs ---- */
+
+/* Sets entry slot e of a block of type to grid index i (the format's layout, from its spec). */
+static void set_entry(uint32_t type, uint8_t *b, int e, int i) {
+  switch (type) {
+  case MKC_GGML_IQ2_XXS: /* per 32: 4 index bytes, then a word of signs and scale */
+    b[2 + 8 * (e / 4) + e % 4] = (uint8_t)i;
+    break;
+  case MKC_GGML_IQ2_XS: /* a u16 per 8: 9-bit index, 7-bit sign index */
+    b[2 + 2 * e] = (uint8_t)i;
+    b[3 + 2 * e] = (uint8_t)((b[3 + 2 * e] & 0xfe) | (i >> 8));
+    break;
+  case MKC_GGML_IQ2_S: /* low bytes at 2, top 2 bits at 66 */
+    b[2 + e] = (uint8_t)i;
+    b[66 + e / 4] = (uint8_t)((b[66 + e / 4] & ~(3 << 2 * (e % 4))) | (i >> 8) << 2 * (e % 4));
+    break;
+  case MKC_GGML_IQ3_XXS: /* 64 index bytes at 2 */
+    b[2 + e] = (uint8_t)i;
+    break;
+  case MKC_GGML_IQ3_S: /* low bytes at 2, ninth bits at 66 */
+    b[2 + e] = (uint8_t)i;
+    b[66 + e / 8] = (uint8_t)((b[66 + e / 8] & ~(1 << e % 8)) | (i >> 8) << e % 8);
+    break;
+  }
+}
+
+static double entry_sq_err(uint32_t type, const uint8_t *b, const float *x, int e, int elems) {
+  float y[256];
+  mkc_dequant_f32(type, b, 256, y);
+  double s = 0;
+  for (int j = elems * e; j < elems * (e + 1); j++) s += ((double)y[j] - x[j]) * (y[j] - x[j]);
+  return s;
+}
+
+static void test_grid_types(void) {
+  static const struct {
+    uint32_t type;
+    int entries, elems;
+  } GRIDS[] = {{MKC_GGML_IQ2_XXS, 256, 8},
+               {MKC_GGML_IQ2_XS, 512, 8},
+               {MKC_GGML_IQ2_S, 1024, 8},
+               {MKC_GGML_IQ3_XXS, 256, 4},
+               {MKC_GGML_IQ3_S, 512, 4}};
+  float x[N], y[N];
+  rng_state = 99;
+  for (size_t g = 0; g < sizeof GRIDS / sizeof *GRIDS; g++) {
+    uint32_t type = GRIDS[g].type;
+    const char *name = mkc_ggml_type(type)->name;
+    int worse = 0, slots = 0;
+    double rel = 0;
+    for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+      KINDS[k].fill(x);
+      uint8_t bytes[N * 4];
+      if (!CHECK(mkc_quantize(type, x, 256, bytes) == 0 &&
+                     mkc_dequant_f32(type, bytes, 256, y) == 0,
+                 "%s %s: quantizes and reads back", name, KINDS[k].name))
+        continue;
+      double sq = 0, sq_x = 0;
+      for (int i = 0; i < 256; i++)
+        sq += ((double)y[i] - x[i]) * (y[i] - x[i]), sq_x += x[i] * x[i];
+      if (sq_x > 0) rel = fmax(rel, sqrt(sq / sq_x));
+      /* every other index in each slot: no smaller error (float rounding aside: 2^-20 of the
+       * block's squared size, far below a grid step's) */
+      for (int e = 0; e < 256 / GRIDS[g].elems; e++, slots++) {
+        uint8_t trial[128];
+        memcpy(trial, bytes, (size_t)mkc_ggml_type(type)->block_bytes);
+        double mine = entry_sq_err(type, trial, x, e, GRIDS[g].elems), slack = sq_x * 0x1p-20;
+        for (int i = 0; i < GRIDS[g].entries; i++) {
+          set_entry(type, trial, e, i);
+          if (entry_sq_err(type, trial, x, e, GRIDS[g].elems) + slack < mine) {
+            worse++;
+            break;
+          }
+        }
+      }
+    }
+    CHECK(worse == 0,
+          "%s: each of %d entries the nearest grid entry for its scale and signs (%d "
+          "not); worst relative rms error %.3f",
+          name, slots, worse, rel);
+  }
+}
+
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(16, x, 256, bytes), -1, "mkc_quantize IQ2_XXS: -1 (not written)");
+  CHECK_INT(mkc_quantize(MKC_GGML_IQ1_S_ID, x, 256, bytes), -1,
+            "mkc_quantize IQ1_S: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(16, bytes, 256, y), -1, "mkc_dequant_f32 IQ2_XXS: -1");
+  CHECK_INT(mkc_dequant_f32(MKC_GGML_IQ1_S_ID, bytes, 256, y), -1, "mkc_dequant_f32 IQ1_S: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {
@@ -463,6 +553,7 @@ int main(void) {
   test_bounds();
   test_hand_made();
   test_plain_and_bf16();
+  test_grid_types();
   test_refused();
   return check_done();
 }

@@ -265,26 +265,27 @@ done:
   mkc_model_file_close(&mf);
 }
 
+static int iq_grid_type(int t) {
+  return t == MKC_GGML_IQ2_XXS || t == MKC_GGML_IQ2_XS || t == MKC_GGML_IQ2_S ||
+         t == MKC_GGML_IQ3_XXS || t == MKC_GGML_IQ3_S;
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0,
-                              MKC_GGML_Q4_0,
-                              MKC_GGML_Q4_1,
-                              MKC_GGML_Q5_0,
-                              MKC_GGML_Q5_1,
-                              MKC_GGML_Q2_K,
-                              MKC_GGML_Q3_K,
-                              MKC_GGML_Q4_K,
-                              MKC_GGML_Q5_K,
-                              MKC_GGML_Q6_K,
-                              MKC_GGML_IQ4_NL,
-                              MKC_GGML_IQ4_XS,
-                              MIX};
+  static const int types[] = {MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,
+                              MKC_GGML_Q5_0,    MKC_GGML_Q5_1,   MKC_GGML_Q2_K,
+                              MKC_GGML_Q3_K,    MKC_GGML_Q4_K,   MKC_GGML_Q5_K,
+                              MKC_GGML_Q6_K,    MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS,
+                              MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S,
+                              MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
-      kernel_vs_reference(presets[p], types[t]);
+      /* the grid types on blocks-tiny, whose columns are whole 256s (on the others each matrix
+       * would fall back to IQ4_NL, already run) */
+      if (!iq_grid_type(types[t]) || strcmp(presets[p], "blocks-tiny") == 0)
+        kernel_vs_reference(presets[p], types[t]);
   /* the low chunks read the high nibbles */
   planted_bug("tiny", MKC_GGML_Q4_1, ">> (cl & 2) * 2 & MKC_LOW_NIBBLES",
               ">> (cl & 1) * 4 & MKC_LOW_NIBBLES", "nibble shift");
@@ -299,6 +300,17 @@ int main(void) {
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
               "fifth bit's place");
+  /* the grid types: every group takes its sub-block's first sign index; the ninth index bit of
+   * a chunk's second entry taken from its first; the scale of each 16 from the first 16's */
+  planted_bug("blocks-tiny", MKC_GGML_IQ2_XXS, "aux >> 7 * (cl & 3)", "aux >> 7 * (cl & 0)",
+              "signs' place");
+  planted_bug("blocks-tiny", MKC_GGML_IQ3_XXS, "aux >> 7 * (cl & 3)", "aux >> 7 * (cl & 0)",
+              "signs' place");
+  planted_bug("blocks-tiny", MKC_GGML_IQ3_S, "(ninth & 2u) << 7", "(ninth & 1u) << 8", "ninth bit");
+  planted_bug("blocks-tiny", MKC_GGML_IQ2_XS, ">> 4 * (cl >> 1 & 3)", ">> 4 * (cl >> 2 & 2)",
+              "scale per 16");
+  planted_bug("blocks-tiny", MKC_GGML_IQ2_S, "+ 2 * (cl & 3)) & 3u", "+ 0 * (cl & 3)) & 3u",
+              "index top bits");
   smollm2();
   scratch_close();
   return check_done();

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_fixtures.txt: blocks of random bytes of each block
 type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 and BF16 words, then
-Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL and IQ4_XS) with the floats gguf-py's own dequantizer gives for them, an oracle for
+Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S) with the floats gguf-py's own dequantizer gives for them, an oracle for
 mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c).
 
   python3 -m venv /tmp/gguf-env && /tmp/gguf-env/bin/pip install gguf==0.19.0 numpy
@@ -43,6 +43,12 @@ LATER = {
     "Q3_K": (110, [108]),  # d
     "IQ4_NL": (18, [0]),
     "IQ4_XS": (136, [0]),  # d (the scale bits stay random)
+    # the grid types: indices, signs and 4-bit scales random
+    "IQ2_XXS": (66, [0]),
+    "IQ2_XS": (74, [0]),
+    "IQ2_S": (82, [0]),
+    "IQ3_XXS": (98, [0]),
+    "IQ3_S": (110, [0]),
 }
 BLOCKS = 5  # per type: three random-scale blocks, then one with d < 0, one with d = 0
 

@@ -29,12 +29,14 @@ static const char USAGE[] =
     "BF16, Q/K rows in transformers' order).\n"
     "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
     "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q5_0,\n"
-    "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl or iq4_xs, in any case; the bf16\n"
-    "values are converted or quantized. Norm vectors and biases stay BF16. A\n"
-    "matrix whose columns are not whole blocks of T (32 elements; 256 for the K\n"
-    "types and iq4_xs) falls back as llama.cpp's quantize does: q4_k to Q5_0,\n"
-    "q5_k to Q5_1, q6_k to Q8_0, q2_k, q3_k and iq4_xs to IQ4_NL when the\n"
-    "columns are whole 32s, else BF16; init says so.\n"
+    "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s,\n"
+    "iq4_nl or iq4_xs, in any case; the bf16 values are converted or quantized\n"
+    "(the iq2/iq3 types to each group's nearest grid entry, without llama.cpp's\n"
+    "importance search: a larger error than llama-quantize's). Norm vectors and\n"
+    "biases stay BF16. A matrix whose columns are not whole blocks of T (32\n"
+    "elements; 256 for the K and IQ types but iq4_nl) falls back as llama.cpp's\n"
+    "quantize does: q4_k to Q5_0, q5_k to Q5_1, q6_k to Q8_0, q2_k, q3_k and the\n"
+    "iq types to IQ4_NL when the columns are whole 32s, else BF16; init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -195,13 +197,16 @@ static const struct {
   const char *name;
   uint32_t type;
 } TYPE_NAMES[] = {
-    {"bf16", MKC_GGML_BF16}, {"f16", MKC_GGML_F16},       {"f32", MKC_GGML_F32},
-    {"q8_0", MKC_GGML_Q8_0}, {"q4_0", MKC_GGML_Q4_0},     {"q4_1", MKC_GGML_Q4_1},
-    {"q5_0", MKC_GGML_Q5_0}, {"q5_1", MKC_GGML_Q5_1},     {"q2_k", MKC_GGML_Q2_K},
-    {"q3_k", MKC_GGML_Q3_K}, {"q4_k", MKC_GGML_Q4_K},     {"q5_k", MKC_GGML_Q5_K},
-    {"q6_k", MKC_GGML_Q6_K}, {"iq4_nl", MKC_GGML_IQ4_NL}, {"iq4_xs", MKC_GGML_IQ4_XS}};
+    {"bf16", MKC_GGML_BF16},     {"f16", MKC_GGML_F16},         {"f32", MKC_GGML_F32},
+    {"q8_0", MKC_GGML_Q8_0},     {"q4_0", MKC_GGML_Q4_0},       {"q4_1", MKC_GGML_Q4_1},
+    {"q5_0", MKC_GGML_Q5_0},     {"q5_1", MKC_GGML_Q5_1},       {"q2_k", MKC_GGML_Q2_K},
+    {"q3_k", MKC_GGML_Q3_K},     {"q4_k", MKC_GGML_Q4_K},       {"q5_k", MKC_GGML_Q5_K},
+    {"q6_k", MKC_GGML_Q6_K},     {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
+    {"iq2_s", MKC_GGML_IQ2_S},   {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
+    {"iq4_nl", MKC_GGML_IQ4_NL}, {"iq4_xs", MKC_GGML_IQ4_XS}};
 #define TYPE_CHOICES                                                                               \
-  "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs"
+  "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "  \
+  "iq2_s, iq3_xxs, iq3_s, iq4_nl, iq4_xs"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
@@ -241,7 +246,7 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
 /* The type a tensor is stored in: the one wanted, unless its columns are not
  * whole blocks of it (a GGUF row holds whole blocks): then as llama.cpp's
  * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 and Q2_K,
- * Q3_K and IQ4_XS to IQ4_NL when the columns are whole 32s, else BF16
+ * Q3_K and the IQ types of 256 to IQ4_NL when the columns are whole 32s, else BF16
  * (llama.cpp: F16), said in one line. */
 static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
   const mkc_ggml_type_info *t = mkc_ggml_type(want);
@@ -249,8 +254,8 @@ static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
   uint32_t fallback = want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
                       : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
                       : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
-                      : t->block == 256       ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, IQ4_XS */
-                                              : MKC_GGML_BF16;
+                      : t->block == 256 ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, IQ2_*, IQ3_*, IQ4_XS */
+                                        : MKC_GGML_BF16;
   if (info->cols % mkc_ggml_type(fallback)->block != 0) fallback = MKC_GGML_BF16;
   fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n", info->name,
           t->name, t->block, mkc_ggml_type(fallback)->name);

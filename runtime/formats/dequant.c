@@ -23,9 +23,9 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [3] = {"Q4_1", 32, 20, 1},      [6] = {"Q5_0", 32, 22, 1},      [7] = {"Q5_1", 32, 24, 1},
     [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 1},
     [11] = {"Q3_K", 256, 110, 1},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
-    [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 0},
-    [17] = {"IQ2_XS", 256, 74, 0},  [18] = {"IQ3_XXS", 256, 98, 0}, [19] = {"IQ1_S", 256, 50, 0},
-    [20] = {"IQ4_NL", 32, 18, 1},   [21] = {"IQ3_S", 256, 110, 0},  [22] = {"IQ2_S", 256, 82, 0},
+    [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 1},
+    [17] = {"IQ2_XS", 256, 74, 1},  [18] = {"IQ3_XXS", 256, 98, 1}, [19] = {"IQ1_S", 256, 50, 0},
+    [20] = {"IQ4_NL", 32, 18, 1},   [21] = {"IQ3_S", 256, 110, 1},  [22] = {"IQ2_S", 256, 82, 1},
     [23] = {"IQ4_XS", 256, 136, 1}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
     [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
     [29] = {"IQ1_M", 256, 56, 0},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
@@ -37,8 +37,8 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 }
 
 const char *mkc_dequant_type_names(void) {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, "
-         "IQ4_XS";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, "
+         "IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -229,6 +229,97 @@ static void block_iq4_xs(const uint8_t *b, float *y) {
     for (int i = 0; i < 16; i++) {
       y[32 * j + i] = dl * (float)mkc_iq4nl_levels[q[i] & 0xf];
       y[32 * j + i + 16] = dl * (float)mkc_iq4nl_levels[q[i] >> 4];
+    }
+  }
+}
+
+/* The IQ2 and IQ3 grids (templates/iq_grids.cuh): entry i's element j is byte j. */
+#define MKC_TABLE static const
+#define MKC_IQ_ALL 1
+#include "iq_grids.cuh"
+
+/* A 7-bit sign index as ggml stores it for IQ2_XXS, IQ2_XS and IQ3_XXS: the
+ * signs of 8 elements (bit j set: element j negative), the eighth the parity
+ * of the other seven (an even count of minus signs). */
+int mkc_iq_signs(int index) { return index | (__builtin_popcount((unsigned)index) & 1) << 7; }
+
+/* n elements of a group from its grid word (byte j element j) and sign bits, times db. */
+static void grid_group(float db, uint64_t grid, int signs, int n, float *y) {
+  for (int j = 0; j < n; j++) {
+    float v = db * (float)(grid >> 8 * j & 0xff);
+    y[j] = signs >> j & 1 ? -v : v;
+  }
+}
+
+static unsigned u16_at(const uint8_t *p) { return (unsigned)(p[0] | p[1] << 8); }
+static uint32_t u32_at(const uint8_t *p) {
+  return (uint32_t)u16_at(p) | (uint32_t)u16_at(p + 2) << 16;
+}
+
+/* IQ2_XXS, 66 bytes per 256: f16 d, then per sub-block s of 32 two words: the
+ * first 4 grid indices (bytes), the second 4 sign indices (7 bits each) and a
+ * 4-bit scale on top; x = d (0.5 + scale) / 4 * grid value, signed. */
+static void block_iq2_xxs(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int s = 0; s < 8; s++) {
+    uint32_t aux = u32_at(b + 2 + 8 * s + 4);
+    float db = d * (0.5f + (float)(aux >> 28)) * 0.25f;
+    for (int l = 0; l < 4; l++)
+      grid_group(db, mkc_iq2xxs_grid[b[2 + 8 * s + l]], mkc_iq_signs(aux >> 7 * l & 127), 8,
+                 y + 32 * s + 8 * l);
+  }
+}
+
+/* IQ2_XS, 74 bytes per 256: f16 d, 32 u16 (a 9-bit grid index, a 7-bit sign
+ * index above it) for groups of 8, 8 bytes of 4-bit scales (one per 16,
+ * low nibble first); x = d (0.5 + scale) / 4 * grid value, signed. */
+static void block_iq2_xs(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int g = 0; g < 32; g++) {
+    unsigned q = u16_at(b + 2 + 2 * g);
+    float db = d * (0.5f + (float)(b[66 + g / 4] >> 4 * (g / 2 % 2) & 0xf)) * 0.25f;
+    grid_group(db, mkc_iq2xs_grid[q & 511], mkc_iq_signs((int)(q >> 9)), 8, y + 8 * g);
+  }
+}
+
+/* IQ2_S, 82 bytes per 256: f16 d, 32 bytes of grid indices' low 8 bits, 32
+ * bytes of signs (one per group of 8), 8 bytes of their top 2 bits (4
+ * groups a byte), 8 bytes of 4-bit scales as IQ2_XS's. */
+static void block_iq2_s(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int g = 0; g < 32; g++) {
+    int index = b[2 + g] | (b[66 + g / 4] >> 2 * (g % 4) & 3) << 8;
+    float db = d * (0.5f + (float)(b[74 + g / 4] >> 4 * (g / 2 % 2) & 0xf)) * 0.25f;
+    grid_group(db, mkc_iq2s_grid[index], b[34 + g], 8, y + 8 * g);
+  }
+}
+
+/* IQ3_XXS, 98 bytes per 256: f16 d, 64 grid indices (4 elements each), then
+ * per sub-block of 32 a word of 4 sign indices and a 4-bit scale as IQ2_XXS's;
+ * x = d (0.5 + scale) / 2 * grid value, signed. */
+static void block_iq3_xxs(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int s = 0; s < 8; s++) {
+    uint32_t aux = u32_at(b + 66 + 4 * s);
+    float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
+    for (int l = 0; l < 4; l++) {
+      int signs = mkc_iq_signs(aux >> 7 * l & 127), g = 4 * s + l;
+      grid_group(db, mkc_iq3xxs_grid[b[2 + 2 * g]], signs, 4, y + 8 * g);
+      grid_group(db, mkc_iq3xxs_grid[b[3 + 2 * g]], signs >> 4, 4, y + 8 * g + 4);
+    }
+  }
+}
+
+/* IQ3_S, 110 bytes per 256: f16 d, 64 bytes of grid indices' low 8 bits, 8
+ * bytes of their ninth bits, 32 bytes of signs (one per group of 8), 4 bytes
+ * of 4-bit scales (one per 32); x = d (1 + 2 scale) * grid value, signed. */
+static void block_iq3_s(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int g = 0; g < 32; g++) {
+    float db = d * (float)(1 + 2 * (b[106 + g / 8] >> 4 * (g / 4 % 2) & 0xf));
+    for (int h = 0; h < 2; h++) {
+      int i = 2 * g + h, index = b[2 + i] | (b[66 + i / 8] >> i % 8 & 1) << 8;
+      grid_group(db, mkc_iq3s_grid[index], b[74 + g] >> 4 * h, 4, y + 8 * g + 4 * h);
     }
   }
 }

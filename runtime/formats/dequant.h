@@ -23,7 +23,12 @@ enum mkc_ggml_type {
   MKC_GGML_Q5_K = 13,
   MKC_GGML_Q6_K = 14,
   MKC_GGML_Q8_K = 15,
+  MKC_GGML_IQ2_XXS = 16,
+  MKC_GGML_IQ2_XS = 17,
+  MKC_GGML_IQ3_XXS = 18,
   MKC_GGML_IQ4_NL = 20,
+  MKC_GGML_IQ3_S = 21,
+  MKC_GGML_IQ2_S = 22,
   MKC_GGML_IQ4_XS = 23,
   MKC_GGML_BF16 = 30,
   MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
@@ -37,7 +42,8 @@ enum mkc_ggml_type {
 #define MKC_BLOCK_TYPES(X) \
   X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0) \
   X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) \
-  X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
+  X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ2_S, iq2_s) X(IQ3_XXS, iq3_xxs) \
+  X(IQ3_S, iq3_s) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
 /* clang-format on */
 /* A table entry of the list: [MKC_GGML_TYPE] = block_f, */
 #define MKC_BLOCK_FN(TYPE, f) [MKC_GGML_##TYPE] = block_##f,
@@ -67,6 +73,10 @@ int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
 
 /* IQ4_NL's (and IQ4_XS's) 16 levels: ggml's kvalues_iq4nl. */
 extern const int8_t mkc_iq4nl_levels[16];
+
+/* The 8 signs of an IQ2_XXS, IQ2_XS or IQ3_XXS group from its 7-bit index
+ * (bit j: element j negative; bit 7 makes the count of minus signs even). */
+int mkc_iq_signs(int index);
 
 /* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:
  * 8 n + 2 j + l / 16 for e = 128 n + 32 j + l. */

@@ -57,6 +57,7 @@ static const char CLANG_PRELUDE[] =
     "__device__ void sincospif(float, float *, float *);\n"
     "__device__ double rint(double);\n"
     "__device__ unsigned __byte_perm(unsigned, unsigned, unsigned);\n"
+    "__device__ int __popc(unsigned);\n"
     "__device__ float tanhf(float);\n";
 
 /* Warnings --check turns on: unused values, shadowing, sign and width

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 21470377d5b997c9, options 1dafad5a1c6b2df3
+ * hashes:  graph e6e62959529fb48a, templates 8620da54b3d16dff, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -36,6 +36,9 @@
 #define MKC_DEVICE_INLINE static __device__ __forceinline__
 /* read-only data of the kernel (the layer loop's tables): the constant cache */
 #define MKC_CONSTANT __constant__
+/* a lookup table whose lanes read different entries (the IQ grids): global memory through L1;
+ * the constant cache would serialize a warp's distinct addresses */
+#define MKC_TABLE static __device__ const
 /* a loop unrolled whole: register arrays indexed by its counter stay in registers */
 #define MKC_UNROLL _Pragma("unroll")
 
@@ -178,6 +181,8 @@ MKC_DEVICE unsigned long long mkc_load8_a4(const void *p) {
 }
 /* 8 bytes, little-endian, from an 8-byte aligned address: one load. */
 MKC_DEVICE unsigned long long mkc_load8(const void *p) { return *(const unsigned long long *)p; }
+/* The count of set bits. */
+MKC_DEVICE int mkc_popc(unsigned x) { return __popc(x); }
 /* Byte k of the result: byte (s >> 4k) & 7 of y:x (selector nibbles below 8). */
 MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   return __byte_perm(x, y, s);
@@ -890,7 +895,12 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_Q4_K 12
 #define MKC_W_Q5_K 13
 #define MKC_W_Q6_K 14
+#define MKC_W_IQ2_XXS 16
+#define MKC_W_IQ2_XS 17
+#define MKC_W_IQ3_XXS 18
 #define MKC_W_IQ4_NL 20
+#define MKC_W_IQ3_S 21
+#define MKC_W_IQ2_S 22
 #define MKC_W_IQ4_XS 23
 #define MKC_W_BF16 30
 
@@ -945,14 +955,30 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
-#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)
-/* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes. */
+#if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
+    defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
+#define MKC_W_USES_IQ_GRID 1 /* templates/iq_grids.cuh is spliced in */
+#endif
+
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_GRID)
+/* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, or its signs. */
 MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
   unsigned long long x =
       (unsigned long long)(b & 255u) * 0x0101010101010101ull & 0x8040201008040201ull;
   return (x + 0x7f7f7f7f7f7f7f7full) >> 7 & MKC_LOW_BITS;
 }
+#endif
+
+#ifdef MKC_W_USES_IQ_GRID
+/* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set: int8 bytes
+ * (~v + 1 = 256 - v carries into no other byte). */
+MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs) {
+  unsigned long long neg = mkc_spread8(signs);
+  return (v ^ neg * 255u) + neg;
+}
+/* The signs of a 7-bit index (IQ2_XXS, IQ2_XS, IQ3_XXS): bit 7 makes the count even. */
+MKC_DEVICE unsigned mkc_iq_sign_byte(unsigned i) { return i | (unsigned)(mkc_popc(i) & 1) << 7; }
 #endif
 
 #if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
@@ -1141,6 +1167,71 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     unsigned long long hi = mkc_load_weight8(b + 16 + l) >> j & MKC_LOW_BITS;
     mkc_u8x8_to_f32(lo | hi << 4, q);
     return 1;
+  }
+#endif
+  /* The grid types (templates/iq_grids.cuh): a chunk is one entry of 8 values (IQ2) or two of 4
+   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned: halfword loads. */
+#ifdef MKC_W_USES_IQ2_XXS
+  case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
+    const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;
+    unsigned aux = mkc_load_weight2(sub + 4) | mkc_load_weight2(sub + 6) << 16;
+    unsigned index = mkc_load_weight2(sub + (cl & 2)) >> 8 * (cl & 1) & 255u;
+    dm[0] = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
+    mkc_s8x8_to_f32(
+        mkc_iq_signed(mkc_iq2xxs_grid[index], mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)), q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ2_XS
+  case MKC_W_IQ2_XS: { /* 74 per 256: f16 d, a u16 per 8 (9-bit index, 7-bit signs), scales */
+    const unsigned char *b = row + (c >> 5) * 74;
+    unsigned v = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned sc = mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
+    dm[0] = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
+    mkc_s8x8_to_f32(mkc_iq_signed(mkc_iq2xs_grid[v & 511u], mkc_iq_sign_byte(v >> 9)), q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ2_S
+  case MKC_W_IQ2_S: { /* 82 per 256: f16 d, index bytes, sign bytes, index top bits, scales */
+    const unsigned char *b = row + (c >> 5) * 82;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned signs = mkc_load_weight2(b + 34 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned top =
+        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3)) & 3u;
+    unsigned sc = mkc_load_weight2(b + 74 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
+    dm[0] = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
+    mkc_s8x8_to_f32(mkc_iq_signed(mkc_iq2s_grid[low | top << 8], signs), q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ3_XXS
+  case MKC_W_IQ3_XXS: { /* 98 per 256: f16 d, 64 index bytes, per 32 4 sign indices and a scale */
+    const unsigned char *b = row + (c >> 5) * 98;
+    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned aux =
+        mkc_load_weight2(b + 66 + 4 * (cl >> 2)) | mkc_load_weight2(b + 68 + 4 * (cl >> 2)) << 16;
+    dm[0] = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
+    unsigned long long v =
+        mkc_iq3xxs_grid[index & 255u] | (unsigned long long)mkc_iq3xxs_grid[index >> 8] << 32;
+    mkc_s8x8_to_f32(mkc_iq_signed(v, mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)), q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ3_S
+  case MKC_W_IQ3_S: { /* 110 per 256: f16 d, index bytes, their ninth bits, sign bytes, scales */
+    const unsigned char *b = row + (c >> 5) * 110;
+    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned ninth =
+        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3));
+    unsigned signs = mkc_load_weight2(b + 74 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned sc =
+        mkc_load_weight2(b + 106 + (cl >> 3 & ~1)) >> 4 * (cl >> 2 & 3) & 15u; /* per 32 */
+    dm[0] = mkc_f16_at(b) * (float)(1 + 2 * (int)sc);
+    unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
+                           (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
+    mkc_s8x8_to_f32(mkc_iq_signed(v, signs), q);
+    return 0;
   }
 #endif
 #ifdef MKC_W_USES_Q6_K
@@ -4737,7 +4828,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4741 "llama.tiny.cu"
+#line 4832 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,0 +1,246 @@
+/* Encoders for the IQ2 and IQ3 grid types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
+ * IQ3_S), for `mkc init` and the tests: a group of 8 (IQ2) or 4 (IQ3)
+ * elements is one entry of the format's grid (templates/iq_grids.cuh) times a
+ * sub-block's step, with a sign per element.
+ *
+ * Each sub-block's step starts at its largest |x| over the grid's largest
+ * value. The block's d (f16) is the largest step over the top of the 4-bit
+ * scale, rounded up, so every step is reachable. Each sub-block then tries the
+ * scale nearest its step and the ones either side, and keeps the one whose
+ * groups, each on its nearest grid entry, leave the least squared error.
+ * Where the format's signs come from a 7-bit index (the eighth bit makes the
+ * count of minus signs even), an odd group gives its smallest |x| the wrong
+ * sign, and the grid entry is chosen for that.
+ *
+ * This is a nearest-entry encoder without llama.cpp's importance weights or
+ * its search over scales: it writes valid blocks of these types, with a
+ * larger error than llama-quantize gives. */
+#include "quantize_iq.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "dequant.h"
+
+#define MKC_TABLE static const
+#define MKC_IQ_ALL 1
+#include "iq_grids.cuh"
+
+typedef struct iq_kind {
+  const void *grid; /* entries of 8 bytes (elems 8) or 4 (elems 4) */
+  int entries, elems;
+  const uint8_t *levels; /* the values a grid byte takes, ascending */
+  int n_levels;
+  int sub;            /* elements a scale covers */
+  int parity;         /* signs by a 7-bit index: an even count of minus signs */
+  float unit, lift;   /* step = d * unit * (lift + scale), scale 0..15 */
+  short *inverse;     /* levels (base n_levels, element 0 lowest) -> entry, or -1 */
+  float (*values)[8]; /* each entry's elements as floats */
+} iq_kind;
+
+static const uint8_t IQ2_LEVELS[] = {0x08, 0x19, 0x2b};
+static const uint8_t IQ3XXS_LEVELS[] = {0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e};
+static const uint8_t IQ3S_LEVELS[] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+static short inv_iq2xxs[6561], inv_iq2xs[6561], inv_iq2s[6561], inv_iq3xxs[4096], inv_iq3s[4096];
+static float val_iq2xxs[256][8], val_iq2xs[512][8], val_iq2s[1024][8], val_iq3xxs[256][8],
+    val_iq3s[512][8];
+
+static iq_kind KINDS[] = {
+    {mkc_iq2xxs_grid, 256, 8, IQ2_LEVELS, 3, 32, 1, 0.25f, 0.5f, inv_iq2xxs, val_iq2xxs},
+    {mkc_iq2xs_grid, 512, 8, IQ2_LEVELS, 3, 16, 1, 0.25f, 0.5f, inv_iq2xs, val_iq2xs},
+    {mkc_iq2s_grid, 1024, 8, IQ2_LEVELS, 3, 16, 0, 0.25f, 0.5f, inv_iq2s, val_iq2s},
+    {mkc_iq3xxs_grid, 256, 4, IQ3XXS_LEVELS, 8, 32, 1, 0.5f, 0.5f, inv_iq3xxs, val_iq3xxs},
+    /* IQ3_S: d (1 + 2 scale) = d * 2 * (0.5 + scale) */
+    {mkc_iq3s_grid, 512, 4, IQ3S_LEVELS, 8, 32, 0, 2.0f, 0.5f, inv_iq3s, val_iq3s},
+};
+enum { K_IQ2_XXS, K_IQ2_XS, K_IQ2_S, K_IQ3_XXS, K_IQ3_S };
+
+static unsigned grid_byte(const iq_kind *k, int entry, int j) {
+  return k->elems == 8 ? (unsigned)(((const uint64_t *)k->grid)[entry] >> 8 * j & 0xff)
+                       : ((const uint32_t *)k->grid)[entry] >> 8 * j & 0xff;
+}
+
+static int level_of(const iq_kind *k, unsigned v) {
+  for (int l = 0; l < k->n_levels; l++)
+    if (k->levels[l] == v) return l;
+  return 0; /* unreachable: every grid byte is a level */
+}
+
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void build_tables(void) {
+  for (size_t t = 0; t < sizeof KINDS / sizeof *KINDS; t++) {
+    iq_kind *k = &KINDS[t];
+    int cells = 1;
+    for (int j = 0; j < k->elems; j++) cells *= k->n_levels;
+    for (int c = 0; c < cells; c++) k->inverse[c] = -1;
+    for (int e = 0; e < k->entries; e++) {
+      int cell = 0;
+      for (int j = k->elems - 1; j >= 0; j--) {
+        unsigned v = grid_byte(k, e, j);
+        k->values[e][j] = (float)v;
+        cell = cell * k->n_levels + level_of(k, v);
+      }
+      k->inverse[cell] = (short)e;
+    }
+  }
+}
+
+/* The entry nearest t (elems targets, in steps): the levels nearest each
+ * target where the grid has that entry, else the least squared error of all
+ * entries. *err: that error. */
+static int nearest_entry(const iq_kind *k, const float *t, float *err) {
+  int cell = 0;
+  for (int j = k->elems - 1; j >= 0; j--) {
+    int best = 0;
+    for (int l = 1; l < k->n_levels; l++)
+      if (fabsf(t[j] - (float)k->levels[l]) < fabsf(t[j] - (float)k->levels[best])) best = l;
+    cell = cell * k->n_levels + best;
+  }
+  int e = k->inverse[cell];
+  float best_err = INFINITY;
+  if (e < 0) {
+    for (int i = 0; i < k->entries; i++) {
+      float s = 0;
+      for (int j = 0; j < k->elems && s < best_err; j++) {
+        float d = t[j] - k->values[i][j];
+        s += d * d;
+      }
+      if (s < best_err) best_err = s, e = i;
+    }
+  } else {
+    best_err = 0;
+    for (int j = 0; j < k->elems; j++) {
+      float d = t[j] - k->values[e][j];
+      best_err += d * d;
+    }
+  }
+  *err = best_err;
+  return e;
+}
+
+/* A 256-element block's codes: per group of 8 its signs (bit j: element j
+ * negative), per entry (8 or 4 elements) its index, per sub-block its 4-bit
+ * scale; returns d as f16 bits. */
+static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int index[64],
+                       int scale[16]) {
+  pthread_once(&tables_once, build_tables);
+  int top = k->levels[k->n_levels - 1], n_sub = 256 / k->sub;
+  float mag[256];
+  for (int g = 0; g < 32; g++) {
+    int s = 0, smallest = 8 * g;
+    for (int j = 0; j < 8; j++) {
+      int i = 8 * g + j;
+      if (x[i] < 0) s |= 1 << j;
+      if (fabsf(x[i]) < fabsf(x[smallest])) smallest = i;
+      mag[i] = fabsf(x[i]);
+    }
+    if (k->parity && __builtin_popcount((unsigned)s) % 2) { /* the smallest takes the wrong sign */
+      s ^= 1 << (smallest - 8 * g);
+      mag[smallest] = -mag[smallest];
+    }
+    signs[g] = s;
+  }
+  float step[16], max_step = 0;
+  for (int b = 0; b < n_sub; b++) {
+    float amax = 0;
+    for (int i = 0; i < k->sub; i++) amax = fmaxf(amax, mag[k->sub * b + i]);
+    step[b] = amax / (float)top;
+    max_step = fmaxf(max_step, step[b]);
+  }
+  uint16_t dh = mkc_float_to_f16(max_step / (k->unit * (k->lift + 15.0f)));
+  if (mkc_f16_to_float(dh) * k->unit * (k->lift + 15.0f) < max_step && dh < 0x7bff) dh++;
+  float d = mkc_f16_to_float(dh);
+  for (int b = 0; b < n_sub; b++) {
+    int guess = d > 0 ? (int)lroundf(step[b] / (d * k->unit) - k->lift) : 0;
+    float best_err = INFINITY;
+    scale[b] = 0;
+    for (int sc = guess - 1; sc <= guess + 1; sc++) {
+      if (sc < 0 || sc > 15) continue;
+      float db = d * k->unit * (k->lift + (float)sc), err = 0;
+      int idx[8];
+      for (int e = 0; e < k->sub / k->elems; e++) {
+        float t[8], entry_err;
+        const float *m = mag + k->sub * b + k->elems * e;
+        for (int j = 0; j < k->elems; j++) t[j] = db > 0 ? m[j] / db : 0;
+        idx[e] = nearest_entry(k, t, &entry_err);
+        err += entry_err * db * db;
+      }
+      if (err < best_err) {
+        best_err = err, scale[b] = sc;
+        for (int e = 0; e < k->sub / k->elems; e++) index[(k->sub * b) / k->elems + e] = idx[e];
+      }
+    }
+  }
+  return dh;
+}
+
+static void put16(uint8_t *p, unsigned v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+  put16(p, v & 0xffff);
+  put16(p + 2, v >> 16);
+}
+
+/* The 7-bit index of a group's signs (their eighth is implied). */
+static uint32_t sign_index(int s) { return (uint32_t)s & 127; }
+
+void mkc_quantize_iq2_xxs(const float *x, uint8_t *b) {
+  int signs[32], index[64], scale[16];
+  put16(b, encode(&KINDS[K_IQ2_XXS], x, signs, index, scale));
+  for (int s = 0; s < 8; s++) {
+    uint32_t aux = (uint32_t)scale[s] << 28;
+    for (int l = 0; l < 4; l++) {
+      b[2 + 8 * s + l] = (uint8_t)index[4 * s + l];
+      aux |= sign_index(signs[4 * s + l]) << 7 * l;
+    }
+    put32(b + 2 + 8 * s + 4, aux);
+  }
+}
+
+void mkc_quantize_iq2_xs(const float *x, uint8_t *b) {
+  int signs[32], index[64], scale[16];
+  put16(b, encode(&KINDS[K_IQ2_XS], x, signs, index, scale));
+  for (int g = 0; g < 32; g++) put16(b + 2 + 2 * g, (unsigned)index[g] | sign_index(signs[g]) << 9);
+  for (int j = 0; j < 8; j++) b[66 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
+}
+
+void mkc_quantize_iq2_s(const float *x, uint8_t *b) {
+  int signs[32], index[64], scale[16];
+  put16(b, encode(&KINDS[K_IQ2_S], x, signs, index, scale));
+  memset(b + 66, 0, 8);
+  for (int g = 0; g < 32; g++) {
+    b[2 + g] = (uint8_t)index[g];
+    b[34 + g] = (uint8_t)signs[g];
+    b[66 + g / 4] |= (uint8_t)((index[g] >> 8) << 2 * (g % 4));
+  }
+  for (int j = 0; j < 8; j++) b[74 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
+}
+
+void mkc_quantize_iq3_xxs(const float *x, uint8_t *b) {
+  int signs[32], index[64], scale[16];
+  put16(b, encode(&KINDS[K_IQ3_XXS], x, signs, index, scale));
+  for (int i = 0; i < 64; i++) b[2 + i] = (uint8_t)index[i];
+  for (int s = 0; s < 8; s++) {
+    uint32_t aux = (uint32_t)scale[s] << 28;
+    for (int l = 0; l < 4; l++) aux |= sign_index(signs[4 * s + l]) << 7 * l;
+    put32(b + 66 + 4 * s, aux);
+  }
+}
+
+void mkc_quantize_iq3_s(const float *x, uint8_t *b) {
+  int signs[32], index[64], scale[16];
+  put16(b, encode(&KINDS[K_IQ3_S], x, signs, index, scale));
+  memset(b + 66, 0, 8);
+  for (int i = 0; i < 64; i++) {
+    b[2 + i] = (uint8_t)index[i];
+    b[66 + i / 8] |= (uint8_t)((index[i] >> 8) << i % 8);
+  }
+  for (int g = 0; g < 32; g++) b[74 + g] = (uint8_t)signs[g];
+  for (int j = 0; j < 4; j++) b[106 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
+}
