@@ -19,6 +19,8 @@ wtypes.BLOCKS = {
   [22] = { name = "IQ2_S", block = 256, bytes = 82 },
   [18] = { name = "IQ3_XXS", block = 256, bytes = 98 },
   [21] = { name = "IQ3_S", block = 256, bytes = 110 },
+  [19] = { name = "IQ1_S", block = 256, bytes = 50 },
+  [29] = { name = "IQ1_M", block = 256, bytes = 56 },
   [20] = { name = "IQ4_NL", block = 32, bytes = 18 },
   [23] = { name = "IQ4_XS", block = 256, bytes = 136 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
@@ -26,7 +28,7 @@ wtypes.BLOCKS = {
 }
 
 -- The types whose decoders read templates/iq_grids.cuh's tables.
-wtypes.GRID = { [16] = true, [17] = true, [22] = true, [18] = true, [21] = true }
+wtypes.GRID = { [16] = true, [17] = true, [22] = true, [18] = true, [21] = true, [19] = true, [29] = true }
 
 function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end
 

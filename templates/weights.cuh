@@ -18,10 +18,12 @@
 #define MKC_W_IQ2_XXS 16
 #define MKC_W_IQ2_XS 17
 #define MKC_W_IQ3_XXS 18
+#define MKC_W_IQ1_S 19
 #define MKC_W_IQ4_NL 20
 #define MKC_W_IQ3_S 21
 #define MKC_W_IQ2_S 22
 #define MKC_W_IQ4_XS 23
+#define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -351,6 +353,33 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
                            (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
     mkc_s8x8_to_f32(mkc_iq_signed(v, signs), q);
+    return 0;
+  }
+#endif
+  /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
+   * (u - 1 +- 1/8): codes 8 u - 7 or 8 u - 9 (whole numbers), the step d (2 scale + 1) / 8 */
+#ifdef MKC_W_USES_IQ1_S
+  case MKC_W_IQ1_S: { /* 50 per 256: f16 d, index bytes, per 32 a u16 (index bits, scale, sign) */
+    const unsigned char *b = row + (c >> 5) * 50;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 34 + 2 * (cl >> 2));
+    dm[0] = mkc_f16_at(b) * (float)(2 * (int)(h >> 12 & 7u) + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h >> 3 * (cl & 3) & 7u) << 8] << 3,
+                       h & 0x8000u ? 9.0f : 7.0f, q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ1_M
+  case MKC_W_IQ1_M: { /* 56 per 256: index bytes, a nibble per 8 (index bits, sign), scales */
+    const unsigned char *b = row + (c >> 5) * 56; /* 56 = 7 x 8: the scale words one load */
+    unsigned low = mkc_load_weight2(b + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 32 + (cl >> 1 & ~1)) >> 4 * (cl & 3) & 15u;
+    unsigned long long s = mkc_load_weight8(b + 48); /* 3-bit scales per 16; d's nibbles on top */
+    unsigned d = (unsigned)(s >> 12 & 0xfu) | (unsigned)(s >> 24 & 0xf0u) |
+                 (unsigned)(s >> 36 & 0xf00u) | (unsigned)(s >> 48 & 0xf000u);
+    unsigned sc = (unsigned)(s >> (16 * (cl >> 3) + 3 * (cl >> 1 & 3))) & 7u;
+    dm[0] = mkc_f16_to_f32((mkc_f16)d) * (float)(2 * (int)sc + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h & 7u) << 8] << 3, h & 8u ? 9.0f : 7.0f, q);
     return 0;
   }
 #endif

@@ -54,6 +54,8 @@ static const char KERNEL[] =
     "#define MKC_W_USES_IQ2_S 1\n"
     "#define MKC_W_USES_IQ3_XXS 1\n"
     "#define MKC_W_USES_IQ3_S 1\n"
+    "#define MKC_W_USES_IQ1_S 1\n"
+    "#define MKC_W_USES_IQ1_M 1\n"
     "#include \"prelude_cpu.h\"\n"
     "#include \"mkc_state.h\"\n"
     "#include \"common.cuh\"\n"
@@ -109,8 +111,15 @@ static unsigned char *make_row(int type, int n) {
     case 22:
     case 18:
     case 21:
+    case 19: /* IQ1_S */
       put_f16(q, uniform(0.001f, 0.05f));
       break;
+    case 29: { /* IQ1_M: d's nibble w tops scale word w (at 48 + 2w) */
+      uint16_t h = mkc_float_to_f16(uniform(0.001f, 0.05f));
+      for (int w = 0; w < 4; w++)
+        q[49 + 2 * w] = (unsigned char)((q[49 + 2 * w] & 0x0f) | (h >> 4 * w & 0xf) << 4);
+      break;
+    }
     case 3:  /* Q4_1 */
     case 7:  /* Q5_1 */
     case 12: /* Q4_K */
@@ -133,7 +142,8 @@ static unsigned char *make_row(int type, int n) {
   return p;
 }
 
-static int kinds[] = {MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21};
+static int kinds[] = {
+    MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21, 19, 29};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */

@@ -115,12 +115,13 @@ grep -q "^tensor data: $want bytes " "$tmp/info" && ok "wide: tensor data $want 
 expect_count "wide: one fallback" "$tmp/err" "needs columns" 1
 expect_line "wide" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: Q4_K needs columns in multiples of 256; stored as Q5_0"
 cpu_is_ref "wide" "$tmp/wide.gguf" 1,2,3 8
-# The IQ2/IQ3 grid types on the same graph: each stored as asked, ffn_down's 288 columns as IQ4_NL
+# The IQ1/IQ2/IQ3 grid types on the same graph: each stored as asked, ffn_down's 288 columns as IQ4_NL
 # (llama.cpp's fallback for them), and the file runs on the kernel as the reference reads it.
 init_info "wide iq" "$tmp/wide.lua" --preset wide --seed 1 --type iq2_xxs \
   --tensor-type blk.0.attn_k.weight=iq2_xs --tensor-type blk.0.attn_v.weight=iq2_s \
-  --tensor-type blk.0.attn_output.weight=iq3_xxs --tensor-type output.weight=IQ3_S -o "$tmp/wide-iq.gguf"
-expect_line "wide iq" "$tmp/info" "tensors: 12 (IQ2_XXS 4, IQ2_XS 1, IQ3_XXS 1, IQ4_NL 1, IQ3_S 1, IQ2_S 1, BF16 3)"
+  --tensor-type blk.0.attn_output.weight=iq3_xxs --tensor-type output.weight=IQ3_S \
+  --tensor-type blk.0.ffn_gate.weight=iq1_s --tensor-type blk.0.attn_q.weight=iq1_m -o "$tmp/wide-iq.gguf"
+expect_line "wide iq" "$tmp/info" "tensors: 12 (IQ2_XXS 2, IQ2_XS 1, IQ3_XXS 1, IQ1_S 1, IQ4_NL 1, IQ3_S 1, IQ2_S 1, IQ1_M 1, BF16 3)"
 expect_line "wide iq" "$tmp/err" "mkc: init: blk.0.ffn_down.weight: IQ2_XXS needs columns in multiples of 256; stored as IQ4_NL"
 cpu_is_ref "wide iq" "$tmp/wide-iq.gguf" 1,2,3 8
 
@@ -130,9 +131,9 @@ cpu_is_ref "wide iq" "$tmp/wide-iq.gguf" 1,2,3 8
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
 choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "
-choices+="iq2_s, iq3_xxs, iq3_s, iq4_nl, iq4_xs"
-expect_error "--type iq1_s" "mkc: error: --type: expected one of $choices, got 'iq1_s'" \
-  -- init --preset tiny --seed 1 --type iq1_s -o "$tmp/x.gguf"
+choices+="iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs"
+expect_error "--type tq1_0" "mkc: error: --type: expected one of $choices, got 'tq1_0'" \
+  -- init --preset tiny --seed 1 --type tq1_0 -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type
 expect_error "--tensor-type without =" "mkc: error: --tensor-type: expected NAME=TYPE, got 'token_embd.weight'" \
   -- init --preset tiny --seed 1 --tensor-type token_embd.weight -o "$tmp/x.gguf"

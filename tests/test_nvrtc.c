@@ -42,7 +42,7 @@ static const char *const QUANT_NAMES[] = {"",
                                           " Q5_K_M",
                                           " Q3_K/Q6_K",
                                           " (each matrix kind its own block type)",
-                                          " (each matrix kind an IQ2/IQ3 grid type)"};
+                                          " (each matrix kind an IQ1/IQ2/IQ3 grid type)"};
 
 /* In a child: compile and print the figures; the exit status is the verdict. */
 static int compile_one(const job *j) {

@@ -4,8 +4,8 @@
  * the format allows (derived below, type by type); hand-made rows whose
  * scales come out exact read back as the grid values they were built from;
  * F32/F16/BF16 are exact; mkc_dequant_bf16 is mkc_dequant_f32 rounded;
- * the IQ2/IQ3 grid types, which have no such bound, put each group on the
- * grid entry nearest its values for the scale and signs the block has;
+ * the IQ1/IQ2/IQ3 grid types, which have no such bound, put each group on
+ * the grid entry nearest its values for the scale, signs and delta the block has;
  * bad types and lengths are refused. */
 #include <math.h>
 #include <stdint.h>
@@ -16,10 +16,8 @@
 #include "formats/quantize.h"
 #include "formats/weights.h"
 
-enum { N = 512 };
-enum { MKC_GGML_IQ1_S_ID = 19 };
-/* a type mkc neither reads nor writes */ /* two super-blocks of 256: every type's block divides
-                                             it */
+enum { N = 512 };             /* two super-blocks of 256: every type's block divides it */
+enum { MKC_GGML_TQ1_0 = 34 }; /* a type mkc neither reads nor writes */
 
 static uint64_t rng_state;
 static double uniform(void) { /* [0, 1), splitmix64 */
@@ -425,7 +423,8 @@ static void test_plain_and_bf16(void) {
       MKC_GGML_F32,    MKC_GGML_F16,   MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,
       MKC_GGML_Q5_0,   MKC_GGML_Q5_1,  MKC_GGML_Q2_K,    MKC_GGML_Q3_K,   MKC_GGML_Q4_K,
       MKC_GGML_Q5_K,   MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL,  MKC_GGML_IQ4_XS, MKC_GGML_IQ2_XXS,
-      MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S};
+      MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MKC_GGML_IQ1_S,
+      MKC_GGML_IQ1_M};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -460,6 +459,17 @@ static void set_entry(uint32_t type, uint8_t *b, int e, int i) {
     b[2 + e] = (uint8_t)i;
     b[66 + e / 8] = (uint8_t)((b[66 + e / 8] & ~(1 << e % 8)) | (i >> 8) << e % 8);
     break;
+  case MKC_GGML_IQ1_S: { /* low bytes at 2, 3 more bits per group in the u16 at 34 + 2 (e / 4) */
+    unsigned h = (unsigned)(b[34 + 2 * (e / 4)] | b[35 + 2 * (e / 4)] << 8);
+    h = (h & ~(7u << 3 * (e % 4))) | (unsigned)(i >> 8) << 3 * (e % 4);
+    b[2 + e] = (uint8_t)i;
+    b[34 + 2 * (e / 4)] = (uint8_t)h, b[35 + 2 * (e / 4)] = (uint8_t)(h >> 8);
+    break;
+  }
+  case MKC_GGML_IQ1_M: /* low bytes at 0, 3 more bits in nibble e % 2 of byte 32 + e / 2 */
+    b[e] = (uint8_t)i;
+    b[32 + e / 2] = (uint8_t)((b[32 + e / 2] & ~(7 << 4 * (e % 2))) | (i >> 8) << 4 * (e % 2));
+    break;
   }
 }
 
@@ -475,11 +485,9 @@ static void test_grid_types(void) {
   static const struct {
     uint32_t type;
     int entries, elems;
-  } GRIDS[] = {{MKC_GGML_IQ2_XXS, 256, 8},
-               {MKC_GGML_IQ2_XS, 512, 8},
-               {MKC_GGML_IQ2_S, 1024, 8},
-               {MKC_GGML_IQ3_XXS, 256, 4},
-               {MKC_GGML_IQ3_S, 512, 4}};
+  } GRIDS[] = {{MKC_GGML_IQ2_XXS, 256, 8}, {MKC_GGML_IQ2_XS, 512, 8}, {MKC_GGML_IQ2_S, 1024, 8},
+               {MKC_GGML_IQ3_XXS, 256, 4}, {MKC_GGML_IQ3_S, 512, 4},  {MKC_GGML_IQ1_S, 2048, 8},
+               {MKC_GGML_IQ1_M, 2048, 8}};
   float x[N], y[N];
   rng_state = 99;
   for (size_t g = 0; g < sizeof GRIDS / sizeof *GRIDS; g++) {
@@ -514,7 +522,7 @@ static void test_grid_types(void) {
       }
     }
     CHECK(worse == 0,
-          "%s: each of %d entries the nearest grid entry for its scale and signs (%d "
+          "%s: each of %d entries the nearest grid entry for the block's other fields (%d "
           "not); worst relative rms error %.3f",
           name, slots, worse, rel);
   }
@@ -523,15 +531,15 @@ static void test_grid_types(void) {
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
-  CHECK_INT(mkc_quantize(MKC_GGML_IQ1_S_ID, x, 256, bytes), -1,
-            "mkc_quantize IQ1_S: -1 (not written)");
+  CHECK_INT(mkc_quantize(MKC_GGML_TQ1_0, x, 256, bytes), -1,
+            "mkc_quantize TQ1_0: -1 (not written)");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_K, x, 256, bytes), -1, "mkc_quantize Q8_K: -1");
   CHECK_INT(mkc_quantize(99, x, 32, bytes), -1, "mkc_quantize of an unknown type: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q8_0, x, 33, bytes), -1, "mkc_quantize Q8_0, n = 33: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q4_K, x, 32, bytes), -1, "mkc_quantize Q4_K, n = 32: -1");
   CHECK_INT(mkc_quantize(MKC_GGML_Q6_K, x, 0, bytes), 0, "mkc_quantize Q6_K, n = 0: 0");
   float y[32];
-  CHECK_INT(mkc_dequant_f32(MKC_GGML_IQ1_S_ID, bytes, 256, y), -1, "mkc_dequant_f32 IQ1_S: -1");
+  CHECK_INT(mkc_dequant_f32(MKC_GGML_TQ1_0, bytes, 256, y), -1, "mkc_dequant_f32 TQ1_0: -1");
   CHECK_INT(mkc_dequant_f32(99, bytes, 32, y), -1, "mkc_dequant_f32 of an unknown type: -1");
 
   static const struct {

@@ -267,18 +267,17 @@ done:
 
 static int iq_grid_type(int t) {
   return t == MKC_GGML_IQ2_XXS || t == MKC_GGML_IQ2_XS || t == MKC_GGML_IQ2_S ||
-         t == MKC_GGML_IQ3_XXS || t == MKC_GGML_IQ3_S;
+         t == MKC_GGML_IQ3_XXS || t == MKC_GGML_IQ3_S || t == MKC_GGML_IQ1_S || t == MKC_GGML_IQ1_M;
 }
 
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   if (scratch_open("wtypes") != 0) return 1;
-  static const int types[] = {MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,
-                              MKC_GGML_Q5_0,    MKC_GGML_Q5_1,   MKC_GGML_Q2_K,
-                              MKC_GGML_Q3_K,    MKC_GGML_Q4_K,   MKC_GGML_Q5_K,
-                              MKC_GGML_Q6_K,    MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS,
-                              MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S,
-                              MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MIX};
+  static const int types[] = {MKC_GGML_Q8_0,    MKC_GGML_Q4_0,   MKC_GGML_Q4_1,   MKC_GGML_Q5_0,
+                              MKC_GGML_Q5_1,    MKC_GGML_Q2_K,   MKC_GGML_Q3_K,   MKC_GGML_Q4_K,
+                              MKC_GGML_Q5_K,    MKC_GGML_Q6_K,   MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS,
+                              MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S,  MKC_GGML_IQ3_XXS,
+                              MKC_GGML_IQ3_S,   MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M,  MIX};
   static const char *const presets[] = {"tiny", "odd", "blocks-tiny"};
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++)
     for (size_t t = 0; t < sizeof types / sizeof *types; t++)
@@ -311,6 +310,11 @@ int main(void) {
               "scale per 16");
   planted_bug("blocks-tiny", MKC_GGML_IQ2_S, "+ 2 * (cl & 3)) & 3u", "+ 0 * (cl & 3)) & 3u",
               "index top bits");
+  /* IQ1: the delta's sign ignored; d's nibbles taken from the wrong words */
+  planted_bug("blocks-tiny", MKC_GGML_IQ1_S, "h & 0x8000u ? 9.0f", "h & 0x0000u ? 9.0f",
+              "delta's sign");
+  planted_bug("blocks-tiny", MKC_GGML_IQ1_M, "(s >> 24 & 0xf0u)", "(s >> 20 & 0xf0u)",
+              "d's nibbles");
   smollm2();
   scratch_close();
   return check_done();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes templates/iq_grids.cuh: the grids of ggml's IQ2_XXS, IQ2_XS, IQ2_S,
-IQ3_XXS and IQ3_S blocks, the format's own lookup tables (a grid index names 8
+IQ3_XXS, IQ3_S, IQ1_S and IQ1_M blocks, the format's own lookup tables (a grid index names 8
 or 4 magnitudes), as C arrays that the kernel's decoders (templates/weights.cuh)
 and the reference's readers (runtime/formats/dequant.c) both include.
 
@@ -22,6 +22,9 @@ GRIDS = [
     ("mkc_iq2s_grid", quants.IQ2_S, 8, "IQ2_S"),
     ("mkc_iq3xxs_grid", quants.IQ3_XXS, 4, "IQ3_XXS"),
     ("mkc_iq3s_grid", quants.IQ3_S, 4, "IQ3_S"),
+    # IQ1_S and IQ1_M share one grid of -1, 0, 1, kept as 0, 1, 2 (value + 1: bytes
+    # never negative, so the kernel can shift a word's bytes all at once)
+    ("mkc_iq1s_grid", quants.IQ1_S, 8, "IQ1_S IQ1_M"),
 ]
 
 
@@ -34,13 +37,15 @@ def version():
 
 
 def main():
-    print("/* The grids of ggml's IQ2 and IQ3 blocks: entry i's element j is byte j. Written by")
-    print(" * tools/gen_iq_grids.py from %s; do not edit. A kernel gets the tables of the" % version())
-    print(" * types its matrices use (MKC_W_USES_*); runtime/formats/dequant.c defines MKC_IQ_ALL for")
-    print(" * all of them. MKC_TABLE is the preludes' qualifier for a constant table. */")
+    print("/* The grids of ggml's IQ1, IQ2 and IQ3 blocks: entry i's element j is byte j (IQ1's: byte")
+    print(" * j minus 1). Written by tools/gen_iq_grids.py from %s; do not edit. A kernel gets" % version())
+    print(" * the tables of the types its matrices use (MKC_W_USES_*); runtime/formats/dequant.c")
+    print(" * defines MKC_IQ_ALL for all of them. MKC_TABLE is the preludes' qualifier for a table. */")
     for name, cls, size, use in GRIDS:
         cls.init_grid()
         grid = np.asarray(cls.grid, dtype=np.float32).reshape(cls.grid_shape)
+        if grid.min() < 0:
+            grid = grid + 1  # IQ1: -1, 0, 1 as 0, 1, 2
         assert grid.shape[1] == size and np.all(grid == np.round(grid)) and grid.max() < 256
         ctype = "unsigned long long" if size == 8 else "unsigned"
         suffix = "ull" if size == 8 else "u"
@@ -50,7 +55,7 @@ def main():
             for j, v in enumerate(row):
                 w |= int(v) << (8 * j)
             words.append("0x%0*x%s" % (2 * size, w, suffix))
-        print("#if defined(MKC_IQ_ALL) || defined(MKC_W_USES_%s)" % use)
+        print("#if defined(MKC_IQ_ALL) || " + " || ".join("defined(MKC_W_USES_%s)" % u for u in use.split()))
         print("MKC_TABLE %s %s[%d] = {" % (ctype, name, len(words)))
         per = 4 if size == 8 else 7  # as clang-format (make format) lays them out
         for i in range(0, len(words), per):

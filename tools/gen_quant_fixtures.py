@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_fixtures.txt: blocks of random bytes of each block
 type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 and BF16 words, then
-Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S) with the floats gguf-py's own dequantizer gives for them, an oracle for
+Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M) with the floats gguf-py's own dequantizer gives for them, an oracle for
 mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c).
 
   python3 -m venv /tmp/gguf-env && /tmp/gguf-env/bin/pip install gguf==0.19.0 numpy
@@ -49,6 +49,8 @@ LATER = {
     "IQ2_S": (82, [0]),
     "IQ3_XXS": (98, [0]),
     "IQ3_S": (110, [0]),
+    "IQ1_S": (50, [0]),
+    "IQ1_M": (56, ["nibbles"]),  # d in the top nibbles of the 4 u16 scale words at 48
 }
 BLOCKS = 5  # per type: three random-scale blocks, then one with d < 0, one with d = 0
 
@@ -82,7 +84,14 @@ def blocks(out, rng, layout):
                     v = -abs(v)  # a negative d
                 if b == BLOCKS - 1 and k == 0:
                     v = 0.0  # d = 0: Q4_1 and the K types still give their offsets
-                block[off:off + 2] = np.array([v], dtype=np.float16).view(np.uint8)
+                h = np.array([v], dtype=np.float16).view(np.uint8)
+                if off == "nibbles":  # IQ1_M: d's nibble w in the top of scale word w
+                    bits = int(h[0]) | int(h[1]) << 8
+                    for w in range(4):
+                        hi = 48 + 2 * w + 1
+                        block[hi] = (block[hi] & 0x0F) | (((bits >> 4 * w) & 0xF) << 4)
+                else:
+                    block[off:off + 2] = h
             write(out, name, block, dequantize(block.reshape(1, -1), qtype))
 
 

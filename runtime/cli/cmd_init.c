@@ -30,9 +30,9 @@ static const char USAGE[] =
     "--type T: the GGUF type of the matrices (attention and FFN weights,\n"
     "token_embd, output): bf16 (the default), f16, f32, q8_0, q4_0, q4_1, q5_0,\n"
     "q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, iq2_s, iq3_xxs, iq3_s,\n"
-    "iq4_nl or iq4_xs, in any case; the bf16 values are converted or quantized\n"
-    "(the iq2/iq3 types to each group's nearest grid entry, without llama.cpp's\n"
-    "importance search: a larger error than llama-quantize's). Norm vectors and\n"
+    "iq1_s, iq1_m, iq4_nl or iq4_xs, in any case; the bf16 values are converted or\n"
+    "quantized (the iq1/iq2/iq3 types to each group's nearest grid entry, without\n"
+    "llama.cpp's importance search: a larger error than llama-quantize's). Norm vectors and\n"
     "biases stay BF16. A matrix whose columns are not whole blocks of T (32\n"
     "elements; 256 for the K and IQ types but iq4_nl) falls back as llama.cpp's\n"
     "quantize does: q4_k to Q5_0, q5_k to Q5_1, q6_k to Q8_0, q2_k, q3_k and the\n"
@@ -197,16 +197,17 @@ static const struct {
   const char *name;
   uint32_t type;
 } TYPE_NAMES[] = {
-    {"bf16", MKC_GGML_BF16},     {"f16", MKC_GGML_F16},         {"f32", MKC_GGML_F32},
-    {"q8_0", MKC_GGML_Q8_0},     {"q4_0", MKC_GGML_Q4_0},       {"q4_1", MKC_GGML_Q4_1},
-    {"q5_0", MKC_GGML_Q5_0},     {"q5_1", MKC_GGML_Q5_1},       {"q2_k", MKC_GGML_Q2_K},
-    {"q3_k", MKC_GGML_Q3_K},     {"q4_k", MKC_GGML_Q4_K},       {"q5_k", MKC_GGML_Q5_K},
-    {"q6_k", MKC_GGML_Q6_K},     {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
-    {"iq2_s", MKC_GGML_IQ2_S},   {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
-    {"iq4_nl", MKC_GGML_IQ4_NL}, {"iq4_xs", MKC_GGML_IQ4_XS}};
+    {"bf16", MKC_GGML_BF16},    {"f16", MKC_GGML_F16},         {"f32", MKC_GGML_F32},
+    {"q8_0", MKC_GGML_Q8_0},    {"q4_0", MKC_GGML_Q4_0},       {"q4_1", MKC_GGML_Q4_1},
+    {"q5_0", MKC_GGML_Q5_0},    {"q5_1", MKC_GGML_Q5_1},       {"q2_k", MKC_GGML_Q2_K},
+    {"q3_k", MKC_GGML_Q3_K},    {"q4_k", MKC_GGML_Q4_K},       {"q5_k", MKC_GGML_Q5_K},
+    {"q6_k", MKC_GGML_Q6_K},    {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
+    {"iq2_s", MKC_GGML_IQ2_S},  {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
+    {"iq1_s", MKC_GGML_IQ1_S},  {"iq1_m", MKC_GGML_IQ1_M},     {"iq4_nl", MKC_GGML_IQ4_NL},
+    {"iq4_xs", MKC_GGML_IQ4_XS}};
 #define TYPE_CHOICES                                                                               \
   "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "  \
-  "iq2_s, iq3_xxs, iq3_s, iq4_nl, iq4_xs"
+  "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)

@@ -120,8 +120,8 @@ typedef struct mkc_weight_info {
   size_t offset;  /* offset in the kernel's weight arena, in 2-byte units */
   int row_stride; /* 2-byte units between rows in the arena (bf16: cols padded to 8) */
   /* How the rows are stored: enum mkc_ggml_type (formats/dequant.h), BF16
-   * (30), or a block type (Q8_0, Q4_[01], Q5_[01], Q[2-6]_K, IQ2/IQ3, IQ4_NL, IQ4_XS) kept as the
-   * model file stores it, each row its cols / block blocks, then zero padding to row_stride. */
+   * (30), or a block type (Q8_0, Q4_[01], Q5_[01], Q[2-6]_K, IQ1/IQ2/IQ3, IQ4_NL, IQ4_XS) kept as
+   * the model file stores it, each row its cols / block blocks, then zero padding to row_stride. */
   int type;
 } mkc_weight_info;
 

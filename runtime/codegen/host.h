@@ -30,8 +30,8 @@ typedef struct mkc_gen_opts {
   const mkc_model_desc *model;
   /* How the model file stores the weight called name: its enum mkc_ggml_type,
    * or -1 when unknown. Codegen keeps a matrix of a block type the kernel
-   * reads (Q8_0, Q4_[01], Q5_[01], Q[2-6]_K, IQ2/IQ3, IQ4_NL, IQ4_XS) in its blocks and plans every
-   * other weight as bf16. NULL: every weight is bf16 (random weights, safetensors). */
+   * reads (Q8_0, Q4_[01], Q5_[01], Q[2-6]_K, IQ1/IQ2/IQ3, IQ4_NL, IQ4_XS) in its blocks and plans
+   * every other weight as bf16. NULL: every weight is bf16 (random weights, safetensors). */
   int (*weight_type)(void *ctx, const char *name);
   void *weight_type_ctx;
   /* Nonzero: block 0 writes a %globaltimer reading after every stage

@@ -24,11 +24,11 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [8] = {"Q8_0", 32, 34, 1},      [9] = {"Q8_1", 32, 36, 0},      [10] = {"Q2_K", 256, 84, 1},
     [11] = {"Q3_K", 256, 110, 1},   [12] = {"Q4_K", 256, 144, 1},   [13] = {"Q5_K", 256, 176, 1},
     [14] = {"Q6_K", 256, 210, 1},   [15] = {"Q8_K", 256, 292, 0},   [16] = {"IQ2_XXS", 256, 66, 1},
-    [17] = {"IQ2_XS", 256, 74, 1},  [18] = {"IQ3_XXS", 256, 98, 1}, [19] = {"IQ1_S", 256, 50, 0},
+    [17] = {"IQ2_XS", 256, 74, 1},  [18] = {"IQ3_XXS", 256, 98, 1}, [19] = {"IQ1_S", 256, 50, 1},
     [20] = {"IQ4_NL", 32, 18, 1},   [21] = {"IQ3_S", 256, 110, 1},  [22] = {"IQ2_S", 256, 82, 1},
     [23] = {"IQ4_XS", 256, 136, 1}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
     [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
-    [29] = {"IQ1_M", 256, 56, 0},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
+    [29] = {"IQ1_M", 256, 56, 1},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
     [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 0},
 };
 
@@ -37,8 +37,8 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 }
 
 const char *mkc_dequant_type_names(void) {
-  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, "
-         "IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS";
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, "
+         "IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -233,7 +233,8 @@ static void block_iq4_xs(const uint8_t *b, float *y) {
   }
 }
 
-/* The IQ2 and IQ3 grids (templates/iq_grids.cuh): entry i's element j is byte j. */
+/* The IQ1, IQ2 and IQ3 grids (templates/iq_grids.cuh): entry i's element j is byte j (IQ1: j - 1).
+ */
 #define MKC_TABLE static const
 #define MKC_IQ_ALL 1
 #include "iq_grids.cuh"
@@ -321,6 +322,40 @@ static void block_iq3_s(const uint8_t *b, float *y) {
       int i = 2 * g + h, index = b[2 + i] | (b[66 + i / 8] >> i % 8 & 1) << 8;
       grid_group(db, mkc_iq3s_grid[index], b[74 + g] >> 4 * h, 4, y + 8 * g + 4 * h);
     }
+  }
+}
+
+/* A group of 8 of IQ1_S or IQ1_M: dl (grid value + delta), the grid -1, 0, 1 (bytes 0, 1, 2). */
+static void iq1_group(float dl, float delta, uint64_t grid, float *y) {
+  for (int j = 0; j < 8; j++) y[j] = dl * ((float)((int)(grid >> 8 * j & 0xff) - 1) + delta);
+}
+
+/* IQ1_S, 50 bytes per 256: f16 d, 32 bytes of grid indices' low 8 bits, then per
+ * sub-block of 32 a u16: 3 more bits of each of its 4 indices (bits 3l..3l+2), a 3-bit
+ * scale (12..14) and the delta's sign (15); x = d (2 scale + 1) (grid value +- 1/8). */
+static void block_iq1_s(const uint8_t *b, float *y) {
+  float d = f16_at(b);
+  for (int s = 0; s < 8; s++) {
+    unsigned h = u16_at(b + 34 + 2 * s);
+    float dl = d * (float)(2 * (h >> 12 & 7) + 1), delta = h & 0x8000 ? -0.125f : 0.125f;
+    for (int l = 0; l < 4; l++)
+      iq1_group(dl, delta, mkc_iq1s_grid[b[2 + 4 * s + l] | (h >> 3 * l & 7) << 8],
+                y + 32 * s + 8 * l);
+  }
+}
+
+/* IQ1_M, 56 bytes per 256: 32 bytes of grid indices' low 8 bits, 16 bytes of a nibble
+ * per group of 8 (3 more index bits, the delta's sign), 4 u16 of 3-bit scales (one per
+ * 16, bits 3j..3j+2) whose top nibbles make the f16 d (the first u16's lowest). */
+static void block_iq1_m(const uint8_t *b, float *y) {
+  unsigned sc[4];
+  for (int k = 0; k < 4; k++) sc[k] = u16_at(b + 48 + 2 * k);
+  float d = mkc_f16_to_float(
+      (uint16_t)(sc[0] >> 12 | (sc[1] >> 8 & 0xf0) | (sc[2] >> 4 & 0xf00) | (sc[3] & 0xf000)));
+  for (int g = 0; g < 32; g++) {
+    unsigned h = b[32 + g / 2] >> 4 * (g % 2) & 15;
+    float dl = d * (float)(2 * (sc[g / 8] >> 3 * (g / 2 % 4) & 7) + 1);
+    iq1_group(dl, h & 8 ? -0.125f : 0.125f, mkc_iq1s_grid[b[g] | (h & 7) << 8], y + 8 * g);
   }
 }
 

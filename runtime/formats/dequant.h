@@ -26,10 +26,12 @@ enum mkc_ggml_type {
   MKC_GGML_IQ2_XXS = 16,
   MKC_GGML_IQ2_XS = 17,
   MKC_GGML_IQ3_XXS = 18,
+  MKC_GGML_IQ1_S = 19,
   MKC_GGML_IQ4_NL = 20,
   MKC_GGML_IQ3_S = 21,
   MKC_GGML_IQ2_S = 22,
   MKC_GGML_IQ4_XS = 23,
+  MKC_GGML_IQ1_M = 29,
   MKC_GGML_BF16 = 30,
   MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
 };
@@ -43,7 +45,7 @@ enum mkc_ggml_type {
   X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0) \
   X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) \
   X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ2_S, iq2_s) X(IQ3_XXS, iq3_xxs) \
-  X(IQ3_S, iq3_s) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
+  X(IQ3_S, iq3_s) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
 /* clang-format on */
 /* A table entry of the list: [MKC_GGML_TYPE] = block_f, */
 #define MKC_BLOCK_FN(TYPE, f) [MKC_GGML_##TYPE] = block_##f,

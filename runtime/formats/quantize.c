@@ -30,7 +30,7 @@
  *   Q6_K  per sub-block of 16 as Q4_0 with codes -32..31 (|step| >= max|x| /
  *         32.5 and >= the other sign's / 31.5); d (f16) is the largest step /
  *         127, the int8 scales rounded up in magnitude and signed.
- *   IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: groups on the nearest entry of
+ *   IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: groups on the nearest entry of
  *         the format's grid (quantize_iq.c); no bound of this kind. */
 #include "quantize.h"
 
@@ -393,12 +393,14 @@ static void block_q6_k(const float *x, uint8_t *b) {
   }
 }
 
-/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S: grid entries (quantize_iq.c). */
+/* IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M: grid entries (quantize_iq.c). */
 static void block_iq2_xxs(const float *x, uint8_t *b) { mkc_quantize_iq2_xxs(x, b); }
 static void block_iq2_xs(const float *x, uint8_t *b) { mkc_quantize_iq2_xs(x, b); }
 static void block_iq2_s(const float *x, uint8_t *b) { mkc_quantize_iq2_s(x, b); }
 static void block_iq3_xxs(const float *x, uint8_t *b) { mkc_quantize_iq3_xxs(x, b); }
 static void block_iq3_s(const float *x, uint8_t *b) { mkc_quantize_iq3_s(x, b); }
+static void block_iq1_s(const float *x, uint8_t *b) { mkc_quantize_iq1_s(x, b); }
+static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, b); }
 
 typedef void (*block_writer)(const float *x, uint8_t *b);
 

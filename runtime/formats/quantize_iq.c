@@ -42,10 +42,12 @@ typedef struct iq_kind {
 static const uint8_t IQ2_LEVELS[] = {0x08, 0x19, 0x2b};
 static const uint8_t IQ3XXS_LEVELS[] = {0x04, 0x0c, 0x14, 0x1c, 0x24, 0x2c, 0x34, 0x3e};
 static const uint8_t IQ3S_LEVELS[] = {1, 3, 5, 7, 9, 11, 13, 15};
+static const uint8_t IQ1_LEVELS[] = {0, 1, 2}; /* -1, 0, 1, plus 1 */
 
-static short inv_iq2xxs[6561], inv_iq2xs[6561], inv_iq2s[6561], inv_iq3xxs[4096], inv_iq3s[4096];
+static short inv_iq2xxs[6561], inv_iq2xs[6561], inv_iq2s[6561], inv_iq3xxs[4096], inv_iq3s[4096],
+    inv_iq1s[6561];
 static float val_iq2xxs[256][8], val_iq2xs[512][8], val_iq2s[1024][8], val_iq3xxs[256][8],
-    val_iq3s[512][8];
+    val_iq3s[512][8], val_iq1s[2048][8];
 
 static iq_kind KINDS[] = {
     {mkc_iq2xxs_grid, 256, 8, IQ2_LEVELS, 3, 32, 1, 0.25f, 0.5f, inv_iq2xxs, val_iq2xxs},
@@ -54,8 +56,10 @@ static iq_kind KINDS[] = {
     {mkc_iq3xxs_grid, 256, 4, IQ3XXS_LEVELS, 8, 32, 1, 0.5f, 0.5f, inv_iq3xxs, val_iq3xxs},
     /* IQ3_S: d (1 + 2 scale) = d * 2 * (0.5 + scale) */
     {mkc_iq3s_grid, 512, 4, IQ3S_LEVELS, 8, 32, 0, 2.0f, 0.5f, inv_iq3s, val_iq3s},
+    /* IQ1_S, IQ1_M: d (2 scale + 1) = d * 2 * (0.5 + scale), scale 0..7 (encode_iq1) */
+    {mkc_iq1s_grid, 2048, 8, IQ1_LEVELS, 3, 0, 0, 2.0f, 0.5f, inv_iq1s, val_iq1s},
 };
-enum { K_IQ2_XXS, K_IQ2_XS, K_IQ2_S, K_IQ3_XXS, K_IQ3_S };
+enum { K_IQ2_XXS, K_IQ2_XS, K_IQ2_S, K_IQ3_XXS, K_IQ3_S, K_IQ1 };
 
 static unsigned grid_byte(const iq_kind *k, int entry, int j) {
   return k->elems == 8 ? (unsigned)(((const uint64_t *)k->grid)[entry] >> 8 * j & 0xff)
@@ -243,4 +247,92 @@ void mkc_quantize_iq3_s(const float *x, uint8_t *b) {
   }
   for (int g = 0; g < 32; g++) b[74 + g] = (uint8_t)signs[g];
   for (int j = 0; j < 4; j++) b[106 + j] = (uint8_t)(scale[2 * j] | scale[2 * j + 1] << 4);
+}
+
+/* IQ1_S and IQ1_M: a group of 8 is an entry of the grid -1, 0, 1 plus a delta of +-1/8,
+ * times the step d (2 scale + 1) of its scale group (per_scale elements, scale 0..7).
+ * The delta's sign is per per_delta elements. Each scale group starts at its largest |x|
+ * over 1.125 and tries the scale nearest that and the two beside it; each delta group
+ * takes the sign whose nearest entries leave the least squared error. Returns d (f16). */
+static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int scale[16],
+                           int negative[32], int index[32]) {
+  pthread_once(&tables_once, build_tables);
+  const iq_kind *k = &KINDS[K_IQ1];
+  int n_scale = 256 / per_scale, groups = per_delta / 8;
+  float step[16], max_step = 0;
+  for (int b = 0; b < n_scale; b++) {
+    float amax = 0;
+    for (int i = 0; i < per_scale; i++) amax = fmaxf(amax, fabsf(x[per_scale * b + i]));
+    step[b] = amax / 1.125f;
+    max_step = fmaxf(max_step, step[b]);
+  }
+  uint16_t dh = mkc_float_to_f16(max_step / 15.0f);
+  if (mkc_f16_to_float(dh) * 15.0f < max_step && dh < 0x7bff) dh++;
+  float d = mkc_f16_to_float(dh);
+  for (int b = 0; b < n_scale; b++) {
+    int guess = d > 0 ? (int)lroundf((step[b] / d - 1.0f) / 2.0f) : 0;
+    float best_err = INFINITY;
+    scale[b] = 0;
+    for (int sc = guess - 1; sc <= guess + 1; sc++) {
+      if (sc < 0 || sc > 7) continue;
+      float dl = d * (float)(2 * sc + 1), err = 0;
+      int idx[4], neg[4];
+      int first = per_scale * b; /* each delta group of the scale group (per_delta <= per_scale) */
+      for (int g0 = first; g0 < first + per_scale; g0 += per_delta) {
+        float best_group = INFINITY;
+        for (int sign = 0; sign < 2; sign++) {
+          float delta = sign ? -0.125f : 0.125f, group_err = 0;
+          int gi[4];
+          for (int e = 0; e < groups; e++) {
+            float t[8], entry_err;
+            for (int j = 0; j < 8; j++) t[j] = (dl > 0 ? x[g0 + 8 * e + j] / dl : 0) + 1 - delta;
+            gi[e] = nearest_entry(k, t, &entry_err);
+            group_err += entry_err;
+          }
+          if (group_err < best_group) {
+            best_group = group_err;
+            for (int e = 0; e < groups; e++) idx[(g0 - first) / 8 + e] = gi[e];
+            for (int e = 0; e < groups; e++) neg[(g0 - first) / 8 + e] = sign;
+          }
+        }
+        err += best_group * dl * dl;
+      }
+      if (err < best_err) {
+        best_err = err, scale[b] = sc;
+        for (int e = 0; e < per_scale / 8; e++) {
+          index[per_scale * b / 8 + e] = idx[e];
+          negative[per_scale * b / 8 + e] = neg[e];
+        }
+      }
+    }
+  }
+  return dh;
+}
+
+void mkc_quantize_iq1_s(const float *x, uint8_t *b) {
+  int scale[16], negative[32], index[32];
+  put16(b, encode_iq1(x, 32, 32, scale, negative, index));
+  for (int s = 0; s < 8; s++) {
+    unsigned h = (unsigned)scale[s] << 12 | (unsigned)negative[4 * s] << 15;
+    for (int l = 0; l < 4; l++) {
+      b[2 + 4 * s + l] = (uint8_t)index[4 * s + l];
+      h |= (unsigned)(index[4 * s + l] >> 8) << 3 * l;
+    }
+    put16(b + 34 + 2 * s, h);
+  }
+}
+
+void mkc_quantize_iq1_m(const float *x, uint8_t *b) {
+  int scale[16], negative[32], index[32];
+  uint16_t dh = encode_iq1(x, 16, 8, scale, negative, index);
+  memset(b + 32, 0, 16);
+  for (int g = 0; g < 32; g++) {
+    b[g] = (uint8_t)index[g];
+    b[32 + g / 2] |= (uint8_t)((index[g] >> 8 | negative[g] << 3) << 4 * (g % 2));
+  }
+  for (int w = 0; w < 4; w++) {
+    unsigned v = (unsigned)(dh >> 4 * w & 0xf) << 12;
+    for (int j = 0; j < 4; j++) v |= (unsigned)scale[4 * w + j] << 3 * j;
+    put16(b + 48 + 2 * w, v);
+  }
 }

@@ -1,4 +1,4 @@
-/* Encoders of the IQ2 and IQ3 grid types, one 256-element block each (quantize_iq.c says how);
+/* Encoders of the IQ1, IQ2 and IQ3 grid types, one 256-element block each (quantize_iq.c says how);
  * mkc_quantize (quantize.h) calls them. */
 #ifndef MKC_QUANTIZE_IQ_H
 #define MKC_QUANTIZE_IQ_H
@@ -10,5 +10,7 @@ void mkc_quantize_iq2_xs(const float *x, uint8_t *b);
 void mkc_quantize_iq2_s(const float *x, uint8_t *b);
 void mkc_quantize_iq3_xxs(const float *x, uint8_t *b);
 void mkc_quantize_iq3_s(const float *x, uint8_t *b);
+void mkc_quantize_iq1_s(const float *x, uint8_t *b);
+void mkc_quantize_iq1_m(const float *x, uint8_t *b);
 
 #endif

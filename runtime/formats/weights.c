@@ -104,7 +104,8 @@ int mkc_weight_block_type(int type) {
          type == MKC_GGML_Q3_K || type == MKC_GGML_Q4_K || type == MKC_GGML_Q5_K ||
          type == MKC_GGML_Q6_K || type == MKC_GGML_IQ4_NL || type == MKC_GGML_IQ4_XS ||
          type == MKC_GGML_IQ2_XXS || type == MKC_GGML_IQ2_XS || type == MKC_GGML_IQ2_S ||
-         type == MKC_GGML_IQ3_XXS || type == MKC_GGML_IQ3_S;
+         type == MKC_GGML_IQ3_XXS || type == MKC_GGML_IQ3_S || type == MKC_GGML_IQ1_S ||
+         type == MKC_GGML_IQ1_M;
 }
 
 void mkc_tensor_row_f32(const mkc_tensor *t, int r, float *out) {

@@ -30,8 +30,8 @@ typedef struct mkc_weights {
 int mkc_weights_random(mkc_weights *w, const mkc_graph *g, unsigned long long seed);
 
 /* 1 when the kernel reads matrices of this enum mkc_ggml_type in their blocks
- * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, IQ2_*, IQ3_*, IQ4_NL, IQ4_XS): codegen/wtypes.lua
- * lists the same. */
+ * (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K .. Q6_K, IQ1_*, IQ2_*, IQ3_*, IQ4_NL, IQ4_XS):
+ * codegen/wtypes.lua lists the same. */
 int mkc_weight_block_type(int type);
 
 /* Building a store for g, as every source of weights does: begin makes

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 8620da54b3d16dff, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates 59434965b0bc4191, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -898,10 +898,12 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_IQ2_XXS 16
 #define MKC_W_IQ2_XS 17
 #define MKC_W_IQ3_XXS 18
+#define MKC_W_IQ1_S 19
 #define MKC_W_IQ4_NL 20
 #define MKC_W_IQ3_S 21
 #define MKC_W_IQ2_S 22
 #define MKC_W_IQ4_XS 23
+#define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -1231,6 +1233,33 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
                            (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
     mkc_s8x8_to_f32(mkc_iq_signed(v, signs), q);
+    return 0;
+  }
+#endif
+  /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
+   * (u - 1 +- 1/8): codes 8 u - 7 or 8 u - 9 (whole numbers), the step d (2 scale + 1) / 8 */
+#ifdef MKC_W_USES_IQ1_S
+  case MKC_W_IQ1_S: { /* 50 per 256: f16 d, index bytes, per 32 a u16 (index bits, scale, sign) */
+    const unsigned char *b = row + (c >> 5) * 50;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 34 + 2 * (cl >> 2));
+    dm[0] = mkc_f16_at(b) * (float)(2 * (int)(h >> 12 & 7u) + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h >> 3 * (cl & 3) & 7u) << 8] << 3,
+                       h & 0x8000u ? 9.0f : 7.0f, q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ1_M
+  case MKC_W_IQ1_M: { /* 56 per 256: index bytes, a nibble per 8 (index bits, sign), scales */
+    const unsigned char *b = row + (c >> 5) * 56; /* 56 = 7 x 8: the scale words one load */
+    unsigned low = mkc_load_weight2(b + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 32 + (cl >> 1 & ~1)) >> 4 * (cl & 3) & 15u;
+    unsigned long long s = mkc_load_weight8(b + 48); /* 3-bit scales per 16; d's nibbles on top */
+    unsigned d = (unsigned)(s >> 12 & 0xfu) | (unsigned)(s >> 24 & 0xf0u) |
+                 (unsigned)(s >> 36 & 0xf00u) | (unsigned)(s >> 48 & 0xf000u);
+    unsigned sc = (unsigned)(s >> (16 * (cl >> 3) + 3 * (cl >> 1 & 3))) & 7u;
+    dm[0] = mkc_f16_to_f32((mkc_f16)d) * (float)(2 * (int)sc + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h & 7u) << 8] << 3, h & 8u ? 9.0f : 7.0f, q);
     return 0;
   }
 #endif
@@ -4842,7 +4871,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4846 "llama.llama-3.2-1b.cu"
+#line 4875 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

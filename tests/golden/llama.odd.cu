@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates 8620da54b3d16dff, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 59434965b0bc4191, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -898,10 +898,12 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_IQ2_XXS 16
 #define MKC_W_IQ2_XS 17
 #define MKC_W_IQ3_XXS 18
+#define MKC_W_IQ1_S 19
 #define MKC_W_IQ4_NL 20
 #define MKC_W_IQ3_S 21
 #define MKC_W_IQ2_S 22
 #define MKC_W_IQ4_XS 23
+#define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
@@ -1231,6 +1233,33 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
                            (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
     mkc_s8x8_to_f32(mkc_iq_signed(v, signs), q);
+    return 0;
+  }
+#endif
+  /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
+   * (u - 1 +- 1/8): codes 8 u - 7 or 8 u - 9 (whole numbers), the step d (2 scale + 1) / 8 */
+#ifdef MKC_W_USES_IQ1_S
+  case MKC_W_IQ1_S: { /* 50 per 256: f16 d, index bytes, per 32 a u16 (index bits, scale, sign) */
+    const unsigned char *b = row + (c >> 5) * 50;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 34 + 2 * (cl >> 2));
+    dm[0] = mkc_f16_at(b) * (float)(2 * (int)(h >> 12 & 7u) + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h >> 3 * (cl & 3) & 7u) << 8] << 3,
+                       h & 0x8000u ? 9.0f : 7.0f, q);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_IQ1_M
+  case MKC_W_IQ1_M: { /* 56 per 256: index bytes, a nibble per 8 (index bits, sign), scales */
+    const unsigned char *b = row + (c >> 5) * 56; /* 56 = 7 x 8: the scale words one load */
+    unsigned low = mkc_load_weight2(b + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 32 + (cl >> 1 & ~1)) >> 4 * (cl & 3) & 15u;
+    unsigned long long s = mkc_load_weight8(b + 48); /* 3-bit scales per 16; d's nibbles on top */
+    unsigned d = (unsigned)(s >> 12 & 0xfu) | (unsigned)(s >> 24 & 0xf0u) |
+                 (unsigned)(s >> 36 & 0xf00u) | (unsigned)(s >> 48 & 0xf000u);
+    unsigned sc = (unsigned)(s >> (16 * (cl >> 3) + 3 * (cl >> 1 & 3))) & 7u;
+    dm[0] = mkc_f16_to_f32((mkc_f16)d) * (float)(2 * (int)sc + 1) * 0.125f;
+    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h & 7u) << 8] << 3, h & 8u ? 9.0f : 7.0f, q);
     return 0;
   }
 #endif
@@ -4828,7 +4857,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4832 "llama.odd.cu"
+#line 4861 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
