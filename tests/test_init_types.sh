@@ -156,4 +156,14 @@ expect_error "--tensor-type to an HF folder" \
 "$mkc" init --help >"$tmp/out" 2>&1 && grep -q -- "--type T" "$tmp/out" && grep -q -- "--tensor-type NAME=T" "$tmp/out" \
   && ok "init --help names --type and --tensor-type" || fail "init --help names --type and --tensor-type" "$(cat "$tmp/out")"
 
+# Quantizing a real-size model says how far it is (past 2^26 values); a tiny one says nothing.
+"$mkc" init --preset smollm2-135m --seed 1 --type q8_0 -o "$tmp/sm.gguf" 2>"$tmp/err"
+lines=$(grep -c '^mkc: init: quantized [0-9]*% of 134M values ([0-9]* s)$' "$tmp/err")
+[ "$lines" -ge 5 ] && tail -n 2 "$tmp/err" | head -n 1 | grep -q '^mkc: init: quantized 100% of 134M' \
+  && ok "init of SmolLM2-135M in Q8_0: $lines progress lines, the last at 100%" \
+  || fail "init of SmolLM2-135M shows its progress" "$(cat "$tmp/err")"
+"$mkc" init --preset tiny --seed 7 --type q8_0 -o "$tmp/t.gguf" 2>"$tmp/err"
+grep -q 'quantized' "$tmp/err" && fail "init of tiny: no progress lines" "$(cat "$tmp/err")" \
+  || ok "init of tiny: no progress lines"
+
 finish

@@ -17,6 +17,7 @@
 #include "formats/safetensors.h"
 #include "formats/weights.h"
 #include "model/model_file.h"
+#include "util/clock.h"
 #include "util/text.h"
 
 static const char USAGE[] =
@@ -248,27 +249,45 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
  * whole blocks of it (a GGUF row holds whole blocks): then as llama.cpp's
  * quantize falls back, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0 and Q2_K,
  * Q3_K and the IQ types of 256 to IQ4_NL when the columns are whole 32s, else BF16
- * (llama.cpp: F16), said in one line. */
-static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
+ * (llama.cpp: F16). */
+static uint32_t fitting_type(const mkc_weight_info *info, uint32_t want) {
   const mkc_ggml_type_info *t = mkc_ggml_type(want);
   if (info->cols % t->block == 0) return want;
   uint32_t fallback = want == MKC_GGML_Q4_K   ? MKC_GGML_Q5_0
                       : want == MKC_GGML_Q5_K ? MKC_GGML_Q5_1
                       : want == MKC_GGML_Q6_K ? MKC_GGML_Q8_0
-                      : t->block == 256 ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, IQ2_*, IQ3_*, IQ4_XS */
-                                        : MKC_GGML_BF16;
-  if (info->cols % mkc_ggml_type(fallback)->block != 0) fallback = MKC_GGML_BF16;
-  fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n", info->name,
-          t->name, t->block, mkc_ggml_type(fallback)->name);
-  return fallback;
+                      : t->block == 256       ? MKC_GGML_IQ4_NL /* Q2_K, Q3_K, the IQ types */
+                                              : MKC_GGML_BF16;
+  return info->cols % mkc_ggml_type(fallback)->block == 0 ? fallback : MKC_GGML_BF16;
+}
+
+/* The same, a fallback said in one line. */
+static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
+  uint32_t type = fitting_type(info, want);
+  if (type != want)
+    fprintf(stderr, "mkc: init: %s: %s needs columns in multiples of %d; stored as %s\n",
+            info->name, mkc_ggml_type(want)->name, mkc_ggml_type(want)->block,
+            mkc_ggml_type(type)->name);
+  return type;
 }
 
 /* Tensors as the graph names them: matrices ne {cols, rows}, vectors ne {cols}.
  * The bf16 data is little-endian in memory, as in the file; a tensor of
  * another type is encoded into encoded[i] (kept until the file is written).
  * count[type] counts the tensors stored in each type. */
+/* Quantizing a real-size model takes a while (the IQ types about 0.1 to 0.4 s per million
+ * values): past QUIET_VALUES values to encode, init says how far it is at each tenth. */
+#define QUIET_VALUES (1 << 26)
+
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
                        const init_flags *f, void **encoded, int *count) {
+  double total = 0, done = 0, start = mkc_seconds();
+  for (int i = 0; i < g->n_weights; i++) {
+    const mkc_weight_info *info = &g->weights[i];
+    if (fitting_type(info, wanted_type(f, info)) != MKC_GGML_BF16)
+      total += (double)info->rows * info->cols;
+  }
+  int tenth = 0;
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
     const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
@@ -289,6 +308,12 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
       mkc_quantize(type, values, n, encoded[i]); /* cannot fail: type and cols checked */
       free(values);
       bytes = encoded[i];
+      done += (double)n;
+      if (total >= QUIET_VALUES && (int)(10 * done / total) > tenth) {
+        tenth = (int)(10 * done / total);
+        fprintf(stderr, "mkc: init: quantized %.0f%% of %.0fM values (%.0f s)\n",
+                100 * done / total, total / 1e6, mkc_seconds() - start);
+      }
     }
     int64_t ne[2] = {info->cols, info->rows};
     if (mkc_gguf_add_raw(out, info->name, type, info->rows == 1 ? 1 : 2, ne, bytes)) return -1;
