@@ -79,10 +79,10 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
 
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
-#define MKC_W_USES_IQ_GRID 1 /* templates/iq_grids.cuh is spliced in */
+#define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
 #endif
 
-#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_GRID)
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS)
 /* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, or its signs. */
 MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
@@ -92,7 +92,7 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 }
 #endif
 
-#ifdef MKC_W_USES_IQ_GRID
+#ifdef MKC_W_USES_IQ_SIGNS
 /* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set: int8 bytes
  * (~v + 1 = 256 - v carries into no other byte). */
 MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs) {
@@ -292,7 +292,8 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
   }
 #endif
   /* The grid types (templates/iq_grids.cuh): a chunk is one entry of 8 values (IQ2) or two of 4
-   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned: halfword loads. */
+   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned (IQ1_M's 8-byte):
+   * halfword loads. */
 #ifdef MKC_W_USES_IQ2_XXS
   case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
     const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;

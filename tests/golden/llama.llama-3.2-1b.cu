@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph e6e62959529fb48a, templates 59434965b0bc4191, options 380dc56497bb469f
+ * hashes:  graph e6e62959529fb48a, templates 536328ce8106e977, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -959,10 +959,10 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
 
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
-#define MKC_W_USES_IQ_GRID 1 /* templates/iq_grids.cuh is spliced in */
+#define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
 #endif
 
-#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_GRID)
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS)
 /* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, or its signs. */
 MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
@@ -972,7 +972,7 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 }
 #endif
 
-#ifdef MKC_W_USES_IQ_GRID
+#ifdef MKC_W_USES_IQ_SIGNS
 /* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set: int8 bytes
  * (~v + 1 = 256 - v carries into no other byte). */
 MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs) {
@@ -1172,7 +1172,8 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
   }
 #endif
   /* The grid types (templates/iq_grids.cuh): a chunk is one entry of 8 values (IQ2) or two of 4
-   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned: halfword loads. */
+   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned (IQ1_M's 8-byte):
+   * halfword loads. */
 #ifdef MKC_W_USES_IQ2_XXS
   case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
     const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;
@@ -4871,7 +4872,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4875 "llama.llama-3.2-1b.cu"
+#line 4876 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph e6e62959529fb48a, templates 59434965b0bc4191, options 22f3ac7b51cc1f37
+ * hashes:  graph e6e62959529fb48a, templates 536328ce8106e977, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -959,10 +959,10 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
 
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
-#define MKC_W_USES_IQ_GRID 1 /* templates/iq_grids.cuh is spliced in */
+#define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
 #endif
 
-#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_GRID)
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS)
 /* Bit k of b as bit 0 of byte k: the fifth bits of a chunk's 8 codes, or its signs. */
 MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
   /* byte k keeps bit k of b (0 or 2^k); adding 0x7f carries it to bit 7, never into byte k + 1 */
@@ -972,7 +972,7 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 }
 #endif
 
-#ifdef MKC_W_USES_IQ_GRID
+#ifdef MKC_W_USES_IQ_SIGNS
 /* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set: int8 bytes
  * (~v + 1 = 256 - v carries into no other byte). */
 MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs) {
@@ -1172,7 +1172,8 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
   }
 #endif
   /* The grid types (templates/iq_grids.cuh): a chunk is one entry of 8 values (IQ2) or two of 4
-   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned: halfword loads. */
+   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned (IQ1_M's 8-byte):
+   * halfword loads. */
 #ifdef MKC_W_USES_IQ2_XXS
   case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
     const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;
@@ -4857,7 +4858,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4861 "llama.odd.cu"
+#line 4862 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
