@@ -233,8 +233,7 @@ static void block_iq4_xs(const uint8_t *b, float *y) {
   }
 }
 
-/* The IQ1, IQ2 and IQ3 grids (templates/iq_grids.cuh): entry i's element j is byte j (IQ1: j - 1).
- */
+/* The IQ1, IQ2 and IQ3 grids (templates/iq_grids.cuh). */
 #define MKC_TABLE static const
 #define MKC_IQ_ALL 1
 #include "iq_grids.cuh"
@@ -242,7 +241,7 @@ static void block_iq4_xs(const uint8_t *b, float *y) {
 /* A 7-bit sign index as ggml stores it for IQ2_XXS, IQ2_XS and IQ3_XXS: the
  * signs of 8 elements (bit j set: element j negative), the eighth the parity
  * of the other seven (an even count of minus signs). */
-int mkc_iq_signs(int index) { return index | (__builtin_popcount((unsigned)index) & 1) << 7; }
+static int iq_signs(int index) { return index | (__builtin_popcount((unsigned)index) & 1) << 7; }
 
 /* n elements of a group from its grid word (byte j element j) and sign bits, times db. */
 static void grid_group(float db, uint64_t grid, int signs, int n, float *y) {
@@ -266,7 +265,7 @@ static void block_iq2_xxs(const uint8_t *b, float *y) {
     uint32_t aux = u32_at(b + 2 + 8 * s + 4);
     float db = d * (0.5f + (float)(aux >> 28)) * 0.25f;
     for (int l = 0; l < 4; l++)
-      grid_group(db, mkc_iq2xxs_grid[b[2 + 8 * s + l]], mkc_iq_signs(aux >> 7 * l & 127), 8,
+      grid_group(db, mkc_iq2xxs_grid[b[2 + 8 * s + l]], iq_signs(aux >> 7 * l & 127), 8,
                  y + 32 * s + 8 * l);
   }
 }
@@ -279,7 +278,7 @@ static void block_iq2_xs(const uint8_t *b, float *y) {
   for (int g = 0; g < 32; g++) {
     unsigned q = u16_at(b + 2 + 2 * g);
     float db = d * (0.5f + (float)(b[66 + g / 4] >> 4 * (g / 2 % 2) & 0xf)) * 0.25f;
-    grid_group(db, mkc_iq2xs_grid[q & 511], mkc_iq_signs((int)(q >> 9)), 8, y + 8 * g);
+    grid_group(db, mkc_iq2xs_grid[q & 511], iq_signs((int)(q >> 9)), 8, y + 8 * g);
   }
 }
 
@@ -304,7 +303,7 @@ static void block_iq3_xxs(const uint8_t *b, float *y) {
     uint32_t aux = u32_at(b + 66 + 4 * s);
     float db = d * (0.5f + (float)(aux >> 28)) * 0.5f;
     for (int l = 0; l < 4; l++) {
-      int signs = mkc_iq_signs(aux >> 7 * l & 127), g = 4 * s + l;
+      int signs = iq_signs(aux >> 7 * l & 127), g = 4 * s + l;
       grid_group(db, mkc_iq3xxs_grid[b[2 + 2 * g]], signs, 4, y + 8 * g);
       grid_group(db, mkc_iq3xxs_grid[b[3 + 2 * g]], signs >> 4, 4, y + 8 * g + 4);
     }

@@ -76,10 +76,6 @@ int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
 /* IQ4_NL's (and IQ4_XS's) 16 levels: ggml's kvalues_iq4nl. */
 extern const int8_t mkc_iq4nl_levels[16];
 
-/* The 8 signs of an IQ2_XXS, IQ2_XS or IQ3_XXS group from its 7-bit index
- * (bit j: element j negative; bit 7 makes the count of minus signs even). */
-int mkc_iq_signs(int index);
-
 /* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:
  * 8 n + 2 j + l / 16 for e = 128 n + 32 j + l. */
 int mkc_k16_sub(int e);
