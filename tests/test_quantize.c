@@ -528,6 +528,36 @@ static void test_grid_types(void) {
   }
 }
 
+/* mkc_quantize_parallel gives mkc_quantize's bytes, whatever the threads (ranges of whole
+ * blocks, each encoded alone), and refuses what it refuses. */
+static void test_parallel(void) {
+  enum { BIG = 256 * 512 }; /* 512 blocks of 256: enough for 7 threads of 64 blocks */
+  static float x[BIG];
+  static uint8_t one[BIG * 4], many[BIG * 4];
+  static const uint32_t TYPES[] = {
+      MKC_GGML_F32,     MKC_GGML_F16,   MKC_GGML_BF16,   MKC_GGML_Q8_0,    MKC_GGML_Q4_1,
+      MKC_GGML_Q4_K,    MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL, MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_S,
+      MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S, MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M};
+  rng_state = 5;
+  for (int i = 0; i < BIG; i++) x[i] = between(-1, 1) * (i % 997 == 0 ? 8.0f : 1.0f);
+  for (size_t t = 0; t < sizeof TYPES / sizeof *TYPES; t++) {
+    const mkc_ggml_type_info *info = mkc_ggml_type(TYPES[t]);
+    size_t bytes = BIG / (size_t)info->block * (size_t)info->block_bytes;
+    int same = mkc_quantize(TYPES[t], x, BIG, one) == 0;
+    for (int threads = 3; same && threads <= 7; threads += 4) {
+      memset(many, 0x5a, bytes);
+      same = mkc_quantize_parallel(TYPES[t], x, BIG, many, threads) == 0 &&
+             memcmp(one, many, bytes) == 0;
+    }
+    CHECK(same, "%s: mkc_quantize_parallel on 3 and 7 threads = mkc_quantize, byte for byte",
+          info->name);
+  }
+  CHECK_INT(mkc_quantize_parallel(MKC_GGML_Q4_K, x, 300, many, 4), -1,
+            "mkc_quantize_parallel Q4_K, n = 300: -1");
+  CHECK_INT(mkc_quantize_parallel(MKC_GGML_TQ1_0, x, 256, many, 4), -1,
+            "mkc_quantize_parallel TQ1_0: -1");
+}
+
 static void test_refused(void) {
   float x[N] = {0};
   uint8_t bytes[N * 4];
@@ -562,6 +592,7 @@ int main(void) {
   test_hand_made();
   test_plain_and_bf16();
   test_grid_types();
+  test_parallel();
   test_refused();
   return check_done();
 }

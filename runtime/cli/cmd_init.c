@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "codegen/host.h"
@@ -276,7 +277,8 @@ static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
  * another type is encoded into encoded[i] (kept until the file is written).
  * count[type] counts the tensors stored in each type. */
 /* Quantizing a real-size model takes a while (the IQ types about 0.1 to 0.4 s per million
- * values): past QUIET_VALUES values to encode, init says how far it is at each tenth. */
+ * values a core; init uses every core): past QUIET_VALUES values to encode, init says how far
+ * it is at each tenth. */
 #define QUIET_VALUES (1 << 26)
 
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
@@ -305,7 +307,8 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
         return -1;
       }
       for (size_t k = 0; k < n; k++) values[k] = mkc_bf16_to_float(bf16[k]);
-      mkc_quantize(type, values, n, encoded[i]); /* cannot fail: type and cols checked */
+      /* cannot fail: type and cols checked */
+      mkc_quantize_parallel(type, values, n, encoded[i], (int)sysconf(_SC_NPROCESSORS_ONLN));
       free(values);
       bytes = encoded[i];
       done += (double)n;

@@ -35,6 +35,7 @@
 #include "quantize.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "dequant.h"
@@ -404,6 +405,8 @@ static void block_iq1_m(const float *x, uint8_t *b) { mkc_quantize_iq1_m(x, b); 
 
 typedef void (*block_writer)(const float *x, uint8_t *b);
 
+enum { QUANTIZE_THREADS_MAX = 32 };
+
 /* The block types written here, by ggml type id (dequant.h's list). */
 static const block_writer WRITERS[] = {MKC_BLOCK_TYPES(MKC_BLOCK_FN)};
 
@@ -436,6 +439,49 @@ int mkc_quantize(uint32_t type, const float *src, size_t n, void *dst) {
   for (size_t i = 0; i < n / block; i++)
     write(src + i * block, out + i * (size_t)info->block_bytes);
   return 0;
+}
+
+/* One thread's share of mkc_quantize_parallel. */
+typedef struct quantize_part {
+  uint32_t type;
+  const float *src;
+  size_t n;
+  void *dst;
+  int rc;
+} quantize_part;
+
+static void *quantize_part_main(void *arg) {
+  quantize_part *p = arg;
+  p->rc = mkc_quantize(p->type, p->src, p->n, p->dst);
+  return NULL;
+}
+
+int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, int threads) {
+  const mkc_ggml_type_info *info = mkc_ggml_type(type);
+  if (!info || n % (size_t)info->block) return -1;
+  size_t blocks = n / (size_t)info->block;
+  if (threads > QUANTIZE_THREADS_MAX) threads = QUANTIZE_THREADS_MAX;
+  if (threads <= 1 || blocks < (size_t)threads * 64) return mkc_quantize(type, src, n, dst);
+  quantize_part part[QUANTIZE_THREADS_MAX];
+  pthread_t thread[QUANTIZE_THREADS_MAX];
+  int started = 0, rc = 0;
+  for (int t = 0; t < threads;
+       t++) { /* thread t: blocks [blocks t / threads, blocks (t + 1) / threads) */
+    size_t b0 = blocks * (size_t)t / (size_t)threads,
+           b1 = blocks * (size_t)(t + 1) / (size_t)threads;
+    part[t] = (quantize_part){type, src + b0 * (size_t)info->block, (b1 - b0) * (size_t)info->block,
+                              (uint8_t *)dst + b0 * (size_t)info->block_bytes, 0};
+    if (t > 0 && pthread_create(&thread[t], NULL, quantize_part_main, &part[t]) != 0) {
+      part[t].rc = mkc_quantize(type, part[t].src, part[t].n, part[t].dst); /* no thread: here */
+      continue;
+    }
+    started |= 1 << t;
+  }
+  part[0].rc = mkc_quantize(type, part[0].src, part[0].n, part[0].dst);
+  for (int t = 1; t < threads; t++)
+    if (started >> t & 1) pthread_join(thread[t], NULL);
+  for (int t = 0; t < threads; t++) rc |= part[t].rc;
+  return rc ? -1 : 0;
 }
 
 size_t mkc_quant_row_bytes(uint32_t type, int cols) {

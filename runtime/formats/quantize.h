@@ -18,6 +18,11 @@
  * value (65504) saturates there. */
 int mkc_quantize(uint32_t type, const float *src, size_t n, void *dst);
 
+/* The same split over up to threads threads (at most 32; ranges of whole blocks, the same
+ * bytes as mkc_quantize gives): the IQ types take 0.1 to 0.4 s per million values on one
+ * core. */
+int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, int threads);
+
 /* The bytes of a row of cols elements of a known type (quantizable or not),
  * or 0 for an unknown type or a cols that is not a positive multiple of the
  * type's block (such a row cannot be stored in that type). */
