@@ -74,6 +74,7 @@ bench() { # RUN: one mkc bench table into the summary (not if its name is in $BE
   run_parts "$1"
   local name=$run_name
   [[ " ${BENCH_SKIP:-} " == *" $name "* ]] && { say "-- mkc bench $name: skipped (BENCH_SKIP)"; return; }
+  run_model $models "${run_args[@]}" >>"$out/models.log" 2>&1 || say "make_model failed: $(tail -n 2 "$out/models.log")"
   say "-- mkc bench $name: ${run_envs[*]} ${run_args[*]}"
   timeout "$(limit 90)" env "${run_envs[@]}" build/mkc bench "${run_args[@]}" --backend cuda \
     >"$out/bench-$name.md" 2>"$out/bench-$name.err"

@@ -74,7 +74,7 @@ until_cached() { # PATTERN [VAR=VALUE...] COMMAND...: run, stopped once it asked
 source tests/gpu/shapes.sh
 models=build/gpu-prime/models
 mkdir -p $models
-for f in smollm2-q41 l1b-q4k; do
+for f in smollm2-q41 l1b-q4k l1b-iq3s; do
   make_model $f $models >>build/gpu-prime/log/models.log 2>&1 || { echo "make_model $f failed"; exit 1; }
 done
 declare -A seen

@@ -22,7 +22,7 @@ mkdir -p $models
 for run in "${BENCH_RUNS[@]}"; do
   run_parts "$run"
   [[ " $names " == *" $run_name "* ]] || continue
-  [[ $run_name == smollm2* ]] && make_model smollm2-q41 $models >/dev/null 2>&1
+  run_model $models "${run_args[@]}" >/dev/null 2>&1
   [ "$(left)" -gt 20 ] || { say "-- mkc bench $run_name: no time left"; continue; }
   say "-- mkc bench $run_name: ${run_envs[*]} ${run_args[*]}"
   t0=$(date +%s)

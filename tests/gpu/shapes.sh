@@ -66,6 +66,9 @@ BENCH_RUNS=(
   "l1b-head $l1bt --draft-head"
   "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
+  # llama-3.2-1b with every matrix IQ3_S (the grid types' decoders: a table lookup a chunk),
+  # the T = 1 kernel; its model is made on the machine (mkc init on every core)
+  "l1b-iq3s-t1 -m \$models/l1b-iq3s.gguf --ctx 2048 --draft-max 0 -n 64 -p 16"
 )
 
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
@@ -108,7 +111,17 @@ make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
   smollm2-q41) build/mkc init --preset smollm2-135m --seed 1 --type q4_1 \
     --tensor-type token_embd.weight=q8_0 -o "$2/$1.gguf" ;;
   l1b-q4k) build/mkc init --preset llama-3.2-1b --seed 1 --type q4_k -o "$2/$1.gguf" ;;
+  l1b-iq3s) build/mkc init --preset llama-3.2-1b --seed 1 --type iq3_s -o "$2/$1.gguf" ;;
   esac
+}
+
+run_model() { # DIR ARGS...: make the model file a run's arguments name (-m DIR/NAME.gguf), if any
+  local dir=$1 a
+  shift
+  for a in "$@"; do
+    [[ $a == "$dir"/*.gguf ]] && { make_model "$(basename "$a" .gguf)" "$dir" || return 1; }
+  done
+  return 0
 }
 
 run_parts() { # RUN: a BENCH_RUNS entry into run_name, run_envs and run_args (arrays)
