@@ -464,9 +464,10 @@ int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, 
   if (threads <= 1 || blocks < (size_t)threads * 64) return mkc_quantize(type, src, n, dst);
   quantize_part part[QUANTIZE_THREADS_MAX];
   pthread_t thread[QUANTIZE_THREADS_MAX];
-  int started = 0, rc = 0;
-  for (int t = 0; t < threads;
-       t++) { /* thread t: blocks [blocks t / threads, blocks (t + 1) / threads) */
+  unsigned started = 0;
+  int rc = 0;
+  /* thread t: blocks [blocks t / threads, blocks (t + 1) / threads); thread 0 is this one */
+  for (int t = 0; t < threads; t++) {
     size_t b0 = blocks * (size_t)t / (size_t)threads,
            b1 = blocks * (size_t)(t + 1) / (size_t)threads;
     part[t] = (quantize_part){type, src + b0 * (size_t)info->block, (b1 - b0) * (size_t)info->block,
@@ -475,7 +476,7 @@ int mkc_quantize_parallel(uint32_t type, const float *src, size_t n, void *dst, 
       part[t].rc = mkc_quantize(type, part[t].src, part[t].n, part[t].dst); /* no thread: here */
       continue;
     }
-    started |= 1 << t;
+    started |= 1u << t;
   }
   part[0].rc = mkc_quantize(type, part[0].src, part[0].n, part[0].dst);
   for (int t = 1; t < threads; t++)
