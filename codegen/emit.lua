@@ -416,11 +416,12 @@ function emit.source(graph, plan, opts)
     put(("#define MKC_ATTN_DT %d /* n8 tiles of a head */"):format(a.dt))
   end
   -- the block types the matrices are stored in: only their decoders are compiled
-  local used, names = {}, {}
+  local used, names, grids = {}, {}, false -- grids: the IQ tables, where a matrix's type reads them
   for _, w in ipairs(plan.weights) do
     if w.type ~= wtypes.BF16 and not used[w.type] then
       used[w.type] = true
       names[#names + 1] = wtypes.name(w.type)
+      grids = grids or wtypes.BLOCKS[w.type].grid or false
     end
   end
   table.sort(names)
@@ -428,8 +429,6 @@ function emit.source(graph, plan, opts)
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
-  local grids = false -- the IQ grid tables, only where a matrix's type reads them
-  for _, w in ipairs(plan.weights) do grids = grids or wtypes.GRID[w.type] or false end
   for _, name in ipairs(emit.TEMPLATES) do
     if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") then splice(name) end
   end

@@ -4,7 +4,8 @@ local wtypes = {}
 
 wtypes.BF16 = 30
 
--- The block types the kernel reads: elements and bytes per block, and the template's name.
+-- The block types the kernel reads: elements and bytes per block, and the template's name; grid:
+-- its decoder reads templates/iq_grids.cuh's tables.
 wtypes.BLOCKS = {
   [8] = { name = "Q8_0", block = 32, bytes = 34 },
   [2] = { name = "Q4_0", block = 32, bytes = 18 },
@@ -14,21 +15,18 @@ wtypes.BLOCKS = {
   [10] = { name = "Q2_K", block = 256, bytes = 84 },
   [11] = { name = "Q3_K", block = 256, bytes = 110 },
   [12] = { name = "Q4_K", block = 256, bytes = 144 },
-  [16] = { name = "IQ2_XXS", block = 256, bytes = 66 },
-  [17] = { name = "IQ2_XS", block = 256, bytes = 74 },
-  [22] = { name = "IQ2_S", block = 256, bytes = 82 },
-  [18] = { name = "IQ3_XXS", block = 256, bytes = 98 },
-  [21] = { name = "IQ3_S", block = 256, bytes = 110 },
-  [19] = { name = "IQ1_S", block = 256, bytes = 50 },
-  [29] = { name = "IQ1_M", block = 256, bytes = 56 },
+  [16] = { name = "IQ2_XXS", block = 256, bytes = 66, grid = true },
+  [17] = { name = "IQ2_XS", block = 256, bytes = 74, grid = true },
+  [22] = { name = "IQ2_S", block = 256, bytes = 82, grid = true },
+  [18] = { name = "IQ3_XXS", block = 256, bytes = 98, grid = true },
+  [21] = { name = "IQ3_S", block = 256, bytes = 110, grid = true },
+  [19] = { name = "IQ1_S", block = 256, bytes = 50, grid = true },
+  [29] = { name = "IQ1_M", block = 256, bytes = 56, grid = true },
   [20] = { name = "IQ4_NL", block = 32, bytes = 18 },
   [23] = { name = "IQ4_XS", block = 256, bytes = 136 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
 }
-
--- The types whose decoders read templates/iq_grids.cuh's tables.
-wtypes.GRID = { [16] = true, [17] = true, [22] = true, [18] = true, [21] = true, [19] = true, [29] = true }
 
 function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end
 

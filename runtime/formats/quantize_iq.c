@@ -62,8 +62,8 @@ static iq_kind KINDS[] = {
     {mkc_iq3xxs_grid, 256, 4, IQ3XXS_LEVELS, 8, 32, 1, 0.5f, 0.5f, tree_iq3xxs, 0},
     /* IQ3_S: d (1 + 2 scale) = d * 2 * (0.5 + scale) */
     {mkc_iq3s_grid, 512, 4, IQ3S_LEVELS, 8, 32, 0, 2.0f, 0.5f, tree_iq3s, 0},
-    /* IQ1_S, IQ1_M: d (2 scale + 1) = d * 2 * (0.5 + scale), scale 0..7 (encode_iq1) */
-    {mkc_iq1s_grid, 2048, 8, IQ1_LEVELS, 3, 0, 0, 2.0f, 0.5f, tree_iq1s, 0},
+    /* IQ1_S, IQ1_M: only the grid and its tree (encode_iq1 has its own scales and deltas) */
+    {mkc_iq1s_grid, 2048, 8, IQ1_LEVELS, 3, 0, 0, 0.0f, 0.0f, tree_iq1s, 0},
 };
 enum { K_IQ2_XXS, K_IQ2_XS, K_IQ2_S, K_IQ3_XXS, K_IQ3_S, K_IQ1 };
 
@@ -146,6 +146,14 @@ static int nearest_entry(const iq_kind *k, const float *t, float *err) {
   return s.entry;
 }
 
+/* The block's d as f16: the least (but 65504 at most) whose top step, d * top, reaches
+ * max_step, so the largest scale covers every sub-block. */
+static uint16_t d_reaching(float max_step, float top) {
+  uint16_t dh = mkc_float_to_f16(max_step / top);
+  if (mkc_f16_to_float(dh) * top < max_step && dh < 0x7bff) dh++;
+  return dh;
+}
+
 /* A 256-element block's codes: per group of 8 its signs (bit j: element j
  * negative), per entry (8 or 4 elements) its index, per sub-block its 4-bit
  * scale; returns d as f16 bits. */
@@ -175,8 +183,7 @@ static uint16_t encode(const iq_kind *k, const float *x, int signs[32], int inde
     step[b] = amax / (float)top;
     max_step = fmaxf(max_step, step[b]);
   }
-  uint16_t dh = mkc_float_to_f16(max_step / (k->unit * (k->lift + 15.0f)));
-  if (mkc_f16_to_float(dh) * k->unit * (k->lift + 15.0f) < max_step && dh < 0x7bff) dh++;
+  uint16_t dh = d_reaching(max_step, k->unit * (k->lift + 15.0f));
   float d = mkc_f16_to_float(dh);
   for (int b = 0; b < n_sub; b++) {
     int guess = d > 0 ? (int)lroundf(step[b] / (d * k->unit) - k->lift) : 0;
@@ -287,8 +294,7 @@ static uint16_t encode_iq1(const float *x, int per_scale, int per_delta, int sca
     step[b] = amax / 1.125f;
     max_step = fmaxf(max_step, step[b]);
   }
-  uint16_t dh = mkc_float_to_f16(max_step / 15.0f);
-  if (mkc_f16_to_float(dh) * 15.0f < max_step && dh < 0x7bff) dh++;
+  uint16_t dh = d_reaching(max_step, 15.0f); /* d (2 * 7 + 1) */
   float d = mkc_f16_to_float(dh);
   for (int b = 0; b < n_scale; b++) {
     int guess = d > 0 ? (int)lroundf((step[b] / d - 1.0f) / 2.0f) : 0;
