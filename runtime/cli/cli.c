@@ -80,6 +80,7 @@ static const struct {
     {"--system-prompt", offsetof(mkc_cli, system_prompt)},
     {"--chat-template", offsetof(mkc_cli, chat_template)},
     {"--batch", offsetof(mkc_cli, batch_file)},
+    {"--host", offsetof(mkc_cli, host)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -138,6 +139,7 @@ static const struct {
     {"--slots", 2, MKC_SLOTS_CAP, offsetof(mkc_cli, slots)},
     {"--kv-pages", 1, 1 << 20, offsetof(mkc_cli, kv_pages)},
     {"--step-rows", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, step_rows)},
+    {"--port", 0, 65535, offsetof(mkc_cli, port)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

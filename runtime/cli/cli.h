@@ -48,6 +48,8 @@ typedef struct mkc_cli {
   int kv_pages;  /* gen/run --kv-pages N: the slots share a pool of N KV pages (templates/slots.cuh)
                   */
   int step_rows; /* gen --step-rows R: a slot kernel's rows per step, past K + 1 tiled */
+  const char *host;           /* serve --host ADDR: the address to listen on */
+  int port;                   /* serve --port N (0: one the system picks) */
   const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */

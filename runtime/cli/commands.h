@@ -12,5 +12,6 @@ int mkc_cmd_inspect(int argc, char **argv); /* see inside an emitted kernel */
 int mkc_cmd_init(int argc, char **argv);    /* a model file (GGUF or HF folder) of random weights */
 int mkc_cmd_info(int argc, char **argv);    /* what a model file (GGUF or HF folder) holds */
 int mkc_cmd_chat(int argc, char **argv);    /* multi-turn chat with a model in the terminal */
+int mkc_cmd_serve(int argc, char **argv);   /* an OpenAI-style HTTP server */
 
 #endif

@@ -1,0 +1,55 @@
+/* libFuzzer target for mkc serve's requests, outside data from the network:
+ * the HTTP parser on the bytes (and on every prefix of a whole request,
+ * which must read as incomplete), then the JSON of a parsed body as a chat
+ * and as a completion request. Nothing may crash or read out of bounds; a
+ * whole request's size is within the input, its body inside it; a parsed
+ * request's strings are what its checks promise.
+ * Seeds in fuzz/corpus/http: requests as clients send them. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "serve/api.h"
+#include "serve/http.h"
+
+static void check(int ok) {
+  if (!ok) abort();
+}
+
+static void api(const char *body, size_t n) {
+  for (int chat = 0; chat < 2; chat++) {
+    mkc_api_req r;
+    char why[200];
+    if (mkc_api_parse(body, n, chat, &r, why, sizeof why) != 0) {
+      check(why[0] != '\0');
+      continue;
+    }
+    check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
+    for (int i = 0; i < r.n_msgs; i++) check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
+    for (int i = 0; i < r.n_prompt_ids; i++) check(r.prompt_ids[i] >= 0);
+    for (int i = 0; i < r.n_stop; i++) check(strlen(r.stop[i]) > 0);
+    check(r.max_tokens == -1 || r.max_tokens >= 1);
+    mkc_api_sampling(&r, (mkc_sampling){0});
+    mkc_api_req_free(&r);
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  const char *buf = (const char *)data;
+  mkc_http_req req;
+  char why[200];
+  long got = mkc_http_parse(buf, size, 1 << 16, &req, why, sizeof why);
+  if (got < 0) {
+    check(got >= -599 && why[0] != '\0');
+  } else if (got > 0) {
+    check((size_t)got <= size && req.body >= buf && req.body + req.body_len == buf + got);
+    check(req.method[0] && req.path[0] == '/');
+    for (size_t k = 0; k < (size_t)got; k += 1 + (size_t)got / 64) { /* a prefix is incomplete */
+      mkc_http_req part;
+      check(mkc_http_parse(buf, k, 1 << 16, &part, why, sizeof why) == 0);
+    }
+    api(req.body, req.body_len);
+  }
+  api(buf, size); /* the bytes as a body, whatever the head made of them */
+  return 0;
+}

@@ -1,0 +1,663 @@
+/* mkc serve: the model behind an OpenAI-style HTTP API, as llama-server and
+ * ollama offer it. One session answers one request at a time, in the order
+ * they connect; a request whose tokens begin as the previous one's did
+ * (the same conversation, a turn longer) feeds only what is new, the rest
+ * staying in the KV cache. */
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "commands.h"
+#include "draft_source.h"
+#include "exec/decode.h"
+#include "interrupt.h"
+#include "loaded.h"
+#include "serve/api.h"
+#include "serve/http.h"
+#include "tokenizer/tokenizer.h"
+
+static const char USAGE[] =
+    "usage: mkc serve -m MODEL [--host ADDR] [--port N] [options]\n"
+    "       mkc serve --preset P --random-weights SEED [--host ADDR] [--port N] [options]\n"
+    "\n"
+    "Answers HTTP requests as OpenAI's API does, one at a time:\n"
+    "  POST /v1/chat/completions  messages in the model's chat template\n"
+    "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
+    "                             form with --preset, whose answers are ids)\n"
+    "  GET  /v1/models, /health\n"
+    "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
+    "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n and\n"
+    "stream (server-sent events); a field not given is this command's option\n"
+    "(the same defaults as run: greedy unless --temp). A request that shares\n"
+    "its first tokens with the one before feeds only the rest. Ctrl-C stops.\n"
+    "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
+    "                         in the model directory (~/.cache/mkc/models)\n"
+    "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
+    "  --port N               the port (default 8080; 0: one the system picks, printed)\n"
+    "  --chat-template NAME   the template's family when the model's is unknown\n"
+    "                         (chatml, llama3, ...)\n"
+    "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
+    "                         (default -1: until the end of generation or a full context)\n"
+    "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
+    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
+    "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
+    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
+    "  --ubatch N: as for run\n";
+
+#define MAX_BODY (8u << 20)
+#define READ_TIMEOUT_S 30
+
+typedef struct server {
+  const mkc_cli *c;
+  mkc_loaded_model *m;
+  mkc_drafter *drafter;
+  int draft_layers;  /* in the kernel (--rounds with --draft-layers) */
+  int family;        /* the chat template's, or -1: chat requests refused */
+  const char *name;  /* the model's, as /v1/models lists it */
+  mkc_sampling base; /* the command's sampling options */
+  int fixed_seed;    /* --seed given: every request without a seed uses it */
+  int *held;         /* the tokens the session has read, in order */
+  int n_held, n_valid;
+  long requests;
+} server;
+
+/* ---- answers ---- */
+
+static int respond_json(int fd, int status, cJSON *o) {
+  char *s = cJSON_PrintUnformatted(o);
+  int rc = s ? mkc_http_respond(fd, status, "application/json", s, strlen(s)) : -1;
+  free(s);
+  cJSON_Delete(o);
+  return rc;
+}
+
+static void respond_error(int fd, int status, const char *msg) {
+  const char *type = status == 400   ? "invalid_request_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  char *s = mkc_api_error_json(msg, type);
+  if (s) mkc_http_respond(fd, status, "application/json", s, strlen(s));
+  free(s);
+}
+
+/* ---- one generation ---- */
+
+/* The text so far and what has gone out of it. */
+typedef struct gen {
+  const server *sv;
+  const mkc_api_req *r;
+  int fd;
+  const mkc_tokenizer *tok; /* NULL: the answer is token ids, spelled as run prints them */
+  mkc_detok detok;
+  char *text;
+  size_t len, cap, sent;
+  size_t max_stop; /* the longest stop string's bytes */
+  int *ids;        /* the answer's tokens (an end-of-generation token not among them) */
+  int n_ids;
+  int eog, hit_stop, gone;
+  char id[40];
+  long created;
+} gen;
+
+static int append(gen *g, const char *s, size_t n) {
+  if (g->len + n + 1 > g->cap) {
+    size_t cap = (g->len + n + 1) * 2;
+    char *t = realloc(g->text, cap);
+    if (!t) return -1;
+    g->text = t, g->cap = cap;
+  }
+  memcpy(g->text + g->len, s, n);
+  g->len += n;
+  g->text[g->len] = '\0';
+  return 0;
+}
+
+/* Where the text first holds a stop string, searching from `from`: cuts
+ * the text there and says so. */
+static int cut_at_stop(gen *g, size_t from) {
+  size_t best = g->len + 1;
+  for (int k = 0; k < g->r->n_stop; k++) {
+    const char *hit = strstr(g->text + from, g->r->stop[k]);
+    if (hit && (size_t)(hit - g->text) < best) best = (size_t)(hit - g->text);
+  }
+  if (best > g->len) return 0;
+  g->len = best;
+  g->text[best] = '\0';
+  return 1;
+}
+
+/* The longest end of the text that begins some stop string: held back
+ * from the stream until the next piece says whether it is one. */
+static size_t held_back(const gen *g) {
+  size_t hold = 0;
+  for (int k = 0; k < g->r->n_stop; k++) {
+    size_t n = strlen(g->r->stop[k]);
+    for (size_t h = n - 1 < g->len ? n - 1 : g->len; h > hold; h--)
+      if (memcmp(g->text + g->len - h, g->r->stop[k], h) == 0) {
+        hold = h;
+        break;
+      }
+  }
+  return hold;
+}
+
+/* An answer's envelope (id, object, created, model) with its one choice in
+ * *choice; object: the chat's kind, else text_completion. */
+static cJSON *envelope(const gen *g, const char *chat_object, cJSON **choice) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", g->id);
+  cJSON_AddStringToObject(o, "object", g->r->chat ? chat_object : "text_completion");
+  cJSON_AddNumberToObject(o, "created", (double)g->created);
+  cJSON_AddStringToObject(o, "model", g->sv->name);
+  *choice = cJSON_CreateObject();
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), *choice);
+  cJSON_AddNumberToObject(*choice, "index", 0);
+  return o;
+}
+
+/* One chunk of the stream: text (NULL: the chat's role opening), and
+ * finish (NULL while going on). */
+static int send_chunk(gen *g, const char *text, size_t n, const char *finish) {
+  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
+  char *piece = strndup(text ? text : "", n);
+  if (g->r->chat) {
+    cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
+    if (!text && !finish) cJSON_AddStringToObject(delta, "role", "assistant");
+    if (text) cJSON_AddStringToObject(delta, "content", piece ? piece : "");
+  } else {
+    cJSON_AddStringToObject(choice, "text", piece ? piece : "");
+  }
+  free(piece);
+  if (finish)
+    cJSON_AddStringToObject(choice, "finish_reason", finish);
+  else
+    cJSON_AddNullToObject(choice, "finish_reason");
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  int rc = s ? mkc_http_event(g->fd, s) : -1;
+  free(s);
+  return rc;
+}
+
+/* Streams what of the text can no longer turn out to be a stop string. */
+static void stream_out(gen *g, int all) {
+  if (!g->r->stream || g->gone) return;
+  size_t safe = all ? g->len : g->len - held_back(g);
+  if (safe <= g->sent) return;
+  if (send_chunk(g, g->text + g->sent, safe - g->sent, NULL) != 0) g->gone = 1;
+  g->sent = safe;
+}
+
+static int on_token(void *ctx, int id) {
+  gen *g = ctx;
+  if (g->tok && mkc_tokenizer_is_eog(g->tok, id)) {
+    g->eog = 1;
+    return 1;
+  }
+  g->ids[g->n_ids++] = id;
+  char buf[MKC_DETOK_MAX];
+  size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
+                    : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
+  /* a stop string may begin in the pieces before this one */
+  size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
+  if (append(g, buf, n) != 0) return 1;
+  g->hit_stop = cut_at_stop(g, from);
+  stream_out(g, 0);
+  return g->hit_stop || g->gone;
+}
+
+/* Why generation ended, for the log. */
+static const char *stopped(const gen *g, const mkc_decode_stats *st, int interrupted, int full) {
+  return g->gone                ? "the client went away"
+         : interrupted          ? "interrupted (Ctrl-C)"
+         : g->eog               ? "end of generation"
+         : g->hit_stop          ? "a stop string"
+         : st->ctx_full || full ? "context full"
+                                : "max_tokens reached";
+}
+
+/* The prompt's tokens for the request, or NULL with the 400 message. */
+static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  const int vocab = sv->m->g.vocab;
+  *n = 0;
+  if (r->prompt_ids) {
+    for (int i = 0; i < r->n_prompt_ids; i++)
+      if (r->prompt_ids[i] >= vocab) {
+        snprintf(why, cap, "prompt[%d]: token %d is outside the vocabulary (0..%d)", i,
+                 r->prompt_ids[i], vocab - 1);
+        return NULL;
+      }
+    int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
+    if (ids) memcpy(ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof *ids);
+    *n = r->n_prompt_ids;
+    return ids;
+  }
+  if (!tok) {
+    snprintf(why, cap, "%s has no tokenizer: give the prompt as token ids ([1, 2, 3])", sv->name);
+    return NULL;
+  }
+  char *text = NULL;
+  if (r->chat) {
+    if (sv->family < 0) {
+      snprintf(why, cap,
+               "%s's chat template is not one mkc knows: start the server with --chat-template "
+               "NAME (%s)",
+               sv->name, mkc_chat_family_names());
+      return NULL;
+    }
+    /* system first if at all, then user and assistant by turns, ending with the user */
+    int first = strcmp(r->msgs[0].role, "system") == 0;
+    for (int i = first; i < r->n_msgs; i++)
+      if (strcmp(r->msgs[i].role, (i - first) % 2 ? "assistant" : "user") != 0) {
+        snprintf(why, cap,
+                 "messages[%d]: expected %s message (a system message first if any, then "
+                 "user and assistant by turns)",
+                 i, (i - first) % 2 ? "an assistant" : "a user");
+        return NULL;
+      }
+    if ((r->n_msgs - first) % 2 == 0) {
+      snprintf(why, cap, "messages: the last message must be the user's");
+      return NULL;
+    }
+    text = mkc_chat_render(sv->family, r->msgs, r->n_msgs, 1);
+    if (!text) {
+      snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
+               mkc_chat_family_name(sv->family));
+      return NULL;
+    }
+  } else if (!(text = strdup(r->prompt))) {
+    snprintf(why, cap, "out of memory");
+    return NULL;
+  }
+  int *ids = NULL;
+  *n = mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 1, &ids);
+  free(text);
+  if (*n <= 0) {
+    free(ids);
+    snprintf(why, cap,
+             *n == 0 ? "the prompt is empty: at least one token is needed"
+                     : "the prompt could not be tokenized (the server's log says why)");
+    return NULL;
+  }
+  return ids;
+}
+
+/* A seed for a request that gives none: the command's --seed, else a new one. */
+static void draw_seed(const server *sv, mkc_sampling *o) {
+  if (sv->fixed_seed) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long s = ((unsigned long long)ts.tv_sec * 1000000007ull) ^
+                         (unsigned long long)ts.tv_nsec ^ ((unsigned long long)sv->requests << 40);
+  o->seed_lo = (unsigned)s;
+  o->seed_hi = (unsigned)(s >> 32);
+}
+
+/* The whole answer of a request not streamed. */
+static int respond_done(gen *g, const char *finish, int n_prompt, int cached,
+                        const mkc_decode_stats *st) {
+  cJSON *choice, *o = envelope(g, "chat.completion", &choice);
+  if (g->r->chat) {
+    cJSON *msg = cJSON_AddObjectToObject(choice, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", g->text ? g->text : "");
+  } else {
+    cJSON_AddStringToObject(choice, "text", g->text ? g->text : "");
+  }
+  cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
+  cJSON_AddStringToObject(choice, "finish_reason", finish);
+  cJSON *usage = cJSON_AddObjectToObject(o, "usage");
+  cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
+  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
+  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
+                          cached);
+  cJSON *t = cJSON_AddObjectToObject(o, "timings"); /* llama-server's names */
+  double gen_s = st->seconds - st->prompt_seconds;
+  cJSON_AddNumberToObject(t, "prompt_n", st->fed);
+  cJSON_AddNumberToObject(t, "prompt_ms", 1e3 * st->prompt_seconds);
+  cJSON_AddNumberToObject(t, "predicted_n", st->generated);
+  cJSON_AddNumberToObject(t, "predicted_ms", 1e3 * gen_s);
+  cJSON_AddNumberToObject(t, "predicted_per_second",
+                          st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0);
+  cJSON_AddNumberToObject(t, "draft_n", (double)st->drafted);
+  cJSON_AddNumberToObject(t, "draft_n_accepted", (double)st->accepted);
+  return respond_json(g->fd, 200, o);
+}
+
+/* Decodes a completion or chat request and answers it: 0, or -1 when the
+ * server must stop (a backend failure, Ctrl-C). */
+static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) {
+  char why[400];
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  if (!tok && r->n_stop) {
+    respond_error(fd, 400, "stop: strings need a model with a tokenizer (this one answers ids)");
+    return 0;
+  }
+  int n_prompt;
+  int *prompt = prompt_of(sv, r, &n_prompt, why, sizeof why);
+  if (!prompt) {
+    respond_error(fd, 400, why);
+    return 0;
+  }
+  int max_ctx = sv->m->g.max_ctx;
+  if (n_prompt > max_ctx) {
+    snprintf(why, sizeof why,
+             "the prompt is %d tokens but the context holds %d (start the server with a larger "
+             "--ctx)",
+             n_prompt, max_ctx);
+    free(prompt);
+    respond_error(fd, 400, why);
+    return 0;
+  }
+  mkc_sampling o = mkc_api_sampling(r, sv->base);
+  if (!r->have_seed) draw_seed(sv, &o);
+  if (mkc_sampling_check(&o) != 0 || mkc_session_set_sampling(sv->m->s, &o) != 0) {
+    free(prompt);
+    respond_error(fd, 400, "the sampling options were refused (the server's log says why)");
+    return 0;
+  }
+  int room = max_ctx - n_prompt + 1;
+  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
+  int n_gen = limit < 0 || limit > room ? room : limit;
+  gen g = {.sv = sv, .r = r, .fd = fd, .tok = tok, .created = (long)time(NULL)};
+  snprintf(g.id, sizeof g.id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", sv->requests);
+  if (tok) mkc_detok_init(&g.detok, tok, 0);
+  for (int k = 0; k < r->n_stop; k++)
+    if (strlen(r->stop[k]) > g.max_stop) g.max_stop = strlen(r->stop[k]);
+  int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
+  g.ids = malloc((size_t)(n_gen + 1) * sizeof *g.ids);
+  int *held = realloc(sv->held, (size_t)(n_prompt + n_gen + 1) * sizeof *held);
+  if (!out || !g.ids || !held || append(&g, "", 0) != 0) {
+    free(out), free(g.ids), free(prompt);
+    if (held) sv->held = held;
+    respond_error(fd, 500, "out of memory");
+    return 0;
+  }
+  sv->held = held;
+  /* the tokens the session holds that begin this prompt stay; at least the last is fed */
+  int cached = 0;
+  while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
+  if (r->stream && (mkc_http_stream_start(fd) != 0 || (r->chat && send_chunk(&g, NULL, 0, NULL))))
+    g.gone = 1;
+  int eog_ids[MKC_ROUND_STOPS],
+      n_eog = tok ? mkc_tokenizer_eog_ids(tok, eog_ids, MKC_ROUND_STOPS) : 0;
+  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
+  mkc_decode_opts d = {.draft_max = sv->c->draft_max,
+                       .adaptive = sv->c->draft_adaptive,
+                       .draft_min = sv->c->draft_min,
+                       .drafter = sv->drafter,
+                       .rounds = sv->c->rounds,
+                       .draft_layers = sv->draft_layers,
+                       .stop_ids = eog_ids,
+                       .n_stop_ids = n_eog,
+                       .on_token = on_token,
+                       .ctx = &g,
+                       .interrupted = &mkc_interrupted};
+  mkc_decode_stats st;
+  int rc =
+      g.gone ? 0
+             : mkc_decode_more(sv->m->s, &sv->m->g, prompt, n_prompt, cached, n_gen, &d, out, &st);
+  if (g.gone) memset(&st, 0, sizeof st);
+  /* what the session holds now: the prompt as far as it got, then the answer but its last token */
+  memcpy(held, prompt, (size_t)n_prompt * sizeof *held);
+  memcpy(held + n_prompt, out, (size_t)(rc == 0 ? st.generated : 0) * sizeof *held);
+  int pos = mkc_session_pos(sv->m->s);
+  sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
+  sv->n_valid = rc != 0 || g.gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
+  if (rc == 0 && tok && !g.hit_stop) { /* the detokenizer's last bytes */
+    char tail[MKC_DETOK_MAX];
+    size_t back = g.max_stop ? g.max_stop - 1 : 0, from = g.len > back ? g.len - back : 0;
+    size_t n = mkc_detok_flush(&g.detok, tail, sizeof tail);
+    if (append(&g, tail, n) == 0) g.hit_stop = cut_at_stop(&g, from);
+  }
+  const char *finish = g.eog || g.hit_stop ? "stop" : "length";
+  int interrupted = mkc_interrupted;
+  if (rc != 0) {
+    if (!r->stream) respond_error(fd, 500, "decoding failed (the server's log says why)");
+  } else if (r->stream) {
+    stream_out(&g, 1);
+    if (!g.gone && (send_chunk(&g, NULL, 0, finish) != 0 || mkc_http_event(fd, "[DONE]") != 0))
+      g.gone = 1;
+  } else {
+    respond_done(&g, finish, n_prompt, n_prompt - st.fed, &st);
+  }
+  if (rc == 0) {
+    double gen_s = st.seconds - st.prompt_seconds;
+    fprintf(stderr,
+            "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
+            "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s%s\n",
+            path, n_prompt, n_prompt - st.fed, st.prompt_seconds, g.n_ids, gen_s,
+            st.generated > 1 && gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
+            stopped(&g, &st, interrupted, n_gen == room), "");
+  }
+  free(out), free(g.ids), free(g.text), free(prompt);
+  return rc != 0 || interrupted ? -1 : 0;
+}
+
+/* ---- the connection ---- */
+
+static int list_models(server *sv, int fd) {
+  cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "object", "list");
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), m);
+  cJSON_AddStringToObject(m, "id", sv->name);
+  cJSON_AddStringToObject(m, "object", "model");
+  cJSON_AddNumberToObject(m, "created", 0);
+  cJSON_AddStringToObject(m, "owned_by", "mkc");
+  cJSON_AddNumberToObject(m, "context_length", sv->m->g.max_ctx);
+  return respond_json(fd, 200, o);
+}
+
+/* Reads one request from fd and answers it: 0, or -1 when the server must stop. */
+static int serve_one(server *sv, int fd) {
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap), why[200];
+  mkc_http_req req;
+  long got = 0;
+  while (buf && (got = mkc_http_parse(buf, n, MAX_BODY, &req, why, sizeof why)) == 0) {
+    if (n == cap) {
+      char *b = realloc(buf, cap *= 2);
+      if (!b) break;
+      buf = b;
+    }
+    ssize_t r = recv(fd, buf + n, cap - n, 0);
+    if (r < 0 && errno == EINTR && !mkc_interrupted) continue;
+    if (r <= 0) { /* gone, timed out, or Ctrl-C */
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        respond_error(fd, 408, "the request did not arrive in time");
+      free(buf);
+      return mkc_interrupted ? -1 : 0;
+    }
+    n += (size_t)r;
+  }
+  if (!buf || got == 0) {
+    free(buf);
+    respond_error(fd, 500, "out of memory");
+    return 0;
+  }
+  if (got < 0) {
+    respond_error(fd, (int)-got, why);
+    fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", (int)-got, mkc_http_reason((int)-got),
+            why);
+    free(buf);
+    return 0;
+  }
+  sv->requests++;
+  int rc = 0, post = strcmp(req.method, "POST") == 0, get = strcmp(req.method, "GET") == 0;
+  const char *p = req.path;
+  int chat = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/chat/completions") == 0;
+  int completion = strcmp(p, "/v1/completions") == 0 || strcmp(p, "/completions") == 0;
+  if (chat || completion) {
+    mkc_api_req r;
+    if (!post)
+      respond_error(fd, 405, "use POST");
+    else if (mkc_api_parse(req.body, req.body_len, chat, &r, why, sizeof why) != 0)
+      respond_error(fd, 400, why);
+    else {
+      rc = complete(sv, fd, &r, p);
+      mkc_api_req_free(&r);
+    }
+  } else if (strcmp(p, "/v1/models") == 0 || strcmp(p, "/models") == 0) {
+    get ? list_models(sv, fd) : respond_error(fd, 405, "use GET");
+  } else if (strcmp(p, "/health") == 0) {
+    static const char ok[] = "{\"status\":\"ok\"}";
+    get ? mkc_http_respond(fd, 200, "application/json", ok, sizeof ok - 1)
+        : respond_error(fd, 405, "use GET");
+  } else {
+    snprintf(why, sizeof why,
+             "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
+             "/health",
+             p);
+    respond_error(fd, 404, why);
+  }
+  free(buf);
+  return rc;
+}
+
+/* Closes a connection after its answer: the client's unread bytes (a body
+ * refused before it was read) are drained first, for a while, since closing
+ * on them would reset the connection and could lose the answer. */
+static void linger_close(int fd) {
+  shutdown(fd, SHUT_WR);
+  struct timeval tv = {.tv_usec = 200 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char sink[16384];
+  for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, 0) > 0; i++) {
+  }
+  close(fd);
+}
+
+/* A listening socket on host:port, its port in *bound. -1 after a message. */
+static int listen_on(const char *host, int port, int *bound) {
+  struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                           .ai_socktype = SOCK_STREAM,
+                           .ai_flags = AI_PASSIVE},
+                  *ai;
+  char service[16];
+  snprintf(service, sizeof service, "%d", port);
+  int e = getaddrinfo(host, service, &hints, &ai);
+  if (e != 0) {
+    fprintf(stderr, "mkc: error: --host %s: %s\n", host, gai_strerror(e));
+    return -1;
+  }
+  int fd = socket(ai->ai_family, ai->ai_socktype, ai->ai_protocol), one = 1;
+  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 16) != 0) {
+    fprintf(stderr, "mkc: error: listening on %s port %d: %s\n", host, port, strerror(errno));
+    if (fd >= 0) close(fd);
+    freeaddrinfo(ai);
+    return -1;
+  }
+  freeaddrinfo(ai);
+  struct sockaddr_storage sa;
+  socklen_t len = sizeof sa;
+  getsockname(fd, (struct sockaddr *)&sa, &len);
+  *bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                          : ((struct sockaddr_in *)&sa)->sin_port);
+  return fd;
+}
+
+static int check_flags(const mkc_cli *c) {
+  int rc = mkc_cli_check_model(c, "serve");
+  if (rc || (rc = mkc_draft_source_check(c, "serve"))) return rc;
+  if (!c->model_path && !c->preset)
+    return mkc_cli_usage_error_in("serve", "%s", "serve: -m MODEL or --preset P is required");
+  if (!c->model_path && !c->have_seed)
+    return mkc_cli_usage_error_in("serve", "%s",
+                                  "serve: --random-weights SEED is required with --preset");
+  if (c->chat_template && !c->model_path)
+    return mkc_cli_usage_error_in("serve", "%s",
+                                  "serve: --chat-template needs a model with a tokenizer (-m)");
+  return 0;
+}
+
+/* The model's name for /v1/models: the file's or folder's base name, else the preset's. */
+static const char *model_name(const mkc_cli *c, const mkc_loaded_model *m, char *buf, size_t cap) {
+  if (!c->model_path) return m->g.preset;
+  snprintf(buf, cap, "%s", c->model_path);
+  size_t n = strlen(buf);
+  while (n > 1 && buf[n - 1] == '/') buf[--n] = '\0'; /* a folder's trailing slash */
+  const char *slash = strrchr(buf, '/');
+  return slash && slash[1] ? slash + 1 : buf;
+}
+
+int mkc_cmd_serve(int argc, char **argv) {
+  mkc_cli c = {.usage = USAGE, .port = 8080};
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "-m --graph --preset --random-weights -n --temp --seed --draft-max "
+                         "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
+                         "--dequant --ubatch --chat-template --top-k --top-p --min-p "
+                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+                         "--draft-layers -md --rounds --host --port",
+                         0, &c);
+  if (rc == MKC_CLI_HELP) return 0;
+  if (rc || (rc = check_flags(&c))) return rc;
+  server sv = {.c = &c, .family = -1, .fixed_seed = c.have_sample_seed};
+  unsigned long long seed;
+  if ((rc = mkc_cli_sampling(&c, &sv.base, &seed))) return rc;
+  mkc_loaded_model m;
+  mkc_draft_source ds = {0};
+  int fd = -1, port = 0;
+  rc = 1;
+  sv.m = &m;
+  sv.draft_layers = mkc_draft_layers_in_kernel(&c);
+  if (mkc_loaded_plan(&c, &m) != 0 || (!sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
+    goto done;
+  char name[256];
+  sv.name = model_name(&c, &m, name, sizeof name);
+  if (m.file.tok && (c.chat_template || m.file.chat_template)) {
+    sv.family = c.chat_template
+                    ? mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template)
+                    : mkc_chat_detect(m.file.chat_template);
+    if (c.chat_template && sv.family < 0) goto done;
+  }
+  if (m.file.tok && sv.family < 0)
+    fprintf(stderr,
+            "mkc: warning: %s's chat template is %s: /v1/chat/completions is refused (give "
+            "--chat-template NAME)\n",
+            sv.name, m.file.chat_template ? "not one mkc knows" : "missing");
+  if ((fd = listen_on(c.host ? c.host : "127.0.0.1", c.port, &port)) < 0) goto done;
+  if (mkc_loaded_start(&c, &m) != 0 ||
+      (!sv.draft_layers && mkc_draft_source_start(&c, &m, &ds) != 0))
+    goto done;
+  sv.drafter = ds.drafter;
+  mkc_interrupt_install();
+  fprintf(stderr, "mkc: serving %s (%s backend, context %d%s%s) on http://%s:%d; Ctrl-C stops\n",
+          sv.name, mkc_session_backend(m.s), m.g.max_ctx, sv.family >= 0 ? ", chat template " : "",
+          sv.family >= 0 ? mkc_chat_family_name(sv.family) : "", c.host ? c.host : "127.0.0.1",
+          port);
+  while (!mkc_interrupted) {
+    int conn = accept(fd, NULL, NULL);
+    if (conn < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
+      goto done;
+    }
+    struct timeval tv = {.tv_sec = READ_TIMEOUT_S};
+    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    int stop = serve_one(&sv, conn);
+    linger_close(conn);
+    if (stop && !mkc_interrupted) goto done; /* the backend failed */
+  }
+  fprintf(stderr, "mkc: stopped serving after %ld requests\n", sv.requests);
+  rc = 0;
+done:
+  if (fd >= 0) close(fd);
+  free(sv.held);
+  mkc_draft_source_close(&ds);
+  mkc_loaded_close(&m);
+  return rc;
+}

@@ -1,0 +1,239 @@
+/* See api.h. */
+#include "api.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad(char *why, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* A message's content: a string, or OpenAI's list of parts of which the
+ * "text" ones are joined (an image or audio part is refused). NULL with why
+ * filled; *owned set when the text was joined here. */
+static const char *content_of(const cJSON *c, int i, char **owned, char *why, size_t cap) {
+  *owned = NULL;
+  if (cJSON_IsString(c)) return c->valuestring;
+  if (!cJSON_IsArray(c)) {
+    bad(why, cap, "messages[%d].content: expected a string or a list of text parts", i);
+    return NULL;
+  }
+  size_t len = 0;
+  const cJSON *part;
+  cJSON_ArrayForEach(part, c) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"),
+                *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text)) {
+      bad(why, cap, "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...})",
+          i);
+      return NULL;
+    }
+    len += strlen(text->valuestring);
+  }
+  char *s = malloc(len + 1), *o = s;
+  if (!s) {
+    bad(why, cap, "out of memory");
+    return NULL;
+  }
+  cJSON_ArrayForEach(part, c) {
+    const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+    size_t n = strlen(t);
+    memcpy(o, t, n);
+    o += n;
+  }
+  *o = '\0';
+  return *owned = s;
+}
+
+static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
+  int n = cJSON_GetArraySize(msgs);
+  if (!cJSON_IsArray(msgs) || n == 0)
+    return bad(why, cap, "messages: expected a non-empty list of {\"role\", \"content\"}");
+  r->msgs = calloc((size_t)n, sizeof *r->msgs);
+  r->owned = calloc((size_t)n, sizeof *r->owned);
+  if (!r->msgs || !r->owned) return bad(why, cap, "out of memory");
+  const cJSON *m;
+  cJSON_ArrayForEach(m, msgs) {
+    int i = r->n_msgs;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!cJSON_IsObject(m) || !cJSON_IsString(role))
+      return bad(why, cap, "messages[%d]: expected an object with a string \"role\"", i);
+    const char *rs = role->valuestring;
+    if (strcmp(rs, "developer") == 0) rs = "system"; /* OpenAI's newer name for it */
+    if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
+      return bad(why, cap, "messages[%d].role: expected system, user or assistant, got \"%.40s\"",
+                 i, role->valuestring);
+    const char *content =
+        content_of(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &r->owned[i], why, cap);
+    if (!content) return -1;
+    r->msgs[i] = (mkc_chat_msg){rs, content};
+    r->n_msgs++;
+  }
+  return 0;
+}
+
+static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+  /* a list of one string is the string (the OpenAI client's batch form) */
+  if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+  if (cJSON_IsString(p)) {
+    r->prompt = p->valuestring;
+    return 0;
+  }
+  int n = cJSON_GetArraySize(p);
+  if (!cJSON_IsArray(p) || n == 0)
+    return bad(why, cap, "prompt: expected a string or a non-empty list of token ids");
+  if (!(r->prompt_ids = malloc((size_t)n * sizeof *r->prompt_ids)))
+    return bad(why, cap, "out of memory");
+  const cJSON *id;
+  cJSON_ArrayForEach(id, p) {
+    double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
+    if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
+      return bad(why, cap, "prompt[%d]: expected a token id (a whole number >= 0)",
+                 r->n_prompt_ids);
+    r->prompt_ids[r->n_prompt_ids++] = (int)v;
+  }
+  return 0;
+}
+
+static int read_stop(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "stop");
+  if (!s || cJSON_IsNull(s)) return 0;
+  if (cJSON_IsString(s)) {
+    if (!*s->valuestring) return bad(why, cap, "stop: an empty string");
+    r->stop[r->n_stop++] = s->valuestring;
+    return 0;
+  }
+  if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) > MKC_API_STOPS)
+    return bad(why, cap, "stop: expected a string or a list of up to %d strings", MKC_API_STOPS);
+  const cJSON *e;
+  cJSON_ArrayForEach(e, s) {
+    if (!cJSON_IsString(e) || !*e->valuestring)
+      return bad(why, cap, "stop[%d]: expected a non-empty string", r->n_stop);
+    r->stop[r->n_stop++] = e->valuestring;
+  }
+  return 0;
+}
+
+/* The numeric fields: name, range, where, its bit. */
+static const struct {
+  const char *name;
+  double lo, hi;
+  int is_int;
+  size_t at;
+  unsigned bit;
+} NUMBERS[] = {
+    {"temperature", 0, 100, 0, offsetof(mkc_api_req, temperature), MKC_API_TEMPERATURE},
+    {"top_p", 1e-9, 1, 0, offsetof(mkc_api_req, top_p), MKC_API_TOP_P},
+    {"min_p", 0, 1, 0, offsetof(mkc_api_req, min_p), MKC_API_MIN_P},
+    {"presence_penalty", -100, 100, 0, offsetof(mkc_api_req, presence_penalty), MKC_API_PRESENCE},
+    {"frequency_penalty", -100, 100, 0, offsetof(mkc_api_req, frequency_penalty),
+     MKC_API_FREQUENCY},
+    {"repeat_penalty", 1e-9, 100, 0, offsetof(mkc_api_req, repeat_penalty), MKC_API_REPEAT},
+    {"top_k", 0, 1 << 30, 1, offsetof(mkc_api_req, top_k), MKC_API_TOP_K},
+    {"repeat_last_n", 0, MKC_HIST_CAP, 1, offsetof(mkc_api_req, repeat_last_n),
+     MKC_API_REPEAT_LAST_N},
+};
+
+static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  for (size_t k = 0; k < sizeof NUMBERS / sizeof *NUMBERS; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NUMBERS[k].name);
+    if (!v || cJSON_IsNull(v)) continue;
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= NUMBERS[k].lo && x <= NUMBERS[k].hi) || (NUMBERS[k].is_int && x != floor(x)))
+      return bad(why, cap, "%s: expected %s in %g..%g", NUMBERS[k].name,
+                 NUMBERS[k].is_int ? "a whole number" : "a number", NUMBERS[k].lo, NUMBERS[k].hi);
+    if (NUMBERS[k].is_int)
+      *(int *)((char *)r + NUMBERS[k].at) = (int)x;
+    else
+      *(double *)((char *)r + NUMBERS[k].at) = x;
+    r->set |= NUMBERS[k].bit;
+  }
+  /* max_tokens, or the chat API's newer max_completion_tokens; -1: no bound */
+  r->max_tokens = -1;
+  const char *names[] = {"max_tokens", "max_completion_tokens"};
+  for (int k = 0; k < 2; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, names[k]);
+    if (!v || cJSON_IsNull(v)) continue;
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
+      return bad(why, cap, "%s: expected a whole number >= 1", names[k]);
+    r->max_tokens = (int)x;
+  }
+  const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
+  if (seed && !cJSON_IsNull(seed)) {
+    double x = cJSON_IsNumber(seed) ? seed->valuedouble : NAN;
+    if (!(x >= 0 && x < 18446744073709551616.0 && x == floor(x)))
+      return bad(why, cap, "seed: expected a whole number >= 0");
+    r->seed = (unsigned long long)x;
+    r->have_seed = 1;
+  }
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
+  if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
+    return bad(why, cap, "n: only 1 choice per request");
+  const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
+  if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream))
+    return bad(why, cap, "stream: expected true or false");
+  r->stream = cJSON_IsTrue(stream);
+  return 0;
+}
+
+int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
+  memset(r, 0, sizeof *r);
+  r->chat = chat;
+  cJSON *root = cJSON_ParseWithLength(body, n);
+  r->root = root;
+  int rc = 0;
+  if (!root)
+    rc = bad(why, cap, "the body is not JSON");
+  else if (!cJSON_IsObject(root))
+    rc = bad(why, cap, "the body is not a JSON object");
+  else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
+           (rc = read_stop(root, r, why, cap)) == 0)
+    rc = read_numbers(root, r, why, cap);
+  if (rc) mkc_api_req_free(r);
+  return rc;
+}
+
+mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {
+  if (r->set & MKC_API_TEMPERATURE) o.temp = (float)r->temperature;
+  if (r->set & MKC_API_TOP_P) o.top_p = (float)r->top_p;
+  if (r->set & MKC_API_MIN_P) o.min_p = (float)r->min_p;
+  if (r->set & MKC_API_PRESENCE) o.presence_penalty = (float)r->presence_penalty;
+  if (r->set & MKC_API_FREQUENCY) o.frequency_penalty = (float)r->frequency_penalty;
+  if (r->set & MKC_API_REPEAT) o.repeat_penalty = (float)r->repeat_penalty;
+  if (r->set & MKC_API_TOP_K) o.top_k = r->top_k;
+  if (r->set & MKC_API_REPEAT_LAST_N) o.repeat_last_n = r->repeat_last_n;
+  if (r->have_seed) {
+    o.seed_lo = (unsigned)r->seed;
+    o.seed_hi = (unsigned)(r->seed >> 32);
+  }
+  return o;
+}
+
+void mkc_api_req_free(mkc_api_req *r) {
+  for (int i = 0; r->owned && i < r->n_msgs; i++) free(r->owned[i]);
+  free(r->owned);
+  free(r->msgs);
+  free(r->prompt_ids);
+  cJSON_Delete(r->root);
+  memset(r, 0, sizeof *r);
+}
+
+char *mkc_api_error_json(const char *msg, const char *type) {
+  cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
+  cJSON_AddStringToObject(e, "message", msg);
+  cJSON_AddStringToObject(e, "type", type);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  return s;
+}

@@ -1,0 +1,62 @@
+/* The OpenAI-style requests mkc serve takes (POST /v1/completions and
+ * /v1/chat/completions), read from their JSON bodies and checked: the fields
+ * mkc acts on, every other field ignored as OpenAI's clients send many. */
+#ifndef MKC_API_H
+#define MKC_API_H
+
+#include <stddef.h>
+
+#include "mkc_state.h"
+#include "model/chat_template.h"
+
+#define MKC_API_STOPS 8 /* stop strings per request */
+
+/* What a request asks for. The strings point into the parsed JSON, kept in
+ * root (mkc_api_req_free). */
+typedef struct mkc_api_req {
+  int chat;           /* from /v1/chat/completions: msgs; else a prompt */
+  mkc_chat_msg *msgs; /* chat: role and content, each message's text parts joined */
+  char **owned;       /* the joined contents, freed with the request */
+  int n_msgs;
+  const char *prompt; /* completions: the prompt as text, or */
+  int *prompt_ids;    /* as token ids (checked against the vocabulary later) */
+  int n_prompt_ids;
+  int max_tokens;                  /* -1: until the end of generation or a full context */
+  int stream;                      /* answer as server-sent events */
+  const char *stop[MKC_API_STOPS]; /* generation ends before any of these texts */
+  int n_stop;
+  /* sampling: each field given overrides the server's own option */
+  double temperature, top_p, min_p, presence_penalty, frequency_penalty, repeat_penalty;
+  int top_k, repeat_last_n;
+  unsigned set; /* a bit per sampling field given, MKC_API_* below */
+  unsigned long long seed;
+  int have_seed;
+  void *root; /* the cJSON tree */
+} mkc_api_req;
+
+enum {
+  MKC_API_TEMPERATURE = 1u << 0,
+  MKC_API_TOP_P = 1u << 1,
+  MKC_API_MIN_P = 1u << 2,
+  MKC_API_PRESENCE = 1u << 3,
+  MKC_API_FREQUENCY = 1u << 4,
+  MKC_API_REPEAT = 1u << 5,
+  MKC_API_TOP_K = 1u << 6,
+  MKC_API_REPEAT_LAST_N = 1u << 7,
+};
+
+/* Parses body[0..n) as a chat (chat != 0) or completion request. 0, or -1
+ * with why filled (the message a 400 answer carries); *r is then freed. */
+int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
+
+/* base with the request's sampling fields put over it (the seed too, when
+ * given). */
+mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling base);
+
+void mkc_api_req_free(mkc_api_req *r);
+
+/* {"error": {"message": msg, "type": type}}, malloc'd (NULL when out of
+ * memory). */
+char *mkc_api_error_json(const char *msg, const char *type);
+
+#endif

@@ -1,0 +1,43 @@
+/* HTTP/1.1 as mkc serve speaks it: one request per connection, its body
+ * sized by Content-Length, and the answer whole (Content-Length) or as a
+ * stream of server-sent events; the connection closes after each answer. */
+#ifndef MKC_HTTP_H
+#define MKC_HTTP_H
+
+#include <stddef.h>
+
+#define MKC_HTTP_HEAD_MAX (16 * 1024) /* a request's line and headers */
+
+typedef struct mkc_http_req {
+  char method[8];
+  char path[256];   /* the target without its query */
+  const char *body; /* into the parsed buffer */
+  size_t body_len;
+} mkc_http_req;
+
+/* Reads a request from buf[0..n). Returns its whole size (head and body)
+ * with *r filled; 0 when buf holds only its beginning so far; or minus the
+ * HTTP status that refuses it (400 malformed, 411 a body without
+ * Content-Length, 413 a body over max_body, 414 a long target, 431 a long
+ * head, 501 a transfer encoding, 505 a version other than 1.0 and 1.1),
+ * with why filled. Bare LF line ends are taken as CRLF. */
+long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r, char *why,
+                    size_t cap);
+
+/* The reason phrase of a status mkc sends ("Bad Request"; "" for another). */
+const char *mkc_http_reason(int status);
+
+/* Writes all of data to fd (no SIGPIPE): 0, or -1 when the peer is gone. */
+int mkc_http_write(int fd, const void *data, size_t n);
+
+/* A whole answer: status line, Content-Type, Content-Length, Connection:
+ * close, then body. 0 or -1 as mkc_http_write. */
+int mkc_http_respond(int fd, int status, const char *content_type, const char *body, size_t n);
+
+/* The head of an event stream (text/event-stream, no length: the stream
+ * ends when the connection closes), then one event per call:
+ * "data: <data>\n\n". 0 or -1 as mkc_http_write. */
+int mkc_http_stream_start(int fd);
+int mkc_http_event(int fd, const char *data);
+
+#endif

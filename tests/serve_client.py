@@ -1,0 +1,84 @@
+"""An HTTP client for tests/test_serve.sh, on the standard library alone.
+
+  serve_client.py PORT GET|POST PATH [BODY]   status, then the body
+  serve_client.py PORT raw FILE               FILE's bytes as the request; status and body
+  serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
+                                              "finish=REASON events=N done=1|0"
+  serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
+  serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
+"""
+import http.client
+import json
+import socket
+import sys
+
+
+def answer(sock):
+    data = b""
+    while True:
+        try:
+            chunk = sock.recv(65536)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = head.split(b" ")[1].decode() if b" " in head else "none"
+    return status, body.decode("utf-8", "replace")
+
+
+def main():
+    if sys.argv[1] == "get":
+        v = json.load(open(sys.argv[2]))
+        for k in sys.argv[3:]:
+            v = v[int(k)] if isinstance(v, list) else v[k]
+        print(json.dumps(v) if isinstance(v, (list, dict)) else v)
+        return
+    port, what = int(sys.argv[1]), sys.argv[2]
+    if what == "raw":
+        s = socket.create_connection(("127.0.0.1", port), timeout=120)
+        try:
+            s.sendall(open(sys.argv[3], "rb").read())
+            s.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered before reading it all
+        status, body = answer(s)
+        print(status)
+        print(body)
+        return
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    if what in ("GET", "POST"):
+        body = sys.argv[4] if len(sys.argv) > 4 else None
+        c.request(what, sys.argv[3], body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        print(r.status)
+        print(r.read().decode("utf-8", "replace"))
+        return
+    c.request("POST", sys.argv[3], body=sys.argv[4], headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
+        print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
+        return
+    text, finish, events, done = "", None, 0, 0
+    for line in r:
+        line = line.decode("utf-8")
+        if not line.startswith("data: "):
+            continue
+        events += 1
+        if what == "drop":
+            c.close()
+            print("dropped after %d event" % events)
+            return
+        data = line[6:].strip()
+        if data == "[DONE]":
+            done = 1
+            continue
+        choice = json.loads(data)["choices"][0]
+        text += choice.get("delta", {}).get("content", "") if "delta" in choice else choice["text"]
+        finish = choice["finish_reason"] or finish
+    sys.stdout.write(text)
+    print("\nfinish=%s events=%d done=%d" % (finish, events, done))
+
+
+main()

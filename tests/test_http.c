@@ -1,0 +1,144 @@
+/* mkc serve's request parsers on hand-written requests (the oracle: what
+ * each one spells): the HTTP head and body framing, every prefix of a whole
+ * request read as incomplete, each refusal's status; then the JSON of
+ * completion and chat requests, the fields given and the defaults of those
+ * not, and the messages of the bad ones. Also run under ASan/UBSan. */
+#include <string.h>
+
+#include "check.h"
+#include "serve/api.h"
+#include "serve/http.h"
+
+static long parse(const char *s, mkc_http_req *r, char *why) {
+  return mkc_http_parse(s, strlen(s), 1000, r, why, 200);
+}
+
+static void framing(void) {
+  const char *post = "POST /v1/completions?stream=1 HTTP/1.1\r\nHost: a\r\n"
+                     "content-LENGTH:  7 \r\n\r\n{\"a\":1}trailing";
+  mkc_http_req r;
+  char why[200];
+  long whole = (long)(strlen(post) - strlen("trailing"));
+  CHECK_INT(parse(post, &r, why), whole, "a POST: its size is head and body, not what follows");
+  CHECK(strcmp(r.method, "POST") == 0 && strcmp(r.path, "/v1/completions") == 0,
+        "... method POST, path without its query (%s %s)", r.method, r.path);
+  CHECK(r.body_len == 7 && memcmp(r.body, "{\"a\":1}", 7) == 0, "... a 7-byte body");
+  int incomplete = 1;
+  for (long k = 0; k < whole; k++)
+    incomplete &= mkc_http_parse(post, (size_t)k, 1000, &r, why, sizeof why) == 0;
+  CHECK(incomplete, "each of its %ld prefixes reads as incomplete", whole);
+  CHECK_INT(parse("GET /health HTTP/1.0\n\n", &r, why), 22, "bare LF line ends");
+  CHECK(strcmp(r.path, "/health") == 0 && r.body_len == 0, "... GET /health, no body");
+
+  static const struct {
+    const char *req;
+    int status;
+    const char *why;
+  } BAD[] = {
+      {"POST /x HTTP/1.1\r\n\r\n", 411, "Content-Length"},
+      {"POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 501, "transfer encoding"},
+      {"POST /x HTTP/1.1\r\nContent-Length: 1001\r\n\r\n", 413, "1001 bytes, over the 1000"},
+      {"POST /x HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400, "bad Content-Length"},
+      {"POST /x HTTP/1.1\r\nContent-Length: \r\n\r\n", 400, "empty Content-Length"},
+      {"POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "differ"},
+      {"GET /x HTTP/2.0\r\n\r\n", 505, "HTTP/1.0 and HTTP/1.1"},
+      {"GET /x\r\n\r\n", 400, "malformed request line"},
+      {"GET x HTTP/1.1\r\n\r\n", 400, "not a path"},
+      {"GETTINGS /x HTTP/1.1\r\n\r\n", 501, "unknown method"},
+      {"GET /x HTTP/1.1\r\nNo colon here\r\n\r\n", 400, "malformed header"},
+      {"GET /x HTTP/1.1\r\nBad name: v\r\n\r\n", 400, "malformed header"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    long got = parse(BAD[i].req, &r, why);
+    CHECK(got == -BAD[i].status && strstr(why, BAD[i].why), "refused %d (%s): %.*s", BAD[i].status,
+          BAD[i].why, (int)strcspn(BAD[i].req, "\r"), BAD[i].req);
+  }
+  char big[MKC_HTTP_HEAD_MAX + 64] = "GET /x HTTP/1.1\r\nX: ";
+  memset(big + strlen(big), 'a', MKC_HTTP_HEAD_MAX);
+  big[sizeof big - 1] = '\0';
+  CHECK_INT(parse(big, &r, why), -431, "a head over 16 KiB: 431");
+  char path[400] = "GET /";
+  memset(path + 5, 'p', 300);
+  strcpy(path + 305, " HTTP/1.1\r\n\r\n");
+  CHECK_INT(parse(path, &r, why), -414, "a 301-byte target: 414");
+  CHECK(strcmp(mkc_http_reason(413), "Content Too Large") == 0 && !*mkc_http_reason(299),
+        "reason phrases");
+}
+
+static int api(const char *json, int chat, mkc_api_req *r, char *why) {
+  return mkc_api_parse(json, strlen(json), chat, r, why, 200);
+}
+
+static void requests(void) {
+  mkc_api_req r;
+  char why[200];
+  CHECK(api("{\"prompt\": \"Hello\"}", 0, &r, why) == 0 && strcmp(r.prompt, "Hello") == 0 &&
+            r.max_tokens == -1 && !r.stream && !r.n_stop && !r.set && !r.have_seed,
+        "a text prompt; nothing else given: no bound, no stream, no stop, the server's sampling");
+  mkc_sampling base = {.temp = 0.5f, .top_k = 40, .top_p = 0.95f, .seed_lo = 9};
+  mkc_sampling same = mkc_api_sampling(&r, base);
+  CHECK(memcmp(&same, &base, sizeof base) == 0, "... its sampling is the server's as it was");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [\"Hi\"]}", 0, &r, why) == 0 && strcmp(r.prompt, "Hi") == 0,
+        "a list of one string is that string");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [5, 0, 7], \"max_tokens\": 3, \"stream\": true, \"stop\": [\"a\", "
+            "\"bc\"], \"temperature\": 0, \"top_k\": 3, \"seed\": 4294967297, \"n\": 1}",
+            0, &r, why) == 0,
+        "token ids with fields");
+  CHECK(r.n_prompt_ids == 3 && r.prompt_ids[0] == 5 && r.prompt_ids[2] == 7 && r.max_tokens == 3 &&
+            r.stream && r.n_stop == 2 && strcmp(r.stop[1], "bc") == 0,
+        "... ids 5 0 7, max_tokens 3, stream, stops \"a\" \"bc\"");
+  mkc_sampling o = mkc_api_sampling(&r, base);
+  CHECK(o.temp == 0 && o.top_k == 3 && o.top_p == 0.95f && o.seed_lo == 1 && o.seed_hi == 1,
+        "... temperature 0 and top_k 3 over the server's, top_p kept; seed 2^32 + 1 split");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"developer\", \"content\": \"S\"}, {\"role\": \"user\", "
+            "\"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": \"text\", \"text\": "
+            "\"b\"}]}], \"max_completion_tokens\": 2}",
+            1, &r, why) == 0 &&
+            r.n_msgs == 2 && strcmp(r.msgs[0].role, "system") == 0 &&
+            strcmp(r.msgs[1].content, "ab") == 0 && r.max_tokens == 2,
+        "chat: developer is system, text parts joined, max_completion_tokens");
+  mkc_api_req_free(&r);
+
+  static const struct {
+    const char *json;
+    int chat;
+    const char *why;
+  } BAD[] = {
+      {"{\"prompt\": ", 0, "not JSON"},
+      {"3", 0, "not a JSON object"},
+      {"{}", 0, "prompt: expected"},
+      {"{\"prompt\": []}", 0, "prompt: expected"},
+      {"{\"prompt\": [1, 2.5]}", 0, "prompt[1]: expected a token id"},
+      {"{\"prompt\": \"a\", \"stop\": \"\"}", 0, "stop: an empty string"},
+      {"{\"prompt\": \"a\", \"stop\": [\"1\",\"2\",\"3\",\"4\",\"5\",\"6\",\"7\",\"8\",\"9\"]}", 0,
+       "up to 8 strings"},
+      {"{\"prompt\": \"a\", \"max_tokens\": 0}", 0, "max_tokens: expected a whole number >= 1"},
+      {"{\"prompt\": \"a\", \"seed\": -1}", 0, "seed: expected"},
+      {"{\"prompt\": \"a\", \"n\": 3}", 0, "only 1 choice"},
+      {"{\"prompt\": \"a\", \"min_p\": \"0.1\"}", 0, "min_p: expected a number"},
+      {"{\"prompt\": \"a\", \"repeat_last_n\": 257}", 0, "repeat_last_n: expected"},
+      {"{\"messages\": []}", 1, "messages: expected a non-empty list"},
+      {"{\"messages\": [{\"content\": \"a\"}]}", 1, "messages[0]: expected an object"},
+      {"{\"messages\": [{\"role\": \"tool\", \"content\": \"a\"}]}", 1, "messages[0].role"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", 1, "messages[0].content"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", 1,
+       "only text parts"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
+    CHECK(api(BAD[i].json, BAD[i].chat, &r, why) == -1 && strstr(why, BAD[i].why),
+          "refused: %s (%s)", BAD[i].json, why);
+  char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
+  CHECK(e && strcmp(e, "{\"error\":{\"message\":\"a \\\"quoted\\\" word\",\"type\":"
+                       "\"invalid_request_error\"}}") == 0,
+        "an error's JSON, quotes escaped: %s", e ? e : "(null)");
+  free(e);
+}
+
+int main(void) {
+  framing();
+  requests();
+  return check_done();
+}

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# mkc serve against mkc run: a completion, greedy or sampled with a seed,
+# gives the tokens run gives for the same prompt and options (run's own
+# tokens are checked against the reference elsewhere), also when the
+# server reuses the KV of an earlier request's prefix, and streamed as
+# whole; bad requests get their HTTP status and a message, and the server
+# goes on; Ctrl-C stops it cleanly. With the test data's SmolLM2: chat in
+# its template as run --chat and mkc chat answer, text prompts, stop
+# strings.
+source "$(dirname "$0")/lib.sh"
+client=tests/serve_client.py
+unset MKC_KV_DTYPE
+
+# start NAME ARGS...: mkc serve ARGS on a port the system picks; sets port and pid.
+start() {
+  local name=$1
+  shift
+  "$mkc" serve "$@" --port 0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  pid=$!
+  port=
+  for _ in $(seq 600); do
+    port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\);.*|\1|p' "$tmp/$name.err")
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  fail "$name: the server starts" "$(cat "$tmp/$name.err")"
+  return 1
+}
+
+# call METHOD PATH [BODY]: the answer in $tmp/ans (status on its first line), the body in $tmp/body.
+call() {
+  python3 "$client" "$port" "$@" >"$tmp/ans" 2>&1
+  tail -n +2 "$tmp/ans" >"$tmp/body"
+  status=$(head -n 1 "$tmp/ans")
+}
+get() { python3 "$client" get "$tmp/body" "$@" 2>/dev/null; }
+
+# refused NAME STATUS PHRASE METHOD PATH [BODY]: that status, an error message holding PHRASE.
+refused() {
+  local name=$1 want=$2 phrase=$3
+  shift 3
+  call "$@"
+  local msg
+  msg=$(get error message)
+  if [ "$status" = "$want" ] && [[ $msg == *"$phrase"* ]]; then
+    ok "$name: $want ($msg)"
+  else
+    fail "$name: $want with \"$phrase\"" "got: $(head -c 300 "$tmp/ans")"
+  fi
+}
+
+# raw NAME STATUS BYTES: BYTES (printf's format) sent as they are; that status.
+raw() {
+  printf "$3" >"$tmp/raw"
+  python3 "$client" "$port" raw "$tmp/raw" >"$tmp/ans" 2>&1
+  [ "$(head -n 1 "$tmp/ans")" = "$2" ] && ok "$1: $2" || fail "$1: $2" "$(head -c 300 "$tmp/ans")"
+}
+
+# stop NAME: Ctrl-C; the server exits 0 and says how many requests it served.
+stop() {
+  kill -INT "$pid"
+  wait "$pid"
+  local rc=$?
+  if [ "$rc" -eq 0 ] && grep -q "stopped serving after" "$tmp/$1.err"; then
+    ok "$1: Ctrl-C stops the server (exit 0, $(grep -o 'after [0-9]* requests' "$tmp/$1.err"))"
+  else
+    fail "$1: Ctrl-C stops the server" "exit $rc" "$(tail -n 3 "$tmp/$1.err")"
+  fi
+}
+
+# ---- a preset: token ids in and out ----
+args=(--preset tiny --random-weights 5 --backend cpu)
+if start tiny "${args[@]}" --draft-max 4; then
+  call GET /health
+  [ "$status" = 200 ] && [ "$(get status)" = ok ] && ok "GET /health" || fail "GET /health" "$(cat "$tmp/ans")"
+  call GET /v1/models
+  [ "$(get data 0 id)" = tiny ] && [ "$(get data 0 context_length)" = 512 ] && ok "GET /v1/models: tiny, context 512" \
+    || fail "GET /v1/models" "$(cat "$tmp/ans")"
+
+  # same_as_run NAME BODY RUN_ARGS...: the completion's text and tokens are run's output
+  same_as_run() {
+    local name=$1 body=$2
+    shift 2
+    want=$("$mkc" run "${args[@]}" "$@" 2>/dev/null)
+    call POST /v1/completions "$body"
+    local text tokens
+    text=$(get choices 0 text)
+    tokens=$(get choices 0 tokens | tr -d '[],')
+    if [ "$status" = 200 ] && [ -n "$want" ] && [ "$text" = "$want" ] && [ "$tokens" = "$want" ]; then
+      ok "$name: the tokens mkc run gives ($(echo "$want" | wc -w) tokens)"
+    else
+      fail "$name = run $*" "run:    $want" "server: $(head -c 400 "$tmp/ans")"
+    fi
+  }
+  same_as_run "greedy, K = 4" '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24}' \
+    --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5
+  [ "$(get choices 0 finish_reason)" = length ] && [ "$(get usage prompt_tokens)" = 5 ] \
+    && [ "$(get usage completion_tokens)" = 24 ] && ok "finish_reason length, usage 5 + 24 tokens" \
+    || fail "finish_reason and usage" "$(cat "$tmp/body")"
+  # the next prompt begins with the last one's 5 tokens: they stay in the cache
+  same_as_run "greedy, a longer prompt after it" '{"prompt": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 20}' \
+    --draft-max 4 -n 20 --prompt-ids 3,1,4,1,5,9,2,6
+  cached=$(get usage prompt_tokens_details cached_tokens)
+  [ "$cached" = 5 ] && ok "... its first 5 tokens came from the cache" || fail "5 cached tokens" "got $cached"
+  same_as_run "sampled, seed 11" \
+    '{"prompt": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 20, "temperature": 0.9, "top_k": 20, "seed": 11}' \
+    --draft-max 4 -n 20 --prompt-ids 3,1,4,1,5,9,2,6 --temp 0.9 --top-k 20 --seed 11
+  cached=$(get usage prompt_tokens_details cached_tokens)
+  [ "$cached" = 7 ] && ok "... all its prompt but the last token from the cache" || fail "7 cached tokens" "got $cached"
+  same_as_run "sampled, penalties" \
+    '{"prompt": [7, 7, 7], "max_tokens": 16, "temperature": 1.5, "min_p": 0.1, "presence_penalty": 0.5, "repeat_penalty": 1.2, "seed": 3}' \
+    --draft-max 4 -n 16 --prompt-ids 7,7,7 --temp 1.5 --min-p 0.1 --presence-penalty 0.5 --repeat-penalty 1.2 --seed 3
+
+  # streamed: the same text in pieces, a finish reason, then [DONE]
+  python3 "$client" "$port" stream /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24, "stream": true}' >"$tmp/stream"
+  want=$("$mkc" run "${args[@]}" --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5 2>/dev/null)
+  if [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=length events=[0-9]* done=1" "$tmp/stream"; then
+    ok "stream: run's tokens, finish_reason length, then [DONE] ($(grep -o 'events=[0-9]*' "$tmp/stream"))"
+  else
+    fail "stream" "run:    $want" "stream: $(cat "$tmp/stream")"
+  fi
+  python3 "$client" "$port" drop /v1/completions '{"prompt": [1, 2], "max_tokens": 400, "stream": true}' >/dev/null
+  call GET /health
+  [ "$status" = 200 ] && ok "a client that hangs up mid-stream: the server goes on" || fail "after a dropped stream" "$(cat "$tmp/ans")"
+
+  refused "not JSON" 400 "not JSON" POST /v1/completions '{"prompt": [3, 1'
+  refused "not an object" 400 "not a JSON object" POST /v1/completions '[1, 2]'
+  refused "no prompt" 400 "prompt: expected" POST /v1/completions '{"max_tokens": 3}'
+  refused "a token past the vocabulary" 400 "outside the vocabulary (0..255)" POST /v1/completions '{"prompt": [1, 256]}'
+  refused "a negative token" 400 "prompt[0]: expected a token id" POST /v1/completions '{"prompt": [-1]}'
+  refused "text without a tokenizer" 400 "has no tokenizer" POST /v1/completions '{"prompt": "hello"}'
+  refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
+  refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
+  refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
+  refused "max_tokens 0" 400 "max_tokens: expected a whole number >= 1" POST /v1/completions '{"prompt": [1], "max_tokens": 0}'
+  refused "a negative temperature" 400 "temperature: expected" POST /v1/completions '{"prompt": [1], "temperature": -1}'
+  refused "top_p past 1" 400 "top_p: expected" POST /v1/completions '{"prompt": [1], "top_p": 2}'
+  refused "a fractional top_k" 400 "top_k: expected a whole number" POST /v1/completions '{"prompt": [1], "top_k": 2.5}'
+  refused "stream not a boolean" 400 "stream: expected true or false" POST /v1/completions '{"prompt": [1], "stream": "yes"}'
+  long=$(seq -s, 1 600 | sed 's/[0-9]*/1/g')
+  refused "a prompt past the context" 400 "the prompt is 600 tokens but the context holds 512" \
+    POST /v1/completions "{\"prompt\": [$long]}"
+  refused "GET of a completion" 405 "use POST" GET /v1/completions
+  refused "an unknown path" 404 "no /v1/nothing here" POST /v1/nothing '{}'
+  raw "POST without Content-Length" 411 'POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n'
+  raw "a chunked body" 501 'POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'
+  raw "a body over 8 MiB" 413 'POST /v1/completions HTTP/1.1\r\nContent-Length: 99999999999\r\n\r\n'
+  raw "two Content-Lengths" 400 'POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}'
+  raw "HTTP/2.0" 505 'GET /health HTTP/2.0\r\n\r\n'
+  raw "a malformed request line" 400 'garbage\r\n\r\n'
+  raw "a bare-LF request" 200 'GET /health HTTP/1.0\n\n'
+  head -c 20000 /dev/zero | tr '\0' a >"$tmp/big"
+  raw "a 20 KB header" 431 "GET /health HTTP/1.1\r\nX: $(cat "$tmp/big")\r\n\r\n"
+  raw "a request cut short (the client hangs up)" none 'POST /v1/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{"prompt"'
+  call GET /health
+  [ "$status" = 200 ] && ok "after every refusal the server still answers" || fail "after the refusals" "$(cat "$tmp/ans")"
+  stop tiny
+fi
+
+# ---- the command line ----
+expect_error "serve: no model" "mkc: error: serve: -m MODEL or --preset P is required" -- serve
+expect_error "serve: a preset without weights" \
+  "mkc: error: serve: --random-weights SEED is required with --preset" -- serve --preset tiny
+expect_error "serve: a port past 65535" "mkc: error: --port: expected an integer in 0..65535, got '70000'" \
+  -- serve --preset tiny --random-weights 1 --port 70000
+expect_error "serve: an unknown host" "mkc: error: --host no.such.host.invalid: Name or service not known" \
+  -- serve --preset tiny --random-weights 1 --host no.such.host.invalid
+if start busy "${args[@]}"; then
+  expect_error "serve: a port in use" \
+    "mkc: error: listening on 127.0.0.1 port $port: Address already in use" \
+    -- serve "${args[@]}" --port "$port"
+  stop busy
+fi
+
+# ---- SmolLM2: text, its chat template, stop strings ----
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
+  skip "SmolLM2: no test data (tests/data/fetch.sh)"
+elif start smollm2 -m "$model" --backend cpu; then
+  margs=(-m "$model" --backend cpu --no-display-prompt)
+  grep -q "chat template chatml" "$tmp/smollm2.err" && ok "SmolLM2: served with its chatml template" \
+    || fail "SmolLM2: its template named" "$(cat "$tmp/smollm2.err")"
+  # chat_as_run NAME BODY RUN_ARGS...: the answer is run --chat's
+  chat_as_run() {
+    local name=$1 body=$2
+    shift 2
+    want=$("$mkc" run "${margs[@]}" --chat "$@" 2>/dev/null)
+    call POST /v1/chat/completions "$body"
+    got=$(get choices 0 message content)
+    [ "$status" = 200 ] && [ -n "$want" ] && [ "$got" = "$want" ] && ok "SmolLM2 chat, $name: run --chat's answer ($got)" \
+      || fail "SmolLM2 chat, $name" "run:    $want" "server: $(head -c 400 "$tmp/ans")"
+  }
+  chat_as_run "one question" '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16}' \
+    -p "What is the capital of France?" -n 16
+  [ "$(get choices 0 finish_reason)" = stop ] && ok "... finish_reason stop (the end-of-turn token)" \
+    || fail "finish_reason stop" "$(cat "$tmp/body")"
+  answer=$(get choices 0 message content)
+  # a second turn, as mkc chat answers it (its conversation keeps the first turn's K/V)
+  printf 'What is the capital of France?\nAnd of Italy?\n' | "$mkc" chat -m "$model" --backend cpu -n 16 >"$tmp/chat" 2>/dev/null
+  want=$(sed -n 2p "$tmp/chat")
+  body=$(python3 -c 'import json,sys; print(json.dumps({"messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": sys.argv[1]}, {"role": "user", "content": "And of Italy?"}], "max_tokens": 16}))' "$answer")
+  call POST /v1/chat/completions "$body"
+  got=$(get choices 0 message content)
+  cached=$(get usage prompt_tokens_details cached_tokens)
+  [ -n "$want" ] && [ "$got" = "$want" ] && [ "${cached:-0}" -gt 16 ] \
+    && ok "SmolLM2 chat, a second turn: mkc chat's answer ($got), $cached prompt tokens from the cache" \
+    || fail "SmolLM2 chat, second turn" "chat:   $want" "server: $(head -c 400 "$tmp/ans")"
+  chat_as_run "a system message, content as text parts" \
+    '{"messages": [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": [{"type": "text", "text": "Name a "}, {"type": "text", "text": "color."}]}], "max_tokens": 12}' \
+    -sys "Answer in one word." -p "Name a color." -n 12
+  python3 "$client" "$port" stream /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16, "stream": true}' >"$tmp/stream"
+  [ "$(head -n 1 "$tmp/stream")" = "$answer" ] && grep -q "finish=stop events=[0-9]* done=1" "$tmp/stream" \
+    && ok "SmolLM2 chat streamed: the same answer in pieces" || fail "SmolLM2 chat stream" "want: $answer" "got:  $(cat "$tmp/stream")"
+  refused "SmolLM2: two user messages in a row" 400 "messages[1]: expected an assistant message" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
+  refused "SmolLM2: a tool message" 400 "messages[0].role: expected system, user or assistant" POST /v1/chat/completions \
+    '{"messages": [{"role": "tool", "content": "a"}]}'
+  refused "SmolLM2: an image part" 400 "only text parts" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
+
+  full=$("$mkc" run "${margs[@]}" -p "The quick brown fox" -n 20 2>/dev/null)
+  call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20}'
+  [ "$(get choices 0 text)" = "$full" ] && ok "SmolLM2 completion: run's text ($full)" \
+    || fail "SmolLM2 completion" "run:    $full" "server: $(head -c 400 "$tmp/ans")"
+  call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": ["zzz", "brown"]}'
+  want=${full%%brown*}
+  [ "$want" != "$full" ] && [ "$(get choices 0 text)" = "$want" ] && [ "$(get choices 0 finish_reason)" = stop ] \
+    && ok "SmolLM2 stop string: the text up to it (\"$want\"), finish_reason stop" \
+    || fail "SmolLM2 stop string" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
+  python3 "$client" "$port" stream /v1/completions \
+    '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": "brown", "stream": true}' >"$tmp/stream"
+  [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=stop" "$tmp/stream" \
+    && ok "SmolLM2 stop string, streamed: nothing of it goes out" || fail "SmolLM2 stop stream" "want: $want" "got:  $(cat "$tmp/stream")"
+  stop smollm2
+fi
+finish
