@@ -6,6 +6,8 @@
                                               "finish=REASON events=N done=1|0"
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
+  serve_client.py logprobs FILE RUNFILE       an answer's logprobs against run --json --logprobs's
+                                              lines: "same N" (N tokens), or the first difference
 """
 import http.client
 import json
@@ -28,7 +30,33 @@ def answer(sock):
     return status, body.decode("utf-8", "replace")
 
 
+def logprobs(answer_file, run_file):
+    """(id, logprob, [(id, logprob)...]) per token, from each side."""
+    choice = json.load(open(answer_file))["choices"][0]
+    lp = choice["logprobs"]
+    if "content" in lp:  # the chat API's
+        got = [(t["id"], t["logprob"], [(u["id"], u["logprob"]) for u in t["top_logprobs"]]) for t in lp["content"]]
+    else:  # the completions API's: top ones keyed by text, here the ids (a preset's)
+        got = [(i, l, [(int(k), v) for k, v in top.items()])
+               for i, l, top in zip(choice["tokens"], lp["token_logprobs"], lp["top_logprobs"])]
+    want = []
+    for line in open(run_file):
+        t = json.loads(line)
+        if "stats" in t:
+            continue
+        want.append((t["id"], t["logprob"], [(u["id"], u["logprob"]) for u in t.get("top", [])]))
+    if got == want and got:
+        print("same %d" % len(got))
+    else:
+        diff = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]), min(len(got), len(want)))
+        print("differ at token %d of %d/%d: server %s, run %s" % (diff, len(got), len(want),
+              got[diff] if diff < len(got) else None, want[diff] if diff < len(want) else None))
+
+
 def main():
+    if sys.argv[1] == "logprobs":
+        logprobs(sys.argv[2], sys.argv[3])
+        return
     if sys.argv[1] == "get":
         v = json.load(open(sys.argv[2]))
         for k in sys.argv[3:]:

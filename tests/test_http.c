@@ -73,11 +73,26 @@ static void requests(void) {
   mkc_api_req r;
   char why[200];
   CHECK(api("{\"prompt\": \"Hello\"}", 0, &r, why) == 0 && strcmp(r.prompt, "Hello") == 0 &&
-            r.max_tokens == -1 && !r.stream && !r.n_stop && !r.set && !r.have_seed,
+            r.max_tokens == -1 && !r.stream && !r.n_stop && !r.set && !r.have_seed &&
+            r.top_logprobs == -1,
         "a text prompt; nothing else given: no bound, no stream, no stop, the server's sampling");
   mkc_sampling base = {.temp = 0.5f, .top_k = 40, .top_p = 0.95f, .seed_lo = 9};
   mkc_sampling same = mkc_api_sampling(&r, base);
   CHECK(memcmp(&same, &base, sizeof base) == 0, "... its sampling is the server's as it was");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"logprobs\": 0}", 0, &r, why) == 0 && r.top_logprobs == 0,
+        "completions: logprobs 0 (each token's own, no top ones)");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"logprobs\": true, "
+            "\"top_logprobs\": 20}",
+            1, &r, why) == 0 &&
+            r.top_logprobs == 20,
+        "chat: logprobs true, top_logprobs 20");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"logprobs\": false}", 1,
+            &r, why) == 0 &&
+            r.top_logprobs == -1,
+        "chat: logprobs false is none");
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": [\"Hi\"]}", 0, &r, why) == 0 && strcmp(r.prompt, "Hi") == 0,
         "a list of one string is that string");
@@ -120,6 +135,12 @@ static void requests(void) {
       {"{\"prompt\": \"a\", \"n\": 3}", 0, "only 1 choice"},
       {"{\"prompt\": \"a\", \"min_p\": \"0.1\"}", 0, "min_p: expected a number"},
       {"{\"prompt\": \"a\", \"repeat_last_n\": 257}", 0, "repeat_last_n: expected"},
+      {"{\"prompt\": \"a\", \"logprobs\": 21}", 0, "logprobs: expected a whole number in 0..20"},
+      {"{\"prompt\": \"a\", \"logprobs\": true}", 0, "logprobs: expected a whole number"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"logprobs\": 1}", 1,
+       "logprobs: expected true or false"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"top_logprobs\": 1}", 1,
+       "needs \"logprobs\": true"},
       {"{\"messages\": []}", 1, "messages: expected a non-empty list"},
       {"{\"messages\": [{\"content\": \"a\"}]}", 1, "messages[0]: expected an object"},
       {"{\"messages\": [{\"role\": \"tool\", \"content\": \"a\"}]}", 1, "messages[0].role"},

@@ -112,6 +112,17 @@ if start tiny "${args[@]}" --draft-max 4; then
     '{"prompt": [7, 7, 7], "max_tokens": 16, "temperature": 1.5, "min_p": 0.1, "presence_penalty": 0.5, "repeat_penalty": 1.2, "seed": 3}' \
     --draft-max 4 -n 16 --prompt-ids 7,7,7 --temp 1.5 --min-p 0.1 --presence-penalty 0.5 --repeat-penalty 1.2 --seed 3
 
+  # log-probabilities: the kernel's, as run --json --logprobs prints them
+  call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 8, "logprobs": 3}'
+  "$mkc" run "${args[@]}" --draft-max 4 -n 8 --prompt-ids 3,1,4,1,5 --json --logprobs 3 >"$tmp/run.json" 2>/dev/null
+  same=$(python3 "$client" logprobs "$tmp/body" "$tmp/run.json" 2>&1)
+  [ "$same" = "same 8" ] && ok "logprobs 3: each token's and its top 3, as run --logprobs 3 ($same tokens)" \
+    || fail "logprobs = run --logprobs" "$same" "$(head -c 300 "$tmp/ans")"
+  refused "logprobs with a stream" 400 "not with \"stream\": true" POST /v1/completions \
+    '{"prompt": [1], "logprobs": 2, "stream": true}'
+  refused "logprobs past 20" 400 "logprobs: expected a whole number in 0..20" POST /v1/completions \
+    '{"prompt": [1], "logprobs": 21}'
+
   # streamed: the same text in pieces, a finish reason, then [DONE]
   python3 "$client" "$port" stream /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24, "stream": true}' >"$tmp/stream"
   want=$("$mkc" run "${args[@]}" --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5 2>/dev/null)
@@ -213,6 +224,14 @@ elif start smollm2 -m "$model" --backend cpu; then
     '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16, "stream": true}' >"$tmp/stream"
   [ "$(head -n 1 "$tmp/stream")" = "$answer" ] && grep -q "finish=stop events=[0-9]* done=1" "$tmp/stream" \
     && ok "SmolLM2 chat streamed: the same answer in pieces" || fail "SmolLM2 chat stream" "want: $answer" "got:  $(cat "$tmp/stream")"
+  call POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16, "logprobs": true, "top_logprobs": 2}'
+  "$mkc" run "${margs[@]}" --chat -p "What is the capital of France?" -n 16 --json --logprobs 2 >"$tmp/run.json" 2>/dev/null
+  same=$(python3 "$client" logprobs "$tmp/body" "$tmp/run.json" 2>&1)
+  [[ $same == "same "* ]] && ok "SmolLM2 chat logprobs: each token's and its top 2, as run --chat --logprobs 2 ($same tokens)" \
+    || fail "SmolLM2 chat logprobs = run" "$same" "$(head -c 300 "$tmp/ans")"
+  refused "SmolLM2: top_logprobs without logprobs" 400 "top_logprobs: needs" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2}'
   refused "SmolLM2: two user messages in a row" 400 "messages[1]: expected an assistant message" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
   refused "SmolLM2: a tool message" 400 "messages[0].role: expected system, user or assistant" POST /v1/chat/completions \

@@ -36,10 +36,11 @@ static const char USAGE[] =
     "                             form with --preset, whose answers are ids)\n"
     "  GET  /v1/models, /health\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
-    "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n and\n"
-    "stream (server-sent events); a field not given is this command's option\n"
-    "(the same defaults as run: greedy unless --temp). A request that shares\n"
-    "its first tokens with the one before feeds only the rest. Ctrl-C stops.\n"
+    "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,\n"
+    "logprobs (with the chat's top_logprobs; whole answers only) and stream\n"
+    "(server-sent events); a field not given is this command's option (the\n"
+    "same defaults as run: greedy unless --temp). A request that shares its\n"
+    "first tokens with the one before feeds only the rest. Ctrl-C stops.\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
@@ -106,6 +107,11 @@ typedef struct gen {
   int *ids;        /* the answer's tokens (an end-of-generation token not among them) */
   int n_ids;
   int eog, hit_stop, gone;
+  /* with log-probabilities (top_n >= 0): each answer token's, and the top_n
+   * most likely at its place; the kernel's for the token on_token sees next */
+  int top_n;
+  float *lp, *top_lps, next_lp, next_lps[MKC_LOGPROBS_MAX];
+  int *top_ids, next_ids[MKC_LOGPROBS_MAX];
   char id[40];
   long created;
 } gen;
@@ -199,11 +205,22 @@ static void stream_out(gen *g, int all) {
   g->sent = safe;
 }
 
+static void on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
+  gen *g = ctx;
+  g->next_lp = lp;
+  for (int i = 0; i < g->top_n && i < n; i++) g->next_ids[i] = ids[i], g->next_lps[i] = lps[i];
+}
+
 static int on_token(void *ctx, int id) {
   gen *g = ctx;
   if (g->tok && mkc_tokenizer_is_eog(g->tok, id)) {
     g->eog = 1;
     return 1;
+  }
+  if (g->top_n >= 0) {
+    g->lp[g->n_ids] = g->next_lp;
+    memcpy(g->top_ids + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_ids, sizeof g->next_ids);
+    memcpy(g->top_lps + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_lps, sizeof g->next_lps);
   }
   g->ids[g->n_ids++] = id;
   char buf[MKC_DETOK_MAX];
@@ -305,6 +322,74 @@ static void draw_seed(const server *sv, mkc_sampling *o) {
   o->seed_hi = (unsigned)(s >> 32);
 }
 
+/* A token's text (control tokens spelled out), or its id where there is no
+ * tokenizer; malloc'd. */
+static char *token_text(const gen *g, int id) {
+  if (g->tok) {
+    char *s = mkc_tokenizer_decode(g->tok, &id, 1, 1);
+    return s ? s : strdup("");
+  }
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", id);
+  return strdup(buf);
+}
+
+/* {"token", "logprob", "bytes", "id"} as the chat API lists a token. */
+static cJSON *chat_token(const gen *g, int id, float lp) {
+  cJSON *o = cJSON_CreateObject();
+  char *t = token_text(g, id);
+  cJSON_AddStringToObject(o, "token", t ? t : "");
+  cJSON_AddNumberToObject(o, "logprob", lp);
+  cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
+  for (const unsigned char *b = (const unsigned char *)t; b && *b; b++)
+    cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
+  cJSON_AddNumberToObject(o, "id", id);
+  free(t);
+  return o;
+}
+
+/* choices[0].logprobs: the chat API's list of tokens, each with its top
+ * ones; the completions API's parallel lists (tokens, token_logprobs,
+ * top_logprobs as {text: logprob}). */
+static cJSON *logprobs_json(const gen *g) {
+  cJSON *o = cJSON_CreateObject();
+  if (g->r->chat) {
+    cJSON *content = cJSON_AddArrayToObject(o, "content");
+    for (int k = 0; k < g->n_ids; k++) {
+      cJSON *t = chat_token(g, g->ids[k], g->lp[k]),
+            *top = cJSON_AddArrayToObject(t, "top_logprobs");
+      for (int i = 0; i < g->top_n; i++) {
+        int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
+        if (id >= 0)
+          cJSON_AddItemToArray(top,
+                               chat_token(g, id, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]));
+      }
+      cJSON_AddItemToArray(content, t);
+    }
+    return o;
+  }
+  cJSON *tokens = cJSON_AddArrayToObject(o, "tokens"),
+        *lps = cJSON_AddArrayToObject(o, "token_logprobs"),
+        *tops = cJSON_AddArrayToObject(o, "top_logprobs");
+  for (int k = 0; k < g->n_ids; k++) {
+    char *t = token_text(g, g->ids[k]);
+    cJSON_AddItemToArray(tokens, cJSON_CreateString(t ? t : ""));
+    free(t);
+    cJSON_AddItemToArray(lps, cJSON_CreateNumber(g->lp[k]));
+    cJSON *top = cJSON_CreateObject();
+    for (int i = 0; i < g->top_n; i++) {
+      int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
+      if (id < 0) continue;
+      char *tt = token_text(g, id);
+      if (tt && !cJSON_GetObjectItemCaseSensitive(top, tt)) /* the likelier of two alike */
+        cJSON_AddNumberToObject(top, tt, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]);
+      free(tt);
+    }
+    cJSON_AddItemToArray(tops, top);
+  }
+  return o;
+}
+
 /* The whole answer of a request not streamed. */
 static int respond_done(gen *g, const char *finish, int n_prompt, int cached,
                         const mkc_decode_stats *st) {
@@ -317,6 +402,10 @@ static int respond_done(gen *g, const char *finish, int n_prompt, int cached,
     cJSON_AddStringToObject(choice, "text", g->text ? g->text : "");
   }
   cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
+  if (g->top_n >= 0)
+    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g));
+  else
+    cJSON_AddNullToObject(choice, "logprobs");
   cJSON_AddStringToObject(choice, "finish_reason", finish);
   cJSON *usage = cJSON_AddObjectToObject(o, "usage");
   cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
@@ -362,7 +451,17 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
     respond_error(fd, 400, why);
     return 0;
   }
+  if (r->top_logprobs >= 0 && (r->stream || sv->c->rounds > 1)) {
+    respond_error(fd, 400,
+                  r->stream ? "logprobs come with whole answers: not with \"stream\": true"
+                            : "logprobs: not on a server started with --rounds (a launch of "
+                              "rounds keeps only its last round's)");
+    free(prompt);
+    return 0;
+  }
   mkc_sampling o = mkc_api_sampling(r, sv->base);
+  /* the kernel computes them when asked for at least one (the token's own comes with it) */
+  o.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
   if (!r->have_seed) draw_seed(sv, &o);
   if (mkc_sampling_check(&o) != 0 || mkc_session_set_sampling(sv->m->s, &o) != 0) {
     free(prompt);
@@ -372,16 +471,28 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   int room = max_ctx - n_prompt + 1;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   int n_gen = limit < 0 || limit > room ? room : limit;
-  gen g = {.sv = sv, .r = r, .fd = fd, .tok = tok, .created = (long)time(NULL)};
+  gen g = {.sv = sv,
+           .r = r,
+           .fd = fd,
+           .tok = tok,
+           .created = (long)time(NULL),
+           .top_n = r->top_logprobs};
   snprintf(g.id, sizeof g.id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", sv->requests);
   if (tok) mkc_detok_init(&g.detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
     if (strlen(r->stop[k]) > g.max_stop) g.max_stop = strlen(r->stop[k]);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   g.ids = malloc((size_t)(n_gen + 1) * sizeof *g.ids);
+  if (g.top_n >= 0) {
+    g.lp = malloc((size_t)(n_gen + 1) * sizeof *g.lp);
+    g.top_ids = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g.top_ids);
+    g.top_lps = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g.top_lps);
+  }
   int *held = realloc(sv->held, (size_t)(n_prompt + n_gen + 1) * sizeof *held);
-  if (!out || !g.ids || !held || append(&g, "", 0) != 0) {
-    free(out), free(g.ids), free(prompt);
+  if (!out || !g.ids || !held || append(&g, "", 0) != 0 ||
+      (g.top_n >= 0 && (!g.lp || !g.top_ids || !g.top_lps))) {
+    free(out), free(g.ids), free(prompt), free(g.lp), free(g.top_ids), free(g.top_lps),
+        free(g.text);
     if (held) sv->held = held;
     respond_error(fd, 500, "out of memory");
     return 0;
@@ -404,6 +515,7 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
                        .stop_ids = eog_ids,
                        .n_stop_ids = n_eog,
                        .on_token = on_token,
+                       .on_logprobs = on_logprobs,
                        .ctx = &g,
                        .interrupted = &mkc_interrupted};
   mkc_decode_stats st;
@@ -443,7 +555,7 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
             st.generated > 1 && gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
             stopped(&g, &st, interrupted, n_gen == room), "");
   }
-  free(out), free(g.ids), free(g.text), free(prompt);
+  free(out), free(g.ids), free(g.text), free(prompt), free(g.lp), free(g.top_ids), free(g.top_lps);
   return rc != 0 || interrupted ? -1 : 0;
 }
 

@@ -144,6 +144,36 @@ static const struct {
      MKC_API_REPEAT_LAST_N},
 };
 
+/* An optional whole number in 0..MKC_LOGPROBS_MAX: 1 and *v when given,
+ * 0 when not, -1 with why when out of range. */
+static int small_count(const cJSON *root, const char *name, int *v, char *why, size_t cap) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, name);
+  if (!x || cJSON_IsNull(x)) return 0;
+  double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+  if (!(d >= 0 && d <= MKC_LOGPROBS_MAX && d == floor(d)))
+    return bad(why, cap, "%s: expected a whole number in 0..%d", name, MKC_LOGPROBS_MAX);
+  *v = (int)d;
+  return 1;
+}
+
+/* chat: "logprobs": true with "top_logprobs": N; completions: "logprobs": N. */
+static int read_logprobs(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  r->top_logprobs = -1;
+  int n = 0, given;
+  if (!r->chat) {
+    if ((given = small_count(root, "logprobs", &n, why, cap)) < 0) return -1;
+    if (given) r->top_logprobs = n;
+    return 0;
+  }
+  const cJSON *on = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
+  if (on && !cJSON_IsNull(on) && !cJSON_IsBool(on))
+    return bad(why, cap, "logprobs: expected true or false");
+  if ((given = small_count(root, "top_logprobs", &n, why, cap)) < 0) return -1;
+  if (given && !cJSON_IsTrue(on)) return bad(why, cap, "top_logprobs: needs \"logprobs\": true");
+  if (cJSON_IsTrue(on)) r->top_logprobs = n;
+  return 0;
+}
+
 static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   for (size_t k = 0; k < sizeof NUMBERS / sizeof *NUMBERS; k++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NUMBERS[k].name);
@@ -180,6 +210,7 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
     return bad(why, cap, "n: only 1 choice per request");
+  if (read_logprobs(root, r, why, cap) != 0) return -1;
   const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
   if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream))
     return bad(why, cap, "stream: expected true or false");
