@@ -28,7 +28,7 @@
 
 static const char USAGE[] =
     "usage: mkc serve -m MODEL [--host ADDR] [--port N] [options]\n"
-    "       mkc serve --preset P --random-weights SEED [--host ADDR] [--port N] [options]\n"
+    "       mkc serve --preset P --random-weights SEED [options]\n"
     "\n"
     "Answers HTTP requests as OpenAI's API does, one at a time:\n"
     "  POST /v1/chat/completions  messages in the model's chat template\n"
@@ -44,11 +44,11 @@ static const char USAGE[] =
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
-    "  --port N               the port (default 8080; 0: one the system picks, printed)\n"
+    "  --port N               the port (default 8080; 0: any free one, printed)\n"
     "  --chat-template NAME   the template's family when the model's is unknown\n"
     "                         (chatml, llama3, ...)\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
-    "                         (default -1: until the end of generation or a full context)\n"
+    "                         (default -1: until the end or a full context)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
