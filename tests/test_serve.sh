@@ -175,8 +175,11 @@ expect_error "serve: a preset without weights" \
   "mkc: error: serve: --random-weights SEED is required with --preset" -- serve --preset tiny
 expect_error "serve: a port past 65535" "mkc: error: --port: expected an integer in 0..65535, got '70000'" \
   -- serve --preset tiny --random-weights 1 --port 70000
-expect_error "serve: an unknown host" "mkc: error: --host no.such.host.invalid: Name or service not known" \
-  -- serve --preset tiny --random-weights 1 --host no.such.host.invalid
+# the resolver's words differ where there is no DNS at all: the message's start, and exit 1
+"$mkc" serve --preset tiny --random-weights 1 --host no.such.host.invalid >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] && [[ $(head -n 1 "$tmp/err") == "mkc: error: --host no.such.host.invalid: "* ]] \
+  && ok "serve: an unknown host ($(head -n 1 "$tmp/err"))" || fail "serve: an unknown host" "exit $rc" "$(cat "$tmp/err")"
 if start busy "${args[@]}"; then
   expect_error "serve: a port in use" \
     "mkc: error: listening on 127.0.0.1 port $port: Address already in use" \
