@@ -24,6 +24,7 @@
 #include "loaded.h"
 #include "serve/api.h"
 #include "serve/http.h"
+#include "serve_answer.h"
 #include "tokenizer/tokenizer.h"
 
 static const char USAGE[] =
@@ -72,170 +73,9 @@ typedef struct server {
   long requests;
 } server;
 
-/* ---- answers ---- */
-
-static int respond_json(int fd, int status, cJSON *o) {
-  char *s = cJSON_PrintUnformatted(o);
-  int rc = s ? mkc_http_respond(fd, status, "application/json", s, strlen(s)) : -1;
-  free(s);
-  cJSON_Delete(o);
-  return rc;
-}
-
-static void respond_error(int fd, int status, const char *msg) {
-  const char *type = status == 400   ? "invalid_request_error"
-                     : status == 404 ? "not_found_error"
-                     : status >= 500 ? "server_error"
-                                     : "invalid_request_error";
-  char *s = mkc_api_error_json(msg, type);
-  if (s) mkc_http_respond(fd, status, "application/json", s, strlen(s));
-  free(s);
-}
-
-/* ---- one generation ---- */
-
-/* The text so far and what has gone out of it. */
-typedef struct gen {
-  const server *sv;
-  const mkc_api_req *r;
-  int fd;
-  const mkc_tokenizer *tok; /* NULL: the answer is token ids, spelled as run prints them */
-  mkc_detok detok;
-  char *text;
-  size_t len, cap, sent;
-  size_t max_stop; /* the longest stop string's bytes */
-  int *ids;        /* the answer's tokens (an end-of-generation token not among them) */
-  int n_ids;
-  int eog, hit_stop, gone;
-  /* with log-probabilities (top_n >= 0): each answer token's, and the top_n
-   * most likely at its place; the kernel's for the token on_token sees next */
-  int top_n;
-  float *lp, *top_lps, next_lp, next_lps[MKC_LOGPROBS_MAX];
-  int *top_ids, next_ids[MKC_LOGPROBS_MAX];
-  char id[40];
-  long created;
-} gen;
-
-static int append(gen *g, const char *s, size_t n) {
-  if (g->len + n + 1 > g->cap) {
-    size_t cap = (g->len + n + 1) * 2;
-    char *t = realloc(g->text, cap);
-    if (!t) return -1;
-    g->text = t, g->cap = cap;
-  }
-  memcpy(g->text + g->len, s, n);
-  g->len += n;
-  g->text[g->len] = '\0';
-  return 0;
-}
-
-/* Where the text first holds a stop string, searching from `from`: cuts
- * the text there and says so. */
-static int cut_at_stop(gen *g, size_t from) {
-  size_t best = g->len + 1;
-  for (int k = 0; k < g->r->n_stop; k++) {
-    const char *hit = strstr(g->text + from, g->r->stop[k]);
-    if (hit && (size_t)(hit - g->text) < best) best = (size_t)(hit - g->text);
-  }
-  if (best > g->len) return 0;
-  g->len = best;
-  g->text[best] = '\0';
-  return 1;
-}
-
-/* The longest end of the text that begins some stop string: held back
- * from the stream until the next piece says whether it is one. */
-static size_t held_back(const gen *g) {
-  size_t hold = 0;
-  for (int k = 0; k < g->r->n_stop; k++) {
-    size_t n = strlen(g->r->stop[k]);
-    for (size_t h = n - 1 < g->len ? n - 1 : g->len; h > hold; h--)
-      if (memcmp(g->text + g->len - h, g->r->stop[k], h) == 0) {
-        hold = h;
-        break;
-      }
-  }
-  return hold;
-}
-
-/* An answer's envelope (id, object, created, model) with its one choice in
- * *choice; object: the chat's kind, else text_completion. */
-static cJSON *envelope(const gen *g, const char *chat_object, cJSON **choice) {
-  cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "id", g->id);
-  cJSON_AddStringToObject(o, "object", g->r->chat ? chat_object : "text_completion");
-  cJSON_AddNumberToObject(o, "created", (double)g->created);
-  cJSON_AddStringToObject(o, "model", g->sv->name);
-  *choice = cJSON_CreateObject();
-  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), *choice);
-  cJSON_AddNumberToObject(*choice, "index", 0);
-  return o;
-}
-
-/* One chunk of the stream: text (NULL: the chat's role opening), and
- * finish (NULL while going on). */
-static int send_chunk(gen *g, const char *text, size_t n, const char *finish) {
-  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
-  char *piece = strndup(text ? text : "", n);
-  if (g->r->chat) {
-    cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
-    if (!text && !finish) cJSON_AddStringToObject(delta, "role", "assistant");
-    if (text) cJSON_AddStringToObject(delta, "content", piece ? piece : "");
-  } else {
-    cJSON_AddStringToObject(choice, "text", piece ? piece : "");
-  }
-  free(piece);
-  if (finish)
-    cJSON_AddStringToObject(choice, "finish_reason", finish);
-  else
-    cJSON_AddNullToObject(choice, "finish_reason");
-  char *s = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  int rc = s ? mkc_http_event(g->fd, s) : -1;
-  free(s);
-  return rc;
-}
-
-/* Streams what of the text can no longer turn out to be a stop string. */
-static void stream_out(gen *g, int all) {
-  if (!g->r->stream || g->gone) return;
-  size_t safe = all ? g->len : g->len - held_back(g);
-  if (safe <= g->sent) return;
-  if (send_chunk(g, g->text + g->sent, safe - g->sent, NULL) != 0) g->gone = 1;
-  g->sent = safe;
-}
-
-static void on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
-  gen *g = ctx;
-  g->next_lp = lp;
-  for (int i = 0; i < g->top_n && i < n; i++) g->next_ids[i] = ids[i], g->next_lps[i] = lps[i];
-}
-
-static int on_token(void *ctx, int id) {
-  gen *g = ctx;
-  if (g->tok && mkc_tokenizer_is_eog(g->tok, id)) {
-    g->eog = 1;
-    return 1;
-  }
-  if (g->top_n >= 0) {
-    g->lp[g->n_ids] = g->next_lp;
-    memcpy(g->top_ids + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_ids, sizeof g->next_ids);
-    memcpy(g->top_lps + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_lps, sizeof g->next_lps);
-  }
-  g->ids[g->n_ids++] = id;
-  char buf[MKC_DETOK_MAX];
-  size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
-                    : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
-  /* a stop string may begin in the pieces before this one */
-  size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
-  if (append(g, buf, n) != 0) return 1;
-  g->hit_stop = cut_at_stop(g, from);
-  stream_out(g, 0);
-  return g->hit_stop || g->gone;
-}
-
 /* Why generation ended, for the log. */
-static const char *stopped(const gen *g, const mkc_decode_stats *st, int interrupted, int full) {
+static const char *stopped(const mkc_answer *g, const mkc_decode_stats *st, int interrupted,
+                           int full) {
   return g->gone                ? "the client went away"
          : interrupted          ? "interrupted (Ctrl-C)"
          : g->eog               ? "end of generation"
@@ -322,123 +162,20 @@ static void draw_seed(const server *sv, mkc_sampling *o) {
   o->seed_hi = (unsigned)(s >> 32);
 }
 
-/* A token's text (control tokens spelled out), or its id where there is no
- * tokenizer; malloc'd. */
-static char *token_text(const gen *g, int id) {
-  if (g->tok) {
-    char *s = mkc_tokenizer_decode(g->tok, &id, 1, 1);
-    return s ? s : strdup("");
-  }
-  char buf[16];
-  snprintf(buf, sizeof buf, "%d", id);
-  return strdup(buf);
-}
-
-/* {"token", "logprob", "bytes", "id"} as the chat API lists a token. */
-static cJSON *chat_token(const gen *g, int id, float lp) {
-  cJSON *o = cJSON_CreateObject();
-  char *t = token_text(g, id);
-  cJSON_AddStringToObject(o, "token", t ? t : "");
-  cJSON_AddNumberToObject(o, "logprob", lp);
-  cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
-  for (const unsigned char *b = (const unsigned char *)t; b && *b; b++)
-    cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
-  cJSON_AddNumberToObject(o, "id", id);
-  free(t);
-  return o;
-}
-
-/* choices[0].logprobs: the chat API's list of tokens, each with its top
- * ones; the completions API's parallel lists (tokens, token_logprobs,
- * top_logprobs as {text: logprob}). */
-static cJSON *logprobs_json(const gen *g) {
-  cJSON *o = cJSON_CreateObject();
-  if (g->r->chat) {
-    cJSON *content = cJSON_AddArrayToObject(o, "content");
-    for (int k = 0; k < g->n_ids; k++) {
-      cJSON *t = chat_token(g, g->ids[k], g->lp[k]),
-            *top = cJSON_AddArrayToObject(t, "top_logprobs");
-      for (int i = 0; i < g->top_n; i++) {
-        int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
-        if (id >= 0)
-          cJSON_AddItemToArray(top,
-                               chat_token(g, id, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]));
-      }
-      cJSON_AddItemToArray(content, t);
-    }
-    return o;
-  }
-  cJSON *tokens = cJSON_AddArrayToObject(o, "tokens"),
-        *lps = cJSON_AddArrayToObject(o, "token_logprobs"),
-        *tops = cJSON_AddArrayToObject(o, "top_logprobs");
-  for (int k = 0; k < g->n_ids; k++) {
-    char *t = token_text(g, g->ids[k]);
-    cJSON_AddItemToArray(tokens, cJSON_CreateString(t ? t : ""));
-    free(t);
-    cJSON_AddItemToArray(lps, cJSON_CreateNumber(g->lp[k]));
-    cJSON *top = cJSON_CreateObject();
-    for (int i = 0; i < g->top_n; i++) {
-      int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
-      if (id < 0) continue;
-      char *tt = token_text(g, id);
-      if (tt && !cJSON_GetObjectItemCaseSensitive(top, tt)) /* the likelier of two alike */
-        cJSON_AddNumberToObject(top, tt, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]);
-      free(tt);
-    }
-    cJSON_AddItemToArray(tops, top);
-  }
-  return o;
-}
-
-/* The whole answer of a request not streamed. */
-static int respond_done(gen *g, const char *finish, int n_prompt, int cached,
-                        const mkc_decode_stats *st) {
-  cJSON *choice, *o = envelope(g, "chat.completion", &choice);
-  if (g->r->chat) {
-    cJSON *msg = cJSON_AddObjectToObject(choice, "message");
-    cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_AddStringToObject(msg, "content", g->text ? g->text : "");
-  } else {
-    cJSON_AddStringToObject(choice, "text", g->text ? g->text : "");
-  }
-  cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
-  if (g->top_n >= 0)
-    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g));
-  else
-    cJSON_AddNullToObject(choice, "logprobs");
-  cJSON_AddStringToObject(choice, "finish_reason", finish);
-  cJSON *usage = cJSON_AddObjectToObject(o, "usage");
-  cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
-  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
-  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
-  cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
-                          cached);
-  cJSON *t = cJSON_AddObjectToObject(o, "timings"); /* llama-server's names */
-  double gen_s = st->seconds - st->prompt_seconds;
-  cJSON_AddNumberToObject(t, "prompt_n", st->fed);
-  cJSON_AddNumberToObject(t, "prompt_ms", 1e3 * st->prompt_seconds);
-  cJSON_AddNumberToObject(t, "predicted_n", st->generated);
-  cJSON_AddNumberToObject(t, "predicted_ms", 1e3 * gen_s);
-  cJSON_AddNumberToObject(t, "predicted_per_second",
-                          st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0);
-  cJSON_AddNumberToObject(t, "draft_n", (double)st->drafted);
-  cJSON_AddNumberToObject(t, "draft_n_accepted", (double)st->accepted);
-  return respond_json(g->fd, 200, o);
-}
-
 /* Decodes a completion or chat request and answers it: 0, or -1 when the
  * server must stop (a backend failure, Ctrl-C). */
 static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) {
   char why[400];
   const mkc_tokenizer *tok = sv->m->file.tok;
   if (!tok && r->n_stop) {
-    respond_error(fd, 400, "stop: strings need a model with a tokenizer (this one answers ids)");
+    mkc_respond_error(fd, 400,
+                      "stop: strings need a model with a tokenizer (this one answers ids)");
     return 0;
   }
   int n_prompt;
   int *prompt = prompt_of(sv, r, &n_prompt, why, sizeof why);
   if (!prompt) {
-    respond_error(fd, 400, why);
+    mkc_respond_error(fd, 400, why);
     return 0;
   }
   int max_ctx = sv->m->g.max_ctx;
@@ -448,14 +185,14 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
              "--ctx)",
              n_prompt, max_ctx);
     free(prompt);
-    respond_error(fd, 400, why);
+    mkc_respond_error(fd, 400, why);
     return 0;
   }
   if (r->top_logprobs >= 0 && (r->stream || sv->c->rounds > 1)) {
-    respond_error(fd, 400,
-                  r->stream ? "logprobs come with whole answers: not with \"stream\": true"
-                            : "logprobs: not on a server started with --rounds (a launch of "
-                              "rounds keeps only its last round's)");
+    mkc_respond_error(fd, 400,
+                      r->stream ? "logprobs come with whole answers: not with \"stream\": true"
+                                : "logprobs: not on a server started with --rounds (a launch of "
+                                  "rounds keeps only its last round's)");
     free(prompt);
     return 0;
   }
@@ -465,44 +202,27 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   if (!r->have_seed) draw_seed(sv, &o);
   if (mkc_sampling_check(&o) != 0 || mkc_session_set_sampling(sv->m->s, &o) != 0) {
     free(prompt);
-    respond_error(fd, 400, "the sampling options were refused (the server's log says why)");
+    mkc_respond_error(fd, 400, "the sampling options were refused (the server's log says why)");
     return 0;
   }
   int room = max_ctx - n_prompt + 1;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   int n_gen = limit < 0 || limit > room ? room : limit;
-  gen g = {.sv = sv,
-           .r = r,
-           .fd = fd,
-           .tok = tok,
-           .created = (long)time(NULL),
-           .top_n = r->top_logprobs};
-  snprintf(g.id, sizeof g.id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", sv->requests);
-  if (tok) mkc_detok_init(&g.detok, tok, 0);
-  for (int k = 0; k < r->n_stop; k++)
-    if (strlen(r->stop[k]) > g.max_stop) g.max_stop = strlen(r->stop[k]);
+  mkc_answer g;
+  int opened = mkc_answer_open(&g, r, fd, tok, sv->name, sv->requests, n_gen) == 0;
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
-  g.ids = malloc((size_t)(n_gen + 1) * sizeof *g.ids);
-  if (g.top_n >= 0) {
-    g.lp = malloc((size_t)(n_gen + 1) * sizeof *g.lp);
-    g.top_ids = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g.top_ids);
-    g.top_lps = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g.top_lps);
-  }
   int *held = realloc(sv->held, (size_t)(n_prompt + n_gen + 1) * sizeof *held);
-  if (!out || !g.ids || !held || append(&g, "", 0) != 0 ||
-      (g.top_n >= 0 && (!g.lp || !g.top_ids || !g.top_lps))) {
-    free(out), free(g.ids), free(prompt), free(g.lp), free(g.top_ids), free(g.top_lps),
-        free(g.text);
-    if (held) sv->held = held;
-    respond_error(fd, 500, "out of memory");
+  if (held) sv->held = held;
+  if (!opened || !out || !held) {
+    if (opened) mkc_answer_close(&g);
+    free(out), free(prompt);
+    mkc_respond_error(fd, 500, "out of memory");
     return 0;
   }
-  sv->held = held;
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
-  if (r->stream && (mkc_http_stream_start(fd) != 0 || (r->chat && send_chunk(&g, NULL, 0, NULL))))
-    g.gone = 1;
+  if (r->stream) mkc_answer_stream_start(&g);
   int eog_ids[MKC_ROUND_STOPS],
       n_eog = tok ? mkc_tokenizer_eog_ids(tok, eog_ids, MKC_ROUND_STOPS) : 0;
   if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
@@ -514,8 +234,8 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
                        .draft_layers = sv->draft_layers,
                        .stop_ids = eog_ids,
                        .n_stop_ids = n_eog,
-                       .on_token = on_token,
-                       .on_logprobs = on_logprobs,
+                       .on_token = mkc_answer_on_token,
+                       .on_logprobs = mkc_answer_on_logprobs,
                        .ctx = &g,
                        .interrupted = &mkc_interrupted};
   mkc_decode_stats st;
@@ -529,22 +249,14 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   int pos = mkc_session_pos(sv->m->s);
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
   sv->n_valid = rc != 0 || g.gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
-  if (rc == 0 && tok && !g.hit_stop) { /* the detokenizer's last bytes */
-    char tail[MKC_DETOK_MAX];
-    size_t back = g.max_stop ? g.max_stop - 1 : 0, from = g.len > back ? g.len - back : 0;
-    size_t n = mkc_detok_flush(&g.detok, tail, sizeof tail);
-    if (append(&g, tail, n) == 0) g.hit_stop = cut_at_stop(&g, from);
-  }
-  const char *finish = g.eog || g.hit_stop ? "stop" : "length";
+  if (rc == 0) mkc_answer_flush(&g);
   int interrupted = mkc_interrupted;
   if (rc != 0) {
-    if (!r->stream) respond_error(fd, 500, "decoding failed (the server's log says why)");
+    if (!r->stream) mkc_respond_error(fd, 500, "decoding failed (the server's log says why)");
   } else if (r->stream) {
-    stream_out(&g, 1);
-    if (!g.gone && (send_chunk(&g, NULL, 0, finish) != 0 || mkc_http_event(fd, "[DONE]") != 0))
-      g.gone = 1;
+    mkc_answer_stream_end(&g);
   } else {
-    respond_done(&g, finish, n_prompt, n_prompt - st.fed, &st);
+    mkc_answer_respond(&g, n_prompt, n_prompt - st.fed, &st);
   }
   if (rc == 0) {
     double gen_s = st.seconds - st.prompt_seconds;
@@ -555,7 +267,8 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
             st.generated > 1 && gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
             stopped(&g, &st, interrupted, n_gen == room), "");
   }
-  free(out), free(g.ids), free(g.text), free(prompt), free(g.lp), free(g.top_ids), free(g.top_lps);
+  mkc_answer_close(&g);
+  free(out), free(prompt);
   return rc != 0 || interrupted ? -1 : 0;
 }
 
@@ -570,7 +283,7 @@ static int list_models(server *sv, int fd) {
   cJSON_AddNumberToObject(m, "created", 0);
   cJSON_AddStringToObject(m, "owned_by", "mkc");
   cJSON_AddNumberToObject(m, "context_length", sv->m->g.max_ctx);
-  return respond_json(fd, 200, o);
+  return mkc_respond_json(fd, 200, o);
 }
 
 /* Reads one request from fd and answers it: 0, or -1 when the server must stop. */
@@ -589,7 +302,7 @@ static int serve_one(server *sv, int fd) {
     if (r < 0 && errno == EINTR && !mkc_interrupted) continue;
     if (r <= 0) { /* gone, timed out, or Ctrl-C */
       if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        respond_error(fd, 408, "the request did not arrive in time");
+        mkc_respond_error(fd, 408, "the request did not arrive in time");
       free(buf);
       return mkc_interrupted ? -1 : 0;
     }
@@ -597,11 +310,11 @@ static int serve_one(server *sv, int fd) {
   }
   if (!buf || got == 0) {
     free(buf);
-    respond_error(fd, 500, "out of memory");
+    mkc_respond_error(fd, 500, "out of memory");
     return 0;
   }
   if (got < 0) {
-    respond_error(fd, (int)-got, why);
+    mkc_respond_error(fd, (int)-got, why);
     fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", (int)-got, mkc_http_reason((int)-got),
             why);
     free(buf);
@@ -615,25 +328,25 @@ static int serve_one(server *sv, int fd) {
   if (chat || completion) {
     mkc_api_req r;
     if (!post)
-      respond_error(fd, 405, "use POST");
+      mkc_respond_error(fd, 405, "use POST");
     else if (mkc_api_parse(req.body, req.body_len, chat, &r, why, sizeof why) != 0)
-      respond_error(fd, 400, why);
+      mkc_respond_error(fd, 400, why);
     else {
       rc = complete(sv, fd, &r, p);
       mkc_api_req_free(&r);
     }
   } else if (strcmp(p, "/v1/models") == 0 || strcmp(p, "/models") == 0) {
-    get ? list_models(sv, fd) : respond_error(fd, 405, "use GET");
+    get ? list_models(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/health") == 0) {
     static const char ok[] = "{\"status\":\"ok\"}";
     get ? mkc_http_respond(fd, 200, "application/json", ok, sizeof ok - 1)
-        : respond_error(fd, 405, "use GET");
+        : mkc_respond_error(fd, 405, "use GET");
   } else {
     snprintf(why, sizeof why,
              "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
              "/health",
              p);
-    respond_error(fd, 404, why);
+    mkc_respond_error(fd, 404, why);
   }
   free(buf);
   return rc;

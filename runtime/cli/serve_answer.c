@@ -1,0 +1,303 @@
+/* See serve_answer.h. */
+#include "serve_answer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve/http.h"
+
+const char *mkc_answer_finish(const mkc_answer *g) {
+  return g->eog || g->hit_stop ? "stop" : "length";
+}
+
+int mkc_respond_json(int fd, int status, cJSON *o) {
+  char *s = cJSON_PrintUnformatted(o);
+  int rc = s ? mkc_http_respond(fd, status, "application/json", s, strlen(s)) : -1;
+  free(s);
+  cJSON_Delete(o);
+  return rc;
+}
+
+void mkc_respond_error(int fd, int status, const char *msg) {
+  const char *type = status == 400   ? "invalid_request_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+  char *s = mkc_api_error_json(msg, type);
+  if (s) mkc_http_respond(fd, status, "application/json", s, strlen(s));
+  free(s);
+}
+
+static int append(mkc_answer *g, const char *s, size_t n) {
+  if (g->len + n + 1 > g->cap) {
+    size_t cap = (g->len + n + 1) * 2;
+    char *t = realloc(g->text, cap);
+    if (!t) return -1;
+    g->text = t, g->cap = cap;
+  }
+  memcpy(g->text + g->len, s, n);
+  g->len += n;
+  g->text[g->len] = '\0';
+  return 0;
+}
+
+/* Where the text first holds a stop string, searching from `from`: cuts
+ * the text there and says so. */
+static int cut_at_stop(mkc_answer *g, size_t from) {
+  size_t best = g->len + 1;
+  for (int k = 0; k < g->r->n_stop; k++) {
+    const char *hit = strstr(g->text + from, g->r->stop[k]);
+    if (hit && (size_t)(hit - g->text) < best) best = (size_t)(hit - g->text);
+  }
+  if (best > g->len) return 0;
+  g->len = best;
+  g->text[best] = '\0';
+  return 1;
+}
+
+/* The longest end of the text that begins some stop string: held back
+ * from the stream until the next piece says whether it is one. */
+static size_t held_back(const mkc_answer *g) {
+  size_t hold = 0;
+  for (int k = 0; k < g->r->n_stop; k++) {
+    size_t n = strlen(g->r->stop[k]);
+    for (size_t h = n - 1 < g->len ? n - 1 : g->len; h > hold; h--)
+      if (memcmp(g->text + g->len - h, g->r->stop[k], h) == 0) {
+        hold = h;
+        break;
+      }
+  }
+  return hold;
+}
+
+/* An answer's envelope (id, object, created, model) with its one choice in
+ * *choice; object: the chat's kind, else text_completion. */
+static cJSON *envelope(const mkc_answer *g, const char *chat_object, cJSON **choice) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", g->id);
+  cJSON_AddStringToObject(o, "object", g->r->chat ? chat_object : "text_completion");
+  cJSON_AddNumberToObject(o, "created", (double)g->created);
+  cJSON_AddStringToObject(o, "model", g->model);
+  *choice = cJSON_CreateObject();
+  cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), *choice);
+  cJSON_AddNumberToObject(*choice, "index", 0);
+  return o;
+}
+
+/* One chunk of the stream: text (NULL: the chat's role opening), and
+ * finish (NULL while going on). */
+static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
+  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
+  char *piece = strndup(text ? text : "", n);
+  if (g->r->chat) {
+    cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
+    if (!text && !finish) cJSON_AddStringToObject(delta, "role", "assistant");
+    if (text) cJSON_AddStringToObject(delta, "content", piece ? piece : "");
+  } else {
+    cJSON_AddStringToObject(choice, "text", piece ? piece : "");
+  }
+  free(piece);
+  if (finish)
+    cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
+  else
+    cJSON_AddNullToObject(choice, "finish_reason");
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  int rc = s ? mkc_http_event(g->fd, s) : -1;
+  free(s);
+  return rc;
+}
+
+/* Streams what of the text can no longer turn out to be a stop string. */
+static void stream_out(mkc_answer *g, int all) {
+  if (!g->r->stream || g->gone) return;
+  size_t safe = all ? g->len : g->len - held_back(g);
+  if (safe <= g->sent) return;
+  if (chunk(g, g->text + g->sent, safe - g->sent, NULL) != 0) g->gone = 1;
+  g->sent = safe;
+}
+
+void mkc_answer_on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
+  mkc_answer *g = ctx;
+  g->next_lp = lp;
+  for (int i = 0; i < g->top_n && i < n; i++) g->next_ids[i] = ids[i], g->next_lps[i] = lps[i];
+}
+
+int mkc_answer_on_token(void *ctx, int id) {
+  mkc_answer *g = ctx;
+  if (g->tok && mkc_tokenizer_is_eog(g->tok, id)) {
+    g->eog = 1;
+    return 1;
+  }
+  if (g->top_n >= 0) {
+    g->lp[g->n_ids] = g->next_lp;
+    memcpy(g->top_ids + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_ids, sizeof g->next_ids);
+    memcpy(g->top_lps + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_lps, sizeof g->next_lps);
+  }
+  g->ids[g->n_ids++] = id;
+  char buf[MKC_DETOK_MAX];
+  size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
+                    : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
+  /* a stop string may begin in the pieces before this one */
+  size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
+  if (append(g, buf, n) != 0) return 1;
+  g->hit_stop = cut_at_stop(g, from);
+  stream_out(g, 0);
+  return g->hit_stop || g->gone;
+}
+
+/* A token's text (control tokens spelled out), or its id where there is no
+ * tokenizer; malloc'd. */
+static char *token_text(const mkc_answer *g, int id) {
+  if (g->tok) {
+    char *s = mkc_tokenizer_decode(g->tok, &id, 1, 1);
+    return s ? s : strdup("");
+  }
+  char buf[16];
+  snprintf(buf, sizeof buf, "%d", id);
+  return strdup(buf);
+}
+
+/* {"token", "logprob", "bytes", "id"} as the chat API lists a token. */
+static cJSON *chat_token(const mkc_answer *g, int id, float lp) {
+  cJSON *o = cJSON_CreateObject();
+  char *t = token_text(g, id);
+  cJSON_AddStringToObject(o, "token", t ? t : "");
+  cJSON_AddNumberToObject(o, "logprob", lp);
+  cJSON *bytes = cJSON_AddArrayToObject(o, "bytes");
+  for (const unsigned char *b = (const unsigned char *)t; b && *b; b++)
+    cJSON_AddItemToArray(bytes, cJSON_CreateNumber(*b));
+  cJSON_AddNumberToObject(o, "id", id);
+  free(t);
+  return o;
+}
+
+/* choices[0].logprobs: the chat API's list of tokens, each with its top
+ * ones; the completions API's parallel lists (tokens, token_logprobs,
+ * top_logprobs as {text: logprob}). */
+static cJSON *logprobs_json(const mkc_answer *g) {
+  cJSON *o = cJSON_CreateObject();
+  if (g->r->chat) {
+    cJSON *content = cJSON_AddArrayToObject(o, "content");
+    for (int k = 0; k < g->n_ids; k++) {
+      cJSON *t = chat_token(g, g->ids[k], g->lp[k]),
+            *top = cJSON_AddArrayToObject(t, "top_logprobs");
+      for (int i = 0; i < g->top_n; i++) {
+        int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
+        if (id >= 0)
+          cJSON_AddItemToArray(top,
+                               chat_token(g, id, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]));
+      }
+      cJSON_AddItemToArray(content, t);
+    }
+    return o;
+  }
+  cJSON *tokens = cJSON_AddArrayToObject(o, "tokens"),
+        *lps = cJSON_AddArrayToObject(o, "token_logprobs"),
+        *tops = cJSON_AddArrayToObject(o, "top_logprobs");
+  for (int k = 0; k < g->n_ids; k++) {
+    char *t = token_text(g, g->ids[k]);
+    cJSON_AddItemToArray(tokens, cJSON_CreateString(t ? t : ""));
+    free(t);
+    cJSON_AddItemToArray(lps, cJSON_CreateNumber(g->lp[k]));
+    cJSON *top = cJSON_CreateObject();
+    for (int i = 0; i < g->top_n; i++) {
+      int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
+      if (id < 0) continue;
+      char *tt = token_text(g, id);
+      if (tt && !cJSON_GetObjectItemCaseSensitive(top, tt)) /* the likelier of two alike */
+        cJSON_AddNumberToObject(top, tt, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]);
+      free(tt);
+    }
+    cJSON_AddItemToArray(tops, top);
+  }
+  return o;
+}
+
+/* The whole answer of a request not streamed. */
+int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
+  cJSON *choice, *o = envelope(g, "chat.completion", &choice);
+  if (g->r->chat) {
+    cJSON *msg = cJSON_AddObjectToObject(choice, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", g->text ? g->text : "");
+  } else {
+    cJSON_AddStringToObject(choice, "text", g->text ? g->text : "");
+  }
+  cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
+  if (g->top_n >= 0)
+    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g));
+  else
+    cJSON_AddNullToObject(choice, "logprobs");
+  cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
+  cJSON *usage = cJSON_AddObjectToObject(o, "usage");
+  cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
+  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
+  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
+                          cached);
+  cJSON *t = cJSON_AddObjectToObject(o, "timings"); /* llama-server's names */
+  double gen_s = st->seconds - st->prompt_seconds;
+  cJSON_AddNumberToObject(t, "prompt_n", st->fed);
+  cJSON_AddNumberToObject(t, "prompt_ms", 1e3 * st->prompt_seconds);
+  cJSON_AddNumberToObject(t, "predicted_n", st->generated);
+  cJSON_AddNumberToObject(t, "predicted_ms", 1e3 * gen_s);
+  cJSON_AddNumberToObject(t, "predicted_per_second",
+                          st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0);
+  cJSON_AddNumberToObject(t, "draft_n", (double)st->drafted);
+  cJSON_AddNumberToObject(t, "draft_n_accepted", (double)st->accepted);
+  return mkc_respond_json(g->fd, 200, o);
+}
+
+int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_tokenizer *tok,
+                    const char *model, long number, int n_gen) {
+  *g = (mkc_answer){.r = r,
+                    .fd = fd,
+                    .tok = tok,
+                    .model = model,
+                    .created = (long)time(NULL),
+                    .top_n = r->top_logprobs};
+  snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
+  if (tok) mkc_detok_init(&g->detok, tok, 0);
+  for (int k = 0; k < r->n_stop; k++)
+    if (strlen(r->stop[k]) > g->max_stop) g->max_stop = strlen(r->stop[k]);
+  g->ids = malloc((size_t)(n_gen + 1) * sizeof *g->ids);
+  if (g->top_n >= 0) {
+    g->lp = malloc((size_t)(n_gen + 1) * sizeof *g->lp);
+    g->top_ids = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g->top_ids);
+    g->top_lps = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g->top_lps);
+  }
+  if (!g->ids || append(g, "", 0) != 0 ||
+      (g->top_n >= 0 && (!g->lp || !g->top_ids || !g->top_lps))) {
+    mkc_answer_close(g);
+    return -1;
+  }
+  return 0;
+}
+
+int mkc_answer_stream_start(mkc_answer *g) {
+  if (mkc_http_stream_start(g->fd) != 0 || (g->r->chat && chunk(g, NULL, 0, NULL))) g->gone = 1;
+  return g->gone ? -1 : 0;
+}
+
+void mkc_answer_flush(mkc_answer *g) {
+  if (!g->tok || g->hit_stop) return;
+  char tail[MKC_DETOK_MAX];
+  size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
+  size_t n = mkc_detok_flush(&g->detok, tail, sizeof tail);
+  if (append(g, tail, n) == 0) g->hit_stop = cut_at_stop(g, from);
+}
+
+void mkc_answer_stream_end(mkc_answer *g) {
+  stream_out(g, 1);
+  if (!g->gone &&
+      (chunk(g, NULL, 0, mkc_answer_finish(g)) != 0 || mkc_http_event(g->fd, "[DONE]") != 0))
+    g->gone = 1;
+}
+
+void mkc_answer_close(mkc_answer *g) {
+  free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps);
+  g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
+}

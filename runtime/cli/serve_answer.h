@@ -1,0 +1,67 @@
+/* mkc serve's answer to one completion or chat request, as it is
+ * generated: the text (cut before a stop string; a stream holds back what
+ * could still begin one), the tokens with their log-probabilities, and the
+ * JSON that carries them, whole or as server-sent events. */
+#ifndef MKC_SERVE_ANSWER_H
+#define MKC_SERVE_ANSWER_H
+
+#include <cjson/cJSON.h>
+
+#include "exec/decode.h"
+#include "serve/api.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct mkc_answer {
+  const mkc_api_req *r;
+  int fd;
+  const mkc_tokenizer *tok; /* NULL: the answer is token ids, spelled as run prints them */
+  const char *model;        /* the name answers carry */
+  mkc_detok detok;
+  char *text;            /* what the answer says so far */
+  size_t len, cap, sent; /* sent: the bytes of it streamed */
+  size_t max_stop;       /* the longest stop string's bytes */
+  int *ids;              /* the answer's tokens (an end-of-generation token not among them) */
+  int n_ids;
+  int eog, hit_stop, gone; /* ended by an end-of-generation token, a stop string; client gone */
+  /* with log-probabilities (top_n >= 0): each answer token's, and the top_n
+   * most likely at its place; next_*: the kernel's for the token to come */
+  int top_n;
+  float *lp, *top_lps, next_lp, next_lps[MKC_LOGPROBS_MAX];
+  int *top_ids, next_ids[MKC_LOGPROBS_MAX];
+  char id[40];
+  long created;
+} mkc_answer;
+
+/* For request r on connection fd, the request's number-th, of up to n_gen
+ * tokens. 0, or -1 when out of memory. */
+int mkc_answer_open(mkc_answer *a, const mkc_api_req *r, int fd, const mkc_tokenizer *tok,
+                    const char *model, long number, int n_gen);
+void mkc_answer_close(mkc_answer *a);
+
+/* The decode loop's callbacks (mkc_decode_opts.on_token, on_logprobs; ctx:
+ * the answer). on_token stops generation at an end-of-generation token, a
+ * stop string, or a client gone. */
+int mkc_answer_on_token(void *ctx, int id);
+void mkc_answer_on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
+
+/* After generation: the detokenizer's last bytes into the text. */
+void mkc_answer_flush(mkc_answer *a);
+/* "stop" (an end-of-generation token or a stop string) or "length". */
+const char *mkc_answer_finish(const mkc_answer *a);
+
+/* A stream: its head (and the chat's role chunk) before generation, the
+ * rest of the text, the finish and [DONE] after. A write that fails marks the
+ * client gone (-1). */
+int mkc_answer_stream_start(mkc_answer *a);
+void mkc_answer_stream_end(mkc_answer *a);
+
+/* The whole answer, 200: text or message, tokens, logprobs, usage (cached:
+ * the prompt tokens the cache held), llama-server's timings. 0, or -1 as
+ * mkc_http_write. */
+int mkc_answer_respond(mkc_answer *a, int n_prompt, int cached, const mkc_decode_stats *st);
+
+/* A JSON answer (o is freed), and OpenAI's error answer with msg. */
+int mkc_respond_json(int fd, int status, cJSON *o);
+void mkc_respond_error(int fd, int status, const char *msg);
+
+#endif
