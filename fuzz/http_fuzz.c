@@ -17,14 +17,19 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int chat = 0; chat < 2; chat++) {
+  for (int k = 0; k < 4; k++) { /* OpenAI's completion and chat, ollama's generate and chat */
     mkc_api_req r;
     char why[200];
-    if (mkc_api_parse(body, n, chat, &r, why, sizeof why) != 0) {
+    int chat = k % 2, ollama = k / 2;
+    int rc = ollama ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
+                    : mkc_api_parse(body, n, chat, &r, why, sizeof why);
+    if (rc != 0) {
       check(why[0] != '\0');
       continue;
     }
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
+    check(r.ollama == ollama && r.top_logprobs >= -1);
+    for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
     for (int i = 0; i < r.n_msgs; i++) check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
     for (int i = 0; i < r.n_prompt_ids; i++) check(r.prompt_ids[i] >= 0);
     for (int i = 0; i < r.n_stop; i++) check(strlen(r.stop[i]) > 0);

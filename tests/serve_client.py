@@ -5,6 +5,8 @@
   serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
                                               "finish=REASON events=N done=1|0"
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
+  serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
+                                              "done_reason=R lines=N eval_count=E"
   serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
   serve_client.py logprobs FILE RUNFILE       an answer's logprobs against run --json --logprobs's
                                               lines: "same N" (N tokens), or the first difference
@@ -76,6 +78,21 @@ def main():
         print(body)
         return
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    if what == "ndjson":
+        c.request("POST", sys.argv[3], body=sys.argv[4])
+        r = c.getresponse()
+        if r.status != 200 or r.getheader("Content-Type") != "application/x-ndjson":
+            print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
+            return
+        text, lines, last = "", 0, {}
+        for line in r:
+            last = json.loads(line)
+            lines += 1
+            text += last["message"]["content"] if "message" in last else last["response"]
+        sys.stdout.write(text)
+        print("\ndone_reason=%s lines=%d eval_count=%s done=%s" % (
+            last.get("done_reason"), lines, last.get("eval_count"), last.get("done")))
+        return
     if what in ("GET", "POST"):
         body = sys.argv[4] if len(sys.argv) > 4 else None
         c.request(what, sys.argv[3], body=body, headers={"Content-Type": "application/json"})

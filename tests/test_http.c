@@ -151,6 +151,47 @@ static void requests(void) {
   for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
     CHECK(api(BAD[i].json, BAD[i].chat, &r, why) == -1 && strstr(why, BAD[i].why),
           "refused: %s (%s)", BAD[i].json, why);
+  /* ollama's: a stream unless said otherwise, options inside */
+  CHECK(mkc_api_parse_ollama("{\"prompt\": \"p\"}", 15, 0, &r, why, sizeof why) == 0 && r.ollama &&
+            r.stream && r.max_tokens == -1 && !r.raw && !r.system && !r.n_context && !r.set,
+        "ollama generate: a stream by default, no bound, the template, the server's sampling");
+  mkc_api_req_free(&r);
+  const char *og =
+      "{\"prompt\": \"p\", \"system\": \"s\", \"raw\": true, \"stream\": false, "
+      "\"context\": [1, 2, 3], \"options\": {\"num_predict\": 7, \"temperature\": 0.5, "
+      "\"seed\": 9, \"stop\": [\"x\"], \"num_ctx\": 4096}}";
+  CHECK(mkc_api_parse_ollama(og, strlen(og), 0, &r, why, sizeof why) == 0 && !r.stream && r.raw &&
+            strcmp(r.system, "s") == 0 && r.n_context == 3 && r.context[2] == 3 &&
+            r.max_tokens == 7 && r.temperature == 0.5 && r.have_seed && r.seed == 9 &&
+            r.n_stop == 1,
+        "ollama generate: system, raw, no stream, context, options (num_predict, temperature, "
+        "seed, stop; num_ctx ignored)");
+  mkc_api_req_free(&r);
+  const char *oc = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"options\": "
+                   "{\"num_predict\": -2}}";
+  CHECK(mkc_api_parse_ollama(oc, strlen(oc), 1, &r, why, sizeof why) == 0 && r.n_msgs == 1 &&
+            r.max_tokens == -1,
+        "ollama chat: num_predict -2 (fill the context) is no bound");
+  mkc_api_req_free(&r);
+  static const struct {
+    const char *json;
+    int chat;
+    const char *why;
+  } OBAD[] = {
+      {"{\"prompt\": 5}", 0, "prompt: expected a string"},
+      {"{\"prompt\": \"a\", \"context\": [1, -1]}", 0, "context[1]: expected a token id"},
+      {"{\"prompt\": \"a\", \"format\": \"json\"}", 0, "format: constrained output"},
+      {"{\"prompt\": \"a\", \"stream\": 1}", 0, "stream: expected true or false"},
+      {"{\"prompt\": \"a\", \"options\": {\"num_predict\": 0}}", 0, "num_predict"},
+      {"{\"prompt\": \"a\", \"options\": [1]}", 0, "options: expected an object"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": [{}]}", 1,
+       "tools: tool calling"},
+  };
+  for (size_t i = 0; i < sizeof OBAD / sizeof *OBAD; i++)
+    CHECK(mkc_api_parse_ollama(OBAD[i].json, strlen(OBAD[i].json), OBAD[i].chat, &r, why,
+                               sizeof why) == -1 &&
+              strstr(why, OBAD[i].why),
+          "ollama refused: %s (%s)", OBAD[i].json, why);
   char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
   CHECK(e && strcmp(e, "{\"error\":{\"message\":\"a \\\"quoted\\\" word\",\"type\":"
                        "\"invalid_request_error\"}}") == 0,

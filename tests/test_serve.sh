@@ -166,6 +166,33 @@ if start tiny "${args[@]}" --draft-max 4; then
   raw "a request cut short (the client hangs up)" none 'POST /v1/completions HTTP/1.1\r\nContent-Length: 50\r\n\r\n{"prompt"'
   call GET /health
   [ "$status" = 200 ] && ok "after every refusal the server still answers" || fail "after the refusals" "$(cat "$tmp/ans")"
+
+  # ollama's API: what a client asks before anything else, and its error shape
+  call GET /api/version
+  [ "$(get version)" = "$("$mkc" --version | cut -d' ' -f2)" ] && ok "ollama GET /api/version: mkc's ($(get version))" \
+    || fail "ollama /api/version" "$(cat "$tmp/ans")"
+  call GET /api/tags
+  [ "$(get models 0 name)" = tiny ] && ok "ollama GET /api/tags: tiny" || fail "ollama /api/tags" "$(cat "$tmp/ans")"
+  call POST /api/show '{"model": "tiny"}'
+  [ "$(get model_info llama.context_length)" = 512 ] && ok "ollama POST /api/show: llama.context_length 512" \
+    || fail "ollama /api/show" "$(cat "$tmp/ans")"
+  call GET /
+  [ "$status" = 200 ] && [ "$(cat "$tmp/body")" = "mkc is running" ] && ok "GET /: mkc is running" || fail "GET /" "$(cat "$tmp/ans")"
+  call POST /api/generate '{"model": "tiny"}'
+  [ "$(get done_reason)" = load ] && [ "$(get done)" = True ] && ok "ollama generate without a prompt: done, loaded" \
+    || fail "ollama load" "$(cat "$tmp/ans")"
+  call POST /api/chat '{"messages": [{"role": "user", "content": "hi"}]}'
+  [ "$status" = 400 ] && [[ $(get error) == *"has no tokenizer"* ]] && ok "ollama chat without a tokenizer: 400 {\"error\": \"$(get error)\"}" \
+    || fail "ollama error shape" "$(cat "$tmp/ans")"
+  call GET /api/chat
+  [ "$status" = 405 ] && [ "$(get error)" = "use POST" ] && ok "ollama GET /api/chat: 405" || fail "ollama 405" "$(cat "$tmp/ans")"
+  call POST /api/chat '{"messages": [{"role": "user", "content": "hi", "images": ["aGk="]}]}'
+  [ "$status" = 400 ] && [[ $(get error) == *"reads text only"* ]] && ok "ollama images: refused" || fail "ollama images" "$(cat "$tmp/ans")"
+  call POST /api/generate '{"prompt": "a", "format": "json"}'
+  [ "$status" = 400 ] && [[ $(get error) == *"format"* ]] && ok "ollama format json: refused (no constrained output)" \
+    || fail "ollama format" "$(cat "$tmp/ans")"
+  call POST /api/generate '{"prompt": "a", "options": {"num_predict": 0}}'
+  [ "$status" = 400 ] && [[ $(get error) == *"num_predict"* ]] && ok "ollama num_predict 0: refused" || fail "ollama num_predict" "$(cat "$tmp/ans")"
   stop tiny
 fi
 
@@ -241,6 +268,26 @@ elif start smollm2 -m "$model" --backend cpu; then
     '{"messages": [{"role": "tool", "content": "a"}]}'
   refused "SmolLM2: an image part" 400 "only text parts" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
+
+  # ollama's chat and generate: a stream of lines by default
+  python3 "$client" "$port" ndjson /api/chat \
+    '{"model": "m", "messages": [{"role": "user", "content": "What is the capital of France?"}], "options": {"num_predict": 16}}' >"$tmp/nd"
+  [ "$(head -n 1 "$tmp/nd")" = "$answer" ] && grep -q "done_reason=stop lines=[0-9]* eval_count=[0-9]* done=True" "$tmp/nd" \
+    && ok "ollama /api/chat streamed: run --chat's answer, then done (stop, $(grep -o 'eval_count=[0-9]*' "$tmp/nd"))" \
+    || fail "ollama chat stream" "want: $answer" "got:  $(cat "$tmp/nd")"
+  call POST /api/generate '{"model": "m", "prompt": "What is the capital of France?", "stream": false, "options": {"num_predict": 16}}'
+  [ "$(get response)" = "$answer" ] && [ "$(get done_reason)" = stop ] && ok "ollama /api/generate in the template: run --chat's answer" \
+    || fail "ollama generate templated" "want: $answer" "got:  $(head -c 400 "$tmp/ans")"
+  get context >"$tmp/context"
+  call POST /api/generate "{\"prompt\": \"And of Italy?\", \"stream\": false, \"context\": $(cat "$tmp/context")}"
+  want=$(sed -n 2p "$tmp/chat")
+  [ -n "$want" ] && [ "$(get response)" = "$want" ] && ok "ollama /api/generate with the context it returned: mkc chat's second answer" \
+    || fail "ollama generate context" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
+  want=$("$mkc" run "${margs[@]}" -p "Once upon a time" -n 12 --temp 0.9 --seed 21 --top-k 30 2>/dev/null)
+  call POST /api/generate '{"prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 12, "temperature": 0.9, "seed": 21, "top_k": 30}}'
+  [ "$(get response)" = "$want" ] && [ "$(get done_reason)" = length ] && [ "$(get eval_count)" = 12 ] \
+    && ok "ollama /api/generate raw, sampled with options: run's text ($want)" \
+    || fail "ollama generate raw sampled" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
 
   full=$("$mkc" run "${margs[@]}" -p "The quick brown fox" -n 20 2>/dev/null)
   call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20}'

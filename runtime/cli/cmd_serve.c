@@ -26,6 +26,7 @@
 #include "serve/http.h"
 #include "serve_answer.h"
 #include "tokenizer/tokenizer.h"
+#include "util/version.h"
 
 static const char USAGE[] =
     "usage: mkc serve -m MODEL [--host ADDR] [--port N] [options]\n"
@@ -36,6 +37,8 @@ static const char USAGE[] =
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids)\n"
     "  GET  /v1/models, /health\n"
+    "and ollama's API: POST /api/chat, /api/generate, /api/show; GET /api/tags,\n"
+    "/api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n,\n"
     "logprobs (with the chat's top_logprobs; whole answers only) and stream\n"
@@ -102,7 +105,11 @@ static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why,
     return ids;
   }
   if (!tok) {
-    snprintf(why, cap, "%s has no tokenizer: give the prompt as token ids ([1, 2, 3])", sv->name);
+    snprintf(why, cap,
+             r->ollama ? "%s has no tokenizer: ollama's API needs one (POST /v1/completions takes "
+                         "token ids)"
+                       : "%s has no tokenizer: give the prompt as token ids ([1, 2, 3])",
+             sv->name);
     return NULL;
   }
   char *text = NULL;
@@ -134,21 +141,49 @@ static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why,
                mkc_chat_family_name(sv->family));
       return NULL;
     }
+  } else if (r->ollama && !r->raw && sv->family >= 0) {
+    /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
+    mkc_chat_msg msgs[2] = {{"system", r->system}, {"user", r->prompt}};
+    text = mkc_chat_render(sv->family, msgs + !r->system, 1 + !!r->system, 1);
+    if (!text) {
+      snprintf(why, cap, "the %s template cannot render the prompt (the server's log says why)",
+               mkc_chat_family_name(sv->family));
+      return NULL;
+    }
+  } else if (r->system && !r->raw) {
+    snprintf(why, cap, "system: %s has no chat template to put it in", sv->name);
+    return NULL;
   } else if (!(text = strdup(r->prompt))) {
     snprintf(why, cap, "out of memory");
     return NULL;
   }
+  /* ollama's context: the tokens of an earlier answer, which this prompt continues */
+  for (int i = 0; i < r->n_context; i++)
+    if (r->context[i] >= vocab) {
+      snprintf(why, cap, "context[%d]: token %d is outside the vocabulary (0..%d)", i,
+               r->context[i], vocab - 1);
+      free(text);
+      return NULL;
+    }
   int *ids = NULL;
-  *n = mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 1, &ids);
+  int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
+                                    !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
   free(text);
-  if (*n <= 0) {
-    free(ids);
+  *n = n_text + r->n_context;
+  int *all = n_text >= 0 && *n > 0 ? malloc((size_t)*n * sizeof *all) : NULL;
+  if (all) {
+    memcpy(all, r->context, (size_t)r->n_context * sizeof *all);
+    memcpy(all + r->n_context, ids, (size_t)n_text * sizeof *all);
+  }
+  free(ids);
+  if (!all) {
     snprintf(why, cap,
-             *n == 0 ? "the prompt is empty: at least one token is needed"
-                     : "the prompt could not be tokenized (the server's log says why)");
+             n_text < 0 ? "the prompt could not be tokenized (the server's log says why)"
+             : *n == 0  ? "the prompt is empty: at least one token is needed"
+                        : "out of memory");
     return NULL;
   }
-  return ids;
+  return all;
 }
 
 /* A seed for a request that gives none: the command's --seed, else a new one. */
@@ -162,20 +197,24 @@ static void draw_seed(const server *sv, mkc_sampling *o) {
   o->seed_hi = (unsigned)(s >> 32);
 }
 
+/* An error answer in the request's API's shape. */
+static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
+  (r->ollama ? mkc_respond_ollama_error : mkc_respond_error)(fd, status, msg);
+}
+
 /* Decodes a completion or chat request and answers it: 0, or -1 when the
  * server must stop (a backend failure, Ctrl-C). */
 static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) {
   char why[400];
   const mkc_tokenizer *tok = sv->m->file.tok;
   if (!tok && r->n_stop) {
-    mkc_respond_error(fd, 400,
-                      "stop: strings need a model with a tokenizer (this one answers ids)");
+    refuse(r, fd, 400, "stop: strings need a model with a tokenizer (this one answers ids)");
     return 0;
   }
   int n_prompt;
   int *prompt = prompt_of(sv, r, &n_prompt, why, sizeof why);
   if (!prompt) {
-    mkc_respond_error(fd, 400, why);
+    refuse(r, fd, 400, why);
     return 0;
   }
   int max_ctx = sv->m->g.max_ctx;
@@ -185,14 +224,14 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
              "--ctx)",
              n_prompt, max_ctx);
     free(prompt);
-    mkc_respond_error(fd, 400, why);
+    refuse(r, fd, 400, why);
     return 0;
   }
   if (r->top_logprobs >= 0 && (r->stream || sv->c->rounds > 1)) {
-    mkc_respond_error(fd, 400,
-                      r->stream ? "logprobs come with whole answers: not with \"stream\": true"
-                                : "logprobs: not on a server started with --rounds (a launch of "
-                                  "rounds keeps only its last round's)");
+    refuse(r, fd, 400,
+           r->stream ? "logprobs come with whole answers: not with \"stream\": true"
+                     : "logprobs: not on a server started with --rounds (a launch of "
+                       "rounds keeps only its last round's)");
     free(prompt);
     return 0;
   }
@@ -202,7 +241,7 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   if (!r->have_seed) draw_seed(sv, &o);
   if (mkc_sampling_check(&o) != 0 || mkc_session_set_sampling(sv->m->s, &o) != 0) {
     free(prompt);
-    mkc_respond_error(fd, 400, "the sampling options were refused (the server's log says why)");
+    refuse(r, fd, 400, "the sampling options were refused (the server's log says why)");
     return 0;
   }
   int room = max_ctx - n_prompt + 1;
@@ -216,7 +255,7 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   if (!opened || !out || !held) {
     if (opened) mkc_answer_close(&g);
     free(out), free(prompt);
-    mkc_respond_error(fd, 500, "out of memory");
+    refuse(r, fd, 500, "out of memory");
     return 0;
   }
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
@@ -250,11 +289,12 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
   sv->n_valid = rc != 0 || g.gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
   if (rc == 0) mkc_answer_flush(&g);
+  g.context = held, g.n_context = sv->n_held;
   int interrupted = mkc_interrupted;
   if (rc != 0) {
-    if (!r->stream) mkc_respond_error(fd, 500, "decoding failed (the server's log says why)");
+    if (!r->stream) refuse(r, fd, 500, "decoding failed (the server's log says why)");
   } else if (r->stream) {
-    mkc_answer_stream_end(&g);
+    mkc_answer_stream_end(&g, n_prompt, n_prompt - st.fed, &st);
   } else {
     mkc_answer_respond(&g, n_prompt, n_prompt - st.fed, &st);
   }
@@ -286,10 +326,49 @@ static int list_models(server *sv, int fd) {
   return mkc_respond_json(fd, 200, o);
 }
 
+/* ollama's answer to a generate with no prompt: the model is loaded. */
+static void ollama_loaded(const server *sv, int fd) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "model", sv->name);
+  cJSON_AddStringToObject(o, "response", "");
+  cJSON_AddBoolToObject(o, "done", 1);
+  cJSON_AddStringToObject(o, "done_reason", "load");
+  mkc_respond_json(fd, 200, o);
+}
+
+/* ollama's tags (the models it has: this one), show (what it is) and version. */
+static void ollama_info(const server *sv, int fd, const char *what) {
+  const char *arch =
+      sv->c->model_path && sv->m->file.desc.arch[0] ? sv->m->file.desc.arch : "llama";
+  cJSON *o = cJSON_CreateObject(), *details = cJSON_CreateObject();
+  cJSON_AddStringToObject(details, "format", sv->c->model_path ? "gguf" : "preset");
+  cJSON_AddStringToObject(details, "family", arch);
+  cJSON_AddItemToObject(details, "families", cJSON_CreateStringArray(&arch, 1));
+  if (strcmp(what, "version") == 0) {
+    cJSON_AddStringToObject(o, "version", MKC_VERSION);
+    cJSON_Delete(details);
+  } else if (strcmp(what, "tags") == 0) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "models"), m);
+    cJSON_AddStringToObject(m, "name", sv->name);
+    cJSON_AddStringToObject(m, "model", sv->name);
+    cJSON_AddItemToObject(m, "details", details);
+  } else {
+    char key[96];
+    cJSON *info = cJSON_AddObjectToObject(o, "model_info");
+    cJSON_AddStringToObject(info, "general.architecture", arch);
+    snprintf(key, sizeof key, "%s.context_length", arch);
+    cJSON_AddNumberToObject(info, key, sv->m->g.max_ctx);
+    cJSON_AddItemToObject(o, "details", details);
+    cJSON_AddStringToObject(o, "template", sv->family >= 0 ? mkc_chat_family_name(sv->family) : "");
+  }
+  mkc_respond_json(fd, 200, o);
+}
+
 /* Reads one request from fd and answers it: 0, or -1 when the server must stop. */
 static int serve_one(server *sv, int fd) {
   size_t cap = 4096, n = 0;
-  char *buf = malloc(cap), why[200];
+  char *buf = malloc(cap), why[400];
   mkc_http_req req;
   long got = 0;
   while (buf && (got = mkc_http_parse(buf, n, MAX_BODY, &req, why, sizeof why)) == 0) {
@@ -335,6 +414,30 @@ static int serve_one(server *sv, int fd) {
       rc = complete(sv, fd, &r, p);
       mkc_api_req_free(&r);
     }
+  } else if (strcmp(p, "/api/chat") == 0 || strcmp(p, "/api/generate") == 0) {
+    mkc_api_req r;
+    int is_chat = p[5] == 'c';
+    if (!post)
+      mkc_respond_ollama_error(fd, 405, "use POST");
+    else if (mkc_api_parse_ollama(req.body, req.body_len, is_chat, &r, why, sizeof why) != 0)
+      mkc_respond_ollama_error(fd, 400, why);
+    else {
+      if (!is_chat && !*r.prompt && !r.n_context) /* ollama's way to load a model: it is */
+        ollama_loaded(sv, fd);
+      else
+        rc = complete(sv, fd, &r, p);
+      mkc_api_req_free(&r);
+    }
+  } else if (strcmp(p, "/api/tags") == 0 || strcmp(p, "/api/show") == 0 ||
+             strcmp(p, "/api/version") == 0) {
+    if ((p[5] == 's') != post) /* show is a POST, the others GETs */
+      mkc_respond_ollama_error(fd, 405, post ? "use GET" : "use POST");
+    else
+      ollama_info(sv, fd, p + 5);
+  } else if (strcmp(p, "/") == 0) {
+    static const char running[] = "mkc is running";
+    get ? mkc_http_respond(fd, 200, "text/plain; charset=utf-8", running, sizeof running - 1)
+        : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/v1/models") == 0 || strcmp(p, "/models") == 0) {
     get ? list_models(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/health") == 0) {
@@ -344,7 +447,7 @@ static int serve_one(server *sv, int fd) {
   } else {
     snprintf(why, sizeof why,
              "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
-             "/health",
+             "/health; ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/version",
              p);
     mkc_respond_error(fd, 404, why);
   }

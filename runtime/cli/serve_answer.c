@@ -20,6 +20,12 @@ int mkc_respond_json(int fd, int status, cJSON *o) {
   return rc;
 }
 
+void mkc_respond_ollama_error(int fd, int status, const char *msg) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "error", msg);
+  mkc_respond_json(fd, status, o);
+}
+
 void mkc_respond_error(int fd, int status, const char *msg) {
   const char *type = status == 400   ? "invalid_request_error"
                      : status == 404 ? "not_found_error"
@@ -86,9 +92,63 @@ static cJSON *envelope(const mkc_answer *g, const char *chat_object, cJSON **cho
   return o;
 }
 
+/* An ollama object: model, created_at (RFC 3339, UTC), the message (chat)
+ * or response (generate) holding text[0..n), and done. */
+static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, int done) {
+  cJSON *o = cJSON_CreateObject();
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct tm tm;
+  gmtime_r(&ts.tv_sec, &tm);
+  char when[64];
+  size_t w = strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  snprintf(when + w, sizeof when - w, ".%06ldZ", ts.tv_nsec / 1000);
+  cJSON_AddStringToObject(o, "model", g->model);
+  cJSON_AddStringToObject(o, "created_at", when);
+  char *piece = strndup(text ? text : "", n);
+  const char *p = piece ? piece : "";
+  if (g->r->chat) {
+    cJSON *msg = cJSON_AddObjectToObject(o, "message");
+    cJSON_AddStringToObject(msg, "role", "assistant");
+    cJSON_AddStringToObject(msg, "content", p);
+  } else {
+    cJSON_AddStringToObject(o, "response", p);
+  }
+  free(piece);
+  cJSON_AddBoolToObject(o, "done", done);
+  return o;
+}
+
+/* Whole nanoseconds, as ollama counts time. */
+static double nanoseconds(double s) { return (double)(long long)(s * 1e9 + 0.5); }
+
+/* ollama's last object: why it ended, the counts and times in nanoseconds,
+ * and generate's context. */
+static void ollama_done(const mkc_answer *g, cJSON *o, const mkc_decode_stats *st) {
+  cJSON_AddStringToObject(o, "done_reason", mkc_answer_finish(g));
+  cJSON_AddNumberToObject(o, "total_duration", nanoseconds(st->seconds));
+  cJSON_AddNumberToObject(o, "load_duration", 0);
+  cJSON_AddNumberToObject(o, "prompt_eval_count", st->fed);
+  cJSON_AddNumberToObject(o, "prompt_eval_duration", nanoseconds(st->prompt_seconds));
+  cJSON_AddNumberToObject(o, "eval_count", g->n_ids);
+  cJSON_AddNumberToObject(o, "eval_duration", nanoseconds(st->seconds - st->prompt_seconds));
+  if (!g->r->chat && g->context)
+    cJSON_AddItemToObject(o, "context", cJSON_CreateIntArray(g->context, g->n_context));
+}
+
+/* Sends o (freed) as one event (OpenAI's) or one line (ollama's). */
+static int send_object(mkc_answer *g, cJSON *o) {
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  int rc = !s ? -1 : g->r->ollama ? mkc_http_line(g->fd, s) : mkc_http_event(g->fd, s);
+  free(s);
+  return rc;
+}
+
 /* One chunk of the stream: text (NULL: the chat's role opening), and
  * finish (NULL while going on). */
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
+  if (g->r->ollama) return send_object(g, ollama_object(g, text, n, 0));
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
   char *piece = strndup(text ? text : "", n);
   if (g->r->chat) {
@@ -103,11 +163,7 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) 
     cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
   else
     cJSON_AddNullToObject(choice, "finish_reason");
-  char *s = cJSON_PrintUnformatted(o);
-  cJSON_Delete(o);
-  int rc = s ? mkc_http_event(g->fd, s) : -1;
-  free(s);
-  return rc;
+  return send_object(g, o);
 }
 
 /* Streams what of the text can no longer turn out to be a stop string. */
@@ -218,6 +274,11 @@ static cJSON *logprobs_json(const mkc_answer *g) {
 
 /* The whole answer of a request not streamed. */
 int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
+  if (g->r->ollama) {
+    cJSON *o = ollama_object(g, g->text, g->len, 1);
+    ollama_done(g, o, st);
+    return mkc_respond_json(g->fd, 200, o);
+  }
   cJSON *choice, *o = envelope(g, "chat.completion", &choice);
   if (g->r->chat) {
     cJSON *msg = cJSON_AddObjectToObject(choice, "message");
@@ -278,7 +339,11 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
 }
 
 int mkc_answer_stream_start(mkc_answer *g) {
-  if (mkc_http_stream_start(g->fd) != 0 || (g->r->chat && chunk(g, NULL, 0, NULL))) g->gone = 1;
+  if (g->r->ollama)
+    g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
+  else if (mkc_http_stream_start(g->fd, "text/event-stream") != 0 ||
+           (g->r->chat && chunk(g, NULL, 0, NULL)))
+    g->gone = 1;
   return g->gone ? -1 : 0;
 }
 
@@ -290,8 +355,14 @@ void mkc_answer_flush(mkc_answer *g) {
   if (append(g, tail, n) == 0) g->hit_stop = cut_at_stop(g, from);
 }
 
-void mkc_answer_stream_end(mkc_answer *g) {
+void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
   stream_out(g, 1);
+  if (g->r->ollama) {
+    cJSON *o = ollama_object(g, NULL, 0, 1);
+    ollama_done(g, o, st);
+    if (!g->gone && send_object(g, o) != 0) g->gone = 1;
+    return;
+  }
   if (!g->gone &&
       (chunk(g, NULL, 0, mkc_answer_finish(g)) != 0 || mkc_http_event(g->fd, "[DONE]") != 0))
     g->gone = 1;

@@ -30,6 +30,11 @@ typedef struct mkc_answer {
   int *top_ids, next_ids[MKC_LOGPROBS_MAX];
   char id[40];
   long created;
+  /* ollama's /api/generate: the tokens its last object returns as "context"
+   * (the prompt and the answer, for the next request to continue); the
+   * caller sets them before the answer ends */
+  const int *context;
+  int n_context;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen
@@ -49,19 +54,22 @@ void mkc_answer_flush(mkc_answer *a);
 /* "stop" (an end-of-generation token or a stop string) or "length". */
 const char *mkc_answer_finish(const mkc_answer *a);
 
-/* A stream: its head (and the chat's role chunk) before generation, the
- * rest of the text, the finish and [DONE] after. A write that fails marks the
- * client gone (-1). */
+/* A stream: its head (and the chat's role chunk) before generation; after
+ * it, the rest of the text, then the finish and [DONE] (OpenAI's) or the
+ * last object with the counts and times (ollama's). A write that fails
+ * marks the client gone (-1). cached: the prompt tokens the cache held. */
 int mkc_answer_stream_start(mkc_answer *a);
-void mkc_answer_stream_end(mkc_answer *a);
+void mkc_answer_stream_end(mkc_answer *a, int n_prompt, int cached, const mkc_decode_stats *st);
 
-/* The whole answer, 200: text or message, tokens, logprobs, usage (cached:
- * the prompt tokens the cache held), llama-server's timings. 0, or -1 as
- * mkc_http_write. */
+/* The whole answer, 200. OpenAI's: text or message, tokens, logprobs, usage,
+ * llama-server's timings; ollama's: its one object with done true. 0, or -1
+ * as mkc_http_write. */
 int mkc_answer_respond(mkc_answer *a, int n_prompt, int cached, const mkc_decode_stats *st);
 
-/* A JSON answer (o is freed), and OpenAI's error answer with msg. */
+/* A JSON answer (o is freed), and an error answer with msg: OpenAI's
+ * {"error": {"message", "type"}}, or ollama's {"error": msg}. */
 int mkc_respond_json(int fd, int status, cJSON *o);
 void mkc_respond_error(int fd, int status, const char *msg);
+void mkc_respond_ollama_error(int fd, int status, const char *msg);
 
 #endif

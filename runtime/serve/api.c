@@ -72,6 +72,8 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
       return bad(why, cap, "messages[%d].role: expected system, user or assistant, got \"%.40s\"",
                  i, role->valuestring);
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "images")) > 0)
+      return bad(why, cap, "messages[%d].images: this model reads text only", i);
     const char *content =
         content_of(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &r->owned[i], why, cap);
     if (!content) return -1;
@@ -103,6 +105,14 @@ static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
     r->prompt_ids[r->n_prompt_ids++] = (int)v;
   }
   return 0;
+}
+
+/* A boolean field: 0 or 1 (dflt when absent or null), -1 with why when not a boolean. */
+static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t cap) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+  if (!v || cJSON_IsNull(v)) return dflt;
+  if (!cJSON_IsBool(v)) return bad(why, cap, "%s: expected true or false", name);
+  return cJSON_IsTrue(v);
 }
 
 static int read_stop(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -174,7 +184,8 @@ static int read_logprobs(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   return 0;
 }
 
-static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+/* The sampling fields and the seed, read from obj (the request, or ollama's options). */
+static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   for (size_t k = 0; k < sizeof NUMBERS / sizeof *NUMBERS; k++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NUMBERS[k].name);
     if (!v || cJSON_IsNull(v)) continue;
@@ -188,6 +199,19 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
       *(double *)((char *)r + NUMBERS[k].at) = x;
     r->set |= NUMBERS[k].bit;
   }
+  const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
+  if (seed && !cJSON_IsNull(seed)) {
+    double x = cJSON_IsNumber(seed) ? seed->valuedouble : NAN;
+    if (!(x >= 0 && x < 18446744073709551616.0 && x == floor(x)))
+      return bad(why, cap, "seed: expected a whole number >= 0");
+    r->seed = (unsigned long long)x;
+    r->have_seed = 1;
+  }
+  return 0;
+}
+
+static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  if (read_sampling(root, r, why, cap) != 0) return -1;
   /* max_tokens, or the chat API's newer max_completion_tokens; -1: no bound */
   r->max_tokens = -1;
   const char *names[] = {"max_tokens", "max_completion_tokens"};
@@ -198,14 +222,6 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
     if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
       return bad(why, cap, "%s: expected a whole number >= 1", names[k]);
     r->max_tokens = (int)x;
-  }
-  const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
-  if (seed && !cJSON_IsNull(seed)) {
-    double x = cJSON_IsNumber(seed) ? seed->valuedouble : NAN;
-    if (!(x >= 0 && x < 18446744073709551616.0 && x == floor(x)))
-      return bad(why, cap, "seed: expected a whole number >= 0");
-    r->seed = (unsigned long long)x;
-    r->have_seed = 1;
   }
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
@@ -235,6 +251,76 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   return rc;
 }
 
+/* ollama's /api/generate: prompt, system, raw and context. */
+static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
+              *sys = cJSON_GetObjectItemCaseSensitive(root, "system"),
+              *ctx = cJSON_GetObjectItemCaseSensitive(root, "context");
+  if (p && !cJSON_IsNull(p) && !cJSON_IsString(p))
+    return bad(why, cap, "prompt: expected a string");
+  if (sys && !cJSON_IsNull(sys) && !cJSON_IsString(sys))
+    return bad(why, cap, "system: expected a string");
+  r->prompt = cJSON_IsString(p) ? p->valuestring : "";
+  r->system = cJSON_IsString(sys) && *sys->valuestring ? sys->valuestring : NULL;
+  if ((r->raw = flag(root, "raw", 0, why, cap)) < 0) return -1;
+  if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "images")) > 0)
+    return bad(why, cap, "images: this model reads text only");
+  if (ctx && !cJSON_IsNull(ctx) && !cJSON_IsArray(ctx))
+    return bad(why, cap, "context: expected a list of token ids");
+  int n = cJSON_GetArraySize(ctx);
+  if (n > 0 && !(r->context = malloc((size_t)n * sizeof *r->context)))
+    return bad(why, cap, "out of memory");
+  const cJSON *id;
+  cJSON_ArrayForEach(id, ctx) {
+    double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
+    if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
+      return bad(why, cap, "context[%d]: expected a token id", r->n_context);
+    r->context[r->n_context++] = (int)v;
+  }
+  return 0;
+}
+
+/* ollama's /api/chat and /api/generate: the sampling fields, num_predict and
+ * stop in "options"; a stream unless "stream": false. */
+static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  if (r->chat ? read_messages(root, r, why, cap) : read_generate(root, r, why, cap)) return -1;
+  const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
+  if (format && !cJSON_IsNull(format) && !(cJSON_IsString(format) && !*format->valuestring))
+    return bad(why, cap, "format: constrained output (JSON, schemas) is not offered");
+  if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "tools")) > 0)
+    return bad(why, cap, "tools: tool calling is not offered");
+  if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
+  r->max_tokens = -1;
+  r->top_logprobs = -1;
+  const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
+  if (!opt || cJSON_IsNull(opt)) return 0;
+  if (!cJSON_IsObject(opt)) return bad(why, cap, "options: expected an object");
+  if (read_sampling(opt, r, why, cap) != 0 || read_stop(opt, r, why, cap) != 0) return -1;
+  /* num_predict: -1 no bound, -2 until the context is full (the same here) */
+  const cJSON *np = cJSON_GetObjectItemCaseSensitive(opt, "num_predict");
+  if (np && !cJSON_IsNull(np)) {
+    double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
+    if (!((x >= 1 && x <= 1 << 30) || x == -1 || x == -2) || x != floor(x))
+      return bad(why, cap, "options.num_predict: expected -1, -2 or a whole number >= 1");
+    r->max_tokens = x > 0 ? (int)x : -1;
+  }
+  return 0;
+}
+
+int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, char *why,
+                         size_t cap) {
+  memset(r, 0, sizeof *r);
+  r->chat = chat;
+  r->ollama = 1;
+  cJSON *root = cJSON_ParseWithLength(body, n);
+  r->root = root;
+  int rc = !root                   ? bad(why, cap, "the body is not JSON")
+           : !cJSON_IsObject(root) ? bad(why, cap, "the body is not a JSON object")
+                                   : read_ollama(root, r, why, cap);
+  if (rc) mkc_api_req_free(r);
+  return rc;
+}
+
 mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {
   if (r->set & MKC_API_TEMPERATURE) o.temp = (float)r->temperature;
   if (r->set & MKC_API_TOP_P) o.top_p = (float)r->top_p;
@@ -256,6 +342,7 @@ void mkc_api_req_free(mkc_api_req *r) {
   free(r->owned);
   free(r->msgs);
   free(r->prompt_ids);
+  free(r->context);
   cJSON_Delete(r->root);
   memset(r, 0, sizeof *r);
 }

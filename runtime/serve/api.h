@@ -35,6 +35,13 @@ typedef struct mkc_api_req {
   unsigned set; /* a bit per sampling field given, MKC_API_* below */
   unsigned long long seed;
   int have_seed;
+  /* ollama's API (/api/chat, /api/generate): its answers' shape; generate's
+   * system message, raw (the prompt as it is, no template) and context (the
+   * token ids an earlier answer returned, which the prompt continues) */
+  int ollama, raw;
+  const char *system;
+  int *context;
+  int n_context;
   void *root; /* the cJSON tree */
 } mkc_api_req;
 
@@ -52,6 +59,12 @@ enum {
 /* Parses body[0..n) as a chat (chat != 0) or completion request. 0, or -1
  * with why filled (the message a 400 answer carries); *r is then freed. */
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
+
+/* The same for ollama's /api/chat (chat != 0) and /api/generate: the sampling
+ * fields, num_predict and stop in "options", a stream unless "stream":
+ * false. */
+int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, char *why,
+                         size_t cap);
 
 /* base with the request's sampling fields put over it (the seed too, when
  * given). */

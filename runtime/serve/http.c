@@ -150,10 +150,17 @@ int mkc_http_respond(int fd, int status, const char *content_type, const char *b
   return mkc_http_write(fd, head, (size_t)h) || mkc_http_write(fd, body, n) ? -1 : 0;
 }
 
-int mkc_http_stream_start(int fd) {
-  static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             "Cache-Control: no-cache\r\nConnection: close\r\n\r\n";
-  return mkc_http_write(fd, head, sizeof head - 1);
+int mkc_http_stream_start(int fd, const char *content_type) {
+  char head[200];
+  int n = snprintf(head, sizeof head,
+                   "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
+                   "Connection: close\r\n\r\n",
+                   content_type);
+  return mkc_http_write(fd, head, (size_t)n);
+}
+
+int mkc_http_line(int fd, const char *data) {
+  return mkc_http_write(fd, data, strlen(data)) || mkc_http_write(fd, "\n", 1) ? -1 : 0;
 }
 
 int mkc_http_event(int fd, const char *data) {

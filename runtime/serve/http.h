@@ -34,10 +34,12 @@ int mkc_http_write(int fd, const void *data, size_t n);
  * close, then body. 0 or -1 as mkc_http_write. */
 int mkc_http_respond(int fd, int status, const char *content_type, const char *body, size_t n);
 
-/* The head of an event stream (text/event-stream, no length: the stream
- * ends when the connection closes), then one event per call:
- * "data: <data>\n\n". 0 or -1 as mkc_http_write. */
-int mkc_http_stream_start(int fd);
+/* The head of a stream of content_type (no length: the stream ends when
+ * the connection closes), then one server-sent event per call ("data:
+ * <data>\n\n", text/event-stream) or one line (application/x-ndjson).
+ * 0 or -1 as mkc_http_write. */
+int mkc_http_stream_start(int fd, const char *content_type);
 int mkc_http_event(int fd, const char *data);
+int mkc_http_line(int fd, const char *data);
 
 #endif
