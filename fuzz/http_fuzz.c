@@ -56,5 +56,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     api(req.body, req.body_len);
   }
   api(buf, size); /* the bytes as a body, whatever the head made of them */
+  for (int detok = 0; detok < 2; detok++) {
+    mkc_api_tokens t;
+    char why[200];
+    if (mkc_api_parse_tokens(buf, size, detok, &t, why, sizeof why) != 0) continue;
+    check(detok ? t.n_ids >= 0 : t.content != NULL);
+    mkc_api_tokens_free(&t);
+  }
   return 0;
 }

@@ -192,6 +192,22 @@ static void requests(void) {
                                sizeof why) == -1 &&
               strstr(why, OBAD[i].why),
           "ollama refused: %s (%s)", OBAD[i].json, why);
+  /* llama-server's /tokenize and /detokenize */
+  mkc_api_tokens t;
+  CHECK(mkc_api_parse_tokens("{\"content\": \"x\"}", 16, 0, &t, why, sizeof why) == 0 &&
+            strcmp(t.content, "x") == 0 && !t.add_special && t.parse_special && !t.with_pieces,
+        "tokenize: add_special false, parse_special true, no pieces unless asked");
+  mkc_api_tokens_free(&t);
+  CHECK(mkc_api_parse_tokens("{\"tokens\": [3, 0, 9]}", 20, 1, &t, why, sizeof why) == 0 &&
+            t.n_ids == 3 && t.ids[0] == 3 && t.ids[2] == 9,
+        "detokenize: ids 3 0 9");
+  mkc_api_tokens_free(&t);
+  CHECK(mkc_api_parse_tokens("{\"tokens\": [1.5]}", 17, 1, &t, why, sizeof why) == -1 &&
+            strstr(why, "tokens[0]: expected a token id"),
+        "detokenize refused: %s", why);
+  CHECK(mkc_api_parse_tokens("{\"content\": 1}", 14, 0, &t, why, sizeof why) == -1 &&
+            strstr(why, "content: expected a string"),
+        "tokenize refused: %s", why);
   char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
   CHECK(e && strcmp(e, "{\"error\":{\"message\":\"a \\\"quoted\\\" word\",\"type\":"
                        "\"invalid_request_error\"}}") == 0,

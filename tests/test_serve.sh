@@ -184,6 +184,7 @@ if start tiny "${args[@]}" --draft-max 4; then
   call POST /api/chat '{"messages": [{"role": "user", "content": "hi"}]}'
   [ "$status" = 400 ] && [[ $(get error) == *"has no tokenizer"* ]] && ok "ollama chat without a tokenizer: 400 {\"error\": \"$(get error)\"}" \
     || fail "ollama error shape" "$(cat "$tmp/ans")"
+  refused "tokenize without a tokenizer" 400 "tiny has no tokenizer" POST /tokenize '{"content": "a"}'
   call GET /api/chat
   [ "$status" = 405 ] && [ "$(get error)" = "use POST" ] && ok "ollama GET /api/chat: 405" || fail "ollama 405" "$(cat "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "hi", "images": ["aGk="]}]}'
@@ -288,6 +289,20 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$(get response)" = "$want" ] && [ "$(get done_reason)" = length ] && [ "$(get eval_count)" = 12 ] \
     && ok "ollama /api/generate raw, sampled with options: run's text ($want)" \
     || fail "ollama generate raw sampled" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
+
+  # llama-server's /tokenize and /detokenize: the prompt's tokens, and back
+  call POST /tokenize '{"content": "The quick brown fox", "add_special": true}'
+  ids=$(get tokens)
+  call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 1}'
+  n_prompt=$(get usage prompt_tokens)
+  call POST /detokenize "{\"tokens\": $ids}"
+  [ "$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])))' "$ids")" = "$n_prompt" ] \
+    && [ "$(get content)" = "The quick brown fox" ] \
+    && ok "SmolLM2 /tokenize: the completion's $n_prompt prompt tokens ($ids); /detokenize gives the text back" \
+    || fail "SmolLM2 tokenize" "tokens $ids, prompt_tokens $n_prompt" "$(cat "$tmp/ans")"
+  call POST /tokenize '{"content": "a<|im_start|>b", "with_pieces": true}'
+  [ "$(get tokens 1 piece)" = "<|im_start|>" ] && ok "SmolLM2 /tokenize: a special token's text is read as it ($(get tokens 1 id))" \
+    || fail "SmolLM2 tokenize special" "$(cat "$tmp/ans")"
 
   full=$("$mkc" run "${margs[@]}" -p "The quick brown fox" -n 20 2>/dev/null)
   call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20}'

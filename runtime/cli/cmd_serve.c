@@ -36,7 +36,7 @@ static const char USAGE[] =
     "  POST /v1/chat/completions  messages in the model's chat template\n"
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids)\n"
-    "  GET  /v1/models, /health\n"
+    "  GET  /v1/models, /health; POST /tokenize, /detokenize (llama-server's)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/show; GET /api/tags,\n"
     "/api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
@@ -326,6 +326,55 @@ static int list_models(server *sv, int fd) {
   return mkc_respond_json(fd, 200, o);
 }
 
+/* llama-server's /tokenize and /detokenize, with the model's tokenizer. */
+static void tokens(server *sv, int fd, const mkc_http_req *req, int detokenize) {
+  char why[200];
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  mkc_api_tokens t;
+  if (!tok) {
+    snprintf(why, sizeof why, "%s has no tokenizer", sv->name);
+    mkc_respond_error(fd, 400, why);
+    return;
+  }
+  if (mkc_api_parse_tokens(req->body, req->body_len, detokenize, &t, why, sizeof why) != 0) {
+    mkc_respond_error(fd, 400, why);
+    return;
+  }
+  cJSON *o = cJSON_CreateObject();
+  if (detokenize) {
+    char *text = mkc_tokenizer_decode(tok, t.ids, t.n_ids, 0);
+    cJSON_AddStringToObject(o, "content", text ? text : "");
+    free(text);
+  } else {
+    /* add_special: what the model's own setting adds (a BOS), as a prompt gets */
+    int *ids = NULL, n = mkc_tokenizer_encode(tok, t.content, strlen(t.content),
+                                              t.add_special && mkc_tokenizer_add_bos(tok),
+                                              t.parse_special, &ids);
+    cJSON *list = cJSON_AddArrayToObject(o, "tokens");
+    for (int i = 0; i < n; i++) {
+      if (!t.with_pieces) {
+        cJSON_AddItemToArray(list, cJSON_CreateNumber(ids[i]));
+        continue;
+      }
+      cJSON *p = cJSON_CreateObject();
+      char *piece = mkc_tokenizer_decode(tok, &ids[i], 1, 1);
+      cJSON_AddNumberToObject(p, "id", ids[i]);
+      cJSON_AddStringToObject(p, "piece", piece ? piece : "");
+      free(piece);
+      cJSON_AddItemToArray(list, p);
+    }
+    free(ids);
+    if (n < 0) {
+      cJSON_Delete(o);
+      mkc_api_tokens_free(&t);
+      mkc_respond_error(fd, 400, "content: could not be tokenized (the server's log says why)");
+      return;
+    }
+  }
+  mkc_api_tokens_free(&t);
+  mkc_respond_json(fd, 200, o);
+}
+
 /* ollama's answer to a generate with no prompt: the model is loaded. */
 static void ollama_loaded(const server *sv, int fd) {
   cJSON *o = cJSON_CreateObject();
@@ -434,6 +483,8 @@ static int serve_one(server *sv, int fd) {
       mkc_respond_ollama_error(fd, 405, post ? "use GET" : "use POST");
     else
       ollama_info(sv, fd, p + 5);
+  } else if (strcmp(p, "/tokenize") == 0 || strcmp(p, "/detokenize") == 0) {
+    post ? tokens(sv, fd, &req, p[1] == 'd') : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/") == 0) {
     static const char running[] = "mkc is running";
     get ? mkc_http_respond(fd, 200, "text/plain; charset=utf-8", running, sizeof running - 1)
@@ -447,7 +498,8 @@ static int serve_one(server *sv, int fd) {
   } else {
     snprintf(why, sizeof why,
              "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
-             "/health; ollama's /api/chat, /api/generate, /api/tags, /api/show, /api/version",
+             "/health, POST /tokenize or /detokenize; ollama's /api/chat, /api/generate, "
+             "/api/tags, /api/show, /api/version",
              p);
     mkc_respond_error(fd, 404, why);
   }

@@ -251,6 +251,23 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   return rc;
 }
 
+/* A list of token ids, each a whole number >= 0: 0 with *ids malloc'd (NULL when empty). */
+static int read_ids(const cJSON *a, const char *name, int **ids, int *n, char *why, size_t cap) {
+  *ids = NULL, *n = 0;
+  if (!cJSON_IsArray(a)) return bad(why, cap, "%s: expected a list of token ids", name);
+  int count = cJSON_GetArraySize(a);
+  if (count > 0 && !(*ids = malloc((size_t)count * sizeof **ids)))
+    return bad(why, cap, "out of memory");
+  const cJSON *id;
+  cJSON_ArrayForEach(id, a) {
+    double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
+    if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
+      return bad(why, cap, "%s[%d]: expected a token id", name, *n);
+    (*ids)[(*n)++] = (int)v;
+  }
+  return 0;
+}
+
 /* ollama's /api/generate: prompt, system, raw and context. */
 static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
@@ -265,19 +282,8 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   if ((r->raw = flag(root, "raw", 0, why, cap)) < 0) return -1;
   if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "images")) > 0)
     return bad(why, cap, "images: this model reads text only");
-  if (ctx && !cJSON_IsNull(ctx) && !cJSON_IsArray(ctx))
-    return bad(why, cap, "context: expected a list of token ids");
-  int n = cJSON_GetArraySize(ctx);
-  if (n > 0 && !(r->context = malloc((size_t)n * sizeof *r->context)))
-    return bad(why, cap, "out of memory");
-  const cJSON *id;
-  cJSON_ArrayForEach(id, ctx) {
-    double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
-    if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
-      return bad(why, cap, "context[%d]: expected a token id", r->n_context);
-    r->context[r->n_context++] = (int)v;
-  }
-  return 0;
+  if (!ctx || cJSON_IsNull(ctx)) return 0;
+  return read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
 }
 
 /* ollama's /api/chat and /api/generate: the sampling fields, num_predict and
@@ -319,6 +325,38 @@ int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, c
                                    : read_ollama(root, r, why, cap);
   if (rc) mkc_api_req_free(r);
   return rc;
+}
+
+int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tokens *t, char *why,
+                         size_t cap) {
+  memset(t, 0, sizeof *t);
+  cJSON *root = cJSON_ParseWithLength(body, n);
+  t->root = root;
+  int rc = 0;
+  if (!root || !cJSON_IsObject(root)) {
+    rc = bad(why, cap, root ? "the body is not a JSON object" : "the body is not JSON");
+  } else if (detokenize) {
+    rc = read_ids(cJSON_GetObjectItemCaseSensitive(root, "tokens"), "tokens", &t->ids, &t->n_ids,
+                  why, cap);
+  } else {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "content");
+    if (!cJSON_IsString(c))
+      rc = bad(why, cap, "content: expected a string");
+    else if ((t->add_special = flag(root, "add_special", 0, why, cap)) < 0 ||
+             (t->parse_special = flag(root, "parse_special", 1, why, cap)) < 0 ||
+             (t->with_pieces = flag(root, "with_pieces", 0, why, cap)) < 0)
+      rc = -1;
+    else
+      t->content = c->valuestring;
+  }
+  if (rc) mkc_api_tokens_free(t);
+  return rc;
+}
+
+void mkc_api_tokens_free(mkc_api_tokens *t) {
+  free(t->ids);
+  cJSON_Delete(t->root);
+  memset(t, 0, sizeof *t);
 }
 
 mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {

@@ -66,6 +66,19 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
 int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, char *why,
                          size_t cap);
 
+/* llama-server's /tokenize ({"content", "add_special" (false), "parse_special"
+ * (true), "with_pieces" (false)}) and /detokenize ({"tokens": [ids]}). */
+typedef struct mkc_api_tokens {
+  const char *content; /* tokenize */
+  int add_special, parse_special, with_pieces;
+  int *ids; /* detokenize (malloc'd) */
+  int n_ids;
+  void *root;
+} mkc_api_tokens;
+int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tokens *t, char *why,
+                         size_t cap);
+void mkc_api_tokens_free(mkc_api_tokens *t);
+
 /* base with the request's sampling fields put over it (the seed too, when
  * given). */
 mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling base);
