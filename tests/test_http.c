@@ -69,6 +69,14 @@ static int api(const char *json, int chat, mkc_api_req *r, char *why) {
   return mkc_api_parse(json, strlen(json), chat, r, why, 200);
 }
 
+static int ollama(const char *json, int chat, mkc_api_req *r, char *why) {
+  return mkc_api_parse_ollama(json, strlen(json), chat, r, why, 200);
+}
+
+static int tokens_of(const char *json, int detokenize, mkc_api_tokens *t, char *why) {
+  return mkc_api_parse_tokens(json, strlen(json), detokenize, t, why, 200);
+}
+
 static void requests(void) {
   mkc_api_req r;
   char why[200];
@@ -152,25 +160,25 @@ static void requests(void) {
     CHECK(api(BAD[i].json, BAD[i].chat, &r, why) == -1 && strstr(why, BAD[i].why),
           "refused: %s (%s)", BAD[i].json, why);
   /* ollama's: a stream unless said otherwise, options inside */
-  CHECK(mkc_api_parse_ollama("{\"prompt\": \"p\"}", 15, 0, &r, why, sizeof why) == 0 && r.ollama &&
-            r.stream && r.max_tokens == -1 && !r.raw && !r.system && !r.n_context && !r.set,
+  CHECK(mkc_api_parse_ollama("{\"prompt\": \"p\"}", strlen("{\"prompt\": \"p\"}"), 0, &r, why,
+                             sizeof why) == 0 &&
+            r.ollama && r.stream && r.max_tokens == -1 && !r.raw && !r.system && !r.n_context &&
+            !r.set,
         "ollama generate: a stream by default, no bound, the template, the server's sampling");
   mkc_api_req_free(&r);
   const char *og =
       "{\"prompt\": \"p\", \"system\": \"s\", \"raw\": true, \"stream\": false, "
       "\"context\": [1, 2, 3], \"options\": {\"num_predict\": 7, \"temperature\": 0.5, "
       "\"seed\": 9, \"stop\": [\"x\"], \"num_ctx\": 4096}}";
-  CHECK(mkc_api_parse_ollama(og, strlen(og), 0, &r, why, sizeof why) == 0 && !r.stream && r.raw &&
-            strcmp(r.system, "s") == 0 && r.n_context == 3 && r.context[2] == 3 &&
-            r.max_tokens == 7 && r.temperature == 0.5 && r.have_seed && r.seed == 9 &&
-            r.n_stop == 1,
+  CHECK(ollama(og, 0, &r, why) == 0 && !r.stream && r.raw && strcmp(r.system, "s") == 0 &&
+            r.n_context == 3 && r.context[2] == 3 && r.max_tokens == 7 && r.temperature == 0.5 &&
+            r.have_seed && r.seed == 9 && r.n_stop == 1,
         "ollama generate: system, raw, no stream, context, options (num_predict, temperature, "
         "seed, stop; num_ctx ignored)");
   mkc_api_req_free(&r);
   const char *oc = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"options\": "
                    "{\"num_predict\": -2}}";
-  CHECK(mkc_api_parse_ollama(oc, strlen(oc), 1, &r, why, sizeof why) == 0 && r.n_msgs == 1 &&
-            r.max_tokens == -1,
+  CHECK(ollama(oc, 1, &r, why) == 0 && r.n_msgs == 1 && r.max_tokens == -1,
         "ollama chat: num_predict -2 (fill the context) is no bound");
   mkc_api_req_free(&r);
   static const struct {
@@ -188,24 +196,26 @@ static void requests(void) {
        "tools: tool calling"},
   };
   for (size_t i = 0; i < sizeof OBAD / sizeof *OBAD; i++)
-    CHECK(mkc_api_parse_ollama(OBAD[i].json, strlen(OBAD[i].json), OBAD[i].chat, &r, why,
-                               sizeof why) == -1 &&
-              strstr(why, OBAD[i].why),
+    CHECK(ollama(OBAD[i].json, OBAD[i].chat, &r, why) == -1 && strstr(why, OBAD[i].why),
           "ollama refused: %s (%s)", OBAD[i].json, why);
   /* llama-server's /tokenize and /detokenize */
   mkc_api_tokens t;
-  CHECK(mkc_api_parse_tokens("{\"content\": \"x\"}", 16, 0, &t, why, sizeof why) == 0 &&
+  CHECK(mkc_api_parse_tokens("{\"content\": \"x\"}", strlen("{\"content\": \"x\"}"), 0, &t, why,
+                             sizeof why) == 0 &&
             strcmp(t.content, "x") == 0 && !t.add_special && t.parse_special && !t.with_pieces,
         "tokenize: add_special false, parse_special true, no pieces unless asked");
   mkc_api_tokens_free(&t);
-  CHECK(mkc_api_parse_tokens("{\"tokens\": [3, 0, 9]}", 20, 1, &t, why, sizeof why) == 0 &&
+  CHECK(mkc_api_parse_tokens("{\"tokens\": [3, 0, 9]}", strlen("{\"tokens\": [3, 0, 9]}"), 1, &t,
+                             why, sizeof why) == 0 &&
             t.n_ids == 3 && t.ids[0] == 3 && t.ids[2] == 9,
         "detokenize: ids 3 0 9");
   mkc_api_tokens_free(&t);
-  CHECK(mkc_api_parse_tokens("{\"tokens\": [1.5]}", 17, 1, &t, why, sizeof why) == -1 &&
+  CHECK(mkc_api_parse_tokens("{\"tokens\": [1.5]}", strlen("{\"tokens\": [1.5]}"), 1, &t, why,
+                             sizeof why) == -1 &&
             strstr(why, "tokens[0]: expected a token id"),
         "detokenize refused: %s", why);
-  CHECK(mkc_api_parse_tokens("{\"content\": 1}", 14, 0, &t, why, sizeof why) == -1 &&
+  CHECK(mkc_api_parse_tokens("{\"content\": 1}", strlen("{\"content\": 1}"), 0, &t, why,
+                             sizeof why) == -1 &&
             strstr(why, "content: expected a string"),
         "tokenize refused: %s", why);
   char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
