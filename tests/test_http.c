@@ -160,10 +160,8 @@ static void requests(void) {
     CHECK(api(BAD[i].json, BAD[i].chat, &r, why) == -1 && strstr(why, BAD[i].why),
           "refused: %s (%s)", BAD[i].json, why);
   /* ollama's: a stream unless said otherwise, options inside */
-  CHECK(mkc_api_parse_ollama("{\"prompt\": \"p\"}", strlen("{\"prompt\": \"p\"}"), 0, &r, why,
-                             sizeof why) == 0 &&
-            r.ollama && r.stream && r.max_tokens == -1 && !r.raw && !r.system && !r.n_context &&
-            !r.set,
+  CHECK(ollama("{\"prompt\": \"p\"}", 0, &r, why) == 0 && r.ollama && r.stream &&
+            r.max_tokens == -1 && !r.raw && !r.system && !r.n_context && !r.set,
         "ollama generate: a stream by default, no bound, the template, the server's sampling");
   mkc_api_req_free(&r);
   const char *og =
@@ -200,22 +198,18 @@ static void requests(void) {
           "ollama refused: %s (%s)", OBAD[i].json, why);
   /* llama-server's /tokenize and /detokenize */
   mkc_api_tokens t;
-  CHECK(mkc_api_parse_tokens("{\"content\": \"x\"}", strlen("{\"content\": \"x\"}"), 0, &t, why,
-                             sizeof why) == 0 &&
-            strcmp(t.content, "x") == 0 && !t.add_special && t.parse_special && !t.with_pieces,
+  CHECK(tokens_of("{\"content\": \"x\"}", 0, &t, why) == 0 && strcmp(t.content, "x") == 0 &&
+            !t.add_special && t.parse_special && !t.with_pieces,
         "tokenize: add_special false, parse_special true, no pieces unless asked");
   mkc_api_tokens_free(&t);
-  CHECK(mkc_api_parse_tokens("{\"tokens\": [3, 0, 9]}", strlen("{\"tokens\": [3, 0, 9]}"), 1, &t,
-                             why, sizeof why) == 0 &&
-            t.n_ids == 3 && t.ids[0] == 3 && t.ids[2] == 9,
+  CHECK(tokens_of("{\"tokens\": [3, 0, 9]}", 1, &t, why) == 0 && t.n_ids == 3 && t.ids[0] == 3 &&
+            t.ids[2] == 9,
         "detokenize: ids 3 0 9");
   mkc_api_tokens_free(&t);
-  CHECK(mkc_api_parse_tokens("{\"tokens\": [1.5]}", strlen("{\"tokens\": [1.5]}"), 1, &t, why,
-                             sizeof why) == -1 &&
+  CHECK(tokens_of("{\"tokens\": [1.5]}", 1, &t, why) == -1 &&
             strstr(why, "tokens[0]: expected a token id"),
         "detokenize refused: %s", why);
-  CHECK(mkc_api_parse_tokens("{\"content\": 1}", strlen("{\"content\": 1}"), 0, &t, why,
-                             sizeof why) == -1 &&
+  CHECK(tokens_of("{\"content\": 1}", 0, &t, why) == -1 &&
             strstr(why, "content: expected a string"),
         "tokenize refused: %s", why);
   char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
