@@ -100,7 +100,11 @@ static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why,
         return NULL;
       }
     int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
-    if (ids) memcpy(ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof *ids);
+    if (!ids) {
+      snprintf(why, cap, "out of memory");
+      return NULL;
+    }
+    memcpy(ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof *ids);
     *n = r->n_prompt_ids;
     return ids;
   }
@@ -171,10 +175,8 @@ static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why,
   free(text);
   *n = n_text + r->n_context;
   int *all = n_text >= 0 && *n > 0 ? malloc((size_t)*n * sizeof *all) : NULL;
-  if (all) {
-    memcpy(all, r->context, (size_t)r->n_context * sizeof *all);
-    memcpy(all + r->n_context, ids, (size_t)n_text * sizeof *all);
-  }
+  if (all && r->n_context) memcpy(all, r->context, (size_t)r->n_context * sizeof *all);
+  if (all && n_text > 0) memcpy(all + r->n_context, ids, (size_t)n_text * sizeof *all);
   free(ids);
   if (!all) {
     snprintf(why, cap,
@@ -302,10 +304,10 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
     double gen_s = st.seconds - st.prompt_seconds;
     fprintf(stderr,
             "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
-            "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s%s\n",
+            "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
             path, n_prompt, n_prompt - st.fed, st.prompt_seconds, g.n_ids, gen_s,
             st.generated > 1 && gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
-            stopped(&g, &st, interrupted, n_gen == room), "");
+            stopped(&g, &st, interrupted, n_gen == room));
   }
   mkc_answer_close(&g);
   free(out), free(prompt);
