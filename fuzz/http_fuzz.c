@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(got >= -599 && why[0] != '\0');
   } else if (got > 0) {
     check((size_t)got <= size && req.body >= buf && req.body + req.body_len == buf + got);
-    check(req.method[0] && req.path[0] == '/');
+    check(req.method[0] && req.path[0] == '/' && strlen(req.origin) < sizeof req.origin);
+    mkc_http_local_origin(req.origin);
     for (size_t k = 0; k < (size_t)got; k += 1 + (size_t)got / 64) { /* a prefix is incomplete */
       mkc_http_req part;
       check(mkc_http_parse(buf, k, 1 << 16, &part, why, sizeof why) == 0);

@@ -2,6 +2,7 @@
 
   serve_client.py PORT GET|POST PATH [BODY]   status, then the body
   serve_client.py PORT raw FILE               FILE's bytes as the request; status and body
+  serve_client.py PORT head FILE              the same; the answer's head (status line, headers)
   serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
                                               "finish=REASON events=N done=1|0"
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
@@ -66,6 +67,17 @@ def main():
         print(json.dumps(v) if isinstance(v, (list, dict)) else v)
         return
     port, what = int(sys.argv[1]), sys.argv[2]
+    if what == "head":
+        s = socket.create_connection(("127.0.0.1", port), timeout=120)
+        s.sendall(open(sys.argv[3], "rb").read())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        print(data.partition(b"\r\n\r\n")[0].decode().replace("\r\n", "\n"))
+        return
     if what == "raw":
         s = socket.create_connection(("127.0.0.1", port), timeout=120)
         try:

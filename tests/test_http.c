@@ -61,6 +61,24 @@ static void framing(void) {
   memset(path + 5, 'p', 300);
   strcpy(path + 305, " HTTP/1.1\r\n\r\n");
   CHECK_INT(parse(path, &r, why), -414, "a 301-byte target: 414");
+  CHECK_INT(parse("GET /x HTTP/1.1\r\norigin:  http://localhost:3000 \r\n\r\n", &r, why) > 0 &&
+                strcmp(r.origin, "http://localhost:3000") == 0,
+            1, "the Origin header, trimmed (%s)", r.origin);
+  static const char *const LOCAL[] = {"http://localhost", "http://localhost:8080",
+                                      "https://127.0.0.1:1", "http://[::1]:3000"};
+  static const char *const FOREIGN[] = {"http://localhost.evil.example",
+                                        "http://localhost:",
+                                        "http://localhost:123456",
+                                        "http://127.0.0.2",
+                                        "null",
+                                        "file://",
+                                        "http://localhost/x",
+                                        "ftp://localhost",
+                                        "http://localhost:80a"};
+  for (size_t i = 0; i < sizeof LOCAL / sizeof *LOCAL; i++)
+    CHECK(mkc_http_local_origin(LOCAL[i]), "this machine's origin: %s", LOCAL[i]);
+  for (size_t i = 0; i < sizeof FOREIGN / sizeof *FOREIGN; i++)
+    CHECK(!mkc_http_local_origin(FOREIGN[i]), "not this machine's: %s", FOREIGN[i]);
   CHECK(strcmp(mkc_http_reason(413), "Content Too Large") == 0 && !*mkc_http_reason(299),
         "reason phrases");
 }

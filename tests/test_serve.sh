@@ -167,6 +167,22 @@ if start tiny "${args[@]}" --draft-max 4; then
   call GET /health
   [ "$status" = 200 ] && ok "after every refusal the server still answers" || fail "after the refusals" "$(cat "$tmp/ans")"
 
+  # a browser's page: from this machine it may call (CORS), from elsewhere it is refused
+  printf 'OPTIONS /v1/completions HTTP/1.1\r\nOrigin: http://localhost:3000\r\nAccess-Control-Request-Method: POST\r\n\r\n' >"$tmp/raw"
+  python3 "$client" "$port" head "$tmp/raw" >"$tmp/head"
+  grep -q '^HTTP/1.1 204' "$tmp/head" && grep -qx 'Access-Control-Allow-Origin: http://localhost:3000' "$tmp/head" \
+    && grep -q '^Access-Control-Allow-Methods: .*POST' "$tmp/head" && ok "CORS preflight from http://localhost:3000: 204, allowed" \
+    || fail "CORS preflight" "$(cat "$tmp/head")"
+  body='{"prompt": [1], "max_tokens": 2}'
+  printf 'POST /v1/completions HTTP/1.1\r\nOrigin: http://127.0.0.1:5173\r\nContent-Length: %d\r\n\r\n%s' ${#body} "$body" >"$tmp/raw"
+  python3 "$client" "$port" head "$tmp/raw" >"$tmp/head"
+  grep -q '^HTTP/1.1 200' "$tmp/head" && grep -qx 'Access-Control-Allow-Origin: http://127.0.0.1:5173' "$tmp/head" \
+    && ok "a page from http://127.0.0.1:5173: answered, its origin allowed" || fail "CORS local page" "$(cat "$tmp/head")"
+  printf 'POST /v1/completions HTTP/1.1\r\nOrigin: https://evil.example\r\nContent-Length: %d\r\n\r\n%s' ${#body} "$body" >"$tmp/raw"
+  python3 "$client" "$port" raw "$tmp/raw" >"$tmp/ans"
+  [ "$(head -n 1 "$tmp/ans")" = 403 ] && grep -q "not this machine's" "$tmp/ans" \
+    && ok "a page from https://evil.example: 403, nothing run" || fail "CORS foreign page" "$(cat "$tmp/ans")"
+
   # ollama's API: what a client asks before anything else, and its error shape
   call GET /api/version
   [ "$(get version)" = "$("$mkc" --version | cut -d' ' -f2)" ] && ok "ollama GET /api/version: mkc's ($(get version))" \

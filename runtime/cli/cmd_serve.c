@@ -453,6 +453,32 @@ static int serve_one(server *sv, int fd) {
   sv->requests++;
   int rc = 0, post = strcmp(req.method, "POST") == 0, get = strcmp(req.method, "GET") == 0;
   const char *p = req.path;
+  /* A browser's page may call the server when it comes from this machine; a
+   * page from elsewhere is refused before anything runs (as ollama does). */
+  char cors[300] = "";
+  if (req.origin[0] && !mkc_http_local_origin(req.origin)) {
+    snprintf(why, sizeof why,
+             "the origin %s is not this machine's: a page elsewhere may not use the model",
+             req.origin);
+    mkc_respond_error(fd, 403, why);
+    free(buf);
+    return 0;
+  }
+  if (req.origin[0])
+    snprintf(cors, sizeof cors, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", req.origin);
+  mkc_http_extra_headers(cors);
+  if (strcmp(req.method, "OPTIONS") == 0) { /* a browser's preflight */
+    static const char allow[] = "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                                "Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
+                                "Access-Control-Max-Age: 600\r\n";
+    char all[sizeof cors + sizeof allow];
+    snprintf(all, sizeof all, "%s%s", cors, allow);
+    mkc_http_extra_headers(all);
+    mkc_http_respond(fd, 204, "text/plain", "", 0);
+    mkc_http_extra_headers(NULL);
+    free(buf);
+    return 0;
+  }
   int chat = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/chat/completions") == 0;
   int completion = strcmp(p, "/v1/completions") == 0 || strcmp(p, "/completions") == 0;
   if (chat || completion) {
@@ -505,6 +531,7 @@ static int serve_one(server *sv, int fd) {
              p);
     mkc_respond_error(fd, 404, why);
   }
+  mkc_http_extra_headers(NULL);
   free(buf);
   return rc;
 }

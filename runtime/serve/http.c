@@ -77,6 +77,10 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
     const char *v = colon + 1, *v_end = h + len;
     while (v < v_end && (*v == ' ' || *v == '\t')) v++;
     while (v_end > v && (v_end[-1] == ' ' || v_end[-1] == '\t')) v_end--;
+    if (name == 6 && strncasecmp(h, "Origin", 6) == 0 && (size_t)(v_end - v) < sizeof r->origin) {
+      memcpy(r->origin, v, (size_t)(v_end - v));
+      r->origin[v_end - v] = '\0';
+    }
     if (name == 17 && strncasecmp(h, "Transfer-Encoding", 17) == 0)
       return refuse(501, why, cap, "a transfer encoding (send the body with Content-Length)");
     if (name == 14 && strncasecmp(h, "Content-Length", 14) == 0) {
@@ -107,11 +111,34 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
   return (long)(head + (size_t)length);
 }
 
+int mkc_http_local_origin(const char *origin) {
+  static const char *const HOSTS[] = {"localhost", "127.0.0.1", "[::1]"};
+  const char *h = strncmp(origin, "http://", 7) == 0    ? origin + 7
+                  : strncmp(origin, "https://", 8) == 0 ? origin + 8
+                                                        : NULL;
+  for (size_t i = 0; h && i < sizeof HOSTS / sizeof *HOSTS; i++) {
+    size_t n = strlen(HOSTS[i]);
+    if (strncmp(h, HOSTS[i], n) != 0) continue;
+    const char *port = h + n;
+    if (!*port) return 1;
+    if (*port++ != ':' || !*port || strlen(port) > 5) continue;
+    while (*port >= '0' && *port <= '9') port++;
+    if (!*port) return 1;
+  }
+  return 0;
+}
+
+static const char *extra_headers = "";
+
+void mkc_http_extra_headers(const char *lines) { extra_headers = lines ? lines : ""; }
+
 const char *mkc_http_reason(int status) {
   static const struct {
     int status;
     const char *reason;
   } R[] = {{200, "OK"},
+           {204, "No Content"},
+           {403, "Forbidden"},
            {400, "Bad Request"},
            {404, "Not Found"},
            {405, "Method Not Allowed"},
@@ -142,20 +169,20 @@ int mkc_http_write(int fd, const void *data, size_t n) {
 }
 
 int mkc_http_respond(int fd, int status, const char *content_type, const char *body, size_t n) {
-  char head[256];
+  char head[1024];
   int h = snprintf(head, sizeof head,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                   "Connection: close\r\n\r\n",
-                   status, mkc_http_reason(status), content_type, n);
+                   "Connection: close\r\n%s\r\n",
+                   status, mkc_http_reason(status), content_type, n, extra_headers);
   return mkc_http_write(fd, head, (size_t)h) || mkc_http_write(fd, body, n) ? -1 : 0;
 }
 
 int mkc_http_stream_start(int fd, const char *content_type) {
-  char head[200];
+  char head[1024];
   int n = snprintf(head, sizeof head,
                    "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nCache-Control: no-cache\r\n"
-                   "Connection: close\r\n\r\n",
-                   content_type);
+                   "Connection: close\r\n%s\r\n",
+                   content_type, extra_headers);
   return mkc_http_write(fd, head, (size_t)n);
 }
 

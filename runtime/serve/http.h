@@ -11,6 +11,7 @@
 typedef struct mkc_http_req {
   char method[8];
   char path[256];   /* the target without its query */
+  char origin[128]; /* the Origin header (a browser's page), "" when none or longer */
   const char *body; /* into the parsed buffer */
   size_t body_len;
 } mkc_http_req;
@@ -23,6 +24,16 @@ typedef struct mkc_http_req {
  * with why filled. Bare LF line ends are taken as CRLF. */
 long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r, char *why,
                     size_t cap);
+
+/* Whether origin is a page served from this machine (http or https on
+ * localhost, 127.0.0.1 or [::1], any port): the browsers' origins whose
+ * requests the server allows, as ollama does by default. */
+int mkc_http_local_origin(const char *origin);
+
+/* Headers every answer on this connection carries after its own (CORS's
+ * Access-Control-Allow-Origin; lines each ending in CRLF), or NULL: set per
+ * connection, one at a time. */
+void mkc_http_extra_headers(const char *lines);
 
 /* The reason phrase of a status mkc sends ("Bad Request"; "" for another). */
 const char *mkc_http_reason(int status);
