@@ -64,6 +64,12 @@ static void framing(void) {
   CHECK_INT(parse("GET /x HTTP/1.1\r\norigin:  http://localhost:3000 \r\n\r\n", &r, why) > 0 &&
                 strcmp(r.origin, "http://localhost:3000") == 0,
             1, "the Origin header, trimmed (%s)", r.origin);
+  char long_origin[400] = "GET /x HTTP/1.1\r\nOrigin: http://localhost";
+  memset(long_origin + strlen(long_origin), 'a', 200);
+  strcpy(long_origin + strlen(long_origin), "\r\n\r\n");
+  CHECK(parse(long_origin, &r, why) > 0 && strlen(r.origin) == 127 &&
+            !mkc_http_local_origin(r.origin),
+        "a 216-byte Origin: kept as its first 127 bytes, not this machine's");
   static const char *const LOCAL[] = {"http://localhost", "http://localhost:8080",
                                       "https://127.0.0.1:1", "http://[::1]:3000"};
   static const char *const FOREIGN[] = {"http://localhost.evil.example",

@@ -77,9 +77,13 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
     const char *v = colon + 1, *v_end = h + len;
     while (v < v_end && (*v == ' ' || *v == '\t')) v++;
     while (v_end > v && (v_end[-1] == ' ' || v_end[-1] == '\t')) v_end--;
-    if (name == 6 && strncasecmp(h, "Origin", 6) == 0 && (size_t)(v_end - v) < sizeof r->origin) {
-      memcpy(r->origin, v, (size_t)(v_end - v));
-      r->origin[v_end - v] = '\0';
+    if (name == 6 && strncasecmp(h, "Origin", 6) == 0) {
+      /* cut to its first 127 bytes: no origin of this machine is that long, so a cut one is
+       * never taken for one, and an origin is never lost (an empty one is none) */
+      size_t k =
+          (size_t)(v_end - v) < sizeof r->origin ? (size_t)(v_end - v) : sizeof r->origin - 1;
+      memcpy(r->origin, v, k);
+      r->origin[k] = '\0';
     }
     if (name == 17 && strncasecmp(h, "Transfer-Encoding", 17) == 0)
       return refuse(501, why, cap, "a transfer encoding (send the body with Content-Length)");

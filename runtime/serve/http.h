@@ -11,7 +11,7 @@
 typedef struct mkc_http_req {
   char method[8];
   char path[256];   /* the target without its query */
-  char origin[128]; /* the Origin header (a browser's page), "" when none or longer */
+  char origin[128]; /* the Origin header (a browser's page; its first 127 bytes), "" when none */
   const char *body; /* into the parsed buffer */
   size_t body_len;
 } mkc_http_req;
