@@ -131,6 +131,17 @@ if start tiny "${args[@]}" --draft-max 4; then
   else
     fail "stream" "run:    $want" "stream: $(cat "$tmp/stream")"
   fi
+  # two clients at once: the second waits its turn; each gets run's tokens for its own prompt
+  python3 "$client" "$port" POST /v1/completions '{"prompt": [9, 9, 9], "max_tokens": 30}' >"$tmp/a1" &
+  first=$!
+  python3 "$client" "$port" POST /v1/completions '{"prompt": [4, 4], "max_tokens": 30, "stream": false}' >"$tmp/a2"
+  wait "$first"
+  want1=$("$mkc" run "${args[@]}" --draft-max 4 -n 30 --prompt-ids 9,9,9 2>/dev/null)
+  want2=$("$mkc" run "${args[@]}" --draft-max 4 -n 30 --prompt-ids 4,4 2>/dev/null)
+  got1=$(tail -n 1 "$tmp/a1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+  got2=$(tail -n 1 "$tmp/a2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+  [ "$got1" = "$want1" ] && [ "$got2" = "$want2" ] && ok "two clients at once: each gets run's tokens for its prompt" \
+    || fail "two clients at once" "want: $want1 / $want2" "got:  $got1 / $got2"
   python3 "$client" "$port" drop /v1/completions '{"prompt": [1, 2], "max_tokens": 400, "stream": true}' >/dev/null
   call GET /health
   [ "$status" = 200 ] && ok "a client that hangs up mid-stream: the server goes on" || fail "after a dropped stream" "$(cat "$tmp/ans")"
