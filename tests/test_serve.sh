@@ -57,15 +57,15 @@ raw() {
   [ "$(head -n 1 "$tmp/ans")" = "$2" ] && ok "$1: $2" || fail "$1: $2" "$(head -c 300 "$tmp/ans")"
 }
 
-# stop NAME: Ctrl-C; the server exits 0 and says how many requests it served.
+# stop NAME [SIGNAL]: Ctrl-C (or SIGNAL); the server exits 0 and says how many requests it served.
 stop() {
-  kill -INT "$pid"
+  kill "-${2:-INT}" "$pid"
   wait "$pid"
   local rc=$?
   if [ "$rc" -eq 0 ] && grep -q "stopped serving after" "$tmp/$1.err"; then
-    ok "$1: Ctrl-C stops the server (exit 0, $(grep -o 'after [0-9]* requests' "$tmp/$1.err"))"
+    ok "$1: SIG${2:-INT} stops the server (exit 0, $(grep -o 'after [0-9]* requests' "$tmp/$1.err"))"
   else
-    fail "$1: Ctrl-C stops the server" "exit $rc" "$(tail -n 3 "$tmp/$1.err")"
+    fail "$1: SIG${2:-INT} stops the server" "exit $rc" "$(tail -n 3 "$tmp/$1.err")"
   fi
 }
 
@@ -239,7 +239,7 @@ if start busy "${args[@]}"; then
   expect_error "serve: a port in use" \
     "mkc: error: listening on 127.0.0.1 port $port: Address already in use" \
     -- serve "${args[@]}" --port "$port"
-  stop busy
+  stop busy TERM # as a service manager stops it
 fi
 
 # ---- SmolLM2: text, its chat template, stop strings ----

@@ -44,7 +44,7 @@ static const char USAGE[] =
     "logprobs (with the chat's top_logprobs; whole answers only) and stream\n"
     "(server-sent events); a field not given is this command's option (the\n"
     "same defaults as run: greedy unless --temp). A request that shares its\n"
-    "first tokens with the one before feeds only the rest. Ctrl-C stops.\n"
+    "first tokens with the one before feeds only the rest. Ctrl-C (or SIGTERM) stops.\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
@@ -643,7 +643,7 @@ int mkc_cmd_serve(int argc, char **argv) {
       (!sv.draft_layers && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;
   sv.drafter = ds.drafter;
-  mkc_interrupt_install();
+  mkc_interrupt_install_term();
   fprintf(stderr, "mkc: serving %s (%s backend, context %d%s%s) on http://%s:%d; Ctrl-C stops\n",
           sv.name, mkc_session_backend(m.s), m.g.max_ctx, sv.family >= 0 ? ", chat template " : "",
           sv.family >= 0 ? mkc_chat_family_name(sv.family) : "", c.host ? c.host : "127.0.0.1",

@@ -14,11 +14,18 @@ static void on_sigint(int sig) {
   mkc_interrupted = 1;
 }
 
-void mkc_interrupt_install(void) {
+static void install(int sig) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
+  sigaction(sig, &sa, NULL);
   mkc_interrupted = 0;
+}
+
+void mkc_interrupt_install(void) { install(SIGINT); }
+
+void mkc_interrupt_install_term(void) {
+  install(SIGINT);
+  install(SIGTERM);
 }

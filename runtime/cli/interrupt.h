@@ -12,5 +12,8 @@ extern volatile sig_atomic_t mkc_interrupted;
 /* Installs the handler (without SA_RESTART, so a blocking read returns
  * EINTR) and clears the flag. */
 void mkc_interrupt_install(void);
+/* The same handler for SIGTERM too: a server stopped by its service manager
+ * ends its answer and closes as on Ctrl-C. */
+void mkc_interrupt_install_term(void);
 
 #endif
