@@ -87,18 +87,25 @@ static const char *stopped(const mkc_answer *g, const mkc_decode_stats *st, int 
                                 : "max_tokens reached";
 }
 
+/* Whether each of ids[0..n) (the request's `what`) is in the vocabulary: 1, or 0 with the 400
+ * message naming the first that is not. */
+static int in_vocab(const int *ids, int n, int vocab, const char *what, char *why, size_t cap) {
+  for (int i = 0; i < n; i++)
+    if (ids[i] >= vocab) {
+      snprintf(why, cap, "%s[%d]: token %d is outside the vocabulary (0..%d)", what, i, ids[i],
+               vocab - 1);
+      return 0;
+    }
+  return 1;
+}
+
 /* The prompt's tokens for the request, or NULL with the 400 message. */
 static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
   const int vocab = sv->m->g.vocab;
   *n = 0;
   if (r->prompt_ids) {
-    for (int i = 0; i < r->n_prompt_ids; i++)
-      if (r->prompt_ids[i] >= vocab) {
-        snprintf(why, cap, "prompt[%d]: token %d is outside the vocabulary (0..%d)", i,
-                 r->prompt_ids[i], vocab - 1);
-        return NULL;
-      }
+    if (!in_vocab(r->prompt_ids, r->n_prompt_ids, vocab, "prompt", why, cap)) return NULL;
     int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
     if (!ids) {
       snprintf(why, cap, "out of memory");
@@ -162,13 +169,10 @@ static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why,
     return NULL;
   }
   /* ollama's context: the tokens of an earlier answer, which this prompt continues */
-  for (int i = 0; i < r->n_context; i++)
-    if (r->context[i] >= vocab) {
-      snprintf(why, cap, "context[%d]: token %d is outside the vocabulary (0..%d)", i,
-               r->context[i], vocab - 1);
-      free(text);
-      return NULL;
-    }
+  if (!in_vocab(r->context, r->n_context, vocab, "context", why, cap)) {
+    free(text);
+    return NULL;
+  }
   int *ids = NULL;
   int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
                                     !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
@@ -455,7 +459,6 @@ static int serve_one(server *sv, int fd) {
   const char *p = req.path;
   /* A browser's page may call the server when it comes from this machine; a
    * page from elsewhere is refused before anything runs (as ollama does). */
-  char cors[300] = "";
   if (req.origin[0] && !mkc_http_local_origin(req.origin)) {
     snprintf(why, sizeof why,
              "the origin %s is not this machine's: a page elsewhere may not use the model",
@@ -464,24 +467,20 @@ static int serve_one(server *sv, int fd) {
     free(buf);
     return 0;
   }
-  if (req.origin[0])
-    snprintf(cors, sizeof cors, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", req.origin);
-  mkc_http_extra_headers(cors);
-  if (strcmp(req.method, "OPTIONS") == 0) { /* a browser's preflight */
-    static const char allow[] = "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
-                                "Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
-                                "Access-Control-Max-Age: 600\r\n";
-    char all[sizeof cors + sizeof allow];
-    snprintf(all, sizeof all, "%s%s", cors, allow);
-    mkc_http_extra_headers(all);
-    mkc_http_respond(fd, 204, "text/plain", "", 0);
-    mkc_http_extra_headers(NULL);
-    free(buf);
-    return 0;
-  }
+  int preflight = strcmp(req.method, "OPTIONS") == 0; /* a browser's, before its request */
+  char cors[512];
+  snprintf(cors, sizeof cors, "%s%s%s%s", req.origin[0] ? "Access-Control-Allow-Origin: " : "",
+           req.origin, req.origin[0] ? "\r\nVary: Origin\r\n" : "",
+           preflight ? "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
+                       "Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
+                       "Access-Control-Max-Age: 600\r\n"
+                     : "");
+  mkc_http_extra_headers(cors); /* until this answer is written: reset below */
   int chat = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/chat/completions") == 0;
   int completion = strcmp(p, "/v1/completions") == 0 || strcmp(p, "/completions") == 0;
-  if (chat || completion) {
+  if (preflight) {
+    mkc_http_respond(fd, 204, "text/plain", "", 0);
+  } else if (chat || completion) {
     mkc_api_req r;
     if (!post)
       mkc_respond_error(fd, 405, "use POST");

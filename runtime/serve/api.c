@@ -83,26 +83,19 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   return 0;
 }
 
-static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
-  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-  /* a list of one string is the string (the OpenAI client's batch form) */
-  if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
-  if (cJSON_IsString(p)) {
-    r->prompt = p->valuestring;
-    return 0;
-  }
-  int n = cJSON_GetArraySize(p);
-  if (!cJSON_IsArray(p) || n == 0)
-    return bad(why, cap, "prompt: expected a string or a non-empty list of token ids");
-  if (!(r->prompt_ids = malloc((size_t)n * sizeof *r->prompt_ids)))
+/* A list of token ids, each a whole number >= 0: 0 with *ids malloc'd (NULL when empty). */
+static int read_ids(const cJSON *a, const char *name, int **ids, int *n, char *why, size_t cap) {
+  *ids = NULL, *n = 0;
+  if (!cJSON_IsArray(a)) return bad(why, cap, "%s: expected a list of token ids", name);
+  int count = cJSON_GetArraySize(a);
+  if (count > 0 && !(*ids = malloc((size_t)count * sizeof **ids)))
     return bad(why, cap, "out of memory");
   const cJSON *id;
-  cJSON_ArrayForEach(id, p) {
+  cJSON_ArrayForEach(id, a) {
     double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
     if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
-      return bad(why, cap, "prompt[%d]: expected a token id (a whole number >= 0)",
-                 r->n_prompt_ids);
-    r->prompt_ids[r->n_prompt_ids++] = (int)v;
+      return bad(why, cap, "%s[%d]: expected a token id (a whole number >= 0)", name, *n);
+    (*ids)[(*n)++] = (int)v;
   }
   return 0;
 }
@@ -113,6 +106,19 @@ static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t
   if (!v || cJSON_IsNull(v)) return dflt;
   if (!cJSON_IsBool(v)) return bad(why, cap, "%s: expected true or false", name);
   return cJSON_IsTrue(v);
+}
+
+static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+  /* a list of one string is the string (the OpenAI client's batch form) */
+  if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+  if (cJSON_IsString(p)) {
+    r->prompt = p->valuestring;
+    return 0;
+  }
+  if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
+    return bad(why, cap, "prompt: expected a string or a non-empty list of token ids");
+  return read_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, cap);
 }
 
 static int read_stop(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -175,12 +181,10 @@ static int read_logprobs(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     if (given) r->top_logprobs = n;
     return 0;
   }
-  const cJSON *on = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
-  if (on && !cJSON_IsNull(on) && !cJSON_IsBool(on))
-    return bad(why, cap, "logprobs: expected true or false");
-  if ((given = small_count(root, "top_logprobs", &n, why, cap)) < 0) return -1;
-  if (given && !cJSON_IsTrue(on)) return bad(why, cap, "top_logprobs: needs \"logprobs\": true");
-  if (cJSON_IsTrue(on)) r->top_logprobs = n;
+  int on = flag(root, "logprobs", 0, why, cap);
+  if (on < 0 || (given = small_count(root, "top_logprobs", &n, why, cap)) < 0) return -1;
+  if (given && !on) return bad(why, cap, "top_logprobs: needs \"logprobs\": true");
+  if (on) r->top_logprobs = n;
   return 0;
 }
 
@@ -227,11 +231,7 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
     return bad(why, cap, "n: only 1 choice per request");
   if (read_logprobs(root, r, why, cap) != 0) return -1;
-  const cJSON *stream = cJSON_GetObjectItemCaseSensitive(root, "stream");
-  if (stream && !cJSON_IsNull(stream) && !cJSON_IsBool(stream))
-    return bad(why, cap, "stream: expected true or false");
-  r->stream = cJSON_IsTrue(stream);
-  return 0;
+  return (r->stream = flag(root, "stream", 0, why, cap)) < 0 ? -1 : 0;
 }
 
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
@@ -249,23 +249,6 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
     rc = read_numbers(root, r, why, cap);
   if (rc) mkc_api_req_free(r);
   return rc;
-}
-
-/* A list of token ids, each a whole number >= 0: 0 with *ids malloc'd (NULL when empty). */
-static int read_ids(const cJSON *a, const char *name, int **ids, int *n, char *why, size_t cap) {
-  *ids = NULL, *n = 0;
-  if (!cJSON_IsArray(a)) return bad(why, cap, "%s: expected a list of token ids", name);
-  int count = cJSON_GetArraySize(a);
-  if (count > 0 && !(*ids = malloc((size_t)count * sizeof **ids)))
-    return bad(why, cap, "out of memory");
-  const cJSON *id;
-  cJSON_ArrayForEach(id, a) {
-    double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
-    if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
-      return bad(why, cap, "%s[%d]: expected a token id", name, *n);
-    (*ids)[(*n)++] = (int)v;
-  }
-  return 0;
 }
 
 /* ollama's /api/generate: prompt, system, raw and context. */
