@@ -24,6 +24,8 @@
 #include "loaded.h"
 #include "serve/api.h"
 #include "serve/http.h"
+#include "run_batch.h"
+#include "serve.h"
 #include "serve_answer.h"
 #include "tokenizer/tokenizer.h"
 #include "util/version.h"
@@ -59,215 +61,34 @@ static const char USAGE[] =
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
 
-#define MAX_BODY (8u << 20)
-#define READ_TIMEOUT_S 30
-
-typedef struct server {
-  const mkc_cli *c;
-  mkc_loaded_model *m;
-  mkc_drafter *drafter;
-  int draft_layers;  /* in the kernel (--rounds with --draft-layers) */
-  int family;        /* the chat template's, or -1: chat requests refused */
-  const char *name;  /* the model's, as /v1/models lists it */
-  mkc_sampling base; /* the command's sampling options */
-  int fixed_seed;    /* --seed given: every request without a seed uses it */
-  int *held;         /* the tokens the session has read, in order */
-  int n_held, n_valid;
-  long requests;
-} server;
-
-/* Why generation ended, for the log. */
-static const char *stopped(const mkc_answer *g, const mkc_decode_stats *st, int interrupted,
-                           int full) {
-  return g->gone                ? "the client went away"
-         : interrupted          ? "interrupted (Ctrl-C)"
-         : g->eog               ? "end of generation"
-         : g->hit_stop          ? "a stop string"
-         : st->ctx_full || full ? "context full"
-                                : "max_tokens reached";
-}
-
-/* Whether each of ids[0..n) (the request's `what`) is in the vocabulary: 1, or 0 with the 400
- * message naming the first that is not. */
-static int in_vocab(const int *ids, int n, int vocab, const char *what, char *why, size_t cap) {
-  for (int i = 0; i < n; i++)
-    if (ids[i] >= vocab) {
-      snprintf(why, cap, "%s[%d]: token %d is outside the vocabulary (0..%d)", what, i, ids[i],
-               vocab - 1);
-      return 0;
-    }
-  return 1;
-}
-
-/* The prompt's tokens for the request, or NULL with the 400 message. */
-static int *prompt_of(const server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
-  const mkc_tokenizer *tok = sv->m->file.tok;
-  const int vocab = sv->m->g.vocab;
-  *n = 0;
-  if (r->prompt_ids) {
-    if (!in_vocab(r->prompt_ids, r->n_prompt_ids, vocab, "prompt", why, cap)) return NULL;
-    int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
-    if (!ids) {
-      snprintf(why, cap, "out of memory");
-      return NULL;
-    }
-    memcpy(ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof *ids);
-    *n = r->n_prompt_ids;
-    return ids;
-  }
-  if (!tok) {
-    snprintf(why, cap,
-             r->ollama ? "%s has no tokenizer: ollama's API needs one (POST /v1/completions takes "
-                         "token ids)"
-                       : "%s has no tokenizer: give the prompt as token ids ([1, 2, 3])",
-             sv->name);
-    return NULL;
-  }
-  char *text = NULL;
-  if (r->chat) {
-    if (sv->family < 0) {
-      snprintf(why, cap,
-               "%s's chat template is not one mkc knows: start the server with --chat-template "
-               "NAME (%s)",
-               sv->name, mkc_chat_family_names());
-      return NULL;
-    }
-    /* system first if at all, then user and assistant by turns, ending with the user */
-    int first = strcmp(r->msgs[0].role, "system") == 0;
-    for (int i = first; i < r->n_msgs; i++)
-      if (strcmp(r->msgs[i].role, (i - first) % 2 ? "assistant" : "user") != 0) {
-        snprintf(why, cap,
-                 "messages[%d]: expected %s message (a system message first if any, then "
-                 "user and assistant by turns)",
-                 i, (i - first) % 2 ? "an assistant" : "a user");
-        return NULL;
-      }
-    if ((r->n_msgs - first) % 2 == 0) {
-      snprintf(why, cap, "messages: the last message must be the user's");
-      return NULL;
-    }
-    text = mkc_chat_render(sv->family, r->msgs, r->n_msgs, 1);
-    if (!text) {
-      snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
-               mkc_chat_family_name(sv->family));
-      return NULL;
-    }
-  } else if (r->ollama && !r->raw && sv->family >= 0) {
-    /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
-    mkc_chat_msg msgs[2] = {{"system", r->system}, {"user", r->prompt}};
-    text = mkc_chat_render(sv->family, msgs + !r->system, 1 + !!r->system, 1);
-    if (!text) {
-      snprintf(why, cap, "the %s template cannot render the prompt (the server's log says why)",
-               mkc_chat_family_name(sv->family));
-      return NULL;
-    }
-  } else if (r->system && !r->raw) {
-    snprintf(why, cap, "system: %s has no chat template to put it in", sv->name);
-    return NULL;
-  } else if (!(text = strdup(r->prompt))) {
-    snprintf(why, cap, "out of memory");
-    return NULL;
-  }
-  /* ollama's context: the tokens of an earlier answer, which this prompt continues */
-  if (!in_vocab(r->context, r->n_context, vocab, "context", why, cap)) {
-    free(text);
-    return NULL;
-  }
-  int *ids = NULL;
-  int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
-                                    !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
-  free(text);
-  *n = n_text + r->n_context;
-  int *all = n_text >= 0 && *n > 0 ? malloc((size_t)*n * sizeof *all) : NULL;
-  if (all && r->n_context) memcpy(all, r->context, (size_t)r->n_context * sizeof *all);
-  if (all && n_text > 0) memcpy(all + r->n_context, ids, (size_t)n_text * sizeof *all);
-  free(ids);
-  if (!all) {
-    snprintf(why, cap,
-             n_text < 0 ? "the prompt could not be tokenized (the server's log says why)"
-             : *n == 0  ? "the prompt is empty: at least one token is needed"
-                        : "out of memory");
-    return NULL;
-  }
-  return all;
-}
-
-/* A seed for a request that gives none: the command's --seed, else a new one. */
-static void draw_seed(const server *sv, mkc_sampling *o) {
-  if (sv->fixed_seed) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  unsigned long long s = ((unsigned long long)ts.tv_sec * 1000000007ull) ^
-                         (unsigned long long)ts.tv_nsec ^ ((unsigned long long)sv->requests << 40);
-  o->seed_lo = (unsigned)s;
-  o->seed_hi = (unsigned)(s >> 32);
-}
-
 /* An error answer in the request's API's shape. */
 static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
   (r->ollama ? mkc_respond_ollama_error : mkc_respond_error)(fd, status, msg);
 }
 
-/* Decodes a completion or chat request and answers it: 0, or -1 when the
- * server must stop (a backend failure, Ctrl-C). */
-static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) {
-  char why[400];
+/* Decodes a completion or chat request on the session and answers it: one
+ * request at a time, the session's cache kept for the next. */
+static int complete(mkc_server *sv, mkc_serve_job *j) {
   const mkc_tokenizer *tok = sv->m->file.tok;
-  if (!tok && r->n_stop) {
-    refuse(r, fd, 400, "stop: strings need a model with a tokenizer (this one answers ids)");
-    return 0;
-  }
-  int n_prompt;
-  int *prompt = prompt_of(sv, r, &n_prompt, why, sizeof why);
-  if (!prompt) {
-    refuse(r, fd, 400, why);
-    return 0;
-  }
-  int max_ctx = sv->m->g.max_ctx;
-  if (n_prompt > max_ctx) {
-    snprintf(why, sizeof why,
-             "the prompt is %d tokens but the context holds %d (start the server with a larger "
-             "--ctx)",
-             n_prompt, max_ctx);
-    free(prompt);
-    refuse(r, fd, 400, why);
-    return 0;
-  }
-  if (r->top_logprobs >= 0 && (r->stream || sv->c->rounds > 1)) {
-    refuse(r, fd, 400,
-           r->stream ? "logprobs come with whole answers: not with \"stream\": true"
-                     : "logprobs: not on a server started with --rounds (a launch of "
-                       "rounds keeps only its last round's)");
-    free(prompt);
-    return 0;
-  }
-  mkc_sampling o = mkc_api_sampling(r, sv->base);
-  /* the kernel computes them when asked for at least one (the token's own comes with it) */
-  o.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
-  if (!r->have_seed) draw_seed(sv, &o);
-  if (mkc_sampling_check(&o) != 0 || mkc_session_set_sampling(sv->m->s, &o) != 0) {
-    free(prompt);
+  const mkc_api_req *r = &j->r;
+  int fd = j->fd, n_prompt = j->n_prompt, n_gen = j->n_gen, *prompt = j->prompt;
+  if (mkc_session_set_sampling(sv->m->s, &j->opt) != 0) {
     refuse(r, fd, 400, "the sampling options were refused (the server's log says why)");
     return 0;
   }
-  int room = max_ctx - n_prompt + 1;
-  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
-  int n_gen = limit < 0 || limit > room ? room : limit;
-  mkc_answer g;
-  int opened = mkc_answer_open(&g, r, fd, tok, sv->name, sv->requests, n_gen) == 0;
+  mkc_answer *g = &j->g;
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   int *held = realloc(sv->held, (size_t)(n_prompt + n_gen + 1) * sizeof *held);
   if (held) sv->held = held;
-  if (!opened || !out || !held) {
-    if (opened) mkc_answer_close(&g);
-    free(out), free(prompt);
+  if (!out || !held) {
+    free(out);
     refuse(r, fd, 500, "out of memory");
     return 0;
   }
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
-  if (r->stream) mkc_answer_stream_start(&g);
+  if (r->stream) mkc_answer_stream_start(g);
   int eog_ids[MKC_ROUND_STOPS],
       n_eog = tok ? mkc_tokenizer_eog_ids(tok, eog_ids, MKC_ROUND_STOPS) : 0;
   if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
@@ -281,46 +102,64 @@ static int complete(server *sv, int fd, const mkc_api_req *r, const char *path) 
                        .n_stop_ids = n_eog,
                        .on_token = mkc_answer_on_token,
                        .on_logprobs = mkc_answer_on_logprobs,
-                       .ctx = &g,
+                       .ctx = g,
                        .interrupted = &mkc_interrupted};
   mkc_decode_stats st;
   int rc =
-      g.gone ? 0
-             : mkc_decode_more(sv->m->s, &sv->m->g, prompt, n_prompt, cached, n_gen, &d, out, &st);
-  if (g.gone) memset(&st, 0, sizeof st);
+      g->gone ? 0
+              : mkc_decode_more(sv->m->s, &sv->m->g, prompt, n_prompt, cached, n_gen, &d, out, &st);
+  if (g->gone) memset(&st, 0, sizeof st);
   /* what the session holds now: the prompt as far as it got, then the answer but its last token */
   memcpy(held, prompt, (size_t)n_prompt * sizeof *held);
   memcpy(held + n_prompt, out, (size_t)(rc == 0 ? st.generated : 0) * sizeof *held);
   int pos = mkc_session_pos(sv->m->s);
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
-  sv->n_valid = rc != 0 || g.gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
-  if (rc == 0) mkc_answer_flush(&g);
-  g.context = held, g.n_context = sv->n_held;
+  sv->n_valid = rc != 0 || g->gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
+  if (rc == 0) mkc_answer_flush(g);
+  g->context = held, g->n_context = sv->n_held;
   int interrupted = mkc_interrupted;
   if (rc != 0) {
     if (!r->stream) refuse(r, fd, 500, "decoding failed (the server's log says why)");
   } else if (r->stream) {
-    mkc_answer_stream_end(&g, n_prompt, n_prompt - st.fed, &st);
+    mkc_answer_stream_end(g, n_prompt, n_prompt - st.fed, &st);
   } else {
-    mkc_answer_respond(&g, n_prompt, n_prompt - st.fed, &st);
+    mkc_answer_respond(g, n_prompt, n_prompt - st.fed, &st);
   }
-  if (rc == 0) {
-    double gen_s = st.seconds - st.prompt_seconds;
-    fprintf(stderr,
-            "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
-            "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
-            path, n_prompt, n_prompt - st.fed, st.prompt_seconds, g.n_ids, gen_s,
-            st.generated > 1 && gen_s > 0 ? st.generated / gen_s : 0.0, st.drafted, st.accepted,
-            stopped(&g, &st, interrupted, n_gen == room));
+  if (rc == 0)
+    mkc_serve_job_log(j, &st, n_prompt - st.fed,
+                      mkc_serve_stopped(g, interrupted, st.ctx_full || n_gen == j->room));
+  free(out);
+  return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
+}
+
+/* A completion or chat request: refused, decoded now, or (--parallel) queued
+ * on the slots, the job then owning the connection. */
+static int generate(mkc_server *sv, int fd, mkc_api_req *r, const char *path, const char *cors) {
+  char why[400];
+  mkc_serve_job *j = malloc(sizeof *j);
+  if (!j) {
+    refuse(r, fd, 500, "out of memory");
+    mkc_api_req_free(r);
+    return MKC_SERVE_DONE;
   }
-  mkc_answer_close(&g);
-  free(out), free(prompt);
-  return rc != 0 || interrupted ? -1 : 0;
+  int status = mkc_serve_job_open(sv, j, r, fd, path, why, sizeof why);
+  if (status) {
+    refuse(&j->r, fd, status, why);
+    mkc_serve_job_close(j);
+    free(j);
+    return MKC_SERVE_DONE;
+  }
+  snprintf(j->cors, sizeof j->cors, "%s", cors);
+  if (sv->sched) return mkc_serve_slots_add(sv, j) == 0 ? MKC_SERVE_KEPT : MKC_SERVE_DONE;
+  int rc = complete(sv, j);
+  mkc_serve_job_close(j);
+  free(j);
+  return rc;
 }
 
 /* ---- the connection ---- */
 
-static int list_models(server *sv, int fd) {
+static int list_models(mkc_server *sv, int fd) {
   cJSON *o = cJSON_CreateObject(), *m = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "object", "list");
   cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "data"), m);
@@ -333,7 +172,7 @@ static int list_models(server *sv, int fd) {
 }
 
 /* llama-server's /tokenize and /detokenize, with the model's tokenizer. */
-static void tokens(server *sv, int fd, const mkc_http_req *req, int detokenize) {
+static void tokens(mkc_server *sv, int fd, const mkc_http_req *req, int detokenize) {
   char why[200];
   const mkc_tokenizer *tok = sv->m->file.tok;
   mkc_api_tokens t;
@@ -382,7 +221,7 @@ static void tokens(server *sv, int fd, const mkc_http_req *req, int detokenize) 
 }
 
 /* ollama's answer to a generate with no prompt: the model is loaded. */
-static void ollama_loaded(const server *sv, int fd) {
+static void ollama_loaded(const mkc_server *sv, int fd) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "model", sv->name);
   cJSON_AddStringToObject(o, "response", "");
@@ -392,7 +231,7 @@ static void ollama_loaded(const server *sv, int fd) {
 }
 
 /* ollama's tags (the models it has: this one), show (what it is) and version. */
-static void ollama_info(const server *sv, int fd, const char *what) {
+static void ollama_info(const mkc_server *sv, int fd, const char *what) {
   const char *arch =
       sv->c->model_path && sv->m->file.desc.arch[0] ? sv->m->file.desc.arch : "llama";
   cJSON *o = cJSON_CreateObject(), *details = cJSON_CreateObject();
@@ -420,39 +259,16 @@ static void ollama_info(const server *sv, int fd, const char *what) {
   mkc_respond_json(fd, 200, o);
 }
 
-/* Reads one request from fd and answers it: 0, or -1 when the server must stop. */
-static int serve_one(server *sv, int fd) {
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap), why[400];
+int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
+  char why[400];
   mkc_http_req req;
-  long got = 0;
-  while (buf && (got = mkc_http_parse(buf, n, MAX_BODY, &req, why, sizeof why)) == 0) {
-    if (n == cap) {
-      char *b = realloc(buf, cap *= 2);
-      if (!b) break;
-      buf = b;
-    }
-    ssize_t r = recv(fd, buf + n, cap - n, 0);
-    if (r < 0 && errno == EINTR && !mkc_interrupted) continue;
-    if (r <= 0) { /* gone, timed out, or Ctrl-C */
-      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        mkc_respond_error(fd, 408, "the request did not arrive in time");
-      free(buf);
-      return mkc_interrupted ? -1 : 0;
-    }
-    n += (size_t)r;
-  }
-  if (!buf || got == 0) {
-    free(buf);
-    mkc_respond_error(fd, 500, "out of memory");
-    return 0;
-  }
-  if (got < 0) {
-    mkc_respond_error(fd, (int)-got, why);
-    fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", (int)-got, mkc_http_reason((int)-got),
-            why);
-    free(buf);
-    return 0;
+  long got = mkc_http_parse(buf, n, MKC_SERVE_MAX_BODY, &req, why, sizeof why);
+  if (got <= 0) { /* the loop routes only whole requests and refusals */
+    int status = got < 0 ? (int)-got : 400;
+    if (got == 0) snprintf(why, sizeof why, "the request ended before its end");
+    mkc_respond_error(fd, status, why);
+    fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", status, mkc_http_reason(status), why);
+    return MKC_SERVE_DONE;
   }
   sv->requests++;
   int rc = 0, post = strcmp(req.method, "POST") == 0, get = strcmp(req.method, "GET") == 0;
@@ -464,11 +280,10 @@ static int serve_one(server *sv, int fd) {
              "the origin %s is not this machine's: a page elsewhere may not use the model",
              req.origin);
     mkc_respond_error(fd, 403, why);
-    free(buf);
-    return 0;
+    return MKC_SERVE_DONE;
   }
   int preflight = strcmp(req.method, "OPTIONS") == 0; /* a browser's, before its request */
-  char cors[512];
+  char cors[MKC_SERVE_CORS_MAX];
   snprintf(cors, sizeof cors, "%s%s%s%s", req.origin[0] ? "Access-Control-Allow-Origin: " : "",
            req.origin, req.origin[0] ? "\r\nVary: Origin\r\n" : "",
            preflight ? "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
@@ -486,10 +301,8 @@ static int serve_one(server *sv, int fd) {
       mkc_respond_error(fd, 405, "use POST");
     else if (mkc_api_parse(req.body, req.body_len, chat, &r, why, sizeof why) != 0)
       mkc_respond_error(fd, 400, why);
-    else {
-      rc = complete(sv, fd, &r, p);
-      mkc_api_req_free(&r);
-    }
+    else
+      rc = generate(sv, fd, &r, p, cors);
   } else if (strcmp(p, "/api/chat") == 0 || strcmp(p, "/api/generate") == 0) {
     mkc_api_req r;
     int is_chat = p[5] == 'c';
@@ -498,11 +311,12 @@ static int serve_one(server *sv, int fd) {
     else if (mkc_api_parse_ollama(req.body, req.body_len, is_chat, &r, why, sizeof why) != 0)
       mkc_respond_ollama_error(fd, 400, why);
     else {
-      if (!is_chat && !*r.prompt && !r.n_context) /* ollama's way to load a model: it is */
+      if (!is_chat && !*r.prompt && !r.n_context) { /* ollama's way to load a model: it is */
         ollama_loaded(sv, fd);
-      else
-        rc = complete(sv, fd, &r, p);
-      mkc_api_req_free(&r);
+        mkc_api_req_free(&r);
+      } else {
+        rc = generate(sv, fd, &r, p, cors);
+      }
     }
   } else if (strcmp(p, "/api/tags") == 0 || strcmp(p, "/api/show") == 0 ||
              strcmp(p, "/api/version") == 0) {
@@ -531,21 +345,7 @@ static int serve_one(server *sv, int fd) {
     mkc_respond_error(fd, 404, why);
   }
   mkc_http_extra_headers(NULL);
-  free(buf);
   return rc;
-}
-
-/* Closes a connection after its answer: the client's unread bytes (a body
- * refused before it was read) are drained first, for a while, since closing
- * on them would reset the connection and could lose the answer. */
-static void linger_close(int fd) {
-  shutdown(fd, SHUT_WR);
-  struct timeval tv = {.tv_usec = 200 * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  char sink[16384];
-  for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, 0) > 0; i++) {
-  }
-  close(fd);
 }
 
 /* A listening socket on host:port, its port in *bound. -1 after a message. */
@@ -602,6 +402,42 @@ static const char *model_name(const mkc_cli *c, const mkc_loaded_model *m, char 
   return slash && slash[1] ? slash + 1 : buf;
 }
 
+/* --parallel N: the slot kernel's flags, and what it cannot do. */
+static int parallel_flags(mkc_cli *c) {
+  if (!c->slots) return 0;
+  const char *no = c->draft_model_path ? "-md (a draft model)"
+                   : c->draft_layers   ? "--draft-layers"
+                   : c->rounds > 1     ? "--rounds"
+                   : c->draft_adaptive ? "--draft-adaptive"
+                                       : NULL;
+  if (no)
+    return mkc_cli_usage_error_in("serve",
+                                  "serve: --parallel drafts by prompt lookup "
+                                  "(--draft-max K): not with %s",
+                                  no);
+  return mkc_slot_kernel_flags(c, c->slots, "serve --parallel");
+}
+
+/* The session, or with --parallel the slot pool and its scheduler. 0 or -1. */
+static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
+  mkc_loaded_model *m = sv->m;
+  if (!c->slots) {
+    if (mkc_loaded_start(c, m) != 0 || (!sv->draft_layers && mkc_draft_source_start(c, m, ds) != 0))
+      return -1;
+    sv->drafter = ds->drafter;
+    return 0;
+  }
+  static int stops[MKC_ROUND_STOPS];
+  int n_stops = m->file.tok ? mkc_tokenizer_eog_ids(m->file.tok, stops, MKC_ROUND_STOPS) : 0;
+  if (n_stops > MKC_ROUND_STOPS) n_stops = MKC_ROUND_STOPS;
+  mkc_batch_opts o = {.drafts = c->draft_max, .stops = stops, .n_stops = n_stops};
+  if (mkc_loaded_weights(c, m) != 0 ||
+      !(sv->slots = mkc_slots_open(mkc_loaded_backend(c), &m->g, &m->src, &m->w, c->blocks)) ||
+      !(sv->sched = mkc_sched_open(sv->slots, &o)))
+    return -1;
+  return 0;
+}
+
 int mkc_cmd_serve(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .port = 8080};
   int rc = mkc_cli_parse(argc, argv, 2,
@@ -609,11 +445,13 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
                          "--dequant --ubatch --chat-template --top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                         "--draft-layers -md --rounds --host --port",
+                         "--draft-layers -md --rounds --host --port --slots --kv-pages",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
-  server sv = {.c = &c, .family = -1, .fixed_seed = c.have_sample_seed};
+  int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */
+  if ((rc = parallel_flags(&c))) return rc;
+  mkc_server sv = {.c = &c, .family = -1, .fixed_seed = c.have_sample_seed};
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sv.base, &seed))) return rc;
   mkc_loaded_model m;
@@ -622,7 +460,8 @@ int mkc_cmd_serve(int argc, char **argv) {
   rc = 1;
   sv.m = &m;
   sv.draft_layers = mkc_draft_layers_in_kernel(&c);
-  if (mkc_loaded_plan(&c, &m) != 0 || (!sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if (mkc_loaded_plan(&c, &m) != 0 ||
+      (!c.slots && !sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   char name[256];
   sv.name = model_name(&c, &m, name, sizeof name);
@@ -638,33 +477,28 @@ int mkc_cmd_serve(int argc, char **argv) {
             "--chat-template NAME)\n",
             sv.name, m.file.chat_template ? "not one mkc knows" : "missing");
   if ((fd = listen_on(c.host ? c.host : "127.0.0.1", c.port, &port)) < 0) goto done;
-  if (mkc_loaded_start(&c, &m) != 0 ||
-      (!sv.draft_layers && mkc_draft_source_start(&c, &m, &ds) != 0))
-    goto done;
-  sv.drafter = ds.drafter;
+  c.draft_max = drafts;
+  if (start(&c, &sv, &ds) != 0) goto done;
   mkc_interrupt_install_term();
-  fprintf(stderr, "mkc: serving %s (%s backend, context %d%s%s) on http://%s:%d; Ctrl-C stops\n",
-          sv.name, mkc_session_backend(m.s), m.g.max_ctx, sv.family >= 0 ? ", chat template " : "",
+  char how[96] = "";
+  if (c.slots) snprintf(how, sizeof how, ", %d requests at once", c.slots);
+  fprintf(stderr, "mkc: serving %s (%s backend, context %d%s%s%s) on http://%s:%d; Ctrl-C stops\n",
+          sv.name, sv.slots ? mkc_slots_describe(sv.slots) : mkc_session_backend(m.s), m.g.max_ctx,
+          how, sv.family >= 0 ? ", chat template " : "",
           sv.family >= 0 ? mkc_chat_family_name(sv.family) : "", c.host ? c.host : "127.0.0.1",
           port);
-  while (!mkc_interrupted) {
-    int conn = accept(fd, NULL, NULL);
-    if (conn < 0) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
-      goto done;
-    }
-    struct timeval tv = {.tv_sec = READ_TIMEOUT_S};
-    setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    int stop = serve_one(&sv, conn);
-    linger_close(conn);
-    if (stop && !mkc_interrupted) goto done; /* the backend failed */
-  }
-  fprintf(stderr, "mkc: stopped serving after %ld requests\n", sv.requests);
+  if (mkc_serve_loop(&sv, fd) != 0) goto done;
+  if (sv.sched)
+    fprintf(stderr, "mkc: stopped serving after %ld requests; at most %d decoded together\n",
+            sv.requests, mkc_sched_stats(sv.sched)->most_busy);
+  else
+    fprintf(stderr, "mkc: stopped serving after %ld requests\n", sv.requests);
   rc = 0;
 done:
   if (fd >= 0) close(fd);
   free(sv.held);
+  mkc_sched_close(sv.sched);
+  mkc_slots_close(sv.slots);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   return rc;

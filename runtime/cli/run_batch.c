@@ -104,38 +104,47 @@ static void print_completion(const mkc_tokenizer *tok, const mkc_batch_seq *q) {
   printf("\n");
 }
 
-int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long long seed) {
-  mkc_cli c = *cli;
-  int slots = c.slots ? c.slots : DEFAULT_SLOTS, k = c.draft_max;
+int mkc_slot_kernel_flags(mkc_cli *c, int slots, const char *cmd) {
+  int k = c->draft_max;
   /* the kernel's rows: every slot's last token and drafts in one step; past MKC_T_CAP a wide
    * step, on the tiled path (templates/slots.cuh), whose prompt chunks must hold those rows */
   int rows = slots * (k + 1);
-  if (rows > MKC_CHUNK_CAP || (c.ubatch && c.ubatch < rows && rows > MKC_T_CAP)) {
+  if (rows > MKC_CHUNK_CAP || (c->ubatch && c->ubatch < rows && rows > MKC_T_CAP)) {
     char msg[200];
     snprintf(msg, sizeof msg,
-             "run --batch: %d slots of 1 + %d drafts are more than the %d rows a step takes; "
+             "%s: %d slots of 1 + %d drafts are more than the %d rows a step takes; "
              "lower --slots or --draft-max%s",
-             slots, k, rows > MKC_CHUNK_CAP ? MKC_CHUNK_CAP : c.ubatch,
+             cmd, slots, k, rows > MKC_CHUNK_CAP ? MKC_CHUNK_CAP : c->ubatch,
              rows > MKC_CHUNK_CAP ? "" : ", or raise --ubatch");
     return mkc_cli_usage_error("%s", msg);
   }
-  if (rows > MKC_T_CAP && c.max_ctx && c.max_ctx < rows) { /* a wide step's rows are a chunk's */
+  if (rows > MKC_T_CAP && c->max_ctx && c->max_ctx < rows) { /* a wide step's rows are a chunk's */
     char msg[200];
     snprintf(msg, sizeof msg,
-             "run --batch: %d slots of 1 + %d drafts make steps of %d rows, more than the %d "
+             "%s: %d slots of 1 + %d drafts make steps of %d rows, more than the %d "
              "positions of --ctx; lower --slots or --draft-max, or raise --ctx",
-             slots, k, rows, c.max_ctx);
+             cmd, slots, k, rows, c->max_ctx);
     return mkc_cli_usage_error("%s", msg);
   }
-  c.slots = slots;
-  c.draft_max = (rows < MKC_T_CAP ? rows : MKC_T_CAP) - 1;
-  c.step_rows = rows;
-  if (!c.ubatch && rows > 128) c.ubatch = rows; /* past codegen's default chunk (--ubatch) */
-  if (!c.kv_pages) c.kv_pages = -1;             /* paged: the bytes held follow the tokens */
+  c->slots = slots;
+  c->draft_max = (rows < MKC_T_CAP ? rows : MKC_T_CAP) - 1;
+  c->step_rows = rows;
+  if (!c->ubatch && rows > 128) c->ubatch = rows; /* past codegen's default chunk (--ubatch) */
+  if (!c->kv_pages) c->kv_pages = -1;             /* paged: the bytes held follow the tokens */
+  return 0;
+}
+
+int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long long seed) {
+  mkc_cli c = *cli;
+  int k = c.draft_max,
+      rc = mkc_slot_kernel_flags(&c, c.slots ? c.slots : DEFAULT_SLOTS, "run --batch");
+  if (rc) return rc;
+  int slots = c.slots;
   mkc_loaded_model m;
   mkc_batch_seq *seqs = NULL;
   mkc_slots *p = NULL;
-  int n = 0, rc = 1;
+  int n = 0;
+  rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0 || !(seqs = read_prompts(&c, &m, &n))) goto done;
   /* tokens per line: -n, else to the end of generation (-m) or 16 */
   int n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);

@@ -202,6 +202,8 @@ int mkc_answer_on_token(void *ctx, int id) {
   if (append(g, buf, n) != 0) return 1;
   g->hit_stop = cut_at_stop(g, from);
   stream_out(g, 0);
+  /* a whole answer writes nothing until its end: the client's hang-up is seen here */
+  if (!g->r->stream && mkc_http_peer_gone(g->fd)) g->gone = 1;
   return g->hit_stop || g->gone;
 }
 

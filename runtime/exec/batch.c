@@ -9,13 +9,24 @@
 #include "util/clock.h"
 
 typedef struct busy {
-  int seq;   /* the sequence in the slot, -1: free */
-  int fed;   /* its prompt tokens the cache holds */
-  int last;  /* its last emitted token, once the prompt is in */
-  int *hist; /* prompt then generated: prompt lookup's history */
+  mkc_batch_seq *q; /* the sequence in the slot, NULL: free */
+  int fed;          /* its prompt tokens the cache holds */
+  int last;         /* its last emitted token, once the prompt is in */
+  int *hist;        /* prompt then generated: prompt lookup's history */
   int n_hist;
   int in[MKC_CHUNK_CAP], n_in, n_fixed; /* this step's inputs */
 } busy;
+
+struct mkc_sched {
+  mkc_slots *p;
+  mkc_batch_opts o;
+  busy *bs;
+  int slots, share, paged;
+  mkc_batch_seq **queue; /* waiting for a slot: queue[head..n_queue) */
+  int head, n_queue, cap_queue;
+  long taken; /* sequences taken from the queue so far */
+  mkc_batch_stats st;
+};
 
 static int stops_at(const mkc_batch_opts *o, int id) {
   for (int i = 0; i < o->n_stops; i++)
@@ -23,49 +34,49 @@ static int stops_at(const mkc_batch_opts *o, int id) {
   return 0;
 }
 
-static int start(mkc_slots *p, busy *b, int slot, mkc_batch_seq *q, int seq, int max_ctx,
-                 long *shared_out) {
+/* The slot takes q: its history, sampler and, paged, the shared first pages. */
+static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number) {
+  int max_ctx = mkc_slots_graph(sc->p)->max_ctx;
   if (q->n_prompt < 1 || q->n_prompt > max_ctx) {
-    fprintf(stderr, "mkc: error: sequence %d: a prompt of %d tokens (the context holds %d)\n",
-            seq + 1, q->n_prompt, max_ctx);
+    fprintf(stderr, "mkc: error: sequence %ld: a prompt of %d tokens (the context holds %d)\n",
+            number, q->n_prompt, max_ctx);
     return -1;
   }
   int cap = q->n_predict >= 0 ? q->n_predict : max_ctx;
   q->out = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *q->out);
   b->hist = malloc((size_t)(q->n_prompt + cap + 1) * sizeof *b->hist);
   if (!q->out || !b->hist) {
-    fprintf(stderr, "mkc: error: out of memory for sequence %d\n", seq + 1);
+    fprintf(stderr, "mkc: error: out of memory for a sequence of %d tokens\n", q->n_prompt + cap);
     return -1;
   }
   memcpy(b->hist, q->prompt, (size_t)q->n_prompt * sizeof *b->hist);
   b->n_hist = q->n_prompt;
-  b->seq = seq;
+  b->q = q;
   b->fed = 0;
-  q->n_out = 0;
-  q->stopped = MKC_BATCH_RUNNING;
+  q->t_start = mkc_seconds();
   if (q->n_predict == 0) q->stopped = MKC_BATCH_BUDGET;
-  if (mkc_slots_clear(p, slot) != 0 || mkc_slots_set_sampling(p, slot, &q->opt) != 0) return -1;
+  if (mkc_slots_clear(sc->p, slot) != 0 || mkc_slots_set_sampling(sc->p, slot, &q->opt) != 0)
+    return -1;
   /* paged: the prompt's first pages another slot holds are shared, not fed again */
   int shared =
-      q->stopped == MKC_BATCH_RUNNING ? mkc_slots_share(p, slot, q->prompt, q->n_prompt) : 0;
+      q->stopped == MKC_BATCH_RUNNING ? mkc_slots_share(sc->p, slot, q->prompt, q->n_prompt) : 0;
   if (shared < 0) return -1;
-  b->fed = shared;
-  *shared_out += shared;
+  b->fed = q->shared = shared;
+  sc->st.shared += shared;
   return 0;
 }
 
 /* Whether q should wait for a slot still feeding a prompt that starts as
  * q's does: once that slot's pages of the common start are full, q shares
  * them (mkc_slots_share) instead of computing them again. */
-static int waits_for_prefix(const busy *bs, int slots, const mkc_batch_seq *seqs,
-                            const mkc_batch_seq *q) {
-  for (int s = 0; s < slots; s++) {
-    if (bs[s].seq < 0) continue;
-    const mkc_batch_seq *o = &seqs[bs[s].seq];
-    if (o->stopped != MKC_BATCH_RUNNING || bs[s].fed >= o->n_prompt) continue;
+static int waits_for_prefix(const mkc_sched *sc, const mkc_batch_seq *q) {
+  for (int s = 0; s < sc->slots; s++) {
+    const busy *b = &sc->bs[s];
+    const mkc_batch_seq *o = b->q;
+    if (!o || o->stopped != MKC_BATCH_RUNNING || b->fed >= o->n_prompt) continue;
     int common = 0, most = q->n_prompt - 1 < o->n_prompt ? q->n_prompt - 1 : o->n_prompt;
     while (common < most && q->prompt[common] == o->prompt[common]) common++;
-    if (bs[s].fed < common / MKC_KV_PAGE * MKC_KV_PAGE) return 1;
+    if (b->fed < common / MKC_KV_PAGE * MKC_KV_PAGE) return 1;
   }
   return 0;
 }
@@ -90,12 +101,14 @@ static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq 
 
 /* Slot s's step is done: its prompt moves on, or its tokens are taken up to
  * a stop token, its budget, or a full context. 0, or -1 after a message. */
-static int take(mkc_slots *p, int s, busy *b, mkc_batch_seq *q, const mkc_batch_opts *o,
-                int max_ctx, mkc_batch_stats *st) {
+static int take(mkc_sched *sc, int s, busy *b) {
+  mkc_batch_seq *q = b->q;
+  mkc_batch_stats *st = &sc->st;
+  int max_ctx = mkc_slots_graph(sc->p)->max_ctx;
   mkc_step_result r;
-  mkc_slots_result(p, s, &r);
+  mkc_slots_result(sc->p, s, &r);
   if (r.status != MKC_STATUS_OK) {
-    fprintf(stderr, "mkc: error: sequence %d: the step was refused (%s)\n", b->seq + 1,
+    fprintf(stderr, "mkc: error: slot %d: the step was refused (%s)\n", s,
             mkc_status_name(r.status));
     return -1;
   }
@@ -103,12 +116,15 @@ static int take(mkc_slots *p, int s, busy *b, mkc_batch_seq *q, const mkc_batch_
   if (prompt) {
     b->fed += b->n_in;
     if (b->fed < q->n_prompt) return 0; /* the chunk's choice is not a token of the output */
+    q->t_prompt = mkc_seconds();
   } else {
     st->drafted += b->n_in - 1;
     st->accepted += r.n_accepted;
+    q->drafted += b->n_in - 1;
+    q->accepted += r.n_accepted;
   }
   for (int i = 0; i < r.n_out && q->stopped == MKC_BATCH_RUNNING; i++) {
-    if (stops_at(o, r.out[i])) {
+    if (stops_at(&sc->o, r.out[i])) {
       q->stopped = MKC_BATCH_STOP_TOKEN;
       break;
     }
@@ -120,90 +136,161 @@ static int take(mkc_slots *p, int s, busy *b, mkc_batch_seq *q, const mkc_batch_
   b->last = r.out[r.n_out - 1];
   /* the next step writes the last token's K/V at pos: it needs a free row */
   if (q->stopped == MKC_BATCH_RUNNING &&
-      (mkc_slots_pos(p, s) >= max_ctx || (q->n_predict < 0 && q->n_out >= max_ctx)))
+      (mkc_slots_pos(sc->p, s) >= max_ctx || (q->n_predict < 0 && q->n_out >= max_ctx)))
     q->stopped = MKC_BATCH_CTX;
   return 0;
 }
 
-int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts *o,
-                  mkc_batch_stats *st) {
+mkc_sched *mkc_sched_open(mkc_slots *p, const mkc_batch_opts *o) {
   const mkc_graph *g = mkc_slots_graph(p);
-  int slots = mkc_slots_count(p), next = 0, rc = 0, paged = g->kv_pages > 0;
-  /* a slot's share of a step's rows when every slot is busy: at most t_max */
-  int share = g->step_rows / slots > g->t_max ? g->t_max : g->step_rows / slots;
-  if (share < 1) share = 1;
-  busy *bs = calloc((size_t)slots, sizeof *bs);
-  memset(st, 0, sizeof *st);
-  for (int i = 0; i < n; i++) seqs[i].out = NULL;
-  if (!bs) {
+  mkc_sched *sc = calloc(1, sizeof *sc);
+  int slots = mkc_slots_count(p);
+  if (sc) sc->bs = calloc((size_t)slots, sizeof *sc->bs);
+  if (!sc || !sc->bs) {
     fprintf(stderr, "mkc: error: out of memory for %d slots\n", slots);
-    return -1;
+    free(sc);
+    return NULL;
   }
-  for (int s = 0; s < slots; s++) bs[s].seq = -1;
-  double t0 = mkc_seconds();
-  for (;;) {
-    /* refill: free slots take the next sequences, in order */
-    int n_busy = 0;
-    for (int s = 0; s < slots && rc == 0; s++) {
-      busy *b = &bs[s];
-      if (b->seq >= 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) {
-        free(b->hist);
-        b->hist = NULL;
-        b->seq = -1;
-      }
-      while (b->seq < 0 && next < n && rc == 0) {
-        if (paged && waits_for_prefix(bs, slots, seqs, &seqs[next])) break;
-        rc = start(p, b, s, &seqs[next], next, g->max_ctx, &st->shared);
-        next++;
-        if (rc == 0 && seqs[b->seq].stopped != MKC_BATCH_RUNNING) { /* -n 0 */
-          free(b->hist);
-          b->hist = NULL;
-          b->seq = -1;
-        }
-      }
-      n_busy += b->seq >= 0;
+  sc->p = p;
+  sc->o = *o;
+  sc->slots = slots;
+  sc->paged = g->kv_pages > 0;
+  /* a slot's share of a step's rows when every slot is busy: at most t_max */
+  sc->share = g->step_rows / slots > g->t_max ? g->t_max : g->step_rows / slots;
+  if (sc->share < 1) sc->share = 1;
+  return sc;
+}
+
+int mkc_sched_add(mkc_sched *sc, mkc_batch_seq *q) {
+  if (sc->n_queue == sc->cap_queue) {
+    /* the waiting ones move to the front first: a long-running server's queue does not grow */
+    memmove(sc->queue, sc->queue + sc->head, (size_t)(sc->n_queue - sc->head) * sizeof *sc->queue);
+    sc->n_queue -= sc->head;
+    sc->head = 0;
+  }
+  if (sc->n_queue == sc->cap_queue) {
+    int cap = sc->cap_queue ? 2 * sc->cap_queue : 16;
+    mkc_batch_seq **queue = realloc(sc->queue, (size_t)cap * sizeof *queue);
+    if (!queue) {
+      fprintf(stderr, "mkc: error: out of memory queueing a sequence\n");
+      return -1;
     }
-    if (rc != 0 || n_busy == 0) break;
-    if (n_busy > st->most_busy) st->most_busy = n_busy;
-    /* a prompt longer than the share goes first, its slot alone, in chunks */
-    int solo = -1;
-    for (int s = 0; s < slots && solo < 0; s++)
-      if (bs[s].seq >= 0 && seqs[bs[s].seq].n_prompt - bs[s].fed > share) solo = s;
-    for (int s = 0; s < slots; s++) {
-      busy *b = &bs[s];
-      int take_part = b->seq >= 0 && (solo < 0 || s == solo);
-      if (take_part)
-        plan_inputs(p, s, b, &seqs[b->seq], solo >= 0 ? g->t_chunk : share, o->drafts, g->max_ctx);
-      if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) rc = -1;
-    }
-    /* a step with no prompt piece in it: the decode rate's */
-    int decode = solo < 0;
-    for (int s = 0; s < slots; s++)
-      decode &= bs[s].seq < 0 || bs[s].fed >= seqs[bs[s].seq].n_prompt;
-    double t_step = mkc_seconds();
-    if (rc != 0 || mkc_slots_step(p) != 0) {
-      rc = -1;
+    sc->queue = queue;
+    sc->cap_queue = cap;
+  }
+  q->out = NULL;
+  q->n_out = 0;
+  q->stopped = MKC_BATCH_RUNNING;
+  q->shared = 0;
+  q->drafted = q->accepted = 0;
+  q->t_start = q->t_prompt = 0;
+  sc->queue[sc->n_queue++] = q;
+  return 0;
+}
+
+int mkc_sched_pending(const mkc_sched *sc) {
+  int n = sc->n_queue - sc->head;
+  for (int s = 0; s < sc->slots; s++) n += sc->bs[s].q != NULL;
+  return n;
+}
+
+/* A slot whose sequence stopped is free again. */
+static void release(busy *b) {
+  if (b->q && b->q->stopped != MKC_BATCH_RUNNING) {
+    free(b->hist);
+    b->hist = NULL;
+    b->q = NULL;
+  }
+}
+
+void mkc_sched_cancel(mkc_sched *sc, mkc_batch_seq *q) {
+  if (q->stopped == MKC_BATCH_RUNNING) q->stopped = MKC_BATCH_CANCELLED;
+  for (int s = 0; s < sc->slots; s++)
+    if (sc->bs[s].q == q) release(&sc->bs[s]);
+  for (int i = sc->head; i < sc->n_queue; i++)
+    if (sc->queue[i] == q) { /* it never started: it takes no number */
+      memmove(sc->queue + i, sc->queue + i + 1, (size_t)(sc->n_queue - i - 1) * sizeof *sc->queue);
+      sc->n_queue--;
       break;
     }
-    t_step = mkc_seconds() - t_step;
-    st->steps++;
-    st->solo_steps += solo >= 0;
-    size_t kv = 0;
-    for (int s = 0; s < slots; s++) kv += bs[s].seq >= 0 ? mkc_slots_kv_used(p, s) : 0;
-    if (kv > st->kv_peak) st->kv_peak = kv;
-    long before = st->generated;
-    for (int s = 0; s < slots && rc == 0; s++)
-      if (bs[s].seq >= 0 && (solo < 0 || s == solo))
-        rc = take(p, s, &bs[s], &seqs[bs[s].seq], o, g->max_ctx, st);
-    if (decode) {
-      st->decode_steps++;
-      st->decode_seconds += t_step;
-      st->decode_tokens += st->generated - before;
+}
+
+const mkc_batch_stats *mkc_sched_stats(const mkc_sched *sc) { return &sc->st; }
+
+int mkc_sched_step(mkc_sched *sc) {
+  const mkc_graph *g = mkc_slots_graph(sc->p);
+  mkc_slots *p = sc->p;
+  mkc_batch_stats *st = &sc->st;
+  busy *bs = sc->bs;
+  int slots = sc->slots, n_busy = 0;
+  /* refill: free slots take the waiting sequences, in order */
+  for (int s = 0; s < slots; s++) {
+    busy *b = &bs[s];
+    release(b);
+    while (!b->q && sc->head < sc->n_queue) {
+      mkc_batch_seq *q = sc->queue[sc->head];
+      if (sc->paged && waits_for_prefix(sc, q)) break;
+      sc->head++, sc->taken++;
+      if (start(sc, b, s, q, sc->taken) != 0) return -1;
+      release(b); /* -n 0 */
     }
+    n_busy += b->q != NULL;
   }
+  if (n_busy == 0) return 0;
+  if (n_busy > st->most_busy) st->most_busy = n_busy;
+  /* a prompt longer than the share goes first, its slot alone, in chunks */
+  int solo = -1;
+  for (int s = 0; s < slots && solo < 0; s++)
+    if (bs[s].q && bs[s].q->n_prompt - bs[s].fed > sc->share) solo = s;
+  for (int s = 0; s < slots; s++) {
+    busy *b = &bs[s];
+    int take_part = b->q && (solo < 0 || s == solo);
+    if (take_part)
+      plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, sc->o.drafts, g->max_ctx);
+    if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) return -1;
+  }
+  /* a step with no prompt piece in it: the decode rate's */
+  int decode = solo < 0;
+  for (int s = 0; s < slots; s++) decode &= !bs[s].q || bs[s].fed >= bs[s].q->n_prompt;
+  double t_step = mkc_seconds();
+  if (mkc_slots_step(p) != 0) return -1;
+  t_step = mkc_seconds() - t_step;
+  st->steps++;
+  st->solo_steps += solo >= 0;
+  size_t kv = 0;
+  for (int s = 0; s < slots; s++) kv += bs[s].q ? mkc_slots_kv_used(p, s) : 0;
+  if (kv > st->kv_peak) st->kv_peak = kv;
+  long before = st->generated;
+  for (int s = 0; s < slots; s++)
+    if (bs[s].q && (solo < 0 || s == solo) && take(sc, s, &bs[s]) != 0) return -1;
+  if (decode) {
+    st->decode_steps++;
+    st->decode_seconds += t_step;
+    st->decode_tokens += st->generated - before;
+  }
+  return 1;
+}
+
+void mkc_sched_close(mkc_sched *sc) {
+  if (!sc) return;
+  for (int s = 0; s < sc->slots; s++) free(sc->bs[s].hist);
+  free(sc->bs);
+  free(sc->queue);
+  free(sc);
+}
+
+int mkc_batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts *o,
+                  mkc_batch_stats *st) {
+  memset(st, 0, sizeof *st);
+  for (int i = 0; i < n; i++) seqs[i].out = NULL;
+  double t0 = mkc_seconds();
+  mkc_sched *sc = mkc_sched_open(p, o);
+  int rc = sc ? 0 : -1;
+  for (int i = 0; i < n && rc == 0; i++) rc = mkc_sched_add(sc, &seqs[i]);
+  while (rc == 0 && (rc = mkc_sched_step(sc)) == 1) rc = 0;
+  if (sc) *st = sc->st;
   st->seconds = mkc_seconds() - t0;
-  for (int s = 0; s < slots; s++) free(bs[s].hist);
-  free(bs);
+  mkc_sched_close(sc);
   return rc;
 }
 

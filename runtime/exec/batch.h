@@ -13,7 +13,13 @@
 
 #include "exec/slots.h"
 
-enum mkc_batch_stop { MKC_BATCH_RUNNING, MKC_BATCH_BUDGET, MKC_BATCH_STOP_TOKEN, MKC_BATCH_CTX };
+enum mkc_batch_stop {
+  MKC_BATCH_RUNNING,
+  MKC_BATCH_BUDGET,
+  MKC_BATCH_STOP_TOKEN,
+  MKC_BATCH_CTX,
+  MKC_BATCH_CANCELLED /* mkc_sched_cancel */
+};
 
 typedef struct mkc_batch_seq {
   /* in */
@@ -24,7 +30,10 @@ typedef struct mkc_batch_seq {
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;
-  int stopped; /* enum mkc_batch_stop */
+  int stopped;              /* enum mkc_batch_stop */
+  int shared;               /* its prompt positions another slot's pages held (mkc_slots_share) */
+  long drafted, accepted;   /* its drafts offered and accepted */
+  double t_start, t_prompt; /* mkc_seconds() when it took a slot, and when its prompt was in */
 } mkc_batch_seq;
 
 typedef struct mkc_batch_opts {
@@ -47,6 +56,25 @@ typedef struct mkc_batch_stats {
   size_t kv_peak; /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
   long shared;    /* prompt positions whose pages another slot held (mkc_slots_share) */
 } mkc_batch_stats;
+
+/* The scheduler one step at a time, for sequences that arrive while others
+ * decode (mkc serve --parallel). A sequence added waits in order for a free
+ * slot; each mkc_sched_step refills the free slots, runs one launch and
+ * takes its tokens into each sequence's out. A sequence must stay put from
+ * mkc_sched_add until it has stopped (and mkc_batch_free'd after). */
+typedef struct mkc_sched mkc_sched;
+mkc_sched *mkc_sched_open(mkc_slots *p, const mkc_batch_opts *o); /* NULL + message */
+/* Queues q (its out, n_out and stopped are reset). 0, or -1 when out of memory. */
+int mkc_sched_add(mkc_sched *s, mkc_batch_seq *q);
+/* One step: 1 when it ran, 0 when no sequence is running or waiting, -1 after
+ * a message (as mkc_batch_run). */
+int mkc_sched_step(mkc_sched *s);
+/* Ends q now, running or waiting (MKC_BATCH_CANCELLED; what it emitted
+ * stays in out): its slot is free for the next step, and q may go. */
+void mkc_sched_cancel(mkc_sched *s, mkc_batch_seq *q);
+int mkc_sched_pending(const mkc_sched *s); /* sequences in a slot or waiting for one */
+const mkc_batch_stats *mkc_sched_stats(const mkc_sched *s); /* so far (seconds: 0) */
+void mkc_sched_close(mkc_sched *s);
 
 /* Decodes seqs[0..n) on p. 0, or -1 after a message (a backend failure, a
  * prompt no slot can hold, a refused step). */

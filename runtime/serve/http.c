@@ -2,6 +2,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -170,6 +171,11 @@ int mkc_http_write(int fd, const void *data, size_t n) {
     n -= (size_t)w;
   }
   return 0;
+}
+
+int mkc_http_peer_gone(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLRDHUP};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 int mkc_http_respond(int fd, int status, const char *content_type, const char *body, size_t n) {

@@ -41,6 +41,11 @@ const char *mkc_http_reason(int status);
 /* Writes all of data to fd (no SIGPIPE): 0, or -1 when the peer is gone. */
 int mkc_http_write(int fd, const void *data, size_t n);
 
+/* Whether the client has closed its side (or the connection broke): it
+ * will read no answer. A client that only half-closes counts as gone too,
+ * as llama-server counts it. */
+int mkc_http_peer_gone(int fd);
+
 /* A whole answer: status line, Content-Type, Content-Length, Connection:
  * close, then body. 0 or -1 as mkc_http_write. */
 int mkc_http_respond(int fd, int status, const char *content_type, const char *body, size_t n);

@@ -1,0 +1,93 @@
+/* mkc serve's parts: the server (cmd_serve.c), a generation request made
+ * ready to decode (serve_job.c), the connections (serve_loop.c) and, with
+ * --parallel, the requests decoded together on a slot kernel
+ * (serve_slots.c). */
+#ifndef MKC_SERVE_H
+#define MKC_SERVE_H
+
+#include "cli.h"
+#include "draft_source.h"
+#include "exec/batch.h"
+#include "loaded.h"
+#include "serve/api.h"
+#include "serve_answer.h"
+
+#define MKC_SERVE_MAX_BODY (8u << 20)
+#define MKC_SERVE_CORS_MAX 512
+
+typedef struct mkc_serve_job mkc_serve_job;
+
+typedef struct mkc_server {
+  const mkc_cli *c;
+  mkc_loaded_model *m;
+  mkc_drafter *drafter;
+  int draft_layers;  /* in the kernel (--rounds with --draft-layers) */
+  int family;        /* the chat template's, or -1: chat requests refused */
+  const char *name;  /* the model's, as /v1/models lists it */
+  mkc_sampling base; /* the command's sampling options */
+  int fixed_seed;    /* --seed given: every request without a seed uses it */
+  long requests;
+  /* one request at a time: the tokens the session has read, in order */
+  int *held;
+  int n_held, n_valid;
+  /* --parallel: the slot pool, its scheduler, and the requests on it (a list) */
+  mkc_slots *slots;
+  mkc_sched *sched;
+  mkc_serve_job *jobs;
+} mkc_server;
+
+/* A completion or chat request, from its parse to its answer's end. */
+struct mkc_serve_job {
+  mkc_api_req r;
+  int fd;
+  char path[32];                 /* the endpoint, for the log */
+  char cors[MKC_SERVE_CORS_MAX]; /* the connection's headers (mkc_http_extra_headers) */
+  int *prompt, n_prompt;         /* its tokens */
+  int n_gen, room;               /* tokens to generate; room: what the context leaves */
+  mkc_sampling opt;
+  mkc_answer g;
+  /* --parallel: its sequence, its tokens given to the answer, when it came, and ollama's
+   * context (prompt then answer) */
+  mkc_batch_seq q;
+  int delivered;
+  double t_received;
+  int *context;
+  mkc_serve_job *next;
+};
+
+/* The route's outcome: the connection is done (answered), a job now owns
+ * it (--parallel), or the server must stop (a backend failure, Ctrl-C). */
+enum { MKC_SERVE_DONE = 0, MKC_SERVE_KEPT = 1, MKC_SERVE_STOP = -1 };
+
+/* Answers the request in buf[0..n) (mkc_http_parse'd whole) on fd. */
+int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n);
+
+/* Makes a parsed request (moved into j) ready: its prompt, sampling, token
+ * budget and answer. 0, or the HTTP status refusing it with why filled
+ * (the job then holds nothing). */
+int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
+                       char *why, size_t cap);
+void mkc_serve_job_close(mkc_serve_job *j);
+/* The server's log line for an answered request; why: why it stopped. */
+void mkc_serve_job_log(const mkc_serve_job *j, const mkc_decode_stats *st, int cached,
+                       const char *why);
+/* Why generation ended, for the log (full: it reached its room). */
+const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full);
+
+/* --parallel: j joins the slot scheduler (its stream opened). 0, or -1
+ * when it could not (j answered 500 and closed). */
+int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j);
+/* One step of every request on the slots: their new tokens to their
+ * answers, the finished ones answered and closed. 0, or -1 when the
+ * backend failed (every request then ended). */
+int mkc_serve_slots_step(mkc_server *sv);
+/* Ends every request with what it has (Ctrl-C), answered and closed. */
+void mkc_serve_slots_end_all(mkc_server *sv, const char *why);
+
+/* Accepts and reads connections on listen_fd, routing each request, until
+ * Ctrl-C or a failure. 0, or -1 after a message. */
+int mkc_serve_loop(mkc_server *sv, int listen_fd);
+/* Closes a connection after its answer, draining what the client still sends. */
+void mkc_serve_close(int fd);
+
+#endif

@@ -1,0 +1,206 @@
+/* A generation request made ready to decode (serve.h): its prompt's tokens
+ * (the chat template, ollama's system and context), its sampler, its token
+ * budget, and the answer that will carry it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exec/slots.h"
+#include "serve.h"
+#include "tokenizer/tokenizer.h"
+#include "util/clock.h"
+
+/* Whether each of ids[0..n) (the request's `what`) is in the vocabulary: 1, or 0 with the 400
+ * message naming the first that is not. */
+static int in_vocab(const int *ids, int n, int vocab, const char *what, char *why, size_t cap) {
+  for (int i = 0; i < n; i++)
+    if (ids[i] >= vocab) {
+      snprintf(why, cap, "%s[%d]: token %d is outside the vocabulary (0..%d)", what, i, ids[i],
+               vocab - 1);
+      return 0;
+    }
+  return 1;
+}
+
+/* The prompt's tokens for the request, or NULL with the 400 message. */
+static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  const int vocab = sv->m->g.vocab;
+  *n = 0;
+  if (r->prompt_ids) {
+    if (!in_vocab(r->prompt_ids, r->n_prompt_ids, vocab, "prompt", why, cap)) return NULL;
+    int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
+    if (!ids) {
+      snprintf(why, cap, "out of memory");
+      return NULL;
+    }
+    memcpy(ids, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof *ids);
+    *n = r->n_prompt_ids;
+    return ids;
+  }
+  if (!tok) {
+    snprintf(why, cap,
+             r->ollama ? "%s has no tokenizer: ollama's API needs one (POST /v1/completions takes "
+                         "token ids)"
+                       : "%s has no tokenizer: give the prompt as token ids ([1, 2, 3])",
+             sv->name);
+    return NULL;
+  }
+  char *text = NULL;
+  if (r->chat) {
+    if (sv->family < 0) {
+      snprintf(why, cap,
+               "%s's chat template is not one mkc knows: start the server with --chat-template "
+               "NAME (%s)",
+               sv->name, mkc_chat_family_names());
+      return NULL;
+    }
+    /* system first if at all, then user and assistant by turns, ending with the user */
+    int first = strcmp(r->msgs[0].role, "system") == 0;
+    for (int i = first; i < r->n_msgs; i++)
+      if (strcmp(r->msgs[i].role, (i - first) % 2 ? "assistant" : "user") != 0) {
+        snprintf(why, cap,
+                 "messages[%d]: expected %s message (a system message first if any, then "
+                 "user and assistant by turns)",
+                 i, (i - first) % 2 ? "an assistant" : "a user");
+        return NULL;
+      }
+    if ((r->n_msgs - first) % 2 == 0) {
+      snprintf(why, cap, "messages: the last message must be the user's");
+      return NULL;
+    }
+    text = mkc_chat_render(sv->family, r->msgs, r->n_msgs, 1);
+    if (!text) {
+      snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
+               mkc_chat_family_name(sv->family));
+      return NULL;
+    }
+  } else if (r->ollama && !r->raw && sv->family >= 0) {
+    /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
+    mkc_chat_msg msgs[2] = {{"system", r->system}, {"user", r->prompt}};
+    text = mkc_chat_render(sv->family, msgs + !r->system, 1 + !!r->system, 1);
+    if (!text) {
+      snprintf(why, cap, "the %s template cannot render the prompt (the server's log says why)",
+               mkc_chat_family_name(sv->family));
+      return NULL;
+    }
+  } else if (r->system && !r->raw) {
+    snprintf(why, cap, "system: %s has no chat template to put it in", sv->name);
+    return NULL;
+  } else if (!(text = strdup(r->prompt))) {
+    snprintf(why, cap, "out of memory");
+    return NULL;
+  }
+  /* ollama's context: the tokens of an earlier answer, which this prompt continues */
+  if (!in_vocab(r->context, r->n_context, vocab, "context", why, cap)) {
+    free(text);
+    return NULL;
+  }
+  int *ids = NULL;
+  int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
+                                    !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
+  free(text);
+  *n = n_text + r->n_context;
+  int *all = n_text >= 0 && *n > 0 ? malloc((size_t)*n * sizeof *all) : NULL;
+  if (all && r->n_context) memcpy(all, r->context, (size_t)r->n_context * sizeof *all);
+  if (all && n_text > 0) memcpy(all + r->n_context, ids, (size_t)n_text * sizeof *all);
+  free(ids);
+  if (!all) {
+    snprintf(why, cap,
+             n_text < 0 ? "the prompt could not be tokenized (the server's log says why)"
+             : *n == 0  ? "the prompt is empty: at least one token is needed"
+                        : "out of memory");
+    return NULL;
+  }
+  return all;
+}
+
+/* A seed for a request that gives none: the command's --seed, else a new one. */
+static void draw_seed(const mkc_server *sv, mkc_sampling *o) {
+  if (sv->fixed_seed) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  unsigned long long s = ((unsigned long long)ts.tv_sec * 1000000007ull) ^
+                         (unsigned long long)ts.tv_nsec ^ ((unsigned long long)sv->requests << 40);
+  o->seed_lo = (unsigned)s;
+  o->seed_hi = (unsigned)(s >> 32);
+}
+
+int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
+                       char *why, size_t cap) {
+  memset(j, 0, sizeof *j);
+  j->r = *r;
+  memset(r, 0, sizeof *r); /* the job owns it now */
+  r = &j->r;
+  j->fd = fd;
+  j->t_received = mkc_seconds();
+  snprintf(j->path, sizeof j->path, "%s", path);
+  if (!sv->m->file.tok && r->n_stop) {
+    snprintf(why, cap, "stop: strings need a model with a tokenizer (this one answers ids)");
+    return 400;
+  }
+  if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, why, cap)))
+    return strstr(why, "memory") ? 500 : 400;
+  int max_ctx = sv->m->g.max_ctx;
+  if (j->n_prompt > max_ctx) {
+    snprintf(why, cap,
+             "the prompt is %d tokens but the context holds %d (start the server with a larger "
+             "--ctx)",
+             j->n_prompt, max_ctx);
+    return 400;
+  }
+  if (r->top_logprobs >= 0 && (r->stream || sv->c->rounds > 1 || sv->sched)) {
+    snprintf(why, cap, "%s",
+             r->stream   ? "logprobs come with whole answers: not with \"stream\": true"
+             : sv->sched ? "logprobs: not on a server started with --parallel (the slot kernel's "
+                           "steps do not return them)"
+                         : "logprobs: not on a server started with --rounds (a launch of "
+                           "rounds keeps only its last round's)");
+    return 400;
+  }
+  j->opt = mkc_api_sampling(r, sv->base);
+  /* the kernel computes them when asked for at least one (the token's own comes with it) */
+  j->opt.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
+  if (!r->have_seed) draw_seed(sv, &j->opt);
+  if (mkc_sampling_check(&j->opt) != 0) {
+    snprintf(why, cap, "the sampling options were refused (the server's log says why)");
+    return 400;
+  }
+  j->room = max_ctx - j->n_prompt + 1;
+  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
+  j->n_gen = limit < 0 || limit > j->room ? j->room : limit;
+  if (mkc_answer_open(&j->g, r, fd, sv->m->file.tok, sv->name, sv->requests, j->n_gen) != 0) {
+    snprintf(why, cap, "out of memory");
+    return 500;
+  }
+  return 0;
+}
+
+void mkc_serve_job_close(mkc_serve_job *j) {
+  if (j->g.ids || j->g.text) mkc_answer_close(&j->g);
+  mkc_batch_free(&j->q, 1);
+  free(j->prompt), free(j->context);
+  j->prompt = j->context = NULL;
+  mkc_api_req_free(&j->r);
+}
+
+const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
+  return g->gone       ? "the client went away"
+         : interrupted ? "interrupted (Ctrl-C)"
+         : g->eog      ? "end of generation"
+         : g->hit_stop ? "a stop string"
+         : full        ? "context full"
+                       : "max_tokens reached";
+}
+
+void mkc_serve_job_log(const mkc_serve_job *j, const mkc_decode_stats *st, int cached,
+                       const char *why) {
+  double gen_s = st->seconds - st->prompt_seconds;
+  fprintf(stderr,
+          "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
+          "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
+          j->path, j->n_prompt, cached, st->prompt_seconds, j->g.n_ids, gen_s,
+          st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
+          why);
+}

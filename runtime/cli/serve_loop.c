@@ -1,0 +1,128 @@
+/* mkc serve's connections (serve.h): accepted and read without blocking,
+ * so that requests arrive while others decode; each whole request is
+ * routed, and between polls the slot scheduler, when there is one, takes a
+ * step. */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "interrupt.h"
+#include "serve.h"
+#include "serve/http.h"
+#include "util/clock.h"
+
+#define MAX_CONNS 64       /* connections being read; past them the backlog waits */
+#define READ_TIMEOUT_S 30  /* a request must arrive whole within this */
+#define WRITE_TIMEOUT_S 30 /* a client that reads nothing for this long is gone */
+
+typedef struct conn {
+  int fd;
+  char *buf;
+  size_t n, cap;
+  double since; /* accepted, or the loop last free to read it */
+} conn;
+
+void mkc_serve_close(int fd) {
+  /* the client's unread bytes (a body refused before it was read) are drained
+   * first, for a while, since closing on them would reset the connection and
+   * could lose the answer */
+  shutdown(fd, SHUT_WR);
+  struct timeval tv = {.tv_usec = 200 * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char sink[16384];
+  for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, 0) > 0; i++) {
+  }
+  close(fd);
+}
+
+static void drop(conn *cs, int *n, int i) {
+  free(cs[i].buf);
+  cs[i] = cs[--*n];
+}
+
+/* Reads what conn c has; routes its request once whole (or refused). 1:
+ * the connection is done with (c to drop), 0: more to read, or
+ * MKC_SERVE_STOP. */
+static int read_some(mkc_server *sv, conn *c) {
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 4096;
+    char *b = realloc(c->buf, cap);
+    if (!b) {
+      mkc_respond_error(c->fd, 500, "out of memory");
+      mkc_serve_close(c->fd);
+      return 1;
+    }
+    c->buf = b, c->cap = cap;
+  }
+  ssize_t got = recv(c->fd, c->buf + c->n, c->cap - c->n, MSG_DONTWAIT);
+  if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
+  if (got <= 0) { /* the client went away before its request was whole */
+    close(c->fd);
+    return 1;
+  }
+  c->n += (size_t)got;
+  char why[200];
+  mkc_http_req req;
+  if (mkc_http_parse(c->buf, c->n, MKC_SERVE_MAX_BODY, &req, why, sizeof why) == 0) return 0;
+  int rc = mkc_serve_route(sv, c->fd, c->buf, c->n);
+  if (rc != MKC_SERVE_KEPT) mkc_serve_close(c->fd);
+  return rc == MKC_SERVE_STOP ? MKC_SERVE_STOP : 1;
+}
+
+int mkc_serve_loop(mkc_server *sv, int listen_fd) {
+  conn cs[MAX_CONNS];
+  struct pollfd pf[MAX_CONNS + 1];
+  int n = 0, rc = 0;
+  while (!mkc_interrupted && rc == 0) {
+    int busy = sv->sched && mkc_sched_pending(sv->sched) > 0;
+    pf[0] = (struct pollfd){.fd = listen_fd, .events = n < MAX_CONNS ? POLLIN : 0};
+    for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
+    int ready = poll(pf, (nfds_t)(n + 1), busy ? 0 : 1000);
+    if (ready < 0 && errno != EINTR) {
+      fprintf(stderr, "mkc: error: poll: %s\n", strerror(errno));
+      rc = -1;
+      break;
+    }
+    double now = mkc_seconds();
+    /* a request answered whole meanwhile (one at a time): the time was not the others' to lose */
+    int blocked = 0;
+    for (int i = n - 1; ready > 0 && i >= 0 && !mkc_interrupted && rc == 0; i--) {
+      if (!pf[1 + i].revents) continue;
+      int done = read_some(sv, &cs[i]);
+      blocked |= mkc_seconds() - now > 1;
+      if (done == MKC_SERVE_STOP) rc = -1;
+      if (done) drop(cs, &n, i);
+    }
+    if (blocked) {
+      now = mkc_seconds();
+      for (int i = 0; i < n; i++) cs[i].since = now;
+    }
+    for (int i = n - 1; i >= 0; i--)
+      if (now - cs[i].since > READ_TIMEOUT_S) {
+        mkc_respond_error(cs[i].fd, 408, "the request did not arrive in time");
+        mkc_serve_close(cs[i].fd);
+        drop(cs, &n, i);
+      }
+    if (ready > 0 && (pf[0].revents & POLLIN) && n < MAX_CONNS) {
+      int fd = accept(listen_fd, NULL, NULL);
+      if (fd >= 0) {
+        struct timeval tv = {.tv_sec = WRITE_TIMEOUT_S};
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        cs[n++] = (conn){.fd = fd, .since = mkc_seconds()};
+      } else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
+        fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
+        rc = -1;
+      }
+    }
+    if (rc == 0 && busy && mkc_serve_slots_step(sv) != 0) rc = -1;
+  }
+  for (int i = 0; i < n; i++) close(cs[i].fd), free(cs[i].buf);
+  if (sv->sched) mkc_serve_slots_end_all(sv, rc ? "the server stopped" : "interrupted (Ctrl-C)");
+  /* Ctrl-C during an answer stops the server too: that is no failure */
+  return mkc_interrupted ? 0 : rc;
+}

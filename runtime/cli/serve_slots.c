@@ -1,0 +1,119 @@
+/* mkc serve --parallel N (serve.h): requests decoded together on a slot
+ * kernel, as llama-server's parallel slots are. Each request is a sequence
+ * of the batch scheduler (exec/batch.h); after every step its new tokens go
+ * to its answer, which streams them or keeps them for the end. A request
+ * whose answer is done (a stop string, its client gone) leaves its slot at
+ * once. What each request gets is what it gets alone: the slots' kernel
+ * emits for each sequence what the plain kernel emits for it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/slots.h"
+#include "interrupt.h"
+#include "serve.h"
+#include "serve/http.h"
+#include "util/clock.h"
+
+int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
+  j->q = (mkc_batch_seq){
+      .prompt = j->prompt, .n_prompt = j->n_prompt, .n_predict = j->n_gen, .opt = j->opt};
+  if (mkc_sched_add(sv->sched, &j->q) != 0) {
+    (j->r.ollama ? mkc_respond_ollama_error : mkc_respond_error)(j->fd, 500, "out of memory");
+    mkc_serve_job_close(j);
+    free(j);
+    return -1;
+  }
+  if (j->r.stream) mkc_answer_stream_start(&j->g);
+  j->next = sv->jobs;
+  sv->jobs = j;
+  return 0;
+}
+
+/* The request's counts and times, as the decode loop reports them alone. */
+static void stats_of(const mkc_serve_job *j, mkc_decode_stats *st) {
+  const mkc_batch_seq *q = &j->q;
+  double now = mkc_seconds(), start = q->t_start > 0 ? q->t_start : now;
+  memset(st, 0, sizeof *st);
+  st->generated = j->delivered;
+  st->fed = q->t_start > 0 ? j->n_prompt - q->shared : 0;
+  st->drafted = q->drafted;
+  st->accepted = q->accepted;
+  st->ctx_full = q->stopped == MKC_BATCH_CTX;
+  st->seconds = now - start;
+  st->prompt_seconds = (q->t_prompt > 0 ? q->t_prompt : now) - start;
+}
+
+/* Answers j with what it has (failed: the backend failed, a 500 unless it
+ * streams) and closes its connection. */
+static void finish(mkc_serve_job *j, int failed, const char *why) {
+  mkc_answer *g = &j->g;
+  const mkc_batch_seq *q = &j->q;
+  if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
+  mkc_answer_flush(g);
+  /* ollama's context: the prompt, then the answer */
+  j->context = malloc((size_t)(j->n_prompt + j->delivered + 1) * sizeof *j->context);
+  if (j->context) {
+    memcpy(j->context, j->prompt, (size_t)j->n_prompt * sizeof *j->context);
+    memcpy(j->context + j->n_prompt, q->out, (size_t)j->delivered * sizeof *j->context);
+    g->context = j->context, g->n_context = j->n_prompt + j->delivered;
+  }
+  mkc_decode_stats st;
+  stats_of(j, &st);
+  int cached = q->shared;
+  mkc_http_extra_headers(j->cors);
+  if (failed && !j->r.stream)
+    (j->r.ollama ? mkc_respond_ollama_error
+                 : mkc_respond_error)(j->fd, 500, "decoding failed (the server's log says why)");
+  else if (j->r.stream)
+    mkc_answer_stream_end(g, j->n_prompt, cached, &st);
+  else
+    mkc_answer_respond(g, j->n_prompt, cached, &st);
+  mkc_http_extra_headers(NULL);
+  if (!failed)
+    mkc_serve_job_log(
+        j, &st, cached,
+        why ? why
+            : mkc_serve_stopped(g, 0,
+                                st.ctx_full || (j->n_gen == j->room && j->delivered >= j->n_gen)));
+  mkc_serve_close(j->fd);
+}
+
+/* Gives j's new tokens to its answer: 1 when the answer is done with them
+ * (a stop string, the client gone), else 0. */
+static int deliver(mkc_serve_job *j) {
+  while (j->delivered < j->q.n_out)
+    if (mkc_answer_on_token(&j->g, j->q.out[j->delivered++])) return 1;
+  if (!j->g.gone && mkc_http_peer_gone(j->fd)) j->g.gone = 1;
+  return j->g.gone;
+}
+
+int mkc_serve_slots_step(mkc_server *sv) {
+  int rc = mkc_sched_step(sv->sched);
+  for (mkc_serve_job **at = &sv->jobs; *at;) {
+    mkc_serve_job *j = *at;
+    int done = deliver(j);
+    if (!done && j->q.stopped == MKC_BATCH_RUNNING && rc >= 0) {
+      at = &j->next;
+      continue;
+    }
+    mkc_sched_cancel(sv->sched, &j->q); /* its slot, or its place in line, goes now */
+    finish(j, rc < 0, NULL);
+    *at = j->next;
+    mkc_serve_job_close(j);
+    free(j);
+  }
+  return rc < 0 ? -1 : 0;
+}
+
+void mkc_serve_slots_end_all(mkc_server *sv, const char *why) {
+  while (sv->jobs) {
+    mkc_serve_job *j = sv->jobs;
+    sv->jobs = j->next;
+    deliver(j);
+    mkc_sched_cancel(sv->sched, &j->q);
+    finish(j, 0, why);
+    mkc_serve_job_close(j);
+    free(j);
+  }
+}
