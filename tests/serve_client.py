@@ -8,6 +8,11 @@
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
                                               "done_reason=R lines=N eval_count=E"
+  serve_client.py PORT many PATH BODY...      every request sent before any answer is read, on a
+                                              connection each; a line per answer, in order: its
+                                              text as a JSON string (a stream's joined), or
+                                              "status N ..."; a BODY
+                                              that begins "hangup:" is sent, then hung up on
   serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
   serve_client.py logprobs FILE RUNFILE       an answer's logprobs against run --json --logprobs's
                                               lines: "same N" (N tokens), or the first difference
@@ -31,6 +36,35 @@ def answer(sock):
     head, _, body = data.partition(b"\r\n\r\n")
     status = head.split(b" ")[1].decode() if b" " in head else "none"
     return status, body.decode("utf-8", "replace")
+
+
+def text_of(status, body):
+    """An answer's text as a JSON string: a stream's pieces joined, or the whole answer's."""
+    if status != "200":
+        return "status %s %s" % (status, body)
+    def text(choice):
+        part = choice.get("message") or choice.get("delta") or {}
+        return choice.get("text") or part.get("content") or ""
+    if body.startswith("data: "):
+        events = [l[6:] for l in body.split("\n") if l.startswith("data: ") and l[6:] != "[DONE]"]
+        return json.dumps("".join(text(json.loads(e)["choices"][0]) for e in events))
+    return json.dumps(text(json.loads(body)["choices"][0]))
+
+
+def many(port, path, bodies):
+    socks = []
+    for body in bodies:
+        hangup = body.startswith("hangup:")
+        body = body[len("hangup:"):] if hangup else body
+        s = socket.create_connection(("127.0.0.1", port), timeout=300)
+        data = body.encode()
+        s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data))
+        if hangup:
+            s.close()
+        socks.append(None if hangup else s)
+    for s in socks:
+        print("(hung up)" if s is None else text_of(*answer(s)))
 
 
 def logprobs(answer_file, run_file):
@@ -67,6 +101,9 @@ def main():
         print(json.dumps(v) if isinstance(v, (list, dict)) else v)
         return
     port, what = int(sys.argv[1]), sys.argv[2]
+    if what == "many":
+        many(port, sys.argv[3], sys.argv[4:])
+        return
     if what == "head":
         s = socket.create_connection(("127.0.0.1", port), timeout=120)
         s.sendall(open(sys.argv[3], "rb").read())

@@ -2,8 +2,12 @@
  * each one spells): the HTTP head and body framing, every prefix of a whole
  * request read as incomplete, each refusal's status; then the JSON of
  * completion and chat requests, the fields given and the defaults of those
- * not, and the messages of the bad ones. Also run under ASan/UBSan. */
+ * not, and the messages of the bad ones; a client's hang-up on a socket
+ * pair. Also run under ASan/UBSan. */
+#include <errno.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "serve/api.h"
@@ -243,8 +247,26 @@ static void requests(void) {
   free(e);
 }
 
+/* A client's hang-up, on a socket pair: open, half-closed, closed. */
+static void hang_ups(void) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    CHECK(0, "socketpair: %s", strerror(errno));
+    return;
+  }
+  CHECK(!mkc_http_peer_gone(sv[0]), "a connected client is there");
+  CHECK(write(sv[1], "x", 1) == 1 && !mkc_http_peer_gone(sv[0]),
+        "a client that sends more is still there");
+  shutdown(sv[1], SHUT_WR);
+  CHECK(mkc_http_peer_gone(sv[0]), "a client that half-closes counts as gone");
+  close(sv[1]);
+  CHECK(mkc_http_peer_gone(sv[0]), "a client that closes is gone");
+  close(sv[0]);
+}
+
 int main(void) {
   framing();
   requests();
+  hang_ups();
   return check_done();
 }

@@ -145,6 +145,13 @@ if start tiny "${args[@]}" --draft-max 4; then
   python3 "$client" "$port" drop /v1/completions '{"prompt": [1, 2], "max_tokens": 400, "stream": true}' >/dev/null
   call GET /health
   [ "$status" = 200 ] && ok "a client that hangs up mid-stream: the server goes on" || fail "after a dropped stream" "$(cat "$tmp/ans")"
+  # a whole answer writes nothing until its end: the hang-up is seen while it decodes
+  python3 "$client" "$port" many /v1/completions 'hangup:{"prompt": [1, 2, 3], "max_tokens": 500}' >/dev/null
+  call GET /health
+  line=$(grep "prompt 3 tokens" "$tmp/tiny.err" | tail -n 1)
+  [[ $line == *"stopped: the client went away" ]] && [[ $line != *"generated 500 tokens"* ]] \
+    && ok "a client that hangs up before a whole answer: decoding stops (${line#*generated })" \
+    || fail "a hang-up before a whole answer" "$line"
 
   refused "not JSON" 400 "not JSON" POST /v1/completions '{"prompt": [3, 1'
   refused "not an object" 400 "not a JSON object" POST /v1/completions '[1, 2]'
@@ -223,6 +230,51 @@ if start tiny "${args[@]}" --draft-max 4; then
   [ "$status" = 400 ] && [[ $(get error) == *"num_predict"* ]] && ok "ollama num_predict 0: refused" || fail "ollama num_predict" "$(cat "$tmp/ans")"
   stop tiny
 fi
+
+# ---- --parallel: requests decoded together on a slot kernel ----
+# Each answer is what run gives for its prompt alone (with the same drafts):
+# six requests sent before any is read, on 3 slots, so three wait their turn.
+if start par "${args[@]}" --parallel 3 --draft-max 2; then
+  bodies=('{"prompt": [3, 1, 4, 1, 5], "max_tokens": 60}'
+    '{"prompt": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 60, "temperature": 0.9, "top_k": 20, "seed": 11}'
+    '{"prompt": [9, 9, 9], "max_tokens": 60, "stream": true}'
+    'hangup:{"prompt": [1, 2], "max_tokens": 400}'
+    '{"prompt": [7, 7, 7], "max_tokens": 50, "temperature": 1.5, "min_p": 0.1, "presence_penalty": 0.5, "repeat_penalty": 1.2, "seed": 3}'
+    '{"prompt": [4, 4], "max_tokens": 60}')
+  runs=("-n 60 --prompt-ids 3,1,4,1,5"
+    "-n 60 --prompt-ids 3,1,4,1,5,9,2,6 --temp 0.9 --top-k 20 --seed 11"
+    "-n 60 --prompt-ids 9,9,9"
+    ""
+    "-n 50 --prompt-ids 7,7,7 --temp 1.5 --min-p 0.1 --presence-penalty 0.5 --repeat-penalty 1.2 --seed 3"
+    "-n 60 --prompt-ids 4,4")
+  python3 "$client" "$port" many /v1/completions "${bodies[@]}" >"$tmp/many" 2>&1
+  : >"$tmp/want"
+  for r in "${runs[@]}"; do
+    if [ -z "$r" ]; then echo "(hung up)" >>"$tmp/want"; continue; fi
+    # shellcheck disable=SC2086 # the run's flags, split
+    echo "\"$("$mkc" run "${args[@]}" --draft-max 2 $r 2>/dev/null)\"" >>"$tmp/want"
+  done
+  cmp -s "$tmp/many" "$tmp/want" \
+    && ok "6 requests at once on 3 slots (greedy, sampled, streamed, penalties, one hung up): each run's tokens" \
+    || fail "6 requests at once = run" "$(diff "$tmp/want" "$tmp/many" | head -8)"
+  # a prompt whose first 16 tokens (a full KV page) an earlier request left: they are not fed again
+  long='3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4'
+  call POST /v1/completions "{\"prompt\": [$long], \"max_tokens\": 8}"
+  call POST /v1/completions "{\"prompt\": [$long, 6, 2], \"max_tokens\": 12}"
+  want=$("$mkc" run "${args[@]}" --draft-max 2 -n 12 --prompt-ids "$(echo "$long, 6, 2" | tr -d ' ')" 2>/dev/null)
+  [ "$(get choices 0 text)" = "$want" ] && [ "$(get usage prompt_tokens_details cached_tokens)" = 16 ] \
+    && ok "a prompt sharing an earlier one's first page: 16 tokens cached, run's tokens" \
+    || fail "a shared first page" "run: $want" "got: $(head -c 400 "$tmp/ans")"
+  refused "--parallel: logprobs" 400 "not on a server started with --parallel" POST /v1/completions \
+    '{"prompt": [1], "logprobs": 2}'
+  stop par
+  grep -q "at most 3 decoded together" "$tmp/par.err" && grep -q "stopped: the client went away" "$tmp/par.err" \
+    && ok "--parallel: 3 requests decoded together; the hung-up one left its slot" \
+    || fail "--parallel's log" "$(tail -n 12 "$tmp/par.err")"
+fi
+expect_error "serve --parallel with --rounds" \
+  "mkc: error: serve: --parallel drafts by prompt lookup (--draft-max K): not with --rounds" \
+  -- serve --preset tiny --random-weights 1 --parallel 2 --rounds 2
 
 # ---- the command line ----
 expect_error "serve: no model" "mkc: error: serve: -m MODEL or --preset P is required" -- serve
@@ -345,5 +397,19 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=stop" "$tmp/stream" \
     && ok "SmolLM2 stop string, streamed: nothing of it goes out" || fail "SmolLM2 stop stream" "want: $want" "got:  $(cat "$tmp/stream")"
   stop smollm2
+fi
+# --parallel: a chat, a completion cut by a stop string, a streamed chat, at once, on 2 slots
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolpar -m "$model" --backend cpu --ctx 64 --draft-max 2 --parallel 2; then
+  margs=(-m "$model" --backend cpu --no-display-prompt --ctx 64 --draft-max 2)
+  q='{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16'
+  python3 "$client" "$port" many /v1/chat/completions "$q}" "$q, \"stream\": true}" >"$tmp/many" 2>&1
+  python3 "$client" "$port" many /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": "brown"}' \
+    '{"prompt": "The quick brown fox", "max_tokens": 20}' >>"$tmp/many" 2>&1
+  chat=$("$mkc" run "${margs[@]}" --chat -p "What is the capital of France?" -n 16 2>/dev/null)
+  full=$("$mkc" run "${margs[@]}" -p "The quick brown fox" -n 20 2>/dev/null)
+  python3 -c 'import json, sys; [print(json.dumps(a)) for a in sys.argv[1:]]' "$chat" "$chat" "${full%%brown*}" "$full" >"$tmp/want"
+  cmp -s "$tmp/many" "$tmp/want" && ok "SmolLM2 --parallel 2: chats (whole, streamed) and completions (one cut by a stop string) at once: run's text" \
+    || fail "SmolLM2 --parallel" "$(diff "$tmp/want" "$tmp/many")"
+  stop smolpar
 fi
 finish

@@ -116,6 +116,8 @@ static const struct {
     {"--ctx-size", "--ctx"},
     {"-ub", "--ubatch"},
     {"--ubatch-size", "--ubatch"},
+    {"--parallel", "--slots"}, /* llama-server's parallel sequences: serve's slots */
+    {"-np", "--slots"},
     /* the cpu backend runs one block per OS thread, so threads are blocks */
     {"-t", "--blocks"},
     {"--threads", "--blocks"},

@@ -3,6 +3,7 @@
  * routed, and between polls the slot scheduler, when there is one, takes a
  * step. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,7 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
   conn cs[MAX_CONNS];
   struct pollfd pf[MAX_CONNS + 1];
   int n = 0, rc = 0;
+  fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK); /* accept until none wait */
   while (!mkc_interrupted && rc == 0) {
     int busy = sv->sched && mkc_sched_pending(sv->sched) > 0;
     pf[0] = (struct pollfd){.fd = listen_fd, .events = n < MAX_CONNS ? POLLIN : 0};
@@ -108,16 +110,19 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
         mkc_serve_close(cs[i].fd);
         drop(cs, &n, i);
       }
-    if (ready > 0 && (pf[0].revents & POLLIN) && n < MAX_CONNS) {
-      int fd = accept(listen_fd, NULL, NULL);
-      if (fd >= 0) {
-        struct timeval tv = {.tv_sec = WRITE_TIMEOUT_S};
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-        cs[n++] = (conn){.fd = fd, .since = mkc_seconds()};
-      } else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN) {
-        fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
-        rc = -1;
+    /* every connection waiting, so that requests sent together are decoded together */
+    while (rc == 0 && ready > 0 && (pf[0].revents & POLLIN) && n < MAX_CONNS) {
+      int fd = accept(listen_fd, NULL, NULL); /* blocking: answers are written whole */
+      if (fd < 0) {
+        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN && errno != EWOULDBLOCK) {
+          fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
+          rc = -1;
+        }
+        break;
       }
+      struct timeval tv = {.tv_sec = WRITE_TIMEOUT_S};
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+      cs[n++] = (conn){.fd = fd, .since = mkc_seconds()};
     }
     if (rc == 0 && busy && mkc_serve_slots_step(sv) != 0) rc = -1;
   }
