@@ -1,0 +1,174 @@
+/* The batch scheduler a step at a time (exec/batch.h's mkc_sched), as mkc
+ * serve --parallel drives it: sequences arrive while others decode, more of
+ * them than there are slots (the rest wait in line), one is cancelled while
+ * it decodes and one while it waits, one ends at a stop token. The oracle
+ * for every greedy sequence is plain T = 1 greedy decoding of its prompt on
+ * a session of the plain kernel (itself checked against the reference in
+ * test_kernel.c); drafts in the slots are lossless, so each sequence's
+ * tokens must be exactly those, up to its budget or stop. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "codegen/host.h"
+#include "exec/batch.h"
+#include "fixture.h"
+
+/* test_slots.c's kernels (the kernel cache shares them) */
+#define SLOTS 7
+#define DRAFT_MAX 15
+#define UBATCH 32
+#define MAX_CTX 256
+#define BLOCKS 5
+#define N_SEQS 9
+#define N_GEN 30
+
+typedef struct kernel {
+  mkc_graph g;
+  mkc_kernel_src src;
+  mkc_weights w;
+} kernel;
+
+static int kernel_open(kernel *k, int slots) {
+  memset(k, 0, sizeof *k);
+  char graph[4200];
+  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
+  mkc_gen_opts o = {.graph_path = graph,
+                    .preset = "tiny",
+                    .draft_max = DRAFT_MAX,
+                    .max_ctx = MAX_CTX,
+                    .ubatch = UBATCH,
+                    .slots = slots};
+  if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
+  return mkc_weights_random(&k->w, &k->g, 7);
+}
+
+static void kernel_close(kernel *k) {
+  mkc_weights_free(&k->w);
+  mkc_kernel_src_free(&k->src);
+  mkc_graph_free(&k->g);
+}
+
+/* Plain greedy decoding of prompt[0..n_prompt), n tokens of it. */
+static int greedy_of(kernel *plain, const int *prompt, int n_prompt, int *out, int n) {
+  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
+  if (!s) return -1;
+  mkc_step_result r;
+  int rc = 0;
+  for (int at = 0; at < n_prompt && rc == 0; at++)
+    rc = mkc_session_step(s, prompt + at, 1, 0, &r) || r.status != MKC_STATUS_OK;
+  out[0] = r.out[0];
+  for (int i = 1; i < n && rc == 0; i++) {
+    rc = mkc_session_step(s, &out[i - 1], 1, 0, &r) || r.status != MKC_STATUS_OK;
+    out[i] = r.out[0];
+  }
+  mkc_session_close(s);
+  return rc;
+}
+
+/* Steps until nothing is pending (at most `most` steps): the steps taken, or -1. */
+static int drain(mkc_sched *sc, int most) {
+  int steps = 0, rc;
+  while (steps < most && (rc = mkc_sched_step(sc)) == 1) steps++;
+  return rc < 0 ? -1 : steps;
+}
+
+int main(void) {
+  if (test_skip_without_gpu()) return 0;
+  kernel plain, slotted;
+  if (kernel_open(&plain, 0) != 0 || kernel_open(&slotted, SLOTS) != 0) {
+    CHECK(0, "the kernels generate");
+    return check_done();
+  }
+  mkc_slots *p = mkc_slots_open(test_backend(), &slotted.g, &slotted.src, &slotted.w, BLOCKS);
+  CHECK(p != NULL, "a pool of %d slots", SLOTS);
+  if (!p) return check_done();
+
+  /* prompts of 1..20 tokens (one past a slot's share: its chunks go alone) */
+  int prompts[N_SEQS][20], lens[N_SEQS] = {5, 20, 3, 7, 1, 9, 4, 12, 6};
+  int want[N_SEQS][N_GEN];
+  mkc_batch_seq seqs[N_SEQS];
+  memset(seqs, 0, sizeof seqs);
+  for (int i = 0; i < N_SEQS; i++) {
+    for (int t = 0; t < lens[i]; t++) prompts[i][t] = (37 * i + 11 * t + 5) % plain.g.vocab;
+    seqs[i].prompt = prompts[i];
+    seqs[i].n_prompt = lens[i];
+    seqs[i].n_predict = N_GEN;
+    seqs[i].opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1}; /* greedy */
+    CHECK(greedy_of(&plain, prompts[i], lens[i], want[i], N_GEN) == 0, "sequence %d alone", i);
+  }
+  /* sequence 4 ends at a stop token: the first of its greedy tokens from the 4th on that it
+   * has not emitted before and sequence 2 (cancelled mid-decode below) never emits */
+  int first = 3;
+  for (; first < N_GEN; first++) {
+    int seen = 0;
+    for (int k = 0; k < first; k++) seen |= want[4][k] == want[4][first];
+    for (int k = 0; k < N_GEN; k++) seen |= want[2][k] == want[4][first];
+    if (!seen) break;
+  }
+  CHECK(first < N_GEN, "a stop token for sequence 4 (its token %d)", first);
+  int stop = want[4][first < N_GEN ? first : 0];
+  mkc_batch_opts o = {.drafts = 3, .stops = &stop, .n_stops = 1};
+  /* the stop token ends any other sequence that meets it too: their want is cut there */
+  int n_want[N_SEQS];
+  for (int i = 0; i < N_SEQS; i++) {
+    n_want[i] = 0;
+    while (n_want[i] < N_GEN && want[i][n_want[i]] != stop) n_want[i]++;
+  }
+
+  mkc_sched *sc = mkc_sched_open(p, &o);
+  CHECK(sc && mkc_sched_step(sc) == 0 && mkc_sched_pending(sc) == 0,
+        "an empty scheduler takes no step");
+  /* 0 alone for a while, then 1..8 arrive: 6 take the free slots, 7 and 8 wait */
+  mkc_sched_add(sc, &seqs[0]);
+  int rc = 0;
+  for (int k = 0; k < 4 && rc == 0; k++) rc = mkc_sched_step(sc) != 1;
+  CHECK(rc == 0 && seqs[0].n_out > 0 && seqs[0].stopped == MKC_BATCH_RUNNING,
+        "sequence 0 decodes alone first (%d tokens in 4 steps)", seqs[0].n_out);
+  for (int i = 1; i < N_SEQS; i++) mkc_sched_add(sc, &seqs[i]);
+  CHECK(mkc_sched_pending(sc) == N_SEQS, "%d pending", mkc_sched_pending(sc));
+  for (int k = 0; k < 3 && rc == 0; k++) rc = mkc_sched_step(sc) != 1;
+  CHECK(rc == 0 && seqs[7].t_start == 0 && seqs[8].t_start == 0,
+        "sequences 7 and 8 wait while every slot is busy");
+  /* 8 leaves before it starts, 2 once it has a few tokens: 7 takes a slot */
+  mkc_sched_cancel(sc, &seqs[8]);
+  CHECK(seqs[8].stopped == MKC_BATCH_CANCELLED && mkc_sched_pending(sc) == N_SEQS - 1,
+        "sequence 8 cancelled while it waits: %d pending", mkc_sched_pending(sc));
+  for (int k = 0; k < 100 && rc == 0 && seqs[2].n_out < 5; k++) rc = mkc_sched_step(sc) != 1;
+  int cut = seqs[2].n_out;
+  mkc_sched_cancel(sc, &seqs[2]);
+  CHECK(rc == 0 && seqs[2].stopped == MKC_BATCH_CANCELLED && cut >= 5 && cut < N_GEN,
+        "sequence 2 cancelled mid-decode, after %d tokens", cut);
+  int steps = drain(sc, 1000);
+  CHECK(steps > 0 && mkc_sched_pending(sc) == 0 && mkc_sched_step(sc) == 0,
+        "the rest finish in %d steps", steps);
+
+  for (int i = 0; i < N_SEQS; i++) {
+    const mkc_batch_seq *q = &seqs[i];
+    if (i == 2 || i == 8) continue;
+    int same =
+        q->n_out == n_want[i] && memcmp(q->out, want[i], (size_t)q->n_out * sizeof(int)) == 0;
+    int why = n_want[i] < N_GEN ? MKC_BATCH_STOP_TOKEN : MKC_BATCH_BUDGET;
+    CHECK(same && q->stopped == why, "sequence %d (prompt %d): %d tokens, plain greedy's %d (%s)",
+          i, lens[i], q->n_out, n_want[i],
+          why == MKC_BATCH_STOP_TOKEN ? "to the stop" : "its budget");
+  }
+  CHECK(seqs[4].n_out == first && seqs[4].stopped == MKC_BATCH_STOP_TOKEN,
+        "sequence 4 ends at the stop token, after %d tokens", seqs[4].n_out);
+  CHECK(seqs[2].n_out == cut && memcmp(seqs[2].out, want[2], (size_t)cut * sizeof(int)) == 0,
+        "cancelled mid-decode: sequence 2 keeps its first %d tokens, plain greedy's", cut);
+  CHECK(seqs[8].n_out == 0 && seqs[8].out == NULL && seqs[8].t_start == 0,
+        "cancelled waiting: sequence 8 never ran");
+  CHECK(seqs[7].t_start > 0 && seqs[7].n_out == n_want[7], "sequence 7 ran once a slot was free");
+  const mkc_batch_stats *st = mkc_sched_stats(sc);
+  CHECK(st->most_busy == SLOTS, "at most %d slots busy at once", st->most_busy);
+  CHECK(st->drafted > 0 && st->accepted > 0, "drafts: %ld offered, %ld accepted", st->drafted,
+        st->accepted);
+
+  mkc_sched_close(sc);
+  mkc_batch_free(seqs, N_SEQS);
+  mkc_slots_close(p);
+  kernel_close(&slotted);
+  kernel_close(&plain);
+  return check_done();
+}
