@@ -79,12 +79,14 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
   conn cs[MAX_CONNS];
   struct pollfd pf[MAX_CONNS + 1];
   int n = 0, rc = 0;
+  double accept_after = 0; /* out of descriptors: no accepting until then */
   fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK); /* accept until none wait */
   while (!mkc_interrupted && rc == 0) {
     int busy = sv->sched && mkc_sched_pending(sv->sched) > 0;
-    pf[0] = (struct pollfd){.fd = listen_fd, .events = n < MAX_CONNS ? POLLIN : 0};
+    int accepting = n < MAX_CONNS && mkc_seconds() >= accept_after;
+    pf[0] = (struct pollfd){.fd = listen_fd, .events = accepting ? POLLIN : 0};
     for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
-    int ready = poll(pf, (nfds_t)(n + 1), busy ? 0 : 1000);
+    int ready = poll(pf, (nfds_t)(n + 1), busy ? 0 : accepting ? 1000 : 250);
     if (ready < 0 && errno != EINTR) {
       fprintf(stderr, "mkc: error: poll: %s\n", strerror(errno));
       rc = -1;
@@ -114,7 +116,12 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
     while (rc == 0 && ready > 0 && (pf[0].revents & POLLIN) && n < MAX_CONNS) {
       int fd = accept(listen_fd, NULL, NULL); /* blocking: answers are written whole */
       if (fd < 0) {
-        if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+          /* out of descriptors: the backlog waits a while for answers to free some */
+          fprintf(stderr, "mkc: warning: accept: %s (the connections wait)\n", strerror(errno));
+          accept_after = mkc_seconds() + 0.25;
+        } else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN &&
+                   errno != EWOULDBLOCK) {
           fprintf(stderr, "mkc: error: accept: %s\n", strerror(errno));
           rc = -1;
         }
