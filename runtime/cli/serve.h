@@ -46,11 +46,10 @@ struct mkc_serve_job {
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
   mkc_sampling opt;
   mkc_answer g;
-  /* --parallel: its sequence, its tokens given to the answer, when it came, and ollama's
+  /* --parallel: its sequence, its tokens given to the answer, and ollama's
    * context (prompt then answer) */
   mkc_batch_seq q;
   int delivered;
-  double t_received;
   int *context;
   mkc_serve_job *next;
 };

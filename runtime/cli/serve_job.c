@@ -9,7 +9,6 @@
 #include "exec/slots.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
-#include "util/clock.h"
 
 /* Whether each of ids[0..n) (the request's `what`) is in the vocabulary: 1, or 0 with the 400
  * message naming the first that is not. */
@@ -134,7 +133,6 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   memset(r, 0, sizeof *r); /* the job owns it now */
   r = &j->r;
   j->fd = fd;
-  j->t_received = mkc_seconds();
   snprintf(j->path, sizeof j->path, "%s", path);
   if (!sv->m->file.tok && r->n_stop) {
     snprintf(why, cap, "stop: strings need a model with a tokenizer (this one answers ids)");
