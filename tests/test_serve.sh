@@ -275,6 +275,8 @@ fi
 expect_error "serve --parallel with --rounds" \
   "mkc: error: serve: --parallel drafts by prompt lookup (--draft-max K): not with --rounds" \
   -- serve --preset tiny --random-weights 1 --parallel 2 --rounds 2
+expect_error "serve --parallel 1 (one at a time is the default): named as spelled" \
+  "mkc: error: --parallel: expected an integer in 2..64, got '1'" -- serve --preset tiny --random-weights 1 --parallel 1
 
 # ---- the command line ----
 expect_error "serve: no model" "mkc: error: serve: -m MODEL or --preset P is required" -- serve

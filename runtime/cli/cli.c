@@ -218,8 +218,9 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   return mkc_sampling_check(o) == 0 ? 0 : 2;
 }
 
-/* The value of flag a (allowed, known): 0, or 2 after the usage error. */
-static int take_value(const char *a, const char *v, mkc_cli *c) {
+/* The value of flag a (allowed, known; spelled so on the command line, an
+ * alias maybe): 0, or 2 after the usage error. */
+static int take_value(const char *a, const char *spelled, const char *v, mkc_cli *c) {
   int done, rc = take_sampling(a, v, c, &done);
   if (rc || done) return rc;
   for (size_t k = 0; k < sizeof TEXT_FLAGS / sizeof *TEXT_FLAGS; k++)
@@ -230,7 +231,7 @@ static int take_value(const char *a, const char *v, mkc_cli *c) {
   for (size_t k = 0; k < sizeof INT_FLAGS / sizeof *INT_FLAGS; k++)
     if (strcmp(a, INT_FLAGS[k].flag) == 0) {
       long x;
-      if (parse_int(a, v, INT_FLAGS[k].lo, INT_FLAGS[k].hi, &x)) return 2;
+      if (parse_int(spelled, v, INT_FLAGS[k].lo, INT_FLAGS[k].hi, &x)) return 2;
       *(int *)((char *)c + INT_FLAGS[k].at) = (int)x;
       c->have_n |= strcmp(a, "-n") == 0;
       return 0;
@@ -308,7 +309,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       }
     if (is_bool) continue;
     if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
-    int rc = take_value(a, argv[++i], c);
+    int rc = take_value(a, argv[i], argv[i + 1], c);
+    i++;
     if (rc) return rc;
   }
   if (c->model_path)
