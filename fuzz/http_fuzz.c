@@ -50,6 +50,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check((size_t)got <= size && req.body >= buf && req.body + req.body_len == buf + got);
     check(req.method[0] && req.path[0] == '/' && strlen(req.origin) < sizeof req.origin);
     mkc_http_local_origin(req.origin);
+    /* the key, when there is one, lies within the head */
+    check(!req.auth || (req.auth >= buf && req.auth + req.auth_len <= req.body));
+    static const char *const keys[] = {"sk-local-1", ""};
+    mkc_http_bearer_ok(&req, keys, 2);
     for (size_t k = 0; k < (size_t)got; k += 1 + (size_t)got / 64) { /* a prefix is incomplete */
       mkc_http_req part;
       check(mkc_http_parse(buf, k, 1 << 16, &part, why, sizeof why) == 0);

@@ -1,6 +1,7 @@
 """An HTTP client for tests/test_serve.sh, on the standard library alone.
 
-  serve_client.py PORT GET|POST PATH [BODY]   status, then the body
+  serve_client.py PORT GET|POST PATH [BODY]   status, then the body (with $AUTH, if set, as
+                                              the Authorization header)
   serve_client.py PORT raw FILE               FILE's bytes as the request; status and body
   serve_client.py PORT head FILE              the same; the answer's head (status line, headers)
   serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
@@ -19,6 +20,7 @@
 """
 import http.client
 import json
+import os
 import socket
 import sys
 
@@ -144,7 +146,10 @@ def main():
         return
     if what in ("GET", "POST"):
         body = sys.argv[4] if len(sys.argv) > 4 else None
-        c.request(what, sys.argv[3], body=body, headers={"Content-Type": "application/json"})
+        headers = {"Content-Type": "application/json"}
+        if os.environ.get("AUTH"):
+            headers["Authorization"] = os.environ["AUTH"]
+        c.request(what, sys.argv[3], body=body, headers=headers)
         r = c.getresponse()
         print(r.status)
         print(r.read().decode("utf-8", "replace"))

@@ -46,6 +46,8 @@ static void framing(void) {
       {"POST /x HTTP/1.1\r\nContent-Length: \r\n\r\n", 400, "empty Content-Length"},
       {"POST /x HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400, "differ"},
       {"GET /x HTTP/2.0\r\n\r\n", 505, "HTTP/1.0 and HTTP/1.1"},
+      {"GET /x HTTP/1.1\r\nAuthorization: Bearer a\r\nauthorization: Bearer b\r\n\r\n", 400,
+       "two Authorization headers"},
       {"GET /x\r\n\r\n", 400, "malformed request line"},
       {"GET x HTTP/1.1\r\n\r\n", 400, "not a path"},
       {"GETTINGS /x HTTP/1.1\r\n\r\n", 501, "unknown method"},
@@ -247,6 +249,39 @@ static void requests(void) {
   free(e);
 }
 
+/* API keys: the Authorization header's Bearer token against the server's
+ * keys (the oracle: the strings as written). */
+static void keys(void) {
+  static const char *const K[] = {"s3cret", "other-key"};
+  static const struct {
+    const char *header; /* NULL: none */
+    int ok;
+  } CASES[] = {
+      {"Bearer s3cret", 1},    {"bearer s3cret", 1},
+      {"BEARER other-key", 1}, {NULL, 0},
+      {"Bearer s3cre", 0},     {"Bearer s3crets", 0},
+      {"Bearer S3cret", 0},    {"Basic s3cret", 0},
+      {"Bearer ", 0},          {"Bearer", 0},
+      {"s3cret", 0},           {"Bearer  s3cret", 0},
+      {"Bearer other-kez", 0},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    char req[200], why[200];
+    mkc_http_req r;
+    snprintf(req, sizeof req, "GET /v1/models HTTP/1.1\r\n%s%s%s\r\n",
+             CASES[i].header ? "Authorization: " : "", CASES[i].header ? CASES[i].header : "",
+             CASES[i].header ? "\r\n" : "");
+    long got = parse(req, &r, why);
+    CHECK(got > 0 && mkc_http_bearer_ok(&r, K, 2) == CASES[i].ok, "Authorization: %s: %s",
+          CASES[i].header ? CASES[i].header : "(none)", CASES[i].ok ? "a key" : "refused");
+  }
+  mkc_http_req r;
+  char why[200];
+  CHECK(parse("GET / HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n", &r, why) > 0 &&
+            !mkc_http_bearer_ok(&r, K, 0),
+        "no keys: nothing matches");
+}
+
 /* A client's hang-up, on a socket pair: open, half-closed, closed. */
 static void hang_ups(void) {
   int sv[2];
@@ -267,6 +302,7 @@ static void hang_ups(void) {
 int main(void) {
   framing();
   requests();
+  keys();
   hang_ups();
   return check_done();
 }

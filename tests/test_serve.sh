@@ -278,6 +278,38 @@ expect_error "serve --parallel with --rounds" \
 expect_error "serve --parallel 1 (one at a time is the default): named as spelled" \
   "mkc: error: --parallel: expected an integer in 2..64, got '1'" -- serve --preset tiny --random-weights 1 --parallel 1
 
+# ---- API keys: every request but the liveness checks carries one ----
+printf '\nfirst-key\r\n\nsecond-key\n' >"$tmp/keys"
+if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
+  refused "no key" 401 "Invalid API Key" GET /v1/models
+  type=$(get error type)
+  printf 'GET /v1/models HTTP/1.1\r\n\r\n' >"$tmp/raw"
+  python3 "$client" "$port" head "$tmp/raw" >"$tmp/head"
+  [ "$type" = authentication_error ] && grep -q '^HTTP/1.1 401 Unauthorized' "$tmp/head" \
+    && grep -qx 'WWW-Authenticate: Bearer' "$tmp/head" \
+    && ok "... 401 Unauthorized, type authentication_error, WWW-Authenticate: Bearer" \
+    || fail "401's shape" "type $type" "$(cat "$tmp/head")"
+  AUTH="Bearer first-keyX" refused "a wrong key" 401 "Invalid API Key" POST /v1/completions '{"prompt": [1]}'
+  call POST /api/generate '{"prompt": "a"}'
+  [ "$status" = 401 ] && [[ $(get error) == unauthorized* ]] && ok "ollama's API without a key: 401 {\"error\": \"$(get error)\"}" \
+    || fail "ollama 401" "$(cat "$tmp/ans")"
+  call GET /health
+  [ "$status" = 200 ] && ok "GET /health needs no key" || fail "/health with keys" "$(cat "$tmp/ans")"
+  for key in first-key second-key cli-key; do
+    AUTH="Bearer $key" call POST /v1/completions '{"prompt": [3, 1, 4], "max_tokens": 5}'
+    [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$("$mkc" run "${args[@]}" -n 5 --prompt-ids 3,1,4 2>/dev/null)" ] \
+      && ok "Bearer $key: answered, run's tokens" || fail "Bearer $key" "$(cat "$tmp/ans")"
+  done
+  stop keyed
+  grep -q "refused POST /v1/completions: a key that is not the server's" "$tmp/keyed.err" \
+    && ok "the log names a refused key, not the key" || fail "the log of a refused key" "$(cat "$tmp/keyed.err")"
+fi
+expect_error "serve: --api-key-file that is not there" "mkc: error: --api-key-file: cannot read $tmp/none" \
+  -- serve --preset tiny --random-weights 1 --api-key-file "$tmp/none"
+printf '\n\r\n' >"$tmp/nokeys"
+expect_error "serve: --api-key-file with no key" "mkc: error: --api-key-file: no key in $tmp/nokeys" \
+  -- serve --preset tiny --random-weights 1 --api-key-file "$tmp/nokeys"
+
 # ---- the command line ----
 expect_error "serve: no model" "mkc: error: serve: -m MODEL or --preset P is required" -- serve
 expect_error "serve: a preset without weights" \

@@ -81,6 +81,8 @@ static const struct {
     {"--chat-template", offsetof(mkc_cli, chat_template)},
     {"--batch", offsetof(mkc_cli, batch_file)},
     {"--host", offsetof(mkc_cli, host)},
+    {"--api-key", offsetof(mkc_cli, api_key)},
+    {"--api-key-file", offsetof(mkc_cli, api_key_file)},
 };
 
 /* Flags that take no value: present sets the int to 1. */

@@ -50,6 +50,8 @@ typedef struct mkc_cli {
   int step_rows; /* gen --step-rows R: a slot kernel's rows per step, past K + 1 tiled */
   const char *host;           /* serve --host ADDR: the address to listen on */
   int port;                   /* serve --port N (0: one the system picks) */
+  const char *api_key;        /* serve --api-key KEY: requests must carry it (Bearer) */
+  const char *api_key_file;   /* serve --api-key-file FILE: the keys, one a line */
   const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */

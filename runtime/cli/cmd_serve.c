@@ -28,6 +28,7 @@
 #include "serve.h"
 #include "serve_answer.h"
 #include "tokenizer/tokenizer.h"
+#include "util/files.h"
 #include "util/version.h"
 
 static const char USAGE[] =
@@ -53,6 +54,10 @@ static const char USAGE[] =
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
+    "  --api-key KEY          every request but GET /health and / must carry\n"
+    "                         Authorization: Bearer KEY (else 401)\n"
+    "  --api-key-file FILE    the keys, one a line (the command line shows a key to\n"
+    "                         other users of this machine; a file need not)\n"
     "  --chat-template NAME   the template's family when the model's is unknown\n"
     "                         (chatml, llama3, ...)\n"
     "  -np, --parallel N      decode up to N requests together on a slot kernel (2..64;\n"
@@ -289,6 +294,20 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
     return MKC_SERVE_DONE;
   }
   int preflight = strcmp(req.method, "OPTIONS") == 0; /* a browser's, before its request */
+  /* with keys, every request but the liveness checks and a browser's preflight carries one */
+  int open_path = strcmp(p, "/health") == 0 || strcmp(p, "/") == 0;
+  if (sv->n_keys && !preflight && !open_path &&
+      !mkc_http_bearer_ok(&req, (const char *const *)sv->keys, sv->n_keys)) {
+    mkc_http_extra_headers("WWW-Authenticate: Bearer\r\n");
+    if (strncmp(p, "/api/", 5) == 0)
+      mkc_respond_ollama_error(fd, 401, "unauthorized: send Authorization: Bearer KEY");
+    else
+      mkc_respond_error(fd, 401, "Invalid API Key: send Authorization: Bearer KEY");
+    mkc_http_extra_headers(NULL);
+    fprintf(stderr, "mkc: refused %s %s: %s\n", req.method, p,
+            req.auth ? "a key that is not the server's" : "no API key");
+    return MKC_SERVE_DONE;
+  }
   char cors[MKC_SERVE_CORS_MAX];
   snprintf(cors, sizeof cors, "%s%s%s%s", req.origin[0] ? "Access-Control-Allow-Origin: " : "",
            req.origin, req.origin[0] ? "\r\nVary: Origin\r\n" : "",
@@ -408,6 +427,37 @@ static const char *model_name(const mkc_cli *c, const mkc_loaded_model *m, char 
   return slash && slash[1] ? slash + 1 : buf;
 }
 
+/* The keys a request may carry: --api-key's, then --api-key-file's lines
+ * (blank ones skipped). 0, or -1 after a message. */
+static int read_keys(const mkc_cli *c, mkc_server *sv) {
+  char *text = NULL;
+  if (c->api_key_file && !(text = mkc_read_file(c->api_key_file, NULL))) {
+    fprintf(stderr, "mkc: error: --api-key-file: cannot read %s\n", c->api_key_file);
+    return -1;
+  }
+  int cap = 1 + (c->api_key != NULL);
+  for (const char *q = text; q && *q; q++) cap += *q == '\n';
+  sv->keys = calloc((size_t)cap, sizeof *sv->keys);
+  int rc = sv->keys ? 0 : -1;
+  if (rc == 0 && c->api_key && !*c->api_key) {
+    fprintf(stderr, "mkc: error: --api-key: an empty key\n");
+    rc = -1;
+  }
+  if (rc == 0 && c->api_key && !(sv->keys[sv->n_keys++] = strdup(c->api_key))) rc = -1;
+  for (char *line = text, *next; rc == 0 && line && *line; line = next) {
+    next = line + strcspn(line, "\n");
+    if (*next) *next++ = '\0';
+    line[strcspn(line, "\r")] = '\0';
+    if (*line && !(sv->keys[sv->n_keys++] = strdup(line))) rc = -1;
+  }
+  if (rc == 0 && c->api_key_file && sv->n_keys == (c->api_key != NULL)) {
+    fprintf(stderr, "mkc: error: --api-key-file: no key in %s\n", c->api_key_file);
+    rc = -1;
+  }
+  free(text);
+  return rc;
+}
+
 /* --parallel N: the slot kernel's flags, and what it cannot do. */
 static int parallel_flags(mkc_cli *c) {
   if (!c->slots) return 0;
@@ -451,7 +501,8 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
                          "--dequant --ubatch --chat-template --top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                         "--draft-layers -md --rounds --host --port --slots --kv-pages",
+                         "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
+                         "--api-key-file",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -482,6 +533,7 @@ int mkc_cmd_serve(int argc, char **argv) {
             "mkc: warning: %s's chat template is %s: /v1/chat/completions is refused (give "
             "--chat-template NAME)\n",
             sv.name, m.file.chat_template ? "not one mkc knows" : "missing");
+  if (read_keys(&c, &sv) != 0) goto done;
   if ((fd = listen_on(c.host ? c.host : "127.0.0.1", c.port, &port)) < 0) goto done;
   c.draft_max = drafts;
   if (start(&c, &sv, &ds) != 0) goto done;
@@ -503,6 +555,8 @@ int mkc_cmd_serve(int argc, char **argv) {
 done:
   if (fd >= 0) close(fd);
   free(sv.held);
+  for (int k = 0; k < sv.n_keys; k++) free(sv.keys[k]);
+  free(sv.keys);
   mkc_sched_close(sv.sched);
   mkc_slots_close(sv.slots);
   mkc_draft_source_close(&ds);

@@ -27,6 +27,8 @@ typedef struct mkc_server {
   mkc_sampling base; /* the command's sampling options */
   int fixed_seed;    /* --seed given: every request without a seed uses it */
   long requests;
+  char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
+  int n_keys;
   /* one request at a time: the tokens the session has read, in order */
   int *held;
   int n_held, n_valid;

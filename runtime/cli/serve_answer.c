@@ -28,6 +28,7 @@ void mkc_respond_ollama_error(int fd, int status, const char *msg) {
 
 void mkc_respond_error(int fd, int status, const char *msg) {
   const char *type = status == 400   ? "invalid_request_error"
+                     : status == 401 ? "authentication_error"
                      : status == 403 ? "permission_error"
                      : status == 404 ? "not_found_error"
                      : status >= 500 ? "server_error"

@@ -86,6 +86,11 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
       memcpy(r->origin, v, k);
       r->origin[k] = '\0';
     }
+    if (name == 13 && strncasecmp(h, "Authorization", 13) == 0) {
+      if (r->auth) return refuse(400, why, cap, "two Authorization headers");
+      r->auth = v;
+      r->auth_len = (size_t)(v_end - v);
+    }
     if (name == 17 && strncasecmp(h, "Transfer-Encoding", 17) == 0)
       return refuse(501, why, cap, "a transfer encoding (send the body with Content-Length)");
     if (name == 14 && strncasecmp(h, "Content-Length", 14) == 0) {
@@ -116,6 +121,22 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
   return (long)(head + (size_t)length);
 }
 
+int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n) {
+  if (!r->auth || r->auth_len < 7 || strncasecmp(r->auth, "Bearer ", 7) != 0) return 0;
+  const char *given = r->auth + 7;
+  size_t len = r->auth_len - 7;
+  int ok = 0;
+  if (len == 0) return 0;
+  for (int k = 0; k < n; k++) {
+    size_t key_len = strlen(keys[k]);
+    unsigned char diff = key_len != len;
+    for (size_t i = 0; i < key_len; i++)
+      diff |= (unsigned char)(keys[k][i] ^ given[i < len ? i : 0]);
+    ok |= diff == 0;
+  }
+  return ok;
+}
+
 int mkc_http_local_origin(const char *origin) {
   static const char *const HOSTS[] = {"localhost", "127.0.0.1", "[::1]"};
   const char *h = strncmp(origin, "http://", 7) == 0    ? origin + 7
@@ -143,6 +164,7 @@ const char *mkc_http_reason(int status) {
     const char *reason;
   } R[] = {{200, "OK"},
            {204, "No Content"},
+           {401, "Unauthorized"},
            {403, "Forbidden"},
            {400, "Bad Request"},
            {404, "Not Found"},

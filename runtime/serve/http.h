@@ -12,6 +12,8 @@ typedef struct mkc_http_req {
   char method[8];
   char path[256];   /* the target without its query */
   char origin[128]; /* the Origin header (a browser's page; its first 127 bytes), "" when none */
+  const char *auth; /* the Authorization header's value, into the parsed buffer; NULL: none */
+  size_t auth_len;
   const char *body; /* into the parsed buffer */
   size_t body_len;
 } mkc_http_req;
@@ -24,6 +26,11 @@ typedef struct mkc_http_req {
  * with why filled. Bare LF line ends are taken as CRLF. */
 long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r, char *why,
                     size_t cap);
+
+/* Whether r carries "Authorization: Bearer KEY" for one of keys[0..n)
+ * (the scheme's case aside); each key is compared in time that does not
+ * depend on where it differs. */
+int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n);
 
 /* Whether origin is a page served from this machine (http or https on
  * localhost, 127.0.0.1 or [::1], any port): the browsers' origins whose
