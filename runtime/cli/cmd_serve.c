@@ -1,8 +1,10 @@
 /* mkc serve: the model behind an OpenAI-style HTTP API, as llama-server and
- * ollama offer it. One session answers one request at a time, in the order
- * they connect; a request whose tokens begin as the previous one's did
- * (the same conversation, a turn longer) feeds only what is new, the rest
- * staying in the KV cache. */
+ * ollama offer it: the command, its routes and the one-at-a-time decode.
+ * One session answers one request at a time, in the order they arrive; a
+ * request whose tokens begin as the previous one's did (the same
+ * conversation, a turn longer) feeds only what is new, the rest staying in
+ * the KV cache. With --parallel N the requests go to a slot kernel instead
+ * (serve_slots.c); the connections are serve_loop.c's. */
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
