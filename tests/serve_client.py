@@ -5,7 +5,8 @@
   serve_client.py PORT raw FILE               FILE's bytes as the request; status and body
   serve_client.py PORT head FILE              the same; the answer's head (status line, headers)
   serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
-                                              "finish=REASON events=N done=1|0"
+                                              "finish=REASON events=N done=1|0", and with a
+                                              usage chunk " usage=P+C choices=0 nulls=N"
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
                                               "done_reason=R lines=N eval_count=E"
@@ -159,7 +160,7 @@ def main():
     if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
         print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
         return
-    text, finish, events, done = "", None, 0, 0
+    text, finish, events, done, usage, nulls = "", None, 0, 0, None, 0
     for line in r:
         line = line.decode("utf-8")
         if not line.startswith("data: "):
@@ -173,11 +174,18 @@ def main():
         if data == "[DONE]":
             done = 1
             continue
-        choice = json.loads(data)["choices"][0]
+        event = json.loads(data)
+        if event.get("usage"):  # stream_options.include_usage's last chunk: no choices
+            usage = "%d+%d" % (event["usage"]["prompt_tokens"], event["usage"]["completion_tokens"])
+            usage += " choices=%d" % len(event["choices"])
+            continue
+        nulls += "usage" in event
+        choice = event["choices"][0]
         text += choice.get("delta", {}).get("content", "") if "delta" in choice else choice["text"]
         finish = choice["finish_reason"] or finish
     sys.stdout.write(text)
-    print("\nfinish=%s events=%d done=%d" % (finish, events, done))
+    print("\nfinish=%s events=%d done=%d%s" % (finish, events, done,
+                                               " usage=%s nulls=%d" % (usage, nulls) if usage else ""))
 
 
 main()

@@ -118,6 +118,28 @@ static void requests(void) {
   mkc_sampling same = mkc_api_sampling(&r, base);
   CHECK(memcmp(&same, &base, sizeof base) == 0, "... its sampling is the server's as it was");
   mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {\"include_usage\": true}, "
+            "\"logit_bias\": {}, \"response_format\": {\"type\": \"text\"}}",
+            0, &r, why) == 0 &&
+            r.stream && r.include_usage,
+        "stream_options.include_usage; an empty logit_bias and a text response_format change "
+        "nothing and are taken");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {}}", 0, &r, why) == 0 &&
+            !r.include_usage,
+        "stream_options without include_usage: none");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_schema\"}}", 0, &r, why) ==
+                -1 &&
+            strstr(why, "response_format: only"),
+        "response_format json_schema refused: %s", why);
+  CHECK(api("{\"prompt\": \"a\", \"logit_bias\": [1]}", 0, &r, why) == -1 &&
+            strstr(why, "logit_bias"),
+        "logit_bias not an object refused: %s", why);
+  CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {\"include_usage\": 1}}", 0,
+            &r, why) == -1 &&
+            strstr(why, "include_usage: expected true or false"),
+        "include_usage not a boolean refused: %s", why);
   CHECK(api("{\"prompt\": \"a\", \"logprobs\": 0}", 0, &r, why) == 0 && r.top_logprobs == 0,
         "completions: logprobs 0 (each token's own, no top ones)");
   mkc_api_req_free(&r);

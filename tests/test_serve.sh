@@ -131,6 +131,14 @@ if start tiny "${args[@]}" --draft-max 4; then
   else
     fail "stream" "run:    $want" "stream: $(cat "$tmp/stream")"
   fi
+  # stream_options.include_usage: every chunk has "usage": null, then one with the usage and no choices
+  python3 "$client" "$port" stream /v1/completions \
+    '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24, "stream": true, "stream_options": {"include_usage": true}}' >"$tmp/stream"
+  if [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=length events=27 done=1 usage=5+24 choices=0 nulls=25" "$tmp/stream"; then
+    ok "stream_options.include_usage: a last chunk with usage 5 + 24 and no choices, \"usage\": null before it"
+  else
+    fail "include_usage" "$(cat "$tmp/stream")"
+  fi
   # two clients at once: the second waits its turn; each gets run's tokens for its own prompt
   python3 "$client" "$port" POST /v1/completions '{"prompt": [9, 9, 9], "max_tokens": 30}' >"$tmp/a1" &
   first=$!
@@ -162,6 +170,12 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
   refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
   refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
+  refused "logit_bias" 400 "logit_bias: per-token biases are not offered" POST /v1/completions \
+    '{"prompt": [1], "logit_bias": {"5": -100}}'
+  refused "response_format json_object" 400 "response_format: only" POST /v1/completions \
+    '{"prompt": [1], "response_format": {"type": "json_object"}}'
+  refused "stream_options without a stream" 400 "only with \"stream\": true" POST /v1/completions \
+    '{"prompt": [1], "stream_options": {"include_usage": true}}'
   refused "max_tokens 0" 400 "max_tokens: expected a whole number >= 1" POST /v1/completions '{"prompt": [1], "max_tokens": 0}'
   refused "a negative temperature" 400 "temperature: expected" POST /v1/completions '{"prompt": [1], "temperature": -1}'
   refused "top_p past 1" 400 "top_p: expected" POST /v1/completions '{"prompt": [1], "top_p": 2}'

@@ -165,7 +165,19 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) 
     cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
   else
     cJSON_AddNullToObject(choice, "finish_reason");
+  if (g->r->include_usage) cJSON_AddNullToObject(o, "usage"); /* the last chunk has it */
   return send_object(g, o);
+}
+
+/* OpenAI's usage: the prompt's tokens (cached: those the cache held) and the answer's. */
+static cJSON *usage_json(const mkc_answer *g, int n_prompt, int cached) {
+  cJSON *usage = cJSON_CreateObject();
+  cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
+  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
+  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
+  cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
+                          cached);
+  return usage;
 }
 
 /* Streams what of the text can no longer turn out to be a stop string. */
@@ -297,12 +309,7 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   else
     cJSON_AddNullToObject(choice, "logprobs");
   cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
-  cJSON *usage = cJSON_AddObjectToObject(o, "usage");
-  cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
-  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
-  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
-  cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
-                          cached);
+  cJSON_AddItemToObject(o, "usage", usage_json(g, n_prompt, cached));
   cJSON *t = cJSON_AddObjectToObject(o, "timings"); /* llama-server's names */
   double gen_s = st->seconds - st->prompt_seconds;
   cJSON_AddNumberToObject(t, "prompt_n", st->fed);
@@ -367,9 +374,14 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
     if (!g->gone && send_object(g, o) != 0) g->gone = 1;
     return;
   }
-  if (!g->gone &&
-      (chunk(g, NULL, 0, mkc_answer_finish(g)) != 0 || mkc_http_event(g->fd, "[DONE]") != 0))
-    g->gone = 1;
+  if (!g->gone && chunk(g, NULL, 0, mkc_answer_finish(g)) != 0) g->gone = 1;
+  if (!g->gone && g->r->include_usage) { /* stream_options.include_usage: choices empty */
+    cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
+    cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+    cJSON_AddItemToObject(o, "usage", usage_json(g, n_prompt, cached));
+    if (send_object(g, o) != 0) g->gone = 1;
+  }
+  if (!g->gone && mkc_http_event(g->fd, "[DONE]") != 0) g->gone = 1;
 }
 
 void mkc_answer_close(mkc_answer *g) {

@@ -214,6 +214,31 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   return 0;
 }
 
+/* OpenAI's fields that change the answer and that mkc either follows or
+ * refuses, never drops: stream_options, logit_bias, response_format. */
+static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+  if (so && !cJSON_IsNull(so)) {
+    if (!cJSON_IsObject(so)) return bad(why, cap, "stream_options: expected an object");
+    if (!r->stream) return bad(why, cap, "stream_options: only with \"stream\": true");
+    if ((r->include_usage = flag(so, "include_usage", 0, why, cap)) < 0) return -1;
+  }
+  const cJSON *bias = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
+  if (bias && !cJSON_IsNull(bias) && (!cJSON_IsObject(bias) || cJSON_GetArraySize(bias) > 0))
+    return bad(why, cap,
+               "logit_bias: per-token biases are not offered (the kernel samples on the device "
+               "and takes none)");
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
+  if (fmt && !cJSON_IsNull(fmt)) {
+    const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+      return bad(why, cap,
+                 "response_format: only {\"type\": \"text\"} (constrained JSON output is not "
+                 "offered)");
+  }
+  return 0;
+}
+
 static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   if (read_sampling(root, r, why, cap) != 0) return -1;
   /* max_tokens, or the chat API's newer max_completion_tokens; -1: no bound */
@@ -231,7 +256,8 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
     return bad(why, cap, "n: only 1 choice per request");
   if (read_logprobs(root, r, why, cap) != 0) return -1;
-  return (r->stream = flag(root, "stream", 0, why, cap)) < 0 ? -1 : 0;
+  if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
+  return read_openai_options(root, r, why, cap);
 }
 
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {

@@ -21,8 +21,9 @@ typedef struct mkc_api_req {
   const char *prompt; /* completions: the prompt as text, or */
   int *prompt_ids;    /* as token ids (checked against the vocabulary later) */
   int n_prompt_ids;
-  int max_tokens; /* -1: until the end of generation or a full context */
-  int stream;     /* answer as server-sent events */
+  int max_tokens;    /* -1: until the end of generation or a full context */
+  int stream;        /* answer as server-sent events */
+  int include_usage; /* OpenAI's stream_options.include_usage: a last chunk with the usage */
   /* -1: none; else each token's log-probability and the top_logprobs most
    * likely at its place (chat: logprobs true, top_logprobs N; completions:
    * logprobs N), 0..MKC_LOGPROBS_MAX */
