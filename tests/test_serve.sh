@@ -35,6 +35,7 @@ call() {
   status=$(head -n 1 "$tmp/ans")
 }
 get() { python3 "$client" get "$tmp/body" "$@" 2>/dev/null; }
+metric() { sed -n "s/^mkc_$1 //p" "$tmp/body"; } # a value of GET /metrics's answer
 
 # refused NAME STATUS PHRASE METHOD PATH [BODY]: that status, an error message holding PHRASE.
 refused() {
@@ -281,6 +282,10 @@ if start par "${args[@]}" --parallel 3 --draft-max 2; then
     || fail "a shared first page" "run: $want" "got: $(head -c 400 "$tmp/ans")"
   refused "--parallel: logprobs" 400 "not on a server started with --parallel" POST /v1/completions \
     '{"prompt": [1], "logprobs": 2}'
+  call GET /metrics
+  [ "$(metric requests_total)" = 8 ] && [ "$(metric requests_processing)" = 0 ] && [ "$(metric requests_deferred)" = 0 ] \
+    && ok "--parallel's /metrics: 8 requests answered (the hung-up one too), none decoding or waiting" \
+    || fail "--parallel's /metrics" "$(cat "$tmp/ans")"
   stop par
   grep -q "at most 3 decoded together" "$tmp/par.err" && grep -q "stopped: the client went away" "$tmp/par.err" \
     && ok "--parallel: 3 requests decoded together; the hung-up one left its slot" \
@@ -314,6 +319,16 @@ if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
     [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$("$mkc" run "${args[@]}" -n 5 --prompt-ids 3,1,4 2>/dev/null)" ] \
       && ok "Bearer $key: answered, run's tokens" || fail "Bearer $key" "$(cat "$tmp/ans")"
   done
+  # three answers of 5 tokens to the same 3-token prompt: 3 fed, then 2 of 3 cached twice
+  AUTH="Bearer cli-key" call GET /metrics
+  if [ "$status" = 200 ] && [ "$(metric requests_total)" = 3 ] && [ "$(metric tokens_predicted_total)" = 15 ] \
+    && [ "$(metric prompt_tokens_total)" = 5 ] && [ "$(metric prompt_tokens_cached_total)" = 4 ] \
+    && [ "$(metric requests_processing)" = 0 ] && grep -q '^# TYPE mkc_tokens_predicted_total counter$' "$tmp/body"; then
+    ok "GET /metrics: 3 requests, 15 tokens predicted, 5 prompt tokens fed and 4 cached (Prometheus text)"
+  else
+    fail "GET /metrics" "$(cat "$tmp/ans")"
+  fi
+  refused "GET /metrics without the key" 401 "Invalid API Key" GET /metrics
   stop keyed
   grep -q "refused POST /v1/completions: a key that is not the server's" "$tmp/keyed.err" \
     && ok "the log names a refused key, not the key" || fail "the log of a refused key" "$(cat "$tmp/keyed.err")"

@@ -41,7 +41,8 @@ static const char USAGE[] =
     "  POST /v1/chat/completions  messages in the model's chat template\n"
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids)\n"
-    "  GET  /v1/models, /health; POST /tokenize, /detokenize (llama-server's)\n"
+    "  GET  /v1/models, /health; POST /tokenize, /detokenize and GET /metrics\n"
+    "                             (llama-server's; Prometheus's format)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/show; GET /api/tags,\n"
     "/api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
@@ -140,8 +141,8 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
     mkc_answer_respond(g, n_prompt, n_prompt - st.fed, &st);
   }
   if (rc == 0)
-    mkc_serve_job_log(j, &st, n_prompt - st.fed,
-                      mkc_serve_stopped(g, interrupted, st.ctx_full || n_gen == j->room));
+    mkc_serve_job_done(sv, j, &st, n_prompt - st.fed,
+                       mkc_serve_stopped(g, interrupted, st.ctx_full || n_gen == j->room));
   free(out);
   return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
 }
@@ -232,6 +233,41 @@ static void tokens(mkc_server *sv, int fd, const mkc_http_req *req, int detokeni
   }
   mkc_api_tokens_free(&t);
   mkc_respond_json(fd, 200, o);
+}
+
+/* GET /metrics: the counts in Prometheus's text format, as llama-server's
+ * --metrics gives its own; with --parallel, the requests decoding and those
+ * waiting for a slot. */
+static void metrics(const mkc_server *sv, int fd) {
+  const mkc_serve_counts *n = &sv->counts;
+  int running = 0, waiting = 0;
+  for (const mkc_serve_job *j = sv->jobs; j; j = j->next) j->q.t_start > 0 ? running++ : waiting++;
+  const struct {
+    const char *name, *type, *help;
+    double v;
+  } M[] = {
+      {"requests_total", "counter", "Generation requests answered.", (double)n->requests},
+      {"prompt_tokens_total", "counter", "Prompt tokens the kernel processed.",
+       (double)n->prompt_tokens},
+      {"prompt_tokens_cached_total", "counter", "Prompt tokens the KV cache held already.",
+       (double)n->cached_tokens},
+      {"prompt_seconds_total", "counter", "Seconds spent on prompts.", n->prompt_seconds},
+      {"tokens_predicted_total", "counter", "Tokens generated.", (double)n->generated},
+      {"tokens_predicted_seconds_total", "counter", "Seconds spent generating.", n->gen_seconds},
+      {"draft_tokens_total", "counter", "Draft tokens offered to the kernel.", (double)n->drafted},
+      {"draft_tokens_accepted_total", "counter", "Draft tokens the kernel accepted.",
+       (double)n->accepted},
+      {"requests_processing", "gauge", "Requests decoding now.", running},
+      {"requests_deferred", "gauge", "Requests waiting for a slot.", waiting},
+  };
+  char buf[4096];
+  size_t len = 0;
+  for (size_t k = 0; k < sizeof M / sizeof *M && len < sizeof buf; k++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len,
+                            "# HELP mkc_%s %s\n# TYPE mkc_%s %s\nmkc_%s %.17g\n", M[k].name,
+                            M[k].help, M[k].name, M[k].type, M[k].name, M[k].v);
+  mkc_http_respond(fd, 200, "text/plain; version=0.0.4; charset=utf-8", buf,
+                   len < sizeof buf ? len : sizeof buf - 1);
 }
 
 /* ollama's answer to a generate with no prompt: the model is loaded. */
@@ -360,16 +396,19 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
         : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/v1/models") == 0 || strcmp(p, "/models") == 0) {
     get ? list_models(sv, fd) : mkc_respond_error(fd, 405, "use GET");
+  } else if (strcmp(p, "/metrics") == 0) {
+    get ? metrics(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/health") == 0) {
     static const char ok[] = "{\"status\":\"ok\"}";
     get ? mkc_http_respond(fd, 200, "application/json", ok, sizeof ok - 1)
         : mkc_respond_error(fd, 405, "use GET");
   } else {
-    snprintf(why, sizeof why,
-             "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
-             "/health, POST /tokenize or /detokenize; ollama's /api/chat, /api/generate, "
-             "/api/tags, /api/show, /api/version",
-             p);
+    snprintf(
+        why, sizeof why,
+        "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
+        "/health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, /api/generate, "
+        "/api/tags, /api/show, /api/version",
+        p);
     mkc_respond_error(fd, 404, why);
   }
   mkc_http_extra_headers(NULL);

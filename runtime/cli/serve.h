@@ -17,6 +17,14 @@
 
 typedef struct mkc_serve_job mkc_serve_job;
 
+/* What the server has done, for GET /metrics: the answered generation
+ * requests, their prompt tokens fed and taken from the cache, the tokens
+ * generated, drafts offered and accepted, and the seconds of each part. */
+typedef struct mkc_serve_counts {
+  long requests, prompt_tokens, cached_tokens, generated, drafted, accepted;
+  double prompt_seconds, gen_seconds;
+} mkc_serve_counts;
+
 typedef struct mkc_server {
   const mkc_cli *c;
   mkc_loaded_model *m;
@@ -27,6 +35,7 @@ typedef struct mkc_server {
   mkc_sampling base; /* the command's sampling options */
   int fixed_seed;    /* --seed given: every request without a seed uses it */
   long requests;
+  mkc_serve_counts counts;
   char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
   int n_keys;
   /* one request at a time: the tokens the session has read, in order */
@@ -69,9 +78,9 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n);
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap);
 void mkc_serve_job_close(mkc_serve_job *j);
-/* The server's log line for an answered request; why: why it stopped. */
-void mkc_serve_job_log(const mkc_serve_job *j, const mkc_decode_stats *st, int cached,
-                       const char *why);
+/* An answered request: counted (sv->counts) and logged; why: why it stopped. */
+void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
+                        int cached, const char *why);
 /* Why generation ended, for the log (full: it reached its room). */
 const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full);
 

@@ -192,9 +192,18 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
                        : "max_tokens reached";
 }
 
-void mkc_serve_job_log(const mkc_serve_job *j, const mkc_decode_stats *st, int cached,
-                       const char *why) {
+void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
+                        int cached, const char *why) {
   double gen_s = st->seconds - st->prompt_seconds;
+  mkc_serve_counts *n = &sv->counts;
+  n->requests++;
+  n->prompt_tokens += st->fed;
+  n->cached_tokens += cached;
+  n->generated += j->g.n_ids;
+  n->drafted += st->drafted;
+  n->accepted += st->accepted;
+  n->prompt_seconds += st->prompt_seconds;
+  n->gen_seconds += gen_s > 0 ? gen_s : 0;
   fprintf(stderr,
           "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
           "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",

@@ -46,7 +46,7 @@ static void stats_of(const mkc_serve_job *j, mkc_decode_stats *st) {
 
 /* Answers j with what it has (failed: the backend failed, a 500 unless it
  * streams) and closes its connection. */
-static void finish(mkc_serve_job *j, int failed, const char *why) {
+static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why) {
   mkc_answer *g = &j->g;
   const mkc_batch_seq *q = &j->q;
   if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
@@ -71,8 +71,8 @@ static void finish(mkc_serve_job *j, int failed, const char *why) {
     mkc_answer_respond(g, j->n_prompt, cached, &st);
   mkc_http_extra_headers(NULL);
   if (!failed)
-    mkc_serve_job_log(
-        j, &st, cached,
+    mkc_serve_job_done(
+        sv, j, &st, cached,
         why ? why
             : mkc_serve_stopped(g, 0,
                                 st.ctx_full || (j->n_gen == j->room && j->delivered >= j->n_gen)));
@@ -98,7 +98,7 @@ int mkc_serve_slots_step(mkc_server *sv) {
       continue;
     }
     mkc_sched_cancel(sv->sched, &j->q); /* its slot, or its place in line, goes now */
-    finish(j, rc < 0, NULL);
+    finish(sv, j, rc < 0, NULL);
     *at = j->next;
     mkc_serve_job_close(j);
     free(j);
@@ -112,7 +112,7 @@ void mkc_serve_slots_end_all(mkc_server *sv, const char *why) {
     sv->jobs = j->next;
     deliver(j);
     mkc_sched_cancel(sv->sched, &j->q);
-    finish(j, 0, why);
+    finish(sv, j, 0, why);
     mkc_serve_job_close(j);
     free(j);
   }
