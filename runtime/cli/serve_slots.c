@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "exec/slots.h"
-#include "interrupt.h"
 #include "serve.h"
 #include "serve/http.h"
 #include "util/clock.h"

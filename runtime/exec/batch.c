@@ -162,7 +162,7 @@ mkc_sched *mkc_sched_open(mkc_slots *p, const mkc_batch_opts *o) {
 }
 
 int mkc_sched_add(mkc_sched *sc, mkc_batch_seq *q) {
-  if (sc->n_queue == sc->cap_queue) {
+  if (sc->n_queue == sc->cap_queue && sc->head > 0) {
     /* the waiting ones move to the front first: a long-running server's queue does not grow */
     memmove(sc->queue, sc->queue + sc->head, (size_t)(sc->n_queue - sc->head) * sizeof *sc->queue);
     sc->n_queue -= sc->head;
