@@ -4,6 +4,7 @@
  * completion and chat requests, the fields given and the defaults of those
  * not, and the messages of the bad ones; a client's hang-up on a socket
  * pair. Also run under ASan/UBSan. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -264,6 +265,17 @@ static void requests(void) {
   CHECK(tokens_of("{\"content\": 1}", 0, &t, why) == -1 &&
             strstr(why, "content: expected a string"),
         "tokenize refused: %s", why);
+  /* a text with every byte JSON escapes, a NUL inside: all of it, as JSON spells it */
+  cJSON *tj = cJSON_CreateObject();
+  cJSON_AddItemToObject(tj, "t", mkc_json_text("a\0b\"c\\\n\r\t\x01\x1f\xc3\xa9z", 14));
+  cJSON_AddItemToObject(tj, "e", mkc_json_text(NULL, 0));
+  char *js = cJSON_PrintUnformatted(tj);
+  CHECK(js && strcmp(js,
+                     "{\"t\":\"a\\u0000b\\\"c\\\\\\n\\r\\t\\u0001\\u001f\xc3\xa9z\",\"e\":\"\"}") ==
+                  0,
+        "a text with a NUL, quotes, controls and UTF-8 as a JSON string: %s", js ? js : "(null)");
+  free(js);
+  cJSON_Delete(tj);
   char *e = mkc_api_error_json("a \"quoted\" word", "invalid_request_error");
   CHECK(e && strcmp(e, "{\"error\":{\"message\":\"a \\\"quoted\\\" word\",\"type\":"
                        "\"invalid_request_error\"}}") == 0,

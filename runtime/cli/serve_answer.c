@@ -107,16 +107,13 @@ static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, int
   snprintf(when + w, sizeof when - w, ".%06ldZ", ts.tv_nsec / 1000);
   cJSON_AddStringToObject(o, "model", g->model);
   cJSON_AddStringToObject(o, "created_at", when);
-  char *piece = strndup(text ? text : "", n);
-  const char *p = piece ? piece : "";
   if (g->r->chat) {
     cJSON *msg = cJSON_AddObjectToObject(o, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_AddStringToObject(msg, "content", p);
+    cJSON_AddItemToObject(msg, "content", mkc_json_text(text, text ? n : 0));
   } else {
-    cJSON_AddStringToObject(o, "response", p);
+    cJSON_AddItemToObject(o, "response", mkc_json_text(text, text ? n : 0));
   }
-  free(piece);
   cJSON_AddBoolToObject(o, "done", done);
   return o;
 }
@@ -152,15 +149,13 @@ static int send_object(mkc_answer *g, cJSON *o) {
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
   if (g->r->ollama) return send_object(g, ollama_object(g, text, n, 0));
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
-  char *piece = strndup(text ? text : "", n);
   if (g->r->chat) {
     cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
     if (!text && !finish) cJSON_AddStringToObject(delta, "role", "assistant");
-    if (text) cJSON_AddStringToObject(delta, "content", piece ? piece : "");
+    if (text) cJSON_AddItemToObject(delta, "content", mkc_json_text(text, n));
   } else {
-    cJSON_AddStringToObject(choice, "text", piece ? piece : "");
+    cJSON_AddItemToObject(choice, "text", mkc_json_text(text, text ? n : 0));
   }
-  free(piece);
   if (finish)
     cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
   else
@@ -299,9 +294,9 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   if (g->r->chat) {
     cJSON *msg = cJSON_AddObjectToObject(choice, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_AddStringToObject(msg, "content", g->text ? g->text : "");
+    cJSON_AddItemToObject(msg, "content", mkc_json_text(g->text, g->text ? g->len : 0));
   } else {
-    cJSON_AddStringToObject(choice, "text", g->text ? g->text : "");
+    cJSON_AddItemToObject(choice, "text", mkc_json_text(g->text, g->text ? g->len : 0));
   }
   cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
   if (g->top_n >= 0)

@@ -402,3 +402,29 @@ char *mkc_api_error_json(const char *msg, const char *type) {
   cJSON_Delete(o);
   return s;
 }
+
+cJSON *mkc_json_text(const char *text, size_t n) {
+  char *q = malloc(6 * n + 3), *w = q; /* the worst case: every byte \u00XX */
+  if (!q) return NULL;
+  *w++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)text[i];
+    const char *esc = c == '"'    ? "\\\""
+                      : c == '\\' ? "\\\\"
+                      : c == '\n' ? "\\n"
+                      : c == '\r' ? "\\r"
+                      : c == '\t' ? "\\t"
+                                  : NULL;
+    if (esc)
+      w += sprintf(w, "%s", esc);
+    else if (c < 0x20)
+      w += sprintf(w, "\\u%04x", c);
+    else
+      *w++ = (char)c;
+  }
+  *w++ = '"';
+  *w = '\0';
+  cJSON *item = cJSON_CreateRaw(q);
+  free(q);
+  return item;
+}

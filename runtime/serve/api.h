@@ -90,4 +90,8 @@ void mkc_api_req_free(mkc_api_req *r);
  * memory). */
 char *mkc_api_error_json(const char *msg, const char *type);
 
+/* text[0..n) as a JSON string (cJSON raw): every byte kept, a NUL included
+ * (as \u0000; cJSON's own strings end at the first). NULL when out of memory. */
+struct cJSON *mkc_json_text(const char *text, size_t n);
+
 #endif
