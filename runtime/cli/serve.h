@@ -14,6 +14,7 @@
 
 #define MKC_SERVE_MAX_BODY (8u << 20)
 #define MKC_SERVE_CORS_MAX 512
+#define MKC_SERVE_CLOSING_MAX 64
 
 typedef struct mkc_serve_job mkc_serve_job;
 
@@ -41,6 +42,12 @@ typedef struct mkc_server {
   /* one request at a time: the tokens the session has read, in order */
   int *held;
   int n_held, n_valid;
+  /* answered connections still draining what their clients send (serve_loop.c) */
+  struct {
+    int fd;
+    double until;
+  } closing[MKC_SERVE_CLOSING_MAX];
+  int n_closing;
   /* --parallel: the slot pool, its scheduler, and the requests on it (a list) */
   mkc_slots *slots;
   mkc_sched *sched;
@@ -73,8 +80,8 @@ enum { MKC_SERVE_DONE = 0, MKC_SERVE_KEPT = 1, MKC_SERVE_STOP = -1 };
 int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n);
 
 /* Makes a parsed request (moved into j) ready: its prompt, sampling, token
- * budget and answer. 0, or the HTTP status refusing it with why filled
- * (the job then holds nothing). */
+ * budget and answer. 0, or the HTTP status refusing it with why filled;
+ * either way mkc_serve_job_close frees what j holds. */
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap);
 void mkc_serve_job_close(mkc_serve_job *j);
@@ -97,7 +104,10 @@ void mkc_serve_slots_end_all(mkc_server *sv, const char *why);
 /* Accepts and reads connections on listen_fd, routing each request, until
  * Ctrl-C or a failure. 0, or -1 after a message. */
 int mkc_serve_loop(mkc_server *sv, int listen_fd);
-/* Closes a connection after its answer, draining what the client still sends. */
-void mkc_serve_close(int fd);
+/* Closes a connection after its answer. What the client still sends (a body
+ * refused before it was read) is drained first, for up to 200 ms, since
+ * closing on unread bytes resets the connection and can lose the answer;
+ * the loop does that draining between its other work, blocking nothing. */
+void mkc_serve_close(mkc_server *sv, int fd);
 
 #endif

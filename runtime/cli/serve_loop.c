@@ -28,17 +28,41 @@ typedef struct conn {
   double since; /* accepted, or the loop last free to read it */
 } conn;
 
-void mkc_serve_close(int fd) {
-  /* the client's unread bytes (a body refused before it was read) are drained
-   * first, for a while, since closing on them would reset the connection and
-   * could lose the answer */
-  shutdown(fd, SHUT_WR);
-  struct timeval tv = {.tv_usec = 200 * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+#define LINGER_S 0.2 /* how long an answered connection drains its client's bytes */
+
+/* Reads and drops what fd has: 1 when the client has closed (or the
+ * connection broke), 0 when it may send more. */
+static int drained(int fd) {
   char sink[16384];
-  for (int i = 0; i < 64 && recv(fd, sink, sizeof sink, 0) > 0; i++) {
+  for (int i = 0; i < 64; i++) {
+    ssize_t got = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+      return 1;
+    if (got < 0) return 0;
   }
-  close(fd);
+  return 0;
+}
+
+void mkc_serve_close(mkc_server *sv, int fd) {
+  shutdown(fd, SHUT_WR);
+  if (drained(fd) || sv->n_closing == MKC_SERVE_CLOSING_MAX) {
+    close(fd);
+    return;
+  }
+  sv->closing[sv->n_closing].fd = fd;
+  sv->closing[sv->n_closing++].until = mkc_seconds() + LINGER_S;
+}
+
+/* The draining connections: those whose client closed or whose time is
+ * up are closed (ready: their poll said readable). */
+static void linger(mkc_server *sv, const struct pollfd *pf, double now) {
+  for (int i = sv->n_closing - 1; i >= 0; i--) {
+    int fd = sv->closing[i].fd;
+    if ((pf && pf[i].revents && drained(fd)) || now >= sv->closing[i].until) {
+      close(fd);
+      sv->closing[i] = sv->closing[--sv->n_closing];
+    }
+  }
 }
 
 static void drop(conn *cs, int *n, int i) {
@@ -55,7 +79,7 @@ static int read_some(mkc_server *sv, conn *c) {
     char *b = realloc(c->buf, cap);
     if (!b) {
       mkc_respond_error(c->fd, 500, "out of memory");
-      mkc_serve_close(c->fd);
+      mkc_serve_close(sv, c->fd);
       return 1;
     }
     c->buf = b, c->cap = cap;
@@ -71,13 +95,13 @@ static int read_some(mkc_server *sv, conn *c) {
   mkc_http_req req;
   if (mkc_http_parse(c->buf, c->n, MKC_SERVE_MAX_BODY, &req, why, sizeof why) == 0) return 0;
   int rc = mkc_serve_route(sv, c->fd, c->buf, c->n);
-  if (rc != MKC_SERVE_KEPT) mkc_serve_close(c->fd);
+  if (rc != MKC_SERVE_KEPT) mkc_serve_close(sv, c->fd);
   return rc == MKC_SERVE_STOP ? MKC_SERVE_STOP : 1;
 }
 
 int mkc_serve_loop(mkc_server *sv, int listen_fd) {
   conn cs[MAX_CONNS];
-  struct pollfd pf[MAX_CONNS + 1];
+  struct pollfd pf[1 + MAX_CONNS + MKC_SERVE_CLOSING_MAX];
   int n = 0, rc = 0;
   double accept_after = 0; /* out of descriptors: no accepting until then */
   fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK); /* accept until none wait */
@@ -86,13 +110,18 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
     int accepting = n < MAX_CONNS && mkc_seconds() >= accept_after;
     pf[0] = (struct pollfd){.fd = listen_fd, .events = accepting ? POLLIN : 0};
     for (int i = 0; i < n; i++) pf[1 + i] = (struct pollfd){.fd = cs[i].fd, .events = POLLIN};
-    int ready = poll(pf, (nfds_t)(n + 1), busy ? 0 : accepting ? 1000 : 250);
+    int lingering = sv->n_closing; /* their entries follow the connections' */
+    for (int i = 0; i < lingering; i++)
+      pf[1 + n + i] = (struct pollfd){.fd = sv->closing[i].fd, .events = POLLIN};
+    int wait_ms = busy ? 0 : lingering ? 50 : accepting ? 1000 : 250;
+    int ready = poll(pf, (nfds_t)(1 + n + lingering), wait_ms);
     if (ready < 0 && errno != EINTR) {
       fprintf(stderr, "mkc: error: poll: %s\n", strerror(errno));
       rc = -1;
       break;
     }
     double now = mkc_seconds();
+    linger(sv, ready > 0 ? pf + 1 + n : NULL, now); /* before the reads add to the list */
     /* a request answered whole meanwhile (one at a time): the time was not the others' to lose */
     int blocked = 0;
     for (int i = n - 1; ready > 0 && i >= 0 && !mkc_interrupted && rc == 0; i--) {
@@ -109,7 +138,7 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
     for (int i = n - 1; i >= 0; i--)
       if (now - cs[i].since > READ_TIMEOUT_S) {
         mkc_respond_error(cs[i].fd, 408, "the request did not arrive in time");
-        mkc_serve_close(cs[i].fd);
+        mkc_serve_close(sv, cs[i].fd);
         drop(cs, &n, i);
       }
     /* every connection waiting, so that requests sent together are decoded together */
@@ -135,6 +164,8 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
   }
   for (int i = 0; i < n; i++) close(cs[i].fd), free(cs[i].buf);
   if (sv->sched) mkc_serve_slots_end_all(sv, rc ? "the server stopped" : "interrupted (Ctrl-C)");
+  for (int i = 0; i < sv->n_closing; i++) close(sv->closing[i].fd);
+  sv->n_closing = 0;
   /* Ctrl-C during an answer stops the server too: that is no failure */
   return mkc_interrupted ? 0 : rc;
 }

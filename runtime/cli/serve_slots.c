@@ -75,7 +75,7 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
         why ? why
             : mkc_serve_stopped(g, 0,
                                 st.ctx_full || (j->n_gen == j->room && j->delivered >= j->n_gen)));
-  mkc_serve_close(j->fd);
+  mkc_serve_close(sv, j->fd);
 }
 
 /* Gives j's new tokens to its answer: 1 when the answer is done with them
