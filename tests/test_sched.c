@@ -10,61 +10,11 @@
 #include <string.h>
 
 #include "check.h"
-#include "codegen/host.h"
 #include "exec/batch.h"
-#include "fixture.h"
+#include "slot_kernels.h"
 
-/* test_slots.c's kernels (the kernel cache shares them) */
-#define SLOTS 7
-#define DRAFT_MAX 15
-#define UBATCH 32
-#define MAX_CTX 256
-#define BLOCKS 5
 #define N_SEQS 9
 #define N_GEN 30
-
-typedef struct kernel {
-  mkc_graph g;
-  mkc_kernel_src src;
-  mkc_weights w;
-} kernel;
-
-static int kernel_open(kernel *k, int slots) {
-  memset(k, 0, sizeof *k);
-  char graph[4200];
-  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {.graph_path = graph,
-                    .preset = "tiny",
-                    .draft_max = DRAFT_MAX,
-                    .max_ctx = MAX_CTX,
-                    .ubatch = UBATCH,
-                    .slots = slots};
-  if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
-  return mkc_weights_random(&k->w, &k->g, 7);
-}
-
-static void kernel_close(kernel *k) {
-  mkc_weights_free(&k->w);
-  mkc_kernel_src_free(&k->src);
-  mkc_graph_free(&k->g);
-}
-
-/* Plain greedy decoding of prompt[0..n_prompt), n tokens of it. */
-static int greedy_of(kernel *plain, const int *prompt, int n_prompt, int *out, int n) {
-  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
-  if (!s) return -1;
-  mkc_step_result r;
-  int rc = 0;
-  for (int at = 0; at < n_prompt && rc == 0; at++)
-    rc = mkc_session_step(s, prompt + at, 1, 0, &r) || r.status != MKC_STATUS_OK;
-  out[0] = r.out[0];
-  for (int i = 1; i < n && rc == 0; i++) {
-    rc = mkc_session_step(s, &out[i - 1], 1, 0, &r) || r.status != MKC_STATUS_OK;
-    out[i] = r.out[0];
-  }
-  mkc_session_close(s);
-  return rc;
-}
 
 /* Steps until nothing is pending (at most `most` steps): the steps taken, or -1. */
 static int drain(mkc_sched *sc, int most) {
@@ -75,6 +25,7 @@ static int drain(mkc_sched *sc, int most) {
 
 int main(void) {
   if (test_skip_without_gpu()) return 0;
+  slot_kernels_one_grid();
   kernel plain, slotted;
   if (kernel_open(&plain, 0) != 0 || kernel_open(&slotted, SLOTS) != 0) {
     CHECK(0, "the kernels generate");

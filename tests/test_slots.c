@@ -35,59 +35,10 @@
 #include "check.h"
 #include "codegen/host.h"
 #include "exec/slots.h"
-#include "fixture.h"
+#include "slot_kernels.h"
 
-#define SLOTS 7
-#define DRAFT_MAX 15 /* t_max 16: the rows one step holds */
-#define UBATCH 32    /* prompt chunks past 16 go tiled, alone */
-#define MAX_CTX 256
 #define TOL 1e-5
 #define N_GEN 64
-/* Every session and slot pool on one grid: the kernel's split-K and split-KV
- * partitions follow the grid, and bit-for-bit checks need the same partition
- * (the cpu backend's blocks; on cuda, MKC_CUDA_BLOCKS) */
-#define BLOCKS 5
-#define TEXT(x) #x
-#define TEXT_OF(x) TEXT(x)
-
-typedef struct kernel {
-  mkc_graph g;
-  mkc_kernel_src src;
-  mkc_weights w;
-} kernel;
-
-/* A kernel of preset (NULL: tiny): slots 0, the plain kernel; kv_pages 0,
- * whole caches; step_rows 0, t_max (else a wide kernel, its prompt chunks
- * that long too); kv_dtype NULL: bf16. */
-static int kernel_open_rows(kernel *k, const char *preset, int slots, int kv_pages, int step_rows,
-                            const char *kv_dtype) {
-  memset(k, 0, sizeof *k);
-  char graph[4200];
-  snprintf(graph, sizeof graph, "%s/graphs/llama.lua", mkc_home());
-  mkc_gen_opts o = {.graph_path = graph,
-                    .preset = preset ? preset : "tiny",
-                    .draft_max = DRAFT_MAX,
-                    .max_ctx = MAX_CTX,
-                    .ubatch = step_rows > UBATCH ? step_rows : UBATCH,
-                    .slots = slots,
-                    .kv_pages = kv_pages,
-                    .step_rows = step_rows,
-                    .kv_dtype = kv_dtype};
-  if (mkc_codegen(&o, &k->g, &k->src) != 0) return -1;
-  return mkc_weights_random(&k->w, &k->g, 7);
-}
-
-static int kernel_open_paged(kernel *k, int slots, int kv_pages) {
-  return kernel_open_rows(k, NULL, slots, kv_pages, 0, NULL);
-}
-
-static int kernel_open(kernel *k, int slots) { return kernel_open_paged(k, slots, 0); }
-
-static void kernel_close(kernel *k) {
-  mkc_weights_free(&k->w);
-  mkc_kernel_src_free(&k->src);
-  mkc_graph_free(&k->g);
-}
 
 /* One sequence's script: its prompt, fed in chunks of `chunk` (the first
  * `solo` tokens as one chunk with the slot alone), then decode steps with
@@ -134,28 +85,6 @@ static mkc_sampling sampling_of(const script *sc) {
   return o;
 }
 
-/* The plain greedy continuation of the prompt, one token per step, on the
- * backend the slots run on: the oracle's arithmetic is then the slots' (a GPU's
- * fused multiply-adds are not the host's), and the plain kernel is checked
- * against the reference executor elsewhere (test_kernel). */
-static int greedy_of(kernel *plain, const script *sc, int *out, int n) {
-  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
-  if (!s) return -1;
-  mkc_step_result r;
-  int rc = 0;
-  for (int at = 0; at < sc->n_prompt && rc == 0; at++) {
-    rc = mkc_session_step(s, sc->prompt + at, 1, 0, &r);
-    rc = rc || r.status != MKC_STATUS_OK;
-  }
-  out[0] = r.out[0];
-  for (int i = 1; i < n && rc == 0; i++) {
-    rc = mkc_session_step(s, &out[i - 1], 1, 0, &r) || r.status != MKC_STATUS_OK;
-    out[i] = r.out[0];
-  }
-  mkc_session_close(s);
-  return rc;
-}
-
 static int run_start(run *rn, kernel *plain, const script *sc, mkc_slots *p, int slot) {
   memset(rn, 0, sizeof *rn);
   rn->sc = *sc;
@@ -163,7 +92,7 @@ static int run_start(run *rn, kernel *plain, const script *sc, mkc_slots *p, int
   rn->solo = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
   mkc_sampling o = sampling_of(sc);
   rn->n_greedy = MAX_CTX - sc->n_prompt < N_GEN + 32 ? MAX_CTX - sc->n_prompt : N_GEN + 32;
-  if (!rn->solo || greedy_of(plain, sc, rn->greedy, rn->n_greedy) != 0 ||
+  if (!rn->solo || greedy_of(plain, sc->prompt, sc->n_prompt, rn->greedy, rn->n_greedy) != 0 ||
       mkc_session_set_sampling(rn->solo, &o) != 0 || mkc_slots_clear(p, slot) != 0 ||
       mkc_slots_set_sampling(p, slot, &o) != 0)
     return -1;
@@ -677,7 +606,7 @@ static const char *planted_apart(kernel *plain, const char *from, const char *to
 
 int main(void) {
   kernel plain, sk;
-  setenv("MKC_CUDA_BLOCKS", TEXT_OF(BLOCKS), 1);
+  slot_kernels_one_grid();
   if (!CHECK(kernel_open(&plain, 0) == 0 && kernel_open(&sk, SLOTS) == 0,
              "generate tiny, T <= %d: plain and %d slots", DRAFT_MAX + 1, SLOTS))
     return check_done();
