@@ -85,7 +85,6 @@ static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
 /* Decodes a completion or chat request on the session and answers it: one
  * request at a time, the session's cache kept for the next. */
 static int complete(mkc_server *sv, mkc_serve_job *j) {
-  const mkc_tokenizer *tok = sv->m->file.tok;
   const mkc_api_req *r = &j->r;
   int fd = j->fd, n_prompt = j->n_prompt, n_gen = j->n_gen, *prompt = j->prompt;
   if (mkc_session_set_sampling(sv->m->s, &j->opt) != 0) {
@@ -105,17 +104,14 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
   if (r->stream) mkc_answer_stream_start(g);
-  int eog_ids[MKC_ROUND_STOPS],
-      n_eog = tok ? mkc_tokenizer_eog_ids(tok, eog_ids, MKC_ROUND_STOPS) : 0;
-  if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts d = {.draft_max = sv->c->draft_max,
                        .adaptive = sv->c->draft_adaptive,
                        .draft_min = sv->c->draft_min,
                        .drafter = sv->drafter,
                        .rounds = sv->c->rounds,
                        .draft_layers = sv->draft_layers,
-                       .stop_ids = eog_ids,
-                       .n_stop_ids = n_eog,
+                       .stop_ids = sv->eog,
+                       .n_stop_ids = sv->n_eog,
                        .on_token = mkc_answer_on_token,
                        .on_logprobs = mkc_answer_on_logprobs,
                        .ctx = g,
@@ -526,10 +522,7 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
     sv->drafter = ds->drafter;
     return 0;
   }
-  static int stops[MKC_ROUND_STOPS];
-  int n_stops = m->file.tok ? mkc_tokenizer_eog_ids(m->file.tok, stops, MKC_ROUND_STOPS) : 0;
-  if (n_stops > MKC_ROUND_STOPS) n_stops = MKC_ROUND_STOPS;
-  mkc_batch_opts o = {.drafts = c->draft_max, .stops = stops, .n_stops = n_stops};
+  mkc_batch_opts o = {.drafts = c->draft_max, .stops = sv->eog, .n_stops = sv->n_eog};
   if (mkc_loaded_weights(c, m) != 0 ||
       !(sv->slots = mkc_slots_open(mkc_loaded_backend(c), &m->g, &m->src, &m->w, c->blocks)) ||
       !(sv->sched = mkc_sched_open(sv->slots, &o)))
@@ -579,6 +572,9 @@ int mkc_cmd_serve(int argc, char **argv) {
   if (read_keys(&c, &sv) != 0) goto done;
   if ((fd = listen_on(c.host ? c.host : "127.0.0.1", c.port, &port)) < 0) goto done;
   c.draft_max = drafts;
+  /* generation ends at the tokenizer's end-of-generation tokens, in both modes */
+  sv.n_eog = m.file.tok ? mkc_tokenizer_eog_ids(m.file.tok, sv.eog, MKC_ROUND_STOPS) : 0;
+  if (sv.n_eog > MKC_ROUND_STOPS) sv.n_eog = MKC_ROUND_STOPS;
   if (start(&c, &sv, &ds) != 0) goto done;
   mkc_interrupt_install_term();
   char how[96] = "";

@@ -30,11 +30,12 @@ typedef struct mkc_server {
   const mkc_cli *c;
   mkc_loaded_model *m;
   mkc_drafter *drafter;
-  int draft_layers;  /* in the kernel (--rounds with --draft-layers) */
-  int family;        /* the chat template's, or -1: chat requests refused */
-  const char *name;  /* the model's, as /v1/models lists it */
-  mkc_sampling base; /* the command's sampling options */
-  int fixed_seed;    /* --seed given: every request without a seed uses it */
+  int draft_layers;                /* in the kernel (--rounds with --draft-layers) */
+  int family;                      /* the chat template's, or -1: chat requests refused */
+  const char *name;                /* the model's, as /v1/models lists it */
+  mkc_sampling base;               /* the command's sampling options */
+  int fixed_seed;                  /* --seed given: every request without a seed uses it */
+  int eog[MKC_ROUND_STOPS], n_eog; /* the tokenizer's end-of-generation tokens */
   long requests;
   mkc_serve_counts counts;
   char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
