@@ -306,47 +306,38 @@ static void ollama_info(const mkc_server *sv, int fd, const char *what) {
   mkc_respond_json(fd, 200, o);
 }
 
-int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
+int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   char why[400];
-  mkc_http_req req;
-  long got = mkc_http_parse(buf, n, MKC_SERVE_MAX_BODY, &req, why, sizeof why);
-  if (got <= 0) { /* the loop routes only whole requests and refusals */
-    int status = got < 0 ? (int)-got : 400;
-    if (got == 0) snprintf(why, sizeof why, "the request ended before its end");
-    mkc_respond_error(fd, status, why);
-    fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", status, mkc_http_reason(status), why);
-    return MKC_SERVE_DONE;
-  }
   sv->requests++;
-  int rc = 0, post = strcmp(req.method, "POST") == 0, get = strcmp(req.method, "GET") == 0;
-  const char *p = req.path;
+  int rc = 0, post = strcmp(req->method, "POST") == 0, get = strcmp(req->method, "GET") == 0;
+  const char *p = req->path;
   /* A browser's page may call the server when it comes from this machine; a
    * page from elsewhere is refused before anything runs (as ollama does). */
-  if (req.origin[0] && !mkc_http_local_origin(req.origin)) {
+  if (req->origin[0] && !mkc_http_local_origin(req->origin)) {
     snprintf(why, sizeof why,
              "the origin %s is not this machine's: a page elsewhere may not use the model",
-             req.origin);
+             req->origin);
     mkc_respond_error(fd, 403, why);
     return MKC_SERVE_DONE;
   }
-  int preflight = strcmp(req.method, "OPTIONS") == 0; /* a browser's, before its request */
+  int preflight = strcmp(req->method, "OPTIONS") == 0; /* a browser's, before its request */
   /* with keys, every request but the liveness checks and a browser's preflight carries one */
   int open_path = strcmp(p, "/health") == 0 || strcmp(p, "/") == 0;
   if (sv->n_keys && !preflight && !open_path &&
-      !mkc_http_bearer_ok(&req, (const char *const *)sv->keys, sv->n_keys)) {
+      !mkc_http_bearer_ok(req, (const char *const *)sv->keys, sv->n_keys)) {
     mkc_http_extra_headers("WWW-Authenticate: Bearer\r\n");
     if (strncmp(p, "/api/", 5) == 0)
       mkc_respond_ollama_error(fd, 401, "unauthorized: send Authorization: Bearer KEY");
     else
       mkc_respond_error(fd, 401, "Invalid API Key: send Authorization: Bearer KEY");
     mkc_http_extra_headers(NULL);
-    fprintf(stderr, "mkc: refused %s %s: %s\n", req.method, p,
-            req.auth ? "a key that is not the server's" : "no API key");
+    fprintf(stderr, "mkc: refused %s %s: %s\n", req->method, p,
+            req->auth ? "a key that is not the server's" : "no API key");
     return MKC_SERVE_DONE;
   }
   char cors[MKC_SERVE_CORS_MAX];
-  snprintf(cors, sizeof cors, "%s%s%s%s", req.origin[0] ? "Access-Control-Allow-Origin: " : "",
-           req.origin, req.origin[0] ? "\r\nVary: Origin\r\n" : "",
+  snprintf(cors, sizeof cors, "%s%s%s%s", req->origin[0] ? "Access-Control-Allow-Origin: " : "",
+           req->origin, req->origin[0] ? "\r\nVary: Origin\r\n" : "",
            preflight ? "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
                        "Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
                        "Access-Control-Max-Age: 600\r\n"
@@ -360,7 +351,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
     mkc_api_req r;
     if (!post)
       mkc_respond_error(fd, 405, "use POST");
-    else if (mkc_api_parse(req.body, req.body_len, chat, &r, why, sizeof why) != 0)
+    else if (mkc_api_parse(req->body, req->body_len, chat, &r, why, sizeof why) != 0)
       mkc_respond_error(fd, 400, why);
     else
       rc = generate(sv, fd, &r, p, cors);
@@ -369,7 +360,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
     int is_chat = p[5] == 'c';
     if (!post)
       mkc_respond_ollama_error(fd, 405, "use POST");
-    else if (mkc_api_parse_ollama(req.body, req.body_len, is_chat, &r, why, sizeof why) != 0)
+    else if (mkc_api_parse_ollama(req->body, req->body_len, is_chat, &r, why, sizeof why) != 0)
       mkc_respond_ollama_error(fd, 400, why);
     else {
       if (!is_chat && !*r.prompt && !r.n_context) { /* ollama's way to load a model: it is */
@@ -386,7 +377,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n) {
     else
       ollama_info(sv, fd, p + 5);
   } else if (strcmp(p, "/tokenize") == 0 || strcmp(p, "/detokenize") == 0) {
-    post ? tokens(sv, fd, &req, p[1] == 'd') : mkc_respond_error(fd, 405, "use POST");
+    post ? tokens(sv, fd, req, p[1] == 'd') : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/") == 0) {
     static const char running[] = "mkc is running";
     get ? mkc_http_respond(fd, 200, "text/plain; charset=utf-8", running, sizeof running - 1)

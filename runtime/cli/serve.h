@@ -10,6 +10,7 @@
 #include "exec/batch.h"
 #include "loaded.h"
 #include "serve/api.h"
+#include "serve/http.h"
 #include "serve_answer.h"
 
 #define MKC_SERVE_MAX_BODY (8u << 20)
@@ -77,8 +78,8 @@ struct mkc_serve_job {
  * it (--parallel), or the server must stop (a backend failure, Ctrl-C). */
 enum { MKC_SERVE_DONE = 0, MKC_SERVE_KEPT = 1, MKC_SERVE_STOP = -1 };
 
-/* Answers the request in buf[0..n) (mkc_http_parse'd whole) on fd. */
-int mkc_serve_route(mkc_server *sv, int fd, const char *buf, size_t n);
+/* Answers the whole request req (mkc_http_parse'd) on fd. */
+int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req);
 
 /* Makes a parsed request (moved into j) ready: its prompt, sampling, token
  * budget and answer. 0, or the HTTP status refusing it with why filled;

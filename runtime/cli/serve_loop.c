@@ -93,8 +93,16 @@ static int read_some(mkc_server *sv, conn *c) {
   c->n += (size_t)got;
   char why[200];
   mkc_http_req req;
-  if (mkc_http_parse(c->buf, c->n, MKC_SERVE_MAX_BODY, &req, why, sizeof why) == 0) return 0;
-  int rc = mkc_serve_route(sv, c->fd, c->buf, c->n);
+  long whole = mkc_http_parse(c->buf, c->n, MKC_SERVE_MAX_BODY, &req, why, sizeof why);
+  if (whole == 0) return 0;
+  int rc = MKC_SERVE_DONE;
+  if (whole < 0) { /* refused before any route: the framing */
+    int status = (int)-whole;
+    mkc_respond_error(c->fd, status, why);
+    fprintf(stderr, "mkc: refused a request: %d %s (%s)\n", status, mkc_http_reason(status), why);
+  } else {
+    rc = mkc_serve_route(sv, c->fd, &req);
+  }
   if (rc != MKC_SERVE_KEPT) mkc_serve_close(sv, c->fd);
   return rc == MKC_SERVE_STOP ? MKC_SERVE_STOP : 1;
 }
