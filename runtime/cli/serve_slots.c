@@ -50,8 +50,9 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   const mkc_batch_seq *q = &j->q;
   if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
   mkc_answer_flush(g);
-  /* ollama's context: the prompt, then the answer */
-  j->context = malloc((size_t)(j->n_prompt + j->delivered + 1) * sizeof *j->context);
+  /* ollama's generate returns its context: the prompt, then the answer */
+  if (j->r.ollama && !j->r.chat)
+    j->context = malloc((size_t)(j->n_prompt + j->delivered + 1) * sizeof *j->context);
   if (j->context) {
     memcpy(j->context, j->prompt, (size_t)j->n_prompt * sizeof *j->context);
     memcpy(j->context + j->n_prompt, q->out, (size_t)j->delivered * sizeof *j->context);
