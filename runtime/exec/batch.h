@@ -26,8 +26,8 @@ typedef struct mkc_batch_seq {
   const int *prompt;
   int n_prompt;  /* 1..max_ctx */
   int n_predict; /* tokens to generate; -1: until a stop token or a full context */
-  mkc_sampling
-      opt; /* its sampler (mkc_sampling_check'd: greedy is temp 0, top_p 1, repeat_penalty 1) */
+  /* its sampler, as mkc_sampling_check takes it (greedy: temp 0, top_p 1, repeat_penalty 1) */
+  mkc_sampling opt;
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;
