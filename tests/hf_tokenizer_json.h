@@ -19,6 +19,12 @@ static const char LLAMA3_REGEX[] =
 static const char QWEN2_REGEX[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Mistral Nemo's */
+static const char TEKKEN_REGEX[] = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*["
+                                   "\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|[^\\r\\n\\p{"
+                                   "L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}"
+                                   "\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{"
+                                   "N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static cJSON *byte_level(int use_regex) {
   cJSON *p = cJSON_CreateObject();
@@ -130,6 +136,7 @@ static char *json_from_gguf(const mkc_gguf *f) {
     }
     const char *regex = strcmp(pre_name, "llama-bpe") == 0 ? LLAMA3_REGEX
                         : strcmp(pre_name, "qwen2") == 0   ? QWEN2_REGEX
+                        : strcmp(pre_name, "tekken") == 0  ? TEKKEN_REGEX
                                                            : NULL;
     cJSON *pre;
     if (regex) {
@@ -146,7 +153,8 @@ static char *json_from_gguf(const mkc_gguf *f) {
       pre = byte_level(1);
     }
     cJSON_AddItemToObject(root, "pre_tokenizer", pre);
-    cJSON_AddBoolToObject(model, "ignore_merges", strcmp(pre_name, "llama-bpe") == 0);
+    cJSON_AddBoolToObject(model, "ignore_merges",
+                          strcmp(pre_name, "llama-bpe") == 0 || strcmp(pre_name, "tekken") == 0);
   }
   char *json = cJSON_PrintUnformatted(root);
   cJSON_Delete(root);

@@ -3,18 +3,18 @@
  * byte fallback and the unknown token, byte-level BPE merging by rank,
  * special and user-defined tokens, the streaming detokenizer (characters
  * held until whole, U+FFFD for ill-formed bytes), each pre-tokenizer split
- * against splits the real patterns make (computed with Python's `regex`),
- * tokenizer.json loading, and one exact message for each kind of bad
- * metadata. With MKC_TEST_DATA (tests/data/fetch.sh): llama.cpp's tokenizer
- * test vocabularies (llama-spm, llama-bpe, qwen2, gpt-2) encode every test
- * string to the ids Hugging Face's tokenizers gave (the .out files), from
- * the GGUF and from a tokenizer.json made of the same vocabulary, and
- * decode back to the string; SmolLM2's tokenizer round-trips multilingual
- * text, maps single-token words and special tokens to their ids, and
- * streams an emoji's byte tokens without a partial character; and texts
- * with control bytes and ill-formed UTF-8 encode on all five vocabularies
- * to the ids HF's tokenizers gave (tests/data/tokenize_fixtures.txt, which
- * also holds llama.cpp's). */
+ * against splits the real patterns make (computed with Python's `regex`;
+ * and 400 random texts a pattern split by HF tokenizers' own Split,
+ * tests/data/pretokenize_fixtures.jsonl), the GGUF pre-tokenizer names
+ * llama.cpp reads as each pattern, tokenizer.json loading, and one exact
+ * message for each kind of bad metadata. With MKC_TEST_DATA (tests/data/fetch.sh): llama.cpp's
+ * tokenizer test vocabularies (llama-spm, llama-bpe, qwen2, gpt-2) encode every test string to the
+ * ids Hugging Face's tokenizers gave (the .out files), from the GGUF and from a tokenizer.json made
+ * of the same vocabulary, and decode back to the string; SmolLM2's tokenizer round-trips
+ * multilingual text, maps single-token words and special tokens to their ids, and streams an
+ * emoji's byte tokens without a partial character; and texts with control bytes and ill-formed
+ * UTF-8 encode on all five vocabularies to the ids HF's tokenizers gave
+ * (tests/data/tokenize_fixtures.txt, which also holds llama.cpp's). */
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -275,8 +275,8 @@ static int write_bpe(const char *path, const char *breakage) {
   if (strcmp(brk, "no-model") != 0)
     bad |= mkc_gguf_set_str(w, "tokenizer.ggml.model",
                             strcmp(brk, "model-bert") == 0 ? "bert" : "gpt2");
-  bad |=
-      mkc_gguf_set_str(w, "tokenizer.ggml.pre", strcmp(brk, "pre-falcon") == 0 ? "falcon" : "gpt2");
+  /* "pre-NAME": tokenizer.ggml.pre NAME */
+  bad |= mkc_gguf_set_str(w, "tokenizer.ggml.pre", strncmp(brk, "pre-", 4) == 0 ? brk + 4 : "gpt2");
   if (strcmp(brk, "no-tokens") == 0)
     ;
   else if (strcmp(brk, "tokens-u32") == 0)
@@ -301,6 +301,49 @@ static int write_bpe(const char *path, const char *breakage) {
   bad |= mkc_gguf_write(w, path);
   mkc_gguf_writer_free(w);
   return bad;
+}
+
+/* tokenizer.ggml.pre names other than the patterns' own, as llama.cpp reads
+ * them (llama-vocab.cpp), and Tekken's defaults: BOS and whole-word tokens. */
+static void test_pre_names(void) {
+  static const struct {
+    const char *pre, *kind;
+    int add_bos;
+  } NAMES[] = {
+      {"deepseek-r1-qwen", "bpe (qwen2)", 0},
+      {"megrez", "bpe (qwen2)", 0},
+      {"falcon3", "bpe (llama3)", 1},
+      {"pixtral", "bpe (llama3)", 1},
+      {"phi-2", "bpe (gpt2)", 0},
+      {"tekken", "bpe (tekken)", 1},
+  };
+  for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) {
+    char brk[64], name[80];
+    snprintf(brk, sizeof brk, "pre-%s", NAMES[i].pre);
+    snprintf(name, sizeof name, "pre-%s.gguf", NAMES[i].pre);
+    const char *path = tmp_path(name);
+    mkc_tokenizer *t = write_bpe(path, brk) == 0 ? open_tokenizer(path) : NULL;
+    CHECK(t && strcmp(mkc_tokenizer_kind(t), NAMES[i].kind) == 0 &&
+              mkc_tokenizer_add_bos(t) == NAMES[i].add_bos,
+          "bpe: tokenizer.ggml.pre '%s' reads as %s, %s BOS", NAMES[i].pre, NAMES[i].kind,
+          NAMES[i].add_bos ? "with" : "no");
+    if (t && strcmp(NAMES[i].pre, "tekken") == 0) { /* the split itself: the fixtures below */
+      char want[64];
+      snprintf(want, sizeof want, "%d %d %d %d", 'a', 'B', ' ', AB);
+      expect_ids(t, "aB ab", 0, 0, want, "bpe (tekken): 'aB ab' encodes through Tekken's split");
+      mkc_gguf *f = mkc_gguf_open(path);
+      char *json = f ? json_from_gguf(f) : NULL;
+      mkc_tokenizer *tj = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, "tekken") : NULL;
+      CHECK(tj && strcmp(mkc_tokenizer_kind(tj), "bpe (tekken)") == 0,
+            "tokenizer.json: Mistral's Tekken Split pattern with ByteLevel reads as %s",
+            tj ? mkc_tokenizer_kind(tj) : "-");
+      if (tj) expect_ids(tj, "aB ab", 0, 0, want, "tokenizer.json (tekken): 'aB ab'");
+      mkc_tokenizer_free(tj);
+      free(json);
+      mkc_gguf_close(f);
+    }
+    mkc_tokenizer_free(t);
+  }
 }
 
 static void test_bpe(void) {
@@ -468,6 +511,63 @@ static void test_pretokenize(void) {
   }
 }
 
+/* The pieces of one text, for comparing with a fixture's. */
+typedef struct pieces {
+  char *at[64];
+  int n;
+} pieces;
+
+static int keep_piece(void *ctx, const char *s, size_t n) {
+  pieces *p = ctx;
+  if (p->n == 64 || !(p->at[p->n] = strndup(s, n))) return -1;
+  p->n++;
+  return 0;
+}
+
+/* tests/data/pretokenize_fixtures.jsonl: random texts of every kind of
+ * character the patterns tell apart, split by Hugging Face tokenizers'
+ * Split (tools/pretokenize_fixtures.py). */
+static void test_pretokenize_fixtures(void) {
+  static const char *const NAMES[] = {"gpt2", "llama3", "qwen2", "tekken"};
+  static const int PRES[] = {MKC_PRE_GPT2, MKC_PRE_LLAMA3, MKC_PRE_QWEN2, MKC_PRE_TEKKEN};
+  char *text = mkc_read_file(MKC_SOURCE_DIR "/tests/data/pretokenize_fixtures.jsonl", NULL);
+  CHECK(text != NULL, "tests/data/pretokenize_fixtures.jsonl reads");
+  if (!text) return;
+  int cases[4] = {0}, wrong[4] = {0}, bad_lines = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    cJSON *o = cJSON_Parse(line);
+    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(o, "pre");
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "text");
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(o, "pieces");
+    int k = 0;
+    while (k < 4 && !(cJSON_IsString(pre) && strcmp(pre->valuestring, NAMES[k]) == 0)) k++;
+    if (k == 4 || !cJSON_IsString(in) || !cJSON_IsArray(want)) {
+      bad_lines++;
+      cJSON_Delete(o);
+      continue;
+    }
+    pieces got = {0};
+    int rc = mkc_pretokenize(PRES[k], in->valuestring, strlen(in->valuestring), keep_piece, &got);
+    int same = rc == 0 && got.n == cJSON_GetArraySize(want);
+    for (int i = 0; same && i < got.n; i++) {
+      const cJSON *w = cJSON_GetArrayItem(want, i);
+      same = cJSON_IsString(w) && strcmp(w->valuestring, got.at[i]) == 0;
+    }
+    if (!same && wrong[k]++ < 3)
+      printf("     | %s: '%s' splits otherwise\n", NAMES[k], shown(in->valuestring));
+    cases[k]++;
+    for (int i = 0; i < got.n; i++) free(got.at[i]);
+    cJSON_Delete(o);
+  }
+  CHECK_INT(bad_lines, 0, "pretokenize_fixtures.jsonl: every line is a case");
+  for (int k = 0; k < 4; k++)
+    CHECK(cases[k] >= 400 && wrong[k] == 0,
+          "pre-tokenizer %s: %d of %d random texts split as HF's Split does", NAMES[k],
+          cases[k] - wrong[k], cases[k]);
+  free(text);
+}
+
 /* ---- bad metadata: one exact message each ---- */
 
 static void expect_gguf_error(const char *breakage, const char *message) {
@@ -493,8 +593,11 @@ static void test_errors(void) {
   expect_gguf_error("no-model", "no tokenizer.ggml.model: the file has no tokenizer");
   expect_gguf_error("model-bert",
                     "tokenizer.ggml.model 'bert' is not supported (mkc reads 'llama' and 'gpt2')");
-  expect_gguf_error("pre-falcon", "tokenizer.ggml.pre 'falcon' is not supported (mkc knows "
-                                  "default, gpt2, gpt-2, llama-bpe, llama3, qwen2, smollm)");
+  expect_gguf_error("pre-falcon",
+                    "tokenizer.ggml.pre 'falcon' is not supported (mkc knows default, gpt2, "
+                    "gpt-2, phi-2, jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, a.x-4.0, "
+                    "mellum, exaone4, llama-bpe, llama3, llama-v3, falcon3, falcon-h1, pixtral, "
+                    "midm-2.0, lfm2, qwen2, deepseek-r1-qwen, megrez, kormo, smollm, tekken)");
   expect_gguf_error("no-tokens", "no tokenizer.ggml.tokens");
   expect_gguf_error("tokens-u32", "metadata 'tokenizer.ggml.tokens': Expected an array of string, "
                                   "Actual an array of u32");
@@ -658,7 +761,7 @@ static void test_json(void) {
   expect_json_error(
       json, NULL, "tokenizer.json",
       "pre_tokenizer {\"type\":\"Whitespace\"} is not supported (mkc knows ByteLevel, "
-      "the GPT-2, Llama-3 and Qwen2 Split patterns with ByteLevel, Digits with "
+      "the GPT-2, Llama-3, Qwen2 and Tekken Split patterns with ByteLevel, Digits with "
       "ByteLevel, and SentencePiece-style \xe2\x96\x81 for spaces)",
       "unknown pre-tokenizer");
   free(json);
@@ -990,7 +1093,9 @@ int main(void) {
   if (scratch_open("tokenizer") != 0) return 1;
   test_spm();
   test_bpe();
+  test_pre_names();
   test_pretokenize();
+  test_pretokenize_fixtures();
   test_errors();
   test_json();
   const char *dir = data_dir();

@@ -12,14 +12,27 @@
 
 #define MAX_VOCAB (1 << 24)
 
-/* tokenizer.ggml.pre values and the pattern each names. */
+/* tokenizer.ggml.pre values and the pattern each names: every name
+ * llama.cpp reads as one of the patterns mkc splits with (its
+ * llama-vocab.cpp; DeepSeek-R1's Qwen distills keep Qwen2's pattern, Falcon3
+ * Llama 3's), with the same ignore_merges. */
 static const struct {
   const char *name;
   int pre, ignore_merges;
 } PRES[] = {
-    {"default", MKC_PRE_GPT2, 0},     {"gpt2", MKC_PRE_GPT2, 0},     {"gpt-2", MKC_PRE_GPT2, 0},
-    {"llama-bpe", MKC_PRE_LLAMA3, 1}, {"llama3", MKC_PRE_LLAMA3, 1}, {"qwen2", MKC_PRE_QWEN2, 0},
-    {"smollm", MKC_PRE_SMOLLM, 0},
+    {"default", MKC_PRE_GPT2, 0},     {"gpt2", MKC_PRE_GPT2, 0},
+    {"gpt-2", MKC_PRE_GPT2, 0},       {"phi-2", MKC_PRE_GPT2, 0},
+    {"jina-es", MKC_PRE_GPT2, 0},     {"jina-de", MKC_PRE_GPT2, 0},
+    {"jina-v2-es", MKC_PRE_GPT2, 0},  {"jina-v2-de", MKC_PRE_GPT2, 0},
+    {"gigachat", MKC_PRE_GPT2, 0},    {"a.x-4.0", MKC_PRE_GPT2, 0},
+    {"mellum", MKC_PRE_GPT2, 0},      {"exaone4", MKC_PRE_GPT2, 0},
+    {"llama-bpe", MKC_PRE_LLAMA3, 1}, {"llama3", MKC_PRE_LLAMA3, 1},
+    {"llama-v3", MKC_PRE_LLAMA3, 1},  {"falcon3", MKC_PRE_LLAMA3, 1},
+    {"falcon-h1", MKC_PRE_LLAMA3, 1}, {"pixtral", MKC_PRE_LLAMA3, 1},
+    {"midm-2.0", MKC_PRE_LLAMA3, 1},  {"lfm2", MKC_PRE_LLAMA3, 1},
+    {"qwen2", MKC_PRE_QWEN2, 0},      {"deepseek-r1-qwen", MKC_PRE_QWEN2, 0},
+    {"megrez", MKC_PRE_QWEN2, 0},     {"kormo", MKC_PRE_QWEN2, 0},
+    {"smollm", MKC_PRE_SMOLLM, 0},    {"tekken", MKC_PRE_TEKKEN, 1},
 };
 
 static int is_integer_type(uint32_t type) {
@@ -90,10 +103,11 @@ static int read_mode(const mkc_gguf *f, mkc_tok_spec *spec) {
   size_t k = 0, n = sizeof PRES / sizeof *PRES;
   while (k < n && strcmp(PRES[k].name, pre ? pre : "default") != 0) k++;
   if (k == n) {
-    mkc_error_in(src,
-                 "tokenizer.ggml.pre '%s' is not supported (mkc knows default, gpt2, gpt-2, "
-                 "llama-bpe, llama3, qwen2, smollm)",
-                 mkc_shown(pre ? pre : "default"));
+    char known[600] = "";
+    for (size_t i = 0, len = 0; i < n && len < sizeof known; i++)
+      len += (size_t)snprintf(known + len, sizeof known - len, "%s%s", i ? ", " : "", PRES[i].name);
+    mkc_error_in(src, "tokenizer.ggml.pre '%s' is not supported (mkc knows %s)",
+                 mkc_shown(pre ? pre : "default"), known);
     return -1;
   }
   spec->pre = PRES[k].pre;

@@ -27,6 +27,11 @@ static const char LLAMA3_PATTERN[] =
 static const char QWEN2_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Mistral's Tekken (Mistral Nemo, Mistral Small 3, Ministral) */
+static const char TEKKEN_PATTERN[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 typedef struct loader {
   char json_name[1100], config_name[1100]; /* for messages */
@@ -72,6 +77,7 @@ static int read_pre(loader *l, const cJSON *root, int *space_prefix) {
       if (strcmp(regex, LLAMA3_PATTERN) == 0) return MKC_PRE_LLAMA3;
       if (strcmp(regex, QWEN2_PATTERN) == 0) return MKC_PRE_QWEN2;
       if (strcmp(regex, GPT2_PATTERN) == 0) return MKC_PRE_GPT2;
+      if (strcmp(regex, TEKKEN_PATTERN) == 0) return MKC_PRE_TEKKEN;
     }
     if (two && strcmp(type_of(a), "Digits") == 0 && is_true(a, "individual_digits") &&
         is_true(b, "use_regex"))
@@ -96,8 +102,8 @@ static int read_pre(loader *l, const cJSON *root, int *space_prefix) {
   }
   char *text = pre ? cJSON_PrintUnformatted(pre) : NULL;
   mkc_error_in(l->json_name,
-               "pre_tokenizer %.300s is not supported (mkc knows ByteLevel, the GPT-2, Llama-3 "
-               "and Qwen2 Split patterns with ByteLevel, Digits with ByteLevel, and "
+               "pre_tokenizer %.300s is not supported (mkc knows ByteLevel, the GPT-2, Llama-3, "
+               "Qwen2 and Tekken Split patterns with ByteLevel, Digits with ByteLevel, and "
                "SentencePiece-style \xe2\x96\x81 for spaces)",
                text ? text : "null");
   free(text);

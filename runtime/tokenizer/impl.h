@@ -29,7 +29,14 @@ enum mkc_tok_mode {
   MKC_TOK_BPE,        /* byte-level: bytes as printable characters, merges by rank */
 };
 
-enum mkc_tok_pre { MKC_PRE_NONE, MKC_PRE_GPT2, MKC_PRE_LLAMA3, MKC_PRE_QWEN2, MKC_PRE_SMOLLM };
+enum mkc_tok_pre {
+  MKC_PRE_NONE,
+  MKC_PRE_GPT2,
+  MKC_PRE_LLAMA3,
+  MKC_PRE_QWEN2,
+  MKC_PRE_SMOLLM,
+  MKC_PRE_TEKKEN
+};
 
 /* A token's text may be at most this long, so one piece fits MKC_DETOK_MAX. */
 #define MKC_TOKEN_MAX_BYTES 1024

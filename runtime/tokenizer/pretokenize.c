@@ -10,6 +10,11 @@
  * qwen2:  llama3 with \p{N} (one digit at a time) for \p{N}{1,3}
  * smollm: every \p{N} is a piece of its own (HF's Digits(individual_digits)),
  *         then gpt2 on the text between them
+ * tekken: [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|
+ *         [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|
+ *         \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+ *         (Mistral's tokenizer.json; llama.cpp approximates its cases by
+ *         ASCII's, docs/DECISIONS.md)
  * Text that no alternative matches becomes a piece of its own, as HF's
  * Split(behavior = Isolated) keeps it. */
 #include <stdlib.h>
@@ -17,7 +22,15 @@
 #include "impl.h"
 #include "utf8.h"
 
-enum { C_LETTER = 1, C_NUMBER = 2, C_SPACE = 4, C_NEWLINE = 8 /* \r or \n, also C_SPACE */ };
+enum {
+  C_LETTER = 1,
+  C_NUMBER = 2,
+  C_SPACE = 4,
+  C_NEWLINE = 8, /* \r or \n, also C_SPACE */
+  C_UPPER = 16,  /* Lu or Lt, also C_LETTER */
+  C_LOWER = 32,  /* Ll, also C_LETTER */
+  C_MARK = 64,   /* M*: none of the others */
+};
 
 typedef struct text {
   const uint8_t *cls; /* [n] class bits per character */
@@ -54,6 +67,15 @@ static size_t spaces(const text *t, size_t i, size_t hi) {
   return k - i >= 2 ? k - 1 : i + 1;
 }
 
+/* \s*[\r\n]+|\s+(?!\S)|\s+ at a space: up to the last newline of the
+ * run of spaces, else spaces(). */
+static size_t newlines_or_spaces(const text *t, size_t i, size_t hi) {
+  size_t k = run_of(t, i, hi, C_SPACE);
+  for (size_t m = k; m > i; m--)
+    if (IS(m - 1, C_NEWLINE)) return m;
+  return spaces(t, i, hi);
+}
+
 static size_t next_gpt2(const text *t, size_t i, size_t hi) {
   size_t k = contraction(t, i, hi, 0);
   if (k > i) return k;
@@ -85,11 +107,58 @@ static size_t next_llama3(const text *t, size_t i, size_t hi, int max_digits) {
     while (j < hi && OTHER(j)) j++;
     return run_of(t, j, hi, C_NEWLINE);
   }
-  /* \s*[\r\n]+: up to the last newline of the run of spaces */
-  k = run_of(t, i, hi, C_SPACE);
-  for (size_t m = k; m > i; m--)
-    if (IS(m - 1, C_NEWLINE)) return m;
-  return spaces(t, i, hi);
+  return newlines_or_spaces(t, i, hi);
+}
+
+/* Tekken's upper part [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and lower part
+ * [\p{Ll}\p{Lm}\p{Lo}\p{M}]: a letter of no case (Lm, Lo) or a mark is
+ * in both. */
+#define UPPERISH(i) ((IS(i, C_LETTER) && !IS(i, C_LOWER)) || IS(i, C_MARK))
+#define LOWERISH(i) ((IS(i, C_LETTER) && !IS(i, C_UPPER)) || IS(i, C_MARK))
+
+/* UPPER* LOWER+ from j, the star giving back until the plus can start: the
+ * end, or j when it cannot match. */
+static size_t upper_star_lower_plus(const text *t, size_t j, size_t hi) {
+  size_t r = j;
+  while (r < hi && UPPERISH(r)) r++;
+  for (size_t k = r + 1; k > j; k--) {
+    if (k - 1 < hi && LOWERISH(k - 1)) {
+      size_t e = k - 1;
+      while (e < hi && LOWERISH(e)) e++;
+      return e;
+    }
+  }
+  return j;
+}
+
+/* UPPER+ LOWER* from j: the end, or j when it cannot match. */
+static size_t upper_plus_lower_star(const text *t, size_t j, size_t hi) {
+  size_t r = j;
+  while (r < hi && UPPERISH(r)) r++;
+  if (r == j) return j;
+  while (r < hi && LOWERISH(r)) r++;
+  return r;
+}
+
+static size_t next_tekken(const text *t, size_t i, size_t hi) {
+  /* [^\r\n\p{L}\p{N}]? before either word form, tried taken, then not */
+  int lead = !IS(i, C_LETTER | C_NUMBER | C_NEWLINE) && i + 1 < hi;
+  size_t (*const forms[2])(const text *, size_t, size_t) = {upper_star_lower_plus,
+                                                            upper_plus_lower_star};
+  for (int f = 0; f < 2; f++) {
+    size_t k;
+    if (lead && (k = forms[f](t, i + 1, hi)) > i + 1) return k;
+    if ((k = forms[f](t, i, hi)) > i) return k;
+  }
+  if (IS(i, C_NUMBER)) return i + 1; /* \p{N} */
+  /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
+  size_t j = i + (t->cp[i] == ' ' && i + 1 < hi && OTHER(i + 1));
+  if (OTHER(j)) {
+    while (j < hi && OTHER(j)) j++;
+    while (j < hi && (IS(j, C_NEWLINE) || t->cp[j] == '/')) j++;
+    return j;
+  }
+  return newlines_or_spaces(t, i, hi);
 }
 
 int mkc_pretokenize(int pre, const char *s, size_t n,
@@ -108,11 +177,14 @@ int mkc_pretokenize(int pre, const char *s, size_t n,
     if (len <= 0) len = 1, c = -1;
     cp[m] = c;
     off[m] = (uint32_t)i;
-    cls[m] = (uint8_t)(mkc_unicode_is_letter(c)   ? C_LETTER
-                       : mkc_unicode_is_number(c) ? C_NUMBER
-                       : c == '\r' || c == '\n'   ? C_SPACE | C_NEWLINE
-                       : mkc_unicode_is_space(c)  ? C_SPACE
-                                                  : 0);
+    cls[m] =
+        (uint8_t)(mkc_unicode_is_letter(c) ? C_LETTER | (mkc_unicode_is_upper(c) ? C_UPPER : 0) |
+                                                 (mkc_unicode_is_lower(c) ? C_LOWER : 0)
+                  : mkc_unicode_is_number(c) ? C_NUMBER
+                  : c == '\r' || c == '\n'   ? C_SPACE | C_NEWLINE
+                  : mkc_unicode_is_space(c)  ? C_SPACE
+                  : mkc_unicode_is_mark(c)   ? C_MARK
+                                             : 0);
     i += (size_t)len;
   }
   off[m] = (uint32_t)n;
@@ -129,9 +201,10 @@ int mkc_pretokenize(int pre, const char *s, size_t n,
       for (hi = i; hi < m && !(cls[hi] & C_NUMBER);) hi++;
     }
     for (; i < hi && rc == 0; i = k) {
-      k = pre == MKC_PRE_LLAMA3  ? next_llama3(&t, i, hi, 3)
-          : pre == MKC_PRE_QWEN2 ? next_llama3(&t, i, hi, 1)
-                                 : next_gpt2(&t, i, hi);
+      k = pre == MKC_PRE_LLAMA3   ? next_llama3(&t, i, hi, 3)
+          : pre == MKC_PRE_QWEN2  ? next_llama3(&t, i, hi, 1)
+          : pre == MKC_PRE_TEKKEN ? next_tekken(&t, i, hi)
+                                  : next_gpt2(&t, i, hi);
       rc = word(ctx, s + off[i], off[k] - off[i]);
     }
   }

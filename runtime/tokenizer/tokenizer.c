@@ -264,7 +264,7 @@ static void build_eog(mkc_tokenizer *t) {
   }
 }
 
-static const char *const PRE_NAMES[] = {"", "gpt2", "llama3", "qwen2", "smollm"};
+static const char *const PRE_NAMES[] = {"", "gpt2", "llama3", "qwen2", "smollm", "tekken"};
 
 mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   mkc_tokenizer *t = calloc(1, sizeof *t);
@@ -285,8 +285,10 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   t->ignore_merges = spec->ignore_merges;
   t->unk_chars = spec->unk_chars && t->unk >= 0;
   t->fuse_unk = spec->fuse_unk;
-  t->add_bos =
-      spec->add_bos >= 0 ? spec->add_bos : t->mode != MKC_TOK_BPE || t->pre == MKC_PRE_LLAMA3;
+  /* llama.cpp's defaults where the file does not say: BOS for Llama 3's and Tekken's */
+  t->add_bos = spec->add_bos >= 0
+                   ? spec->add_bos
+                   : t->mode != MKC_TOK_BPE || t->pre == MKC_PRE_LLAMA3 || t->pre == MKC_PRE_TEKKEN;
   if (t->mode == MKC_TOK_BPE)
     snprintf(t->kind, sizeof t->kind, "bpe (%s)", PRE_NAMES[t->pre]);
   else

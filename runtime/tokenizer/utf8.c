@@ -1,8 +1,10 @@
 /* Unicode category lookups over the generated tables. */
 #include "utf8.h"
 
-extern const uint32_t mkc_unicode_letters[][2], mkc_unicode_numbers[][2];
-extern const int mkc_unicode_letters_count, mkc_unicode_numbers_count;
+extern const uint32_t mkc_unicode_letters[][2], mkc_unicode_numbers[][2], mkc_unicode_uppers[][2],
+    mkc_unicode_lowers[][2], mkc_unicode_marks[][2];
+extern const int mkc_unicode_letters_count, mkc_unicode_numbers_count, mkc_unicode_uppers_count,
+    mkc_unicode_lowers_count, mkc_unicode_marks_count;
 
 static int in_ranges(const uint32_t (*r)[2], int n, int32_t cp) {
   if (cp < 0) return 0;
@@ -27,6 +29,20 @@ int mkc_unicode_is_letter(int32_t cp) {
 int mkc_unicode_is_number(int32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
   return in_ranges(mkc_unicode_numbers, mkc_unicode_numbers_count, cp);
+}
+
+int mkc_unicode_is_upper(int32_t cp) {
+  if (cp < 0x80) return cp >= 'A' && cp <= 'Z';
+  return in_ranges(mkc_unicode_uppers, mkc_unicode_uppers_count, cp);
+}
+
+int mkc_unicode_is_lower(int32_t cp) {
+  if (cp < 0x80) return cp >= 'a' && cp <= 'z';
+  return in_ranges(mkc_unicode_lowers, mkc_unicode_lowers_count, cp);
+}
+
+int mkc_unicode_is_mark(int32_t cp) {
+  return cp >= 0x300 && in_ranges(mkc_unicode_marks, mkc_unicode_marks_count, cp);
 }
 
 /* White_Space (Unicode PropList.txt), which is what \s means in the

@@ -1,5 +1,6 @@
 /* The Unicode classes the tokenizers' pre-tokenizers need (\p{L}, \p{N},
- * \s), from runtime/tokenizer/unicode_tables.c, and UTF-8 (util/utf8.h). */
+ * \s; \p{Lu}/\p{Lt}, \p{Ll} and \p{M} for Tekken's), from runtime/tokenizer/unicode_tables.c, and
+ * UTF-8 (util/utf8.h). */
 #ifndef MKC_UTF8_H
 #define MKC_UTF8_H
 
@@ -11,5 +12,9 @@
 int mkc_unicode_is_letter(int32_t cp);
 int mkc_unicode_is_number(int32_t cp);
 int mkc_unicode_is_space(int32_t cp);
+/* Lu or Lt; Ll; M* (marks, which are not letters). */
+int mkc_unicode_is_upper(int32_t cp);
+int mkc_unicode_is_lower(int32_t cp);
+int mkc_unicode_is_mark(int32_t cp);
 
 #endif
