@@ -24,7 +24,7 @@ local function reads_writes(st)
   -- with a K head norm, raw K rows wait in scratch (float) for the warp that completes the head
   if k == "qkv_rope" then return { st.x }, { st.q_rope, st.k_norm and st.k or nil } end
   if k == "attention" then return { st.q }, { st.out } end
-  if k == "matvec_residual" then return { st.x, st.resid }, { st.out } end
+  if k == "matvec_residual" or k == "norm_residual" then return { st.x, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
   if k == "sample" or k == "sample_cands" then return { st.logits }, {} end
   if k == "keep" then return { st.x }, {} end
@@ -120,7 +120,7 @@ function buffers.plan(graph, stages, opts)
   for i, st in ipairs(stages) do
     local reads, writes = reads_writes(st)
     st.reads, st.writes = reads, writes
-    if st.kind == "matvec_residual" then root[st.out] = st.resid end
+    if st.kind == "matvec_residual" or st.kind == "norm_residual" then root[st.out] = st.resid end
     for _, v in ipairs(writes) do
       local r = rootof(v)
       first[r] = first[r] or i

@@ -125,7 +125,12 @@ local function builder(graph)
     return graph.feature
   end
   g.weight = function(name, rows, cols) return ir.weight(graph, name, rows, cols, line()) end
-  g.embed = function(table_w, tokens) return ir.op(graph, "embed", { table_w, tokens }, nil, line()) end
+  -- o.scale (optional): each embedding multiplied by it (Gemma's sqrt(dim))
+  g.embed = function(table_w, tokens, o)
+    local l = line()
+    o = options(l, "embed", o, { scale = true })
+    return ir.op(graph, "embed", { table_w, tokens }, { scale = o.scale }, l)
+  end
   -- o.group: normalize each run of that many values on its own (a per-head norm, weight [1, group])
   g.rmsnorm = function(x, w, eps, o)
     local l = line()
@@ -141,12 +146,12 @@ local function builder(graph)
                                          layout = o.layout, scaling = o.scaling }, line())
   end
   -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or
-  -- nil: every position
+  -- nil: every position. o.scale (optional): the scores' scale, 1 / sqrt(head_dim) where absent
   g.attention = function(q, k, v, o)
     o = o or {}
     return ir.op(graph, "attention", { q, k, v }, { layer = o.layer, heads = o.heads,
                                                     kv_heads = o.kv_heads, head_dim = o.head_dim,
-                                                    window = o.window }, line())
+                                                    window = o.window, scale = o.scale }, line())
   end
   -- a gated delta-rule layer's recurrence (ir.lua): o.layer, o.kind = "gated_delta", o.heads,
   -- o.k_dim, o.v_dim; the convolution's width is its weight's columns. The reference executor runs
@@ -158,7 +163,12 @@ local function builder(graph)
                  { layer = o.layer, kind = o.kind, heads = o.heads, head_dim = o.k_dim, v_dim = o.v_dim }, l)
   end
   g.add = function(a, b) return ir.op(graph, "add", { a, b }, nil, line()) end
-  g.swiglu = function(gate, up) return ir.op(graph, "swiglu", { gate, up }, nil, line()) end
+  -- act(gate) * up; o.act (optional): "silu" (SwiGLU, the default) or "gelu_tanh" (GeGLU: Gemma)
+  g.swiglu = function(gate, up, o)
+    local l = line()
+    o = options(l, "swiglu", o, { act = true })
+    return ir.op(graph, "swiglu", { gate, up }, { act = o.act }, l)
+  end
   g.logits = function(x)
     local l = line()
     if graph.output then

@@ -9,7 +9,7 @@ local fold = require("fold")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
-emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "qkv_rope.cuh",
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "norm.cuh", "matvec.cuh", "qkv_rope.cuh",
                    "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
                    "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
@@ -31,8 +31,8 @@ local function attn_tile(plan)
 end
 
 local EMITTERS = {}
-for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "gate_up_swiglu", "qkv_rope", "attention",
-                        "lm_head", "sample_cands", "sample", "accept", "keep" }) do
+for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "norm_residual", "gate_up_swiglu", "qkv_rope",
+                        "attention", "lm_head", "sample_cands", "sample", "accept", "keep" }) do
   EMITTERS[kind] = require("emit." .. (kind == "matvec_residual" and "matvec" or kind))
 end
 
@@ -328,6 +328,17 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
+  -- the gated MLPs' activation, one for the kernel (templates/common.cuh: mkc_gate_act)
+  local act
+  for _, st in ipairs(plan.stages) do
+    if st.kind == "gate_up_swiglu" then
+      if act and act ~= st.out.act then
+        util.raise(graph.path, st.out.line, "codegen: a kernel's gated MLPs must share one activation")
+      end
+      act = st.out.act
+    end
+  end
+  if act == require("ir").ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
   if opts.slots > 0 then
     put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
     put(("#define MKC_STEP_ROWS %d /* a step's rows, every slot's; past MKC_T_MAX tiled */"):format(opts.step_rows))

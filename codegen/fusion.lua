@@ -2,7 +2,8 @@
 -- template implements. Norms fold into the next matmuls' input; Q/K/V biases,
 -- per-head Q/K norms, RoPE and the KV append into the QKV epilogue; SwiGLU
 -- into gate/up, residual adds into the matmul that feeds them, the greedy
--- choice into the LM head.
+-- choice into the LM head. A norm on a matmul's output before a residual add
+-- (Gemma's post-norms) is a stage of its own after the matmul's.
 local util = require("util")
 local fusion = {}
 
@@ -164,7 +165,20 @@ function fusion.stages(graph)
       local x, norm = nil, nil
       for _, c in ipairs(graph.consumers[node]) do x, norm = matmul_input(graph, c) end
       if norm then goto continue end -- folded into the matmuls that read it
-      no_emitter(graph, node, "outside a matmul input (only matmuls may read a norm)")
+      -- x + rmsnorm(matmul(...)): the matmul's stage stores its rows, this one adds them normed
+      local add, o = only_consumer(graph, node, "add"), node.inputs[1]
+      if add and node.group == node.n and o.op == "matmul" and staged[o] and staged[o].kind == "matvec"
+          and #graph.consumers[o] == 1 then
+        local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
+        for _, c in ipairs(graph.consumers[resid]) do
+          if c ~= add and not staged[c] then
+            no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
+          end
+        end
+        stage("norm_residual", { x = o, norm = node, w = node.inputs[2], resid = resid, out = add }, { node, add })
+        goto continue
+      end
+      no_emitter(graph, node, "outside a matmul input or a residual add of a matmul's output")
     else
       no_emitter(graph, node, "outside a fused matmul epilogue")
     end

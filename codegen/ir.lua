@@ -91,6 +91,9 @@ local function rope_scaling(s, at)
 end
 
 -- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
+-- A gated MLP's gate activations, as node.act carries them (runtime/codegen/graph.h: MKC_ACT_*).
+ir.ACTS = { silu = 0, gelu_tanh = 1 }
+
 ir.ops = {
   tokens = function(a) return 1 end,
   -- a per-input vector the host writes before each step (mkc_session_set_feature)
@@ -98,9 +101,12 @@ ir.ops = {
     count(at.n, "feature size")
     return at.n
   end,
-  embed = function(a)
+  -- scale: each embedding multiplied by it (Gemma's sqrt(dim)); nil: 1
+  embed = function(a, at)
     local w = weight(a[1], "embed")
     need(ir.is_node(a[2]) and a[2].op == "tokens", "embed: second argument must be g.tokens()")
+    need(at.scale == nil or (type(at.scale) == "number" and at.scale > 0 and at.scale < math.huge),
+         "embed: scale must be a positive number, got %s", util.show(at.scale))
     return w.cols
   end,
   -- group: each run of `group` values is normalized on its own (per-head norm); the weight is [1, group]
@@ -156,6 +162,9 @@ ir.ops = {
     at.window = at.window or 0
     need(math.type(at.window) == "integer" and at.window >= 0,
          "attention: window must be an integer >= 0 (0: every position), got %s", util.show(at.window))
+    -- the scores' scale: nil for 1 / sqrt(head_dim)
+    need(at.scale == nil or (type(at.scale) == "number" and at.scale > 0 and at.scale < math.huge),
+         "attention: scale must be a positive number, got %s", util.show(at.scale))
     need(at.heads % at.kv_heads == 0, "attention: %d heads do not group over %d kv_heads", at.heads,
          at.kv_heads)
     need(q.n == at.heads * at.head_dim, "shape mismatch: attention q is [%d], expected %d x %d", q.n,
@@ -197,9 +206,13 @@ ir.ops = {
     need(x.n == y.n, "shape mismatch: add of [%d] and [%d]", x.n, y.n)
     return x.n
   end,
-  swiglu = function(a)
+  -- act: the gate's activation, "silu" (nil) or "gelu_tanh" (GeGLU), exported as ir.ACTS' number
+  swiglu = function(a, at)
     local gate, up = value(a[1], "swiglu"), value(a[2], "swiglu")
     need(gate.n == up.n, "shape mismatch: swiglu of [%d] and [%d]", gate.n, up.n)
+    need(at.act == nil or ir.ACTS[at.act] ~= nil, "swiglu: act must be \"silu\" or \"gelu_tanh\", got %s",
+         util.show(at.act))
+    at.act = ir.ACTS[at.act or "silu"]
     return gate.n
   end,
   logits = function(a) return value(a[1], "logits").n end,

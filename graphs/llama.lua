@@ -5,7 +5,12 @@
 -- RoPE: { type = "linear" | "llama3" | "yarn", factor = ..., ... } (docs/MODELS.md).
 -- sliding_window: "none", or { size = N } (every layer's attention sees the last N positions, its
 -- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
--- over the layers from layer 0: Gemma's local and global layers).
+-- over the layers from layer 0: Gemma's local and global layers), with rope_theta = B where the
+-- local layers' RoPE has a base of its own, unscaled (Gemma 3's 10000).
+-- embed_scale: each embedding multiplied by it (1; Gemma: sqrt(dim)). attn_scale: the attention
+-- scores' scale (0: 1 / sqrt(head_dim)). ffn_act: the MLP gate's activation, "silu" (SwiGLU) or
+-- "gelu_tanh" (Gemma's GeGLU). post_norms: a norm on the attention's and the MLP's outputs before
+-- each residual add (Gemma 2 and 3; GGUF post_attention_norm, post_ffw_norm).
 -- linear_attention: "none", or { pattern = "3 linear : 1 full", heads = H, k_dim = K, v_dim = V,
 -- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
 -- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
@@ -16,6 +21,7 @@ preset "tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
@@ -24,6 +30,7 @@ preset "odd" {
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Llama 3.2 1B as Meta ships it: trained on 8192 positions, stretched 32 times by Llama 3's scaling.
@@ -33,6 +40,7 @@ preset "llama-3.2-1b" {
   tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 32, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 8192 },
   sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
@@ -42,6 +50,7 @@ preset "qwen2-tiny" {
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
@@ -51,6 +60,7 @@ preset "qwen3-tiny" {
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- RoPE scaling in small: trained contexts so short that the tests' positions reach past them, and
@@ -62,6 +72,7 @@ preset "llama3-tiny" {
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 64 },
   sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- YaRN on Qwen2's shape (as Qwen2.5 runs past 32k), cos and sin scaled too.
@@ -71,6 +82,7 @@ preset "yarn-tiny" {
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
   sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Linear scaling on Qwen3's shape: the heads a per-head norm finishes are scaled too.
@@ -80,6 +92,7 @@ preset "linear-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = { type = "linear", factor = 4 },
   sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
@@ -89,6 +102,7 @@ preset "smollm2-135m" {
   vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 8192, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
@@ -99,6 +113,7 @@ preset "blocks-tiny" {
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Mistral's shape in small: every layer's attention over a sliding window, short enough that the
@@ -108,6 +123,7 @@ preset "swa-tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = { size = 16 }, linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Local and global layers interleaved, as Gemma's (mkc's own graph otherwise): two layers over a
@@ -118,6 +134,21 @@ preset "gemma-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global" },
   linear_attention = "none",
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
+}
+
+-- Gemma 3's shape in small: embeddings scaled by sqrt(dim) (a narrow dim: at 64, a scale of 8
+-- drowns what random layers add and the output cycles through two tokens), per-head Q/K norms
+-- over heads wider than dim / heads, a norm after attention and after the MLP too (before each
+-- residual add), a GELU-gated MLP, and local layers over a window with a RoPE base of their own,
+-- two for each global one.
+preset "gemma3-tiny" {
+  dim = 16, n_layers = 3, n_heads = 4, n_kv_heads = 1, head_dim = 32, ffn = 160,
+  vocab = 280, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global", rope_theta = 10000 },
+  linear_attention = "none",
+  embed_scale = 4, attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
 }
 
 -- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
@@ -129,6 +160,7 @@ preset "hybrid-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none",
   linear_attention = { pattern = "3 linear : 1 full", heads = 4, k_dim = 16, v_dim = 16, conv = 4 },
+  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Layer l's attention window: 0 where it sees every position.
@@ -183,6 +215,14 @@ function build(g, p)
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim
   local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim,
                  scaling = p.rope_scaling }
+  -- local layers with a RoPE base of their own (Gemma 3), unscaled
+  local sw = p.sliding_window
+  local local_rope = type(sw) == "table" and sw.rope_theta and
+                     { theta = sw.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none" }
+  local attn_scale = p.attn_scale ~= 0 and p.attn_scale or nil
+  local function post_norm(l, name, y) -- y, or y normed before its residual add
+    return p.post_norms and g.rmsnorm(y, blk(l, name, 1, p.dim), p.norm_eps) or y
+  end
   local function bias(l, name, rows) -- nil where the model has none
     return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
   end
@@ -195,14 +235,17 @@ function build(g, p)
       q = g.rmsnorm(q, blk(l, "attn_q_norm", 1, p.head_dim), p.norm_eps, { group = p.head_dim })
       k = g.rmsnorm(k, blk(l, "attn_k_norm", 1, p.head_dim), p.norm_eps, { group = p.head_dim })
     end
-    q = g.rope(q, p.n_heads, rope)
-    k = g.rope(k, p.n_kv_heads, rope)
+    local window = window_of(p, l)
+    local r = window > 0 and local_rope or rope
+    q = g.rope(q, p.n_heads, r)
+    k = g.rope(k, p.n_kv_heads, r)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
-                                     head_dim = p.head_dim, window = window_of(p, l) })
-    return g.matmul(a, blk(l, "attn_output", p.dim, q_dim))
+                                     head_dim = p.head_dim, window = window, scale = attn_scale })
+    return post_norm(l, "post_attention_norm", g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
   end
 
-  local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens())
+  local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens(),
+                    p.embed_scale ~= 1 and { scale = p.embed_scale } or nil)
   for l = 0, p.n_layers - 1 do
     local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
     x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h))
@@ -210,7 +253,8 @@ function build(g, p)
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
     local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))
     local up = g.matmul(h, blk(l, "ffn_up", p.ffn, p.dim))
-    x = g.add(x, g.matmul(g.swiglu(gate, up), blk(l, "ffn_down", p.dim, p.ffn)))
+    local act = p.ffn_act ~= "silu" and { act = p.ffn_act } or nil
+    x = g.add(x, post_norm(l, "post_ffw_norm", g.matmul(g.swiglu(gate, up, act), blk(l, "ffn_down", p.dim, p.ffn))))
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)
   local head = p.tied and g.weight("token_embd.weight", p.vocab, p.dim)

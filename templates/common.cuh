@@ -53,6 +53,16 @@ MKC_DEVICE int mkc_warp_or(int v) {
   return v;
 }
 
+/* The gated MLP's activation of its gate: SiLU (SwiGLU), or where the kernel
+ * defines MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh). */
+MKC_DEVICE float mkc_gate_act(float g) {
+#ifdef MKC_GEGLU
+  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g)));
+#else
+  return g / (1.0f + expf(-g));
+#endif
+}
+
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {
   v = mkc_warp_sum(v);

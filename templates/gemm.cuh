@@ -290,7 +290,7 @@ MKC_DEVICE_CALLED void mkc_gemm_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows,
       float scale = norm_w ? inv_rms[r] : 1.0f;
       float g = c_tile[r * (MKC_GEMM_BN + 4) + j] * scale;
       float u = c_tile[r * (MKC_GEMM_BN + 4) + 32 + j] * scale;
-      out[(long)(m0 + r) * out_stride + f0 + j] = g / (1.0f + expf(-g)) * u;
+      out[(long)(m0 + r) * out_stride + f0 + j] = mkc_gate_act(g) * u;
     }
     mkc_sync_block();
   }

@@ -1191,7 +1191,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
           gv *= inv_rms[t];
           uv *= inv_rms[t];
         }
-        out[t * out_stride + r] = gv / (1.0f + expf(-gv)) * uv;
+        out[t * out_stride + r] = mkc_gate_act(gv) * uv;
       }
   }
 }
@@ -1266,7 +1266,8 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]); split as mkc_matvec. */
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_gate_act: GELU for
+ * GeGLU); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, float *out, int out_stride, int T,
@@ -1294,7 +1295,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
-        out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+        out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
       }
     }
     return;
@@ -1311,7 +1312,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
-          out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+          out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
         }
   }
 }

@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:14: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, hybrid-tiny)" \
+  "graphs/llama.lua:19: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, hybrid-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -135,5 +135,48 @@ expect_error "a tensor name with controls, in an error" \
   -- info -m "$tmp/esc.gguf"
 "$mkc" init --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc init' "$tmp/out" && ok "init --help" || fail "init --help"
 "$mkc" info --help >"$tmp/out" 2>&1 && grep -q '^usage: mkc info' "$tmp/out" && ok "info --help" || fail "info --help"
+
+# Gemma 3 in a file: written as gemma3 (the window, its pattern and the local layers' RoPE base as
+# metadata; embeddings scaled by sqrt(dim), GeGLU and the post norms implied), read back as the
+# same graph: the kernel on the file gives the reference's tokens on the preset.
+if "$mkc" init --preset gemma3-tiny --seed 5 -o "$tmp/g3.gguf" 2>"$tmp/err" &&
+  "$mkc" run -m "$tmp/g3.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/g3.file" 2>"$tmp/err" &&
+  "$mkc" run --preset gemma3-tiny --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend ref \
+    >"$tmp/g3.ref" 2>>"$tmp/err" && cmp -s "$tmp/g3.file" "$tmp/g3.ref" &&
+  [ "$(tr ' ' '\n' <"$tmp/g3.ref" | sort -u | wc -l)" -ge 5 ]; then
+  ok "gemma3-tiny through a gemma3 GGUF: the cpu kernel's 40 tokens are the reference's on the preset"
+else
+  fail "gemma3-tiny through a gemma3 GGUF: the cpu kernel's 40 tokens are the reference's on the preset" \
+    "$(cat "$tmp/err") file: $(cat "$tmp/g3.file") ref: $(cat "$tmp/g3.ref")"
+fi
+# The same file against llama.cpp (tests/data/gemma3_llamacpp.txt, tools/gemma3_fixture.sh): its
+# 48 greedy tokens past the window, and each one's log-probability within 0.01 (llama.cpp's CPU
+# rounds the activations to bf16 before a bf16 matmul; the kernel keeps them in float).
+fixture=tests/data/gemma3_llamacpp.txt
+prompt=$(sed -n 's/^prompt //p' "$fixture" | tr ' ' ',')
+if "$mkc" run -m "$tmp/g3.gguf" --prompt-ids "$prompt" -n "$(grep -c '^[0-9]' "$fixture")" --backend cpu \
+  --logprobs 1 2>&1 >/dev/null | sed -n 's/^mkc: token \([0-9]*\) .* logprob \([-0-9.]*\);.*/\1 \2/p' >"$tmp/g3.lp" &&
+  paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/g3.lp" | awk '
+    NF != 4 || $1 != $3 { bad++ } { d = $2 - $4; if (d < 0) d = -d; if (d > m) m = d }
+    END { exit !(NR == 48 && bad == 0 && m < 0.01) }'; then
+  ok "gemma3-tiny's file on the cpu kernel: llama.cpp's 48 greedy tokens, log-probabilities within 0.01"
+else
+  fail "gemma3-tiny's file on the cpu kernel: llama.cpp's 48 greedy tokens, log-probabilities within 0.01" \
+    "$(paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/g3.lp" | head -5)"
+fi
+"$mkc" info -m "$tmp/g3.gguf" >"$tmp/info" 2>&1
+expect_line "info on a gemma3 file: the window's pattern" "$tmp/info" "gemma3.attention.sliding_window_pattern = 3"
+expect_line "info on a gemma3 file: the local layers' RoPE base" "$tmp/info" "gemma3.rope.freq_base_swa = 10000"
+expect_line "info on a gemma3 file: the global layers' RoPE base" "$tmp/info" "gemma3.rope.freq_base = 1e+06"
+perl -0777 -pe 's/blk\.0\.post_ffw_norm/blk.0.post_ffx_norm/' "$tmp/g3.gguf" >"$tmp/g3-bad.gguf"
+expect_error "a gemma3 file without a post-FFN norm" \
+  "mkc: error: $tmp/g3-bad.gguf: gemma3 model without blk.0.post_ffw_norm.weight" \
+  -- run -m "$tmp/g3-bad.gguf" --prompt-ids 1 -n 1
+expect_error "init swa-tiny: a window no file carries outside gemma3" \
+  "mkc: error: preset swa-tiny: sliding windows without Gemma's norms after attention and the MLP: mkc's model files carry them only in a gemma3 file" \
+  -- init --preset swa-tiny --seed 1 -o "$tmp/swa.gguf"
+expect_error "init gemma3-tiny to a folder" \
+  "mkc: error: preset gemma3-tiny: a gemma3 model is written as GGUF only (a path ending in .gguf): mkc reads no gemma3 config.json yet" \
+  -- init --preset gemma3-tiny --seed 1 -o "$tmp/g3dir"
 
 finish

@@ -1,12 +1,13 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny,
- * whose trained contexts the 73 positions pass) and the sliding windows (swa-tiny, gemma-tiny,
- * whose rings of rows the 73 positions wrap), logits within 1e-4 (relative to the largest
- * reference logit) at every step and every input, the same greedy tokens, the same pos, and every K
- * and V value in the kernel's cache (bf16 by default) rounded as the reference rounds it: where the
- * kernel's float and the reference's double straddle a rounding midpoint, the reference takes the
- * kernel's neighbour (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
+ * whose trained contexts the 73 positions pass), the sliding windows (swa-tiny, gemma-tiny,
+ * whose rings of rows the 73 positions wrap) and Gemma 3's layers (gemma3-tiny), logits within 1e-4
+ * (relative to the largest reference logit) at every step and every input, the same greedy tokens,
+ * the same pos, and every K and V value in the kernel's cache (bf16 by default) rounded as the
+ * reference rounds it: where the kernel's float and the reference's double straddle a rounding
+ * midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one such value
+ * moves a logit by up to ~1e-3. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -129,6 +130,11 @@ int main(void) {
   compare("swa-tiny", 4, 4);
   compare("gemma-tiny", 4, 3);
   compare("swa-tiny", 7, 5);
+  /* Gemma 3's: embeddings scaled, norms after attention and the MLP (a stage each), GeGLU, the
+   * local layers' own RoPE base */
+  compare("gemma3-tiny", 4, 3);
+  compare("gemma3-tiny", 0, 1);
+  compare("gemma3-tiny", 7, 5);
   /* The CPU build takes 8 matvec rows per warp meeting (templates/matvec.cuh); the GPU
    * takes 4. The GPU's shape, built for the CPU, on the presets whose Q/K/V epilogues
    * differ: plain, odd sizes, biases, per-head norms. */

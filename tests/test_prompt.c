@@ -13,8 +13,9 @@
  * IQ4_XS blocks) in chunks against the reference. The chunk attention in tiles
  * (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
  * start at pos > 0); besides, sliding windows whose rings the chunks cross
- * (swa-tiny, gemma-tiny) and K/V caches in f16 and f32 on groups of 2 and 5
- * query heads, against the reference. Planted errors in the fragment layout,
+ * (swa-tiny, gemma-tiny; gemma3-tiny, whose post-norm stage runs on a
+ * chunk's rows) and K/V caches in f16 and f32 on groups of 2 and 5 query
+ * heads, against the reference. Planted errors in the fragment layout,
  * the causal mask and the window must fail, and the emulated mma is checked
  * on its own against products worked out here. */
 #include <string.h>
@@ -554,9 +555,9 @@ int main(void) {
    * queries cross (window 16, every layer or 2 of 3), a K/V cache in f16 (exact in tf32, as
    * bf16) and in f32 (split in two), on 2 query heads per kv head (tiny) and 5 (qwen2-tiny: 12
    * tokens a tile) */
-  static const char *const attn[][2] = {{"swa-tiny", "bf16"},  {"gemma-tiny", "bf16"},
-                                        {"swa-tiny", "f32"},   {"tiny", "f16"},
-                                        {"qwen2-tiny", "f16"}, {"qwen2-tiny", "f32"}};
+  static const char *const attn[][2] = {
+      {"swa-tiny", "bf16"}, {"gemma-tiny", "bf16"}, {"gemma3-tiny", "bf16"}, {"swa-tiny", "f32"},
+      {"tiny", "f16"},      {"qwen2-tiny", "f16"},  {"qwen2-tiny", "f32"}};
   for (size_t i = 0; i < sizeof attn / sizeof *attn; i++)
     preset_vs_reference(attn[i][0], attn[i][1]);
   planted_bugs();

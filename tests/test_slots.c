@@ -340,12 +340,13 @@ static void wide(kernel *plain_bf16) {
 /* Sliding windows, paged: swa-tiny (every layer a window of 16) and
  * gemma-tiny (2 local : 1 global) keep a window layer's positions on the
  * slot's pages as a global layer's, and read their window of them. Seven
- * slots past 3 windows each (and gemma-tiny in wide steps too): each slot its
- * solo run on the plain kernel, whose window layers are rings. */
+ * slots past 3 windows each (and gemma-tiny in wide steps too, and
+ * gemma3-tiny's whole layer: the post-norm stage over every slot's rows):
+ * each slot its solo run on the plain kernel, whose window layers are rings. */
 static void windows(void) {
-  const char *presets[3] = {"swa-tiny", "gemma-tiny", "gemma-tiny"};
-  for (int i = 0; i < 3; i++) {
-    int rows = i == 2 ? SLOTS * (DRAFT_MAX + 1) : 0;
+  const char *presets[4] = {"swa-tiny", "gemma-tiny", "gemma-tiny", "gemma3-tiny"};
+  for (int i = 0; i < 4; i++) {
+    int rows = i >= 2 ? SLOTS * (DRAFT_MAX + 1) : 0;
     kernel plain, pk;
     if (!CHECK(kernel_open_rows(&plain, presets[i], 0, 0, 0, NULL) == 0 &&
                    kernel_open_rows(&pk, presets[i], SLOTS, SLOTS * (MAX_CTX / MKC_KV_PAGE), rows,

@@ -1084,6 +1084,8 @@ int main(void) {
        * the grid's warps */
       {"qwen2-tiny, MKC_MMA_DECODE=1 MKC_SPLITK=1", 4, 128, 16, NULL,
        "templates/matvec.cuh templates/qkv_rope.cuh", "qwen2-tiny", 0, 2},
+      /* Gemma 3's layer: the post-norm stage between each matmul and its residual add */
+      {"gemma3-tiny", 4, 128, 3, NULL, "templates/norm.cuh templates/embed.cuh", NULL, 0, 0},
       /* MKC_MMA_DECODE=1 with qwen3's head norms: the tensor-core Q/K/V's counters */
       {"qwen3-tiny, MKC_MMA_DECODE=1", 4, 128, 3, NULL, "templates/qkv_rope.cuh", "qwen3-tiny", 0,
        1},

@@ -30,7 +30,7 @@ return function(st, ctx)
       v_cache = ("kv + %d"):format(kv.v), out = ctx.value(st.out), out_stride = ctx.vstride(st.out),
       heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, kv_rows = kv.rows,
       window = att.window,
-      scale = ctx.flt(1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
+      scale = ctx.flt(att.scale or 1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
     }
     for k, v in pairs(extra) do t[k] = v end
     return t

@@ -10,7 +10,7 @@ return function(st, ctx)
     flops = {},
     reads = { wread },
     writes = { ctx.vbytes(x, x.n) },
-    code = ctx.call("mkc_embed", { table = ctx.wmat(tw), dim = x.n,
+    code = ctx.call("mkc_embed", { table = ctx.wmat(tw), dim = x.n, scale = ctx.flt(x.scale or 1),
       x = ctx.value(x), x_stride = ctx.vstride(x), tokens = "inputs", T = "T" }) .. ";",
   }
 end

@@ -54,7 +54,7 @@ static void print_tensors(const mkc_gguf *f) {
 
 /* The graph preset mkc makes of the model, and its tokenizer. */
 static void print_model(const mkc_model_file *mf) {
-  char desc[512];
+  char desc[768];
   mkc_model_desc_format(&mf->desc, desc, sizeof desc);
   if (mf->tok) {
     const mkc_tokenizer *t = mf->tok;

@@ -2,6 +2,7 @@
  * (GGUF with the metadata a loader reads, or a Hugging Face folder), so the
  * whole model-file path runs without downloading a model. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,15 @@ static const mkc_node *windowed(const mkc_graph *g) {
   return NULL;
 }
 
+/* The RoPE of the model's global layers (a local layer's may have a base of
+ * its own: Gemma 3), else the first. */
+static const mkc_node *global_rope(const mkc_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].op == MKC_OP_ATTENTION && !g->nodes[i].window)
+      return &g->nodes[g->nodes[i].in[0]];
+  return first_node(g, MKC_OP_ROPE);
+}
+
 static int has_weight(const mkc_graph *g, const char *name) {
   for (int i = 0; i < g->n_weights; i++)
     if (strcmp(g->weights[i].name, name) == 0) return 1;
@@ -73,8 +83,10 @@ static int has_weight(const mkc_graph *g, const char *name) {
 }
 
 /* The GGUF architecture whose loader reads this graph's weights as they are:
- * Q/K/V biases are qwen2's, per-head Q/K norms qwen3's. */
+ * norms after attention and the MLP are gemma3's, Q/K/V biases qwen2's,
+ * per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
+  if (has_weight(g, "blk.0.post_attention_norm.weight")) return "gemma3";
   if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
   if (has_weight(g, "blk.0.attn_q.bias")) return "qwen2";
   return "llama";
@@ -131,8 +143,77 @@ static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   return mkc_gguf_add_raw(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor);
 }
 
+/* What a gemma3 file says beyond the sizes, or -1 with a message where the
+ * graph differs from what its loader derives (desc_gguf.c: read_gemma3) and
+ * the file cannot say so: the window and its pattern (the period: local
+ * layers first, the last of each period global), the local layers' RoPE base,
+ * embeddings times sqrt(dim), the default score scale, GeGLU. The pattern and
+ * the local base are keys llama.cpp's gemma3 loader does not read (it
+ * assumes 6 and 10000), so only mkc reads other values back. Without post
+ * norms: -1 where the graph has any of these, which no other architecture
+ * carries. */
+static int set_gemma(mkc_gguf_writer *out, const mkc_graph *g, const char *preset, int gemma) {
+  const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
+  const mkc_node *att = windowed(g);
+  int period = 0, bad = 0;
+  double theta_swa = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    if (a->op != MKC_OP_ATTENTION) continue;
+    if (a->scale > 0) {
+      fprintf(stderr,
+              "mkc: error: preset %s: layer %d scales its attention scores by %g, which "
+              "mkc's model files do not carry\n",
+              preset, a->layer, a->scale);
+      return -1;
+    }
+    if (!a->window && !period) period = a->layer + 1;
+    if (a->window && !theta_swa) theta_swa = g->nodes[a->in[0]].theta;
+  }
+  if (!period) period = g->n_layers + 1;
+  for (int i = 0; att && i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    int local = a->layer % period < period - 1;
+    if (a->op == MKC_OP_ATTENTION && (a->window != (local ? att->window : 0) ||
+                                      (local && g->nodes[a->in[0]].theta != theta_swa))) {
+      fprintf(stderr,
+              "mkc: error: preset %s: its sliding windows are not %d local layers then "
+              "1 global with one window and RoPE base, which mkc's model files carry\n",
+              preset, period - 1);
+      return -1;
+    }
+  }
+  int scaled = embed && embed->scale > 0 && embed->scale != 1;
+  int gelu = swiglu && swiglu->act == MKC_ACT_GELU_TANH;
+  if (!gemma) {
+    if (!scaled && !gelu && !att) return 0;
+    fprintf(stderr,
+            "mkc: error: preset %s: %s without Gemma's norms after attention and the MLP: "
+            "mkc's model files carry %s only in a gemma3 file\n",
+            preset,
+            att      ? "sliding windows"
+            : scaled ? "scaled embeddings"
+                     : "a GELU-gated MLP",
+            att ? "them" : "it");
+    return -1;
+  }
+  double want = sqrt((double)g->dim);
+  if (!embed || fabs(embed->scale - want) > 1e-6 * want || !gelu) {
+    fprintf(stderr,
+            "mkc: error: preset %s: a gemma3 file's embeddings are scaled by sqrt(dim) = "
+            "%g and its MLP is GELU-gated; the preset has %g and %s\n",
+            preset, want, embed && embed->scale > 0 ? embed->scale : 1.0, gelu ? "GELU" : "SiLU");
+    return -1;
+  }
+  if (!att) return 0;
+  bad |= set_u32(out, "gemma3", "attention.sliding_window", att->window);
+  bad |= set_u32(out, "gemma3", "attention.sliding_window_pattern", period);
+  bad |= set_f32(out, "gemma3", "rope.freq_base_swa", theta_swa);
+  return bad;
+}
+
 static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
-  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  const mkc_node *rope = global_rope(g), *norm = first_node(g, MKC_OP_RMSNORM);
   const char *arch = architecture(g);
   char key[128];
   int bad = mkc_gguf_set_str(out, "general.architecture", arch);
@@ -180,7 +261,7 @@ static void rope_scaling(const mkc_node *rope, mkc_rope_scaling *s) {
 
 /* What config.json says of the graph: the inverse of mkc_hf_config_read. */
 static void describe(const mkc_graph *g, mkc_model_desc *d) {
-  const mkc_node *rope = first_node(g, MKC_OP_ROPE), *norm = first_node(g, MKC_OP_RMSNORM);
+  const mkc_node *rope = global_rope(g), *norm = first_node(g, MKC_OP_RMSNORM);
   memset(d, 0, sizeof *d);
   snprintf(d->arch, sizeof d->arch, "%s", architecture(g));
   d->vocab = g->vocab, d->dim = g->dim, d->n_layers = g->n_layers, d->n_heads = g->n_heads;
@@ -463,16 +544,6 @@ int mkc_cmd_init(int argc, char **argv) {
     return 1;
   }
   mkc_kernel_src_free(&src);
-  const mkc_node *att = windowed(&g);
-  if (att) {
-    fprintf(stderr,
-            "mkc: error: preset %s: layer %d attends over a sliding window of %d, which mkc's "
-            "model files do not carry yet; run the preset with --random-weights instead\n",
-            preset, att->layer, att->window);
-    mkc_graph_free(&g);
-    free(f.tensor_types);
-    return 1;
-  }
   const mkc_node *rec = first_node(&g, MKC_OP_RECURRENT);
   if (rec) {
     fprintf(stderr,
@@ -495,7 +566,14 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;
+    if (strcmp(d.arch, "gemma3") == 0) {
+      fprintf(stderr,
+              "mkc: error: preset %s: a gemma3 model is written as GGUF only (a path ending in "
+              ".gguf): mkc reads no gemma3 config.json yet\n",
+              preset);
+      goto done;
+    }
+    if (set_gemma(NULL, &g, preset, 0) || mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
             path, d.arch, seed, g.n_weights);
@@ -505,7 +583,8 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_model_desc d;
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (set_metadata(out, &g, name) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
+  if (set_metadata(out, &g, name) || set_gemma(out, &g, preset, strcmp(d.arch, "gemma3") == 0) ||
+      set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))
     goto done;

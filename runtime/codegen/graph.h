@@ -32,6 +32,8 @@ enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
 #undef MKC_OP_ENUM
 
 enum mkc_rope_layout { MKC_ROPE_INTERLEAVED = 0, MKC_ROPE_NEOX = 1 };
+/* A gated MLP's gate activation (codegen/ir.lua: ir.ACTS): SiLU, or GELU's tanh form. */
+enum mkc_act { MKC_ACT_SILU = 0, MKC_ACT_GELU_TANH = 1 };
 
 /* How a model trained on a shorter context stretches RoPE's frequencies for a
  * longer one (docs/MODELS.md): X(ENUM, name). none: plain RoPE; linear:
@@ -95,8 +97,10 @@ enum mkc_kv_dtype {
   /* attention: rows per kv head in those slots: max_ctx, or with a window a ring of               \
    * window + t_max rows, position p at row p % kv_rows (0 in a graph built by hand: max_ctx) */   \
   X(INT, kv_rows, kv_rows)                                                                         \
-  X(INT, v_dim, v_dim) /* recurrent: values per head (head_dim: keys per head) */                  \
-  X(INT, conv, conv)   /* recurrent: the causal convolution's width, inputs */
+  X(INT, v_dim, v_dim)    /* recurrent: values per head (head_dim: keys per head) */               \
+  X(INT, conv, conv)      /* recurrent: the causal convolution's width, inputs */                  \
+  X(DOUBLE, scale, scale) /* embed: each embedding times it; attention: the scores'; 0: default */ \
+  X(INT, act, act)        /* swiglu: enum mkc_act, the gate's activation */
 
 #define MKC_NODE_INPUTS 5
 #define MKC_NODE_MEMBER_OP(m) int m;

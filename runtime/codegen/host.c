@@ -109,16 +109,39 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "rope_layout");
   push_rope_scaling(L, &d->rope_scaling);
   lua_setfield(L, -2, "rope_scaling");
-  /* Model files run with full attention: a Mistral config's window clamps its context instead
-   * (formats/hf_config.c). */
-  lua_pushstring(L, "none");
+  /* A Mistral config's window clamps its context instead (formats/hf_config.c); Gemma 3's
+   * local layers keep theirs. */
+  if (d->sliding_window > 0 && d->swa_local > 0) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "%d local : %d global", d->swa_local, d->swa_global);
+    lua_newtable(L);
+    lua_pushinteger(L, d->sliding_window);
+    lua_setfield(L, -2, "size");
+    lua_pushstring(L, pattern);
+    lua_setfield(L, -2, "pattern");
+    if (d->rope_theta_swa > 0) {
+      lua_pushnumber(L, d->rope_theta_swa);
+      lua_setfield(L, -2, "rope_theta");
+    }
+  } else {
+    lua_pushstring(L, "none");
+  }
   lua_setfield(L, -2, "sliding_window");
+  lua_pushnumber(L, d->embed_scale > 0 ? d->embed_scale : 1);
+  lua_setfield(L, -2, "embed_scale");
+  lua_pushnumber(L, d->attn_scale);
+  lua_setfield(L, -2, "attn_scale");
+  lua_pushstring(L, d->ffn_gelu ? "gelu_tanh" : "silu");
+  lua_setfield(L, -2, "ffn_act");
   lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */
   lua_setfield(L, -2, "linear_attention");
   const struct {
     const char *key;
     int v;
-  } flags[] = {{"tied", d->tied}, {"qkv_bias", d->qkv_bias}, {"qk_norm", d->qk_norm}};
+  } flags[] = {{"tied", d->tied},
+               {"qkv_bias", d->qkv_bias},
+               {"qk_norm", d->qk_norm},
+               {"post_norms", d->post_norms}};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     lua_pushboolean(L, flags[i].v);
     lua_setfield(L, -2, flags[i].key);

@@ -16,7 +16,7 @@ typedef struct mkc_rope_scaling {
 } mkc_rope_scaling;
 
 typedef struct mkc_model_desc {
-  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3" */
+  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */
@@ -26,6 +26,16 @@ typedef struct mkc_model_desc {
   int qkv_bias;    /* qwen2: attn_{q,k,v}.bias */
   int qk_norm;     /* qwen3: attn_{q,k}_norm.weight, RMSNorm per head before RoPE */
   mkc_rope_scaling rope_scaling;
+  /* Attention over the last sliding_window positions (0: every position) in the first
+   * swa_local layers of every swa_local + swa_global from layer 0, those layers with a RoPE base of
+   * their own, unscaled (rope_theta_swa; 0: rope_theta, scaled as the others) */
+  int sliding_window, swa_local, swa_global;
+  double rope_theta_swa;
+  /* Gemma 3: embeddings times embed_scale (0: 1); attention scores times attn_scale (0:
+   * 1 / sqrt(head_dim)); a GELU-gated MLP; norms after attention and the MLP, before the
+   * residual adds (blk.N.post_attention_norm, blk.N.post_ffw_norm) */
+  double embed_scale, attn_scale;
+  int ffn_gelu, post_norms;
 } mkc_model_desc;
 
 #endif

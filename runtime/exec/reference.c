@@ -584,7 +584,7 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
   append_kv(r, k_cache, k, nd, nd->kv_k, "K");
   append_kv(r, v_cache, v, nd, nd->kv_v, "V");
   int first = nd->window > 0 && r->pos - nd->window + 1 > 0 ? r->pos - nd->window + 1 : 0;
-  double scale = 1.0 / sqrt((double)hd);
+  double scale = nd->scale > 0 ? nd->scale : 1.0 / sqrt((double)hd);
   for (int h = 0; h < nd->heads; h++) {
     const double *qh = q + (size_t)h * hd;
     size_t kv_off = (size_t)(h / group) * hd;
@@ -656,7 +656,9 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
         fprintf(stderr, "mkc: error: token %d outside the vocab [0, %d)\n", token, w->rows);
         return -1;
       }
-      for (int i = 0; i < nd->n; i++) y[i] = weight_at(r, nd->in[0], (size_t)token * w->cols + i);
+      double scale = nd->scale > 0 ? nd->scale : 1.0;
+      for (int i = 0; i < nd->n; i++)
+        y[i] = weight_at(r, nd->in[0], (size_t)token * w->cols + i) * scale;
       break;
     }
     case MKC_OP_RMSNORM:
@@ -678,7 +680,12 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       for (int i = 0; i < nd->n; i++) y[i] = a[i] + b[i];
       break;
     case MKC_OP_SWIGLU:
-      for (int i = 0; i < nd->n; i++) y[i] = a[i] / (1.0 + exp(-a[i])) * b[i];
+      for (int i = 0; i < nd->n; i++) /* SiLU, or GELU's tanh form (GeGLU) */
+        y[i] = (nd->act == MKC_ACT_GELU_TANH
+                    ? 0.5 * a[i] *
+                          (1.0 + tanh(sqrt(2.0 / M_PI) * (a[i] + 0.044715 * a[i] * a[i] * a[i])))
+                    : a[i] / (1.0 + exp(-a[i]))) *
+               b[i];
       break;
     case MKC_OP_LOGITS:
       memcpy(y, a, (size_t)nd->n * sizeof *y);

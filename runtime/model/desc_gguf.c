@@ -10,7 +10,7 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3"};
+static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3", "gemma3"};
 
 /* "ARCH.suffix" as an integer in [1, 1<<30]: 1 found, 0 absent, -1 bad. */
 static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
@@ -82,9 +82,11 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
-   * rows were permuted at conversion), qwen2/qwen3 with NEOX halves. */
-  d->rope_layout = strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 ? MKC_ROPE_NEOX
-                                                                            : MKC_ROPE_INTERLEAVED;
+   * rows were permuted at conversion), qwen2/qwen3 and gemma3 with NEOX halves. */
+  d->rope_layout =
+      strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "gemma3") == 0
+          ? MKC_ROPE_NEOX
+          : MKC_ROPE_INTERLEAVED;
   const char *layout;
   int rc = mkc_gguf_get_str(f, "mkc.rope.layout", &layout);
   if (rc < 0) return -1;
@@ -277,7 +279,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3)\n",
+            "qwen3, gemma3)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -359,10 +361,99 @@ static int read_tensors(const mkc_gguf *f, mkc_model_desc *d) {
   return 0;
 }
 
+/* ARCH.attention.sliding_window_pattern as llama.cpp reads it (its
+ * load_swa_pattern): absent, the period n; an integer n, local layers where
+ * layer % n < n - 1 (0: every layer); or an array of one flag a layer (true:
+ * local). Into d's swa_local : swa_global from layer 0, or -1 with a message
+ * for an array no such pattern gives. */
+static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_model_desc *d) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
+  const mkc_gguf_kv *kv = mkc_gguf_find(f, key);
+  int64_t period = n;
+  if (kv && kv->type == MKC_GGUF_ARRAY) {
+    if (kv->n != (uint64_t)d->n_layers || (kv->elem_type != MKC_GGUF_BOOL && kv->elem_type > 5)) {
+      fprintf(
+          stderr, "mkc: error: %s: %s: Expected %d flags (bool), one a layer; Actual %llu x %s\n",
+          f->path, key, d->n_layers, (unsigned long long)kv->n, mkc_gguf_vtype_name(kv->elem_type));
+      return -1;
+    }
+    period = 0; /* every layer local, unless one is global: the first global ends the period */
+    for (int l = 0; l < d->n_layers && !period; l++)
+      if (!mkc_gguf_arr_int(kv, (uint64_t)l)) period = l + 1;
+    for (int l = 0; l < d->n_layers; l++) {
+      int local = period == 0 || l % period < period - 1;
+      if (!mkc_gguf_arr_int(kv, (uint64_t)l) != !local) {
+        fprintf(stderr,
+                "mkc: error: %s: %s: layer %d is %s, which breaks the pattern of %lld local : 1 "
+                "global layers that the layers before it set (mkc runs such patterns)\n",
+                f->path, key, l, local ? "global" : "local", (long long)(period - 1));
+        return -1;
+      }
+    }
+  } else if (mkc_gguf_get_int(f, key, &period) < 0) {
+    return -1;
+  } else if (period < 0 || period > (1 << 30)) {
+    fprintf(stderr, "mkc: error: %s: %s = %lld: expected 0..%d\n", f->path, key, (long long)period,
+            1 << 30);
+    return -1;
+  }
+  if (period == 0)
+    d->swa_local = 1, d->swa_global = 0;
+  else
+    d->swa_local = (int)period - 1, d->swa_global = 1;
+  return 0;
+}
+
+/* Gemma 3 as llama.cpp's loader reads it: the local layers attend over
+ * ARCH.attention.sliding_window positions, 5 of every 6 from layer 0 unless
+ * ARCH.attention.sliding_window_pattern says otherwise, with a RoPE base of
+ * 10000 (ARCH.rope.freq_base_swa where given) that no scaling stretches;
+ * embeddings times sqrt(dim); scores times 1 / sqrt(head_dim), but
+ * 1 / sqrt(dim / heads) in the 62-layer 27B (gemma_pytorch's
+ * query_pre_attn_scalar); a GELU-gated MLP; norms after attention and the
+ * MLP, which the converter stored with Gemma's + 1 added. Logit soft-capping
+ * (Gemma 2's; 0 in Gemma 3) is refused. */
+static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  double caps[2] = {0, 0};
+  d->rope_theta_swa = 10000.0;
+  if (get_size(f, arch, "attention.sliding_window", &d->sliding_window) < 0 ||
+      read_swa_pattern(f, arch, 6, d) < 0 ||
+      get_real(f, arch, "rope.freq_base_swa", &d->rope_theta_swa) < 0 ||
+      get_real(f, arch, "final_logit_softcapping", &caps[0]) < 0 ||
+      get_real(f, arch, "attn_logit_softcapping", &caps[1]) < 0)
+    return -1;
+  if (caps[0] > 0 || caps[1] > 0) {
+    fprintf(stderr,
+            "mkc: error: %s: %s soft-caps its logits (final %g, attention %g): not supported\n",
+            f->path, arch, caps[0], caps[1]);
+    return -1;
+  }
+  if (!(d->rope_theta_swa > 0)) {
+    fprintf(stderr, "mkc: error: %s: %s.rope.freq_base_swa = %g: expected > 0\n", f->path, arch,
+            d->rope_theta_swa);
+    return -1;
+  }
+  if (d->sliding_window == 0 || d->swa_local == 0)
+    d->sliding_window = d->swa_local = d->swa_global = 0, d->rope_theta_swa = 0;
+  static const char *const post[] = {"blk.0.post_attention_norm.weight",
+                                     "blk.0.post_ffw_norm.weight"};
+  for (int i = 0; i < 2; i++)
+    if (!mkc_gguf_find_tensor(f, post[i])) {
+      fprintf(stderr, "mkc: error: %s: %s model without %s\n", f->path, arch, post[i]);
+      return -1;
+    }
+  d->embed_scale = sqrt((double)d->dim);
+  d->attn_scale = d->n_layers == 62 ? 1.0 / sqrt((double)(d->dim / d->n_heads)) : 0;
+  d->ffn_gelu = d->post_norms = 1;
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
   if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
+  if (strcmp(d->arch, "gemma3") == 0 && read_gemma3(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph e6e62959529fb48a, templates 536328ce8106e977, options 1dafad5a1c6b2df3
+ * hashes:  graph 45830854fd69d9e1, templates e0d0360e66676639, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -614,6 +614,16 @@ MKC_DEVICE float mkc_warp_max(float v) {
 MKC_DEVICE int mkc_warp_or(int v) {
   for (int m = 16; m > 0; m >>= 1) v |= mkc_shfl_xor_int(v, m);
   return v;
+}
+
+/* The gated MLP's activation of its gate: SiLU (SwiGLU), or where the kernel
+ * defines MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh). */
+MKC_DEVICE float mkc_gate_act(float g) {
+#ifdef MKC_GEGLU
+  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g)));
+#else
+  return g / (1.0f + expf(-g));
+#endif
 }
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
@@ -1324,13 +1334,14 @@ MKC_DEVICE mkc_dot_acc mkc_dot8_qm(mkc_dot_acc acc, const float *q, float d, flo
   return mkc_dot_acc_fma(mkc_dot_acc_fma(acc, d, mkc_dot8_codes(q, a, b)), m, sx);
 }
 #line 1 "templates/embed.cuh"
-/* Token embedding: x[t][c] = table[token_t][c] for the step's T inputs. A
+/* Token embedding: x[t][c] = table[token_t][c] * scale for the step's T
+ * inputs (scale 1, or Gemma's sqrt(dim)). A
  * thread per 8 elements (a chunk): a quantized row's chunk is decoded once,
  * not once per element, and picked by literal indices (an element picked from
  * it by a variable index kept it, and with it the decode loops' chunks, in
  * local memory). */
-MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const int *tokens,
-                          int T) {
+MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float scale, float *x, int x_stride,
+                          const int *tokens, int T) {
   int chunks = (dim + 7) / 8, total = T * chunks;
   for (int i = mkc_bid() * MKC_THREADS + mkc_tid(); i < total; i += mkc_nblocks() * MKC_THREADS) {
     int t = i / chunks, c = i - t * chunks;
@@ -1338,12 +1349,29 @@ MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float *x, int x_stride, const
     float *out = x + t * x_stride + c * 8;
     if (w.type == MKC_W_BF16) { /* element by element: a row need not be padded to a chunk */
       for (int k = 0; k < 8 && c * 8 + k < dim; k++)
-        out[k] = mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[c * 8 + k]);
+        out[k] = mkc_bf16_to_f32(((const mkc_bf16 *)w.p)[c * 8 + k]) * scale;
     } else { /* quantized rows are whole blocks of chunks */
       float f[8];
       mkc_wchunk(w.type, w.p, c, f);
-      MKC_UNROLL for (int k = 0; k < 8; k++) if (c * 8 + k < dim) out[k] = f[k];
+      MKC_UNROLL for (int k = 0; k < 8; k++) if (c * 8 + k < dim) out[k] = f[k] * scale;
     }
+  }
+}
+#line 1 "templates/norm.cuh"
+/* A norm on a matmul's output before its residual add (Gemma's post-attention
+ * and post-FFN norms): x[t][c] += o[t][c] / sqrt(mean(o[t]^2) + eps) * w[c]
+ * for the step's T inputs. The mean needs every column of o, so each block
+ * sums o[t]'s squares itself (n floats, from cache after the first block),
+ * then adds its share of the columns; red: MKC_WARPS floats of smem. */
+MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *w, int n, float eps,
+                                  float *x, int x_stride, int T, float *red) {
+  for (int t = 0; t < T; t++) {
+    const float *ot = o + t * o_stride;
+    float ss = 0.0f;
+    for (int c = mkc_tid(); c < n; c += MKC_THREADS) ss += ot[c] * ot[c];
+    float inv_rms = 1.0f / sqrtf(mkc_block_sum(ss, red) / (float)n + eps);
+    for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
+      x[t * x_stride + c] += ot[c] * inv_rms * mkc_bf16_to_f32(w[c]);
   }
 }
 #line 1 "templates/matvec.cuh"
@@ -2540,7 +2568,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
           gv *= inv_rms[t];
           uv *= inv_rms[t];
         }
-        out[t * out_stride + r] = gv / (1.0f + expf(-gv)) * uv;
+        out[t * out_stride + r] = mkc_gate_act(gv) * uv;
       }
   }
 }
@@ -2615,7 +2643,8 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]); split as mkc_matvec. */
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_gate_act: GELU for
+ * GeGLU); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, float *out, int out_stride, int T,
@@ -2643,7 +2672,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
-        out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+        out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
       }
     }
     return;
@@ -2660,7 +2689,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
-          out[t * out_stride + r0 + r] = g / (1.0f + expf(-g)) * u;
+          out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
         }
   }
 }
@@ -3367,7 +3396,7 @@ MKC_DEVICE_CALLED void mkc_gemm_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows,
       float scale = norm_w ? inv_rms[r] : 1.0f;
       float g = c_tile[r * (MKC_GEMM_BN + 4) + j] * scale;
       float u = c_tile[r * (MKC_GEMM_BN + 4) + 32 + j] * scale;
-      out[(long)(m0 + r) * out_stride + f0 + j] = g / (1.0f + expf(-g)) * u;
+      out[(long)(m0 + r) * out_stride + f0 + j] = mkc_gate_act(g) * u;
     }
     mkc_sync_block();
   }
@@ -4858,7 +4887,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4862 "llama.tiny.cu"
+#line 4891 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4872,78 +4901,78 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/15: embed -- embed token_embd.weight (line 205)
+  /* stage 1/15: embed -- embed token_embd.weight (line 247)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 205)) */
-  mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, scratch + 0, 64, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 205) written by another block */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 247)) */
+  mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, 1.0f, scratch + 0, 64, inputs, T);
+  mkc_flow_arrive(state); /* next stage reads embed (line 247) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 207), matmul blk.0.attn_q.weight (line 191), matmul blk.0.attn_k.weight (line 192), matmul blk.0.attn_v.weight (line 193), rope (line 198), rope (line 199)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 250), matmul blk.0.attn_q.weight (line 231), matmul blk.0.attn_k.weight (line 232), matmul blk.0.attn_v.weight (line 233), rope (line 240), rope (line 241)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 205)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 198)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 200)
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 247)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 240)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 242)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 198)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+16384 256*t (attention layer 0 (line 200)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 208), add (line 208)
+   * reads: scratch+8192 256*t (rope (line 240)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+16384 256*t (attention layer 0 (line 242)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 244), add (line 251)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 200)), scratch+0 256*t (add (line 208))
-   * writes: scratch+0 256*t (add (line 208)) */
-  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 210), matmul blk.0.ffn_gate.weight (line 211), matmul blk.0.ffn_up.weight (line 212), swiglu (line 213)
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 242)), scratch+0 256*t (add (line 251))
+   * writes: scratch+0 256*t (add (line 251)) */
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 253), matmul blk.0.ffn_gate.weight (line 254), matmul blk.0.ffn_up.weight (line 255), swiglu (line 257)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 208)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 213)) */
-  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 213), add (line 213)
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 251)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 257)) */
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 257), add (line 257)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 213)), scratch+0 256*t (add (line 213))
-   * writes: scratch+0 256*t (add (line 213)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 207), matmul blk.1.attn_q.weight (line 191), matmul blk.1.attn_k.weight (line 192), matmul blk.1.attn_v.weight (line 193), rope (line 198), rope (line 199)
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 257)), scratch+0 256*t (add (line 257))
+   * writes: scratch+0 256*t (add (line 257)) */
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 250), matmul blk.1.attn_q.weight (line 231), matmul blk.1.attn_k.weight (line 232), matmul blk.1.attn_v.weight (line 233), rope (line 240), rope (line 241)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 213)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 198)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 200)
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 257)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 240)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 242)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 198)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+16384 256*t (attention layer 1 (line 200)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 208), add (line 208)
+   * reads: scratch+8192 256*t (rope (line 240)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+16384 256*t (attention layer 1 (line 242)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 244), add (line 251)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 200)), scratch+0 256*t (add (line 208))
-   * writes: scratch+0 256*t (add (line 208)) */
-  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 210), matmul blk.1.ffn_gate.weight (line 211), matmul blk.1.ffn_up.weight (line 212), swiglu (line 213)
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 242)), scratch+0 256*t (add (line 251))
+   * writes: scratch+0 256*t (add (line 251)) */
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 253), matmul blk.1.ffn_gate.weight (line 254), matmul blk.1.ffn_up.weight (line 255), swiglu (line 257)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 208)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 213)) */
-  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 213), add (line 213)
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 251)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 257)) */
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 257), add (line 257)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 213)), scratch+0 256*t (add (line 213))
-   * writes: scratch+0 256*t (add (line 213)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 257)), scratch+0 256*t (add (line 257))
+   * writes: scratch+0 256*t (add (line 257)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -4972,7 +5001,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T,
                  (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 198) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 240) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -4985,7 +5014,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
                   (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 200) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 242) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, MKC_ROWS, 1);
@@ -4997,7 +5026,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 208) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 251) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
@@ -5012,7 +5041,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 213) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 257) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, MKC_ROWS, 1);
@@ -5024,22 +5053,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 213) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 257) written by another block */
   } /* layer loop */
 
-  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 215), matmul token_embd.weight (line 218), logits (line 218)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 259), matmul token_embd.weight (line 262), logits (line 262)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 213)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+8192 1024*t (logits (line 218)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 257)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+8192 1024*t (logits (line 262)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_flow_arrive(state); /* next stage reads logits (line 218) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 262) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes

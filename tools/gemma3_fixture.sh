@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Writes tests/data/gemma3_llamacpp.txt: llama.cpp's greedy continuation of a prompt on the
+# gemma3 file `mkc init --preset gemma3-tiny --seed 5` writes, with each step's log-probability.
+# test_gguf_cli.sh checks mkc's kernel against it. llama.cpp is the one llama-cpp-python 0.3.36
+# vendors (the sdist tests/data/fetch.sh pins), built here on the CPU:
+#   pip install gguf   # tools/gguf_add_vocab.py
+#   bash tools/gemma3_fixture.sh > tests/data/gemma3_llamacpp.txt
+set -eu
+cd "$(dirname "$0")/.."
+work=${WORK:-$(mktemp -d)}
+PROMPT="3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4" # past the window of 16
+STEPS=48
+if [ ! -d "$work/llama.cpp" ]; then
+  python3 -m pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$work" >&2
+  echo "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e  $work/llama_cpp_python-0.3.36.tar.gz" |
+    sha256sum -c --quiet - >&2
+  tar -xzf "$work/llama_cpp_python-0.3.36.tar.gz" -C "$work"
+  mv "$work/llama_cpp_python-0.3.36/vendor/llama.cpp" "$work/llama.cpp"
+fi
+l=$work/llama.cpp
+cmake -S "$l" -B "$l/build" -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DBUILD_SHARED_LIBS=OFF \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF \
+  -DCMAKE_BUILD_TYPE=Release >&2
+cmake --build "$l/build" --target llama -j"$(nproc)" >&2
+g++ -O1 -x c tools/llamacpp_greedy.c -x none -I"$l/include" -I"$l/ggml/include" \
+  "$l/build/src/libllama.a" "$l/build/ggml/src/libggml.a" "$l/build/ggml/src/libggml-cpu.a" \
+  "$l/build/ggml/src/libggml-base.a" -lgomp -lpthread -lm -o "$work/greedy"
+build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3.gguf" >&2
+python3 tools/gguf_add_vocab.py "$work/g3.gguf" "$work/g3-vocab.gguf"
+echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset gemma3-tiny --seed 5\`"
+echo "# (tools/gemma3_fixture.sh): the prompt's ids, then each greedy step's id and log-probability"
+echo "prompt $PROMPT"
+# shellcheck disable=SC2086
+"$work/greedy" "$work/g3-vocab.gguf" $STEPS $PROMPT 2>/dev/null
