@@ -139,11 +139,12 @@ preset "gemma-tiny" {
 
 -- Gemma 3's shape in small: embeddings scaled by sqrt(dim) (a narrow dim: at 64, a scale of 8
 -- drowns what random layers add and the output cycles through two tokens), per-head Q/K norms
--- over heads wider than dim / heads, a norm after attention and after the MLP too (before each
+-- over heads of 256 as in Gemma 3 1B to 12B (past the chunk attention's tensor-core tiles, which
+-- take heads up to 128), a norm after attention and after the MLP too (before each
 -- residual add), a GELU-gated MLP, and local layers over a window with a RoPE base of their own,
 -- two for each global one.
 preset "gemma3-tiny" {
-  dim = 16, n_layers = 3, n_heads = 4, n_kv_heads = 1, head_dim = 32, ffn = 160,
+  dim = 16, n_layers = 3, n_heads = 4, n_kv_heads = 1, head_dim = 256, ffn = 160,
   vocab = 280, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global", rope_theta = 10000 },

@@ -150,19 +150,24 @@ else
     "$(cat "$tmp/err") file: $(cat "$tmp/g3.file") ref: $(cat "$tmp/g3.ref")"
 fi
 # The same file against llama.cpp (tests/data/gemma3_llamacpp.txt, tools/gemma3_fixture.sh): its
-# 48 greedy tokens past the window, and each one's log-probability within 0.01 (llama.cpp's CPU
-# rounds the activations to bf16 before a bf16 matmul; the kernel keeps them in float).
+# greedy tokens past the window, each one's log-probability within 0.01 (llama.cpp's CPU rounds the
+# activations to bf16 before a bf16 matmul; the kernel keeps them in float). That rounding can flip
+# a near-tie, after which the two continue differently: where they first differ, the kernel's
+# token must be llama.cpp's runner-up, less than 0.01 behind, and at least 20 steps must agree.
 fixture=tests/data/gemma3_llamacpp.txt
 prompt=$(sed -n 's/^prompt //p' "$fixture" | tr ' ' ',')
 if "$mkc" run -m "$tmp/g3.gguf" --prompt-ids "$prompt" -n "$(grep -c '^[0-9]' "$fixture")" --backend cpu \
   --logprobs 1 2>&1 >/dev/null | sed -n 's/^mkc: token \([0-9]*\) .* logprob \([-0-9.]*\);.*/\1 \2/p' >"$tmp/g3.lp" &&
   paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/g3.lp" | awk '
-    NF != 4 || $1 != $3 { bad++ } { d = $2 - $4; if (d < 0) d = -d; if (d > m) m = d }
-    END { exit !(NR == 48 && bad == 0 && m < 0.01) }'; then
-  ok "gemma3-tiny's file on the cpu kernel: llama.cpp's 48 greedy tokens, log-probabilities within 0.01"
+    done { next }
+    NF != 6 { bad = 1; done = 1; next }
+    $1 != $5 { if ($5 != $3 || $2 - $4 >= 0.01) bad = 1; done = 1; next }
+    { d = $2 - $6; if (d < 0) d = -d; if (d >= 0.01) bad = 1; same++ }
+    END { exit !(!bad && same >= 20) }'; then
+  ok "gemma3-tiny's file on the cpu kernel: llama.cpp's greedy tokens and log-probabilities (within 0.01)"
 else
-  fail "gemma3-tiny's file on the cpu kernel: llama.cpp's 48 greedy tokens, log-probabilities within 0.01" \
-    "$(paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/g3.lp" | head -5)"
+  fail "gemma3-tiny's file on the cpu kernel: llama.cpp's greedy tokens and log-probabilities (within 0.01)" \
+    "$(paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/g3.lp" | head -30)"
 fi
 "$mkc" info -m "$tmp/g3.gguf" >"$tmp/info" 2>&1
 expect_line "info on a gemma3 file: the window's pattern" "$tmp/info" "gemma3.attention.sliding_window_pattern = 3"

@@ -28,7 +28,8 @@ g++ -O1 -x c tools/llamacpp_greedy.c -x none -I"$l/include" -I"$l/ggml/include" 
 build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3.gguf" >&2
 python3 tools/gguf_add_vocab.py "$work/g3.gguf" "$work/g3-vocab.gguf"
 echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset gemma3-tiny --seed 5\`"
-echo "# (tools/gemma3_fixture.sh): the prompt's ids, then each greedy step's id and log-probability"
+echo "# (tools/gemma3_fixture.sh): the prompt's ids, then each greedy step's id and log-probability,"
+echo "# and the runner-up's"
 echo "prompt $PROMPT"
 # shellcheck disable=SC2086
 "$work/greedy" "$work/g3-vocab.gguf" $STEPS $PROMPT 2>/dev/null

@@ -1,7 +1,8 @@
 /* llama.cpp as an oracle: MODEL N ID... feeds the ids (no BOS added) as one
  * batch, then decodes N tokens greedily, one a step, and prints each step's
- * choice and its log-probability ("ID LOGPROB"). Linked against the libllama
- * that tools/gemma3_fixture.sh builds. */
+ * choice and its log-probability, and the runner-up and its
+ * ("ID LOGPROB ID2 LOGPROB2"). Linked against the libllama that
+ * tools/gemma3_fixture.sh builds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,11 +24,12 @@ int main(int argc, char **argv) {
     struct llama_batch b = step == 0 ? llama_batch_get_one(toks, n) : llama_batch_get_one(&toks[n - 1], 1);
     if (llama_decode(ctx, b)) return 2;
     float *l = llama_get_logits_ith(ctx, -1);
-    double mx = -1e30, s = 0;
-    int best = 0;
+    double mx = -1e30, mx2 = -1e30, s = 0;
+    int best = 0, second = 0;
     for (int i = 0; i < nv; i++) if (l[i] > mx) mx = l[i], best = i;
+    for (int i = 0; i < nv; i++) if (i != best && l[i] > mx2) mx2 = l[i], second = i;
     for (int i = 0; i < nv; i++) s += exp(l[i] - mx);
-    printf("%d %.6f\n", best, -log(s));
+    printf("%d %.6f %d %.6f\n", best, -log(s), second, mx2 - mx - log(s));
     toks[n++] = best;
   }
   return 0;
