@@ -1,6 +1,8 @@
 /* libFuzzer target for the GGUF reader: any bytes either open or fail with a
  * message, never crash or read outside the buffer. What opens is read through
- * every accessor, and its 1-D and 2-D tensors are loaded as the weights of a
+ * every accessor and as a model description (model/desc_gguf.c: the
+ * architectures' keys, Gemma 3's window pattern as a period or per-layer
+ * flags), and its 1-D and 2-D tensors are loaded as the weights of a
  * graph made from them, which dequantizes every readable type.
  * Seeds in fuzz/corpus/gguf: small files from mkc's writer and from gguf-py
  * (valid, v2, every value type, quantized tensors) and a few broken ones. */
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "model/model_file.h"
 
 static void read_metadata(const mkc_gguf *f) {
   char text[256];
@@ -69,6 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_gguf *f = mkc_gguf_open_memory(data, size, "fuzz.gguf");
   if (!f) return 0;
   read_metadata(f);
+  mkc_model_desc d;
+  mkc_gguf_model_desc(f, &d);
   load_as_weights(f);
   mkc_gguf_close(f);
   return 0;

@@ -95,6 +95,18 @@ preset "linear-tiny" {
   embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
+-- Gemma 3 1B's shape (google/gemma-3-1b-it, text): heads of 256, 5 local layers over 512 positions for
+-- each global one, for benchmarks on random weights (`mkc bench --preset gemma-3-1b`); max_ctx is
+-- what the benchmarks use, not its trained 32768.
+preset "gemma-3-1b" {
+  dim = 1152, n_layers = 26, n_heads = 4, n_kv_heads = 1, head_dim = 256, ffn = 6912,
+  vocab = 262144, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = { size = 512, pattern = "5 local : 1 global", rope_theta = 10000 },
+  linear_attention = "none",
+  embed_scale = math.sqrt(1152), attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
+}
+
 -- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
 -- download the model, `mkc init --preset smollm2-135m --type q4_1` writes a file of its size.
 preset "smollm2-135m" {

@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:19: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, hybrid-tiny)" \
+  "graphs/llama.lua:19: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, gemma-3-1b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, hybrid-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -177,6 +177,25 @@ perl -0777 -pe 's/blk\.0\.post_ffw_norm/blk.0.post_ffx_norm/' "$tmp/g3.gguf" >"$
 expect_error "a gemma3 file without a post-FFN norm" \
   "mkc: error: $tmp/g3-bad.gguf: gemma3 model without blk.0.post_ffw_norm.weight" \
   -- run -m "$tmp/g3-bad.gguf" --prompt-ids 1 -n 1
+# Gemma 3's window pattern as one flag a layer (fuzz/corpus/gguf: 2 local : 1 global), then with
+# layer 0 global and the next local: no pattern mkc runs.
+seed=fuzz/corpus/gguf/gemma3_window_flags.gguf
+"$mkc" info -m "$seed" >"$tmp/info" 2>&1
+grep -q '^graph: .*2 local : 1 global layers over a window of 4' "$tmp/info" &&
+  ok "a gemma3 window pattern given as per-layer flags" || fail "a gemma3 window pattern given as per-layer flags" "$(cat "$tmp/info")"
+perl -0777 -pe 's/(sliding_window_pattern\x09\x00\x00\x00\x07\x00{3}\x03\x00{7})\x01\x01\x00/${1}\x00\x01\x01/' \
+  "$seed" >"$tmp/flags.gguf"
+expect_error "gemma3 window flags that no pattern gives" \
+  "mkc: error: $tmp/flags.gguf: gemma3.attention.sliding_window_pattern: layer 1 is local, unlike the pattern the layers before it set (every layer global; mkc runs L local : 1 global from layer 0)" \
+  -- run -m "$tmp/flags.gguf" --prompt-ids 1 -n 1
+# ollama's gemma3 files: rope.global/local.freq_base, no epsilon (Gemma's 1e-6), the vision
+# tower's tensors beside the text model's: read as the same model as the standard keys give.
+"$mkc" info -m fuzz/corpus/gguf/gemma3_window.gguf 2>&1 | grep '^graph:' >"$tmp/std.graph"
+"$mkc" info -m fuzz/corpus/gguf/gemma3_ollama.gguf 2>&1 | grep '^graph:' >"$tmp/ollama.graph"
+[ -s "$tmp/std.graph" ] && cmp -s "$tmp/std.graph" "$tmp/ollama.graph" &&
+  grep -q 'rope theta 1e+06 (neox), rms eps 1e-06, .*window of 4 (rope theta 10000)' "$tmp/ollama.graph" &&
+  ok "ollama's gemma3 key names and defaults read as the standard keys" ||
+  fail "ollama's gemma3 key names and defaults read as the standard keys" "$(cat "$tmp/std.graph" "$tmp/ollama.graph")"
 expect_error "init swa-tiny: a window no file carries outside gemma3" \
   "mkc: error: preset swa-tiny: sliding windows without Gemma's norms after attention and the MLP: mkc's model files carry them only in a gemma3 file" \
   -- init --preset swa-tiny --seed 1 -o "$tmp/swa.gguf"

@@ -14,6 +14,11 @@ local function rotary(r, flt)
              r.rope_attn_factor }
   end
   for i, v in ipairs(args) do args[i] = flt(v) end
+  -- an integral base as an integer literal (converted exactly): the layer loop (codegen/fold.lua)
+  -- tables differing integers, so layers whose bases differ (Gemma 3's local ones) still fold
+  if r.theta == math.floor(r.theta) and math.abs(r.theta) < 2 ^ 24 then
+    args[1] = ("%d"):format(math.tointeger(r.theta))
+  end
   local maker = r.rope_scaling == "none" and "plain" or r.rope_scaling
   return ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
 end

@@ -384,10 +384,13 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
     for (int l = 0; l < d->n_layers; l++) {
       int local = period == 0 || l % period < period - 1;
       if (!mkc_gguf_arr_int(kv, (uint64_t)l) != !local) {
+        char set[64];
+        snprintf(set, sizeof set, period == 1 ? "every layer global" : "%lld local : 1 global",
+                 (long long)(period - 1));
         fprintf(stderr,
-                "mkc: error: %s: %s: layer %d is %s, which breaks the pattern of %lld local : 1 "
-                "global layers that the layers before it set (mkc runs such patterns)\n",
-                f->path, key, l, local ? "global" : "local", (long long)(period - 1));
+                "mkc: error: %s: %s: layer %d is %s, unlike the pattern the layers before it set "
+                "(%s; mkc runs L local : 1 global from layer 0)\n",
+                f->path, key, l, local ? "global" : "local", set);
         return -1;
       }
     }
@@ -413,10 +416,24 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
  * 1 / sqrt(dim / heads) in the 62-layer 27B (gemma_pytorch's
  * query_pre_attn_scalar); a GELU-gated MLP; norms after attention and the
  * MLP, which the converter stored with Gemma's + 1 added. Logit soft-capping
- * (Gemma 2's; 0 in Gemma 3) is refused. */
+ * (Gemma 2's; 0 in Gemma 3) is refused. ollama's gemma3 files (which also hold
+ * the vision tower's tensors, unread here) name the bases otherwise. */
 static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   double caps[2] = {0, 0};
+  char key[128];
   d->rope_theta_swa = 10000.0;
+  /* ollama's own gemma3 files name the bases rope.global/local.freq_base and may leave out the
+   * epsilon; its defaults are Gemma 3's (1e6, 1e-6) */
+  snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+  if (!mkc_gguf_find(f, key)) {
+    d->rope_theta = 1e6;
+    if (get_real(f, arch, "rope.global.freq_base", &d->rope_theta) < 0) return -1;
+  }
+  snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
+  if (!mkc_gguf_find(f, key) && get_real(f, arch, "rope.local.freq_base", &d->rope_theta_swa) < 0)
+    return -1;
+  snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
+  if (!mkc_gguf_find(f, key)) d->norm_eps = 1e-6;
   if (get_size(f, arch, "attention.sliding_window", &d->sliding_window) < 0 ||
       read_swa_pattern(f, arch, 6, d) < 0 ||
       get_real(f, arch, "rope.freq_base_swa", &d->rope_theta_swa) < 0 ||
@@ -429,9 +446,9 @@ static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
             f->path, arch, caps[0], caps[1]);
     return -1;
   }
-  if (!(d->rope_theta_swa > 0)) {
-    fprintf(stderr, "mkc: error: %s: %s.rope.freq_base_swa = %g: expected > 0\n", f->path, arch,
-            d->rope_theta_swa);
+  if (!(d->rope_theta_swa > 0) || !(d->rope_theta > 0)) {
+    fprintf(stderr, "mkc: error: %s: %s's RoPE bases %g (global) and %g (local): expected > 0\n",
+            f->path, arch, d->rope_theta, d->rope_theta_swa);
     return -1;
   }
   if (d->sliding_window == 0 || d->swa_local == 0)
