@@ -13,6 +13,17 @@ local function load_graph_file(path)
     math = math, string = string, table = table, ipairs = ipairs, pairs = pairs,
     tostring = tostring, tonumber = tonumber, type = type, error = error, assert = assert,
   }
+  -- optional(p, key, default): the preset's field, or default where it has none (a field added
+  -- after presets were written: theirs keep working)
+  env.optional = function(p, key, default)
+    local mt = getmetatable(p)
+    if type(mt) ~= "table" or type(mt.fields) ~= "table" then
+      util.raise(path, util.caller_line(path), "optional: expected the preset build() is given")
+    end
+    local v = mt.fields[key]
+    if v == nil then return default end
+    return v
+  end
   env.preset = function(name)
     local line = util.caller_line(path)
     if type(name) ~= "string" then util.raise(path, line, "preset: name must be a string") end

@@ -7,10 +7,11 @@
 -- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
 -- over the layers from layer 0: Gemma's local and global layers), with rope_theta = B where the
 -- local layers' RoPE has a base of its own, unscaled (Gemma 3's 10000).
--- embed_scale: each embedding multiplied by it (1; Gemma: sqrt(dim)). attn_scale: the attention
--- scores' scale (0: 1 / sqrt(head_dim)). ffn_act: the MLP gate's activation, "silu" (SwiGLU) or
--- "gelu_tanh" (Gemma's GeGLU). post_norms: a norm on the attention's and the MLP's outputs before
--- each residual add (Gemma 2 and 3; GGUF post_attention_norm, post_ffw_norm).
+-- Optional (a preset without them gets the default): embed_scale, each embedding multiplied by it
+-- (1; Gemma: sqrt(dim)); attn_scale, the attention scores' scale (0: 1 / sqrt(head_dim)); ffn_act,
+-- the MLP gate's activation, "silu" (SwiGLU, the default) or "gelu_tanh" (Gemma's GeGLU);
+-- post_norms, a norm on the attention's and the MLP's outputs before each residual add (false;
+-- Gemma 2 and 3: GGUF post_attention_norm, post_ffw_norm).
 -- linear_attention: "none", or { pattern = "3 linear : 1 full", heads = H, k_dim = K, v_dim = V,
 -- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
 -- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
@@ -21,7 +22,6 @@ preset "tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Sizes that are not multiples of 32 or of the block size: tails must be right.
@@ -30,7 +30,6 @@ preset "odd" {
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 384, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Llama 3.2 1B as Meta ships it: trained on 8192 positions, stretched 32 times by Llama 3's scaling.
@@ -40,7 +39,6 @@ preset "llama-3.2-1b" {
   tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 32, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 8192 },
   sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Qwen2's shape in small: Q/K/V biases, 5 query heads on one KV head, a dim
@@ -50,7 +48,6 @@ preset "qwen2-tiny" {
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Qwen3's shape in small: per-head Q/K norms, n_heads * head_dim != dim, and
@@ -60,7 +57,6 @@ preset "qwen3-tiny" {
   vocab = 272, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- RoPE scaling in small: trained contexts so short that the tests' positions reach past them, and
@@ -72,7 +68,6 @@ preset "llama3-tiny" {
   tied = true, max_ctx = 512, qkv_bias = false, qk_norm = false,
   rope_scaling = { type = "llama3", factor = 8, low_freq_factor = 1, high_freq_factor = 4, orig_ctx = 64 },
   sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- YaRN on Qwen2's shape (as Qwen2.5 runs past 32k), cos and sin scaled too.
@@ -82,7 +77,6 @@ preset "yarn-tiny" {
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
   sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Linear scaling on Qwen3's shape: the heads a per-head norm finishes are scaled too.
@@ -92,7 +86,6 @@ preset "linear-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = true,
   rope_scaling = { type = "linear", factor = 4 },
   sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Gemma 3 1B's shape (google/gemma-3-1b-it, text): heads of 256, 5 local layers over 512 positions for
@@ -114,7 +107,6 @@ preset "smollm2-135m" {
   vocab = 49152, rope_theta = 100000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = true, max_ctx = 8192, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Every matrix's columns a whole number of 256-element blocks, so each quantized type (Q4_K and
@@ -125,7 +117,6 @@ preset "blocks-tiny" {
   vocab = 300, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none", linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Mistral's shape in small: every layer's attention over a sliding window, short enough that the
@@ -135,7 +126,6 @@ preset "swa-tiny" {
   vocab = 256, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
   tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = { size = 16 }, linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Local and global layers interleaved, as Gemma's (mkc's own graph otherwise): two layers over a
@@ -146,7 +136,6 @@ preset "gemma-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = { size = 16, pattern = "2 local : 1 global" },
   linear_attention = "none",
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Gemma 3's shape in small: embeddings scaled by sqrt(dim) (a narrow dim: at 64, a scale of 8
@@ -173,7 +162,6 @@ preset "hybrid-tiny" {
   tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
   rope_scaling = "none", sliding_window = "none",
   linear_attention = { pattern = "3 linear : 1 full", heads = 4, k_dim = 16, v_dim = 16, conv = 4 },
-  embed_scale = 1, attn_scale = 0, ffn_act = "silu", post_norms = false,
 }
 
 -- Layer l's attention window: 0 where it sees every position.
@@ -232,9 +220,9 @@ function build(g, p)
   local sw = p.sliding_window
   local local_rope = type(sw) == "table" and sw.rope_theta and
                      { theta = sw.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none" }
-  local attn_scale = p.attn_scale ~= 0 and p.attn_scale or nil
+  local attn_scale = optional(p, "attn_scale", 0) ~= 0 and p.attn_scale or nil
   local function post_norm(l, name, y) -- y, or y normed before its residual add
-    return p.post_norms and g.rmsnorm(y, blk(l, name, 1, p.dim), p.norm_eps) or y
+    return optional(p, "post_norms", false) and g.rmsnorm(y, blk(l, name, 1, p.dim), p.norm_eps) or y
   end
   local function bias(l, name, rows) -- nil where the model has none
     return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
@@ -258,7 +246,7 @@ function build(g, p)
   end
 
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens(),
-                    p.embed_scale ~= 1 and { scale = p.embed_scale } or nil)
+                    optional(p, "embed_scale", 1) ~= 1 and { scale = p.embed_scale } or nil)
   for l = 0, p.n_layers - 1 do
     local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
     x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h))
@@ -266,7 +254,7 @@ function build(g, p)
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
     local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))
     local up = g.matmul(h, blk(l, "ffn_up", p.ffn, p.dim))
-    local act = p.ffn_act ~= "silu" and { act = p.ffn_act } or nil
+    local act = optional(p, "ffn_act", "silu") ~= "silu" and { act = p.ffn_act } or nil
     x = g.add(x, post_norm(l, "post_ffw_norm", g.matmul(g.swiglu(gate, up, act), blk(l, "ffn_down", p.dim, p.ffn))))
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)

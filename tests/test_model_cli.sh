@@ -33,7 +33,7 @@ perl -0777 -pe 's/(general\.architecture\x08\x00\x00\x00\x05\x00{7})llama/${1}gp
 if "$mkc" info -m "$tmp/gptnx.gguf" >"$tmp/info" 2>"$tmp/err" \
   && grep -qx "tensors: 20 (BF16 20)" "$tmp/info" \
   && grep -qx "graph: none (mkc cannot run this model: see the error above)" "$tmp/info" \
-  && grep -qxF "mkc: error: $tmp/gptnx.gguf: architecture \"gptnx\" is not supported (mkc runs llama, mistral, qwen2, qwen3)" "$tmp/err"; then
+  && grep -qxF "mkc: error: $tmp/gptnx.gguf: architecture \"gptnx\" is not supported (mkc runs llama, mistral, qwen2, qwen3, gemma3)" "$tmp/err"; then
   ok "info -m on an architecture mkc does not run: described, with the reason"
 else
   fail "info -m on an architecture mkc does not run" "$(cat "$tmp/info" "$tmp/err")"
@@ -99,7 +99,7 @@ else
 fi
 if "$mkc" gen -m "$tmp/llama3-tiny.gguf" -o "$tmp/k.cu" 2>"$tmp/err" \
   && "$mkc" gen graphs/llama.lua --preset llama3-tiny -o "$tmp/t.cu" 2>>"$tmp/err" \
-  && grep -q 'mkc_rope_llama3(10000.0f, 8.0f, 1.0f, 4.0f, 64.0f)' "$tmp/k.cu" \
+  && grep -q 'mkc_rope_llama3(10000, 8.0f, 1.0f, 4.0f, 64.0f)' "$tmp/k.cu" \
   && diff <(sed 's/llama-llama3-tiny/llama3-tiny/g' "$tmp/k.cu" | grep -v '^ \* \(graph\|hashes\):') \
     <(grep -v '^ \* \(graph\|hashes\):' "$tmp/t.cu") >"$tmp/diff"; then
   ok "gen -m llama3-tiny.gguf: the preset's kernel, the scaling's parameters as literals"

@@ -69,6 +69,10 @@ BENCH_RUNS=(
   # llama-3.2-1b with every matrix IQ3_S (the grid types' decoders: a table lookup a chunk),
   # the T = 1 kernel; its model is made on the machine (mkc init on every core)
   "l1b-iq3s-t1 -m \$models/l1b-iq3s.gguf --ctx 2048 --draft-max 0 -n 64 -p 16"
+  # Gemma 3 1B's shape (2026-11-29): heads of 256, 5 local layers over 512 positions for each
+  # global one, a post-norm stage before each residual add (7 stages a layer)
+  "g1b-d0 --preset gemma-3-1b --random-weights 1 --ctx 4096 --draft-max 4 -n 128 -p 512 --rounds 8"
+  "g1b-d4096 --preset gemma-3-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 64 -d 4096"
 )
 
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
