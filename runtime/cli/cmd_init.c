@@ -148,10 +148,9 @@ static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
  * the file cannot say so: the window and its pattern (the period: local
  * layers first, the last of each period global), the local layers' RoPE base,
  * embeddings times sqrt(dim), the default score scale, GeGLU. The pattern and
- * the local base are keys llama.cpp's gemma3 loader does not read (it
- * assumes 6 and 10000), so only mkc reads other values back. Without post
- * norms: -1 where the graph has any of these, which no other architecture
- * carries. */
+ * the local base are keys llama.cpp's gemma3 loader reads too (defaults 6
+ * and 10000). Without post norms: -1 where the graph has any of these, which
+ * no other architecture carries. */
 static int set_gemma(mkc_gguf_writer *out, const mkc_graph *g, const char *preset, int gemma) {
   const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
   const mkc_node *att = windowed(g);

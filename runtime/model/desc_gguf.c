@@ -434,8 +434,16 @@ static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
     return -1;
   snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
   if (!mkc_gguf_find(f, key)) d->norm_eps = 1e-6;
-  if (get_size(f, arch, "attention.sliding_window", &d->sliding_window) < 0 ||
-      read_swa_pattern(f, arch, 6, d) < 0 ||
+  int64_t window = 0; /* 0, as absent: every layer global (llama.cpp's n_swa) */
+  snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
+  if (mkc_gguf_get_int(f, key, &window) < 0) return -1;
+  if (window < 0 || window > (1 << 30)) {
+    fprintf(stderr, "mkc: error: %s: %s = %lld: expected 0..%d\n", f->path, key, (long long)window,
+            1 << 30);
+    return -1;
+  }
+  d->sliding_window = (int)window;
+  if (read_swa_pattern(f, arch, 6, d) < 0 ||
       get_real(f, arch, "rope.freq_base_swa", &d->rope_theta_swa) < 0 ||
       get_real(f, arch, "final_logit_softcapping", &caps[0]) < 0 ||
       get_real(f, arch, "attn_logit_softcapping", &caps[1]) < 0)
