@@ -30,7 +30,7 @@ enum {
   C_UPPER = 16,  /* Lu or Lt, also C_LETTER */
   C_LOWER = 32,  /* Ll, also C_LETTER */
   C_MARK = 64,   /* M*: none of the others */
-};
+};               /* C_UPPER, C_LOWER and C_MARK: looked up for Tekken's pattern only */
 
 typedef struct text {
   const uint8_t *cls; /* [n] class bits per character */
@@ -67,9 +67,17 @@ static size_t spaces(const text *t, size_t i, size_t hi) {
   return k - i >= 2 ? k - 1 : i + 1;
 }
 
-/* \s*[\r\n]+|\s+(?!\S)|\s+ at a space: up to the last newline of the
- * run of spaces, else spaces(). */
-static size_t newlines_or_spaces(const text *t, size_t i, size_t hi) {
+/* The end both Llama 3's and Tekken's patterns share:
+ * ' ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+', Tekken's with '/'
+ * among the trailing newlines ([\r\n/]*). */
+static size_t other_or_spaces(const text *t, size_t i, size_t hi, int slash) {
+  size_t j = i + (t->cp[i] == ' ' && i + 1 < hi && OTHER(i + 1));
+  if (OTHER(j)) {
+    while (j < hi && OTHER(j)) j++;
+    while (j < hi && (IS(j, C_NEWLINE) || (slash && t->cp[j] == '/'))) j++;
+    return j;
+  }
+  /* \s*[\r\n]+: up to the last newline of the run of spaces */
   size_t k = run_of(t, i, hi, C_SPACE);
   for (size_t m = k; m > i; m--)
     if (IS(m - 1, C_NEWLINE)) return m;
@@ -101,13 +109,7 @@ static size_t next_llama3(const text *t, size_t i, size_t hi, int max_digits) {
     for (k = i; k < hi && k - i < (size_t)max_digits && IS(k, C_NUMBER);) k++;
     return k;
   }
-  /* ' ?[^\s\p{L}\p{N}]+[\r\n]*' */
-  size_t j = i + (t->cp[i] == ' ' && i + 1 < hi && OTHER(i + 1));
-  if (OTHER(j)) {
-    while (j < hi && OTHER(j)) j++;
-    return run_of(t, j, hi, C_NEWLINE);
-  }
-  return newlines_or_spaces(t, i, hi);
+  return other_or_spaces(t, i, hi, 0);
 }
 
 /* Tekken's upper part [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] and lower part
@@ -151,14 +153,7 @@ static size_t next_tekken(const text *t, size_t i, size_t hi) {
     if ((k = forms[f](t, i, hi)) > i) return k;
   }
   if (IS(i, C_NUMBER)) return i + 1; /* \p{N} */
-  /* ' ?[^\s\p{L}\p{N}]+[\r\n/]*' */
-  size_t j = i + (t->cp[i] == ' ' && i + 1 < hi && OTHER(i + 1));
-  if (OTHER(j)) {
-    while (j < hi && OTHER(j)) j++;
-    while (j < hi && (IS(j, C_NEWLINE) || t->cp[j] == '/')) j++;
-    return j;
-  }
-  return newlines_or_spaces(t, i, hi);
+  return other_or_spaces(t, i, hi, 1);
 }
 
 int mkc_pretokenize(int pre, const char *s, size_t n,
@@ -177,14 +172,16 @@ int mkc_pretokenize(int pre, const char *s, size_t n,
     if (len <= 0) len = 1, c = -1;
     cp[m] = c;
     off[m] = (uint32_t)i;
-    cls[m] =
-        (uint8_t)(mkc_unicode_is_letter(c) ? C_LETTER | (mkc_unicode_is_upper(c) ? C_UPPER : 0) |
-                                                 (mkc_unicode_is_lower(c) ? C_LOWER : 0)
-                  : mkc_unicode_is_number(c) ? C_NUMBER
-                  : c == '\r' || c == '\n'   ? C_SPACE | C_NEWLINE
-                  : mkc_unicode_is_space(c)  ? C_SPACE
-                  : mkc_unicode_is_mark(c)   ? C_MARK
-                                             : 0);
+    cls[m] = (uint8_t)(mkc_unicode_is_letter(c)   ? C_LETTER
+                       : mkc_unicode_is_number(c) ? C_NUMBER
+                       : c == '\r' || c == '\n'   ? C_SPACE | C_NEWLINE
+                       : mkc_unicode_is_space(c)  ? C_SPACE
+                                                  : 0);
+    if (pre == MKC_PRE_TEKKEN)
+      cls[m] |= (uint8_t)(cls[m] & C_LETTER ? (mkc_unicode_is_upper(c) ? C_UPPER : 0) |
+                                                  (mkc_unicode_is_lower(c) ? C_LOWER : 0)
+                          : !cls[m] && mkc_unicode_is_mark(c) ? C_MARK
+                                                              : 0);
     i += (size_t)len;
   }
   off[m] = (uint32_t)n;
