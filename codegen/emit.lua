@@ -9,7 +9,7 @@ local fold = require("fold")
 local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
-emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "norm.cuh", "matvec.cuh", "qkv_rope.cuh",
+emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "norm.cuh", "qkv_rope.cuh",
                    "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
                    "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).

@@ -1,7 +1,7 @@
 -- Stage: a norm on a matmul's output (which the matmul's stage stored) added into the residual
 -- stream: Gemma's post-attention and post-FFN norms (templates/norm.cuh).
 return function(st, ctx)
-  local smem = { { "red", ctx.warps } }
+  local smem = { { "inv_rms", 1 }, { "red", ctx.warps } }
   local at = ctx.smem_layout(smem)
   local n = st.out.n
   return {
@@ -14,7 +14,7 @@ return function(st, ctx)
     code = ctx.call("mkc_norm_residual", {
       o = ctx.value(st.x), o_stride = ctx.vstride(st.x), w = ctx.weight(st.w), n = n,
       eps = ctx.flt(st.norm.eps), x = ctx.value(st.out), x_stride = ctx.vstride(st.out), T = "T",
-      red = ctx.smem_ptr("float", at.red),
+      inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red),
     }) .. ";",
   }
 end

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph 86aca27b145e2332, templates e0d0360e66676639, options 380dc56497bb469f
+ * hashes:  graph 86aca27b145e2332, templates 4973f1cc89745888, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1357,23 +1357,6 @@ MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float scale, float *x, int x_
     }
   }
 }
-#line 1 "templates/norm.cuh"
-/* A norm on a matmul's output before its residual add (Gemma's post-attention
- * and post-FFN norms): x[t][c] += o[t][c] / sqrt(mean(o[t]^2) + eps) * w[c]
- * for the step's T inputs. The mean needs every column of o, so each block
- * sums o[t]'s squares itself (n floats, from cache after the first block),
- * then adds its share of the columns; red: MKC_WARPS floats of smem. */
-MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *w, int n, float eps,
-                                  float *x, int x_stride, int T, float *red) {
-  for (int t = 0; t < T; t++) {
-    const float *ot = o + t * o_stride;
-    float ss = 0.0f;
-    for (int c = mkc_tid(); c < n; c += MKC_THREADS) ss += ot[c] * ot[c];
-    float inv_rms = 1.0f / sqrtf(mkc_block_sum(ss, red) / (float)n + eps);
-    for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
-      x[t * x_stride + c] += ot[c] * inv_rms * mkc_bf16_to_f32(w[c]);
-  }
-}
 #line 1 "templates/matvec.cuh"
 /* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
  * at once (a rotation pair in qkv_rope); lanes stream them in chunks of 8
@@ -2691,6 +2674,22 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
           out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
         }
+  }
+}
+#line 1 "templates/norm.cuh"
+/* A norm on a matmul's output before its residual add (Gemma's post-attention
+ * and post-FFN norms): x[t][c] += o[t][c] / sqrt(mean(o[t]^2) + eps) * w[c]
+ * for the step's T inputs. The mean needs every column of o, so each block
+ * finds o[t]'s inverse RMS itself (mkc_rms_prologue: n floats, from cache
+ * after the first block), then adds its share of the columns; inv_rms: 1
+ * float and red: MKC_WARPS floats of smem. */
+MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *w, int n, float eps,
+                                  float *x, int x_stride, int T, float *inv_rms, float *red) {
+  for (int t = 0; t < T; t++) {
+    mkc_rms_prologue(o, o_stride, n, eps, t, t + 1, inv_rms, red);
+    const float *ot = o + t * o_stride;
+    for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
+      x[t * x_stride + c] += ot[c] * inv_rms[0] * mkc_bf16_to_f32(w[c]);
   }
 }
 #line 1 "templates/qkv_rope.cuh"
@@ -4901,7 +4900,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 4905 "llama.llama-3.2-1b.cu"
+#line 4904 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 86aca27b145e2332, templates e0d0360e66676639, options 22f3ac7b51cc1f37
+ * hashes:  graph 86aca27b145e2332, templates 4973f1cc89745888, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1357,23 +1357,6 @@ MKC_DEVICE void mkc_embed(mkc_wmat table, int dim, float scale, float *x, int x_
     }
   }
 }
-#line 1 "templates/norm.cuh"
-/* A norm on a matmul's output before its residual add (Gemma's post-attention
- * and post-FFN norms): x[t][c] += o[t][c] / sqrt(mean(o[t]^2) + eps) * w[c]
- * for the step's T inputs. The mean needs every column of o, so each block
- * sums o[t]'s squares itself (n floats, from cache after the first block),
- * then adds its share of the columns; red: MKC_WARPS floats of smem. */
-MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *w, int n, float eps,
-                                  float *x, int x_stride, int T, float *red) {
-  for (int t = 0; t < T; t++) {
-    const float *ot = o + t * o_stride;
-    float ss = 0.0f;
-    for (int c = mkc_tid(); c < n; c += MKC_THREADS) ss += ot[c] * ot[c];
-    float inv_rms = 1.0f / sqrtf(mkc_block_sum(ss, red) / (float)n + eps);
-    for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
-      x[t * x_stride + c] += ot[c] * inv_rms * mkc_bf16_to_f32(w[c]);
-  }
-}
 #line 1 "templates/matvec.cuh"
 /* Matrix-vector products over the step's T tokens. A warp owns MKC_ROWS rows
  * at once (a rotation pair in qkv_rope); lanes stream them in chunks of 8
@@ -2691,6 +2674,22 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
           out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
         }
+  }
+}
+#line 1 "templates/norm.cuh"
+/* A norm on a matmul's output before its residual add (Gemma's post-attention
+ * and post-FFN norms): x[t][c] += o[t][c] / sqrt(mean(o[t]^2) + eps) * w[c]
+ * for the step's T inputs. The mean needs every column of o, so each block
+ * finds o[t]'s inverse RMS itself (mkc_rms_prologue: n floats, from cache
+ * after the first block), then adds its share of the columns; inv_rms: 1
+ * float and red: MKC_WARPS floats of smem. */
+MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *w, int n, float eps,
+                                  float *x, int x_stride, int T, float *inv_rms, float *red) {
+  for (int t = 0; t < T; t++) {
+    mkc_rms_prologue(o, o_stride, n, eps, t, t + 1, inv_rms, red);
+    const float *ot = o + t * o_stride;
+    for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
+      x[t * x_stride + c] += ot[c] * inv_rms[0] * mkc_bf16_to_f32(w[c]);
   }
 }
 #line 1 "templates/qkv_rope.cuh"
@@ -4887,7 +4886,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4891 "llama.odd.cu"
+#line 4890 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
