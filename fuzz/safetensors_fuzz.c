@@ -2,12 +2,14 @@
  * any bytes either open or fail with a message, never crash or read outside
  * the buffer. What opens is walked (every tensor found by its name, its
  * first and last byte read), and its small tensors with HF names are loaded
- * as the weights of a graph made from them, in both RoPE layouts, so the
- * conversions and the Q/K permutation run too. The same bytes are then
+ * as the weights of a graph made from them, in both RoPE layouts and as
+ * Gemma's names, so the conversions, the Q/K permutation and Gemma's norm
+ * offset run too. The same bytes are then
  * parsed as a config.json.
  * Seeds in fuzz/corpus/safetensors: small files from mkc's writer and from
  * the safetensors Python package, near-valid ones, and config.json samples. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +30,14 @@ static void walk(const mkc_safetensors *st) {
 
 /* The file's small 1-D and 2-D tensors under their GGUF names, plus a name
  * the file lacks when the count is odd. */
-static void load_as_weights(const mkc_safetensors *st, int layout) {
+static void load_as_weights(const mkc_safetensors *st, const char *arch, int layout) {
   int n_tensors = mkc_st_count(st), n = 0;
   mkc_weight_info *infos = calloc((size_t)n_tensors + 1, sizeof *infos);
   char(*names)[256] = calloc((size_t)n_tensors + 1, sizeof *names);
   if (!infos || !names) goto done;
   for (int i = 0; i < n_tensors; i++) {
     const mkc_st_tensor *t = mkc_st_tensor_at(st, i);
-    if (mkc_gguf_name_from_hf(t->name, names[n], sizeof names[n]) != 0) continue;
+    if (mkc_gguf_name_from_hf(arch, t->name, names[n], sizeof names[n]) != 0) continue;
     int64_t rows = t->n_dims == 2 ? t->shape[0] : 1, cols = t->shape[t->n_dims - 1];
     if (t->n_dims < 1 || t->n_dims > 2 || rows < 1 || cols < 1 || rows > (1 << 12) ||
         cols > (1 << 12) || rows * cols > (1 << 16))
@@ -48,7 +50,8 @@ static void load_as_weights(const mkc_safetensors *st, int layout) {
     infos[n++] =
         (mkc_weight_info){.name = "blk.0.ffn_up.weight", .rows = 2, .cols = 2, .row_stride = 8};
   mkc_graph g = {.n_weights = n, .weights = infos};
-  mkc_model_desc d = {.arch = "llama", .n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+  mkc_model_desc d = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+  snprintf(d.arch, sizeof d.arch, "%s", arch);
   d.rope_layout = layout;
   mkc_weights w = {0};
   if (mkc_st_load_weights(st, &d, &g, &w) == 0) mkc_weights_free(&w);
@@ -62,8 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_safetensors *st = mkc_st_open_memory(data, size, "fuzz.safetensors");
   if (st) {
     walk(st);
-    load_as_weights(st, MKC_ROPE_INTERLEAVED);
-    load_as_weights(st, MKC_ROPE_NEOX);
+    load_as_weights(st, "llama", MKC_ROPE_INTERLEAVED);
+    load_as_weights(st, "qwen2", MKC_ROPE_NEOX);
+    load_as_weights(st, "gemma3", MKC_ROPE_NEOX); /* norms read plus 1 */
     mkc_st_close(st);
   }
   mkc_model_desc d;

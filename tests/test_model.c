@@ -58,6 +58,10 @@ static int same_desc(const mkc_model_desc *a, const mkc_model_desc *b) {
          a->head_dim == b->head_dim && a->ffn == b->ffn && a->rope_theta == b->rope_theta &&
          a->norm_eps == b->norm_eps && a->rope_layout == b->rope_layout && a->tied == b->tied &&
          a->qkv_bias == b->qkv_bias && a->qk_norm == b->qk_norm &&
+         a->sliding_window == b->sliding_window && a->swa_local == b->swa_local &&
+         a->swa_global == b->swa_global && a->rope_theta_swa == b->rope_theta_swa &&
+         a->embed_scale == b->embed_scale && a->attn_scale == b->attn_scale &&
+         a->ffn_gelu == b->ffn_gelu && a->post_norms == b->post_norms &&
          same_scaling(&a->rope_scaling, &b->rope_scaling);
 }
 
@@ -434,6 +438,7 @@ int main(void) {
   gguf_vs_safetensors("llama3-tiny", MKC_ST_BF16); /* rope_freqs.weight and rope_scaling */
   gguf_vs_safetensors("yarn-tiny", MKC_ST_F32);
   gguf_vs_safetensors("linear-tiny", MKC_ST_BF16);
+  gguf_vs_safetensors("gemma3-tiny", MKC_ST_F32); /* norms stored less 1, summed back in float */
   rope_freqs_files();
   bad_files();
   real_model();

@@ -33,6 +33,18 @@ static char *first_line(char *text) {
 
 static uint32_t lcg(uint32_t *s) { return *s = *s * 1664525u + 1013904223u; }
 
+/* How many of n (GGUF, HF) name pairs of arch fail to map either way. */
+static int wrong_pairs(const char *arch, const char *const (*pairs)[2], size_t n) {
+  int wrong = 0;
+  for (size_t i = 0; i < n; i++) {
+    char hf[128] = "", gguf[128] = "";
+    wrong += mkc_hf_name(arch, pairs[i][0], hf, sizeof hf) != 0 || strcmp(hf, pairs[i][1]) != 0;
+    wrong += mkc_gguf_name_from_hf(arch, pairs[i][1], gguf, sizeof gguf) != 0 ||
+             strcmp(gguf, pairs[i][0]) != 0;
+  }
+  return wrong;
+}
+
 /* Names both ways, and names with no counterpart. */
 static void test_names(void) {
   static const char *const pairs[][2] = {
@@ -54,13 +66,7 @@ static void test_names(void) {
       {"blk.7.ffn_up.weight", "model.layers.7.mlp.up_proj.weight"},
       {"blk.7.ffn_down.weight", "model.layers.7.mlp.down_proj.weight"},
   };
-  int wrong = 0;
-  for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
-    char hf[128] = "", gguf[128] = "";
-    wrong += mkc_hf_name(pairs[i][0], hf, sizeof hf) != 0 || strcmp(hf, pairs[i][1]) != 0;
-    wrong += mkc_gguf_name_from_hf(pairs[i][1], gguf, sizeof gguf) != 0 ||
-             strcmp(gguf, pairs[i][0]) != 0;
-  }
+  int wrong = wrong_pairs("llama", pairs, sizeof pairs / sizeof *pairs);
   CHECK_INT(wrong, 0, "%zu GGUF <-> HF name pairs both ways", sizeof pairs / sizeof *pairs);
   static const char *const unknown[] = {"model.rotary_emb.inv_freq",
                                         "model.layers.0.self_attn.rotary_emb.inv_freq",
@@ -73,12 +79,53 @@ static void test_names(void) {
   char out[128];
   int mapped = 0;
   for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
-    mapped += mkc_hf_name(unknown[i], out, sizeof out) == 0 ||
-              mkc_gguf_name_from_hf(unknown[i], out, sizeof out) == 0;
+    mapped += mkc_hf_name("llama", unknown[i], out, sizeof out) == 0 ||
+              mkc_gguf_name_from_hf("llama", unknown[i], out, sizeof out) == 0;
   CHECK_INT(mapped, 0, "inv_freq, leading zeros, bad layer numbers have no counterpart");
   char small[16];
-  CHECK(mkc_hf_name("blk.3.attn_q.weight", small, sizeof small) == -1,
+  CHECK(mkc_hf_name("llama", "blk.3.attn_q.weight", small, sizeof small) == -1,
         "a name that does not fit the buffer is refused");
+
+  /* Gemma 3 (transformers' Gemma3DecoderLayer, llama.cpp's gemma3 tensor names): four norms a
+   * layer, post_attention_layernorm the one after attention. */
+  static const char *const gemma[][2] = {
+      {"blk.2.attn_norm.weight", "model.layers.2.input_layernorm.weight"},
+      {"blk.2.post_attention_norm.weight", "model.layers.2.post_attention_layernorm.weight"},
+      {"blk.2.ffn_norm.weight", "model.layers.2.pre_feedforward_layernorm.weight"},
+      {"blk.2.post_ffw_norm.weight", "model.layers.2.post_feedforward_layernorm.weight"},
+      {"blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight"},
+      {"blk.2.ffn_gate.weight", "model.layers.2.mlp.gate_proj.weight"},
+      {"output_norm.weight", "model.norm.weight"},
+  };
+  wrong = wrong_pairs("gemma3", gemma, sizeof gemma / sizeof *gemma);
+  CHECK_INT(wrong, 0, "gemma3: %zu GGUF <-> HF name pairs both ways", sizeof gemma / sizeof *gemma);
+  CHECK(mkc_gguf_name_from_hf("llama", "model.layers.2.pre_feedforward_layernorm.weight", out,
+                              sizeof out) == -1 &&
+            mkc_hf_name("llama", "blk.2.post_ffw_norm.weight", out, sizeof out) == -1,
+        "Gemma's norm names are gemma3's only");
+  mkc_model_desc g3 = {.arch = "gemma3"}, llama = {.arch = "llama"};
+  CHECK(mkc_hf_norm_offset("blk.0.attn_k_norm.weight", &g3) &&
+            mkc_hf_norm_offset("output_norm.weight", &g3) &&
+            !mkc_hf_norm_offset("blk.0.attn_k.weight", &g3) &&
+            !mkc_hf_norm_offset("blk.0.attn_norm.weight", &llama),
+        "gemma3's norms (and only its norms) are stored as their scale less 1");
+
+  /* Where multimodal checkpoints keep the text model. */
+  static const char *const spellings[][4] = {
+      {"model.layers.0.mlp.up_proj.weight", "language_model.model.layers.0.mlp.up_proj.weight",
+       "model.language_model.layers.0.mlp.up_proj.weight", NULL},
+      {"lm_head.weight", "language_model.lm_head.weight", "lm_head.weight", NULL},
+      {"model.embed_tokens.weight", "language_model.model.embed_tokens.weight",
+       "model.language_model.embed_tokens.weight", NULL},
+  };
+  wrong = 0;
+  for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++)
+    for (int k = 0; k < 4; k++) {
+      char spelled[128] = "";
+      int rc = mkc_hf_name_spelling(spellings[i][0], k, spelled, sizeof spelled);
+      wrong += spellings[i][k] ? rc != 0 || strcmp(spelled, spellings[i][k]) != 0 : rc != -1;
+    }
+  CHECK_INT(wrong, 0, "a text model's names as multimodal checkpoints spell them");
 }
 
 /* The permutation on a hand-worked example: one head of head_dim 4 with HF
@@ -374,7 +421,7 @@ static void write_index(const char *dir, const mkc_weights *w, int n_first, cons
   if (!f) return;
   fprintf(f, "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {");
   for (int i = 0; i < w->n; i++) {
-    mkc_hf_name(w->t[i].name, hf, sizeof hf);
+    mkc_hf_name("llama", w->t[i].name, hf, sizeof hf);
     fprintf(f, "%s\"%s\": \"model-0000%d-of-00002.safetensors\"", i ? ", " : "", hf,
             i < n_first ? 1 : 2);
   }
@@ -504,7 +551,7 @@ static void test_model(void) {
       const mkc_tensor *t = &want.t[i];
       int hit = strcmp(t->name, victim[c]) == 0;
       if (hit && c == MISSING) continue;
-      mkc_hf_name(t->name, names[k], sizeof names[k]);
+      mkc_hf_name("llama", t->name, names[k], sizeof names[k]);
       if (hit && c == NO_HF_NAME) snprintf(names[k], sizeof names[k], "model.final_norm.weight");
       size_t n = (size_t)t->rows * t->cols;
       vals[k] = malloc(n * sizeof **vals);
@@ -975,6 +1022,152 @@ static void test_config_rope(void) {
   free(msg);
 }
 
+/* Gemma 3's configs, each read as transformers 5.24's Gemma3TextConfig and Gemma3Config read them
+ * (their layer_types, rope_parameters and defaults, printed there). */
+static void test_config_gemma3(void) {
+  mkc_model_desc d;
+  char *msg;
+  const char *g1b = /* gemma-3-1b-it's config.json */
+      "{\"architectures\": [\"Gemma3ForCausalLM\"], \"attention_bias\": false, "
+      "\"attention_dropout\": 0.0, \"attn_logit_softcapping\": null, \"bos_token_id\": 2, "
+      "\"cache_implementation\": \"hybrid\", \"eos_token_id\": [1, 106], "
+      "\"final_logit_softcapping\": null, \"head_dim\": 256, \"hidden_activation\": "
+      "\"gelu_pytorch_tanh\", \"hidden_size\": 1152, \"initializer_range\": 0.02, "
+      "\"intermediate_size\": 6912, \"max_position_embeddings\": 32768, \"model_type\": "
+      "\"gemma3_text\", \"num_attention_heads\": 4, \"num_hidden_layers\": 26, "
+      "\"num_key_value_heads\": 1, \"pad_token_id\": 0, \"query_pre_attn_scalar\": 256, "
+      "\"rms_norm_eps\": 1e-06, \"rope_local_base_freq\": 10000, \"rope_scaling\": null, "
+      "\"rope_theta\": 1000000, \"sliding_window\": 512, \"sliding_window_pattern\": 6, "
+      "\"torch_dtype\": \"bfloat16\", \"transformers_version\": \"4.50.0.dev0\", \"use_cache\": "
+      "true, \"vocab_size\": 262144}";
+  int rc = config_from("gemma-3-1b-it", g1b, &d, &msg);
+  CHECK(rc == 0 && strcmp(d.arch, "gemma3") == 0 && d.dim == 1152 && d.n_layers == 26 &&
+            d.n_heads == 4 && d.n_kv_heads == 1 && d.head_dim == 256 && d.ffn == 6912 &&
+            d.vocab == 262144 && d.ctx_train == 32768 && d.rope_theta == 1e6 &&
+            d.norm_eps == 1e-6 && d.tied && d.qk_norm && !d.qkv_bias &&
+            d.rope_layout == MKC_ROPE_NEOX && d.rope_scaling.type == MKC_ROPE_SCALING_NONE &&
+            d.sliding_window == 512 && d.swa_local == 5 && d.swa_global == 1 &&
+            d.rope_theta_swa == 10000 && d.attn_scale == 0 && d.embed_scale == sqrt(1152.0) &&
+            d.ffn_gelu && d.post_norms,
+        "gemma-3-1b-it: 5 local layers over 512 positions (base 1e4) : 1 global (1e6), GeGLU, "
+        "post norms, embeddings x sqrt(1152), tied");
+  free(msg);
+  const char *g4b = /* gemma-3-4b-it's: the text model in text_config, the rest defaults */
+      "{\"architectures\": [\"Gemma3ForConditionalGeneration\"], \"boi_token_index\": 255999, "
+      "\"eoi_token_index\": 256000, \"eos_token_id\": [1, 106], \"image_token_index\": 262144, "
+      "\"initializer_range\": 0.02, \"mm_tokens_per_image\": 256, \"model_type\": \"gemma3\", "
+      "\"text_config\": {\"hidden_size\": 2560, \"intermediate_size\": 10240, \"model_type\": "
+      "\"gemma3_text\", \"num_hidden_layers\": 34, \"rope_scaling\": {\"factor\": 8.0, "
+      "\"rope_type\": \"linear\"}, \"sliding_window\": 1024}, \"torch_dtype\": \"bfloat16\", "
+      "\"transformers_version\": \"4.50.0.dev0\", \"vision_config\": {\"hidden_size\": 1152, "
+      "\"image_size\": 896, \"intermediate_size\": 4304, \"model_type\": \"siglip_vision_model\", "
+      "\"num_attention_heads\": 16, \"num_hidden_layers\": 27, \"patch_size\": 14, "
+      "\"vision_use_head\": false}}";
+  rc = config_from("gemma-3-4b-it", g4b, &d, &msg);
+  CHECK(rc == 0 && strcmp(d.arch, "gemma3") == 0 && d.dim == 2560 && d.n_layers == 34 &&
+            d.n_heads == 8 && d.n_kv_heads == 4 && d.head_dim == 256 && d.ffn == 10240 &&
+            d.vocab == 262208 && d.ctx_train == 131072 && d.rope_theta == 1e6 && d.tied &&
+            d.rope_scaling.type == MKC_ROPE_SCALING_LINEAR && d.rope_scaling.factor == 8 &&
+            d.sliding_window == 1024 && d.swa_local == 5 && d.swa_global == 1 &&
+            d.rope_theta_swa == 10000 && d.attn_scale == 0,
+        "gemma-3-4b-it: text_config with Gemma3TextConfig's defaults (8 heads, 4 KV, vocab "
+        "262208), the global layers' RoPE linear x 8");
+  free(msg);
+  const char *g27b = /* gemma-3-27b-it's text_config, in a Gemma3Config */
+      "{\"model_type\": \"gemma3\", \"text_config\": {\"head_dim\": 128, \"hidden_size\": 5376, "
+      "\"intermediate_size\": 21504, \"model_type\": \"gemma3_text\", \"num_attention_heads\": 32, "
+      "\"num_hidden_layers\": 62, \"num_key_value_heads\": 16, \"query_pre_attn_scalar\": 168, "
+      "\"rope_scaling\": {\"factor\": 8.0, \"rope_type\": \"linear\"}, \"sliding_window\": 1024}}";
+  rc = config_from("gemma-3-27b-it", g27b, &d, &msg);
+  CHECK(rc == 0 && d.head_dim == 128 && fabs(d.attn_scale - 0.07715167498104596) < 1e-15,
+        "gemma-3-27b-it: scores scaled by query_pre_attn_scalar 168 ^ -1/2, not head_dim's");
+  free(msg);
+  const char *v5 = /* transformers 5's own Gemma3TextConfig.to_json_string(), abridged */
+      "{\"_sliding_window_pattern\": 6, \"head_dim\": 8, \"hidden_activation\": "
+      "\"gelu_pytorch_tanh\", \"hidden_size\": 16, \"intermediate_size\": 32, \"layer_types\": "
+      "[\"sliding_attention\", \"full_attention\", \"sliding_attention\", \"full_attention\"], "
+      "\"max_position_embeddings\": 128, \"model_type\": \"gemma3_text\", "
+      "\"num_attention_heads\": 2, \"num_hidden_layers\": 4, \"num_key_value_heads\": 1, "
+      "\"query_pre_attn_scalar\": 256, \"rms_norm_eps\": 1e-06, \"rope_parameters\": "
+      "{\"full_attention\": {\"factor\": 4.0, \"rope_theta\": 1000000.0, \"rope_type\": "
+      "\"linear\"}, \"sliding_attention\": {\"rope_theta\": 20000.0, \"rope_type\": \"default\"}}, "
+      "\"sliding_window\": 8, \"tie_word_embeddings\": true, \"use_bidirectional_attention\": "
+      "false, \"vocab_size\": 64}";
+  rc = config_from("v5", v5, &d, &msg);
+  CHECK(rc == 0 && d.swa_local == 1 && d.swa_global == 1 && d.sliding_window == 8 &&
+            d.rope_theta == 1e6 && d.rope_theta_swa == 20000 &&
+            d.rope_scaling.type == MKC_ROPE_SCALING_LINEAR && d.rope_scaling.factor == 4 &&
+            d.attn_scale == 1.0 / 16,
+        "transformers 5: layer_types 1 local : 1 global, rope_parameters per layer type, "
+        "query_pre_attn_scalar 256 on heads of 8");
+  free(msg);
+  const char *all_global =
+      "{\"model_type\": \"gemma3_text\", \"num_hidden_layers\": 3, \"layer_types\": "
+      "[\"full_attention\", \"full_attention\", \"full_attention\"]}";
+  rc = config_from("global", all_global, &d, &msg);
+  CHECK(rc == 0 && d.sliding_window == 0 && d.swa_local == 0 && d.rope_theta_swa == 0 &&
+            d.dim == 2304 && d.n_heads == 8 && d.ffn == 9216,
+        "every layer full_attention: no window; the other sizes Gemma3TextConfig's defaults");
+  free(msg);
+
+  static const char *const sizes =
+      "\"hidden_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 2, "
+      "\"num_key_value_heads\": 1, \"head_dim\": 8, \"intermediate_size\": 32, \"vocab_size\": 64";
+  struct {
+    const char *label, *extra, *want;
+  } bad[] = {
+      {"soft-capped logits", "\"final_logit_softcapping\": 30.0",
+       "\"final_logit_softcapping\" 30: soft-capping is not supported"},
+      {"soft-capped scores", "\"attn_logit_softcapping\": 50",
+       "\"attn_logit_softcapping\" 50: soft-capping is not supported"},
+      {"EmbeddingGemma", "\"use_bidirectional_attention\": true",
+       "\"use_bidirectional_attention\": true: mkc decodes causally"},
+      {"exact GELU", "\"hidden_activation\": \"gelu\"",
+       "unsupported hidden_activation \"gelu\" (mkc's Gemma MLP is GELU with the tanh "
+       "approximation, gelu_pytorch_tanh)"},
+      {"layer_types no pattern gives",
+       "\"layer_types\": [\"sliding_attention\", \"full_attention\", \"full_attention\"]",
+       "\"layer_types\": layer 2 is full_attention, unlike the pattern the layers before it set "
+       "(1 local : 1 global; mkc runs L local : 1 global from layer 0)"},
+      {"layer_types of the wrong length", "\"layer_types\": [\"full_attention\"]",
+       "\"layer_types\": Expected 3 of \"sliding_attention\" or \"full_attention\", one a layer; "
+       "Actual 1"},
+      {"a layer type mkc has not heard of",
+       "\"layer_types\": [\"sliding_attention\", \"chunked_attention\", \"full_attention\"]",
+       "\"layer_types\"[1]: Expected \"sliding_attention\" or \"full_attention\", Actual "
+       "\"chunked_attention\""},
+      {"no window", "\"sliding_window\": null",
+       "\"sliding_window\": null: its local layers need a window"},
+      {"scaled local RoPE",
+       "\"rope_parameters\": {\"sliding_attention\": {\"rope_type\": \"linear\", \"factor\": 2}}",
+       "rope_parameters.sliding_attention: scaled: not supported (mkc scales only the global "
+       "layers' RoPE)"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char json[1400], want[1400];
+    snprintf(json, sizeof json, "{\"model_type\": \"gemma3_text\", %s, %s}", sizes, bad[i].extra);
+    rc = config_from("bad", json, &d, &msg);
+    snprintf(want, sizeof want, "mkc: error: %s/bad/config.json: %s", tmp_dir, bad[i].want);
+    CHECK(rc == -1 && strcmp(msg, want) == 0, "gemma3: %s: %s", bad[i].label, bad[i].want);
+    free(msg);
+  }
+  rc = config_from("bad", "{\"model_type\": \"gemma3\", \"vision_config\": {}}", &d, &msg);
+  char want[1400];
+  snprintf(want, sizeof want,
+           "mkc: error: %s/bad/config.json: \"text_config\": Expected an object, Actual nothing",
+           tmp_dir);
+  CHECK(rc == -1 && strcmp(msg, want) == 0, "gemma3 without a text_config: %s", want);
+  free(msg);
+  rc = config_from(
+      "bad", "{\"model_type\": \"gemma3\", \"text_config\": {\"num_hidden_layers\": 0}}", &d, &msg);
+  snprintf(want, sizeof want,
+           "mkc: error: %s/bad/config.json: text_config: \"num_hidden_layers\": Expected an "
+           "integer >= 1, Actual 0",
+           tmp_dir);
+  CHECK(rc == -1 && strcmp(msg, want) == 0, "a bad field in text_config is named there: %s", want);
+  free(msg);
+}
+
 static void test_config(void) {
   mkc_model_desc d;
   char *msg;
@@ -1053,6 +1246,7 @@ static void test_config(void) {
         "defaults: kv heads = heads, ctx 2048, eps 1e-6, untied; rope_parameters' theta");
   free(msg);
   test_config_rope();
+  test_config_gemma3();
   char dir[600];
   snprintf(dir, sizeof dir, "%s/tiny/", tmp_dir);
   rc = mkc_hf_config_read(dir, &d);
@@ -1063,7 +1257,8 @@ static void test_config(void) {
   } bad[] = {
       {"missing hidden_size", "{\"model_type\": \"llama\"}", "missing \"hidden_size\""},
       {"gpt_neox", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}",
-       "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, qwen2, qwen3)"},
+       "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, qwen2, qwen3, "
+       "gemma3_text, gemma3)"},
       {"no model_type", "{\"hidden_size\": 64}", "missing \"model_type\""},
       {"dynamic rope_scaling",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "

@@ -143,18 +143,17 @@ static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   return mkc_gguf_add_raw(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor);
 }
 
-/* What a gemma3 file says beyond the sizes, or -1 with a message where the
- * graph differs from what its loader derives (desc_gguf.c: read_gemma3) and
- * the file cannot say so: the window and its pattern (the period: local
- * layers first, the last of each period global), the local layers' RoPE base,
- * embeddings times sqrt(dim), the default score scale, GeGLU. The pattern and
- * the local base are keys llama.cpp's gemma3 loader reads too (defaults 6
- * and 10000). Without post norms: -1 where the graph has any of these, which
- * no other architecture carries. */
-static int set_gemma(mkc_gguf_writer *out, const mkc_graph *g, const char *preset, int gemma) {
+/* What a gemma3 model says beyond the sizes, into d, or -1 with a message
+ * where the graph differs from what its loaders derive (desc_gguf.c:
+ * read_gemma3, hf_config.c: read_gemma3) and the file cannot say so: the
+ * window and its pattern (L local layers then 1 global, from layer 0), the
+ * local layers' RoPE base, embeddings times sqrt(dim), the default score
+ * scale, GeGLU. Without post norms (gemma = 0): -1 where the graph has any of
+ * these, which no other architecture carries. */
+static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc_model_desc *d) {
   const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
   const mkc_node *att = windowed(g);
-  int period = 0, bad = 0;
+  int period = 0;
   double theta_swa = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     const mkc_node *a = &g->nodes[i];
@@ -204,10 +203,24 @@ static int set_gemma(mkc_gguf_writer *out, const mkc_graph *g, const char *prese
             preset, want, embed && embed->scale > 0 ? embed->scale : 1.0, gelu ? "GELU" : "SiLU");
     return -1;
   }
-  if (!att) return 0;
-  bad |= set_u32(out, "gemma3", "attention.sliding_window", att->window);
-  bad |= set_u32(out, "gemma3", "attention.sliding_window_pattern", period);
-  bad |= set_f32(out, "gemma3", "rope.freq_base_swa", theta_swa);
+  d->embed_scale = want;
+  d->ffn_gelu = d->post_norms = 1;
+  if (att) {
+    d->sliding_window = att->window;
+    d->swa_local = period - 1, d->swa_global = 1; /* past the last layer: every layer local */
+    d->rope_theta_swa = theta_swa;
+  }
+  return 0;
+}
+
+/* A gemma3 file's window keys, from d (describe_gemma): the period and the
+ * local base are keys llama.cpp's gemma3 loader reads too (defaults 6 and
+ * 10000). */
+static int set_gemma(mkc_gguf_writer *out, const mkc_model_desc *d) {
+  if (!d->sliding_window) return 0;
+  int bad = set_u32(out, "gemma3", "attention.sliding_window", d->sliding_window);
+  bad |= set_u32(out, "gemma3", "attention.sliding_window_pattern", d->swa_local + 1);
+  bad |= set_f32(out, "gemma3", "rope.freq_base_swa", d->rope_theta_swa);
   return bad;
 }
 
@@ -565,14 +578,9 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (strcmp(d.arch, "gemma3") == 0) {
-      fprintf(stderr,
-              "mkc: error: preset %s: a gemma3 model is written as GGUF only (a path ending in "
-              ".gguf): mkc reads no gemma3 config.json yet\n",
-              preset);
+    if (describe_gemma(&g, preset, strcmp(d.arch, "gemma3") == 0, &d) ||
+        mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
-    }
-    if (set_gemma(NULL, &g, preset, 0) || mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0) goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
             path, d.arch, seed, g.n_weights);
@@ -582,7 +590,8 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_model_desc d;
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (set_metadata(out, &g, name) || set_gemma(out, &g, preset, strcmp(d.arch, "gemma3") == 0) ||
+  if (describe_gemma(&g, preset, strcmp(d.arch, "gemma3") == 0, &d) ||
+      set_metadata(out, &g, name) || set_gemma(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))

@@ -10,9 +10,10 @@
 #include "codegen/model_desc.h"
 #include "weights.h"
 
-/* DIR/config.json as a model description: model_type llama, mistral, qwen2
- * or qwen3; the sizes, rope_theta, rms_norm_eps, tie_word_embeddings; the
- * name from the folder's name. Returns 0, or -1 after "mkc: error:
+/* DIR/config.json as a model description: model_type llama, mistral, qwen2,
+ * qwen3, gemma3_text, or gemma3 (its text_config); the sizes, rope_theta,
+ * rms_norm_eps, tie_word_embeddings, Gemma 3's windows, local RoPE base and
+ * score scale; the name from the folder's name. Returns 0, or -1 after "mkc: error:
  * DIR/config.json: ..." (missing or mistyped field, an unsupported
  * model_type, rope_scaling, activation or bias). */
 int mkc_hf_config_read(const char *dir, mkc_model_desc *d);
@@ -21,11 +22,20 @@ int mkc_hf_config_read(const char *dir, mkc_model_desc *d);
 int mkc_hf_config_parse(const char *text, size_t len, const char *where, const char *dir_name,
                         mkc_model_desc *d);
 
-/* Names (hf_names.c). The HF name of a GGUF weight name
- * (blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight) and back.
- * Return 0, or -1 for a name with no counterpart or one that does not fit. */
-int mkc_hf_name(const char *gguf_name, char *hf, size_t cap);
-int mkc_gguf_name_from_hf(const char *hf_name, char *gguf, size_t cap);
+/* Names (hf_names.c). The HF name of a GGUF weight name in a model of mkc's
+ * architecture arch (blk.3.attn_q.weight -> model.layers.3.self_attn.q_proj.weight;
+ * gemma3 names its norms otherwise) and back. Return 0, or -1 for a name
+ * with no counterpart or one that does not fit. */
+int mkc_hf_name(const char *arch, const char *gguf_name, char *hf, size_t cap);
+int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, size_t cap);
+/* The i-th spelling of an HF name mkc_hf_name gave (0: as is; then where
+ * multimodal checkpoints keep the text model: language_model.model.* and
+ * language_model.lm_head.*, as transformers 4 saved them, and
+ * model.language_model.*, as 5 does). 0, or -1 past the last. */
+int mkc_hf_name_spelling(const char *hf, int i, char *out, size_t cap);
+/* 1 where HF stores the weight gguf_name as its scale less 1 (Gemma's
+ * norms: x * (1 + w)), which GGUF files and mkc hold as the scale; else 0. */
+int mkc_hf_norm_offset(const char *gguf_name, const mkc_model_desc *d);
 
 /* The heads whose rows the weight gguf_name holds, if loading it from HF
  * must permute them into the interleaved RoPE layout (attn_q: n_heads,

@@ -1,11 +1,13 @@
 /* A Hugging Face config.json as an mkc_model_desc: the fields transformers'
- * LlamaConfig, MistralConfig, Qwen2Config and Qwen3Config define, with their
- * defaults, and a refusal for anything the llama graph does not compute
- * (RoPE scalings other than linear, llama3 and yarn, other activations,
- * biases it has no weight for). */
+ * LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Gemma3TextConfig and
+ * Gemma3Config's text_config define, with their defaults, and a refusal for
+ * anything the llama graph does not compute (RoPE scalings other than
+ * linear, llama3 and yarn, other activations, biases it has no weight for,
+ * soft-capping). */
 #include "hf.h"
 #include "util/text.h"
 #include "safetensors.h"
+#include "swa_pattern.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -17,22 +19,30 @@
 
 #include "util/files.h"
 
+/* Gemma3TextConfig's sizes, which a config may leave out (Gemma 3 4B-27B's
+ * text_config do): hidden, layers, heads, intermediate, vocab. */
+static const int GEMMA3_SIZES[] = {2304, 26, 8, 9216, 262208};
+
 /* What each model_type fixes. HF stores Q/K rows for rotate-half RoPE;
  * llama.cpp's llama and mistral GGUFs permute them for interleaved RoPE,
- * which is the layout mkc loads them into; qwen2 and qwen3 keep HF's. */
+ * which is the layout mkc loads them into; qwen2, qwen3 and gemma3 keep HF's. */
 typedef struct arch_info {
   const char *model_type;
-  int rope_layout; /* enum mkc_rope_layout mkc uses for it */
-  int qkv_bias;    /* q/k/v projections always have a bias */
-  int qk_norm;     /* per-head RMSNorm of q and k before RoPE */
-  int ctx_default; /* max_position_embeddings when absent */
+  const char *arch; /* mkc's name for it (mkc_model_desc.arch) */
+  int rope_layout;  /* enum mkc_rope_layout mkc uses for it */
+  int qkv_bias;     /* q/k/v projections always have a bias */
+  int qk_norm;      /* per-head RMSNorm of q and k before RoPE */
+  int ctx_default;  /* max_position_embeddings when absent */
+  const int *sizes; /* defaults for the sizes (GEMMA3_SIZES' order), or NULL: required */
 } arch_info;
 
 static const arch_info ARCHS[] = {
-    {"llama", MKC_ROPE_INTERLEAVED, 0, 0, 2048},
-    {"mistral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32},
-    {"qwen2", MKC_ROPE_NEOX, 1, 0, 32768},
-    {"qwen3", MKC_ROPE_NEOX, 0, 1, 32768},
+    {"llama", "llama", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL},
+    {"mistral", "mistral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
+    {"qwen2", "qwen2", MKC_ROPE_NEOX, 1, 0, 32768, NULL},
+    {"qwen3", "qwen3", MKC_ROPE_NEOX, 0, 1, 32768, NULL},
+    {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
+    {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
 };
 
 typedef struct config {
@@ -236,6 +246,107 @@ static void name_from_dir(const char *dir, const char *fallback, char *name, siz
   name[k] = '\0';
 }
 
+/* Gemma 3 (Gemma3TextConfig, with its defaults): windows on the layers
+ * layer_types calls sliding_attention (absent: every sliding_window_pattern-th
+ * layer global, from layer sliding_window_pattern - 1), whose RoPE base is
+ * rope_local_base_freq, unscaled; scores times query_pre_attn_scalar^-1/2;
+ * embeddings times sqrt(hidden_size); GELU (tanh) gating; norms after
+ * attention and the MLP. transformers 5 keeps both RoPEs in rope_parameters
+ * under full_attention and sliding_attention. Soft-capping (Gemma 2's) and
+ * EmbeddingGemma's bidirectional attention are refused. */
+static int read_gemma3(const config *t, mkc_model_desc *d) {
+  char buf[96];
+  const cJSON *act = field(t, t->root, "hidden_activation");
+  if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "gelu_pytorch_tanh") != 0))
+    return mkc_error_in(t->where,
+                        "unsupported hidden_activation %s (mkc's Gemma MLP is GELU with the tanh "
+                        "approximation, gelu_pytorch_tanh)",
+                        mkc_json_describe(act, buf, sizeof buf));
+  static const char *const refused[] = {"final_logit_softcapping", "attn_logit_softcapping"};
+  for (int i = 0; i < 2; i++) {
+    double cap = 0;
+    if (get_positive(t, t->root, refused[i], 0, &cap)) return -1;
+    if (cap > 0)
+      return mkc_error_in(t->where, "\"%s\" %g: soft-capping is not supported", refused[i], cap);
+  }
+  int bidirectional = 0;
+  if (get_bool(t, "use_bidirectional_attention", 0, &bidirectional)) return -1;
+  if (bidirectional)
+    return mkc_error_in(t->where, "\"use_bidirectional_attention\": true: mkc decodes causally");
+  double scalar = 256;
+  if (get_positive(t, t->root, "query_pre_attn_scalar", 256, &scalar)) return -1;
+  if (fabs(scalar - d->head_dim) > 1e-9 * scalar) d->attn_scale = 1 / sqrt(scalar);
+
+  const cJSON *window = cJSON_GetObjectItemCaseSensitive(t->root, "sliding_window");
+  if (window && cJSON_IsNull(window))
+    return mkc_error_in(t->where, "\"sliding_window\": null: its local layers need a window");
+  if (get_int(t, "sliding_window", 4096, 1, &d->sliding_window)) return -1;
+  unsigned char *local = malloc((size_t)d->n_layers);
+  if (!local) return mkc_error_in(t->where, "out of memory");
+  const cJSON *types = field(t, t->root, "layer_types");
+  int period = 6, bad = -1;
+  if (types) {
+    if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != d->n_layers) {
+      free(local);
+      if (cJSON_IsArray(types))
+        snprintf(buf, sizeof buf, "%d", cJSON_GetArraySize(types));
+      else
+        mkc_json_describe(types, buf, sizeof buf);
+      return mkc_error_in(t->where,
+                          "\"layer_types\": Expected %d of \"sliding_attention\" or "
+                          "\"full_attention\", one a layer; Actual %s",
+                          d->n_layers, buf);
+    }
+    for (int l = 0; l < d->n_layers; l++) {
+      const cJSON *e = cJSON_GetArrayItem(types, l);
+      const char *name = cJSON_IsString(e) ? e->valuestring : "";
+      if (strcmp(name, "sliding_attention") != 0 && strcmp(name, "full_attention") != 0) {
+        free(local);
+        return mkc_error_in(t->where,
+                            "\"layer_types\"[%d]: Expected \"sliding_attention\" or "
+                            "\"full_attention\", Actual %s",
+                            l, mkc_json_describe(e, buf, sizeof buf));
+      }
+      local[l] = name[0] == 's';
+    }
+    period = mkc_swa_period(local, d->n_layers, &bad);
+  } else if (get_int(t, "sliding_window_pattern", 6, 1, &period)) {
+    free(local);
+    return -1;
+  }
+  if (bad >= 0) {
+    char set[64];
+    mkc_swa_describe(period, set, sizeof set);
+    mkc_error_in(t->where,
+                 "\"layer_types\": layer %d is %s, unlike the pattern the layers before it set "
+                 "(%s; mkc runs L local : 1 global from layer 0)",
+                 bad, local[bad] ? "sliding_attention" : "full_attention", set);
+  }
+  free(local);
+  if (bad >= 0) return -1;
+  d->swa_local = period ? period - 1 : 1, d->swa_global = period ? 1 : 0;
+
+  /* the local layers' RoPE: rope_local_base_freq, or rope_parameters' sliding_attention */
+  d->rope_theta_swa = 10000;
+  if (get_positive(t, t->root, "rope_local_base_freq", 10000, &d->rope_theta_swa)) return -1;
+  const cJSON *params = field(t, t->root, "rope_parameters");
+  const cJSON *sliding = params ? field(t, params, "sliding_attention") : NULL;
+  if (sliding) {
+    mkc_rope_scaling s;
+    if (read_rope(t, sliding, "rope_parameters.sliding_attention", d->ctx_train, &s) ||
+        get_positive(t, sliding, "rope_theta", d->rope_theta_swa, &d->rope_theta_swa))
+      return -1;
+    if (s.type != MKC_ROPE_SCALING_NONE)
+      return mkc_error_in(t->where, "rope_parameters.sliding_attention: scaled: not supported "
+                                    "(mkc scales only the global layers' RoPE)");
+  }
+  if (d->sliding_window == 0 || d->swa_local == 0 || period == 1)
+    d->sliding_window = d->swa_local = d->swa_global = 0, d->rope_theta_swa = 0;
+  d->embed_scale = sqrt((double)d->dim);
+  d->ffn_gelu = d->post_norms = 1;
+  return 0;
+}
+
 static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   char buf[96];
   memset(d, 0, sizeof *d);
@@ -250,65 +361,85 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
   if (!arch)
     return mkc_error_in(c->where,
-                        "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3)",
+                        "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3, "
+                        "gemma3_text, gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
-  snprintf(d->arch, sizeof d->arch, "%s", arch->model_type);
-  name_from_dir(dir_name, arch->model_type, d->name, sizeof d->name);
+  snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
+  name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
+  int gemma = strcmp(arch->arch, "gemma3") == 0;
 
-  if (get_int(c, "hidden_size", -1, 1, &d->dim) ||
-      get_int(c, "num_hidden_layers", -1, 1, &d->n_layers) ||
-      get_int(c, "num_attention_heads", -1, 1, &d->n_heads) ||
-      get_int(c, "intermediate_size", -1, 1, &d->ffn) ||
-      get_int(c, "vocab_size", -1, 1, &d->vocab) ||
-      get_int(c, "num_key_value_heads", d->n_heads, 1, &d->n_kv_heads) ||
-      get_int(c, "max_position_embeddings", arch->ctx_default, 1, &d->ctx_train))
+  /* A multimodal Gemma 3 describes its language model in text_config. */
+  char where[4200];
+  config text = *c;
+  if (strcmp(arch->model_type, "gemma3") == 0) {
+    const cJSON *tc = field(c, c->root, "text_config");
+    if (!cJSON_IsObject(tc))
+      return mkc_error_in(c->where, "\"text_config\": Expected an object, Actual %s",
+                          tc ? mkc_json_describe(tc, buf, sizeof buf) : "nothing");
+    snprintf(where, sizeof where, "%s: text_config", c->where);
+    text = (config){tc, where};
+  }
+  const config *t = &text;
+  const int *sz = arch->sizes;
+  if (get_int(t, "hidden_size", sz ? sz[0] : -1, 1, &d->dim) ||
+      get_int(t, "num_hidden_layers", sz ? sz[1] : -1, 1, &d->n_layers) ||
+      get_int(t, "num_attention_heads", sz ? sz[2] : -1, 1, &d->n_heads) ||
+      get_int(t, "intermediate_size", sz ? sz[3] : -1, 1, &d->ffn) ||
+      get_int(t, "vocab_size", sz ? sz[4] : -1, 1, &d->vocab) ||
+      get_int(t, "num_key_value_heads", gemma ? 4 : d->n_heads, 1, &d->n_kv_heads) ||
+      get_int(t, "max_position_embeddings", arch->ctx_default, 1, &d->ctx_train))
     return -1;
-  if (!field(c, c->root, "head_dim") && d->dim % d->n_heads)
+  if (!gemma && !field(t, t->root, "head_dim") && d->dim % d->n_heads)
     return mkc_error_in(
-        c->where, "hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
+        t->where, "hidden_size %d is not a multiple of num_attention_heads %d (and no head_dim)",
         d->dim, d->n_heads);
-  if (get_int(c, "head_dim", d->dim / d->n_heads, 1, &d->head_dim)) return -1;
+  if (get_int(t, "head_dim", gemma ? 256 : d->dim / d->n_heads, 1, &d->head_dim)) return -1;
   if (d->head_dim % 2)
-    return mkc_error_in(c->where, "head_dim %d is odd (RoPE rotates pairs)", d->head_dim);
+    return mkc_error_in(t->where, "head_dim %d is odd (RoPE rotates pairs)", d->head_dim);
   if (d->n_heads % d->n_kv_heads)
-    return mkc_error_in(c->where,
+    return mkc_error_in(t->where,
                         "num_attention_heads %d is not a multiple of num_key_value_heads %d",
                         d->n_heads, d->n_kv_heads);
 
-  /* transformers 5 moves rope_theta and the scaling into rope_parameters. */
-  const cJSON *params = field(c, c->root, "rope_parameters");
+  /* transformers 5 moves rope_theta and the scaling into rope_parameters (Gemma 3: the global
+   * layers' under full_attention). */
+  const cJSON *params = field(t, t->root, "rope_parameters");
+  if (gemma && params && cJSON_IsObject(params) &&
+      (field(t, params, "full_attention") || field(t, params, "sliding_attention")))
+    params = field(t, params, "full_attention");
   mkc_rope_scaling scaling;
-  if (read_rope(c, field(c, c->root, "rope_scaling"), "rope_scaling", d->ctx_train,
+  if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train,
                 &d->rope_scaling) ||
-      read_rope(c, params, "rope_parameters", d->ctx_train, &scaling) ||
-      get_positive(c, c->root, "rope_theta", 10000, &d->rope_theta) ||
-      (!field(c, c->root, "rope_theta") && params &&
-       get_positive(c, params, "rope_theta", 10000, &d->rope_theta)) ||
-      get_positive(c, c->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
-      get_bool(c, "tie_word_embeddings", 0, &d->tied))
+      read_rope(t, params, "rope_parameters", d->ctx_train, &scaling) ||
+      get_positive(t, t->root, "rope_theta", gemma ? 1e6 : 10000, &d->rope_theta) ||
+      (!field(t, t->root, "rope_theta") && params &&
+       get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
+      get_positive(t, t->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
+      get_bool(c, "tie_word_embeddings", gemma, &d->tied))
     return -1;
   if (scaling.type != MKC_ROPE_SCALING_NONE) d->rope_scaling = scaling; /* the newer key wins */
 
-  const cJSON *act = field(c, c->root, "hidden_act");
-  if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
-    return mkc_error_in(c->where, "unsupported hidden_act %s (mkc's MLP is SwiGLU with silu)",
+  const cJSON *act = field(t, t->root, "hidden_act");
+  if (!gemma && act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
+    return mkc_error_in(t->where, "unsupported hidden_act %s (mkc's MLP is SwiGLU with silu)",
                         mkc_json_describe(act, buf, sizeof buf));
   int attention_bias = 0, mlp_bias = 0;
-  if (get_bool(c, "attention_bias", 0, &attention_bias) || get_bool(c, "mlp_bias", 0, &mlp_bias))
+  if (get_bool(t, "attention_bias", 0, &attention_bias) || get_bool(t, "mlp_bias", 0, &mlp_bias))
     return -1;
   if (attention_bias && !arch->qkv_bias)
-    return mkc_error_in(c->where, "unsupported attention_bias true (the graph has no o_proj bias)");
+    return mkc_error_in(t->where, "unsupported attention_bias true (the graph has no o_proj bias)");
   if (mlp_bias)
-    return mkc_error_in(c->where, "unsupported mlp_bias true (the graph has no MLP biases)");
+    return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
+  if (gemma) return read_gemma3(t, d);
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */
   int window = 0, use_window = strcmp(arch->model_type, "mistral") == 0;
-  if ((!use_window && get_bool(c, "use_sliding_window", 0, &use_window)) ||
-      (use_window && get_int(c, "sliding_window", 0, 0, &window)))
+  if ((!use_window && get_bool(t, "use_sliding_window", 0, &use_window)) ||
+      (use_window && get_int(t, "sliding_window", 0, 0, &window)))
     return -1;
   if (window > 0 && window < d->ctx_train) d->ctx_train = window;
   return 0;

@@ -1,8 +1,10 @@
-/* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3
- * checkpoints: model.layers.N.* and three globals), and the Q/K row order
- * GGUF uses for interleaved RoPE. */
+/* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3 and
+ * gemma3 checkpoints: model.layers.N.* and three globals), Gemma's norms
+ * stored as their scale less 1, and the Q/K row order GGUF uses for
+ * interleaved RoPE. */
 #include "hf.h"
 #include "safetensors.h"
+#include "util/text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -36,6 +38,15 @@ static const name_pair LAYER_NAMES[] = {
     {"ffn_down.weight", "mlp.down_proj.weight"},
 };
 
+/* Gemma 3's four norms a layer: its post_attention_layernorm follows
+ * attention, where the others' is the norm before the MLP. Looked up before
+ * LAYER_NAMES. */
+static const name_pair GEMMA3_LAYER_NAMES[] = {
+    {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+    {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
+    {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
+};
+
 #define COUNT(a) (int)(sizeof a / sizeof *a)
 
 /* "PREFIX" N "." rest: the layer number (decimal, no leading zeros) and the
@@ -55,8 +66,17 @@ static int layer_of(const char *name, const char *prefix, const char **rest) {
   return (int)layer;
 }
 
+static int is_gemma3(const char *arch) { return arch && strcmp(arch, "gemma3") == 0; }
+
+/* rest's counterpart in table, or NULL. */
+static const name_pair *pair_of(const name_pair *table, int n, const char *rest, int from_hf) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(rest, from_hf ? table[i].hf : table[i].gguf) == 0) return &table[i];
+  return NULL;
+}
+
 /* from_hf = 0: GGUF -> HF; 1: HF -> GGUF. */
-static int translate(const char *name, char *out, size_t cap, int from_hf) {
+static int translate(const char *arch, const char *name, char *out, size_t cap, int from_hf) {
   for (int i = 0; i < COUNT(GLOBAL_NAMES); i++) {
     const name_pair *p = &GLOBAL_NAMES[i];
     if (strcmp(name, from_hf ? p->hf : p->gguf) == 0) {
@@ -67,23 +87,26 @@ static int translate(const char *name, char *out, size_t cap, int from_hf) {
   const char *rest;
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
-  for (int i = 0; i < COUNT(LAYER_NAMES); i++) {
-    const name_pair *p = &LAYER_NAMES[i];
-    if (strcmp(rest, from_hf ? p->hf : p->gguf) == 0) {
-      int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
-                      : snprintf(out, cap, "model.layers.%d.%s", layer, p->hf);
-      return n >= 0 && (size_t)n < cap ? 0 : -1;
-    }
-  }
-  return -1;
+  const name_pair *p = is_gemma3(arch)
+                           ? pair_of(GEMMA3_LAYER_NAMES, COUNT(GEMMA3_LAYER_NAMES), rest, from_hf)
+                           : NULL;
+  if (!p) p = pair_of(LAYER_NAMES, COUNT(LAYER_NAMES), rest, from_hf);
+  if (!p) return -1;
+  int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
+                  : snprintf(out, cap, "model.layers.%d.%s", layer, p->hf);
+  return n >= 0 && (size_t)n < cap ? 0 : -1;
 }
 
-int mkc_hf_name(const char *gguf_name, char *hf, size_t cap) {
-  return translate(gguf_name, hf, cap, 0);
+int mkc_hf_name(const char *arch, const char *gguf_name, char *hf, size_t cap) {
+  return translate(arch, gguf_name, hf, cap, 0);
 }
 
-int mkc_gguf_name_from_hf(const char *hf_name, char *gguf, size_t cap) {
-  return translate(hf_name, gguf, cap, 1);
+int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, size_t cap) {
+  return translate(arch, hf_name, gguf, cap, 1);
+}
+
+int mkc_hf_norm_offset(const char *gguf_name, const mkc_model_desc *d) {
+  return is_gemma3(d->arch) && mkc_ends_with(gguf_name, "norm.weight");
 }
 
 int mkc_hf_rope_heads(const char *gguf_name, const mkc_model_desc *d) {
@@ -112,4 +135,17 @@ int mkc_hf_permute_rows(uint16_t *dst, const uint16_t *src, int n_rows, int row_
     }
   }
   return 0;
+}
+
+int mkc_hf_name_spelling(const char *hf, int i, char *out, size_t cap) {
+  static const char *const text_model[] = {"model.", "language_model.model.",
+                                           "model.language_model."};
+  static const char *const head[] = {"lm_head.", "language_model.lm_head.", "lm_head."};
+  if (i < 0 || i >= COUNT(text_model)) return -1;
+  const char *const *prefix = strncmp(hf, "lm_head.", 8) == 0 ? head : text_model;
+  size_t n = strlen(prefix[0]);
+  int len = strncmp(hf, prefix[0], n) == 0 ? snprintf(out, cap, "%s%s", prefix[i], hf + n)
+            : i == 0                       ? snprintf(out, cap, "%s", hf)
+                                           : -1;
+  return len >= 0 && (size_t)len < cap ? 0 : -1;
 }

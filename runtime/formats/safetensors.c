@@ -626,12 +626,39 @@ static int read_bf16(const mkc_safetensors *st, const mkc_st_tensor *t, size_t n
   return mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant, &job);
 }
 
-/* t as bf16 into dst ([rows][cols]), Q/K rows permuted when d asks. */
+static int dequant_f32(void *ctx) {
+  dequant_job *job = ctx;
+  return mkc_dequant_f32((uint32_t)ggml_type_of(job->t->dtype), job->t->data, job->n,
+                         (float *)job->dst);
+}
+
+/* n elements of t plus 1 as bf16 into dst: Gemma's norms, summed in float as
+ * transformers' Gemma3RMSNorm does (1.0 + weight.float()), then rounded. */
+static int read_bf16_plus_one(const mkc_safetensors *st, const mkc_st_tensor *t, size_t n,
+                              uint16_t *dst) {
+  float *f = malloc((n ? n : 1) * sizeof *f);
+  if (!f) return mkc_error_in(mkc_st_file_path(st, t->file), "tensor '%s': out of memory", t->name);
+  dequant_job job = {t, n, (uint16_t *)f};
+  int rc = mkc_mapped_read(&st->files[t->file].map, st->files[t->file].path, dequant_f32, &job);
+  for (size_t i = 0; rc == 0 && i < n; i++) dst[i] = mkc_float_to_bf16(1.0f + f[i]);
+  free(f);
+  return rc;
+}
+
+/* t as bf16 into dst ([rows][cols]), Q/K rows permuted when d asks, Gemma's
+ * norms with their 1 added. */
 static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_st_tensor *t,
                     const mkc_weight_info *info, uint16_t *dst) {
   const char *where = mkc_st_file_path(st, t->file);
   size_t n = (size_t)info->rows * (size_t)info->cols;
   int heads = mkc_hf_rope_heads(info->name, d);
+  if (mkc_hf_norm_offset(info->name, d)) {
+    if (heads) { /* no architecture both offsets its norms and permutes their rows */
+      mkc_error_in(where, "tensor '%s' (%s): an offset norm in permuted rows", t->name, info->name);
+      return -1;
+    }
+    return read_bf16_plus_one(st, t, n, dst);
+  }
   if (!heads) return read_bf16(st, t, n, dst);
   /* Rows are the output features; a bias or norm vector has one per element. */
   int n_rows = info->rows == 1 ? info->cols : info->rows,
@@ -662,13 +689,16 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
   }
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
-    char hf[512], shape[256];
-    if (mkc_hf_name(info->name, hf, sizeof hf)) {
+    char hf[512], spelled[512], shape[256];
+    if (mkc_hf_name(d->arch, info->name, hf, sizeof hf)) {
       mkc_error_in(st->path, "the graph's weight '%s' has no Hugging Face name mkc knows",
                    info->name);
       goto fail;
     }
-    const mkc_st_tensor *t = mkc_st_find(st, hf);
+    const mkc_st_tensor *t = NULL;
+    for (int k = 0; !t && mkc_hf_name_spelling(hf, k, spelled, sizeof spelled) == 0; k++)
+      t = mkc_st_find(st, spelled);
+    if (t) snprintf(hf, sizeof hf, "%s", t->name);
     if (!t) {
       mkc_error_in(st->path,
                    "tensor '%s' is missing (HF name '%s'; the graph needs it as [%d, %d])",

@@ -119,7 +119,7 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
   for (int k = 0; k < w->n; k++) {
     const mkc_tensor *t = &w->t[k];
     size_t n = (size_t)t->rows * (size_t)t->cols;
-    if (mkc_hf_name(t->name, names[k], sizeof names[k])) {
+    if (mkc_hf_name(d->arch, t->name, names[k], sizeof names[k])) {
       out_error(path, "has no Hugging Face name", t->name);
       goto done;
     }
@@ -142,7 +142,8 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
       out_error(path, "rows are not a whole number of heads of an even head_dim", t->name);
       goto done;
     }
-    for (size_t i = 0; i < n; i++) values[i] = mkc_bf16_to_float(hf[i]);
+    float offset = mkc_hf_norm_offset(t->name, d) ? 1.0f : 0.0f; /* Gemma's norms: scale - 1 */
+    for (size_t i = 0; i < n; i++) values[i] = mkc_bf16_to_float(hf[i]) - offset;
     free(hf);
   }
   rc = mkc_st_write(path, out, w->n);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/swa_pattern.h"
 #include "model_file.h"
 #include "util/text.h"
 
@@ -378,22 +379,24 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
           f->path, key, d->n_layers, (unsigned long long)kv->n, mkc_gguf_vtype_name(kv->elem_type));
       return -1;
     }
-    period = 0; /* every layer local, unless one is global: the first global ends the period */
-    for (int l = 0; l < d->n_layers && !period; l++)
-      if (!mkc_gguf_arr_int(kv, (uint64_t)l)) period = l + 1;
-    for (int l = 0; l < d->n_layers; l++) {
-      int local = period == 0 || l % period < period - 1;
-      if (!mkc_gguf_arr_int(kv, (uint64_t)l) != !local) {
-        char set[64];
-        snprintf(set, sizeof set, period == 1 ? "every layer global" : "%lld local : 1 global",
-                 (long long)(period - 1));
-        fprintf(stderr,
-                "mkc: error: %s: %s: layer %d is %s, unlike the pattern the layers before it set "
-                "(%s; mkc runs L local : 1 global from layer 0)\n",
-                f->path, key, l, local ? "global" : "local", set);
-        return -1;
-      }
+    unsigned char *local = malloc((size_t)d->n_layers);
+    if (!local) {
+      fprintf(stderr, "mkc: error: %s: out of memory\n", f->path);
+      return -1;
     }
+    for (int l = 0; l < d->n_layers; l++) local[l] = mkc_gguf_arr_int(kv, (uint64_t)l) != 0;
+    int bad, got = mkc_swa_period(local, d->n_layers, &bad);
+    free(local);
+    if (bad >= 0) {
+      char set[64];
+      mkc_swa_describe(got, set, sizeof set);
+      fprintf(stderr,
+              "mkc: error: %s: %s: layer %d is %s, unlike the pattern the layers before it set "
+              "(%s; mkc runs L local : 1 global from layer 0)\n",
+              f->path, key, bad, mkc_gguf_arr_int(kv, (uint64_t)bad) ? "local" : "global", set);
+      return -1;
+    }
+    period = got;
   } else if (mkc_gguf_get_int(f, key, &period) < 0) {
     return -1;
   } else if (period < 0 || period > (1 << 30)) {
