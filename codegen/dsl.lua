@@ -157,12 +157,14 @@ local function builder(graph)
                                          layout = o.layout, scaling = o.scaling }, line())
   end
   -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or
-  -- nil: every position. o.scale (optional): the scores' scale, 1 / sqrt(head_dim) where absent
+  -- nil: every position. o.scale (optional): the scores' scale, 1 / sqrt(head_dim) where absent.
+  -- o.softcap (optional): scaled scores s become softcap * tanh(s / softcap) (Gemma 2)
   g.attention = function(q, k, v, o)
     o = o or {}
     return ir.op(graph, "attention", { q, k, v }, { layer = o.layer, heads = o.heads,
                                                     kv_heads = o.kv_heads, head_dim = o.head_dim,
-                                                    window = o.window, scale = o.scale }, line())
+                                                    window = o.window, scale = o.scale,
+                                                    softcap = o.softcap }, line())
   end
   -- a gated delta-rule layer's recurrence (ir.lua): o.layer, o.kind = "gated_delta", o.heads,
   -- o.k_dim, o.v_dim; the convolution's width is its weight's columns. The reference executor runs
@@ -180,12 +182,14 @@ local function builder(graph)
     o = options(l, "swiglu", o, { act = true })
     return ir.op(graph, "swiglu", { gate, up }, { act = o.act }, l)
   end
-  g.logits = function(x)
+  -- o.softcap (optional): each logit z becomes softcap * tanh(z / softcap) (Gemma 2's final cap)
+  g.logits = function(x, o)
     local l = line()
     if graph.output then
       util.raise(path, l, ("logits already set at line %d: a graph has one output"):format(graph.output.line))
     end
-    graph.output = ir.op(graph, "logits", { x }, nil, l)
+    o = options(l, "logits", o, { softcap = true })
+    graph.output = ir.op(graph, "logits", { x }, { softcap = o.softcap }, l)
     return graph.output
   end
   g.ref = function(name, n) return ir.ref(graph, name, n, line()) end

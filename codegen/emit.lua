@@ -339,6 +339,25 @@ function emit.source(graph, plan, opts)
     end
   end
   if act == require("ir").ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
+  -- soft caps (Gemma 2), one for the kernel's attention and one for its logits (templates/common.cuh: mkc_softcap)
+  local caps = {}
+  for _, st in ipairs(plan.stages) do
+    local node, name = st.kind == "attention" and st.att, "MKC_ATTN_SOFTCAP"
+    if st.kind == "lm_head" then node, name = st.out, "MKC_LOGIT_SOFTCAP" end
+    if node then
+      local cap = node.softcap or 0
+      if caps[name] and caps[name] ~= cap then
+        util.raise(graph.path, node.line, "codegen: a kernel's attention layers must share one softcap")
+      end
+      caps[name] = cap
+    end
+  end
+  if (caps.MKC_ATTN_SOFTCAP or 0) > 0 then
+    put(("#define MKC_ATTN_SOFTCAP %s /* scores s -> c tanh(s / c) */"):format(flt(caps.MKC_ATTN_SOFTCAP)))
+  end
+  if (caps.MKC_LOGIT_SOFTCAP or 0) > 0 then
+    put(("#define MKC_LOGIT_SOFTCAP %s /* logits z -> c tanh(z / c) */"):format(flt(caps.MKC_LOGIT_SOFTCAP)))
+  end
   if opts.slots > 0 then
     put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
     put(("#define MKC_STEP_ROWS %d /* a step's rows, every slot's; past MKC_T_MAX tiled */"):format(opts.step_rows))

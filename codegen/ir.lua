@@ -32,6 +32,14 @@ local function count(v, what)
   return v
 end
 
+-- at.softcap: nil, or a cap c > 0 that maps each value s to c * tanh(s / c) (Gemma 2's scores and
+-- logits); 0 is taken as nil.
+local function softcap(at, what)
+  if at.softcap == 0 then at.softcap = nil end
+  need(at.softcap == nil or (type(at.softcap) == "number" and at.softcap > 0 and at.softcap < math.huge),
+       "%s: softcap must be a positive number, got %s", what, util.show(at.softcap))
+end
+
 -- RoPE scaling types (graph.h's MKC_ROPE_SCALINGS) and the parameters each reads: true where
 -- required, else the default (YaRN's, as llama.cpp and transformers default them).
 local ROPE_SCALING = {
@@ -165,6 +173,7 @@ ir.ops = {
     -- the scores' scale: nil for 1 / sqrt(head_dim)
     need(at.scale == nil or (type(at.scale) == "number" and at.scale > 0 and at.scale < math.huge),
          "attention: scale must be a positive number, got %s", util.show(at.scale))
+    softcap(at, "attention")
     need(at.heads % at.kv_heads == 0, "attention: %d heads do not group over %d kv_heads", at.heads,
          at.kv_heads)
     need(q.n == at.heads * at.head_dim, "shape mismatch: attention q is [%d], expected %d x %d", q.n,
@@ -215,7 +224,10 @@ ir.ops = {
     at.act = ir.ACTS[at.act or "silu"]
     return gate.n
   end,
-  logits = function(a) return value(a[1], "logits").n end,
+  logits = function(a, at)
+    softcap(at, "logits")
+    return value(a[1], "logits").n
+  end,
 }
 
 -- C's ops (schema.ops) must be exactly the ops codegen makes: those checked above, and weight (ir.weight).

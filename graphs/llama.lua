@@ -11,7 +11,8 @@
 -- (1; Gemma: sqrt(dim)); attn_scale, the attention scores' scale (0: 1 / sqrt(head_dim)); ffn_act,
 -- the MLP gate's activation, "silu" (SwiGLU, the default) or "gelu_tanh" (Gemma's GeGLU);
 -- post_norms, a norm on the attention's and the MLP's outputs before each residual add (false;
--- Gemma 2 and 3: GGUF post_attention_norm, post_ffw_norm).
+-- Gemma 2 and 3: GGUF post_attention_norm, post_ffw_norm); attn_softcap and final_softcap, caps c
+-- that map the scaled attention scores and the logits x to c * tanh(x / c) (0: none; Gemma 2: 50, 30).
 -- linear_attention: "none", or { pattern = "3 linear : 1 full", heads = H, k_dim = K, v_dim = V,
 -- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
 -- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
@@ -153,6 +154,19 @@ preset "gemma3-tiny" {
   embed_scale = 4, attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
 }
 
+-- Gemma 2's shape in small: Gemma 3's without its Q/K norms or a local RoPE base, local and global
+-- layers taking turns from layer 0, and soft caps on the attention scores and the logits, low
+-- enough (Gemma 2's are 50 and 30) that random weights' scores and logits reach where tanh bends.
+preset "gemma2-tiny" {
+  dim = 16, n_layers = 3, n_heads = 4, n_kv_heads = 2, head_dim = 64, ffn = 96,
+  vocab = 288, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = { size = 16, pattern = "1 local : 1 global" },
+  linear_attention = "none",
+  embed_scale = 4, attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
+  attn_softcap = 2, final_softcap = 3,
+}
+
 -- Qwen3-Next's layer pattern in small (mkc's own graph and weight names otherwise): three linear
 -- layers, each a gated delta-rule recurrence in place of attention, then one with attention; runs on
 -- the reference executor only (--backend ref).
@@ -241,7 +255,8 @@ function build(g, p)
     q = g.rope(q, p.n_heads, r)
     k = g.rope(k, p.n_kv_heads, r)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
-                                     head_dim = p.head_dim, window = window, scale = attn_scale })
+                                     head_dim = p.head_dim, window = window, scale = attn_scale,
+                                     softcap = optional(p, "attn_softcap", 0) })
     return post_norm(l, "post_attention_norm", g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
   end
 
@@ -260,5 +275,5 @@ function build(g, p)
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)
   local head = p.tied and g.weight("token_embd.weight", p.vocab, p.dim)
                       or g.weight("output.weight", p.vocab, p.dim)
-  g.logits(g.matmul(h, head))
+  g.logits(g.matmul(h, head), { softcap = optional(p, "final_softcap", 0) })
 end

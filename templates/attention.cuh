@@ -142,7 +142,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
           }
         mkc_warp_sum_width(dot, pass_heads, L); /* a row's L lanes */
         if (i < len && sub == 0)
-          for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = dot[h];
+          for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = mkc_score(dot[h]);
       }
       mkc_sync_block();
       /* online softmax: a warp per head; sc becomes the tile's weights exp(s - m) */

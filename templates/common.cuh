@@ -63,6 +63,20 @@ MKC_DEVICE float mkc_gate_act(float g) {
 #endif
 }
 
+/* Gemma 2's soft caps, x -> c tanh(x / c): mkc_score on the scaled attention
+ * scores where the kernel defines MKC_ATTN_SOFTCAP, mkc_logit on the logits
+ * where it defines MKC_LOGIT_SOFTCAP; else each is x. */
+#ifdef MKC_ATTN_SOFTCAP
+#define mkc_score(s) (MKC_ATTN_SOFTCAP * tanhf((s) / MKC_ATTN_SOFTCAP))
+#else
+#define mkc_score(s) (s)
+#endif
+#ifdef MKC_LOGIT_SOFTCAP
+#define mkc_logit(z) (MKC_LOGIT_SOFTCAP * tanhf((z) / MKC_LOGIT_SOFTCAP))
+#else
+#define mkc_logit(z) (z)
+#endif
+
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {
   v = mkc_warp_sum(v);

@@ -232,12 +232,13 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       int r = e / MKC_GEMM_BN, j = e % MKC_GEMM_BN;
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+      if (best_v) v = mkc_logit(v); /* the LM head's: capped before they are written or ranked */
       float *o = out + (long)(m0 + r) * out_stride + n0 + j;
       *o = accumulate ? *o + v : v;
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
-        float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
+        float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f));
         if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
           best_v[m0 + r] = v;
           best_i[m0 + r] = n0 + j;

@@ -142,10 +142,12 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
         for (int j = 0; j < MKC_ATTN_ST; j++)
           for (int c = 0; c < 4; c++) {
             int h = c >> 1, at = s0 + 8 * j + 2 * qd + (c & 1);
-            if (at > see_hi[h] || at < see_lo[h])
+            if (at > see_hi[h] || at < see_lo[h]) {
               s[4 * j + c] = MKC_NEG_MAX; /* masked: its p is set to 0 below */
-            else
+            } else {
+              s[4 * j + c] = mkc_score(s[4 * j + c]);
               tile_max[h] = fmaxf(tile_max[h], s[4 * j + c]);
+            }
           }
         float corr[2];
         for (int h = 0; h < 2; h++) {

@@ -23,7 +23,7 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
-        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e];
+        float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -72,9 +72,10 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
-        if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = acc[r * MKC_T_MAX + t];
-        if (mkc_better(acc[r * MKC_T_MAX + t], r0 + r, best_v[t], best_i[t])) {
-          best_v[t] = acc[r * MKC_T_MAX + t];
+        float v = mkc_logit(acc[r * MKC_T_MAX + t]);
+        if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
+        if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
+          best_v[t] = v;
           best_i[t] = r0 + r;
         }
       }

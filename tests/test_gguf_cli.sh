@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:20: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, gemma-3-1b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, hybrid-tiny)" \
+  "graphs/llama.lua:21: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, gemma-3-1b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -149,7 +149,7 @@ else
   fail "gemma3-tiny through a gemma3 GGUF: the cpu kernel's 40 tokens are the reference's on the preset" \
     "$(cat "$tmp/err") file: $(cat "$tmp/g3.file") ref: $(cat "$tmp/g3.ref")"
 fi
-# The same file against llama.cpp (tests/data/gemma3_llamacpp.txt, tools/gemma3_fixture.sh): its
+# The same file against llama.cpp (tests/data/gemma3_llamacpp.txt, tools/gemma_llamacpp_fixture.sh): its
 # greedy tokens past the window, each one's log-probability within 0.01 (llama.cpp's CPU rounds the
 # activations to bf16 before a bf16 matmul; the kernel keeps them in float), at least 20 steps
 # before a near-tie that rounding flips (lib.sh: greedy_agrees).
@@ -186,8 +186,8 @@ expect_error "gemma3 window flags that no pattern gives" \
   grep -q 'rope theta 1e+06 (neox), rms eps 1e-06, .*window of 4 (rope theta 10000)' "$tmp/ollama.graph" &&
   ok "ollama's gemma3 key names and defaults read as the standard keys" ||
   fail "ollama's gemma3 key names and defaults read as the standard keys" "$(cat "$tmp/std.graph" "$tmp/ollama.graph")"
-expect_error "init swa-tiny: a window no file carries outside gemma3" \
-  "mkc: error: preset swa-tiny: sliding windows without Gemma's norms after attention and the MLP: mkc's model files carry them only in a gemma3 file" \
+expect_error "init swa-tiny: a window no file carries outside Gemma" \
+  "mkc: error: preset swa-tiny: sliding windows without Gemma's norms after attention and the MLP: mkc's model files carry them only in a gemma2 or gemma3 file" \
   -- init --preset swa-tiny --seed 1 -o "$tmp/swa.gguf"
 
 finish

@@ -2,7 +2,8 @@
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny,
  * whose trained contexts the 73 positions pass), the sliding windows (swa-tiny, gemma-tiny,
- * whose rings of rows the 73 positions wrap) and Gemma 3's layers (gemma3-tiny), logits within 1e-4
+ * whose rings of rows the 73 positions wrap), Gemma 3's layers (gemma3-tiny) and Gemma 2's soft
+ * caps (gemma2-tiny), logits within 1e-4
  * (relative to the largest reference logit) at every step and every input, the same greedy tokens,
  * the same pos, and every K and V value in the kernel's cache (bf16 by default) rounded as the
  * reference rounds it: where the kernel's float and the reference's double straddle a rounding
@@ -135,6 +136,8 @@ int main(void) {
   compare("gemma3-tiny", 4, 3);
   compare("gemma3-tiny", 0, 1);
   compare("gemma3-tiny", 7, 5);
+  /* Gemma 2's soft caps on the scores (the decode and the tiled chunk attention) and the logits */
+  compare("gemma2-tiny", 4, 3);
   /* The CPU build takes 8 matvec rows per warp meeting (templates/matvec.cuh); the GPU
    * takes 4. The GPU's shape, built for the CPU, on the presets whose Q/K/V epilogues
    * differ: plain, odd sizes, biases, per-head norms. */

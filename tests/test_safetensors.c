@@ -1022,9 +1022,9 @@ static void test_config_rope(void) {
   free(msg);
 }
 
-/* Gemma 3's configs, each read as transformers 5.24's Gemma3TextConfig and Gemma3Config read them
- * (their layer_types, rope_parameters and defaults, printed there). */
-static void test_config_gemma3(void) {
+/* Gemma 3's and 2's configs, each read as transformers 5.24's Gemma3TextConfig, Gemma3Config and
+ * Gemma2Config read them (their layer_types, rope_parameters and defaults, printed there). */
+static void test_config_gemma(void) {
   mkc_model_desc d;
   char *msg;
   const char *g1b = /* gemma-3-1b-it's config.json */
@@ -1110,16 +1110,47 @@ static void test_config_gemma3(void) {
         "every layer full_attention: no window; the other sizes Gemma3TextConfig's defaults");
   free(msg);
 
+  const char *g2b = /* gemma-2-2b-it's config.json */
+      "{\"architectures\": [\"Gemma2ForCausalLM\"], \"attention_bias\": false, "
+      "\"attention_dropout\": 0.0, \"attn_logit_softcapping\": 50.0, \"bos_token_id\": 2, "
+      "\"cache_implementation\": \"hybrid\", \"eos_token_id\": [1, 107], "
+      "\"final_logit_softcapping\": 30.0, \"head_dim\": 256, \"hidden_act\": "
+      "\"gelu_pytorch_tanh\", \"hidden_activation\": \"gelu_pytorch_tanh\", \"hidden_size\": 2304, "
+      "\"initializer_range\": 0.02, \"intermediate_size\": 9216, \"max_position_embeddings\": "
+      "8192, \"model_type\": \"gemma2\", \"num_attention_heads\": 8, \"num_hidden_layers\": 26, "
+      "\"num_key_value_heads\": 4, \"pad_token_id\": 0, \"query_pre_attn_scalar\": 256, "
+      "\"rms_norm_eps\": 1e-06, \"rope_theta\": 10000.0, \"sliding_window\": 4096, "
+      "\"torch_dtype\": \"float32\", \"transformers_version\": \"4.42.4\", \"use_cache\": true, "
+      "\"vocab_size\": 256000}";
+  rc = config_from("gemma-2-2b-it", g2b, &d, &msg);
+  CHECK(rc == 0 && strcmp(d.arch, "gemma2") == 0 && d.dim == 2304 && d.n_layers == 26 &&
+            d.n_heads == 8 && d.n_kv_heads == 4 && d.head_dim == 256 && d.vocab == 256000 &&
+            d.ctx_train == 8192 && d.rope_theta == 10000 && !d.qk_norm && d.tied &&
+            d.sliding_window == 4096 && d.swa_local == 1 && d.swa_global == 1 &&
+            d.rope_theta_swa == 0 && d.attn_softcap == 50 && d.final_softcap == 30 &&
+            d.attn_scale == 0 && d.embed_scale == sqrt(2304.0) && d.ffn_gelu && d.post_norms,
+        "gemma-2-2b-it: 1 local layer over 4096 positions : 1 global, one RoPE base, scores "
+        "capped at 50, logits at 30, no Q/K norms");
+  free(msg);
+  const char *g2_27b = /* gemma-2-27b-it's sizes, the rest Gemma2Config's defaults; caps null */
+      "{\"model_type\": \"gemma2\", \"head_dim\": 128, \"hidden_size\": 4608, "
+      "\"intermediate_size\": 36864, \"num_attention_heads\": 32, \"num_hidden_layers\": 46, "
+      "\"num_key_value_heads\": 16, \"query_pre_attn_scalar\": 144, "
+      "\"attn_logit_softcapping\": null, \"final_logit_softcapping\": null}";
+  rc = config_from("gemma-2-27b", g2_27b, &d, &msg);
+  CHECK(rc == 0 && d.attn_scale == 1.0 / 12 && d.attn_softcap == 0 && d.final_softcap == 0 &&
+            d.vocab == 256000 && d.sliding_window == 4096,
+        "gemma2: query_pre_attn_scalar 144; caps given as null are none (absent: 50 and 30)");
+  free(msg);
+
   static const char *const sizes =
       "\"hidden_size\": 16, \"num_hidden_layers\": 3, \"num_attention_heads\": 2, "
       "\"num_key_value_heads\": 1, \"head_dim\": 8, \"intermediate_size\": 32, \"vocab_size\": 64";
   struct {
     const char *label, *extra, *want;
   } bad[] = {
-      {"soft-capped logits", "\"final_logit_softcapping\": 30.0",
-       "\"final_logit_softcapping\" 30: soft-capping is not supported"},
-      {"soft-capped scores", "\"attn_logit_softcapping\": 50",
-       "\"attn_logit_softcapping\" 50: soft-capping is not supported"},
+      {"a negative cap", "\"final_logit_softcapping\": -30.0",
+       "\"final_logit_softcapping\": Expected a positive number, Actual -30"},
       {"EmbeddingGemma", "\"use_bidirectional_attention\": true",
        "\"use_bidirectional_attention\": true: mkc decodes causally"},
       {"exact GELU", "\"hidden_activation\": \"gelu\"",
@@ -1246,7 +1277,7 @@ static void test_config(void) {
         "defaults: kv heads = heads, ctx 2048, eps 1e-6, untied; rope_parameters' theta");
   free(msg);
   test_config_rope();
-  test_config_gemma3();
+  test_config_gemma();
   char dir[600];
   snprintf(dir, sizeof dir, "%s/tiny/", tmp_dir);
   rc = mkc_hf_config_read(dir, &d);
@@ -1258,7 +1289,7 @@ static void test_config(void) {
       {"missing hidden_size", "{\"model_type\": \"llama\"}", "missing \"hidden_size\""},
       {"gpt_neox", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}",
        "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, qwen2, qwen3, "
-       "gemma3_text, gemma3)"},
+       "gemma2, gemma3_text, gemma3)"},
       {"no model_type", "{\"hidden_size\": 64}", "missing \"model_type\""},
       {"dynamic rope_scaling",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "

@@ -2,7 +2,7 @@
  * batch, then decodes N tokens greedily, one a step, and prints each step's
  * choice and its log-probability, and the runner-up and its
  * ("ID LOGPROB ID2 LOGPROB2"). Linked against the libllama that
- * tools/gemma3_fixture.sh builds. */
+ * tools/gemma_llamacpp_fixture.sh builds. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -83,13 +83,19 @@ static int has_weight(const mkc_graph *g, const char *name) {
 }
 
 /* The GGUF architecture whose loader reads this graph's weights as they are:
- * norms after attention and the MLP are gemma3's, Q/K/V biases qwen2's,
- * per-head Q/K norms qwen3's. */
+ * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
+ * norms, else gemma2's), Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
-  if (has_weight(g, "blk.0.post_attention_norm.weight")) return "gemma3";
+  if (has_weight(g, "blk.0.post_attention_norm.weight"))
+    return has_weight(g, "blk.0.attn_q_norm.weight") ? "gemma3" : "gemma2";
   if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
   if (has_weight(g, "blk.0.attn_q.bias")) return "qwen2";
   return "llama";
+}
+
+/* 2 or 3 for gemma2 and gemma3, else 0. */
+static int gemma_of(const char *arch) {
+  return strcmp(arch, "gemma2") == 0 ? 2 : strcmp(arch, "gemma3") == 0 ? 3 : 0;
 }
 
 static int set_u32(mkc_gguf_writer *out, const char *arch, const char *key, int v) {
@@ -143,28 +149,32 @@ static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   return mkc_gguf_add_raw(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor);
 }
 
-/* What a gemma3 model says beyond the sizes, into d, or -1 with a message
- * where the graph differs from what its loaders derive (desc_gguf.c:
- * read_gemma3, hf_config.c: read_gemma3) and the file cannot say so: the
- * window and its pattern (L local layers then 1 global, from layer 0), the
- * local layers' RoPE base, embeddings times sqrt(dim), the default score
- * scale, GeGLU. Without post norms (gemma = 0): -1 where the graph has any of
- * these, which no other architecture carries. */
+/* What a Gemma model (gemma = 2 or 3) says beyond the sizes, into d, or -1
+ * with a message where the graph differs from what its loaders derive
+ * (desc_gguf.c and hf_config.c: read_gemma) and the file cannot say so: the
+ * window and its pattern (L local layers then 1 global, from layer 0), Gemma
+ * 3's local RoPE base (Gemma 2's local layers share the global one),
+ * embeddings times sqrt(dim), the default score scale, GeGLU, the soft caps
+ * (Gemma 2: both; Gemma 3: the logits' only, as llama.cpp reads them). Not a
+ * Gemma (gemma = 0): -1 where the graph has any of these, which no other
+ * architecture carries. */
 static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc_model_desc *d) {
   const mkc_node *embed = first_node(g, MKC_OP_EMBED), *swiglu = first_node(g, MKC_OP_SWIGLU);
-  const mkc_node *att = windowed(g);
+  const mkc_node *att = windowed(g), *logits = first_node(g, MKC_OP_LOGITS);
+  const mkc_node *rope = global_rope(g);
   int period = 0;
-  double theta_swa = 0;
+  double theta_swa = 0, attn_cap = -1;
   for (int i = 0; i < g->n_nodes; i++) {
     const mkc_node *a = &g->nodes[i];
     if (a->op != MKC_OP_ATTENTION) continue;
-    if (a->scale > 0) {
-      fprintf(stderr,
-              "mkc: error: preset %s: layer %d scales its attention scores by %g, which "
-              "mkc's model files do not carry\n",
-              preset, a->layer, a->scale);
+    if (a->scale > 0 || (attn_cap >= 0 && a->softcap != attn_cap)) {
+      fprintf(stderr, "mkc: error: preset %s: layer %d %s, which mkc's model files do not carry\n",
+              preset, a->layer,
+              a->scale > 0 ? "scales its attention scores otherwise"
+                           : "caps its attention scores unlike the layers before it");
       return -1;
     }
+    attn_cap = a->softcap;
     if (!a->window && !period) period = a->layer + 1;
     if (a->window && !theta_swa) theta_swa = g->nodes[a->in[0]].theta;
   }
@@ -181,46 +191,78 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
       return -1;
     }
   }
+  double final_cap = logits ? logits->softcap : 0;
+  attn_cap = attn_cap > 0 ? attn_cap : 0;
   int scaled = embed && embed->scale > 0 && embed->scale != 1;
   int gelu = swiglu && swiglu->act == MKC_ACT_GELU_TANH;
   if (!gemma) {
-    if (!scaled && !gelu && !att) return 0;
+    if (!scaled && !gelu && !att && !attn_cap && !final_cap) return 0;
     fprintf(stderr,
             "mkc: error: preset %s: %s without Gemma's norms after attention and the MLP: "
-            "mkc's model files carry %s only in a gemma3 file\n",
+            "mkc's model files carry %s only in a gemma2 or gemma3 file\n",
             preset,
             att      ? "sliding windows"
             : scaled ? "scaled embeddings"
-                     : "a GELU-gated MLP",
-            att ? "them" : "it");
+            : gelu   ? "a GELU-gated MLP"
+                     : "soft caps",
+            att || (!scaled && !gelu) ? "them" : "it");
     return -1;
   }
   double want = sqrt((double)g->dim);
   if (!embed || fabs(embed->scale - want) > 1e-6 * want || !gelu) {
     fprintf(stderr,
-            "mkc: error: preset %s: a gemma3 file's embeddings are scaled by sqrt(dim) = "
+            "mkc: error: preset %s: a gemma%d file's embeddings are scaled by sqrt(dim) = "
             "%g and its MLP is GELU-gated; the preset has %g and %s\n",
-            preset, want, embed && embed->scale > 0 ? embed->scale : 1.0, gelu ? "GELU" : "SiLU");
+            preset, gemma, want, embed && embed->scale > 0 ? embed->scale : 1.0,
+            gelu ? "GELU" : "SiLU");
+    return -1;
+  }
+  /* llama.cpp reads Gemma 2's caps (absent: 50 and 30, so a file cannot say none) and only
+   * Gemma 3's final one */
+  if (gemma == 2 ? !attn_cap || !final_cap : attn_cap > 0) {
+    fprintf(stderr,
+            "mkc: error: preset %s: %s; the preset caps its scores at %g and its logits at %g "
+            "(0: none)\n",
+            preset,
+            gemma == 2 ? "a gemma2 file caps both its attention scores and its logits"
+                       : "a gemma3 file does not cap its attention scores",
+            attn_cap, final_cap);
+    return -1;
+  }
+  if (gemma == 2 && att && rope && theta_swa != rope->theta) {
+    fprintf(stderr,
+            "mkc: error: preset %s: a gemma2 file's local layers have the global layers' RoPE "
+            "base (%g); the preset's have %g\n",
+            preset, rope->theta, theta_swa);
     return -1;
   }
   d->embed_scale = want;
   d->ffn_gelu = d->post_norms = 1;
+  d->attn_softcap = attn_cap, d->final_softcap = final_cap;
   if (att) {
     d->sliding_window = att->window;
     d->swa_local = period - 1, d->swa_global = 1; /* past the last layer: every layer local */
-    d->rope_theta_swa = theta_swa;
+    d->rope_theta_swa = gemma == 2 ? 0 : theta_swa;
   }
   return 0;
 }
 
-/* A gemma3 file's window keys, from d (describe_gemma): the period and the
- * local base are keys llama.cpp's gemma3 loader reads too (defaults 6 and
- * 10000). */
+/* A Gemma file's window keys and soft caps, from d (describe_gemma): keys
+ * llama.cpp's loaders read too (gemma2's defaults: a window of 4096 on 1 local
+ * : 1 global, caps 50 and 30; gemma3's: no window, a period of 6, local base
+ * 10000, no cap). */
 static int set_gemma(mkc_gguf_writer *out, const mkc_model_desc *d) {
-  if (!d->sliding_window) return 0;
-  int bad = set_u32(out, "gemma3", "attention.sliding_window", d->sliding_window);
-  bad |= set_u32(out, "gemma3", "attention.sliding_window_pattern", d->swa_local + 1);
-  bad |= set_f32(out, "gemma3", "rope.freq_base_swa", d->rope_theta_swa);
+  const char *arch = d->arch;
+  int bad = 0;
+  if (strcmp(arch, "gemma2") == 0) {
+    bad |= set_f32(out, arch, "attn_logit_softcapping", d->attn_softcap);
+    if (!d->sliding_window) bad |= set_u32(out, arch, "attention.sliding_window_pattern", 1);
+  }
+  if (d->final_softcap > 0) bad |= set_f32(out, arch, "final_logit_softcapping", d->final_softcap);
+  if (!d->sliding_window) return bad;
+  bad |= set_u32(out, arch, "attention.sliding_window", d->sliding_window);
+  bad |= set_u32(out, arch, "attention.sliding_window_pattern", d->swa_local + 1);
+  if (d->rope_theta_swa > 0) bad |= set_f32(out, arch, "rope.freq_base_swa", d->rope_theta_swa);
   return bad;
 }
 
@@ -578,7 +620,7 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (describe_gemma(&g, preset, strcmp(d.arch, "gemma3") == 0, &d) ||
+    if (describe_gemma(&g, preset, gemma_of(d.arch), &d) ||
         mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
@@ -590,9 +632,8 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_model_desc d;
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (describe_gemma(&g, preset, strcmp(d.arch, "gemma3") == 0, &d) ||
-      set_metadata(out, &g, name) || set_gemma(out, &d) ||
-      set_rope_scaling(out, d.arch, &d.rope_scaling) ||
+  if (describe_gemma(&g, preset, gemma_of(d.arch), &d) || set_metadata(out, &g, name) ||
+      set_gemma(out, &d) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))
     goto done;

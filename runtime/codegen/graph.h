@@ -100,7 +100,8 @@ enum mkc_kv_dtype {
   X(INT, v_dim, v_dim)    /* recurrent: values per head (head_dim: keys per head) */               \
   X(INT, conv, conv)      /* recurrent: the causal convolution's width, inputs */                  \
   X(DOUBLE, scale, scale) /* embed: each embedding times it; attention: the scores'; 0: default */ \
-  X(INT, act, act)        /* swiglu: enum mkc_act, the gate's activation */
+  X(INT, act, act)        /* swiglu: enum mkc_act, the gate's activation */                        \
+  X(DOUBLE, softcap, softcap) /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
 
 #define MKC_NODE_INPUTS 5
 #define MKC_NODE_MEMBER_OP(m) int m;

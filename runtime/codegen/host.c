@@ -131,6 +131,10 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "embed_scale");
   lua_pushnumber(L, d->attn_scale);
   lua_setfield(L, -2, "attn_scale");
+  lua_pushnumber(L, d->attn_softcap);
+  lua_setfield(L, -2, "attn_softcap");
+  lua_pushnumber(L, d->final_softcap);
+  lua_setfield(L, -2, "final_softcap");
   lua_pushstring(L, d->ffn_gelu ? "gelu_tanh" : "silu");
   lua_setfield(L, -2, "ffn_act");
   lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */

@@ -16,7 +16,7 @@ typedef struct mkc_rope_scaling {
 } mkc_rope_scaling;
 
 typedef struct mkc_model_desc {
-  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma3" */
+  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */
@@ -36,6 +36,8 @@ typedef struct mkc_model_desc {
    * residual adds (blk.N.post_attention_norm, blk.N.post_ffw_norm) */
   double embed_scale, attn_scale;
   int ffn_gelu, post_norms;
+  /* Gemma 2: the scaled attention scores and the logits x as c * tanh(x / c) (0: neither) */
+  double attn_softcap, final_softcap;
 } mkc_model_desc;
 
 #endif

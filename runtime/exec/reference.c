@@ -574,6 +574,9 @@ static void append_kv(mkc_ref *r, double *cache, const double *x, const mkc_node
   }
 }
 
+/* Gemma 2's soft cap: c tanh(x / c), or x where c is 0. */
+static double softcap(double x, double c) { return c > 0 ? c * tanh(x / c) : x; }
+
 /* The token at pos sees the positions [first, pos]: all of them, or with a
  * sliding window the last `window`, its own included. The cache keeps every
  * position; the window is a mask here, not the kernel's ring. */
@@ -593,7 +596,7 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
       const double *ks = k_cache + (size_t)s * kv_dim + kv_off;
       double dot = 0;
       for (int i = 0; i < hd; i++) dot += qh[i] * ks[i];
-      r->scores[s] = dot * scale;
+      r->scores[s] = softcap(dot * scale, nd->softcap);
       if (r->scores[s] > max) max = r->scores[s];
     }
     double sum = 0;
@@ -688,7 +691,7 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
                b[i];
       break;
     case MKC_OP_LOGITS:
-      memcpy(y, a, (size_t)nd->n * sizeof *y);
+      for (int i = 0; i < nd->n; i++) y[i] = softcap(a[i], nd->softcap);
       break;
     }
   }

@@ -1,9 +1,9 @@
 /* A Hugging Face config.json as an mkc_model_desc: the fields transformers'
- * LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Gemma3TextConfig and
- * Gemma3Config's text_config define, with their defaults, and a refusal for
- * anything the llama graph does not compute (RoPE scalings other than
- * linear, llama3 and yarn, other activations, biases it has no weight for,
- * soft-capping). */
+ * LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config, Gemma2Config,
+ * Gemma3TextConfig and Gemma3Config's text_config define, with their
+ * defaults, and a refusal for anything the llama graph does not compute
+ * (RoPE scalings other than linear, llama3 and yarn, other activations,
+ * biases it has no weight for). */
 #include "hf.h"
 #include "util/text.h"
 #include "safetensors.h"
@@ -19,9 +19,11 @@
 
 #include "util/files.h"
 
-/* Gemma3TextConfig's sizes, which a config may leave out (Gemma 3 4B-27B's
- * text_config do): hidden, layers, heads, intermediate, vocab. */
+/* Gemma3TextConfig's and Gemma2Config's sizes, which a config may leave out
+ * (Gemma 3 4B-27B's text_config do): hidden, layers, heads, intermediate,
+ * vocab. */
 static const int GEMMA3_SIZES[] = {2304, 26, 8, 9216, 262208};
+static const int GEMMA2_SIZES[] = {2304, 26, 8, 9216, 256000};
 
 /* What each model_type fixes. HF stores Q/K rows for rotate-half RoPE;
  * llama.cpp's llama and mistral GGUFs permute them for interleaved RoPE,
@@ -41,6 +43,7 @@ static const arch_info ARCHS[] = {
     {"mistral", "mistral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
     {"qwen2", "qwen2", MKC_ROPE_NEOX, 1, 0, 32768, NULL},
     {"qwen3", "qwen3", MKC_ROPE_NEOX, 0, 1, 32768, NULL},
+    {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
 };
@@ -246,15 +249,24 @@ static void name_from_dir(const char *dir, const char *fallback, char *name, siz
   name[k] = '\0';
 }
 
-/* Gemma 3 (Gemma3TextConfig, with its defaults): windows on the layers
- * layer_types calls sliding_attention (absent: every sliding_window_pattern-th
- * layer global, from layer sliding_window_pattern - 1), whose RoPE base is
- * rope_local_base_freq, unscaled; scores times query_pre_attn_scalar^-1/2;
- * embeddings times sqrt(hidden_size); GELU (tanh) gating; norms after
- * attention and the MLP. transformers 5 keeps both RoPEs in rope_parameters
- * under full_attention and sliding_attention. Soft-capping (Gemma 2's) and
- * EmbeddingGemma's bidirectional attention are refused. */
-static int read_gemma3(const config *t, mkc_model_desc *d) {
+/* A soft cap: absent, def; null, none (0); else a positive number. */
+static int get_cap(const config *t, const char *key, double def, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(t->root, key);
+  *out = v && cJSON_IsNull(v) ? 0 : def;
+  return get_positive(t, t->root, key, *out, out);
+}
+
+/* Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig, with their defaults):
+ * windows on the layers layer_types calls sliding_attention (absent: Gemma
+ * 2's even layers; Gemma 3's all but every sliding_window_pattern-th, from
+ * layer sliding_window_pattern - 1); Gemma 3's local RoPE base
+ * rope_local_base_freq, unscaled (Gemma 2's layers share one); scores times
+ * query_pre_attn_scalar^-1/2; soft caps on the scores and the logits (Gemma
+ * 2's default 50 and 30); embeddings times sqrt(hidden_size); GELU (tanh)
+ * gating; norms after attention and the MLP. transformers 5 keeps Gemma 3's
+ * RoPEs in rope_parameters under full_attention and sliding_attention.
+ * EmbeddingGemma's bidirectional attention is refused. */
+static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
   char buf[96];
   const cJSON *act = field(t, t->root, "hidden_activation");
   if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "gelu_pytorch_tanh") != 0))
@@ -262,13 +274,9 @@ static int read_gemma3(const config *t, mkc_model_desc *d) {
                         "unsupported hidden_activation %s (mkc's Gemma MLP is GELU with the tanh "
                         "approximation, gelu_pytorch_tanh)",
                         mkc_json_describe(act, buf, sizeof buf));
-  static const char *const refused[] = {"final_logit_softcapping", "attn_logit_softcapping"};
-  for (int i = 0; i < 2; i++) {
-    double cap = 0;
-    if (get_positive(t, t->root, refused[i], 0, &cap)) return -1;
-    if (cap > 0)
-      return mkc_error_in(t->where, "\"%s\" %g: soft-capping is not supported", refused[i], cap);
-  }
+  if (get_cap(t, "attn_logit_softcapping", gemma2 ? 50 : 0, &d->attn_softcap) ||
+      get_cap(t, "final_logit_softcapping", gemma2 ? 30 : 0, &d->final_softcap))
+    return -1;
   int bidirectional = 0;
   if (get_bool(t, "use_bidirectional_attention", 0, &bidirectional)) return -1;
   if (bidirectional)
@@ -284,7 +292,7 @@ static int read_gemma3(const config *t, mkc_model_desc *d) {
   unsigned char *local = malloc((size_t)d->n_layers);
   if (!local) return mkc_error_in(t->where, "out of memory");
   const cJSON *types = field(t, t->root, "layer_types");
-  int period = 6, bad = -1;
+  int period = gemma2 ? 2 : 6, bad = -1;
   if (types) {
     if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != d->n_layers) {
       free(local);
@@ -310,7 +318,7 @@ static int read_gemma3(const config *t, mkc_model_desc *d) {
       local[l] = name[0] == 's';
     }
     period = mkc_swa_period(local, d->n_layers, &bad);
-  } else if (get_int(t, "sliding_window_pattern", 6, 1, &period)) {
+  } else if (!gemma2 && get_int(t, "sliding_window_pattern", 6, 1, &period)) {
     free(local);
     return -1;
   }
@@ -326,11 +334,12 @@ static int read_gemma3(const config *t, mkc_model_desc *d) {
   if (bad >= 0) return -1;
   d->swa_local = period ? period - 1 : 1, d->swa_global = period ? 1 : 0;
 
-  /* the local layers' RoPE: rope_local_base_freq, or rope_parameters' sliding_attention */
-  d->rope_theta_swa = 10000;
-  if (get_positive(t, t->root, "rope_local_base_freq", 10000, &d->rope_theta_swa)) return -1;
+  /* Gemma 3's local layers' RoPE: rope_local_base_freq, or rope_parameters' sliding_attention */
+  d->rope_theta_swa = gemma2 ? 0 : 10000;
+  if (!gemma2 && get_positive(t, t->root, "rope_local_base_freq", 10000, &d->rope_theta_swa))
+    return -1;
   const cJSON *params = field(t, t->root, "rope_parameters");
-  const cJSON *sliding = params ? field(t, params, "sliding_attention") : NULL;
+  const cJSON *sliding = params && !gemma2 ? field(t, params, "sliding_attention") : NULL;
   if (sliding) {
     mkc_rope_scaling s;
     if (read_rope(t, sliding, "rope_parameters.sliding_attention", d->ctx_train, &s) ||
@@ -362,14 +371,14 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (!arch)
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3, "
-                        "gemma3_text, gemma3)",
+                        "gemma2, gemma3_text, gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
   d->rope_layout = arch->rope_layout;
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
-  int gemma = strcmp(arch->arch, "gemma3") == 0;
+  int gemma = strncmp(arch->arch, "gemma", 5) == 0, gemma2 = strcmp(arch->arch, "gemma2") == 0;
 
   /* A multimodal Gemma 3 describes its language model in text_config. */
   char where[4200];
@@ -407,14 +416,14 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   /* transformers 5 moves rope_theta and the scaling into rope_parameters (Gemma 3: the global
    * layers' under full_attention). */
   const cJSON *params = field(t, t->root, "rope_parameters");
-  if (gemma && params && cJSON_IsObject(params) &&
+  if (gemma && !gemma2 && params && cJSON_IsObject(params) &&
       (field(t, params, "full_attention") || field(t, params, "sliding_attention")))
     params = field(t, params, "full_attention");
   mkc_rope_scaling scaling;
   if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train,
                 &d->rope_scaling) ||
       read_rope(t, params, "rope_parameters", d->ctx_train, &scaling) ||
-      get_positive(t, t->root, "rope_theta", gemma ? 1e6 : 10000, &d->rope_theta) ||
+      get_positive(t, t->root, "rope_theta", gemma && !gemma2 ? 1e6 : 10000, &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
       get_positive(t, t->root, "rms_norm_eps", 1e-6, &d->norm_eps) ||
@@ -433,7 +442,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(t->where, "unsupported attention_bias true (the graph has no o_proj bias)");
   if (mlp_bias)
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
-  if (gemma) return read_gemma3(t, d);
+  if (gemma) return read_gemma(t, gemma2, d);
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */

@@ -1,5 +1,5 @@
-/* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3 and
- * gemma3 checkpoints: model.layers.N.* and three globals), Gemma's norms
+/* Hugging Face tensor names as GGUF names (llama, mistral, qwen2, qwen3,
+ * gemma2 and gemma3 checkpoints: model.layers.N.* and three globals), Gemma's norms
  * stored as their scale less 1, and the Q/K row order GGUF uses for
  * interleaved RoPE. */
 #include "hf.h"
@@ -38,10 +38,10 @@ static const name_pair LAYER_NAMES[] = {
     {"ffn_down.weight", "mlp.down_proj.weight"},
 };
 
-/* Gemma 3's four norms a layer: its post_attention_layernorm follows
- * attention, where the others' is the norm before the MLP. Looked up before
- * LAYER_NAMES. */
-static const name_pair GEMMA3_LAYER_NAMES[] = {
+/* Gemma 2's and 3's four norms a layer: their post_attention_layernorm
+ * follows attention, where the others' is the norm before the MLP. Looked up
+ * before LAYER_NAMES. */
+static const name_pair GEMMA_LAYER_NAMES[] = {
     {"post_attention_norm.weight", "post_attention_layernorm.weight"},
     {"ffn_norm.weight", "pre_feedforward_layernorm.weight"},
     {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
@@ -66,7 +66,9 @@ static int layer_of(const char *name, const char *prefix, const char **rest) {
   return (int)layer;
 }
 
-static int is_gemma3(const char *arch) { return arch && strcmp(arch, "gemma3") == 0; }
+static int is_gemma(const char *arch) {
+  return arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
+}
 
 /* rest's counterpart in table, or NULL. */
 static const name_pair *pair_of(const name_pair *table, int n, const char *rest, int from_hf) {
@@ -87,9 +89,8 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   const char *rest;
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
-  const name_pair *p = is_gemma3(arch)
-                           ? pair_of(GEMMA3_LAYER_NAMES, COUNT(GEMMA3_LAYER_NAMES), rest, from_hf)
-                           : NULL;
+  const name_pair *p =
+      is_gemma(arch) ? pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf) : NULL;
   if (!p) p = pair_of(LAYER_NAMES, COUNT(LAYER_NAMES), rest, from_hf);
   if (!p) return -1;
   int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
@@ -106,7 +107,7 @@ int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, siz
 }
 
 int mkc_hf_norm_offset(const char *gguf_name, const mkc_model_desc *d) {
-  return is_gemma3(d->arch) && mkc_ends_with(gguf_name, "norm.weight");
+  return is_gemma(d->arch) && mkc_ends_with(gguf_name, "norm.weight");
 }
 
 int mkc_hf_rope_heads(const char *gguf_name, const mkc_model_desc *d) {

@@ -39,37 +39,53 @@ static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s) {
                             s->attn_factor * (s->factor > 1 ? 1 + 0.1 * log(s->factor) : 1));
 }
 
-/* Gemma 3's keys (Gemma3TextConfig; hf_config.c: read_gemma3): the window
- * on the layers layer_types calls sliding_attention, and, for transformers
- * before 4.53, which read no layer_types, the same as sliding_window_pattern
- * where it can say it (one global layer a period). Without a window, every
- * layer is full_attention. */
-static void add_gemma3(cJSON *c, const mkc_model_desc *d) {
+/* Gemma 2's and 3's keys (Gemma2Config, Gemma3TextConfig; hf_config.c:
+ * read_gemma): the window on the layers layer_types calls
+ * sliding_attention, and, for transformers before 4.53, which read no
+ * layer_types, Gemma 3's sliding_window_pattern where it can say it (one
+ * global layer a period). Without a window, every layer is full_attention.
+ * The soft caps, null for none. */
+static void add_gemma(cJSON *c, const mkc_model_desc *d) {
+  int gemma3 = strcmp(d->arch, "gemma3") == 0;
   cJSON_AddStringToObject(c, "hidden_activation", "gelu_pytorch_tanh");
   cJSON_AddNumberToObject(c, "query_pre_attn_scalar",
                           d->attn_scale > 0 ? 1 / (d->attn_scale * d->attn_scale) : d->head_dim);
   cJSON_AddNumberToObject(c, "sliding_window",
                           d->sliding_window ? d->sliding_window : d->ctx_train);
-  if (d->sliding_window && d->swa_global == 1)
+  if (gemma3 && d->sliding_window && d->swa_global == 1)
     cJSON_AddNumberToObject(c, "sliding_window_pattern", d->swa_local + 1);
-  cJSON_AddNumberToObject(c, "rope_local_base_freq",
-                          d->rope_theta_swa > 0 ? d->rope_theta_swa : 10000);
+  if (gemma3)
+    cJSON_AddNumberToObject(c, "rope_local_base_freq",
+                            d->rope_theta_swa > 0 ? d->rope_theta_swa : 10000);
   cJSON *types = cJSON_AddArrayToObject(c, "layer_types");
   int period = d->swa_local + d->swa_global;
   for (int l = 0; types && l < d->n_layers; l++) {
     int local = d->sliding_window && (d->swa_global == 0 || l % period < d->swa_local);
     cJSON_AddItemToArray(types, cJSON_CreateString(local ? "sliding_attention" : "full_attention"));
   }
-  cJSON_AddNullToObject(c, "final_logit_softcapping");
-  cJSON_AddNullToObject(c, "attn_logit_softcapping");
+  const struct {
+    const char *key;
+    double cap;
+  } caps[] = {{"final_logit_softcapping", d->final_softcap},
+              {"attn_logit_softcapping", d->attn_softcap}};
+  for (int i = 0; i < 2; i++) {
+    char num[64]; /* a float, 30.0 rather than 30: transformers 5 checks the type */
+    snprintf(num, sizeof num, "%.17g", caps[i].cap);
+    if (!strpbrk(num, ".e")) strcat(num, ".0");
+    if (caps[i].cap > 0)
+      cJSON_AddRawToObject(c, caps[i].key, num);
+    else
+      cJSON_AddNullToObject(c, caps[i].key);
+  }
 }
 
 /* config.json as transformers writes it for d->arch. */
 static char *config_text(const mkc_model_desc *d) {
   cJSON *c = cJSON_CreateObject();
   if (!c) return NULL;
-  int gemma = strcmp(d->arch, "gemma3") == 0;
-  cJSON_AddStringToObject(c, "model_type", gemma ? "gemma3_text" : d->arch);
+  int gemma = strncmp(d->arch, "gemma", 5) == 0;
+  cJSON_AddStringToObject(c, "model_type",
+                          strcmp(d->arch, "gemma3") == 0 ? "gemma3_text" : d->arch);
   const struct {
     const char *key;
     int v;
@@ -87,7 +103,7 @@ static char *config_text(const mkc_model_desc *d) {
   cJSON_AddNumberToObject(c, "rms_norm_eps", d->norm_eps);
   cJSON_AddBoolToObject(c, "tie_word_embeddings", d->tied);
   if (gemma)
-    add_gemma3(c, d);
+    add_gemma(c, d);
   else
     cJSON_AddStringToObject(c, "hidden_act", "silu");
   add_rope_scaling(c, &d->rope_scaling);
@@ -99,7 +115,7 @@ static char *config_text(const mkc_model_desc *d) {
 
 int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
   int neox = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 ||
-             strcmp(d->arch, "gemma3") == 0;
+             strncmp(d->arch, "gemma", 5) == 0;
   if ((d->rope_layout == MKC_ROPE_NEOX) != neox) {
     fprintf(stderr,
             "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "

@@ -11,7 +11,7 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3", "gemma3"};
+static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"};
 
 /* "ARCH.suffix" as an integer in [1, 1<<30]: 1 found, 0 absent, -1 bad. */
 static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
@@ -83,11 +83,11 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
-   * rows were permuted at conversion), qwen2/qwen3 and gemma3 with NEOX halves. */
-  d->rope_layout =
-      strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || strcmp(arch, "gemma3") == 0
-          ? MKC_ROPE_NEOX
-          : MKC_ROPE_INTERLEAVED;
+   * rows were permuted at conversion), qwen2/qwen3 and Gemma with NEOX halves. */
+  d->rope_layout = strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 ||
+                           strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0
+                       ? MKC_ROPE_NEOX
+                       : MKC_ROPE_INTERLEAVED;
   const char *layout;
   int rc = mkc_gguf_get_str(f, "mkc.rope.layout", &layout);
   if (rc < 0) return -1;
@@ -280,7 +280,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, gemma3)\n",
+            "qwen3, gemma2, gemma3)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -411,33 +411,39 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
   return 0;
 }
 
-/* Gemma 3 as llama.cpp's loader reads it: the local layers attend over
- * ARCH.attention.sliding_window positions, 5 of every 6 from layer 0 unless
- * ARCH.attention.sliding_window_pattern says otherwise, with a RoPE base of
- * 10000 (ARCH.rope.freq_base_swa where given) that no scaling stretches;
- * embeddings times sqrt(dim); scores times 1 / sqrt(head_dim), but
- * 1 / sqrt(dim / heads) in the 62-layer 27B (gemma_pytorch's
+/* Gemma 2 and 3 as llama.cpp's loaders read them: the local layers attend
+ * over ARCH.attention.sliding_window positions, from layer 0 by
+ * ARCH.attention.sliding_window_pattern (default: Gemma 2's 1 local : 1
+ * global; Gemma 3's 5 : 1, and no window unless one is given), with their own
+ * RoPE base where ARCH.rope.freq_base_swa gives one (Gemma 3's default 10000,
+ * unscaled); embeddings times sqrt(dim); scores times 1 / sqrt(head_dim),
+ * but 1 / sqrt(dim / heads) in the 27Bs (46 and 62 layers: gemma_pytorch's
  * query_pre_attn_scalar); a GELU-gated MLP; norms after attention and the
- * MLP, which the converter stored with Gemma's + 1 added. Logit soft-capping
- * (Gemma 2's; 0 in Gemma 3) is refused. ollama's gemma3 files (which also hold
- * the vision tower's tensors, unread here) name the bases otherwise. */
-static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
-  double caps[2] = {0, 0};
+ * MLP, which the converter stored with Gemma's + 1 added. Soft caps:
+ * ARCH.attn_logit_softcapping (Gemma 2's, default 50) and
+ * ARCH.final_logit_softcapping (default 30 in Gemma 2, none in Gemma 3).
+ * ollama's gemma3 files (which also hold the vision tower's tensors, unread
+ * here) name the bases otherwise. */
+static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  int gemma2 = strcmp(arch, "gemma2") == 0;
   char key[128];
-  d->rope_theta_swa = 10000.0;
+  d->rope_theta_swa = gemma2 ? 0 : 10000.0;
+  d->attn_softcap = gemma2 ? 50 : 0;
+  d->final_softcap = gemma2 ? 30 : 0;
   /* ollama's own gemma3 files name the bases rope.global/local.freq_base and may leave out the
    * epsilon; its defaults are Gemma 3's (1e6, 1e-6) */
   snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-  if (!mkc_gguf_find(f, key)) {
+  if (!gemma2 && !mkc_gguf_find(f, key)) {
     d->rope_theta = 1e6;
     if (get_real(f, arch, "rope.global.freq_base", &d->rope_theta) < 0) return -1;
   }
   snprintf(key, sizeof key, "%s.rope.freq_base_swa", arch);
-  if (!mkc_gguf_find(f, key) && get_real(f, arch, "rope.local.freq_base", &d->rope_theta_swa) < 0)
+  if (!gemma2 && !mkc_gguf_find(f, key) &&
+      get_real(f, arch, "rope.local.freq_base", &d->rope_theta_swa) < 0)
     return -1;
   snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
   if (!mkc_gguf_find(f, key)) d->norm_eps = 1e-6;
-  int64_t window = 0; /* 0, as absent: every layer global (llama.cpp's n_swa) */
+  int64_t window = gemma2 ? 4096 : 0; /* 0, as absent in Gemma 3: every layer global */
   snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
   if (mkc_gguf_get_int(f, key, &window) < 0) return -1;
   if (window < 0 || window > (1 << 30)) {
@@ -446,18 +452,20 @@ static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
     return -1;
   }
   d->sliding_window = (int)window;
-  if (read_swa_pattern(f, arch, 6, d) < 0 ||
+  if (read_swa_pattern(f, arch, gemma2 ? 2 : 6, d) < 0 ||
       get_real(f, arch, "rope.freq_base_swa", &d->rope_theta_swa) < 0 ||
-      get_real(f, arch, "final_logit_softcapping", &caps[0]) < 0 ||
-      get_real(f, arch, "attn_logit_softcapping", &caps[1]) < 0)
+      get_real(f, arch, "final_logit_softcapping", &d->final_softcap) < 0 ||
+      (gemma2 && get_real(f, arch, "attn_logit_softcapping", &d->attn_softcap) < 0))
     return -1;
-  if (caps[0] > 0 || caps[1] > 0) {
-    fprintf(stderr,
-            "mkc: error: %s: %s soft-caps its logits (final %g, attention %g): not supported\n",
-            f->path, arch, caps[0], caps[1]);
-    return -1;
-  }
-  if (!(d->rope_theta_swa > 0) || !(d->rope_theta > 0)) {
+  /* llama.cpp caps Gemma 2's scores by the key and Gemma 3's never */
+  double caps[2] = {d->attn_softcap, d->final_softcap};
+  for (int i = 0; i < 2; i++)
+    if (!(caps[i] >= 0 && caps[i] < 1e30)) {
+      fprintf(stderr, "mkc: error: %s: %s.%s_logit_softcapping = %g: expected a cap >= 0\n",
+              f->path, arch, i ? "final" : "attn", caps[i]);
+      return -1;
+    }
+  if (!(d->rope_theta_swa >= 0) || !(d->rope_theta > 0) || (!gemma2 && !(d->rope_theta_swa > 0))) {
     fprintf(stderr, "mkc: error: %s: %s's RoPE bases %g (global) and %g (local): expected > 0\n",
             f->path, arch, d->rope_theta, d->rope_theta_swa);
     return -1;
@@ -472,7 +480,8 @@ static int read_gemma3(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       return -1;
     }
   d->embed_scale = sqrt((double)d->dim);
-  d->attn_scale = d->n_layers == 62 ? 1.0 / sqrt((double)(d->dim / d->n_heads)) : 0;
+  int big = d->n_layers == (gemma2 ? 46 : 62);
+  d->attn_scale = big ? 1.0 / sqrt((double)(d->dim / d->n_heads)) : 0;
   d->ffn_gelu = d->post_norms = 1;
   return 0;
 }
@@ -482,6 +491,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
   if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
-  if (strcmp(d->arch, "gemma3") == 0 && read_gemma3(f, d->arch, d)) return -1;
+  if (strncmp(d->arch, "gemma", 5) == 0 && read_gemma(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

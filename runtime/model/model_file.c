@@ -139,14 +139,20 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
            d->qk_norm ? ", qk norm" : "");
   size_t len = strlen(buf);
   if (d->sliding_window > 0 && len < cap)
-    len += (size_t)snprintf(buf + len, cap - len,
-                            ", %d local : %d global layers over a window of %d (rope theta %g)",
-                            d->swa_local, d->swa_global, d->sliding_window, d->rope_theta_swa);
+    len +=
+        (size_t)snprintf(buf + len, cap - len, ", %d local : %d global layers over a window of %d",
+                         d->swa_local, d->swa_global, d->sliding_window);
+  if (d->sliding_window > 0 && d->rope_theta_swa > 0 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, " (rope theta %g)", d->rope_theta_swa);
   if (d->post_norms && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", norms after attention and the MLP");
   if (d->ffn_gelu && len < cap) len += (size_t)snprintf(buf + len, cap - len, ", GeGLU");
   if (d->embed_scale > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", embeddings x %g", d->embed_scale);
   if (d->attn_scale > 0 && len < cap)
-    snprintf(buf + len, cap - len, ", attention scale %g", d->attn_scale);
+    len += (size_t)snprintf(buf + len, cap - len, ", attention scale %g", d->attn_scale);
+  if (d->attn_softcap > 0 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", scores capped at %g", d->attn_softcap);
+  if (d->final_softcap > 0 && len < cap)
+    snprintf(buf + len, cap - len, ", logits capped at %g", d->final_softcap);
 }

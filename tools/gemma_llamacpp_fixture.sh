@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Writes tests/data/gemma3_llamacpp.txt: llama.cpp's greedy continuation of a prompt on the
-# gemma3 file `mkc init --preset gemma3-tiny --seed 5` writes, with each step's log-probability.
-# test_gguf_cli.sh checks mkc's kernel against it. llama.cpp is the one llama-cpp-python 0.3.36
-# vendors (the sdist tests/data/fetch.sh pins), built here on the CPU:
+# Writes llama.cpp's greedy continuation of a prompt on the file `mkc init --preset PRESET --seed 5`
+# writes (gemma3-tiny: a gemma3 file; gemma2-tiny: a gemma2 file), with each step's
+# log-probability. test_gguf_cli.sh and test_gemma_hf.sh check mkc's kernel against it. llama.cpp
+# is the one llama-cpp-python 0.3.36 vendors (the sdist tests/data/fetch.sh pins), built here on
+# the CPU:
 #   pip install gguf   # tools/gguf_add_vocab.py
-#   bash tools/gemma3_fixture.sh > tests/data/gemma3_llamacpp.txt
+#   bash tools/gemma_llamacpp_fixture.sh gemma3-tiny > tests/data/gemma3_llamacpp.txt
+#   bash tools/gemma_llamacpp_fixture.sh gemma2-tiny > tests/data/gemma2_llamacpp.txt
 set -eu
 cd "$(dirname "$0")/.."
+preset=${1:-gemma3-tiny}
 work=${WORK:-$(mktemp -d)}
 PROMPT="3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4" # past the window of 16
 STEPS=48
@@ -25,11 +28,11 @@ cmake --build "$l/build" --target llama -j"$(nproc)" >&2
 g++ -O1 -x c tools/llamacpp_greedy.c -x none -I"$l/include" -I"$l/ggml/include" \
   "$l/build/src/libllama.a" "$l/build/ggml/src/libggml.a" "$l/build/ggml/src/libggml-cpu.a" \
   "$l/build/ggml/src/libggml-base.a" -lgomp -lpthread -lm -o "$work/greedy"
-build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3.gguf" >&2
-python3 tools/gguf_add_vocab.py "$work/g3.gguf" "$work/g3-vocab.gguf"
-echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset gemma3-tiny --seed 5\`"
-echo "# (tools/gemma3_fixture.sh): the prompt's ids, then each greedy step's id and log-probability,"
-echo "# and the runner-up's"
+build/mkc init --preset "$preset" --seed 5 -o "$work/$preset.gguf" >&2
+python3 tools/gguf_add_vocab.py "$work/$preset.gguf" "$work/$preset-vocab.gguf"
+echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset $preset --seed 5\`"
+echo "# (tools/gemma_llamacpp_fixture.sh): the prompt's ids, then each greedy step's id and"
+echo "# log-probability, and the runner-up's"
 echo "prompt $PROMPT"
 # shellcheck disable=SC2086
-"$work/greedy" "$work/g3-vocab.gguf" $STEPS $PROMPT 2>/dev/null
+"$work/greedy" "$work/$preset-vocab.gguf" $STEPS $PROMPT 2>/dev/null

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Gemma 2 and 3 as Hugging Face folders and GGUF files: `mkc init --preset gemma3-tiny -o DIR`
+# writes config.json as transformers writes Gemma 3's (gemma3_text), gemma2-tiny Gemma 2's (soft
+# caps on the scores and the logits), and their norms as transformers stores them (the scale less
+# 1); mkc reads each back as the GGUF's model, and its cpu kernel gives transformers' own greedy
+# tokens and log-probabilities on those folders (tests/data/gemma{2,3}_transformers.txt) and on
+# gemma3-tiny's weights under the config transformers 5 saves (tests/data/gemma3_transformers5.json:
+# layer_types, rope_parameters per layer type, query_pre_attn_scalar 64, the global layers' RoPE
+# scaled), and llama.cpp's on gemma2-tiny's GGUF (tests/data/gemma2_llamacpp.txt; test_gguf_cli.sh
+# has gemma3-tiny's); multimodal checkpoints' text_config and tensor names read as the text model's.
+source "$(dirname "$0")/lib.sh"
+P=3,1,4,1,5,9,2,6
+
+for g in 2 3; do
+  d=$tmp/g$g
+  "$mkc" init --preset "gemma$g-tiny" --seed 5 -o "$d" 2>"$tmp/err" || fail "init gemma$g-tiny -o DIR" "$(cat "$tmp/err")"
+  "$mkc" init --preset "gemma$g-tiny" --seed 5 -o "$d.gguf" 2>"$tmp/err" || fail "init gemma$g-tiny -o FILE.gguf" "$(cat "$tmp/err")"
+  "$mkc" run -m "$d" --prompt-ids $P -n 40 --backend cpu >"$d.dir.out" 2>"$tmp/err" &&
+    "$mkc" run -m "$d.gguf" --prompt-ids $P -n 40 --backend cpu >"$d.gguf.out" 2>>"$tmp/err"
+  if cmp -s "$d.dir.out" "$d.gguf.out" && [ "$(wc -w <"$d.dir.out")" -eq 40 ]; then
+    ok "gemma$g-tiny: the folder runs as the GGUF of the same seed (40 tokens, cpu)"
+  else
+    fail "gemma$g-tiny: the folder runs as the GGUF of the same seed" "$(cat "$tmp/err")" "dir:  $(cat "$d.dir.out")" "gguf: $(cat "$d.gguf.out")"
+  fi
+  # transformers on the folder (tools/gemma_hf_fixture.sh): every greedy step, log-probabilities
+  # within 0.01 (lib.sh: greedy_agrees; both keep activations in float, the kernel's KV cache is
+  # bf16). The weights' file is the one transformers read, byte for byte: a writer and reader wrong
+  # the same way (the norms' 1) cannot agree with each other and pass.
+  fixture=tests/data/gemma${g}_transformers.txt
+  want=$(sed -n 's/^sha256 \([0-9a-f]*\) model.safetensors$/\1/p' "$fixture")
+  [ -n "$want" ] && [ "$(sha256sum <"$d/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
+    ok "gemma$g-tiny: model.safetensors is the file transformers read (sha256)" ||
+    fail "gemma$g-tiny: model.safetensors is the file transformers read" "want sha256 $want"
+  if greedy_agrees "$fixture" "$d"; then
+    ok "gemma$g-tiny: the folder on the cpu kernel: transformers' 48 greedy tokens and log-probabilities"
+  else
+    fail "gemma$g-tiny: the folder on the cpu kernel: transformers' greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
+  fi
+done
+for key in '"model_type":	"gemma3_text"' '"hidden_activation":	"gelu_pytorch_tanh"' '"query_pre_attn_scalar":	256' \
+  '"sliding_window":	16' '"sliding_window_pattern":	3' '"rope_local_base_freq":	10000' \
+  '"layer_types":	["sliding_attention", "sliding_attention", "full_attention"]' '"final_logit_softcapping":	null'; do
+  grep -qF "$key" "$tmp/g3/config.json" && ok "gemma3 config.json: $key" || fail "gemma3 config.json: $key" "$(cat "$tmp/g3/config.json")"
+done
+for key in '"model_type":	"gemma2"' '"attn_logit_softcapping":	2.0' '"final_logit_softcapping":	3.0' \
+  '"layer_types":	["sliding_attention", "full_attention", "sliding_attention"]'; do
+  grep -qF "$key" "$tmp/g2/config.json" && ok "gemma2 config.json: $key" || fail "gemma2 config.json: $key" "$(cat "$tmp/g2/config.json")"
+done
+grep -q rope_local_base_freq "$tmp/g2/config.json" && fail "gemma2 config.json: no local RoPE base" || ok "gemma2 config.json: no local RoPE base"
+# llama.cpp on gemma2-tiny's GGUF (tools/gemma_llamacpp_fixture.sh): its caps are the file's keys.
+if greedy_agrees tests/data/gemma2_llamacpp.txt "$tmp/g2.gguf"; then
+  ok "gemma2-tiny's GGUF on the cpu kernel: llama.cpp's 48 greedy tokens and log-probabilities"
+else
+  fail "gemma2-tiny's GGUF on the cpu kernel: llama.cpp's greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
+fi
+"$mkc" info -m "$tmp/g2.gguf" >"$tmp/info" 2>&1
+grep -q '^graph: .*1 local : 1 global layers over a window of 16, .*scores capped at 2, logits capped at 3)$' "$tmp/info" &&
+  ok "info on a gemma2 file: the window on every other layer, both caps" || fail "info on a gemma2 file" "$(cat "$tmp/info")"
+
+mkdir "$tmp/g3v"
+cp "$tmp/g3/model.safetensors" "$tmp/g3v/"
+cp tests/data/gemma3_transformers5.json "$tmp/g3v/config.json"
+"$mkc" info -m "$tmp/g3v" >"$tmp/info" 2>&1
+grep -q '^graph: .*rope theta 1e+06 (neox, linear scaling: factor 4), .*2 local : 1 global layers over a window of 16 (rope theta 10000).*attention scale 0.125' "$tmp/info" &&
+  ok "transformers 5's config.json: layer_types, rope_parameters per layer type, query_pre_attn_scalar" ||
+  fail "transformers 5's config.json read" "$(cat "$tmp/info")"
+if greedy_agrees tests/data/gemma3_transformers5.txt "$tmp/g3v"; then
+  ok "under transformers 5's config (scores x 64^-1/2, global RoPE linear x 4): transformers' 48 greedy tokens"
+else
+  fail "under transformers 5's config: transformers' greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
+fi
+# gemma2 files without the caps' keys get llama.cpp's defaults, 50 and 30; with a window
+# pattern of 1, every layer is global (fuzz/corpus/gguf: gemma2_caps.gguf, gemma2_global.gguf)
+perl -0777 -pe 's/(attn|final)_logit_softcapping/$1_logit_softcappinX/g' fuzz/corpus/gguf/gemma2_caps.gguf >"$tmp/nocaps.gguf"
+"$mkc" info -m "$tmp/nocaps.gguf" >"$tmp/info" 2>&1
+grep -q '^graph: .*scores capped at 50, logits capped at 30)$' "$tmp/info" &&
+  ok "a gemma2 file without its caps: llama.cpp's defaults, 50 and 30" || fail "a gemma2 file without its caps" "$(cat "$tmp/info")"
+"$mkc" info -m fuzz/corpus/gguf/gemma2_global.gguf >"$tmp/info" 2>&1
+grep '^graph: ' "$tmp/info" | grep -qv 'local' && grep -q '^graph: .*GeGLU' "$tmp/info" &&
+  ok "a gemma2 file whose window pattern is 1: every layer global" || fail "gemma2 pattern 1: every layer global" "$(cat "$tmp/info")"
+
+# A multimodal checkpoint: Gemma3Config's text_config, the text model's tensors under
+# language_model.model.* (transformers 4's Gemma3ForConditionalGeneration) or
+# model.language_model.* (transformers 5's), the vision tower's beside them, unread.
+# rename PREFIX IN OUT: the safetensors file IN with every "model." name as PREFIX, plus one
+# vision tensor's entry (its bytes are the first tensor's), the header's length rewritten.
+rename() {
+  perl -0777 -e '
+    my ($prefix, $in, $out) = @ARGV;
+    open my $f, "<:raw", $in or die; local $/; my $all = <$f>;
+    my $n = unpack("Q<", substr($all, 0, 8));
+    my $h = substr($all, 8, $n);
+    $h =~ s/"model\./"$prefix/g;
+    $h =~ s/^\{/{"vision_tower.vision_model.post_layernorm.weight":{"dtype":"BF16","shape":[2],"data_offsets":[0,4]},/;
+    $h =~ s/ +$//;
+    $h .= " " x ((8 - length($h) % 8) % 8);
+    open my $o, ">:raw", $out or die;
+    print $o pack("Q<", length $h), $h, substr($all, 8 + $n);' "$@"
+}
+for prefix in language_model.model. model.language_model.; do
+  d=$tmp/mm-$prefix
+  mkdir "$d"
+  rename "$prefix" "$tmp/g3/model.safetensors" "$d/model.safetensors"
+  { printf '{"model_type": "gemma3", "vision_config": {"model_type": "siglip_vision_model"}, "text_config": '
+    cat "$tmp/g3/config.json"
+    printf '}\n'; } >"$d/config.json"
+  if "$mkc" run -m "$d" --prompt-ids $P -n 40 --backend cpu >"$tmp/mm.out" 2>"$tmp/err" &&
+    cmp -s "$tmp/mm.out" "$tmp/g3.dir.out" && grep -q "\"$prefix" "$d/model.safetensors"; then
+    ok "a multimodal checkpoint, text model under $prefix: the text model's tokens"
+  else
+    fail "a multimodal checkpoint, text model under $prefix" "$(cat "$tmp/err")" "$(cat "$tmp/mm.out")"
+  fi
+done
+mkdir "$tmp/mm-x"
+cp "$tmp/g3/config.json" "$tmp/mm-x/"
+perl -0777 -pe 's/layers\.0\.post_feedforward_layernorm/layers.0.post_feedforward_layernorX/' \
+  "$tmp/g3/model.safetensors" >"$tmp/mm-x/model.safetensors"
+expect_error "a missing tensor is named as the text model names it" \
+  "mkc: error: $tmp/mm-x: tensor 'blk.0.post_ffw_norm.weight' is missing (HF name 'model.layers.0.post_feedforward_layernorm.weight'; the graph needs it as [1, 16])" \
+  -- run -m "$tmp/mm-x" --prompt-ids 1 -n 1
+finish
