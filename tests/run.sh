@@ -33,9 +33,15 @@ slow="tests/test_fake_cuda.sh build/test_spec_sampled build/test_nvrtc build/tes
   build/test_rounds build/test_wtypes tests/test_cli.sh build/test_model build/test_sampler
   tests/test_model_cli.sh tests/test_serve.sh"
 tests=()
+if [ -n "${MKC_TESTS:-}" ]; then # a list to run instead of every test, in its order
+  slow=$MKC_TESTS
+  for t in $slow; do
+    [ -e "$t" ] || { echo "tests/run.sh: MKC_TESTS names $t, which is not built or not a test" >&2; exit 2; }
+  done
+fi
 for t in $slow; do [ -e "$t" ] && tests+=("$t"); done
 slow=" $(echo $slow) " # one line, for the match below
-for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
+[ -n "${MKC_TESTS:-}" ] || for t in build/test_* build/sanitize/test_* tests/test_*.sh; do
   case "$t" in *.d) continue ;; esac
   [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
   case "$slow" in *" $t "*) continue ;; esac
@@ -50,7 +56,7 @@ passed=0 failed=0 skipped=0 broken=()
 report() {
   local t=${tests[$1]} log=$logs/$1 rc line p f s
   rc=$(cat "$log.rc")
-  echo "== $t ($(cat "$log.s") s)"
+  echo "== $t ($(cat "$log.s") s, $(cat "$log.cpu") s CPU)"
   cat "$log"
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed(, [0-9]+ skipped)?$' "$log" | tail -n 1)
   if [ -z "$line" ]; then
@@ -67,12 +73,19 @@ report() {
   if [ "$f" -gt 0 ] || [ "$rc" -ne 0 ]; then broken+=("$t"); fi
 }
 
-# Runs test i into its log, with its exit status and seconds beside it.
+# Runs test i into its log, with its exit status, seconds and CPU seconds beside it: the CPU
+# seconds (user + system of every process the test ran) are its share of the machine, which the
+# wall seconds are not when the tests beside it, or its own processes, outnumber the cores.
 run_one() {
   local t=${tests[$1]} log=$logs/$1 start=$SECONDS rc
   if [ "${t%.sh}" != "$t" ]; then bash "$t" >"$log" 2>&1; else "$t" >"$log" 2>&1; fi
   rc=$?
   echo $((SECONDS - start)) >"$log.s"
+  # times: this subshell's user and system time, then its children's ("0m1.500s 0m0.250s");
+  # into a file, since a pipe or $(...) would run it in a new process, which has no children
+  times >"$log.times"
+  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); s += a[1] * 60 + a[2] }
+                 printf "%d\n", s + 0.5 }' "$log.times" >"$log.cpu"
   echo "$rc" >"$log.rc"
 }
 
