@@ -79,6 +79,18 @@ grep -q '^graph: .*scores capped at 50, logits capped at 30)$' "$tmp/info" &&
 grep '^graph: ' "$tmp/info" | grep -qv 'local' && grep -q '^graph: .*GeGLU' "$tmp/info" &&
   ok "a gemma2 file whose window pattern is 1: every layer global" || fail "gemma2 pattern 1: every layer global" "$(cat "$tmp/info")"
 
+# Caps no file can carry: a gemma2 file always caps both (llama.cpp's defaults stand in for an
+# absent key), a gemma3 file never its scores (llama.cpp's gemma3 loader ignores the key).
+sed 's/attn_softcap = 2, final_softcap = 3,/attn_softcap = 0, final_softcap = 3,/' graphs/llama.lua >"$tmp/nocap.lua"
+expect_error "init: a gemma2 preset without a score cap" \
+  "mkc: error: preset gemma2-tiny: a gemma2 file caps both its attention scores and its logits; the preset caps its scores at 0 and its logits at 3 (0: none)" \
+  -- init "$tmp/nocap.lua" --preset gemma2-tiny --seed 1 -o "$tmp/nocap.gguf"
+awk '/^preset "gemma3-tiny"/ { g = 1 } g && /post_norms = true,/ { sub(/post_norms = true,/, "post_norms = true, attn_softcap = 50,"); g = 0 } 1' \
+  graphs/llama.lua >"$tmp/g3cap.lua"
+expect_error "init: a gemma3 preset with a score cap" \
+  "mkc: error: preset gemma3-tiny: a gemma3 file does not cap its attention scores; the preset caps its scores at 50 and its logits at 0 (0: none)" \
+  -- init "$tmp/g3cap.lua" --preset gemma3-tiny --seed 1 -o "$tmp/g3cap.gguf"
+
 # A multimodal checkpoint: Gemma3Config's text_config, the text model's tensors under
 # language_model.model.* (transformers 4's Gemma3ForConditionalGeneration) or
 # model.language_model.* (transformers 5's), the vision tower's beside them, unread.
