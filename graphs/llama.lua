@@ -101,6 +101,19 @@ preset "gemma-3-1b" {
   embed_scale = math.sqrt(1152), attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
 }
 
+-- Gemma 2 2B's shape (google/gemma-2-2b-it): heads of 256, a window of 4096 on every other layer
+-- from layer 0, the scores capped at 50 and the logits at 30, for benchmarks on random weights
+-- (`mkc bench --preset gemma-2-2b`); max_ctx is what the benchmarks use, not its trained 8192.
+preset "gemma-2-2b" {
+  dim = 2304, n_layers = 26, n_heads = 8, n_kv_heads = 4, head_dim = 256, ffn = 9216,
+  vocab = 256000, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = true, max_ctx = 4096, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = { size = 4096, pattern = "1 local : 1 global" },
+  linear_attention = "none",
+  embed_scale = 48, attn_scale = 0, ffn_act = "gelu_tanh", post_norms = true,
+  attn_softcap = 50, final_softcap = 30,
+}
+
 -- SmolLM2-135M's shape (HuggingFaceTB/SmolLM2-135M-Instruct): for a GPU machine that cannot
 -- download the model, `mkc init --preset smollm2-135m --type q4_1` writes a file of its size.
 preset "smollm2-135m" {
