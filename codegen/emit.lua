@@ -339,7 +339,8 @@ function emit.source(graph, plan, opts)
     end
   end
   if act == require("ir").ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
-  -- soft caps (Gemma 2), one for the kernel's attention and one for its logits (templates/common.cuh: mkc_softcap)
+  -- soft caps (Gemma 2), one for the kernel's attention and one for its logits (templates/common.cuh:
+  -- mkc_score, mkc_logit)
   local caps = {}
   for _, st in ipairs(plan.stages) do
     local node, name = st.kind == "attention" and st.att, "MKC_ATTN_SOFTCAP"
