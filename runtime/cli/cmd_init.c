@@ -93,11 +93,6 @@ static const char *architecture(const mkc_graph *g) {
   return "llama";
 }
 
-/* 2 or 3 for gemma2 and gemma3, else 0. */
-static int gemma_of(const char *arch) {
-  return strcmp(arch, "gemma2") == 0 ? 2 : strcmp(arch, "gemma3") == 0 ? 3 : 0;
-}
-
 static int set_u32(mkc_gguf_writer *out, const char *arch, const char *key, int v) {
   char full[128];
   snprintf(full, sizeof full, "%s.%s", arch, key);
@@ -254,7 +249,7 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
 static int set_gemma(mkc_gguf_writer *out, const mkc_model_desc *d) {
   const char *arch = d->arch;
   int bad = 0;
-  if (strcmp(arch, "gemma2") == 0) {
+  if (mkc_gemma_version(arch) == 2) {
     bad |= set_f32(out, arch, "attn_logit_softcapping", d->attn_softcap);
     if (!d->sliding_window) bad |= set_u32(out, arch, "attention.sliding_window_pattern", 1);
   }
@@ -620,7 +615,7 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (describe_gemma(&g, preset, gemma_of(d.arch), &d) ||
+    if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
         mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
@@ -632,7 +627,7 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_model_desc d;
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (describe_gemma(&g, preset, gemma_of(d.arch), &d) || set_metadata(out, &g, name) ||
+  if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) || set_metadata(out, &g, name) ||
       set_gemma(out, &d) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))

@@ -4,6 +4,8 @@
 #ifndef MKC_MODEL_DESC_H
 #define MKC_MODEL_DESC_H
 
+#include <string.h>
+
 /* RoPE scaling: enum mkc_rope_scaling_type (graph.h; NONE: plain RoPE) and
  * its parameters, as a rope node's rope_* fields carry them. */
 typedef struct mkc_rope_scaling {
@@ -39,5 +41,11 @@ typedef struct mkc_model_desc {
   /* Gemma 2: the scaled attention scores and the logits x as c * tanh(x / c) (0: neither) */
   double attn_softcap, final_softcap;
 } mkc_model_desc;
+
+/* 2 or 3 for the gemma2 and gemma3 architectures (mkc_model_desc.arch), else
+ * 0: the family whose norms, windows and caps the model files spell alike. */
+static inline int mkc_gemma_version(const char *arch) {
+  return !arch ? 0 : strcmp(arch, "gemma2") == 0 ? 2 : strcmp(arch, "gemma3") == 0 ? 3 : 0;
+}
 
 #endif

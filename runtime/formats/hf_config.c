@@ -378,7 +378,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   d->rope_layout = arch->rope_layout;
   d->qkv_bias = arch->qkv_bias;
   d->qk_norm = arch->qk_norm;
-  int gemma = strncmp(arch->arch, "gemma", 5) == 0, gemma2 = strcmp(arch->arch, "gemma2") == 0;
+  int gemma = mkc_gemma_version(arch->arch), gemma2 = gemma == 2;
 
   /* A multimodal Gemma 3 describes its language model in text_config. */
   char where[4200];

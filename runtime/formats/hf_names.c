@@ -66,10 +66,6 @@ static int layer_of(const char *name, const char *prefix, const char **rest) {
   return (int)layer;
 }
 
-static int is_gemma(const char *arch) {
-  return arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0);
-}
-
 /* rest's counterpart in table, or NULL. */
 static const name_pair *pair_of(const name_pair *table, int n, const char *rest, int from_hf) {
   for (int i = 0; i < n; i++)
@@ -89,8 +85,9 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   const char *rest;
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
-  const name_pair *p =
-      is_gemma(arch) ? pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf) : NULL;
+  const name_pair *p = mkc_gemma_version(arch)
+                           ? pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf)
+                           : NULL;
   if (!p) p = pair_of(LAYER_NAMES, COUNT(LAYER_NAMES), rest, from_hf);
   if (!p) return -1;
   int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
@@ -107,7 +104,7 @@ int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, siz
 }
 
 int mkc_hf_norm_offset(const char *gguf_name, const mkc_model_desc *d) {
-  return is_gemma(d->arch) && mkc_ends_with(gguf_name, "norm.weight");
+  return mkc_gemma_version(d->arch) && mkc_ends_with(gguf_name, "norm.weight");
 }
 
 int mkc_hf_rope_heads(const char *gguf_name, const mkc_model_desc *d) {

@@ -46,7 +46,7 @@ static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s) {
  * global layer a period). Without a window, every layer is full_attention.
  * The soft caps, null for none. */
 static void add_gemma(cJSON *c, const mkc_model_desc *d) {
-  int gemma3 = strcmp(d->arch, "gemma3") == 0;
+  int gemma3 = mkc_gemma_version(d->arch) == 3;
   cJSON_AddStringToObject(c, "hidden_activation", "gelu_pytorch_tanh");
   cJSON_AddNumberToObject(c, "query_pre_attn_scalar",
                           d->attn_scale > 0 ? 1 / (d->attn_scale * d->attn_scale) : d->head_dim);
@@ -83,9 +83,8 @@ static void add_gemma(cJSON *c, const mkc_model_desc *d) {
 static char *config_text(const mkc_model_desc *d) {
   cJSON *c = cJSON_CreateObject();
   if (!c) return NULL;
-  int gemma = strncmp(d->arch, "gemma", 5) == 0;
-  cJSON_AddStringToObject(c, "model_type",
-                          strcmp(d->arch, "gemma3") == 0 ? "gemma3_text" : d->arch);
+  int gemma = mkc_gemma_version(d->arch);
+  cJSON_AddStringToObject(c, "model_type", gemma == 3 ? "gemma3_text" : d->arch);
   const struct {
     const char *key;
     int v;
@@ -114,8 +113,8 @@ static char *config_text(const mkc_model_desc *d) {
 }
 
 int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
-  int neox = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 ||
-             strncmp(d->arch, "gemma", 5) == 0;
+  int neox =
+      strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 || mkc_gemma_version(d->arch);
   if ((d->rope_layout == MKC_ROPE_NEOX) != neox) {
     fprintf(stderr,
             "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "

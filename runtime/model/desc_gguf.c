@@ -84,10 +84,10 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
    * rows were permuted at conversion), qwen2/qwen3 and Gemma with NEOX halves. */
-  d->rope_layout = strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 ||
-                           strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0
-                       ? MKC_ROPE_NEOX
-                       : MKC_ROPE_INTERLEAVED;
+  d->rope_layout =
+      strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || mkc_gemma_version(arch)
+          ? MKC_ROPE_NEOX
+          : MKC_ROPE_INTERLEAVED;
   const char *layout;
   int rc = mkc_gguf_get_str(f, "mkc.rope.layout", &layout);
   if (rc < 0) return -1;
@@ -425,7 +425,7 @@ static int read_swa_pattern(const mkc_gguf *f, const char *arch, int n, mkc_mode
  * ollama's gemma3 files (which also hold the vision tower's tensors, unread
  * here) name the bases otherwise. */
 static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
-  int gemma2 = strcmp(arch, "gemma2") == 0;
+  int gemma2 = mkc_gemma_version(arch) == 2;
   char key[128];
   d->rope_theta_swa = gemma2 ? 0 : 10000.0;
   d->attn_softcap = gemma2 ? 50 : 0;
@@ -491,6 +491,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
   if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
-  if (strncmp(d->arch, "gemma", 5) == 0 && read_gemma(f, d->arch, d)) return -1;
+  if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }
