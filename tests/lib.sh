@@ -30,25 +30,31 @@ expect_error() {
   fi
 }
 
-# greedy_agrees FIXTURE MODEL [MIN]: the cpu kernel's greedy run of MODEL on FIXTURE's prompt
-# against another engine's (tests/data/gemma3_*.txt: "prompt IDS", then each step's id and
-# log-probability and the runner-up's). Each log-probability within 0.01. Rounding that differs
-# between the two can flip a near-tie, after which they continue differently: where they first
-# differ, the kernel's token must be the other's runner-up, less than 0.01 behind, and at least
-# MIN (default: every) steps must agree before it. The side-by-side lines in $tmp/greedy.
-greedy_agrees() {
-  local fixture=$1 model=$2 steps prompt
+# expect_greedy NAME FIXTURE MODEL [MIN]: the cpu kernel's greedy run of MODEL on FIXTURE's prompt
+# against another engine's (tests/data/gemma*_*.txt: "prompt IDS", then each step's id and
+# log-probability and the runner-up's), one check. Each log-probability within 0.01. Rounding that
+# differs between the two can flip a near-tie, after which they continue differently: where they
+# first differ, the kernel's token must be the other's runner-up, less than 0.01 behind, and at
+# least MIN (default: every) steps must agree before it.
+expect_greedy() {
+  local name=$1 fixture=$2 model=$3 steps prompt agree
   steps=$(grep -c '^[0-9]' "$fixture")
+  agree="all $steps"
+  [ -z "${4:-}" ] || agree="at least $4 of $steps"
   prompt=$(sed -n 's/^prompt //p' "$fixture" | tr ' ' ',')
   "$mkc" run -m "$model" --prompt-ids "$prompt" -n "$steps" --backend cpu --logprobs 1 2>&1 \
     >/dev/null | sed -n 's/^mkc: token \([0-9]*\) .* logprob \([-0-9.]*\);.*/\1 \2/p' >"$tmp/greedy.lp"
   paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/greedy.lp" >"$tmp/greedy"
-  awk -v min="${3:-$steps}" '
+  if awk -v min="${4:-$steps}" '
     done { next }
     NF != 6 { bad = 1; done = 1; next }
     $1 != $5 { if ($5 != $3 || $2 - $4 >= 0.01) bad = 1; done = 1; next }
     { d = $2 - $6; if (d < 0) d = -d; if (d >= 0.01) bad = 1; same++ }
-    END { exit !(!bad && same >= min) }' "$tmp/greedy"
+    END { exit !(!bad && same >= min) }' "$tmp/greedy"; then
+    ok "$name: the greedy tokens and log-probabilities of $fixture ($agree steps agree, within 0.01)"
+  else
+    fail "$name: the greedy tokens and log-probabilities of $fixture" "$(head -30 "$tmp/greedy")"
+  fi
 }
 
 finish() {

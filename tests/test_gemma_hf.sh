@@ -23,7 +23,7 @@ for g in 2 3; do
     fail "gemma$g-tiny: the folder runs as the GGUF of the same seed" "$(cat "$tmp/err")" "dir:  $(cat "$d.dir.out")" "gguf: $(cat "$d.gguf.out")"
   fi
   # transformers on the folder (tools/gemma_hf_fixture.sh): every greedy step, log-probabilities
-  # within 0.01 (lib.sh: greedy_agrees; both keep activations in float, the kernel's KV cache is
+  # within 0.01 (lib.sh: expect_greedy; both keep activations in float, the kernel's KV cache is
   # bf16). The weights' file is the one transformers read, byte for byte: a writer and reader wrong
   # the same way (the norms' 1) cannot agree with each other and pass.
   fixture=tests/data/gemma${g}_transformers.txt
@@ -31,11 +31,7 @@ for g in 2 3; do
   [ -n "$want" ] && [ "$(sha256sum <"$d/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
     ok "gemma$g-tiny: model.safetensors is the file transformers read (sha256)" ||
     fail "gemma$g-tiny: model.safetensors is the file transformers read" "want sha256 $want"
-  if greedy_agrees "$fixture" "$d"; then
-    ok "gemma$g-tiny: the folder on the cpu kernel: transformers' 48 greedy tokens and log-probabilities"
-  else
-    fail "gemma$g-tiny: the folder on the cpu kernel: transformers' greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
-  fi
+  expect_greedy "gemma$g-tiny's folder on the cpu kernel against transformers" "$fixture" "$d"
 done
 for key in '"model_type":	"gemma3_text"' '"hidden_activation":	"gelu_pytorch_tanh"' '"query_pre_attn_scalar":	256' \
   '"sliding_window":	16' '"sliding_window_pattern":	3' '"rope_local_base_freq":	10000' \
@@ -48,11 +44,7 @@ for key in '"model_type":	"gemma2"' '"attn_logit_softcapping":	2.0' '"final_logi
 done
 grep -q rope_local_base_freq "$tmp/g2/config.json" && fail "gemma2 config.json: no local RoPE base" || ok "gemma2 config.json: no local RoPE base"
 # llama.cpp on gemma2-tiny's GGUF (tools/gemma_llamacpp_fixture.sh): its caps are the file's keys.
-if greedy_agrees tests/data/gemma2_llamacpp.txt "$tmp/g2.gguf"; then
-  ok "gemma2-tiny's GGUF on the cpu kernel: llama.cpp's 48 greedy tokens and log-probabilities"
-else
-  fail "gemma2-tiny's GGUF on the cpu kernel: llama.cpp's greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
-fi
+expect_greedy "gemma2-tiny's GGUF on the cpu kernel against llama.cpp" tests/data/gemma2_llamacpp.txt "$tmp/g2.gguf"
 "$mkc" info -m "$tmp/g2.gguf" >"$tmp/info" 2>&1
 grep -q '^graph: .*1 local : 1 global layers over a window of 16, .*scores capped at 2, logits capped at 3)$' "$tmp/info" &&
   ok "info on a gemma2 file: the window on every other layer, both caps" || fail "info on a gemma2 file" "$(cat "$tmp/info")"
@@ -64,11 +56,8 @@ cp tests/data/gemma3_transformers5.json "$tmp/g3v/config.json"
 grep -q '^graph: .*rope theta 1e+06 (neox, linear scaling: factor 4), .*2 local : 1 global layers over a window of 16 (rope theta 10000).*attention scale 0.125' "$tmp/info" &&
   ok "transformers 5's config.json: layer_types, rope_parameters per layer type, query_pre_attn_scalar" ||
   fail "transformers 5's config.json read" "$(cat "$tmp/info")"
-if greedy_agrees tests/data/gemma3_transformers5.txt "$tmp/g3v"; then
-  ok "under transformers 5's config (scores x 64^-1/2, global RoPE linear x 4): transformers' 48 greedy tokens"
-else
-  fail "under transformers 5's config: transformers' greedy tokens and log-probabilities" "$(head -30 "$tmp/greedy")"
-fi
+expect_greedy "under transformers 5's config (scores x 64^-1/2, global RoPE linear x 4), against transformers" \
+  tests/data/gemma3_transformers5.txt "$tmp/g3v"
 # gemma2 files without the caps' keys get llama.cpp's defaults, 50 and 30; with a window
 # pattern of 1, every layer is global (fuzz/corpus/gguf: gemma2_caps.gguf, gemma2_global.gguf)
 perl -0777 -pe 's/(attn|final)_logit_softcapping/$1_logit_softcappinX/g' fuzz/corpus/gguf/gemma2_caps.gguf >"$tmp/nocaps.gguf"
