@@ -256,6 +256,47 @@ static int get_cap(const config *t, const char *key, double def, double *out) {
   return get_positive(t, t->root, key, *out, out);
 }
 
+/* layer_types, one "sliding_attention" or "full_attention" a layer, as the
+ * period of an L local : 1 global pattern from layer 0 (swa_pattern.h), or
+ * -1 with a message for anything else. */
+static int read_layer_types(const config *t, const cJSON *types, int n_layers, int *period) {
+  char buf[96];
+  if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != n_layers) {
+    if (cJSON_IsArray(types))
+      snprintf(buf, sizeof buf, "%d", cJSON_GetArraySize(types));
+    else
+      mkc_json_describe(types, buf, sizeof buf);
+    return mkc_error_in(t->where,
+                        "\"layer_types\": Expected %d of \"sliding_attention\" or "
+                        "\"full_attention\", one a layer; Actual %s",
+                        n_layers, buf);
+  }
+  unsigned char *local = malloc((size_t)n_layers);
+  if (!local) return mkc_error_in(t->where, "out of memory");
+  int bad = -1, rc = 0;
+  for (int l = 0; l < n_layers && !rc; l++) {
+    const cJSON *e = cJSON_GetArrayItem(types, l);
+    const char *name = cJSON_IsString(e) ? e->valuestring : "";
+    if (strcmp(name, "sliding_attention") != 0 && strcmp(name, "full_attention") != 0)
+      rc = mkc_error_in(t->where,
+                        "\"layer_types\"[%d]: Expected \"sliding_attention\" or "
+                        "\"full_attention\", Actual %s",
+                        l, mkc_json_describe(e, buf, sizeof buf));
+    local[l] = name[0] == 's';
+  }
+  if (!rc) *period = mkc_swa_period(local, n_layers, &bad);
+  if (!rc && bad >= 0) {
+    char set[64];
+    mkc_swa_describe(*period, set, sizeof set);
+    rc = mkc_error_in(t->where,
+                      "\"layer_types\": layer %d is %s, unlike the pattern the layers before it "
+                      "set (%s; mkc runs L local : 1 global from layer 0)",
+                      bad, local[bad] ? "sliding_attention" : "full_attention", set);
+  }
+  free(local);
+  return rc;
+}
+
 /* Gemma 2 and 3 (Gemma2Config, Gemma3TextConfig, with their defaults):
  * windows on the layers layer_types calls sliding_attention (absent: Gemma
  * 2's even layers; Gemma 3's all but every sliding_window_pattern-th, from
@@ -289,49 +330,11 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
   if (window && cJSON_IsNull(window))
     return mkc_error_in(t->where, "\"sliding_window\": null: its local layers need a window");
   if (get_int(t, "sliding_window", 4096, 1, &d->sliding_window)) return -1;
-  unsigned char *local = malloc((size_t)d->n_layers);
-  if (!local) return mkc_error_in(t->where, "out of memory");
   const cJSON *types = field(t, t->root, "layer_types");
-  int period = gemma2 ? 2 : 6, bad = -1;
-  if (types) {
-    if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != d->n_layers) {
-      free(local);
-      if (cJSON_IsArray(types))
-        snprintf(buf, sizeof buf, "%d", cJSON_GetArraySize(types));
-      else
-        mkc_json_describe(types, buf, sizeof buf);
-      return mkc_error_in(t->where,
-                          "\"layer_types\": Expected %d of \"sliding_attention\" or "
-                          "\"full_attention\", one a layer; Actual %s",
-                          d->n_layers, buf);
-    }
-    for (int l = 0; l < d->n_layers; l++) {
-      const cJSON *e = cJSON_GetArrayItem(types, l);
-      const char *name = cJSON_IsString(e) ? e->valuestring : "";
-      if (strcmp(name, "sliding_attention") != 0 && strcmp(name, "full_attention") != 0) {
-        free(local);
-        return mkc_error_in(t->where,
-                            "\"layer_types\"[%d]: Expected \"sliding_attention\" or "
-                            "\"full_attention\", Actual %s",
-                            l, mkc_json_describe(e, buf, sizeof buf));
-      }
-      local[l] = name[0] == 's';
-    }
-    period = mkc_swa_period(local, d->n_layers, &bad);
-  } else if (!gemma2 && get_int(t, "sliding_window_pattern", 6, 1, &period)) {
-    free(local);
+  int period = gemma2 ? 2 : 6;
+  if (types ? read_layer_types(t, types, d->n_layers, &period)
+            : !gemma2 && get_int(t, "sliding_window_pattern", 6, 1, &period))
     return -1;
-  }
-  if (bad >= 0) {
-    char set[64];
-    mkc_swa_describe(period, set, sizeof set);
-    mkc_error_in(t->where,
-                 "\"layer_types\": layer %d is %s, unlike the pattern the layers before it set "
-                 "(%s; mkc runs L local : 1 global from layer 0)",
-                 bad, local[bad] ? "sliding_attention" : "full_attention", set);
-  }
-  free(local);
-  if (bad >= 0) return -1;
   d->swa_local = period ? period - 1 : 1, d->swa_global = period ? 1 : 0;
 
   /* Gemma 3's local layers' RoPE: rope_local_base_freq, or rope_parameters' sliding_attention */
@@ -349,7 +352,7 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
       return mkc_error_in(t->where, "rope_parameters.sliding_attention: scaled: not supported "
                                     "(mkc scales only the global layers' RoPE)");
   }
-  if (d->sliding_window == 0 || d->swa_local == 0 || period == 1)
+  if (d->sliding_window == 0 || d->swa_local == 0) /* period 1: every layer global */
     d->sliding_window = d->swa_local = d->swa_global = 0, d->rope_theta_swa = 0;
   d->embed_scale = sqrt((double)d->dim);
   d->ffn_gelu = d->post_norms = 1;
