@@ -792,6 +792,45 @@ static void test_compile_error(void) {
   mkc_cpu_kernel_close(k);
 }
 
+/* main_kernel under codegen's header comment: text, with header's graph
+ * path and the body's last line as given. */
+static char *with_header(const char *graph, const char *tail) {
+  char *text;
+  if (asprintf(&text,
+               "/* mkc 0.1.0 -- generated: do not edit.\n * graph:   %s, preset tiny\n */\n%s%s",
+               graph, main_kernel, tail) < 0)
+    return NULL;
+  return text;
+}
+
+/* The cache key leaves out codegen's header comment and the kernel's name
+ * (the same kernel from a preset and from a model file), and nothing else. */
+static void same_kernel_other_header(const char *cache_root) {
+  char *a = with_header("/tmp/x/graphs/llama.lua", ""), *b = with_header("graphs/llama.lua", "");
+  char *c = with_header("graphs/llama.lua", "/* a comment past the header */\n");
+  char *d = with_header("graphs/llama.lua", "static int unused_but_new;\n");
+  int n0 = count_cached_so(cache_root);
+  mkc_cpu_kernel *k = a ? mkc_cpu_kernel_open(a, "llama.tiny.cu", templates_dir) : NULL;
+  int n1 = count_cached_so(cache_root);
+  mkc_cpu_kernel_close(k);
+  k = b ? mkc_cpu_kernel_open(b, "llama.model-file.cu", templates_dir) : NULL;
+  int n2 = count_cached_so(cache_root);
+  CHECK(k && n1 == n0 + 1 && n2 == n1,
+        "another header comment and name: the same cache entry (%d, %d, %d entries)", n0, n1, n2);
+  mkc_cpu_kernel_close(k);
+  k = c ? mkc_cpu_kernel_open(c, "llama.tiny.cu", templates_dir) : NULL;
+  mkc_cpu_kernel_close(k);
+  mkc_cpu_kernel *k2 = d ? mkc_cpu_kernel_open(d, "llama.tiny.cu", templates_dir) : NULL;
+  CHECK(k && k2 && count_cached_so(cache_root) == n2 + 2,
+        "a comment past the header, or a line of code: a new entry each (%d entries)",
+        count_cached_so(cache_root));
+  mkc_cpu_kernel_close(k2);
+  free(a);
+  free(b);
+  free(c);
+  free(d);
+}
+
 static void test_cache(const char *cache_root) {
   int before = count_cached_so(cache_root);
   double t0 = mkc_seconds();
@@ -800,6 +839,7 @@ static void test_cache(const char *cache_root) {
   CHECK(k != NULL && before > 0, "main kernel reopens from the cache (%.1f ms)", dt * 1e3);
   CHECK_INT(count_cached_so(cache_root), before, "reopening compiles nothing new");
   mkc_cpu_kernel_close(k);
+  same_kernel_other_header(cache_root);
   check_stderr_begin();
   k = mkc_cpu_kernel_open(main_kernel, "simt_main.cu", "/nonexistent");
   char *err = check_stderr_end();

@@ -1,13 +1,15 @@
 /* Speculation stays lossless when sampling: on `tiny` (top-k 3, so the first
  * three tokens have at most 27 outcomes), the joint distribution of the first
- * three emitted tokens over 20,000 sequences is the same with drafts as
- * without them — n-gram drafts at K = 1 and 4, and scripted drafts that are
- * likely, impossible (always rejected) or alternate — by a two-sample
- * chi-square test (p >= 0.001). A planted bug in the kernel's accept (a draft
- * kept with probability sqrt(p)) fails the same test. Also: the same seed
- * gives the same tokens, different seeds differ, and greedy decoding is
- * unchanged by the sampler being in the kernel (temperature 0 = argmax). And
- * the candidates stage (a small top-k) draws what the full path draws. */
+ * three emitted tokens over 10,000 sequences is the exact distribution, with
+ * drafts and without them — n-gram drafts at K = 1 and 4, and scripted drafts
+ * that are likely, impossible (always rejected) or alternate — by a chi-square
+ * goodness-of-fit test (p >= 0.001). The exact distribution is the oracle's:
+ * the reference executor's logits through the sampling oracle (sampler_ref.h).
+ * A planted bug in the kernel's accept (a draft kept with probability
+ * sqrt(p)) fails the same test. Also: the same seed gives the same tokens,
+ * different seeds differ, and greedy decoding is unchanged by the sampler
+ * being in the kernel (temperature 0 = argmax). And the candidates stage (a
+ * small top-k) draws what the full path draws. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,10 +18,14 @@
 #include "check.h"
 #include "exec/decode.h"
 #include "fixture.h"
+#include "exec/reference.h"
 #include "exec/sampler_ref.h"
 #include "stats.h"
 
-#define SEQS 20000
+/* Sequences a histogram: against exact probabilities, 10,000 give a drafted
+ * run's frequencies the variance 20,000 a side gave in the two-sample test
+ * against a plain run this replaced (p(1-p)/10,000 per outcome either way). */
+#define SEQS 10000
 #define N_TOK 3
 #define VOCAB_OUT 27 /* (top-k 3)^3 outcomes, numbered by the ranks seen */
 #define P_MIN 0.001
@@ -88,59 +94,91 @@ static int sequence(run *r, unsigned seed, enum policy pol, int k, int *out) {
   return 0;
 }
 
-/* Outcomes (t1, t2, t3) -> buckets, in the order the plain run first gave
- * them (top-k 3: at most 27); one more bucket for an outcome it never gave. */
+/* Outcomes (t1, t2, t3) -> buckets, in the order the oracle gives them
+ * (top-k 3: at most 27); one more bucket for an outcome it never gives. */
 typedef struct buckets {
   int seen[VOCAB_OUT][N_TOK], n;
 } buckets;
 
-static int bucket_of(buckets *b, const int *t, int learn) {
+static int bucket_of(const buckets *b, const int *t) {
   for (int i = 0; i < b->n; i++)
     if (memcmp(b->seen[i], t, sizeof b->seen[i]) == 0) return i;
-  if (!learn || b->n == VOCAB_OUT) return VOCAB_OUT;
-  memcpy(b->seen[b->n], t, sizeof b->seen[0]);
-  return b->n++;
+  return VOCAB_OUT;
 }
 
 /* Counts of SEQS sequences under a policy. */
-static int histogram(run *r, enum policy pol, int k, buckets *b, int learn, long *counts) {
+static int histogram(run *r, enum policy pol, int k, const buckets *b, long *counts) {
   memset(counts, 0, (VOCAB_OUT + 1) * sizeof *counts);
   int t[N_TOK];
   for (unsigned s = 0; s < SEQS; s++) {
     if (sequence(r, 1000003u * (unsigned)pol + 7919u * (unsigned)k + s, pol, k, t) != 0) return -1;
-    counts[bucket_of(b, t, learn)]++;
+    counts[bucket_of(b, t)]++;
   }
   return 0;
 }
 
-/* The two-sample chi-square test of equal distributions (equal sizes): the
- * homogeneity statistic over buckets, small ones pooled. */
-static double same_distribution(const long *a, const long *b, int n, int *dof) {
-  double x = 0, pool_a = 0, pool_b = 0;
-  int cells = 0;
-  for (int i = 0; i < n; i++) {
-    double e = (a[i] + b[i]) / 2.0;
-    if (e < STATS_MIN_EXPECTED) {
-      pool_a += a[i];
-      pool_b += b[i];
-      continue;
+/* The oracle: the exact distribution of the first N_TOK tokens, each drawn
+ * from the sampling oracle's probabilities on the reference executor's logits
+ * after the prompt and the tokens before it. Fills b (the outcomes with
+ * nonzero probability, at most VOCAB_OUT) and p (theirs; 0 past b->n and for
+ * the last bucket, outcomes the oracle never gives). *gap: the smallest
+ * distance between the 3rd and 4th logit over the prefixes, over the largest
+ * |logit|, which must leave top-k 3 the same set under the kernel's logits.
+ * 0, or -1. */
+static int exact_outcomes(const fixture *fx, const int *prefix, int depth, double mass, buckets *b,
+                          double *p, double *gap) {
+  int n = N_PROMPT + depth, V = fx->g.vocab, ok = 1;
+  mkc_ref *ref = mkc_ref_open(&fx->g, &fx->w);
+  double *logits = malloc(V * sizeof *logits), *probs = malloc(V * sizeof *probs);
+  float *f = malloc(V * sizeof *f);
+  ok = ref && logits && probs && f;
+  for (int i = 0; ok && i < n; i++) ok = mkc_ref_step(ref, prefix[i], logits) == 0;
+  if (ok) {
+    mkc_sampling o = options(0);
+    double top[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY}, largest = 0;
+    for (int v = 0; v < V; v++) {
+      f[v] = (float)logits[v];
+      largest = fmax(largest, fabs(logits[v]));
+      for (int j = 0; j < 4; j++)
+        if (logits[v] > top[j]) {
+          memmove(top + j + 1, top + j, (3 - j) * sizeof *top);
+          top[j] = logits[v];
+          break;
+        }
     }
-    x += (a[i] - e) * (a[i] - e) / e + (b[i] - e) * (b[i] - e) / e;
-    cells++;
+    if (top[2] - top[3] < *gap * largest) *gap = (top[2] - top[3]) / largest;
+    ok = mkc_sampler_ref_probs(f, V, prefix, n, &o, probs) == 0;
   }
-  double e = (pool_a + pool_b) / 2;
-  if (e > 0) {
-    x += (pool_a - e) * (pool_a - e) / e + (pool_b - e) * (pool_b - e) / e;
-    cells++;
+  mkc_ref_close(ref);
+  free(logits);
+  free(f);
+  int next[N_PROMPT + N_TOK];
+  memcpy(next, prefix, n * sizeof *next);
+  for (int v = 0; ok && v < V; v++) {
+    if (probs[v] <= 0) continue;
+    next[n] = v;
+    if (depth + 1 < N_TOK) {
+      ok = exact_outcomes(fx, next, depth + 1, mass * probs[v], b, p, gap) == 0;
+    } else if (b->n < VOCAB_OUT) {
+      memcpy(b->seen[b->n], next + N_PROMPT, sizeof b->seen[0]);
+      p[b->n++] = mass * probs[v];
+    } else {
+      ok = 0; /* more than top-k 3 allows */
+    }
   }
-  *dof = cells - 1;
-  return *dof > 0 ? chi2_survival(x, *dof) : 1.0;
+  free(probs);
+  return ok ? 0 : -1;
+}
+
+/* The chi-square goodness-of-fit p-value of a histogram against the oracle. */
+static double fits(const long *counts, const double *p, int *dof) {
+  return chi2_p_value(counts, p, VOCAB_OUT + 1, SEQS, dof);
 }
 
 static void lossless(void) {
   fixture fx;
   /* One warp per block: the same kernel with a quarter of the emulated
-   * threads, so 120,000 sequences take minutes, not a quarter hour. And one
+   * threads, so 70,000 sequences take minutes, not a quarter hour. And one
    * block (LOSSLESS_BLOCKS): the accept and the draws are what this tests,
    * and a grid of one has no blocks waiting on each other, which made the
    * histograms 2.2 times slower where another test shares the cores. That the
@@ -157,22 +195,29 @@ static void lossless(void) {
   }
   run r = {mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, LOSSLESS_BLOCKS), &fx.g, -1, -1,
            0};
-  static long plain[VOCAB_OUT + 1], other[VOCAB_OUT + 1];
+  static long counts[VOCAB_OUT + 1];
+  static double exact[VOCAB_OUT + 1];
   buckets b = {0};
-  if (!CHECK(r.s && histogram(&r, NGRAM, 0, &b, 1, plain) == 0, "plain sampling: %d sequences",
-             SEQS))
+  double gap = INFINITY;
+  /* The gap must be well past the kernel's logit error, which test_kernel
+   * bounds by 1e-4 of the largest |logit|, or top-k 3 could keep another set. */
+  int oracle = exact_outcomes(&fx, PROMPT, 0, 1.0, &b, exact, &gap);
+  if (!CHECK(oracle == 0 && gap > 4e-4,
+             "the oracle: %d outcomes of the first %d tokens (top-k 3), the 3rd and 4th logit "
+             "at least %.3g of the largest |logit| apart",
+             b.n, N_TOK, gap))
     goto done;
-  int outcomes = 0;
-  for (int i = 0; i < VOCAB_OUT; i++) outcomes += plain[i] > 0;
-  CHECK(outcomes >= 9 && plain[VOCAB_OUT] == 0,
-        "plain sampling: %d of the 27 outcomes seen (top-k 3 over 3 tokens)", outcomes);
-  /* Drafts for the second token: its most and second most frequent values
-   * after the most frequent first token, and one plain sampling never gave. */
+  double total = 0;
+  for (int i = 0; i < b.n; i++) total += exact[i];
+  CHECK(b.n == VOCAB_OUT && fabs(total - 1) < 1e-12,
+        "the oracle: all 27 outcomes, probabilities summing to 1 (%.15f)", total);
+  /* Drafts for the second token: its most and second most likely values after
+   * the most likely first token, and one no outcome has. */
   int top = 0, second = -1;
   for (int i = 1; i < b.n; i++)
-    if (plain[i] > plain[top]) top = i;
+    if (exact[i] > exact[top]) top = i;
   for (int i = 0; i < b.n; i++)
-    if (i != top && b.seen[i][1] != b.seen[top][1] && (second < 0 || plain[i] > plain[second]))
+    if (i != top && b.seen[i][1] != b.seen[top][1] && (second < 0 || exact[i] > exact[second]))
       second = i;
   r.likely = b.seen[top][1];
   r.moderate = second >= 0 ? b.seen[second][1] : r.likely;
@@ -187,6 +232,7 @@ static void lossless(void) {
     enum policy pol;
     int k;
   } RUNS[] = {
+      {"plain sampling", NGRAM, 0},
       {"n-gram drafts, K = 1", NGRAM, 1},
       {"n-gram drafts, K = 4", NGRAM, 4},
       {"scripted likely drafts, K = 2", LIKELY, 2},
@@ -194,13 +240,13 @@ static void lossless(void) {
       {"scripted alternating drafts, K = 4", ALTERNATE, 4},
   };
   for (size_t i = 0; i < sizeof RUNS / sizeof *RUNS; i++) {
-    int dof;
-    double p = histogram(&r, RUNS[i].pol, RUNS[i].k, &b, 0, other) == 0
-                   ? same_distribution(plain, other, VOCAB_OUT + 1, &dof)
+    int dof = 0;
+    double p = r.s && histogram(&r, RUNS[i].pol, RUNS[i].k, &b, counts) == 0
+                   ? fits(counts, exact, &dof)
                    : -1;
     CHECK(p >= P_MIN,
-          "%s: the first %d tokens of %d sequences are distributed as plain "
-          "sampling's (p = %.4g, %d dof)",
+          "%s: the first %d tokens of %d sequences are distributed as the oracle's "
+          "(p = %.4g, %d dof)",
           RUNS[i].name, N_TOK, SEQS, p, dof);
   }
 
@@ -224,10 +270,8 @@ static void lossless(void) {
              "planted accept bug: the kernel has the accept test"))
     goto done;
   r.s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, LOSSLESS_BLOCKS);
-  int dof;
-  double p = r.s && histogram(&r, MODERATE, 2, &b, 0, other) == 0
-                 ? same_distribution(plain, other, VOCAB_OUT + 1, &dof)
-                 : -1;
+  int dof = 0;
+  double p = r.s && histogram(&r, MODERATE, 2, &b, counts) == 0 ? fits(counts, exact, &dof) : -1;
   CHECK(p < P_MIN, "planted bug (accept with sqrt(p)): the same test fails (p = %.3g)", p);
 done:
   mkc_session_close(r.s);

@@ -164,10 +164,24 @@ static uint64_t hash_includes(uint64_t h, const char *text, const char *template
   return h;
 }
 
-/* FNV-1a over the text, the prelude and mkc_state.h it includes, the
- * templates the text includes, and the compiler command line. -1 + message
- * when the prelude cannot be read. */
-static int cache_key(const char *text, const char *templates_dir, const char *key_cmd,
+/* What of a kernel's source its cache key covers: the source less the
+ * header comment codegen writes first (the graph's path, the hashes, the
+ * plan's sizes), which says how the kernel was asked for, not what it
+ * compiles to. So the same kernel generated from a preset and from a model
+ * file, or in another directory, is one cache entry and one compile; only
+ * an assert's message in the kernel's own lines would name the first. */
+static const char *keyed_source(const char *source) {
+  static const char MARK[] = " -- generated: do not edit.";
+  const char *eol = strchr(source, '\n'), *end = strstr(source, "*/");
+  if (strncmp(source, "/* ", 3) != 0 || !eol || !end || end < eol) return source;
+  const char *mark = strstr(source, MARK);
+  return mark && mark < eol ? end + 2 : source;
+}
+
+/* FNV-1a over the source (keyed_source), the prelude and mkc_state.h it
+ * includes, the templates it includes, and the compiler command line. -1 +
+ * message when the prelude cannot be read. */
+static int cache_key(const char *source, const char *templates_dir, const char *key_cmd,
                      uint64_t *key) {
   char path[4200];
   snprintf(path, sizeof path, "%s/prelude_cpu.h", templates_dir);
@@ -179,10 +193,10 @@ static int cache_key(const char *text, const char *templates_dir, const char *ke
   snprintf(path, sizeof path, "%s/mkc_state.h", templates_dir);
   char *state_h = mkc_read_file(path, NULL);
   uint64_t h = MKC_FNV_OFFSET;
-  h = mkc_fnv1a_str(h, text);
+  h = mkc_fnv1a_str(h, keyed_source(source));
   h = mkc_fnv1a_str(h, prelude);
   h = mkc_fnv1a_str(h, state_h ? state_h : "");
-  h = hash_includes(h, text, templates_dir);
+  h = hash_includes(h, source, templates_dir);
   h = mkc_fnv1a_str(h, key_cmd);
   free(prelude);
   free(state_h);
@@ -243,7 +257,7 @@ mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
     out_of_memory();
     goto out;
   }
-  if (cache_key(text, templates_dir, key_cmd, &key) != 0 || cache_dir(dir, sizeof dir) != 0)
+  if (cache_key(source, templates_dir, key_cmd, &key) != 0 || cache_dir(dir, sizeof dir) != 0)
     goto out;
   entry_path(dir, key, "so", so, sizeof so);
   if (access(so, R_OK) == 0 && (k = load(so, name, 1))) goto out;
