@@ -1,15 +1,15 @@
 /* libFuzzer target for mkc serve's requests, outside data from the network:
  * the HTTP parser on the bytes (and on every prefix of a whole request,
  * which must read as incomplete), then the JSON of a parsed body as a chat
- * and as a completion request. Nothing may crash or read out of bounds; a
- * whole request's size is within the input, its body inside it; a parsed
- * request's strings are what its checks promise.
- * Seeds in fuzz/corpus/http: requests as clients send them. */
+ * and as a completion request, and as each embedding request. Nothing may crash or read out of
+ * bounds; a whole request's size is within the input, its body inside it; a parsed request's
+ * strings are what its checks promise. Seeds in fuzz/corpus/http: requests as clients send them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "serve/api.h"
+#include "serve/embed_api.h"
 #include "serve/http.h"
 
 static void check(int ok) {
@@ -39,6 +39,24 @@ static void api(const char *body, size_t n) {
   }
 }
 
+/* The body as each embedding request: a parse keeps its promises. */
+static void embed(const char *body, size_t n) {
+  for (int kind = MKC_EMBED_OLLAMA; kind <= MKC_EMBED_OPENAI; kind++) {
+    mkc_embed_req r;
+    char why[200];
+    if (mkc_embed_parse(body, n, kind, &r, why, sizeof why) != 0) {
+      check(why[0] != '\0');
+      continue;
+    }
+    check(r.kind == kind && r.n >= 0 && r.dimensions >= 0 && (r.n == 0 || r.texts));
+    for (int i = 0; i < r.n; i++) {
+      check((r.texts[i] != NULL) != (r.ids[i] != NULL) && (r.texts[i] || r.n_ids[i] > 0));
+      for (int k = 0; !r.texts[i] && k < r.n_ids[i]; k++) check(r.ids[i][k] >= 0);
+    }
+    mkc_embed_req_free(&r);
+  }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *buf = (const char *)data;
   mkc_http_req req;
@@ -59,8 +77,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       check(mkc_http_parse(buf, k, 1 << 16, &part, why, sizeof why) == 0);
     }
     api(req.body, req.body_len);
+    embed(req.body, req.body_len);
   }
   api(buf, size); /* the bytes as a body, whatever the head made of them */
+  embed(buf, size);
   for (int detok = 0; detok < 2; detok++) {
     mkc_api_tokens t;
     char why[200];

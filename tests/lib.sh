@@ -57,6 +57,23 @@ expect_greedy() {
   fi
 }
 
+# start NAME ARGS...: mkc serve ARGS on a port the system picks; sets port and pid.
+start() {
+  local name=$1
+  shift
+  "$mkc" serve "$@" --port 0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
+  pid=$!
+  port=
+  for _ in $(seq 600); do
+    port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\);.*|\1|p' "$tmp/$name.err")
+    [ -n "$port" ] && return 0
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  fail "$name: the server starts" "$(cat "$tmp/$name.err")"
+  return 1
+}
+
 finish() {
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]

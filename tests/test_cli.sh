@@ -49,7 +49,7 @@ done
   && ok "-n 0 generates nothing" || fail "-n 0"
 
 # Bad input: clear messages, non-zero exit, no crash.
-expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve)" -- frobnicate
+expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1
 expect_error "--draft-max out of range" "mkc: error: --draft-max: expected an integer in 0..31, got '40'" \
   -- gen graphs/llama.lua --preset tiny --draft-max 40 -o "$tmp/x.cu"
@@ -340,7 +340,7 @@ expect_error "bench on the ref backend" "mkc: error: bench: the ref backend is a
   -- bench --preset tiny --random-weights 1 --backend ref
 
 # Every subcommand answers --help with its own usage on stdout, status 0.
-for cmd in run chat gen compile bench inspect init info; do
+for cmd in run chat gen compile bench inspect init info serve embed; do
   if "$mkc" "$cmd" --help >"$tmp/help" 2>"$tmp/help.err" && grep -q "^usage: mkc $cmd" "$tmp/help" &&
     [ ! -s "$tmp/help.err" ]; then
     ok "$cmd --help: its own usage"

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "serve/api.h"
+#include "serve/embed_api.h"
 #include "serve/http.h"
 
 static long parse(const char *s, mkc_http_req *r, char *why) {
@@ -333,7 +334,61 @@ static void hang_ups(void) {
   close(sv[0]);
 }
 
+/* The embedding requests (serve/embed_api.h): each API's input forms and
+ * options, and the refusals. */
+static void embed_requests(void) {
+  static const struct {
+    int kind;
+    const char *json, *want; /* want: "n=N texts ids t d b" summary, or the message's start */
+  } CASES[] = {
+      {MKC_EMBED_OLLAMA, "{\"model\":\"m\",\"input\":\"hi\"}", "n=1 T 1 0 0"},
+      {MKC_EMBED_OLLAMA, "{\"input\":[\"a\",\"b\"],\"truncate\":false,\"dimensions\":8}",
+       "n=2 TT 0 8 0"},
+      {MKC_EMBED_OLLAMA, "{\"model\":\"m\"}", "n=0  1 0 0"},
+      {MKC_EMBED_OLLAMA, "{\"input\":[1,2]}", "input[0]: expected a string"},
+      {MKC_EMBED_OLLAMA, "{\"input\":\"x\",\"truncate\":1}", "truncate: expected true or false"},
+      {MKC_EMBED_LEGACY, "{\"prompt\":\"hi\",\"options\":{}}", "n=1 T 0 0 0"},
+      {MKC_EMBED_LEGACY, "{\"prompt\":\"\"}", "n=0  0 0 0"},
+      {MKC_EMBED_LEGACY, "{\"prompt\":3}", "prompt: expected a string"},
+      {MKC_EMBED_OPENAI, "{\"input\":\"hi\",\"encoding_format\":\"base64\"}", "n=1 T 0 0 1"},
+      {MKC_EMBED_OPENAI, "{\"input\":[5,6,7]}", "n=1 3 0 0 0"},
+      {MKC_EMBED_OPENAI, "{\"input\":[[5,6],[7],\"t\"],\"dimensions\":2}", "n=3 21T 0 2 0"},
+      {MKC_EMBED_OPENAI, "{\"input\":[]}", "input: an empty list"},
+      {MKC_EMBED_OPENAI, "{\"model\":\"m\"}", "input: required"},
+      {MKC_EMBED_OPENAI, "{\"input\":[[5,-1]]}", "input[0][1]: expected a token id"},
+      {MKC_EMBED_OPENAI, "{\"input\":[[]]}", "input[0]: an empty list of token ids"},
+      {MKC_EMBED_OPENAI, "{\"input\":\"x\",\"encoding_format\":\"int8\"}",
+       "encoding_format: expected"},
+      {MKC_EMBED_OPENAI, "{\"input\":\"x\",\"dimensions\":0}", "dimensions: expected"},
+      {MKC_EMBED_OPENAI, "[1]", "the body is not a JSON object"},
+      {MKC_EMBED_OPENAI, "{", "the body is not JSON"},
+  };
+  for (size_t k = 0; k < sizeof CASES / sizeof *CASES; k++) {
+    mkc_embed_req r;
+    char why[200] = "", got[200];
+    const char *j = CASES[k].json;
+    if (mkc_embed_parse(j, strlen(j), CASES[k].kind, &r, why, sizeof why) == 0) {
+      char forms[64] = "";
+      for (int i = 0; i < r.n && i < 8; i++)
+        snprintf(forms + strlen(forms), sizeof forms - strlen(forms), r.texts[i] ? "T" : "%d",
+                 r.n_ids[i]);
+      snprintf(got, sizeof got, "n=%d %s %d %d %d", r.n, forms, r.truncate, r.dimensions, r.base64);
+      mkc_embed_req_free(&r);
+    } else {
+      snprintf(got, sizeof got, "%s", why);
+    }
+    CHECK(strncmp(got, CASES[k].want, strlen(CASES[k].want)) == 0, "embedding request %s: %s", j,
+          got);
+  }
+  /* OpenAI's base64: little-endian float32 bytes; 1.0f is 00 00 80 3f */
+  float v[2] = {1.0f, -2.5f};
+  char *b = mkc_embed_base64(v, 2);
+  CHECK(b && strcmp(b, "AACAPwAAIMA=") == 0, "base64 of (1, -2.5): %s", b ? b : "(null)");
+  free(b);
+}
+
 int main(void) {
+  embed_requests();
   framing();
   requests();
   keys();

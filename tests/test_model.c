@@ -290,6 +290,11 @@ static void bad_files(void) {
   snprintf(path, sizeof path, "%s/partial.gguf", tmp_dir);
   write_gguf(path, "llama", "rope.dimension_count", 2);
   open_fails("partial RoPE", path, "partial RoPE is not supported");
+  snprintf(path, sizeof path, "%s/pooling.gguf", tmp_dir);
+  write_gguf(path, "llama", "pooling_type", 9);
+  open_fails("a pooling type llama.cpp has not", path,
+             "llama.pooling_type = 9: expected one of llama.cpp's pooling types, 0 (none), 1 "
+             "(mean), 2 (cls), 3 (last) or 4 (rank)");
   snprintf(path, sizeof path, "%s/empty-dir", tmp_dir);
   mkdir(path, 0755);
   open_fails("folder without config.json", path, "config.json");

@@ -11,23 +11,6 @@ source "$(dirname "$0")/lib.sh"
 client=tests/serve_client.py
 unset MKC_KV_DTYPE
 
-# start NAME ARGS...: mkc serve ARGS on a port the system picks; sets port and pid.
-start() {
-  local name=$1
-  shift
-  "$mkc" serve "$@" --port 0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
-  pid=$!
-  port=
-  for _ in $(seq 600); do
-    port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\);.*|\1|p' "$tmp/$name.err")
-    [ -n "$port" ] && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  fail "$name: the server starts" "$(cat "$tmp/$name.err")"
-  return 1
-}
-
 # call METHOD PATH [BODY]: the answer in $tmp/ans (status on its first line), the body in $tmp/body.
 call() {
   python3 "$client" "$port" "$@" >"$tmp/ans" 2>&1

@@ -147,6 +147,7 @@ static void test_spm(void) {
   CHECK_INT(mkc_tokenizer_bos(t), 1, "spm: bos");
   CHECK_INT(mkc_tokenizer_eos(t), 2, "spm: eos");
   CHECK_INT(mkc_tokenizer_add_bos(t), 1, "spm: adds BOS by default (no add_bos_token key)");
+  CHECK_INT(mkc_tokenizer_add_eos(t), 0, "spm: no EOS after a text by default (no add_eos_token)");
   CHECK(mkc_tokenizer_is_eog(t, 2) && !mkc_tokenizer_is_eog(t, 1), "spm: eos ends generation");
   enum { SP = 259, A, B, C, SP_A, AB, BC, ABC, AA };
   char want[64];
@@ -734,7 +735,7 @@ static void test_json(void) {
   char *json = bpe_json(byte_level, "BPE");
   const char *config =
       "{\"bos_token\":{\"content\":\"<|endoftext|>\"},\"eos_token\":\"<|endoftext|>\","
-      "\"add_bos_token\":true}";
+      "\"add_bos_token\":true,\"add_eos_token\":true}";
   mkdir(tmp_path("hf"), 0755);
   FILE *out = fopen(tmp_path("hf/tokenizer.json"), "w");
   if (out) fputs(json, out), fclose(out);
@@ -745,8 +746,9 @@ static void test_json(void) {
   if (t) {
     CHECK(strcmp(mkc_tokenizer_kind(t), "bpe (gpt2)") == 0, "tokenizer.json: kind '%s'",
           mkc_tokenizer_kind(t));
-    CHECK(mkc_tokenizer_bos(t) == 257 && mkc_tokenizer_eos(t) == 257 && mkc_tokenizer_add_bos(t),
-          "tokenizer.json: bos, eos and add_bos_token from tokenizer_config.json");
+    CHECK(mkc_tokenizer_bos(t) == 257 && mkc_tokenizer_eos(t) == 257 && mkc_tokenizer_add_bos(t) &&
+              mkc_tokenizer_add_eos(t),
+          "tokenizer.json: bos, eos, add_bos_token and add_eos_token from tokenizer_config.json");
     expect_ids(t, "ab ab<|endoftext|>", 1, 1, "257 256 32 256 257",
                "tokenizer.json: BOS, merges, the special token");
     mkc_tokenizer_free(t);

@@ -83,6 +83,7 @@ static const struct {
     {"--host", offsetof(mkc_cli, host)},
     {"--api-key", offsetof(mkc_cli, api_key)},
     {"--api-key-file", offsetof(mkc_cli, api_key_file)},
+    {"--pooling", offsetof(mkc_cli, pooling)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -144,6 +145,7 @@ static const struct {
     {"--kv-pages", 1, 1 << 20, offsetof(mkc_cli, kv_pages)},
     {"--step-rows", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, step_rows)},
     {"--port", 0, 65535, offsetof(mkc_cli, port)},
+    {"--embd-normalize", -1, 64, offsetof(mkc_cli, embd_normalize)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

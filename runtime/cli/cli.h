@@ -52,6 +52,8 @@ typedef struct mkc_cli {
   int port;                   /* serve --port N (0: one the system picks) */
   const char *api_key;        /* serve --api-key KEY: requests must carry it (Bearer) */
   const char *api_key_file;   /* serve --api-key-file FILE: the keys, one a line */
+  const char *pooling;        /* embed --pooling mean|cls|last (NULL: the model's) */
+  int embd_normalize;         /* embed --embd-normalize N (the caller sets the default) */
   const char *usage;          /* the command's usage text, printed for --help */
   char model_buf[4400];       /* -m NAME found in the model directory (model/model_dir.h) */
   char draft_model_buf[4400]; /* -md NAME found there */

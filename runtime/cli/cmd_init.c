@@ -24,7 +24,7 @@
 
 static const char USAGE[] =
     "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
-    "                [--tensor-type NAME=T]... -o FILE.gguf|DIR\n"
+    "                [--tensor-type NAME=T]... [--pooling P] -o FILE.gguf|DIR\n"
     "\n"
     "Writes the graph's weights, seeded random (as `mkc run --random-weights S`):\n"
     "in a GGUF file with llama (or qwen2/qwen3) metadata, or, when -o does not\n"
@@ -43,6 +43,8 @@ static const char USAGE[] =
     "init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
+    "--pooling none|mean|cls|last|rank: the GGUF's ARCH.pooling_type, as an\n"
+    "embedding model's file says how `mkc embed` pools (GGUF only).\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
     "as Llama 3.1+ files carry it, an F32 rope_freqs.weight; linear and yarn\n"
     "(linear-tiny, yarn-tiny) as rope.scaling.* metadata; rope_scaling in\n"
@@ -363,6 +365,7 @@ typedef struct init_flags {
   uint32_t type;        /* the matrices' type */
   tensor_type *tensor_types;
   int n_tensor_types;
+  int pooling; /* --pooling: llama.cpp's pooling_type + 1 (0: not written) */
 } init_flags;
 
 /* The type asked for tensor info: the last --tensor-type naming it, else
@@ -512,6 +515,13 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
       if (type_named(eq + 1, &tt->type) != 0)
         return usage_error(
             "--tensor-type: expected a type among " TYPE_CHOICES " after '=', got '%s'", v);
+    } else if (strcmp(a, "--pooling") == 0) {
+      static const char *const NAMES[] = {"none", "mean", "cls", "last", "rank"};
+      f->pooling = 0;
+      for (int k = 0; k < 5; k++)
+        if (strcmp(v, NAMES[k]) == 0) f->pooling = k + 1;
+      if (!f->pooling)
+        return usage_error("--pooling: expected none, mean, cls, last or rank, got '%s'", v);
     } else if (strcmp(a, "--ctx") == 0) {
       errno = 0;
       f->max_ctx = strtol(v, &end, 10);
@@ -526,6 +536,10 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
   if (mkc_parse_seed(seed_arg, &f->seed) != 0)
     return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
   if (!mkc_ends_with(f->path, ".gguf")) { /* safetensors has BF16 but no block types */
+    if (f->pooling)
+      return usage_error("%s", "--pooling: a GGUF file's key (-o FILE.gguf); a Hugging Face "
+                               "folder says it in sentence-transformers' files, which init does "
+                               "not write");
     if (f->type != MKC_GGML_BF16)
       return usage_error("--type %s: a Hugging Face folder is written in BF16 only (-o FILE.gguf "
                          "takes other types)",
@@ -629,6 +643,7 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) || set_metadata(out, &g, name) ||
       set_gemma(out, &d) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
+      (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))
     goto done;

@@ -23,7 +23,9 @@
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
+#include "exec/embed.h"
 #include "serve/api.h"
+#include "serve/embed_api.h"
 #include "serve/http.h"
 #include "run_batch.h"
 #include "serve.h"
@@ -41,10 +43,11 @@ static const char USAGE[] =
     "  POST /v1/chat/completions  messages in the model's chat template\n"
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids)\n"
+    "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize and GET /metrics\n"
     "                             (llama-server's; Prometheus's format)\n"
-    "and ollama's API: POST /api/chat, /api/generate, /api/show; GET /api/tags,\n"
-    "/api/version\n"
+    "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
+    "/api/show; GET /api/tags, /api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
@@ -60,6 +63,8 @@ static const char USAGE[] =
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
     "  --api-key KEY          every request but GET /health and / must carry\n"
     "                         Authorization: Bearer KEY (else 401)\n"
+    "  --pooling P            embeddings: mean, cls or last (default: the model's\n"
+    "                         pooling_type, else last; see mkc embed --help)\n"
     "  --api-key-file FILE    the keys, one a line (the command line shows a key to\n"
     "                         other users of this machine; a file need not)\n"
     "  --chat-template NAME   the template's family when the model's is unknown\n"
@@ -376,6 +381,16 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       mkc_respond_ollama_error(fd, 405, post ? "use GET" : "use POST");
     else
       ollama_info(sv, fd, p + 5);
+  } else if (strcmp(p, "/api/embed") == 0 || strcmp(p, "/api/embeddings") == 0 ||
+             strcmp(p, "/v1/embeddings") == 0 || strcmp(p, "/embeddings") == 0) {
+    int kind = p[1] != 'a'       ? MKC_EMBED_OPENAI
+               : strlen(p) == 10 ? MKC_EMBED_OLLAMA
+                                 : MKC_EMBED_LEGACY;
+    if (!post)
+      kind == MKC_EMBED_OPENAI ? mkc_respond_error(fd, 405, "use POST")
+                               : mkc_respond_ollama_error(fd, 405, "use POST");
+    else
+      rc = mkc_serve_embed(sv, fd, req, kind);
   } else if (strcmp(p, "/tokenize") == 0 || strcmp(p, "/detokenize") == 0) {
     post ? tokens(sv, fd, req, p[1] == 'd') : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/") == 0) {
@@ -393,9 +408,9 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else {
     snprintf(
         why, sizeof why,
-        "no %.100s here: POST /v1/chat/completions or /v1/completions, GET /v1/models or "
-        "/health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, /api/generate, "
-        "/api/tags, /api/show, /api/version",
+        "no %.100s here: POST /v1/chat/completions, /v1/completions or /v1/embeddings, GET "
+        "/v1/models or /health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, "
+        "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/version",
         p);
     mkc_respond_error(fd, 404, why);
   }
@@ -529,13 +544,15 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--dequant --ubatch --chat-template --top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file",
+                         "--api-key-file --pooling",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */
   if ((rc = parallel_flags(&c))) return rc;
   mkc_server sv = {.c = &c, .family = -1, .fixed_seed = c.have_sample_seed};
+  if (c.pooling && (sv.pooling = mkc_pooling_parse(c.pooling)) < 0)
+    return mkc_cli_usage_error("serve: --pooling: expected mean, cls or last, got '%s'", c.pooling);
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sv.base, &seed))) return rc;
   mkc_loaded_model m;

@@ -13,5 +13,6 @@ int mkc_cmd_init(int argc, char **argv);    /* a model file (GGUF or HF folder) 
 int mkc_cmd_info(int argc, char **argv);    /* what a model file (GGUF or HF folder) holds */
 int mkc_cmd_chat(int argc, char **argv);    /* multi-turn chat with a model in the terminal */
 int mkc_cmd_serve(int argc, char **argv);   /* an OpenAI-style HTTP server */
+int mkc_cmd_embed(int argc, char **argv);   /* texts -> embedding vectors */
 
 #endif

@@ -12,6 +12,7 @@ static const char USAGE[] =
     "  run      decode: a model file and a text prompt (-m MODEL -p TEXT), or a\n"
     "           preset on random weights and token ids (--preset P --random-weights S)\n"
     "  chat     talk with an instruct model in the terminal (-m MODEL)\n"
+    "  embed    a text's embedding vector, pooled from the model's last hidden states\n"
     "  serve    answer OpenAI-style HTTP requests: /v1/chat/completions, /v1/completions\n"
     "  gen      write the one-kernel CUDA source of a decode step (a graph or -m MODEL)\n"
     "  compile  build a kernel ahead of time: cubins per arch, PTX, manifest.json\n"
@@ -35,6 +36,7 @@ static const struct {
     {"run", mkc_cmd_run},         {"chat", mkc_cmd_chat},   {"gen", mkc_cmd_gen},
     {"compile", mkc_cmd_compile}, {"bench", mkc_cmd_bench}, {"inspect", mkc_cmd_inspect},
     {"init", mkc_cmd_init},       {"info", mkc_cmd_info},   {"serve", mkc_cmd_serve},
+    {"embed", mkc_cmd_embed},
 };
 
 int main(int argc, char **argv) {

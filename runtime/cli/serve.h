@@ -36,6 +36,7 @@ typedef struct mkc_server {
   const char *name;                /* the model's, as /v1/models lists it */
   mkc_sampling base;               /* the command's sampling options */
   int fixed_seed;                  /* --seed given: every request without a seed uses it */
+  int pooling;                     /* --pooling: enum mkc_pooling (UNSET: the model's) */
   int eog[MKC_ROUND_STOPS], n_eog; /* the tokenizer's end-of-generation tokens */
   long requests;
   mkc_serve_counts counts;
@@ -73,6 +74,10 @@ struct mkc_serve_job {
   int *context;
   mkc_serve_job *next;
 };
+
+/* POST /api/embed, /api/embeddings, /v1/embeddings (kind: enum mkc_embed_kind;
+ * serve_embed.c): MKC_SERVE_DONE. */
+int mkc_serve_embed(mkc_server *sv, int fd, const mkc_http_req *req, int kind);
 
 /* The route's outcome: the connection is done (answered), a job now owns
  * it (--parallel), or the server must stop (a backend failure, Ctrl-C). */

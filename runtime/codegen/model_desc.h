@@ -17,6 +17,17 @@ typedef struct mkc_rope_scaling {
   double ext_factor, attn_factor;           /* yarn */
 } mkc_rope_scaling;
 
+/* How an embedding pools the final norm's outputs over a text's tokens: llama.cpp's
+ * ARCH.pooling_type numbers less one (UNSET: the file says nothing; exec/embed.h). */
+enum mkc_pooling {
+  MKC_POOL_UNSET,
+  MKC_POOL_NONE,
+  MKC_POOL_MEAN,
+  MKC_POOL_CLS,
+  MKC_POOL_LAST,
+  MKC_POOL_RANK
+};
+
 typedef struct mkc_model_desc {
   char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
@@ -40,6 +51,7 @@ typedef struct mkc_model_desc {
   int ffn_gelu, post_norms;
   /* Gemma 2: the scaled attention scores and the logits x as c * tanh(x / c) (0: neither) */
   double attn_softcap, final_softcap;
+  int pooling; /* enum mkc_pooling: what the file says an embedding is */
 } mkc_model_desc;
 
 /* 2 or 3 for the gemma2 and gemma3 architectures (mkc_model_desc.arch), else

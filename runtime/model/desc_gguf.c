@@ -486,11 +486,33 @@ static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   return 0;
 }
 
+/* ARCH.pooling_type (llama.cpp's: 0 none, 1 mean, 2 cls, 3 last, 4 rank), which
+ * embedding models' files carry; absent: MKC_POOL_UNSET. */
+static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  char key[128];
+  snprintf(key, sizeof key, "%s.pooling_type", arch);
+  int64_t x;
+  int rc = mkc_gguf_get_int(f, key, &x);
+  if (rc < 0) return -1;
+  if (rc == 0) return 0;
+  if (x < 0 || x > 4) {
+    fprintf(stderr,
+            "mkc: error: %s: %s = %lld: expected one of llama.cpp's pooling types, 0 (none), 1 "
+            "(mean), 2 (cls), 3 (last) or 4 (rank)\n",
+            f->path, key, (long long)x);
+    return -1;
+  }
+  d->pooling = (int)x + 1;
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
-  if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d)) return -1;
+  if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d) ||
+      read_pooling(f, d->arch, d))
+    return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

@@ -154,5 +154,8 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
   if (d->attn_softcap > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", scores capped at %g", d->attn_softcap);
   if (d->final_softcap > 0 && len < cap)
-    snprintf(buf + len, cap - len, ", logits capped at %g", d->final_softcap);
+    len += (size_t)snprintf(buf + len, cap - len, ", logits capped at %g", d->final_softcap);
+  static const char *const POOLING[] = {"", "none", "mean", "cls", "last", "rank"};
+  if (d->pooling > 0 && d->pooling <= MKC_POOL_RANK && len < cap)
+    snprintf(buf + len, cap - len, ", embeddings pooling %s", POOLING[d->pooling]);
 }

@@ -84,7 +84,8 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
 }
 
 /* A list of token ids, each a whole number >= 0: 0 with *ids malloc'd (NULL when empty). */
-static int read_ids(const cJSON *a, const char *name, int **ids, int *n, char *why, size_t cap) {
+int mkc_api_read_ids(const struct cJSON *a, const char *name, int **ids, int *n, char *why,
+                     size_t cap) {
   *ids = NULL, *n = 0;
   if (!cJSON_IsArray(a)) return bad(why, cap, "%s: expected a list of token ids", name);
   int count = cJSON_GetArraySize(a);
@@ -118,7 +119,7 @@ static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   }
   if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
     return bad(why, cap, "prompt: expected a string or a non-empty list of token ids");
-  return read_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, cap);
+  return mkc_api_read_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, cap);
 }
 
 static int read_stop(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -292,7 +293,7 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "images")) > 0)
     return bad(why, cap, "images: this model reads text only");
   if (!ctx || cJSON_IsNull(ctx)) return 0;
-  return read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
+  return mkc_api_read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
 }
 
 /* ollama's /api/chat and /api/generate: the sampling fields, num_predict and
@@ -345,8 +346,8 @@ int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tok
   if (!root || !cJSON_IsObject(root)) {
     rc = bad(why, cap, root ? "the body is not a JSON object" : "the body is not JSON");
   } else if (detokenize) {
-    rc = read_ids(cJSON_GetObjectItemCaseSensitive(root, "tokens"), "tokens", &t->ids, &t->n_ids,
-                  why, cap);
+    rc = mkc_api_read_ids(cJSON_GetObjectItemCaseSensitive(root, "tokens"), "tokens", &t->ids,
+                          &t->n_ids, why, cap);
   } else {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "content");
     if (!cJSON_IsString(c))

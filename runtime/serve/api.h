@@ -9,6 +9,8 @@
 #include "mkc_state.h"
 #include "model/chat_template.h"
 
+struct cJSON;
+
 #define MKC_API_STOPS 8 /* stop strings per request */
 
 /* What a request asks for. The strings point into the parsed JSON, kept in
@@ -79,6 +81,11 @@ typedef struct mkc_api_tokens {
 int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tokens *t, char *why,
                          size_t cap);
 void mkc_api_tokens_free(mkc_api_tokens *t);
+
+/* A JSON list of token ids (whole numbers >= 0) -> *ids (malloc'd; the
+ * caller frees it, on failure too) and *n. 0, or -1 with why naming `name`. */
+int mkc_api_read_ids(const struct cJSON *a, const char *name, int **ids, int *n, char *why,
+                     size_t cap);
 
 /* base with the request's sampling fields put over it (the seed too, when
  * given). */

@@ -163,6 +163,7 @@ static int read_specials(const mkc_gguf *f, mkc_tok_spec *spec) {
       token_id(f, "unknown", n, &spec->unk) || token_id(f, "padding", n, &spec->pad) ||
       token_id(f, "eot", n, &spec->eot) || token_id(f, "eom", n, &spec->eom) ||
       get_flag(f, "tokenizer.ggml.add_bos_token", &spec->add_bos) ||
+      get_flag(f, "tokenizer.ggml.add_eos_token", &spec->add_eos) ||
       get_flag(f, "tokenizer.ggml.add_space_prefix", &spec->add_space_prefix))
     return -1;
   return 0;

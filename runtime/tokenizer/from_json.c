@@ -288,6 +288,8 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
       return NULL;
     const cJSON *add_bos = cJSON_GetObjectItemCaseSensitive(config, "add_bos_token");
     if (cJSON_IsBool(add_bos)) spec->add_bos = cJSON_IsTrue(add_bos);
+    const cJSON *add_eos = cJSON_GetObjectItemCaseSensitive(config, "add_eos_token");
+    if (cJSON_IsBool(add_eos)) spec->add_eos = cJSON_IsTrue(add_eos);
   }
   spec->source = l->json_name;
   return mkc_tok_build(spec);

@@ -59,6 +59,7 @@ typedef struct mkc_tok_spec {
   const char *merges_name;          /* "tokenizer.ggml.merges", for messages */
   int bos, eos, unk, pad, eot, eom; /* -1: none; checked < n_vocab by the loader */
   int add_bos;                      /* 0, 1, or -1: the mode's default */
+  int add_eos;                      /* 0, 1, or -1 (0): llama.cpp appends EOS to a text */
   int add_space_prefix;             /* SentencePiece: 0, 1, or -1 (1) */
   int ignore_merges;                /* a pre-token that is a token is kept whole (Llama-3) */
   /* Byte-level BPE: a character that is no token becomes unk (HF with
@@ -86,7 +87,7 @@ struct mkc_tokenizer {
   uint32_t merge_mask;
   int n_merges;
   int bos, eos, unk, pad, eot, eom;
-  int add_bos, add_space_prefix, ignore_merges;
+  int add_bos, add_eos, add_space_prefix, ignore_merges;
   int unk_chars, fuse_unk; /* as in mkc_tok_spec */
   int byte_token[256];     /* SPM: <0xXX>; BPE: the token of the byte's character; -1 none */
   /* Control, unknown and user-defined tokens by first byte, longest first:
