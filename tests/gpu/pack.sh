@@ -5,7 +5,7 @@
 # there. The device call: carry ["build/gpu-carry"].
 set -eu
 cd "$(dirname "$0")/../.."
-bins=(mkc test_kernel test_spec test_kv_dtype test_snapshot test_window test_slots test_sched test_cp_ring test_t1_path test_wtypes)
+bins=(mkc test_kernel test_spec test_kv_dtype test_snapshot test_window test_slots test_sched test_cp_ring test_t1_path test_wtypes test_embed)
 for f in "${bins[@]/#/build/}" build/lib build/gpu-cache.tar.xz; do
   [ -e "$f" ] || { echo "pack: $f is missing (make; tests/gpu/prime.sh)"; exit 1; }
 done

@@ -20,7 +20,7 @@ fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
 
 # The CPU suite's checks, on the GPU.
-[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_sched build/test_cp_ring build/test_t1_path build/test_wtypes; do
+[[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_sched build/test_cp_ring build/test_t1_path build/test_wtypes build/test_embed; do
   if [ ! -x "$t" ]; then # not built or not carried: a failure named as such, and the rest goes on
     fail "$t (cuda): not found (make; a device call carries it)"
     continue
