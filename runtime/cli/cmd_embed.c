@@ -149,7 +149,15 @@ int mkc_cmd_embed(int argc, char **argv) {
                    : !(lines = read_lines(&c, &n_lines)))
     goto done;
   if (!(vec = malloc((size_t)m.g.dim * sizeof *vec))) goto done;
-  if (mkc_loaded_start(&c, &m) != 0 || mkc_embedder_open(&e, m.s, &m.w) != 0) goto done;
+  double total = n_ids; /* the texts' tokens, for the guard against an hours-long cpu run */
+  for (int k = 0; lines && k < n_lines; k++) {
+    free(ids);
+    if (!(ids = text_tokens(m.file.tok, lines[k], k + 1, &n_ids))) goto done;
+    total += n_ids;
+  }
+  if (mkc_loaded_cpu_guard(&c, &m, total, "embed") != 0 || mkc_loaded_start(&c, &m) != 0 ||
+      mkc_embedder_open(&e, m.s, &m.w) != 0)
+    goto done;
   double t0 = mkc_seconds();
   long tokens = 0;
   for (int k = 0; k < n_lines; k++) {
