@@ -205,6 +205,12 @@ if start tiny "${args[@]}" --draft-max 4; then
     || fail "ollama /api/version" "$(cat "$tmp/ans")"
   call GET /api/tags
   [ "$(get models 0 name)" = tiny ] && ok "ollama GET /api/tags: tiny" || fail "ollama /api/tags" "$(cat "$tmp/ans")"
+  call GET /api/ps
+  # tiny's arena: 115328 bf16 weights (its kernel's header), and a KV cache of 65536 bf16 at 512
+  [ "$(get models 0 name)" = tiny ] && [ "$(get models 0 size)" = $((115328 * 2 + 65536 * 2)) ] &&
+    [ "$(get models 0 size_vram)" = 0 ] && [ "$(get models 0 context_length)" = 512 ] &&
+    ok "ollama GET /api/ps: tiny loaded, $(get models 0 size) bytes, none on a GPU" ||
+    fail "ollama /api/ps" "$(cat "$tmp/ans")"
   call POST /api/show '{"model": "tiny"}'
   [ "$(get model_info llama.context_length)" = 512 ] && ok "ollama POST /api/show: llama.context_length 512" \
     || fail "ollama /api/show" "$(cat "$tmp/ans")"

@@ -47,7 +47,7 @@ static const char USAGE[] =
     "  GET  /v1/models, /health; POST /tokenize, /detokenize and GET /metrics\n"
     "                             (llama-server's; Prometheus's format)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
-    "/api/show; GET /api/tags, /api/version\n"
+    "/api/show; GET /api/tags, /api/ps, /api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
@@ -293,12 +293,21 @@ static void ollama_info(const mkc_server *sv, int fd, const char *what) {
   if (strcmp(what, "version") == 0) {
     cJSON_AddStringToObject(o, "version", MKC_VERSION);
     cJSON_Delete(details);
-  } else if (strcmp(what, "tags") == 0) {
+  } else if (strcmp(what, "tags") == 0 || strcmp(what, "ps") == 0) {
     cJSON *m = cJSON_CreateObject();
     cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "models"), m);
     cJSON_AddStringToObject(m, "name", sv->name);
     cJSON_AddStringToObject(m, "model", sv->name);
     cJSON_AddItemToObject(m, "details", details);
+    if (what[0] == 'p') { /* ps: what is loaded, its bytes (weights and KV) and where */
+      double bytes = (double)sv->m->g.weight_elems * 2 + (double)sv->m->g.kv_bytes;
+      const char *backend =
+          sv->slots ? mkc_slots_describe(sv->slots) : mkc_session_backend(sv->m->s);
+      cJSON_AddNumberToObject(m, "size", bytes);
+      cJSON_AddNumberToObject(m, "size_vram", strncmp(backend, "cuda", 4) == 0 ? bytes : 0);
+      cJSON_AddNumberToObject(m, "context_length", sv->m->g.max_ctx);
+      cJSON_AddStringToObject(m, "expires_at", "9999-12-31T23:59:59Z"); /* loaded until it stops */
+    }
   } else {
     char key[96];
     cJSON *info = cJSON_AddObjectToObject(o, "model_info");
@@ -376,7 +385,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       }
     }
   } else if (strcmp(p, "/api/tags") == 0 || strcmp(p, "/api/show") == 0 ||
-             strcmp(p, "/api/version") == 0) {
+             strcmp(p, "/api/version") == 0 || strcmp(p, "/api/ps") == 0) {
     if ((p[5] == 's') != post) /* show is a POST, the others GETs */
       mkc_respond_ollama_error(fd, 405, post ? "use GET" : "use POST");
     else
@@ -410,7 +419,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
         why, sizeof why,
         "no %.100s here: POST /v1/chat/completions, /v1/completions or /v1/embeddings, GET "
         "/v1/models or /health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, "
-        "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/show, /api/version",
+        "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",
         p);
     mkc_respond_error(fd, 404, why);
   }
