@@ -77,6 +77,33 @@ expect_error "a reranker's file (pooling rank): refused" \
   "mkc: error: the model's pooling is rank (a reranker): its classifier head is not something mkc runs; give --pooling mean, cls or last for an embedding of its hidden states" \
   -- embed -m "$tmp/rank.gguf" --prompt-ids "$ids" --backend cpu
 
+# A sentence-transformers folder: modules.json names the Pooling module, whose config.json says how.
+"$mkc" init --preset tiny --seed 5 -o "$tmp/st" 2>/dev/null
+printf '[{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+ {"idx": 1, "name": "1", "path": "1_Pool", "type": "sentence_transformers.models.Pooling"}]\n' >"$tmp/st/modules.json"
+mkdir -p "$tmp/st/1_Pool"
+echo '{"word_embedding_dimension": 64, "pooling_mode_cls_token": true, "pooling_mode_mean_tokens": false}' \
+  >"$tmp/st/1_Pool/config.json"
+embed st-cls -m "$tmp/st" --prompt-ids "$ids" --backend cpu --embd-normalize -1
+if [ "$rc" -eq 0 ] && grep -q "pooling cls" "$tmp/st-cls.err" &&
+  python3 "$vec" close "$tmp/st-cls" "$tmp/cpu-cls" 1e-6 >/dev/null; then
+  ok "a Hugging Face folder whose sentence-transformers Pooling says cls: pooled by cls"
+else
+  fail "sentence-transformers cls" "$(cat "$tmp/st-cls.err")"
+fi
+echo '{"pooling_mode_max_tokens": true}' >"$tmp/st/1_Pool/config.json"
+expect_error "sentence-transformers' max pooling: refused" \
+  "mkc: error: the model's sentence-transformers pooling is not mean, cls or last (max, one of the weighted means, or several at once), which mkc does not give; --pooling mean, cls or last pools otherwise" \
+  -- embed -m "$tmp/st" --prompt-ids "$ids" --backend cpu
+echo '[{"type": "sentence_transformers.models.Pooling", "path": "../elsewhere"}]' >"$tmp/st/modules.json"
+expect_error "a Pooling module outside the folder: refused" \
+  "mkc: error: $tmp/st/modules.json: the Pooling module's \"path\" is not a folder name in the model's" \
+  -- embed -m "$tmp/st" --prompt-ids "$ids" --backend cpu
+echo '[{"type": ' >"$tmp/st/modules.json"
+expect_error "a modules.json that is not JSON: refused" \
+  "mkc: error: $tmp/st/modules.json: not valid JSON" \
+  -- embed -m "$tmp/st" --prompt-ids "$ids" --backend cpu
+
 # llama.cpp's vectors (F32 matrices, an F16 cache as llama.cpp's default): within 5e-3 of the
 # largest value, about 5 times the largest difference seen (gemma3-tiny's last: 1.2e-3).
 fixture=tests/data/embed_llamacpp.txt

@@ -147,7 +147,8 @@ static void test_spm(void) {
   CHECK_INT(mkc_tokenizer_bos(t), 1, "spm: bos");
   CHECK_INT(mkc_tokenizer_eos(t), 2, "spm: eos");
   CHECK_INT(mkc_tokenizer_add_bos(t), 1, "spm: adds BOS by default (no add_bos_token key)");
-  CHECK_INT(mkc_tokenizer_add_eos(t), 0, "spm: no EOS after a text by default (no add_eos_token)");
+  CHECK_INT(mkc_tokenizer_eos_after(t), -1,
+            "spm: no EOS after a text by default (no add_eos_token)");
   CHECK(mkc_tokenizer_is_eog(t, 2) && !mkc_tokenizer_is_eog(t, 1), "spm: eos ends generation");
   enum { SP = 259, A, B, C, SP_A, AB, BC, ABC, AA };
   char want[64];
@@ -747,12 +748,29 @@ static void test_json(void) {
     CHECK(strcmp(mkc_tokenizer_kind(t), "bpe (gpt2)") == 0, "tokenizer.json: kind '%s'",
           mkc_tokenizer_kind(t));
     CHECK(mkc_tokenizer_bos(t) == 257 && mkc_tokenizer_eos(t) == 257 && mkc_tokenizer_add_bos(t) &&
-              mkc_tokenizer_add_eos(t),
+              mkc_tokenizer_eos_after(t) == 257,
           "tokenizer.json: bos, eos, add_bos_token and add_eos_token from tokenizer_config.json");
     expect_ids(t, "ab ab<|endoftext|>", 1, 1, "257 256 32 256 257",
                "tokenizer.json: BOS, merges, the special token");
     mkc_tokenizer_free(t);
   }
+  free(json);
+
+  /* An embedding model's template (Qwen3-Embedding's): the text, then <|endoftext|> */
+  json = bpe_json(byte_level, "BPE");
+  cJSON *root = cJSON_Parse(json);
+  cJSON_AddItemToObject(root, "post_processor",
+                        cJSON_Parse("{\"type\":\"TemplateProcessing\",\"single\":[{\"Sequence\":"
+                                    "{\"id\":\"A\",\"type_id\":0}},{\"SpecialToken\":{\"id\":"
+                                    "\"<|endoftext|>\",\"type_id\":0}}]}"));
+  free(json);
+  json = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  t = mkc_tok_from_json(json, strlen(json), NULL, 0, "DIR");
+  CHECK(t && mkc_tokenizer_eos_after(t) == 257 && !mkc_tokenizer_add_bos(t),
+        "tokenizer.json: a TemplateProcessing that ends a text with <|endoftext|>: that token "
+        "after a text, no BOS");
+  mkc_tokenizer_free(t);
   free(json);
 
   json = bpe_json(byte_level, "WordPiece");

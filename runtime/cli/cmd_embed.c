@@ -97,7 +97,7 @@ static int *text_tokens(const mkc_tokenizer *tok, const char *text, int line, in
   int *ids = NULL;
   *n = mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 1, &ids);
   if (*n < 0) return NULL;
-  if (mkc_tokenizer_add_eos(tok)) {
+  if (mkc_tokenizer_eos_after(tok) >= 0) {
     int *more = realloc(ids, (size_t)(*n + 1) * sizeof *more);
     if (!more) {
       free(ids);
@@ -105,7 +105,7 @@ static int *text_tokens(const mkc_tokenizer *tok, const char *text, int line, in
       return NULL;
     }
     ids = more;
-    ids[(*n)++] = mkc_tokenizer_eos(tok);
+    ids[(*n)++] = mkc_tokenizer_eos_after(tok);
   }
   if (*n == 0) {
     fprintf(stderr, "mkc: error: text %d is empty: it has no token to embed\n", line);

@@ -35,7 +35,7 @@ static int input_tokens(const mkc_server *sv, const mkc_embed_req *r, int i, int
       return 400;
     }
     const char *t = r->texts[i];
-    int add_eos = mkc_tokenizer_add_eos(tok);
+    int end = mkc_tokenizer_eos_after(tok);
     *n = mkc_tokenizer_encode(tok, t, strlen(t), mkc_tokenizer_add_bos(tok), 1, ids);
     int *more = *n >= 0 ? realloc(*ids, (size_t)(*n + 1) * sizeof **ids) : NULL;
     if (!more) {
@@ -43,7 +43,7 @@ static int input_tokens(const mkc_server *sv, const mkc_embed_req *r, int i, int
       return *n < 0 ? 400 : 500;
     }
     *ids = more;
-    if (add_eos) (*ids)[(*n)++] = mkc_tokenizer_eos(tok);
+    if (end >= 0) (*ids)[(*n)++] = end;
   } else {
     *n = r->n_ids[i];
     if (!(*ids = malloc((size_t)*n * sizeof **ids))) {

@@ -18,14 +18,16 @@ typedef struct mkc_rope_scaling {
 } mkc_rope_scaling;
 
 /* How an embedding pools the final norm's outputs over a text's tokens: llama.cpp's
- * ARCH.pooling_type numbers less one (UNSET: the file says nothing; exec/embed.h). */
+ * ARCH.pooling_type numbers plus one (UNSET: the file says nothing; UNKNOWN: a
+ * sentence-transformers mode mkc does not give, such as max; exec/embed.h). */
 enum mkc_pooling {
   MKC_POOL_UNSET,
   MKC_POOL_NONE,
   MKC_POOL_MEAN,
   MKC_POOL_CLS,
   MKC_POOL_LAST,
-  MKC_POOL_RANK
+  MKC_POOL_RANK,
+  MKC_POOL_UNKNOWN
 };
 
 typedef struct mkc_model_desc {

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const POOL_NAMES[] = {"unset", "none", "mean", "cls", "last", "rank"};
+static const char *const POOL_NAMES[] = {"unset", "none", "mean", "cls", "last", "rank", "unknown"};
 
 int mkc_pooling_parse(const char *name) {
   for (int p = MKC_POOL_MEAN; p <= MKC_POOL_LAST; p++)
@@ -17,7 +17,7 @@ int mkc_pooling_parse(const char *name) {
 }
 
 const char *mkc_pooling_name(int pooling) {
-  return pooling >= 0 && pooling <= MKC_POOL_RANK ? POOL_NAMES[pooling] : "?";
+  return pooling >= 0 && pooling <= MKC_POOL_UNKNOWN ? POOL_NAMES[pooling] : "?";
 }
 
 int mkc_pooling_choose(int asked, int file) {
@@ -27,6 +27,12 @@ int mkc_pooling_choose(int asked, int file) {
     fprintf(stderr, "mkc: error: the model's pooling is rank (a reranker): its classifier head "
                     "is not something mkc runs; give --pooling mean, cls or last for an "
                     "embedding of its hidden states\n");
+    return -1;
+  }
+  if (p == MKC_POOL_UNKNOWN) {
+    fprintf(stderr, "mkc: error: the model's sentence-transformers pooling is not mean, cls or "
+                    "last (max, one of the weighted means, or several at once), which mkc does "
+                    "not give; --pooling mean, cls or last pools otherwise\n");
     return -1;
   }
   if (p < MKC_POOL_MEAN || p > MKC_POOL_LAST) {

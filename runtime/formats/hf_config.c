@@ -5,6 +5,7 @@
  * (RoPE scalings other than linear, llama3 and yarn, other activations,
  * biases it has no weight for). */
 #include "hf.h"
+#include "st_pooling.h"
 #include "util/text.h"
 #include "safetensors.h"
 #include "swa_pattern.h"
@@ -494,6 +495,7 @@ int mkc_hf_config_read(const char *dir, mkc_model_desc *d) {
     char *full = realpath(dir, NULL); /* "." has a name too */
     rc = mkc_hf_config_parse(text, len, path, full ? full : dir, d);
     free(full);
+    if (rc == 0) rc = mkc_st_pooling_read(dir, &d->pooling);
   }
   free(text);
   free(path);

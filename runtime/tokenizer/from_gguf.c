@@ -215,7 +215,7 @@ static int split_merges(const char *src, const mkc_gguf_kv *merges, int n_merges
 
 mkc_tokenizer *mkc_tokenizer_from_gguf(const mkc_gguf *f) {
   const char *src = f->path;
-  mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges"};
+  mkc_tok_spec spec = {.source = src, .merges_name = "tokenizer.ggml.merges", .end_token = -1};
   vocab_arrays a;
   if (read_mode(f, &spec) || read_arrays(f, &spec, &a) || read_specials(f, &spec)) return NULL;
 

@@ -281,6 +281,15 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
     spec->bos = token_named(l, string_at(first, "id"));
     spec->add_bos = spec->bos >= 0;
   }
+  /* a special token after the text (an embedding model's end, e.g. Qwen3-Embedding's) */
+  int n_single = cJSON_GetArraySize(single);
+  const cJSON *last =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(single, n_single - 1), "SpecialToken");
+  spec->end_token = -1;
+  if (strcmp(type_of(post), "TemplateProcessing") == 0 && last && n_single > 1) {
+    spec->end_token = token_named(l, string_at(last, "id"));
+    spec->add_eos = spec->end_token >= 0;
+  }
   if (config) {
     if (config_token(l, config, "bos_token", &spec->bos) ||
         config_token(l, config, "eos_token", &spec->eos) ||

@@ -60,8 +60,9 @@ typedef struct mkc_tok_spec {
   int bos, eos, unk, pad, eot, eom; /* -1: none; checked < n_vocab by the loader */
   int add_bos;                      /* 0, 1, or -1: the mode's default */
   int add_eos;                      /* 0, 1, or -1 (0): llama.cpp appends EOS to a text */
-  int add_space_prefix;             /* SentencePiece: 0, 1, or -1 (1) */
-  int ignore_merges;                /* a pre-token that is a token is kept whole (Llama-3) */
+  int end_token;        /* with add_eos, the token appended (-1: eos): TemplateProcessing's last */
+  int add_space_prefix; /* SentencePiece: 0, 1, or -1 (1) */
+  int ignore_merges;    /* a pre-token that is a token is kept whole (Llama-3) */
   /* Byte-level BPE: a character that is no token becomes unk (HF with
    * model.unk_token; fuse_unk: one for a run of them in a word); else it
    * is dropped (llama.cpp, HF without unk_token). */
@@ -87,7 +88,8 @@ struct mkc_tokenizer {
   uint32_t merge_mask;
   int n_merges;
   int bos, eos, unk, pad, eot, eom;
-  int add_bos, add_eos, add_space_prefix, ignore_merges;
+  int add_bos, add_space_prefix, ignore_merges;
+  int eos_after;           /* the token a text ends with (embeddings), or -1 */
   int unk_chars, fuse_unk; /* as in mkc_tok_spec */
   int byte_token[256];     /* SPM: <0xXX>; BPE: the token of the byte's character; -1 none */
   /* Control, unknown and user-defined tokens by first byte, longest first:

@@ -289,7 +289,8 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   t->add_bos = spec->add_bos >= 0
                    ? spec->add_bos
                    : t->mode != MKC_TOK_BPE || t->pre == MKC_PRE_LLAMA3 || t->pre == MKC_PRE_TEKKEN;
-  t->add_eos = spec->add_eos > 0;
+  t->eos_after = spec->add_eos <= 0 ? -1 : spec->end_token >= 0 ? spec->end_token : t->eos;
+  if (t->eos_after >= spec->n_vocab) t->eos_after = -1;
   if (t->mode == MKC_TOK_BPE)
     snprintf(t->kind, sizeof t->kind, "bpe (%s)", PRE_NAMES[t->pre]);
   else
@@ -335,7 +336,7 @@ int mkc_tokenizer_n_vocab(const mkc_tokenizer *t) { return t->n_vocab; }
 int mkc_tokenizer_bos(const mkc_tokenizer *t) { return t->bos; }
 int mkc_tokenizer_eos(const mkc_tokenizer *t) { return t->eos; }
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t) { return t->add_bos && t->bos >= 0; }
-int mkc_tokenizer_add_eos(const mkc_tokenizer *t) { return t->add_eos && t->eos >= 0; }
+int mkc_tokenizer_eos_after(const mkc_tokenizer *t) { return t->eos_after; }
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id) {
   return id >= 0 && id < t->n_vocab && t->eog[id];
 }

@@ -36,9 +36,11 @@ int mkc_tokenizer_bos(const mkc_tokenizer *t); /* -1 if none */
 int mkc_tokenizer_eos(const mkc_tokenizer *t); /* -1 if none */
 /* Whether encode should prepend BOS by default (the model's add_bos_token). */
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t);
-/* Whether the model's file asks for EOS after a text (add_eos_token: embedding
- * models that pool the last token read it there); encode never adds it. */
-int mkc_tokenizer_add_eos(const mkc_tokenizer *t);
+/* The token the model's file puts after a text, or -1: EOS where it says
+ * add_eos_token, or the special token tokenizer.json's TemplateProcessing ends
+ * a text with (embedding models that pool the last token read it there);
+ * encode never adds it. */
+int mkc_tokenizer_eos_after(const mkc_tokenizer *t);
 /* End of generation: eos, eot, eom, and control tokens named <|eot_id|>,
  * <|im_end|>, <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn>, ... */
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
