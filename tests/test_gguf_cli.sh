@@ -154,6 +154,38 @@ fi
 # activations to bf16 before a bf16 matmul; the kernel keeps them in float), at least 20 steps
 # before a near-tie that rounding flips (lib.sh: expect_greedy).
 expect_greedy "gemma3-tiny's file on the cpu kernel against llama.cpp" tests/data/gemma3_llamacpp.txt "$tmp/g3.gguf" 20
+# A phi3 file (init --arch phi3): each layer's Q, K, V in attn_qkv and its gate and up in ffn_up,
+# split back on reading; the same tokens as the preset, and llama.cpp's (its phi3 reads the fused
+# matrices itself, so the split's order is checked by an engine that is not mkc).
+if "$mkc" init --preset odd --seed 5 --arch phi3 -o "$tmp/phi3.gguf" 2>"$tmp/err" &&
+  "$mkc" info -m "$tmp/phi3.gguf" >"$tmp/info" 2>&1 && grep -q "^architecture: phi3" "$tmp/info" &&
+  grep -q "^tensors: 15 " "$tmp/info" && # 3 + 6 a layer: attn_qkv and ffn_up hold 5 of the graph's 9
+  "$mkc" run -m "$tmp/phi3.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/phi3.file" 2>"$tmp/err" &&
+  "$mkc" run --preset odd --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend ref \
+    >"$tmp/phi3.ref" 2>>"$tmp/err" && cmp -s "$tmp/phi3.file" "$tmp/phi3.ref"; then
+  ok "odd through a phi3 GGUF (fused attn_qkv, gate and up in ffn_up): the reference's 40 tokens"
+else
+  fail "odd through a phi3 GGUF" "$(cat "$tmp/err" "$tmp/info" | head -40)" "file: $(cat "$tmp/phi3.file")"
+fi
+# llama.cpp's phi3 on the same file with F32 matrices (the bf16 values, exact), mkc's cache in F16 as
+# llama.cpp's: all 48 greedy steps (within 0.005; with BF16 matrices llama.cpp rounds activations)
+# llama.cpp's phi3 on the same file with F32 matrices (the bf16 values, exact), mkc's cache in F16 as
+# llama.cpp's: all 48 greedy steps (within 0.005; with BF16 matrices llama.cpp rounds activations).
+# The file is the one llama.cpp read (its sha256): a writer and a reader that fuse in the same wrong
+# order would agree with each other, not with it.
+"$mkc" init --preset odd --seed 5 --arch phi3 --type f32 -o "$tmp/phi3-f32.gguf" 2>/dev/null
+want=$(sed -n 's/^sha256 //p' tests/data/phi3_llamacpp.txt)
+[ "$(sha256sum <"$tmp/phi3-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
+  ok "init --arch phi3 --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
+  fail "init --arch phi3 writes the file llama.cpp read" "want $want"
+MKC_KV_DTYPE=f16 expect_greedy "odd's phi3 file on the cpu kernel against llama.cpp's phi3" \
+  tests/data/phi3_llamacpp.txt "$tmp/phi3-f32.gguf"
+expect_error "init --arch phi3 on a preset with interleaved RoPE: refused" \
+  "mkc: error: init: --arch phi3: preset tiny has interleaved RoPE pairs, which a phi3 file does not carry (phi3: NEOX RoPE halves, no biases or head norms, no windows or scaling)" \
+  -- init --preset tiny --seed 5 --arch phi3 -o "$tmp/no.gguf"
+expect_error "init --arch phi3 with the Q/K/V parts in two types: refused" \
+  "mkc: error: init: --arch phi3 fuses layer 0's attn_q, attn_k and attn_v into one matrix: give them one type (--tensor-type)" \
+  -- init --preset odd --seed 5 --arch phi3 --tensor-type blk.0.attn_k.weight=f16 -o "$tmp/no.gguf"
 "$mkc" info -m "$tmp/g3.gguf" >"$tmp/info" 2>&1
 expect_line "info on a gemma3 file: the window's pattern" "$tmp/info" "gemma3.attention.sliding_window_pattern = 3"
 expect_line "info on a gemma3 file: the local layers' RoPE base" "$tmp/info" "gemma3.rope.freq_base_swa = 10000"

@@ -271,6 +271,50 @@ static void rope_freqs_files(void) {
              "linear, yarn, and Llama 3's rope_freqs.weight)");
 }
 
+/* A phi3 file like write_gguf's (1 layer, dim 8, 2 heads of 4) with one more matrix. */
+static void write_phi3(const char *path, const char *name, int64_t rows, int64_t cols) {
+  mkc_gguf_writer *w = mkc_gguf_writer_new();
+  mkc_gguf_set_str(w, "general.architecture", "phi3");
+  const char *sizes[] = {"phi3.block_count", "phi3.embedding_length", "phi3.feed_forward_length",
+                         "phi3.attention.head_count"};
+  uint32_t vals[] = {1, 8, 16, 2};
+  for (int i = 0; i < 4; i++) mkc_gguf_set_u32(w, sizes[i], vals[i]);
+  static float embd[8 * 4], extra[64 * 8];
+  int64_t ne[2] = {8, 4}, ne_x[2] = {cols, rows};
+  mkc_gguf_add_tensor(w, "token_embd.weight", MKC_GGML_F32, 2, ne, embd);
+  mkc_gguf_add_tensor(w, name, MKC_GGML_F32, rows == 1 ? 1 : 2, ne_x, extra);
+  mkc_gguf_write(w, path);
+  mkc_gguf_writer_free(w);
+}
+
+/* phi3's fused matrices that do not split as its sizes say, and its 128k files' longrope. */
+static void phi3_files(void) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/phi3-qkv.gguf", tmp_dir);
+  write_phi3(path, "blk.0.attn_qkv.weight", 20, 8);
+  open_fails("a phi3 attn_qkv of 20 rows (8 + 8 + 8 wanted)", path,
+             "tensor 'blk.0.attn_qkv.weight' [20, 8]: expected 3 fused matrices of 24 rows in all");
+  snprintf(path, sizeof path, "%s/phi3-longrope.gguf", tmp_dir);
+  write_phi3(path, "rope_factors_long.weight", 1, 2);
+  open_fails("a phi3 file with longrope factors", path,
+             "rope_factors_long/short.weight: Phi-3's long-context RoPE (longrope) is not "
+             "supported (its 4k-context models have none)");
+  snprintf(path, sizeof path, "%s/phi3-ok.gguf", tmp_dir);
+  write_phi3(path, "blk.0.attn_qkv.weight", 24, 8);
+  mkc_model_file mf;
+  if (CHECK(mkc_model_file_open(path, &mf) == 0, "a phi3 file with a fused attn_qkv opens")) {
+    const mkc_gguf_tensor *q = mkc_gguf_find_tensor(mf.gguf, "blk.0.attn_q.weight"),
+                          *k = mkc_gguf_find_tensor(mf.gguf, "blk.0.attn_k.weight"),
+                          *v = mkc_gguf_find_tensor(mf.gguf, "blk.0.attn_v.weight");
+    CHECK(
+        q && k && v && !mkc_gguf_find_tensor(mf.gguf, "blk.0.attn_qkv.weight") && q->ne[1] == 8 &&
+            k->data == q->data + 8 * 8 * 4 && v->data == k->data + 8 * 8 * 4 &&
+            mf.desc.rope_layout == MKC_ROPE_NEOX,
+        "... read as attn_q, attn_k and attn_v, rows 0-7, 8-15 and 16-23 of its bytes; NEOX RoPE");
+    mkc_model_file_close(&mf);
+  }
+}
+
 static void bad_files(void) {
   char path[512];
   snprintf(path, sizeof path, "%s/none.gguf", tmp_dir);
@@ -279,7 +323,7 @@ static void bad_files(void) {
   write_gguf(path, "gptneox", NULL, 0);
   open_fails("unsupported architecture", path,
              "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3, "
-             "gemma2, gemma3)");
+             "gemma2, gemma3, phi3)");
   snprintf(path, sizeof path, "%s/nolayers.gguf", tmp_dir);
   write_gguf(path, "llama", "block_count", 0);
   open_fails("missing block_count", path, "missing metadata llama.block_count");
@@ -446,6 +490,7 @@ int main(void) {
   gguf_vs_safetensors("gemma3-tiny", MKC_ST_F32); /* norms stored less 1, summed back in float */
   rope_freqs_files();
   bad_files();
+  phi3_files();
   real_model();
   scratch_close();
   return check_done();

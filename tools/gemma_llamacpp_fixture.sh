@@ -7,6 +7,9 @@
 #   pip install gguf   # tools/gguf_add_vocab.py
 #   bash tools/gemma_llamacpp_fixture.sh gemma3-tiny > tests/data/gemma3_llamacpp.txt
 #   bash tools/gemma_llamacpp_fixture.sh gemma2-tiny > tests/data/gemma2_llamacpp.txt
+# INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
+# keeps its activations in F32, and test_gguf_cli.sh runs mkc with an F16 cache as llama.cpp's):
+#   INIT_FLAGS="--arch phi3 --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/phi3_llamacpp.txt
 set -eu
 cd "$(dirname "$0")/.."
 preset=${1:-gemma3-tiny}
@@ -28,11 +31,13 @@ cmake --build "$l/build" --target llama -j"$(nproc)" >&2
 g++ -O1 -x c tools/llamacpp_greedy.c -x none -I"$l/include" -I"$l/ggml/include" \
   "$l/build/src/libllama.a" "$l/build/ggml/src/libggml.a" "$l/build/ggml/src/libggml-cpu.a" \
   "$l/build/ggml/src/libggml-base.a" -lgomp -lpthread -lm -o "$work/greedy"
-build/mkc init --preset "$preset" --seed 5 -o "$work/$preset.gguf" >&2
+# shellcheck disable=SC2086
+build/mkc init --preset "$preset" --seed 5 ${INIT_FLAGS:-} -o "$work/$preset.gguf" >&2
 python3 tools/gguf_add_vocab.py "$work/$preset.gguf" "$work/$preset-vocab.gguf"
-echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset $preset --seed 5\`"
-echo "# (tools/gemma_llamacpp_fixture.sh): the prompt's ids, then each greedy step's id and"
+echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset $preset --seed 5${INIT_FLAGS:+ $INIT_FLAGS}\`"
+echo "# (tools/gemma_llamacpp_fixture.sh): the file's sha256, the prompt's ids, then each greedy step's id and"
 echo "# log-probability, and the runner-up's"
+echo "sha256 $(sha256sum <"$work/$preset.gguf" | cut -d' ' -f1)" # the file mkc init wrote
 echo "prompt $PROMPT"
 # shellcheck disable=SC2086
 "$work/greedy" "$work/$preset-vocab.gguf" $STEPS $PROMPT 2>/dev/null

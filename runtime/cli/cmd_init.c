@@ -24,7 +24,8 @@
 
 static const char USAGE[] =
     "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
-    "                [--tensor-type NAME=T]... [--pooling P] -o FILE.gguf|DIR\n"
+    "                [--tensor-type NAME=T]... [--arch phi3] [--pooling P]\n"
+    "                -o FILE.gguf|DIR\n"
     "\n"
     "Writes the graph's weights, seeded random (as `mkc run --random-weights S`):\n"
     "in a GGUF file with llama (or qwen2/qwen3) metadata, or, when -o does not\n"
@@ -43,6 +44,9 @@ static const char USAGE[] =
     "init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
+    "--arch phi3: a phi3 file (GGUF), each layer's Q, K and V in one matrix\n"
+    "(attn_qkv) and its gate and up in one (ffn_up), as Phi-3's files store them;\n"
+    "the preset must have NEOX RoPE and nothing phi3 lacks (odd has).\n"
     "--pooling none|mean|cls|last|rank: the GGUF's ARCH.pooling_type, as an\n"
     "embedding model's file says how `mkc embed` pools (GGUF only).\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -263,9 +267,9 @@ static int set_gemma(mkc_gguf_writer *out, const mkc_model_desc *d) {
   return bad;
 }
 
-static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *name) {
+static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *arch,
+                        const char *name) {
   const mkc_node *rope = global_rope(g), *norm = first_node(g, MKC_OP_RMSNORM);
-  const char *arch = architecture(g);
   char key[128];
   int bad = mkc_gguf_set_str(out, "general.architecture", arch);
   bad |= mkc_gguf_set_str(out, "general.name", name);
@@ -366,6 +370,7 @@ typedef struct init_flags {
   tensor_type *tensor_types;
   int n_tensor_types;
   int pooling; /* --pooling: llama.cpp's pooling_type + 1 (0: not written) */
+  int phi3;    /* --arch phi3: Q/K/V and gate/up fused, as phi3 files store them */
 } init_flags;
 
 /* The type asked for tensor info: the last --tensor-type naming it, else
@@ -415,8 +420,79 @@ static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
  * it is at each tenth. */
 #define QUIET_VALUES (1 << 26)
 
+/* phi3 stores each layer's Q, K and V as one matrix (attn_qkv) and its MLP's gate and up as one
+ * (ffn_up, the gate's rows first). A part of such a matrix: which (0 the attention's, 1 the MLP's),
+ * its place in it, and how many parts it has; -1 for any other tensor. */
+static int fused_part(const char *name, int *layer, int *group, int *place, int *parts) {
+  static const struct {
+    const char *suffix;
+    int group, place, parts;
+  } PARTS[] = {{"attn_q.weight", 0, 0, 3},
+               {"attn_k.weight", 0, 1, 3},
+               {"attn_v.weight", 0, 2, 3},
+               {"ffn_gate.weight", 1, 0, 2},
+               {"ffn_up.weight", 1, 1, 2}};
+  int n = 0;
+  if (sscanf(name, "blk.%d.%n", layer, &n) != 1 || n == 0) return -1;
+  for (size_t k = 0; k < sizeof PARTS / sizeof *PARTS; k++)
+    if (strcmp(name + n, PARTS[k].suffix) == 0) {
+      *group = PARTS[k].group, *place = PARTS[k].place, *parts = PARTS[k].parts;
+      return 0;
+    }
+  return -1;
+}
+
+typedef struct fuse_part {
+  const void *bytes;
+  uint32_t type;
+  int rows, cols;
+  size_t row_bytes;
+} fuse_part;
+
+/* A phi3 part stashed in parts[layer * 5 + group * 3 + place]; once its matrix has every
+ * part, the parts' rows one after another into a new *joined (which the caller keeps until
+ * the file is written), added as the fused tensor. 0, or -1 after a message. */
+static int add_fused(mkc_gguf_writer *out, fuse_part *parts, int layer, int group, int place,
+                     int n_parts, fuse_part p, void **joined_out, int *count) {
+  fuse_part *mine = &parts[layer * 5 + group * 3];
+  mine[place] = p;
+  size_t bytes = 0;
+  int rows = 0;
+  for (int k = 0; k < n_parts; k++) {
+    if (!mine[k].bytes) return 0; /* not all in yet */
+    if (mine[k].type != p.type || mine[k].cols != p.cols) {
+      fprintf(stderr,
+              "mkc: error: init: --arch phi3 fuses layer %d's %s into one matrix: give "
+              "them one type (--tensor-type)\n",
+              layer, group ? "ffn_gate and ffn_up" : "attn_q, attn_k and attn_v");
+      return -1;
+    }
+    bytes += mine[k].row_bytes * (size_t)mine[k].rows;
+    rows += mine[k].rows;
+  }
+  char *joined = malloc(bytes), *at = joined;
+  if (!joined) {
+    fprintf(stderr, "mkc: error: init: out of memory fusing layer %d\n", layer);
+    return -1;
+  }
+  for (int k = 0; k < n_parts; k++) {
+    memcpy(at, mine[k].bytes, mine[k].row_bytes * (size_t)mine[k].rows);
+    at += mine[k].row_bytes * (size_t)mine[k].rows;
+  }
+  *joined_out = joined;
+  char name[64];
+  snprintf(name, sizeof name, "blk.%d.%s", layer, group ? "ffn_up.weight" : "attn_qkv.weight");
+  int64_t ne[2] = {p.cols, rows};
+  if (mkc_gguf_add_raw(out, name, p.type, 2, ne, joined)) return -1;
+  count[p.type]++;
+  return 0;
+}
+
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
                        const init_flags *f, void **encoded, int *count) {
+  fuse_part *parts = f->phi3 ? calloc((size_t)g->n_layers * 5 + 5, sizeof *parts) : NULL;
+  if (f->phi3 && !parts) return -1;
+  int rc = -1;
   double total = 0, done = 0, start = mkc_seconds();
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
@@ -427,7 +503,7 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
     const mkc_tensor *t = mkc_weights_get(w, info->name, info->rows, info->cols);
-    if (!t) return -1;
+    if (!t) goto done;
     const uint16_t *bf16 = (const uint16_t *)t->data; /* [rows][cols] */
     uint32_t type = stored_type(info, wanted_type(f, info));
     const void *bytes = bf16;
@@ -438,7 +514,7 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
       if (!values || !encoded[i]) {
         free(values);
         fprintf(stderr, "mkc: error: init: out of memory encoding %s\n", info->name);
-        return -1;
+        goto done;
       }
       for (size_t k = 0; k < n; k++) values[k] = mkc_bf16_to_float(bf16[k]);
       /* cannot fail: type and cols checked */
@@ -452,11 +528,28 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
                 100 * done / total, total / 1e6, mkc_seconds() - start);
       }
     }
+    int layer, group, place, n_parts;
+    if (parts && fused_part(info->name, &layer, &group, &place, &n_parts) == 0 && layer >= 0 &&
+        layer < g->n_layers) {
+      fuse_part p = {bytes, type, info->rows, info->cols,
+                     type == MKC_GGML_BF16 ? (size_t)info->cols * 2
+                                           : mkc_quant_row_bytes(type, info->cols)};
+      void *joined = NULL;
+      if (add_fused(out, parts, layer, group, place, n_parts, p, &joined, count)) goto done;
+      if (joined) { /* the last part's own encoding is in it: the joined rows take its place */
+        free(encoded[i]);
+        encoded[i] = joined;
+      }
+      continue;
+    }
     int64_t ne[2] = {info->cols, info->rows};
-    if (mkc_gguf_add_raw(out, info->name, type, info->rows == 1 ? 1 : 2, ne, bytes)) return -1;
+    if (mkc_gguf_add_raw(out, info->name, type, info->rows == 1 ? 1 : 2, ne, bytes)) goto done;
     count[type]++;
   }
-  return 0;
+  rc = 0;
+done:
+  free(parts);
+  return rc;
 }
 
 /* "20 BF16 tensors", or "20 tensors (Q8_0 15, BF16 5)". */
@@ -477,6 +570,26 @@ static void describe_types(const int *count, int n, char *buf, size_t size) {
     sep = ", ";
   }
   if (used < size) snprintf(buf + used, size - used, ")");
+}
+
+/* --arch phi3: a preset a phi3 file can hold (llama.cpp's phi3: NEOX RoPE, no
+ * biases, no per-head norms, no windows nor RoPE scaling), d's arch then
+ * phi3. 0, or -1 after a message. */
+static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) {
+  const char *why = strcmp(d->arch, "llama") != 0                   ? d->arch
+                    : d->rope_layout != MKC_ROPE_NEOX               ? "interleaved RoPE pairs"
+                    : d->rope_scaling.type != MKC_ROPE_SCALING_NONE ? "RoPE scaling"
+                    : windowed(g)                                   ? "sliding windows"
+                                                                    : NULL;
+  if (why) {
+    fprintf(stderr,
+            "mkc: error: init: --arch phi3: preset %s has %s, which a phi3 file does not carry "
+            "(phi3: NEOX RoPE halves, no biases or head norms, no windows or scaling)\n",
+            preset, why);
+    return -1;
+  }
+  snprintf(d->arch, sizeof d->arch, "phi3");
+  return 0;
 }
 
 /* init's own flags (it takes a GGUF writer's, not run's): 0, 2 after a usage
@@ -515,6 +628,11 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
       if (type_named(eq + 1, &tt->type) != 0)
         return usage_error(
             "--tensor-type: expected a type among " TYPE_CHOICES " after '=', got '%s'", v);
+    } else if (strcmp(a, "--arch") == 0) {
+      if (strcmp(v, "phi3") != 0)
+        return usage_error("--arch: expected phi3 (the others follow from the preset), got '%s'",
+                           v);
+      f->phi3 = 1;
     } else if (strcmp(a, "--pooling") == 0) {
       static const char *const NAMES[] = {"none", "mean", "cls", "last", "rank"};
       f->pooling = 0;
@@ -540,6 +658,7 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
       return usage_error("%s", "--pooling: a GGUF file's key (-o FILE.gguf); a Hugging Face "
                                "folder says it in sentence-transformers' files, which init does "
                                "not write");
+    if (f->phi3) return usage_error("%s", "--arch phi3: a GGUF file (-o FILE.gguf)");
     if (f->type != MKC_GGML_BF16)
       return usage_error("--type %s: a Hugging Face folder is written in BF16 only (-o FILE.gguf "
                          "takes other types)",
@@ -641,15 +760,19 @@ int mkc_cmd_init(int argc, char **argv) {
   mkc_model_desc d;
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
-  if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) || set_metadata(out, &g, name) ||
-      set_gemma(out, &d) || set_rope_scaling(out, d.arch, &d.rope_scaling) ||
+  if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
+  if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
+      set_metadata(out, &g, d.arch, name) || set_gemma(out, &d) ||
+      set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
       mkc_gguf_write(out, path))
     goto done;
   struct stat st;
   char types[256];
-  describe_types(count, g.n_weights, types, sizeof types);
+  int n_tensors = 0;
+  for (int t = 0; t < MKC_GGML_TYPE_COUNT; t++) n_tensors += count[t];
+  describe_types(count, n_tensors, types, sizeof types);
   fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %s%s, %lld bytes)\n", path, name, seed, types,
           d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)" : "",
           stat(path, &st) == 0 ? (long long)st.st_size : -1LL);

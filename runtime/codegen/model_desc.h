@@ -31,7 +31,7 @@ enum mkc_pooling {
 };
 
 typedef struct mkc_model_desc {
-  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3" */
+  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */

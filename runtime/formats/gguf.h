@@ -119,6 +119,18 @@ const char *mkc_gguf_vtype_name(uint32_t type); /* "u32", "string", ...; "?" if 
 
 /* The tensor called name, or NULL (no message). */
 const mkc_gguf_tensor *mkc_gguf_find_tensor(const mkc_gguf *f, const char *name);
+/* Tensor `name`, a matrix of rows fused from n others (phi3's attn_qkv, and its ffn_up: the
+ * gate's rows, then the up projection's), as n tensors names[k] of rows[k] rows each, in order,
+ * over the same bytes (a part may keep the fused one's name). 0, 1 when there is no such tensor,
+ * -1 after a message (rows that do not add up, a part's name taken). Pointers from find_tensor
+ * are stale afterwards. */
+int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const *names,
+                        const int64_t *rows);
+struct mkc_model_desc;
+/* The fused matrices of d's architecture split as its loader in llama.cpp reads them (phi3:
+ * attn_qkv, and ffn_up where it holds 2 * ffn rows); other architectures: nothing. 0, or -1
+ * after a message. */
+int mkc_gguf_unfuse(mkc_gguf *f, const struct mkc_model_desc *d);
 
 /* Every weight of g from the file: found by name, shape checked (ne[0] =
  * cols, ne[1] = rows, a 1-D tensor has rows 1), converted to bf16. Returns 0,

@@ -11,7 +11,8 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3"};
+static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",
+                                    "gemma2", "gemma3",  "phi3"};
 
 /* "ARCH.suffix" as an integer in [1, 1<<30]: 1 found, 0 absent, -1 bad. */
 static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
@@ -83,11 +84,11 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
-   * rows were permuted at conversion), qwen2/qwen3 and Gemma with NEOX halves. */
-  d->rope_layout =
-      strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 || mkc_gemma_version(arch)
-          ? MKC_ROPE_NEOX
-          : MKC_ROPE_INTERLEAVED;
+   * rows were permuted at conversion), qwen2/qwen3, Gemma and phi3 with NEOX halves. */
+  d->rope_layout = strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 ||
+                           mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0
+                       ? MKC_ROPE_NEOX
+                       : MKC_ROPE_INTERLEAVED;
   const char *layout;
   int rc = mkc_gguf_get_str(f, "mkc.rope.layout", &layout);
   if (rc < 0) return -1;
@@ -280,7 +281,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, gemma2, gemma3)\n",
+            "qwen3, gemma2, gemma3, phi3)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -506,6 +507,21 @@ static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   return 0;
 }
 
+/* phi3: its 128k files' RoPE (longrope: per-frequency factors for short and
+ * long contexts) is refused; its sliding window, which llama.cpp turns off
+ * for phi3, is left off too. */
+static int read_phi3(const mkc_gguf *f) {
+  if (mkc_gguf_find_tensor(f, "rope_factors_long.weight") ||
+      mkc_gguf_find_tensor(f, "rope_factors_short.weight")) {
+    fprintf(stderr,
+            "mkc: error: %s: rope_factors_long/short.weight: Phi-3's long-context RoPE "
+            "(longrope) is not supported (its 4k-context models have none)\n",
+            f->path);
+    return -1;
+  }
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
@@ -514,5 +530,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
       read_pooling(f, d->arch, d))
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
+  if (strcmp(d->arch, "phi3") == 0 && read_phi3(f)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

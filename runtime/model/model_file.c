@@ -47,6 +47,7 @@ static int open_gguf(const char *path, mkc_model_file *mf) {
   mf->format = "GGUF";
   mf->gguf = mkc_gguf_open(path);
   if (!mf->gguf || mkc_gguf_model_desc(mf->gguf, &mf->desc) != 0) return -1;
+  if (mkc_gguf_unfuse(mf->gguf, &mf->desc) != 0) return -1;
   if (mkc_gguf_find(mf->gguf, "tokenizer.ggml.model")) {
     mf->tok = mkc_tokenizer_from_gguf(mf->gguf);
     if (!mf->tok) return -1;
