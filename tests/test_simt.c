@@ -792,23 +792,28 @@ static void test_compile_error(void) {
   mkc_cpu_kernel_close(k);
 }
 
-/* main_kernel under codegen's header comment: text, with header's graph
- * path and the body's last line as given. */
-static char *with_header(const char *graph, const char *tail) {
+/* main_kernel under codegen's header comment and a #line naming file, as a
+ * generated kernel names itself: text, with the header's graph path and the
+ * body's last line as given. */
+static char *with_header(const char *graph, const char *file, const char *tail) {
   char *text;
   if (asprintf(&text,
-               "/* mkc 0.1.0 -- generated: do not edit.\n * graph:   %s, preset tiny\n */\n%s%s",
-               graph, main_kernel, tail) < 0)
+               "/* mkc 0.1.0 -- generated: do not edit.\n * graph:   %s, preset tiny\n */\n"
+               "#line 4 \"%s\"\n%s%s",
+               graph, file, main_kernel, tail) < 0)
     return NULL;
   return text;
 }
 
-/* The cache key leaves out codegen's header comment and the kernel's name
- * (the same kernel from a preset and from a model file), and nothing else. */
+/* The cache key leaves out codegen's header comment and the kernel's name in
+ * its #line directives (the same kernel from a preset and from a model
+ * file), and nothing else. */
 static void same_kernel_other_header(const char *cache_root) {
-  char *a = with_header("/tmp/x/graphs/llama.lua", ""), *b = with_header("graphs/llama.lua", "");
-  char *c = with_header("graphs/llama.lua", "/* a comment past the header */\n");
-  char *d = with_header("graphs/llama.lua", "static int unused_but_new;\n");
+  char *a = with_header("/tmp/x/graphs/llama.lua", "llama.tiny.cu", "");
+  char *b = with_header("graphs/llama.lua", "llama.model-file.cu", "");
+  char *c = with_header("graphs/llama.lua", "llama.tiny.cu", "/* a comment past the header */\n");
+  char *d = with_header("graphs/llama.lua", "llama.tiny.cu", "static int unused_but_new;\n");
+  char *e = with_header("graphs/llama.lua", "templates/other.cuh", "");
   int n0 = count_cached_so(cache_root);
   mkc_cpu_kernel *k = a ? mkc_cpu_kernel_open(a, "llama.tiny.cu", templates_dir) : NULL;
   int n1 = count_cached_so(cache_root);
@@ -818,17 +823,22 @@ static void same_kernel_other_header(const char *cache_root) {
   CHECK(k && n1 == n0 + 1 && n2 == n1,
         "another header comment and name: the same cache entry (%d, %d, %d entries)", n0, n1, n2);
   mkc_cpu_kernel_close(k);
-  k = c ? mkc_cpu_kernel_open(c, "llama.tiny.cu", templates_dir) : NULL;
-  mkc_cpu_kernel_close(k);
-  mkc_cpu_kernel *k2 = d ? mkc_cpu_kernel_open(d, "llama.tiny.cu", templates_dir) : NULL;
-  CHECK(k && k2 && count_cached_so(cache_root) == n2 + 2,
-        "a comment past the header, or a line of code: a new entry each (%d entries)",
+  const char *others[] = {c, d, e};
+  int opened = 0;
+  for (int i = 0; i < 3; i++) {
+    k = others[i] ? mkc_cpu_kernel_open(others[i], "llama.tiny.cu", templates_dir) : NULL;
+    opened += k != NULL;
+    mkc_cpu_kernel_close(k);
+  }
+  CHECK(opened == 3 && count_cached_so(cache_root) == n2 + 3,
+        "a comment past the header, a line of code, a #line naming another file: a new entry "
+        "each (%d entries)",
         count_cached_so(cache_root));
-  mkc_cpu_kernel_close(k2);
   free(a);
   free(b);
   free(c);
   free(d);
+  free(e);
 }
 
 static void test_cache(const char *cache_root) {

@@ -166,23 +166,38 @@ static uint64_t hash_includes(uint64_t h, const char *text, const char *template
 
 /* What of a kernel's source its cache key covers: the source less the
  * header comment codegen writes first (the graph's path, the hashes, the
- * plan's sizes), which says how the kernel was asked for, not what it
- * compiles to. So the same kernel generated from a preset and from a model
- * file, or in another directory, is one cache entry and one compile; only
- * an assert's message in the kernel's own lines would name the first. */
-static const char *keyed_source(const char *source) {
+ * plan's sizes) and less the kernel's name in its own #line directives,
+ * which say how the kernel was asked for, not what it compiles to. So the
+ * same kernel generated from a preset and from a model file, or in another
+ * directory, is one cache entry and one compile; only an assert's message in
+ * the kernel's own lines would name the first. */
+static uint64_t hash_source(uint64_t h, const char *source, const char *name) {
   static const char MARK[] = " -- generated: do not edit.";
-  const char *eol = strchr(source, '\n'), *end = strstr(source, "*/");
-  if (strncmp(source, "/* ", 3) != 0 || !eol || !end || end < eol) return source;
-  const char *mark = strstr(source, MARK);
-  return mark && mark < eol ? end + 2 : source;
+  const char *eol = strchr(source, '\n'), *end = strstr(source, "*/"), *mark = strstr(source, MARK);
+  if (strncmp(source, "/* ", 3) == 0 && eol && end && end > eol && mark && mark < eol)
+    source = end + 2;
+  size_t name_len = strlen(name);
+  for (const char *line = source; *line;) {
+    const char *next = strchr(line, '\n');
+    size_t len = next ? (size_t)(next - line + 1) : strlen(line);
+    const char *quote = memchr(line, '"', len);
+    /* #line N "name": the name left out */
+    if (len > 6 && strncmp(line, "#line ", 6) == 0 && quote &&
+        (size_t)(line + len - quote) >= name_len + 2 && strncmp(quote + 1, name, name_len) == 0 &&
+        quote[name_len + 1] == '"')
+      h = mkc_fnv1a(h, line, (size_t)(quote - line));
+    else
+      h = mkc_fnv1a(h, line, len);
+    line += len;
+  }
+  return h;
 }
 
-/* FNV-1a over the source (keyed_source), the prelude and mkc_state.h it
+/* FNV-1a over the source (hash_source), the prelude and mkc_state.h it
  * includes, the templates it includes, and the compiler command line. -1 +
  * message when the prelude cannot be read. */
-static int cache_key(const char *source, const char *templates_dir, const char *key_cmd,
-                     uint64_t *key) {
+static int cache_key(const char *source, const char *name, const char *templates_dir,
+                     const char *key_cmd, uint64_t *key) {
   char path[4200];
   snprintf(path, sizeof path, "%s/prelude_cpu.h", templates_dir);
   char *prelude = mkc_read_file(path, NULL);
@@ -193,7 +208,7 @@ static int cache_key(const char *source, const char *templates_dir, const char *
   snprintf(path, sizeof path, "%s/mkc_state.h", templates_dir);
   char *state_h = mkc_read_file(path, NULL);
   uint64_t h = MKC_FNV_OFFSET;
-  h = mkc_fnv1a_str(h, keyed_source(source));
+  h = hash_source(h, source, name);
   h = mkc_fnv1a_str(h, prelude);
   h = mkc_fnv1a_str(h, state_h ? state_h : "");
   h = hash_includes(h, source, templates_dir);
@@ -257,7 +272,7 @@ mkc_cpu_kernel *mkc_cpu_kernel_open(const char *source, const char *name,
     out_of_memory();
     goto out;
   }
-  if (cache_key(source, templates_dir, key_cmd, &key) != 0 || cache_dir(dir, sizeof dir) != 0)
+  if (cache_key(source, name, templates_dir, key_cmd, &key) != 0 || cache_dir(dir, sizeof dir) != 0)
     goto out;
   entry_path(dir, key, "so", so, sizeof so);
   if (access(so, R_OK) == 0 && (k = load(so, name, 1))) goto out;
