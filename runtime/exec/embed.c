@@ -127,15 +127,13 @@ int mkc_embed(mkc_embedder *e, const int *tokens, int n, int pooling, int normal
     return -1;
   }
   double *acc = calloc((size_t)e->dim, sizeof *acc);
-  int *in = malloc((size_t)g->t_chunk * sizeof *in + sizeof *in);
-  int rc = acc && in ? 0 : -1;
+  int rc = acc ? 0 : -1;
   if (rc) fprintf(stderr, "mkc: error: embeddings: out of memory\n");
   mkc_session_reset(e->s);
   for (int pos = 0; rc == 0 && pos < n;) {
     int T = mkc_session_prompt_inputs(e->s, n - pos);
     mkc_step_result r;
-    memcpy(in, tokens + pos, (size_t)T * sizeof *in);
-    if (mkc_session_step(e->s, in, T, T - 1, &r) != 0) {
+    if (mkc_session_step(e->s, tokens + pos, T, T - 1, &r) != 0) {
       rc = -1;
       break;
     }
@@ -157,6 +155,5 @@ int mkc_embed(mkc_embedder *e, const int *tokens, int n, int pooling, int normal
     mkc_embd_normalize(out, e->dim, normalize);
   }
   free(acc);
-  free(in);
   return rc;
 }
