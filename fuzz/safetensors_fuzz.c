@@ -68,6 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_as_weights(st, "llama", MKC_ROPE_INTERLEAVED);
     load_as_weights(st, "qwen2", MKC_ROPE_NEOX);
     load_as_weights(st, "gemma3", MKC_ROPE_NEOX); /* norms read plus 1 */
+    /* phi3: layer 0's qkv_proj and gate_up_proj split by rows (2 heads and 1 KV head of 4) */
+    mkc_model_desc phi3 = {
+        .arch = "phi3", .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .head_dim = 4, .ffn = 4};
+    if (mkc_st_unfuse(st, &phi3) == 0) load_as_weights(st, "phi3", MKC_ROPE_NEOX);
     mkc_st_close(st);
   }
   mkc_model_desc d;

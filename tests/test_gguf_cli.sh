@@ -180,6 +180,30 @@ want=$(sed -n 's/^sha256 //p' tests/data/phi3_llamacpp.txt)
   fail "init --arch phi3 writes the file llama.cpp read" "want $want"
 MKC_KV_DTYPE=f16 expect_greedy "odd's phi3 file on the cpu kernel against llama.cpp's phi3" \
   tests/data/phi3_llamacpp.txt "$tmp/phi3-f32.gguf"
+# The phi3 Hugging Face folder (qkv_proj, gate_up_proj): the preset's tokens, and transformers'
+# own Phi3ForCausalLM (tests/data/phi3_transformers.txt, tools/gemma_hf_fixture.sh) on the same
+# weights, with mkc's cache in f32 as transformers keeps it: all 48 steps.
+if "$mkc" init --preset odd --seed 5 --arch phi3 -o "$tmp/phi3-hf" 2>"$tmp/err" &&
+  grep -q '"model_type":.*"phi3"' "$tmp/phi3-hf/config.json" &&
+  "$mkc" run -m "$tmp/phi3-hf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/phi3-hf.out" 2>"$tmp/err" &&
+  cmp -s "$tmp/phi3-hf.out" "$tmp/phi3.ref"; then
+  ok "odd through a phi3 Hugging Face folder (qkv_proj, gate_up_proj): the reference's 40 tokens"
+else
+  fail "odd through a phi3 Hugging Face folder" "$(cat "$tmp/err")" "$(cat "$tmp/phi3-hf.out")"
+fi
+want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' tests/data/phi3_transformers.txt)
+[ "$(sha256sum <"$tmp/phi3-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
+  ok "init --arch phi3 writes the weights transformers read (sha256 ${want:0:12}...)" ||
+  fail "init --arch phi3 writes the weights transformers read" "want $want"
+MKC_KV_DTYPE=f32 expect_greedy "odd's phi3 folder on the cpu kernel against transformers' Phi3ForCausalLM" \
+  tests/data/phi3_transformers.txt "$tmp/phi3-hf"
+python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['partial_rotary_factor'] = 0.75
+json.dump(c, open(sys.argv[1], 'w'))" "$tmp/phi3-hf/config.json"
+expect_error "a phi3 folder with partial RoPE (Phi-4-mini's 0.75): refused" \
+  "mkc: error: $tmp/phi3-hf/config.json: partial_rotary_factor 0.75: partial RoPE is not supported" \
+  -- run -m "$tmp/phi3-hf" --prompt-ids 1 -n 1 --backend cpu
 expect_error "init --arch phi3 on a preset with interleaved RoPE: refused" \
   "mkc: error: init: --arch phi3: preset tiny has interleaved RoPE pairs, which a phi3 file does not carry (phi3: NEOX RoPE halves, no biases or head norms, no windows or scaling)" \
   -- init --preset tiny --seed 5 --arch phi3 -o "$tmp/no.gguf"

@@ -5,7 +5,9 @@
 # the config.json transformers itself saves (tests/data/gemma3_transformers5.json: rope_parameters
 # per layer type and layer_types, as transformers 5 writes them) for a variant whose scores are
 # scaled by query_pre_attn_scalar = 64 and whose global layers' RoPE is linearly scaled by 4.
-# test_gemma_hf.sh checks mkc's kernel against them. Needs torch and transformers:
+# test_gemma_hf.sh checks mkc's kernel against them. Also tests/data/phi3_transformers.txt, on the
+# phi3 folder `mkc init --preset odd --seed 5 --arch phi3` writes (qkv_proj, gate_up_proj), which
+# test_gguf_cli.sh reads. Needs torch and transformers:
 #   python3 -m venv /tmp/tv && /tmp/tv/bin/pip install torch transformers
 #   PYTHON=/tmp/tv/bin/python bash tools/gemma_hf_fixture.sh
 set -eu
@@ -15,8 +17,9 @@ work=${WORK:-$(mktemp -d)}
 mkdir -p "$work"
 PROMPT="3 1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4" # past the windows of 16
 STEPS=48
-rm -rf "$work/g2" "$work/g3" "$work/g3v"
+rm -rf "$work/g2" "$work/g3" "$work/g3v" "$work/phi3"
 build/mkc init --preset gemma2-tiny --seed 5 -o "$work/g2" >&2
+build/mkc init --preset odd --seed 5 --arch phi3 -o "$work/phi3" >&2
 build/mkc init --preset gemma3-tiny --seed 5 -o "$work/g3" >&2
 mkdir -p "$work/g3v"
 cp "$work/g3/model.safetensors" "$work/g3v/"
@@ -46,3 +49,4 @@ fixture() {
 fixture gemma2_transformers "$work/g2" gemma2-tiny
 fixture gemma3_transformers "$work/g3" gemma3-tiny
 fixture gemma3_transformers5 "$work/g3v" gemma3-tiny tests/data/gemma3_transformers5.json
+fixture phi3_transformers "$work/phi3" "odd --arch phi3"

@@ -44,9 +44,10 @@ static const char USAGE[] =
     "init says so.\n"
     "--tensor-type NAME=T: the tensor called NAME (its GGUF name) in type T,\n"
     "whatever --type says; repeatable.\n"
-    "--arch phi3: a phi3 file (GGUF), each layer's Q, K and V in one matrix\n"
-    "(attn_qkv) and its gate and up in one (ffn_up), as Phi-3's files store them;\n"
-    "the preset must have NEOX RoPE and nothing phi3 lacks (odd has).\n"
+    "--arch phi3: a phi3 file, each layer's Q, K and V in one matrix (GGUF\n"
+    "attn_qkv, HF qkv_proj) and its gate and up in one (ffn_up, gate_up_proj),\n"
+    "as Phi-3's files store them; the preset must have NEOX RoPE and nothing\n"
+    "phi3 lacks (odd has).\n"
     "--pooling none|mean|cls|last|rank: the GGUF's ARCH.pooling_type, as an\n"
     "embedding model's file says how `mkc embed` pools (GGUF only).\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -658,7 +659,6 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
       return usage_error("%s", "--pooling: a GGUF file's key (-o FILE.gguf); a Hugging Face "
                                "folder says it in sentence-transformers' files, which init does "
                                "not write");
-    if (f->phi3) return usage_error("%s", "--arch phi3: a GGUF file (-o FILE.gguf)");
     if (f->type != MKC_GGML_BF16)
       return usage_error("--type %s: a Hugging Face folder is written in BF16 only (-o FILE.gguf "
                          "takes other types)",
@@ -748,12 +748,13 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
+    if ((f.phi3 && phi3_fits(&g, &d, preset) != 0) ||
+        describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
         mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
-            path, d.arch, seed, g.n_weights);
+            path, d.arch, seed, g.n_weights - (f.phi3 ? 3 * g.n_layers : 0));
     rc = 0;
     goto done;
   }

@@ -44,6 +44,7 @@ static const arch_info ARCHS[] = {
     {"mistral", "mistral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
     {"qwen2", "qwen2", MKC_ROPE_NEOX, 1, 0, 32768, NULL},
     {"qwen3", "qwen3", MKC_ROPE_NEOX, 0, 1, 32768, NULL},
+    {"phi3", "phi3", MKC_ROPE_NEOX, 0, 0, 4096, NULL}, /* Q/K/V and gate/up fused (st_unfuse) */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -450,11 +451,19 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */
-  int window = 0, use_window = strcmp(arch->model_type, "mistral") == 0;
+  int window = 0, use_window = strcmp(arch->model_type, "mistral") == 0 ||
+                               strcmp(arch->model_type, "phi3") == 0;
   if ((!use_window && get_bool(t, "use_sliding_window", 0, &use_window)) ||
       (use_window && get_int(t, "sliding_window", 0, 0, &window)))
     return -1;
   if (window > 0 && window < d->ctx_train) d->ctx_train = window;
+  /* Phi-4-mini (a phi3) rotates 3/4 of each head; transformers 5 keeps the factor in
+   * rope_parameters */
+  const cJSON *partial = field(t, t->root, "partial_rotary_factor");
+  if (!partial) partial = field(t, field(t, t->root, "rope_parameters"), "partial_rotary_factor");
+  if (partial && !(cJSON_IsNumber(partial) && partial->valuedouble == 1))
+    return mkc_error_in(t->where, "partial_rotary_factor %s: partial RoPE is not supported",
+                        mkc_json_describe(partial, buf, sizeof buf));
   return 0;
 }
 

@@ -107,14 +107,16 @@ static char *config_text(const mkc_model_desc *d) {
     cJSON_AddStringToObject(c, "hidden_act", "silu");
   add_rope_scaling(c, &d->rope_scaling);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
+  /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
+  if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");
   char *text = cJSON_Print(c);
   cJSON_Delete(c);
   return text;
 }
 
 int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
-  int neox =
-      strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 || mkc_gemma_version(d->arch);
+  int neox = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 ||
+             mkc_gemma_version(d->arch) || strcmp(d->arch, "phi3") == 0;
   if ((d->rope_layout == MKC_ROPE_NEOX) != neox) {
     fprintf(stderr,
             "mkc: error: a %s model with %s RoPE cannot be written as a Hugging Face folder "

@@ -580,6 +580,79 @@ void mkc_st_close(mkc_safetensors *st) {
 
 int mkc_st_count(const mkc_safetensors *st) { return st->n_tensors; }
 
+int mkc_st_split_rows(mkc_safetensors *st, const char *name, int n, const char *const *names,
+                      const int64_t *rows) {
+  const mkc_st_tensor *t = mkc_st_find(st, name);
+  if (!t) return 1;
+  const char *where = mkc_st_file_path(st, t->file);
+  int64_t total = 0;
+  for (int k = 0; k < n; k++) total += rows[k];
+  if (n < 1 || n > 8 || t->n_dims != 2 || t->shape[0] != total)
+    return mkc_error_in(where, "tensor '%s': expected %d fused matrices of %" PRId64 " rows in all",
+                        name, n, total);
+  for (int k = 0; k < n; k++)
+    if (mkc_st_find(st, names[k]))
+      return mkc_error_in(where, "tensor '%s' is there both fused (in '%s') and on its own",
+                          names[k], name);
+  int count = st->n_tensors - 1 + n;
+  mkc_st_tensor *tensors = calloc((size_t)count, sizeof *tensors);
+  mkc_st_tensor **by_name = malloc((size_t)count * sizeof *by_name);
+  char *part_names[8] = {0};
+  int ok = tensors && by_name;
+  for (int k = 0; ok && k < n; k++) ok = (part_names[k] = strdup(names[k])) != NULL;
+  if (!ok) {
+    for (int k = 0; k < n; k++) free(part_names[k]);
+    free(tensors);
+    free(by_name);
+    return mkc_error_in(where, "out of memory splitting '%s'", name);
+  }
+  int j = 0;
+  for (int i = 0; i < st->n_tensors; i++)
+    if (&st->tensors[i] != t) tensors[j++] = st->tensors[i];
+  uint64_t row_bytes = t->n_bytes / (uint64_t)total, off = 0;
+  for (int k = 0; k < n; k++) {
+    mkc_st_tensor *p = &tensors[j++];
+    *p = *t;
+    p->name = part_names[k];
+    p->shape[0] = rows[k];
+    p->n_bytes = row_bytes * (uint64_t)rows[k];
+    p->data = t->data + off;
+    off += p->n_bytes;
+  }
+  free(t->name);
+  free(st->tensors);
+  free(st->by_name);
+  st->tensors = tensors;
+  st->by_name = by_name;
+  st->n_tensors = st->cap_tensors = count;
+  for (int i = 0; i < count; i++) by_name[i] = &tensors[i];
+  qsort(by_name, (size_t)count, sizeof *by_name, cmp_tensor);
+  return 0;
+}
+
+int mkc_st_unfuse(mkc_safetensors *st, const mkc_model_desc *d) {
+  if (strcmp(d->arch, "phi3") != 0) return 0;
+  for (int l = 0; l < d->n_layers; l++) {
+    char qkv[96], q[96], k[96], v[96], gate_up[96], gate[96], up[96];
+    const char *at = "model.layers";
+    snprintf(qkv, sizeof qkv, "%s.%d.self_attn.qkv_proj.weight", at, l);
+    snprintf(q, sizeof q, "%s.%d.self_attn.q_proj.weight", at, l);
+    snprintf(k, sizeof k, "%s.%d.self_attn.k_proj.weight", at, l);
+    snprintf(v, sizeof v, "%s.%d.self_attn.v_proj.weight", at, l);
+    snprintf(gate_up, sizeof gate_up, "%s.%d.mlp.gate_up_proj.weight", at, l);
+    snprintf(gate, sizeof gate, "%s.%d.mlp.gate_proj.weight", at, l);
+    snprintf(up, sizeof up, "%s.%d.mlp.up_proj.weight", at, l);
+    const char *attn[3] = {q, k, v}, *mlp[2] = {gate, up};
+    int64_t kv = (int64_t)d->n_kv_heads * d->head_dim;
+    int64_t attn_rows[3] = {(int64_t)d->n_heads * d->head_dim, kv, kv},
+            mlp_rows[2] = {d->ffn, d->ffn};
+    if (mkc_st_split_rows(st, qkv, 3, attn, attn_rows) < 0 ||
+        mkc_st_split_rows(st, gate_up, 2, mlp, mlp_rows) < 0)
+      return -1;
+  }
+  return 0;
+}
+
 const mkc_st_tensor *mkc_st_tensor_at(const mkc_safetensors *st, int i) {
   return i >= 0 && i < st->n_tensors ? &st->tensors[i] : NULL;
 }

@@ -69,6 +69,18 @@ mkc_safetensors *mkc_st_open(const char *path);
 mkc_safetensors *mkc_st_open_memory(const void *data, size_t size, const char *name);
 void mkc_st_close(mkc_safetensors *st);
 
+/* Tensor `name`, a matrix fused from n others by rows, as n tensors names[k]
+ * of rows[k] rows each, in order, over the same bytes. 0, 1 when there is no
+ * such tensor, -1 after a message. Pointers from mkc_st_find are stale
+ * afterwards. */
+int mkc_st_split_rows(mkc_safetensors *st, const char *name, int n, const char *const *names,
+                      const int64_t *rows);
+struct mkc_model_desc;
+/* The fused matrices of d's architecture split as transformers slices them
+ * (phi3: qkv_proj into q/k/v_proj, gate_up_proj into gate_proj then
+ * up_proj); other architectures: nothing. 0, or -1 after a message. */
+int mkc_st_unfuse(mkc_safetensors *st, const struct mkc_model_desc *d);
+
 /* Tensors in file order (shards in the order of their names). */
 int mkc_st_count(const mkc_safetensors *st);
 const mkc_st_tensor *mkc_st_tensor_at(const mkc_safetensors *st, int i);

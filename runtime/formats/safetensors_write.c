@@ -107,24 +107,73 @@ done:
   return rc;
 }
 
+/* phi3: each layer's q/k/v_proj as one qkv_proj and its gate/up_proj as one
+ * gate_up_proj (rows one after another, in that order), as Phi3ForCausalLM
+ * stores them. *n shrinks; each fused matrix's values go to *owned (freed by
+ * the caller with the rest). 0, or -1 when out of memory. */
+static int fuse_phi3(mkc_st_out *out, int *n, char (*names)[512], float **owned, int n_layers) {
+  static const struct {
+    const char *fused, *parts[3];
+    int n_parts;
+  } GROUPS[] = {{"self_attn.qkv_proj.weight",
+                 {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
+                 3},
+                {"mlp.gate_up_proj.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, 2}};
+  int n_owned = 0;
+  for (int l = 0; l < n_layers; l++)
+    for (int g = 0; g < 2; g++) {
+      int at[3], rows = 0;
+      for (int p = 0; p < GROUPS[g].n_parts; p++) {
+        char name[512];
+        snprintf(name, sizeof name, "model.layers.%d.%s", l, GROUPS[g].parts[p]);
+        at[p] = -1;
+        for (int k = 0; k < *n; k++)
+          if (out[k].name && strcmp(out[k].name, name) == 0) at[p] = k;
+        if (at[p] < 0) return 0; /* not a phi3-shaped layer: left as it is */
+        rows += (int)out[at[p]].shape[0];
+      }
+      int64_t cols = out[at[0]].shape[1];
+      float *v = malloc((size_t)rows * (size_t)cols * sizeof *v), *to = v;
+      if (!v) return -1;
+      owned[n_owned++] = v;
+      for (int p = 0; p < GROUPS[g].n_parts; p++) {
+        size_t count = (size_t)out[at[p]].shape[0] * (size_t)cols;
+        memcpy(to, out[at[p]].values, count * sizeof *to);
+        to += count;
+        if (p) out[at[p]].name = NULL; /* dropped below */
+      }
+      snprintf(names[at[0]], sizeof names[at[0]], "model.layers.%d.%s", l, GROUPS[g].fused);
+      out[at[0]].shape[0] = rows;
+      out[at[0]].values = v;
+    }
+  int kept = 0;
+  for (int k = 0; k < *n; k++)
+    if (out[k].name) out[kept++] = out[k];
+  *n = kept;
+  return 0;
+}
+
 int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model_desc *d,
                          int dtype) {
-  mkc_st_out *out = calloc((size_t)(w->n ? w->n : 1), sizeof *out);
-  char(*names)[512] = calloc((size_t)(w->n ? w->n : 1), sizeof *names);
+  int n = w->n ? w->n : 1, n_out = w->n;
+  mkc_st_out *out = calloc((size_t)n, sizeof *out);
+  char(*names)[512] = calloc((size_t)n, sizeof *names);
+  /* every buffer of values, freed at the end: the tensors', then the fused matrices' */
+  float **owned = calloc((size_t)n + 2 * (size_t)d->n_layers, sizeof *owned);
   int rc = -1;
-  if (!out || !names) {
+  if (!out || !names || !owned) {
     fprintf(stderr, "mkc: error: %s: out of memory\n", path);
     goto done;
   }
   for (int k = 0; k < w->n; k++) {
     const mkc_tensor *t = &w->t[k];
-    size_t n = (size_t)t->rows * (size_t)t->cols;
+    size_t count = (size_t)t->rows * (size_t)t->cols;
     if (mkc_hf_name(d->arch, t->name, names[k], sizeof names[k])) {
       out_error(path, "has no Hugging Face name", t->name);
       goto done;
     }
-    uint16_t *hf = malloc((n ? n : 1) * sizeof *hf);
-    float *values = malloc((n ? n : 1) * sizeof *values);
+    uint16_t *hf = malloc((count ? count : 1) * sizeof *hf);
+    float *values = owned[k] = malloc((count ? count : 1) * sizeof *values);
     out[k] = (mkc_st_out){names[k], dtype, t->rows == 1 ? 1 : 2, {0}, values, NULL};
     if (!hf || !values) {
       free(hf);
@@ -136,19 +185,24 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
     int heads = mkc_hf_rope_heads(t->name, d);
     int n_rows = t->rows == 1 ? t->cols : t->rows, row_len = t->rows == 1 ? 1 : t->cols;
     if (!heads)
-      memcpy(hf, t->data, n * sizeof *hf);
+      memcpy(hf, t->data, count * sizeof *hf);
     else if (mkc_hf_permute_rows(hf, t->data, n_rows, row_len, heads, 1)) {
       free(hf);
       out_error(path, "rows are not a whole number of heads of an even head_dim", t->name);
       goto done;
     }
     float offset = mkc_hf_norm_offset(t->name, d) ? 1.0f : 0.0f; /* Gemma's norms: scale - 1 */
-    for (size_t i = 0; i < n; i++) values[i] = mkc_bf16_to_float(hf[i]) - offset;
+    for (size_t i = 0; i < count; i++) values[i] = mkc_bf16_to_float(hf[i]) - offset;
     free(hf);
   }
-  rc = mkc_st_write(path, out, w->n);
+  if (strcmp(d->arch, "phi3") == 0 && fuse_phi3(out, &n_out, names, owned + w->n, d->n_layers)) {
+    fprintf(stderr, "mkc: error: %s: out of memory\n", path);
+    goto done;
+  }
+  rc = mkc_st_write(path, out, n_out);
 done:
-  for (int i = 0; out && i < w->n; i++) free((void *)out[i].values); /* NULL if unset */
+  for (int i = 0; owned && i < w->n + 2 * d->n_layers; i++) free(owned[i]); /* NULL if unset */
+  free(owned);
   free(out);
   free(names);
   return rc;

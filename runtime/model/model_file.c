@@ -34,7 +34,7 @@ static int open_hf(const char *path, int is_dir, mkc_model_file *mf) {
   mf->format = "safetensors";
   if (mkc_hf_config_read(dir, &mf->desc) != 0) return -1;
   mf->st = mkc_st_open(path);
-  if (!mf->st) return -1;
+  if (!mf->st || mkc_st_unfuse(mf->st, &mf->desc) != 0) return -1;
   snprintf(tok_json, sizeof tok_json, "%s/tokenizer.json", dir);
   if (access(tok_json, F_OK) == 0) {
     mf->tok = mkc_tokenizer_from_hf(dir);
