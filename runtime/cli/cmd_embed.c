@@ -95,18 +95,7 @@ static int check_flags(const mkc_cli *c) {
 /* One text's tokens: BOS, the text, EOS as the tokenizer says. NULL after a message. */
 static int *text_tokens(const mkc_tokenizer *tok, const char *text, int line, int *n) {
   int *ids = NULL;
-  *n = mkc_tokenizer_encode(tok, text, strlen(text), mkc_tokenizer_add_bos(tok), 1, &ids);
-  if (*n < 0) return NULL;
-  if (mkc_tokenizer_eos_after(tok) >= 0) {
-    int *more = realloc(ids, (size_t)(*n + 1) * sizeof *more);
-    if (!more) {
-      free(ids);
-      fprintf(stderr, "mkc: error: out of memory\n");
-      return NULL;
-    }
-    ids = more;
-    ids[(*n)++] = mkc_tokenizer_eos_after(tok);
-  }
+  if ((*n = mkc_tokenizer_encode_framed(tok, text, strlen(text), &ids)) < 0) return NULL;
   if (*n == 0) {
     fprintf(stderr, "mkc: error: text %d is empty: it has no token to embed\n", line);
     free(ids);
@@ -133,7 +122,7 @@ int mkc_cmd_embed(int argc, char **argv) {
   mkc_loaded_model m;
   mkc_embedder e = {0};
   char **lines = NULL;
-  int n_lines = 1, *ids = NULL, n_ids = 0;
+  int n_lines = 1, **ids = NULL, *n_ids = NULL; /* each text's tokens */
   float *vec = NULL;
   rc = 1;
   if (mkc_loaded_plan(&c, &m) != 0) goto done;
@@ -145,15 +134,17 @@ int mkc_cmd_embed(int argc, char **argv) {
             c.model_path);
     goto done;
   }
-  if (c.prompt_ids ? !(ids = mkc_parse_ids(c.prompt_ids, m.g.vocab, &n_ids, "--prompt-ids"))
-                   : !(lines = read_lines(&c, &n_lines)))
+  if (!c.prompt_ids && !(lines = read_lines(&c, &n_lines))) goto done;
+  if (!(vec = malloc((size_t)m.g.dim * sizeof *vec)) ||
+      !(ids = calloc((size_t)n_lines, sizeof *ids)) ||
+      !(n_ids = calloc((size_t)n_lines, sizeof *n_ids)))
     goto done;
-  if (!(vec = malloc((size_t)m.g.dim * sizeof *vec))) goto done;
-  double total = n_ids; /* the texts' tokens, for the guard against an hours-long cpu run */
-  for (int k = 0; lines && k < n_lines; k++) {
-    free(ids);
-    if (!(ids = text_tokens(m.file.tok, lines[k], k + 1, &n_ids))) goto done;
-    total += n_ids;
+  double total = 0; /* the texts' tokens, for the guard against an hours-long cpu run */
+  for (int k = 0; k < n_lines; k++) {
+    if (!(ids[k] = lines ? text_tokens(m.file.tok, lines[k], k + 1, &n_ids[k])
+                         : mkc_parse_ids(c.prompt_ids, m.g.vocab, &n_ids[k], "--prompt-ids")))
+      goto done;
+    total += n_ids[k];
   }
   if (mkc_loaded_cpu_guard(&c, &m, total, "embed") != 0 || mkc_loaded_start(&c, &m) != 0 ||
       mkc_embedder_open(&e, m.s, &m.w) != 0)
@@ -161,20 +152,16 @@ int mkc_cmd_embed(int argc, char **argv) {
   double t0 = mkc_seconds();
   long tokens = 0;
   for (int k = 0; k < n_lines; k++) {
-    if (lines) {
-      free(ids);
-      if (!(ids = text_tokens(m.file.tok, lines[k], k + 1, &n_ids))) goto done;
-    }
-    if (n_ids > m.g.max_ctx) {
+    if (n_ids[k] > m.g.max_ctx) {
       fprintf(stderr,
               "mkc: error: text %d is %d tokens but the context holds %d: nothing more was run "
               "(use --ctx %d)\n",
-              k + 1, n_ids, m.g.max_ctx, n_ids);
+              k + 1, n_ids[k], m.g.max_ctx, n_ids[k]);
       goto done;
     }
-    if (mkc_embed(&e, ids, n_ids, pooling, c.embd_normalize, vec) != 0) goto done;
+    if (mkc_embed(&e, ids[k], n_ids[k], pooling, c.embd_normalize, vec) != 0) goto done;
     print_vector(vec, m.g.dim);
-    tokens += n_ids;
+    tokens += n_ids[k];
   }
   fflush(stdout);
   fprintf(stderr,
@@ -189,7 +176,9 @@ int mkc_cmd_embed(int argc, char **argv) {
 done:
   mkc_embedder_close(&e);
   free(vec);
+  for (int k = 0; ids && k < n_lines; k++) free(ids[k]);
   free(ids);
+  free(n_ids);
   if (lines) free(lines[0]);
   free(lines);
   mkc_loaded_close(&m);

@@ -370,7 +370,7 @@ typedef struct init_flags {
   uint32_t type;        /* the matrices' type */
   tensor_type *tensor_types;
   int n_tensor_types;
-  int pooling; /* --pooling: llama.cpp's pooling_type + 1 (0: not written) */
+  int pooling; /* --pooling: enum mkc_pooling, llama.cpp's pooling_type + 1 (0: not written) */
   int phi3;    /* --arch phi3: Q/K/V and gate/up fused, as phi3 files store them */
 } init_flags;
 
@@ -635,11 +635,7 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
                            v);
       f->phi3 = 1;
     } else if (strcmp(a, "--pooling") == 0) {
-      static const char *const NAMES[] = {"none", "mean", "cls", "last", "rank"};
-      f->pooling = 0;
-      for (int k = 0; k < 5; k++)
-        if (strcmp(v, NAMES[k]) == 0) f->pooling = k + 1;
-      if (!f->pooling)
+      if ((f->pooling = mkc_pooling_from_name(v)) < 0)
         return usage_error("--pooling: expected none, mean, cls, last or rank, got '%s'", v);
     } else if (strcmp(a, "--ctx") == 0) {
       errno = 0;

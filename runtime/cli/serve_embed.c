@@ -34,16 +34,10 @@ static int input_tokens(const mkc_server *sv, const mkc_embed_req *r, int i, int
                sv->name);
       return 400;
     }
-    const char *t = r->texts[i];
-    int end = mkc_tokenizer_eos_after(tok);
-    *n = mkc_tokenizer_encode(tok, t, strlen(t), mkc_tokenizer_add_bos(tok), 1, ids);
-    int *more = *n >= 0 ? realloc(*ids, (size_t)(*n + 1) * sizeof **ids) : NULL;
-    if (!more) {
+    if ((*n = mkc_tokenizer_encode_framed(tok, r->texts[i], strlen(r->texts[i]), ids)) < 0) {
       snprintf(why, cap, "input %d could not be tokenized (the server's log says why)", i);
-      return *n < 0 ? 400 : 500;
+      return 400;
     }
-    *ids = more;
-    if (end >= 0) (*ids)[(*n)++] = end;
   } else {
     *n = r->n_ids[i];
     if (!(*ids = malloc((size_t)*n * sizeof **ids))) {

@@ -30,6 +30,19 @@ int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd) {
   return nd->kv_rows > 0 ? nd->kv_rows : g->max_ctx;
 }
 
+const mkc_node *mkc_graph_final_norm(const mkc_graph *g) {
+  const mkc_node *norm = NULL;
+  for (int id = 0; id < g->n_nodes; id++) {
+    const mkc_node *nd = &g->nodes[id];
+    if (nd->op != MKC_OP_LOGITS) continue;
+    const mkc_node *mm = &g->nodes[nd->in[0]];
+    norm = mm->op == MKC_OP_MATMUL && g->nodes[mm->in[0]].op == MKC_OP_RMSNORM
+               ? &g->nodes[mm->in[0]]
+               : NULL;
+  }
+  return norm;
+}
+
 size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t) {
   size_t at = slot < 0 ? g->hidden_offset : g->keep_offset + (size_t)slot * g->keep_slot;
   return at + (size_t)t * g->hidden_stride;

@@ -206,6 +206,10 @@ int mkc_node_kv_rows(const mkc_graph *g, const mkc_node *nd);
 /* Float offset in the kernel's scratch of input t's hidden state (slot -1:
  * the LM head's input) or of layer keep_layers[slot]'s kept output. */
 size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t);
+/* The final norm: the RMSNORM node the logits' matmul reads (logits(matmul(
+ * rmsnorm(x, w), head))), whose input x is the hidden state; NULL in a graph
+ * shaped otherwise. */
+const mkc_node *mkc_graph_final_norm(const mkc_graph *g);
 /* The parameters of every weight of g (rows x cols): what one step streams. */
 double mkc_graph_params(const mkc_graph *g);
 /* The bytes of g's weight arena a step streams: every weight once, as stored. */

@@ -30,6 +30,19 @@ enum mkc_pooling {
   MKC_POOL_UNKNOWN
 };
 
+/* enum mkc_pooling's names: "none", "mean", "cls", "last", "rank" as llama.cpp spells them. */
+static inline const char *mkc_pooling_name(int pooling) {
+  static const char *const NAMES[] = {"unset", "none", "mean", "cls", "last", "rank", "unknown"};
+  return pooling >= MKC_POOL_UNSET && pooling <= MKC_POOL_UNKNOWN ? NAMES[pooling] : "?";
+}
+
+/* A name llama.cpp gives a pooling (none, mean, cls, last, rank) -> enum mkc_pooling, or -1. */
+static inline int mkc_pooling_from_name(const char *name) {
+  for (int p = MKC_POOL_NONE; p <= MKC_POOL_RANK; p++)
+    if (strcmp(name, mkc_pooling_name(p)) == 0) return p;
+  return -1;
+}
+
 typedef struct mkc_model_desc {
   char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3" */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */

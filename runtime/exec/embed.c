@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const POOL_NAMES[] = {"unset", "none", "mean", "cls", "last", "rank", "unknown"};
-
 int mkc_pooling_parse(const char *name) {
-  for (int p = MKC_POOL_MEAN; p <= MKC_POOL_LAST; p++)
-    if (strcmp(name, POOL_NAMES[p]) == 0) return p;
-  return -1;
-}
-
-const char *mkc_pooling_name(int pooling) {
-  return pooling >= 0 && pooling <= MKC_POOL_UNKNOWN ? POOL_NAMES[pooling] : "?";
+  int p = mkc_pooling_from_name(name);
+  return p >= MKC_POOL_MEAN && p <= MKC_POOL_LAST ? p : -1;
 }
 
 int mkc_pooling_choose(int asked, int file) {
@@ -48,14 +41,7 @@ int mkc_pooling_choose(int asked, int file) {
 int mkc_embedder_open(mkc_embedder *e, mkc_session *s, const mkc_weights *w) {
   memset(e, 0, sizeof *e);
   const mkc_graph *g = mkc_session_graph(s);
-  const mkc_node *norm = NULL;
-  for (int id = 0; id < g->n_nodes; id++) {
-    const mkc_node *nd = &g->nodes[id];
-    if (nd->op != MKC_OP_LOGITS) continue;
-    const mkc_node *mm = &g->nodes[nd->in[0]];
-    if (mm->op == MKC_OP_MATMUL && g->nodes[mm->in[0]].op == MKC_OP_RMSNORM)
-      norm = &g->nodes[mm->in[0]];
-  }
+  const mkc_node *norm = mkc_graph_final_norm(g);
   const mkc_node *wn = norm ? &g->nodes[norm->in[1]] : NULL;
   if (!wn || wn->op != MKC_OP_WEIGHT || norm->group != norm->n || norm->n != g->dim) {
     fprintf(stderr,

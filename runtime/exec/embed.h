@@ -12,9 +12,9 @@
 #include "exec/session.h"
 #include "formats/weights.h"
 
-/* "mean", "cls", "last" -> enum mkc_pooling; -1 for anything else. */
+/* "mean", "cls", "last" -> enum mkc_pooling; -1 for anything else
+ * (model_desc.h's mkc_pooling_name the other way). */
 int mkc_pooling_parse(const char *name);
-const char *mkc_pooling_name(int pooling);
 
 /* The pooling an embedding uses: asked (a flag or a request) when not
  * MKC_POOL_UNSET, else the file's, else last. -1 after a message for one mkc

@@ -437,10 +437,8 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
             g->graph_path ? g->graph_path : "graph");
     goto fail;
   }
-  /* logits(matmul(rmsnorm(x, w), head)): x is the hidden state */
-  const mkc_node *mm = &g->nodes[g->nodes[r->logits_node].in[0]];
-  if (mm->op == MKC_OP_MATMUL && g->nodes[mm->in[0]].op == MKC_OP_RMSNORM)
-    r->hidden_node = g->nodes[mm->in[0]].in[0];
+  const mkc_node *norm = mkc_graph_final_norm(g); /* its input is the hidden state */
+  if (norm) r->hidden_node = norm->in[0];
   return r;
 fail:
   mkc_ref_close(r);

@@ -156,7 +156,6 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", scores capped at %g", d->attn_softcap);
   if (d->final_softcap > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", logits capped at %g", d->final_softcap);
-  static const char *const POOLING[] = {"", "none", "mean", "cls", "last", "rank", "unknown"};
-  if (d->pooling > 0 && d->pooling <= MKC_POOL_UNKNOWN && len < cap)
-    snprintf(buf + len, cap - len, ", embeddings pooling %s", POOLING[d->pooling]);
+  if (d->pooling != MKC_POOL_UNSET && len < cap)
+    snprintf(buf + len, cap - len, ", embeddings pooling %s", mkc_pooling_name(d->pooling));
 }

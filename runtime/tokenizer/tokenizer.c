@@ -337,6 +337,21 @@ int mkc_tokenizer_bos(const mkc_tokenizer *t) { return t->bos; }
 int mkc_tokenizer_eos(const mkc_tokenizer *t) { return t->eos; }
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t) { return t->add_bos && t->bos >= 0; }
 int mkc_tokenizer_eos_after(const mkc_tokenizer *t) { return t->eos_after; }
+
+int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t len, int **ids) {
+  int n = mkc_tokenizer_encode(t, text, len, mkc_tokenizer_add_bos(t), 1, ids);
+  if (n < 0 || t->eos_after < 0) return n;
+  int *more = realloc(*ids, (size_t)(n + 1) * sizeof *more);
+  if (!more) {
+    free(*ids);
+    *ids = NULL;
+    fprintf(stderr, "mkc: error: %s: out of memory\n", t->source);
+    return -1;
+  }
+  more[n] = t->eos_after;
+  *ids = more;
+  return n + 1;
+}
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id) {
   return id >= 0 && id < t->n_vocab && t->eog[id];
 }

@@ -41,6 +41,11 @@ int mkc_tokenizer_add_bos(const mkc_tokenizer *t);
  * a text with (embedding models that pool the last token read it there);
  * encode never adds it. */
 int mkc_tokenizer_eos_after(const mkc_tokenizer *t);
+/* A whole text as the model's file says it is framed (llama.cpp's
+ * add_special): BOS where the model adds it, the text (control tokens
+ * parsed), then mkc_tokenizer_eos_after's token. The count and *ids as
+ * mkc_tokenizer_encode gives them, or -1 after a message. */
+int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t len, int **ids);
 /* End of generation: eos, eot, eom, and control tokens named <|eot_id|>,
  * <|im_end|>, <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn>, ... */
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
