@@ -463,6 +463,25 @@ function emit.source(graph, plan, opts)
   for _, name in ipairs(emit.TEMPLATES) do
     if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") then splice(name) end
   end
+  -- longrope's frequency divisors, one list for the kernel (templates/qkv_rope.cuh: mkc_rope_longrope)
+  local factors, which
+  for _, node in ipairs(graph.order) do
+    if node.op == "rope" and node.rope_scaling == "longrope" then
+      local list = require("ir").rope_factors(node, opts.max_ctx)
+      if factors and table.concat(factors, ",") ~= table.concat(list, ",") then
+        util.raise(graph.path, node.line, "codegen: a kernel's longrope layers must share one list of factors")
+      end
+      factors = list
+      which = list == node.rope_long_factor and ("long: max_ctx %d > %d"):format(opts.max_ctx, node.rope_orig_ctx)
+        or ("short: max_ctx %d <= %d"):format(opts.max_ctx, node.rope_orig_ctx)
+    end
+  end
+  if factors then
+    local items = {}
+    for j, f in ipairs(factors) do items[j] = flt(f) end
+    put(("/* longrope: pair j's frequency divided by mkc_rope_factors[j], the %s */"):format(which))
+    put(("MKC_TABLE float mkc_rope_factors[%d] = {%s};"):format(#items, table.concat(items, ", ")))
+  end
   -- each stage's text: its comment, its code, its barrier (and timer)
   local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
   local comments, texts = {}, {}

@@ -46,10 +46,33 @@ local ROPE_SCALING = {
   linear = { factor = true },
   llama3 = { factor = true, low_freq_factor = true, high_freq_factor = true, orig_ctx = true },
   yarn = { factor = true, orig_ctx = true, beta_fast = 32, beta_slow = 1, ext_factor = 1, attn_factor = 1 },
+  -- Phi-3's: the pair's frequency divided by its factor (head_dim / 2 of each list), cos and sin
+  -- times attn_factor
+  longrope = { short_factor = "list", long_factor = "list", orig_ctx = true, attn_factor = 1 },
 }
+
+-- A longrope list: head_dim / 2 positive numbers.
+local function factor_list(v, k, pairs_n)
+  need(type(v) == "table" and #v == pairs_n,
+       "rope: longrope scaling: %s must be a list of %d numbers (head_dim / 2), got %s", k, pairs_n,
+       type(v) == "table" and ("%d"):format(#v) or util.show(v))
+  for j = 1, pairs_n do
+    local f = v[j]
+    need(type(f) == "number" and f > 0 and f < math.huge,
+         "rope: longrope scaling: %s[%d] must be a positive number, got %s", k, j, util.show(f))
+  end
+end
+
+-- A longrope node's frequency divisors for a kernel of max_ctx positions: the short ones where
+-- that context is within the one the model was first trained on, else the long ones (llama.cpp's
+-- choice, by the context; transformers picks by the sequence's length at each forward).
+function ir.rope_factors(node, max_ctx)
+  return max_ctx > node.rope_orig_ctx and node.rope_long_factor or node.rope_short_factor
+end
 
 -- A rope's scaling (nil, "none" or a table), checked, as the node's rope_* attributes.
 local function rope_scaling(s, at)
+  local pairs_n = at.head_dim // 2
   at.scaling = nil
   if s == nil or s == "none" then
     at.rope_scaling = "none"
@@ -57,7 +80,8 @@ local function rope_scaling(s, at)
   end
   need(type(s) == "table", "rope: scaling must be \"none\" or a table, got %s", util.show(s))
   local params = ROPE_SCALING[s.type]
-  need(params, "rope: scaling type must be \"linear\", \"llama3\" or \"yarn\", got %s", util.show(s.type))
+  need(params, "rope: scaling type must be \"linear\", \"llama3\", \"yarn\" or \"longrope\", got %s",
+       util.show(s.type))
   local v = {}
   for k, val in pairs(s) do
     need(k == "type" or params[k] ~= nil, "rope: %s scaling has no parameter %s", s.type, util.show(k))
@@ -69,18 +93,24 @@ local function rope_scaling(s, at)
   for _, k in ipairs(names) do
     local default = params[k]
     if v[k] == nil then
-      need(default ~= true, "rope: %s scaling needs %s", s.type, k)
+      need(default ~= true and default ~= "list", "rope: %s scaling needs %s", s.type, k)
       v[k] = default
     end
-    need(type(v[k]) == "number" and v[k] == v[k] and v[k] > -math.huge and v[k] < math.huge,
-         "rope: %s scaling: %s must be a number, got %s", s.type, k, util.show(v[k]))
+    if default == "list" then
+      factor_list(v[k], k, pairs_n)
+    else
+      need(type(v[k]) == "number" and v[k] == v[k] and v[k] > -math.huge and v[k] < math.huge,
+           "rope: %s scaling: %s must be a number, got %s", s.type, k, util.show(v[k]))
+    end
   end
   local function positive(k)
     need(v[k] > 0, "rope: %s scaling: %s must be > 0, got %s", s.type, k, util.show(v[k]))
   end
-  positive("factor")
-  need(s.type == "linear" or v.factor >= 1, "rope: %s scaling: factor must be >= 1, got %s", s.type,
-       util.show(v.factor))
+  if s.type ~= "longrope" then
+    positive("factor")
+    need(s.type == "linear" or v.factor >= 1, "rope: %s scaling: factor must be >= 1, got %s", s.type,
+         util.show(v.factor))
+  end
   if v.orig_ctx ~= nil then count(v.orig_ctx, "rope scaling orig_ctx") end
   if s.type == "llama3" then
     positive("low_freq_factor")
@@ -91,6 +121,8 @@ local function rope_scaling(s, at)
     positive("beta_slow")
     positive("attn_factor")
     need(v.ext_factor >= 0, "rope: yarn scaling: ext_factor must be >= 0, got %s", util.show(v.ext_factor))
+  elseif s.type == "longrope" then
+    positive("attn_factor")
   end
   at.rope_scaling = s.type
   for k, val in pairs(v) do

@@ -89,6 +89,20 @@ preset "linear-tiny" {
   sliding_window = "none", linear_attention = "none",
 }
 
+-- LongRoPE on Phi-3's shape (NEOX halves, separate head; `mkc init --arch phi3` writes it as
+-- Phi-3's 128k files are): the short factors where the kernel's context is within the 256
+-- positions first trained on (`--ctx 256`), the long ones past it; attn_factor is what Phi-3's
+-- converters derive, sqrt(1 + ln(1024 / 256) / ln 256).
+preset "longrope-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 276, rope_theta = 10000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = false, max_ctx = 1024, qkv_bias = false, qk_norm = false,
+  rope_scaling = { type = "longrope", orig_ctx = 256, attn_factor = math.sqrt(1.25),
+                   short_factor = { 1, 1.02, 1.05, 1.1, 1.25, 1.5, 1.9, 2.4 },
+                   long_factor = { 1.1, 1.4, 2.2, 3.6, 5.5, 8, 11.5, 16 } },
+  sliding_window = "none", linear_attention = "none",
+}
+
 -- Gemma 3 1B's shape (google/gemma-3-1b-it, text): heads of 256, 5 local layers over 512 positions for
 -- each global one, for benchmarks on random weights (`mkc bench --preset gemma-3-1b`); max_ctx is
 -- what the benchmarks use, not its trained 32768.

@@ -17,7 +17,7 @@
 /* RoPE as the model was trained with it: the base theta and, for a model
  * stretched past the context it was first trained on, the scaling
  * (docs/MODELS.md), made by one of the mkc_rope_* functions below. */
-enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN };
+enum { MKC_ROPE_PLAIN, MKC_ROPE_LINEAR, MKC_ROPE_LLAMA3, MKC_ROPE_YARN, MKC_ROPE_LONGROPE };
 typedef struct mkc_rope {
   float theta;
   int scaling;                             /* MKC_ROPE_PLAIN, ... */
@@ -25,11 +25,12 @@ typedef struct mkc_rope {
   float low_freq_factor, high_freq_factor; /* llama3 */
   float orig_ctx;                          /* llama3, yarn: the context before the extension */
   float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
-  float ext_factor, attn_factor;           /* yarn */
+  float ext_factor, attn_factor;           /* yarn; longrope: attn_factor */
+  const float *factors;                    /* longrope: each pair's frequency divisor */
 } mkc_rope;
 
 MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
-  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f};
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0};
   return r;
 }
 
@@ -69,13 +70,23 @@ MKC_DEVICE mkc_rope mkc_rope_yarn(float theta, float factor, float orig_ctx, flo
   return r;
 }
 
+/* LongRoPE (Phi-3's 128k models): pair j's frequency divided by factors[j] (the model's short or
+ * long list, the kernel's table), cos and sin scaled by attn_factor. */
+MKC_DEVICE mkc_rope mkc_rope_longrope(float theta, float attn_factor, const float *factors) {
+  mkc_rope r = mkc_rope_plain(theta);
+  r.scaling = MKC_ROPE_LONGROPE;
+  r.attn_factor = attn_factor;
+  r.factors = factors;
+  return r;
+}
+
 /* The pair whose frequency turns `rotations` times in orig_ctx positions. */
 MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
   return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
 }
 
 /* Pair j's frequency, radians per position, and in *mscale the factor on cos
- * and sin (1 but for YaRN). Computed here from the parameters, per pair. */
+ * and sin (1 but for YaRN and LongRoPE). Computed here from the parameters, per pair. */
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
   float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
   *mscale = 1.0f;
@@ -95,6 +106,10 @@ MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscal
     float kept = ramp * r.ext_factor; /* the share of the unscaled frequency */
     *mscale = r.ext_factor != 0.0f ? r.attn_factor * (1.0f + 0.1f * logf(r.factor)) : r.attn_factor;
     return freq / r.factor * (1.0f - kept) + freq * kept;
+  }
+  if (r.scaling == MKC_ROPE_LONGROPE) {
+    *mscale = r.attn_factor;
+    return freq / r.factors[j];
   }
   return freq;
 }

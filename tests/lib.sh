@@ -35,14 +35,15 @@ expect_error() {
 # log-probability and the runner-up's), one check. Each log-probability within 0.01. Rounding that
 # differs between the two can flip a near-tie, after which they continue differently: where they
 # first differ, the kernel's token must be the other's runner-up, less than 0.01 behind, and at
-# least MIN (default: every) steps must agree before it.
+# least MIN (default: every) steps must agree before it. GREEDY_FLAGS: more flags for mkc run.
 expect_greedy() {
   local name=$1 fixture=$2 model=$3 steps prompt agree
   steps=$(grep -c '^[0-9]' "$fixture")
   agree="all $steps"
   [ -z "${4:-}" ] || agree="at least $4 of $steps"
   prompt=$(sed -n 's/^prompt //p' "$fixture" | tr ' ' ',')
-  "$mkc" run -m "$model" --prompt-ids "$prompt" -n "$steps" --backend cpu --logprobs 1 2>&1 \
+  # shellcheck disable=SC2086
+  "$mkc" run -m "$model" --prompt-ids "$prompt" -n "$steps" --backend cpu --logprobs 1 ${GREEDY_FLAGS:-} 2>&1 \
     >/dev/null | sed -n 's/^mkc: token \([0-9]*\) .* logprob \([-0-9.]*\);.*/\1 \2/p' >"$tmp/greedy.lp"
   paste -d' ' <(grep '^[0-9]' "$fixture") "$tmp/greedy.lp" >"$tmp/greedy"
   if awk -v min="${4:-$steps}" '

@@ -1,6 +1,6 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
- * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny,
+ * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny,
  * whose trained contexts the 73 positions pass), the sliding windows (swa-tiny, gemma-tiny,
  * whose rings of rows the 73 positions wrap), Gemma 3's layers (gemma3-tiny) and Gemma 2's soft
  * caps (gemma2-tiny), logits within 1e-4
@@ -126,7 +126,8 @@ int main(void) {
   /* RoPE scalings, each frequency computed in the kernel from the preset's parameters */
   compare("llama3-tiny", 4, 4);
   compare("yarn-tiny", 4, 3);
-  compare("linear-tiny", 7, 5); /* the heads a per-head norm finishes */
+  compare("linear-tiny", 7, 5);   /* the heads a per-head norm finishes */
+  compare("longrope-tiny", 4, 3); /* the long factors' table (its context, 1024, is past 256) */
   /* sliding windows, 73 positions over a window of 16: the rings wrap */
   compare("swa-tiny", 4, 4);
   compare("gemma-tiny", 4, 3);

@@ -29,7 +29,19 @@ static int gen(const mkc_model_desc *d, mkc_graph *g, mkc_kernel_src *src) {
   return mkc_codegen(&o, g, src);
 }
 
+/* longrope's lists and factor, as files store them: in float (GGUF's F32 tensors; transformers'
+ * float32 tensors). */
+static int same_longrope(const mkc_rope_scaling *a, const mkc_rope_scaling *b) {
+  int same = a->n_factors == b->n_factors && (float)a->attn_factor == (float)b->attn_factor;
+  for (int j = 0; same && j < a->n_factors; j++)
+    same = (float)a->short_factor[j] == (float)b->short_factor[j] &&
+           (float)a->long_factor[j] == (float)b->long_factor[j];
+  return same;
+}
+
 static int same_scaling(const mkc_rope_scaling *a, const mkc_rope_scaling *b) {
+  if (a->type == MKC_ROPE_SCALING_LONGROPE)
+    return b->type == a->type && a->orig_ctx == b->orig_ctx && same_longrope(a, b);
   return a->type == b->type && a->factor == b->factor &&
          (a->type != MKC_ROPE_SCALING_LLAMA3 || (a->low_freq_factor == b->low_freq_factor &&
                                                  a->high_freq_factor == b->high_freq_factor)) &&
@@ -43,11 +55,22 @@ static int same_scaling(const mkc_rope_scaling *a, const mkc_rope_scaling *b) {
 static mkc_rope_scaling graph_scaling(const mkc_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     const mkc_node *r = &g->nodes[i];
-    if (r->op == MKC_OP_ROPE)
-      return (mkc_rope_scaling){
-          r->rope_scaling,          r->rope_factor,     r->rope_low_freq_factor,
-          r->rope_high_freq_factor, r->rope_orig_ctx,   r->rope_beta_fast,
-          r->rope_beta_slow,        r->rope_ext_factor, r->rope_attn_factor};
+    if (r->op != MKC_OP_ROPE) continue;
+    mkc_rope_scaling s = {.type = r->rope_scaling,
+                          .factor = r->rope_factor,
+                          .low_freq_factor = r->rope_low_freq_factor,
+                          .high_freq_factor = r->rope_high_freq_factor,
+                          .orig_ctx = r->rope_orig_ctx,
+                          .beta_fast = r->rope_beta_fast,
+                          .beta_slow = r->rope_beta_slow,
+                          .ext_factor = r->rope_ext_factor,
+                          .attn_factor = r->rope_attn_factor,
+                          .n_factors = r->rope_short_factor.n};
+    for (int j = 0; j < s.n_factors && j < MKC_ROPE_MAX_PAIRS; j++) {
+      s.short_factor[j] = r->rope_short_factor.v[j];
+      s.long_factor[j] = j < r->rope_long_factor.n ? r->rope_long_factor.v[j] : 0;
+    }
+    return s;
   }
   return (mkc_rope_scaling){.type = -1};
 }
@@ -98,15 +121,16 @@ done:
   mkc_session_close(b);
 }
 
-/* mkc init PRESET -> GGUF; the same weights -> an HF folder; both opened
- * as model files. */
-static void gguf_vs_safetensors(const char *preset, int dtype) {
+/* mkc init PRESET (--arch ARCH; NULL: the preset's) -> GGUF; the same weights -> an HF folder;
+ * both opened as model files. */
+static void gguf_vs_safetensors(const char *preset, const char *arch, int dtype) {
   char gguf[512], dir[512], seed[] = "7";
   snprintf(gguf, sizeof gguf, "%s/%s.gguf", tmp_dir, preset);
   snprintf(dir, sizeof dir, "%s/hf-%s-%s", tmp_dir, preset, mkc_st_dtype_name(dtype));
   mkdir(dir, 0755);
-  char *argv[] = {"mkc", "init", "--preset", (char *)preset, "--seed", seed, "-o", gguf, NULL};
-  if (!CHECK(mkc_cmd_init(8, argv) == 0, "%s: mkc init", preset)) return;
+  char *argv[] = {"mkc", "init", "--preset", (char *)preset, "--seed", seed,
+                  "-o",  gguf,   "--arch",   (char *)arch,   NULL};
+  if (!CHECK(mkc_cmd_init(arch ? 10 : 8, argv) == 0, "%s: mkc init", preset)) return;
 
   mkc_model_file fa, fb;
   mkc_graph ga = {0}, gb = {0};
@@ -198,9 +222,14 @@ static void write_gguf(const char *path, const char *arch, const char *key, uint
 }
 
 /* A llama GGUF like write_gguf's, heads of head_dim, with metadata key =
- * value (a string; NULL: none) and rope_freqs.weight (NULL: none). */
-static void write_rope_gguf(const char *path, int head_dim, double theta, const char *key,
-                            const char *value, const float *freqs, int n_freqs) {
+ * value (a string; NULL: none) and n F32 vectors t. */
+typedef struct {
+  const char *name;
+  const float *v;
+  int n;
+} rope_tensor;
+static void write_rope_tensors(const char *path, int head_dim, double theta, const char *key,
+                               const char *value, const rope_tensor *t, int n) {
   mkc_gguf_writer *w = mkc_gguf_writer_new();
   mkc_gguf_set_str(w, "general.architecture", "llama");
   const char *sizes[] = {"block_count",          "embedding_length",     "feed_forward_length",
@@ -214,11 +243,21 @@ static void write_rope_gguf(const char *path, int head_dim, double theta, const 
   mkc_gguf_set_f32(w, "llama.rope.freq_base", (float)theta);
   if (key) mkc_gguf_set_str(w, key, value);
   float embd[8 * 4] = {0};
-  int64_t ne[2] = {8, 4}, ne_freqs[1] = {n_freqs};
+  int64_t ne[2] = {8, 4};
   mkc_gguf_add_tensor(w, "token_embd.weight", MKC_GGML_F32, 2, ne, embd);
-  if (freqs) mkc_gguf_add_tensor(w, "rope_freqs.weight", MKC_GGML_F32, 1, ne_freqs, freqs);
+  for (int i = 0; i < n; i++) {
+    int64_t ne_t[1] = {t[i].n};
+    mkc_gguf_add_tensor(w, t[i].name, MKC_GGML_F32, 1, ne_t, t[i].v);
+  }
   mkc_gguf_write(w, path);
   mkc_gguf_writer_free(w);
+}
+/* A llama GGUF like write_gguf's, heads of head_dim, with metadata key =
+ * value (a string; NULL: none) and rope_freqs.weight (NULL: none). */
+static void write_rope_gguf(const char *path, int head_dim, double theta, const char *key,
+                            const char *value, const float *freqs, int n_freqs) {
+  const rope_tensor t = {"rope_freqs.weight", freqs, n_freqs};
+  write_rope_tensors(path, head_dim, theta, key, value, &t, freqs ? 1 : 0);
 }
 
 /* Llama 3's rope_freqs.weight as llama.cpp's converter writes it for
@@ -264,11 +303,61 @@ static void rope_freqs_files(void) {
   write_rope_gguf(path, 64, 500000, "llama.rope.scaling.type", "yarn", freqs, 32);
   open_fails("rope_freqs.weight with yarn", path,
              "rope_freqs.weight together with yarn RoPE scaling: not supported");
-  path = tmp_path("longrope.gguf");
-  write_rope_gguf(path, 64, 500000, "llama.rope.scaling.type", "longrope", NULL, 0);
+  path = tmp_path("dynamic.gguf");
+  write_rope_gguf(path, 64, 500000, "llama.rope.scaling.type", "dynamic", NULL, 0);
   open_fails("an unknown scaling type", path,
-             "llama.rope.scaling.type = \"longrope\": RoPE scaling not supported (mkc runs none, "
-             "linear, yarn, and Llama 3's rope_freqs.weight)");
+             "llama.rope.scaling.type = \"dynamic\": RoPE scaling not supported (mkc runs none, "
+             "linear, yarn, Llama 3's rope_freqs.weight and longrope's "
+             "rope_factors_{short,long}.weight)");
+}
+
+/* LongRoPE as llama.cpp's converter writes Phi-3's 128k files: rope_factors_short.weight and
+ * rope_factors_long.weight, F32 [head_dim / 2], the original context and attn_factor as keys
+ * (write_rope_tensors' heads of 8: 4 factors each); and files that break it refused. */
+static void longrope_files(void) {
+  const float short_f[4] = {1, 1.5f, 2, 3}, long_f[4] = {1.25f, 4, 9, 30}, zero[4] = {1, 0, 1, 1};
+  const rope_tensor both[] = {{"rope_factors_short.weight", short_f, 4},
+                              {"rope_factors_long.weight", long_f, 4},
+                              {"rope_freqs.weight", short_f, 4}};
+  const char *path = tmp_path("longrope.gguf");
+  write_rope_tensors(path, 8, 10000, NULL, NULL, both, 2);
+  mkc_model_file mf;
+  if (CHECK(mkc_model_file_open(path, &mf) == 0, "a longrope file loads")) {
+    const mkc_rope_scaling *s = &mf.desc.rope_scaling;
+    CHECK(s->type == MKC_ROPE_SCALING_LONGROPE && s->n_factors == 4 && s->short_factor[1] == 1.5 &&
+              s->long_factor[3] == 30 && s->attn_factor == 1 && s->orig_ctx == mf.desc.ctx_train,
+          "... as longrope: its factors, attn_factor 1 and the trained context where the keys "
+          "are absent (llama.cpp's defaults)");
+    mkc_model_file_close(&mf);
+  }
+  path = tmp_path("longrope-one.gguf");
+  write_rope_tensors(path, 8, 10000, NULL, NULL, both + 1, 1);
+  open_fails(
+      "longrope without its short factors", path,
+      "rope_factors_short.weight: Expected F32 ne {4} (head dim / 2, beside the other list); "
+      "Actual missing");
+  const rope_tensor wide[] = {{"rope_factors_short.weight", short_f, 4},
+                              {"rope_factors_long.weight", long_f, 3}};
+  path = tmp_path("longrope-3.gguf");
+  write_rope_tensors(path, 8, 10000, NULL, NULL, wide, 2);
+  open_fails("longrope with 3 long factors for 4 pairs", path,
+             "rope_factors_long.weight: Expected F32 ne {4} (head dim / 2, beside the other list); "
+             "Actual F32");
+  const rope_tensor zeros[] = {{"rope_factors_short.weight", zero, 4},
+                               {"rope_factors_long.weight", long_f, 4}};
+  path = tmp_path("longrope-0.gguf");
+  write_rope_tensors(path, 8, 10000, NULL, NULL, zeros, 2);
+  open_fails("longrope with a factor of 0", path,
+             "rope_factors_short.weight[1] = 0: Expected a positive divisor");
+  path = tmp_path("longrope-freqs.gguf");
+  write_rope_tensors(path, 8, 10000, NULL, NULL, both, 3);
+  open_fails("longrope beside rope_freqs.weight", path,
+             "rope_factors_long/short.weight (longrope) together with rope_freqs.weight: not "
+             "supported");
+  path = tmp_path("longrope-yarn.gguf");
+  write_rope_tensors(path, 8, 10000, "llama.rope.scaling.type", "yarn", both, 2);
+  open_fails("longrope beside yarn", path,
+             "rope_factors_long/short.weight (longrope) together with yarn: not supported");
 }
 
 /* A phi3 file like write_gguf's (1 layer, dim 8, 2 heads of 4) with one more matrix. */
@@ -296,9 +385,9 @@ static void phi3_files(void) {
              "tensor 'blk.0.attn_qkv.weight' [20, 8]: expected 3 fused matrices of 24 rows in all");
   snprintf(path, sizeof path, "%s/phi3-longrope.gguf", tmp_dir);
   write_phi3(path, "rope_factors_long.weight", 1, 2);
-  open_fails("a phi3 file with longrope factors", path,
-             "rope_factors_long/short.weight: Phi-3's long-context RoPE (longrope) is not "
-             "supported (its 4k-context models have none)");
+  open_fails("a phi3 file with the long factors only", path,
+             "rope_factors_short.weight: Expected F32 ne {2} (head dim / 2, beside the other "
+             "list); Actual missing");
   snprintf(path, sizeof path, "%s/phi3-ok.gguf", tmp_dir);
   write_phi3(path, "blk.0.attn_qkv.weight", 24, 8);
   mkc_model_file mf;
@@ -480,15 +569,19 @@ done:
 
 int main(void) {
   if (scratch_open("model") != 0) return 1;
-  gguf_vs_safetensors("tiny", MKC_ST_BF16);
-  gguf_vs_safetensors("tiny", MKC_ST_F32);
-  gguf_vs_safetensors("qwen2-tiny", MKC_ST_BF16);
-  gguf_vs_safetensors("qwen3-tiny", MKC_ST_F32);
-  gguf_vs_safetensors("llama3-tiny", MKC_ST_BF16); /* rope_freqs.weight and rope_scaling */
-  gguf_vs_safetensors("yarn-tiny", MKC_ST_F32);
-  gguf_vs_safetensors("linear-tiny", MKC_ST_BF16);
-  gguf_vs_safetensors("gemma3-tiny", MKC_ST_F32); /* norms stored less 1, summed back in float */
+  gguf_vs_safetensors("tiny", NULL, MKC_ST_BF16);
+  gguf_vs_safetensors("tiny", NULL, MKC_ST_F32);
+  gguf_vs_safetensors("qwen2-tiny", NULL, MKC_ST_BF16);
+  gguf_vs_safetensors("qwen3-tiny", NULL, MKC_ST_F32);
+  gguf_vs_safetensors("llama3-tiny", NULL, MKC_ST_BF16); /* rope_freqs.weight and rope_scaling */
+  gguf_vs_safetensors("yarn-tiny", NULL, MKC_ST_F32);
+  gguf_vs_safetensors("linear-tiny", NULL, MKC_ST_BF16);
+  gguf_vs_safetensors("longrope-tiny", "phi3",
+                      MKC_ST_F32); /* rope_factors_*.weight, rope_scaling */
+  gguf_vs_safetensors("gemma3-tiny", NULL,
+                      MKC_ST_F32); /* norms stored less 1, summed back in float */
   rope_freqs_files();
+  longrope_files();
   bad_files();
   phi3_files();
   real_model();

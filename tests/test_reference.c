@@ -622,6 +622,12 @@ static void test_rope(void) {
 /* What the reference's rope node of one head does to pair j at position 1:
  * its angle (the pair's frequency) and its length factor (mscale), read off
  * the rotated embedding (1, 1/2) of every pair. */
+static mkc_factors copy_factors(const mkc_factors *f) {
+  mkc_factors c = {0, f->n > 0 ? malloc((size_t)f->n * sizeof *c.v) : NULL};
+  if (c.v) memcpy(c.v, f->v, (size_t)f->n * sizeof *c.v), c.n = f->n;
+  return c;
+}
+
 static int measure_rope(const mkc_node *attrs, double *freq, double *mscale) {
   int hd = attrs->head_dim;
   mkc_graph g;
@@ -639,6 +645,8 @@ static int measure_rope(const mkc_node *attrs, double *freq, double *mscale) {
   nd->rope_beta_slow = attrs->rope_beta_slow;
   nd->rope_ext_factor = attrs->rope_ext_factor;
   nd->rope_attn_factor = attrs->rope_attn_factor;
+  nd->rope_short_factor = copy_factors(&attrs->rope_short_factor); /* mkc_graph_free frees them */
+  nd->rope_long_factor = copy_factors(&attrs->rope_long_factor);
   add_node(&g, MKC_OP_LOGITS, hd, y, -1, -1);
   mkc_weights w;
   float emb[2 * 256];
@@ -695,6 +703,18 @@ static double hf_yarn(const mkc_node *a, int j, double *mscale) {
   double pos_freq = pow(a->theta, 2.0 * j / dim);
   *mscale = a->rope_attn_factor * (a->rope_factor <= 1 ? 1 : 0.1 * log(a->rope_factor) + 1);
   return 1 / (a->rope_factor * pos_freq) * (1 - extrapolation) + 1 / pos_freq * extrapolation;
+}
+
+/* transformers' _compute_longrope_parameters for a sequence as long as measure_rope's graph's
+ * context (4 positions): 1 / (ext_factors * base^(arange(0, dim, 2) / dim)), the long factors
+ * past the original context, and attention_factor on cos and sin; the factors a float32 tensor,
+ * the attention factor applied to float32 cos and sin. */
+static double hf_longrope(const mkc_node *a, int j, double *mscale) {
+  const int seq_len = 4;
+  const mkc_factors *ext =
+      seq_len > a->rope_orig_ctx ? &a->rope_long_factor : &a->rope_short_factor;
+  *mscale = (float)a->rope_attn_factor;
+  return 1 / ((float)ext->v[j] * pow(a->theta, (double)(2 * j) / a->head_dim));
 }
 
 /* Every pair's frequency and mscale as the reference applies them vs want(). */
@@ -812,6 +832,32 @@ static void test_rope_scaling(void) {
   mixed.rope_beta_fast = 16;
   mixed.rope_beta_slow = 2;
   check_scaled("yarn, ext_factor 0.5, attn_factor 2, betas 16/2", &mixed, hf_yarn);
+
+  /* LongRoPE, Phi-3-mini-128k-instruct's attention factor (sqrt(1 + ln 32 / ln 4096)) on 8 pairs:
+   * a context within the original one takes the short factors, one past it the long ones */
+  double short_f[8] = {1, 1.02, 1.05, 1.1, 1.25, 1.5, 1.9, 2.4};
+  double long_f[8] = {1.1, 1.4, 2.2, 3.6, 5.5, 8, 11.5, 16};
+  mkc_node lr = rope_attrs(MKC_ROPE_SCALING_LONGROPE, 10000, 16, 0);
+  lr.rope_attn_factor = sqrt(1 + log(32) / log(4096));
+  lr.rope_short_factor = (mkc_factors){8, short_f};
+  lr.rope_long_factor = (mkc_factors){8, long_f};
+  lr.rope_orig_ctx = 4; /* measure_rope's context: 4 positions, within */
+  check_scaled("longrope within the original context: the short factors", &lr, hf_longrope);
+  if (CHECK(measure_rope(&lr, freq, mscale) == 0))
+    CHECK_NEAR(freq[7] * 2.4f, pow(10000, -14.0 / 16), 1e-9); /* by hand: the last pair's */
+  lr.rope_orig_ctx = 3;                                       /* past it */
+  check_scaled("longrope past the original context: the long factors", &lr, hf_longrope);
+  if (CHECK(measure_rope(&lr, freq, mscale) == 0)) {
+    CHECK_NEAR(freq[7] * 16, pow(10000, -14.0 / 16), 1e-9);
+    CHECK_NEAR(mscale[3], 1.1902381181716919, 1e-12); /* Phi-3-mini-128k's 1.19024, a float */
+  }
+  mkc_node short_list = lr;
+  short_list.rope_long_factor.n = 7;                   /* a list of head_dim / 2 - 1 */
+  CHECK(measure_rope(&short_list, freq, mscale) != 0); /* 7 long factors: refused */
+  mkc_node zero = lr;
+  double bad_f[8] = {1, 1, 1, 0, 1, 1, 1, 1};
+  zero.rope_short_factor = (mkc_factors){8, bad_f};
+  CHECK(measure_rope(&zero, freq, mscale) != 0); /* a factor of 0: refused */
 }
 
 /* q = k = v = the embedding (identity projections): attention by hand. */

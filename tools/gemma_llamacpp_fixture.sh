@@ -7,7 +7,7 @@
 #   pip install gguf   # tools/gguf_add_vocab.py
 #   bash tools/gemma_llamacpp_fixture.sh gemma3-tiny > tests/data/gemma3_llamacpp.txt
 #   bash tools/gemma_llamacpp_fixture.sh gemma2-tiny > tests/data/gemma2_llamacpp.txt
-# INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
+# MKC_N_CTX: llama.cpp's context (256; tools/llamacpp_greedy.c). INIT_FLAGS go to mkc init (a phi3 file, fused matrices and all; F32 matrices, so llama.cpp's CPU
 # keeps its activations in F32, and test_gguf_cli.sh runs mkc with an F16 cache as llama.cpp's):
 #   INIT_FLAGS="--arch phi3 --type f32" bash tools/gemma_llamacpp_fixture.sh odd > tests/data/phi3_llamacpp.txt
 set -eu
@@ -37,6 +37,7 @@ python3 tools/gguf_add_vocab.py "$work/$preset.gguf" "$work/$preset-vocab.gguf"
 echo "# llama.cpp (llama-cpp-python 0.3.36's) on \`mkc init --preset $preset --seed 5${INIT_FLAGS:+ $INIT_FLAGS}\`"
 echo "# (tools/gemma_llamacpp_fixture.sh): the file's sha256, the prompt's ids, then each greedy step's id and"
 echo "# log-probability, and the runner-up's"
+[ -z "${MKC_N_CTX:-}" ] || echo "# with a context of $MKC_N_CTX positions (MKC_N_CTX)"
 echo "sha256 $(sha256sum <"$work/$preset.gguf" | cut -d' ' -f1)" # the file mkc init wrote
 echo "prompt $PROMPT"
 # shellcheck disable=SC2086

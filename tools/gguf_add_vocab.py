@@ -32,7 +32,8 @@ w.add_uint32("tokenizer.ggml.bos_token_id", 1)
 w.add_uint32("tokenizer.ggml.eos_token_id", 2)
 for t in r.tensors:
     data = np.array(t.data)
-    if len(t.shape) == 1 or (len(t.shape) == 2 and t.shape[1] == 1):  # vectors as F32, as the converter writes them
+    vector = len(t.shape) == 1 or (len(t.shape) == 2 and t.shape[1] == 1)
+    if vector and t.tensor_type == GGMLQuantizationType.BF16:  # vectors as F32, as the converter writes them
         bits = data.view(np.uint16).astype(np.uint32) << 16
         w.add_tensor(t.name, bits.view(np.float32).reshape(-1))
     else:

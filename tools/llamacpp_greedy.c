@@ -1,7 +1,7 @@
 /* llama.cpp as an oracle: MODEL N ID... feeds the ids (no BOS added) as one
  * batch, then decodes N tokens greedily, one a step, and prints each step's
  * choice and its log-probability, and the runner-up and its
- * ("ID LOGPROB ID2 LOGPROB2"). Linked against the libllama that
+ * ("ID LOGPROB ID2 LOGPROB2"). MKC_N_CTX: the context (256). Linked against the libllama that
  * tools/gemma_llamacpp_fixture.sh builds. */
 #include <math.h>
 #include <stdio.h>
@@ -14,11 +14,14 @@ int main(int argc, char **argv) {
   struct llama_model *m = llama_model_load_from_file(argv[1], mp);
   if (!m) return 1;
   struct llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 256, cp.n_batch = 256, cp.n_ubatch = 256, cp.n_threads = 1, cp.n_threads_batch = 1;
+  const char *n_ctx = getenv("MKC_N_CTX"); /* llama.cpp pads it to a multiple of 256 */
+  cp.n_ctx = n_ctx ? atoi(n_ctx) : 256, cp.n_threads = 1, cp.n_threads_batch = 1;
+  cp.n_batch = cp.n_ubatch = cp.n_ctx;
   struct llama_context *ctx = llama_init_from_model(m, cp);
   int nv = llama_vocab_n_tokens(llama_model_get_vocab(m));
-  llama_token toks[512];
+  llama_token toks[1024];
   int n = 0;
+  if (argc - 3 + n_gen > 1024) return 3;
   for (int i = 3; i < argc; i++) toks[n++] = atoi(argv[i]);
   for (int step = 0; step < n_gen; step++) {
     struct llama_batch b = step == 0 ? llama_batch_get_one(toks, n) : llama_batch_get_one(&toks[n - 1], 1);

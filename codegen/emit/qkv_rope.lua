@@ -12,6 +12,8 @@ local function rotary(r, flt)
   elseif r.rope_scaling == "yarn" then
     args = { r.theta, r.rope_factor, r.rope_orig_ctx, r.rope_beta_fast, r.rope_beta_slow, r.rope_ext_factor,
              r.rope_attn_factor }
+  elseif r.rope_scaling == "longrope" then
+    args = { r.theta, r.rope_attn_factor } -- and the factors' table, emit.source's
   end
   for i, v in ipairs(args) do args[i] = flt(v) end
   -- an integral base as an integer literal (converted exactly): the layer loop (codegen/fold.lua)
@@ -19,6 +21,7 @@ local function rotary(r, flt)
   if r.theta == math.floor(r.theta) and math.abs(r.theta) < 2 ^ 24 then
     args[1] = ("%d"):format(math.tointeger(r.theta))
   end
+  if r.rope_scaling == "longrope" then args[#args + 1] = "mkc_rope_factors" end
   local maker = r.rope_scaling == "none" and "plain" or r.rope_scaling
   return ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
 end

@@ -120,6 +120,10 @@ static int set_rope_scaling(mkc_gguf_writer *out, const char *arch, const mkc_ro
   char key[128];
   int bad = 0;
   if (s->type == MKC_ROPE_SCALING_NONE) return 0;
+  if (s->type == MKC_ROPE_SCALING_LONGROPE) /* as llama.cpp's converter: no type, no factor */
+    return set_u32(out, arch, "rope.scaling.original_context_length", s->orig_ctx) |
+           (s->attn_factor != 1 ? set_f32(out, arch, "rope.scaling.attn_factor", s->attn_factor)
+                                : 0);
   if (s->type == MKC_ROPE_SCALING_LLAMA3)
     return set_u32(out, arch, "rope.scaling.original_context_length", s->orig_ctx) |
            set_f32(out, NULL, "mkc.rope.scaling.low_freq_factor", s->low_freq_factor) |
@@ -136,19 +140,33 @@ static int set_rope_scaling(mkc_gguf_writer *out, const char *arch, const mkc_ro
   return bad;
 }
 
-/* Llama 3's rope_freqs.weight: F32 [head_dim / 2], each pair's frequency divisor. */
+/* Llama 3's rope_freqs.weight, or longrope's rope_factors_short.weight and
+ * rope_factors_long.weight: F32 [head_dim / 2], each pair's frequency divisor. */
 static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
-  if (d->rope_scaling.type != MKC_ROPE_SCALING_LLAMA3) return 0;
+  const mkc_rope_scaling *s = &d->rope_scaling;
   float divisor[4096];
   int half = d->head_dim / 2;
+  int64_t ne[1] = {half};
+  if (s->type == MKC_ROPE_SCALING_LONGROPE) {
+    const struct {
+      const char *name;
+      const double *v;
+    } lists[] = {{"rope_factors_short.weight", s->short_factor},
+                 {"rope_factors_long.weight", s->long_factor}};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+      for (int j = 0; j < half; j++) divisor[j] = (float)lists[i].v[j];
+      if (mkc_gguf_add_tensor(out, lists[i].name, MKC_GGML_F32, 1, ne, divisor)) return -1;
+    }
+    return 0;
+  }
+  if (s->type != MKC_ROPE_SCALING_LLAMA3) return 0;
   if (half > (int)(sizeof divisor / sizeof *divisor)) {
     fprintf(stderr, "mkc: error: init: head dim %d is too wide for rope_freqs.weight\n",
             d->head_dim);
     return -1;
   }
   for (int j = 0; j < half; j++) divisor[j] = (float)mkc_llama3_rope_divisor(d, j);
-  int64_t ne[1] = {half};
-  return mkc_gguf_add_raw(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor);
+  return mkc_gguf_add_tensor(out, "rope_freqs.weight", MKC_GGML_F32, 1, ne, divisor); /* copied */
 }
 
 /* What a Gemma model (gemma = 2 or 3) says beyond the sizes, into d, or -1
@@ -313,6 +331,12 @@ static void rope_scaling(const mkc_node *rope, mkc_rope_scaling *s) {
                           .beta_slow = rope->rope_beta_slow,
                           .ext_factor = rope->rope_ext_factor,
                           .attn_factor = rope->rope_attn_factor};
+  const mkc_factors *lists[] = {&rope->rope_short_factor, &rope->rope_long_factor};
+  double *into[] = {s->short_factor, s->long_factor};
+  for (int i = 0; i < 2 && s->type == MKC_ROPE_SCALING_LONGROPE; i++) {
+    s->n_factors = lists[i]->n < MKC_ROPE_MAX_PAIRS ? lists[i]->n : MKC_ROPE_MAX_PAIRS;
+    memcpy(into[i], lists[i]->v, (size_t)s->n_factors * sizeof *into[i]);
+  }
 }
 
 /* What config.json says of the graph: the inverse of mkc_hf_config_read. */
@@ -574,19 +598,22 @@ static void describe_types(const int *count, int n, char *buf, size_t size) {
 }
 
 /* --arch phi3: a preset a phi3 file can hold (llama.cpp's phi3: NEOX RoPE, no
- * biases, no per-head norms, no windows nor RoPE scaling), d's arch then
+ * biases, no per-head norms, no windows, no RoPE scaling but longrope), d's arch then
  * phi3. 0, or -1 after a message. */
 static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) {
-  const char *why = strcmp(d->arch, "llama") != 0                   ? d->arch
-                    : d->rope_layout != MKC_ROPE_NEOX               ? "interleaved RoPE pairs"
-                    : d->rope_scaling.type != MKC_ROPE_SCALING_NONE ? "RoPE scaling"
-                    : windowed(g)                                   ? "sliding windows"
-                                                                    : NULL;
+  const char *why = strcmp(d->arch, "llama") != 0     ? d->arch
+                    : d->rope_layout != MKC_ROPE_NEOX ? "interleaved RoPE pairs"
+                    : d->rope_scaling.type != MKC_ROPE_SCALING_NONE &&
+                            d->rope_scaling.type != MKC_ROPE_SCALING_LONGROPE
+                        ? "RoPE scaling other than longrope"
+                    : windowed(g) ? "sliding windows"
+                                  : NULL;
   if (why) {
-    fprintf(stderr,
-            "mkc: error: init: --arch phi3: preset %s has %s, which a phi3 file does not carry "
-            "(phi3: NEOX RoPE halves, no biases or head norms, no windows or scaling)\n",
-            preset, why);
+    fprintf(
+        stderr,
+        "mkc: error: init: --arch phi3: preset %s has %s, which a phi3 file does not carry "
+        "(phi3: NEOX RoPE halves, no biases or head norms, no windows, no scaling but longrope)\n",
+        preset, why);
     return -1;
   }
   snprintf(d->arch, sizeof d->arch, "phi3");
@@ -771,7 +798,10 @@ int mkc_cmd_init(int argc, char **argv) {
   for (int t = 0; t < MKC_GGML_TYPE_COUNT; t++) n_tensors += count[t];
   describe_types(count, n_tensors, types, sizeof types);
   fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %s%s, %lld bytes)\n", path, name, seed, types,
-          d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)" : "",
+          d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)"
+          : d.rope_scaling.type == MKC_ROPE_SCALING_LONGROPE
+              ? " and rope_factors_{short,long}.weight (F32)"
+              : "",
           stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
   rc = 0;
 done:

@@ -82,6 +82,10 @@ void mkc_graph_free(mkc_graph *g) {
   if (!g) return;
   for (int i = 0; g->weights && i < g->n_weights; i++) free(g->weights[i].name);
   free(g->weights);
+  for (int i = 0; g->nodes && i < g->n_nodes; i++) {
+    free(g->nodes[i].rope_short_factor.v);
+    free(g->nodes[i].rope_long_factor.v);
+  }
   free(g->nodes);
   free(g->graph_path);
   free(g->preset);

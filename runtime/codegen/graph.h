@@ -40,7 +40,8 @@ enum mkc_act { MKC_ACT_SILU = 0, MKC_ACT_GELU_TANH = 1 };
  * positions / factor; llama3: Llama 3.1+'s per-frequency factors (factor,
  * low/high_freq_factor, orig_ctx); yarn: YaRN as llama.cpp computes it
  * (factor, orig_ctx, beta_fast/slow, ext_factor, attn_factor). */
-#define MKC_ROPE_SCALINGS(X) X(NONE, none) X(LINEAR, linear) X(LLAMA3, llama3) X(YARN, yarn)
+#define MKC_ROPE_SCALINGS(X)                                                                       \
+  X(NONE, none) X(LINEAR, linear) X(LLAMA3, llama3) X(YARN, yarn) X(LONGROPE, longrope)
 
 #define MKC_ROPE_SCALING_ENUM(e, name) MKC_ROPE_SCALING_##e,
 enum mkc_rope_scaling_type { MKC_ROPE_SCALINGS(MKC_ROPE_SCALING_ENUM) MKC_ROPE_SCALING_COUNT };
@@ -65,7 +66,8 @@ enum mkc_kv_dtype {
  *   INT     int; 0 where absent        INDEX  int; -1 where absent
  *   DOUBLE  double; 0 where absent     SIZE   size_t; 0 where absent
  *   LAYOUT  int, enum mkc_rope_layout from "interleaved" or "neox"
- *   SCALING int, enum mkc_rope_scaling_type from its name; NONE where absent */
+ *   SCALING int, enum mkc_rope_scaling_type from its name; NONE where absent
+ *   FACTORS mkc_factors, a list of numbers (mkc_graph_free frees it); empty where absent */
 #define MKC_NODE_FIELDS(X)                                                                         \
   X(OP, op, op)                                                                                    \
   X(INPUTS, in, inputs)                                                                            \
@@ -80,11 +82,17 @@ enum mkc_kv_dtype {
   X(DOUBLE, rope_factor, rope_factor)    /* the context's extension factor */                      \
   X(DOUBLE, rope_low_freq_factor, rope_low_freq_factor)   /* llama3 */                             \
   X(DOUBLE, rope_high_freq_factor, rope_high_freq_factor) /* llama3 */                             \
-  X(INT, rope_orig_ctx, rope_orig_ctx)      /* llama3, yarn: the context before the extension */   \
+  X(INT, rope_orig_ctx,                                                                            \
+    rope_orig_ctx) /* llama3, yarn, longrope: the context before the extension */                  \
   X(DOUBLE, rope_beta_fast, rope_beta_fast) /* yarn: the ramp's ends, in rotations */              \
   X(DOUBLE, rope_beta_slow, rope_beta_slow)                                                        \
-  X(DOUBLE, rope_ext_factor, rope_ext_factor)   /* yarn: how much of the ramp to apply */          \
-  X(DOUBLE, rope_attn_factor, rope_attn_factor) /* yarn: on cos, sin with 1 + 0.1 ln factor */     \
+  X(DOUBLE, rope_ext_factor, rope_ext_factor) /* yarn: how much of the ramp to apply */            \
+  X(DOUBLE, rope_attn_factor,                                                                      \
+    rope_attn_factor) /* yarn (with 1 + 0.1 ln factor), longrope: on cos, sin */                   \
+  /* longrope: each pair's frequency divisor, head_dim / 2 of them: the short ones where the       \
+   * kernel's context is at most rope_orig_ctx, else the long ones (as llama.cpp picks) */         \
+  X(FACTORS, rope_short_factor, rope_short_factor)                                                 \
+  X(FACTORS, rope_long_factor, rope_long_factor)                                                   \
   X(INT, heads, heads)                                                                             \
   X(INT, kv_heads, kv_heads)                                                                       \
   X(INT, head_dim, head_dim)                                                                       \
@@ -112,6 +120,12 @@ enum mkc_kv_dtype {
 #define MKC_NODE_MEMBER_SIZE(m) size_t m;
 #define MKC_NODE_MEMBER_LAYOUT(m) int m;
 #define MKC_NODE_MEMBER_SCALING(m) int m;
+#define MKC_NODE_MEMBER_FACTORS(m) mkc_factors m;
+
+typedef struct mkc_factors {
+  int n;
+  double *v;
+} mkc_factors;
 
 typedef struct mkc_node {
 #define MKC_NODE_MEMBER(kind, m, lua) MKC_NODE_MEMBER_##kind(m)

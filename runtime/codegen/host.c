@@ -51,6 +51,26 @@ const char *mkc_home(void) {
   return home;
 }
 
+/* longrope's fields of a preset's rope_scaling table (on the stack's top). */
+static void push_longrope(lua_State *L, const mkc_rope_scaling *s) {
+  lua_pushinteger(L, s->orig_ctx);
+  lua_setfield(L, -2, "orig_ctx");
+  lua_pushnumber(L, s->attn_factor);
+  lua_setfield(L, -2, "attn_factor");
+  const struct {
+    const char *key;
+    const double *v;
+  } lists[] = {{"short_factor", s->short_factor}, {"long_factor", s->long_factor}};
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++) {
+    lua_createtable(L, s->n_factors, 0);
+    for (int j = 0; j < s->n_factors; j++) {
+      lua_pushnumber(L, lists[i].v[j]);
+      lua_rawseti(L, -2, j + 1);
+    }
+    lua_setfield(L, -2, lists[i].key);
+  }
+}
+
 /* A preset's rope_scaling: "none", or a table of the type and the parameters
  * that type reads (codegen/ir.lua's rope checks which). */
 static void push_rope_scaling(lua_State *L, const mkc_rope_scaling *s) {
@@ -61,6 +81,10 @@ static void push_rope_scaling(lua_State *L, const mkc_rope_scaling *s) {
   lua_newtable(L);
   lua_pushstring(L, mkc_rope_scaling_name(s->type));
   lua_setfield(L, -2, "type");
+  if (s->type == MKC_ROPE_SCALING_LONGROPE) {
+    push_longrope(L, s);
+    return;
+  }
   lua_pushnumber(L, s->factor);
   lua_setfield(L, -2, "factor");
   if (s->type == MKC_ROPE_SCALING_LINEAR) return;
@@ -205,7 +229,8 @@ enum field_kind {
   FIELD_DOUBLE,
   FIELD_SIZE,
   FIELD_LAYOUT,
-  FIELD_SCALING
+  FIELD_SCALING,
+  FIELD_FACTORS
 };
 static const struct node_field {
   const char *lua;
@@ -259,6 +284,19 @@ static void read_field(lua_State *L, int e, const struct node_field *f, mkc_node
   case FIELD_SCALING: {
     const char *name = lua_tostring(L, -1);
     *(int *)at = name ? mkc_rope_scaling_from_name(name) : MKC_ROPE_SCALING_NONE;
+    break;
+  }
+  case FIELD_FACTORS: {
+    mkc_factors *fs = (mkc_factors *)at;
+    int n = lua_istable(L, -1) ? (int)luaL_len(L, -1) : 0;
+    *fs = (mkc_factors){0, n > 0 ? malloc((size_t)n * sizeof *fs->v) : NULL};
+    if (!fs->v) break; /* empty, or out of memory: the reference refuses the node */
+    fs->n = n;
+    for (int j = 0; j < n; j++) {
+      lua_geti(L, -1, j + 1);
+      fs->v[j] = lua_tonumber(L, -1);
+      lua_pop(L, 1);
+    }
     break;
   }
   }

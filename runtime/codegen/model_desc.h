@@ -8,13 +8,18 @@
 
 /* RoPE scaling: enum mkc_rope_scaling_type (graph.h; NONE: plain RoPE) and
  * its parameters, as a rope node's rope_* fields carry them. */
+enum { MKC_ROPE_MAX_PAIRS = 256 }; /* longrope's factors: heads up to 512 dims */
 typedef struct mkc_rope_scaling {
   int type;
   double factor;                            /* the context's extension factor */
   double low_freq_factor, high_freq_factor; /* llama3 */
-  int orig_ctx;                             /* llama3, yarn: the context before the extension */
-  double beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
-  double ext_factor, attn_factor;           /* yarn */
+  int orig_ctx;                   /* llama3, yarn, longrope: the context before the extension */
+  double beta_fast, beta_slow;    /* yarn: the ramp's ends, in rotations */
+  double ext_factor, attn_factor; /* yarn; longrope: attn_factor */
+  /* longrope (Phi-3's 128k models): each pair's frequency divisor, for a context of at most
+   * orig_ctx (short) and past it (long); n_factors = head_dim / 2 of each */
+  int n_factors;
+  double short_factor[MKC_ROPE_MAX_PAIRS], long_factor[MKC_ROPE_MAX_PAIRS];
 } mkc_rope_scaling;
 
 /* How an embedding pools the final norm's outputs over a text's tokens: llama.cpp's

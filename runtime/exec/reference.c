@@ -195,6 +195,14 @@ static int check_matmul(const mkc_graph *g, int id) {
   return 0;
 }
 
+/* A longrope list: one positive divisor per pair. */
+static int factors_ok(const mkc_factors *f, int pairs) {
+  if (f->n != pairs || !f->v) return 0;
+  for (int j = 0; j < pairs; j++)
+    if (!(f->v[j] > 0) || !isfinite(f->v[j])) return 0;
+  return 1;
+}
+
 /* The scaling's parameters, those its type reads, in their ranges. */
 static int rope_scaling_ok(const mkc_node *nd) {
   switch (nd->rope_scaling) {
@@ -211,6 +219,10 @@ static int rope_scaling_ok(const mkc_node *nd) {
            nd->rope_beta_fast > 0 && nd->rope_beta_slow > 0 && nd->rope_ext_factor >= 0 &&
            nd->rope_attn_factor > 0 && isfinite(nd->rope_beta_fast + nd->rope_beta_slow) &&
            isfinite(nd->rope_ext_factor + nd->rope_attn_factor);
+  case MKC_ROPE_SCALING_LONGROPE:
+    return nd->rope_orig_ctx > 0 && nd->rope_attn_factor > 0 && isfinite(nd->rope_attn_factor) &&
+           factors_ok(&nd->rope_short_factor, nd->head_dim / 2) &&
+           factors_ok(&nd->rope_long_factor, nd->head_dim / 2);
   default:
     return 0;
   }
@@ -228,10 +240,12 @@ static int check_rope(const mkc_graph *g, int id) {
   if (!rope_scaling_ok(nd)) {
     node_error(g, id,
                "RoPE scaling %s (%d): factor %g, low/high freq factor %g/%g, orig ctx %d, beta "
-               "fast/slow %g/%g, ext factor %g, attn factor %g out of range",
+               "fast/slow %g/%g, ext factor %g, attn factor %g, %d short and %d long factors (of "
+               "head_dim / 2) out of range",
                mkc_rope_scaling_name(nd->rope_scaling), nd->rope_scaling, nd->rope_factor,
                nd->rope_low_freq_factor, nd->rope_high_freq_factor, nd->rope_orig_ctx,
-               nd->rope_beta_fast, nd->rope_beta_slow, nd->rope_ext_factor, nd->rope_attn_factor);
+               nd->rope_beta_fast, nd->rope_beta_slow, nd->rope_ext_factor, nd->rope_attn_factor,
+               nd->rope_short_factor.n, nd->rope_long_factor.n);
     return -1;
   }
   return 0;
@@ -477,7 +491,7 @@ static double yarn_dim(const mkc_node *nd, double n_rot) {
  * published formulas (transformers' _compute_linear_scaling / _llama3 / _yarn
  * parameters, llama.cpp's ggml_rope_yarn_corr_dims and rope_yarn), in double,
  * apart from the kernel's templates/qkv_rope.cuh on purpose. */
-static double rope_freq(const mkc_node *nd, int j, double *mscale) {
+static double rope_freq(const mkc_node *nd, int max_ctx, int j, double *mscale) {
   double base = pow(nd->theta, -2.0 * j / nd->head_dim), factor = nd->rope_factor;
   *mscale = 1;
   switch (nd->rope_scaling) {
@@ -499,18 +513,28 @@ static double rope_freq(const mkc_node *nd, int j, double *mscale) {
     *mscale = nd->rope_attn_factor * (nd->rope_ext_factor != 0 ? 1 + 0.1 * log(factor) : 1);
     return base / factor * (1 - extrapolated) + base * extrapolated;
   }
+  case MKC_ROPE_SCALING_LONGROPE: {
+    /* LongRoPE (Phi-3, transformers' _compute_longrope_parameters): the long list where the
+     * context reaches past the original one (llama.cpp's choice by n_ctx; transformers' by the
+     * sequence's length), cos and sin times attn_factor; both in float32, as llama.cpp's F32
+     * tensors and transformers' float32 ones hold them (so a GGUF and a config.json agree) */
+    const mkc_factors *f =
+        max_ctx > nd->rope_orig_ctx ? &nd->rope_long_factor : &nd->rope_short_factor;
+    *mscale = (float)nd->rope_attn_factor;
+    return base / (float)f->v[j];
+  }
   default:
     return base;
   }
 }
 
-static void rope(double *y, const double *x, const mkc_node *nd, int pos) {
+static void rope(double *y, const double *x, const mkc_node *nd, int max_ctx, int pos) {
   int hd = nd->head_dim, half = hd / 2;
   memcpy(y, x, (size_t)nd->n * sizeof *y);
   for (int h = 0; h < nd->heads; h++) {
     double *head = y + (size_t)h * hd;
     for (int j = 0; j < half; j++) {
-      double mscale, angle = pos * rope_freq(nd, j, &mscale);
+      double mscale, angle = pos * rope_freq(nd, max_ctx, j, &mscale);
       double c = cos(angle) * mscale, s = sin(angle) * mscale;
       /* interleaved (GGUF llama): pair (2j, 2j+1); neox (rotate-half): (j, j + hd/2) */
       int ia = nd->layout == MKC_ROPE_NEOX ? j : 2 * j;
@@ -669,7 +693,7 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       matmul(r, y, a, nd->in[1], nd->in[2] >= 0 ? r->tensor[nd->in[2]] : NULL);
       break;
     case MKC_OP_ROPE:
-      rope(y, a, nd, r->pos);
+      rope(y, a, nd, r->g->max_ctx, r->pos);
       break;
     case MKC_OP_ATTENTION:
       attention(r, y, a, b, r->value[nd->in[2]], nd);

@@ -180,11 +180,57 @@ static int read_yarn(const config *c, const cJSON *obj, const char *where, int m
   return 0;
 }
 
+/* One of longrope's lists in obj: `pairs` positive numbers. */
+static int read_factors(const config *c, const cJSON *obj, const char *where, const char *key,
+                        int pairs, double *v) {
+  const cJSON *a = field(c, obj, key);
+  char buf[96];
+  if (!a) return mkc_error_in(c->where, "%s needs \"%s\"", where, key);
+  if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != pairs || pairs > MKC_ROPE_MAX_PAIRS) {
+    if (cJSON_IsArray(a)) snprintf(buf, sizeof buf, "a list of %d", cJSON_GetArraySize(a));
+    return mkc_error_in(c->where,
+                        "%s \"%s\": Expected a list of %d numbers (head_dim / 2), Actual %s", where,
+                        key, pairs, cJSON_IsArray(a) ? buf : mkc_json_describe(a, buf, sizeof buf));
+  }
+  int j = 0;
+  for (const cJSON *x = a->child; x; x = x->next, j++) {
+    if (!cJSON_IsNumber(x) || !(x->valuedouble > 0) || !isfinite(x->valuedouble))
+      return mkc_error_in(c->where, "%s \"%s\"[%d]: Expected a number > 0, Actual %s", where, key,
+                          j, mkc_json_describe(x, buf, sizeof buf));
+    v[j] = x->valuedouble;
+  }
+  return 0;
+}
+
+/* LongRoPE as transformers 5 reads it (_compute_longrope_parameters): short_factor and
+ * long_factor, the original context (the config's original_max_position_embeddings first, as
+ * Phi-3's carry it; then rope_scaling's; else max_position_embeddings), and attention_factor
+ * (absent: sqrt(1 + ln f / ln original), f the factor or max_position_embeddings / original;
+ * 1 where f <= 1). */
+static int read_longrope(const config *c, const cJSON *obj, const char *where, int max_pos,
+                         int pairs, mkc_rope_scaling *s) {
+  const cJSON *top = field(c, c->root, "original_max_position_embeddings");
+  if (get_count_in(c, top ? c->root : obj, where, "original_max_position_embeddings", max_pos,
+                   &s->orig_ctx) ||
+      read_factors(c, obj, where, "short_factor", pairs, s->short_factor) ||
+      read_factors(c, obj, where, "long_factor", pairs, s->long_factor))
+    return -1;
+  double factor = (double)max_pos / s->orig_ctx, attention = 0;
+  if (get_positive(c, obj, "factor", factor, &factor) ||
+      get_positive(c, obj, "attention_factor", 0, &attention))
+    return -1;
+  s->attn_factor = attention != 0 ? attention
+                   : factor <= 1  ? 1
+                                  : sqrt(1 + log(factor) / log(s->orig_ctx));
+  s->n_factors = pairs;
+  return 0;
+}
+
 /* rope_scaling (or transformers 5's rope_parameters) as mkc's scaling:
- * default (plain), linear, llama3 or yarn, each with the parameters
+ * default (plain), linear, llama3, yarn or longrope, each with the parameters
  * transformers' _compute_*_parameters read; max_pos is
  * max_position_embeddings. */
-static int read_rope(const config *c, const cJSON *obj, const char *key, int max_pos,
+static int read_rope(const config *c, const cJSON *obj, const char *key, int max_pos, int pairs,
                      mkc_rope_scaling *s) {
   char buf[96];
   *s = (mkc_rope_scaling){.type = MKC_ROPE_SCALING_NONE,
@@ -204,7 +250,8 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
     return mkc_error_in(c->where, "unsupported %s without a rope_type", key);
   const char *name = type->valuestring;
   if (strcmp(name, "default") == 0 || strcmp(name, "none") == 0) return 0;
-  s->type = mkc_rope_scaling_from_name(name);
+  /* "su": LongRoPE's first name, in Phi-3's first configs */
+  s->type = mkc_rope_scaling_from_name(strcmp(name, "su") == 0 ? "longrope" : name);
   char where[64];
   snprintf(where, sizeof where, "%s %s", key, mkc_shown(name));
   switch (s->type) {
@@ -224,10 +271,13 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
     return 0;
   case MKC_ROPE_SCALING_YARN:
     return read_yarn(c, obj, where, max_pos, s);
+  case MKC_ROPE_SCALING_LONGROPE:
+    return read_longrope(c, obj, where, max_pos, pairs, s);
   default:
     return mkc_error_in(c->where,
-                        "unsupported %s \"%.40s\" (mkc runs default, linear, llama3 and yarn)", key,
-                        mkc_shown(name));
+                        "unsupported %s \"%.40s\" (mkc runs default, linear, llama3, yarn and "
+                        "longrope)",
+                        key, mkc_shown(name));
   }
 }
 
@@ -347,7 +397,8 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
   const cJSON *sliding = params && !gemma2 ? field(t, params, "sliding_attention") : NULL;
   if (sliding) {
     mkc_rope_scaling s;
-    if (read_rope(t, sliding, "rope_parameters.sliding_attention", d->ctx_train, &s) ||
+    if (read_rope(t, sliding, "rope_parameters.sliding_attention", d->ctx_train, d->head_dim / 2,
+                  &s) ||
         get_positive(t, sliding, "rope_theta", d->rope_theta_swa, &d->rope_theta_swa))
       return -1;
     if (s.type != MKC_ROPE_SCALING_NONE)
@@ -425,9 +476,9 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       (field(t, params, "full_attention") || field(t, params, "sliding_attention")))
     params = field(t, params, "full_attention");
   mkc_rope_scaling scaling;
-  if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train,
+  if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train, d->head_dim / 2,
                 &d->rope_scaling) ||
-      read_rope(t, params, "rope_parameters", d->ctx_train, &scaling) ||
+      read_rope(t, params, "rope_parameters", d->ctx_train, d->head_dim / 2, &scaling) ||
       get_positive(t, t->root, "rope_theta", gemma && !gemma2 ? 1e6 : 10000, &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||

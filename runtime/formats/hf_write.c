@@ -14,9 +14,27 @@
 #include "hf.h"
 #include "safetensors.h"
 
+/* LongRoPE's lists and original context, in rope_scaling r and, as Phi-3's configs carry it
+ * (and transformers reads it first), in config c; attention_factor only where it is not what
+ * transformers derives from max_position_embeddings max_pos. */
+static void add_longrope(cJSON *c, cJSON *r, const mkc_rope_scaling *s, int max_pos) {
+  const struct {
+    const char *key;
+    const double *v;
+  } lists[] = {{"short_factor", s->short_factor}, {"long_factor", s->long_factor}};
+  for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+    cJSON_AddItemToObject(r, lists[i].key, cJSON_CreateDoubleArray(lists[i].v, s->n_factors));
+  cJSON_AddNumberToObject(r, "original_max_position_embeddings", s->orig_ctx);
+  cJSON_AddNumberToObject(c, "original_max_position_embeddings", s->orig_ctx);
+  double factor = (double)max_pos / s->orig_ctx;
+  double derived = factor <= 1 ? 1 : sqrt(1 + log(factor) / log(s->orig_ctx));
+  if (fabs(s->attn_factor - derived) > 1e-6 * derived)
+    cJSON_AddNumberToObject(r, "attention_factor", s->attn_factor);
+}
+
 /* rope_scaling as transformers reads it back into s (hf_config.c), or null;
  * YaRN's attention_factor is written only where attn_factor is not 1. */
-static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s) {
+static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s, int max_pos) {
   if (s->type == MKC_ROPE_SCALING_NONE) {
     cJSON_AddNullToObject(c, "rope_scaling");
     return;
@@ -24,6 +42,10 @@ static void add_rope_scaling(cJSON *c, const mkc_rope_scaling *s) {
   cJSON *r = cJSON_AddObjectToObject(c, "rope_scaling");
   if (!r) return;
   cJSON_AddStringToObject(r, "rope_type", mkc_rope_scaling_name(s->type));
+  if (s->type == MKC_ROPE_SCALING_LONGROPE) {
+    add_longrope(c, r, s, max_pos);
+    return;
+  }
   cJSON_AddNumberToObject(r, "factor", s->factor);
   if (s->type == MKC_ROPE_SCALING_LINEAR) return;
   cJSON_AddNumberToObject(r, "original_max_position_embeddings", s->orig_ctx);
@@ -105,7 +127,7 @@ static char *config_text(const mkc_model_desc *d) {
     add_gemma(c, d);
   else
     cJSON_AddStringToObject(c, "hidden_act", "silu");
-  add_rope_scaling(c, &d->rope_scaling);
+  add_rope_scaling(c, &d->rope_scaling, d->ctx_train);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
   /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
   if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");

@@ -195,6 +195,68 @@ static int read_rope_freqs(const mkc_gguf *f, const char *arch, const mkc_gguf_t
   return rc;
 }
 
+/* One of longrope's lists: F32 [head_dim / 2] of positive divisors, into v. */
+static int read_factor_list(const mkc_gguf *f, const char *name, const mkc_gguf_tensor *t, int half,
+                            double *v) {
+  if (!t || t->type != MKC_GGML_F32 || t->n_dims != 1 || t->ne[0] != half) {
+    fprintf(stderr,
+            "mkc: error: %s: %s: Expected F32 ne {%d} (head dim / 2, beside the other list); "
+            "Actual %s\n",
+            f->path, name, half,
+            !t                       ? "missing"
+            : mkc_ggml_type(t->type) ? mkc_ggml_type(t->type)->name
+                                     : "another type or shape");
+    return -1;
+  }
+  for (int j = 0; j < half; j++) {
+    float x;
+    memcpy(&x, (const char *)t->data + (size_t)j * sizeof x, sizeof x);
+    if (!(x > 0) || !isfinite(x)) {
+      fprintf(stderr, "mkc: error: %s: %s[%d] = %g: Expected a positive divisor\n", f->path, name,
+              j, x);
+      return -1;
+    }
+    v[j] = x;
+  }
+  return 0;
+}
+
+/* LongRoPE (Phi-3's 128k files, as llama.cpp's converter writes them): the
+ * divisors rope_factors_short.weight and rope_factors_long.weight, the context
+ * before the extension in .rope.scaling.original_context_length, and
+ * .rope.scaling.attn_factor on cos and sin. No other scaling beside them. */
+static int read_longrope(const mkc_gguf *f, const char *arch, const mkc_gguf_tensor *freqs,
+                         const mkc_gguf_tensor *lng, const mkc_gguf_tensor *shrt,
+                         mkc_model_desc *d) {
+  mkc_rope_scaling *s = &d->rope_scaling;
+  if (freqs || s->type != MKC_ROPE_SCALING_NONE) {
+    fprintf(stderr,
+            "mkc: error: %s: rope_factors_long/short.weight (longrope) together with %s: not "
+            "supported\n",
+            f->path, freqs ? "rope_freqs.weight" : mkc_rope_scaling_name(s->type));
+    return -1;
+  }
+  int half = d->head_dim / 2;
+  if (half > MKC_ROPE_MAX_PAIRS) {
+    fprintf(stderr, "mkc: error: %s: longrope with heads of %d dims: at most %d supported\n",
+            f->path, d->head_dim, 2 * MKC_ROPE_MAX_PAIRS);
+    return -1;
+  }
+  if (read_factor_list(f, "rope_factors_short.weight", shrt, half, s->short_factor) ||
+      read_factor_list(f, "rope_factors_long.weight", lng, half, s->long_factor))
+    return -1;
+  if (!(s->attn_factor > 0 && isfinite(s->attn_factor)) || s->orig_ctx <= 0) {
+    fprintf(stderr,
+            "mkc: error: %s: longrope: %s.rope.scaling.attn_factor = %g, original context %d "
+            "(Expected: both > 0)\n",
+            f->path, arch, s->attn_factor, s->orig_ctx);
+    return -1;
+  }
+  s->type = MKC_ROPE_SCALING_LONGROPE;
+  s->n_factors = half;
+  return 0;
+}
+
 /* Refuses a metadata key whose meaning mkc does not compute. */
 static int refuse_key(const mkc_gguf *f, const char *arch, const char *suffix, const char *why) {
   char key[128];
@@ -243,7 +305,7 @@ static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc
   else {
     fprintf(stderr,
             "mkc: error: %s: %s = \"%s\": RoPE scaling not supported (mkc runs none, linear, "
-            "yarn, and Llama 3's rope_freqs.weight)\n",
+            "yarn, Llama 3's rope_freqs.weight and longrope's rope_factors_{short,long}.weight)\n",
             f->path, key, mkc_shown(type));
     return -1;
   }
@@ -259,6 +321,10 @@ static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc
             s->attn_factor);
     return -1;
   }
+  const mkc_gguf_tensor *freqs = mkc_gguf_find_tensor(f, "rope_freqs.weight");
+  const mkc_gguf_tensor *lng = mkc_gguf_find_tensor(f, "rope_factors_long.weight");
+  const mkc_gguf_tensor *shrt = mkc_gguf_find_tensor(f, "rope_factors_short.weight");
+  if (lng || shrt) return read_longrope(f, arch, freqs, lng, shrt, d);
   if (s->type != MKC_ROPE_SCALING_YARN && s->attn_factor != 1) {
     fprintf(stderr,
             "mkc: error: %s: %s.rope.scaling.attn_factor = %g without yarn scaling: not "
@@ -266,7 +332,6 @@ static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc
             f->path, arch, s->attn_factor);
     return -1;
   }
-  const mkc_gguf_tensor *freqs = mkc_gguf_find_tensor(f, "rope_freqs.weight");
   return freqs ? read_rope_freqs(f, arch, freqs, d) : 0;
 }
 
@@ -507,21 +572,6 @@ static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   return 0;
 }
 
-/* phi3: its 128k files' RoPE (longrope: per-frequency factors for short and
- * long contexts) is refused; its sliding window, which llama.cpp turns off
- * for phi3, is left off too. */
-static int read_phi3(const mkc_gguf *f) {
-  if (mkc_gguf_find_tensor(f, "rope_factors_long.weight") ||
-      mkc_gguf_find_tensor(f, "rope_factors_short.weight")) {
-    fprintf(stderr,
-            "mkc: error: %s: rope_factors_long/short.weight: Phi-3's long-context RoPE "
-            "(longrope) is not supported (its 4k-context models have none)\n",
-            f->path);
-    return -1;
-  }
-  return 0;
-}
-
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
@@ -530,6 +580,5 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
       read_pooling(f, d->arch, d))
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
-  if (strcmp(d->arch, "phi3") == 0 && read_phi3(f)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

@@ -117,6 +117,12 @@ void mkc_model_file_close(mkc_model_file *mf) {
 static void format_scaling(const mkc_rope_scaling *s, char *buf, size_t cap) {
   buf[0] = 0;
   if (s->type == MKC_ROPE_SCALING_NONE) return;
+  if (s->type == MKC_ROPE_SCALING_LONGROPE) {
+    snprintf(buf, cap,
+             ", longrope scaling: original context %d, attn factor %g, %d short and long factors",
+             s->orig_ctx, s->attn_factor, s->n_factors);
+    return;
+  }
   int n = snprintf(buf, cap, ", %s scaling: factor %g", mkc_rope_scaling_name(s->type), s->factor);
   if (n < 0 || (size_t)n >= cap || s->type == MKC_ROPE_SCALING_LINEAR) return;
   if (s->type == MKC_ROPE_SCALING_LLAMA3)

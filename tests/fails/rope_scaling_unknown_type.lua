@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: tests/fails/rope_scaling_unknown_type.lua:18: error: rope: scaling type must be "linear", "llama3" or "yarn", got "dynamic"
+-- expect: tests/fails/rope_scaling_unknown_type.lua:18: error: rope: scaling type must be "linear", "llama3", "yarn" or "longrope", got "dynamic"
 -- Defect: a RoPE scaling mkc does not compute (dynamic NTK).
 
 preset "tiny" {
