@@ -151,10 +151,12 @@ local function builder(graph)
   -- bias (optional): a weight [1, rows] added to the product
   g.matmul = function(x, w, bias) return ir.op(graph, "matmul", { x, w, bias }, nil, line()) end
   -- o.scaling (optional): "none", or a table { type = "linear" | "llama3" | "yarn", ... } (ir.lua)
+  -- o.rot_dim (optional): rotate the first rot_dim dims of each head only (partial RoPE)
   g.rope = function(x, heads, o)
     o = o or {}
     return ir.op(graph, "rope", { x }, { heads = heads, head_dim = o.head_dim, theta = o.theta,
-                                         layout = o.layout, scaling = o.scaling }, line())
+                                         layout = o.layout, scaling = o.scaling, rot_dim = o.rot_dim },
+                 line())
   end
   -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or
   -- nil: every position. o.scale (optional): the scores' scale, 1 / sqrt(head_dim) where absent.

@@ -51,10 +51,10 @@ local ROPE_SCALING = {
   longrope = { short_factor = "list", long_factor = "list", orig_ctx = true, attn_factor = 1 },
 }
 
--- A longrope list: head_dim / 2 positive numbers.
+-- A longrope list: rot_dim / 2 positive numbers.
 local function factor_list(v, k, pairs_n)
   need(type(v) == "table" and #v == pairs_n,
-       "rope: longrope scaling: %s must be a list of %d numbers (head_dim / 2), got %s", k, pairs_n,
+       "rope: longrope scaling: %s must be a list of %d numbers (rot_dim / 2), got %s", k, pairs_n,
        type(v) == "table" and ("%d"):format(#v) or util.show(v))
   for j = 1, pairs_n do
     local f = v[j]
@@ -72,7 +72,7 @@ end
 
 -- A rope's scaling (nil, "none" or a table), checked, as the node's rope_* attributes.
 local function rope_scaling(s, at)
-  local pairs_n = at.head_dim // 2
+  local pairs_n = at.rot_dim // 2
   at.scaling = nil
   if s == nil or s == "none" then
     at.rope_scaling = "none"
@@ -189,6 +189,11 @@ ir.ops = {
     need(at.layout == "interleaved" or at.layout == "neox",
          "rope: layout must be \"interleaved\" or \"neox\", got %s", util.show(at.layout))
     need(type(at.theta) == "number" and at.theta > 0, "rope: theta must be a positive number")
+    -- partial RoPE: the first rot_dim dims of each head rotated, the others passed through
+    at.rot_dim = at.rot_dim or at.head_dim
+    need(math.type(at.rot_dim) == "integer" and at.rot_dim >= 2 and at.rot_dim <= at.head_dim and
+         at.rot_dim % 2 == 0, "rope: rot_dim must be an even integer from 2 to head_dim %d, got %s",
+         at.head_dim, util.show(at.rot_dim))
     rope_scaling(at.scaling, at)
     return x.n
   end,

@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (t) use(t, rest, n);
     mkc_tokenizer_free(t);
   } else if (mode == 1) {
-    fuzz_text(1 + data[0] / 3 % 5, rest, n); /* MKC_PRE_GPT2 .. MKC_PRE_TEKKEN */
+    fuzz_text(1 + data[0] / 3 % 6, rest, n); /* MKC_PRE_GPT2 .. MKC_PRE_GPT4O */
   } else {
     mkc_tokenizer *t = mkc_tok_from_json(rest, n, NULL, 0, "fuzz");
     if (t) use(t, rest, n);

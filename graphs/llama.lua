@@ -7,7 +7,8 @@
 -- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
 -- over the layers from layer 0: Gemma's local and global layers), with rope_theta = B where the
 -- local layers' RoPE has a base of its own, unscaled (Gemma 3's 10000).
--- Optional (a preset without them gets the default): embed_scale, each embedding multiplied by it
+-- Optional (a preset without them gets the default): rope_dim, the dims RoPE rotates, each head's
+-- first (head_dim; Phi-4-mini: 3/4 of them, the others passed through); embed_scale, each embedding multiplied by it
 -- (1; Gemma: sqrt(dim)); attn_scale, the attention scores' scale (0: 1 / sqrt(head_dim)); ffn_act,
 -- the MLP gate's activation, "silu" (SwiGLU, the default) or "gelu_tanh" (Gemma's GeGLU);
 -- post_norms, a norm on the attention's and the MLP's outputs before each residual add (false;
@@ -100,6 +101,18 @@ preset "longrope-tiny" {
   rope_scaling = { type = "longrope", orig_ctx = 256, attn_factor = math.sqrt(1.25),
                    short_factor = { 1, 1.02, 1.05, 1.1, 1.25, 1.5, 1.9, 2.4 },
                    long_factor = { 1.1, 1.4, 2.2, 3.6, 5.5, 8, 11.5, 16 } },
+  sliding_window = "none", linear_attention = "none",
+}
+
+-- Partial RoPE with LongRoPE on Phi-4-mini's shape (NEOX halves, tied head): the first 12 of each
+-- head's 16 dims rotated (Phi-4-mini: 96 of 128), the other 4 passed through; a longrope factor
+-- for each rotated pair.
+preset "partial-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 282, rope_theta = 10000, rope_layout = "neox", rope_dim = 12, norm_eps = 1e-5,
+  tied = true, max_ctx = 1024, qkv_bias = false, qk_norm = false,
+  rope_scaling = { type = "longrope", orig_ctx = 256, attn_factor = math.sqrt(1.25),
+                   short_factor = { 1, 1.05, 1.2, 1.5, 2, 3 }, long_factor = { 1.3, 2, 4, 7, 12, 20 } },
   sliding_window = "none", linear_attention = "none",
 }
 
@@ -256,7 +269,7 @@ function build(g, p)
   end
   local q_dim, kv_dim = p.n_heads * p.head_dim, p.n_kv_heads * p.head_dim
   local rope = { theta = p.rope_theta, layout = p.rope_layout, head_dim = p.head_dim,
-                 scaling = p.rope_scaling }
+                 scaling = p.rope_scaling, rot_dim = optional(p, "rope_dim", p.head_dim) }
   -- local layers with a RoPE base of their own (Gemma 3), unscaled
   local sw = p.sliding_window
   local local_rope = type(sw) == "table" and sw.rope_theta and

@@ -321,7 +321,8 @@ MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias,
     inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
   }
   for (int j = mkc_lane(); j < half; j += 32) {
-    int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+    int i0 = mkc_rope_dim0(j, head_dim, layout, rotary);
+    int i1 = mkc_rope_dim1(j, head_dim, layout, rotary);
     float a = c[i0] * scale + (bias ? mkc_bf16_to_f32(bias[i0]) : 0.0f);
     float b = c[i1] * scale + (bias ? mkc_bf16_to_f32(bias[i1]) : 0.0f);
     if (norm_w) {

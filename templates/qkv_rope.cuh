@@ -27,10 +27,11 @@ typedef struct mkc_rope {
   float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
   float ext_factor, attn_factor;           /* yarn; longrope: attn_factor */
   const float *factors;                    /* longrope: each pair's frequency divisor */
+  int rot_dim; /* the dims rotated, the first ones (0: all); the others pass through */
 } mkc_rope;
 
 MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
-  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0};
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0, 0};
   return r;
 }
 
@@ -80,16 +81,39 @@ MKC_DEVICE mkc_rope mkc_rope_longrope(float theta, float attn_factor, const floa
   return r;
 }
 
-/* The pair whose frequency turns `rotations` times in orig_ctx positions. */
+/* Partial RoPE (Phi-4-mini, GPT-NeoX): r over the first rot_dim dims of a head, each frequency
+ * theta^(-2j / rot_dim); the dims past them are not rotated. */
+MKC_DEVICE mkc_rope mkc_rope_partial(mkc_rope r, int rot_dim) {
+  r.rot_dim = rot_dim;
+  return r;
+}
+
+/* A head's rotation pair j as its two dims: neox (rotate-half) j, j + rot_dim / 2, interleaved
+ * 2j, 2j + 1; past the rotated dims, 2j, 2j + 1 in either layout. */
+MKC_DEVICE int mkc_rope_dim0(int j, int head_dim, int layout, mkc_rope r) {
+  int rot = r.rot_dim ? r.rot_dim : head_dim;
+  return layout && 2 * j < rot ? j : 2 * j;
+}
+MKC_DEVICE int mkc_rope_dim1(int j, int head_dim, int layout, mkc_rope r) {
+  int rot = r.rot_dim ? r.rot_dim : head_dim;
+  return layout && 2 * j < rot ? j + rot / 2 : 2 * j + 1;
+}
+
+/* The pair whose frequency turns `rotations` times in orig_ctx positions (dims: the rotated). */
 MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
   return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
 }
 
 /* Pair j's frequency, radians per position, and in *mscale the factor on cos
- * and sin (1 but for YaRN and LongRoPE). Computed here from the parameters, per pair. */
+ * and sin (1 but for YaRN and LongRoPE). Computed here from the parameters, per pair.
+ * A pair past the rotated dims gets 0 and 1: mkc_rope_pair leaves it as it is. */
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
-  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
   *mscale = 1.0f;
+  if (r.rot_dim) {
+    if (2 * j >= r.rot_dim) return 0.0f;
+    head_dim = r.rot_dim;
+  }
+  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
   if (r.scaling == MKC_ROPE_LINEAR) return freq / r.factor;
   if (r.scaling == MKC_ROPE_LLAMA3) {
     float wavelen = 6.28318531f / freq;
@@ -147,7 +171,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
     /* the sum is a warp exchange: every lane has read the row before any lane writes it */
     float inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
     for (int j = mkc_lane(); j < half; j += 32) {
-      int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+      int i0 = mkc_rope_dim0(j, head_dim, layout, rotary);
+      int i1 = mkc_rope_dim1(j, head_dim, layout, rotary);
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
@@ -178,7 +203,7 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
                                         const mkc_bf16 *b_q, const mkc_bf16 *b_k,
                                         const mkc_bf16 *b_v, const mkc_bf16 *q_norm_w,
                                         const mkc_bf16 *k_norm_w, int q_pairs, int kv_pairs,
-                                        int head_dim, int layout) {
+                                        int head_dim, int layout, mkc_rope rotary) {
   mkc_qkv_pair q;
   int half = head_dim / 2, pair = p;
   q.w = w_q;
@@ -200,8 +225,8 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   }
   q.h = pair / half;
   q.j = pair - q.h * half;
-  q.i0 = q.kind != 2 && layout ? q.j : 2 * q.j;
-  q.i1 = q.i0 + (q.kind != 2 && layout ? half : 1);
+  q.i0 = q.kind != 2 ? mkc_rope_dim0(q.j, head_dim, layout, rotary) : 2 * q.j;
+  q.i1 = q.kind != 2 ? mkc_rope_dim1(q.j, head_dim, layout, rotary) : 2 * q.j + 1;
   q.r0 = q.h * head_dim + q.i0;
   q.r1 = q.h * head_dim + q.i1;
   return q;
@@ -261,13 +286,13 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
         mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         wr[2 * k] = mkc_wmat_row(pq.w, pq.r0);
         wr[2 * k + 1] = mkc_wmat_row(pq.w, pq.r1);
       }
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
@@ -278,7 +303,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       continue;
     int valid = p0 + qd < n_pairs;
     mkc_qkv_pair q = mkc_qkv_pair_at(valid ? p0 + qd : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w,
-                                     k_norm_w, q_pairs, kv_pairs, head_dim, layout);
+                                     k_norm_w, q_pairs, kv_pairs, head_dim, layout, rotary);
     /* q in float in scratch (raw where its norm waits, as a k waiting for its norm); else k and v
      * in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = q.kind ? (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim : 0;
@@ -315,7 +340,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     for (int k = 0; k < 4; k++) {
       if (!mkc_warp_or(last && qd == k)) continue;
       mkc_qkv_pair f = mkc_qkv_pair_at(p0 + k, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                       q_pairs, kv_pairs, head_dim, layout);
+                                       q_pairs, kv_pairs, head_dim, layout, rotary);
       mkc_kv *f_cache = f.kind ? k_cache + (long)f.h * kv_rows * head_dim : 0;
       float *f_head = f.kind == 0 ? q_out + f.h * head_dim : k_raw + f.h * head_dim;
       mkc_head_norm_rope(f_head, f.kind == 0 ? q_stride : k_raw_stride, f_cache, kv_rows, head_dim,
@@ -356,14 +381,14 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                              q_pairs, kv_pairs, head_dim, layout);
+                              q_pairs, kv_pairs, head_dim, layout, rotary);
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }

@@ -26,6 +26,15 @@ static const char TEKKEN_REGEX[] = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}
                                    "\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{"
                                    "N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/* GPT-4o's o200k (Phi-4-mini's tokenizer.json) */
+static const char GPT4O_REGEX[] = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{"
+                                  "Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'"
+                                  "re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}"
+                                  "\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}"
+                                  "\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+                                  "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!"
+                                  "\\S)|\\s+";
+
 static cJSON *byte_level(int use_regex) {
   cJSON *p = cJSON_CreateObject();
   cJSON_AddStringToObject(p, "type", "ByteLevel");
@@ -137,6 +146,7 @@ static char *json_from_gguf(const mkc_gguf *f) {
     const char *regex = strcmp(pre_name, "llama-bpe") == 0 ? LLAMA3_REGEX
                         : strcmp(pre_name, "qwen2") == 0   ? QWEN2_REGEX
                         : strcmp(pre_name, "tekken") == 0  ? TEKKEN_REGEX
+                        : strcmp(pre_name, "gpt-4o") == 0  ? GPT4O_REGEX
                                                            : NULL;
     cJSON *pre;
     if (regex) {

@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:21: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny)" \
+  "graphs/llama.lua:22: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -201,8 +201,8 @@ python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1])); c['partial_rotary_factor'] = 0.75
 json.dump(c, open(sys.argv[1], 'w'))" "$tmp/phi3-hf/config.json"
-expect_error "a phi3 folder with partial RoPE (Phi-4-mini's 0.75): refused" \
-  "mkc: error: $tmp/phi3-hf/config.json: partial_rotary_factor 0.75: partial RoPE is not supported" \
+expect_error "a phi3 folder whose partial_rotary_factor leaves an odd count of dims: refused" \
+  "mkc: error: $tmp/phi3-hf/config.json: partial_rotary_factor 0.75: Expected a factor in (0, 1] that leaves an even count of the 12 dims" \
   -- run -m "$tmp/phi3-hf" --prompt-ids 1 -n 1 --backend cpu
 expect_error "init --arch phi3 on a preset with interleaved RoPE: refused" \
   "mkc: error: init: --arch phi3: preset tiny has interleaved RoPE pairs, which a phi3 file does not carry (phi3: NEOX RoPE halves, no biases or head norms, no windows, no scaling but longrope)" \
@@ -210,66 +210,74 @@ expect_error "init --arch phi3 on a preset with interleaved RoPE: refused" \
 expect_error "init --arch phi3 on a preset with YaRN: refused" \
   "mkc: error: init: --arch phi3: preset yarn-tiny has qwen2, which a phi3 file does not carry (phi3: NEOX RoPE halves, no biases or head norms, no windows, no scaling but longrope)" \
   -- init --preset yarn-tiny --seed 5 --arch phi3 -o "$tmp/no.gguf"
-# LongRoPE (Phi-3's 128k files): longrope-tiny as a phi3 GGUF (rope_factors_short.weight and
-# rope_factors_long.weight) and a phi3 folder (rope_scaling longrope), on each side of the 256
-# positions it was first trained on: --ctx 256 takes the short factors, --ctx 512 the long ones,
-# against llama.cpp and transformers (tools/longrope_fixtures.sh). Their other side's factors
-# change every step's log-probability by more than 0.01: the fixtures tell the two apart.
-lr_ok=0
-if "$mkc" init --preset longrope-tiny --seed 5 --arch phi3 -o "$tmp/lr.gguf" 2>"$tmp/err" &&
-  "$mkc" info -m "$tmp/lr.gguf" >"$tmp/info" 2>&1 &&
-  grep -q "longrope scaling: original context 256, attn factor 1.11803, 8 short and long factors" "$tmp/info" &&
-  grep -q "phi3.rope.scaling.original_context_length = 256" "$tmp/info"; then
-  lr_ok=1
-  for c in 256 512; do
-    "$mkc" run -m "$tmp/lr.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --ctx $c --backend cpu >"$tmp/lr.file$c" 2>>"$tmp/err" &&
-      "$mkc" run --preset longrope-tiny --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --ctx $c \
-        --backend ref >"$tmp/lr.ref$c" 2>>"$tmp/err" && cmp -s "$tmp/lr.file$c" "$tmp/lr.ref$c" || lr_ok=0
+# LongRoPE (Phi-3's 128k files) and partial RoPE (Phi-4-mini's): phi3_oracles PRESET ROPE MIN
+# writes PRESET as a phi3 GGUF (rope_factors_short.weight and rope_factors_long.weight;
+# rope.dimension_count) and a phi3 folder (rope_scaling longrope; partial_rotary_factor), whose
+# `mkc info` shows ROPE, and runs it on each side of the 256 positions it was first trained on:
+# --ctx 256 takes the short factors, --ctx 512 the long ones. Through the GGUF, the reference's
+# tokens; against llama.cpp (MIN steps on the short side) and transformers, theirs
+# (tools/longrope_fixtures.sh). The other side's factors change every step's log-probability by
+# more than 0.01: the fixtures tell the two apart.
+phi3_oracles() {
+  local preset=$1 rope=$2 min_short=$3 name=${1%-tiny} all=0 c want side
+  local f=$tmp/$name
+  if "$mkc" init --preset "$preset" --seed 5 --arch phi3 -o "$f.gguf" 2>"$tmp/err" &&
+    "$mkc" info -m "$f.gguf" >"$tmp/info" 2>&1 && grep -qF "$rope" "$tmp/info" &&
+    grep -q "phi3.rope.scaling.original_context_length = 256" "$tmp/info"; then
+    all=1
+    for c in 256 512; do
+      "$mkc" run -m "$f.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --ctx $c --backend cpu >"$f.file$c" 2>>"$tmp/err" &&
+        "$mkc" run --preset "$preset" --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --ctx $c \
+          --backend ref >"$f.ref$c" 2>>"$tmp/err" && cmp -s "$f.file$c" "$f.ref$c" || all=0
+    done
+    ! cmp -s "$f.ref256" "$f.ref512" || all=0
+  fi
+  [ $all = 1 ] && ok "$preset through a phi3 GGUF, --ctx 256 and 512: the reference's 40 tokens (which differ)" ||
+    fail "$preset through a phi3 GGUF" "$(cat "$tmp/err" "$tmp/info" | head -40)"
+  "$mkc" init --preset "$preset" --seed 5 --arch phi3 --type f32 -o "$f-f32.gguf" 2>/dev/null
+  want=$(sed -n 's/^sha256 //p' "tests/data/${name}_llamacpp_short.txt")
+  [ "$(sha256sum <"$f-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
+    [ "$want" = "$(sed -n 's/^sha256 //p' "tests/data/${name}_llamacpp_long.txt")" ] &&
+    ok "init --preset $preset --arch phi3 --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
+    fail "init --preset $preset writes the file llama.cpp read" "want $want"
+  for side in short:256:$min_short long:512:48; do
+    c=${side#*:}
+    MKC_KV_DTYPE=f16 GREEDY_FLAGS="--ctx ${c%:*}" expect_greedy \
+      "$preset's phi3 file, --ctx ${c%:*}, against llama.cpp's phi3 (the ${side%%:*} factors)" \
+      "tests/data/${name}_llamacpp_${side%%:*}.txt" "$f-f32.gguf" "${side##*:}"
   done
-  ! cmp -s "$tmp/lr.ref256" "$tmp/lr.ref512" || lr_ok=0
-fi
-[ $lr_ok = 1 ] && ok "longrope-tiny through a phi3 GGUF, --ctx 256 and 512: the reference's 40 tokens (which differ)" ||
-  fail "longrope-tiny through a phi3 GGUF" "$(cat "$tmp/err" "$tmp/info" | head -40)"
-"$mkc" init --preset longrope-tiny --seed 5 --arch phi3 --type f32 -o "$tmp/lr-f32.gguf" 2>/dev/null
-want=$(sed -n 's/^sha256 //p' tests/data/longrope_llamacpp_short.txt)
-[ "$(sha256sum <"$tmp/lr-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
-  [ "$want" = "$(sed -n 's/^sha256 //p' tests/data/longrope_llamacpp_long.txt)" ] &&
-  ok "init --preset longrope-tiny --arch phi3 --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
-  fail "init --preset longrope-tiny writes the file llama.cpp read" "want $want"
-# (step 43 of the short side is a near-tie: llama.cpp's 270 leads its 122 by 0.004)
-for side in short:256:42 long:512:48; do
-  c=${side#*:}
-  MKC_KV_DTYPE=f16 GREEDY_FLAGS="--ctx ${c%:*}" expect_greedy \
-    "longrope-tiny's phi3 file, --ctx ${c%:*}, against llama.cpp's phi3 (the ${side%%:*} factors)" \
-    "tests/data/longrope_llamacpp_${side%%:*}.txt" "$tmp/lr-f32.gguf" "${side##*:}"
-done
-"$mkc" init --preset longrope-tiny --seed 5 --arch phi3 -o "$tmp/lr-hf" 2>/dev/null
-want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' tests/data/longrope_transformers_short.txt)
-[ "$(sha256sum <"$tmp/lr-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
-  grep -q '"rope_type":.*"longrope"' "$tmp/lr-hf/config.json" &&
-  ! grep -q attention_factor "$tmp/lr-hf/config.json" &&
-  ok "init --preset longrope-tiny --arch phi3 writes the folder transformers read (no attention_factor: derived)" ||
-  fail "init --preset longrope-tiny writes the folder transformers read" "$(cat "$tmp/lr-hf/config.json")"
-for side in short:256 long:512; do
-  MKC_KV_DTYPE=f32 GREEDY_FLAGS="--ctx ${side#*:}" expect_greedy \
-    "longrope-tiny's phi3 folder, --ctx ${side#*:}, against transformers' Phi3ForCausalLM (the ${side%:*} factors)" \
-    "tests/data/longrope_transformers_${side%:*}.txt" "$tmp/lr-hf"
-done
-# Phi-3's first configs named the scaling "su"; a list of another length than head_dim / 2 is refused
+  "$mkc" init --preset "$preset" --seed 5 --arch phi3 -o "$f-hf" 2>/dev/null
+  want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' "tests/data/${name}_transformers_short.txt")
+  [ "$(sha256sum <"$f-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
+    grep -q '"rope_type":.*"longrope"' "$f-hf/config.json" &&
+    ! grep -q attention_factor "$f-hf/config.json" &&
+    ok "init --preset $preset --arch phi3 writes the folder transformers read (no attention_factor: derived)" ||
+    fail "init --preset $preset writes the folder transformers read" "$(cat "$f-hf/config.json")"
+  for side in short:256 long:512; do
+    MKC_KV_DTYPE=f32 GREEDY_FLAGS="--ctx ${side#*:}" expect_greedy \
+      "$preset's phi3 folder, --ctx ${side#*:}, against transformers' Phi3ForCausalLM (the ${side%:*} factors)" \
+      "tests/data/${name}_transformers_${side%:*}.txt" "$f-hf"
+  done
+}
+# (step 43 of longrope-tiny's short side is a near-tie: llama.cpp's 270 leads its 122 by 0.004)
+phi3_oracles longrope-tiny "(neox, longrope scaling: original context 256, attn factor 1.11803, 8 short and long factors)" 42
+phi3_oracles partial-tiny "(neox, the first 12 dims, longrope scaling: original context 256, attn factor 1.11803, 6 short and long factors)" 48
+# Phi-3's first configs named the scaling "su"; a list of another length than the rotated dims / 2
+# is refused
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1])); r = c['rope_scaling']; r['type'] = 'su'; del r['rope_type']
-json.dump(c, open(sys.argv[1], 'w'))" "$tmp/lr-hf/config.json"
-"$mkc" info -m "$tmp/lr-hf" >"$tmp/info" 2>&1
+json.dump(c, open(sys.argv[1], 'w'))" "$tmp/longrope-hf/config.json"
+"$mkc" info -m "$tmp/longrope-hf" >"$tmp/info" 2>&1
 expect_line "a phi3 folder with rope_scaling type \"su\": longrope" "$tmp/info" \
-  "graph: graphs/llama.lua, preset lr-hf (phi3: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 276, context 1024, rope theta 10000 (neox, longrope scaling: original context 256, attn factor 1.11803, 8 short and long factors), rms eps 1e-05, separate head)"
+  "graph: graphs/llama.lua, preset longrope-hf (phi3: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 276, context 1024, rope theta 10000 (neox, longrope scaling: original context 256, attn factor 1.11803, 8 short and long factors), rms eps 1e-05, separate head)"
 python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1])); c['rope_scaling']['long_factor'].pop()
-json.dump(c, open(sys.argv[1], 'w'))" "$tmp/lr-hf/config.json"
+json.dump(c, open(sys.argv[1], 'w'))" "$tmp/longrope-hf/config.json"
 expect_error "a phi3 folder with 7 long factors for 8 pairs: refused" \
-  "mkc: error: $tmp/lr-hf/config.json: rope_scaling su \"long_factor\": Expected a list of 8 numbers (head_dim / 2), Actual a list of 7" \
-  -- run -m "$tmp/lr-hf" --prompt-ids 1 -n 1 --backend cpu
+  "mkc: error: $tmp/longrope-hf/config.json: rope_scaling su \"long_factor\": Expected a list of 8 numbers (rotated dims / 2), Actual a list of 7" \
+  -- run -m "$tmp/longrope-hf" --prompt-ids 1 -n 1 --backend cpu
 expect_error "init --arch phi3 with the Q/K/V parts in two types: refused" \
   "mkc: error: init: --arch phi3 fuses layer 0's attn_q, attn_k and attn_v into one matrix: give them one type (--tensor-type)" \
   -- init --preset odd --seed 5 --arch phi3 --tensor-type blk.0.attn_k.weight=f16 -o "$tmp/no.gguf"

@@ -1,14 +1,13 @@
 /* The emitted megakernel on the cpu backend against the reference executor:
  * prompt chunks and 64 plain decode steps for tiny, odd, qwen2-tiny,
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny,
- * whose trained contexts the 73 positions pass), the sliding windows (swa-tiny, gemma-tiny,
- * whose rings of rows the 73 positions wrap), Gemma 3's layers (gemma3-tiny) and Gemma 2's soft
- * caps (gemma2-tiny), logits within 1e-4
- * (relative to the largest reference logit) at every step and every input, the same greedy tokens,
- * the same pos, and every K and V value in the kernel's cache (bf16 by default) rounded as the
- * reference rounds it: where the kernel's float and the reference's double straddle a rounding
- * midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one such value
- * moves a logit by up to ~1e-3. */
+ * whose trained contexts the 73 positions pass; partial-tiny, 12 of 16 dims rotated), the sliding
+ * windows (swa-tiny, gemma-tiny, whose rings of rows the 73 positions wrap), Gemma 3's layers
+ * (gemma3-tiny) and Gemma 2's soft caps (gemma2-tiny), logits within 1e-4 (relative to the largest
+ * reference logit) at every step and every input, the same greedy tokens, the same pos, and every K
+ * and V value in the kernel's cache (bf16 by default) rounded as the reference rounds it: where the
+ * kernel's float and the reference's double straddle a rounding midpoint, the reference takes the
+ * kernel's neighbour (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -128,6 +127,7 @@ int main(void) {
   compare("yarn-tiny", 4, 3);
   compare("linear-tiny", 7, 5);   /* the heads a per-head norm finishes */
   compare("longrope-tiny", 4, 3); /* the long factors' table (its context, 1024, is past 256) */
+  compare("partial-tiny", 7, 5);  /* 12 of 16 dims rotated, 4 passed through */
   /* sliding windows, 73 positions over a window of 16: the rings wrap */
   compare("swa-tiny", 4, 4);
   compare("gemma-tiny", 4, 3);

@@ -85,7 +85,7 @@ static int same_desc(const mkc_model_desc *a, const mkc_model_desc *b) {
          a->swa_global == b->swa_global && a->rope_theta_swa == b->rope_theta_swa &&
          a->embed_scale == b->embed_scale && a->attn_scale == b->attn_scale &&
          a->ffn_gelu == b->ffn_gelu && a->post_norms == b->post_norms &&
-         same_scaling(&a->rope_scaling, &b->rope_scaling);
+         a->rope_dim == b->rope_dim && same_scaling(&a->rope_scaling, &b->rope_scaling);
 }
 
 /* Steps both sessions through the same inputs (a prompt chunk, then drafts
@@ -334,15 +334,16 @@ static void longrope_files(void) {
   write_rope_tensors(path, 8, 10000, NULL, NULL, both + 1, 1);
   open_fails(
       "longrope without its short factors", path,
-      "rope_factors_short.weight: Expected F32 ne {4} (head dim / 2, beside the other list); "
+      "rope_factors_short.weight: Expected F32 ne {4} (rotated dims / 2, beside the other list); "
       "Actual missing");
   const rope_tensor wide[] = {{"rope_factors_short.weight", short_f, 4},
                               {"rope_factors_long.weight", long_f, 3}};
   path = tmp_path("longrope-3.gguf");
   write_rope_tensors(path, 8, 10000, NULL, NULL, wide, 2);
-  open_fails("longrope with 3 long factors for 4 pairs", path,
-             "rope_factors_long.weight: Expected F32 ne {4} (head dim / 2, beside the other list); "
-             "Actual F32");
+  open_fails(
+      "longrope with 3 long factors for 4 pairs", path,
+      "rope_factors_long.weight: Expected F32 ne {4} (rotated dims / 2, beside the other list); "
+      "Actual F32");
   const rope_tensor zeros[] = {{"rope_factors_short.weight", zero, 4},
                                {"rope_factors_long.weight", long_f, 4}};
   path = tmp_path("longrope-0.gguf");
@@ -386,7 +387,7 @@ static void phi3_files(void) {
   snprintf(path, sizeof path, "%s/phi3-longrope.gguf", tmp_dir);
   write_phi3(path, "rope_factors_long.weight", 1, 2);
   open_fails("a phi3 file with the long factors only", path,
-             "rope_factors_short.weight: Expected F32 ne {2} (head dim / 2, beside the other "
+             "rope_factors_short.weight: Expected F32 ne {2} (rotated dims / 2, beside the other "
              "list); Actual missing");
   snprintf(path, sizeof path, "%s/phi3-ok.gguf", tmp_dir);
   write_phi3(path, "blk.0.attn_qkv.weight", 24, 8);
@@ -422,7 +423,18 @@ static void bad_files(void) {
              "2 attention heads are not a multiple of 3 KV heads");
   snprintf(path, sizeof path, "%s/partial.gguf", tmp_dir);
   write_gguf(path, "llama", "rope.dimension_count", 2);
-  open_fails("partial RoPE", path, "partial RoPE is not supported");
+  mkc_model_file mf;
+  if (CHECK(mkc_model_file_open(path, &mf) == 0, "partial RoPE (2 of 4 dims) opens")) {
+    CHECK(mf.desc.rope_dim == 2, "... rotating the first 2 dims");
+    mkc_model_file_close(&mf);
+  }
+  write_gguf(path, "llama", "rope.dimension_count", 3);
+  open_fails("partial RoPE over an odd count of dims", path,
+             "llama.rope.dimension_count = 3 but heads have 4 dims (Expected: an even count, at "
+             "most the heads' dims)");
+  write_gguf(path, "llama", "rope.dimension_count", 6);
+  open_fails("RoPE over more dims than a head's", path,
+             "llama.rope.dimension_count = 6 but heads have 4 dims");
   snprintf(path, sizeof path, "%s/pooling.gguf", tmp_dir);
   write_gguf(path, "llama", "pooling_type", 9);
   open_fails("a pooling type llama.cpp has not", path,
@@ -576,10 +588,11 @@ int main(void) {
   gguf_vs_safetensors("llama3-tiny", NULL, MKC_ST_BF16); /* rope_freqs.weight and rope_scaling */
   gguf_vs_safetensors("yarn-tiny", NULL, MKC_ST_F32);
   gguf_vs_safetensors("linear-tiny", NULL, MKC_ST_BF16);
-  gguf_vs_safetensors("longrope-tiny", "phi3",
-                      MKC_ST_F32); /* rope_factors_*.weight, rope_scaling */
-  gguf_vs_safetensors("gemma3-tiny", NULL,
-                      MKC_ST_F32); /* norms stored less 1, summed back in float */
+  /* rope_factors_*.weight and rope_scaling longrope; partial_rotary_factor and a tied head */
+  gguf_vs_safetensors("longrope-tiny", "phi3", MKC_ST_F32);
+  gguf_vs_safetensors("partial-tiny", "phi3", MKC_ST_BF16);
+  /* norms stored less 1, summed back in float */
+  gguf_vs_safetensors("gemma3-tiny", NULL, MKC_ST_F32);
   rope_freqs_files();
   longrope_files();
   bad_files();

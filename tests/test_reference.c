@@ -645,6 +645,7 @@ static int measure_rope(const mkc_node *attrs, double *freq, double *mscale) {
   nd->rope_beta_slow = attrs->rope_beta_slow;
   nd->rope_ext_factor = attrs->rope_ext_factor;
   nd->rope_attn_factor = attrs->rope_attn_factor;
+  nd->rot_dim = attrs->rot_dim;
   nd->rope_short_factor = copy_factors(&attrs->rope_short_factor); /* mkc_graph_free frees them */
   nd->rope_long_factor = copy_factors(&attrs->rope_long_factor);
   add_node(&g, MKC_OP_LOGITS, hd, y, -1, -1);
@@ -717,6 +718,14 @@ static double hf_longrope(const mkc_node *a, int j, double *mscale) {
   return 1 / ((float)ext->v[j] * pow(a->theta, (double)(2 * j) / a->head_dim));
 }
 
+/* transformers' _compute_default_rope_parameters with partial_rotary_factor: 1 / base^(arange(0,
+ * dim, 2) / dim) over dim = rot_dim dims; the pairs past them are not rotated (apply_rotary_pos_emb
+ * passes q[..., rotary_dim:] through): frequency 0, mscale 1. */
+static double hf_partial(const mkc_node *a, int j, double *mscale) {
+  *mscale = 1;
+  return 2 * j < a->rot_dim ? 1 / pow(a->theta, (double)(2 * j) / a->rot_dim) : 0;
+}
+
 /* Every pair's frequency and mscale as the reference applies them vs want(). */
 static void check_scaled(const char *label, const mkc_node *a,
                          double (*want)(const mkc_node *, int, double *)) {
@@ -725,7 +734,7 @@ static void check_scaled(const char *label, const mkc_node *a,
   double worst = 0, worst_m = 0;
   for (int j = 0; j < a->head_dim / 2; j++) {
     double m, f = want(a, j, &m);
-    worst = fmax(worst, fabs(freq[j] - f) / f);
+    worst = fmax(worst, f != 0 ? fabs(freq[j] - f) / f : fabs(freq[j])); /* 0: not rotated */
     worst_m = fmax(worst_m, fabs(mscale[j] - m));
   }
   if (!check(worst <= 1e-6 && worst_m <= 1e-12, label, __FILE__, __LINE__))
@@ -851,6 +860,23 @@ static void test_rope_scaling(void) {
     CHECK_NEAR(freq[7] * 16, pow(10000, -14.0 / 16), 1e-9);
     CHECK_NEAR(mscale[3], 1.1902381181716919, 1e-12); /* Phi-3-mini-128k's 1.19024, a float */
   }
+  /* partial RoPE (Phi-4-mini: 96 of 128 dims): 12 of 16, plain and with longrope's 6 factors */
+  mkc_node partial = rope_attrs(MKC_ROPE_SCALING_NONE, 10000, 16, 0);
+  partial.rot_dim = 12;
+  check_scaled("partial RoPE, 12 of 16 dims: theta^(-2j/12), pairs 6 and 7 not rotated", &partial,
+               hf_partial);
+  if (CHECK(measure_rope(&partial, freq, mscale) == 0))
+    CHECK(freq[6] == 0 && freq[7] == 0 && mscale[7] == 1); /* passed through exactly */
+  mkc_node partial_lr = lr;
+  partial_lr.rot_dim = 12;
+  partial_lr.rope_short_factor.n = partial_lr.rope_long_factor.n = 6;
+  if (CHECK(measure_rope(&partial_lr, freq, mscale) == 0)) {
+    CHECK_NEAR(freq[5] * 8, pow(10000, -10.0 / 12), 1e-9); /* the long list's 6th */
+    CHECK(freq[6] == 0 && mscale[6] == 1);
+  }
+  mkc_node odd_rot = partial;
+  odd_rot.rot_dim = 11;
+  CHECK(measure_rope(&odd_rot, freq, mscale) != 0); /* an odd count of dims: refused */
   mkc_node short_list = lr;
   short_list.rope_long_factor.n = 7;                   /* a list of head_dim / 2 - 1 */
   CHECK(measure_rope(&short_list, freq, mscale) != 0); /* 7 long factors: refused */

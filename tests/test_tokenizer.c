@@ -318,6 +318,8 @@ static void test_pre_names(void) {
       {"pixtral", "bpe (llama3)", 1},
       {"phi-2", "bpe (gpt2)", 0},
       {"tekken", "bpe (tekken)", 1},
+      {"gpt-4o", "bpe (gpt4o)", 0},
+      {"llama4", "bpe (gpt4o)", 0},
   };
   for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++) {
     char brk[64], name[80];
@@ -329,17 +331,20 @@ static void test_pre_names(void) {
               mkc_tokenizer_add_bos(t) == NAMES[i].add_bos,
           "bpe: tokenizer.ggml.pre '%s' reads as %s, %s BOS", NAMES[i].pre, NAMES[i].kind,
           NAMES[i].add_bos ? "with" : "no");
-    if (t && strcmp(NAMES[i].pre, "tekken") == 0) { /* the split itself: the fixtures below */
-      char want[64];
+    /* the split itself: the fixtures below */
+    if (t && (strcmp(NAMES[i].pre, "tekken") == 0 || strcmp(NAMES[i].pre, "gpt-4o") == 0)) {
+      char want[64], label[96];
       snprintf(want, sizeof want, "%d %d %d %d", 'a', 'B', ' ', AB);
-      expect_ids(t, "aB ab", 0, 0, want, "bpe (tekken): 'aB ab' encodes through Tekken's split");
+      snprintf(label, sizeof label, "%s: 'aB ab' encodes through its split", NAMES[i].kind);
+      expect_ids(t, "aB ab", 0, 0, want, label);
       mkc_gguf *f = mkc_gguf_open(path);
       char *json = f ? json_from_gguf(f) : NULL;
-      mkc_tokenizer *tj = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, "tekken") : NULL;
-      CHECK(tj && strcmp(mkc_tokenizer_kind(tj), "bpe (tekken)") == 0,
-            "tokenizer.json: Mistral's Tekken Split pattern with ByteLevel reads as %s",
+      mkc_tokenizer *tj = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, "tj") : NULL;
+      CHECK(tj && strcmp(mkc_tokenizer_kind(tj), NAMES[i].kind) == 0,
+            "tokenizer.json: %s's Split pattern with ByteLevel reads as %s", NAMES[i].pre,
             tj ? mkc_tokenizer_kind(tj) : "-");
-      if (tj) expect_ids(tj, "aB ab", 0, 0, want, "tokenizer.json (tekken): 'aB ab'");
+      snprintf(label, sizeof label, "tokenizer.json (%s): 'aB ab'", NAMES[i].pre);
+      if (tj) expect_ids(tj, "aB ab", 0, 0, want, label);
       mkc_tokenizer_free(tj);
       free(json);
       mkc_gguf_close(f);
@@ -530,12 +535,14 @@ static int keep_piece(void *ctx, const char *s, size_t n) {
  * character the patterns tell apart, split by Hugging Face tokenizers'
  * Split (tools/pretokenize_fixtures.py). */
 static void test_pretokenize_fixtures(void) {
-  static const char *const NAMES[] = {"gpt2", "llama3", "qwen2", "tekken"};
-  static const int PRES[] = {MKC_PRE_GPT2, MKC_PRE_LLAMA3, MKC_PRE_QWEN2, MKC_PRE_TEKKEN};
+  static const char *const NAMES[] = {"gpt2", "llama3", "qwen2", "tekken", "gpt4o"};
+  static const int PRES[] = {MKC_PRE_GPT2, MKC_PRE_LLAMA3, MKC_PRE_QWEN2, MKC_PRE_TEKKEN,
+                             MKC_PRE_GPT4O};
   char *text = mkc_read_file(MKC_SOURCE_DIR "/tests/data/pretokenize_fixtures.jsonl", NULL);
   CHECK(text != NULL, "tests/data/pretokenize_fixtures.jsonl reads");
   if (!text) return;
-  int cases[4] = {0}, wrong[4] = {0}, bad_lines = 0;
+  enum { N = sizeof NAMES / sizeof *NAMES };
+  int cases[N] = {0}, wrong[N] = {0}, bad_lines = 0;
   char *save = NULL;
   for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
     cJSON *o = cJSON_Parse(line);
@@ -543,8 +550,8 @@ static void test_pretokenize_fixtures(void) {
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "text");
     const cJSON *want = cJSON_GetObjectItemCaseSensitive(o, "pieces");
     int k = 0;
-    while (k < 4 && !(cJSON_IsString(pre) && strcmp(pre->valuestring, NAMES[k]) == 0)) k++;
-    if (k == 4 || !cJSON_IsString(in) || !cJSON_IsArray(want)) {
+    while (k < N && !(cJSON_IsString(pre) && strcmp(pre->valuestring, NAMES[k]) == 0)) k++;
+    if (k == N || !cJSON_IsString(in) || !cJSON_IsArray(want)) {
       bad_lines++;
       cJSON_Delete(o);
       continue;
@@ -563,7 +570,7 @@ static void test_pretokenize_fixtures(void) {
     cJSON_Delete(o);
   }
   CHECK_INT(bad_lines, 0, "pretokenize_fixtures.jsonl: every line is a case");
-  for (int k = 0; k < 4; k++)
+  for (int k = 0; k < N; k++)
     CHECK(cases[k] >= 400 && wrong[k] == 0,
           "pre-tokenizer %s: %d of %d random texts split as HF's Split does", NAMES[k],
           cases[k] - wrong[k], cases[k]);
@@ -599,7 +606,8 @@ static void test_errors(void) {
                     "tokenizer.ggml.pre 'falcon' is not supported (mkc knows default, gpt2, "
                     "gpt-2, phi-2, jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, a.x-4.0, "
                     "mellum, exaone4, llama-bpe, llama3, llama-v3, falcon3, falcon-h1, pixtral, "
-                    "midm-2.0, lfm2, qwen2, deepseek-r1-qwen, megrez, kormo, smollm, tekken)");
+                    "midm-2.0, lfm2, qwen2, deepseek-r1-qwen, megrez, kormo, smollm, tekken, "
+                    "gpt-4o, llama4, kanana2, talkie)");
   expect_gguf_error("no-tokens", "no tokenizer.ggml.tokens");
   expect_gguf_error("tokens-u32", "metadata 'tokenizer.ggml.tokens': Expected an array of string, "
                                   "Actual an array of u32");

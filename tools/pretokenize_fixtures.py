@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/pretokenize_fixtures.jsonl: how Hugging Face tokenizers'
 Split pre-tokenizer (behavior "isolated", the one byte-level tokenizer.json
-files use) cuts random texts with the GPT-2, Llama 3, Qwen2 and Tekken
-patterns, one JSON object a line: {"pre": NAME, "text": T, "pieces": [...]}.
+files use) cuts random texts with the GPT-2, Llama 3, Qwen2, Tekken and
+GPT-4o patterns, one JSON object a line: {"pre": NAME, "text": T, "pieces": [...]}.
 test_tokenizer checks runtime/tokenizer/pretokenize.c against every line.
 
   pip install tokenizers==0.23.3 regex
@@ -31,6 +31,11 @@ PATTERNS = {
     "tekken": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
     r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
     r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    "gpt4o": r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    r"\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
 }
 CASES = 400  # per pattern
 

@@ -23,7 +23,9 @@ local function rotary(r, flt)
   end
   if r.rope_scaling == "longrope" then args[#args + 1] = "mkc_rope_factors" end
   local maker = r.rope_scaling == "none" and "plain" or r.rope_scaling
-  return ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
+  local made = ("mkc_rope_%s(%s)"):format(maker, table.concat(args, ", "))
+  if r.rot_dim < r.head_dim then made = ("mkc_rope_partial(%s, %d)"):format(made, r.rot_dim) end
+  return made
 end
 
 -- The tiled variant's tile: whole heads, max(1, 64 // head_dim) of them, in columns of 64.

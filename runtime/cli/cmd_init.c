@@ -145,7 +145,7 @@ static int set_rope_scaling(mkc_gguf_writer *out, const char *arch, const mkc_ro
 static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   const mkc_rope_scaling *s = &d->rope_scaling;
   float divisor[4096];
-  int half = d->head_dim / 2;
+  int half = s->type == MKC_ROPE_SCALING_LONGROPE ? s->n_factors : d->head_dim / 2;
   int64_t ne[1] = {half};
   if (s->type == MKC_ROPE_SCALING_LONGROPE) {
     const struct {
@@ -301,7 +301,8 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   /* head_dim need not be dim / n_heads: loaders read it from these */
   bad |= set_u32(out, arch, "attention.key_length", g->head_dim);
   bad |= set_u32(out, arch, "attention.value_length", g->head_dim);
-  bad |= set_u32(out, arch, "rope.dimension_count", g->head_dim);
+  bad |= set_u32(out, arch, "rope.dimension_count",
+                 rope && rope->rot_dim > 0 ? rope->rot_dim : g->head_dim);
   bad |= set_u32(out, arch, "vocab_size", g->vocab);
   if (rope) {
     snprintf(key, sizeof key, "%s.rope.freq_base", arch);
@@ -351,6 +352,7 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
   d->norm_eps = norm ? norm->eps : 1e-5;
   d->rope_layout = rope ? rope->layout : MKC_ROPE_INTERLEAVED;
   rope_scaling(rope, &d->rope_scaling);
+  d->rope_dim = rope && rope->rot_dim > 0 && rope->rot_dim < g->head_dim ? rope->rot_dim : 0;
   d->tied = !has_weight(g, "output.weight");
   d->qkv_bias = has_weight(g, "blk.0.attn_q.bias");
   d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");

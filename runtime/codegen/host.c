@@ -127,6 +127,8 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   }
   lua_pushnumber(L, d->rope_theta);
   lua_setfield(L, -2, "rope_theta");
+  lua_pushinteger(L, d->rope_dim > 0 ? d->rope_dim : d->head_dim);
+  lua_setfield(L, -2, "rope_dim");
   lua_pushnumber(L, d->norm_eps);
   lua_setfield(L, -2, "norm_eps");
   lua_pushstring(L, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved");

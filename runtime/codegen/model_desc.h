@@ -17,7 +17,7 @@ typedef struct mkc_rope_scaling {
   double beta_fast, beta_slow;    /* yarn: the ramp's ends, in rotations */
   double ext_factor, attn_factor; /* yarn; longrope: attn_factor */
   /* longrope (Phi-3's 128k models): each pair's frequency divisor, for a context of at most
-   * orig_ctx (short) and past it (long); n_factors = head_dim / 2 of each */
+   * orig_ctx (short) and past it (long); n_factors = rope_dim / 2 of each */
   int n_factors;
   double short_factor[MKC_ROPE_MAX_PAIRS], long_factor[MKC_ROPE_MAX_PAIRS];
 } mkc_rope_scaling;
@@ -54,6 +54,7 @@ typedef struct mkc_model_desc {
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */
   double rope_theta, norm_eps;
+  int rope_dim;    /* the dims RoPE rotates, each head's first (0: head_dim; Phi-4-mini: 3/4) */
   int rope_layout; /* enum mkc_rope_layout of the Q/K rows as mkc stores them */
   int tied;        /* the LM head is token_embd */
   int qkv_bias;    /* qwen2: attn_{q,k,v}.bias */

@@ -195,6 +195,9 @@ static int check_matmul(const mkc_graph *g, int id) {
   return 0;
 }
 
+/* The dims a rope node rotates, each head's first (partial RoPE: fewer than head_dim). */
+static int rot_dim(const mkc_node *nd) { return nd->rot_dim > 0 ? nd->rot_dim : nd->head_dim; }
+
 /* A longrope list: one positive divisor per pair. */
 static int factors_ok(const mkc_factors *f, int pairs) {
   if (f->n != pairs || !f->v) return 0;
@@ -221,8 +224,8 @@ static int rope_scaling_ok(const mkc_node *nd) {
            isfinite(nd->rope_ext_factor + nd->rope_attn_factor);
   case MKC_ROPE_SCALING_LONGROPE:
     return nd->rope_orig_ctx > 0 && nd->rope_attn_factor > 0 && isfinite(nd->rope_attn_factor) &&
-           factors_ok(&nd->rope_short_factor, nd->head_dim / 2) &&
-           factors_ok(&nd->rope_long_factor, nd->head_dim / 2);
+           factors_ok(&nd->rope_short_factor, rot_dim(nd) / 2) &&
+           factors_ok(&nd->rope_long_factor, rot_dim(nd) / 2);
   default:
     return 0;
   }
@@ -230,11 +233,15 @@ static int rope_scaling_ok(const mkc_node *nd) {
 
 static int check_rope(const mkc_graph *g, int id) {
   const mkc_node *nd = &g->nodes[id];
-  if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 ||
-      nd->n != nd->heads * nd->head_dim || in_len(g, id, 0) != nd->n || nd->theta <= 0 ||
+  if (nd->heads <= 0 || nd->head_dim <= 0 || nd->head_dim % 2 || nd->rot_dim < 0 ||
+      nd->rot_dim > nd->head_dim || nd->rot_dim % 2 || nd->n != nd->heads * nd->head_dim ||
+      in_len(g, id, 0) != nd->n || nd->theta <= 0 ||
       (nd->layout != MKC_ROPE_INTERLEAVED && nd->layout != MKC_ROPE_NEOX)) {
-    node_error(g, id, "x [%d], output [%d], heads %d, head_dim %d (even), theta %g, layout %d",
-               in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->theta, nd->layout);
+    node_error(g, id,
+               "x [%d], output [%d], heads %d, head_dim %d (even), rot_dim %d (even, <= head_dim), "
+               "theta %g, layout %d",
+               in_len(g, id, 0), nd->n, nd->heads, nd->head_dim, nd->rot_dim, nd->theta,
+               nd->layout);
     return -1;
   }
   if (!rope_scaling_ok(nd)) {
@@ -481,9 +488,9 @@ static void matmul(const mkc_ref *r, double *y, const double *x, int w_id, const
 }
 
 /* YaRN's ramp end: the pair whose frequency turns n_rot times in the
- * original context, d ln(orig / (2 pi n_rot)) / (2 ln theta). */
+ * original context, d ln(orig / (2 pi n_rot)) / (2 ln theta), d the rotated dims. */
 static double yarn_dim(const mkc_node *nd, double n_rot) {
-  return nd->head_dim * log(nd->rope_orig_ctx / (2 * M_PI * n_rot)) / (2 * log(nd->theta));
+  return rot_dim(nd) * log(nd->rope_orig_ctx / (2 * M_PI * n_rot)) / (2 * log(nd->theta));
 }
 
 /* Pair j's frequency (radians per position) and, in *mscale, what cos and sin
@@ -492,7 +499,7 @@ static double yarn_dim(const mkc_node *nd, double n_rot) {
  * parameters, llama.cpp's ggml_rope_yarn_corr_dims and rope_yarn), in double,
  * apart from the kernel's templates/qkv_rope.cuh on purpose. */
 static double rope_freq(const mkc_node *nd, int max_ctx, int j, double *mscale) {
-  double base = pow(nd->theta, -2.0 * j / nd->head_dim), factor = nd->rope_factor;
+  double base = pow(nd->theta, -2.0 * j / rot_dim(nd)), factor = nd->rope_factor;
   *mscale = 1;
   switch (nd->rope_scaling) {
   case MKC_ROPE_SCALING_LINEAR:
@@ -507,7 +514,7 @@ static double rope_freq(const mkc_node *nd, int max_ctx, int j, double *mscale) 
   }
   case MKC_ROPE_SCALING_YARN: {
     double lo = fmax(0, floor(yarn_dim(nd, nd->rope_beta_fast)));
-    double hi = fmin(nd->head_dim - 1, ceil(yarn_dim(nd, nd->rope_beta_slow)));
+    double hi = fmin(rot_dim(nd) - 1, ceil(yarn_dim(nd, nd->rope_beta_slow)));
     double ramp = 1 - fmin(1, fmax(0, (j - lo) / fmax(0.001, hi - lo)));
     double extrapolated = ramp * nd->rope_ext_factor;
     *mscale = nd->rope_attn_factor * (nd->rope_ext_factor != 0 ? 1 + 0.1 * log(factor) : 1);
@@ -528,15 +535,16 @@ static double rope_freq(const mkc_node *nd, int max_ctx, int j, double *mscale) 
   }
 }
 
+/* The first rot_dim(nd) dims of each head rotated; the others copied as they are. */
 static void rope(double *y, const double *x, const mkc_node *nd, int max_ctx, int pos) {
-  int hd = nd->head_dim, half = hd / 2;
+  int hd = nd->head_dim, half = rot_dim(nd) / 2;
   memcpy(y, x, (size_t)nd->n * sizeof *y);
   for (int h = 0; h < nd->heads; h++) {
     double *head = y + (size_t)h * hd;
     for (int j = 0; j < half; j++) {
       double mscale, angle = pos * rope_freq(nd, max_ctx, j, &mscale);
       double c = cos(angle) * mscale, s = sin(angle) * mscale;
-      /* interleaved (GGUF llama): pair (2j, 2j+1); neox (rotate-half): (j, j + hd/2) */
+      /* interleaved (GGUF llama): pair (2j, 2j+1); neox (rotate-half): (j, j + rot/2) */
       int ia = nd->layout == MKC_ROPE_NEOX ? j : 2 * j;
       int ib = nd->layout == MKC_ROPE_NEOX ? j + half : 2 * j + 1;
       double a = head[ia], b = head[ib];

@@ -188,9 +188,9 @@ static int read_factors(const config *c, const cJSON *obj, const char *where, co
   if (!a) return mkc_error_in(c->where, "%s needs \"%s\"", where, key);
   if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) != pairs || pairs > MKC_ROPE_MAX_PAIRS) {
     if (cJSON_IsArray(a)) snprintf(buf, sizeof buf, "a list of %d", cJSON_GetArraySize(a));
-    return mkc_error_in(c->where,
-                        "%s \"%s\": Expected a list of %d numbers (head_dim / 2), Actual %s", where,
-                        key, pairs, cJSON_IsArray(a) ? buf : mkc_json_describe(a, buf, sizeof buf));
+    return mkc_error_in(
+        c->where, "%s \"%s\": Expected a list of %d numbers (rotated dims / 2), Actual %s", where,
+        key, pairs, cJSON_IsArray(a) ? buf : mkc_json_describe(a, buf, sizeof buf));
   }
   int j = 0;
   for (const cJSON *x = a->child; x; x = x->next, j++) {
@@ -279,6 +279,31 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
                         "longrope)",
                         key, mkc_shown(name));
   }
+}
+
+/* partial_rotary_factor (Phi-4-mini's 0.75; transformers 5 keeps it in rope_parameters) as
+ * d->rope_dim, int(head_dim * factor) as transformers rounds it: an even count of dims from 2.
+ * Only where the Q/K rows keep the rotate-half order: a layout mkc permutes (llama's) would
+ * need the permutation within the rotated dims. */
+static int read_partial(const config *t, int neox, mkc_model_desc *d) {
+  const cJSON *partial = field(t, t->root, "partial_rotary_factor");
+  if (!partial) partial = field(t, field(t, t->root, "rope_parameters"), "partial_rotary_factor");
+  char buf[96];
+  if (!partial || cJSON_IsNull(partial)) return 0;
+  double f = cJSON_IsNumber(partial) ? partial->valuedouble : -1;
+  int dims = f > 0 && f <= 1 ? (int)(d->head_dim * f) : 0;
+  if (dims < 2 || dims % 2)
+    return mkc_error_in(t->where,
+                        "partial_rotary_factor %s: Expected a factor in (0, 1] that leaves an even "
+                        "count of the %d dims",
+                        mkc_json_describe(partial, buf, sizeof buf), d->head_dim);
+  if (dims < d->head_dim && !neox)
+    return mkc_error_in(t->where,
+                        "partial_rotary_factor %s: partial RoPE on a model whose Q/K rows mkc "
+                        "permutes to interleaved pairs: not supported",
+                        mkc_json_describe(partial, buf, sizeof buf));
+  d->rope_dim = dims < d->head_dim ? dims : 0;
+  return 0;
 }
 
 /* The folder's last component, lowercased, other than [a-z0-9.-] as '-'. */
@@ -476,9 +501,11 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       (field(t, params, "full_attention") || field(t, params, "sliding_attention")))
     params = field(t, params, "full_attention");
   mkc_rope_scaling scaling;
-  if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train, d->head_dim / 2,
+  if (read_partial(t, d->rope_layout == MKC_ROPE_NEOX, d)) return -1;
+  int pairs = (d->rope_dim ? d->rope_dim : d->head_dim) / 2;
+  if (read_rope(t, field(t, t->root, "rope_scaling"), "rope_scaling", d->ctx_train, pairs,
                 &d->rope_scaling) ||
-      read_rope(t, params, "rope_parameters", d->ctx_train, d->head_dim / 2, &scaling) ||
+      read_rope(t, params, "rope_parameters", d->ctx_train, pairs, &scaling) ||
       get_positive(t, t->root, "rope_theta", gemma && !gemma2 ? 1e6 : 10000, &d->rope_theta) ||
       (!field(t, t->root, "rope_theta") && params &&
        get_positive(t, params, "rope_theta", d->rope_theta, &d->rope_theta)) ||
@@ -508,13 +535,6 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
       (use_window && get_int(t, "sliding_window", 0, 0, &window)))
     return -1;
   if (window > 0 && window < d->ctx_train) d->ctx_train = window;
-  /* Phi-4-mini (a phi3) rotates 3/4 of each head; transformers 5 keeps the factor in
-   * rope_parameters */
-  const cJSON *partial = field(t, t->root, "partial_rotary_factor");
-  if (!partial) partial = field(t, field(t, t->root, "rope_parameters"), "partial_rotary_factor");
-  if (partial && !(cJSON_IsNumber(partial) && partial->valuedouble == 1))
-    return mkc_error_in(t->where, "partial_rotary_factor %s: partial RoPE is not supported",
-                        mkc_json_describe(partial, buf, sizeof buf));
   return 0;
 }
 

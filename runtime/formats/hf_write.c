@@ -128,6 +128,8 @@ static char *config_text(const mkc_model_desc *d) {
   else
     cJSON_AddStringToObject(c, "hidden_act", "silu");
   add_rope_scaling(c, &d->rope_scaling, d->ctx_train);
+  if (d->rope_dim > 0) /* transformers: int(head_dim * factor) dims (mkc_hf_write checks it) */
+    cJSON_AddNumberToObject(c, "partial_rotary_factor", (double)d->rope_dim / d->head_dim);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
   /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
   if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");
@@ -152,6 +154,15 @@ int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w,
             "mkc: error: YaRN with ext_factor %g cannot be written as a Hugging Face folder "
             "(config.json has no way to say it); use -o FILE.gguf\n",
             s->ext_factor);
+    return -1;
+  }
+  if (d->rope_dim > 0 &&
+      (!neox || (int)(d->head_dim * ((double)d->rope_dim / d->head_dim)) != d->rope_dim)) {
+    fprintf(stderr,
+            "mkc: error: partial RoPE over %d of %d dims cannot be written as a Hugging Face "
+            "folder (%s); use -o FILE.gguf\n",
+            d->rope_dim, d->head_dim,
+            neox ? "partial_rotary_factor does not give it back" : "interleaved pairs");
     return -1;
   }
   if (mkdir(dir, 0755) != 0 && errno != EEXIST) {

@@ -106,13 +106,15 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   int rot = 0;
   rc = get_size(f, arch, "rope.dimension_count", &rot);
   if (rc < 0) return -1;
-  if (rc == 1 && rot != d->head_dim) {
+  if (rc == 1 && (rot > d->head_dim || rot % 2)) {
     fprintf(stderr,
-            "mkc: error: %s: %s.rope.dimension_count = %d but heads have %d dims: partial RoPE is "
-            "not supported\n",
+            "mkc: error: %s: %s.rope.dimension_count = %d but heads have %d dims (Expected: an "
+            "even count, at most the heads' dims)\n",
             f->path, arch, rot, d->head_dim);
     return -1;
   }
+  /* partial RoPE (Phi-4-mini): the first rot dims of each head rotated */
+  d->rope_dim = rc == 1 && rot < d->head_dim ? rot : 0;
   return 0;
 }
 
@@ -200,7 +202,7 @@ static int read_factor_list(const mkc_gguf *f, const char *name, const mkc_gguf_
                             double *v) {
   if (!t || t->type != MKC_GGML_F32 || t->n_dims != 1 || t->ne[0] != half) {
     fprintf(stderr,
-            "mkc: error: %s: %s: Expected F32 ne {%d} (head dim / 2, beside the other list); "
+            "mkc: error: %s: %s: Expected F32 ne {%d} (rotated dims / 2, beside the other list); "
             "Actual %s\n",
             f->path, name, half,
             !t                       ? "missing"
@@ -236,10 +238,10 @@ static int read_longrope(const mkc_gguf *f, const char *arch, const mkc_gguf_ten
             f->path, freqs ? "rope_freqs.weight" : mkc_rope_scaling_name(s->type));
     return -1;
   }
-  int half = d->head_dim / 2;
+  int half = (d->rope_dim ? d->rope_dim : d->head_dim) / 2;
   if (half > MKC_ROPE_MAX_PAIRS) {
-    fprintf(stderr, "mkc: error: %s: longrope with heads of %d dims: at most %d supported\n",
-            f->path, d->head_dim, 2 * MKC_ROPE_MAX_PAIRS);
+    fprintf(stderr, "mkc: error: %s: longrope over %d dims of each head: at most %d supported\n",
+            f->path, 2 * half, 2 * MKC_ROPE_MAX_PAIRS);
     return -1;
   }
   if (read_factor_list(f, "rope_factors_short.weight", shrt, half, s->short_factor) ||

@@ -135,15 +135,16 @@ static void format_scaling(const mkc_rope_scaling *s, char *buf, size_t cap) {
 }
 
 void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
-  char scaling[192];
+  char scaling[192], partial[48] = "";
   format_scaling(&d->rope_scaling, scaling, sizeof scaling);
+  if (d->rope_dim > 0) snprintf(partial, sizeof partial, ", the first %d dims", d->rope_dim);
   snprintf(buf, cap,
            "%s: %d layers, dim %d, %d heads (%d KV) of %d, ffn %d, vocab %d, context %d, rope "
-           "theta %g (%s%s), rms eps %g, %s head%s%s",
+           "theta %g (%s%s%s), rms eps %g, %s head%s%s",
            d->arch, d->n_layers, d->dim, d->n_heads, d->n_kv_heads, d->head_dim, d->ffn, d->vocab,
            d->ctx_train, d->rope_theta, d->rope_layout == MKC_ROPE_NEOX ? "neox" : "interleaved",
-           scaling, d->norm_eps, d->tied ? "tied" : "separate", d->qkv_bias ? ", qkv bias" : "",
-           d->qk_norm ? ", qk norm" : "");
+           partial, scaling, d->norm_eps, d->tied ? "tied" : "separate",
+           d->qkv_bias ? ", qkv bias" : "", d->qk_norm ? ", qk norm" : "");
   size_t len = strlen(buf);
   if (d->sliding_window > 0 && len < cap)
     len +=

@@ -33,6 +33,8 @@ static const struct {
     {"qwen2", MKC_PRE_QWEN2, 0},      {"deepseek-r1-qwen", MKC_PRE_QWEN2, 0},
     {"megrez", MKC_PRE_QWEN2, 0},     {"kormo", MKC_PRE_QWEN2, 0},
     {"smollm", MKC_PRE_SMOLLM, 0},    {"tekken", MKC_PRE_TEKKEN, 1},
+    {"gpt-4o", MKC_PRE_GPT4O, 0},     {"llama4", MKC_PRE_GPT4O, 0},
+    {"kanana2", MKC_PRE_GPT4O, 0},    {"talkie", MKC_PRE_GPT4O, 0},
 };
 
 static int is_integer_type(uint32_t type) {

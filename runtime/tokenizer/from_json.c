@@ -33,6 +33,14 @@ static const char TEKKEN_PATTERN[] =
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/* GPT-4o's o200k (Phi-4-mini, Llama 4): Tekken's with contractions and \p{N}{1,3} */
+static const char GPT4O_PATTERN[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 typedef struct loader {
   char json_name[1100], config_name[1100]; /* for messages */
   mkc_tok_spec spec;
@@ -78,6 +86,7 @@ static int read_pre(loader *l, const cJSON *root, int *space_prefix) {
       if (strcmp(regex, QWEN2_PATTERN) == 0) return MKC_PRE_QWEN2;
       if (strcmp(regex, GPT2_PATTERN) == 0) return MKC_PRE_GPT2;
       if (strcmp(regex, TEKKEN_PATTERN) == 0) return MKC_PRE_TEKKEN;
+      if (strcmp(regex, GPT4O_PATTERN) == 0) return MKC_PRE_GPT4O;
     }
     if (two && strcmp(type_of(a), "Digits") == 0 && is_true(a, "individual_digits") &&
         is_true(b, "use_regex"))

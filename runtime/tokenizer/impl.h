@@ -35,7 +35,8 @@ enum mkc_tok_pre {
   MKC_PRE_LLAMA3,
   MKC_PRE_QWEN2,
   MKC_PRE_SMOLLM,
-  MKC_PRE_TEKKEN
+  MKC_PRE_TEKKEN,
+  MKC_PRE_GPT4O
 };
 
 /* A token's text may be at most this long, so one piece fits MKC_DETOK_MAX. */

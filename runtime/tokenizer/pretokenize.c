@@ -15,6 +15,8 @@
  *         \p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
  *         (Mistral's tokenizer.json; llama.cpp approximates its cases by
  *         ASCII's, docs/DECISIONS.md)
+ * gpt4o:  tekken with (?i:'s|'t|'re|'ve|'m|'ll|'d)? after each word form and
+ *         \p{N}{1,3} for \p{N} (GPT-4o's o200k; Phi-4-mini, Llama 4)
  * Text that no alternative matches becomes a piece of its own, as HF's
  * Split(behavior = Isolated) keeps it. */
 #include <stdlib.h>
@@ -142,17 +144,24 @@ static size_t upper_plus_lower_star(const text *t, size_t j, size_t hi) {
   return r;
 }
 
-static size_t next_tekken(const text *t, size_t i, size_t hi) {
+/* Tekken's pattern, or with gpt4o GPT-4o's: each word form followed by an optional
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d), and \p{N}{1,3} for Tekken's \p{N}. */
+static size_t next_tekken(const text *t, size_t i, size_t hi, int gpt4o) {
   /* [^\r\n\p{L}\p{N}]? before either word form, tried taken, then not */
   int lead = !IS(i, C_LETTER | C_NUMBER | C_NEWLINE) && i + 1 < hi;
   size_t (*const forms[2])(const text *, size_t, size_t) = {upper_star_lower_plus,
                                                             upper_plus_lower_star};
   for (int f = 0; f < 2; f++) {
-    size_t k;
-    if (lead && (k = forms[f](t, i + 1, hi)) > i + 1) return k;
-    if ((k = forms[f](t, i, hi)) > i) return k;
+    size_t k = i;
+    if (lead && (k = forms[f](t, i + 1, hi)) == i + 1) k = i;
+    if (k == i) k = forms[f](t, i, hi);
+    if (k > i) return gpt4o && k < hi ? contraction(t, k, hi, 1) : k;
   }
-  if (IS(i, C_NUMBER)) return i + 1; /* \p{N} */
+  if (IS(i, C_NUMBER)) { /* \p{N}, GPT-4o's \p{N}{1,3} */
+    size_t k = i + 1;
+    while (gpt4o && k < hi && k - i < 3 && IS(k, C_NUMBER)) k++;
+    return k;
+  }
   return other_or_spaces(t, i, hi, 1);
 }
 
@@ -177,7 +186,7 @@ int mkc_pretokenize(int pre, const char *s, size_t n,
                        : c == '\r' || c == '\n'   ? C_SPACE | C_NEWLINE
                        : mkc_unicode_is_space(c)  ? C_SPACE
                                                   : 0);
-    if (pre == MKC_PRE_TEKKEN)
+    if (pre == MKC_PRE_TEKKEN || pre == MKC_PRE_GPT4O)
       cls[m] |= (uint8_t)(cls[m] & C_LETTER ? (mkc_unicode_is_upper(c) ? C_UPPER : 0) |
                                                   (mkc_unicode_is_lower(c) ? C_LOWER : 0)
                           : !cls[m] && mkc_unicode_is_mark(c) ? C_MARK
@@ -200,7 +209,8 @@ int mkc_pretokenize(int pre, const char *s, size_t n,
     for (; i < hi && rc == 0; i = k) {
       k = pre == MKC_PRE_LLAMA3   ? next_llama3(&t, i, hi, 3)
           : pre == MKC_PRE_QWEN2  ? next_llama3(&t, i, hi, 1)
-          : pre == MKC_PRE_TEKKEN ? next_tekken(&t, i, hi)
+          : pre == MKC_PRE_TEKKEN ? next_tekken(&t, i, hi, 0)
+          : pre == MKC_PRE_GPT4O  ? next_tekken(&t, i, hi, 1)
                                   : next_gpt2(&t, i, hi);
       rc = word(ctx, s + off[i], off[k] - off[i]);
     }

@@ -264,7 +264,7 @@ static void build_eog(mkc_tokenizer *t) {
   }
 }
 
-static const char *const PRE_NAMES[] = {"", "gpt2", "llama3", "qwen2", "smollm", "tekken"};
+static const char *const PRE_NAMES[] = {"", "gpt2", "llama3", "qwen2", "smollm", "tekken", "gpt4o"};
 
 mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   mkc_tokenizer *t = calloc(1, sizeof *t);

@@ -1,5 +1,5 @@
 -- preset: tiny
--- expect: tests/fails/rope_scaling_longrope_list.lua:19: error: rope: longrope scaling: long_factor must be a list of 8 numbers (head_dim / 2), got 7
+-- expect: tests/fails/rope_scaling_longrope_list.lua:19: error: rope: longrope scaling: long_factor must be a list of 8 numbers (rot_dim / 2), got 7
 -- Defect: a longrope list one short of head_dim / 2 (the pairs past it would have no factor).
 
 preset "tiny" {

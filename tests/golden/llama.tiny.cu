@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 28e11d0cde545ce4, templates e742cf51dcc7f650, options 1dafad5a1c6b2df3
+ * hashes:  graph 8ab6a9ab40c656c7, templates e5b4bcf4c200058a, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2736,10 +2736,11 @@ typedef struct mkc_rope {
   float beta_fast, beta_slow;              /* yarn: the ramp's ends, in rotations */
   float ext_factor, attn_factor;           /* yarn; longrope: attn_factor */
   const float *factors;                    /* longrope: each pair's frequency divisor */
+  int rot_dim; /* the dims rotated, the first ones (0: all); the others pass through */
 } mkc_rope;
 
 MKC_DEVICE mkc_rope mkc_rope_plain(float theta) {
-  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0};
+  mkc_rope r = {theta, MKC_ROPE_PLAIN, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 1.0f, 0, 0};
   return r;
 }
 
@@ -2789,16 +2790,39 @@ MKC_DEVICE mkc_rope mkc_rope_longrope(float theta, float attn_factor, const floa
   return r;
 }
 
-/* The pair whose frequency turns `rotations` times in orig_ctx positions. */
+/* Partial RoPE (Phi-4-mini, GPT-NeoX): r over the first rot_dim dims of a head, each frequency
+ * theta^(-2j / rot_dim); the dims past them are not rotated. */
+MKC_DEVICE mkc_rope mkc_rope_partial(mkc_rope r, int rot_dim) {
+  r.rot_dim = rot_dim;
+  return r;
+}
+
+/* A head's rotation pair j as its two dims: neox (rotate-half) j, j + rot_dim / 2, interleaved
+ * 2j, 2j + 1; past the rotated dims, 2j, 2j + 1 in either layout. */
+MKC_DEVICE int mkc_rope_dim0(int j, int head_dim, int layout, mkc_rope r) {
+  int rot = r.rot_dim ? r.rot_dim : head_dim;
+  return layout && 2 * j < rot ? j : 2 * j;
+}
+MKC_DEVICE int mkc_rope_dim1(int j, int head_dim, int layout, mkc_rope r) {
+  int rot = r.rot_dim ? r.rot_dim : head_dim;
+  return layout && 2 * j < rot ? j + rot / 2 : 2 * j + 1;
+}
+
+/* The pair whose frequency turns `rotations` times in orig_ctx positions (dims: the rotated). */
 MKC_DEVICE float mkc_rope_yarn_dim(float rotations, int head_dim, mkc_rope r) {
   return (float)head_dim * logf(r.orig_ctx / (rotations * 6.28318531f)) / (2.0f * logf(r.theta));
 }
 
 /* Pair j's frequency, radians per position, and in *mscale the factor on cos
- * and sin (1 but for YaRN and LongRoPE). Computed here from the parameters, per pair. */
+ * and sin (1 but for YaRN and LongRoPE). Computed here from the parameters, per pair.
+ * A pair past the rotated dims gets 0 and 1: mkc_rope_pair leaves it as it is. */
 MKC_DEVICE float mkc_rope_inv_freq(int j, int head_dim, mkc_rope r, float *mscale) {
-  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
   *mscale = 1.0f;
+  if (r.rot_dim) {
+    if (2 * j >= r.rot_dim) return 0.0f;
+    head_dim = r.rot_dim;
+  }
+  float freq = powf(r.theta, -(float)(2 * j) / (float)head_dim);
   if (r.scaling == MKC_ROPE_LINEAR) return freq / r.factor;
   if (r.scaling == MKC_ROPE_LLAMA3) {
     float wavelen = 6.28318531f / freq;
@@ -2856,7 +2880,8 @@ MKC_DEVICE void mkc_head_norm_rope(float *head, int t_stride, mkc_kv *kv_out, in
     /* the sum is a warp exchange: every lane has read the row before any lane writes it */
     float inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
     for (int j = mkc_lane(); j < half; j += 32) {
-      int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+      int i0 = mkc_rope_dim0(j, head_dim, layout, rotary);
+      int i1 = mkc_rope_dim1(j, head_dim, layout, rotary);
       float a = row[i0] * inv_rms * mkc_bf16_to_f32(norm_w[i0]);
       float b = row[i1] * inv_rms * mkc_bf16_to_f32(norm_w[i1]);
       float mscale, inv_freq = mkc_rope_inv_freq(j, head_dim, rotary, &mscale);
@@ -2887,7 +2912,7 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
                                         const mkc_bf16 *b_q, const mkc_bf16 *b_k,
                                         const mkc_bf16 *b_v, const mkc_bf16 *q_norm_w,
                                         const mkc_bf16 *k_norm_w, int q_pairs, int kv_pairs,
-                                        int head_dim, int layout) {
+                                        int head_dim, int layout, mkc_rope rotary) {
   mkc_qkv_pair q;
   int half = head_dim / 2, pair = p;
   q.w = w_q;
@@ -2909,8 +2934,8 @@ MKC_DEVICE mkc_qkv_pair mkc_qkv_pair_at(int p, mkc_wmat w_q, mkc_wmat w_k, mkc_w
   }
   q.h = pair / half;
   q.j = pair - q.h * half;
-  q.i0 = q.kind != 2 && layout ? q.j : 2 * q.j;
-  q.i1 = q.i0 + (q.kind != 2 && layout ? half : 1);
+  q.i0 = q.kind != 2 ? mkc_rope_dim0(q.j, head_dim, layout, rotary) : 2 * q.j;
+  q.i1 = q.kind != 2 ? mkc_rope_dim1(q.j, head_dim, layout, rotary) : 2 * q.j + 1;
   q.r0 = q.h * head_dim + q.i0;
   q.r1 = q.h * head_dim + q.i1;
   return q;
@@ -2970,13 +2995,13 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       wr[2 * k] = wr[2 * k + 1] = next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (p < n_pairs) {
         mkc_qkv_pair pq = mkc_qkv_pair_at(p, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         wr[2 * k] = mkc_wmat_row(pq.w, pq.r0);
         wr[2 * k + 1] = mkc_wmat_row(pq.w, pq.r1);
       }
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
@@ -2987,7 +3012,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
       continue;
     int valid = p0 + qd < n_pairs;
     mkc_qkv_pair q = mkc_qkv_pair_at(valid ? p0 + qd : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w,
-                                     k_norm_w, q_pairs, kv_pairs, head_dim, layout);
+                                     k_norm_w, q_pairs, kv_pairs, head_dim, layout, rotary);
     /* q in float in scratch (raw where its norm waits, as a k waiting for its norm); else k and v
      * in the cache ([kv_head][kv_rows][head_dim]) */
     mkc_kv *cache = q.kind ? (q.kind == 1 ? k_cache : v_cache) + (long)q.h * kv_rows * head_dim : 0;
@@ -3024,7 +3049,7 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
     for (int k = 0; k < 4; k++) {
       if (!mkc_warp_or(last && qd == k)) continue;
       mkc_qkv_pair f = mkc_qkv_pair_at(p0 + k, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                       q_pairs, kv_pairs, head_dim, layout);
+                                       q_pairs, kv_pairs, head_dim, layout, rotary);
       mkc_kv *f_cache = f.kind ? k_cache + (long)f.h * kv_rows * head_dim : 0;
       float *f_head = f.kind == 0 ? q_out + f.h * head_dim : k_raw + f.h * head_dim;
       mkc_head_norm_rope(f_head, f.kind == 0 ? q_stride : k_raw_stride, f_cache, kv_rows, head_dim,
@@ -3065,14 +3090,14 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                              q_pairs, kv_pairs, head_dim, layout);
+                              q_pairs, kv_pairs, head_dim, layout, rotary);
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
-                                          q_pairs, kv_pairs, head_dim, layout);
+                                          q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
       }
@@ -3455,7 +3480,8 @@ MKC_DEVICE void mkc_gemm_head(const float *c, float scale, const mkc_bf16 *bias,
     inv_rms = 1.0f / sqrtf(mkc_warp_sum(ss) / (float)head_dim + eps);
   }
   for (int j = mkc_lane(); j < half; j += 32) {
-    int i0 = layout ? j : 2 * j, i1 = i0 + (layout ? half : 1);
+    int i0 = mkc_rope_dim0(j, head_dim, layout, rotary);
+    int i1 = mkc_rope_dim1(j, head_dim, layout, rotary);
     float a = c[i0] * scale + (bias ? mkc_bf16_to_f32(bias[i0]) : 0.0f);
     float b = c[i1] * scale + (bias ? mkc_bf16_to_f32(bias[i1]) : 0.0f);
     if (norm_w) {
@@ -4919,7 +4945,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4923 "llama.tiny.cu"
+#line 4949 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4933,78 +4959,78 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/15: embed -- embed token_embd.weight (line 290)
+  /* stage 1/15: embed -- embed token_embd.weight (line 303)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 290)) */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 303)) */
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, 1.0f, scratch + 0, 64, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 290) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 303) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 293), matmul blk.0.attn_q.weight (line 273), matmul blk.0.attn_k.weight (line 274), matmul blk.0.attn_v.weight (line 275), rope (line 282), rope (line 283)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 306), matmul blk.0.attn_q.weight (line 286), matmul blk.0.attn_k.weight (line 287), matmul blk.0.attn_v.weight (line 288), rope (line 295), rope (line 296)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 290)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 282)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 284)
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 303)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 295)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 297)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 282)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+16384 256*t (attention layer 0 (line 284)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 287), add (line 294)
+   * reads: scratch+8192 256*t (rope (line 295)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+16384 256*t (attention layer 0 (line 297)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 300), add (line 307)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 284)), scratch+0 256*t (add (line 294))
-   * writes: scratch+0 256*t (add (line 294)) */
-  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 296), matmul blk.0.ffn_gate.weight (line 297), matmul blk.0.ffn_up.weight (line 298), swiglu (line 300)
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 297)), scratch+0 256*t (add (line 307))
+   * writes: scratch+0 256*t (add (line 307)) */
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 309), matmul blk.0.ffn_gate.weight (line 310), matmul blk.0.ffn_up.weight (line 311), swiglu (line 313)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 294)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 300)) */
-  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 300), add (line 300)
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 307)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 313)) */
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 313), add (line 313)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 300)), scratch+0 256*t (add (line 300))
-   * writes: scratch+0 256*t (add (line 300)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 293), matmul blk.1.attn_q.weight (line 273), matmul blk.1.attn_k.weight (line 274), matmul blk.1.attn_v.weight (line 275), rope (line 282), rope (line 283)
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 313)), scratch+0 256*t (add (line 313))
+   * writes: scratch+0 256*t (add (line 313)) */
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 306), matmul blk.1.attn_q.weight (line 286), matmul blk.1.attn_k.weight (line 287), matmul blk.1.attn_v.weight (line 288), rope (line 295), rope (line 296)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 300)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 282)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 284)
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 313)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 295)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 297)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 282)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+16384 256*t (attention layer 1 (line 284)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 287), add (line 294)
+   * reads: scratch+8192 256*t (rope (line 295)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+16384 256*t (attention layer 1 (line 297)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 300), add (line 307)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 284)), scratch+0 256*t (add (line 294))
-   * writes: scratch+0 256*t (add (line 294)) */
-  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 296), matmul blk.1.ffn_gate.weight (line 297), matmul blk.1.ffn_up.weight (line 298), swiglu (line 300)
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 297)), scratch+0 256*t (add (line 307))
+   * writes: scratch+0 256*t (add (line 307)) */
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 309), matmul blk.1.ffn_gate.weight (line 310), matmul blk.1.ffn_up.weight (line 311), swiglu (line 313)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 294)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 300)) */
-  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 300), add (line 300)
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 307)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 313)) */
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 313), add (line 313)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 300)), scratch+0 256*t (add (line 300))
-   * writes: scratch+0 256*t (add (line 300)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 313)), scratch+0 256*t (add (line 313))
+   * writes: scratch+0 256*t (add (line 313)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -5033,7 +5059,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T,
                  (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 282) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 295) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -5046,7 +5072,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
                   (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 284) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 297) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, MKC_ROWS, 1);
@@ -5058,7 +5084,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 294) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 307) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
@@ -5073,7 +5099,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 300) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 313) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, MKC_ROWS, 1);
@@ -5085,22 +5111,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 300) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 313) written by another block */
   } /* layer loop */
 
-  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 302), matmul token_embd.weight (line 305), logits (line 305)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 315), matmul token_embd.weight (line 318), logits (line 318)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 300)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+8192 1024*t (logits (line 305)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 313)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+8192 1024*t (logits (line 318)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_flow_arrive(state); /* next stage reads logits (line 305) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 318) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
