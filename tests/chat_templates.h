@@ -753,6 +753,14 @@ static const char TPL_PHI4[] =
     "m_start|>assistant<|im_sep|>'}}{% elif (message['role'] == 'assistant') %}{{messa"
     "ge['content'] + '<|im_end|>'}}{% endif %}{% endfor %}";
 
+/* microsoft/Phi-4-mini-instruct tokenizer_config.json (its chat_template, one line). */
+static const char TPL_PHI4_MINI[] =
+    "{% for message in messages %}{% if message['role'] == 'system' and 'tools' in message and "
+    "message['tools'] is not none %}{{ '<|' + message['role'] + '|>' + message['content'] + "
+    "'<|tool|>' + message['tools'] + '<|/tool|>' + '<|end|>' }}{% else %}{{ '<|' + "
+    "message['role'] + '|>' + message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if "
+    "add_generation_prompt %}{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}";
+
 /* HuggingFaceH4/zephyr-7b-beta tokenizer_config.json (TinyLlama-1.1B-Chat-v1.0 ships the same). */
 static const char TPL_ZEPHYR[] = "{% for message in messages %}\n"
                                  "{% if message['role'] == 'user' %}\n"

@@ -165,6 +165,14 @@ static const struct {
                     "<|im_start|>assistant<|im_sep|>4<|im_end|>"
                     "<|im_start|>user<|im_sep|>Thanks<|im_end|>"
                     "<|im_start|>assistant<|im_sep|>"},
+    /* Phi-4-mini-instruct: '<|' + role + '|>' + content + '<|end|>'; cue '<|assistant|>'. */
+    {MKC_CHAT_PHI4_MINI, "<|system|>Be brief.<|end|>"
+                         "<|user|>Hi!<|end|>"
+                         "<|assistant|> Hello. <|end|>"
+                         "<|user|>What is 2+2?\n<|end|>"
+                         "<|assistant|>4<|end|>"
+                         "<|user|>Thanks<|end|>"
+                         "<|assistant|>"},
     /* zephyr-7b-beta (its model card; transformers renders with
      * trim_blocks): '<|' + role + '|>\n' + content + eos_token and the
      * newline after the expression; cue '<|assistant|>' and its newline. */
@@ -211,11 +219,12 @@ static void test_names(void) {
   }
   CHECK(round_trip, "each of the %d family names maps back to its family and is listed",
         MKC_CHAT_N_FAMILIES);
-  check_text(mkc_chat_family_names(),
-             "chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
-             "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, zephyr, command-r, granite, "
-             "deepseek-r1",
-             "the names list");
+  check_text(
+      mkc_chat_family_names(),
+      "chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
+      "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, "
+      "deepseek-r1",
+      "the names list");
   CHECK_INT(mkc_chat_family_from_name("ChatML"), MKC_CHAT_UNKNOWN, "names are case-sensitive");
   CHECK_INT(mkc_chat_family_from_name("llama2-sys"), MKC_CHAT_UNKNOWN,
             "a llama.cpp name mkc does not render is unknown");
@@ -278,6 +287,8 @@ static void test_rules(void) {
   const mkc_chat_msg empty_system[] = {{"system", ""}, {"user", "Hi"}};
   expect(MKC_CHAT_PHI3, empty_system, 2, 1, "<|user|>\nHi<|end|>\n<|assistant|>\n",
          "phi3: an empty system message is left out (Phi-3.5's template)");
+  expect(MKC_CHAT_PHI4_MINI, empty_system, 2, 1, "<|system|><|end|><|user|>Hi<|end|><|assistant|>",
+         "phi4-mini: an empty system message is kept (Phi-4-mini's template renders every one)");
   const mkc_chat_msg padded_system[] = {{"system", "  S  "}, {"user", " Q \n"}};
   expect(MKC_CHAT_LLAMA2, padded_system, 2, 1, "[INST] <<SYS>>\n  S  \n<</SYS>>\n\n Q [/INST]",
          "llama2: strip() applies to the first turn's whole text, system block included");
@@ -374,11 +385,12 @@ static void test_errors(void) {
   const mkc_chat_msg no_content[] = {{"user", NULL}};
   expect_error(no_content, 1, MKC_CHAT_CHATML, "mkc: error: chat message 1: no content\n",
                "a message without content is refused");
-  expect_error(CONVERSATION, N_CONVERSATION, MKC_CHAT_N_FAMILIES,
-               "mkc: error: chat: no template family 17 (one of: chatml, qwen3, llama3, "
-               "llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, "
-               "mistral-v7-tekken, gemma, phi3, phi4, zephyr, command-r, granite, deepseek-r1)\n",
-               "a family out of range is refused");
+  expect_error(
+      CONVERSATION, N_CONVERSATION, MKC_CHAT_N_FAMILIES,
+      "mkc: error: chat: no template family 18 (one of: chatml, qwen3, llama3, "
+      "llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, "
+      "mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1)\n",
+      "a family out of range is refused");
   expect_error(NULL, 2, MKC_CHAT_CHATML, "mkc: error: chat: 2 messages\n",
                "messages NULL with a count is refused");
 }
@@ -405,6 +417,7 @@ static void test_detect(void) {
       {"Phi-3.5-mini-instruct", TPL_PHI35, MKC_CHAT_PHI3},
       {"Phi-3-mini-4k-instruct (first template)", TPL_PHI3_MINI, MKC_CHAT_PHI3},
       {"phi-4", TPL_PHI4, MKC_CHAT_PHI4},
+      {"Phi-4-mini-instruct", TPL_PHI4_MINI, MKC_CHAT_PHI4_MINI},
       {"zephyr-7b-beta", TPL_ZEPHYR, MKC_CHAT_ZEPHYR},
       {"c4ai-command-r-plus", TPL_COMMAND_R, MKC_CHAT_COMMAND_R},
       {"granite-3.0-8b-instruct", TPL_GRANITE, MKC_CHAT_GRANITE},
@@ -414,9 +427,8 @@ static void test_detect(void) {
       {"deepseek-coder-33b-instruct (no family of mkc's)", TPL_DEEPSEEK_CODER, MKC_CHAT_UNKNOWN},
       /* Made-up texts with the markers of templates mkc does not render,
        * which share markers with families it does. */
-      {"Phi-4-mini's markers (<|tool|>)",
-       "{{ '<|' + message['role'] + '|>' + message['content'] "
-       "+ '<|tool|>' + '<|end|>' }}{{ '<|assistant|>' }}",
+      {"phi3's markers with a tools block but not Phi-4-mini's turns",
+       "{{ '<|user|>\n' + message['content'] + '<|tool|>' + '<|end|>\n' }}{{ '<|assistant|>' }}",
        MKC_CHAT_UNKNOWN},
       {"SmolVLM's markers", "<|im_start|>{{ 'User:' }}<end_of_utterance>", MKC_CHAT_UNKNOWN},
       {"Command R7B's markers",
@@ -452,23 +464,25 @@ static void test_family_for(void) {
                     "--chat-template overrides an unknown template");
   expect_family_for(NULL, "gemma", MKC_CHAT_GEMMA, "",
                     "--chat-template serves a model without a template");
-  expect_family_for(TPL_LLAMA2, "vicuna", -1,
-                    "mkc: error: --chat-template 'vicuna': unknown name (one of: chatml, qwen3, "
-                    "llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
-                    "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, zephyr, command-r, "
-                    "granite, deepseek-r1)\n",
-                    "an unknown --chat-template name is an error listing the names");
-  expect_family_for(TPL_VICUNA, NULL, -1,
-                    "mkc: error: models/x.gguf: unknown chat template; pass --chat-template NAME "
-                    "(one of: chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, "
-                    "mistral-v3-tekken, mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, "
-                    "zephyr, command-r, granite, deepseek-r1)\n",
-                    "an unknown template is an error naming --chat-template");
+  expect_family_for(
+      TPL_LLAMA2, "vicuna", -1,
+      "mkc: error: --chat-template 'vicuna': unknown name (one of: chatml, qwen3, "
+      "llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
+      "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, "
+      "granite, deepseek-r1)\n",
+      "an unknown --chat-template name is an error listing the names");
+  expect_family_for(
+      TPL_VICUNA, NULL, -1,
+      "mkc: error: models/x.gguf: unknown chat template; pass --chat-template NAME "
+      "(one of: chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, "
+      "mistral-v3-tekken, mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, "
+      "zephyr, command-r, granite, deepseek-r1)\n",
+      "an unknown template is an error naming --chat-template");
   expect_family_for(NULL, NULL, -1,
                     "mkc: error: models/x.gguf: the model has no chat template; pass "
                     "--chat-template NAME (one of: chatml, qwen3, llama3, llama3.1, llama2, "
                     "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, "
-                    "gemma, phi3, phi4, zephyr, command-r, granite, deepseek-r1)\n",
+                    "gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1)\n",
                     "a model without a template is its own error");
 }
 

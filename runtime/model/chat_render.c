@@ -85,6 +85,9 @@ static const turn_format CHATML = {
 static const turn_format PHI3 = {.open = {"<|system|>\n", "<|user|>\n", "<|assistant|>\n"},
                                  .close = "<|end|>\n",
                                  .skip_empty_system = 1};
+/* Phi-4-mini-instruct: every message, an empty system one too, with no newline. */
+static const turn_format PHI4_MINI = {.open = {"<|system|>", "<|user|>", "<|assistant|>"},
+                                      .close = "<|end|>"};
 /* phi-4. */
 static const turn_format PHI4 = {.open = {"<|im_start|>system<|im_sep|>",
                                           "<|im_start|>user<|im_sep|>",
@@ -312,6 +315,7 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_GEMMA] = {.own = render_gemma},
     [MKC_CHAT_PHI3] = {.turns = &PHI3},
     [MKC_CHAT_PHI4] = {.turns = &PHI4},
+    [MKC_CHAT_PHI4_MINI] = {.turns = &PHI4_MINI},
     [MKC_CHAT_ZEPHYR] = {.turns = &ZEPHYR},
     [MKC_CHAT_COMMAND_R] = {.turns = &COMMAND_R},
     [MKC_CHAT_GRANITE] = {.turns = &GRANITE},

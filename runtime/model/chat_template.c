@@ -22,6 +22,7 @@ static const char *const NAMES[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_GEMMA] = "gemma",
     [MKC_CHAT_PHI3] = "phi3",
     [MKC_CHAT_PHI4] = "phi4",
+    [MKC_CHAT_PHI4_MINI] = "phi4-mini",
     [MKC_CHAT_ZEPHYR] = "zephyr",
     [MKC_CHAT_COMMAND_R] = "command-r",
     [MKC_CHAT_GRANITE] = "granite",
@@ -79,10 +80,14 @@ int mkc_chat_detect(const char *t) {
   if (has(t, "<|start_header_id|>") && has(t, "<|end_header_id|>"))
     return has(t, "Cutting Knowledge Date") ? MKC_CHAT_LLAMA31 : MKC_CHAT_LLAMA3;
   if (has(t, "<start_of_turn>")) return MKC_CHAT_GEMMA;
-  /* Phi-4-mini shares the markers but has no newline after the role and
-   * a tools block: not phi3's format. */
-  if (has(t, "<|assistant|>") && has(t, "<|end|>"))
-    return has(t, "<|tool|>") ? MKC_CHAT_UNKNOWN : MKC_CHAT_PHI3;
+  /* Phi-4-mini shares the markers but has no newline after the role, and a
+   * tools block in the system turn (which mkc does not write). */
+  if (has(t, "<|assistant|>") && has(t, "<|end|>")) {
+    if (!has(t, "<|tool|>")) return MKC_CHAT_PHI3;
+    return has(t, "'<|' + message['role'] + '|>' + message['content'] + '<|end|>'")
+               ? MKC_CHAT_PHI4_MINI
+               : MKC_CHAT_UNKNOWN;
+  }
   /* Zephyr's turns end with eos_token; other <|user|> templates (StableLM,
    * Falcon 3, GLM) end theirs otherwise. The newline is a real one or
    * Jinja's escape, depending on how the template was written. */

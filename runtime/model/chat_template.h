@@ -41,6 +41,7 @@ enum mkc_chat_family {
   MKC_CHAT_GEMMA,             /* "gemma": Gemma, Gemma 2, Gemma 3 */
   MKC_CHAT_PHI3,              /* "phi3": Phi-3, Phi-3.5 */
   MKC_CHAT_PHI4,              /* "phi4": Phi-4 */
+  MKC_CHAT_PHI4_MINI,         /* "phi4-mini": Phi-4-mini (phi3's markers, no newlines) */
   MKC_CHAT_ZEPHYR,            /* "zephyr": Zephyr 7B beta, TinyLlama chat (</s> ends turns) */
   MKC_CHAT_COMMAND_R,         /* "command-r": Command R, R+ */
   MKC_CHAT_GRANITE,           /* "granite": Granite 3.x */
