@@ -177,21 +177,27 @@ local function builder(graph)
     return ir.op(graph, "recurrent", { mixed, gates, conv_w, a_log, dt_bias },
                  { layer = o.layer, kind = o.kind, heads = o.heads, head_dim = o.k_dim, v_dim = o.v_dim }, l)
   end
-  g.add = function(a, b) return ir.op(graph, "add", { a, b }, nil, line()) end
+  -- a + b; o.scale (optional): a + scale * b (Granite's residual_multiplier on each branch)
+  g.add = function(a, b, o)
+    local l = line()
+    o = options(l, "add", o, { scale = true })
+    return ir.op(graph, "add", { a, b }, { scale = o.scale }, l)
+  end
   -- act(gate) * up; o.act (optional): "silu" (SwiGLU, the default) or "gelu_tanh" (GeGLU: Gemma)
   g.swiglu = function(gate, up, o)
     local l = line()
     o = options(l, "swiglu", o, { act = true })
     return ir.op(graph, "swiglu", { gate, up }, { act = o.act }, l)
   end
-  -- o.softcap (optional): each logit z becomes softcap * tanh(z / softcap) (Gemma 2's final cap)
+  -- o.softcap (optional): each logit z becomes softcap * tanh(z / softcap) (Gemma 2's final cap);
+  -- o.scale (optional): each logit multiplied by it first (Granite's 1 / logits_scaling)
   g.logits = function(x, o)
     local l = line()
     if graph.output then
       util.raise(path, l, ("logits already set at line %d: a graph has one output"):format(graph.output.line))
     end
-    o = options(l, "logits", o, { softcap = true })
-    graph.output = ir.op(graph, "logits", { x }, { softcap = o.softcap }, l)
+    o = options(l, "logits", o, { softcap = true, scale = true })
+    graph.output = ir.op(graph, "logits", { x }, { softcap = o.softcap, scale = o.scale }, l)
     return graph.output
   end
   g.ref = function(name, n) return ir.ref(graph, name, n, line()) end

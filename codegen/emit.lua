@@ -359,6 +359,23 @@ function emit.source(graph, plan, opts)
   if (caps.MKC_LOGIT_SOFTCAP or 0) > 0 then
     put(("#define MKC_LOGIT_SOFTCAP %s /* logits z -> c tanh(z / c) */"):format(flt(caps.MKC_LOGIT_SOFTCAP)))
   end
+  -- Granite's multipliers, one for the kernel's residual adds and one for its logits
+  -- (templates/common.cuh: mkc_branch, mkc_logit)
+  local resid
+  for _, node in ipairs(graph.order) do
+    if node.op == "add" then
+      if resid ~= nil and resid ~= (node.scale or 1) then
+        util.raise(graph.path, node.line, "codegen: a kernel's residual adds must share one scale")
+      end
+      resid = node.scale or 1
+    end
+  end
+  if resid and resid ~= 1 then
+    put(("#define MKC_RESIDUAL_SCALE %s /* a residual branch times it before it is added */"):format(flt(resid)))
+  end
+  if graph.output.scale then
+    put(("#define MKC_LOGIT_SCALE %s /* the logits times it */"):format(flt(graph.output.scale)))
+  end
   if opts.slots > 0 then
     put(("#define MKC_SLOTS %d /* sequences a step serves (templates/slots.cuh) */"):format(opts.slots))
     put(("#define MKC_STEP_ROWS %d /* a step's rows, every slot's; past MKC_T_MAX tiled */"):format(opts.step_rows))

@@ -138,6 +138,9 @@ function fusion.stages(graph)
       elseif add then
         -- residual: the other operand is updated in place, so it must have no later reader
         local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
+        if add.scale and add.inputs[2] ~= node then
+          no_emitter(graph, add, "whose scale is not on the matmul (its second operand)")
+        end
         for _, c in ipairs(graph.consumers[resid]) do
           if c ~= add and (not staged[c] and not (c == norm)) then
             no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
@@ -170,6 +173,9 @@ function fusion.stages(graph)
       if add and node.group == node.n and o.op == "matmul" and staged[o] and staged[o].kind == "matvec"
           and #graph.consumers[o] == 1 then
         local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
+        if add.scale and add.inputs[2] ~= node then
+          no_emitter(graph, add, "whose scale is not on the normed matmul (its second operand)")
+        end
         for _, c in ipairs(graph.consumers[resid]) do
           if c ~= add and not staged[c] then
             no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")

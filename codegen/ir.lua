@@ -32,6 +32,14 @@ local function count(v, what)
   return v
 end
 
+-- at.scale: nil (1 is taken as nil), or a positive multiplier (add: of its second operand;
+-- logits: of each logit).
+local function scale_of(at, what)
+  if at.scale == 1 then at.scale = nil end
+  need(at.scale == nil or (type(at.scale) == "number" and at.scale > 0 and at.scale < math.huge),
+       "%s: scale must be a positive number, got %s", what, util.show(at.scale))
+end
+
 -- at.softcap: nil, or a cap c > 0 that maps each value s to c * tanh(s / c) (Gemma 2's scores and
 -- logits); 0 is taken as nil.
 local function softcap(at, what)
@@ -247,9 +255,10 @@ ir.ops = {
     at.conv, at.kind = conv.cols, nil
     return at.heads * at.v_dim
   end,
-  add = function(a)
+  add = function(a, at)
     local x, y = value(a[1], "add"), value(a[2], "add")
     need(x.n == y.n, "shape mismatch: add of [%d] and [%d]", x.n, y.n)
+    scale_of(at, "add")
     return x.n
   end,
   -- act: the gate's activation, "silu" (nil) or "gelu_tanh" (GeGLU), exported as ir.ACTS' number
@@ -263,6 +272,7 @@ ir.ops = {
   end,
   logits = function(a, at)
     softcap(at, "logits")
+    scale_of(at, "logits")
     return value(a[1], "logits").n
   end,
 }

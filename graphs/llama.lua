@@ -13,7 +13,9 @@
 -- the MLP gate's activation, "silu" (SwiGLU, the default) or "gelu_tanh" (Gemma's GeGLU);
 -- post_norms, a norm on the attention's and the MLP's outputs before each residual add (false;
 -- Gemma 2 and 3: GGUF post_attention_norm, post_ffw_norm); attn_softcap and final_softcap, caps c
--- that map the scaled attention scores and the logits x to c * tanh(x / c) (0: none; Gemma 2: 50, 30).
+-- that map the scaled attention scores and the logits x to c * tanh(x / c) (0: none; Gemma 2: 50, 30);
+-- residual_scale, each residual branch multiplied by it before it is added (1; Granite's
+-- residual_multiplier), and logit_scale, the logits divided by it (1; Granite's logits_scaling).
 -- linear_attention: "none", or { pattern = "3 linear : 1 full", heads = H, k_dim = K, v_dim = V,
 -- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
 -- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
@@ -114,6 +116,17 @@ preset "partial-tiny" {
   rope_scaling = { type = "longrope", orig_ctx = 256, attn_factor = math.sqrt(1.25),
                    short_factor = { 1, 1.05, 1.2, 1.5, 2, 3 }, long_factor = { 1.3, 2, 4, 7, 12, 20 } },
   sliding_window = "none", linear_attention = "none",
+}
+
+-- Granite 3's multipliers in small (llama's layers; ibm-granite/granite-3.x: embeddings times 12,
+-- scores times 1/128 for heads of 128 (here 1/16), each residual branch times 0.22, logits divided
+-- by 8). The head is separate: tied, random weights only repeat the last token (Granite 3 ties it).
+preset "granite-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 284, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  embed_scale = 12, attn_scale = 0.0625, residual_scale = 0.22, logit_scale = 8,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
 }
 
 -- Gemma 3 1B's shape (google/gemma-3-1b-it, text): heads of 256, 5 local layers over 512 positions for
@@ -275,6 +288,7 @@ function build(g, p)
   local local_rope = type(sw) == "table" and sw.rope_theta and
                      { theta = sw.rope_theta, layout = p.rope_layout, head_dim = p.head_dim, scaling = "none" }
   local attn_scale = optional(p, "attn_scale", 0) ~= 0 and p.attn_scale or nil
+  local resid = optional(p, "residual_scale", 1) ~= 1 and { scale = p.residual_scale } or nil
   local function post_norm(l, name, y) -- y, or y normed before its residual add
     return optional(p, "post_norms", false) and g.rmsnorm(y, blk(l, name, 1, p.dim), p.norm_eps) or y
   end
@@ -304,16 +318,18 @@ function build(g, p)
                     optional(p, "embed_scale", 1) ~= 1 and { scale = p.embed_scale } or nil)
   for l = 0, p.n_layers - 1 do
     local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
-    x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h))
+    x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h), resid)
 
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
     local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))
     local up = g.matmul(h, blk(l, "ffn_up", p.ffn, p.dim))
     local act = optional(p, "ffn_act", "silu") ~= "silu" and { act = p.ffn_act } or nil
-    x = g.add(x, post_norm(l, "post_ffw_norm", g.matmul(g.swiglu(gate, up, act), blk(l, "ffn_down", p.dim, p.ffn))))
+    x = g.add(x, post_norm(l, "post_ffw_norm", g.matmul(g.swiglu(gate, up, act), blk(l, "ffn_down", p.dim, p.ffn))),
+              resid)
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)
   local head = p.tied and g.weight("token_embd.weight", p.vocab, p.dim)
                       or g.weight("output.weight", p.vocab, p.dim)
-  g.logits(g.matmul(h, head), { softcap = optional(p, "final_softcap", 0) })
+  g.logits(g.matmul(h, head), { softcap = optional(p, "final_softcap", 0),
+                                scale = 1 / optional(p, "logit_scale", 1) })
 end

@@ -71,10 +71,22 @@ MKC_DEVICE float mkc_gate_act(float g) {
 #else
 #define mkc_score(s) (s)
 #endif
-#ifdef MKC_LOGIT_SOFTCAP
-#define mkc_logit(z) (MKC_LOGIT_SOFTCAP * tanhf((z) / MKC_LOGIT_SOFTCAP))
+/* Granite's multipliers: the logits times MKC_LOGIT_SCALE (1 / logits_scaling) before any cap,
+ * and a residual branch times MKC_RESIDUAL_SCALE before it is added (mkc_branch). */
+#ifdef MKC_LOGIT_SCALE
+#define mkc_logit_scaled(z) ((z)*MKC_LOGIT_SCALE)
 #else
-#define mkc_logit(z) (z)
+#define mkc_logit_scaled(z) (z)
+#endif
+#ifdef MKC_LOGIT_SOFTCAP
+#define mkc_logit(z) (MKC_LOGIT_SOFTCAP * tanhf(mkc_logit_scaled(z) / MKC_LOGIT_SOFTCAP))
+#else
+#define mkc_logit(z) mkc_logit_scaled(z)
+#endif
+#ifdef MKC_RESIDUAL_SCALE
+#define mkc_branch(v) ((v)*MKC_RESIDUAL_SCALE)
+#else
+#define mkc_branch(v) (v)
 #endif
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */

@@ -234,7 +234,7 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
       if (best_v) v = mkc_logit(v); /* the LM head's: capped before they are written or ranked */
       float *o = out + (long)(m0 + r) * out_stride + n0 + j;
-      *o = accumulate ? *o + v : v;
+      *o = accumulate ? *o + mkc_branch(v) : v;
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {

@@ -1157,7 +1157,7 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
         float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e], *d = out + t * out_stride + r;
-        *d = accumulate ? *d + v : v;
+        *d = accumulate ? *d + mkc_branch(v) : v;
       }
   }
 }
@@ -1248,7 +1248,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
         float *o = out + t * out_stride + r0 + r;
-        *o = accumulate ? *o + sums[i] : sums[i];
+        *o = accumulate ? *o + mkc_branch(sums[i]) : sums[i];
       }
     }
     return;
@@ -1261,7 +1261,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
           float *o = out + t * out_stride + r0 + r;
-          *o = accumulate ? *o + acc[r * MKC_T_MAX + t] : acc[r * MKC_T_MAX + t];
+          *o = accumulate ? *o + mkc_branch(acc[r * MKC_T_MAX + t]) : acc[r * MKC_T_MAX + t];
         }
   }
 }

@@ -10,6 +10,6 @@ MKC_DEVICE void mkc_norm_residual(const float *o, int o_stride, const mkc_bf16 *
     mkc_rms_prologue(o, o_stride, n, eps, t, t + 1, inv_rms, red);
     const float *ot = o + t * o_stride;
     for (int c = mkc_bid() * MKC_THREADS + mkc_tid(); c < n; c += mkc_nblocks() * MKC_THREADS)
-      x[t * x_stride + c] += ot[c] * inv_rms[0] * mkc_bf16_to_f32(w[c]);
+      x[t * x_stride + c] += mkc_branch(ot[c] * inv_rms[0] * mkc_bf16_to_f32(w[c]));
   }
 }

@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:22: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny)" \
+  "graphs/llama.lua:24: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -262,6 +262,37 @@ phi3_oracles() {
 # (step 43 of longrope-tiny's short side is a near-tie: llama.cpp's 270 leads its 122 by 0.004)
 phi3_oracles longrope-tiny "(neox, longrope scaling: original context 256, attn factor 1.11803, 8 short and long factors)" 42
 phi3_oracles partial-tiny "(neox, the first 12 dims, longrope scaling: original context 256, attn factor 1.11803, 6 short and long factors)" 48
+# Granite (llama's layers with four multipliers): the GGUF and the folder `mkc init --preset
+# granite-tiny` writes give the reference's tokens, and llama.cpp's granite and transformers'
+# GraniteForCausalLM theirs (tools/granite_fixtures.sh). Each multiplier left out of the kernel
+# moves every step's log-probability by more than 0.01.
+if "$mkc" init --preset granite-tiny --seed 5 -o "$tmp/granite.gguf" 2>"$tmp/err" &&
+  "$mkc" init --preset granite-tiny --seed 5 -o "$tmp/granite-hf" 2>>"$tmp/err" &&
+  "$mkc" info -m "$tmp/granite.gguf" >"$tmp/info" 2>&1 &&
+  grep -q "granite.logit_scale = 8" "$tmp/info" &&
+  grep -q "embeddings x 12, attention scale 0.0625, residual branches x 0.22, logits / 8)" "$tmp/info" &&
+  "$mkc" run --preset granite-tiny --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend ref \
+    >"$tmp/granite.ref" 2>>"$tmp/err" &&
+  "$mkc" run -m "$tmp/granite.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/granite.file" 2>>"$tmp/err" &&
+  "$mkc" run -m "$tmp/granite-hf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/granite.hf" 2>>"$tmp/err" &&
+  cmp -s "$tmp/granite.file" "$tmp/granite.ref" && cmp -s "$tmp/granite.hf" "$tmp/granite.ref"; then
+  ok "granite-tiny through a granite GGUF and a granite folder: the reference's 40 tokens"
+else
+  fail "granite-tiny through a granite GGUF and folder" "$(cat "$tmp/err" "$tmp/info" | head -40)"
+fi
+"$mkc" init --preset granite-tiny --seed 5 --type f32 -o "$tmp/granite-f32.gguf" 2>/dev/null
+want=$(sed -n 's/^sha256 //p' tests/data/granite_llamacpp.txt)
+[ "$(sha256sum <"$tmp/granite-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
+  ok "init --preset granite-tiny --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
+  fail "init --preset granite-tiny writes the file llama.cpp read" "want $want"
+MKC_KV_DTYPE=f16 expect_greedy "granite-tiny's file on the cpu kernel against llama.cpp's granite" \
+  tests/data/granite_llamacpp.txt "$tmp/granite-f32.gguf"
+want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' tests/data/granite_transformers.txt)
+[ "$(sha256sum <"$tmp/granite-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
+  ok "init --preset granite-tiny writes the weights transformers read (sha256 ${want:0:12}...)" ||
+  fail "init --preset granite-tiny writes the weights transformers read" "want $want"
+MKC_KV_DTYPE=f32 expect_greedy "granite-tiny's folder on the cpu kernel against transformers' GraniteForCausalLM" \
+  tests/data/granite_transformers.txt "$tmp/granite-hf"
 # Phi-3's first configs named the scaling "su"; a list of another length than the rotated dims / 2
 # is refused
 python3 -c "

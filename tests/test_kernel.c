@@ -128,6 +128,7 @@ int main(void) {
   compare("linear-tiny", 7, 5);   /* the heads a per-head norm finishes */
   compare("longrope-tiny", 4, 3); /* the long factors' table (its context, 1024, is past 256) */
   compare("partial-tiny", 7, 5);  /* 12 of 16 dims rotated, 4 passed through */
+  compare("granite-tiny", 4, 3);  /* Granite's multipliers: residual branches, logits */
   /* sliding windows, 73 positions over a window of 16: the rings wrap */
   compare("swa-tiny", 4, 4);
   compare("gemma-tiny", 4, 3);

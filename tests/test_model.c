@@ -413,7 +413,7 @@ static void bad_files(void) {
   write_gguf(path, "gptneox", NULL, 0);
   open_fails("unsupported architecture", path,
              "architecture \"gptneox\" is not supported (mkc runs llama, mistral, qwen2, qwen3, "
-             "gemma2, gemma3, phi3)");
+             "gemma2, gemma3, phi3, granite)");
   snprintf(path, sizeof path, "%s/nolayers.gguf", tmp_dir);
   write_gguf(path, "llama", "block_count", 0);
   open_fails("missing block_count", path, "missing metadata llama.block_count");
@@ -591,6 +591,7 @@ int main(void) {
   /* rope_factors_*.weight and rope_scaling longrope; partial_rotary_factor and a tied head */
   gguf_vs_safetensors("longrope-tiny", "phi3", MKC_ST_F32);
   gguf_vs_safetensors("partial-tiny", "phi3", MKC_ST_BF16);
+  gguf_vs_safetensors("granite-tiny", NULL, MKC_ST_BF16); /* Granite's four multipliers */
   /* norms stored less 1, summed back in float */
   gguf_vs_safetensors("gemma3-tiny", NULL, MKC_ST_F32);
   rope_freqs_files();

@@ -1289,18 +1289,19 @@ static void test_config(void) {
       {"missing hidden_size", "{\"model_type\": \"llama\"}", "missing \"hidden_size\""},
       {"gpt_neox", "{\"model_type\": \"gpt_neox\", \"hidden_size\": 64}",
        "unsupported model_type \"gpt_neox\" (mkc reads llama, mistral, qwen2, qwen3, "
-       "gemma2, gemma3_text, gemma3)"},
+       "phi3, granite, gemma2, gemma3_text, gemma3)"},
       {"no model_type", "{\"hidden_size\": 64}", "missing \"model_type\""},
       {"dynamic rope_scaling",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
        "\"rope_scaling\": {\"type\": \"dynamic\", \"factor\": 2.0}}",
-       "unsupported rope_scaling \"dynamic\" (mkc runs default, linear, llama3 and yarn)"},
-      {"longrope in rope_parameters",
+       "unsupported rope_scaling \"dynamic\" (mkc runs default, linear, llama3, yarn and "
+       "longrope)"},
+      {"longrope in rope_parameters without its lists",
        "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "
        "\"rope_parameters\": {\"rope_type\": \"longrope\", \"factor\": 4.0}}",
-       "unsupported rope_parameters \"longrope\" (mkc runs default, linear, llama3 and yarn)"},
+       "rope_parameters longrope needs \"short_factor\""},
       {"llama3 without its original context",
        "{\"model_type\": \"llama\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
        "\"num_attention_heads\": 4, \"intermediate_size\": 192, \"vocab_size\": 256, "

@@ -93,6 +93,8 @@ static int has_weight(const mkc_graph *g, const char *name) {
  * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
  * norms, else gemma2's), Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
+  const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
+  if ((add && add->scale > 0) || (logits && logits->scale > 0)) return "granite";
   if (has_weight(g, "blk.0.post_attention_norm.weight"))
     return has_weight(g, "blk.0.attn_q_norm.weight") ? "gemma3" : "gemma2";
   if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
@@ -265,6 +267,55 @@ static int describe_gemma(const mkc_graph *g, const char *preset, int gemma, mkc
     d->rope_theta_swa = gemma == 2 ? 0 : theta_swa;
   }
   return 0;
+}
+
+/* Granite's multipliers into d, or -1 with a message where the graph has what a granite file
+ * cannot say: llama's layers otherwise (no post norms, GELU, windows or caps), one scale for
+ * every layer's scores and one for every residual add. A file says the scores' scale always
+ * (config.json's attention_multiplier defaults to 1, not 1 / sqrt(head_dim)). */
+static int describe_granite(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  const mkc_node *embed = first_node(g, MKC_OP_EMBED), *logits = first_node(g, MKC_OP_LOGITS);
+  const mkc_node *swiglu = first_node(g, MKC_OP_SWIGLU), *add = first_node(g, MKC_OP_ADD);
+  double attn = -1;
+  const char *why = has_weight(g, "blk.0.post_attention_norm.weight") ? "norms after attention"
+                    : swiglu && swiglu->act == MKC_ACT_GELU_TANH      ? "a GELU-gated MLP"
+                    : windowed(g)                                     ? "sliding windows"
+                    : logits && logits->softcap > 0                   ? "a logit cap"
+                                                                      : NULL;
+  for (int i = 0; !why && i < g->n_nodes; i++) {
+    const mkc_node *a = &g->nodes[i];
+    double s = a->scale > 0 ? a->scale : a->op == MKC_OP_ATTENTION ? 1 / sqrt(a->head_dim) : 1;
+    if (a->op == MKC_OP_ATTENTION && a->softcap > 0) why = "capped attention scores";
+    if (a->op == MKC_OP_ATTENTION && attn >= 0 && s != attn) why = "layers with other score scales";
+    if (a->op == MKC_OP_ATTENTION) attn = s;
+    if (a->op == MKC_OP_ADD && s != (add->scale > 0 ? add->scale : 1))
+      why = "residual adds with other scales";
+  }
+  if (why) {
+    fprintf(stderr, "mkc: error: preset %s: a granite file (its multipliers) cannot carry %s\n",
+            preset, why);
+    return -1;
+  }
+  d->embed_scale = embed && embed->scale > 0 ? embed->scale : 1;
+  d->attn_scale = attn > 0 ? attn : 1 / sqrt(g->head_dim);
+  d->residual_scale = add && add->scale > 0 ? add->scale : 1;
+  d->logit_scale = logits && logits->scale > 0 ? 1 / logits->scale : 1;
+  return 0;
+}
+
+/* Granite's keys (llama.cpp's granite: logit_scale required), from d (describe_granite). */
+static int set_granite(mkc_gguf_writer *out, const mkc_model_desc *d) {
+  if (strcmp(d->arch, "granite") != 0) return 0;
+  return set_f32(out, d->arch, "embedding_scale", d->embed_scale) |
+         set_f32(out, d->arch, "residual_scale", d->residual_scale) |
+         set_f32(out, d->arch, "attention.scale", d->attn_scale) |
+         set_f32(out, d->arch, "logit_scale", d->logit_scale);
+}
+
+/* What a model file says beyond the sizes: Granite's multipliers or Gemma's (describe_gemma). */
+static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  if (strcmp(d->arch, "granite") == 0) return describe_granite(g, preset, d);
+  return describe_gemma(g, preset, mkc_gemma_version(d->arch), d);
 }
 
 /* A Gemma file's window keys and soft caps, from d (describe_gemma): keys
@@ -773,8 +824,7 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
-    if ((f.phi3 && phi3_fits(&g, &d, preset) != 0) ||
-        describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
+    if ((f.phi3 && phi3_fits(&g, &d, preset) != 0) || describe_extras(&g, preset, &d) ||
         mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
@@ -787,8 +837,8 @@ int mkc_cmd_init(int argc, char **argv) {
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
-  if (describe_gemma(&g, preset, mkc_gemma_version(d.arch), &d) ||
-      set_metadata(out, &g, d.arch, name) || set_gemma(out, &d) ||
+  if (describe_extras(&g, preset, &d) || set_metadata(out, &g, d.arch, name) ||
+      set_gemma(out, &d) || set_granite(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||

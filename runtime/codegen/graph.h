@@ -106,10 +106,12 @@ enum mkc_kv_dtype {
   /* attention: rows per kv head in those slots: max_ctx, or with a window a ring of               \
    * window + t_max rows, position p at row p % kv_rows (0 in a graph built by hand: max_ctx) */   \
   X(INT, kv_rows, kv_rows)                                                                         \
-  X(INT, v_dim, v_dim)    /* recurrent: values per head (head_dim: keys per head) */               \
-  X(INT, conv, conv)      /* recurrent: the causal convolution's width, inputs */                  \
-  X(DOUBLE, scale, scale) /* embed: each embedding times it; attention: the scores'; 0: default */ \
-  X(INT, act, act)        /* swiglu: enum mkc_act, the gate's activation */                        \
+  X(INT, v_dim, v_dim) /* recurrent: values per head (head_dim: keys per head) */                  \
+  X(INT, conv, conv)   /* recurrent: the causal convolution's width, inputs */                     \
+  /* embed: each embedding times it; attention: the scores'; add: its second operand's (a + s b);  \
+   * logits: each logit's, before the cap; 0: the default (1; attention: 1 / sqrt(head_dim)) */    \
+  X(DOUBLE, scale, scale)                                                                          \
+  X(INT, act, act)            /* swiglu: enum mkc_act, the gate's activation */                    \
   X(DOUBLE, softcap, softcap) /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
 
 #define MKC_NODE_INPUTS 5

@@ -161,6 +161,10 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "attn_softcap");
   lua_pushnumber(L, d->final_softcap);
   lua_setfield(L, -2, "final_softcap");
+  lua_pushnumber(L, d->residual_scale > 0 ? d->residual_scale : 1);
+  lua_setfield(L, -2, "residual_scale");
+  lua_pushnumber(L, d->logit_scale > 0 ? d->logit_scale : 1);
+  lua_setfield(L, -2, "logit_scale");
   lua_pushstring(L, d->ffn_gelu ? "gelu_tanh" : "silu");
   lua_setfield(L, -2, "ffn_act");
   lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */

@@ -72,6 +72,9 @@ typedef struct mkc_model_desc {
   int ffn_gelu, post_norms;
   /* Gemma 2: the scaled attention scores and the logits x as c * tanh(x / c) (0: neither) */
   double attn_softcap, final_softcap;
+  /* Granite: each residual branch times residual_scale before it is added, the logits divided
+   * by logit_scale (0: neither); its embed_scale and attn_scale are the multipliers above */
+  double residual_scale, logit_scale;
   int pooling; /* enum mkc_pooling: what the file says an embedding is */
 } mkc_model_desc;
 

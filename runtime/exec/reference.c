@@ -709,9 +709,11 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
     case MKC_OP_RECURRENT:
       recurrent(r, id, y, a, b);
       break;
-    case MKC_OP_ADD:
-      for (int i = 0; i < nd->n; i++) y[i] = a[i] + b[i];
+    case MKC_OP_ADD: { /* a + scale * b (Granite's residual_multiplier; 0: 1) */
+      double scale = nd->scale > 0 ? nd->scale : 1.0;
+      for (int i = 0; i < nd->n; i++) y[i] = a[i] + scale * b[i];
       break;
+    }
     case MKC_OP_SWIGLU:
       for (int i = 0; i < nd->n; i++) /* SiLU, or GELU's tanh form (GeGLU) */
         y[i] = (nd->act == MKC_ACT_GELU_TANH
@@ -720,9 +722,11 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
                     : a[i] / (1.0 + exp(-a[i]))) *
                b[i];
       break;
-    case MKC_OP_LOGITS:
-      for (int i = 0; i < nd->n; i++) y[i] = softcap(a[i], nd->softcap);
+    case MKC_OP_LOGITS: { /* scaled (Granite's 1 / logits_scaling; 0: 1), then capped */
+      double scale = nd->scale > 0 ? nd->scale : 1.0;
+      for (int i = 0; i < nd->n; i++) y[i] = softcap(scale * a[i], nd->softcap);
       break;
+    }
     }
   }
   memcpy(logits, r->value[r->logits_node], (size_t)g->vocab * sizeof *logits);

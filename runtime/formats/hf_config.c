@@ -45,6 +45,7 @@ static const arch_info ARCHS[] = {
     {"qwen2", "qwen2", MKC_ROPE_NEOX, 1, 0, 32768, NULL},
     {"qwen3", "qwen3", MKC_ROPE_NEOX, 0, 1, 32768, NULL},
     {"phi3", "phi3", MKC_ROPE_NEOX, 0, 0, 4096, NULL}, /* Q/K/V and gate/up fused (st_unfuse) */
+    {"granite", "granite", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* llama with multipliers */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -281,6 +282,20 @@ static int read_rope(const config *c, const cJSON *obj, const char *key, int max
   }
 }
 
+/* GraniteConfig's multipliers (transformers' defaults 1): embedding_multiplier,
+ * residual_multiplier and logits_scaling as llama.cpp's converter names them, and
+ * attention_multiplier, which is the scores' scale itself (1 unless given, not 1 / sqrt(d)). */
+static int read_granite(const config *t, mkc_model_desc *d) {
+  double attn = 1;
+  if (get_positive(t, t->root, "embedding_multiplier", 1, &d->embed_scale) ||
+      get_positive(t, t->root, "residual_multiplier", 1, &d->residual_scale) ||
+      get_positive(t, t->root, "attention_multiplier", 1, &attn) ||
+      get_positive(t, t->root, "logits_scaling", 1, &d->logit_scale))
+    return -1;
+  d->attn_scale = attn;
+  return 0;
+}
+
 /* partial_rotary_factor (Phi-4-mini's 0.75; transformers 5 keeps it in rope_parameters) as
  * d->rope_dim, int(head_dim * factor) as transformers rounds it: an even count of dims from 2.
  * Only where the Q/K rows keep the rotate-half order: a layout mkc permutes (llama's) would
@@ -452,7 +467,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (!arch)
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3, "
-                        "gemma2, gemma3_text, gemma3)",
+                        "phi3, granite, gemma2, gemma3_text, gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
@@ -526,6 +541,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (mlp_bias)
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
   if (gemma) return read_gemma(t, gemma2, d);
+  if (strcmp(arch->arch, "granite") == 0 && read_granite(t, d)) return -1;
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */

@@ -131,6 +131,17 @@ static char *config_text(const mkc_model_desc *d) {
   if (d->rope_dim > 0) /* transformers: int(head_dim * factor) dims (mkc_hf_write checks it) */
     cJSON_AddNumberToObject(c, "partial_rotary_factor", (double)d->rope_dim / d->head_dim);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
+  if (strcmp(d->arch, "granite") == 0) { /* GraniteConfig's multipliers (defaults 1) */
+    const struct {
+      const char *key;
+      double v;
+    } mult[] = {{"embedding_multiplier", d->embed_scale},
+                {"attention_multiplier", d->attn_scale},
+                {"residual_multiplier", d->residual_scale},
+                {"logits_scaling", d->logit_scale}};
+    for (size_t i = 0; i < sizeof mult / sizeof *mult; i++)
+      cJSON_AddNumberToObject(c, mult[i].key, mult[i].v);
+  }
   /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
   if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");
   char *text = cJSON_Print(c);

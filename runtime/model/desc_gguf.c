@@ -12,7 +12,7 @@
 #include "util/text.h"
 
 static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",
-                                    "gemma2", "gemma3",  "phi3"};
+                                    "gemma2", "gemma3",  "phi3",  "granite"};
 
 /* "ARCH.suffix" as an integer in [1, 1<<30]: 1 found, 0 absent, -1 bad. */
 static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
@@ -348,7 +348,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, gemma2, gemma3, phi3)\n",
+            "qwen3, gemma2, gemma3, phi3, granite)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -554,6 +554,31 @@ static int read_gemma(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   return 0;
 }
 
+/* Granite's multipliers as llama.cpp's granite reads them: granite.logit_scale (required), and
+ * .embedding_scale, .residual_scale, .attention.scale (absent or 0: none; the scores' default). */
+static int read_granite(const mkc_gguf *f, mkc_model_desc *d) {
+  const char *arch = d->arch;
+  if (get_real(f, arch, "embedding_scale", &d->embed_scale) < 0 ||
+      get_real(f, arch, "residual_scale", &d->residual_scale) < 0 ||
+      get_real(f, arch, "attention.scale", &d->attn_scale) < 0)
+    return -1;
+  int rc = get_real(f, arch, "logit_scale", &d->logit_scale);
+  if (rc <= 0) {
+    if (rc == 0) fprintf(stderr, "mkc: error: %s: missing metadata granite.logit_scale\n", f->path);
+    return -1;
+  }
+  double v[] = {d->embed_scale, d->residual_scale, d->attn_scale, d->logit_scale};
+  for (int i = 0; i < 4; i++)
+    if (!(v[i] >= 0) || !isfinite(v[i]) || (i == 3 && v[i] == 0)) {
+      fprintf(stderr,
+              "mkc: error: %s: granite's embedding_scale %g, residual_scale %g, attention.scale "
+              "%g, logit_scale %g (Expected: >= 0; logit_scale > 0)\n",
+              f->path, v[0], v[1], v[2], v[3]);
+      return -1;
+    }
+  return 0;
+}
+
 /* ARCH.pooling_type (llama.cpp's: 0 none, 1 mean, 2 cls, 3 last, 4 rank), which
  * embedding models' files carry; absent: MKC_POOL_UNSET. */
 static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
@@ -582,5 +607,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
       read_pooling(f, d->arch, d))
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
+  if (strcmp(d->arch, "granite") == 0 && read_granite(f, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

@@ -159,6 +159,10 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", embeddings x %g", d->embed_scale);
   if (d->attn_scale > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", attention scale %g", d->attn_scale);
+  if (d->residual_scale > 0 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", residual branches x %g", d->residual_scale);
+  if (d->logit_scale > 0 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", logits / %g", d->logit_scale);
   if (d->attn_softcap > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", scores capped at %g", d->attn_softcap);
   if (d->final_softcap > 0 && len < cap)
