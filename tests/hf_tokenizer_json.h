@@ -156,7 +156,9 @@ static char *json_from_gguf(const mkc_gguf *f) {
       cJSON_AddStringToObject(split, "behavior", "Isolated");
       cJSON_AddBoolToObject(split, "invert", 0);
       pre = sequence(split, byte_level(0));
-    } else if (strcmp(pre_name, "smollm") == 0) {
+    } else if (strcmp(pre_name, "smollm") == 0 || strcmp(pre_name, "refact") == 0 ||
+               strcmp(pre_name, "starcoder") == 0 || strcmp(pre_name, "command-r") == 0) {
+      /* StarCoder's tokenizer.json (SmolLM's, Refact's and Command R's alike) */
       pre =
           sequence(cJSON_Parse("{\"type\":\"Digits\",\"individual_digits\":true}"), byte_level(1));
     } else {

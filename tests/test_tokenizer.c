@@ -606,7 +606,8 @@ static void test_errors(void) {
                     "tokenizer.ggml.pre 'falcon' is not supported (mkc knows default, gpt2, "
                     "gpt-2, phi-2, jina-es, jina-de, jina-v2-es, jina-v2-de, gigachat, a.x-4.0, "
                     "mellum, exaone4, llama-bpe, llama3, llama-v3, falcon3, falcon-h1, pixtral, "
-                    "midm-2.0, lfm2, qwen2, deepseek-r1-qwen, megrez, kormo, smollm, tekken, "
+                    "midm-2.0, lfm2, qwen2, deepseek-r1-qwen, megrez, kormo, smollm, starcoder, "
+                    "refact, command-r, codeshell, exaone, minerva-7b, mellum2, tekken, "
                     "gpt-4o, llama4, kanana2, talkie)");
   expect_gguf_error("no-tokens", "no tokenizer.ggml.tokens");
   expect_gguf_error("tokens-u32", "metadata 'tokenizer.ggml.tokens': Expected an array of string, "
@@ -1135,6 +1136,10 @@ int main(void) {
     test_vocab(dir, "llama-bpe", "bpe (llama3)");
     test_vocab(dir, "qwen2", "bpe (qwen2)");
     test_vocab(dir, "gpt-2", "bpe (gpt2)");
+    /* StarCoder's split (digits apart, then GPT-2's) under llama.cpp's other names for it */
+    test_vocab(dir, "refact", "bpe (smollm)");
+    test_vocab(dir, "starcoder", "bpe (smollm)");
+    test_vocab(dir, "command-r", "bpe (smollm)");
     test_smollm(dir);
     test_fixtures(dir);
   }

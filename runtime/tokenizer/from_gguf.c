@@ -15,26 +15,31 @@
 /* tokenizer.ggml.pre values and the pattern each names: every name
  * llama.cpp reads as one of the patterns mkc splits with (its
  * llama-vocab.cpp; DeepSeek-R1's Qwen distills keep Qwen2's pattern, Falcon3
- * Llama 3's), with the same ignore_merges. */
+ * Llama 3's, StarCoder's digits-apart split serves Refact, Command R and
+ * SmolLM), with the same ignore_merges. */
 static const struct {
   const char *name;
   int pre, ignore_merges;
 } PRES[] = {
-    {"default", MKC_PRE_GPT2, 0},     {"gpt2", MKC_PRE_GPT2, 0},
-    {"gpt-2", MKC_PRE_GPT2, 0},       {"phi-2", MKC_PRE_GPT2, 0},
-    {"jina-es", MKC_PRE_GPT2, 0},     {"jina-de", MKC_PRE_GPT2, 0},
-    {"jina-v2-es", MKC_PRE_GPT2, 0},  {"jina-v2-de", MKC_PRE_GPT2, 0},
-    {"gigachat", MKC_PRE_GPT2, 0},    {"a.x-4.0", MKC_PRE_GPT2, 0},
-    {"mellum", MKC_PRE_GPT2, 0},      {"exaone4", MKC_PRE_GPT2, 0},
-    {"llama-bpe", MKC_PRE_LLAMA3, 1}, {"llama3", MKC_PRE_LLAMA3, 1},
-    {"llama-v3", MKC_PRE_LLAMA3, 1},  {"falcon3", MKC_PRE_LLAMA3, 1},
-    {"falcon-h1", MKC_PRE_LLAMA3, 1}, {"pixtral", MKC_PRE_LLAMA3, 1},
-    {"midm-2.0", MKC_PRE_LLAMA3, 1},  {"lfm2", MKC_PRE_LLAMA3, 1},
-    {"qwen2", MKC_PRE_QWEN2, 0},      {"deepseek-r1-qwen", MKC_PRE_QWEN2, 0},
-    {"megrez", MKC_PRE_QWEN2, 0},     {"kormo", MKC_PRE_QWEN2, 0},
-    {"smollm", MKC_PRE_SMOLLM, 0},    {"tekken", MKC_PRE_TEKKEN, 1},
-    {"gpt-4o", MKC_PRE_GPT4O, 0},     {"llama4", MKC_PRE_GPT4O, 0},
-    {"kanana2", MKC_PRE_GPT4O, 0},    {"talkie", MKC_PRE_GPT4O, 0},
+    {"default", MKC_PRE_GPT2, 0},      {"gpt2", MKC_PRE_GPT2, 0},
+    {"gpt-2", MKC_PRE_GPT2, 0},        {"phi-2", MKC_PRE_GPT2, 0},
+    {"jina-es", MKC_PRE_GPT2, 0},      {"jina-de", MKC_PRE_GPT2, 0},
+    {"jina-v2-es", MKC_PRE_GPT2, 0},   {"jina-v2-de", MKC_PRE_GPT2, 0},
+    {"gigachat", MKC_PRE_GPT2, 0},     {"a.x-4.0", MKC_PRE_GPT2, 0},
+    {"mellum", MKC_PRE_GPT2, 0},       {"exaone4", MKC_PRE_GPT2, 0},
+    {"llama-bpe", MKC_PRE_LLAMA3, 1},  {"llama3", MKC_PRE_LLAMA3, 1},
+    {"llama-v3", MKC_PRE_LLAMA3, 1},   {"falcon3", MKC_PRE_LLAMA3, 1},
+    {"falcon-h1", MKC_PRE_LLAMA3, 1},  {"pixtral", MKC_PRE_LLAMA3, 1},
+    {"midm-2.0", MKC_PRE_LLAMA3, 1},   {"lfm2", MKC_PRE_LLAMA3, 1},
+    {"qwen2", MKC_PRE_QWEN2, 0},       {"deepseek-r1-qwen", MKC_PRE_QWEN2, 0},
+    {"megrez", MKC_PRE_QWEN2, 0},      {"kormo", MKC_PRE_QWEN2, 0},
+    {"smollm", MKC_PRE_SMOLLM, 0},     {"starcoder", MKC_PRE_SMOLLM, 0},
+    {"refact", MKC_PRE_SMOLLM, 0},     {"command-r", MKC_PRE_SMOLLM, 0},
+    {"codeshell", MKC_PRE_SMOLLM, 0},  {"exaone", MKC_PRE_SMOLLM, 0},
+    {"minerva-7b", MKC_PRE_SMOLLM, 0}, {"mellum2", MKC_PRE_SMOLLM, 0},
+    {"tekken", MKC_PRE_TEKKEN, 1},     {"gpt-4o", MKC_PRE_GPT4O, 0},
+    {"llama4", MKC_PRE_GPT4O, 0},      {"kanana2", MKC_PRE_GPT4O, 0},
+    {"talkie", MKC_PRE_GPT4O, 0},
 };
 
 static int is_integer_type(uint32_t type) {

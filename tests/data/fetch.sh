@@ -23,7 +23,7 @@ model=$models/$name
 # An older cache kept the model with the test data: move it, once.
 if [ ! -f "$model" ] && [ -f "$dir/$name" ] && [ ! -L "$dir/$name" ]; then mv "$dir/$name" "$model"; fi
 [ -f "$model" ] && ln -sfn "$model" "$dir/$name"
-vocabs="llama-spm llama-bpe qwen2 gpt-2"
+vocabs="llama-spm llama-bpe qwen2 gpt-2 refact starcoder command-r"
 have_vocabs() {
   for v in $vocabs; do
     for ext in gguf gguf.inp gguf.out; do [ -f "$dir/vocab/ggml-vocab-$v.$ext" ] || return 1; done
