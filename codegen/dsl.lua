@@ -150,7 +150,8 @@ local function builder(graph)
   end
   -- bias (optional): a weight [1, rows] added to the product
   g.matmul = function(x, w, bias) return ir.op(graph, "matmul", { x, w, bias }, nil, line()) end
-  -- o.scaling (optional): "none", or a table { type = "linear" | "llama3" | "yarn", ... } (ir.lua)
+  -- o.scaling (optional): "none", or a table { type = "linear" | "llama3" | "yarn" | "longrope",
+  -- ... } (ir.lua)
   -- o.rot_dim (optional): rotate the first rot_dim dims of each head only (partial RoPE)
   g.rope = function(x, heads, o)
     o = o or {}

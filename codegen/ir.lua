@@ -54,7 +54,7 @@ local ROPE_SCALING = {
   linear = { factor = true },
   llama3 = { factor = true, low_freq_factor = true, high_freq_factor = true, orig_ctx = true },
   yarn = { factor = true, orig_ctx = true, beta_fast = 32, beta_slow = 1, ext_factor = 1, attn_factor = 1 },
-  -- Phi-3's: the pair's frequency divided by its factor (head_dim / 2 of each list), cos and sin
+  -- Phi-3's: the pair's frequency divided by its factor (rot_dim / 2 of each list), cos and sin
   -- times attn_factor
   longrope = { short_factor = "list", long_factor = "list", orig_ctx = true, attn_factor = 1 },
 }

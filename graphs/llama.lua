@@ -2,15 +2,17 @@
 -- (Q/K/V biases for qwen2: qkv_bias; per-head Q/K norms for qwen3: qk_norm), SwiGLU MLP, final
 -- norm, LM head (tied or untied). GGUF weight names; [rows][cols] = [out][in], vectors [1][n].
 -- rope_scaling: "none", or how a model stretched past the context it was first trained on scales
--- RoPE: { type = "linear" | "llama3" | "yarn", factor = ..., ... } (docs/MODELS.md).
+-- RoPE: { type = "linear" | "llama3" | "yarn", factor = ..., ... }, or { type = "longrope",
+-- short_factor = {...}, long_factor = {...}, orig_ctx = N, attn_factor = A } (docs/MODELS.md).
 -- sliding_window: "none", or { size = N } (every layer's attention sees the last N positions, its
 -- own included: Mistral), or { size = N, pattern = "5 local : 1 global" } (the pattern repeats
 -- over the layers from layer 0: Gemma's local and global layers), with rope_theta = B where the
 -- local layers' RoPE has a base of its own, unscaled (Gemma 3's 10000).
 -- Optional (a preset without them gets the default): rope_dim, the dims RoPE rotates, each head's
--- first (head_dim; Phi-4-mini: 3/4 of them, the others passed through); embed_scale, each embedding multiplied by it
--- (1; Gemma: sqrt(dim)); attn_scale, the attention scores' scale (0: 1 / sqrt(head_dim)); ffn_act,
--- the MLP gate's activation, "silu" (SwiGLU, the default) or "gelu_tanh" (Gemma's GeGLU);
+-- first (head_dim; Phi-4-mini: 3/4 of them, the others passed through); embed_scale, each
+-- embedding multiplied by it (1; Gemma: sqrt(dim)); attn_scale, the attention scores' scale (0:
+-- 1 / sqrt(head_dim)); ffn_act, the MLP gate's activation, "silu" (SwiGLU, the default) or
+-- "gelu_tanh" (Gemma's GeGLU);
 -- post_norms, a norm on the attention's and the MLP's outputs before each residual add (false;
 -- Gemma 2 and 3: GGUF post_attention_norm, post_ffw_norm); attn_softcap and final_softcap, caps c
 -- that map the scaled attention scores and the logits x to c * tanh(x / c) (0: none; Gemma 2: 50, 30);

@@ -143,7 +143,7 @@ static int set_rope_scaling(mkc_gguf_writer *out, const char *arch, const mkc_ro
 }
 
 /* Llama 3's rope_freqs.weight, or longrope's rope_factors_short.weight and
- * rope_factors_long.weight: F32 [head_dim / 2], each pair's frequency divisor. */
+ * rope_factors_long.weight: F32 [rotated dims / 2], each pair's frequency divisor. */
 static int add_rope_freqs(mkc_gguf_writer *out, const mkc_model_desc *d) {
   const mkc_rope_scaling *s = &d->rope_scaling;
   float divisor[4096];
