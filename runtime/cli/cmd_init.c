@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "codegen/host.h"
 #include "commands.h"
+#include "formats/fused.h"
 #include "formats/gguf.h"
 #include "formats/hf.h"
 #include "formats/quantize.h"
@@ -502,21 +503,14 @@ static uint32_t stored_type(const mkc_weight_info *info, uint32_t want) {
  * (ffn_up, the gate's rows first). A part of such a matrix: which (0 the attention's, 1 the MLP's),
  * its place in it, and how many parts it has; -1 for any other tensor. */
 static int fused_part(const char *name, int *layer, int *group, int *place, int *parts) {
-  static const struct {
-    const char *suffix;
-    int group, place, parts;
-  } PARTS[] = {{"attn_q.weight", 0, 0, 3},
-               {"attn_k.weight", 0, 1, 3},
-               {"attn_v.weight", 0, 2, 3},
-               {"ffn_gate.weight", 1, 0, 2},
-               {"ffn_up.weight", 1, 1, 2}};
   int n = 0;
   if (sscanf(name, "blk.%d.%n", layer, &n) != 1 || n == 0) return -1;
-  for (size_t k = 0; k < sizeof PARTS / sizeof *PARTS; k++)
-    if (strcmp(name + n, PARTS[k].suffix) == 0) {
-      *group = PARTS[k].group, *place = PARTS[k].place, *parts = PARTS[k].parts;
-      return 0;
-    }
+  for (int g = 0; g < MKC_FUSED_GROUPS; g++)
+    for (int p = 0; p < MKC_PHI3_FUSED[g].n_parts; p++)
+      if (strcmp(name + n, MKC_PHI3_FUSED[g].gguf_parts[p]) == 0) {
+        *group = g, *place = p, *parts = MKC_PHI3_FUSED[g].n_parts;
+        return 0;
+      }
   return -1;
 }
 
@@ -527,7 +521,8 @@ typedef struct fuse_part {
   size_t row_bytes;
 } fuse_part;
 
-/* A phi3 part stashed in parts[layer * 5 + group * 3 + place]; once its matrix has every
+/* A phi3 part stashed in parts[layer * 5 + group * 3 + place] (MKC_PHI3_FUSED's groups of 3 and
+ * 2); once its matrix has every
  * part, the parts' rows one after another into a new *joined (which the caller keeps until
  * the file is written), added as the fused tensor. 0, or -1 after a message. */
 static int add_fused(mkc_gguf_writer *out, fuse_part *parts, int layer, int group, int place,
@@ -559,7 +554,7 @@ static int add_fused(mkc_gguf_writer *out, fuse_part *parts, int layer, int grou
   }
   *joined_out = joined;
   char name[64];
-  snprintf(name, sizeof name, "blk.%d.%s", layer, group ? "ffn_up.weight" : "attn_qkv.weight");
+  snprintf(name, sizeof name, "blk.%d.%s", layer, MKC_PHI3_FUSED[group].gguf);
   int64_t ne[2] = {p.cols, rows};
   if (mkc_gguf_add_raw(out, name, p.type, 2, ne, joined)) return -1;
   count[p.type]++;

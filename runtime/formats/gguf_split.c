@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gguf.h"
+#include "fused.h"
 #include "codegen/model_desc.h"
 #include "util/files.h"
 #include "util/text.h"
@@ -20,6 +21,9 @@ int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const 
   if (n < 1 || n > 8) return mkc_error_in(f->path, "splitting '%s' in %d", mkc_shown(name), n);
   int64_t total = 0;
   for (int k = 0; k < n; k++) total += rows[k];
+  /* named as one of its parts (phi3's ffn_up) but not the parts' rows: that part alone */
+  for (int k = 0; k < n; k++)
+    if (strcmp(names[k], name) == 0 && !(t->n_dims == 2 && t->ne[1] == total)) return 1;
   if (t->n_dims != 2 || t->ne[1] != total || t->n_bytes % (uint64_t)t->ne[1] != 0)
     return mkc_error_in(f->path,
                         "tensor '%s' [%" PRId64 ", %" PRId64 "]: expected %d fused matrices of "
@@ -69,27 +73,15 @@ int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const 
   return 0;
 }
 
+/* mkc_gguf_split_rows as fused.h's mkc_split_fn. */
+static int split_gguf(void *f, const char *name, int n, const char *const *names,
+                      const int64_t *rows) {
+  return mkc_gguf_split_rows(f, name, n, names, rows);
+}
+
 /* phi3 files fuse each layer's Q, K and V (attn_qkv) and its MLP's gate and
  * up projections (ffn_up, the gate's rows first): split into the tensors the
  * graph names, as llama.cpp's phi3 reads them (a file may keep them apart). */
 int mkc_gguf_unfuse(mkc_gguf *f, const mkc_model_desc *d) {
-  if (strcmp(d->arch, "phi3") != 0) return 0;
-  for (int l = 0; l < d->n_layers; l++) {
-    char qkv[64], q[64], k[64], v[64], gate[64], up[64];
-    snprintf(qkv, sizeof qkv, "blk.%d.attn_qkv.weight", l);
-    snprintf(q, sizeof q, "blk.%d.attn_q.weight", l);
-    snprintf(k, sizeof k, "blk.%d.attn_k.weight", l);
-    snprintf(v, sizeof v, "blk.%d.attn_v.weight", l);
-    snprintf(gate, sizeof gate, "blk.%d.ffn_gate.weight", l);
-    snprintf(up, sizeof up, "blk.%d.ffn_up.weight", l);
-    const char *attn[3] = {q, k, v}, *mlp[2] = {gate, up};
-    int64_t kv = (int64_t)d->n_kv_heads * d->head_dim;
-    int64_t attn_rows[3] = {(int64_t)d->n_heads * d->head_dim, kv, kv},
-            mlp_rows[2] = {d->ffn, d->ffn};
-    if (mkc_gguf_split_rows(f, qkv, 3, attn, attn_rows) < 0) return -1;
-    const mkc_gguf_tensor *t = mkc_gguf_find_tensor(f, up);
-    if (t && t->ne[1] == 2 * (int64_t)d->ffn && mkc_gguf_split_rows(f, up, 2, mlp, mlp_rows) < 0)
-      return -1;
-  }
-  return 0;
+  return mkc_unfuse(d, 0, split_gguf, f);
 }

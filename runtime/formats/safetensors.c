@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dequant.h"
+#include "fused.h"
 #include "util/files.h"
 #include "util/mapped.h"
 #include "util/text.h"
@@ -630,27 +631,14 @@ int mkc_st_split_rows(mkc_safetensors *st, const char *name, int n, const char *
   return 0;
 }
 
+/* mkc_st_split_rows as fused.h's mkc_split_fn. */
+static int split_st(void *st, const char *name, int n, const char *const *names,
+                    const int64_t *rows) {
+  return mkc_st_split_rows(st, name, n, names, rows);
+}
+
 int mkc_st_unfuse(mkc_safetensors *st, const mkc_model_desc *d) {
-  if (strcmp(d->arch, "phi3") != 0) return 0;
-  for (int l = 0; l < d->n_layers; l++) {
-    char qkv[96], q[96], k[96], v[96], gate_up[96], gate[96], up[96];
-    const char *at = "model.layers";
-    snprintf(qkv, sizeof qkv, "%s.%d.self_attn.qkv_proj.weight", at, l);
-    snprintf(q, sizeof q, "%s.%d.self_attn.q_proj.weight", at, l);
-    snprintf(k, sizeof k, "%s.%d.self_attn.k_proj.weight", at, l);
-    snprintf(v, sizeof v, "%s.%d.self_attn.v_proj.weight", at, l);
-    snprintf(gate_up, sizeof gate_up, "%s.%d.mlp.gate_up_proj.weight", at, l);
-    snprintf(gate, sizeof gate, "%s.%d.mlp.gate_proj.weight", at, l);
-    snprintf(up, sizeof up, "%s.%d.mlp.up_proj.weight", at, l);
-    const char *attn[3] = {q, k, v}, *mlp[2] = {gate, up};
-    int64_t kv = (int64_t)d->n_kv_heads * d->head_dim;
-    int64_t attn_rows[3] = {(int64_t)d->n_heads * d->head_dim, kv, kv},
-            mlp_rows[2] = {d->ffn, d->ffn};
-    if (mkc_st_split_rows(st, qkv, 3, attn, attn_rows) < 0 ||
-        mkc_st_split_rows(st, gate_up, 2, mlp, mlp_rows) < 0)
-      return -1;
-  }
-  return 0;
+  return mkc_unfuse(d, 1, split_st, st);
 }
 
 const mkc_st_tensor *mkc_st_tensor_at(const mkc_safetensors *st, int i) {

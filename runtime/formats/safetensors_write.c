@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dequant.h"
+#include "fused.h"
 #include "util/files.h"
 
 static int out_error(const char *path, const char *what, const char *name) {
@@ -112,20 +113,14 @@ done:
  * stores them. *n shrinks; each fused matrix's values go to *owned (freed by
  * the caller with the rest). 0, or -1 when out of memory. */
 static int fuse_phi3(mkc_st_out *out, int *n, char (*names)[512], float **owned, int n_layers) {
-  static const struct {
-    const char *fused, *parts[3];
-    int n_parts;
-  } GROUPS[] = {{"self_attn.qkv_proj.weight",
-                 {"self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight"},
-                 3},
-                {"mlp.gate_up_proj.weight", {"mlp.gate_proj.weight", "mlp.up_proj.weight"}, 2}};
   int n_owned = 0;
   for (int l = 0; l < n_layers; l++)
-    for (int g = 0; g < 2; g++) {
-      int at[3], rows = 0;
-      for (int p = 0; p < GROUPS[g].n_parts; p++) {
+    for (int g = 0; g < MKC_FUSED_GROUPS; g++) {
+      const mkc_fused_group *group = &MKC_PHI3_FUSED[g];
+      int at[MKC_FUSED_MAX_PARTS], rows = 0;
+      for (int p = 0; p < group->n_parts; p++) {
         char name[512];
-        snprintf(name, sizeof name, "model.layers.%d.%s", l, GROUPS[g].parts[p]);
+        snprintf(name, sizeof name, "model.layers.%d.%s", l, group->hf_parts[p]);
         at[p] = -1;
         for (int k = 0; k < *n; k++)
           if (out[k].name && strcmp(out[k].name, name) == 0) at[p] = k;
@@ -136,13 +131,13 @@ static int fuse_phi3(mkc_st_out *out, int *n, char (*names)[512], float **owned,
       float *v = malloc((size_t)rows * (size_t)cols * sizeof *v), *to = v;
       if (!v) return -1;
       owned[n_owned++] = v;
-      for (int p = 0; p < GROUPS[g].n_parts; p++) {
+      for (int p = 0; p < group->n_parts; p++) {
         size_t count = (size_t)out[at[p]].shape[0] * (size_t)cols;
         memcpy(to, out[at[p]].values, count * sizeof *to);
         to += count;
         if (p) out[at[p]].name = NULL; /* dropped below */
       }
-      snprintf(names[at[0]], sizeof names[at[0]], "model.layers.%d.%s", l, GROUPS[g].fused);
+      snprintf(names[at[0]], sizeof names[at[0]], "model.layers.%d.%s", l, group->hf);
       out[at[0]].shape[0] = rows;
       out[at[0]].values = v;
     }
