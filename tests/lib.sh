@@ -58,6 +58,18 @@ expect_greedy() {
   fi
 }
 
+# expect_sha NAME FILE FIXTURE: FILE is the file FIXTURE's "sha256 HEX [NAME]" line pins (the
+# one the other engine read), one check.
+expect_sha() {
+  local want
+  want=$(sed -n 's/^sha256 \([0-9a-f]*\).*/\1/p' "$3")
+  if [ -n "$want" ] && [ "$(sha256sum <"$2" | cut -d' ' -f1)" = "$want" ]; then
+    ok "$1 (sha256 ${want:0:12}...)"
+  else
+    fail "$1" "want ${want:-a sha256 line in $3}"
+  fi
+}
+
 # start NAME ARGS...: mkc serve ARGS on a port the system picks; sets port and pid.
 start() {
   local name=$1

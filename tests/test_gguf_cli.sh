@@ -168,16 +168,12 @@ else
   fail "odd through a phi3 GGUF" "$(cat "$tmp/err" "$tmp/info" | head -40)" "file: $(cat "$tmp/phi3.file")"
 fi
 # llama.cpp's phi3 on the same file with F32 matrices (the bf16 values, exact), mkc's cache in F16 as
-# llama.cpp's: all 48 greedy steps (within 0.005; with BF16 matrices llama.cpp rounds activations)
-# llama.cpp's phi3 on the same file with F32 matrices (the bf16 values, exact), mkc's cache in F16 as
 # llama.cpp's: all 48 greedy steps (within 0.005; with BF16 matrices llama.cpp rounds activations).
 # The file is the one llama.cpp read (its sha256): a writer and a reader that fuse in the same wrong
 # order would agree with each other, not with it.
 "$mkc" init --preset odd --seed 5 --arch phi3 --type f32 -o "$tmp/phi3-f32.gguf" 2>/dev/null
-want=$(sed -n 's/^sha256 //p' tests/data/phi3_llamacpp.txt)
-[ "$(sha256sum <"$tmp/phi3-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
-  ok "init --arch phi3 --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
-  fail "init --arch phi3 writes the file llama.cpp read" "want $want"
+expect_sha "init --arch phi3 --type f32 writes the file llama.cpp read" "$tmp/phi3-f32.gguf" \
+  tests/data/phi3_llamacpp.txt
 MKC_KV_DTYPE=f16 expect_greedy "odd's phi3 file on the cpu kernel against llama.cpp's phi3" \
   tests/data/phi3_llamacpp.txt "$tmp/phi3-f32.gguf"
 # The phi3 Hugging Face folder (qkv_proj, gate_up_proj): the preset's tokens, and transformers'
@@ -191,10 +187,8 @@ if "$mkc" init --preset odd --seed 5 --arch phi3 -o "$tmp/phi3-hf" 2>"$tmp/err" 
 else
   fail "odd through a phi3 Hugging Face folder" "$(cat "$tmp/err")" "$(cat "$tmp/phi3-hf.out")"
 fi
-want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' tests/data/phi3_transformers.txt)
-[ "$(sha256sum <"$tmp/phi3-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
-  ok "init --arch phi3 writes the weights transformers read (sha256 ${want:0:12}...)" ||
-  fail "init --arch phi3 writes the weights transformers read" "want $want"
+expect_sha "init --arch phi3 writes the weights transformers read" "$tmp/phi3-hf/model.safetensors" \
+  tests/data/phi3_transformers.txt
 MKC_KV_DTYPE=f32 expect_greedy "odd's phi3 folder on the cpu kernel against transformers' Phi3ForCausalLM" \
   tests/data/phi3_transformers.txt "$tmp/phi3-hf"
 python3 -c "
@@ -235,11 +229,10 @@ phi3_oracles() {
   [ $all = 1 ] && ok "$preset through a phi3 GGUF, --ctx 256 and 512: the reference's 40 tokens (which differ)" ||
     fail "$preset through a phi3 GGUF" "$(cat "$tmp/err" "$tmp/info" | head -40)"
   "$mkc" init --preset "$preset" --seed 5 --arch phi3 --type f32 -o "$f-f32.gguf" 2>/dev/null
-  want=$(sed -n 's/^sha256 //p' "tests/data/${name}_llamacpp_short.txt")
-  [ "$(sha256sum <"$f-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
-    [ "$want" = "$(sed -n 's/^sha256 //p' "tests/data/${name}_llamacpp_long.txt")" ] &&
-    ok "init --preset $preset --arch phi3 --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
-    fail "init --preset $preset writes the file llama.cpp read" "want $want"
+  for side in short long; do
+    expect_sha "init --preset $preset --arch phi3 --type f32 writes the file llama.cpp read ($side)" \
+      "$f-f32.gguf" "tests/data/${name}_llamacpp_$side.txt"
+  done
   for side in short:256:$min_short long:512:48; do
     c=${side#*:}
     MKC_KV_DTYPE=f16 GREEDY_FLAGS="--ctx ${c%:*}" expect_greedy \
@@ -247,12 +240,14 @@ phi3_oracles() {
       "tests/data/${name}_llamacpp_${side%%:*}.txt" "$f-f32.gguf" "${side##*:}"
   done
   "$mkc" init --preset "$preset" --seed 5 --arch phi3 -o "$f-hf" 2>/dev/null
-  want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' "tests/data/${name}_transformers_short.txt")
-  [ "$(sha256sum <"$f-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
-    grep -q '"rope_type":.*"longrope"' "$f-hf/config.json" &&
+  for side in short long; do
+    expect_sha "init --preset $preset --arch phi3 writes the weights transformers read ($side)" \
+      "$f-hf/model.safetensors" "tests/data/${name}_transformers_$side.txt"
+  done
+  grep -q '"rope_type":.*"longrope"' "$f-hf/config.json" &&
     ! grep -q attention_factor "$f-hf/config.json" &&
-    ok "init --preset $preset --arch phi3 writes the folder transformers read (no attention_factor: derived)" ||
-    fail "init --preset $preset writes the folder transformers read" "$(cat "$f-hf/config.json")"
+    ok "init --preset $preset --arch phi3's config.json: longrope, no attention_factor (derived)" ||
+    fail "init --preset $preset --arch phi3's config.json" "$(cat "$f-hf/config.json")"
   for side in short:256 long:512; do
     MKC_KV_DTYPE=f32 GREEDY_FLAGS="--ctx ${side#*:}" expect_greedy \
       "$preset's phi3 folder, --ctx ${side#*:}, against transformers' Phi3ForCausalLM (the ${side%:*} factors)" \
@@ -281,16 +276,12 @@ else
   fail "granite-tiny through a granite GGUF and folder" "$(cat "$tmp/err" "$tmp/info" | head -40)"
 fi
 "$mkc" init --preset granite-tiny --seed 5 --type f32 -o "$tmp/granite-f32.gguf" 2>/dev/null
-want=$(sed -n 's/^sha256 //p' tests/data/granite_llamacpp.txt)
-[ "$(sha256sum <"$tmp/granite-f32.gguf" | cut -d' ' -f1)" = "$want" ] &&
-  ok "init --preset granite-tiny --type f32 writes the file llama.cpp read (sha256 ${want:0:12}...)" ||
-  fail "init --preset granite-tiny writes the file llama.cpp read" "want $want"
+expect_sha "init --preset granite-tiny --type f32 writes the file llama.cpp read" \
+  "$tmp/granite-f32.gguf" tests/data/granite_llamacpp.txt
 MKC_KV_DTYPE=f16 expect_greedy "granite-tiny's file on the cpu kernel against llama.cpp's granite" \
   tests/data/granite_llamacpp.txt "$tmp/granite-f32.gguf"
-want=$(sed -n 's/^sha256 \([0-9a-f]*\) .*/\1/p' tests/data/granite_transformers.txt)
-[ "$(sha256sum <"$tmp/granite-hf/model.safetensors" | cut -d' ' -f1)" = "$want" ] &&
-  ok "init --preset granite-tiny writes the weights transformers read (sha256 ${want:0:12}...)" ||
-  fail "init --preset granite-tiny writes the weights transformers read" "want $want"
+expect_sha "init --preset granite-tiny writes the weights transformers read" \
+  "$tmp/granite-hf/model.safetensors" tests/data/granite_transformers.txt
 MKC_KV_DTYPE=f32 expect_greedy "granite-tiny's folder on the cpu kernel against transformers' GraniteForCausalLM" \
   tests/data/granite_transformers.txt "$tmp/granite-hf"
 # Phi-3's first configs named the scaling "su"; a list of another length than the rotated dims / 2
