@@ -178,6 +178,15 @@ local function builder(graph)
     return ir.op(graph, "recurrent", { mixed, gates, conv_w, a_log, dt_bias },
                  { layer = o.layer, kind = o.kind, heads = o.heads, head_dim = o.k_dim, v_dim = o.v_dim }, l)
   end
+  -- a sparse MLP of o.experts experts, o.used of them per input (ir.lua); o.norm_topk (optional):
+  -- the chosen experts' weights renormalized to sum 1; o.act (optional): as swiglu's. The reference
+  -- executor runs it (--backend ref); no kernel emits it yet.
+  g.moe = function(x, router, gate, up, down, o)
+    local l = line()
+    o = options(l, "moe", o, { experts = true, used = true, norm_topk = true, act = true })
+    return ir.op(graph, "moe", { x, router, gate, up, down },
+                 { experts = o.experts, experts_used = o.used, norm_topk = o.norm_topk, act = o.act }, l)
+  end
   -- a + b; o.scale (optional): a + scale * b (Granite's residual_multiplier on each branch)
   g.add = function(a, b, o)
     local l = line()

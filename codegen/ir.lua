@@ -255,6 +255,40 @@ ir.ops = {
     at.conv, at.kind = conv.cols, nil
     return at.heads * at.v_dim
   end,
+  -- a sparse MLP (Qwen3-MoE, Mixtral): router [experts, dim] scores the experts, the experts_used
+  -- best of softmax(router x) run, each down(act(gate x) * up x) weighted by its probability
+  -- (renormalized over the chosen with norm_topk); expert e's rows of gate, up [experts * ffn, dim]
+  -- and down [experts * dim, ffn] are its block from e * ffn (e * dim), as GGUF's 3-d _exps tensors
+  -- lie. act: "silu" (nil) or "gelu_tanh", exported as ir.ACTS' number; norm_topk as 0 or 1
+  moe = function(a, at)
+    local x = value(a[1], "moe")
+    local router, gate, up, down = weight(a[2], "moe router"), weight(a[3], "moe gate"), weight(a[4], "moe up"),
+                                   weight(a[5], "moe down")
+    count(at.experts, "moe experts")
+    count(at.experts_used, "moe used")
+    need(at.experts_used <= at.experts and at.experts_used <= 64 and at.experts <= 1024,
+         "moe: used must be at most experts and 64, experts at most 1024, got used %d of %d", at.experts_used,
+         at.experts)
+    need(router.rows == at.experts and router.cols == x.n,
+         "shape mismatch: moe router %s [%d, %d], expected [%d, %d] (experts x the input)", router.name, router.rows,
+         router.cols, at.experts, x.n)
+    need(gate.rows % at.experts == 0 and gate.cols == x.n,
+         "shape mismatch: moe gate %s [%d, %d], expected [%d x ffn, %d]", gate.name, gate.rows, gate.cols,
+         at.experts, x.n)
+    local ffn = gate.rows // at.experts
+    need(up.rows == gate.rows and up.cols == x.n, "shape mismatch: moe up %s [%d, %d], expected [%d, %d] as gate",
+         up.name, up.rows, up.cols, gate.rows, x.n)
+    need(down.rows == at.experts * x.n and down.cols == ffn,
+         "shape mismatch: moe down %s [%d, %d], expected [%d, %d] (experts x the input, ffn)", down.name,
+         down.rows, down.cols, at.experts * x.n, ffn)
+    need(at.norm_topk == nil or type(at.norm_topk) == "boolean", "moe: norm_topk must be a boolean, got %s",
+         util.show(at.norm_topk))
+    at.norm_topk = at.norm_topk and 1 or 0
+    need(at.act == nil or ir.ACTS[at.act] ~= nil, "moe: act must be \"silu\" or \"gelu_tanh\", got %s",
+         util.show(at.act))
+    at.act = ir.ACTS[at.act or "silu"]
+    return x.n
+  end,
   add = function(a, at)
     local x, y = value(a[1], "add"), value(a[2], "add")
     need(x.n == y.n, "shape mismatch: add of [%d] and [%d]", x.n, y.n)

@@ -22,6 +22,9 @@
 -- conv = C }: the pattern's linear layers replace attention by a gated delta-rule recurrence
 -- (Qwen3-Next's "gated DeltaNet": g.recurrent, runtime/exec/delta_rule.h), which only the
 -- reference executor runs so far (--backend ref).
+-- moe: "none", or { experts = E, used = K, ffn = F, norm_topk = true | false }: every layer's MLP
+-- is sparse (g.moe): a router picks K of E experts per input, each an MLP of F (Qwen3-MoE, Mixtral:
+-- GGUF ffn_gate_inp, ffn_{gate,up,down}_exps); the reference executor runs it so far (--backend ref).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -233,6 +236,26 @@ preset "hybrid-tiny" {
   linear_attention = { pattern = "3 linear : 1 full", heads = 4, k_dim = 16, v_dim = 16, conv = 4 },
 }
 
+-- Qwen3-MoE's shape in small (Qwen3's per-head norms, 8 experts, 3 per input, their weights
+-- renormalized); runs on the reference executor only (--backend ref).
+preset "moe-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
+  vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  moe = { experts = 8, used = 3, ffn = 48, norm_topk = true },
+}
+
+-- Mixtral's shape in small (Llama's layers, 4 experts as wide as the dense size, 2 per input):
+-- GGUF llama with experts, HF mixtral; runs on the reference executor only (--backend ref).
+preset "mixtral-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 96,
+  vocab = 288, rope_theta = 1000000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  moe = { experts = 4, used = 2, ffn = 96, norm_topk = true },
+}
+
 -- Layer l's attention window: 0 where it sees every position.
 local function window_of(p, l)
   local w = p.sliding_window
@@ -316,6 +339,26 @@ function build(g, p)
     return post_norm(l, "post_attention_norm", g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
   end
 
+  -- the MLP on the normed input h: dense, or with moe a router's choice of experts
+  local function mlp(l, h)
+    local act = optional(p, "ffn_act", "silu") ~= "silu" and p.ffn_act or nil
+    local moe = optional(p, "moe", "none")
+    if moe ~= "none" then
+      if type(moe) ~= "table" or math.type(moe.experts) ~= "integer" or math.type(moe.ffn) ~= "integer" then
+        error("moe: expected \"none\" or { experts = E, used = K, ffn = F, norm_topk = true | false }", 2)
+      end
+      local E = moe.experts
+      local y = g.moe(h, blk(l, "ffn_gate_inp", E, p.dim), blk(l, "ffn_gate_exps", E * moe.ffn, p.dim),
+                      blk(l, "ffn_up_exps", E * moe.ffn, p.dim), blk(l, "ffn_down_exps", E * p.dim, moe.ffn),
+                      { experts = E, used = moe.used, norm_topk = moe.norm_topk, act = act })
+      return y -- not a tail call: the node's line is this one
+    end
+    local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))
+    local up = g.matmul(h, blk(l, "ffn_up", p.ffn, p.dim))
+    local y = g.matmul(g.swiglu(gate, up, act and { act = act }), blk(l, "ffn_down", p.dim, p.ffn))
+    return y
+  end
+
   local x = g.embed(g.weight("token_embd.weight", p.vocab, p.dim), g.tokens(),
                     optional(p, "embed_scale", 1) ~= 1 and { scale = p.embed_scale } or nil)
   for l = 0, p.n_layers - 1 do
@@ -323,11 +366,7 @@ function build(g, p)
     x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h), resid)
 
     h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
-    local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))
-    local up = g.matmul(h, blk(l, "ffn_up", p.ffn, p.dim))
-    local act = optional(p, "ffn_act", "silu") ~= "silu" and { act = p.ffn_act } or nil
-    x = g.add(x, post_norm(l, "post_ffw_norm", g.matmul(g.swiglu(gate, up, act), blk(l, "ffn_down", p.dim, p.ffn))),
-              resid)
+    x = g.add(x, post_norm(l, "post_ffw_norm", mlp(l, h)), resid)
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)
   local head = p.tied and g.weight("token_embd.weight", p.vocab, p.dim)

@@ -98,6 +98,8 @@ static const char *architecture(const mkc_graph *g) {
   if ((add && add->scale > 0) || (logits && logits->scale > 0)) return "granite";
   if (has_weight(g, "blk.0.post_attention_norm.weight"))
     return has_weight(g, "blk.0.attn_q_norm.weight") ? "gemma3" : "gemma2";
+  if (first_node(g, MKC_OP_MOE)) /* experts: qwen3moe's with head norms, else Mixtral's llama */
+    return has_weight(g, "blk.0.attn_q_norm.weight") ? "qwen3moe" : "llama";
   if (has_weight(g, "blk.0.attn_q_norm.weight")) return "qwen3";
   if (has_weight(g, "blk.0.attn_q.bias")) return "qwen2";
   return "llama";
@@ -347,7 +349,8 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   bad |= set_u32(out, arch, "block_count", g->n_layers);
   bad |= set_u32(out, arch, "context_length", g->max_ctx);
   bad |= set_u32(out, arch, "embedding_length", g->dim);
-  bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
+  if (!first_node(g, MKC_OP_MOE) || strcmp(arch, "llama") != 0)
+    bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
   bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
   bad |= set_u32(out, arch, "attention.head_count_kv", g->n_kv_heads);
   /* head_dim need not be dim / n_heads: loaders read it from these */
@@ -367,6 +370,16 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   if (norm) {
     snprintf(key, sizeof key, "%s.attention.layer_norm_rms_epsilon", arch);
     bad |= mkc_gguf_set_f32(out, key, (float)norm->eps);
+  }
+  const mkc_node *moe = first_node(g, MKC_OP_MOE);
+  if (moe) {
+    int expert_ffn = g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
+    bad |= set_u32(out, arch, "expert_count", moe->experts);
+    bad |= set_u32(out, arch, "expert_used_count", moe->experts_used);
+    if (strcmp(arch, "llama") == 0) /* Mixtral's experts are the dense width */
+      bad |= set_u32(out, arch, "feed_forward_length", expert_ffn);
+    else
+      bad |= set_u32(out, arch, "expert_feed_forward_length", expert_ffn);
   }
   return bad ? -1 : 0;
 }
@@ -408,6 +421,42 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
   d->tied = !has_weight(g, "output.weight");
   d->qkv_bias = has_weight(g, "blk.0.attn_q.bias");
   d->qk_norm = has_weight(g, "blk.0.attn_q_norm.weight");
+  const mkc_node *moe = first_node(g, MKC_OP_MOE);
+  if (moe) {
+    d->n_experts = moe->experts, d->n_experts_used = moe->experts_used;
+    d->expert_ffn = g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
+    d->norm_topk = moe->norm_topk;
+  }
+}
+
+/* A graph's experts as a file can say them: the same in every layer, their MLP SiLU-gated, and
+ * in a GGUF (whose loaders always renormalize) their weights renormalized; a llama file's
+ * (Mixtral's) experts are feed_forward_length wide, so its dense size is theirs. 0, or -1 after
+ * a message. */
+static int experts_fit(const mkc_graph *g, const char *preset, const mkc_model_desc *d, int gguf) {
+  const char *why = NULL;
+  int moe_layers = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *m = &g->nodes[i];
+    if (m->op != MKC_OP_MOE) continue;
+    moe_layers++;
+    if (m->experts != d->n_experts || m->experts_used != d->n_experts_used ||
+        g->weights[g->nodes[m->in[2]].weight].rows != d->n_experts * d->expert_ffn ||
+        m->norm_topk != d->norm_topk)
+      why = "layers with other experts";
+    else if (m->act != MKC_ACT_SILU)
+      why = "GELU-gated experts";
+  }
+  if (!why && moe_layers && moe_layers != g->n_layers) why = "dense layers among the sparse ones";
+  if (!why && moe_layers && strcmp(d->arch, "llama") != 0 && strcmp(d->arch, "mixtral") != 0 &&
+      strcmp(d->arch, "qwen3moe") != 0)
+    why = "experts beside what only another architecture's file says (mkc writes experts in "
+          "llama (Mixtral) and qwen3moe files)";
+  if (!why && moe_layers && gguf && !d->norm_topk)
+    why = "experts' weights left as the softmax gives them (a GGUF's loaders renormalize them)";
+  if (!why) return 0;
+  fprintf(stderr, "mkc: error: preset %s: %s, which mkc's model files do not carry\n", preset, why);
+  return -1;
 }
 
 /* The types --type and --tensor-type take, by name (any case). */
@@ -462,6 +511,17 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
       return tt->type;
   }
   return info->rows > 1 && mkc_ends_with(info->name, ".weight") ? f->type : MKC_GGML_BF16;
+}
+
+/* The experts of the MOE node that reads weight `name` as its gate, up or down (a GGUF's
+ * 3-d NAME_exps tensor), or 0. */
+static int experts_of(const mkc_graph *g, const char *name) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    const mkc_node *m = &g->nodes[i];
+    for (int k = 2; m->op == MKC_OP_MOE && k <= 4; k++)
+      if (strcmp(g->weights[g->nodes[m->in[k]].weight].name, name) == 0) return m->experts;
+  }
+  return 0;
 }
 
 /* The type a tensor is stored in: the one wanted, unless its columns are not
@@ -615,8 +675,10 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
       }
       continue;
     }
-    int64_t ne[2] = {info->cols, info->rows};
-    if (mkc_gguf_add_raw(out, info->name, type, info->rows == 1 ? 1 : 2, ne, bytes)) goto done;
+    int64_t ne[3] = {info->cols, info->rows, 1};
+    int experts = experts_of(g, info->name), n_dims = info->rows == 1 ? 1 : experts ? 3 : 2;
+    if (experts) ne[1] = info->rows / experts, ne[2] = experts; /* ne {cols, rows, experts} */
+    if (mkc_gguf_add_raw(out, info->name, type, n_dims, ne, bytes)) goto done;
     count[type]++;
   }
   rc = 0;
@@ -650,6 +712,7 @@ static void describe_types(const int *count, int n, char *buf, size_t size) {
  * phi3. 0, or -1 after a message. */
 static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) {
   const char *why = strcmp(d->arch, "llama") != 0     ? d->arch
+                    : d->n_experts                    ? "experts"
                     : d->rope_layout != MKC_ROPE_NEOX ? "interleaved RoPE pairs"
                     : d->rope_scaling.type != MKC_ROPE_SCALING_NONE &&
                             d->rope_scaling.type != MKC_ROPE_SCALING_LONGROPE
@@ -819,12 +882,15 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
+    if (d.n_experts && strcmp(d.arch, "llama") == 0) snprintf(d.arch, sizeof d.arch, "mixtral");
     if ((f.phi3 && phi3_fits(&g, &d, preset) != 0) || describe_extras(&g, preset, &d) ||
-        mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
+        experts_fit(&g, preset, &d, 0) || mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
-            path, d.arch, seed, g.n_weights - (f.phi3 ? 3 * g.n_layers : 0));
+            path, d.arch, seed,
+            g.n_weights - (f.phi3 ? 3 * g.n_layers : 0) +
+                (d.n_experts ? 3 * g.n_layers * (d.n_experts - 1) : 0)); /* a tensor an expert */
     rc = 0;
     goto done;
   }
@@ -832,8 +898,8 @@ int mkc_cmd_init(int argc, char **argv) {
   describe(&g, &d);
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
-  if (describe_extras(&g, preset, &d) || set_metadata(out, &g, d.arch, name) ||
-      set_gemma(out, &d) || set_granite(out, &d) ||
+  if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 1) ||
+      set_metadata(out, &g, d.arch, name) || set_gemma(out, &d) || set_granite(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||

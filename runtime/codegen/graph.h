@@ -25,7 +25,13 @@
   /* in: mixed [q|k|v] before the convolution, gates [a|b], conv weight [channels][conv],          \
    * A_log [heads], dt_bias [heads]; attrs layer, heads, head_dim (k), v_dim, conv: a gated        \
    * delta-rule layer's recurrence -> [heads*v_dim] (exec/delta_rule.h; reference only) */         \
-  X(RECURRENT, recurrent)
+  X(RECURRENT, recurrent)                                                                          \
+  /* in: x [dim], router [experts][dim], gate and up [experts * ffn][dim], down                    \
+   * [experts * dim][ffn] (expert e's rows from e * rows); attrs experts, experts_used,            \
+   * norm_topk, act: a sparse MLP, the sum over the experts_used largest of softmax(router x)      \
+   * (those weights renormalized to sum 1 with norm_topk) of each one's down(act(gate x) * up x)   \
+   * -> [dim] (Qwen3-MoE, Mixtral) */                                                              \
+  X(MOE, moe)
 
 #define MKC_OP_ENUM(e, lua) MKC_OP_##e,
 enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
@@ -111,8 +117,11 @@ enum mkc_kv_dtype {
   /* embed: each embedding times it; attention: the scores'; add: its second operand's (a + s b);  \
    * logits: each logit's, before the cap; 0: the default (1; attention: 1 / sqrt(head_dim)) */    \
   X(DOUBLE, scale, scale)                                                                          \
-  X(INT, act, act)            /* swiglu: enum mkc_act, the gate's activation */                    \
-  X(DOUBLE, softcap, softcap) /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
+  X(INT, act, act)                   /* swiglu, moe: enum mkc_act, the gate's activation */        \
+  X(INT, experts, experts)           /* moe: the experts, each an MLP of its own */                \
+  X(INT, experts_used, experts_used) /* moe: the experts each input runs (top-k) */                \
+  X(INT, norm_topk, norm_topk) /* moe: 1: the chosen experts' weights renormalized to sum 1 */     \
+  X(DOUBLE, softcap, softcap)  /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
 
 #define MKC_NODE_INPUTS 5
 #define MKC_NODE_MEMBER_OP(m) int m;
@@ -147,7 +156,8 @@ typedef struct mkc_weight_info {
   int type;
 } mkc_weight_info;
 
-#define MKC_KEEP_MAX 8 /* layer outputs a kernel can keep for the host */
+#define MKC_KEEP_MAX 8      /* layer outputs a kernel can keep for the host */
+#define MKC_MOE_USED_MAX 64 /* a MOE node's experts_used at most (codegen/ir.lua checks it too) */
 
 typedef struct mkc_graph {
   char *graph_path, *preset;

@@ -169,6 +169,22 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "ffn_act");
   lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */
   lua_setfield(L, -2, "linear_attention");
+  if (d->n_experts > 0) {
+    lua_newtable(L);
+    const struct {
+      const char *key;
+      int v;
+    } moe[] = {{"experts", d->n_experts}, {"used", d->n_experts_used}, {"ffn", d->expert_ffn}};
+    for (size_t i = 0; i < sizeof moe / sizeof moe[0]; i++) {
+      lua_pushinteger(L, moe[i].v);
+      lua_setfield(L, -2, moe[i].key);
+    }
+    lua_pushboolean(L, d->norm_topk);
+    lua_setfield(L, -2, "norm_topk");
+  } else {
+    lua_pushstring(L, "none");
+  }
+  lua_setfield(L, -2, "moe");
   const struct {
     const char *key;
     int v;

@@ -49,7 +49,7 @@ static inline int mkc_pooling_from_name(const char *name) {
 }
 
 typedef struct mkc_model_desc {
-  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3", "phi3" */
+  char arch[32];  /* "llama", "mistral", "qwen2", "qwen3", "qwen3moe", "gemma2", "gemma3", ... */
   char name[128]; /* a preset name: general.name / the folder's name, sanitized */
   int vocab, dim, n_layers, n_heads, n_kv_heads, head_dim, ffn;
   int ctx_train; /* the context the model was trained for */
@@ -76,6 +76,9 @@ typedef struct mkc_model_desc {
    * by logit_scale (0: neither); its embed_scale and attn_scale are the multipliers above */
   double residual_scale, logit_scale;
   int pooling; /* enum mkc_pooling: what the file says an embedding is */
+  /* A sparse MLP in every layer (0 experts: a dense one of ffn): n_experts_used of n_experts
+   * experts per input, each an MLP of expert_ffn, their weights renormalized with norm_topk */
+  int n_experts, n_experts_used, expert_ffn, norm_topk;
 } mkc_model_desc;
 
 /* 2 or 3 for the gemma2 and gemma3 architectures (mkc_model_desc.arch), else

@@ -25,7 +25,8 @@ struct mkc_ref {
   double **v_cache; /* [n_layers][max_ctx][v_dim] */
   double *scores;   /* [max_ctx] one head's attention scores */
   /* [n_nodes] a RECURRENT node's weights widened once (the convolution's [channels][conv], then
-   * A_log and dt_bias [heads]) and its convolution output [channels]; else NULL */
+   * A_log and dt_bias [heads]) and its convolution output [channels]; a MOE node's room (moe());
+   * else NULL */
   double **rec;
   int logits_node;       /* the LOGITS node whose input is the step's output */
   int hidden_node;       /* the LM head's input before its norm, or -1 (mkc_ref_hidden) */
@@ -99,6 +100,7 @@ static int n_inputs_of(int op) {
   case MKC_OP_ATTENTION:
     return 3;
   case MKC_OP_RECURRENT:
+  case MKC_OP_MOE:
     return 5;
   default:
     return 2;
@@ -126,11 +128,11 @@ static int check_inputs(const mkc_graph *g, int id) {
     return -1;
   }
   for (int k = 0; k < need; k++) {
-    /* Only EMBED, RMSNORM, MATMUL and RECURRENT take a weight, and only as in[0] / in[1] / in[1]
-     * / in[2..4]. */
+    /* Only EMBED, RMSNORM, MATMUL, RECURRENT and MOE take a weight, and only as in[0] / in[1] /
+     * in[1] / in[2..4] / in[1..4]. */
     int wants_weight = (nd->op == MKC_OP_EMBED && k == 0) ||
                        ((nd->op == MKC_OP_RMSNORM || nd->op == MKC_OP_MATMUL) && k == 1) ||
-                       (nd->op == MKC_OP_RECURRENT && k >= 2);
+                       (nd->op == MKC_OP_RECURRENT && k >= 2) || (nd->op == MKC_OP_MOE && k >= 1);
     int is_weight = g->nodes[nd->in[k]].op == MKC_OP_WEIGHT;
     if (wants_weight != is_weight) {
       node_error(g, id, "input %d is a %s node, expected %s", k,
@@ -314,6 +316,29 @@ static int check_recurrent(const mkc_graph *g, int id, int *max_layer) {
   return claim_layer(g, id, max_layer);
 }
 
+/* A sparse MLP: x [dim], router [experts][dim], gate and up [experts * ffn][dim], down
+ * [experts * dim][ffn] -> [dim]. */
+static int check_moe(const mkc_graph *g, int id) {
+  const mkc_node *nd = &g->nodes[id];
+  const mkc_weight_info *router = in_weight(g, id, 1), *gate = in_weight(g, id, 2),
+                        *up = in_weight(g, id, 3), *down = in_weight(g, id, 4);
+  int E = nd->experts, dim = in_len(g, id, 0);
+  int ffn = E > 0 && gate ? gate->rows / E : 0;
+  if (E <= 0 || E > 1024 || nd->experts_used <= 0 || nd->experts_used > E ||
+      nd->experts_used > MKC_MOE_USED_MAX || nd->n != dim || !router || router->rows != E ||
+      router->cols != dim || !gate || ffn <= 0 || gate->rows != E * ffn || gate->cols != dim ||
+      !up || up->rows != gate->rows || up->cols != dim || !down || down->rows != E * dim ||
+      down->cols != ffn || (nd->act != MKC_ACT_SILU && nd->act != MKC_ACT_GELU_TANH)) {
+    node_error(g, id,
+               "input [%d], output [%d], experts %d, used %d, act %d: expected a router "
+               "[experts][dim], gate and up [experts * ffn][dim], down [experts * dim][ffn], "
+               "used 1..min(experts, %d)",
+               dim, nd->n, E, nd->experts_used, nd->act, MKC_MOE_USED_MAX);
+    return -1;
+  }
+  return 0;
+}
+
 /* ADD and SWIGLU: two inputs and the output, all one length. */
 static int check_elementwise(const mkc_graph *g, int id) {
   const mkc_node *nd = &g->nodes[id];
@@ -355,6 +380,8 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
     return check_attention(g, id, max_layer);
   case MKC_OP_RECURRENT:
     return check_recurrent(g, id, max_layer);
+  case MKC_OP_MOE:
+    return check_moe(g, id);
   case MKC_OP_ADD:
   case MKC_OP_SWIGLU:
     return check_elementwise(g, id);
@@ -442,6 +469,11 @@ mkc_ref *mkc_ref_open(const mkc_graph *g, const mkc_weights *w) {
       if (alloc_doubles(&r->feature, (size_t)nd->n) != 0) goto fail;
     }
     if (nd->op == MKC_OP_RECURRENT && widen_recurrent(r, id) != 0) goto fail;
+    /* a MOE node's room: the router's probabilities, then an expert's hidden values */
+    if (nd->op == MKC_OP_MOE &&
+        alloc_doubles(&r->rec[id], (size_t)nd->experts + (size_t)r->tensor[nd->in[2]]->rows /
+                                                             (size_t)nd->experts) != 0)
+      goto fail;
     if (nd->op == MKC_OP_ATTENTION || nd->op == MKC_OP_RECURRENT) {
       mkc_delta_shape ds = delta_shape(nd);
       int l = nd->layer;
@@ -663,6 +695,58 @@ static void recurrent(mkc_ref *r, int id, double *out, const double *mixed, cons
                  states + (size_t)r->pos * ss, out);
 }
 
+/* The gated MLP's activation: SiLU, or GELU's tanh form (GeGLU). */
+static double act(int kind, double a) {
+  return kind == MKC_ACT_GELU_TANH
+             ? 0.5 * a * (1.0 + tanh(sqrt(2.0 / M_PI) * (a + 0.044715 * a * a * a)))
+             : a / (1.0 + exp(-a));
+}
+
+/* Row `row` of weight node w_id (cols values) dotted with x. */
+static double dot_row(const mkc_ref *r, int w_id, size_t row, int cols, const double *x) {
+  double sum = 0;
+  for (int c = 0; c < cols; c++) sum += weight_at(r, w_id, row * (size_t)cols + c) * x[c];
+  return sum;
+}
+
+/* A sparse MLP: softmax over the router's scores, the experts_used most likely experts (the
+ * lower index first among equals), each one's MLP weighted by its probability, renormalized over
+ * the chosen with norm_topk (transformers' Qwen3MoeSparseMoeBlock, llama.cpp's build_moe_ffn). */
+static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x, double *tmp) {
+  int E = nd->experts, K = nd->experts_used, dim = nd->n;
+  const mkc_tensor *gate = r->tensor[nd->in[2]];
+  int ffn = gate->rows / E;
+  double *p = tmp, *h = tmp + E; /* [E] probabilities, [ffn] the expert's hidden */
+  double max = -INFINITY, sum = 0;
+  for (int e = 0; e < E; e++) {
+    p[e] = dot_row(r, nd->in[1], (size_t)e, dim, x);
+    if (p[e] > max) max = p[e];
+  }
+  for (int e = 0; e < E; e++) sum += p[e] = exp(p[e] - max);
+  for (int e = 0; e < E; e++) p[e] /= sum;
+  int chosen[MKC_MOE_USED_MAX];
+  double w[MKC_MOE_USED_MAX], wsum = 0;
+  for (int k = 0; k < K; k++) {
+    int best = -1;
+    for (int e = 0; e < E; e++) {
+      int taken = 0;
+      for (int j = 0; j < k; j++) taken |= chosen[j] == e;
+      if (!taken && (best < 0 || p[e] > p[best])) best = e;
+    }
+    chosen[k] = best;
+    wsum += w[k] = p[best];
+  }
+  for (int i = 0; i < dim; i++) y[i] = 0;
+  for (int k = 0; k < K; k++) {
+    size_t e = (size_t)chosen[k];
+    double wk = nd->norm_topk ? w[k] / wsum : w[k];
+    for (int f = 0; f < ffn; f++)
+      h[f] = act(nd->act, dot_row(r, nd->in[2], e * ffn + f, dim, x)) *
+             dot_row(r, nd->in[3], e * ffn + f, dim, x);
+    for (int i = 0; i < dim; i++) y[i] += wk * dot_row(r, nd->in[4], e * dim + i, ffn, h);
+  }
+}
+
 int mkc_ref_step(mkc_ref *r, int token, double *logits) {
   const mkc_graph *g = r->g;
   if (r->pos >= g->max_ctx) {
@@ -715,12 +799,10 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       break;
     }
     case MKC_OP_SWIGLU:
-      for (int i = 0; i < nd->n; i++) /* SiLU, or GELU's tanh form (GeGLU) */
-        y[i] = (nd->act == MKC_ACT_GELU_TANH
-                    ? 0.5 * a[i] *
-                          (1.0 + tanh(sqrt(2.0 / M_PI) * (a[i] + 0.044715 * a[i] * a[i] * a[i])))
-                    : a[i] / (1.0 + exp(-a[i]))) *
-               b[i];
+      for (int i = 0; i < nd->n; i++) y[i] = act(nd->act, a[i]) * b[i];
+      break;
+    case MKC_OP_MOE:
+      moe(r, nd, y, a, r->rec[id]);
       break;
     case MKC_OP_LOGITS: { /* scaled (Granite's 1 / logits_scaling; 0: 1), then capped */
       double scale = nd->scale > 0 ? nd->scale : 1.0;

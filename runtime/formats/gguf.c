@@ -575,8 +575,12 @@ int mkc_gguf_get_arr(const mkc_gguf *f, const char *key, int elem_type, const mk
   return 1;
 }
 
-/* GGUF ne[0] is the fastest dim: a [rows][cols] weight is ne {cols, rows}. */
+/* GGUF ne[0] is the fastest dim: a [rows][cols] weight is ne {cols, rows}. The experts'
+ * matrices (NAME_exps.weight, ne {cols, rows, experts}) are read as their experts' rows one
+ * after another: [experts * rows][cols]. */
 static int shape_matches(const mkc_gguf_tensor *t, const mkc_weight_info *w) {
+  if (t->ne[2] > 1 && strstr(t->name, "_exps.") && t->ne[3] == 1)
+    return t->ne[0] == w->cols && t->ne[1] * t->ne[2] == w->rows;
   return t->ne[0] == w->cols && t->ne[1] == w->rows && t->ne[2] == 1 && t->ne[3] == 1;
 }
 

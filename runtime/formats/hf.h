@@ -28,6 +28,11 @@ int mkc_hf_config_parse(const char *text, size_t len, const char *where, const c
  * with no counterpart or one that does not fit. */
 int mkc_hf_name(const char *arch, const char *gguf_name, char *hf, size_t cap);
 int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, size_t cap);
+/* An experts' matrix (blk.N.ffn_{gate,up,down}_exps.weight, [experts * rows][cols]): expert
+ * e's own HF tensor's name, [rows][cols] (model.layers.N.mlp.experts.E.gate_proj.weight;
+ * Mixtral's block_sparse_moe.experts.E.w1.weight). 0; 1 for a name that is not an experts'
+ * matrix; -1 for one that does not fit. */
+int mkc_hf_expert_name(const char *arch, const char *gguf_name, int expert, char *hf, size_t cap);
 /* The i-th spelling of an HF name mkc_hf_name gave (0: as is; then where
  * multimodal checkpoints keep the text model: language_model.model.* and
  * language_model.lm_head.*, as transformers 4 saved them, and

@@ -44,6 +44,8 @@ static const arch_info ARCHS[] = {
     {"mistral", "mistral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
     {"qwen2", "qwen2", MKC_ROPE_NEOX, 1, 0, 32768, NULL},
     {"qwen3", "qwen3", MKC_ROPE_NEOX, 0, 1, 32768, NULL},
+    {"qwen3_moe", "qwen3moe", MKC_ROPE_NEOX, 0, 1, 32768, NULL}, /* experts: read_experts */
+    {"mixtral", "mixtral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
     {"phi3", "phi3", MKC_ROPE_NEOX, 0, 0, 4096, NULL}, /* Q/K/V and gate/up fused (st_unfuse) */
     {"granite", "granite", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* llama with multipliers */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
@@ -452,6 +454,39 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
   return 0;
 }
 
+/* The experts of a qwen3_moe config (num_experts, num_experts_per_tok and
+ * moe_intermediate_size required; norm_topk_prob as Qwen3MoeConfig defaults it,
+ * false; every layer sparse: decoder_sparse_step 1, no mlp_only_layers) or a
+ * mixtral one (num_local_experts of intermediate_size, 8 and 2 by default,
+ * always renormalized); nothing for the others. */
+static int read_experts(const config *t, const arch_info *arch, mkc_model_desc *d) {
+  int qwen = strcmp(arch->arch, "qwen3moe") == 0, mixtral = strcmp(arch->arch, "mixtral") == 0;
+  if (!qwen && !mixtral) return 0;
+  d->expert_ffn = d->ffn;
+  d->norm_topk = 1;
+  int step = 1;
+  if (mixtral ? get_int(t, "num_local_experts", 8, 1, &d->n_experts) ||
+                    get_int(t, "num_experts_per_tok", 2, 1, &d->n_experts_used)
+              : get_int(t, "num_experts", -1, 1, &d->n_experts) ||
+                    get_int(t, "num_experts_per_tok", -1, 1, &d->n_experts_used) ||
+                    get_int(t, "moe_intermediate_size", -1, 1, &d->expert_ffn) ||
+                    get_bool(t, "norm_topk_prob", 0, &d->norm_topk) ||
+                    get_int(t, "decoder_sparse_step", 1, 1, &step))
+    return -1;
+  const cJSON *dense = qwen ? field(t, t->root, "mlp_only_layers") : NULL;
+  if (step != 1 || (dense && (!cJSON_IsArray(dense) || cJSON_GetArraySize(dense) > 0)))
+    return mkc_error_in(t->where,
+                        "unsupported dense layers among the sparse ones (decoder_sparse_step %d, "
+                        "mlp_only_layers): mkc's experts are in every layer",
+                        step);
+  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64)
+    return mkc_error_in(t->where,
+                        "num_experts_per_tok %d of %d experts (Expected: at most min(experts, 64) "
+                        "of at most 1024)",
+                        d->n_experts_used, d->n_experts);
+  return 0;
+}
+
 static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   char buf[96];
   memset(d, 0, sizeof *d);
@@ -466,8 +501,8 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     if (strcmp(type->valuestring, ARCHS[i].model_type) == 0) arch = &ARCHS[i];
   if (!arch)
     return mkc_error_in(c->where,
-                        "unsupported model_type %s (mkc reads llama, mistral, qwen2, qwen3, "
-                        "phi3, granite, gemma2, gemma3_text, gemma3)",
+                        "unsupported model_type %s (mkc reads llama, mistral, mixtral, qwen2, "
+                        "qwen3, qwen3_moe, phi3, granite, gemma2, gemma3_text, gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
@@ -542,10 +577,12 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
   if (gemma) return read_gemma(t, gemma2, d);
   if (strcmp(arch->arch, "granite") == 0 && read_granite(t, d)) return -1;
+  if (read_experts(t, arch, d)) return -1;
 
   /* Sliding-window attention equals full attention while the context fits
    * the window, so mkc claims no more context than the window. */
   int window = 0, use_window = strcmp(arch->model_type, "mistral") == 0 ||
+                               strcmp(arch->model_type, "mixtral") == 0 ||
                                strcmp(arch->model_type, "phi3") == 0;
   if ((!use_window && get_bool(t, "use_sliding_window", 0, &use_window)) ||
       (use_window && get_int(t, "sliding_window", 0, 0, &window)))

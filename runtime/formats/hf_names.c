@@ -36,6 +36,23 @@ static const name_pair LAYER_NAMES[] = {
     {"ffn_gate.weight", "mlp.gate_proj.weight"},
     {"ffn_up.weight", "mlp.up_proj.weight"},
     {"ffn_down.weight", "mlp.down_proj.weight"},
+    {"ffn_gate_inp.weight", "mlp.gate.weight"}, /* qwen3_moe's router */
+};
+
+/* Mixtral's sparse MLP is block_sparse_moe. Looked up before LAYER_NAMES. */
+static const name_pair MIXTRAL_LAYER_NAMES[] = {
+    {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"},
+};
+
+/* The experts' matrices: GGUF's one 3-d tensor a kind, HF's one a kind and
+ * expert (qwen3_moe's mlp.experts.E.gate_proj, Mixtral's
+ * block_sparse_moe.experts.E.w1; w3 is up, w2 down). */
+static const struct {
+  const char *gguf, *hf, *mixtral;
+} EXPERT_NAMES[] = {
+    {"ffn_gate_exps.weight", "gate_proj", "w1"},
+    {"ffn_up_exps.weight", "up_proj", "w3"},
+    {"ffn_down_exps.weight", "down_proj", "w2"},
 };
 
 /* Gemma 2's and 3's four norms a layer: their post_attention_layernorm
@@ -87,6 +104,8 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   if (layer < 0) return -1;
   const name_pair *p = mkc_gemma_version(arch)
                            ? pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf)
+                       : strcmp(arch, "mixtral") == 0
+                           ? pair_of(MIXTRAL_LAYER_NAMES, COUNT(MIXTRAL_LAYER_NAMES), rest, from_hf)
                            : NULL;
   if (!p) p = pair_of(LAYER_NAMES, COUNT(LAYER_NAMES), rest, from_hf);
   if (!p) return -1;
@@ -101,6 +120,20 @@ int mkc_hf_name(const char *arch, const char *gguf_name, char *hf, size_t cap) {
 
 int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, size_t cap) {
   return translate(arch, hf_name, gguf, cap, 1);
+}
+
+int mkc_hf_expert_name(const char *arch, const char *gguf_name, int expert, char *hf, size_t cap) {
+  const char *rest;
+  int layer = layer_of(gguf_name, "blk.", &rest);
+  for (int i = 0; layer >= 0 && i < COUNT(EXPERT_NAMES); i++) {
+    if (strcmp(rest, EXPERT_NAMES[i].gguf) != 0) continue;
+    int mixtral = strcmp(arch, "mixtral") == 0;
+    int n = snprintf(hf, cap, "model.layers.%d.%s.experts.%d.%s.weight", layer,
+                     mixtral ? "block_sparse_moe" : "mlp", expert,
+                     mixtral ? EXPERT_NAMES[i].mixtral : EXPERT_NAMES[i].hf);
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
+  }
+  return 1;
 }
 
 int mkc_hf_norm_offset(const char *gguf_name, const mkc_model_desc *d) {

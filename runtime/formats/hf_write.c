@@ -106,7 +106,11 @@ static char *config_text(const mkc_model_desc *d) {
   cJSON *c = cJSON_CreateObject();
   if (!c) return NULL;
   int gemma = mkc_gemma_version(d->arch);
-  cJSON_AddStringToObject(c, "model_type", gemma == 3 ? "gemma3_text" : d->arch);
+  int qwen_moe = strcmp(d->arch, "qwen3moe") == 0;
+  cJSON_AddStringToObject(c, "model_type",
+                          gemma == 3 ? "gemma3_text"
+                          : qwen_moe ? "qwen3_moe"
+                                     : d->arch);
   const struct {
     const char *key;
     int v;
@@ -142,6 +146,18 @@ static char *config_text(const mkc_model_desc *d) {
     for (size_t i = 0; i < sizeof mult / sizeof *mult; i++)
       cJSON_AddNumberToObject(c, mult[i].key, mult[i].v);
   }
+  if (qwen_moe) { /* Qwen3MoeConfig: experts in every layer */
+    cJSON_AddNumberToObject(c, "num_experts", d->n_experts);
+    cJSON_AddNumberToObject(c, "num_experts_per_tok", d->n_experts_used);
+    cJSON_AddNumberToObject(c, "moe_intermediate_size", d->expert_ffn);
+    cJSON_AddBoolToObject(c, "norm_topk_prob", d->norm_topk);
+    cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
+    cJSON_AddItemToObject(c, "mlp_only_layers", cJSON_CreateArray());
+  } else if (strcmp(d->arch, "mixtral") == 0) { /* its experts are intermediate_size wide */
+    cJSON_AddNumberToObject(c, "num_local_experts", d->n_experts);
+    cJSON_AddNumberToObject(c, "num_experts_per_tok", d->n_experts_used);
+    cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(d->expert_ffn));
+  }
   /* Phi3Config's default pad token (32000) lies past a small vocabulary's table */
   if (strcmp(d->arch, "phi3") == 0) cJSON_AddNullToObject(c, "pad_token_id");
   char *text = cJSON_Print(c);
@@ -150,7 +166,7 @@ static char *config_text(const mkc_model_desc *d) {
 }
 
 int mkc_hf_write(const char *dir, const mkc_model_desc *d, const mkc_weights *w, int dtype) {
-  int neox = strcmp(d->arch, "qwen2") == 0 || strcmp(d->arch, "qwen3") == 0 ||
+  int neox = strcmp(d->arch, "qwen2") == 0 || strncmp(d->arch, "qwen3", 5) == 0 ||
              mkc_gemma_version(d->arch) || strcmp(d->arch, "phi3") == 0;
   if ((d->rope_layout == MKC_ROPE_NEOX) != neox) {
     fprintf(stderr,

@@ -741,6 +741,61 @@ static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mk
   return rc;
 }
 
+/* The HF tensor of name hf in one of its spellings (mkc_hf_name_spelling), or NULL; its name
+ * into hf. */
+static const mkc_st_tensor *find_spelled(const mkc_safetensors *st, char *hf, size_t cap) {
+  char spelled[512];
+  const mkc_st_tensor *t = NULL;
+  for (int k = 0; !t && mkc_hf_name_spelling(hf, k, spelled, sizeof spelled) == 0; k++)
+    t = mkc_st_find(st, spelled);
+  if (t) snprintf(hf, cap, "%s", t->name);
+  return t;
+}
+
+/* An experts' matrix (info: [experts * rows][cols]) from each expert's own tensor, expert e's
+ * rows from e * rows. 0, or -1 after a message. */
+static int load_experts(const mkc_safetensors *st, const mkc_model_desc *d,
+                        const mkc_weight_info *info, mkc_weights *w) {
+  int E = d->n_experts, rows = E > 0 ? info->rows / E : 0;
+  char hf[512], shape[256];
+  if (E <= 0 || rows * E != info->rows) {
+    mkc_error_in(st->path, "the graph's '%s' [%d, %d] is not the rows of %d experts", info->name,
+                 info->rows, info->cols, E);
+    return -1;
+  }
+  mkc_tensor *dst = mkc_weights_append(w, info);
+  if (!dst) {
+    mkc_error_in(st->path, "'%s': out of memory for %zu elements", info->name,
+                 (size_t)info->rows * (size_t)info->cols);
+    return -1;
+  }
+  size_t n = (size_t)rows * (size_t)info->cols;
+  for (int e = 0; e < E; e++) {
+    const mkc_st_tensor *t = NULL;
+    if (mkc_hf_expert_name(d->arch, info->name, e, hf, sizeof hf) == 0)
+      t = find_spelled(st, hf, sizeof hf);
+    if (!t) {
+      mkc_error_in(st->path, "tensor '%s' is missing (expert %d of %d in the graph's '%s')", hf, e,
+                   E, info->name);
+      return -1;
+    }
+    const char *where = mkc_st_file_path(st, t->file);
+    if (ggml_type_of(t->dtype) < 0) {
+      mkc_error_in(where, "tensor '%s': dtype %s is not supported (mkc reads F32, F16, BF16)", hf,
+                   mkc_st_dtype_name(t->dtype));
+      return -1;
+    }
+    if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != info->cols) {
+      format_shape(t, shape, sizeof shape);
+      mkc_error_in(where, "tensor '%s' (expert %d of '%s'): Expected [%d, %d], Actual %s", hf, e,
+                   info->name, rows, info->cols, shape);
+      return -1;
+    }
+    if (read_bf16(st, t, n, dst->data + (size_t)e * n)) return -1;
+  }
+  return 0;
+}
+
 int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_graph *g,
                         mkc_weights *w) {
   mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_TENSORS");
@@ -750,16 +805,22 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
   }
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
-    char hf[512], spelled[512], shape[256];
+    char hf[512], shape[256];
+    if (mkc_hf_expert_name(d->arch, info->name, 0, hf, sizeof hf) == 0) {
+      if (mkc_weight_block_type(info->type)) {
+        mkc_error_in(st->path, "'%s': the kernel was planned for %s blocks", info->name,
+                     mkc_ggml_type((uint32_t)info->type)->name);
+        goto fail;
+      }
+      if (load_experts(st, d, info, w)) goto fail;
+      continue;
+    }
     if (mkc_hf_name(d->arch, info->name, hf, sizeof hf)) {
       mkc_error_in(st->path, "the graph's weight '%s' has no Hugging Face name mkc knows",
                    info->name);
       goto fail;
     }
-    const mkc_st_tensor *t = NULL;
-    for (int k = 0; !t && mkc_hf_name_spelling(hf, k, spelled, sizeof spelled) == 0; k++)
-      t = mkc_st_find(st, spelled);
-    if (t) snprintf(hf, sizeof hf, "%s", t->name);
+    const mkc_st_tensor *t = find_spelled(st, hf, sizeof hf);
     if (!t) {
       mkc_error_in(st->path,
                    "tensor '%s' is missing (HF name '%s'; the graph needs it as [%d, %d])",

@@ -148,9 +148,33 @@ static int fuse_phi3(mkc_st_out *out, int *n, char (*names)[512], float **owned,
   return 0;
 }
 
+/* An experts' matrix t ([experts * rows][cols]) as d->n_experts tensors, expert e's rows
+ * under its HF name, appended at out[*n_out] (names alike); its floats in *values. */
+static int split_experts(const char *path, const mkc_tensor *t, const mkc_model_desc *d, int dtype,
+                         mkc_st_out *out, char (*names)[512], int *n_out, float **values) {
+  int E = d->n_experts, rows = E > 0 ? t->rows / E : 0;
+  size_t count = (size_t)t->rows * (size_t)t->cols, each = (size_t)rows * (size_t)t->cols;
+  if (E <= 0 || rows * E != t->rows) return out_error(path, "not the rows of its experts", t->name);
+  float *v = *values = malloc((count ? count : 1) * sizeof *v);
+  if (!v) return out_error(path, "out of memory", t->name);
+  for (size_t i = 0; i < count; i++) v[i] = mkc_bf16_to_float(t->data[i]);
+  for (int e = 0; e < E; e++) {
+    int at = (*n_out)++;
+    if (mkc_hf_expert_name(d->arch, t->name, e, names[at], sizeof names[at]))
+      return out_error(path, "has no Hugging Face name", t->name);
+    out[at] = (mkc_st_out){names[at], dtype, 2, {rows, t->cols}, v + (size_t)e * each, NULL};
+  }
+  return 0;
+}
+
 int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model_desc *d,
                          int dtype) {
-  int n = w->n ? w->n : 1, n_out = w->n;
+  /* room for each experts' matrix as one tensor an expert (d->n_experts, after the others) */
+  int experts = 0;
+  char probe[512];
+  for (int k = 0; k < w->n; k++)
+    experts += mkc_hf_expert_name(d->arch, w->t[k].name, 0, probe, sizeof probe) == 0;
+  int n = w->n + experts * d->n_experts + 1, n_out = w->n;
   mkc_st_out *out = calloc((size_t)n, sizeof *out);
   char(*names)[512] = calloc((size_t)n, sizeof *names);
   /* every buffer of values, freed at the end: the tensors', then the fused matrices' */
@@ -163,6 +187,10 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
   for (int k = 0; k < w->n; k++) {
     const mkc_tensor *t = &w->t[k];
     size_t count = (size_t)t->rows * (size_t)t->cols;
+    if (mkc_hf_expert_name(d->arch, t->name, 0, probe, sizeof probe) == 0) {
+      if (split_experts(path, t, d, dtype, out, names, &n_out, &owned[k])) goto done;
+      continue;
+    }
     if (mkc_hf_name(d->arch, t->name, names[k], sizeof names[k])) {
       out_error(path, "has no Hugging Face name", t->name);
       goto done;
@@ -190,6 +218,10 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
     for (size_t i = 0; i < count; i++) values[i] = mkc_bf16_to_float(hf[i]) - offset;
     free(hf);
   }
+  int kept = 0; /* the experts' matrices' places, left empty */
+  for (int k = 0; k < n_out; k++)
+    if (out[k].name) out[kept++] = out[k];
+  n_out = kept;
   if (strcmp(d->arch, "phi3") == 0 && fuse_phi3(out, &n_out, names, owned + w->n, d->n_layers)) {
     fprintf(stderr, "mkc: error: %s: out of memory\n", path);
     goto done;

@@ -11,23 +11,34 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",
+static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",  "qwen3moe",
                                     "gemma2", "gemma3",  "phi3",  "granite"};
 
-/* "ARCH.suffix" as an integer in [1, 1<<30]: 1 found, 0 absent, -1 bad. */
-static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
+/* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
+ * on error. */
+static int get_int_from(const mkc_gguf *f, const char *arch, const char *suffix, int min, int *v) {
   char key[128];
   snprintf(key, sizeof key, "%s.%s", arch, suffix);
   int64_t x;
   int rc = mkc_gguf_get_int(f, key, &x);
   if (rc <= 0) return rc;
-  if (x < 1 || x > (1 << 30)) {
-    fprintf(stderr, "mkc: error: %s: %s = %lld: expected 1..%d\n", f->path, key, (long long)x,
+  if (x < min || x > (1 << 30)) {
+    fprintf(stderr, "mkc: error: %s: %s = %lld: expected %d..%d\n", f->path, key, (long long)x, min,
             1 << 30);
     return -1;
   }
   *v = (int)x;
   return 1;
+}
+
+/* A size (at least 1). */
+static int get_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
+  return get_int_from(f, arch, suffix, 1, v);
+}
+
+/* A count that may be 0. */
+static int get_count(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
+  return get_int_from(f, arch, suffix, 0, v);
 }
 
 static int need_size(const mkc_gguf *f, const char *arch, const char *suffix, int *v) {
@@ -85,7 +96,7 @@ static void preset_name(const mkc_gguf *f, char *out, size_t cap) {
 static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
    * rows were permuted at conversion), qwen2/qwen3, Gemma and phi3 with NEOX halves. */
-  d->rope_layout = strcmp(arch, "qwen2") == 0 || strcmp(arch, "qwen3") == 0 ||
+  d->rope_layout = strcmp(arch, "qwen2") == 0 || strncmp(arch, "qwen3", 5) == 0 ||
                            mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0
                        ? MKC_ROPE_NEOX
                        : MKC_ROPE_INTERLEAVED;
@@ -348,7 +359,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, gemma2, gemma3, phi3, granite)\n",
+            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -599,12 +610,49 @@ static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   return 0;
 }
 
+/* Experts (llama.cpp's ARCH.expert_count, expert_used_count, and qwen3moe's
+ * expert_feed_forward_length; llama's experts are feed_forward_length wide:
+ * Mixtral). Both of llama.cpp's loaders renormalize the chosen experts'
+ * weights; a scale on them (expert_weights_scale) or shared experts are refused. */
+static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  int moe_arch = strcmp(arch, "qwen3moe") == 0;
+  if (get_count(f, arch, "expert_count", &d->n_experts) < 0) return -1;
+  if (!d->n_experts && !moe_arch) return 0;
+  if (!d->n_experts) {
+    fprintf(stderr, "mkc: error: %s: missing metadata %s.expert_count\n", f->path, arch);
+    return -1;
+  }
+  d->expert_ffn = d->ffn;
+  if (need_size(f, arch, "expert_used_count", &d->n_experts_used) ||
+      (moe_arch && need_size(f, arch, "expert_feed_forward_length", &d->expert_ffn)))
+    return -1;
+  double scale = 0;
+  int shared = 0;
+  if (get_real(f, arch, "expert_weights_scale", &scale) < 0 ||
+      get_count(f, arch, "expert_shared_count", &shared) < 0)
+    return -1;
+  if ((scale != 0 && scale != 1) || shared) {
+    fprintf(stderr, "mkc: error: %s: %s: not supported (mkc's experts have neither)\n", f->path,
+            shared ? "shared experts (expert_shared_count)" : "expert_weights_scale");
+    return -1;
+  }
+  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64) {
+    fprintf(stderr,
+            "mkc: error: %s: %s.expert_used_count %d of expert_count %d (Expected: at most "
+            "min(expert_count, 64) of at most 1024)\n",
+            f->path, arch, d->n_experts_used, d->n_experts);
+    return -1;
+  }
+  d->norm_topk = 1;
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
   preset_name(f, d->name, sizeof d->name);
   if (read_sizes(f, d->arch, d) || read_reals(f, d->arch, d) || read_tensors(f, d) ||
-      read_pooling(f, d->arch, d))
+      read_pooling(f, d->arch, d) || read_experts(f, d->arch, d))
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
   if (strcmp(d->arch, "granite") == 0 && read_granite(f, d)) return -1;

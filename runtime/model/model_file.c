@@ -167,6 +167,10 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", scores capped at %g", d->attn_softcap);
   if (d->final_softcap > 0 && len < cap)
     len += (size_t)snprintf(buf + len, cap - len, ", logits capped at %g", d->final_softcap);
+  if (d->n_experts > 0 && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len, ", %d of %d experts of ffn %d a token%s",
+                            d->n_experts_used, d->n_experts, d->expert_ffn,
+                            d->norm_topk ? " (weights renormalized)" : "");
   if (d->pooling != MKC_POOL_UNSET && len < cap)
     snprintf(buf + len, cap - len, ", embeddings pooling %s", mkc_pooling_name(d->pooling));
 }
