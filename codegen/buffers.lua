@@ -25,6 +25,8 @@ local function reads_writes(st)
   if k == "qkv_rope" then return { st.x }, { st.q_rope, st.k_norm and st.k or nil } end
   if k == "attention" then return { st.q }, { st.out } end
   if k == "matvec_residual" or k == "norm_residual" then return { st.x, st.resid }, { st.out } end
+  if k == "moe_up" then return { st.x, st.router }, { st.hidden, st.choice } end
+  if k == "moe_down" then return { st.hidden, st.choice, st.resid }, { st.out } end
   if k == "lm_head" then return { st.x }, { st.out } end
   if k == "sample" or k == "sample_cands" then return { st.logits }, {} end
   if k == "keep" then return { st.x }, {} end
@@ -35,13 +37,13 @@ end
 -- The weight arena, in plan.weights (a list, and by node) and plan.weight_elems: bf16 rows padded to
 -- 8 elements; a matrix the model file stores in a block type (opts.weight_type) keeps its blocks.
 function buffers.weights(graph, opts, plan)
-  -- Matrices (a matmul's weight, an embedding table, nothing else) may keep the model file's
-  -- blocks; norms and biases are read as bf16 vectors.
+  -- Matrices (a matmul's weight, an embedding table, the experts' and their router's, nothing
+  -- else) may keep the model file's blocks; norms and biases are read as bf16 vectors.
   local matrix, vector = {}, {}
   for _, node in ipairs(graph.order) do
     for j, inp in ipairs(node.inputs or {}) do
       if inp.op == "weight" then
-        if (node.op == "matmul" and j == 2) or (node.op == "embed" and j == 1) then
+        if (node.op == "matmul" and j == 2) or (node.op == "embed" and j == 1) or (node.op == "moe" and j >= 2) then
           matrix[inp] = true
         else
           vector[inp] = true
@@ -120,7 +122,9 @@ function buffers.plan(graph, stages, opts)
   for i, st in ipairs(stages) do
     local reads, writes = reads_writes(st)
     st.reads, st.writes = reads, writes
-    if st.kind == "matvec_residual" or st.kind == "norm_residual" then root[st.out] = st.resid end
+    if st.kind == "matvec_residual" or st.kind == "norm_residual" or st.kind == "moe_down" then
+      root[st.out] = st.resid
+    end
     for _, v in ipairs(writes) do
       local r = rootof(v)
       first[r] = first[r] or i

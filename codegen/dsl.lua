@@ -179,8 +179,8 @@ local function builder(graph)
                  { layer = o.layer, kind = o.kind, heads = o.heads, head_dim = o.k_dim, v_dim = o.v_dim }, l)
   end
   -- a sparse MLP of o.experts experts, o.used of them per input (ir.lua); o.norm_topk (optional):
-  -- the chosen experts' weights renormalized to sum 1; o.act (optional): as swiglu's. The reference
-  -- executor runs it (--backend ref); no kernel emits it yet.
+  -- the chosen experts' weights renormalized to sum 1; o.act (optional): as swiglu's (the kernel's
+  -- gated MLPs share one).
   g.moe = function(x, router, gate, up, down, o)
     local l = line()
     o = options(l, "moe", o, { experts = true, used = true, norm_topk = true, act = true })

@@ -10,7 +10,7 @@ local emit = {}
 
 -- Device-side files spliced into every kernel, in order.
 emit.TEMPLATES = { "mkc_state.h", "common.cuh", "slots.cuh", "iq_grids.cuh", "weights.cuh", "embed.cuh", "matvec.cuh", "norm.cuh", "qkv_rope.cuh",
-                   "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
+                   "gemm.cuh", "gemm_attn.cuh", "attention.cuh", "moe.cuh", "lm_head.cuh", "sample.cuh", "accept.cuh",
                    "rounds.cuh" }
 -- Spliced only into a kernel with a tiled path (prompt chunks past t_max).
 local TILED_ONLY = { ["gemm.cuh"] = true, ["gemm_attn.cuh"] = true }
@@ -32,7 +32,7 @@ end
 
 local EMITTERS = {}
 for _, kind in ipairs({ "embed", "matvec", "matvec_residual", "norm_residual", "gate_up_swiglu", "qkv_rope",
-                        "attention", "lm_head", "sample_cands", "sample", "accept", "keep" }) do
+                        "attention", "moe_up", "moe_down", "lm_head", "sample_cands", "sample", "accept", "keep" }) do
   EMITTERS[kind] = require("emit." .. (kind == "matvec_residual" and "matvec" or kind))
 end
 
@@ -49,7 +49,8 @@ local function wmat_of(plan, w)
 end
 
 local function context(graph, plan, opts)
-  local ctx = { t_max = opts.t_max, step_rows = opts.step_rows or opts.t_max, max_ctx = opts.max_ctx,
+  local ctx = { t_max = opts.t_max, t_chunk = opts.t_chunk, step_rows = opts.step_rows or opts.t_max,
+                max_ctx = opts.max_ctx,
                 warps = opts.threads // 32, flt = flt,
                 vocab = graph.output.n, kv_elem_bytes = opts.kv_elem_bytes, tiled = opts.tiled,
                 attn_tile = attn_tile(plan) }
@@ -330,14 +331,18 @@ function emit.source(graph, plan, opts)
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
   -- the gated MLPs' activation, one for the kernel (templates/common.cuh: mkc_gate_act)
   local act
+  local moe_k = 0 -- the experts an input runs, at most (templates/moe.cuh)
   for _, st in ipairs(plan.stages) do
-    if st.kind == "gate_up_swiglu" then
-      if act and act ~= st.out.act then
-        util.raise(graph.path, st.out.line, "codegen: a kernel's gated MLPs must share one activation")
+    local node = (st.kind == "gate_up_swiglu" and st.out) or (st.kind == "moe_up" and st.moe)
+    if node then
+      if act and act ~= node.act then
+        util.raise(graph.path, node.line, "codegen: a kernel's gated MLPs must share one activation")
       end
-      act = st.out.act
+      act = node.act
     end
+    if st.kind == "moe_up" then moe_k = math.max(moe_k, st.moe.experts_used) end
   end
+  if moe_k > 0 then put(("#define MKC_MOE_K %d /* experts an input runs, at most */"):format(moe_k)) end
   if act == require("ir").ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
   -- soft caps (Gemma 2), one for the kernel's attention and one for its logits (templates/common.cuh:
   -- mkc_score, mkc_logit)
@@ -478,7 +483,10 @@ function emit.source(graph, plan, opts)
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")
   for _, name in ipairs(emit.TEMPLATES) do
-    if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") then splice(name) end
+    if (opts.tiled or not TILED_ONLY[name]) and (grids or name ~= "iq_grids.cuh") and
+        (moe_k > 0 or name ~= "moe.cuh") then
+      splice(name)
+    end
   end
   -- longrope's frequency divisors, one list for the kernel (templates/qkv_rope.cuh: mkc_rope_longrope)
   local factors, which

@@ -3,7 +3,8 @@
 -- per-head Q/K norms, RoPE and the KV append into the QKV epilogue; SwiGLU
 -- into gate/up, residual adds into the matmul that feeds them, the greedy
 -- choice into the LM head. A norm on a matmul's output before a residual add
--- (Gemma's post-norms) is a stage of its own after the matmul's.
+-- (Gemma's post-norms) is a stage of its own after the matmul's. A sparse MLP (moe) is three: the
+-- router's matvec, then its experts' gate and up, then their down into the residual.
 local util = require("util")
 local fusion = {}
 
@@ -12,12 +13,12 @@ local function only_consumer(graph, node, op)
   return #c == 1 and c[1].op == op and c[1] or nil
 end
 
--- The matmul's input, seen through a norm that only matmuls consume.
+-- The matmul's (or sparse MLP's) input, seen through a norm that only they consume.
 local function matmul_input(graph, mm)
   local x = mm.inputs[1]
   if x.op == "rmsnorm" then
     for _, c in ipairs(graph.consumers[x]) do
-      if c.op ~= "matmul" then return x, nil end
+      if c.op ~= "matmul" and c.op ~= "moe" then return x, nil end
     end
     return x.inputs[1], x
   end
@@ -161,6 +162,35 @@ function fusion.stages(graph)
         nodes[#nodes + 1] = node
         stage("matvec", base, nodes)
       end
+    elseif node.op == "moe" then
+      local x, norm = matmul_input(graph, node)
+      local add = only_consumer(graph, node, "add")
+      if not add then no_emitter(graph, node, "whose output is not added into a residual") end
+      local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
+      if add.scale and add.inputs[2] ~= node then
+        no_emitter(graph, add, "whose scale is not on the experts' output (its second operand)")
+      end
+      for _, c in ipairs(graph.consumers[resid]) do
+        if c ~= add and not staged[c] and c ~= norm then
+          no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
+        end
+      end
+      local gate = node.inputs[3]
+      local ffn = gate.rows // node.experts
+      if ffn % 8 ~= 0 then
+        no_emitter(graph, node, ("whose experts are %d wide (the kernel's are a multiple of 8)"):format(ffn))
+      end
+      -- the stages' own values: the router's scores, the experts' hidden rows, the choices
+      local function value(op, n, k)
+        return { op = op, n = n, id = node.id + k / 4, line = node.line, inputs = {} }
+      end
+      local router = value("moe router", node.experts, 1)
+      local hidden = value("moe hidden", node.experts_used * ffn, 2)
+      local choice = value("moe choice", 2 * node.experts_used, 3)
+      stage("matvec", { x = x, norm = norm, w = node.inputs[2], mm = node, out = router }, norm and { norm } or {})
+      stage("moe_up", { x = x, norm = norm, moe = node, router = router, hidden = hidden, choice = choice },
+            { node })
+      stage("moe_down", { moe = node, hidden = hidden, choice = choice, resid = resid, out = add }, { add })
     elseif node.op == "attention" then
       if not staged[node.inputs[2]] then no_emitter(graph, node, "without the fused qkv stage before it") end
       stage("attention", { att = node, q = node.inputs[1], out = node }, { node })

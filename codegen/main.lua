@@ -114,10 +114,10 @@ function M.generate(opts)
   end
   -- an op no kernel emits yet: the graph alone, for the reference executor (--backend ref)
   for _, node in ipairs(graph.order) do
-    if node.op == "recurrent" or node.op == "moe" then
+    if node.op == "recurrent" then
       if not opts.reference_only then
-        util.raise(graph.path, node.line, ("%s: no kernel emits this op yet; the reference "
-                   .. "executor runs it (--backend ref)"):format(node.op == "moe" and "moe" or "recurrent (gated_delta)"))
+        util.raise(graph.path, node.line, "recurrent (gated_delta): no kernel emits this op yet; the reference "
+                   .. "executor runs it (--backend ref)")
       end
       if slots > 0 then util.fail("--slots: the reference executor runs one sequence") end
       return M.export_reference(graph, opts, t_max, t_chunk)

@@ -24,7 +24,7 @@
 -- reference executor runs so far (--backend ref).
 -- moe: "none", or { experts = E, used = K, ffn = F, norm_topk = true | false }: every layer's MLP
 -- is sparse (g.moe): a router picks K of E experts per input, each an MLP of F (Qwen3-MoE, Mixtral:
--- GGUF ffn_gate_inp, ffn_{gate,up,down}_exps); the reference executor runs it so far (--backend ref).
+-- GGUF ffn_gate_inp, ffn_{gate,up,down}_exps; templates/moe.cuh).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -237,7 +237,7 @@ preset "hybrid-tiny" {
 }
 
 -- Qwen3-MoE's shape in small (Qwen3's per-head norms, 8 experts, 3 per input, their weights
--- renormalized); runs on the reference executor only (--backend ref).
+-- renormalized).
 preset "moe-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 160,
   vocab = 288, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
@@ -247,7 +247,7 @@ preset "moe-tiny" {
 }
 
 -- Mixtral's shape in small (Llama's layers, 4 experts as wide as the dense size, 2 per input):
--- GGUF llama with experts, HF mixtral; runs on the reference executor only (--backend ref).
+-- GGUF llama with experts, HF mixtral.
 preset "mixtral-tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 96,
   vocab = 288, rope_theta = 1000000, rope_layout = "interleaved", norm_eps = 1e-5,

@@ -285,12 +285,11 @@ expect_sha "init --preset granite-tiny writes the weights transformers read" \
 MKC_KV_DTYPE=f32 expect_greedy "granite-tiny's folder on the cpu kernel against transformers' GraniteForCausalLM" \
   tests/data/granite_transformers.txt "$tmp/granite-hf"
 # Experts (Qwen3-MoE's and Mixtral's sparse MLPs): the GGUF (qwen3moe; llama with experts) and the
-# folder (qwen3_moe; mixtral, one tensor an expert) `mkc init` writes, read back, give the tokens
-# llama.cpp and transformers gave on them (tools/oracle_fixtures.sh). The reference executor runs the
-# experts (no kernel emits them yet).
+# folder (qwen3_moe; mixtral, one tensor an expert) `mkc init` writes, read back, give on the cpu
+# kernel the greedy tokens and log-probabilities llama.cpp and transformers gave on them
+# (tools/oracle_fixtures.sh); a file of Q4_0 experts gives the reference's tokens.
 moe_oracles() {
-  local preset=$1 name=${1%-tiny} summary=$2 prompt
-  prompt=$(sed -n 's/^prompt //p' "tests/data/${name}_llamacpp.txt" | tr ' ' ',')
+  local preset=$1 name=${1%-tiny} summary=$2
   "$mkc" init --preset "$preset" --seed 5 --type f32 -o "$tmp/$name.gguf" 2>/dev/null
   "$mkc" init --preset "$preset" --seed 5 -o "$tmp/$name-hf" 2>/dev/null
   expect_sha "init --preset $preset --type f32 writes the file llama.cpp read" "$tmp/$name.gguf" \
@@ -299,19 +298,19 @@ moe_oracles() {
     "$tmp/$name-hf/model.safetensors" "tests/data/${name}_transformers.txt"
   "$mkc" info -m "$tmp/$name.gguf" >"$tmp/info" 2>&1
   expect_line "$preset's GGUF: its experts" "$tmp/info" "$summary"
-  local oracle model want
-  for oracle in llamacpp transformers; do
-    model=$tmp/$name.gguf
-    [ $oracle = llamacpp ] || model=$tmp/$name-hf
-    want=$(grep '^[0-9]' "tests/data/${name}_$oracle.txt" | cut -d' ' -f1 | tr '\n' ' ')
-    "$mkc" run -m "$model" --prompt-ids "$prompt" -n 48 --backend ref --no-display-prompt \
-      2>"$tmp/err" | tr ' ' '\n' | grep . | tr '\n' ' ' >"$tmp/got"
-    if [ "$(cat "$tmp/got")" = "$want" ]; then
-      ok "$preset's $([ $oracle = llamacpp ] && echo GGUF || echo folder) on the reference: $oracle's 48 greedy tokens"
-    else
-      fail "$preset's $oracle tokens on the reference" "want $want" "got  $(cat "$tmp/got")" "$(head -5 "$tmp/err")"
-    fi
-  done
+  MKC_KV_DTYPE=f16 expect_greedy "$preset's GGUF on the cpu kernel against llama.cpp" \
+    "tests/data/${name}_llamacpp.txt" "$tmp/$name.gguf"
+  MKC_KV_DTYPE=f32 expect_greedy "$preset's folder on the cpu kernel against transformers" \
+    "tests/data/${name}_transformers.txt" "$tmp/$name-hf"
+  "$mkc" init --preset "$preset" --seed 3 --type q4_0 -o "$tmp/$name-q4.gguf" 2>/dev/null
+  local q4 ref
+  q4=$("$mkc" run -m "$tmp/$name-q4.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 32 --backend cpu 2>"$tmp/err")
+  ref=$("$mkc" run -m "$tmp/$name-q4.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 32 --backend ref 2>>"$tmp/err")
+  if [ "$q4" = "$ref" ] && [ "$(echo "$ref" | wc -w)" = 32 ]; then
+    ok "$preset with Q4_0 experts on the cpu kernel: the reference's 32 tokens"
+  else
+    fail "$preset with Q4_0 experts on the cpu kernel" "$q4" "ref: $ref" "$(head -5 "$tmp/err")"
+  fi
 }
 moe_oracles moe-tiny "graph: graphs/llama.lua, preset llama-moe-tiny (qwen3moe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 288, context 256, rope theta 1e+06 (neox), rms eps 1e-06, separate head, qk norm, 3 of 8 experts of ffn 48 a token (weights renormalized))"
 moe_oracles mixtral-tiny "graph: graphs/llama.lua, preset llama-mixtral-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 288, context 256, rope theta 1e+06 (interleaved), rms eps 1e-05, separate head, 2 of 4 experts of ffn 96 a token (weights renormalized))"

@@ -164,6 +164,17 @@ for pages in "" "--kv-pages 20" "--kv-pages 20 --step-rows 24"; do
     fail "a slot kernel ${pages:-(whole caches)}" "$(head -n 12 "$tmp/out")" "$(tail -n 6 "$tmp/rep")"
   fi
 done
+# experts (moe-tiny, a slot kernel of it in wide steps): clean, metadata and code agree
+for flags in "--draft-max 4" "--draft-max 4 --slots 3 --kv-pages 20 --step-rows 15"; do
+  # shellcheck disable=SC2086
+  "$mkc" gen graphs/llama.lua --preset moe-tiny $flags -o "$tmp/moe.cu" 2>/dev/null
+  if "$mkc" inspect --check "$tmp/moe.cu" >"$tmp/out" 2>&1 && "$mkc" inspect "$tmp/moe.cu" --arch none >"$tmp/rep" 2>&1 \
+    && grep -q '^metadata and code agree' "$tmp/rep" && grep -q '^stage 6/[0-9]*  moe_up' "$tmp/rep"; then
+    ok "moe-tiny ($flags): no warnings, metadata and code agree"
+  else
+    fail "moe-tiny ($flags)" "$(head -n 12 "$tmp/out")" "$(grep -A4 MISMATCH "$tmp/rep" | head)"
+  fi
+done
 bad=tests/fails/bad_kernel.cu
 "$mkc" inspect --check "$bad" >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -3,11 +3,12 @@
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny,
  * whose trained contexts the 73 positions pass; partial-tiny, 12 of 16 dims rotated), the sliding
  * windows (swa-tiny, gemma-tiny, whose rings of rows the 73 positions wrap), Gemma 3's layers
- * (gemma3-tiny) and Gemma 2's soft caps (gemma2-tiny), logits within 1e-4 (relative to the largest
- * reference logit) at every step and every input, the same greedy tokens, the same pos, and every K
- * and V value in the kernel's cache (bf16 by default) rounded as the reference rounds it: where the
- * kernel's float and the reference's double straddle a rounding midpoint, the reference takes the
- * kernel's neighbour (mkc_ref_follow_kv), since one such value moves a logit by up to ~1e-3. */
+ * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny) and experts (moe-tiny, mixtral-tiny), logits
+ * within 1e-4 (relative to the largest reference logit) at every step and every input, the same
+ * greedy tokens, the same pos, and every K and V value in the kernel's cache (bf16 by default)
+ * rounded as the reference rounds it: where the kernel's float and the reference's double straddle
+ * a rounding midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one
+ * such value moves a logit by up to ~1e-3. */
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -140,6 +141,11 @@ int main(void) {
   compare("gemma3-tiny", 7, 5);
   /* Gemma 2's soft caps on the scores (the decode and the tiled chunk attention) and the logits */
   compare("gemma2-tiny", 4, 3);
+  /* experts: each input's chosen by the router, every block choosing alike; their rows read by
+   * (input, expert) tasks */
+  compare("moe-tiny", 4, 3);
+  compare("moe-tiny", 0, 1);
+  compare("mixtral-tiny", 7, 5);
   /* The CPU build takes 8 matvec rows per warp meeting (templates/matvec.cuh); the GPU
    * takes 4. The GPU's shape, built for the CPU, on the presets whose Q/K/V epilogues
    * differ: plain, odd sizes, biases, per-head norms. */
@@ -149,6 +155,7 @@ int main(void) {
   compare("odd", 7, 5);
   compare("qwen2-tiny", 4, 4);
   compare("qwen3-tiny", 7, 5);
+  compare("moe-tiny", 4, 4);
   /* MKC_SPLIT=1, a knob since the H100 measured it slower: the short matmuls' row
    * blocks split over a block's warps (o-proj, down, gate/up, QKV without per-head
    * norms), on both matvec shapes */
@@ -174,6 +181,7 @@ int main(void) {
   compare("qwen2-tiny", 4, 4);
   compare("qwen3-tiny", 7, 5);
   compare("gemma-tiny", 4, 3);
+  compare("moe-tiny", 4, 3); /* the router's matvec on tensor cores */
   setenv("MKC_SPLIT", "1", 1);
   shape_note = " (MKC_MMA_DECODE 1, MKC_SPLIT 1)";
   compare("tiny", 4, 4);

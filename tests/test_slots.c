@@ -388,6 +388,35 @@ static void windows(void) {
   }
 }
 
+/* Experts (moe-tiny), paged, in wide steps: every slot's rows choose their own experts, 7 slots
+ * with 9..15 drafts a step (greedy) beside chunks of 2, each slot its solo run on the plain
+ * kernel. */
+static void experts(void) {
+  int rows = SLOTS * (DRAFT_MAX + 1);
+  kernel plain, pk;
+  if (!CHECK(kernel_open_rows(&plain, "moe-tiny", 0, 0, 0, NULL) == 0 &&
+                 kernel_open_rows(&pk, "moe-tiny", SLOTS, SLOTS * (MAX_CTX / MKC_KV_PAGE), rows,
+                                  NULL) == 0,
+             "generate moe-tiny, plain and %d slots paged, wide", SLOTS))
+    return;
+  mkc_slots *p = mkc_slots_open(test_backend(), &pk.g, &pk.src, &pk.w, BLOCKS);
+  if (CHECK(p != NULL, "open moe-tiny's paged slots")) {
+    int used[SLOTS] = {0, 1, 2, 3, 4, 5, 6};
+    script sc[SLOTS];
+    many_drafts(sc);
+    for (int s = 0; s < SLOTS; s++) sc[s].temp = 0;
+    tally t = run_slots(&plain, p, used, sc, SLOTS, 14, -1, 0, NULL);
+    CHECK(t.ok && t.steps == 14 && t.same && t.lossless,
+          "moe-tiny, paged, wide steps: 7 slots, each slot its solo run (logits %.2g, %d "
+          "accepted)",
+          t.worst, t.accepted);
+    mkc_slots_close(p);
+  }
+  kernel_close(&pk);
+  kernel_close(&plain);
+  slot_kernels_one_grid();
+}
+
 /* Steps of a planted kernel against the solo runs: the tally of 2 slots. */
 static tally planted(kernel *plain, int kv_pages, const char *from, const char *to,
                      int *planted_ok) {
@@ -691,6 +720,7 @@ int main(void) {
   paged(&plain);
   wide(&plain);
   windows();
+  experts();
   shared_prefix(&plain);
   kept_evicted(&plain);
   refusals(&sk);

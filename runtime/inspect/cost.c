@@ -231,6 +231,33 @@ static void model_qkv_rope(model_ctx *m) {
        Q(0, 2 * (heads + 2 * kvh) * hd * cols, 0, 0));
 }
 
+/* The experts' first half (templates/moe.cuh): at most K experts' gate and up rows an input
+ * (which ones depends on the input), its row and router scores read, its K experts' hidden
+ * rows and its choice (K ids, K weights) written. */
+static void model_moe_up(model_ctx *m) {
+  long long K = num(m, "K"), ffn = num(m, "ffn"), cols = 8 * num(m, "n_chunks");
+  touch(m, "router", 0, Q(0, 4 * num(m, "E"), 0, 0));
+  touch(m, "w_gate", 0, Q(0, matrix_bytes(m, "w_gate", K * ffn), 0, 0));
+  touch(m, "w_up", 0, Q(0, matrix_bytes(m, "w_up", K * ffn), 0, 0));
+  touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
+  NORM_READ(cols / 8);
+  touch(m, "out", 1, Q(0, 4 * K * ffn, 0, 0));
+  touch(m, "choice", 1, Q(0, 4 * 2 * K, 0, 0));
+  work(m, Q(0, K * ffn, 0, 0), "warp", Q(0, 4 * K * ffn * cols, 0, 0));
+}
+
+/* The second half: K experts' down rows an input, its hidden rows and choice read, added into
+ * the residual (read-modify-write). */
+static void model_moe_down(model_ctx *m) {
+  long long K = num(m, "K"), dim = num(m, "dim"), cols = 8 * num(m, "n_chunks");
+  touch(m, "w_down", 0, Q(0, matrix_bytes(m, "w_down", K * dim), 0, 0));
+  touch(m, "hidden", 0, Q(0, 4 * K * num(m, "ffn"), 0, 0));
+  touch(m, "choice", 0, Q(0, 4 * 2 * K, 0, 0));
+  touch(m, "out", 0, Q(0, 4 * dim, 0, 0));
+  touch(m, "out", 1, Q(0, 4 * dim, 0, 0));
+  work(m, Q(0, dim, 0, 0), "warp", Q(0, 2 * K * dim * cols, 0, 0));
+}
+
 /* What both attention calls touch (the tiled one: templates/gemm_attn.cuh). */
 static void attention_ranges(model_ctx *m) {
   long long heads = num(m, "heads"), group = num(m, "group"), hd = num(m, "head_dim");
@@ -326,6 +353,8 @@ static const struct {
     {"mkc_gemm_qkv", model_gemm_qkv},
     {"mkc_gemm_attention", model_gemm_attention},
     {"mkc_gemm_lm_head", model_gemm_lm_head},
+    {"mkc_moe_up", model_moe_up},
+    {"mkc_moe_down", model_moe_down},
 };
 
 static void model_call(model_ctx *m) {

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 6071a5288dabfc9b, templates b27e335db34309ee, options 22f3ac7b51cc1f37
+ * hashes:  graph b477e631ec67f0cb, templates 29451b9dd0d1b35b, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
