@@ -4,8 +4,8 @@
  * first and last byte read), and its small tensors with HF names are loaded
  * as the weights of a graph made from them, in both RoPE layouts and as
  * Gemma's names, so the conversions, the Q/K permutation and Gemma's norm
- * offset run too. The same bytes are then
- * parsed as a config.json.
+ * offset run too, and layer 0's experts as each experts' layout joins them.
+ * The same bytes are then parsed as a config.json.
  * Seeds in fuzz/corpus/safetensors: small files from mkc's writer and from
  * the safetensors Python package, near-valid ones, and config.json samples. */
 #include <limits.h>
@@ -61,6 +61,37 @@ done:
   free(names);
 }
 
+/* Layer 0's experts' matrices as arch's loader joins them (one tensor an expert, or Granite
+ * MoE's one of all), their sizes read off expert 0's (or the joined tensor's) shape, 4 experts. */
+static void load_experts(const mkc_safetensors *st, const char *arch) {
+  static const char *const kinds[] = {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight",
+                                      "blk.0.ffn_down_exps.weight"};
+  mkc_model_desc d = {.n_heads = 2, .n_kv_heads = 1, .head_dim = 4, .n_experts = 4};
+  snprintf(d.arch, sizeof d.arch, "%s", arch);
+  mkc_weight_info infos[3];
+  int n = 0;
+  for (int k = 0; k < 3; k++) {
+    char hf[512];
+    int part, parts;
+    const mkc_st_tensor *t = NULL;
+    int fused = mkc_hf_experts_fused(arch, kinds[k], hf, sizeof hf, &part, &parts) == 0;
+    if (fused || mkc_hf_expert_name(arch, kinds[k], 0, hf, sizeof hf) == 0) t = mkc_st_find(st, hf);
+    if (!t || t->n_dims < 2) continue;
+    int64_t rows = t->shape[t->n_dims - 2] / (fused ? parts : 1), cols = t->shape[t->n_dims - 1];
+    if (rows < 1 || cols < 1 || rows > (1 << 10) || cols > (1 << 10) || rows * cols > (1 << 14))
+      continue;
+    infos[n++] = (mkc_weight_info){.name = (char *)kinds[k],
+                                   .rows = 4 * (int)rows,
+                                   .cols = (int)cols,
+                                   .row_stride = (int)cols};
+  }
+  if (n == 0) return;
+  mkc_graph g = {.n_weights = n, .weights = infos};
+  mkc_weights w = {0};
+  if (mkc_st_load_weights(st, &d, &g, &w) == 0) mkc_weights_free(&w);
+  if (w.n || w.t) abort(); /* freed, or emptied on failure */
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_safetensors *st = mkc_st_open_memory(data, size, "fuzz.safetensors");
   if (st) {
@@ -72,6 +103,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mkc_model_desc phi3 = {
         .arch = "phi3", .n_layers = 1, .n_heads = 2, .n_kv_heads = 1, .head_dim = 4, .ffn = 4};
     if (mkc_st_unfuse(st, &phi3) == 0) load_as_weights(st, "phi3", MKC_ROPE_NEOX);
+    load_experts(st, "qwen3moe");
+    load_experts(st, "mixtral");
+    load_experts(st, "granitemoe");
     mkc_st_close(st);
   }
   mkc_model_desc d;

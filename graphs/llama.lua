@@ -256,6 +256,17 @@ preset "mixtral-tiny" {
   moe = { experts = 4, used = 2, ffn = 96, norm_topk = true },
 }
 
+-- Granite MoE's shape in small (granite-tiny's multipliers, 4 experts as wide as the dense size, 2
+-- per input): GGUF granitemoe, HF granitemoe (every expert's gate and up in one tensor).
+preset "granitemoe-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 96,
+  vocab = 284, rope_theta = 10000, rope_layout = "interleaved", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = false, qk_norm = false,
+  embed_scale = 12, attn_scale = 0.0625, residual_scale = 0.22, logit_scale = 8,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  moe = { experts = 4, used = 2, ffn = 96, norm_topk = true },
+}
+
 -- Layer l's attention window: 0 where it sees every position.
 local function window_of(p, l)
   local w = p.sliding_window

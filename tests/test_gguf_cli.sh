@@ -100,7 +100,7 @@ expect_error "init with an unknown option" "mkc: error: unknown option '--quant'
 expect_error "init with a missing value" "mkc: error: -o needs a value" -- init --preset tiny --seed 1 -o
 expect_error "init with two graphs" "mkc: error: unexpected argument 'b.lua'" -- init a.lua b.lua --preset tiny
 expect_error "init with an unknown preset" \
-  "graphs/llama.lua:29: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny, moe-tiny, mixtral-tiny)" \
+  "graphs/llama.lua:29: error: unknown preset huge (this graph has: tiny, odd, llama-3.2-1b, qwen2-tiny, qwen3-tiny, llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny, partial-tiny, granite-tiny, gemma-3-1b, gemma-2-2b, smollm2-135m, blocks-tiny, swa-tiny, gemma-tiny, gemma3-tiny, gemma2-tiny, hybrid-tiny, moe-tiny, mixtral-tiny, granitemoe-tiny)" \
   -- init graphs/llama.lua --preset huge --seed 1 -o "$tmp/x.gguf"
 expect_error "init to an unwritable path" "mkc: error: cannot write /nonexistent/x.gguf: No such file or directory" \
   -- init --preset tiny --seed 1 -o /nonexistent/x.gguf
@@ -284,8 +284,9 @@ expect_sha "init --preset granite-tiny writes the weights transformers read" \
   "$tmp/granite-hf/model.safetensors" tests/data/granite_transformers.txt
 MKC_KV_DTYPE=f32 expect_greedy "granite-tiny's folder on the cpu kernel against transformers' GraniteForCausalLM" \
   tests/data/granite_transformers.txt "$tmp/granite-hf"
-# Experts (Qwen3-MoE's and Mixtral's sparse MLPs): the GGUF (qwen3moe; llama with experts) and the
-# folder (qwen3_moe; mixtral, one tensor an expert) `mkc init` writes, read back, give on the cpu
+# Experts (Qwen3-MoE's, Granite MoE's and Mixtral's sparse MLPs): the GGUF (qwen3moe, granitemoe;
+# llama with experts) and the folder (qwen3_moe, mixtral: one tensor an expert; granitemoe: every
+# expert's gate and up in one tensor, and their down in another) `mkc init` writes, read back, give on the cpu
 # kernel the greedy tokens and log-probabilities llama.cpp and transformers gave on them
 # (tools/oracle_fixtures.sh); a file of Q4_0 experts gives the reference's tokens.
 moe_oracles() {
@@ -313,6 +314,7 @@ moe_oracles() {
   fi
 }
 moe_oracles moe-tiny "graph: graphs/llama.lua, preset llama-moe-tiny (qwen3moe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 288, context 256, rope theta 1e+06 (neox), rms eps 1e-06, separate head, qk norm, 3 of 8 experts of ffn 48 a token (weights renormalized))"
+moe_oracles granitemoe-tiny "graph: graphs/llama.lua, preset llama-granitemoe-tiny (granitemoe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 284, context 256, rope theta 10000 (interleaved), rms eps 1e-05, separate head, embeddings x 12, attention scale 0.0625, residual branches x 0.22, logits / 8, 2 of 4 experts of ffn 96 a token (weights renormalized))"
 moe_oracles mixtral-tiny "graph: graphs/llama.lua, preset llama-mixtral-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 288, context 256, rope theta 1e+06 (interleaved), rms eps 1e-05, separate head, 2 of 4 experts of ffn 96 a token (weights renormalized))"
 # Phi-3's first configs named the scaling "su"; a list of another length than the rotated dims / 2
 # is refused

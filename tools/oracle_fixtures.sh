@@ -5,9 +5,11 @@
 # PRESET --seed 5` writes. test_gguf_cli.sh checks mkc against them:
 #   granite-tiny: llama.cpp's granite, transformers' GraniteForCausalLM (Granite's multipliers:
 #     embeddings x 12, scores x 1/16, residual branches x 0.22, logits / 8)
-#   moe-tiny: qwen3moe, Qwen3MoeForCausalLM; mixtral-tiny: llama with experts, MixtralForCausalLM
+#   moe-tiny: qwen3moe, Qwen3MoeForCausalLM; mixtral-tiny: llama with experts, MixtralForCausalLM;
+#   granitemoe-tiny: granitemoe, GraniteMoeForCausalLM
 # Needs what tools/gemma_llamacpp_fixture.sh and tools/hf_greedy.py need:
-#   PYTHON=/tmp/tv/bin/python WORK=/tmp/lcpp2 bash tools/oracle_fixtures.sh granite-tiny moe-tiny mixtral-tiny
+#   PYTHON=/tmp/tv/bin/python WORK=/tmp/lcpp2 bash tools/oracle_fixtures.sh granite-tiny moe-tiny \
+#     mixtral-tiny granitemoe-tiny
 set -eu
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}

@@ -95,7 +95,8 @@ static int has_weight(const mkc_graph *g, const char *name) {
  * norms, else gemma2's), Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
-  if ((add && add->scale > 0) || (logits && logits->scale > 0)) return "granite";
+  if ((add && add->scale > 0) || (logits && logits->scale > 0))
+    return first_node(g, MKC_OP_MOE) ? "granitemoe" : "granite";
   if (has_weight(g, "blk.0.post_attention_norm.weight"))
     return has_weight(g, "blk.0.attn_q_norm.weight") ? "gemma3" : "gemma2";
   if (first_node(g, MKC_OP_MOE)) /* experts: qwen3moe's with head norms, else Mixtral's llama */
@@ -308,7 +309,7 @@ static int describe_granite(const mkc_graph *g, const char *preset, mkc_model_de
 
 /* Granite's keys (llama.cpp's granite: logit_scale required), from d (describe_granite). */
 static int set_granite(mkc_gguf_writer *out, const mkc_model_desc *d) {
-  if (strcmp(d->arch, "granite") != 0) return 0;
+  if (!mkc_granite_family(d->arch)) return 0;
   return set_f32(out, d->arch, "embedding_scale", d->embed_scale) |
          set_f32(out, d->arch, "residual_scale", d->residual_scale) |
          set_f32(out, d->arch, "attention.scale", d->attn_scale) |
@@ -317,7 +318,7 @@ static int set_granite(mkc_gguf_writer *out, const mkc_model_desc *d) {
 
 /* What a model file says beyond the sizes: Granite's multipliers or Gemma's (describe_gemma). */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
-  if (strcmp(d->arch, "granite") == 0) return describe_granite(g, preset, d);
+  if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
   return describe_gemma(g, preset, mkc_gemma_version(d->arch), d);
 }
 
@@ -349,7 +350,7 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   bad |= set_u32(out, arch, "block_count", g->n_layers);
   bad |= set_u32(out, arch, "context_length", g->max_ctx);
   bad |= set_u32(out, arch, "embedding_length", g->dim);
-  if (!first_node(g, MKC_OP_MOE) || strcmp(arch, "llama") != 0)
+  if (!first_node(g, MKC_OP_MOE) || strcmp(arch, "qwen3moe") == 0)
     bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
   bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
   bad |= set_u32(out, arch, "attention.head_count_kv", g->n_kv_heads);
@@ -376,7 +377,7 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
     int expert_ffn = g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
     bad |= set_u32(out, arch, "expert_count", moe->experts);
     bad |= set_u32(out, arch, "expert_used_count", moe->experts_used);
-    if (strcmp(arch, "llama") == 0) /* Mixtral's experts are the dense width */
+    if (strcmp(arch, "qwen3moe") != 0) /* Mixtral's and Granite MoE's: the dense width */
       bad |= set_u32(out, arch, "feed_forward_length", expert_ffn);
     else
       bad |= set_u32(out, arch, "expert_feed_forward_length", expert_ffn);
@@ -449,9 +450,9 @@ static int experts_fit(const mkc_graph *g, const char *preset, const mkc_model_d
   }
   if (!why && moe_layers && moe_layers != g->n_layers) why = "dense layers among the sparse ones";
   if (!why && moe_layers && strcmp(d->arch, "llama") != 0 && strcmp(d->arch, "mixtral") != 0 &&
-      strcmp(d->arch, "qwen3moe") != 0)
+      strcmp(d->arch, "qwen3moe") != 0 && strcmp(d->arch, "granitemoe") != 0)
     why = "experts beside what only another architecture's file says (mkc writes experts in "
-          "llama (Mixtral) and qwen3moe files)";
+          "llama (Mixtral), qwen3moe and granitemoe files)";
   if (!why && moe_layers && gguf && !d->norm_topk)
     why = "experts' weights left as the softmax gives them (a GGUF's loaders renormalize them)";
   if (!why) return 0;
@@ -731,6 +732,20 @@ static int phi3_fits(const mkc_graph *g, mkc_model_desc *d, const char *preset) 
   return 0;
 }
 
+/* The tensors a folder of g holds: phi3's fused matrices one for their parts, experts' matrices
+ * a tensor an expert (or, fused, gate and up one tensor). */
+static int hf_tensors(const mkc_graph *g, const mkc_model_desc *d, int phi3) {
+  int n = phi3 ? -3 * g->n_layers : 0, part, parts;
+  char name[512];
+  for (int i = 0; i < g->n_weights; i++) {
+    const char *w = g->weights[i].name;
+    n += mkc_hf_expert_name(d->arch, w, 0, name, sizeof name) == 0                 ? d->n_experts
+         : mkc_hf_experts_fused(d->arch, w, name, sizeof name, &part, &parts) == 0 ? 1 - part
+                                                                                   : 1;
+  }
+  return n;
+}
+
 /* init's own flags (it takes a GGUF writer's, not run's): 0, 2 after a usage
  * error, or -1 for --help (printed). */
 static int init_flags_parse(int argc, char **argv, init_flags *f) {
@@ -888,9 +903,7 @@ int mkc_cmd_init(int argc, char **argv) {
       goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",
-            path, d.arch, seed,
-            g.n_weights - (f.phi3 ? 3 * g.n_layers : 0) +
-                (d.n_experts ? 3 * g.n_layers * (d.n_experts - 1) : 0)); /* a tensor an expert */
+            path, d.arch, seed, hf_tensors(&g, &d, f.phi3));
     rc = 0;
     goto done;
   }

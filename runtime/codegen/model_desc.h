@@ -81,6 +81,11 @@ typedef struct mkc_model_desc {
   int n_experts, n_experts_used, expert_ffn, norm_topk;
 } mkc_model_desc;
 
+/* Granite's layers (its multipliers): granite, and granitemoe, the same with experts. */
+static inline int mkc_granite_family(const char *arch) {
+  return arch && (strcmp(arch, "granite") == 0 || strcmp(arch, "granitemoe") == 0);
+}
+
 /* 2 or 3 for the gemma2 and gemma3 architectures (mkc_model_desc.arch), else
  * 0: the family whose norms, windows and caps the model files spell alike. */
 static inline int mkc_gemma_version(const char *arch) {

@@ -33,6 +33,12 @@ int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, siz
  * Mixtral's block_sparse_moe.experts.E.w1.weight). 0; 1 for a name that is not an experts'
  * matrix; -1 for one that does not fit. */
 int mkc_hf_expert_name(const char *arch, const char *gguf_name, int expert, char *hf, size_t cap);
+/* The same where the checkpoint holds every expert in one 3-d tensor [experts][parts * rows][cols]
+ * (Granite MoE: block_sparse_moe.input_linear, gate's rows then up's an expert; output_linear,
+ * down's): its name, and which part of each expert's rows the matrix is. 0; 1 where the
+ * architecture keeps experts otherwise or the name is not an experts' matrix; -1: no fit. */
+int mkc_hf_experts_fused(const char *arch, const char *gguf_name, char *hf, size_t cap, int *part,
+                         int *parts);
 /* The i-th spelling of an HF name mkc_hf_name gave (0: as is; then where
  * multimodal checkpoints keep the text model: language_model.model.* and
  * language_model.lm_head.*, as transformers 4 saved them, and

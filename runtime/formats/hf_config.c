@@ -48,6 +48,7 @@ static const arch_info ARCHS[] = {
     {"mixtral", "mixtral", MKC_ROPE_INTERLEAVED, 0, 0, 4096 * 32, NULL},
     {"phi3", "phi3", MKC_ROPE_NEOX, 0, 0, 4096, NULL}, /* Q/K/V and gate/up fused (st_unfuse) */
     {"granite", "granite", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* llama with multipliers */
+    {"granitemoe", "granitemoe", MKC_ROPE_INTERLEAVED, 0, 0, 2048, NULL}, /* and experts */
     {"gemma2", "gemma2", MKC_ROPE_NEOX, 0, 0, 8192, GEMMA2_SIZES},
     {"gemma3_text", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES},
     {"gemma3", "gemma3", MKC_ROPE_NEOX, 0, 1, 131072, GEMMA3_SIZES}, /* its text_config */
@@ -457,10 +458,12 @@ static int read_gemma(const config *t, int gemma2, mkc_model_desc *d) {
 /* The experts of a qwen3_moe config (num_experts, num_experts_per_tok and
  * moe_intermediate_size required; norm_topk_prob as Qwen3MoeConfig defaults it,
  * false; every layer sparse: decoder_sparse_step 1, no mlp_only_layers) or a
- * mixtral one (num_local_experts of intermediate_size, 8 and 2 by default,
- * always renormalized); nothing for the others. */
+ * mixtral or granitemoe one (num_local_experts of intermediate_size, 8 and 2
+ * by default, always renormalized: GraniteMoe's softmax is over the chosen);
+ * nothing for the others. */
 static int read_experts(const config *t, const arch_info *arch, mkc_model_desc *d) {
-  int qwen = strcmp(arch->arch, "qwen3moe") == 0, mixtral = strcmp(arch->arch, "mixtral") == 0;
+  int qwen = strcmp(arch->arch, "qwen3moe") == 0;
+  int mixtral = strcmp(arch->arch, "mixtral") == 0 || strcmp(arch->arch, "granitemoe") == 0;
   if (!qwen && !mixtral) return 0;
   d->expert_ffn = d->ffn;
   d->norm_topk = 1;
@@ -502,7 +505,8 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (!arch)
     return mkc_error_in(c->where,
                         "unsupported model_type %s (mkc reads llama, mistral, mixtral, qwen2, "
-                        "qwen3, qwen3_moe, phi3, granite, gemma2, gemma3_text, gemma3)",
+                        "qwen3, qwen3_moe, phi3, granite, granitemoe, gemma2, gemma3_text, "
+                        "gemma3)",
                         mkc_json_describe(type, buf, sizeof buf));
   snprintf(d->arch, sizeof d->arch, "%s", arch->arch);
   name_from_dir(dir_name, arch->arch, d->name, sizeof d->name);
@@ -576,7 +580,7 @@ static int parse(const config *c, const char *dir_name, mkc_model_desc *d) {
   if (mlp_bias)
     return mkc_error_in(t->where, "unsupported mlp_bias true (the graph has no MLP biases)");
   if (gemma) return read_gemma(t, gemma2, d);
-  if (strcmp(arch->arch, "granite") == 0 && read_granite(t, d)) return -1;
+  if (mkc_granite_family(arch->arch) && read_granite(t, d)) return -1;
   if (read_experts(t, arch, d)) return -1;
 
   /* Sliding-window attention equals full attention while the context fits

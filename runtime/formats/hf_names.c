@@ -39,9 +39,13 @@ static const name_pair LAYER_NAMES[] = {
     {"ffn_gate_inp.weight", "mlp.gate.weight"}, /* qwen3_moe's router */
 };
 
-/* Mixtral's sparse MLP is block_sparse_moe. Looked up before LAYER_NAMES. */
+/* Mixtral's sparse MLP is block_sparse_moe, and Granite MoE's, with its own router. Looked up
+ * before LAYER_NAMES. */
 static const name_pair MIXTRAL_LAYER_NAMES[] = {
     {"ffn_gate_inp.weight", "block_sparse_moe.gate.weight"},
+};
+static const name_pair GRANITEMOE_LAYER_NAMES[] = {
+    {"ffn_gate_inp.weight", "block_sparse_moe.router.layer.weight"},
 };
 
 /* The experts' matrices: GGUF's one 3-d tensor a kind, HF's one a kind and
@@ -102,11 +106,13 @@ static int translate(const char *arch, const char *name, char *out, size_t cap, 
   const char *rest;
   int layer = layer_of(name, from_hf ? "model.layers." : "blk.", &rest);
   if (layer < 0) return -1;
-  const name_pair *p = mkc_gemma_version(arch)
-                           ? pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf)
-                       : strcmp(arch, "mixtral") == 0
-                           ? pair_of(MIXTRAL_LAYER_NAMES, COUNT(MIXTRAL_LAYER_NAMES), rest, from_hf)
-                           : NULL;
+  const name_pair *p = NULL;
+  if (mkc_gemma_version(arch))
+    p = pair_of(GEMMA_LAYER_NAMES, COUNT(GEMMA_LAYER_NAMES), rest, from_hf);
+  if (strcmp(arch, "mixtral") == 0)
+    p = pair_of(MIXTRAL_LAYER_NAMES, COUNT(MIXTRAL_LAYER_NAMES), rest, from_hf);
+  if (strcmp(arch, "granitemoe") == 0)
+    p = pair_of(GRANITEMOE_LAYER_NAMES, COUNT(GRANITEMOE_LAYER_NAMES), rest, from_hf);
   if (!p) p = pair_of(LAYER_NAMES, COUNT(LAYER_NAMES), rest, from_hf);
   if (!p) return -1;
   int n = from_hf ? snprintf(out, cap, "blk.%d.%s", layer, p->gguf)
@@ -122,9 +128,26 @@ int mkc_gguf_name_from_hf(const char *arch, const char *hf_name, char *gguf, siz
   return translate(arch, hf_name, gguf, cap, 1);
 }
 
+int mkc_hf_experts_fused(const char *arch, const char *gguf_name, char *hf, size_t cap, int *part,
+                         int *parts) {
+  const char *rest;
+  int layer = layer_of(gguf_name, "blk.", &rest);
+  if (layer < 0 || strcmp(arch, "granitemoe") != 0) return 1;
+  for (int i = 0; i < COUNT(EXPERT_NAMES); i++) {
+    if (strcmp(rest, EXPERT_NAMES[i].gguf) != 0) continue;
+    int down = i == 2; /* gate and up: input_linear's halves, gate's first; down: output_linear */
+    *part = i == 1, *parts = down ? 1 : 2;
+    int n = snprintf(hf, cap, "model.layers.%d.block_sparse_moe.%s.weight", layer,
+                     down ? "output_linear" : "input_linear");
+    return n >= 0 && (size_t)n < cap ? 0 : -1;
+  }
+  return 1;
+}
+
 int mkc_hf_expert_name(const char *arch, const char *gguf_name, int expert, char *hf, size_t cap) {
   const char *rest;
   int layer = layer_of(gguf_name, "blk.", &rest);
+  if (strcmp(arch, "granitemoe") == 0) return 1; /* its experts are one tensor: fused */
   for (int i = 0; layer >= 0 && i < COUNT(EXPERT_NAMES); i++) {
     if (strcmp(rest, EXPERT_NAMES[i].gguf) != 0) continue;
     int mixtral = strcmp(arch, "mixtral") == 0;

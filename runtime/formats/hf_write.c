@@ -135,7 +135,7 @@ static char *config_text(const mkc_model_desc *d) {
   if (d->rope_dim > 0) /* transformers: int(head_dim * factor) dims (mkc_hf_write checks it) */
     cJSON_AddNumberToObject(c, "partial_rotary_factor", (double)d->rope_dim / d->head_dim);
   if (strcmp(d->arch, "qwen2") != 0) cJSON_AddBoolToObject(c, "attention_bias", 0);
-  if (strcmp(d->arch, "granite") == 0) { /* GraniteConfig's multipliers (defaults 1) */
+  if (mkc_granite_family(d->arch)) { /* GraniteConfig's multipliers (defaults 1) */
     const struct {
       const char *key;
       double v;
@@ -153,7 +153,7 @@ static char *config_text(const mkc_model_desc *d) {
     cJSON_AddBoolToObject(c, "norm_topk_prob", d->norm_topk);
     cJSON_AddNumberToObject(c, "decoder_sparse_step", 1);
     cJSON_AddItemToObject(c, "mlp_only_layers", cJSON_CreateArray());
-  } else if (strcmp(d->arch, "mixtral") == 0) { /* its experts are intermediate_size wide */
+  } else if (d->n_experts) { /* mixtral, granitemoe: experts intermediate_size wide */
     cJSON_AddNumberToObject(c, "num_local_experts", d->n_experts);
     cJSON_AddNumberToObject(c, "num_experts_per_tok", d->n_experts_used);
     cJSON_ReplaceItemInObject(c, "intermediate_size", cJSON_CreateNumber(d->expert_ffn));

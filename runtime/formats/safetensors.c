@@ -796,6 +796,49 @@ static int load_experts(const mkc_safetensors *st, const mkc_model_desc *d,
   return 0;
 }
 
+/* An experts' matrix (info: [experts * rows][cols]) from the checkpoint's one tensor of every
+ * expert, hf [experts][parts * rows][cols]: part `part` of each expert's rows. 0, or -1 after a
+ * message. */
+static int load_fused_experts(const mkc_safetensors *st, const mkc_model_desc *d,
+                              const mkc_weight_info *info, const char *hf, int part, int parts,
+                              mkc_weights *w) {
+  char name[512], shape[256];
+  snprintf(name, sizeof name, "%s", hf);
+  const mkc_st_tensor *t = find_spelled(st, name, sizeof name);
+  int E = d->n_experts, rows = E > 0 ? info->rows / E : 0;
+  if (!t) {
+    mkc_error_in(st->path, "tensor '%s' is missing (every expert's rows of the graph's '%s')", name,
+                 info->name);
+    return -1;
+  }
+  const char *where = mkc_st_file_path(st, t->file);
+  if (ggml_type_of(t->dtype) < 0) {
+    mkc_error_in(where, "tensor '%s': dtype %s is not supported (mkc reads F32, F16, BF16)", name,
+                 mkc_st_dtype_name(t->dtype));
+    return -1;
+  }
+  if (E <= 0 || rows * E != info->rows || t->n_dims != 3 || t->shape[0] != E ||
+      t->shape[1] != (int64_t)parts * rows || t->shape[2] != info->cols) {
+    format_shape(t, shape, sizeof shape);
+    mkc_error_in(where, "tensor '%s' (%s): Expected [%d, %d, %d], Actual %s", name, info->name, E,
+                 parts * rows, info->cols, shape);
+    return -1;
+  }
+  mkc_tensor *dst = mkc_weights_append(w, info);
+  if (!dst) {
+    mkc_error_in(where, "'%s': out of memory", info->name);
+    return -1;
+  }
+  size_t n = (size_t)rows * (size_t)info->cols, elem = (size_t)mkc_st_dtype_size(t->dtype);
+  for (int e = 0; e < E; e++) {
+    mkc_st_tensor sub = *t; /* expert e's part: n values from row (e * parts + part) * rows */
+    sub.data += ((size_t)e * parts + (size_t)part) * n * elem;
+    sub.n_bytes = n * elem;
+    if (read_bf16(st, &sub, n, dst->data + (size_t)e * n)) return -1;
+  }
+  return 0;
+}
+
 int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, const mkc_graph *g,
                         mkc_weights *w) {
   mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_TENSORS");
@@ -806,13 +849,17 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
   for (int i = 0; i < g->n_weights; i++) {
     const mkc_weight_info *info = &g->weights[i];
     char hf[512], shape[256];
-    if (mkc_hf_expert_name(d->arch, info->name, 0, hf, sizeof hf) == 0) {
+    int part, parts,
+        fused = mkc_hf_experts_fused(d->arch, info->name, hf, sizeof hf, &part, &parts);
+    if (fused == 0 || mkc_hf_expert_name(d->arch, info->name, 0, hf, sizeof hf) == 0) {
       if (mkc_weight_block_type(info->type)) {
         mkc_error_in(st->path, "'%s': the kernel was planned for %s blocks", info->name,
                      mkc_ggml_type((uint32_t)info->type)->name);
         goto fail;
       }
-      if (load_experts(st, d, info, w)) goto fail;
+      if (fused == 0 ? load_fused_experts(st, d, info, hf, part, parts, w)
+                     : load_experts(st, d, info, w))
+        goto fail;
       continue;
     }
     if (mkc_hf_name(d->arch, info->name, hf, sizeof hf)) {

@@ -167,6 +167,36 @@ static int split_experts(const char *path, const mkc_tensor *t, const mkc_model_
   return 0;
 }
 
+/* An experts' matrix t as the checkpoint's one tensor of every expert (mkc_hf_experts_fused):
+ * [experts][parts * rows][cols], expert e's gate rows then its up rows (parts 2: the up matrix
+ * found in w by name) or its down rows (parts 1), into *o (named name), floats in *values. */
+static int join_experts(const char *path, const mkc_weights *w, const mkc_tensor *t,
+                        const mkc_model_desc *d, int parts, int dtype, mkc_st_out *o,
+                        const char *name, float **values) {
+  int E = d->n_experts, rows = E > 0 ? t->rows / E : 0;
+  const mkc_tensor *part[2] = {t, NULL};
+  if (parts == 2) {
+    char up[256];
+    const char *at = strstr(t->name, "ffn_gate_exps");
+    if (at) snprintf(up, sizeof up, "%.*sffn_up_exps%s", (int)(at - t->name), t->name, at + 13);
+    for (int k = 0; at && k < w->n && !part[1]; k++)
+      if (strcmp(w->t[k].name, up) == 0) part[1] = &w->t[k];
+    if (!part[1] || part[1]->rows != t->rows || part[1]->cols != t->cols)
+      return out_error(path, "has no up matrix of its shape to be stored with", t->name);
+  }
+  if (E <= 0 || rows * E != t->rows) return out_error(path, "not the rows of its experts", t->name);
+  size_t each = (size_t)rows * (size_t)t->cols;
+  float *v = *values = malloc((size_t)parts * E * each * sizeof *v + 1);
+  if (!v) return out_error(path, "out of memory", t->name);
+  for (int e = 0; e < E; e++)
+    for (int p = 0; p < parts; p++)
+      for (size_t i = 0; i < each; i++)
+        v[((size_t)e * parts + (size_t)p) * each + i] =
+            mkc_bf16_to_float(part[p]->data[(size_t)e * each + i]);
+  *o = (mkc_st_out){name, dtype, 3, {E, (int64_t)parts * rows, t->cols}, v, NULL};
+  return 0;
+}
+
 int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model_desc *d,
                          int dtype) {
   /* room for each experts' matrix as one tensor an expert (d->n_experts, after the others) */
@@ -189,6 +219,13 @@ int mkc_st_write_weights(const char *path, const mkc_weights *w, const mkc_model
     size_t count = (size_t)t->rows * (size_t)t->cols;
     if (mkc_hf_expert_name(d->arch, t->name, 0, probe, sizeof probe) == 0) {
       if (split_experts(path, t, d, dtype, out, names, &n_out, &owned[k])) goto done;
+      continue;
+    }
+    int part, parts;
+    if (mkc_hf_experts_fused(d->arch, t->name, names[k], sizeof names[k], &part, &parts) == 0) {
+      /* up goes with its gate */
+      if (part == 0 && join_experts(path, w, t, d, parts, dtype, &out[k], names[k], &owned[k]))
+        goto done;
       continue;
     }
     if (mkc_hf_name(d->arch, t->name, names[k], sizeof names[k])) {

@@ -11,8 +11,8 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",  "qwen3moe",
-                                    "gemma2", "gemma3",  "phi3",  "granite"};
+static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",   "qwen3moe",
+                                    "gemma2", "gemma3",  "phi3",  "granite", "granitemoe"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -359,7 +359,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite)\n",
+            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite, granitemoe)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -611,11 +611,12 @@ static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
 }
 
 /* Experts (llama.cpp's ARCH.expert_count, expert_used_count, and qwen3moe's
- * expert_feed_forward_length; llama's experts are feed_forward_length wide:
- * Mixtral). Both of llama.cpp's loaders renormalize the chosen experts'
- * weights; a scale on them (expert_weights_scale) or shared experts are refused. */
+ * expert_feed_forward_length; llama's and granitemoe's experts are
+ * feed_forward_length wide: Mixtral, Granite MoE). llama.cpp's loaders
+ * renormalize the chosen experts' weights; a scale on them
+ * (expert_weights_scale) or shared experts are refused. */
 static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
-  int moe_arch = strcmp(arch, "qwen3moe") == 0;
+  int moe_arch = strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0;
   if (get_count(f, arch, "expert_count", &d->n_experts) < 0) return -1;
   if (!d->n_experts && !moe_arch) return 0;
   if (!d->n_experts) {
@@ -624,13 +625,16 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   }
   d->expert_ffn = d->ffn;
   if (need_size(f, arch, "expert_used_count", &d->n_experts_used) ||
-      (moe_arch && need_size(f, arch, "expert_feed_forward_length", &d->expert_ffn)))
+      (strcmp(arch, "qwen3moe") == 0 &&
+       need_size(f, arch, "expert_feed_forward_length", &d->expert_ffn)))
     return -1;
   double scale = 0;
-  int shared = 0;
+  int shared = 0, shared_ffn = 0;
   if (get_real(f, arch, "expert_weights_scale", &scale) < 0 ||
-      get_count(f, arch, "expert_shared_count", &shared) < 0)
+      get_count(f, arch, "expert_shared_count", &shared) < 0 ||
+      get_count(f, arch, "expert_shared_feed_forward_length", &shared_ffn) < 0)
     return -1;
+  shared = shared || shared_ffn; /* Granite MoE Shared's */
   if ((scale != 0 && scale != 1) || shared) {
     fprintf(stderr, "mkc: error: %s: %s: not supported (mkc's experts have neither)\n", f->path,
             shared ? "shared experts (expert_shared_count)" : "expert_weights_scale");
@@ -655,6 +659,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
       read_pooling(f, d->arch, d) || read_experts(f, d->arch, d))
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
-  if (strcmp(d->arch, "granite") == 0 && read_granite(f, d)) return -1;
+  if (mkc_granite_family(d->arch) && read_granite(f, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }
