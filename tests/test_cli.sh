@@ -299,6 +299,41 @@ if "$mkc" bench --preset tiny --random-weights 1 -n 8 --draft-max 2 --backend cp
 else
   fail "bench runs on the cpu backend" "$(cat "$tmp/err")"
 fi
+# bench on experts: the size a one-input step streams is the file's other tensors and 3 of 8 of
+# its experts' (moe-tiny: 3 of 8 experts an input), counted from the GGUF init writes
+"$mkc" init --preset moe-tiny --seed 1 -o "$tmp/moe.gguf" 2>/dev/null
+want=$(python3 - "$tmp/moe.gguf" <<'PY'
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+def u(f, o): return struct.unpack_from(f, b, o)[0]
+n_t, n_kv, o = u("<Q", 8), u("<Q", 16), 24
+def skip_value(t, o):
+    if t == 8: return o + 8 + u("<Q", o)
+    if t == 9:
+        et, n = u("<I", o), u("<Q", o + 4)
+        o += 12
+        for _ in range(n): o = skip_value(et, o)
+        return o
+    return o + {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}[t]
+for _ in range(n_kv):
+    o += 8 + u("<Q", o)
+    o = skip_value(u("<I", o), o + 4)
+total = 0.0
+for _ in range(n_t):
+    name_len = u("<Q", o); name = b[o + 8:o + 8 + name_len].decode(); o += 8 + name_len
+    nd = u("<I", o); ne = struct.unpack_from("<%dQ" % nd, b, o + 4); o += 4 + 8 * nd + 4 + 8
+    count = 1
+    for x in ne: count *= x
+    total += 2 * count * (3 / 8 if "_exps." in name else 1)  # BF16
+print("%.2f MiB" % (total / 1048576))
+PY
+)
+if "$mkc" bench -m "$tmp/moe.gguf" -p 8 -n 8 --backend cpu >"$tmp/bench" 2>"$tmp/err" &&
+  grep -q "^| llama llama-moe-tiny BF16 | $want | 0.21 M | cpu | tg8 |" "$tmp/bench"; then
+  ok "bench on experts: size $want, the experts an input runs (3 of 8)"
+else
+  fail "bench on experts: size $want" "$(cat "$tmp/bench" "$tmp/err" | head)"
+fi
 # bench --stages: a row per stage of the kernel (tiny: 15), block 0's clock greedy and
 # sampled, and the total; the sampler stage does work only when sampling.
 if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cpu >"$tmp/bench" 2>"$tmp/err" &&

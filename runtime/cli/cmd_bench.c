@@ -110,8 +110,9 @@ static const char USAGE[] =
     "usage: mkc bench --preset P --random-weights SEED [-p N] [-n N] [-d N] [options]\n"
     "       mkc bench -m MODEL [-p N] [-n N] [-d N] [--draft-max K] [options]\n"
     "\n"
-    "Decode speed, llama-bench's table: model, size (the bytes a step streams:\n"
-    "quantized matrices as their blocks), params, backend, test, t/s; then mkc's\n"
+    "Decode speed, llama-bench's table: model, size (the bytes a step of one input\n"
+    "streams: quantized matrices as their blocks, of experts the ones an input\n"
+    "runs), params (all), backend, test, t/s; then mkc's\n"
     "columns: the weight bandwidth a step implies, next to a copy's bandwidth\n"
     "measured in the same run. Tests: ppN (a prompt of N tokens), tgN (N generated\n"
     "tokens) and, with --draft-max K, tgN with prompt-lookup drafts (and with\n"
@@ -263,7 +264,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   for (int i = 0; i < depth + n_pp; i++) hist[i] = (int)((i * 2654435761u) % (unsigned)m.g.vocab);
 
   /* What one step streams: every weight once, as the kernel stores it (the tied head shares
-   * the embedding; quantized matrices as their blocks). */
+   * the embedding; quantized matrices as their blocks; of experts, the ones an input runs). */
   double params = mkc_graph_params(&m.g), weight_bytes = mkc_graph_weight_bytes(&m.g);
   const char *backend = mkc_session_backend(m.s);
   char arch[72] = "", types[64], size[32];

@@ -165,7 +165,7 @@ int mkc_loaded_cpu_guard(const mkc_cli *c, const mkc_loaded_model *m, double tok
   mkc_cuda_device dev;
   char why[256];
   if (mkc_cuda_device_get(&dev, why, sizeof why) == 0) return 0;
-  double params = mkc_graph_params(&m->g);
+  double params = mkc_graph_active_params(&m->g);
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   double secs = params * tokens / (CPU_MACS_PER_CORE * (double)(cores > 0 ? cores : 1));
   if (secs <= CPU_GUARD_SECONDS) return 0;

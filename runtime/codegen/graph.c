@@ -54,10 +54,29 @@ double mkc_graph_params(const mkc_graph *g) {
   return params;
 }
 
+/* The share of weight i a one-input step reads: experts_used / experts of an experts' matrix
+ * (a MOE node's gate, up or down), else all of it. */
+static double step_share(const mkc_graph *g, int i) {
+  for (int n = 0; n < g->n_nodes; n++) {
+    const mkc_node *m = &g->nodes[n];
+    for (int k = 2; m->op == MKC_OP_MOE && m->experts > 0 && k <= 4; k++)
+      if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i)
+        return (double)m->experts_used / m->experts;
+  }
+  return 1.0;
+}
+
+double mkc_graph_active_params(const mkc_graph *g) {
+  double params = 0;
+  for (int i = 0; i < g->n_weights; i++)
+    params += step_share(g, i) * g->weights[i].rows * g->weights[i].cols;
+  return params;
+}
+
 double mkc_graph_weight_bytes(const mkc_graph *g) {
   double bytes = 0;
   for (int i = 0; i < g->n_weights; i++)
-    bytes += 2.0 * g->weights[i].rows * g->weights[i].row_stride;
+    bytes += step_share(g, i) * 2.0 * g->weights[i].rows * g->weights[i].row_stride;
   return bytes;
 }
 

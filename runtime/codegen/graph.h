@@ -237,9 +237,12 @@ size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t);
  * rmsnorm(x, w), head))), whose input x is the hidden state; NULL in a graph
  * shaped otherwise. */
 const mkc_node *mkc_graph_final_norm(const mkc_graph *g);
-/* The parameters of every weight of g (rows x cols): what one step streams. */
+/* The parameters of every weight of g (rows x cols). */
 double mkc_graph_params(const mkc_graph *g);
-/* The bytes of g's weight arena a step streams: every weight once, as stored. */
+/* Those a one-input step computes with: experts' matrices at experts_used / experts. */
+double mkc_graph_active_params(const mkc_graph *g);
+/* The bytes of g's weight arena a one-input step streams: every weight once, as stored, an
+ * experts' matrix at experts_used / experts of its bytes (the experts the input runs). */
 double mkc_graph_weight_bytes(const mkc_graph *g);
 
 const char *mkc_rope_scaling_name(int type);      /* "none", "linear", ...; "unknown" */
