@@ -1025,8 +1025,59 @@ static void test_bad_files(void) {
   free(good);
 }
 
+/* Experts' matrices: a 3-d NAME_exps tensor ne {cols, rows, experts} reads as the experts' rows
+ * one after another; a 3-d tensor of another name does not; and a file with one tensor an expert
+ * (blk.0.ffn_gate.E.weight, the first Mixtral GGUFs) is refused with the reason. */
+static void test_experts(void) {
+  mkc_weight_info info = {.name = "blk.0.ffn_gate_exps.weight",
+                          .rows = 8,
+                          .cols = 8,
+                          .row_stride = 8,
+                          .type = MKC_GGML_BF16};
+  mkc_graph g = {.n_weights = 1, .weights = &info};
+  uint16_t bits[2][4 * 8];
+  for (int e = 0; e < 2; e++)
+    for (int i = 0; i < 4 * 8; i++) bits[e][i] = mkc_float_to_bf16((float)(100 * e + i));
+  static const char *const names[3] = {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_gate_x.weight",
+                                       "blk.0.ffn_gate.0.weight"};
+  for (int c = 0; c < 3; c++) {
+    mkc_gguf_writer *w = mkc_gguf_writer_new();
+    int64_t ne3[3] = {8, 4, 2}, ne2[2] = {8, 4};
+    int bad =
+        c < 2 ? mkc_gguf_add_raw(w, names[c], MKC_GGML_BF16, 3, ne3, bits)
+              : mkc_gguf_add_raw(w, names[c], MKC_GGML_BF16, 2, ne2, bits[0]) |
+                    mkc_gguf_add_raw(w, "blk.0.ffn_gate.1.weight", MKC_GGML_BF16, 2, ne2, bits[1]);
+    if (c == 1) info.name = "blk.0.ffn_gate_x.weight";
+    const char *path = tmp_path("experts.gguf");
+    bad |= mkc_gguf_write(w, path);
+    mkc_gguf_writer_free(w);
+    mkc_gguf *f = bad ? NULL : mkc_gguf_open(path);
+    mkc_weights got = {0};
+    check_stderr_begin();
+    int rc = f ? mkc_gguf_load_weights(f, &g, &got) : -2;
+    char *msg = first_line(check_stderr_end());
+    if (c == 0)
+      CHECK(rc == 0 && got.n == 1 && memcmp(got.t[0].data, bits, sizeof bits) == 0,
+            "a 3-d ffn_gate_exps (2 experts of 4 rows) reads as [8, 8]: expert 0's rows, then 1's");
+    if (c == 1)
+      CHECK(rc != 0 && msg && strstr(msg, "Expected [8, 8], Actual [2, 4, 8]"),
+            "a 3-d tensor not named _exps: refused (%s)", msg ? msg : "no message");
+    if (c == 2)
+      CHECK(rc != 0 && msg &&
+                strstr(msg, "the file keeps each expert's matrix on its own "
+                            "(blk.N.ffn_gate.E.weight), as early Mixtral GGUFs did"),
+            "one tensor an expert (blk.0.ffn_gate.0.weight): refused with the reason (%s)",
+            msg ? msg : "no message");
+    free(msg);
+    mkc_weights_free(&got);
+    if (f) mkc_gguf_close(f);
+    info.name = "blk.0.ffn_gate_exps.weight";
+  }
+}
+
 int main(void) {
   if (scratch_open("gguf") != 0) return 1;
+  test_experts();
   test_half();
   test_metadata();
   test_float_tensors();

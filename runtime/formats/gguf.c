@@ -600,6 +600,16 @@ static int dequant(void *ctx) {
   return 0;
 }
 
+/* Whether experts' matrix `name` (blk.N.KIND_exps.weight) is in the file as one tensor an
+ * expert instead (blk.N.KIND.0.weight: the first GGUF Mixtrals). */
+static int one_per_expert(const mkc_gguf *f, const char *name) {
+  const char *exps = strstr(name, "_exps.weight");
+  char old[256];
+  if (!exps || (size_t)(exps - name) > sizeof old - 16) return 0;
+  snprintf(old, sizeof old, "%.*s.0.weight", (int)(exps - name), name);
+  return mkc_gguf_find_tensor(f, old) != NULL;
+}
+
 int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w) {
   mkc_mapped_test_pause("MKC_TEST_PAUSE_BEFORE_TENSORS");
   if (mkc_weights_begin(w, g) != 0) {
@@ -610,8 +620,14 @@ int mkc_gguf_load_weights(const mkc_gguf *f, const mkc_graph *g, mkc_weights *w)
     const mkc_weight_info *info = &g->weights[i];
     const mkc_gguf_tensor *t = mkc_gguf_find_tensor(f, info->name);
     if (!t) {
-      mkc_error_in(f->path, "tensor '%s' is missing (the graph needs it as [%d, %d])", info->name,
-                   info->rows, info->cols);
+      mkc_error_in(
+          f->path, "tensor '%s' is missing (the graph needs it as [%d, %d])%s", info->name,
+          info->rows, info->cols,
+          one_per_expert(f, info->name)
+              ? ": the file keeps each expert's matrix on its own (blk.N.ffn_gate.E.weight), "
+                "as early Mixtral GGUFs did; neither mkc nor today's llama.cpp reads that "
+                "layout: convert the model again"
+              : "");
       goto fail;
     }
     if (!mkc_ggml_type(t->type)->readable) {
