@@ -249,6 +249,7 @@ local function matrices(st)
   for _, n in ipairs(st.nodes) do
     if n.op == "matmul" then out[#out + 1] = n.inputs[2] end
   end
+  if st.kind == "matvec" and st.mm.op == "moe" then out[#out + 1] = st.w end -- experts' router
   return out
 end
 

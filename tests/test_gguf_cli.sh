@@ -313,6 +313,25 @@ moe_oracles() {
     fail "$preset with Q4_0 experts on the cpu kernel" "$q4" "ref: $ref" "$(head -5 "$tmp/err")"
   fi
 }
+# Experts whose weights stay as the softmax gives them (Qwen3MoeConfig's norm_topk_prob false): a
+# qwen3_moe folder says so and reads back so; a GGUF cannot, and init refuses it; the cpu kernel
+# gives the reference's tokens (a copy of the graph with such a preset)
+cp graphs/llama.lua "$tmp/g.lua"
+sed -n '/^preset "moe-tiny"/,/^}/p' graphs/llama.lua |
+  sed 's/preset "moe-tiny"/preset "nonorm-tiny"/; s/norm_topk = true/norm_topk = false/' >>"$tmp/g.lua"
+"$mkc" init "$tmp/g.lua" --preset nonorm-tiny --seed 2 -o "$tmp/nonorm-hf" 2>/dev/null
+ref=$("$mkc" run --graph "$tmp/g.lua" --preset nonorm-tiny --random-weights 2 --prompt-ids 3,1,4 -n 24 --backend ref 2>/dev/null)
+cpu=$("$mkc" run --graph "$tmp/g.lua" --preset nonorm-tiny --random-weights 2 --prompt-ids 3,1,4 -n 24 --backend cpu 2>/dev/null)
+hf=$("$mkc" run -m "$tmp/nonorm-hf" --prompt-ids 3,1,4 -n 24 --backend cpu 2>/dev/null)
+if grep -q '"norm_topk_prob":[[:space:]]*false' "$tmp/nonorm-hf/config.json" && [ "$(echo "$ref" | wc -w)" = 24 ] &&
+  [ "$cpu" = "$ref" ] && [ "$hf" = "$ref" ]; then
+  ok "experts not renormalized: the cpu kernel and a qwen3_moe folder (norm_topk_prob false) give the reference's 24 tokens"
+else
+  fail "experts not renormalized" "ref $ref" "cpu $cpu" "hf  $hf"
+fi
+expect_error "init: experts not renormalized into a GGUF: refused" \
+  "mkc: error: preset nonorm-tiny: experts' weights left as the softmax gives them (only a qwen3_moe folder can say so: GGUF loaders and Mixtral's and Granite MoE's configs renormalize them), which mkc's model files do not carry" \
+  -- init "$tmp/g.lua" --preset nonorm-tiny --seed 2 -o "$tmp/nonorm.gguf"
 moe_oracles moe-tiny "graph: graphs/llama.lua, preset llama-moe-tiny (qwen3moe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 288, context 256, rope theta 1e+06 (neox), rms eps 1e-06, separate head, qk norm, 3 of 8 experts of ffn 48 a token (weights renormalized))"
 moe_oracles granitemoe-tiny "graph: graphs/llama.lua, preset llama-granitemoe-tiny (granitemoe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 284, context 256, rope theta 10000 (interleaved), rms eps 1e-05, separate head, embeddings x 12, attention scale 0.0625, residual branches x 0.22, logits / 8, 2 of 4 experts of ffn 96 a token (weights renormalized))"
 moe_oracles mixtral-tiny "graph: graphs/llama.lua, preset llama-mixtral-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 288, context 256, rope theta 1e+06 (interleaved), rms eps 1e-05, separate head, 2 of 4 experts of ffn 96 a token (weights renormalized))"

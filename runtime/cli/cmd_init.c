@@ -453,8 +453,9 @@ static int experts_fit(const mkc_graph *g, const char *preset, const mkc_model_d
       strcmp(d->arch, "qwen3moe") != 0 && strcmp(d->arch, "granitemoe") != 0)
     why = "experts beside what only another architecture's file says (mkc writes experts in "
           "llama (Mixtral), qwen3moe and granitemoe files)";
-  if (!why && moe_layers && gguf && !d->norm_topk)
-    why = "experts' weights left as the softmax gives them (a GGUF's loaders renormalize them)";
+  if (!why && moe_layers && !d->norm_topk && (gguf || strcmp(d->arch, "qwen3moe") != 0))
+    why = "experts' weights left as the softmax gives them (only a qwen3_moe folder can say so: "
+          "GGUF loaders and Mixtral's and Granite MoE's configs renormalize them)";
   if (!why) return 0;
   fprintf(stderr, "mkc: error: preset %s: %s, which mkc's model files do not carry\n", preset, why);
   return -1;
@@ -897,9 +898,10 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!mkc_ends_with(path, ".gguf")) {
     mkc_model_desc d;
     describe(&g, &d);
+    if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
     if (d.n_experts && strcmp(d.arch, "llama") == 0) snprintf(d.arch, sizeof d.arch, "mixtral");
-    if ((f.phi3 && phi3_fits(&g, &d, preset) != 0) || describe_extras(&g, preset, &d) ||
-        experts_fit(&g, preset, &d, 0) || mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
+    if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 0) ||
+        mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;
     fprintf(stderr,
             "mkc: wrote %s/ (%s, seed %llu: config.json, model.safetensors with %d BF16 tensors)\n",

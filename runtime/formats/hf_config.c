@@ -482,11 +482,13 @@ static int read_experts(const config *t, const arch_info *arch, mkc_model_desc *
                         "unsupported dense layers among the sparse ones (decoder_sparse_step %d, "
                         "mlp_only_layers): mkc's experts are in every layer",
                         step);
-  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64)
+  int widest = d->expert_ffn > d->dim ? d->expert_ffn : d->dim;
+  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64 ||
+      (long long)d->n_experts * widest > INT_MAX)
     return mkc_error_in(t->where,
-                        "num_experts_per_tok %d of %d experts (Expected: at most min(experts, 64) "
-                        "of at most 1024)",
-                        d->n_experts_used, d->n_experts);
+                        "num_experts_per_tok %d of %d experts of %d rows (Expected: at most "
+                        "min(experts, 64) of at most 1024, their rows in all below 2^31)",
+                        d->n_experts_used, d->n_experts, widest);
   return 0;
 }
 

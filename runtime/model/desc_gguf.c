@@ -2,6 +2,7 @@
  * ("ARCH.block_count", ...), with the defaults llama.cpp's loader uses where a
  * key may be absent, and refusals for what the graph cannot express. */
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -575,7 +576,8 @@ static int read_granite(const mkc_gguf *f, mkc_model_desc *d) {
     return -1;
   int rc = get_real(f, arch, "logit_scale", &d->logit_scale);
   if (rc <= 0) {
-    if (rc == 0) fprintf(stderr, "mkc: error: %s: missing metadata granite.logit_scale\n", f->path);
+    if (rc == 0)
+      fprintf(stderr, "mkc: error: %s: missing metadata %s.logit_scale\n", f->path, arch);
     return -1;
   }
   double v[] = {d->embed_scale, d->residual_scale, d->attn_scale, d->logit_scale};
@@ -640,11 +642,13 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
             shared ? "shared experts (expert_shared_count)" : "expert_weights_scale");
     return -1;
   }
-  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64) {
+  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64 ||
+      (long long)d->n_experts * (d->expert_ffn > d->dim ? d->expert_ffn : d->dim) > INT_MAX) {
     fprintf(stderr,
-            "mkc: error: %s: %s.expert_used_count %d of expert_count %d (Expected: at most "
-            "min(expert_count, 64) of at most 1024)\n",
-            f->path, arch, d->n_experts_used, d->n_experts);
+            "mkc: error: %s: %s.expert_used_count %d of expert_count %d of %d rows (Expected: "
+            "at most min(expert_count, 64) of at most 1024, their rows in all below 2^31)\n",
+            f->path, arch, d->n_experts_used, d->n_experts,
+            d->expert_ffn > d->dim ? d->expert_ffn : d->dim);
     return -1;
   }
   d->norm_topk = 1;
