@@ -100,8 +100,17 @@ static void derived_fields(void) {
   for (int i = 0; hybrid && i < yg.n_nodes; i++) in_hybrid[yg.nodes[i].op] = 1;
   CHECK(hybrid && yg.n_stages == 0 && ysrc.source[0] == '\0' && yg.t_max == 1,
         "hybrid-tiny for the reference: the graph, no source, no stages, one input a step");
+  /* experts are moe-tiny's (a kernel of its own) */
+  mkc_gen_opts e = {.graph_path = o.graph_path, .preset = "moe-tiny"};
+  mkc_graph eg;
+  mkc_kernel_src esrc;
+  int moe = mkc_codegen(&e, &eg, &esrc) == 0, in_moe[MKC_OP_COUNT] = {0};
+  for (int i = 0; moe && i < eg.n_nodes; i++) in_moe[eg.nodes[i].op] = 1;
   for (int op = 0; op < MKC_OP_COUNT; op++)
-    if (op == MKC_OP_FEATURE)
+    if (op == MKC_OP_MOE)
+      CHECK(moe && in_moe[op] && !seen[op], "llama moe-tiny has %s nodes, tiny none",
+            mkc_op_name(op));
+    else if (op == MKC_OP_FEATURE)
       CHECK(head && in_head[op] && !seen[op], "the draft head (tiny) has %s nodes, llama none",
             mkc_op_name(op));
     else if (op == MKC_OP_RECURRENT)
@@ -116,6 +125,10 @@ static void derived_fields(void) {
   if (hybrid) {
     mkc_graph_free(&yg);
     mkc_kernel_src_free(&ysrc);
+  }
+  if (moe) {
+    mkc_graph_free(&eg);
+    mkc_kernel_src_free(&esrc);
   }
   mkc_graph_free(&g);
   mkc_kernel_src_free(&src);
