@@ -267,6 +267,17 @@ preset "granitemoe-tiny" {
   moe = { experts = 4, used = 2, ffn = 96, norm_topk = true },
 }
 
+-- Qwen3-30B-A3B's layers (Qwen/Qwen3-30B-A3B: 128 experts of 768, 8 an input, head norms, heads of
+-- 128 on 4 KV heads), 8 of its 48: a GPU bench of expert streaming in 10 GB of bf16 random weights,
+-- which a device call can make in seconds (the whole model's 61 GB take minutes).
+preset "qwen3-30b-a3b-8l" {
+  dim = 2048, n_layers = 8, n_heads = 32, n_kv_heads = 4, head_dim = 128, ffn = 6144,
+  vocab = 151936, rope_theta = 1000000, rope_layout = "neox", norm_eps = 1e-6,
+  tied = false, max_ctx = 40960, qkv_bias = false, qk_norm = true,
+  rope_scaling = "none", sliding_window = "none", linear_attention = "none",
+  moe = { experts = 128, used = 8, ffn = 768, norm_topk = true },
+}
+
 -- Layer l's attention window: 0 where it sees every position.
 local function window_of(p, l)
   local w = p.sliding_window

@@ -73,6 +73,9 @@ BENCH_RUNS=(
   # global one, a post-norm stage before each residual add (7 stages a layer)
   "g1b-d0 --preset gemma-3-1b --random-weights 1 --ctx 4096 --draft-max 4 -n 128 -p 512 --rounds 8"
   "g1b-d4096 --preset gemma-3-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 64 -d 4096"
+  # experts (2026-11-29, fifth session): Qwen3-30B-A3B's layers, 8 of 48, bf16; bench's size
+  # counts the 8 of 128 experts an input runs, so weights GB/s is the experts' streaming rate
+  "moe8l-d0 --preset qwen3-30b-a3b-8l --random-weights 1 --ctx 4096 --draft-max 4 -n 64 -p 128"
 )
 
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
