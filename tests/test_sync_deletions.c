@@ -34,7 +34,8 @@
  * and qwen2-tiny with MKC_MMA_DECODE=1 MKC_SPLITK=1 on 16 blocks, the points
  * of matvec.cuh and qkv_rope.cuh (split-K's release and acquire); qwen3-tiny
  * with MKC_MMA_DECODE=1, the points of qkv_rope.cuh (the tensor-core Q/K/V's
- * head-norm counters).
+ * head-norm counters); moe-tiny, the points of moe.cuh (the experts' choice
+ * every block makes before its tasks).
  * The greedy phase feeds its prompt as one chunk past t_max (the tiled path,
  * templates/gemm.cuh and gemm_attn.cuh), and ends with a launch of 4 rounds
  * (templates/rounds.cuh), one of 3 rounds drafted by the kernel's first layer
@@ -1086,6 +1087,8 @@ int main(void) {
        "templates/matvec.cuh templates/qkv_rope.cuh", "qwen2-tiny", 0, 2},
       /* Gemma 3's layer: the post-norm stage between each matmul and its residual add */
       {"gemma3-tiny", 4, 128, 3, NULL, "templates/norm.cuh templates/embed.cuh", NULL, 0, 0},
+      /* experts: the choice every block makes before its tasks, and the stages around it */
+      {"moe-tiny", 4, 128, 3, NULL, "templates/moe.cuh", NULL, 0, 0},
       /* MKC_MMA_DECODE=1 with qwen3's head norms: the tensor-core Q/K/V's counters */
       {"qwen3-tiny, MKC_MMA_DECODE=1", 4, 128, 3, NULL, "templates/qkv_rope.cuh", "qwen3-tiny", 0,
        1},
