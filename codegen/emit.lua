@@ -121,6 +121,12 @@ local function context(graph, plan, opts)
     local pw = plan.weights[w]
     return { "weights", pw.offset, { c = w.rows * pw.row_bytes }, w.name }
   end
+  -- The same for a matrix of which each input reads its own rows (the experts it runs): bytes per
+  -- input token.
+  function ctx.wread_rows(w, rows)
+    local pw = plan.weights[w]
+    return { "weights", pw.offset, { t = rows * pw.row_bytes }, w.name }
+  end
   function ctx.vbytes(v, floats_per_token)
     return { "scratch", plan.value(v).offset, { t = 4 * floats_per_token }, ctx.label(v) }
   end

@@ -60,6 +60,21 @@ function fusion.stages(graph)
     stages[#stages + 1] = fields
     return fields
   end
+  -- add(resid, branch) fused into the branch's stage: resid is updated in place, so it must have
+  -- no later reader but the add (and norm, a norm of it folded into the branch's input); a scale
+  -- must be on the branch, the add's second operand (what names the branch). Returns resid.
+  local function residual(add, branch, norm, what)
+    local resid = add.inputs[1] == branch and add.inputs[2] or add.inputs[1]
+    if add.scale and add.inputs[2] ~= branch then
+      no_emitter(graph, add, ("whose scale is not on %s (its second operand)"):format(what))
+    end
+    for _, c in ipairs(graph.consumers[resid]) do
+      if c ~= add and not staged[c] and c ~= norm then
+        no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
+      end
+    end
+    return resid
+  end
 
   for _, node in ipairs(graph.order) do
     if staged[node] or node.op == "weight" or node.op == "tokens" then goto continue end
@@ -137,16 +152,7 @@ function fusion.stages(graph)
         table.move({ gate, up, swiglu }, 1, 3, #nodes + 1, nodes)
         stage("gate_up_swiglu", base, nodes)
       elseif add then
-        -- residual: the other operand is updated in place, so it must have no later reader
-        local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
-        if add.scale and add.inputs[2] ~= node then
-          no_emitter(graph, add, "whose scale is not on the matmul (its second operand)")
-        end
-        for _, c in ipairs(graph.consumers[resid]) do
-          if c ~= add and (not staged[c] and not (c == norm)) then
-            no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
-          end
-        end
+        local resid = residual(add, node, norm, "the matmul")
         base.w, base.mm, base.resid, base.out = node.inputs[2], node, resid, add
         table.move({ node, add }, 1, 2, #nodes + 1, nodes)
         stage("matvec_residual", base, nodes)
@@ -166,15 +172,7 @@ function fusion.stages(graph)
       local x, norm = matmul_input(graph, node)
       local add = only_consumer(graph, node, "add")
       if not add then no_emitter(graph, node, "whose output is not added into a residual") end
-      local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
-      if add.scale and add.inputs[2] ~= node then
-        no_emitter(graph, add, "whose scale is not on the experts' output (its second operand)")
-      end
-      for _, c in ipairs(graph.consumers[resid]) do
-        if c ~= add and not staged[c] and c ~= norm then
-          no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
-        end
-      end
+      local resid = residual(add, node, norm, "the experts' output")
       local gate = node.inputs[3]
       local ffn = gate.rows // node.experts
       if ffn % 8 ~= 0 then
@@ -202,15 +200,7 @@ function fusion.stages(graph)
       local add, o = only_consumer(graph, node, "add"), node.inputs[1]
       if add and node.group == node.n and o.op == "matmul" and staged[o] and staged[o].kind == "matvec"
           and #graph.consumers[o] == 1 then
-        local resid = add.inputs[1] == node and add.inputs[2] or add.inputs[1]
-        if add.scale and add.inputs[2] ~= node then
-          no_emitter(graph, add, "whose scale is not on the normed matmul (its second operand)")
-        end
-        for _, c in ipairs(graph.consumers[resid]) do
-          if c ~= add and not staged[c] then
-            no_emitter(graph, add, "whose residual operand is still read after it (in-place update)")
-          end
-        end
+        local resid = residual(add, node, nil, "the normed matmul")
         stage("norm_residual", { x = o, norm = node, w = node.inputs[2], resid = resid, out = add }, { node, add })
         goto continue
       end

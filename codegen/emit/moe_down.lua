@@ -11,7 +11,7 @@ return function(st, ctx)
     items = { t = dim, unit = "warp" },
     flops = { t = 2 * K * dim * ctx.wcols(dw) },
     -- the experts' rows a step reads depend on its inputs: at most K experts' an input
-    reads = { { "weights", ctx.wread(dw)[2], { t = K * dim * ctx.wrow_bytes(dw) }, dw.name },
+    reads = { ctx.wread_rows(dw, K * dim),
               ctx.vbytes(st.hidden, K * ffn), ctx.vbytes(st.choice, 2 * K),
               ctx.vbytes(st.out, dim) }, -- read-modify-write
     writes = { ctx.vbytes(st.out, dim) },

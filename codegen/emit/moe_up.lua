@@ -8,12 +8,8 @@ return function(st, ctx)
   local smem = { { "sel", rows * 2 * K }, { "inv", rows } }
   local at = ctx.smem_layout(smem)
   -- the experts' rows a step reads depend on its inputs: at most K experts' an input
-  local function experts(w)
-    local r = ctx.wread(w)
-    r[3] = { t = K * ffn * ctx.wrow_bytes(w) }
-    return r
-  end
-  local reads = { experts(gw), experts(uw), ctx.vbytes(st.x, ctx.wcols(gw)), ctx.vbytes(st.router, E) }
+  local reads = { ctx.wread_rows(gw, K * ffn), ctx.wread_rows(uw, K * ffn), ctx.vbytes(st.x, ctx.wcols(gw)),
+                  ctx.vbytes(st.router, E) }
   local nw = st.norm and st.norm.inputs[2]
   if nw then reads[#reads + 1] = ctx.wread(nw) end
   return {

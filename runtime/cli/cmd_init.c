@@ -374,7 +374,7 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   }
   const mkc_node *moe = first_node(g, MKC_OP_MOE);
   if (moe) {
-    int expert_ffn = g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
+    int expert_ffn = mkc_moe_ffn(g, moe);
     bad |= set_u32(out, arch, "expert_count", moe->experts);
     bad |= set_u32(out, arch, "expert_used_count", moe->experts_used);
     if (strcmp(arch, "qwen3moe") != 0) /* Mixtral's and Granite MoE's: the dense width */
@@ -425,7 +425,7 @@ static void describe(const mkc_graph *g, mkc_model_desc *d) {
   const mkc_node *moe = first_node(g, MKC_OP_MOE);
   if (moe) {
     d->n_experts = moe->experts, d->n_experts_used = moe->experts_used;
-    d->expert_ffn = g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
+    d->expert_ffn = mkc_moe_ffn(g, moe);
     d->norm_topk = moe->norm_topk;
   }
 }
@@ -442,8 +442,7 @@ static int experts_fit(const mkc_graph *g, const char *preset, const mkc_model_d
     if (m->op != MKC_OP_MOE) continue;
     moe_layers++;
     if (m->experts != d->n_experts || m->experts_used != d->n_experts_used ||
-        g->weights[g->nodes[m->in[2]].weight].rows != d->n_experts * d->expert_ffn ||
-        m->norm_topk != d->norm_topk)
+        mkc_moe_ffn(g, m) != d->expert_ffn || m->norm_topk != d->norm_topk)
       why = "layers with other experts";
     else if (m->act != MKC_ACT_SILU)
       why = "GELU-gated experts";
@@ -513,17 +512,6 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
       return tt->type;
   }
   return info->rows > 1 && mkc_ends_with(info->name, ".weight") ? f->type : MKC_GGML_BF16;
-}
-
-/* The experts of the MOE node that reads weight `name` as its gate, up or down (a GGUF's
- * 3-d NAME_exps tensor), or 0. */
-static int experts_of(const mkc_graph *g, const char *name) {
-  for (int i = 0; i < g->n_nodes; i++) {
-    const mkc_node *m = &g->nodes[i];
-    for (int k = 2; m->op == MKC_OP_MOE && k <= 4; k++)
-      if (strcmp(g->weights[g->nodes[m->in[k]].weight].name, name) == 0) return m->experts;
-  }
-  return 0;
 }
 
 /* The type a tensor is stored in: the one wanted, unless its columns are not
@@ -678,7 +666,8 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
       continue;
     }
     int64_t ne[3] = {info->cols, info->rows, 1};
-    int experts = experts_of(g, info->name), n_dims = info->rows == 1 ? 1 : experts ? 3 : 2;
+    const mkc_node *moe = mkc_graph_weight_moe(g, i); /* a GGUF's 3-d NAME_exps tensor */
+    int experts = moe ? moe->experts : 0, n_dims = info->rows == 1 ? 1 : experts ? 3 : 2;
     if (experts) ne[1] = info->rows / experts, ne[2] = experts; /* ne {cols, rows, experts} */
     if (mkc_gguf_add_raw(out, info->name, type, n_dims, ne, bytes)) goto done;
     count[type]++;

@@ -54,16 +54,24 @@ double mkc_graph_params(const mkc_graph *g) {
   return params;
 }
 
-/* The share of weight i a one-input step reads: experts_used / experts of an experts' matrix
- * (a MOE node's gate, up or down), else all of it. */
-static double step_share(const mkc_graph *g, int i) {
+const mkc_node *mkc_graph_weight_moe(const mkc_graph *g, int i) {
   for (int n = 0; n < g->n_nodes; n++) {
     const mkc_node *m = &g->nodes[n];
     for (int k = 2; m->op == MKC_OP_MOE && m->experts > 0 && k <= 4; k++)
-      if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i)
-        return (double)m->experts_used / m->experts;
+      if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i) return m;
   }
-  return 1.0;
+  return NULL;
+}
+
+int mkc_moe_ffn(const mkc_graph *g, const mkc_node *moe) {
+  return g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;
+}
+
+/* The share of weight i a one-input step reads: experts_used / experts of an experts' matrix,
+ * else all of it. */
+static double step_share(const mkc_graph *g, int i) {
+  const mkc_node *m = mkc_graph_weight_moe(g, i);
+  return m ? (double)m->experts_used / m->experts : 1.0;
 }
 
 double mkc_graph_active_params(const mkc_graph *g) {

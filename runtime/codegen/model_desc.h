@@ -4,6 +4,7 @@
 #ifndef MKC_MODEL_DESC_H
 #define MKC_MODEL_DESC_H
 
+#include <limits.h>
 #include <string.h>
 
 /* RoPE scaling: enum mkc_rope_scaling_type (graph.h; NONE: plain RoPE) and
@@ -80,6 +81,18 @@ typedef struct mkc_model_desc {
    * experts per input, each an MLP of expert_ffn, their weights renormalized with norm_topk */
   int n_experts, n_experts_used, expert_ffn, norm_topk;
 } mkc_model_desc;
+
+/* The rows of d's widest experts' matrix an expert: their ffn, or dim (down's). */
+static inline int mkc_experts_rows(const mkc_model_desc *d) {
+  return d->expert_ffn > d->dim ? d->expert_ffn : d->dim;
+}
+
+/* Whether d's experts are ones the graph and kernel take, as both readers check them: at most
+ * 1024, at most min(64, all of them) an input, every expert's rows of a matrix an int. */
+static inline int mkc_experts_fit(const mkc_model_desc *d) {
+  return d->n_experts <= 1024 && d->n_experts_used <= d->n_experts && d->n_experts_used <= 64 &&
+         (long long)d->n_experts * mkc_experts_rows(d) <= INT_MAX;
+}
 
 /* Granite's layers (its multipliers): granite, and granitemoe, the same with experts. */
 static inline int mkc_granite_family(const char *arch) {

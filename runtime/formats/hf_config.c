@@ -482,13 +482,11 @@ static int read_experts(const config *t, const arch_info *arch, mkc_model_desc *
                         "unsupported dense layers among the sparse ones (decoder_sparse_step %d, "
                         "mlp_only_layers): mkc's experts are in every layer",
                         step);
-  int widest = d->expert_ffn > d->dim ? d->expert_ffn : d->dim;
-  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64 ||
-      (long long)d->n_experts * widest > INT_MAX)
+  if (!mkc_experts_fit(d))
     return mkc_error_in(t->where,
                         "num_experts_per_tok %d of %d experts of %d rows (Expected: at most "
                         "min(experts, 64) of at most 1024, their rows in all below 2^31)",
-                        d->n_experts_used, d->n_experts, widest);
+                        d->n_experts_used, d->n_experts, mkc_experts_rows(d));
   return 0;
 }
 

@@ -741,6 +741,16 @@ static int load_one(const mkc_safetensors *st, const mkc_model_desc *d, const mk
   return rc;
 }
 
+/* Whether t (HF name hf, the graph's gguf) is in a dtype mkc reads; -1 after a message if not. */
+static int readable(const mkc_safetensors *st, const mkc_st_tensor *t, const char *hf,
+                    const char *gguf) {
+  if (ggml_type_of(t->dtype) >= 0) return 0;
+  mkc_error_in(mkc_st_file_path(st, t->file),
+               "tensor '%s' (%s): dtype %s is not supported (mkc reads F32, F16, BF16)", hf, gguf,
+               mkc_st_dtype_name(t->dtype));
+  return -1;
+}
+
 /* The HF tensor of name hf in one of its spellings (mkc_hf_name_spelling), or NULL; its name
  * into hf. */
 static const mkc_st_tensor *find_spelled(const mkc_safetensors *st, char *hf, size_t cap) {
@@ -779,12 +789,8 @@ static int load_experts(const mkc_safetensors *st, const mkc_model_desc *d,
                    E, info->name);
       return -1;
     }
+    if (readable(st, t, hf, info->name)) return -1;
     const char *where = mkc_st_file_path(st, t->file);
-    if (ggml_type_of(t->dtype) < 0) {
-      mkc_error_in(where, "tensor '%s': dtype %s is not supported (mkc reads F32, F16, BF16)", hf,
-                   mkc_st_dtype_name(t->dtype));
-      return -1;
-    }
     if (t->n_dims != 2 || t->shape[0] != rows || t->shape[1] != info->cols) {
       format_shape(t, shape, sizeof shape);
       mkc_error_in(where, "tensor '%s' (expert %d of '%s'): Expected [%d, %d], Actual %s", hf, e,
@@ -811,12 +817,8 @@ static int load_fused_experts(const mkc_safetensors *st, const mkc_model_desc *d
                  info->name);
     return -1;
   }
+  if (readable(st, t, name, info->name)) return -1;
   const char *where = mkc_st_file_path(st, t->file);
-  if (ggml_type_of(t->dtype) < 0) {
-    mkc_error_in(where, "tensor '%s': dtype %s is not supported (mkc reads F32, F16, BF16)", name,
-                 mkc_st_dtype_name(t->dtype));
-    return -1;
-  }
   if (E <= 0 || rows * E != info->rows || t->n_dims != 3 || t->shape[0] != E ||
       t->shape[1] != (int64_t)parts * rows || t->shape[2] != info->cols) {
     format_shape(t, shape, sizeof shape);
@@ -874,12 +876,8 @@ int mkc_st_load_weights(const mkc_safetensors *st, const mkc_model_desc *d, cons
                    info->name, hf, info->rows, info->cols);
       goto fail;
     }
+    if (readable(st, t, hf, info->name)) goto fail;
     const char *where = mkc_st_file_path(st, t->file);
-    if (ggml_type_of(t->dtype) < 0) {
-      mkc_error_in(where, "tensor '%s' (%s): dtype %s is not supported (mkc reads F32, F16, BF16)",
-                   hf, info->name, mkc_st_dtype_name(t->dtype));
-      goto fail;
-    }
     if (!shape_matches(t, info)) {
       format_shape(t, shape, sizeof shape);
       if (info->rows == 1)

@@ -2,7 +2,6 @@
  * ("ARCH.block_count", ...), with the defaults llama.cpp's loader uses where a
  * key may be absent, and refusals for what the graph cannot express. */
 #include <ctype.h>
-#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -642,13 +641,11 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
             shared ? "shared experts (expert_shared_count)" : "expert_weights_scale");
     return -1;
   }
-  if (d->n_experts > 1024 || d->n_experts_used > d->n_experts || d->n_experts_used > 64 ||
-      (long long)d->n_experts * (d->expert_ffn > d->dim ? d->expert_ffn : d->dim) > INT_MAX) {
+  if (!mkc_experts_fit(d)) {
     fprintf(stderr,
             "mkc: error: %s: %s.expert_used_count %d of expert_count %d of %d rows (Expected: "
             "at most min(expert_count, 64) of at most 1024, their rows in all below 2^31)\n",
-            f->path, arch, d->n_experts_used, d->n_experts,
-            d->expert_ffn > d->dim ? d->expert_ffn : d->dim);
+            f->path, arch, d->n_experts_used, d->n_experts, mkc_experts_rows(d));
     return -1;
   }
   d->norm_topk = 1;
