@@ -162,9 +162,11 @@ local function builder(graph)
   -- o.window (optional): a sliding window of that many positions, the token's own included; 0 or
   -- nil: every position. o.scale (optional): the scores' scale, 1 / sqrt(head_dim) where absent.
   -- o.softcap (optional): scaled scores s become softcap * tanh(s / softcap) (Gemma 2)
+  -- o.sinks (optional): a weight [1, heads], each head's score that joins the softmax's sum with no
+  -- value (gpt-oss's attention sinks)
   g.attention = function(q, k, v, o)
     o = o or {}
-    return ir.op(graph, "attention", { q, k, v }, { layer = o.layer, heads = o.heads,
+    return ir.op(graph, "attention", { q, k, v, o.sinks }, { layer = o.layer, heads = o.heads,
                                                     kv_heads = o.kv_heads, head_dim = o.head_dim,
                                                     window = o.window, scale = o.scale,
                                                     softcap = o.softcap }, line())
@@ -180,11 +182,14 @@ local function builder(graph)
   end
   -- a sparse MLP of o.experts experts, o.used of them per input (ir.lua); o.norm_topk (optional):
   -- the chosen experts' weights renormalized to sum 1; o.act (optional): as swiglu's (the kernel's
-  -- gated MLPs share one).
+  -- gated MLPs share one); o.biases (optional): { router = w, gate = w, up = w, down = w }, each
+  -- matrix's bias (gpt-oss)
   g.moe = function(x, router, gate, up, down, o)
     local l = line()
-    o = options(l, "moe", o, { experts = true, used = true, norm_topk = true, act = true })
-    return ir.op(graph, "moe", { x, router, gate, up, down },
+    o = options(l, "moe", o, { experts = true, used = true, norm_topk = true, act = true, biases = true })
+    local b = o.biases or {}
+    if o.biases ~= nil and type(o.biases) ~= "table" then util.raise(path, l, "moe: biases must be a table") end
+    return ir.op(graph, "moe", { x, router, gate, up, down, b.router, b.gate, b.up, b.down },
                  { experts = o.experts, experts_used = o.used, norm_topk = o.norm_topk, act = o.act }, l)
   end
   -- a + b; o.scale (optional): a + scale * b (Granite's residual_multiplier on each branch)

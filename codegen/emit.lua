@@ -127,6 +127,11 @@ local function context(graph, plan, opts)
     local pw = plan.weights[w]
     return { "weights", pw.offset, { t = rows * pw.row_bytes }, w.name }
   end
+  -- n values of a vector weight [1, cols] per input (the experts' biases: K experts' of E)
+  function ctx.wread_values(w, n)
+    local pw = plan.weights[w]
+    return { "weights", pw.offset, { t = n * pw.row_bytes // w.cols }, w.name }
+  end
   function ctx.vbytes(v, floats_per_token)
     return { "scratch", plan.value(v).offset, { t = 4 * floats_per_token }, ctx.label(v) }
   end
@@ -336,7 +341,7 @@ function emit.source(graph, plan, opts)
   }, "\n"))
   put(("#define MKC_THREADS %d\n#define MKC_T_MAX %d\n#define MKC_KV_%s 1 /* the KV cache's element type */"):format(
     opts.threads, opts.t_max, opts.kv_dtype:upper()))
-  -- the gated MLPs' activation, one for the kernel (templates/common.cuh: mkc_gate_act)
+  -- the gated MLPs' activation, one for the kernel (templates/common.cuh: mkc_glu)
   local act
   local moe_k = 0 -- the experts an input runs, at most (templates/moe.cuh)
   for _, st in ipairs(plan.stages) do
@@ -350,7 +355,12 @@ function emit.source(graph, plan, opts)
     if st.kind == "moe_up" then moe_k = math.max(moe_k, st.moe.experts_used) end
   end
   if moe_k > 0 then put(("#define MKC_MOE_K %d /* experts an input runs, at most */"):format(moe_k)) end
-  if act == require("ir").ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
+  local ir = require("ir")
+  if act == ir.ACTS.gelu_tanh then put("#define MKC_GEGLU 1 /* the gated MLPs' gate: GELU's tanh form (GeGLU) */") end
+  if act == ir.ACTS.swiglu_oai then
+    put(("#define MKC_OAI_GLU 1 /* the gated MLPs' glu: gpt-oss's, clamped */\n#define MKC_OAI_ALPHA %s\n#define MKC_OAI_LIMIT %s")
+        :format(ir.OAI_ALPHA, ir.OAI_LIMIT))
+  end
   -- soft caps (Gemma 2), one for the kernel's attention and one for its logits (templates/common.cuh:
   -- mkc_score, mkc_logit)
   local caps = {}

@@ -137,12 +137,12 @@ function fusion.stages(graph)
           if n then nodes[#nodes + 1] = n end
         end
         stage("qkv_rope", base, nodes)
-      elseif node.inputs[3] then
-        no_emitter(graph, node, "with a bias outside the Q/K/V projections")
+      elseif node.inputs[3] and logits then
+        no_emitter(graph, node, "with a bias into the logits")
       elseif swiglu then
         local gate, up = swiglu.inputs[1], swiglu.inputs[2]
-        local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up
-                   and only_consumer(graph, gate, "swiglu") and only_consumer(graph, up, "swiglu")
+        local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up and not gate.inputs[3]
+                   and not up.inputs[3] and only_consumer(graph, gate, "swiglu") and only_consumer(graph, up, "swiglu")
         for _, mm in ipairs(ok and { gate, up } or {}) do
           local mx, mnorm = matmul_input(graph, mm)
           ok = ok and mx == x and mnorm == norm
@@ -153,7 +153,7 @@ function fusion.stages(graph)
         stage("gate_up_swiglu", base, nodes)
       elseif add then
         local resid = residual(add, node, norm, "the matmul")
-        base.w, base.mm, base.resid, base.out = node.inputs[2], node, resid, add
+        base.w, base.mm, base.resid, base.out, base.bias = node.inputs[2], node, resid, add, node.inputs[3]
         table.move({ node, add }, 1, 2, #nodes + 1, nodes)
         stage("matvec_residual", base, nodes)
       elseif logits then
@@ -164,7 +164,7 @@ function fusion.stages(graph)
         stage("sample", { logits = logits }, {})
         stage("accept", { logits = logits }, {})
       else
-        base.w, base.mm, base.out = node.inputs[2], node, node
+        base.w, base.mm, base.out, base.bias = node.inputs[2], node, node, node.inputs[3]
         nodes[#nodes + 1] = node
         stage("matvec", base, nodes)
       end
@@ -185,7 +185,8 @@ function fusion.stages(graph)
       local router = value("moe router", node.experts, 1)
       local hidden = value("moe hidden", node.experts_used * ffn, 2)
       local choice = value("moe choice", 2 * node.experts_used, 3)
-      stage("matvec", { x = x, norm = norm, w = node.inputs[2], mm = node, out = router }, norm and { norm } or {})
+      stage("matvec", { x = x, norm = norm, w = node.inputs[2], mm = node, out = router, bias = node.inputs[6] },
+            norm and { norm } or {})
       stage("moe_up", { x = x, norm = norm, moe = node, router = router, hidden = hidden, choice = choice },
             { node })
       stage("moe_down", { moe = node, hidden = hidden, choice = choice, resid = resid, out = add }, { add })

@@ -140,7 +140,14 @@ end
 
 -- Each op: check(args, attrs) -> per-token output length; raises shape_error on misuse.
 -- A gated MLP's gate activations, as node.act carries them (runtime/codegen/graph.h: MKC_ACT_*).
-ir.ACTS = { silu = 0, gelu_tanh = 1 }
+ir.ACTS = { silu = 0, gelu_tanh = 1, swiglu_oai = 2 }
+-- gpt-oss's glu constants (runtime/codegen/graph.h: MKC_OAI_ALPHA, MKC_OAI_LIMIT; the kernel
+-- against the reference checks they agree)
+ir.OAI_ALPHA, ir.OAI_LIMIT = "1.702", "7.0"
+-- The activations' names for a message: "silu", "gelu_tanh" or "swiglu_oai".
+function ir.act_names()
+  return '"silu", "gelu_tanh" or "swiglu_oai"'
+end
 
 ir.ops = {
   tokens = function(a) return 1 end,
@@ -227,6 +234,12 @@ ir.ops = {
       need(kv[2].n == at.kv_heads * at.head_dim, "shape mismatch: attention %s is [%d], expected %d x %d",
            kv[1], kv[2].n, at.kv_heads, at.head_dim)
     end
+    -- a[4], optional: the sinks [1, heads], a score per head that joins the softmax's sum (gpt-oss)
+    if a[4] ~= nil then
+      local s = weight(a[4], "attention sinks")
+      need(s.rows == 1 and s.cols == at.heads, "shape mismatch: attention sinks %s [%d, %d], expected [1, %d]",
+           s.name, s.rows, s.cols, at.heads)
+    end
     return q.n
   end,
   -- a gated delta-rule layer (runtime/exec/delta_rule.h): mixed is [q | k | v] before the causal
@@ -284,7 +297,15 @@ ir.ops = {
     need(at.norm_topk == nil or type(at.norm_topk) == "boolean", "moe: norm_topk must be a boolean, got %s",
          util.show(at.norm_topk))
     at.norm_topk = at.norm_topk and 1 or 0
-    need(at.act == nil or ir.ACTS[at.act] ~= nil, "moe: act must be \"silu\" or \"gelu_tanh\", got %s",
+    -- a[6..9], optional, all four or none: the biases of router, gate, up and down (gpt-oss)
+    if a[6] ~= nil or a[7] ~= nil or a[8] ~= nil or a[9] ~= nil then
+      for i, m in ipairs({ { "router", at.experts }, { "gate", gate.rows }, { "up", up.rows }, { "down", down.rows } }) do
+        local b = weight(a[5 + i], "moe " .. m[1] .. " bias")
+        need(b.rows == 1 and b.cols == m[2], "shape mismatch: moe %s bias %s [%d, %d], expected [1, %d]", m[1],
+             b.name, b.rows, b.cols, m[2])
+      end
+    end
+    need(at.act == nil or ir.ACTS[at.act] ~= nil, "moe: act must be %s, got %s", ir.act_names(),
          util.show(at.act))
     at.act = ir.ACTS[at.act or "silu"]
     return x.n
@@ -299,7 +320,7 @@ ir.ops = {
   swiglu = function(a, at)
     local gate, up = value(a[1], "swiglu"), value(a[2], "swiglu")
     need(gate.n == up.n, "shape mismatch: swiglu of [%d] and [%d]", gate.n, up.n)
-    need(at.act == nil or ir.ACTS[at.act] ~= nil, "swiglu: act must be \"silu\" or \"gelu_tanh\", got %s",
+    need(at.act == nil or ir.ACTS[at.act] ~= nil, "swiglu: act must be %s, got %s", ir.act_names(),
          util.show(at.act))
     at.act = ir.ACTS[at.act or "silu"]
     return gate.n

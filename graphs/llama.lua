@@ -24,7 +24,11 @@
 -- reference executor runs so far (--backend ref).
 -- moe: "none", or { experts = E, used = K, ffn = F, norm_topk = true | false }: every layer's MLP
 -- is sparse (g.moe): a router picks K of E experts per input, each an MLP of F (Qwen3-MoE, Mixtral:
--- GGUF ffn_gate_inp, ffn_{gate,up,down}_exps; templates/moe.cuh).
+-- GGUF ffn_gate_inp, ffn_{gate,up,down}_exps; templates/moe.cuh); bias = true: each of those
+-- matrices has a bias (gpt-oss).
+-- attn_sinks (false): each attention head has a sink, a score in its softmax's sum with no value
+-- (gpt-oss: blk.N.attn_sinks.weight); o_bias (false): the attention's output projection has a bias.
+-- ffn_act "swiglu_oai": gpt-oss's clamped glu, gate * sigmoid(1.702 gate) * (up + 1).
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -278,6 +282,19 @@ preset "qwen3-30b-a3b-8l" {
   moe = { experts = 128, used = 8, ffn = 768, norm_topk = true },
 }
 
+-- gpt-oss's shape in small (openai/gpt-oss-20b: attention sinks, biases on Q/K/V and the output,
+-- local layers over a window taking turns with global ones from layer 0, YaRN, 32 experts with
+-- biases, 4 an input, its clamped glu), the window short enough that the tests pass it.
+preset "gptoss-tiny" {
+  dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 64,
+  vocab = 288, rope_theta = 150000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
+  rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
+  sliding_window = { size = 16, pattern = "1 local : 1 global" }, linear_attention = "none",
+  attn_sinks = true, o_bias = true, ffn_act = "swiglu_oai",
+  moe = { experts = 8, used = 3, ffn = 64, norm_topk = true, bias = true },
+}
+
 -- Layer l's attention window: 0 where it sees every position.
 local function window_of(p, l)
   local w = p.sliding_window
@@ -355,10 +372,13 @@ function build(g, p)
     local r = window > 0 and local_rope or rope
     q = g.rope(q, p.n_heads, r)
     k = g.rope(k, p.n_kv_heads, r)
+    local sinks = optional(p, "attn_sinks", false) and g.weight(("blk.%d.attn_sinks.weight"):format(l), 1, p.n_heads)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
                                      head_dim = p.head_dim, window = window, scale = attn_scale,
-                                     softcap = optional(p, "attn_softcap", 0) })
-    return post_norm(l, "post_attention_norm", g.matmul(a, blk(l, "attn_output", p.dim, q_dim)))
+                                     softcap = optional(p, "attn_softcap", 0), sinks = sinks or nil })
+    local o_bias = optional(p, "o_bias", false) and g.weight(("blk.%d.attn_output.bias"):format(l), 1, p.dim)
+    return post_norm(l, "post_attention_norm",
+                     g.matmul(a, blk(l, "attn_output", p.dim, q_dim), o_bias or nil))
   end
 
   -- the MLP on the normed input h: dense, or with moe a router's choice of experts
@@ -370,9 +390,12 @@ function build(g, p)
         error("moe: expected \"none\" or { experts = E, used = K, ffn = F, norm_topk = true | false }", 2)
       end
       local E = moe.experts
+      local function b(name, rows) return g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) end
+      local biases = moe.bias and { router = b("ffn_gate_inp", E), gate = b("ffn_gate_exps", E * moe.ffn),
+                                    up = b("ffn_up_exps", E * moe.ffn), down = b("ffn_down_exps", E * p.dim) }
       local y = g.moe(h, blk(l, "ffn_gate_inp", E, p.dim), blk(l, "ffn_gate_exps", E * moe.ffn, p.dim),
                       blk(l, "ffn_up_exps", E * moe.ffn, p.dim), blk(l, "ffn_down_exps", E * p.dim, moe.ffn),
-                      { experts = E, used = moe.used, norm_topk = moe.norm_topk, act = act })
+                      { experts = E, used = moe.used, norm_topk = moe.norm_topk, act = act, biases = biases or nil })
       return y -- not a tail call: the node's line is this one
     end
     local gate = g.matmul(h, blk(l, "ffn_gate", p.ffn, p.dim))

@@ -1,6 +1,7 @@
 /* Causal attention over the KV cache, split-KV (flash-decoding). Token t sees
  * positions [0, pos + t], or with a sliding window (window > 0) the last
- * `window` of them, [lo, pos + t]. Position s is row s % kv_rows of each kv
+ * `window` of them, [lo, pos + t]; with sinks (not 0: gpt-oss), each head's
+ * sink joins its softmax's sum (mkc_att_out). Position s is row s % kv_rows of each kv
  * head (kv_rows = max_ctx, or a window's ring). In a slot kernel (rows, the
  * step's row map: templates/slots.cuh) token t's position and cache are its
  * slot's, and paged, position s is at its slot's page's row. K and V are
@@ -45,9 +46,10 @@ MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
 }
 
 /* One unit's partials merged: part holds `splits` slots from `slot0` on, each of
- * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim). */
+ * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim); sinks: the
+ * unit's heads' (0: none). */
 MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, int pass_heads,
-                                    int gh, int head_dim, float *o) {
+                                    int gh, int head_dim, const mkc_bf16 *sinks, float *o) {
   int slot = pass_heads * (head_dim + 2);
   for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
     int h = e / head_dim;
@@ -61,7 +63,7 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
       l += w * p[pass_heads * head_dim + pass_heads + h];
       acc += w * p[e];
     }
-    o[e] = acc / l;
+    o[e] = mkc_att_out(acc, l, m, sinks, h);
   }
 }
 
@@ -71,7 +73,7 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                      const mkc_kv *v_cache, float *out, int out_stride, int heads,
                                      int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                                     int window, float scale, int pos, int T,
+                                     int window, float scale, const mkc_bf16 *sinks, int pos, int T,
                                      const mkc_rowmap *rows, float *part, unsigned *counters,
                                      float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
@@ -194,7 +196,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       float sum = 0.0f;
       for (int p = 0; p < P; p++) sum += red[p * pass_heads * head_dim + e];
       if (splits == 1)
-        out[t * out_stride + h0 * head_dim + e] = sum / l_run[h];
+        out[t * out_stride + h0 * head_dim + e] =
+            mkc_att_out(sum, l_run[h], m_run[h], sinks, h0 + h);
       else
         slot[e] = sum;
     }
@@ -215,7 +218,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       }
       if (mkc_block_sum(last, bred) > 0.0f) /* its barriers hand thread 0's verdict to all */
         mkc_attention_merge(part, unit * splits, splits, pass_heads, gh, head_dim,
-                            out + t * out_stride + h0 * head_dim);
+                            sinks ? sinks + h0 : sinks, out + t * out_stride + h0 * head_dim);
     }
     mkc_sync_block(); /* q_s, stat and red are rewritten by the next item */
   }

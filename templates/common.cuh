@@ -53,13 +53,19 @@ MKC_DEVICE int mkc_warp_or(int v) {
   return v;
 }
 
-/* The gated MLP's activation of its gate: SiLU (SwiGLU), or where the kernel
- * defines MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh). */
-MKC_DEVICE float mkc_gate_act(float g) {
-#ifdef MKC_GEGLU
-  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g)));
+/* The gated MLP's glu(gate, up): act(gate) * up, act SiLU (SwiGLU), or where the kernel defines
+ * MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh); where it defines MKC_OAI_GLU,
+ * gpt-oss's: gate clamped above and up on both sides at MKC_OAI_LIMIT, gate * sigmoid(MKC_OAI_ALPHA
+ * gate) * (up + 1) (runtime/codegen/graph.h defines both constants). */
+MKC_DEVICE float mkc_glu(float g, float u) {
+#if defined(MKC_OAI_GLU)
+  g = fminf(g, (float)MKC_OAI_LIMIT);
+  u = fmaxf(fminf(u, (float)MKC_OAI_LIMIT), -(float)MKC_OAI_LIMIT);
+  return g / (1.0f + expf(-(float)MKC_OAI_ALPHA * g)) * (u + 1.0f);
+#elif defined(MKC_GEGLU)
+  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
 #else
-  return g / (1.0f + expf(-g));
+  return g / (1.0f + expf(-g)) * u;
 #endif
 }
 
@@ -88,6 +94,23 @@ MKC_DEVICE float mkc_gate_act(float g) {
 #else
 #define mkc_branch(v) (v)
 #endif
+
+/* Attention's output of query head h: acc (its p.v sum) over l (its weights' sum, taken at the
+ * running max m); with sinks (gpt-oss: each head's score that joins the sum with no value), over
+ * l + exp(sink - m), both taken at max(m, sink) so that neither exp overflows. */
+MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 *sinks, int h) {
+  if (!sinks) return acc / l;
+  float s = mkc_bf16_to_f32(sinks[h]), top = fmaxf(m, s), a = expf(m - top);
+  return acc * a / (l * a + expf(s - top));
+}
+
+/* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
+ * projection and router have one), then stored, or with accumulate (a residual epilogue) added
+ * into *o as a branch. */
+MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
+  if (bias) v += mkc_bf16_to_f32(bias[r]);
+  *o = accumulate ? *o + mkc_branch(v) : v;
+}
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {

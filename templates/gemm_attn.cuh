@@ -71,14 +71,15 @@ MKC_DEVICE void mkc_attn_b(float v, unsigned *b, unsigned *b_lo) {
 }
 
 /* out[t][h] = softmax over the positions token t sees of (q[t][h] . K[s]) *
- * scale, times V[s], for every token t < T and query head h: the tiled twin
- * of mkc_attention. Ends synchronized. */
+ * scale (and the head's sink, where sinks is not 0), times V[s], for every
+ * token t < T and query head h: the tiled twin of mkc_attention. Ends
+ * synchronized. */
 MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                           const mkc_kv *v_cache, float *out, int out_stride,
                                           int heads, int group, int head_dim, int kv_rows,
-                                          int window, float scale, int pos, int T,
-                                          const mkc_rowmap *rows, float *q_tile, float *k_tile,
-                                          float *v_tile, float *p_tile) {
+                                          int window, float scale, const mkc_bf16 *sinks, int pos,
+                                          int T, const mkc_rowmap *rows, float *q_tile,
+                                          float *k_tile, float *v_tile, float *p_tile) {
   pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
   int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
@@ -207,7 +208,9 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
       for (int j = 0; j < dt; j++)
         for (int c = 0; c < 2; c++) {
           int d = 8 * j + 2 * qd + c;
-          if (d < head_dim) o_row[d] = o[4 * j + 2 * h + c] / l_run[h];
+          if (d < head_dim)
+            o_row[d] = mkc_att_out(o[4 * j + 2 * h + c], l_run[h], m_run[h], sinks,
+                                   kh * group + r % group);
         }
     }
     mkc_sync_block(); /* q_tile is rewritten by the next item */

@@ -1137,7 +1137,8 @@ MKC_DEVICE int mkc_mma_task(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks, 
 /* mkc_matvec of a bf16 matrix: a warp's 8 rows at a time (or a block's, split). */
 MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                               int out_stride, int accumulate, int T, float *part, float *splitk) {
+                               int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                               float *part, float *splitk) {
   int S = mkc_splitk_of((rows + 7) / 8, splitk), g = mkc_lane() >> 2, q = mkc_lane() & 3;
   int split = S == 1 && mkc_split_pays_n(rows, 8);
   /* a task: a warp's 8 rows, a block's (split), or slice t % S of group t / S (split-K) */
@@ -1156,8 +1157,8 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
-        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e], *d = out + t * out_stride + r;
-        *d = accumulate ? *d + mkc_branch(v) : v;
+        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e];
+        mkc_put(out + t * out_stride + r, v, bias, r, accumulate);
       }
   }
 }
@@ -1191,7 +1192,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
           gv *= inv_rms[t];
           uv *= inv_rms[t];
         }
-        out[t * out_stride + r] = mkc_gate_act(gv) * uv;
+        out[t * out_stride + r] = mkc_glu(gv, uv);
       }
   }
 }
@@ -1222,15 +1223,17 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
-/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
- * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
+/* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
+ * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
+ * smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T, float *part, float *splitk) {
+                           int accumulate, const mkc_bf16 *bias, int T, float *part,
+                           float *splitk) {
 #if MKC_MMA_DECODE
   if (w.type == MKC_W_BF16) {
-    mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T,
-                   part, splitk);
+    mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate,
+                   bias, T, part, splitk);
     return;
   }
 #endif
@@ -1247,8 +1250,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
-        float *o = out + t * out_stride + r0 + r;
-        *o = accumulate ? *o + mkc_branch(sums[i]) : sums[i];
+        mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
       }
     }
     return;
@@ -1260,13 +1262,12 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
-          float *o = out + t * out_stride + r0 + r;
-          *o = accumulate ? *o + mkc_branch(acc[r * MKC_T_MAX + t]) : acc[r * MKC_T_MAX + t];
+          mkc_put(out + t * out_stride + r0 + r, acc[r * MKC_T_MAX + t], bias, r0 + r, accumulate);
         }
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_gate_act: GELU for
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_glu: GELU for
  * GeGLU); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
@@ -1295,7 +1296,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
-        out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
+        out[t * out_stride + r0 + r] = mkc_glu(g, u);
       }
     }
     return;
@@ -1312,7 +1313,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
-          out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
+          out[t * out_stride + r0 + r] = mkc_glu(g, u);
         }
   }
 }

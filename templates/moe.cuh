@@ -60,10 +60,12 @@ MKC_DEVICE void mkc_moe_choose(const float *r, int E, int K, int norm_topk, floa
  * and its experts from its scores router[t * r_stride ..] (sel, smem [T][2K]:
  * ids, then weights), which block 0 also stores at choice[t * c_stride ..]
  * for mkc_moe_down. Then the grid's warps take (input, k-th expert, MKC_ROWS
- * rows) tasks: out[t * out_stride + k * ffn + f] = act(gate_e[f] . xn) *
- * (up_e[f] . xn), e input t's k-th expert. */
+ * rows) tasks: out[t * out_stride + k * ffn + f] = glu(gate_e[f] . xn,
+ * up_e[f] . xn) (each + its bias where b_gate is not 0: b_up then neither), e input t's k-th
+ * expert. */
 MKC_DEVICE void mkc_moe_up(const float *router, int r_stride, int E, int K, int norm_topk,
-                           mkc_wmat w_gate, mkc_wmat w_up, int ffn, int n_chunks, const float *x,
+                           mkc_wmat w_gate, mkc_wmat w_up, const mkc_bf16 *b_gate,
+                           const mkc_bf16 *b_up, int ffn, int n_chunks, const float *x,
                            int x_stride, int n, const mkc_bf16 *norm_w, float eps, float *out,
                            int out_stride, float *choice, int c_stride, int T, float *sel,
                            float *inv) {
@@ -107,22 +109,28 @@ MKC_DEVICE void mkc_moe_up(const float *router, int r_stride, int E, int K, int 
     int t = task / (K * blocks), k = task / blocks % K, r0 = task % blocks * MKC_ROWS;
     mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x + (long)t * x_stride, x_stride, norm_w,
                  inv + t, 1, acc);
-    if (mkc_lane() == 0)
+    if (mkc_lane() == 0) {
+      long b = (long)sel[t * 2 * K + k] * ffn + r0; /* the expert's biases of these rows */
       for (int r = 0; r < MKC_ROWS; r++) {
         if (r0 + r >= ffn) break;
         float g = acc[r * MKC_T_MAX], u = acc[(MKC_ROWS + r) * MKC_T_MAX];
-        out[(long)t * out_stride + k * ffn + r0 + r] = mkc_gate_act(g) * u;
+        if (b_gate) {
+          g += mkc_bf16_to_f32(b_gate[b + r]);
+          u += mkc_bf16_to_f32(b_up[b + r]);
+        }
+        out[(long)t * out_stride + k * ffn + r0 + r] = mkc_glu(g, u);
       }
+    }
   }
 }
 
 /* The second half: out[t * out_stride + d] += branch(sum over k of w_k *
- * (down_{e_k}[d] . hidden[t][k * ffn ..])), the experts and weights as
- * mkc_moe_up stored them in choice; the grid's warps take (input, MKC_ROWS
- * rows) tasks, the experts' rows in turn, the next expert's prefetched. */
-MKC_DEVICE void mkc_moe_down(const float *choice, int c_stride, int K, mkc_wmat w_down, int dim,
-                             int n_chunks, const float *hidden, int h_stride, int ffn, float *out,
-                             int out_stride, int T) {
+ * (down_{e_k}[d] . hidden[t][k * ffn ..] + its bias where b_down is not 0)), the experts and
+ * weights as mkc_moe_up stored them in choice; the grid's warps take (input, MKC_ROWS rows) tasks,
+ * the experts' rows in turn, the next expert's prefetched. */
+MKC_DEVICE void mkc_moe_down(const float *choice, int c_stride, int K, mkc_wmat w_down,
+                             const mkc_bf16 *b_down, int dim, int n_chunks, const float *hidden,
+                             int h_stride, int ffn, float *out, int out_stride, int T) {
   int blocks = (dim + MKC_ROWS - 1) / MKC_ROWS, tasks = T * blocks, step = mkc_grid_warps();
   float acc[MKC_ROWS * MKC_T_MAX];
   for (int task = mkc_grid_warp(); task < tasks; task += step) {
@@ -139,7 +147,10 @@ MKC_DEVICE void mkc_moe_down(const float *choice, int c_stride, int K, mkc_wmat 
         for (int r = 0; r < MKC_ROWS; r++) next[r] = mkc_wrow_none_of(w_down.type);
       mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, hidden + (long)t * h_stride + k * ffn, h_stride,
                    (const mkc_bf16 *)0, (const float *)0, 1, acc);
-      for (int r = 0; r < MKC_ROWS; r++) sum[r] += sel[K + k] * acc[r * MKC_T_MAX];
+      long b = (long)sel[k] * dim + r0; /* the expert's biases of these rows */
+      for (int r = 0; r < MKC_ROWS; r++)
+        sum[r] += sel[K + k] * (acc[r * MKC_T_MAX] +
+                                (b_down && r0 + r < dim ? mkc_bf16_to_f32(b_down[b + r]) : 0.0f));
       for (int r = 0; r < MKC_ROWS; r++) wr[r] = next[r];
     }
     if (mkc_lane() == 0)

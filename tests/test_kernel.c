@@ -3,12 +3,16 @@
  * qwen3-tiny and the RoPE scalings (llama3-tiny, yarn-tiny, linear-tiny, longrope-tiny,
  * whose trained contexts the 73 positions pass; partial-tiny, 12 of 16 dims rotated), the sliding
  * windows (swa-tiny, gemma-tiny, whose rings of rows the 73 positions wrap), Gemma 3's layers
- * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny) and experts (moe-tiny, mixtral-tiny), logits
+ * (gemma3-tiny), Gemma 2's soft caps (gemma2-tiny), experts (moe-tiny, mixtral-tiny) and gpt-oss
+ * (gptoss-tiny: sinks, biases, its glu), logits
  * within 1e-4 (relative to the largest reference logit) at every step and every input, the same
  * greedy tokens, the same pos, and every K and V value in the kernel's cache (bf16 by default)
  * rounded as the reference rounds it: where the kernel's float and the reference's double straddle
  * a rounding midpoint, the reference takes the kernel's neighbour (mkc_ref_follow_kv), since one
  * such value moves a logit by up to ~1e-3. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "check.h"
 #include "fixture.h"
 #include "mkc_state.h"
@@ -48,7 +52,10 @@ static int step_both(pair *p, const mkc_graph *g, const int *in, int T, int f, i
 /* The kernel's shape on this run, for messages (see main). */
 static const char *shape_note = "";
 
+/* MKC_TEST_ONLY=NAME runs that preset's comparisons alone. */
 static void compare(const char *preset_name, int draft_max, int blocks) {
+  const char *only = getenv("MKC_TEST_ONLY");
+  if (only && *only && strcmp(only, preset_name) != 0) return;
   char preset[96]; /* the name in messages: with the matvec shape when it is not the default */
   snprintf(preset, sizeof preset, "%s%s", preset_name, shape_note);
   fixture fx;
@@ -146,6 +153,10 @@ int main(void) {
   compare("moe-tiny", 4, 3);
   compare("moe-tiny", 0, 1);
   compare("mixtral-tiny", 7, 5);
+  /* gpt-oss: attention sinks (the one-span output, and at T = 1 on 8 blocks the split spans'
+   * merge), biases on the output projection, the router and the experts, its clamped glu */
+  compare("gptoss-tiny", 4, 3);
+  compare("gptoss-tiny", 0, 8);
   /* The CPU build takes 8 matvec rows per warp meeting (templates/matvec.cuh); the GPU
    * takes 4. The GPU's shape, built for the CPU, on the presets whose Q/K/V epilogues
    * differ: plain, odd sizes, biases, per-head norms. */
@@ -156,6 +167,7 @@ int main(void) {
   compare("qwen2-tiny", 4, 4);
   compare("qwen3-tiny", 7, 5);
   compare("moe-tiny", 4, 4);
+  compare("gptoss-tiny", 4, 4);
   /* MKC_SPLIT=1, a knob since the H100 measured it slower: the short matmuls' row
    * blocks split over a block's warps (o-proj, down, gate/up, QKV without per-head
    * norms), on both matvec shapes */
@@ -164,6 +176,7 @@ int main(void) {
   compare("tiny", 4, 4);
   compare("odd", 7, 5);
   compare("qwen2-tiny", 4, 4);
+  compare("gptoss-tiny", 4, 4); /* the output projection's bias on the split's path */
   unsetenv("MKC_CPU_CFLAGS");
   shape_note = " (MKC_SPLIT 1)";
   compare("tiny", 4, 4);
@@ -181,7 +194,8 @@ int main(void) {
   compare("qwen2-tiny", 4, 4);
   compare("qwen3-tiny", 7, 5);
   compare("gemma-tiny", 4, 3);
-  compare("moe-tiny", 4, 3); /* the router's matvec on tensor cores */
+  compare("moe-tiny", 4, 3);    /* the router's matvec on tensor cores */
+  compare("gptoss-tiny", 4, 3); /* the biases of the router and the output projection there */
   setenv("MKC_SPLIT", "1", 1);
   shape_note = " (MKC_MMA_DECODE 1, MKC_SPLIT 1)";
   compare("tiny", 4, 4);

@@ -200,7 +200,8 @@ int main(void) {
                  {"qwen2-tiny", 4, 0, 1},  {"qwen3-tiny", 7, 0, 1},   {"llama3-tiny", 4, 0, 0},
                  {"yarn-tiny", 4, 0, 0},   {"linear-tiny", 7, 0, 0},  {"smollm2-135m", 4, 0, 0},
                  {"blocks-tiny", 4, 0, 0}, {"swa-tiny", 4, 0, 0},     {"gemma-tiny", 4, 0, 0},
-                 {"gemma3-tiny", 4, 0, 0}, {"partial-tiny", 4, 0, 0}, {"moe-tiny", 4, 0, 0}};
+                 {"gemma3-tiny", 4, 0, 0}, {"partial-tiny", 4, 0, 0}, {"moe-tiny", 4, 0, 0},
+                 {"gptoss-tiny", 4, 0, 0}};
   job jobs[MAX_JOBS];
   int n = 0;
   for (size_t p = 0; p < sizeof presets / sizeof *presets; p++) {

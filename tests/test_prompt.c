@@ -548,8 +548,8 @@ int main(void) {
   preset_case("tiny");
   preset_case("odd");
   static const char *const others[] = {
-      "qwen2-tiny",   "qwen3-tiny",   "llama3-tiny", "yarn-tiny", "linear-tiny", "longrope-tiny",
-      "partial-tiny", "granite-tiny", "blocks-tiny", "moe-tiny",  "mixtral-tiny"};
+      "qwen2-tiny",   "qwen3-tiny",   "llama3-tiny", "yarn-tiny", "linear-tiny",  "longrope-tiny",
+      "partial-tiny", "granite-tiny", "blocks-tiny", "moe-tiny",  "mixtral-tiny", "gptoss-tiny"};
   for (size_t i = 0; i < sizeof others / sizeof *others; i++)
     preset_vs_reference(others[i], "bf16");
   /* the chunk attention (templates/gemm_attn.cuh): sliding windows whose rings the chunks'

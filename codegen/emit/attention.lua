@@ -24,13 +24,15 @@ return function(st, ctx)
   if tiled then for _, r in ipairs(tiles) do smem[#smem + 1] = r end end
   local at = ctx.smem_layout(smem)
   local q_floats, kv_row = att.heads * att.head_dim, ctx.kv_row(att)
+  -- the sinks (gpt-oss): each head's score in its softmax's sum
+  local sinks = att.inputs[4] and ctx.weight(att.inputs[4]) or "(const mkc_bf16 *)0"
   local function args(extra)
     local t = {
       q = ctx.value(st.q), q_stride = ctx.vstride(st.q), k_cache = ("kv + %d"):format(kv.k),
       v_cache = ("kv + %d"):format(kv.v), out = ctx.value(st.out), out_stride = ctx.vstride(st.out),
       heads = att.heads, group = att.heads // att.kv_heads, head_dim = att.head_dim, kv_rows = kv.rows,
       window = att.window,
-      scale = ctx.flt(att.scale or 1 / math.sqrt(att.head_dim)), pos = "pos", T = "T",
+      scale = ctx.flt(att.scale or 1 / math.sqrt(att.head_dim)), sinks = sinks, pos = "pos", T = "T",
     }
     for k, v in pairs(extra) do t[k] = v end
     return t
@@ -60,7 +62,8 @@ return function(st, ctx)
     flops = { att = 4 * att.head_dim * att.heads },
     reads = { ctx.vbytes(st.q, q_floats),
               { "kv", kv.k, { ctx = kv_row }, "K cache layer " .. att.layer },
-              { "kv", kv.v, { ctx = kv_row }, "V cache layer " .. att.layer } },
+              { "kv", kv.v, { ctx = kv_row }, "V cache layer " .. att.layer },
+              att.inputs[4] and ctx.wread(att.inputs[4]) or nil },
     writes = { ctx.vbytes(st.out, q_floats) }, -- the split partials (per block, not per position) are not counted
     code = code,
   }

@@ -10,18 +10,24 @@ return function(st, ctx)
   local rows, w = st.w.rows, st.w
   local reads = { ctx.wread(w), ctx.vbytes(st.x, ctx.wcols(w)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
+  -- the bias (gpt-oss's output projection and router), added before the store or the residual add
+  local bias = "(const mkc_bf16 *)0"
+  if st.bias then
+    bias = ctx.weight(st.bias)
+    reads[#reads + 1] = ctx.wread(st.bias)
+  end
   if residual then reads[#reads + 1] = ctx.vbytes(st.out, rows) end -- read-modify-write
   local decode = norm.prologue .. ctx.call("mkc_matvec", {
     w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
-    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
-    part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
+    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0,
+    bias = bias, T = "T", part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"
   local tiled = ctx.tiled and ctx.call("mkc_gemm_matvec", ctx.gemm_args({
     w = ctx.wmat(w), rows = rows, quantized = ctx.quantized(w), n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = norm.n, norm_w = norm.w, eps = norm.eps,
-    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0, T = "T",
-    best_v = "(float *)0", best_i = "(int *)0",
+    out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0,
+    bias = bias, T = "T", best_v = "(float *)0", best_i = "(int *)0",
   }, at), { "eps", "T" })
   return {
     work = ("%d rows, one warp per row"):format(rows),

@@ -12,6 +12,12 @@ return function(st, ctx)
                   ctx.vbytes(st.router, E) }
   local nw = st.norm and st.norm.inputs[2]
   if nw then reads[#reads + 1] = ctx.wread(nw) end
+  -- the biases (gpt-oss): K experts' rows of each at most
+  local function bias(b)
+    if not b then return "(const mkc_bf16 *)0" end
+    reads[#reads + 1] = ctx.wread_values(b, K * ffn)
+    return ctx.weight(b)
+  end
   return {
     work = ("T x %d of %d experts x %d row pairs (gate, up), one warp per MKC_ROWS"):format(K, E, ffn),
     smem = smem,
@@ -21,7 +27,8 @@ return function(st, ctx)
     writes = { ctx.vbytes(st.hidden, K * ffn), ctx.vbytes(st.choice, 2 * K) },
     code = ctx.call("mkc_moe_up", {
       router = ctx.value(st.router), r_stride = ctx.vstride(st.router), E = E, K = K,
-      norm_topk = moe.norm_topk, w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), ffn = ffn,
+      norm_topk = moe.norm_topk, w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), b_gate = bias(moe.inputs[7]),
+      b_up = bias(moe.inputs[8]), ffn = ffn,
       n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n = st.x.n,
       norm_w = nw and ctx.weight(nw) or "(const mkc_bf16 *)0", eps = ctx.flt(st.norm and st.norm.eps or 0),
       out = ctx.value(st.hidden), out_stride = ctx.vstride(st.hidden), choice = ctx.value(st.choice),

@@ -316,8 +316,33 @@ static int set_granite(mkc_gguf_writer *out, const mkc_model_desc *d) {
          set_f32(out, d->arch, "logit_scale", d->logit_scale);
 }
 
+/* gpt-oss's parts, which no model file mkc writes carries yet: -1 with a message where the graph
+ * has one (attention sinks, a bias on a matrix other than Q/K/V, experts' biases, its glu). */
+static int refuse_gptoss(const mkc_graph *g, const char *preset) {
+  const char *what = NULL;
+  for (int i = 0; i < g->n_nodes && !what; i++) {
+    const mkc_node *a = &g->nodes[i];
+    const char *w =
+        a->op == MKC_OP_MATMUL && a->in[2] >= 0 ? g->weights[g->nodes[a->in[2]].weight].name : NULL;
+    if (a->op == MKC_OP_ATTENTION && a->in[3] >= 0)
+      what = "attention sinks";
+    else if (w && !strstr(w, "attn_q.") && !strstr(w, "attn_k.") && !strstr(w, "attn_v."))
+      what = "a bias on a matrix other than Q, K or V";
+    else if (a->op == MKC_OP_MOE && a->in[5] >= 0)
+      what = "experts with biases";
+    else if ((a->op == MKC_OP_MOE || a->op == MKC_OP_SWIGLU) && a->act == MKC_ACT_SWIGLU_OAI)
+      what = "gpt-oss's clamped glu";
+  }
+  if (!what) return 0;
+  fprintf(stderr,
+          "mkc: error: preset %s: %s (gpt-oss's), which mkc's model files do not carry yet\n",
+          preset, what);
+  return -1;
+}
+
 /* What a model file says beyond the sizes: Granite's multipliers or Gemma's (describe_gemma). */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  if (refuse_gptoss(g, preset) != 0) return -1;
   if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
   return describe_gemma(g, preset, mkc_gemma_version(d->arch), d);
 }

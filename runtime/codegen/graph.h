@@ -16,7 +16,9 @@
   X(RMSNORM, rmsnorm)     /* in: x [n], weight [group]; attrs eps, group */                        \
   X(MATMUL, matmul)       /* in: x [cols], weight [rows][cols], bias [rows] or -1 -> [rows] */     \
   X(ROPE, rope)           /* in: x [heads*head_dim]; attrs heads, head_dim, theta, layout */       \
-  X(ATTENTION, attention) /* in: q, k, v; attrs layer, heads, kv_heads, head_dim: appends k,v */   \
+  X(ATTENTION, attention) /* in: q, k, v, sinks [heads] or -1; attrs layer, heads, kv_heads,       \
+                             head_dim: appends k, v (a sink: a score that joins the softmax's sum, \
+                             with no value: gpt-oss) */                                            \
   X(ADD, add)             /* in: a, b */                                                           \
   X(SWIGLU, swiglu)       /* in: gate, up -> silu(gate) * up */                                    \
   X(LOGITS, logits)   /* in: x [vocab]: the step's output; greedy choice + speculative accept */   \
@@ -27,10 +29,11 @@
    * delta-rule layer's recurrence -> [heads*v_dim] (exec/delta_rule.h; reference only) */         \
   X(RECURRENT, recurrent)                                                                          \
   /* in: x [dim], router [experts][dim], gate and up [experts * ffn][dim], down                    \
-   * [experts * dim][ffn] (expert e's rows from e * rows); attrs experts, experts_used,            \
-   * norm_topk, act: a sparse MLP, the sum over the experts_used largest of softmax(router x)      \
-   * (those weights renormalized to sum 1 with norm_topk) of each one's down(act(gate x) * up x)   \
-   * -> [dim] (Qwen3-MoE, Mixtral) */                                                              \
+   * [experts * dim][ffn] (expert e's rows from e * rows), then their biases or -1 (all four or    \
+   * none: router [experts], gate and up [experts * ffn], down [experts * dim]); attrs experts,    \
+   * experts_used, norm_topk, act: a sparse MLP, the sum over the experts_used largest of          \
+   * softmax(router x) (those weights renormalized to sum 1 with norm_topk) of each one's          \
+   * down(glu(gate x, up x)) -> [dim] (Qwen3-MoE, Mixtral, gpt-oss) */                             \
   X(MOE, moe)
 
 #define MKC_OP_ENUM(e, lua) MKC_OP_##e,
@@ -38,8 +41,12 @@ enum mkc_op { MKC_OPS(MKC_OP_ENUM) MKC_OP_COUNT };
 #undef MKC_OP_ENUM
 
 enum mkc_rope_layout { MKC_ROPE_INTERLEAVED = 0, MKC_ROPE_NEOX = 1 };
-/* A gated MLP's gate activation (codegen/ir.lua: ir.ACTS): SiLU, or GELU's tanh form. */
-enum mkc_act { MKC_ACT_SILU = 0, MKC_ACT_GELU_TANH = 1 };
+/* A gated MLP's glu(gate, up) (codegen/ir.lua: ir.ACTS): act(gate) * up with SiLU or GELU's tanh
+ * form, or gpt-oss's: gate and up clamped (MKC_OAI_LIMIT), gate * sigmoid(MKC_OAI_ALPHA * gate) *
+ * (up + 1). */
+enum mkc_act { MKC_ACT_SILU = 0, MKC_ACT_GELU_TANH = 1, MKC_ACT_SWIGLU_OAI = 2 };
+#define MKC_OAI_ALPHA 1.702
+#define MKC_OAI_LIMIT 7.0
 
 /* How a model trained on a shorter context stretches RoPE's frequencies for a
  * longer one (docs/MODELS.md): X(ENUM, name). none: plain RoPE; linear:
@@ -123,7 +130,7 @@ enum mkc_kv_dtype {
   X(INT, norm_topk, norm_topk) /* moe: 1: the chosen experts' weights renormalized to sum 1 */     \
   X(DOUBLE, softcap, softcap)  /* attention (scaled scores), logits: c * tanh(x / c); 0: none */
 
-#define MKC_NODE_INPUTS 5
+#define MKC_NODE_INPUTS 9
 #define MKC_NODE_MEMBER_OP(m) int m;
 #define MKC_NODE_MEMBER_INPUTS(m) int m[MKC_NODE_INPUTS];
 #define MKC_NODE_MEMBER_INT(m) int m;

@@ -274,6 +274,19 @@ static int claim_layer(const mkc_graph *g, int id, int *max_layer) {
   return 0;
 }
 
+/* Optional input k: absent (-1), or an earlier weight of n values. */
+static int optional_weight(const mkc_graph *g, int id, int k, long n, const char *what) {
+  int in = g->nodes[id].in[k];
+  if (in < 0) return 0;
+  const mkc_weight_info *w = in < id ? in_weight(g, id, k) : NULL;
+  if (!w || (long)w->rows * w->cols != n) {
+    node_error(g, id, "%s (input %d) is node %d, expected an earlier weight of [%ld]", what, k, in,
+               n);
+    return -1;
+  }
+  return 0;
+}
+
 static int check_attention(const mkc_graph *g, int id, int *max_layer) {
   const mkc_node *nd = &g->nodes[id];
   int q_dim = nd->heads * nd->head_dim, kv_dim = nd->kv_heads * nd->head_dim;
@@ -288,6 +301,7 @@ static int check_attention(const mkc_graph *g, int id, int *max_layer) {
                nd->head_dim, nd->layer, nd->window, nd->kv_rows, g->max_ctx);
     return -1;
   }
+  if (optional_weight(g, id, 3, nd->heads, "sinks") != 0) return -1;
   return claim_layer(g, id, max_layer);
 }
 
@@ -328,7 +342,7 @@ static int check_moe(const mkc_graph *g, int id) {
       nd->experts_used > MKC_MOE_USED_MAX || nd->n != dim || !router || router->rows != E ||
       router->cols != dim || !gate || ffn <= 0 || gate->rows != E * ffn || gate->cols != dim ||
       !up || up->rows != gate->rows || up->cols != dim || !down || down->rows != E * dim ||
-      down->cols != ffn || (nd->act != MKC_ACT_SILU && nd->act != MKC_ACT_GELU_TANH)) {
+      down->cols != ffn || nd->act < MKC_ACT_SILU || nd->act > MKC_ACT_SWIGLU_OAI) {
     node_error(g, id,
                "input [%d], output [%d], experts %d, used %d, act %d: expected a router "
                "[experts][dim], gate and up [experts * ffn][dim], down [experts * dim][ffn], "
@@ -336,6 +350,17 @@ static int check_moe(const mkc_graph *g, int id) {
                dim, nd->n, E, nd->experts_used, nd->act, MKC_MOE_USED_MAX);
     return -1;
   }
+  /* the biases: all four or none */
+  int biases = (nd->in[5] >= 0) + (nd->in[6] >= 0) + (nd->in[7] >= 0) + (nd->in[8] >= 0);
+  if (biases != 0 && biases != 4) {
+    node_error(g, id, "%d of the four biases (inputs 5..8): all four or none", biases);
+    return -1;
+  }
+  if (optional_weight(g, id, 5, E, "router bias") != 0 ||
+      optional_weight(g, id, 6, gate->rows, "gate bias") != 0 ||
+      optional_weight(g, id, 7, gate->rows, "up bias") != 0 ||
+      optional_weight(g, id, 8, down->rows, "down bias") != 0)
+    return -1;
   return 0;
 }
 
@@ -382,8 +407,13 @@ static int check_node(const mkc_graph *g, int id, int *max_layer) {
     return check_recurrent(g, id, max_layer);
   case MKC_OP_MOE:
     return check_moe(g, id);
-  case MKC_OP_ADD:
   case MKC_OP_SWIGLU:
+    if (g->nodes[id].act < MKC_ACT_SILU || g->nodes[id].act > MKC_ACT_SWIGLU_OAI) {
+      node_error(g, id, "act %d is none of enum mkc_act", g->nodes[id].act);
+      return -1;
+    }
+    return check_elementwise(g, id);
+  case MKC_OP_ADD:
     return check_elementwise(g, id);
   case MKC_OP_LOGITS:
     return check_logits(g, id);
@@ -650,6 +680,7 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
   append_kv(r, v_cache, v, nd, nd->kv_v, "V");
   int first = nd->window > 0 && r->pos - nd->window + 1 > 0 ? r->pos - nd->window + 1 : 0;
   double scale = nd->scale > 0 ? nd->scale : 1.0 / sqrt((double)hd);
+  int sinks = nd->in[3] >= 0;
   for (int h = 0; h < nd->heads; h++) {
     const double *qh = q + (size_t)h * hd;
     size_t kv_off = (size_t)(h / group) * hd;
@@ -661,7 +692,10 @@ static void attention(mkc_ref *r, double *out, const double *q, const double *k,
       r->scores[s] = softcap(dot * scale, nd->softcap);
       if (r->scores[s] > max) max = r->scores[s];
     }
-    double sum = 0;
+    /* a sink: a score with no value, in the sum only (gpt-oss) */
+    double sink = sinks ? weight_at(r, nd->in[3], (size_t)h) : -INFINITY;
+    if (sink > max) max = sink;
+    double sum = exp(sink - max);
     for (int s = first; s <= r->pos; s++) sum += r->scores[s] = exp(r->scores[s] - max);
     double *oh = out + (size_t)h * hd;
     for (int i = 0; i < hd; i++) oh[i] = 0;
@@ -695,11 +729,24 @@ static void recurrent(mkc_ref *r, int id, double *out, const double *mixed, cons
                  states + (size_t)r->pos * ss, out);
 }
 
-/* The gated MLP's activation: SiLU, or GELU's tanh form (GeGLU). */
-static double act(int kind, double a) {
-  return kind == MKC_ACT_GELU_TANH
-             ? 0.5 * a * (1.0 + tanh(sqrt(2.0 / M_PI) * (a + 0.044715 * a * a * a)))
-             : a / (1.0 + exp(-a));
+/* The gated MLP's glu(gate, up): act(gate) * up with SiLU or GELU's tanh form (GeGLU), or
+ * gpt-oss's clamped form (transformers' GptOssExperts._apply_gate). */
+static double glu(int kind, double g, double u) {
+  switch (kind) {
+  case MKC_ACT_GELU_TANH:
+    return 0.5 * g * (1.0 + tanh(sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))) * u;
+  case MKC_ACT_SWIGLU_OAI:
+    g = fmin(g, MKC_OAI_LIMIT);
+    u = fmax(fmin(u, MKC_OAI_LIMIT), -MKC_OAI_LIMIT);
+    return g / (1.0 + exp(-MKC_OAI_ALPHA * g)) * (u + 1.0);
+  default:
+    return g / (1.0 + exp(-g)) * u;
+  }
+}
+
+/* Element i of an optional bias node (-1: none) as a double; 0 where absent. */
+static double bias_at(const mkc_ref *r, int id, size_t i) {
+  return id >= 0 ? weight_at(r, id, i) : 0;
 }
 
 /* Row `row` of weight node w_id (cols values) dotted with x. */
@@ -719,7 +766,7 @@ static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x
   double *p = tmp, *h = tmp + E; /* [E] probabilities, [ffn] the expert's hidden */
   double max = -INFINITY, sum = 0;
   for (int e = 0; e < E; e++) {
-    p[e] = dot_row(r, nd->in[1], (size_t)e, dim, x);
+    p[e] = dot_row(r, nd->in[1], (size_t)e, dim, x) + bias_at(r, nd->in[5], (size_t)e);
     if (p[e] > max) max = p[e];
   }
   for (int e = 0; e < E; e++) sum += p[e] = exp(p[e] - max);
@@ -740,10 +787,14 @@ static void moe(const mkc_ref *r, const mkc_node *nd, double *y, const double *x
   for (int k = 0; k < K; k++) {
     size_t e = (size_t)chosen[k];
     double wk = nd->norm_topk ? w[k] / wsum : w[k];
-    for (int f = 0; f < ffn; f++)
-      h[f] = act(nd->act, dot_row(r, nd->in[2], e * ffn + f, dim, x)) *
-             dot_row(r, nd->in[3], e * ffn + f, dim, x);
-    for (int i = 0; i < dim; i++) y[i] += wk * dot_row(r, nd->in[4], e * dim + i, ffn, h);
+    for (int f = 0; f < ffn; f++) {
+      size_t row = e * ffn + f;
+      h[f] = glu(nd->act, dot_row(r, nd->in[2], row, dim, x) + bias_at(r, nd->in[6], row),
+                 dot_row(r, nd->in[3], row, dim, x) + bias_at(r, nd->in[7], row));
+    }
+    for (int i = 0; i < dim; i++)
+      y[i] += wk * (dot_row(r, nd->in[4], e * dim + i, ffn, h) +
+                    bias_at(r, nd->in[8], e * dim + (size_t)i));
   }
 }
 
@@ -799,7 +850,7 @@ int mkc_ref_step(mkc_ref *r, int token, double *logits) {
       break;
     }
     case MKC_OP_SWIGLU:
-      for (int i = 0; i < nd->n; i++) y[i] = act(nd->act, a[i]) * b[i];
+      for (int i = 0; i < nd->n; i++) y[i] = glu(nd->act, a[i], b[i]);
       break;
     case MKC_OP_MOE:
       moe(r, nd, y, a, r->rec[id]);

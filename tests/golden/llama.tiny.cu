@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 07bdec6ff994275c, templates 29451b9dd0d1b35b, options 1dafad5a1c6b2df3
+ * hashes:  graph 34cf5f1577a533fc, templates 11ad0361e8bfcab8, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -616,13 +616,19 @@ MKC_DEVICE int mkc_warp_or(int v) {
   return v;
 }
 
-/* The gated MLP's activation of its gate: SiLU (SwiGLU), or where the kernel
- * defines MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh). */
-MKC_DEVICE float mkc_gate_act(float g) {
-#ifdef MKC_GEGLU
-  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g)));
+/* The gated MLP's glu(gate, up): act(gate) * up, act SiLU (SwiGLU), or where the kernel defines
+ * MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh); where it defines MKC_OAI_GLU,
+ * gpt-oss's: gate clamped above and up on both sides at MKC_OAI_LIMIT, gate * sigmoid(MKC_OAI_ALPHA
+ * gate) * (up + 1) (runtime/codegen/graph.h defines both constants). */
+MKC_DEVICE float mkc_glu(float g, float u) {
+#if defined(MKC_OAI_GLU)
+  g = fminf(g, (float)MKC_OAI_LIMIT);
+  u = fmaxf(fminf(u, (float)MKC_OAI_LIMIT), -(float)MKC_OAI_LIMIT);
+  return g / (1.0f + expf(-(float)MKC_OAI_ALPHA * g)) * (u + 1.0f);
+#elif defined(MKC_GEGLU)
+  return 0.5f * g * (1.0f + tanhf(0.7978845608f * (g + 0.044715f * g * g * g))) * u;
 #else
-  return g / (1.0f + expf(-g));
+  return g / (1.0f + expf(-g)) * u;
 #endif
 }
 
@@ -651,6 +657,23 @@ MKC_DEVICE float mkc_gate_act(float g) {
 #else
 #define mkc_branch(v) (v)
 #endif
+
+/* Attention's output of query head h: acc (its p.v sum) over l (its weights' sum, taken at the
+ * running max m); with sinks (gpt-oss: each head's score that joins the sum with no value), over
+ * l + exp(sink - m), both taken at max(m, sink) so that neither exp overflows. */
+MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 *sinks, int h) {
+  if (!sinks) return acc / l;
+  float s = mkc_bf16_to_f32(sinks[h]), top = fmaxf(m, s), a = expf(m - top);
+  return acc * a / (l * a + expf(s - top));
+}
+
+/* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
+ * projection and router have one), then stored, or with accumulate (a residual epilogue) added
+ * into *o as a branch. */
+MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
+  if (bias) v += mkc_bf16_to_f32(bias[r]);
+  *o = accumulate ? *o + mkc_branch(v) : v;
+}
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {
@@ -2523,7 +2546,8 @@ MKC_DEVICE int mkc_mma_task(mkc_wrow *wr, mkc_wrow *next, int nt, int n_chunks, 
 /* mkc_matvec of a bf16 matrix: a warp's 8 rows at a time (or a block's, split). */
 MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                const mkc_bf16 *norm_w, const float *inv_rms, float *out,
-                               int out_stride, int accumulate, int T, float *part, float *splitk) {
+                               int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                               float *part, float *splitk) {
   int S = mkc_splitk_of((rows + 7) / 8, splitk), g = mkc_lane() >> 2, q = mkc_lane() & 3;
   int split = S == 1 && mkc_split_pays_n(rows, 8);
   /* a task: a warp's 8 rows, a block's (split), or slice t % S of group t / S (split-K) */
@@ -2542,8 +2566,8 @@ MKC_DEVICE void mkc_matvec_mma(mkc_wmat w, int rows, int n_chunks, const float *
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
-        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e], *d = out + t * out_stride + r;
-        *d = accumulate ? *d + mkc_branch(v) : v;
+        float v = norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e];
+        mkc_put(out + t * out_stride + r, v, bias, r, accumulate);
       }
   }
 }
@@ -2577,7 +2601,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
           gv *= inv_rms[t];
           uv *= inv_rms[t];
         }
-        out[t * out_stride + r] = mkc_gate_act(gv) * uv;
+        out[t * out_stride + r] = mkc_glu(gv, uv);
       }
   }
 }
@@ -2608,15 +2632,16 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
-/* out[t][r] = W[r] . in[t], or out[t][r] += ... with accumulate (residual epilogue). Where
- * it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
+/* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
+ * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, int T, float *part, float *splitk) {
+                           int accumulate, const mkc_bf16 *bias, int T, float *part,
+                           float *splitk) {
 #if MKC_MMA_DECODE
   if (w.type == MKC_W_BF16) {
-    mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate, T,
-                   part, splitk);
+    mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate,
+                   bias, T, part, splitk);
     return;
   }
 #endif
@@ -2633,8 +2658,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
-        float *o = out + t * out_stride + r0 + r;
-        *o = accumulate ? *o + mkc_branch(sums[i]) : sums[i];
+        mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
       }
     }
     return;
@@ -2646,13 +2670,12 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
-          float *o = out + t * out_stride + r0 + r;
-          *o = accumulate ? *o + mkc_branch(acc[r * MKC_T_MAX + t]) : acc[r * MKC_T_MAX + t];
+          mkc_put(out + t * out_stride + r0 + r, acc[r * MKC_T_MAX + t], bias, r0 + r, accumulate);
         }
   }
 }
 
-/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_gate_act: GELU for
+/* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_glu: GELU for
  * GeGLU); split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
@@ -2681,7 +2704,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
         if (r0 + r >= rows || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
-        out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
+        out[t * out_stride + r0 + r] = mkc_glu(g, u);
       }
     }
     return;
@@ -2698,7 +2721,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
         for (int t = 0; t < MKC_T_MAX; t++) {
           if (r0 + r >= rows || t >= T) break;
           float g = acc[r * MKC_T_MAX + t], u = acc[(MKC_ROWS + r) * MKC_T_MAX + t];
-          out[t * out_stride + r0 + r] = mkc_gate_act(g) * u;
+          out[t * out_stride + r0 + r] = mkc_glu(g, u);
         }
   }
 }
@@ -3382,15 +3405,15 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
  * others from L2). */
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
-/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w), or += with
+/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w; + bias[r] where bias is not 0), or += with
  * accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v,
  * each row's best (value, r) over the block's tiles is kept in best_v[t],
  * best_i[t] (smem; row m0 + r is thread r's in every tile). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
-                                       int out_stride, int accumulate, int T, float *best_v,
-                                       int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                       int out_stride, int accumulate, const mkc_bf16 *bias,
+                                       int T, float *best_v, int *best_i, float *a_tile, float *w_tile, float *c_tile,
                                        float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
@@ -3404,8 +3427,7 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
       if (best_v) v = mkc_logit(v); /* the LM head's: capped before they are written or ranked */
-      float *o = out + (long)(m0 + r) * out_stride + n0 + j;
-      *o = accumulate ? *o + mkc_branch(v) : v;
+      mkc_put(out + (long)(m0 + r) * out_stride + n0 + j, v, bias, n0 + j, accumulate);
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
@@ -3435,7 +3457,7 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
     best_i[t] = 0x7fffffff;
   }
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
-                  logits_stride, 0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
+                  logits_stride, 0, (const mkc_bf16 *)0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
     part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];
@@ -3462,7 +3484,7 @@ MKC_DEVICE_CALLED void mkc_gemm_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows,
       float scale = norm_w ? inv_rms[r] : 1.0f;
       float g = c_tile[r * (MKC_GEMM_BN + 4) + j] * scale;
       float u = c_tile[r * (MKC_GEMM_BN + 4) + 32 + j] * scale;
-      out[(long)(m0 + r) * out_stride + f0 + j] = mkc_gate_act(g) * u;
+      out[(long)(m0 + r) * out_stride + f0 + j] = mkc_glu(g, u);
     }
     mkc_sync_block();
   }
@@ -3637,13 +3659,14 @@ MKC_DEVICE void mkc_attn_b(float v, unsigned *b, unsigned *b_lo) {
 }
 
 /* out[t][h] = softmax over the positions token t sees of (q[t][h] . K[s]) *
- * scale, times V[s], for every token t < T and query head h: the tiled twin
- * of mkc_attention. Ends synchronized. */
+ * scale (and the head's sink, where sinks is not 0), times V[s], for every
+ * token t < T and query head h: the tiled twin of mkc_attention. Ends
+ * synchronized. */
 MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                           const mkc_kv *v_cache, float *out, int out_stride,
                                           int heads, int group, int head_dim, int kv_rows,
-                                          int window, float scale, int pos, int T,
-                                          const mkc_rowmap *rows, float *q_tile, float *k_tile,
+                                          int window, float scale, const mkc_bf16 *sinks,
+                                          int pos, int T, const mkc_rowmap *rows, float *q_tile, float *k_tile,
                                           float *v_tile, float *p_tile) {
   pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
   int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
@@ -3773,7 +3796,9 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
       for (int j = 0; j < dt; j++)
         for (int c = 0; c < 2; c++) {
           int d = 8 * j + 2 * qd + c;
-          if (d < head_dim) o_row[d] = o[4 * j + 2 * h + c] / l_run[h];
+          if (d < head_dim)
+            o_row[d] = mkc_att_out(o[4 * j + 2 * h + c], l_run[h], m_run[h], sinks,
+                                   kh * group + r % group);
         }
     }
     mkc_sync_block(); /* q_tile is rewritten by the next item */
@@ -3782,7 +3807,8 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
 #line 1 "templates/attention.cuh"
 /* Causal attention over the KV cache, split-KV (flash-decoding). Token t sees
  * positions [0, pos + t], or with a sliding window (window > 0) the last
- * `window` of them, [lo, pos + t]. Position s is row s % kv_rows of each kv
+ * `window` of them, [lo, pos + t]; with sinks (not 0: gpt-oss), each head's
+ * sink joins its softmax's sum (mkc_att_out). Position s is row s % kv_rows of each kv
  * head (kv_rows = max_ctx, or a window's ring). In a slot kernel (rows, the
  * step's row map: templates/slots.cuh) token t's position and cache are its
  * slot's, and paged, position s is at its slot's page's row. K and V are
@@ -3827,9 +3853,10 @@ MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
 }
 
 /* One unit's partials merged: part holds `splits` slots from `slot0` on, each of
- * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim). */
+ * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim); sinks: the
+ * unit's heads' (0: none). */
 MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, int pass_heads,
-                                    int gh, int head_dim, float *o) {
+                                    int gh, int head_dim, const mkc_bf16 *sinks, float *o) {
   int slot = pass_heads * (head_dim + 2);
   for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
     int h = e / head_dim;
@@ -3843,7 +3870,7 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
       l += w * p[pass_heads * head_dim + pass_heads + h];
       acc += w * p[e];
     }
-    o[e] = acc / l;
+    o[e] = mkc_att_out(acc, l, m, sinks, h);
   }
 }
 
@@ -3853,8 +3880,8 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                      const mkc_kv *v_cache, float *out, int out_stride, int heads,
                                      int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                                     int window, float scale, int pos, int T,
-                                     const mkc_rowmap *rows, float *part, unsigned *counters,
+                                     int window, float scale, const mkc_bf16 *sinks, int pos,
+                                     int T, const mkc_rowmap *rows, float *part, unsigned *counters,
                                      float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
@@ -3976,7 +4003,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       float sum = 0.0f;
       for (int p = 0; p < P; p++) sum += red[p * pass_heads * head_dim + e];
       if (splits == 1)
-        out[t * out_stride + h0 * head_dim + e] = sum / l_run[h];
+        out[t * out_stride + h0 * head_dim + e] =
+            mkc_att_out(sum, l_run[h], m_run[h], sinks, h0 + h);
       else
         slot[e] = sum;
     }
@@ -3997,7 +4025,7 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       }
       if (mkc_block_sum(last, bred) > 0.0f) /* its barriers hand thread 0's verdict to all */
         mkc_attention_merge(part, unit * splits, splits, pass_heads, gh, head_dim,
-                            out + t * out_stride + h0 * head_dim);
+                            sinks ? sinks + h0 : sinks, out + t * out_stride + h0 * head_dim);
     }
     mkc_sync_block(); /* q_s, stat and red are rewritten by the next item */
   }
@@ -4957,7 +4985,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4961 "llama.tiny.cu"
+#line 4989 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4971,78 +4999,78 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/15: embed -- embed token_embd.weight (line 384)
+  /* stage 1/15: embed -- embed token_embd.weight (line 407)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 64*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 128*t (token_embd.weight)
-   * writes: scratch+0 256*t (embed token_embd.weight (line 384)) */
+   * writes: scratch+0 256*t (embed token_embd.weight (line 407)) */
   mkc_embed(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 64, 1.0f, scratch + 0, 64, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 384) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 407) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 387), matmul blk.0.attn_q.weight (line 347), matmul blk.0.attn_k.weight (line 348), matmul blk.0.attn_v.weight (line 349), rope (line 356), rope (line 357)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 410), matmul blk.0.attn_q.weight (line 364), matmul blk.0.attn_k.weight (line 365), matmul blk.0.attn_v.weight (line 366), rope (line 373), rope (line 374)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 384)), weights+16384 128 (blk.0.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 356)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 358)
+   * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 407)), weights+16384 128 (blk.0.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 373)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 376)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 356)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
-   * writes: scratch+16384 256*t (attention layer 0 (line 358)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 361), add (line 388)
+   * reads: scratch+8192 256*t (rope (line 373)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
+   * writes: scratch+16384 256*t (attention layer 0 (line 376)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 381), add (line 411)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 358)), scratch+0 256*t (add (line 388))
-   * writes: scratch+0 256*t (add (line 388)) */
-  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 390), matmul blk.0.ffn_gate.weight (line 378), matmul blk.0.ffn_up.weight (line 379), swiglu (line 380)
+   * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 376)), scratch+0 256*t (add (line 411))
+   * writes: scratch+0 256*t (add (line 411)) */
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 413), matmul blk.0.ffn_gate.weight (line 401), matmul blk.0.ffn_up.weight (line 402), swiglu (line 403)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 388)), weights+28800 128 (blk.0.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 380)) */
-  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 380), add (line 391)
+   * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 411)), weights+28800 128 (blk.0.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 403)) */
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 403), add (line 414)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 380)), scratch+0 256*t (add (line 391))
-   * writes: scratch+0 256*t (add (line 391)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 387), matmul blk.1.attn_q.weight (line 347), matmul blk.1.attn_k.weight (line 348), matmul blk.1.attn_v.weight (line 349), rope (line 356), rope (line 357)
+   * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 403)), scratch+0 256*t (add (line 414))
+   * writes: scratch+0 256*t (add (line 414)) */
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 410), matmul blk.1.attn_q.weight (line 364), matmul blk.1.attn_k.weight (line 365), matmul blk.1.attn_v.weight (line 366), rope (line 373), rope (line 374)
    * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 391)), weights+65792 128 (blk.1.attn_norm.weight)
-   * writes: scratch+8192 256*t (rope (line 356)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 358)
+   * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 414)), weights+65792 128 (blk.1.attn_norm.weight)
+   * writes: scratch+8192 256*t (rope (line 373)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 376)
    * work: 2 kv heads x 2-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 256*att; sync: flow
    * smem: q_s 0+128, sc2 128+4096, stat 4224+64, red 4288+8192, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+8192 256*t (rope (line 356)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
-   * writes: scratch+16384 256*t (attention layer 1 (line 358)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 361), add (line 388)
+   * reads: scratch+8192 256*t (rope (line 373)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
+   * writes: scratch+16384 256*t (attention layer 1 (line 376)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 381), add (line 411)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 358)), scratch+0 256*t (add (line 388))
-   * writes: scratch+0 256*t (add (line 388)) */
-  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 390), matmul blk.1.ffn_gate.weight (line 378), matmul blk.1.ffn_up.weight (line 379), swiglu (line 380)
+   * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 376)), scratch+0 256*t (add (line 411))
+   * writes: scratch+0 256*t (add (line 411)) */
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 413), matmul blk.1.ffn_gate.weight (line 401), matmul blk.1.ffn_up.weight (line 402), swiglu (line 403)
    * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 388)), weights+78208 128 (blk.1.ffn_norm.weight)
-   * writes: scratch+24576 768*t (swiglu (line 380)) */
-  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 380), add (line 391)
+   * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 411)), weights+78208 128 (blk.1.ffn_norm.weight)
+   * writes: scratch+24576 768*t (swiglu (line 403)) */
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 403), add (line 414)
    * work: 64 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 380)), scratch+0 256*t (add (line 391))
-   * writes: scratch+0 256*t (add (line 391)) */
+   * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 403)), scratch+0 256*t (add (line 414))
+   * writes: scratch+0 256*t (add (line 414)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -5071,32 +5099,32 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  kv + lay_i[4], kv + lay_i[5], 512, pos, T,
                  (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 356) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 373) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
-                       4, 2, 16, 512, 0, 0.25f, pos, T,
+                       4, 2, 16, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, T,
                        (const mkc_rowmap *)0, (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
     mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
-                  4, 2, 2, 16, 8, 512, 0, 0.25f, pos, T,
+                  4, 2, 2, 16, 8, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, T,
                   (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 358) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 376) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 64, 1, T,
+                    scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 388) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 411) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), 192, MKC_ROWS, 2);
@@ -5111,34 +5139,34 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 380) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 403) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
-                    scratch + 0, 64, 1, T,
+                    scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, T, (float *)(smem + 0), (float *)0);
+    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 391) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 414) written by another block */
   } /* layer loop */
 
-  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 393), matmul token_embd.weight (line 396), logits (line 396)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 416), matmul token_embd.weight (line 419), logits (line 419)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 391)), weights+115200 128 (output_norm.weight)
-   * writes: scratch+8192 1024*t (logits (line 396)) */
+   * reads: weights+0 32768 (token_embd.weight), scratch+0 256*t (add (line 414)), weights+115200 128 (output_norm.weight)
+   * writes: scratch+8192 1024*t (logits (line 419)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
               scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_flow_arrive(state); /* next stage reads logits (line 396) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 419) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
