@@ -29,6 +29,7 @@
 -- attn_sinks (false): each attention head has a sink, a score in its softmax's sum with no value
 -- (gpt-oss: blk.N.attn_sinks.weight); o_bias (false): the attention's output projection has a bias.
 -- ffn_act "swiglu_oai": gpt-oss's clamped glu, gate * sigmoid(1.702 gate) * (up + 1).
+-- ffn_norm_name ("ffn_norm"): the MLP's norm's GGUF name (gpt-oss: "post_attention_norm").
 
 preset "tiny" {
   dim = 64, n_layers = 2, n_heads = 4, n_kv_heads = 2, head_dim = 16, ffn = 192,
@@ -291,7 +292,7 @@ preset "gptoss-tiny" {
   tied = false, max_ctx = 256, qkv_bias = true, qk_norm = false,
   rope_scaling = { type = "yarn", factor = 4, orig_ctx = 64 },
   sliding_window = { size = 16, pattern = "1 local : 1 global" }, linear_attention = "none",
-  attn_sinks = true, o_bias = true, ffn_act = "swiglu_oai",
+  attn_sinks = true, o_bias = true, ffn_act = "swiglu_oai", ffn_norm_name = "post_attention_norm",
   moe = { experts = 8, used = 3, ffn = 64, norm_topk = true, bias = true },
 }
 
@@ -410,7 +411,7 @@ function build(g, p)
     local h = g.rmsnorm(x, blk(l, "attn_norm", 1, p.dim), p.norm_eps)
     x = g.add(x, linear_layer(p, l) and linear_mixer(g, p, l, h, blk) or attention_mixer(l, h), resid)
 
-    h = g.rmsnorm(x, blk(l, "ffn_norm", 1, p.dim), p.norm_eps)
+    h = g.rmsnorm(x, blk(l, optional(p, "ffn_norm_name", "ffn_norm"), 1, p.dim), p.norm_eps)
     x = g.add(x, post_norm(l, "post_ffw_norm", mlp(l, h)), resid)
   end
   local h = g.rmsnorm(x, g.weight("output_norm.weight", 1, p.dim), p.norm_eps)

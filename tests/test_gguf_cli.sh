@@ -335,6 +335,36 @@ expect_error "init: experts not renormalized into a GGUF: refused" \
 moe_oracles moe-tiny "graph: graphs/llama.lua, preset llama-moe-tiny (qwen3moe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 160, vocab 288, context 256, rope theta 1e+06 (neox), rms eps 1e-06, separate head, qk norm, 3 of 8 experts of ffn 48 a token (weights renormalized))"
 moe_oracles granitemoe-tiny "graph: graphs/llama.lua, preset llama-granitemoe-tiny (granitemoe: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 284, context 256, rope theta 10000 (interleaved), rms eps 1e-05, separate head, embeddings x 12, attention scale 0.0625, residual branches x 0.22, logits / 8, 2 of 4 experts of ffn 96 a token (weights renormalized))"
 moe_oracles mixtral-tiny "graph: graphs/llama.lua, preset llama-mixtral-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 288, context 256, rope theta 1e+06 (interleaved), rms eps 1e-05, separate head, 2 of 4 experts of ffn 96 a token (weights renormalized))"
+# gpt-oss's layer (gptoss-tiny: attention sinks, biases on Q/K/V, the output projection, the router
+# and the experts, its clamped glu, local and global layers in turn): the gpt-oss GGUF init writes
+# (sinks in F32, as its converter stores them), read back, says so and gives the reference's tokens
+# on the cpu kernel; its folder is not written yet; its parts in another architecture's file and
+# a gpt-oss file without sliding windows are refused.
+"$mkc" init --preset gptoss-tiny --seed 5 -o "$tmp/gptoss.gguf" 2>"$tmp/err"
+"$mkc" info -m "$tmp/gptoss.gguf" >"$tmp/info" 2>&1
+expect_line "gptoss-tiny's GGUF" "$tmp/info" "graph: graphs/llama.lua, preset llama-gptoss-tiny (gpt-oss: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 64, vocab 288, context 256, rope theta 150000 (neox, yarn scaling: factor 4, original context 64, beta fast/slow 32/1, ext factor 1, attn factor 1), rms eps 1e-05, separate head, qkv bias, 1 local : 1 global layers over a window of 16, 3 of 8 experts of ffn 64 a token (weights renormalized), attention sinks, biases on the output, router and experts, gpt-oss's clamped glu)"
+grep -q '^mkc: wrote .*gptoss.gguf (llama-gptoss-tiny, seed 5: 41 tensors (F32 2, BF16 39)' "$tmp/err" \
+  && ok "init writes gptoss-tiny's 2 sink tensors in F32" || fail "gptoss-tiny's tensor types" "$(cat "$tmp/err")"
+ref=$("$mkc" run --preset gptoss-tiny --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend ref 2>/dev/null)
+cpu=$("$mkc" run -m "$tmp/gptoss.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu 2>"$tmp/err")
+if [ "$(echo "$ref" | wc -w)" = 40 ] && [ "$cpu" = "$ref" ]; then
+  ok "gptoss-tiny through a gpt-oss GGUF on the cpu kernel: the reference's 40 tokens (past the window of 16)"
+else
+  fail "gptoss-tiny through a gpt-oss GGUF" "ref $ref" "cpu $cpu" "$(head -5 "$tmp/err")"
+fi
+expect_error "init: gpt-oss's layers into a folder" \
+  "mkc: error: preset gptoss-tiny: gpt-oss's layers go to a GGUF only (-o FILE.gguf); mkc does not write its Hugging Face folder yet" \
+  -- init --preset gptoss-tiny --seed 5 -o "$tmp/gptoss-hf"
+sed -n '/^preset "gptoss-tiny"/,/^}/p' graphs/llama.lua |
+  sed 's/preset "gptoss-tiny"/preset "nosink-tiny"/; s/attn_sinks = true/attn_sinks = false/' >>"$tmp/g.lua"
+sed -n '/^preset "gptoss-tiny"/,/^}/p' graphs/llama.lua |
+  sed 's/preset "gptoss-tiny"/preset "nowin-tiny"/; s/sliding_window = {[^}]*}/sliding_window = "none"/' >>"$tmp/g.lua"
+expect_error "init: gpt-oss's parts without its sinks" \
+  "mkc: error: preset nosink-tiny: a bias on a matrix other than Q, K or V without attention sinks in every layer: mkc's model files carry them only in a gpt-oss file" \
+  -- init "$tmp/g.lua" --preset nosink-tiny --seed 5 -o "$tmp/x.gguf"
+expect_error "init: a gpt-oss layer without sliding windows" \
+  "mkc: error: preset nowin-tiny: a gpt-oss file cannot carry it: layers that are not local and global in turn from layer 0" \
+  -- init "$tmp/g.lua" --preset nowin-tiny --seed 5 -o "$tmp/x.gguf"
 # Phi-3's first configs named the scaling "su"; a list of another length than the rotated dims / 2
 # is refused
 python3 -c "

@@ -94,6 +94,7 @@ static int has_weight(const mkc_graph *g, const char *name) {
  * norms after attention and the MLP are Gemma's (gemma3's with per-head Q/K
  * norms, else gemma2's), Q/K/V biases qwen2's, per-head Q/K norms qwen3's. */
 static const char *architecture(const mkc_graph *g) {
+  if (has_weight(g, "blk.0.attn_sinks.weight")) return "gpt-oss";
   const mkc_node *add = first_node(g, MKC_OP_ADD), *logits = first_node(g, MKC_OP_LOGITS);
   if ((add && add->scale > 0) || (logits && logits->scale > 0))
     return first_node(g, MKC_OP_MOE) ? "granitemoe" : "granite";
@@ -316,8 +317,9 @@ static int set_granite(mkc_gguf_writer *out, const mkc_model_desc *d) {
          set_f32(out, d->arch, "logit_scale", d->logit_scale);
 }
 
-/* gpt-oss's parts, which no model file mkc writes carries yet: -1 with a message where the graph
- * has one (attention sinks, a bias on a matrix other than Q/K/V, experts' biases, its glu). */
+/* gpt-oss's parts, which only a gpt-oss file carries: -1 with a message where a graph of another
+ * architecture has one (attention sinks, a bias on a matrix other than Q/K/V, experts' biases,
+ * its glu). */
 static int refuse_gptoss(const mkc_graph *g, const char *preset) {
   const char *what = NULL;
   for (int i = 0; i < g->n_nodes && !what; i++) {
@@ -335,13 +337,49 @@ static int refuse_gptoss(const mkc_graph *g, const char *preset) {
   }
   if (!what) return 0;
   fprintf(stderr,
-          "mkc: error: preset %s: %s (gpt-oss's), which mkc's model files do not carry yet\n",
+          "mkc: error: preset %s: %s without attention sinks in every layer: mkc's model files "
+          "carry them only in a gpt-oss file\n",
           preset, what);
   return -1;
 }
 
+/* gpt-oss's layers as its file says them (desc_gguf.c: read_gptoss): in every layer a sink per
+ * head, biases on Q/K/V and the output projection, experts with biases and its glu; local layers
+ * on one window taking turns with global ones from layer 0, one RoPE for both. Into d, or -1
+ * after a message. */
+static int describe_gptoss(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  const char *why = NULL;
+  int window = 0;
+  for (int i = 0; i < g->n_nodes && !why; i++) {
+    const mkc_node *a = &g->nodes[i];
+    if (a->op == MKC_OP_ATTENTION) {
+      if (a->in[3] < 0) why = "a layer without attention sinks";
+      if (a->scale > 0 || a->softcap > 0) why = "a scale or cap on the attention scores";
+      if (a->window && window && a->window != window) why = "windows of two sizes";
+      if (a->window) window = a->window;
+      if ((a->layer % 2 == 0) != (a->window > 0))
+        why = "layers that are not local and global in turn from layer 0";
+    }
+    if (a->op == MKC_OP_MOE && (a->in[5] < 0 || a->act != MKC_ACT_SWIGLU_OAI))
+      why = "experts without biases or gpt-oss's glu";
+  }
+  const char *need[] = {"blk.0.attn_q.bias", "blk.0.attn_output.bias",
+                        "blk.0.post_attention_norm.weight"};
+  for (size_t i = 0; i < sizeof need / sizeof *need && !why; i++)
+    if (!has_weight(g, need[i])) why = need[i];
+  if (!why && (!first_node(g, MKC_OP_MOE) || !window)) why = "no experts or no sliding window";
+  if (why) {
+    fprintf(stderr, "mkc: error: preset %s: a gpt-oss file cannot carry it: %s\n", preset, why);
+    return -1;
+  }
+  d->sliding_window = window, d->swa_local = 1, d->swa_global = 1;
+  d->attn_sinks = d->o_bias = d->expert_bias = d->ffn_oai = 1;
+  return 0;
+}
+
 /* What a model file says beyond the sizes: Granite's multipliers or Gemma's (describe_gemma). */
 static int describe_extras(const mkc_graph *g, const char *preset, mkc_model_desc *d) {
+  if (mkc_gptoss(d->arch)) return describe_gptoss(g, preset, d);
   if (refuse_gptoss(g, preset) != 0) return -1;
   if (mkc_granite_family(d->arch)) return describe_granite(g, preset, d);
   return describe_gemma(g, preset, mkc_gemma_version(d->arch), d);
@@ -375,7 +413,8 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   bad |= set_u32(out, arch, "block_count", g->n_layers);
   bad |= set_u32(out, arch, "context_length", g->max_ctx);
   bad |= set_u32(out, arch, "embedding_length", g->dim);
-  if (!first_node(g, MKC_OP_MOE) || strcmp(arch, "qwen3moe") == 0)
+  int own_width = strcmp(arch, "qwen3moe") == 0 || mkc_gptoss(arch); /* the experts' own key */
+  if (!first_node(g, MKC_OP_MOE) || own_width)
     bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
   bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
   bad |= set_u32(out, arch, "attention.head_count_kv", g->n_kv_heads);
@@ -402,7 +441,7 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
     int expert_ffn = mkc_moe_ffn(g, moe);
     bad |= set_u32(out, arch, "expert_count", moe->experts);
     bad |= set_u32(out, arch, "expert_used_count", moe->experts_used);
-    if (strcmp(arch, "qwen3moe") != 0) /* Mixtral's and Granite MoE's: the dense width */
+    if (!own_width) /* Mixtral's and Granite MoE's: the dense width */
       bad |= set_u32(out, arch, "feed_forward_length", expert_ffn);
     else
       bad |= set_u32(out, arch, "expert_feed_forward_length", expert_ffn);
@@ -469,14 +508,15 @@ static int experts_fit(const mkc_graph *g, const char *preset, const mkc_model_d
     if (m->experts != d->n_experts || m->experts_used != d->n_experts_used ||
         mkc_moe_ffn(g, m) != d->expert_ffn || m->norm_topk != d->norm_topk)
       why = "layers with other experts";
-    else if (m->act != MKC_ACT_SILU)
+    else if (m->act != (mkc_gptoss(d->arch) ? MKC_ACT_SWIGLU_OAI : MKC_ACT_SILU))
       why = "GELU-gated experts";
   }
   if (!why && moe_layers && moe_layers != g->n_layers) why = "dense layers among the sparse ones";
   if (!why && moe_layers && strcmp(d->arch, "llama") != 0 && strcmp(d->arch, "mixtral") != 0 &&
-      strcmp(d->arch, "qwen3moe") != 0 && strcmp(d->arch, "granitemoe") != 0)
+      strcmp(d->arch, "qwen3moe") != 0 && strcmp(d->arch, "granitemoe") != 0 &&
+      !mkc_gptoss(d->arch))
     why = "experts beside what only another architecture's file says (mkc writes experts in "
-          "llama (Mixtral), qwen3moe and granitemoe files)";
+          "llama (Mixtral), qwen3moe, granitemoe and gpt-oss files)";
   if (!why && moe_layers && !d->norm_topk && (gguf || strcmp(d->arch, "qwen3moe") != 0))
     why = "experts' weights left as the softmax gives them (only a qwen3_moe folder can say so: "
           "GGUF loaders and Mixtral's and Granite MoE's configs renormalize them)";
@@ -536,6 +576,8 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
         strncmp(info->name, tt->arg, (size_t)tt->name_len) == 0)
       return tt->type;
   }
+  /* gpt-oss's sinks in F32, as its converter stores them (llama.cpp's softmax reads them so) */
+  if (mkc_ends_with(info->name, ".attn_sinks.weight")) return MKC_GGML_F32;
   return info->rows > 1 && mkc_ends_with(info->name, ".weight") ? f->type : MKC_GGML_BF16;
 }
 
@@ -914,6 +956,13 @@ int mkc_cmd_init(int argc, char **argv) {
     describe(&g, &d);
     if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
     if (d.n_experts && strcmp(d.arch, "llama") == 0) snprintf(d.arch, sizeof d.arch, "mixtral");
+    if (mkc_gptoss(d.arch)) { /* its folder (gpt_oss, MXFP4 experts) is not written yet */
+      fprintf(stderr,
+              "mkc: error: preset %s: gpt-oss's layers go to a GGUF only (-o FILE.gguf); mkc does "
+              "not write its Hugging Face folder yet\n",
+              preset);
+      goto done;
+    }
     if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 0) ||
         mkc_hf_write(path, &d, &w, MKC_ST_BF16) != 0)
       goto done;

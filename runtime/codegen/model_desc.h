@@ -80,6 +80,10 @@ typedef struct mkc_model_desc {
   /* A sparse MLP in every layer (0 experts: a dense one of ffn): n_experts_used of n_experts
    * experts per input, each an MLP of expert_ffn, their weights renormalized with norm_topk */
   int n_experts, n_experts_used, expert_ffn, norm_topk;
+  /* gpt-oss: each attention head's sink (blk.N.attn_sinks), a bias on the attention's output
+   * projection and on the router and every expert matrix, its clamped glu; its MLP's norm is
+   * blk.N.post_attention_norm */
+  int attn_sinks, o_bias, expert_bias, ffn_oai;
 } mkc_model_desc;
 
 /* The rows of d's widest experts' matrix an expert: their ffn, or dim (down's). */
@@ -94,6 +98,8 @@ static inline int mkc_experts_fit(const mkc_model_desc *d) {
          (long long)d->n_experts * mkc_experts_rows(d) <= INT_MAX;
 }
 
+/* gpt-oss's layers (GGUF gpt-oss, HF gpt_oss): sinks, biases, its glu (mkc_model_desc). */
+static inline int mkc_gptoss(const char *arch) { return arch && strcmp(arch, "gpt-oss") == 0; }
 /* Granite's layers (its multipliers): granite, and granitemoe, the same with experts. */
 static inline int mkc_granite_family(const char *arch) {
   return arch && (strcmp(arch, "granite") == 0 || strcmp(arch, "granitemoe") == 0);

@@ -11,8 +11,9 @@
 #include "model_file.h"
 #include "util/text.h"
 
-static const char *const ARCHS[] = {"llama",  "mistral", "qwen2", "qwen3",   "qwen3moe",
-                                    "gemma2", "gemma3",  "phi3",  "granite", "granitemoe"};
+static const char *const ARCHS[] = {"llama",    "mistral",    "qwen2",  "qwen3",
+                                    "qwen3moe", "gemma2",     "gemma3", "phi3",
+                                    "granite",  "granitemoe", "gpt-oss"};
 
 /* ARCH.suffix, an integer in [min, 2^30] (absent: *v unchanged); 1 if present, 0 if absent, -1
  * on error. */
@@ -97,7 +98,7 @@ static int rope_layout(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   /* llama.cpp runs llama and mistral with interleaved pairs (their GGUF Q/K
    * rows were permuted at conversion), qwen2/qwen3, Gemma and phi3 with NEOX halves. */
   d->rope_layout = strcmp(arch, "qwen2") == 0 || strncmp(arch, "qwen3", 5) == 0 ||
-                           mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0
+                           mkc_gemma_version(arch) || strcmp(arch, "phi3") == 0 || mkc_gptoss(arch)
                        ? MKC_ROPE_NEOX
                        : MKC_ROPE_INTERLEAVED;
   const char *layout;
@@ -359,7 +360,7 @@ static int read_arch(const mkc_gguf *f, mkc_model_desc *d) {
   if (!known) {
     fprintf(stderr,
             "mkc: error: %s: architecture \"%s\" is not supported (mkc runs llama, mistral, qwen2, "
-            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite, granitemoe)\n",
+            "qwen3, qwen3moe, gemma2, gemma3, phi3, granite, granitemoe, gpt-oss)\n",
             f->path, mkc_shown(arch));
     return -1;
   }
@@ -617,7 +618,8 @@ static int read_pooling(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
  * renormalize the chosen experts' weights; a scale on them
  * (expert_weights_scale) or shared experts are refused. */
 static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
-  int moe_arch = strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0;
+  int moe_arch =
+      strcmp(arch, "qwen3moe") == 0 || strcmp(arch, "granitemoe") == 0 || mkc_gptoss(arch);
   if (get_count(f, arch, "expert_count", &d->n_experts) < 0) return -1;
   if (!d->n_experts && !moe_arch) return 0;
   if (!d->n_experts) {
@@ -626,7 +628,7 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   }
   d->expert_ffn = d->ffn;
   if (need_size(f, arch, "expert_used_count", &d->n_experts_used) ||
-      (strcmp(arch, "qwen3moe") == 0 &&
+      ((strcmp(arch, "qwen3moe") == 0 || mkc_gptoss(arch)) &&
        need_size(f, arch, "expert_feed_forward_length", &d->expert_ffn)))
     return -1;
   double scale = 0;
@@ -652,6 +654,26 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   return 0;
 }
 
+/* gpt-oss as llama.cpp's openai-moe loader reads it: local layers over
+ * ARCH.attention.sliding_window positions taking turns with global ones from
+ * layer 0 (sliding_window_pattern, default 2), each head's sink, biases on
+ * Q/K/V, the output projection, the router and the experts, and its clamped
+ * glu; the MLP's norm is blk.N.post_attention_norm (graphs/llama.lua:
+ * ffn_norm_name). The tensors the graph names must be there (the weights'
+ * loader says which is missing). */
+static int read_gptoss(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
+  if (need_size(f, arch, "attention.sliding_window", &d->sliding_window) ||
+      read_swa_pattern(f, arch, 2, d))
+    return -1;
+  d->attn_sinks = d->o_bias = d->expert_bias = d->ffn_oai = 1;
+  if (!d->n_experts || !d->qkv_bias) {
+    fprintf(stderr, "mkc: error: %s: a gpt-oss file without %s\n", f->path,
+            !d->n_experts ? "experts (expert_count)" : "Q/K/V biases (blk.0.attn_q.bias)");
+    return -1;
+  }
+  return 0;
+}
+
 int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
   memset(d, 0, sizeof *d);
   if (read_arch(f, d)) return -1;
@@ -661,5 +683,6 @@ int mkc_gguf_model_desc(const mkc_gguf *f, mkc_model_desc *d) {
     return -1;
   if (mkc_gemma_version(d->arch) && read_gemma(f, d->arch, d)) return -1;
   if (mkc_granite_family(d->arch) && read_granite(f, d)) return -1;
+  if (mkc_gptoss(d->arch) && read_gptoss(f, d->arch, d)) return -1;
   return rope_layout(f, d->arch, d) || read_rope_scaling(f, d->arch, d) ? -1 : 0;
 }

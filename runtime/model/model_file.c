@@ -171,6 +171,10 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", %d of %d experts of ffn %d a token%s",
                             d->n_experts_used, d->n_experts, d->expert_ffn,
                             d->norm_topk ? " (weights renormalized)" : "");
+  if (d->attn_sinks && len < cap)
+    len += (size_t)snprintf(buf + len, cap - len,
+                            ", attention sinks, biases on the output, router and experts, "
+                            "gpt-oss's clamped glu");
   if (d->pooling != MKC_POOL_UNSET && len < cap)
     snprintf(buf + len, cap - len, ", embeddings pooling %s", mkc_pooling_name(d->pooling));
 }

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 34cf5f1577a533fc, templates 11ad0361e8bfcab8, options 22f3ac7b51cc1f37
+ * hashes:  graph d4e73cbad4fe8e4b, templates d501bf349f468f5c, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2633,7 +2633,8 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
 }
 
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
- * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its smem). */
+ * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
+ * smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                            const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
                            int accumulate, const mkc_bf16 *bias, int T, float *part,
@@ -3405,16 +3406,16 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
  * others from L2). */
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
-/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w; + bias[r] where bias is not 0), or += with
- * accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v,
- * each row's best (value, r) over the block's tiles is kept in best_v[t],
- * best_i[t] (smem; row m0 + r is thread r's in every tile). */
+/* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w; + bias[r] where bias is not 0), or +=
+ * with accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v, each row's best
+ * (value, r) over the block's tiles is kept in best_v[t], best_i[t] (smem; row m0 + r is thread r's
+ * in every tile). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
-                                       int out_stride, int accumulate, const mkc_bf16 *bias,
-                                       int T, float *best_v, int *best_i, float *a_tile, float *w_tile, float *c_tile,
-                                       float *ssq, float *inv_rms) {
+                                       int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                                       float *best_v, int *best_i, float *a_tile, float *w_tile,
+                                       float *c_tile, float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
@@ -3457,7 +3458,8 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
     best_i[t] = 0x7fffffff;
   }
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
-                  logits_stride, 0, (const mkc_bf16 *)0, T, best_v, best_i, a_tile, w_tile, c_tile, ssq, inv_rms);
+                  logits_stride, 0, (const mkc_bf16 *)0, T, best_v, best_i, a_tile, w_tile, c_tile,
+                  ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
     part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];
@@ -3665,9 +3667,9 @@ MKC_DEVICE void mkc_attn_b(float v, unsigned *b, unsigned *b_lo) {
 MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                           const mkc_kv *v_cache, float *out, int out_stride,
                                           int heads, int group, int head_dim, int kv_rows,
-                                          int window, float scale, const mkc_bf16 *sinks,
-                                          int pos, int T, const mkc_rowmap *rows, float *q_tile, float *k_tile,
-                                          float *v_tile, float *p_tile) {
+                                          int window, float scale, const mkc_bf16 *sinks, int pos,
+                                          int T, const mkc_rowmap *rows, float *q_tile,
+                                          float *k_tile, float *v_tile, float *p_tile) {
   pos = mkc_row_pos(rows, pos, 0); /* one sequence's rows: a plain step's, or one slot's */
   int per_tile = MKC_ATTN_BM / group, used = per_tile * group; /* tokens, rows used */
   int m_tiles = (T + per_tile - 1) / per_tile, kv_heads = heads / group;
@@ -3880,8 +3882,8 @@ MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, in
 MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv *k_cache,
                                      const mkc_kv *v_cache, float *out, int out_stride, int heads,
                                      int group, int pass_heads, int head_dim, int vec, int kv_rows,
-                                     int window, float scale, const mkc_bf16 *sinks, int pos,
-                                     int T, const mkc_rowmap *rows, float *part, unsigned *counters,
+                                     int window, float scale, const mkc_bf16 *sinks, int pos, int T,
+                                     const mkc_rowmap *rows, float *part, unsigned *counters,
                                      float *q_s, float *sc2, float *stat, float *red) {
   const int kv_heads = heads / group, passes = (group + pass_heads - 1) / pass_heads;
   const int nv = head_dim / vec; /* vectors per row */
@@ -4985,7 +4987,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 4989 "llama.odd.cu"
+#line 4991 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -4999,78 +5001,78 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
   const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
-  /* stage 1/15: embed -- embed token_embd.weight (line 407)
+  /* stage 1/15: embed -- embed token_embd.weight (line 408)
    * work: T x 72 elements, grid-strided over threads; smem 0 bytes
    * nodes: 2; items: 72*t, one thread each; flops: 0; sync: flow
    * smem: none
    * reads: weights+0 144*t (token_embd.weight)
-   * writes: scratch+0 288*t (embed token_embd.weight (line 407)) */
+   * writes: scratch+0 288*t (embed token_embd.weight (line 408)) */
   mkc_embed(mkc_wmat_of(weights + 0, 144, MKC_W_BF16), 72, 1.0f, scratch + 0, 72, inputs, T);
-  mkc_flow_arrive(state); /* next stage reads embed (line 407) written by another block */
+  mkc_flow_arrive(state); /* next stage reads embed (line 408) written by another block */
 
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 410), matmul blk.0.attn_q.weight (line 364), matmul blk.0.attn_k.weight (line 365), matmul blk.0.attn_v.weight (line 366), rope (line 373), rope (line 374)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 411), matmul blk.0.attn_q.weight (line 365), matmul blk.0.attn_k.weight (line 366), matmul blk.0.attn_v.weight (line 367), rope (line 374), rope (line 375)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 407)), weights+21632 144 (blk.0.attn_norm.weight)
-   * writes: scratch+9216 288*t (rope (line 373)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 376)
+   * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 408)), weights+21632 144 (blk.0.attn_norm.weight)
+   * writes: scratch+9216 288*t (rope (line 374)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 377)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+9216 288*t (rope (line 373)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
-   * writes: scratch+18432 288*t (attention layer 0 (line 376)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 381), add (line 411)
+   * reads: scratch+9216 288*t (rope (line 374)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
+   * writes: scratch+18432 288*t (attention layer 0 (line 377)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 382), add (line 412)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 376)), scratch+0 288*t (add (line 411))
-   * writes: scratch+0 288*t (add (line 411)) */
-  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 413), matmul blk.0.ffn_gate.weight (line 401), matmul blk.0.ffn_up.weight (line 402), swiglu (line 403)
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 377)), scratch+0 288*t (add (line 412))
+   * writes: scratch+0 288*t (add (line 412)) */
+  /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 414), matmul blk.0.ffn_gate.weight (line 402), matmul blk.0.ffn_up.weight (line 403), swiglu (line 404)
    * work: 172 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 18 20 22 23; items: 172, one warp each; flops: 49536*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 411)), weights+35840 144 (blk.0.ffn_norm.weight)
-   * writes: scratch+27648 688*t (swiglu (line 403)) */
-  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 403), add (line 414)
+   * reads: weights+35968 24768 (blk.0.ffn_gate.weight), weights+48384 24768 (blk.0.ffn_up.weight), scratch+0 288*t (add (line 412)), weights+35840 144 (blk.0.ffn_norm.weight)
+   * writes: scratch+27648 688*t (swiglu (line 404)) */
+  /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 404), add (line 415)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 25 26; items: 72, one warp each; flops: 25344*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 403)), scratch+0 288*t (add (line 414))
-   * writes: scratch+0 288*t (add (line 414)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 410), matmul blk.1.attn_q.weight (line 364), matmul blk.1.attn_k.weight (line 365), matmul blk.1.attn_v.weight (line 366), rope (line 373), rope (line 374)
+   * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 404)), scratch+0 288*t (add (line 415))
+   * writes: scratch+0 288*t (add (line 415)) */
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 411), matmul blk.1.attn_q.weight (line 365), matmul blk.1.attn_k.weight (line 366), matmul blk.1.attn_v.weight (line 367), rope (line 374), rope (line 375)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
-   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 414)), weights+73472 144 (blk.1.attn_norm.weight)
-   * writes: scratch+9216 288*t (rope (line 373)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 376)
+   * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 415)), weights+73472 144 (blk.1.attn_norm.weight)
+   * writes: scratch+9216 288*t (rope (line 374)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 377)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+9216 288*t (rope (line 373)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
-   * writes: scratch+18432 288*t (attention layer 1 (line 376)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 381), add (line 411)
+   * reads: scratch+9216 288*t (rope (line 374)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
+   * writes: scratch+18432 288*t (attention layer 1 (line 377)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 382), add (line 412)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 376)), scratch+0 288*t (add (line 411))
-   * writes: scratch+0 288*t (add (line 411)) */
-  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 413), matmul blk.1.ffn_gate.weight (line 401), matmul blk.1.ffn_up.weight (line 402), swiglu (line 403)
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 377)), scratch+0 288*t (add (line 412))
+   * writes: scratch+0 288*t (add (line 412)) */
+  /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 414), matmul blk.1.ffn_gate.weight (line 402), matmul blk.1.ffn_up.weight (line 403), swiglu (line 404)
    * work: 172 row pairs (gate, up), one warp per pair; smem 39792 bytes
    * nodes: 42 44 46 47; items: 172, one warp each; flops: 49536*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
-   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 411)), weights+87680 144 (blk.1.ffn_norm.weight)
-   * writes: scratch+27648 688*t (swiglu (line 403)) */
-  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 403), add (line 414)
+   * reads: weights+87808 24768 (blk.1.ffn_gate.weight), weights+100224 24768 (blk.1.ffn_up.weight), scratch+0 288*t (add (line 412)), weights+87680 144 (blk.1.ffn_norm.weight)
+   * writes: scratch+27648 688*t (swiglu (line 404)) */
+  /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 404), add (line 415)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 49 50; items: 72, one warp each; flops: 25344*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+27648 704*t (swiglu (line 403)), scratch+0 288*t (add (line 414))
-   * writes: scratch+0 288*t (add (line 414)) */
+   * reads: weights+112640 25344 (blk.1.ffn_down.weight), scratch+27648 704*t (swiglu (line 404)), scratch+0 288*t (add (line 415))
+   * writes: scratch+0 288*t (add (line 415)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
   const int *lay_i = mkc_layer_i[layer];
 
@@ -5099,7 +5101,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  kv + lay_i[4], kv + lay_i[5], 384, pos, T,
                  (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 373) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 374) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -5112,7 +5114,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   6, 3, 3, 12, 1, 384, 0, 0.288675135f, (const mkc_bf16 *)0, pos, T,
                   (const mkc_rowmap *)0, scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 376) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 377) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, MKC_ROWS, 1);
@@ -5124,7 +5126,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, 9, scratch + 18432, 72, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 411) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 412) written by another block */
 
   /* pass stage 4/5: gate_up_swiglu */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), 172, MKC_ROWS, 2);
@@ -5139,7 +5141,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 144, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 144, MKC_W_BF16), 172, 9, scratch + 0, 72, weights + lay_i[9], (float *)(smem + 0), scratch + 27648, 176, T, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads swiglu (line 403) written by another block */
+  mkc_flow_arrive(state); /* next stage reads swiglu (line 404) written by another block */
 
   /* pass stage 5/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, MKC_ROWS, 1);
@@ -5151,22 +5153,22 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   } else {
     mkc_matvec(mkc_wmat_of(weights + lay_i[10], 352, MKC_W_BF16), 72, 22, scratch + 27648, 176, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 72, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads add (line 414) written by another block */
+  mkc_flow_arrive(state); /* next stage reads add (line 415) written by another block */
   } /* layer loop */
 
-  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 416), matmul output.weight (line 419), logits (line 419)
+  /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 417), matmul output.weight (line 420), logits (line 420)
    * work: 300 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 54 55; items: 300, one warp each; flops: 43200*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, warp_val 48+80, warp_idx 128+80
-   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 414)), weights+125312 144 (output_norm.weight)
-   * writes: scratch+9216 1200*t (logits (line 419)) */
+   * reads: weights+125440 43200 (output.weight), scratch+0 288*t (add (line 415)), weights+125312 144 (output_norm.weight)
+   * writes: scratch+9216 1200*t (logits (line 420)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   mkc_rms_prologue(scratch + 0, 72, 72, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
   mkc_lm_head(mkc_wmat_of(weights + 125440, 144, MKC_W_BF16), 300, 9, scratch + 0, 72, weights + 125312, (float *)(smem + 0),
               scratch + 9216, 304, t0, T, scratch + 50176, (int *)(scratch + 55296),
               (float *)(smem + 48), (int *)(smem + 128));
-  mkc_flow_arrive(state); /* next stage reads logits (line 419) written by another block */
+  mkc_flow_arrive(state); /* next stage reads logits (line 420) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node
    * work: T positions x every block's slice of the vocabulary: penalties, the slice's top-k; smem 1568 bytes
