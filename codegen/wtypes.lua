@@ -26,6 +26,7 @@ wtypes.BLOCKS = {
   [23] = { name = "IQ4_XS", block = 256, bytes = 136 },
   [13] = { name = "Q5_K", block = 256, bytes = 176 },
   [14] = { name = "Q6_K", block = 256, bytes = 210 },
+  [39] = { name = "MXFP4", block = 32, bytes = 17 },
 }
 
 function wtypes.name(t) return t == wtypes.BF16 and "BF16" or wtypes.BLOCKS[t].name end

@@ -630,27 +630,78 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
-MKC_DEVICE int mkc_wtype_chunks(int type) {
-  return type == MKC_W_BF16 ? 1 : type == MKC_W_Q4_K || type == MKC_W_Q6_K ? 32 : 4;
-}
-
-/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). */
-MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 32, or 256
+ * where the type's blocks are (mkc_wtype_chunks). */
+MKC_DEVICE int mkc_wtype_block_bytes(int type) {
   switch (type) {
   case MKC_W_Q8_0:
-    return (long)(c >> 2) * 34;
+    return 34;
   case MKC_W_Q4_0:
-    return (long)(c >> 2) * 18;
+    return 18;
   case MKC_W_Q4_1:
-    return (long)(c >> 2) * 20;
+    return 20;
+  case MKC_W_Q5_0:
+    return 22;
+  case MKC_W_Q5_1:
+    return 24;
+  case MKC_W_IQ4_NL:
+    return 18;
+  case MKC_W_MXFP4:
+    return 17;
+  case MKC_W_Q2_K:
+    return 84;
+  case MKC_W_Q3_K:
+    return 110;
   case MKC_W_Q4_K:
-    return (long)(c >> 5) * 144;
+    return 144;
+  case MKC_W_Q5_K:
+    return 176;
   case MKC_W_Q6_K:
-    return (long)(c >> 5) * 210;
+    return 210;
+  case MKC_W_IQ2_XXS:
+    return 66;
+  case MKC_W_IQ2_XS:
+    return 74;
+  case MKC_W_IQ2_S:
+    return 82;
+  case MKC_W_IQ3_XXS:
+    return 98;
+  case MKC_W_IQ3_S:
+    return 110;
+  case MKC_W_IQ1_S:
+    return 50;
+  case MKC_W_IQ1_M:
+    return 56;
+  case MKC_W_IQ4_XS:
+    return 136;
   default:
-    return (long)c * 16;
+    return 16; /* bf16: a chunk of 8 */
   }
+}
+
+/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
+MKC_DEVICE int mkc_wtype_chunks(int type) {
+  switch (type) {
+  case MKC_W_BF16:
+    return 1;
+  case MKC_W_Q8_0:
+  case MKC_W_Q4_0:
+  case MKC_W_Q4_1:
+  case MKC_W_Q5_0:
+  case MKC_W_Q5_1:
+  case MKC_W_IQ4_NL:
+  case MKC_W_MXFP4:
+    return 4;
+  default:
+    return 32; /* the types of 256 */
+  }
+}
+
+/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). (Until
+ * 2026-12-01 only Q8_0, Q4_0, Q4_1, Q4_K and Q6_K were known here, and MKC_SPLIT=1 split rows of
+ * the other block types at the wrong bytes.) */
+MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+  return (long)(c / mkc_wtype_chunks(type)) * mkc_wtype_block_bytes(type);
 }
 
 /* Splitting the columns of a row block over a block's warps, for stages with

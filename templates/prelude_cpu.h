@@ -291,6 +291,7 @@ MKC_DEVICE unsigned long long mkc_load8(const void *p) {
   return v;
 }
 /* A quantized block's fields (the GPU reads them past L1; here the same loads). */
+MKC_DEVICE unsigned mkc_load_weight1(const void *p) { return *(const unsigned char *)p; }
 MKC_DEVICE unsigned mkc_load_weight2(const void *p) { return mkc_load2(p); }
 MKC_DEVICE unsigned mkc_load_weight4(const void *p) { return mkc_load4(p); }
 MKC_DEVICE unsigned long long mkc_load_weight8(const void *p) { return mkc_load8(p); }

@@ -231,8 +231,17 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
   return mkc_load_u4(p);
 #endif
 }
-/* A quantized block's fields (weights.cuh), read as the rows above: 2, 4 and
+/* A quantized block's fields (weights.cuh), read as the rows above: 1, 2, 4 and
  * 8 bytes from addresses that aligned, and 8 bytes from 2- and 4-aligned ones. */
+MKC_DEVICE unsigned mkc_load_weight1(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+#else
+  return *(const unsigned char *)p;
+#endif
+}
 MKC_DEVICE unsigned mkc_load_weight2(const void *p) {
 #if MKC_WEIGHT_NC
   unsigned short v;

@@ -25,6 +25,7 @@
 #define MKC_W_IQ4_XS 23
 #define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
+#define MKC_W_MXFP4 39
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
 typedef struct mkc_wmat {
@@ -103,22 +104,39 @@ MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs
 MKC_DEVICE unsigned mkc_iq_sign_byte(unsigned i) { return i | (unsigned)(mkc_popc(i) & 1) << 7; }
 #endif
 
-#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
- * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
- * bytes. */
-MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+/* A table of 16 signed byte levels, looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes; levels 0..7 are the bytes of the words lo[0], lo[1], levels 8..15 those of hi[0], hi[1].
+ */
+MKC_DEVICE unsigned mkc_levels_x4(unsigned q, const unsigned *lo, const unsigned *hi) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
-  unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
-  unsigned hi = mkc_byte_perm(0x26190d01u, 0x71594535u, sel); /* levels 8..15 */
-  unsigned high = (q >> 3 & 0x01010101u) * 255u;              /* the bytes whose index is >= 8 */
-  return (lo & ~high) | (hi & high);
+  unsigned l = mkc_byte_perm(lo[0], lo[1], sel), h = mkc_byte_perm(hi[0], hi[1], sel);
+  unsigned high = (q >> 3 & 0x01010101u) * 255u; /* the bytes whose index is >= 8 */
+  return (l & ~high) | (h & high);
 }
-/* The 8 levels of the nibbles in q's bytes, as floats. */
-MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float *f) {
-  unsigned long long v =
-      (unsigned long long)mkc_iq4nl_x4((unsigned)(q >> 32)) << 32 | mkc_iq4nl_x4((unsigned)q);
+/* The 8 levels of the nibbles in q's bytes, as floats: IQ4_NL's (ggml's kvalues_iq4nl: -127,
+ * -104, ..., 89, 113), or with fp4 MXFP4's (kvalues_mxfp4: 0, 1, 2, 3, 4, 6, 8, 12 and their
+ * negatives). */
+MKC_DEVICE void mkc_levels_chunk(unsigned long long q, int fp4, float *f) {
+  const unsigned iq4_lo[2] = {0xbfad9881u, 0xf6eaddcfu}, iq4_hi[2] = {0x26190d01u, 0x71594535u};
+  const unsigned fp4_lo[2] = {0x03020100u, 0x0c080604u}, fp4_hi[2] = {0xfdfeff00u, 0xf4f8fafcu};
+  const unsigned *lo = fp4 ? fp4_lo : iq4_lo, *hi = fp4 ? fp4_hi : iq4_hi;
+  unsigned long long v = (unsigned long long)mkc_levels_x4((unsigned)(q >> 32), lo, hi) << 32 |
+                         mkc_levels_x4((unsigned)q, lo, hi);
   mkc_s8x8_to_f32(v, f);
+}
+#endif
+
+#ifdef MKC_W_USES_MXFP4
+/* 8 bytes from any address: 2-byte loads where it is even, else a byte, three 2-byte loads and a
+ * byte (MXFP4's 17-byte blocks put every other block's nibbles at an odd address). */
+MKC_DEVICE unsigned long long mkc_load_weight8_a1(const unsigned char *b) {
+  if (((unsigned long long)b & 1u) == 0) return mkc_load_weight8_a2(b);
+  return (unsigned long long)mkc_load_weight1(b) |
+         (unsigned long long)mkc_load_weight2(b + 1) << 8 |
+         (unsigned long long)mkc_load_weight2(b + 3) << 24 |
+         (unsigned long long)mkc_load_weight2(b + 5) << 40 |
+         (unsigned long long)mkc_load_weight1(b + 7) << 56;
 }
 #endif
 
@@ -217,8 +235,20 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
 #ifdef MKC_W_USES_IQ4_NL
   case MKC_W_IQ4_NL: { /* 18 per 32: f16 d, nibbles as Q4_0's indexing 16 levels; x = d * level */
     const unsigned char *b = row + (c >> 2) * 18;
-    mkc_iq4nl_chunk(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, q);
+    mkc_levels_chunk(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 0,
+                     q);
     dm[0] = mkc_f16_at(b);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_MXFP4
+  case MKC_W_MXFP4: { /* 17 per 32 (gpt-oss's experts): an E8M0 scale byte e, nibbles as Q4_0's
+                       * indexing FP4's levels doubled; x = 2^(e - 128) * level. Byte-aligned */
+    const unsigned char *b = row + (c >> 2) * 17;
+    mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
+                     q);
+    unsigned e = mkc_load_weight1(b); /* 2^(e - 128): a subnormal below e = 2 */
+    dm[0] = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
     return 0;
   }
 #endif
@@ -231,8 +261,8 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     int j = cl >> 2, k = cl & 3; /* sub-block, and the chunk in it */
     int scale = (int)((sl >> 4 * j & 15u) | (dh >> 16 >> 2 * j & 3u) << 4);
     dm[0] = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
-    mkc_iq4nl_chunk(mkc_load_weight8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES,
-                    q);
+    mkc_levels_chunk(
+        mkc_load_weight8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES, 0, q);
     return 0;
   }
 #endif

@@ -31,14 +31,14 @@ static const struct {
                   {"ffn_down", MKC_GGML_Q5_K},     {"token_embd", MKC_GGML_Q4_0},
                   {"output.weight", MKC_GGML_Q4_1}};
 
-/* The same for the IQ1, IQ2 and IQ3 grid types. */
+/* The same for the IQ1, IQ2 and IQ3 grid types, and MXFP4 (gpt-oss's experts). */
 static const struct {
   const char *kind;
   int type;
 } EVERY_GRID[] = {{"attn_q", MKC_GGML_IQ2_XXS},     {"attn_k", MKC_GGML_IQ2_XS},
                   {"attn_v", MKC_GGML_IQ2_S},       {"attn_output", MKC_GGML_IQ3_XXS},
                   {"ffn_gate", MKC_GGML_IQ3_S},     {"ffn_up", MKC_GGML_IQ1_S},
-                  {"ffn_down", MKC_GGML_IQ3_XXS},   {"token_embd", MKC_GGML_IQ3_S},
+                  {"ffn_down", MKC_GGML_MXFP4},     {"token_embd", MKC_GGML_IQ3_S},
                   {"output.weight", MKC_GGML_IQ1_M}};
 
 static int quantized_type(void *ctx, const char *name) {

@@ -131,7 +131,7 @@ cpu_is_ref "wide iq" "$tmp/wide-iq.gguf" 1,2,3 8
   || fail "HF folder with --type bf16" "$(cat "$tmp/err")"
 
 choices="bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "
-choices+="iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs"
+choices+="iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4"
 expect_error "--type tq1_0" "mkc: error: --type: expected one of $choices, got 'tq1_0'" \
   -- init --preset tiny --seed 1 --type tq1_0 -o "$tmp/x.gguf"
 expect_error "--type without a value" "mkc: error: --type needs a value" -- init --preset tiny --seed 1 --type

@@ -227,7 +227,7 @@ int main(void) {
       /* every other block type's decoder, once each, at T = 1 and T = 5 */
       jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_EVERY, 0};
       jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_EVERY, 0};
-      jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_GRID, 0}; /* the IQ2/IQ3 decoders' tables */
+      jobs[n++] = (job){"blocks-tiny", 0, 90, QUANT_GRID, 0}; /* the IQ grids, MXFP4 */
       jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_GRID, 0};
     }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);

@@ -7,7 +7,7 @@
  * and Q5_K (d * scale) * q - dmin * min; Q3_K and Q6_K (d * scale) * q, q
  * signed; IQ4_NL d * level, IQ4_XS (d * scale) * level; the IQ2 and IQ3 grid
  * types (d * sub-scale) * grid value, then the sign; IQ1_S and IQ1_M (d *
- * sub-scale) * (grid value + delta)), each rounded on its
+ * sub-scale) * (grid value + delta); MXFP4 2^(e - 128) * level), each rounded on its
  * own (numpy never fuses a multiply and an add, nor does dequant.c), and f16
  * to float is exact. NaNs are compared by their bits too. */
 #include <stdint.h>
@@ -99,7 +99,7 @@ int main(void) {
   static const char *const TYPES[] = {"Q8_0",   "Q4_0",    "Q4_1",  "Q5_0",  "Q5_1",    "Q2_K",
                                       "Q3_K",   "Q4_K",    "Q5_K",  "Q6_K",  "IQ2_XXS", "IQ2_XS",
                                       "IQ2_S",  "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M",   "IQ4_NL",
-                                      "IQ4_XS", "F16",     "BF16"};
+                                      "IQ4_XS", "MXFP4",   "F16",   "BF16"};
   for (size_t i = 0; i < sizeof TYPES / sizeof *TYPES; i++) {
     int t = type_named(TYPES[i]);
     CHECK(t >= 0 && per_type[t] >= 5, "%s: %d fixture lines (at least 5)", TYPES[i],

@@ -119,6 +119,9 @@ static const row_kind KINDS[] = {
  *     127): the nearest is within 12 |d|, or 14 |d| above 113;
  *   - IQ4_XS: that per sub-block of 32, its |d| at most amax / 127 plus one
  *     unit up(max amax / 127 / 31);
+ *   - MXFP4: levels 0, 1, 2, 3, 4, 6, 8, 12 (and negatives) times d = 2^(floor(log2 amax) - 3):
+ *     the widest gap (8 to 12) leaves 2 d, and what passes 12 d (amax < 16 d) is cut to it, up
+ *     to 4 d off (ggml's reference clips so too);
  *   - Q6_K: a sub-block of 16 has 64 levels -32..31: a step of amax / 31.5
  *     reaches both ends; the int8 scale, rounded up in magnitude, adds at
  *     most one d unit: step <= amax / 31.5 + up(max amax / 31.5 / 127).
@@ -206,6 +209,12 @@ static void bounds(uint32_t type, const float *x, double *bound) {
     for (int b = 0; b < N; b += 32)
       for (int i = 0; i < 32; i++) bound[b + i] = 14 * up(block_amax(x + b, 32) / 127);
     break;
+  case MKC_GGML_MXFP4:
+    for (int b = 0; b < N; b += 32) {
+      double amax = block_amax(x + b, 32), d = amax > 0 ? ldexp(1, (int)floor(log2(amax)) - 3) : 0;
+      for (int i = 0; i < 32; i++) bound[b + i] = 4 * d;
+    }
+    break;
   case MKC_GGML_IQ4_XS:
     for (int b = 0; b < N; b += 256) {
       double unit = up(block_amax(x + b, 256) / 127 / 31);
@@ -231,8 +240,9 @@ static void bounds(uint32_t type, const float *x, double *bound) {
 }
 
 static const uint32_t QUANT_TYPES[] = {
-    MKC_GGML_Q8_0, MKC_GGML_Q4_0, MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1,   MKC_GGML_Q2_K,
-    MKC_GGML_Q3_K, MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K, MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS};
+    MKC_GGML_Q8_0,   MKC_GGML_Q4_0,   MKC_GGML_Q4_1, MKC_GGML_Q5_0, MKC_GGML_Q5_1,
+    MKC_GGML_Q2_K,   MKC_GGML_Q3_K,   MKC_GGML_Q4_K, MKC_GGML_Q5_K, MKC_GGML_Q6_K,
+    MKC_GGML_IQ4_NL, MKC_GGML_IQ4_XS, MKC_GGML_MXFP4};
 enum { N_QUANT_TYPES = sizeof QUANT_TYPES / sizeof *QUANT_TYPES };
 
 /* Quantizes x as type and reads it back into y; 0 or -1. */
@@ -424,7 +434,7 @@ static void test_plain_and_bf16(void) {
       MKC_GGML_Q5_0,   MKC_GGML_Q5_1,  MKC_GGML_Q2_K,    MKC_GGML_Q3_K,   MKC_GGML_Q4_K,
       MKC_GGML_Q5_K,   MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL,  MKC_GGML_IQ4_XS, MKC_GGML_IQ2_XXS,
       MKC_GGML_IQ2_XS, MKC_GGML_IQ2_S, MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S,  MKC_GGML_IQ1_S,
-      MKC_GGML_IQ1_M};
+      MKC_GGML_IQ1_M,  MKC_GGML_MXFP4};
   for (size_t t = 0; t < sizeof ALL / sizeof *ALL; t++) {
     fill_gaussian(x);
     mkc_quantize(ALL[t], x, N, bytes);
@@ -537,7 +547,7 @@ static void test_parallel(void) {
   static const uint32_t TYPES[] = {
       MKC_GGML_F32,     MKC_GGML_F16,   MKC_GGML_BF16,   MKC_GGML_Q8_0,    MKC_GGML_Q4_1,
       MKC_GGML_Q4_K,    MKC_GGML_Q6_K,  MKC_GGML_IQ4_NL, MKC_GGML_IQ2_XXS, MKC_GGML_IQ2_S,
-      MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S, MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M};
+      MKC_GGML_IQ3_XXS, MKC_GGML_IQ3_S, MKC_GGML_IQ1_S,  MKC_GGML_IQ1_M,   MKC_GGML_MXFP4};
   rng_state = 5;
   for (int i = 0; i < BIG; i++) x[i] = between(-1, 1) * (i % 997 == 0 ? 8.0f : 1.0f);
   for (size_t t = 0; t < sizeof TYPES / sizeof *TYPES; t++) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/data/quant_fixtures.txt: blocks of random bytes of each block
 type mkc reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K, F16 and BF16 words, then
-Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M) with the floats gguf-py's own dequantizer gives for them, an oracle for
+Q5_K, Q5_0, Q5_1, Q2_K, Q3_K, IQ4_NL, IQ4_XS, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M,
+then MXFP4) with the floats gguf-py's own dequantizer gives for them, an oracle for
 mkc_dequant_f32 that shares no code with it (read by tests/test_quant_fixtures.c).
 
   python3 -m venv /tmp/gguf-env && /tmp/gguf-env/bin/pip install gguf==0.19.0 numpy
@@ -52,6 +53,9 @@ LATER = {
     "IQ1_S": (50, [0]),
     "IQ1_M": (56, ["nibbles"]),  # d in the top nibbles of the 4 u16 scale words at 48
 }
+# Added 2026-12-01 after all the lines above: MXFP4 (gpt-oss's experts), whose scale is a byte e
+# (2^(e - 128)): from 100..150, then 1 and 0 (subnormal scales), the nibbles random.
+LATEST = {"MXFP4": (17, ["e8m0"])}
 BLOCKS = 5  # per type: three random-scale blocks, then one with d < 0, one with d = 0
 
 
@@ -71,6 +75,7 @@ def main():
             block = words.astype("<u2").view(np.uint8)
             write(out, name, block, dequantize(block.reshape(1, -1), qtype))
     blocks(out, rng, LATER)
+    blocks(out, rng, LATEST)
 
 
 def blocks(out, rng, layout):
@@ -85,7 +90,9 @@ def blocks(out, rng, layout):
                 if b == BLOCKS - 1 and k == 0:
                     v = 0.0  # d = 0: Q4_1 and the K types still give their offsets
                 h = np.array([v], dtype=np.float16).view(np.uint8)
-                if off == "nibbles":  # IQ1_M: d's nibble w in the top of scale word w
+                if off == "e8m0":  # MXFP4's scale byte
+                    block[0] = 1 if b == BLOCKS - 2 else 0 if b == BLOCKS - 1 else rng.integers(100, 151)
+                elif off == "nibbles":  # IQ1_M: d's nibble w in the top of scale word w
                     bits = int(h[0]) | int(h[1]) << 8
                     for w in range(4):
                         hi = 48 + 2 * w + 1

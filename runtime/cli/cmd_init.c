@@ -530,17 +530,17 @@ static const struct {
   const char *name;
   uint32_t type;
 } TYPE_NAMES[] = {
-    {"bf16", MKC_GGML_BF16},    {"f16", MKC_GGML_F16},         {"f32", MKC_GGML_F32},
-    {"q8_0", MKC_GGML_Q8_0},    {"q4_0", MKC_GGML_Q4_0},       {"q4_1", MKC_GGML_Q4_1},
-    {"q5_0", MKC_GGML_Q5_0},    {"q5_1", MKC_GGML_Q5_1},       {"q2_k", MKC_GGML_Q2_K},
-    {"q3_k", MKC_GGML_Q3_K},    {"q4_k", MKC_GGML_Q4_K},       {"q5_k", MKC_GGML_Q5_K},
-    {"q6_k", MKC_GGML_Q6_K},    {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
-    {"iq2_s", MKC_GGML_IQ2_S},  {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
-    {"iq1_s", MKC_GGML_IQ1_S},  {"iq1_m", MKC_GGML_IQ1_M},     {"iq4_nl", MKC_GGML_IQ4_NL},
-    {"iq4_xs", MKC_GGML_IQ4_XS}};
+    {"bf16", MKC_GGML_BF16},     {"f16", MKC_GGML_F16},         {"f32", MKC_GGML_F32},
+    {"q8_0", MKC_GGML_Q8_0},     {"q4_0", MKC_GGML_Q4_0},       {"q4_1", MKC_GGML_Q4_1},
+    {"q5_0", MKC_GGML_Q5_0},     {"q5_1", MKC_GGML_Q5_1},       {"q2_k", MKC_GGML_Q2_K},
+    {"q3_k", MKC_GGML_Q3_K},     {"q4_k", MKC_GGML_Q4_K},       {"q5_k", MKC_GGML_Q5_K},
+    {"q6_k", MKC_GGML_Q6_K},     {"iq2_xxs", MKC_GGML_IQ2_XXS}, {"iq2_xs", MKC_GGML_IQ2_XS},
+    {"iq2_s", MKC_GGML_IQ2_S},   {"iq3_xxs", MKC_GGML_IQ3_XXS}, {"iq3_s", MKC_GGML_IQ3_S},
+    {"iq1_s", MKC_GGML_IQ1_S},   {"iq1_m", MKC_GGML_IQ1_M},     {"iq4_nl", MKC_GGML_IQ4_NL},
+    {"iq4_xs", MKC_GGML_IQ4_XS}, {"mxfp4", MKC_GGML_MXFP4}};
 #define TYPE_CHOICES                                                                               \
   "bf16, f16, f32, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq2_xxs, iq2_xs, "  \
-  "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs"
+  "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m, iq4_nl, iq4_xs, mxfp4"
 
 static int type_named(const char *name, uint32_t *type) {
   for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)

@@ -29,7 +29,7 @@ static const mkc_ggml_type_info TYPES[MKC_GGML_TYPE_COUNT] = {
     [23] = {"IQ4_XS", 256, 136, 1}, [24] = {"I8", 1, 1, 0},         [25] = {"I16", 1, 2, 0},
     [26] = {"I32", 1, 4, 0},        [27] = {"I64", 1, 8, 0},        [28] = {"F64", 1, 8, 0},
     [29] = {"IQ1_M", 256, 56, 1},   [30] = {"BF16", 1, 2, 1},       [34] = {"TQ1_0", 256, 54, 0},
-    [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 0},
+    [35] = {"TQ2_0", 256, 66, 0},   [39] = {"MXFP4", 32, 17, 1},
 };
 
 const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
@@ -38,7 +38,7 @@ const mkc_ggml_type_info *mkc_ggml_type(uint32_t type) {
 
 const char *mkc_dequant_type_names(void) {
   return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ1_S, "
-         "IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS";
+         "IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS, MXFP4";
 }
 
 /* Deliberately alike the bf16 conversions (weights.c) in shape: another format. */
@@ -213,6 +213,20 @@ static void block_iq4_nl(const uint8_t *b, float *y) {
   for (int i = 0; i < 16; i++) {
     y[i] = d * (float)mkc_iq4nl_levels[b[2 + i] & 0xf];
     y[i + 16] = d * (float)mkc_iq4nl_levels[b[2 + i] >> 4];
+  }
+}
+
+const int8_t mkc_mxfp4_levels[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float mkc_e8m0_half(uint8_t e) { return ldexpf(1.0f, (int)e - 128); }
+
+/* MXFP4, 17 bytes per 32 (gpt-oss's experts): an E8M0 scale byte e, nibbles as Q4_0's indexing
+ * the levels; x = 2^(e - 128) * level (ggml's dequantize_row_mxfp4). */
+static void block_mxfp4(const uint8_t *b, float *y) {
+  float d = mkc_e8m0_half(b[0]);
+  for (int i = 0; i < 16; i++) {
+    y[i] = d * (float)mkc_mxfp4_levels[b[1 + i] & 0xf];
+    y[i + 16] = d * (float)mkc_mxfp4_levels[b[1 + i] >> 4];
   }
 }
 

@@ -33,6 +33,7 @@ enum mkc_ggml_type {
   MKC_GGML_IQ4_XS = 23,
   MKC_GGML_IQ1_M = 29,
   MKC_GGML_BF16 = 30,
+  MKC_GGML_MXFP4 = 39,
   MKC_GGML_TYPE_COUNT = 40 /* ids are below this */
 };
 
@@ -45,7 +46,8 @@ enum mkc_ggml_type {
   X(Q4_0, q4_0) X(Q4_1, q4_1) X(Q5_0, q5_0) X(Q5_1, q5_1) X(Q8_0, q8_0) \
   X(Q2_K, q2_k) X(Q3_K, q3_k) X(Q4_K, q4_k) X(Q5_K, q5_k) X(Q6_K, q6_k) \
   X(IQ2_XXS, iq2_xxs) X(IQ2_XS, iq2_xs) X(IQ2_S, iq2_s) X(IQ3_XXS, iq3_xxs) \
-  X(IQ3_S, iq3_s) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs)
+  X(IQ3_S, iq3_s) X(IQ1_S, iq1_s) X(IQ1_M, iq1_m) X(IQ4_NL, iq4_nl) X(IQ4_XS, iq4_xs) \
+  X(MXFP4, mxfp4)
 /* clang-format on */
 /* A table entry of the list: [MKC_GGML_TYPE] = block_f, */
 #define MKC_BLOCK_FN(TYPE, f) [MKC_GGML_##TYPE] = block_##f,
@@ -75,6 +77,11 @@ int mkc_dequant_bf16(uint32_t type, const void *src, size_t n, uint16_t *dst);
 
 /* IQ4_NL's (and IQ4_XS's) 16 levels: ggml's kvalues_iq4nl. */
 extern const int8_t mkc_iq4nl_levels[16];
+
+/* MXFP4's 16 levels: FP4 (E2M1) values doubled, ggml's kvalues_mxfp4 (0, 1, 2, 3, 4, 6, 8, 12, then
+ * their negatives), so a block's E8M0 scale byte e counts 2^(e - 128): mkc_e8m0_half. */
+extern const int8_t mkc_mxfp4_levels[16];
+float mkc_e8m0_half(uint8_t e);
 
 /* The sub-block of 16 that element e (< 256) of a Q2_K or Q3_K block is in:
  * 8 n + 2 j + l / 16 for e = 128 n + 32 j + l. */

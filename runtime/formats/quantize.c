@@ -338,6 +338,29 @@ static void block_iq4_nl(const float *x, uint8_t *b) {
   put_levels(x, mkc_f16_to_float(dh), b + 2);
 }
 
+/* MXFP4, 17 bytes per 32: as ggml's quantize_row_mxfp4_ref, the scale 2^(e - 128) with e =
+ * floor(log2(max |x|)) - 2 + 127 (clamped to a byte; 0 for an all-zero block), each element the
+ * nearest level (the lower index on a tie). */
+static void block_mxfp4(const float *x, uint8_t *b) {
+  float amax = 0;
+  for (int i = 0; i < 32; i++) amax = fmaxf(amax, fabsf(x[i]));
+  float e = amax > 0 ? floorf(log2f(amax)) - 2 + 127 : 0;
+  b[0] = (uint8_t)(e < 0 ? 0 : e > 254 ? 254 : e);
+  float d = mkc_e8m0_half(b[0]);
+  for (int i = 0; i < 16; i++) {
+    int code[2];
+    for (int h = 0; h < 2; h++) {
+      float v = x[i + 16 * h];
+      code[h] = 0;
+      for (int k = 1; k < 16; k++)
+        if (fabsf((float)mkc_mxfp4_levels[k] * d - v) <
+            fabsf((float)mkc_mxfp4_levels[code[h]] * d - v))
+          code[h] = k;
+    }
+    b[1 + i] = (uint8_t)(code[0] | code[1] << 4);
+  }
+}
+
 /* IQ4_XS, 136 bytes per 256: per sub-block of 32 IQ4_NL's step, as d (f16,
  * the largest step / 31) times a signed 6-bit scale rounded up in magnitude
  * (stored + 32: the low 4 bits in a nibble of bytes 4..7, the top 2 in the

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Encodes n floats at src as F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K,
- * Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL or IQ4_XS at dst:
+ * Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS or MXFP4 at dst:
  * little-endian bytes as in a GGUF file, n / block
  * * block_bytes of them. Returns 0, or -1 for another type or an n that is not a multiple of the
  * type's block. The inputs are meant to be finite: a block whose scale would pass f16's largest

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph d4e73cbad4fe8e4b, templates d501bf349f468f5c, options 1dafad5a1c6b2df3
+ * hashes:  graph d4e73cbad4fe8e4b, templates 0ee466b2b431b0ad, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -254,8 +254,17 @@ MKC_DEVICE mkc_u4 mkc_load_weight_u4(const void *p) {
   return mkc_load_u4(p);
 #endif
 }
-/* A quantized block's fields (weights.cuh), read as the rows above: 2, 4 and
+/* A quantized block's fields (weights.cuh), read as the rows above: 1, 2, 4 and
  * 8 bytes from addresses that aligned, and 8 bytes from 2- and 4-aligned ones. */
+MKC_DEVICE unsigned mkc_load_weight1(const void *p) {
+#if MKC_WEIGHT_NC
+  unsigned short v;
+  asm("ld.global.nc.L1::no_allocate.u8 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+#else
+  return *(const unsigned char *)p;
+#endif
+}
 MKC_DEVICE unsigned mkc_load_weight2(const void *p) {
 #if MKC_WEIGHT_NC
   unsigned short v;
@@ -964,6 +973,7 @@ MKC_DEVICE int mkc_slots_begin(mkc_state *st, int vocab, int max_ctx, int t_max,
 #define MKC_W_IQ4_XS 23
 #define MKC_W_IQ1_M 29
 #define MKC_W_BF16 30
+#define MKC_W_MXFP4 39
 
 /* A matrix: its first row, the bytes from one row to the next, its type. */
 typedef struct mkc_wmat {
@@ -1042,22 +1052,39 @@ MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs
 MKC_DEVICE unsigned mkc_iq_sign_byte(unsigned i) { return i | (unsigned)(mkc_popc(i) & 1) << 7; }
 #endif
 
-#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS)
-/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) as the bytes of two pairs
- * of words (levels 0..7, then 8..15), looked up 4 at a time: q holds 4 indices (0..15) in its
- * bytes. */
-MKC_DEVICE unsigned mkc_iq4nl_x4(unsigned q) {
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+/* A table of 16 signed byte levels, looked up 4 at a time: q holds 4 indices (0..15) in its
+ * bytes; levels 0..7 are the bytes of the words lo[0], lo[1], levels 8..15 those of hi[0], hi[1].
+ */
+MKC_DEVICE unsigned mkc_levels_x4(unsigned q, const unsigned *lo, const unsigned *hi) {
   unsigned sel = (q & 0x7u) | (q >> 4 & 0x70u) | (q >> 8 & 0x700u) | (q >> 12 & 0x7000u);
-  unsigned lo = mkc_byte_perm(0xbfad9881u, 0xf6eaddcfu, sel); /* levels 0..7 */
-  unsigned hi = mkc_byte_perm(0x26190d01u, 0x71594535u, sel); /* levels 8..15 */
-  unsigned high = (q >> 3 & 0x01010101u) * 255u;              /* the bytes whose index is >= 8 */
-  return (lo & ~high) | (hi & high);
+  unsigned l = mkc_byte_perm(lo[0], lo[1], sel), h = mkc_byte_perm(hi[0], hi[1], sel);
+  unsigned high = (q >> 3 & 0x01010101u) * 255u; /* the bytes whose index is >= 8 */
+  return (l & ~high) | (h & high);
 }
-/* The 8 levels of the nibbles in q's bytes, as floats. */
-MKC_DEVICE void mkc_iq4nl_chunk(unsigned long long q, float *f) {
-  unsigned long long v =
-      (unsigned long long)mkc_iq4nl_x4((unsigned)(q >> 32)) << 32 | mkc_iq4nl_x4((unsigned)q);
+/* The 8 levels of the nibbles in q's bytes, as floats: IQ4_NL's (ggml's kvalues_iq4nl: -127,
+ * -104, ..., 89, 113), or with fp4 MXFP4's (kvalues_mxfp4: 0, 1, 2, 3, 4, 6, 8, 12 and their
+ * negatives). */
+MKC_DEVICE void mkc_levels_chunk(unsigned long long q, int fp4, float *f) {
+  const unsigned iq4_lo[2] = {0xbfad9881u, 0xf6eaddcfu}, iq4_hi[2] = {0x26190d01u, 0x71594535u};
+  const unsigned fp4_lo[2] = {0x03020100u, 0x0c080604u}, fp4_hi[2] = {0xfdfeff00u, 0xf4f8fafcu};
+  const unsigned *lo = fp4 ? fp4_lo : iq4_lo, *hi = fp4 ? fp4_hi : iq4_hi;
+  unsigned long long v = (unsigned long long)mkc_levels_x4((unsigned)(q >> 32), lo, hi) << 32 |
+                         mkc_levels_x4((unsigned)q, lo, hi);
   mkc_s8x8_to_f32(v, f);
+}
+#endif
+
+#ifdef MKC_W_USES_MXFP4
+/* 8 bytes from any address: 2-byte loads where it is even, else a byte, three 2-byte loads and a
+ * byte (MXFP4's 17-byte blocks put every other block's nibbles at an odd address). */
+MKC_DEVICE unsigned long long mkc_load_weight8_a1(const unsigned char *b) {
+  if (((unsigned long long)b & 1u) == 0) return mkc_load_weight8_a2(b);
+  return (unsigned long long)mkc_load_weight1(b) |
+         (unsigned long long)mkc_load_weight2(b + 1) << 8 |
+         (unsigned long long)mkc_load_weight2(b + 3) << 24 |
+         (unsigned long long)mkc_load_weight2(b + 5) << 40 |
+         (unsigned long long)mkc_load_weight1(b + 7) << 56;
 }
 #endif
 
@@ -1156,8 +1183,20 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
 #ifdef MKC_W_USES_IQ4_NL
   case MKC_W_IQ4_NL: { /* 18 per 32: f16 d, nibbles as Q4_0's indexing 16 levels; x = d * level */
     const unsigned char *b = row + (c >> 2) * 18;
-    mkc_iq4nl_chunk(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, q);
+    mkc_levels_chunk(mkc_load_weight8_a2(b + 2 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 0,
+                     q);
     dm[0] = mkc_f16_at(b);
+    return 0;
+  }
+#endif
+#ifdef MKC_W_USES_MXFP4
+  case MKC_W_MXFP4: { /* 17 per 32 (gpt-oss's experts): an E8M0 scale byte e, nibbles as Q4_0's
+                       * indexing FP4's levels doubled; x = 2^(e - 128) * level. Byte-aligned */
+    const unsigned char *b = row + (c >> 2) * 17;
+    mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
+                     q);
+    unsigned e = mkc_load_weight1(b); /* 2^(e - 128): a subnormal below e = 2 */
+    dm[0] = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
     return 0;
   }
 #endif
@@ -1170,8 +1209,8 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     int j = cl >> 2, k = cl & 3; /* sub-block, and the chunk in it */
     int scale = (int)((sl >> 4 * j & 15u) | (dh >> 16 >> 2 * j & 3u) << 4);
     dm[0] = mkc_f16_to_f32((mkc_f16)(dh & 0xffffu)) * (float)(scale - 32);
-    mkc_iq4nl_chunk(mkc_load_weight8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES,
-                    q);
+    mkc_levels_chunk(
+        mkc_load_weight8(b + 8 + 16 * j + (k & 1) * 8) >> (k & 2) * 2 & MKC_LOW_NIBBLES, 0, q);
     return 0;
   }
 #endif
@@ -2039,27 +2078,78 @@ MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_
   mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
 }
 
-/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
-MKC_DEVICE int mkc_wtype_chunks(int type) {
-  return type == MKC_W_BF16 ? 1 : type == MKC_W_Q4_K || type == MKC_W_Q6_K ? 32 : 4;
-}
-
-/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). */
-MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+/* Bytes per storage block of the type (ggml's; bf16: a chunk's 16), whose elements are 32, or 256
+ * where the type's blocks are (mkc_wtype_chunks). */
+MKC_DEVICE int mkc_wtype_block_bytes(int type) {
   switch (type) {
   case MKC_W_Q8_0:
-    return (long)(c >> 2) * 34;
+    return 34;
   case MKC_W_Q4_0:
-    return (long)(c >> 2) * 18;
+    return 18;
   case MKC_W_Q4_1:
-    return (long)(c >> 2) * 20;
+    return 20;
+  case MKC_W_Q5_0:
+    return 22;
+  case MKC_W_Q5_1:
+    return 24;
+  case MKC_W_IQ4_NL:
+    return 18;
+  case MKC_W_MXFP4:
+    return 17;
+  case MKC_W_Q2_K:
+    return 84;
+  case MKC_W_Q3_K:
+    return 110;
   case MKC_W_Q4_K:
-    return (long)(c >> 5) * 144;
+    return 144;
+  case MKC_W_Q5_K:
+    return 176;
   case MKC_W_Q6_K:
-    return (long)(c >> 5) * 210;
+    return 210;
+  case MKC_W_IQ2_XXS:
+    return 66;
+  case MKC_W_IQ2_XS:
+    return 74;
+  case MKC_W_IQ2_S:
+    return 82;
+  case MKC_W_IQ3_XXS:
+    return 98;
+  case MKC_W_IQ3_S:
+    return 110;
+  case MKC_W_IQ1_S:
+    return 50;
+  case MKC_W_IQ1_M:
+    return 56;
+  case MKC_W_IQ4_XS:
+    return 136;
   default:
-    return (long)c * 16;
+    return 16; /* bf16: a chunk of 8 */
   }
+}
+
+/* Chunks (8 elements) per storage block of the type: a row splits only between blocks. */
+MKC_DEVICE int mkc_wtype_chunks(int type) {
+  switch (type) {
+  case MKC_W_BF16:
+    return 1;
+  case MKC_W_Q8_0:
+  case MKC_W_Q4_0:
+  case MKC_W_Q4_1:
+  case MKC_W_Q5_0:
+  case MKC_W_Q5_1:
+  case MKC_W_IQ4_NL:
+  case MKC_W_MXFP4:
+    return 4;
+  default:
+    return 32; /* the types of 256 */
+  }
+}
+
+/* Bytes of the first c chunks of a row of the type (c a whole number of its blocks). (Until
+ * 2026-12-01 only Q8_0, Q4_0, Q4_1, Q4_K and Q6_K were known here, and MKC_SPLIT=1 split rows of
+ * the other block types at the wrong bytes.) */
+MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
+  return (long)(c / mkc_wtype_chunks(type)) * mkc_wtype_block_bytes(type);
 }
 
 /* Splitting the columns of a row block over a block's warps, for stages with
@@ -4987,7 +5077,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 4991 "llama.tiny.cu"
+#line 5081 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
