@@ -678,6 +678,17 @@ static int add_fused(mkc_gguf_writer *out, fuse_part *parts, int layer, int grou
   return 0;
 }
 
+/* The sparse MLP whose experts' gate, up or down bias weight i is (gpt-oss's), or NULL: a GGUF
+ * stores it as ne {rows, experts}, as llama.cpp's openai-moe loader wants it. */
+static const mkc_node *experts_bias_of(const mkc_graph *g, int i) {
+  for (int n = 0; n < g->n_nodes; n++) {
+    const mkc_node *m = &g->nodes[n];
+    for (int k = 6; m->op == MKC_OP_MOE && m->experts > 0 && k <= 8; k++)
+      if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i) return m;
+  }
+  return NULL;
+}
+
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
                        const init_flags *f, void **encoded, int *count) {
   fuse_part *parts = f->phi3 ? calloc((size_t)g->n_layers * 5 + 5, sizeof *parts) : NULL;
@@ -736,6 +747,8 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
     const mkc_node *moe = mkc_graph_weight_moe(g, i); /* a GGUF's 3-d NAME_exps tensor */
     int experts = moe ? moe->experts : 0, n_dims = info->rows == 1 ? 1 : experts ? 3 : 2;
     if (experts) ne[1] = info->rows / experts, ne[2] = experts; /* ne {cols, rows, experts} */
+    const mkc_node *biased = experts_bias_of(g, i);
+    if (biased) n_dims = 2, ne[0] = info->cols / biased->experts, ne[1] = biased->experts;
     if (mkc_gguf_add_raw(out, info->name, type, n_dims, ne, bytes)) goto done;
     count[type]++;
   }

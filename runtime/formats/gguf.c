@@ -581,6 +581,10 @@ int mkc_gguf_get_arr(const mkc_gguf *f, const char *key, int elem_type, const mk
 static int shape_matches(const mkc_gguf_tensor *t, const mkc_weight_info *w) {
   if (t->ne[2] > 1 && strstr(t->name, "_exps.") && t->ne[3] == 1)
     return t->ne[0] == w->cols && t->ne[1] * t->ne[2] == w->rows;
+  /* the experts' biases (NAME_exps.bias, ne {rows, experts}: gpt-oss's): one vector, each
+   * expert's block of rows after the one before, as the graph's [1][experts * rows] */
+  if (w->rows == 1 && strstr(t->name, "_exps.bias") && t->ne[2] == 1 && t->ne[3] == 1)
+    return t->ne[0] * t->ne[1] == w->cols;
   return t->ne[0] == w->cols && t->ne[1] == w->rows && t->ne[2] == 1 && t->ne[3] == 1;
 }
 
