@@ -127,10 +127,10 @@ local function context(graph, plan, opts)
     local pw = plan.weights[w]
     return { "weights", pw.offset, { t = rows * pw.row_bytes }, w.name }
   end
-  -- n values of a vector weight [1, cols] per input (the experts' biases: K experts' of E)
+  -- n values of a vector weight [1, cols] per input (the experts' biases: K experts' of E); the
+  -- arena keeps vectors in bf16
   function ctx.wread_values(w, n)
-    local pw = plan.weights[w]
-    return { "weights", pw.offset, { t = n * pw.row_bytes // w.cols }, w.name }
+    return { "weights", plan.weights[w].offset, { t = 2 * n }, w.name }
   end
   function ctx.vbytes(v, floats_per_token)
     return { "scratch", plan.value(v).offset, { t = 4 * floats_per_token }, ctx.label(v) }

@@ -296,6 +296,18 @@ preset "gptoss-tiny" {
   moe = { experts = 8, used = 3, ffn = 64, norm_topk = true, bias = true },
 }
 
+-- gpt-oss-20b's layers (openai/gpt-oss-20b: 32 experts of 2880, 4 an input, 64 heads of 64 on 8 KV
+-- heads, local layers over 128 positions), 8 of its 24: a GPU bench in 13 GB of bf16 random weights.
+preset "gpt-oss-20b-8l" {
+  dim = 2880, n_layers = 8, n_heads = 64, n_kv_heads = 8, head_dim = 64, ffn = 2880,
+  vocab = 201088, rope_theta = 150000, rope_layout = "neox", norm_eps = 1e-5,
+  tied = false, max_ctx = 131072, qkv_bias = true, qk_norm = false,
+  rope_scaling = { type = "yarn", factor = 32, orig_ctx = 4096 },
+  sliding_window = { size = 128, pattern = "1 local : 1 global" }, linear_attention = "none",
+  attn_sinks = true, o_bias = true, ffn_act = "swiglu_oai", ffn_norm_name = "post_attention_norm",
+  moe = { experts = 32, used = 4, ffn = 2880, norm_topk = true, bias = true },
+}
+
 -- Layer l's attention window: 0 where it sees every position.
 local function window_of(p, l)
   local w = p.sliding_window

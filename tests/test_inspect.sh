@@ -175,6 +175,15 @@ for flags in "--draft-max 4" "--draft-max 4 --slots 3 --kv-pages 20 --step-rows 
     fail "moe-tiny ($flags)" "$(head -n 12 "$tmp/out")" "$(grep -A4 MISMATCH "$tmp/rep" | head)"
   fi
 done
+# gpt-oss (gptoss-tiny): the sinks, the output projection's and router's biases and the experts'
+# are read where the metadata says (a kernel whose calls did not name them disagreed)
+"$mkc" gen graphs/llama.lua --preset gptoss-tiny --draft-max 4 -o "$tmp/oss.cu" 2>/dev/null
+if "$mkc" inspect --check "$tmp/oss.cu" >"$tmp/out" 2>&1 && "$mkc" inspect "$tmp/oss.cu" --arch none >"$tmp/rep" 2>&1 \
+  && grep -q '^metadata and code agree' "$tmp/rep" && grep -q 'attn_sinks' "$tmp/rep"; then
+  ok "gptoss-tiny: no warnings, metadata and code agree (sinks and biases read)"
+else
+  fail "gptoss-tiny" "$(head -n 12 "$tmp/out")" "$(grep -A4 'MISMATCH\|no call reads' "$tmp/rep" | head)"
+fi
 bad=tests/fails/bad_kernel.cu
 "$mkc" inspect --check "$bad" >"$tmp/out" 2>"$tmp/err"
 rc=$?

@@ -168,6 +168,7 @@ static void matvec_ranges(model_ctx *m) {
   NORM_READ(cols / 8);
   touch(m, "out", 1, Q(0, 4 * rows, 0, 0));
   if (num(m, "accumulate")) touch(m, "out", 0, Q(0, 4 * rows, 0, 0)); /* read-modify-write */
+  touch(m, "bias", 0, Q(2 * PADDED(rows), 0, 0, 0));                  /* the bias (null: none) */
 }
 
 static void model_matvec(model_ctx *m) {
@@ -241,6 +242,8 @@ static void model_moe_up(model_ctx *m) {
   touch(m, "w_up", 0, Q(0, matrix_bytes(m, "w_up", K * ffn), 0, 0));
   touch(m, "x", 0, Q(0, 4 * cols, 0, 0));
   NORM_READ(cols / 8);
+  touch(m, "b_gate", 0, Q(0, 2 * K * ffn, 0, 0)); /* the K experts' biases (null: none) */
+  touch(m, "b_up", 0, Q(0, 2 * K * ffn, 0, 0));
   touch(m, "out", 1, Q(0, 4 * K * ffn, 0, 0));
   touch(m, "choice", 1, Q(0, 4 * 2 * K, 0, 0));
   work(m, Q(0, K * ffn, 0, 0), "warp", Q(0, 4 * K * ffn * cols, 0, 0));
@@ -251,6 +254,7 @@ static void model_moe_up(model_ctx *m) {
 static void model_moe_down(model_ctx *m) {
   long long K = num(m, "K"), dim = num(m, "dim"), cols = 8 * num(m, "n_chunks");
   touch(m, "w_down", 0, Q(0, matrix_bytes(m, "w_down", K * dim), 0, 0));
+  touch(m, "b_down", 0, Q(0, 2 * K * dim, 0, 0)); /* the K experts' biases (null: none) */
   touch(m, "hidden", 0, Q(0, 4 * K * num(m, "ffn"), 0, 0));
   touch(m, "choice", 0, Q(0, 4 * 2 * K, 0, 0));
   touch(m, "out", 0, Q(0, 4 * dim, 0, 0));
@@ -266,6 +270,7 @@ static void attention_ranges(model_ctx *m) {
   touch(m, "k_cache", 0, Q(0, 0, kv_row, 0)); /* every cached row of each kv head, once */
   touch(m, "v_cache", 0, Q(0, 0, kv_row, 0));
   touch(m, "out", 1, Q(0, 4 * heads * hd, 0, 0));
+  touch(m, "sinks", 0, Q(2 * PADDED(heads), 0, 0, 0)); /* the sinks (null: none) */
 }
 
 static void model_gemm_attention(model_ctx *m) { attention_ranges(m); }

@@ -76,6 +76,9 @@ BENCH_RUNS=(
   # experts (2026-11-29, fifth session): Qwen3-30B-A3B's layers, 8 of 48, bf16; bench's size
   # counts the 8 of 128 experts an input runs, so weights GB/s is the experts' streaming rate
   "moe8l-d0 --preset qwen3-30b-a3b-8l --random-weights 1 --ctx 4096 --draft-max 4 -n 64 -p 128"
+  # gpt-oss (2026-12-01, sixth session): gpt-oss-20b's layers, 8 of 24, bf16 (its files' experts
+  # are MXFP4: a run of a real file will stream 4 times fewer expert bytes)
+  "oss8l-d0 --preset gpt-oss-20b-8l --random-weights 1 --ctx 4096 --draft-max 4 -n 64 -p 128"
 )
 
 # Slots (issue 16): B sequences per step on a slot kernel, llama-3.2-1b's shapes on random
