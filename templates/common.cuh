@@ -56,7 +56,7 @@ MKC_DEVICE int mkc_warp_or(int v) {
 /* The gated MLP's glu(gate, up): act(gate) * up, act SiLU (SwiGLU), or where the kernel defines
  * MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh); where it defines MKC_OAI_GLU,
  * gpt-oss's: gate clamped above and up on both sides at MKC_OAI_LIMIT, gate * sigmoid(MKC_OAI_ALPHA
- * gate) * (up + 1) (runtime/codegen/graph.h defines both constants). */
+ * gate) * (up + 1) (codegen defines both constants, graph.h the reference's). */
 MKC_DEVICE float mkc_glu(float g, float u) {
 #if defined(MKC_OAI_GLU)
   g = fminf(g, (float)MKC_OAI_LIMIT);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph 303bc4d35a7ef76b, templates 0ee466b2b431b0ad, options 1dafad5a1c6b2df3
+ * hashes:  graph 303bc4d35a7ef76b, templates c664b7e314f76c8b, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -628,7 +628,7 @@ MKC_DEVICE int mkc_warp_or(int v) {
 /* The gated MLP's glu(gate, up): act(gate) * up, act SiLU (SwiGLU), or where the kernel defines
  * MKC_GEGLU, GELU's tanh form (GeGLU: Gemma's gelu_pytorch_tanh); where it defines MKC_OAI_GLU,
  * gpt-oss's: gate clamped above and up on both sides at MKC_OAI_LIMIT, gate * sigmoid(MKC_OAI_ALPHA
- * gate) * (up + 1) (runtime/codegen/graph.h defines both constants). */
+ * gate) * (up + 1) (codegen defines both constants, graph.h the reference's). */
 MKC_DEVICE float mkc_glu(float g, float u) {
 #if defined(MKC_OAI_GLU)
   g = fminf(g, (float)MKC_OAI_LIMIT);
