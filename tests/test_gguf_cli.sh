@@ -337,14 +337,15 @@ moe_oracles granitemoe-tiny "graph: graphs/llama.lua, preset llama-granitemoe-ti
 moe_oracles mixtral-tiny "graph: graphs/llama.lua, preset llama-mixtral-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 96, vocab 288, context 256, rope theta 1e+06 (interleaved), rms eps 1e-05, separate head, 2 of 4 experts of ffn 96 a token (weights renormalized))"
 # gpt-oss's layer (gptoss-tiny: attention sinks, biases on Q/K/V, the output projection, the router
 # and the experts, its clamped glu, local and global layers in turn): the gpt-oss GGUF init writes
-# (sinks in F32, as its converter stores them), read back, says so and gives the reference's tokens
+# (sinks and experts' biases in F32, as its converter stores them), read back, says so and gives the reference's tokens
 # on the cpu kernel; its folder is not written yet; its parts in another architecture's file and
 # a gpt-oss file without sliding windows are refused.
 "$mkc" init --preset gptoss-tiny --seed 5 -o "$tmp/gptoss.gguf" 2>"$tmp/err"
 "$mkc" info -m "$tmp/gptoss.gguf" >"$tmp/info" 2>&1
 expect_line "gptoss-tiny's GGUF" "$tmp/info" "graph: graphs/llama.lua, preset llama-gptoss-tiny (gpt-oss: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 64, vocab 288, context 256, rope theta 150000 (neox, yarn scaling: factor 4, original context 64, beta fast/slow 32/1, ext factor 1, attn factor 1), rms eps 1e-05, separate head, qkv bias, 1 local : 1 global layers over a window of 16, 3 of 8 experts of ffn 64 a token (weights renormalized), attention sinks, biases on the output, router and experts, gpt-oss's clamped glu)"
-grep -q '^mkc: wrote .*gptoss.gguf (llama-gptoss-tiny, seed 5: 41 tensors (F32 2, BF16 39)' "$tmp/err" \
-  && ok "init writes gptoss-tiny's 2 sink tensors in F32" || fail "gptoss-tiny's tensor types" "$(cat "$tmp/err")"
+grep -q '^mkc: wrote .*gptoss.gguf (llama-gptoss-tiny, seed 5: 41 tensors (F32 8, BF16 33)' "$tmp/err" \
+  && ok "init writes gptoss-tiny's sinks and experts' biases in F32 (8 tensors)" \
+  || fail "gptoss-tiny's tensor types" "$(cat "$tmp/err")"
 ref=$("$mkc" run --preset gptoss-tiny --random-weights 5 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend ref 2>/dev/null)
 cpu=$("$mkc" run -m "$tmp/gptoss.gguf" --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu 2>"$tmp/err")
 if [ "$(echo "$ref" | wc -w)" = 40 ] && [ "$cpu" = "$ref" ]; then
@@ -352,6 +353,13 @@ if [ "$(echo "$ref" | wc -w)" = 40 ] && [ "$cpu" = "$ref" ]; then
 else
   fail "gptoss-tiny through a gpt-oss GGUF" "ref $ref" "cpu $cpu" "$(head -5 "$tmp/err")"
 fi
+# llama.cpp's openai-moe on the GGUF init writes with F32 matrices (tools/gemma_llamacpp_fixture.sh):
+# its greedy tokens and log-probabilities, sinks, biases, glu, YaRN and the window included
+"$mkc" init --preset gptoss-tiny --seed 5 --type f32 -o "$tmp/gptoss-f32.gguf" 2>/dev/null
+expect_sha "init --preset gptoss-tiny --type f32 writes the file llama.cpp read" "$tmp/gptoss-f32.gguf" \
+  tests/data/gptoss_llamacpp.txt
+MKC_KV_DTYPE=f16 expect_greedy "gptoss-tiny's GGUF on the cpu kernel against llama.cpp's openai-moe" \
+  tests/data/gptoss_llamacpp.txt "$tmp/gptoss-f32.gguf"
 expect_error "init: gpt-oss's layers into a folder" \
   "mkc: error: preset gptoss-tiny: gpt-oss's layers go to a GGUF only (-o FILE.gguf); mkc does not write its Hugging Face folder yet" \
   -- init --preset gptoss-tiny --seed 5 -o "$tmp/gptoss-hf"

@@ -576,8 +576,10 @@ static uint32_t wanted_type(const init_flags *f, const mkc_weight_info *info) {
         strncmp(info->name, tt->arg, (size_t)tt->name_len) == 0)
       return tt->type;
   }
-  /* gpt-oss's sinks in F32, as its converter stores them (llama.cpp's softmax reads them so) */
-  if (mkc_ends_with(info->name, ".attn_sinks.weight")) return MKC_GGML_F32;
+  /* gpt-oss's sinks and experts' biases in F32, as its converter stores them: llama.cpp's softmax
+   * and its experts' bias add (ggml_add_id) read them as floats whatever their type */
+  if (mkc_ends_with(info->name, ".attn_sinks.weight") || mkc_ends_with(info->name, "_exps.bias"))
+    return MKC_GGML_F32;
   return info->rows > 1 && mkc_ends_with(info->name, ".weight") ? f->type : MKC_GGML_BF16;
 }
 
