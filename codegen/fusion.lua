@@ -141,8 +141,11 @@ function fusion.stages(graph)
         no_emitter(graph, node, "with a bias into the logits")
       elseif swiglu then
         local gate, up = swiglu.inputs[1], swiglu.inputs[2]
-        local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up and not gate.inputs[3]
-                   and not up.inputs[3] and only_consumer(graph, gate, "swiglu") and only_consumer(graph, up, "swiglu")
+        for _, mm in ipairs({ gate, up }) do
+          if mm.op == "matmul" and mm.inputs[3] then no_emitter(graph, mm, "with a bias into a gated MLP") end
+        end
+        local ok = gate.op == "matmul" and up.op == "matmul" and gate ~= up
+                   and only_consumer(graph, gate, "swiglu") and only_consumer(graph, up, "swiglu")
         for _, mm in ipairs(ok and { gate, up } or {}) do
           local mx, mnorm = matmul_input(graph, mm)
           ok = ok and mx == x and mnorm == norm

@@ -78,6 +78,7 @@ static int add_node(mkc_graph *g, int op, int n, int a, int b, int c) {
   memset(nd, 0, sizeof *nd);
   nd->op = op;
   nd->n = n;
+  for (int k = 0; k < MKC_NODE_INPUTS; k++) nd->in[k] = -1; /* graph.h: -1 where unused */
   nd->in[0] = a;
   nd->in[1] = b;
   nd->in[2] = c;
