@@ -144,9 +144,11 @@ ir.ACTS = { silu = 0, gelu_tanh = 1, swiglu_oai = 2 }
 -- gpt-oss's glu constants (runtime/codegen/graph.h: MKC_OAI_ALPHA, MKC_OAI_LIMIT; the kernel
 -- against the reference checks they agree)
 ir.OAI_ALPHA, ir.OAI_LIMIT = "1.702", "7.0"
--- The activations' names for a message: "silu", "gelu_tanh" or "swiglu_oai".
+-- The activations' names for a message, in ir.ACTS' order: "silu", "gelu_tanh" or "swiglu_oai".
 function ir.act_names()
-  return '"silu", "gelu_tanh" or "swiglu_oai"'
+  local names = {}
+  for name, v in pairs(ir.ACTS) do names[v + 1] = ('"%s"'):format(name) end
+  return table.concat(names, ", ", 1, #names - 1) .. " or " .. names[#names]
 end
 
 ir.ops = {

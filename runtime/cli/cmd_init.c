@@ -373,7 +373,6 @@ static int describe_gptoss(const mkc_graph *g, const char *preset, mkc_model_des
     return -1;
   }
   d->sliding_window = window, d->swa_local = 1, d->swa_global = 1;
-  d->attn_sinks = d->o_bias = d->expert_bias = d->ffn_oai = 1;
   return 0;
 }
 
@@ -413,7 +412,7 @@ static int set_metadata(mkc_gguf_writer *out, const mkc_graph *g, const char *ar
   bad |= set_u32(out, arch, "block_count", g->n_layers);
   bad |= set_u32(out, arch, "context_length", g->max_ctx);
   bad |= set_u32(out, arch, "embedding_length", g->dim);
-  int own_width = strcmp(arch, "qwen3moe") == 0 || mkc_gptoss(arch); /* the experts' own key */
+  int own_width = mkc_experts_own_width(arch);
   if (!first_node(g, MKC_OP_MOE) || own_width)
     bad |= set_u32(out, arch, "feed_forward_length", g->ffn);
   bad |= set_u32(out, arch, "attention.head_count", g->n_heads);
@@ -680,17 +679,6 @@ static int add_fused(mkc_gguf_writer *out, fuse_part *parts, int layer, int grou
   return 0;
 }
 
-/* The sparse MLP whose experts' gate, up or down bias weight i is (gpt-oss's), or NULL: a GGUF
- * stores it as ne {rows, experts}, as llama.cpp's openai-moe loader wants it. */
-static const mkc_node *experts_bias_of(const mkc_graph *g, int i) {
-  for (int n = 0; n < g->n_nodes; n++) {
-    const mkc_node *m = &g->nodes[n];
-    for (int k = 6; m->op == MKC_OP_MOE && m->experts > 0 && k <= 8; k++)
-      if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i) return m;
-  }
-  return NULL;
-}
-
 static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weights *w,
                        const init_flags *f, void **encoded, int *count) {
   fuse_part *parts = f->phi3 ? calloc((size_t)g->n_layers * 5 + 5, sizeof *parts) : NULL;
@@ -749,7 +737,8 @@ static int add_weights(mkc_gguf_writer *out, const mkc_graph *g, const mkc_weigh
     const mkc_node *moe = mkc_graph_weight_moe(g, i); /* a GGUF's 3-d NAME_exps tensor */
     int experts = moe ? moe->experts : 0, n_dims = info->rows == 1 ? 1 : experts ? 3 : 2;
     if (experts) ne[1] = info->rows / experts, ne[2] = experts; /* ne {cols, rows, experts} */
-    const mkc_node *biased = experts_bias_of(g, i);
+    /* experts' biases (gpt-oss's): ne {rows, experts}, as llama.cpp's openai-moe loader wants */
+    const mkc_node *biased = mkc_graph_bias_moe(g, i);
     if (biased) n_dims = 2, ne[0] = info->cols / biased->experts, ne[1] = biased->experts;
     if (mkc_gguf_add_raw(out, info->name, type, n_dims, ne, bytes)) goto done;
     count[type]++;

@@ -54,14 +54,19 @@ double mkc_graph_params(const mkc_graph *g) {
   return params;
 }
 
-const mkc_node *mkc_graph_weight_moe(const mkc_graph *g, int i) {
+/* The MOE node one of whose inputs first..last is weight i, or NULL. */
+static const mkc_node *moe_reading(const mkc_graph *g, int i, int first, int last) {
   for (int n = 0; n < g->n_nodes; n++) {
     const mkc_node *m = &g->nodes[n];
-    for (int k = 2; m->op == MKC_OP_MOE && m->experts > 0 && k <= 4; k++)
+    for (int k = first; m->op == MKC_OP_MOE && m->experts > 0 && k <= last; k++)
       if (m->in[k] >= 0 && g->nodes[m->in[k]].weight == i) return m;
   }
   return NULL;
 }
+
+const mkc_node *mkc_graph_weight_moe(const mkc_graph *g, int i) { return moe_reading(g, i, 2, 4); }
+
+const mkc_node *mkc_graph_bias_moe(const mkc_graph *g, int i) { return moe_reading(g, i, 6, 8); }
 
 int mkc_moe_ffn(const mkc_graph *g, const mkc_node *moe) {
   return g->weights[g->nodes[moe->in[2]].weight].rows / moe->experts;

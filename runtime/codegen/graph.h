@@ -246,6 +246,8 @@ size_t mkc_graph_hidden_at(const mkc_graph *g, int slot, int t);
 const mkc_node *mkc_graph_final_norm(const mkc_graph *g);
 /* The MOE node whose experts' matrix (gate, up or down) weight i is, or NULL. */
 const mkc_node *mkc_graph_weight_moe(const mkc_graph *g, int i);
+/* The MOE node whose experts' gate, up or down bias (gpt-oss's) weight i is, or NULL. */
+const mkc_node *mkc_graph_bias_moe(const mkc_graph *g, int i);
 /* A MOE node's experts' width: its gate's rows an expert. */
 int mkc_moe_ffn(const mkc_graph *g, const mkc_node *moe);
 /* The parameters of every weight of g (rows x cols). */

@@ -165,9 +165,10 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   lua_setfield(L, -2, "residual_scale");
   lua_pushnumber(L, d->logit_scale > 0 ? d->logit_scale : 1);
   lua_setfield(L, -2, "logit_scale");
-  lua_pushstring(L, d->ffn_oai ? "swiglu_oai" : d->ffn_gelu ? "gelu_tanh" : "silu");
+  int gptoss = mkc_gptoss(d->arch);
+  lua_pushstring(L, gptoss ? "swiglu_oai" : d->ffn_gelu ? "gelu_tanh" : "silu");
   lua_setfield(L, -2, "ffn_act");
-  lua_pushstring(L, mkc_gptoss(d->arch) ? "post_attention_norm" : "ffn_norm");
+  lua_pushstring(L, gptoss ? "post_attention_norm" : "ffn_norm");
   lua_setfield(L, -2, "ffn_norm_name");
   lua_pushstring(L, "none"); /* no model file format mkc reads has recurrent layers yet */
   lua_setfield(L, -2, "linear_attention");
@@ -183,7 +184,7 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
     }
     lua_pushboolean(L, d->norm_topk);
     lua_setfield(L, -2, "norm_topk");
-    lua_pushboolean(L, d->expert_bias);
+    lua_pushboolean(L, gptoss);
     lua_setfield(L, -2, "bias");
   } else {
     lua_pushstring(L, "none");
@@ -192,12 +193,9 @@ static void push_model_preset(lua_State *L, const mkc_model_desc *d) {
   const struct {
     const char *key;
     int v;
-  } flags[] = {{"tied", d->tied},
-               {"qkv_bias", d->qkv_bias},
-               {"qk_norm", d->qk_norm},
-               {"post_norms", d->post_norms},
-               {"attn_sinks", d->attn_sinks},
-               {"o_bias", d->o_bias}};
+  } flags[] = {{"tied", d->tied},       {"qkv_bias", d->qkv_bias},
+               {"qk_norm", d->qk_norm}, {"post_norms", d->post_norms},
+               {"attn_sinks", gptoss},  {"o_bias", gptoss}};
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     lua_pushboolean(L, flags[i].v);
     lua_setfield(L, -2, flags[i].key);

@@ -80,10 +80,6 @@ typedef struct mkc_model_desc {
   /* A sparse MLP in every layer (0 experts: a dense one of ffn): n_experts_used of n_experts
    * experts per input, each an MLP of expert_ffn, their weights renormalized with norm_topk */
   int n_experts, n_experts_used, expert_ffn, norm_topk;
-  /* gpt-oss: each attention head's sink (blk.N.attn_sinks), a bias on the attention's output
-   * projection and on the router and every expert matrix, its clamped glu; its MLP's norm is
-   * blk.N.post_attention_norm */
-  int attn_sinks, o_bias, expert_bias, ffn_oai;
 } mkc_model_desc;
 
 /* The rows of d's widest experts' matrix an expert: their ffn, or dim (down's). */
@@ -98,8 +94,16 @@ static inline int mkc_experts_fit(const mkc_model_desc *d) {
          (long long)d->n_experts * mkc_experts_rows(d) <= INT_MAX;
 }
 
-/* gpt-oss's layers (GGUF gpt-oss, HF gpt_oss): sinks, biases, its glu (mkc_model_desc). */
+/* gpt-oss's layers (GGUF gpt-oss): each attention head's sink (blk.N.attn_sinks), a bias on the
+ * attention's output projection and on the router and every expert matrix, its clamped glu; its
+ * MLP's norm is blk.N.post_attention_norm. The architecture says all of them. */
 static inline int mkc_gptoss(const char *arch) { return arch && strcmp(arch, "gpt-oss") == 0; }
+/* Whether an architecture's experts have a width of their own, ARCH.expert_feed_forward_length
+ * (qwen3moe, gpt-oss), rather than the dense feed_forward_length (Mixtral's llama, granitemoe):
+ * what the GGUF reader reads and init writes. */
+static inline int mkc_experts_own_width(const char *arch) {
+  return arch && (strcmp(arch, "qwen3moe") == 0 || mkc_gptoss(arch));
+}
 /* Granite's layers (its multipliers): granite, and granitemoe, the same with experts. */
 static inline int mkc_granite_family(const char *arch) {
   return arch && (strcmp(arch, "granite") == 0 || strcmp(arch, "granitemoe") == 0);

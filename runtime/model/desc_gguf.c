@@ -628,7 +628,7 @@ static int read_experts(const mkc_gguf *f, const char *arch, mkc_model_desc *d) 
   }
   d->expert_ffn = d->ffn;
   if (need_size(f, arch, "expert_used_count", &d->n_experts_used) ||
-      ((strcmp(arch, "qwen3moe") == 0 || mkc_gptoss(arch)) &&
+      (mkc_experts_own_width(arch) &&
        need_size(f, arch, "expert_feed_forward_length", &d->expert_ffn)))
     return -1;
   double scale = 0;
@@ -665,7 +665,6 @@ static int read_gptoss(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
   if (need_size(f, arch, "attention.sliding_window", &d->sliding_window) ||
       read_swa_pattern(f, arch, 2, d))
     return -1;
-  d->attn_sinks = d->o_bias = d->expert_bias = d->ffn_oai = 1;
   if (!d->n_experts || !d->qkv_bias) {
     fprintf(stderr, "mkc: error: %s: a gpt-oss file without %s\n", f->path,
             !d->n_experts ? "experts (expert_count)" : "Q/K/V biases (blk.0.attn_q.bias)");

@@ -171,7 +171,7 @@ void mkc_model_desc_format(const mkc_model_desc *d, char *buf, size_t cap) {
     len += (size_t)snprintf(buf + len, cap - len, ", %d of %d experts of ffn %d a token%s",
                             d->n_experts_used, d->n_experts, d->expert_ffn,
                             d->norm_topk ? " (weights renormalized)" : "");
-  if (d->attn_sinks && len < cap)
+  if (mkc_gptoss(d->arch) && len < cap)
     len += (size_t)snprintf(buf + len, cap - len,
                             ", attention sinks, biases on the output, router and experts, "
                             "gpt-oss's clamped glu");
