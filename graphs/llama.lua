@@ -297,7 +297,7 @@ preset "gptoss-tiny" {
 }
 
 -- gpt-oss-20b's layers (openai/gpt-oss-20b: 32 experts of 2880, 4 an input, 64 heads of 64 on 8 KV
--- heads, local layers over 128 positions), 8 of its 24: a GPU bench in 13 GB of bf16 random weights.
+-- heads, local layers over 128 positions), 8 of its 24: a GPU bench in 15.5 GB of bf16 random weights.
 preset "gpt-oss-20b-8l" {
   dim = 2880, n_layers = 8, n_heads = 64, n_kv_heads = 8, head_dim = 64, ffn = 2880,
   vocab = 201088, rope_theta = 150000, rope_layout = "neox", norm_eps = 1e-5,
@@ -369,8 +369,9 @@ function build(g, p)
   local function post_norm(l, name, y) -- y, or y normed before its residual add
     return optional(p, "post_norms", false) and g.rmsnorm(y, blk(l, name, 1, p.dim), p.norm_eps) or y
   end
+  local function bias_w(l, name, rows) return g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) end
   local function bias(l, name, rows) -- nil where the model has none
-    return p.qkv_bias and g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) or nil
+    return p.qkv_bias and bias_w(l, name, rows) or nil
   end
 
   local function attention_mixer(l, h)
@@ -389,7 +390,7 @@ function build(g, p)
     local a = g.attention(q, k, v, { layer = l, heads = p.n_heads, kv_heads = p.n_kv_heads,
                                      head_dim = p.head_dim, window = window, scale = attn_scale,
                                      softcap = optional(p, "attn_softcap", 0), sinks = sinks or nil })
-    local o_bias = optional(p, "o_bias", false) and g.weight(("blk.%d.attn_output.bias"):format(l), 1, p.dim)
+    local o_bias = optional(p, "o_bias", false) and bias_w(l, "attn_output", p.dim)
     return post_norm(l, "post_attention_norm",
                      g.matmul(a, blk(l, "attn_output", p.dim, q_dim), o_bias or nil))
   end
@@ -403,9 +404,8 @@ function build(g, p)
         error("moe: expected \"none\" or { experts = E, used = K, ffn = F, norm_topk = true | false }", 2)
       end
       local E = moe.experts
-      local function b(name, rows) return g.weight(("blk.%d.%s.bias"):format(l, name), 1, rows) end
-      local biases = moe.bias and { router = b("ffn_gate_inp", E), gate = b("ffn_gate_exps", E * moe.ffn),
-                                    up = b("ffn_up_exps", E * moe.ffn), down = b("ffn_down_exps", E * p.dim) }
+      local biases = moe.bias and { router = bias_w(l, "ffn_gate_inp", E), gate = bias_w(l, "ffn_gate_exps", E * moe.ffn),
+                                    up = bias_w(l, "ffn_up_exps", E * moe.ffn), down = bias_w(l, "ffn_down_exps", E * p.dim) }
       local y = g.moe(h, blk(l, "ffn_gate_inp", E, p.dim), blk(l, "ffn_gate_exps", E * moe.ffn, p.dim),
                       blk(l, "ffn_up_exps", E * moe.ffn, p.dim), blk(l, "ffn_down_exps", E * p.dim, moe.ffn),
                       { experts = E, used = moe.used, norm_topk = moe.norm_topk, act = act, biases = biases or nil })

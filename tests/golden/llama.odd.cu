@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph 303bc4d35a7ef76b, templates c664b7e314f76c8b, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates c664b7e314f76c8b, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5103,23 +5103,23 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   /* layer loop: stages 2-11 are 2 passes of the 5 below, whose code differs only in
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
-  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 423), matmul blk.0.attn_q.weight (line 377), matmul blk.0.attn_k.weight (line 378), matmul blk.0.attn_v.weight (line 379), rope (line 386), rope (line 387)
+  /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 423), matmul blk.0.attn_q.weight (line 378), matmul blk.0.attn_k.weight (line 379), matmul blk.0.attn_v.weight (line 380), rope (line 387), rope (line 388)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 4 6 9 12 7 10; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+21760 10368 (blk.0.attn_q.weight), weights+27008 3456 (blk.0.attn_k.weight), weights+28800 3456 (blk.0.attn_v.weight), scratch+0 288*t (embed token_embd.weight (line 420)), weights+21632 144 (blk.0.attn_norm.weight)
-   * writes: scratch+9216 288*t (rope (line 386)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
-  /* stage 3/15: attention -- attention layer 0 (line 389)
+   * writes: scratch+9216 288*t (rope (line 387)), kv+0 48*t (K cache layer 0), kv+9216 48*t (V cache layer 0) */
+  /* stage 3/15: attention -- attention layer 0 (line 390)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 13; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+9216 288*t (rope (line 386)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
-   * writes: scratch+18432 288*t (attention layer 0 (line 389)) */
-  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 394), add (line 424)
+   * reads: scratch+9216 288*t (rope (line 387)), kv+0 48*ctx (K cache layer 0), kv+9216 48*ctx (V cache layer 0)
+   * writes: scratch+18432 288*t (attention layer 0 (line 390)) */
+  /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 395), add (line 424)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 15 16; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 389)), scratch+0 288*t (add (line 424))
+   * reads: weights+30592 10368 (blk.0.attn_output.weight), scratch+18432 288*t (attention layer 0 (line 390)), scratch+0 288*t (add (line 424))
    * writes: scratch+0 288*t (add (line 424)) */
   /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 426), matmul blk.0.ffn_gate.weight (line 414), matmul blk.0.ffn_up.weight (line 415), swiglu (line 416)
    * work: 172 row pairs (gate, up), one warp per pair; smem 39792 bytes
@@ -5133,23 +5133,23 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
    * reads: weights+60800 25344 (blk.0.ffn_down.weight), scratch+27648 704*t (swiglu (line 416)), scratch+0 288*t (add (line 427))
    * writes: scratch+0 288*t (add (line 427)) */
-  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 423), matmul blk.1.attn_q.weight (line 377), matmul blk.1.attn_k.weight (line 378), matmul blk.1.attn_v.weight (line 379), rope (line 386), rope (line 387)
+  /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 423), matmul blk.1.attn_q.weight (line 378), matmul blk.1.attn_k.weight (line 379), matmul blk.1.attn_v.weight (line 380), rope (line 387), rope (line 388)
    * work: 60 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
    * nodes: 28 30 33 36 31 34; items: 60, one warp each; flops: 17280*t; sync: flow
    * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
    * reads: weights+73600 10368 (blk.1.attn_q.weight), weights+78848 3456 (blk.1.attn_k.weight), weights+80640 3456 (blk.1.attn_v.weight), scratch+0 288*t (add (line 427)), weights+73472 144 (blk.1.attn_norm.weight)
-   * writes: scratch+9216 288*t (rope (line 386)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
-  /* stage 8/15: attention -- attention layer 1 (line 389)
+   * writes: scratch+9216 288*t (rope (line 387)), kv+18432 48*t (K cache layer 1), kv+27648 48*t (V cache layer 1) */
+  /* stage 8/15: attention -- attention layer 1 (line 390)
    * work: 2 kv heads x 3-head passes x T units, positions split across the blocks; tiles of 256; smem 19968 bytes
    * nodes: 37; items: 2*t, one block each; flops: 288*att; sync: flow
    * smem: q_s 0+144, sc2 144+6144, stat 6288+64, red 6352+1440, q_tile 0+5120, k_tile 5120+2560, v_tile 7680+3072, p_tile 10752+9216
-   * reads: scratch+9216 288*t (rope (line 386)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
-   * writes: scratch+18432 288*t (attention layer 1 (line 389)) */
-  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 394), add (line 424)
+   * reads: scratch+9216 288*t (rope (line 387)), kv+18432 48*ctx (K cache layer 1), kv+27648 48*ctx (V cache layer 1)
+   * writes: scratch+18432 288*t (attention layer 1 (line 390)) */
+  /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 395), add (line 424)
    * work: 72 rows, one warp per row; smem 38944 bytes
    * nodes: 39 40; items: 72, one warp each; flops: 10368*t; sync: flow
    * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
-   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 389)), scratch+0 288*t (add (line 424))
+   * reads: weights+82432 10368 (blk.1.attn_output.weight), scratch+18432 288*t (attention layer 1 (line 390)), scratch+0 288*t (add (line 424))
    * writes: scratch+0 288*t (add (line 424)) */
   /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 426), matmul blk.1.ffn_gate.weight (line 414), matmul blk.1.ffn_up.weight (line 415), swiglu (line 416)
    * work: 172 row pairs (gate, up), one warp per pair; smem 39792 bytes
@@ -5191,7 +5191,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  kv + lay_i[4], kv + lay_i[5], 384, pos, T,
                  (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
   }
-  mkc_flow_arrive(state); /* next stage reads rope (line 386) written by another block */
+  mkc_flow_arrive(state); /* next stage reads rope (line 387) written by another block */
 
   /* pass stage 2/5: attention */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
@@ -5204,7 +5204,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                   6, 3, 3, 12, 1, 384, 0, 0.288675135f, (const mkc_bf16 *)0, pos, T,
                   (const mkc_rowmap *)0, scratch + 60416, (unsigned *)(scratch + 103424), (float *)(smem + 0), (float *)(smem + 144), (float *)(smem + 6288), (float *)(smem + 6352));
   }
-  mkc_flow_arrive(state); /* next stage reads attention (line 389) written by another block */
+  mkc_flow_arrive(state); /* next stage reads attention (line 390) written by another block */
 
   /* pass stage 3/5: matvec_residual */
   mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 144, MKC_W_BF16), 72, MKC_ROWS, 1);
