@@ -1018,4 +1018,29 @@ static const char TPL_DEEPSEEK_CODER[] =
     "{{'### Response:'}}\n"
     "{% endif %}";
 
+/* openai/gpt-oss-120b chat_template.jinja (llama.cpp models/templates/openai-gpt-oss-120b.jinja),
+ * excerpt: the system turn, a past reply, the user turn and the cue. */
+static const char TPL_GPT_OSS[] =
+    "{#- Render system message #}\n"
+    "{{- \"<|start|>system<|message|>\" }}\n"
+    "{{- build_system_message() }}\n"
+    "{{- \"<|end|>\" }}\n"
+    "...\n"
+    "            {#- CoT is dropped during all previous turns, so we never render it for inference "
+    "#}\n"
+    "            {{- \"<|start|>assistant<|channel|>final<|message|>\" + message.content + "
+    "\"<|end|>\" }}\n"
+    "            {%- set last_tool_call.name = none %}\n"
+    "        {%- endif %}\n"
+    "...\n"
+    "    {%- elif message.role == 'user' -%}\n"
+    "        {{- \"<|start|>user<|message|>\" + message.content + \"<|end|>\" }}\n"
+    "    {%- endif -%}\n"
+    "{%- endfor -%}\n"
+    "\n"
+    "{#- Generation prompt #}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "<|start|>assistant\n"
+    "{%- endif -%}\n";
+
 #endif

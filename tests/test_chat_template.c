@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check.h"
 #include "scratch.h"
@@ -207,6 +208,17 @@ static const struct {
     {MKC_CHAT_DEEPSEEK_R1, "Be brief.<｜User｜>Hi!<｜Assistant｜> Hello. <｜end▁of▁sentence｜>"
                            "<｜User｜>What is 2+2?\n<｜Assistant｜>4<｜end▁of▁sentence｜>"
                            "<｜User｜>Thanks<｜Assistant｜><think>\n"},
+    /* openai/gpt-oss-120b chat_template.jinja (llama.cpp models/templates), as jinja2 renders it
+     * with strftime_now giving MKC_CHAT_DATE: the system turn, the system message as the
+     * developer's "# Instructions", replies in the final channel, cue '<|start|>assistant'. */
+    {MKC_CHAT_GPT_OSS,
+     "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+     "Knowledge cutoff: 2024-06\nCurrent date: 2026-12-02\n\nReasoning: medium\n\n"
+     "# Valid channels: analysis, commentary, final. Channel must be included for every "
+     "message.<|end|><|start|>developer<|message|># Instructions\n\nBe brief.\n\n<|end|>"
+     "<|start|>user<|message|>Hi!<|end|><|start|>assistant<|channel|>final<|message|> Hello. "
+     "<|end|><|start|>user<|message|>What is 2+2?\n<|end|><|start|>assistant<|channel|>final"
+     "<|message|>4<|end|><|start|>user<|message|>Thanks<|end|><|start|>assistant"},
 };
 #define N_RENDERED ((int)(sizeof RENDERED / sizeof RENDERED[0]))
 
@@ -223,7 +235,7 @@ static void test_names(void) {
       mkc_chat_family_names(),
       "chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
       "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, "
-      "deepseek-r1",
+      "deepseek-r1, gpt-oss",
       "the names list");
   CHECK_INT(mkc_chat_family_from_name("ChatML"), MKC_CHAT_UNKNOWN, "names are case-sensitive");
   CHECK_INT(mkc_chat_family_from_name("llama2-sys"), MKC_CHAT_UNKNOWN,
@@ -328,6 +340,44 @@ static void test_rules(void) {
          "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nR"
          "<|im_end|>\n",
          "qwen3: a final reply without reasoning gets an empty think block");
+
+  /* gpt-oss, as jinja2 renders openai/gpt-oss-120b's template (date: MKC_CHAT_DATE) */
+  const char *harmony_system =
+      "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+      "Knowledge cutoff: 2024-06\nCurrent date: 2026-12-02\n\nReasoning: medium\n\n"
+      "# Valid channels: analysis, commentary, final. Channel must be included for every "
+      "message.<|end|>";
+  char want[1024];
+  snprintf(want, sizeof want, "%s%s", harmony_system,
+           "<|start|>user<|message|>Q1<|end|><|start|>assistant<|channel|>final<|message|>A1"
+           "<|end|><|start|>user<|message|>Q2<|end|><|start|>assistant<|channel|>final"
+           "<|message|>A2<|return|>");
+  /* ends_with_reply without its system message */
+  expect(MKC_CHAT_GPT_OSS, ends_with_reply + 1, 4, 0, want,
+         "gpt-oss: no developer turn without a system message; the last reply ends with "
+         "<|return|> when no cue follows");
+  snprintf(want, sizeof want, "%s%s", harmony_system,
+           "<|start|>user<|message|>Hi<|end|><|start|>assistant");
+  expect(MKC_CHAT_GPT_OSS, empty_system, 2, 1, want,
+         "gpt-oss: an empty system message gives no developer turn");
+  /* the date: today's, local, when MKC_CHAT_DATE is unset (read before and after, for midnight) */
+  char *fixed = getenv("MKC_CHAT_DATE") ? strdup(getenv("MKC_CHAT_DATE")) : NULL;
+  unsetenv("MKC_CHAT_DATE");
+  char before[32], after[32], line[64];
+  time_t now = time(NULL);
+  strftime(before, sizeof before, "%Y-%m-%d", localtime(&now));
+  char *today = render(MKC_CHAT_GPT_OSS, user_only, 1, 1);
+  now = time(NULL);
+  strftime(after, sizeof after, "%Y-%m-%d", localtime(&now));
+  int dated = 0;
+  for (int k = 0; k < 2 && today; k++) {
+    snprintf(line, sizeof line, "\nCurrent date: %s\n\n", k ? after : before);
+    dated |= strstr(today, line) != NULL;
+  }
+  CHECK(dated, "gpt-oss: without MKC_CHAT_DATE, the current date is today's (%s)", before);
+  free(today);
+  if (fixed) setenv("MKC_CHAT_DATE", fixed, 1);
+  free(fixed);
 }
 
 /* A conversation grown by whole turns only appends to its rendering (what
@@ -344,7 +394,7 @@ static void test_growth(void) {
     }
     /* Qwen3 rewraps the final reply even without a </think>. */
     int expected = f != MKC_CHAT_MISTRAL_V3 && f != MKC_CHAT_MISTRAL_V3_TEKKEN &&
-                   f != MKC_CHAT_QWEN3 && f != MKC_CHAT_DEEPSEEK_R1;
+                   f != MKC_CHAT_QWEN3 && f != MKC_CHAT_DEEPSEEK_R1 && f != MKC_CHAT_GPT_OSS;
     CHECK(whole && appends == expected, "%s: each shorter conversation's rendering %s",
           mkc_chat_family_name(f), expected ? "is a prefix" : "is not always a prefix");
     free(whole);
@@ -387,12 +437,19 @@ static void test_errors(void) {
                "a message without content is refused");
   expect_error(
       CONVERSATION, N_CONVERSATION, MKC_CHAT_N_FAMILIES,
-      "mkc: error: chat: no template family 18 (one of: chatml, qwen3, llama3, "
+      "mkc: error: chat: no template family 19 (one of: chatml, qwen3, llama3, "
       "llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, "
-      "mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1)\n",
+      "mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1, "
+      "gpt-oss)\n",
       "a family out of range is refused");
   expect_error(NULL, 2, MKC_CHAT_CHATML, "mkc: error: chat: 2 messages\n",
                "messages NULL with a count is refused");
+  const mkc_chat_msg channels[] = {
+      {"system", "S"}, {"user", "Q"}, {"assistant", "<|channel|>final<|message|>A"}};
+  expect_error(channels, 3, MKC_CHAT_GPT_OSS,
+               "mkc: error: chat message 3: an assistant reply holds <|channel|> tags (gpt-oss: "
+               "pass only the final channel's text)\n",
+               "gpt-oss: a reply that spells its channels is refused, as the template does");
 }
 
 static void test_detect(void) {
@@ -422,6 +479,7 @@ static void test_detect(void) {
       {"c4ai-command-r-plus", TPL_COMMAND_R, MKC_CHAT_COMMAND_R},
       {"granite-3.0-8b-instruct", TPL_GRANITE, MKC_CHAT_GRANITE},
       {"DeepSeek-R1-Distill-Qwen-32B", TPL_DEEPSEEK_R1, MKC_CHAT_DEEPSEEK_R1},
+      {"gpt-oss-120b (excerpt)", TPL_GPT_OSS, MKC_CHAT_GPT_OSS},
       {"QwQ-32B (its cue opens <think>: no family of mkc's)", TPL_QWQ, MKC_CHAT_UNKNOWN},
       {"Vicuna 1.1 (no family of mkc's)", TPL_VICUNA, MKC_CHAT_UNKNOWN},
       {"deepseek-coder-33b-instruct (no family of mkc's)", TPL_DEEPSEEK_CODER, MKC_CHAT_UNKNOWN},
@@ -469,21 +527,22 @@ static void test_family_for(void) {
       "mkc: error: --chat-template 'vicuna': unknown name (one of: chatml, qwen3, "
       "llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
       "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, "
-      "granite, deepseek-r1)\n",
+      "granite, deepseek-r1, gpt-oss)\n",
       "an unknown --chat-template name is an error listing the names");
   expect_family_for(
       TPL_VICUNA, NULL, -1,
       "mkc: error: models/x.gguf: unknown chat template; pass --chat-template NAME "
       "(one of: chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, "
       "mistral-v3-tekken, mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, "
-      "zephyr, command-r, granite, deepseek-r1)\n",
+      "zephyr, command-r, granite, deepseek-r1, gpt-oss)\n",
       "an unknown template is an error naming --chat-template");
-  expect_family_for(NULL, NULL, -1,
-                    "mkc: error: models/x.gguf: the model has no chat template; pass "
-                    "--chat-template NAME (one of: chatml, qwen3, llama3, llama3.1, llama2, "
-                    "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, "
-                    "gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1)\n",
-                    "a model without a template is its own error");
+  expect_family_for(
+      NULL, NULL, -1,
+      "mkc: error: models/x.gguf: the model has no chat template; pass "
+      "--chat-template NAME (one of: chatml, qwen3, llama3, llama3.1, llama2, "
+      "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, "
+      "gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1, gpt-oss)\n",
+      "a model without a template is its own error");
 }
 
 static void expect_config(const char *json, const char *expected, const char *message,
@@ -688,6 +747,7 @@ static void test_random(void) {
 
 int main(void) {
   if (scratch_open("chat") != 0) return 1;
+  setenv("MKC_CHAT_DATE", "2026-12-02", 1); /* gpt-oss's system turn: the day jinja2 was run */
   test_names();
   test_render();
   test_rules();

@@ -14,6 +14,7 @@
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
+#include "model/harmony.h"
 #include "stop_reason.h"
 
 static const char USAGE[] =
@@ -43,12 +44,39 @@ static int check_flags(const mkc_cli *c) {
 }
 
 /* One answer streamed: printed as it comes, its ids kept (an
- * end-of-generation token last, unprinted). */
+ * end-of-generation token last, unprinted). A harmony answer (gpt-oss)
+ * prints its reasoning between "Thinking..." and "...done thinking.", its
+ * headers not at all, and keeps its reply's text for the conversation. */
 typedef struct answer {
   const mkc_tokenizer *tok;
   mkc_detok detok;
   int eog;
+  int harmony; /* a gpt-oss conversation: h splits the answer */
+  mkc_harmony h;
+  char *reply; /* the reply's text (harmony), malloc'd */
+  size_t n_reply;
+  int oom;
 } answer;
+
+static void keep_reply(answer *a, const char *s, size_t n) {
+  char *r = a->oom ? NULL : realloc(a->reply, a->n_reply + n + 1);
+  if (!r) {
+    a->oom = 1;
+    return;
+  }
+  memcpy(r + a->n_reply, s, n);
+  a->n_reply += n;
+  r[a->n_reply] = '\0';
+  a->reply = r;
+}
+
+static void show(answer *a, int id, const char *s, size_t n) {
+  if (!a->harmony) {
+    fwrite(s, 1, n, stdout);
+    return;
+  }
+  if (mkc_harmony_print(&a->h, id, s, n, stdout) == MKC_HARMONY_REPLY) keep_reply(a, s, n);
+}
 
 static int on_token(void *ctx, int id) {
   answer *a = ctx;
@@ -57,7 +85,7 @@ static int on_token(void *ctx, int id) {
     return 1;
   }
   char buf[MKC_DETOK_MAX];
-  fwrite(buf, 1, mkc_detok_push(&a->detok, id, buf, sizeof buf), stdout);
+  show(a, id, buf, mkc_detok_push(&a->detok, id, buf, sizeof buf));
   fflush(stdout);
   return 0;
 }
@@ -129,8 +157,14 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
   if (n_gen > room) n_gen = room;
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   if (!out) return -1;
-  answer a = {.tok = m->file.tok};
+  answer a = {.tok = m->file.tok, .harmony = conv->family == MKC_CHAT_GPT_OSS};
   mkc_detok_init(&a.detok, a.tok, 0);
+  if (a.harmony && mkc_harmony_init(&a.h, a.tok) != 0) {
+    fprintf(stderr, "mkc: error: the gpt-oss chat template needs the vocabulary's <|channel|> and "
+                    "<|message|> tokens\n");
+    free(out);
+    return -1;
+  }
   int eog_ids[MKC_ROUND_STOPS], n_eog = mkc_tokenizer_eog_ids(a.tok, eog_ids, MKC_ROUND_STOPS);
   if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {.draft_max = c->draft_max,
@@ -149,15 +183,17 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
   if (rc == 0) {
     char tail[MKC_DETOK_MAX];
-    fwrite(tail, 1, mkc_detok_flush(&a.detok, tail, sizeof tail), stdout);
+    show(&a, -1, tail, mkc_detok_flush(&a.detok, tail, sizeof tail));
     fputs("\n", stdout);
     fflush(stdout);
     int interrupted = mkc_interrupted;
     mkc_interrupted = 0;
     int n_hist = conv->n_hist;
-    /* The answer's text without its end-of-generation token. */
-    char *text = mkc_tokenizer_decode(a.tok, out, st.generated - a.eog, 0);
-    rc = text ? mkc_conversation_answer(conv, out, st.generated, text) : -1;
+    /* The answer's text without its end-of-generation token (harmony: its reply). */
+    char *text = a.harmony ? NULL : mkc_tokenizer_decode(a.tok, out, st.generated - a.eog, 0);
+    const char *said = a.harmony ? (a.reply ? a.reply : "") : text;
+    rc = a.oom || !said ? -1 : mkc_conversation_answer(conv, out, st.generated, said);
+    if (a.oom) fprintf(stderr, "mkc: error: out of memory in the chat\n");
     free(text);
     /* The session holds the prompt (all of it, unless Ctrl-C came first) and
      * each answer token but the last, which no step has read yet. */
@@ -165,6 +201,7 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
     *n_valid = pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
     if (c->verbose) print_turn(number, &st, n_cached, conv->n_hist, &a, interrupted, n_gen == room);
   }
+  free(a.reply);
   free(out);
   return rc;
 }

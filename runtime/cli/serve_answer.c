@@ -95,8 +95,10 @@ static cJSON *envelope(const mkc_answer *g, const char *chat_object, cJSON **cho
 }
 
 /* An ollama object: model, created_at (RFC 3339, UTC), the message (chat)
- * or response (generate) holding text[0..n), and done. */
-static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, int done) {
+ * or response (generate) holding text[0..n), thinking[0..n_thinking) when
+ * thinking is not NULL, and done. */
+static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, const char *thinking,
+                            size_t n_thinking, int done) {
   cJSON *o = cJSON_CreateObject();
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -111,8 +113,10 @@ static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, int
     cJSON *msg = cJSON_AddObjectToObject(o, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
     cJSON_AddItemToObject(msg, "content", mkc_json_text(text, text ? n : 0));
+    if (thinking) cJSON_AddItemToObject(msg, "thinking", mkc_json_text(thinking, n_thinking));
   } else {
     cJSON_AddItemToObject(o, "response", mkc_json_text(text, text ? n : 0));
+    if (thinking) cJSON_AddItemToObject(o, "thinking", mkc_json_text(thinking, n_thinking));
   }
   cJSON_AddBoolToObject(o, "done", done);
   return o;
@@ -147,7 +151,7 @@ static int send_object(mkc_answer *g, cJSON *o) {
 /* One chunk of the stream: text (NULL: the chat's role opening), and
  * finish (NULL while going on). */
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
-  if (g->r->ollama) return send_object(g, ollama_object(g, text, n, 0));
+  if (g->r->ollama) return send_object(g, ollama_object(g, text, n, NULL, 0, 0));
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
   if (g->r->chat) {
     cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
@@ -161,6 +165,18 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) 
   else
     cJSON_AddNullToObject(choice, "finish_reason");
   if (g->r->include_usage) cJSON_AddNullToObject(o, "usage"); /* the last chunk has it */
+  return send_object(g, o);
+}
+
+/* One chunk of the stream's reasoning: OpenAI's delta.reasoning_content
+ * (llama-server's and DeepSeek's name), ollama's thinking. */
+static int reasoning_chunk(mkc_answer *g, const char *text, size_t n) {
+  if (g->r->ollama) return send_object(g, ollama_object(g, "", 0, text, n, 0));
+  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice); /* a chat's: harmony.h */
+  cJSON_AddItemToObject(cJSON_AddObjectToObject(choice, "delta"), "reasoning_content",
+                        mkc_json_text(text, n));
+  cJSON_AddNullToObject(choice, "finish_reason");
+  if (g->r->include_usage) cJSON_AddNullToObject(o, "usage");
   return send_object(g, o);
 }
 
@@ -184,6 +200,28 @@ static void stream_out(mkc_answer *g, int all) {
   g->sent = safe;
 }
 
+/* Whether text[0..n), token id's, is the reply's: a harmony answer's
+ * reasoning goes to its own text (and stream), its headers nowhere. */
+static int reply_part(mkc_answer *g, int id, const char *text, size_t n) {
+  if (!g->harmony) return 1;
+  int part = mkc_harmony_push(&g->h, id, text, n);
+  if (part != MKC_HARMONY_REASONING) return part == MKC_HARMONY_REPLY;
+  if (g->reasoning_len + n + 1 > g->reasoning_cap) {
+    size_t cap = (g->reasoning_len + n + 1) * 2;
+    char *t = realloc(g->reasoning, cap);
+    if (!t) {
+      g->gone = 1; /* out of memory: the answer ends, as when a write fails */
+      return 0;
+    }
+    g->reasoning = t, g->reasoning_cap = cap;
+  }
+  memcpy(g->reasoning + g->reasoning_len, text, n);
+  g->reasoning_len += n;
+  g->reasoning[g->reasoning_len] = '\0';
+  if (g->r->stream && !g->gone && n > 0 && reasoning_chunk(g, text, n) != 0) g->gone = 1;
+  return 0;
+}
+
 void mkc_answer_on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
   mkc_answer *g = ctx;
   g->next_lp = lp;
@@ -205,6 +243,7 @@ int mkc_answer_on_token(void *ctx, int id) {
   char buf[MKC_DETOK_MAX];
   size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
                     : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
+  if (!reply_part(g, id, buf, n)) return g->gone;
   /* a stop string may begin in the pieces before this one */
   size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
   if (append(g, buf, n) != 0) return 1;
@@ -285,8 +324,9 @@ static cJSON *logprobs_json(const mkc_answer *g) {
 
 /* The whole answer of a request not streamed. */
 int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
+  const char *thought = g->harmony ? (g->reasoning ? g->reasoning : "") : NULL;
   if (g->r->ollama) {
-    cJSON *o = ollama_object(g, g->text, g->len, 1);
+    cJSON *o = ollama_object(g, g->text, g->len, thought, g->reasoning_len, 1);
     ollama_done(g, o, st);
     return mkc_respond_json(g->fd, 200, o);
   }
@@ -295,6 +335,8 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
     cJSON *msg = cJSON_AddObjectToObject(choice, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
     cJSON_AddItemToObject(msg, "content", mkc_json_text(g->text, g->text ? g->len : 0));
+    if (thought)
+      cJSON_AddItemToObject(msg, "reasoning_content", mkc_json_text(thought, g->reasoning_len));
   } else {
     cJSON_AddItemToObject(choice, "text", mkc_json_text(g->text, g->text ? g->len : 0));
   }
@@ -358,13 +400,17 @@ void mkc_answer_flush(mkc_answer *g) {
   char tail[MKC_DETOK_MAX];
   size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
   size_t n = mkc_detok_flush(&g->detok, tail, sizeof tail);
-  if (append(g, tail, n) == 0) g->hit_stop = cut_at_stop(g, from);
+  if (reply_part(g, -1, tail, n) && append(g, tail, n) == 0) g->hit_stop = cut_at_stop(g, from);
+}
+
+void mkc_answer_harmony(mkc_answer *g) {
+  g->harmony = g->tok && mkc_harmony_init(&g->h, g->tok) == 0;
 }
 
 void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
   stream_out(g, 1);
   if (g->r->ollama) {
-    cJSON *o = ollama_object(g, NULL, 0, 1);
+    cJSON *o = ollama_object(g, NULL, 0, NULL, 0, 1);
     ollama_done(g, o, st);
     if (!g->gone && send_object(g, o) != 0) g->gone = 1;
     return;
@@ -380,6 +426,7 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
 }
 
 void mkc_answer_close(mkc_answer *g) {
-  free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps);
+  free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps), free(g->reasoning);
   g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
+  g->reasoning = NULL;
 }

@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "exec/decode.h"
+#include "model/harmony.h"
 #include "serve/api.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +36,13 @@ typedef struct mkc_answer {
    * caller sets them before the answer ends */
   const int *context;
   int n_context;
+  /* a gpt-oss chat (mkc_answer_harmony): the answer split into its reasoning,
+   * answered as reasoning_content (ollama's: thinking), and its reply, the
+   * text above; the headers are neither */
+  int harmony;
+  mkc_harmony h;
+  char *reasoning;
+  size_t reasoning_len, reasoning_cap;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen
@@ -42,6 +50,9 @@ typedef struct mkc_answer {
 int mkc_answer_open(mkc_answer *a, const mkc_api_req *r, int fd, const mkc_tokenizer *tok,
                     const char *model, long number, int n_gen);
 void mkc_answer_close(mkc_answer *a);
+/* Splits the answer as gpt-oss's harmony format (harmony.h), for a prompt in
+ * its chat template; nothing changes where the vocabulary is not harmony's. */
+void mkc_answer_harmony(mkc_answer *a);
 
 /* The decode loop's callbacks (mkc_decode_opts.on_token, on_logprobs; ctx:
  * the answer). on_token stops generation at an end-of-generation token, a

@@ -172,6 +172,9 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     snprintf(why, cap, "out of memory");
     return 500;
   }
+  /* a prompt in gpt-oss's template is answered in its channels */
+  if (sv->family == MKC_CHAT_GPT_OSS && (r->chat || (r->ollama && !r->raw)))
+    mkc_answer_harmony(&j->g);
   return 0;
 }
 

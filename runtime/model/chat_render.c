@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The text being written; oom once an allocation failed. */
 typedef struct text {
@@ -294,6 +295,62 @@ static void render_deepseek_r1(text *t, const chat *c) {
   if (c->add_assistant) put(t, "<｜Assistant｜><think>\n");
 }
 
+/* Today as gpt-oss's template writes it (strftime_now("%Y-%m-%d")): the
+ * local date, or $MKC_CHAT_DATE. */
+static void put_today(text *t) {
+  const char *fixed = getenv("MKC_CHAT_DATE");
+  if (fixed && *fixed) {
+    put(t, fixed);
+    return;
+  }
+  char day[32] = "";
+  time_t now = time(NULL);
+  struct tm tm;
+  if (localtime_r(&now, &tm)) strftime(day, sizeof day, "%Y-%m-%d", &tm);
+  put(t, day);
+}
+
+/* openai/gpt-oss-20b chat_template.jinja (harmony), without tools: the
+ * system turn (identity, dates, reasoning effort, channels); the system
+ * message as the developer's instructions; replies in the final channel,
+ * their reasoning dropped; the last one, with no cue after it, ends with
+ * <|return|>; the cue opens the assistant's header. */
+static void render_gpt_oss(text *t, const chat *c) {
+  put(t, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+         "Knowledge cutoff: 2024-06\nCurrent date: ");
+  put_today(t);
+  put(t, "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be "
+         "included for every message.<|end|>");
+  if (c->system && *c->system) {
+    put(t, "<|start|>developer<|message|># Instructions\n\n");
+    put(t, c->system);
+    put(t, "\n\n<|end|>");
+  }
+  for (int i = 0; i < c->n; i++) {
+    put(t,
+        is_user(i) ? "<|start|>user<|message|>" : "<|start|>assistant<|channel|>final<|message|>");
+    put(t, c->turns[i].content);
+    put(t, !is_user(i) && i == c->n - 1 && !c->add_assistant ? "<|return|>" : "<|end|>");
+  }
+  if (c->add_assistant) put(t, "<|start|>assistant");
+}
+
+/* gpt-oss's template refuses a reply that spells its channels: the
+ * reasoning and the reply are separate fields there, and mkc keeps only the
+ * reply. 0, or -1 after a message. */
+static int check_gpt_oss(const chat *c, int first) {
+  for (int i = 1; i < c->n; i += 2)
+    if (strstr(c->turns[i].content, "<|channel|>analysis<|message|>") ||
+        strstr(c->turns[i].content, "<|channel|>final<|message|>")) {
+      fprintf(stderr,
+              "mkc: error: chat message %d: an assistant reply holds <|channel|> tags (gpt-oss: "
+              "pass only the final channel's text)\n",
+              i + first + 1);
+      return -1;
+    }
+  return 0;
+}
+
 /* Each family's renderer: a turn format, an [INST] format, or its own. */
 typedef struct family_renderer {
   const turn_format *turns;
@@ -320,6 +377,7 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_COMMAND_R] = {.turns = &COMMAND_R},
     [MKC_CHAT_GRANITE] = {.turns = &GRANITE},
     [MKC_CHAT_DEEPSEEK_R1] = {.own = render_deepseek_r1},
+    [MKC_CHAT_GPT_OSS] = {.own = render_gpt_oss},
 };
 
 /* msgs -> c, or -1 after a message naming the first bad message. */
@@ -364,6 +422,7 @@ char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assis
     return NULL;
   }
   if (check(msgs, n, &c) != 0) return NULL;
+  if (family == MKC_CHAT_GPT_OSS && check_gpt_oss(&c, (int)(c.turns - msgs)) != 0) return NULL;
   c.add_assistant = add_assistant;
   const family_renderer *r = &RENDERERS[family];
   if (!r->turns && !r->inst && !r->own) { /* a family added without one */

@@ -27,6 +27,7 @@ static const char *const NAMES[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_COMMAND_R] = "command-r",
     [MKC_CHAT_GRANITE] = "granite",
     [MKC_CHAT_DEEPSEEK_R1] = "deepseek-r1",
+    [MKC_CHAT_GPT_OSS] = "gpt-oss",
 };
 
 const char *mkc_chat_family_name(int family) {
@@ -66,6 +67,8 @@ int mkc_chat_detect(const char *t) {
   if (!t) return MKC_CHAT_UNKNOWN;
   int named = mkc_chat_family_from_name(t);
   if (named >= 0) return named;
+  /* OpenAI's harmony: every message has a <|channel|> (llama.cpp's test too) */
+  if (has(t, "<|start|>") && has(t, "<|channel|>")) return MKC_CHAT_GPT_OSS;
   if (has(t, "<|im_start|>")) {
     if (has(t, "<|im_sep|>")) return MKC_CHAT_PHI4;
     /* SmolVLM opens with <|im_start|> but its turns are "User:" lines. */

@@ -46,6 +46,7 @@ enum mkc_chat_family {
   MKC_CHAT_COMMAND_R,         /* "command-r": Command R, R+ */
   MKC_CHAT_GRANITE,           /* "granite": Granite 3.x */
   MKC_CHAT_DEEPSEEK_R1,       /* "deepseek-r1": DeepSeek R1 and its Qwen/Llama distills */
+  MKC_CHAT_GPT_OSS,           /* "gpt-oss": gpt-oss (OpenAI's harmony format) */
   MKC_CHAT_N_FAMILIES
 };
 
@@ -70,8 +71,13 @@ const char *mkc_chat_family_names(void);
  *
  * Growing a conversation by whole turns only appends to its rendering,
  * except for mistral-v3 and mistral-v3-tekken, which move the system
- * message into the last user turn, and qwen3 and deepseek-r1, which
- * rewrite earlier replies (their <think> parts). */
+ * message into the last user turn, qwen3 and deepseek-r1, which
+ * rewrite earlier replies (their <think> parts), and gpt-oss, whose last
+ * reply ends with <|return|> until a user turn follows it.
+ *
+ * gpt-oss's system turn holds today's date (the template's strftime_now):
+ * the local date, or $MKC_CHAT_DATE when set (a prompt that must not change
+ * from day to day). */
 char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant);
 
 /* The family the CLI uses for a model: override_name when not NULL (an

@@ -249,19 +249,32 @@ static int build_specials(mkc_tokenizer *t) {
 
 /* Tokens that end a turn, besides eos/eot/eom, by the names models use. */
 static const char *const EOG_NAMES[] = {
-    "<|eot_id|>",      "<|im_end|>", "<|end|>",    "<end_of_turn>",      "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>",      "<|eom_id|>", "<end_of_utterance>", "<|return|>",
+    "<|eot_id|>",         "<|im_end|>",      "<|end|>",  "<end_of_turn>",
+    "<|endoftext|>",      "<|end_of_text|>", "<EOT>",    "<|eom_id|>",
+    "<end_of_utterance>", "<|return|>",      "<|call|>",
 };
+
+/* The control (or user-defined) token named name, or -1. */
+static int control_named(const mkc_tokenizer *t, const char *name) {
+  int id = mkc_tok_lookup(t, name, strlen(name));
+  return id >= 0 && (t->type[id] == MKC_TOK_CONTROL || t->type[id] == MKC_TOK_USER_DEFINED) ? id
+                                                                                            : -1;
+}
 
 static void build_eog(mkc_tokenizer *t) {
   int ids[3] = {t->eos, t->eot, t->eom};
   for (int k = 0; k < 3; k++)
     if (ids[k] >= 0) t->eog[ids[k]] = 1;
   for (size_t k = 0; k < sizeof EOG_NAMES / sizeof *EOG_NAMES; k++) {
-    int id = mkc_tok_lookup(t, EOG_NAMES[k], strlen(EOG_NAMES[k]));
-    if (id >= 0 && (t->type[id] == MKC_TOK_CONTROL || t->type[id] == MKC_TOK_USER_DEFINED))
-      t->eog[id] = 1;
+    int id = control_named(t, EOG_NAMES[k]);
+    if (id >= 0) t->eog[id] = 1;
   }
+  /* gpt-oss's harmony: <|end|> closes a message (the reasoning, before the
+   * reply), <|return|> and <|call|> end the answer (llama.cpp decides the same
+   * way) */
+  int end = control_named(t, "<|end|>");
+  if (end >= 0 && control_named(t, "<|return|>") >= 0 && control_named(t, "<|call|>") >= 0)
+    t->eog[end] = 0;
 }
 
 static const char *const PRE_NAMES[] = {"", "gpt2", "llama3", "qwen2", "smollm", "tekken", "gpt4o"};

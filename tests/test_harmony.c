@@ -1,0 +1,289 @@
+/* gpt-oss's harmony format (runtime/model/harmony.h) on a small byte-level
+ * vocabulary with the format's control tokens: which tokens end generation
+ * (<|return|> and <|call|>, not <|end|>, as llama.cpp decides; <|end|> still
+ * does in a vocabulary without both), the chat rendering read back as those
+ * control tokens, and answers written by hand from OpenAI's harmony
+ * description split into header, reasoning and reply, one token at a time as
+ * a chat streams them, with mkc chat's printed view; and mkc serve's answers
+ * to such a chat (OpenAI's reasoning_content, ollama's thinking; whole and
+ * streamed) read back from the socket they are written to. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "check.h"
+#include "cli/serve_answer.h"
+#include "model/chat_template.h"
+#include "model/harmony.h"
+#include "tokenizer/impl.h"
+#include "tokenizer/tokenizer.h"
+#include "tokenizer/utf8.h"
+
+static const char *const SPECIALS[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>",
+                                       "<|end|>",   "<|return|>",  "<|call|>",    "<|endoftext|>"};
+#define N_SPECIALS ((int)(sizeof SPECIALS / sizeof *SPECIALS))
+
+/* The 256 byte tokens, then the specials from `from` on but `without`. */
+static mkc_tokenizer *vocabulary(const char *without) {
+  cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
+  cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+  cJSON_AddArrayToObject(model, "merges");
+  cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
+  cJSON_AddStringToObject(model, "type", "BPE");
+  for (int b = 0; b < 256; b++) {
+    char c[5];
+    c[mkc_utf8_put(mkc_bpe_byte_char(b), c)] = '\0';
+    cJSON_AddNumberToObject(vocab, c, b);
+  }
+  int id = 256;
+  for (int k = 0; k < N_SPECIALS; k++) {
+    if (without && strcmp(SPECIALS[k], without) == 0) continue;
+    cJSON_AddNumberToObject(vocab, SPECIALS[k], id);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "id", id++);
+    cJSON_AddStringToObject(t, "content", SPECIALS[k]);
+    cJSON_AddBoolToObject(t, "special", 1);
+    cJSON_AddItemToArray(added, t);
+  }
+  cJSON_AddItemToObject(root, "pre_tokenizer",
+                        cJSON_Parse("{\"type\": \"ByteLevel\", \"add_prefix_space\": false}"));
+  char *json = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  mkc_tokenizer *t = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, "harmony") : NULL;
+  free(json);
+  return t;
+}
+
+static int id_of(const mkc_tokenizer *t, const char *s) {
+  return mkc_tokenizer_find(t, s, strlen(s));
+}
+
+static void test_eog(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!CHECK(t != NULL, "a vocabulary with harmony's control tokens loads")) return;
+  CHECK(mkc_tokenizer_is_eog(t, id_of(t, "<|return|>")) &&
+            mkc_tokenizer_is_eog(t, id_of(t, "<|call|>")),
+        "<|return|> and <|call|> end generation");
+  CHECK(!mkc_tokenizer_is_eog(t, id_of(t, "<|end|>")),
+        "<|end|> does not: it closes the reasoning, and the reply follows");
+  CHECK(!mkc_tokenizer_is_eog(t, id_of(t, "<|message|>")) &&
+            !mkc_tokenizer_is_eog(t, id_of(t, "<|start|>")),
+        "nor do <|message|> and <|start|>");
+  mkc_tokenizer_free(t);
+  t = vocabulary("<|call|>");
+  CHECK(t && mkc_tokenizer_is_eog(t, id_of(t, "<|end|>")),
+        "without <|call|>, <|end|> ends generation (Phi-3's vocabulary has <|end|> alone)");
+  mkc_tokenizer_free(t);
+}
+
+/* The rendering, tokenized as chat does it, holds the control tokens themselves. */
+static void test_rendering(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!t) return;
+  setenv("MKC_CHAT_DATE", "2026-12-02", 1);
+  const mkc_chat_msg msgs[] = {{"user", "Hi"}};
+  char *text = mkc_chat_render(MKC_CHAT_GPT_OSS, msgs, 1, 1);
+  int *ids = NULL, n = text ? mkc_tokenizer_encode(t, text, strlen(text), 0, 1, &ids) : -1;
+  /* <|start|>system<|message|>...<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant */
+  int starts = 0, messages = 0, ends = 0;
+  for (int i = 0; i < n; i++) {
+    starts += ids[i] == id_of(t, "<|start|>");
+    messages += ids[i] == id_of(t, "<|message|>");
+    ends += ids[i] == id_of(t, "<|end|>");
+  }
+  CHECK(n > 9 && ids[0] == id_of(t, "<|start|>") && starts == 3 && messages == 2 && ends == 2 &&
+            ids[n - 10] == id_of(t, "<|start|>"),
+        "the rendering reads back as 3 <|start|>, 2 <|message|>, 2 <|end|>, the cue last");
+  char *back = n >= 0 ? mkc_tokenizer_decode(t, ids, n, 1) : NULL;
+  CHECK(back && strcmp(back, text) == 0, "... and decodes to the same text");
+  free(back);
+  free(ids);
+  free(text);
+  mkc_tokenizer_free(t);
+}
+
+typedef struct split {
+  char parts[3][256]; /* header, reasoning, reply texts */
+  char printed[512];
+} split;
+
+/* answer, tokenized with its control tokens, streamed through a splitter and
+ * the printed view, one token at a time. */
+static int run(const mkc_tokenizer *t, const char *answer, split *s) {
+  memset(s, 0, sizeof *s);
+  mkc_harmony h, hp;
+  if (mkc_harmony_init(&h, t) != 0 || mkc_harmony_init(&hp, t) != 0) return -1;
+  int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
+  if (n < 0) return -1;
+  char *out = NULL;
+  size_t n_out = 0;
+  FILE *f = open_memstream(&out, &n_out);
+  mkc_detok d;
+  mkc_detok_init(&d, t, 0);
+  for (int i = 0; i <= n; i++) {
+    char piece[MKC_DETOK_MAX];
+    int id = i < n ? ids[i] : -1; /* then the detokenizer's flush */
+    size_t k = i < n ? mkc_detok_push(&d, id, piece, sizeof piece)
+                     : mkc_detok_flush(&d, piece, sizeof piece);
+    int part = mkc_harmony_push(&h, id, piece, k);
+    strncat(s->parts[part], piece, k);
+    mkc_harmony_print(&hp, id, piece, k, f);
+  }
+  fclose(f);
+  snprintf(s->printed, sizeof s->printed, "%s", out ? out : "");
+  free(out);
+  free(ids);
+  return 0;
+}
+
+static void expect_split(const mkc_tokenizer *t, const char *answer, const char *reasoning,
+                         const char *reply, const char *printed, const char *what) {
+  split s;
+  if (!CHECK(run(t, answer, &s) == 0, "%s: tokenized and split", what)) return;
+  CHECK(strcmp(s.parts[MKC_HARMONY_REASONING], reasoning) == 0, "%s: reasoning '%s' (got '%s')",
+        what, reasoning, s.parts[MKC_HARMONY_REASONING]);
+  CHECK(strcmp(s.parts[MKC_HARMONY_REPLY], reply) == 0, "%s: reply '%s' (got '%s')", what, reply,
+        s.parts[MKC_HARMONY_REPLY]);
+  CHECK(strcmp(s.printed, printed) == 0, "%s: printed as '%s' (got '%s')", what, printed,
+        s.printed);
+}
+
+static void test_split(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!t) return;
+  /* OpenAI's harmony description: after the cue <|start|>assistant, the
+   * reasoning in the analysis channel, then the reply in the final one */
+  expect_split(t,
+               "<|channel|>analysis<|message|>User greets. Reply.<|end|>"
+               "<|start|>assistant<|channel|>final<|message|>Hello!<|return|>",
+               "User greets. Reply.", "Hello!",
+               "Thinking...\nUser greets. Reply.\n...done thinking.\n\nHello!",
+               "reasoning, then the reply");
+  expect_split(t, "<|channel|>final<|message|>Just this.<|return|>", "", "Just this.", "Just this.",
+               "a reply without reasoning");
+  /* a tool call: commentary to a function, its arguments' type constrained */
+  expect_split(t,
+               "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant"
+               "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+               "{\"city\":\"Oslo\"}<|call|>",
+               "Need weather.", "{\"city\":\"Oslo\"}",
+               "Thinking...\nNeed weather.\n...done thinking.\n\n{\"city\":\"Oslo\"}",
+               "a tool call's arguments are the reply; its recipient and type are header");
+  /* text with no header at all (a model that ignores the format) is not lost */
+  expect_split(t, "plain words", "", "plain words", "plain words", "text before any header");
+  /* a name that only starts like analysis is not it */
+  expect_split(t, "<|channel|>analys<|message|>x<|end|>", "", "x", "x",
+               "a channel named 'analys' is not the reasoning");
+  /* the answer cut short inside the reasoning (-n, Ctrl-C): what came is reasoning */
+  expect_split(t, "<|channel|>analysis<|message|>Thinking ab", "Thinking ab", "",
+               "Thinking...\nThinking ab", "an answer cut inside its reasoning");
+  mkc_tokenizer_free(t);
+
+  mkc_harmony h;
+  t = vocabulary("<|channel|>");
+  CHECK(t && mkc_harmony_init(&h, t) == -1, "a vocabulary without <|channel|> is not harmony's");
+  mkc_tokenizer_free(t);
+}
+
+/* What mkc serve writes for answer (a gpt-oss reply's tokens, <|return|>
+ * last) to a chat request of that kind: the HTTP response, malloc'd. */
+static char *serve(const mkc_tokenizer *t, int ollama, int stream, const char *answer) {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return NULL;
+  mkc_api_req r = {.chat = 1, .ollama = ollama, .stream = stream, .top_logprobs = -1};
+  mkc_answer g;
+  int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
+  if (n > 0 && mkc_answer_open(&g, &r, fds[0], t, "gpt-oss", 1, n) == 0) {
+    mkc_answer_harmony(&g);
+    if (stream) mkc_answer_stream_start(&g);
+    for (int i = 0; i < n && !mkc_answer_on_token(&g, ids[i]); i++) {
+    }
+    mkc_answer_flush(&g);
+    mkc_decode_stats st = {0};
+    if (stream)
+      mkc_answer_stream_end(&g, 5, 0, &st);
+    else
+      mkc_answer_respond(&g, 5, 0, &st);
+    mkc_answer_close(&g);
+  }
+  free(ids);
+  close(fds[0]);
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  char buf[4096];
+  for (ssize_t k; (k = read(fds[1], buf, sizeof buf)) > 0;) fwrite(buf, 1, (size_t)k, f);
+  fclose(f);
+  close(fds[1]);
+  return out;
+}
+
+/* The texts at path (a list of names into nested objects) of each JSON
+ * object in the body (one, or one per "data: " event or line), joined. */
+static void joined(const char *response, const char *const *path, char *out, size_t cap) {
+  out[0] = '\0';
+  const char *body = response ? strstr(response, "\r\n\r\n") : NULL;
+  for (const char *line = body ? body + 4 : NULL; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (strncmp(line, "data: ", 6) == 0) line += 6, len -= 6;
+    cJSON *root = cJSON_ParseWithLength(line, len), *o = root;
+    for (int k = 0; o && path[k]; k++) {
+      cJSON *item = cJSON_GetObjectItemCaseSensitive(o, path[k]);
+      if (cJSON_IsArray(item)) item = cJSON_GetArrayItem(item, 0);
+      if (!path[k + 1] && cJSON_IsString(item))
+        strncat(out, item->valuestring, cap - strlen(out) - 1);
+      if (!item) break;
+      o = item;
+    }
+    cJSON_Delete(root);
+    line = end ? end + 1 : NULL;
+  }
+}
+
+static void test_serve(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!t) return;
+  const char *answer = "<|channel|>analysis<|message|>User greets.<|end|><|start|>assistant"
+                       "<|channel|>final<|message|>Hello!<|return|>";
+  static const struct {
+    int ollama, stream;
+    const char *name;
+    const char *const reasoning[5], *const content[5];
+  } KINDS[] = {
+      {0,
+       0,
+       "OpenAI's chat",
+       {"choices", "message", "reasoning_content"},
+       {"choices", "message", "content"}},
+      {0,
+       1,
+       "OpenAI's chat, streamed",
+       {"choices", "delta", "reasoning_content"},
+       {"choices", "delta", "content"}},
+      {1, 0, "ollama's chat", {"message", "thinking"}, {"message", "content"}},
+      {1, 1, "ollama's chat, streamed", {"message", "thinking"}, {"message", "content"}},
+  };
+  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    char *response = serve(t, KINDS[k].ollama, KINDS[k].stream, answer);
+    char reasoning[256], content[256];
+    joined(response, KINDS[k].reasoning, reasoning, sizeof reasoning);
+    joined(response, KINDS[k].content, content, sizeof content);
+    CHECK(strcmp(reasoning, "User greets.") == 0 && strcmp(content, "Hello!") == 0,
+          "serve, %s: the reasoning 'User greets.' apart from the reply 'Hello!' (got '%s', '%s')",
+          KINDS[k].name, reasoning, content);
+    free(response);
+  }
+  mkc_tokenizer_free(t);
+}
+
+int main(void) {
+  test_eog();
+  test_rendering();
+  test_split();
+  test_serve();
+  return check_done();
+}
