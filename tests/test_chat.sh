@@ -113,8 +113,17 @@ fi
   ok "info and run: context 4096, capped from 8192, raised with --ctx" ||
   fail "info and run: context" "$("$mkc" info -m "$model" | grep context)" "$(cat "$tmp/b.err")"
 expect_error "run: --chat needs a text prompt" \
-  "mkc: error: run: --chat, -sys and --chat-template need a text prompt (-p or -f)" -- \
+  "mkc: error: run: --chat, -sys, --chat-template and --reasoning-effort need a text prompt (-p or -f)" -- \
   run -m "$model" --chat --prompt-ids 1,2
+expect_error "run: a reasoning effort for chatml" \
+  "mkc: error: --reasoning-effort high: the chatml chat template has none to set (gpt-oss's has)" -- \
+  run -m "$model" --reasoning-effort high -p "Hi" -n 1
+expect_error "chat: a reasoning effort for chatml" \
+  "mkc: error: --reasoning-effort low: the chatml chat template has none to set (gpt-oss's has)" -- \
+  chat -m "$model" --reasoning-effort low
+expect_error "serve: a reasoning effort for chatml" \
+  "mkc: error: --reasoning-effort medium: the chatml chat template has none to set (gpt-oss's has)" -- \
+  serve -m "$model" --reasoning-effort medium --port 0
 expect_error "run: -f of a missing file" "mkc: error: -f $tmp/none.txt: No such file or directory" -- \
   run -m "$model" -f "$tmp/none.txt"
 finish

@@ -360,6 +360,37 @@ static void test_rules(void) {
            "<|start|>user<|message|>Hi<|end|><|start|>assistant");
   expect(MKC_CHAT_GPT_OSS, empty_system, 2, 1, want,
          "gpt-oss: an empty system message gives no developer turn");
+  /* the reasoning effort: jinja2's rendering with reasoning_effort = "high" */
+  mkc_chat_opts high = {"high"};
+  char *text = mkc_chat_render_with(MKC_CHAT_GPT_OSS, user_only, 1, 1, &high);
+  CHECK(text && strstr(text, "Current date: 2026-12-02\n\nReasoning: high\n\n# Valid channels") &&
+            !strstr(text, "medium"),
+        "gpt-oss: reasoning effort high is the system turn's");
+  free(text);
+  char why[256];
+  mkc_chat_opts max = {"max"};
+  CHECK(mkc_chat_check_opts(MKC_CHAT_GPT_OSS, &max, why, sizeof why) == -1 &&
+            strcmp(why, "gpt-oss's are low, medium and high") == 0,
+        "gpt-oss: a level not its is refused: %s", why);
+  CHECK(mkc_chat_check_opts(MKC_CHAT_CHATML, &high, why, sizeof why) == -1 &&
+            strcmp(why, "the chatml chat template has none to set (gpt-oss's has)") == 0,
+        "chatml: a reasoning effort is refused: %s", why);
+  CHECK(mkc_chat_check_opts(MKC_CHAT_UNKNOWN, &high, why, sizeof why) == -1 &&
+            strcmp(why, "the model's chat template has none to set (gpt-oss's has)") == 0,
+        "an unknown template: a reasoning effort is refused: %s", why);
+  mkc_chat_opts none = {NULL};
+  CHECK(mkc_chat_check_opts(MKC_CHAT_CHATML, &none, why, sizeof why) == 0 &&
+            mkc_chat_check_opts(MKC_CHAT_CHATML, NULL, why, sizeof why) == 0,
+        "no reasoning effort: every template takes that");
+  check_stderr_begin();
+  text = mkc_chat_render_with(MKC_CHAT_LLAMA3, user_only, 1, 1, &high);
+  char *err = check_stderr_end();
+  CHECK(!text && err &&
+            strcmp(err, "mkc: error: chat: reasoning effort 'high': the llama3 chat template has "
+                        "none to set (gpt-oss's has)\n") == 0,
+        "rendering with an option the family does not take is refused");
+  free(text);
+  free(err);
   /* the date: today's, local, when MKC_CHAT_DATE is unset (read before and after, for midnight) */
   char *fixed = getenv("MKC_CHAT_DATE") ? strdup(getenv("MKC_CHAT_DATE")) : NULL;
   unsetenv("MKC_CHAT_DATE");

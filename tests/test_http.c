@@ -135,6 +135,31 @@ static void requests(void) {
                 -1 &&
             strstr(why, "response_format: only"),
         "response_format json_schema refused: %s", why);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"reasoning_effort\": "
+            "\"high\"}",
+            1, &r, why) == 0 &&
+            r.reasoning_effort && strcmp(r.reasoning_effort, "high") == 0 && r.think == -1,
+        "reasoning_effort is taken (the template checks its level), think not given");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\"}", 0, &r, why) == 0 && !r.reasoning_effort && r.think == -1,
+        "no reasoning_effort, no think");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"reasoning_effort\": 2}", 0, &r, why) == -1 &&
+            strstr(why, "reasoning_effort: expected a string"),
+        "reasoning_effort not a string refused: %s", why);
+  CHECK(ollama("{\"prompt\": \"a\", \"think\": \"low\"}", 0, &r, why) == 0 && r.reasoning_effort &&
+            strcmp(r.reasoning_effort, "low") == 0 && r.think == -1,
+        "ollama's think as a level is the reasoning effort");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"think\": false}", 0, &r, why) == 0 && !r.reasoning_effort &&
+            r.think == 0,
+        "ollama's think false");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\"}", 0, &r, why) == 0 && r.think == -1, "ollama: no think given");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"think\": 1}", 0, &r, why) == -1 &&
+            strstr(why, "think: expected true, false or a level"),
+        "ollama's think as a number refused: %s", why);
   CHECK(api("{\"prompt\": \"a\", \"logit_bias\": [1]}", 0, &r, why) == -1 &&
             strstr(why, "logit_bias"),
         "logit_bias not an object refused: %s", why);

@@ -400,6 +400,15 @@ elif start smollm2 -m "$model" --backend cpu; then
     '{"messages": [{"role": "tool", "content": "a"}]}'
   refused "SmolLM2: an image part" 400 "only text parts" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
+  refused "SmolLM2: a reasoning effort (chatml has none)" 400 \
+    "reasoning_effort 'high': the chatml chat template has none to set (gpt-oss's has)" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}], "reasoning_effort": "high"}'
+  call POST /api/chat '{"messages": [{"role": "user", "content": "a"}], "think": true, "stream": false}'
+  [ "$status" = 400 ] && [ "$(get error)" = "think: the chatml chat template does not reason" ] \
+    && ok "SmolLM2: ollama's think true refused (chatml does not reason)" || fail "ollama think true" "$(cat "$tmp/ans")"
+  refused "SmolLM2: a reasoning effort on a completion" 400 \
+    "reasoning_effort: the prompt is not put in a chat template (a chat request's is)" POST /v1/completions \
+    '{"prompt": "a", "reasoning_effort": "low"}'
 
   # ollama's chat and generate: a stream of lines by default
   python3 "$client" "$port" ndjson /api/chat \

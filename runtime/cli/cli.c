@@ -79,6 +79,7 @@ static const struct {
     {"-f", offsetof(mkc_cli, prompt_file)},
     {"--system-prompt", offsetof(mkc_cli, system_prompt)},
     {"--chat-template", offsetof(mkc_cli, chat_template)},
+    {"--reasoning-effort", offsetof(mkc_cli, reasoning_effort)},
     {"--batch", offsetof(mkc_cli, batch_file)},
     {"--host", offsetof(mkc_cli, host)},
     {"--api-key", offsetof(mkc_cli, api_key)},

@@ -23,20 +23,21 @@ typedef struct mkc_cli {
   unsigned sampling_set;
   const char *positional; /* gen GRAPH, compile KERNEL */
   /* Text prompts and chat (llama.cpp's spellings) */
-  const char *prompt_file;   /* -f FILE: the prompt read from a file */
-  const char *system_prompt; /* -sys/--system-prompt TEXT (chat) */
-  const char *chat_template; /* --chat-template NAME: overrides the model's */
-  int chat;                  /* --chat: run applies the chat template to -p */
-  int ignore_eos;            /* --ignore-eos: generate past end-of-generation tokens */
-  int no_display_prompt;     /* --no-display-prompt: print only the completion */
-  int verbose;               /* --verbose: chat prints each turn's stats */
-  int json;                  /* --json: run prints JSON lines, one per generated token */
-  int draft_min;             /* --draft-min K: the adaptive depth's floor */
-  int draft_adaptive;        /* --draft-adaptive: the depth follows the acceptance rate */
-  int rounds;                /* --rounds R: decode rounds per kernel launch (0: 1) */
-  int dequant;               /* --dequant: the model's quantized matrices widened to bf16 */
-  int depth;                 /* bench -d/--n-depth N: tokens in the cache before each test */
-  int stages;                /* bench --stages: a kernel with stage timers, and their table */
+  const char *prompt_file;      /* -f FILE: the prompt read from a file */
+  const char *system_prompt;    /* -sys/--system-prompt TEXT (chat) */
+  const char *chat_template;    /* --chat-template NAME: overrides the model's */
+  const char *reasoning_effort; /* --reasoning-effort LEVEL: gpt-oss's template's */
+  int chat;                     /* --chat: run applies the chat template to -p */
+  int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
+  int no_display_prompt;        /* --no-display-prompt: print only the completion */
+  int verbose;                  /* --verbose: chat prints each turn's stats */
+  int json;                     /* --json: run prints JSON lines, one per generated token */
+  int draft_min;                /* --draft-min K: the adaptive depth's floor */
+  int draft_adaptive;           /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;                   /* --rounds R: decode rounds per kernel launch (0: 1) */
+  int dequant;                  /* --dequant: the model's quantized matrices widened to bf16 */
+  int depth;                    /* bench -d/--n-depth N: tokens in the cache before each test */
+  int stages;                   /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */

@@ -60,6 +60,17 @@ int mkc_conversation_init(mkc_conversation *c, const mkc_tokenizer *tok, int fam
   return system ? add_msg(c, "system", system) : 0;
 }
 
+int mkc_conversation_effort(mkc_conversation *c, const char *level) {
+  mkc_chat_opts o = {.reasoning_effort = level};
+  char why[256];
+  if (mkc_chat_check_opts(c->family, &o, why, sizeof why) != 0) {
+    fprintf(stderr, "mkc: error: --reasoning-effort %s: %s\n", level, why);
+    return -1;
+  }
+  c->opts = o;
+  return 0;
+}
+
 /* text -> ids appended to the history; BOS first when the history is empty
  * and the model wants one the text does not already spell. */
 static int append_tokens(mkc_conversation *c, const char *text) {
@@ -77,7 +88,7 @@ static int append_tokens(mkc_conversation *c, const char *text) {
 int mkc_conversation_user(mkc_conversation *c, const char *content, int *n_kept) {
   *n_kept = c->n_hist;
   if (add_msg(c, "user", content) != 0) return -1;
-  char *full = mkc_chat_render(c->family, c->msgs, c->n_msgs, 1);
+  char *full = mkc_chat_render_with(c->family, c->msgs, c->n_msgs, 1, &c->opts);
   if (!full) return -1;
   size_t seen = strlen(c->text);
   int rc;

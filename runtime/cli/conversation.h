@@ -17,12 +17,17 @@ typedef struct mkc_conversation {
   char *text; /* what hist spells: every rendering so far plus the answers */
   int *hist;  /* the tokens the model has read or written, in order */
   int n_hist, cap_hist;
+  mkc_chat_opts opts; /* the template's options (gpt-oss's reasoning effort); set after init */
 } mkc_conversation;
 
 /* An empty conversation in family's format, opened by a system message when
  * system is non-NULL. 0, or -1 after a message. */
 int mkc_conversation_init(mkc_conversation *c, const mkc_tokenizer *tok, int family,
                           const char *system);
+
+/* Sets the template's reasoning effort (--reasoning-effort LEVEL; NULL:
+ * its default). 0, or -1 after a message naming the flag. */
+int mkc_conversation_effort(mkc_conversation *c, const char *level);
 
 /* Adds a user message and the tokens that bring the model to the start of its
  * answer. *n_kept: how many of the earlier tokens stay as they were (all of

@@ -22,11 +22,44 @@ static int in_vocab(const int *ids, int n, int vocab, const char *what, char *wh
   return 1;
 }
 
+/* The template's options for r: the reasoning effort (the request's, else
+ * --reasoning-effort) checked against the template, and ollama's think true
+ * or false against whether the template reasons. 0, or -1 with the 400
+ * message. */
+static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *o, char *why,
+                     size_t cap) {
+  const char *name = mkc_chat_family_name(sv->family);
+  int reasons = sv->family == MKC_CHAT_GPT_OSS || sv->family == MKC_CHAT_QWEN3 ||
+                sv->family == MKC_CHAT_DEEPSEEK_R1;
+  if (r->think == 1 && !reasons) {
+    snprintf(why, cap, "think: the %s chat template does not reason", name);
+    return -1;
+  }
+  if (r->think == 0 && reasons) {
+    snprintf(why, cap, "think: false: the %s chat template's reasoning cannot be turned off", name);
+    return -1;
+  }
+  *o = (mkc_chat_opts){r->reasoning_effort ? r->reasoning_effort : sv->c->reasoning_effort};
+  char w[256];
+  if (mkc_chat_check_opts(sv->family, o, w, sizeof w) != 0) {
+    snprintf(why, cap, "%s '%s': %s", r->ollama ? "think" : "reasoning_effort", o->reasoning_effort,
+             w);
+    return -1;
+  }
+  return 0;
+}
+
 /* The prompt's tokens for the request, or NULL with the 400 message. */
 static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
   const int vocab = sv->m->g.vocab;
   *n = 0;
+  if ((r->reasoning_effort || r->think >= 0) &&
+      !(r->chat || (r->ollama && !r->raw && sv->family >= 0))) {
+    snprintf(why, cap, "%s: the prompt is not put in a chat template%s",
+             r->ollama ? "think" : "reasoning_effort", r->ollama ? "" : " (a chat request's is)");
+    return NULL;
+  }
   if (r->prompt_ids) {
     if (!in_vocab(r->prompt_ids, r->n_prompt_ids, vocab, "prompt", why, cap)) return NULL;
     int *ids = malloc((size_t)r->n_prompt_ids * sizeof *ids);
@@ -69,7 +102,9 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
       snprintf(why, cap, "messages: the last message must be the user's");
       return NULL;
     }
-    text = mkc_chat_render(sv->family, r->msgs, r->n_msgs, 1);
+    mkc_chat_opts o;
+    if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
+    text = mkc_chat_render_with(sv->family, r->msgs, r->n_msgs, 1, &o);
     if (!text) {
       snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
                mkc_chat_family_name(sv->family));
@@ -78,7 +113,9 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
   } else if (r->ollama && !r->raw && sv->family >= 0) {
     /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
     mkc_chat_msg msgs[2] = {{"system", r->system}, {"user", r->prompt}};
-    text = mkc_chat_render(sv->family, msgs + !r->system, 1 + !!r->system, 1);
+    mkc_chat_opts o;
+    if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
+    text = mkc_chat_render_with(sv->family, msgs + !r->system, 1 + !!r->system, 1, &o);
     if (!text) {
       snprintf(why, cap, "the %s template cannot render the prompt (the server's log says why)",
                mkc_chat_family_name(sv->family));

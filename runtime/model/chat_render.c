@@ -63,6 +63,7 @@ typedef struct chat {
   const char *system;
   const mkc_chat_msg *turns;
   int n, add_assistant;
+  const char *effort; /* gpt-oss's reasoning effort, or NULL */
 } chat;
 
 static int is_user(int i) { return i % 2 == 0; }
@@ -319,8 +320,10 @@ static void render_gpt_oss(text *t, const chat *c) {
   put(t, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
          "Knowledge cutoff: 2024-06\nCurrent date: ");
   put_today(t);
-  put(t, "\n\nReasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel must be "
-         "included for every message.<|end|>");
+  put(t, "\n\nReasoning: ");
+  put(t, c->effort ? c->effort : "medium");
+  put(t, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every "
+         "message.<|end|>");
   if (c->system && *c->system) {
     put(t, "<|start|>developer<|message|># Instructions\n\n");
     put(t, c->system);
@@ -414,14 +417,40 @@ static int check(const mkc_chat_msg *msgs, int n, chat *c) {
   return 0;
 }
 
+int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap) {
+  const char *e = o ? o->reasoning_effort : NULL;
+  if (!e) return 0;
+  if (family != MKC_CHAT_GPT_OSS) {
+    snprintf(why, cap, "the %s chat template has none to set (gpt-oss's has)",
+             mkc_chat_family_name(family) ? mkc_chat_family_name(family) : "model's");
+    return -1;
+  }
+  if (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high")) {
+    snprintf(why, cap, "gpt-oss's are low, medium and high");
+    return -1;
+  }
+  return 0;
+}
+
 char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant) {
+  return mkc_chat_render_with(family, msgs, n, add_assistant, NULL);
+}
+
+char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_assistant,
+                           const mkc_chat_opts *o) {
   chat c;
   if (!mkc_chat_family_name(family)) {
     fprintf(stderr, "mkc: error: chat: no template family %d (one of: %s)\n", family,
             mkc_chat_family_names());
     return NULL;
   }
+  char why[256];
+  if (mkc_chat_check_opts(family, o, why, sizeof why) != 0) {
+    fprintf(stderr, "mkc: error: chat: reasoning effort '%s': %s\n", o->reasoning_effort, why);
+    return NULL;
+  }
   if (check(msgs, n, &c) != 0) return NULL;
+  c.effort = o ? o->reasoning_effort : NULL;
   if (family == MKC_CHAT_GPT_OSS && check_gpt_oss(&c, (int)(c.turns - msgs)) != 0) return NULL;
   c.add_assistant = add_assistant;
   const family_renderer *r = &RENDERERS[family];

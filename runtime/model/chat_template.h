@@ -80,6 +80,22 @@ const char *mkc_chat_family_names(void);
  * from day to day). */
 char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant);
 
+/* What some families' templates take besides the messages. reasoning_effort:
+ * gpt-oss's "low", "medium" or "high" (NULL: its template's "medium"). */
+typedef struct mkc_chat_opts {
+  const char *reasoning_effort;
+} mkc_chat_opts;
+
+/* mkc_chat_render with o (NULL: none); an option the family does not take is
+ * an error (mkc_chat_check_opts's message). */
+char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_assistant,
+                           const mkc_chat_opts *o);
+
+/* 0 when family takes o, else -1 with why filled (what is wrong with the
+ * reasoning effort, for a message that names it): a template without one, a
+ * level not its. */
+int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap);
+
 /* The family the CLI uses for a model: override_name when not NULL (an
  * unknown name is an error naming --chat-template and the known names),
  * else the family of model_template, the model's template text (an error

@@ -229,6 +229,11 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
     return bad(why, cap,
                "logit_bias: per-token biases are not offered (the kernel samples on the device "
                "and takes none)");
+  const cJSON *effort = cJSON_GetObjectItemCaseSensitive(root, "reasoning_effort");
+  if (effort && !cJSON_IsNull(effort)) {
+    if (!cJSON_IsString(effort)) return bad(why, cap, "reasoning_effort: expected a string");
+    r->reasoning_effort = effort->valuestring; /* checked against the template when rendered */
+  }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
@@ -264,6 +269,7 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
   memset(r, 0, sizeof *r);
   r->chat = chat;
+  r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
   int rc = 0;
@@ -306,6 +312,15 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "tools")) > 0)
     return bad(why, cap, "tools: tool calling is not offered");
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
+  /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
+  const cJSON *think = cJSON_GetObjectItemCaseSensitive(root, "think");
+  r->think = -1;
+  if (cJSON_IsString(think))
+    r->reasoning_effort = think->valuestring;
+  else if (cJSON_IsBool(think))
+    r->think = cJSON_IsTrue(think);
+  else if (think && !cJSON_IsNull(think))
+    return bad(why, cap, "think: expected true, false or a level (\"low\", \"medium\", \"high\")");
   r->max_tokens = -1;
   r->top_logprobs = -1;
   const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
@@ -328,6 +343,7 @@ int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, c
   memset(r, 0, sizeof *r);
   r->chat = chat;
   r->ollama = 1;
+  r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
   int rc = !root                   ? bad(why, cap, "the body is not JSON")

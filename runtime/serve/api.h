@@ -43,6 +43,11 @@ typedef struct mkc_api_req {
    * token ids an earlier answer returned, which the prompt continues) */
   int ollama, raw;
   const char *system;
+  /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
+   * a level ("low", ...; NULL: not given); ollama's think as true or false
+   * (-1: not given) */
+  const char *reasoning_effort;
+  int think;
   int *context;
   int n_context;
   void *root; /* the cJSON tree */
