@@ -15,6 +15,7 @@
 #include "interrupt.h"
 #include "loaded.h"
 #include "logprobs.h"
+#include "model/harmony.h"
 #include "run_batch.h"
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
@@ -103,7 +104,16 @@ typedef struct stream {
   int eog;        /* generation ended on such a token */
   int json;       /* --json: a JSON line per token instead of the text */
   int logprobs;   /* --logprobs N: printed by on_logprobs */
+  int harmony;    /* --chat in gpt-oss's template: h prints the answer's channels */
+  mkc_harmony h;
 } stream;
+
+static void put_text(stream *st, int id, const char *s, size_t n) {
+  if (st->harmony)
+    mkc_harmony_print(&st->h, id, s, n, stdout);
+  else
+    fwrite(s, 1, n, stdout);
+}
 
 static int is_eog(const stream *st, int id) {
   return st->tok && !st->ignore_eos && mkc_tokenizer_is_eog(st->tok, id);
@@ -126,8 +136,7 @@ static int on_token(void *ctx, int id) {
   }
   if (!st->tok) return 0; /* ids: printed at the end */
   char buf[MKC_DETOK_MAX];
-  size_t n = mkc_detok_push(&st->detok, id, buf, sizeof buf);
-  fwrite(buf, 1, n, stdout);
+  put_text(st, id, buf, mkc_detok_push(&st->detok, id, buf, sizeof buf));
   fflush(stdout);
   return 0;
 }
@@ -153,7 +162,7 @@ static char *prompt_text(const mkc_cli *c) {
 
 /* The prompt as token ids: the text through the model's tokenizer (in its
  * chat template with --chat), else --prompt-ids, else token 1. */
-static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
+static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, int *family) {
   if (!c->prompt && !c->prompt_file)
     return mkc_parse_ids(c->prompt_ids ? c->prompt_ids : "1", m->g.vocab, n, "--prompt-ids");
   const mkc_tokenizer *tok = m->file.tok;
@@ -167,10 +176,10 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n) {
   int *ids = NULL;
   *n = -1;
   if (c->chat) {
-    int family = mkc_chat_family_for(c->model_path, m->file.chat_template, c->chat_template);
+    *family = mkc_chat_family_for(c->model_path, m->file.chat_template, c->chat_template);
     mkc_conversation conv;
     int kept;
-    if (family >= 0 && mkc_conversation_init(&conv, tok, family, c->system_prompt) == 0) {
+    if (*family >= 0 && mkc_conversation_init(&conv, tok, *family, c->system_prompt) == 0) {
       if (mkc_conversation_effort(&conv, c->reasoning_effort) == 0 &&
           mkc_conversation_user(&conv, text, &kept) == 0) {
         *n = conv.n_hist;
@@ -366,7 +375,8 @@ int mkc_cmd_run(int argc, char **argv) {
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
   if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
-  prompt = prompt_tokens(&c, &m, &n_prompt);
+  int family = MKC_CHAT_UNKNOWN;
+  prompt = prompt_tokens(&c, &m, &n_prompt, &family);
   if (!prompt) goto done;
   if (n_prompt > m.g.max_ctx) {
     fprintf(stderr,
@@ -395,6 +405,9 @@ int mkc_cmd_run(int argc, char **argv) {
                  .ignore_eos = c.ignore_eos,
                  .json = c.json,
                  .logprobs = sampling.logprobs};
+  /* gpt-oss's answer as mkc chat prints it: its reasoning, then its reply */
+  text.harmony =
+      text.tok && !c.json && family == MKC_CHAT_GPT_OSS && mkc_harmony_init(&text.h, text.tok) == 0;
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
@@ -424,6 +437,7 @@ int mkc_cmd_run(int argc, char **argv) {
       size_t n = mkc_detok_push_shown(&text.detok, prompt[i], buf, sizeof buf);
       if (!c.no_display_prompt) fwrite(buf, 1, n, stdout);
     }
+    if (text.harmony && !c.no_display_prompt) fputs("\n", stdout); /* after the cue */
     fflush(stdout);
   }
   mkc_decode_stats st;
@@ -432,7 +446,7 @@ int mkc_cmd_run(int argc, char **argv) {
     print_json_stats(n_prompt, &st, mkc_stop_reason(&st, text.eog, mkc_interrupted, open_ended));
   } else if (text.tok) {
     char tail[MKC_DETOK_MAX];
-    fwrite(tail, 1, mkc_detok_flush(&text.detok, tail, sizeof tail), stdout);
+    put_text(&text, -1, tail, mkc_detok_flush(&text.detok, tail, sizeof tail));
     printf("\n");
   } else {
     for (int i = 0; i < st.generated; i++) printf(i ? " %d" : "%d", out[i]);
