@@ -14,7 +14,7 @@
 #include "exec/decode.h"
 #include "interrupt.h"
 #include "loaded.h"
-#include "model/harmony.h"
+#include "model/reasoning.h"
 #include "stop_reason.h"
 
 static const char USAGE[] =
@@ -45,16 +45,17 @@ static int check_flags(const mkc_cli *c) {
 }
 
 /* One answer streamed: printed as it comes, its ids kept (an
- * end-of-generation token last, unprinted). A harmony answer (gpt-oss)
- * prints its reasoning between "Thinking..." and "...done thinking.", its
- * headers not at all, and keeps its reply's text for the conversation. */
+ * end-of-generation token last, unprinted). A model that reasons first
+ * (reasoning.h: gpt-oss, qwen3, deepseek-r1) has its reasoning printed
+ * between "Thinking..." and "...done thinking." and its reply's text kept
+ * alone for the conversation. */
 typedef struct answer {
   const mkc_tokenizer *tok;
   mkc_detok detok;
   int eog;
-  int harmony; /* a gpt-oss conversation: h splits the answer */
-  mkc_harmony h;
-  char *reply; /* the reply's text (harmony), malloc'd */
+  int split; /* r splits the answer */
+  mkc_reasoning r;
+  char *reply; /* the reply's text (split), malloc'd */
   size_t n_reply;
   int oom;
 } answer;
@@ -72,11 +73,11 @@ static void keep_reply(answer *a, const char *s, size_t n) {
 }
 
 static void show(answer *a, int id, const char *s, size_t n) {
-  if (!a->harmony) {
+  if (!a->split) {
     fwrite(s, 1, n, stdout);
     return;
   }
-  if (mkc_harmony_print(&a->h, id, s, n, stdout) == MKC_HARMONY_REPLY) keep_reply(a, s, n);
+  if (mkc_reasoning_print(&a->r, id, &s, &n, stdout) == MKC_HARMONY_REPLY) keep_reply(a, s, n);
 }
 
 static int on_token(void *ctx, int id) {
@@ -158,14 +159,9 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
   if (n_gen > room) n_gen = room;
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   if (!out) return -1;
-  answer a = {.tok = m->file.tok, .harmony = conv->family == MKC_CHAT_GPT_OSS};
+  answer a = {.tok = m->file.tok};
   mkc_detok_init(&a.detok, a.tok, 0);
-  if (a.harmony && mkc_harmony_init(&a.h, a.tok) != 0) {
-    fprintf(stderr, "mkc: error: the gpt-oss chat template needs the vocabulary's <|channel|> and "
-                    "<|message|> tokens\n");
-    free(out);
-    return -1;
-  }
+  a.split = mkc_reasoning_init(&a.r, conv->family, a.tok) == 0;
   int eog_ids[MKC_ROUND_STOPS], n_eog = mkc_tokenizer_eog_ids(a.tok, eog_ids, MKC_ROUND_STOPS);
   if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
   mkc_decode_opts o = {.draft_max = c->draft_max,
@@ -190,9 +186,9 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
     int interrupted = mkc_interrupted;
     mkc_interrupted = 0;
     int n_hist = conv->n_hist;
-    /* The answer's text without its end-of-generation token (harmony: its reply). */
-    char *text = a.harmony ? NULL : mkc_tokenizer_decode(a.tok, out, st.generated - a.eog, 0);
-    const char *said = a.harmony ? (a.reply ? a.reply : "") : text;
+    /* The answer's text without its end-of-generation token (split: its reply). */
+    char *text = a.split ? NULL : mkc_tokenizer_decode(a.tok, out, st.generated - a.eog, 0);
+    const char *said = a.split ? (a.reply ? a.reply : "") : text;
     rc = a.oom || !said ? -1 : mkc_conversation_answer(conv, out, st.generated, said);
     if (a.oom) fprintf(stderr, "mkc: error: out of memory in the chat\n");
     free(text);

@@ -15,7 +15,7 @@
 #include "interrupt.h"
 #include "loaded.h"
 #include "logprobs.h"
-#include "model/harmony.h"
+#include "model/reasoning.h"
 #include "run_batch.h"
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
@@ -104,13 +104,13 @@ typedef struct stream {
   int eog;        /* generation ended on such a token */
   int json;       /* --json: a JSON line per token instead of the text */
   int logprobs;   /* --logprobs N: printed by on_logprobs */
-  int harmony;    /* --chat in gpt-oss's template: h prints the answer's channels */
-  mkc_harmony h;
+  int split;      /* --chat with a model that reasons first: r prints its parts */
+  mkc_reasoning r;
 } stream;
 
 static void put_text(stream *st, int id, const char *s, size_t n) {
-  if (st->harmony)
-    mkc_harmony_print(&st->h, id, s, n, stdout);
+  if (st->split)
+    mkc_reasoning_print(&st->r, id, &s, &n, stdout);
   else
     fwrite(s, 1, n, stdout);
 }
@@ -405,9 +405,8 @@ int mkc_cmd_run(int argc, char **argv) {
                  .ignore_eos = c.ignore_eos,
                  .json = c.json,
                  .logprobs = sampling.logprobs};
-  /* gpt-oss's answer as mkc chat prints it: its reasoning, then its reply */
-  text.harmony =
-      text.tok && !c.json && family == MKC_CHAT_GPT_OSS && mkc_harmony_init(&text.h, text.tok) == 0;
+  /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
+  text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
@@ -437,7 +436,7 @@ int mkc_cmd_run(int argc, char **argv) {
       size_t n = mkc_detok_push_shown(&text.detok, prompt[i], buf, sizeof buf);
       if (!c.no_display_prompt) fwrite(buf, 1, n, stdout);
     }
-    if (text.harmony && !c.no_display_prompt) fputs("\n", stdout); /* after the cue */
+    if (text.split && !c.no_display_prompt) fputs("\n", stdout); /* after the cue */
     fflush(stdout);
   }
   mkc_decode_stats st;

@@ -172,7 +172,7 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) 
  * (llama-server's and DeepSeek's name), ollama's thinking. */
 static int reasoning_chunk(mkc_answer *g, const char *text, size_t n) {
   if (g->r->ollama) return send_object(g, ollama_object(g, "", 0, text, n, 0));
-  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice); /* a chat's: harmony.h */
+  cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice); /* a chat's: reasoning.h */
   cJSON_AddItemToObject(cJSON_AddObjectToObject(choice, "delta"), "reasoning_content",
                         mkc_json_text(text, n));
   cJSON_AddNullToObject(choice, "finish_reason");
@@ -200,12 +200,15 @@ static void stream_out(mkc_answer *g, int all) {
   g->sent = safe;
 }
 
-/* Whether text[0..n), token id's, is the reply's: a harmony answer's
- * reasoning goes to its own text (and stream), its headers nowhere. */
-static int reply_part(mkc_answer *g, int id, const char *text, size_t n) {
-  if (!g->harmony) return 1;
-  int part = mkc_harmony_push(&g->h, id, text, n);
+/* Whether *text[0..*n), token id's, is the reply's (*text, *n past the
+ * whitespace that opens a part): a split answer's reasoning goes to its own
+ * text (and stream), its headers and tags nowhere. */
+static int reply_part(mkc_answer *g, int id, const char **at, size_t *len) {
+  if (!g->split) return 1;
+  int part = mkc_reasoning_push(&g->rs, id, at, len);
   if (part != MKC_HARMONY_REASONING) return part == MKC_HARMONY_REPLY;
+  const char *text = *at;
+  size_t n = *len;
   if (g->reasoning_len + n + 1 > g->reasoning_cap) {
     size_t cap = (g->reasoning_len + n + 1) * 2;
     char *t = realloc(g->reasoning, cap);
@@ -243,10 +246,11 @@ int mkc_answer_on_token(void *ctx, int id) {
   char buf[MKC_DETOK_MAX];
   size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
                     : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
-  if (!reply_part(g, id, buf, n)) return g->gone;
+  const char *piece = buf;
+  if (!reply_part(g, id, &piece, &n)) return g->gone;
   /* a stop string may begin in the pieces before this one */
   size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
-  if (append(g, buf, n) != 0) return 1;
+  if (append(g, piece, n) != 0) return 1;
   g->hit_stop = cut_at_stop(g, from);
   stream_out(g, 0);
   /* a whole answer writes nothing until its end: the client's hang-up is seen here */
@@ -324,7 +328,7 @@ static cJSON *logprobs_json(const mkc_answer *g) {
 
 /* The whole answer of a request not streamed. */
 int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
-  const char *thought = g->harmony ? (g->reasoning ? g->reasoning : "") : NULL;
+  const char *thought = g->split ? (g->reasoning ? g->reasoning : "") : NULL;
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, g->text, g->len, thought, g->reasoning_len, 1);
     ollama_done(g, o, st);
@@ -400,11 +404,12 @@ void mkc_answer_flush(mkc_answer *g) {
   char tail[MKC_DETOK_MAX];
   size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
   size_t n = mkc_detok_flush(&g->detok, tail, sizeof tail);
-  if (reply_part(g, -1, tail, n) && append(g, tail, n) == 0) g->hit_stop = cut_at_stop(g, from);
+  const char *piece = tail;
+  if (reply_part(g, -1, &piece, &n) && append(g, piece, n) == 0) g->hit_stop = cut_at_stop(g, from);
 }
 
-void mkc_answer_harmony(mkc_answer *g) {
-  g->harmony = g->tok && mkc_harmony_init(&g->h, g->tok) == 0;
+void mkc_answer_reasoning(mkc_answer *g, int family) {
+  g->split = g->tok && mkc_reasoning_init(&g->rs, family, g->tok) == 0;
 }
 
 void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {

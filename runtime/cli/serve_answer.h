@@ -8,7 +8,7 @@
 #include <cjson/cJSON.h>
 
 #include "exec/decode.h"
-#include "model/harmony.h"
+#include "model/reasoning.h"
 #include "serve/api.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,11 +36,12 @@ typedef struct mkc_answer {
    * caller sets them before the answer ends */
   const int *context;
   int n_context;
-  /* a gpt-oss chat (mkc_answer_harmony): the answer split into its reasoning,
-   * answered as reasoning_content (ollama's: thinking), and its reply, the
-   * text above; the headers are neither */
-  int harmony;
-  mkc_harmony h;
+  /* a model that reasons first (mkc_answer_reasoning): the answer split into
+   * its reasoning, answered as reasoning_content (ollama's: thinking), and
+   * its reply, the text above; gpt-oss's headers and the think tags are
+   * neither */
+  int split;
+  mkc_reasoning rs;
   char *reasoning;
   size_t reasoning_len, reasoning_cap;
 } mkc_answer;
@@ -50,9 +51,10 @@ typedef struct mkc_answer {
 int mkc_answer_open(mkc_answer *a, const mkc_api_req *r, int fd, const mkc_tokenizer *tok,
                     const char *model, long number, int n_gen);
 void mkc_answer_close(mkc_answer *a);
-/* Splits the answer as gpt-oss's harmony format (harmony.h), for a prompt in
- * its chat template; nothing changes where the vocabulary is not harmony's. */
-void mkc_answer_harmony(mkc_answer *a);
+/* Splits the answer into reasoning and reply (reasoning.h), for a prompt in
+ * the chat template of family; nothing changes for a family that does not
+ * reason first, or a vocabulary without its tokens. */
+void mkc_answer_reasoning(mkc_answer *a, int family);
 
 /* The decode loop's callbacks (mkc_decode_opts.on_token, on_logprobs; ctx:
  * the answer). on_token stops generation at an end-of-generation token, a

@@ -209,9 +209,8 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     snprintf(why, cap, "out of memory");
     return 500;
   }
-  /* a prompt in gpt-oss's template is answered in its channels */
-  if (sv->family == MKC_CHAT_GPT_OSS && (r->chat || (r->ollama && !r->raw)))
-    mkc_answer_harmony(&j->g);
+  /* a prompt in a template whose models reason first: the reasoning apart */
+  if (r->chat || (r->ollama && !r->raw)) mkc_answer_reasoning(&j->g, sv->family);
   return 0;
 }
 

@@ -48,13 +48,3 @@ int mkc_harmony_push(mkc_harmony *h, int id, const char *text, size_t n) {
     for (size_t i = 0; i < n && h->n_name + 1 < sizeof h->name; i++) h->name[h->n_name++] = text[i];
   return h->part;
 }
-
-int mkc_harmony_print(mkc_harmony *h, int id, const char *text, size_t n, FILE *out) {
-  int part = mkc_harmony_push(h, id, text, n);
-  if (part == MKC_HARMONY_HEADER) return part;
-  if (part == MKC_HARMONY_REASONING && !h->thinking) fputs("Thinking...\n", out);
-  if (part == MKC_HARMONY_REPLY && h->thinking) fputs("\n...done thinking.\n\n", out);
-  h->thinking = part == MKC_HARMONY_REASONING;
-  fwrite(text, 1, n, out);
-  return part;
-}

@@ -4,12 +4,11 @@
  * by <|return|> (or <|call|>, a tool call). The analysis channel holds the
  * reasoning; final (and commentary) the reply. A splitter reads an answer's
  * tokens as they come and tells which part each token's text is: a header's
- * (not shown), the reasoning, or the reply. */
+ * (not shown), the reasoning, or the reply (reasoning.h puts it to use). */
 #ifndef MKC_HARMONY_H
 #define MKC_HARMONY_H
 
 #include <stddef.h>
-#include <stdio.h>
 
 #include "tokenizer/tokenizer.h"
 
@@ -22,7 +21,6 @@ typedef struct mkc_harmony {
   int naming;    /* between <|channel|> and <|message|> or <|constrain|> */
   char name[16]; /* the channel's name as read so far (its start: "analysis", ...) */
   size_t n_name;
-  int thinking; /* mkc_harmony_print: "Thinking..." printed, its end not yet */
 } mkc_harmony;
 
 /* A splitter for tok's answers; 0, or -1 when tok lacks <|channel|> or
@@ -32,10 +30,5 @@ int mkc_harmony_init(mkc_harmony *h, const mkc_tokenizer *tok);
 /* The part that token id, whose text is text[0..n), belongs to (enum
  * mkc_harmony_part). Control tokens are headers; so is the channel's name. */
 int mkc_harmony_push(mkc_harmony *h, int id, const char *text, size_t n);
-
-/* A terminal's view of the same (mkc chat): the reasoning between
- * "Thinking...\n" and "\n...done thinking.\n\n", the reply as is, headers
- * not at all. Returns the part, as mkc_harmony_push. */
-int mkc_harmony_print(mkc_harmony *h, int id, const char *text, size_t n, FILE *out);
 
 #endif

@@ -1,12 +1,14 @@
-/* gpt-oss's harmony format (runtime/model/harmony.h) on a small byte-level
- * vocabulary with the format's control tokens: which tokens end generation
- * (<|return|> and <|call|>, not <|end|>, as llama.cpp decides; <|end|> still
- * does in a vocabulary without both), the chat rendering read back as those
- * control tokens, and answers written by hand from OpenAI's harmony
- * description split into header, reasoning and reply, one token at a time as
- * a chat streams them, with mkc chat's printed view; and mkc serve's answers
- * to such a chat (OpenAI's reasoning_content, ollama's thinking; whole and
- * streamed) read back from the socket they are written to. */
+/* An answer's reasoning apart from its reply (runtime/model/reasoning.h) on a
+ * small byte-level vocabulary with gpt-oss's harmony control tokens and
+ * Qwen3's <think> tags: which tokens end generation (<|return|> and <|call|>,
+ * not <|end|>, as llama.cpp decides; <|end|> still does in a vocabulary
+ * without both), gpt-oss's chat rendering read back as those control tokens,
+ * and answers written by hand from OpenAI's harmony description and from
+ * Qwen3's and DeepSeek-R1's templates split into header, reasoning and reply,
+ * one token at a time as a chat streams them, with mkc chat's printed view;
+ * and mkc serve's answers to such chats (OpenAI's reasoning_content, ollama's
+ * thinking; whole and streamed) read back from the socket they are written
+ * to. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -17,7 +19,7 @@
 #include "check.h"
 #include "cli/serve_answer.h"
 #include "model/chat_template.h"
-#include "model/harmony.h"
+#include "model/reasoning.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -26,7 +28,10 @@ static const char *const SPECIALS[] = {"<|start|>", "<|channel|>", "<|message|>"
                                        "<|end|>",   "<|return|>",  "<|call|>",    "<|endoftext|>"};
 #define N_SPECIALS ((int)(sizeof SPECIALS / sizeof *SPECIALS))
 
-/* The 256 byte tokens, then the specials from `from` on but `without`. */
+/* Qwen3's think tags: added tokens, not special ones (its tokenizer.json). */
+static const char *const TAGS[] = {"<think>", "</think>"};
+
+/* The 256 byte tokens, then the specials and the tags, but `without`. */
 static mkc_tokenizer *vocabulary(const char *without) {
   cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
   cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
@@ -46,6 +51,15 @@ static mkc_tokenizer *vocabulary(const char *without) {
     cJSON_AddNumberToObject(t, "id", id++);
     cJSON_AddStringToObject(t, "content", SPECIALS[k]);
     cJSON_AddBoolToObject(t, "special", 1);
+    cJSON_AddItemToArray(added, t);
+  }
+  for (int k = 0; k < 2; k++) {
+    if (without && strcmp(TAGS[k], without) == 0) continue;
+    cJSON_AddNumberToObject(vocab, TAGS[k], id);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddNumberToObject(t, "id", id++);
+    cJSON_AddStringToObject(t, "content", TAGS[k]);
+    cJSON_AddBoolToObject(t, "special", 0);
     cJSON_AddItemToArray(added, t);
   }
   cJSON_AddItemToObject(root, "pre_tokenizer",
@@ -110,12 +124,12 @@ typedef struct split {
   char printed[512];
 } split;
 
-/* answer, tokenized with its control tokens, streamed through a splitter and
- * the printed view, one token at a time. */
-static int run(const mkc_tokenizer *t, const char *answer, split *s) {
+/* answer, tokenized with its control tokens, streamed through family's
+ * splitter and the printed view, one token at a time. */
+static int run(const mkc_tokenizer *t, int family, const char *answer, split *s) {
   memset(s, 0, sizeof *s);
-  mkc_harmony h, hp;
-  if (mkc_harmony_init(&h, t) != 0 || mkc_harmony_init(&hp, t) != 0) return -1;
+  mkc_reasoning h, hp;
+  if (mkc_reasoning_init(&h, family, t) != 0 || mkc_reasoning_init(&hp, family, t) != 0) return -1;
   int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
   if (n < 0) return -1;
   char *out = NULL;
@@ -128,9 +142,11 @@ static int run(const mkc_tokenizer *t, const char *answer, split *s) {
     int id = i < n ? ids[i] : -1; /* then the detokenizer's flush */
     size_t k = i < n ? mkc_detok_push(&d, id, piece, sizeof piece)
                      : mkc_detok_flush(&d, piece, sizeof piece);
-    int part = mkc_harmony_push(&h, id, piece, k);
-    strncat(s->parts[part], piece, k);
-    mkc_harmony_print(&hp, id, piece, k, f);
+    const char *at = piece, *shown = piece;
+    size_t n_at = k, n_shown = k;
+    int part = mkc_reasoning_push(&h, id, &at, &n_at);
+    strncat(s->parts[part], at, n_at);
+    mkc_reasoning_print(&hp, id, &shown, &n_shown, f);
   }
   fclose(f);
   snprintf(s->printed, sizeof s->printed, "%s", out ? out : "");
@@ -139,10 +155,11 @@ static int run(const mkc_tokenizer *t, const char *answer, split *s) {
   return 0;
 }
 
-static void expect_split(const mkc_tokenizer *t, const char *answer, const char *reasoning,
-                         const char *reply, const char *printed, const char *what) {
+static void expect_split(const mkc_tokenizer *t, int family, const char *answer,
+                         const char *reasoning, const char *reply, const char *printed,
+                         const char *what) {
   split s;
-  if (!CHECK(run(t, answer, &s) == 0, "%s: tokenized and split", what)) return;
+  if (!CHECK(run(t, family, answer, &s) == 0, "%s: tokenized and split", what)) return;
   CHECK(strcmp(s.parts[MKC_HARMONY_REASONING], reasoning) == 0, "%s: reasoning '%s' (got '%s')",
         what, reasoning, s.parts[MKC_HARMONY_REASONING]);
   CHECK(strcmp(s.parts[MKC_HARMONY_REPLY], reply) == 0, "%s: reply '%s' (got '%s')", what, reply,
@@ -156,16 +173,16 @@ static void test_split(void) {
   if (!t) return;
   /* OpenAI's harmony description: after the cue <|start|>assistant, the
    * reasoning in the analysis channel, then the reply in the final one */
-  expect_split(t,
+  expect_split(t, MKC_CHAT_GPT_OSS,
                "<|channel|>analysis<|message|>User greets. Reply.<|end|>"
                "<|start|>assistant<|channel|>final<|message|>Hello!<|return|>",
                "User greets. Reply.", "Hello!",
                "Thinking...\nUser greets. Reply.\n...done thinking.\n\nHello!",
                "reasoning, then the reply");
-  expect_split(t, "<|channel|>final<|message|>Just this.<|return|>", "", "Just this.", "Just this.",
-               "a reply without reasoning");
+  expect_split(t, MKC_CHAT_GPT_OSS, "<|channel|>final<|message|>Just this.<|return|>", "",
+               "Just this.", "Just this.", "a reply without reasoning");
   /* a tool call: commentary to a function, its arguments' type constrained */
-  expect_split(t,
+  expect_split(t, MKC_CHAT_GPT_OSS,
                "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant"
                "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
                "{\"city\":\"Oslo\"}<|call|>",
@@ -173,31 +190,61 @@ static void test_split(void) {
                "Thinking...\nNeed weather.\n...done thinking.\n\n{\"city\":\"Oslo\"}",
                "a tool call's arguments are the reply; its recipient and type are header");
   /* text with no header at all (a model that ignores the format) is not lost */
-  expect_split(t, "plain words", "", "plain words", "plain words", "text before any header");
+  expect_split(t, MKC_CHAT_GPT_OSS, "plain words", "", "plain words", "plain words",
+               "text before any header");
   /* a name that only starts like analysis is not it */
-  expect_split(t, "<|channel|>analys<|message|>x<|end|>", "", "x", "x",
+  expect_split(t, MKC_CHAT_GPT_OSS, "<|channel|>analys<|message|>x<|end|>", "", "x", "x",
                "a channel named 'analys' is not the reasoning");
   /* the answer cut short inside the reasoning (-n, Ctrl-C): what came is reasoning */
-  expect_split(t, "<|channel|>analysis<|message|>Thinking ab", "Thinking ab", "",
+  expect_split(t, MKC_CHAT_GPT_OSS, "<|channel|>analysis<|message|>Thinking ab", "Thinking ab", "",
                "Thinking...\nThinking ab", "an answer cut inside its reasoning");
   mkc_tokenizer_free(t);
 
-  mkc_harmony h;
+  mkc_reasoning h;
   t = vocabulary("<|channel|>");
-  CHECK(t && mkc_harmony_init(&h, t) == -1, "a vocabulary without <|channel|> is not harmony's");
+  CHECK(t && mkc_reasoning_init(&h, MKC_CHAT_GPT_OSS, t) == -1,
+        "a vocabulary without <|channel|> is not harmony's: nothing is split");
+  mkc_tokenizer_free(t);
+}
+
+/* Qwen3's <think> block (its template's reply: "<think>\n" reasoning
+ * "\n</think>\n\n" answer) and DeepSeek-R1's, whose cue opened the block. */
+static void test_think(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!t) return;
+  expect_split(t, MKC_CHAT_QWEN3, "<think>\nThe user greets.\n</think>\n\nHello!",
+               "The user greets.\n", "Hello!",
+               "Thinking...\nThe user greets.\n\n...done thinking.\n\nHello!",
+               "qwen3: the think block, then the reply (the newlines that open each left out)");
+  expect_split(t, MKC_CHAT_QWEN3, "Hello!", "", "Hello!", "Hello!",
+               "qwen3: a reply without a think block");
+  expect_split(t, MKC_CHAT_QWEN3, "<think>\n\n</think>\n\nHi", "", "Hi", "Hi",
+               "qwen3: an empty think block prints no Thinking...");
+  expect_split(t, MKC_CHAT_DEEPSEEK_R1, "Okay, a greeting.\n</think>\n\nHi there.",
+               "Okay, a greeting.\n", "Hi there.",
+               "Thinking...\nOkay, a greeting.\n\n...done thinking.\n\nHi there.",
+               "deepseek-r1: the answer starts in the block its cue opened");
+  mkc_reasoning r;
+  CHECK(mkc_reasoning_init(&r, MKC_CHAT_CHATML, t) == -1 &&
+            mkc_reasoning_init(&r, MKC_CHAT_LLAMA3, t) == -1,
+        "chatml and llama3 do not reason first: nothing is split");
+  mkc_tokenizer_free(t);
+  t = vocabulary("</think>");
+  CHECK(t && mkc_reasoning_init(&r, MKC_CHAT_QWEN3, t) == -1,
+        "qwen3 on a vocabulary without </think>: nothing is split");
   mkc_tokenizer_free(t);
 }
 
 /* What mkc serve writes for answer (a gpt-oss reply's tokens, <|return|>
  * last) to a chat request of that kind: the HTTP response, malloc'd. */
-static char *serve(const mkc_tokenizer *t, int ollama, int stream, const char *answer) {
+static char *serve(const mkc_tokenizer *t, int family, int ollama, int stream, const char *answer) {
   int fds[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return NULL;
   mkc_api_req r = {.chat = 1, .ollama = ollama, .stream = stream, .top_logprobs = -1};
   mkc_answer g;
   int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
   if (n > 0 && mkc_answer_open(&g, &r, fds[0], t, "gpt-oss", 1, n) == 0) {
-    mkc_answer_harmony(&g);
+    mkc_answer_reasoning(&g, family);
     if (stream) mkc_answer_stream_start(&g);
     for (int i = 0; i < n && !mkc_answer_on_token(&g, ids[i]); i++) {
     }
@@ -247,8 +294,13 @@ static void joined(const char *response, const char *const *path, char *out, siz
 static void test_serve(void) {
   mkc_tokenizer *t = vocabulary(NULL);
   if (!t) return;
-  const char *answer = "<|channel|>analysis<|message|>User greets.<|end|><|start|>assistant"
-                       "<|channel|>final<|message|>Hello!<|return|>";
+  static const struct {
+    int family;
+    const char *answer;
+  } ANSWERS[] = {{MKC_CHAT_GPT_OSS,
+                  "<|channel|>analysis<|message|>User greets.<|end|>"
+                  "<|start|>assistant<|channel|>final<|message|>Hello!<|return|>"},
+                 {MKC_CHAT_QWEN3, "<think>\nUser greets.</think>\n\nHello!<|endoftext|>"}};
   static const struct {
     int ollama, stream;
     const char *name;
@@ -267,16 +319,27 @@ static void test_serve(void) {
       {1, 0, "ollama's chat", {"message", "thinking"}, {"message", "content"}},
       {1, 1, "ollama's chat, streamed", {"message", "thinking"}, {"message", "content"}},
   };
-  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
-    char *response = serve(t, KINDS[k].ollama, KINDS[k].stream, answer);
-    char reasoning[256], content[256];
-    joined(response, KINDS[k].reasoning, reasoning, sizeof reasoning);
-    joined(response, KINDS[k].content, content, sizeof content);
-    CHECK(strcmp(reasoning, "User greets.") == 0 && strcmp(content, "Hello!") == 0,
-          "serve, %s: the reasoning 'User greets.' apart from the reply 'Hello!' (got '%s', '%s')",
-          KINDS[k].name, reasoning, content);
-    free(response);
-  }
+  for (size_t a = 0; a < sizeof ANSWERS / sizeof *ANSWERS; a++)
+    for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+      char *response =
+          serve(t, ANSWERS[a].family, KINDS[k].ollama, KINDS[k].stream, ANSWERS[a].answer);
+      char reasoning[256], content[256];
+      joined(response, KINDS[k].reasoning, reasoning, sizeof reasoning);
+      joined(response, KINDS[k].content, content, sizeof content);
+      CHECK(strcmp(reasoning, "User greets.") == 0 && strcmp(content, "Hello!") == 0,
+            "serve, %s, %s: the reasoning 'User greets.' apart from the reply 'Hello!' (got '%s', "
+            "'%s')",
+            mkc_chat_family_name(ANSWERS[a].family), KINDS[k].name, reasoning, content);
+      free(response);
+    }
+  /* a template that does not reason: the answer is the reply, whole, and no reasoning field */
+  char *response = serve(t, MKC_CHAT_CHATML, 0, 0, "<think>x</think>y");
+  const char *const content_path[] = {"choices", "message", "content", NULL};
+  char content[256];
+  joined(response, content_path, content, sizeof content);
+  CHECK(strcmp(content, "<think>x</think>y") == 0 && response && !strstr(response, "reasoning"),
+        "serve, chatml: the tags stay in the content, no reasoning_content (got '%s')", content);
+  free(response);
   mkc_tokenizer_free(t);
 }
 
@@ -284,6 +347,7 @@ int main(void) {
   test_eog();
   test_rendering();
   test_split();
+  test_think();
   test_serve();
   return check_done();
 }

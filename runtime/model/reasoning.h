@@ -1,0 +1,39 @@
+/* An answer's reasoning apart from its reply, for the chat templates whose
+ * models reason before they answer: gpt-oss's harmony channels (harmony.h),
+ * and the <think>...</think> block of qwen3 and deepseek-r1 (whose cue opens
+ * the block itself). A splitter reads the answer's tokens as they stream and
+ * tells which part each token's text is, with the whitespace that opens a
+ * part (the newlines after <think> and </think>) left out, as llama-server's
+ * reasoning_content and ollama's thinking leave it. */
+#ifndef MKC_REASONING_H
+#define MKC_REASONING_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "harmony.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct mkc_reasoning {
+  int harmony; /* gpt-oss: h decides; else the think tags do */
+  mkc_harmony h;
+  int open, close; /* <think> and </think>, single tokens */
+  int part;        /* enum mkc_harmony_part of the text that follows */
+  int opening;     /* a part just began: its leading whitespace is dropped */
+  int thinking;    /* mkc_reasoning_print: "Thinking..." printed, its end not yet */
+} mkc_reasoning;
+
+/* A splitter for family's answers (enum mkc_chat_family): 0, or -1 when the
+ * family does not reason or tok lacks its tokens (then nothing is split). */
+int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok);
+
+/* The part (enum mkc_harmony_part) that token id's text, *text[0..*n), is;
+ * *text and *n are moved past whitespace that opens a part. */
+int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n);
+
+/* A terminal's view (mkc chat, run --chat): the reasoning between
+ * "Thinking...\n" and "\n...done thinking.\n\n", the reply as is, headers
+ * and tags not at all. Returns the part; *text, *n as mkc_reasoning_push. */
+int mkc_reasoning_print(mkc_reasoning *r, int id, const char **text, size_t *n, FILE *out);
+
+#endif
