@@ -113,7 +113,7 @@ fi
   ok "info and run: context 4096, capped from 8192, raised with --ctx" ||
   fail "info and run: context" "$("$mkc" info -m "$model" | grep context)" "$(cat "$tmp/b.err")"
 expect_error "run: --chat needs a text prompt" \
-  "mkc: error: run: --chat, -sys, --chat-template and --reasoning-effort need a text prompt (-p or -f)" -- \
+  "mkc: error: run: --chat, -sys, --chat-template, --reasoning-effort and --reasoning-budget need a text prompt (-p or -f)" -- \
   run -m "$model" --chat --prompt-ids 1,2
 expect_error "run: a reasoning effort for chatml" \
   "mkc: error: --reasoning-effort high: the chatml chat template has none to set (gpt-oss's has)" -- \
@@ -124,6 +124,12 @@ expect_error "chat: a reasoning effort for chatml" \
 expect_error "serve: a reasoning effort for chatml" \
   "mkc: error: --reasoning-effort medium: the chatml chat template has none to set (gpt-oss's has)" -- \
   serve -m "$model" --reasoning-effort medium --port 0
+expect_error "chat: no reasoning for chatml" \
+  "mkc: error: --reasoning-budget 0: the chatml chat template has no way to turn reasoning off (qwen3's has)" -- \
+  chat -m "$model" --reasoning-budget 0
+expect_error "run: a reasoning budget llama.cpp does not take either" \
+  "mkc: error: --reasoning-budget: expected -1 (unrestricted) or 0 (no reasoning), got '100'" -- \
+  run -m "$model" --reasoning-budget 100 -p "Hi"
 expect_error "run: -f of a missing file" "mkc: error: -f $tmp/none.txt: No such file or directory" -- \
   run -m "$model" -f "$tmp/none.txt"
 finish

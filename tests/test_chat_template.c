@@ -271,6 +271,13 @@ static void expect(int family, const mkc_chat_msg *msgs, int n, int add_assistan
   free(text);
 }
 
+static void expect_with(int family, const mkc_chat_msg *msgs, int n, int add_assistant,
+                        const mkc_chat_opts *o, const char *expected, const char *what) {
+  char *text = mkc_chat_render_with(family, msgs, n, add_assistant, o);
+  check_text(text, expected, what);
+  free(text);
+}
+
 /* Each family's own rules, beyond the fixed conversation. */
 static void test_rules(void) {
   const mkc_chat_msg user_only[] = {{"user", "Hi"}};
@@ -361,27 +368,42 @@ static void test_rules(void) {
   expect(MKC_CHAT_GPT_OSS, empty_system, 2, 1, want,
          "gpt-oss: an empty system message gives no developer turn");
   /* the reasoning effort: jinja2's rendering with reasoning_effort = "high" */
-  mkc_chat_opts high = {"high"};
+  mkc_chat_opts high = {"high", 0};
   char *text = mkc_chat_render_with(MKC_CHAT_GPT_OSS, user_only, 1, 1, &high);
   CHECK(text && strstr(text, "Current date: 2026-12-02\n\nReasoning: high\n\n# Valid channels") &&
             !strstr(text, "medium"),
         "gpt-oss: reasoning effort high is the system turn's");
   free(text);
   char why[256];
-  mkc_chat_opts max = {"max"};
-  CHECK(mkc_chat_check_opts(MKC_CHAT_GPT_OSS, &max, why, sizeof why) == -1 &&
+  mkc_chat_opts max = {"max", 0};
+  CHECK(mkc_chat_check_opts(MKC_CHAT_GPT_OSS, &max, why, sizeof why) == MKC_CHAT_OPT_EFFORT &&
             strcmp(why, "gpt-oss's are low, medium and high") == 0,
         "gpt-oss: a level not its is refused: %s", why);
-  CHECK(mkc_chat_check_opts(MKC_CHAT_CHATML, &high, why, sizeof why) == -1 &&
+  CHECK(mkc_chat_check_opts(MKC_CHAT_CHATML, &high, why, sizeof why) == MKC_CHAT_OPT_EFFORT &&
             strcmp(why, "the chatml chat template has none to set (gpt-oss's has)") == 0,
         "chatml: a reasoning effort is refused: %s", why);
-  CHECK(mkc_chat_check_opts(MKC_CHAT_UNKNOWN, &high, why, sizeof why) == -1 &&
+  CHECK(mkc_chat_check_opts(MKC_CHAT_UNKNOWN, &high, why, sizeof why) == MKC_CHAT_OPT_EFFORT &&
             strcmp(why, "the model's chat template has none to set (gpt-oss's has)") == 0,
         "an unknown template: a reasoning effort is refused: %s", why);
-  mkc_chat_opts none = {NULL};
+  mkc_chat_opts none = {NULL, 0};
   CHECK(mkc_chat_check_opts(MKC_CHAT_CHATML, &none, why, sizeof why) == 0 &&
             mkc_chat_check_opts(MKC_CHAT_CHATML, NULL, why, sizeof why) == 0,
         "no reasoning effort: every template takes that");
+  /* no reasoning: Qwen3-0.6B's template with enable_thinking false puts '<think>\n\n</think>\n\n'
+   * after the cue */
+  mkc_chat_opts off = {NULL, 1};
+  expect_with(MKC_CHAT_QWEN3, user_only, 1, 1, &off,
+              "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n",
+              "qwen3: enable_thinking false closes an empty think block after the cue");
+  expect_with(MKC_CHAT_QWEN3, user_only, 1, 0, &off, "<|im_start|>user\nHi<|im_end|>\n",
+              "qwen3: ... and nothing without the cue");
+  CHECK(mkc_chat_check_opts(MKC_CHAT_DEEPSEEK_R1, &off, why, sizeof why) ==
+                MKC_CHAT_OPT_NO_REASONING &&
+            strcmp(why, "the deepseek-r1 chat template has no way to turn reasoning off (qwen3's "
+                        "has)") == 0,
+        "deepseek-r1: no reasoning is refused: %s", why);
+  CHECK(mkc_chat_check_opts(MKC_CHAT_GPT_OSS, &off, why, sizeof why) == MKC_CHAT_OPT_NO_REASONING,
+        "gpt-oss: no reasoning is refused: %s", why);
   check_stderr_begin();
   text = mkc_chat_render_with(MKC_CHAT_LLAMA3, user_only, 1, 1, &high);
   char *err = check_stderr_end();

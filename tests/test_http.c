@@ -147,6 +147,22 @@ static void requests(void) {
   CHECK(api("{\"prompt\": \"a\", \"reasoning_effort\": 2}", 0, &r, why) == -1 &&
             strstr(why, "reasoning_effort: expected a string"),
         "reasoning_effort not a string refused: %s", why);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"chat_template_kwargs\": "
+            "{\"enable_thinking\": false, \"reasoning_effort\": \"low\"}}",
+            1, &r, why) == 0 &&
+            r.think == 0 && r.reasoning_effort && strcmp(r.reasoning_effort, "low") == 0,
+        "llama-server's chat_template_kwargs: enable_thinking and reasoning_effort are taken");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"chat_template_kwargs\": "
+            "{\"tools_in_user_message\": true}}",
+            1, &r, why) == -1 &&
+            strstr(why, "chat_template_kwargs.tools_in_user_message: mkc's templates take"),
+        "another chat_template_kwargs variable is refused, not dropped: %s", why);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"chat_template_kwargs\": "
+            "{\"enable_thinking\": \"no\"}}",
+            1, &r, why) == -1 &&
+            strstr(why, "chat_template_kwargs.enable_thinking: mkc's templates take"),
+        "enable_thinking not a boolean is refused: %s", why);
   CHECK(ollama("{\"prompt\": \"a\", \"think\": \"low\"}", 0, &r, why) == 0 && r.reasoning_effort &&
             strcmp(r.reasoning_effort, "low") == 0 && r.think == -1,
         "ollama's think as a level is the reasoning effort");

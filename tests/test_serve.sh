@@ -406,6 +406,9 @@ elif start smollm2 -m "$model" --backend cpu; then
   call POST /api/chat '{"messages": [{"role": "user", "content": "a"}], "think": true, "stream": false}'
   [ "$status" = 400 ] && [ "$(get error)" = "think: the chatml chat template does not reason" ] \
     && ok "SmolLM2: ollama's think true refused (chatml does not reason)" || fail "ollama think true" "$(cat "$tmp/ans")"
+  refused "SmolLM2: enable_thinking true (chatml does not reason)" 400 \
+    "chat_template_kwargs.enable_thinking: the chatml chat template does not reason" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"enable_thinking": true}}'
   refused "SmolLM2: a reasoning effort on a completion" 400 \
     "reasoning_effort: the prompt is not put in a chat template (a chat request's is)" POST /v1/completions \
     '{"prompt": "a", "reasoning_effort": "low"}'

@@ -245,6 +245,13 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
     if (mkc_backend_kind_from_name(v) < 0)
       return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", v);
     c->backend = v;
+  } else if (strcmp(a, "--reasoning-budget") == 0) {
+    /* llama.cpp's flag, with its two values */
+    if (strcmp(v, "-1") && strcmp(v, "0"))
+      return mkc_cli_usage_error("--reasoning-budget: expected -1 (unrestricted) or 0 (no "
+                                 "reasoning), got '%s'",
+                                 v);
+    c->no_reasoning = strcmp(v, "0") == 0;
   } else if (strcmp(a, "--kv-dtype") == 0) {
     if (mkc_kv_dtype_from_name(v) < 0)
       return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);

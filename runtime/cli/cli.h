@@ -27,6 +27,7 @@ typedef struct mkc_cli {
   const char *system_prompt;    /* -sys/--system-prompt TEXT (chat) */
   const char *chat_template;    /* --chat-template NAME: overrides the model's */
   const char *reasoning_effort; /* --reasoning-effort LEVEL: gpt-oss's template's */
+  int no_reasoning;             /* --reasoning-budget 0: qwen3's enable_thinking false */
   int chat;                     /* --chat: run applies the chat template to -p */
   int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
   int no_display_prompt;        /* --no-display-prompt: print only the completion */

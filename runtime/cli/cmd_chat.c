@@ -31,6 +31,8 @@ static const char USAGE[] =
     "  --chat-template NAME   the template's family when the model's is unknown\n"
     "                         (chatml, llama3, ...)\n"
     "  --reasoning-effort LEVEL  gpt-oss's: low, medium (its default) or high\n"
+    "  --reasoning-budget N   -1: reason as the model does (default); 0: qwen3 answers\n"
+    "                         without reasoning (an empty think block)\n"
     "  -n, --n-predict N      at most N tokens per answer (default -1: until the end)\n"
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
@@ -205,14 +207,15 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
 
 int mkc_cmd_chat(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc = mkc_cli_parse(
-      argc, argv, 2,
-      "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
-      "--blocks --kv-dtype --dequant --ubatch "
-      "--system-prompt --chat-template --reasoning-effort --verbose --top-k --top-p --min-p "
-      "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-      "--draft-layers -md --draft-head --rounds",
-      0, &c);
+  int rc =
+      mkc_cli_parse(argc, argv, 2,
+                    "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
+                    "--blocks --kv-dtype --dequant --ubatch "
+                    "--system-prompt --chat-template --reasoning-effort --reasoning-budget "
+                    "--verbose --top-k --top-p --min-p "
+                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+                    "--draft-layers -md --draft-head --rounds",
+                    0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
@@ -231,7 +234,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   }
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0 ||
-      mkc_conversation_effort(&conv, c.reasoning_effort) != 0)
+      mkc_conversation_options(&conv, c.reasoning_effort, c.no_reasoning) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0 || (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;

@@ -38,6 +38,8 @@ static const char USAGE[] =
     "  -sys, --system-prompt TEXT  a system message (implies --chat)\n"
     "  --chat-template NAME   the template's family (chatml, llama3, ...; implies --chat)\n"
     "  --reasoning-effort LEVEL  gpt-oss's: low, medium (its default) or high (implies --chat)\n"
+    "  --reasoning-budget N   -1: reason as the model does (default); 0: qwen3 answers\n"
+    "                         without reasoning (an empty think block; implies --chat)\n"
     "  -n, --n-predict N      tokens to generate (-1, the default with -m: until the end\n"
     "                         of generation or a full context)\n"
     "  --ignore-eos           go on past end-of-generation tokens\n"
@@ -180,7 +182,7 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, i
     mkc_conversation conv;
     int kept;
     if (*family >= 0 && mkc_conversation_init(&conv, tok, *family, c->system_prompt) == 0) {
-      if (mkc_conversation_effort(&conv, c->reasoning_effort) == 0 &&
+      if (mkc_conversation_options(&conv, c->reasoning_effort, c->no_reasoning) == 0 &&
           mkc_conversation_user(&conv, text, &kept) == 0) {
         *n = conv.n_hist;
         ids = conv.hist; /* the conversation's tokens are the prompt */
@@ -209,11 +211,11 @@ static int check_batch_flags(const mkc_cli *c) {
   if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
       c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
-        "%s",
-        "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --json, "
-        "--logprobs, "
-        "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
-        "--draft-head (drafts: prompt lookup, --draft-max per slot)");
+        "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
+              "--reasoning-budget, --json, "
+              "--logprobs, "
+              "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
+              "--draft-head (drafts: prompt lookup, --draft-max per slot)");
   if (c->model_path) return mkc_cli_check_model(c, "run");
   if (!c->preset) return mkc_cli_usage_error("%s", "run --batch: -m FILE or --preset is required");
   if (!c->have_seed)
@@ -230,10 +232,10 @@ static int check_flags(const mkc_cli *c) {
   if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
     return mkc_cli_usage_error("%s",
                                "run: give the prompt as -p TEXT, -f FILE or --prompt-ids: one");
-  if ((c->chat || c->system_prompt || c->chat_template || c->reasoning_effort) && !c->prompt &&
-      !c->prompt_file)
-    return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template and --reasoning-effort "
-                                     "need a text prompt (-p or -f)");
+  if ((c->chat || c->system_prompt || c->chat_template || c->reasoning_effort || c->no_reasoning) &&
+      !c->prompt && !c->prompt_file)
+    return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template, --reasoning-effort and "
+                                     "--reasoning-budget need a text prompt (-p or -f)");
   int rc = mkc_cli_check_model(c, "run");
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
@@ -354,14 +356,15 @@ int mkc_cmd_run(int argc, char **argv) {
       "--graph --preset --random-weights -n --draft-max --draft-min "
       "--draft-adaptive --prompt-ids --backend --ubatch "
       "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
-      "--system-prompt --chat-template --reasoning-effort --ignore-eos --no-display-prompt --json "
+      "--system-prompt --chat-template --reasoning-effort --reasoning-budget --ignore-eos "
+      "--no-display-prompt --json "
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
       "--slots --kv-pages",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
-  c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort;
+  c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
   if (rc || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
   unsigned long long seed;

@@ -71,6 +71,8 @@ static const char USAGE[] =
     "                         (chatml, llama3, ...)\n"
     "  --reasoning-effort LEVEL  gpt-oss's: low, medium (its default) or high, for\n"
     "                         requests that give none (reasoning_effort, think)\n"
+    "  --reasoning-budget N   0: qwen3 answers without reasoning unless a request\n"
+    "                         asks for it (think, chat_template_kwargs.enable_thinking)\n"
     "  -np, --parallel N      decode up to N requests together on a slot kernel\n"
     "                         (2..64; default: one at a time on the plain\n"
     "                         kernel); more wait in line. Drafts by prompt lookup\n"
@@ -549,15 +551,15 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
 
 int mkc_cmd_serve(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .port = 8080};
-  int rc =
-      mkc_cli_parse(argc, argv, 2,
-                    "-m --graph --preset --random-weights -n --temp --seed --draft-max "
-                    "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
-                    "--dequant --ubatch --chat-template --reasoning-effort --top-k --top-p --min-p "
-                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                    "--api-key-file --pooling",
-                    0, &c);
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "-m --graph --preset --random-weights -n --temp --seed --draft-max "
+                         "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
+                         "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
+                         "--top-k --top-p --min-p "
+                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+                         "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
+                         "--api-key-file --pooling",
+                         0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */
@@ -584,12 +586,14 @@ int mkc_cmd_serve(int argc, char **argv) {
                     : mkc_chat_detect(m.file.chat_template);
     if (c.chat_template && sv.family < 0) goto done;
   }
-  mkc_chat_opts effort = {c.reasoning_effort};
+  mkc_chat_opts opts = {c.reasoning_effort, c.no_reasoning};
   char why[256];
-  if (mkc_chat_check_opts(sv.family, &effort, why, sizeof why) != 0) {
+  int refused = mkc_chat_check_opts(sv.family, &opts, why, sizeof why);
+  if (refused == MKC_CHAT_OPT_EFFORT)
     fprintf(stderr, "mkc: error: --reasoning-effort %s: %s\n", c.reasoning_effort, why);
-    goto done;
-  }
+  else if (refused)
+    fprintf(stderr, "mkc: error: --reasoning-budget 0: %s\n", why);
+  if (refused) goto done;
   if (m.file.tok && sv.family < 0)
     fprintf(stderr,
             "mkc: warning: %s's chat template is %s: /v1/chat/completions is refused (give "

@@ -60,13 +60,15 @@ int mkc_conversation_init(mkc_conversation *c, const mkc_tokenizer *tok, int fam
   return system ? add_msg(c, "system", system) : 0;
 }
 
-int mkc_conversation_effort(mkc_conversation *c, const char *level) {
-  mkc_chat_opts o = {.reasoning_effort = level};
+int mkc_conversation_options(mkc_conversation *c, const char *effort, int no_reasoning) {
+  mkc_chat_opts o = {.reasoning_effort = effort, .no_reasoning = no_reasoning};
   char why[256];
-  if (mkc_chat_check_opts(c->family, &o, why, sizeof why) != 0) {
-    fprintf(stderr, "mkc: error: --reasoning-effort %s: %s\n", level, why);
-    return -1;
-  }
+  int refused = mkc_chat_check_opts(c->family, &o, why, sizeof why);
+  if (refused == MKC_CHAT_OPT_EFFORT)
+    fprintf(stderr, "mkc: error: --reasoning-effort %s: %s\n", effort, why);
+  else if (refused)
+    fprintf(stderr, "mkc: error: --reasoning-budget 0: %s\n", why);
+  if (refused) return -1;
   c->opts = o;
   return 0;
 }

@@ -25,9 +25,10 @@ typedef struct mkc_conversation {
 int mkc_conversation_init(mkc_conversation *c, const mkc_tokenizer *tok, int family,
                           const char *system);
 
-/* Sets the template's reasoning effort (--reasoning-effort LEVEL; NULL:
- * its default). 0, or -1 after a message naming the flag. */
-int mkc_conversation_effort(mkc_conversation *c, const char *level);
+/* Sets the template's options: its reasoning effort (--reasoning-effort
+ * LEVEL; NULL: its default) and no reasoning (--reasoning-budget 0). 0, or
+ * -1 after a message naming the flag. */
+int mkc_conversation_options(mkc_conversation *c, const char *effort, int no_reasoning);
 
 /* Adds a user message and the tokens that bring the model to the start of its
  * answer. *n_kept: how many of the earlier tokens stay as they were (all of

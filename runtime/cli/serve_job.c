@@ -23,30 +23,29 @@ static int in_vocab(const int *ids, int n, int vocab, const char *what, char *wh
 }
 
 /* The template's options for r: the reasoning effort (the request's, else
- * --reasoning-effort) checked against the template, and ollama's think true
- * or false against whether the template reasons. 0, or -1 with the 400
- * message. */
+ * --reasoning-effort), and reasoning on or off (ollama's think,
+ * chat_template_kwargs.enable_thinking; else --reasoning-budget), checked
+ * against the template. 0, or -1 with the 400 message. */
 static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *o, char *why,
                      size_t cap) {
-  const char *name = mkc_chat_family_name(sv->family);
+  const char *name = mkc_chat_family_name(sv->family),
+             *think = r->ollama ? "think" : "chat_template_kwargs.enable_thinking";
   int reasons = sv->family == MKC_CHAT_GPT_OSS || sv->family == MKC_CHAT_QWEN3 ||
                 sv->family == MKC_CHAT_DEEPSEEK_R1;
   if (r->think == 1 && !reasons) {
-    snprintf(why, cap, "think: the %s chat template does not reason", name);
+    snprintf(why, cap, "%s: the %s chat template does not reason", think, name);
     return -1;
   }
-  if (r->think == 0 && reasons) {
-    snprintf(why, cap, "think: false: the %s chat template's reasoning cannot be turned off", name);
-    return -1;
-  }
-  *o = (mkc_chat_opts){r->reasoning_effort ? r->reasoning_effort : sv->c->reasoning_effort};
+  *o = (mkc_chat_opts){r->reasoning_effort ? r->reasoning_effort : sv->c->reasoning_effort,
+                       reasons && (r->think == 0 || (r->think < 0 && sv->c->no_reasoning))};
   char w[256];
-  if (mkc_chat_check_opts(sv->family, o, w, sizeof w) != 0) {
+  int refused = mkc_chat_check_opts(sv->family, o, w, sizeof w);
+  if (refused == MKC_CHAT_OPT_EFFORT)
     snprintf(why, cap, "%s '%s': %s", r->ollama ? "think" : "reasoning_effort", o->reasoning_effort,
              w);
-    return -1;
-  }
-  return 0;
+  else if (refused)
+    snprintf(why, cap, "%s: false: %s", think, w);
+  return refused ? -1 : 0;
 }
 
 /* The prompt's tokens for the request, or NULL with the 400 message. */

@@ -64,6 +64,7 @@ typedef struct chat {
   const mkc_chat_msg *turns;
   int n, add_assistant;
   const char *effort; /* gpt-oss's reasoning effort, or NULL */
+  int no_reasoning;   /* qwen3: the cue closes an empty think block */
 } chat;
 
 static int is_user(int i) { return i % 2 == 0; }
@@ -170,6 +171,8 @@ static void render_qwen3(text *t, const chat *c) {
     put(t, CHATML.close);
   }
   if (c->add_assistant) put(t, CHATML.open[2]);
+  /* enable_thinking false */
+  if (c->add_assistant && c->no_reasoning) put(t, "<think>\n\n</think>\n\n");
 }
 
 /* Llama-3.2-3B-Instruct (also 3.1, 3.3): the system turn always comes,
@@ -418,16 +421,19 @@ static int check(const mkc_chat_msg *msgs, int n, chat *c) {
 }
 
 int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap) {
-  const char *e = o ? o->reasoning_effort : NULL;
-  if (!e) return 0;
-  if (family != MKC_CHAT_GPT_OSS) {
-    snprintf(why, cap, "the %s chat template has none to set (gpt-oss's has)",
-             mkc_chat_family_name(family) ? mkc_chat_family_name(family) : "model's");
-    return -1;
+  const char *e = o ? o->reasoning_effort : NULL,
+             *name = mkc_chat_family_name(family) ? mkc_chat_family_name(family) : "model's";
+  if (e && family != MKC_CHAT_GPT_OSS) {
+    snprintf(why, cap, "the %s chat template has none to set (gpt-oss's has)", name);
+    return MKC_CHAT_OPT_EFFORT;
   }
-  if (strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high")) {
+  if (e && strcmp(e, "low") && strcmp(e, "medium") && strcmp(e, "high")) {
     snprintf(why, cap, "gpt-oss's are low, medium and high");
-    return -1;
+    return MKC_CHAT_OPT_EFFORT;
+  }
+  if (o && o->no_reasoning && family != MKC_CHAT_QWEN3) {
+    snprintf(why, cap, "the %s chat template has no way to turn reasoning off (qwen3's has)", name);
+    return MKC_CHAT_OPT_NO_REASONING;
   }
   return 0;
 }
@@ -445,12 +451,15 @@ char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_
     return NULL;
   }
   char why[256];
-  if (mkc_chat_check_opts(family, o, why, sizeof why) != 0) {
+  int refused = mkc_chat_check_opts(family, o, why, sizeof why);
+  if (refused == MKC_CHAT_OPT_EFFORT)
     fprintf(stderr, "mkc: error: chat: reasoning effort '%s': %s\n", o->reasoning_effort, why);
-    return NULL;
-  }
+  else if (refused)
+    fprintf(stderr, "mkc: error: chat: no reasoning: %s\n", why);
+  if (refused) return NULL;
   if (check(msgs, n, &c) != 0) return NULL;
   c.effort = o ? o->reasoning_effort : NULL;
+  c.no_reasoning = o && o->no_reasoning;
   if (family == MKC_CHAT_GPT_OSS && check_gpt_oss(&c, (int)(c.turns - msgs)) != 0) return NULL;
   c.add_assistant = add_assistant;
   const family_renderer *r = &RENDERERS[family];

@@ -81,19 +81,26 @@ const char *mkc_chat_family_names(void);
 char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assistant);
 
 /* What some families' templates take besides the messages. reasoning_effort:
- * gpt-oss's "low", "medium" or "high" (NULL: its template's "medium"). */
+ * gpt-oss's "low", "medium" or "high" (NULL: its template's "medium").
+ * no_reasoning: qwen3's enable_thinking false (the cue followed by an empty
+ * think block). */
 typedef struct mkc_chat_opts {
   const char *reasoning_effort;
+  int no_reasoning;
 } mkc_chat_opts;
+
+/* Which option mkc_chat_check_opts refused. */
+enum { MKC_CHAT_OPT_EFFORT = 1, MKC_CHAT_OPT_NO_REASONING };
 
 /* mkc_chat_render with o (NULL: none); an option the family does not take is
  * an error (mkc_chat_check_opts's message). */
 char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_assistant,
                            const mkc_chat_opts *o);
 
-/* 0 when family takes o, else -1 with why filled (what is wrong with the
- * reasoning effort, for a message that names it): a template without one, a
- * level not its. */
+/* 0 when family takes o, else the option refused (MKC_CHAT_OPT_*) with why
+ * filled, for a message that names the option: a reasoning effort for a
+ * template without one or a level not its; no reasoning for a template that
+ * cannot turn it off. */
 int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap);
 
 /* The family the CLI uses for a model: override_name when not NULL (an

@@ -234,6 +234,21 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
     if (!cJSON_IsString(effort)) return bad(why, cap, "reasoning_effort: expected a string");
     r->reasoning_effort = effort->valuestring; /* checked against the template when rendered */
   }
+  /* llama-server's chat_template_kwargs: the two template variables mkc renders */
+  const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
+  if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
+    return bad(why, cap, "chat_template_kwargs: expected an object");
+  for (const cJSON *k = cJSON_IsObject(kw) ? kw->child : NULL; k; k = k->next) {
+    if (strcmp(k->string, "enable_thinking") == 0 && cJSON_IsBool(k))
+      r->think = cJSON_IsTrue(k);
+    else if (strcmp(k->string, "reasoning_effort") == 0 && cJSON_IsString(k))
+      r->reasoning_effort = k->valuestring;
+    else
+      return bad(why, cap,
+                 "chat_template_kwargs.%s: mkc's templates take enable_thinking (true or false) "
+                 "and reasoning_effort (a string)",
+                 k->string);
+  }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
