@@ -160,10 +160,10 @@ static void expect_split(const mkc_tokenizer *t, int family, const char *answer,
                          const char *what) {
   split s;
   if (!CHECK(run(t, family, answer, &s) == 0, "%s: tokenized and split", what)) return;
-  CHECK(strcmp(s.parts[MKC_HARMONY_REASONING], reasoning) == 0, "%s: reasoning '%s' (got '%s')",
-        what, reasoning, s.parts[MKC_HARMONY_REASONING]);
-  CHECK(strcmp(s.parts[MKC_HARMONY_REPLY], reply) == 0, "%s: reply '%s' (got '%s')", what, reply,
-        s.parts[MKC_HARMONY_REPLY]);
+  CHECK(strcmp(s.parts[MKC_PART_REASONING], reasoning) == 0, "%s: reasoning '%s' (got '%s')", what,
+        reasoning, s.parts[MKC_PART_REASONING]);
+  CHECK(strcmp(s.parts[MKC_PART_REPLY], reply) == 0, "%s: reply '%s' (got '%s')", what, reply,
+        s.parts[MKC_PART_REPLY]);
   CHECK(strcmp(s.printed, printed) == 0, "%s: printed as '%s' (got '%s')", what, printed,
         s.printed);
 }

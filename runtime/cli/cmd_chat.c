@@ -79,7 +79,7 @@ static void show(answer *a, int id, const char *s, size_t n) {
     fwrite(s, 1, n, stdout);
     return;
   }
-  if (mkc_reasoning_print(&a->r, id, &s, &n, stdout) == MKC_HARMONY_REPLY) keep_reply(a, s, n);
+  if (mkc_reasoning_print(&a->r, id, &s, &n, stdout) == MKC_PART_REPLY) keep_reply(a, s, n);
 }
 
 static int on_token(void *ctx, int id) {

@@ -206,7 +206,7 @@ static void stream_out(mkc_answer *g, int all) {
 static int reply_part(mkc_answer *g, int id, const char **at, size_t *len) {
   if (!g->split) return 1;
   int part = mkc_reasoning_push(&g->rs, id, at, len);
-  if (part != MKC_HARMONY_REASONING) return part == MKC_HARMONY_REPLY;
+  if (part != MKC_PART_REASONING) return part == MKC_PART_REPLY;
   const char *text = *at;
   size_t n = *len;
   if (g->reasoning_len + n + 1 > g->reasoning_cap) {

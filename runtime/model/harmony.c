@@ -15,7 +15,7 @@ int mkc_harmony_init(mkc_harmony *h, const mkc_tokenizer *tok) {
                      .end = find(tok, "<|end|>"),
                      .ret = find(tok, "<|return|>"),
                      .call = find(tok, "<|call|>"),
-                     .part = MKC_HARMONY_REPLY};
+                     .part = MKC_PART_REPLY};
   return h->channel >= 0 && h->message >= 0 ? 0 : -1;
 }
 
@@ -23,26 +23,26 @@ int mkc_harmony_push(mkc_harmony *h, int id, const char *text, size_t n) {
   if (id < 0) return h->part;
   if (id == h->start || id == h->channel) {
     /* a header: the role (and a recipient), then the channel's name */
-    h->part = MKC_HARMONY_HEADER;
+    h->part = MKC_PART_HEADER;
     h->naming = id == h->channel;
     h->n_name = 0;
-    return MKC_HARMONY_HEADER;
+    return MKC_PART_HEADER;
   }
   if (id == h->constrain) {
     h->naming = 0; /* the content type of a tool call's arguments follows */
-    return MKC_HARMONY_HEADER;
+    return MKC_PART_HEADER;
   }
   if (id == h->message) {
     h->name[h->n_name] = '\0';
-    h->part = strncmp(h->name, "analysis", 8) == 0 ? MKC_HARMONY_REASONING : MKC_HARMONY_REPLY;
+    h->part = strncmp(h->name, "analysis", 8) == 0 ? MKC_PART_REASONING : MKC_PART_REPLY;
     h->naming = 0;
-    return MKC_HARMONY_HEADER;
+    return MKC_PART_HEADER;
   }
   if (id == h->end || id == h->ret || id == h->call) {
     /* text after a message and before the next header is shown, not lost */
-    h->part = MKC_HARMONY_REPLY;
+    h->part = MKC_PART_REPLY;
     h->naming = 0;
-    return MKC_HARMONY_HEADER;
+    return MKC_PART_HEADER;
   }
   if (h->naming)
     for (size_t i = 0; i < n && h->n_name + 1 < sizeof h->name; i++) h->name[h->n_name++] = text[i];

@@ -12,7 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 
-enum mkc_harmony_part { MKC_HARMONY_HEADER, MKC_HARMONY_REASONING, MKC_HARMONY_REPLY };
+enum mkc_answer_part { MKC_PART_HEADER, MKC_PART_REASONING, MKC_PART_REPLY };
 
 typedef struct mkc_harmony {
   /* the format's control tokens; -1 where the vocabulary lacks one */

@@ -18,7 +18,7 @@ typedef struct mkc_reasoning {
   int harmony; /* gpt-oss: h decides; else the think tags do */
   mkc_harmony h;
   int open, close; /* <think> and </think>, single tokens */
-  int part;        /* enum mkc_harmony_part of the text that follows */
+  int part;        /* enum mkc_answer_part of the text that follows */
   int opening;     /* a part just began: its leading whitespace is dropped */
   int thinking;    /* mkc_reasoning_print: "Thinking..." printed, its end not yet */
 } mkc_reasoning;
@@ -27,7 +27,7 @@ typedef struct mkc_reasoning {
  * family does not reason or tok lacks its tokens (then nothing is split). */
 int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok);
 
-/* The part (enum mkc_harmony_part) that token id's text, *text[0..*n), is;
+/* The part (enum mkc_answer_part) that token id's text, *text[0..*n), is;
  * *text and *n are moved past whitespace that opens a part. */
 int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n);
 
