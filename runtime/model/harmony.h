@@ -12,6 +12,7 @@
 
 #include "tokenizer/tokenizer.h"
 
+/* An answer's parts: a header or tag (never shown), the reasoning, the reply. */
 enum mkc_answer_part { MKC_PART_HEADER, MKC_PART_REASONING, MKC_PART_REPLY };
 
 typedef struct mkc_harmony {
