@@ -17,8 +17,11 @@
  *     decodes the plain kernel's tokens, and feeds a head reading layers 0
  *     and 1 that drafts losslessly;
  *   - SmolLM2-135M (test data) with a head of its shape drafts losslessly
- *     for K = 1..8. */
+ *     for K = 1..8.
+ * MKC_TEST_ONLY=PRESET runs that preset's checks alone (test_fake_cuda.sh:
+ * the cuda backend's copies on the doubles). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "check.h"
 #include "exec/decode.h"
@@ -327,7 +330,12 @@ int main(void) {
   static const char *const PRESETS[] = {"tiny", "odd", "qwen3-tiny"};
   fixture targets[3], heads[3];
   int open[3];
+  const char *only = getenv("MKC_TEST_ONLY");
   for (int i = 0; i < 3; i++) {
+    if (only && strcmp(only, PRESETS[i]) != 0) {
+      open[i] = 0;
+      continue;
+    }
     open[i] = open_graph(&targets[i], "llama.lua", PRESETS[i], 7) == 0 &&
               open_graph(&heads[i], "draft_head.lua", PRESETS[i], 8) == 0;
     if (!CHECK(open[i], "%s: target and head kernels", PRESETS[i])) continue;
@@ -337,7 +345,7 @@ int main(void) {
   }
   if (open[0] && open[1]) refusals(&targets[0], &heads[1]);
   if (open[0]) named_layers(&targets[0]);
-  smollm2();
+  if (!only) smollm2();
   for (int i = 0; i < 3; i++)
     if (open[i]) {
       fixture_close(&targets[i]);

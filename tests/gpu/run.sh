@@ -5,8 +5,9 @@
 # tiny's slot kernel (run --batch).
 # Where there is no GPU it says so and counts as skipped. Prints "N passed,
 # N failed, N skipped" last. MKC_GPU_PARTS=suite or =sanitizer runs one of
-# the two halves (tests/gpu/bench.sh runs them apart); MKC_CACHE_DIR, if
-# set, is kept.
+# the two halves (tests/gpu/bench.sh runs them apart); MKC_GPU_SKIP="PROGRAM
+# ..." leaves those test programs out of the suite (each one a skip, never a
+# pass; test_fake_cuda.sh's doubles); MKC_CACHE_DIR, if set, is kept.
 source "$(dirname "$0")/../lib.sh"
 export MKC_CACHE_DIR="${MKC_CACHE_DIR:-$PWD/build/test-cache}"
 parts=${MKC_GPU_PARTS:-suite,sanitizer}
@@ -21,6 +22,10 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 
 # The CPU suite's checks, on the GPU.
 [[ $parts == *suite* ]] && for t in build/test_kernel build/test_spec build/test_kv_dtype build/test_snapshot build/test_window build/test_slots build/test_sched build/test_cp_ring build/test_t1_path build/test_wtypes build/test_embed; do
+  if [[ " ${MKC_GPU_SKIP:-} " == *" $t "* ]]; then
+    skip "$t (cuda): MKC_GPU_SKIP leaves it out"
+    continue
+  fi
   if [ ! -x "$t" ]; then # not built or not carried: a failure named as such, and the rest goes on
     fail "$t (cuda): not found (make; a device call carries it)"
     continue
