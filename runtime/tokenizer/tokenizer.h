@@ -47,7 +47,9 @@ int mkc_tokenizer_eos_after(const mkc_tokenizer *t);
  * mkc_tokenizer_encode gives them, or -1 after a message. */
 int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t len, int **ids);
 /* End of generation: eos, eot, eom, and control tokens named <|eot_id|>,
- * <|im_end|>, <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn>, ... */
+ * <|im_end|>, <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn>, ...;
+ * but not <|end|> where <|return|> and <|call|> are tokens too (gpt-oss's
+ * harmony: <|end|> closes one message of an answer). */
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
 /* The end-of-generation ids, lowest first: the first cap into ids; returns how many there are. */
 int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap);
