@@ -38,17 +38,22 @@ void mkc_respond_error(int fd, int status, const char *msg) {
   free(s);
 }
 
-static int append(mkc_answer *g, const char *s, size_t n) {
-  if (g->len + n + 1 > g->cap) {
-    size_t cap = (g->len + n + 1) * 2;
-    char *t = realloc(g->text, cap);
+/* s[0..n) after *buf's *len bytes, NUL-terminated, *cap grown as needed; -1 when out of memory. */
+static int append_to(char **buf, size_t *len, size_t *cap, const char *s, size_t n) {
+  if (*len + n + 1 > *cap) {
+    size_t grown = (*len + n + 1) * 2;
+    char *t = realloc(*buf, grown);
     if (!t) return -1;
-    g->text = t, g->cap = cap;
+    *buf = t, *cap = grown;
   }
-  memcpy(g->text + g->len, s, n);
-  g->len += n;
-  g->text[g->len] = '\0';
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  (*buf)[*len] = '\0';
   return 0;
+}
+
+static int append(mkc_answer *g, const char *s, size_t n) {
+  return append_to(&g->text, &g->len, &g->cap, s, n);
 }
 
 /* Where the text first holds a stop string, searching from `from`: cuts
@@ -207,21 +212,11 @@ static int reply_part(mkc_answer *g, int id, const char **at, size_t *len) {
   if (!g->split) return 1;
   int part = mkc_reasoning_push(&g->rs, id, at, len);
   if (part != MKC_PART_REASONING) return part == MKC_PART_REPLY;
-  const char *text = *at;
-  size_t n = *len;
-  if (g->reasoning_len + n + 1 > g->reasoning_cap) {
-    size_t cap = (g->reasoning_len + n + 1) * 2;
-    char *t = realloc(g->reasoning, cap);
-    if (!t) {
-      g->gone = 1; /* out of memory: the answer ends, as when a write fails */
-      return 0;
-    }
-    g->reasoning = t, g->reasoning_cap = cap;
+  if (append_to(&g->reasoning, &g->reasoning_len, &g->reasoning_cap, *at, *len) != 0) {
+    g->gone = 1; /* out of memory: the answer ends, as when a write fails */
+    return 0;
   }
-  memcpy(g->reasoning + g->reasoning_len, text, n);
-  g->reasoning_len += n;
-  g->reasoning[g->reasoning_len] = '\0';
-  if (g->r->stream && !g->gone && n > 0 && reasoning_chunk(g, text, n) != 0) g->gone = 1;
+  if (g->r->stream && !g->gone && *len > 0 && reasoning_chunk(g, *at, *len) != 0) g->gone = 1;
   return 0;
 }
 

@@ -30,8 +30,7 @@ static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *
                      size_t cap) {
   const char *name = mkc_chat_family_name(sv->family),
              *think = r->ollama ? "think" : "chat_template_kwargs.enable_thinking";
-  int reasons = sv->family == MKC_CHAT_GPT_OSS || sv->family == MKC_CHAT_QWEN3 ||
-                sv->family == MKC_CHAT_DEEPSEEK_R1;
+  int reasons = mkc_chat_reasons(sv->family);
   if (r->think == 1 && !reasons) {
     snprintf(why, cap, "%s: the %s chat template does not reason", think, name);
     return -1;

@@ -34,6 +34,10 @@ const char *mkc_chat_family_name(int family) {
   return family >= 0 && family < MKC_CHAT_N_FAMILIES ? NAMES[family] : NULL;
 }
 
+int mkc_chat_reasons(int family) {
+  return family == MKC_CHAT_GPT_OSS || family == MKC_CHAT_QWEN3 || family == MKC_CHAT_DEEPSEEK_R1;
+}
+
 int mkc_chat_family_from_name(const char *name) {
   for (int f = 0; name && f < MKC_CHAT_N_FAMILIES; f++)
     if (strcmp(name, NAMES[f]) == 0) return f;

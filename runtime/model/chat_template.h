@@ -60,6 +60,10 @@ const char *mkc_chat_family_name(int family);
 /* "chatml, llama3, ..." for messages. */
 const char *mkc_chat_family_names(void);
 
+/* Whether the family's models reason before they answer (gpt-oss's
+ * analysis channel, the <think> block of qwen3 and deepseek-r1). */
+int mkc_chat_reasons(int family);
+
 /* msgs[0..n) in the family's format, malloc'd and NUL-terminated; NULL
  * after a "mkc: error: ..." message (a bad role or order, a family out of
  * range, out of memory). add_assistant appends the opening of the

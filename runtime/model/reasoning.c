@@ -15,7 +15,7 @@ int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok) {
     r->harmony = 1;
     return mkc_harmony_init(&r->h, tok);
   }
-  if (family != MKC_CHAT_QWEN3 && family != MKC_CHAT_DEEPSEEK_R1) return -1;
+  if (!mkc_chat_reasons(family)) return -1;
   r->open = find(tok, "<think>");
   r->close = find(tok, "</think>");
   /* deepseek-r1's cue ends with "<think>\n": the answer starts reasoning */
@@ -28,8 +28,7 @@ static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == 
 int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n) {
   int part;
   if (r->harmony) {
-    part = mkc_harmony_push(&r->h, id, *text, *n);
-    r->part = part == MKC_PART_HEADER ? r->part : part;
+    part = mkc_harmony_push(&r->h, id, *text, *n); /* h keeps the part that follows */
     if (part == MKC_PART_HEADER) r->opening = 1;
   } else if (id >= 0 && (id == r->open || id == r->close)) {
     r->part = id == r->open ? MKC_PART_REASONING : MKC_PART_REPLY;

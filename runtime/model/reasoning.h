@@ -18,7 +18,7 @@ typedef struct mkc_reasoning {
   int harmony; /* gpt-oss: h decides; else the think tags do */
   mkc_harmony h;
   int open, close; /* <think> and </think>, single tokens */
-  int part;        /* enum mkc_answer_part of the text that follows */
+  int part;        /* enum mkc_answer_part of the text that follows (the tags' only) */
   int opening;     /* a part just began: its leading whitespace is dropped */
   int thinking;    /* mkc_reasoning_print: "Thinking..." printed, its end not yet */
 } mkc_reasoning;
