@@ -1,18 +1,24 @@
 /* libFuzzer target for chat templates, outside data twice over: the
  * template text a model ships and the messages a user types. The first
  * byte picks what the rest is: (0) a template text, detected, its family's
- * rendering of a conversation cut from the same bytes; (1) a
- * tokenizer_config.json; (2) a GGUF file whose tokenizer.chat_template is
- * read and detected. Nothing may crash or read out of bounds, detection
- * gives a family or unknown, and every family renders the conversation
- * with each user message's text (trimmed) in it.
+ * rendering of a conversation cut from the same bytes, the tool families'
+ * rendering of one with tools, a call and its result, and the same bytes
+ * read as a reply that may call tools; (1) a tokenizer_config.json; (2) a
+ * GGUF file whose tokenizer.chat_template is read and detected. Nothing may
+ * crash or read out of bounds, detection gives a family or unknown, every
+ * family renders the conversation with each user message's text (trimmed)
+ * in it, the tool families the tools and the result too, and calls read
+ * from a reply have names and JSON objects for arguments.
  * Seeds in fuzz/corpus/chat_template: templates and configs. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "formats/gguf.h"
 #include "model/chat_template.h"
+#include "model/tool_calls.h"
 
 static const char SPACES[] = " \t\n\v\f\r\x1c\x1d\x1e\x1f";
 
@@ -28,7 +34,7 @@ static void core(const char *s, char *out) {
 static void render_all(const char *text, size_t n) {
   enum { MAX = 6, PIECE = 48 };
   char pieces[MAX][PIECE], kept[PIECE];
-  mkc_chat_msg msgs[MAX];
+  mkc_chat_msg msgs[MAX] = {0};
   int count = (int)(n % (MAX + 1)), has_system = (int)(n / 7 % 2);
   for (int i = 0; i < count; i++) {
     size_t from = n ? (size_t)i * 31 % n : 0, k = n - from < PIECE - 1 ? n - from : PIECE - 1;
@@ -49,6 +55,31 @@ static void render_all(const char *text, size_t n) {
   }
 }
 
+/* Tools: the text as a tool, a call's arguments and its result, rendered by
+ * the tool families; then read as a reply. */
+static void tools_all(const char *text, size_t n) {
+  const mkc_chat_call call = {"f", text};
+  const mkc_chat_msg msgs[] = {{.role = "user", .content = "q"},
+                               {.role = "assistant", .content = "", .calls = &call, .n_calls = 1},
+                               {.role = "tool", .content = text}};
+  mkc_chat_opts o = {.tools = &text, .n_tools = 1};
+  for (int family = 0; family < MKC_CHAT_N_FAMILIES; family++) {
+    if (!mkc_chat_tools(family)) continue;
+    char *out = mkc_chat_render_with(family, msgs, 3, 1, &o);
+    if (!out || !strstr(out, text) || !strstr(out, "<tool_response>")) abort();
+    free(out);
+  }
+  mkc_tool_calls c;
+  if (mkc_tool_calls_read(text, n, &c) != 1) return;
+  if (c.n < 1 || !c.content || strlen(c.content) > n) abort();
+  for (int k = 0; k < c.n; k++) {
+    cJSON *args = cJSON_Parse(c.calls[k].arguments);
+    if (!c.calls[k].name[0] || !cJSON_IsObject(args)) abort();
+    cJSON_Delete(args);
+  }
+  mkc_tool_calls_free(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   size_t n = size - 1;
@@ -61,6 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int f = mkc_chat_detect(rest);
     if (f < MKC_CHAT_UNKNOWN || f >= MKC_CHAT_N_FAMILIES) abort();
     render_all(rest, strlen(rest));
+    tools_all(rest, strlen(rest));
   } else if (data[0] % 3 == 1) {
     if (mkc_chat_template_from_config(rest, n, "fuzz", &tmpl) == 0 && tmpl)
       (void)mkc_chat_detect(tmpl);

@@ -30,7 +30,12 @@ static void api(const char *body, size_t n) {
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
     check(r.ollama == ollama && r.top_logprobs >= -1);
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
-    for (int i = 0; i < r.n_msgs; i++) check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
+    for (int i = 0; i < r.n_msgs; i++) {
+      check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
+      for (int k = 0; k < r.msgs[i].n_calls; k++) /* a name, and arguments written as an object */
+        check(r.msgs[i].calls[k].name[0] && r.msgs[i].calls[k].arguments[0] == '{');
+    }
+    for (int i = 0; i < r.n_tools; i++) check(r.tools[i][0] == '{');
     for (int i = 0; i < r.n_prompt_ids; i++) check(r.prompt_ids[i] >= 0);
     for (int i = 0; i < r.n_stop; i++) check(strlen(r.stop[i]) > 0);
     check(r.max_tokens == -1 || r.max_tokens >= 1);

@@ -26,6 +26,9 @@
 #include "util/files.h"
 #include "util/rng.h"
 
+/* Conversations here are written {role, content}: their messages make no tool calls. */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
 /* s with control characters as \xNN, for failure output. */
 static void show(const char *label, const char *s) {
   printf("     %s: \"", label);
@@ -219,6 +222,14 @@ static const struct {
      "<|start|>user<|message|>Hi!<|end|><|start|>assistant<|channel|>final<|message|> Hello. "
      "<|end|><|start|>user<|message|>What is 2+2?\n<|end|><|start|>assistant<|channel|>final"
      "<|message|>4<|end|><|start|>user<|message|>Thanks<|end|><|start|>assistant"},
+    /* Qwen/Qwen2.5-7B-Instruct (llama.cpp models/templates/Qwen-Qwen2.5-7B-Instruct.jinja), as
+     * jinja2 renders it: without tools, ChatML's turns. */
+    {MKC_CHAT_QWEN25, "<|im_start|>system\nBe brief.<|im_end|>\n"
+                      "<|im_start|>user\nHi!<|im_end|>\n"
+                      "<|im_start|>assistant\n Hello. <|im_end|>\n"
+                      "<|im_start|>user\nWhat is 2+2?\n<|im_end|>\n"
+                      "<|im_start|>assistant\n4<|im_end|>\n"
+                      "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n"},
 };
 #define N_RENDERED ((int)(sizeof RENDERED / sizeof RENDERED[0]))
 
@@ -235,7 +246,7 @@ static void test_names(void) {
       mkc_chat_family_names(),
       "chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
       "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, "
-      "deepseek-r1, gpt-oss",
+      "deepseek-r1, gpt-oss, qwen2.5",
       "the names list");
   CHECK_INT(mkc_chat_family_from_name("ChatML"), MKC_CHAT_UNKNOWN, "names are case-sensitive");
   CHECK_INT(mkc_chat_family_from_name("llama2-sys"), MKC_CHAT_UNKNOWN,
@@ -467,9 +478,9 @@ static void expect_error(const mkc_chat_msg *msgs, int n, int family, const char
 static void test_errors(void) {
   const mkc_chat_msg tool[] = {{"user", "Q"}, {"tool", "{}"}};
   expect_error(tool, 2, MKC_CHAT_CHATML,
-               "mkc: error: chat message 2: role 'tool' where 'assistant' was expected (a "
-               "system message comes first, then user and assistant alternate, user first)\n",
-               "a role mkc does not render is refused, naming the message");
+               "mkc: error: chat message 2: a tool result: the chatml chat template has no tools "
+               "(qwen2.5's and qwen3's have)\n",
+               "a role the family does not render is refused, naming the message");
   const mkc_chat_msg late_system[] = {{"user", "Q"}, {"assistant", "A"}, {"system", "S"}};
   expect_error(late_system, 3, MKC_CHAT_LLAMA3,
                "mkc: error: chat message 3: role 'system' where 'user' was expected (a system "
@@ -490,10 +501,10 @@ static void test_errors(void) {
                "a message without content is refused");
   expect_error(
       CONVERSATION, N_CONVERSATION, MKC_CHAT_N_FAMILIES,
-      "mkc: error: chat: no template family 19 (one of: chatml, qwen3, llama3, "
+      "mkc: error: chat: no template family 20 (one of: chatml, qwen3, llama3, "
       "llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, "
       "mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1, "
-      "gpt-oss)\n",
+      "gpt-oss, qwen2.5)\n",
       "a family out of range is refused");
   expect_error(NULL, 2, MKC_CHAT_CHATML, "mkc: error: chat: 2 messages\n",
                "messages NULL with a count is refused");
@@ -513,6 +524,7 @@ static void test_detect(void) {
       {"SmolLM2-135M-Instruct", TPL_SMOLLM2, MKC_CHAT_CHATML},
       {"OpenHermes-2.5-Mistral-7B", TPL_OPENHERMES, MKC_CHAT_CHATML},
       {"Qwen3-0.6B", TPL_QWEN3, MKC_CHAT_QWEN3},
+      {"Qwen2.5-7B-Instruct", TPL_QWEN25, MKC_CHAT_QWEN25},
       {"Meta-Llama-3-8B-Instruct", TPL_LLAMA3, MKC_CHAT_LLAMA3},
       {"Llama-3.2-3B-Instruct", TPL_LLAMA32, MKC_CHAT_LLAMA31},
       {"Llama-2-7b-chat-hf", TPL_LLAMA2, MKC_CHAT_LLAMA2},
@@ -580,21 +592,21 @@ static void test_family_for(void) {
       "mkc: error: --chat-template 'vicuna': unknown name (one of: chatml, qwen3, "
       "llama3, llama3.1, llama2, mistral-v1, mistral-v3, mistral-v3-tekken, "
       "mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, zephyr, command-r, "
-      "granite, deepseek-r1, gpt-oss)\n",
+      "granite, deepseek-r1, gpt-oss, qwen2.5)\n",
       "an unknown --chat-template name is an error listing the names");
   expect_family_for(
       TPL_VICUNA, NULL, -1,
       "mkc: error: models/x.gguf: unknown chat template; pass --chat-template NAME "
       "(one of: chatml, qwen3, llama3, llama3.1, llama2, mistral-v1, mistral-v3, "
       "mistral-v3-tekken, mistral-v7, mistral-v7-tekken, gemma, phi3, phi4, phi4-mini, "
-      "zephyr, command-r, granite, deepseek-r1, gpt-oss)\n",
+      "zephyr, command-r, granite, deepseek-r1, gpt-oss, qwen2.5)\n",
       "an unknown template is an error naming --chat-template");
   expect_family_for(
       NULL, NULL, -1,
       "mkc: error: models/x.gguf: the model has no chat template; pass "
       "--chat-template NAME (one of: chatml, qwen3, llama3, llama3.1, llama2, "
       "mistral-v1, mistral-v3, mistral-v3-tekken, mistral-v7, mistral-v7-tekken, "
-      "gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1, gpt-oss)\n",
+      "gemma, phi3, phi4, phi4-mini, zephyr, command-r, granite, deepseek-r1, gpt-oss, qwen2.5)\n",
       "a model without a template is its own error");
 }
 
@@ -762,7 +774,7 @@ static void test_random(void) {
     if (mkc_chat_template_from_config(buf, n, "fuzz", &out) == 0) free(out);
 
     /* A conversation of pieces of the same bytes, in a random family. */
-    mkc_chat_msg msgs[7];
+    mkc_chat_msg msgs[7] = {0};
     char pieces[7][64];
     int count = (int)(mkc_splitmix64(&rng) % 7), has_system = (int)(mkc_splitmix64(&rng) % 2);
     for (int i = 0; i < count; i++) {

@@ -109,6 +109,52 @@ static int tokens_of(const char *json, int detokenize, mkc_api_tokens *t, char *
   return mkc_api_parse_tokens(json, strlen(json), detokenize, t, why, 200);
 }
 
+/* Tools: the definitions written as the template writes them (tojson), a
+ * reply's calls with their arguments (a text parsed, an object as is), the
+ * results, tool_choice "none" and parallel_tool_calls false. */
+static void tool_requests(void) {
+  mkc_api_req r;
+  char why[200];
+  const char *openai =
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": "
+      "\"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": "
+      "\"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": "
+      "\"{\\\"city\\\":\\\"Paris\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c1\", "
+      "\"content\": \"21 C\"}], \"tools\": [{\"type\":\"function\",\"function\":{\"name\":"
+      "\"get_weather\",\"parameters\":{\"type\":\"object\"}}}], \"parallel_tool_calls\": "
+      "false}";
+  int rc = api(openai, 1, &r, why);
+  CHECK(rc == 0 && r.n_tools == 1 &&
+            strcmp(r.tools[0], "{\"type\": \"function\", \"function\": {\"name\": "
+                               "\"get_weather\", \"parameters\": {\"type\": \"object\"}}}") == 0 &&
+            r.one_call && r.n_msgs == 3 && r.msgs[1].n_calls == 1 &&
+            strcmp(r.msgs[1].content, "") == 0 &&
+            strcmp(r.msgs[1].calls[0].name, "get_weather") == 0 &&
+            strcmp(r.msgs[1].calls[0].arguments, "{\"city\": \"Paris\"}") == 0 &&
+            strcmp(r.msgs[2].role, "tool") == 0 && strcmp(r.msgs[2].content, "21 C") == 0,
+        "OpenAI's tools: the definition as tojson writes it, the call's arguments text parsed "
+        "and rewritten, content null as empty, the result (%s)",
+        rc ? why : "parsed");
+  mkc_api_req_free(&r);
+  const char *none = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": "
+                     "[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}], \"tool_choice\": "
+                     "\"none\"}";
+  CHECK(api(none, 1, &r, why) == 0 && r.n_tools == 0 && !r.one_call,
+        "tool_choice none: the tools are not offered");
+  mkc_api_req_free(&r);
+  const char *oll =
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
+      "\"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {\"name\": "
+      "\"f\", \"arguments\": {\"x\": [1, 2.5]}}}]}, {\"role\": \"tool\", \"content\": "
+      "\"ok\", \"tool_name\": \"f\"}], \"tools\": [{\"type\": \"function\", "
+      "\"function\": {\"name\": \"f\"}}]}";
+  rc = ollama(oll, 1, &r, why);
+  CHECK(rc == 0 && r.n_tools == 1 && r.msgs[1].n_calls == 1 &&
+            strcmp(r.msgs[1].calls[0].arguments, "{\"x\": [1, 2.5]}") == 0,
+        "ollama's tools: arguments as an object (%s)", rc ? why : "parsed");
+  mkc_api_req_free(&r);
+}
+
 static void requests(void) {
   mkc_api_req r;
   char why[200];
@@ -246,7 +292,21 @@ static void requests(void) {
        "needs \"logprobs\": true"},
       {"{\"messages\": []}", 1, "messages: expected a non-empty list"},
       {"{\"messages\": [{\"content\": \"a\"}]}", 1, "messages[0]: expected an object"},
-      {"{\"messages\": [{\"role\": \"tool\", \"content\": \"a\"}]}", 1, "messages[0].role"},
+      {"{\"messages\": [{\"role\": \"robot\", \"content\": \"a\"}]}", 1,
+       "messages[0].role: expected system, user, assistant or tool"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\", \"tool_calls\": []}]}", 1,
+       "messages[0].tool_calls: only in an assistant's message"},
+      {"{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": "
+       "\"f\", \"arguments\": \"{oops\"}}]}]}",
+       1, "messages[0].tool_calls[0].function.arguments: expected a JSON object"},
+      {"{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {}}]}]}", 1,
+       "messages[0].tool_calls[0]: expected {\"function\": {\"name\""},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": {}}", 1,
+       "tools: expected a list of functions"},
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": [{\"type\": "
+       "\"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": \"required\"}",
+       1, "tool_choice: \"auto\" or \"none\" (a call cannot be forced"},
+      {"{\"prompt\": \"a\", \"tools\": []}", 0, "tools: only in a chat request"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", 1, "messages[0].content"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", 1,
        "only text parts"},
@@ -286,11 +346,12 @@ static void requests(void) {
       {"{\"prompt\": \"a\", \"options\": {\"num_predict\": 0}}", 0, "num_predict"},
       {"{\"prompt\": \"a\", \"options\": [1]}", 0, "options: expected an object"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": [{}]}", 1,
-       "tools: tool calling"},
+       "tools[0]: expected {\"type\": \"function\", \"function\": {\"name\""},
   };
   for (size_t i = 0; i < sizeof OBAD / sizeof *OBAD; i++)
     CHECK(ollama(OBAD[i].json, OBAD[i].chat, &r, why) == -1 && strstr(why, OBAD[i].why),
           "ollama refused: %s (%s)", OBAD[i].json, why);
+  tool_requests();
   /* llama-server's /tokenize and /detokenize */
   mkc_api_tokens t;
   CHECK(tokens_of("{\"content\": \"x\"}", 0, &t, why) == 0 && strcmp(t.content, "x") == 0 &&

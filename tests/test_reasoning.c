@@ -9,67 +9,10 @@
  * and mkc serve's answers to such chats (OpenAI's reasoning_content, ollama's
  * thinking; whole and streamed) read back from the socket they are written
  * to. */
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <cjson/cJSON.h>
-
 #include "check.h"
-#include "cli/serve_answer.h"
+#include "serve_answers.h"
 #include "model/chat_template.h"
 #include "model/reasoning.h"
-#include "tokenizer/impl.h"
-#include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
-
-static const char *const SPECIALS[] = {"<|start|>", "<|channel|>", "<|message|>", "<|constrain|>",
-                                       "<|end|>",   "<|return|>",  "<|call|>",    "<|endoftext|>"};
-#define N_SPECIALS ((int)(sizeof SPECIALS / sizeof *SPECIALS))
-
-/* Qwen3's think tags: added tokens, not special ones (its tokenizer.json). */
-static const char *const TAGS[] = {"<think>", "</think>"};
-
-/* The 256 byte tokens, then the specials and the tags, but `without`. */
-static mkc_tokenizer *vocabulary(const char *without) {
-  cJSON *root = cJSON_CreateObject(), *model = cJSON_AddObjectToObject(root, "model");
-  cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
-  cJSON_AddArrayToObject(model, "merges");
-  cJSON *added = cJSON_AddArrayToObject(root, "added_tokens");
-  cJSON_AddStringToObject(model, "type", "BPE");
-  for (int b = 0; b < 256; b++) {
-    char c[5];
-    c[mkc_utf8_put(mkc_bpe_byte_char(b), c)] = '\0';
-    cJSON_AddNumberToObject(vocab, c, b);
-  }
-  int id = 256;
-  for (int k = 0; k < N_SPECIALS; k++) {
-    if (without && strcmp(SPECIALS[k], without) == 0) continue;
-    cJSON_AddNumberToObject(vocab, SPECIALS[k], id);
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddNumberToObject(t, "id", id++);
-    cJSON_AddStringToObject(t, "content", SPECIALS[k]);
-    cJSON_AddBoolToObject(t, "special", 1);
-    cJSON_AddItemToArray(added, t);
-  }
-  for (int k = 0; k < 2; k++) {
-    if (without && strcmp(TAGS[k], without) == 0) continue;
-    cJSON_AddNumberToObject(vocab, TAGS[k], id);
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddNumberToObject(t, "id", id++);
-    cJSON_AddStringToObject(t, "content", TAGS[k]);
-    cJSON_AddBoolToObject(t, "special", 0);
-    cJSON_AddItemToArray(added, t);
-  }
-  cJSON_AddItemToObject(root, "pre_tokenizer",
-                        cJSON_Parse("{\"type\": \"ByteLevel\", \"add_prefix_space\": false}"));
-  char *json = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  mkc_tokenizer *t = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, "harmony") : NULL;
-  free(json);
-  return t;
-}
 
 static int id_of(const mkc_tokenizer *t, const char *s) {
   return mkc_tokenizer_find(t, s, strlen(s));
@@ -98,7 +41,7 @@ static void test_rendering(void) {
   mkc_tokenizer *t = vocabulary(NULL);
   if (!t) return;
   setenv("MKC_CHAT_DATE", "2026-12-02", 1);
-  const mkc_chat_msg msgs[] = {{"user", "Hi"}};
+  const mkc_chat_msg msgs[] = {{.role = "user", .content = "Hi"}};
   char *text = mkc_chat_render(MKC_CHAT_GPT_OSS, msgs, 1, 1);
   int *ids = NULL, n = text ? mkc_tokenizer_encode(t, text, strlen(text), 0, 1, &ids) : -1;
   /* <|start|>system<|message|>...<|end|><|start|>user<|message|>Hi<|end|><|start|>assistant */
@@ -235,62 +178,6 @@ static void test_think(void) {
   mkc_tokenizer_free(t);
 }
 
-/* What mkc serve writes for answer (a gpt-oss reply's tokens, <|return|>
- * last) to a chat request of that kind: the HTTP response, malloc'd. */
-static char *serve(const mkc_tokenizer *t, int family, int ollama, int stream, const char *answer) {
-  int fds[2];
-  if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return NULL;
-  mkc_api_req r = {.chat = 1, .ollama = ollama, .stream = stream, .top_logprobs = -1};
-  mkc_answer g;
-  int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
-  if (n > 0 && mkc_answer_open(&g, &r, fds[0], t, "gpt-oss", 1, n) == 0) {
-    mkc_answer_reasoning(&g, family);
-    if (stream) mkc_answer_stream_start(&g);
-    for (int i = 0; i < n && !mkc_answer_on_token(&g, ids[i]); i++) {
-    }
-    mkc_answer_flush(&g);
-    mkc_decode_stats st = {0};
-    if (stream)
-      mkc_answer_stream_end(&g, 5, 0, &st);
-    else
-      mkc_answer_respond(&g, 5, 0, &st);
-    mkc_answer_close(&g);
-  }
-  free(ids);
-  close(fds[0]);
-  char *out = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&out, &len);
-  char buf[4096];
-  for (ssize_t k; (k = read(fds[1], buf, sizeof buf)) > 0;) fwrite(buf, 1, (size_t)k, f);
-  fclose(f);
-  close(fds[1]);
-  return out;
-}
-
-/* The texts at path (a list of names into nested objects) of each JSON
- * object in the body (one, or one per "data: " event or line), joined. */
-static void joined(const char *response, const char *const *path, char *out, size_t cap) {
-  out[0] = '\0';
-  const char *body = response ? strstr(response, "\r\n\r\n") : NULL;
-  for (const char *line = body ? body + 4 : NULL; line && *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    if (strncmp(line, "data: ", 6) == 0) line += 6, len -= 6;
-    cJSON *root = cJSON_ParseWithLength(line, len), *o = root;
-    for (int k = 0; o && path[k]; k++) {
-      cJSON *item = cJSON_GetObjectItemCaseSensitive(o, path[k]);
-      if (cJSON_IsArray(item)) item = cJSON_GetArrayItem(item, 0);
-      if (!path[k + 1] && cJSON_IsString(item))
-        strncat(out, item->valuestring, cap - strlen(out) - 1);
-      if (!item) break;
-      o = item;
-    }
-    cJSON_Delete(root);
-    line = end ? end + 1 : NULL;
-  }
-}
-
 static void test_serve(void) {
   mkc_tokenizer *t = vocabulary(NULL);
   if (!t) return;
@@ -321,8 +208,9 @@ static void test_serve(void) {
   };
   for (size_t a = 0; a < sizeof ANSWERS / sizeof *ANSWERS; a++)
     for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
-      char *response =
-          serve(t, ANSWERS[a].family, KINDS[k].ollama, KINDS[k].stream, ANSWERS[a].answer);
+      mkc_api_req r = {
+          .chat = 1, .ollama = KINDS[k].ollama, .stream = KINDS[k].stream, .top_logprobs = -1};
+      char *response = serve(t, ANSWERS[a].family, &r, ANSWERS[a].answer);
       char reasoning[256], content[256];
       joined(response, KINDS[k].reasoning, reasoning, sizeof reasoning);
       joined(response, KINDS[k].content, content, sizeof content);
@@ -333,7 +221,8 @@ static void test_serve(void) {
       free(response);
     }
   /* a template that does not reason: the answer is the reply, whole, and no reasoning field */
-  char *response = serve(t, MKC_CHAT_CHATML, 0, 0, "<think>x</think>y");
+  mkc_api_req r = {.chat = 1, .top_logprobs = -1};
+  char *response = serve(t, MKC_CHAT_CHATML, &r, "<think>x</think>y");
   const char *const content_path[] = {"choices", "message", "content", NULL};
   char content[256];
   joined(response, content_path, content, sizeof content);

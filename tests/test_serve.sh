@@ -394,10 +394,15 @@ elif start smollm2 -m "$model" --backend cpu; then
     || fail "SmolLM2 chat logprobs = run" "$same" "$(head -c 300 "$tmp/ans")"
   refused "SmolLM2: top_logprobs without logprobs" 400 "top_logprobs: needs" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2}'
-  refused "SmolLM2: two user messages in a row" 400 "messages[1]: expected an assistant message" POST /v1/chat/completions \
-    '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
-  refused "SmolLM2: a tool message" 400 "messages[0].role: expected system, user or assistant" POST /v1/chat/completions \
-    '{"messages": [{"role": "tool", "content": "a"}]}'
+  refused "SmolLM2: two user messages in a row" 400 "messages[1]: role 'user' where 'assistant' was expected" \
+    POST /v1/chat/completions '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
+  refused "SmolLM2: a tool message" 400 "messages[0]: a tool result: the chatml chat template has no tools" \
+    POST /v1/chat/completions '{"messages": [{"role": "tool", "content": "a"}]}'
+  refused "SmolLM2: tools (chatml has none)" 400 \
+    "tools: the chatml chat template has no tools (qwen2.5's and qwen3's have)" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "f"}}]}'
+  refused "SmolLM2: a forced call" 400 "tool_choice: \"auto\" or \"none\"" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"}'
   refused "SmolLM2: an image part" 400 "only text parts" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}'
   refused "SmolLM2: a reasoning effort (chatml has none)" 400 \
@@ -461,6 +466,23 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=stop" "$tmp/stream" \
     && ok "SmolLM2 stop string, streamed: nothing of it goes out" || fail "SmolLM2 stop stream" "want: $want" "got:  $(cat "$tmp/stream")"
   stop smollm2
+fi
+# Tools: SmolLM2 served in Qwen2.5's template. The prompt of a chat with a tool, a call and its
+# result is the one jinja2 renders from Qwen2.5-7B-Instruct's template (counted in tokens by
+# /tokenize); /api/show says the model takes tools.
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolqwen -m "$model" --backend cpu --chat-template qwen2.5; then
+  call POST /v1/chat/completions '{"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]}, {"role": "tool", "tool_call_id": "call_1", "content": "21 C"}], "tools": [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}], "max_tokens": 2}'
+  n_prompt=$(get usage prompt_tokens)
+  finish=$(get choices 0 finish_reason)
+  call POST /tokenize '{"add_special": true, "content": "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Weather in a city\", \"parameters\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call><|im_end|>\n<|im_start|>user\n<tool_response>\n21 C\n</tool_response><|im_end|>\n<|im_start|>assistant\n"}'
+  want=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tokens"]))' "$tmp/body" 2>/dev/null)
+  [ -n "$n_prompt" ] && [ "$n_prompt" = "$want" ] && [ "$finish" = length ] \
+    && ok "tools (qwen2.5): the prompt is jinja2's rendering with the tool, the call and its result ($n_prompt tokens)" \
+    || fail "tools prompt" "prompt_tokens $n_prompt, jinja2's rendering $want tokens, finish $finish"
+  call POST /api/show '{"model": "m"}'
+  python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["capabilities"] == ["completion", "tools"] else 1)' "$tmp/body" \
+    && ok "tools (qwen2.5): /api/show's capabilities: completion, tools" || fail "api/show capabilities" "$(cat "$tmp/body")"
+  stop smolqwen
 fi
 # --parallel: a chat, a completion cut by a stop string, a streamed chat, at once, on 2 slots
 if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolpar -m "$model" --backend cpu --ctx 64 --draft-max 2 --parallel 2; then

@@ -53,7 +53,9 @@ static const char USAGE[] =
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
     "usage); logit_bias and a response_format other than text are refused, not\n"
-    "ignored. A field not given is this command's option (the same defaults as\n"
+    "ignored. A chat's tools (qwen2.5's and qwen3's templates) come back as\n"
+    "tool_calls; tool_choice is auto or none, a forced call is refused. A field not given is this "
+    "command's option (the same defaults as\n"
     "run: greedy unless --temp). A request that shares its first tokens with\n"
     "the one before feeds only the rest (--parallel: the full KV pages of any\n"
     "earlier prompt's start). Ctrl-C (or SIGTERM) stops.\n"
@@ -320,6 +322,12 @@ static void ollama_info(const mkc_server *sv, int fd, const char *what) {
     cJSON_AddNumberToObject(info, key, sv->m->g.max_ctx);
     cJSON_AddItemToObject(o, "details", details);
     cJSON_AddStringToObject(o, "template", sv->family >= 0 ? mkc_chat_family_name(sv->family) : "");
+    /* ollama's: what requests the model takes */
+    cJSON *can = cJSON_AddArrayToObject(o, "capabilities");
+    cJSON_AddItemToArray(can, cJSON_CreateString("completion"));
+    if (sv->tools) cJSON_AddItemToArray(can, cJSON_CreateString("tools"));
+    if (sv->family >= 0 && mkc_chat_reasons(sv->family))
+      cJSON_AddItemToArray(can, cJSON_CreateString("thinking"));
   }
   mkc_respond_json(fd, 200, o);
 }
@@ -585,8 +593,9 @@ int mkc_cmd_serve(int argc, char **argv) {
                     ? mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template)
                     : mkc_chat_detect(m.file.chat_template);
     if (c.chat_template && sv.family < 0) goto done;
+    sv.tools = mkc_chat_tools_for(sv.family, c.chat_template ? NULL : m.file.chat_template);
   }
-  mkc_chat_opts opts = {c.reasoning_effort, c.no_reasoning};
+  mkc_chat_opts opts = {.reasoning_effort = c.reasoning_effort, .no_reasoning = c.no_reasoning};
   char why[256];
   int refused = mkc_chat_check_opts(sv.family, &opts, why, sizeof why);
   if (refused == MKC_CHAT_OPT_EFFORT)

@@ -33,6 +33,7 @@ typedef struct mkc_server {
   mkc_drafter *drafter;
   int draft_layers;                /* in the kernel (--rounds with --draft-layers) */
   int family;                      /* the chat template's, or -1: chat requests refused */
+  int tools;                       /* the template's tools are mkc's (mkc_chat_tools_for) */
   const char *name;                /* the model's, as /v1/models lists it */
   mkc_sampling base;               /* the command's sampling options */
   int fixed_seed;                  /* --seed given: every request without a seed uses it */

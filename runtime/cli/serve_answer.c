@@ -9,7 +9,7 @@
 #include "serve/http.h"
 
 const char *mkc_answer_finish(const mkc_answer *g) {
-  return g->eog || g->hit_stop ? "stop" : "length";
+  return g->calls.n ? "tool_calls" : g->eog || g->hit_stop ? "stop" : "length";
 }
 
 int mkc_respond_json(int fd, int status, cJSON *o) {
@@ -70,18 +70,29 @@ static int cut_at_stop(mkc_answer *g, size_t from) {
   return 1;
 }
 
-/* The longest end of the text that begins some stop string: held back
- * from the stream until the next piece says whether it is one. */
+/* The longest end of the text that begins s: held back from the stream
+ * until the next piece says whether it is s. */
+static size_t hold_for(const mkc_answer *g, const char *s, size_t hold) {
+  size_t n = strlen(s);
+  for (size_t h = n - 1 < g->len ? n - 1 : g->len; h > hold; h--)
+    if (memcmp(g->text + g->len - h, s, h) == 0) return h;
+  return hold;
+}
+
+/* What the stream holds back: the end of the text that may begin a stop
+ * string, and with tools, all from the first <tool_call> on (or the end
+ * that may begin one). */
 static size_t held_back(const mkc_answer *g) {
   size_t hold = 0;
-  for (int k = 0; k < g->r->n_stop; k++) {
-    size_t n = strlen(g->r->stop[k]);
-    for (size_t h = n - 1 < g->len ? n - 1 : g->len; h > hold; h--)
-      if (memcmp(g->text + g->len - h, g->r->stop[k], h) == 0) {
-        hold = h;
-        break;
-      }
-  }
+  for (int k = 0; k < g->r->n_stop; k++) hold = hold_for(g, g->r->stop[k], hold);
+  if (!g->tools) return hold;
+  const char *call = strstr(g->text, MKC_TOOL_CALL_OPEN);
+  if (call) hold = g->len - (size_t)(call - g->text);
+  hold = hold_for(g, MKC_TOOL_CALL_OPEN, hold);
+  /* and the whitespace before: a reply that goes on to call ends without it */
+  for (char c; hold < g->len &&
+               ((c = g->text[g->len - hold - 1]) == ' ' || c == '\n' || c == '\t' || c == '\r');)
+    hold++;
   return hold;
 }
 
@@ -133,7 +144,8 @@ static double nanoseconds(double s) { return (double)(long long)(s * 1e9 + 0.5);
 /* ollama's last object: why it ended, the counts and times in nanoseconds,
  * and generate's context. */
 static void ollama_done(const mkc_answer *g, cJSON *o, const mkc_decode_stats *st) {
-  cJSON_AddStringToObject(o, "done_reason", mkc_answer_finish(g));
+  cJSON_AddStringToObject(o, "done_reason",
+                          g->calls.n ? "stop" : mkc_answer_finish(g)); /* ollama's */
   cJSON_AddNumberToObject(o, "total_duration", nanoseconds(st->seconds));
   cJSON_AddNumberToObject(o, "load_duration", 0);
   cJSON_AddNumberToObject(o, "prompt_eval_count", st->fed);
@@ -321,11 +333,44 @@ static cJSON *logprobs_json(const mkc_answer *g) {
   return o;
 }
 
+/* The reply's calls: OpenAI's [{"id", "type": "function", "function":
+ * {"name", "arguments": text}}] (in a stream each with its "index"), or
+ * ollama's [{"function": {"name", "arguments": object}}]. */
+static cJSON *calls_json(const mkc_answer *g, int stream) {
+  cJSON *list = cJSON_CreateArray();
+  for (int k = 0; k < g->calls.n; k++) {
+    const mkc_tool_call *c = &g->calls.calls[k];
+    cJSON *o = cJSON_CreateObject(), *f;
+    cJSON_AddItemToArray(list, o);
+    if (g->r->ollama) {
+      f = cJSON_AddObjectToObject(o, "function");
+      cJSON_AddStringToObject(f, "name", c->name);
+      cJSON_AddItemToObject(f, "arguments", cJSON_Parse(c->arguments));
+      continue;
+    }
+    char id[64];
+    snprintf(id, sizeof id, "call_%s_%d", g->id, k); /* unique to the server's run */
+    if (stream) cJSON_AddNumberToObject(o, "index", k);
+    cJSON_AddStringToObject(o, "id", id);
+    cJSON_AddStringToObject(o, "type", "function");
+    f = cJSON_AddObjectToObject(o, "function");
+    cJSON_AddStringToObject(f, "name", c->name);
+    cJSON_AddStringToObject(f, "arguments", c->arguments);
+  }
+  return list;
+}
+
 /* The whole answer of a request not streamed. */
 int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
   const char *thought = g->split ? (g->reasoning ? g->reasoning : "") : NULL;
+  /* with calls, the reply is the text around them */
+  const char *reply = g->calls.n ? g->calls.content : g->text;
+  size_t reply_len = g->calls.n ? strlen(reply) : g->text ? g->len : 0;
   if (g->r->ollama) {
-    cJSON *o = ollama_object(g, g->text, g->len, thought, g->reasoning_len, 1);
+    cJSON *o = ollama_object(g, reply, reply_len, thought, g->reasoning_len, 1);
+    if (g->calls.n)
+      cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(o, "message"), "tool_calls",
+                            calls_json(g, 0));
     ollama_done(g, o, st);
     return mkc_respond_json(g->fd, 200, o);
   }
@@ -333,9 +378,13 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   if (g->r->chat) {
     cJSON *msg = cJSON_AddObjectToObject(choice, "message");
     cJSON_AddStringToObject(msg, "role", "assistant");
-    cJSON_AddItemToObject(msg, "content", mkc_json_text(g->text, g->text ? g->len : 0));
+    if (g->calls.n && !reply_len) /* OpenAI's: a reply that only calls has no content */
+      cJSON_AddNullToObject(msg, "content");
+    else
+      cJSON_AddItemToObject(msg, "content", mkc_json_text(reply, reply_len));
     if (thought)
       cJSON_AddItemToObject(msg, "reasoning_content", mkc_json_text(thought, g->reasoning_len));
+    if (g->calls.n) cJSON_AddItemToObject(msg, "tool_calls", calls_json(g, 0));
   } else {
     cJSON_AddItemToObject(choice, "text", mkc_json_text(g->text, g->text ? g->len : 0));
   }
@@ -366,7 +415,8 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
                     .tok = tok,
                     .model = model,
                     .created = (long)time(NULL),
-                    .top_n = r->top_logprobs};
+                    .top_n = r->top_logprobs,
+                    .tools = r->n_tools > 0};
   snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
   if (tok) mkc_detok_init(&g->detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
@@ -394,21 +444,66 @@ int mkc_answer_stream_start(mkc_answer *g) {
   return g->gone ? -1 : 0;
 }
 
+/* The reply's calls, when it made any: only the first with
+ * parallel_tool_calls false. */
+static void read_calls(mkc_answer *g) {
+  if (!g->tools || mkc_tool_calls_read(g->text, g->len, &g->calls) <= 0) return;
+  for (int k = 1; g->r->one_call && k < g->calls.n; k++) {
+    free(g->calls.calls[k].name), free(g->calls.calls[k].arguments);
+    g->calls.calls[k] = (mkc_tool_call){0};
+  }
+  if (g->r->one_call) g->calls.n = 1;
+}
+
 void mkc_answer_flush(mkc_answer *g) {
-  if (!g->tok || g->hit_stop) return;
-  char tail[MKC_DETOK_MAX];
-  size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
-  size_t n = mkc_detok_flush(&g->detok, tail, sizeof tail);
-  const char *piece = tail;
-  if (reply_part(g, -1, &piece, &n) && append(g, piece, n) == 0) g->hit_stop = cut_at_stop(g, from);
+  if (g->tok && !g->hit_stop) {
+    char tail[MKC_DETOK_MAX];
+    size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
+    size_t n = mkc_detok_flush(&g->detok, tail, sizeof tail);
+    const char *piece = tail;
+    if (reply_part(g, -1, &piece, &n) && append(g, piece, n) == 0)
+      g->hit_stop = cut_at_stop(g, from);
+  }
+  read_calls(g);
 }
 
 void mkc_answer_reasoning(mkc_answer *g, int family) {
   g->split = g->tok && mkc_reasoning_init(&g->rs, family, g->tok) == 0;
 }
 
+/* A stream's calls: the reply's text not yet sent (the text before the
+ * first block, which the stream held back), then the calls in one chunk
+ * (OpenAI's delta.tool_calls, ollama's message.tool_calls). */
+static void stream_calls(mkc_answer *g) {
+  const char *content = g->calls.content;
+  size_t n = strlen(content), sent = g->sent < n ? g->sent : n;
+  /* what was sent is the content's start (the text before the first block, trimmed at its end
+   * here): the rest of it goes now */
+  if (!g->gone && n > sent && memcmp(g->text, content, sent) == 0 &&
+      chunk(g, content + sent, n - sent, NULL) != 0)
+    g->gone = 1;
+  g->sent = g->len;
+  if (g->gone) return;
+  cJSON *o;
+  if (g->r->ollama) {
+    o = ollama_object(g, "", 0, NULL, 0, 0);
+    cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(o, "message"), "tool_calls",
+                          calls_json(g, 0));
+  } else {
+    cJSON *choice;
+    o = envelope(g, "chat.completion.chunk", &choice);
+    cJSON_AddItemToObject(cJSON_AddObjectToObject(choice, "delta"), "tool_calls", calls_json(g, 1));
+    cJSON_AddNullToObject(choice, "finish_reason");
+    if (g->r->include_usage) cJSON_AddNullToObject(o, "usage");
+  }
+  if (send_object(g, o) != 0) g->gone = 1;
+}
+
 void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_decode_stats *st) {
-  stream_out(g, 1);
+  if (g->calls.n)
+    stream_calls(g);
+  else
+    stream_out(g, 1);
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, NULL, 0, NULL, 0, 1);
     ollama_done(g, o, st);
@@ -426,6 +521,7 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
 }
 
 void mkc_answer_close(mkc_answer *g) {
+  mkc_tool_calls_free(&g->calls);
   free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps), free(g->reasoning);
   g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
   g->reasoning = NULL;

@@ -9,6 +9,7 @@
 
 #include "exec/decode.h"
 #include "model/reasoning.h"
+#include "model/tool_calls.h"
 #include "serve/api.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,6 +45,11 @@ typedef struct mkc_answer {
   mkc_reasoning rs;
   char *reasoning;
   size_t reasoning_len, reasoning_cap;
+  /* a request with tools: the reply's calls (tool_calls.h), read when it
+   * ends and answered as tool_calls; a stream holds back the text from the
+   * first <tool_call> on until then */
+  int tools;
+  mkc_tool_calls calls;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen
@@ -62,9 +68,11 @@ void mkc_answer_reasoning(mkc_answer *a, int family);
 int mkc_answer_on_token(void *ctx, int id);
 void mkc_answer_on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
 
-/* After generation: the detokenizer's last bytes into the text. */
+/* After generation: the detokenizer's last bytes into the text, and the
+ * reply's tool calls read from it (a request with tools). */
 void mkc_answer_flush(mkc_answer *a);
-/* "stop" (an end-of-generation token or a stop string) or "length". */
+/* "tool_calls" (the reply called tools), "stop" (an end-of-generation token
+ * or a stop string) or "length". */
 const char *mkc_answer_finish(const mkc_answer *a);
 
 /* A stream: its head (and the chat's role chunk) before generation; after

@@ -30,20 +30,35 @@ static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *
                      size_t cap) {
   const char *name = mkc_chat_family_name(sv->family),
              *think = r->ollama ? "think" : "chat_template_kwargs.enable_thinking";
-  int reasons = mkc_chat_reasons(sv->family);
+  int reasons = mkc_chat_reasons(sv->family), tool_msgs = 0;
+  for (int i = 0; i < r->n_msgs; i++)
+    tool_msgs |= r->msgs[i].n_calls || !strcmp(r->msgs[i].role, "tool");
+  if ((r->n_tools || tool_msgs) && mkc_chat_tools(sv->family) && !sv->tools) {
+    snprintf(why, cap,
+             "tools: this model's chat template (of the %s family) calls tools in another format "
+             "than the one mkc writes, Qwen's <tool_call> JSON (--chat-template %s makes the "
+             "server write that one)",
+             name, name);
+    return -1;
+  }
   if (r->think == 1 && !reasons) {
     snprintf(why, cap, "%s: the %s chat template does not reason", think, name);
     return -1;
   }
-  *o = (mkc_chat_opts){r->reasoning_effort ? r->reasoning_effort : sv->c->reasoning_effort,
-                       reasons && (r->think == 0 || (r->think < 0 && sv->c->no_reasoning))};
+  *o = (mkc_chat_opts){
+      .reasoning_effort = r->reasoning_effort ? r->reasoning_effort : sv->c->reasoning_effort,
+      .no_reasoning = reasons && (r->think == 0 || (r->think < 0 && sv->c->no_reasoning)),
+      .tools = r->tools,
+      .n_tools = r->n_tools};
   char w[256];
   int refused = mkc_chat_check_opts(sv->family, o, w, sizeof w);
   if (refused == MKC_CHAT_OPT_EFFORT)
     snprintf(why, cap, "%s '%s': %s", r->ollama ? "think" : "reasoning_effort", o->reasoning_effort,
              w);
-  else if (refused)
+  else if (refused == MKC_CHAT_OPT_NO_REASONING)
     snprintf(why, cap, "%s: false: %s", think, w);
+  else if (refused)
+    snprintf(why, cap, "tools: %s", w);
   return refused ? -1 : 0;
 }
 
@@ -86,18 +101,17 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
                sv->name, mkc_chat_family_names());
       return NULL;
     }
-    /* system first if at all, then user and assistant by turns, ending with the user */
-    int first = strcmp(r->msgs[0].role, "system") == 0;
-    for (int i = first; i < r->n_msgs; i++)
-      if (strcmp(r->msgs[i].role, (i - first) % 2 ? "assistant" : "user") != 0) {
-        snprintf(why, cap,
-                 "messages[%d]: expected %s message (a system message first if any, then "
-                 "user and assistant by turns)",
-                 i, (i - first) % 2 ? "an assistant" : "a user");
-        return NULL;
-      }
-    if ((r->n_msgs - first) % 2 == 0) {
-      snprintf(why, cap, "messages: the last message must be the user's");
+    /* the order the template takes, ending with the user's message or a tool's result */
+    int bad;
+    char w[320];
+    if (mkc_chat_check(sv->family, r->msgs, r->n_msgs, &bad, w, sizeof w) != 0) {
+      snprintf(why, cap, "messages[%d]: %s", bad, w);
+      return NULL;
+    }
+    const char *last = r->msgs[r->n_msgs - 1].role;
+    if (strcmp(last, "user") != 0 && strcmp(last, "tool") != 0) {
+      snprintf(why, cap, "messages: the last message must be the user's%s",
+               mkc_chat_tools(sv->family) ? " or a tool's result" : "");
       return NULL;
     }
     mkc_chat_opts o;
@@ -110,7 +124,8 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
     }
   } else if (r->ollama && !r->raw && sv->family >= 0) {
     /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
-    mkc_chat_msg msgs[2] = {{"system", r->system}, {"user", r->prompt}};
+    mkc_chat_msg msgs[2] = {{.role = "system", .content = r->system},
+                            {.role = "user", .content = r->prompt}};
     mkc_chat_opts o;
     if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
     text = mkc_chat_render_with(sv->family, msgs + !r->system, 1 + !!r->system, 1, &o);

@@ -12,31 +12,13 @@
 #include <string.h>
 #include <time.h>
 
-/* The text being written; oom once an allocation failed. */
-typedef struct text {
-  char *s;
-  size_t n, cap;
-  int oom;
-} text;
+#include "util/buf.h"
 
-static void put_n(text *t, const char *s, size_t n) {
-  if (t->oom) return;
-  if (t->n + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 256;
-    while (t->n + n + 1 > cap) cap *= 2;
-    char *grown = realloc(t->s, cap);
-    if (!grown) {
-      t->oom = 1;
-      return;
-    }
-    t->s = grown, t->cap = cap;
-  }
-  memcpy(t->s + t->n, s, n);
-  t->n += n;
-  t->s[t->n] = '\0';
-}
+/* The text being written. */
+typedef mkc_buf text;
 
-static void put(text *t, const char *s) { put_n(t, s, strlen(s)); }
+static void put_n(text *t, const char *s, size_t n) { mkc_buf_put_n(t, s, n); }
+static void put(text *t, const char *s) { mkc_buf_put(t, s); }
 
 /* Python's str.isspace() over ASCII (Jinja's trim is str.strip()). */
 static int is_space(unsigned char c) {
@@ -58,13 +40,17 @@ static void put_content(text *t, const char *s, int trim) {
 }
 
 /* A conversation after checking: the system message (or NULL), then
- * turns that alternate user (even i) and assistant (odd i). */
+ * turns that alternate user (even i) and assistant (odd i); in the
+ * families with tools, which read each turn's role, tool results and
+ * calls too. */
 typedef struct chat {
   const char *system;
   const mkc_chat_msg *turns;
   int n, add_assistant;
   const char *effort; /* gpt-oss's reasoning effort, or NULL */
   int no_reasoning;   /* qwen3: the cue closes an empty think block */
+  const char *const *tools;
+  int n_tools;
 } chat;
 
 static int is_user(int i) { return i % 2 == 0; }
@@ -132,42 +118,148 @@ static void render_turns(text *t, const chat *c, const turn_format *f) {
   if (c->add_assistant) put(t, f->open[2]);
 }
 
-/* A Qwen3 reply: the text after its last </think>, newlines first
- * stripped; the reply after the last user turn keeps its reasoning (the
- * text before the first </think>, after a <think>), rewrapped. */
-static void put_qwen3_reply(text *t, const char *reply, int last) {
-  const char *close = strstr(reply, "</think>"), *answer = reply;
+/* Qwen3's split of a reply: *answer the text after its last </think>,
+ * newlines first stripped; the reasoning [*from, *to) the text before the
+ * first </think>, after a <think>, without the newlines around it; no
+ * </think>: the whole reply answers, the reasoning is empty. */
+static void qwen3_split(const char *reply, const char **answer, const char **from,
+                        const char **to) {
+  const char *close = strstr(reply, "</think>");
+  *answer = reply;
   for (const char *at = close; at; at = strstr(at + 1, "</think>"))
-    answer = at + strlen("</think>");
-  while (close && *answer == '\n') answer++;
-  if (!last) {
-    put(t, answer);
-    return;
-  }
-  const char *from = reply, *to = close ? close : reply;
-  while (to > from && to[-1] == '\n') to--;
-  for (const char *at; (at = memmem(from, (size_t)(to - from), "<think>", 7));) from = at + 7;
-  while (from < to && *from == '\n') from++;
-  put(t, "<think>\n");
-  put_n(t, from, (size_t)(to - from));
-  put(t, "\n</think>\n\n");
-  while (*answer == '\n') answer++;
-  put(t, answer);
+    *answer = at + strlen("</think>");
+  while (close && **answer == '\n') (*answer)++;
+  *from = reply, *to = close ? close : reply;
+  while (*to > *from && (*to)[-1] == '\n') (*to)--;
+  for (const char *at; (at = memmem(*from, (size_t)(*to - *from), "<think>", 7));) *from = at + 7;
+  while (*from < *to && **from == '\n') (*from)++;
 }
 
-/* Qwen3-0.6B: ChatML turns, replies as put_qwen3_reply. */
-static void render_qwen3(text *t, const chat *c) {
-  if (c->system) {
-    put(t, CHATML.open[0]);
+/* Qwen2.5's and Qwen3's system turn: with tools, the system text (else
+ * fallback: Qwen2.5's default; NULL: none) and a blank line, then the
+ * definitions, one per line, and how to call them; without, the system
+ * message alone when there is one. */
+static void put_qwen_system(text *t, const chat *c, const char *fallback) {
+  const char *system = c->system ? c->system : fallback;
+  if (!c->n_tools && !c->system) return;
+  put(t, CHATML.open[0]);
+  if (!c->n_tools) {
     put(t, c->system);
     put(t, CHATML.close);
+    return;
   }
+  if (system) {
+    put(t, system);
+    put(t, "\n\n");
+  }
+  put(t, "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+         "You are provided with function signatures within <tools></tools> XML tags:\n<tools>");
+  for (int k = 0; k < c->n_tools; k++) {
+    put(t, "\n");
+    put(t, c->tools[k]);
+  }
+  put(t, "\n</tools>\n\nFor each function call, return a json object with function name and "
+         "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": "
+         "<function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n");
+}
+
+/* A reply's calls, each a <tool_call> block on its own line (Qwen3's first
+ * one without the newline when the reply has no text). */
+static void put_qwen_calls(text *t, const mkc_chat_msg *m, int newline_first) {
+  for (int k = 0; k < m->n_calls; k++) {
+    if (k || newline_first) put(t, "\n");
+    put(t, "<tool_call>\n{\"name\": \"");
+    put(t, m->calls[k].name);
+    put(t, "\", \"arguments\": ");
+    put(t, m->calls[k].arguments);
+    put(t, "}\n</tool_call>");
+  }
+}
+
+/* Tool results: a run of them is one user turn, each in <tool_response>. */
+static void put_qwen_result(text *t, const chat *c, int i) {
+  if (i == 0 || strcmp(c->turns[i - 1].role, "tool") != 0) put(t, "<|im_start|>user");
+  put(t, "\n<tool_response>\n");
+  put(t, c->turns[i].content);
+  put(t, "\n</tool_response>");
+  if (i == c->n - 1 || strcmp(c->turns[i + 1].role, "tool") != 0) put(t, CHATML.close);
+}
+
+static int is_role(const chat *c, int i, const char *role) {
+  return strcmp(c->turns[i].role, role) == 0;
+}
+
+/* Qwen2.5-7B-Instruct: ChatML turns; with tools, the system turn holds
+ * them, and its default text when there is no system message. */
+static void render_qwen25(text *t, const chat *c) {
+  put_qwen_system(t, c, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
   for (int i = 0; i < c->n; i++) {
-    put(t, CHATML.open[is_user(i) ? 1 : 2]);
-    if (is_user(i))
-      put(t, c->turns[i].content);
-    else
-      put_qwen3_reply(t, c->turns[i].content, i > last_user(c));
+    const mkc_chat_msg *m = &c->turns[i];
+    if (is_role(c, i, "tool")) {
+      put_qwen_result(t, c, i);
+    } else if (m->n_calls) {
+      put(t, "<|im_start|>assistant");
+      if (*m->content) {
+        put(t, "\n");
+        put(t, m->content);
+      }
+      put_qwen_calls(t, m, 1);
+      put(t, CHATML.close);
+    } else {
+      put(t, CHATML.open[is_role(c, i, "user") ? 1 : 2]);
+      put(t, m->content);
+      put(t, CHATML.close);
+    }
+  }
+  if (c->add_assistant) put(t, CHATML.open[2]);
+}
+
+/* Qwen3's last query: the last user message that is not tool results
+ * wrapped by hand; -1 (the template's last message, which no reply
+ * follows) when there is none. */
+static int qwen3_last_query(const chat *c) {
+  for (int i = c->n - 1; i >= 0; i--) {
+    const char *s = c->turns[i].content;
+    size_t n = strlen(s), open = strlen("<tool_response>"), close = strlen("</tool_response>");
+    int wrapped = n >= open && strncmp(s, "<tool_response>", open) == 0 && n >= close &&
+                  strcmp(s + n - close, "</tool_response>") == 0;
+    if (is_role(c, i, "user") && !wrapped) return i;
+  }
+  return c->n;
+}
+
+/* Qwen3-0.6B: ChatML turns; a reply is the text after its </think>, and
+ * after the last query the last reply, or one with reasoning, keeps it,
+ * rewrapped; tools as Qwen2.5's, their calls after the reply's text. */
+static void render_qwen3(text *t, const chat *c) {
+  put_qwen_system(t, c, NULL);
+  int query = qwen3_last_query(c);
+  for (int i = 0; i < c->n; i++) {
+    const mkc_chat_msg *m = &c->turns[i];
+    if (is_role(c, i, "tool")) {
+      put_qwen_result(t, c, i);
+      continue;
+    }
+    if (is_role(c, i, "user")) {
+      put(t, CHATML.open[1]);
+      put(t, m->content);
+      put(t, CHATML.close);
+      continue;
+    }
+    const char *answer, *from, *to;
+    qwen3_split(m->content, &answer, &from, &to);
+    put(t, CHATML.open[2]);
+    if (i > query && (i == c->n - 1 || to > from)) {
+      put(t, "<think>\n");
+      put_n(t, from, (size_t)(to - from));
+      put(t, "\n</think>\n\n");
+      const char *a = answer;
+      while (*a == '\n') a++;
+      put(t, a);
+    } else {
+      put(t, answer);
+    }
+    put_qwen_calls(t, m, *answer != '\0');
     put(t, CHATML.close);
   }
   if (c->add_assistant) put(t, CHATML.open[2]);
@@ -384,37 +476,80 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_GRANITE] = {.turns = &GRANITE},
     [MKC_CHAT_DEEPSEEK_R1] = {.own = render_deepseek_r1},
     [MKC_CHAT_GPT_OSS] = {.own = render_gpt_oss},
+    [MKC_CHAT_QWEN25] = {.own = render_qwen25},
 };
 
-/* msgs -> c, or -1 after a message naming the first bad message. */
-static int check(const mkc_chat_msg *msgs, int n, chat *c) {
+/* The families with tools: after user comes assistant; after an assistant
+ * with calls, their results; after results, more of them, the assistant or
+ * the user; after an assistant without calls, the user. */
+static const char *tool_order(const mkc_chat_msg *prev, const char *role) {
+  if (!prev) return strcmp(role, "user") ? "user" : NULL;
+  if (strcmp(prev->role, "user") == 0) return strcmp(role, "assistant") ? "assistant" : NULL;
+  if (strcmp(prev->role, "tool") == 0) return strcmp(role, "system") ? NULL : "tool";
+  if (prev->n_calls) return strcmp(role, "tool") ? "tool" : NULL;
+  return strcmp(role, "user") ? "user" : NULL;
+}
+
+int mkc_chat_check(int family, const mkc_chat_msg *msgs, int n, int *bad, char *why, size_t cap) {
   static const char *const expected[] = {"user", "assistant"};
-  *c = (chat){0};
+  const char *name = mkc_chat_family_name(family) ? mkc_chat_family_name(family) : "model's";
+  int tools = mkc_chat_tools(family), first = 0;
+  *bad = -1;
   if (n < 0 || (n > 0 && !msgs)) {
-    fprintf(stderr, "mkc: error: chat: %d messages\n", n);
+    snprintf(why, cap, "%d messages", n);
     return -1;
   }
-  int first = 0;
   for (int i = 0; i < n; i++) {
     const char *role = msgs[i].role;
+    *bad = i;
     if (!role || !msgs[i].content) {
-      fprintf(stderr, "mkc: error: chat message %d: no %s\n", i + 1, role ? "content" : "role");
+      snprintf(why, cap, "no %s", role ? "content" : "role");
       return -1;
     }
     if (i == 0 && strcmp(role, "system") == 0) {
-      c->system = msgs[0].content;
       first = 1;
       continue;
     }
-    const char *want = expected[(i - first) % 2];
-    if (strcmp(role, want) != 0) {
-      fprintf(stderr,
-              "mkc: error: chat message %d: role '%s' where '%s' was expected (a system "
-              "message comes first, then user and assistant alternate, user first)\n",
-              i + 1, role, want);
+    int is_tool = strcmp(role, "tool") == 0;
+    if (!tools && (is_tool || msgs[i].n_calls)) {
+      snprintf(why, cap, "%s: the %s chat template has no tools (qwen2.5's and qwen3's have)",
+               is_tool ? "a tool result" : "tool calls", name);
+      return -1;
+    }
+    if (msgs[i].n_calls && (strcmp(role, "assistant") != 0 || !msgs[i].calls)) {
+      snprintf(why, cap, "tool calls in a message that is not the assistant's");
+      return -1;
+    }
+    const char *want = tools ? tool_order(i > first ? &msgs[i - 1] : NULL, role)
+                       : strcmp(role, expected[(i - first) % 2]) ? expected[(i - first) % 2]
+                                                                 : NULL;
+    if (want) {
+      snprintf(why, cap,
+               "role '%s' where '%s' was expected (a system message comes first, then user and "
+               "assistant alternate, user first%s)",
+               role, want,
+               tools ? "; an assistant's tool calls are followed by their results, role 'tool'"
+                     : "");
       return -1;
     }
   }
+  return 0;
+}
+
+/* msgs -> c, or -1 after a message naming the first bad message. */
+static int check(int family, const mkc_chat_msg *msgs, int n, chat *c) {
+  char why[320];
+  int bad;
+  *c = (chat){0};
+  if (mkc_chat_check(family, msgs, n, &bad, why, sizeof why) != 0) {
+    if (bad < 0)
+      fprintf(stderr, "mkc: error: chat: %s\n", why);
+    else
+      fprintf(stderr, "mkc: error: chat message %d: %s\n", bad + 1, why);
+    return -1;
+  }
+  int first = n > 0 && strcmp(msgs[0].role, "system") == 0;
+  c->system = first ? msgs[0].content : NULL;
   c->turns = msgs + first;
   c->n = n - first;
   return 0;
@@ -435,6 +570,10 @@ int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t ca
     snprintf(why, cap, "the %s chat template has no way to turn reasoning off (qwen3's has)", name);
     return MKC_CHAT_OPT_NO_REASONING;
   }
+  if (o && o->n_tools && !mkc_chat_tools(family)) {
+    snprintf(why, cap, "the %s chat template has no tools (qwen2.5's and qwen3's have)", name);
+    return MKC_CHAT_OPT_TOOLS;
+  }
   return 0;
 }
 
@@ -454,12 +593,16 @@ char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_
   int refused = mkc_chat_check_opts(family, o, why, sizeof why);
   if (refused == MKC_CHAT_OPT_EFFORT)
     fprintf(stderr, "mkc: error: chat: reasoning effort '%s': %s\n", o->reasoning_effort, why);
-  else if (refused)
+  else if (refused == MKC_CHAT_OPT_NO_REASONING)
     fprintf(stderr, "mkc: error: chat: no reasoning: %s\n", why);
+  else if (refused)
+    fprintf(stderr, "mkc: error: chat: tools: %s\n", why);
   if (refused) return NULL;
-  if (check(msgs, n, &c) != 0) return NULL;
+  if (check(family, msgs, n, &c) != 0) return NULL;
   c.effort = o ? o->reasoning_effort : NULL;
   c.no_reasoning = o && o->no_reasoning;
+  c.tools = o ? o->tools : NULL;
+  c.n_tools = o && o->tools ? o->n_tools : 0;
   if (family == MKC_CHAT_GPT_OSS && check_gpt_oss(&c, (int)(c.turns - msgs)) != 0) return NULL;
   c.add_assistant = add_assistant;
   const family_renderer *r = &RENDERERS[family];

@@ -28,6 +28,7 @@ static const char *const NAMES[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_GRANITE] = "granite",
     [MKC_CHAT_DEEPSEEK_R1] = "deepseek-r1",
     [MKC_CHAT_GPT_OSS] = "gpt-oss",
+    [MKC_CHAT_QWEN25] = "qwen2.5",
 };
 
 const char *mkc_chat_family_name(int family) {
@@ -36,6 +37,12 @@ const char *mkc_chat_family_name(int family) {
 
 int mkc_chat_reasons(int family) {
   return family == MKC_CHAT_GPT_OSS || family == MKC_CHAT_QWEN3 || family == MKC_CHAT_DEEPSEEK_R1;
+}
+
+int mkc_chat_tools(int family) { return family == MKC_CHAT_QWEN25 || family == MKC_CHAT_QWEN3; }
+
+int mkc_chat_tools_for(int family, const char *tmpl) {
+  return mkc_chat_tools(family) && (!tmpl || strstr(tmpl, "<args-json-object>"));
 }
 
 int mkc_chat_family_from_name(const char *name) {
@@ -77,7 +84,12 @@ int mkc_chat_detect(const char *t) {
     if (has(t, "<|im_sep|>")) return MKC_CHAT_PHI4;
     /* SmolVLM opens with <|im_start|> but its turns are "User:" lines. */
     if (has(t, "<end_of_utterance>")) return MKC_CHAT_UNKNOWN;
-    if (!has(t, "</think>")) return MKC_CHAT_CHATML;
+    /* Qwen2.5's tools; other templates with <tool_call> (Hermes 2 Pro,
+     * Hermes 3) word their tools otherwise, and are chatml without them. */
+    if (!has(t, "</think>"))
+      return has(t, "<tool_call>") && has(t, "You are Qwen, created by Alibaba Cloud.")
+                 ? MKC_CHAT_QWEN25
+                 : MKC_CHAT_CHATML;
     /* QwQ's cue opens a <think> block, and it keeps a last reply as is. */
     if (has(t, "assistant\\n<think>\\n'") || has(t, "assistant\n<think>\n'"))
       return MKC_CHAT_UNKNOWN;

@@ -17,18 +17,30 @@
 
 #include "formats/gguf.h"
 
-/* One message. role: "system" (only as the first message), "user" or
- * "assistant"; after the system message, user and assistant alternate,
- * user first. */
+/* A tool call an assistant message made: the function's name and its
+ * arguments as JSON text, written into the prompt as is (mkc_tojson's). */
+typedef struct mkc_chat_call {
+  const char *name;
+  const char *arguments;
+} mkc_chat_call;
+
+/* One message. role: "system" (only as the first message), "user",
+ * "assistant" or, in the families with tools (mkc_chat_tools), "tool": a
+ * call's result. After the system message, user and assistant alternate,
+ * user first; with tools, an assistant message with calls is followed by
+ * their results (tool messages), which are followed by the assistant's or
+ * the user's next message. */
 typedef struct mkc_chat_msg {
   const char *role;
   const char *content;
+  const mkc_chat_call *calls; /* an assistant's tool calls (NULL: none) */
+  int n_calls;
 } mkc_chat_msg;
 
 /* The families mkc renders; names as --chat-template takes them. */
 enum mkc_chat_family {
   MKC_CHAT_UNKNOWN = -1,
-  MKC_CHAT_CHATML,            /* "chatml": SmolLM2, Qwen2/2.5, OpenHermes */
+  MKC_CHAT_CHATML,            /* "chatml": SmolLM2, Qwen2, OpenHermes */
   MKC_CHAT_QWEN3,             /* "qwen3": ChatML with Qwen3's <think> rules */
   MKC_CHAT_LLAMA3,            /* "llama3": Llama 3 Instruct */
   MKC_CHAT_LLAMA31,           /* "llama3.1": Llama 3.1-3.3 (date lines in the system turn) */
@@ -47,6 +59,7 @@ enum mkc_chat_family {
   MKC_CHAT_GRANITE,           /* "granite": Granite 3.x */
   MKC_CHAT_DEEPSEEK_R1,       /* "deepseek-r1": DeepSeek R1 and its Qwen/Llama distills */
   MKC_CHAT_GPT_OSS,           /* "gpt-oss": gpt-oss (OpenAI's harmony format) */
+  MKC_CHAT_QWEN25,            /* "qwen2.5": ChatML with Qwen2.5's tools */
   MKC_CHAT_N_FAMILIES
 };
 
@@ -63,6 +76,23 @@ const char *mkc_chat_family_names(void);
 /* Whether the family's models reason before they answer (gpt-oss's
  * analysis channel, the <think> block of qwen3 and deepseek-r1). */
 int mkc_chat_reasons(int family);
+
+/* Whether mkc writes the family's tools (their definitions in the system
+ * turn, calls and results in the conversation): qwen2.5 and qwen3, whose
+ * models answer a call as tool_calls.h reads it. */
+int mkc_chat_tools(int family);
+
+/* mkc_chat_tools for a model whose template text is tmpl (NULL: not known,
+ * as when --chat-template names the family): the template must be one that
+ * writes its tools as mkc does, with Qwen's instructions
+ * ("<args-json-object>"); Qwen3.5's and Qwen3-Coder's, which call with XML,
+ * are not. */
+int mkc_chat_tools_for(int family, const char *tmpl);
+
+/* Whether msgs[0..n) is a conversation the family renders: 0, or -1 with
+ * *bad the message at fault (0-based; -1 when the list is) and why filled
+ * ("role 'x' where 'y' was expected ..."). */
+int mkc_chat_check(int family, const mkc_chat_msg *msgs, int n, int *bad, char *why, size_t cap);
 
 /* msgs[0..n) in the family's format, malloc'd and NUL-terminated; NULL
  * after a "mkc: error: ..." message (a bad role or order, a family out of
@@ -91,10 +121,15 @@ char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assis
 typedef struct mkc_chat_opts {
   const char *reasoning_effort;
   int no_reasoning;
+  /* tools: the functions the model may call, each a JSON object as the
+   * template writes it (mkc_tojson of an OpenAI {"type": "function",
+   * "function": {...}}); only for the families of mkc_chat_tools */
+  const char *const *tools;
+  int n_tools;
 } mkc_chat_opts;
 
 /* Which option mkc_chat_check_opts refused. */
-enum { MKC_CHAT_OPT_EFFORT = 1, MKC_CHAT_OPT_NO_REASONING };
+enum { MKC_CHAT_OPT_EFFORT = 1, MKC_CHAT_OPT_NO_REASONING, MKC_CHAT_OPT_TOOLS };
 
 /* mkc_chat_render with o (NULL: none); an option the family does not take is
  * an error (mkc_chat_check_opts's message). */
@@ -104,7 +139,7 @@ char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_
 /* 0 when family takes o, else the option refused (MKC_CHAT_OPT_*) with why
  * filled, for a message that names the option: a reasoning effort for a
  * template without one or a level not its; no reasoning for a template that
- * cannot turn it off. */
+ * cannot turn it off; tools for a template without them. */
 int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap);
 
 /* The family the CLI uses for a model: override_name when not NULL (an

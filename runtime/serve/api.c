@@ -8,12 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/tojson.h"
+
 static int bad(char *why, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(why, cap, fmt, ap);
   va_end(ap);
   return -1;
+}
+
+/* A boolean field: 0 or 1 (dflt when absent or null), -1 with why when not a boolean. */
+static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t cap) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+  if (!v || cJSON_IsNull(v)) return dflt;
+  if (!cJSON_IsBool(v)) return bad(why, cap, "%s: expected true or false", name);
+  return cJSON_IsTrue(v);
 }
 
 /* A message's content: a string, or OpenAI's list of parts of which the
@@ -53,15 +63,68 @@ static const char *content_of(const cJSON *c, int i, char **owned, char *why, si
   return *owned = s;
 }
 
+/* s (malloc'd) kept until the request is freed; NULL when s is. */
+static char *own(mkc_api_req *r, char *s) {
+  if (s) r->owned[r->n_owned++] = s;
+  return s;
+}
+
+/* An assistant message's tool_calls: OpenAI's {"id", "type": "function",
+ * "function": {"name", "arguments": a JSON text}}, ollama's with the
+ * arguments an object. Each call's arguments are written as the template
+ * writes them (a text parsed first, as llama-server does). */
+static int read_calls(const cJSON *calls, int i, mkc_api_req *r, mkc_chat_msg *m, char *why,
+                      size_t cap) {
+  int n = cJSON_GetArraySize(calls);
+  if (!cJSON_IsArray(calls))
+    return bad(why, cap, "messages[%d].tool_calls: expected a list of calls", i);
+  if (n == 0) return 0;
+  mkc_chat_call *out = calloc((size_t)n, sizeof *out);
+  if (!out || !own(r, (char *)out)) {
+    free(out);
+    return bad(why, cap, "out of memory");
+  }
+  int k = 0;
+  for (const cJSON *c = calls->child; c; c = c->next, k++) {
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "function"),
+                *name = cJSON_GetObjectItemCaseSensitive(f, "name"),
+                *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+    if (!cJSON_IsObject(f) || !cJSON_IsString(name) || !*name->valuestring)
+      return bad(why, cap,
+                 "messages[%d].tool_calls[%d]: expected {\"function\": {\"name\", "
+                 "\"arguments\"}}",
+                 i, k);
+    cJSON *parsed = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+    const cJSON *value = cJSON_IsString(args) ? parsed : args;
+    if (!cJSON_IsObject(value)) {
+      cJSON_Delete(parsed);
+      return bad(why, cap,
+                 "messages[%d].tool_calls[%d].function.arguments: expected a JSON object (or "
+                 "its text)",
+                 i, k);
+    }
+    out[k] = (mkc_chat_call){name->valuestring, own(r, mkc_tojson(value))};
+    cJSON_Delete(parsed);
+    if (!out[k].arguments) return bad(why, cap, "out of memory");
+  }
+  m->calls = out;
+  m->n_calls = n;
+  return 0;
+}
+
 static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
   int n = cJSON_GetArraySize(msgs);
   if (!cJSON_IsArray(msgs) || n == 0)
     return bad(why, cap, "messages: expected a non-empty list of {\"role\", \"content\"}");
-  r->msgs = calloc((size_t)n, sizeof *r->msgs);
-  r->owned = calloc((size_t)n, sizeof *r->owned);
-  if (!r->msgs || !r->owned) return bad(why, cap, "out of memory");
+  /* what is owned: per message its joined content, its calls and their arguments */
+  size_t n_owned = 2 * (size_t)n;
   const cJSON *m;
+  cJSON_ArrayForEach(m, msgs) n_owned +=
+      (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
+  r->msgs = calloc((size_t)n, sizeof *r->msgs);
+  r->owned = calloc(n_owned, sizeof *r->owned);
+  if (!r->msgs || !r->owned) return bad(why, cap, "out of memory");
   cJSON_ArrayForEach(m, msgs) {
     int i = r->n_msgs;
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
@@ -69,16 +132,68 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
       return bad(why, cap, "messages[%d]: expected an object with a string \"role\"", i);
     const char *rs = role->valuestring;
     if (strcmp(rs, "developer") == 0) rs = "system"; /* OpenAI's newer name for it */
-    if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant"))
-      return bad(why, cap, "messages[%d].role: expected system, user or assistant, got \"%.40s\"",
-                 i, role->valuestring);
+    if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool"))
+      return bad(why, cap,
+                 "messages[%d].role: expected system, user, assistant or tool, got \"%.40s\"", i,
+                 role->valuestring);
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "images")) > 0)
       return bad(why, cap, "messages[%d].images: this model reads text only", i);
+    const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls"),
+                *c = cJSON_GetObjectItemCaseSensitive(m, "content");
+    int calling = calls && !cJSON_IsNull(calls);
+    if (calling && strcmp(rs, "assistant") != 0)
+      return bad(why, cap, "messages[%d].tool_calls: only in an assistant's message", i);
+    r->msgs[i].role = rs;
+    if (calling && read_calls(calls, i, r, &r->msgs[i], why, cap) != 0) return -1;
+    char *joined = NULL;
+    /* a reply that only calls has no content (null) */
     const char *content =
-        content_of(cJSON_GetObjectItemCaseSensitive(m, "content"), i, &r->owned[i], why, cap);
+        calling && (!c || cJSON_IsNull(c)) ? "" : content_of(c, i, &joined, why, cap);
+    own(r, joined);
     if (!content) return -1;
-    r->msgs[i] = (mkc_chat_msg){rs, content};
+    r->msgs[i].content = content;
     r->n_msgs++;
+  }
+  return 0;
+}
+
+/* tools (OpenAI's and ollama's): [{"type": "function", "function": {"name",
+ * "description", "parameters"}}], each written as the template writes it;
+ * tool_choice "auto" (the default) or "none" (the tools are not offered);
+ * parallel_tool_calls. */
+static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools"),
+              *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
+  if (!tools || cJSON_IsNull(tools)) return 0;
+  int n = cJSON_GetArraySize(tools);
+  if (!cJSON_IsArray(tools)) return bad(why, cap, "tools: expected a list of functions");
+  if (choice && !cJSON_IsNull(choice) &&
+      !(cJSON_IsString(choice) &&
+        (!strcmp(choice->valuestring, "auto") || !strcmp(choice->valuestring, "none"))))
+    return bad(why, cap,
+               "tool_choice: \"auto\" or \"none\" (a call cannot be forced: constrained output "
+               "is not offered)");
+  int one = flag(root, "parallel_tool_calls", 1, why, cap);
+  if (one < 0) return -1;
+  r->one_call = !one;
+  if (n == 0 || (cJSON_IsString(choice) && !strcmp(choice->valuestring, "none"))) return 0;
+  char **grown = realloc(r->owned, (size_t)(r->n_owned + n) * sizeof *grown);
+  r->tools = calloc((size_t)n, sizeof *r->tools);
+  if (grown) r->owned = grown;
+  if (!grown || !r->tools) return bad(why, cap, "out of memory");
+  int k = 0;
+  for (const cJSON *t = tools->child; t; t = t->next, k++) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type"),
+                *f = cJSON_GetObjectItemCaseSensitive(t, "function"),
+                *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(f) ||
+        !cJSON_IsString(name) || !*name->valuestring)
+      return bad(why, cap,
+                 "tools[%d]: expected {\"type\": \"function\", \"function\": {\"name\", "
+                 "\"description\", \"parameters\"}}",
+                 k);
+    if (!(r->tools[k] = own(r, mkc_tojson(t)))) return bad(why, cap, "out of memory");
+    r->n_tools++;
   }
   return 0;
 }
@@ -101,12 +216,13 @@ int mkc_api_read_ids(const struct cJSON *a, const char *name, int **ids, int *n,
   return 0;
 }
 
-/* A boolean field: 0 or 1 (dflt when absent or null), -1 with why when not a boolean. */
-static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t cap) {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
-  if (!v || cJSON_IsNull(v)) return dflt;
-  if (!cJSON_IsBool(v)) return bad(why, cap, "%s: expected true or false", name);
-  return cJSON_IsTrue(v);
+/* tools belong to chat requests. */
+static int read_tools_where(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+  if (r->chat) return read_tools(root, r, why, cap);
+  if (tools && !cJSON_IsNull(tools))
+    return bad(why, cap, "tools: only in a chat request (messages), whose template offers them");
+  return 0;
 }
 
 static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -293,8 +409,8 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   else if (!cJSON_IsObject(root))
     rc = bad(why, cap, "the body is not a JSON object");
   else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
-           (rc = read_stop(root, r, why, cap)) == 0)
-    rc = read_numbers(root, r, why, cap);
+           (rc = read_stop(root, r, why, cap)) == 0 && (rc = read_numbers(root, r, why, cap)) == 0)
+    rc = read_tools_where(root, r, why, cap);
   if (rc) mkc_api_req_free(r);
   return rc;
 }
@@ -324,8 +440,7 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
   if (format && !cJSON_IsNull(format) && !(cJSON_IsString(format) && !*format->valuestring))
     return bad(why, cap, "format: constrained output (JSON, schemas) is not offered");
-  if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "tools")) > 0)
-    return bad(why, cap, "tools: tool calling is not offered");
+  if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
   const cJSON *think = cJSON_GetObjectItemCaseSensitive(root, "think");
@@ -417,8 +532,9 @@ mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {
 }
 
 void mkc_api_req_free(mkc_api_req *r) {
-  for (int i = 0; r->owned && i < r->n_msgs; i++) free(r->owned[i]);
+  for (int i = 0; r->owned && i < r->n_owned; i++) free(r->owned[i]);
   free(r->owned);
+  free(r->tools);
   free(r->msgs);
   free(r->prompt_ids);
   free(r->context);

@@ -18,8 +18,14 @@ struct cJSON;
 typedef struct mkc_api_req {
   int chat;           /* from /v1/chat/completions: msgs; else a prompt */
   mkc_chat_msg *msgs; /* chat: role and content, each message's text parts joined */
-  char **owned;       /* the joined contents, freed with the request */
+  char **owned;       /* the joined contents and the calls' arguments, freed with the request */
+  int n_owned;
   int n_msgs;
+  /* tools: the functions the model may call, each as the template writes it
+   * (mkc_tojson; in owned), none when tool_choice is "none"; one_call:
+   * parallel_tool_calls false (an answer's first call alone is kept) */
+  const char **tools;
+  int n_tools, one_call;
   const char *prompt; /* completions: the prompt as text, or */
   int *prompt_ids;    /* as token ids (checked against the vocabulary later) */
   int n_prompt_ids;

@@ -1,0 +1,85 @@
+/* See tool_calls.h. */
+#include "tool_calls.h"
+
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CLOSE "</tool_call>"
+
+static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+/* content += s[0..n), trimmed at both ends when the text is done: the
+ * pieces between blocks are joined as they stand. */
+static int add_text(char **content, size_t *len, const char *s, size_t n) {
+  char *grown = realloc(*content, *len + n + 1);
+  if (!grown) return -1;
+  memcpy(grown + *len, s, n);
+  *len += n;
+  grown[*len] = '\0';
+  *content = grown;
+  return 0;
+}
+
+/* One block's JSON, s[0..n): 1 with *call filled, 0 when not a call, -1
+ * when out of memory. */
+static int read_call(const char *s, size_t n, mkc_tool_call *call) {
+  cJSON *o = cJSON_ParseWithLength(s, n);
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
+              *args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
+  int ok = cJSON_IsObject(o) && cJSON_IsString(name) && *name->valuestring && cJSON_IsObject(args);
+  if (ok) {
+    call->name = strdup(name->valuestring);
+    call->arguments = cJSON_PrintUnformatted(args);
+    if (!call->name || !call->arguments) ok = -1;
+  }
+  cJSON_Delete(o);
+  return ok;
+}
+
+int mkc_tool_calls_read(const char *text, size_t n, mkc_tool_calls *out) {
+  memset(out, 0, sizeof *out);
+  size_t len = 0, open = strlen(MKC_TOOL_CALL_OPEN), close = strlen(CLOSE);
+  const char *at = text, *end = text + n;
+  int rc = 0;
+  for (;;) {
+    const char *o = memmem(at, (size_t)(end - at), MKC_TOOL_CALL_OPEN, open);
+    if (!o) break;
+    const char *body = o + open, *c = memmem(body, (size_t)(end - body), CLOSE, close);
+    if (!c) goto not_calls; /* cut off, or not a block */
+    mkc_tool_call *grown = realloc(out->calls, (size_t)(out->n + 1) * sizeof *grown);
+    if (!grown) goto oom;
+    out->calls = grown;
+    out->calls[out->n] = (mkc_tool_call){0};
+    int got = read_call(body, (size_t)(c - body), &out->calls[out->n]);
+    out->n++; /* freed with the rest whatever came of it */
+    if (got < 0) goto oom;
+    if (got == 0) goto not_calls;
+    if (add_text(&out->content, &len, at, (size_t)(o - at)) != 0) goto oom;
+    at = c + close;
+  }
+  if (out->n == 0) return 0;
+  if (add_text(&out->content, &len, at, (size_t)(end - at)) != 0) goto oom;
+  /* trimmed: the newlines around the blocks are the format's */
+  size_t from = 0;
+  while (from < len && is_space(out->content[from])) from++;
+  while (len > from && is_space(out->content[len - 1])) len--;
+  memmove(out->content, out->content + from, len - from);
+  out->content[len - from] = '\0';
+  return 1;
+oom:
+  rc = -1;
+not_calls:
+  mkc_tool_calls_free(out);
+  return rc;
+}
+
+void mkc_tool_calls_free(mkc_tool_calls *c) {
+  for (int i = 0; i < c->n; i++) {
+    free(c->calls[i].name);
+    free(c->calls[i].arguments);
+  }
+  free(c->calls);
+  free(c->content);
+  memset(c, 0, sizeof *c);
+}

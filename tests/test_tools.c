@@ -1,0 +1,445 @@
+/* Tools (function calling) in the chat families that have them, qwen2.5 and
+ * qwen3: the JSON written into prompts (model/tojson.h) against Python's
+ * json.dumps (ensure_ascii=False, as transformers' tojson filter calls it);
+ * conversations with tool definitions, calls and results rendered as jinja2
+ * renders Qwen2.5-7B-Instruct's and Qwen3-0.6B's templates (llama.cpp
+ * models/templates); the order such a conversation may take, and the
+ * families and templates that refuse tools; the calls read back from a
+ * reply (model/tool_calls.h); and mkc serve's answers with calls (OpenAI's
+ * tool_calls and finish_reason, ollama's; whole and streamed, a stream never
+ * showing a call's text as content) read back from the socket. */
+#include "check.h"
+#include "serve_answers.h"
+#include "model/chat_template.h"
+#include "model/tojson.h"
+#include "model/tool_calls.h"
+#include "chat_templates.h"
+
+/* ---- tojson: Python's json.dumps(json.loads(IN), ensure_ascii=False) ---- */
+
+static void expect_json(const char *in, const char *want, const char *what) {
+  cJSON *v = cJSON_Parse(in);
+  char *got = v ? mkc_tojson(v) : NULL;
+  if (!CHECK(got && strcmp(got, want) == 0, "tojson: %s", what)) {
+    printf("     | expected %s\n     | got      %s\n", want, got ? got : "(NULL)");
+  }
+  free(got);
+  cJSON_Delete(v);
+}
+
+static void test_tojson(void) {
+  expect_json("[0.1,1e-05,1e16,1.5e300,123456789.125,1e-7,0.0001,2.5e-5,100.5,-3,5e-324,"
+              "1.7976931348623157e308,0.30000000000000004,-2.5e-10,1234567890123456.5,0,7]",
+              "[0.1, 1e-05, 1e+16, 1.5e+300, 123456789.125, 1e-07, 0.0001, 2.5e-05, 100.5, -3, "
+              "5e-324, 1.7976931348623157e+308, 0.30000000000000004, -2.5e-10, "
+              "1234567890123456.5, 0, 7]",
+              "numbers as repr() writes floats, whole ones as integers");
+  expect_json(
+      "{\"ctl\": \"a\\u0001\\u001f\\u007f \\u00e9 \\ud83d\\ude00 \\\\ / \\\"\\b\\f\\r\\t\\n\","
+      "\"o\":{\"b\":null,\"c\":true,\"d\":false,\"e\":[],\"f\":{},\"g\":[1,[2,{}]]}}",
+      "{\"ctl\": \"a\\u0001\\u001f\x7f \xc3\xa9 \xf0\x9f\x98\x80 \\\\ / \\\"\\b\\f\\r\\t\\n\", "
+      "\"o\": {\"b\": null, \"c\": true, \"d\": false, \"e\": [], \"f\": {}, \"g\": [1, [2, "
+      "{}]]}}",
+      "strings (controls escaped, the rest as is), literals, nesting, empty lists");
+  expect_json("{\"z\": 1, \"a\": 2}", "{\"z\": 1, \"a\": 2}", "keys keep their order");
+}
+
+/* ---- rendering ---- */
+
+/* Qwen2.5-7B-Instruct's and Qwen3-0.6B's templates with the two TOOLS (jinja2, tojson as
+ * transformers defines it): the system turn's tools, after its text. */
+static const char TOOLS_BLOCK[] =
+    "# Tools\n"
+    "\n"
+    "You may call one or more functions to assist with the user query.\n"
+    "\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"description\": \"Current "
+    "weather \\\"now\\\"\\nin a city\", \"parameters\": {\"type\": \"object\", \"properties\": "
+    "{\"city\": {\"type\": \"string\"}, \"unit\": {\"type\": \"string\", \"enum\": [\"celsius\", "
+    "\"fahrenheit\"]}, \"days\": {\"type\": \"integer\", \"minimum\": 0, \"maximum\": 1.5}}, "
+    "\"required\": [\"city\"]}}}\n"
+    "{\"type\": \"function\", \"function\": {\"name\": \"now\", \"parameters\": {\"type\": "
+    "\"object\", \"properties\": {}}}}\n"
+    "</tools>\n"
+    "\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    "{\"name\": <function-name>, \"arguments\": <args-json-object>}\n"
+    "</tool_call><|im_end|>\n";
+/* ... and CONVERSATION after the system turn, the cue last (the same in both). */
+static const char CONVERSATION_TEXT[] =
+    "<|im_start|>user\n"
+    "Weather in Paris and Zürich?<|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+    "</tool_call>\n"
+    "<tool_call>\n"
+    "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Zürich\", \"unit\": \"celsius\"}}\n"
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n"
+    "<tool_response>\n"
+    "{\"temp\": 21}\n"
+    "</tool_response>\n"
+    "<tool_response>\n"
+    "{\"temp\": 17}\n"
+    "</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n"
+    "21 and 17.<|im_end|>\n"
+    "<|im_start|>user\n"
+    "And now?<|im_end|>\n"
+    "<|im_start|>assistant\n";
+/* Qwen3-0.6B's with REASONED_CALL, and CALL_THEN_REPLY (no tools). */
+static const char Q3_REASONED_CALL[] = "<|im_start|>user\n"
+                                       "Q<|im_end|>\n"
+                                       "<|im_start|>assistant\n"
+                                       "<think>\n"
+                                       "Look it up.\n"
+                                       "</think>\n"
+                                       "\n"
+                                       "Checking.\n"
+                                       "<tool_call>\n"
+                                       "{\"name\": \"now\", \"arguments\": {}}\n"
+                                       "</tool_call><|im_end|>\n"
+                                       "<|im_start|>user\n"
+                                       "<tool_response>\n"
+                                       "12:00\n"
+                                       "</tool_response><|im_end|>\n"
+                                       "<|im_start|>assistant\n";
+static const char Q3_CALL_THEN_REPLY[] = "<|im_start|>user\n"
+                                         "Q<|im_end|>\n"
+                                         "<|im_start|>assistant\n"
+                                         "Checking.\n"
+                                         "<tool_call>\n"
+                                         "{\"name\": \"now\", \"arguments\": {}}\n"
+                                         "</tool_call><|im_end|>\n"
+                                         "<|im_start|>user\n"
+                                         "<tool_response>\n"
+                                         "12:00\n"
+                                         "</tool_response><|im_end|>\n"
+                                         "<|im_start|>assistant\n"
+                                         "<think>\n"
+                                         "\n"
+                                         "</think>\n"
+                                         "\n"
+                                         "Noon.<|im_end|>\n"
+                                         "<|im_start|>assistant\n";
+
+/* The tools, as a client sends them (compact, so tojson's spacing shows). */
+static const char *const TOOLS_JSON[] = {
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current "
+    "weather \\\"now\\\"\\nin a city\",\"parameters\":{\"type\":\"object\",\"properties\":{"
+    "\"city\":{\"type\":\"string\"},\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\","
+    "\"fahrenheit\"]},\"days\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":1.5}},"
+    "\"required\":[\"city\"]}}}",
+    "{\"type\":\"function\",\"function\":{\"name\":\"now\",\"parameters\":{\"type\":\"object\","
+    "\"properties\":{}}}}"};
+
+static const mkc_chat_call WEATHER[] = {
+    {"get_weather", "{\"city\": \"Paris\"}"},
+    {"get_weather", "{\"city\": \"Zürich\", \"unit\": \"celsius\"}"}};
+static const mkc_chat_call NOW[] = {{"now", "{}"}};
+
+/* system, a question, two calls, their results, a reply, a question */
+static const mkc_chat_msg CONVERSATION[] = {
+    {.role = "system", .content = "Be brief."},
+    {.role = "user", .content = "Weather in Paris and Zürich?"},
+    {.role = "assistant", .content = "", .calls = WEATHER, .n_calls = 2},
+    {.role = "tool", .content = "{\"temp\": 21}"},
+    {.role = "tool", .content = "{\"temp\": 17}"},
+    {.role = "assistant", .content = "21 and 17."},
+    {.role = "user", .content = "And now?"},
+};
+#define N_CONVERSATION 7
+/* a reply that reasons, says something and calls after the last question */
+static const mkc_chat_msg REASONED_CALL[] = {
+    {.role = "user", .content = "Q"},
+    {.role = "assistant",
+     .content = "<think>\nLook it up.\n</think>\n\nChecking.",
+     .calls = NOW,
+     .n_calls = 1},
+    {.role = "tool", .content = "12:00"},
+};
+/* a call without reasoning, its result, then the last reply */
+static const mkc_chat_msg CALL_THEN_REPLY[] = {
+    {.role = "user", .content = "Q"},
+    {.role = "assistant", .content = "Checking.", .calls = NOW, .n_calls = 1},
+    {.role = "tool", .content = "12:00"},
+    {.role = "assistant", .content = "Noon."},
+};
+
+static void expect_render(int family, const mkc_chat_msg *msgs, int n, const mkc_chat_opts *o,
+                          const char *want, const char *what) {
+  char *got = mkc_chat_render_with(family, msgs, n, 1, o);
+  if (!CHECK(got && strcmp(got, want) == 0, "%s", what))
+    printf("     | expected %s\n     | got      %s\n", want, got ? got : "(NULL)");
+  free(got);
+}
+
+static void test_render(void) {
+  char *tools[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    cJSON *v = cJSON_Parse(TOOLS_JSON[k]);
+    tools[k] = mkc_tojson(v);
+    cJSON_Delete(v);
+  }
+  mkc_chat_opts with = {.tools = (const char *const *)tools, .n_tools = 2};
+  char want[8192];
+  snprintf(want, sizeof want, "<|im_start|>system\nBe brief.\n\n%s%s", TOOLS_BLOCK,
+           CONVERSATION_TEXT);
+  expect_render(MKC_CHAT_QWEN25, CONVERSATION, N_CONVERSATION, &with, want,
+                "qwen2.5: tools after the system text, calls, results as one user turn");
+  expect_render(MKC_CHAT_QWEN3, CONVERSATION, N_CONVERSATION, &with, want,
+                "qwen3: the same conversation renders the same");
+  snprintf(want, sizeof want,
+           "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+           "assistant.\n\n%s%s",
+           TOOLS_BLOCK, CONVERSATION_TEXT);
+  expect_render(MKC_CHAT_QWEN25, CONVERSATION + 1, N_CONVERSATION - 1, &with, want,
+                "qwen2.5: tools without a system message: the template's own text first");
+  snprintf(want, sizeof want, "<|im_start|>system\n%s%s", TOOLS_BLOCK, CONVERSATION_TEXT);
+  expect_render(MKC_CHAT_QWEN3, CONVERSATION + 1, N_CONVERSATION - 1, &with, want,
+                "qwen3: tools without a system message: the tools alone");
+  snprintf(want, sizeof want, "<|im_start|>system\nBe brief.<|im_end|>\n%s", CONVERSATION_TEXT);
+  expect_render(MKC_CHAT_QWEN25, CONVERSATION, N_CONVERSATION, NULL, want,
+                "qwen2.5: calls and results without tools offered (the system turn plain)");
+  expect_render(MKC_CHAT_QWEN3, REASONED_CALL, 3, NULL, Q3_REASONED_CALL,
+                "qwen3: a reply with reasoning after the last question keeps it, its text and "
+                "call after");
+  expect_render(MKC_CHAT_QWEN3, CALL_THEN_REPLY, 4, NULL, Q3_CALL_THEN_REPLY,
+                "qwen3: a call without reasoning is plain; the last reply gets the empty block");
+  for (int k = 0; k < 2; k++) free(tools[k]);
+}
+
+/* ---- what is refused ---- */
+
+static void expect_refused(int family, const mkc_chat_msg *msgs, int n, int bad,
+                           const char *why_has, const char *what) {
+  char why[320] = "";
+  int at = -2;
+  int rc = mkc_chat_check(family, msgs, n, &at, why, sizeof why);
+  CHECK(rc == -1 && at == bad && strstr(why, why_has), "refused: %s (message %d: %s)", what, at,
+        why);
+}
+
+static void test_refused(void) {
+  expect_refused(MKC_CHAT_CHATML, CONVERSATION, N_CONVERSATION, 2,
+                 "tool calls: the chatml chat template has no tools (qwen2.5's and qwen3's have)",
+                 "chatml: an assistant's calls");
+  const mkc_chat_msg result[] = {{.role = "user", .content = "Q"},
+                                 {.role = "assistant", .content = "A"},
+                                 {.role = "tool", .content = "R"}};
+  expect_refused(MKC_CHAT_LLAMA3, result, 3, 2, "a tool result: the llama3 chat template",
+                 "llama3: a tool result");
+  expect_refused(MKC_CHAT_QWEN3, result, 3, 2, "role 'tool' where 'user' was expected",
+                 "qwen3: a result after a reply that made no call");
+  const mkc_chat_msg unanswered[] = {
+      {.role = "user", .content = "Q"},
+      {.role = "assistant", .content = "", .calls = NOW, .n_calls = 1},
+      {.role = "user", .content = "Q2"}};
+  expect_refused(MKC_CHAT_QWEN25, unanswered, 3, 2, "role 'user' where 'tool' was expected",
+                 "qwen2.5: a call whose result is missing");
+  const mkc_chat_msg first[] = {{.role = "tool", .content = "R"}};
+  expect_refused(MKC_CHAT_QWEN3, first, 1, 0, "role 'tool' where 'user' was expected",
+                 "qwen3: a result first");
+  const mkc_chat_msg user_calls[] = {{.role = "user", .content = "Q", .calls = NOW, .n_calls = 1}};
+  expect_refused(MKC_CHAT_QWEN3, user_calls, 1, 0, "not the assistant's",
+                 "qwen3: calls in a user's message");
+  char why[256];
+  const char *one = "{}";
+  mkc_chat_opts o = {.tools = &one, .n_tools = 1};
+  CHECK(mkc_chat_check_opts(MKC_CHAT_GEMMA, &o, why, sizeof why) == MKC_CHAT_OPT_TOOLS &&
+            strcmp(why, "the gemma chat template has no tools (qwen2.5's and qwen3's have)") == 0,
+        "gemma: tools offered are refused (%s)", why);
+  CHECK(mkc_chat_check_opts(MKC_CHAT_QWEN25, &o, why, sizeof why) == 0 &&
+            mkc_chat_check_opts(MKC_CHAT_QWEN3, &o, why, sizeof why) == 0,
+        "qwen2.5 and qwen3 take tools");
+  check_stderr_begin();
+  char *text = mkc_chat_render_with(MKC_CHAT_CHATML, CONVERSATION + 1, 1, 1, &o);
+  char *err = check_stderr_end();
+  CHECK(!text && err &&
+            strstr(err, "mkc: error: chat: tools: the chatml chat template has no tools"),
+        "rendering with tools in chatml fails with the message");
+  free(text), free(err);
+}
+
+/* ---- which templates ---- */
+
+static void test_templates(void) {
+  CHECK_INT(mkc_chat_detect(TPL_QWEN25), MKC_CHAT_QWEN25,
+            "Qwen2.5-7B-Instruct's template is qwen2.5");
+  CHECK(mkc_chat_tools_for(MKC_CHAT_QWEN25, TPL_QWEN25) && mkc_chat_tools_for(MKC_CHAT_QWEN3, NULL),
+        "its tools are mkc's; so are qwen3's when the family is named (no template text)");
+  CHECK(!mkc_chat_tools_for(MKC_CHAT_QWEN3, "<|im_start|>{{ '<tool_call>\\n<function=' }}</think>"),
+        "a qwen3-family template that calls with XML (Qwen3.5's <function=...>) is not");
+  CHECK(!mkc_chat_tools_for(MKC_CHAT_CHATML, NULL) && !mkc_chat_tools(MKC_CHAT_GPT_OSS),
+        "chatml and gpt-oss: no tools");
+}
+
+/* ---- reading calls ---- */
+
+static void test_read(void) {
+  mkc_tool_calls c;
+  const char *two = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                    "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
+                    "\"arguments\": {}}\n</tool_call>";
+  CHECK(mkc_tool_calls_read(two, strlen(two), &c) == 1 && c.n == 2 &&
+            strcmp(c.calls[0].name, "get_weather") == 0 &&
+            strcmp(c.calls[0].arguments, "{\"city\":\"Paris\"}") == 0 &&
+            strcmp(c.calls[1].name, "now") == 0 && strcmp(c.calls[1].arguments, "{}") == 0 &&
+            strcmp(c.content, "Let me look.") == 0,
+        "two calls after some text: their names and arguments, the text trimmed");
+  mkc_tool_calls_free(&c);
+  static const char *const NOT_CALLS[] = {
+      "Hello.",
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}",              /* cut off */
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {}\n</tool_call>", /* not JSON */
+      "<tool_call>\n{\"arguments\": {}}\n</tool_call>",                   /* no name */
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": \"x\"}\n</tool_call>",
+      "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call><tool_call>[]</tool_call>",
+  };
+  for (size_t k = 0; k < sizeof NOT_CALLS / sizeof *NOT_CALLS; k++)
+    CHECK(mkc_tool_calls_read(NOT_CALLS[k], strlen(NOT_CALLS[k]), &c) == 0 && c.n == 0 &&
+              !c.content,
+          "not calls (the whole text is the reply): %s", NOT_CALLS[k]);
+}
+
+/* ---- mkc serve's answers ---- */
+
+/* The calls in a response's JSON objects: "name(arguments)" joined by ";"
+ * (arguments as the answer gives them: OpenAI's a text, ollama's an
+ * object, printed compact); the finish reason of the last object that has
+ * one; each call's id (OpenAI's) checked present. */
+static void calls_of(const char *response, int ollama, char *out, size_t cap, char *finish,
+                     int *ids) {
+  out[0] = finish[0] = '\0';
+  *ids = 1;
+  const char *body = response ? strstr(response, "\r\n\r\n") : NULL;
+  for (const char *line = body ? body + 4 : NULL; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (strncmp(line, "data: ", 6) == 0) line += 6, len -= 6;
+    cJSON *root = cJSON_ParseWithLength(line, len), *msg;
+    if (ollama) {
+      msg = cJSON_GetObjectItemCaseSensitive(root, "message");
+      cJSON *why = cJSON_GetObjectItemCaseSensitive(root, "done_reason");
+      if (cJSON_IsString(why)) snprintf(finish, 32, "%s", why->valuestring);
+    } else {
+      cJSON *choice = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "choices"), 0);
+      cJSON *why = cJSON_GetObjectItemCaseSensitive(choice, "finish_reason");
+      if (cJSON_IsString(why)) snprintf(finish, 32, "%s", why->valuestring);
+      msg = cJSON_GetObjectItemCaseSensitive(choice, "message");
+      if (!msg) msg = cJSON_GetObjectItemCaseSensitive(choice, "delta");
+    }
+    const cJSON *call;
+    cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(msg, "tool_calls")) {
+      const cJSON *f = cJSON_GetObjectItemCaseSensitive(call, "function"),
+                  *name = cJSON_GetObjectItemCaseSensitive(f, "name"),
+                  *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+      char *a = cJSON_IsString(args) ? strdup(args->valuestring) : cJSON_PrintUnformatted(args);
+      size_t at = strlen(out);
+      snprintf(out + at, cap - at, "%s%s(%s)", at ? ";" : "",
+               cJSON_IsString(name) ? name->valuestring : "?", a ? a : "?");
+      free(a);
+      if (!ollama && !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(call, "id"))) *ids = 0;
+    }
+    cJSON_Delete(root);
+    line = end ? end + 1 : NULL;
+  }
+}
+
+static void test_answers(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!CHECK(t != NULL, "a vocabulary with Qwen's tags loads")) return;
+  const char *tool = "{}";
+  static const struct {
+    int ollama, stream;
+    const char *name;
+    const char *const content[5];
+  } KINDS[] = {
+      {0, 0, "OpenAI's chat", {"choices", "message", "content"}},
+      {0, 1, "OpenAI's chat, streamed", {"choices", "delta", "content"}},
+      {1, 0, "ollama's chat", {"message", "content"}},
+      {1, 1, "ollama's chat, streamed", {"message", "content"}},
+  };
+  const char *answer = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                       "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
+                       "\"arguments\": {}}\n</tool_call><|endoftext|>";
+  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    mkc_api_req r = {.chat = 1,
+                     .ollama = KINDS[k].ollama,
+                     .stream = KINDS[k].stream,
+                     .top_logprobs = -1,
+                     .tools = &tool,
+                     .n_tools = 1};
+    char *response = serve(t, MKC_CHAT_QWEN25, &r, answer);
+    char content[512], calls[512], finish[32];
+    int ids;
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(strcmp(content, "Let me look.") == 0 &&
+              strcmp(calls, "get_weather({\"city\":\"Paris\"});now({})") == 0 && ids &&
+              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0 &&
+              !strstr(response ? response : "<tool_call>", "<tool_call>"),
+          "serve, %s: the text as content, the two calls as tool_calls (with ids), finish %s, "
+          "no <tool_call> text anywhere (got '%s', '%s', %s)",
+          KINDS[k].name, KINDS[k].ollama ? "stop" : "tool_calls", content, calls, finish);
+    free(response);
+    r.one_call = 1;
+    response = serve(t, MKC_CHAT_QWEN25, &r, answer);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0,
+          "serve, %s, parallel_tool_calls false: the first call alone (got '%s')", KINDS[k].name,
+          calls);
+    free(response);
+    /* without tools in the request, the same answer is text */
+    r.n_tools = 0, r.one_call = 0;
+    response = serve(t, MKC_CHAT_QWEN25, &r, answer);
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(!calls[0] && strstr(content, "<tool_call>\n{\"name\": \"now\"") &&
+              strcmp(finish, "stop") == 0,
+          "serve, %s, no tools asked: the calls' text is the content (got '%s')", KINDS[k].name,
+          content);
+    free(response);
+  }
+  /* qwen3: the reasoning apart, then the call; a block that is no call stays text */
+  mkc_api_req r = {.chat = 1, .stream = 1, .top_logprobs = -1, .tools = &tool, .n_tools = 1};
+  char *response = serve(t, MKC_CHAT_QWEN3, &r,
+                         "<think>\nNeed the time.\n</think>\n\n<tool_call>\n{\"name\": \"now\", "
+                         "\"arguments\": {}}\n</tool_call><|endoftext|>");
+  const char *const reasoning_path[] = {"choices", "delta", "reasoning_content", NULL},
+                    *const content_path[] = {"choices", "delta", "content", NULL};
+  char reasoning[256], content[256], calls[256], finish[32];
+  int ids;
+  joined(response, reasoning_path, reasoning, sizeof reasoning);
+  joined(response, content_path, content, sizeof content);
+  calls_of(response, 0, calls, sizeof calls, finish, &ids);
+  CHECK(strcmp(reasoning, "Need the time.\n") == 0 && !content[0] &&
+            strcmp(calls, "now({})") == 0 && strcmp(finish, "tool_calls") == 0,
+        "serve, qwen3 streamed: reasoning, no content, the call (got '%s', '%s', '%s')", reasoning,
+        content, calls);
+  free(response);
+  const char *broken = "Hi <tool_call>{\"name\": 3}</tool_call><|endoftext|>";
+  response = serve(t, MKC_CHAT_QWEN3, &r, broken);
+  joined(response, content_path, content, sizeof content);
+  calls_of(response, 0, calls, sizeof calls, finish, &ids);
+  CHECK(strcmp(content, "Hi <tool_call>{\"name\": 3}</tool_call>") == 0 && !calls[0] &&
+            strcmp(finish, "stop") == 0,
+        "serve, streamed: a block that is no call is sent as text at the end (got '%s')", content);
+  free(response);
+  mkc_tokenizer_free(t);
+}
+
+int main(void) {
+  test_tojson();
+  test_render();
+  test_refused();
+  test_templates();
+  test_read();
+  test_answers();
+  return check_done();
+}
