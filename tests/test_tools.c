@@ -1,8 +1,9 @@
-/* Tools (function calling) in the chat families that have them, qwen2.5 and
- * qwen3: the JSON written into prompts (model/tojson.h) against Python's
- * json.dumps (ensure_ascii=False, as transformers' tojson filter calls it);
- * conversations with tool definitions, calls and results rendered as jinja2
- * renders Qwen2.5-7B-Instruct's and Qwen3-0.6B's templates (llama.cpp
+/* Tools (function calling) in the chat families that have them, qwen2.5,
+ * qwen3 and llama3.1: the JSON written into prompts (model/tojson.h)
+ * against Python's json.dumps (ensure_ascii=False, as transformers' tojson
+ * filter calls it; indent=4 too); conversations with tool definitions,
+ * calls and results rendered as jinja2 renders Qwen2.5-7B-Instruct's,
+ * Qwen3-0.6B's and Llama-3.2-3B-Instruct's templates (llama.cpp
  * models/templates); the order such a conversation may take, and the
  * families and templates that refuse tools; the calls read back from a
  * reply (model/tool_calls.h); and mkc serve's answers with calls (OpenAI's
@@ -42,6 +43,15 @@ static void test_tojson(void) {
       "{}]]}}",
       "strings (controls escaped, the rest as is), literals, nesting, empty lists");
   expect_json("{\"z\": 1, \"a\": 2}", "{\"z\": 1, \"a\": 2}", "keys keep their order");
+  /* json.dumps(json.loads(IN), ensure_ascii=False, indent=4) */
+  cJSON *v = cJSON_Parse("{\"a\": [1, {}, [], {\"b\": \"é\"}], \"c\": {}}");
+  char *got = mkc_tojson_indent(v, 4);
+  const char *want =
+      "{\n    \"a\": [\n        1,\n        {},\n        [],\n        {\n            "
+      "\"b\": \"é\"\n        }\n    ],\n    \"c\": {}\n}";
+  CHECK(got && strcmp(got, want) == 0, "tojson(indent=4): one item a line, empty ones inline");
+  free(got);
+  cJSON_Delete(v);
 }
 
 /* ---- rendering ---- */
@@ -128,6 +138,73 @@ static const char Q3_CALL_THEN_REPLY[] = "<|im_start|>user\n"
                                          "Noon.<|im_end|>\n"
                                          "<|im_start|>assistant\n";
 
+/* Llama-3.2-3B-Instruct's template (jinja2, no strftime_now: the date its fallback) with
+ * LLAMA_CONVERSATION: the first user turn's opening with the two TOOLS, ... */
+static const char LLAMA_TOOLS[] =
+    "<|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "Given the following functions, please respond with a JSON for a function call with its proper "
+    "arguments that best answers the given prompt.\n"
+    "\n"
+    "Respond in the format {\"name\": function name, \"parameters\": dictionary of argument name "
+    "and its value}.Do not use variables.\n"
+    "\n"
+    "{\n"
+    "    \"type\": \"function\",\n"
+    "    \"function\": {\n"
+    "        \"name\": \"get_weather\",\n"
+    "        \"description\": \"Current weather \\\"now\\\"\\nin a city\",\n"
+    "        \"parameters\": {\n"
+    "            \"type\": \"object\",\n"
+    "            \"properties\": {\n"
+    "                \"city\": {\n"
+    "                    \"type\": \"string\"\n"
+    "                },\n"
+    "                \"unit\": {\n"
+    "                    \"type\": \"string\",\n"
+    "                    \"enum\": [\n"
+    "                        \"celsius\",\n"
+    "                        \"fahrenheit\"\n"
+    "                    ]\n"
+    "                },\n"
+    "                \"days\": {\n"
+    "                    \"type\": \"integer\",\n"
+    "                    \"minimum\": 0,\n"
+    "                    \"maximum\": 1.5\n"
+    "                }\n"
+    "            },\n"
+    "            \"required\": [\n"
+    "                \"city\"\n"
+    "            ]\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "\n"
+    "{\n"
+    "    \"type\": \"function\",\n"
+    "    \"function\": {\n"
+    "        \"name\": \"now\",\n"
+    "        \"parameters\": {\n"
+    "            \"type\": \"object\",\n"
+    "            \"properties\": {}\n"
+    "        }\n"
+    "    }\n"
+    "}\n"
+    "\n";
+/* ... and the turns after the first user message's text (the same with tools or without). */
+static const char LLAMA_TURNS[] =
+    "<|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Zürich\", \"unit\": "
+    "\"celsius\"}}<|eot_id|><|start_header_id|>ipython<|end_header_id|>\n"
+    "\n"
+    "\"{\\\"temp\\\": 17}\"<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n"
+    "17 degrees.<|eot_id|><|start_header_id|>user<|end_header_id|>\n"
+    "\n"
+    "And now?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
+    "\n";
+
 /* The tools, as a client sends them (compact, so tojson's spacing shows). */
 static const char *const TOOLS_JSON[] = {
     "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current "
@@ -171,6 +248,18 @@ static const mkc_chat_msg CALL_THEN_REPLY[] = {
     {.role = "assistant", .content = "Noon."},
 };
 
+/* system, a question, a call, its result, a padded reply (trimmed), a question */
+static const mkc_chat_call ZURICH[] = {
+    {"get_weather", "{\"city\": \"Zürich\", \"unit\": \"celsius\"}"}};
+static const mkc_chat_msg LLAMA_CONVERSATION[] = {
+    {.role = "system", .content = "Be brief."},
+    {.role = "user", .content = "Weather in Zürich?"},
+    {.role = "assistant", .content = "", .calls = ZURICH, .n_calls = 1},
+    {.role = "tool", .content = "{\"temp\": 17}"},
+    {.role = "assistant", .content = " 17 degrees. "},
+    {.role = "user", .content = "And now?"},
+};
+
 static void expect_render(int family, const mkc_chat_msg *msgs, int n, const mkc_chat_opts *o,
                           const char *want, const char *what) {
   char *got = mkc_chat_render_with(family, msgs, n, 1, o);
@@ -211,6 +300,34 @@ static void test_render(void) {
                 "call after");
   expect_render(MKC_CHAT_QWEN3, CALL_THEN_REPLY, 4, NULL, Q3_CALL_THEN_REPLY,
                 "qwen3: a call without reasoning is plain; the last reply gets the empty block");
+  /* llama3.1 */
+  const char *ipython_system = "<|start_header_id|>system<|end_header_id|>\n\nEnvironment: "
+                               "ipython\nCutting Knowledge Date: December 2023\nToday Date: 26 "
+                               "Jul 2024\n\n";
+  snprintf(want, sizeof want, "%sBe brief.<|eot_id|>%sWeather in Zürich?<|eot_id|>%s",
+           ipython_system, LLAMA_TOOLS, LLAMA_TURNS);
+  expect_render(MKC_CHAT_LLAMA31, LLAMA_CONVERSATION, 6, &with, want,
+                "llama3.1: Environment: ipython, the tools indented in the first user turn, the "
+                "call as the reply's JSON, the result an ipython turn holding a JSON string");
+  snprintf(want, sizeof want, "%s<|eot_id|>%sWeather in Zürich?<|eot_id|>%s", ipython_system,
+           LLAMA_TOOLS, LLAMA_TURNS);
+  expect_render(MKC_CHAT_LLAMA31, LLAMA_CONVERSATION + 1, 5, &with, want,
+                "llama3.1: tools without a system message");
+  snprintf(want, sizeof want,
+           "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December "
+           "2023\nToday Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>"
+           "\n\nWeather in Zürich?<|eot_id|>%s",
+           LLAMA_TURNS);
+  expect_render(MKC_CHAT_LLAMA31, LLAMA_CONVERSATION + 1, 5, NULL, want,
+                "llama3.1: a call and its result without tools offered");
+  check_stderr_begin();
+  char *none = mkc_chat_render_with(MKC_CHAT_LLAMA31, LLAMA_CONVERSATION, 1, 1, &with);
+  char *err = check_stderr_end();
+  CHECK(!none && err &&
+            strstr(err, "tools: the llama3.1 chat template puts them in the first user "
+                        "message, and there is none"),
+        "llama3.1: tools and no user message: refused, as the template raises");
+  free(none), free(err);
   for (int k = 0; k < 2; k++) free(tools[k]);
 }
 
@@ -226,9 +343,10 @@ static void expect_refused(int family, const mkc_chat_msg *msgs, int n, int bad,
 }
 
 static void test_refused(void) {
-  expect_refused(MKC_CHAT_CHATML, CONVERSATION, N_CONVERSATION, 2,
-                 "tool calls: the chatml chat template has no tools (qwen2.5's and qwen3's have)",
-                 "chatml: an assistant's calls");
+  expect_refused(
+      MKC_CHAT_CHATML, CONVERSATION, N_CONVERSATION, 2,
+      "tool calls: the chatml chat template has no tools (qwen2.5's, qwen3's and llama3.1's have)",
+      "chatml: an assistant's calls");
   const mkc_chat_msg result[] = {{.role = "user", .content = "Q"},
                                  {.role = "assistant", .content = "A"},
                                  {.role = "tool", .content = "R"}};
@@ -242,6 +360,9 @@ static void test_refused(void) {
       {.role = "user", .content = "Q2"}};
   expect_refused(MKC_CHAT_QWEN25, unanswered, 3, 2, "role 'user' where 'tool' was expected",
                  "qwen2.5: a call whose result is missing");
+  expect_refused(MKC_CHAT_LLAMA31, CONVERSATION, N_CONVERSATION, 2,
+                 "2 tool calls: the llama3.1 chat template takes one per message",
+                 "llama3.1: two calls in one message (the template raises)");
   const mkc_chat_msg first[] = {{.role = "tool", .content = "R"}};
   expect_refused(MKC_CHAT_QWEN3, first, 1, 0, "role 'tool' where 'user' was expected",
                  "qwen3: a result first");
@@ -251,9 +372,12 @@ static void test_refused(void) {
   char why[256];
   const char *one = "{}";
   mkc_chat_opts o = {.tools = &one, .n_tools = 1};
-  CHECK(mkc_chat_check_opts(MKC_CHAT_GEMMA, &o, why, sizeof why) == MKC_CHAT_OPT_TOOLS &&
-            strcmp(why, "the gemma chat template has no tools (qwen2.5's and qwen3's have)") == 0,
-        "gemma: tools offered are refused (%s)", why);
+  CHECK(
+      mkc_chat_check_opts(MKC_CHAT_GEMMA, &o, why, sizeof why) == MKC_CHAT_OPT_TOOLS &&
+          strcmp(why,
+                 "the gemma chat template has no tools (qwen2.5's, qwen3's and llama3.1's have)") ==
+              0,
+      "gemma: tools offered are refused (%s)", why);
   CHECK(mkc_chat_check_opts(MKC_CHAT_QWEN25, &o, why, sizeof why) == 0 &&
             mkc_chat_check_opts(MKC_CHAT_QWEN3, &o, why, sizeof why) == 0,
         "qwen2.5 and qwen3 take tools");
@@ -275,8 +399,14 @@ static void test_templates(void) {
         "its tools are mkc's; so are qwen3's when the family is named (no template text)");
   CHECK(!mkc_chat_tools_for(MKC_CHAT_QWEN3, "<|im_start|>{{ '<tool_call>\\n<function=' }}</think>"),
         "a qwen3-family template that calls with XML (Qwen3.5's <function=...>) is not");
-  CHECK(!mkc_chat_tools_for(MKC_CHAT_CHATML, NULL) && !mkc_chat_tools(MKC_CHAT_GPT_OSS),
-        "chatml and gpt-oss: no tools");
+  CHECK(mkc_chat_tools_for(MKC_CHAT_LLAMA31, TPL_LLAMA32) == MKC_TOOLS_LLAMA3 &&
+            mkc_chat_tools_for(MKC_CHAT_QWEN3, TPL_QWEN3) == MKC_TOOLS_QWEN,
+        "Llama 3.2's and Qwen3's templates: their formats");
+  CHECK(!mkc_chat_tools_for(MKC_CHAT_LLAMA31, "<|start_header_id|>Cutting Knowledge Date"),
+        "a llama3.1-family template without Llama's instructions (Functionary's) is not");
+  CHECK(!mkc_chat_tools_for(MKC_CHAT_CHATML, NULL) && !mkc_chat_tools(MKC_CHAT_GPT_OSS) &&
+            !mkc_chat_tools(MKC_CHAT_LLAMA3),
+        "chatml, gpt-oss and llama3: no tools");
 }
 
 /* ---- reading calls ---- */
@@ -286,7 +416,7 @@ static void test_read(void) {
   const char *two = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
                     "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
                     "\"arguments\": {}}\n</tool_call>";
-  CHECK(mkc_tool_calls_read(two, strlen(two), &c) == 1 && c.n == 2 &&
+  CHECK(mkc_tool_calls_read(MKC_TOOLS_QWEN, two, strlen(two), &c) == 1 && c.n == 2 &&
             strcmp(c.calls[0].name, "get_weather") == 0 &&
             strcmp(c.calls[0].arguments, "{\"city\":\"Paris\"}") == 0 &&
             strcmp(c.calls[1].name, "now") == 0 && strcmp(c.calls[1].arguments, "{}") == 0 &&
@@ -300,11 +430,33 @@ static void test_read(void) {
       "<tool_call>\n{\"arguments\": {}}\n</tool_call>",                   /* no name */
       "<tool_call>\n{\"name\": \"now\", \"arguments\": \"x\"}\n</tool_call>",
       "<tool_call>{\"name\": \"now\", \"arguments\": {}}</tool_call><tool_call>[]</tool_call>",
+      "<tool_call>{\"name\": \"now\", \"arguments\": {}} and more</tool_call>",
   };
   for (size_t k = 0; k < sizeof NOT_CALLS / sizeof *NOT_CALLS; k++)
-    CHECK(mkc_tool_calls_read(NOT_CALLS[k], strlen(NOT_CALLS[k]), &c) == 0 && c.n == 0 &&
-              !c.content,
+    CHECK(mkc_tool_calls_read(MKC_TOOLS_QWEN, NOT_CALLS[k], strlen(NOT_CALLS[k]), &c) == 0 &&
+              c.n == 0 && !c.content,
           "not calls (the whole text is the reply): %s", NOT_CALLS[k]);
+  const char *llama = "\n {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}} ";
+  CHECK(mkc_tool_calls_read(MKC_TOOLS_LLAMA3, llama, strlen(llama), &c) == 1 && c.n == 1 &&
+            strcmp(c.calls[0].name, "get_weather") == 0 &&
+            strcmp(c.calls[0].arguments, "{\"city\":\"Paris\"}") == 0 && !c.content[0],
+        "llama3.1: the reply as one call (its parameters)");
+  mkc_tool_calls_free(&c);
+  const char *named_args = "{\"name\": \"now\", \"arguments\": {}}";
+  CHECK(mkc_tool_calls_read(MKC_TOOLS_LLAMA3, named_args, strlen(named_args), &c) == 1 &&
+            strcmp(c.calls[0].name, "now") == 0,
+        "llama3.1: \"arguments\" for \"parameters\" is read too");
+  mkc_tool_calls_free(&c);
+  static const char *const NOT_LLAMA[] = {
+      "It is sunny.", "Here: {\"name\": \"now\", \"parameters\": {}}",
+      "{\"name\": \"now\", \"parameters\": {}} and more", "{\"name\": \"now\"}",
+      "<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>"};
+  for (size_t k = 0; k < sizeof NOT_LLAMA / sizeof *NOT_LLAMA; k++)
+    CHECK(mkc_tool_calls_read(MKC_TOOLS_LLAMA3, NOT_LLAMA[k], strlen(NOT_LLAMA[k]), &c) == 0 &&
+              c.n == 0,
+          "llama3.1, not a call: %s", NOT_LLAMA[k]);
+  CHECK(mkc_tool_calls_read(MKC_TOOLS_NONE, two, strlen(two), &c) == 0,
+        "a family without tools reads no calls");
 }
 
 /* ---- mkc serve's answers ---- */
@@ -403,6 +555,34 @@ static void test_answers(void) {
     CHECK(!calls[0] && strstr(content, "<tool_call>\n{\"name\": \"now\"") &&
               strcmp(finish, "stop") == 0,
           "serve, %s, no tools asked: the calls' text is the content (got '%s')", KINDS[k].name,
+          content);
+    free(response);
+  }
+  /* llama3.1: the reply that is a call; one that opens otherwise streams as it comes */
+  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    mkc_api_req r = {.chat = 1,
+                     .ollama = KINDS[k].ollama,
+                     .stream = KINDS[k].stream,
+                     .top_logprobs = -1,
+                     .tools = &tool,
+                     .n_tools = 1};
+    char *response = serve(t, MKC_CHAT_LLAMA31, &r,
+                           "{\"name\": \"get_weather\", \"parameters\": {\"city\": "
+                           "\"Paris\"}}<|endoftext|>");
+    char content[512], calls[512], finish[32];
+    int ids;
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(!content[0] && strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0 && ids &&
+              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0,
+          "serve, llama3.1, %s: the reply's call as tool_calls, no content (got '%s', '%s', %s)",
+          KINDS[k].name, content, calls, finish);
+    free(response);
+    response = serve(t, MKC_CHAT_LLAMA31, &r, " It is {sunny}.<|endoftext|>");
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(strcmp(content, " It is {sunny}.") == 0 && !calls[0],
+          "serve, llama3.1, %s: a reply that is no call is the content (got '%s')", KINDS[k].name,
           content);
     free(response);
   }

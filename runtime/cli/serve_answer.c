@@ -70,6 +70,8 @@ static int cut_at_stop(mkc_answer *g, size_t from) {
   return 1;
 }
 
+static int is_blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
 /* The longest end of the text that begins s: held back from the stream
  * until the next piece says whether it is s. */
 static size_t hold_for(const mkc_answer *g, const char *s, size_t hold) {
@@ -80,19 +82,23 @@ static size_t hold_for(const mkc_answer *g, const char *s, size_t hold) {
 }
 
 /* What the stream holds back: the end of the text that may begin a stop
- * string, and with tools, all from the first <tool_call> on (or the end
- * that may begin one). */
+ * string; with Qwen's tools, all from the first <tool_call> on (or the end
+ * that may begin one) and the whitespace before it, which a reply that goes
+ * on to call ends without; with Llama 3.1's, a reply that opens with "{"
+ * (it may be a call), and the whitespace a reply opens with. */
 static size_t held_back(const mkc_answer *g) {
   size_t hold = 0;
   for (int k = 0; k < g->r->n_stop; k++) hold = hold_for(g, g->r->stop[k], hold);
-  if (!g->tools) return hold;
+  if (g->tools == MKC_TOOLS_LLAMA3) {
+    size_t lead = 0;
+    while (lead < g->len && is_blank(g->text[lead])) lead++;
+    return lead == g->len || g->text[lead] == '{' ? g->len : hold;
+  }
+  if (g->tools != MKC_TOOLS_QWEN) return hold;
   const char *call = strstr(g->text, MKC_TOOL_CALL_OPEN);
   if (call) hold = g->len - (size_t)(call - g->text);
   hold = hold_for(g, MKC_TOOL_CALL_OPEN, hold);
-  /* and the whitespace before: a reply that goes on to call ends without it */
-  for (char c; hold < g->len &&
-               ((c = g->text[g->len - hold - 1]) == ' ' || c == '\n' || c == '\t' || c == '\r');)
-    hold++;
+  while (hold < g->len && is_blank(g->text[g->len - hold - 1])) hold++;
   return hold;
 }
 
@@ -415,8 +421,7 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
                     .tok = tok,
                     .model = model,
                     .created = (long)time(NULL),
-                    .top_n = r->top_logprobs,
-                    .tools = r->n_tools > 0};
+                    .top_n = r->top_logprobs};
   snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
   if (tok) mkc_detok_init(&g->detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
@@ -447,7 +452,7 @@ int mkc_answer_stream_start(mkc_answer *g) {
 /* The reply's calls, when it made any: only the first with
  * parallel_tool_calls false. */
 static void read_calls(mkc_answer *g) {
-  if (!g->tools || mkc_tool_calls_read(g->text, g->len, &g->calls) <= 0) return;
+  if (!g->tools || mkc_tool_calls_read(g->tools, g->text, g->len, &g->calls) <= 0) return;
   for (int k = 1; g->r->one_call && k < g->calls.n; k++) {
     free(g->calls.calls[k].name), free(g->calls.calls[k].arguments);
     g->calls.calls[k] = (mkc_tool_call){0};
@@ -469,6 +474,10 @@ void mkc_answer_flush(mkc_answer *g) {
 
 void mkc_answer_reasoning(mkc_answer *g, int family) {
   g->split = g->tok && mkc_reasoning_init(&g->rs, family, g->tok) == 0;
+}
+
+void mkc_answer_tools(mkc_answer *g, int family) {
+  g->tools = g->r->n_tools > 0 ? mkc_chat_tools(family) : MKC_TOOLS_NONE;
 }
 
 /* A stream's calls: the reply's text not yet sent (the text before the

@@ -45,9 +45,10 @@ typedef struct mkc_answer {
   mkc_reasoning rs;
   char *reasoning;
   size_t reasoning_len, reasoning_cap;
-  /* a request with tools: the reply's calls (tool_calls.h), read when it
-   * ends and answered as tool_calls; a stream holds back the text from the
-   * first <tool_call> on until then */
+  /* a request with tools: the format of the reply's calls (enum
+   * mkc_tool_format, mkc_answer_tools), read when it ends (tool_calls.h)
+   * and answered as tool_calls; a stream holds back what may be a call
+   * until then */
   int tools;
   mkc_tool_calls calls;
 } mkc_answer;
@@ -61,6 +62,10 @@ void mkc_answer_close(mkc_answer *a);
  * the chat template of family; nothing changes for a family that does not
  * reason first, or a vocabulary without its tokens. */
 void mkc_answer_reasoning(mkc_answer *a, int family);
+
+/* Reads the reply's tool calls when the request offered tools, in the
+ * format of family's template (mkc_chat_tools). */
+void mkc_answer_tools(mkc_answer *g, int family);
 
 /* The decode loop's callbacks (mkc_decode_opts.on_token, on_logprobs; ctx:
  * the answer). on_token stops generation at an end-of-generation token, a

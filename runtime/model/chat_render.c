@@ -12,6 +12,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
+#include "tojson.h"
 #include "util/buf.h"
 
 /* The text being written. */
@@ -267,17 +270,60 @@ static void render_qwen3(text *t, const chat *c) {
   if (c->add_assistant && c->no_reasoning) put(t, "<think>\n\n</think>\n\n");
 }
 
+/* Llama 3.1's tools, before the first user message's text: how to call,
+ * then each definition as tojson(indent=4). */
+static void put_llama_tools(text *t, const chat *c) {
+  put(t, "Given the following functions, please respond with a JSON for a function call with its "
+         "proper arguments that best answers the given prompt.\n\nRespond in the format "
+         "{\"name\": function name, \"parameters\": dictionary of argument name and its "
+         "value}.Do not use variables.\n\n");
+  for (int k = 0; k < c->n_tools; k++) {
+    cJSON *v = cJSON_Parse(c->tools[k]);
+    char *indented = v ? mkc_tojson_indent(v, 4) : NULL;
+    put(t, indented ? indented : c->tools[k]);
+    put(t, "\n\n");
+    free(indented);
+    cJSON_Delete(v);
+  }
+}
+
 /* Llama-3.2-3B-Instruct (also 3.1, 3.3): the system turn always comes,
  * with two date lines; the date is the templates' fallback, not today's,
- * so a prompt renders the same every day. */
+ * so a prompt renders the same every day. With tools: "Environment:
+ * ipython" first, and the tools in the first user message; a call is the
+ * reply's one JSON object, a result an ipython turn holding its text as a
+ * JSON string (the template's tojson of any iterable, a string too). */
 static void render_llama31(text *t, const chat *c) {
   put(t, LLAMA3.open[0]);
+  if (c->n_tools) put(t, "Environment: ipython\n");
   put(t, "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
   if (c->system) put_trimmed(t, c->system);
   put(t, LLAMA3.close);
-  chat rest = *c;
-  rest.system = NULL;
-  render_turns(t, &rest, &LLAMA3);
+  for (int i = 0; i < c->n; i++) {
+    const mkc_chat_msg *m = &c->turns[i];
+    if (is_role(c, i, "tool")) {
+      put(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");
+      cJSON *s = cJSON_CreateString(m->content);
+      char *quoted = s ? mkc_tojson(s) : NULL;
+      t->oom |= !quoted;
+      if (quoted) put(t, quoted);
+      free(quoted);
+      cJSON_Delete(s);
+    } else if (m->n_calls) { /* one (mkc_chat_check) */
+      put(t, LLAMA3.open[2]);
+      put(t, "{\"name\": \"");
+      put(t, m->calls[0].name);
+      put(t, "\", \"parameters\": ");
+      put(t, m->calls[0].arguments);
+      put(t, "}");
+    } else {
+      put(t, LLAMA3.open[is_role(c, i, "user") ? 1 : 2]);
+      if (i == 0 && c->n_tools) put_llama_tools(t, c);
+      put_trimmed(t, m->content);
+    }
+    put(t, LLAMA3.close);
+  }
+  if (c->add_assistant) put(t, LLAMA3.open[2]);
 }
 
 /* Llama-2-7b-chat-hf: the system block opens the first user turn, that
@@ -479,6 +525,9 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
     [MKC_CHAT_QWEN25] = {.own = render_qwen25},
 };
 
+/* For messages: the families mkc writes tools for. */
+#define TOOL_FAMILIES "qwen2.5's, qwen3's and llama3.1's"
+
 /* The families with tools: after user comes assistant; after an assistant
  * with calls, their results; after results, more of them, the assistant or
  * the user; after an assistant without calls, the user. */
@@ -512,12 +561,17 @@ int mkc_chat_check(int family, const mkc_chat_msg *msgs, int n, int *bad, char *
     }
     int is_tool = strcmp(role, "tool") == 0;
     if (!tools && (is_tool || msgs[i].n_calls)) {
-      snprintf(why, cap, "%s: the %s chat template has no tools (qwen2.5's and qwen3's have)",
-               is_tool ? "a tool result" : "tool calls", name);
+      snprintf(why, cap, "%s: the %s chat template has no tools (%s have)",
+               is_tool ? "a tool result" : "tool calls", name, TOOL_FAMILIES);
       return -1;
     }
     if (msgs[i].n_calls && (strcmp(role, "assistant") != 0 || !msgs[i].calls)) {
       snprintf(why, cap, "tool calls in a message that is not the assistant's");
+      return -1;
+    }
+    if (msgs[i].n_calls > 1 && tools == MKC_TOOLS_LLAMA3) {
+      snprintf(why, cap, "%d tool calls: the %s chat template takes one per message",
+               msgs[i].n_calls, name);
       return -1;
     }
     const char *want = tools ? tool_order(i > first ? &msgs[i - 1] : NULL, role)
@@ -571,7 +625,7 @@ int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t ca
     return MKC_CHAT_OPT_NO_REASONING;
   }
   if (o && o->n_tools && !mkc_chat_tools(family)) {
-    snprintf(why, cap, "the %s chat template has no tools (qwen2.5's and qwen3's have)", name);
+    snprintf(why, cap, "the %s chat template has no tools (%s have)", name, TOOL_FAMILIES);
     return MKC_CHAT_OPT_TOOLS;
   }
   return 0;
@@ -603,6 +657,11 @@ char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_
   c.no_reasoning = o && o->no_reasoning;
   c.tools = o ? o->tools : NULL;
   c.n_tools = o && o->tools ? o->n_tools : 0;
+  if (c.n_tools && family == MKC_CHAT_LLAMA31 && c.n == 0) {
+    fprintf(stderr, "mkc: error: chat: tools: the llama3.1 chat template puts them in the first "
+                    "user message, and there is none\n");
+    return NULL;
+  }
   if (family == MKC_CHAT_GPT_OSS && check_gpt_oss(&c, (int)(c.turns - msgs)) != 0) return NULL;
   c.add_assistant = add_assistant;
   const family_renderer *r = &RENDERERS[family];

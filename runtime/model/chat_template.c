@@ -39,10 +39,17 @@ int mkc_chat_reasons(int family) {
   return family == MKC_CHAT_GPT_OSS || family == MKC_CHAT_QWEN3 || family == MKC_CHAT_DEEPSEEK_R1;
 }
 
-int mkc_chat_tools(int family) { return family == MKC_CHAT_QWEN25 || family == MKC_CHAT_QWEN3; }
+int mkc_chat_tools(int family) {
+  return family == MKC_CHAT_QWEN25 || family == MKC_CHAT_QWEN3 ? MKC_TOOLS_QWEN
+         : family == MKC_CHAT_LLAMA31                          ? MKC_TOOLS_LLAMA3
+                                                               : MKC_TOOLS_NONE;
+}
 
 int mkc_chat_tools_for(int family, const char *tmpl) {
-  return mkc_chat_tools(family) && (!tmpl || strstr(tmpl, "<args-json-object>"));
+  int format = mkc_chat_tools(family);
+  const char *marker =
+      format == MKC_TOOLS_QWEN ? "<args-json-object>" : "dictionary of argument name and its value";
+  return format && (!tmpl || strstr(tmpl, marker)) ? format : MKC_TOOLS_NONE;
 }
 
 int mkc_chat_family_from_name(const char *name) {

@@ -77,16 +77,24 @@ const char *mkc_chat_family_names(void);
  * analysis channel, the <think> block of qwen3 and deepseek-r1). */
 int mkc_chat_reasons(int family);
 
-/* Whether mkc writes the family's tools (their definitions in the system
- * turn, calls and results in the conversation): qwen2.5 and qwen3, whose
- * models answer a call as tool_calls.h reads it. */
+/* How a family's models call tools (tool_calls.h reads their replies). */
+enum mkc_tool_format {
+  MKC_TOOLS_NONE,   /* mkc writes no tools for the family */
+  MKC_TOOLS_QWEN,   /* qwen2.5, qwen3: <tool_call> blocks of {"name", "arguments"} */
+  MKC_TOOLS_LLAMA3, /* llama3.1: the reply is one {"name", "parameters"} object */
+};
+
+/* The family's tool format: whether mkc writes its tools (their
+ * definitions, calls and results in the conversation), and how its models
+ * answer a call. */
 int mkc_chat_tools(int family);
 
 /* mkc_chat_tools for a model whose template text is tmpl (NULL: not known,
  * as when --chat-template names the family): the template must be one that
  * writes its tools as mkc does, with Qwen's instructions
- * ("<args-json-object>"); Qwen3.5's and Qwen3-Coder's, which call with XML,
- * are not. */
+ * ("<args-json-object>": Qwen3.5's and Qwen3-Coder's, which call with XML,
+ * are not) or Llama 3.1's ("dictionary of argument name and its value":
+ * Functionary's is not). */
 int mkc_chat_tools_for(int family, const char *tmpl);
 
 /* Whether msgs[0..n) is a conversation the family renders: 0, or -1 with
@@ -121,9 +129,10 @@ char *mkc_chat_render(int family, const mkc_chat_msg *msgs, int n, int add_assis
 typedef struct mkc_chat_opts {
   const char *reasoning_effort;
   int no_reasoning;
-  /* tools: the functions the model may call, each a JSON object as the
-   * template writes it (mkc_tojson of an OpenAI {"type": "function",
-   * "function": {...}}); only for the families of mkc_chat_tools */
+  /* tools: the functions the model may call, each a JSON object as tojson
+   * writes it (mkc_tojson of an OpenAI {"type": "function", "function":
+   * {...}}; llama3.1 writes them again indented); only for the families of
+   * mkc_chat_tools */
   const char *const *tools;
   int n_tools;
 } mkc_chat_opts;

@@ -94,7 +94,13 @@ static void put_float(out *o, double x) {
   put(o, buf);
 }
 
-static void put_value(out *o, const cJSON *v) {
+/* A new line at depth levels of indent spaces. */
+static void put_line(out *o, int indent, int depth) {
+  put(o, "\n");
+  for (int k = 0; k < indent * depth; k++) put(o, " ");
+}
+
+static void put_value(out *o, const cJSON *v, int indent, int depth) {
   if (cJSON_IsNull(v)) {
     put(o, "null");
   } else if (cJSON_IsBool(v)) {
@@ -116,23 +122,27 @@ static void put_value(out *o, const cJSON *v) {
     int obj = cJSON_IsObject(v);
     put(o, obj ? "{" : "[");
     for (const cJSON *e = v->child; e; e = e->next) {
-      if (e != v->child) put(o, ", ");
+      if (e != v->child) put(o, indent ? "," : ", ");
+      if (indent) put_line(o, indent, depth + 1);
       if (obj) {
         put_string(o, e->string ? e->string : "");
         put(o, ": ");
       }
-      put_value(o, e);
+      put_value(o, e, indent, depth + 1);
     }
+    if (indent && v->child) put_line(o, indent, depth);
     put(o, obj ? "}" : "]");
   } else {
     o->oom = 1; /* not a value (cJSON raw or invalid) */
   }
 }
 
-char *mkc_tojson(const cJSON *v) {
+char *mkc_tojson(const cJSON *v) { return mkc_tojson_indent(v, 0); }
+
+char *mkc_tojson_indent(const cJSON *v, int indent) {
   out o = {0};
   if (!v) return NULL;
-  put_value(&o, v);
+  put_value(&o, v, indent, 0);
   if (o.oom) {
     free(o.s);
     return NULL;

@@ -15,4 +15,9 @@ struct cJSON;
  * repr() writes a float (0.1, 1e-05, 1e+16). */
 char *mkc_tojson(const struct cJSON *v);
 
+/* tojson(indent=N): each item of a list or object on its own line, N
+ * spaces deeper than its container, "," at line ends and ": " after keys;
+ * an empty list or object stays [] or {}. indent 0 is mkc_tojson. */
+char *mkc_tojson_indent(const struct cJSON *v, int indent);
+
 #endif

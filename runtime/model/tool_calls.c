@@ -2,6 +2,8 @@
 #include "tool_calls.h"
 
 #include <cjson/cJSON.h>
+
+#include "chat_template.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,12 +23,18 @@ static int add_text(char **content, size_t *len, const char *s, size_t n) {
   return 0;
 }
 
-/* One block's JSON, s[0..n): 1 with *call filled, 0 when not a call, -1
- * when out of memory. */
-static int read_call(const char *s, size_t n, mkc_tool_call *call) {
-  cJSON *o = cJSON_ParseWithLength(s, n);
+/* One call's JSON, s[0..n), its arguments named args_name: 1 with *call
+ * filled, 0 when not a call, -1 when out of memory. */
+static int read_call(const char *s, size_t n, const char *args_name, mkc_tool_call *call) {
+  const char *end = NULL;
+  cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+  while (o && end < s + n && is_space(*end)) end++;
+  if (o && end != s + n) { /* more after the object: not a call */
+    cJSON_Delete(o);
+    return 0;
+  }
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
-              *args = cJSON_GetObjectItemCaseSensitive(o, "arguments");
+              *args = cJSON_GetObjectItemCaseSensitive(o, args_name);
   int ok = cJSON_IsObject(o) && cJSON_IsString(name) && *name->valuestring && cJSON_IsObject(args);
   if (ok) {
     call->name = strdup(name->valuestring);
@@ -37,8 +45,27 @@ static int read_call(const char *s, size_t n, mkc_tool_call *call) {
   return ok;
 }
 
-int mkc_tool_calls_read(const char *text, size_t n, mkc_tool_calls *out) {
+/* Llama 3.1's: the reply is the call ("parameters", or "arguments" as some
+ * fine-tunes write it). */
+static int read_llama3(const char *text, size_t n, mkc_tool_calls *out) {
+  while (n && is_space(*text)) text++, n--;
+  while (n && is_space(text[n - 1])) n--;
+  if (!n || *text != '{') return 0;
+  if (!(out->calls = calloc(1, sizeof *out->calls)) || !(out->content = strdup(""))) {
+    mkc_tool_calls_free(out);
+    return -1;
+  }
+  out->n = 1;
+  int got = read_call(text, n, "parameters", out->calls);
+  if (got == 0) got = read_call(text, n, "arguments", out->calls);
+  if (got <= 0) mkc_tool_calls_free(out);
+  return got;
+}
+
+int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *out) {
   memset(out, 0, sizeof *out);
+  if (format == MKC_TOOLS_LLAMA3) return read_llama3(text, n, out);
+  if (format != MKC_TOOLS_QWEN) return 0;
   size_t len = 0, open = strlen(MKC_TOOL_CALL_OPEN), close = strlen(CLOSE);
   const char *at = text, *end = text + n;
   int rc = 0;
@@ -51,7 +78,7 @@ int mkc_tool_calls_read(const char *text, size_t n, mkc_tool_calls *out) {
     if (!grown) goto oom;
     out->calls = grown;
     out->calls[out->n] = (mkc_tool_call){0};
-    int got = read_call(body, (size_t)(c - body), &out->calls[out->n]);
+    int got = read_call(body, (size_t)(c - body), "arguments", &out->calls[out->n]);
     out->n++; /* freed with the rest whatever came of it */
     if (got < 0) goto oom;
     if (got == 0) goto not_calls;

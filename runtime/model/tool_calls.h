@@ -1,7 +1,8 @@
-/* A model's tool calls, read from the text of its reply. The families whose
- * templates offer tools (mkc_chat_tools) are tuned to answer a call as
- * Hermes' format: <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>,
- * one block per call, after any text of the reply. */
+/* A model's tool calls, read from the text of its reply, in the format its
+ * chat template teaches (enum mkc_tool_format, chat_template.h): Qwen's
+ * <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one block
+ * per call, after any text of the reply; Llama 3.1's reply that is one
+ * {"name": ..., "parameters": {...}} object. */
 #ifndef MKC_TOOL_CALLS_H
 #define MKC_TOOL_CALLS_H
 
@@ -21,12 +22,14 @@ typedef struct mkc_tool_calls {
   char *content; /* the reply's text outside the blocks, trimmed */
 } mkc_tool_calls;
 
-/* The calls in text[0..n): every <tool_call> block closed and holding a JSON
- * object with a string "name" and an object "arguments". 1 with *out
- * filled (mkc_tool_calls_free), 0 when the text holds no call or a block
- * that is not one (then the whole text is the reply: nothing is taken
- * from it), -1 when out of memory. */
-int mkc_tool_calls_read(const char *text, size_t n, mkc_tool_calls *out);
+/* The calls in text[0..n) in format: Qwen's, every <tool_call> block closed
+ * and holding a JSON object with a string "name" and an object
+ * "arguments"; Llama 3.1's, the whole text (whitespace around it aside) a
+ * JSON object with a string "name" and an object "parameters" (or
+ * "arguments"). 1 with *out filled (mkc_tool_calls_free), 0 when the text
+ * holds no call or something that is not one (then the whole text is the
+ * reply: nothing is taken from it), -1 when out of memory. */
+int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *out);
 void mkc_tool_calls_free(mkc_tool_calls *c);
 
 #endif
