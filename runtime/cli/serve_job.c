@@ -36,9 +36,8 @@ static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *
   if ((r->n_tools || tool_msgs) && mkc_chat_tools(sv->family) && !sv->tools) {
     snprintf(why, cap,
              "tools: this model's chat template (of the %s family) calls tools in another format "
-             "than the one mkc writes, Qwen's <tool_call> JSON (--chat-template %s makes the "
-             "server write that one)",
-             name, name);
+             "than the one mkc writes for %s (--chat-template %s makes the server write that one)",
+             name, name, name);
     return -1;
   }
   if (r->think == 1 && !reasons) {

@@ -218,8 +218,8 @@ static void render_qwen25(text *t, const chat *c) {
 }
 
 /* Qwen3's last query: the last user message that is not tool results
- * wrapped by hand; -1 (the template's last message, which no reply
- * follows) when there is none. */
+ * wrapped by hand; c->n when there is none (then no reply comes after it:
+ * the template's index is then the last message's). */
 static int qwen3_last_query(const chat *c) {
   for (int i = c->n - 1; i >= 0; i--) {
     const char *s = c->turns[i].content;

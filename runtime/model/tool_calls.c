@@ -2,10 +2,10 @@
 #include "tool_calls.h"
 
 #include <cjson/cJSON.h>
-
-#include "chat_template.h"
 #include <stdlib.h>
 #include <string.h>
+
+#include "chat_template.h"
 
 #define CLOSE "</tool_call>"
 

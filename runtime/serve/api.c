@@ -80,10 +80,8 @@ static int read_calls(const cJSON *calls, int i, mkc_api_req *r, mkc_chat_msg *m
     return bad(why, cap, "messages[%d].tool_calls: expected a list of calls", i);
   if (n == 0) return 0;
   mkc_chat_call *out = calloc((size_t)n, sizeof *out);
-  if (!out || !own(r, (char *)out)) {
-    free(out);
-    return bad(why, cap, "out of memory");
-  }
+  if (!out) return bad(why, cap, "out of memory");
+  own(r, (char *)out);
   int k = 0;
   for (const cJSON *c = calls->child; c; c = c->next, k++) {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(c, "function"),
