@@ -7,7 +7,7 @@
  * GGUF file whose tokenizer.chat_template is read and detected. Nothing may
  * crash or read out of bounds, detection gives a family or unknown, every
  * family renders the conversation with each user message's text (trimmed)
- * in it, Qwen's tool families the tools and the result too, and calls read
+ * in it, the tool families the result (Qwen's the tools too), and calls read
  * from a reply have names and JSON objects for arguments.
  * Seeds in fuzz/corpus/chat_template: templates and configs. */
 #include <stdint.h>
@@ -66,15 +66,20 @@ static void tools_all(const char *text, size_t n) {
   for (int family = 0; family < MKC_CHAT_N_FAMILIES; family++) {
     if (!mkc_chat_tools(family)) continue;
     char *out = mkc_chat_render_with(family, msgs, 3, 1, &o);
-    int qwen = mkc_chat_tools(family) == MKC_TOOLS_QWEN; /* llama3.1 rewrites the texts as JSON */
-    if (!out || (qwen && (!strstr(out, text) || !strstr(out, "<tool_response>"))) ||
-        (!qwen && !strstr(out, "<|start_header_id|>ipython<|end_header_id|>")))
-      abort();
+    /* Qwen's write the texts as they are; the others rewrite them (JSON, TypeScript) */
+    int format = mkc_chat_tools(family);
+    const char *result = format == MKC_TOOLS_QWEN ? "<tool_response>"
+                         : format == MKC_TOOLS_LLAMA3
+                             ? "<|start_header_id|>ipython<|end_header_id|>"
+                             : "<|start|>functions.f to=assistant";
+    if (!out || !strstr(out, result) || (format == MKC_TOOLS_QWEN && !strstr(out, text))) abort();
     free(out);
   }
-  for (int format = MKC_TOOLS_QWEN; format <= MKC_TOOLS_LLAMA3; format++) {
+  for (int format = MKC_TOOLS_QWEN; format <= MKC_TOOLS_HARMONY; format++) {
     mkc_tool_calls c;
-    if (mkc_tool_calls_read(format, text, n, &c) != 1) continue;
+    int got = format == MKC_TOOLS_HARMONY ? mkc_tool_calls_harmony("functions.f", text, n, "", &c)
+                                          : mkc_tool_calls_read(format, text, n, &c);
+    if (got != 1) continue;
     if (c.n < 1 || !c.content || strlen(c.content) > n) abort();
     for (int k = 0; k < c.n; k++) {
       cJSON *args = cJSON_Parse(c.calls[k].arguments);

@@ -479,7 +479,7 @@ static void test_errors(void) {
   const mkc_chat_msg tool[] = {{"user", "Q"}, {"tool", "{}"}};
   expect_error(tool, 2, MKC_CHAT_CHATML,
                "mkc: error: chat message 2: a tool result: the chatml chat template has no tools "
-               "(qwen2.5's, qwen3's and llama3.1's have)\n",
+               "(qwen2.5's, qwen3's, llama3.1's and gpt-oss's have)\n",
                "a role the family does not render is refused, naming the message");
   const mkc_chat_msg late_system[] = {{"user", "Q"}, {"assistant", "A"}, {"system", "S"}};
   expect_error(late_system, 3, MKC_CHAT_LLAMA3,

@@ -63,7 +63,7 @@ static void test_rendering(void) {
 }
 
 typedef struct split {
-  char parts[3][256]; /* header, reasoning, reply texts */
+  char parts[4][256]; /* header, reasoning, reply, call texts (enum mkc_answer_part) */
   char printed[512];
 } split;
 
@@ -111,6 +111,30 @@ static void expect_split(const mkc_tokenizer *t, int family, const char *answer,
         s.printed);
 }
 
+/* A gpt-oss answer that calls a tool: reasoning, no reply, the call's
+ * arguments {"city":"Oslo"} to recipient. */
+static void expect_call(const mkc_tokenizer *t, const char *answer, const char *reasoning,
+                        const char *recipient, const char *printed, const char *what) {
+  expect_split(t, MKC_CHAT_GPT_OSS, answer, reasoning, "", printed, what);
+  split s;
+  mkc_reasoning r;
+  if (run(t, MKC_CHAT_GPT_OSS, answer, &s) != 0 || mkc_reasoning_init(&r, MKC_CHAT_GPT_OSS, t))
+    return;
+  int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
+  for (int i = 0; i < n; i++) {
+    char *piece = mkc_tokenizer_decode(t, &ids[i], 1, 0);
+    const char *at = piece ? piece : "";
+    size_t k = strlen(at);
+    mkc_reasoning_push(&r, ids[i], &at, &k);
+    free(piece);
+  }
+  free(ids);
+  CHECK(strcmp(s.parts[MKC_PART_CALL], "{\"city\":\"Oslo\"}") == 0 &&
+            strcmp(r.h.recipient, recipient) == 0,
+        "%s: the call's arguments (got '%s'), to %s (got '%s')", what, s.parts[MKC_PART_CALL],
+        recipient, r.h.recipient);
+}
+
 static void test_split(void) {
   mkc_tokenizer *t = vocabulary(NULL);
   if (!t) return;
@@ -125,13 +149,20 @@ static void test_split(void) {
   expect_split(t, MKC_CHAT_GPT_OSS, "<|channel|>final<|message|>Just this.<|return|>", "",
                "Just this.", "Just this.", "a reply without reasoning");
   /* a tool call: commentary to a function, its arguments' type constrained */
-  expect_split(t, MKC_CHAT_GPT_OSS,
-               "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant"
-               "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
-               "{\"city\":\"Oslo\"}<|call|>",
-               "Need weather.", "{\"city\":\"Oslo\"}",
-               "Thinking...\nNeed weather.\n...done thinking.\n\n{\"city\":\"Oslo\"}",
-               "a tool call's arguments are the reply; its recipient and type are header");
+  expect_call(t,
+              "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant"
+              "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"
+              "{\"city\":\"Oslo\"}<|call|>",
+              "Need weather.", "functions.get_weather",
+              "Thinking...\nNeed weather.\n...done thinking.\n\n{\"city\":\"Oslo\"}",
+              "a tool call after the channel: its arguments are the call's, its recipient read");
+  expect_call(t,
+              "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant "
+              "to=functions.get_weather<|channel|>commentary json<|message|>"
+              "{\"city\":\"Oslo\"}<|call|>",
+              "Need weather.", "functions.get_weather",
+              "Thinking...\nNeed weather.\n...done thinking.\n\n{\"city\":\"Oslo\"}",
+              "a tool call with the recipient in the role's header (as the template writes it)");
   /* text with no header at all (a model that ignores the format) is not lost */
   expect_split(t, MKC_CHAT_GPT_OSS, "plain words", "", "plain words", "plain words",
                "text before any header");

@@ -399,7 +399,7 @@ elif start smollm2 -m "$model" --backend cpu; then
   refused "SmolLM2: a tool message" 400 "messages[0]: a tool result: the chatml chat template has no tools" \
     POST /v1/chat/completions '{"messages": [{"role": "tool", "content": "a"}]}'
   refused "SmolLM2: tools (chatml has none)" 400 \
-    "tools: the chatml chat template has no tools (qwen2.5's, qwen3's and llama3.1's have)" POST /v1/chat/completions \
+    "tools: the chatml chat template has no tools (qwen2.5's, qwen3's, llama3.1's and gpt-oss's have)" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "f"}}]}'
   refused "SmolLM2: a forced call" 400 "tool_choice: \"auto\" or \"none\"" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "required"}'

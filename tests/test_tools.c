@@ -205,6 +205,155 @@ static const char LLAMA_TURNS[] =
     "And now?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n"
     "\n";
 
+/* openai/gpt-oss-120b's template (jinja2; strftime_now 2026-12-02) with HARMONY_TOOLS,
+ * then with HARMONY_ODD_TOOLS: the developer turn's tools, between "# Tools\n\n" and <|end|>. */
+static const char HARMONY_NAMESPACE[] =
+    "## functions\n"
+    "\n"
+    "namespace functions {\n"
+    "\n"
+    "// Current weather\n"
+    "type get_weather = (_: {\n"
+    "// The city\n"
+    "city: string,\n"
+    "unit?: \"celsius\" | \"fahrenheit\", // default: celsius,\n"
+    "days?: number, // default: 1,\n"
+    "ratio?: number,\n"
+    "verbose?: boolean, // default: false,\n"
+    "tags?: string[],\n"
+    "points?: {\n"
+    "x: \n"
+    "                number}[],\n"
+    "where?: {\n"
+    "lat: \n"
+    "                number, lon?: \n"
+    "                number},\n"
+    "note?: string | null,\n"
+    "either?: string | null,\n"
+    "pick?: string// a name | \n"
+    "number,\n"
+    "anything?: any,\n"
+    "}) => any;\n"
+    "\n"
+    "// The time\n"
+    "type now = () => any;\n"
+    "\n"
+    "// Ping\n"
+    "type ping = () => any;\n"
+    "\n"
+    "} // namespace functions";
+static const char HARMONY_ODD_NAMESPACE[] = "## functions\n"
+                                            "\n"
+                                            "namespace functions {\n"
+                                            "\n"
+                                            "// F\n"
+                                            "type f = (_: {\n"
+                                            "a: string                    // default: \"x\" | \n"
+                                            "number// n                    // default: 3,\n"
+                                            "b: number[][],\n"
+                                            "c?: any[],\n"
+                                            "d?: object[] | null,\n"
+                                            "e?: object,\n"
+                                            "g?: {\n"
+                                            "h?: \n"
+                                            "                {\n"
+                                            "i?: \n"
+                                            "                boolean}},\n"
+                                            "j?: object | \n"
+                                            "string,\n"
+                                            "// kind\n"
+                                            "k?: \"p\" | \"q\", // default: p,\n"
+                                            "l?: number,\n"
+                                            "m?: any[],\n"
+                                            "n?: string, // default: \"z\",\n"
+                                            "o?: string// default: w,\n"
+                                            "}) => any;\n"
+                                            "\n"
+                                            "} // namespace functions";
+/* ... and HARMONY_CONVERSATION with the tool now, then its first three messages. */
+static const char HARMONY_RENDERED[] =
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n"
+    "Current date: 2026-12-02\n"
+    "\n"
+    "Reasoning: medium\n"
+    "\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message.\n"
+    "Calls to these tools must go to the commentary channel: "
+    "'functions'.<|end|><|start|>developer<|message|># Instructions\n"
+    "\n"
+    "Be brief.\n"
+    "\n"
+    "# Tools\n"
+    "\n"
+    "## functions\n"
+    "\n"
+    "namespace functions {\n"
+    "\n"
+    "// The time\n"
+    "type now = () => any;\n"
+    "\n"
+    "} // namespace functions<|end|><|start|>user<|message|>Weather?<|end|><|start|>assistant "
+    "to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": "
+    "\"Paris\"}<|call|><|start|>functions.get_weather "
+    "to=assistant<|channel|>commentary<|message|>\"{\\\"temp\\\": "
+    "21}\"<|end|><|start|>assistant<|channel|>final<|message|>21 "
+    "C.<|end|><|start|>user<|message|>Thanks<|end|><|start|>assistant";
+static const char HARMONY_RENDERED_CALL[] =
+    "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+    "Knowledge cutoff: 2024-06\n"
+    "Current date: 2026-12-02\n"
+    "\n"
+    "Reasoning: medium\n"
+    "\n"
+    "# Valid channels: analysis, commentary, final. Channel must be included for every message.\n"
+    "Calls to these tools must go to the commentary channel: "
+    "'functions'.<|end|><|start|>developer<|message|># Tools\n"
+    "\n"
+    "## functions\n"
+    "\n"
+    "namespace functions {\n"
+    "\n"
+    "// The time\n"
+    "type now = () => any;\n"
+    "\n"
+    "} // namespace "
+    "functions<|end|><|start|>user<|message|>Weather?<|end|><|start|>assistant<|channel|>analysis<|"
+    "message|>Need weather.<|end|><|start|>assistant to=functions.get_weather<|channel|>commentary "
+    "json<|message|>{\"city\": \"Paris\"}<|call|><|start|>functions.get_weather "
+    "to=assistant<|channel|>commentary<|message|>\"{\\\"temp\\\": 21}\"<|end|><|start|>assistant";
+/* The tools as a client sends them. */
+static const char *const HARMONY_TOOLS[] = {
+    "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current "
+    "weather\",\"parameters\":{\"type\":\"object\",\"properties\":{\"city\":{\"type\":\"string\","
+    "\"description\":\"The "
+    "city\"},\"unit\":{\"type\":\"string\",\"enum\":[\"celsius\",\"fahrenheit\"],\"default\":"
+    "\"celsius\"},\"days\":{\"type\":\"integer\",\"default\":1},\"ratio\":{\"type\":\"number\"},"
+    "\"verbose\":{\"type\":\"boolean\",\"default\":false},\"tags\":{\"type\":\"array\",\"items\":{"
+    "\"type\":\"string\"}},\"points\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+    "\"properties\":{\"x\":{\"type\":\"number\"}},\"required\":[\"x\"]}},\"where\":{\"type\":"
+    "\"object\",\"properties\":{\"lat\":{\"type\":\"number\"},\"lon\":{\"type\":\"number\","
+    "\"description\":\"deg\"}},\"required\":[\"lat\"]},\"note\":{\"type\":\"string\",\"nullable\":"
+    "true},\"either\":{\"type\":[\"string\",\"null\"]},\"pick\":{\"oneOf\":[{\"type\":\"string\","
+    "\"description\":\"a "
+    "name\"},{\"type\":\"integer\"}]},\"anything\":{}},\"required\":[\"city\"]}}}",
+    "{\"type\":\"function\",\"function\":{\"name\":\"now\",\"description\":\"The "
+    "time\",\"parameters\":{\"type\":\"object\",\"properties\":{}}}}",
+    "{\"type\":\"function\",\"function\":{\"name\":\"ping\",\"description\":\"Ping\"}}"};
+static const char *const HARMONY_ODD_TOOLS[] = {
+    "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"F\",\"parameters\":{"
+    "\"type\":\"object\",\"properties\":{\"a\":{\"oneOf\":[{\"type\":\"string\",\"default\":\"x\"},"
+    "{\"type\":\"integer\",\"description\":\"n\",\"default\":3}]},\"b\":{\"type\":\"array\","
+    "\"items\":{\"type\":\"array\",\"items\":{\"type\":\"number\"}}},\"c\":{\"type\":\"array\"},"
+    "\"d\":{\"type\":\"array\",\"items\":{\"type\":\"object\"},\"nullable\":true},\"e\":{\"type\":"
+    "\"object\"},\"g\":{\"type\":\"object\",\"properties\":{\"h\":{\"type\":\"object\","
+    "\"properties\":{\"i\":{\"type\":\"boolean\"}}}}},\"j\":{\"oneOf\":[{\"type\":\"object\"},{"
+    "\"type\":\"string\"}]},\"k\":{\"type\":\"string\",\"enum\":[\"p\",\"q\"],\"description\":"
+    "\"kind\",\"default\":\"p\"},\"l\":{\"type\":[\"number\"]},\"m\":{\"type\":\"array\",\"items\":"
+    "{\"type\":\"object\",\"properties\":{\"aaaaaaaaaaaa\":{\"type\":\"string\"},"
+    "\"bbbbbbbbbbbbbbbb\":{\"type\":\"string\"}}}},\"n\":{\"type\":\"string\",\"default\":\"z\"},"
+    "\"o\":{\"oneOf\":[{\"type\":\"string\"}],\"default\":\"w\"}},\"required\":[\"a\",\"b\"]}}}"};
+
 /* The tools, as a client sends them (compact, so tojson's spacing shows). */
 static const char *const TOOLS_JSON[] = {
     "{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"description\":\"Current "
@@ -331,6 +480,70 @@ static void test_render(void) {
   for (int k = 0; k < 2; k++) free(tools[k]);
 }
 
+/* texts[0..n) as serve gives them to the template: each written by tojson. */
+static char **tojson_all(const char *const *texts, int n) {
+  char **out = calloc((size_t)n, sizeof *out);
+  for (int k = 0; out && k < n; k++) {
+    cJSON *v = cJSON_Parse(texts[k]);
+    out[k] = mkc_tojson(v);
+    cJSON_Delete(v);
+  }
+  return out;
+}
+
+static void free_all(char **texts, int n) {
+  for (int k = 0; texts && k < n; k++) free(texts[k]);
+  free(texts);
+}
+
+static const mkc_chat_call PARIS[] = {{"get_weather", "{\"city\": \"Paris\"}"}};
+/* system, a question, a call with text (analysis), its result, a reply, thanks */
+static const mkc_chat_msg HARMONY_CONVERSATION[] = {
+    {.role = "system", .content = "Be brief."},
+    {.role = "user", .content = "Weather?"},
+    {.role = "assistant", .content = "Need weather.", .calls = PARIS, .n_calls = 1},
+    {.role = "tool", .content = "{\"temp\": 21}"},
+    {.role = "assistant", .content = "21 C."},
+    {.role = "user", .content = "Thanks"},
+};
+
+static void test_render_harmony(void) {
+  const char *const system = "<|start|>system<|message|>You are ChatGPT, a large language model "
+                             "trained by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: "
+                             "2026-12-02\n\nReasoning: medium\n\n# Valid channels: analysis, "
+                             "commentary, final. Channel must be included for every message.\n"
+                             "Calls to these tools must go to the commentary channel: "
+                             "'functions'.<|end|><|start|>developer<|message|># Tools\n\n";
+  const mkc_chat_msg q[] = {{.role = "user", .content = "Q"}};
+  static const struct {
+    const char *const *tools;
+    int n;
+    const char *namespace, *what;
+  } SETS[] = {{HARMONY_TOOLS, 3, HARMONY_NAMESPACE,
+               "gpt-oss: the tools as TypeScript (strings, enums, defaults, numbers, arrays, "
+               "nested objects, nullable, type lists, oneOf, none; no parameters)"},
+              {HARMONY_ODD_TOOLS, 1, HARMONY_ODD_NAMESPACE,
+               "gpt-oss: the template's quirks (oneOf defaults, arrays of arrays, long item "
+               "types as any[], nested objects' newlines, a oneOf with an object not any)"}};
+  char want[8192];
+  for (size_t k = 0; k < sizeof SETS / sizeof *SETS; k++) {
+    char **tools = tojson_all(SETS[k].tools, SETS[k].n);
+    mkc_chat_opts o = {.tools = (const char *const *)tools, .n_tools = SETS[k].n};
+    snprintf(want, sizeof want, "%s%s<|end|><|start|>user<|message|>Q<|end|><|start|>assistant",
+             system, SETS[k].namespace);
+    expect_render(MKC_CHAT_GPT_OSS, q, 1, &o, want, SETS[k].what);
+    free_all(tools, SETS[k].n);
+  }
+  char **now = tojson_all(HARMONY_TOOLS + 1, 1);
+  mkc_chat_opts o = {.tools = (const char *const *)now, .n_tools = 1};
+  expect_render(MKC_CHAT_GPT_OSS, HARMONY_CONVERSATION, 6, &o, HARMONY_RENDERED,
+                "gpt-oss: a call to functions.NAME (its text dropped: a final reply follows), "
+                "the result from the function as a JSON string, the reply");
+  expect_render(MKC_CHAT_GPT_OSS, HARMONY_CONVERSATION + 1, 3, &o, HARMONY_RENDERED_CALL,
+                "gpt-oss: a call's text kept as analysis when no final reply follows");
+  free_all(now, 1);
+}
+
 /* ---- what is refused ---- */
 
 static void expect_refused(int family, const mkc_chat_msg *msgs, int n, int bad,
@@ -343,10 +556,10 @@ static void expect_refused(int family, const mkc_chat_msg *msgs, int n, int bad,
 }
 
 static void test_refused(void) {
-  expect_refused(
-      MKC_CHAT_CHATML, CONVERSATION, N_CONVERSATION, 2,
-      "tool calls: the chatml chat template has no tools (qwen2.5's, qwen3's and llama3.1's have)",
-      "chatml: an assistant's calls");
+  expect_refused(MKC_CHAT_CHATML, CONVERSATION, N_CONVERSATION, 2,
+                 "tool calls: the chatml chat template has no tools (qwen2.5's, qwen3's, "
+                 "llama3.1's and gpt-oss's have)",
+                 "chatml: an assistant's calls");
   const mkc_chat_msg result[] = {{.role = "user", .content = "Q"},
                                  {.role = "assistant", .content = "A"},
                                  {.role = "tool", .content = "R"}};
@@ -372,12 +585,10 @@ static void test_refused(void) {
   char why[256];
   const char *one = "{}";
   mkc_chat_opts o = {.tools = &one, .n_tools = 1};
-  CHECK(
-      mkc_chat_check_opts(MKC_CHAT_GEMMA, &o, why, sizeof why) == MKC_CHAT_OPT_TOOLS &&
-          strcmp(why,
-                 "the gemma chat template has no tools (qwen2.5's, qwen3's and llama3.1's have)") ==
-              0,
-      "gemma: tools offered are refused (%s)", why);
+  CHECK(mkc_chat_check_opts(MKC_CHAT_GEMMA, &o, why, sizeof why) == MKC_CHAT_OPT_TOOLS &&
+            strcmp(why, "the gemma chat template has no tools (qwen2.5's, qwen3's, llama3.1's and "
+                        "gpt-oss's have)") == 0,
+        "gemma: tools offered are refused (%s)", why);
   CHECK(mkc_chat_check_opts(MKC_CHAT_QWEN25, &o, why, sizeof why) == 0 &&
             mkc_chat_check_opts(MKC_CHAT_QWEN3, &o, why, sizeof why) == 0,
         "qwen2.5 and qwen3 take tools");
@@ -404,9 +615,14 @@ static void test_templates(void) {
         "Llama 3.2's and Qwen3's templates: their formats");
   CHECK(!mkc_chat_tools_for(MKC_CHAT_LLAMA31, "<|start_header_id|>Cutting Knowledge Date"),
         "a llama3.1-family template without Llama's instructions (Functionary's) is not");
-  CHECK(!mkc_chat_tools_for(MKC_CHAT_CHATML, NULL) && !mkc_chat_tools(MKC_CHAT_GPT_OSS) &&
+  /* the line of openai/gpt-oss-120b's template that writes the tools' channel */
+  CHECK(mkc_chat_tools_for(MKC_CHAT_GPT_OSS,
+                           "{{- \"\\nCalls to these tools must go to the commentary channel: "
+                           "'functions'.\" }}") == MKC_TOOLS_HARMONY,
+        "gpt-oss's template: harmony's calls");
+  CHECK(!mkc_chat_tools_for(MKC_CHAT_CHATML, NULL) && !mkc_chat_tools(MKC_CHAT_GEMMA) &&
             !mkc_chat_tools(MKC_CHAT_LLAMA3),
-        "chatml, gpt-oss and llama3: no tools");
+        "chatml, gemma and llama3: no tools");
 }
 
 /* ---- reading calls ---- */
@@ -586,6 +802,58 @@ static void test_answers(void) {
           content);
     free(response);
   }
+  /* gpt-oss: the call is its own message, to functions.NAME */
+  const char *harmony = "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant "
+                        "to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":"
+                        "\"Paris\"}<|call|>";
+  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    mkc_api_req r = {.chat = 1,
+                     .ollama = KINDS[k].ollama,
+                     .stream = KINDS[k].stream,
+                     .top_logprobs = -1,
+                     .tools = &tool,
+                     .n_tools = 1};
+    char *response = serve(t, MKC_CHAT_GPT_OSS, &r, harmony);
+    char content[512], calls[512], finish[32];
+    int ids;
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    const char *const thought_path[] = {KINDS[k].ollama ? "message" : "choices",
+                                        KINDS[k].ollama   ? "thinking"
+                                        : KINDS[k].stream ? "delta"
+                                                          : "message",
+                                        KINDS[k].ollama ? NULL : "reasoning_content", NULL};
+    char thought[256];
+    joined(response, thought_path, thought, sizeof thought);
+    CHECK(!content[0] && strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0 && ids &&
+              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0 &&
+              strcmp(thought, "Need weather.") == 0,
+          "serve, gpt-oss, %s: the call as tool_calls, the reasoning apart, no content (got "
+          "'%s', '%s', %s, '%s')",
+          KINDS[k].name, content, calls, finish, thought);
+    free(response);
+    r.n_tools = 0;
+    response = serve(t, MKC_CHAT_GPT_OSS, &r, harmony);
+    joined(response, KINDS[k].content, content, sizeof content);
+    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
+    CHECK(strcmp(content, "{\"city\":\"Paris\"}") == 0 && !calls[0],
+          "serve, gpt-oss, %s, no tools asked: the call's arguments are the reply (got '%s')",
+          KINDS[k].name, content);
+    free(response);
+  }
+  mkc_api_req rh = {.chat = 1, .top_logprobs = -1, .tools = &tool, .n_tools = 1};
+  char *other = serve(t, MKC_CHAT_GPT_OSS, &rh,
+                      "<|channel|>analysis to=python code<|message|>print(1)<|call|>");
+  const char *const message_content[] = {"choices", "message", "content", NULL};
+  char said[256], called[256], why[32];
+  int with_ids;
+  joined(other, message_content, said, sizeof said);
+  calls_of(other, 0, called, sizeof called, why, &with_ids);
+  CHECK(strcmp(said, "print(1)") == 0 && !called[0] && strcmp(why, "stop") == 0,
+        "serve, gpt-oss: a message to another recipient (python) is no call: its text is the "
+        "reply (got '%s')",
+        said);
+  free(other);
   /* qwen3: the reasoning apart, then the call; a block that is no call stays text */
   mkc_api_req r = {.chat = 1, .stream = 1, .top_logprobs = -1, .tools = &tool, .n_tools = 1};
   char *response = serve(t, MKC_CHAT_QWEN3, &r,
@@ -615,8 +883,10 @@ static void test_answers(void) {
 }
 
 int main(void) {
+  setenv("MKC_CHAT_DATE", "2026-12-02", 1); /* gpt-oss's system turn: the day jinja2 was run */
   test_tojson();
   test_render();
+  test_render_harmony();
   test_refused();
   test_templates();
   test_read();

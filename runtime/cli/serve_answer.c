@@ -225,11 +225,16 @@ static void stream_out(mkc_answer *g, int all) {
 
 /* Whether *text[0..*n), token id's, is the reply's (*text, *n past the
  * whitespace that opens a part): a split answer's reasoning goes to its own
- * text (and stream), its headers and tags nowhere. */
+ * text (and stream), a harmony call's arguments to theirs when the request
+ * offered tools (else they are reply), its headers and tags nowhere. */
 static int reply_part(mkc_answer *g, int id, const char **at, size_t *len) {
   if (!g->split) return 1;
   int part = mkc_reasoning_push(&g->rs, id, at, len);
-  if (part != MKC_PART_REASONING) return part == MKC_PART_REPLY;
+  if (part == MKC_PART_CALL && g->tools == MKC_TOOLS_HARMONY) {
+    if (append_to(&g->call, &g->call_len, &g->call_cap, *at, *len) != 0) g->gone = 1;
+    return 0;
+  }
+  if (part != MKC_PART_REASONING) return part == MKC_PART_REPLY || part == MKC_PART_CALL;
   if (append_to(&g->reasoning, &g->reasoning_len, &g->reasoning_cap, *at, *len) != 0) {
     g->gone = 1; /* out of memory: the answer ends, as when a write fails */
     return 0;
@@ -452,6 +457,12 @@ int mkc_answer_stream_start(mkc_answer *g) {
 /* The reply's calls, when it made any: only the first with
  * parallel_tool_calls false. */
 static void read_calls(mkc_answer *g) {
+  if (g->tools == MKC_TOOLS_HARMONY && g->call_len) {
+    /* gpt-oss's call is its own message; one that is not a function's JSON call is reply */
+    if (mkc_tool_calls_harmony(g->rs.h.recipient, g->call, g->call_len, g->text, &g->calls) <= 0)
+      append(g, g->call, g->call_len);
+    return;
+  }
   if (!g->tools || mkc_tool_calls_read(g->tools, g->text, g->len, &g->calls) <= 0) return;
   for (int k = 1; g->r->one_call && k < g->calls.n; k++) {
     free(g->calls.calls[k].name), free(g->calls.calls[k].arguments);
@@ -531,6 +542,8 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
 
 void mkc_answer_close(mkc_answer *g) {
   mkc_tool_calls_free(&g->calls);
+  free(g->call);
+  g->call = NULL;
   free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps), free(g->reasoning);
   g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
   g->reasoning = NULL;

@@ -51,6 +51,8 @@ typedef struct mkc_answer {
    * until then */
   int tools;
   mkc_tool_calls calls;
+  char *call; /* gpt-oss's: the call message's arguments, as they came */
+  size_t call_len, call_cap;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "harmony_tools.h"
 #include "tojson.h"
 #include "util/buf.h"
 
@@ -270,6 +271,16 @@ static void render_qwen3(text *t, const chat *c) {
   if (c->add_assistant && c->no_reasoning) put(t, "<think>\n\n</think>\n\n");
 }
 
+/* s as tojson writes a string: quoted, escaped. */
+static void put_json_string(text *t, const char *s) {
+  cJSON *v = cJSON_CreateString(s);
+  char *quoted = v ? mkc_tojson(v) : NULL;
+  t->oom |= !quoted;
+  if (quoted) put(t, quoted);
+  free(quoted);
+  cJSON_Delete(v);
+}
+
 /* Llama 3.1's tools, before the first user message's text: how to call,
  * then each definition as tojson(indent=4). */
 static void put_llama_tools(text *t, const chat *c) {
@@ -303,12 +314,7 @@ static void render_llama31(text *t, const chat *c) {
     const mkc_chat_msg *m = &c->turns[i];
     if (is_role(c, i, "tool")) {
       put(t, "<|start_header_id|>ipython<|end_header_id|>\n\n");
-      cJSON *s = cJSON_CreateString(m->content);
-      char *quoted = s ? mkc_tojson(s) : NULL;
-      t->oom |= !quoted;
-      if (quoted) put(t, quoted);
-      free(quoted);
-      cJSON_Delete(s);
+      put_json_string(t, m->content);
     } else if (m->n_calls) { /* one (mkc_chat_check) */
       put(t, LLAMA3.open[2]);
       put(t, "{\"name\": \"");
@@ -452,11 +458,15 @@ static void put_today(text *t) {
   put(t, day);
 }
 
-/* openai/gpt-oss-20b chat_template.jinja (harmony), without tools: the
- * system turn (identity, dates, reasoning effort, channels); the system
- * message as the developer's instructions; replies in the final channel,
- * their reasoning dropped; the last one, with no cue after it, ends with
- * <|return|>; the cue opens the assistant's header. */
+/* openai/gpt-oss-20b chat_template.jinja (harmony): the system turn
+ * (identity, dates, reasoning effort, channels, and with tools where their
+ * calls go); the system message as the developer's instructions, and the
+ * tools (harmony_tools.h); replies in the final channel, their reasoning
+ * dropped; the last one, with no cue after it, ends with <|return|>; a call
+ * is a commentary message to functions.NAME, after the reply's text as
+ * analysis when no final reply follows it; a result is a message from the
+ * function holding its text as a JSON string; the cue opens the
+ * assistant's header. */
 static void render_gpt_oss(text *t, const chat *c) {
   put(t, "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
          "Knowledge cutoff: 2024-06\nCurrent date: ");
@@ -464,17 +474,56 @@ static void render_gpt_oss(text *t, const chat *c) {
   put(t, "\n\nReasoning: ");
   put(t, c->effort ? c->effort : "medium");
   put(t, "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every "
-         "message.<|end|>");
-  if (c->system && *c->system) {
-    put(t, "<|start|>developer<|message|># Instructions\n\n");
-    put(t, c->system);
-    put(t, "\n\n<|end|>");
+         "message.");
+  if (c->n_tools) put(t, "\nCalls to these tools must go to the commentary channel: 'functions'.");
+  put(t, "<|end|>");
+  if ((c->system && *c->system) || c->n_tools) {
+    put(t, "<|start|>developer<|message|>");
+    if (c->system && *c->system) {
+      put(t, "# Instructions\n\n");
+      put(t, c->system);
+      put(t, "\n\n");
+    }
+    if (c->n_tools) {
+      put(t, "# Tools\n\n");
+      mkc_harmony_tools(t, c->tools, c->n_tools);
+    }
+    put(t, "<|end|>");
   }
+  const char *called = NULL; /* the last call's function, which a result answers */
   for (int i = 0; i < c->n; i++) {
-    put(t,
-        is_user(i) ? "<|start|>user<|message|>" : "<|start|>assistant<|channel|>final<|message|>");
-    put(t, c->turns[i].content);
-    put(t, !is_user(i) && i == c->n - 1 && !c->add_assistant ? "<|return|>" : "<|end|>");
+    const mkc_chat_msg *m = &c->turns[i];
+    if (is_role(c, i, "tool")) {
+      put(t, "<|start|>functions.");
+      put(t, called ? called : "");
+      put(t, " to=assistant<|channel|>commentary<|message|>");
+      put_json_string(t, m->content);
+      put(t, "<|end|>");
+    } else if (m->n_calls) { /* one (mkc_chat_check) */
+      int final_later = 0;
+      for (int k = i + 1; k < c->n; k++)
+        final_later |= is_role(c, k, "assistant") && !c->turns[k].n_calls;
+      if (*m->content && !final_later) {
+        put(t, "<|start|>assistant<|channel|>analysis<|message|>");
+        put(t, m->content);
+        put(t, "<|end|>");
+      }
+      put(t, "<|start|>assistant to=functions.");
+      put(t, m->calls[0].name);
+      put(t, "<|channel|>commentary json<|message|>");
+      put(t, m->calls[0].arguments);
+      put(t, "<|call|>");
+      called = m->calls[0].name;
+    } else if (is_role(c, i, "user")) {
+      put(t, "<|start|>user<|message|>");
+      put(t, m->content);
+      put(t, "<|end|>");
+    } else {
+      put(t, "<|start|>assistant<|channel|>final<|message|>");
+      put(t, m->content);
+      put(t, i == c->n - 1 && !c->add_assistant ? "<|return|>" : "<|end|>");
+      called = NULL;
+    }
   }
   if (c->add_assistant) put(t, "<|start|>assistant");
 }
@@ -526,7 +575,7 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
 };
 
 /* For messages: the families mkc writes tools for. */
-#define TOOL_FAMILIES "qwen2.5's, qwen3's and llama3.1's"
+#define TOOL_FAMILIES "qwen2.5's, qwen3's, llama3.1's and gpt-oss's"
 
 /* The families with tools: after user comes assistant; after an assistant
  * with calls, their results; after results, more of them, the assistant or
@@ -569,7 +618,7 @@ int mkc_chat_check(int family, const mkc_chat_msg *msgs, int n, int *bad, char *
       snprintf(why, cap, "tool calls in a message that is not the assistant's");
       return -1;
     }
-    if (msgs[i].n_calls > 1 && tools == MKC_TOOLS_LLAMA3) {
+    if (msgs[i].n_calls > 1 && (tools == MKC_TOOLS_LLAMA3 || tools == MKC_TOOLS_HARMONY)) {
       snprintf(why, cap, "%d tool calls: the %s chat template takes one per message",
                msgs[i].n_calls, name);
       return -1;

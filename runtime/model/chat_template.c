@@ -42,13 +42,16 @@ int mkc_chat_reasons(int family) {
 int mkc_chat_tools(int family) {
   return family == MKC_CHAT_QWEN25 || family == MKC_CHAT_QWEN3 ? MKC_TOOLS_QWEN
          : family == MKC_CHAT_LLAMA31                          ? MKC_TOOLS_LLAMA3
+         : family == MKC_CHAT_GPT_OSS                          ? MKC_TOOLS_HARMONY
                                                                : MKC_TOOLS_NONE;
 }
 
 int mkc_chat_tools_for(int family, const char *tmpl) {
   int format = mkc_chat_tools(family);
-  const char *marker =
-      format == MKC_TOOLS_QWEN ? "<args-json-object>" : "dictionary of argument name and its value";
+  const char *marker = format == MKC_TOOLS_QWEN     ? "<args-json-object>"
+                       : format == MKC_TOOLS_LLAMA3 ? "dictionary of argument name and its value"
+                                                    : "Calls to these tools must go to the "
+                                                      "commentary channel";
   return format && (!tmpl || strstr(tmpl, marker)) ? format : MKC_TOOLS_NONE;
 }
 

@@ -82,6 +82,7 @@ enum mkc_tool_format {
   MKC_TOOLS_NONE,   /* mkc writes no tools for the family */
   MKC_TOOLS_QWEN,   /* qwen2.5, qwen3: <tool_call> blocks of {"name", "arguments"} */
   MKC_TOOLS_LLAMA3, /* llama3.1: the reply is one {"name", "parameters"} object */
+  MKC_TOOLS_HARMONY /* gpt-oss: a commentary message to functions.NAME (harmony.h) */
 };
 
 /* The family's tool format: whether mkc writes its tools (their
@@ -93,8 +94,9 @@ int mkc_chat_tools(int family);
  * as when --chat-template names the family): the template must be one that
  * writes its tools as mkc does, with Qwen's instructions
  * ("<args-json-object>": Qwen3.5's and Qwen3-Coder's, which call with XML,
- * are not) or Llama 3.1's ("dictionary of argument name and its value":
- * Functionary's is not). */
+ * are not), Llama 3.1's ("dictionary of argument name and its value":
+ * Functionary's is not) or gpt-oss's ("Calls to these tools must go to the
+ * commentary channel"). */
 int mkc_chat_tools_for(int family, const char *tmpl);
 
 /* Whether msgs[0..n) is a conversation the family renders: 0, or -1 with
@@ -131,8 +133,8 @@ typedef struct mkc_chat_opts {
   int no_reasoning;
   /* tools: the functions the model may call, each a JSON object as tojson
    * writes it (mkc_tojson of an OpenAI {"type": "function", "function":
-   * {...}}; llama3.1 writes them again indented); only for the families of
-   * mkc_chat_tools */
+   * {...}}; llama3.1 writes them again indented, gpt-oss as TypeScript);
+   * only for the families of mkc_chat_tools */
   const char *const *tools;
   int n_tools;
 } mkc_chat_opts;

@@ -19,6 +19,21 @@ int mkc_harmony_init(mkc_harmony *h, const mkc_tokenizer *tok) {
   return h->channel >= 0 && h->message >= 0 ? 0 : -1;
 }
 
+/* The recipient the header names (" to=functions.f", before or after the
+ * channel) into h->recipient: 1, or 0 when it names none. */
+static int read_recipient(mkc_harmony *h) {
+  h->head[h->n_head] = '\0';
+  const char *to = strstr(h->head, "to=");
+  while (to && to > h->head && to[-1] != ' ') to = strstr(to + 1, "to=");
+  if (!to) return 0;
+  to += 3;
+  size_t k = 0;
+  while (to[k] && to[k] != ' ' && k + 1 < sizeof h->recipient) k++;
+  memcpy(h->recipient, to, k);
+  h->recipient[k] = '\0';
+  return k > 0;
+}
+
 int mkc_harmony_push(mkc_harmony *h, int id, const char *text, size_t n) {
   if (id < 0) return h->part;
   if (id == h->start || id == h->channel) {
@@ -26,24 +41,32 @@ int mkc_harmony_push(mkc_harmony *h, int id, const char *text, size_t n) {
     h->part = MKC_PART_HEADER;
     h->naming = id == h->channel;
     h->n_name = 0;
+    if (id == h->start || !h->in_header) h->n_head = 0;
+    if (h->n_head + 1 < sizeof h->head) h->head[h->n_head++] = ' '; /* the sections apart */
+    h->in_header = 1;
     return MKC_PART_HEADER;
   }
   if (id == h->constrain) {
     h->naming = 0; /* the content type of a tool call's arguments follows */
+    if (h->n_head + 1 < sizeof h->head) h->head[h->n_head++] = ' ';
     return MKC_PART_HEADER;
   }
   if (id == h->message) {
     h->name[h->n_name] = '\0';
-    h->part = strncmp(h->name, "analysis", 8) == 0 ? MKC_PART_REASONING : MKC_PART_REPLY;
-    h->naming = 0;
+    h->part = read_recipient(h)                      ? MKC_PART_CALL
+              : strncmp(h->name, "analysis", 8) == 0 ? MKC_PART_REASONING
+                                                     : MKC_PART_REPLY;
+    h->naming = h->in_header = 0;
     return MKC_PART_HEADER;
   }
   if (id == h->end || id == h->ret || id == h->call) {
     /* text after a message and before the next header is shown, not lost */
     h->part = MKC_PART_REPLY;
-    h->naming = 0;
+    h->naming = h->in_header = 0;
     return MKC_PART_HEADER;
   }
+  if (h->in_header)
+    for (size_t i = 0; i < n && h->n_head + 1 < sizeof h->head; i++) h->head[h->n_head++] = text[i];
   if (h->naming)
     for (size_t i = 0; i < n && h->n_name + 1 < sizeof h->name; i++) h->name[h->n_name++] = text[i];
   return h->part;

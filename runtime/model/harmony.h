@@ -2,9 +2,14 @@
  * <|start|>ROLE<|channel|>CHANNEL<|message|>TEXT<|end|>, the answer's first
  * header opened by the prompt's cue (<|start|>assistant) and the answer ended
  * by <|return|> (or <|call|>, a tool call). The analysis channel holds the
- * reasoning; final (and commentary) the reply. A splitter reads an answer's
- * tokens as they come and tells which part each token's text is: a header's
- * (not shown), the reasoning, or the reply (reasoning.h puts it to use). */
+ * reasoning; final (and commentary) the reply; a message whose header names
+ * a recipient (to=functions.NAME, before or after the channel) is a tool
+ * call, its text the call's arguments. A splitter reads an answer's tokens
+ * as they come and tells which part each token's text is: a header's (not
+ * shown), the reasoning, the reply, or a call's (reasoning.h puts it to
+ * use). The answer's first header is the prompt's cue: a recipient right
+ * after it, before any <|channel|>, is read as reply text (gpt-oss's
+ * answers open with their analysis). */
 #ifndef MKC_HARMONY_H
 #define MKC_HARMONY_H
 
@@ -12,8 +17,9 @@
 
 #include "tokenizer/tokenizer.h"
 
-/* An answer's parts: a header or tag (never shown), the reasoning, the reply. */
-enum mkc_answer_part { MKC_PART_HEADER, MKC_PART_REASONING, MKC_PART_REPLY };
+/* An answer's parts: a header or tag (never shown), the reasoning, the
+ * reply, a tool call's arguments. */
+enum mkc_answer_part { MKC_PART_HEADER, MKC_PART_REASONING, MKC_PART_REPLY, MKC_PART_CALL };
 
 typedef struct mkc_harmony {
   /* the format's control tokens; -1 where the vocabulary lacks one */
@@ -22,6 +28,10 @@ typedef struct mkc_harmony {
   int naming;    /* between <|channel|> and <|message|> or <|constrain|> */
   char name[16]; /* the channel's name as read so far (its start: "analysis", ...) */
   size_t n_name;
+  int in_header; /* between <|start|> or <|channel|> and <|message|> */
+  char head[96]; /* the header's text so far (its start) */
+  size_t n_head;
+  char recipient[64]; /* the last call's (to=RECIPIENT), "" before any */
 } mkc_harmony;
 
 /* A splitter for tok's answers; 0, or -1 when tok lacks <|channel|> or

@@ -48,8 +48,9 @@ int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n) {
 int mkc_reasoning_print(mkc_reasoning *r, int id, const char **text, size_t *n, FILE *out) {
   int part = mkc_reasoning_push(r, id, text, n);
   if (part == MKC_PART_HEADER || *n == 0) return part;
+  /* a call's arguments show as the reply does (a chat offers no tools) */
   if (part == MKC_PART_REASONING && !r->thinking) fputs("Thinking...\n", out);
-  if (part == MKC_PART_REPLY && r->thinking) fputs("\n...done thinking.\n\n", out);
+  if (part != MKC_PART_REASONING && r->thinking) fputs("\n...done thinking.\n\n", out);
   r->thinking = part == MKC_PART_REASONING;
   fwrite(*text, 1, *n, out);
   return part;

@@ -32,8 +32,9 @@ int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok);
 int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n);
 
 /* A terminal's view (mkc chat, run --chat): the reasoning between
- * "Thinking...\n" and "\n...done thinking.\n\n", the reply as is, headers
- * and tags not at all. Returns the part; *text, *n as mkc_reasoning_push. */
+ * "Thinking...\n" and "\n...done thinking.\n\n", the reply (and a tool
+ * call's arguments) as is, headers and tags not at all. Returns the part; *text, *n as
+ * mkc_reasoning_push. */
 int mkc_reasoning_print(mkc_reasoning *r, int id, const char **text, size_t *n, FILE *out);
 
 #endif

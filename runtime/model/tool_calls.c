@@ -23,19 +23,26 @@ static int add_text(char **content, size_t *len, const char *s, size_t n) {
   return 0;
 }
 
-/* One call's JSON, s[0..n), its arguments named args_name: 1 with *call
- * filled, 0 when not a call, -1 when out of memory. */
-static int read_call(const char *s, size_t n, const char *args_name, mkc_tool_call *call) {
+/* s[0..n) as one JSON object, whitespace around it aside (cJSON's, freed
+ * by the caller); NULL when it is anything else. */
+static cJSON *whole_object(const char *s, size_t n) {
   const char *end = NULL;
   cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
   while (o && end < s + n && is_space(*end)) end++;
-  if (o && end != s + n) { /* more after the object: not a call */
+  if (o && (end != s + n || !cJSON_IsObject(o))) {
     cJSON_Delete(o);
-    return 0;
+    return NULL;
   }
+  return o;
+}
+
+/* One call's JSON, s[0..n), its arguments named args_name: 1 with *call
+ * filled, 0 when not a call, -1 when out of memory. */
+static int read_call(const char *s, size_t n, const char *args_name, mkc_tool_call *call) {
+  cJSON *o = whole_object(s, n);
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
               *args = cJSON_GetObjectItemCaseSensitive(o, args_name);
-  int ok = cJSON_IsObject(o) && cJSON_IsString(name) && *name->valuestring && cJSON_IsObject(args);
+  int ok = o && cJSON_IsString(name) && *name->valuestring && cJSON_IsObject(args);
   if (ok) {
     call->name = strdup(name->valuestring);
     call->arguments = cJSON_PrintUnformatted(args);
@@ -99,6 +106,28 @@ oom:
 not_calls:
   mkc_tool_calls_free(out);
   return rc;
+}
+
+int mkc_tool_calls_harmony(const char *recipient, const char *args, size_t n, const char *content,
+                           mkc_tool_calls *out) {
+  memset(out, 0, sizeof *out);
+  const char *prefix = "functions.", *name = recipient + strlen(prefix);
+  if (strncmp(recipient, prefix, strlen(prefix)) != 0 || !*name) return 0;
+  cJSON *o = whole_object(args, n);
+  if (!o) return 0;
+  out->calls = calloc(1, sizeof *out->calls);
+  if (out->calls) {
+    out->n = 1;
+    out->calls[0].name = strdup(name);
+    out->calls[0].arguments = cJSON_PrintUnformatted(o);
+  }
+  out->content = strdup(content ? content : "");
+  cJSON_Delete(o);
+  if (!out->calls || !out->calls[0].name || !out->calls[0].arguments || !out->content) {
+    mkc_tool_calls_free(out);
+    return -1;
+  }
+  return 1;
 }
 
 void mkc_tool_calls_free(mkc_tool_calls *c) {

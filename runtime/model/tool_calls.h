@@ -2,7 +2,8 @@
  * chat template teaches (enum mkc_tool_format, chat_template.h): Qwen's
  * <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>, one block
  * per call, after any text of the reply; Llama 3.1's reply that is one
- * {"name": ..., "parameters": {...}} object. */
+ * {"name": ..., "parameters": {...}} object; gpt-oss's message to
+ * functions.NAME (harmony.h) holding the arguments. */
 #ifndef MKC_TOOL_CALLS_H
 #define MKC_TOOL_CALLS_H
 
@@ -30,6 +31,12 @@ typedef struct mkc_tool_calls {
  * holds no call or something that is not one (then the whole text is the
  * reply: nothing is taken from it), -1 when out of memory. */
 int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *out);
+/* gpt-oss's call: a message to recipient ("functions.NAME") whose text,
+ * args[0..n), is the arguments' JSON object; content the reply beside it.
+ * 1 with *out filled, 0 when it is not such a call, -1 when out of memory. */
+int mkc_tool_calls_harmony(const char *recipient, const char *args, size_t n, const char *content,
+                           mkc_tool_calls *out);
+
 void mkc_tool_calls_free(mkc_tool_calls *c);
 
 #endif
