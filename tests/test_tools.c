@@ -719,141 +719,112 @@ static void calls_of(const char *response, int ollama, char *out, size_t cap, ch
   }
 }
 
+/* The kinds of chat request: OpenAI's and ollama's, whole and streamed, with
+ * where their reply and reasoning are. */
+static const struct {
+  int ollama, stream;
+  const char *name;
+  const char *const content[4], *const thought[4];
+} KINDS[] = {
+    {0,
+     0,
+     "OpenAI's chat",
+     {"choices", "message", "content"},
+     {"choices", "message", "reasoning_content"}},
+    {0,
+     1,
+     "OpenAI's chat, streamed",
+     {"choices", "delta", "content"},
+     {"choices", "delta", "reasoning_content"}},
+    {1, 0, "ollama's chat", {"message", "content"}, {"message", "thinking"}},
+    {1, 1, "ollama's chat, streamed", {"message", "content"}, {"message", "thinking"}},
+};
+#define N_KINDS (sizeof KINDS / sizeof *KINDS)
+
+/* What a client reads of serve's answer: the reply, the calls (calls_of),
+ * the finish reason, the reasoning, whether every call has an id, whether
+ * <tool_call> shows anywhere. */
+typedef struct answered {
+  char content[512], calls[512], finish[32], thought[256];
+  int ids, tag_shown;
+} answered;
+
+/* serve's answer, family's tokens of answer, to a chat of KINDS[k]; with
+ * tools offered when tools (the first call alone when one_call). */
+static void ask(const mkc_tokenizer *t, int family, size_t k, int tools, int one_call,
+                const char *answer, answered *a) {
+  const char *tool = "{}";
+  mkc_api_req r = {.chat = 1,
+                   .ollama = KINDS[k].ollama,
+                   .stream = KINDS[k].stream,
+                   .top_logprobs = -1,
+                   .tools = &tool,
+                   .n_tools = tools,
+                   .one_call = one_call};
+  char *response = serve(t, family, &r, answer);
+  joined(response, KINDS[k].content, a->content, sizeof a->content);
+  joined(response, KINDS[k].thought, a->thought, sizeof a->thought);
+  calls_of(response, KINDS[k].ollama, a->calls, sizeof a->calls, a->finish, &a->ids);
+  a->tag_shown = !response || strstr(response, "<tool_call>") != NULL;
+  free(response);
+}
+
 static void test_answers(void) {
   mkc_tokenizer *t = vocabulary(NULL);
   if (!CHECK(t != NULL, "a vocabulary with Qwen's tags loads")) return;
   const char *tool = "{}";
-  static const struct {
-    int ollama, stream;
-    const char *name;
-    const char *const content[5];
-  } KINDS[] = {
-      {0, 0, "OpenAI's chat", {"choices", "message", "content"}},
-      {0, 1, "OpenAI's chat, streamed", {"choices", "delta", "content"}},
-      {1, 0, "ollama's chat", {"message", "content"}},
-      {1, 1, "ollama's chat, streamed", {"message", "content"}},
-  };
+  answered a;
   const char *answer = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
                        "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
                        "\"arguments\": {}}\n</tool_call><|endoftext|>";
-  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
-    mkc_api_req r = {.chat = 1,
-                     .ollama = KINDS[k].ollama,
-                     .stream = KINDS[k].stream,
-                     .top_logprobs = -1,
-                     .tools = &tool,
-                     .n_tools = 1};
-    char *response = serve(t, MKC_CHAT_QWEN25, &r, answer);
-    char content[512], calls[512], finish[32];
-    int ids;
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(strcmp(content, "Let me look.") == 0 &&
-              strcmp(calls, "get_weather({\"city\":\"Paris\"});now({})") == 0 && ids &&
-              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0 &&
-              !strstr(response ? response : "<tool_call>", "<tool_call>"),
-          "serve, %s: the text as content, the two calls as tool_calls (with ids), finish %s, "
-          "no <tool_call> text anywhere (got '%s', '%s', %s)",
-          KINDS[k].name, KINDS[k].ollama ? "stop" : "tool_calls", content, calls, finish);
-    free(response);
-    r.one_call = 1;
-    response = serve(t, MKC_CHAT_QWEN25, &r, answer);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0,
-          "serve, %s, parallel_tool_calls false: the first call alone (got '%s')", KINDS[k].name,
-          calls);
-    free(response);
-    /* without tools in the request, the same answer is text */
-    r.n_tools = 0, r.one_call = 0;
-    response = serve(t, MKC_CHAT_QWEN25, &r, answer);
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(!calls[0] && strstr(content, "<tool_call>\n{\"name\": \"now\"") &&
-              strcmp(finish, "stop") == 0,
-          "serve, %s, no tools asked: the calls' text is the content (got '%s')", KINDS[k].name,
-          content);
-    free(response);
-  }
-  /* llama3.1: the reply that is a call; one that opens otherwise streams as it comes */
-  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
-    mkc_api_req r = {.chat = 1,
-                     .ollama = KINDS[k].ollama,
-                     .stream = KINDS[k].stream,
-                     .top_logprobs = -1,
-                     .tools = &tool,
-                     .n_tools = 1};
-    char *response = serve(t, MKC_CHAT_LLAMA31, &r,
-                           "{\"name\": \"get_weather\", \"parameters\": {\"city\": "
-                           "\"Paris\"}}<|endoftext|>");
-    char content[512], calls[512], finish[32];
-    int ids;
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(!content[0] && strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0 && ids &&
-              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0,
-          "serve, llama3.1, %s: the reply's call as tool_calls, no content (got '%s', '%s', %s)",
-          KINDS[k].name, content, calls, finish);
-    free(response);
-    response = serve(t, MKC_CHAT_LLAMA31, &r, " It is {sunny}.<|endoftext|>");
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(strcmp(content, " It is {sunny}.") == 0 && !calls[0],
-          "serve, llama3.1, %s: a reply that is no call is the content (got '%s')", KINDS[k].name,
-          content);
-    free(response);
-  }
   /* gpt-oss: the call is its own message, to functions.NAME */
   const char *harmony = "<|channel|>analysis<|message|>Need weather.<|end|><|start|>assistant "
                         "to=functions.get_weather<|channel|>commentary json<|message|>{\"city\":"
                         "\"Paris\"}<|call|>";
-  for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
-    mkc_api_req r = {.chat = 1,
-                     .ollama = KINDS[k].ollama,
-                     .stream = KINDS[k].stream,
-                     .top_logprobs = -1,
-                     .tools = &tool,
-                     .n_tools = 1};
-    char *response = serve(t, MKC_CHAT_GPT_OSS, &r, harmony);
-    char content[512], calls[512], finish[32];
-    int ids;
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    const char *const thought_path[] = {KINDS[k].ollama ? "message" : "choices",
-                                        KINDS[k].ollama   ? "thinking"
-                                        : KINDS[k].stream ? "delta"
-                                                          : "message",
-                                        KINDS[k].ollama ? NULL : "reasoning_content", NULL};
-    char thought[256];
-    joined(response, thought_path, thought, sizeof thought);
-    CHECK(!content[0] && strcmp(calls, "get_weather({\"city\":\"Paris\"})") == 0 && ids &&
-              strcmp(finish, KINDS[k].ollama ? "stop" : "tool_calls") == 0 &&
-              strcmp(thought, "Need weather.") == 0,
+  for (size_t k = 0; k < N_KINDS; k++) {
+    const char *name = KINDS[k].name, *finish = KINDS[k].ollama ? "stop" : "tool_calls";
+    ask(t, MKC_CHAT_QWEN25, k, 1, 0, answer, &a);
+    CHECK(strcmp(a.content, "Let me look.") == 0 &&
+              strcmp(a.calls, "get_weather({\"city\":\"Paris\"});now({})") == 0 && a.ids &&
+              strcmp(a.finish, finish) == 0 && !a.tag_shown,
+          "serve, %s: the text as content, the two calls as tool_calls (with ids), finish %s, "
+          "no <tool_call> text anywhere (got '%s', '%s', %s)",
+          name, finish, a.content, a.calls, a.finish);
+    ask(t, MKC_CHAT_QWEN25, k, 1, 1, answer, &a);
+    CHECK(strcmp(a.calls, "get_weather({\"city\":\"Paris\"})") == 0,
+          "serve, %s, parallel_tool_calls false: the first call alone (got '%s')", name, a.calls);
+    ask(t, MKC_CHAT_QWEN25, k, 0, 0, answer, &a); /* no tools asked: the same answer is text */
+    CHECK(!a.calls[0] && strstr(a.content, "<tool_call>\n{\"name\": \"now\"") &&
+              strcmp(a.finish, "stop") == 0,
+          "serve, %s, no tools asked: the calls' text is the content (got '%s')", name, a.content);
+    /* llama3.1: the reply that is a call; one that opens otherwise streams as it comes */
+    ask(t, MKC_CHAT_LLAMA31, k, 1, 0,
+        "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|endoftext|>", &a);
+    CHECK(!a.content[0] && strcmp(a.calls, "get_weather({\"city\":\"Paris\"})") == 0 && a.ids &&
+              strcmp(a.finish, finish) == 0,
+          "serve, llama3.1, %s: the reply's call as tool_calls, no content (got '%s', '%s', %s)",
+          name, a.content, a.calls, a.finish);
+    ask(t, MKC_CHAT_LLAMA31, k, 1, 0, " It is {sunny}.<|endoftext|>", &a);
+    CHECK(strcmp(a.content, " It is {sunny}.") == 0 && !a.calls[0],
+          "serve, llama3.1, %s: a reply that is no call is the content (got '%s')", name,
+          a.content);
+    ask(t, MKC_CHAT_GPT_OSS, k, 1, 0, harmony, &a);
+    CHECK(!a.content[0] && strcmp(a.calls, "get_weather({\"city\":\"Paris\"})") == 0 && a.ids &&
+              strcmp(a.finish, finish) == 0 && strcmp(a.thought, "Need weather.") == 0,
           "serve, gpt-oss, %s: the call as tool_calls, the reasoning apart, no content (got "
           "'%s', '%s', %s, '%s')",
-          KINDS[k].name, content, calls, finish, thought);
-    free(response);
-    r.n_tools = 0;
-    response = serve(t, MKC_CHAT_GPT_OSS, &r, harmony);
-    joined(response, KINDS[k].content, content, sizeof content);
-    calls_of(response, KINDS[k].ollama, calls, sizeof calls, finish, &ids);
-    CHECK(strcmp(content, "{\"city\":\"Paris\"}") == 0 && !calls[0],
-          "serve, gpt-oss, %s, no tools asked: the call's arguments are the reply (got '%s')",
-          KINDS[k].name, content);
-    free(response);
+          name, a.content, a.calls, a.finish, a.thought);
+    ask(t, MKC_CHAT_GPT_OSS, k, 0, 0, harmony, &a);
+    CHECK(strcmp(a.content, "{\"city\":\"Paris\"}") == 0 && !a.calls[0],
+          "serve, gpt-oss, %s, no tools asked: the call's arguments are the reply (got '%s')", name,
+          a.content);
   }
-  mkc_api_req rh = {.chat = 1, .top_logprobs = -1, .tools = &tool, .n_tools = 1};
-  char *other = serve(t, MKC_CHAT_GPT_OSS, &rh,
-                      "<|channel|>analysis to=python code<|message|>print(1)<|call|>");
-  const char *const message_content[] = {"choices", "message", "content", NULL};
-  char said[256], called[256], why[32];
-  int with_ids;
-  joined(other, message_content, said, sizeof said);
-  calls_of(other, 0, called, sizeof called, why, &with_ids);
-  CHECK(strcmp(said, "print(1)") == 0 && !called[0] && strcmp(why, "stop") == 0,
+  ask(t, MKC_CHAT_GPT_OSS, 0, 1, 0, "<|channel|>analysis to=python code<|message|>print(1)<|call|>",
+      &a);
+  CHECK(strcmp(a.content, "print(1)") == 0 && !a.calls[0] && strcmp(a.finish, "stop") == 0,
         "serve, gpt-oss: a message to another recipient (python) is no call: its text is the "
         "reply (got '%s')",
-        said);
-  free(other);
+        a.content);
   /* qwen3: the reasoning apart, then the call; a block that is no call stays text */
   mkc_api_req r = {.chat = 1, .stream = 1, .top_logprobs = -1, .tools = &tool, .n_tools = 1};
   char *response = serve(t, MKC_CHAT_QWEN3, &r,
