@@ -117,7 +117,8 @@ static void tool_requests(void) {
   char why[200];
   const char *openai =
       "{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": "
-      "\"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": "
+      "\"assistant\", \"content\": null, \"reasoning_content\": \"Look.\", \"tool_calls\": "
+      "[{\"id\": \"c1\", \"type\": "
       "\"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": "
       "\"{\\\"city\\\":\\\"Paris\\\"}\"}}]}, {\"role\": \"tool\", \"tool_call_id\": \"c1\", "
       "\"content\": \"21 C\"}], \"tools\": [{\"type\":\"function\",\"function\":{\"name\":"
@@ -131,9 +132,10 @@ static void tool_requests(void) {
             strcmp(r.msgs[1].content, "") == 0 &&
             strcmp(r.msgs[1].calls[0].name, "get_weather") == 0 &&
             strcmp(r.msgs[1].calls[0].arguments, "{\"city\": \"Paris\"}") == 0 &&
-            strcmp(r.msgs[2].role, "tool") == 0 && strcmp(r.msgs[2].content, "21 C") == 0,
+            strcmp(r.msgs[2].role, "tool") == 0 && strcmp(r.msgs[2].content, "21 C") == 0 &&
+            strcmp(r.msgs[1].reasoning, "Look.") == 0,
         "OpenAI's tools: the definition as tojson writes it, the call's arguments text parsed "
-        "and rewritten, content null as empty, the result (%s)",
+        "and rewritten, content null as empty, the reasoning given back, the result (%s)",
         rc ? why : "parsed");
   mkc_api_req_free(&r);
   const char *none = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": "
@@ -144,14 +146,16 @@ static void tool_requests(void) {
   mkc_api_req_free(&r);
   const char *oll =
       "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
-      "\"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {\"name\": "
-      "\"f\", \"arguments\": {\"x\": [1, 2.5]}}}]}, {\"role\": \"tool\", \"content\": "
+      "\"assistant\", \"content\": \"\", \"thinking\": \"hm\", \"tool_calls\": [{\"function\": "
+      "{\"name\": \"f\", \"arguments\": {\"x\": [1, 2.5]}}}]}, {\"role\": \"tool\", \"content\": "
       "\"ok\", \"tool_name\": \"f\"}], \"tools\": [{\"type\": \"function\", "
       "\"function\": {\"name\": \"f\"}}]}";
   rc = ollama(oll, 1, &r, why);
   CHECK(rc == 0 && r.n_tools == 1 && r.msgs[1].n_calls == 1 &&
-            strcmp(r.msgs[1].calls[0].arguments, "{\"x\": [1, 2.5]}") == 0,
-        "ollama's tools: arguments as an object (%s)", rc ? why : "parsed");
+            strcmp(r.msgs[1].calls[0].arguments, "{\"x\": [1, 2.5]}") == 0 && r.msgs[1].reasoning &&
+            strcmp(r.msgs[1].reasoning, "hm") == 0 && !r.msgs[0].reasoning,
+        "ollama's tools: arguments as an object, the reasoning given back (thinking) (%s)",
+        rc ? why : "parsed");
   mkc_api_req_free(&r);
 }
 
@@ -307,6 +311,8 @@ static void requests(void) {
        "\"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": \"required\"}",
        1, "tool_choice: \"auto\" or \"none\" (a call cannot be forced"},
       {"{\"prompt\": \"a\", \"tools\": []}", 0, "tools: only in a chat request"},
+      {"{\"messages\": [{\"role\": \"assistant\", \"content\": \"a\", \"reasoning_content\": 1}]}",
+       1, "messages[0].reasoning_content: expected a string"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", 1, "messages[0].content"},
       {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}", 1,
        "only text parts"},

@@ -496,6 +496,13 @@ static void free_all(char **texts, int n) {
   free(texts);
 }
 
+static const mkc_chat_call CLOCK[] = {{"now", "{}"}};
+/* Qwen3-0.6B's template (jinja2) with reasoning_content given apart. */
+static const char Q3_REASONING_APART[] =
+    "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n<think>\nLook it up.\n</think>\n\n"
+    "Checking.\n<tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n12:00\n</tool_response><|im_end|>\n<|im_start|>"
+    "assistant\n<think>\n\n</think>\n\nNoon.<|im_end|>\n<|im_start|>assistant\n";
 static const mkc_chat_call PARIS[] = {{"get_weather", "{\"city\": \"Paris\"}"}};
 /* system, a question, a call with text (analysis), its result, a reply, thanks */
 static const mkc_chat_msg HARMONY_CONVERSATION[] = {
@@ -542,6 +549,66 @@ static void test_render_harmony(void) {
   expect_render(MKC_CHAT_GPT_OSS, HARMONY_CONVERSATION + 1, 3, &o, HARMONY_RENDERED_CALL,
                 "gpt-oss: a call's text kept as analysis when no final reply follows");
   free_all(now, 1);
+  /* reasoning given apart from the content (llama-server's reasoning_content, ollama's thinking) */
+  const char *bare = "<|start|>system<|message|>You are ChatGPT, a large language model trained "
+                     "by OpenAI.\nKnowledge cutoff: 2024-06\nCurrent date: 2026-12-02\n\n"
+                     "Reasoning: medium\n\n# Valid channels: analysis, commentary, final. Channel "
+                     "must be included for every message.<|end|><|start|>user<|message|>Time?"
+                     "<|end|>";
+  const mkc_chat_msg thought_call[] = {{.role = "user", .content = "Time?"},
+                                       {.role = "assistant",
+                                        .content = "",
+                                        .calls = CLOCK,
+                                        .n_calls = 1,
+                                        .reasoning = "Need the clock."},
+                                       {.role = "tool", .content = "12:00"}};
+  snprintf(want, sizeof want,
+           "%s<|start|>assistant<|channel|>analysis<|message|>Need the clock.<|end|><|start|>"
+           "assistant to=functions.now<|channel|>commentary json<|message|>{}<|call|><|start|>"
+           "functions.now to=assistant<|channel|>commentary<|message|>\"12:00\"<|end|><|start|>"
+           "assistant",
+           bare);
+  expect_render(MKC_CHAT_GPT_OSS, thought_call, 3, NULL, want,
+                "gpt-oss: a call's reasoning given apart is its analysis (no tools offered: "
+                "none in the system turn)");
+  const mkc_chat_msg finished[] = {{.role = "user", .content = "Time?"},
+                                   {.role = "assistant", .content = "Noon.", .reasoning = "Easy."}};
+  snprintf(want, sizeof want,
+           "%s<|start|>assistant<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant"
+           "<|channel|>final<|message|>Noon.<|return|>",
+           bare);
+  char *got = mkc_chat_render_with(MKC_CHAT_GPT_OSS, finished, 2, 0, NULL);
+  CHECK(got && strcmp(got, want) == 0,
+        "gpt-oss: a finished conversation's last reply keeps its reasoning as analysis");
+  free(got);
+  const mkc_chat_msg apart[] = {{.role = "user", .content = "Q"},
+                                {.role = "assistant",
+                                 .content = "\nChecking.",
+                                 .calls = CLOCK,
+                                 .n_calls = 1,
+                                 .reasoning = "\nLook it up.\n"},
+                                {.role = "tool", .content = "12:00"},
+                                {.role = "assistant", .content = "Noon.", .reasoning = ""}};
+  expect_render(MKC_CHAT_QWEN3, apart, 4, NULL, Q3_REASONING_APART,
+                "qwen3: reasoning given apart goes in the think block as it is (its newlines "
+                "stripped), the content after it");
+  const mkc_chat_msg earlier[] = {{.role = "user", .content = "Q"},
+                                  {.role = "assistant", .content = "A", .reasoning = "R"},
+                                  {.role = "user", .content = "Q2"}};
+  expect_render(MKC_CHAT_QWEN3, earlier, 3, NULL,
+                "<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n"
+                "<|im_start|>user\nQ2<|im_end|>\n<|im_start|>assistant\n",
+                "qwen3: an earlier reply's reasoning given apart is dropped");
+  const mkc_chat_msg both[] = {
+      {.role = "user", .content = "Q"},
+      {.role = "assistant", .content = "text", .calls = CLOCK, .n_calls = 1, .reasoning = "why"},
+      {.role = "tool", .content = "12:00"}};
+  check_stderr_begin();
+  got = mkc_chat_render_with(MKC_CHAT_GPT_OSS, both, 3, 1, NULL);
+  char *err = check_stderr_end();
+  CHECK(!got && err && strstr(err, "chat message 2: a tool call with both text and reasoning"),
+        "gpt-oss: a call with both text and reasoning is refused, as the template does");
+  free(got), free(err);
 }
 
 /* ---- what is refused ---- */

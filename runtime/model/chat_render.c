@@ -252,8 +252,13 @@ static void render_qwen3(text *t, const chat *c) {
     }
     const char *answer, *from, *to;
     qwen3_split(m->content, &answer, &from, &to);
+    if (m->reasoning) { /* given apart: the content as it is */
+      answer = m->content, from = m->reasoning, to = from + strlen(from);
+    }
     put(t, CHATML.open[2]);
     if (i > query && (i == c->n - 1 || to > from)) {
+      while (from < to && *from == '\n') from++; /* strip('\n') */
+      while (to > from && to[-1] == '\n') to--;
       put(t, "<think>\n");
       put_n(t, from, (size_t)(to - from));
       put(t, "\n</think>\n\n");
@@ -503,9 +508,11 @@ static void render_gpt_oss(text *t, const chat *c) {
       int final_later = 0;
       for (int k = i + 1; k < c->n; k++)
         final_later |= is_role(c, k, "assistant") && !c->turns[k].n_calls;
-      if (*m->content && !final_later) {
+      /* the reply's text, or its reasoning, as the analysis (mkc_chat_check: not both) */
+      const char *analysis = *m->content ? m->content : m->reasoning;
+      if (analysis && *analysis && !final_later) {
         put(t, "<|start|>assistant<|channel|>analysis<|message|>");
-        put(t, m->content);
+        put(t, analysis);
         put(t, "<|end|>");
       }
       put(t, "<|start|>assistant to=functions.");
@@ -519,9 +526,15 @@ static void render_gpt_oss(text *t, const chat *c) {
       put(t, m->content);
       put(t, "<|end|>");
     } else {
+      int last = i == c->n - 1 && !c->add_assistant;
+      if (last && m->reasoning) { /* a finished conversation keeps its last reasoning */
+        put(t, "<|start|>assistant<|channel|>analysis<|message|>");
+        put(t, m->reasoning);
+        put(t, "<|end|>");
+      }
       put(t, "<|start|>assistant<|channel|>final<|message|>");
       put(t, m->content);
-      put(t, i == c->n - 1 && !c->add_assistant ? "<|return|>" : "<|end|>");
+      put(t, last ? "<|return|>" : "<|end|>");
       called = NULL;
     }
   }
@@ -532,15 +545,31 @@ static void render_gpt_oss(text *t, const chat *c) {
  * reasoning and the reply are separate fields there, and mkc keeps only the
  * reply. 0, or -1 after a message. */
 static int check_gpt_oss(const chat *c, int first) {
-  for (int i = 1; i < c->n; i += 2)
-    if (strstr(c->turns[i].content, "<|channel|>analysis<|message|>") ||
-        strstr(c->turns[i].content, "<|channel|>final<|message|>")) {
+  for (int i = 0; i < c->n; i++) {
+    const mkc_chat_msg *m = &c->turns[i];
+    if (!is_role(c, i, "assistant")) continue;
+    const char *in = strstr(m->content, "<|channel|>analysis<|message|>") ||
+                             strstr(m->content, "<|channel|>final<|message|>")
+                         ? "reply"
+                     : m->reasoning && (strstr(m->reasoning, "<|channel|>analysis<|message|>") ||
+                                        strstr(m->reasoning, "<|channel|>final<|message|>"))
+                         ? "reasoning"
+                         : NULL;
+    if (in) {
       fprintf(stderr,
-              "mkc: error: chat message %d: an assistant reply holds <|channel|> tags (gpt-oss: "
+              "mkc: error: chat message %d: an assistant %s holds <|channel|> tags (gpt-oss: "
               "pass only the final channel's text)\n",
+              i + first + 1, in);
+      return -1;
+    }
+    if (m->n_calls && *m->content && m->reasoning && *m->reasoning) {
+      fprintf(stderr,
+              "mkc: error: chat message %d: a tool call with both text and reasoning (gpt-oss's "
+              "template takes one of them as the call's analysis)\n",
               i + first + 1);
       return -1;
     }
+  }
   return 0;
 }
 

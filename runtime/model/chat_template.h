@@ -35,6 +35,10 @@ typedef struct mkc_chat_msg {
   const char *content;
   const mkc_chat_call *calls; /* an assistant's tool calls (NULL: none) */
   int n_calls;
+  /* an assistant's reasoning given apart from its content (NULL: none):
+   * qwen3 writes it in the reply's think block, gpt-oss as the analysis
+   * before a call; the other families drop it, as their templates do */
+  const char *reasoning;
 } mkc_chat_msg;
 
 /* The families mkc renders; names as --chat-template takes them. */

@@ -150,6 +150,15 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     own(r, joined);
     if (!content) return -1;
     r->msgs[i].content = content;
+    /* an assistant's reasoning, given back: llama-server's reasoning_content, ollama's thinking */
+    const char *names[] = {"reasoning_content", "thinking"};
+    for (int k = 0; k < 2 && !strcmp(rs, "assistant"); k++) {
+      const cJSON *thought = cJSON_GetObjectItemCaseSensitive(m, names[k]);
+      if (!thought || cJSON_IsNull(thought)) continue;
+      if (!cJSON_IsString(thought))
+        return bad(why, cap, "messages[%d].%s: expected a string", i, names[k]);
+      r->msgs[i].reasoning = thought->valuestring;
+    }
     r->n_msgs++;
   }
   return 0;
