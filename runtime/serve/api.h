@@ -17,7 +17,10 @@ struct cJSON;
  * root (mkc_api_req_free). */
 typedef struct mkc_api_req {
   int chat;           /* from /v1/chat/completions: msgs; else a prompt */
-  mkc_chat_msg *msgs; /* chat: role and content, each message's text parts joined */
+  /* chat: role and content (each message's text parts joined); an
+   * assistant's tool_calls and its reasoning given back (reasoning_content,
+   * ollama's thinking); a tool message's result */
+  mkc_chat_msg *msgs;
   char **owned;       /* the joined contents and the calls' arguments, freed with the request */
   int n_owned;
   int n_msgs;
