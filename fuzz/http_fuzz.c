@@ -3,7 +3,8 @@
  * which must read as incomplete), then the JSON of a parsed body as a chat
  * and as a completion request, and as each embedding request. Nothing may crash or read out of
  * bounds; a whole request's size is within the input, its body inside it; a parsed request's
- * strings are what its checks promise. Seeds in fuzz/corpus/http: requests as clients send them. */
+ * strings are what its checks promise; the bytes as JSON kept as text (util/json_text.h).
+ * Seeds in fuzz/corpus/http: requests as clients send them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "serve/api.h"
 #include "serve/embed_api.h"
 #include "serve/http.h"
+#include "util/json_text.h"
 
 static void check(int ok) {
   if (!ok) abort();
@@ -62,6 +64,21 @@ static void embed(const char *body, size_t n) {
   }
 }
 
+/* JSON kept as text (the request's tools and arguments are written from it):
+ * what one form accepts, the others accept, and what it writes is JSON. */
+static void json_text(const char *s, size_t n) {
+  char *compact = mkc_json_compact(s, n), *flat = mkc_json_python(s, n, 0),
+       *indented = mkc_json_python(s, n, 4);
+  check(!compact == !flat && !flat == !indented);
+  if (compact) {
+    check(mkc_json_skip(compact, strlen(compact)) == strlen(compact));
+    const char *at;
+    size_t len;
+    if (mkc_json_at(s, n, "tools/0", &at, &len)) check(at >= s && at + len <= s + n);
+  }
+  free(compact), free(flat), free(indented);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *buf = (const char *)data;
   mkc_http_req req;
@@ -83,9 +100,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     api(req.body, req.body_len);
     embed(req.body, req.body_len);
+    json_text(req.body, req.body_len);
   }
   api(buf, size); /* the bytes as a body, whatever the head made of them */
   embed(buf, size);
+  json_text(buf, size);
   for (int detok = 0; detok < 2; detok++) {
     mkc_api_tokens t;
     char why[200];

@@ -14,6 +14,7 @@
 #include "model/chat_template.h"
 #include "model/tojson.h"
 #include "model/tool_calls.h"
+#include "util/json_text.h"
 #include "chat_templates.h"
 
 /* ---- tojson: Python's json.dumps(json.loads(IN), ensure_ascii=False) ---- */
@@ -43,15 +44,61 @@ static void test_tojson(void) {
       "{}]]}}",
       "strings (controls escaped, the rest as is), literals, nesting, empty lists");
   expect_json("{\"z\": 1, \"a\": 2}", "{\"z\": 1, \"a\": 2}", "keys keep their order");
-  /* json.dumps(json.loads(IN), ensure_ascii=False, indent=4) */
-  cJSON *v = cJSON_Parse("{\"a\": [1, {}, [], {\"b\": \"é\"}], \"c\": {}}");
-  char *got = mkc_tojson_indent(v, 4);
-  const char *want =
-      "{\n    \"a\": [\n        1,\n        {},\n        [],\n        {\n            "
-      "\"b\": \"é\"\n        }\n    ],\n    \"c\": {}\n}";
-  CHECK(got && strcmp(got, want) == 0, "tojson(indent=4): one item a line, empty ones inline");
+}
+
+/* ---- JSON as text (util/json_text.h): Python's json.dumps(json.loads(IN),
+ * ensure_ascii=False[, indent=4]) ---- */
+
+static void expect_python(const char *in, int indent, const char *want, const char *what) {
+  char *got = mkc_json_python(in, strlen(in), indent);
+  if (!CHECK(got && strcmp(got, want) == 0, "json text: %s", what))
+    printf("     | expected %s\n     | got      %s\n", want, got ? got : "(NULL)");
   free(got);
-  cJSON_Delete(v);
+}
+
+static void test_json_text(void) {
+  expect_python("[0.1,1e-05,1e16,1.5e300,123456789.125,1e-7,0.0001,2.5e-5,100.5,-3,5e-324,"
+                "1.7976931348623157e308,0.30000000000000004,-2.5e-10,1234567890123456.5,0,7,1.0,"
+                "-0,-0.0,1100339658373689424,1E2,1e400]",
+                0,
+                "[0.1, 1e-05, 1e+16, 1.5e+300, 123456789.125, 1e-07, 0.0001, 2.5e-05, 100.5, -3, "
+                "5e-324, 1.7976931348623157e+308, 0.30000000000000004, -2.5e-10, "
+                "1234567890123456.5, 0, 7, 1.0, 0, -0.0, 1100339658373689424, 100.0, Infinity]",
+                "integers as written (19 digits kept, -0 as 0), floats as repr() (1.0 stays "
+                "1.0, 1e400 is Infinity)");
+  const char *escaped = "{\"a\\u0062\": \"\\u00e9\\ud83d\\ude00\\/\\\"\\\\\\b\\f\\n\\r\\t\\u0001"
+                        "\\u007f\", \"k\": [ ], \"o\" : { } }";
+  expect_python(escaped, 0,
+                "{\"ab\": \"\xc3\xa9\xf0\x9f\x98\x80/\\\"\\\\\\b\\f\\n\\r\\t\\u0001\x7f\", "
+                "\"k\": [], \"o\": {}}",
+                "escapes decoded (a surrogate pair to one character) and written as Python does");
+  expect_python(escaped, 4,
+                "{\n    \"ab\": \"\xc3\xa9\xf0\x9f\x98\x80/\\\"\\\\\\b\\f\\n\\r\\t\\u0001\x7f"
+                "\",\n    \"k\": [],\n    \"o\": {}\n}",
+                "indent=4: one item a line, empty ones inline");
+  const char *spaced = " { \"a\" : [ 1.50 , \"x y\" ] , \"b\": 1100339658373689424 } ";
+  char *c = mkc_json_compact(spaced, strlen(spaced));
+  CHECK(c && strcmp(c, "{\"a\":[1.50,\"x y\"],\"b\":1100339658373689424}") == 0,
+        "json text: compact keeps numbers and strings as written (%s)", c ? c : "NULL");
+  free(c);
+  const char *doc = "{\"m\": [{\"x\": 1}, {\"t\": [5, {\"f\": {\"a\": {\"q\": 2 }}}]}]}";
+  const char *at = NULL;
+  size_t len = 0;
+  CHECK(mkc_json_at(doc, strlen(doc), "m/1/t/1/f/a", &at, &len) && len == 9 &&
+            memcmp(at, "{\"q\": 2 }", 9) == 0,
+        "json text: a value found by its path");
+  CHECK(!mkc_json_at(doc, strlen(doc), "m/2", &at, &len) &&
+            !mkc_json_at(doc, strlen(doc), "m/0/y", &at, &len),
+        "json text: a path to nothing finds nothing");
+  static const char *const BAD[] = {"", "{", "[1,]", "{\"a\" 1}", "1 2", "\"\x01\"", "01x", "tru"};
+  int refused = 1;
+  for (size_t k = 0; k < sizeof BAD / sizeof *BAD; k++) {
+    char *p = mkc_json_python(BAD[k], strlen(BAD[k]), 0),
+         *q = mkc_json_compact(BAD[k], strlen(BAD[k]));
+    refused &= !p && !q;
+    free(p), free(q);
+  }
+  CHECK(refused, "json text: what is not one JSON value is refused");
 }
 
 /* ---- rendering ---- */
@@ -541,6 +588,22 @@ static void test_render_harmony(void) {
     expect_render(MKC_CHAT_GPT_OSS, q, 1, &o, want, SETS[k].what);
     free_all(tools, SETS[k].n);
   }
+  /* an item type of 43 characters and 63 bytes: not "long" (Jinja counts characters) */
+  const char *const cyrillic[] = {
+      "{\"type\":\"function\",\"function\":{\"name\":\"g\",\"description\":\"G\",\"parameters\":"
+      "{\"type\":\"object\",\"properties\":{\"paths\":{\"type\":\"array\",\"items\":{\"oneOf\":[{"
+      "\"type\":\"string\",\"description\":\"Путь к файлу на "
+      "диске\"},{\"type\":\"number\"}]}}}}}}"};
+  char **g = tojson_all(cyrillic, 1);
+  mkc_chat_opts og = {.tools = (const char *const *)g, .n_tools = 1};
+  snprintf(want, sizeof want,
+           "%s## functions\n\nnamespace functions {\n\n// G\ntype g = (_: {\npaths?: string// Путь "
+           "к файлу на диске | \nnumber[],\n}) => any;\n\n} // namespace functions<|end|><|start|>"
+           "user<|message|>Q<|end|><|start|>assistant",
+           system);
+  expect_render(MKC_CHAT_GPT_OSS, q, 1, &og, want,
+                "gpt-oss: an item type's length in characters, as Jinja counts (not bytes)");
+  free_all(g, 1);
   char **now = tojson_all(HARMONY_TOOLS + 1, 1);
   mkc_chat_opts o = {.tools = (const char *const *)now, .n_tools = 1};
   expect_render(MKC_CHAT_GPT_OSS, HARMONY_CONVERSATION, 6, &o, HARMONY_RENDERED,
@@ -886,6 +949,45 @@ static void test_answers(void) {
           "serve, gpt-oss, %s, no tools asked: the call's arguments are the reply (got '%s')", name,
           a.content);
   }
+  for (size_t k = 0; k < N_KINDS; k++) {
+    /* the recipient right after the prompt's cue, before the channel */
+    ask(t, MKC_CHAT_GPT_OSS, k, 1, 0,
+        " to=functions.get_weather<|channel|>commentary "
+        "json<|message|>{\"city\":\"Paris\"}<|call|>",
+        &a);
+    CHECK(!a.content[0] && strcmp(a.calls, "get_weather({\"city\":\"Paris\"})") == 0,
+          "serve, gpt-oss, %s: a call named in the cue's own header (got '%s', '%s')",
+          KINDS[k].name, a.content, a.calls);
+    /* a reply that opens like one and is not */
+    ask(t, MKC_CHAT_GPT_OSS, k, 1, 0, "today is fine<|return|>", &a);
+    CHECK(strcmp(a.content, "today is fine") == 0 && !a.calls[0],
+          "serve, gpt-oss, %s: a reply opening with \"to\" is given back whole (got '%s')",
+          KINDS[k].name, a.content);
+    /* the model's numbers, digit for digit */
+    ask(t, MKC_CHAT_QWEN3, k, 1, 0,
+        "<tool_call>\n{\"name\": \"post\", \"arguments\": {\"channel_id\": "
+        "1100339658373689424, \"ratio\": 1.0}}\n</tool_call><|endoftext|>",
+        &a);
+    CHECK(strcmp(a.calls, "post({\"channel_id\":1100339658373689424,\"ratio\":1.0})") == 0 ||
+              (KINDS[k].ollama && strstr(a.calls, "post({\"channel_id\":")),
+          "serve, qwen3, %s: a 19-digit id keeps its digits (got '%s')", KINDS[k].name, a.calls);
+    /* a reply that opens with blanks: the stream's content is the whole answer's */
+    ask(t, MKC_CHAT_QWEN25, k, 1, 0,
+        " Hi <tool_call>\n{\"name\": \"now\", \"arguments\": {}}\n</tool_call>\nDone."
+        "<|endoftext|>",
+        &a);
+    CHECK(strcmp(a.content, " Hi \nDone.") == 0 && strcmp(a.calls, "now({})") == 0,
+          "serve, %s: text before and after a call, as the content (got '%s')", KINDS[k].name,
+          a.content);
+  }
+  /* a function's name longer than a recipient holds is no call (never another, cut short) */
+  ask(t, MKC_CHAT_GPT_OSS, 0, 1, 0,
+      "<|channel|>commentary to=functions.a_name_of_more_than_seventy_characters_that_no_"
+      "recipient_buffer_may_cut_short <|constrain|>json<|message|>{}<|call|>",
+      &a);
+  CHECK(!a.calls[0] && strcmp(a.content, "{}") == 0,
+        "serve, gpt-oss: a recipient too long to hold is no call (got '%s', '%s')", a.calls,
+        a.content);
   ask(t, MKC_CHAT_GPT_OSS, 0, 1, 0, "<|channel|>analysis to=python code<|message|>print(1)<|call|>",
       &a);
   CHECK(strcmp(a.content, "print(1)") == 0 && !a.calls[0] && strcmp(a.finish, "stop") == 0,
@@ -923,6 +1025,7 @@ static void test_answers(void) {
 int main(void) {
   setenv("MKC_CHAT_DATE", "2026-12-02", 1); /* gpt-oss's system turn: the day jinja2 was run */
   test_tojson();
+  test_json_text();
   test_render();
   test_render_harmony();
   test_refused();

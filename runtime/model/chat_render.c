@@ -17,6 +17,7 @@
 #include "harmony_tools.h"
 #include "tojson.h"
 #include "util/buf.h"
+#include "util/json_text.h"
 
 /* The text being written. */
 typedef mkc_buf text;
@@ -294,12 +295,10 @@ static void put_llama_tools(text *t, const chat *c) {
          "{\"name\": function name, \"parameters\": dictionary of argument name and its "
          "value}.Do not use variables.\n\n");
   for (int k = 0; k < c->n_tools; k++) {
-    cJSON *v = cJSON_Parse(c->tools[k]);
-    char *indented = v ? mkc_tojson_indent(v, 4) : NULL;
+    char *indented = mkc_json_python(c->tools[k], strlen(c->tools[k]), 4);
     put(t, indented ? indented : c->tools[k]);
     put(t, "\n\n");
     free(indented);
-    cJSON_Delete(v);
   }
 }
 

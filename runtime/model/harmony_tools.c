@@ -74,7 +74,9 @@ static void put_array(mkc_buf *b, const cJSON *spec) {
       put_type(&inner, items);
       b->oom |= inner.oom;
       const char *s = inner.s ? inner.s : "";
-      if (strcmp(s, "object | object") == 0 || strlen(s) > 50) {
+      size_t chars = 0; /* Jinja's length: characters, not bytes */
+      for (const char *c = s; *c; c++) chars += ((unsigned char)*c & 0xc0) != 0x80;
+      if (strcmp(s, "object | object") == 0 || chars > 50) {
         mkc_buf_put(b, "any[]");
       } else {
         mkc_buf_put(b, s);

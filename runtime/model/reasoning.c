@@ -28,7 +28,7 @@ static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == 
 int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n) {
   int part;
   if (r->harmony) {
-    part = mkc_harmony_push(&r->h, id, *text, *n); /* h keeps the part that follows */
+    part = mkc_harmony_push(&r->h, id, text, n); /* h keeps the part that follows */
     if (part == MKC_PART_HEADER) r->opening = 1;
   } else if (id >= 0 && (id == r->open || id == r->close)) {
     r->part = id == r->open ? MKC_PART_REASONING : MKC_PART_REPLY;

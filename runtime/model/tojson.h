@@ -9,15 +9,12 @@
 struct cJSON;
 
 /* v as json.dumps(v, ensure_ascii=False) writes it; malloc'd, NULL when out
- * of memory or v is not a JSON value. A number is written as Python writes
- * the value its text would load as: a whole number below 1e16 as an integer
- * (1.0 in the request is written 1: cJSON keeps no difference), others as
- * repr() writes a float (0.1, 1e-05, 1e+16). */
+ * of memory or v is not a JSON value. A number is written from cJSON's
+ * double: a whole number below 1e16 as an integer (1.0 is written 1, and an
+ * integer past 2^53 loses digits), others as repr() writes a float (0.1,
+ * 1e-05, 1e+16). Where the JSON text is at hand, util/json_text.h's
+ * mkc_json_python keeps every digit; this is for values built here (a
+ * string) and for the rare request that spells a key with escapes. */
 char *mkc_tojson(const struct cJSON *v);
-
-/* tojson(indent=N): each item of a list or object on its own line, N
- * spaces deeper than its container, "," at line ends and ": " after keys;
- * an empty list or object stays [] or {}. indent 0 is mkc_tojson. */
-char *mkc_tojson_indent(const struct cJSON *v, int indent);
 
 #endif

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "util/json_text.h"
 
 #define CLOSE "</tool_call>"
 
@@ -43,10 +44,14 @@ static int read_call(const char *s, size_t n, const char *args_name, mkc_tool_ca
   const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name"),
               *args = cJSON_GetObjectItemCaseSensitive(o, args_name);
   int ok = o && cJSON_IsString(name) && *name->valuestring && cJSON_IsObject(args);
-  if (ok) {
+  const char *at;
+  size_t len;
+  if (ok && mkc_json_at(s, n, args_name, &at, &len)) {
     call->name = strdup(name->valuestring);
-    call->arguments = cJSON_PrintUnformatted(args);
+    call->arguments = mkc_json_compact(at, len); /* the model's numbers, digit for digit */
     if (!call->name || !call->arguments) ok = -1;
+  } else {
+    ok = 0;
   }
   cJSON_Delete(o);
   return ok;
@@ -94,12 +99,10 @@ int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *
   }
   if (out->n == 0) return 0;
   if (add_text(&out->content, &len, at, (size_t)(end - at)) != 0) goto oom;
-  /* trimmed: the newlines around the blocks are the format's */
-  size_t from = 0;
-  while (from < len && is_space(out->content[from])) from++;
-  while (len > from && is_space(out->content[len - 1])) len--;
-  memmove(out->content, out->content + from, len - from);
-  out->content[len - from] = '\0';
+  /* its end trimmed: the newlines before and between the blocks are the format's (its start is
+   * kept, as a stream has sent it) */
+  while (len > 0 && is_space(out->content[len - 1])) len--;
+  out->content[len] = '\0';
   return 1;
 oom:
   rc = -1;
@@ -119,7 +122,7 @@ int mkc_tool_calls_harmony(const char *recipient, const char *args, size_t n, co
   if (out->calls) {
     out->n = 1;
     out->calls[0].name = strdup(name);
-    out->calls[0].arguments = cJSON_PrintUnformatted(o);
+    out->calls[0].arguments = mkc_json_compact(args, n);
   }
   out->content = strdup(content ? content : "");
   cJSON_Delete(o);

@@ -14,13 +14,13 @@
 
 typedef struct mkc_tool_call {
   char *name;
-  char *arguments; /* the arguments, compact JSON (an object as the model wrote it) */
+  char *arguments; /* the arguments as the model wrote them, whitespace between tokens left out */
 } mkc_tool_call;
 
 typedef struct mkc_tool_calls {
   mkc_tool_call *calls;
   int n;
-  char *content; /* the reply's text outside the blocks, trimmed */
+  char *content; /* the reply's text outside the blocks, whitespace at its end left out */
 } mkc_tool_calls;
 
 /* The calls in text[0..n) in format: Qwen's, every <tool_call> block closed

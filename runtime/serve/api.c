@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/tojson.h"
+#include "util/json_text.h"
 
 static int bad(char *why, size_t cap, const char *fmt, ...) {
   va_list ap;
@@ -63,6 +64,17 @@ static const char *content_of(const cJSON *c, int i, char **owned, char *why, si
   return *owned = s;
 }
 
+/* The value at path in the request's body, as Python's json.dumps writes it
+ * (its numbers' digits kept: util/json_text.h), else from the parsed v
+ * (a key the body spells with escapes); malloc'd. */
+static char *as_python(const mkc_api_req *r, const char *path, const cJSON *v) {
+  const char *at;
+  size_t len;
+  if (r->body && mkc_json_at(r->body, r->body_len, path, &at, &len))
+    return mkc_json_python(at, len, 0);
+  return mkc_tojson(v);
+}
+
 /* s (malloc'd) kept until the request is freed; NULL when s is. */
 static char *own(mkc_api_req *r, char *s) {
   if (s) r->owned[r->n_owned++] = s;
@@ -92,17 +104,22 @@ static int read_calls(const cJSON *calls, int i, mkc_api_req *r, mkc_chat_msg *m
                  "messages[%d].tool_calls[%d]: expected {\"function\": {\"name\", "
                  "\"arguments\"}}",
                  i, k);
-    cJSON *parsed = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+    /* arguments: a JSON object's text (OpenAI's), or the object (ollama's) */
+    cJSON *parsed = cJSON_IsString(args) ? cJSON_ParseWithOpts(args->valuestring, NULL, 1) : NULL;
     const cJSON *value = cJSON_IsString(args) ? parsed : args;
-    if (!cJSON_IsObject(value)) {
-      cJSON_Delete(parsed);
+    int object = cJSON_IsObject(value);
+    cJSON_Delete(parsed);
+    if (!object)
       return bad(why, cap,
                  "messages[%d].tool_calls[%d].function.arguments: expected a JSON object (or "
                  "its text)",
                  i, k);
-    }
-    out[k] = (mkc_chat_call){name->valuestring, own(r, mkc_tojson(value))};
-    cJSON_Delete(parsed);
+    char path[96];
+    snprintf(path, sizeof path, "messages/%d/tool_calls/%d/function/arguments", i, k);
+    char *text = cJSON_IsString(args)
+                     ? mkc_json_python(args->valuestring, strlen(args->valuestring), 0)
+                     : as_python(r, path, args);
+    out[k] = (mkc_chat_call){name->valuestring, own(r, text)};
     if (!out[k].arguments) return bad(why, cap, "out of memory");
   }
   m->calls = out;
@@ -199,7 +216,9 @@ static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) 
                  "tools[%d]: expected {\"type\": \"function\", \"function\": {\"name\", "
                  "\"description\", \"parameters\"}}",
                  k);
-    if (!(r->tools[k] = own(r, mkc_tojson(t)))) return bad(why, cap, "out of memory");
+    char path[32];
+    snprintf(path, sizeof path, "tools/%d", k);
+    if (!(r->tools[k] = own(r, as_python(r, path, t)))) return bad(why, cap, "out of memory");
     r->n_tools++;
   }
   return 0;
@@ -410,6 +429,7 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
+  r->body = body, r->body_len = n; /* for as_python, while parsing */
   int rc = 0;
   if (!root)
     rc = bad(why, cap, "the body is not JSON");
@@ -418,6 +438,7 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
            (rc = read_stop(root, r, why, cap)) == 0 && (rc = read_numbers(root, r, why, cap)) == 0)
     rc = read_tools_where(root, r, why, cap);
+  r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
   return rc;
 }
@@ -483,9 +504,11 @@ int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, c
   r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
+  r->body = body, r->body_len = n; /* for as_python, while parsing */
   int rc = !root                   ? bad(why, cap, "the body is not JSON")
            : !cJSON_IsObject(root) ? bad(why, cap, "the body is not a JSON object")
                                    : read_ollama(root, r, why, cap);
+  r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
   return rc;
 }

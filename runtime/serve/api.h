@@ -16,12 +16,12 @@ struct cJSON;
 /* What a request asks for. The strings point into the parsed JSON, kept in
  * root (mkc_api_req_free). */
 typedef struct mkc_api_req {
-  int chat;           /* from /v1/chat/completions: msgs; else a prompt */
+  int chat; /* from /v1/chat/completions: msgs; else a prompt */
   /* chat: role and content (each message's text parts joined); an
    * assistant's tool_calls and its reasoning given back (reasoning_content,
    * ollama's thinking); a tool message's result */
   mkc_chat_msg *msgs;
-  char **owned;       /* the joined contents and the calls' arguments, freed with the request */
+  char **owned; /* the joined contents and the calls' arguments, freed with the request */
   int n_owned;
   int n_msgs;
   /* tools: the functions the model may call, each as the template writes it
@@ -59,7 +59,9 @@ typedef struct mkc_api_req {
   int think;
   int *context;
   int n_context;
-  void *root; /* the cJSON tree */
+  void *root;       /* the cJSON tree */
+  const char *body; /* while parsing: the JSON text (tools and arguments are written from it) */
+  size_t body_len;
 } mkc_api_req;
 
 enum {
