@@ -706,6 +706,12 @@ static void test_refused(void) {
   expect_refused(MKC_CHAT_LLAMA31, CONVERSATION, N_CONVERSATION, 2,
                  "2 tool calls: the llama3.1 chat template takes one per message",
                  "llama3.1: two calls in one message (the template raises)");
+  const mkc_chat_msg odd_role[] = {{.role = "user", .content = "Q"},
+                                   {.role = "assistant", .content = "", .calls = NOW, .n_calls = 1},
+                                   {.role = "tool", .content = "R"},
+                                   {.role = "robot", .content = "R"}};
+  expect_refused(MKC_CHAT_QWEN3, odd_role, 4, 3, "role 'robot' where 'tool' was expected",
+                 "qwen3: a role of no kind after a result");
   const mkc_chat_msg first[] = {{.role = "tool", .content = "R"}};
   expect_refused(MKC_CHAT_QWEN3, first, 1, 0, "role 'tool' where 'user' was expected",
                  "qwen3: a result first");

@@ -611,7 +611,9 @@ static const family_renderer RENDERERS[MKC_CHAT_N_FAMILIES] = {
 static const char *tool_order(const mkc_chat_msg *prev, const char *role) {
   if (!prev) return strcmp(role, "user") ? "user" : NULL;
   if (strcmp(prev->role, "user") == 0) return strcmp(role, "assistant") ? "assistant" : NULL;
-  if (strcmp(prev->role, "tool") == 0) return strcmp(role, "system") ? NULL : "tool";
+  if (strcmp(prev->role, "tool") == 0)
+    return strcmp(role, "tool") && strcmp(role, "assistant") && strcmp(role, "user") ? "tool"
+                                                                                     : NULL;
   if (prev->n_calls) return strcmp(role, "tool") ? "tool" : NULL;
   return strcmp(role, "user") ? "user" : NULL;
 }
