@@ -1,7 +1,8 @@
 /* mkc serve's answers as a client reads them, for tests of what a chat's
  * answer carries (test_reasoning, test_tools): a small byte-level vocabulary
  * with gpt-oss's harmony control tokens, Qwen's think tags and tool-call
- * tags, an answer's tokens fed to serve_answer.c as the decode loop feeds
+ * tags, the kinds of chat request (OpenAI's and ollama's, whole and streamed),
+ * an answer's tokens fed to serve_answer.c as the decode loop feeds
  * them, and the JSON written to the socket read back. */
 #ifndef MKC_TEST_SERVE_ANSWERS_H
 #define MKC_TEST_SERVE_ANSWERS_H
@@ -41,22 +42,14 @@ static mkc_tokenizer *vocabulary(const char *without) {
     cJSON_AddNumberToObject(vocab, c, b);
   }
   int id = 256;
-  for (int k = 0; k < N_SPECIALS; k++) {
-    if (without && strcmp(SPECIALS[k], without) == 0) continue;
-    cJSON_AddNumberToObject(vocab, SPECIALS[k], id);
+  for (int k = 0; k < N_SPECIALS + N_TAGS; k++) {
+    const char *name = k < N_SPECIALS ? SPECIALS[k] : TAGS[k - N_SPECIALS];
+    if (without && strcmp(name, without) == 0) continue;
+    cJSON_AddNumberToObject(vocab, name, id);
     cJSON *t = cJSON_CreateObject();
     cJSON_AddNumberToObject(t, "id", id++);
-    cJSON_AddStringToObject(t, "content", SPECIALS[k]);
-    cJSON_AddBoolToObject(t, "special", 1);
-    cJSON_AddItemToArray(added, t);
-  }
-  for (int k = 0; k < N_TAGS; k++) {
-    if (without && strcmp(TAGS[k], without) == 0) continue;
-    cJSON_AddNumberToObject(vocab, TAGS[k], id);
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddNumberToObject(t, "id", id++);
-    cJSON_AddStringToObject(t, "content", TAGS[k]);
-    cJSON_AddBoolToObject(t, "special", 0);
+    cJSON_AddStringToObject(t, "content", name);
+    cJSON_AddBoolToObject(t, "special", k < N_SPECIALS);
     cJSON_AddItemToArray(added, t);
   }
   cJSON_AddItemToObject(root, "pre_tokenizer",
@@ -67,6 +60,28 @@ static mkc_tokenizer *vocabulary(const char *without) {
   free(json);
   return t;
 }
+
+/* The kinds of chat request: OpenAI's and ollama's, whole and streamed, with
+ * where their reply and reasoning are. */
+static const struct {
+  int ollama, stream;
+  const char *name;
+  const char *const content[4], *const thought[4];
+} KINDS[] = {
+    {0,
+     0,
+     "OpenAI's chat",
+     {"choices", "message", "content"},
+     {"choices", "message", "reasoning_content"}},
+    {0,
+     1,
+     "OpenAI's chat, streamed",
+     {"choices", "delta", "content"},
+     {"choices", "delta", "reasoning_content"}},
+    {1, 0, "ollama's chat", {"message", "content"}, {"message", "thinking"}},
+    {1, 1, "ollama's chat, streamed", {"message", "content"}, {"message", "thinking"}},
+};
+#define N_KINDS (sizeof KINDS / sizeof *KINDS)
 
 /* The client: reads the socket to its end into a malloc'd text. */
 typedef struct client {

@@ -219,31 +219,14 @@ static void test_serve(void) {
                   "<|channel|>analysis<|message|>User greets.<|end|>"
                   "<|start|>assistant<|channel|>final<|message|>Hello!<|return|>"},
                  {MKC_CHAT_QWEN3, "<think>\nUser greets.</think>\n\nHello!<|endoftext|>"}};
-  static const struct {
-    int ollama, stream;
-    const char *name;
-    const char *const reasoning[5], *const content[5];
-  } KINDS[] = {
-      {0,
-       0,
-       "OpenAI's chat",
-       {"choices", "message", "reasoning_content"},
-       {"choices", "message", "content"}},
-      {0,
-       1,
-       "OpenAI's chat, streamed",
-       {"choices", "delta", "reasoning_content"},
-       {"choices", "delta", "content"}},
-      {1, 0, "ollama's chat", {"message", "thinking"}, {"message", "content"}},
-      {1, 1, "ollama's chat, streamed", {"message", "thinking"}, {"message", "content"}},
-  };
+
   for (size_t a = 0; a < sizeof ANSWERS / sizeof *ANSWERS; a++)
-    for (size_t k = 0; k < sizeof KINDS / sizeof *KINDS; k++) {
+    for (size_t k = 0; k < N_KINDS; k++) {
       mkc_api_req r = {
           .chat = 1, .ollama = KINDS[k].ollama, .stream = KINDS[k].stream, .top_logprobs = -1};
       char *response = serve(t, ANSWERS[a].family, &r, ANSWERS[a].answer);
       char reasoning[256], content[256];
-      joined(response, KINDS[k].reasoning, reasoning, sizeof reasoning);
+      joined(response, KINDS[k].thought, reasoning, sizeof reasoning);
       joined(response, KINDS[k].content, content, sizeof content);
       CHECK(strcmp(reasoning, "User greets.") == 0 && strcmp(content, "Hello!") == 0,
             "serve, %s, %s: the reasoning 'User greets.' apart from the reply 'Hello!' (got '%s', "

@@ -855,28 +855,6 @@ static void calls_of(const char *response, int ollama, char *out, size_t cap, ch
   }
 }
 
-/* The kinds of chat request: OpenAI's and ollama's, whole and streamed, with
- * where their reply and reasoning are. */
-static const struct {
-  int ollama, stream;
-  const char *name;
-  const char *const content[4], *const thought[4];
-} KINDS[] = {
-    {0,
-     0,
-     "OpenAI's chat",
-     {"choices", "message", "content"},
-     {"choices", "message", "reasoning_content"}},
-    {0,
-     1,
-     "OpenAI's chat, streamed",
-     {"choices", "delta", "content"},
-     {"choices", "delta", "reasoning_content"}},
-    {1, 0, "ollama's chat", {"message", "content"}, {"message", "thinking"}},
-    {1, 1, "ollama's chat, streamed", {"message", "content"}, {"message", "thinking"}},
-};
-#define N_KINDS (sizeof KINDS / sizeof *KINDS)
-
 /* What a client reads of serve's answer: the reply, the calls (calls_of),
  * the finish reason, the reasoning, whether every call has an id, whether
  * <tool_call> shows anywhere. */
