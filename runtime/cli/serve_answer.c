@@ -95,7 +95,8 @@ static size_t held_back(const mkc_answer *g) {
     return lead == g->len || g->text[lead] == '{' ? g->len : hold;
   }
   if (g->tools != MKC_TOOLS_QWEN) return hold;
-  const char *call = strstr(g->text, MKC_TOOL_CALL_OPEN);
+  /* from what was sent on: a tag never begins before it (the stream holds a tag's start back) */
+  const char *call = strstr(g->text + g->sent, MKC_TOOL_CALL_OPEN);
   if (call) hold = g->len - (size_t)(call - g->text);
   hold = hold_for(g, MKC_TOOL_CALL_OPEN, hold);
   while (hold < g->len && is_blank(g->text[g->len - hold - 1])) hold++;

@@ -182,16 +182,16 @@ static void put_qwen_calls(text *t, const mkc_chat_msg *m, int newline_first) {
 }
 
 /* Tool results: a run of them is one user turn, each in <tool_response>. */
+static int is_role(const chat *c, int i, const char *role) {
+  return strcmp(c->turns[i].role, role) == 0;
+}
+
 static void put_qwen_result(text *t, const chat *c, int i) {
-  if (i == 0 || strcmp(c->turns[i - 1].role, "tool") != 0) put(t, "<|im_start|>user");
+  if (i == 0 || !is_role(c, i - 1, "tool")) put(t, "<|im_start|>user");
   put(t, "\n<tool_response>\n");
   put(t, c->turns[i].content);
   put(t, "\n</tool_response>");
-  if (i == c->n - 1 || strcmp(c->turns[i + 1].role, "tool") != 0) put(t, CHATML.close);
-}
-
-static int is_role(const chat *c, int i, const char *role) {
-  return strcmp(c->turns[i].role, role) == 0;
+  if (i == c->n - 1 || !is_role(c, i + 1, "tool")) put(t, CHATML.close);
 }
 
 /* Qwen2.5-7B-Instruct: ChatML turns; with tools, the system turn holds

@@ -12,48 +12,7 @@
 
 typedef mkc_buf out;
 
-static void put_n(out *o, const char *s, size_t n) { mkc_buf_put_n(o, s, n); }
 static void put(out *o, const char *s) { mkc_buf_put(o, s); }
-
-/* Python's json string: \" \\ \n \r \t \b \f, other control characters as
- * \u00xx (lower case), every other byte as is. */
-static void put_string(out *o, const char *s) {
-  put(o, "\"");
-  for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-    char esc[8];
-    switch (*c) {
-    case '"':
-      put(o, "\\\"");
-      break;
-    case '\\':
-      put(o, "\\\\");
-      break;
-    case '\n':
-      put(o, "\\n");
-      break;
-    case '\r':
-      put(o, "\\r");
-      break;
-    case '\t':
-      put(o, "\\t");
-      break;
-    case '\b':
-      put(o, "\\b");
-      break;
-    case '\f':
-      put(o, "\\f");
-      break;
-    default:
-      if (*c < 0x20) {
-        snprintf(esc, sizeof esc, "\\u%04x", *c);
-        put(o, esc);
-      } else {
-        put_n(o, (const char *)c, 1);
-      }
-    }
-  }
-  put(o, "\"");
-}
 
 static void put_value(out *o, const cJSON *v) {
   if (cJSON_IsNull(v)) {
@@ -70,14 +29,14 @@ static void put_value(out *o, const cJSON *v) {
       mkc_json_float(o, x);
     }
   } else if (cJSON_IsString(v)) {
-    put_string(o, v->valuestring);
+    mkc_json_string(o, v->valuestring);
   } else if (cJSON_IsArray(v) || cJSON_IsObject(v)) {
     int obj = cJSON_IsObject(v);
     put(o, obj ? "{" : "[");
     for (const cJSON *e = v->child; e; e = e->next) {
       if (e != v->child) put(o, ", ");
       if (obj) {
-        put_string(o, e->string ? e->string : "");
+        mkc_json_string(o, e->string ? e->string : "");
         put(o, ": ");
       }
       put_value(o, e);

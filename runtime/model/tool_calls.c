@@ -6,23 +6,12 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "util/buf.h"
 #include "util/json_text.h"
 
 #define CLOSE "</tool_call>"
 
 static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
-/* content += s[0..n), trimmed at both ends when the text is done: the
- * pieces between blocks are joined as they stand. */
-static int add_text(char **content, size_t *len, const char *s, size_t n) {
-  char *grown = realloc(*content, *len + n + 1);
-  if (!grown) return -1;
-  memcpy(grown + *len, s, n);
-  *len += n;
-  grown[*len] = '\0';
-  *content = grown;
-  return 0;
-}
 
 /* s[0..n) as one JSON object, whitespace around it aside (cJSON's, freed
  * by the caller); NULL when it is anything else. */
@@ -78,8 +67,9 @@ int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *
   memset(out, 0, sizeof *out);
   if (format == MKC_TOOLS_LLAMA3) return read_llama3(text, n, out);
   if (format != MKC_TOOLS_QWEN) return 0;
-  size_t len = 0, open = strlen(MKC_TOOL_CALL_OPEN), close = strlen(CLOSE);
+  size_t open = strlen(MKC_TOOL_CALL_OPEN), close = strlen(CLOSE);
   const char *at = text, *end = text + n;
+  mkc_buf content = {0}; /* the text outside the blocks, joined as it stands */
   int rc = 0;
   for (;;) {
     const char *o = memmem(at, (size_t)(end - at), MKC_TOOL_CALL_OPEN, open);
@@ -94,19 +84,23 @@ int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *
     out->n++; /* freed with the rest whatever came of it */
     if (got < 0) goto oom;
     if (got == 0) goto not_calls;
-    if (add_text(&out->content, &len, at, (size_t)(o - at)) != 0) goto oom;
+    mkc_buf_put_n(&content, at, (size_t)(o - at));
     at = c + close;
   }
   if (out->n == 0) return 0;
-  if (add_text(&out->content, &len, at, (size_t)(end - at)) != 0) goto oom;
+  mkc_buf_put_n(&content, at, (size_t)(end - at));
+  if (content.oom) goto oom;
   /* its end trimmed: the newlines before and between the blocks are the format's (its start is
    * kept, as a stream has sent it) */
-  while (len > 0 && is_space(out->content[len - 1])) len--;
-  out->content[len] = '\0';
+  while (content.n > 0 && is_space(content.s[content.n - 1])) content.n--;
+  if (content.s) content.s[content.n] = '\0';
+  out->content = content.s ? content.s : strdup("");
+  if (!out->content) goto oom;
   return 1;
 oom:
   rc = -1;
 not_calls:
+  free(content.s);
   mkc_tool_calls_free(out);
   return rc;
 }

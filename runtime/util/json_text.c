@@ -177,6 +177,16 @@ static void put_char(mkc_buf *b, unsigned cp) {
   }
 }
 
+void mkc_json_string(mkc_buf *b, const char *s) {
+  mkc_buf_put(b, "\"");
+  for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+    if (*c < 0x80)
+      put_char(b, *c);
+    else
+      mkc_buf_put_n(b, (const char *)c, 1); /* UTF-8 as it is */
+  mkc_buf_put(b, "\"");
+}
+
 /* The string s[i..close): its escapes decoded, written again as Python does. */
 static void put_string(mkc_buf *b, const char *s, size_t i, size_t close) {
   mkc_buf_put(b, "\"");

@@ -33,6 +33,11 @@ char *mkc_json_compact(const char *s, size_t n);
  * one JSON value (or out of memory). */
 char *mkc_json_python(const char *s, size_t n, int indent);
 
+/* The text s (UTF-8) as a JSON string, as Python's json.dumps writes it
+ * (ensure_ascii=False): quoted, \" \\ \n \r \t \b \f, other control
+ * characters as \u00xx, every other byte as it is. */
+void mkc_json_string(mkc_buf *b, const char *s);
+
 /* repr() of a float, as Python writes it (json.dumps writes floats so):
  * the fewest digits that read back as x, positional when the decimal
  * exponent is in -4..15 (with ".0" when whole), else d.ddde+XX; Infinity,
