@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "serve/http.h"
+#include "util/json_text.h"
 
 const char *mkc_answer_finish(const mkc_answer *g) {
   return g->calls.n ? "tool_calls" : g->eog || g->hit_stop ? "stop" : "length";
@@ -70,8 +71,6 @@ static int cut_at_stop(mkc_answer *g, size_t from) {
   return 1;
 }
 
-static int is_blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
 /* The longest end of the text that begins s: held back from the stream
  * until the next piece says whether it is s. */
 static size_t hold_for(const mkc_answer *g, const char *s, size_t hold) {
@@ -91,7 +90,7 @@ static size_t held_back(const mkc_answer *g) {
   for (int k = 0; k < g->r->n_stop; k++) hold = hold_for(g, g->r->stop[k], hold);
   if (g->tools == MKC_TOOLS_LLAMA3) {
     size_t lead = 0;
-    while (lead < g->len && is_blank(g->text[lead])) lead++;
+    while (lead < g->len && mkc_json_space(g->text[lead])) lead++;
     return lead == g->len || g->text[lead] == '{' ? g->len : hold;
   }
   if (g->tools != MKC_TOOLS_QWEN) return hold;
@@ -99,7 +98,7 @@ static size_t held_back(const mkc_answer *g) {
   const char *call = strstr(g->text + g->sent, MKC_TOOL_CALL_OPEN);
   if (call) hold = g->len - (size_t)(call - g->text);
   hold = hold_for(g, MKC_TOOL_CALL_OPEN, hold);
-  while (hold < g->len && is_blank(g->text[g->len - hold - 1])) hold++;
+  while (hold < g->len && mkc_json_space(g->text[g->len - hold - 1])) hold++;
   return hold;
 }
 

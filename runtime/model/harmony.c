@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "util/json_text.h"
+
 static int find(const mkc_tokenizer *tok, const char *name) {
   return mkc_tokenizer_find(tok, name, strlen(name));
 }
@@ -37,8 +39,6 @@ static int read_recipient(mkc_harmony *h) {
   return 1;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 /* The opening's text (held, then this piece): still possibly a recipient
  * (blanks, then a start of "to=", or "to=" and a name)? Else it is given
  * back as reply, all of it: *text, *n moved to it. */
@@ -49,7 +49,7 @@ static int opening_text(mkc_harmony *h, const char **text, size_t *n) {
     h->n_head += *n;
   }
   size_t i = 0;
-  while (i < h->n_head && is_space(h->head[i])) i++;
+  while (i < h->n_head && mkc_json_space(h->head[i])) i++;
   size_t rest = h->n_head - i;
   const char *t = h->head + i;
   int may_be = fits && (rest < 3 ? memcmp(t, "to=", rest) == 0

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "chat_template.h"
+#include "util/json_text.h"
 
 static int find(const mkc_tokenizer *tok, const char *s) {
   return mkc_tokenizer_find(tok, s, strlen(s));
@@ -23,8 +24,6 @@ int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok) {
   return r->open >= 0 && r->close >= 0 ? 0 : -1;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n) {
   int part;
   if (r->harmony) {
@@ -39,7 +38,7 @@ int mkc_reasoning_push(mkc_reasoning *r, int id, const char **text, size_t *n) {
   }
   if (part == MKC_PART_HEADER) return part;
   if (r->opening) {
-    while (*n && is_space(**text)) ++*text, --*n;
+    while (*n && mkc_json_space(**text)) ++*text, --*n;
     if (*n) r->opening = 0;
   }
   return part;

@@ -11,14 +11,12 @@
 
 #define CLOSE "</tool_call>"
 
-static int is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 /* s[0..n) as one JSON object, whitespace around it aside (cJSON's, freed
  * by the caller); NULL when it is anything else. */
 static cJSON *whole_object(const char *s, size_t n) {
   const char *end = NULL;
   cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
-  while (o && end < s + n && is_space(*end)) end++;
+  while (o && end < s + n && mkc_json_space(*end)) end++;
   if (o && (end != s + n || !cJSON_IsObject(o))) {
     cJSON_Delete(o);
     return NULL;
@@ -49,8 +47,8 @@ static int read_call(const char *s, size_t n, const char *args_name, mkc_tool_ca
 /* Llama 3.1's: the reply is the call ("parameters", or "arguments" as some
  * fine-tunes write it). */
 static int read_llama3(const char *text, size_t n, mkc_tool_calls *out) {
-  while (n && is_space(*text)) text++, n--;
-  while (n && is_space(text[n - 1])) n--;
+  while (n && mkc_json_space(*text)) text++, n--;
+  while (n && mkc_json_space(text[n - 1])) n--;
   if (!n || *text != '{') return 0;
   if (!(out->calls = calloc(1, sizeof *out->calls)) || !(out->content = strdup(""))) {
     mkc_tool_calls_free(out);
@@ -92,7 +90,7 @@ int mkc_tool_calls_read(int format, const char *text, size_t n, mkc_tool_calls *
   if (content.oom) goto oom;
   /* its end trimmed: the newlines before and between the blocks are the format's (its start is
    * kept, as a stream has sent it) */
-  while (content.n > 0 && is_space(content.s[content.n - 1])) content.n--;
+  while (content.n > 0 && mkc_json_space(content.s[content.n - 1])) content.n--;
   if (content.s) content.s[content.n] = '\0';
   out->content = content.s ? content.s : strdup("");
   if (!out->content) goto oom;

@@ -9,10 +9,10 @@
 #include "buf.h"
 #include "utf8.h"
 
-static int is_ws(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+int mkc_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 static size_t skip_ws(const char *s, size_t n, size_t i) {
-  while (i < n && is_ws(s[i])) i++;
+  while (i < n && mkc_json_space(s[i])) i++;
   return i;
 }
 
@@ -121,7 +121,7 @@ char *mkc_json_compact(const char *s, size_t n) {
   mkc_buf b = {0};
   mkc_buf_put(&b, "");
   for (size_t i = 0; i < end;) {
-    if (is_ws(s[i])) {
+    if (mkc_json_space(s[i])) {
       i++;
     } else if (s[i] == '"') {
       size_t close = skip_string(s, n, i);

@@ -10,6 +10,10 @@
 
 #include "buf.h"
 
+/* Whether c is JSON's whitespace (space, tab, newline, carriage return),
+ * which is also what the chat formats put around their tags. */
+int mkc_json_space(char c);
+
 /* The value at s[0..n) (leading whitespace skipped): its length from s,
  * whitespace before it included; 0 when it is not one JSON value. */
 size_t mkc_json_skip(const char *s, size_t n);
