@@ -85,6 +85,7 @@ static const struct {
     {"--api-key", offsetof(mkc_cli, api_key)},
     {"--api-key-file", offsetof(mkc_cli, api_key_file)},
     {"--pooling", offsetof(mkc_cli, pooling)},
+    {"--format", offsetof(mkc_cli, format)},
 };
 
 /* Flags that take no value: present sets the int to 1. */

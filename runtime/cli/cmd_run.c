@@ -13,6 +13,7 @@
 #include "draft_source.h"
 #include "exec/decode.h"
 #include "interrupt.h"
+#include "json_format.h"
 #include "loaded.h"
 #include "logprobs.h"
 #include "model/reasoning.h"
@@ -45,6 +46,10 @@ static const char USAGE[] =
     "  --ignore-eos           go on past end-of-generation tokens\n"
     "  --no-display-prompt    print only the completion\n"
     "  --json                 one JSON line per generated token on stdout instead\n"
+    "  --format json          the answer is a JSON object: each token is chosen on the\n"
+    "                         host among those that keep it valid JSON (the sampling\n"
+    "                         options apply to them), and generation ends with the\n"
+    "                         object; one token per step (no drafts)\n"
     "  --logprobs N           each token's log-probability and the N (1..20) most\n"
     "                         likely at its place, computed in the kernel (on stderr,\n"
     "                         or in the JSON lines)\n"
@@ -208,11 +213,11 @@ static int check_batch_flags(const mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
-  if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
-      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
+  if (c->chat || c->json || c->format || c->logprobs || c->rounds || c->kernel_dir ||
+      c->draft_adaptive || c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
-              "--reasoning-budget, --json, "
+              "--reasoning-budget, --json, --format, "
               "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
@@ -236,6 +241,16 @@ static int check_flags(const mkc_cli *c) {
       !c->prompt && !c->prompt_file)
     return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template, --reasoning-effort and "
                                      "--reasoning-budget need a text prompt (-p or -f)");
+  if (c->format && strcmp(c->format, "json") != 0)
+    return mkc_cli_usage_error("run: --format '%s': the one format is json", c->format);
+  if (c->format && (!c->model_path || c->prompt_ids))
+    return mkc_cli_usage_error("%s", "run: --format json needs the model's tokenizer: -m with -p "
+                                     "or -f");
+  if (c->format && (c->draft_max || c->draft_adaptive || c->draft_layers || c->draft_model_path ||
+                    c->draft_head || c->rounds > 1))
+    return mkc_cli_usage_error("%s", "run: --format json chooses each token on the host, one per "
+                                     "step: drop the drafting flags (--draft-max, --draft-layers, "
+                                     "-md, --draft-head, --draft-adaptive, --rounds)");
   int rc = mkc_cli_check_model(c, "run");
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
@@ -357,7 +372,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--draft-adaptive --prompt-ids --backend --ubatch "
       "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
       "--system-prompt --chat-template --reasoning-effort --reasoning-budget --ignore-eos "
-      "--no-display-prompt --json "
+      "--no-display-prompt --json --format "
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
@@ -373,6 +388,7 @@ int mkc_cmd_run(int argc, char **argv) {
 
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
+  mkc_constraint *constraint = NULL;
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
@@ -410,6 +426,17 @@ int mkc_cmd_run(int argc, char **argv) {
                  .logprobs = sampling.logprobs};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
+  mkc_reasoning probe;
+  if (c.format && mkc_reasoning_init(&probe, family, m.file.tok) == 0 &&
+      (family == MKC_CHAT_GPT_OSS || !c.no_reasoning)) {
+    fprintf(stderr,
+            "mkc: error: --format json: this model reasons before it answers, and the "
+            "reasoning is not JSON%s\n",
+            family == MKC_CHAT_GPT_OSS ? "" : " (--reasoning-budget 0 turns it off)");
+    goto done;
+  }
+  if (c.format && !(constraint = mkc_json_format_open(m.file.tok))) goto done;
+  if (constraint) mkc_constraint_start(constraint, 1, seed);
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
@@ -428,7 +455,8 @@ int mkc_cmd_run(int argc, char **argv) {
                        .interrupted = &mkc_interrupted,
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,
-                       .ctx = &text};
+                       .ctx = &text,
+                       .constraint = constraint};
   if (text.tok && !c.json) {
     mkc_detok_init(&text.detok, text.tok, 0);
     /* The prompt as the model reads it, then the completion: one stream, so a
@@ -459,6 +487,7 @@ int mkc_cmd_run(int argc, char **argv) {
               sampling.temp > 0 ? &seed : NULL);
   rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
+  mkc_constraint_close(constraint);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   free(prompt);

@@ -22,6 +22,7 @@
 #include "draft_source.h"
 #include "exec/decode.h"
 #include "interrupt.h"
+#include "json_format.h"
 #include "loaded.h"
 #include "exec/embed.h"
 #include "serve/api.h"
@@ -52,9 +53,11 @@ static const char USAGE[] =
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
-    "usage); logit_bias and a response_format other than text are refused, not\n"
-    "ignored. A chat's tools (the qwen2.5, qwen3, llama3.1 and gpt-oss templates')\n"
-    "come back as tool_calls; tool_choice is auto or none (a forced call is\n"
+    "usage); response_format {\"type\": \"json_object\"} (ollama's format \"json\")\n"
+    "constrains the answer to a JSON object, as run --format json does (not with\n"
+    "--parallel); logit_bias and JSON schemas are refused, not ignored. A\n"
+    "chat's tools (the qwen2.5, qwen3, llama3.1 and gpt-oss templates') come\n"
+    "back as tool_calls; tool_choice is auto or none (a forced call is\n"
     "refused). A field not given is this command's option (the same defaults\n"
     "as run: greedy unless --temp). A request that shares its first tokens\n"
     "with the one before feeds only the rest (--parallel: the full KV pages of\n"
@@ -114,6 +117,13 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
+  if (r->json_format && !sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) {
+    free(out);
+    refuse(r, fd, 500, "JSON output could not be set up (the server's log says why)");
+    return 0;
+  }
+  if (r->json_format)
+    mkc_constraint_start(sv->json, 1, (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
   if (r->stream) mkc_answer_stream_start(g);
   mkc_decode_opts d = {.draft_max = sv->c->draft_max,
                        .adaptive = sv->c->draft_adaptive,
@@ -126,7 +136,8 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
                        .on_token = mkc_answer_on_token,
                        .on_logprobs = mkc_answer_on_logprobs,
                        .ctx = g,
-                       .interrupted = &mkc_interrupted};
+                       .interrupted = &mkc_interrupted,
+                       .constraint = r->json_format ? sv->json : NULL};
   mkc_decode_stats st;
   int rc =
       g->gone ? 0
@@ -138,6 +149,7 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   int pos = mkc_session_pos(sv->m->s);
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
   sv->n_valid = rc != 0 || g->gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
+  g->complete = rc == 0 && st.complete;
   if (rc == 0) mkc_answer_flush(g);
   g->context = held, g->n_context = sv->n_held;
   int interrupted = mkc_interrupted;
@@ -633,6 +645,7 @@ int mkc_cmd_serve(int argc, char **argv) {
 done:
   if (fd >= 0) close(fd);
   free(sv.held);
+  mkc_constraint_close(sv.json);
   for (int k = 0; k < sv.n_keys; k++) free(sv.keys[k]);
   free(sv.keys);
   mkc_sched_close(sv.sched);

@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "draft_source.h"
 #include "exec/batch.h"
+#include "exec/constrain.h"
 #include "loaded.h"
 #include "serve/api.h"
 #include "serve/http.h"
@@ -46,6 +47,9 @@ typedef struct mkc_server {
   /* one request at a time: the tokens the session has read, in order */
   int *held;
   int n_held, n_valid;
+  /* requests with format json: the vocabulary sorted for the constraint (the first such
+   * request opens it) */
+  mkc_constraint *json;
   /* answered connections still draining what their clients send (serve_loop.c) */
   struct {
     int fd;

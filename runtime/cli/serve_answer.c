@@ -10,7 +10,7 @@
 #include "util/json_text.h"
 
 const char *mkc_answer_finish(const mkc_answer *g) {
-  return g->calls.n ? "tool_calls" : g->eog || g->hit_stop ? "stop" : "length";
+  return g->calls.n ? "tool_calls" : g->eog || g->hit_stop || g->complete ? "stop" : "length";
 }
 
 int mkc_respond_json(int fd, int status, cJSON *o) {

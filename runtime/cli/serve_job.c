@@ -164,6 +164,34 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
   return all;
 }
 
+/* Whether a request for JSON output cannot have it here: why, then 1. */
+static int json_format_refused(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap) {
+  const char *field = r->ollama ? "format" : "response_format";
+  int templated = r->chat || (r->ollama && !r->raw);
+  int reasons =
+      templated && sv->family >= 0 && mkc_chat_reasons(sv->family) &&
+      (sv->family == MKC_CHAT_GPT_OSS || !(r->think == 0 || (r->think < 0 && sv->c->no_reasoning)));
+  if (!sv->m->file.tok)
+    snprintf(why, cap, "%s: JSON output needs a model with a tokenizer (this one answers ids)",
+             field);
+  else if (sv->sched)
+    snprintf(why, cap,
+             "%s: JSON output is chosen on the host a token at a time: not on a server started "
+             "with --parallel (the slot kernel's steps choose their own)",
+             field);
+  else if (r->n_tools)
+    snprintf(why, cap, "%s: JSON output and tools together are not offered", field);
+  else if (reasons)
+    snprintf(why, cap, "%s: this model reasons before it answers, and its reasoning is not JSON%s",
+             field,
+             sv->family == MKC_CHAT_GPT_OSS ? ""
+             : r->ollama                    ? " (\"think\": false turns it off)"
+                         : " (chat_template_kwargs.enable_thinking false turns it off)");
+  else
+    return 0;
+  return 1;
+}
+
 /* A seed for a request that gives none: the command's --seed, else a new one. */
 static void draw_seed(const mkc_server *sv, mkc_sampling *o) {
   if (sv->fixed_seed) return;
@@ -206,6 +234,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
                            "rounds keeps only its last round's)");
     return 400;
   }
+  if (r->json_format && json_format_refused(sv, r, why, cap)) return 400;
   j->opt = mkc_api_sampling(r, sv->base);
   /* the kernel computes them when asked for at least one (the token's own comes with it) */
   j->opt.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
@@ -240,6 +269,7 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
          : interrupted ? "interrupted (Ctrl-C)"
          : g->eog      ? "end of generation"
          : g->hit_stop ? "a stop string"
+         : g->complete ? "the JSON object is whole"
          : full        ? "context full"
                        : "max_tokens reached";
 }

@@ -41,6 +41,30 @@ static int emit(mkc_session *s, const mkc_decode_opts *o, int i, int id, int *ou
   return stats->stopped;
 }
 
+/* The constrained choice from the logits after input t of the last step,
+ * recorded as emit does; -1 after a message. */
+static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int *out, int *hist,
+                            int *n_hist, mkc_decode_stats *stats) {
+  const float *logits = mkc_session_logits(s, t);
+  const mkc_sampling *so = mkc_session_sampling(s);
+  float lp = 0, lps[MKC_LOGPROBS_MAX];
+  int id, ids[MKC_LOGPROBS_MAX];
+  if (!logits) {
+    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
+    return -1;
+  }
+  if (mkc_constraint_choose(o->constraint, logits, mkc_session_graph(s)->vocab, hist, *n_hist, so,
+                            &id, &lp, ids, lps) != 0 ||
+      mkc_constraint_accept(o->constraint, id) != 0)
+    return -1;
+  out[stats->generated++] = id;
+  hist[(*n_hist)++] = id;
+  if (o->on_logprobs && so->logprobs > 0) o->on_logprobs(o->ctx, id, lp, ids, lps, so->logprobs);
+  if (o->on_token && o->on_token(o->ctx, id)) stats->stopped = 1;
+  stats->complete = mkc_constraint_done(o->constraint);
+  return 0;
+}
+
 /* The target's step time split in two: what its steps would have cost with
  * one input each (the mean one-input step's), and the rest, the drafts'
  * verification; no one-input step measured: all of it is target's. */
@@ -174,6 +198,13 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   int n_hist = n_prompt, in[MKC_CHUNK_CAP], rc = 0;
   mkc_step_result r;
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
+  mkc_decode_opts plain;
+  if (o->constraint) { /* one input a step, chosen on the host */
+    plain = *o;
+    plain.draft_max = plain.adaptive = plain.rounds = plain.draft_layers = 0;
+    o = &plain;
+    draft_max = 0;
+  }
   mkc_depth depth;
   mkc_depth_init(&depth, o->draft_min < draft_max ? o->draft_min : draft_max, draft_max);
   mkc_gate gate;
@@ -207,10 +238,15 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     memcpy(in, prompt + pos, (size_t)T * sizeof *in);
     if (step_or_fail(s, in, T, T - 1, &r) != 0) goto fail;
     stats->steps++;
-    if (pos + T == n_prompt && n_gen > 0) emit(s, o, 0, r.out[0], out, hist, &n_hist, stats);
+    if (pos + T == n_prompt && n_gen > 0) {
+      if (!o->constraint)
+        emit(s, o, 0, r.out[0], out, hist, &n_hist, stats);
+      else if (emit_constrained(s, o, T - 1, out, hist, &n_hist, stats) != 0)
+        goto fail;
+    }
   }
   stats->prompt_seconds = mkc_seconds() - t0;
-  while (stats->generated < n_gen && !stats->stopped) {
+  while (stats->generated < n_gen && !stats->stopped && !stats->complete) {
     if (o->interrupted && *o->interrupted) {
       stats->stopped = 1;
       break;
@@ -238,6 +274,10 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     }
     if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
     stats->launches++;
+    if (o->constraint) {
+      r.n_out = 0; /* the kernel's choice is set aside */
+      if (emit_constrained(s, o, 0, out, hist, &n_hist, stats) != 0) goto fail;
+    }
     double t_target = mkc_session_step_seconds(s), t_verdict = mkc_seconds();
     if (k > 0 && mkc_drafter_accepted(drafter, r.n_accepted) != 0) goto fail;
     t_draft += mkc_seconds() - t_verdict;

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 
+#include "constrain.h"
 #include "draft.h"
 #include "session.h"
 
@@ -21,6 +22,7 @@ typedef struct mkc_decode_stats {
   int generated;          /* tokens written to out */
   int ctx_full;           /* generation stopped because the context was full */
   int stopped;            /* generation stopped because on_token said so */
+  int complete;           /* generation stopped because the constrained document was whole */
   int fed;                /* prompt tokens the kernel processed (the rest were cached) */
   int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
   double prompt_seconds;  /* wall time until the prompt was in the cache */
@@ -84,6 +86,13 @@ typedef struct mkc_decode_opts {
    * with the token's log-probability and the n most likely tokens at its
    * place (mkc_session_logprobs). May be NULL. */
   void (*on_logprobs)(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
+  /* Constrained output (exec/constrain.h; the caller starts its document):
+   * every token is chosen on the host from its step's logits, among those
+   * that keep the answer JSON, by the session's sampling options; one input
+   * a step (no drafts, no rounds: they would be the kernel's choices), and
+   * generation ends, with stats->complete, once the document is whole.
+   * NULL: none. */
+  mkc_constraint *constraint;
 } mkc_decode_opts;
 
 /* Whether o->rounds can be had with these options and session: 0, or -1

@@ -41,10 +41,10 @@ static int check_args(const float *logits, int vocab, const int *window, int n_w
   return 0;
 }
 
-/* pen[vocab]: the logits after the penalties. A token is penalized once, at
- * its first occurrence in the counted span, with its count over the span. */
-static void penalize(const float *logits, int vocab, const int *window, int n_window,
-                     const mkc_sampling *o, double *pen) {
+/* A token is penalized once, at its first occurrence in the counted span,
+ * with its count over the span. */
+void mkc_sampler_ref_penalize(const float *logits, int vocab, const int *window, int n_window,
+                              const mkc_sampling *o, double *pen) {
   for (int i = 0; i < vocab; i++) pen[i] = logits[i];
   int n = n_window < o->repeat_last_n ? n_window : o->repeat_last_n;
   const int *span = window + n_window - n;
@@ -100,7 +100,7 @@ int mkc_sampler_ref_probs(const float *logits, int vocab, const int *window, int
     free(c);
     return bad("out of memory for the vocabulary", vocab);
   }
-  penalize(logits, vocab, window, n_window, o, pen);
+  mkc_sampler_ref_penalize(logits, vocab, window, n_window, o, pen);
   for (int i = 0; i < vocab; i++) c[i] = (candidate){pen[i], i}, probs[i] = 0;
   qsort(c, (size_t)vocab, sizeof *c, by_logit);
   if (o->temp <= 0) {
@@ -124,7 +124,7 @@ int mkc_sampler_ref_probs(const float *logits, int vocab, const int *window, int
 int mkc_sampler_ref_logprobs(const float *logits, int vocab, const int *window, int n_window,
                              const mkc_sampling *o, double *logprobs) {
   if (check_args(logits, vocab, window, n_window, o)) return -1;
-  penalize(logits, vocab, window, n_window, o, logprobs);
+  mkc_sampler_ref_penalize(logits, vocab, window, n_window, o, logprobs);
   double temp = o->temp > 0 ? o->temp : 1, top = -INFINITY, sum = 0;
   for (int i = 0; i < vocab; i++) top = fmax(top, logprobs[i]);
   for (int i = 0; i < vocab; i++) sum += exp((logprobs[i] - top) / temp);

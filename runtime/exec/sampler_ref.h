@@ -27,6 +27,10 @@
 
 #include "mkc_state.h"
 
+/* pen[vocab]: the logits after the penalties (the chain's first link). */
+void mkc_sampler_ref_penalize(const float *logits, int vocab, const int *window, int n_window,
+                              const mkc_sampling *o, double *pen);
+
 /* probs[vocab]: the probability of each token. Returns 0, or -1 on bad
  * arguments (a message on stderr, probs untouched). */
 int mkc_sampler_ref_probs(const float *logits, int vocab, const int *window, int n_window,

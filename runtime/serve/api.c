@@ -394,10 +394,16 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0)
+    const char *t = cJSON_IsString(type) ? type->valuestring : "";
+    if (strcmp(t, "json_schema") == 0)
       return bad(why, cap,
-                 "response_format: only {\"type\": \"text\"} (constrained JSON output is not "
-                 "offered)");
+                 "response_format: json_schema is not offered yet ({\"type\": "
+                 "\"json_object\"} is: any JSON object)");
+    if (strcmp(t, "text") != 0 && strcmp(t, "json_object") != 0)
+      return bad(why, cap,
+                 "response_format: {\"type\": \"text\"} or {\"type\": "
+                 "\"json_object\"}");
+    r->json_format = strcmp(t, "json_object") == 0;
   }
   return 0;
 }
@@ -465,9 +471,14 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
  * stop in "options"; a stream unless "stream": false. */
 static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   if (r->chat ? read_messages(root, r, why, cap) : read_generate(root, r, why, cap)) return -1;
+  /* format: "json" (a JSON object), or a JSON schema (not yet) */
   const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (format && !cJSON_IsNull(format) && !(cJSON_IsString(format) && !*format->valuestring))
-    return bad(why, cap, "format: constrained output (JSON, schemas) is not offered");
+  if (cJSON_IsObject(format))
+    return bad(why, cap, "format: a JSON schema is not offered yet (\"json\" is: any JSON object)");
+  if (format && !cJSON_IsNull(format) &&
+      !(cJSON_IsString(format) && (!*format->valuestring || !strcmp(format->valuestring, "json"))))
+    return bad(why, cap, "format: \"json\" (or a JSON schema, not offered yet)");
+  r->json_format = cJSON_IsString(format) && *format->valuestring;
   if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */

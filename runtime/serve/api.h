@@ -57,6 +57,9 @@ typedef struct mkc_api_req {
    * (-1: not given) */
   const char *reasoning_effort;
   int think;
+  /* ollama's format "json", OpenAI's response_format json_object: the
+   * answer is constrained to a JSON object (exec/constrain.h) */
+  int json_format;
   int *context;
   int n_context;
   void *root;       /* the cJSON tree */

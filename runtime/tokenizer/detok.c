@@ -135,6 +135,17 @@ size_t mkc_detok_flush(mkc_detok *d, char *out, size_t cap) {
   return 3;
 }
 
+const char *mkc_tokenizer_pieces(const mkc_tokenizer *t, const uint32_t **off) {
+  *off = t->piece_off;
+  return t->piece;
+}
+
+int mkc_tokenizer_is_text(const mkc_tokenizer *t, int id) {
+  if (id < 0 || id >= t->n_vocab || t->eog[id]) return 0;
+  int type = t->type[id];
+  return type != MKC_TOK_CONTROL && type != MKC_TOK_UNKNOWN && type != MKC_TOK_UNUSED;
+}
+
 char *mkc_tokenizer_decode(const mkc_tokenizer *t, const int *ids, int n, int show_special) {
   size_t len = 0, cap = 256;
   char *text = malloc(cap), chunk[MKC_DETOK_MAX];

@@ -9,6 +9,7 @@
 #define MKC_TOKENIZER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "formats/gguf.h"
 
@@ -92,6 +93,14 @@ size_t mkc_detok_push(mkc_detok *d, int id, char *out, size_t cap);
 size_t mkc_detok_push_shown(mkc_detok *d, int id, char *out, size_t cap);
 /* Ends the stream: a character still incomplete comes out as U+FFFD. */
 size_t mkc_detok_flush(mkc_detok *d, char *out, size_t cap);
+
+/* What every token prints, back to back: token id's bytes are
+ * pieces[(*off)[id] .. (*off)[id + 1]) (byte-level BPE's bytes, SentencePiece's
+ * spaces and bytes; a control token's text). */
+const char *mkc_tokenizer_pieces(const mkc_tokenizer *t, const uint32_t **off);
+/* Whether token id is text an answer may hold: not a control, unknown or
+ * unused token (which print nothing) and not one that ends generation. */
+int mkc_tokenizer_is_text(const mkc_tokenizer *t, int id);
 
 /* ids[0..n) -> malloc'd NUL-terminated text (the detokenizer, flushed), or
  * NULL when out of memory. */

@@ -1,0 +1,267 @@
+/* Constrained output (constrain.h). The tokens are kept sorted by their
+ * text, so finding every token that may come next walks the vocabulary as a
+ * trie: a token's bytes are read on from the state its common prefix with
+ * the token before it reached, and a byte the JSON refuses rules out every
+ * token after it that shares that prefix. */
+#include "constrain.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sampler_ref.h"
+#include "util/json_accept.h"
+#include "util/rng.h"
+
+struct mkc_constraint {
+  int n;                /* tokens */
+  char *bytes;          /* their texts back to back */
+  uint32_t *off;        /* [n + 1] */
+  uint8_t *plain;       /* [n] 1: a token the answer's text may hold */
+  int n_sorted;         /* the plain tokens with text, in the order of their texts */
+  int *order;           /* [n_sorted] their ids */
+  uint32_t *lcp;        /* [n_sorted] bytes in common with the token before in that order */
+  mkc_json_acc *states; /* [longest + 1]: the states along the walk's current token */
+  mkc_json_acc now;     /* after the answer so far */
+  uint64_t rng;         /* the draws' state */
+  /* per step, sized to the logits */
+  int cap;
+  uint8_t *allowed;
+  int *ids, *index; /* the allowed ids ascending; an id's place among them (-1: none) */
+  float *kept;      /* their logits */
+  double *pen, *probs;
+};
+
+static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
+
+typedef struct text_ref {
+  const char *p;
+  uint32_t n;
+  int id;
+} text_ref;
+
+static int by_text(const void *a, const void *b) {
+  const text_ref *x = a, *y = b;
+  int c = memcmp(x->p, y->p, x->n < y->n ? x->n : y->n);
+  if (c) return c;
+  return x->n != y->n ? (x->n < y->n ? -1 : 1) : (x->id > y->id) - (x->id < y->id);
+}
+
+mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
+  mkc_constraint *c = calloc(1, sizeof *c);
+  size_t total = v->n > 0 ? v->off[v->n] : 0;
+  text_ref *refs = malloc(((size_t)v->n + 1) * sizeof *refs);
+  if (!c || !refs || !(c->bytes = malloc(total + 1)) ||
+      !(c->off = malloc(((size_t)v->n + 1) * sizeof *c->off)) ||
+      !(c->plain = calloc((size_t)v->n + 1, 1)) ||
+      !(c->order = malloc(((size_t)v->n + 1) * sizeof *c->order)) ||
+      !(c->lcp = malloc(((size_t)v->n + 1) * sizeof *c->lcp))) {
+    no_memory();
+    free(refs);
+    mkc_constraint_close(c);
+    return NULL;
+  }
+  c->n = v->n;
+  memcpy(c->bytes, v->bytes, total);
+  memcpy(c->off, v->off, ((size_t)v->n + 1) * sizeof *c->off);
+  uint32_t longest = 0;
+  for (int i = 0; i < v->n; i++) {
+    uint32_t n = v->off[i + 1] - v->off[i];
+    if (n == 0 || (v->plain && !v->plain[i])) continue;
+    refs[c->n_sorted++] = (text_ref){c->bytes + c->off[i], n, i};
+    c->plain[i] = 1;
+    if (n > longest) longest = n;
+  }
+  qsort(refs, (size_t)c->n_sorted, sizeof *refs, by_text);
+  for (int k = 0; k < c->n_sorted; k++) {
+    uint32_t l = 0;
+    if (k > 0)
+      while (l < refs[k].n && l < refs[k - 1].n && refs[k].p[l] == refs[k - 1].p[l]) l++;
+    c->order[k] = refs[k].id;
+    c->lcp[k] = l;
+  }
+  free(refs);
+  if (!(c->states = malloc(((size_t)longest + 1) * sizeof *c->states))) {
+    no_memory();
+    mkc_constraint_close(c);
+    return NULL;
+  }
+  mkc_constraint_start(c, 1, 0);
+  return c;
+}
+
+void mkc_constraint_close(mkc_constraint *c) {
+  if (!c) return;
+  free(c->bytes);
+  free(c->off);
+  free(c->plain);
+  free(c->order);
+  free(c->lcp);
+  free(c->states);
+  free(c->allowed);
+  free(c->ids);
+  free(c->index);
+  free(c->kept);
+  free(c->pen);
+  free(c->probs);
+  free(c);
+}
+
+void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed) {
+  mkc_json_acc_init(&c->now, object_only);
+  c->rng = seed;
+}
+
+/* The state after token id's text from a, or -1 when the JSON refuses it
+ * or the token is not plain text. */
+static int read_token(const mkc_constraint *c, int id, mkc_json_acc *a) {
+  if (id < 0 || id >= c->n || !c->plain[id]) return -1;
+  return mkc_json_acc_text(a, c->bytes + c->off[id], c->off[id + 1] - c->off[id]);
+}
+
+int mkc_constraint_allowed(const mkc_constraint *c, int id) {
+  mkc_json_acc a = c->now;
+  return read_token(c, id, &a) == 0;
+}
+
+int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
+  memset(allowed, 0, (size_t)n_logits);
+  c->states[0] = c->now;
+  /* states[0..have] hold the states after the previous token's first bytes;
+   * refused >= 0: its byte at that index was refused */
+  uint32_t have = 0;
+  long refused = -1;
+  int count = 0;
+  for (int k = 0; k < c->n_sorted; k++) {
+    uint32_t l = c->lcp[k];
+    if (refused >= 0 && l > (uint32_t)refused) continue; /* it begins with the refused bytes */
+    refused = -1;
+    if (have > l) have = l;
+    int id = c->order[k];
+    const char *p = c->bytes + c->off[id];
+    uint32_t n = c->off[id + 1] - c->off[id], j = have;
+    for (; j < n; j++) {
+      c->states[j + 1] = c->states[j];
+      if (mkc_json_acc_byte(&c->states[j + 1], (unsigned char)p[j]) != 0) break;
+    }
+    have = j;
+    if (j < n)
+      refused = j;
+    else if (id < n_logits)
+      allowed[id] = 1, count++;
+  }
+  return count;
+}
+
+static int grow(mkc_constraint *c, int n) {
+  if (n <= c->cap) return 0;
+  free(c->allowed), free(c->ids), free(c->index), free(c->kept), free(c->pen), free(c->probs);
+  c->allowed = malloc((size_t)n);
+  c->ids = malloc((size_t)n * sizeof *c->ids);
+  c->index = malloc((size_t)n * sizeof *c->index);
+  c->kept = malloc((size_t)n * sizeof *c->kept);
+  c->pen = malloc((size_t)n * sizeof *c->pen);
+  c->probs = malloc((size_t)n * sizeof *c->probs);
+  c->cap = c->allowed && c->ids && c->index && c->kept && c->pen && c->probs ? n : 0;
+  if (!c->cap) no_memory();
+  return c->cap ? 0 : -1;
+}
+
+/* Greedy without the whole mask: the best tokens by penalized logit, tried
+ * in turn; the first the JSON takes is the constrained argmax. -1 when none
+ * of the first few is (the caller then masks the vocabulary). */
+static int greedy_first(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                        int n_window, const mkc_sampling *o) {
+  mkc_sampler_ref_penalize(logits, n_logits, window, n_window, o, c->pen);
+  for (int tries = 0; tries < 32; tries++) {
+    int best = -1;
+    for (int i = 0; i < n_logits; i++) /* ties: the lower id, as the oracle orders them */
+      if (c->pen[i] != -INFINITY && (best < 0 || c->pen[i] > c->pen[best])) best = i;
+    if (best < 0) return -1;
+    if (mkc_constraint_allowed(c, best)) return best;
+    c->pen[best] = -INFINITY;
+  }
+  return -1;
+}
+
+/* The top n of lp[0..m) (ids[] their tokens, ascending) into out_ids,
+ * out_lps: higher first, ties by lower id; -1 past m. */
+static void top_n(const double *lp, const int *ids, int m, int n, int *out_ids, float *out_lps) {
+  double best[MKC_LOGPROBS_MAX];
+  int filled = 0;
+  for (int k = 0; k < n; k++) out_ids[k] = -1, out_lps[k] = -INFINITY;
+  for (int i = 0; i < m; i++) {
+    if (filled == n && !(lp[i] > best[n - 1])) continue;
+    int k = filled < n ? filled++ : n - 1;
+    for (; k > 0 && lp[i] > best[k - 1]; k--) /* an equal one before has the lower id */
+      best[k] = best[k - 1], out_ids[k] = out_ids[k - 1], out_lps[k] = out_lps[k - 1];
+    best[k] = lp[i], out_ids[k] = ids[i], out_lps[k] = (float)lp[i];
+  }
+}
+
+int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                          int n_window, const mkc_sampling *o_in, int *id, float *lp, int *ids,
+                          float *lps) {
+  if (grow(c, n_logits) != 0) return -1;
+  for (int i = 0; i < n_window; i++)
+    if (window[i] < 0 || window[i] >= n_logits) {
+      fprintf(stderr, "mkc: error: constrained output: token %d is outside the vocabulary\n",
+              window[i]);
+      return -1;
+    }
+  mkc_sampling o = *o_in;
+  if (!(o.repeat_penalty > 0)) o.repeat_penalty = 1; /* zeroed options: off */
+  if (o.temp <= 0 && o.logprobs <= 0 &&
+      (*id = greedy_first(c, logits, n_logits, window, n_window, &o)) >= 0)
+    return 0;
+  int m = mkc_constraint_mask(c, c->allowed, n_logits);
+  if (m == 0) {
+    fprintf(stderr, "mkc: error: constrained output: no token of the vocabulary continues the "
+                    "JSON here\n");
+    return -1;
+  }
+  /* the allowed tokens alone, renumbered; the window's counted span too
+   * (cut to its last repeat_last_n first, so dropping the others moves nothing) */
+  m = 0;
+  for (int i = 0; i < n_logits; i++) {
+    c->index[i] = c->allowed[i] ? m : -1;
+    if (c->allowed[i]) c->ids[m] = i, c->kept[m++] = logits[i];
+  }
+  int span = n_window < o.repeat_last_n ? n_window : o.repeat_last_n, n_span = 0;
+  int *spanned = malloc(((size_t)span + 1) * sizeof *spanned);
+  if (!spanned) {
+    no_memory();
+    return -1;
+  }
+  for (int i = n_window - span; i < n_window; i++)
+    if (c->index[window[i]] >= 0) spanned[n_span++] = c->index[window[i]];
+  int rc = mkc_sampler_ref_probs(c->kept, m, spanned, n_span, &o, c->probs);
+  int pick = -1;
+  if (rc == 0) {
+    /* u in [0, 1): 53 random bits */
+    double u = (double)(mkc_splitmix64(&c->rng) >> 11) * 0x1p-53, cum = 0;
+    for (int i = 0; i < m && pick < 0; i++)
+      if (c->probs[i] > 0 && u < (cum += c->probs[i])) pick = i;
+    for (int i = m - 1; i >= 0 && pick < 0; i--) /* rounding left u past the sum */
+      if (c->probs[i] > 0) pick = i;
+  }
+  if (rc == 0 && o.logprobs > 0 &&
+      (rc = mkc_sampler_ref_logprobs(c->kept, m, spanned, n_span, &o, c->pen)) == 0) {
+    *lp = (float)c->pen[pick];
+    top_n(c->pen, c->ids, m, o.logprobs, ids, lps);
+  }
+  free(spanned);
+  if (rc != 0) return -1;
+  *id = c->ids[pick];
+  return 0;
+}
+
+int mkc_constraint_accept(mkc_constraint *c, int id) {
+  mkc_json_acc a = c->now;
+  if (read_token(c, id, &a) != 0) return -1;
+  c->now = a;
+  return 0;
+}
+
+int mkc_constraint_done(const mkc_constraint *c) { return mkc_json_acc_done(&c->now); }

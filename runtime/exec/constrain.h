@@ -1,0 +1,58 @@
+/* Constrained output: JSON that parses. At each step the token is chosen on
+ * the host from the step's logits, among the tokens whose text keeps the
+ * answer the beginning of a JSON document (util/json_accept.h): the kernel's
+ * own choice is set aside. The choice follows the session's sampling
+ * options exactly as the sampling oracle defines them (exec/sampler_ref.h),
+ * the tokens that cannot continue the JSON first given probability 0:
+ * greedy is the best such token, sampling draws from the distribution
+ * renormalized over them. Generation ends when the document is whole. */
+#ifndef MKC_CONSTRAIN_H
+#define MKC_CONSTRAIN_H
+
+#include <stdint.h>
+
+#include "mkc_state.h"
+
+/* The text of each token, as the answer prints it. */
+typedef struct mkc_vocab_text {
+  int n;                /* tokens: ids 0..n-1 */
+  const char *bytes;    /* their texts back to back */
+  const uint32_t *off;  /* [n + 1]: token i is bytes[off[i] .. off[i + 1]) */
+  const uint8_t *plain; /* [n]: 0 for a token an answer's text may not hold (control tokens) */
+} mkc_vocab_text;
+
+typedef struct mkc_constraint mkc_constraint;
+
+/* The vocabulary's tokens sorted by their text, once per model (v's arrays
+ * are copied). NULL after a message. */
+mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v);
+void mkc_constraint_close(mkc_constraint *c);
+
+/* Starts a document: an object (object_only; ollama's format "json",
+ * OpenAI's json_object) or any JSON value. seed: the draws of sampling. */
+void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed);
+
+/* Whether token id (any id; past the vocabulary: no) may come next. */
+int mkc_constraint_allowed(const mkc_constraint *c, int id);
+
+/* allowed[0..n_logits): 1 for the tokens that may come next; their count. */
+int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits);
+
+/* The next token from logits[0..n_logits) of the step, window being the
+ * tokens before it (prompt and answer, oldest first) and o the sampling
+ * options: into *id. With o->logprobs > 0 also its log-probability and the
+ * o->logprobs likeliest tokens (ids -1 past the allowed ones) under the
+ * constrained distribution (temperature and penalties applied, no
+ * truncation, as the kernel reports them). 0, or -1 after a message (no
+ * token of the vocabulary continues the document). */
+int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                          int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
+                          float *lps);
+
+/* Takes token id as the next: 0, or -1 when it may not come next. */
+int mkc_constraint_accept(mkc_constraint *c, int id);
+
+/* Whether the document is whole (generation ends there). */
+int mkc_constraint_done(const mkc_constraint *c);
+
+#endif
