@@ -173,7 +173,7 @@ static void requests(void) {
   CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {\"include_usage\": true}, "
             "\"logit_bias\": {}, \"response_format\": {\"type\": \"text\"}}",
             0, &r, why) == 0 &&
-            r.stream && r.include_usage,
+            r.stream && r.include_usage && !r.json_format,
         "stream_options.include_usage; an empty logit_bias and a text response_format change "
         "nothing and are taken");
   mkc_api_req_free(&r);
@@ -183,8 +183,16 @@ static void requests(void) {
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_schema\"}}", 0, &r, why) ==
                 -1 &&
-            strstr(why, "response_format: only"),
+            strstr(why, "response_format: json_schema is not offered yet"),
         "response_format json_schema refused: %s", why);
+  CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"yaml\"}}", 0, &r, why) == -1 &&
+            strstr(why, "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"}"),
+        "response_format of another type refused: %s", why);
+  CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_object\"}}", 0, &r, why) ==
+                0 &&
+            r.json_format,
+        "response_format json_object: JSON output");
+  mkc_api_req_free(&r);
   CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"reasoning_effort\": "
             "\"high\"}",
             1, &r, why) == 0 &&
@@ -340,6 +348,12 @@ static void requests(void) {
   CHECK(ollama(oc, 1, &r, why) == 0 && r.n_msgs == 1 && r.max_tokens == -1,
         "ollama chat: num_predict -2 (fill the context) is no bound");
   mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"format\": \"json\"}", 0, &r, why) == 0 && r.json_format,
+        "ollama format \"json\": JSON output");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"format\": \"\"}", 0, &r, why) == 0 && !r.json_format,
+        "ollama format \"\": none");
+  mkc_api_req_free(&r);
   static const struct {
     const char *json;
     int chat;
@@ -347,7 +361,10 @@ static void requests(void) {
   } OBAD[] = {
       {"{\"prompt\": 5}", 0, "prompt: expected a string"},
       {"{\"prompt\": \"a\", \"context\": [1, -1]}", 0, "context[1]: expected a token id"},
-      {"{\"prompt\": \"a\", \"format\": \"json\"}", 0, "format: constrained output"},
+      {"{\"prompt\": \"a\", \"format\": {\"type\": \"object\"}}", 0,
+       "format: a JSON schema is not offered yet"},
+      {"{\"prompt\": \"a\", \"format\": \"yaml\"}", 0, "format: \"json\" (or a JSON schema"},
+      {"{\"prompt\": \"a\", \"format\": 1}", 0, "format: \"json\" (or a JSON schema"},
       {"{\"prompt\": \"a\", \"stream\": 1}", 0, "stream: expected true or false"},
       {"{\"prompt\": \"a\", \"options\": {\"num_predict\": 0}}", 0, "num_predict"},
       {"{\"prompt\": \"a\", \"options\": [1]}", 0, "options: expected an object"},

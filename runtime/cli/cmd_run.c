@@ -426,13 +426,12 @@ int mkc_cmd_run(int argc, char **argv) {
                  .logprobs = sampling.logprobs};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
-  mkc_reasoning probe;
-  if (c.format && mkc_reasoning_init(&probe, family, m.file.tok) == 0 &&
-      (family == MKC_CHAT_GPT_OSS || !c.no_reasoning)) {
+  if (c.format && family >= 0 && mkc_chat_reasons(family) &&
+      (family != MKC_CHAT_QWEN3 || !c.no_reasoning)) {
     fprintf(stderr,
             "mkc: error: --format json: this model reasons before it answers, and the "
             "reasoning is not JSON%s\n",
-            family == MKC_CHAT_GPT_OSS ? "" : " (--reasoning-budget 0 turns it off)");
+            family == MKC_CHAT_QWEN3 ? " (--reasoning-budget 0 turns it off)" : "");
     goto done;
   }
   if (c.format && !(constraint = mkc_json_format_open(m.file.tok))) goto done;

@@ -1,0 +1,655 @@
+/* Constrained JSON output. The recognizer (util/json_accept.h) on the
+ * grammar's cases, the index of the first refused byte written by hand from
+ * RFC 8259 and RFC 3629, and on random documents written by a generator of
+ * valid JSON (cJSON parses each: a second opinion) of which every prefix
+ * must be taken; the trie walk of the vocabulary (mkc_constraint_mask)
+ * against trying each token alone, on a made-up vocabulary and SmolLM2's;
+ * the choice against the sampling oracle over the allowed tokens (greedy
+ * with and without its shortcut, draws by chi-square, log-probabilities),
+ * with planted bugs the draws' test must catch; and the decode loop on a
+ * tiny model: each token it emits is the constrained argmax of the
+ * reference executor's logits after the tokens before it. */
+#include <cJSON.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "fixture.h"
+#include "stats.h"
+
+#include "exec/constrain.h"
+#include "exec/decode.h"
+#include "exec/sampler_ref.h"
+#include "model/model_file.h"
+#include "tokenizer/tokenizer.h"
+#include "util/json_accept.h"
+
+#define P_MIN 0.001
+
+/* ---- the recognizer ---- */
+
+/* The index of the first byte refused in s[0..n), or -1 when none is. */
+static long first_refused(const char *s, size_t n, int object_only) {
+  mkc_json_acc a;
+  mkc_json_acc_init(&a, object_only);
+  for (size_t i = 0; i < n; i++)
+    if (mkc_json_acc_byte(&a, (unsigned char)s[i]) != 0) return (long)i;
+  return -1;
+}
+
+static int whole(const char *s, int object_only) {
+  mkc_json_acc a;
+  mkc_json_acc_init(&a, object_only);
+  return mkc_json_acc_text(&a, s, strlen(s)) == 0 && mkc_json_acc_done(&a);
+}
+
+static void test_grammar(void) {
+  static const char *const valid[] = {
+      "{}",
+      "[]",
+      "{\"a\":1}",
+      " {\n  \"a\": [1, 2, {\"b\": null}],\r\n  \"c\": true, \"d\": false\n} ",
+      "-0",
+      "0.5e+10",
+      "1E-2",
+      "-12.340e5",
+      "\"\\u00e9\\n\\\"\\\\\\/\\b\\f\\r\\t\"",
+      "\"\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xed\x9f\xbf \xf4\x8f\xbf\xbf\"",
+      "[\"\\ud800\"]", /* a lone surrogate by escape: the grammar allows it */
+      "{\"\":{\"\":[[],{}]}}",
+      "true",
+      "null",
+  };
+  for (size_t i = 0; i < sizeof valid / sizeof *valid; i++) {
+    size_t n = strlen(valid[i]);
+    CHECK(first_refused(valid[i], n, 0) == -1 && whole(valid[i], 0), "valid: %s", valid[i]);
+  }
+  /* the first byte JSON refuses; object_only where the case says */
+  static const struct {
+    const char *s;
+    long at;
+    int object_only;
+  } refused[] = {
+      {"{,", 1, 0},
+      {"{\"a\" 1}", 5, 0},
+      {"[01]", 2, 0},
+      {"[1.]", 3, 0},
+      {"[1.e5]", 3, 0},
+      {"[-]", 2, 0},
+      {"[+1]", 1, 0},
+      {"{\"a\":tru}", 8, 0},
+      {"\"\\x\"", 2, 0},
+      {"\"\\u12g4\"", 5, 0},
+      {"\"a\x01\"", 2, 0},
+      {"[1,]", 3, 0},
+      {"{\"a\":1,}", 7, 0},
+      {"[1 2]", 3, 0},
+      {"{\"a\":1]", 6, 0},
+      {"[}", 1, 0},
+      {"{\"a\"}", 4, 0},
+      {"1 2", 2, 0},
+      {"[1]", 0, 1},
+      {"\"x\"", 0, 1},
+      {" 5", 1, 1},
+      {"{}x", 2, 1},
+      {"{}{}", 2, 1},
+      {"[1e5.0]", 4, 0},
+      {"[1e]", 3, 0},
+      {"[1e+]", 4, 0},
+      {"[.5]", 1, 0},
+      {"[--1]", 2, 0},
+      {"[nul]", 4, 0},
+      {"[True]", 1, 0},
+      {"{1:2}", 1, 0},
+      {"{\"a\"::1}", 5, 0},
+      {"[\"\t\"]", 2, 0},
+      {"\"\xc0\x80\"", 1, 0},         /* an overlong lead */
+      {"\"\xe0\x80\x80\"", 2, 0},     /* overlong: E0 needs A0..BF next */
+      {"\"\xed\xa0\x80\"", 2, 0},     /* a surrogate, UTF-8 encoded */
+      {"\"\xf4\x90\x80\x80\"", 2, 0}, /* past U+10FFFF */
+      {"\"\xf5\x80\x80\x80\"", 1, 0},
+      {"\"\x80\"", 1, 0},
+      {"\"\xc3\x41\"", 2, 0}, /* a lead without its continuation */
+      {"\"\xe2\x82\"", 3, 0}, /* the string ends mid-character */
+      {"\xc3\xa9", 0, 0},     /* text outside a string is ASCII */
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    size_t n = strlen(refused[i].s);
+    long got = first_refused(refused[i].s, n, refused[i].object_only);
+    CHECK(got == refused[i].at, "refused at byte %ld%s: %s (got %ld)", refused[i].at,
+          refused[i].object_only ? " (an object)" : "", refused[i].s, got);
+  }
+  /* a refused byte leaves the state as it was */
+  mkc_json_acc a, b;
+  mkc_json_acc_init(&a, 1);
+  mkc_json_acc_text(&a, "{\"k\": 1", 7);
+  b = a;
+  CHECK(mkc_json_acc_byte(&a, 'x') != 0 && memcmp(&a, &b, sizeof a) == 0 &&
+            mkc_json_acc_text(&a, "2}", 2) == 0 && mkc_json_acc_done(&a),
+        "a refused byte leaves the state as it was, and the document goes on");
+
+  /* the bounds: nesting, whitespace runs, line feeds */
+  char deep[2 * MKC_JSON_DEPTH_MAX + 4];
+  memset(deep, '[', MKC_JSON_DEPTH_MAX + 1);
+  CHECK(first_refused(deep, MKC_JSON_DEPTH_MAX + 1, 0) == MKC_JSON_DEPTH_MAX,
+        "%d lists deep are taken, one more is refused", MKC_JSON_DEPTH_MAX);
+  memset(deep + MKC_JSON_DEPTH_MAX, ']', MKC_JSON_DEPTH_MAX);
+  deep[2 * MKC_JSON_DEPTH_MAX] = 0;
+  CHECK(whole(deep, 0), "and closed, they are a document");
+  char ws[MKC_JSON_WS_MAX + 4] = "{";
+  memset(ws + 1, ' ', MKC_JSON_WS_MAX + 1);
+  CHECK(first_refused(ws, MKC_JSON_WS_MAX + 2, 1) == MKC_JSON_WS_MAX + 1,
+        "a run of %d spaces is taken, one more is refused", MKC_JSON_WS_MAX);
+  CHECK(first_refused("{ \r\n  \"a\" :\n1}", 14, 1) == -1, "one line feed a run, CR LF included");
+  CHECK(first_refused("{\n\n", 3, 1) == 2 && first_refused("{ \n \n", 5, 1) == 4,
+        "a second line feed in a run is refused");
+  CHECK(first_refused("{} \n", 4, 1) == -1 && whole("{} \n", 1),
+        "whitespace after the whole object is taken, and it stays whole");
+  CHECK(!whole("{\"a\":", 1) && !whole("", 1) && whole("12", 0) && !whole("12.", 0) &&
+            !whole("[1", 0),
+        "whole: only a complete document (a top-level number that could go on counts)");
+}
+
+/* ---- random documents ---- */
+
+static uint64_t rng_state = 12345;
+static unsigned next_rand(unsigned n) {
+  rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+  return (unsigned)(rng_state >> 33) % n;
+}
+
+typedef struct text {
+  char s[8192];
+  size_t n;
+} text;
+
+static void put(text *t, const char *s) {
+  size_t n = strlen(s);
+  if (t->n + n < sizeof t->s) memcpy(t->s + t->n, s, n), t->n += n;
+}
+
+/* Whitespace a model might write: none, a space, or a line feed and indentation. */
+static void put_ws(text *t) {
+  static const char *const WS[] = {"", "", " ", "\n  ", "\r\n\t", "  "};
+  put(t, WS[next_rand(6)]);
+}
+
+static void put_string(text *t) {
+  static const char *const PARTS[] = {"a",        "name",         " ",
+                                      "\\n",      "\\\"",         "\\\\",
+                                      "\\/",      "\\u00E9",      "\\uD83D\\uDE00",
+                                      "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
+                                      "{[,:]}",   "1e5"};
+  put(t, "\"");
+  for (unsigned k = next_rand(5); k > 0; k--) put(t, PARTS[next_rand(14)]);
+  put(t, "\"");
+}
+
+static void put_value(text *t, int depth) {
+  static const char *const NUMS[] = {"0", "-0", "12", "-3.25", "6.02e23", "1E-9", "0.5e+1", "7"};
+  static const char *const LITS[] = {"true", "false", "null"};
+  unsigned kind = depth >= 4 ? next_rand(3) : next_rand(5);
+  if (kind == 0) put(t, NUMS[next_rand(8)]);
+  if (kind == 1) put_string(t);
+  if (kind == 2) put(t, LITS[next_rand(3)]);
+  if (kind == 3 || kind == 4) {
+    int object = kind == 3;
+    put(t, object ? "{" : "[");
+    for (unsigned i = 0, n = next_rand(4); i < n; i++) {
+      if (i) put(t, ",");
+      put_ws(t);
+      if (object) {
+        put_string(t);
+        put_ws(t);
+        put(t, ":");
+        put_ws(t);
+      }
+      put_value(t, depth + 1);
+      put_ws(t);
+    }
+    put(t, object ? "}" : "]");
+  }
+}
+
+static void test_random_documents(void) {
+  int bad = 0, unparsed = 0, early = 0;
+  for (int d = 0; d < 2000; d++) {
+    text t = {.n = 0};
+    put_ws(&t);
+    if (d % 2)
+      put_value(&t, 0);
+    else {
+      t.n = 0;
+      put(&t, "{");
+      put_ws(&t);
+      put_string(&t);
+      put(&t, ":");
+      put_value(&t, 1);
+      put(&t, "}");
+    }
+    t.s[t.n] = 0;
+    cJSON *v = cJSON_ParseWithLength(t.s, t.n);
+    unparsed += !v;
+    cJSON_Delete(v);
+    int object_only = d % 2 == 0;
+    mkc_json_acc a;
+    mkc_json_acc_init(&a, object_only);
+    for (size_t i = 0; i < t.n; i++) {
+      if (mkc_json_acc_byte(&a, (unsigned char)t.s[i]) != 0) {
+        if (bad++ < 3) printf("     | refused at %zu: %s\n", i, t.s);
+        break;
+      }
+      /* an object is whole only at its last byte (the documents end with no whitespace) */
+      if (object_only && i + 1 < t.n && mkc_json_acc_done(&a)) early++;
+    }
+    if (!mkc_json_acc_done(&a)) bad++;
+  }
+  CHECK(unparsed == 0, "2000 random documents: cJSON parses every one (the generator writes JSON)");
+  CHECK(bad == 0, "every prefix of each is taken, and each is whole at its end (%d not)", bad);
+  CHECK(early == 0, "an object is whole only at its closing brace (%d earlier)", early);
+}
+
+/* ---- a made-up vocabulary ---- */
+
+#define VOCAB 256
+static char vocab_bytes[VOCAB * 8];
+static uint32_t vocab_off[VOCAB + 1];
+static uint8_t vocab_plain[VOCAB];
+static int id_of_eot;
+
+/* Printable ASCII, then pieces a JSON answer is made of, split UTF-8, a
+ * control token, an empty one, words to the end. */
+static mkc_vocab_text made_up_vocab(void) {
+  static const char *const PIECES[] = {
+      "\n",       "{\"",      "\"}",  "\":",  "\",",      ", \"",     "\": \"",       "true",
+      "false",    "null",     "\n  ", "}\n",  "12",       "3.5",      "e-7",          "\\u00",
+      "\\n",      "\xc3\xa9", "\xc3", "\xa9", "\xf0\x9f", "\x98\x80", "\xe2\x82\xac", "  ",
+      "\"name\"", "\"age\":", "[{",   "}]",   "\t",       "\r\n",     "<|eot|>",      "",
+      "\\",       "\\\"",     "\"\"", "{}",   "[]",       ",\n  \"",  "-0."};
+  size_t at = 0;
+  int id = 0;
+  for (int c = 0x20; c < 0x7f; c++, id++) {
+    vocab_off[id] = (uint32_t)at;
+    vocab_bytes[at++] = (char)c;
+    vocab_plain[id] = 1;
+  }
+  for (size_t k = 0; k < sizeof PIECES / sizeof *PIECES; k++, id++) {
+    vocab_off[id] = (uint32_t)at;
+    memcpy(vocab_bytes + at, PIECES[k], strlen(PIECES[k]));
+    at += strlen(PIECES[k]);
+    vocab_plain[id] = strcmp(PIECES[k], "<|eot|>") != 0;
+    if (!vocab_plain[id]) id_of_eot = id;
+  }
+  for (; id < VOCAB; id++) {
+    vocab_off[id] = (uint32_t)at;
+    vocab_bytes[at++] = (char)('a' + id % 26);
+    vocab_bytes[at++] = (char)('a' + id / 26 % 26);
+    vocab_plain[id] = 1;
+  }
+  vocab_off[VOCAB] = (uint32_t)at;
+  return (mkc_vocab_text){VOCAB, vocab_bytes, vocab_off, vocab_plain};
+}
+
+/* The answers the tests put the constraint in: each a prefix of a document. */
+static const char *const STATES[] = {
+    "",
+    "{",
+    "{\"na",
+    "{\"name\"",
+    "{\"name\": ",
+    "{\"a\": 1",
+    "{\"a\": 1.",
+    "{\"a\": [",
+    "{\"a\": \"x\xc3",
+    "{\"a\": \"\\u0",
+    "{\"a\": t",
+    "{\"a\": [1, {\"b\": -",
+    "{\"a\":\n  ",
+    "{\"a\": 1}",
+    "{\"a\": \"\xf0\x9f",
+};
+#define N_STATES (int)(sizeof STATES / sizeof *STATES)
+
+/* c started and fed state's text; 0, or -1 when a token cannot spell it (byte by byte here). */
+static int feed(mkc_constraint *c, const char *state) {
+  mkc_constraint_start(c, 1, 99);
+  for (const char *p = state; *p; p++) {
+    int id = -1;
+    for (int i = 0; i < VOCAB && id < 0; i++)
+      if (vocab_off[i + 1] - vocab_off[i] == 1 && vocab_bytes[vocab_off[i]] == *p) id = i;
+    if (id < 0) { /* a byte with no single-byte token: its piece */
+      for (int i = 0; i < VOCAB && id < 0; i++)
+        if (vocab_off[i + 1] - vocab_off[i] >= 1 && vocab_bytes[vocab_off[i]] == *p &&
+            strncmp(vocab_bytes + vocab_off[i], p, vocab_off[i + 1] - vocab_off[i]) == 0)
+          id = i;
+      if (id >= 0) p += vocab_off[id + 1] - vocab_off[id] - 1;
+    }
+    if (id < 0 || mkc_constraint_accept(c, id) != 0) return -1;
+  }
+  return 0;
+}
+
+/* The tokens that may come next, each tried alone from the state's text. */
+static int brute_force(const mkc_vocab_text *v, const char *state, uint8_t *allowed, int n) {
+  int count = 0;
+  for (int i = 0; i < n; i++) {
+    allowed[i] = 0;
+    if (i >= v->n || !v->plain[i] || v->off[i + 1] == v->off[i]) continue;
+    mkc_json_acc a;
+    mkc_json_acc_init(&a, 1);
+    if (mkc_json_acc_text(&a, state, strlen(state)) != 0) return -1;
+    if (mkc_json_acc_text(&a, v->bytes + v->off[i], v->off[i + 1] - v->off[i]) == 0)
+      allowed[i] = 1, count++;
+  }
+  return count;
+}
+
+static void test_mask_made_up(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  if (!CHECK(c != NULL, "the made-up vocabulary sorts")) return;
+  uint8_t got[VOCAB + 8], want[VOCAB + 8];
+  for (int s = 0; s < N_STATES; s++) {
+    if (!CHECK(feed(c, STATES[s]) == 0, "state '%s' is reached token by token", STATES[s]))
+      continue;
+    int n = mkc_constraint_mask(c, got, VOCAB + 8), m = brute_force(&v, STATES[s], want, VOCAB + 8);
+    int same = n == m && memcmp(got, want, VOCAB + 8) == 0, agree = 1;
+    for (int i = 0; i < VOCAB + 8; i++) agree &= mkc_constraint_allowed(c, i) == want[i];
+    CHECK(same && agree && !got[id_of_eot],
+          "after '%s': the trie walk allows the %d tokens that each alone may come next (%d), "
+          "never the control token",
+          STATES[s], m, n);
+  }
+  mkc_constraint_close(c);
+}
+
+/* SmolLM2's 49152 tokens as its tokenizer prints them. */
+static void test_mask_smollm2(void) {
+  char path[1024];
+  if (test_data_path("SmolLM2-135M-Instruct.Q4_1.gguf", path, sizeof path) != 0) return;
+  mkc_model_file mf;
+  if (!CHECK(mkc_model_file_open(path, &mf) == 0, "SmolLM2: the model file opens")) return;
+  int n = mkc_tokenizer_n_vocab(mf.tok);
+  uint8_t *plain = malloc((size_t)n), *got = malloc((size_t)n), *want = malloc((size_t)n);
+  for (int i = 0; i < n; i++) plain[i] = (uint8_t)mkc_tokenizer_is_text(mf.tok, i);
+  mkc_vocab_text v = {.n = n, .plain = plain};
+  v.bytes = mkc_tokenizer_pieces(mf.tok, &v.off);
+  mkc_constraint *c = mkc_constraint_open(&v);
+  int all = c != NULL, total = 0;
+  for (int s = 0; c && s < N_STATES; s++) {
+    mkc_constraint_start(c, 1, 1);
+    /* the state's text through the model's own tokens */
+    int *ids = NULL, k = mkc_tokenizer_encode(mf.tok, STATES[s], strlen(STATES[s]), 0, 0, &ids);
+    int fed = k >= 0;
+    char said[256]; /* the text the tokens spell: a split character became U+FFFD */
+    size_t at = 0;
+    for (int i = 0; i < k && fed; i++) {
+      uint32_t len = v.off[ids[i] + 1] - v.off[ids[i]];
+      fed = at + len < sizeof said && mkc_constraint_accept(c, ids[i]) == 0;
+      if (fed) memcpy(said + at, v.bytes + v.off[ids[i]], len), at += len;
+    }
+    said[at] = 0;
+    free(ids);
+    if (!CHECK(fed, "SmolLM2: '%s' is spelled in its tokens", STATES[s])) continue;
+    int m = mkc_constraint_mask(c, got, n), b = brute_force(&v, said, want, n);
+    all &= m == b && memcmp(got, want, (size_t)n) == 0;
+    total += m;
+  }
+  CHECK(all && total > 0,
+        "SmolLM2: the trie walk equals each token tried alone in every state "
+        "(%d allowed in all)",
+        total);
+  int im_end = mkc_tokenizer_find(mf.tok, "<|im_end|>", 10);
+  mkc_constraint_start(c, 1, 1);
+  mkc_constraint_accept(c, mkc_tokenizer_find(mf.tok, "{", 1));
+  mkc_constraint_accept(c, mkc_tokenizer_find(mf.tok, "\"", 1));
+  CHECK(im_end >= 0 && !mkc_constraint_allowed(c, im_end),
+        "SmolLM2: <|im_end|> is not allowed even inside a string, where its text would be");
+  mkc_constraint_close(c);
+  free(plain), free(got), free(want);
+  mkc_model_file_close(&mf);
+}
+
+/* ---- the choice ---- */
+
+static void random_logits(float *l, int n, unsigned seed) {
+  rng_state = seed;
+  for (int i = 0; i < n; i++) l[i] = (float)next_rand(100000) / 10000.0f - 5.0f;
+}
+
+/* The oracle's distribution over the allowed tokens: the logits of the others -inf. */
+static void oracle_probs(const float *logits, const uint8_t *allowed, const int *window, int nw,
+                         const mkc_sampling *o, double *probs) {
+  float masked[VOCAB];
+  for (int i = 0; i < VOCAB; i++) masked[i] = allowed[i] ? logits[i] : -INFINITY;
+  mkc_sampling oo = *o;
+  if (!(oo.repeat_penalty > 0)) oo.repeat_penalty = 1;
+  mkc_sampler_ref_probs(masked, VOCAB, window, nw, &oo, probs);
+}
+
+static void test_greedy(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  float logits[VOCAB];
+  uint8_t allowed[VOCAB];
+  double probs[VOCAB];
+  int window[] = {'"' - 0x20, 'a' - 0x20, 120, 121, 122, 3, 3}, nw = 7, wrong = 0, cases = 0;
+  mkc_sampling o = {.temp = 0,
+                    .repeat_penalty = 1.5f,
+                    .presence_penalty = 0.5f,
+                    .frequency_penalty = 0.25f,
+                    .repeat_last_n = 5};
+  for (int s = 0; s < N_STATES; s++)
+    for (int pen = 0; pen < 2; pen++)
+      for (int seed = 0; seed < 8; seed++) {
+        feed(c, STATES[s]);
+        random_logits(logits, VOCAB, 1000 + 31 * s + seed);
+        /* every other case: the 60 best tokens are ones the JSON refuses, past the shortcut */
+        brute_force(&v, STATES[s], allowed, VOCAB);
+        if (seed % 2)
+          for (int i = 0, k = 0; i < VOCAB && k < 60; i++)
+            if (!allowed[i]) logits[i] = 10.0f + (float)k++;
+        mkc_sampling oo = pen ? o : (mkc_sampling){.temp = 0};
+        oracle_probs(logits, allowed, window, nw, &oo, probs);
+        int id = -1;
+        mkc_constraint_choose(c, logits, VOCAB, window, nw, &oo, &id, NULL, NULL, NULL);
+        wrong += id < 0 || probs[id] != 1.0;
+        cases++;
+      }
+  CHECK(wrong == 0,
+        "greedy: %d cases (15 states, penalties or none, the best tokens refused or "
+        "not) choose the oracle's argmax over the allowed tokens (%d not)",
+        cases, wrong);
+  mkc_constraint_close(c);
+}
+
+#define DRAWS 20000
+
+/* The chi-square p-value of counts against probs[VOCAB]. */
+static double fit(const long *counts, const double *probs) {
+  return chi2_p_value(counts, probs, VOCAB, DRAWS, NULL);
+}
+
+static void test_sampled(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  float logits[VOCAB];
+  uint8_t allowed[VOCAB];
+  double want[VOCAB], bug[VOCAB];
+  /* the window holds allowed tokens, so the penalties move the answer */
+  int window[] = {'a' - 0x20, '"' - 0x20, 'b' - 0x20, 'a' - 0x20, 200, 201, 202}, nw = 7;
+  enum { PENALTIES_LOST, TRUNCATED_FIRST, TEMPERATURE_LOST };
+  const struct {
+    const char *state, *name;
+    mkc_sampling o;
+    int bug; /* the planted bug these draws must catch */
+  } cases[] = {
+      {"{\"name\": \"",
+       "in a string, temperature 0.8, penalties",
+       {.temp = 0.8f,
+        .top_p = 1,
+        .repeat_penalty = 1.3f,
+        .presence_penalty = 0.4f,
+        .repeat_last_n = 6},
+       PENALTIES_LOST},
+      {"{\"a\": 1",
+       "after a number, top-k 12, top-p 0.9, min-p 0.01",
+       {.temp = 1.1f,
+        .top_k = 12,
+        .top_p = 0.9f,
+        .min_p = 0.01f,
+        .repeat_penalty = 1,
+        .repeat_last_n = 6},
+       TRUNCATED_FIRST},
+      {"{\"a\": 1",
+       "after a number, temperature 1.5",
+       {.temp = 1.5f, .top_p = 1, .repeat_penalty = 1, .repeat_last_n = 6},
+       TEMPERATURE_LOST},
+  };
+  static const char *const BUGS[] = {"the penalties lost in renumbering the allowed tokens",
+                                     "top-k and top-p over every token, the mask after",
+                                     "the temperature not applied"};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const mkc_sampling *o = &cases[k].o;
+    random_logits(logits, VOCAB, 77 + (unsigned)k);
+    brute_force(&v, cases[k].state, allowed, VOCAB);
+    /* the window's tokens likely, so the penalties matter; refused tokens likelier still, so
+     * a truncation over every token would keep few allowed ones */
+    for (int i = 0; i < nw; i++) logits[window[i]] = 4.0f;
+    for (int i = 0, n = 0; i < VOCAB && n < 8; i++)
+      if (!allowed[i]) logits[i] = 6.0f + (float)n++ * 0.1f;
+    oracle_probs(logits, allowed, window, nw, o, want);
+    long counts[VOCAB] = {0};
+    int bad = 0;
+    feed(c, cases[k].state);
+    for (int d = 0; d < DRAWS; d++) {
+      int id = -1;
+      if (mkc_constraint_choose(c, logits, VOCAB, window, nw, o, &id, NULL, NULL, NULL) != 0 ||
+          id < 0)
+        bad++;
+      else
+        counts[id]++;
+    }
+    double p = bad ? 0 : fit(counts, want);
+    CHECK(p >= P_MIN, "sampled, %s: %d draws fit the oracle over the allowed tokens (p = %.3g)",
+          cases[k].name, DRAWS, p);
+    mkc_sampling oo = *o;
+    if (cases[k].bug == TRUNCATED_FIRST) {
+      mkc_sampler_ref_probs(logits, VOCAB, window, nw, &oo, bug);
+      double sum = 0;
+      for (int i = 0; i < VOCAB; i++) sum += bug[i] *= allowed[i];
+      for (int i = 0; i < VOCAB; i++) bug[i] = sum > 0 ? bug[i] / sum : 0;
+    } else if (cases[k].bug == PENALTIES_LOST) {
+      oracle_probs(logits, allowed, window, 0, o, bug);
+    } else {
+      oo.temp = 1;
+      oracle_probs(logits, allowed, window, nw, &oo, bug);
+    }
+    double p_bug = fit(counts, bug);
+    CHECK(p_bug < P_MIN, "  planted bug (%s): the same draws fail (p = %.3g)", BUGS[cases[k].bug],
+          p_bug);
+  }
+  mkc_constraint_close(c);
+}
+
+static void test_logprobs(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  float logits[VOCAB], masked[VOCAB], lp = 0, lps[5];
+  uint8_t allowed[VOCAB];
+  double want[VOCAB];
+  int window[] = {'x' - 0x20, '"' - 0x20}, ids[5], id = -1, ok = 1;
+  mkc_sampling o = {.temp = 0.7f,
+                    .top_k = 3,
+                    .top_p = 1,
+                    .repeat_penalty = 1.2f,
+                    .repeat_last_n = 2,
+                    .logprobs = 5};
+  for (int s = 0; s < N_STATES; s++) {
+    feed(c, STATES[s]);
+    random_logits(logits, VOCAB, 500 + s);
+    int m = brute_force(&v, STATES[s], allowed, VOCAB);
+    for (int i = 0; i < VOCAB; i++) masked[i] = allowed[i] ? logits[i] : -INFINITY;
+    mkc_sampler_ref_logprobs(masked, VOCAB, window, 2, &o, want);
+    if (mkc_constraint_choose(c, logits, VOCAB, window, 2, &o, &id, &lp, ids, lps) != 0 ||
+        !allowed[id] || fabs(lp - want[id]) > 1e-5) {
+      ok = 0;
+      continue;
+    }
+    /* the five likeliest allowed tokens, higher first, ties by lower id; -1 past them */
+    for (int r = 0; r < 5; r++) {
+      int best = -1;
+      for (int i = 0; i < VOCAB; i++) {
+        int taken = 0;
+        for (int q = 0; q < r; q++) taken |= ids[q] == i;
+        if (allowed[i] && !taken && (best < 0 || want[i] > want[best])) best = i;
+      }
+      if (r >= m ? ids[r] != -1 : ids[r] != best || fabs(lps[r] - want[best]) > 1e-5) ok = 0;
+    }
+  }
+  CHECK(ok,
+        "log-probabilities: the token's and the five likeliest, over the allowed tokens "
+        "(temperature and penalties, no truncation), in all %d states",
+        N_STATES);
+  mkc_constraint_close(c);
+}
+
+/* ---- the decode loop ---- */
+
+static void test_decode_loop(void) {
+  fixture f;
+  if (!CHECK(fixture_open(&f, "tiny", 2, 128, 21) == 0, "tiny: generated, random weights")) return;
+  mkc_vocab_text v = made_up_vocab();
+  if (!CHECK(f.g.vocab == VOCAB, "tiny's vocabulary is the made-up one's size (%d)", f.g.vocab))
+    return;
+  mkc_constraint *c = mkc_constraint_open(&v), *check = mkc_constraint_open(&v);
+  int prompt[] = {5, 17, 99, 3, 40, 41}, n_prompt = 6, out[48], n_gen = 40;
+  mkc_session *s = mkc_session_open(test_backend(), &f.g, &f.src, &f.w, 2);
+  mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &f.g, &f.src, &f.w, 0);
+  mkc_decode_stats st;
+  /* drafts asked for: the constraint takes one input a step anyway */
+  mkc_decode_opts o = {.draft_max = 2, .constraint = c};
+  mkc_constraint_start(c, 1, 5);
+  int rc = s && ref ? mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, out, &st) : -1;
+  CHECK(rc == 0 && st.generated >= 1 && st.drafted == 0 && st.gen_steps == st.generated - 1,
+        "%s backend: %d tokens, one per step, no drafts", mkc_session_backend(s), st.generated);
+  /* each token is the constrained argmax of the reference's logits after the ones before */
+  int same = rc == 0, hist[128];
+  memcpy(hist, prompt, sizeof prompt);
+  mkc_constraint_start(check, 1, 5);
+  mkc_step_result r;
+  float masked[VOCAB];
+  double probs[VOCAB];
+  mkc_sampling greedy = {.repeat_penalty = 1};
+  for (int t = 0; same && t < n_prompt + st.generated - 1; t++) {
+    if (mkc_session_step(ref, &hist[t], 1, 0, &r) != 0 || r.status != MKC_STATUS_OK) same = 0;
+    if (t < n_prompt - 1 || !same) continue;
+    const float *l = mkc_session_logits(ref, 0);
+    for (int i = 0; i < VOCAB; i++) masked[i] = mkc_constraint_allowed(check, i) ? l[i] : -INFINITY;
+    mkc_sampler_ref_probs(masked, VOCAB, hist, t + 1, &greedy, probs);
+    int g = t - n_prompt + 1;
+    same = probs[out[g]] == 1.0 && mkc_constraint_accept(check, out[g]) == 0;
+    hist[t + 1] = out[g];
+  }
+  CHECK(same, "each token is the constrained argmax of the reference executor's logits after "
+              "the prompt and the tokens before it");
+  CHECK(st.complete == mkc_constraint_done(check) && (st.complete || st.generated == n_gen),
+        "it stops when the object is whole (%s), else at -n", st.complete ? "whole" : "not whole");
+  mkc_session_close(s);
+  mkc_session_close(ref);
+  mkc_constraint_close(c);
+  mkc_constraint_close(check);
+  fixture_close(&f);
+}
+
+int main(void) {
+  if (test_skip_without_gpu()) return 0;
+  test_grammar();
+  test_random_documents();
+  test_mask_made_up();
+  test_mask_smollm2();
+  test_greedy();
+  test_sampled();
+  test_logprobs();
+  test_decode_loop();
+  return check_done();
+}

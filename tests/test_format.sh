@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Constrained JSON output end to end (the choice itself is test_constrain's):
+# run --format json and serve's response_format json_object (OpenAI) and
+# format "json" (ollama), on the test data's SmolLM2 and the cpu backend.
+# Python's json module is the judge: a greedy answer is an object it parses,
+# run stops when the object is whole, and the server answers the same text,
+# whole and streamed; sampled answers that end whole parse too. Flags and
+# requests that cannot have JSON output are refused with their reasons.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
+unset MKC_KV_DTYPE
+
+# ---- refusals that need no model ----
+expect_error "run --format yaml" "mkc: error: run: --format 'yaml': the one format is json" \
+  -- run -m README.md -p hi --format yaml
+expect_error "run --format json without a tokenizer" \
+  "mkc: error: run: --format json needs the model's tokenizer: -m with -p or -f" \
+  -- run --preset tiny --random-weights 1 -n 4 --format json
+expect_error "run --format json with drafts" \
+  "mkc: error: run: --format json chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
+  -- run -m README.md -p hi --format json --draft-max 2
+
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
+  skip "SmolLM2's JSON answers: no test data (tests/data/fetch.sh)"
+  finish
+  exit
+fi
+margs=(-m "$model" --backend cpu --no-display-prompt --ctx 512)
+
+# is_object FILE: the file (less run's closing newline) is one JSON object for Python.
+is_object() {
+  python3 -c 'import json, sys; t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
+sys.exit(0 if isinstance(json.loads(t), dict) else 1)' "$1" 2>/dev/null
+}
+
+# ---- run ----
+prompts=("Reply with a JSON object with keys name and age for a cat called Tom aged 3."
+  "Give the capital of France as a JSON object with the key capital."
+  "Reply in JSON: an object with keys x and y, both numbers.")
+for i in 0 1 2; do
+  "$mkc" run "${margs[@]}" --chat -p "${prompts[$i]}" --format json -n 100 >"$tmp/run$i" 2>"$tmp/run$i.err"
+  if is_object "$tmp/run$i" && grep -q "stopped: the JSON object is whole" "$tmp/run$i.err"; then
+    ok "run --format json, greedy: \"${prompts[$i]}\": an object json.loads reads, stopped when whole ($(grep -o 'generated [0-9]* tokens' "$tmp/run$i.err"))"
+  else
+    fail "run --format json: ${prompts[$i]}" "$(cat "$tmp/run$i")" "$(tail -n 2 "$tmp/run$i.err")"
+  fi
+done
+# the same prompt unconstrained: the model's own answer is not a bare object
+"$mkc" run "${margs[@]}" --chat -p "${prompts[1]}" -n 40 >"$tmp/free" 2>/dev/null
+is_object "$tmp/free" && fail "unconstrained: the same prompt answers other than an object" "$(cat "$tmp/free")" \
+  || ok "unconstrained, the same prompt's answer is not an object json.loads reads (the constraint is what made it one)"
+
+# sampled: whichever answers end whole are objects (seeds chosen here, the cpu's rounding may
+# move where each ends)
+whole=0 bad=0
+for seed in 4 6 7; do
+  "$mkc" run "${margs[@]}" --chat -p "Describe a fictional city as a JSON object." --format json -n 100 \
+    --temp 0.8 --seed $seed >"$tmp/s$seed" 2>"$tmp/s$seed.err"
+  if grep -q "stopped: the JSON object is whole" "$tmp/s$seed.err"; then
+    whole=$((whole + 1))
+    is_object "$tmp/s$seed" || bad=$((bad + 1))
+  fi
+done
+[ "$whole" -ge 1 ] && [ "$bad" -eq 0 ] \
+  && ok "run --format json --temp 0.8, 3 seeds: the $whole answers that ended whole are objects json.loads reads" \
+  || fail "sampled JSON" "$whole whole, $bad of them not objects" "$(cat "$tmp/s4")"
+
+# ---- serve ----
+if start smolfmt -m "$model" --backend cpu --ctx 512; then
+  want=$(python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$tmp/run0")
+  call POST /v1/chat/completions "{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"response_format\": {\"type\": \"json_object\"}, \"max_tokens\": 100}"
+  got=$(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]))' "$tmp/body" 2>/dev/null)
+  [ "$status" = 200 ] && [ "$got" = "$want" ] && [ "$(get choices 0 finish_reason)" = stop ] \
+    && ok "serve, response_format json_object: run --format json's object, finish_reason stop" \
+    || fail "serve json_object" "want: $want" "got:  $(head -c 600 "$tmp/ans")"
+  python3 "$client" "$port" ndjson /api/chat "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"format\": \"json\", \"options\": {\"num_predict\": 100}}" >"$tmp/nd"
+  got=$(python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read().rsplit("\n", 2)[0]))' "$tmp/nd")
+  [ "$got" = "$want" ] && grep -q "done_reason=stop" "$tmp/nd" \
+    && ok "serve, ollama's format \"json\" streamed: the same object, done_reason stop" \
+    || fail "ollama format json" "want: $want" "got:  $(head -c 600 "$tmp/nd")"
+  # ollama_refused NAME PHRASE BODY: POST /api/chat answers 400 {"error": "...PHRASE..."}
+  ollama_refused() {
+    call POST /api/chat "$3"
+    [ "$status" = 400 ] && [[ $(get error) == *"$2"* ]] && ok "$1: 400 ($(get error))" \
+      || fail "$1: 400 with \"$2\"" "got: $(head -c 300 "$tmp/ans")"
+  }
+  ollama_refused "ollama's format as a schema" "format: a JSON schema is not offered yet" \
+    '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "format": {"type": "object"}}'
+  ollama_refused "ollama's format \"yaml\"" 'format: "json" (or a JSON schema' \
+    '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "format": "yaml"}'
+  refused "OpenAI's json_schema" 400 "response_format: json_schema is not offered yet" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}'
+  refused "OpenAI's response_format of another type" 400 "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"}" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}'
+  stop smolfmt
+fi
+# a template whose models reason first: refused unless reasoning is off
+if start smolq3 -m "$model" --backend cpu --ctx 512 --chat-template qwen3; then
+  refused "qwen3's template, reasoning on" 400 "this model reasons before it answers, and its reasoning is not JSON (chat_template_kwargs.enable_thinking false turns it off)" \
+    POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}'
+  call POST /api/chat "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"format\": \"json\", \"think\": false, \"stream\": false, \"options\": {\"num_predict\": 100}}"
+  python3 -c 'import json, sys; a = json.load(open(sys.argv[1])); sys.exit(0 if isinstance(json.loads(a["message"]["content"]), dict) and a["done_reason"] == "stop" else 1)' "$tmp/body" 2>/dev/null \
+    && ok "qwen3's template with \"think\": false: an object json.loads reads, done_reason stop" \
+    || fail "qwen3 think false" "$(head -c 600 "$tmp/ans")"
+  stop smolq3
+fi
+# --parallel's slot kernel chooses its own tokens: refused there (the slot kernel as test_serve's)
+if start smolparfmt -m "$model" --backend cpu --ctx 64 --draft-max 2 --parallel 2; then
+  refused "--parallel" 400 "not on a server started with --parallel" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_object"}}'
+  stop smolparfmt
+fi
+finish
