@@ -14,14 +14,28 @@
 #include "util/json_accept.h"
 #include "util/rng.h"
 
+/* A candidate: a token and its penalized logit. The oracle's order is
+ * penalized logit descending, ties by lower id: one total order. */
+typedef struct cand {
+  double pen;
+  int id;
+} cand;
+
 struct mkc_constraint {
-  int n;                /* tokens */
-  char *bytes;          /* their texts back to back */
-  uint32_t *off;        /* [n + 1] */
-  uint8_t *plain;       /* [n] 1: a token the answer's text may hold */
-  int n_sorted;         /* the plain tokens with text, in the order of their texts */
-  int *order;           /* [n_sorted] their ids */
-  uint32_t *lcp;        /* [n_sorted] bytes in common with the token before in that order */
+  int n;          /* tokens */
+  char *bytes;    /* their texts back to back */
+  uint32_t *off;  /* [n + 1] */
+  uint8_t *plain; /* [n] 1: a token the answer's text may hold */
+  int n_sorted;   /* the plain tokens with text, in the order of their texts */
+  int *order;     /* [n_sorted] their ids */
+  uint32_t *lcp;  /* [n_sorted] bytes in common with the token before in that order */
+  /* Inside a string most tokens are its text whatever came before: those (`inner`: printable,
+   * no quote or backslash, whole UTF-8 characters) are allowed there without a walk, and
+   * only the others are walked (in the same order) */
+  uint8_t *inner; /* [n] */
+  int n_inner, n_rest;
+  int *rest_order; /* [n_rest] */
+  uint32_t *rest_lcp;
   mkc_json_acc *states; /* [longest + 1]: the states along the walk's current token */
   mkc_json_acc now;     /* after the answer so far */
   uint64_t rng;         /* the draws' state */
@@ -29,6 +43,7 @@ struct mkc_constraint {
   int cap;
   uint8_t *allowed;
   int *ids, *index; /* the allowed ids ascending; an id's place among them (-1: none) */
+  cand *cands;      /* the allowed tokens, then those the chain can keep */
   float *kept;      /* their logits */
   double *pen, *probs;
 };
@@ -40,6 +55,13 @@ typedef struct text_ref {
   uint32_t n;
   int id;
 } text_ref;
+
+/* The bytes two texts begin with alike. */
+static uint32_t common(const text_ref *x, const text_ref *y) {
+  uint32_t l = 0;
+  while (l < x->n && l < y->n && x->p[l] == y->p[l]) l++;
+  return l;
+}
 
 static int by_text(const void *a, const void *b) {
   const text_ref *x = a, *y = b;
@@ -56,7 +78,10 @@ mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
       !(c->off = malloc(((size_t)v->n + 1) * sizeof *c->off)) ||
       !(c->plain = calloc((size_t)v->n + 1, 1)) ||
       !(c->order = malloc(((size_t)v->n + 1) * sizeof *c->order)) ||
-      !(c->lcp = malloc(((size_t)v->n + 1) * sizeof *c->lcp))) {
+      !(c->lcp = malloc(((size_t)v->n + 1) * sizeof *c->lcp)) ||
+      !(c->inner = calloc((size_t)v->n + 1, 1)) ||
+      !(c->rest_order = malloc(((size_t)v->n + 1) * sizeof *c->rest_order)) ||
+      !(c->rest_lcp = malloc(((size_t)v->n + 1) * sizeof *c->rest_lcp))) {
     no_memory();
     free(refs);
     mkc_constraint_close(c);
@@ -74,12 +99,23 @@ mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
     if (n > longest) longest = n;
   }
   qsort(refs, (size_t)c->n_sorted, sizeof *refs, by_text);
-  for (int k = 0; k < c->n_sorted; k++) {
-    uint32_t l = 0;
-    if (k > 0)
-      while (l < refs[k].n && l < refs[k - 1].n && refs[k].p[l] == refs[k - 1].p[l]) l++;
+  mkc_json_acc in_string;
+  mkc_json_acc_init(&in_string, 0);
+  mkc_json_acc_byte(&in_string, '"');
+  for (int k = 0, last = -1; k < c->n_sorted; k++) {
     c->order[k] = refs[k].id;
-    c->lcp[k] = l;
+    c->lcp[k] = k > 0 ? common(&refs[k], &refs[k - 1]) : 0;
+    /* a string's text: taken, and the string can close right after */
+    mkc_json_acc a = in_string;
+    if (!memchr(refs[k].p, '"', refs[k].n) && !memchr(refs[k].p, '\\', refs[k].n) &&
+        mkc_json_acc_text(&a, refs[k].p, refs[k].n) == 0 && mkc_json_acc_in_string(&a)) {
+      c->inner[refs[k].id] = 1;
+      c->n_inner++;
+      continue;
+    }
+    c->rest_order[c->n_rest] = refs[k].id;
+    c->rest_lcp[c->n_rest++] = last >= 0 ? common(&refs[k], &refs[last]) : 0;
+    last = k;
   }
   free(refs);
   if (!(c->states = malloc(((size_t)longest + 1) * sizeof *c->states))) {
@@ -98,6 +134,9 @@ void mkc_constraint_close(mkc_constraint *c) {
   free(c->plain);
   free(c->order);
   free(c->lcp);
+  free(c->inner);
+  free(c->rest_order);
+  free(c->rest_lcp);
   free(c->states);
   free(c->allowed);
   free(c->ids);
@@ -105,6 +144,7 @@ void mkc_constraint_close(mkc_constraint *c) {
   free(c->kept);
   free(c->pen);
   free(c->probs);
+  free(c->cands);
   free(c);
 }
 
@@ -125,20 +165,22 @@ int mkc_constraint_allowed(const mkc_constraint *c, int id) {
   return read_token(c, id, &a) == 0;
 }
 
-int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
-  memset(allowed, 0, (size_t)n_logits);
+/* The tokens of order[0..n) (sorted by text, lcp their bytes in common with
+ * the one before) that may come next, marked in allowed; their count. */
+static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_order,
+                uint8_t *allowed, int n_logits) {
   c->states[0] = c->now;
   /* states[0..have] hold the states after the previous token's first bytes;
    * refused >= 0: its byte at that index was refused */
   uint32_t have = 0;
   long refused = -1;
   int count = 0;
-  for (int k = 0; k < c->n_sorted; k++) {
-    uint32_t l = c->lcp[k];
+  for (int k = 0; k < n_order; k++) {
+    uint32_t l = lcp[k];
     if (refused >= 0 && l > (uint32_t)refused) continue; /* it begins with the refused bytes */
     refused = -1;
     if (have > l) have = l;
-    int id = c->order[k];
+    int id = order[k];
     const char *p = c->bytes + c->off[id];
     uint32_t n = c->off[id + 1] - c->off[id], j = have;
     for (; j < n; j++) {
@@ -154,34 +196,80 @@ int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
   return count;
 }
 
+int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
+  memset(allowed, 0, (size_t)n_logits);
+  if (!mkc_json_acc_in_string(&c->now))
+    return walk(c, c->order, c->lcp, c->n_sorted, allowed, n_logits);
+  int count = 0, n = n_logits < c->n ? n_logits : c->n;
+  for (int i = 0; i < n; i++) count += allowed[i] = c->inner[i];
+  return count + walk(c, c->rest_order, c->rest_lcp, c->n_rest, allowed, n_logits);
+}
+
 static int grow(mkc_constraint *c, int n) {
   if (n <= c->cap) return 0;
   free(c->allowed), free(c->ids), free(c->index), free(c->kept), free(c->pen), free(c->probs);
+  free(c->cands);
   c->allowed = malloc((size_t)n);
   c->ids = malloc((size_t)n * sizeof *c->ids);
   c->index = malloc((size_t)n * sizeof *c->index);
   c->kept = malloc((size_t)n * sizeof *c->kept);
   c->pen = malloc((size_t)n * sizeof *c->pen);
   c->probs = malloc((size_t)n * sizeof *c->probs);
-  c->cap = c->allowed && c->ids && c->index && c->kept && c->pen && c->probs ? n : 0;
+  c->cands = malloc((size_t)n * sizeof *c->cands);
+  c->cap = c->allowed && c->ids && c->index && c->kept && c->pen && c->probs && c->cands ? n : 0;
   if (!c->cap) no_memory();
   return c->cap ? 0 : -1;
 }
 
-/* Greedy without the whole mask: the best tokens by penalized logit, tried
- * in turn; the first the JSON takes is the constrained argmax. -1 when none
- * of the first few is (the caller then masks the vocabulary). */
-static int greedy_first(mkc_constraint *c, const float *logits, int n_logits, const int *window,
-                        int n_window, const mkc_sampling *o) {
-  mkc_sampler_ref_penalize(logits, n_logits, window, n_window, o, c->pen);
-  for (int tries = 0; tries < 32; tries++) {
-    int best = -1;
-    for (int i = 0; i < n_logits; i++) /* ties: the lower id, as the oracle orders them */
-      if (c->pen[i] != -INFINITY && (best < 0 || c->pen[i] > c->pen[best])) best = i;
-    if (best < 0) return -1;
-    if (mkc_constraint_allowed(c, best)) return best;
-    c->pen[best] = -INFINITY;
+static int before(const cand *a, const cand *b) {
+  return a->pen > b->pen || (a->pen == b->pen && a->id < b->id);
+}
+
+/* Reorders c[0..n) so that its first k (0 < k < n) are the first k in the
+ * oracle's order (among themselves in any order): quickselect. */
+static void first_k(cand *c, int n, int k) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    cand pivot = c[lo + (hi - lo) / 2];
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (before(&c[i], &pivot)) i++;
+      while (before(&pivot, &c[j])) j--;
+      if (i <= j) {
+        cand t = c[i];
+        c[i++] = c[j], c[j--] = t;
+      }
+    }
+    if (k - 1 <= j)
+      hi = j;
+    else if (k - 1 >= i)
+      lo = i;
+    else
+      return;
   }
+}
+
+static int by_id(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* Greedy without the whole mask: the few best tokens by penalized logit,
+ * found in one pass and tried in order; the first the JSON takes is the
+ * constrained argmax. -1 when none is (the caller then masks). */
+static int greedy_first(const mkc_constraint *c, const double *pen, int n_logits) {
+  enum { TRY = 8 };
+  cand best[TRY];
+  int n = 0;
+  for (int i = 0; i < n_logits; i++) {
+    cand x = {pen[i], i};
+    if (n == TRY && !before(&x, &best[TRY - 1])) continue;
+    int k = n < TRY ? n++ : TRY - 1;
+    for (; k > 0 && before(&x, &best[k - 1]); k--) best[k] = best[k - 1];
+    best[k] = x;
+  }
+  for (int k = 0; k < n; k++)
+    if (best[k].pen != -INFINITY && mkc_constraint_allowed(c, best[k].id)) return best[k].id;
   return -1;
 }
 
@@ -212,21 +300,39 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
     }
   mkc_sampling o = *o_in;
   if (!(o.repeat_penalty > 0)) o.repeat_penalty = 1; /* zeroed options: off */
-  if (o.temp <= 0 && o.logprobs <= 0 &&
-      (*id = greedy_first(c, logits, n_logits, window, n_window, &o)) >= 0)
-    return 0;
+  int greedy = o.temp <= 0, whole = o.logprobs > 0;  /* log-probabilities: over every allowed */
+  mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, c->pen);
+  if (greedy && !whole && (*id = greedy_first(c, c->pen, n_logits)) >= 0) return 0;
   int m = mkc_constraint_mask(c, c->allowed, n_logits);
   if (m == 0) {
     fprintf(stderr, "mkc: error: constrained output: no token of the vocabulary continues the "
                     "JSON here\n");
     return -1;
   }
-  /* the allowed tokens alone, renumbered; the window's counted span too
-   * (cut to its last repeat_last_n first, so dropping the others moves nothing) */
+  /* the allowed tokens; without log-probabilities only those the chain can keep: the best
+   * (greedy) or the top-k, found in one pass rather than the oracle's sort of them all */
   m = 0;
-  for (int i = 0; i < n_logits; i++) {
-    c->index[i] = c->allowed[i] ? m : -1;
-    if (c->allowed[i]) c->ids[m] = i, c->kept[m++] = logits[i];
+  for (int i = 0; i < n_logits; i++)
+    if (c->allowed[i]) c->cands[m++] = (cand){c->pen[i], i};
+  if (!whole && greedy) {
+    int best = 0;
+    for (int i = 1; i < m; i++)
+      if (before(&c->cands[i], &c->cands[best])) best = i;
+    *id = c->cands[best].id;
+    return 0;
+  }
+  if (!whole && o.top_k > 0 && o.top_k < m) {
+    first_k(c->cands, m, o.top_k);
+    m = o.top_k;
+    qsort(c->cands, (size_t)m, sizeof *c->cands, by_id);
+  }
+  /* renumbered; the window's counted span too (cut to its last repeat_last_n first, so
+   * dropping the others moves nothing) */
+  for (int i = 0; i < n_window; i++) c->index[window[i]] = -1;
+  for (int i = 0; i < m; i++) {
+    c->ids[i] = c->cands[i].id;
+    c->kept[i] = logits[c->ids[i]];
+    c->index[c->ids[i]] = i;
   }
   int span = n_window < o.repeat_last_n ? n_window : o.repeat_last_n, n_span = 0;
   int *spanned = malloc(((size_t)span + 1) * sizeof *spanned);

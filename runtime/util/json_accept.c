@@ -262,6 +262,10 @@ int mkc_json_acc_text(mkc_json_acc *a, const char *s, size_t n) {
   return 0;
 }
 
+int mkc_json_acc_in_string(const mkc_json_acc *a) {
+  return a->mode == STRING || a->mode == KEY_STRING;
+}
+
 int mkc_json_acc_done(const mkc_json_acc *a) {
   if (a->mode == DONE) return 1;
   return a->depth == 0 &&

@@ -43,6 +43,11 @@ int mkc_json_acc_byte(mkc_json_acc *a, unsigned char c);
  * then in the state before that byte). */
 int mkc_json_acc_text(mkc_json_acc *a, const char *s, size_t n);
 
+/* Whether the next byte is read as a string's own text (inside a string,
+ * no escape or character under way): then any text of printable bytes, no
+ * '"' or '\\', in whole UTF-8 characters is taken as it is. */
+int mkc_json_acc_in_string(const mkc_json_acc *a);
+
 /* Whether what was read is a whole document (a number at the top level is
  * one that could also go on: "12" is whole, and so is "123"). */
 int mkc_json_acc_done(const mkc_json_acc *a);
