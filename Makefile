@@ -22,7 +22,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=build/obj/tests/%.o)
 # code runs in make test on machines without a GPU.
 FAKE_CUDA := build/fake_cuda/libcuda.so.1 build/fake_cuda/libnvrtc.so
 
-all: build/mkc $(TEST_BIN) $(FAKE_CUDA)
+all: build/mkc $(TEST_BIN) $(FAKE_CUDA) build/bench_constrain
 # Named, so make keeps them (not intermediates) and their .d files count.
 .SECONDARY: $(TEST_OBJ)
 
@@ -61,6 +61,10 @@ NPROC := $(shell nproc 2>/dev/null || echo 1)
 test:
 	@$(MAKE) --no-print-directory -j$(NPROC) all $(SANITIZE_TESTS) $(FUZZ_REPLAY)
 	@bash tests/run.sh
+
+# What constrained JSON output costs on the host (docs/PERF.md): not a test.
+build/bench_constrain: build/obj/tests/bench_constrain.o $(RUNTIME_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fills a kernel cache for a GPU session ahead of it (tests/gpu/prime.sh).
 build/prime_kcache: build/obj/tests/gpu/prime_kcache.o $(RUNTIME_OBJ)
