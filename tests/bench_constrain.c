@@ -29,21 +29,31 @@ static int bench(const char *path) {
   for (int i = 0; i < n; i++) logits[i] = (float)((i * 2654435761u) % 10000) / 1000.0f;
   for (int s = 0; s < 5; s++) {
     mkc_constraint_start(c, 1, 1);
-    int *ids; int k = mkc_tokenizer_encode(t, states[s], strlen(states[s]), 0, 0, &ids);
+    int *ids;
+    int k = mkc_tokenizer_encode(t, states[s], strlen(states[s]), 0, 0, &ids);
     for (int i = 0; i < k; i++) mkc_constraint_accept(c, ids[i]);
     int reps = 20, a = 0;
     t0 = mkc_seconds();
     for (int r = 0; r < reps; r++) a = mkc_constraint_mask(c, m, n);
     double tm = (mkc_seconds() - t0) / reps;
-    mkc_sampling o = {.temp = 0.8f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f, .repeat_penalty = 1, .repeat_last_n = 64};
-    int id; t0 = mkc_seconds();
-    for (int r = 0; r < reps; r++) mkc_constraint_choose(c, logits, n, ids, k, &o, &id, NULL, NULL, NULL);
+    mkc_sampling o = {.temp = 0.8f,
+                      .top_k = 40,
+                      .top_p = 0.95f,
+                      .min_p = 0.05f,
+                      .repeat_penalty = 1,
+                      .repeat_last_n = 64};
+    int id;
+    t0 = mkc_seconds();
+    for (int r = 0; r < reps; r++)
+      mkc_constraint_choose(c, logits, n, ids, k, &o, &id, NULL, NULL, NULL);
     double ts = (mkc_seconds() - t0) / reps;
     mkc_sampling g = {.repeat_penalty = 1};
     t0 = mkc_seconds();
-    for (int r = 0; r < reps; r++) mkc_constraint_choose(c, logits, n, ids, k, &g, &id, NULL, NULL, NULL);
+    for (int r = 0; r < reps; r++)
+      mkc_constraint_choose(c, logits, n, ids, k, &g, &id, NULL, NULL, NULL);
     double tg = (mkc_seconds() - t0) / reps;
-    printf("  after %-16s %6d allowed: mask %.2f ms, sampled choice %.2f ms, greedy %.3f ms\n", states[s], a, tm * 1e3, ts * 1e3, tg * 1e3);
+    printf("  after %-16s %6d allowed: mask %.2f ms, sampled choice %.2f ms, greedy %.3f ms\n",
+           states[s], a, tm * 1e3, ts * 1e3, tg * 1e3);
     free(ids);
   }
   mkc_constraint_close(c);

@@ -22,6 +22,7 @@
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
 #include "util/json_accept.h"
+#include "util/json_schema.h"
 
 #define P_MIN 0.001
 
@@ -409,6 +410,170 @@ static void test_mask_smollm2(void) {
   mkc_model_file_close(&mf);
 }
 
+/* ---- schemas ---- */
+
+static mkc_schema *schema(const char *text) {
+  char why[300];
+  mkc_schema *s = mkc_schema_compile(text, strlen(text), why, sizeof why);
+  if (!s) printf("     | %s\n", why);
+  return s;
+}
+
+/* The index of the first byte the schema's recognizer refuses, or -1; *whole: a whole document. */
+static long schema_refused(const mkc_schema *sch, const char *s, int *whole) {
+  mkc_json_acc a;
+  mkc_json_acc_init_schema(&a, sch);
+  for (size_t i = 0; s[i]; i++)
+    if (mkc_json_acc_byte(&a, (unsigned char)s[i]) != 0) return (long)i;
+  *whole = mkc_json_acc_done(&a);
+  return -1;
+}
+
+static void test_schema_compile(void) {
+  static const struct {
+    const char *schema, *why;
+  } refused[] = {
+      {"{\"type\": \"string\", \"pattern\": \"a+\"}", "\"pattern\" is not offered"},
+      {"{\"type\": \"integer\", \"minimum\": 0}", "\"minimum\" is not offered"},
+      {"{\"type\": \"string\", \"format\": \"date\"}", "\"format\" is not offered"},
+      {"{\"allOf\": [{}]}", "\"allOf\" is not offered"},
+      {"{\"anyOf\": [{\"type\": \"object\"}, {\"type\": \"object\", \"properties\": {}}]}",
+       "two alternatives of the same type"},
+      {"{\"anyOf\": [{\"enum\": [1]}, {\"type\": \"string\"}]}", "an alternative of any value"},
+      {"{\"$ref\": \"#/$defs/missing\"}", "names nothing here"},
+      {"{\"type\": \"object\", \"properties\": {\"a\": {}}, \"required\": [\"b\"]}",
+       "required names \"b\", which is not among its properties"},
+      {"{\"type\": \"text\"}", "type \"text\" is not a JSON Schema type"},
+      {"{\"type\": \"array\", \"minItems\": 3, \"maxItems\": 2}", "minItems 3 is past maxItems 2"},
+      {"{\"type\": \"array\", \"maxItems\": 1000}", "past 255 are not offered"},
+      {"{\"type\": \"object\", \"properties\": {\"a\\\"b\": {}}}", "would need escapes"},
+      {"[1]", "a schema must be an object"},
+      {"{\"type\": ", "not JSON"},
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    char why[300] = "";
+    mkc_schema *s =
+        mkc_schema_compile(refused[i].schema, strlen(refused[i].schema), why, sizeof why);
+    CHECK(!s && strstr(why, refused[i].why) && strncmp(why, "json schema: ", 13) == 0,
+          "schema refused: %s (%s)", refused[i].schema, why);
+    mkc_schema_free(s);
+  }
+  mkc_schema *s = schema("{\"title\": \"t\", \"description\": \"d\", \"$schema\": \"x\", \"type\": "
+                         "\"object\", \"properties\": {\"a\": {\"type\": \"string\", "
+                         "\"description\": \"x\", \"default\": \"y\"}}, "
+                         "\"additionalProperties\": false}");
+  CHECK(s != NULL, "annotations are read past, additionalProperties taken");
+  mkc_schema_free(s);
+}
+
+static void test_schema_documents(void) {
+  static const struct {
+    const char *schema, *doc;
+    long at; /* the first byte refused, or -1 (then the document is whole) */
+  } cases[] = {
+#define S1                                                                                         \
+  "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"integer\"}, \"b\": {\"type\": "     \
+  "\"string\"}, \"c\": {\"enum\": [\"x\", \"yz\", 1, null]}}, \"required\": [\"a\", \"c\"]}"
+      {S1, "{\"a\":1,\"c\":\"x\"}", -1},
+      {S1, "{ \"a\": -20, \"b\": \"s\\n\", \"c\": null }", -1},
+      {S1, "{\"a\":1,\"c\":1}", -1},
+      {S1, "{\"c\":\"x\"}", 2}, /* a is required first */
+      {S1, "{\"b\":\"s\"}", 2}, /* and b comes after a */
+      {S1, "{\"a\":1.5", 6},    /* an integer */
+      {S1, "{\"a\":1e3", 6},
+      {S1, "{\"a\":1}", 6},              /* c is required */
+      {S1, "{\"a\":1,\"b\":2", 11},      /* b is a string */
+      {S1, "{\"a\":1,\"c\":\"xy\"", 13}, /* not an enum value */
+      {S1, "{\"a\":1,\"c\":12}", 12},    /* 1 is, 12 is not */
+      {S1, "{\"a\":1,\"c\":null,", 15},  /* no property is left */
+      {S1, "{\"a\":1,\"a\":2}", 8},      /* nor a second a */
+      {S1, "{\"a\":1,\"d\":2}", 8},      /* nor one not declared */
+      {S1, "[1]", 0},
+#define S2                                                                                         \
+  "{\"type\": \"array\", \"items\": {\"type\": \"boolean\"}, \"minItems\": 1, \"maxItems\": 2}"
+      {S2, "[true]", -1},
+      {S2, "[true, false]", -1},
+      {S2, "[]", 1},
+      {S2, "[true,false,", 11},
+      {S2, "[1]", 1},
+#define S3 "{\"type\": [\"string\", \"null\"]}"
+      {S3, "null", -1},
+      {S3, "\"a\"", -1},
+      {S3, "1", 0},
+#define S4                                                                                         \
+  "{\"$defs\": {\"node\": {\"type\": \"object\", \"properties\": {\"v\": {\"type\": "              \
+  "\"integer\"}, "                                                                                 \
+  "\"kids\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/node\"}}}, \"required\": "      \
+  "[\"v\"]}}, \"$ref\": \"#/$defs/node\"}"
+      {S4, "{\"v\":1,\"kids\":[{\"v\":2},{\"v\":3,\"kids\":[]}]}", -1},
+      {S4, "{\"v\":1,\"kids\":[{\"kids\":[]}]}", 17},
+#define S5                                                                                         \
+  "{\"type\": \"object\", \"properties\": {\"a\": {}, \"b\": {\"type\": \"object\"}}, "            \
+  "\"required\": [\"a\", \"b\"]}"
+      {S5, "{\"a\":[1,{\"x\":\"y\"}],\"b\":{\"z\":[null]}}", -1},
+      {S5, "{\"a\":true,\"b\":[]}", 14}, /* b is an object (of any members) */
+#define S6                                                                                         \
+  "{\"anyOf\": [{\"type\": \"array\", \"items\": {\"type\": \"integer\"}}, {\"type\": "            \
+  "\"number\"}]}"
+      {S6, "[1,2]", -1},
+      {S6, "2.5", -1},
+      {S6, "[1.5]", 2},
+#define S7 "{\"const\": {\"k\": [1, \"\\u00e9\"]}}"
+      {S7, "{\"k\":[1,\"\xc3\xa9\"]}", -1},
+      {S7, "{\"k\": [1", 5}, /* the value's own text, compact */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    mkc_schema *s = schema(cases[i].schema);
+    int whole = 0;
+    long at = s ? schema_refused(s, cases[i].doc, &whole) : -2;
+    CHECK(at == cases[i].at && (at >= 0 || whole), "schema %zu: %s %s (got %ld%s)", i, cases[i].doc,
+          cases[i].at < 0 ? "is whole" : "is refused where the case says", at,
+          at < 0 && !whole ? ", not whole" : "");
+    mkc_schema_free(s);
+  }
+}
+
+/* Under a schema: the trie walk against each token alone (no string shortcut in its keys). */
+static void test_schema_mask(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  mkc_schema *s = schema(S1);
+  static const char *const states[] = {"",
+                                       "{",
+                                       "{\"",
+                                       "{\"a\":",
+                                       "{\"a\": 1",
+                                       "{\"a\":1,\"",
+                                       "{\"a\":1,\"b\":\"q",
+                                       "{\"a\":1,\"c\":",
+                                       "{\"a\":1,\"c\":\"y"};
+  int all = c && s;
+  uint8_t got[VOCAB], want[VOCAB];
+  for (size_t k = 0; all && k < sizeof states / sizeof *states; k++) {
+    mkc_constraint_start_schema(c, s, 1);
+    mkc_json_acc a;
+    mkc_json_acc_init_schema(&a, s);
+    for (const char *p = states[k]; *p && all; p++) { /* byte by byte, as single-byte tokens */
+      int id = *p >= 0x20 && *p < 0x7f ? *p - 0x20 : -1;
+      all = id >= 0 && mkc_constraint_accept(c, id) == 0 && mkc_json_acc_byte(&a, *p) == 0;
+    }
+    int n = mkc_constraint_mask(c, got, VOCAB), m = 0;
+    for (int i = 0; i < VOCAB; i++) {
+      mkc_json_acc b = a;
+      want[i] = v.plain[i] && v.off[i + 1] > v.off[i] &&
+                mkc_json_acc_text(&b, v.bytes + v.off[i], v.off[i + 1] - v.off[i]) == 0;
+      m += want[i];
+    }
+    if (!(n == m && memcmp(got, want, VOCAB) == 0)) {
+      printf("     | after '%s': %d by the walk, %d alone\n", states[k], n, m);
+      all = 0;
+    }
+  }
+  CHECK(all, "a schema: the trie walk equals each token tried alone, in keys, values and enums");
+  mkc_schema_free(s);
+  mkc_constraint_close(c);
+}
+
 /* ---- the choice ---- */
 
 static void random_logits(float *l, int n, unsigned seed) {
@@ -647,6 +812,9 @@ int main(void) {
   test_random_documents();
   test_mask_made_up();
   test_mask_smollm2();
+  test_schema_compile();
+  test_schema_documents();
+  test_schema_mask();
   test_greedy();
   test_sampled();
   test_logprobs();

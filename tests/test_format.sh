@@ -4,14 +4,17 @@
 # format "json" (ollama), on the test data's SmolLM2 and the cpu backend.
 # Python's json module is the judge: a greedy answer is an object it parses,
 # run stops when the object is whole, and the server answers the same text,
-# whole and streamed; sampled answers that end whole parse too. Flags and
-# requests that cannot have JSON output are refused with their reasons.
+# whole and streamed; sampled answers that end whole parse too. With a JSON
+# schema (run -j/--json-schema, -jf; OpenAI's json_schema, ollama's format
+# as a schema), the Python jsonschema package judges: every answer that
+# ends whole validates. Flags and requests that cannot have JSON output are
+# refused with their reasons.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 unset MKC_KV_DTYPE
 
 # ---- refusals that need no model ----
-expect_error "run --format yaml" "mkc: error: run: --format 'yaml': the one format is json" \
+expect_error "run --format yaml" "mkc: error: run: --format 'yaml': json, or a JSON schema ({...})" \
   -- run -m README.md -p hi --format yaml
 expect_error "run --format json without a tokenizer" \
   "mkc: error: run: --format json needs the model's tokenizer: -m with -p or -f" \
@@ -19,6 +22,11 @@ expect_error "run --format json without a tokenizer" \
 expect_error "run --format json with drafts" \
   "mkc: error: run: --format json chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
   -- run -m README.md -p hi --format json --draft-max 2
+expect_error "run -j with a keyword mkc does not follow" \
+  "mkc: error: --format: json schema: the schema: \"pattern\" is not offered (mkc follows type, properties, required, items, minItems, maxItems, enum, const, anyOf, oneOf and \$ref)" \
+  -- run -m README.md -p hi -j '{"type": "string", "pattern": "a+"}'
+expect_error "run -jf a missing file" "mkc: error: --json-schema-file $tmp/none.json: No such file or directory" \
+  -- run -m README.md -p hi -jf "$tmp/none.json"
 
 model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
@@ -40,7 +48,7 @@ prompts=("Reply with a JSON object with keys name and age for a cat called Tom a
   "Reply in JSON: an object with keys x and y, both numbers.")
 for i in 0 1 2; do
   "$mkc" run "${margs[@]}" --chat -p "${prompts[$i]}" --format json -n 100 >"$tmp/run$i" 2>"$tmp/run$i.err"
-  if is_object "$tmp/run$i" && grep -q "stopped: the JSON object is whole" "$tmp/run$i.err"; then
+  if is_object "$tmp/run$i" && grep -q "stopped: the JSON is whole" "$tmp/run$i.err"; then
     ok "run --format json, greedy: \"${prompts[$i]}\": an object json.loads reads, stopped when whole ($(grep -o 'generated [0-9]* tokens' "$tmp/run$i.err"))"
   else
     fail "run --format json: ${prompts[$i]}" "$(cat "$tmp/run$i")" "$(tail -n 2 "$tmp/run$i.err")"
@@ -57,7 +65,7 @@ whole=0 bad=0
 for seed in 4 6 7; do
   "$mkc" run "${margs[@]}" --chat -p "Describe a fictional city as a JSON object." --format json -n 100 \
     --temp 0.8 --seed $seed >"$tmp/s$seed" 2>"$tmp/s$seed.err"
-  if grep -q "stopped: the JSON object is whole" "$tmp/s$seed.err"; then
+  if grep -q "stopped: the JSON is whole" "$tmp/s$seed.err"; then
     whole=$((whole + 1))
     is_object "$tmp/s$seed" || bad=$((bad + 1))
   fi
@@ -66,32 +74,93 @@ done
   && ok "run --format json --temp 0.8, 3 seeds: the $whole answers that ended whole are objects json.loads reads" \
   || fail "sampled JSON" "$whole whole, $bad of them not objects" "$(cat "$tmp/s4")"
 
+# ---- schemas ----
+cat >"$tmp/cat.json" <<'SCHEMA'
+{"type": "object",
+ "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                "colour": {"enum": ["black", "white", "ginger"]},
+                "toys": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+                "vaccinated": {"type": "boolean"}},
+ "required": ["name", "age", "colour", "toys"]}
+SCHEMA
+# validates SCHEMA FILE: FILE (less run's closing newline) is JSON the schema validates.
+validates() {
+  python3 -c 'import json, sys, jsonschema
+t = open(sys.argv[2]).read(); t = t[:-1] if t.endswith("\n") else t
+jsonschema.validate(json.loads(t), json.load(open(sys.argv[1])))' "$1" "$2" 2>/dev/null
+}
+if ! python3 -c 'import jsonschema' 2>/dev/null; then
+  skip "JSON schemas: Python's jsonschema package is missing (.ci/install-deps installs python3-jsonschema)"
+else
+  "$mkc" run "${margs[@]}" --chat -p "Describe a cat as JSON." -jf "$tmp/cat.json" -n 120 >"$tmp/cat" 2>"$tmp/cat.err"
+  validates "$tmp/cat.json" "$tmp/cat" && grep -q "stopped: the JSON is whole" "$tmp/cat.err" \
+    && ok "run -jf, greedy: jsonschema validates the answer (properties in order, an enum, a list of at most 3), stopped when whole" \
+    || fail "run -jf" "$(cat "$tmp/cat")" "$(tail -n 1 "$tmp/cat.err")"
+  "$mkc" run "${margs[@]}" --chat -p "Describe a cat as JSON." -j "$(cat "$tmp/cat.json")" -n 120 >"$tmp/cat2" 2>/dev/null
+  cmp -s "$tmp/cat" "$tmp/cat2" && ok "run -j SCHEMA: the same answer as -jf FILE" || fail "run -j" "$(cat "$tmp/cat2")"
+  whole=0 bad=0
+  for seed in 1 2 3; do
+    "$mkc" run "${margs[@]}" --chat -p "Describe a cat as JSON." -jf "$tmp/cat.json" -n 150 --temp 0.9 --seed $seed \
+      >"$tmp/c$seed" 2>"$tmp/c$seed.err"
+    if grep -q "stopped: the JSON is whole" "$tmp/c$seed.err"; then
+      whole=$((whole + 1))
+      validates "$tmp/cat.json" "$tmp/c$seed" || bad=$((bad + 1))
+    fi
+  done
+  [ "$whole" -ge 1 ] && [ "$bad" -eq 0 ] \
+    && ok "run -jf --temp 0.9, 3 seeds: the $whole answers that ended whole validate" \
+    || fail "sampled schema" "$whole whole, $bad not valid" "$(cat "$tmp/c1")"
+fi
+
 # ---- serve ----
+# quoted FILE: FILE's text (less run's closing newline) as a JSON string.
+quoted() { python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$1"; }
+# content KEY...: the answer's value at the keys (and list indexes), as a JSON string.
+content() {
+  python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: v = v[int(k) if k.isdigit() else k]
+print(json.dumps(v))' "$tmp/body" "$@" 2>/dev/null
+}
+# openai_answers NAME WANT BODY: the chat's answer to BODY is WANT (a JSON string), finish_reason stop.
+openai_answers() {
+  call POST /v1/chat/completions "$3"
+  [ "$status" = 200 ] && [ "$(content choices 0 message content)" = "$2" ] && [ "$(get choices 0 finish_reason)" = stop ] \
+    && ok "$1" || fail "$1" "want: $2" "got:  $(head -c 600 "$tmp/ans")"
+}
 if start smolfmt -m "$model" --backend cpu --ctx 512; then
-  want=$(python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$tmp/run0")
-  call POST /v1/chat/completions "{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"response_format\": {\"type\": \"json_object\"}, \"max_tokens\": 100}"
-  got=$(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))["choices"][0]["message"]["content"]))' "$tmp/body" 2>/dev/null)
-  [ "$status" = 200 ] && [ "$got" = "$want" ] && [ "$(get choices 0 finish_reason)" = stop ] \
-    && ok "serve, response_format json_object: run --format json's object, finish_reason stop" \
-    || fail "serve json_object" "want: $want" "got:  $(head -c 600 "$tmp/ans")"
+  want=$(quoted "$tmp/run0")
+  openai_answers "serve, response_format json_object: run --format json's object, finish_reason stop" "$want" \
+    "{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"response_format\": {\"type\": \"json_object\"}, \"max_tokens\": 100}"
   python3 "$client" "$port" ndjson /api/chat "{\"model\": \"m\", \"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"format\": \"json\", \"options\": {\"num_predict\": 100}}" >"$tmp/nd"
   got=$(python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read().rsplit("\n", 2)[0]))' "$tmp/nd")
   [ "$got" = "$want" ] && grep -q "done_reason=stop" "$tmp/nd" \
     && ok "serve, ollama's format \"json\" streamed: the same object, done_reason stop" \
     || fail "ollama format json" "want: $want" "got:  $(head -c 600 "$tmp/nd")"
+  if python3 -c 'import jsonschema' 2>/dev/null; then
+    sch=$(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1]))))' "$tmp/cat.json")
+    want=$(quoted "$tmp/cat")
+    ask="{\"role\": \"user\", \"content\": \"Describe a cat as JSON.\"}"
+    openai_answers "serve, OpenAI's json_schema: run -jf's answer, finish_reason stop" "$want" \
+      "{\"messages\": [$ask], \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"name\": \"cat\", \"strict\": true, \"schema\": $sch}}, \"max_tokens\": 120}"
+    call POST /api/chat "{\"model\": \"m\", \"messages\": [$ask], \"format\": $sch, \"stream\": false, \"options\": {\"num_predict\": 120}}"
+    [ "$(content message content)" = "$want" ] && [ "$(get done_reason)" = stop ] \
+      && ok "serve, ollama's format as a schema: the same answer, done_reason stop" \
+      || fail "ollama format schema" "want: $want" "got:  $(head -c 600 "$tmp/ans")"
+  fi
   # ollama_refused NAME PHRASE BODY: POST /api/chat answers 400 {"error": "...PHRASE..."}
   ollama_refused() {
     call POST /api/chat "$3"
     [ "$status" = 400 ] && [[ $(get error) == *"$2"* ]] && ok "$1: 400 ($(get error))" \
       || fail "$1: 400 with \"$2\"" "got: $(head -c 300 "$tmp/ans")"
   }
-  ollama_refused "ollama's format as a schema" "format: a JSON schema is not offered yet" \
-    '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "format": {"type": "object"}}'
-  ollama_refused "ollama's format \"yaml\"" 'format: "json" (or a JSON schema' \
+  ollama_refused "ollama's format, a schema with a keyword mkc does not follow" 'format: json schema: the schema: "minimum" is not offered' \
+    '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "format": {"type": "integer", "minimum": 1}}'
+  ollama_refused "ollama's format \"yaml\"" 'format: "json" or a JSON schema' \
     '{"model": "m", "messages": [{"role": "user", "content": "hi"}], "format": "yaml"}'
-  refused "OpenAI's json_schema" 400 "response_format: json_schema is not offered yet" POST /v1/chat/completions \
-    '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}}'
-  refused "OpenAI's response_format of another type" 400 "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"}" POST /v1/chat/completions \
+  refused "OpenAI's json_schema without a schema" 400 "response_format: json_schema.schema: expected a JSON schema" POST /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x"}}}'
+  refused "OpenAI's response_format of another type" 400 "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "xml"}}'
   stop smolfmt
 fi

@@ -183,10 +183,22 @@ static void requests(void) {
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_schema\"}}", 0, &r, why) ==
                 -1 &&
-            strstr(why, "response_format: json_schema is not offered yet"),
-        "response_format json_schema refused: %s", why);
+            strstr(why, "response_format: json_schema.schema: expected a JSON schema"),
+        "response_format json_schema without a schema refused: %s", why);
+  CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+            "{\"name\": \"n\", \"strict\": true, \"schema\": {\"type\": \"object\", "
+            "\"properties\": {\"x\": {\"type\": \"integer\"}}, \"required\": [\"x\"]}}}}",
+            0, &r, why) == 0 &&
+            r.json_format && r.schema,
+        "response_format json_schema: JSON output its schema validates");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": "
+            "{\"schema\": {\"type\": \"string\", \"maxLength\": 3}}}}",
+            0, &r, why) == -1 &&
+            strstr(why, "response_format: json schema: the schema: \"maxLength\" is not offered"),
+        "a schema with a keyword mkc does not follow: refused by name: %s", why);
   CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"yaml\"}}", 0, &r, why) == -1 &&
-            strstr(why, "response_format: {\"type\": \"text\"} or {\"type\": \"json_object\"}"),
+            strstr(why, "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or"),
         "response_format of another type refused: %s", why);
   CHECK(api("{\"prompt\": \"a\", \"response_format\": {\"type\": \"json_object\"}}", 0, &r, why) ==
                 0 &&
@@ -354,6 +366,12 @@ static void requests(void) {
   CHECK(ollama("{\"prompt\": \"a\", \"format\": \"\"}", 0, &r, why) == 0 && !r.json_format,
         "ollama format \"\": none");
   mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"format\": {\"type\": \"array\", \"items\": {\"type\": "
+               "\"string\"}}}",
+               0, &r, why) == 0 &&
+            r.json_format && r.schema,
+        "ollama format as a schema: JSON output it validates");
+  mkc_api_req_free(&r);
   static const struct {
     const char *json;
     int chat;
@@ -361,10 +379,10 @@ static void requests(void) {
   } OBAD[] = {
       {"{\"prompt\": 5}", 0, "prompt: expected a string"},
       {"{\"prompt\": \"a\", \"context\": [1, -1]}", 0, "context[1]: expected a token id"},
-      {"{\"prompt\": \"a\", \"format\": {\"type\": \"object\"}}", 0,
-       "format: a JSON schema is not offered yet"},
-      {"{\"prompt\": \"a\", \"format\": \"yaml\"}", 0, "format: \"json\" (or a JSON schema"},
-      {"{\"prompt\": \"a\", \"format\": 1}", 0, "format: \"json\" (or a JSON schema"},
+      {"{\"prompt\": \"a\", \"format\": {\"type\": \"string\", \"pattern\": \"x\"}}", 0,
+       "format: json schema: the schema: \"pattern\" is not offered"},
+      {"{\"prompt\": \"a\", \"format\": \"yaml\"}", 0, "format: \"json\" or a JSON schema"},
+      {"{\"prompt\": \"a\", \"format\": 1}", 0, "format: \"json\" or a JSON schema"},
       {"{\"prompt\": \"a\", \"stream\": 1}", 0, "stream: expected true or false"},
       {"{\"prompt\": \"a\", \"options\": {\"num_predict\": 0}}", 0, "num_predict"},
       {"{\"prompt\": \"a\", \"options\": [1]}", 0, "options: expected an object"},

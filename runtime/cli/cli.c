@@ -86,6 +86,7 @@ static const struct {
     {"--api-key-file", offsetof(mkc_cli, api_key_file)},
     {"--pooling", offsetof(mkc_cli, pooling)},
     {"--format", offsetof(mkc_cli, format)},
+    {"--json-schema-file", offsetof(mkc_cli, schema_file)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -121,6 +122,9 @@ static const struct {
     {"--ctx-size", "--ctx"},
     {"-ub", "--ubatch"},
     {"--ubatch-size", "--ubatch"},
+    {"--json-schema", "--format"}, /* llama.cpp's, for a schema */
+    {"-j", "--format"},
+    {"-jf", "--json-schema-file"},
     {"--parallel", "--slots"}, /* llama-server's parallel sequences: serve's slots */
     {"-np", "--slots"},
     /* the cpu backend runs one block per OS thread, so threads are blocks */

@@ -33,7 +33,8 @@ typedef struct mkc_cli {
   int no_display_prompt;        /* --no-display-prompt: print only the completion */
   int verbose;                  /* --verbose: chat prints each turn's stats */
   int json;                     /* --json: run prints JSON lines, one per generated token */
-  const char *format;           /* --format json: the answer is constrained to a JSON object */
+  const char *format;           /* --format json|SCHEMA (-j/--json-schema): JSON output */
+  const char *schema_file;      /* --json-schema-file FILE (-jf): the schema from a file */
   int draft_min;                /* --draft-min K: the adaptive depth's floor */
   int draft_adaptive;           /* --draft-adaptive: the depth follows the acceptance rate */
   int rounds;                   /* --rounds R: decode rounds per kernel launch (0: 1) */

@@ -21,6 +21,7 @@
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
+#include "util/json_schema.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -50,6 +51,9 @@ static const char USAGE[] =
     "                         host among those that keep it valid JSON (the sampling\n"
     "                         options apply to them), and generation ends with the\n"
     "                         object; one token per step (no drafts)\n"
+    "  --format SCHEMA, -j, --json-schema SCHEMA  the answer is JSON the schema\n"
+    "                         validates (docs/MODELS.md says which keywords)\n"
+    "  -jf, --json-schema-file FILE  the schema from a file\n"
     "  --logprobs N           each token's log-probability and the N (1..20) most\n"
     "                         likely at its place, computed in the kernel (on stderr,\n"
     "                         or in the JSON lines)\n"
@@ -208,6 +212,23 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, i
   return ids;
 }
 
+/* --format SCHEMA or --json-schema-file FILE compiled; NULL after a message. */
+static mkc_schema *schema_of(const mkc_cli *c) {
+  size_t n = 0;
+  char *file = c->schema_file ? mkc_read_file(c->schema_file, &n) : NULL, why[300];
+  if (c->schema_file && !file) {
+    fprintf(stderr, "mkc: error: --json-schema-file %s: %s\n", c->schema_file, strerror(errno));
+    return NULL;
+  }
+  mkc_schema *s =
+      mkc_schema_compile(file ? file : c->format, file ? n : strlen(c->format), why, sizeof why);
+  if (!s)
+    fprintf(stderr, "mkc: error: %s%s: %s\n", c->schema_file ? "--json-schema-file " : "--format",
+            c->schema_file ? c->schema_file : "", why);
+  free(file);
+  return s;
+}
+
 /* --batch takes its prompts from the file and runs a slot kernel of its own. */
 static int check_batch_flags(const mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
@@ -228,7 +249,7 @@ static int check_batch_flags(const mkc_cli *c) {
   return 0;
 }
 
-static int check_flags(const mkc_cli *c) {
+static int check_flags(mkc_cli *c) {
   if (c->batch_file) return check_batch_flags(c);
   if (c->slots || c->kv_pages)
     return mkc_cli_usage_error("%s", "run: --slots B and --kv-pages N go with --batch FILE");
@@ -241,8 +262,11 @@ static int check_flags(const mkc_cli *c) {
       !c->prompt && !c->prompt_file)
     return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template, --reasoning-effort and "
                                      "--reasoning-budget need a text prompt (-p or -f)");
-  if (c->format && strcmp(c->format, "json") != 0)
-    return mkc_cli_usage_error("run: --format '%s': the one format is json", c->format);
+  if (c->format && strcmp(c->format, "json") != 0 && c->format[strspn(c->format, " \t\n\r")] != '{')
+    return mkc_cli_usage_error("run: --format '%s': json, or a JSON schema ({...})", c->format);
+  if (c->format && c->schema_file)
+    return mkc_cli_usage_error("%s", "run: --format and --json-schema-file: one of them");
+  if (c->schema_file && !c->format) c->format = "";
   if (c->format && (!c->model_path || c->prompt_ids))
     return mkc_cli_usage_error("%s", "run: --format json needs the model's tokenizer: -m with -p "
                                      "or -f");
@@ -372,7 +396,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--draft-adaptive --prompt-ids --backend --ubatch "
       "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
       "--system-prompt --chat-template --reasoning-effort --reasoning-budget --ignore-eos "
-      "--no-display-prompt --json --format "
+      "--no-display-prompt --json --format --json-schema-file "
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
@@ -389,10 +413,12 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
   mkc_constraint *constraint = NULL;
+  mkc_schema *schema = NULL;
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if ((c.format && strcmp(c.format, "json") != 0 && !(schema = schema_of(&c))) ||
+      mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   int family = MKC_CHAT_UNKNOWN;
   prompt = prompt_tokens(&c, &m, &n_prompt, &family);
@@ -435,7 +461,10 @@ int mkc_cmd_run(int argc, char **argv) {
     goto done;
   }
   if (c.format && !(constraint = mkc_json_format_open(m.file.tok))) goto done;
-  if (constraint) mkc_constraint_start(constraint, 1, seed);
+  if (schema)
+    mkc_constraint_start_schema(constraint, schema, seed);
+  else if (constraint)
+    mkc_constraint_start(constraint, 1, seed);
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
@@ -487,6 +516,7 @@ int mkc_cmd_run(int argc, char **argv) {
   rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
   mkc_constraint_close(constraint);
+  mkc_schema_free(schema);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   free(prompt);

@@ -53,15 +53,15 @@ static const char USAGE[] =
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
-    "usage); response_format {\"type\": \"json_object\"} (ollama's format \"json\")\n"
-    "constrains the answer to a JSON object, as run --format json does (not with\n"
-    "--parallel); logit_bias and JSON schemas are refused, not ignored. A\n"
-    "chat's tools (the qwen2.5, qwen3, llama3.1 and gpt-oss templates') come\n"
-    "back as tool_calls; tool_choice is auto or none (a forced call is\n"
-    "refused). A field not given is this command's option (the same defaults\n"
-    "as run: greedy unless --temp). A request that shares its first tokens\n"
-    "with the one before feeds only the rest (--parallel: the full KV pages of\n"
-    "any earlier prompt's start). Ctrl-C (or SIGTERM) stops.\n"
+    "usage); response_format json_object or json_schema (ollama's format, \"json\"\n"
+    "or a schema) constrains the answer to JSON, as run --format does (not with\n"
+    "--parallel); logit_bias is refused, not ignored. A chat's tools (the\n"
+    "qwen2.5, qwen3, llama3.1 and gpt-oss templates') come back as tool_calls;\n"
+    "tool_choice is auto or none (a forced call is refused). A field not given\n"
+    "is this command's option (the same defaults as run: greedy unless --temp).\n"
+    "A request that shares its first tokens with the one before feeds only the\n"
+    "rest (--parallel: the full KV pages of any earlier prompt's start). Ctrl-C\n"
+    "(or SIGTERM) stops.\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
@@ -122,8 +122,11 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
     refuse(r, fd, 500, "JSON output could not be set up (the server's log says why)");
     return 0;
   }
-  if (r->json_format)
-    mkc_constraint_start(sv->json, 1, (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
+  unsigned long long seed = (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo;
+  if (r->schema)
+    mkc_constraint_start_schema(sv->json, r->schema, seed);
+  else if (r->json_format)
+    mkc_constraint_start(sv->json, 1, seed);
   if (r->stream) mkc_answer_stream_start(g);
   mkc_decode_opts d = {.draft_max = sv->c->draft_max,
                        .adaptive = sv->c->draft_adaptive,

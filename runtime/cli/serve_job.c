@@ -269,7 +269,7 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
          : interrupted ? "interrupted (Ctrl-C)"
          : g->eog      ? "end of generation"
          : g->hit_stop ? "a stop string"
-         : g->complete ? "the JSON object is whole"
+         : g->complete ? "the JSON is whole"
          : full        ? "context full"
                        : "max_tokens reached";
 }

@@ -4,7 +4,7 @@
 const char *mkc_stop_reason(const mkc_decode_stats *st, int eog, int interrupted, int open_ended) {
   if (interrupted) return "interrupted (Ctrl-C)";
   if (eog) return "end of generation";
-  if (st->complete) return "the JSON object is whole";
+  if (st->complete) return "the JSON is whole";
   /* -n -1 asks for every position the context has left */
   if (st->ctx_full || open_ended) return "context full (use --ctx)";
   return "-n reached";

@@ -12,6 +12,7 @@
 
 #include "sampler_ref.h"
 #include "util/json_accept.h"
+#include "util/json_schema.h"
 #include "util/rng.h"
 
 /* A candidate: a token and its penalized logit. The oracle's order is
@@ -150,6 +151,11 @@ void mkc_constraint_close(mkc_constraint *c) {
 
 void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed) {
   mkc_json_acc_init(&c->now, object_only);
+  c->rng = seed;
+}
+
+void mkc_constraint_start_schema(mkc_constraint *c, const mkc_schema *schema, uint64_t seed) {
+  mkc_json_acc_init_schema(&c->now, schema);
   c->rng = seed;
 }
 

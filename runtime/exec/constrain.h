@@ -1,11 +1,10 @@
-/* Constrained output: JSON that parses. At each step the token is chosen on
- * the host from the step's logits, among the tokens whose text keeps the
- * answer the beginning of a JSON document (util/json_accept.h): the kernel's
- * own choice is set aside. The choice follows the session's sampling
- * options exactly as the sampling oracle defines them (exec/sampler_ref.h),
- * the tokens that cannot continue the JSON first given probability 0:
- * greedy is the best such token, sampling draws from the distribution
- * renormalized over them. Generation ends when the document is whole. */
+/* Constrained output: JSON that parses (and that a JSON schema validates). At each step the token
+ * is chosen on the host from the step's logits, among the tokens whose text keeps the answer the
+ * beginning of a JSON document (util/json_accept.h): the kernel's own choice is set aside. The
+ * choice follows the session's sampling options exactly as the sampling oracle defines them
+ * (exec/sampler_ref.h), the tokens that cannot continue the JSON first given probability 0: greedy
+ * is the best such token, sampling draws from the distribution renormalized over them. Generation
+ * ends when the document is whole. */
 #ifndef MKC_CONSTRAIN_H
 #define MKC_CONSTRAIN_H
 
@@ -31,6 +30,10 @@ void mkc_constraint_close(mkc_constraint *c);
 /* Starts a document: an object (object_only; ollama's format "json",
  * OpenAI's json_object) or any JSON value. seed: the draws of sampling. */
 void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed);
+/* Starts a document the schema validates (util/json_schema.h; it must
+ * outlive the document). */
+struct mkc_schema;
+void mkc_constraint_start_schema(mkc_constraint *c, const struct mkc_schema *schema, uint64_t seed);
 
 /* Whether token id (any id; past the vocabulary: no) may come next. */
 int mkc_constraint_allowed(const mkc_constraint *c, int id);

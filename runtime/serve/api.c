@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/tojson.h"
+#include "util/json_schema.h"
 #include "util/json_text.h"
 
 static int bad(char *why, size_t cap, const char *fmt, ...) {
@@ -357,6 +358,16 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   return 0;
 }
 
+/* A JSON schema the answer must follow (field: the request's name for it). */
+static int read_schema(const cJSON *sch, const char *field, mkc_api_req *r, char *why, size_t cap) {
+  char *text = cJSON_PrintUnformatted(sch), w[300] = "out of memory";
+  r->schema = text ? mkc_schema_compile(text, strlen(text), w, sizeof w) : NULL;
+  free(text);
+  if (!r->schema) return bad(why, cap, "%s: %s", field, w);
+  r->json_format = 1;
+  return 0;
+}
+
 /* OpenAI's fields that change the answer and that mkc either follows or
  * refuses, never drops: stream_options, logit_bias, response_format. */
 static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -395,14 +406,17 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
     const char *t = cJSON_IsString(type) ? type->valuestring : "";
-    if (strcmp(t, "json_schema") == 0)
-      return bad(why, cap,
-                 "response_format: json_schema is not offered yet ({\"type\": "
-                 "\"json_object\"} is: any JSON object)");
+    if (strcmp(t, "json_schema") == 0) {
+      const cJSON *js = cJSON_GetObjectItemCaseSensitive(fmt, "json_schema");
+      const cJSON *sch = cJSON_GetObjectItemCaseSensitive(js, "schema");
+      if (!cJSON_IsObject(sch))
+        return bad(why, cap, "response_format: json_schema.schema: expected a JSON schema");
+      return read_schema(sch, "response_format", r, why, cap);
+    }
     if (strcmp(t, "text") != 0 && strcmp(t, "json_object") != 0)
       return bad(why, cap,
-                 "response_format: {\"type\": \"text\"} or {\"type\": "
-                 "\"json_object\"}");
+                 "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                 "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}");
     r->json_format = strcmp(t, "json_object") == 0;
   }
   return 0;
@@ -471,14 +485,13 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
  * stop in "options"; a stream unless "stream": false. */
 static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   if (r->chat ? read_messages(root, r, why, cap) : read_generate(root, r, why, cap)) return -1;
-  /* format: "json" (a JSON object), or a JSON schema (not yet) */
+  /* format: "json" (a JSON object), or a JSON schema */
   const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
-  if (cJSON_IsObject(format))
-    return bad(why, cap, "format: a JSON schema is not offered yet (\"json\" is: any JSON object)");
-  if (format && !cJSON_IsNull(format) &&
+  if (cJSON_IsObject(format) && read_schema(format, "format", r, why, cap) != 0) return -1;
+  if (format && !cJSON_IsNull(format) && !cJSON_IsObject(format) &&
       !(cJSON_IsString(format) && (!*format->valuestring || !strcmp(format->valuestring, "json"))))
-    return bad(why, cap, "format: \"json\" (or a JSON schema, not offered yet)");
-  r->json_format = cJSON_IsString(format) && *format->valuestring;
+    return bad(why, cap, "format: \"json\" or a JSON schema");
+  if (cJSON_IsString(format)) r->json_format = *format->valuestring != 0;
   if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
@@ -579,6 +592,7 @@ void mkc_api_req_free(mkc_api_req *r) {
   free(r->msgs);
   free(r->prompt_ids);
   free(r->context);
+  mkc_schema_free(r->schema);
   cJSON_Delete(r->root);
   memset(r, 0, sizeof *r);
 }

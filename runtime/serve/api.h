@@ -58,8 +58,11 @@ typedef struct mkc_api_req {
   const char *reasoning_effort;
   int think;
   /* ollama's format "json", OpenAI's response_format json_object: the
-   * answer is constrained to a JSON object (exec/constrain.h) */
+   * answer is constrained to a JSON object (exec/constrain.h); with a
+   * schema (ollama's format as one, OpenAI's json_schema), to what it
+   * validates */
   int json_format;
+  struct mkc_schema *schema;
   int *context;
   int n_context;
   void *root;       /* the cJSON tree */

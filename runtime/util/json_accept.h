@@ -18,6 +18,9 @@
 
 #define MKC_JSON_DEPTH_MAX 64
 #define MKC_JSON_WS_MAX 64
+#define MKC_SCHEMA_DEPTH 16 /* containers a schema governs, outermost first */
+
+struct mkc_schema;
 
 typedef struct mkc_json_acc {
   uint64_t objects; /* bit d: the container at depth d + 1 is an object (else a list) */
@@ -28,11 +31,22 @@ typedef struct mkc_json_acc {
   uint8_t literal;  /* which of true, false, null is being read */
   uint8_t ws, lf;   /* whitespace bytes in the current run, line feeds among them */
   uint8_t object_only;
+  /* With a schema (json_schema.h): the outer sdepth containers are its
+   * nodes' (deeper ones are any JSON); node is the one the next value must
+   * be; a key or an enum's text is matched against cands, at bytes in. */
+  const struct mkc_schema *schema;
+  uint64_t cands;
+  uint16_t node, at;
+  uint8_t sdepth, integer;
+  uint16_t frame_node[MKC_SCHEMA_DEPTH];
+  uint8_t frame_pos[MKC_SCHEMA_DEPTH]; /* an object's next property, a list's items so far */
 } mkc_json_acc;
 
 /* A fresh state. object_only: the document must be an object (ollama's
  * format "json", OpenAI's json_object); else any value. */
 void mkc_json_acc_init(mkc_json_acc *a, int object_only);
+/* A fresh state for documents the schema validates (it must outlive the state). */
+void mkc_json_acc_init_schema(mkc_json_acc *a, const struct mkc_schema *schema);
 
 /* Reads byte c: 0 when the text still begins some document (a moves on),
  * -1 when it cannot (a is left as it was). Once the document is whole, only
