@@ -466,8 +466,21 @@ static void test_schema_compile(void) {
   mkc_schema_free(s);
 }
 
+/* [0,0,...,0]: 300 items */
+#define LONG_LIST long_list()
+static const char *long_list(void) {
+  static char s[700];
+  if (!s[0]) {
+    size_t n = 0;
+    s[n++] = '[';
+    for (int i = 0; i < 300; i++) s[n++] = '0', s[n++] = ',';
+    s[n - 1] = ']';
+  }
+  return s;
+}
+
 static void test_schema_documents(void) {
-  static const struct {
+  const struct {
     const char *schema, *doc;
     long at; /* the first byte refused, or -1 (then the document is whole) */
   } cases[] = {
@@ -496,6 +509,8 @@ static void test_schema_documents(void) {
       {S2, "[]", 1},
       {S2, "[true,false,", 11},
       {S2, "[1]", 1},
+#define S8 "{\"type\": \"array\", \"items\": {\"type\": \"integer\"}}"
+      {S8, LONG_LIST, -1}, /* no maxItems: no bound (300 items) */
 #define S3 "{\"type\": [\"string\", \"null\"]}"
       {S3, "null", -1},
       {S3, "\"a\"", -1},

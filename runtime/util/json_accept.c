@@ -121,9 +121,9 @@ static int schema_value_start(mkc_json_acc *a, unsigned char c) {
   int node = a->node;
   if (a->sdepth > 0 && !in_object(a)) { /* a list's next item */
     const mkc_schema_node *list = frame(a);
-    uint8_t *count = &a->frame_pos[a->sdepth - 1];
+    uint8_t *count = &a->frame_pos[a->sdepth - 1]; /* stops at 255: past maxItems' bound */
     if (*count >= list->max_items) return -1;
-    (*count)++;
+    if (*count < 255) (*count)++;
     node = list->items;
   }
   const mkc_schema_node *n = &a->schema->nodes[node];

@@ -39,7 +39,8 @@ typedef struct mkc_json_acc {
   uint16_t node, at;
   uint8_t sdepth, integer;
   uint16_t frame_node[MKC_SCHEMA_DEPTH];
-  uint8_t frame_pos[MKC_SCHEMA_DEPTH]; /* an object's next property, a list's items so far */
+  uint8_t frame_pos[MKC_SCHEMA_DEPTH]; /* an object's next property, a list's items so far
+                                          (up to 255) */
 } mkc_json_acc;
 
 /* A fresh state. object_only: the document must be an object (ollama's

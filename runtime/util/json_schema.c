@@ -202,7 +202,7 @@ static int compile_type(compiler *c, const cJSON *sch, const cJSON *from, const 
   c->s->nodes[id].kind = (uint8_t)kind;
   if (kind == MKC_SCHEMA_ARRAY) {
     const cJSON *items = cJSON_GetObjectItemCaseSensitive(sch, "items");
-    int node = 0, lo = 0, hi = MKC_SCHEMA_ITEMS_MAX;
+    int node = 0, lo = 0, hi = MKC_SCHEMA_UNBOUNDED;
     if (items && !cJSON_IsObject(items) && !cJSON_IsTrue(items))
       return fail(c,
                   "%s: items must be a schema (a list of them, prefixItems' older form, is "

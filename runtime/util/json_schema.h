@@ -15,7 +15,8 @@
 
 #define MKC_SCHEMA_PROPS_MAX 64  /* properties of one object */
 #define MKC_SCHEMA_LITS_MAX 64   /* values of one enum */
-#define MKC_SCHEMA_ITEMS_MAX 255 /* minItems, maxItems */
+#define MKC_SCHEMA_ITEMS_MAX 255 /* minItems, maxItems (none: no bound) */
+#define MKC_SCHEMA_UNBOUNDED 0xffff
 
 enum mkc_schema_kind {
   MKC_SCHEMA_ANY, /* any JSON value (node 0) */
@@ -42,13 +43,13 @@ enum {
 };
 
 typedef struct mkc_schema_node {
-  uint8_t kind;      /* enum mkc_schema_kind */
-  uint8_t free;      /* an object with no properties declared: any members */
-  uint16_t n, first; /* object: properties [first, first + n); literals: likewise */
-  uint64_t required; /* object: bit p, property first + p must be written */
-  uint16_t items;    /* array: its items' node */
-  uint16_t min_items, max_items;
-  uint16_t alt[MKC_CLASS_N]; /* union: the node of each class (0: that class is refused) */
+  uint8_t kind;                  /* enum mkc_schema_kind */
+  uint8_t free;                  /* an object with no properties declared: any members */
+  uint16_t n, first;             /* object: properties [first, first + n); literals: likewise */
+  uint64_t required;             /* object: bit p, property first + p must be written */
+  uint16_t items;                /* array: its items' node */
+  uint16_t min_items, max_items; /* max_items MKC_SCHEMA_UNBOUNDED: none */
+  uint16_t alt[MKC_CLASS_N];     /* union: the node of each class (0: that class is refused) */
 } mkc_schema_node;
 
 typedef struct mkc_schema_text {
