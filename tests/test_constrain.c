@@ -541,8 +541,8 @@ static void test_schema_documents(void) {
     mkc_schema *s = schema(cases[i].schema);
     int whole = 0;
     long at = s ? schema_refused(s, cases[i].doc, &whole) : -2;
-    CHECK(at == cases[i].at && (at >= 0 || whole), "schema %zu: %s %s (got %ld%s)", i, cases[i].doc,
-          cases[i].at < 0 ? "is whole" : "is refused where the case says", at,
+    CHECK(at == cases[i].at && (at >= 0 || whole), "schema %zu: %.60s %s (got %ld%s)", i,
+          cases[i].doc, cases[i].at < 0 ? "is whole" : "is refused where the case says", at,
           at < 0 && !whole ? ", not whole" : "");
     mkc_schema_free(s);
   }
