@@ -17,10 +17,10 @@ unset MKC_KV_DTYPE
 expect_error "run --format yaml" "mkc: error: run: --format 'yaml': json, or a JSON schema ({...})" \
   -- run -m README.md -p hi --format yaml
 expect_error "run --format json without a tokenizer" \
-  "mkc: error: run: --format json needs the model's tokenizer: -m with -p or -f" \
+  "mkc: error: run: --format (JSON output) needs the model's tokenizer: -m with -p or -f" \
   -- run --preset tiny --random-weights 1 -n 4 --format json
 expect_error "run --format json with drafts" \
-  "mkc: error: run: --format json chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
+  "mkc: error: run: --format (JSON output) chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
   -- run -m README.md -p hi --format json --draft-max 2
 expect_error "run -j with a keyword mkc does not follow" \
   "mkc: error: --format: json schema: the schema: \"pattern\" is not offered (mkc follows type, properties, required, items, minItems, maxItems, enum, const, anyOf, oneOf and \$ref)" \

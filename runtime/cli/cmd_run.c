@@ -268,13 +268,14 @@ static int check_flags(mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run: --format and --json-schema-file: one of them");
   if (c->schema_file && !c->format) c->format = "";
   if (c->format && (!c->model_path || c->prompt_ids))
-    return mkc_cli_usage_error("%s", "run: --format json needs the model's tokenizer: -m with -p "
-                                     "or -f");
+    return mkc_cli_usage_error("%s", "run: --format (JSON output) needs the model's tokenizer: -m "
+                                     "with -p or -f");
   if (c->format && (c->draft_max || c->draft_adaptive || c->draft_layers || c->draft_model_path ||
                     c->draft_head || c->rounds > 1))
-    return mkc_cli_usage_error("%s", "run: --format json chooses each token on the host, one per "
-                                     "step: drop the drafting flags (--draft-max, --draft-layers, "
-                                     "-md, --draft-head, --draft-adaptive, --rounds)");
+    return mkc_cli_usage_error("%s", "run: --format (JSON output) chooses each token on the host, "
+                                     "one per step: drop the drafting flags (--draft-max, "
+                                     "--draft-layers, -md, --draft-head, --draft-adaptive, "
+                                     "--rounds)");
   int rc = mkc_cli_check_model(c, "run");
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
@@ -455,8 +456,8 @@ int mkc_cmd_run(int argc, char **argv) {
   if (c.format && family >= 0 && mkc_chat_reasons(family) &&
       (family != MKC_CHAT_QWEN3 || !c.no_reasoning)) {
     fprintf(stderr,
-            "mkc: error: --format json: this model reasons before it answers, and the "
-            "reasoning is not JSON%s\n",
+            "mkc: error: --format: this model reasons before it answers, and the reasoning is "
+            "not JSON%s\n",
             family == MKC_CHAT_QWEN3 ? " (--reasoning-budget 0 turns it off)" : "");
     goto done;
   }
