@@ -59,6 +59,20 @@ done
 is_object "$tmp/free" && fail "unconstrained: the same prompt answers other than an object" "$(cat "$tmp/free")" \
   || ok "unconstrained, the same prompt's answer is not an object json.loads reads (the constraint is what made it one)"
 
+# chat: every answer an object, the conversation going on
+printf '%s\n%s\n' "${prompts[0]}" "Now the same for a dog called Rex aged 5." |
+  "$mkc" chat -m "$model" --backend cpu --ctx 512 --format json -n 100 --verbose >"$tmp/chat" 2>"$tmp/chat.err"
+python3 -c 'import json, sys
+t, d, objs, i = open(sys.argv[1]).read(), json.JSONDecoder(), [], 0
+while True:
+    while i < len(t) and t[i].isspace(): i += 1
+    if i == len(t): break
+    v, i = d.raw_decode(t, i); objs.append(v)
+sys.exit(0 if len(objs) == 2 and all(isinstance(o, dict) for o in objs) else 1)' "$tmp/chat" 2>/dev/null \
+  && [ "$(grep -c "stopped: the JSON is whole" "$tmp/chat.err")" = 2 ] \
+  && ok "chat --format json: two turns, each answer an object json.loads reads, each stopped when whole" \
+  || fail "chat --format json" "$(cat "$tmp/chat")" "$(tail -n 2 "$tmp/chat.err")"
+
 # sampled: whichever answers end whole are objects (seeds chosen here, the cpu's rounding may
 # move where each ends)
 whole=0 bad=0

@@ -114,7 +114,7 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
   refused "logit_bias" 400 "logit_bias: per-token biases are not offered" POST /v1/completions \
     '{"prompt": [1], "logit_bias": {"5": -100}}'
-  refused "response_format json_object" 400 "response_format: only" POST /v1/completions \
+  refused "response_format json_object without a tokenizer" 400 "response_format: JSON output needs a model with a tokenizer" POST /v1/completions \
     '{"prompt": [1], "response_format": {"type": "json_object"}}'
   refused "stream_options without a stream" 400 "only with \"stream\": true" POST /v1/completions \
     '{"prompt": [1], "stream_options": {"include_usage": true}}'
@@ -185,9 +185,9 @@ if start tiny "${args[@]}" --draft-max 4; then
   [ "$status" = 405 ] && [ "$(get error)" = "use POST" ] && ok "ollama GET /api/chat: 405" || fail "ollama 405" "$(cat "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "hi", "images": ["aGk="]}]}'
   [ "$status" = 400 ] && [[ $(get error) == *"reads text only"* ]] && ok "ollama images: refused" || fail "ollama images" "$(cat "$tmp/ans")"
-  call POST /api/generate '{"prompt": [1, 2], "format": "json"}'
-  [ "$status" = 400 ] && [[ $(get error) == *"format: JSON output needs a model with a tokenizer"* ]] \
-    && ok "ollama format json: refused without a tokenizer" || fail "ollama format" "$(cat "$tmp/ans")"
+  call POST /api/generate '{"prompt": "a", "format": "json"}'
+  [ "$status" = 400 ] && [[ $(get error) == *"tokenizer"* ]] \
+    && ok "ollama format json: refused without a tokenizer ($(get error))" || fail "ollama format" "$(cat "$tmp/ans")"
   call POST /api/generate '{"prompt": "a", "options": {"num_predict": 0}}'
   [ "$status" = 400 ] && [[ $(get error) == *"num_predict"* ]] && ok "ollama num_predict 0: refused" || fail "ollama num_predict" "$(cat "$tmp/ans")"
   stop tiny

@@ -13,6 +13,7 @@
 #include "draft_source.h"
 #include "exec/decode.h"
 #include "interrupt.h"
+#include "json_format.h"
 #include "loaded.h"
 #include "model/reasoning.h"
 #include "stop_reason.h"
@@ -35,16 +36,26 @@ static const char USAGE[] =
     "                         without reasoning (an empty think block)\n"
     "  -n, --n-predict N      at most N tokens per answer (default -1: until the end)\n"
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
+    "  --format json|SCHEMA, -j SCHEMA, -jf FILE  every answer is JSON (an object, or\n"
+    "                         what the schema validates), as for run\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
 
-static int check_flags(const mkc_cli *c) {
+static int check_flags(mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
-  return mkc_draft_source_check(c, "chat");
+  int rc = mkc_json_format_check(c, "chat");
+  return rc ? rc : mkc_draft_source_check(c, "chat");
 }
+
+/* --format: each answer's document (NULL con: none), its draws' seeds from seed. */
+typedef struct json_out {
+  mkc_constraint *con;
+  mkc_schema *schema;
+  unsigned long long seed;
+} json_out;
 
 /* One answer streamed: printed as it comes, its ids kept (an
  * end-of-generation token last, unprinted). A model that reasons first
@@ -145,8 +156,8 @@ static void print_turn(int turn, const mkc_decode_stats *st, int n_cached, int n
 /* One turn: the user's message, then the answer. 0, 1 when the chat must
  * end (context full), or -1 after a message. *n_valid: how many of the
  * history's tokens the session holds. */
-static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc_conversation *conv,
-                const char *msg, int number, int *n_valid) {
+static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, const json_out *json,
+                mkc_conversation *conv, const char *msg, int number, int *n_valid) {
   int n_kept;
   if (mkc_conversation_user(conv, msg, &n_kept) != 0) return -1;
   int room = m->g.max_ctx - conv->n_hist + 1;
@@ -176,7 +187,9 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, mkc
                        .n_stop_ids = n_eog,
                        .on_token = on_token,
                        .ctx = &a,
-                       .interrupted = &mkc_interrupted};
+                       .interrupted = &mkc_interrupted,
+                       .constraint = json->con};
+  if (json->con) mkc_json_format_start(json->con, json->schema, json->seed + (unsigned)number);
   int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
@@ -214,7 +227,7 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "--system-prompt --chat-template --reasoning-effort --reasoning-budget "
                     "--verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md --draft-head --rounds",
+                    "--draft-layers -md --draft-head --rounds --format --json-schema-file",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -224,6 +237,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
   mkc_conversation conv = {0};
+  json_out json = {.seed = seed};
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
   if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
@@ -234,7 +248,8 @@ int mkc_cmd_chat(int argc, char **argv) {
   }
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0 ||
-      mkc_conversation_options(&conv, c.reasoning_effort, c.no_reasoning) != 0)
+      mkc_conversation_options(&conv, c.reasoning_effort, c.no_reasoning) != 0 ||
+      mkc_json_format_setup(&c, m.file.tok, family, &json.con, &json.schema) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0 || (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;
@@ -261,13 +276,15 @@ int mkc_cmd_chat(int argc, char **argv) {
       number--;
       continue;
     }
-    int r = turn(&c, &m, ds.drafter, &conv, msg, number, &n_valid);
+    int r = turn(&c, &m, ds.drafter, &json, &conv, msg, number, &n_valid);
     free(msg);
     if (r < 0) goto done;
     if (r > 0) break;
   }
   rc = 0;
 done:
+  mkc_constraint_close(json.con);
+  mkc_schema_free(json.schema);
   mkc_conversation_free(&conv);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);

@@ -21,7 +21,6 @@
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
-#include "util/json_schema.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -212,23 +211,6 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, i
   return ids;
 }
 
-/* --format SCHEMA or --json-schema-file FILE compiled; NULL after a message. */
-static mkc_schema *schema_of(const mkc_cli *c) {
-  size_t n = 0;
-  char *file = c->schema_file ? mkc_read_file(c->schema_file, &n) : NULL, why[300];
-  if (c->schema_file && !file) {
-    fprintf(stderr, "mkc: error: --json-schema-file %s: %s\n", c->schema_file, strerror(errno));
-    return NULL;
-  }
-  mkc_schema *s =
-      mkc_schema_compile(file ? file : c->format, file ? n : strlen(c->format), why, sizeof why);
-  if (!s)
-    fprintf(stderr, "mkc: error: %s%s: %s\n", c->schema_file ? "--json-schema-file " : "--format",
-            c->schema_file ? c->schema_file : "", why);
-  free(file);
-  return s;
-}
-
 /* --batch takes its prompts from the file and runs a slot kernel of its own. */
 static int check_batch_flags(const mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
@@ -262,21 +244,8 @@ static int check_flags(mkc_cli *c) {
       !c->prompt && !c->prompt_file)
     return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template, --reasoning-effort and "
                                      "--reasoning-budget need a text prompt (-p or -f)");
-  if (c->format && strcmp(c->format, "json") != 0 && c->format[strspn(c->format, " \t\n\r")] != '{')
-    return mkc_cli_usage_error("run: --format '%s': json, or a JSON schema ({...})", c->format);
-  if (c->format && c->schema_file)
-    return mkc_cli_usage_error("%s", "run: --format and --json-schema-file: one of them");
-  if (c->schema_file && !c->format) c->format = "";
-  if (c->format && (!c->model_path || c->prompt_ids))
-    return mkc_cli_usage_error("%s", "run: --format (JSON output) needs the model's tokenizer: -m "
-                                     "with -p or -f");
-  if (c->format && (c->draft_max || c->draft_adaptive || c->draft_layers || c->draft_model_path ||
-                    c->draft_head || c->rounds > 1))
-    return mkc_cli_usage_error("%s", "run: --format (JSON output) chooses each token on the host, "
-                                     "one per step: drop the drafting flags (--draft-max, "
-                                     "--draft-layers, -md, --draft-head, --draft-adaptive, "
-                                     "--rounds)");
-  int rc = mkc_cli_check_model(c, "run");
+  int rc = mkc_json_format_check(c, "run");
+  if (rc || (rc = mkc_cli_check_model(c, "run"))) return rc;
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
     if (!c->prompt && !c->prompt_file && !c->prompt_ids)
@@ -418,8 +387,7 @@ int mkc_cmd_run(int argc, char **argv) {
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if ((c.format && strcmp(c.format, "json") != 0 && !(schema = schema_of(&c))) ||
-      mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   int family = MKC_CHAT_UNKNOWN;
   prompt = prompt_tokens(&c, &m, &n_prompt, &family);
@@ -453,19 +421,8 @@ int mkc_cmd_run(int argc, char **argv) {
                  .logprobs = sampling.logprobs};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
-  if (c.format && family >= 0 && mkc_chat_reasons(family) &&
-      (family != MKC_CHAT_QWEN3 || !c.no_reasoning)) {
-    fprintf(stderr,
-            "mkc: error: --format: this model reasons before it answers, and the reasoning is "
-            "not JSON%s\n",
-            family == MKC_CHAT_QWEN3 ? " (--reasoning-budget 0 turns it off)" : "");
-    goto done;
-  }
-  if (c.format && !(constraint = mkc_json_format_open(m.file.tok))) goto done;
-  if (schema)
-    mkc_constraint_start_schema(constraint, schema, seed);
-  else if (constraint)
-    mkc_constraint_start(constraint, 1, seed);
+  if (mkc_json_format_setup(&c, m.file.tok, family, &constraint, &schema) != 0) goto done;
+  if (constraint) mkc_json_format_start(constraint, schema, seed);
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */

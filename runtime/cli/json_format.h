@@ -1,14 +1,31 @@
-/* JSON output (run --format json, a request's format or response_format):
- * the constraint (exec/constrain.h) over a model's tokens, as its
- * tokenizer prints them. */
+/* JSON output on the command line (run and chat: --format json|SCHEMA,
+ * -j/--json-schema, -jf/--json-schema-file) and in serve: the constraint
+ * (exec/constrain.h) over a model's tokens as its tokenizer prints them. */
 #ifndef MKC_JSON_FORMAT_H
 #define MKC_JSON_FORMAT_H
 
+#include "cli.h"
 #include "exec/constrain.h"
 #include "tokenizer/tokenizer.h"
+#include "util/json_schema.h"
 
 /* The constraint for t's vocabulary (built once per model: it sorts the
  * tokens); NULL after a message. */
 mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
+
+/* The flags' usage errors for command cmd (a --format value, both a format
+ * and a file, a text-less prompt, drafting flags): 0 or the usage error's
+ * status. c->format becomes "" when only the file is given. */
+int mkc_json_format_check(mkc_cli *c, const char *cmd);
+
+/* JSON output as the flags ask, for a model with tokenizer t whose chat
+ * template is family (-1: none): *schema compiled (NULL for json) and *con
+ * opened, both NULL without --format. 0, or -1 after a message (a schema
+ * refused, a model that reasons first). */
+int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
+                          mkc_constraint **con, mkc_schema **schema);
+
+/* A new answer's document: the schema's, else an object. */
+void mkc_json_format_start(mkc_constraint *con, const mkc_schema *schema, uint64_t seed);
 
 #endif
