@@ -548,6 +548,31 @@ static void test_schema_documents(void) {
   }
 }
 
+/* An object of 64 properties, the most: the last one written, none is left (and
+ * nothing past the shift's width is read: UBSan's build runs this). */
+static void test_schema_widest(void) {
+  char sch[4096], doc[2048];
+  size_t n = (size_t)snprintf(sch, sizeof sch, "{\"type\": \"object\", \"properties\": {");
+  size_t d = (size_t)snprintf(doc, sizeof doc, "{");
+  for (int p = 0; p < MKC_SCHEMA_PROPS_MAX; p++) {
+    n += (size_t)snprintf(sch + n, sizeof sch - n, "%s\"p%d\": {\"type\": \"integer\"}",
+                          p ? ", " : "", p);
+    d += (size_t)snprintf(doc + d, sizeof doc - d, "%s\"p%d\":%d", p ? "," : "", p, p);
+  }
+  snprintf(sch + n, sizeof sch - n, "}, \"required\": [\"p0\", \"p63\"]}");
+  snprintf(doc + d, sizeof doc - d, "}");
+  mkc_schema *s = schema(sch);
+  int whole = 0;
+  long at = s ? schema_refused(s, doc, &whole) : -2;
+  char cut[64];
+  snprintf(cut, sizeof cut, "{\"p0\":0,\"p63\":1}");
+  int whole2 = 0;
+  long at2 = s ? schema_refused(s, cut, &whole2) : -2;
+  CHECK(at == -1 && whole && at2 == -1 && whole2,
+        "64 properties: all of them written is whole, and the first and last alone too");
+  mkc_schema_free(s);
+}
+
 /* Under a schema: the trie walk against each token alone (no string shortcut in its keys). */
 static void test_schema_mask(void) {
   mkc_vocab_text v = made_up_vocab();
@@ -829,6 +854,7 @@ int main(void) {
   test_mask_smollm2();
   test_schema_compile();
   test_schema_documents();
+  test_schema_widest();
   test_schema_mask();
   test_greedy();
   test_sampled();

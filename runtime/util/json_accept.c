@@ -93,7 +93,8 @@ static int close_container(mkc_json_acc *a, int object) {
   if (governed(a)) {
     const mkc_schema_node *n = frame(a);
     int pos = a->frame_pos[a->sdepth - 1];
-    if (object ? (n->required >> pos) != 0 : pos < n->min_items) return -1; /* not all written */
+    /* not all written (64 properties written: none left to shift in) */
+    if (object ? pos < 64 && (n->required >> pos) != 0 : pos < n->min_items) return -1;
     a->sdepth--;
   }
   a->depth--;
