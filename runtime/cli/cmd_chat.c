@@ -240,7 +240,8 @@ int mkc_cmd_chat(int argc, char **argv) {
   json_out json = {.seed = seed};
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if (mkc_json_format_schema(&c, &json.schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+      (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   if (!m.file.tok) {
     fprintf(stderr, "mkc: error: %s has no tokenizer: chat needs one\n", c.model_path);
@@ -249,7 +250,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0 ||
       mkc_conversation_options(&conv, c.reasoning_effort, c.no_reasoning) != 0 ||
-      mkc_json_format_setup(&c, m.file.tok, family, &json.con, &json.schema) != 0)
+      mkc_json_format_setup(&c, m.file.tok, family, &json.con) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0 || (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;

@@ -387,7 +387,8 @@ int mkc_cmd_run(int argc, char **argv) {
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if (mkc_loaded_plan(&c, &m) != 0 || (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
+  if (mkc_json_format_schema(&c, &schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+      (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   int family = MKC_CHAT_UNKNOWN;
   prompt = prompt_tokens(&c, &m, &n_prompt, &family);
@@ -421,7 +422,7 @@ int mkc_cmd_run(int argc, char **argv) {
                  .logprobs = sampling.logprobs};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
-  if (mkc_json_format_setup(&c, m.file.tok, family, &constraint, &schema) != 0) goto done;
+  if (mkc_json_format_setup(&c, m.file.tok, family, &constraint) != 0) goto done;
   if (constraint) mkc_json_format_start(constraint, schema, seed);
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;

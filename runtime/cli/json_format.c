@@ -62,9 +62,15 @@ static mkc_schema *schema_of(const mkc_cli *c) {
   return s;
 }
 
+int mkc_json_format_schema(const mkc_cli *c, mkc_schema **schema) {
+  *schema = NULL;
+  if (!c->format || strcmp(c->format, "json") == 0) return 0;
+  return (*schema = schema_of(c)) ? 0 : -1;
+}
+
 int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
-                          mkc_constraint **con, mkc_schema **schema) {
-  *con = NULL, *schema = NULL;
+                          mkc_constraint **con) {
+  *con = NULL;
   if (!c->format) return 0;
   if (family >= 0 && mkc_chat_reasons(family) && (family != MKC_CHAT_QWEN3 || !c->no_reasoning)) {
     fprintf(stderr,
@@ -73,13 +79,7 @@ int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
             family == MKC_CHAT_QWEN3 ? " (--reasoning-budget 0 turns it off)" : "");
     return -1;
   }
-  if (strcmp(c->format, "json") != 0 && !(*schema = schema_of(c))) return -1;
-  if (!(*con = mkc_json_format_open(t))) {
-    mkc_schema_free(*schema);
-    *schema = NULL;
-    return -1;
-  }
-  return 0;
+  return (*con = mkc_json_format_open(t)) ? 0 : -1;
 }
 
 void mkc_json_format_start(mkc_constraint *con, const mkc_schema *schema, uint64_t seed) {

@@ -18,12 +18,15 @@ mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
  * status. c->format becomes "" when only the file is given. */
 int mkc_json_format_check(mkc_cli *c, const char *cmd);
 
+/* The flags' schema compiled into *schema (NULL without one), before
+ * anything heavy is done. 0, or -1 after a message. */
+int mkc_json_format_schema(const mkc_cli *c, mkc_schema **schema);
+
 /* JSON output as the flags ask, for a model with tokenizer t whose chat
- * template is family (-1: none): *schema compiled (NULL for json) and *con
- * opened, both NULL without --format. 0, or -1 after a message (a schema
- * refused, a model that reasons first). */
+ * template is family (-1: none): *con opened (NULL without --format). 0,
+ * or -1 after a message (a model that reasons first). */
 int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
-                          mkc_constraint **con, mkc_schema **schema);
+                          mkc_constraint **con);
 
 /* A new answer's document: the schema's, else an object. */
 void mkc_json_format_start(mkc_constraint *con, const mkc_schema *schema, uint64_t seed);
