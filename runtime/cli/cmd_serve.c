@@ -122,11 +122,9 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
     refuse(r, fd, 500, "JSON output could not be set up (the server's log says why)");
     return 0;
   }
-  unsigned long long seed = (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo;
-  if (r->schema)
-    mkc_constraint_start_schema(sv->json, r->schema, seed);
-  else if (r->json_format)
-    mkc_constraint_start(sv->json, 1, seed);
+  if (r->json_format)
+    mkc_json_format_start(sv->json, r->schema,
+                          (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
   if (r->stream) mkc_answer_stream_start(g);
   mkc_decode_opts d = {.draft_max = sv->c->draft_max,
                        .adaptive = sv->c->draft_adaptive,

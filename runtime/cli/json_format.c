@@ -62,6 +62,10 @@ static mkc_schema *schema_of(const mkc_cli *c) {
   return s;
 }
 
+int mkc_json_format_reasons(int family, int reasoning_off) {
+  return family >= 0 && mkc_chat_reasons(family) && (family != MKC_CHAT_QWEN3 || !reasoning_off);
+}
+
 int mkc_json_format_schema(const mkc_cli *c, mkc_schema **schema) {
   *schema = NULL;
   if (!c->format || strcmp(c->format, "json") == 0) return 0;
@@ -72,7 +76,7 @@ int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
                           mkc_constraint **con) {
   *con = NULL;
   if (!c->format) return 0;
-  if (family >= 0 && mkc_chat_reasons(family) && (family != MKC_CHAT_QWEN3 || !c->no_reasoning)) {
+  if (mkc_json_format_reasons(family, c->no_reasoning)) {
     fprintf(stderr,
             "mkc: error: --format: this model reasons before it answers, and the reasoning is "
             "not JSON%s\n",

@@ -18,6 +18,11 @@ mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
  * status. c->format becomes "" when only the file is given. */
 int mkc_json_format_check(mkc_cli *c, const char *cmd);
 
+/* Whether an answer in family's chat template (-1: none) opens with its
+ * reasoning, which is not JSON: gpt-oss's and deepseek-r1's always, qwen3's
+ * unless reasoning_off (its template's way to turn it off). */
+int mkc_json_format_reasons(int family, int reasoning_off);
+
 /* The flags' schema compiled into *schema (NULL without one), before
  * anything heavy is done. 0, or -1 after a message. */
 int mkc_json_format_schema(const mkc_cli *c, mkc_schema **schema);

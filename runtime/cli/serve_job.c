@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "exec/slots.h"
+#include "json_format.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -169,8 +170,8 @@ static int json_format_refused(const mkc_server *sv, const mkc_api_req *r, char 
   const char *field = r->ollama ? "format" : "response_format";
   int templated = r->chat || (r->ollama && !r->raw);
   int reasons =
-      templated && sv->family >= 0 && mkc_chat_reasons(sv->family) &&
-      (sv->family == MKC_CHAT_GPT_OSS || !(r->think == 0 || (r->think < 0 && sv->c->no_reasoning)));
+      templated &&
+      mkc_json_format_reasons(sv->family, r->think == 0 || (r->think < 0 && sv->c->no_reasoning));
   if (!sv->m->file.tok)
     snprintf(why, cap, "%s: JSON output needs a model with a tokenizer (this one answers ids)",
              field);
@@ -184,8 +185,8 @@ static int json_format_refused(const mkc_server *sv, const mkc_api_req *r, char 
   else if (reasons)
     snprintf(why, cap, "%s: this model reasons before it answers, and its reasoning is not JSON%s",
              field,
-             sv->family == MKC_CHAT_GPT_OSS ? ""
-             : r->ollama                    ? " (\"think\": false turns it off)"
+             sv->family != MKC_CHAT_QWEN3 ? "" /* only qwen3's template can turn it off */
+             : r->ollama                  ? " (\"think\": false turns it off)"
                          : " (chat_template_kwargs.enable_thinking false turns it off)");
   else
     return 0;
