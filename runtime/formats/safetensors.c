@@ -18,6 +18,7 @@
 #include "dequant.h"
 #include "fused.h"
 #include "util/files.h"
+#include "util/json_text.h"
 #include "util/mapped.h"
 #include "util/text.h"
 
@@ -238,8 +239,6 @@ static int is_metadata(const cJSON *m) {
   return 1;
 }
 
-static int is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
 /* The header JSON of files[file]: an object, nothing after it but spaces. */
 static cJSON *parse_header(const st_file *f, uint64_t len) {
   char *text = malloc(len + 1); /* cJSON gets a NUL-terminated copy */
@@ -259,7 +258,7 @@ static cJSON *parse_header(const st_file *f, uint64_t len) {
     mkc_error_in(f->path, "the header is not valid JSON (at byte %zu of %" PRIu64 ")", at, len);
   else if (!cJSON_IsObject(root))
     mkc_error_in(f->path, "the header is not a JSON object");
-  while (root && at < len && is_space(text[at])) at++;
+  while (root && at < len && mkc_json_space(text[at])) at++;
   if (root && cJSON_IsObject(root) && at < len)
     mkc_error_in(f->path, "the header has bytes after its JSON object (at byte %zu of %" PRIu64 ")",
                  at, len);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_schema.h"
+#include "json_text.h"
 
 enum mode {
   TOP,        /* the document's value, whitespace before it */
@@ -54,7 +55,6 @@ static const mkc_schema_node *frame(const mkc_json_acc *a) {
   return &a->schema->nodes[a->frame_node[a->sdepth - 1]];
 }
 
-static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 static int is_hex(unsigned char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
@@ -196,7 +196,7 @@ static int value_start(mkc_json_acc *a, unsigned char c) {
 
 /* A byte between tokens: whitespace, or what the mode opens with. */
 static int between(mkc_json_acc *a, unsigned char c) {
-  if (is_space(c)) return space(a, c);
+  if (mkc_json_space((char)c)) return space(a, c);
   switch (a->mode) {
   case TOP:
   case VALUE:
@@ -355,7 +355,7 @@ static int literal_byte(mkc_json_acc *a, unsigned char c) {
 
 /* mkc_json_acc_byte, but a may be changed when c is refused. */
 static int step(mkc_json_acc *a, unsigned char c) {
-  if (!is_space(c)) a->ws = a->lf = 0;
+  if (!mkc_json_space((char)c)) a->ws = a->lf = 0;
   switch (a->mode) {
   case KEY_STRING:
     if (governed(a)) return key_byte(a, c);

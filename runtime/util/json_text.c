@@ -9,8 +9,6 @@
 #include "buf.h"
 #include "utf8.h"
 
-int mkc_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-
 static size_t skip_ws(const char *s, size_t n, size_t i) {
   while (i < n && mkc_json_space(s[i])) i++;
   return i;

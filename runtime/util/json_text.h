@@ -12,7 +12,7 @@
 
 /* Whether c is JSON's whitespace (space, tab, newline, carriage return),
  * which is also what the chat formats put around their tags. */
-int mkc_json_space(char c);
+static inline int mkc_json_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 /* The value at s[0..n) (leading whitespace skipped): its length from s,
  * whitespace before it included; 0 when it is not one JSON value. */
