@@ -30,11 +30,11 @@ struct mkc_constraint {
   int n_sorted;   /* the plain tokens with text, in the order of their texts */
   int *order;     /* [n_sorted] their ids */
   uint32_t *lcp;  /* [n_sorted] bytes in common with the token before in that order */
-  /* Inside a string most tokens are its text whatever came before: those (`inner`: printable,
-   * no quote or backslash, whole UTF-8 characters) are allowed there without a walk, and
-   * only the others are walked (in the same order) */
+  /* Inside a string most tokens are its text whatever came before (`inner`: taken inside a
+   * string and leaving no escape or character under way); those are allowed there without a
+   * walk, and only the others are walked (in the same order) */
   uint8_t *inner; /* [n] */
-  int n_inner, n_rest;
+  int n_rest;
   int *rest_order; /* [n_rest] */
   uint32_t *rest_lcp;
   mkc_json_acc *states; /* [longest + 1]: the states along the walk's current token */
@@ -106,12 +106,10 @@ mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
   for (int k = 0, last = -1; k < c->n_sorted; k++) {
     c->order[k] = refs[k].id;
     c->lcp[k] = k > 0 ? common(&refs[k], &refs[k - 1]) : 0;
-    /* a string's text: taken, and the string can close right after */
+    /* a string's text (a quote would end the string: then not in one) */
     mkc_json_acc a = in_string;
-    if (!memchr(refs[k].p, '"', refs[k].n) && !memchr(refs[k].p, '\\', refs[k].n) &&
-        mkc_json_acc_text(&a, refs[k].p, refs[k].n) == 0 && mkc_json_acc_in_string(&a)) {
+    if (mkc_json_acc_text(&a, refs[k].p, refs[k].n) == 0 && mkc_json_acc_in_string(&a)) {
       c->inner[refs[k].id] = 1;
-      c->n_inner++;
       continue;
     }
     c->rest_order[c->n_rest] = refs[k].id;
@@ -340,12 +338,10 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
     c->kept[i] = logits[c->ids[i]];
     c->index[c->ids[i]] = i;
   }
+  /* repeat_last_n <= MKC_HIST_CAP (mkc_sampling_check; the oracle refuses more) */
   int span = n_window < o.repeat_last_n ? n_window : o.repeat_last_n, n_span = 0;
-  int *spanned = malloc(((size_t)span + 1) * sizeof *spanned);
-  if (!spanned) {
-    no_memory();
-    return -1;
-  }
+  int spanned[MKC_HIST_CAP];
+  if (span > MKC_HIST_CAP) span = MKC_HIST_CAP;
   for (int i = n_window - span; i < n_window; i++)
     if (c->index[window[i]] >= 0) spanned[n_span++] = c->index[window[i]];
   int rc = mkc_sampler_ref_probs(c->kept, m, spanned, n_span, &o, c->probs);
@@ -363,7 +359,6 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
     *lp = (float)c->pen[pick];
     top_n(c->pen, c->ids, m, o.logprobs, ids, lps);
   }
-  free(spanned);
   if (rc != 0) return -1;
   *id = c->ids[pick];
   return 0;
