@@ -74,6 +74,7 @@ expect_sha() {
 start() {
   local name=$1
   shift
+  : >"$tmp/$name.err" # there before the server's shell opens it: the loop below reads it
   "$mkc" serve "$@" --port 0 >"$tmp/$name.out" 2>"$tmp/$name.err" &
   pid=$!
   port=

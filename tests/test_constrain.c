@@ -8,14 +8,18 @@
  * with and without its shortcut, draws by chi-square, log-probabilities),
  * with planted bugs the draws' test must catch; and the decode loop on a
  * tiny model: each token it emits is the constrained argmax of the
- * reference executor's logits after the tokens before it. */
+ * reference executor's logits after the tokens before it; and sequences
+ * decoded together on a slot kernel (exec/batch.h), constrained or not,
+ * each what the decode loop gives it alone. */
 #include <cJSON.h>
 #include <stdint.h>
 
 #include "check.h"
 #include "fixture.h"
+#include "slot_kernels.h"
 #include "stats.h"
 
+#include "exec/batch.h"
 #include "exec/constrain.h"
 #include "exec/decode.h"
 #include "exec/sampler_ref.h"
@@ -846,6 +850,95 @@ static void test_decode_loop(void) {
   fixture_close(&f);
 }
 
+/* ---- many sequences on a slot kernel ---- */
+
+/* Four sequences on test_slots's kernels (one grid, so logits agree bit for bit): three
+ * constrained documents over one shared vocabulary (greedy; sampled with two seeds, one an
+ * object, one any value) and one free with drafts; each the same as mkc_decode_with alone on
+ * the plain kernel, a constraint of its own. */
+static void test_batch(void) {
+  enum { N = 5, GEN = 24 };
+  kernel plain, slots;
+  slot_kernels_one_grid();
+  if (!CHECK(kernel_open(&plain, 0) == 0 && kernel_open(&slots, SLOTS) == 0,
+             "tiny's plain and slot kernels") ||
+      !CHECK(slots.g.vocab == VOCAB, "their vocabulary is the made-up one's size"))
+    return;
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *base = mkc_constraint_open(&v);
+  mkc_slots *p = mkc_slots_open(test_backend(), &slots.g, &slots.src, &slots.w, BLOCKS);
+  /* the last: a value the vocabulary cannot finish (its first byte is a token, the second is
+   * in none): that sequence fails alone, the others go on */
+  mkc_schema *stuck = schema("{\"enum\": [\"\u00fc\"]}");
+  static const int prompts[N][5] = {
+      {5, 17, 99, 3, 40}, {7, 7, 8, 1, 2}, {120, 3, 60, 61, 62}, {9, 9, 9, 9, 9}, {1, 2, 3, 4, 5}};
+  /* constrained: 1 an object, 2 any value, 3 the stuck schema */
+  static const struct {
+    float temp;
+    unsigned seed;
+    int constrained;
+  } how[N] = {{0, 1, 1}, {0.8f, 11, 1}, {1.0f, 16, 2}, {0, 0, 0}, {0, 3, 3}};
+  mkc_batch_seq q[N];
+  memset(q, 0, sizeof q);
+  int opened = base && stuck;
+  for (int i = 0; i < N; i++) {
+    /* the stuck one's whitespace before its value may run to 64 bytes */
+    q[i] = (mkc_batch_seq){.prompt = prompts[i], .n_prompt = 5, .n_predict = i == 4 ? 80 : GEN};
+    q[i].opt = (mkc_sampling){.temp = how[i].temp,
+                              .top_k = 40,
+                              .top_p = 0.95f,
+                              .min_p = 0.05f,
+                              .repeat_penalty = 1,
+                              .repeat_last_n = 64,
+                              .seed_lo = how[i].seed};
+    if (!how[i].constrained || !opened) continue;
+    if (!(q[i].constraint = mkc_constraint_share(base)))
+      opened = 0;
+    else if (how[i].constrained == 3)
+      mkc_constraint_start_schema(q[i].constraint, stuck, 3);
+    else
+      mkc_constraint_start(q[i].constraint, how[i].constrained == 1, how[i].seed);
+  }
+  mkc_batch_opts o = {.drafts = 2};
+  mkc_batch_stats st;
+  check_stderr_begin();
+  int rc = p && opened ? mkc_batch_run(p, q, N, &o, &st) : -1;
+  char *err = check_stderr_end();
+  CHECK(rc == 0 && st.most_busy == N, "%d sequences decoded together (%d steps)", N, st.steps);
+  CHECK(rc == 0 && q[4].stopped == MKC_BATCH_FAILED &&
+            strstr(err, "mkc: error: constrained output: no token of the vocabulary continues"),
+        "a document the vocabulary cannot finish: that sequence stops, said why, after %d tokens",
+        q[4].n_out);
+  free(err);
+  for (int i = 0; rc == 0 && i < N - 1; i++) {
+    mkc_session *s = mkc_session_open(test_backend(), &plain.g, &plain.src, &plain.w, BLOCKS);
+    mkc_constraint *alone = how[i].constrained ? mkc_constraint_open(&v) : NULL;
+    if (alone) mkc_constraint_start(alone, how[i].constrained == 1, how[i].seed);
+    mkc_decode_opts d = {.draft_max = 2, .constraint = alone};
+    mkc_decode_stats ds;
+    int out[GEN + 1], ok = s && mkc_session_set_sampling(s, &q[i].opt) == 0 &&
+                           mkc_decode_with(s, &plain.g, prompts[i], 5, GEN, &d, out, &ds) == 0;
+    int same = ok && ds.generated == q[i].n_out &&
+               memcmp(out, q[i].out, (size_t)ds.generated * sizeof *out) == 0;
+    int ends = !how[i].constrained || (ds.complete ? q[i].stopped == MKC_BATCH_COMPLETE
+                                                   : q[i].stopped == MKC_BATCH_BUDGET);
+    CHECK(same && ends, "sequence %d (%s%s): %d tokens, what it gives alone%s", i,
+          how[i].constrained ? "JSON, " : "free, drafts, ", how[i].temp > 0 ? "sampled" : "greedy",
+          q[i].n_out, ds.complete ? ", stopped when whole" : "");
+    CHECK(!how[i].constrained || q[i].drafted == 0, "sequence %d: %ld drafts (constrained: none)",
+          i, q[i].drafted);
+    mkc_constraint_close(alone);
+    mkc_session_close(s);
+  }
+  mkc_batch_free(q, N);
+  for (int i = 0; i < N; i++) mkc_constraint_close(q[i].constraint);
+  mkc_constraint_close(base);
+  mkc_schema_free(stuck);
+  mkc_slots_close(p);
+  kernel_close(&plain);
+  kernel_close(&slots);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   test_grammar();
@@ -860,5 +953,6 @@ int main(void) {
   test_sampled();
   test_logprobs();
   test_decode_loop();
+  test_batch();
   return check_done();
 }

@@ -96,7 +96,8 @@ static const char USAGE[] =
     "                         line of its own in the file's order (newlines as \\n);\n"
     "                         line i samples with seed S + i; -n per line (default:\n"
     "                         until the end with -m, else 16); the stats give the\n"
-    "                         aggregate tokens/s and the KV bytes held\n"
+    "                         aggregate tokens/s and the KV bytes held; with --format,\n"
+    "                         each line's answer is JSON\n"
     "  --slots B              with --batch: sequences per step (2..64, default 4), each\n"
     "                         with 1 + --draft-max inputs: B x (K + 1) <= 32\n"
     "  --kv-pages N           with --batch: the slots share N KV pages of 16 positions\n"
@@ -212,18 +213,23 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, i
 }
 
 /* --batch takes its prompts from the file and runs a slot kernel of its own. */
-static int check_batch_flags(const mkc_cli *c) {
+static int check_batch_flags(mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
-  if (c->chat || c->json || c->format || c->logprobs || c->rounds || c->kernel_dir ||
-      c->draft_adaptive || c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
+  if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
+      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
-              "--reasoning-budget, --json, --format, "
+              "--reasoning-budget, --json, "
               "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
+  if ((c->format || c->schema_file) && !c->model_path)
+    return mkc_cli_usage_error("%s", "run --batch: --format (JSON output) needs the model's "
+                                     "tokenizer: -m, and text on the file's lines");
+  int rc = mkc_json_format_check(c, "run --batch");
+  if (rc) return rc;
   if (c->model_path) return mkc_cli_check_model(c, "run");
   if (!c->preset) return mkc_cli_usage_error("%s", "run --batch: -m FILE or --preset is required");
   if (!c->have_seed)

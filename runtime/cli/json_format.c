@@ -42,7 +42,9 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd) {
              "drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, "
              "--rounds)",
              cmd);
-  return msg[0] ? mkc_cli_usage_error_in(cmd, "%s", msg) : 0;
+  char command[16]; /* the help's: "run" for "run --batch" */
+  snprintf(command, sizeof command, "%.*s", (int)strcspn(cmd, " "), cmd);
+  return msg[0] ? mkc_cli_usage_error_in(command, "%s", msg) : 0;
 }
 
 /* --format SCHEMA or --json-schema-file FILE compiled; NULL after a message. */

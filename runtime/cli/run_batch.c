@@ -1,12 +1,13 @@
 /* mkc run --batch FILE: one prompt per line, decoded together on a slot
  * kernel (exec/batch.h), each completion printed on its own line, in the
- * file's order. */
+ * file's order; with --format, each a JSON document chosen on the host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
 #include "exec/batch.h"
+#include "json_format.h"
 #include "loaded.h"
 #include "run_batch.h"
 #include "tokenizer/tokenizer.h"
@@ -143,9 +144,13 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   mkc_loaded_model m;
   mkc_batch_seq *seqs = NULL;
   mkc_slots *p = NULL;
+  mkc_constraint *json = NULL;
+  mkc_schema *schema = NULL;
   int n = 0;
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0 || !(seqs = read_prompts(&c, &m, &n))) goto done;
+  if (mkc_json_format_schema(&c, &schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+      !(seqs = read_prompts(&c, &m, &n)))
+    goto done;
   /* tokens per line: -n, else to the end of generation (-m) or 16 */
   int n_predict = c.have_n ? c.n_gen : (c.model_path ? -1 : 16);
   double tokens = 0;
@@ -166,10 +171,23 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     seqs[i].opt.seed_lo = (unsigned)s;
     seqs[i].opt.seed_hi = (unsigned)(s >> 32);
   }
+  /* JSON output: each line's own document over one sorted vocabulary */
+  if (c.format && !(json = mkc_json_format_open(tok))) goto done;
+  for (int i = 0; json && i < n; i++) {
+    unsigned long long s = seed + (unsigned long long)i;
+    if (!(seqs[i].constraint = mkc_constraint_share(json))) goto done;
+    mkc_json_format_start(seqs[i].constraint, schema, s);
+  }
   mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops};
   mkc_batch_stats st;
   if (mkc_batch_run(p, seqs, n, &o, &st) != 0) goto done;
-  for (int i = 0; i < n; i++) print_completion(tok, &seqs[i]);
+  int failed = 0;
+  for (int i = 0; i < n; i++) {
+    print_completion(tok, &seqs[i]);
+    if (seqs[i].stopped == MKC_BATCH_FAILED && !failed++)
+      fprintf(stderr, "mkc: error: run --batch: %s:%d: its JSON could not go on (above)\n",
+              c.batch_file, i + 1);
+  }
   fflush(stdout);
   double mib = 1024.0 * 1024.0;
   fprintf(stderr,
@@ -187,14 +205,19 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           opt->temp > 0 ? "sampled" : "greedy", st.shared, st.kv_peak / mib,
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
-  rc = 0;
+  rc = failed ? 1 : 0;
 done:
   mkc_slots_close(p);
   if (seqs) {
     mkc_batch_free(seqs, n);
-    for (int i = 0; i < n; i++) free((void *)seqs[i].prompt);
+    for (int i = 0; i < n; i++) {
+      free((void *)seqs[i].prompt);
+      mkc_constraint_close(seqs[i].constraint);
+    }
     free(seqs);
   }
+  mkc_constraint_close(json);
+  mkc_schema_free(schema);
   mkc_loaded_close(&m);
   return rc;
 }

@@ -175,11 +175,6 @@ static int json_format_refused(const mkc_server *sv, const mkc_api_req *r, char 
   if (!sv->m->file.tok)
     snprintf(why, cap, "%s: JSON output needs a model with a tokenizer (this one answers ids)",
              field);
-  else if (sv->sched)
-    snprintf(why, cap,
-             "%s: JSON output is chosen on the host a token at a time: not on a server started "
-             "with --parallel (the slot kernel's steps choose their own)",
-             field);
   else if (r->n_tools)
     snprintf(why, cap, "%s: JSON output and tools together are not offered", field);
   else if (reasons)
@@ -260,6 +255,8 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
 void mkc_serve_job_close(mkc_serve_job *j) {
   if (j->g.ids || j->g.text) mkc_answer_close(&j->g);
   mkc_batch_free(&j->q, 1);
+  mkc_constraint_close(j->q.constraint);
+  j->q.constraint = NULL;
   free(j->prompt), free(j->context);
   j->prompt = j->context = NULL;
   mkc_api_req_free(&j->r);

@@ -4,21 +4,37 @@
  * to its answer, which streams them or keeps them for the end. A request
  * whose answer is done (a stop string, its client gone) leaves its slot at
  * once. What each request gets is what it gets alone: the slots' kernel
- * emits for each sequence what the plain kernel emits for it. */
+ * emits for each sequence what the plain kernel emits for it, and a request
+ * for JSON output has its tokens chosen on the host as it would alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/slots.h"
+#include "json_format.h"
 #include "serve.h"
 #include "serve/http.h"
 #include "util/clock.h"
 
+/* JSON output: the request's own document over the server's sorted vocabulary. 0 or -1. */
+static int constrain(mkc_server *sv, mkc_serve_job *j) {
+  if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return -1;
+  if (!(j->q.constraint = mkc_constraint_share(sv->json))) return -1;
+  mkc_json_format_start(j->q.constraint, j->r.schema,
+                        (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
+  return 0;
+}
+
 int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
   j->q = (mkc_batch_seq){
       .prompt = j->prompt, .n_prompt = j->n_prompt, .n_predict = j->n_gen, .opt = j->opt};
-  if (mkc_sched_add(sv->sched, &j->q) != 0) {
-    (j->r.ollama ? mkc_respond_ollama_error : mkc_respond_error)(j->fd, 500, "out of memory");
+  const char *why = NULL;
+  if (j->r.json_format && constrain(sv, j) != 0)
+    why = "JSON output could not be set up (the server's log says why)";
+  else if (mkc_sched_add(sv->sched, &j->q) != 0)
+    why = "out of memory";
+  if (why) {
+    (j->r.ollama ? mkc_respond_ollama_error : mkc_respond_error)(j->fd, 500, why);
     mkc_serve_job_close(j);
     free(j);
     return -1;
@@ -49,6 +65,7 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   mkc_answer *g = &j->g;
   const mkc_batch_seq *q = &j->q;
   if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
+  g->complete = q->stopped == MKC_BATCH_COMPLETE;
   mkc_answer_flush(g);
   /* ollama's generate returns its context: the prompt, then the answer */
   if (j->r.ollama && !j->r.chat)
@@ -98,7 +115,7 @@ int mkc_serve_slots_step(mkc_server *sv) {
       continue;
     }
     mkc_sched_cancel(sv->sched, &j->q); /* its slot, or its place in line, goes now */
-    finish(sv, j, rc < 0, NULL);
+    finish(sv, j, rc < 0 || j->q.stopped == MKC_BATCH_FAILED, NULL);
     *at = j->next;
     mkc_serve_job_close(j);
     free(j);

@@ -91,12 +91,34 @@ static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq 
     b->n_fixed = b->n_in - 1;
     return;
   }
-  int k = drafts < rows - 1 ? drafts : rows - 1, room = max_ctx - mkc_slots_pos(p, s);
+  int k = q->constraint ? 0 : drafts < rows - 1 ? drafts : rows - 1;
+  int room = max_ctx - mkc_slots_pos(p, s);
   if (q->n_predict >= 0 && k > q->n_predict - q->n_out - 1) k = q->n_predict - q->n_out - 1;
   if (k > room - 1) k = room - 1;
   b->in[0] = b->last;
   b->n_in = 1 + (k > 0 ? mkc_draft_lookup(b->hist, b->n_hist, k, b->in + 1) : 0);
   b->n_fixed = 0;
+}
+
+/* A constrained sequence's token, chosen on the host from the logits after
+ * the slot's last input, in place of the kernel's choice in r. */
+static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r) {
+  mkc_batch_seq *q = b->q;
+  const float *logits = mkc_slots_logits(sc->p, s, b->n_in - 1);
+  float lp, lps[MKC_LOGPROBS_MAX];
+  int id, ids[MKC_LOGPROBS_MAX];
+  if (!logits) {
+    fprintf(stderr, "mkc: error: slot %d: constrained output: the step kept no logits\n", s);
+    return -1;
+  }
+  if (mkc_constraint_choose(q->constraint, logits, mkc_slots_graph(sc->p)->vocab, b->hist,
+                            b->n_hist, &q->opt, &id, &lp, ids, lps) != 0 ||
+      mkc_constraint_accept(q->constraint, id) != 0)
+    return -1;
+  r->out[0] = id;
+  r->n_out = 1;
+  r->n_accepted = 0;
+  return 0;
 }
 
 /* Slot s's step is done: its prompt moves on, or its tokens are taken up to
@@ -123,6 +145,10 @@ static int take(mkc_sched *sc, int s, busy *b) {
     q->drafted += b->n_in - 1;
     q->accepted += r.n_accepted;
   }
+  if (q->constraint && choose(sc, s, b, &r) != 0) {
+    q->stopped = MKC_BATCH_FAILED; /* this sequence alone: its slot is free for the next */
+    return 0;
+  }
   for (int i = 0; i < r.n_out && q->stopped == MKC_BATCH_RUNNING; i++) {
     if (stops_at(&sc->o, r.out[i])) {
       q->stopped = MKC_BATCH_STOP_TOKEN;
@@ -134,6 +160,8 @@ static int take(mkc_sched *sc, int s, busy *b) {
     if (q->n_predict >= 0 && q->n_out >= q->n_predict) q->stopped = MKC_BATCH_BUDGET;
   }
   b->last = r.out[r.n_out - 1];
+  if (q->constraint && q->stopped == MKC_BATCH_RUNNING && mkc_constraint_done(q->constraint))
+    q->stopped = MKC_BATCH_COMPLETE;
   /* the next step writes the last token's K/V at pos: it needs a free row */
   if (q->stopped == MKC_BATCH_RUNNING &&
       (mkc_slots_pos(sc->p, s) >= max_ctx || (q->n_predict < 0 && q->n_out >= max_ctx)))

@@ -7,10 +7,11 @@
  * first full pages of a prompt that a slot holds or kept are shared (a
  * prompt waits for a slot still feeding the same start). What each
  * sequence emits is what it emits decoded alone with the same drafts
- * (tests/test_slots.c, tests/test_batch.sh). */
+ * (tests/test_slots.c, tests/test_batch.sh), JSON output too. */
 #ifndef MKC_BATCH_H
 #define MKC_BATCH_H
 
+#include "exec/constrain.h"
 #include "exec/slots.h"
 
 enum mkc_batch_stop {
@@ -18,7 +19,9 @@ enum mkc_batch_stop {
   MKC_BATCH_BUDGET,
   MKC_BATCH_STOP_TOKEN,
   MKC_BATCH_CTX,
-  MKC_BATCH_CANCELLED /* mkc_sched_cancel */
+  MKC_BATCH_CANCELLED, /* mkc_sched_cancel */
+  MKC_BATCH_COMPLETE,  /* its constraint's document is whole */
+  MKC_BATCH_FAILED     /* its constraint could not go on (a message said why); the others do */
 };
 
 typedef struct mkc_batch_seq {
@@ -28,6 +31,9 @@ typedef struct mkc_batch_seq {
   int n_predict; /* tokens to generate; -1: until a stop token or a full context */
   /* its sampler, as mkc_sampling_check takes it (greedy: temp 0, top_p 1, repeat_penalty 1) */
   mkc_sampling opt;
+  /* JSON output (exec/constrain.h), its document started; NULL: none. Its tokens are chosen on
+   * the host from its logits, one a step with no drafts, as mkc_decode chooses them alone */
+  mkc_constraint *constraint;
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;

@@ -22,7 +22,9 @@ typedef struct cand {
   int id;
 } cand;
 
-struct mkc_constraint {
+/* The vocabulary sorted, and the scratch of a step: one per model, shared by its documents
+ * (mkc_constraint_share; the host chooses for one document at a time). */
+typedef struct vocab {
   int n;          /* tokens */
   char *bytes;    /* their texts back to back */
   uint32_t *off;  /* [n + 1] */
@@ -38,8 +40,6 @@ struct mkc_constraint {
   int *rest_order; /* [n_rest] */
   uint32_t *rest_lcp;
   mkc_json_acc *states; /* [longest + 1]: the states along the walk's current token */
-  mkc_json_acc now;     /* after the answer so far */
-  uint64_t rng;         /* the draws' state */
   /* per step, sized to the logits */
   int cap;
   uint8_t *allowed;
@@ -47,6 +47,13 @@ struct mkc_constraint {
   cand *cands;      /* the allowed tokens, then those the chain can keep */
   float *kept;      /* their logits */
   double *pen, *probs;
+} vocab;
+
+struct mkc_constraint {
+  vocab *v;
+  int owns;         /* the first, opened over the vocabulary: frees it */
+  mkc_json_acc now; /* after the answer so far */
+  uint64_t rng;     /* the draws' state */
 };
 
 static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
@@ -71,53 +78,55 @@ static int by_text(const void *a, const void *b) {
   return x->n != y->n ? (x->n < y->n ? -1 : 1) : (x->id > y->id) - (x->id < y->id);
 }
 
-mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
+mkc_constraint *mkc_constraint_open(const mkc_vocab_text *t) {
   mkc_constraint *c = calloc(1, sizeof *c);
-  size_t total = v->n > 0 ? v->off[v->n] : 0;
-  text_ref *refs = malloc(((size_t)v->n + 1) * sizeof *refs);
-  if (!c || !refs || !(c->bytes = malloc(total + 1)) ||
-      !(c->off = malloc(((size_t)v->n + 1) * sizeof *c->off)) ||
-      !(c->plain = calloc((size_t)v->n + 1, 1)) ||
-      !(c->order = malloc(((size_t)v->n + 1) * sizeof *c->order)) ||
-      !(c->lcp = malloc(((size_t)v->n + 1) * sizeof *c->lcp)) ||
-      !(c->inner = calloc((size_t)v->n + 1, 1)) ||
-      !(c->rest_order = malloc(((size_t)v->n + 1) * sizeof *c->rest_order)) ||
-      !(c->rest_lcp = malloc(((size_t)v->n + 1) * sizeof *c->rest_lcp))) {
+  vocab *v = c ? c->v = calloc(1, sizeof *v) : NULL;
+  size_t total = t->n > 0 ? t->off[t->n] : 0;
+  text_ref *refs = malloc(((size_t)t->n + 1) * sizeof *refs);
+  if (c) c->owns = 1;
+  if (!v || !refs || !(v->bytes = malloc(total + 1)) ||
+      !(v->off = malloc(((size_t)t->n + 1) * sizeof *v->off)) ||
+      !(v->plain = calloc((size_t)t->n + 1, 1)) ||
+      !(v->order = malloc(((size_t)t->n + 1) * sizeof *v->order)) ||
+      !(v->lcp = malloc(((size_t)t->n + 1) * sizeof *v->lcp)) ||
+      !(v->inner = calloc((size_t)t->n + 1, 1)) ||
+      !(v->rest_order = malloc(((size_t)t->n + 1) * sizeof *v->rest_order)) ||
+      !(v->rest_lcp = malloc(((size_t)t->n + 1) * sizeof *v->rest_lcp))) {
     no_memory();
     free(refs);
     mkc_constraint_close(c);
     return NULL;
   }
-  c->n = v->n;
-  memcpy(c->bytes, v->bytes, total);
-  memcpy(c->off, v->off, ((size_t)v->n + 1) * sizeof *c->off);
+  v->n = t->n;
+  memcpy(v->bytes, t->bytes, total);
+  memcpy(v->off, t->off, ((size_t)t->n + 1) * sizeof *v->off);
   uint32_t longest = 0;
-  for (int i = 0; i < v->n; i++) {
-    uint32_t n = v->off[i + 1] - v->off[i];
-    if (n == 0 || (v->plain && !v->plain[i])) continue;
-    refs[c->n_sorted++] = (text_ref){c->bytes + c->off[i], n, i};
-    c->plain[i] = 1;
+  for (int i = 0; i < t->n; i++) {
+    uint32_t n = t->off[i + 1] - t->off[i];
+    if (n == 0 || (t->plain && !t->plain[i])) continue;
+    refs[v->n_sorted++] = (text_ref){v->bytes + v->off[i], n, i};
+    v->plain[i] = 1;
     if (n > longest) longest = n;
   }
-  qsort(refs, (size_t)c->n_sorted, sizeof *refs, by_text);
+  qsort(refs, (size_t)v->n_sorted, sizeof *refs, by_text);
   mkc_json_acc in_string;
   mkc_json_acc_init(&in_string, 0);
   mkc_json_acc_byte(&in_string, '"');
-  for (int k = 0, last = -1; k < c->n_sorted; k++) {
-    c->order[k] = refs[k].id;
-    c->lcp[k] = k > 0 ? common(&refs[k], &refs[k - 1]) : 0;
+  for (int k = 0, last = -1; k < v->n_sorted; k++) {
+    v->order[k] = refs[k].id;
+    v->lcp[k] = k > 0 ? common(&refs[k], &refs[k - 1]) : 0;
     /* a string's text (a quote would end the string: then not in one) */
     mkc_json_acc a = in_string;
     if (mkc_json_acc_text(&a, refs[k].p, refs[k].n) == 0 && mkc_json_acc_in_string(&a)) {
-      c->inner[refs[k].id] = 1;
+      v->inner[refs[k].id] = 1;
       continue;
     }
-    c->rest_order[c->n_rest] = refs[k].id;
-    c->rest_lcp[c->n_rest++] = last >= 0 ? common(&refs[k], &refs[last]) : 0;
+    v->rest_order[v->n_rest] = refs[k].id;
+    v->rest_lcp[v->n_rest++] = last >= 0 ? common(&refs[k], &refs[last]) : 0;
     last = k;
   }
   free(refs);
-  if (!(c->states = malloc(((size_t)longest + 1) * sizeof *c->states))) {
+  if (!(v->states = malloc(((size_t)longest + 1) * sizeof *v->states))) {
     no_memory();
     mkc_constraint_close(c);
     return NULL;
@@ -126,24 +135,27 @@ mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v) {
   return c;
 }
 
+mkc_constraint *mkc_constraint_share(mkc_constraint *base) {
+  mkc_constraint *c = malloc(sizeof *c);
+  if (!c) {
+    no_memory();
+    return NULL;
+  }
+  *c = (mkc_constraint){.v = base->v};
+  mkc_constraint_start(c, 1, 0);
+  return c;
+}
+
 void mkc_constraint_close(mkc_constraint *c) {
   if (!c) return;
-  free(c->bytes);
-  free(c->off);
-  free(c->plain);
-  free(c->order);
-  free(c->lcp);
-  free(c->inner);
-  free(c->rest_order);
-  free(c->rest_lcp);
-  free(c->states);
-  free(c->allowed);
-  free(c->ids);
-  free(c->index);
-  free(c->kept);
-  free(c->pen);
-  free(c->probs);
-  free(c->cands);
+  vocab *v = c->owns ? c->v : NULL;
+  if (v) {
+    free(v->bytes), free(v->off), free(v->plain), free(v->order), free(v->lcp), free(v->inner);
+    free(v->rest_order), free(v->rest_lcp), free(v->states);
+    free(v->allowed), free(v->ids), free(v->index), free(v->kept), free(v->pen), free(v->probs);
+    free(v->cands);
+    free(v);
+  }
   free(c);
 }
 
@@ -160,8 +172,9 @@ void mkc_constraint_start_schema(mkc_constraint *c, const mkc_schema *schema, ui
 /* The state after token id's text from a, or -1 when the JSON refuses it
  * or the token is not plain text. */
 static int read_token(const mkc_constraint *c, int id, mkc_json_acc *a) {
-  if (id < 0 || id >= c->n || !c->plain[id]) return -1;
-  return mkc_json_acc_text(a, c->bytes + c->off[id], c->off[id + 1] - c->off[id]);
+  const vocab *v = c->v;
+  if (id < 0 || id >= v->n || !v->plain[id]) return -1;
+  return mkc_json_acc_text(a, v->bytes + v->off[id], v->off[id + 1] - v->off[id]);
 }
 
 int mkc_constraint_allowed(const mkc_constraint *c, int id) {
@@ -173,7 +186,8 @@ int mkc_constraint_allowed(const mkc_constraint *c, int id) {
  * the one before) that may come next, marked in allowed; their count. */
 static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_order,
                 uint8_t *allowed, int n_logits) {
-  c->states[0] = c->now;
+  vocab *v = c->v;
+  v->states[0] = c->now;
   /* states[0..have] hold the states after the previous token's first bytes;
    * refused >= 0: its byte at that index was refused */
   uint32_t have = 0;
@@ -185,11 +199,11 @@ static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_
     refused = -1;
     if (have > l) have = l;
     int id = order[k];
-    const char *p = c->bytes + c->off[id];
-    uint32_t n = c->off[id + 1] - c->off[id], j = have;
+    const char *p = v->bytes + v->off[id];
+    uint32_t n = v->off[id + 1] - v->off[id], j = have;
     for (; j < n; j++) {
-      c->states[j + 1] = c->states[j];
-      if (mkc_json_acc_byte(&c->states[j + 1], (unsigned char)p[j]) != 0) break;
+      v->states[j + 1] = v->states[j];
+      if (mkc_json_acc_byte(&v->states[j + 1], (unsigned char)p[j]) != 0) break;
     }
     have = j;
     if (j < n)
@@ -201,28 +215,29 @@ static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_
 }
 
 int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
+  const vocab *v = c->v;
   memset(allowed, 0, (size_t)n_logits);
   if (!mkc_json_acc_in_string(&c->now))
-    return walk(c, c->order, c->lcp, c->n_sorted, allowed, n_logits);
-  int count = 0, n = n_logits < c->n ? n_logits : c->n;
-  for (int i = 0; i < n; i++) count += allowed[i] = c->inner[i];
-  return count + walk(c, c->rest_order, c->rest_lcp, c->n_rest, allowed, n_logits);
+    return walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
+  int count = 0, n = n_logits < v->n ? n_logits : v->n;
+  for (int i = 0; i < n; i++) count += allowed[i] = v->inner[i];
+  return count + walk(c, v->rest_order, v->rest_lcp, v->n_rest, allowed, n_logits);
 }
 
-static int grow(mkc_constraint *c, int n) {
-  if (n <= c->cap) return 0;
-  free(c->allowed), free(c->ids), free(c->index), free(c->kept), free(c->pen), free(c->probs);
-  free(c->cands);
-  c->allowed = malloc((size_t)n);
-  c->ids = malloc((size_t)n * sizeof *c->ids);
-  c->index = malloc((size_t)n * sizeof *c->index);
-  c->kept = malloc((size_t)n * sizeof *c->kept);
-  c->pen = malloc((size_t)n * sizeof *c->pen);
-  c->probs = malloc((size_t)n * sizeof *c->probs);
-  c->cands = malloc((size_t)n * sizeof *c->cands);
-  c->cap = c->allowed && c->ids && c->index && c->kept && c->pen && c->probs && c->cands ? n : 0;
-  if (!c->cap) no_memory();
-  return c->cap ? 0 : -1;
+static int grow(vocab *v, int n) {
+  if (n <= v->cap) return 0;
+  free(v->allowed), free(v->ids), free(v->index), free(v->kept), free(v->pen), free(v->probs);
+  free(v->cands);
+  v->allowed = malloc((size_t)n);
+  v->ids = malloc((size_t)n * sizeof *v->ids);
+  v->index = malloc((size_t)n * sizeof *v->index);
+  v->kept = malloc((size_t)n * sizeof *v->kept);
+  v->pen = malloc((size_t)n * sizeof *v->pen);
+  v->probs = malloc((size_t)n * sizeof *v->probs);
+  v->cands = malloc((size_t)n * sizeof *v->cands);
+  v->cap = v->allowed && v->ids && v->index && v->kept && v->pen && v->probs && v->cands ? n : 0;
+  if (!v->cap) no_memory();
+  return v->cap ? 0 : -1;
 }
 
 static int before(const cand *a, const cand *b) {
@@ -295,7 +310,8 @@ static void top_n(const double *lp, const int *ids, int m, int n, int *out_ids, 
 int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
                           int n_window, const mkc_sampling *o_in, int *id, float *lp, int *ids,
                           float *lps) {
-  if (grow(c, n_logits) != 0) return -1;
+  vocab *v = c->v;
+  if (grow(v, n_logits) != 0) return -1;
   for (int i = 0; i < n_window; i++)
     if (window[i] < 0 || window[i] >= n_logits) {
       fprintf(stderr, "mkc: error: constrained output: token %d is outside the vocabulary\n",
@@ -305,9 +321,9 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
   mkc_sampling o = *o_in;
   if (!(o.repeat_penalty > 0)) o.repeat_penalty = 1; /* zeroed options: off */
   int greedy = o.temp <= 0, whole = o.logprobs > 0;  /* log-probabilities: over every allowed */
-  mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, c->pen);
-  if (greedy && !whole && (*id = greedy_first(c, c->pen, n_logits)) >= 0) return 0;
-  int m = mkc_constraint_mask(c, c->allowed, n_logits);
+  mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, v->pen);
+  if (greedy && !whole && (*id = greedy_first(c, v->pen, n_logits)) >= 0) return 0;
+  int m = mkc_constraint_mask(c, v->allowed, n_logits);
   if (m == 0) {
     fprintf(stderr, "mkc: error: constrained output: no token of the vocabulary continues the "
                     "JSON here\n");
@@ -317,50 +333,50 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
    * (greedy) or the top-k, found in one pass rather than the oracle's sort of them all */
   m = 0;
   for (int i = 0; i < n_logits; i++)
-    if (c->allowed[i]) c->cands[m++] = (cand){c->pen[i], i};
+    if (v->allowed[i]) v->cands[m++] = (cand){v->pen[i], i};
   if (!whole && greedy) {
     int best = 0;
     for (int i = 1; i < m; i++)
-      if (before(&c->cands[i], &c->cands[best])) best = i;
-    *id = c->cands[best].id;
+      if (before(&v->cands[i], &v->cands[best])) best = i;
+    *id = v->cands[best].id;
     return 0;
   }
   if (!whole && o.top_k > 0 && o.top_k < m) {
-    first_k(c->cands, m, o.top_k);
+    first_k(v->cands, m, o.top_k);
     m = o.top_k;
-    qsort(c->cands, (size_t)m, sizeof *c->cands, by_id);
+    qsort(v->cands, (size_t)m, sizeof *v->cands, by_id);
   }
   /* renumbered; the window's counted span too (cut to its last repeat_last_n first, so
    * dropping the others moves nothing) */
-  for (int i = 0; i < n_window; i++) c->index[window[i]] = -1;
+  for (int i = 0; i < n_window; i++) v->index[window[i]] = -1;
   for (int i = 0; i < m; i++) {
-    c->ids[i] = c->cands[i].id;
-    c->kept[i] = logits[c->ids[i]];
-    c->index[c->ids[i]] = i;
+    v->ids[i] = v->cands[i].id;
+    v->kept[i] = logits[v->ids[i]];
+    v->index[v->ids[i]] = i;
   }
   /* repeat_last_n <= MKC_HIST_CAP (mkc_sampling_check; the oracle refuses more) */
   int span = n_window < o.repeat_last_n ? n_window : o.repeat_last_n, n_span = 0;
   int spanned[MKC_HIST_CAP];
   if (span > MKC_HIST_CAP) span = MKC_HIST_CAP;
   for (int i = n_window - span; i < n_window; i++)
-    if (c->index[window[i]] >= 0) spanned[n_span++] = c->index[window[i]];
-  int rc = mkc_sampler_ref_probs(c->kept, m, spanned, n_span, &o, c->probs);
+    if (v->index[window[i]] >= 0) spanned[n_span++] = v->index[window[i]];
+  int rc = mkc_sampler_ref_probs(v->kept, m, spanned, n_span, &o, v->probs);
   int pick = -1;
   if (rc == 0) {
     /* u in [0, 1): 53 random bits */
     double u = (double)(mkc_splitmix64(&c->rng) >> 11) * 0x1p-53, cum = 0;
     for (int i = 0; i < m && pick < 0; i++)
-      if (c->probs[i] > 0 && u < (cum += c->probs[i])) pick = i;
+      if (v->probs[i] > 0 && u < (cum += v->probs[i])) pick = i;
     for (int i = m - 1; i >= 0 && pick < 0; i--) /* rounding left u past the sum */
-      if (c->probs[i] > 0) pick = i;
+      if (v->probs[i] > 0) pick = i;
   }
   if (rc == 0 && o.logprobs > 0 &&
-      (rc = mkc_sampler_ref_logprobs(c->kept, m, spanned, n_span, &o, c->pen)) == 0) {
-    *lp = (float)c->pen[pick];
-    top_n(c->pen, c->ids, m, o.logprobs, ids, lps);
+      (rc = mkc_sampler_ref_logprobs(v->kept, m, spanned, n_span, &o, v->pen)) == 0) {
+    *lp = (float)v->pen[pick];
+    top_n(v->pen, v->ids, m, o.logprobs, ids, lps);
   }
   if (rc != 0) return -1;
-  *id = c->ids[pick];
+  *id = v->ids[pick];
   return 0;
 }
 

@@ -25,6 +25,11 @@ typedef struct mkc_constraint mkc_constraint;
 /* The vocabulary's tokens sorted by their text, once per model (v's arrays
  * are copied). NULL after a message. */
 mkc_constraint *mkc_constraint_open(const mkc_vocab_text *v);
+/* Another document over base's sorted vocabulary and scratch (many sequences
+ * at once: mkc serve --parallel, run --batch). base must outlive it, and the
+ * two are never used at the same time (one host thread chooses). NULL after a
+ * message. */
+mkc_constraint *mkc_constraint_share(mkc_constraint *base);
 void mkc_constraint_close(mkc_constraint *c);
 
 /* Starts a document: an object (object_only; ollama's format "json",
