@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates c664b7e314f76c8b, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 25b7e20b819a5846, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1710,6 +1710,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 
 #ifdef MKC_CPU
 #define MKC_DOT_XS_MAX 4096
+#ifdef __AVX512F__
 typedef float mkc_v16f __attribute__((vector_size(64)));
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
 /* 16 bytes as floats, unsigned or signed (GCC's vector conversions of bytes
@@ -1841,6 +1842,113 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
   }
   return 1;
 }
+#else
+/* Without AVX-512 a 64-byte vector is no register: GCC keeps mkc_v16f in
+ * memory and each operation goes through the stack (SmolLM2's Q4_1 decode
+ * ran 7 times slower on an AVX2 machine than on an AVX-512 one). There the
+ * blocks go 8 weights at a time, in mkc_dot_acc's 32-byte vectors: the same
+ * products and sums as the 16-wide path, in the same order. */
+typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+/* 8 bytes at p as floats, unsigned or signed */
+MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_u8(const unsigned char *p) {
+  unsigned long long v;
+  mkc_dot_acc r;
+  memcpy(&v, p, sizeof v);
+  mkc_u8x8_to_f32(v, (float *)&r);
+  return r;
+}
+MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_s8(const unsigned char *p) {
+  unsigned long long v;
+  mkc_dot_acc r;
+  memcpy(&v, p, sizeof v);
+  mkc_s8x8_to_f32(v, (float *)&r);
+  return r;
+}
+
+/* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
+ * type, in element order: elements 8k .. 8k + 7 in w[k], each by
+ * mkc_wchunk's formula (the same bits). 0: the type has no such path (the
+ * caller takes chunks). */
+MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mkc_dot_acc *w) {
+  (void)row;
+  (void)b;
+  (void)w;
+  switch (type) {
+#ifdef MKC_W_USES_Q8_0
+  case MKC_W_Q8_0: {
+    const unsigned char *p = row + b * 34;
+    float d = mkc_f16_at(p);
+    for (int k = 0; k < 4; k++) w[k] = mkc_v8f_of_s8(p + 2 + 8 * k) * d;
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_Q4_0) || defined(MKC_W_USES_Q4_1)
+  case MKC_W_Q4_0:
+  case MKC_W_Q4_1: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
+    int q41 = type == MKC_W_Q4_1;
+    const unsigned char *p = row + b * (q41 ? 20 : 18);
+    float d = mkc_f16_at(p), m = q41 ? mkc_f16_at(p + 2) : 0.0f;
+    mkc_v16u8 q, n[2];
+    memcpy(&q, p + (q41 ? 4 : 2), sizeof q);
+    n[0] = q & 15;
+    n[1] = q >> 4;
+    for (int k = 0; k < 4; k++) {
+      mkc_dot_acc f = mkc_v8f_of_u8((const unsigned char *)&n[k >> 1] + 8 * (k & 1));
+      w[k] = q41 ? d * f + m : d * (f - 8.0f);
+    }
+    return 1;
+  }
+#endif
+  default:
+    return 0;
+  }
+}
+
+/* A lane's partial of its 8 sums as mkc_dot_acc_sum adds them: q_j = p_j +
+ * p_(j+4), then (q0 + q2) + (q1 + q3). */
+MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
+  mkc_v4_f a, c;
+  memcpy(&a, &v, sizeof a);
+  memcpy(&c, (const float *)&v + 4, sizeof c);
+  a += c;
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+/* Every lane's partial of a row of nb 32-weight blocks into lane_sums[t *
+ * 32 + lane]; 0, with nothing written, when mkc_wblock32 does not decode the
+ * type. Lane l takes chunks l, l + 32, ...: lane 4q + k takes chunk k of
+ * blocks q, q + 8, q + 16, ..., in that order, into acc[t][k]. */
+MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
+                                          const float *x, int x_stride, const mkc_bf16 *norm_w,
+                                          int T, float *lane_sums) {
+  for (int q = 0; q < 8; q++) {
+    mkc_dot_acc acc[MKC_T_MAX][4];
+    for (int t = 0; t < MKC_T_MAX; t++)
+      for (int k = 0; k < 4; k++) acc[t][k] = mkc_dot_acc_zero();
+    for (int b = q; b < nb; b += 8) {
+      mkc_dot_acc w[4], g[4];
+      if (!mkc_wblock32(type, row, b, w)) return 0; /* at the first block */
+      if (norm_w)
+        for (int k = 0; k < 4; k++)
+          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g[k]);
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        for (int k = 0; k < 4; k++) {
+          mkc_dot_acc xk;
+          memcpy(&xk, x + t * x_stride + b * 32 + k * 8, sizeof xk);
+          if (norm_w) xk *= g[k];
+          acc[t][k] = acc[t][k] + w[k] * xk;
+        }
+      }
+    }
+    for (int t = 0; t < MKC_T_MAX; t++) {
+      if (t >= T) break;
+      for (int k = 0; k < 4; k++) lane_sums[t * 32 + 4 * q + k] = mkc_v8f_lane_sum(acc[t][k]);
+    }
+  }
+  return 1;
+}
+#endif
 
 /* The same for any row (bf16, the K types): a chunk at a time, into lane
  * c % 32's accumulators in memory. */
@@ -5077,7 +5185,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5081 "llama.odd.cu"
+#line 5189 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
