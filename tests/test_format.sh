@@ -217,7 +217,7 @@ fi
 # run --batch --format: each line's JSON as it is alone (line i: seed 3 + i); greedy, run
 # --format's answer; sampled, a batch of that line alone (the same slot kernel, as above)
 printf '%s\n' "A cat as a JSON object:" "The planets as JSON:" "JSON for a book with title and pages:" >"$tmp/lines"
-bargs=(-m "$model" --backend cpu --ctx 256 --slots 2 --format json -n 24)
+bargs=(-m "$model" --backend cpu --ctx 512 --slots 2 --format json -n 24)
 for how in greedy sampled; do
   sargs=()
   [ "$how" = sampled ] && sargs=(--temp 0.8)
@@ -226,7 +226,7 @@ for how in greedy sampled; do
   i=0
   while read -r line; do # run ends each with a newline; the batch escapes newlines and backslashes
     if [ "$how" = greedy ]; then
-      "$mkc" run "${margs[@]}" --ctx 256 -p "$line" --format json -n 24 2>/dev/null |
+      "$mkc" run "${margs[@]}" -p "$line" --format json -n 24 2>/dev/null |
         perl -0777 -pe 's/\n\z//; s/\\/\\\\/g; s/\n/\\n/g' >>"$tmp/solo" && echo >>"$tmp/solo"
     else
       printf '%s\n' "$line" >"$tmp/line"
