@@ -188,23 +188,18 @@ if start smolq3 -m "$model" --backend cpu --ctx 512 --chat-template qwen3; then
     || fail "qwen3 think false" "$(head -c 600 "$tmp/ans")"
   stop smolq3
 fi
-# --parallel: JSON requests decoded together, beside one that is not, each what it gives alone:
-# greedy, run's answer above; the free one and a sampled one (its seed), each sent alone after.
-# (Sampled, alone means on the same slot kernel: with the bf16 cache a prompt chunk's logits on
-# the slot kernel and on run's plain kernel are about 2e-3 apart, which moves a draw now and
-# then.) 3 requests on 2 slots, one waits.
+# --parallel: JSON requests decoded together, beside one that is not, each what run gives alone
+# (greedy; sampled with its seed; free): 3 requests on 2 slots, one waits
 if start smolparfmt -m "$model" --backend cpu --ctx 512 --parallel 2; then
   chat_body() { # chat_body PROMPT MORE: a chat request of one user message
     printf '{"messages": [{"role": "user", "content": "%s"}], %s}' "$1" "$2"
   }
-  free_body=$(chat_body "${prompts[1]}" '"max_tokens": 24')
-  sampled_body=$(chat_body "Describe a fictional city as a JSON object." '"response_format": {"type": "json_object"}, "max_tokens": 40, "temperature": 0.8, "seed": 4')
   python3 "$client" "$port" many /v1/chat/completions \
     "$(chat_body "${prompts[0]}" '"response_format": {"type": "json_object"}, "max_tokens": 100')" \
-    "$free_body" "$sampled_body" >"$tmp/many" 2>&1
-  python3 "$client" "$port" many /v1/chat/completions "$free_body" >"$tmp/alone" 2>&1
-  python3 "$client" "$port" many /v1/chat/completions "$sampled_body" >>"$tmp/alone" 2>&1
-  { quoted "$tmp/run0" && cat "$tmp/alone"; } >"$tmp/want"
+    "$(chat_body "${prompts[1]}" '"max_tokens": 40')" \
+    "$(chat_body "Describe a fictional city as a JSON object." '"response_format": {"type": "json_object"}, "max_tokens": 100, "temperature": 0.8, "seed": 4')" \
+    >"$tmp/many" 2>&1
+  { quoted "$tmp/run0" && quoted "$tmp/free" && quoted "$tmp/s4"; } >"$tmp/want"
   cmp -s "$tmp/many" "$tmp/want" \
     && ok "serve --parallel 2: two JSON requests (greedy; sampled, seed 4) and a free one at once: each run's answer alone" \
     || fail "serve --parallel 2, JSON output" "$(diff "$tmp/want" "$tmp/many")"
@@ -214,28 +209,22 @@ if start smolparfmt -m "$model" --backend cpu --ctx 512 --parallel 2; then
   stop smolparfmt
 fi
 
-# run --batch --format: each line's JSON as it is alone (line i: seed 3 + i); greedy, run
-# --format's answer; sampled, a batch of that line alone (the same slot kernel, as above)
+# run --batch --format: each line's JSON as run --format gives that line alone (line i: seed 3 + i)
 printf '%s\n' "A cat as a JSON object:" "The planets as JSON:" "JSON for a book with title and pages:" >"$tmp/lines"
-bargs=(-m "$model" --backend cpu --ctx 512 --slots 2 --format json -n 24)
 for how in greedy sampled; do
   sargs=()
   [ "$how" = sampled ] && sargs=(--temp 0.8)
-  "$mkc" run "${bargs[@]}" --batch "$tmp/lines" --seed 3 "${sargs[@]}" >"$tmp/batch" 2>"$tmp/batch.err"
+  "$mkc" run -m "$model" --backend cpu --ctx 512 --batch "$tmp/lines" --slots 2 --format json -n 24 \
+    --seed 3 "${sargs[@]}" >"$tmp/batch" 2>"$tmp/batch.err"
   : >"$tmp/solo"
   i=0
   while read -r line; do # run ends each with a newline; the batch escapes newlines and backslashes
-    if [ "$how" = greedy ]; then
-      "$mkc" run "${margs[@]}" -p "$line" --format json -n 24 2>/dev/null |
-        perl -0777 -pe 's/\n\z//; s/\\/\\\\/g; s/\n/\\n/g' >>"$tmp/solo" && echo >>"$tmp/solo"
-    else
-      printf '%s\n' "$line" >"$tmp/line"
-      "$mkc" run "${bargs[@]}" --batch "$tmp/line" --seed $((3 + i)) "${sargs[@]}" >>"$tmp/solo" 2>/dev/null
-    fi
+    "$mkc" run "${margs[@]}" -p "$line" --format json -n 24 --seed $((3 + i)) "${sargs[@]}" 2>/dev/null |
+      perl -0777 -pe 's/\n\z//; s/\\/\\\\/g; s/\n/\\n/g' >>"$tmp/solo" && echo >>"$tmp/solo"
     i=$((i + 1))
   done <"$tmp/lines"
   if cmp -s "$tmp/batch" "$tmp/solo" && [ "$(wc -l <"$tmp/batch")" -eq 3 ]; then
-    ok "run --batch --format json, $how, 3 lines on 2 slots: each line's answer alone"
+    ok "run --batch --format json, $how, 3 lines on 2 slots: each line run --format's answer alone"
   else
     fail "run --batch --format json, $how" "$(cat "$tmp/batch" "$tmp/batch.err")" "$(cat "$tmp/solo")"
   fi

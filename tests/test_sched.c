@@ -5,7 +5,8 @@
  * for every greedy sequence is plain T = 1 greedy decoding of its prompt on
  * a session of the plain kernel (itself checked against the reference in
  * test_kernel.c); drafts in the slots are lossless, so each sequence's
- * tokens must be exactly those, up to its budget or stop. */
+ * tokens must be exactly those, up to its budget or stop. And a prompt run
+ * alone gives the plain kernel's logits bit for bit. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,44 @@ static int drain(mkc_sched *sc, int most) {
   return rc < 0 ? -1 : steps;
 }
 
+/* A prompt past t_max run alone is fed as a session feeds it (mkc_session_prompt_inputs: on the
+ * cpu, steps of t_max below its tile_min, where one tiled chunk rounds its inputs to bf16): the
+ * logits after it are the plain kernel's, bit for bit. */
+static void prompt_fed_alike(kernel *plain, mkc_slots *p) {
+  enum { N = 40 };
+  int prompt[N], vocab = plain->g.vocab, fed = 0, T = 0;
+  for (int t = 0; t < N; t++) prompt[t] = (13 * t + 7) % vocab;
+  mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
+  mkc_step_result r;
+  int ok = s != NULL;
+  while (ok && fed < N) {
+    T = mkc_session_prompt_inputs(s, N - fed);
+    ok = mkc_session_step(s, prompt + fed, T, T - 1, &r) == 0 && r.status == MKC_STATUS_OK;
+    fed += T;
+  }
+  float *want = malloc((size_t)vocab * sizeof *want);
+  const float *l = ok ? mkc_session_logits(s, T - 1) : NULL;
+  if (want && l) memcpy(want, l, (size_t)vocab * sizeof *want);
+  mkc_batch_seq q = {.prompt = prompt, .n_prompt = N, .n_predict = 1};
+  q.opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1};
+  mkc_batch_opts o = {0};
+  mkc_sched *sc = mkc_sched_open(p, &o);
+  int rc = sc && l && want ? mkc_sched_add(sc, &q) : -1, steps = 0;
+  while (rc == 0 && q.n_out == 0 && q.stopped == MKC_BATCH_RUNNING)
+    rc = mkc_sched_step(sc) == 1 ? (steps++, 0) : -1;
+  const float *got = NULL; /* the step's last row of the slot (the first free: 0) */
+  for (int t = MKC_CHUNK_CAP - 1; rc == 0 && t >= 0 && !got; t--) got = mkc_slots_logits(p, 0, t);
+  CHECK(got && memcmp(got, want, (size_t)vocab * sizeof *want) == 0,
+        "a %d-token prompt alone in %d steps: the logits after it are the plain kernel's, bit for "
+        "bit",
+        N, steps);
+  mkc_sched_close(sc);
+  mkc_batch_free(&q, 1);
+  mkc_slots_clear(p, 0);
+  free(want);
+  mkc_session_close(s);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   slot_kernels_one_grid();
@@ -34,6 +73,7 @@ int main(void) {
   mkc_slots *p = mkc_slots_open(test_backend(), &slotted.g, &slotted.src, &slotted.w, BLOCKS);
   CHECK(p != NULL, "a pool of %d slots", SLOTS);
   if (!p) return check_done();
+  prompt_fed_alike(&plain, p);
 
   /* prompts of 1..20 tokens (one past a slot's share: its chunks go alone) */
   int prompts[N_SEQS][20], lens[N_SEQS] = {5, 20, 3, 7, 1, 9, 4, 12, 6};

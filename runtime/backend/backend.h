@@ -100,4 +100,14 @@ struct mkc_backend_ops {
   void (*close)(mkc_backend *b);
 };
 
+/* The inputs of a prompt's next step, remaining tokens to go, on a kernel of
+ * t_max inputs a step and prompt chunks of t_chunk: a chunk, or steps of
+ * t_max where the backend's tiles do not pay (tile_min). Sessions and the
+ * slots' scheduler choose alike, so a prompt's logits are the same on both. */
+static inline int mkc_backend_prompt_inputs(const mkc_backend *b, int t_max, int t_chunk,
+                                            int remaining) {
+  int T = remaining < t_chunk ? remaining : t_chunk;
+  return T > t_max && T < b->ops->tile_min ? t_max : T;
+}
+
 #endif

@@ -81,12 +81,14 @@ static int waits_for_prefix(const mkc_sched *sc, const mkc_batch_seq *q) {
   return 0;
 }
 
-/* Slot s's inputs for a step: a prompt piece of up to `rows`, or the last
- * token and up to rows - 1 drafts that fit its budget and the context. */
+/* Slot s's inputs for a step: a prompt piece of up to `rows` (its slot alone:
+ * as a session feeds it), or the last token and up to rows - 1 drafts that
+ * fit its budget and the context. */
 static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq *q, int rows,
-                        int drafts, int max_ctx) {
+                        int alone, int drafts, int max_ctx) {
   if (b->fed < q->n_prompt) {
-    b->n_in = q->n_prompt - b->fed < rows ? q->n_prompt - b->fed : rows;
+    int left = q->n_prompt - b->fed;
+    b->n_in = alone ? mkc_slots_prompt_inputs(p, left) : left < rows ? left : rows;
     memcpy(b->in, q->prompt + b->fed, (size_t)b->n_in * sizeof *b->in);
     b->n_fixed = b->n_in - 1;
     return;
@@ -274,7 +276,8 @@ int mkc_sched_step(mkc_sched *sc) {
     busy *b = &bs[s];
     int take_part = b->q && (solo < 0 || s == solo);
     if (take_part)
-      plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, sc->o.drafts, g->max_ctx);
+      plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, solo >= 0, sc->o.drafts,
+                  g->max_ctx);
     if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) return -1;
   }
   /* a step with no prompt piece in it: the decode rate's */

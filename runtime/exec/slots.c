@@ -276,6 +276,10 @@ const float *mkc_slots_logits(mkc_slots *p, int s, int t) {
   return t >= 0 && t < p->ran[s] ? p->b->ops->logits(p->b, p->first[s] + t) : NULL;
 }
 
+int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining) {
+  return mkc_backend_prompt_inputs(p->b, p->g->t_max, p->g->t_chunk, remaining);
+}
+
 int mkc_slots_pos(const mkc_slots *p, int s) { return p->states[s].pos; }
 
 const int *mkc_slots_tokens(const mkc_slots *p, int s) {
