@@ -401,21 +401,6 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
  * blocks go 8 weights at a time, in mkc_dot_acc's 32-byte vectors: the same
  * products and sums as the 16-wide path, in the same order. */
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
-/* 8 bytes at p as floats, unsigned or signed */
-MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_u8(const unsigned char *p) {
-  unsigned long long v;
-  mkc_dot_acc r;
-  memcpy(&v, p, sizeof v);
-  mkc_u8x8_to_f32(v, (float *)&r);
-  return r;
-}
-MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_s8(const unsigned char *p) {
-  unsigned long long v;
-  mkc_dot_acc r;
-  memcpy(&v, p, sizeof v);
-  mkc_s8x8_to_f32(v, (float *)&r);
-  return r;
-}
 
 /* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
  * type, in element order: elements 8k .. 8k + 7 in w[k], each by
@@ -430,7 +415,10 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
   case MKC_W_Q8_0: {
     const unsigned char *p = row + b * 34;
     float d = mkc_f16_at(p);
-    for (int k = 0; k < 4; k++) w[k] = mkc_v8f_of_s8(p + 2 + 8 * k) * d;
+    for (int k = 0; k < 4; k++) {
+      mkc_s8x8_to_f32(mkc_load8_a2(p + 2 + 8 * k), (float *)&w[k]);
+      w[k] *= d;
+    }
     return 1;
   }
 #endif
@@ -445,7 +433,8 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
     n[0] = q & 15;
     n[1] = q >> 4;
     for (int k = 0; k < 4; k++) {
-      mkc_dot_acc f = mkc_v8f_of_u8((const unsigned char *)&n[k >> 1] + 8 * (k & 1));
+      mkc_dot_acc f;
+      mkc_u8x8_to_f32(mkc_load8((const unsigned char *)&n[k >> 1] + 8 * (k & 1)), (float *)&f);
       w[k] = q41 ? d * f + m : d * (f - 8.0f);
     }
     return 1;

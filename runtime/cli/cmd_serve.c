@@ -117,14 +117,12 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
-  if (r->json_format && !sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) {
+  mkc_constraint *doc = r->json_format ? mkc_serve_job_json(sv, j, 0) : NULL;
+  if (r->json_format && !doc) {
     free(out);
     refuse(r, fd, 500, "JSON output could not be set up (the server's log says why)");
     return 0;
   }
-  if (r->json_format)
-    mkc_json_format_start(sv->json, r->schema,
-                          (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
   if (r->stream) mkc_answer_stream_start(g);
   mkc_decode_opts d = {.draft_max = sv->c->draft_max,
                        .adaptive = sv->c->draft_adaptive,
@@ -138,7 +136,7 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
                        .on_logprobs = mkc_answer_on_logprobs,
                        .ctx = g,
                        .interrupted = &mkc_interrupted,
-                       .constraint = r->json_format ? sv->json : NULL};
+                       .constraint = doc};
   mkc_decode_stats st;
   int rc =
       g->gone ? 0

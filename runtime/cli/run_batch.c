@@ -163,6 +163,8 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   const mkc_tokenizer *tok = c.model_path ? m.file.tok : NULL;
   int stops[MKC_ROUND_STOPS], n_stops = 0;
   if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
+  /* JSON output: each line's own document over one sorted vocabulary */
+  if (c.format && !(json = mkc_json_format_open(tok))) goto done;
   for (int i = 0; i < n; i++) {
     seqs[i].n_predict = n_predict;
     seqs[i].opt = *opt;
@@ -170,11 +172,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     unsigned long long s = seed + (unsigned long long)i;
     seqs[i].opt.seed_lo = (unsigned)s;
     seqs[i].opt.seed_hi = (unsigned)(s >> 32);
-  }
-  /* JSON output: each line's own document over one sorted vocabulary */
-  if (c.format && !(json = mkc_json_format_open(tok))) goto done;
-  for (int i = 0; json && i < n; i++) {
-    unsigned long long s = seed + (unsigned long long)i;
+    if (!json) continue;
     if (!(seqs[i].constraint = mkc_constraint_share(json))) goto done;
     mkc_json_format_start(seqs[i].constraint, schema, s);
   }

@@ -97,6 +97,11 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req);
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap);
 void mkc_serve_job_close(mkc_serve_job *j);
+/* j's JSON document (r.json_format): over the server's sorted vocabulary (the
+ * first such request opens it), started on j's schema and seed; own: a
+ * document of its own (--parallel, mkc_constraint_share), else the server's
+ * one. NULL after a message. */
+mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own);
 /* An answered request: counted (sv->counts) and logged; why: why it stopped. */
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
                         int cached, const char *why);

@@ -262,6 +262,15 @@ void mkc_serve_job_close(mkc_serve_job *j) {
   mkc_api_req_free(&j->r);
 }
 
+mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
+  if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
+  mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
+  if (doc)
+    mkc_json_format_start(doc, j->r.schema,
+                          (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
+  return doc;
+}
+
 const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
   return g->gone       ? "the client went away"
          : interrupted ? "interrupted (Ctrl-C)"

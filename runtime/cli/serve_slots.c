@@ -11,25 +11,15 @@
 #include <string.h>
 
 #include "exec/slots.h"
-#include "json_format.h"
 #include "serve.h"
 #include "serve/http.h"
 #include "util/clock.h"
-
-/* JSON output: the request's own document over the server's sorted vocabulary. 0 or -1. */
-static int constrain(mkc_server *sv, mkc_serve_job *j) {
-  if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return -1;
-  if (!(j->q.constraint = mkc_constraint_share(sv->json))) return -1;
-  mkc_json_format_start(j->q.constraint, j->r.schema,
-                        (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
-  return 0;
-}
 
 int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
   j->q = (mkc_batch_seq){
       .prompt = j->prompt, .n_prompt = j->n_prompt, .n_predict = j->n_gen, .opt = j->opt};
   const char *why = NULL;
-  if (j->r.json_format && constrain(sv, j) != 0)
+  if (j->r.json_format && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
     why = "JSON output could not be set up (the server's log says why)";
   else if (mkc_sched_add(sv->sched, &j->q) != 0)
     why = "out of memory";

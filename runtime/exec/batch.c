@@ -109,13 +109,8 @@ static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r) {
   const float *logits = mkc_slots_logits(sc->p, s, b->n_in - 1);
   float lp, lps[MKC_LOGPROBS_MAX];
   int id, ids[MKC_LOGPROBS_MAX];
-  if (!logits) {
-    fprintf(stderr, "mkc: error: slot %d: constrained output: the step kept no logits\n", s);
-    return -1;
-  }
-  if (mkc_constraint_choose(q->constraint, logits, mkc_slots_graph(sc->p)->vocab, b->hist,
-                            b->n_hist, &q->opt, &id, &lp, ids, lps) != 0 ||
-      mkc_constraint_accept(q->constraint, id) != 0)
+  if (mkc_constraint_next(q->constraint, logits, mkc_slots_graph(sc->p)->vocab, b->hist, b->n_hist,
+                          &q->opt, &id, &lp, ids, lps) != 0)
     return -1;
   r->out[0] = id;
   r->n_out = 1;

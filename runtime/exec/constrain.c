@@ -380,6 +380,18 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
   return 0;
 }
 
+int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                        int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
+                        float *lps) {
+  if (!logits) {
+    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
+    return -1;
+  }
+  if (mkc_constraint_choose(c, logits, n_logits, window, n_window, o, id, lp, ids, lps) != 0)
+    return -1;
+  return mkc_constraint_accept(c, *id);
+}
+
 int mkc_constraint_accept(mkc_constraint *c, int id) {
   mkc_json_acc a = c->now;
   if (read_token(c, id, &a) != 0) return -1;

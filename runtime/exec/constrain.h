@@ -57,6 +57,12 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
                           int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
                           float *lps);
 
+/* mkc_constraint_choose from the logits of a step (NULL: the step kept none),
+ * then mkc_constraint_accept of the token chosen: 0, or -1 after a message. */
+int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                        int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
+                        float *lps);
+
 /* Takes token id as the next: 0, or -1 when it may not come next. */
 int mkc_constraint_accept(mkc_constraint *c, int id);
 

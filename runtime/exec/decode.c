@@ -49,13 +49,8 @@ static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int
   const mkc_sampling *so = mkc_session_sampling(s);
   float lp = 0, lps[MKC_LOGPROBS_MAX];
   int id, ids[MKC_LOGPROBS_MAX];
-  if (!logits) {
-    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
-    return -1;
-  }
-  if (mkc_constraint_choose(o->constraint, logits, mkc_session_graph(s)->vocab, hist, *n_hist, so,
-                            &id, &lp, ids, lps) != 0 ||
-      mkc_constraint_accept(o->constraint, id) != 0)
+  if (mkc_constraint_next(o->constraint, logits, mkc_session_graph(s)->vocab, hist, *n_hist, so,
+                          &id, &lp, ids, lps) != 0)
     return -1;
   out[stats->generated++] = id;
   hist[(*n_hist)++] = id;

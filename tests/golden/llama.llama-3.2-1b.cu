@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 25b7e20b819a5846, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 61cc7b209dcc4b9c, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1849,21 +1849,6 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
  * blocks go 8 weights at a time, in mkc_dot_acc's 32-byte vectors: the same
  * products and sums as the 16-wide path, in the same order. */
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
-/* 8 bytes at p as floats, unsigned or signed */
-MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_u8(const unsigned char *p) {
-  unsigned long long v;
-  mkc_dot_acc r;
-  memcpy(&v, p, sizeof v);
-  mkc_u8x8_to_f32(v, (float *)&r);
-  return r;
-}
-MKC_DEVICE_INLINE mkc_dot_acc mkc_v8f_of_s8(const unsigned char *p) {
-  unsigned long long v;
-  mkc_dot_acc r;
-  memcpy(&v, p, sizeof v);
-  mkc_s8x8_to_f32(v, (float *)&r);
-  return r;
-}
 
 /* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
  * type, in element order: elements 8k .. 8k + 7 in w[k], each by
@@ -1878,7 +1863,10 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
   case MKC_W_Q8_0: {
     const unsigned char *p = row + b * 34;
     float d = mkc_f16_at(p);
-    for (int k = 0; k < 4; k++) w[k] = mkc_v8f_of_s8(p + 2 + 8 * k) * d;
+    for (int k = 0; k < 4; k++) {
+      mkc_s8x8_to_f32(mkc_load8_a2(p + 2 + 8 * k), (float *)&w[k]);
+      w[k] *= d;
+    }
     return 1;
   }
 #endif
@@ -1893,7 +1881,8 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
     n[0] = q & 15;
     n[1] = q >> 4;
     for (int k = 0; k < 4; k++) {
-      mkc_dot_acc f = mkc_v8f_of_u8((const unsigned char *)&n[k >> 1] + 8 * (k & 1));
+      mkc_dot_acc f;
+      mkc_u8x8_to_f32(mkc_load8((const unsigned char *)&n[k >> 1] + 8 * (k & 1)), (float *)&f);
       w[k] = q41 ? d * f + m : d * (f - 8.0f);
     }
     return 1;
@@ -5199,7 +5188,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5203 "llama.llama-3.2-1b.cu"
+#line 5192 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
