@@ -262,9 +262,139 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
 
 #ifdef MKC_CPU
 #define MKC_DOT_XS_MAX 4096
-#ifdef __AVX512F__
-typedef float mkc_v16f __attribute__((vector_size(64)));
 typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
+
+/* Piece b of a row: its 32 weights (32-weight block b, or sub-block b % 8 of
+ * 256-weight block b / 8: chunks 4b .. 4b + 3 either way) as 32 codes and a
+ * step per 16: weight i is s[i / 16] * (code i - off), or s[i / 16] * code i +
+ * m[i / 16] for the types with a min (min set): mkc_wchunk_q's codes, which
+ * mkc_wscale turns into weights by the same formula (the same bits). */
+typedef struct mkc_wpiece {
+  mkc_v16u8 q[2]; /* codes 0-15, 16-31 */
+  float s[2], m[2], off;
+  int min;
+} mkc_wpiece;
+
+/* Bits 0-15 of bits as 16 bytes, byte i 16 where bit i is set, else 0: the
+ * fifth bits of Q5_0's and Q5_1's codes. */
+MKC_DEVICE_INLINE mkc_v16u8 mkc_bits_x16(unsigned bits) {
+  const mkc_v16u8 bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  unsigned char a = (unsigned char)bits, c = (unsigned char)(bits >> 8);
+  mkc_v16u8 v = {a, a, a, a, a, a, a, a, c, c, c, c, c, c, c, c};
+  return (mkc_v16u8)((v & bit) != 0) & 16;
+}
+
+/* Piece b of a row as codes; 0 where the type has no such decoding (Q8_0's
+ * signed codes, the grid types: they go a chunk at a time or by their own
+ * case). */
+MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, mkc_wpiece *p) {
+  (void)row;
+  (void)b;
+  (void)p;
+  switch (type) {
+#if defined(MKC_W_USES_Q4_0) || defined(MKC_W_USES_Q4_1)
+  case MKC_W_Q4_0:
+  case MKC_W_Q4_1: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
+    p->min = type == MKC_W_Q4_1;
+    const unsigned char *blk = row + b * (p->min ? 20 : 18);
+    p->s[0] = p->s[1] = mkc_f16_at(blk);
+    p->m[0] = p->m[1] = p->min ? mkc_f16_at(blk + 2) : 0.0f;
+    p->off = 8.0f;
+    mkc_v16u8 q;
+    memcpy(&q, blk + (p->min ? 4 : 2), sizeof q);
+    p->q[0] = q & 15;
+    p->q[1] = q >> 4;
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1)
+  case MKC_W_Q5_0:
+  case MKC_W_Q5_1: { /* Q4_0's and Q4_1's nibbles, bit i of 4 bytes before them element i's 16 */
+    p->min = type == MKC_W_Q5_1;
+    const unsigned char *blk = row + b * (p->min ? 24 : 22), *fifth = blk + (p->min ? 4 : 2);
+    p->s[0] = p->s[1] = mkc_f16_at(blk);
+    p->m[0] = p->m[1] = p->min ? mkc_f16_at(blk + 2) : 0.0f;
+    p->off = 16.0f;
+    unsigned bits;
+    mkc_v16u8 q;
+    memcpy(&bits, fifth, sizeof bits);
+    memcpy(&q, fifth + 4, sizeof q);
+    p->q[0] = (q & 15) | mkc_bits_x16(bits);
+    p->q[1] = (q >> 4) | mkc_bits_x16(bits >> 16);
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_Q4_K) || defined(MKC_W_USES_Q5_K)
+  case MKC_W_Q4_K:
+  case MKC_W_Q5_K: { /* sub-block j's scale and min from the header; 32 bytes of nibbles per two
+                      * sub-blocks (low, then high); Q5_K's bit j of 32 bytes its 16s */
+    int j = b & 7, q5 = type == MKC_W_Q5_K;
+    const unsigned char *blk = row + (b >> 3) * (q5 ? 176 : 144);
+    float dm[2];
+    mkc_k_scale_min(mkc_load_weight_u4(blk), j, dm);
+    p->min = 1;
+    p->s[0] = p->s[1] = dm[0];
+    p->m[0] = p->m[1] = dm[1];
+    p->off = 0.0f;
+    for (int h = 0; h < 2; h++) {
+      mkc_v16u8 q, hi;
+      memcpy(&q, blk + (q5 ? 48 : 16) + (j >> 1) * 32 + 16 * h, sizeof q);
+      p->q[h] = q >> (j & 1) * 4 & 15;
+      if (q5) {
+        memcpy(&hi, blk + 16 + 16 * h, sizeof hi);
+        p->q[h] |= (hi >> j & 1) << 4;
+      }
+    }
+    return 1;
+  }
+#endif
+#ifdef MKC_W_USES_Q6_K
+  case MKC_W_Q6_K: { /* sub-block j = 4 half + k: nibbles of 32 bytes at 64 half + 32 (k & 1),
+                      * high by k >> 1; bit pair k of 32 bytes at 128 + 32 half; a scale per 16 */
+    int j = b & 7, half = j >> 2, k = j & 3;
+    const unsigned char *blk = row + (b >> 3) * 210;
+    float d = mkc_f16_at(blk + 208);
+    p->min = 0;
+    p->off = 32.0f;
+    for (int h = 0; h < 2; h++) {
+      mkc_v16u8 lo, hi;
+      memcpy(&lo, blk + half * 64 + (k & 1) * 32 + 16 * h, sizeof lo);
+      memcpy(&hi, blk + 128 + half * 32 + 16 * h, sizeof hi);
+      p->q[h] = (lo >> (k >> 1) * 4 & 15) | (hi >> 2 * k & 3) << 4;
+      p->s[h] = d * (float)(signed char)blk[192 + 2 * j + h];
+      p->m[h] = 0.0f;
+    }
+    return 1;
+  }
+#endif
+  default:
+    return 0;
+  }
+}
+
+/* A lane's partial of its 8 sums as mkc_dot_acc_sum adds them: q_j = p_j +
+ * p_(j+4), then (q0 + q2) + (q1 + q3). */
+MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
+  mkc_v4_f a, c;
+  memcpy(&a, &v, sizeof a);
+  memcpy(&c, (const float *)&v + 4, sizeof c);
+  a += c;
+  return (a[0] + a[2]) + (a[1] + a[3]);
+}
+
+/* The decoding of 32-weight pieces 16 weights to a vector where AVX-512 has
+ * the registers for them, else 8 (test_dot_warp sets it either way, so that
+ * every machine checks both). */
+#ifndef MKC_DOT_V16
+#ifdef __AVX512F__
+#define MKC_DOT_V16 1
+#else
+#define MKC_DOT_V16 0
+#endif
+#endif
+
+#if MKC_DOT_V16
+typedef float mkc_v16f __attribute__((vector_size(64)));
 /* 16 bytes as floats, unsigned or signed (GCC's vector conversions of bytes
  * compile to scalar code: hence the intrinsics) */
 MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_u8(mkc_v16u8 q) {
@@ -292,10 +422,10 @@ MKC_DEVICE_INLINE mkc_v16f mkc_v16f_of_s8(const unsigned char *p) {
   return r;
 }
 
-/* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
- * type, in element order: elements 0-15 in lo, 16-31 in hi, each by
- * mkc_wchunk's formula (the same bits). 0: the type has no such path (the
- * caller takes chunks). */
+/* Piece b (32 weights, chunks 4b .. 4b + 3: mkc_wpiece) of a row, in
+ * element order: elements 0-15 in lo, 16-31 in hi, each by mkc_wchunk's
+ * formula (the same bits). 0: the type has no such path (the caller takes
+ * chunks). */
 MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mkc_v16f *lo,
                                    mkc_v16f *hi) {
   (void)row;
@@ -312,52 +442,38 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
     return 1;
   }
 #endif
-#ifdef MKC_W_USES_Q4_0
-  case MKC_W_Q4_0: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
-    const unsigned char *p = row + b * 18;
-    float d = mkc_f16_at(p);
-    mkc_v16u8 q;
-    memcpy(&q, p + 2, sizeof q);
-    *lo = d * (mkc_v16f_of_u8(q & 15) - 8.0f);
-    *hi = d * (mkc_v16f_of_u8(q >> 4) - 8.0f);
+  default: {
+    mkc_wpiece p;
+    if (!mkc_wpiece_of(type, row, b, &p)) return 0;
+    mkc_v16f f[2];
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; h++) {
+      f[h] = mkc_v16f_of_u8(p.q[h]);
+      f[h] = p.min ? p.s[h] * f[h] + p.m[h] : p.s[h] * (f[h] - p.off);
+    }
+    *lo = f[0];
+    *hi = f[1];
     return 1;
   }
-#endif
-#ifdef MKC_W_USES_Q4_1
-  case MKC_W_Q4_1: {
-    const unsigned char *p = row + b * 20;
-    float d = mkc_f16_at(p), m = mkc_f16_at(p + 2);
-    mkc_v16u8 q;
-    memcpy(&q, p + 4, sizeof q);
-    *lo = d * mkc_v16f_of_u8(q & 15) + m;
-    *hi = d * mkc_v16f_of_u8(q >> 4) + m;
-    return 1;
-  }
-#endif
-  default:
-    return 0;
   }
 }
 
 /* Two lanes' partials (elements 0-7 and 8-15 of v, 8 sums each) added as
- * mkc_dot_acc_sum adds them, q_j = p_j + p_(j+4), then (q0 + q2) + (q1 +
- * q3): into out[0] and out[1]. */
-typedef int mkc_v16i __attribute__((vector_size(64)));
+ * mkc_dot_acc_sum adds them: into out[0] and out[1]. */
 MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
-  mkc_v16f q =
-      v + __builtin_shuffle(v, (mkc_v16i){4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11});
-  mkc_v16f u =
-      q + __builtin_shuffle(q, (mkc_v16i){2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13});
-  out[0] = u[0] + u[1];
-  out[1] = u[8] + u[9];
+  mkc_dot_acc a, c;
+  memcpy(&a, &v, sizeof a);
+  memcpy(&c, (const float *)&v + 8, sizeof c);
+  out[0] = mkc_v8f_lane_sum(a);
+  out[1] = mkc_v8f_lane_sum(c);
 }
 
-/* Every lane's partial of a row of nb 32-weight blocks into lane_sums[t *
+/* Every lane's partial of a row of nb 32-weight pieces into lane_sums[t *
  * 32 + lane]; 0, with nothing written, when mkc_wblock32 does not decode the
  * type. Lane l takes chunks l, l + 32, ...: lanes 4q .. 4q + 3 take the
- * chunks of blocks q, q + 8, q + 16, ..., a block's low half lanes 4q and
+ * chunks of pieces q, q + 8, q + 16, ..., a piece's low half lanes 4q and
  * 4q + 1, its high half 4q + 2 and 4q + 3. So the four lanes' accumulators
- * stay in two vectors (per input) while their blocks go by, in the order
+ * stay in two vectors (per input) while their pieces go by, in the order
  * each lane takes them. */
 MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
@@ -400,12 +516,9 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
  * ran 7 times slower on an AVX2 machine than on an AVX-512 one). There the
  * blocks go 8 weights at a time, in mkc_dot_acc's 32-byte vectors: the same
  * products and sums as the 16-wide path, in the same order. */
-typedef unsigned char mkc_v16u8 __attribute__((vector_size(16)));
-
-/* Block b (32 weights, chunks 4b .. 4b + 3) of a row of a 32-weight block
- * type, in element order: elements 8k .. 8k + 7 in w[k], each by
- * mkc_wchunk's formula (the same bits). 0: the type has no such path (the
- * caller takes chunks). */
+/* Piece b (32 weights, chunks 4b .. 4b + 3: mkc_wpiece) of a row, in
+ * element order: elements 8k .. 8k + 7 in w[k], each by mkc_wchunk's formula
+ * (the same bits). 0: the type has no such path (the caller takes chunks). */
 MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mkc_dot_acc *w) {
   (void)row;
   (void)b;
@@ -422,43 +535,25 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
     return 1;
   }
 #endif
-#if defined(MKC_W_USES_Q4_0) || defined(MKC_W_USES_Q4_1)
-  case MKC_W_Q4_0:
-  case MKC_W_Q4_1: { /* element i < 16 in byte i's low nibble, i + 16 in its high one */
-    int q41 = type == MKC_W_Q4_1;
-    const unsigned char *p = row + b * (q41 ? 20 : 18);
-    float d = mkc_f16_at(p), m = q41 ? mkc_f16_at(p + 2) : 0.0f;
-    mkc_v16u8 q, n[2];
-    memcpy(&q, p + (q41 ? 4 : 2), sizeof q);
-    n[0] = q & 15;
-    n[1] = q >> 4;
+  default: {
+    mkc_wpiece p;
+    if (!mkc_wpiece_of(type, row, b, &p)) return 0;
+#pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
       mkc_dot_acc f;
-      mkc_u8x8_to_f32(mkc_load8((const unsigned char *)&n[k >> 1] + 8 * (k & 1)), (float *)&f);
-      w[k] = q41 ? d * f + m : d * (f - 8.0f);
+      float s = p.s[k >> 1];
+      mkc_u8x8_to_f32(mkc_load8((const unsigned char *)&p.q[k >> 1] + 8 * (k & 1)), (float *)&f);
+      w[k] = p.min ? s * f + p.m[k >> 1] : s * (f - p.off);
     }
     return 1;
   }
-#endif
-  default:
-    return 0;
   }
 }
 
-/* A lane's partial of its 8 sums as mkc_dot_acc_sum adds them: q_j = p_j +
- * p_(j+4), then (q0 + q2) + (q1 + q3). */
-MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
-  mkc_v4_f a, c;
-  memcpy(&a, &v, sizeof a);
-  memcpy(&c, (const float *)&v + 4, sizeof c);
-  a += c;
-  return (a[0] + a[2]) + (a[1] + a[3]);
-}
-
-/* Every lane's partial of a row of nb 32-weight blocks into lane_sums[t *
+/* Every lane's partial of a row of nb 32-weight pieces into lane_sums[t *
  * 32 + lane]; 0, with nothing written, when mkc_wblock32 does not decode the
  * type. Lane l takes chunks l, l + 32, ...: lane 4q + k takes chunk k of
- * blocks q, q + 8, q + 16, ..., in that order, into acc[t][k]. */
+ * pieces q, q + 8, q + 16, ..., in that order, into acc[t][k]. */
 MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
                                           int T, float *lane_sums) {
@@ -474,6 +569,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
           mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g[k]);
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
+#pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
           mkc_dot_acc xk;
           memcpy(&xk, x + t * x_stride + b * 32 + k * 8, sizeof xk);
@@ -491,8 +587,9 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
 }
 #endif
 
-/* The same for any row (bf16, the K types): a chunk at a time, into lane
- * c % 32's accumulators in memory. */
+/* The same for any row (bf16, Q2_K, Q3_K, the grid types): a chunk at a
+ * time, into lane c % 32's accumulators in memory. bf16 rows stay here:
+ * through mkc_wblock32 they ran 10 % slower (SmolLM2's shape, AVX2). */
 MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,
                                            const float *x, int x_stride, const mkc_bf16 *norm_w,
                                            int T, float *lane_sums) {

@@ -291,14 +291,20 @@ int main(void) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/templates", mkc_home());
   /* 1: the default; 2: the GPU variant bench compares; 3: tails of every length; 4: the
-   * GPU's quantized sums (MKC_DOT_CODES), unroll 1 */
-  for (int unroll = 1; unroll <= 4; unroll++) {
-    static char source[sizeof KERNEL + 64];
+   * GPU's quantized sums (MKC_DOT_CODES), unroll 1; 5 and 6: the warp path's pieces 8 and 16
+   * weights to a vector (MKC_DOT_V16), whichever this machine's SIMD would pick */
+  for (int unroll = 1; unroll <= 6; unroll++) {
+    static char source[sizeof KERNEL + 96];
     codes = unroll == 4;
-    snprintf(source, sizeof source, "#define MKC_MV_UNROLL %d\n#define MKC_DOT_CODES %d\n%s",
-             codes ? 1 : unroll, codes, KERNEL);
+    char width[32] = "";
+    if (unroll >= 5) snprintf(width, sizeof width, "#define MKC_DOT_V16 %d\n", unroll == 6);
+    snprintf(source, sizeof source, "#define MKC_MV_UNROLL %d\n#define MKC_DOT_CODES %d\n%s%s",
+             codes || unroll >= 5 ? 1 : unroll, codes, width, KERNEL);
     char build[32];
-    snprintf(build, sizeof build, codes ? "codes" : "unroll %d", unroll);
+    if (unroll >= 5)
+      snprintf(build, sizeof build, "%d-wide pieces", unroll == 6 ? 16 : 8);
+    else
+      snprintf(build, sizeof build, codes ? "codes" : "unroll %d", unroll);
     mkc_cpu_kernel *k = mkc_cpu_kernel_open(source, "dot_warp.c", dir);
     if (!CHECK(k != NULL, "the dot-product test kernel builds (%s)", build)) return check_done();
     cases(k, build);
