@@ -53,6 +53,10 @@ void mkc_simt_mma_tf32_queue(const unsigned *a, const unsigned *b, int nb, int m
 void mkc_simt_mma_tf32_1_queue(const unsigned *a, const unsigned *b, int mt, int nt, int MT,
                                int NT);
 void mkc_simt_mma_flush(float *c);
+/* Nonzero while the launch runs on the checking schedule (MKC_SIMT_SEED):
+ * there the emulator's shortcuts for whole warps and blocks step aside and
+ * every lane runs the GPU's code. */
+int mkc_simt_checking(void);
 
 #include <string.h>
 /* The sum of 32 lanes' values v[0..31] as the shuffle butterfly (masks 16

@@ -1,17 +1,16 @@
 /* Prompt chunks on tensor cores (templates/gemm.cuh): a 300-token prompt fed
  * in chunks of up to 128 tokens, which the kernel runs as tiled mma.sync
- * products (emulated on the cpu backend from the PTX ISA's fragment layout),
- * against the same prompt fed one token at a time (the CUDA-core path) and
- * against the reference executor: the logits after every chunk within 1e-4
- * of the largest, the KV cache the reference's value for value, the same
- * greedy tokens afterwards; on tiny, odd (sizes that are no multiple of
- * 8/16/32) and SmolLM2-135M from its Q4_1 blocks. With the KV cache in f32
- * the chunked and the token-by-token kernels are compared directly (bf16
- * caches may round a value either side of a midpoint: exec/reference.h), the
- * sampler and log-probabilities of a chunk's last input too. The other
- * presets (biases, head norms, RoPE scalings, Q2_K..Q6_K/Q4_0/Q5_0/Q5_1/
- * IQ4_XS blocks) in chunks against the reference. The chunk attention in tiles
- * (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
+ * products (on the cpu backend worked out by one thread for the block, the
+ * lanes' fragments through the emulated mma.sync bit for bit: test_gemm_tile;
+ * the planted errors run the lanes, on the checking schedule), against the same prompt fed one
+ * token at a time (the CUDA-core path) and against the reference executor: the logits after every
+ * chunk within 1e-4 of the largest, the KV cache the reference's value for value, the same greedy
+ * tokens afterwards; on tiny, odd (sizes that are no multiple of 8/16/32) and SmolLM2-135M from its
+ * Q4_1 blocks. With the KV cache in f32 the chunked and the token-by-token kernels are compared
+ * directly (bf16 caches may round a value either side of a midpoint: exec/reference.h), the sampler
+ * and log-probabilities of a chunk's last input too. The other presets (biases, head norms, RoPE
+ * scalings, Q2_K..Q6_K/Q4_0/Q5_0/Q5_1/ IQ4_XS blocks) in chunks against the reference. The chunk
+ * attention in tiles (templates/gemm_attn.cuh) is in every chunked run (chunks after the first
  * start at pos > 0); besides, sliding windows whose rings the chunks cross
  * (swa-tiny, gemma-tiny; gemma3-tiny, whose post-norm stage runs on a
  * chunk's rows) and K/V caches in f16 and f32 on groups of 2 and 5 query
@@ -233,16 +232,15 @@ static void compare(const char *what, kernel *k16, kernel *k32, const int *promp
         "%s, f32 cache: the same %d greedy tokens both ways, and as the bf16 cache's", what, N_GEN);
 
   if (!full) goto done;
-  /* the host's chunks: mkc_decode feeds 128, 128, then the 44 left in steps of 5 (the cpu
-   * backend steps a chunk under 96 inputs: its tiles cost a whole tile's work) */
+  /* the host's chunks: mkc_decode feeds 128, 128, then the 44 left as one chunk */
   mkc_decode_stats st;
   int out[N_GEN];
   mkc_session_reset(a);
   int ok = mkc_decode(a, g, prompt, N_PROMPT, N_GEN, 0, out, &st) == 0;
   CHECK(ok && st.generated == N_GEN && memcmp(out, cb.tokens, sizeof out) == 0 &&
-            st.steps == 2 + 9 + N_GEN - 1,
-        "%s: mkc_decode feeds the prompt in 2 chunks and 9 steps (%d steps in all) and generates "
-        "the same %d tokens",
+            st.steps == 3 + N_GEN - 1,
+        "%s: mkc_decode feeds the prompt in 3 chunks (%d steps in all) and generates the same %d "
+        "tokens",
         what, st.steps, N_GEN);
 
   /* sampled, with log-probabilities: a chunk's last input draws what one input at a time draws
@@ -350,7 +348,10 @@ static void smollm2(void) {
 }
 
 /* A planted error (good replaced by bad, of the same length, in the
- * generated kernel of preset) fails the chunked run against the reference. */
+ * generated kernel of preset) fails the chunked run against the reference,
+ * on the emulator's checking schedule: there every lane runs the GPU's code
+ * (elsewhere a tile's products are worked out by one thread for the block,
+ * test_gemm_tile). */
 static void planted(const char *preset, const char *good, const char *bad, const char *what) {
   kernel k;
   if (!CHECK(kernel_open(&k, preset, NULL, N_PROMPT + N_GEN, "bf16") == 0, "planted: generate %s",
@@ -364,7 +365,9 @@ static void planted(const char *preset, const char *good, const char *bad, const
     mkc_session *s = mkc_session_open(MKC_BACKEND_CPU, &k.g, &k.src, &k.w, 0);
     mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &k.g, &k.src, &k.w, 0);
     run r = {0};
+    setenv("MKC_SIMT_SEED", "1", 1);
     if (s && ref) feed(s, ref, &k.g, prompt, 1, &r);
+    unsetenv("MKC_SIMT_SEED");
     CHECK(s && ref && !(r.ok && r.worst_ref <= TOL && r.kv_mismatched == 0),
           "planted: %s is caught (logits %.3g off, %ld K/V values not the reference's)", what,
           r.worst_ref, r.kv_mismatched);

@@ -24,8 +24,7 @@ static int drain(mkc_sched *sc, int most) {
   return rc < 0 ? -1 : steps;
 }
 
-/* A prompt past t_max run alone is fed as a session feeds it (mkc_session_prompt_inputs: on the
- * cpu, steps of t_max below its tile_min, where one tiled chunk rounds its inputs to bf16): the
+/* A prompt past t_max run alone is fed as a session feeds it (mkc_session_prompt_inputs): the
  * logits after it are the plain kernel's, bit for bit. */
 static void prompt_fed_alike(kernel *plain, mkc_slots *p) {
   enum { N = 40 };

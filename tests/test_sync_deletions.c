@@ -20,7 +20,9 @@
  * unmutated kernel (PHASES). A mutant is caught when a value differs, the
  * emulator reports misuse, or it crashes or hangs; the mutants one seed lets
  * through run again under the next seed (a race may show under one schedule
- * and not another). Each runs in a child
+ * and not another), and those of points in the emulator's own code (`#ifdef
+ * MKC_CPU`: a prompt tile worked out by one thread, which the checking
+ * schedule leaves to the lanes) once more on the default schedule. Each runs in a child
  * process, with a deadline, as many at a time as there are cores (2 to 8).
  *
  * Kernels: tiny (T <= 5, 4 blocks), every point; qwen3-tiny (3 blocks, its
@@ -845,6 +847,10 @@ static const struct {
     {"templates/sample.cuh", "mkc_draw", "mkc_sync_block", 4,
      "redundant where it is called: winner and part are next written after another barrier "
      "(mkc_block_sum before the residual draw, the next position's first barrier)"},
+    {"templates/gemm.cuh", "mkc_gemm_tile", "mkc_sync_block", 1,
+     "redundant: the emulator's block path (one thread works out the tile) waits as the lanes' "
+     "staging barrier does, and every caller's epilogue already ends in a barrier before its "
+     "next tile (mkc_gemm_matvec's, mkc_gemm_swiglu's, mkc_gemm_qkv's #1)"},
     {"templates/gemm.cuh", "mkc_gemm_matvec", "mkc_sync_block", 1,
      "redundant: the epilogue reads c_tile, which the next tile's mkc_gemm_tile writes only "
      "after the barrier that follows its staging"},
@@ -983,6 +989,59 @@ static void second_schedule(const script *sc, const char *source, int n_chosen, 
     if (again[i] > 0 && second[i].caught) verdicts[i] = second[i];
 }
 
+/* Whether source[at] lies in a branch for the emulator alone (`#ifdef MKC_CPU`
+ * up to its #else or #endif): code the GPU never runs. */
+static int emulator_only(const char *source, size_t at) {
+  int depth = 0, cpu_at = 0; /* cpu_at: the depth of the open MKC_CPU branch, 0: none */
+  for (const char *l = source; l && (size_t)(l - source) < at;
+       l = strchr(l, '\n'), l = l ? l + 1 : l) {
+    const char *d = l + strspn(l, " \t");
+    if (*d != '#') continue;
+    d += 1 + strspn(d + 1, " \t");
+    if (starts_with(d, "if")) {
+      depth++;
+      const char *m = d + 5 + strspn(d + 5, " \t");
+      if (!cpu_at && starts_with(d, "ifdef") && starts_with(m, "MKC_CPU") &&
+          (m[7] == '\n' || m[7] == ' ' || m[7] == '\t' || m[7] == '\0'))
+        cpu_at = depth;
+    } else if (starts_with(d, "el") && depth == cpu_at) {
+      cpu_at = 0; /* the other branch */
+    } else if (starts_with(d, "endif")) {
+      if (depth == cpu_at) cpu_at = 0;
+      depth--;
+    }
+  }
+  return cpu_at > 0;
+}
+
+/* The emulator's own paths (the block's tile worked out by one thread) run
+ * off the checking schedule only: the mutants of their points that no seed
+ * caught run again, with the control, on the default schedule. */
+static void default_schedule(const script *sc, const char *source, const char *src,
+                             const sync_point *pts, const int *chosen, int n_chosen,
+                             verdict *verdicts, int jobs, const char *name) {
+  static int again[MAX_POINTS + 1];
+  static verdict plain[MAX_POINTS + 1];
+  int n_again = 0;
+  for (int i = 0; i <= n_chosen; i++) {
+    again[i] =
+        i == 0 || (!verdicts[i].caught && emulator_only(src, pts[chosen[i - 1]].at)) ? i : -1;
+    n_again += i > 0 && again[i] > 0;
+  }
+  if (n_again == 0) return;
+  char seed[32];
+  snprintf(seed, sizeof seed, "%s", getenv("MKC_SIMT_SEED"));
+  unsetenv("MKC_SIMT_SEED");
+  memset(plain, 0, sizeof plain);
+  run_all(sc, source, again, n_chosen + 1, plain, jobs);
+  setenv("MKC_SIMT_SEED", seed, 1);
+  CHECK(!plain[0].caught,
+        "%s: the guarded kernel, skipping nothing, passes on the default schedule too%s%s", name,
+        plain[0].caught ? ": " : "", plain[0].why);
+  for (int i = 1; i <= n_chosen; i++)
+    if (again[i] > 0 && plain[i].caught) verdicts[i] = plain[i];
+}
+
 static void mutate(const config *c, int jobs) {
   script sc;
   const char *name = c->name;
@@ -1030,6 +1089,7 @@ static void mutate(const config *c, int jobs) {
         "%s: the guarded kernel, skipping nothing, passes in a child process%s%s", name,
         verdicts[0].caught ? ": " : "", verdicts[0].why);
   second_schedule(&sc, source, n_chosen, verdicts, jobs, name);
+  default_schedule(&sc, source, src, pts, chosen, n_chosen, verdicts, jobs, name);
   int broken = 0;
   for (int i = 1; i <= n_chosen; i++) broken += verdicts[i].caught < 0;
   CHECK_INT(broken, 0, "%s: every mutant runs (none fails to load)", name);

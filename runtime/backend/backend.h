@@ -26,10 +26,6 @@ struct mkc_backend_ops {
    * checked them), writes status and pos and, when ok, n_out, n_accepted and
    * out_tokens. 0, or -1 when the backend itself failed (after printing why). */
   int (*step)(mkc_backend *b, mkc_state *st);
-  /* A prompt chunk past t_max but shorter than this runs as steps of t_max
-   * inputs instead (mkc_session_prompt_inputs): the cpu's emulated tiles
-   * cost a whole tile's work whatever the chunk's length. 0: always tiled. */
-  int tile_min;
   /* Nonzero: step runs st->round_max > 1 rounds in one call, as the kernel's
    * loop does (templates/rounds.cuh), and fills st->rounds; 0: the session
    * runs the rounds step by step (ref). */
@@ -99,15 +95,5 @@ struct mkc_backend_ops {
   const char *(*describe)(const mkc_backend *b); /* how it runs: grid, CUDA graph, registers */
   void (*close)(mkc_backend *b);
 };
-
-/* The inputs of a prompt's next step, remaining tokens to go, on a kernel of
- * t_max inputs a step and prompt chunks of t_chunk: a chunk, or steps of
- * t_max where the backend's tiles do not pay (tile_min). Sessions and the
- * slots' scheduler choose alike, so a prompt's logits are the same on both. */
-static inline int mkc_backend_prompt_inputs(const mkc_backend *b, int t_max, int t_chunk,
-                                            int remaining) {
-  int T = remaining < t_chunk ? remaining : t_chunk;
-  return T > t_max && T < b->ops->tile_min ? t_max : T;
-}
 
 #endif

@@ -174,7 +174,7 @@ const mkc_graph *mkc_session_graph(const mkc_session *s) { return s->g; }
 int mkc_session_kernel_rounds(const mkc_session *s) { return s->b->ops->rounds; }
 
 int mkc_session_prompt_inputs(const mkc_session *s, int remaining) {
-  return mkc_backend_prompt_inputs(s->b, s->g->t_max, s->g->t_chunk, remaining);
+  return remaining < s->g->t_chunk ? remaining : s->g->t_chunk;
 }
 
 /* A step of n_inputs from pos ran (rc: the backend's return): the rings lose

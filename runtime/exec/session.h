@@ -58,8 +58,7 @@ int mkc_session_step(mkc_session *s, const int *inputs, int n_inputs, int n_fixe
                      mkc_step_result *r);
 
 /* How many of `remaining` prompt tokens the next step takes: up to the
- * kernel's prompt chunk (g->t_chunk, tiled past g->t_max), or t_max when the
- * backend runs so short a chunk faster as plain steps. */
+ * kernel's prompt chunk (g->t_chunk, tiled past g->t_max). */
 int mkc_session_prompt_inputs(const mkc_session *s, int remaining);
 
 /* What a launch of several rounds may run (mkc_session_rounds). */

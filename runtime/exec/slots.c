@@ -277,7 +277,7 @@ const float *mkc_slots_logits(mkc_slots *p, int s, int t) {
 }
 
 int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining) {
-  return mkc_backend_prompt_inputs(p->b, p->g->t_max, p->g->t_chunk, remaining);
+  return remaining < p->g->t_chunk ? remaining : p->g->t_chunk;
 }
 
 int mkc_slots_pos(const mkc_slots *p, int s) { return p->states[s].pos; }

@@ -43,8 +43,8 @@ int mkc_slots_result(const mkc_slots *p, int s, mkc_step_result *r);
 const float *mkc_slots_logits(mkc_slots *p, int s, int t);
 int mkc_slots_pos(const mkc_slots *p, int s);
 /* A prompt's next piece with its slot alone, remaining tokens to go: a chunk,
- * or t_max inputs where the backend's tiles do not pay, as a session feeds it
- * (mkc_session_prompt_inputs): the prompt's logits are the plain kernel's. */
+ * as a session feeds it (mkc_session_prompt_inputs), so the prompt's logits
+ * are the plain kernel's. */
 int mkc_slots_prompt_inputs(const mkc_slots *p, int remaining);
 const int *mkc_slots_tokens(const mkc_slots *p, int s); /* the pos tokens its cache holds */
 /* Slot s forgets its tokens (pos 0): free for another sequence. 0 or -1. */

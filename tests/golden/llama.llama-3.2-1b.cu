@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates af2d07be90d31566, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 8eff7a96936c4d95, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -3598,17 +3598,149 @@ MKC_DEVICE void mkc_gemm_stage(const mkc_wrow *wr, int n_chunks, const float *x,
   }
 }
 
+#ifdef MKC_CPU
+/* mkc_gemm_tile's results worked out by one thread for the whole block (the
+ * emulator, off the checking schedule): every lane's fragments, their queue
+ * and their gathering in the warp meetings cost the emulator several times
+ * the products themselves. The same tf32 halves of the same staged values,
+ * each product added in the order the emulated mma.sync adds it (per k-step
+ * of 8: hi x hi, lo x hi, hi x lo, each in k order), to the same outputs, and
+ * the sums of squares in the lanes' order: c_tile and inv_rms are the lanes'
+ * bit for bit (test_gemm_tile). The products of two tf32 values are exact, so
+ * a fused multiply-add rounds as the multiply and add do; products with a
+ * zero operand (rows past T, columns past the row) leave a sum that starts at
+ * +0 as it is, and are skipped. */
+typedef float mkc_gemm_v8f __attribute__((vector_size(32)));
+#define MKC_GEMM_SK 32 /* columns worked out at a time: a slice's halves fit in L1 */
+/* 8 floats' tf32 high and low parts (mkc_tf32 of v, then of v less the high
+ * part), each the operand the emulated tensor core reads from a register: its
+ * top 19 bits. The scalar mkc_tf32's cases, lane by lane: the same bits. */
+MKC_DEVICE_INLINE void mkc_tf32_split8(const float *v, float *hi, float *lo) {
+  mkc_gemm_v8f f, h;
+  mkc_v8u32 u[2];
+  memcpy(&f, v, sizeof f);
+  memcpy(&u[0], &f, sizeof u[0]);
+  for (int part = 0; part < 2; part++) {
+    mkc_v8u32 w = u[part], r = (w + 0x1000u) & 0xffffe000u;
+    mkc_v8u32 kept = (mkc_v8u32)((w & 0x7f800000u) == 0x7f800000u); /* inf and NaN */
+    mkc_v8u32 nan = (mkc_v8u32)((w & 0x7fffffffu) > 0x7f800000u);
+    r = (r & ~kept) | (w & kept);
+    r = (r & ~nan) | (0x7fffe000u & nan);
+    if (part == 0) {
+      memcpy(&h, &r, sizeof h);
+      mkc_gemm_v8f rest = f - h;
+      memcpy(&u[1], &rest, sizeof u[1]);
+    }
+    r &= 0xffffe000u;
+    memcpy(part ? lo : hi, &r, sizeof r);
+  }
+}
+
+__attribute__((noinline)) static void
+mkc_gemm_tile_block(mkc_wcat w, mkc_gemm_cols cols, int quantized, int n_chunks, const float *x,
+                    int x_stride, int n_x, const mkc_bf16 *norm_w, float eps, int m0, int T,
+                    float *c_tile, int c_stride, int c_col, float *inv_rms) {
+  /* 48 KiB of the fiber's 256 (a static __thread copy cost a call per use: the kernel is a
+   * dlopen'ed library) */
+  float a_op[2][MKC_GEMM_BM][MKC_GEMM_SK] __attribute__((aligned(32))); /* hi, lo */
+  mkc_gemm_v8f b_op[2][8][MKC_GEMM_SK];                                 /* hi, lo; n-tile, k */
+  mkc_gemm_v8f d[MKC_GEMM_BM][8];                                       /* row, n-tile */
+  const int K = n_chunks * 8, m_in = T - m0 < 0 ? 0 : T - m0 < MKC_GEMM_BM ? T - m0 : MKC_GEMM_BM;
+  /* the rows and n-tiles the warps write: whole m16 tiles of tokens, n8 tiles of rows */
+  int m_out = (m_in + 15) / 16 * 16, n_tiles[2];
+  for (int h = 0; h < 2; h++) n_tiles[h] = (cols.len[h] + 7) / 8;
+  mkc_wrow wr[MKC_GEMM_BN];
+  for (int j = 0; j < MKC_GEMM_BN; j++) {
+    int h = j / 32, len = cols.len[h];
+    wr[j] = j % 32 < len ? mkc_wcat_row(w, cols.base[h] + j % 32) : mkc_wrow_none();
+  }
+  for (int r = 0; r < m_out; r++)
+    for (int n = 0; n < 8; n++) d[r][n] = (mkc_gemm_v8f){0};
+  /* the rows past m_in of the last group of 8: read with the others, their sums never kept */
+  for (int r = m_in; r < (m_in + 7) / 8 * 8; r++)
+    for (int k = 0; k < MKC_GEMM_SK; k++) a_op[0][r][k] = a_op[1][r][k] = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += MKC_GEMM_SK) {
+    int sk = K - k0 < MKC_GEMM_SK ? K - k0 : MKC_GEMM_SK;
+    for (int r = 0; r < m_in; r++)
+      for (int k = 0; k < sk; k += 8) {
+        float v[8];
+        memcpy(v, x + (long)(m0 + r) * x_stride + k0 + k, sizeof v);
+        if (norm_w)
+          for (int i = 0; i < 8; i++) v[i] *= mkc_bf16_to_f32(norm_w[k0 + k + i]);
+        mkc_tf32_split8(v, &a_op[0][r][k], &a_op[1][r][k]);
+      }
+    for (int n = 0; n < 8; n++) {
+      if (n % 4 >= n_tiles[n / 4]) continue;
+      for (int e = 0; e < 8; e++) {
+        const mkc_wrow *wj = &wr[8 * n + e];
+        for (int c = k0 / 8; c < (k0 + sk) / 8; c++) {
+          float f[8];
+          if (!wj->p)
+            for (int i = 0; i < 8; i++) f[i] = 0.0f;
+          else if (wj->type == MKC_W_BF16)
+            mkc_unpack8(mkc_load_u4(wj->p + 16 * c), f);
+          else
+            mkc_wchunk(wj->type, wj->p, c, f);
+          float hi[8], lo[8];
+          mkc_tf32_split8(f, hi, lo);
+          for (int i = 0; i < 8; i++) {
+            b_op[0][n][c * 8 + i - k0][e] = hi[i];
+            b_op[1][n][c * 8 + i - k0][e] = quantized ? lo[i] : 0.0f;
+          }
+        }
+      }
+    }
+    for (int n = 0; n < 8; n++) {
+      if (n % 4 >= n_tiles[n / 4]) continue;
+      /* 8 rows at a time: 8 chains of additions in flight */
+      for (int r0 = 0; r0 < m_in; r0 += 8) {
+        int nr = m_in - r0 < 8 ? m_in - r0 : 8;
+        mkc_gemm_v8f acc[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; i++) acc[i] = d[r0 + i][n];
+        for (int ks = 0; ks < sk; ks += 8)
+          for (int p = 0; p < (quantized ? 3 : 2); p++) { /* (hi, hi), (lo, hi), (hi, lo) */
+            const float(*a)[MKC_GEMM_SK] = a_op[p == 1] + r0;
+            const mkc_gemm_v8f *b = b_op[p == 2][n] + ks;
+            for (int k = 0; k < 8; k++)
+#pragma GCC unroll 8
+              for (int i = 0; i < 8; i++) acc[i] += a[i][ks + k] * b[k];
+          }
+        for (int i = 0; i < nr; i++) d[r0 + i][n] = acc[i];
+      }
+    }
+  }
+  for (int r = 0; r < m_out; r++)
+    for (int n = 0; n < 8; n++) {
+      if (n % 4 >= n_tiles[n / 4]) continue;
+      memcpy(c_tile + r * c_stride + c_col + 8 * n, &d[r][n], sizeof d[r][n]);
+    }
+  if (norm_w) /* each row's squares as the staging threads gather them, then added in order */
+    for (int r = 0; r < MKC_GEMM_BM; r++) {
+      float part[MKC_GEMM_BK / 4], s = 0.0f;
+      for (int i = 0; i < MKC_GEMM_BK / 4; i++) part[i] = 0.0f;
+      for (int k0 = 0; r < m_in && k0 < K; k0 += MKC_GEMM_BK)
+        for (int i = 0; i < MKC_GEMM_BK / 4 && k0 + 4 * i < K; i++) {
+          mkc_f4 v = mkc_load_f4(x + (long)(m0 + r) * x_stride + k0 + 4 * i);
+          part[i] += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+      for (int i = 0; i < MKC_GEMM_BK / 4; i++) s += part[i];
+      inv_rms[r] = 1.0f / sqrtf(s / (float)n_x + eps);
+    }
+}
+#endif
+
 /* One tile: c_tile[r][c_col + j] = sum over k of a[m0 + r][k] w_j[k] for the
  * tile's rows r < MKC_GEMM_BM and columns j < MKC_GEMM_BN (cols says which),
  * and, with norm_w, inv_rms[r] = 1 / rms(x[m0 + r]) over its n_x values.
  * Rows past T and columns of none hold garbage. Ends synchronized: the tile
  * and inv_rms are the whole block's to read. quantized: some weight is not
  * bf16 (its low tf32 part is needed; the stage's literal, passed on). */
-MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantized, int n_chunks,
-                                     const float *x, int x_stride, int n_x, const mkc_bf16 *norm_w,
-                                     float eps, int m0, int T, float *c_tile, int c_stride,
-                                     int c_col, float *a_tile, float *w_tile, float *ssq,
-                                     float *inv_rms) {
+MKC_DEVICE_CALLED void mkc_gemm_tile_lanes(mkc_wcat w, mkc_gemm_cols cols, int quantized,
+                                           int n_chunks, const float *x, int x_stride, int n_x,
+                                           const mkc_bf16 *norm_w, float eps, int m0, int T,
+                                           float *c_tile, int c_stride, int c_col, float *a_tile,
+                                           float *w_tile, float *ssq, float *inv_rms) {
   /* the weight rows this thread stages: columns tid / (BK / 8) + (threads / (BK / 8)) s */
   mkc_wrow wr[MKC_GEMM_BN * MKC_GEMM_BK / 8 / MKC_THREADS];
   const int tid = mkc_tid(), lane = tid & 31; /* read once: mkc_tid is volatile */
@@ -3683,6 +3815,27 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
     }
   }
   mkc_sync_block();
+}
+
+/* mkc_gemm_tile_lanes, or on the emulator off the checking schedule the same
+ * results by one thread (mkc_gemm_tile_block). */
+MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantized, int n_chunks,
+                                     const float *x, int x_stride, int n_x, const mkc_bf16 *norm_w,
+                                     float eps, int m0, int T, float *c_tile, int c_stride,
+                                     int c_col, float *a_tile, float *w_tile, float *ssq,
+                                     float *inv_rms) {
+#ifdef MKC_CPU
+  if (!mkc_simt_checking()) {
+    mkc_sync_block(); /* as the lanes' staging: the block is done with the last tile */
+    if (mkc_tid() == 0)
+      mkc_gemm_tile_block(w, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T,
+                          c_tile, c_stride, c_col, inv_rms);
+    mkc_sync_block();
+    return;
+  }
+#endif
+  mkc_gemm_tile_lanes(w, cols, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, m0, T, c_tile,
+                      c_stride, c_col, a_tile, w_tile, ssq, inv_rms);
 }
 
 /* The tiles of a stage, dealt to the blocks in turn: tokens fastest, so the
@@ -5285,7 +5438,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5289 "llama.llama-3.2-1b.cu"
+#line 5442 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1069,6 +1069,8 @@ static void checking_prepare(int blocks) {
   g.checking = 1;
 }
 
+int mkc_simt_checking(void) { return g.checking; }
+
 int mkc_simt_launch(int blocks, int threads, size_t smem_bytes, mkc_simt_entry entry, void *arg) {
   if (blocks < 1 || blocks > MAX_BLOCKS) {
     fprintf(stderr, "mkc: error: simt: %d blocks: expected 1..%d\n", blocks, MAX_BLOCKS);
