@@ -1000,8 +1000,8 @@ static int emulator_only(const char *source, size_t at) {
     d += 1 + strspn(d + 1, " \t");
     if (starts_with(d, "if")) {
       depth++;
-      const char *m = d + 5 + strspn(d + 5, " \t");
-      if (!cpu_at && starts_with(d, "ifdef") && starts_with(m, "MKC_CPU") &&
+      const char *m = starts_with(d, "ifdef") ? d + 5 + strspn(d + 5, " \t") : "";
+      if (!cpu_at && starts_with(m, "MKC_CPU") &&
           (m[7] == '\n' || m[7] == ' ' || m[7] == '\t' || m[7] == '\0'))
         cpu_at = depth;
     } else if (starts_with(d, "el") && depth == cpu_at) {
