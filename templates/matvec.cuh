@@ -284,9 +284,29 @@ MKC_DEVICE_INLINE mkc_v16u8 mkc_bits_x16(unsigned bits) {
   return (mkc_v16u8)((v & bit) != 0) & 16;
 }
 
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+/* The levels of 16 nibbles (IQ4_NL's or MXFP4's, mkc_levels_chunk's words) as codes: each
+ * level plus 128, so that a code less an offset of 128 is the level (exact). */
+MKC_DEVICE_INLINE mkc_v16u8 mkc_levels_x16(mkc_v16u8 nibbles, int fp4) {
+  const unsigned iq4[4] = {MKC_IQ4_NL_LEVELS}, fp4s[4] = {MKC_FP4_LEVELS};
+  mkc_v16u8 table, r;
+  memcpy(&table, fp4 ? fp4s : iq4, sizeof table);
+  table ^= 128;
+#ifdef __AVX2__
+  __m128i t, i;
+  memcpy(&t, &table, sizeof t);
+  memcpy(&i, &nibbles, sizeof i);
+  t = _mm_shuffle_epi8(t, i);
+  memcpy(&r, &t, sizeof r);
+#else
+  for (int k = 0; k < 16; k++) r[k] = table[nibbles[k] & 15];
+#endif
+  return r;
+}
+#endif
+
 /* Piece b of a row as codes; 0 where the type has no such decoding (Q8_0's
- * signed codes, the grid types: they go a chunk at a time or by their own
- * case). */
+ * signed codes: its own case; the grid types: a chunk at a time). */
 MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, mkc_wpiece *p) {
   (void)row;
   (void)b;
@@ -364,6 +384,71 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       p->s[h] = d * (float)(signed char)blk[192 + 2 * j + h];
       p->m[h] = 0.0f;
     }
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_Q2_K) || defined(MKC_W_USES_Q3_K)
+  case MKC_W_Q2_K:
+  case MKC_W_Q3_K: { /* sub-block j = 4 n + i: bit pair i of 32 bytes at 32 n of the pairs
+                      * (Q3_K's third bit: bit j of the 32 bytes before them); a scale per 16 */
+    int j = b & 7, n = j >> 2, i = j & 3, q3 = type == MKC_W_Q3_K;
+    const unsigned char *blk = row + (b >> 3) * (q3 ? 110 : 84);
+    for (int h = 0; h < 2; h++) {
+      int s = 2 * j + h; /* the sub-block of 16 */
+      mkc_v16u8 pairs;
+      memcpy(&pairs, blk + (q3 ? 32 : 16) + 32 * n + 16 * h, sizeof pairs);
+      p->q[h] = pairs >> 2 * i & 3;
+      if (q3) { /* 6-bit scales: the low 4 bits a nibble of byte s % 8 (the high one for s >=
+                 * 8), the top 2 bits 2 (s / 4) of byte 8 + s % 4; x = d * (scale - 32) * (q - 4) */
+        mkc_v16u8 third;
+        memcpy(&third, blk + 16 * h, sizeof third);
+        p->q[h] |= (third >> j & 1) << 2;
+        unsigned lo = blk[96 + (s & 7)] >> 4 * (s >> 3) & 15u,
+                 hi = blk[104 + (s & 3)] >> 2 * (s >> 2) & 3u;
+        p->s[h] = mkc_f16_at(blk + 108) * (float)((int)(lo | hi << 4) - 32);
+        p->m[h] = 0.0f;
+      } else { /* byte s: scale | min << 4; x = d * scale * q - dmin * min */
+        unsigned sm = blk[s];
+        p->s[h] = mkc_f16_at(blk + 80) * (float)(sm & 15u);
+        p->m[h] = -(mkc_f16_at(blk + 82) * (float)(sm >> 4 & 15u));
+      }
+    }
+    p->min = !q3;
+    p->off = q3 ? 4.0f : 0.0f;
+    return 1;
+  }
+#endif
+#if defined(MKC_W_USES_IQ4_NL) || defined(MKC_W_USES_IQ4_XS) || defined(MKC_W_USES_MXFP4)
+  case MKC_W_IQ4_NL:
+  case MKC_W_IQ4_XS:
+  case MKC_W_MXFP4: { /* Q4_0's nibbles indexing 16 levels: 18 bytes per 32 from an f16 step
+                       * (IQ4_NL), 17 from an E8M0 exponent (MXFP4), or sub-block b % 8 of
+                       * 136 per 256 with a 6-bit scale (IQ4_XS: mkc_wchunk_q's formulas) */
+    const unsigned char *q;
+    float d;
+    if (type == MKC_W_IQ4_XS) {
+      int j = b & 7;
+      const unsigned char *blk = row + (b >> 3) * 136;
+      unsigned scale =
+          (blk[4 + (j >> 1)] >> 4 * (j & 1) & 15u) | (mkc_load_weight2(blk + 2) >> 2 * j & 3u) << 4;
+      d = mkc_f16_at(blk) * (float)((int)scale - 32);
+      q = blk + 8 + 16 * j;
+    } else if (type == MKC_W_MXFP4) {
+      unsigned e = row[b * 17];
+      d = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+      q = row + b * 17 + 1;
+    } else {
+      d = mkc_f16_at(row + b * 18);
+      q = row + b * 18 + 2;
+    }
+    mkc_v16u8 nib;
+    memcpy(&nib, q, sizeof nib);
+    p->q[0] = mkc_levels_x16(nib & 15, type == MKC_W_MXFP4);
+    p->q[1] = mkc_levels_x16(nib >> 4, type == MKC_W_MXFP4);
+    p->s[0] = p->s[1] = d;
+    p->m[0] = p->m[1] = 0.0f;
+    p->min = 0;
+    p->off = 128.0f;
     return 1;
   }
 #endif
@@ -587,7 +672,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
 }
 #endif
 
-/* The same for any row (bf16, Q2_K, Q3_K, the grid types): a chunk at a
+/* The same for any row (bf16, the grid types): a chunk at a
  * time, into lane c % 32's accumulators in memory. bf16 rows stay here:
  * through mkc_wblock32 they ran 10 % slower (SmolLM2's shape, AVX2). */
 MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,

@@ -114,13 +114,15 @@ MKC_DEVICE unsigned mkc_levels_x4(unsigned q, const unsigned *lo, const unsigned
   unsigned high = (q >> 3 & 0x01010101u) * 255u; /* the bytes whose index is >= 8 */
   return (l & ~high) | (h & high);
 }
-/* The 8 levels of the nibbles in q's bytes, as floats: IQ4_NL's (ggml's kvalues_iq4nl: -127,
- * -104, ..., 89, 113), or with fp4 MXFP4's (kvalues_mxfp4: 0, 1, 2, 3, 4, 6, 8, 12 and their
- * negatives). */
+/* IQ4_NL's 16 levels (ggml's kvalues_iq4nl: -127, -104, ..., 89, 113) and MXFP4's
+ * (kvalues_mxfp4: 0, 1, 2, 3, 4, 6, 8, 12 and their negatives) as four words, level i in byte
+ * i % 4 of word i / 4. */
+#define MKC_IQ4_NL_LEVELS 0xbfad9881u, 0xf6eaddcfu, 0x26190d01u, 0x71594535u
+#define MKC_FP4_LEVELS 0x03020100u, 0x0c080604u, 0xfdfeff00u, 0xf4f8fafcu
+/* The 8 levels of the nibbles in q's bytes, as floats: IQ4_NL's, or with fp4 MXFP4's. */
 MKC_DEVICE void mkc_levels_chunk(unsigned long long q, int fp4, float *f) {
-  const unsigned iq4_lo[2] = {0xbfad9881u, 0xf6eaddcfu}, iq4_hi[2] = {0x26190d01u, 0x71594535u};
-  const unsigned fp4_lo[2] = {0x03020100u, 0x0c080604u}, fp4_hi[2] = {0xfdfeff00u, 0xf4f8fafcu};
-  const unsigned *lo = fp4 ? fp4_lo : iq4_lo, *hi = fp4 ? fp4_hi : iq4_hi;
+  const unsigned iq4[4] = {MKC_IQ4_NL_LEVELS}, fp4s[4] = {MKC_FP4_LEVELS};
+  const unsigned *lo = fp4 ? fp4s : iq4, *hi = lo + 2;
   unsigned long long v = (unsigned long long)mkc_levels_x4((unsigned)(q >> 32), lo, hi) << 32 |
                          mkc_levels_x4((unsigned)q, lo, hi);
   mkc_s8x8_to_f32(v, f);

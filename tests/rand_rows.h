@@ -62,6 +62,9 @@ static unsigned char *make_row(int type, int n) {
     case 11: /* Q3_K: d last */
       put_f16(q + 108, uniform(0.001f, 0.05f));
       break;
+    case 39: /* MXFP4: an exponent byte, steps 2^-8 .. 2^-4 */
+      q[0] = (unsigned char)(120 + next_u32() % 5);
+      break;
     case 14: /* Q6_K: d last */
       put_f16(q + 208, uniform(0.001f, 0.05f));
       break;

@@ -57,6 +57,7 @@ static const char KERNEL[] =
     "#define MKC_W_USES_IQ3_S 1\n"
     "#define MKC_W_USES_IQ1_S 1\n"
     "#define MKC_W_USES_IQ1_M 1\n"
+    "#define MKC_W_USES_MXFP4 1\n"
     "#include \"prelude_cpu.h\"\n"
     "#include \"mkc_state.h\"\n"
     "#include \"common.cuh\"\n"
@@ -81,7 +82,7 @@ static const char KERNEL[] =
     "}\n";
 
 static int kinds[] = {
-    MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21, 19, 29};
+    MKC_GGML_BF16, 8, 2, 3, 6, 7, 10, 11, 12, 13, 14, 20, 23, 16, 17, 22, 18, 21, 19, 29, 39};
 #define N_KINDS (int)(sizeof kinds / sizeof *kinds)
 
 /* What __shfl_xor_sync's butterfly (masks 16 .. 1) leaves in lane 0. */
