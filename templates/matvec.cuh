@@ -434,8 +434,7 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       d = mkc_f16_at(blk) * (float)((int)scale - 32);
       q = blk + 8 + 16 * j;
     } else if (type == MKC_W_MXFP4) {
-      unsigned e = row[b * 17];
-      d = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+      d = mkc_e8m0_half(row[b * 17]);
       q = row + b * 17 + 1;
     } else {
       d = mkc_f16_at(row + b * 18);

@@ -78,6 +78,12 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
+/* MXFP4's E8M0 scale byte e as the f32 2^(e - 128), half the format's 2^(e - 127): its levels are
+ * FP4's doubled, so they stay integers. Below e = 2 the value is subnormal. */
+MKC_DEVICE float mkc_e8m0_half(unsigned e) {
+  return mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+}
+
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
 #define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
@@ -249,8 +255,7 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     const unsigned char *b = row + (c >> 2) * 17;
     mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
                      q);
-    unsigned e = mkc_load_weight1(b); /* 2^(e - 128): a subnormal below e = 2 */
-    dm[0] = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+    dm[0] = mkc_e8m0_half(mkc_load_weight1(b));
     return 0;
   }
 #endif

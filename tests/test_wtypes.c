@@ -128,12 +128,11 @@ static void kernel_vs_reference(const char *preset, int want) {
   kernel_vs_reference_on(preset, want, 0);
 }
 
-/* The decoders are real: a kernel whose Q4_1 decoder is broken (the high
- * nibbles' half swapped) disagrees with the reference. */
-/* A decoder broken in place (pattern in the case of type's decoder becomes
- * repl, of the same length) must move the logits off the reference's. */
-static void planted_bug(const char *preset, int type, const char *pattern, const char *repl,
-                        const char *what) {
+/* A decoder broken in place (pattern, first met after where in the kernel's
+ * source, becomes repl, of the same length) must move the logits off the
+ * reference's. where NULL: the case of type's decoder. */
+static void planted_bug_at(const char *preset, int type, const char *where, const char *pattern,
+                           const char *repl, const char *what) {
   fixture fx;
   type_table tt;
   int n_typed = 0;
@@ -141,7 +140,7 @@ static void planted_bug(const char *preset, int type, const char *pattern, const
   if (!CHECK(open_typed(&fx, preset, type, &tt, &n_typed) == 0, "planted: generate")) return;
   char case_name[32];
   snprintf(case_name, sizeof case_name, "case MKC_W_%s:", name);
-  char *dec = strstr(fx.src.source, case_name);
+  char *dec = strstr(fx.src.source, where ? where : case_name);
   char *at = dec ? strstr(dec, pattern) : NULL;
   if (CHECK(at != NULL && strlen(pattern) == strlen(repl), "planted: %s's %s found", name, what)) {
     memcpy(at, repl, strlen(repl));
@@ -157,6 +156,11 @@ static void planted_bug(const char *preset, int type, const char *pattern, const
     mkc_session_close(ref);
   }
   fixture_close(&fx);
+}
+
+static void planted_bug(const char *preset, int type, const char *pattern, const char *repl,
+                        const char *what) {
+  planted_bug_at(preset, type, NULL, pattern, repl, what);
 }
 
 /* Weight bytes a step reads, as mkc inspect counts them from the emitted
@@ -286,7 +290,8 @@ static void planted_bugs(void) {
   planted_bug("blocks-tiny", MKC_GGML_IQ4_XS, ">> 2 * j & 3u", ">> 0 * j & 3u", "scale's top bits");
   /* MXFP4: the second half's chunks read the first half's nibbles; every scale doubled */
   planted_bug("tiny", MKC_GGML_MXFP4, ">> (cl & 2) * 2", ">> (cl & 0) * 2", "nibble shift");
-  planted_bug("tiny", MKC_GGML_MXFP4, "(e - 1u) << 23", "(e - 0u) << 23", "E8M0 scale");
+  planted_bug_at("tiny", MKC_GGML_MXFP4, "mkc_e8m0_half(unsigned e)", "(e - 1u) << 23",
+                 "(e - 0u) << 23", "E8M0 scale");
   /* every sub-block takes sub-block 0's fifth bits */
   planted_bug("blocks-tiny", MKC_GGML_Q5_K, ">> j & MKC_LOW_BITS", ">> 0 & MKC_LOW_BITS",
               "fifth bit's place");

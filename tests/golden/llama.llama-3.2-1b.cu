@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 909501777c4f1a17, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 76357a618c6a6b04, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1026,6 +1026,12 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
+/* MXFP4's E8M0 scale byte e as the f32 2^(e - 128), half the format's 2^(e - 127): its levels are
+ * FP4's doubled, so they stay integers. Below e = 2 the value is subnormal. */
+MKC_DEVICE float mkc_e8m0_half(unsigned e) {
+  return mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+}
+
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
 #define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
@@ -1197,8 +1203,7 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     const unsigned char *b = row + (c >> 2) * 17;
     mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
                      q);
-    unsigned e = mkc_load_weight1(b); /* 2^(e - 128): a subnormal below e = 2 */
-    dm[0] = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+    dm[0] = mkc_e8m0_half(mkc_load_weight1(b));
     return 0;
   }
 #endif
@@ -1884,8 +1889,7 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       d = mkc_f16_at(blk) * (float)((int)scale - 32);
       q = blk + 8 + 16 * j;
     } else if (type == MKC_W_MXFP4) {
-      unsigned e = row[b * 17];
-      d = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+      d = mkc_e8m0_half(row[b * 17]);
       q = row + b * 17 + 1;
     } else {
       d = mkc_f16_at(row + b * 18);
@@ -5525,7 +5529,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5529 "llama.llama-3.2-1b.cu"
+#line 5533 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 909501777c4f1a17, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 76357a618c6a6b04, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1026,6 +1026,12 @@ MKC_DEVICE float mkc_f16_at(const unsigned char *p) {
   return mkc_f16_to_f32((mkc_f16)mkc_load_weight2(p));
 }
 
+/* MXFP4's E8M0 scale byte e as the f32 2^(e - 128), half the format's 2^(e - 127): its levels are
+ * FP4's doubled, so they stay integers. Below e = 2 the value is subnormal. */
+MKC_DEVICE float mkc_e8m0_half(unsigned e) {
+  return mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+}
+
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
 #define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
@@ -1197,8 +1203,7 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     const unsigned char *b = row + (c >> 2) * 17;
     mkc_levels_chunk(mkc_load_weight8_a1(b + 1 + (cl & 1) * 8) >> (cl & 2) * 2 & MKC_LOW_NIBBLES, 1,
                      q);
-    unsigned e = mkc_load_weight1(b); /* 2^(e - 128): a subnormal below e = 2 */
-    dm[0] = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+    dm[0] = mkc_e8m0_half(mkc_load_weight1(b));
     return 0;
   }
 #endif
@@ -1884,8 +1889,7 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
       d = mkc_f16_at(blk) * (float)((int)scale - 32);
       q = blk + 8 + 16 * j;
     } else if (type == MKC_W_MXFP4) {
-      unsigned e = row[b * 17];
-      d = mkc_bits_f32(e < 2u ? 0x00200000u << e : (e - 1u) << 23);
+      d = mkc_e8m0_half(row[b * 17]);
       q = row + b * 17 + 1;
     } else {
       d = mkc_f16_at(row + b * 18);
@@ -5511,7 +5515,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5515 "llama.tiny.cu"
+#line 5519 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
