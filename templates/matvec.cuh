@@ -305,8 +305,31 @@ MKC_DEVICE_INLINE mkc_v16u8 mkc_levels_x16(mkc_v16u8 nibbles, int fp4) {
 }
 #endif
 
+#if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
+/* Piece b of a grid type's row: sub-block b % 8 of 256-weight block b / 8, chunk by chunk
+ * (mkc_wgrid, type a literal at each call); every type's step covers 16 weights or 32. IQ1_M's
+ * offset, 7 or 9 per chunk, is made 9 by adding 2 to the codes of a 7 (exact). */
+MKC_DEVICE_INLINE int mkc_wpiece_grid(int type, const unsigned char *row, int b, mkc_wpiece *p) {
+  unsigned long long v[4];
+  float off[4];
+  for (int k = 0; k < 4; k++) {
+    float d;
+    int c = 4 * b + k;
+    v[k] = mkc_wgrid(type, row, c, c & 31, &d, &off[k]);
+    if (!(k & 1)) p->s[k >> 1] = d;
+    if (off[k] == 7.0f) v[k] += 2 * MKC_LOW_BITS;
+  }
+  memcpy(&p->q[0], v, sizeof p->q[0]);
+  memcpy(&p->q[1], v + 2, sizeof p->q[1]);
+  p->m[0] = p->m[1] = 0.0f;
+  p->min = 0;
+  p->off = off[0] == 128.0f ? 128.0f : 9.0f;
+  return 1;
+}
+#endif
+
 /* Piece b of a row as codes; 0 where the type has no such decoding (Q8_0's
- * signed codes: its own case; the grid types: a chunk at a time). */
+ * signed codes: its own case). */
 MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, mkc_wpiece *p) {
   (void)row;
   (void)b;
@@ -450,6 +473,32 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
     p->off = 128.0f;
     return 1;
   }
+#endif
+#if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
+#define MKC_WPIECE_GRID_CASE(TYPE)                                                                 \
+  case TYPE:                                                                                       \
+    return mkc_wpiece_grid(TYPE, row, b, p);
+#ifdef MKC_W_USES_IQ2_XXS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_XXS)
+#endif
+#ifdef MKC_W_USES_IQ2_XS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_XS)
+#endif
+#ifdef MKC_W_USES_IQ2_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_S)
+#endif
+#ifdef MKC_W_USES_IQ3_XXS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ3_XXS)
+#endif
+#ifdef MKC_W_USES_IQ3_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ3_S)
+#endif
+#ifdef MKC_W_USES_IQ1_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ1_S)
+#endif
+#ifdef MKC_W_USES_IQ1_M
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ1_M)
+#endif
 #endif
   default:
     return 0;
@@ -671,8 +720,8 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
 }
 #endif
 
-/* The same for any row (bf16, the grid types): a chunk at a
- * time, into lane c % 32's accumulators in memory. bf16 rows stay here:
+/* The same for any row (bf16, or a row not made of whole pieces): a chunk at
+ * a time, into lane c % 32's accumulators in memory. bf16 rows stay here:
  * through mkc_wblock32 they ran 10 % slower (SmolLM2's shape, AVX2). */
 MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,
                                            const float *x, int x_stride, const mkc_bf16 *norm_w,

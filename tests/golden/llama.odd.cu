@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 76357a618c6a6b04, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 04c53bcd7cd6d304, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1117,6 +1117,112 @@ MKC_DEVICE void mkc_k_scale_min(mkc_u4 h, int j, float *dm) {
 }
 #endif
 
+#if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
+#define MKC_HIGH_BITS 0x8080808080808080ull
+/* Chunk c (c % 32 = cl) of a grid type's row (templates/iq_grids.cuh): one entry of 8 values
+ * (IQ2) or two of 4 (IQ3), signed, times its sub-block's step. Returned as 8 byte codes, the
+ * weights *d * (code - *off): IQ2's and IQ3's signed values plus 128 (*off 128, exact). Their
+ * blocks are 2-byte aligned (IQ1_M's 8-byte): halfword loads. mkc_wchunk_q's chunks and the cpu
+ * backend's pieces (templates/matvec.cuh) both decode here. */
+MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *row, int c, int cl,
+                                               float *d, float *off) {
+  (void)row;
+  (void)c;
+  (void)cl;
+  *off = 128.0f;
+  switch (type) {
+#ifdef MKC_W_USES_IQ2_XXS
+  case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
+    const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;
+    unsigned aux = mkc_load_weight2(sub + 4) | mkc_load_weight2(sub + 6) << 16;
+    unsigned index = mkc_load_weight2(sub + (cl & 2)) >> 8 * (cl & 1) & 255u;
+    *d = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
+    return mkc_iq_signed(mkc_iq2xxs_grid[index], mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)) ^
+           MKC_HIGH_BITS;
+  }
+#endif
+#ifdef MKC_W_USES_IQ2_XS
+  case MKC_W_IQ2_XS: { /* 74 per 256: f16 d, a u16 per 8 (9-bit index, 7-bit signs), scales */
+    const unsigned char *b = row + (c >> 5) * 74;
+    unsigned v = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned sc = mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
+    *d = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
+    return mkc_iq_signed(mkc_iq2xs_grid[v & 511u], mkc_iq_sign_byte(v >> 9)) ^ MKC_HIGH_BITS;
+  }
+#endif
+#ifdef MKC_W_USES_IQ2_S
+  case MKC_W_IQ2_S: { /* 82 per 256: f16 d, index bytes, sign bytes, index top bits, scales */
+    const unsigned char *b = row + (c >> 5) * 82;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned signs = mkc_load_weight2(b + 34 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned top =
+        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3)) & 3u;
+    unsigned sc = mkc_load_weight2(b + 74 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
+    *d = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
+    return mkc_iq_signed(mkc_iq2s_grid[low | top << 8], signs) ^ MKC_HIGH_BITS;
+  }
+#endif
+#ifdef MKC_W_USES_IQ3_XXS
+  case MKC_W_IQ3_XXS: { /* 98 per 256: f16 d, 64 index bytes, per 32 4 sign indices and a scale */
+    const unsigned char *b = row + (c >> 5) * 98;
+    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned aux =
+        mkc_load_weight2(b + 66 + 4 * (cl >> 2)) | mkc_load_weight2(b + 68 + 4 * (cl >> 2)) << 16;
+    *d = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
+    unsigned long long v =
+        mkc_iq3xxs_grid[index & 255u] | (unsigned long long)mkc_iq3xxs_grid[index >> 8] << 32;
+    return mkc_iq_signed(v, mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)) ^ MKC_HIGH_BITS;
+  }
+#endif
+#ifdef MKC_W_USES_IQ3_S
+  case MKC_W_IQ3_S: { /* 110 per 256: f16 d, index bytes, their ninth bits, sign bytes, scales */
+    const unsigned char *b = row + (c >> 5) * 110;
+    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
+    unsigned ninth =
+        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3));
+    unsigned signs = mkc_load_weight2(b + 74 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned sc =
+        mkc_load_weight2(b + 106 + (cl >> 3 & ~1)) >> 4 * (cl >> 2 & 3) & 15u; /* per 32 */
+    *d = mkc_f16_at(b) * (float)(1 + 2 * (int)sc);
+    unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
+                           (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
+    return mkc_iq_signed(v, signs) ^ MKC_HIGH_BITS;
+  }
+#endif
+  /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
+   * (u - 1 +- 1/8): codes 8 u less an offset of 7 or 9, the step d (2 scale + 1) / 8 */
+#ifdef MKC_W_USES_IQ1_S
+  case MKC_W_IQ1_S: { /* 50 per 256: f16 d, index bytes, per 32 a u16 (index bits, scale, sign) */
+    const unsigned char *b = row + (c >> 5) * 50;
+    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 34 + 2 * (cl >> 2));
+    *d = mkc_f16_at(b) * (float)(2 * (int)(h >> 12 & 7u) + 1) * 0.125f;
+    *off = h & 0x8000u ? 9.0f : 7.0f;
+    return mkc_iq1s_grid[low | (h >> 3 * (cl & 3) & 7u) << 8] << 3;
+  }
+#endif
+#ifdef MKC_W_USES_IQ1_M
+  case MKC_W_IQ1_M: { /* 56 per 256: index bytes, a nibble per 8 (index bits, sign), scales */
+    const unsigned char *b = row + (c >> 5) * 56; /* 56 = 7 x 8: the scale words one load */
+    unsigned low = mkc_load_weight2(b + (cl & ~1)) >> 8 * (cl & 1) & 255u;
+    unsigned h = mkc_load_weight2(b + 32 + (cl >> 1 & ~1)) >> 4 * (cl & 3) & 15u;
+    unsigned long long s = mkc_load_weight8(b + 48); /* 3-bit scales per 16; d's nibbles on top */
+    unsigned dh = (unsigned)(s >> 12 & 0xfu) | (unsigned)(s >> 24 & 0xf0u) |
+                  (unsigned)(s >> 36 & 0xf00u) | (unsigned)(s >> 48 & 0xf000u);
+    unsigned sc = (unsigned)(s >> (16 * (cl >> 3) + 3 * (cl >> 1 & 3))) & 7u;
+    *d = mkc_f16_to_f32((mkc_f16)dh) * (float)(2 * (int)sc + 1) * 0.125f;
+    *off = h & 8u ? 9.0f : 7.0f;
+    return mkc_iq1s_grid[low | (h & 7u) << 8] << 3;
+  }
+#endif
+  default:
+    break; /* unreachable: codegen plans only the types above */
+  }
+  *d = 0.0f;
+  return 0;
+}
+#endif
+
 /* Chunk c (elements 8c .. 8c + 7) of a row of a block type as its codes: the
  * weights are d * q[i] + m where the type has a min (returns 1; dm = {d, m}),
  * else d * q[i] (returns 0; dm = {d, 0}). q holds whole numbers, exact, with
@@ -1276,98 +1382,35 @@ MKC_DEVICE int mkc_wchunk_q(int type, const unsigned char *row, int c, int cl, f
     return 1;
   }
 #endif
-  /* The grid types (templates/iq_grids.cuh): a chunk is one entry of 8 values (IQ2) or two of 4
-   * (IQ3), signed, times its sub-block's step. Their blocks are 2-byte aligned (IQ1_M's 8-byte):
-   * halfword loads. */
-#ifdef MKC_W_USES_IQ2_XXS
-  case MKC_W_IQ2_XXS: { /* 66 per 256: f16 d, per 32 4 grid bytes, then 4 sign indices, a scale */
-    const unsigned char *b = row + (c >> 5) * 66, *sub = b + 2 + (cl >> 2) * 8;
-    unsigned aux = mkc_load_weight2(sub + 4) | mkc_load_weight2(sub + 6) << 16;
-    unsigned index = mkc_load_weight2(sub + (cl & 2)) >> 8 * (cl & 1) & 255u;
-    dm[0] = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
-    mkc_s8x8_to_f32(
-        mkc_iq_signed(mkc_iq2xxs_grid[index], mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)), q);
-    return 0;
+  /* the grid types: each case calls mkc_wgrid with its type as a literal, so that its switch
+   * folds away wherever this one is taken with a type known only at run time */
+#define MKC_WGRID_CASE(TYPE)                                                                       \
+  case TYPE: {                                                                                     \
+    float off;                                                                                     \
+    unsigned long long v = mkc_wgrid(TYPE, row, c, cl, dm, &off);                                  \
+    mkc_u8x8_minus_f32(v, off, q);                                                                 \
+    return 0;                                                                                      \
   }
+#ifdef MKC_W_USES_IQ2_XXS
+    MKC_WGRID_CASE(MKC_W_IQ2_XXS)
 #endif
 #ifdef MKC_W_USES_IQ2_XS
-  case MKC_W_IQ2_XS: { /* 74 per 256: f16 d, a u16 per 8 (9-bit index, 7-bit signs), scales */
-    const unsigned char *b = row + (c >> 5) * 74;
-    unsigned v = mkc_load_weight2(b + 2 + 2 * cl);
-    unsigned sc = mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
-    dm[0] = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
-    mkc_s8x8_to_f32(mkc_iq_signed(mkc_iq2xs_grid[v & 511u], mkc_iq_sign_byte(v >> 9)), q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ2_XS)
 #endif
 #ifdef MKC_W_USES_IQ2_S
-  case MKC_W_IQ2_S: { /* 82 per 256: f16 d, index bytes, sign bytes, index top bits, scales */
-    const unsigned char *b = row + (c >> 5) * 82;
-    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
-    unsigned signs = mkc_load_weight2(b + 34 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
-    unsigned top =
-        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3)) & 3u;
-    unsigned sc = mkc_load_weight2(b + 74 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
-    dm[0] = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
-    mkc_s8x8_to_f32(mkc_iq_signed(mkc_iq2s_grid[low | top << 8], signs), q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ2_S)
 #endif
 #ifdef MKC_W_USES_IQ3_XXS
-  case MKC_W_IQ3_XXS: { /* 98 per 256: f16 d, 64 index bytes, per 32 4 sign indices and a scale */
-    const unsigned char *b = row + (c >> 5) * 98;
-    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
-    unsigned aux =
-        mkc_load_weight2(b + 66 + 4 * (cl >> 2)) | mkc_load_weight2(b + 68 + 4 * (cl >> 2)) << 16;
-    dm[0] = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
-    unsigned long long v =
-        mkc_iq3xxs_grid[index & 255u] | (unsigned long long)mkc_iq3xxs_grid[index >> 8] << 32;
-    mkc_s8x8_to_f32(mkc_iq_signed(v, mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)), q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ3_XXS)
 #endif
 #ifdef MKC_W_USES_IQ3_S
-  case MKC_W_IQ3_S: { /* 110 per 256: f16 d, index bytes, their ninth bits, sign bytes, scales */
-    const unsigned char *b = row + (c >> 5) * 110;
-    unsigned index = mkc_load_weight2(b + 2 + 2 * cl);
-    unsigned ninth =
-        mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3));
-    unsigned signs = mkc_load_weight2(b + 74 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
-    unsigned sc =
-        mkc_load_weight2(b + 106 + (cl >> 3 & ~1)) >> 4 * (cl >> 2 & 3) & 15u; /* per 32 */
-    dm[0] = mkc_f16_at(b) * (float)(1 + 2 * (int)sc);
-    unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
-                           (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
-    mkc_s8x8_to_f32(mkc_iq_signed(v, signs), q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ3_S)
 #endif
-  /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
-   * (u - 1 +- 1/8): codes 8 u - 7 or 8 u - 9 (whole numbers), the step d (2 scale + 1) / 8 */
 #ifdef MKC_W_USES_IQ1_S
-  case MKC_W_IQ1_S: { /* 50 per 256: f16 d, index bytes, per 32 a u16 (index bits, scale, sign) */
-    const unsigned char *b = row + (c >> 5) * 50;
-    unsigned low = mkc_load_weight2(b + 2 + (cl & ~1)) >> 8 * (cl & 1) & 255u;
-    unsigned h = mkc_load_weight2(b + 34 + 2 * (cl >> 2));
-    dm[0] = mkc_f16_at(b) * (float)(2 * (int)(h >> 12 & 7u) + 1) * 0.125f;
-    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h >> 3 * (cl & 3) & 7u) << 8] << 3,
-                       h & 0x8000u ? 9.0f : 7.0f, q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ1_S)
 #endif
 #ifdef MKC_W_USES_IQ1_M
-  case MKC_W_IQ1_M: { /* 56 per 256: index bytes, a nibble per 8 (index bits, sign), scales */
-    const unsigned char *b = row + (c >> 5) * 56; /* 56 = 7 x 8: the scale words one load */
-    unsigned low = mkc_load_weight2(b + (cl & ~1)) >> 8 * (cl & 1) & 255u;
-    unsigned h = mkc_load_weight2(b + 32 + (cl >> 1 & ~1)) >> 4 * (cl & 3) & 15u;
-    unsigned long long s = mkc_load_weight8(b + 48); /* 3-bit scales per 16; d's nibbles on top */
-    unsigned d = (unsigned)(s >> 12 & 0xfu) | (unsigned)(s >> 24 & 0xf0u) |
-                 (unsigned)(s >> 36 & 0xf00u) | (unsigned)(s >> 48 & 0xf000u);
-    unsigned sc = (unsigned)(s >> (16 * (cl >> 3) + 3 * (cl >> 1 & 3))) & 7u;
-    dm[0] = mkc_f16_to_f32((mkc_f16)d) * (float)(2 * (int)sc + 1) * 0.125f;
-    mkc_u8x8_minus_f32(mkc_iq1s_grid[low | (h & 7u) << 8] << 3, h & 8u ? 9.0f : 7.0f, q);
-    return 0;
-  }
+    MKC_WGRID_CASE(MKC_W_IQ1_M)
 #endif
 #ifdef MKC_W_USES_Q6_K
   case MKC_W_Q6_K: { /* 210 per 256: low nibbles, high bit pairs, int8 scales per 16, f16 d */
@@ -1760,8 +1803,31 @@ MKC_DEVICE_INLINE mkc_v16u8 mkc_levels_x16(mkc_v16u8 nibbles, int fp4) {
 }
 #endif
 
+#if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
+/* Piece b of a grid type's row: sub-block b % 8 of 256-weight block b / 8, chunk by chunk
+ * (mkc_wgrid, type a literal at each call); every type's step covers 16 weights or 32. IQ1_M's
+ * offset, 7 or 9 per chunk, is made 9 by adding 2 to the codes of a 7 (exact). */
+MKC_DEVICE_INLINE int mkc_wpiece_grid(int type, const unsigned char *row, int b, mkc_wpiece *p) {
+  unsigned long long v[4];
+  float off[4];
+  for (int k = 0; k < 4; k++) {
+    float d;
+    int c = 4 * b + k;
+    v[k] = mkc_wgrid(type, row, c, c & 31, &d, &off[k]);
+    if (!(k & 1)) p->s[k >> 1] = d;
+    if (off[k] == 7.0f) v[k] += 2 * MKC_LOW_BITS;
+  }
+  memcpy(&p->q[0], v, sizeof p->q[0]);
+  memcpy(&p->q[1], v + 2, sizeof p->q[1]);
+  p->m[0] = p->m[1] = 0.0f;
+  p->min = 0;
+  p->off = off[0] == 128.0f ? 128.0f : 9.0f;
+  return 1;
+}
+#endif
+
 /* Piece b of a row as codes; 0 where the type has no such decoding (Q8_0's
- * signed codes: its own case; the grid types: a chunk at a time). */
+ * signed codes: its own case). */
 MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, mkc_wpiece *p) {
   (void)row;
   (void)b;
@@ -1905,6 +1971,32 @@ MKC_DEVICE_INLINE int mkc_wpiece_of(int type, const unsigned char *row, int b, m
     p->off = 128.0f;
     return 1;
   }
+#endif
+#if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
+#define MKC_WPIECE_GRID_CASE(TYPE)                                                                 \
+  case TYPE:                                                                                       \
+    return mkc_wpiece_grid(TYPE, row, b, p);
+#ifdef MKC_W_USES_IQ2_XXS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_XXS)
+#endif
+#ifdef MKC_W_USES_IQ2_XS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_XS)
+#endif
+#ifdef MKC_W_USES_IQ2_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ2_S)
+#endif
+#ifdef MKC_W_USES_IQ3_XXS
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ3_XXS)
+#endif
+#ifdef MKC_W_USES_IQ3_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ3_S)
+#endif
+#ifdef MKC_W_USES_IQ1_S
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ1_S)
+#endif
+#ifdef MKC_W_USES_IQ1_M
+    MKC_WPIECE_GRID_CASE(MKC_W_IQ1_M)
+#endif
 #endif
   default:
     return 0;
@@ -2126,8 +2218,8 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
 }
 #endif
 
-/* The same for any row (bf16, the grid types): a chunk at a
- * time, into lane c % 32's accumulators in memory. bf16 rows stay here:
+/* The same for any row (bf16, or a row not made of whole pieces): a chunk at
+ * a time, into lane c % 32's accumulators in memory. bf16 rows stay here:
  * through mkc_wblock32 they ran 10 % slower (SmolLM2's shape, AVX2). */
 MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, int n_chunks,
                                            const float *x, int x_stride, const mkc_bf16 *norm_w,
@@ -5515,7 +5607,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5519 "llama.odd.cu"
+#line 5611 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
