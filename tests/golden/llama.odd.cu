@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 04c53bcd7cd6d304, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 227c4b689f1619b0, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2108,10 +2108,10 @@ MKC_DEVICE_INLINE void mkc_v16f_lane_sums(mkc_v16f v, float *out) {
  * each lane takes them. */
 MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                          int T, float *lane_sums) {
+                                          int T, float *lane_sums, int t_max) {
   for (int q = 0; q < 8; q++) {
     mkc_v16f acc_lo[MKC_T_MAX], acc_hi[MKC_T_MAX];
-    for (int t = 0; t < MKC_T_MAX; t++) acc_lo[t] = acc_hi[t] = (mkc_v16f){0};
+    for (int t = 0; t < t_max; t++) acc_lo[t] = acc_hi[t] = (mkc_v16f){0};
     for (int b = q; b < nb; b += 8) {
       mkc_v16f lo, hi, g_lo, g_hi;
       if (!mkc_wblock32(type, row, b, &lo, &hi)) return 0; /* at the first block */
@@ -2120,7 +2120,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
           mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g_lo + k * 8);
           mkc_unpack8(mkc_load_u4(norm_w + b * 32 + 16 + k * 8), (float *)&g_hi + k * 8);
         }
-      for (int t = 0; t < MKC_T_MAX; t++) {
+      for (int t = 0; t < t_max; t++) {
         if (t >= T) break;
         mkc_v16f x_lo, x_hi;
         memcpy(&x_lo, x + t * x_stride + b * 32, sizeof x_lo);
@@ -2133,7 +2133,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
         acc_hi[t] = acc_hi[t] + hi * x_hi;
       }
     }
-    for (int t = 0; t < MKC_T_MAX; t++) {
+    for (int t = 0; t < t_max; t++) {
       if (t >= T) break;
       mkc_v16f_lane_sums(acc_lo[t], lane_sums + t * 32 + 4 * q);
       mkc_v16f_lane_sums(acc_hi[t], lane_sums + t * 32 + 4 * q + 2);
@@ -2187,10 +2187,10 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
  * pieces q, q + 8, q + 16, ..., in that order, into acc[t][k]. */
 MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, int nb,
                                           const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                          int T, float *lane_sums) {
+                                          int T, float *lane_sums, int t_max) {
   for (int q = 0; q < 8; q++) {
     mkc_dot_acc acc[MKC_T_MAX][4];
-    for (int t = 0; t < MKC_T_MAX; t++)
+    for (int t = 0; t < t_max; t++)
       for (int k = 0; k < 4; k++) acc[t][k] = mkc_dot_acc_zero();
     for (int b = q; b < nb; b += 8) {
       mkc_dot_acc w[4], g[4];
@@ -2198,7 +2198,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
       if (norm_w)
         for (int k = 0; k < 4; k++)
           mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g[k]);
-      for (int t = 0; t < MKC_T_MAX; t++) {
+      for (int t = 0; t < t_max; t++) {
         if (t >= T) break;
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
@@ -2209,7 +2209,7 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
         }
       }
     }
-    for (int t = 0; t < MKC_T_MAX; t++) {
+    for (int t = 0; t < t_max; t++) {
       if (t >= T) break;
       for (int k = 0; k < 4; k++) lane_sums[t * 32 + 4 * q + k] = mkc_v8f_lane_sum(acc[t][k]);
     }
@@ -2286,7 +2286,11 @@ __attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *
       for (int t = 0; t < MKC_T_MAX; t++)
         for (int l = 0; l < 32; l++) lane_sums[t * 32 + l] = 0.0f;
     else if (n_chunks % 4 != 0 ||
-             !mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T, lane_sums))
+             !(MKC_T_MAX > 1 && T == 1 /* a copy with one input's accumulators: in registers */
+                   ? mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, 1,
+                                         lane_sums, 1)
+                   : mkc_dot_warp_blocks(rtype, w[r].p, n_chunks / 4, x, x_stride, norm_w, T,
+                                         lane_sums, MKC_T_MAX)))
       mkc_dot_warp_chunks(rtype, w[r].p, n_chunks, x, x_stride, norm_w, T, lane_sums);
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
@@ -5607,7 +5611,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5611 "llama.odd.cu"
+#line 5615 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -668,8 +668,18 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
     }
     w->coll_n++;
   }
-  if (n == stride)
-    memcpy(v, sums, (size_t)(rows * n) * sizeof *v);
+  /* every lane copies its warp's sums: vectors for rows of all their inputs (no call to
+   * memcpy), and one input's (a T = 1 step of a kernel of several) as its own loop */
+  if (n == stride) {
+    int k = 0, m = rows * n;
+    for (; k + 8 <= m; k += 8) {
+      v8s x;
+      memcpy(&x, sums + k, sizeof x);
+      memcpy(v + k, &x, sizeof x);
+    }
+    for (; k < m; k++) v[k] = sums[k];
+  } else if (n == 1)
+    for (int r = 0; r < rows; r++) v[r * stride] = sums[r];
   else
     for (int r = 0, k = 0; r < rows; r++)
       for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
