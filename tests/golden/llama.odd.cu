@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 227c4b689f1619b0, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 44ebc1b4df3ae7e0, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1034,7 +1034,7 @@ MKC_DEVICE float mkc_e8m0_half(unsigned e) {
 
 #if defined(MKC_W_USES_IQ2_XXS) || defined(MKC_W_USES_IQ2_XS) || defined(MKC_W_USES_IQ2_S) ||      \
     defined(MKC_W_USES_IQ3_XXS) || defined(MKC_W_USES_IQ3_S)
-#define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_signed) */
+#define MKC_W_USES_IQ_SIGNS 1 /* the grid types with a sign per value (mkc_iq_codes) */
 #endif
 
 #if defined(MKC_W_USES_Q5_0) || defined(MKC_W_USES_Q5_1) || defined(MKC_W_USES_IQ_SIGNS)
@@ -1048,11 +1048,12 @@ MKC_DEVICE unsigned long long mkc_spread8(unsigned b) {
 #endif
 
 #ifdef MKC_W_USES_IQ_SIGNS
-/* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set: int8 bytes
- * (~v + 1 = 256 - v carries into no other byte). */
-MKC_DEVICE unsigned long long mkc_iq_signed(unsigned long long v, unsigned signs) {
+/* A group's 8 grid values (bytes, each 1..62) negated where bit j of signs is set, as codes:
+ * each signed value plus 128 (~v + 1 = 256 - v carries into no other byte; flipping bit 7 of an
+ * int8 byte adds 128 to it). */
+MKC_DEVICE unsigned long long mkc_iq_codes(unsigned long long v, unsigned signs) {
   unsigned long long neg = mkc_spread8(signs);
-  return (v ^ neg * 255u) + neg;
+  return ((v ^ neg * 255u) + neg) ^ 0x8080808080808080ull;
 }
 /* The signs of a 7-bit index (IQ2_XXS, IQ2_XS, IQ3_XXS): bit 7 makes the count even. */
 MKC_DEVICE unsigned mkc_iq_sign_byte(unsigned i) { return i | (unsigned)(mkc_popc(i) & 1) << 7; }
@@ -1118,7 +1119,6 @@ MKC_DEVICE void mkc_k_scale_min(mkc_u4 h, int j, float *dm) {
 #endif
 
 #if defined(MKC_W_USES_IQ_SIGNS) || defined(MKC_W_USES_IQ1_S) || defined(MKC_W_USES_IQ1_M)
-#define MKC_HIGH_BITS 0x8080808080808080ull
 /* Chunk c (c % 32 = cl) of a grid type's row (templates/iq_grids.cuh): one entry of 8 values
  * (IQ2) or two of 4 (IQ3), signed, times its sub-block's step. Returned as 8 byte codes, the
  * weights *d * (code - *off): IQ2's and IQ3's signed values plus 128 (*off 128, exact). Their
@@ -1137,8 +1137,7 @@ MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *ro
     unsigned aux = mkc_load_weight2(sub + 4) | mkc_load_weight2(sub + 6) << 16;
     unsigned index = mkc_load_weight2(sub + (cl & 2)) >> 8 * (cl & 1) & 255u;
     *d = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.25f;
-    return mkc_iq_signed(mkc_iq2xxs_grid[index], mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)) ^
-           MKC_HIGH_BITS;
+    return mkc_iq_codes(mkc_iq2xxs_grid[index], mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u));
   }
 #endif
 #ifdef MKC_W_USES_IQ2_XS
@@ -1147,7 +1146,7 @@ MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *ro
     unsigned v = mkc_load_weight2(b + 2 + 2 * cl);
     unsigned sc = mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
     *d = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
-    return mkc_iq_signed(mkc_iq2xs_grid[v & 511u], mkc_iq_sign_byte(v >> 9)) ^ MKC_HIGH_BITS;
+    return mkc_iq_codes(mkc_iq2xs_grid[v & 511u], mkc_iq_sign_byte(v >> 9));
   }
 #endif
 #ifdef MKC_W_USES_IQ2_S
@@ -1159,7 +1158,7 @@ MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *ro
         mkc_load_weight2(b + 66 + (cl >> 2 & ~1)) >> (8 * (cl >> 2 & 1) + 2 * (cl & 3)) & 3u;
     unsigned sc = mkc_load_weight2(b + 74 + (cl >> 2 & ~1)) >> 4 * (cl >> 1 & 3) & 15u; /* per 16 */
     *d = mkc_f16_at(b) * (0.5f + (float)sc) * 0.25f;
-    return mkc_iq_signed(mkc_iq2s_grid[low | top << 8], signs) ^ MKC_HIGH_BITS;
+    return mkc_iq_codes(mkc_iq2s_grid[low | top << 8], signs);
   }
 #endif
 #ifdef MKC_W_USES_IQ3_XXS
@@ -1171,7 +1170,7 @@ MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *ro
     *d = mkc_f16_at(b) * (0.5f + (float)(aux >> 28)) * 0.5f;
     unsigned long long v =
         mkc_iq3xxs_grid[index & 255u] | (unsigned long long)mkc_iq3xxs_grid[index >> 8] << 32;
-    return mkc_iq_signed(v, mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u)) ^ MKC_HIGH_BITS;
+    return mkc_iq_codes(v, mkc_iq_sign_byte(aux >> 7 * (cl & 3) & 127u));
   }
 #endif
 #ifdef MKC_W_USES_IQ3_S
@@ -1186,7 +1185,7 @@ MKC_DEVICE_INLINE unsigned long long mkc_wgrid(int type, const unsigned char *ro
     *d = mkc_f16_at(b) * (float)(1 + 2 * (int)sc);
     unsigned long long v = mkc_iq3s_grid[(index & 255u) | (ninth & 1u) << 8] |
                            (unsigned long long)mkc_iq3s_grid[index >> 8 | (ninth & 2u) << 7] << 32;
-    return mkc_iq_signed(v, signs) ^ MKC_HIGH_BITS;
+    return mkc_iq_codes(v, signs);
   }
 #endif
   /* IQ1: the grid's -1, 0, 1 are kept as 0, 1, 2 (u), and the weights are d (2 scale + 1)
@@ -5611,7 +5610,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5615 "llama.odd.cu"
+#line 5614 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
