@@ -72,6 +72,9 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
+#ifdef MKC_CPU
+        if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
+#endif
         float v = mkc_logit(acc[r * MKC_T_MAX + t]);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {

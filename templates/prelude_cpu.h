@@ -301,20 +301,6 @@ MKC_DEVICE unsigned mkc_load_weight4(const void *p) { return mkc_load4(p); }
 MKC_DEVICE unsigned long long mkc_load_weight8(const void *p) { return mkc_load8(p); }
 MKC_DEVICE unsigned long long mkc_load_weight8_a2(const void *p) { return mkc_load8_a2(p); }
 MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) { return mkc_load8_a4(p); }
-/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, unsigned or signed:
- * a quantized chunk's values. One widening and one conversion with AVX2. */
-MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
-#ifdef __AVX2__
-  _mm256_storeu_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)v))));
-#else
-  for (int i = 0; i < 8; i++) f[i] = (float)(unsigned char)(v >> 8 * i);
-#endif
-}
-/* The same less k (a small whole number): exact, as the GPU's. */
-MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
-  mkc_u8x8_to_f32(v, f);
-  for (int i = 0; i < 8; i++) f[i] -= k;
-}
 /* The count of set bits. */
 MKC_DEVICE int mkc_popc(unsigned x) { return __builtin_popcount(x); }
 /* __byte_perm for selector nibbles below 8: byte k of the result is byte (s >> 4k) & 7 of y:x. */
@@ -323,13 +309,6 @@ MKC_DEVICE unsigned mkc_byte_perm(unsigned x, unsigned y, unsigned s) {
   unsigned r = 0;
   for (int k = 0; k < 4; k++) r |= (unsigned)(v >> 8 * (s >> 4 * k & 7) & 255u) << 8 * k;
   return r;
-}
-MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
-#ifdef __AVX2__
-  _mm256_storeu_ps(f, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128((long long)v))));
-#else
-  for (int i = 0; i < 8; i++) f[i] = (float)(signed char)(v >> 8 * i);
-#endif
 }
 /* Nanoseconds of a monotonic clock: the CPU's %globaltimer. */
 MKC_DEVICE unsigned long long mkc_globaltimer(void) {
@@ -354,15 +333,52 @@ MKC_DEVICE mkc_dot_acc mkc_dot_acc_zero(void) {
   mkc_dot_acc z = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   return z;
 }
-/* acc + w x for 8 weights and 8 inputs as vectors (the emulator's warp path
- * loads them so; the lane path's forms below come here too: the same bits). */
-MKC_DEVICE mkc_dot_acc mkc_dot8_bf16_v(mkc_dot_acc acc, mkc_u4 w, mkc_dot_acc x) {
+/* The 8 bytes of v (byte i = bits 8i..8i+7) as floats, signed or not (a
+ * literal): a quantized chunk's values, one widening and one conversion with
+ * AVX2. As a value the caller keeps in a register, where a store through a
+ * float pointer keeps its vector (and, with it, an array of them) in memory. */
+MKC_DEVICE mkc_dot_acc mkc_b8x8_v(unsigned long long v, int is_signed) {
+  mkc_dot_acc f;
+#ifdef __AVX2__
+  __m128i b = _mm_cvtsi64_si128((long long)v);
+  __m256 r = _mm256_cvtepi32_ps(is_signed ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b));
+  memcpy(&f, &r, sizeof f);
+#else
+  for (int i = 0; i < 8; i++)
+    f[i] = is_signed ? (float)(signed char)(v >> 8 * i) : (float)(unsigned char)(v >> 8 * i);
+#endif
+  return f;
+}
+MKC_DEVICE mkc_dot_acc mkc_u8x8_v(unsigned long long v) { return mkc_b8x8_v(v, 0); }
+MKC_DEVICE mkc_dot_acc mkc_s8x8_v(unsigned long long v) { return mkc_b8x8_v(v, 1); }
+/* The same into f[0..7]. */
+MKC_DEVICE void mkc_u8x8_to_f32(unsigned long long v, float *f) {
+  mkc_dot_acc r = mkc_u8x8_v(v);
+  memcpy(f, &r, sizeof r);
+}
+MKC_DEVICE void mkc_s8x8_to_f32(unsigned long long v, float *f) {
+  mkc_dot_acc r = mkc_s8x8_v(v);
+  memcpy(f, &r, sizeof r);
+}
+/* The same less k (a small whole number): exact, as the GPU's. */
+MKC_DEVICE void mkc_u8x8_minus_f32(unsigned long long v, float k, float *f) {
+  mkc_u8x8_to_f32(v, f);
+  for (int i = 0; i < 8; i++) f[i] -= k;
+}
+/* 8 bf16s as floats (mkc_unpack8's values) in one vector: built in a register,
+ * where two 16-byte stores read back as one 32-byte load stall the load. */
+MKC_DEVICE mkc_dot_acc mkc_bf16x8_v(mkc_u4 w) {
   mkc_v8u16 h;
   memcpy(&h, &w, sizeof h);
   mkc_v8u32 u = __builtin_convertvector(h, mkc_v8u32) << 16;
   mkc_dot_acc wf;
   memcpy(&wf, &u, sizeof wf);
-  return acc + wf * x;
+  return wf;
+}
+/* acc + w x for 8 weights and 8 inputs as vectors (the emulator's warp path
+ * loads them so; the lane path's forms below come here too: the same bits). */
+MKC_DEVICE mkc_dot_acc mkc_dot8_bf16_v(mkc_dot_acc acc, mkc_u4 w, mkc_dot_acc x) {
+  return acc + mkc_bf16x8_v(w) * x;
 }
 MKC_DEVICE mkc_dot_acc mkc_dot8_f32_v(mkc_dot_acc acc, const float *w, mkc_dot_acc x) {
   mkc_dot_acc wf;

@@ -385,7 +385,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
-      next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
+      next[2 * k] = mkc_wrow_none(); /* each its own (a copy of the other stalled the CPU) */
+      next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                                           q_pairs, kv_pairs, head_dim, layout, rotary);

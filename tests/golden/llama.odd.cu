@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 44ebc1b4df3ae7e0, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 49f5a593d10644a3, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2012,6 +2012,36 @@ MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
   return (a[0] + a[2]) + (a[1] + a[3]);
 }
 
+/* Four lanes' partials, a's into out[0], b's into out[1], ..., each as
+ * mkc_v8f_lane_sum adds it:
+ * the four side by side (halves, then pairs, then the pairs' sums), where one
+ * at a time each is a horizontal pass of its own. */
+MKC_DEVICE_INLINE void mkc_v8f_lane_sums4(mkc_dot_acc a, mkc_dot_acc b, mkc_dot_acc c,
+                                          mkc_dot_acc d, float *out) {
+#ifdef __AVX__
+  __m256 v[4];
+  memcpy(&v[0], &a, sizeof a);
+  memcpy(&v[1], &b, sizeof b);
+  memcpy(&v[2], &c, sizeof c);
+  memcpy(&v[3], &d, sizeof d);
+  /* q_j = p_j + p_(j+4): a's in q01's low 128 bits, b's in its high; c's and d's in q23's */
+  __m256 q01 = _mm256_add_ps(_mm256_permute2f128_ps(v[0], v[1], 0x20),
+                             _mm256_permute2f128_ps(v[0], v[1], 0x31));
+  __m256 q23 = _mm256_add_ps(_mm256_permute2f128_ps(v[2], v[3], 0x20),
+                             _mm256_permute2f128_ps(v[2], v[3], 0x31));
+  /* q0 + q2 and q1 + q3 of each: [a, c, a, c | b, d, b, d] */
+  __m256 h = _mm256_hadd_ps(_mm256_shuffle_ps(q01, q23, _MM_SHUFFLE(2, 0, 2, 0)),
+                            _mm256_shuffle_ps(q01, q23, _MM_SHUFFLE(3, 1, 3, 1)));
+  __m256 r = _mm256_add_ps(h, _mm256_permute_ps(h, _MM_SHUFFLE(1, 0, 3, 2)));
+  _mm_storeu_ps(out, _mm_unpacklo_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1)));
+#else
+  out[0] = mkc_v8f_lane_sum(a);
+  out[1] = mkc_v8f_lane_sum(b);
+  out[2] = mkc_v8f_lane_sum(c);
+  out[3] = mkc_v8f_lane_sum(d);
+#endif
+}
+
 /* The decoding of 32-weight pieces 16 weights to a vector where AVX-512 has
  * the registers for them, else 8 (test_dot_warp sets it either way, so that
  * every machine checks both). */
@@ -2158,10 +2188,8 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
   case MKC_W_Q8_0: {
     const unsigned char *p = row + b * 34;
     float d = mkc_f16_at(p);
-    for (int k = 0; k < 4; k++) {
-      mkc_s8x8_to_f32(mkc_load8_a2(p + 2 + 8 * k), (float *)&w[k]);
-      w[k] *= d;
-    }
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) w[k] = mkc_s8x8_v(mkc_load8_a2(p + 2 + 8 * k)) * d;
     return 1;
   }
 #endif
@@ -2170,9 +2198,8 @@ MKC_DEVICE_INLINE int mkc_wblock32(int type, const unsigned char *row, int b, mk
     if (!mkc_wpiece_of(type, row, b, &p)) return 0;
 #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
-      mkc_dot_acc f;
       float s = p.s[k >> 1];
-      mkc_u8x8_to_f32(mkc_load8((const unsigned char *)&p.q[k >> 1] + 8 * (k & 1)), (float *)&f);
+      mkc_dot_acc f = mkc_u8x8_v(mkc_load8((const unsigned char *)&p.q[k >> 1] + 8 * (k & 1)));
       w[k] = p.min ? s * f + p.m[k >> 1] : s * (f - p.off);
     }
     return 1;
@@ -2189,14 +2216,17 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
                                           int T, float *lane_sums, int t_max) {
   for (int q = 0; q < 8; q++) {
     mkc_dot_acc acc[MKC_T_MAX][4];
+#pragma GCC unroll 32
     for (int t = 0; t < t_max; t++)
+#pragma GCC unroll 4
       for (int k = 0; k < 4; k++) acc[t][k] = mkc_dot_acc_zero();
     for (int b = q; b < nb; b += 8) {
       mkc_dot_acc w[4], g[4];
       if (!mkc_wblock32(type, row, b, w)) return 0; /* at the first block */
       if (norm_w)
-        for (int k = 0; k < 4; k++)
-          mkc_unpack8(mkc_load_u4(norm_w + b * 32 + k * 8), (float *)&g[k]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) g[k] = mkc_bf16x8_v(mkc_load_u4(norm_w + b * 32 + k * 8));
+#pragma GCC unroll 32
       for (int t = 0; t < t_max; t++) {
         if (t >= T) break;
 #pragma GCC unroll 4
@@ -2208,9 +2238,10 @@ MKC_DEVICE_INLINE int mkc_dot_warp_blocks(int type, const unsigned char *row, in
         }
       }
     }
+#pragma GCC unroll 32
     for (int t = 0; t < t_max; t++) {
       if (t >= T) break;
-      for (int k = 0; k < 4; k++) lane_sums[t * 32 + 4 * q + k] = mkc_v8f_lane_sum(acc[t][k]);
+      mkc_v8f_lane_sums4(acc[t][0], acc[t][1], acc[t][2], acc[t][3], lane_sums + t * 32 + 4 * q);
     }
   }
   return 1;
@@ -2230,18 +2261,18 @@ MKC_DEVICE_INLINE void mkc_dot_warp_chunks(int type, const unsigned char *row, i
   }
   for (int c = 0; c < n_chunks; c++) {
     mkc_u4 wc;
-    float wf[8], g[8];
+    float wf[8];
+    mkc_dot_acc g;
     if (type == MKC_W_BF16)
       wc = mkc_load_u4(row + 16 * c);
     else
       mkc_wchunk(type, row, c, wf);
-    if (norm_w) mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
+    if (norm_w) g = mkc_bf16x8_v(mkc_load_u4(norm_w + c * 8));
     for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
       mkc_dot_acc xv;
       memcpy(&xv, x + t * x_stride + c * 8, sizeof xv);
-      if (norm_w)
-        for (int i = 0; i < 8; i++) xv[i] *= g[i];
+      if (norm_w) xv *= g;
       mkc_dot_acc *p = &part[t][c & 31];
       *p = type == MKC_W_BF16 ? mkc_dot8_bf16_v(*p, wc, xv) : mkc_dot8_f32_v(*p, wf, xv);
     }
@@ -2267,11 +2298,12 @@ __attribute__((noinline)) static void mkc_dot_warp_of(int type, const mkc_wrow *
   float xs[MKC_DOT_XS_MAX] __attribute__((aligned(32)));
   if (norm_w && T * n_chunks * 8 <= MKC_DOT_XS_MAX) {
     for (int c = 0; c < n_chunks; c++) {
-      float g[8];
-      mkc_unpack8(mkc_load_u4(norm_w + c * 8), g);
-      for (int t = 0; t < T; t++)
-        for (int i = 0; i < 8; i++)
-          xs[t * n_chunks * 8 + c * 8 + i] = x[t * x_stride + c * 8 + i] * g[i];
+      mkc_dot_acc g = mkc_bf16x8_v(mkc_load_u4(norm_w + c * 8)), xc;
+      for (int t = 0; t < T; t++) {
+        memcpy(&xc, x + t * x_stride + c * 8, sizeof xc);
+        xc *= g;
+        memcpy(xs + t * n_chunks * 8 + c * 8, &xc, sizeof xc);
+      }
     }
     x = xs;
     x_stride = n_chunks * 8;
@@ -3600,7 +3632,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
-      next[2 * k] = next[2 * k + 1] = mkc_wrow_none();
+      next[2 * k] = mkc_wrow_none(); /* each its own (a copy of the other stalled the CPU) */
+      next[2 * k + 1] = mkc_wrow_none();
       if (pn < n_pairs) {
         mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                                           q_pairs, kv_pairs, head_dim, layout, rotary);
@@ -4730,6 +4763,9 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
     for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
+#ifdef MKC_CPU
+        if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
+#endif
         float v = mkc_logit(acc[r * MKC_T_MAX + t]);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
@@ -5610,7 +5646,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5614 "llama.odd.cu"
+#line 5650 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
