@@ -955,6 +955,17 @@ MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
 }
 #endif
 
+/* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
+MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, const float *inv_rms,
+                               int T) {
+  if (norm_w)
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        acc[r * MKC_T_MAX + t] *= inv_rms[t];
+      }
+}
+
 /* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
  * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
  * rows reduced in one warp sum, then scaled by the norm. */
@@ -967,12 +978,17 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
   else
     MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows2, mkc_dot_warp_rows2, &args, acc, 2 * MKC_ROWS,
                          MKC_T_MAX, T);
-  if (norm_w)
-    for (int r = 0; r < nrows; r++)
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        acc[r * MKC_T_MAX + t] *= inv_rms[t];
-      }
+  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+}
+
+/* Whether mkc_dot_rows' sums of the lane's next rows are in acc already,
+ * scaled: another lane's (the CPU emulator's warp sums, MKC_WARP_SUMS_READY),
+ * so that the lane builds no rows. Never on the GPU. */
+MKC_DEVICE int mkc_dot_rows_ready(int nrows, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                                  float *acc) {
+  if (!MKC_WARP_SUMS_READY(acc, nrows, MKC_T_MAX, T)) return 0;
+  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+  return 1;
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
@@ -987,6 +1003,7 @@ MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
 MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, int T, float *acc) {
+  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc)) return;
   mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
   mkc_row_block(w, rows, r0, wr);
   mkc_row_block(w, rows, r0 + step, next);
@@ -1717,11 +1734,13 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w_gate, rows, r0, wr);
-    mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
-    mkc_row_block(w_gate, rows, r0 + step, next);
-    mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-    mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc)) {
+      mkc_row_block(w_gate, rows, r0, wr);
+      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rows, r0 + step, next);
+      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+      mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    }
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)
         for (int t = 0; t < MKC_T_MAX; t++) {

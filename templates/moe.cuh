@@ -94,21 +94,23 @@ MKC_DEVICE void mkc_moe_up(const float *router, int r_stride, int E, int K, int 
   int blocks = (ffn + MKC_ROWS - 1) / MKC_ROWS, tasks = T * K * blocks, step = mkc_grid_warps();
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   for (int task = mkc_grid_warp(); task < tasks; task += step) {
-    mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
-    for (int i = 0; i < 2; i++) { /* this task's rows, then the next one's (prefetched) */
-      int at = task + i * step, t = at / (K * blocks), k = at / blocks % K;
-      mkc_wrow *rows = i ? next : wr;
-      if (at >= tasks) {
-        for (int r = 0; r < 2 * MKC_ROWS; r++) rows[r] = mkc_wrow_none_of(w_gate.type);
-        continue;
-      }
-      int e = (int)sel[t * 2 * K + k], r0 = at % blocks * MKC_ROWS;
-      mkc_row_block(mkc_wmat_expert(w_gate, e, ffn), ffn, r0, rows);
-      mkc_row_block(mkc_wmat_expert(w_up, e, ffn), ffn, r0, rows + MKC_ROWS);
-    }
     int t = task / (K * blocks), k = task / blocks % K, r0 = task % blocks * MKC_ROWS;
-    mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x + (long)t * x_stride, x_stride, norm_w,
-                 inv + t, 1, acc);
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv + t, 1, acc)) { /* the CPU: another lane's */
+      mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
+      for (int i = 0; i < 2; i++) { /* this task's rows, then the next one's (prefetched) */
+        int at = task + i * step, ta = at / (K * blocks), ka = at / blocks % K;
+        mkc_wrow *rows = i ? next : wr;
+        if (at >= tasks) {
+          for (int r = 0; r < 2 * MKC_ROWS; r++) rows[r] = mkc_wrow_none_of(w_gate.type);
+          continue;
+        }
+        int e = (int)sel[ta * 2 * K + ka], ra = at % blocks * MKC_ROWS;
+        mkc_row_block(mkc_wmat_expert(w_gate, e, ffn), ffn, ra, rows);
+        mkc_row_block(mkc_wmat_expert(w_up, e, ffn), ffn, ra, rows + MKC_ROWS);
+      }
+      mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x + (long)t * x_stride, x_stride, norm_w,
+                   inv + t, 1, acc);
+    }
     if (mkc_lane() == 0) {
       long b = (long)sel[t * 2 * K + k] * ffn + r0; /* the expert's biases of these rows */
       for (int r = 0; r < MKC_ROWS; r++) {
@@ -138,20 +140,22 @@ MKC_DEVICE void mkc_moe_down(const float *choice, int c_stride, int K, mkc_wmat 
     const float *sel = choice + (long)t * c_stride;
     float sum[MKC_ROWS];
     for (int r = 0; r < MKC_ROWS; r++) sum[r] = 0.0f;
-    mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
-    mkc_row_block(mkc_wmat_expert(w_down, (int)sel[0], dim), dim, r0, wr);
     for (int k = 0; k < K; k++) {
-      if (k + 1 < K)
-        mkc_row_block(mkc_wmat_expert(w_down, (int)sel[k + 1], dim), dim, r0, next);
-      else
-        for (int r = 0; r < MKC_ROWS; r++) next[r] = mkc_wrow_none_of(w_down.type);
-      mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, hidden + (long)t * h_stride + k * ffn, h_stride,
-                   (const mkc_bf16 *)0, (const float *)0, 1, acc);
+      /* the CPU: the sums another lane made, and no rows to build */
+      if (!mkc_dot_rows_ready(MKC_ROWS, (const mkc_bf16 *)0, (const float *)0, 1, acc)) {
+        mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
+        mkc_row_block(mkc_wmat_expert(w_down, (int)sel[k], dim), dim, r0, wr);
+        if (k + 1 < K)
+          mkc_row_block(mkc_wmat_expert(w_down, (int)sel[k + 1], dim), dim, r0, next);
+        else
+          for (int r = 0; r < MKC_ROWS; r++) next[r] = mkc_wrow_none_of(w_down.type);
+        mkc_dot_rows(wr, next, MKC_ROWS, n_chunks, hidden + (long)t * h_stride + k * ffn, h_stride,
+                     (const mkc_bf16 *)0, (const float *)0, 1, acc);
+      }
       long b = (long)sel[k] * dim + r0; /* the expert's biases of these rows */
       for (int r = 0; r < MKC_ROWS; r++)
         sum[r] += sel[K + k] * (acc[r * MKC_T_MAX] +
                                 (b_down && r0 + r < dim ? mkc_bf16_to_f32(b_down[b + r]) : 0.0f));
-      for (int r = 0; r < MKC_ROWS; r++) wr[r] = next[r];
     }
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++) {

@@ -88,6 +88,9 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
  * dropped (and need not exist). */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
+/* On the CPU emulator, whether another lane has made the next sums; here each
+ * lane makes its own. */
+#define MKC_WARP_SUMS_READY(v, rows, stride, n) 0
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -287,8 +290,9 @@ MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) {
  * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
  * are committed in groups; mkc_cp_wait(n) returns when at most n of its
  * groups are still in flight (n a literal after inlining: the switch folds;
- * past 7, 7: a longer wait, never a shorter one). */
-#if MKC_CP_RING && __CUDA_ARCH__ >= 800
+ * past 7, 7: a longer wait, never a shorter one). nvcc's host pass (no
+ * __CUDA_ARCH__) sees them too: the templates' device code names them. */
+#if MKC_CP_RING && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
   asm volatile(
       "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 49f5a593d10644a3, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 472538ba03f671aa, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -111,6 +111,9 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
  * dropped (and need not exist). */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
+/* On the CPU emulator, whether another lane has made the next sums; here each
+ * lane makes its own. */
+#define MKC_WARP_SUMS_READY(v, rows, stride, n) 0
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -310,8 +313,9 @@ MKC_DEVICE unsigned long long mkc_load_weight8_a4(const void *p) {
  * allow. .cg: kept in L2 only, as the weight loads above. A thread's copies
  * are committed in groups; mkc_cp_wait(n) returns when at most n of its
  * groups are still in flight (n a literal after inlining: the switch folds;
- * past 7, 7: a longer wait, never a shorter one). */
-#if MKC_CP_RING && __CUDA_ARCH__ >= 800
+ * past 7, 7: a longer wait, never a shorter one). nvcc's host pass (no
+ * __CUDA_ARCH__) sees them too: the templates' device code names them. */
+#if MKC_CP_RING && (!defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800)
 MKC_DEVICE void mkc_cp_async16(void *dst, const void *src) {
   asm volatile(
       "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(dst)),
@@ -2452,6 +2456,17 @@ MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
 }
 #endif
 
+/* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
+MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, const float *inv_rms,
+                               int T) {
+  if (norm_w)
+    for (int r = 0; r < nrows; r++)
+      for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        acc[r * MKC_T_MAX + t] *= inv_rms[t];
+      }
+}
+
 /* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
  * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
  * rows reduced in one warp sum, then scaled by the norm. */
@@ -2464,12 +2479,17 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
   else
     MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows2, mkc_dot_warp_rows2, &args, acc, 2 * MKC_ROWS,
                          MKC_T_MAX, T);
-  if (norm_w)
-    for (int r = 0; r < nrows; r++)
-      for (int t = 0; t < MKC_T_MAX; t++) {
-        if (t >= T) break;
-        acc[r * MKC_T_MAX + t] *= inv_rms[t];
-      }
+  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+}
+
+/* Whether mkc_dot_rows' sums of the lane's next rows are in acc already,
+ * scaled: another lane's (the CPU emulator's warp sums, MKC_WARP_SUMS_READY),
+ * so that the lane builds no rows. Never on the GPU. */
+MKC_DEVICE int mkc_dot_rows_ready(int nrows, const mkc_bf16 *norm_w, const float *inv_rms, int T,
+                                  float *acc) {
+  if (!MKC_WARP_SUMS_READY(acc, nrows, MKC_T_MAX, T)) return 0;
+  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+  return 1;
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
@@ -2484,6 +2504,7 @@ MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
 MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, int T, float *acc) {
+  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc)) return;
   mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
   mkc_row_block(w, rows, r0, wr);
   mkc_row_block(w, rows, r0 + step, next);
@@ -3214,11 +3235,13 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    mkc_row_block(w_gate, rows, r0, wr);
-    mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
-    mkc_row_block(w_gate, rows, r0 + step, next);
-    mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
-    mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc)) {
+      mkc_row_block(w_gate, rows, r0, wr);
+      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rows, r0 + step, next);
+      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+      mkc_dot_rows(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
+    }
     if (mkc_lane() == 0)
       for (int r = 0; r < MKC_ROWS; r++)
         for (int t = 0; t < MKC_T_MAX; t++) {
@@ -3625,10 +3648,13 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
+    /* the CPU: the sums another lane made, and no rows to build */
+    int ready = !split && mkc_dot_rows_ready(2 * MKC_QKV_PAIRS, norm_w, inv_rms, T, ab);
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout, rotary);
+      if (ready) continue;
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
@@ -3647,7 +3673,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
-    } else {
+    } else if (!ready) {
       mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
@@ -5660,7 +5686,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5664 "llama.llama-3.2-1b.cu"
+#line 5690 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -639,6 +639,25 @@ static void butterfly_sums(const float *v, int span, int count, float *sum) {
  * meet only at the warp's barriers, or every COLL_CAP sums. fn must depend
  * only on args, the lane it is given and memory no lane of the warp writes
  * meanwhile (on the GPU the lanes run it in lockstep). */
+/* A warp's sums (row r's n at sums + r * n) into a lane's v (row r's at v + r
+ * * stride): vectors for rows of all their inputs (no call to memcpy), and one
+ * input's (a T = 1 step of a kernel of several) as its own loop. */
+static void copy_sums(const float *sums, float *v, int rows, int stride, int n) {
+  if (n == stride) {
+    int k = 0, m = rows * n;
+    for (; k + 8 <= m; k += 8) {
+      v8s x;
+      memcpy(&x, sums + k, sizeof x);
+      memcpy(v + k, &x, sizeof x);
+    }
+    for (; k < m; k++) v[k] = sums[k];
+  } else if (n == 1)
+    for (int r = 0; r < rows; r++) v[r * stride] = sums[r];
+  else
+    for (int r = 0, k = 0; r < rows; r++)
+      for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
+}
+
 void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args, float *v,
                           int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
@@ -668,21 +687,19 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
     }
     w->coll_n++;
   }
-  /* every lane copies its warp's sums: vectors for rows of all their inputs (no call to
-   * memcpy), and one input's (a T = 1 step of a kernel of several) as its own loop */
-  if (n == stride) {
-    int k = 0, m = rows * n;
-    for (; k + 8 <= m; k += 8) {
-      v8s x;
-      memcpy(&x, sums + k, sizeof x);
-      memcpy(v + k, &x, sizeof x);
-    }
-    for (; k < m; k++) v[k] = sums[k];
-  } else if (n == 1)
-    for (int r = 0; r < rows; r++) v[r * stride] = sums[r];
-  else
-    for (int r = 0, k = 0; r < rows; r++)
-      for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
+  copy_sums(sums, v, rows, stride, n);
+}
+
+int mkc_simt_warp_sum_ready(float *v, int rows, int stride, int n) {
+  struct mkc_simt_fiber *f = self();
+  warp *w = &f->block->warps[f->tid / WARP];
+  int lane = f->tid % WARP;
+  if (g.checking || rows * n > COLL_VALS || rows * stride > COLL_LANE_MAX) return 0;
+  int at = w->coll_next[lane];
+  if (at >= w->coll_n) return 0; /* the first lane here: it makes them */
+  w->coll_next[lane]++;
+  copy_sums(w->coll_sums + w->coll_at[at], v, rows, stride, n);
+  return 1;
 }
 
 /* One mma.sync.m16n8k8 tf32 tile, D = A B + C, with the operands gathered
