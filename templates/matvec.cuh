@@ -515,10 +515,9 @@ MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
   return (a[0] + a[2]) + (a[1] + a[3]);
 }
 
-/* Four lanes' partials, a's into out[0], b's into out[1], ..., each as
- * mkc_v8f_lane_sum adds it:
- * the four side by side (halves, then pairs, then the pairs' sums), where one
- * at a time each is a horizontal pass of its own. */
+/* Four lanes' partials (a's into out[0], b's into out[1], ...), each added as
+ * mkc_v8f_lane_sum adds it, but the four side by side: halves, then pairs,
+ * then the pairs' sums, where one at a time each is a horizontal pass. */
 MKC_DEVICE_INLINE void mkc_v8f_lane_sums4(mkc_dot_acc a, mkc_dot_acc b, mkc_dot_acc c,
                                           mkc_dot_acc d, float *out) {
 #ifdef __AVX__
@@ -982,13 +981,21 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
 }
 
 /* Whether mkc_dot_rows' sums of the lane's next rows are in acc already,
- * scaled: another lane's (the CPU emulator's warp sums, MKC_WARP_SUMS_READY),
- * so that the lane builds no rows. Never on the GPU. */
+ * scaled: another lane's (the CPU emulator's warp sums,
+ * mkc_simt_warp_sum_ready), so that the lane builds no rows. Where the caller
+ * reads them in lane 0 only (lane0), the other lanes are not given them.
+ * Never on the GPU, where each lane makes its own. */
 MKC_DEVICE int mkc_dot_rows_ready(int nrows, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                                  float *acc) {
-  if (!MKC_WARP_SUMS_READY(acc, nrows, MKC_T_MAX, T)) return 0;
-  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+                                  float *acc, int lane0) {
+#ifdef MKC_CPU
+  float *v = lane0 && mkc_lane() != 0 ? (float *)0 : acc;
+  if (!mkc_simt_warp_sum_ready(v, nrows, MKC_T_MAX, T)) return 0;
+  if (v) mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
   return 1;
+#else
+  (void)nrows, (void)norm_w, (void)inv_rms, (void)T, (void)acc, (void)lane0;
+  return 0;
+#endif
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
@@ -999,11 +1006,11 @@ MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
- * of the matvec and the LM head. */
+ * of the matvec and the LM head (which read acc in lane 0 only on the CPU). */
 MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, int T, float *acc) {
-  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc)) return;
+  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc, 1)) return;
   mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
   mkc_row_block(w, rows, r0, wr);
   mkc_row_block(w, rows, r0 + step, next);
@@ -1734,7 +1741,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc)) {
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc, 1)) {
       mkc_row_block(w_gate, rows, r0, wr);
       mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rows, r0 + step, next);

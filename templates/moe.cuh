@@ -95,7 +95,8 @@ MKC_DEVICE void mkc_moe_up(const float *router, int r_stride, int E, int K, int 
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   for (int task = mkc_grid_warp(); task < tasks; task += step) {
     int t = task / (K * blocks), k = task / blocks % K, r0 = task % blocks * MKC_ROWS;
-    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv + t, 1, acc)) { /* the CPU: another lane's */
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv + t, 1, acc,
+                            1)) { /* the CPU: another lane's */
       mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
       for (int i = 0; i < 2; i++) { /* this task's rows, then the next one's (prefetched) */
         int at = task + i * step, ta = at / (K * blocks), ka = at / blocks % K;
@@ -142,7 +143,7 @@ MKC_DEVICE void mkc_moe_down(const float *choice, int c_stride, int K, mkc_wmat 
     for (int r = 0; r < MKC_ROWS; r++) sum[r] = 0.0f;
     for (int k = 0; k < K; k++) {
       /* the CPU: the sums another lane made, and no rows to build */
-      if (!mkc_dot_rows_ready(MKC_ROWS, (const mkc_bf16 *)0, (const float *)0, 1, acc)) {
+      if (!mkc_dot_rows_ready(MKC_ROWS, (const mkc_bf16 *)0, (const float *)0, 1, acc, 0)) {
         mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
         mkc_row_block(mkc_wmat_expert(w_down, (int)sel[k], dim), dim, r0, wr);
         if (k + 1 < K)

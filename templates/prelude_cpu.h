@@ -40,9 +40,9 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
                           int rows, int stride, int n);
 /* Whether the sums of the lane's next mkc_simt_warp_sum_of (rows, stride and
  * n as it will pass them) are made already, by the first lane of its warp to
- * get there: then they are in v, that call is taken, and the lane need not
- * build its arguments. 0 on the checking schedule, where every lane runs its
- * own lane function. */
+ * get there: then they are in v (unless v is null: a lane that reads none),
+ * that call is taken, and the lane need not build its arguments. 0 on the
+ * checking schedule, where every lane runs its own lane function. */
 int mkc_simt_warp_sum_ready(float *v, int rows, int stride, int n);
 void mkc_simt_pause(void); /* one turn of a spin-wait on other blocks */
 /* mkc_mma_tf32 (see the CUDA prelude): a warp meeting in which every lane
@@ -156,10 +156,6 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
  * butterfly, except under the checking schedule. */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   mkc_simt_warp_sum_of(fn, warp_fn, args, v, rows, stride, n)
-/* Whether the next MKC_WARP_SUM_OF_WARP's sums (these rows, stride and n)
- * are in v already, another lane's: the lane then skips that call and the
- * building of its arguments. */
-#define MKC_WARP_SUMS_READY(v, rows, stride, n) mkc_simt_warp_sum_ready(v, rows, stride, n)
 
 /* Blocks are OS threads: cross-block traffic goes through seq_cst atomics. */
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) {

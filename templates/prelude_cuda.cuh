@@ -88,9 +88,6 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
  * dropped (and need not exist). */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
-/* On the CPU emulator, whether another lane has made the next sums; here each
- * lane makes its own. */
-#define MKC_WARP_SUMS_READY(v, rows, stride, n) 0
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }

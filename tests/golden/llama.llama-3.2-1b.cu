@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 472538ba03f671aa, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 8dfae4a5ed448c79, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -111,9 +111,6 @@ MKC_DEVICE void mkc_warp_sum_width(float *v, int n, int width) {
  * dropped (and need not exist). */
 #define MKC_WARP_SUM_OF_WARP(fn, warp_fn, args, v, rows, stride, n)                                \
   MKC_WARP_SUM_OF(fn, args, v, rows, stride, n)
-/* On the CPU emulator, whether another lane has made the next sums; here each
- * lane makes its own. */
-#define MKC_WARP_SUMS_READY(v, rows, stride, n) 0
 
 MKC_DEVICE unsigned mkc_atomic_add_u32(unsigned *p, unsigned v) { return atomicAdd(p, v); }
 MKC_DEVICE void mkc_store_u32(unsigned *p, unsigned v) { *(volatile unsigned *)p = v; }
@@ -2016,10 +2013,9 @@ MKC_DEVICE_INLINE float mkc_v8f_lane_sum(mkc_dot_acc v) {
   return (a[0] + a[2]) + (a[1] + a[3]);
 }
 
-/* Four lanes' partials, a's into out[0], b's into out[1], ..., each as
- * mkc_v8f_lane_sum adds it:
- * the four side by side (halves, then pairs, then the pairs' sums), where one
- * at a time each is a horizontal pass of its own. */
+/* Four lanes' partials (a's into out[0], b's into out[1], ...), each added as
+ * mkc_v8f_lane_sum adds it, but the four side by side: halves, then pairs,
+ * then the pairs' sums, where one at a time each is a horizontal pass. */
 MKC_DEVICE_INLINE void mkc_v8f_lane_sums4(mkc_dot_acc a, mkc_dot_acc b, mkc_dot_acc c,
                                           mkc_dot_acc d, float *out) {
 #ifdef __AVX__
@@ -2483,13 +2479,21 @@ MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows,
 }
 
 /* Whether mkc_dot_rows' sums of the lane's next rows are in acc already,
- * scaled: another lane's (the CPU emulator's warp sums, MKC_WARP_SUMS_READY),
- * so that the lane builds no rows. Never on the GPU. */
+ * scaled: another lane's (the CPU emulator's warp sums,
+ * mkc_simt_warp_sum_ready), so that the lane builds no rows. Where the caller
+ * reads them in lane 0 only (lane0), the other lanes are not given them.
+ * Never on the GPU, where each lane makes its own. */
 MKC_DEVICE int mkc_dot_rows_ready(int nrows, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                                  float *acc) {
-  if (!MKC_WARP_SUMS_READY(acc, nrows, MKC_T_MAX, T)) return 0;
-  mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
+                                  float *acc, int lane0) {
+#ifdef MKC_CPU
+  float *v = lane0 && mkc_lane() != 0 ? (float *)0 : acc;
+  if (!mkc_simt_warp_sum_ready(v, nrows, MKC_T_MAX, T)) return 0;
+  if (v) mkc_rows_scale(acc, nrows, norm_w, inv_rms, T);
   return 1;
+#else
+  (void)nrows, (void)norm_w, (void)inv_rms, (void)T, (void)acc, (void)lane0;
+  return 0;
+#endif
 }
 
 /* The rows r0 .. r0 + MKC_ROWS - 1 of w that exist (the rest null). */
@@ -2500,11 +2504,11 @@ MKC_DEVICE void mkc_row_block(mkc_wmat w, int rows, int r0, mkc_wrow *out) {
 
 /* One warp's block of MKC_ROWS rows from r0 dotted with the T inputs into
  * acc, the block it takes next (r0 + step) prefetched first: the loop body
- * of the matvec and the LM head. */
+ * of the matvec and the LM head (which read acc in lane 0 only on the CPU). */
 MKC_DEVICE void mkc_dot_row_block(mkc_wmat w, int rows, int r0, int step, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
                                   const float *inv_rms, int T, float *acc) {
-  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc)) return;
+  if (mkc_dot_rows_ready(MKC_ROWS, norm_w, inv_rms, T, acc, 1)) return;
   mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
   mkc_row_block(w, rows, r0, wr);
   mkc_row_block(w, rows, r0 + step, next);
@@ -3235,7 +3239,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   }
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
-    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc)) {
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv_rms, T, acc, 1)) {
       mkc_row_block(w_gate, rows, r0, wr);
       mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rows, r0 + step, next);
@@ -3649,12 +3653,16 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     /* the CPU: the sums another lane made, and no rows to build */
-    int ready = !split && mkc_dot_rows_ready(2 * MKC_QKV_PAIRS, norm_w, inv_rms, T, ab);
+    int lane0 = !q_norm_w && !k_norm_w; /* without head norms only lane 0 writes */
+    int made = !split && mkc_dot_rows_ready(2 * MKC_QKV_PAIRS, norm_w, inv_rms, T, ab, lane0);
+#ifdef MKC_CPU
+    if (made && lane0 && mkc_lane() != 0) continue; /* nor anything to write */
+#endif
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
       int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
       pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout, rotary);
-      if (ready) continue;
+      if (made) continue;
       wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
       wr[2 * k + 1] =
           p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
@@ -3673,7 +3681,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
-    } else if (!ready) {
+    } else if (!made) {
       mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
@@ -5686,7 +5694,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5690 "llama.llama-3.2-1b.cu"
+#line 5698 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -698,7 +698,7 @@ int mkc_simt_warp_sum_ready(float *v, int rows, int stride, int n) {
   int at = w->coll_next[lane];
   if (at >= w->coll_n) return 0; /* the first lane here: it makes them */
   w->coll_next[lane]++;
-  copy_sums(w->coll_sums + w->coll_at[at], v, rows, stride, n);
+  if (v) copy_sums(w->coll_sums + w->coll_at[at], v, rows, stride, n);
   return 1;
 }
 
