@@ -95,8 +95,8 @@ MKC_DEVICE void mkc_moe_up(const float *router, int r_stride, int E, int K, int 
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   for (int task = mkc_grid_warp(); task < tasks; task += step) {
     int t = task / (K * blocks), k = task / blocks % K, r0 = task % blocks * MKC_ROWS;
-    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv + t, 1, acc,
-                            1)) { /* the CPU: another lane's */
+    /* the CPU: the sums another lane made, and no rows to build */
+    if (!mkc_dot_rows_ready(2 * MKC_ROWS, norm_w, inv + t, 1, acc, 1)) {
       mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
       for (int i = 0; i < 2; i++) { /* this task's rows, then the next one's (prefetched) */
         int at = task + i * step, ta = at / (K * blocks), ka = at / blocks % K;

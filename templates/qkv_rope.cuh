@@ -378,8 +378,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
-    /* the CPU: the sums another lane made, and no rows to build */
     int lane0 = !q_norm_w && !k_norm_w; /* without head norms only lane 0 writes */
+    /* the CPU: the sums another lane made, and no rows to build */
     int made = !split && mkc_dot_rows_ready(2 * MKC_QKV_PAIRS, norm_w, inv_rms, T, ab, lane0);
 #ifdef MKC_CPU
     if (made && lane0 && mkc_lane() != 0) continue; /* nor anything to write */

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 8dfae4a5ed448c79, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 2df028b4aecdccbb, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -3652,8 +3652,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
-    /* the CPU: the sums another lane made, and no rows to build */
     int lane0 = !q_norm_w && !k_norm_w; /* without head norms only lane 0 writes */
+    /* the CPU: the sums another lane made, and no rows to build */
     int made = !split && mkc_dot_rows_ready(2 * MKC_QKV_PAIRS, norm_w, inv_rms, T, ab, lane0);
 #ifdef MKC_CPU
     if (made && lane0 && mkc_lane() != 0) continue; /* nor anything to write */

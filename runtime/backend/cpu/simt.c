@@ -658,6 +658,13 @@ static void copy_sums(const float *sums, float *v, int rows, int stride, int n) 
       for (int i = 0; i < n; i++) v[r * stride + i] = sums[k++];
 }
 
+/* Whether warp sums of this shape go lane by lane, with a meeting: on the
+ * checking schedule, or past the room for a warp's sums (rows * n values) or a
+ * lane's values (rows * stride) in the collected sums. */
+static int coll_lane_by_lane(int rows, int stride, int n) {
+  return g.checking || rows * n > COLL_VALS || rows * stride > COLL_LANE_MAX;
+}
+
 void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const void *args, float *v,
                           int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
@@ -665,7 +672,7 @@ void mkc_simt_warp_sum_of(mkc_simt_lane_fn fn, mkc_simt_warp_fn warp_fn, const v
   warp *w = &b->warps[f->tid / WARP];
   int lane = f->tid % WARP;
   int span = rows * stride; /* the values fn writes, lane after lane in coll_lanes */
-  if (g.checking || rows * n > COLL_VALS || span > COLL_LANE_MAX) {
+  if (coll_lane_by_lane(rows, stride, n)) {
     fn(args, lane, v);
     mkc_simt_warp_sum(v, rows, stride, n);
     return;
@@ -694,7 +701,7 @@ int mkc_simt_warp_sum_ready(float *v, int rows, int stride, int n) {
   struct mkc_simt_fiber *f = self();
   warp *w = &f->block->warps[f->tid / WARP];
   int lane = f->tid % WARP;
-  if (g.checking || rows * n > COLL_VALS || rows * stride > COLL_LANE_MAX) return 0;
+  if (coll_lane_by_lane(rows, stride, n)) return 0;
   int at = w->coll_next[lane];
   if (at >= w->coll_n) return 0; /* the first lane here: it makes them */
   w->coll_next[lane]++;
