@@ -432,7 +432,7 @@ else
 fi
 expect_error "--top-p 0" "mkc: error: --top-p: expected a number in (0, 1]" -- \
   run --preset tiny --random-weights 1 -n 4 --temp 1 --top-p 0
-expect_error "--top-k -1" "mkc: error: --top-k: expected an integer in 0..1.07374e+09, got '-1'" -- \
+expect_error "--top-k -1" "mkc: error: --top-k: expected an integer in 0..1073741824, got '-1'" -- \
   run --preset tiny --random-weights 1 -n 4 --temp 1 --top-k -1
 expect_error "--repeat-last-n 300" "mkc: error: --repeat-last-n: expected an integer in 0..256, got '300'" -- \
   run --preset tiny --random-weights 1 -n 4 --repeat-last-n 300

@@ -181,7 +181,7 @@ static int take_sampling(const char *a, const char *v, mkc_cli *c, int *done) {
     double x = strtod(v, &end);
     if (!*v || *end || errno || !(x >= SAMPLING_FLAGS[k].lo && x <= SAMPLING_FLAGS[k].hi) ||
         (SAMPLING_FLAGS[k].is_int && x != (double)(long)x)) {
-      snprintf(msg, sizeof msg, "%s: expected %s in %g..%g, got '%%s'", a,
+      snprintf(msg, sizeof msg, "%s: expected %s in %.15g..%.15g, got '%%s'", a,
                SAMPLING_FLAGS[k].is_int ? "an integer" : "a number", SAMPLING_FLAGS[k].lo,
                SAMPLING_FLAGS[k].hi);
       return mkc_cli_usage_error(msg, v);

@@ -339,7 +339,7 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     if (!v || cJSON_IsNull(v)) continue;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= NUMBERS[k].lo && x <= NUMBERS[k].hi) || (NUMBERS[k].is_int && x != floor(x)))
-      return bad(why, cap, "%s: expected %s in %g..%g", NUMBERS[k].name,
+      return bad(why, cap, "%s: expected %s in %.15g..%.15g", NUMBERS[k].name,
                  NUMBERS[k].is_int ? "a whole number" : "a number", NUMBERS[k].lo, NUMBERS[k].hi);
     if (NUMBERS[k].is_int)
       *(int *)((char *)r + NUMBERS[k].at) = (int)x;
