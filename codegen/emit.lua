@@ -580,7 +580,19 @@ function emit.source(graph, plan, opts)
   end
   put(("#line %d \"%s\""):format(lines + 2, opts.file_name))
   put("")
-  put("MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {")
+  -- A layer's stage outside the layer loop names its matrices as the weights plus a literal
+  -- offset, which NVVM hoisted out of the round loop and held through the step (spilled in a
+  -- kernel of several block types). There the weights' base is read opaque each round, so
+  -- those sums stay in their stages; elsewhere the base stays a parameter, which costs no
+  -- register (read opaque, it took two, and a kernel near the cap spilled). docs/DECISIONS.md
+  local NOT_LAYER = { embed = true, lm_head = true, sample_cands = true, sample = true, accept = true, keep = true }
+  local layer_unrolled = false
+  for k, st in ipairs(plan.stages) do
+    local looped = lp and k >= run.first and k < run.first + run.count * run.period
+    if not looped and not NOT_LAYER[st.kind] then layer_unrolled = true end
+  end
+  put(("MKC_KERNEL mkc_step(const mkc_bf16 *%s, float *scratch, mkc_kv *kv, mkc_state *state) {"):format(
+    layer_unrolled and "weights_in" or "weights"))
   put("  char *smem = mkc_smem();")
   put("  (void)smem;")
   if opts.slots > 0 then
@@ -594,6 +606,9 @@ function emit.source(graph, plan, opts)
     put("  for (int round = 0; round < 1; round++) { /* a slot kernel: one round, the loop's shape kept */")
   else
     put("  for (int round = 0;; round++) { /* state->round_max > 1: more rounds (templates/rounds.cuh) */")
+  end
+  if layer_unrolled then
+    put("  const mkc_bf16 *const weights = mkc_opaque_weights(weights_in); /* offsets from it stay in their stage */")
   end
   put("  if (round == 0 && mkc_bid() == 0 && mkc_tid() == 0) state->n_rounds = 0; /* none recorded yet */")
   -- a self-speculation draft pass (templates/rounds.cuh): one input, the next draft's position,
@@ -619,11 +634,18 @@ function emit.source(graph, plan, opts)
     put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
     put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
   end
-  if opts.slots > 0 then
-    put("  /* the first input with logits: a prompt chunk's last; a wide step's rows all have theirs */")
-    put("  const int t0 = T > MKC_T_MAX && rm->single >= 0 ? T - 1 : 0;")
-  else
-    put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
+  -- t0, declared before the first stage that reads it (the last ones): held from the round's
+  -- start, it was live through every stage and spilled where they ran short of registers
+  local t0_declared = false
+  local function declare_t0(text)
+    if t0_declared or not text:find("%f[%w_]t0%f[^%w_]") then return end
+    t0_declared = true
+    if opts.slots > 0 then
+      put("  /* the first input with logits: a prompt chunk's last; a wide step's rows all have theirs */")
+      put("  const int t0 = T > MKC_T_MAX && rm->single >= 0 ? T - 1 : 0;")
+    else
+      put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
+    end
   end
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   local i = 1
@@ -636,6 +658,7 @@ function emit.source(graph, plan, opts)
       put("   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from")
       put("   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */")
       for k = run.first, last do put(comments[k]) end
+      for _, b in ipairs(lp.body) do declare_t0(b) end
       -- a draft pass runs the first draft_layers passes, where the passes are the model's layers
       local bound = tostring(run.count)
       if draft_in_kernel then bound = ("(drafting ? state->draft_layers : %d)"):format(run.count) end
@@ -652,6 +675,7 @@ function emit.source(graph, plan, opts)
       i = last + 1
     else
       put("")
+      declare_t0(texts[i])
       put(comments[i])
       put(texts[i])
       i = i + 1

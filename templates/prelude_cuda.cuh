@@ -47,6 +47,15 @@ MKC_DEVICE int mkc_nblocks(void) {
   asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(r));
   return r;
 }
+/* The weights' base, read anew each round of mkc_step: volatile, so the
+ * compiler cannot hoist what is computed from it out of the round loop. An
+ * unrolled stage's matrix is the weights plus a literal offset, a value of the
+ * kernel's constants alone: hoisted, each was held through the whole step,
+ * and a kernel of several block types spilled them (docs/DECISIONS.md). */
+MKC_DEVICE const mkc_bf16 *mkc_opaque_weights(const mkc_bf16 *w) {
+  asm volatile("mov.b64 %0, %0;" : "+l"(w));
+  return w;
+}
 MKC_DEVICE char *mkc_smem(void) {
   extern __shared__ __align__(16) char mkc_smem_base[];
   return mkc_smem_base;

@@ -11,7 +11,9 @@
  * T = 1; so is SmolLM2 as its Q4_K_M file stores it (Q5_0 and Q8_0). (A parser
  * that read the last called function's figures as the kernel's let a check of
  * this pass from 2026-11-23 to 2026-11-28 while the kernels spilled.)
- * Compiles run two at a time (they are slow). */
+ * Compiles run two at a time (they are slow). MKC_TEST_ONLY=TEXT compiles only the kernels
+ * whose label ("blocks-tiny (each matrix kind an IQ1/IQ2/IQ3 grid type) T <= 5 sm_90") holds
+ * TEXT, to judge a template change on the kernel it moved. */
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +233,18 @@ int main(void) {
       jobs[n++] = (job){"blocks-tiny", 4, 90, QUANT_GRID, 0};
     }
   CHECK(n_supported > 0 && n >= 6, "NVRTC supports sm_80 and sm_90 (%d jobs)", n);
+  const char *only = getenv("MKC_TEST_ONLY");
+  if (only && *only) {
+    int kept = 0;
+    for (int i = 0; i < n; i++) {
+      char label[256];
+      snprintf(label, sizeof label, "%s%s T <= %d sm_%d", jobs[i].preset,
+               QUANT_NAMES[jobs[i].quant], jobs[i].draft_max + 1, jobs[i].arch);
+      if (strstr(label, only)) jobs[kept++] = jobs[i];
+    }
+    CHECK(kept > 0, "MKC_TEST_ONLY=%s names %d of the %d kernels", only, kept, n);
+    n = kept;
+  }
   int running = 0;
   for (int i = 0; i < n; i++) {
     if (running == PARALLEL) wait_one(jobs, n), running--;

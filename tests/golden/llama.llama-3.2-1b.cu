@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 2df028b4aecdccbb, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates ffa123ca97309d89, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -69,6 +69,15 @@ MKC_DEVICE int mkc_nblocks(void) {
   int r;
   asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(r));
   return r;
+}
+/* The weights' base, read anew each round of mkc_step: volatile, so the
+ * compiler cannot hoist what is computed from it out of the round loop. An
+ * unrolled stage's matrix is the weights plus a literal offset, a value of the
+ * kernel's constants alone: hoisted, each was held through the whole step,
+ * and a kernel of several block types spilled them (docs/DECISIONS.md). */
+MKC_DEVICE const mkc_bf16 *mkc_opaque_weights(const mkc_bf16 *w) {
+  asm volatile("mov.b64 %0, %0;" : "+l"(w));
+  return w;
 }
 MKC_DEVICE char *mkc_smem(void) {
   extern __shared__ __align__(16) char mkc_smem_base[];
@@ -5694,7 +5703,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5698 "llama.llama-3.2-1b.cu"
+#line 5707 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5706,7 +5715,6 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (!drafting && !mkc_step_begin(state, 128256, 4096, 5, 128)) return;
   const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
-  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
   /* stage 1/85: embed -- embed token_embd.weight (line 420)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
@@ -6283,6 +6291,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
 
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   /* stage 82/85: lm_head -- rmsnorm output_norm.weight (line 429), matmul token_embd.weight (line 432), logits (line 432)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: flow

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 2df028b4aecdccbb, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates ffa123ca97309d89, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -69,6 +69,15 @@ MKC_DEVICE int mkc_nblocks(void) {
   int r;
   asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(r));
   return r;
+}
+/* The weights' base, read anew each round of mkc_step: volatile, so the
+ * compiler cannot hoist what is computed from it out of the round loop. An
+ * unrolled stage's matrix is the weights plus a literal offset, a value of the
+ * kernel's constants alone: hoisted, each was held through the whole step,
+ * and a kernel of several block types spilled them (docs/DECISIONS.md). */
+MKC_DEVICE const mkc_bf16 *mkc_opaque_weights(const mkc_bf16 *w) {
+  asm volatile("mov.b64 %0, %0;" : "+l"(w));
+  return w;
 }
 MKC_DEVICE char *mkc_smem(void) {
   extern __shared__ __align__(16) char mkc_smem_base[];
@@ -5680,7 +5689,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5684 "llama.tiny.cu"
+#line 5693 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5692,7 +5701,6 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (!drafting && !mkc_step_begin(state, 256, 512, 5, 128)) return;
   const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
-  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
   /* stage 1/15: embed -- embed token_embd.weight (line 420)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
@@ -5849,6 +5857,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
 
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 429), matmul token_embd.weight (line 432), logits (line 432)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
