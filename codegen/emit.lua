@@ -585,10 +585,14 @@ function emit.source(graph, plan, opts)
   -- kernel of several block types). There the weights' base is read opaque each round, so
   -- those sums stay in their stages; elsewhere the base stays a parameter, which costs no
   -- register (read opaque, it took two, and a kernel near the cap spilled). docs/DECISIONS.md
+  -- Judged on the folded kernel even under MKC_UNFOLD=1, whose text inspect's unfolding of the
+  -- folded one must reproduce byte for byte.
   local NOT_LAYER = { embed = true, lm_head = true, sample_cands = true, sample = true, accept = true, keep = true }
+  local folds = fold.find(texts)
+  if folds and not fold.loop(texts, folds) then folds = nil end
   local layer_unrolled = false
   for k, st in ipairs(plan.stages) do
-    local looped = lp and k >= run.first and k < run.first + run.count * run.period
+    local looped = folds and k >= folds.first and k < folds.first + folds.count * folds.period
     if not looped and not NOT_LAYER[st.kind] then layer_unrolled = true end
   end
   put(("MKC_KERNEL mkc_step(const mkc_bf16 *%s, float *scratch, mkc_kv *kv, mkc_state *state) {"):format(
@@ -634,18 +638,11 @@ function emit.source(graph, plan, opts)
     put("  const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;")
     put("  const int *inputs = state->inputs + (drafting ? state->draft_n : 0);")
   end
-  -- t0, declared before the first stage that reads it (the last ones): held from the round's
-  -- start, it was live through every stage and spilled where they ran short of registers
-  local t0_declared = false
-  local function declare_t0(text)
-    if t0_declared or not text:find("%f[%w_]t0%f[^%w_]") then return end
-    t0_declared = true
-    if opts.slots > 0 then
-      put("  /* the first input with logits: a prompt chunk's last; a wide step's rows all have theirs */")
-      put("  const int t0 = T > MKC_T_MAX && rm->single >= 0 ? T - 1 : 0;")
-    else
-      put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
-    end
+  if opts.slots > 0 then
+    put("  /* the first input with logits: a prompt chunk's last; a wide step's rows all have theirs */")
+    put("  const int t0 = T > MKC_T_MAX && rm->single >= 0 ? T - 1 : 0;")
+  else
+    put("  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */")
   end
   if timer then put(("  mkc_stage_time(%s, 0); /* bench --stages */"):format(timer)) end
   local i = 1
@@ -658,7 +655,6 @@ function emit.source(graph, plan, opts)
       put("   * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from")
       put("   * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */")
       for k = run.first, last do put(comments[k]) end
-      for _, b in ipairs(lp.body) do declare_t0(b) end
       -- a draft pass runs the first draft_layers passes, where the passes are the model's layers
       local bound = tostring(run.count)
       if draft_in_kernel then bound = ("(drafting ? state->draft_layers : %d)"):format(run.count) end
@@ -675,7 +671,6 @@ function emit.source(graph, plan, opts)
       i = last + 1
     else
       put("")
-      declare_t0(texts[i])
       put(comments[i])
       put(texts[i])
       i = i + 1

@@ -5715,6 +5715,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (!drafting && !mkc_step_begin(state, 128256, 4096, 5, 128)) return;
   const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
   /* stage 1/85: embed -- embed token_embd.weight (line 420)
    * work: T x 2048 elements, grid-strided over threads; smem 0 bytes
@@ -6291,7 +6292,6 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
 
-  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   /* stage 82/85: lm_head -- rmsnorm output_norm.weight (line 429), matmul token_embd.weight (line 432), logits (line 432)
    * work: 128256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 388 389 390; items: 128256, one warp each; flops: 525336576*t; sync: flow

@@ -5701,6 +5701,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (!drafting && !mkc_step_begin(state, 256, 512, 5, 128)) return;
   const int pos = state->pos + (drafting ? state->draft_n : 0), T = drafting ? 1 : state->n_inputs;
   const int *inputs = state->inputs + (drafting ? state->draft_n : 0);
+  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
 
   /* stage 1/15: embed -- embed token_embd.weight (line 420)
    * work: T x 64 elements, grid-strided over threads; smem 0 bytes
@@ -5857,7 +5858,6 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
 
-  const int t0 = T > MKC_T_MAX ? T - 1 : 0; /* the first input with logits: a prompt chunk's last */
   /* stage 12/15: lm_head -- rmsnorm output_norm.weight (line 429), matmul token_embd.weight (line 432), logits (line 432)
    * work: 256 vocab rows, one warp per row; argmax partial per block; smem 208 bytes
    * nodes: 52 53 54; items: 256, one warp each; flops: 32768*t; sync: flow
