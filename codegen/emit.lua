@@ -559,9 +559,12 @@ function emit.source(graph, plan, opts)
     texts[i] = table.concat(t, "\n")
   end
   -- the layers as one loop (codegen/fold.lua) over the stages' code; MKC_UNFOLD=1 writes every
-  -- stage out (to compare)
-  local run = os.getenv("MKC_UNFOLD") ~= "1" and fold.find(texts)
-  local lp = run and fold.loop(texts, run)
+  -- stage out (to compare). folds: the run that folds, even then (mkc_step's parameter below).
+  local folds = fold.find(texts)
+  local folded = folds and fold.loop(texts, folds)
+  if not folded then folds = nil end
+  local unfold = os.getenv("MKC_UNFOLD") == "1"
+  local run, lp = not unfold and folds, not unfold and folded
   -- Drafts by the first layers in the kernel need the loop's passes to be the model's layers, in
   -- order: pass l holds layer l's attention, and every layer is in the loop.
   draft_in_kernel = opts.slots == 0 and lp and run.count == graph.params.n_layers or false
@@ -588,8 +591,6 @@ function emit.source(graph, plan, opts)
   -- Judged on the folded kernel even under MKC_UNFOLD=1, whose text inspect's unfolding of the
   -- folded one must reproduce byte for byte.
   local NOT_LAYER = { embed = true, lm_head = true, sample_cands = true, sample = true, accept = true, keep = true }
-  local folds = fold.find(texts)
-  if folds and not fold.loop(texts, folds) then folds = nil end
   local layer_unrolled = false
   for k, st in ipairs(plan.stages) do
     local looped = folds and k >= folds.first and k < folds.first + folds.count * folds.period
