@@ -414,14 +414,17 @@ function emit.source(graph, plan, opts)
   -- unbounded, ptxas gave it 212 registers (2 blocks per SM) where 168 fit without a spill.
   -- MKC_MIN_BLOCKS, a knob for the GPU's A/B: ptxas fits T = 1 in 128 registers (4 blocks)
   -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
-  local min_blocks = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
-    or (opts.threads == 128 and 3 or nil)
+  local asked = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
+  local min_blocks = asked or (opts.threads == 128 and 3 or nil)
   put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
     min_blocks or 1))
-  -- ... and the blocks per SM the grid takes (0, none planned: as many as fit). Not more than
-  -- planned where ptxas needs fewer registers: llama-3.2-1b's T = 1 kernel fits 4 at 122, and 4
-  -- an SM ran 9.5 % slower than 3 on the H100 (docs/PERF.md, 2026-11-27).
-  plan.blocks_per_sm = min_blocks or 0
+  -- ... and the blocks per SM the grid takes (0, none planned: as many as fit). A kernel of one
+  -- input a step (no slots) takes as many as its registers allow: llama-3.2-1b's fits 4 at 122
+  -- registers, and 4 an SM ran 3.3 % faster than 3 on the H200 (docs/PERF.md, 2026-12-04; on the
+  -- H100, 2026-11-27, an older kernel forced to 128 registers ran 9.5 % slower). Others keep the
+  -- planned 3 where ptxas needs fewer registers.
+  local all_fit = not asked and opts.t_max == 1 and opts.slots == 0
+  plan.blocks_per_sm = (not all_fit and min_blocks) or 0
   -- A tuning knob for benchmarks (docs/PERF.md): the chunks a matvec lane loads per row at once.
   local unroll = knob("MKC_MV_UNROLL", "1, 2, 3 or 4", function(u) return u >= 1 and u <= 4 end)
   if unroll and unroll > 1 and plan.cp_ring then
@@ -465,9 +468,9 @@ function emit.source(graph, plan, opts)
   if knob("MKC_ATT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_ATT_PREFETCH 1 /* MKC_ATT_PREFETCH=1: a tile's K and V rows prefetched into L2 */")
   end
-  -- MKC_T1_PATH=1 (codegen/main.lua): said where it gave the stages their copies for one input
+  -- The stages' copies for one input (codegen/main.lua; MKC_T1_PATH=0 leaves them out): said
   if opts.t1_path then
-    put("#define MKC_T1_PATH 1 /* MKC_T1_PATH=1: each decode stage also written for steps of one input */")
+    put("#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */")
   end
   -- A tuning knob for benchmarks: bytes of its first rows a warp prefetches while it waits.
   local prefetch = knob("MKC_PREFETCH_BYTES", "a multiple of 128 in 0..65536",

@@ -151,9 +151,11 @@ function M.generate(opts)
     gen.splitk = true
   end
 
-  -- MKC_T1_PATH=1: each decode stage of a kernel taking several inputs a step has a copy for
-  -- steps of one input (codegen/emit.lua, ctx.one_input); not in a slot kernel, whose T is a slot's
-  gen.t1_path = util.knob("MKC_T1_PATH", "0 or 1", binary) == 1 and t_max > 1 and slots == 0
+  -- Each decode stage of a kernel taking several inputs a step has a copy for steps of one input
+  -- (codegen/emit.lua, ctx.one_input), unless MKC_T1_PATH=0; not in a slot kernel, whose T is a
+  -- slot's. On by default since the H200 ran T = 1 steps 9.6 % faster with it (docs/PERF.md,
+  -- 2026-12-04).
+  gen.t1_path = (util.knob("MKC_T1_PATH", "0 or 1", binary) or 1) == 1 and t_max > 1 and slots == 0
 
   local stages = fusion.stages(graph)
   gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)

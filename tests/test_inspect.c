@@ -251,14 +251,20 @@ static int write_file(const char *path, const char *text) {
 }
 
 /* Replaces the first `from` in text after `after` by `to`. */
-static char *edit(const char *text, const char *after, const char *from, const char *to) {
-  const char *start = strstr(text, after);
-  const char *p = start ? strstr(start, from) : NULL;
+/* text with the nth `from` after the first `after` replaced by `to`. */
+static char *edit_nth(const char *text, const char *after, const char *from, const char *to,
+                      int nth) {
+  const char *p = strstr(text, after);
+  for (int i = 0; i < nth && p; i++) p = strstr(i ? p + 1 : p, from);
   if (!p) return NULL;
   size_t n = strlen(text) + strlen(to) + 1;
   char *out = malloc(n);
   snprintf(out, n, "%.*s%s%s", (int)(p - text), text, to, p + strlen(from));
   return out;
+}
+
+static char *edit(const char *text, const char *after, const char *from, const char *to) {
+  return edit_nth(text, after, from, to, 1);
 }
 
 static int mismatch_in(const mkc_inspect_report *r, int stage, const char *word) {
@@ -309,9 +315,10 @@ static void tampered_loop(const char *path, const char *bad) {
     mkc_inspect_close(&r);
   }
   free(code);
-  /* the loop body's o-proj call: 64 rows -> 32, in both passes (stages 4 and 9) */
-  code =
-      edit(text, "/* pass stage 3/5", ", 128, MKC_W_BF16), 64, 8,", ", 128, MKC_W_BF16), 32, 8,");
+  /* the loop body's o-proj call: 64 rows -> 32, in both passes (stages 4 and 9); the second
+   * such call (the first is the copy for one input, codegen/emit.lua's ctx.one_input) */
+  code = edit_nth(text, "/* pass stage 3/5", ", 128, MKC_W_BF16), 64, 8,",
+                  ", 128, MKC_W_BF16), 32, 8,", 2);
   if (CHECK(code && write_file(bad, code) == 0, "tamper: the loop body's call edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
     int others = 0;
@@ -338,10 +345,11 @@ static void tampered(const char *dir) {
   mkc_graph_free(&g);
   char *text = slurp(path);
   snprintf(bad, sizeof bad, "%s/tampered.cu", dir);
-  /* stage 4's o-proj: 64 rows -> 32 in the call */
+  /* stage 4's o-proj: 64 rows -> 32 in the call (the second: the first is the copy for one input)
+   */
   char *code =
-      edit(text, "stage 4/15", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
-           "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
+      edit_nth(text, "stage 4/15", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+               "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,", 2);
   mkc_inspect_report r;
   if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4 call edited") &&
       open_at(bad, 1, 0, 0, &r) == 0) {
@@ -364,6 +372,29 @@ static void tampered(const char *dir) {
               mismatch_in(&r, 4, "reads weights+24704 (4096 bytes), which its CUDA-core twin"),
           "tamper: rows 64 -> 32 in the tiled variant only: its weight bytes differ from its "
           "twin's");
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  /* the same in the copy for one input alone (codegen/emit.lua, ctx.one_input) */
+  code = edit(text, "stage 4/15", "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 64,",
+              "mkc_matvec(mkc_wmat_of(weights + 24704, 128, MKC_W_BF16), 32,");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4's copy for one input edited") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    int others = 0;
+    for (int i = 0; i < r.n_mismatches; i++) others += r.mismatches[i].stage != 4;
+    CHECK(mismatch_in(&r, 4, "the copy for one input is not the stage's calls") && others == 0,
+          "tamper: rows 64 -> 32 in the copy for one input only: stage 4 says so, no other (%d)",
+          others);
+    mkc_inspect_close(&r);
+  }
+  free(code);
+  /* ... and the copy's T left as T: it must be the literal 1 */
+  code = edit(text, "stage 4/15", ", 1, (float *)(smem + 0), (float *)0);\n    } else {",
+              ", T, (float *)(smem + 0), (float *)0);\n    } else {");
+  if (CHECK(code && write_file(bad, code) == 0, "tamper: stage 4's copy given T") &&
+      open_at(bad, 1, 0, 0, &r) == 0) {
+    CHECK(mismatch_in(&r, 4, "the copy for one input is not the stage's calls"),
+          "tamper: the copy for one input passing T, not 1: stage 4 says so");
     mkc_inspect_close(&r);
   }
   free(code);

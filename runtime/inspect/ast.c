@@ -435,6 +435,56 @@ static int conditional_part(CXCursor c, CXCursor parent, CXClientData data) {
   return MKC_CX_Visit_Continue;
 }
 
+/* Whether an if's condition is `T == 1`: codegen's test before a stage's copy
+ * for steps of one input (codegen/emit.lua, ctx.one_input). */
+static int one_input_test(CXCursor cond) {
+  mkc_arg t, one;
+  children ops = kids(cond);
+  if (mkc_clang.getCursorKind(cond) != MKC_CX_BinaryOperator || ops.n != 2 ||
+      mkc_clang.getCursorBinaryOperatorKind(cond) != MKC_CX_BinaryOperator_EQ)
+    return 0;
+  classify(ops.c[0], &t);
+  classify(ops.c[1], &one);
+  return t.kind == MKC_ARG_NAME && strcmp(t.base, "T") == 0 && one.kind == MKC_ARG_INT &&
+         one.value == 1;
+}
+
+/* An argument of the one-input copy against the general code's: the same,
+ * but T written as 1 and t0 as 0. */
+static int same_for_one_input(const mkc_arg *one, const mkc_arg *any) {
+  if (any->kind == MKC_ARG_NAME && (!strcmp(any->base, "T") || !strcmp(any->base, "t0")))
+    return one->kind == MKC_ARG_INT && one->value == (any->base[0] == 'T');
+  return one->kind == any->kind && one->value == any->value && one->fvalue == any->fvalue &&
+         one->row_bytes == any->row_bytes && strcmp(one->base, any->base) == 0;
+}
+
+/* `if (T == 1) { copy } else { code }`: the stage's calls are the general
+ * code's; the copy must make the same calls with the same arguments, T and
+ * t0 written as literals, or it is reported (the model would not see it). */
+static void one_input_copy(body_walk *w, int stage, CXCursor copy, CXCursor code, unsigned line) {
+  mkc_stage *s = &w->r->stages[stage];
+  int first = s->ast.n_calls;
+  mkc_clang.visitChildren(code, stage_statement, w);
+  children ch = kids(copy);
+  int n = s->ast.n_calls - first, same = ch.n == n;
+  for (int i = 0; i < ch.n && same; i++) {
+    mkc_call one;
+    same = mkc_clang.getCursorKind(ch.c[i]) == MKC_CX_CallExpr;
+    if (!same) break;
+    read_call(ch.c[i], &one);
+    const mkc_call *any = &s->ast.calls[first + i];
+    same = !strcmp(one.name, any->name) && one.n_args == any->n_args;
+    for (int a = 0; a < one.n_args && same; a++)
+      same = same_for_one_input(&one.args[a], &any->args[a]);
+  }
+  if (!same) {
+    char msg[300];
+    snprintf(msg, sizeof msg,
+             "line %u: the copy for one input is not the stage's calls with T = 1, t0 = 0", line);
+    add_mismatch(w->r, stage + 1, msg);
+  }
+}
+
 /* One statement of the kernel body: a template call, the sync that ends the
  * stage, a conditional stage's if, or something the model does not know
  * (reported). */
@@ -460,6 +510,13 @@ static int stage_statement(CXCursor c, CXCursor parent, CXClientData data) {
   if ((int)u_end > s->ast.u_last_line) s->ast.u_last_line = (int)u_end;
   char msg[300];
   if (mkc_clang.getCursorKind(c) == MKC_CX_IfStmt) {
+    children ch = kids(c);
+    if (ch.n == 3 && one_input_test(ch.c[0]) &&
+        mkc_clang.getCursorKind(ch.c[1]) == MKC_CX_CompoundStmt &&
+        mkc_clang.getCursorKind(ch.c[2]) == MKC_CX_CompoundStmt) {
+      one_input_copy(w, i, ch.c[1], ch.c[2], line);
+      return MKC_CX_Visit_Continue;
+    }
     mkc_clang.visitChildren(c, conditional_part, data);
     return MKC_CX_Visit_Continue;
   }

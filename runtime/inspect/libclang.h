@@ -70,6 +70,7 @@ enum {
   MKC_CX_DeclStmt = 231,
   MKC_CX_CUDAGlobalAttr = 414,
   MKC_CX_BinaryOperator_Add = 6,
+  MKC_CX_BinaryOperator_EQ = 15,
   MKC_CX_Eval_Int = 1,
   MKC_CX_Eval_Float = 2,
   MKC_CX_Token_Comment = 4,

@@ -12,6 +12,7 @@
 #define MKC_KV_BF16 1 /* the KV cache's element type */
 #define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
 #define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */
+#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -5703,7 +5704,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5707 "llama.llama-3.2-1b.cu"
+#line 5708 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -6227,15 +6228,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  4096, pos, T, (const mkc_rowmap *)0,
                  64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
   } else {
-    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 256, 32, 8, 64, 0, mkc_rope_llama3(500000, 32.0f, 1.0f, 4.0f, 8192.0f),
-                 scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 262144, 2048, (float *)0, 0,
-                 kv + lay_i[4], kv + lay_i[5], 4096, pos, T,
-                 (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                   256, 32, 8, 64, 0, mkc_rope_llama3(500000, 32.0f, 1.0f, 4.0f, 8192.0f),
+                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                   scratch + 262144, 2048, (float *)0, 0,
+                   kv + lay_i[4], kv + lay_i[5], 4096, pos, 1,
+                   (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    } else {
+      mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                   256, 32, 8, 64, 0, mkc_rope_llama3(500000, 32.0f, 1.0f, 4.0f, 8192.0f),
+                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                   scratch + 262144, 2048, (float *)0, 0,
+                   kv + lay_i[4], kv + lay_i[5], 4096, pos, T,
+                   (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 387) written by another block */
 
@@ -6246,9 +6259,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                        32, 4, 64, 4096, 0, 0.125f, (const mkc_bf16 *)0, pos, T,
                        (const mkc_rowmap *)0, (float *)(smem + 0), (float *)(smem + 17408), (float *)(smem + 26112), (float *)(smem + 35328));
   } else {
-    mkc_attention(scratch + 262144, 2048, kv + lay_i[4], kv + lay_i[5], scratch + 524288, 2048,
-                  32, 4, 4, 64, 8, 4096, 0, 0.125f, (const mkc_bf16 *)0, pos, T,
-                  (const mkc_rowmap *)0, scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_attention(scratch + 262144, 2048, kv + lay_i[4], kv + lay_i[5], scratch + 524288, 2048,
+                    32, 4, 4, 64, 8, 4096, 0, 0.125f, (const mkc_bf16 *)0, pos, 1,
+                    (const mkc_rowmap *)0, scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
+    } else {
+      mkc_attention(scratch + 262144, 2048, kv + lay_i[4], kv + lay_i[5], scratch + 524288, 2048,
+                    32, 4, 4, 64, 8, 4096, 0, 0.125f, (const mkc_bf16 *)0, pos, T,
+                    (const mkc_rowmap *)0, scratch + 2486528, (unsigned *)(scratch + 2756864), (float *)(smem + 0), (float *)(smem + 1024), (float *)(smem + 9216), (float *)(smem + 9280));
+    }
   }
   mkc_flow_arrive(state); /* next stage reads attention (line 390) written by another block */
 
@@ -6260,7 +6279,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+    } else {
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 424) written by another block */
 
@@ -6274,8 +6297,13 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 786432, 8192, T,
                     (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
   } else {
-    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, 1, (float *)(smem + 48), (float *)0);
+    } else {
+      mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 416) written by another block */
 
@@ -6287,7 +6315,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+    } else {
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
@@ -6300,10 +6332,17 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: scratch+1835008 513024*t (logits (line 432)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
-              scratch + 1835008, 128256, t0, T, scratch + 2476288, (int *)(scratch + 2481408),
-              (float *)(smem + 48), (int *)(smem + 128));
+  if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
+                scratch + 1835008, 128256, 0, 1, scratch + 2476288, (int *)(scratch + 2481408),
+                (float *)(smem + 48), (int *)(smem + 128));
+  } else {
+    mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
+                scratch + 1835008, 128256, t0, T, scratch + 2476288, (int *)(scratch + 2481408),
+                (float *)(smem + 48), (int *)(smem + 128));
+  }
   mkc_flow_arrive(state); /* next stage reads logits (line 432) written by another block */
 
   /* stage 83/85: sample_cands -- no graph node

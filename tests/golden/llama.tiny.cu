@@ -12,6 +12,7 @@
 #define MKC_KV_BF16 1 /* the KV cache's element type */
 #define MKC_MIN_BLOCKS 3 /* blocks per SM the registers must allow */
 #define MKC_WEIGHT_NC 1 /* MKC_WEIGHT_NC: weight rows read past L1 */
+#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */
 #define MKC_T_CHUNK 128 /* a prompt chunk's inputs: past MKC_T_MAX, tiled */
 #define MKC_GEMM_BM 64 /* tiles: tokens */
 #define MKC_GEMM_BN 64 /* tiles: weight rows */
@@ -5689,7 +5690,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5693 "llama.tiny.cu"
+#line 5694 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5793,15 +5794,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  512, pos, T, (const mkc_rowmap *)0,
                  64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
   } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
-                 8, 4, 2, 16, 0, mkc_rope_plain(10000),
-                 scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
-                 (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
-                 scratch + 8192, 64, (float *)0, 0,
-                 kv + lay_i[4], kv + lay_i[5], 512, pos, T,
-                 (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                   8, 4, 2, 16, 0, mkc_rope_plain(10000),
+                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                   scratch + 8192, 64, (float *)0, 0,
+                   kv + lay_i[4], kv + lay_i[5], 512, pos, 1,
+                   (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    } else {
+      mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
+                   8, 4, 2, 16, 0, mkc_rope_plain(10000),
+                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
+                   (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
+                   scratch + 8192, 64, (float *)0, 0,
+                   kv + lay_i[4], kv + lay_i[5], 512, pos, T,
+                   (const mkc_rowmap *)0, (float *)(smem + 48), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads rope (line 387) written by another block */
 
@@ -5812,9 +5825,15 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                        4, 2, 16, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, T,
                        (const mkc_rowmap *)0, (float *)(smem + 0), (float *)(smem + 5120), (float *)(smem + 7680), (float *)(smem + 10752));
   } else {
-    mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
-                  4, 2, 2, 16, 8, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, T,
-                  (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
+                    4, 2, 2, 16, 8, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, 1,
+                    (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
+    } else {
+      mkc_attention(scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5], scratch + 16384, 64,
+                    4, 2, 2, 16, 8, 512, 0, 0.25f, (const mkc_bf16 *)0, pos, T,
+                    (const mkc_rowmap *)0, scratch + 59392, (unsigned *)(scratch + 96256), (float *)(smem + 0), (float *)(smem + 128), (float *)(smem + 4224), (float *)(smem + 4288));
+    }
   }
   mkc_flow_arrive(state); /* next stage reads attention (line 390) written by another block */
 
@@ -5826,7 +5845,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+    } else {
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 424) written by another block */
 
@@ -5840,8 +5863,13 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 24576, 192, T,
                     (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
   } else {
-    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-    mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, 1, (float *)(smem + 48), (float *)0);
+    } else {
+      mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 416) written by another block */
 
@@ -5853,7 +5881,11 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                     scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
                     (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
   } else {
-    mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+    } else {
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+    }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */
   } /* layer loop */
@@ -5866,10 +5898,17 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: scratch+8192 1024*t (logits (line 432)) */
   mkc_prefetch_first(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, MKC_ROWS, 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
-  mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
-              scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
-              (float *)(smem + 48), (int *)(smem + 128));
+  if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
+                scratch + 8192, 256, 0, 1, scratch + 49152, (int *)(scratch + 54272),
+                (float *)(smem + 48), (int *)(smem + 128));
+  } else {
+    mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
+    mkc_lm_head(mkc_wmat_of(weights + 0, 128, MKC_W_BF16), 256, 8, scratch + 0, 64, weights + 115200, (float *)(smem + 0),
+                scratch + 8192, 256, t0, T, scratch + 49152, (int *)(scratch + 54272),
+                (float *)(smem + 48), (int *)(smem + 128));
+  }
   mkc_flow_arrive(state); /* next stage reads logits (line 432) written by another block */
 
   /* stage 13/15: sample_cands -- no graph node

@@ -50,6 +50,12 @@ if [ -z "${PRIME_RUNS:-}" ] || [ -n "${PRIME_SUITE:-}" ]; then
   printf '1,2,3\n5,6,7,8,9\n42,7\n' >build/gpu-prime/batch.txt
   MKC_MMA_DECODE=1 build/mkc run --preset tiny --random-weights 3 -n 6 --batch build/gpu-prime/batch.txt \
     --slots 3 --draft-max 2 --backend cuda >/dev/null 2>&1
+  # ... and its wide slot steps (3 slots of 1 + 12 drafts), sampled batch too: unprimed, the
+  # 2026-12-04 call's sanitizer part ran out of time compiling them
+  build/mkc run --preset tiny --random-weights 3 -n 8 --batch build/gpu-prime/batch.txt --slots 3 \
+    --draft-max 12 --backend cuda >/dev/null 2>&1
+  build/mkc run --preset tiny --random-weights 3 -n 6 --batch build/gpu-prime/batch.txt --slots 3 \
+    --draft-max 2 --temp 0.8 --seed 1 --backend cuda >/dev/null 2>&1
 fi
 # What tests/gpu/bench.sh bench runs: each only until its kernel is in the cache.
 # PATTERN: a regex the header of the last kernel the run asks for matches ("preset" for

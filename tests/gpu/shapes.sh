@@ -12,46 +12,42 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
-  # each decode stage's copy for steps of one input (MKC_T1_PATH=1): its tg128 against l1b-d0's
-  # and tune-t1's (the T = 1 kernel, 14 % faster than l1b-d0's tg128 on the H100)
-  "t1path-d0 MKC_T1_PATH=1 $l1b -p 512 --rounds 8"
-  # the matvec's weight rows copied ahead into shared memory (MKC_CP_RING: 16 or 32 pieces of 16
-  # bytes a thread in flight, where the loads hold 4 to 8), beside l1b-d0
-  "ring16-d0 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
-  # the decode matmuls on tensor cores (MKC_MMA_DECODE=1, a knob until measured): T = 1 and the
-  # verify step beside l1b-d0, by warp, split-K over the grid's warps (later: split over a block's)
-  "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
-  "mma-ring16-d0 MKC_MMA_DECODE=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
+  # the copies for one input off (MKC_T1_PATH=0; on by default since the H200 ran them 9.6 %
+  # faster on 2026-12-04): the A/B again, on whatever GPU is lent
+  "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
-  # at depth, attention's K and V rows asked of L2 a tile at once (MKC_ATT_PREFETCH), with the ring
-  "ring16-attpf-d4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
-  "ring32-d0 MKC_CP_RING=32 $l1b -p 512 --rounds 8"
-  # the controller's fallback steps on the one-input copies, beside the T = 1 kernel
-  "t1path-d4096 MKC_T1_PATH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the T = 1 kernel: 4 blocks an SM since 2026-12-04 (122 registers; +3.3 % on the H200), and
+  # the planned 3 beside it (on the H100 on 2026-11-27, 4 were 9.5 % slower)
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
-  # T = 1 needs 122 registers since its loads are unconditional (docs/PERF.md, 2026-11-28): 4 blocks
-  # an SM fit, but the grid keeps the planned 3 unless asked; 4 ran 9.5 % slower on 2026-11-27
-  "mb4-t1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
-  "t1path-ring16-d0 MKC_T1_PATH=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
-  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-stages $l1b -p 64 -n 32 --stages"
+  "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
+  "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
+  "l1b-grid MKC_SYNC=grid $l1b -p 512"
+  # the knobs the H200 measured slower on 2026-12-04 (docs/PERF.md): the matvec's weight rows
+  # copied ahead into shared memory (MKC_CP_RING), the decode matmuls on tensor cores
+  # (MKC_MMA_DECODE), attention's K and V rows asked of L2 a tile at once (MKC_ATT_PREFETCH)
+  "ring16-d0 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
+  "mma-d0 MKC_MMA_DECODE=1 $l1b -p 512 --rounds 8"
+  "attpf-d4096 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "ring16-attpf-d4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "mma-ring16-d0 MKC_MMA_DECODE=1 MKC_CP_RING=16 $l1b -p 512 --rounds 8"
+  "ring32-d0 MKC_CP_RING=32 $l1b -p 512 --rounds 8"
   "ring16-stages MKC_CP_RING=16 $l1b -p 64 -n 32 --stages"
   "ring16-attpf-stages4096 MKC_CP_RING=16 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 -n 32 --stages"
   "ring16-t1 MKC_CP_RING=16 ${l1bt/--draft-max 4/--draft-max 0}"
-  # at 4 blocks an SM (128 registers, 0 spill at T = 1; without the ring 9.5 % slower there)
   "ring16-mb4-t1 MKC_MIN_BLOCKS=4 MKC_CP_RING=16 ${l1bt/--draft-max 4/--draft-max 0}"
   "ring16-d4096 MKC_CP_RING=16 $l1b -p 64 -d 4096 --draft-adaptive"
-  "attpf-d4096 MKC_ATT_PREFETCH=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
   "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
   "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
-  "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   # at 2 blocks an SM: since 3 blocks spill nothing either (docs/PERF.md), what fewer warps cost
   "mb2-t1 MKC_MIN_BLOCKS=2 ${l1bt/--draft-max 4/--draft-max 0}"
-  # the T = 1 kernel on tensor cores (tune-t1, on CUDA cores, is above)
+  # the T = 1 kernel on tensor cores
   "mma-t1 MKC_MMA_DECODE=1 ${l1bt/--draft-max 4/--draft-max 0}"
   # the tensor-core kernels take 128 registers since nothing spills (docs/PERF.md): 4 blocks an SM
   "mma-mb4-d0 MKC_MMA_DECODE=1 MKC_MIN_BLOCKS=4 $l1b -p 512 --rounds 8"
@@ -65,7 +61,6 @@ BENCH_RUNS=(
   "l1b-self $l1bt --draft-layers 4 --rounds 16"
   "l1b-head $l1bt --draft-head"
   "smollm2-self -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 64 -p 16 --draft-layers 8 --rounds 16"
-  "l1b-grid MKC_SYNC=grid $l1b -p 512"
   # llama-3.2-1b with every matrix IQ3_S (the grid types' decoders: a table lookup a chunk),
   # the T = 1 kernel; its model is made on the machine (mkc init on every core)
   "l1b-iq3s-t1 -m \$models/l1b-iq3s.gguf --ctx 2048 --draft-max 0 -n 64 -p 16"
