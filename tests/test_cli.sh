@@ -262,6 +262,17 @@ if env -u MKC_T1_PATH "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o
 else
   fail "one-input copies emitted" "$(grep -c 'one input' "$tmp/t1.cu" "$tmp/t1-one.cu" "$tmp/t1-off.cu" 2>&1)"
 fi
+# ... by default only where every matrix is bf16 (measured there; quantized kernels spilled with
+# them): a Q8_0 file's kernel has none unless MKC_T1_PATH=1 asks
+if "$mkc" init --preset tiny --seed 1 --type q8_0 -o "$tmp/t1q.gguf" >/dev/null 2>&1 &&
+  env -u MKC_T1_PATH "$mkc" gen -m "$tmp/t1q.gguf" --draft-max 4 -o "$tmp/t1q.cu" 2>/dev/null &&
+  MKC_T1_PATH=1 "$mkc" gen -m "$tmp/t1q.gguf" --draft-max 4 -o "$tmp/t1q-on.cu" 2>/dev/null &&
+  ! grep -q 'MKC_T1_PATH\|one input: T = 1' "$tmp/t1q.cu" &&
+  [ "$(grep -c 'if (T == 1) { /\* one input' "$tmp/t1q-on.cu")" -eq 6 ]; then
+  ok "one-input copies: none by default in a Q8_0 file's kernel, six with MKC_T1_PATH=1"
+else
+  fail "one-input copies of a quantized kernel" "$(grep -c 'one input' "$tmp/t1q.cu" "$tmp/t1q-on.cu" 2>&1)"
+fi
 if MKC_T1_PATH=0 MKC_SIMT_SEED=6 "$mkc" "${args[@]}" --backend cpu >"$tmp/t1.out" 2>/dev/null &&
   cmp -s "$tmp/t1.out" "$tmp/u2.ref"; then
   ok "MKC_T1_PATH=0: the reference's tokens with drafts (odd, lane path)"

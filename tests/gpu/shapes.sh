@@ -24,6 +24,10 @@ BENCH_RUNS=(
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the T = 1 kernel with two chunks a row in flight (MKC_MV_UNROLL=2: 137 registers, 3 blocks an
+  # SM, 0 spill): the 2048-row stages ran at 23-33 % of copy on the H200 for want of bytes in
+  # flight (docs/PERF.md, 2026-12-04); the unroll lost at T <= 5 and 168 registers on 2026-11-27
+  "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
   # the knobs the H200 measured slower on 2026-12-04 (docs/PERF.md): the matvec's weight rows
   # copied ahead into shared memory (MKC_CP_RING), the decode matmuls on tensor cores
