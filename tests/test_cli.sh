@@ -247,10 +247,10 @@ if MKC_ATT_PREFETCH=1 MKC_CP_RING=16 MKC_SIMT_SEED=4 "$mkc" "${args[@]}" --backe
 else
   fail "MKC_ATT_PREFETCH=1" "$(head -c 400 "$tmp"/ap.out "$tmp"/ap-batch.* 2>/dev/null)"
 fi
-# Each decode stage also written for steps of one input, by default since 2026-12-04 (the H200's
-# T = 1 steps 9.6 % faster); MKC_T1_PATH=0 leaves the copies out: checked, said in a kernel for
-# several inputs a step (only there: a T = 1 kernel is all one input), and both lossless on the
-# lane path; test_t1_path checks the copies' logits bit for bit.
+# Each decode stage also written for steps of one input, by default in all-bf16 kernels since
+# 2026-12-04 (the H200's T = 1 steps 9.6 % faster); MKC_T1_PATH=0 leaves the copies out:
+# checked, said in a kernel for several inputs a step (only there: a T = 1 kernel is all one
+# input), and both lossless on the lane path; test_t1_path checks the copies' logits bit for bit.
 MKC_T1_PATH=2 expect_error "MKC_T1_PATH not 0 or 1" \
   'mkc: error: MKC_T1_PATH must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/t1.cu"
 if env -u MKC_T1_PATH "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/t1.cu" 2>/dev/null &&
