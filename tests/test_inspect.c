@@ -250,7 +250,6 @@ static int write_file(const char *path, const char *text) {
   return fclose(f);
 }
 
-/* Replaces the first `from` in text after `after` by `to`. */
 /* text with the nth `from` after the first `after` replaced by `to`. */
 static char *edit_nth(const char *text, const char *after, const char *from, const char *to,
                       int nth) {
@@ -263,6 +262,7 @@ static char *edit_nth(const char *text, const char *after, const char *from, con
   return out;
 }
 
+/* ... the first such `from`. */
 static char *edit(const char *text, const char *after, const char *from, const char *to) {
   return edit_nth(text, after, from, to, 1);
 }

@@ -452,8 +452,10 @@ static int one_input_test(CXCursor cond) {
 /* An argument of the one-input copy against the general code's: the same,
  * but T written as 1 and t0 as 0. */
 static int same_for_one_input(const mkc_arg *one, const mkc_arg *any) {
-  if (any->kind == MKC_ARG_NAME && (!strcmp(any->base, "T") || !strcmp(any->base, "t0")))
-    return one->kind == MKC_ARG_INT && one->value == (any->base[0] == 'T');
+  if (any->kind == MKC_ARG_NAME && strcmp(any->base, "T") == 0)
+    return one->kind == MKC_ARG_INT && one->value == 1;
+  if (any->kind == MKC_ARG_NAME && strcmp(any->base, "t0") == 0)
+    return one->kind == MKC_ARG_INT && one->value == 0;
   return one->kind == any->kind && one->value == any->value && one->fvalue == any->fvalue &&
          one->row_bytes == any->row_bytes && strcmp(one->base, any->base) == 0;
 }
