@@ -433,6 +433,16 @@ function emit.source(graph, plan, opts)
   if unroll then
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(unroll))
   end
+  -- ... and the matvecs that leave warps idle taking one row a warp, this many of its chunks per
+  -- lane at once (templates/matvec.cuh: MKC_MV_ROW1; off until a GPU has measured it)
+  local row1 = knob("MKC_MV_ROW1", "0, 2, 4 or 8", function(u) return u == 0 or u == 2 or u == 4 or u == 8 end)
+  if row1 and row1 > 0 and plan.cp_ring then
+    util.fail("MKC_CP_RING takes the place of the loads MKC_MV_ROW1 unrolls: set one of the two")
+  end
+  if row1 and row1 > 0 then
+    put(("#define MKC_MV_ROW1 %d /* MKC_MV_ROW1: the idle-warp matvecs' rows one a warp, chunks per lane at once */")
+      :format(row1))
+  end
   -- Weight rows read past L1 (templates/prelude_cuda.cuh): on by default since the
   -- H100's A/B (docs/PERF.md, 2026-11-27); MKC_WEIGHT_NC=0 for the plain load.
   local nc = knob("MKC_WEIGHT_NC", "0 or 1", function(v) return v == 0 or v == 1 end)
@@ -545,8 +555,11 @@ function emit.source(graph, plan, opts)
     if prev and prev.sync.kind == "flow" then
       -- this stage's first weight rows stream into L2 while the other blocks finish the last one
       local mats = matrices(st)
+      -- (the rows a warp takes first: mkc_matvec's may be one, MKC_MV_ROW1)
+      local n = (st.kind == "matvec" or st.kind == "matvec_residual") and "mkc_matvec_rows_n(%d)" or "MKC_ROWS"
       for _, w in ipairs(mats) do
-        t[#t + 1] = ("%smkc_prefetch_first(%s, %d, MKC_ROWS, %d);"):format(indent, wmat_of(plan, w), w.rows, #mats)
+        t[#t + 1] = ("%smkc_prefetch_first(%s, %d, %s, %d);"):format(indent, wmat_of(plan, w), w.rows,
+          n:format(w.rows), #mats)
       end
       t[#t + 1] = ("%smkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */"):format(indent)
     end

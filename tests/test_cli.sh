@@ -163,6 +163,29 @@ else
   fail "MKC_MV_UNROLL=2" "$(cat "$tmp/u2.out" "$tmp/u2.ref" 2>/dev/null)"
 fi
 
+# MKC_MV_ROW1 (the idle-warp matvecs' rows one a warp, a benchmark knob): checked, emitted, and on
+# the checking schedule the kernel keeps the reference's tokens, at T <= 5 and in T = 1's copies.
+MKC_MV_ROW1=3 expect_error "MKC_MV_ROW1 out of range" \
+  'mkc: error: MKC_MV_ROW1 must be 0, 2, 4 or 8, got "3"' -- gen graphs/llama.lua --preset tiny -o "$tmp/r3.cu"
+MKC_CP_RING=16 MKC_MV_ROW1=8 expect_error "MKC_CP_RING with MKC_MV_ROW1" \
+  'mkc: error: MKC_CP_RING takes the place of the loads MKC_MV_ROW1 unrolls: set one of the two' \
+  -- gen graphs/llama.lua --preset tiny -o "$tmp/r8r.cu"
+# 16 blocks (64 warps): every matvec row block leaves warps idle, so o-proj and down take the path.
+# blocks-tiny with 2 chunks a lane: down's 96 chunks a row in two turns, the second one short.
+for r1 in "odd 8 4" "odd 8 0" "blocks-tiny 2 4"; do
+  read -r p u dm <<<"$r1"
+  args=(run --preset "$p" --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 --draft-max "$dm")
+  if MKC_MV_ROW1=$u "$mkc" gen graphs/llama.lua --preset "$p" -o "$tmp/r1.cu" 2>/dev/null &&
+    grep -q "^#define MKC_MV_ROW1 $u " "$tmp/r1.cu" &&
+    MKC_MV_ROW1=$u MKC_SIMT_SEED=1 "$mkc" "${args[@]}" --blocks 16 --backend cpu >"$tmp/r1.out" 2>/dev/null &&
+    "$mkc" "${args[@]}" --backend ref >"$tmp/r1.ref" 2>/dev/null && cmp -s "$tmp/r1.out" "$tmp/r1.ref" &&
+    [ "$(wc -w <"$tmp/r1.out")" -eq 24 ]; then
+    ok "MKC_MV_ROW1=$u: emitted, and the lane path gives the reference's 24 tokens ($p, --draft-max $dm)"
+  else
+    fail "MKC_MV_ROW1=$u $p --draft-max $dm" "$(cat "$tmp/r1.out" "$tmp/r1.ref" 2>/dev/null)"
+  fi
+done
+
 # MKC_SYNC=grid (grid barriers instead of flow waits, to compare them on a GPU) and
 # MKC_PREFETCH_BYTES (a flow wait's prefetch): checked, emitted, the same tokens as the reference.
 MKC_SYNC=fast expect_error "MKC_SYNC unknown" \

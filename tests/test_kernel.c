@@ -177,7 +177,22 @@ int main(void) {
   compare("odd", 7, 5);
   compare("qwen2-tiny", 4, 4);
   compare("gptoss-tiny", 4, 4); /* the output projection's bias on the split's path */
+  unsetenv("MKC_SPLIT");
+  /* MKC_MV_ROW1=8, a knob until a GPU has measured it: the matvecs that leave warps idle
+   * (o-proj, down; 16 blocks: every preset's) take one row a warp, 8 chunks per lane at once;
+   * T = 1's copies too, and gpt-oss's output bias on that path */
+  setenv("MKC_MV_ROW1", "8", 1);
+  shape_note = " (MKC_ROWS 4, MKC_MV_ROW1 8)";
+  compare("tiny", 4, 16);
+  compare("tiny", 0, 16);
+  compare("odd", 7, 5);
+  compare("gptoss-tiny", 4, 16);
   unsetenv("MKC_CPU_CFLAGS");
+  shape_note = " (MKC_MV_ROW1 8)";
+  compare("odd", 4, 16);
+  compare("qwen2-tiny", 0, 8);
+  unsetenv("MKC_MV_ROW1");
+  setenv("MKC_SPLIT", "1", 1);
   shape_note = " (MKC_SPLIT 1)";
   compare("tiny", 4, 4);
   compare("odd", 4, 3);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates ffa123ca97309d89, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 809740eeae42f6f3, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1573,6 +1573,18 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #define MKC_MV_UNROLL 1
 #endif
 
+/* The matvecs whose row blocks leave warps idle (rows < the grid's warps x MKC_ROWS:
+ * llama-3.2-1b's o-proj and down, 2048 rows against 2112 warps) give each warp one
+ * row at a time, MKC_MV_ROW1 of its chunks loaded per lane at once (0: off, the
+ * row blocks). Four rows with one chunk each kept 1 MB in flight on the H200, and
+ * those stages ran at 24-33 % of copy bandwidth for it (docs/PERF.md, 2026-12-04);
+ * one row with 8 keeps 8 MB. A row's sums are the same bits either way: each lane
+ * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. */
+#ifndef MKC_MV_ROW1
+#define MKC_MV_ROW1 0
+#endif
+#define MKC_MV_UNROLL_MAX (MKC_MV_ROW1 > MKC_MV_UNROLL ? MKC_MV_ROW1 : MKC_MV_UNROLL)
+
 /* Input t's chunk c, scaled by the norm weights (ga, gb) when norm_w is given. The
  * weights are two mkc_f4, not a float[8]: in the decoded rows' loops below an array of
  * them was kept in local memory. */
@@ -1737,9 +1749,11 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (w[r].p) any = w[r].p;
   for (int r = 0; r < nrows; r++) src[r] = w[r].p ? w[r].p : any;
   if (!any) n_chunks = 0;
-  for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * MKC_MV_UNROLL, i++) {
+  /* chunks per row a lane loads at once: a literal once inlined (nrows is) */
+  const int unroll = nrows == 1 && MKC_MV_ROW1 ? MKC_MV_ROW1 : MKC_MV_UNROLL;
+  for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * unroll, i++) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
-    mkc_u4 wc[MKC_MV_UNROLL][MKC_DOT_ROWS_MAX];
+    mkc_u4 wc[MKC_MV_UNROLL_MAX][MKC_DOT_ROWS_MAX];
     const mkc_u4 z = {0u, 0u, 0u, 0u};
 #if MKC_CP_RING
     if (turns) {
@@ -1749,11 +1763,11 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     } else
 #endif
     {
-      MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) /* wc stays in registers */
+      MKC_UNROLL for (int u = 0; u < unroll; u++) /* wc stays in registers */
           for (int r = 0; r < nrows; r++) if ((type ? type : w[r].type) == MKC_W_BF16) wc[u][r] =
               c0 + 32 * u < n_chunks ? mkc_load_weight_u4(src[r] + 16 * (c0 + 32 * u)) : z;
     }
-    MKC_UNROLL for (int u = 0; u < MKC_MV_UNROLL; u++) {
+    MKC_UNROLL for (int u = 0; u < unroll; u++) {
       int c = c0 + 32 * u;
       if (c >= n_chunks) continue;
       mkc_dot_chunk(type, w, nrows, c, lane & 31, wc[u], x, x_stride, norm_w, T, part);
@@ -2437,6 +2451,12 @@ MKC_DEVICE void mkc_dot_lane_rows2(const void *args, int lane, float *acc) {
   mkc_dot_lanes(lane, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
 }
 
+MKC_DEVICE void mkc_dot_lane_row1(const void *args, int lane, float *acc) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows(a->next, 1, lane);
+  mkc_dot_lanes(lane, a->w, 1, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, acc);
+}
+
 #ifdef MKC_CPU
 /* Every lane's share of mkc_prefetch_rows: the rows whole. */
 MKC_DEVICE void mkc_prefetch_rows_all(const mkc_wrow *w, int nrows) {
@@ -2460,6 +2480,12 @@ MKC_DEVICE void mkc_dot_warp_rows2(const void *args, float *sums) {
   mkc_dot_lanes(MKC_ALL_LANES, a->w, 2 * MKC_ROWS, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T,
                 sums);
 }
+
+MKC_DEVICE void mkc_dot_warp_row1(const void *args, float *sums) {
+  const mkc_dot_args *a = (const mkc_dot_args *)args;
+  mkc_prefetch_rows_all(a->next, 1);
+  mkc_dot_lanes(MKC_ALL_LANES, a->w, 1, a->n_chunks, a->x, a->x_stride, a->norm_w, a->T, sums);
+}
 #endif
 
 /* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
@@ -2473,15 +2499,18 @@ MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, co
       }
 }
 
-/* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS
- * or 2 * MKC_ROWS), the rows next[0 .. nrows) prefetched: the partials of all
- * rows reduced in one warp sum, then scaled by the norm. */
+/* Full dot products in every lane of the rows w[0 .. nrows) (nrows: MKC_ROWS,
+ * 2 * MKC_ROWS, or 1 where MKC_MV_ROW1 takes rows one at a time), the rows
+ * next[0 .. nrows) prefetched: the partials of all rows reduced in one warp
+ * sum, then scaled by the norm. */
 MKC_DEVICE void mkc_dot_rows(const mkc_wrow *w, const mkc_wrow *next, int nrows, int n_chunks,
                              const float *x, int x_stride, const mkc_bf16 *norm_w,
                              const float *inv_rms, int T, float *acc) {
   mkc_dot_args args = {w, next, n_chunks, x, x_stride, norm_w, T};
   if (nrows == MKC_ROWS)
     MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows, mkc_dot_warp_rows, &args, acc, MKC_ROWS, MKC_T_MAX, T);
+  else if (nrows == 1)
+    MKC_WARP_SUM_OF_WARP(mkc_dot_lane_row1, mkc_dot_warp_row1, &args, acc, 1, MKC_T_MAX, T);
   else
     MKC_WARP_SUM_OF_WARP(mkc_dot_lane_rows2, mkc_dot_warp_rows2, &args, acc, 2 * MKC_ROWS,
                          MKC_T_MAX, T);
@@ -2616,6 +2645,14 @@ MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes a
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
 MKC_DEVICE int mkc_split_pays(int rows) { return mkc_split_pays_n(rows, MKC_ROWS); }
+
+/* Whether mkc_matvec takes its rows one a warp (MKC_MV_ROW1): where its row blocks would
+ * leave warps idle and it does not split; and the rows a warp takes at once then. */
+MKC_DEVICE int mkc_row1_pays(int rows) {
+  return MKC_MV_ROW1 && !mkc_split_pays(rows) &&
+         (rows + MKC_ROWS - 1) / MKC_ROWS < mkc_grid_warps();
+}
+MKC_DEVICE int mkc_matvec_rows_n(int rows) { return mkc_row1_pays(rows) ? 1 : MKC_ROWS; }
 
 /* This warp's share of a split row of n_chunks: its first chunk into *c0 and how many
  * (<= 0: none) into *nc, whole blocks of g chunks each. */
@@ -3184,6 +3221,23 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
 #endif
   (void)splitk;
+  if (mkc_row1_pays(rows)) { /* one row a warp, MKC_MV_ROW1 chunks of it per lane at once */
+    float acc1[MKC_T_MAX];
+    int step = mkc_grid_warps();
+    for (int r = mkc_grid_warp(); r < rows; r += step) {
+      if (!mkc_dot_rows_ready(1, norm_w, inv_rms, T, acc1, 1)) {
+        mkc_wrow wr = mkc_wmat_row(w, r);
+        mkc_wrow next = r + step < rows ? mkc_wmat_row(w, r + step) : mkc_wrow_none_of(w.type);
+        mkc_dot_rows(&wr, &next, 1, n_chunks, x, x_stride, norm_w, inv_rms, T, acc1);
+      }
+      if (mkc_lane() == 0)
+        for (int t = 0; t < MKC_T_MAX; t++) {
+          if (t >= T) break;
+          mkc_put(out + t * out_stride + r, acc1[t], bias, r, accumulate);
+        }
+    }
+    return;
+  }
   float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
     int step = mkc_nblocks() * MKC_ROWS;
@@ -5690,7 +5744,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5694 "llama.tiny.cu"
+#line 5748 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5838,7 +5892,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads attention (line 390) written by another block */
 
   /* pass stage 3/5: matvec_residual */
-  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, MKC_ROWS, 1);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, mkc_matvec_rows_n(64), 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
@@ -5874,7 +5928,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   mkc_flow_arrive(state); /* next stage reads swiglu (line 416) written by another block */
 
   /* pass stage 5/5: matvec_residual */
-  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, MKC_ROWS, 1);
+  mkc_prefetch_first(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, mkc_matvec_rows_n(64), 1);
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,

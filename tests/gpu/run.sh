@@ -86,6 +86,9 @@ elif [ -x "$cs" ]; then
     # shellcheck disable=SC2086
     sanitize "$run" run --preset "$p" --random-weights 3 -n 6 --prompt-ids 1,2,3,1,2 --draft-max 2 $extra
   done
+  # the idle-warp matvecs' rows one a warp, 8 chunks a lane at once (MKC_MV_ROW1=8), at T <= 3
+  MKC_MV_ROW1=8 sanitize "odd, MKC_MV_ROW1=8" run --preset odd --random-weights 3 -n 6 \
+    --prompt-ids 1,2,3,1,2 --draft-max 2
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1): by warp at T = 8, split over a block's
   # warps (its shared-memory partials), and a slot kernel's two m-tiles (T = 9)
   MKC_MMA_DECODE=1 sanitize "odd, MKC_MMA_DECODE=1" run --preset odd --random-weights 3 -n 6 \

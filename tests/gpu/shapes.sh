@@ -12,17 +12,29 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
-  # the copies for one input off (MKC_T1_PATH=0; on by default since the H200 ran them 9.6 %
-  # faster on 2026-12-04): the A/B again, on whatever GPU is lent
-  "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
+  # o-proj and down (2048 rows) one row a warp, 8 chunks of it a lane at once (MKC_MV_ROW1=8: 8 MB
+  # in flight where the row blocks of 4 kept 1 MB, and those stages ran at 24-33 % of copy on the
+  # H200 on 2026-12-04); T <= 5 and the T = 1 kernel (122 registers, 0 spill either way), and
+  # --stages for their own times
+  "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
-  # the T = 1 kernel: 4 blocks an SM since 2026-12-04 (122 registers; +3.3 % on the H200), and
-  # the planned 3 beside it (on the H100 on 2026-11-27, 4 were 9.5 % slower)
+  # the T = 1 kernel: 4 blocks an SM since 2026-12-04 (122 registers; +3.3 % on the H200)
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
-  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
+  "row1-t1 MKC_MV_ROW1=8 ${l1bt/--draft-max 4/--draft-max 0}"
+  "row1-stages MKC_MV_ROW1=8 $l1b -p 64 -n 32 --stages"
   "l1b-stages $l1b -p 64 -n 32 --stages"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
+  # the same stages split over a block's warps (MKC_SPLIT=1: slower on the H100 on 2026-11-27, when
+  # it split gate/up too and the grid was smaller), and 4 chunks a lane at once
+  "split-t1 MKC_SPLIT=1 ${l1bt/--draft-max 4/--draft-max 0}"
+  "row1x4-t1 MKC_MV_ROW1=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  "row1-d4096 MKC_MV_ROW1=8 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the copies for one input off (MKC_T1_PATH=0; on by default since the H200 ran them 9.6 %
+  # faster on 2026-12-04), and the T = 1 kernel at the planned 3 blocks an SM (on the H100 on
+  # 2026-11-27, 4 were 9.5 % slower)
+  "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
+  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
   # the T = 1 kernel with two chunks a row in flight (MKC_MV_UNROLL=2: 137 registers, 3 blocks an
   # SM, 0 spill): the 2048-row stages ran at 23-33 % of copy on the H200 for want of bytes in
