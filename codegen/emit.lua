@@ -447,15 +447,15 @@ function emit.source(graph, plan, opts)
   -- H100's A/B (docs/PERF.md, 2026-11-27); MKC_WEIGHT_NC=0 for the plain load.
   local nc = knob("MKC_WEIGHT_NC", "0 or 1", function(v) return v == 0 or v == 1 end)
   put(("#define MKC_WEIGHT_NC %d /* MKC_WEIGHT_NC: weight rows read past L1 */"):format(nc or 1))
-  -- A tuning knob for benchmarks: MKC_SPLIT=1 gives the short matmuls' row blocks to a
-  -- block's warps together (off: slower on the H100 in every stage, docs/PERF.md).
-  if knob("MKC_SPLIT", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
-    put("#define MKC_SPLIT 1 /* MKC_SPLIT=1: short matmuls split a row's columns over a block's warps */")
+  -- The short matmuls' row blocks given to a block's warps together: by default in all-bf16
+  -- kernels of one input a step, MKC_SPLIT=0 or 1 for any (codegen/main.lua says why)
+  if opts.split then
+    put("#define MKC_SPLIT 1 /* short matmuls split a row's columns over a block's warps (MKC_SPLIT) */")
   end
-  -- A knob for the GPU's A/B: the decode matmuls of bf16 matrices on tensor cores
-  -- (templates/matvec.cuh; docs/DECISIONS.md). Off until a GPU has measured it.
-  if knob("MKC_MMA_DECODE", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
-    put("#define MKC_MMA_DECODE 1 /* MKC_MMA_DECODE=1: bf16 decode matmuls on tensor cores */")
+  -- The decode matmuls of bf16 matrices on tensor cores (templates/matvec.cuh): by default in
+  -- all-bf16 kernels of 16 slots or more, MKC_MMA_DECODE=0 or 1 for any (codegen/main.lua)
+  if opts.mma_decode then
+    put("#define MKC_MMA_DECODE 1 /* bf16 decode matmuls on tensor cores (MKC_MMA_DECODE) */")
   end
   -- with it, MKC_SPLITK=1: their short stages split over the grid's warps (codegen/main.lua)
   if plan.splitk then

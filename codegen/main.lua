@@ -141,15 +141,30 @@ function M.generate(opts)
   gen.templates_hash = util.hash(table.concat(all, "\0"))
   gen.weight_type = opts.weight_type
   gen.stage_timers = opts.stage_timers and true or false
-  -- MKC_SPLITK=1 (a knob for the GPU's A/B): the tensor-core decode matmuls with fewer 8-row
-  -- groups than the grid has warps split their columns over several warps (templates/matvec.cuh)
-  local binary = function(v) return v == 0 or v == 1 end
-  if util.knob("MKC_SPLITK", "0 or 1", binary) == 1 then
-    if util.knob("MKC_MMA_DECODE", "0 or 1", binary) ~= 1 then
-      util.fail("MKC_SPLITK=1 splits the tensor-core decode matmuls: it needs MKC_MMA_DECODE=1")
-    end
-    gen.splitk = true
+  -- Whether every matrix is bf16: the defaults below were measured on such kernels only.
+  local all_bf16, pre = true, { weights = {} }
+  buffers.weights(graph, { weight_type = opts.weight_type }, pre)
+  for _, w in ipairs(pre.weights) do
+    if w.type ~= wtypes.BF16 then all_bf16 = false end
   end
+  local binary = function(v) return v == 0 or v == 1 end
+  -- The decode matmuls of bf16 matrices on tensor cores (MKC_MMA_DECODE, templates/matvec.cuh),
+  -- and their short stages split-K over the grid's warps (MKC_SPLITK): by default in slot kernels
+  -- of 16 slots or more, where the H200 ran 16 slots' steps 3.3 x faster with both (4319 against
+  -- 1318 t/s; the plain kernel spilled 592 B) and 4 slots' slower with the tensor cores alone
+  -- (docs/PERF.md, 2026-12-04, second session). Knobs for any kernel.
+  local mma, splitk = util.knob("MKC_MMA_DECODE", "0 or 1", binary), util.knob("MKC_SPLITK", "0 or 1", binary)
+  local wide_slots = slots >= 16 and all_bf16 and mma == nil and splitk == nil
+  gen.mma_decode = mma == 1 or wide_slots
+  if splitk == 1 and not gen.mma_decode then
+    util.fail("MKC_SPLITK=1 splits the tensor-core decode matmuls: it needs MKC_MMA_DECODE=1")
+  end
+  gen.splitk = splitk == 1 or wide_slots
+  -- The short matmuls' row blocks split over a block's warps (MKC_SPLIT): by default in kernels of
+  -- one input a step, where the H200 ran llama-3.2-1b 18 % faster with it (871 against 737 t/s);
+  -- at T <= 5 it lost 15 % and spilled 40 B (docs/PERF.md, 2026-12-04, second session).
+  local split = util.knob("MKC_SPLIT", "0 or 1", binary)
+  gen.split = split == 1 or (split == nil and t_max == 1 and slots == 0 and all_bf16)
 
   local t1_path = util.knob("MKC_T1_PATH", "0 or 1", binary)
 

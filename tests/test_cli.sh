@@ -174,11 +174,11 @@ MKC_CP_RING=16 MKC_MV_ROW1=8 expect_error "MKC_CP_RING with MKC_MV_ROW1" \
 # blocks-tiny with 2 chunks a lane: down's 96 chunks a row in two turns, the second one short.
 for r1 in "odd 8 4" "odd 8 0" "blocks-tiny 2 4"; do
   read -r p u dm <<<"$r1"
-  args=(run --preset "$p" --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 --draft-max "$dm")
+  r1args=(run --preset "$p" --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 --draft-max "$dm")
   if MKC_MV_ROW1=$u "$mkc" gen graphs/llama.lua --preset "$p" -o "$tmp/r1.cu" 2>/dev/null &&
     grep -q "^#define MKC_MV_ROW1 $u " "$tmp/r1.cu" &&
-    MKC_MV_ROW1=$u MKC_SIMT_SEED=1 "$mkc" "${args[@]}" --blocks 16 --backend cpu >"$tmp/r1.out" 2>/dev/null &&
-    "$mkc" "${args[@]}" --backend ref >"$tmp/r1.ref" 2>/dev/null && cmp -s "$tmp/r1.out" "$tmp/r1.ref" &&
+    MKC_MV_ROW1=$u MKC_SIMT_SEED=1 "$mkc" "${r1args[@]}" --blocks 16 --backend cpu >"$tmp/r1.out" 2>/dev/null &&
+    "$mkc" "${r1args[@]}" --backend ref >"$tmp/r1.ref" 2>/dev/null && cmp -s "$tmp/r1.out" "$tmp/r1.ref" &&
     [ "$(wc -w <"$tmp/r1.out")" -eq 24 ]; then
     ok "MKC_MV_ROW1=$u: emitted, and the lane path gives the reference's 24 tokens ($p, --draft-max $dm)"
   else
@@ -211,16 +211,43 @@ knob_emits MKC_WEIGHT_NC=0 "MKC_WEIGHT_NC 0" "MKC_WEIGHT_NC 1" \
 MKC_MIN_BLOCKS=9 expect_error "MKC_MIN_BLOCKS out of range" \
   'mkc: error: MKC_MIN_BLOCKS must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mb.cu"
 knob_emits MKC_MIN_BLOCKS=4 "MKC_MIN_BLOCKS 4" "MKC_MIN_BLOCKS 3" "MKC_MIN_BLOCKS=4 is emitted; 3 without it"
-# MKC_SPLIT=1 (short matmuls split over a block's warps; off by default): test_kernel checks its values.
+# MKC_SPLIT (short matmuls split over a block's warps): by default in all-bf16 kernels of one input a
+# step (tiny's default kernel, $tmp/nc.cu), not at T <= 5, nor in a Q8_0 file's kernel; MKC_SPLIT=0
+# or 1 decides it for any. test_kernel checks its values.
 MKC_SPLIT=2 expect_error "MKC_SPLIT not 0 or 1" \
   'mkc: error: MKC_SPLIT must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/sp.cu"
-knob_emits MKC_SPLIT=1 "MKC_SPLIT 1" "!MKC_SPLIT 1" "MKC_SPLIT=1 emits the split's switch, and only then"
+knob_emits MKC_SPLIT=1 "MKC_SPLIT 1" "MKC_SPLIT 1" "MKC_SPLIT=1 emits the split's switch, as the T = 1 kernel's default does"
+if "$mkc" init --preset tiny --seed 1 --type q8_0 -o "$tmp/spq.gguf" >/dev/null 2>&1 &&
+  "$mkc" gen -m "$tmp/spq.gguf" -o "$tmp/spq.cu" 2>/dev/null &&
+  MKC_SPLIT=1 "$mkc" gen -m "$tmp/spq.gguf" -o "$tmp/spq-on.cu" 2>/dev/null &&
+  MKC_SPLIT=0 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/sp-off.cu" 2>/dev/null &&
+  "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/sp-t5.cu" 2>/dev/null &&
+  MKC_SPLIT=1 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/sp-t5-on.cu" 2>/dev/null &&
+  ! grep -q '^#define MKC_SPLIT 1' "$tmp/spq.cu" "$tmp/sp-off.cu" "$tmp/sp-t5.cu" &&
+  grep -q '^#define MKC_SPLIT 1' "$tmp/spq-on.cu" && grep -q '^#define MKC_SPLIT 1' "$tmp/sp-t5-on.cu"; then
+  ok "MKC_SPLIT: not by default at T <= 5 or in a Q8_0 file's kernel, nor with MKC_SPLIT=0; MKC_SPLIT=1 asks"
+else
+  fail "MKC_SPLIT's default" "$(grep -c '^#define MKC_SPLIT 1' "$tmp"/sp*.cu 2>&1)"
+fi
 # MKC_MMA_DECODE=1 (bf16 decode matmuls on tensor cores; off until a GPU measures it): checked,
 # emitted, and speculation on it is lossless: drafts and the lane path (checking schedule) give
 # plain decoding's tokens, which are the reference's. test_kernel checks its logits.
 MKC_MMA_DECODE=2 expect_error "MKC_MMA_DECODE not 0 or 1" \
   'mkc: error: MKC_MMA_DECODE must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mm.cu"
 knob_emits MKC_MMA_DECODE=1 "MKC_MMA_DECODE 1" "!MKC_MMA_DECODE 1" "MKC_MMA_DECODE=1 is emitted, and only then"
+# ... and with split-K by default in all-bf16 slot kernels of 16 slots or more (not 8; not with
+# either knob set; MKC_MMA_DECODE=1 alone asks no split-K)
+mma_slots() { # NAME SLOTS [VAR=VALUE]: tiny's slot kernel into $tmp/ms.NAME.cu
+  env ${3:-} "$mkc" gen graphs/llama.lua --preset tiny --slots "$2" --draft-max 0 -o "$tmp/ms.$1.cu" 2>/dev/null
+}
+if mma_slots s16 16 && mma_slots s8 8 && mma_slots off 16 MKC_MMA_DECODE=0 && mma_slots mma 16 MKC_MMA_DECODE=1 &&
+  grep -q '^#define MKC_MMA_DECODE 1' "$tmp/ms.s16.cu" && grep -q '^#define MKC_SPLITK 1' "$tmp/ms.s16.cu" &&
+  ! grep -q '^#define MKC_MMA_DECODE 1\|^#define MKC_SPLITK 1' "$tmp/ms.s8.cu" "$tmp/ms.off.cu" &&
+  grep -q '^#define MKC_MMA_DECODE 1' "$tmp/ms.mma.cu" && ! grep -q '^#define MKC_SPLITK 1' "$tmp/ms.mma.cu"; then
+  ok "16 slots: tensor cores and split-K by default; 8 slots, MKC_MMA_DECODE=0: neither; MKC_MMA_DECODE=1: no split-K"
+else
+  fail "the slot kernels' tensor-core default" "$(grep -c '^#define MKC_MMA_DECODE 1\|^#define MKC_SPLITK 1' "$tmp"/ms.*.cu 2>&1)"
+fi
 MKC_MMA_UNROLL=9 expect_error "MKC_MMA_UNROLL out of range" \
   'mkc: error: MKC_MMA_UNROLL must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mu.cu"
 knob_emits MKC_MMA_UNROLL=8 "MKC_MMA_UNROLL 8" "!MKC_MMA_UNROLL 8" "MKC_MMA_UNROLL=8 is emitted, and only then"
