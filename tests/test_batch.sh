@@ -60,6 +60,10 @@ preset=tiny
 # wide steps: more rows than the decode path's 32 (templates/slots.cuh), on the tiled path
 check_batch "7 lines on 8 slots of 1 + 4 drafts: wide steps of up to 40 rows" 8 4 -n 16
 check_batch "7 lines on 6 slots of 1 + 5 drafts, sampled: wide steps of up to 36 rows" 6 5 -n 10 --temp 0.9
+# 16 slots: a bf16 model's decode matmuls on tensor cores with split-K by default (codegen/main.lua);
+# tf32 with split inputs keeps the greedy tokens of the plain kernel's lines alone
+check_batch "7 lines on 16 slots (tensor cores, split-K), greedy" 16 0 -n 12
+check_batch "7 lines on 16 slots of 1 + 1 draft (tensor cores, split-K), greedy" 16 1 -n 12
 
 # Paged: the KV bytes held follow the tokens, not the context times the slots. 3 slots of
 # up to 18 + 12 positions hold at most 2 pages each: a pool of 6 pages serves them (whole

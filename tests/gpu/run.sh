@@ -110,6 +110,9 @@ elif [ -x "$cs" ]; then
     --slots 3 --draft-max 12
   MKC_MMA_DECODE=1 sanitize "tiny --batch on 3 slots, MKC_MMA_DECODE=1" run --preset tiny \
     --random-weights 3 -n 6 --batch "$tmp/batch.txt" --slots 3 --draft-max 2
+  # 16 slots: tensor cores and split-K by default (split-K's partials and counters in a slot kernel)
+  sanitize "tiny --batch on 16 slots" run --preset tiny --random-weights 3 -n 6 --batch "$tmp/batch.txt" \
+    --slots 16 --draft-max 0
 else
   skip "compute-sanitizer: not found"
 fi
