@@ -12,27 +12,30 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
-  # o-proj and down (2048 rows) one row a warp, 8 chunks of it a lane at once (MKC_MV_ROW1=8: 8 MB
-  # in flight where the row blocks of 4 kept 1 MB, and those stages ran at 24-33 % of copy on the
-  # H200 on 2026-12-04); T <= 5 and the T = 1 kernel (122 registers, 0 spill either way), and
-  # --stages for their own times
-  "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
+  # the T = 1 kernel: its short matmuls split over a block's warps by default since the H200's
+  # 2026-12-04 run (871 against 737 t/s, docs/PERF.md); its stages, and the unsplit ones beside
+  "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
-  # the T = 1 kernel: 4 blocks an SM since 2026-12-04 (122 registers; +3.3 % on the H200)
-  "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
-  "row1-t1 MKC_MV_ROW1=8 ${l1bt/--draft-max 4/--draft-max 0}"
-  "row1-stages MKC_MV_ROW1=8 $l1b -p 64 -n 32 --stages"
-  "l1b-stages $l1b -p 64 -n 32 --stages"
+  # the verify steps on tensor cores with split-K (that pair made 16 slots 3.3 x faster and 1
+  # slot 1.9 x faster than the tensor cores alone; at T <= 5 not yet run): verify5 is 2.5 x a T = 1
+  # step on CUDA cores, issue 12 asks 1.3 x
+  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  "t1-stages ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
+  "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
-  # the same stages split over a block's warps (MKC_SPLIT=1: slower on the H100 on 2026-11-27, when
-  # it split gate/up too and the grid was smaller), and 4 chunks a lane at once
-  "split-t1 MKC_SPLIT=1 ${l1bt/--draft-max 4/--draft-max 0}"
-  "row1x4-t1 MKC_MV_ROW1=4 ${l1bt/--draft-max 4/--draft-max 0}"
-  "row1-d4096 MKC_MV_ROW1=8 $l1b -p 64 -d 4096 --draft-adaptive"
-  # the copies for one input off (MKC_T1_PATH=0; on by default since the H200 ran them 9.6 %
-  # faster on 2026-12-04), and the T = 1 kernel at the planned 3 blocks an SM (on the H100 on
-  # 2026-11-27, 4 were 9.5 % slower)
+  # the T = 1 kernel at 4096 cached positions (issue 12's second target), and the T <= 5 kernel's
+  # stages
+  "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
+  "l1b-stages $l1b -p 64 -n 32 --stages"
+  # one row a warp in the matvecs that leave warps idle (MKC_MV_ROW1; 2026-12-04: +12-16 % in the
+  # unsplit T = 1 kernel, +1.4 % at T = 1 and -7 % at verify5 in the T <= 5 kernel)
+  "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
+  "row1x4-nosplit-t1 MKC_SPLIT=0 MKC_MV_ROW1=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
+  # the copies for one input off (MKC_T1_PATH=0: 9.5 % slower at T = 1 on the H200, twice), and
+  # the T = 1 kernel at 3 blocks an SM (3.2 % slower there; on the H100 on 2026-11-27, 4 were
+  # 9.5 % slower)
   "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
   "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
@@ -55,10 +58,8 @@ BENCH_RUNS=(
   "ring16-t1 MKC_CP_RING=16 ${l1bt/--draft-max 4/--draft-max 0}"
   "ring16-mb4-t1 MKC_MIN_BLOCKS=4 MKC_CP_RING=16 ${l1bt/--draft-max 4/--draft-max 0}"
   "ring16-d4096 MKC_CP_RING=16 $l1b -p 64 -d 4096 --draft-adaptive"
-  "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "mma-split-d0 MKC_MMA_DECODE=1 MKC_SPLIT=1 $l1b -p 512 --rounds 8"
   "mma-stages MKC_MMA_DECODE=1 $l1b -p 64 -n 32 --stages"
-  "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
   "mma-d4096 MKC_MMA_DECODE=1 $l1b -p 64 -d 4096 --draft-adaptive"
   "mma-u8-d0 MKC_MMA_DECODE=1 MKC_MMA_UNROLL=8 $l1b -p 512 --rounds 8"
   # at 2 blocks an SM: since 3 blocks spill nothing either (docs/PERF.md), what fewer warps cost
@@ -96,13 +97,13 @@ BENCH_RUNS=(
 # weights: `mkc run --batch` of B lines of 16-token prompts, 128 greedy tokens each, no drafts,
 # against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
 # B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
-# An entry is "B [VAR=VALUE...]": the tensor-core decode matmuls (MKC_MMA_DECODE=1) at B = 1, 4
-# and 16, by warp and split-K, for B = 16 >= 8 x B = 1.
+# An entry is "B [VAR=VALUE...]": the knobs against each B's default, for B = 16 >= 8 x B = 1.
 # In priority order: bench.sh stops where its budget says and tests/gpu/second.sh takes the rest
 # by name (slots-B[-VAR=VALUE...]).
-SLOT_RUNS=(1 16 "1 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1" "16 MKC_MMA_DECODE=1 MKC_CP_RING=16"
-  "16 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 64
-  "4 MKC_MMA_DECODE=1" "1 MKC_MMA_DECODE=1 MKC_SPLITK=1")
+# Since 2026-12-04 a slot kernel of 16 slots or more runs on tensor cores with split-K by default
+# (16 slots: 4319 against 1318 t/s); 64 slots were not run with it, nor 4 and 8 with split-K.
+SLOT_RUNS=(1 16 64 "16 MKC_MMA_DECODE=0" "8 MKC_MMA_DECODE=1 MKC_SPLITK=1" 8
+  "4 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 "64 MKC_MMA_DECODE=0" "32 MKC_MMA_DECODE=1 MKC_SPLITK=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
   : >"$2"
