@@ -1124,15 +1124,17 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
- * the H100 every split stage was slower, each pass's warp sum, smem
- * partials and two block barriers costing more than the idle warps
- * (docs/DECISIONS.md, 2026-11-27). */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT 1,
+ * which codegen emits for all-bf16 kernels of one input a step: there the
+ * H200 ran 18 % faster with it. In the kernel with drafts it was 15 %
+ * slower (spilling at T <= 5), as every split stage was on the H100, where
+ * each pass's warp sum, smem partials and two block barriers cost more than
+ * the idle warps (docs/DECISIONS.md, 2026-11-27 and 2026-12-04). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
 MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes at once */
-  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
+  if (!MKC_SPLIT) return 0;                        /* every stage's row blocks by warp */
   int per_block = mkc_nblocks() * n, per_warp = mkc_grid_warps() * n;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }

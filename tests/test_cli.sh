@@ -170,14 +170,15 @@ MKC_MV_ROW1=3 expect_error "MKC_MV_ROW1 out of range" \
 MKC_CP_RING=16 MKC_MV_ROW1=8 expect_error "MKC_CP_RING with MKC_MV_ROW1" \
   'mkc: error: MKC_CP_RING takes the place of the loads MKC_MV_ROW1 unrolls: set one of the two' \
   -- gen graphs/llama.lua --preset tiny -o "$tmp/r8r.cu"
-# 16 blocks (64 warps): every matvec row block leaves warps idle, so o-proj and down take the path.
+# 16 blocks (64 warps): every matvec row block leaves warps idle, so o-proj and down take the path
+# (MKC_SPLIT=0: the T = 1 kernel's split would take them first).
 # blocks-tiny with 2 chunks a lane: down's 96 chunks a row in two turns, the second one short.
 for r1 in "odd 8 4" "odd 8 0" "blocks-tiny 2 4"; do
   read -r p u dm <<<"$r1"
   r1args=(run --preset "$p" --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 --draft-max "$dm")
   if MKC_MV_ROW1=$u "$mkc" gen graphs/llama.lua --preset "$p" -o "$tmp/r1.cu" 2>/dev/null &&
     grep -q "^#define MKC_MV_ROW1 $u " "$tmp/r1.cu" &&
-    MKC_MV_ROW1=$u MKC_SIMT_SEED=1 "$mkc" "${r1args[@]}" --blocks 16 --backend cpu >"$tmp/r1.out" 2>/dev/null &&
+    MKC_SPLIT=0 MKC_MV_ROW1=$u MKC_SIMT_SEED=1 "$mkc" "${r1args[@]}" --blocks 16 --backend cpu >"$tmp/r1.out" 2>/dev/null &&
     "$mkc" "${r1args[@]}" --backend ref >"$tmp/r1.ref" 2>/dev/null && cmp -s "$tmp/r1.out" "$tmp/r1.ref" &&
     [ "$(wc -w <"$tmp/r1.out")" -eq 24 ]; then
     ok "MKC_MV_ROW1=$u: emitted, and the lane path gives the reference's 24 tokens ($p, --draft-max $dm)"

@@ -178,10 +178,11 @@ int main(void) {
   compare("qwen2-tiny", 4, 4);
   compare("gptoss-tiny", 4, 4); /* the output projection's bias on the split's path */
   unsetenv("MKC_SPLIT");
-  /* MKC_MV_ROW1=8, a knob until a GPU has measured it: the matvecs that leave warps idle
+  /* MKC_MV_ROW1=8, a knob (not the default after the H200's A/B): the matvecs that leave warps idle
    * (o-proj, down; 16 blocks: every preset's) take one row a warp, 8 chunks per lane at once;
    * T = 1's copies too, and gpt-oss's output bias on that path */
   setenv("MKC_MV_ROW1", "8", 1);
+  setenv("MKC_SPLIT", "0", 1); /* the T = 1 kernels' split would take those stages first */
   shape_note = " (MKC_ROWS 4, MKC_MV_ROW1 8)";
   compare("tiny", 4, 16);
   compare("tiny", 0, 16);
@@ -197,7 +198,7 @@ int main(void) {
   compare("tiny", 4, 4);
   compare("odd", 4, 3);
   unsetenv("MKC_SPLIT");
-  /* MKC_MMA_DECODE=1, a knob until a GPU has measured it: the bf16 decode matmuls
+  /* MKC_MMA_DECODE=1 (by default only in slot kernels of 16 slots or more): the bf16 decode matmuls
    * (Q/K/V, with qwen3's head norms; o-proj, down, gate/up, the LM head) on tensor cores, 8
    * inputs to an m-tile (odd at T_MAX 16: two), by warp and split over a block's warps */
   setenv("MKC_MMA_DECODE", "1", 1);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 809740eeae42f6f3, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates d93d77293c092aa0, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2632,15 +2632,17 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
- * the H100 every split stage was slower, each pass's warp sum, smem
- * partials and two block barriers costing more than the idle warps
- * (docs/DECISIONS.md, 2026-11-27). */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT 1,
+ * which codegen emits for all-bf16 kernels of one input a step: there the
+ * H200 ran 18 % faster with it. In the kernel with drafts it was 15 %
+ * slower (spilling at T <= 5), as every split stage was on the H100, where
+ * each pass's warp sum, smem partials and two block barriers cost more than
+ * the idle warps (docs/DECISIONS.md, 2026-11-27 and 2026-12-04). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
 MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes at once */
-  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
+  if (!MKC_SPLIT) return 0;                        /* every stage's row blocks by warp */
   int per_block = mkc_nblocks() * n, per_warp = mkc_grid_warps() * n;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
@@ -5758,7 +5760,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5762 "llama.llama-3.2-1b.cu"
+#line 5764 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

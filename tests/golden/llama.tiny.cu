@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 809740eeae42f6f3, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates d93d77293c092aa0, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2632,15 +2632,17 @@ MKC_DEVICE long mkc_wtype_bytes(int type, int c) {
  * too few rows to give every warp of the grid its own (llama-3.2-1b's o-proj
  * and down: 2048 rows, where 1584 warps of 4 rows each leave two thirds
  * idle). Whether it takes fewer passes: a block's row blocks, each a quarter
- * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT=1: on
- * the H100 every split stage was slower, each pass's warp sum, smem
- * partials and two block barriers costing more than the idle warps
- * (docs/DECISIONS.md, 2026-11-27). */
+ * of a warp's work, against a warp's row blocks. Only with MKC_SPLIT 1,
+ * which codegen emits for all-bf16 kernels of one input a step: there the
+ * H200 ran 18 % faster with it. In the kernel with drafts it was 15 %
+ * slower (spilling at T <= 5), as every split stage was on the H100, where
+ * each pass's warp sum, smem partials and two block barriers cost more than
+ * the idle warps (docs/DECISIONS.md, 2026-11-27 and 2026-12-04). */
 #ifndef MKC_SPLIT
 #define MKC_SPLIT 0
 #endif
 MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes at once */
-  if (!MKC_SPLIT) return 0; /* the default: every stage's row blocks by warp (MKC_SPLIT=1 knob) */
+  if (!MKC_SPLIT) return 0;                        /* every stage's row blocks by warp */
   int per_block = mkc_nblocks() * n, per_warp = mkc_grid_warps() * n;
   return (rows + per_block - 1) / per_block < (rows + per_warp - 1) / per_warp * MKC_WARPS;
 }
@@ -5744,7 +5746,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5748 "llama.tiny.cu"
+#line 5750 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
