@@ -434,7 +434,8 @@ function emit.source(graph, plan, opts)
     put(("#define MKC_MV_UNROLL %d /* MKC_MV_UNROLL: chunks a matvec lane loads per row at once */"):format(unroll))
   end
   -- ... and the matvecs that leave warps idle taking one row a warp, this many of its chunks per
-  -- lane at once (templates/matvec.cuh: MKC_MV_ROW1; off until a GPU has measured it)
+  -- lane at once (templates/matvec.cuh: MKC_MV_ROW1; off: on the H200 it gained less than the split
+  -- at T = 1 and cost the verify steps 7 %, docs/PERF.md, 2026-12-04)
   local row1 = knob("MKC_MV_ROW1", "0, 2, 4 or 8", function(u) return u == 0 or u == 2 or u == 4 or u == 8 end)
   if row1 and row1 > 0 and plan.cp_ring then
     util.fail("MKC_CP_RING takes the place of the loads MKC_MV_ROW1 unrolls: set one of the two")

@@ -71,7 +71,9 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * row blocks). Four rows with one chunk each kept 1 MB in flight on the H200, and
  * those stages ran at 24-33 % of copy bandwidth for it (docs/PERF.md, 2026-12-04);
  * one row with 8 keeps 8 MB. A row's sums are the same bits either way: each lane
- * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. */
+ * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. A
+ * knob: on the H200 it gained 12-16 % at T = 1, less than the split (MKC_SPLIT,
+ * which takes those stages first where it is on), and cost the verify steps 7 %. */
 #ifndef MKC_MV_ROW1
 #define MKC_MV_ROW1 0
 #endif

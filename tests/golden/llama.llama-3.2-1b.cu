@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates d93d77293c092aa0, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 8eb9904ba971aff4, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1579,7 +1579,9 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * row blocks). Four rows with one chunk each kept 1 MB in flight on the H200, and
  * those stages ran at 24-33 % of copy bandwidth for it (docs/PERF.md, 2026-12-04);
  * one row with 8 keeps 8 MB. A row's sums are the same bits either way: each lane
- * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. */
+ * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. A
+ * knob: on the H200 it gained 12-16 % at T = 1, less than the split (MKC_SPLIT,
+ * which takes those stages first where it is on), and cost the verify steps 7 %. */
 #ifndef MKC_MV_ROW1
 #define MKC_MV_ROW1 0
 #endif
@@ -5760,7 +5762,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5764 "llama.llama-3.2-1b.cu"
+#line 5766 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

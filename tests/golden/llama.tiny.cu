@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates d93d77293c092aa0, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 8eb9904ba971aff4, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1579,7 +1579,9 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
  * row blocks). Four rows with one chunk each kept 1 MB in flight on the H200, and
  * those stages ran at 24-33 % of copy bandwidth for it (docs/PERF.md, 2026-12-04);
  * one row with 8 keeps 8 MB. A row's sums are the same bits either way: each lane
- * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. */
+ * adds its chunks c, c + 32, ... in that order, and the warp sum is per row. A
+ * knob: on the H200 it gained 12-16 % at T = 1, less than the split (MKC_SPLIT,
+ * which takes those stages first where it is on), and cost the verify steps 7 %. */
 #ifndef MKC_MV_ROW1
 #define MKC_MV_ROW1 0
 #endif
@@ -5746,7 +5748,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5750 "llama.tiny.cu"
+#line 5752 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
