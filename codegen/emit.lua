@@ -541,6 +541,11 @@ function emit.source(graph, plan, opts)
   -- each stage's text: its comment, its code, its barrier (and timer)
   local timer = opts.stage_timers and ("(unsigned long long *)(scratch + %d)"):format(plan.timers)
   local comments, texts = {}, {}
+  -- MKC_NEXT_PREFETCH=1 (a knob until a GPU has measured it): a stage that streams no weights
+  -- (attention) asks L2 for all of the next stage's, where they fit in 16 MiB (o-proj's 8 MB in
+  -- llama-3.2-1b): the short stages after attention spent about 5 us a stage beyond their bytes
+  -- on the H200 (docs/PERF.md, 2026-12-04)
+  local next_pf = knob("MKC_NEXT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1
   for i, st in ipairs(plan.stages) do
     comments[i] = table.concat({
       ("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
@@ -552,6 +557,15 @@ function emit.source(graph, plan, opts)
     -- the condition reads the state, the same in every block
     local indent = st.emitted.condition and "    " or "  "
     if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
+    local nxt = plan.stages[i + 1]
+    if next_pf and #matrices(st) == 0 and nxt then
+      local bytes = 0
+      for _, w in ipairs(matrices(nxt)) do bytes = bytes + w.rows * plan.weights[w].row_bytes end
+      for _, w in ipairs(bytes <= 16 * 1024 * 1024 and matrices(nxt) or {}) do
+        t[#t + 1] = ("%smkc_prefetch_next(%s, %d); /* the next stage's weights */"):format(indent,
+          wmat_of(plan, w), w.rows)
+      end
+    end
     local prev = plan.stages[i - 1]
     if prev and prev.sync.kind == "flow" then
       -- this stage's first weight rows stream into L2 while the other blocks finish the last one

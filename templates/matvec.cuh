@@ -1702,6 +1702,16 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
+ * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
+  /* int offsets: codegen asks for 16 MiB at most */
+  int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
+  for (int o = (mkc_bid() * MKC_THREADS + mkc_tid()) * 128; o < bytes; o += step)
+    mkc_prefetch(w.p + o);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
  * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
  * smem). */

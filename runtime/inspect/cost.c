@@ -331,6 +331,10 @@ static void model_flow_wait(model_ctx *m) { (void)m; }
 /* An L2 prefetch of rows the stage's own calls read (and count). */
 static void model_prefetch_first(model_ctx *m) { (void)m; }
 
+/* An L2 prefetch of the next stage's weights (MKC_NEXT_PREFETCH): a hint; that stage counts
+ * their bytes. */
+static void model_prefetch_next(model_ctx *m) { (void)m; }
+
 /* A block barrier (a slot kernel's, between slots' calls): no global traffic. */
 static void model_sync_block(model_ctx *m) { (void)m; }
 
@@ -352,6 +356,7 @@ static const struct {
     {"mkc_stage_time", model_stage_time},
     {"mkc_flow_wait", model_flow_wait},
     {"mkc_prefetch_first", model_prefetch_first},
+    {"mkc_prefetch_next", model_prefetch_next},
     {"mkc_sync_block", model_sync_block},
     {"mkc_gemm_matvec", model_gemm_matvec},
     {"mkc_gemm_swiglu", model_gemm_swiglu},
@@ -537,7 +542,8 @@ static void check_flow(mkc_inspect_report *r, int i) {
   for (int c = 0; c < s->ast.n_calls; c++) {
     if (strcmp(s->ast.calls[c].name, "mkc_flow_wait") == 0)
       waits++;
-    else if (!waits && strcmp(s->ast.calls[c].name, "mkc_prefetch_first") != 0 && !early)
+    else if (!waits && strcmp(s->ast.calls[c].name, "mkc_prefetch_first") != 0 &&
+             strcmp(s->ast.calls[c].name, "mkc_prefetch_next") != 0 && !early)
       early = s->ast.calls[c].line;
   }
   if (after_flow && waits != 1)

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 8eb9904ba971aff4, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 8bb8a7f5ac74a40b, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -3210,6 +3210,16 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
+ * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
+  /* int offsets: codegen asks for 16 MiB at most */
+  int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
+  for (int o = (mkc_bid() * MKC_THREADS + mkc_tid()) * 128; o < bytes; o += step)
+    mkc_prefetch(w.p + o);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
  * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
  * smem). */
@@ -5762,7 +5772,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5766 "llama.llama-3.2-1b.cu"
+#line 5776 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 8eb9904ba971aff4, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 8bb8a7f5ac74a40b, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -3210,6 +3210,16 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
+ * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
+  /* int offsets: codegen asks for 16 MiB at most */
+  int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
+  for (int o = (mkc_bid() * MKC_THREADS + mkc_tid()) * 128; o < bytes; o += step)
+    mkc_prefetch(w.p + o);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
  * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
  * smem). */
@@ -5748,7 +5758,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5752 "llama.odd.cu"
+#line 5762 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -89,6 +89,9 @@ elif [ -x "$cs" ]; then
   # the idle-warp matvecs' rows one a warp, 8 chunks a lane at once (MKC_MV_ROW1=8), at T <= 3
   MKC_MV_ROW1=8 sanitize "odd, MKC_MV_ROW1=8" run --preset odd --random-weights 3 -n 6 \
     --prompt-ids 1,2,3,1,2 --draft-max 2
+  # the next stage's weights asked of L2 in attention (MKC_NEXT_PREFETCH=1): addresses in bounds
+  MKC_NEXT_PREFETCH=1 sanitize "odd, MKC_NEXT_PREFETCH=1" run --preset odd --random-weights 3 -n 6 \
+    --prompt-ids 1,2,3,1,2 --draft-max 2
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1): by warp at T = 8, split over a block's
   # warps (its shared-memory partials), and a slot kernel's two m-tiles (T = 9)
   MKC_MMA_DECODE=1 sanitize "odd, MKC_MMA_DECODE=1" run --preset odd --random-weights 3 -n 6 \

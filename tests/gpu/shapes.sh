@@ -23,7 +23,13 @@ BENCH_RUNS=(
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "t1-stages ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
   "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
+  # a stage streaming no weights (attention) asks L2 for the next stage's (MKC_NEXT_PREFETCH=1:
+  # o-proj's 8 MB while attention runs; the short stages took about 5 us each beyond their bytes on
+  # 2026-12-04). It takes the T = 1 kernel to 132 registers, 3 blocks an SM, so 4 are asked (128
+  # registers, 0 spill)
+  "nextpf-t1 MKC_NEXT_PREFETCH=1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
+  "nextpf-d0 MKC_NEXT_PREFETCH=1 $l1b -p 512 --rounds 8"
   # the T = 1 kernel at 4096 cached positions (issue 12's second target), and the T <= 5 kernel's
   # stages
   "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
