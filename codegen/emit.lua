@@ -557,11 +557,11 @@ function emit.source(graph, plan, opts)
     -- the condition reads the state, the same in every block
     local indent = st.emitted.condition and "    " or "  "
     if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
-    local nxt = plan.stages[i + 1]
-    if next_pf and #matrices(st) == 0 and nxt then
-      local bytes = 0
-      for _, w in ipairs(matrices(nxt)) do bytes = bytes + w.rows * plan.weights[w].row_bytes end
-      for _, w in ipairs(bytes <= 16 * 1024 * 1024 and matrices(nxt) or {}) do
+    local mats, nxt = matrices(st), plan.stages[i + 1]
+    if next_pf and #mats == 0 and nxt then
+      local next_mats, bytes = matrices(nxt), 0
+      for _, w in ipairs(next_mats) do bytes = bytes + w.rows * plan.weights[w].row_bytes end
+      for _, w in ipairs(bytes <= 16 * 1024 * 1024 and next_mats or {}) do
         t[#t + 1] = ("%smkc_prefetch_next(%s, %d); /* the next stage's weights */"):format(indent,
           wmat_of(plan, w), w.rows)
       end
@@ -569,7 +569,6 @@ function emit.source(graph, plan, opts)
     local prev = plan.stages[i - 1]
     if prev and prev.sync.kind == "flow" then
       -- this stage's first weight rows stream into L2 while the other blocks finish the last one
-      local mats = matrices(st)
       -- (the rows a warp takes first: mkc_matvec's may be one, MKC_MV_ROW1)
       local n = (st.kind == "matvec" or st.kind == "matvec_residual") and "mkc_matvec_rows_n(%d)" or "MKC_ROWS"
       for _, w in ipairs(mats) do

@@ -166,7 +166,13 @@ function M.generate(opts)
   local split = util.knob("MKC_SPLIT", "0 or 1", binary)
   gen.split = split == 1 or (split == nil and t_max == 1 and slots == 0 and all_bf16)
 
+  -- Each decode stage of a kernel taking several inputs a step has a copy for steps of one input
+  -- (codegen/emit.lua, ctx.one_input); not in a slot kernel, whose T is a slot's. By default where
+  -- every matrix is bf16: the H200 ran such T = 1 steps 9.6 % faster with it (docs/PERF.md,
+  -- 2026-12-04), and unmeasured elsewhere, where it costs registers (blocks-tiny's quantized
+  -- kernels spilled 24-36 B at T <= 5). MKC_T1_PATH=0 or 1 decides it for any kernel.
   local t1_path = util.knob("MKC_T1_PATH", "0 or 1", binary)
+  gen.t1_path = (t1_path == 1 or (t1_path == nil and all_bf16)) and t_max > 1 and slots == 0
 
   local stages = fusion.stages(graph)
   gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)
@@ -176,12 +182,6 @@ function M.generate(opts)
   for _, w in ipairs(plan.weights) do
     if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
-  -- Each decode stage of a kernel taking several inputs a step has a copy for steps of one input
-  -- (codegen/emit.lua, ctx.one_input); not in a slot kernel, whose T is a slot's. By default where
-  -- every matrix is bf16: the H200 ran such T = 1 steps 9.6 % faster with it (docs/PERF.md,
-  -- 2026-12-04), and unmeasured elsewhere, where it costs registers (blocks-tiny's quantized
-  -- kernels spilled 24-36 B at T <= 5). MKC_T1_PATH=0 or 1 decides it for any kernel.
-  gen.t1_path = (t1_path or (#stored == 0 and 1 or 0)) == 1 and t_max > 1 and slots == 0
   gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s%s")
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
