@@ -177,7 +177,6 @@ int main(void) {
   compare("odd", 7, 5);
   compare("qwen2-tiny", 4, 4);
   compare("gptoss-tiny", 4, 4); /* the output projection's bias on the split's path */
-  unsetenv("MKC_SPLIT");
   /* MKC_MV_ROW1=8, a knob (not the default after the H200's A/B): the matvecs that leave warps idle
    * (o-proj, down; 16 blocks: every preset's) take one row a warp, 8 chunks per lane at once;
    * T = 1's copies too, and gpt-oss's output bias on that path */
