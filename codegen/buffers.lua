@@ -203,6 +203,10 @@ function buffers.plan(graph, stages, opts)
   top = top + plan.sample_union_floats
   plan.drawn, plan.drawn_floats = top, util.round_up(3 * logit_rows, ALIGN_FLOATS) -- tokens [t][2], p [t]
   top = top + plan.drawn_floats
+  -- the greedy choice after each input (mkc_accept: the argmax of its logits), ints, for the host
+  -- (mkc_session_choices: a drafter head's block reads these, not its rows of logits)
+  plan.choices = top
+  top = top + util.round_up(logit_rows, ALIGN_FLOATS)
   -- a paged slot kernel's page tables, [slots][slot_pages] ints the host writes
   if opts.kv_pages > 0 then
     plan.page_table = top

@@ -60,6 +60,7 @@ local function context(graph, plan, opts)
   ctx.partials = plan.partials
   ctx.partials_idx = plan.partials + util.round_up(ctx.step_rows * opts.max_blocks, 64)
   ctx.history, ctx.sample_work, ctx.drawn = plan.history, plan.sample_work, plan.drawn
+  ctx.choices = plan.choices
   ctx.logprobs, ctx.sample_lists = plan.logprobs, plan.sample_lists
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
   ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot

@@ -295,7 +295,7 @@ function M.export(graph, plan, gen, source)
              scratch_floats = plan.scratch_floats, kv_dtype = gen.kv_dtype, kv_bytes = plan.kv_bytes,
              smem_bytes = plan.smem_bytes, blocks_per_sm = plan.blocks_per_sm or 0,
              logits_offset = logits.offset, logits_stride = logits.stride, n_stages = #plan.stages,
-             logprobs_offset = plan.logprobs, history_offset = plan.history,
+             logprobs_offset = plan.logprobs, history_offset = plan.history, choices_offset = plan.choices,
              timers_offset = plan.timers or 0, draft_in_kernel = plan.draft_in_kernel and 1 or 0,
              hidden_offset = hidden.offset, hidden_stride = hidden.stride,
              feature_n = feature and graph.feature.n or 0, feature_offset = feature and feature.offset or 0,

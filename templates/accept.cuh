@@ -65,11 +65,14 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, int b0, const float *work, float *lp, int *choice,
-                           float *red_v, int *red_i) {
+                           int t0, int T, int b0, const float *work, float *lp, int *choices,
+                           int *choice, float *red_v, int *red_i) {
   if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  /* every input's greedy choice for the host, before sampling replaces any (a drafter head's
+   * block: T ints to read where its logits were T rows of the vocabulary) */
+  for (int t = 0; t < T - t0; t++) choices[t] = choice[t];
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
     int n = st->draft_n + 1, c = choice[0];
     if (c >= 0 && c < vocab) {

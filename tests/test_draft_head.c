@@ -93,9 +93,20 @@ static void hidden_states(const char *preset, fixture *target) {
   mkc_session_close(ref);
 }
 
+/* The first index of the largest of x[0..n): the test's own argmax. */
+static int first_max(const float *x, int n) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[best]) best = i;
+  return best;
+}
+
 /* The head's logits at every input, each with its own feature, kernel
- * against reference: the worst rel_err, or -1 when a step failed. */
-static double head_vs_reference(fixture *head, const mkc_kernel_src *src) {
+ * against reference: the worst rel_err, or -1 when a step failed. *wrong
+ * counts the inputs whose greedy choice as the kernel read it back
+ * (mkc_session_choices, what the drafter drafts) is not the argmax of the
+ * kernel's own logits there, and those of the reference's session. */
+static double head_vs_reference(fixture *head, const mkc_kernel_src *src, int *wrong) {
   const mkc_graph *g = &head->g;
   mkc_session *k = mkc_session_open(test_backend(), g, src, &head->w, 3);
   mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, g, &head->src, &head->w, 0);
@@ -113,10 +124,15 @@ static double head_vs_reference(fixture *head, const mkc_kernel_src *src) {
     goto out;
   mkc_ref_follow_kv(mkc_session_ref(ref), mkc_session_kv(k));
   if (mkc_session_step(ref, in, T, T - 1, &rr) != 0 || rr.status != MKC_STATUS_OK) goto out;
+  int ck[MKC_T_CAP], cr[MKC_T_CAP];
+  if (mkc_session_choices(k, ck, T) != 0 || mkc_session_choices(ref, cr, T) != 0) goto out;
   worst = 0;
+  *wrong = 0;
   for (int t = 0; t < T; t++) {
     double e = rel_err(mkc_session_logits(k, t), mkc_session_logits(ref, t), g->vocab);
     if (!(e <= worst)) worst = e;
+    *wrong += ck[t] != first_max(mkc_session_logits(k, t), g->vocab);
+    *wrong += cr[t] != first_max(mkc_session_logits(ref, t), g->vocab);
   }
 out:
   free(rows);
@@ -126,11 +142,16 @@ out:
 }
 
 static void head_logits(const char *preset, fixture *head) {
-  double e = head_vs_reference(head, &head->src);
+  int wrong = -1;
+  double e = head_vs_reference(head, &head->src, &wrong);
   CHECK(e >= 0 && e <= TOL,
         "%s: the head's logits at %d inputs, each with its own feature, equal the reference's "
         "(worst %.2g)",
         preset, head->g.t_max, e);
+  CHECK(wrong == 0,
+        "%s: the greedy choices read back at %d inputs are each its logits' argmax, kernel "
+        "and reference (%d wrong)",
+        preset, head->g.t_max, wrong);
   /* planted: the stage that reads the feature (dh.fc's) reads each input's from the next row */
   char from[64], to[64];
   snprintf(from, sizeof from, "scratch + %zu, %zu,", head->g.feature_offset,
@@ -150,7 +171,7 @@ static void head_logits(const char *preset, fixture *head) {
     bug.source = s;
     at = s + off + strlen(to);
   }
-  double be = planted > 0 ? head_vs_reference(head, &bug) : -1;
+  double be = planted > 0 ? head_vs_reference(head, &bug, &wrong) : -1;
   CHECK(planted > 0 && be > TOL,
         "%s: planted bug (the feature read one input off, %d places): the logits differ (%.2g)",
         preset, planted, be);

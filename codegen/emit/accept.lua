@@ -22,6 +22,7 @@ return function(st, ctx)
       history = seq.history("int"), vocab = ctx.vocab, pos = seq.pos,
       work = row(("scratch + %d"):format(ctx.sample_work), ctx.vocab),
       lp = row(("scratch + %d"):format(ctx.logprobs), 64),
+      choices = row(("(int *)(scratch + %d)"):format(ctx.choices), 1),
       t0 = "t0", T = seq.T, b0 = seq.b0, choice = ctx.smem_ptr("int", at.choice), red_v = ctx.smem_ptr("float", at.red_v),
       red_i = ctx.smem_ptr("int", at.red_i) }) .. ";"),
   }

@@ -191,6 +191,7 @@ typedef struct mkc_graph {
   size_t
       logprobs_offset; /* float offset of [t_max][MKC_LP_STRIDE] log-probabilities (mkc_state.h) */
   size_t history_offset; /* float offset of the token history, [max_ctx] ints (mkc_accept) */
+  size_t choices_offset; /* float offset of the greedy choice after each input, [t_max] ints */
   int n_stages;          /* stages in the kernel, each ended by a sync */
   /* float offset of n_stages + 1 u64 %globaltimer readings of block 0 (at the
    * step's start, then after each stage) when generated with stage timers;

@@ -407,6 +407,7 @@ static int read_result(lua_State *L, int res, mkc_graph *g, mkc_kernel_src *src)
   g->logits_stride = (size_t)get_int(L, p, "logits_stride");
   g->logprobs_offset = (size_t)get_int(L, p, "logprobs_offset");
   g->history_offset = (size_t)get_int(L, p, "history_offset");
+  g->choices_offset = (size_t)get_int(L, p, "choices_offset");
   g->timers_offset = (size_t)get_int(L, p, "timers_offset");
   g->draft_in_kernel = (int)get_int(L, p, "draft_in_kernel");
   g->n_stages = (int)get_int(L, p, "n_stages");

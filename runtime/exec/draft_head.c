@@ -24,14 +24,6 @@ typedef struct head_drafter {
   float *feature; /* [g->t_max][n_layers * dim] */
 } head_drafter;
 
-/* The first index of the largest logit, as the kernel's greedy choice. */
-static int argmax(const float *x, int n) {
-  int best = 0;
-  for (int i = 1; i < n; i++)
-    if (x[i] > x[best]) best = i;
-  return best;
-}
-
 static int head_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
   head_drafter *h = (head_drafter *)d;
   int t = mkc_session_last_choice(h->target);
@@ -57,12 +49,11 @@ static int head_propose(mkc_drafter *d, const int *hist, int n, int k, int *out)
     fprintf(stderr, "mkc: error: %s: the head's step failed (status %d)\n", d->name, r.status);
     return -1;
   }
-  for (int i = 0; i < k; i++) {
-    const float *l = mkc_session_logits(h->head, i);
-    if (!l) return -1;
-    out[i] = argmax(l, h->g->vocab);
-  }
-  return k;
+  /* the kernel's argmax at each input: k ints read back, not k rows of logits */
+  if (mkc_session_choices(h->head, out, k) != 0) return -1;
+  int made = 0;
+  while (made < k && out[made] >= 0) made++; /* drafts end where nothing finite won */
+  return made;
 }
 
 static mkc_session *head_session(mkc_drafter *d) { return ((head_drafter *)d)->head; }

@@ -338,6 +338,43 @@ const float *mkc_session_logits(mkc_session *s, int t) {
   return row < 0 ? NULL : s->b->ops->logits(s->b, row);
 }
 
+/* The kernel's rule (templates/lm_head.cuh, mkc_better): the larger logit, ties to the lower id,
+ * from -FLT_MAX up, so a NaN or -inf never wins; -1 where nothing does. */
+static int greedy_of(const float *x, int n) {
+  int best = -1;
+  float v = -3.402823466e38f;
+  for (int i = 0; i < n; i++)
+    if (x[i] > v || (x[i] == v && best < 0)) v = x[i], best = i;
+  return best;
+}
+
+int mkc_session_choices(mkc_session *s, int *out, int n) {
+  const mkc_graph *g = s->g;
+  int T = s->state.n_inputs;
+  if (s->last_choice < 0 || T > g->t_max || n < 1 || n > T) {
+    fprintf(stderr, "mkc: error: greedy choices of %d inputs: %s\n", n,
+            s->last_choice < 0 ? "no step of this session has them (none ran, or it failed, ran "
+                                 "rounds or was rewound)"
+            : T > g->t_max     ? "the last step was a prompt chunk, which has its last input's only"
+                               : "the last step had fewer");
+    return -1;
+  }
+  if (!s->b->ops->read_scratch) { /* ref: from its logits */
+    for (int t = 0; t < n; t++) {
+      const float *l = mkc_session_logits(s, t);
+      if (!l) return -1;
+      out[t] = greedy_of(l, g->vocab);
+    }
+    return 0;
+  }
+  float got[MKC_T_CAP]; /* ints in scratch's floats */
+  if (s->b->ops->read_scratch(s->b, g->choices_offset, (size_t)n, got) != 0) return -1;
+  memcpy(out, got, (size_t)n * sizeof *out);
+  for (int t = 0; t < n; t++)
+    if (out[t] < 0 || out[t] >= g->vocab) out[t] = -1;
+  return 0;
+}
+
 const void *mkc_session_kv(mkc_session *s) { return s->b->ops->kv ? s->b->ops->kv(s->b) : NULL; }
 
 int mkc_session_set_feature(mkc_session *s, const float *rows, int T) {

@@ -106,6 +106,14 @@ double mkc_session_step_seconds(const mkc_session *s);
  * only (NULL for the others). */
 const float *mkc_session_logits(mkc_session *s, int t);
 
+/* The greedy choice after each of inputs 0..n-1 of the last step (a step of
+ * up to t_max inputs, n <= its inputs): the argmax of that input's logits,
+ * ties to the lower id, -1 where every logit is NaN or -inf; under sampling still
+ * the argmax, not the draw. The kernel backends read n ints from the device
+ * (templates/accept.cuh), where the logits are n rows of the vocabulary.
+ * 0, or -1 after a message. */
+int mkc_session_choices(mkc_session *s, int *out, int n);
+
 /* The KV cache of the cpu or cuda backend (g->kv_bytes bytes of elements of
  * g->kv_dtype; for cuda a host copy made now); NULL for ref or on a failed
  * copy. */

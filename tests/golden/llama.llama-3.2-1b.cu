@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 8bb8a7f5ac74a40b, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 2edd615985321d24, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701568 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
+ * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -5567,11 +5567,14 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, int b0, const float *work, float *lp, int *choice,
-                           float *red_v, int *red_i) {
+                           int t0, int T, int b0, const float *work, float *lp, int *choices,
+                           int *choice, float *red_v, int *red_i) {
   if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  /* every input's greedy choice for the host, before sampling replaces any (a drafter head's
+   * block: T ints to read where its logits were T rows of the vocabulary) */
+  for (int t = 0; t < T - t0; t++) choices[t] = choice[t];
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
     int n = st->draft_n + 1, c = choice[0];
     if (c >= 0 && c < vocab) {
@@ -5772,7 +5775,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5776 "llama.llama-3.2-1b.cu"
+#line 5779 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -6433,7 +6436,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, 0, scratch + 2761984, (int *)(scratch + 3403264), mkc_cands_on(&state->sampling, 128256), scratch + 4044544, (const int *)(scratch + 4049664), scratch + 4054784, (int *)(scratch + 4059904), (int *)(scratch + 4701184), scratch + 4701194, scratch + 4701248, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 2757888), scratch + 1835008, 128256, 128256, pos, t0, T, 0, scratch + 2761984, (int *)(scratch + 3403264), mkc_cands_on(&state->sampling, 128256), scratch + 4044544, (const int *)(scratch + 4049664), scratch + 4054784, (int *)(scratch + 4059904), (int *)(scratch + 4701184), scratch + 4701194, scratch + 4701312, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -6444,7 +6447,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4701184), scratch + 4701194, (int *)(scratch + 2757888), 128256, pos, t0, T, 0, scratch + 2761984, scratch + 4701248, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 2476288, (const int *)(scratch + 2481408), (const int *)(scratch + 4701184), scratch + 4701194, (int *)(scratch + 2757888), 128256, pos, t0, T, 0, scratch + 2761984, scratch + 4701312, (int *)(scratch + 4701248), (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 2757888), 4096, drafting, (int *)smem)) return;
   } /* rounds */

@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 8bb8a7f5ac74a40b, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 2edd615985321d24, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125184 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
+ * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125248 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -5567,11 +5567,14 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, int b0, const float *work, float *lp, int *choice,
-                           float *red_v, int *red_i) {
+                           int t0, int T, int b0, const float *work, float *lp, int *choices,
+                           int *choice, float *red_v, int *red_i) {
   if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  /* every input's greedy choice for the host, before sampling replaces any (a drafter head's
+   * block: T ints to read where its logits were T rows of the vocabulary) */
+  for (int t = 0; t < T - t0; t++) choices[t] = choice[t];
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
     int n = st->draft_n + 1, c = choice[0];
     if (c >= 0 && c < vocab) {
@@ -5758,7 +5761,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5762 "llama.odd.cu"
+#line 5765 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5999,7 +6002,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, 0, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), scratch + 118144, (int *)(scratch + 123264), (int *)(scratch + 124800), scratch + 124810, scratch + 124864, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 104448), scratch + 9216, 304, 300, pos, t0, T, 0, scratch + 104832, (int *)(scratch + 106368), mkc_cands_on(&state->sampling, 300), scratch + 107904, (const int *)(scratch + 113024), scratch + 118144, (int *)(scratch + 123264), (int *)(scratch + 124800), scratch + 124810, scratch + 124928, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -6010,7 +6013,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 124800), scratch + 124810, (int *)(scratch + 104448), 300, pos, t0, T, 0, scratch + 104832, scratch + 124864, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 50176, (const int *)(scratch + 55296), (const int *)(scratch + 124800), scratch + 124810, (int *)(scratch + 104448), 300, pos, t0, T, 0, scratch + 104832, scratch + 124928, (int *)(scratch + 124864), (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 104448), 384, drafting, (int *)smem)) return;
   } /* rounds */

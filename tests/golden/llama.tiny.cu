@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 8bb8a7f5ac74a40b, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 2edd615985321d24, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117376 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
+ * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -5567,11 +5567,14 @@ MKC_DEVICE void mkc_argmax_partials(const float *part_val, const int *part_idx, 
 
 MKC_DEVICE void mkc_accept(mkc_state *st, const float *part_val, const int *part_idx,
                            const int *drawn, const float *p_draft, int *history, int vocab, int pos,
-                           int t0, int T, int b0, const float *work, float *lp, int *choice,
-                           float *red_v, int *red_i) {
+                           int t0, int T, int b0, const float *work, float *lp, int *choices,
+                           int *choice, float *red_v, int *red_i) {
   if (mkc_bid() != b0 % mkc_nblocks()) return; /* a slot kernel's slots on blocks side by side */
   mkc_argmax_partials(part_val, part_idx, T - t0, choice, red_v, red_i);
   if (mkc_tid() != 0) return;
+  /* every input's greedy choice for the host, before sampling replaces any (a drafter head's
+   * block: T ints to read where its logits were T rows of the vocabulary) */
+  for (int t = 0; t < T - t0; t++) choices[t] = choice[t];
   if (st->draft_left > 0) { /* a draft pass (templates/rounds.cuh): its argmax is the next draft */
     int n = st->draft_n + 1, c = choice[0];
     if (c >= 0 && c < vocab) {
@@ -5758,7 +5761,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5762 "llama.tiny.cu"
+#line 5765 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5999,7 +6002,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * writes: none */
   if (!drafting && mkc_sampling_on(&state->sampling)) {
     mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-    mkc_sample(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, 0, scratch + 97792, (int *)(scratch + 99072), mkc_cands_on(&state->sampling, 256), scratch + 100352, (const int *)(scratch + 105472), scratch + 110592, (int *)(scratch + 115712), (int *)(scratch + 116992), scratch + 117002, scratch + 117056, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
+    mkc_sample(state, (const int *)(scratch + 97280), scratch + 8192, 256, 256, pos, t0, T, 0, scratch + 97792, (int *)(scratch + 99072), mkc_cands_on(&state->sampling, 256), scratch + 100352, (const int *)(scratch + 105472), scratch + 110592, (int *)(scratch + 115712), (int *)(scratch + 116992), scratch + 117002, scratch + 117120, (float *)(smem + 0), (float *)(smem + 16), (int *)(smem + 528), (unsigned *)(smem + 544));
     mkc_flow_arrive(state); /* next stage reads sampled tokens written by another block */
   }
 
@@ -6010,7 +6013,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: none
    * writes: none */
   mkc_flow_wait(state, &flow_waited); /* the last stage's writes, every block's */
-  mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 116992), scratch + 117002, (int *)(scratch + 97280), 256, pos, t0, T, 0, scratch + 97792, scratch + 117056, (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
+  mkc_accept(state, scratch + 49152, (const int *)(scratch + 54272), (const int *)(scratch + 116992), scratch + 117002, (int *)(scratch + 97280), 256, pos, t0, T, 0, scratch + 97792, scratch + 117120, (int *)(scratch + 117056), (int *)(smem + 0), (float *)(smem + 32), (int *)(smem + 48));
 
   if (!mkc_round_next(state, (const int *)(scratch + 97280), 512, drafting, (int *)smem)) return;
   } /* rounds */
