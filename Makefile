@@ -78,6 +78,12 @@ build/obj/tests/gpu/%.o: tests/gpu/%.c
 test-gpu: all
 	@bash tests/gpu/run.sh
 
+# The flow-protocol probe a GPU run starts with (tests/gpu/probe_flow.cu): nvcc, not NVRTC,
+# since it is a whole program; not in all (CI has no need of nvcc).
+build/probe_flow: tests/gpu/probe_flow.cu
+	@mkdir -p build
+	nvcc -O3 -arch=sm_90 -std=c++17 -o $@ $<
+
 # Installs the dependencies if missing, builds, and runs the demo.
 demo:
 	@bash .ci/install-deps

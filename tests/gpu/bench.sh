@@ -2,7 +2,8 @@
 # A GPU session's whole run, in ONE device call (DEVELOPERS.md), in order of
 # what matters most, each part under its own time limit so that a hang or a
 # slow part cannot take the rest with it:
-#   machine facts; a first tiny run on cuda against the cpu backend;
+#   machine facts; a first tiny run on cuda against the cpu backend; the flow
+#   probe (tests/gpu/probe_flow.cu: a stage's cost beyond its bytes);
 #   make test-gpu's suite (tests on cuda, graph replay); mkc bench for
 #   llama-3.2-1b (T = 1: tg; T = 5: verify5; 0, 512 and 4096 cached
 #   positions) and SmolLM2-135M shapes (tests/gpu/shapes.sh); the slots'
@@ -60,6 +61,16 @@ if [ "$first" -ne 0 ]; then # the kernel does not run: keep the device time for 
   peer llama-3.2-1b,smollm2-135m
   say "== stopped early: the first run failed; $(($(date +%s) - t_start)) s"
   exit 1
+fi
+
+# What a stage costs beyond its bytes, apart from mkc's kernel (tests/gpu/probe_flow.cu): a few
+# seconds, its tables whole into the summary
+if [ -x build/probe_flow ]; then
+  say "-- probe_flow: flow hops, stages of llama-3.2-1b's sizes, read bandwidth"
+  timeout "$(limit 60)" build/probe_flow 2>&1 | tee -a "$log"
+  say "probe_flow exit ${PIPESTATUS[0]}"
+else
+  say "-- probe_flow: not built (no nvcc where tests/gpu/pack.sh ran)"
 fi
 
 say "-- make test-gpu (the suite and graph replay; compute-sanitizer later)"

@@ -6,6 +6,12 @@
 set -eu
 cd "$(dirname "$0")/../.."
 bins=(mkc test_kernel test_spec test_kv_dtype test_snapshot test_window test_slots test_sched test_cp_ring test_t1_path test_wtypes test_embed)
+# the flow probe (tests/gpu/probe_flow.cu), where this machine has nvcc
+if command -v nvcc >/dev/null && make -s build/probe_flow; then
+  bins+=(probe_flow)
+else
+  echo "pack: no build/probe_flow (no nvcc here): the GPU run skips the probe"
+fi
 for f in "${bins[@]/#/build/}" build/lib build/gpu-cache.tar.xz; do
   [ -e "$f" ] || { echo "pack: $f is missing (make; tests/gpu/prime.sh)"; exit 1; }
 done
