@@ -432,6 +432,19 @@ if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 6 --stages --backend cp
 else
   fail "bench --stages" "$(cat "$tmp/bench" "$tmp/err")"
 fi
+# bench --stages of a kernel that takes drafts: a verify column (4 drafts every step), its steps
+# counted once however many tokens each emitted (tiny accepts some: fewer steps than tokens).
+if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 16 --draft-max 4 --stages --backend cpu \
+  >"$tmp/bench" 2>"$tmp/err" &&
+  grep -q '| us verify5 | bytes |' "$tmp/bench" &&
+  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \| ' "$tmp/bench")" -eq 15 ] &&
+  grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9]+ \|' "$tmp/bench" &&
+  steps=$(grep -oE 'every step \([0-9]+ steps\)' "$tmp/bench" | grep -oE '[0-9]+ steps' | cut -d' ' -f1) &&
+  [ "${steps:-0}" -ge 1 ] && [ "$steps" -lt 16 ]; then
+  ok "bench --stages with drafts: a verify5 column on the 15 rows and the total, over $steps steps for 16 tokens"
+else
+  fail "bench --stages with drafts" "$(cat "$tmp/bench" "$tmp/err" | tail -n 25)"
+fi
 # bench --draft-adaptive: the controller's row between fixed-depth drafting and verify.
 if "$mkc" bench --preset tiny --random-weights 1 -p 8 -n 8 --draft-max 2 --draft-min 1 --draft-adaptive \
   --backend cpu >"$tmp/bench" 2>"$tmp/err" &&

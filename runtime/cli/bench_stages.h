@@ -10,8 +10,10 @@
 
 /* Decodes prompt[0..n_prompt) and n_gen tokens at T = 1 on session s of
  * graph g whose kernel, source, was generated with stage timers, once with
- * the greedy options and once sampled, then prints the table (a column each);
- * copy_gbs < 0 when unknown. 0, or -1 after printing why. */
+ * the greedy options and once sampled, and where the kernel takes drafts
+ * (t_max > 1) once more greedy with t_max - 1 drafts every step (a verify
+ * step's stages, whatever is accepted), then prints the table (a column
+ * each); copy_gbs < 0 when unknown. 0, or -1 after printing why. */
 int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, const int *prompt,
                      int n_prompt, int n_gen, const mkc_sampling *greedy,
                      const mkc_sampling *sampled, double copy_gbs);

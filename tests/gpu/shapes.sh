@@ -22,7 +22,9 @@ BENCH_RUNS=(
   # step on CUDA cores, issue 12 asks 1.3 x
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
   "t1-stages ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
-  "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
+  # the T <= 5 kernel's stages, with a verify5 column since 2026-12-04 (third session): where a
+  # verify step's 3 x goes, stage by stage
+  "l1b-stages $l1b -p 64 -n 32 --stages"
   # a stage streaming no weights (attention) asks L2 for the next stage's (MKC_NEXT_PREFETCH=1:
   # o-proj's 8 MB while attention runs; the short stages took about 5 us each beyond their bytes on
   # 2026-12-04). It takes the T = 1 kernel to 132 registers, 3 blocks an SM, so 4 are asked (128
@@ -30,10 +32,9 @@ BENCH_RUNS=(
   "nextpf-t1 MKC_NEXT_PREFETCH=1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "nextpf-d0 MKC_NEXT_PREFETCH=1 $l1b -p 512 --rounds 8"
-  # the T = 1 kernel at 4096 cached positions (issue 12's second target), and the T <= 5 kernel's
-  # stages
+  # the T = 1 kernel at 4096 cached positions (issue 12's second target), and its stages unsplit
   "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
-  "l1b-stages $l1b -p 64 -n 32 --stages"
+  "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
   # one row a warp in the matvecs that leave warps idle (MKC_MV_ROW1; 2026-12-04: +12-16 % in the
   # unsplit T = 1 kernel, +1.4 % at T = 1 and -7 % at verify5 in the T <= 5 kernel)
   "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
