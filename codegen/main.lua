@@ -78,6 +78,13 @@ end
 -- with slots: slots_cap, kv_page, kv_pages (or nil: 0; else the KV pool's pages; -1: as many as
 -- whole caches)
 function M.generate(opts)
+  -- threads per block: the caller's, else 128, or MKC_THREADS (a knob for the GPU's A/B: fewer,
+  -- larger blocks make fewer arrivals at each flow wait's one counter; tests/gpu/probe_flow.cu
+  -- measures what a wait costs by block shape). Past 256 prompt chunks are not tiled.
+  if (opts.threads or 0) == 0 then
+    opts.threads = util.knob("MKC_THREADS", "128, 256 or 512", function(n) return n == 128 or n == 256 or n == 512 end)
+      or 128
+  end
   if math.type(opts.draft_max) ~= "integer" or opts.draft_max < 0 or opts.draft_max + 1 > opts.t_cap then
     util.fail(("--draft-max must be 0..%d, got %s"):format(opts.t_cap - 1, tostring(opts.draft_max)))
   end

@@ -187,6 +187,9 @@ for r1 in "odd 8 4" "odd 8 0" "blocks-tiny 2 4"; do
   fi
 done
 
+# tiny's default kernel, which the knobs' checks below compare with (made before the first, which
+# looked for what it lacks in a file not yet written)
+"$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null || fail "gen tiny's default kernel"
 # MKC_NEXT_PREFETCH=1 (a stage streaming no weights asks L2 for the next one's; a knob until
 # measured): checked; emitted in tiny's attention stages (the loop's one, and the embedding's for
 # layer 0's Q, K, V: 4 calls), each before the stage's flow wait, which inspect --check accepts;
@@ -203,11 +206,34 @@ np_runs() { # odd's 24 tokens with the knob, drafts 4 and 0, against the referen
 if MKC_NEXT_PREFETCH=1 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/np.cu" 2>/dev/null &&
   [ "$(grep -c '^ *mkc_prefetch_next(' "$tmp/np.cu")" -eq 4 ] &&
   grep -A1 '^ *mkc_prefetch_next(mkc_wmat_of(weights + lay_i' "$tmp/np.cu" | grep -q 'mkc_flow_wait(' &&
-  ! grep -q '^ *mkc_prefetch_next(' "$tmp/nc.cu" &&
+  [ -s "$tmp/nc.cu" ] && ! grep -q '^ *mkc_prefetch_next(' "$tmp/nc.cu" &&
   "$mkc" inspect --check "$tmp/np.cu" >"$tmp/np.insp" 2>&1 && np_runs; then
   ok "MKC_NEXT_PREFETCH=1: 4 prefetches before flow waits, inspect --check clean, the reference's tokens (odd, lane path)"
 else
   fail "MKC_NEXT_PREFETCH=1" "$(grep -c 'mkc_prefetch_next(' "$tmp/np.cu" 2>&1; tail -n 3 "$tmp/np.insp" "$tmp"/np?.out 2>&1)"
+fi
+
+# MKC_THREADS (threads per block, a knob for the GPU's A/B of fewer arrivals at each flow wait):
+# checked; emitted with its register bound (at 512, one block an SM); the reference's tokens on
+# odd (the split's shares over 8 and 16 warps at T = 1, the row blocks at T <= 5), and at 512 a
+# prompt of several tokens goes a step a token (no tiles past 256).
+MKC_THREADS=384 expect_error "MKC_THREADS not 128, 256 or 512" \
+  'mkc: error: MKC_THREADS must be 128, 256 or 512, got "384"' -- gen graphs/llama.lua --preset tiny -o "$tmp/th.cu"
+th_runs() { # odd's 24 tokens at 256 and 512 threads, drafts 4 and 0, against the reference's (u2.ref)
+  local th dm
+  for th in 256 512; do
+    for dm in 4 0; do
+      MKC_THREADS=$th MKC_SIMT_SEED=5 "$mkc" run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 \
+        --draft-max $dm --backend cpu >"$tmp/th.out" 2>/dev/null && cmp -s "$tmp/th.out" "$tmp/u2.ref" || return 1
+    done
+  done
+}
+if MKC_THREADS=512 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/th.cu" 2>"$tmp/th.err" &&
+  grep -q '^#define MKC_THREADS 512$' "$tmp/th.cu" && grep -q '^#define MKC_MIN_BLOCKS 1 ' "$tmp/th.cu" &&
+  grep -q 'prompt chunks <= 1,' "$tmp/th.err" && grep -q '^#define MKC_THREADS 128$' "$tmp/nc.cu" && th_runs; then
+  ok "MKC_THREADS=512: emitted with 1 block an SM, prompts untiled; 256 and 512 give the reference's tokens (odd)"
+else
+  fail "MKC_THREADS" "$(grep -n 'define MKC_THREADS\|define MKC_MIN_BLOCKS' "$tmp/th.cu"; cat "$tmp/th.err")"
 fi
 
 # MKC_SYNC=grid (grid barriers instead of flow waits, to compare them on a GPU) and
@@ -218,7 +244,6 @@ MKC_WEIGHT_NC=2 expect_error "MKC_WEIGHT_NC not 0 or 1" \
   'mkc: error: MKC_WEIGHT_NC must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/n.cu"
 # knob_emits VAR=VALUE LINE DEFAULT NAME: gen of tiny under VAR=VALUE writes the #define LINE,
 # and the default kernel ($tmp/nc.cu) has the #define DEFAULT ("!DEFAULT": lacks it).
-"$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/nc.cu" 2>/dev/null
 knob_emits() {
   local f="$tmp/knob-${1%%=*}.cu" want=${3#!} has=1
   [ "$want" != "$3" ] && has=0

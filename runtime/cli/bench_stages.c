@@ -58,8 +58,7 @@ static int read_stages(const char *source, mkc_stage_meta *meta, int n) {
  * verifies draft_max drafts. 0, or -1 after printing why. */
 static int time_run(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt, int n_gen,
                     mkc_drafter *drafter, int draft_max, stage_sums *a, int *out) {
-  mkc_decode_opts o = {
-      .on_token = add_step, .ctx = a, .drafter = drafter, .draft_max = draft_max};
+  mkc_decode_opts o = {.on_token = add_step, .ctx = a, .drafter = drafter, .draft_max = draft_max};
   a->pos = -1;
   mkc_decode_stats st;
   mkc_session_reset(s);
@@ -111,7 +110,8 @@ int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, con
   printf(":\n\n| stage | kind | first node | us | us sampled |%s bytes | GB/s | us at copy "
          "bandwidth | of that |\n",
          head);
-  printf("| ---: | --- | --- | ---: | ---: |%s ---: | ---: | ---: | ---: |\n", k > 0 ? " ---: |" : "");
+  printf("| ---: | --- | --- | ---: | ---: |%s ---: | ---: | ---: | ---: |\n",
+         k > 0 ? " ---: |" : "");
   double total_sampled = 0, total_verify = 0;
   char col[32] = "";
   for (int i = 0; i < n; i++) {

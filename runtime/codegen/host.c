@@ -516,7 +516,7 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
     lua_pushinteger(L, o->n_layers);
     lua_setfield(L, -2, "n_layers");
   }
-  lua_pushinteger(L, o->threads > 0 ? o->threads : 128);
+  lua_pushinteger(L, o->threads > 0 ? o->threads : 0); /* 0: codegen's default (MKC_THREADS) */
   lua_setfield(L, -2, "threads");
   const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");
   if (kv_dtype && *kv_dtype) {

@@ -30,6 +30,11 @@ BENCH_RUNS=(
   # 2026-12-04). It takes the T = 1 kernel to 132 registers, 3 blocks an SM, so 4 are asked (128
   # registers, 0 spill)
   "nextpf-t1 MKC_NEXT_PREFETCH=1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  # the T = 1 kernel's warps in fewer, larger blocks (MKC_THREADS: 264 or 132 arrivals at each
+  # flow wait's counter against 528; 128 registers as at 4 blocks of 128). tests/gpu/probe_flow.cu's
+  # hop table says what a wait costs by block shape, apart from the kernel
+  "th256-t1 MKC_THREADS=256 ${l1bt/--draft-max 4/--draft-max 0}"
+  "th512-t1 MKC_THREADS=512 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "nextpf-d0 MKC_NEXT_PREFETCH=1 $l1b -p 512 --rounds 8"
   # the T = 1 kernel at 4096 cached positions (issue 12's second target), and its stages unsplit
