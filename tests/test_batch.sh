@@ -65,6 +65,21 @@ check_batch "7 lines on 6 slots of 1 + 5 drafts, sampled: wide steps of up to 36
 check_batch "7 lines on 16 slots (tensor cores, split-K), greedy" 16 0 -n 12
 check_batch "7 lines on 16 slots of 1 + 1 draft (tensor cores, split-K), greedy" 16 1 -n 12
 
+# --stages: the slot kernel built with stage timers gives the same lines, then a table of the decode
+# steps' stages (tiny: 15), the steps counted as the stats line's decode steps
+if "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 --draft-max 2 \
+  --seed 5 -n 12 --stages >"$tmp/stages" 2>"$tmp/stages_err" &&
+  "$mkc" run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 3 --draft-max 2 \
+    --seed 5 -n 12 >"$tmp/plain" 2>/dev/null && cmp -s <(head -n 7 "$tmp/stages") "$tmp/plain" &&
+  [ "$(grep -cE '^\| [0-9]+ \| [a-z_]+ \| .* \| [0-9.]+ \| [0-9]+ \| ' "$tmp/stages")" -eq 15 ] &&
+  grep -qE '^\| all \| \| \| [0-9.]+ \| [0-9]+ \|' "$tmp/stages" &&
+  steps=$(sed -n "s/.*clock over \([0-9]*\) steps.*/\1/p" "$tmp/stages") &&
+  [ -n "$steps" ] && [ "$steps" -gt 0 ] && grep -q " tok/s over $steps steps)" "$tmp/stages_err"; then
+  ok "--stages: the same 7 lines, then 15 stage rows and a total over the $steps decode steps"
+else
+  fail "--stages" "$(tail -n 22 "$tmp/stages" "$tmp/stages_err")"
+fi
+
 # Paged: the KV bytes held follow the tokens, not the context times the slots. 3 slots of
 # up to 18 + 12 positions hold at most 2 pages each: a pool of 6 pages serves them (whole
 # caches: 96 pages).
@@ -108,7 +123,7 @@ expect_error "rows past --ctx" "mkc: error: run --batch: 8 slots of 1 + 4 drafts
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4 --ctx 36
 expect_error "rows past --ubatch" "mkc: error: run --batch: 8 slots of 1 + 4 drafts are more than the 32 rows a step takes; lower --slots or --draft-max, or raise --ubatch" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --slots 8 --draft-max 4 --ubatch 32
-expect_error "--slots without --batch" "mkc: error: run: --slots B and --kv-pages N go with --batch FILE" -- \
+expect_error "--slots without --batch" "mkc: error: run: --slots B, --kv-pages N and --stages go with --batch FILE (bench --stages times one sequence's stages)" -- \
   run --preset tiny --random-weights 1 --backend cpu --prompt-ids 1 -n 2 --slots 2
 expect_error "--batch with -p" "mkc: error: run --batch: the prompts are the file's lines; drop -p, -f and --prompt-ids" -- \
   run --preset tiny --random-weights 1 --backend cpu --batch "$tmp/ids.txt" --prompt-ids 1

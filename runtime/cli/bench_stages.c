@@ -71,6 +71,54 @@ static int time_run(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   return 0;
 }
 
+int mkc_stages_print(const mkc_graph *g, const char *source, int tokens, int pos,
+                     const mkc_stage_col *cols, int n_cols, double copy_gbs) {
+  int n = g->n_stages;
+  mkc_step_point at = {.tokens = tokens, .pos = pos, .blocks = 1};
+  if (n_cols > 8) n_cols = 8;
+  mkc_stage_meta *meta = calloc((size_t)n, sizeof *meta);
+  if (!meta) {
+    fprintf(stderr, "mkc: error: --stages: out of memory\n");
+    return -1;
+  }
+  int rc = read_stages(source, meta, n);
+  if (rc == 0) {
+    printf("| stage | kind | first node |");
+    for (int c = 0; c < n_cols; c++) printf(" %s |", cols[c].name);
+    printf(" bytes | GB/s | us at copy bandwidth | of that |\n| ---: | --- | --- |");
+    for (int c = 0; c < n_cols; c++) printf(" ---: |");
+    printf(" ---: | ---: | ---: | ---: |\n");
+    double total_bytes = 0, totals[8] = {0}; /* n_cols <= 8 */
+    for (int i = 0; i < n; i++) {
+      double bytes = 0, us = cols[0].ns[i] / cols[0].steps / 1e3;
+      for (int r = 0; r < meta[i].n_regions; r++)
+        bytes += (double)mkc_qty_eval(meta[i].regions[r].bytes, at);
+      total_bytes += bytes;
+      printf("| %d | %s | %s |", i + 1, meta[i].kind,
+             meta[i].n_nodes > 0 ? meta[i].labels[0] : "-");
+      for (int c = 0; c < n_cols; c++) {
+        double t = cols[c].ns[i] / cols[c].steps;
+        totals[c] += t;
+        printf(" %.2f |", t / 1e3);
+      }
+      char floor[32] = "n/a", frac[32] = "n/a";
+      if (copy_gbs > 0) {
+        double f = bytes / (copy_gbs * 1e3); /* us */
+        snprintf(floor, sizeof floor, "%.2f", f);
+        if (us > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * f / us);
+      }
+      printf(" %.0f | %.1f | %s | %s |\n", bytes, us > 0 ? bytes / us / 1e3 : 0.0, floor, frac);
+    }
+    printf("| all | | |");
+    for (int c = 0; c < n_cols; c++) printf(" %.2f |", totals[c] / 1e3);
+    printf(" %.0f | %.1f | %s | |\n", total_bytes, totals[0] > 0 ? total_bytes / totals[0] : 0.0,
+           copy_gbs > 0 ? "" : "n/a");
+  }
+  for (int i = 0; i < n; i++) mkc_meta_free(&meta[i]);
+  free(meta);
+  return rc;
+}
+
 int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, const int *prompt,
                      int n_prompt, int n_gen, const mkc_sampling *greedy,
                      const mkc_sampling *sampled, double copy_gbs) {
@@ -79,14 +127,12 @@ int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, con
   a.one = calloc((size_t)n, sizeof(double));
   stage_sums b = {.s = s, .n = n, .ns = calloc((size_t)n, sizeof(double)), .one = a.one};
   stage_sums v = {.s = s, .n = n, .ns = calloc((size_t)n, sizeof(double)), .one = a.one};
-  mkc_stage_meta *meta = calloc((size_t)n, sizeof *meta);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   mkc_drafter *full = k > 0 ? mkc_drafter_full() : NULL;
-  if (!a.ns || !a.one || !b.ns || !v.ns || !meta || !out || (k > 0 && !full)) {
+  if (!a.ns || !a.one || !b.ns || !v.ns || !out || (k > 0 && !full)) {
     fprintf(stderr, "mkc: error: bench --stages: out of memory\n");
     goto done;
   }
-  if (read_stages(source, meta, n) != 0) goto done;
   /* the same tokens' positions both ways: the sampled run draws other tokens, which
    * changes no stage's work but the sampler's */
   if (mkc_session_set_sampling(s, greedy) != 0 ||
@@ -97,7 +143,6 @@ int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, con
     goto done;
   /* bytes at T = 1 and the middle of the run's positions */
   mkc_step_point at = {.tokens = 1, .pos = n_prompt + n_gen / 2, .blocks = 1};
-  double total_ns = 0, total_bytes = 0;
   printf("\nStages, T = 1 at about position %d, block 0's clock over %d steps (%s); "
          "\"us sampled\": the same run sampled as bench's sampled rows",
          at.pos, a.steps, mkc_session_backend(s));
@@ -105,43 +150,14 @@ int mkc_bench_stages(mkc_session *s, const mkc_graph *g, const char *source, con
     printf("; \"us verify%d\": the run greedy with %d drafts every step (%d steps), as bench's "
            "verify row",
            k + 1, k, v.steps);
-  char head[32] = "";
-  if (k > 0) snprintf(head, sizeof head, " us verify%d |", k + 1);
-  printf(":\n\n| stage | kind | first node | us | us sampled |%s bytes | GB/s | us at copy "
-         "bandwidth | of that |\n",
-         head);
-  printf("| ---: | --- | --- | ---: | ---: |%s ---: | ---: | ---: | ---: |\n",
-         k > 0 ? " ---: |" : "");
-  double total_sampled = 0, total_verify = 0;
-  char col[32] = "";
-  for (int i = 0; i < n; i++) {
-    double us = a.ns[i] / a.steps / 1e3, us_sampled = b.ns[i] / b.steps / 1e3, bytes = 0;
-    total_sampled += b.ns[i] / b.steps;
-    if (k > 0) {
-      total_verify += v.ns[i] / v.steps;
-      snprintf(col, sizeof col, " %.2f |", v.ns[i] / v.steps / 1e3);
-    }
-    for (int r = 0; r < meta[i].n_regions; r++)
-      bytes += (double)mkc_qty_eval(meta[i].regions[r].bytes, at);
-    total_ns += a.ns[i] / a.steps;
-    total_bytes += bytes;
-    char floor[32] = "n/a", frac[32] = "n/a";
-    if (copy_gbs > 0) {
-      double f = bytes / (copy_gbs * 1e3); /* us */
-      snprintf(floor, sizeof floor, "%.2f", f);
-      if (us > 0) snprintf(frac, sizeof frac, "%.0f%%", 100.0 * f / us);
-    }
-    printf("| %d | %s | %s | %.2f | %.2f |%s %.0f | %.1f | %s | %s |\n", i + 1, meta[i].kind,
-           meta[i].n_nodes > 0 ? meta[i].labels[0] : "-", us, us_sampled, col, bytes,
-           us > 0 ? bytes / us / 1e3 : 0.0, floor, frac);
-  }
-  if (k > 0) snprintf(col, sizeof col, " %.2f |", total_verify / 1e3);
-  printf("| all | | | %.2f | %.2f |%s %.0f | %.1f | %s | |\n", total_ns / 1e3, total_sampled / 1e3,
-         col, total_bytes, total_ns > 0 ? total_bytes / total_ns : 0.0, copy_gbs > 0 ? "" : "n/a");
+  printf(":\n\n");
+  char verify[32];
+  snprintf(verify, sizeof verify, "us verify%d", k + 1);
+  mkc_stage_col cols[3] = {
+      {"us", a.ns, a.steps}, {"us sampled", b.ns, b.steps}, {verify, v.ns, v.steps}};
+  if (mkc_stages_print(g, source, at.tokens, at.pos, cols, k > 0 ? 3 : 2, copy_gbs) != 0) goto done;
   rc = 0;
 done:
-  for (int i = 0; meta && i < n; i++) mkc_meta_free(&meta[i]);
-  free(meta);
   free(a.ns);
   free(a.one);
   free(b.ns);

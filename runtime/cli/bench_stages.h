@@ -8,6 +8,20 @@
 #include "codegen/graph.h"
 #include "exec/session.h"
 
+/* A column of the stages' table: each stage's time summed over `steps` steps, ns. */
+typedef struct mkc_stage_col {
+  const char *name;
+  const double *ns; /* [g->n_stages] */
+  int steps;
+} mkc_stage_col;
+
+/* The table: a row per stage of source's stage comments (kind, first node), each
+ * column's mean us (n_cols <= 8), then the bytes the comment declares for a
+ * step of `tokens` inputs at position pos, the first column's GB/s, and the
+ * time those bytes take at copy_gbs (< 0: unknown). 0, or -1 after printing why. */
+int mkc_stages_print(const mkc_graph *g, const char *source, int tokens, int pos,
+                     const mkc_stage_col *cols, int n_cols, double copy_gbs);
+
 /* Decodes prompt[0..n_prompt) and n_gen tokens at T = 1 on session s of
  * graph g whose kernel, source, was generated with stage timers, once with
  * the greedy options and once sampled, and where the kernel takes drafts

@@ -103,6 +103,8 @@ static const char USAGE[] =
     "  --kv-pages N           with --batch: the slots share N KV pages of 16 positions\n"
     "                         (default: as many as B whole contexts); a slot holds the\n"
     "                         pages its tokens need\n"
+    "  --stages               with --batch: the decode steps' time in each stage of the\n"
+    "                         slot kernel (block 0's clock; a kernel built with timers)\n"
     "  --preset P, --graph GRAPH, --random-weights SEED, --prompt-ids IDS, --kernel DIR:\n"
     "                         a preset on random weights (see README.md)\n";
 
@@ -239,8 +241,9 @@ static int check_batch_flags(mkc_cli *c) {
 
 static int check_flags(mkc_cli *c) {
   if (c->batch_file) return check_batch_flags(c);
-  if (c->slots || c->kv_pages)
-    return mkc_cli_usage_error("%s", "run: --slots B and --kv-pages N go with --batch FILE");
+  if (c->slots || c->kv_pages || c->stages)
+    return mkc_cli_usage_error("%s", "run: --slots B, --kv-pages N and --stages go with --batch "
+                                     "FILE (bench --stages times one sequence's stages)");
   if (c->kernel_dir && c->kv_dtype)
     return mkc_cli_usage_error("%s", "run: --kernel DIR brings its own KV type; drop --kv-dtype");
   if (!!c->prompt + !!c->prompt_file + !!c->prompt_ids > 1)
@@ -376,7 +379,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots --kv-pages",
+      "--slots --kv-pages --stages",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_stages.h"
 #include "commands.h"
 #include "exec/batch.h"
 #include "json_format.h"
@@ -146,6 +147,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   mkc_slots *p = NULL;
   mkc_constraint *json = NULL;
   mkc_schema *schema = NULL;
+  double *stage_ns = NULL; /* --stages: the decode steps' sums, per stage */
   int n = 0;
   rc = 1;
   if (mkc_json_format_schema(&c, &schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
@@ -177,6 +179,11 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     mkc_json_format_start(seqs[i].constraint, schema, s);
   }
   mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops};
+  if (c.stages && !(stage_ns = calloc((size_t)m.g.n_stages + 1, sizeof *stage_ns))) {
+    fprintf(stderr, "mkc: error: run --batch --stages: out of memory\n");
+    goto done;
+  }
+  o.stage_ns = stage_ns;
   mkc_batch_stats st;
   if (mkc_batch_run(p, seqs, n, &o, &st) != 0) goto done;
   int failed = 0;
@@ -204,7 +211,22 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
   rc = failed ? 1 : 0;
+  if (stage_ns && st.stage_steps > 0) { /* the table after the completions, on stdout */
+    long mid = 0; /* the sequences' mean midpoint: where attention's bytes are counted */
+    for (int i = 0; i < n; i++) mid += seqs[i].n_prompt + seqs[i].n_out / 2;
+    printf("\nStages of the decode steps, block 0's clock over %d steps (%s); bytes for %d slots "
+           "x %d inputs at position %ld, the sequences' mean midpoint:\n\n",
+           st.stage_steps, mkc_slots_describe(p), st.most_busy, k + 1, mid / n);
+    mkc_stage_col col = {"us", stage_ns, st.stage_steps};
+    if (mkc_stages_print(&m.g, m.src.source, st.most_busy * (k + 1), (int)(mid / n), &col, 1,
+                         -1.0) != 0)
+      rc = 1;
+  } else if (stage_ns) {
+    fprintf(stderr, "mkc: error: run --batch --stages: no decode step ran (only prompts)\n");
+    rc = 1;
+  }
 done:
+  free(stage_ns);
   mkc_slots_close(p);
   if (seqs) {
     mkc_batch_free(seqs, n);

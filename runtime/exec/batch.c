@@ -294,6 +294,15 @@ int mkc_sched_step(mkc_sched *sc) {
     st->decode_seconds += t_step;
     st->decode_tokens += st->generated - before;
   }
+  if (decode && sc->o.stage_ns) {
+    double one[g->n_stages > 0 ? g->n_stages : 1];
+    if (mkc_slots_stage_ns(p, one) != 0) {
+      fprintf(stderr, "mkc: error: the slot kernel gave no stage times (built without timers?)\n");
+      return -1;
+    }
+    for (int i = 0; i < g->n_stages; i++) sc->o.stage_ns[i] += one[i];
+    st->stage_steps++;
+  }
   return 1;
 }
 

@@ -47,6 +47,9 @@ typedef struct mkc_batch_opts {
   int drafts;       /* per slot and step, capped by the slot's share of the step's rows */
   const int *stops; /* stop tokens (end of generation), n_stops of them */
   int n_stops;
+  /* Not NULL (a kernel with stage timers): each decode step's stage times (mkc_slots_stage_ns)
+   * added here, g->n_stages of them; the stats count those steps (stage_steps) */
+  double *stage_ns;
 } mkc_batch_opts;
 
 typedef struct mkc_batch_stats {
@@ -59,9 +62,10 @@ typedef struct mkc_batch_stats {
   int decode_steps;
   double decode_seconds;
   long decode_tokens;
-  int most_busy;  /* the most slots busy in one step */
-  size_t kv_peak; /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
-  long shared;    /* prompt positions whose pages another slot held (mkc_slots_share) */
+  int most_busy;   /* the most slots busy in one step */
+  size_t kv_peak;  /* the most KV bytes the busy slots held at once (mkc_slots_kv_used) */
+  long shared;     /* prompt positions whose pages another slot held (mkc_slots_share) */
+  int stage_steps; /* decode steps whose stage times went into mkc_batch_opts.stage_ns */
 } mkc_batch_stats;
 
 /* The scheduler one step at a time, for sequences that arrive while others

@@ -54,6 +54,10 @@ int mkc_slots_clear(mkc_slots *p, int s);
  * And the bytes of every slot's cache, or of the pool. */
 size_t mkc_slots_kv_used(const mkc_slots *p, int s);
 size_t mkc_slots_kv_total(const mkc_slots *p);
+/* A kernel generated with stage timers (mkc_gen_opts.stage_timers): the last step's time in each
+ * of its g->n_stages stages, ns, block 0's clock, into ns. 0, or -1 (no timers, or the read
+ * failed). */
+int mkc_slots_stage_ns(mkc_slots *p, double *ns);
 /* Paged: the pool's pages held by some slot (a shared page once); and those
  * no slot holds that stay indexed for sharing, a finished sequence's full
  * pages, until the pool needs them (the oldest let go first). */

@@ -98,12 +98,11 @@ for run in "${BENCH_RUNS[@]}"; do
   echo "fake ${run%% *}: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
 for entry in "${SLOT_RUNS[@]}"; do # the slot kernels bench.sh runs (B = 1: l1b's plain kernel)
-  read -r b envs <<<"$entry"
+  slot_parts "$entry"
   name="slots-${entry// /-}"
   [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $name "* ]] && continue
   slot_args "$b" "build/gpu-prime/$name.txt"
-  # shellcheck disable=SC2086 # envs: VAR=VALUE words
-  until_cached "preset" $envs build/mkc "${slot_run[@]}" --backend cuda
+  until_cached "preset" "${slot_envs[@]}" build/mkc "${slot_run[@]}" "${slot_extra[@]}" --backend cuda
   echo "fake $name: $(ls "$fake/cuda" | wc -l) kernels so far"
 done
 echo "fake runs: $(ls "$fake/cuda" | wc -l) kernels"

@@ -92,6 +92,9 @@ elif [ -x "$cs" ]; then
   # the next stage's weights asked of L2 in attention (MKC_NEXT_PREFETCH=1): addresses in bounds
   MKC_NEXT_PREFETCH=1 sanitize "odd, MKC_NEXT_PREFETCH=1" run --preset odd --random-weights 3 -n 6 \
     --prompt-ids 1,2,3,1,2 --draft-max 2
+  # 512 threads a block (MKC_THREADS=512) at T = 1: the split's shares over 16 warps, untiled prompts
+  MKC_THREADS=512 sanitize "odd, MKC_THREADS=512" run --preset odd --random-weights 3 -n 6 \
+    --prompt-ids 1,2,3,1,2 --draft-max 0
   # the decode matmuls on tensor cores (MKC_MMA_DECODE=1): by warp at T = 8, split over a block's
   # warps (its shared-memory partials), and a slot kernel's two m-tiles (T = 9)
   MKC_MMA_DECODE=1 sanitize "odd, MKC_MMA_DECODE=1" run --preset odd --random-weights 3 -n 6 \

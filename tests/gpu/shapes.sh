@@ -109,12 +109,14 @@ BENCH_RUNS=(
 # weights: `mkc run --batch` of B lines of 16-token prompts, 128 greedy tokens each, no drafts,
 # against the plain kernel's one sequence (B = 1); the aggregate tokens/s is the stats line's.
 # B = 64: 64 rows, past the decode path's 32, so its steps are wide (templates/slots.cuh, tiled).
-# An entry is "B [VAR=VALUE...]": the knobs against each B's default, for B = 16 >= 8 x B = 1.
+# An entry is "B [VAR=VALUE...] [--stages]": the knobs against each B's default, for B = 16 >= 8 x
+# B = 1; --stages adds the decode steps' time in each stage of the slot kernel (run --batch
+# --stages, since 2026-12-04's third session), its table into the summary.
 # In priority order: bench.sh stops where its budget says and tests/gpu/second.sh takes the rest
 # by name (slots-B[-VAR=VALUE...]).
 # Since 2026-12-04 a slot kernel of 16 slots or more runs on tensor cores with split-K by default
 # (16 slots: 4319 against 1318 t/s); 64 slots were not run with it, nor 4 and 8 with split-K.
-SLOT_RUNS=(1 16 64 "16 MKC_MMA_DECODE=0" "8 MKC_MMA_DECODE=1 MKC_SPLITK=1" 8
+SLOT_RUNS=(1 16 64 "16 --stages" "16 MKC_MMA_DECODE=0" "8 MKC_MMA_DECODE=1 MKC_SPLITK=1" 8
   "4 MKC_MMA_DECODE=1 MKC_SPLITK=1" 4 "64 MKC_MMA_DECODE=0" "32 MKC_MMA_DECODE=1 MKC_SPLITK=1")
 slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   local b=$1 i
@@ -128,15 +130,27 @@ slot_args() { # B FILE: the run's arguments (FILE: B prompt lines, written here)
   fi
 }
 
+slot_parts() { # ENTRY: its B into b, its VAR=VALUE words into slot_envs, its flags into slot_extra
+  local w rest
+  read -r b rest <<<"$1"
+  slot_envs=() slot_extra=()
+  for w in $rest; do
+    if [[ $w == --* ]]; then slot_extra+=("$w"); else slot_envs+=("$w"); fi
+  done
+}
+
 slot_bench() { # ENTRY DIR: one SLOT_RUNS entry on cuda (its prompts and logs in DIR), its stats line
-  local b envs f
-  read -r b envs <<<"$1"
+  local f rc
+  slot_parts "$1"
   f="$2/slots-${1// /-}"
   slot_args "$b" "$f.txt"
-  say "-- slots B = $b: $envs mkc ${slot_run[*]}"
-  # shellcheck disable=SC2086 # envs: VAR=VALUE words
-  timeout "$(limit 60)" env $envs build/mkc "${slot_run[@]}" --backend cuda >"$f.out" 2>"$f.err"
-  say "exit $?: $(tail -n 1 "$f.err")"
+  say "-- slots B = $b: ${slot_envs[*]} mkc ${slot_run[*]} ${slot_extra[*]}"
+  timeout "$(limit 60)" env "${slot_envs[@]}" build/mkc "${slot_run[@]}" "${slot_extra[@]}" --backend cuda \
+    >"$f.out" 2>"$f.err"
+  rc=$?
+  say "exit $rc: $(tail -n 1 "$f.err")"
+  [ ${#slot_extra[@]} -gt 0 ] && sed -n '/^Stages of/,$p' "$f.out" | tee -a "$log"
+  return 0
 }
 
 make_model() { # NAME DIR: a model file BENCH_RUNS reads (seeded random weights)
