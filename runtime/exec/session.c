@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "backend/backend.h"
+#include "backend/stage_timers.h"
 #include "backend/cpu/backend.h"
 #include "backend/cuda/backend.h"
 #include "backend/cuda/driver.h"
@@ -495,13 +496,7 @@ int mkc_session_logprobs(mkc_session *s, int i, float *lp, int *ids, float *lps)
 const mkc_sampling *mkc_session_sampling(const mkc_session *s) { return &s->state.sampling; }
 
 int mkc_session_stage_ns(mkc_session *s, double *ns) {
-  int n = s->g->n_stages;
-  if (!s->g->timers_offset || !s->b->ops->read_scratch || n <= 0) return -1;
-  unsigned long long t[n + 1]; /* u64 readings: two floats of scratch each */
-  if (s->b->ops->read_scratch(s->b, s->g->timers_offset, 2 * (size_t)(n + 1), (float *)t) != 0)
-    return -1;
-  for (int i = 0; i < n; i++) ns[i] = t[i + 1] >= t[i] ? (double)(t[i + 1] - t[i]) : 0.0;
-  return 0;
+  return mkc_backend_stage_ns(s->b, s->g, ns);
 }
 
 /* The first ring whose window before pos has lost rows, or NULL. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/stage_timers.h"
 #include "exec/prefix.h"
 #include "exec/session_impl.h"
 
@@ -344,12 +345,4 @@ int mkc_slots_share(mkc_slots *p, int s, const int *prompt, int n) {
 
 size_t mkc_slots_kv_total(const mkc_slots *p) { return p->g->kv_bytes; }
 
-int mkc_slots_stage_ns(mkc_slots *p, double *ns) {
-  int n = p->g->n_stages;
-  if (!p->g->timers_offset || !p->b->ops->read_scratch || n <= 0) return -1;
-  unsigned long long t[n + 1]; /* u64 readings: two floats of scratch each */
-  if (p->b->ops->read_scratch(p->b, p->g->timers_offset, 2 * (size_t)(n + 1), (float *)t) != 0)
-    return -1;
-  for (int i = 0; i < n; i++) ns[i] = t[i + 1] >= t[i] ? (double)(t[i + 1] - t[i]) : 0.0;
-  return 0;
-}
+int mkc_slots_stage_ns(mkc_slots *p, double *ns) { return mkc_backend_stage_ns(p->b, p->g, ns); }
