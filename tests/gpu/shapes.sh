@@ -33,6 +33,12 @@ BENCH_RUNS=(
   # the T = 1 kernel's warps in fewer, larger blocks (MKC_THREADS: 264 or 132 arrivals at each
   # flow wait's counter against 528; 128 registers as at 4 blocks of 128). tests/gpu/probe_flow.cu's
   # hop table says what a wait costs by block shape, apart from the kernel
+  # the split T = 1 kernel with two chunks a row in flight (MKC_MV_UNROLL=2: 147 registers, 3 blocks
+  # an SM, 0 spill; at 4 it spills 124 B): each lane's share of a split row is 2 chunks (o-proj)
+  # to 8 (down), loaded a group at a time and used before the next group's loads (the SASS of
+  # 2026-12-04, third session), so two a group halve the round trips. Unsplit, the unroll gained
+  # 10 % on the H200 (814 against 737 t/s); split, not yet run
+  "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "th256-t1 MKC_THREADS=256 ${l1bt/--draft-max 4/--draft-max 0}"
   "th512-t1 MKC_THREADS=512 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
@@ -51,10 +57,6 @@ BENCH_RUNS=(
   "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
   "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
-  # the T = 1 kernel with two chunks a row in flight (MKC_MV_UNROLL=2: 137 registers, 3 blocks an
-  # SM, 0 spill): the 2048-row stages ran at 23-33 % of copy on the H200 for want of bytes in
-  # flight (docs/PERF.md, 2026-12-04); the unroll lost at T <= 5 and 168 registers on 2026-11-27
-  "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
   # the knobs the H200 measured slower on 2026-12-04 (docs/PERF.md): the matvec's weight rows
   # copied ahead into shared memory (MKC_CP_RING), the decode matmuls on tensor cores
