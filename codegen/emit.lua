@@ -547,7 +547,12 @@ function emit.source(graph, plan, opts)
   -- (attention) asks L2 for all of the next stage's, where they fit in 16 MiB (o-proj's 8 MB in
   -- llama-3.2-1b): the short stages after attention spent about 5 us a stage beyond their bytes
   -- on the H200 (docs/PERF.md, 2026-12-04)
-  local next_pf = knob("MKC_NEXT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1
+  -- MKC_NEXT_PREFETCH=2 also has a layer's matmul stage, its own rows done, ask L2 for the next
+  -- matmul stage's first 16 MiB (o-proj for gate/up, gate/up for down; not across layers, whose
+  -- loop would not fold, nor for the LM head or experts): the next stage's rows stream while the
+  -- last blocks finish this one and every block waits for them
+  local next_pf = knob("MKC_NEXT_PREFETCH", "0, 1 or 2", function(v) return v >= 0 and v <= 2 end) or 0
+  local after_kinds = { matvec = true, matvec_residual = true, gate_up_swiglu = true }
   for i, st in ipairs(plan.stages) do
     comments[i] = table.concat({
       ("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
@@ -560,7 +565,7 @@ function emit.source(graph, plan, opts)
     local indent = st.emitted.condition and "    " or "  "
     if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
     local mats, nxt = matrices(st), plan.stages[i + 1]
-    if next_pf and #mats == 0 and nxt then
+    if next_pf >= 1 and #mats == 0 and nxt then
       local next_mats, bytes = matrices(nxt), 0
       for _, w in ipairs(next_mats) do bytes = bytes + w.rows * plan.weights[w].row_bytes end
       for _, w in ipairs(bytes <= 16 * 1024 * 1024 and next_mats or {}) do
@@ -581,6 +586,14 @@ function emit.source(graph, plan, opts)
     end
     -- a code's later lines are indented for the body's two spaces: under a condition, two more
     t[#t + 1] = indent .. st.emitted.code:gsub("\n", "\n" .. indent:sub(3))
+    if next_pf == 2 and #mats > 0 and nxt and after_kinds[st.kind] and after_kinds[nxt.kind] then
+      local next_mats = matrices(nxt)
+      for _, w in ipairs(next_mats) do
+        local rows = math.min(w.rows, 16 * 1024 * 1024 // #next_mats // plan.weights[w].row_bytes)
+        t[#t + 1] = ("%smkc_prefetch_next(%s, %d); /* the next stage's first rows */"):format(indent,
+          wmat_of(plan, w), rows)
+      end
+    end
     if st.sync.kind == "grid" then
       t[#t + 1] = ("%smkc_grid_sync(state); /* %s */"):format(indent, st.sync.reason)
     elseif st.sync.kind == "flow" then

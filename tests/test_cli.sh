@@ -193,22 +193,29 @@ done
 # MKC_NEXT_PREFETCH=1 (a stage streaming no weights asks L2 for the next one's; a knob until
 # measured): checked; emitted in tiny's attention stages (the loop's one, and the embedding's for
 # layer 0's Q, K, V: 4 calls), each before the stage's flow wait, which inspect --check accepts;
-# a hint that changes no token on the lane path (odd, with and without drafts).
-MKC_NEXT_PREFETCH=2 expect_error "MKC_NEXT_PREFETCH not 0 or 1" \
-  'mkc: error: MKC_NEXT_PREFETCH must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/np2.cu"
-np_runs() { # odd's 24 tokens with the knob, drafts 4 and 0, against the reference's (u2.ref)
-  local dm
-  for dm in 4 0; do
-    MKC_NEXT_PREFETCH=1 MKC_SIMT_SEED=4 "$mkc" run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 \
-      --draft-max $dm --backend cpu >"$tmp/np$dm.out" 2>/dev/null && cmp -s "$tmp/np$dm.out" "$tmp/u2.ref" || return 1
+# =2 adds, after o-proj's and gate/up's own work, the next stage's first rows (3 calls in the
+# loop); a hint that changes no token on the lane path (odd, with and without drafts).
+MKC_NEXT_PREFETCH=3 expect_error "MKC_NEXT_PREFETCH not 0, 1 or 2" \
+  'mkc: error: MKC_NEXT_PREFETCH must be 0, 1 or 2, got "3"' -- gen graphs/llama.lua --preset tiny -o "$tmp/np3.cu"
+np_runs() { # odd's 24 tokens with the knob at 1 and 2, drafts 4 and 0, against the reference's (u2.ref)
+  local dm v
+  for v in 1 2; do
+    for dm in 4 0; do
+      MKC_NEXT_PREFETCH=$v MKC_SIMT_SEED=4 "$mkc" run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 \
+        --draft-max $dm --backend cpu >"$tmp/np$dm.out" 2>/dev/null && cmp -s "$tmp/np$dm.out" "$tmp/u2.ref" || return 1
+    done
   done
 }
 if MKC_NEXT_PREFETCH=1 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/np.cu" 2>/dev/null &&
   [ "$(grep -c '^ *mkc_prefetch_next(' "$tmp/np.cu")" -eq 4 ] &&
   grep -A1 '^ *mkc_prefetch_next(mkc_wmat_of(weights + lay_i' "$tmp/np.cu" | grep -q 'mkc_flow_wait(' &&
   [ -s "$tmp/nc.cu" ] && ! grep -q '^ *mkc_prefetch_next(' "$tmp/nc.cu" &&
-  "$mkc" inspect --check "$tmp/np.cu" >"$tmp/np.insp" 2>&1 && np_runs; then
-  ok "MKC_NEXT_PREFETCH=1: 4 prefetches before flow waits, inspect --check clean, the reference's tokens (odd, lane path)"
+  MKC_NEXT_PREFETCH=2 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -o "$tmp/np2.cu" 2>/dev/null &&
+  [ "$(grep -c '^ *mkc_prefetch_next(.*the next stage.s first rows' "$tmp/np2.cu")" -eq 3 ] &&
+  [ "$(grep -A1 'the next stage.s first rows' "$tmp/np2.cu" | grep -c '^ *mkc_flow_arrive(')" -eq 2 ] &&
+  "$mkc" inspect --check "$tmp/np.cu" >"$tmp/np.insp" 2>&1 &&
+  "$mkc" inspect --check "$tmp/np2.cu" >>"$tmp/np.insp" 2>&1 && np_runs; then
+  ok "MKC_NEXT_PREFETCH=1: 4 prefetches before flow waits; =2 adds 3 after o-proj's and gate/up's work, before their arrivals; inspect --check clean; the reference's tokens (odd, lane path)"
 else
   fail "MKC_NEXT_PREFETCH=1" "$(grep -c 'mkc_prefetch_next(' "$tmp/np.cu" 2>&1; tail -n 3 "$tmp/np.insp" "$tmp"/np?.out 2>&1)"
 fi

@@ -89,8 +89,9 @@ elif [ -x "$cs" ]; then
   # the idle-warp matvecs' rows one a warp, 8 chunks a lane at once (MKC_MV_ROW1=8), at T <= 3
   MKC_MV_ROW1=8 sanitize "odd, MKC_MV_ROW1=8" run --preset odd --random-weights 3 -n 6 \
     --prompt-ids 1,2,3,1,2 --draft-max 2
-  # the next stage's weights asked of L2 in attention (MKC_NEXT_PREFETCH=1): addresses in bounds
-  MKC_NEXT_PREFETCH=1 sanitize "odd, MKC_NEXT_PREFETCH=1" run --preset odd --random-weights 3 -n 6 \
+  # the next stage's weights asked of L2 in attention and after o-proj and gate/up
+  # (MKC_NEXT_PREFETCH=2, which includes =1's): addresses in bounds
+  MKC_NEXT_PREFETCH=2 sanitize "odd, MKC_NEXT_PREFETCH=2" run --preset odd --random-weights 3 -n 6 \
     --prompt-ids 1,2,3,1,2 --draft-max 2
   # 512 threads a block (MKC_THREADS=512) at T = 1: the split's shares over 16 warps, untiled prompts
   MKC_THREADS=512 sanitize "odd, MKC_THREADS=512" run --preset odd --random-weights 3 -n 6 \

@@ -30,6 +30,9 @@ BENCH_RUNS=(
   # 2026-12-04). It takes the T = 1 kernel to 132 registers, 3 blocks an SM, so 4 are asked (128
   # registers, 0 spill)
   "nextpf-t1 MKC_NEXT_PREFETCH=1 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
+  # ... and =2: o-proj and gate/up, their own rows done, ask for the next stage's first 16 MiB
+  # while the last blocks finish and all wait (132 registers: 4 blocks asked, as above)
+  "nextpf2-t1 MKC_NEXT_PREFETCH=2 MKC_MIN_BLOCKS=4 ${l1bt/--draft-max 4/--draft-max 0}"
   # the T = 1 kernel's warps in fewer, larger blocks (MKC_THREADS: 264 or 132 arrivals at each
   # flow wait's counter against 528; 128 registers as at 4 blocks of 128). tests/gpu/probe_flow.cu's
   # hop table says what a wait costs by block shape, apart from the kernel
