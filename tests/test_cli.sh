@@ -197,12 +197,16 @@ done
 # loop); a hint that changes no token on the lane path (odd, with and without drafts).
 MKC_NEXT_PREFETCH=3 expect_error "MKC_NEXT_PREFETCH not 0, 1 or 2" \
   'mkc: error: MKC_NEXT_PREFETCH must be 0, 1 or 2, got "3"' -- gen graphs/llama.lua --preset tiny -o "$tmp/np3.cu"
-np_runs() { # odd's 24 tokens with the knob at 1 and 2, drafts 4 and 0, against the reference's (u2.ref)
-  local dm v
-  for v in 1 2; do
+# knob_runs VAR SEED VALUE...: odd's 24 tokens with VAR at each VALUE, drafts 4 and 0, on the lane
+# path (MKC_SIMT_SEED=SEED), against the reference's (u2.ref)
+knob_runs() {
+  local var=$1 seed=$2 v dm
+  shift 2
+  for v in "$@"; do
     for dm in 4 0; do
-      MKC_NEXT_PREFETCH=$v MKC_SIMT_SEED=4 "$mkc" run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 \
-        --draft-max $dm --backend cpu >"$tmp/np$dm.out" 2>/dev/null && cmp -s "$tmp/np$dm.out" "$tmp/u2.ref" || return 1
+      env "$var=$v" MKC_SIMT_SEED="$seed" "$mkc" run --preset odd --random-weights 7 -n 24 \
+        --prompt-ids 3,1,4,1,5 --draft-max $dm --backend cpu >"$tmp/kr.out" 2>/dev/null &&
+        cmp -s "$tmp/kr.out" "$tmp/u2.ref" || return 1
     done
   done
 }
@@ -214,10 +218,10 @@ if MKC_NEXT_PREFETCH=1 "$mkc" gen graphs/llama.lua --preset tiny --draft-max 4 -
   [ "$(grep -c '^ *mkc_prefetch_next(.*the next stage.s first rows' "$tmp/np2.cu")" -eq 3 ] &&
   [ "$(grep -A1 'the next stage.s first rows' "$tmp/np2.cu" | grep -c '^ *mkc_flow_arrive(')" -eq 2 ] &&
   "$mkc" inspect --check "$tmp/np.cu" >"$tmp/np.insp" 2>&1 &&
-  "$mkc" inspect --check "$tmp/np2.cu" >>"$tmp/np.insp" 2>&1 && np_runs; then
+  "$mkc" inspect --check "$tmp/np2.cu" >>"$tmp/np.insp" 2>&1 && knob_runs MKC_NEXT_PREFETCH 4 1 2; then
   ok "MKC_NEXT_PREFETCH=1: 4 prefetches before flow waits; =2 adds 3 after o-proj's and gate/up's work, before their arrivals; inspect --check clean; the reference's tokens (odd, lane path)"
 else
-  fail "MKC_NEXT_PREFETCH=1" "$(grep -c 'mkc_prefetch_next(' "$tmp/np.cu" 2>&1; tail -n 3 "$tmp/np.insp" "$tmp"/np?.out 2>&1)"
+  fail "MKC_NEXT_PREFETCH=1" "$(grep -c 'mkc_prefetch_next(' "$tmp/np.cu" 2>&1; tail -n 3 "$tmp/np.insp" "$tmp/kr.out" 2>&1)"
 fi
 
 # MKC_THREADS (threads per block, a knob for the GPU's A/B of fewer arrivals at each flow wait):
@@ -226,18 +230,9 @@ fi
 # prompt of several tokens goes a step a token (no tiles past 256).
 MKC_THREADS=384 expect_error "MKC_THREADS not 128, 256 or 512" \
   'mkc: error: MKC_THREADS must be 128, 256 or 512, got "384"' -- gen graphs/llama.lua --preset tiny -o "$tmp/th.cu"
-th_runs() { # odd's 24 tokens at 256 and 512 threads, drafts 4 and 0, against the reference's (u2.ref)
-  local th dm
-  for th in 256 512; do
-    for dm in 4 0; do
-      MKC_THREADS=$th MKC_SIMT_SEED=5 "$mkc" run --preset odd --random-weights 7 -n 24 --prompt-ids 3,1,4,1,5 \
-        --draft-max $dm --backend cpu >"$tmp/th.out" 2>/dev/null && cmp -s "$tmp/th.out" "$tmp/u2.ref" || return 1
-    done
-  done
-}
 if MKC_THREADS=512 "$mkc" gen graphs/llama.lua --preset tiny -o "$tmp/th.cu" 2>"$tmp/th.err" &&
   grep -q '^#define MKC_THREADS 512$' "$tmp/th.cu" && grep -q '^#define MKC_MIN_BLOCKS 1 ' "$tmp/th.cu" &&
-  grep -q 'prompt chunks <= 1,' "$tmp/th.err" && grep -q '^#define MKC_THREADS 128$' "$tmp/nc.cu" && th_runs; then
+  grep -q 'prompt chunks <= 1,' "$tmp/th.err" && grep -q '^#define MKC_THREADS 128$' "$tmp/nc.cu" && knob_runs MKC_THREADS 5 256 512; then
   ok "MKC_THREADS=512: emitted with 1 block an SM, prompts untiled; 256 and 512 give the reference's tokens (odd)"
 else
   fail "MKC_THREADS" "$(grep -n 'define MKC_THREADS\|define MKC_MIN_BLOCKS' "$tmp/th.cu"; cat "$tmp/th.err")"
