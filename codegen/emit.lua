@@ -417,7 +417,8 @@ function emit.source(graph, plan, opts)
   -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
   local asked = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
   -- (at 256 or 512 threads, MKC_THREADS: the same warps an SM as 4 blocks of 128, <= 128 registers)
-  local min_blocks = asked or (opts.threads == 128 and 3 or opts.threads <= 512 and 512 // opts.threads or nil)
+  local min_blocks = asked or (opts.threads == 128 and 3) or
+    ((opts.threads == 256 or opts.threads == 512) and 512 // opts.threads or nil)
   put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
     min_blocks or 1))
   -- ... and the blocks per SM the grid takes (0, none planned: as many as fit). A kernel of one
