@@ -36,6 +36,11 @@ struct mkc_backend_ops {
    * maps inputs to rows); NULL on a failed copy. */
   const float *(*logits)(mkc_backend *b, int row);
 
+  /* The greedy choice after each of the last step's rows, as its accept took
+   * it. NULL here: the kernel's, which mkc_accept leaves in scratch at
+   * g->choices_offset (read_scratch); ref has its own. */
+  const int *(*choices)(mkc_backend *b);
+
   /* The kernel's KV cache (g->kv_bytes bytes of elements of g->kv_dtype);
    * NULL on a failed copy. NULL here: the backend keeps none (ref). */
   const void *(*kv)(mkc_backend *b);

@@ -9,10 +9,11 @@ typedef struct ref_backend {
   mkc_backend base;
   const mkc_graph *g;
   mkc_ref *ref;
-  double *ref_logits; /* [t_max][vocab] */
-  float *logits;      /* [t_max][vocab]: the ref's logits as floats */
-  float *feature;     /* [t_chunk][g->feature_n]: the next step's (write_feature); NULL: none */
-  float *hidden;      /* [t_chunk][dim]: each input's hidden state in the last step */
+  double *ref_logits;    /* [t_max][vocab] */
+  float *logits;         /* [t_max][vocab]: the ref's logits as floats */
+  float *feature;        /* [t_chunk][g->feature_n]: the next step's (write_feature); NULL: none */
+  float *hidden;         /* [t_chunk][dim]: each input's hidden state in the last step */
+  int choice[MKC_T_CAP]; /* the last step's greedy choice at each row of logits */
 } ref_backend;
 
 static ref_backend *ref(mkc_backend *b) { return (ref_backend *)b; }
@@ -28,7 +29,7 @@ static int step(mkc_backend *b, mkc_state *st) {
   const mkc_graph *g = r->g;
   const int *inputs = st->inputs;
   int T = st->n_inputs, f = st->n_fixed, t0 = T > g->t_max ? T - 1 : 0;
-  int pos = mkc_ref_pos(r->ref), choice[MKC_T_CAP];
+  int pos = mkc_ref_pos(r->ref), *choice = r->choice;
   if (pos + T > g->max_ctx) {
     st->status = MKC_STATUS_CTX_FULL;
     return 0;
@@ -69,6 +70,8 @@ static int step(mkc_backend *b, mkc_state *st) {
 static const float *logits(mkc_backend *b, int row) {
   return ref(b)->logits + (size_t)row * ref(b)->g->vocab;
 }
+
+static const int *choices(mkc_backend *b) { return ref(b)->choice; }
 
 static void reset(mkc_backend *b) { mkc_ref_truncate(ref(b)->ref, 0); }
 
@@ -189,6 +192,7 @@ static const mkc_backend_ops ref_ops = {
     .name = "ref",
     .step = step,
     .logits = logits,
+    .choices = choices,
     .reset = reset,
     .rewind = rewind_to,
     .write_feature = write_feature,

@@ -339,16 +339,6 @@ const float *mkc_session_logits(mkc_session *s, int t) {
   return row < 0 ? NULL : s->b->ops->logits(s->b, row);
 }
 
-/* The kernel's rule (templates/lm_head.cuh, mkc_better): the larger logit, ties to the lower id,
- * from -FLT_MAX up, so a NaN or -inf never wins; -1 where nothing does. */
-static int greedy_of(const float *x, int n) {
-  int best = -1;
-  float v = -3.402823466e38f;
-  for (int i = 0; i < n; i++)
-    if (x[i] > v || (x[i] == v && best < 0)) v = x[i], best = i;
-  return best;
-}
-
 int mkc_session_choices(mkc_session *s, int *out, int n) {
   const mkc_graph *g = s->g;
   int T = s->state.n_inputs;
@@ -360,17 +350,13 @@ int mkc_session_choices(mkc_session *s, int *out, int n) {
                                : "the last step had fewer");
     return -1;
   }
-  if (!s->b->ops->read_scratch) { /* ref: from its logits */
-    for (int t = 0; t < n; t++) {
-      const float *l = mkc_session_logits(s, t);
-      if (!l) return -1;
-      out[t] = greedy_of(l, g->vocab);
-    }
-    return 0;
+  if (s->b->ops->choices) { /* ref: the choices its accept took */
+    memcpy(out, s->b->ops->choices(s->b), (size_t)n * sizeof *out);
+  } else {
+    float got[MKC_T_CAP]; /* ints, in scratch's floats */
+    if (s->b->ops->read_scratch(s->b, g->choices_offset, (size_t)n, got) != 0) return -1;
+    memcpy(out, got, (size_t)n * sizeof *out);
   }
-  float got[MKC_T_CAP]; /* ints in scratch's floats */
-  if (s->b->ops->read_scratch(s->b, g->choices_offset, (size_t)n, got) != 0) return -1;
-  memcpy(out, got, (size_t)n * sizeof *out);
   for (int t = 0; t < n; t++)
     if (out[t] < 0 || out[t] >= g->vocab) out[t] = -1;
   return 0;

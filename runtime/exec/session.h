@@ -108,9 +108,10 @@ const float *mkc_session_logits(mkc_session *s, int t);
 
 /* The greedy choice after each of inputs 0..n-1 of the last step (a step of
  * up to t_max inputs, n <= its inputs): the argmax of that input's logits,
- * ties to the lower id, -1 where every logit is NaN or -inf; under sampling still
- * the argmax, not the draw. The kernel backends read n ints from the device
- * (templates/accept.cuh), where the logits are n rows of the vocabulary.
+ * ties to the lower id, -1 where every logit is NaN or -inf; under sampling
+ * still the argmax, not the draw. The kernel backends read n ints from the
+ * device (templates/accept.cuh), where the logits are n rows of the
+ * vocabulary; ref gives the choices its own accept took (float64 logits).
  * 0, or -1 after a message. */
 int mkc_session_choices(mkc_session *s, int *out, int n);
 
