@@ -554,6 +554,7 @@ function emit.source(graph, plan, opts)
   -- last blocks finish this one and every block waits for them
   local next_pf = knob("MKC_NEXT_PREFETCH", "0, 1 or 2", function(v) return v >= 0 and v <= 2 end) or 0
   local after_kinds = { matvec = true, matvec_residual = true, gate_up_swiglu = true }
+  local next_pf_bytes = 16 * 1024 * 1024 -- int offsets in mkc_prefetch_next; L2 holds 50 MB
   for i, st in ipairs(plan.stages) do
     comments[i] = table.concat({
       ("  /* stage %d/%d: %s -- %s"):format(i, #plan.stages, st.kind,
@@ -566,10 +567,11 @@ function emit.source(graph, plan, opts)
     local indent = st.emitted.condition and "    " or "  "
     if st.emitted.condition then t[#t + 1] = ("  if (%s) {"):format(st.emitted.condition) end
     local mats, nxt = matrices(st), plan.stages[i + 1]
-    if next_pf >= 1 and #mats == 0 and nxt then
-      local next_mats, bytes = matrices(nxt), 0
+    local next_mats = nxt and matrices(nxt) or {}
+    if next_pf >= 1 and #mats == 0 then
+      local bytes = 0
       for _, w in ipairs(next_mats) do bytes = bytes + w.rows * plan.weights[w].row_bytes end
-      for _, w in ipairs(bytes <= 16 * 1024 * 1024 and next_mats or {}) do
+      for _, w in ipairs(bytes <= next_pf_bytes and next_mats or {}) do
         t[#t + 1] = ("%smkc_prefetch_next(%s, %d); /* the next stage's weights */"):format(indent,
           wmat_of(plan, w), w.rows)
       end
@@ -588,9 +590,8 @@ function emit.source(graph, plan, opts)
     -- a code's later lines are indented for the body's two spaces: under a condition, two more
     t[#t + 1] = indent .. st.emitted.code:gsub("\n", "\n" .. indent:sub(3))
     if next_pf == 2 and #mats > 0 and nxt and after_kinds[st.kind] and after_kinds[nxt.kind] then
-      local next_mats = matrices(nxt)
       for _, w in ipairs(next_mats) do
-        local rows = math.min(w.rows, 16 * 1024 * 1024 // #next_mats // plan.weights[w].row_bytes)
+        local rows = math.min(w.rows, next_pf_bytes // #next_mats // plan.weights[w].row_bytes)
         t[#t + 1] = ("%smkc_prefetch_next(%s, %d); /* the next stage's first rows */"):format(indent,
           wmat_of(plan, w), rows)
       end

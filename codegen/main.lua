@@ -148,12 +148,15 @@ function M.generate(opts)
   gen.templates_hash = util.hash(table.concat(all, "\0"))
   gen.weight_type = opts.weight_type
   gen.stage_timers = opts.stage_timers and true or false
-  -- Whether every matrix is bf16: the defaults below were measured on such kernels only.
-  local all_bf16, pre = true, { weights = {} }
+  -- The weights' storage types, as the plan will lay them out (buffers.weights takes only the
+  -- model's types): part of the kernel, where a Q4_K file and a bf16 one differ, and whether
+  -- every matrix is bf16, which the defaults below were measured on alone.
+  local stored, pre = {}, { weights = {} }
   buffers.weights(graph, { weight_type = opts.weight_type }, pre)
   for _, w in ipairs(pre.weights) do
-    if w.type ~= wtypes.BF16 then all_bf16 = false end
+    if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
+  local all_bf16 = #stored == 0
   local binary = function(v) return v == 0 or v == 1 end
   -- The decode matmuls of bf16 matrices on tensor cores (MKC_MMA_DECODE, templates/matvec.cuh),
   -- and their short stages split-K over the grid's warps (MKC_SPLITK): by default in slot kernels
@@ -184,11 +187,6 @@ function M.generate(opts)
   local stages = fusion.stages(graph)
   gen.keep_layers = keep_stages(graph, stages, opts.keep_layers, opts.keep_max)
   local plan = buffers.plan(graph, stages, gen)
-  -- the weights' storage types are part of the kernel: a Q4_K file and a bf16 one differ
-  local stored = {}
-  for _, w in ipairs(plan.weights) do
-    if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
-  end
   gen.options_hash = util.hash(("preset=%s;t_max=%d;t_chunk=%d;max_ctx=%d;threads=%d;max_blocks=%d;kv=%s;w=%s%s%s")
     :format(graph.preset, gen.t_max, gen.t_chunk, gen.max_ctx, gen.threads, gen.max_blocks, gen.kv_dtype,
             table.concat(stored, ","), gen.stage_timers and ";timers" or "",
