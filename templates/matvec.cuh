@@ -1142,6 +1142,23 @@ MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes a
 }
 MKC_DEVICE int mkc_split_pays(int rows) { return mkc_split_pays_n(rows, MKC_ROWS); }
 
+/* The split's task k (a block's index, then one grid of blocks more each pass): n units (rows,
+ * or Q/K/V pairs) a block while every block gets n, then the units left spread over all the
+ * blocks, ceil(left / blocks) each, so that no block takes a whole task more than another
+ * (llama-3.2-1b's 1536 Q/K/V pairs at 528 blocks, 2 a task: 3 pairs at most, where whole tasks
+ * gave 240 blocks 4 and 288 blocks 2). Its first unit into *u0, and how many (0: none, nor in
+ * any later task). */
+MKC_DEVICE int mkc_split_task(int units, int n, int k, int *u0) {
+  int nb = mkc_nblocks(), whole = units / (nb * n) * nb, left = units - whole * n;
+  int m = (left + nb - 1) / nb, count = n;
+  *u0 = k * n;
+  if (k >= whole) {
+    *u0 = whole * n + (k - whole) * m;
+    count = units - *u0 < m ? units - *u0 : m;
+  }
+  return count > 0 ? count : 0;
+}
+
 /* Whether mkc_matvec takes its rows one a warp (MKC_MV_ROW1): where its row blocks would
  * leave warps idle and it does not split; and the rows a warp takes at once then. */
 MKC_DEVICE int mkc_row1_pays(int rows) {
@@ -1680,7 +1697,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
 /* Up to MKC_PREFETCH_BYTES of what a warp streams first from one of a stage's
  * n_mats matrices, into L2 while its block waits for the others: the first
  * 128-byte lines of its first n rows (r0 = its grid warp * n), or where the
- * stage splits (mkc_split_pays), of its share of its block's first n rows.
+ * stage splits (mkc_split_pays), of its share of its block's first task's rows.
  * One line per lane at a time. A hint: it changes no value. */
 #ifndef MKC_PREFETCH_BYTES
 #define MKC_PREFETCH_BYTES 8192
@@ -1692,7 +1709,7 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
     int g = mkc_wtype_chunks(w.type), c0, nc;
     mkc_split_share((int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g, g, &c0, &nc);
     if (nc <= 0) return;
-    r0 = mkc_bid() * n;
+    n = mkc_split_task(rows, n, mkc_bid(), &r0);
     from = mkc_wtype_bytes(w.type, c0);
     bytes = mkc_wtype_bytes(w.type, nc);
   }
@@ -1746,16 +1763,17 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
   float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
-    int step = mkc_nblocks() * MKC_ROWS;
-    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+    int r0, rn, n = mkc_split_task(rows, MKC_ROWS, mkc_bid(), &r0);
+    for (int k = mkc_bid(), nn; n > 0; k += mkc_nblocks(), r0 = rn, n = nn) {
+      nn = mkc_split_task(rows, MKC_ROWS, k + mkc_nblocks(), &rn);
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
-      mkc_row_block(w, rows, r0, wr);
-      mkc_row_block(w, rows, r0 + step, next);
+      mkc_row_block(w, r0 + n, r0, wr);
+      mkc_row_block(w, rn + nn, rn, next);
       mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r0 + r >= rows || t >= T) continue;
+        if (r >= n || t >= T) continue;
         mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
       }
     }
@@ -1790,17 +1808,18 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   if (mkc_split_pays(rows)) {
-    int step = mkc_nblocks() * MKC_ROWS;
-    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
-      mkc_row_block(w_gate, rows, r0, wr);
-      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
-      mkc_row_block(w_gate, rows, r0 + step, next);
-      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+    int r0, rn, n = mkc_split_task(rows, MKC_ROWS, mkc_bid(), &r0);
+    for (int k = mkc_bid(), nn; n > 0; k += mkc_nblocks(), r0 = rn, n = nn) {
+      nn = mkc_split_task(rows, MKC_ROWS, k + mkc_nblocks(), &rn);
+      mkc_row_block(w_gate, r0 + n, r0, wr);
+      mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rn + nn, rn, next);
+      mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
       mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r0 + r >= rows || t >= T) continue;
+        if (r >= n || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
         out[t * out_stride + r0 + r] = mkc_glu(g, u);
       }

@@ -256,6 +256,15 @@ MKC_DEVICE void mkc_qkv_store(mkc_qkv_pair q, float ra, float rb, float inv_freq
  * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
+/* Task t of n_pairs: a warp's MKC_QKV_PAIRS from t * MKC_QKV_PAIRS, or where it splits a
+ * block's (mkc_split_task). Its first pair into *p0, and how many (0: none, nor later). */
+MKC_DEVICE int mkc_qkv_task(int n_pairs, int split, int t, int *p0) {
+  if (split) return mkc_split_task(n_pairs, MKC_QKV_PAIRS, t, p0);
+  *p0 = t * MKC_QKV_PAIRS;
+  int n = n_pairs - *p0;
+  return n < MKC_QKV_PAIRS ? (n > 0 ? n : 0) : MKC_QKV_PAIRS;
+}
+
 #if MKC_MMA_DECODE
 /* mkc_qkv_rope on tensor cores (templates/matvec.cuh) where all three
  * matrices are bf16: a warp takes 4 pairs as one n-tile, pair k's rows at 2k
@@ -373,9 +382,12 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
   int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
-  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * MKC_QKV_PAIRS;
+  /* task t: a warp's MKC_QKV_PAIRS pairs from t * MKC_QKV_PAIRS, or a block's (mkc_split_task) */
+  int tasks = split ? mkc_nblocks() : mkc_grid_warps(), t0 = split ? mkc_bid() : mkc_grid_warp();
+  int p0, pn0, n = mkc_qkv_task(n_pairs, split, t0, &p0);
   float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
-  for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+  for (int task = t0, nn; n > 0; task += tasks, p0 = pn0, n = nn) {
+    nn = mkc_qkv_task(n_pairs, split, task + tasks, &pn0);
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     int lane0 = !q_norm_w && !k_norm_w; /* without head norms only lane 0 writes */
@@ -385,17 +397,16 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     if (made && lane0 && mkc_lane() != 0) continue; /* nor anything to write */
 #endif
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
-      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
-      pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+      int p = p0 + k; /* pn0 + k: the pair this warp takes next in place of p */
+      pr[k] = mkc_qkv_pair_at(k < n ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout, rotary);
       if (made) continue;
-      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
-      wr[2 * k + 1] =
-          p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k] = k < n ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k + 1] = k < n ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = mkc_wrow_none(); /* each its own (a copy of the other stalled the CPU) */
       next[2 * k + 1] = mkc_wrow_none();
-      if (pn < n_pairs) {
-        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+      if (k < nn) {
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn0 + k, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                                           q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
@@ -411,7 +422,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
-      if (p0 + k >= n_pairs) break;
+      if (k >= n) break;
       mkc_qkv_pair q = pr[k];
       const float *ra_t = ab + 2 * k * MKC_T_MAX, *rb_t = ab + (2 * k + 1) * MKC_T_MAX;
       /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch;

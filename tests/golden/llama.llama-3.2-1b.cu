@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 2edd615985321d24, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates bbfc35d1de6b7ef8, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2650,6 +2650,23 @@ MKC_DEVICE int mkc_split_pays_n(int rows, int n) { /* n: the rows a warp takes a
 }
 MKC_DEVICE int mkc_split_pays(int rows) { return mkc_split_pays_n(rows, MKC_ROWS); }
 
+/* The split's task k (a block's index, then one grid of blocks more each pass): n units (rows,
+ * or Q/K/V pairs) a block while every block gets n, then the units left spread over all the
+ * blocks, ceil(left / blocks) each, so that no block takes a whole task more than another
+ * (llama-3.2-1b's 1536 Q/K/V pairs at 528 blocks, 2 a task: 3 pairs at most, where whole tasks
+ * gave 240 blocks 4 and 288 blocks 2). Its first unit into *u0, and how many (0: none, nor in
+ * any later task). */
+MKC_DEVICE int mkc_split_task(int units, int n, int k, int *u0) {
+  int nb = mkc_nblocks(), whole = units / (nb * n) * nb, left = units - whole * n;
+  int m = (left + nb - 1) / nb, count = n;
+  *u0 = k * n;
+  if (k >= whole) {
+    *u0 = whole * n + (k - whole) * m;
+    count = units - *u0 < m ? units - *u0 : m;
+  }
+  return count > 0 ? count : 0;
+}
+
 /* Whether mkc_matvec takes its rows one a warp (MKC_MV_ROW1): where its row blocks would
  * leave warps idle and it does not split; and the rows a warp takes at once then. */
 MKC_DEVICE int mkc_row1_pays(int rows) {
@@ -3188,7 +3205,7 @@ MKC_DEVICE void mkc_matvec_swiglu_mma(mkc_wmat w_gate, mkc_wmat w_up, int rows, 
 /* Up to MKC_PREFETCH_BYTES of what a warp streams first from one of a stage's
  * n_mats matrices, into L2 while its block waits for the others: the first
  * 128-byte lines of its first n rows (r0 = its grid warp * n), or where the
- * stage splits (mkc_split_pays), of its share of its block's first n rows.
+ * stage splits (mkc_split_pays), of its share of its block's first task's rows.
  * One line per lane at a time. A hint: it changes no value. */
 #ifndef MKC_PREFETCH_BYTES
 #define MKC_PREFETCH_BYTES 8192
@@ -3200,7 +3217,7 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
     int g = mkc_wtype_chunks(w.type), c0, nc;
     mkc_split_share((int)(w.row_bytes / mkc_wtype_bytes(w.type, g)) * g, g, &c0, &nc);
     if (nc <= 0) return;
-    r0 = mkc_bid() * n;
+    n = mkc_split_task(rows, n, mkc_bid(), &r0);
     from = mkc_wtype_bytes(w.type, c0);
     bytes = mkc_wtype_bytes(w.type, nc);
   }
@@ -3254,16 +3271,17 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
   }
   float acc[MKC_ROWS * MKC_T_MAX];
   if (mkc_split_pays(rows)) {
-    int step = mkc_nblocks() * MKC_ROWS;
-    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
+    int r0, rn, n = mkc_split_task(rows, MKC_ROWS, mkc_bid(), &r0);
+    for (int k = mkc_bid(), nn; n > 0; k += mkc_nblocks(), r0 = rn, n = nn) {
+      nn = mkc_split_task(rows, MKC_ROWS, k + mkc_nblocks(), &rn);
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
-      mkc_row_block(w, rows, r0, wr);
-      mkc_row_block(w, rows, r0 + step, next);
+      mkc_row_block(w, r0 + n, r0, wr);
+      mkc_row_block(w, rn + nn, rn, next);
       mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r0 + r >= rows || t >= T) continue;
+        if (r >= n || t >= T) continue;
         mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
       }
     }
@@ -3298,17 +3316,18 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
   float acc[2 * MKC_ROWS * MKC_T_MAX]; /* gate rows, then up rows */
   mkc_wrow wr[2 * MKC_ROWS], next[2 * MKC_ROWS];
   if (mkc_split_pays(rows)) {
-    int step = mkc_nblocks() * MKC_ROWS;
-    for (int r0 = mkc_bid() * MKC_ROWS; r0 < rows; r0 += step) {
-      mkc_row_block(w_gate, rows, r0, wr);
-      mkc_row_block(w_up, rows, r0, wr + MKC_ROWS);
-      mkc_row_block(w_gate, rows, r0 + step, next);
-      mkc_row_block(w_up, rows, r0 + step, next + MKC_ROWS);
+    int r0, rn, n = mkc_split_task(rows, MKC_ROWS, mkc_bid(), &r0);
+    for (int k = mkc_bid(), nn; n > 0; k += mkc_nblocks(), r0 = rn, n = nn) {
+      nn = mkc_split_task(rows, MKC_ROWS, k + mkc_nblocks(), &rn);
+      mkc_row_block(w_gate, r0 + n, r0, wr);
+      mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
+      mkc_row_block(w_gate, rn + nn, rn, next);
+      mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
       mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r0 + r >= rows || t >= T) continue;
+        if (r >= n || t >= T) continue;
         float g = sums[i], u = sums[MKC_ROWS * MKC_T_MAX + i];
         out[t * out_stride + r0 + r] = mkc_glu(g, u);
       }
@@ -3608,6 +3627,15 @@ MKC_DEVICE void mkc_qkv_store(mkc_qkv_pair q, float ra, float rb, float inv_freq
  * (mkc_split_dot; part: its smem) and warp 0 finishes the pairs. */
 #define MKC_QKV_PAIRS (MKC_ROWS / 2)
 
+/* Task t of n_pairs: a warp's MKC_QKV_PAIRS from t * MKC_QKV_PAIRS, or where it splits a
+ * block's (mkc_split_task). Its first pair into *p0, and how many (0: none, nor later). */
+MKC_DEVICE int mkc_qkv_task(int n_pairs, int split, int t, int *p0) {
+  if (split) return mkc_split_task(n_pairs, MKC_QKV_PAIRS, t, p0);
+  *p0 = t * MKC_QKV_PAIRS;
+  int n = n_pairs - *p0;
+  return n < MKC_QKV_PAIRS ? (n > 0 ? n : 0) : MKC_QKV_PAIRS;
+}
+
 #if MKC_MMA_DECODE
 /* mkc_qkv_rope on tensor cores (templates/matvec.cuh) where all three
  * matrices are bf16: a warp takes 4 pairs as one n-tile, pair k's rows at 2k
@@ -3725,9 +3753,12 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
   int n_pairs = q_pairs + 2 * kv_pairs;
   int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
-  int step = (split ? mkc_nblocks() : mkc_grid_warps()) * MKC_QKV_PAIRS;
+  /* task t: a warp's MKC_QKV_PAIRS pairs from t * MKC_QKV_PAIRS, or a block's (mkc_split_task) */
+  int tasks = split ? mkc_nblocks() : mkc_grid_warps(), t0 = split ? mkc_bid() : mkc_grid_warp();
+  int p0, pn0, n = mkc_qkv_task(n_pairs, split, t0, &p0);
   float ab[2 * MKC_QKV_PAIRS * MKC_T_MAX]; /* the pairs' rows: pair k's at 2k and 2k + 1 */
-  for (int p0 = (split ? mkc_bid() : mkc_grid_warp()) * MKC_QKV_PAIRS; p0 < n_pairs; p0 += step) {
+  for (int task = t0, nn; n > 0; task += tasks, p0 = pn0, n = nn) {
+    nn = mkc_qkv_task(n_pairs, split, task + tasks, &pn0);
     mkc_qkv_pair pr[MKC_QKV_PAIRS];
     mkc_wrow wr[2 * MKC_QKV_PAIRS], next[2 * MKC_QKV_PAIRS];
     int lane0 = !q_norm_w && !k_norm_w; /* without head norms only lane 0 writes */
@@ -3737,17 +3768,16 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
     if (made && lane0 && mkc_lane() != 0) continue; /* nor anything to write */
 #endif
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
-      int p = p0 + k, pn = p + step; /* pn: the pair this warp takes next in place of p */
-      pr[k] = mkc_qkv_pair_at(p < n_pairs ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+      int p = p0 + k; /* pn0 + k: the pair this warp takes next in place of p */
+      pr[k] = mkc_qkv_pair_at(k < n ? p : 0, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                               q_pairs, kv_pairs, head_dim, layout, rotary);
       if (made) continue;
-      wr[2 * k] = p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
-      wr[2 * k + 1] =
-          p < n_pairs ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k] = k < n ? mkc_wmat_row(pr[k].w, pr[k].r0) : mkc_wrow_none_of(pr[k].w.type);
+      wr[2 * k + 1] = k < n ? mkc_wmat_row(pr[k].w, pr[k].r1) : mkc_wrow_none_of(pr[k].w.type);
       next[2 * k] = mkc_wrow_none(); /* each its own (a copy of the other stalled the CPU) */
       next[2 * k + 1] = mkc_wrow_none();
-      if (pn < n_pairs) {
-        mkc_qkv_pair nq = mkc_qkv_pair_at(pn, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
+      if (k < nn) {
+        mkc_qkv_pair nq = mkc_qkv_pair_at(pn0 + k, w_q, w_k, w_v, b_q, b_k, b_v, q_norm_w, k_norm_w,
                                           q_pairs, kv_pairs, head_dim, layout, rotary);
         next[2 * k] = mkc_wmat_row(nq.w, nq.r0);
         next[2 * k + 1] = mkc_wmat_row(nq.w, nq.r1);
@@ -3763,7 +3793,7 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       mkc_dot_rows(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, ab);
     }
     for (int k = 0; k < MKC_QKV_PAIRS; k++) {
-      if (p0 + k >= n_pairs) break;
+      if (k >= n) break;
       mkc_qkv_pair q = pr[k];
       const float *ra_t = ab + 2 * k * MKC_T_MAX, *rb_t = ab + (2 * k + 1) * MKC_T_MAX;
       /* token 0's row of the head: in float, q (and a k waiting for its norm) in scratch;
@@ -5775,7 +5805,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5779 "llama.llama-3.2-1b.cu"
+#line 5809 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
