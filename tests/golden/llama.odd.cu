@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates bbfc35d1de6b7ef8, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 4b04f5c7388641e8, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 125248 floats, KV 36864 bf16, weights 147072 bf16, smem 39792 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -1566,7 +1566,8 @@ MKC_DEVICE void mkc_unpack8(mkc_u4 v, float *f) {
 #endif
 
 /* Chunks a lane loads for every row before it uses the first (bf16 rows: the
- * loads a lane has in flight are MKC_MV_UNROLL x the rows). The lane still
+ * loads a lane has in flight are MKC_MV_UNROLL x the rows, gate and up together
+ * half of that: mkc_dot_lanes_of). The lane still
  * adds its chunks in the order c, c + 32, c + 64, ...: the same sums, bit for
  * bit, whatever the unroll. */
 #ifndef MKC_MV_UNROLL
@@ -1751,8 +1752,13 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
     if (w[r].p) any = w[r].p;
   for (int r = 0; r < nrows; r++) src[r] = w[r].p ? w[r].p : any;
   if (!any) n_chunks = 0;
-  /* chunks per row a lane loads at once: a literal once inlined (nrows is) */
-  const int unroll = nrows == 1 && MKC_MV_ROW1 ? MKC_MV_ROW1 : MKC_MV_UNROLL;
+  /* chunks per row a lane loads at once: a literal once inlined (nrows is). Gate and up
+   * together (2 * MKC_ROWS rows) take half MKC_MV_UNROLL's, so that no call has more than
+   * MKC_ROWS x MKC_MV_UNROLL loads in flight: at 2, llama-3.2-1b's T = 1 kernel keeps 128
+   * registers and 4 blocks an SM (2 for gate/up too took 148, and spilled at 4 blocks) */
+  const int unroll = nrows == 1 && MKC_MV_ROW1 ? MKC_MV_ROW1
+                     : nrows > MKC_ROWS        ? (MKC_MV_UNROLL > 1 ? MKC_MV_UNROLL / 2 : 1)
+                                               : MKC_MV_UNROLL;
   for (int c0 = lane, i = 0; c0 < n_chunks; c0 += 32 * unroll, i++) {
     /* every row's chunks first (several loads in flight), then each reused for all T inputs */
     mkc_u4 wc[MKC_MV_UNROLL_MAX][MKC_DOT_ROWS_MAX];
@@ -5791,7 +5797,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 5795 "llama.odd.cu"
+#line 5801 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

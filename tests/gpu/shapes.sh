@@ -15,6 +15,14 @@ BENCH_RUNS=(
   # the T = 1 kernel: its short matmuls split over a block's warps by default since the H200's
   # 2026-12-04 run (871 against 737 t/s, docs/PERF.md); its stages, and the unsplit ones beside
   "tune-t1 ${l1bt/--draft-max 4/--draft-max 0}"
+  # ... with two chunks a row in flight (MKC_MV_UNROLL=2). Since 2026-12-04's fourth session gate
+  # and up together keep one (8 loads a lane, as the 4-row calls at 2), so the T = 1 kernel
+  # keeps 128 registers and 4 blocks an SM (it took 147-148 at 3, and spilled at 4). The H200's
+  # stages fit about 4.4 us a stage plus 1.6 us a round trip of a lane's loads (o-proj 2, qkv 4,
+  # down 8, the LM head 128): 2 chunks halve the round trips. Unsplit at 3 blocks it gained 10 %
+  # (814 against 737 t/s); split at 4, not yet run. The kernel with drafts keeps 147 registers
+  "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
+  "u2-d0 MKC_MV_UNROLL=2 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # the verify steps on tensor cores with split-K (that pair made 16 slots 3.3 x faster and 1
@@ -36,12 +44,6 @@ BENCH_RUNS=(
   # the T = 1 kernel's warps in fewer, larger blocks (MKC_THREADS: 264 or 132 arrivals at each
   # flow wait's counter against 528; 128 registers as at 4 blocks of 128). tests/gpu/probe_flow.cu's
   # hop table says what a wait costs by block shape, apart from the kernel
-  # the split T = 1 kernel with two chunks a row in flight (MKC_MV_UNROLL=2: 147 registers, 3 blocks
-  # an SM, 0 spill; at 4 it spills 124 B): each lane's share of a split row is 2 chunks (o-proj)
-  # to 8 (down), loaded a group at a time and used before the next group's loads (the SASS of
-  # 2026-12-04, third session), so two a group halve the round trips. Unsplit, the unroll gained
-  # 10 % on the H200 (814 against 737 t/s); split, not yet run
-  "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "th256-t1 MKC_THREADS=256 ${l1bt/--draft-max 4/--draft-max 0}"
   "th512-t1 MKC_THREADS=512 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
@@ -49,6 +51,9 @@ BENCH_RUNS=(
   # the T = 1 kernel at 4096 cached positions (issue 12's second target), and its stages unsplit
   "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
   "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
+  # the round trips, stage by stage (u2-t1's), and four chunks a row (152 registers, 3 blocks)
+  "u2-t1-stages MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
+  "u4-t1 MKC_MV_UNROLL=4 ${l1bt/--draft-max 4/--draft-max 0}"
   # one row a warp in the matvecs that leave warps idle (MKC_MV_ROW1; 2026-12-04: +12-16 % in the
   # unsplit T = 1 kernel, +1.4 % at T = 1 and -7 % at verify5 in the T <= 5 kernel)
   "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
