@@ -112,6 +112,13 @@ MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, i
   *o = accumulate ? *o + mkc_branch(v) : v;
 }
 
+/* mkc_put with *o read earlier into prior (mkc_put_prior): the same sum, bit for bit. */
+MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
+                                    int accumulate) {
+  if (bias) v += mkc_bf16_to_f32(bias[r]);
+  *o = accumulate ? prior + mkc_branch(v) : v;
+}
+
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
 MKC_DEVICE float mkc_block_sum(float v, float *red) {
   v = mkc_warp_sum(v);

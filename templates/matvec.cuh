@@ -1735,6 +1735,9 @@ MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
     mkc_prefetch(w.p + o);
 }
 
+/* A split task's sums each thread writes: i, i + MKC_THREADS, ... of MKC_ROWS x MKC_T_MAX. */
+#define MKC_PUT_EACH ((MKC_ROWS * MKC_T_MAX + MKC_THREADS - 1) / MKC_THREADS)
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
  * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
  * smem). */
@@ -1775,12 +1778,21 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
       mkc_row_block(w, r0 + n, r0, wr);
       mkc_row_block(w, rn + nn, rn, next);
+      /* the residual's values read before the dot, their round trip beside the weights' where it
+       * followed the block's sums (o-proj's and down's: a stage of one task a block) */
+      float prior[MKC_PUT_EACH];
+      MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
+        int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        prior[e] = accumulate && i < MKC_ROWS * MKC_T_MAX && r < n && t < T
+                       ? out[t * out_stride + r0 + r]
+                       : 0.0f;
+      }
       mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
-      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
-        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r >= n || t >= T) continue;
-        mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
+      MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
+        int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (i >= MKC_ROWS * MKC_T_MAX || r >= n || t >= T) continue;
+        mkc_put_onto(out + t * out_stride + r0 + r, prior[e], sums[i], bias, r0 + r, accumulate);
       }
     }
     return;

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 4b04f5c7388641e8, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates a2bb881ecbb0618b, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -693,6 +693,13 @@ MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 
 MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
   if (bias) v += mkc_bf16_to_f32(bias[r]);
   *o = accumulate ? *o + mkc_branch(v) : v;
+}
+
+/* mkc_put with *o read earlier into prior (mkc_put_prior): the same sum, bit for bit. */
+MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
+                                    int accumulate) {
+  if (bias) v += mkc_bf16_to_f32(bias[r]);
+  *o = accumulate ? prior + mkc_branch(v) : v;
 }
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
@@ -3243,6 +3250,9 @@ MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
     mkc_prefetch(w.p + o);
 }
 
+/* A split task's sums each thread writes: i, i + MKC_THREADS, ... of MKC_ROWS x MKC_T_MAX. */
+#define MKC_PUT_EACH ((MKC_ROWS * MKC_T_MAX + MKC_THREADS - 1) / MKC_THREADS)
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
  * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
  * smem). */
@@ -3283,12 +3293,21 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
       mkc_wrow wr[MKC_ROWS], next[MKC_ROWS];
       mkc_row_block(w, r0 + n, r0, wr);
       mkc_row_block(w, rn + nn, rn, next);
+      /* the residual's values read before the dot, their round trip beside the weights' where it
+       * followed the block's sums (o-proj's and down's: a stage of one task a block) */
+      float prior[MKC_PUT_EACH];
+      MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
+        int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        prior[e] = accumulate && i < MKC_ROWS * MKC_T_MAX && r < n && t < T
+                       ? out[t * out_stride + r0 + r]
+                       : 0.0f;
+      }
       mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
-      for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
-        int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
-        if (r >= n || t >= T) continue;
-        mkc_put(out + t * out_stride + r0 + r, sums[i], bias, r0 + r, accumulate);
+      MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
+        int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
+        if (i >= MKC_ROWS * MKC_T_MAX || r >= n || t >= T) continue;
+        mkc_put_onto(out + t * out_stride + r0 + r, prior[e], sums[i], bias, r0 + r, accumulate);
       }
     }
     return;
@@ -5811,7 +5830,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5815 "llama.llama-3.2-1b.cu"
+#line 5834 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
