@@ -65,6 +65,8 @@ local function context(graph, plan, opts)
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
   ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot
   ctx.threads = opts.threads
+  -- the short matmuls may split (MKC_SPLIT): their templates then take a norm themselves
+  ctx.split = opts.split
   -- slots (templates/slots.cuh): the step's row map, absent in a plain kernel; a wide step (more
   -- rows than t_max, several slots) runs the tiled path
   ctx.slots = opts.slots
@@ -144,8 +146,8 @@ local function context(graph, plan, opts)
     if st.norm then smem = { { "inv_rms", opts.t_max }, { "red", ctx.warps } } end
     for _, r in ipairs(extra or {}) do smem[#smem + 1] = r end
     if not st.norm then
-      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(const float *)0", reads = {},
-               eps = flt(0), n = st.x.n }
+      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(float *)0", reads = {},
+               eps = flt(0), n = st.x.n, red = "(float *)0" }
     end
     local at = buffers.smem(smem)
     local x, nw = st.x, st.norm.inputs[2]
@@ -153,7 +155,7 @@ local function context(graph, plan, opts)
       smem = smem,
       reads = { { "weights", plan.weights[nw].offset, { c = plan.weights[nw].row_stride * 2 }, nw.name } },
       w = ctx.weight(nw), eps = flt(st.norm.eps), n = x.n,
-      inv_rms = ctx.smem_ptr("float", at.inv_rms),
+      inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red),
       prologue = ctx.call("mkc_rms_prologue", { x = ctx.value(x), x_stride = ctx.vstride(x), n = x.n,
         eps = flt(st.norm.eps), t0 = st.kind == "lm_head" and "t0" or "0", T = "T",
         inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red) }) .. ";\n  ",
@@ -416,8 +418,15 @@ function emit.source(graph, plan, opts)
   -- MKC_MIN_BLOCKS, a knob for the GPU's A/B: ptxas fits T = 1 in 128 registers (4 blocks)
   -- without a spill, T = 5 with 16 bytes (docs/PERF.md, 2026-11-27).
   local asked = knob("MKC_MIN_BLOCKS", "1 to 8", function(b) return b >= 1 and b <= 8 end)
+  -- A kernel of one input a step, every matrix bf16, no experts, asks 4: ptxas then fits
+  -- llama-3.2-1b's, Gemma 3's and SmolLM2's in 126-128 registers with no spill. Left at 3 it
+  -- chose up to 135 (llama-3.2-1b's 132 since the split takes its own norm, 2026-12-04, fourth
+  -- session), and the grid took 3 blocks an SM, which the H200 ran 3.3 % slower than 4. Experts'
+  -- kernels keep 3 (Qwen3-MoE's spilled 92 B at 4), as do quantized ones (a Q4_1 file's: 16 B).
+  local dense_t1 = opts.threads == 128 and opts.t_max == 1 and opts.slots == 0 and opts.all_bf16 and
+    moe_k == 0
   -- (at 256 or 512 threads, MKC_THREADS: the same warps an SM as 4 blocks of 128, <= 128 registers)
-  local min_blocks = asked or (opts.threads == 128 and 3) or
+  local min_blocks = asked or (dense_t1 and 4) or (opts.threads == 128 and 3) or
     ((opts.threads == 256 or opts.threads == 512) and 512 // opts.threads or nil)
   put(("#define MKC_MIN_BLOCKS %d /* blocks per SM the registers must allow */"):format(
     min_blocks or 1))

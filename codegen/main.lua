@@ -157,6 +157,7 @@ function M.generate(opts)
     if w.type ~= wtypes.BF16 then stored[#stored + 1] = w.name .. "=" .. wtypes.name(w.type) end
   end
   local all_bf16 = #stored == 0
+  gen.all_bf16 = all_bf16
   local binary = function(v) return v == 0 or v == 1 end
   -- The decode matmuls of bf16 matrices on tensor cores (MKC_MMA_DECODE, templates/matvec.cuh),
   -- and their short stages split-K over the grid's warps (MKC_SPLITK): by default in slot kernels

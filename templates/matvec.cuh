@@ -988,10 +988,11 @@ MKC_DEVICE void mkc_dot_warp_row1(const void *args, float *sums) {
 }
 #endif
 
-/* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
+/* The rows' sums scaled by the norm's 1 / rms (where there is a norm and it is known: the split
+ * takes its own, mkc_split_dot). */
 MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, const float *inv_rms,
                                int T) {
-  if (norm_w)
+  if (norm_w && inv_rms)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
@@ -1186,18 +1187,33 @@ MKC_DEVICE void mkc_split_share(int n_chunks, int g, int *c0, int *nc) {
 #define MKC_SPLIT_ROWS_MAX 8
 typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
 
+/* v's first k elements, the rest 0 (k <= 0: none). */
+MKC_DEVICE_INLINE mkc_f4 mkc_f4_first(mkc_f4 v, int k) {
+  v.x = k > 0 ? v.x : 0.0f;
+  v.y = k > 1 ? v.y : 0.0f;
+  v.z = k > 2 ? v.z : 0.0f;
+  v.w = k > 3 ? v.w : 0.0f;
+  return v;
+}
+
 /* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
  * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
  * warp takes its share of the columns (whole storage blocks of every row's
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
- * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them, then MKC_WARPS *
+ * MKC_T_MAX for a norm's squares; acc: the caller's registers for the warp's
+ * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) whose 1 / rms
+ * is not given (inv_rms 0) is taken here: each warp adds the squares of its
+ * columns of x, which its dot has just read (L1), and the block scales its sums
+ * by 1 / sqrt(their sum / n_x + eps). The stage then needs no prologue before
+ * its first loads (mkc_rms_prologue: a round trip and three barriers). */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part, float *acc) {
-  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int n_x,
+                              float eps, int T, float *part, float *acc) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX, *squares = sums + nrows * MKC_T_MAX;
+  int own_norm = norm_w && !inv_rms;
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
@@ -1216,13 +1232,34 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
+  if (own_norm) {
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      float q = 0.0f;
+      for (int c = c0 + mkc_lane(); t < T && c < c0 + nc; c += 32) {
+        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8),
+               b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+        if (n_x % 8) { /* the columns past n_x: padding, which the prologue does not count */
+          a = mkc_f4_first(a, n_x - c * 8);
+          b = mkc_f4_first(b, n_x - c * 8 - 4);
+        }
+        q += ((a.x * a.x + a.y * a.y) + (a.z * a.z + a.w * a.w)) +
+             ((b.x * b.x + b.y * b.y) + (b.z * b.z + b.w * b.w));
+      }
+      q = mkc_warp_sum(q);
+      if (mkc_lane() == 0) squares[mkc_warp() * MKC_T_MAX + t] = q;
+    }
+  }
   if (mkc_lane() == 0)
     for (int i = 0; i < nrows * MKC_T_MAX; i++)
       part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
   mkc_sync_block();
   for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
-    float s = 0.0f;
+    float s = 0.0f, q = 0.0f;
     for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    if (own_norm) {
+      for (int wp = 0; wp < MKC_WARPS; wp++) q += squares[wp * MKC_T_MAX + i % MKC_T_MAX];
+      s *= 1.0f / sqrtf(q / (float)n_x + eps);
+    }
     sums[i] = s;
   }
   mkc_sync_block();
@@ -1725,9 +1762,11 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
-/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
- * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
- * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn:
+ * with MKC_NEXT_PREFETCH=1 a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits; with =2 o-proj and gate/up also
+ * ask for the next stage's first rows once their own are done, before they arrive. A hint: it
+ * changes no value. */
 MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
   /* int offsets: codegen asks for 16 MiB at most */
   int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
@@ -1738,15 +1777,28 @@ MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
 /* A split task's sums each thread writes: i, i + MKC_THREADS, ... of MKC_ROWS x MKC_T_MAX. */
 #define MKC_PUT_EACH ((MKC_ROWS * MKC_T_MAX + MKC_THREADS - 1) / MKC_THREADS)
 
+/* A normed input's 1 / rms (norm_w: the norm's weights; n_x columns, eps) for a matvec stage:
+ * where the stage splits, mkc_split_dot takes it from the squares of the columns its warps have
+ * read; else every block first (mkc_rms_prologue, into inv_rms; red: MKC_WARPS floats). split:
+ * whether the stage splits. red 0: the caller took it first, as codegen writes kernels that
+ * cannot split (there the prologue's place in the template cost the T <= 5 Q4_K kernel 8 B of
+ * spill). */
+MKC_DEVICE void mkc_norm_first(const float *x, int x_stride, const mkc_bf16 *norm_w, int n_x,
+                               float eps, int T, float *inv_rms, float *red, int split) {
+  if (norm_w && red && !split) mkc_rms_prologue(x, x_stride, n_x, eps, 0, T, inv_rms, red);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
- * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
- * smem). */
+ * (residual epilogue); in[t] normed where norm_w is given (mkc_norm_first). Where it pays, a
+ * block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
-                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, const mkc_bf16 *bias, int T, float *part,
-                           float *splitk) {
+                           const mkc_bf16 *norm_w, float *inv_rms, int n_x, float eps, float *red,
+                           float *out, int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                           float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate,
                    bias, T, part, splitk);
     return;
@@ -1787,7 +1839,8 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
                        ? out[t * out_stride + r0 + r]
                        : 0.0f;
       }
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x, eps,
+                    T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
         int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1810,13 +1863,15 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_glu: GELU for
- * GeGLU); split as mkc_matvec. */
+ * GeGLU); normed and split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T,
-                                  float *part, float *splitk) {
+                                  float *inv_rms, int n_x, float eps, float *red, float *out,
+                                  int out_stride, int T, float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_swiglu_mma(w_gate, w_up, rows, n_chunks, x, x_stride, norm_w, inv_rms, out,
                           out_stride, T, part, splitk);
     return;
@@ -1833,7 +1888,8 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rn + nn, rn, next);
       mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x,
+                    eps, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;

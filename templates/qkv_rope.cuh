@@ -362,14 +362,21 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
-                             const float *x, int x_stride, const mkc_bf16 *norm_w,
-                             const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w, float *inv_rms,
+                             int n_x, float eps, float *red, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                              const mkc_rowmap *rows, float *part, float *splitk) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int mma =
+      MKC_MMA_DECODE && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16;
+  int split = !mma && !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, split);
 #if MKC_MMA_DECODE
-  if (w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16) {
+  if (mma) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
                      rotary, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready,
                      q_out, q_stride, k_raw, k_raw_stride, k_cache, v_cache, kv_rows, pos, T, rows,
@@ -378,10 +385,6 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   }
 #endif
   (void)splitk;
-  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
-  int n_pairs = q_pairs + 2 * kv_pairs;
-  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
   /* task t: a warp's MKC_QKV_PAIRS pairs from t * MKC_QKV_PAIRS, or a block's (mkc_split_task) */
   int tasks = split ? mkc_nblocks() : mkc_grid_warps(), t0 = split ? mkc_bid() : mkc_grid_warp();
   int p0, pn0, n = mkc_qkv_task(n_pairs, split, t0, &p0);
@@ -413,8 +416,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       }
     }
     if (split) {
-      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
-                    ab);
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, (const float *)0,
+                    n_x, eps, T, part, ab);
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];

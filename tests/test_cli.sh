@@ -261,7 +261,8 @@ knob_emits MKC_WEIGHT_NC=0 "MKC_WEIGHT_NC 0" "MKC_WEIGHT_NC 1" \
 # MKC_MIN_BLOCKS (the blocks per SM the register bound leaves room for, a GPU A/B knob)
 MKC_MIN_BLOCKS=9 expect_error "MKC_MIN_BLOCKS out of range" \
   'mkc: error: MKC_MIN_BLOCKS must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/mb.cu"
-knob_emits MKC_MIN_BLOCKS=4 "MKC_MIN_BLOCKS 4" "MKC_MIN_BLOCKS 3" "MKC_MIN_BLOCKS=4 is emitted; 3 without it"
+knob_emits MKC_MIN_BLOCKS=3 "MKC_MIN_BLOCKS 3" "MKC_MIN_BLOCKS 4" \
+  "MKC_MIN_BLOCKS=3 is emitted; 4 without it (tiny's kernel of one input a step)"
 # MKC_SPLIT (short matmuls split over a block's warps): by default in all-bf16 kernels of one input a
 # step (tiny's default kernel, $tmp/nc.cu), not at T <= 5, nor in a Q8_0 file's kernel; MKC_SPLIT=0
 # or 1 decides it for any. test_kernel checks its values.
@@ -280,6 +281,16 @@ if [ -f "$tmp/q8.gguf" ] && "$mkc" gen -m "$tmp/q8.gguf" -o "$tmp/spq.cu" 2>/dev
   ok "MKC_SPLIT: not by default at T <= 5 or in a Q8_0 file's kernel, nor with MKC_SPLIT=0; MKC_SPLIT=1 asks"
 else
   fail "MKC_SPLIT's default" "$(grep -c '^#define MKC_SPLIT 1' "$tmp"/sp*.cu 2>&1)"
+fi
+# MKC_MIN_BLOCKS' default: 4 in a kernel of one input a step whose matrices are all bf16, without
+# experts (where ptxas fits llama-3.2-1b's in 128 registers); 3 at T <= 5, in a Q8_0 file's kernel and
+# with experts (which spilled at 4)
+if "$mkc" gen graphs/llama.lua --preset moe-tiny -o "$tmp/mb-moe.cu" 2>/dev/null &&
+  grep -q '^#define MKC_MIN_BLOCKS 4 ' "$tmp/nc.cu" && grep -q '^#define MKC_MIN_BLOCKS 3 ' "$tmp/sp-t5.cu" &&
+  grep -q '^#define MKC_MIN_BLOCKS 3 ' "$tmp/spq.cu" && grep -q '^#define MKC_MIN_BLOCKS 3 ' "$tmp/mb-moe.cu"; then
+  ok "MKC_MIN_BLOCKS: 4 by default in a dense bf16 kernel of one input a step; 3 at T <= 5, in a Q8_0 file's, with experts"
+else
+  fail "MKC_MIN_BLOCKS' default" "$(grep -H '^#define MKC_MIN_BLOCKS' "$tmp"/nc.cu "$tmp"/sp-t5.cu "$tmp"/spq.cu "$tmp"/mb-moe.cu 2>&1)"
 fi
 # MKC_MMA_DECODE=1 (bf16 decode matmuls on tensor cores; 55 % slower at T = 1 on an H200): checked,
 # emitted, and speculation on it is lossless: drafts and the lane path (checking schedule) give

@@ -274,11 +274,12 @@ static int mismatch_in(const mkc_inspect_report *r, int stage, const char *word)
 }
 
 /* The cost model reads arguments by the names of the template's definition: mkc_matvec's
- * rows renamed (a local of the old name keeps the body parsing) is a problem that names rows. */
+ * rows renamed (a local of the old name, first in the body, keeps it parsing) is a problem that
+ * names rows. */
 static void renamed_parameter(const char *text, const char *bad) {
   char *code = edit(text, "MKC_DEVICE void mkc_matvec(", "int rows,", "int n_rows,");
-  char *code2 = code ? edit(code, "MKC_DEVICE void mkc_matvec(", "(void)splitk;",
-                            "(void)splitk;\n  int rows = n_rows;")
+  char *code2 = code ? edit(code, "MKC_DEVICE void mkc_matvec(", "float *splitk) {",
+                            "float *splitk) {\n  int rows = n_rows;")
                      : NULL;
   /* the definition's line in the template, where the message must point */
   char *tmpl = mkc_read_file(MKC_SOURCE_DIR "/templates/matvec.cuh", NULL), where[80];

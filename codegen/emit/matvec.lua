@@ -1,8 +1,8 @@
 -- Stage: one matmul, stored or (residual epilogue) added into the residual stream; a prompt chunk
 -- takes the tiled variant (templates/gemm.cuh).
 return function(st, ctx)
-  -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
-  local extra = { { "part", (ctx.warps + 1) * 8 * ctx.t_max } }
+  -- the split's partials, sums and the norm's squares (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
+  local extra = { { "part", ((ctx.warps + 1) * 8 + ctx.warps) * ctx.t_max } }
   if ctx.tiled then for _, r in ipairs(ctx.gemm_smem(64)) do extra[#extra + 1] = r end end
   local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
@@ -17,9 +17,12 @@ return function(st, ctx)
     reads[#reads + 1] = ctx.wread(st.bias)
   end
   if residual then reads[#reads + 1] = ctx.vbytes(st.out, rows) end -- read-modify-write
-  local decode = norm.prologue .. ctx.call("mkc_matvec", {
+  -- where the rows may split (MKC_SPLIT) the template takes the norm (mkc_norm_first); else the
+  -- prologue runs first, as it did (red 0: taken)
+  local decode = (ctx.split and "" or norm.prologue) .. ctx.call("mkc_matvec", {
     w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+    n_x = norm.n, eps = norm.eps, red = ctx.split and norm.red or "(float *)0",
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0,
     bias = bias, T = "T", part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"

@@ -35,8 +35,8 @@ local function c_cols(head_dim)
 end
 
 return function(st, ctx)
-  -- the split's partials and sums (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
-  local extra = { { "part", (ctx.warps + 1) * 8 * ctx.t_max } }
+  -- the split's partials, sums and the norm's squares (templates/matvec.cuh: mkc_split_dot, <= 8 rows)
+  local extra = { { "part", ((ctx.warps + 1) * 8 + ctx.warps) * ctx.t_max } }
   if ctx.tiled then for _, r in ipairs(ctx.gemm_smem(c_cols(st.att.head_dim))) do extra[#extra + 1] = r end end
   local norm = ctx.norm(st, extra)
   local at = ctx.smem_layout(norm.smem)
@@ -89,18 +89,20 @@ return function(st, ctx)
     flops = { t = 4 * pairs * ctx.wcols(qw) },
     reads = reads,
     writes = writes,
-    code = ctx.variants(tiled, norm.prologue .. ctx.call("mkc_qkv_rope", {
+    -- the norm as mkc_matvec's (codegen/emit/matvec.lua)
+    code = ctx.variants(tiled, (ctx.split and "" or norm.prologue) .. ctx.call("mkc_qkv_rope", {
       w_q = ctx.wmat(qw), w_k = ctx.wmat(kw), w_v = ctx.wmat(vw),
       b_q = biases[1], b_k = biases[2], b_v = biases[3],
       n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
       head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0,
       rotary = rotary(st.q_rope, ctx.flt),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
+      n_x = norm.n, eps = norm.eps, red = ctx.split and norm.red or "(float *)0",
       q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
       k_cache = ("kv + %d"):format(kv.k), v_cache = ("kv + %d"):format(kv.v), kv_rows = kv.rows, pos = "pos",
       T = "T", rows = ctx.rows, part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
-    }, { "w_v", "b_v", "rotary", "inv_rms", "head_ready", "k_raw_stride", "T" }) .. ";"),
+    }, { "w_v", "b_v", "rotary", "red", "head_ready", "k_raw_stride", "T" }) .. ";"),
   }
 end

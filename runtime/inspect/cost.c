@@ -572,7 +572,7 @@ static void check_stage(mkc_inspect_report *r, int i) {
 }
 
 void mkc_model_crosscheck(mkc_inspect_report *r) {
-  const mkc_kernel_header *h = &r->header;
+  const mkc_inspect_header *h = &r->header;
   if (r->n_stages != h->n_stages)
     mismatch(r, 0, "the header plans %d stages, the body has %d", h->n_stages, r->n_stages);
   int barriers = 0, flows = 0;

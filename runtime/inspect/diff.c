@@ -163,7 +163,7 @@ static void compare(const mkc_stage *x, const mkc_stage *y, char *out, size_t si
 }
 
 static int header_diff(const mkc_inspect_report *a, const mkc_inspect_report *b, FILE *f) {
-  const mkc_kernel_header *x = &a->header, *y = &b->header;
+  const mkc_inspect_header *x = &a->header, *y = &b->header;
   int n = 0;
 #define FIELD(name, fmt, what)                                                                     \
   if (x->name != y->name) {                                                                        \

@@ -40,7 +40,7 @@ int mkc_inspect_open(const char *path, const mkc_inspect_opts *o, mkc_inspect_re
     return -1;
   }
   r->file_name = kernel_file_name(r->source);
-  const mkc_kernel_header *h = &r->header;
+  const mkc_inspect_header *h = &r->header;
   r->at.tokens = o->tokens > 0 ? o->tokens : 1;
   if (r->at.tokens > h->t_max) {
     fprintf(stderr, "mkc: error: --tokens %d: this kernel takes at most %d tokens per step\n",

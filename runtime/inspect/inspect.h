@@ -122,7 +122,7 @@ typedef struct mkc_stage {
 } mkc_stage;
 
 /* The kernel file's header, as codegen wrote it. */
-typedef struct mkc_kernel_header {
+typedef struct mkc_inspect_header {
   char generator[32]; /* "mkc 0.1.0" */
   char graph[256], preset[64];
   int draft_max, t_max, max_ctx, threads, max_blocks;
@@ -133,7 +133,7 @@ typedef struct mkc_kernel_header {
   char kv_dtype[8];  /* the KV cache's element type: bf16, f16, f32 */
   int kv_elem_bytes; /* 2, 2, 4 */
   int format;        /* the inspect format of the stage comments */
-} mkc_kernel_header;
+} mkc_inspect_header;
 
 typedef struct mkc_resources {
   int available;
@@ -163,7 +163,7 @@ typedef struct mkc_inspect_report {
   mkc_unfolded
       unfolded;    /* the text with its layer loop written out (what the stages are read from) */
   char *file_name; /* the kernel's own name (#line "llama.tiny.cu") */
-  mkc_kernel_header header;
+  mkc_inspect_header header;
   int kernel_line; /* where mkc_step is defined */
   int n_stages;
   mkc_stage *stages;
@@ -194,7 +194,7 @@ void mkc_inspect_close(mkc_inspect_report *r);
 int mkc_inspect_check(const char *path);
 
 /* Metadata (meta.c): header and stage comments from the text. */
-int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t why_size);
+int mkc_meta_header(const char *source, mkc_inspect_header *h, char *why, size_t why_size);
 int mkc_meta_stage(const char *comment, mkc_stage_meta *m, char *why, size_t why_size);
 void mkc_meta_free(mkc_stage_meta *m);
 

@@ -14,7 +14,7 @@ static const char *header_line(const char *source, const char *key) {
   return NULL;
 }
 
-int mkc_meta_header(const char *source, mkc_kernel_header *h, char *why, size_t why_size) {
+int mkc_meta_header(const char *source, mkc_inspect_header *h, char *why, size_t why_size) {
   memset(h, 0, sizeof *h);
   char version[24];
   if (sscanf(source, "/* mkc %23s -- generated: do not edit.", version) != 1) {

@@ -68,7 +68,7 @@ static void print_resources(const mkc_inspect_report *r, FILE *f) {
 
 /* The kernel-wide lines before the stages. */
 static void print_kernel(const mkc_inspect_report *r, FILE *f) {
-  const mkc_kernel_header *h = &r->header;
+  const mkc_inspect_header *h = &r->header;
   char a[32], b[32], c[32];
   fprintf(f, "%s: %s kernel for %s, preset %s\n", r->path, h->generator, h->graph, h->preset);
   fprintf(f,
@@ -286,7 +286,7 @@ static void json_resources(const mkc_resources *res, long long smem_dynamic, FIL
 
 /* The kernel-wide members before the stages. */
 static void json_kernel(const mkc_inspect_report *r, FILE *f) {
-  const mkc_kernel_header *h = &r->header;
+  const mkc_inspect_header *h = &r->header;
   json_after(f, "{\n  \"schema\": \"mkc-inspect/2\",\n  \"file\": ", r->path);
   json_after(f, ",\n  \"generator\": ", h->generator);
   json_after(f, ",\n  \"graph\": ", h->graph);

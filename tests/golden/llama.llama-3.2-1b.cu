@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates a2bb881ecbb0618b, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 89fa649b6aafd9ac, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -2503,10 +2503,11 @@ MKC_DEVICE void mkc_dot_warp_row1(const void *args, float *sums) {
 }
 #endif
 
-/* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
+/* The rows' sums scaled by the norm's 1 / rms (where there is a norm and it is known: the split
+ * takes its own, mkc_split_dot). */
 MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, const float *inv_rms,
                                int T) {
-  if (norm_w)
+  if (norm_w && inv_rms)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
@@ -2701,18 +2702,33 @@ MKC_DEVICE void mkc_split_share(int n_chunks, int g, int *c0, int *nc) {
 #define MKC_SPLIT_ROWS_MAX 8
 typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
 
+/* v's first k elements, the rest 0 (k <= 0: none). */
+MKC_DEVICE_INLINE mkc_f4 mkc_f4_first(mkc_f4 v, int k) {
+  v.x = k > 0 ? v.x : 0.0f;
+  v.y = k > 1 ? v.y : 0.0f;
+  v.z = k > 2 ? v.z : 0.0f;
+  v.w = k > 3 ? v.w : 0.0f;
+  return v;
+}
+
 /* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
  * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
  * warp takes its share of the columns (whole storage blocks of every row's
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
- * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them, then MKC_WARPS *
+ * MKC_T_MAX for a norm's squares; acc: the caller's registers for the warp's
+ * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) whose 1 / rms
+ * is not given (inv_rms 0) is taken here: each warp adds the squares of its
+ * columns of x, which its dot has just read (L1), and the block scales its sums
+ * by 1 / sqrt(their sum / n_x + eps). The stage then needs no prologue before
+ * its first loads (mkc_rms_prologue: a round trip and three barriers). */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part, float *acc) {
-  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int n_x,
+                              float eps, int T, float *part, float *acc) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX, *squares = sums + nrows * MKC_T_MAX;
+  int own_norm = norm_w && !inv_rms;
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
@@ -2731,13 +2747,34 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
+  if (own_norm) {
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      float q = 0.0f;
+      for (int c = c0 + mkc_lane(); t < T && c < c0 + nc; c += 32) {
+        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8),
+               b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+        if (n_x % 8) { /* the columns past n_x: padding, which the prologue does not count */
+          a = mkc_f4_first(a, n_x - c * 8);
+          b = mkc_f4_first(b, n_x - c * 8 - 4);
+        }
+        q += ((a.x * a.x + a.y * a.y) + (a.z * a.z + a.w * a.w)) +
+             ((b.x * b.x + b.y * b.y) + (b.z * b.z + b.w * b.w));
+      }
+      q = mkc_warp_sum(q);
+      if (mkc_lane() == 0) squares[mkc_warp() * MKC_T_MAX + t] = q;
+    }
+  }
   if (mkc_lane() == 0)
     for (int i = 0; i < nrows * MKC_T_MAX; i++)
       part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
   mkc_sync_block();
   for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
-    float s = 0.0f;
+    float s = 0.0f, q = 0.0f;
     for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    if (own_norm) {
+      for (int wp = 0; wp < MKC_WARPS; wp++) q += squares[wp * MKC_T_MAX + i % MKC_T_MAX];
+      s *= 1.0f / sqrtf(q / (float)n_x + eps);
+    }
     sums[i] = s;
   }
   mkc_sync_block();
@@ -3240,9 +3277,11 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
-/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
- * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
- * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn:
+ * with MKC_NEXT_PREFETCH=1 a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits; with =2 o-proj and gate/up also
+ * ask for the next stage's first rows once their own are done, before they arrive. A hint: it
+ * changes no value. */
 MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
   /* int offsets: codegen asks for 16 MiB at most */
   int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
@@ -3253,15 +3292,28 @@ MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
 /* A split task's sums each thread writes: i, i + MKC_THREADS, ... of MKC_ROWS x MKC_T_MAX. */
 #define MKC_PUT_EACH ((MKC_ROWS * MKC_T_MAX + MKC_THREADS - 1) / MKC_THREADS)
 
+/* A normed input's 1 / rms (norm_w: the norm's weights; n_x columns, eps) for a matvec stage:
+ * where the stage splits, mkc_split_dot takes it from the squares of the columns its warps have
+ * read; else every block first (mkc_rms_prologue, into inv_rms; red: MKC_WARPS floats). split:
+ * whether the stage splits. red 0: the caller took it first, as codegen writes kernels that
+ * cannot split (there the prologue's place in the template cost the T <= 5 Q4_K kernel 8 B of
+ * spill). */
+MKC_DEVICE void mkc_norm_first(const float *x, int x_stride, const mkc_bf16 *norm_w, int n_x,
+                               float eps, int T, float *inv_rms, float *red, int split) {
+  if (norm_w && red && !split) mkc_rms_prologue(x, x_stride, n_x, eps, 0, T, inv_rms, red);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
- * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
- * smem). */
+ * (residual epilogue); in[t] normed where norm_w is given (mkc_norm_first). Where it pays, a
+ * block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
-                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, const mkc_bf16 *bias, int T, float *part,
-                           float *splitk) {
+                           const mkc_bf16 *norm_w, float *inv_rms, int n_x, float eps, float *red,
+                           float *out, int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                           float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate,
                    bias, T, part, splitk);
     return;
@@ -3302,7 +3354,8 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
                        ? out[t * out_stride + r0 + r]
                        : 0.0f;
       }
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x, eps,
+                    T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
         int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3325,13 +3378,15 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_glu: GELU for
- * GeGLU); split as mkc_matvec. */
+ * GeGLU); normed and split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T,
-                                  float *part, float *splitk) {
+                                  float *inv_rms, int n_x, float eps, float *red, float *out,
+                                  int out_stride, int T, float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_swiglu_mma(w_gate, w_up, rows, n_chunks, x, x_stride, norm_w, inv_rms, out,
                           out_stride, T, part, splitk);
     return;
@@ -3348,7 +3403,8 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rn + nn, rn, next);
       mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x,
+                    eps, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3758,14 +3814,21 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
-                             const float *x, int x_stride, const mkc_bf16 *norm_w,
-                             const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w, float *inv_rms,
+                             int n_x, float eps, float *red, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                              const mkc_rowmap *rows, float *part, float *splitk) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int mma =
+      MKC_MMA_DECODE && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16;
+  int split = !mma && !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, split);
 #if MKC_MMA_DECODE
-  if (w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16) {
+  if (mma) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
                      rotary, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready,
                      q_out, q_stride, k_raw, k_raw_stride, k_cache, v_cache, kv_rows, pos, T, rows,
@@ -3774,10 +3837,6 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   }
 #endif
   (void)splitk;
-  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
-  int n_pairs = q_pairs + 2 * kv_pairs;
-  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
   /* task t: a warp's MKC_QKV_PAIRS pairs from t * MKC_QKV_PAIRS, or a block's (mkc_split_task) */
   int tasks = split ? mkc_nblocks() : mkc_grid_warps(), t0 = split ? mkc_bid() : mkc_grid_warp();
   int p0, pn0, n = mkc_qkv_task(n_pairs, split, t0, &p0);
@@ -3809,8 +3868,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       }
     }
     if (split) {
-      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
-                    ab);
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, (const float *)0,
+                    n_x, eps, T, part, ab);
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
@@ -5830,7 +5889,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5834 "llama.llama-3.2-1b.cu"
+#line 5893 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5857,9 +5916,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/85: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 423), matmul blk.0.attn_q.weight (line 378), matmul blk.0.attn_k.weight (line 379), matmul blk.0.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 4 6 9 12 7 10; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+262670336 8388608 (blk.0.attn_q.weight), weights+266864640 2097152 (blk.0.attn_k.weight), weights+267913216 2097152 (blk.0.attn_v.weight), scratch+0 8192*t (embed token_embd.weight (line 420)), weights+262668288 4096 (blk.0.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+0 1024*t (K cache layer 0), kv+2097152 1024*t (V cache layer 0) */
   /* stage 3/85: attention -- attention layer 0 (line 390)
@@ -5869,27 +5928,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+0 1024*ctx (K cache layer 0), kv+2097152 1024*ctx (V cache layer 0)
    * writes: scratch+524288 8192*t (attention layer 0 (line 390)) */
   /* stage 4/85: matvec_residual -- matmul blk.0.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 15 16; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+268961792 8388608 (blk.0.attn_output.weight), scratch+524288 8192*t (attention layer 0 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 5/85: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 426), matmul blk.0.ffn_gate.weight (line 414), matmul blk.0.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 18 20 22 23; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+273158144 33554432 (blk.0.ffn_gate.weight), weights+289935360 33554432 (blk.0.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+273156096 4096 (blk.0.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 6/85: matvec_residual -- matmul blk.0.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 25 26; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+306712576 33554432 (blk.0.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 7/85: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 423), matmul blk.1.attn_q.weight (line 378), matmul blk.1.attn_k.weight (line 379), matmul blk.1.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 28 30 33 36 31 34; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+323491840 8388608 (blk.1.attn_q.weight), weights+327686144 2097152 (blk.1.attn_k.weight), weights+328734720 2097152 (blk.1.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+323489792 4096 (blk.1.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+4194304 1024*t (K cache layer 1), kv+6291456 1024*t (V cache layer 1) */
   /* stage 8/85: attention -- attention layer 1 (line 390)
@@ -5899,27 +5958,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+4194304 1024*ctx (K cache layer 1), kv+6291456 1024*ctx (V cache layer 1)
    * writes: scratch+524288 8192*t (attention layer 1 (line 390)) */
   /* stage 9/85: matvec_residual -- matmul blk.1.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 39 40; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+329783296 8388608 (blk.1.attn_output.weight), scratch+524288 8192*t (attention layer 1 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 10/85: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 426), matmul blk.1.ffn_gate.weight (line 414), matmul blk.1.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 42 44 46 47; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+333979648 33554432 (blk.1.ffn_gate.weight), weights+350756864 33554432 (blk.1.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+333977600 4096 (blk.1.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 11/85: matvec_residual -- matmul blk.1.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 49 50; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+367534080 33554432 (blk.1.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 12/85: qkv_rope -- rmsnorm blk.2.attn_norm.weight (line 423), matmul blk.2.attn_q.weight (line 378), matmul blk.2.attn_k.weight (line 379), matmul blk.2.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 52 54 57 60 55 58; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+384313344 8388608 (blk.2.attn_q.weight), weights+388507648 2097152 (blk.2.attn_k.weight), weights+389556224 2097152 (blk.2.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+384311296 4096 (blk.2.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+8388608 1024*t (K cache layer 2), kv+10485760 1024*t (V cache layer 2) */
   /* stage 13/85: attention -- attention layer 2 (line 390)
@@ -5929,27 +5988,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+8388608 1024*ctx (K cache layer 2), kv+10485760 1024*ctx (V cache layer 2)
    * writes: scratch+524288 8192*t (attention layer 2 (line 390)) */
   /* stage 14/85: matvec_residual -- matmul blk.2.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 63 64; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+390604800 8388608 (blk.2.attn_output.weight), scratch+524288 8192*t (attention layer 2 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 15/85: gate_up_swiglu -- rmsnorm blk.2.ffn_norm.weight (line 426), matmul blk.2.ffn_gate.weight (line 414), matmul blk.2.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 66 68 70 71; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+394801152 33554432 (blk.2.ffn_gate.weight), weights+411578368 33554432 (blk.2.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+394799104 4096 (blk.2.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 16/85: matvec_residual -- matmul blk.2.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 73 74; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+428355584 33554432 (blk.2.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 17/85: qkv_rope -- rmsnorm blk.3.attn_norm.weight (line 423), matmul blk.3.attn_q.weight (line 378), matmul blk.3.attn_k.weight (line 379), matmul blk.3.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 76 78 81 84 79 82; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+445134848 8388608 (blk.3.attn_q.weight), weights+449329152 2097152 (blk.3.attn_k.weight), weights+450377728 2097152 (blk.3.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+445132800 4096 (blk.3.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+12582912 1024*t (K cache layer 3), kv+14680064 1024*t (V cache layer 3) */
   /* stage 18/85: attention -- attention layer 3 (line 390)
@@ -5959,27 +6018,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+12582912 1024*ctx (K cache layer 3), kv+14680064 1024*ctx (V cache layer 3)
    * writes: scratch+524288 8192*t (attention layer 3 (line 390)) */
   /* stage 19/85: matvec_residual -- matmul blk.3.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 87 88; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+451426304 8388608 (blk.3.attn_output.weight), scratch+524288 8192*t (attention layer 3 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 20/85: gate_up_swiglu -- rmsnorm blk.3.ffn_norm.weight (line 426), matmul blk.3.ffn_gate.weight (line 414), matmul blk.3.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 90 92 94 95; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+455622656 33554432 (blk.3.ffn_gate.weight), weights+472399872 33554432 (blk.3.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+455620608 4096 (blk.3.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 21/85: matvec_residual -- matmul blk.3.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 97 98; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+489177088 33554432 (blk.3.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 22/85: qkv_rope -- rmsnorm blk.4.attn_norm.weight (line 423), matmul blk.4.attn_q.weight (line 378), matmul blk.4.attn_k.weight (line 379), matmul blk.4.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 100 102 105 108 103 106; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+505956352 8388608 (blk.4.attn_q.weight), weights+510150656 2097152 (blk.4.attn_k.weight), weights+511199232 2097152 (blk.4.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+505954304 4096 (blk.4.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+16777216 1024*t (K cache layer 4), kv+18874368 1024*t (V cache layer 4) */
   /* stage 23/85: attention -- attention layer 4 (line 390)
@@ -5989,27 +6048,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+16777216 1024*ctx (K cache layer 4), kv+18874368 1024*ctx (V cache layer 4)
    * writes: scratch+524288 8192*t (attention layer 4 (line 390)) */
   /* stage 24/85: matvec_residual -- matmul blk.4.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 111 112; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+512247808 8388608 (blk.4.attn_output.weight), scratch+524288 8192*t (attention layer 4 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 25/85: gate_up_swiglu -- rmsnorm blk.4.ffn_norm.weight (line 426), matmul blk.4.ffn_gate.weight (line 414), matmul blk.4.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 114 116 118 119; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+516444160 33554432 (blk.4.ffn_gate.weight), weights+533221376 33554432 (blk.4.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+516442112 4096 (blk.4.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 26/85: matvec_residual -- matmul blk.4.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 121 122; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+549998592 33554432 (blk.4.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 27/85: qkv_rope -- rmsnorm blk.5.attn_norm.weight (line 423), matmul blk.5.attn_q.weight (line 378), matmul blk.5.attn_k.weight (line 379), matmul blk.5.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 124 126 129 132 127 130; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+566777856 8388608 (blk.5.attn_q.weight), weights+570972160 2097152 (blk.5.attn_k.weight), weights+572020736 2097152 (blk.5.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+566775808 4096 (blk.5.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+20971520 1024*t (K cache layer 5), kv+23068672 1024*t (V cache layer 5) */
   /* stage 28/85: attention -- attention layer 5 (line 390)
@@ -6019,27 +6078,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+20971520 1024*ctx (K cache layer 5), kv+23068672 1024*ctx (V cache layer 5)
    * writes: scratch+524288 8192*t (attention layer 5 (line 390)) */
   /* stage 29/85: matvec_residual -- matmul blk.5.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 135 136; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+573069312 8388608 (blk.5.attn_output.weight), scratch+524288 8192*t (attention layer 5 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 30/85: gate_up_swiglu -- rmsnorm blk.5.ffn_norm.weight (line 426), matmul blk.5.ffn_gate.weight (line 414), matmul blk.5.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 138 140 142 143; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+577265664 33554432 (blk.5.ffn_gate.weight), weights+594042880 33554432 (blk.5.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+577263616 4096 (blk.5.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 31/85: matvec_residual -- matmul blk.5.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 145 146; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+610820096 33554432 (blk.5.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 32/85: qkv_rope -- rmsnorm blk.6.attn_norm.weight (line 423), matmul blk.6.attn_q.weight (line 378), matmul blk.6.attn_k.weight (line 379), matmul blk.6.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 148 150 153 156 151 154; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+627599360 8388608 (blk.6.attn_q.weight), weights+631793664 2097152 (blk.6.attn_k.weight), weights+632842240 2097152 (blk.6.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+627597312 4096 (blk.6.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+25165824 1024*t (K cache layer 6), kv+27262976 1024*t (V cache layer 6) */
   /* stage 33/85: attention -- attention layer 6 (line 390)
@@ -6049,27 +6108,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+25165824 1024*ctx (K cache layer 6), kv+27262976 1024*ctx (V cache layer 6)
    * writes: scratch+524288 8192*t (attention layer 6 (line 390)) */
   /* stage 34/85: matvec_residual -- matmul blk.6.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 159 160; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+633890816 8388608 (blk.6.attn_output.weight), scratch+524288 8192*t (attention layer 6 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 35/85: gate_up_swiglu -- rmsnorm blk.6.ffn_norm.weight (line 426), matmul blk.6.ffn_gate.weight (line 414), matmul blk.6.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 162 164 166 167; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+638087168 33554432 (blk.6.ffn_gate.weight), weights+654864384 33554432 (blk.6.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+638085120 4096 (blk.6.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 36/85: matvec_residual -- matmul blk.6.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 169 170; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+671641600 33554432 (blk.6.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 37/85: qkv_rope -- rmsnorm blk.7.attn_norm.weight (line 423), matmul blk.7.attn_q.weight (line 378), matmul blk.7.attn_k.weight (line 379), matmul blk.7.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 172 174 177 180 175 178; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+688420864 8388608 (blk.7.attn_q.weight), weights+692615168 2097152 (blk.7.attn_k.weight), weights+693663744 2097152 (blk.7.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+688418816 4096 (blk.7.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+29360128 1024*t (K cache layer 7), kv+31457280 1024*t (V cache layer 7) */
   /* stage 38/85: attention -- attention layer 7 (line 390)
@@ -6079,27 +6138,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+29360128 1024*ctx (K cache layer 7), kv+31457280 1024*ctx (V cache layer 7)
    * writes: scratch+524288 8192*t (attention layer 7 (line 390)) */
   /* stage 39/85: matvec_residual -- matmul blk.7.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 183 184; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+694712320 8388608 (blk.7.attn_output.weight), scratch+524288 8192*t (attention layer 7 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 40/85: gate_up_swiglu -- rmsnorm blk.7.ffn_norm.weight (line 426), matmul blk.7.ffn_gate.weight (line 414), matmul blk.7.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 186 188 190 191; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+698908672 33554432 (blk.7.ffn_gate.weight), weights+715685888 33554432 (blk.7.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+698906624 4096 (blk.7.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 41/85: matvec_residual -- matmul blk.7.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 193 194; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+732463104 33554432 (blk.7.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 42/85: qkv_rope -- rmsnorm blk.8.attn_norm.weight (line 423), matmul blk.8.attn_q.weight (line 378), matmul blk.8.attn_k.weight (line 379), matmul blk.8.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 196 198 201 204 199 202; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+749242368 8388608 (blk.8.attn_q.weight), weights+753436672 2097152 (blk.8.attn_k.weight), weights+754485248 2097152 (blk.8.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+749240320 4096 (blk.8.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+33554432 1024*t (K cache layer 8), kv+35651584 1024*t (V cache layer 8) */
   /* stage 43/85: attention -- attention layer 8 (line 390)
@@ -6109,27 +6168,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+33554432 1024*ctx (K cache layer 8), kv+35651584 1024*ctx (V cache layer 8)
    * writes: scratch+524288 8192*t (attention layer 8 (line 390)) */
   /* stage 44/85: matvec_residual -- matmul blk.8.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 207 208; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+755533824 8388608 (blk.8.attn_output.weight), scratch+524288 8192*t (attention layer 8 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 45/85: gate_up_swiglu -- rmsnorm blk.8.ffn_norm.weight (line 426), matmul blk.8.ffn_gate.weight (line 414), matmul blk.8.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 210 212 214 215; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+759730176 33554432 (blk.8.ffn_gate.weight), weights+776507392 33554432 (blk.8.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+759728128 4096 (blk.8.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 46/85: matvec_residual -- matmul blk.8.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 217 218; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+793284608 33554432 (blk.8.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 47/85: qkv_rope -- rmsnorm blk.9.attn_norm.weight (line 423), matmul blk.9.attn_q.weight (line 378), matmul blk.9.attn_k.weight (line 379), matmul blk.9.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 220 222 225 228 223 226; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+810063872 8388608 (blk.9.attn_q.weight), weights+814258176 2097152 (blk.9.attn_k.weight), weights+815306752 2097152 (blk.9.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+810061824 4096 (blk.9.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+37748736 1024*t (K cache layer 9), kv+39845888 1024*t (V cache layer 9) */
   /* stage 48/85: attention -- attention layer 9 (line 390)
@@ -6139,27 +6198,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+37748736 1024*ctx (K cache layer 9), kv+39845888 1024*ctx (V cache layer 9)
    * writes: scratch+524288 8192*t (attention layer 9 (line 390)) */
   /* stage 49/85: matvec_residual -- matmul blk.9.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 231 232; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+816355328 8388608 (blk.9.attn_output.weight), scratch+524288 8192*t (attention layer 9 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 50/85: gate_up_swiglu -- rmsnorm blk.9.ffn_norm.weight (line 426), matmul blk.9.ffn_gate.weight (line 414), matmul blk.9.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 234 236 238 239; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+820551680 33554432 (blk.9.ffn_gate.weight), weights+837328896 33554432 (blk.9.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+820549632 4096 (blk.9.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 51/85: matvec_residual -- matmul blk.9.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 241 242; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+854106112 33554432 (blk.9.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 52/85: qkv_rope -- rmsnorm blk.10.attn_norm.weight (line 423), matmul blk.10.attn_q.weight (line 378), matmul blk.10.attn_k.weight (line 379), matmul blk.10.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 244 246 249 252 247 250; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+870885376 8388608 (blk.10.attn_q.weight), weights+875079680 2097152 (blk.10.attn_k.weight), weights+876128256 2097152 (blk.10.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+870883328 4096 (blk.10.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+41943040 1024*t (K cache layer 10), kv+44040192 1024*t (V cache layer 10) */
   /* stage 53/85: attention -- attention layer 10 (line 390)
@@ -6169,27 +6228,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+41943040 1024*ctx (K cache layer 10), kv+44040192 1024*ctx (V cache layer 10)
    * writes: scratch+524288 8192*t (attention layer 10 (line 390)) */
   /* stage 54/85: matvec_residual -- matmul blk.10.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 255 256; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+877176832 8388608 (blk.10.attn_output.weight), scratch+524288 8192*t (attention layer 10 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 55/85: gate_up_swiglu -- rmsnorm blk.10.ffn_norm.weight (line 426), matmul blk.10.ffn_gate.weight (line 414), matmul blk.10.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 258 260 262 263; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+881373184 33554432 (blk.10.ffn_gate.weight), weights+898150400 33554432 (blk.10.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+881371136 4096 (blk.10.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 56/85: matvec_residual -- matmul blk.10.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 265 266; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+914927616 33554432 (blk.10.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 57/85: qkv_rope -- rmsnorm blk.11.attn_norm.weight (line 423), matmul blk.11.attn_q.weight (line 378), matmul blk.11.attn_k.weight (line 379), matmul blk.11.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 268 270 273 276 271 274; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+931706880 8388608 (blk.11.attn_q.weight), weights+935901184 2097152 (blk.11.attn_k.weight), weights+936949760 2097152 (blk.11.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+931704832 4096 (blk.11.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+46137344 1024*t (K cache layer 11), kv+48234496 1024*t (V cache layer 11) */
   /* stage 58/85: attention -- attention layer 11 (line 390)
@@ -6199,27 +6258,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+46137344 1024*ctx (K cache layer 11), kv+48234496 1024*ctx (V cache layer 11)
    * writes: scratch+524288 8192*t (attention layer 11 (line 390)) */
   /* stage 59/85: matvec_residual -- matmul blk.11.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 279 280; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+937998336 8388608 (blk.11.attn_output.weight), scratch+524288 8192*t (attention layer 11 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 60/85: gate_up_swiglu -- rmsnorm blk.11.ffn_norm.weight (line 426), matmul blk.11.ffn_gate.weight (line 414), matmul blk.11.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 282 284 286 287; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+942194688 33554432 (blk.11.ffn_gate.weight), weights+958971904 33554432 (blk.11.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+942192640 4096 (blk.11.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 61/85: matvec_residual -- matmul blk.11.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 289 290; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+975749120 33554432 (blk.11.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 62/85: qkv_rope -- rmsnorm blk.12.attn_norm.weight (line 423), matmul blk.12.attn_q.weight (line 378), matmul blk.12.attn_k.weight (line 379), matmul blk.12.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 292 294 297 300 295 298; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+992528384 8388608 (blk.12.attn_q.weight), weights+996722688 2097152 (blk.12.attn_k.weight), weights+997771264 2097152 (blk.12.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+992526336 4096 (blk.12.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+50331648 1024*t (K cache layer 12), kv+52428800 1024*t (V cache layer 12) */
   /* stage 63/85: attention -- attention layer 12 (line 390)
@@ -6229,27 +6288,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+50331648 1024*ctx (K cache layer 12), kv+52428800 1024*ctx (V cache layer 12)
    * writes: scratch+524288 8192*t (attention layer 12 (line 390)) */
   /* stage 64/85: matvec_residual -- matmul blk.12.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 303 304; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+998819840 8388608 (blk.12.attn_output.weight), scratch+524288 8192*t (attention layer 12 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 65/85: gate_up_swiglu -- rmsnorm blk.12.ffn_norm.weight (line 426), matmul blk.12.ffn_gate.weight (line 414), matmul blk.12.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 306 308 310 311; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+1003016192 33554432 (blk.12.ffn_gate.weight), weights+1019793408 33554432 (blk.12.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+1003014144 4096 (blk.12.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 66/85: matvec_residual -- matmul blk.12.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 313 314; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1036570624 33554432 (blk.12.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 67/85: qkv_rope -- rmsnorm blk.13.attn_norm.weight (line 423), matmul blk.13.attn_q.weight (line 378), matmul blk.13.attn_k.weight (line 379), matmul blk.13.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 316 318 321 324 319 322; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+1053349888 8388608 (blk.13.attn_q.weight), weights+1057544192 2097152 (blk.13.attn_k.weight), weights+1058592768 2097152 (blk.13.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+1053347840 4096 (blk.13.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+54525952 1024*t (K cache layer 13), kv+56623104 1024*t (V cache layer 13) */
   /* stage 68/85: attention -- attention layer 13 (line 390)
@@ -6259,27 +6318,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+54525952 1024*ctx (K cache layer 13), kv+56623104 1024*ctx (V cache layer 13)
    * writes: scratch+524288 8192*t (attention layer 13 (line 390)) */
   /* stage 69/85: matvec_residual -- matmul blk.13.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 327 328; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1059641344 8388608 (blk.13.attn_output.weight), scratch+524288 8192*t (attention layer 13 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 70/85: gate_up_swiglu -- rmsnorm blk.13.ffn_norm.weight (line 426), matmul blk.13.ffn_gate.weight (line 414), matmul blk.13.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 330 332 334 335; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+1063837696 33554432 (blk.13.ffn_gate.weight), weights+1080614912 33554432 (blk.13.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+1063835648 4096 (blk.13.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 71/85: matvec_residual -- matmul blk.13.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 337 338; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1097392128 33554432 (blk.13.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 72/85: qkv_rope -- rmsnorm blk.14.attn_norm.weight (line 423), matmul blk.14.attn_q.weight (line 378), matmul blk.14.attn_k.weight (line 379), matmul blk.14.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 340 342 345 348 343 346; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+1114171392 8388608 (blk.14.attn_q.weight), weights+1118365696 2097152 (blk.14.attn_k.weight), weights+1119414272 2097152 (blk.14.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+1114169344 4096 (blk.14.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+58720256 1024*t (K cache layer 14), kv+60817408 1024*t (V cache layer 14) */
   /* stage 73/85: attention -- attention layer 14 (line 390)
@@ -6289,27 +6348,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+58720256 1024*ctx (K cache layer 14), kv+60817408 1024*ctx (V cache layer 14)
    * writes: scratch+524288 8192*t (attention layer 14 (line 390)) */
   /* stage 74/85: matvec_residual -- matmul blk.14.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 351 352; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1120462848 8388608 (blk.14.attn_output.weight), scratch+524288 8192*t (attention layer 14 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 75/85: gate_up_swiglu -- rmsnorm blk.14.ffn_norm.weight (line 426), matmul blk.14.ffn_gate.weight (line 414), matmul blk.14.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 354 356 358 359; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+1124659200 33554432 (blk.14.ffn_gate.weight), weights+1141436416 33554432 (blk.14.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+1124657152 4096 (blk.14.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 76/85: matvec_residual -- matmul blk.14.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 361 362; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1158213632 33554432 (blk.14.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   /* stage 77/85: qkv_rope -- rmsnorm blk.15.attn_norm.weight (line 423), matmul blk.15.attn_q.weight (line 378), matmul blk.15.attn_k.weight (line 379), matmul blk.15.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 1536 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 364 366 369 372 367 370; items: 1536, one warp each; flops: 12582912*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+1174992896 8388608 (blk.15.attn_q.weight), weights+1179187200 2097152 (blk.15.attn_k.weight), weights+1180235776 2097152 (blk.15.attn_v.weight), scratch+0 8192*t (add (line 427)), weights+1174990848 4096 (blk.15.attn_norm.weight)
    * writes: scratch+262144 8192*t (rope (line 387)), kv+62914560 1024*t (K cache layer 15), kv+65011712 1024*t (V cache layer 15) */
   /* stage 78/85: attention -- attention layer 15 (line 390)
@@ -6319,21 +6378,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+262144 8192*t (rope (line 387)), kv+62914560 1024*ctx (K cache layer 15), kv+65011712 1024*ctx (V cache layer 15)
    * writes: scratch+524288 8192*t (attention layer 15 (line 390)) */
   /* stage 79/85: matvec_residual -- matmul blk.15.attn_output.weight (line 395), add (line 424)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 375 376; items: 2048, one warp each; flops: 8388608*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1181284352 8388608 (blk.15.attn_output.weight), scratch+524288 8192*t (attention layer 15 (line 390)), scratch+0 8192*t (add (line 424))
    * writes: scratch+0 8192*t (add (line 424)) */
   /* stage 80/85: gate_up_swiglu -- rmsnorm blk.15.ffn_norm.weight (line 426), matmul blk.15.ffn_gate.weight (line 414), matmul blk.15.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 8192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 8192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 378 380 382 383; items: 8192, one warp each; flops: 67108864*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+1185480704 33554432 (blk.15.ffn_gate.weight), weights+1202257920 33554432 (blk.15.ffn_up.weight), scratch+0 8192*t (add (line 424)), weights+1185478656 4096 (blk.15.ffn_norm.weight)
    * writes: scratch+786432 32768*t (swiglu (line 416)) */
   /* stage 81/85: matvec_residual -- matmul blk.15.ffn_down.weight (line 416), add (line 427)
-   * work: 2048 rows, one warp per row; smem 38944 bytes
+   * work: 2048 rows, one warp per row; smem 39024 bytes
    * nodes: 385 386; items: 2048, one warp each; flops: 33554432*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+1219035136 33554432 (blk.15.ffn_down.weight), scratch+786432 32768*t (swiglu (line 416)), scratch+0 8192*t (add (line 427))
    * writes: scratch+0 8192*t (add (line 427)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 16); layer++) { /* layer loop */
@@ -6352,14 +6411,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
                  scratch + 262144, 2048, kv + lay_i[4], kv + lay_i[5],
                  4096, pos, T, (const mkc_rowmap *)0,
-                 64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
+                 64, (float *)(smem + 928), (float *)(smem + 10144), (float *)(smem + 19360), (float *)(smem + 36768), (float *)(smem + 38816));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
       mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                    256, 32, 8, 64, 0, mkc_rope_llama3(500000, 32.0f, 1.0f, 4.0f, 8192.0f),
-                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
+                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0), 2048, 1e-05f, (float *)0,
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                    scratch + 262144, 2048, (float *)0, 0,
                    kv + lay_i[4], kv + lay_i[5], 4096, pos, 1,
@@ -6369,7 +6428,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 4096, MKC_W_BF16),
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                    256, 32, 8, 64, 0, mkc_rope_llama3(500000, 32.0f, 1.0f, 4.0f, 8192.0f),
-                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0),
+                   scratch + 0, 2048, weights + lay_i[3], (float *)(smem + 0), 2048, 1e-05f, (float *)0,
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                    scratch + 262144, 2048, (float *)0, 0,
                    kv + lay_i[4], kv + lay_i[5], 4096, pos, T,
@@ -6403,12 +6462,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
+                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
-      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (float *)0, 2048, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
     } else {
-      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (float *)0, 2048, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 424) written by another block */
@@ -6421,14 +6480,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16),
                     8192, 0, 256, scratch + 0, 2048, 2048, weights + lay_i[9], 1e-05f,
                     scratch + 786432, 8192, T,
-                    (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
+                    (float *)(smem + 1728), (float *)(smem + 10944), (float *)(smem + 20160), (float *)(smem + 37568), (float *)(smem + 39616));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
-      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, 1, (float *)(smem + 48), (float *)0);
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), 2048, 1e-05f, (float *)0, scratch + 786432, 8192, 1, (float *)(smem + 48), (float *)0);
     } else {
       mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 4096, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 4096, MKC_W_BF16), 8192, 256, scratch + 0, 2048, weights + lay_i[9], (float *)(smem + 0), 2048, 1e-05f, (float *)0, scratch + 786432, 8192, T, (float *)(smem + 48), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 416) written by another block */
@@ -6439,12 +6498,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
+                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
-      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (float *)0, 8192, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
     } else {
-      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (float *)0, 8192, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */

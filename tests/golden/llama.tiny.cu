@@ -1,8 +1,8 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates a2bb881ecbb0618b, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 89fa649b6aafd9ac, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
- * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39792 bytes
+ * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
  * inspect: format 1: each stage comment lists its graph nodes, work items, smem, global reads
  *          and writes (bytes per step, t tokens, ctx cached positions) and flops (docs/INSPECT.md).
@@ -2503,10 +2503,11 @@ MKC_DEVICE void mkc_dot_warp_row1(const void *args, float *sums) {
 }
 #endif
 
-/* The rows' sums scaled by the norm's 1 / rms (where there is a norm). */
+/* The rows' sums scaled by the norm's 1 / rms (where there is a norm and it is known: the split
+ * takes its own, mkc_split_dot). */
 MKC_DEVICE void mkc_rows_scale(float *acc, int nrows, const mkc_bf16 *norm_w, const float *inv_rms,
                                int T) {
-  if (norm_w)
+  if (norm_w && inv_rms)
     for (int r = 0; r < nrows; r++)
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (t >= T) break;
@@ -2701,18 +2702,33 @@ MKC_DEVICE void mkc_split_share(int n_chunks, int g, int *c0, int *nc) {
 #define MKC_SPLIT_ROWS_MAX 8
 typedef char mkc_split_rows_fit[MKC_ROWS <= MKC_SPLIT_ROWS_MAX ? 1 : -1];
 
+/* v's first k elements, the rest 0 (k <= 0: none). */
+MKC_DEVICE_INLINE mkc_f4 mkc_f4_first(mkc_f4 v, int k) {
+  v.x = k > 0 ? v.x : 0.0f;
+  v.y = k > 1 ? v.y : 0.0f;
+  v.z = k > 2 ? v.z : 0.0f;
+  v.w = k > 3 ? v.w : 0.0f;
+  return v;
+}
+
 /* The whole block's dot products of one row block, wr[0 .. nrows) (MKC_ROWS or
  * 2 * MKC_ROWS; null rows give 0; next: prefetched), with the T inputs: each
  * warp takes its share of the columns (whole storage blocks of every row's
  * type), writes its partials to part, and the block adds them in warp order
  * (the same bits on every run: no atomics) into sums[r * MKC_T_MAX + t], which
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
- * floats of smem, sums the nrows * MKC_T_MAX after them; acc: the caller's
- * registers for the warp's own sums (nrows * MKC_T_MAX), free again after. */
+ * floats of smem, sums the nrows * MKC_T_MAX after them, then MKC_WARPS *
+ * MKC_T_MAX for a norm's squares; acc: the caller's registers for the warp's
+ * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) whose 1 / rms
+ * is not given (inv_rms 0) is taken here: each warp adds the squares of its
+ * columns of x, which its dot has just read (L1), and the block scales its sums
+ * by 1 / sqrt(their sum / n_x + eps). The stage then needs no prologue before
+ * its first loads (mkc_rms_prologue: a round trip and three barriers). */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int T,
-                              float *part, float *acc) {
-  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX;
+                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int n_x,
+                              float eps, int T, float *part, float *acc) {
+  float *sums = part + MKC_WARPS * nrows * MKC_T_MAX, *squares = sums + nrows * MKC_T_MAX;
+  int own_norm = norm_w && !inv_rms;
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
@@ -2731,13 +2747,34 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
                  inv_rms, T, acc);
+  if (own_norm) {
+    MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+      float q = 0.0f;
+      for (int c = c0 + mkc_lane(); t < T && c < c0 + nc; c += 32) {
+        mkc_f4 a = mkc_load_f4(x + t * x_stride + c * 8),
+               b = mkc_load_f4(x + t * x_stride + c * 8 + 4);
+        if (n_x % 8) { /* the columns past n_x: padding, which the prologue does not count */
+          a = mkc_f4_first(a, n_x - c * 8);
+          b = mkc_f4_first(b, n_x - c * 8 - 4);
+        }
+        q += ((a.x * a.x + a.y * a.y) + (a.z * a.z + a.w * a.w)) +
+             ((b.x * b.x + b.y * b.y) + (b.z * b.z + b.w * b.w));
+      }
+      q = mkc_warp_sum(q);
+      if (mkc_lane() == 0) squares[mkc_warp() * MKC_T_MAX + t] = q;
+    }
+  }
   if (mkc_lane() == 0)
     for (int i = 0; i < nrows * MKC_T_MAX; i++)
       part[mkc_warp() * nrows * MKC_T_MAX + i] = nc > 0 ? acc[i] : 0.0f;
   mkc_sync_block();
   for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
-    float s = 0.0f;
+    float s = 0.0f, q = 0.0f;
     for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
+    if (own_norm) {
+      for (int wp = 0; wp < MKC_WARPS; wp++) q += squares[wp * MKC_T_MAX + i % MKC_T_MAX];
+      s *= 1.0f / sqrtf(q / (float)n_x + eps);
+    }
     sums[i] = s;
   }
   mkc_sync_block();
@@ -3240,9 +3277,11 @@ MKC_DEVICE void mkc_prefetch_first(mkc_wmat w, int rows, int n, int n_mats) {
       mkc_prefetch(w.p + (long)r * w.row_bytes + from + l * 128);
 }
 
-/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn
- * (MKC_NEXT_PREFETCH=1): a stage that streams no weights (attention) asks for the next stage's
- * as it begins, so that they stream while it works and waits. A hint: it changes no value. */
+/* The whole of w's rows [0, rows) asked of L2, a 128-byte line per thread of the grid in turn:
+ * with MKC_NEXT_PREFETCH=1 a stage that streams no weights (attention) asks for the next stage's
+ * as it begins, so that they stream while it works and waits; with =2 o-proj and gate/up also
+ * ask for the next stage's first rows once their own are done, before they arrive. A hint: it
+ * changes no value. */
 MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
   /* int offsets: codegen asks for 16 MiB at most */
   int bytes = rows * (int)w.row_bytes, step = mkc_nblocks() * MKC_THREADS * 128;
@@ -3253,15 +3292,28 @@ MKC_DEVICE void mkc_prefetch_next(mkc_wmat w, int rows) {
 /* A split task's sums each thread writes: i, i + MKC_THREADS, ... of MKC_ROWS x MKC_T_MAX. */
 #define MKC_PUT_EACH ((MKC_ROWS * MKC_T_MAX + MKC_THREADS - 1) / MKC_THREADS)
 
+/* A normed input's 1 / rms (norm_w: the norm's weights; n_x columns, eps) for a matvec stage:
+ * where the stage splits, mkc_split_dot takes it from the squares of the columns its warps have
+ * read; else every block first (mkc_rms_prologue, into inv_rms; red: MKC_WARPS floats). split:
+ * whether the stage splits. red 0: the caller took it first, as codegen writes kernels that
+ * cannot split (there the prologue's place in the template cost the T <= 5 Q4_K kernel 8 B of
+ * spill). */
+MKC_DEVICE void mkc_norm_first(const float *x, int x_stride, const mkc_bf16 *norm_w, int n_x,
+                               float eps, int T, float *inv_rms, float *red, int split) {
+  if (norm_w && red && !split) mkc_rms_prologue(x, x_stride, n_x, eps, 0, T, inv_rms, red);
+}
+
 /* out[t][r] = W[r] . in[t] (+ bias[r] where bias is not 0), or out[t][r] += ... with accumulate
- * (residual epilogue). Where it pays, a block's warps split the columns (mkc_split_dot; part: its
- * smem). */
+ * (residual epilogue); in[t] normed where norm_w is given (mkc_norm_first). Where it pays, a
+ * block's warps split the columns (mkc_split_dot; part: its smem). */
 MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
-                           const mkc_bf16 *norm_w, const float *inv_rms, float *out, int out_stride,
-                           int accumulate, const mkc_bf16 *bias, int T, float *part,
-                           float *splitk) {
+                           const mkc_bf16 *norm_w, float *inv_rms, int n_x, float eps, float *red,
+                           float *out, int out_stride, int accumulate, const mkc_bf16 *bias, int T,
+                           float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, out, out_stride, accumulate,
                    bias, T, part, splitk);
     return;
@@ -3302,7 +3354,8 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
                        ? out[t * out_stride + r0 + r]
                        : 0.0f;
       }
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x, eps,
+                    T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
         int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3325,13 +3378,15 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
 }
 
 /* SwiGLU MLP input: out[t][r] = silu(gate[r] . in[t]) * (up[r] . in[t]) (mkc_glu: GELU for
- * GeGLU); split as mkc_matvec. */
+ * GeGLU); normed and split as mkc_matvec. */
 MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int n_chunks,
                                   const float *x, int x_stride, const mkc_bf16 *norm_w,
-                                  const float *inv_rms, float *out, int out_stride, int T,
-                                  float *part, float *splitk) {
+                                  float *inv_rms, int n_x, float eps, float *red, float *out,
+                                  int out_stride, int T, float *part, float *splitk) {
+  int mma = MKC_MMA_DECODE && w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16;
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, !mma && mkc_split_pays(rows));
 #if MKC_MMA_DECODE
-  if (w_gate.type == MKC_W_BF16 && w_up.type == MKC_W_BF16) {
+  if (mma) {
     mkc_matvec_swiglu_mma(w_gate, w_up, rows, n_chunks, x, x_stride, norm_w, inv_rms, out,
                           out_stride, T, part, splitk);
     return;
@@ -3348,7 +3403,8 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rn + nn, rn, next);
       mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, inv_rms, T, part, acc);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x,
+                    eps, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3758,14 +3814,21 @@ MKC_DEVICE void mkc_qkv_rope_mma(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const
 MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc_bf16 *b_q,
                              const mkc_bf16 *b_k, const mkc_bf16 *b_v, int n_chunks, int heads,
                              int kv_heads, int head_dim, int layout, mkc_rope rotary,
-                             const float *x, int x_stride, const mkc_bf16 *norm_w,
-                             const float *inv_rms, const mkc_bf16 *q_norm_w,
+                             const float *x, int x_stride, const mkc_bf16 *norm_w, float *inv_rms,
+                             int n_x, float eps, float *red, const mkc_bf16 *q_norm_w,
                              const mkc_bf16 *k_norm_w, float head_eps, unsigned *head_ready,
                              float *q_out, int q_stride, float *k_raw, int k_raw_stride,
                              mkc_kv *k_cache, mkc_kv *v_cache, int kv_rows, int pos, int T,
                              const mkc_rowmap *rows, float *part, float *splitk) {
+  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
+  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
+  int n_pairs = q_pairs + 2 * kv_pairs;
+  int mma =
+      MKC_MMA_DECODE && w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16;
+  int split = !mma && !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
+  mkc_norm_first(x, x_stride, norm_w, n_x, eps, T, inv_rms, red, split);
 #if MKC_MMA_DECODE
-  if (w_q.type == MKC_W_BF16 && w_k.type == MKC_W_BF16 && w_v.type == MKC_W_BF16) {
+  if (mma) {
     mkc_qkv_rope_mma(w_q, w_k, w_v, b_q, b_k, b_v, n_chunks, heads, kv_heads, head_dim, layout,
                      rotary, x, x_stride, norm_w, inv_rms, q_norm_w, k_norm_w, head_eps, head_ready,
                      q_out, q_stride, k_raw, k_raw_stride, k_cache, v_cache, kv_rows, pos, T, rows,
@@ -3774,10 +3837,6 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
   }
 #endif
   (void)splitk;
-  int half = head_dim / 2, q_pairs = heads * half, kv_pairs = kv_heads * half;
-  /* per-head norms (qwen3) keep the warp path: split, their kernel spilled at T = 8 */
-  int n_pairs = q_pairs + 2 * kv_pairs;
-  int split = !q_norm_w && !k_norm_w && mkc_split_pays(2 * n_pairs);
   /* task t: a warp's MKC_QKV_PAIRS pairs from t * MKC_QKV_PAIRS, or a block's (mkc_split_task) */
   int tasks = split ? mkc_nblocks() : mkc_grid_warps(), t0 = split ? mkc_bid() : mkc_grid_warp();
   int p0, pn0, n = mkc_qkv_task(n_pairs, split, t0, &p0);
@@ -3809,8 +3868,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       }
     }
     if (split) {
-      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, inv_rms, T, part,
-                    ab);
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, (const float *)0,
+                    n_x, eps, T, part, ab);
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
@@ -5816,7 +5875,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5820 "llama.tiny.cu"
+#line 5879 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -5843,9 +5902,9 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * the pass's values lay_i[j] and lay_w[j] (offsets, a window, stage numbers), read from
    * mkc_layer_i and mkc_layer_w above. Each pass's stages, in order (inspect unfolds the loop): */
   /* stage 2/15: qkv_rope -- rmsnorm blk.0.attn_norm.weight (line 423), matmul blk.0.attn_q.weight (line 378), matmul blk.0.attn_k.weight (line 379), matmul blk.0.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 4 6 9 12 7 10; items: 64, one warp each; flops: 16384*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+16512 8192 (blk.0.attn_q.weight), weights+20608 4096 (blk.0.attn_k.weight), weights+22656 4096 (blk.0.attn_v.weight), scratch+0 256*t (embed token_embd.weight (line 420)), weights+16384 128 (blk.0.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 387)), kv+0 64*t (K cache layer 0), kv+16384 64*t (V cache layer 0) */
   /* stage 3/15: attention -- attention layer 0 (line 390)
@@ -5855,27 +5914,27 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+8192 256*t (rope (line 387)), kv+0 64*ctx (K cache layer 0), kv+16384 64*ctx (V cache layer 0)
    * writes: scratch+16384 256*t (attention layer 0 (line 390)) */
   /* stage 4/15: matvec_residual -- matmul blk.0.attn_output.weight (line 395), add (line 424)
-   * work: 64 rows, one warp per row; smem 38944 bytes
+   * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 15 16; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+24704 8192 (blk.0.attn_output.weight), scratch+16384 256*t (attention layer 0 (line 390)), scratch+0 256*t (add (line 424))
    * writes: scratch+0 256*t (add (line 424)) */
   /* stage 5/15: gate_up_swiglu -- rmsnorm blk.0.ffn_norm.weight (line 426), matmul blk.0.ffn_gate.weight (line 414), matmul blk.0.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 18 20 22 23; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+28928 24576 (blk.0.ffn_gate.weight), weights+41216 24576 (blk.0.ffn_up.weight), scratch+0 256*t (add (line 424)), weights+28800 128 (blk.0.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 416)) */
   /* stage 6/15: matvec_residual -- matmul blk.0.ffn_down.weight (line 416), add (line 427)
-   * work: 64 rows, one warp per row; smem 38944 bytes
+   * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 25 26; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+53504 24576 (blk.0.ffn_down.weight), scratch+24576 768*t (swiglu (line 416)), scratch+0 256*t (add (line 427))
    * writes: scratch+0 256*t (add (line 427)) */
   /* stage 7/15: qkv_rope -- rmsnorm blk.1.attn_norm.weight (line 423), matmul blk.1.attn_q.weight (line 378), matmul blk.1.attn_k.weight (line 379), matmul blk.1.attn_v.weight (line 380), rope (line 387), rope (line 388)
-   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 38992 bytes
+   * work: 64 row pairs (q/k rotation pairs, v row pairs), one warp per pair; smem 39072 bytes
    * nodes: 28 30 33 36 31 34; items: 64, one warp each; flops: 16384*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+800, a_tile 848+9216, w_tile 10064+9216, c_tile 19280+17408, ssq 36688+2048, inv_tile 38736+256
+   * smem: inv_rms 0+32, red 32+16, part 48+880, a_tile 928+9216, w_tile 10144+9216, c_tile 19360+17408, ssq 36768+2048, inv_tile 38816+256
    * reads: weights+65920 8192 (blk.1.attn_q.weight), weights+70016 4096 (blk.1.attn_k.weight), weights+72064 4096 (blk.1.attn_v.weight), scratch+0 256*t (add (line 427)), weights+65792 128 (blk.1.attn_norm.weight)
    * writes: scratch+8192 256*t (rope (line 387)), kv+32768 64*t (K cache layer 1), kv+49152 64*t (V cache layer 1) */
   /* stage 8/15: attention -- attention layer 1 (line 390)
@@ -5885,21 +5944,21 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
    * reads: scratch+8192 256*t (rope (line 387)), kv+32768 64*ctx (K cache layer 1), kv+49152 64*ctx (V cache layer 1)
    * writes: scratch+16384 256*t (attention layer 1 (line 390)) */
   /* stage 9/15: matvec_residual -- matmul blk.1.attn_output.weight (line 395), add (line 424)
-   * work: 64 rows, one warp per row; smem 38944 bytes
+   * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 39 40; items: 64, one warp each; flops: 8192*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+74112 8192 (blk.1.attn_output.weight), scratch+16384 256*t (attention layer 1 (line 390)), scratch+0 256*t (add (line 424))
    * writes: scratch+0 256*t (add (line 424)) */
   /* stage 10/15: gate_up_swiglu -- rmsnorm blk.1.ffn_norm.weight (line 426), matmul blk.1.ffn_gate.weight (line 414), matmul blk.1.ffn_up.weight (line 415), swiglu (line 416)
-   * work: 192 row pairs (gate, up), one warp per pair; smem 39792 bytes
+   * work: 192 row pairs (gate, up), one warp per pair; smem 39872 bytes
    * nodes: 42 44 46 47; items: 192, one warp each; flops: 49152*t; sync: flow
-   * smem: inv_rms 0+32, red 32+16, part 48+1600, a_tile 1648+9216, w_tile 10864+9216, c_tile 20080+17408, ssq 37488+2048, inv_tile 39536+256
+   * smem: inv_rms 0+32, red 32+16, part 48+1680, a_tile 1728+9216, w_tile 10944+9216, c_tile 20160+17408, ssq 37568+2048, inv_tile 39616+256
    * reads: weights+78336 24576 (blk.1.ffn_gate.weight), weights+90624 24576 (blk.1.ffn_up.weight), scratch+0 256*t (add (line 424)), weights+78208 128 (blk.1.ffn_norm.weight)
    * writes: scratch+24576 768*t (swiglu (line 416)) */
   /* stage 11/15: matvec_residual -- matmul blk.1.ffn_down.weight (line 416), add (line 427)
-   * work: 64 rows, one warp per row; smem 38944 bytes
+   * work: 64 rows, one warp per row; smem 39024 bytes
    * nodes: 49 50; items: 64, one warp each; flops: 24576*t; sync: flow
-   * smem: part 0+800, a_tile 800+9216, w_tile 10016+9216, c_tile 19232+17408, ssq 36640+2048, inv_tile 38688+256
+   * smem: part 0+880, a_tile 880+9216, w_tile 10096+9216, c_tile 19312+17408, ssq 36720+2048, inv_tile 38768+256
    * reads: weights+102912 24576 (blk.1.ffn_down.weight), scratch+24576 768*t (swiglu (line 416)), scratch+0 256*t (add (line 427))
    * writes: scratch+0 256*t (add (line 427)) */
   for (int layer = 0; layer < (drafting ? state->draft_layers : 2); layer++) { /* layer loop */
@@ -5918,14 +5977,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
                  (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f,
                  scratch + 8192, 64, kv + lay_i[4], kv + lay_i[5],
                  512, pos, T, (const mkc_rowmap *)0,
-                 64, (float *)(smem + 848), (float *)(smem + 10064), (float *)(smem + 19280), (float *)(smem + 36688), (float *)(smem + 38736));
+                 64, (float *)(smem + 928), (float *)(smem + 10144), (float *)(smem + 19360), (float *)(smem + 36768), (float *)(smem + 38816));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
       mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                    8, 4, 2, 16, 0, mkc_rope_plain(10000),
-                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
+                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0), 64, 1e-05f, (float *)0,
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                    scratch + 8192, 64, (float *)0, 0,
                    kv + lay_i[4], kv + lay_i[5], 512, pos, 1,
@@ -5935,7 +5994,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
       mkc_qkv_rope(mkc_wmat_of(weights + lay_i[0], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[1], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[2], 128, MKC_W_BF16),
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, (const mkc_bf16 *)0,
                    8, 4, 2, 16, 0, mkc_rope_plain(10000),
-                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0),
+                   scratch + 0, 64, weights + lay_i[3], (float *)(smem + 0), 64, 1e-05f, (float *)0,
                    (const mkc_bf16 *)0, (const mkc_bf16 *)0, 0.0f, (unsigned *)0,
                    scratch + 8192, 64, (float *)0, 0,
                    kv + lay_i[4], kv + lay_i[5], 512, pos, T,
@@ -5969,12 +6028,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 0, 8, scratch + 16384, 64, 64, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
+                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
-      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (float *)0, 64, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
     } else {
-      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[6], 128, MKC_W_BF16), 64, 8, scratch + 16384, 64, (const mkc_bf16 *)0, (float *)0, 64, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 424) written by another block */
@@ -5987,14 +6046,14 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
     mkc_gemm_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16),
                     192, 0, 8, scratch + 0, 64, 64, weights + lay_i[9], 1e-05f,
                     scratch + 24576, 192, T,
-                    (float *)(smem + 1648), (float *)(smem + 10864), (float *)(smem + 20080), (float *)(smem + 37488), (float *)(smem + 39536));
+                    (float *)(smem + 1728), (float *)(smem + 10944), (float *)(smem + 20160), (float *)(smem + 37568), (float *)(smem + 39616));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
-      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, 1, (float *)(smem + 48), (float *)0);
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), 64, 1e-05f, (float *)0, scratch + 24576, 192, 1, (float *)(smem + 48), (float *)0);
     } else {
       mkc_rms_prologue(scratch + 0, 64, 64, 1e-05f, 0, T, (float *)(smem + 0), (float *)(smem + 32));
-      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
+      mkc_matvec_swiglu(mkc_wmat_of(weights + lay_i[7], 128, MKC_W_BF16), mkc_wmat_of(weights + lay_i[8], 128, MKC_W_BF16), 192, 8, scratch + 0, 64, weights + lay_i[9], (float *)(smem + 0), 64, 1e-05f, (float *)0, scratch + 24576, 192, T, (float *)(smem + 48), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads swiglu (line 416) written by another block */
@@ -6005,12 +6064,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 0, 24, scratch + 24576, 192, 192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 64, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 800), (float *)(smem + 10016), (float *)(smem + 19232), (float *)(smem + 36640), (float *)(smem + 38688));
+                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
-      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (float *)0, 192, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
     } else {
-      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (const float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
+      mkc_matvec(mkc_wmat_of(weights + lay_i[10], 384, MKC_W_BF16), 64, 24, scratch + 24576, 192, (const mkc_bf16 *)0, (float *)0, 192, 0.0f, (float *)0, scratch + 0, 64, 1, (const mkc_bf16 *)0, T, (float *)(smem + 0), (float *)0);
     }
   }
   mkc_flow_arrive(state); /* next stage reads add (line 427) written by another block */

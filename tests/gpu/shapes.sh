@@ -23,6 +23,11 @@ BENCH_RUNS=(
   # (814 against 737 t/s); split at 4, not yet run. The kernel with drafts keeps 147 registers
   "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "u2-d0 MKC_MV_UNROLL=2 $l1b -p 512 --rounds 8"
+  # the T = 1 kernel at 3 blocks an SM: since 2026-12-04's fourth session a dense bf16 kernel of
+  # one input a step asks ptxas for 4 (128 registers, 0 spill; left to itself it took 132 once the
+  # split took its own norm). 4 unbounded ran 3.3 % faster than 3 on the H200; on the H100 on
+  # 2026-11-27 an older kernel forced to 128 (and spilling) was 9.5 % slower
+  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # the verify steps on tensor cores with split-K (that pair made 16 slots 3.3 x faster and 1
@@ -59,11 +64,8 @@ BENCH_RUNS=(
   "row1-d0 MKC_MV_ROW1=8 $l1b -p 512 --rounds 8"
   "row1x4-nosplit-t1 MKC_SPLIT=0 MKC_MV_ROW1=4 ${l1bt/--draft-max 4/--draft-max 0}"
   "mma-splitk-stages MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 64 -n 32 --stages"
-  # the copies for one input off (MKC_T1_PATH=0: 9.5 % slower at T = 1 on the H200, twice), and
-  # the T = 1 kernel at 3 blocks an SM (3.2 % slower there; on the H100 on 2026-11-27, 4 were
-  # 9.5 % slower)
+  # the copies for one input off (MKC_T1_PATH=0: 9.5 % slower at T = 1 on the H200, twice)
   "t1path0-d0 MKC_T1_PATH=0 $l1b -p 512 --rounds 8"
-  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   "t1path0-d4096 MKC_T1_PATH=0 $l1b -p 64 -d 4096 --draft-adaptive"
   "l1b-grid MKC_SYNC=grid $l1b -p 512"
   # the knobs the H200 measured slower on 2026-12-04 (docs/PERF.md): the matvec's weight rows
