@@ -65,8 +65,6 @@ local function context(graph, plan, opts)
   ctx.sample_cands, ctx.sample_union, ctx.max_blocks = plan.sample_cands, plan.sample_union, opts.max_blocks
   ctx.keep, ctx.keep_slot = plan.keep, plan.keep_slot
   ctx.threads = opts.threads
-  -- the short matmuls may split (MKC_SPLIT): their templates then take a norm themselves
-  ctx.split = opts.split
   -- slots (templates/slots.cuh): the step's row map, absent in a plain kernel; a wide step (more
   -- rows than t_max, several slots) runs the tiled path
   ctx.slots = opts.slots
@@ -141,25 +139,32 @@ local function context(graph, plan, opts)
   function ctx.label(node) return emit.node_label(node) end
   function ctx.smem_ptr(ty, off) return ("(%s *)(smem + %d)"):format(ty, off) end
   -- The fused RMSNorm input of a matmul stage: prologue call, its smem, and the call arguments.
+  -- A matvec's, gate/up's or Q/K/V's call (templates/matvec.cuh, mkc_norm_first) is preceded by
+  -- `before` and given `red`: in a kernel whose short matmuls may split (MKC_SPLIT) the template
+  -- takes the norm itself (before "", red its smem); else the prologue is written first, as it
+  -- was (red 0: taken). The LM head writes `prologue` always.
   function ctx.norm(st, extra)
     local smem = {}
     if st.norm then smem = { { "inv_rms", opts.t_max }, { "red", ctx.warps } } end
     for _, r in ipairs(extra or {}) do smem[#smem + 1] = r end
     if not st.norm then
-      return { smem = smem, prologue = "", w = "(const mkc_bf16 *)0", inv_rms = "(float *)0", reads = {},
-               eps = flt(0), n = st.x.n, red = "(float *)0" }
+      return { smem = smem, prologue = "", before = "", w = "(const mkc_bf16 *)0", inv_rms = "(float *)0",
+               reads = {}, eps = flt(0), n = st.x.n, red = "(float *)0" }
     end
     local at = buffers.smem(smem)
     local x, nw = st.x, st.norm.inputs[2]
-    return {
+    local r = {
       smem = smem,
       reads = { { "weights", plan.weights[nw].offset, { c = plan.weights[nw].row_stride * 2 }, nw.name } },
       w = ctx.weight(nw), eps = flt(st.norm.eps), n = x.n,
-      inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red),
+      inv_rms = ctx.smem_ptr("float", at.inv_rms),
+      red = opts.split and ctx.smem_ptr("float", at.red) or "(float *)0",
       prologue = ctx.call("mkc_rms_prologue", { x = ctx.value(x), x_stride = ctx.vstride(x), n = x.n,
         eps = flt(st.norm.eps), t0 = st.kind == "lm_head" and "t0" or "0", T = "T",
         inv_rms = ctx.smem_ptr("float", at.inv_rms), red = ctx.smem_ptr("float", at.red) }) .. ";\n  ",
     }
+    r.before = opts.split and "" or r.prologue
+    return r
   end
   -- The shared memory of a tiled stage (templates/gemm.cuh): the staged slice of inputs and of
   -- weights, the finished tile of c_cols columns, the sums of squares and 1 / rms of its tokens.

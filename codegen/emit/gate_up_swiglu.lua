@@ -10,12 +10,10 @@ return function(st, ctx)
   local gw, uw = st.gate.inputs[2], st.up.inputs[2]
   local reads = { ctx.wread(gw), ctx.wread(uw), ctx.vbytes(st.x, ctx.wcols(gw)) }
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
-  -- where the rows may split (MKC_SPLIT) the template takes the norm (mkc_norm_first); else the
-  -- prologue runs first, as it did (red 0: taken)
-  local decode = (ctx.split and "" or norm.prologue) .. ctx.call("mkc_matvec_swiglu", {
+  local decode = norm.before .. ctx.call("mkc_matvec_swiglu", {
     w_gate = ctx.wmat(gw), w_up = ctx.wmat(uw), rows = gw.rows,
     n_chunks = ctx.chunks(gw), x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w,
-    inv_rms = norm.inv_rms, n_x = norm.n, eps = norm.eps, red = ctx.split and norm.red or "(float *)0",
+    inv_rms = norm.inv_rms, n_x = norm.n, eps = norm.eps, red = norm.red,
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), T = "T",
     part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"

@@ -17,12 +17,10 @@ return function(st, ctx)
     reads[#reads + 1] = ctx.wread(st.bias)
   end
   if residual then reads[#reads + 1] = ctx.vbytes(st.out, rows) end -- read-modify-write
-  -- where the rows may split (MKC_SPLIT) the template takes the norm (mkc_norm_first); else the
-  -- prologue runs first, as it did (red 0: taken)
-  local decode = (ctx.split and "" or norm.prologue) .. ctx.call("mkc_matvec", {
+  local decode = norm.before .. ctx.call("mkc_matvec", {
     w = ctx.wmat(w), rows = rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
-    n_x = norm.n, eps = norm.eps, red = ctx.split and norm.red or "(float *)0",
+    n_x = norm.n, eps = norm.eps, red = norm.red,
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0,
     bias = bias, T = "T", part = ctx.smem_ptr("float", at.part), splitk = ctx.splitk(),
   }) .. ";"

@@ -89,15 +89,14 @@ return function(st, ctx)
     flops = { t = 4 * pairs * ctx.wcols(qw) },
     reads = reads,
     writes = writes,
-    -- the norm as mkc_matvec's (codegen/emit/matvec.lua)
-    code = ctx.variants(tiled, (ctx.split and "" or norm.prologue) .. ctx.call("mkc_qkv_rope", {
+    code = ctx.variants(tiled, norm.before .. ctx.call("mkc_qkv_rope", {
       w_q = ctx.wmat(qw), w_k = ctx.wmat(kw), w_v = ctx.wmat(vw),
       b_q = biases[1], b_k = biases[2], b_v = biases[3],
       n_chunks = ctx.chunks(qw), heads = att.heads, kv_heads = att.kv_heads,
       head_dim = att.head_dim, layout = st.q_rope.layout == "neox" and 1 or 0,
       rotary = rotary(st.q_rope, ctx.flt),
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
-      n_x = norm.n, eps = norm.eps, red = ctx.split and norm.red or "(float *)0",
+      n_x = norm.n, eps = norm.eps, red = norm.red,
       q_norm_w = head_norms[1], k_norm_w = head_norms[2], head_eps = ctx.flt(head_norm and head_norm.eps or 0),
       head_ready = head_norm and ctx.head_ready() or "(unsigned *)0",
       q_out = ctx.value(st.q_rope), q_stride = ctx.vstride(st.q_rope), k_raw = k_raw[1], k_raw_stride = k_raw[2],
