@@ -176,7 +176,8 @@ function buffers.plan(graph, stages, opts)
   local att_slot = 0
   for _, st in ipairs(stages) do
     if st.kind == "attention" then
-      att_slot = math.max(att_slot, buffers.att_pass_heads(st.att) * (st.att.head_dim + 2))
+      -- whole 16-byte vectors, as mkc_att_slot_floats rounds them (the merge reads 4 floats at once)
+      att_slot = math.max(att_slot, util.round_up(buffers.att_pass_heads(st.att) * (st.att.head_dim + 2), 4))
     end
   end
   if att_slot > 0 then

@@ -496,6 +496,12 @@ function emit.source(graph, plan, opts)
   if knob("MKC_ATT_PREFETCH", "0 or 1", function(v) return v == 0 or v == 1 end) == 1 then
     put("#define MKC_ATT_PREFETCH 1 /* MKC_ATT_PREFETCH=1: a tile's K and V rows prefetched into L2 */")
   end
+  -- ... and the K or V rows (and the merge's partials) a thread loads before it uses the first
+  -- (templates/attention.cuh: 4 by default since 2026-12-05; 1 was the kernel before, for the A/B)
+  local ahead = knob("MKC_ATT_AHEAD", "1 to 8", function(a) return a >= 1 and a <= 8 end)
+  if ahead then
+    put(("#define MKC_ATT_AHEAD %d /* MKC_ATT_AHEAD: K/V rows a thread loads before using them */"):format(ahead))
+  end
   -- The stages' copies for one input (codegen/main.lua; MKC_T1_PATH=0 leaves them out): said
   if opts.t1_path then
     put("#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */")

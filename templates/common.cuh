@@ -106,17 +106,16 @@ MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 
 
 /* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
  * projection and router have one), then stored, or with accumulate (a residual epilogue) added
- * into *o as a branch. */
-MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
-  if (bias) v += mkc_bf16_to_f32(bias[r]);
-  *o = accumulate ? *o + mkc_branch(v) : v;
-}
-
-/* mkc_put with *o read earlier into prior (mkc_put_prior): the same sum, bit for bit. */
+ * as a branch onto prior, the value *o had (read before the dot: mkc_matvec; or mkc_put, now). */
 MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
                                     int accumulate) {
   if (bias) v += mkc_bf16_to_f32(bias[r]);
   *o = accumulate ? prior + mkc_branch(v) : v;
+}
+
+/* mkc_put_onto with *o read now: the same bits. */
+MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
+  mkc_put_onto(o, accumulate ? *o : 0.0f, v, bias, r, accumulate);
 }
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */

@@ -1204,16 +1204,15 @@ MKC_DEVICE_INLINE mkc_f4 mkc_f4_first(mkc_f4 v, int k) {
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
  * floats of smem, sums the nrows * MKC_T_MAX after them, then MKC_WARPS *
  * MKC_T_MAX for a norm's squares; acc: the caller's registers for the warp's
- * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) whose 1 / rms
- * is not given (inv_rms 0) is taken here: each warp adds the squares of its
- * columns of x, which its dot has just read (L1), and the block scales its sums
- * by 1 / sqrt(their sum / n_x + eps). The stage then needs no prologue before
- * its first loads (mkc_rms_prologue: a round trip and three barriers). */
+ * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) is taken
+ * here: each warp adds the squares of its columns of x, which its dot has just
+ * read (L1), and the block scales its sums by 1 / sqrt(their sum / n_x + eps).
+ * The stage then needs no prologue before its first loads (mkc_rms_prologue: a
+ * round trip and three barriers). */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int n_x,
-                              float eps, int T, float *part, float *acc) {
+                              int x_stride, const mkc_bf16 *norm_w, int n_x, float eps, int T,
+                              float *part, float *acc) {
   float *sums = part + MKC_WARPS * nrows * MKC_T_MAX, *squares = sums + nrows * MKC_T_MAX;
-  int own_norm = norm_w && !inv_rms;
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
@@ -1231,8 +1230,8 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   }
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
-                 inv_rms, T, acc);
-  if (own_norm) {
+                 (const float *)0, T, acc);
+  if (norm_w) {
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       float q = 0.0f;
       for (int c = c0 + mkc_lane(); t < T && c < c0 + nc; c += 32) {
@@ -1256,7 +1255,7 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
     float s = 0.0f, q = 0.0f;
     for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
-    if (own_norm) {
+    if (norm_w) {
       for (int wp = 0; wp < MKC_WARPS; wp++) q += squares[wp * MKC_T_MAX + i % MKC_T_MAX];
       s *= 1.0f / sqrtf(q / (float)n_x + eps);
     }
@@ -1839,8 +1838,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
                        ? out[t * out_stride + r0 + r]
                        : 0.0f;
       }
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x, eps,
-                    T, part, acc);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
         int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -1888,8 +1886,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rn + nn, rn, next);
       mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x,
-                    eps, T, part, acc);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;

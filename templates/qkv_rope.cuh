@@ -416,8 +416,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       }
     }
     if (split) {
-      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, (const float *)0,
-                    n_x, eps, T, part, ab);
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part,
+                    ab);
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];

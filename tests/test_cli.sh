@@ -360,6 +360,23 @@ if MKC_ATT_PREFETCH=1 MKC_CP_RING=16 MKC_SIMT_SEED=4 "$mkc" "${args[@]}" --backe
 else
   fail "MKC_ATT_PREFETCH=1" "$(head -c 400 "$tmp"/ap.out "$tmp"/ap-batch.* 2>/dev/null)"
 fi
+# MKC_ATT_AHEAD (attention's K and V rows, and its merge's partials, a thread loads before it uses
+# the first; 4 by default, 1 for the GPU's A/B): checked, emitted only when set; the reference's
+# tokens at 1 and 3 (odd: one element a load; tiny: 16-byte loads), with drafts, on the lane path
+MKC_ATT_AHEAD=9 expect_error "MKC_ATT_AHEAD out of range" \
+  'mkc: error: MKC_ATT_AHEAD must be 1 to 8, got "9"' -- gen graphs/llama.lua --preset tiny -o "$tmp/aa.cu"
+knob_emits MKC_ATT_AHEAD=1 "MKC_ATT_AHEAD 1" "!MKC_ATT_AHEAD 1" "MKC_ATT_AHEAD=1 is emitted, and only then"
+aa_ok=1
+for p in odd tiny; do
+  "$mkc" run --preset $p --random-weights 5 -n 40 --prompt-ids 3,1,4,1,5,9,2,6 --backend ref >"$tmp/aa.$p.ref" 2>/dev/null || aa_ok=0
+  for a in 1 3; do
+    MKC_ATT_AHEAD=$a MKC_SIMT_SEED=$a "$mkc" run --preset $p --random-weights 5 -n 40 --prompt-ids 3,1,4,1,5,9,2,6 \
+      --draft-max 3 --backend cpu >"$tmp/aa.$p.$a" 2>/dev/null && cmp -s "$tmp/aa.$p.$a" "$tmp/aa.$p.ref" || aa_ok=0
+  done
+done
+[ "$aa_ok" = 1 ] && [ "$(wc -w <"$tmp/aa.odd.ref")" -eq 40 ] \
+  && ok "MKC_ATT_AHEAD=1 and 3: the reference's 40 tokens with drafts (odd, tiny; lane path)" \
+  || fail "MKC_ATT_AHEAD lossless" "$(head -c 300 "$tmp"/aa.* 2>/dev/null)"
 # Each decode stage also written for steps of one input, by default in all-bf16 kernels since
 # 2026-12-04 (the H200's T = 1 steps 9.6 % faster); MKC_T1_PATH=0 leaves the copies out:
 # checked, said in a kernel for several inputs a step (only there: a T = 1 kernel is all one

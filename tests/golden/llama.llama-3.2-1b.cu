@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 89fa649b6aafd9ac, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 52bb4abda40f9a8f, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -689,17 +689,16 @@ MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 
 
 /* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
  * projection and router have one), then stored, or with accumulate (a residual epilogue) added
- * into *o as a branch. */
-MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
-  if (bias) v += mkc_bf16_to_f32(bias[r]);
-  *o = accumulate ? *o + mkc_branch(v) : v;
-}
-
-/* mkc_put with *o read earlier into prior (mkc_put_prior): the same sum, bit for bit. */
+ * as a branch onto prior, the value *o had (read before the dot: mkc_matvec; or mkc_put, now). */
 MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
                                     int accumulate) {
   if (bias) v += mkc_bf16_to_f32(bias[r]);
   *o = accumulate ? prior + mkc_branch(v) : v;
+}
+
+/* mkc_put_onto with *o read now: the same bits. */
+MKC_DEVICE_INLINE void mkc_put(float *o, float v, const mkc_bf16 *bias, int r, int accumulate) {
+  mkc_put_onto(o, accumulate ? *o : 0.0f, v, bias, r, accumulate);
 }
 
 /* Sum over the block, returned to every thread; red: MKC_WARPS floats of smem. */
@@ -2719,16 +2718,15 @@ MKC_DEVICE_INLINE mkc_f4 mkc_f4_first(mkc_f4 v, int k) {
  * every thread may read when it returns. part: MKC_WARPS * nrows * MKC_T_MAX
  * floats of smem, sums the nrows * MKC_T_MAX after them, then MKC_WARPS *
  * MKC_T_MAX for a norm's squares; acc: the caller's registers for the warp's
- * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) whose 1 / rms
- * is not given (inv_rms 0) is taken here: each warp adds the squares of its
- * columns of x, which its dot has just read (L1), and the block scales its sums
- * by 1 / sqrt(their sum / n_x + eps). The stage then needs no prologue before
- * its first loads (mkc_rms_prologue: a round trip and three barriers). */
+ * own sums (nrows * MKC_T_MAX), free again after. A norm (norm_w) is taken
+ * here: each warp adds the squares of its columns of x, which its dot has just
+ * read (L1), and the block scales its sums by 1 / sqrt(their sum / n_x + eps).
+ * The stage then needs no prologue before its first loads (mkc_rms_prologue: a
+ * round trip and three barriers). */
 MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chunks, const float *x,
-                              int x_stride, const mkc_bf16 *norm_w, const float *inv_rms, int n_x,
-                              float eps, int T, float *part, float *acc) {
+                              int x_stride, const mkc_bf16 *norm_w, int n_x, float eps, int T,
+                              float *part, float *acc) {
   float *sums = part + MKC_WARPS * nrows * MKC_T_MAX, *squares = sums + nrows * MKC_T_MAX;
-  int own_norm = norm_w && !inv_rms;
   int g = 1;
   for (int r = 0; r < nrows; r++)
     if (wr[r].p && mkc_wtype_chunks(wr[r].type) > g) g = mkc_wtype_chunks(wr[r].type);
@@ -2746,8 +2744,8 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   }
   if (nc > 0)
     mkc_dot_rows(wr, next, nrows, nc, x + c0 * 8, x_stride, norm_w ? norm_w + c0 * 8 : norm_w,
-                 inv_rms, T, acc);
-  if (own_norm) {
+                 (const float *)0, T, acc);
+  if (norm_w) {
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       float q = 0.0f;
       for (int c = c0 + mkc_lane(); t < T && c < c0 + nc; c += 32) {
@@ -2771,7 +2769,7 @@ MKC_DEVICE void mkc_split_dot(mkc_wrow *wr, mkc_wrow *next, int nrows, int n_chu
   for (int i = mkc_tid(); i < nrows * MKC_T_MAX; i += MKC_THREADS) {
     float s = 0.0f, q = 0.0f;
     for (int wp = 0; wp < MKC_WARPS; wp++) s += part[wp * nrows * MKC_T_MAX + i];
-    if (own_norm) {
+    if (norm_w) {
       for (int wp = 0; wp < MKC_WARPS; wp++) q += squares[wp * MKC_T_MAX + i % MKC_T_MAX];
       s *= 1.0f / sqrtf(q / (float)n_x + eps);
     }
@@ -3354,8 +3352,7 @@ MKC_DEVICE void mkc_matvec(mkc_wmat w, int rows, int n_chunks, const float *x, i
                        ? out[t * out_stride + r0 + r]
                        : 0.0f;
       }
-      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x, eps,
-                    T, part, acc);
+      mkc_split_dot(wr, next, MKC_ROWS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part, acc);
       const float *sums = part + MKC_WARPS * MKC_ROWS * MKC_T_MAX;
       MKC_UNROLL for (int e = 0; e < MKC_PUT_EACH; e++) {
         int i = mkc_tid() + e * MKC_THREADS, r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3403,8 +3400,7 @@ MKC_DEVICE void mkc_matvec_swiglu(mkc_wmat w_gate, mkc_wmat w_up, int rows, int 
       mkc_row_block(w_up, r0 + n, r0, wr + MKC_ROWS);
       mkc_row_block(w_gate, rn + nn, rn, next);
       mkc_row_block(w_up, rn + nn, rn, next + MKC_ROWS);
-      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, (const float *)0, n_x,
-                    eps, T, part, acc);
+      mkc_split_dot(wr, next, 2 * MKC_ROWS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part, acc);
       const float *sums = part + MKC_WARPS * 2 * MKC_ROWS * MKC_T_MAX;
       for (int i = mkc_tid(); i < MKC_ROWS * MKC_T_MAX; i += MKC_THREADS) {
         int r = i / MKC_T_MAX, t = i % MKC_T_MAX;
@@ -3868,8 +3864,8 @@ MKC_DEVICE void mkc_qkv_rope(mkc_wmat w_q, mkc_wmat w_k, mkc_wmat w_v, const mkc
       }
     }
     if (split) {
-      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, (const float *)0,
-                    n_x, eps, T, part, ab);
+      mkc_split_dot(wr, next, 2 * MKC_QKV_PAIRS, n_chunks, x, x_stride, norm_w, n_x, eps, T, part,
+                    ab);
       if (mkc_warp() != 0) continue; /* warp 0 finishes the block's pairs */
       const float *sums = part + MKC_WARPS * 2 * MKC_QKV_PAIRS * MKC_T_MAX;
       for (int i = 0; i < 2 * MKC_QKV_PAIRS * MKC_T_MAX; i++) ab[i] = sums[i];
@@ -4720,14 +4716,28 @@ MKC_DEVICE_CALLED void mkc_gemm_attention(const float *q, int q_stride, const mk
 #ifndef MKC_ATT_PREFETCH
 #define MKC_ATT_PREFETCH 0
 #endif
+/* The K or V rows a thread loads before it uses the first of them, in the scores and in p.v
+ * (each load one vector of a row). One at a time, a 4096-position step's item walked its 62
+ * positions in 4 dependent round trips for K and 4 for V. */
+#ifndef MKC_ATT_AHEAD
+#define MKC_ATT_AHEAD 4
+#endif
+typedef char mkc_att_ahead_fits[MKC_ATT_AHEAD >= 1 && MKC_ATT_AHEAD <= 8 ? 1 : -1];
 
-/* w (1, or 16 bytes' worth) cache elements from p, as floats. */
-MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
+/* w (1, or 16 bytes' worth) cache elements from p, as loaded: 16 bytes, or the one element
+ * widened, its bits in x (mkc_kv_widen gives the floats). */
+MKC_DEVICE mkc_u4 mkc_kv_load(const mkc_kv *p, int w) {
+  if (w != 1) return mkc_load_u4(p);
+  mkc_u4 u = {mkc_f32_bits(mkc_kv_to_f32(p[0])), 0u, 0u, 0u};
+  return u;
+}
+
+/* mkc_kv_load's elements as floats. */
+MKC_DEVICE void mkc_kv_widen(mkc_u4 u, int w, float *f) {
   if (w == 1) {
-    f[0] = mkc_kv_to_f32(p[0]);
+    f[0] = mkc_bits_f32(u.x);
     return;
   }
-  mkc_u4 u = mkc_load_u4(p);
   unsigned words[4] = {u.x, u.y, u.z, u.w};
 #if defined(MKC_KV_F32)
   for (int i = 0; i < 4; i++) f[i] = mkc_bits_f32(words[i]);
@@ -4736,25 +4746,99 @@ MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
 #endif
 }
 
-/* One unit's partials merged: part holds `splits` slots from `slot0` on, each of
- * pass_heads * (head_dim + 2) floats; o: the unit's heads' outputs (stride head_dim); sinks: the
- * unit's heads' (0: none). */
+/* w cache elements from p, as floats. */
+MKC_DEVICE void mkc_kv_vec(const mkc_kv *p, int w, float *f) {
+  mkc_kv_widen(mkc_kv_load(p, w), w, f);
+}
+
+/* The floats of a partial's slot: a query head's acc[head_dim] for each of pass_heads, then
+ * their m, then their l, rounded up to whole 16-byte vectors (buffers.lua plans the same). */
+MKC_DEVICE int mkc_att_slot_floats(int pass_heads, int head_dim) {
+  return (pass_heads * (head_dim + 2) + 3) & ~3;
+}
+
+/* One unit's partials merged: part holds `splits` slots from `slot0` on (mkc_att_slot_floats
+ * each); o: the unit's gh heads' outputs (stride head_dim); sinks: the unit's heads' (0: none).
+ * The block shares the work (one thread walking every split for its elements took 20-odd
+ * dependent L2 round trips at 66 splits): a warp a head takes the head's max m over the splits,
+ * each split's weight exp(m_i - m) (wts: smem, wcap floats a head, the splits a chunk of wcap at
+ * a time) and the sum l; then `groups` groups of threads each add their share of the splits for
+ * every element, 4 elements a thread where a head is whole vectors, MKC_ATT_AHEAD splits loaded
+ * before the first is added, into red (red_floats of smem, a group's sums each); and the groups'
+ * sums are added in group order, so the bits are the same on every run. mst: 2 * MKC_ATT_HEADS
+ * floats of smem. */
 MKC_DEVICE void mkc_attention_merge(const float *part, int slot0, int splits, int pass_heads,
-                                    int gh, int head_dim, const mkc_bf16 *sinks, float *o) {
-  int slot = pass_heads * (head_dim + 2);
-  for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
-    int h = e / head_dim;
-    float m = MKC_NEG_MAX;
-    for (int i = 0; i < splits; i++)
-      m = fmaxf(m, part[(long)(slot0 + i) * slot + pass_heads * head_dim + h]);
-    float l = 0.0f, acc = 0.0f;
-    for (int i = 0; i < splits; i++) {
-      const float *p = part + (long)(slot0 + i) * slot;
-      float w = expf(p[pass_heads * head_dim + h] - m);
-      l += w * p[pass_heads * head_dim + pass_heads + h];
-      acc += w * p[e];
+                                    int gh, int head_dim, const mkc_bf16 *sinks, float *o,
+                                    float *wts, int wcap, float *red, int red_floats, float *mst) {
+  const int slot = mkc_att_slot_floats(pass_heads, head_dim), ms = pass_heads * head_dim;
+  const int n = gh * head_dim, w = head_dim % 4 ? 1 : 4, cols = n / w; /* vectors of w elements */
+  const float *base = part + (long)slot0 * slot;
+  for (int h = mkc_warp(); h < gh; h += MKC_WARPS) { /* each head's m and l over the splits */
+    float m = MKC_NEG_MAX, l = 0.0f;
+    for (int i = mkc_lane(); i < splits; i += 32) m = fmaxf(m, base[(long)i * slot + ms + h]);
+    m = mkc_warp_max(m);
+    for (int i = mkc_lane(); i < splits; i += 32) {
+      const float *p = base + (long)i * slot;
+      float wt = expf(p[ms + h] - m);
+      l += wt * p[ms + pass_heads + h];
+      if (i < wcap) wts[h * wcap + i] = wt; /* the first chunk's weights */
     }
-    o[e] = mkc_att_out(acc, l, m, sinks, h);
+    l = mkc_warp_sum(l);
+    if (mkc_lane() == 0) {
+      mst[h] = m;
+      mst[MKC_ATT_HEADS + h] = l;
+    }
+  }
+  int groups = MKC_THREADS / cols;
+  if (groups > red_floats / n) groups = red_floats / n;
+  if (groups < 1) groups = 1;
+  const int grp = mkc_tid() / cols; /* this thread's group: < groups where it has one */
+  mkc_sync_block();                 /* mst and the first chunk's weights written */
+  for (int c0 = 0; c0 < splits; c0 += wcap) {
+    int cn = splits - c0 < wcap ? splits - c0 : wcap;
+    if (c0) { /* the weights of a chunk past the first: split c0 + i's, head hh */
+      for (int e = mkc_tid(); e < gh * cn; e += MKC_THREADS) {
+        int hh = e / cn, i = e - hh * cn;
+        wts[hh * wcap + i] = expf(base[(long)(c0 + i) * slot + ms + hh] - mst[hh]);
+      }
+      mkc_sync_block();
+    }
+    /* vector cc's sum over this group's splits of the chunk (the loads past the chunk read its
+     * last split again, and add 0) */
+    for (int cc = mkc_tid() % cols; grp < groups && cc < cols; cc += MKC_THREADS) {
+      const int hc = cc * w / head_dim;
+      float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int i = grp; i < cn; i += groups * MKC_ATT_AHEAD) {
+        float v[MKC_ATT_AHEAD][4];
+        MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) {
+          int iu = i + u * groups < cn ? i + u * groups : cn - 1;
+          const float *p = base + (long)(c0 + iu) * slot + cc * w;
+          mkc_f4 f = {0.0f, 0.0f, 0.0f, 0.0f};
+          if (w == 4)
+            f = mkc_load_f4(p);
+          else
+            f.x = p[0];
+          v[u][0] = f.x;
+          v[u][1] = f.y;
+          v[u][2] = f.z;
+          v[u][3] = f.w;
+        }
+        MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) { /* every load used (as in p.v) */
+          int in = i + u * groups < cn;
+          float wt = in ? wts[hc * wcap + i + u * groups] : 0.0f;
+          for (int k = 0; k < w; k++) acc[k] += wt * (in ? v[u][k] : 0.0f);
+        }
+      }
+      float *r = red + grp * n + cc * w;
+      for (int k = 0; k < w; k++) r[k] = c0 ? r[k] + acc[k] : acc[k];
+    }
+    mkc_sync_block(); /* wts rewritten by the next chunk; red whole after the last */
+  }
+  for (int e = mkc_tid(); e < n; e += MKC_THREADS) {
+    int he = e / head_dim;
+    float sum = 0.0f;
+    for (int g = 0; g < groups; g++) sum += red[g * n + e];
+    o[e] = mkc_att_out(sum, mst[MKC_ATT_HEADS + he], mst[he], sinks, he);
   }
 }
 
@@ -4804,9 +4888,10 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       m_run[mkc_tid()] = MKC_NEG_MAX;
       l_run[mkc_tid()] = 0.0f;
     }
-    float acc[MKC_ATT_HEADS][8];
-    for (int h = 0; h < MKC_ATT_HEADS; h++)
-      for (int k = 0; k < 8; k++) acc[h][k] = 0.0f;
+    float *ra = red + slice * pass_heads * head_dim + v_at * vec; /* this thread's p.v sums */
+    if (a >= b && slice < P) /* no positions, no tile: the sums are 0 */
+      for (int h = 0; h < pass_heads; h++)
+        for (int k = 0; k < vec; k++) ra[h * head_dim + k] = 0.0f;
     mkc_sync_block();
     for (int s0 = a, buf = 0; s0 < b; s0 += MKC_ATT_TILE, buf ^= 1) {
       /* sc: the tile's scores, in the buffer the previous tile's p.v is not reading */
@@ -4822,20 +4907,35 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
         mkc_prefetch((const char *)row + 128 * (r % lines));
       }
 #endif
-      /* scores: R rows per warp, L lanes per row, each lane a vector at a time */
-      for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R) {
-        int i = i0 + row;
-        float dot[MKC_ATT_HEADS] = {0.0f};
-        if (i < len)
-          for (int j = sub; j < nv; j += L) {
-            float kf[8];
-            mkc_kv_vec(K + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + j * vec, vec, kf);
-            for (int h = 0; h < pass_heads; h++)
-              for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
-          }
-        mkc_warp_sum_width(dot, pass_heads, L); /* a row's L lanes */
-        if (i < len && sub == 0)
-          for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = mkc_score(dot[h]);
+      /* scores: R rows per warp, L lanes per row, each lane a vector at a time; a lane's first
+       * vector of MKC_ATT_AHEAD rows loaded before the first is used (rows past the tile load
+       * its last row again, and store nothing) */
+      for (int i0 = mkc_warp() * R; i0 < len; i0 += MKC_WARPS * R * MKC_ATT_AHEAD) {
+        mkc_u4 kr[MKC_ATT_AHEAD];
+        MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) {
+          int i = i0 + u * MKC_WARPS * R + row;
+          const mkc_kv *kp =
+              K + mkc_kv_at(rows, t, s0 + (i < len ? i : len - 1), kv_rows, head_dim);
+          kr[u] = mkc_kv_load(kp + (sub < nv ? sub : 0) * vec, vec);
+        }
+        MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) {
+          int i = i0 + u * MKC_WARPS * R + row;
+          if (i0 + u * MKC_WARPS * R >= len) break; /* the warp's rows past the tile */
+          float dot[MKC_ATT_HEADS] = {0.0f};
+          if (i < len)
+            for (int j = sub; j < nv; j += L) {
+              float kf[8];
+              if (j == sub)
+                mkc_kv_widen(kr[u], vec, kf);
+              else
+                mkc_kv_vec(K + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + j * vec, vec, kf);
+              for (int h = 0; h < pass_heads; h++)
+                for (int k = 0; k < vec; k++) dot[h] += q_s[h * head_dim + j * vec + k] * kf[k];
+            }
+          mkc_warp_sum_width(dot, pass_heads, L); /* a row's L lanes */
+          if (i < len && sub == 0)
+            for (int h = 0; h < gh; h++) sc[h * MKC_ATT_TILE + i] = mkc_score(dot[h]);
+        }
       }
       mkc_sync_block();
       /* online softmax: a warp per head; sc becomes the tile's weights exp(s - m) */
@@ -4861,27 +4961,43 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       mkc_sync_block();
       /* p.v: thread (slice, v_at) takes the slice's positions of vector v_at of each head */
       if (slice < P) {
+        /* the thread's sums so far, kept in red between tiles (its own floats there): in
+         * registers through the scores, they left too few for K's loads ahead */
+        float acc[MKC_ATT_HEADS][8];
         for (int h = 0; h < pass_heads; h++)
-          for (int k = 0; k < vec; k++) acc[h][k] *= alpha[h];
-        for (int i = slice; i < len; i += P) {
-          float vf[8];
-          mkc_kv_vec(V + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + v_at * vec, vec, vf);
-          for (int h = 0; h < pass_heads; h++) {
-            float p = sc[h * MKC_ATT_TILE + i];
-            for (int k = 0; k < vec; k++) acc[h][k] += p * vf[k];
+          for (int k = 0; k < vec; k++)
+            acc[h][k] = (s0 == a ? 0.0f : ra[h * head_dim + k]) * alpha[h];
+        /* MKC_ATT_AHEAD of the slice's positions loaded before the first is used (past the
+         * tile: its last row again, adding 0) */
+        for (int i0 = slice; i0 < len; i0 += P * MKC_ATT_AHEAD) {
+          mkc_u4 vr[MKC_ATT_AHEAD];
+          MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) {
+            int i = i0 + u * P < len ? i0 + u * P : len - 1;
+            vr[u] =
+                mkc_kv_load(V + mkc_kv_at(rows, t, s0 + i, kv_rows, head_dim) + v_at * vec, vec);
+          }
+          /* every load used, past the tile as 0 * 0: a load whose use a branch skips is moved
+           * down to its use by the compiler, one round trip at a time again */
+          MKC_UNROLL for (int u = 0; u < MKC_ATT_AHEAD; u++) {
+            int i = i0 + u * P, in = i < len;
+            float vf[8];
+            mkc_kv_widen(vr[u], vec, vf);
+            for (int k = 0; k < vec; k++) vf[k] = in ? vf[k] : 0.0f;
+            for (int h = 0; h < pass_heads; h++) {
+              float p = in ? sc[h * MKC_ATT_TILE + i] : 0.0f;
+              for (int k = 0; k < vec; k++) acc[h][k] += p * vf[k];
+            }
           }
         }
+        for (int h = 0; h < pass_heads; h++)
+          for (int k = 0; k < vec; k++) ra[h * head_dim + k] = acc[h][k];
       }
       /* no barrier: the next tile's scores go to the other buffer, and its softmax (alpha)
        * comes after the barrier that follows them, which every thread reaches after this p.v */
     }
-    /* the slices' accumulators summed: red[slice][h][d] */
-    if (slice < P)
-      for (int h = 0; h < gh; h++)
-        for (int k = 0; k < vec; k++)
-          red[(slice * pass_heads + h) * head_dim + v_at * vec + k] = acc[h][k];
+    /* the slices' accumulators (red[slice][h][d]) summed */
     mkc_sync_block();
-    float *slot = part + (long)item * pass_heads * (head_dim + 2);
+    float *slot = part + (long)item * mkc_att_slot_floats(pass_heads, head_dim);
     for (int e = mkc_tid(); e < gh * head_dim; e += MKC_THREADS) {
       int h = e / head_dim;
       float sum = 0.0f;
@@ -4909,7 +5025,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
       }
       if (mkc_block_sum(last, bred) > 0.0f) /* its barriers hand thread 0's verdict to all */
         mkc_attention_merge(part, unit * splits, splits, pass_heads, gh, head_dim,
-                            sinks ? sinks + h0 : sinks, out + t * out_stride + h0 * head_dim);
+                            sinks ? sinks + h0 : sinks, out + t * out_stride + h0 * head_dim, sc2,
+                            2 * MKC_ATT_TILE, red, P * pass_heads * head_dim, stat);
     }
     mkc_sync_block(); /* q_s, stat and red are rewritten by the next item */
   }
@@ -5889,7 +6006,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 5893 "llama.llama-3.2-1b.cu"
+#line 6010 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

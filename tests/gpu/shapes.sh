@@ -34,6 +34,16 @@ BENCH_RUNS=(
   # slot 1.9 x faster than the tensor cores alone; at T <= 5 not yet run): verify5 is 2.5 x a T = 1
   # step on CUDA cores, issue 12 asks 1.3 x
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  # attention at depth (2026-12-05): K and V rows, and the merge's partials, 4 loads ahead where
+  # each waited on the one before (a 4096-position T = 1 step's item: 4 round trips for K, 4 for V,
+  # and one block's 20-odd L2 round trips to merge 66 splits; the H200's kernel with drafts took
+  # 0.22 ms a token more at 4096 than at 0 for 134 MB of K and V). MKC_ATT_AHEAD=1 is the loads
+  # one at a time as before (the merge stays shared over the block), beside l1b-d4096
+  "ahead1-d4096 MKC_ATT_AHEAD=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the T = 1 kernel at 4096 cached positions (issue 12's second target: >= 0.70 of copy), and its
+  # stages there
+  "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
+  "t1-stages4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096 -n 32 --stages"
   "t1-stages ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
   # the T <= 5 kernel's stages, with a verify5 column since 2026-12-04 (third session): where a
   # verify step's 3 x goes, stage by stage
@@ -53,8 +63,7 @@ BENCH_RUNS=(
   "th512-t1 MKC_THREADS=512 ${l1bt/--draft-max 4/--draft-max 0}"
   "smollm2-q41 -m \$models/smollm2-q41.gguf --ctx 8192 --draft-max 4 -n 128 -p 512 --rounds 8"
   "nextpf-d0 MKC_NEXT_PREFETCH=1 $l1b -p 512 --rounds 8"
-  # the T = 1 kernel at 4096 cached positions (issue 12's second target), and its stages unsplit
-  "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
+  # the T = 1 kernel's stages unsplit
   "nosplit-t1-stages MKC_SPLIT=0 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
   # the round trips, stage by stage (u2-t1's), and four chunks a row (152 registers, 3 blocks)
   "u2-t1-stages MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0} -n 32 --stages"
