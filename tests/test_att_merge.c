@@ -12,7 +12,9 @@
 #include "backend/cpu/backend.h"
 #include "check.h"
 #include "codegen/host.h"
+#include "formats/weights.h"
 #include "mkc_state.h"
+#include "rand_bits.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,24 +48,6 @@ static const char KERNEL[] =
     "                      c->sinks, c->o, wts, c->wcap, red, c->red_floats, mst);\n"
     "  (void)unused, (void)out, (void)st;\n"
     "}\n";
-
-static unsigned seed = 7;
-static float uniform(float lo, float hi) {
-  seed = seed * 1103515245u + 12345u;
-  return lo + (hi - lo) * (float)((seed >> 8) & 0xffffff) / 16777216.0f;
-}
-
-static uint16_t bf16_of(float f) {
-  unsigned u;
-  memcpy(&u, &f, 4);
-  return (uint16_t)(u >> 16); /* truncated: the value is whatever the bits say */
-}
-static double f32_of_bf16(uint16_t b) {
-  unsigned u = (unsigned)b << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
 
 /* One merge: random partials (every fifth split empty), the kernel's outputs against double's. */
 static void one(mkc_cpu_kernel *k, int threads, const char *build, int splits, int pass_heads,
@@ -103,7 +87,7 @@ static void one(mkc_cpu_kernel *k, int threads, const char *build, int splits, i
     }
     double a = 1.0, extra = 0.0;
     if (sinks) { /* the sink's score in the softmax's sum */
-      double s = f32_of_bf16(sink[h]);
+      double s = mkc_bf16_to_float(sink[h]);
       top = fmax(m, s);
       a = exp(m - top);
       extra = exp(s - top);
