@@ -106,7 +106,8 @@ clean:
 
 # Fuzzing the parsers of outside data (libFuzzer, clang): `make fuzz` runs
 # each target FUZZ_SECONDS on its seeds in fuzz/corpus/NAME; new inputs go to
-# build/fuzz/corpus/NAME. A target is fuzz/NAME_fuzz.c linked with the runtime.
+# build/fuzz/corpus/NAME, and what crashed or ran slow to build/fuzz/found/NAME-*
+# (not the current folder). A target is fuzz/NAME_fuzz.c linked with the runtime.
 FUZZ_CC ?= $(shell command -v clang-19 || command -v clang)
 FUZZ_SECONDS ?= 60
 FUZZ_NAMES := $(patsubst fuzz/%_fuzz.c,%,$(wildcard fuzz/*_fuzz.c))
@@ -121,8 +122,9 @@ build/fuzz/%_fuzz: fuzz/%_fuzz.c $(FUZZ_RUNTIME)
 
 fuzz: $(FUZZ_NAMES:%=build/fuzz/%_fuzz)
 	@for n in $(FUZZ_NAMES); do \
-	  mkdir -p build/fuzz/corpus/$$n; \
+	  mkdir -p build/fuzz/corpus/$$n build/fuzz/found; \
 	  build/fuzz/$${n}_fuzz -max_total_time=$(FUZZ_SECONDS) -close_fd_mask=2 -print_final_stats=1 \
+	    -artifact_prefix=build/fuzz/found/$$n- \
 	    build/fuzz/corpus/$$n fuzz/corpus/$$n || exit 1; \
 	done
 

@@ -405,6 +405,32 @@ static void phi3_files(void) {
   }
 }
 
+/* An HF folder whose config.json gives more layers than its weights hold tensors. */
+static void many_layers_hf(void) {
+  char dir[512], path[600];
+  snprintf(dir, sizeof dir, "%s/hf-manylayers", tmp_dir);
+  mkdir(dir, 0755);
+  snprintf(path, sizeof path, "%s/config.json", dir);
+  const char *config = "{\"model_type\": \"phi3\", \"hidden_size\": 8, \"num_hidden_layers\": "
+                       "14090241, \"num_attention_heads\": 2, \"intermediate_size\": 16, "
+                       "\"vocab_size\": 4}";
+  const void *parts[] = {config};
+  size_t sizes[] = {strlen(config)};
+  float embd[8 * 4] = {0};
+  mkc_st_out t = {.name = "model.embed_tokens.weight",
+                  .dtype = MKC_ST_F32,
+                  .n_dims = 2,
+                  .shape = {4, 8},
+                  .values = embd};
+  char st[600];
+  snprintf(st, sizeof st, "%s/model.safetensors", dir);
+  if (!CHECK(mkc_write_atomic(path, parts, sizes, 1) == 0 && mkc_st_write(st, &t, 1) == 0,
+             "write an HF folder of 14090241 layers and 1 tensor"))
+    return;
+  open_fails("more layers than tensors (HF phi3)", dir,
+             "config.json's num_hidden_layers = 14090241, but the weights hold 1 tensor");
+}
+
 static void bad_files(void) {
   char path[512];
   snprintf(path, sizeof path, "%s/none.gguf", tmp_dir);
@@ -443,6 +469,16 @@ static void bad_files(void) {
   snprintf(path, sizeof path, "%s/empty-dir", tmp_dir);
   mkdir(path, 0755);
   open_fails("folder without config.json", path, "config.json");
+  /* a layer count past the file's tensors (a fuzzed phi3 file of 2.7 KB said 14090241 layers, and
+   * unfusing them took 17 s): refused before any loader walks the layers */
+  snprintf(path, sizeof path, "%s/manylayers.gguf", tmp_dir);
+  write_gguf(path, "phi3", "block_count", 14090241);
+  open_fails("more layers than tensors (phi3)", path,
+             "phi3.block_count = 14090241 layers, but the file holds 1 tensor (Expected: each "
+             "layer's tensors in the file)");
+  write_gguf(path, "llama", "block_count", 2);
+  open_fails("two layers, one tensor", path, "llama.block_count = 2 layers, but the file holds 1");
+  many_layers_hf();
 }
 
 /* Writes the tokenizer files of a Hugging Face folder for the GGUF's vocabulary. */

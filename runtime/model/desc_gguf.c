@@ -375,6 +375,17 @@ static int read_sizes(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       need_size(f, arch, "feed_forward_length", &d->ffn) ||
       need_size(f, arch, "attention.head_count", &d->n_heads))
     return -1;
+  /* Each layer holds tensors of its own. A count past the file's tensors is broken metadata, and
+   * would send the loaders through millions of layers looking for them (a fuzzed 2.7 KB file
+   * took 17 s in mkc_gguf_unfuse). */
+  if ((uint64_t)d->n_layers > f->n_tensors) {
+    fprintf(stderr,
+            "mkc: error: %s: %s.block_count = %d layers, but the file holds %llu tensor%s "
+            "(Expected: each layer's tensors in the file)\n",
+            f->path, arch, d->n_layers, (unsigned long long)f->n_tensors,
+            f->n_tensors == 1 ? "" : "s");
+    return -1;
+  }
   d->n_kv_heads = d->n_heads;
   d->head_dim = d->dim / d->n_heads;
   d->ctx_train = 4096;

@@ -34,7 +34,17 @@ static int open_hf(const char *path, int is_dir, mkc_model_file *mf) {
   mf->format = "safetensors";
   if (mkc_hf_config_read(dir, &mf->desc) != 0) return -1;
   mf->st = mkc_st_open(path);
-  if (!mf->st || mkc_st_unfuse(mf->st, &mf->desc) != 0) return -1;
+  if (!mf->st) return -1;
+  /* as mkc_gguf_model_desc checks block_count: each layer holds tensors of its own */
+  if (mf->desc.n_layers > mkc_st_count(mf->st)) {
+    fprintf(
+        stderr,
+        "mkc: error: %s: config.json's num_hidden_layers = %d, but the weights hold %d tensor%s "
+        "(Expected: each layer's tensors in the weights)\n",
+        path, mf->desc.n_layers, mkc_st_count(mf->st), mkc_st_count(mf->st) == 1 ? "" : "s");
+    return -1;
+  }
+  if (mkc_st_unfuse(mf->st, &mf->desc) != 0) return -1;
   snprintf(tok_json, sizeof tok_json, "%s/tokenizer.json", dir);
   if (access(tok_json, F_OK) == 0) {
     mf->tok = mkc_tokenizer_from_hf(dir);
