@@ -502,6 +502,12 @@ function emit.source(graph, plan, opts)
   if ahead then
     put(("#define MKC_ATT_AHEAD %d /* MKC_ATT_AHEAD: K/V rows a thread loads before using them */"):format(ahead))
   end
+  -- ... and whether a bf16 row's chunk is unpacked once for all of a step's inputs (templates/
+  -- matvec.cuh: by default where no matrix is quantized since 2026-12-05; 0 is the loop before)
+  local once = knob("MKC_DOT_ONCE", "0 or 1", function(v) return v == 0 or v == 1 end)
+  if once then
+    put(("#define MKC_DOT_ONCE %d /* MKC_DOT_ONCE: a bf16 row's chunk unpacked once for all inputs */"):format(once))
+  end
   -- The stages' copies for one input (codegen/main.lua; MKC_T1_PATH=0 leaves them out): said
   if opts.t1_path then
     put("#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */")
@@ -533,6 +539,7 @@ function emit.source(graph, plan, opts)
   end
   table.sort(names)
   for _, n in ipairs(names) do put(("#define MKC_W_USES_%s 1 /* matrices stored as %s blocks */"):format(n, n)) end
+  if #names > 0 then put("#define MKC_W_QUANTIZED 1 /* some matrices are stored in blocks */") end
   put("#if defined(__CUDACC__)")
   splice("prelude_cuda.cuh")
   put("#else\n#include \"prelude_cpu.h\"\n#endif")

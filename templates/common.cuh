@@ -106,7 +106,8 @@ MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 
 
 /* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
  * projection and router have one), then stored, or with accumulate (a residual epilogue) added
- * as a branch onto prior, the value *o had (read before the dot: mkc_matvec; or mkc_put, now). */
+ * as a branch onto prior, the value *o had (read by the caller, before its dot products: see
+ * mkc_matvec; mkc_put reads it here). */
 MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
                                     int accumulate) {
   if (bias) v += mkc_bf16_to_f32(bias[r]);

@@ -100,6 +100,18 @@ MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
   }
 }
 
+/* Whether a bf16 row's chunk is unpacked once for all the inputs (mkc_dot_chunk): by default
+ * where no matrix is quantized. Kernels with quantized matrices keep the loop before 2026-12-05:
+ * their registers are at the edge (llama-3.2-1b's Q4_K_M kernel at T <= 5 spilled 168 B with
+ * it). MKC_DOT_ONCE=0 or 1 (a knob for the GPU's A/B) decides it for any kernel. */
+#ifndef MKC_DOT_ONCE
+#ifdef MKC_W_QUANTIZED
+#define MKC_DOT_ONCE 0
+#else
+#define MKC_DOT_ONCE 1
+#endif
+#endif
+
 /* The T inputs' chunk c (c % 32 = cl), scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
  * are literals, so it stays in registers (at T = 8 the compiler's own choice
@@ -125,6 +137,32 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
     MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) if (r < nrows && w[r].type != MKC_W_BF16)
         bf16 = 0;
   }
+#if MKC_DOT_ONCE
+  /* bf16 rows, 4 at a time: each row's chunk unpacked once for all T inputs, and each input's
+   * chunk read once per 4 rows. Every row is used, a missing one reading another's chunk
+   * (mkc_dot_lanes_of gives it 0): a test of the row at every input had kept the compiler from
+   * sharing the unpacking between inputs, and the T <= 5 kernel's loops take about a third fewer
+   * instructions so (docs/DECISIONS.md, 2026-12-05). Eight rows unpacked at once spilled. The
+   * same products and sums as mkc_dot8_bf16's, bit for bit, at every T. */
+  if (bf16) {
+    MKC_UNROLL for (int g = 0; g < MKC_DOT_ROWS_MAX; g += 4) {
+      if (g >= nrows) break;
+      float wu[4][8];
+      MKC_UNROLL for (int r = 0; r < 4; r++) if (g + r < nrows) mkc_unpack8(wc[g + r], wu[r]);
+      MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_f4 a, b;
+        mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &a, &b);
+        MKC_UNROLL for (int r = 0; r < 4; r++) {
+          if (g + r >= nrows) break;
+          mkc_dot_acc *p = &part[(g + r) * MKC_T_MAX + t];
+          *p = mkc_dot8_f32(*p, wu[r], a, b);
+        }
+      }
+    }
+    return;
+  }
+#else
   if (bf16) { /* each input read once, for all the rows */
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
@@ -137,6 +175,7 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
     }
     return;
   }
+#endif
   /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
    * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
    * the inputs' chunks held for all the rows. A bf16 row's partial takes the same product as
@@ -279,7 +318,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
   }
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++)
-      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+      acc[r * MKC_T_MAX + t] = w[r].p ? mkc_dot_acc_sum(part[r * MKC_T_MAX + t]) : 0.0f;
 }
 
 #ifdef MKC_CPU

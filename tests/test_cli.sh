@@ -377,6 +377,21 @@ done
 [ "$aa_ok" = 1 ] && [ "$(wc -w <"$tmp/aa.odd.ref")" -eq 40 ] \
   && ok "MKC_ATT_AHEAD=1 and 3: the reference's 40 tokens with drafts (odd, tiny; lane path)" \
   || fail "MKC_ATT_AHEAD lossless" "$(head -c 300 "$tmp"/aa.* 2>/dev/null)"
+# MKC_DOT_ONCE (a bf16 row's chunk unpacked once for all of a step's inputs; by default where no
+# matrix is quantized, so the template decides and nothing is emitted; 0 is the loop before
+# 2026-12-05, for the GPU's A/B): checked, emitted only when set; at 0, the reference's tokens with
+# drafts on the lane path (MKC_SIMT_SEED), where the loop runs at T = 1 and at T = 4
+MKC_DOT_ONCE=2 expect_error "MKC_DOT_ONCE not 0 or 1" \
+  'mkc: error: MKC_DOT_ONCE must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/do.cu"
+knob_emits MKC_DOT_ONCE=0 "MKC_DOT_ONCE 0" "!MKC_DOT_ONCE 0" "MKC_DOT_ONCE=0 is emitted, and only then"
+do_ok=1
+for p in odd tiny; do
+  MKC_DOT_ONCE=0 MKC_SIMT_SEED=2 "$mkc" run --preset $p --random-weights 5 -n 40 --prompt-ids 3,1,4,1,5,9,2,6 \
+    --draft-max 3 --backend cpu >"$tmp/do.$p" 2>/dev/null && cmp -s "$tmp/do.$p" "$tmp/aa.$p.ref" || do_ok=0
+done
+[ "$do_ok" = 1 ] && ! grep -q '^#define MKC_DOT_ONCE [01] ' "$tmp/nc.cu" "$tmp/spq.cu" \
+  && ok "MKC_DOT_ONCE=0: the reference's 40 tokens with drafts (odd, tiny; lane path); unset by default" \
+  || fail "MKC_DOT_ONCE=0 lossless" "$(head -c 300 "$tmp"/do.* 2>/dev/null)"
 # Each decode stage also written for steps of one input, by default in all-bf16 kernels since
 # 2026-12-04 (the H200's T = 1 steps 9.6 % faster); MKC_T1_PATH=0 leaves the copies out:
 # checked, said in a kernel for several inputs a step (only there: a T = 1 kernel is all one

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 52bb4abda40f9a8f, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates 6b5051e06de8240b, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -689,7 +689,8 @@ MKC_DEVICE_INLINE float mkc_att_out(float acc, float l, float m, const mkc_bf16 
 
 /* A matmul's value v of row r: its bias added (bias: 0 where it has none: gpt-oss's output
  * projection and router have one), then stored, or with accumulate (a residual epilogue) added
- * as a branch onto prior, the value *o had (read before the dot: mkc_matvec; or mkc_put, now). */
+ * as a branch onto prior, the value *o had (read by the caller, before its dot products: see
+ * mkc_matvec; mkc_put reads it here). */
 MKC_DEVICE_INLINE void mkc_put_onto(float *o, float prior, float v, const mkc_bf16 *bias, int r,
                                     int accumulate) {
   if (bias) v += mkc_bf16_to_f32(bias[r]);
@@ -1614,6 +1615,18 @@ MKC_DEVICE_INLINE void mkc_dot_input(const float *x, int x_stride, int t, int c,
   }
 }
 
+/* Whether a bf16 row's chunk is unpacked once for all the inputs (mkc_dot_chunk): by default
+ * where no matrix is quantized. Kernels with quantized matrices keep the loop before 2026-12-05:
+ * their registers are at the edge (llama-3.2-1b's Q4_K_M kernel at T <= 5 spilled 168 B with
+ * it). MKC_DOT_ONCE=0 or 1 (a knob for the GPU's A/B) decides it for any kernel. */
+#ifndef MKC_DOT_ONCE
+#ifdef MKC_W_QUANTIZED
+#define MKC_DOT_ONCE 0
+#else
+#define MKC_DOT_ONCE 1
+#endif
+#endif
+
 /* The T inputs' chunk c (c % 32 = cl), scaled by the norm weight, into the rows' partials
  * (wc: the bf16 rows' chunks). The loops are unrolled whole: part's indices
  * are literals, so it stays in registers (at T = 8 the compiler's own choice
@@ -1639,6 +1652,32 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
     MKC_UNROLL for (int r = 0; r < MKC_DOT_ROWS_MAX; r++) if (r < nrows && w[r].type != MKC_W_BF16)
         bf16 = 0;
   }
+#if MKC_DOT_ONCE
+  /* bf16 rows, 4 at a time: each row's chunk unpacked once for all T inputs, and each input's
+   * chunk read once per 4 rows. Every row is used, a missing one reading another's chunk
+   * (mkc_dot_lanes_of gives it 0): a test of the row at every input had kept the compiler from
+   * sharing the unpacking between inputs, and the T <= 5 kernel's loops take about a third fewer
+   * instructions so (docs/DECISIONS.md, 2026-12-05). Eight rows unpacked at once spilled. The
+   * same products and sums as mkc_dot8_bf16's, bit for bit, at every T. */
+  if (bf16) {
+    MKC_UNROLL for (int g = 0; g < MKC_DOT_ROWS_MAX; g += 4) {
+      if (g >= nrows) break;
+      float wu[4][8];
+      MKC_UNROLL for (int r = 0; r < 4; r++) if (g + r < nrows) mkc_unpack8(wc[g + r], wu[r]);
+      MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
+        if (t >= T) break;
+        mkc_f4 a, b;
+        mkc_dot_input(x, x_stride, t, c, norm_w, ga, gb, &a, &b);
+        MKC_UNROLL for (int r = 0; r < 4; r++) {
+          if (g + r >= nrows) break;
+          mkc_dot_acc *p = &part[(g + r) * MKC_T_MAX + t];
+          *p = mkc_dot8_f32(*p, wu[r], a, b);
+        }
+      }
+    }
+    return;
+  }
+#else
   if (bf16) { /* each input read once, for all the rows */
     MKC_UNROLL for (int t = 0; t < MKC_T_MAX; t++) {
       if (t >= T) break;
@@ -1651,6 +1690,7 @@ MKC_DEVICE_INLINE void mkc_dot_chunk(int type, const mkc_wrow *w, int nrows, int
     }
     return;
   }
+#endif
   /* Decoded rows (or rows of mixed types): each row's chunk decoded where it is used, so 8
    * floats are live, not 8 a row (all of them decoded first spilled the Q4_K kernels), with
    * the inputs' chunks held for all the rows. A bf16 row's partial takes the same product as
@@ -1793,7 +1833,7 @@ MKC_DEVICE_INLINE void mkc_dot_lanes_of(int type, int lane, const mkc_wrow *w, i
   }
   for (int r = 0; r < nrows; r++)
     for (int t = 0; t < MKC_T_MAX; t++)
-      acc[r * MKC_T_MAX + t] = mkc_dot_acc_sum(part[r * MKC_T_MAX + t]);
+      acc[r * MKC_T_MAX + t] = w[r].p ? mkc_dot_acc_sum(part[r * MKC_T_MAX + t]) : 0.0f;
 }
 
 #ifdef MKC_CPU
@@ -5992,7 +6032,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {16512, 20608, 22656, 16384, 0, 16384, 24704, 28928, 41216, 28800, 53504},
   {65920, 70016, 72064, 65792, 32768, 49152, 74112, 78336, 90624, 78208, 102912},
 };
-#line 5996 "llama.tiny.cu"
+#line 6036 "llama.tiny.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -40,6 +40,11 @@ BENCH_RUNS=(
   # 0.22 ms a token more at 4096 than at 0 for 134 MB of K and V). MKC_ATT_AHEAD=1 is the loads
   # one at a time as before (the merge stays shared over the block), beside l1b-d4096
   "ahead1-d4096 MKC_ATT_AHEAD=1 $l1b -p 64 -d 4096 --draft-adaptive"
+  # the decode loop's bf16 rows unpacked once for all of a step's inputs (2026-12-05, second
+  # session; by default where no matrix is quantized): a T = 5 turn of o-proj's loop took 497
+  # instructions, 309 now (SASS; the unpacking had been redone at every input). MKC_DOT_ONCE=0 is
+  # the loop before, beside l1b-d0: its verify5 column is the A/B
+  "once0-d0 MKC_DOT_ONCE=0 $l1b -p 512 --rounds 8"
   # the T = 1 kernel at 4096 cached positions (issue 12's second target: >= 0.70 of copy), and its
   # stages there
   "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
