@@ -99,6 +99,24 @@ static void test_json_text(void) {
     free(p), free(q);
   }
   CHECK(refused, "json text: what is not one JSON value is refused");
+  /* escapes JSON has not: a backslash before a NUL byte (the http fuzzer's: compact's text had held
+   * the NUL, and a C string cut it short), before another letter, \u without 4 hex digits, a
+   * backslash last */
+  static const char ESC[][16] = {"{\"a\\\0b\": 1}", "[\"\\q\"]", "\"\\u12\"", "\"\\u12g4\"",
+                                 "\"a\\"};
+  refused = 1;
+  for (size_t k = 0; k < sizeof ESC / sizeof *ESC; k++) {
+    size_t n = k == 0 ? 11 : strlen(ESC[k]); /* the first holds its NUL */
+    char *p = mkc_json_python(ESC[k], n, 0), *q = mkc_json_compact(ESC[k], n);
+    refused &= !p && !q && mkc_json_skip(ESC[k], n) == 0;
+    free(p), free(q);
+  }
+  CHECK(refused, "json text: escapes JSON has not are refused (\\ before a NUL, \\q, short \\u)");
+  const char *good = "[\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\uD83D\\uDE00\"]";
+  char *gc = mkc_json_compact(good, strlen(good));
+  CHECK(gc && strcmp(gc, good) == 0, "json text: every escape JSON has is kept (%s)",
+        gc ? gc : "refused");
+  free(gc);
 }
 
 /* ---- rendering ---- */

@@ -14,11 +14,35 @@ static size_t skip_ws(const char *s, size_t n, size_t i) {
   return i;
 }
 
-/* A string from s[i] = '"': the index after its closing quote, 0 when it does not close. */
+static int hex4(const char *s, unsigned *v) {
+  *v = 0;
+  for (int k = 0; k < 4; k++) {
+    char c = s[k];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0) return 0;
+    *v = *v * 16 + (unsigned)d;
+  }
+  return 1;
+}
+
+/* A string from s[i] = '"': the index after its closing quote, 0 when it does not close or
+ * holds what JSON does not (a control byte, or an escape other than \" \\ \/ \b \f \n \r \t and
+ * \u with 4 hex digits: a backslash before a NUL byte had let a NUL into mkc_json_compact's
+ * text, which a C string then cut short). */
 static size_t skip_string(const char *s, size_t n, size_t i) {
+  unsigned cp;
   for (i++; i < n; i++) {
     if (s[i] == '\\') {
-      i++;
+      if (++i >= n) return 0;
+      if (s[i] == 'u') {
+        if (n - i < 5 || !hex4(s + i + 1, &cp)) return 0;
+        i += 4;
+      } else if (!s[i] || !strchr("\"\\/bfnrt", s[i])) {
+        return 0;
+      }
     } else if (s[i] == '"') {
       return i + 1;
     } else if ((unsigned char)s[i] < 0x20) {
@@ -137,20 +161,6 @@ char *mkc_json_compact(const char *s, size_t n) {
 }
 
 /* ---- Python's json.dumps ---- */
-
-static int hex4(const char *s, unsigned *v) {
-  *v = 0;
-  for (int k = 0; k < 4; k++) {
-    char c = s[k];
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0) return 0;
-    *v = *v * 16 + (unsigned)d;
-  }
-  return 1;
-}
 
 /* A code point as Python writes it in a string: its escapes, else UTF-8 (a
  * lone surrogate, which UTF-8 cannot hold, as \uXXXX). */
