@@ -447,6 +447,13 @@ static void bad_files(void) {
   write_gguf(path, "llama", "attention.head_count_kv", 3);
   open_fails("heads not a multiple of KV heads", path,
              "2 attention heads are not a multiple of 3 KV heads");
+  /* more heads than the width has dims, and no key_length: a head of 0 dims (the gguf fuzzer's
+   * phi3 file then divided by 0 rows splitting its fused Q/K/V) */
+  snprintf(path, sizeof path, "%s/noheaddims.gguf", tmp_dir);
+  write_gguf(path, "phi3", "attention.head_count", 16);
+  open_fails("heads of 0 dims", path,
+             "16 attention heads in a width of 8 leave a head no dims (Expected: head_count <= "
+             "embedding_length, or phi3.attention.key_length)");
   snprintf(path, sizeof path, "%s/partial.gguf", tmp_dir);
   write_gguf(path, "llama", "rope.dimension_count", 2);
   mkc_model_file mf;

@@ -24,7 +24,7 @@ int mkc_gguf_split_rows(mkc_gguf *f, const char *name, int n, const char *const 
   /* named as one of its parts (phi3's ffn_up) but not the parts' rows: that part alone */
   for (int k = 0; k < n; k++)
     if (strcmp(names[k], name) == 0 && !(t->n_dims == 2 && t->ne[1] == total)) return 1;
-  if (t->n_dims != 2 || t->ne[1] != total || t->n_bytes % (uint64_t)t->ne[1] != 0)
+  if (t->n_dims != 2 || total < 1 || t->ne[1] != total || t->n_bytes % (uint64_t)t->ne[1] != 0)
     return mkc_error_in(f->path,
                         "tensor '%s' [%" PRId64 ", %" PRId64 "]: expected %d fused matrices of "
                         "%" PRId64 " rows in all",

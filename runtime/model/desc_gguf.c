@@ -393,6 +393,13 @@ static int read_sizes(const mkc_gguf *f, const char *arch, mkc_model_desc *d) {
       get_size(f, arch, "attention.key_length", &d->head_dim) < 0 ||
       get_size(f, arch, "context_length", &d->ctx_train) < 0)
     return -1;
+  if (d->head_dim < 1) { /* no key_length, and more heads than the width has dims */
+    fprintf(stderr,
+            "mkc: error: %s: %d attention heads in a width of %d leave a head no dims (Expected: "
+            "head_count <= embedding_length, or %s.attention.key_length)\n",
+            f->path, d->n_heads, d->dim, arch);
+    return -1;
+  }
   int v_dim = d->head_dim;
   if (get_size(f, arch, "attention.value_length", &v_dim) < 0) return -1;
   if (v_dim != d->head_dim) {
