@@ -20,14 +20,15 @@ BENCH_RUNS=(
   # keeps 128 registers and 4 blocks an SM (it took 147-148 at 3, and spilled at 4). The H200's
   # stages fit about 4.4 us a stage plus 1.6 us a round trip of a lane's loads (o-proj 2, qkv 4,
   # down 8, the LM head 128): 2 chunks halve the round trips. Unsplit at 3 blocks it gained 10 %
-  # (814 against 737 t/s); split at 4, not yet run. The kernel with drafts keeps 147 registers
+  # (814 against 737 t/s); split at 4, not yet run. The kernel with drafts keeps its 168
+  # registers (147 before 2026-12-05's second session), 0 spill
   "u2-t1 MKC_MV_UNROLL=2 ${l1bt/--draft-max 4/--draft-max 0}"
   "u2-d0 MKC_MV_UNROLL=2 $l1b -p 512 --rounds 8"
-  # the T = 1 kernel at 3 blocks an SM: since 2026-12-04's fourth session a dense bf16 kernel of
-  # one input a step asks ptxas for 4 (128 registers, 0 spill; left to itself it took 132 once the
-  # split took its own norm). 4 unbounded ran 3.3 % faster than 3 on the H200; on the H100 on
-  # 2026-11-27 an older kernel forced to 128 (and spilling) was 9.5 % slower
-  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
+  # the decode loop's bf16 rows unpacked once for all of a step's inputs (2026-12-05, second
+  # session; by default where no matrix is quantized): a T = 5 turn of o-proj's loop took 497
+  # instructions, 309 now (SASS; the unpacking had been redone at every input). MKC_DOT_ONCE=0 is
+  # the loop before, beside l1b-d0: its verify5 column is the A/B
+  "once0-d0 MKC_DOT_ONCE=0 $l1b -p 512 --rounds 8"
   "l1b-d512 $l1b -p 64 -d 512 --draft-adaptive"
   "l1b-d4096 $l1b -p 64 -d 4096 --draft-adaptive"
   # the verify steps on tensor cores with split-K (that pair made 16 slots 3.3 x faster and 1
@@ -40,11 +41,11 @@ BENCH_RUNS=(
   # 0.22 ms a token more at 4096 than at 0 for 134 MB of K and V). MKC_ATT_AHEAD=1 is the loads
   # one at a time as before (the merge stays shared over the block), beside l1b-d4096
   "ahead1-d4096 MKC_ATT_AHEAD=1 $l1b -p 64 -d 4096 --draft-adaptive"
-  # the decode loop's bf16 rows unpacked once for all of a step's inputs (2026-12-05, second
-  # session; by default where no matrix is quantized): a T = 5 turn of o-proj's loop took 497
-  # instructions, 309 now (SASS; the unpacking had been redone at every input). MKC_DOT_ONCE=0 is
-  # the loop before, beside l1b-d0: its verify5 column is the A/B
-  "once0-d0 MKC_DOT_ONCE=0 $l1b -p 512 --rounds 8"
+  # the T = 1 kernel at 3 blocks an SM: since 2026-12-04's fourth session a dense bf16 kernel of
+  # one input a step asks ptxas for 4 (128 registers, 0 spill; left to itself it took 132 once the
+  # split took its own norm). 4 unbounded ran 3.3 % faster than 3 on the H200; on the H100 on
+  # 2026-11-27 an older kernel forced to 128 (and spilling) was 9.5 % slower
+  "mb3-t1 MKC_MIN_BLOCKS=3 ${l1bt/--draft-max 4/--draft-max 0}"
   # the T = 1 kernel at 4096 cached positions (issue 12's second target: >= 0.70 of copy), and its
   # stages there
   "t1-d4096 ${l1b/--draft-max 4/--draft-max 0} -p 64 -d 4096"
