@@ -151,9 +151,10 @@ done:
  * values, each at every third id, so that top-k cuts inside a tie that spans
  * every block's slice and the lowest ids must win it. */
 static int tied;
+static int spread; /* the same values without the tie: the top ids in slices of their own */
 static void fixed_logits(float *l) {
   for (int i = 0; i < VOCAB; i++) l[i] = (float)((i * 37) % VOCAB) / 8.0f - 2.0f;
-  l[5] = l[9] = 3.5f; /* a tie at the top */
+  if (!spread) l[5] = l[9] = 3.5f; /* a tie at the top */
   if (tied)
     for (int i = 0; i < VOCAB; i++) l[i] = (float)(i % 3);
 }
@@ -170,6 +171,7 @@ static int draw_on(mkc_cpu_kernel *k, int threads, int blocks, const mkc_samplin
   hdr[0] = blocks ? 3 : 0, hdr[1] = n, hdr[2] = draft >= 0 ? 2 : 1, hdr[3] = (int)seed_base;
   fixed_logits(scratch + OFF_LOGITS);
   memcpy(scratch + OFF_HISTORY, HISTORY, sizeof HISTORY);
+  for (int i = 0; i < 2 * VOCAB; i++) ((int *)scratch)[OFF_UNI + i] = -1; /* none gathered yet */
   mkc_state st;
   memset(&st, 0, sizeof st);
   st.sampling = *o;
@@ -447,6 +449,60 @@ static void candidates(mkc_cpu_kernel *k) {
   }
 }
 
+/* The spread case: top-k 5 of the spread logits, whose five largest lie in
+ * five slices of 13 (4 ids each, one a thread), where no slice keeps k and
+ * the slices' k-th values bound nothing. With the given draft: *union_ok, the
+ * sampler's union is the oracle's 5 survivors and no more (*n: its size);
+ * *same, the draws, residual draws and p(draft) are the full path's bit for
+ * bit; *zero, p(draft) is 0 in every draw. Returns whether both paths ran. */
+static int bound_case(mkc_cpu_kernel *k, int draft, int *n, int *union_ok, int *same, int *zero) {
+  mkc_sampling o = base();
+  o.top_k = 5;
+  double want[VOCAB];
+  spread = 1;
+  exact(&o, want);
+  int top[VOCAB], n_top = 0;
+  for (int i = 0; i < VOCAB; i++)
+    if (want[i] > 0) top[n_top++] = i;
+  int on = 0, ok = draw_on(k, 32, 0, &o, draft, SAME_DRAWS, 9u, toks_full, pd_full, NULL) == 0 &&
+                   draw_on(k, 32, 13, &o, draft, SAME_DRAWS, 9u, toks_cands, pd_cands, &on) == 0;
+  spread = 0;
+  const int *uni = (const int *)scratch + OFF_UNI;
+  for (*n = 0; *n < VOCAB && uni[*n] >= 0;) ++*n;
+  *union_ok = n_top == 5 && *n == n_top && memcmp(uni, top, sizeof *top * (size_t)*n) == 0;
+  *same = memcmp(toks_full, toks_cands, sizeof toks_full) == 0 &&
+          memcmp(pd_full, pd_cands, sizeof pd_full) == 0;
+  *zero = 1;
+  for (int i = 0; i < SAME_DRAWS; i++) *zero &= pd_cands[i] == 0.0f;
+  return ok && on;
+}
+
+/* The sampler's union is cut down to the candidates at or above the row's
+ * k-th value where the slices' maxima say so (bound_case). A draft outside
+ * the union, its logit never cut (its slice below the bound, or walked and
+ * below it), has p(draft) 0, as on the full path. */
+static void candidates_bound(mkc_cpu_kernel *k) {
+  static const struct {
+    int draft, survives;
+    const char *what;
+  } DRAFTS[] = {{31, 1, "the fifth largest"},
+                {0, 0, "in a slice below the bound"},
+                {47, 0, "below the bound in a slice above it"}};
+  for (size_t d = 0; d < sizeof DRAFTS / sizeof *DRAFTS; d++) {
+    int n, union_ok, same, zero, ok = bound_case(k, DRAFTS[d].draft, &n, &union_ok, &same, &zero);
+    CHECK(ok && union_ok,
+          "top-k 5 over 13 slices, draft %d (%s): the union is the oracle's 5 survivors "
+          "(%d ids gathered)",
+          DRAFTS[d].draft, DRAFTS[d].what, n);
+    CHECK(ok && same,
+          "top-k 5 over 13 slices, draft %d: %d draws, residual draws and p(draft) equal the "
+          "full path's bit for bit",
+          DRAFTS[d].draft, SAME_DRAWS);
+    if (!DRAFTS[d].survives)
+      CHECK(ok && zero, "draft %d, not a survivor: p(draft) 0 in every draw", DRAFTS[d].draft);
+  }
+}
+
 /* Each planted bug makes the matching case fail the same test. */
 static void planted(void) {
   static const struct {
@@ -501,6 +557,30 @@ static void planted(void) {
           CANDS_BUGS[b].name, differs);
     mkc_cpu_kernel_close(k);
   }
+  /* the union's bound (bound_case): too high loses a survivor, absent keeps every list, and
+   * p(draft) read from work sees a logit the gather no longer cuts */
+  static const struct {
+    const char *name, *from, *to;
+    int draft, want; /* want: 0 the draws differ, 1 the union is too large, 2 p(draft) != 0 */
+  } BOUND_BUGS[] = {
+      {"the bound from the (k - 1)-th largest maximum", "if (above == k - 1) bound",
+       "if (above == k - 2) bound", 31, 0},
+      {"no bound from the slices' maxima", "if (above == k - 1) bound = fmaxf(bound, top);", "", 0,
+       1},
+      {"p(draft) from the draft's logit in work", "if (i == draft) e = x;",
+       "if (i == draft) e = x;\n      }\n      e = expf((w[draft] - max) * inv_temp);\n      {", 47,
+       2},
+  };
+  for (size_t b = 0; b < sizeof BOUND_BUGS / sizeof *BOUND_BUGS; b++) {
+    mkc_cpu_kernel *k = build(32, BOUND_BUGS[b].from, BOUND_BUGS[b].to);
+    if (!CHECK(k != NULL, "planted bug '%s': builds", BOUND_BUGS[b].name)) continue;
+    int n, union_ok, same, zero,
+        ok = bound_case(k, BOUND_BUGS[b].draft, &n, &union_ok, &same, &zero);
+    int caught = BOUND_BUGS[b].want == 0 ? !same : BOUND_BUGS[b].want == 1 ? !union_ok : !zero;
+    CHECK(ok && caught, "planted bug '%s': the spread case fails (%d ids gathered)",
+          BOUND_BUGS[b].name, n);
+    mkc_cpu_kernel_close(k);
+  }
 }
 
 int main(void) {
@@ -514,6 +594,7 @@ int main(void) {
     residual(k32);
     greedy_penalized(k32);
     candidates(k32);
+    candidates_bound(k32);
     planted();
   }
   if (k32) mkc_cpu_kernel_close(k32);

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 6b5051e06de8240b, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates aab1fcb3fe77e629, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5606,35 +5606,50 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
 }
 
 /* The union of the blocks' lists for one row, in block order (so ids
- * ascend), into out; its size. Only the candidates at or above the largest
- * of the slices' k-th values (cand_kth) join it: a slice that kept k has k
- * values at or above its k-th, so the row's k-th value is at least that, and
- * nothing below it survives top-k. The rest are cut in w here, as top-k
- * would cut them (p(draft) reads w). The same survivors, in the same order,
- * from a union cut down before the passes over it (on llama-3.2-1b, 396
- * slices' 40 each). out is complete after the block's next barrier. */
+ * ascend), into out; its size. Only the candidates at or above a bound that
+ * is at most the row's k-th value join it, the same survivors in the same
+ * order, from a union cut down before the passes over it. The bound is the
+ * larger of two:
+ * - the largest of the slices' k-th values (cand_kth): a slice that kept k
+ *   has k values at or above its k-th;
+ * - the k-th largest of the threads' maxima over their shares of the slices'
+ *   maxima (cand_max): those are k values of k different ids.
+ * The first alone left a union of 13136 ids of llama-3.2-1b's 128256 on
+ * random weights (528 slices), and 4399 of SmolLM2's 49152 on its own
+ * logits; with the second, 53 and 127 (docs/DECISIONS.md, 2026-12-05). A
+ * slice whose maximum is below the bound holds nobody above it: its list is
+ * not walked. Ids outside the union keep their values in w, which nothing
+ * after the cut reads (p(draft) reads the survivors). part: MKC_THREADS
+ * floats; out is complete after the block's next barrier. */
 MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, const float *cand_kth,
-                                int vocab, float *w, int *out, float *part, float *red) {
+                                const float *cand_max, int vocab, int k, const float *w, int *out,
+                                float *part, float *red) {
   float bound = MKC_CUT;
   for (int s = mkc_tid(); s < mkc_nblocks(); s += MKC_THREADS) bound = fmaxf(bound, cand_kth[s]);
-  bound = mkc_block_max(bound, red);
   int b_lo, b_hi, mine = 0;
   mkc_share(mkc_nblocks(), &b_lo, &b_hi);
+  float top = MKC_CUT; /* this thread's maximum: of its share's slices */
+  for (int b = b_lo; b < b_hi; b++) top = fmaxf(top, cand_max[b]);
+  part[mkc_tid()] = top;
+  mkc_sync_block();
+  int above = 0; /* its rank: the threads' maxima before it, larger or tied at a lower thread */
+  for (int i = 0; i < MKC_THREADS; i++) above += part[i] > top || (part[i] == top && i < mkc_tid());
+  if (above == k - 1) bound = fmaxf(bound, top);
+  bound = mkc_block_max(bound, red); /* its barriers also end the reads of part */
   for (int b = b_lo; b < b_hi; b++) {
+    if (!(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) mine += w[lists[lo + j]] >= bound;
   }
   int at, total = mkc_count_before(mine, part, &at);
   for (int b = b_lo; b < b_hi; b++) {
+    if (!(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) {
       int id = lists[lo + j];
-      if (w[id] >= bound)
-        out[at++] = id;
-      else
-        w[id] = MKC_CUT; /* only this thread holds this id */
+      if (w[id] >= bound) out[at++] = id;
     }
   }
   return total; /* no barrier: the caller's mkc_key_radix has one before it reads out */
@@ -5708,8 +5723,8 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
       if (cands) {
         from = uni + row * vocab;
         n = mkc_cands_gather(lists + row * vocab, cand_n + row * MKC_MAX_BLOCKS,
-                             cand_kth + row * MKC_MAX_BLOCKS, vocab, w, uni + row * vocab, part,
-                             red);
+                             cand_kth + row * MKC_MAX_BLOCKS, cand_max + row * MKC_MAX_BLOCKS,
+                             vocab, k, w, uni + row * vocab, part, red);
         mkc_sync_block();
         /* ... the union's values in order, in its lists' row (read): the radix's four passes
          * and the cut's three read them there, from L1, not work[id] through the ids, two
@@ -5753,12 +5768,17 @@ MKC_DEVICE void mkc_sample(const mkc_state *st, const int *history, const float 
     int residual = -1;
     float p_draft = 0.0f;
     if (draft >= 0) {
-      /* p_t(draft): its weight over all the survivors' */
-      float z = 0.0f;
-      for (int j = mkc_tid(); j < n; j += MKC_THREADS)
-        z += expf((w[mkc_cand(list, j)] - max) * inv_temp);
+      /* p_t(draft): its weight over all the survivors' (0 when it is none of them), added
+       * where it is met: past the candidates' union, work holds values no cut has seen */
+      float z = 0.0f, e = 0.0f;
+      for (int j = mkc_tid(); j < n; j += MKC_THREADS) {
+        int i = mkc_cand(list, j);
+        float x = expf((w[i] - max) * inv_temp);
+        z += x;
+        if (i == draft) e = x;
+      }
       z = mkc_block_sum(z, red);
-      float e = expf((w[draft] - max) * inv_temp);
+      e = mkc_block_sum(e, red); /* one thread's, and zeros: its bits */
       p_draft = z > 0.0f ? e / z : 0.0f;
       residual = mkc_draw(w, list, n, max, inv_temp, draft,
                           mkc_uniform(o, position, MKC_DRAW_RESIDUAL), part, winner);
@@ -6046,7 +6066,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6050 "llama.llama-3.2-1b.cu"
+#line 6070 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
