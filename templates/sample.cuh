@@ -163,7 +163,16 @@ MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int
     }
     mkc_sync_block();
     if (mkc_tid() == 0) {
+      /* from the top, eight bins a turn while none of them reaches need: their loads are
+       * independent, where one bin a turn made a chain of up to 255 loads and adds */
       int d = 255, above = 0;
+      while (d >= 8) {
+        int h = 0;
+        for (int i = 0; i < 8; i++) h += (int)hist[d - i];
+        if (above + h >= need) break;
+        above += h;
+        d -= 8;
+      }
       while (d > 0 && above + (int)hist[d] < need) above += (int)hist[d--];
       sel[0] = d;
       sel[1] = need - above;

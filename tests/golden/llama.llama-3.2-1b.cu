@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates aab1fcb3fe77e629, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 25fa89dfb70d08f8, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5358,7 +5358,16 @@ MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int
     }
     mkc_sync_block();
     if (mkc_tid() == 0) {
+      /* from the top, eight bins a turn while none of them reaches need: their loads are
+       * independent, where one bin a turn made a chain of up to 255 loads and adds */
       int d = 255, above = 0;
+      while (d >= 8) {
+        int h = 0;
+        for (int i = 0; i < 8; i++) h += (int)hist[d - i];
+        if (above + h >= need) break;
+        above += h;
+        d -= 8;
+      }
       while (d > 0 && above + (int)hist[d] < need) above += (int)hist[d--];
       sel[0] = d;
       sel[1] = need - above;
@@ -6066,7 +6075,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6070 "llama.llama-3.2-1b.cu"
+#line 6079 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates aab1fcb3fe77e629, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 25fa89dfb70d08f8, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5358,7 +5358,16 @@ MKC_DEVICE unsigned mkc_key_radix(const float *work, const int *list, int n, int
     }
     mkc_sync_block();
     if (mkc_tid() == 0) {
+      /* from the top, eight bins a turn while none of them reaches need: their loads are
+       * independent, where one bin a turn made a chain of up to 255 loads and adds */
       int d = 255, above = 0;
+      while (d >= 8) {
+        int h = 0;
+        for (int i = 0; i < 8; i++) h += (int)hist[d - i];
+        if (above + h >= need) break;
+        above += h;
+        d -= 8;
+      }
       while (d > 0 && above + (int)hist[d] < need) above += (int)hist[d--];
       sel[0] = d;
       sel[1] = need - above;
@@ -6052,7 +6061,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 6056 "llama.odd.cu"
+#line 6065 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
