@@ -428,9 +428,9 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
  *   has k values at or above its k-th;
  * - the k-th largest of the threads' maxima over their shares of the slices'
  *   maxima (cand_max): those are k values of k different ids.
- * The first alone left a union of 13136 ids of llama-3.2-1b's 128256 on
+ * The first alone left a union of 12932 ids of llama-3.2-1b's 128256 on
  * random weights (528 slices), and 4399 of SmolLM2's 49152 on its own
- * logits; with the second, 53 and 127 (docs/DECISIONS.md, 2026-12-05). A
+ * logits; with the second, 52 and 127 (build/bench_cands, docs/PERF.md). A
  * slice whose maximum is below the bound holds nobody above it: its list is
  * not walked. Ids outside the union keep their values in w, which nothing
  * after the cut reads (p(draft) reads the survivors). part: MKC_THREADS

@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates 25fa89dfb70d08f8, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates ac2454357355cff3, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5623,9 +5623,9 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
  *   has k values at or above its k-th;
  * - the k-th largest of the threads' maxima over their shares of the slices'
  *   maxima (cand_max): those are k values of k different ids.
- * The first alone left a union of 13136 ids of llama-3.2-1b's 128256 on
+ * The first alone left a union of 12932 ids of llama-3.2-1b's 128256 on
  * random weights (528 slices), and 4399 of SmolLM2's 49152 on its own
- * logits; with the second, 53 and 127 (docs/DECISIONS.md, 2026-12-05). A
+ * logits; with the second, 52 and 127 (build/bench_cands, docs/PERF.md). A
  * slice whose maximum is below the bound holds nobody above it: its list is
  * not walked. Ids outside the union keep their values in w, which nothing
  * after the cut reads (p(draft) reads the survivors). part: MKC_THREADS
