@@ -508,6 +508,12 @@ function emit.source(graph, plan, opts)
   if once then
     put(("#define MKC_DOT_ONCE %d /* MKC_DOT_ONCE: a bf16 row's chunk unpacked once for all inputs */"):format(once))
   end
+  -- ... and whether the sampler's union is also bounded by the slices' maxima (templates/
+  -- sample.cuh: since 2026-12-05's third session; 0 is the gather before, for the A/B)
+  local bound = knob("MKC_CANDS_BOUND", "0 or 1", function(v) return v == 0 or v == 1 end)
+  if bound then
+    put(("#define MKC_CANDS_BOUND %d /* MKC_CANDS_BOUND: the sampler's union bounded by the slices' maxima */"):format(bound))
+  end
   -- The stages' copies for one input (codegen/main.lua; MKC_T1_PATH=0 leaves them out): said
   if opts.t1_path then
     put("#define MKC_T1_PATH 1 /* each decode stage also written for steps of one input (MKC_T1_PATH=0: not) */")

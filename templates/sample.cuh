@@ -419,6 +419,14 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
   }
 }
 
+/* Whether the sampler's union is also bounded by the threads' slice maxima, and the slices
+ * below the bound skipped (mkc_cands_gather): 1 since 2026-12-05's third session; 0 is the
+ * gather before, every list walked against the slices' k-th values, for the GPU's A/B. The
+ * draws are the same bits either way. */
+#ifndef MKC_CANDS_BOUND
+#define MKC_CANDS_BOUND 1
+#endif
+
 /* The union of the blocks' lists for one row, in block order (so ids
  * ascend), into out; its size. Only the candidates at or above a bound that
  * is at most the row's k-th value join it, the same survivors in the same
@@ -442,23 +450,26 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, const float
   for (int s = mkc_tid(); s < mkc_nblocks(); s += MKC_THREADS) bound = fmaxf(bound, cand_kth[s]);
   int b_lo, b_hi, mine = 0;
   mkc_share(mkc_nblocks(), &b_lo, &b_hi);
-  float top = MKC_CUT; /* this thread's maximum: of its share's slices */
-  for (int b = b_lo; b < b_hi; b++) top = fmaxf(top, cand_max[b]);
-  part[mkc_tid()] = top;
-  mkc_sync_block();
-  int above = 0; /* its rank: the threads' maxima before it, larger or tied at a lower thread */
-  for (int i = 0; i < MKC_THREADS; i++) above += part[i] > top || (part[i] == top && i < mkc_tid());
-  if (above == k - 1) bound = fmaxf(bound, top);
+  if (MKC_CANDS_BOUND) {
+    float top = MKC_CUT; /* this thread's maximum: of its share's slices */
+    for (int b = b_lo; b < b_hi; b++) top = fmaxf(top, cand_max[b]);
+    part[mkc_tid()] = top;
+    mkc_sync_block();
+    int above = 0; /* its rank: the threads' maxima before it, larger or tied at a lower thread */
+    for (int i = 0; i < MKC_THREADS; i++)
+      above += part[i] > top || (part[i] == top && i < mkc_tid());
+    if (above == k - 1) bound = fmaxf(bound, top);
+  }
   bound = mkc_block_max(bound, red); /* its barriers also end the reads of part */
   for (int b = b_lo; b < b_hi; b++) {
-    if (!(cand_max[b] >= bound)) continue;
+    if (MKC_CANDS_BOUND && !(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) mine += w[lists[lo + j]] >= bound;
   }
   int at, total = mkc_count_before(mine, part, &at);
   for (int b = b_lo; b < b_hi; b++) {
-    if (!(cand_max[b] >= bound)) continue;
+    if (MKC_CANDS_BOUND && !(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) {

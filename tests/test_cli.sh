@@ -392,6 +392,20 @@ done
 [ "$do_ok" = 1 ] && ! grep -q '^#define MKC_DOT_ONCE [01] ' "$tmp/nc.cu" "$tmp/spq.cu" \
   && ok "MKC_DOT_ONCE=0: the reference's 40 tokens with drafts (odd, tiny; lane path); unset by default" \
   || fail "MKC_DOT_ONCE=0 lossless" "$(head -c 300 "$tmp"/do.* 2>/dev/null)"
+# MKC_CANDS_BOUND (the sampler's union also bounded by the slices' maxima since 2026-12-05; 0 is
+# the gather before, for the GPU's A/B): checked, emitted only when set; the draws are the same
+# bits either way, so a sampled run with drafts (top-k 5: the candidates stage) gives the same
+# tokens at 0 and by default, on a grid of many slices (--blocks 12)
+MKC_CANDS_BOUND=2 expect_error "MKC_CANDS_BOUND not 0 or 1" \
+  'mkc: error: MKC_CANDS_BOUND must be 0 or 1, got "2"' -- gen graphs/llama.lua --preset tiny -o "$tmp/cb.cu"
+knob_emits MKC_CANDS_BOUND=0 "MKC_CANDS_BOUND 0" "!MKC_CANDS_BOUND 0" "MKC_CANDS_BOUND=0 is emitted, and only then"
+cb_args=(run --preset tiny --random-weights 5 -n 40 --prompt-ids 3,1,4,1,5,9,2,6 --draft-max 3 --temp 0.9
+  --top-k 5 --top-p 1 --min-p 0 --seed 11 --backend cpu --blocks 12)
+"$mkc" "${cb_args[@]}" >"$tmp/cb.1" 2>"$tmp/cb.1.err"
+MKC_CANDS_BOUND=0 "$mkc" "${cb_args[@]}" >"$tmp/cb.0" 2>/dev/null
+cmp -s "$tmp/cb.0" "$tmp/cb.1" && [ "$(wc -w <"$tmp/cb.1")" -eq 40 ] && grep -q 'accepted [1-9]' "$tmp/cb.1.err" \
+  && ok "MKC_CANDS_BOUND=0 and the default: the same 40 sampled tokens, drafts accepted (tiny, 12 blocks)" \
+  || fail "MKC_CANDS_BOUND=0 = default" "$(cat "$tmp/cb.0" "$tmp/cb.1" "$tmp/cb.1.err" 2>/dev/null | head -c 600)"
 # Each decode stage also written for steps of one input, by default in all-bf16 kernels since
 # 2026-12-04 (the H200's T = 1 steps 9.6 % faster); MKC_T1_PATH=0 leaves the copies out:
 # checked, said in a kernel for several inputs a step (only there: a T = 1 kernel is all one

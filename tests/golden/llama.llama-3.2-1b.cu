@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates ac2454357355cff3, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 3f5c51e8bd649a15, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5614,6 +5614,14 @@ MKC_DEVICE void mkc_sample_cands(const mkc_state *st, const int *history, const 
   }
 }
 
+/* Whether the sampler's union is also bounded by the threads' slice maxima, and the slices
+ * below the bound skipped (mkc_cands_gather): 1 since 2026-12-05's third session; 0 is the
+ * gather before, every list walked against the slices' k-th values, for the GPU's A/B. The
+ * draws are the same bits either way. */
+#ifndef MKC_CANDS_BOUND
+#define MKC_CANDS_BOUND 1
+#endif
+
 /* The union of the blocks' lists for one row, in block order (so ids
  * ascend), into out; its size. Only the candidates at or above a bound that
  * is at most the row's k-th value join it, the same survivors in the same
@@ -5637,23 +5645,26 @@ MKC_DEVICE int mkc_cands_gather(const int *lists, const int *cand_n, const float
   for (int s = mkc_tid(); s < mkc_nblocks(); s += MKC_THREADS) bound = fmaxf(bound, cand_kth[s]);
   int b_lo, b_hi, mine = 0;
   mkc_share(mkc_nblocks(), &b_lo, &b_hi);
-  float top = MKC_CUT; /* this thread's maximum: of its share's slices */
-  for (int b = b_lo; b < b_hi; b++) top = fmaxf(top, cand_max[b]);
-  part[mkc_tid()] = top;
-  mkc_sync_block();
-  int above = 0; /* its rank: the threads' maxima before it, larger or tied at a lower thread */
-  for (int i = 0; i < MKC_THREADS; i++) above += part[i] > top || (part[i] == top && i < mkc_tid());
-  if (above == k - 1) bound = fmaxf(bound, top);
+  if (MKC_CANDS_BOUND) {
+    float top = MKC_CUT; /* this thread's maximum: of its share's slices */
+    for (int b = b_lo; b < b_hi; b++) top = fmaxf(top, cand_max[b]);
+    part[mkc_tid()] = top;
+    mkc_sync_block();
+    int above = 0; /* its rank: the threads' maxima before it, larger or tied at a lower thread */
+    for (int i = 0; i < MKC_THREADS; i++)
+      above += part[i] > top || (part[i] == top && i < mkc_tid());
+    if (above == k - 1) bound = fmaxf(bound, top);
+  }
   bound = mkc_block_max(bound, red); /* its barriers also end the reads of part */
   for (int b = b_lo; b < b_hi; b++) {
-    if (!(cand_max[b] >= bound)) continue;
+    if (MKC_CANDS_BOUND && !(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) mine += w[lists[lo + j]] >= bound;
   }
   int at, total = mkc_count_before(mine, part, &at);
   for (int b = b_lo; b < b_hi; b++) {
-    if (!(cand_max[b] >= bound)) continue;
+    if (MKC_CANDS_BOUND && !(cand_max[b] >= bound)) continue;
     int lo, hi;
     mkc_slice(vocab, b, &lo, &hi);
     for (int j = 0; j < cand_n[b]; j++) {
@@ -6075,7 +6086,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6079 "llama.llama-3.2-1b.cu"
+#line 6090 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();

@@ -35,6 +35,11 @@ BENCH_RUNS=(
   # slot 1.9 x faster than the tensor cores alone; at T <= 5 not yet run): verify5 is 2.5 x a T = 1
   # step on CUDA cores, issue 12 asks 1.3 x
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  # the sampler's block (2026-12-05, third session): its union of the slices' top-40 lists is also
+  # bounded by the slices' maxima, about 50-130 candidates where it was 2000-13000 (bench_cands;
+  # the sample stage took 308 us at 396 blocks and 380 at 528 on the H200). MKC_CANDS_BOUND=0 is
+  # the gather before, beside tune-t1 (528 blocks): their "sampled" rows are the A/B
+  "cands0-t1 MKC_CANDS_BOUND=0 ${l1bt/--draft-max 4/--draft-max 0}"
   # attention at depth (2026-12-05): K and V rows, and the merge's partials, 4 loads ahead where
   # each waited on the one before (a 4096-position T = 1 step's item: 4 round trips for K, 4 for V,
   # and one block's 20-odd L2 round trips to merge 66 splits; the H200's kernel with drafts took
