@@ -622,6 +622,25 @@ static void test_render_harmony(void) {
   expect_render(MKC_CHAT_GPT_OSS, q, 1, &og, want,
                 "gpt-oss: an item type's length in characters, as Jinja counts (not bytes)");
   free_all(g, 1);
+  /* properties as a list, not an object (a fuzzer's find: their names were NULL): read as none,
+   * at the top and nested, where the template would fail to walk them */
+  const char *const listed[] = {
+      "{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"F\",\"parameters\":"
+      "{\"type\":\"object\",\"properties\":[\"number\",\"null\"],\"required\":[\"a\"]}}}",
+      "{\"type\":\"function\",\"function\":{\"name\":\"h\",\"description\":\"H\",\"parameters\":"
+      "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"object\",\"properties\":[{"
+      "\"type\":\"string\"}]}}}}}"};
+  char **l = tojson_all(listed, 2);
+  mkc_chat_opts ol = {.tools = (const char *const *)l, .n_tools = 2};
+  snprintf(
+      want, sizeof want,
+      "%s## functions\n\nnamespace functions {\n\n// F\ntype f = () => any;\n\n// H\ntype h "
+      "= (_: {\nx?: object,\n}) => any;\n\n} // namespace functions<|end|><|start|>user<|message|>"
+      "Q<|end|><|start|>assistant",
+      system);
+  expect_render(MKC_CHAT_GPT_OSS, q, 1, &ol, want,
+                "gpt-oss: properties given as a list read as none (the function's, an object's)");
+  free_all(l, 2);
   char **now = tojson_all(HARMONY_TOOLS + 1, 1);
   mkc_chat_opts o = {.tools = (const char *const *)now, .n_tools = 1};
   expect_render(MKC_CHAT_GPT_OSS, HARMONY_CONVERSATION, 6, &o, HARMONY_RENDERED,

@@ -21,6 +21,13 @@ static int truthy(const cJSON *v) {
   return 1;
 }
 
+/* A schema's properties: an object with any. Anything else (a list, say, which the template
+ * would fail to walk as name and spec pairs) reads as none, so every property has a name. */
+static const cJSON *properties(const cJSON *spec) {
+  const cJSON *p = item(spec, "properties");
+  return cJSON_IsObject(p) && p->child ? p : NULL;
+}
+
 static int type_is(const cJSON *spec, const char *type) {
   const cJSON *t = item(spec, "type");
   return cJSON_IsString(t) && strcmp(t->valuestring, type) == 0;
@@ -132,8 +139,8 @@ static void put_type(mkc_buf *b, const cJSON *spec) {
   } else if (type_is(spec, "boolean")) {
     mkc_buf_put(b, "boolean");
   } else if (type_is(spec, "object")) {
-    const cJSON *props = item(spec, "properties"), *req = item(spec, "required");
-    if (!truthy(props)) {
+    const cJSON *props = properties(spec), *req = item(spec, "required");
+    if (!props) {
       mkc_buf_put(b, "object");
       return;
     }
@@ -154,14 +161,14 @@ static void put_type(mkc_buf *b, const cJSON *spec) {
 /* One function: its description as a comment, then its type. */
 static void put_function(mkc_buf *b, const cJSON *f) {
   const cJSON *name = item(f, "name"), *desc = item(f, "description"),
-              *params = item(f, "parameters"), *props = item(params, "properties"),
+              *params = item(f, "parameters"), *props = properties(params),
               *req = item(params, "required"), *p;
   mkc_buf_put(b, "// ");
   if (desc) put_plain(b, desc);
   mkc_buf_put(b, "\ntype ");
   put_plain(b, name);
   mkc_buf_put(b, " = ");
-  if (!truthy(params) || !truthy(props)) {
+  if (!truthy(params) || !props) {
     mkc_buf_put(b, "() => any;\n\n");
     return;
   }
