@@ -109,15 +109,35 @@ int main(int argc, char **argv) {
   int grids[16] = {528, 396}, n_grids = 2;
   if (argc > a + 2) {
     n_grids = 0;
-    for (char *p = argv[a + 2]; *p && n_grids < 16; p += *p == ',')
-      grids[n_grids++] = (int)strtol(p, &p, 10);
+    for (char *p = argv[a + 2]; *p; p += *p == ',') {
+      char *end;
+      long b = strtol(p, &end, 10);
+      if (end == p || (*end && *end != ',') || b < 1 || b > 1024 || n_grids == 16) {
+        fprintf(stderr, "bench_cands: error: BLOCKS: up to 16 grids of 1..1024 blocks, got '%s'\n",
+                argv[a + 2]);
+        return 2;
+      }
+      grids[n_grids++] = (int)b;
+      p = end;
+    }
   }
   double sum[16][5] = {{0}};
   int rows = 0;
   for (char *p = argv[a + 1]; *p; p += *p == ',') {
-    int id = (int)strtol(p, &p, 10);
+    char *end;
+    long id = strtol(p, &end, 10);
+    if (end == p || (*end && *end != ',') || id < 0 || id >= g.vocab || rows == 512) {
+      fprintf(stderr, "bench_cands: error: IDS: up to 512 token ids in 0..%d, got '%s'\n",
+              g.vocab - 1, argv[a + 1]);
+      return 2;
+    }
+    p = end;
+    int tok = (int)id;
     mkc_step_result r;
-    if (mkc_session_step(s, &id, 1, 0, &r) != 0) return 1;
+    if (mkc_session_step(s, &tok, 1, 0, &r) != 0 || r.status != 0) {
+      fprintf(stderr, "bench_cands: error: the reference's step %d failed\n", rows);
+      return 1;
+    }
     const float *row = mkc_session_logits(s, 0);
     for (int i = 0; i < n_grids; i++) row_counts(row, g.vocab, grids[i], sum[i]);
     rows++;
