@@ -11,8 +11,10 @@
 #include <unistd.h>
 
 #include "codegen/graph.h"
+#include "escapes.h"
 #include "exec/session.h"
 #include "model/model_dir.h"
+#include "util/text.h"
 
 int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg) {
   fprintf(stderr, "mkc: error: ");
@@ -103,6 +105,8 @@ static const struct {
     {"--dequant", offsetof(mkc_cli, dequant)},
     {"--stages", offsetof(mkc_cli, stages)},
     {"--draft-head", offsetof(mkc_cli, draft_head)},
+    {"--escape", offsetof(mkc_cli, escape)},
+    {"--no-escape", offsetof(mkc_cli, no_escape)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -118,6 +122,8 @@ static const struct {
     {"--file", "-f"},
     {"-s", "--seed"},
     {"-sys", "--system-prompt"},
+    {"--reverse-prompt", "-r"},
+    {"-e", "--escape"},
     {"-c", "--ctx"},
     {"--ctx-size", "--ctx"},
     {"-ub", "--ubatch"},
@@ -246,7 +252,15 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
       c->have_n |= strcmp(a, "-n") == 0;
       return 0;
     }
-  if (strcmp(a, "--backend") == 0) {
+  if (strcmp(a, "-r") == 0) {
+    if (c->n_reverse == MKC_REVERSE_MAX) {
+      char msg[80];
+      snprintf(msg, sizeof msg, "%s: at most %d reverse prompts, got '%%s' past them", spelled,
+               MKC_REVERSE_MAX);
+      return mkc_cli_usage_error(msg, v);
+    }
+    c->reverse[c->n_reverse++] = v;
+  } else if (strcmp(a, "--backend") == 0) {
     if (mkc_backend_kind_from_name(v) < 0)
       return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", v);
     c->backend = v;
@@ -335,6 +349,27 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
   if (c->draft_model_path)
     c->draft_model_path =
         mkc_model_resolve(c->draft_model_path, c->draft_model_buf, sizeof c->draft_model_buf);
+  return 0;
+}
+
+int mkc_cli_unescape(mkc_cli *c) {
+  if (c->escape && c->no_escape)
+    return mkc_cli_usage_error("%s", "-e/--escape and --no-escape: give one");
+  for (int k = -1; k < c->n_reverse; k++) {
+    char *text = (char *)(k < 0 ? c->prompt : c->reverse[k]);
+    if (!text) continue;
+    const char *flag = k < 0 ? "-p" : "-r";
+    if (!c->no_escape && mkc_unescape(text) == (size_t)-1) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "%s: '%%s' names the NUL byte (\\x00), which a text cannot hold (--no-escape "
+               "takes backslashes as written)",
+               flag);
+      return mkc_cli_usage_error(msg, mkc_shown(text));
+    }
+    if (k >= 0 && !*text)
+      return mkc_cli_usage_error("%s", "-r: an empty reverse prompt would end generation at once");
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "codegen/graph.h"
 #include "mkc_state.h"
+#include "reverse_prompt.h"
 
 typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
@@ -31,16 +32,19 @@ typedef struct mkc_cli {
   int chat;                     /* --chat: run applies the chat template to -p */
   int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
   int no_display_prompt;        /* --no-display-prompt: print only the completion */
-  int verbose;                  /* --verbose: chat prints each turn's stats */
-  int json;                     /* --json: run prints JSON lines, one per generated token */
-  const char *format;           /* --format json|SCHEMA (-j/--json-schema): JSON output */
-  const char *schema_file;      /* --json-schema-file FILE (-jf): the schema from a file */
-  int draft_min;                /* --draft-min K: the adaptive depth's floor */
-  int draft_adaptive;           /* --draft-adaptive: the depth follows the acceptance rate */
-  int rounds;                   /* --rounds R: decode rounds per kernel launch (0: 1) */
-  int dequant;                  /* --dequant: the model's quantized matrices widened to bf16 */
-  int depth;                    /* bench -d/--n-depth N: tokens in the cache before each test */
-  int stages;                   /* bench --stages: a kernel with stage timers, and their table */
+  int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
+  const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
+  int n_reverse;
+  int verbose;             /* --verbose: chat prints each turn's stats */
+  int json;                /* --json: run prints JSON lines, one per generated token */
+  const char *format;      /* --format json|SCHEMA (-j/--json-schema): JSON output */
+  const char *schema_file; /* --json-schema-file FILE (-jf): the schema from a file */
+  int draft_min;           /* --draft-min K: the adaptive depth's floor */
+  int draft_adaptive;      /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;              /* --rounds R: decode rounds per kernel launch (0: 1) */
+  int dequant;             /* --dequant: the model's quantized matrices widened to bf16 */
+  int depth;               /* bench -d/--n-depth N: tokens in the cache before each test */
+  int stages;              /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */
@@ -90,6 +94,12 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
  * MKC_CLI_HELP (after printing c->usage for --help or -h). */
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
+
+/* llama.cpp's escapes (cli/escapes.h) in -p and each -r, in place (they
+ * point into argv, which is the program's to write), unless --no-escape:
+ * 0, or 2 after the usage error of an escape naming the NUL byte or of an
+ * empty -r. */
+int mkc_cli_unescape(mkc_cli *c);
 
 /* "1,2,3" -> ids (malloc'd), each in [0, vocab); NULL + message naming `what`
  * (a flag, or file:line) on bad input. */

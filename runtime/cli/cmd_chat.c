@@ -16,7 +16,9 @@
 #include "json_format.h"
 #include "loaded.h"
 #include "model/reasoning.h"
+#include "reverse_prompt.h"
 #include "stop_reason.h"
+#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc chat -m MODEL [-sys TEXT] [--chat-template NAME] [options]\n"
@@ -35,6 +37,8 @@ static const char USAGE[] =
     "  --reasoning-budget N   -1: reason as the model does (default); 0: qwen3 answers\n"
     "                         without reasoning (an empty think block)\n"
     "  -n, --n-predict N      at most N tokens per answer (default -1: until the end)\n"
+    "  -r, --reverse-prompt TEXT  an answer ends at the token that completes TEXT\n"
+    "                         (escapes as in run: \\n, \\t, \\xHH...; --no-escape)\n"
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --format json|SCHEMA, -j SCHEMA, -jf FILE  every answer is JSON (an object, or\n"
     "                         what the schema validates), as for run\n"
@@ -71,6 +75,7 @@ typedef struct answer {
   char *reply; /* the reply's text (split), malloc'd */
   size_t n_reply;
   int oom;
+  mkc_reverse rev; /* -r: the strings that end an answer */
 } answer;
 
 static void keep_reply(answer *a, const char *s, size_t n) {
@@ -99,10 +104,11 @@ static int on_token(void *ctx, int id) {
     a->eog = 1;
     return 1;
   }
+  int reversed = mkc_reverse_push(&a->rev, id); /* the token is shown all the same */
   char buf[MKC_DETOK_MAX];
   show(a, id, buf, mkc_detok_push(&a->detok, id, buf, sizeof buf));
   fflush(stdout);
-  return 0;
+  return reversed;
 }
 
 /* The next message: lines up to one that does not end in a backslash.
@@ -140,17 +146,21 @@ static char *read_message(int tty) {
 }
 
 /* full: the turn could generate only as many tokens as the context had left. */
-static void print_turn(int turn, const mkc_decode_stats *st, int n_cached, int n_hist,
-                       const answer *a, int interrupted, int full) {
+static void print_turn(const mkc_cli *c, int turn, const mkc_decode_stats *st, int n_cached,
+                       int n_hist, const answer *a, int interrupted, int full) {
   double gen_s = st->seconds - st->prompt_seconds;
+  char why[600];
+  if (a->rev.hit && !interrupted)
+    snprintf(why, sizeof why, "reverse prompt \"%s\"", mkc_shown(c->reverse[a->rev.hit - 1]));
+  else
+    snprintf(why, sizeof why, "%s", mkc_stop_reason(st, a->eog, interrupted, full));
   fprintf(stderr,
           "mkc: turn %d: processed %d tokens (%d cached, conversation %d); prompt %.3f s; "
           "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld (%s: %d rounds, "
           "draft %.3f s); stopped: %s\n",
           turn, st->fed, n_cached, n_hist, st->prompt_seconds, st->generated, gen_s,
           gen_s > 0 && st->generated > 1 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
-          st->draft_source, st->rounds, st->draft_seconds,
-          mkc_stop_reason(st, a->eog, interrupted, full));
+          st->draft_source, st->rounds, st->draft_seconds, why);
 }
 
 /* One turn: the user's message, then the answer. 0, 1 when the chat must
@@ -173,6 +183,10 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   if (!out) return -1;
   answer a = {.tok = m->file.tok};
+  if (mkc_reverse_open(&a.rev, a.tok, c->reverse, c->n_reverse) != 0) {
+    free(out);
+    return -1;
+  }
   mkc_detok_init(&a.detok, a.tok, 0);
   a.split = mkc_reasoning_init(&a.r, conv->family, a.tok) == 0;
   int eog_ids[MKC_ROUND_STOPS], n_eog = mkc_tokenizer_eog_ids(a.tok, eog_ids, MKC_ROUND_STOPS);
@@ -211,8 +225,10 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
      * each answer token but the last, which no step has read yet. */
     int pos = mkc_session_pos(m->s);
     *n_valid = pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
-    if (c->verbose) print_turn(number, &st, n_cached, conv->n_hist, &a, interrupted, n_gen == room);
+    if (c->verbose)
+      print_turn(c, number, &st, n_cached, conv->n_hist, &a, interrupted, n_gen == room);
   }
+  mkc_reverse_close(&a.rev);
   free(a.reply);
   free(out);
   return rc;
@@ -227,10 +243,11 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "--system-prompt --chat-template --reasoning-effort --reasoning-budget "
                     "--verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md --draft-head --rounds --format --json-schema-file",
+                    "--draft-layers -md --draft-head --rounds --format --json-schema-file "
+                    "-r --escape --no-escape",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
-  if (rc || (rc = check_flags(&c))) return rc;
+  if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;

@@ -26,7 +26,8 @@ static const char USAGE[] =
     "BOS (and EOS where the model's file asks for it).\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory\n"
-    "  -p TEXT, -f FILE       the texts, one a line\n"
+    "  -p TEXT, -f FILE       the texts, one a line (-p's \\n is a newline, as its other\n"
+    "                         escapes are in run; --no-escape: backslashes as written)\n"
     "  --prompt-ids IDS       one text as token ids (1,2,3), the only form with --preset\n"
     "  --pooling P            mean, cls (the first token's) or last; default: what the\n"
     "                         model's file says (ARCH.pooling_type), else last, as\n"
@@ -115,10 +116,10 @@ int mkc_cmd_embed(int argc, char **argv) {
   int rc = mkc_cli_parse(argc, argv, 2,
                          "--graph --preset --random-weights --prompt-ids --backend --ubatch --ctx "
                          "--blocks --kernel -m -p -f --kv-dtype --dequant --pooling "
-                         "--embd-normalize",
+                         "--embd-normalize --escape --no-escape",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
-  if (rc || (rc = check_flags(&c))) return rc;
+  if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
   mkc_loaded_model m;
   mkc_embedder e = {0};
   char **lines = NULL;

@@ -17,10 +17,12 @@
 #include "loaded.h"
 #include "logprobs.h"
 #include "model/reasoning.h"
+#include "reverse_prompt.h"
 #include "run_batch.h"
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
+#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -44,6 +46,10 @@ static const char USAGE[] =
     "  -n, --n-predict N      tokens to generate (-1, the default with -m: until the end\n"
     "                         of generation or a full context)\n"
     "  --ignore-eos           go on past end-of-generation tokens\n"
+    "  -r, --reverse-prompt TEXT  end generation at the token that completes TEXT\n"
+    "                         (printed); up to 16 of them, a control token's text too\n"
+    "  -e, --escape           \\n \\r \\t \\' \\\" \\\\ and \\xHH in -p and -r are the bytes they\n"
+    "                         name, as in llama.cpp (the default); --no-escape: as written\n"
     "  --no-display-prompt    print only the completion\n"
     "  --json                 one JSON line per generated token on stdout instead\n"
     "  --format json          the answer is a JSON object: each token is chosen on the\n"
@@ -119,6 +125,7 @@ typedef struct stream {
   int logprobs;   /* --logprobs N: printed by on_logprobs */
   int split;      /* --chat with a model that reasons first: r prints its parts */
   mkc_reasoning r;
+  mkc_reverse *rev; /* -r: the strings that end generation */
 } stream;
 
 static void put_text(stream *st, int id, const char *s, size_t n) {
@@ -143,15 +150,25 @@ static int on_token(void *ctx, int id) {
     st->eog = 1;
     return 1;
   }
+  int reversed = mkc_reverse_push(st->rev, id); /* the token is printed all the same */
   if (st->json) {
     if (!st->logprobs) mkc_print_token(st->tok, 1, id, NULL, NULL, NULL, 0);
-    return 0;
+    return reversed;
   }
-  if (!st->tok) return 0; /* ids: printed at the end */
+  if (!st->tok) return reversed; /* ids: printed at the end */
   char buf[MKC_DETOK_MAX];
   put_text(st, id, buf, mkc_detok_push(&st->detok, id, buf, sizeof buf));
   fflush(stdout);
-  return 0;
+  return reversed;
+}
+
+/* Why generation ended, for the stats line and --json's. */
+static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
+                           int open_ended, char *buf, size_t cap) {
+  if (!text->rev->hit || mkc_interrupted)
+    return mkc_stop_reason(st, text->eog, mkc_interrupted, open_ended);
+  snprintf(buf, cap, "reverse prompt \"%s\"", mkc_shown(c->reverse[text->rev->hit - 1]));
+  return buf;
 }
 
 /* The text prompt: -p TEXT, or -f FILE's bytes (all of them: a NUL in the
@@ -220,11 +237,11 @@ static int check_batch_flags(mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
   if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
-      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
+      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head || c->n_reverse)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--logprobs, "
+              "--logprobs, -r, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
   if ((c->format || c->schema_file) && !c->model_path)
@@ -264,6 +281,9 @@ static int check_flags(mkc_cli *c) {
   }
   if (c->prompt || c->prompt_file)
     return mkc_cli_usage_error("%s", "run: a text prompt needs a model with a tokenizer (-m)");
+  if (c->n_reverse)
+    return mkc_cli_usage_error("%s", "run: -r (a reverse prompt) needs a model with a tokenizer "
+                                     "(-m)");
   if (!c->preset && !c->kernel_dir)
     return mkc_cli_usage_error("%s", "run: -m FILE, --preset or --kernel DIR is required");
   if (c->preset && c->kernel_dir)
@@ -278,7 +298,7 @@ static int check_flags(mkc_cli *c) {
 /* The stats line on stderr: backend, prompt and generation speed, drafts,
  * the context and why generation stopped. */
 static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_prompt,
-                        const mkc_decode_stats *st, int eog, int interrupted, int open_ended,
+                        const mkc_decode_stats *st, const char *why,
                         const unsigned long long *seed) {
   double gen_s = st->seconds - st->prompt_seconds;
   char rate[64] = "";
@@ -316,8 +336,7 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
           st->drafted ? 100.0 * st->accepted / st->drafted : 0.0,
           st->gen_steps ? (double)st->generated / st->gen_steps : 0.0, st->gen_steps, st->launches,
           st->draft_source, st->rounds, st->mismatches, st->all_accepted, fallbacks,
-          st->draft_seconds, st->target_seconds, verify, ctx,
-          mkc_stop_reason(st, eog, interrupted, open_ended));
+          st->draft_seconds, st->target_seconds, verify, ctx, why);
 }
 
 /* --json's last line: {"stats": {...}}, the stats line's numbers (seconds
@@ -379,11 +398,11 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots --kv-pages --stages",
+      "--slots --kv-pages --stages -r --escape --no-escape",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
-  if (rc || (rc = check_flags(&c))) return rc;
+  if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
@@ -393,6 +412,7 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_draft_source ds = {0};
   mkc_constraint *constraint = NULL;
   mkc_schema *schema = NULL;
+  mkc_reverse rev = {0};
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
@@ -428,7 +448,8 @@ int mkc_cmd_run(int argc, char **argv) {
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
                  .ignore_eos = c.ignore_eos,
                  .json = c.json,
-                 .logprobs = sampling.logprobs};
+                 .logprobs = sampling.logprobs,
+                 .rev = &rev};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
   if (mkc_json_format_setup(&c, m.file.tok, family, &constraint) != 0) goto done;
@@ -466,10 +487,17 @@ int mkc_cmd_run(int argc, char **argv) {
     if (text.split && !c.no_display_prompt) fputs("\n", stdout); /* after the cue */
     fflush(stdout);
   }
+  if (c.n_reverse && !m.file.tok) {
+    fprintf(stderr, "mkc: error: %s has no tokenizer: -r needs one to read the completion\n",
+            c.model_path);
+    goto done;
+  }
+  if (mkc_reverse_open(&rev, m.file.tok, c.reverse, c.n_reverse) != 0) goto done;
   mkc_decode_stats st;
+  char why[600];
   if (mkc_decode_with(m.s, &m.g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
   if (c.json) {
-    print_json_stats(n_prompt, &st, mkc_stop_reason(&st, text.eog, mkc_interrupted, open_ended));
+    print_json_stats(n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why));
   } else if (text.tok) {
     char tail[MKC_DETOK_MAX];
     put_text(&text, -1, tail, mkc_detok_flush(&text.detok, tail, sizeof tail));
@@ -479,10 +507,11 @@ int mkc_cmd_run(int argc, char **argv) {
     printf("\n");
   }
   fflush(stdout);
-  print_stats(&c, &m, n_prompt, &st, text.eog, mkc_interrupted, open_ended,
+  print_stats(&c, &m, n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why),
               sampling.temp > 0 ? &seed : NULL);
   rc = mkc_interrupted ? 128 + SIGINT : 0;
 done:
+  mkc_reverse_close(&rev);
   mkc_constraint_close(constraint);
   mkc_schema_free(schema);
   mkc_draft_source_close(&ds);
