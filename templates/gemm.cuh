@@ -365,15 +365,17 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
 /* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w; + bias[r] where bias is not 0), or +=
- * with accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v, each row's best
- * (value, r) over the block's tiles is kept in best_v[t], best_i[t] (smem; row m0 + r is thread r's
- * in every tile). */
+ * with accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v (the LM head's),
+ * each row's best (value, r) over the block's tiles is kept in best_v[t], best_i[t] (smem; row m0 +
+ * r is thread r's in every tile), the values capped and given their logit bias (st, rmap: as
+ * mkc_lm_head's; 0 in any other matmul). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
                                        int out_stride, int accumulate, const mkc_bf16 *bias, int T,
-                                       float *best_v, int *best_i, float *a_tile, float *w_tile,
-                                       float *c_tile, float *ssq, float *inv_rms) {
+                                       const mkc_state *st, const mkc_rowmap *rmap, float *best_v,
+                                       int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                       float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
@@ -385,12 +387,14 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       int r = e / MKC_GEMM_BN, j = e % MKC_GEMM_BN;
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
-      if (best_v) v = mkc_logit(v); /* the LM head's: capped before they are written or ranked */
+      if (best_v) /* the LM head's: capped and biased before they are written or ranked */
+        v = mkc_logit(v) + mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
       mkc_put(out + (long)(m0 + r) * out_stride + n0 + j, v, bias, n0 + j, accumulate);
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
-        float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f));
+        float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f)) +
+                  mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
         if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
           best_v[m0 + r] = v;
           best_i[m0 + r] = n0 + j;
@@ -408,16 +412,17 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
                                         const float *x, int x_stride, int n_x,
                                         const mkc_bf16 *norm_w, float eps, float *logits,
                                         int logits_stride, int T, float *part_val, int *part_idx,
-                                        float *best_v, int *best_i, float *a_tile, float *w_tile,
-                                        float *c_tile, float *ssq, float *inv_rms) {
+                                        const mkc_state *st, const mkc_rowmap *rmap, float *best_v,
+                                        int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                        float *ssq, float *inv_rms) {
   /* no barrier: mkc_gemm_tile's come before any other thread reads these */
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
-                  logits_stride, 0, (const mkc_bf16 *)0, T, best_v, best_i, a_tile, w_tile, c_tile,
-                  ssq, inv_rms);
+                  logits_stride, 0, (const mkc_bf16 *)0, T, st, rmap, best_v, best_i, a_tile,
+                  w_tile, c_tile, ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
     part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];

@@ -5,7 +5,8 @@
  * lower row), and lane q = 0 writes the warp's into warp_val and warp_idx. */
 MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                 const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                                int logits_stride, int T, float *warp_val, int *warp_idx) {
+                                int logits_stride, int t0, int T, const mkc_state *st,
+                                const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, step = mkc_grid_warps() * 8;
   float best_v[MKC_MV_MT];
   int best_i[MKC_MV_MT];
@@ -23,7 +24,8 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
-        float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]);
+        float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
+                  mkc_row_logit_bias(st, rmap, t0 + t, r);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -52,14 +54,17 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
  * per-block partials ([block][MKC_STEP_ROWS]) go to scratch for mkc_accept.
- * Ties go to the lower id.
+ * Ties go to the lower id. Each logit has its row's request's logit bias
+ * added (mkc_row_logit_bias: st, the state or the slots' states; rmap, a slot
+ * kernel's row map, else 0) before it is written or ranked.
  * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
  * t - t0 of logits and of the partials. */
 /* The warps' best rows on CUDA cores: MKC_ROWS rows a warp (mkc_dot_row_block),
  * every lane with every row's logit; lane 0 writes logits and the warp's best. */
 MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                   const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                                  int logits_stride, int T, float *warp_val, int *warp_idx) {
+                                  int logits_stride, int t0, int T, const mkc_state *st,
+                                  const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -75,7 +80,7 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
-        float v = mkc_logit(acc[r * MKC_T_MAX + t]);
+        float v = mkc_logit(acc[r * MKC_T_MAX + t]) + mkc_row_logit_bias(st, rmap, t0 + t, r0 + r);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;
@@ -93,18 +98,19 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                            int logits_stride, int t0, int T, float *part_val, int *part_idx,
-                            float *warp_val, int *warp_idx) {
+                            int logits_stride, int t0, int T, const mkc_state *st,
+                            const mkc_rowmap *rmap, float *part_val, int *part_idx, float *warp_val,
+                            int *warp_idx) {
   x += (long)t0 * x_stride;
   T -= t0;
 #if MKC_MMA_DECODE
   if (w.type == MKC_W_BF16) /* 8 rows a warp on tensor cores (templates/matvec.cuh) */
-    mkc_lm_head_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
-                    warp_val, warp_idx);
+    mkc_lm_head_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, t0, T,
+                    st, rmap, warp_val, warp_idx);
   else
 #endif
-    mkc_lm_head_cores(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
-                      warp_val, warp_idx);
+    mkc_lm_head_cores(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, t0, T,
+                      st, rmap, warp_val, warp_idx);
   mkc_sync_block();
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;

@@ -20,6 +20,7 @@ enum mkc_status {
 };
 
 #define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
+#define MKC_BIAS_CAP 128 /* most tokens a request's logit bias names (--logit-bias, logit_bias) */
 #define MKC_LOGPROBS_MAX 20
 /* Per input position, in the kernel's scratch when logprobs > 0: max logit,
  * log normalizer, 1 / temperature, the emitted token's log-probability, then
@@ -53,6 +54,13 @@ typedef struct mkc_sampling {
   int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */
   unsigned int seed_lo, seed_hi; /* the Philox key */
   int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
+  /* llama.cpp's --logit-bias, OpenAI's logit_bias: bias[k] is added to token bias_id[k]'s logit
+   * where the LM head writes it, before the greedy choice, the penalties and the sampler see it
+   * (-inf: never chosen). Ids ascending, each once. It applies greedy too: not part of
+   * MKC_SAMPLING_ON, and kept when the rest is off. */
+  int n_bias;
+  int bias_id[MKC_BIAS_CAP];
+  float bias[MKC_BIAS_CAP];
 } mkc_sampling;
 
 /* Whether the options send a step through the sampler: a temperature, a
@@ -72,8 +80,6 @@ typedef struct mkc_state {
   int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
-  /* host-written once per request */
-  mkc_sampling sampling;
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
   /* rounds in one launch (round_max > 1), last: the host reads back n_rounds of them */
@@ -98,6 +104,9 @@ typedef struct mkc_state {
   int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
   int inputs[MKC_CHUNK_CAP];
+  /* host-written once per request, past what a step copies in or out: its 1 KB of biases cost
+   * no step a byte */
+  mkc_sampling sampling;
 } mkc_state;
 
 #endif

@@ -62,6 +62,23 @@ MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
   return rows->single >= 0 ? rows->single : rows->slot[t];
 }
 
+/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
+ * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
+ * no LM head). The ids are ascending: a binary search. */
+MKC_DEVICE float mkc_row_logit_bias(const mkc_state *st, const mkc_rowmap *rows, int t, int id) {
+  if (!st) return 0.0f;
+  const mkc_sampling *o = &st[MKC_SLOTS > 0 && rows ? mkc_row_slot(rows, t) : 0].sampling;
+  int lo = 0, hi = o->n_bias;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    if (o->bias_id[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < o->n_bias && o->bias_id[lo] == id ? o->bias[lo] : 0.0f;
+}
+
 /* Where row t's position p is in a kv head's block of kv_rows rows, in KV
  * elements: a ring's row p % kv_rows, in its slot's cache when there are
  * several; or, paged, its slot's page's row. */

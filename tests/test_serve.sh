@@ -53,6 +53,15 @@ if start tiny "${args[@]}" --draft-max 4; then
   same_as_run "sampled, penalties" \
     '{"prompt": [7, 7, 7], "max_tokens": 16, "temperature": 1.5, "min_p": 0.1, "presence_penalty": 0.5, "repeat_penalty": 1.2, "seed": 3}' \
     --draft-max 4 -n 16 --prompt-ids 7,7,7 --temp 1.5 --min-p 0.1 --presence-penalty 0.5 --repeat-penalty 1.2 --seed 3
+  # OpenAI's logit_bias: run's -l, greedy and sampled; the next request without it has none
+  same_as_run "logit_bias, greedy" \
+    '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24, "logit_bias": {"144": 0.75, "70": -100, "12": 2}}' \
+    --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5 -l 144+0.75 -l 70-100 -l 12+2
+  same_as_run "logit_bias, sampled" \
+    '{"prompt": [7, 7, 7], "max_tokens": 16, "temperature": 1.5, "seed": 3, "logit_bias": {"7": -100, "30": 1.5}}' \
+    --draft-max 4 -n 16 --prompt-ids 7,7,7 --temp 1.5 --seed 3 -l 7-100 -l 30+1.5
+  same_as_run "greedy after a request with logit_bias: none" '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24}' \
+    --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5
 
   # log-probabilities: the kernel's, as run --json --logprobs prints them
   call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 8, "logprobs": 3}'
@@ -112,8 +121,14 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
   refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
   refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
-  refused "logit_bias" 400 "logit_bias: per-token biases are not offered" POST /v1/completions \
-    '{"prompt": [1], "logit_bias": {"5": -100}}'
+  refused "logit_bias not an object" 400 "logit_bias: expected an object" POST /v1/completions \
+    '{"prompt": [1], "logit_bias": [[5, -100]]}'
+  refused "logit_bias: a key that is no token id" 400 'logit_bias: "a5" is no token id' POST /v1/completions \
+    '{"prompt": [1], "logit_bias": {"a5": -100}}'
+  refused "logit_bias past -100..100" 400 'logit_bias["5"]: expected a number in -100..100' POST /v1/completions \
+    '{"prompt": [1], "logit_bias": {"5": -101}}'
+  refused "logit_bias past the vocabulary" 400 "logit_bias: token 256 is outside the vocabulary (0..255)" \
+    POST /v1/completions '{"prompt": [1], "logit_bias": {"5": 1, "256": 1}}'
   refused "response_format json_object without a tokenizer" 400 "response_format: JSON output needs a model with a tokenizer" POST /v1/completions \
     '{"prompt": [1], "response_format": {"type": "json_object"}}'
   refused "stream_options without a stream" 400 "only with \"stream\": true" POST /v1/completions \
@@ -227,11 +242,23 @@ if start par "${args[@]}" --parallel 3 --draft-max 2; then
   [ "$(get choices 0 text)" = "$want" ] && [ "$(get usage prompt_tokens_details cached_tokens)" = 16 ] \
     && ok "a prompt sharing an earlier one's first page: 16 tokens cached, run's tokens" \
     || fail "a shared first page" "run: $want" "got: $(head -c 400 "$tmp/ans")"
+  # each slot its own request's logit_bias (mkc_row_logit_bias through the row map): three at once
+  bodies=('{"prompt": [3, 1, 4, 1, 5], "max_tokens": 30, "logit_bias": {"144": 0.75, "70": -100}}'
+    '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 30}'
+    '{"prompt": [7, 7, 7], "max_tokens": 30, "temperature": 1.5, "seed": 3, "logit_bias": {"7": -100, "30": 1.5}}')
+  runs=("-n 30 --prompt-ids 3,1,4,1,5 -l 144+0.75 -l 70-100" "-n 30 --prompt-ids 3,1,4,1,5"
+    "-n 30 --prompt-ids 7,7,7 --temp 1.5 --seed 3 -l 7-100 -l 30+1.5")
+  python3 "$client" "$port" many /v1/completions "${bodies[@]}" >"$tmp/many" 2>&1
+  : >"$tmp/want"
+  # shellcheck disable=SC2086 # the run's flags, split
+  for r in "${runs[@]}"; do echo "\"$("$mkc" run "${args[@]}" --draft-max 2 $r 2>/dev/null)\"" >>"$tmp/want"; done
+  cmp -s "$tmp/many" "$tmp/want" && ok "3 requests at once, two with their own logit_bias: each run's tokens" \
+    || fail "3 requests with logit_bias at once = run" "$(diff "$tmp/want" "$tmp/many" | head -8)"
   refused "--parallel: logprobs" 400 "not on a server started with --parallel" POST /v1/completions \
     '{"prompt": [1], "logprobs": 2}'
   call GET /metrics
-  [ "$(metric requests_total)" = 8 ] && [ "$(metric requests_processing)" = 0 ] && [ "$(metric requests_deferred)" = 0 ] \
-    && ok "--parallel's /metrics: 8 requests answered (the hung-up one too), none decoding or waiting" \
+  [ "$(metric requests_total)" = 11 ] && [ "$(metric requests_processing)" = 0 ] && [ "$(metric requests_deferred)" = 0 ] \
+    && ok "--parallel's /metrics: 11 requests answered (the hung-up one too), none decoding or waiting" \
     || fail "--parallel's /metrics" "$(cat "$tmp/ans")"
   stop par
   grep -q "at most 3 decoded together" "$tmp/par.err" && grep -q "stopped: the client went away" "$tmp/par.err" \

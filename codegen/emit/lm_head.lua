@@ -16,11 +16,13 @@ return function(st, ctx)
   for _, r in ipairs(norm.reads) do reads[#reads + 1] = r end
   local part_val = ("scratch + %d"):format(ctx.partials)
   local part_idx = ("(int *)(scratch + %d)"):format(ctx.partials_idx)
+  -- each row's request's logit bias: a slot kernel's rows through its row map
+  local rmap = ctx.slots > 0 and "rm" or "(const mkc_rowmap *)0"
   local code = norm.prologue .. ctx.call("mkc_lm_head", {
     w = ctx.wmat(w), rows = w.rows, n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), norm_w = norm.w, inv_rms = norm.inv_rms,
     logits = ctx.value(st.out), logits_stride = ctx.vstride(st.out), t0 = "t0", T = "T",
-    part_val = part_val, part_idx = part_idx,
+    st = "state", rmap = rmap, part_val = part_val, part_idx = part_idx,
     warp_val = ctx.smem_ptr("float", at.warp_val), warp_idx = ctx.smem_ptr("int", at.warp_idx),
   }, { "inv_rms", "part_idx" }) .. ";"
   if ctx.wide then
@@ -30,7 +32,7 @@ return function(st, ctx)
       x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = st.x.n,
       norm_w = nw and ctx.weight(nw) or "(const mkc_bf16 *)0", eps = ctx.flt(st.norm and st.norm.eps or 0),
       logits = ctx.value(st.out), logits_stride = ctx.vstride(st.out), T = "T",
-      part_val = part_val, part_idx = part_idx,
+      st = "state", rmap = rmap, part_val = part_val, part_idx = part_idx,
       best_v = ctx.smem_ptr("float", at.best_v), best_i = ctx.smem_ptr("int", at.best_i),
     }, at), { "eps", "part_idx", "best_i" })
     code = ctx.variants(tiled, code, "T > MKC_T_MAX && rm->single < 0", "a wide step")

@@ -28,7 +28,8 @@ return function(st, ctx)
     w = ctx.wmat(w), rows = rows, quantized = ctx.quantized(w), n_chunks = ctx.chunks(w),
     x = ctx.value(st.x), x_stride = ctx.vstride(st.x), n_x = norm.n, norm_w = norm.w, eps = norm.eps,
     out = ctx.value(st.out), out_stride = ctx.vstride(st.out), accumulate = residual and 1 or 0,
-    bias = bias, T = "T", best_v = "(float *)0", best_i = "(int *)0",
+    bias = bias, T = "T", st = "(const mkc_state *)0", rmap = "(const mkc_rowmap *)0",
+    best_v = "(float *)0", best_i = "(int *)0",
   }, at), { "eps", "T" })
   return {
     work = ("%d rows, one warp per row"):format(rows),

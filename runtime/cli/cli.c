@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@ static const struct {
     {"-s", "--seed"},
     {"-sys", "--system-prompt"},
     {"--reverse-prompt", "-r"},
+    {"--logit-bias", "-l"},
     {"-e", "--escape"},
     {"-c", "--ctx"},
     {"--ctx-size", "--ctx"},
@@ -222,6 +224,19 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   o->presence_penalty = (float)given(c, "--presence-penalty", 0.0);
   o->frequency_penalty = (float)given(c, "--frequency-penalty", 0.0);
   o->logprobs = (int)given(c, "--logprobs", 0);
+  for (int k = 0; k < c->n_bias; k++) { /* an insertion into the ascending list */
+    int at = 0;
+    while (at < o->n_bias && o->bias_id[at] < c->bias_id[k]) at++;
+    if (at < o->n_bias && o->bias_id[at] == c->bias_id[k]) {
+      o->bias[at] += c->bias[k];
+      continue;
+    }
+    memmove(o->bias_id + at + 1, o->bias_id + at, (size_t)(o->n_bias - at) * sizeof *o->bias_id);
+    memmove(o->bias + at + 1, o->bias + at, (size_t)(o->n_bias - at) * sizeof *o->bias);
+    o->bias_id[at] = c->bias_id[k];
+    o->bias[at] = c->bias[k];
+    o->n_bias++;
+  }
   *seed = c->sample_seed;
   if (!c->have_sample_seed) {
     struct timespec ts;
@@ -252,7 +267,24 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
       c->have_n |= strcmp(a, "-n") == 0;
       return 0;
     }
-  if (strcmp(a, "-r") == 0) {
+  if (strcmp(a, "-l") == 0) {
+    /* llama.cpp's form: TOKEN_ID, a sign, the amount (15043+1, 15043-inf) */
+    char *end;
+    errno = 0;
+    long id = strtol(v, &end, 10);
+    int ok = end != v && !errno && id >= 0 && id <= INT_MAX && (*end == '+' || *end == '-');
+    double x = ok ? strtod(end, &end) : 0;
+    if (!ok || *end || !(x < INFINITY) || c->n_bias == MKC_BIAS_CAP) {
+      char msg[200];
+      snprintf(msg, sizeof msg,
+               "%s: expected TOKEN_ID+BIAS or TOKEN_ID-BIAS (a number, or -inf to ban the token; "
+               "at most %d of them), got '%%s'",
+               spelled, MKC_BIAS_CAP);
+      return mkc_cli_usage_error(msg, v);
+    }
+    c->bias_id[c->n_bias] = (int)id;
+    c->bias[c->n_bias++] = (float)x;
+  } else if (strcmp(a, "-r") == 0) {
     if (c->n_reverse == MKC_REVERSE_MAX) {
       char msg[80];
       snprintf(msg, sizeof msg, "%s: at most %d reverse prompts, got '%%s' past them", spelled,

@@ -22,6 +22,11 @@ typedef struct mkc_cli {
   double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
   int top_k, repeat_last_n, logprobs;
   unsigned sampling_set;
+  /* -l/--logit-bias TOKEN_ID(+|-)BIAS, each time given, in order (mkc_cli_sampling sorts them
+   * and adds up a token's) */
+  int bias_id[MKC_BIAS_CAP];
+  float bias[MKC_BIAS_CAP];
+  int n_bias;
   const char *positional; /* gen GRAPH, compile KERNEL */
   /* Text prompts and chat (llama.cpp's spellings) */
   const char *prompt_file;      /* -f FILE: the prompt read from a file */
@@ -77,7 +82,8 @@ int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
 
 /* The request's sampling options from the flags: --temp (0, greedy, unless
  * given), and llama.cpp's defaults for what was not given (top-k 40, top-p
- * 0.95, min-p 0.05, repeat penalty 1 over the last 64 tokens); the seed is
+ * 0.95, min-p 0.05, repeat penalty 1 over the last 64 tokens); the logit
+ * biases by token, ascending (one token's given twice: their sum); the seed is
  * --seed, else one drawn now (*seed says which, for the stats line).
  * Checked (mkc_sampling_check): 0, or 2 after the message. */
 int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);

@@ -43,7 +43,8 @@ static const char USAGE[] =
     "  --format json|SCHEMA, -j SCHEMA, -jf FILE  every answer is JSON (an object, or\n"
     "                         what the schema validates), as for run\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
-    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
+    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias ID+B,\n"
+    "  --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
@@ -244,7 +245,7 @@ int mkc_cmd_chat(int argc, char **argv) {
                     "--verbose --top-k --top-p --min-p "
                     "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                     "--draft-layers -md --draft-head --rounds --format --json-schema-file "
-                    "-r --escape --no-escape",
+                    "-r --escape --no-escape -l",
                     0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;

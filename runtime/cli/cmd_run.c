@@ -68,6 +68,9 @@ static const char USAGE[] =
     "  --repeat-last-n N (64), --presence-penalty P (0), --frequency-penalty F (0)\n"
     "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
     "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
+    "  -l, --logit-bias ID+B  add B (or -B: ID-B; -inf bans the token) to token ID's\n"
+    "                         logit in the kernel, greedy or sampled (llama.cpp's form;\n"
+    "                         up to 128 tokens)\n"
     "  --draft-max K          drafts per step (0..31), verified in the kernel (greedy or\n"
     "                         sampled: lossless either way); from prompt lookup unless:\n"
     "  --draft-layers L       self-speculation: the model's first L layers, its final norm\n"
@@ -398,7 +401,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots --kv-pages --stages -r --escape --no-escape",
+      "--slots --kv-pages --stages -r --escape --no-escape -l",
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;

@@ -55,7 +55,8 @@ static const char USAGE[] =
     "(server-sent events; stream_options.include_usage ends them with the\n"
     "usage); response_format json_object or json_schema (ollama's format, \"json\"\n"
     "or a schema) constrains the answer to JSON, as run --format does (with\n"
-    "--parallel too); logit_bias is refused, not ignored. A chat's tools (the\n"
+    "--parallel too); logit_bias ({\"TOKEN_ID\": -100..100}) is added to the\n"
+    "logits in the kernel, greedy or sampled. A chat's tools (the\n"
     "qwen2.5, qwen3, llama3.1 and gpt-oss templates') come back as tool_calls;\n"
     "tool_choice is auto or none (a forced call is refused). A field not given\n"
     "is this command's option (the same defaults as run: greedy unless --temp).\n"
@@ -86,7 +87,8 @@ static const char USAGE[] =
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
     "                         (default -1: until the end or a full context)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
-    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, --draft-max K,\n"
+    "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias\n"
+    "  ID+B (a request's logit_bias replaces them), --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
@@ -577,7 +579,7 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling",
+                         "--api-key-file --pooling -l",
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;

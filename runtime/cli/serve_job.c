@@ -235,6 +235,12 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   /* the kernel computes them when asked for at least one (the token's own comes with it) */
   j->opt.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
   if (!r->have_seed) draw_seed(sv, &j->opt);
+  int last_bias = j->opt.n_bias > 0 ? j->opt.bias_id[j->opt.n_bias - 1] : -1;
+  if (last_bias >= sv->m->g.vocab) {
+    snprintf(why, cap, "logit_bias: token %d is outside the vocabulary (0..%d)", last_bias,
+             sv->m->g.vocab - 1);
+    return 400;
+  }
   if (mkc_sampling_check(&j->opt) != 0) {
     snprintf(why, cap, "the sampling options were refused (the server's log says why)");
     return 400;

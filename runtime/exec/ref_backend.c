@@ -53,6 +53,9 @@ static int step(mkc_backend *b, mkc_state *st) {
     const double *h = mkc_ref_hidden(r->ref, &n);
     for (int i = 0; h && i < n && i < g->dim; i++) r->hidden[(size_t)t * g->dim + i] = (float)h[i];
     if (t < t0) continue;
+    /* the request's logit bias, added where the kernel's LM head adds it */
+    for (int k = 0; k < st->sampling.n_bias; k++)
+      lg[st->sampling.bias_id[k]] += st->sampling.bias[k];
     for (int i = 0; i < g->vocab; i++) r->logits[(size_t)row * g->vocab + i] = (float)lg[i];
     choice[row] = mkc_argmax(lg, g->vocab);
   }

@@ -6,7 +6,9 @@
 #include "session.h"
 #include "draft.h"
 
+#include <math.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -434,6 +436,13 @@ int mkc_sampling_check(const mkc_sampling *o) {
     bad = "--repeat-last-n: expected 0..256";
   else if (o->logprobs < 0 || o->logprobs > MKC_LOGPROBS_MAX)
     bad = "--logprobs: expected 0..20";
+  else if (o->n_bias < 0 || o->n_bias > MKC_BIAS_CAP)
+    bad = "--logit-bias: at most 128 tokens";
+  for (int k = 0; !bad && k < o->n_bias; k++)
+    if (o->bias_id[k] < 0 || (k > 0 && o->bias_id[k] <= o->bias_id[k - 1]))
+      bad = "--logit-bias: token ids ascending, each once (mkc_sampling)";
+    else if (!(o->bias[k] < INFINITY)) /* NaN or +inf: no distribution is left */
+      bad = "--logit-bias: a bias is a number or -inf";
   if (bad) {
     fprintf(stderr, "mkc: error: %s\n", bad);
     return -1;
@@ -441,8 +450,18 @@ int mkc_sampling_check(const mkc_sampling *o) {
   return 0;
 }
 
-int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
+int mkc_sampling_check_vocab(const mkc_sampling *o, int vocab) {
   if (mkc_sampling_check(o) != 0) return -1;
+  if (o->n_bias > 0 && o->bias_id[o->n_bias - 1] >= vocab) {
+    fprintf(stderr, "mkc: error: --logit-bias: token %d is outside the vocabulary (0..%d)\n",
+            o->bias_id[o->n_bias - 1], vocab - 1);
+    return -1;
+  }
+  return 0;
+}
+
+int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
+  if (mkc_sampling_check_vocab(o, s->g->vocab) != 0) return -1;
   int on = MKC_SAMPLING_ON(o);
   if (on && strcmp(s->b->ops->name, "ref") == 0) {
     fprintf(stderr,
@@ -453,7 +472,11 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
   }
   /* Off is one value (zeros), so greedy requests write nothing to the device. */
   mkc_sampling v = *o;
-  if (!on) memset(&v, 0, sizeof v);
+  if (!on) { /* the logit bias applies greedy too (mkc_state.h) */
+    memset(&v, 0, offsetof(mkc_sampling, n_bias));
+    memset(v.bias_id + v.n_bias, 0, (size_t)(MKC_BIAS_CAP - v.n_bias) * sizeof *v.bias_id);
+    memset(v.bias + v.n_bias, 0, (size_t)(MKC_BIAS_CAP - v.n_bias) * sizeof *v.bias);
+  }
   if (memcmp(&v, &s->state.sampling, sizeof v) == 0) return 0;
   s->state.sampling = v;
   if (s->b->ops->write_sampling && s->b->ops->write_sampling(s->b, &s->state) != 0) return -1;

@@ -153,6 +153,8 @@ void mkc_session_reset(mkc_session *s);
 int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o);
 /* The same checks without a session: 0, or -1 after the message. */
 int mkc_sampling_check(const mkc_sampling *o);
+/* ... and the logit bias's ids inside a vocabulary of this size. */
+int mkc_sampling_check_vocab(const mkc_sampling *o, int vocab);
 const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 
 /* After a step with sampling.logprobs = N > 0: emitted token i's

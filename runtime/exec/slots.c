@@ -205,7 +205,7 @@ int mkc_slots_set_inputs(mkc_slots *p, int s, const int *inputs, int n, int n_fi
 }
 
 int mkc_slots_set_sampling(mkc_slots *p, int s, const mkc_sampling *o) {
-  if (bad_slot(p, s) || mkc_sampling_check(o) != 0) return -1;
+  if (bad_slot(p, s) || mkc_sampling_check_vocab(o, p->g->vocab) != 0) return -1;
   p->states[s].sampling = *o;
   return p->b->ops->write_sampling ? p->b->ops->write_sampling(p->b, p->states) : 0;
 }

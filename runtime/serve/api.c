@@ -2,6 +2,9 @@
 #include "api.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +14,7 @@
 #include "model/tojson.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
+#include "util/text.h"
 
 static int bad(char *why, size_t cap, const char *fmt, ...) {
   va_list ap;
@@ -368,6 +372,37 @@ static int read_schema(const cJSON *sch, const char *field, mkc_api_req *r, char
   return 0;
 }
 
+/* OpenAI's logit_bias: {"TOKEN_ID": BIAS, ...}, each bias -100..100 as OpenAI takes them; the
+ * kernel adds them to the logits (mkc_sampling's bias). The ids are checked against the
+ * vocabulary with the rest of the options. */
+static int read_logit_bias(const cJSON *bias, mkc_api_req *r, char *why, size_t cap) {
+  if (!cJSON_IsObject(bias))
+    return bad(why, cap, "logit_bias: expected an object of token ids to numbers");
+  r->have_bias = 1;
+  for (const cJSON *e = bias->child; e; e = e->next) {
+    char *end;
+    errno = 0;
+    long id = strtol(e->string, &end, 10);
+    if (!*e->string || *end || errno || id < 0 || id > INT_MAX ||
+        !isdigit((unsigned char)*e->string))
+      return bad(why, cap, "logit_bias: \"%s\" is no token id", mkc_shown(e->string));
+    if (!cJSON_IsNumber(e) || !(e->valuedouble >= -100 && e->valuedouble <= 100))
+      return bad(why, cap, "logit_bias[\"%s\"]: expected a number in -100..100", e->string);
+    if (r->n_bias == MKC_BIAS_CAP)
+      return bad(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
+    int at = 0; /* kept ascending; a key given twice is refused, not summed */
+    while (at < r->n_bias && r->bias_id[at] < id) at++;
+    if (at < r->n_bias && r->bias_id[at] == id)
+      return bad(why, cap, "logit_bias: token %ld is given twice", id);
+    memmove(r->bias_id + at + 1, r->bias_id + at, (size_t)(r->n_bias - at) * sizeof *r->bias_id);
+    memmove(r->bias + at + 1, r->bias + at, (size_t)(r->n_bias - at) * sizeof *r->bias);
+    r->bias_id[at] = (int)id;
+    r->bias[at] = (float)e->valuedouble;
+    r->n_bias++;
+  }
+  return 0;
+}
+
 /* OpenAI's fields that change the answer and that mkc either follows or
  * refuses, never drops: stream_options, logit_bias, response_format. */
 static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -378,10 +413,7 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
     if ((r->include_usage = flag(so, "include_usage", 0, why, cap)) < 0) return -1;
   }
   const cJSON *bias = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
-  if (bias && !cJSON_IsNull(bias) && (!cJSON_IsObject(bias) || cJSON_GetArraySize(bias) > 0))
-    return bad(why, cap,
-               "logit_bias: per-token biases are not offered (the kernel samples on the device "
-               "and takes none)");
+  if (bias && !cJSON_IsNull(bias) && read_logit_bias(bias, r, why, cap) != 0) return -1;
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(root, "reasoning_effort");
   if (effort && !cJSON_IsNull(effort)) {
     if (!cJSON_IsString(effort)) return bad(why, cap, "reasoning_effort: expected a string");
@@ -581,6 +613,11 @@ mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {
   if (r->have_seed) {
     o.seed_lo = (unsigned)r->seed;
     o.seed_hi = (unsigned)(r->seed >> 32);
+  }
+  if (r->have_bias) {
+    o.n_bias = r->n_bias;
+    memcpy(o.bias_id, r->bias_id, sizeof o.bias_id);
+    memcpy(o.bias, r->bias, sizeof o.bias);
   }
   return o;
 }

@@ -47,6 +47,10 @@ typedef struct mkc_api_req {
   unsigned set; /* a bit per sampling field given, MKC_API_* below */
   unsigned long long seed;
   int have_seed;
+  /* OpenAI's logit_bias (have_bias: given, replacing the server's -l): ascending ids, once each */
+  int have_bias, n_bias;
+  int bias_id[MKC_BIAS_CAP];
+  float bias[MKC_BIAS_CAP];
   /* ollama's API (/api/chat, /api/generate): its answers' shape; generate's
    * system message, raw (the prompt as it is, no template) and context (the
    * token ids an earlier answer returned, which the prompt continues) */

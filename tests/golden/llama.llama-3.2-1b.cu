@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 3f5c51e8bd649a15, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates 4925a9772c26d471, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -499,6 +499,7 @@ enum mkc_status {
 };
 
 #define MKC_HIST_CAP 256 /* repeat_last_n's cap: the penalties look this far back at most */
+#define MKC_BIAS_CAP 128 /* most tokens a request's logit bias names (--logit-bias, logit_bias) */
 #define MKC_LOGPROBS_MAX 20
 /* Per input position, in the kernel's scratch when logprobs > 0: max logit,
  * log normalizer, 1 / temperature, the emitted token's log-probability, then
@@ -532,6 +533,13 @@ typedef struct mkc_sampling {
   int repeat_last_n;             /* the penalties look at the last N tokens, 0..MKC_HIST_CAP */
   unsigned int seed_lo, seed_hi; /* the Philox key */
   int logprobs;                  /* 0..MKC_LOGPROBS_MAX: top-N log-probabilities per token */
+  /* llama.cpp's --logit-bias, OpenAI's logit_bias: bias[k] is added to token bias_id[k]'s logit
+   * where the LM head writes it, before the greedy choice, the penalties and the sampler see it
+   * (-inf: never chosen). Ids ascending, each once. It applies greedy too: not part of
+   * MKC_SAMPLING_ON, and kept when the rest is off. */
+  int n_bias;
+  int bias_id[MKC_BIAS_CAP];
+  float bias[MKC_BIAS_CAP];
 } mkc_sampling;
 
 /* Whether the options send a step through the sampler: a temperature, a
@@ -551,8 +559,6 @@ typedef struct mkc_state {
   int step;               /* steps run */
   unsigned barrier_count; /* grid barrier: blocks arrived in this generation */
   unsigned barrier_gen;   /* grid barrier: generation, bumped by the last arriver */
-  /* host-written once per request */
-  mkc_sampling sampling;
   /* kernel-written each step */
   int out_tokens[MKC_T_CAP]; /* greedy choices after the fixed inputs: n_out of them */
   /* rounds in one launch (round_max > 1), last: the host reads back n_rounds of them */
@@ -577,6 +583,9 @@ typedef struct mkc_state {
   int n_fixed; /* inputs[1..n_fixed] are known (prompt) and accepted unconditionally; a step of
                   T > t_max inputs (a prompt chunk, templates/gemm.cuh) has n_fixed = T - 1 */
   int inputs[MKC_CHUNK_CAP];
+  /* host-written once per request, past what a step copies in or out: its 1 KB of biases cost
+   * no step a byte */
+  mkc_sampling sampling;
 } mkc_state;
 
 #endif
@@ -890,6 +899,23 @@ MKC_DEVICE int mkc_row_pos(const mkc_rowmap *rows, int pos, int t) {
 /* Row t's slot (a mapped step's). */
 MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
   return rows->single >= 0 ? rows->single : rows->slot[t];
+}
+
+/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
+ * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
+ * no LM head). The ids are ascending: a binary search. */
+MKC_DEVICE float mkc_row_logit_bias(const mkc_state *st, const mkc_rowmap *rows, int t, int id) {
+  if (!st) return 0.0f;
+  const mkc_sampling *o = &st[MKC_SLOTS > 0 && rows ? mkc_row_slot(rows, t) : 0].sampling;
+  int lo = 0, hi = o->n_bias;
+  while (lo < hi) {
+    int mid = (lo + hi) >> 1;
+    if (o->bias_id[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < o->n_bias && o->bias_id[lo] == id ? o->bias[lo] : 0.0f;
 }
 
 /* Where row t's position p is in a kv head's block of kv_rows rows, in KV
@@ -4325,15 +4351,17 @@ MKC_DEVICE_CALLED void mkc_gemm_tile(mkc_wcat w, mkc_gemm_cols cols, int quantiz
 MKC_DEVICE int mkc_gemm_m_tiles(int T) { return (T + MKC_GEMM_BM - 1) / MKC_GEMM_BM; }
 
 /* out[t][r] = W[r] . in[t] (times 1 / rms(in[t]) with norm_w; + bias[r] where bias is not 0), or +=
- * with accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v, each row's best
- * (value, r) over the block's tiles is kept in best_v[t], best_i[t] (smem; row m0 + r is thread r's
- * in every tile). */
+ * with accumulate (residual epilogue): the tiled twin of mkc_matvec. With best_v (the LM head's),
+ * each row's best (value, r) over the block's tiles is kept in best_v[t], best_i[t] (smem; row m0 +
+ * r is thread r's in every tile), the values capped and given their logit bias (st, rmap: as
+ * mkc_lm_head's; 0 in any other matmul). */
 MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int n_chunks,
                                        const float *x, int x_stride, int n_x,
                                        const mkc_bf16 *norm_w, float eps, float *out,
                                        int out_stride, int accumulate, const mkc_bf16 *bias, int T,
-                                       float *best_v, int *best_i, float *a_tile, float *w_tile,
-                                       float *c_tile, float *ssq, float *inv_rms) {
+                                       const mkc_state *st, const mkc_rowmap *rmap, float *best_v,
+                                       int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                       float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
@@ -4345,12 +4373,14 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       int r = e / MKC_GEMM_BN, j = e % MKC_GEMM_BN;
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
-      if (best_v) v = mkc_logit(v); /* the LM head's: capped before they are written or ranked */
+      if (best_v) /* the LM head's: capped and biased before they are written or ranked */
+        v = mkc_logit(v) + mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
       mkc_put(out + (long)(m0 + r) * out_stride + n0 + j, v, bias, n0 + j, accumulate);
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
-        float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f));
+        float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f)) +
+                  mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
         if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
           best_v[m0 + r] = v;
           best_i[m0 + r] = n0 + j;
@@ -4368,16 +4398,17 @@ MKC_DEVICE_CALLED void mkc_gemm_lm_head(mkc_wmat w, int rows, int quantized, int
                                         const float *x, int x_stride, int n_x,
                                         const mkc_bf16 *norm_w, float eps, float *logits,
                                         int logits_stride, int T, float *part_val, int *part_idx,
-                                        float *best_v, int *best_i, float *a_tile, float *w_tile,
-                                        float *c_tile, float *ssq, float *inv_rms) {
+                                        const mkc_state *st, const mkc_rowmap *rmap, float *best_v,
+                                        int *best_i, float *a_tile, float *w_tile, float *c_tile,
+                                        float *ssq, float *inv_rms) {
   /* no barrier: mkc_gemm_tile's come before any other thread reads these */
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     best_v[t] = MKC_NEG_MAX;
     best_i[t] = 0x7fffffff;
   }
   mkc_gemm_matvec(w, rows, quantized, n_chunks, x, x_stride, n_x, norm_w, eps, logits,
-                  logits_stride, 0, (const mkc_bf16 *)0, T, best_v, best_i, a_tile, w_tile, c_tile,
-                  ssq, inv_rms);
+                  logits_stride, 0, (const mkc_bf16 *)0, T, st, rmap, best_v, best_i, a_tile,
+                  w_tile, c_tile, ssq, inv_rms);
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     part_val[mkc_bid() * MKC_STEP_ROWS + t] = best_v[t];
     part_idx[mkc_bid() * MKC_STEP_ROWS + t] = best_i[t];
@@ -5079,7 +5110,8 @@ MKC_DEVICE_CALLED void mkc_attention(const float *q, int q_stride, const mkc_kv 
  * lower row), and lane q = 0 writes the warp's into warp_val and warp_idx. */
 MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                 const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                                int logits_stride, int T, float *warp_val, int *warp_idx) {
+                                int logits_stride, int t0, int T, const mkc_state *st,
+                                const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, step = mkc_grid_warps() * 8;
   float best_v[MKC_MV_MT];
   int best_i[MKC_MV_MT];
@@ -5097,7 +5129,8 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
-        float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]);
+        float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
+                  mkc_row_logit_bias(st, rmap, t0 + t, r);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -5126,14 +5159,17 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
 /* LM head with the greedy choice fused in: each warp keeps its best (logit,
  * row) per token while it writes logits, the block reduces its warps, and
  * per-block partials ([block][MKC_STEP_ROWS]) go to scratch for mkc_accept.
- * Ties go to the lower id.
+ * Ties go to the lower id. Each logit has its row's request's logit bias
+ * added (mkc_row_logit_bias: st, the state or the slots' states; rmap, a slot
+ * kernel's row map, else 0) before it is written or ranked.
  * Only inputs t0 .. T - 1 (a prompt chunk: its last) get logits, at rows
  * t - t0 of logits and of the partials. */
 /* The warps' best rows on CUDA cores: MKC_ROWS rows a warp (mkc_dot_row_block),
  * every lane with every row's logit; lane 0 writes logits and the warp's best. */
 MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                                   const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                                  int logits_stride, int T, float *warp_val, int *warp_idx) {
+                                  int logits_stride, int t0, int T, const mkc_state *st,
+                                  const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   float acc[MKC_ROWS * MKC_T_MAX], best_v[MKC_T_MAX];
   int best_i[MKC_T_MAX];
   for (int t = 0; t < MKC_T_MAX; t++) {
@@ -5149,7 +5185,7 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
-        float v = mkc_logit(acc[r * MKC_T_MAX + t]);
+        float v = mkc_logit(acc[r * MKC_T_MAX + t]) + mkc_row_logit_bias(st, rmap, t0 + t, r0 + r);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;
@@ -5167,18 +5203,19 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
 
 MKC_DEVICE void mkc_lm_head(mkc_wmat w, int rows, int n_chunks, const float *x, int x_stride,
                             const mkc_bf16 *norm_w, const float *inv_rms, float *logits,
-                            int logits_stride, int t0, int T, float *part_val, int *part_idx,
-                            float *warp_val, int *warp_idx) {
+                            int logits_stride, int t0, int T, const mkc_state *st,
+                            const mkc_rowmap *rmap, float *part_val, int *part_idx, float *warp_val,
+                            int *warp_idx) {
   x += (long)t0 * x_stride;
   T -= t0;
 #if MKC_MMA_DECODE
   if (w.type == MKC_W_BF16) /* 8 rows a warp on tensor cores (templates/matvec.cuh) */
-    mkc_lm_head_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
-                    warp_val, warp_idx);
+    mkc_lm_head_mma(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, t0, T,
+                    st, rmap, warp_val, warp_idx);
   else
 #endif
-    mkc_lm_head_cores(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, T,
-                      warp_val, warp_idx);
+    mkc_lm_head_cores(w, rows, n_chunks, x, x_stride, norm_w, inv_rms, logits, logits_stride, t0, T,
+                      st, rmap, warp_val, warp_idx);
   mkc_sync_block();
   for (int t = mkc_tid(); t < T; t += MKC_THREADS) {
     float v = MKC_NEG_MAX;
@@ -6086,7 +6123,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6090 "llama.llama-3.2-1b.cu"
+#line 6127 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
@@ -6659,7 +6696,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 0, 256, scratch + 524288, 2048, 2048, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
+                    (const mkc_state *)0, (const mkc_rowmap *)0, (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_matvec(mkc_wmat_of(weights + lay_i[6], 4096, MKC_W_BF16), 2048, 256, scratch + 524288, 2048, (const mkc_bf16 *)0, (float *)0, 2048, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
@@ -6695,7 +6732,7 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T > MKC_T_MAX) { /* a prompt chunk: tiled, on tensor cores */
     mkc_gemm_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 0, 1024, scratch + 786432, 8192, 8192, (const mkc_bf16 *)0, 0.0f,
                     scratch + 0, 2048, 1, (const mkc_bf16 *)0, T,
-                    (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
+                    (const mkc_state *)0, (const mkc_rowmap *)0, (float *)0, (int *)0, (float *)(smem + 880), (float *)(smem + 10096), (float *)(smem + 19312), (float *)(smem + 36720), (float *)(smem + 38768));
   } else {
     if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
       mkc_matvec(mkc_wmat_of(weights + lay_i[10], 16384, MKC_W_BF16), 2048, 1024, scratch + 786432, 8192, (const mkc_bf16 *)0, (float *)0, 8192, 0.0f, (float *)0, scratch + 0, 2048, 1, (const mkc_bf16 *)0, 1, (float *)(smem + 0), (float *)0);
@@ -6717,12 +6754,12 @@ MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_sta
   if (T == 1) { /* one input: T = 1, t0 = 0 written as literals */
     mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, 0, 1, (float *)(smem + 0), (float *)(smem + 32));
     mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
-                scratch + 1835008, 128256, 0, 1, scratch + 2476288, (int *)(scratch + 2481408),
+                scratch + 1835008, 128256, 0, 1, state, (const mkc_rowmap *)0, scratch + 2476288, (int *)(scratch + 2481408),
                 (float *)(smem + 48), (int *)(smem + 128));
   } else {
     mkc_rms_prologue(scratch + 0, 2048, 2048, 1e-05f, t0, T, (float *)(smem + 0), (float *)(smem + 32));
     mkc_lm_head(mkc_wmat_of(weights + 0, 4096, MKC_W_BF16), 128256, 256, scratch + 0, 2048, weights + 1235812352, (float *)(smem + 0),
-                scratch + 1835008, 128256, t0, T, scratch + 2476288, (int *)(scratch + 2481408),
+                scratch + 1835008, 128256, t0, T, state, (const mkc_rowmap *)0, scratch + 2476288, (int *)(scratch + 2481408),
                 (float *)(smem + 48), (int *)(smem + 128));
   }
   mkc_flow_arrive(state); /* next stage reads logits (line 432) written by another block */
