@@ -43,8 +43,8 @@ static void api(const char *body, size_t n) {
     check(r.max_tokens == -1 || r.max_tokens >= 1);
     check(r.n_bias >= 0 && r.n_bias <= MKC_BIAS_CAP && (r.have_bias || r.n_bias == 0));
     for (int i = 0; i < r.n_bias; i++) /* logit_bias: ascending ids, once each, OpenAI's range */
-      check(r.bias_id[i] >= 0 && (i == 0 || r.bias_id[i] > r.bias_id[i - 1]) &&
-            r.bias[i] >= -100 && r.bias[i] <= 100);
+      check(r.bias_id[i] >= 0 && (i == 0 || r.bias_id[i] > r.bias_id[i - 1]) && r.bias[i] >= -100 &&
+            r.bias[i] <= 100);
     mkc_api_sampling(&r, (mkc_sampling){0});
     mkc_api_req_free(&r);
   }

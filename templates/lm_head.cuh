@@ -20,12 +20,15 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
     mkc_mma_row_block(w, rows, r0, wr);
     mkc_mma_row_block(w, rows, r0 + step, next);
     mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    float bias[2]; /* a plain kernel's inputs are one request's: the lane's two rows' biases */
+    for (int e = 0; e < 2; e++)
+      bias[e] = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e);
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
         float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
-                  mkc_row_logit_bias(st, rmap, t0 + t, r);
+                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -74,19 +77,23 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+    for (int r = 0; r < MKC_ROWS; r++) { /* compile-time bounds: acc stays in registers */
+      /* a plain kernel's inputs are one request's: its bias, looked up once a row */
+      float bias = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + r);
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
-        float v = mkc_logit(acc[r * MKC_T_MAX + t]) + mkc_row_logit_bias(st, rmap, t0 + t, r0 + r);
+        float v = mkc_logit(acc[r * MKC_T_MAX + t]) +
+                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;
           best_i[t] = r0 + r;
         }
       }
+    }
   }
   if (mkc_lane() == 0)
     for (int t = 0; t < MKC_T_MAX; t++) {

@@ -27,11 +27,11 @@ expect_error "129 biases" \
 # (its biases add up), out of order.
 bias=(-l 70-inf -l 144+0.4 -l 30-1.5 -l 144+0.35 -l 12+2)
 for p in tiny odd qwen3-tiny gemma-tiny; do
+  want=$(r --preset $p --prompt-ids 3,1,4,1,5 --backend ref "${bias[@]}")
+  plain=$(r --preset $p --prompt-ids 3,1,4,1,5 --backend ref)
   for how in "" "--draft-max 4" "--draft-max 3 --rounds 4"; do
     # shellcheck disable=SC2086 # the drafts' flags, split
     got=$(r --preset $p --prompt-ids 3,1,4,1,5 --backend cpu $how "${bias[@]}")
-    want=$(r --preset $p --prompt-ids 3,1,4,1,5 --backend ref "${bias[@]}")
-    plain=$(r --preset $p --prompt-ids 3,1,4,1,5 --backend ref)
     if [ -n "$want" ] && [ "$got" = "$want" ] && [ "$want" != "$plain" ]; then
       ok "$p ${how:-one token a step}: kernel = reference with the biases (and not without them)"
     else

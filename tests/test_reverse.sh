@@ -9,8 +9,8 @@ source "$(dirname "$0")/lib.sh"
 expect_error "-r without a model" \
   "mkc: error: run: -r (a reverse prompt) needs a model with a tokenizer (-m)" \
   -- run --preset tiny --random-weights 1 -n 3 -r x
-expect_error "-r with --batch" \
-  "mkc: error: run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, --reasoning-budget, --json, --logprobs, -r, --rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, --draft-head (drafts: prompt lookup, --draft-max per slot)" \
+expect_error "-r with --batch, no model" \
+  "mkc: error: run --batch: -r (a reverse prompt) needs the model's tokenizer: -m" \
   -- run --preset tiny --random-weights 1 --batch /dev/null -r x
 expect_error "an empty -r" "mkc: error: -r: an empty reverse prompt would end generation at once" \
   -- run --preset tiny --random-weights 1 -n 3 -r ''
@@ -123,6 +123,29 @@ if [ -n "$im" ] && grep -q "\"generated\":$im," "$tmp/r.json"; then
   ok "-r '<|im_start|>': ends at that control token (token $im)"
 else
   fail "-r '<|im_start|>'" "want ${im:-a <|im_start|> in 16 tokens}" "$(tail -n 1 "$tmp/r.json")"
+fi
+
+# run --batch: each line ends at its reverse prompt as it does alone (lines on a slot kernel, their
+# completions one a line with newlines as \n); the stats count the tokens up to it.
+# The last line's drafts are all accepted: its string ends inside a step of 5 tokens.
+printf 'The capital of France is\nOnce upon a time\nThe capital of Germany is\n%s\n' \
+  "1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6, 1, 2" >"$tmp/lines"
+rs=(-r "The answer" -r " a " -r "Berlin" -r "4, 5, 6, 1")
+"$mkc" run -m "$model" --batch "$tmp/lines" -n 24 "${rs[@]}" --draft-max 4 >"$tmp/batch" 2>"$tmp/err"
+: >"$tmp/solo"
+total=0
+while read -r line; do
+  "$mkc" run -m "$model" -p "$line" -n 24 "${rs[@]}" --no-display-prompt --json --backend ref >"$tmp/j" 2>/dev/null
+  python3 -c "
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+print(''.join(json.loads(l)['text'] for l in lines[:-1]).replace('\\\\', '\\\\\\\\').replace('\\n', '\\\\n'))" "$tmp/j" >>"$tmp/solo"
+  total=$((total + $(tail -n 1 "$tmp/j" | sed -E 's/.*"generated":([0-9]+).*/\1/')))
+done <"$tmp/lines"
+if cmp -s "$tmp/batch" "$tmp/solo" && grep -q "generated $total tokens" "$tmp/err"; then
+  ok "run --batch -r: each line ends where it ends alone (the reference's), $total tokens counted"
+else
+  fail "run --batch -r" "$(diff "$tmp/solo" "$tmp/batch")" "want $total tokens: $(tail -n 1 "$tmp/err")"
 fi
 
 # chat: an answer ends at the reverse prompt and the chat goes on.

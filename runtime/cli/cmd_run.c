@@ -106,7 +106,8 @@ static const char USAGE[] =
     "                         line i samples with seed S + i; -n per line (default:\n"
     "                         until the end with -m, else 16); the stats give the\n"
     "                         aggregate tokens/s and the KV bytes held; with --format,\n"
-    "                         each line's answer is JSON\n"
+    "                         each line's answer is JSON; with -r, each line ends at its\n"
+    "                         reverse prompt\n"
     "  --slots B              with --batch: sequences per step (2..64, default 4), each\n"
     "                         with 1 + --draft-max inputs: B x (K + 1) <= 32\n"
     "  --kv-pages N           with --batch: the slots share N KV pages of 16 positions\n"
@@ -240,16 +241,19 @@ static int check_batch_flags(mkc_cli *c) {
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
   if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
-      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head || c->n_reverse)
+      c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
         "%s", "run --batch takes none of --chat, -sys, --chat-template, --reasoning-effort, "
               "--reasoning-budget, --json, "
-              "--logprobs, -r, "
+              "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
   if ((c->format || c->schema_file) && !c->model_path)
     return mkc_cli_usage_error("%s", "run --batch: --format (JSON output) needs the model's "
                                      "tokenizer: -m, and text on the file's lines");
+  if (c->n_reverse && !c->model_path)
+    return mkc_cli_usage_error("%s", "run --batch: -r (a reverse prompt) needs the model's "
+                                     "tokenizer: -m");
   int rc = mkc_json_format_check(c, "run --batch");
   if (rc) return rc;
   if (c->model_path) return mkc_cli_check_model(c, "run");

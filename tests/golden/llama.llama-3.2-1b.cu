@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset llama-3.2-1b
- * hashes:  graph af03e9d6dcd5419b, templates 4925a9772c26d471, options 380dc56497bb469f
+ * hashes:  graph af03e9d6dcd5419b, templates ee9afe1ca0264df1, options 380dc56497bb469f
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 4096, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    85 stages, 0 grid barriers, 84 flow waits; scratch 4701632 floats, KV 67108864 bf16, weights 1235814400 bf16, smem 44544 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -5125,12 +5125,15 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
     mkc_mma_row_block(w, rows, r0, wr);
     mkc_mma_row_block(w, rows, r0 + step, next);
     mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
+    float bias[2]; /* a plain kernel's inputs are one request's: the lane's two rows' biases */
+    for (int e = 0; e < 2; e++)
+      bias[e] = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e);
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
         float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
-                  mkc_row_logit_bias(st, rmap, t0 + t, r);
+                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -5179,19 +5182,23 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
   int step = mkc_grid_warps() * MKC_ROWS;
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
-    for (int r = 0; r < MKC_ROWS; r++) /* compile-time bounds: acc stays in registers */
+    for (int r = 0; r < MKC_ROWS; r++) { /* compile-time bounds: acc stays in registers */
+      /* a plain kernel's inputs are one request's: its bias, looked up once a row */
+      float bias = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + r);
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
-        float v = mkc_logit(acc[r * MKC_T_MAX + t]) + mkc_row_logit_bias(st, rmap, t0 + t, r0 + r);
+        float v = mkc_logit(acc[r * MKC_T_MAX + t]) +
+                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;
           best_i[t] = r0 + r;
         }
       }
+    }
   }
   if (mkc_lane() == 0)
     for (int t = 0; t < MKC_T_MAX; t++) {
@@ -6123,7 +6130,7 @@ MKC_CONSTANT int mkc_layer_i[16][11] = {
   {1114171392, 1118365696, 1119414272, 1114169344, 58720256, 60817408, 1120462848, 1124659200, 1141436416, 1124657152, 1158213632},
   {1174992896, 1179187200, 1180235776, 1174990848, 62914560, 65011712, 1181284352, 1185480704, 1202257920, 1185478656, 1219035136},
 };
-#line 6127 "llama.llama-3.2-1b.cu"
+#line 6134 "llama.llama-3.2-1b.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
