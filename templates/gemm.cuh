@@ -378,6 +378,7 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
                                        float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
+  const int biased = best_v && mkc_step_logit_biased(st, rmap); /* the LM head's, if any */
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
     int m0 = (tile % m_tiles) * MKC_GEMM_BM, n0 = (tile / m_tiles) * MKC_GEMM_BN;
     mkc_gemm_cols cols = mkc_gemm_cols_of(n0, rows - n0, n0 + 32, rows - n0 - 32);
@@ -388,13 +389,13 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
       if (best_v) /* the LM head's: capped and biased before they are written or ranked */
-        v = mkc_logit(v) + mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
+        v = mkc_logit(v) + (biased ? mkc_row_logit_bias(st, rmap, m0 + r, n0 + j) : 0.0f);
       mkc_put(out + (long)(m0 + r) * out_stride + n0 + j, v, bias, n0 + j, accumulate);
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
         float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f)) +
-                  mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
+                  (biased ? mkc_row_logit_bias(st, rmap, m0 + r, n0 + j) : 0.0f);
         if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
           best_v[m0 + r] = v;
           best_i[m0 + r] = n0 + j;

@@ -8,6 +8,7 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
                                 int logits_stride, int t0, int T, const mkc_state *st,
                                 const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, step = mkc_grid_warps() * 8;
+  const int biased = mkc_step_logit_biased(st, rmap); /* else no row looks its bias up */
   float best_v[MKC_MV_MT];
   int best_i[MKC_MV_MT];
   for (int m = 0; m < MKC_MV_MT; m++) {
@@ -22,13 +23,13 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
     mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
     float bias[2]; /* a plain kernel's inputs are one request's: the lane's two rows' biases */
     for (int e = 0; e < 2; e++)
-      bias[e] = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e);
+      bias[e] = biased && MKC_SLOTS == 0 ? mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e) : 0.0f;
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
         float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
-                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
+                  (biased && MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -75,18 +76,19 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
     best_i[t] = 0x7fffffff;
   }
   int step = mkc_grid_warps() * MKC_ROWS;
+  const int biased = mkc_step_logit_biased(st, rmap); /* else no row looks its bias up */
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     for (int r = 0; r < MKC_ROWS; r++) { /* compile-time bounds: acc stays in registers */
       /* a plain kernel's inputs are one request's: its bias, looked up once a row */
-      float bias = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + r);
+      float bias = biased && MKC_SLOTS == 0 ? mkc_row_logit_bias(st, rmap, t0, r0 + r) : 0.0f;
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
         float v = mkc_logit(acc[r * MKC_T_MAX + t]) +
-                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
+                  (biased && MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;

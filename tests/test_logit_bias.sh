@@ -104,4 +104,14 @@ else
   fail "biased log-probabilities" "$(head -c 300 "$tmp/lpb")" "$(cat "$tmp/err")"
 fi
 
+# bench -l: every test runs with the table (its cost on a GPU: tests/gpu/shapes.sh's bias128-t1).
+"$mkc" bench --preset tiny --random-weights 1 -p 8 -n 8 --backend cpu -l 201+1000 -l 5-inf >"$tmp/bench" 2>"$tmp/err"
+if grep -q '^Every test with 2 logit biases (-l)\.$' "$tmp/bench" && grep -q '| tg8 sampled |' "$tmp/bench"; then
+  ok "bench -l: the tests run with the biases, and say so"
+else
+  fail "bench -l" "$(cat "$tmp/bench" "$tmp/err")"
+fi
+expect_error "bench -l past the vocabulary" "mkc: error: --logit-bias: token 500 is outside the vocabulary (0..255)" \
+  -- bench --preset tiny --random-weights 1 -p 8 -n 8 --backend cpu -l 500+1
+
 finish

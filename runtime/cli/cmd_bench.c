@@ -131,6 +131,8 @@ static const char USAGE[] =
     "                         with stage timers), greedy and sampled, next to the\n"
     "                         bytes it moves and the time they take at the copy\n"
     "                         bandwidth measured here\n"
+    "  -l, --logit-bias ID+B  every test with these logit biases (as run's), greedy\n"
+    "                         and sampled: what a table of them costs the LM head\n"
     "  --ctx N, --kv-dtype T, --blocks B (-t N), --dequant, --ubatch N,\n"
     "  --draft-layers L, -md FILE, --draft-head, --rounds R, --draft-adaptive,\n"
     "  --draft-min K: as for run\n";
@@ -142,7 +144,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
       "--dequant -p -d --stages --draft-layers -md --draft-head --ubatch --rounds --draft-adaptive "
-      "--draft-min",
+      "--draft-min -l",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
@@ -278,6 +280,16 @@ int mkc_cmd_bench(int argc, char **argv) {
                                                                             .repeat_penalty = 1.0f,
                                                                             .repeat_last_n = 64,
                                                                             .seed_lo = 1};
+  mkc_sampling given; /* -l: its biases on both */
+  unsigned long long unused;
+  if (mkc_cli_sampling(&c, &given, &unused) != 0 ||
+      mkc_sampling_check_vocab(&given, m.g.vocab) != 0)
+    goto done;
+  greedy.n_bias = sampled.n_bias = given.n_bias;
+  memcpy(greedy.bias_id, given.bias_id, sizeof given.bias_id);
+  memcpy(greedy.bias, given.bias, sizeof given.bias);
+  memcpy(sampled.bias_id, given.bias_id, sizeof given.bias_id);
+  memcpy(sampled.bias, given.bias, sizeof given.bias);
   int n_tests = bench_tests(&c, n_pp, tests);
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
@@ -311,6 +323,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
          "stream once per kernel step: weights GB/s = steps/s x %s.\n",
          backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
+  if (given.n_bias) printf("Every test with %d logit biases (-l).\n", given.n_bias);
   if (c.stages && mkc_bench_stages(m.s, &m.g, m.src.source, hist + depth, 1,
                                    c.n_gen < m.g.max_ctx - depth - 1 ? c.n_gen : 1, &greedy,
                                    &sampled, copy_gbs) != 0)

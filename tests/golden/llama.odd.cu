@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset odd
- * hashes:  graph af03e9d6dcd5419b, templates ee9afe1ca0264df1, options 22f3ac7b51cc1f37
+ * hashes:  graph af03e9d6dcd5419b, templates 0b80c01475bf0eed, options 22f3ac7b51cc1f37
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 384, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 127296 floats, KV 36864 bf16, weights 147072 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -904,6 +904,16 @@ MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
 /* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
  * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
  * no LM head). The ids are ascending: a binary search. */
+/* Whether any row of the step has a logit bias to look up (st 0: none), read once before an LM
+ * head's rows, so that a step with none spends nothing a row on it. */
+MKC_DEVICE int mkc_step_logit_biased(const mkc_state *st, const mkc_rowmap *rows) {
+  if (!st) return 0;
+  if (MKC_SLOTS == 0 || !rows) return st->sampling.n_bias > 0;
+  for (int s = 0; s < MKC_SLOT_N; s++)
+    if (rows->count[s] > 0 && st[s].sampling.n_bias > 0) return 1;
+  return 0;
+}
+
 MKC_DEVICE float mkc_row_logit_bias(const mkc_state *st, const mkc_rowmap *rows, int t, int id) {
   if (!st) return 0.0f;
   const mkc_sampling *o = &st[MKC_SLOTS > 0 && rows ? mkc_row_slot(rows, t) : 0].sampling;
@@ -4364,6 +4374,7 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
                                        float *ssq, float *inv_rms) {
   mkc_wcat wc = mkc_wcat_of(w, rows, w, 0, w, 0);
   int m_tiles = mkc_gemm_m_tiles(T), n_tiles = (rows + MKC_GEMM_BN - 1) / MKC_GEMM_BN;
+  const int biased = best_v && mkc_step_logit_biased(st, rmap); /* the LM head's, if any */
   for (int tile = mkc_bid(); tile < m_tiles * n_tiles; tile += mkc_nblocks()) {
     int m0 = (tile % m_tiles) * MKC_GEMM_BM, n0 = (tile / m_tiles) * MKC_GEMM_BN;
     mkc_gemm_cols cols = mkc_gemm_cols_of(n0, rows - n0, n0 + 32, rows - n0 - 32);
@@ -4374,13 +4385,13 @@ MKC_DEVICE_CALLED void mkc_gemm_matvec(mkc_wmat w, int rows, int quantized, int 
       if (m0 + r >= T || n0 + j >= rows) continue;
       float v = c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f);
       if (best_v) /* the LM head's: capped and biased before they are written or ranked */
-        v = mkc_logit(v) + mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
+        v = mkc_logit(v) + (biased ? mkc_row_logit_bias(st, rmap, m0 + r, n0 + j) : 0.0f);
       mkc_put(out + (long)(m0 + r) * out_stride + n0 + j, v, bias, n0 + j, accumulate);
     }
     for (int r = mkc_tid(); best_v && r < MKC_GEMM_BM && m0 + r < T; r += MKC_THREADS)
       for (int j = 0; j < MKC_GEMM_BN && n0 + j < rows; j++) {
         float v = mkc_logit(c_tile[r * (MKC_GEMM_BN + 4) + j] * (norm_w ? inv_rms[r] : 1.0f)) +
-                  mkc_row_logit_bias(st, rmap, m0 + r, n0 + j);
+                  (biased ? mkc_row_logit_bias(st, rmap, m0 + r, n0 + j) : 0.0f);
         if (mkc_better(v, n0 + j, best_v[m0 + r], best_i[m0 + r])) {
           best_v[m0 + r] = v;
           best_i[m0 + r] = n0 + j;
@@ -5113,6 +5124,7 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
                                 int logits_stride, int t0, int T, const mkc_state *st,
                                 const mkc_rowmap *rmap, float *warp_val, int *warp_idx) {
   int g = mkc_lane() >> 2, q = mkc_lane() & 3, step = mkc_grid_warps() * 8;
+  const int biased = mkc_step_logit_biased(st, rmap); /* else no row looks its bias up */
   float best_v[MKC_MV_MT];
   int best_i[MKC_MV_MT];
   for (int m = 0; m < MKC_MV_MT; m++) {
@@ -5127,13 +5139,13 @@ MKC_DEVICE void mkc_lm_head_mma(mkc_wmat w, int rows, int n_chunks, const float 
     mkc_mma_rows(wr, next, 1, n_chunks, x, x_stride, norm_w, T, o);
     float bias[2]; /* a plain kernel's inputs are one request's: the lane's two rows' biases */
     for (int e = 0; e < 2; e++)
-      bias[e] = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e);
+      bias[e] = biased && MKC_SLOTS == 0 ? mkc_row_logit_bias(st, rmap, t0, r0 + 2 * q + e) : 0.0f;
     for (int m = 0; m < MKC_MV_MT; m++) /* compile-time bounds: o stays in registers */
       for (int e = 0; e < 2; e++) {
         int t = 8 * m + g, r = r0 + 2 * q + e;
         if (t >= T || r >= rows) continue;
         float v = mkc_logit(norm_w ? o[m * 2 + e] * inv_rms[t] : o[m * 2 + e]) +
-                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
+                  (biased && MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r) : bias[e]);
         logits[t * logits_stride + r] = v;
         if (mkc_better(v, r, best_v[m], best_i[m])) {
           best_v[m] = v;
@@ -5180,18 +5192,19 @@ MKC_DEVICE void mkc_lm_head_cores(mkc_wmat w, int rows, int n_chunks, const floa
     best_i[t] = 0x7fffffff;
   }
   int step = mkc_grid_warps() * MKC_ROWS;
+  const int biased = mkc_step_logit_biased(st, rmap); /* else no row looks its bias up */
   for (int r0 = mkc_grid_warp() * MKC_ROWS; r0 < rows; r0 += step) {
     mkc_dot_row_block(w, rows, r0, step, n_chunks, x, x_stride, norm_w, inv_rms, T, acc);
     for (int r = 0; r < MKC_ROWS; r++) { /* compile-time bounds: acc stays in registers */
       /* a plain kernel's inputs are one request's: its bias, looked up once a row */
-      float bias = MKC_SLOTS > 0 ? 0.0f : mkc_row_logit_bias(st, rmap, t0, r0 + r);
+      float bias = biased && MKC_SLOTS == 0 ? mkc_row_logit_bias(st, rmap, t0, r0 + r) : 0.0f;
       for (int t = 0; t < MKC_T_MAX; t++) {
         if (r0 + r >= rows || t >= T) break;
 #ifdef MKC_CPU
         if (mkc_lane() != 0) continue; /* lanes run one by one here: only lane 0's choice is kept */
 #endif
         float v = mkc_logit(acc[r * MKC_T_MAX + t]) +
-                  (MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
+                  (biased && MKC_SLOTS > 0 ? mkc_row_logit_bias(st, rmap, t0 + t, r0 + r) : bias);
         if (mkc_lane() == 0) logits[t * logits_stride + r0 + r] = v;
         if (mkc_better(v, r0 + r, best_v[t], best_i[t])) {
           best_v[t] = v;
@@ -6116,7 +6129,7 @@ MKC_CONSTANT int mkc_layer_i[2][11] = {
   {21760, 27008, 28800, 21632, 0, 9216, 30592, 35968, 48384, 35840, 60800},
   {73600, 78848, 80640, 73472, 18432, 27648, 82432, 87808, 100224, 87680, 112640},
 };
-#line 6120 "llama.odd.cu"
+#line 6133 "llama.odd.cu"
 
 MKC_KERNEL mkc_step(const mkc_bf16 *weights, float *scratch, mkc_kv *kv, mkc_state *state) {
   char *smem = mkc_smem();
