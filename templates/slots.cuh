@@ -62,9 +62,6 @@ MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
   return rows->single >= 0 ? rows->single : rows->slot[t];
 }
 
-/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
- * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
- * no LM head). The ids are ascending: a binary search. */
 /* Whether any row of the step has a logit bias to look up (st 0: none), read once before an LM
  * head's rows, so that a step with none spends nothing a row on it. */
 MKC_DEVICE int mkc_step_logit_biased(const mkc_state *st, const mkc_rowmap *rows) {
@@ -75,6 +72,9 @@ MKC_DEVICE int mkc_step_logit_biased(const mkc_state *st, const mkc_rowmap *rows
   return 0;
 }
 
+/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
+ * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
+ * no LM head). The ids are ascending: a binary search. */
 MKC_DEVICE float mkc_row_logit_bias(const mkc_state *st, const mkc_rowmap *rows, int t, int id) {
   if (!st) return 0.0f;
   const mkc_sampling *o = &st[MKC_SLOTS > 0 && rows ? mkc_row_slot(rows, t) : 0].sampling;

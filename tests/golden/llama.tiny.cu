@@ -1,6 +1,6 @@
 /* mkc 0.1.0 -- generated: do not edit.
  * graph:   graphs/llama.lua, preset tiny
- * hashes:  graph af03e9d6dcd5419b, templates 0b80c01475bf0eed, options 1dafad5a1c6b2df3
+ * hashes:  graph af03e9d6dcd5419b, templates b53ff9c27047dbeb, options 1dafad5a1c6b2df3
  * options: draft_max 4 (T <= 5 tokens per step), max_ctx 512, 128 threads per block, <= 1024 blocks, KV bf16, prompt chunks <= 128 (tiled, tensor cores)
  * plan:    15 stages, 0 grid barriers, 14 flow waits; scratch 117440 floats, KV 65536 bf16, weights 115328 bf16, smem 39872 bytes
  * kernel:  mkc_step(weights, scratch, kv, state) runs one whole step; pos lives in state.
@@ -901,9 +901,6 @@ MKC_DEVICE int mkc_row_slot(const mkc_rowmap *rows, int t) {
   return rows->single >= 0 ? rows->single : rows->slot[t];
 }
 
-/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
- * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
- * no LM head). The ids are ascending: a binary search. */
 /* Whether any row of the step has a logit bias to look up (st 0: none), read once before an LM
  * head's rows, so that a step with none spends nothing a row on it. */
 MKC_DEVICE int mkc_step_logit_biased(const mkc_state *st, const mkc_rowmap *rows) {
@@ -914,6 +911,9 @@ MKC_DEVICE int mkc_step_logit_biased(const mkc_state *st, const mkc_rowmap *rows
   return 0;
 }
 
+/* The logit bias of token id at the step's row t: its slot's request's (mkc_sampling's bias; a
+ * plain kernel's rows are all state's, rows 0), 0 where none is set or st is 0 (a matmul that is
+ * no LM head). The ids are ascending: a binary search. */
 MKC_DEVICE float mkc_row_logit_bias(const mkc_state *st, const mkc_rowmap *rows, int t, int id) {
   if (!st) return 0.0f;
   const mkc_sampling *o = &st[MKC_SLOTS > 0 && rows ? mkc_row_slot(rows, t) : 0].sampling;

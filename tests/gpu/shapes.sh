@@ -10,6 +10,7 @@ l1b="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -n 128"
 # l1b-d512 and l1b-d4096 add the adaptive controller (--draft-adaptive): its row beside plain
 # decoding and fixed-depth lookup, which on the bench's scattered history does not pay there.
 l1bt="--preset llama-3.2-1b --random-weights 1 --ctx 8192 --draft-max 4 -p 16 -n 64"
+bias128=$(for i in $(seq 0 127); do printf ' -l %d+0.5' $((i * 997)); done)
 BENCH_RUNS=(
   "l1b-d0 $l1b -p 512 --rounds 8"
   # the T = 1 kernel: its short matmuls split over a block's warps by default since the H200's
@@ -40,6 +41,9 @@ BENCH_RUNS=(
   # the sample stage took 308 us at 396 blocks and 380 at 528 on the H200). MKC_CANDS_BOUND=0 is
   # the gather before, beside tune-t1 (528 blocks): their "sampled" rows are the A/B
   "cands0-t1 MKC_CANDS_BOUND=0 ${l1bt/--draft-max 4/--draft-max 0}"
+  # logit biases (2026-12-05, fourth session): each LM head row adds its bias when the step has a
+  # table; 128 of them (bench -l, ids 0, 997, ... 126619) against tune-t1's none, the same kernel
+  "bias128-t1 ${l1bt/--draft-max 4/--draft-max 0}$bias128"
   # attention at depth (2026-12-05): K and V rows, and the merge's partials, 4 loads ahead where
   # each waited on the one before (a 4096-position T = 1 step's item: 4 round trips for K, 4 for V,
   # and one block's 20-odd L2 round trips to merge 66 splits; the H200's kernel with drafts took
