@@ -224,19 +224,8 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   o->presence_penalty = (float)given(c, "--presence-penalty", 0.0);
   o->frequency_penalty = (float)given(c, "--frequency-penalty", 0.0);
   o->logprobs = (int)given(c, "--logprobs", 0);
-  for (int k = 0; k < c->n_bias; k++) { /* an insertion into the ascending list */
-    int at = 0;
-    while (at < o->n_bias && o->bias_id[at] < c->bias_id[k]) at++;
-    if (at < o->n_bias && o->bias_id[at] == c->bias_id[k]) {
-      o->bias[at] += c->bias[k];
-      continue;
-    }
-    memmove(o->bias_id + at + 1, o->bias_id + at, (size_t)(o->n_bias - at) * sizeof *o->bias_id);
-    memmove(o->bias + at + 1, o->bias + at, (size_t)(o->n_bias - at) * sizeof *o->bias);
-    o->bias_id[at] = c->bias_id[k];
-    o->bias[at] = c->bias[k];
-    o->n_bias++;
-  }
+  for (int k = 0; k < c->n_bias; k++) /* as many as the table holds: never full */
+    mkc_bias_add(o->bias_id, o->bias, &o->n_bias, c->bias_id[k], c->bias[k]);
   *seed = c->sample_seed;
   if (!c->have_sample_seed) {
     struct timespec ts;

@@ -18,7 +18,6 @@
 #include "model/reasoning.h"
 #include "reverse_prompt.h"
 #include "stop_reason.h"
-#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc chat -m MODEL [-sys TEXT] [--chat-template NAME] [options]\n"
@@ -150,11 +149,10 @@ static char *read_message(int tty) {
 static void print_turn(const mkc_cli *c, int turn, const mkc_decode_stats *st, int n_cached,
                        int n_hist, const answer *a, int interrupted, int full) {
   double gen_s = st->seconds - st->prompt_seconds;
-  char why[600];
-  if (a->rev.hit && !interrupted)
-    snprintf(why, sizeof why, "reverse prompt \"%s\"", mkc_shown(c->reverse[a->rev.hit - 1]));
-  else
-    snprintf(why, sizeof why, "%s", mkc_stop_reason(st, a->eog, interrupted, full));
+  char buf[600];
+  const char *why =
+      mkc_stop_reason(st, a->eog, interrupted, full, a->rev.hit ? c->reverse[a->rev.hit - 1] : NULL,
+                      buf, sizeof buf);
   fprintf(stderr,
           "mkc: turn %d: processed %d tokens (%d cached, conversation %d); prompt %.3f s; "
           "generated %d tokens in %.3f s (%.1f tok/s); drafted %ld, accepted %ld (%s: %d rounds, "

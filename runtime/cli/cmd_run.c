@@ -22,7 +22,6 @@
 #include "stop_reason.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
-#include "util/text.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -169,10 +168,8 @@ static int on_token(void *ctx, int id) {
 /* Why generation ended, for the stats line and --json's. */
 static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
                            int open_ended, char *buf, size_t cap) {
-  if (!text->rev->hit || mkc_interrupted)
-    return mkc_stop_reason(st, text->eog, mkc_interrupted, open_ended);
-  snprintf(buf, cap, "reverse prompt \"%s\"", mkc_shown(c->reverse[text->rev->hit - 1]));
-  return buf;
+  return mkc_stop_reason(st, text->eog, mkc_interrupted, open_ended,
+                         text->rev->hit ? c->reverse[text->rev->hit - 1] : NULL, buf, cap);
 }
 
 /* The text prompt: -p TEXT, or -f FILE's bytes (all of them: a NUL in the

@@ -12,7 +12,6 @@
 #include "loaded.h"
 #include "run_batch.h"
 #include "tokenizer/tokenizer.h"
-#include "util/clock.h"
 #include "util/files.h"
 
 #define DEFAULT_SLOTS 4
@@ -137,40 +136,8 @@ int mkc_slot_kernel_flags(mkc_cli *c, int slots, const char *cmd) {
   return 0;
 }
 
-/* mkc_batch_run, with each line's reverse prompts (-r; rev: one follower a line, NULL: none)
- * checked after every step: a line whose text completes one ends at that token, the tokens its
- * step emitted after it dropped (and not counted), and leaves its slot to the next line. */
-static int batch_run(mkc_slots *p, mkc_batch_seq *seqs, int n, const mkc_batch_opts *o,
-                     mkc_reverse *rev, mkc_batch_stats *st) {
-  if (!rev) return mkc_batch_run(p, seqs, n, o, st);
-  memset(st, 0, sizeof *st);
-  double t0 = mkc_seconds();
-  int *seen = calloc((size_t)n, sizeof *seen); /* each line's tokens checked so far */
-  mkc_sched *sc = seen ? mkc_sched_open(p, o) : NULL;
-  int rc = sc ? 0 : -1;
-  long dropped = 0;
-  if (!seen) fprintf(stderr, "mkc: error: run --batch: out of memory\n");
-  for (int i = 0; i < n && rc == 0; i++) {
-    seqs[i].out = NULL;
-    rc = mkc_sched_add(sc, &seqs[i]);
-  }
-  while (rc == 0 && (rc = mkc_sched_step(sc)) == 1) {
-    rc = 0;
-    for (int i = 0; i < n; i++)
-      for (; seen[i] < seqs[i].n_out; seen[i]++)
-        if (mkc_reverse_push(&rev[i], seqs[i].out[seen[i]])) {
-          dropped += seqs[i].n_out - (seen[i] + 1);
-          seqs[i].n_out = seen[i] + 1;
-          mkc_sched_cancel(sc, &seqs[i]);
-        }
-  }
-  if (sc) *st = *mkc_sched_stats(sc);
-  st->generated -= dropped;
-  st->seconds = mkc_seconds() - t0;
-  mkc_sched_close(sc);
-  free(seen);
-  return rc;
-}
+/* A batch line's token through its reverse prompts (-r): nonzero ends the line there. */
+static int reverse_stop(void *ctx, int id) { return mkc_reverse_push(ctx, id); }
 
 int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long long seed) {
   mkc_cli c = *cli;
@@ -225,10 +192,13 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     fprintf(stderr, "mkc: error: run --batch -r: out of memory\n");
     goto done;
   }
-  for (int i = 0; rev && i < n; i++)
+  for (int i = 0; rev && i < n; i++) {
     if (mkc_reverse_open(&rev[i], tok, c.reverse, c.n_reverse) != 0) goto done;
+    seqs[i].on_token = reverse_stop;
+    seqs[i].ctx = &rev[i];
+  }
   mkc_batch_stats st;
-  if (batch_run(p, seqs, n, &o, rev, &st) != 0) goto done;
+  if (mkc_batch_run(p, seqs, n, &o, &st) != 0) goto done;
   int failed = 0;
   for (int i = 0; i < n; i++) {
     print_completion(tok, &seqs[i]);

@@ -7,7 +7,9 @@
 
 /* eog: ended on an end-of-generation token; interrupted: Ctrl-C;
  * open_ended: no -n was given, so running out of tokens to generate means
- * the context is full. */
-const char *mkc_stop_reason(const mkc_decode_stats *st, int eog, int interrupted, int open_ended);
+ * the context is full; reverse: the reverse prompt (-r) the completion
+ * reached, or NULL, written into buf (cap bytes). */
+const char *mkc_stop_reason(const mkc_decode_stats *st, int eog, int interrupted, int open_ended,
+                            const char *reverse, char *buf, size_t cap);
 
 #endif

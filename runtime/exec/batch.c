@@ -155,6 +155,8 @@ static int take(mkc_sched *sc, int s, busy *b) {
     b->hist[b->n_hist++] = r.out[i];
     st->generated++;
     if (q->n_predict >= 0 && q->n_out >= q->n_predict) q->stopped = MKC_BATCH_BUDGET;
+    if (q->on_token && q->on_token(q->ctx, r.out[i]) && q->stopped == MKC_BATCH_RUNNING)
+      q->stopped = MKC_BATCH_ASKED;
   }
   b->last = r.out[r.n_out - 1];
   if (q->constraint && q->stopped == MKC_BATCH_RUNNING && mkc_constraint_done(q->constraint))

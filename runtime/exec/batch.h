@@ -21,7 +21,8 @@ enum mkc_batch_stop {
   MKC_BATCH_CTX,
   MKC_BATCH_CANCELLED, /* mkc_sched_cancel */
   MKC_BATCH_COMPLETE,  /* its constraint's document is whole */
-  MKC_BATCH_FAILED     /* its constraint could not go on (a message said why); the others do */
+  MKC_BATCH_FAILED,    /* its constraint could not go on (a message said why); the others do */
+  MKC_BATCH_ASKED      /* its on_token asked to end after a token (run --batch -r) */
 };
 
 typedef struct mkc_batch_seq {
@@ -34,6 +35,10 @@ typedef struct mkc_batch_seq {
   /* JSON output (exec/constrain.h), its document started; NULL: none. Its tokens are chosen on
    * the host from its logits, one a step with no drafts, as mkc_decode chooses them alone */
   mkc_constraint *constraint;
+  /* Called with each token taken into out, in order; nonzero ends the sequence after that token
+   * (MKC_BATCH_ASKED), the step's later tokens not taken. NULL: none. */
+  int (*on_token)(void *ctx, int id);
+  void *ctx;
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/session.h"
 #include "model/tojson.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
@@ -390,15 +391,9 @@ static int read_logit_bias(const cJSON *bias, mkc_api_req *r, char *why, size_t 
       return bad(why, cap, "logit_bias[\"%s\"]: expected a number in -100..100", e->string);
     if (r->n_bias == MKC_BIAS_CAP)
       return bad(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
-    int at = 0; /* kept ascending; a key given twice is refused, not summed */
-    while (at < r->n_bias && r->bias_id[at] < id) at++;
-    if (at < r->n_bias && r->bias_id[at] == id)
+    /* kept ascending; a key given twice is refused, not summed (the request fails) */
+    if (mkc_bias_add(r->bias_id, r->bias, &r->n_bias, (int)id, (float)e->valuedouble) == 1)
       return bad(why, cap, "logit_bias: token %ld is given twice", id);
-    memmove(r->bias_id + at + 1, r->bias_id + at, (size_t)(r->n_bias - at) * sizeof *r->bias_id);
-    memmove(r->bias + at + 1, r->bias + at, (size_t)(r->n_bias - at) * sizeof *r->bias);
-    r->bias_id[at] = (int)id;
-    r->bias[at] = (float)e->valuedouble;
-    r->n_bias++;
   }
   return 0;
 }
