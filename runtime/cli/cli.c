@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend/logit_bias.h"
 #include "codegen/graph.h"
 #include "escapes.h"
 #include "exec/session.h"

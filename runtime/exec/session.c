@@ -460,22 +460,6 @@ int mkc_sampling_check_vocab(const mkc_sampling *o, int vocab) {
   return 0;
 }
 
-int mkc_bias_add(int *ids, float *bias, int *n, int id, float b) {
-  int at = 0;
-  while (at < *n && ids[at] < id) at++;
-  if (at < *n && ids[at] == id) {
-    bias[at] += b;
-    return 1;
-  }
-  if (*n == MKC_BIAS_CAP) return -1;
-  memmove(ids + at + 1, ids + at, (size_t)(*n - at) * sizeof *ids);
-  memmove(bias + at + 1, bias + at, (size_t)(*n - at) * sizeof *bias);
-  ids[at] = id;
-  bias[at] = b;
-  (*n)++;
-  return 0;
-}
-
 int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o) {
   if (mkc_sampling_check_vocab(o, s->g->vocab) != 0) return -1;
   int on = MKC_SAMPLING_ON(o);

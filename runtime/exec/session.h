@@ -155,10 +155,6 @@ int mkc_session_set_sampling(mkc_session *s, const mkc_sampling *o);
 int mkc_sampling_check(const mkc_sampling *o);
 /* ... and the logit bias's ids inside a vocabulary of this size. */
 int mkc_sampling_check_vocab(const mkc_sampling *o, int vocab);
-/* Adds bias b to token id in a logit bias table (ids ascending, n entries, room for
- * MKC_BIAS_CAP; mkc_sampling's bias_id and bias): 1 when id was there (its bias now the sum),
- * 0 when it took its place in order, -1 when the table is full. */
-int mkc_bias_add(int *ids, float *bias, int *n, int id, float b);
 const mkc_sampling *mkc_session_sampling(const mkc_session *s);
 
 /* After a step with sampling.logprobs = N > 0: emitted token i's

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/session.h"
+#include "backend/logit_bias.h"
 #include "model/tojson.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
