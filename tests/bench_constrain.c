@@ -4,7 +4,8 @@
  * (llama.cpp's default chain at temperature 0.8) and a greedy one, on
  * made-up logits (a spread of values, so a greedy choice's best tokens are
  * refused outside strings: the slow case). `make build/bench_constrain`;
- * build/bench_constrain VOCAB.gguf... */
+ * build/bench_constrain [--grammar FILE] VOCAB.gguf... (with a grammar, its
+ * documents in the same five states: a JSON grammar's, tests/grammars/json.gbnf). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,10 @@
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 #include "util/clock.h"
+#include "util/files.h"
+#include "util/gbnf.h"
 #include "cli/json_format.h"
-static int bench(const char *path) {
+static int bench(const char *path, const mkc_gbnf *g) {
   mkc_gguf *f = mkc_gguf_open(path);
   mkc_tokenizer *t = f ? mkc_tokenizer_from_gguf(f) : NULL;
   if (!t) return 1;
@@ -28,7 +31,10 @@ static int bench(const char *path) {
   float *logits = malloc(n * sizeof *logits);
   for (int i = 0; i < n; i++) logits[i] = (float)((i * 2654435761u) % 10000) / 1000.0f;
   for (int s = 0; s < 5; s++) {
-    mkc_constraint_start(c, 1, 1);
+    if (g)
+      mkc_constraint_start_grammar(c, g, NULL, 0, 1);
+    else
+      mkc_constraint_start(c, 1, 1);
     int *ids;
     int k = mkc_tokenizer_encode(t, states[s], strlen(states[s]), 0, 0, &ids);
     for (int i = 0; i < k; i++) mkc_constraint_accept(c, ids[i]);
@@ -65,11 +71,24 @@ static int bench(const char *path) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) {
-    fputs("usage: bench_constrain VOCAB.gguf...\n", stderr);
+  mkc_gbnf *g = NULL;
+  int first = 1;
+  if (argc > 2 && !strcmp(argv[1], "--grammar")) {
+    size_t n;
+    char *text = mkc_read_file(argv[2], &n), why[300] = "unreadable";
+    if (!text || !(g = mkc_gbnf_compile(text, n, why, sizeof why))) {
+      fprintf(stderr, "%s:%s\n", argv[2], why);
+      return 2;
+    }
+    free(text);
+    first = 3;
+  }
+  if (argc <= first) {
+    fputs("usage: bench_constrain [--grammar FILE] VOCAB.gguf...\n", stderr);
     return 2;
   }
-  for (int i = 1; i < argc; i++)
-    if (bench(argv[i]) != 0) return 1;
+  for (int i = first; i < argc; i++)
+    if (bench(argv[i], g) != 0) return 1;
+  mkc_gbnf_free(g);
   return 0;
 }

@@ -91,6 +91,8 @@ static const struct {
     {"--pooling", offsetof(mkc_cli, pooling)},
     {"--format", offsetof(mkc_cli, format)},
     {"--json-schema-file", offsetof(mkc_cli, schema_file)},
+    {"--grammar", offsetof(mkc_cli, grammar)},
+    {"--grammar-file", offsetof(mkc_cli, grammar_file)},
 };
 
 /* Flags that take no value: present sets the int to 1. */

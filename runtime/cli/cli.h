@@ -40,16 +40,18 @@ typedef struct mkc_cli {
   int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;
-  int verbose;             /* --verbose: chat prints each turn's stats */
-  int json;                /* --json: run prints JSON lines, one per generated token */
-  const char *format;      /* --format json|SCHEMA (-j/--json-schema): JSON output */
-  const char *schema_file; /* --json-schema-file FILE (-jf): the schema from a file */
-  int draft_min;           /* --draft-min K: the adaptive depth's floor */
-  int draft_adaptive;      /* --draft-adaptive: the depth follows the acceptance rate */
-  int rounds;              /* --rounds R: decode rounds per kernel launch (0: 1) */
-  int dequant;             /* --dequant: the model's quantized matrices widened to bf16 */
-  int depth;               /* bench -d/--n-depth N: tokens in the cache before each test */
-  int stages;              /* bench --stages: a kernel with stage timers, and their table */
+  int verbose;              /* --verbose: chat prints each turn's stats */
+  int json;                 /* --json: run prints JSON lines, one per generated token */
+  const char *format;       /* --format json|SCHEMA (-j/--json-schema): JSON output */
+  const char *schema_file;  /* --json-schema-file FILE (-jf): the schema from a file */
+  const char *grammar;      /* --grammar GBNF: the answer follows the grammar */
+  const char *grammar_file; /* --grammar-file FILE: the grammar from a file */
+  int draft_min;            /* --draft-min K: the adaptive depth's floor */
+  int draft_adaptive;       /* --draft-adaptive: the depth follows the acceptance rate */
+  int rounds;               /* --rounds R: decode rounds per kernel launch (0: 1) */
+  int dequant;              /* --dequant: the model's quantized matrices widened to bf16 */
+  int depth;                /* bench -d/--n-depth N: tokens in the cache before each test */
+  int stages;               /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */
   const char *draft_model_path; /* -md FILE: a draft model with the target's vocabulary */

@@ -41,6 +41,7 @@ static const char USAGE[] =
     "  --verbose              each turn's stats on stderr (tokens processed, speed)\n"
     "  --format json|SCHEMA, -j SCHEMA, -jf FILE  every answer is JSON (an object, or\n"
     "                         what the schema validates), as for run\n"
+    "  --grammar GBNF, --grammar-file FILE  every answer follows the grammar, as for run\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias ID+B,\n"
     "  --draft-max K,\n"
@@ -54,10 +55,10 @@ static int check_flags(mkc_cli *c) {
   return rc ? rc : mkc_draft_source_check(c, "chat");
 }
 
-/* --format: each answer's document (NULL con: none), its draws' seeds from seed. */
+/* --format, --grammar: each answer's document (NULL con: none), its draws' seeds from seed. */
 typedef struct json_out {
   mkc_constraint *con;
-  mkc_schema *schema;
+  mkc_format_rules rules;
   unsigned long long seed;
 } json_out;
 
@@ -202,7 +203,9 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
                        .ctx = &a,
                        .interrupted = &mkc_interrupted,
                        .constraint = json->con};
-  if (json->con) mkc_json_format_start(json->con, json->schema, json->seed + (unsigned)number);
+  if (json->con && mkc_json_format_start(json->con, &json->rules, m->file.tok,
+                                         json->seed + (unsigned)number) != 0)
+    return -1;
   int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
@@ -235,16 +238,17 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
 
 int mkc_cmd_chat(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
-  int rc =
-      mkc_cli_parse(argc, argv, 2,
-                    "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
-                    "--blocks --kv-dtype --dequant --ubatch "
-                    "--system-prompt --chat-template --reasoning-effort --reasoning-budget "
-                    "--verbose --top-k --top-p --min-p "
-                    "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                    "--draft-layers -md --draft-head --rounds --format --json-schema-file "
-                    "-r --escape --no-escape -l",
-                    0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "-m -n --temp --seed --draft-max --draft-min --draft-adaptive --ctx --backend "
+      "--blocks --kv-dtype --dequant --ubatch "
+      "--system-prompt --chat-template --reasoning-effort --reasoning-budget "
+      "--verbose --top-k --top-p --min-p "
+      "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+      "--draft-layers -md --draft-head --rounds --format --json-schema-file --grammar "
+      "--grammar-file "
+      "-r --escape --no-escape -l",
+      0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;
   mkc_sampling sampling;
@@ -256,7 +260,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   json_out json = {.seed = seed};
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if (mkc_json_format_schema(&c, &json.schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+  if (mkc_json_format_rules(&c, &json.rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
       (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   if (!m.file.tok) {
@@ -301,7 +305,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   rc = 0;
 done:
   mkc_constraint_close(json.con);
-  mkc_schema_free(json.schema);
+  mkc_format_rules_free(&json.rules);
   mkc_conversation_free(&conv);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);

@@ -58,6 +58,12 @@ static const char USAGE[] =
     "  --format SCHEMA, -j, --json-schema SCHEMA  the answer is JSON the schema\n"
     "                         validates (docs/MODELS.md says which keywords)\n"
     "  -jf, --json-schema-file FILE  the schema from a file\n"
+    "  --grammar GBNF         the answer follows a grammar in llama.cpp's GBNF (it starts\n"
+    "                         at rule root): each token is chosen on the host among\n"
+    "                         those that keep the answer a beginning of a sentence;\n"
+    "                         end-of-generation tokens may come where one can end, and\n"
+    "                         generation ends there or where nothing can follow\n"
+    "  --grammar-file FILE    the grammar from a file\n"
     "  --logprobs N           each token's log-probability and the N (1..20) most\n"
     "                         likely at its place, computed in the kernel (on stderr,\n"
     "                         or in the JSON lines)\n"
@@ -245,9 +251,9 @@ static int check_batch_flags(mkc_cli *c) {
               "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
-  if ((c->format || c->schema_file) && !c->model_path)
-    return mkc_cli_usage_error("%s", "run --batch: --format (JSON output) needs the model's "
-                                     "tokenizer: -m, and text on the file's lines");
+  if (mkc_json_format_on(c) && !c->model_path)
+    return mkc_cli_usage_error("%s", "run --batch: --format (JSON output) and --grammar need the "
+                                     "model's tokenizer: -m, and text on the file's lines");
   if (c->n_reverse && !c->model_path)
     return mkc_cli_usage_error("%s", "run --batch: -r (a reverse prompt) needs the model's "
                                      "tokenizer: -m");
@@ -398,7 +404,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--draft-adaptive --prompt-ids --backend --ubatch "
       "--ctx --blocks --kernel -m -p --temp --seed --kv-dtype -f --chat "
       "--system-prompt --chat-template --reasoning-effort --reasoning-budget --ignore-eos "
-      "--no-display-prompt --json --format --json-schema-file "
+      "--no-display-prompt --json --format --json-schema-file --grammar --grammar-file "
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
@@ -415,12 +421,12 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
   mkc_constraint *constraint = NULL;
-  mkc_schema *schema = NULL;
+  mkc_format_rules rules = {0};
   mkc_reverse rev = {0};
   int n_prompt = 0, *prompt = NULL, *out = NULL;
   rc = 1;
   int in_kernel = mkc_draft_layers_in_kernel(&c); /* then no draft kernel of its own */
-  if (mkc_json_format_schema(&c, &schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+  if (mkc_json_format_rules(&c, &rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
       (!in_kernel && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   int family = MKC_CHAT_UNKNOWN;
@@ -457,7 +463,9 @@ int mkc_cmd_run(int argc, char **argv) {
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
   if (mkc_json_format_setup(&c, m.file.tok, family, &constraint) != 0) goto done;
-  if (constraint) mkc_json_format_start(constraint, schema, seed);
+  if (constraint &&
+      mkc_json_format_start(constraint, &rules, c.ignore_eos ? NULL : m.file.tok, seed) != 0)
+    goto done;
   mkc_interrupt_install();
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   /* a launch of rounds ends at the end of generation, as on_token does */
@@ -517,7 +525,7 @@ int mkc_cmd_run(int argc, char **argv) {
 done:
   mkc_reverse_close(&rev);
   mkc_constraint_close(constraint);
-  mkc_schema_free(schema);
+  mkc_format_rules_free(&rules);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);
   free(prompt);

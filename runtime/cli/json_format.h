@@ -1,21 +1,33 @@
-/* JSON output on the command line (run and chat: --format json|SCHEMA,
- * -j/--json-schema, -jf/--json-schema-file) and in serve: the constraint
- * (exec/constrain.h) over a model's tokens as its tokenizer prints them. */
+/* Constrained output on the command line (run and chat: JSON by --format
+ * json|SCHEMA, -j/--json-schema, -jf/--json-schema-file; a GBNF grammar by
+ * --grammar, --grammar-file) and in serve: the constraint (exec/constrain.h)
+ * over a model's tokens as its tokenizer prints them. */
 #ifndef MKC_JSON_FORMAT_H
 #define MKC_JSON_FORMAT_H
 
 #include "cli.h"
 #include "exec/constrain.h"
 #include "tokenizer/tokenizer.h"
+#include "util/gbnf.h"
 #include "util/json_schema.h"
+
+/* What the answer follows: a schema's JSON, a grammar's sentences, or (neither) a JSON object. */
+typedef struct mkc_format_rules {
+  mkc_schema *schema;
+  mkc_gbnf *grammar;
+} mkc_format_rules;
 
 /* The constraint for t's vocabulary (built once per model: it sorts the
  * tokens); NULL after a message. */
 mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
 
+/* Whether the flags ask for constrained output (JSON or a grammar). */
+int mkc_json_format_on(const mkc_cli *c);
+
 /* The flags' usage errors for command cmd (a --format value, both a format
- * and a file, a text-less prompt, drafting flags): 0 or the usage error's
- * status. c->format becomes "" when only the file is given. */
+ * and a file, JSON and a grammar, a text-less prompt, drafting flags): 0 or
+ * the usage error's status. c->format becomes "" when only the schema file
+ * is given. */
 int mkc_json_format_check(mkc_cli *c, const char *cmd);
 
 /* Whether an answer in family's chat template (-1: none) opens with its
@@ -23,17 +35,21 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd);
  * unless reasoning_off (its template's way to turn it off). */
 int mkc_json_format_reasons(int family, int reasoning_off);
 
-/* The flags' schema compiled into *schema (NULL without one), before
- * anything heavy is done. 0, or -1 after a message. */
-int mkc_json_format_schema(const mkc_cli *c, mkc_schema **schema);
+/* The flags' schema or grammar compiled into *rules (both NULL without
+ * one), before anything heavy is done. 0, or -1 after a message. */
+int mkc_json_format_rules(const mkc_cli *c, mkc_format_rules *rules);
+void mkc_format_rules_free(mkc_format_rules *rules);
 
-/* JSON output as the flags ask, for a model with tokenizer t whose chat
- * template is family (-1: none): *con opened (NULL without --format). 0,
- * or -1 after a message (a model that reasons first). */
+/* Constrained output as the flags ask, for a model with tokenizer t whose
+ * chat template is family (-1: none): *con opened (NULL without it). 0, or
+ * -1 after a message (a model that reasons first). */
 int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
                           mkc_constraint **con);
 
-/* A new answer's document: the schema's, else an object. */
-void mkc_json_format_start(mkc_constraint *con, const mkc_schema *schema, uint64_t seed);
+/* A new answer's document: the grammar's (which t's end-of-generation
+ * tokens may end), the schema's, else an object. 0, or -1 after a
+ * message. */
+int mkc_json_format_start(mkc_constraint *con, const mkc_format_rules *rules,
+                          const mkc_tokenizer *t, uint64_t seed);
 
 #endif

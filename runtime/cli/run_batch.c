@@ -149,12 +149,12 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   mkc_batch_seq *seqs = NULL;
   mkc_slots *p = NULL;
   mkc_constraint *json = NULL;
-  mkc_schema *schema = NULL;
+  mkc_format_rules rules = {0};
   double *stage_ns = NULL; /* --stages: the decode steps' sums, per stage */
   mkc_reverse *rev = NULL; /* -r: each line's */
   int n = 0;
   rc = 1;
-  if (mkc_json_format_schema(&c, &schema) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+  if (mkc_json_format_rules(&c, &rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
       !(seqs = read_prompts(&c, &m, &n)))
     goto done;
   /* tokens per line: -n, else to the end of generation (-m) or 16 */
@@ -170,7 +170,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   int stops[MKC_ROUND_STOPS], n_stops = 0;
   if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
   /* JSON output: each line's own document over one sorted vocabulary */
-  if (c.format && !(json = mkc_json_format_open(tok))) goto done;
+  if (mkc_json_format_on(&c) && !(json = mkc_json_format_open(tok))) goto done;
   for (int i = 0; i < n; i++) {
     seqs[i].n_predict = n_predict;
     seqs[i].opt = *opt;
@@ -180,7 +180,8 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
     seqs[i].opt.seed_hi = (unsigned)(s >> 32);
     if (!json) continue;
     if (!(seqs[i].constraint = mkc_constraint_share(json))) goto done;
-    mkc_json_format_start(seqs[i].constraint, schema, s);
+    if (mkc_json_format_start(seqs[i].constraint, &rules, c.ignore_eos ? NULL : tok, s) != 0)
+      goto done;
   }
   mkc_batch_opts o = {.drafts = k, .stops = stops, .n_stops = n_stops};
   if (c.stages && !(stage_ns = calloc((size_t)m.g.n_stages + 1, sizeof *stage_ns))) {
@@ -252,7 +253,7 @@ done:
     free(seqs);
   }
   mkc_constraint_close(json);
-  mkc_schema_free(schema);
+  mkc_format_rules_free(&rules);
   mkc_loaded_close(&m);
   return rc;
 }

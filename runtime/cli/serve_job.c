@@ -271,9 +271,13 @@ void mkc_serve_job_close(mkc_serve_job *j) {
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
   if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
   mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
-  if (doc)
-    mkc_json_format_start(doc, j->r.schema,
-                          (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo);
+  mkc_format_rules rules = {.schema = j->r.schema};
+  if (doc &&
+      mkc_json_format_start(doc, &rules, sv->m->file.tok,
+                            (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo) != 0) {
+    if (own) mkc_constraint_close(doc);
+    return NULL;
+  }
   return doc;
 }
 

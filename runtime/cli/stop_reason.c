@@ -13,7 +13,8 @@ const char *mkc_stop_reason(const mkc_decode_stats *st, int eog, int interrupted
     snprintf(buf, cap, "reverse prompt \"%s\"", mkc_shown(reverse));
     return buf;
   }
-  if (st->complete) return "the JSON is whole";
+  if (st->complete)
+    return st->complete == 2 ? "the grammar allows nothing more" : "the JSON is whole";
   /* -n -1 asks for every position the context has left */
   if (st->ctx_full || open_ended) return "context full (use --ctx)";
   return "-n reached";

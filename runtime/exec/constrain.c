@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "sampler_ref.h"
+#include "util/gbnf.h"
 #include "util/json_accept.h"
 #include "util/json_schema.h"
 #include "util/rng.h"
@@ -54,9 +55,21 @@ struct mkc_constraint {
   int owns;         /* the first, opened over the vocabulary: frees it */
   mkc_json_acc now; /* after the answer so far */
   uint64_t rng;     /* the draws' state */
+  /* a grammar's document (else JSON): its reading (level 0: the answer so far), the tokens
+   * that end the answer where the grammar may, and whether one did */
+  mkc_gbnf_run *run;
+  int end_ids[MKC_GRAMMAR_ENDS], n_end, ended;
 };
 
 static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
+
+static int overflowed(void) {
+  fprintf(stderr,
+          "mkc: error: constrained output: the grammar reads the answer in over %d ways "
+          "at once (or memory ran out): make it less ambiguous\n",
+          MKC_GBNF_STACKS_MAX);
+  return -1;
+}
 
 typedef struct text_ref {
   const char *p;
@@ -156,30 +169,64 @@ void mkc_constraint_close(mkc_constraint *c) {
     free(v->cands);
     free(v);
   }
+  mkc_gbnf_run_close(c->run);
   free(c);
 }
 
 void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed) {
   mkc_json_acc_init(&c->now, object_only);
   c->rng = seed;
+  mkc_gbnf_run_close(c->run);
+  c->run = NULL;
 }
 
 void mkc_constraint_start_schema(mkc_constraint *c, const mkc_schema *schema, uint64_t seed) {
+  mkc_constraint_start(c, 0, seed);
   mkc_json_acc_init_schema(&c->now, schema);
-  c->rng = seed;
 }
 
-/* The state after token id's text from a, or -1 when the JSON refuses it
- * or the token is not plain text. */
-static int read_token(const mkc_constraint *c, int id, mkc_json_acc *a) {
+int mkc_constraint_start_grammar(mkc_constraint *c, const mkc_gbnf *g, const int *end_ids,
+                                 int n_end, uint64_t seed) {
+  mkc_constraint_start(c, 0, seed);
+  if (!(c->run = mkc_gbnf_run_open(g))) {
+    no_memory();
+    return -1;
+  }
+  c->n_end = n_end < MKC_GRAMMAR_ENDS ? n_end : MKC_GRAMMAR_ENDS;
+  memcpy(c->end_ids, end_ids, (size_t)c->n_end * sizeof *end_ids);
+  c->ended = 0;
+  return 0;
+}
+
+static int is_end(const mkc_constraint *c, int id) {
+  for (int i = 0; i < c->n_end; i++)
+    if (c->end_ids[i] == id) return 1;
+  return 0;
+}
+
+/* Level j + 1 of the walk from level j and byte b (a grammar keeps its levels itself). */
+static int step(const mkc_constraint *c, uint32_t j, unsigned char b) {
+  if (c->run) return mkc_gbnf_run_byte(c->run, (int)j, b);
+  vocab *v = c->v;
+  v->states[j + 1] = v->states[j];
+  return mkc_json_acc_byte(&v->states[j + 1], b);
+}
+
+/* Token id's text read from the answer so far: the level after it, or -1
+ * when the JSON or the grammar refuses it or the token is not plain text. */
+static long read_token(const mkc_constraint *c, int id) {
   const vocab *v = c->v;
   if (id < 0 || id >= v->n || !v->plain[id]) return -1;
-  return mkc_json_acc_text(a, v->bytes + v->off[id], v->off[id + 1] - v->off[id]);
+  v->states[0] = c->now;
+  uint32_t n = v->off[id + 1] - v->off[id];
+  for (uint32_t j = 0; j < n; j++)
+    if (step(c, j, (unsigned char)v->bytes[v->off[id] + j]) != 0) return -1;
+  return n;
 }
 
 int mkc_constraint_allowed(const mkc_constraint *c, int id) {
-  mkc_json_acc a = c->now;
-  return read_token(c, id, &a) == 0;
+  if (c->run && is_end(c, id)) return mkc_gbnf_run_can_end(c->run, 0);
+  return read_token(c, id) >= 0;
 }
 
 /* The tokens of order[0..n) (sorted by text, lcp their bytes in common with
@@ -201,10 +248,8 @@ static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_
     int id = order[k];
     const char *p = v->bytes + v->off[id];
     uint32_t n = v->off[id + 1] - v->off[id], j = have;
-    for (; j < n; j++) {
-      v->states[j + 1] = v->states[j];
-      if (mkc_json_acc_byte(&v->states[j + 1], (unsigned char)p[j]) != 0) break;
-    }
+    for (; j < n; j++)
+      if (step(c, j, (unsigned char)p[j]) != 0) break;
     have = j;
     if (j < n)
       refused = j;
@@ -217,6 +262,13 @@ static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_
 int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
   const vocab *v = c->v;
   memset(allowed, 0, (size_t)n_logits);
+  if (c->run) {
+    int count = walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
+    for (int i = 0; i < c->n_end && mkc_gbnf_run_can_end(c->run, 0); i++)
+      if (c->end_ids[i] >= 0 && c->end_ids[i] < n_logits && !allowed[c->end_ids[i]])
+        allowed[c->end_ids[i]] = 1, count++;
+    return count;
+  }
   if (!mkc_json_acc_in_string(&c->now))
     return walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
   int count = 0, n = n_logits < v->n ? n_logits : v->n;
@@ -324,9 +376,12 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
   mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, v->pen);
   if (greedy && !whole && (*id = greedy_first(c, v->pen, n_logits)) >= 0) return 0;
   int m = mkc_constraint_mask(c, v->allowed, n_logits);
+  if (c->run && mkc_gbnf_run_overflowed(c->run)) return overflowed();
   if (m == 0) {
-    fprintf(stderr, "mkc: error: constrained output: no token of the vocabulary continues the "
-                    "JSON here\n");
+    fprintf(stderr,
+            "mkc: error: constrained output: no token of the vocabulary continues the "
+            "%s here\n",
+            c->run ? "grammar" : "JSON");
     return -1;
   }
   /* the allowed tokens; without log-probabilities only those the chain can keep: the best
@@ -393,10 +448,24 @@ int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, co
 }
 
 int mkc_constraint_accept(mkc_constraint *c, int id) {
-  mkc_json_acc a = c->now;
-  if (read_token(c, id, &a) != 0) return -1;
-  c->now = a;
+  if (c->run && is_end(c, id)) {
+    if (!mkc_gbnf_run_can_end(c->run, 0)) return -1;
+    c->ended = 1;
+    return 0;
+  }
+  long n = read_token(c, id);
+  if (c->run && mkc_gbnf_run_overflowed(c->run)) return overflowed();
+  if (n < 0) return -1;
+  if (c->run)
+    mkc_gbnf_run_commit(c->run, (int)n);
+  else
+    c->now = c->v->states[n];
   return 0;
 }
 
-int mkc_constraint_done(const mkc_constraint *c) { return mkc_json_acc_done(&c->now); }
+int mkc_constraint_done(const mkc_constraint *c) {
+  if (c->run)
+    return 2 *
+           (c->ended || (mkc_gbnf_run_can_end(c->run, 0) && !mkc_gbnf_run_can_go_on(c->run, 0)));
+  return mkc_json_acc_done(&c->now);
+}

@@ -40,6 +40,16 @@ void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed);
 struct mkc_schema;
 void mkc_constraint_start_schema(mkc_constraint *c, const struct mkc_schema *schema, uint64_t seed);
 
+/* Starts a document grammar g reads (util/gbnf.h; it must outlive the
+ * document). The first MKC_GRAMMAR_ENDS of end_ids (the model's
+ * end-of-generation tokens) may come next wherever the grammar may end; the
+ * document is whole after one, or where nothing can follow. 0, or -1 after
+ * a message. */
+#define MKC_GRAMMAR_ENDS 16
+struct mkc_gbnf;
+int mkc_constraint_start_grammar(mkc_constraint *c, const struct mkc_gbnf *g, const int *end_ids,
+                                 int n_end, uint64_t seed);
+
 /* Whether token id (any id; past the vocabulary: no) may come next. */
 int mkc_constraint_allowed(const mkc_constraint *c, int id);
 
@@ -66,7 +76,8 @@ int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, co
 /* Takes token id as the next: 0, or -1 when it may not come next. */
 int mkc_constraint_accept(mkc_constraint *c, int id);
 
-/* Whether the document is whole (generation ends there). */
+/* Whether the document is whole (generation ends there): 0, or 1 for JSON
+ * and 2 for a grammar's (after an end token, or where nothing can follow). */
 int mkc_constraint_done(const mkc_constraint *c);
 
 #endif

@@ -13,17 +13,18 @@
 #include "session.h"
 
 typedef struct mkc_decode_stats {
-  int steps;              /* kernel steps, prompt chunks included */
-  int launches;           /* generation's backend calls (host round trips): gen_steps, or fewer
-                             with rounds */
-  int gen_steps;          /* steps that emitted generated tokens */
-  long drafted;           /* draft tokens offered to the kernel */
-  long accepted;          /* draft tokens the kernel accepted */
-  int generated;          /* tokens written to out */
-  int ctx_full;           /* generation stopped because the context was full */
-  int stopped;            /* generation stopped because on_token said so */
-  int complete;           /* generation stopped because the constrained document was whole */
-  int fed;                /* prompt tokens the kernel processed (the rest were cached) */
+  int steps;     /* kernel steps, prompt chunks included */
+  int launches;  /* generation's backend calls (host round trips): gen_steps, or fewer
+                    with rounds */
+  int gen_steps; /* steps that emitted generated tokens */
+  long drafted;  /* draft tokens offered to the kernel */
+  long accepted; /* draft tokens the kernel accepted */
+  int generated; /* tokens written to out */
+  int ctx_full;  /* generation stopped because the context was full */
+  int stopped;   /* generation stopped because on_token said so */
+  int complete;  /* the constrained document was whole: 1 JSON, 2 a grammar's (mkc_constraint_done)
+                  */
+  int fed;       /* prompt tokens the kernel processed (the rest were cached) */
   int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
   double prompt_seconds;  /* wall time until the prompt was in the cache */
   double seconds;         /* wall time of the whole loop */

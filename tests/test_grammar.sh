@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Output by a GBNF grammar end to end (the matcher and the trie walk are
+# test_gbnf's): run, chat and run --batch with --grammar and --grammar-file
+# on the test data's SmolLM2 and the cpu backend. Python's re.fullmatch of a
+# regular expression for the same language is the judge of each answer, and
+# json.loads of the answers by a JSON grammar, which must also be the answer
+# --format json gives (two constraints written apart, one language). Flags
+# that cannot go with a grammar, and grammars with mistakes, are refused
+# with their reasons and the file's line and column.
+source "$(dirname "$0")/lib.sh"
+unset MKC_KV_DTYPE
+
+# ---- refusals that need no model ----
+printf 'root ::= item+\nitem ::= "a" | thing\n' >"$tmp/undefined.gbnf"
+expect_error "--grammar-file with an undefined rule: file:line:col" \
+  "$tmp/undefined.gbnf:2:16: error: rule 'thing' is not defined" \
+  -- run -m README.md -p hi --grammar-file "$tmp/undefined.gbnf"
+expect_error "--grammar with a group left open" "mkc: error: --grammar: 1:10: the ( is not closed" \
+  -- run -m README.md -p hi --grammar 'root ::= ("a"'
+expect_error "--grammar-file a missing file" \
+  "mkc: error: --grammar-file $tmp/none.gbnf: No such file or directory" \
+  -- run -m README.md -p hi --grammar-file "$tmp/none.gbnf"
+expect_error "--grammar with drafts" \
+  "mkc: error: run: --grammar (output by a grammar) chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
+  -- run -m README.md -p hi --grammar 'root ::= "a"' --draft-max 3
+expect_error "--grammar and --format json" \
+  "mkc: error: run: JSON output (--format, -j, -jf) or a grammar: one of them" \
+  -- run -m README.md -p hi --grammar 'root ::= "a"' --format json
+expect_error "--grammar and --grammar-file" "mkc: error: chat: --grammar and --grammar-file: one of them" \
+  -- chat -m README.md --grammar 'root ::= "a"' --grammar-file "$tmp/undefined.gbnf"
+expect_error "--grammar without a tokenizer" \
+  "mkc: error: run: --grammar (output by a grammar) needs the model's tokenizer: -m with -p or -f" \
+  -- run --preset tiny --random-weights 1 -n 4 --grammar 'root ::= "a"'
+
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
+  skip "SmolLM2's answers by a grammar: no test data (tests/data/fetch.sh)"
+  finish
+  exit
+fi
+margs=(-m "$model" --backend cpu --no-display-prompt --ctx 512)
+
+# matches FILE REGEX: FILE's text (less run's closing newline) is one whole match of REGEX.
+matches() {
+  python3 -c 'import re, sys
+t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
+sys.exit(0 if t and re.fullmatch(sys.argv[2], t, re.S) else 1)' "$1" "$2"
+}
+reason() { grep -o 'stopped: .*' "$1"; }
+
+# ---- run, greedy: each answer a whole sentence of its grammar ----
+prompts=("Is Paris the capital of France? Answer yes or no." "List three fruits." "Say hello to Tom."
+  "What is 12 plus 30?")
+grammars=('root ::= ("yes" | "no") "."' $'root ::= item{3}\nitem ::= "- " [a-zA-Z ]+ "\\n"'
+  'root ::= [A-Z] [a-zA-Z ,.!]+' 'root ::= "The answer is " ( "-"? [0-9]{1,4} ) "."')
+regexes=('(yes|no)\.' '(- [a-zA-Z ]+\n){3}' '[A-Z][a-zA-Z ,.!]+' 'The answer is -?[0-9]{1,4}\.')
+whys=("stopped: the grammar allows nothing more" "stopped: the grammar allows nothing more"
+  "stopped: end of generation" "stopped: the grammar allows nothing more")
+for i in "${!prompts[@]}"; do
+  "$mkc" run "${margs[@]}" --chat -p "${prompts[$i]}" --grammar "${grammars[$i]}" -n 60 >"$tmp/g$i" 2>"$tmp/g$i.err"
+  if matches "$tmp/g$i" "${regexes[$i]}" && [ "$(reason "$tmp/g$i.err")" = "${whys[$i]}" ]; then
+    ok "run --grammar, greedy: \"${prompts[$i]}\": '$(head -c 50 "$tmp/g$i" | tr '\n' '/')' matches /${regexes[$i]}/, ${whys[$i]}"
+  else
+    fail "run --grammar: ${prompts[$i]}" "$(cat "$tmp/g$i")" "$(tail -n 1 "$tmp/g$i.err")"
+  fi
+done
+# the grammar is what made the answers so
+"$mkc" run "${margs[@]}" --chat -p "Is Paris the capital of France? Answer yes or no." -n 20 >"$tmp/free" 2>/dev/null
+matches "$tmp/free" '(yes|no)\.' && fail "unconstrained: the same prompt answers other than yes. or no." "$(cat "$tmp/free")" \
+  || ok "unconstrained, the same prompt's answer is not 'yes.' or 'no.' (the grammar is what made it one)"
+
+# --ignore-eos: no end token is offered, so generation runs to -n inside the grammar
+"$mkc" run "${margs[@]}" --chat -p "Say hello to Tom." --grammar 'root ::= [A-Z] [a-zA-Z ,.!]+' -n 30 \
+  --ignore-eos >"$tmp/noeos" 2>"$tmp/noeos.err"
+matches "$tmp/noeos" '[A-Z][a-zA-Z ,.!]+' && [ "$(reason "$tmp/noeos.err")" = "stopped: -n reached" ] \
+  && grep -q 'generated 30 tokens' "$tmp/noeos.err" \
+  && ok "--ignore-eos: 30 tokens, all inside the grammar, past where the end token came" \
+  || fail "--ignore-eos" "$(cat "$tmp/noeos")" "$(tail -n 1 "$tmp/noeos.err")"
+
+# sampled: every answer matches
+bad=0
+for seed in 1 2 3 4; do
+  "$mkc" run "${margs[@]}" --chat -p "List three fruits." --grammar-file <(printf 'root ::= item{3}\nitem ::= "- " [a-zA-Z ]{1,30} "\\n"\n') \
+    -n 120 --temp 1.0 --seed $seed >"$tmp/s$seed" 2>"$tmp/s$seed.err"
+  matches "$tmp/s$seed" '(- [a-zA-Z ]{1,30}\n){3}' || bad=$((bad + 1))
+done
+[ "$bad" -eq 0 ] && ok "run --grammar-file --temp 1.0, 4 seeds: every answer is three list lines" \
+  || fail "sampled" "$bad answers off the grammar" "$(cat "$tmp/s1")"
+
+# ---- a JSON grammar: json.loads reads it, and it is --format json's answer ----
+json_gbnf="$(dirname "$0")/grammars/json.gbnf"
+is_object() {
+  python3 -c 'import json, sys; t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
+sys.exit(0 if isinstance(json.loads(t), dict) else 1)' "$1" 2>/dev/null
+}
+p="Give the capital of France as a JSON object with the key capital."
+"$mkc" run "${margs[@]}" --chat -p "$p" --grammar-file "$json_gbnf" -n 60 >"$tmp/j" 2>"$tmp/j.err"
+"$mkc" run "${margs[@]}" --chat -p "$p" --format json -n 60 >"$tmp/jf" 2>/dev/null
+is_object "$tmp/j" && [ "$(reason "$tmp/j.err")" = "stopped: the grammar allows nothing more" ] && cmp -s "$tmp/j" "$tmp/jf" \
+  && ok "--grammar-file json.gbnf: an object json.loads reads, whole, and --format json's answer byte for byte" \
+  || fail "json.gbnf" "$(cat "$tmp/j")" "$(cat "$tmp/jf")" "$(tail -n 1 "$tmp/j.err")"
+p="Describe a cat called Tom, aged 3, as JSON."
+"$mkc" run "${margs[@]}" --chat -p "$p" --grammar-file "$json_gbnf" -n 40 >"$tmp/k" 2>/dev/null
+"$mkc" run "${margs[@]}" --chat -p "$p" --format json -n 40 >"$tmp/kf" 2>/dev/null
+cmp -s "$tmp/k" "$tmp/kf" && [ "$(wc -c <"$tmp/k")" -gt 40 ] \
+  && ok "--grammar-file json.gbnf, 40 tokens of a longer object: --format json's answer byte for byte" \
+  || fail "json.gbnf, 40 tokens" "$(cat "$tmp/k")" "$(cat "$tmp/kf")"
+
+# ---- chat: every answer by the grammar, the conversation going on ----
+printf '%s\n%s\n' "Is the sky blue? Answer yes or no." "Is grass red? Answer yes or no." |
+  "$mkc" chat -m "$model" --backend cpu --ctx 512 --grammar 'root ::= ("Yes" | "No") ", " [a-z ]+ "."' -n 40 \
+  --verbose >"$tmp/chat" 2>"$tmp/chat.err"
+python3 -c 'import re, sys
+answers = [l for l in open(sys.argv[1]).read().split("\n") if l.strip()]
+sys.exit(0 if len(answers) == 2 and all(re.fullmatch(r"(Yes|No), [a-z ]+\.", a) for a in answers) else 1)' "$tmp/chat" \
+  && [ "$(grep -c "stopped: the grammar allows nothing more" "$tmp/chat.err")" = 2 ] \
+  && ok "chat --grammar: two turns, each answer a whole sentence of the grammar" \
+  || fail "chat --grammar" "$(cat "$tmp/chat")" "$(tail -n 2 "$tmp/chat.err")"
+
+# ---- run --batch: each line's answer is the one it gets alone ----
+printf '%s\n' "The colour of the sky is" "The best animal is the" "One, two," >"$tmp/lines"
+g='root ::= " " [a-z]+ ("," | ".")'
+"$mkc" run "${margs[@]}" --batch "$tmp/lines" --grammar "$g" -n 10 >"$tmp/batch" 2>"$tmp/batch.err"
+alone=""
+while IFS= read -r line; do
+  alone+="$("$mkc" run "${margs[@]}" -p "$line" --grammar "$g" -n 10 2>/dev/null)"$'\n'
+done <"$tmp/lines"
+[ "$(cat "$tmp/batch")"$'\n' = "$alone" ] && python3 -c 'import re, sys
+sys.exit(0 if all(re.fullmatch(r" [a-z]+[,.]", l) for l in open(sys.argv[1]).read().split("\n")[:3]) else 1)' "$tmp/batch" \
+  && ok "run --batch --grammar: 3 lines, each the answer run gives it alone, each matching" \
+  || fail "run --batch --grammar" "$(cat "$tmp/batch")" "alone: $alone" "$(tail -n 1 "$tmp/batch.err")"
+
+finish
