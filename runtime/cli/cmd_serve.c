@@ -150,7 +150,7 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   int pos = mkc_session_pos(sv->m->s);
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
   sv->n_valid = rc != 0 || g->gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
-  g->complete = rc == 0 && st.complete;
+  g->complete = rc == 0 ? st.complete : 0;
   if (rc == 0) mkc_answer_flush(g);
   g->context = held, g->n_context = sv->n_held;
   int interrupted = mkc_interrupted;

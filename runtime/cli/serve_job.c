@@ -167,19 +167,19 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
 
 /* Whether a request for JSON output cannot have it here: why, then 1. */
 static int json_format_refused(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap) {
-  const char *field = r->ollama ? "format" : "response_format";
+  const char *field = r->grammar ? "grammar" : r->ollama ? "format" : "response_format";
+  const char *what = r->grammar ? "output by a grammar" : "JSON output";
   int templated = r->chat || (r->ollama && !r->raw);
   int reasons =
       templated &&
       mkc_json_format_reasons(sv->family, r->think == 0 || (r->think < 0 && sv->c->no_reasoning));
   if (!sv->m->file.tok)
-    snprintf(why, cap, "%s: JSON output needs a model with a tokenizer (this one answers ids)",
-             field);
+    snprintf(why, cap, "%s: %s needs a model with a tokenizer (this one answers ids)", field, what);
   else if (r->n_tools)
-    snprintf(why, cap, "%s: JSON output and tools together are not offered", field);
+    snprintf(why, cap, "%s: %s and tools together are not offered", field, what);
   else if (reasons)
-    snprintf(why, cap, "%s: this model reasons before it answers, and its reasoning is not JSON%s",
-             field,
+    snprintf(why, cap, "%s: this model reasons before it answers, and its reasoning is not %s%s",
+             field, r->grammar ? "the grammar's" : "JSON",
              sv->family != MKC_CHAT_QWEN3 ? "" /* only qwen3's template can turn it off */
              : r->ollama                  ? " (\"think\": false turns it off)"
                          : " (chat_template_kwargs.enable_thinking false turns it off)");
@@ -271,7 +271,7 @@ void mkc_serve_job_close(mkc_serve_job *j) {
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
   if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
   mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
-  mkc_format_rules rules = {.schema = j->r.schema};
+  mkc_format_rules rules = {.schema = j->r.schema, .grammar = j->r.grammar};
   if (doc &&
       mkc_json_format_start(doc, &rules, sv->m->file.tok,
                             (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo) != 0) {
@@ -286,7 +286,7 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
          : interrupted ? "interrupted (Ctrl-C)"
          : g->eog      ? "end of generation"
          : g->hit_stop ? "a stop string"
-         : g->complete ? "the JSON is whole"
+         : g->complete ? (g->complete == 2 ? "the grammar allows nothing more" : "the JSON is whole")
          : full        ? "context full"
                        : "max_tokens reached";
 }

@@ -55,7 +55,7 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   mkc_answer *g = &j->g;
   const mkc_batch_seq *q = &j->q;
   if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
-  g->complete = q->stopped == MKC_BATCH_COMPLETE;
+  g->complete = q->stopped == MKC_BATCH_COMPLETE ? (j->r.grammar ? 2 : 1) : 0; /* as st.complete */
   mkc_answer_flush(g);
   /* ollama's generate returns its context: the prompt, then the answer */
   if (j->r.ollama && !j->r.chat)

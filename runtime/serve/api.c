@@ -13,6 +13,7 @@
 
 #include "backend/logit_bias.h"
 #include "model/tojson.h"
+#include "util/gbnf.h"
 #include "util/json_schema.h"
 #include "util/json_text.h"
 #include "util/text.h"
@@ -429,10 +430,21 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
                  "and reasoning_effort (a string)",
                  k->string);
   }
+  /* llama-server's grammar: GBNF text */
+  const cJSON *gram = cJSON_GetObjectItemCaseSensitive(root, "grammar");
+  if (gram && !cJSON_IsNull(gram)) {
+    char w[300];
+    if (!cJSON_IsString(gram)) return bad(why, cap, "grammar: expected GBNF text (a string)");
+    if (!(r->grammar = mkc_gbnf_compile(gram->valuestring, strlen(gram->valuestring), w, sizeof w)))
+      return bad(why, cap, "grammar: %s", w);
+    r->json_format = 1;
+  }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
     const char *t = cJSON_IsString(type) ? type->valuestring : "";
+    if (r->grammar && strcmp(t, "text") != 0)
+      return bad(why, cap, "grammar and response_format (JSON output): one of them");
     if (strcmp(t, "json_schema") == 0) {
       const cJSON *js = cJSON_GetObjectItemCaseSensitive(fmt, "json_schema");
       const cJSON *sch = cJSON_GetObjectItemCaseSensitive(js, "schema");
@@ -444,7 +456,7 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
       return bad(why, cap,
                  "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
                  "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}");
-    r->json_format = strcmp(t, "json_object") == 0;
+    r->json_format = r->grammar || strcmp(t, "json_object") == 0;
   }
   return 0;
 }
@@ -625,6 +637,7 @@ void mkc_api_req_free(mkc_api_req *r) {
   free(r->prompt_ids);
   free(r->context);
   mkc_schema_free(r->schema);
+  mkc_gbnf_free(r->grammar);
   cJSON_Delete(r->root);
   memset(r, 0, sizeof *r);
 }

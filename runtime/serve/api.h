@@ -67,6 +67,9 @@ typedef struct mkc_api_req {
    * validates */
   int json_format;
   struct mkc_schema *schema;
+  /* llama-server's grammar (GBNF, util/gbnf.h): the answer is a sentence of it (json_format is
+   * then set too: the same constraint) */
+  struct mkc_gbnf *grammar;
   int *context;
   int n_context;
   void *root;       /* the cJSON tree */
