@@ -484,6 +484,41 @@ static void test_constraint(void) {
     mkc_gbnf_run_close(alone);
     mkc_gbnf_free(g);
   }
+  /* one answer token by token, its states met again (the kept masks): each step's mask as the
+   * tokens tried alone say */
+  const char *steps[] = {"a", "b", "a", "ab", "ba", "a", "1"},
+             *gram = "root ::= (\"a\" | \"b\")+ \"1\"?";
+  char why[300], text[64] = "";
+  mkc_gbnf *g = compile(gram, why, sizeof why);
+  mkc_gbnf_run *alone = mkc_gbnf_run_open(g);
+  mkc_constraint_start_grammar(c, g, ends, 2, 7);
+  long steps_wrong = 0;
+  for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+    int id = -1;
+    for (int t = 0; t < VOCAB && id < 0; t++)
+      if (vplain[t] && voff[t + 1] - voff[t] == strlen(steps[i]) &&
+          !memcmp(vbytes + voff[t], steps[i], strlen(steps[i])))
+        id = t;
+    steps_wrong += id < 0 || mkc_constraint_accept(c, id) != 0;
+    strcat(text, steps[i]);
+    mkc_constraint_mask(c, got, VOCAB + 4);
+    for (int t = 0; t < VOCAB; t++) {
+      char s[80];
+      int want = 0;
+      if (vplain[t] && voff[t + 1] > voff[t]) {
+        snprintf(s, sizeof s, "%s%.*s", text, (int)(voff[t + 1] - voff[t]), vbytes + voff[t]);
+        want = read_text(alone, s, strlen(s), 0).refused < 0;
+      } else if (t == 60 || t == 61)
+        want = read_text(alone, text, strlen(text), 1).ends;
+      steps_wrong += got[t] != want;
+    }
+  }
+  CHECK(steps_wrong == 0,
+        "%s, one answer token by token (states met again, their masks kept): every step's mask "
+        "as the tokens tried alone say (%ld wrong)",
+        shown(gram), steps_wrong);
+  mkc_gbnf_run_close(alone);
+  mkc_gbnf_free(g);
   CHECK(wrong == 0 && cases >= 15,
         "%ld answers: the trie walk allows the tokens that each alone continue the text, the "
         "end tokens exactly where the grammar may end, and done where nothing can follow (%ld "

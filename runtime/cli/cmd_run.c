@@ -252,8 +252,9 @@ static int check_batch_flags(mkc_cli *c) {
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
   if (mkc_json_format_on(c) && !c->model_path)
-    return mkc_cli_usage_error("%s", "run --batch: --format (JSON output) and --grammar need the "
-                                     "model's tokenizer: -m, and text on the file's lines");
+    return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
+                               "file's lines",
+                               mkc_json_format_what(c));
   if (c->n_reverse && !c->model_path)
     return mkc_cli_usage_error("%s", "run --batch: -r (a reverse prompt) needs the model's "
                                      "tokenizer: -m");

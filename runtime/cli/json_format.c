@@ -28,13 +28,17 @@ int mkc_json_format_on(const mkc_cli *c) {
   return c->format || c->schema_file || c->grammar || c->grammar_file;
 }
 
+const char *mkc_json_format_what(const mkc_cli *c) {
+  return c->grammar        ? "--grammar (output by a grammar)"
+         : c->grammar_file ? "--grammar-file (output by a grammar)"
+                           : "--format (JSON output)";
+}
+
 int mkc_json_format_check(mkc_cli *c, const char *cmd) {
   char msg[400] = "";
   const char *f = c->format;
   if (c->schema_file && !f) c->format = ""; /* JSON output, its schema from the file */
-  const char *what = c->grammar        ? "--grammar (output by a grammar)"
-                     : c->grammar_file ? "--grammar-file (output by a grammar)"
-                                       : "--format (JSON output)";
+  const char *what = mkc_json_format_what(c);
   if (f && strcmp(f, "json") != 0 && f[strspn(f, " \t\n\r")] != '{')
     snprintf(msg, sizeof msg, "%s: --format '%s': json, or a JSON schema ({...})", cmd, f);
   else if (f && c->schema_file)

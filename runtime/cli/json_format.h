@@ -23,6 +23,8 @@ mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
 
 /* Whether the flags ask for constrained output (JSON or a grammar). */
 int mkc_json_format_on(const mkc_cli *c);
+/* The flag that asks for it, as messages name it ("--format (JSON output)", ...). */
+const char *mkc_json_format_what(const mkc_cli *c);
 
 /* The flags' usage errors for command cmd (a --format value, both a format
  * and a file, JSON and a grammar, a text-less prompt, drafting flags): 0 or

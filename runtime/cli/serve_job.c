@@ -286,9 +286,10 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
          : interrupted ? "interrupted (Ctrl-C)"
          : g->eog      ? "end of generation"
          : g->hit_stop ? "a stop string"
-         : g->complete ? (g->complete == 2 ? "the grammar allows nothing more" : "the JSON is whole")
-         : full        ? "context full"
-                       : "max_tokens reached";
+         : g->complete
+             ? (g->complete == 2 ? "the grammar allows nothing more" : "the JSON is whole")
+         : full ? "context full"
+                : "max_tokens reached";
 }
 
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,

@@ -50,6 +50,8 @@ typedef struct vocab {
   double *pen, *probs;
 } vocab;
 
+#define MASKS_KEPT 8
+
 struct mkc_constraint {
   vocab *v;
   int owns;         /* the first, opened over the vocabulary: frees it */
@@ -59,16 +61,32 @@ struct mkc_constraint {
    * that end the answer where the grammar may, and whether one did */
   mkc_gbnf_run *run;
   int end_ids[MKC_GRAMMAR_ENDS], n_end, ended;
+  /* the masks of the grammar's last states: a state met again (inside a string, every letter
+   * leads back to it) has the same tokens allowed */
+  struct kept_mask {
+    unsigned long long state;
+    uint8_t *allowed; /* NULL: free */
+    int n, count;
+    unsigned used; /* when last used, for the one to drop */
+  } masks[MASKS_KEPT];
+  unsigned clock;
 };
 
 static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
 
 static int overflowed(void) {
   fprintf(stderr,
-          "mkc: error: constrained output: the grammar reads the answer in over %d ways "
-          "at once (or memory ran out): make it less ambiguous\n",
-          MKC_GBNF_STACKS_MAX);
+          "mkc: error: constrained output: the grammar reads the answer in over %d ways at once, "
+          "or enters rules over %d deep before a character (or memory ran out)\n",
+          MKC_GBNF_STACKS_MAX, MKC_GBNF_DEPTH_MAX);
   return -1;
+}
+
+static void forget_masks(mkc_constraint *c) {
+  for (int i = 0; i < MASKS_KEPT; i++) {
+    free(c->masks[i].allowed);
+    c->masks[i] = (struct kept_mask){0};
+  }
 }
 
 typedef struct text_ref {
@@ -170,6 +188,7 @@ void mkc_constraint_close(mkc_constraint *c) {
     free(v);
   }
   mkc_gbnf_run_close(c->run);
+  forget_masks(c);
   free(c);
 }
 
@@ -178,6 +197,7 @@ void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed) {
   c->rng = seed;
   mkc_gbnf_run_close(c->run);
   c->run = NULL;
+  forget_masks(c);
 }
 
 void mkc_constraint_start_schema(mkc_constraint *c, const mkc_schema *schema, uint64_t seed) {
@@ -188,12 +208,9 @@ void mkc_constraint_start_schema(mkc_constraint *c, const mkc_schema *schema, ui
 int mkc_constraint_start_grammar(mkc_constraint *c, const mkc_gbnf *g, const int *end_ids,
                                  int n_end, uint64_t seed) {
   mkc_constraint_start(c, 0, seed);
-  if (!(c->run = mkc_gbnf_run_open(g))) {
-    no_memory();
-    return -1;
-  }
+  if (!(c->run = mkc_gbnf_run_open(g))) return overflowed();
   c->n_end = n_end < MKC_GRAMMAR_ENDS ? n_end : MKC_GRAMMAR_ENDS;
-  memcpy(c->end_ids, end_ids, (size_t)c->n_end * sizeof *end_ids);
+  if (c->n_end > 0) memcpy(c->end_ids, end_ids, (size_t)c->n_end * sizeof *end_ids);
   c->ended = 0;
   return 0;
 }
@@ -259,16 +276,41 @@ static int walk(mkc_constraint *c, const int *order, const uint32_t *lcp, int n_
   return count;
 }
 
+/* The grammar's mask: a kept one when its state was met lately, else walked (and kept). */
+static int grammar_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
+  const vocab *v = c->v;
+  unsigned long long state = mkc_gbnf_run_state(c->run, 0);
+  struct kept_mask *k = &c->masks[0];
+  for (int i = 0; i < MASKS_KEPT; i++) {
+    struct kept_mask *m = &c->masks[i];
+    if (m->allowed && m->state == state && m->n == n_logits) {
+      memcpy(allowed, m->allowed, (size_t)n_logits);
+      m->used = ++c->clock;
+      return m->count;
+    }
+    if (!m->allowed || (k->allowed && m->used < k->used)) k = m; /* free, or the oldest */
+  }
+  int count = walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
+  for (int i = 0; i < c->n_end && mkc_gbnf_run_can_end(c->run, 0); i++)
+    if (c->end_ids[i] >= 0 && c->end_ids[i] < n_logits && !allowed[c->end_ids[i]])
+      allowed[c->end_ids[i]] = 1, count++;
+  if (mkc_gbnf_run_overflowed(c->run)) return count; /* cut short: not kept */
+  if (k->allowed && k->n != n_logits) {
+    free(k->allowed);
+    k->allowed = NULL;
+  }
+  if (!k->allowed) k->allowed = malloc((size_t)n_logits);
+  if (k->allowed) {
+    memcpy(k->allowed, allowed, (size_t)n_logits);
+    *k = (struct kept_mask){state, k->allowed, n_logits, count, ++c->clock};
+  }
+  return count;
+}
+
 int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
   const vocab *v = c->v;
   memset(allowed, 0, (size_t)n_logits);
-  if (c->run) {
-    int count = walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
-    for (int i = 0; i < c->n_end && mkc_gbnf_run_can_end(c->run, 0); i++)
-      if (c->end_ids[i] >= 0 && c->end_ids[i] < n_logits && !allowed[c->end_ids[i]])
-        allowed[c->end_ids[i]] = 1, count++;
-    return count;
-  }
+  if (c->run) return grammar_mask(c, allowed, n_logits);
   if (!mkc_json_acc_in_string(&c->now))
     return walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
   int count = 0, n = n_logits < v->n ? n_logits : v->n;

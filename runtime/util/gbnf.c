@@ -38,6 +38,7 @@ typedef struct parser {
   uint32_t n_rules, cap_rules, n_elems;
   gb_range *ranges;
   uint32_t n_ranges, cap_ranges;
+  uint32_t names[2 * RULES_MAX]; /* named rules by name's hash: number + 1, 0 free */
 } parser;
 
 __attribute__((format(printf, 3, 4))) static void fail(parser *ps, const char *at, const char *fmt,
@@ -112,9 +113,13 @@ static int word_char(char c) {
 
 /* The rule named text[0..n), made (undefined) at its first mention. */
 static int rule_named(parser *ps, const char *text, size_t n, const char *at) {
-  for (uint32_t i = 0; i < ps->n_rules; i++)
-    if (ps->rules[i].name && strlen(ps->rules[i].name) == n && !memcmp(ps->rules[i].name, text, n))
-      return (int)i;
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)text[i]) * 16777619u;
+  uint32_t k = h % (2 * RULES_MAX);
+  for (; ps->names[k]; k = (k + 1) % (2 * RULES_MAX)) {
+    const char *name = ps->rules[ps->names[k] - 1].name;
+    if (strlen(name) == n && !memcmp(name, text, n)) return (int)ps->names[k] - 1;
+  }
   char *name = malloc(n + 1);
   if (!name) {
     fail(ps, at, "out of memory");
@@ -122,7 +127,9 @@ static int rule_named(parser *ps, const char *text, size_t n, const char *at) {
   }
   memcpy(name, text, n);
   name[n] = 0;
-  return new_rule(ps, name, at);
+  int r = new_rule(ps, name, at);
+  if (r >= 0) ps->names[k] = (uint32_t)r + 1; /* at most RULES_MAX: the table never fills */
+  return r;
 }
 
 /* Spaces, tabs and comments; line ends too when lines is set. */
@@ -490,34 +497,56 @@ static void find_nullable(checker *k) {
   }
 }
 
-/* Depth-first over "r can begin with rule s": a rule met again on the path is left recursion. */
-static void left_walk(checker *k, uint32_t r) {
+/* A reference on the path met again: left recursion, said by the rule it names. */
+static void left_recursive(parser *ps, uint32_t t) {
+  const prule *named = &ps->rules[ps->rules[t].name ? (int)t : ps->rules[t].owner];
+  const char *name = named->name ? named->name : "?";
+  if (ps->rules[t].name)
+    fail(ps, named->at,
+         "rule '%s' is left-recursive: it can come back to itself before reading a character",
+         name);
+  else
+    fail(ps, ps->rules[t].at,
+         "in rule '%s': a repetition of a part that can match nothing (such as (x?)*), or left "
+         "recursion through a group",
+         name);
+}
+
+/* Depth-first over "r can begin with rule t" from rule `from`, on a stack of its own (rules
+ * chain deeper than C's): a rule met again on the path is left recursion. */
+typedef struct frame {
+  uint32_t rule, alt, elem; /* the next reference to follow: alts[alt].e[elem] */
+} frame;
+
+static void left_walk(checker *k, uint32_t from, frame *path) {
   parser *ps = k->ps;
-  k->color[r] = 1;
-  for (uint32_t a = 0; a < ps->rules[r].n_alts && !ps->failed; a++) {
-    const seq *s = &ps->rules[r].alts[a];
-    for (uint32_t i = 0; i < s->n && s->e[i].kind == GB_REF && !ps->failed; i++) {
-      uint32_t t = s->e[i].a;
-      if (k->color[t] == 1) {
-        const prule *named = &ps->rules[ps->rules[t].name ? (int)t : ps->rules[t].owner];
-        const char *name = named->name ? named->name : "?";
-        if (ps->rules[t].name)
-          fail(ps, named->at,
-               "rule '%s' is left-recursive: it can come back to itself before reading a "
-               "character",
-               name);
-        else
-          fail(ps, ps->rules[t].at,
-               "in rule '%s': a repetition of a part that can match nothing (such as (x?)*), or "
-               "left recursion through a group",
-               name);
-        return;
-      }
-      if (k->color[t] == 0) left_walk(k, t);
-      if (!k->nullable[t]) break;
+  uint32_t depth = 0;
+  path[depth++] = (frame){from, 0, 0};
+  k->color[from] = 1;
+  while (depth > 0 && !ps->failed) {
+    frame *f = &path[depth - 1];
+    const prule *pr = &ps->rules[f->rule];
+    if (f->alt == pr->n_alts) { /* every way it begins followed */
+      k->color[f->rule] = 2;
+      depth--;
+      continue;
+    }
+    const seq *s = &pr->alts[f->alt];
+    uint32_t i = f->elem;
+    /* the reference at i, if the elements before it can match nothing */
+    int go = i < s->n && s->e[i].kind == GB_REF && (i == 0 || k->nullable[s->e[i - 1].a]);
+    if (!go) {
+      f->alt++, f->elem = 0;
+      continue;
+    }
+    f->elem++;
+    uint32_t t = s->e[i].a;
+    if (k->color[t] == 1) return left_recursive(ps, t);
+    if (k->color[t] == 0) {
+      k->color[t] = 1;
+      path[depth++] = (frame){t, 0, 0};
     }
   }
-  k->color[r] = 2;
 }
 
 static void check(parser *ps) {
@@ -533,8 +562,11 @@ static void check(parser *ps) {
     fail(ps, ps->end, "out of memory");
   else if (!ps->failed) {
     find_nullable(&k);
+    frame *path = malloc(((size_t)ps->n_rules + 1) * sizeof *path);
+    if (!path) fail(ps, ps->end, "out of memory");
     for (uint32_t r = 0; r < ps->n_rules && !ps->failed; r++)
-      if (!k.color[r]) left_walk(&k, r);
+      if (!k.color[r]) left_walk(&k, r, path);
+    free(path);
   }
   free(k.nullable);
   free(k.color);
@@ -574,18 +606,24 @@ static mkc_gbnf *flatten(parser *ps) {
 }
 
 mkc_gbnf *mkc_gbnf_compile(const char *text, size_t n, char *why, size_t cap) {
-  parser ps = {.text = text, .p = text, .end = text + n, .why = why, .cap = cap, .current = -1};
-  if (cap) why[0] = 0;
-  read_grammar(&ps);
-  if (!ps.failed) check(&ps);
-  mkc_gbnf *g = ps.failed ? NULL : flatten(&ps);
-  for (uint32_t r = 0; r < ps.n_rules; r++) {
-    for (uint32_t a = 0; a < ps.rules[r].n_alts; a++) free(ps.rules[r].alts[a].e);
-    free(ps.rules[r].alts);
-    free(ps.rules[r].name);
+  parser *ps = calloc(1, sizeof *ps); /* its name table is 512 KB: not on the stack */
+  if (!ps) {
+    snprintf(why, cap, "1:1: out of memory");
+    return NULL;
   }
-  free(ps.rules);
-  free(ps.ranges);
+  ps->text = ps->p = text, ps->end = text + n, ps->why = why, ps->cap = cap, ps->current = -1;
+  if (cap) why[0] = 0;
+  read_grammar(ps);
+  if (!ps->failed) check(ps);
+  mkc_gbnf *g = ps->failed ? NULL : flatten(ps);
+  for (uint32_t r = 0; r < ps->n_rules; r++) {
+    for (uint32_t a = 0; a < ps->rules[r].n_alts; a++) free(ps->rules[r].alts[a].e);
+    free(ps->rules[r].alts);
+    free(ps->rules[r].name);
+  }
+  free(ps->rules);
+  free(ps->ranges);
+  free(ps);
   return g;
 }
 

@@ -22,6 +22,7 @@
 
 #define MKC_GBNF_REPEAT_MAX 1000 /* m and n of x{m,n} */
 #define MKC_GBNF_STACKS_MAX 8192 /* ways a prefix is read at once (ambiguity) */
+#define MKC_GBNF_DEPTH_MAX 10000 /* rules entered before a character is read */
 
 typedef struct mkc_gbnf mkc_gbnf;
 
@@ -35,8 +36,8 @@ void mkc_gbnf_free(mkc_gbnf *g);
  * vocabulary that way). */
 typedef struct mkc_gbnf_run mkc_gbnf_run;
 
-/* A reading of g (which must outlive it) at the start; NULL when out of
- * memory. */
+/* A reading of g (which must outlive it) at the start; NULL when its start
+ * overflows (as mkc_gbnf_run_overflowed says) or memory runs out. */
 mkc_gbnf_run *mkc_gbnf_run_open(const mkc_gbnf *g);
 void mkc_gbnf_run_close(mkc_gbnf_run *r);
 /* Back to the start, as opened. */
@@ -52,6 +53,9 @@ void mkc_gbnf_run_commit(mkc_gbnf_run *r, int level);
 int mkc_gbnf_run_can_end(const mkc_gbnf_run *r, int level);
 /* Whether some sentence is longer than the text at the level. */
 int mkc_gbnf_run_can_go_on(const mkc_gbnf_run *r, int level);
+/* A number that names the level's state (what may follow, and a character
+ * under way) until the run is closed: equal numbers, equal states. */
+unsigned long long mkc_gbnf_run_state(const mkc_gbnf_run *r, int level);
 /* Whether a byte was refused only because the text could be read in more
  * than MKC_GBNF_STACKS_MAX ways, or memory ran out: the answer is then cut
  * short, and the caller says so. Cleared by restart. */

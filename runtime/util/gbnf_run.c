@@ -18,7 +18,6 @@
 
 #include "gbnf_rules.h"
 
-#define CLOSURE_DEPTH 10000   /* rules entered before a character is read */
 #define NODES_KEPT (1u << 22) /* past these at a commit: start the tables over */
 #define STATES_KEPT (1u << 20)
 
@@ -58,6 +57,7 @@ struct mkc_gbnf_run {
   uint32_t *made;
   uint32_t n_made, cap_made;
   int ends, depth, overflow;
+  uint32_t epoch; /* bumped when the tables start over (states renumbered) */
 };
 
 static uint32_t mix(uint64_t h) {
@@ -188,7 +188,7 @@ static int32_t node_of(mkc_gbnf_run *r, int32_t place, int32_t below) {
  * top of the state being made) or past the root's end; -1 on overflow. */
 static int reach(mkc_gbnf_run *r, int32_t place, int32_t below) {
   int32_t t = node_of(r, place, below);
-  if (t < 0 || ++r->depth > CLOSURE_DEPTH) return -1;
+  if (t < 0 || ++r->depth > MKC_GBNF_DEPTH_MAX) return -1;
   int rc = 0;
   if (r->mark[t] != r->pass) {
     r->mark[t] = r->pass;
@@ -349,6 +349,7 @@ static int open_tables(mkc_gbnf_run *r) {
 }
 
 static int32_t start_over(mkc_gbnf_run *r, int32_t keep) {
+  r->epoch++;
   /* keep's tops and character under way, out of the tables */
   state k = r->states[keep];
   uint32_t n = k.n_tops, *tops = malloc(((size_t)n + 1) * sizeof *tops);
@@ -435,6 +436,10 @@ int mkc_gbnf_run_can_go_on(const mkc_gbnf_run *r, int level) {
 }
 
 int mkc_gbnf_run_overflowed(const mkc_gbnf_run *r) { return r->overflow; }
+
+unsigned long long mkc_gbnf_run_state(const mkc_gbnf_run *r, int level) {
+  return (unsigned long long)r->epoch << 32 | (uint32_t)r->levels[level];
+}
 
 void mkc_gbnf_run_commit(mkc_gbnf_run *r, int lv) {
   int32_t s = r->levels[lv];
