@@ -36,52 +36,7 @@ expect_error "--grammar without a tokenizer" \
 model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
   skip "SmolLM2's answers by a grammar: no test data (tests/data/fetch.sh)"
-  # ---- serve: llama-server's "grammar" field ----
-# quoted FILE: FILE's text (less run's closing newline) as a JSON string.
-quoted() { python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$1"; }
-content() {
-  python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2:]: v = v[int(k) if k.isdigit() else k]
-print(json.dumps(v))' "$tmp/body" "$@" 2>/dev/null
-}
-jstr() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
-"$mkc" run "${margs[@]}" -p "The colour of the sky is" --grammar "$g" -n 10 >"$tmp/c0" 2>/dev/null
-chat_req="{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[1]}\"}], \"grammar\": $(jstr "${grammars[1]}"), \"max_tokens\": 60}"
-comp_req="{\"prompt\": \"The colour of the sky is\", \"grammar\": $(jstr "$g"), \"max_tokens\": 10}"
-if start smolgbnf -m "$model" --backend cpu --ctx 512; then
-  call POST /v1/chat/completions "$chat_req"
-  [ "$status" = 200 ] && [ "$(content choices 0 message content)" = "$(quoted "$tmp/g1")" ] \
-    && [ "$(get choices 0 finish_reason)" = stop ] \
-    && ok "serve, a chat request's grammar: run --grammar's answer, finish_reason stop" \
-    || fail "serve chat grammar" "want: $(quoted "$tmp/g1")" "got: $(head -c 400 "$tmp/ans")"
-  call POST /v1/completions "$comp_req"
-  [ "$status" = 200 ] && [ "$(content choices 0 text)" = "$(quoted "$tmp/c0")" ] \
-    && ok "serve, a completion's grammar: run -p --grammar's answer" \
-    || fail "serve completion grammar" "want: $(quoted "$tmp/c0")" "got: $(head -c 400 "$tmp/ans")"
-  grep -q "stopped: the grammar allows nothing more" "$tmp/smolgbnf.err" \
-    && ok "serve: the log says the answer stopped where the grammar allows nothing more" \
-    || fail "serve's log" "$(tail -n 3 "$tmp/smolgbnf.err")"
-  refused "serve, a grammar with a mistake" 400 "grammar: 1:10: the ( is not closed" POST /v1/chat/completions \
-    '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= (\"a\""}'
-  refused "serve, a grammar that is not text" 400 "grammar: expected GBNF text (a string)" POST /v1/completions \
-    '{"prompt": "hi", "grammar": 7}'
-  refused "serve, a grammar and response_format json_object" 400 "grammar and response_format (JSON output): one of them" \
-    POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}}'
-  stop smolgbnf
-fi
-# --parallel: a grammar's request beside a free one, each what it gets alone
-if start smolgbnfpar -m "$model" --backend cpu --ctx 512 --parallel 2; then
-  python3 "$client" "$port" many /v1/chat/completions "$chat_req" \
-    "{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[0]}\"}], \"max_tokens\": 20}" >"$tmp/many" 2>&1
-  { quoted "$tmp/g1" && quoted "$tmp/free"; } >"$tmp/want"
-  cmp -s "$tmp/many" "$tmp/want" \
-    && ok "serve --parallel 2: a grammar's request and a free one at once, each run's answer alone" \
-    || fail "serve --parallel grammar" "$(diff "$tmp/want" "$tmp/many")"
-  stop smolgbnfpar
-fi
-
-finish
+  finish
   exit
 fi
 margs=(-m "$model" --backend cpu --no-display-prompt --ctx 512)
@@ -208,6 +163,20 @@ if start smolgbnf -m "$model" --backend cpu --ctx 512; then
     '{"prompt": "hi", "grammar": 7}'
   refused "serve, a grammar and response_format json_object" 400 "grammar and response_format (JSON output): one of them" \
     POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}], "grammar": "root ::= \"a\"", "response_format": {"type": "json_object"}}'
+  # llama-server's json_schema field: the answer response_format's json_schema gives
+  sch='{"type": "object", "properties": {"capital": {"type": "string"}}, "required": ["capital"]}'
+  ask="{\"role\": \"user\", \"content\": \"Give the capital of France as JSON.\"}"
+  call POST /v1/chat/completions "{\"messages\": [$ask], \"json_schema\": $sch, \"max_tokens\": 40}"
+  a1=$(content choices 0 message content)
+  call POST /v1/chat/completions "{\"messages\": [$ask], \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"schema\": $sch}}, \"max_tokens\": 40}"
+  a2=$(content choices 0 message content)
+  [ -n "$a1" ] && [ "$a1" = "$a2" ] && python3 -c 'import json, sys; d = json.loads(json.loads(sys.argv[1])); sys.exit(0 if isinstance(d.get("capital"), str) else 1)' "$a1" \
+    && ok "serve, llama-server's json_schema field: response_format json_schema's answer, an object with a string capital" \
+    || fail "serve json_schema" "$a1" "$a2"
+  refused "serve, json_schema and response_format json_object" 400 "json_schema and response_format (JSON output): one of them" \
+    POST /v1/chat/completions "{\"messages\": [$ask], \"json_schema\": $sch, \"response_format\": {\"type\": \"json_object\"}}"
+  refused "serve, grammar and json_schema" 400 "grammar and json_schema: one of them" \
+    POST /v1/completions "{\"prompt\": \"hi\", \"json_schema\": $sch, \"grammar\": \"root ::= \\\"a\\\"\"}"
   stop smolgbnf
 fi
 # --parallel: a grammar's request beside a free one, each what it gets alone

@@ -439,15 +439,23 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
       return bad(why, cap, "grammar: %s", w);
     r->json_format = 1;
   }
+  /* llama-server's json_schema: a schema beside the request's fields */
+  const cJSON *js = cJSON_GetObjectItemCaseSensitive(root, "json_schema");
+  if (js && !cJSON_IsNull(js)) {
+    if (r->grammar) return bad(why, cap, "grammar and json_schema: one of them");
+    if (!cJSON_IsObject(js)) return bad(why, cap, "json_schema: expected a JSON schema");
+    if (read_schema(js, "json_schema", r, why, cap) != 0) return -1;
+  }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
   if (fmt && !cJSON_IsNull(fmt)) {
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
     const char *t = cJSON_IsString(type) ? type->valuestring : "";
-    if (r->grammar && strcmp(t, "text") != 0)
-      return bad(why, cap, "grammar and response_format (JSON output): one of them");
+    if (r->json_format && strcmp(t, "text") != 0)
+      return bad(why, cap, "%s and response_format (JSON output): one of them",
+                 r->grammar ? "grammar" : "json_schema");
     if (strcmp(t, "json_schema") == 0) {
-      const cJSON *js = cJSON_GetObjectItemCaseSensitive(fmt, "json_schema");
-      const cJSON *sch = cJSON_GetObjectItemCaseSensitive(js, "schema");
+      const cJSON *inner = cJSON_GetObjectItemCaseSensitive(fmt, "json_schema");
+      const cJSON *sch = cJSON_GetObjectItemCaseSensitive(inner, "schema");
       if (!cJSON_IsObject(sch))
         return bad(why, cap, "response_format: json_schema.schema: expected a JSON schema");
       return read_schema(sch, "response_format", r, why, cap);
@@ -456,7 +464,7 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
       return bad(why, cap,
                  "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
                  "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}");
-    r->json_format = r->grammar || strcmp(t, "json_object") == 0;
+    r->json_format |= strcmp(t, "json_object") == 0; /* already set by a grammar or json_schema */
   }
   return 0;
 }
