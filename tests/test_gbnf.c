@@ -91,6 +91,8 @@ static void test_refusals(void) {
       {"root ::= \"a\"{1001}\n", "1:14: a repetition count above 1000"},
       {"root ::= \"a\"{2\n", "1:15: expected } to close {"},
       {"root ::= <[1000]>\n", "1:10: token references"},
+      {"root ::= \"a\" []\n", "1:14: an empty character class ([])"},
+      {"root ::= [^]\n", "1:10: an empty character class ([^])"},
       {"root ::= x \"a\"\nx ::= root | \"b\"\n", "1:1: rule 'root' is left-recursive"},
       {"root ::= y? root \"a\" | \"b\"\ny ::= \"c\"\n", "1:1: rule 'root' is left-recursive"},
       {"root ::= (\"a\"?)*\n",

@@ -272,6 +272,10 @@ static void read_class(parser *ps, seq *out) {
       break;
     }
     if (*ps->p == ']') {
+      if (n == 0) { /* llama.cpp reads it as nothing at all: say so rather than guess */
+        fail(ps, at, "an empty character class (%s)", negated ? "[^]" : "[]");
+        break;
+      }
       ps->p++;
       push(ps, out, chars(ps, r, n, negated));
       break;

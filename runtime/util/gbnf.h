@@ -12,7 +12,8 @@
  * Unicode code points; the answer's bytes are their UTF-8.
  *
  * Refused at compile time, with the line and column: an undefined rule, a
- * rule defined twice, no root, and left recursion (a rule that can come
+ * rule defined twice, no root, an empty class ([] or [^], which llama.cpp
+ * reads as nothing at all), token references (<[id]>), and left recursion (a rule that can come
  * back to itself before reading a character, which would loop: also a
  * repetition of a part that can match nothing, such as (x?)*). */
 #ifndef MKC_GBNF_H
