@@ -22,6 +22,7 @@
 #include "exec/batch.h"
 #include "exec/constrain.h"
 #include "exec/decode.h"
+#include "exec/draft.h"
 #include "exec/sampler_ref.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
@@ -804,6 +805,100 @@ static void test_logprobs(void) {
 
 /* ---- the decode loop ---- */
 
+/* A drafter that proposes the next tokens of a script (seq, the tokens after the prompt), one
+ * in every `wrong` of them (0: none) replaced by the token after it. */
+typedef struct script_drafter {
+  mkc_drafter base;
+  const int *seq;
+  int n_seq, n_prompt, wrong;
+} script_drafter;
+
+static int script_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
+  const script_drafter *sd = (const script_drafter *)d;
+  int at = n - sd->n_prompt, m = 0;
+  (void)hist;
+  for (; m < k && at + m < sd->n_seq; m++)
+    out[m] = sd->wrong && (at + m) % sd->wrong == sd->wrong - 1 ? (sd->seq[at + m] + 1) % VOCAB
+                                                                : sd->seq[at + m];
+  return m;
+}
+
+static void script_close(mkc_drafter *d) { (void)d; }
+
+static const mkc_drafter_ops SCRIPT_OPS = {script_propose, NULL, NULL, script_close};
+
+/* Drafts with constrained output (greedy), on tiny with a kernel of up to 6 inputs a step: the
+ * host verifies them against its own choices, so the answer is the one without drafts,
+ * whatever the drafts: prompt lookup's; the answer itself (every draft taken by the host, most
+ * turned down by the kernel, whose own choice is unconstrained: the host's drafts are the next
+ * step's fixed inputs), also with some wrong; and the model itself as its own draft model (its
+ * unconstrained choices, which the kernel takes and the host turns down where the constraint
+ * chooses otherwise: a rewind). Sampling takes no drafts. */
+static void test_constrained_drafts(mkc_constraint *c) {
+  fixture f;
+  if (!CHECK(fixture_open(&f, "tiny", 5, 128, 21) == 0, "tiny with up to 5 drafts a step")) return;
+  int prompt[] = {5, 17, 99, 3, 40, 41}, n_prompt = 6, want[64], out[64], n_gen = 40;
+  mkc_session *s = mkc_session_open(test_backend(), &f.g, &f.src, &f.w, 2);
+  mkc_decode_stats st;
+  mkc_decode_opts none = {.constraint = c};
+  mkc_constraint_start(c, 1, 5);
+  int rc = s ? mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &none, want, &st) : -1;
+  int n_want = rc == 0 ? st.generated : 0;
+  const struct {
+    const char *name;
+    int script, wrong, model, draft_max, adaptive;
+  } runs[] = {
+      {"prompt lookup, up to 2", 0, 0, 0, 2, 0},
+      {"prompt lookup, adaptive up to 5", 0, 0, 0, 5, 1},
+      {"the answer itself, 3 at a time", 1, 0, 0, 3, 0},
+      {"the answer itself, 5 at a time", 1, 0, 0, 5, 0},
+      {"the answer, every 4th wrong, 5 at a time", 1, 4, 0, 5, 0},
+      {"the model itself (unconstrained), 4 at a time", 0, 0, 1, 4, 0},
+  };
+  for (size_t i = 0; i < sizeof runs / sizeof *runs && rc == 0; i++) {
+    script_drafter sd = {{&SCRIPT_OPS, "script", 0}, want, n_want, n_prompt, runs[i].wrong};
+    mkc_drafter *model = NULL;
+    if (runs[i].model) {
+      mkc_session *ds = mkc_session_open(test_backend(), &f.g, &f.src, &f.w, 2);
+      model = ds ? mkc_drafter_model(ds, &f.g, "itself") : NULL;
+      if (!CHECK(model != NULL, "the model as its own draft model")) continue;
+    }
+    mkc_decode_opts o = {.draft_max = runs[i].draft_max,
+                         .adaptive = runs[i].adaptive,
+                         .draft_min = runs[i].adaptive,
+                         .drafter = runs[i].script ? &sd.base : model,
+                         .constraint = c};
+    mkc_constraint_start(c, 1, 5);
+    mkc_session_reset(s);
+    int r2 = mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, out, &st);
+    int same = r2 == 0 && st.generated == n_want && !memcmp(out, want, sizeof *out * n_want);
+    int all = runs[i].script && !runs[i].wrong;
+    CHECK(same && (!all || (st.accepted == st.drafted && st.gen_steps < st.generated / 2)),
+          "drafts from %s: the answer without drafts (%d of %d drafts taken, %d steps for %d "
+          "tokens)",
+          runs[i].name, (int)st.accepted, (int)st.drafted, (int)st.gen_steps, st.generated);
+    mkc_drafter_close(model);
+  }
+  /* sampled: no drafts, one token a step, the same draws as asked without drafts */
+  mkc_sampling o8 = {.temp = 0.8f, .top_p = 1, .repeat_penalty = 1, .seed_lo = 3};
+  int sampled[64], n_sampled = 0;
+  mkc_decode_opts o = {.constraint = c};
+  if (rc == 0 && CHECK(mkc_session_set_sampling(s, &o8) == 0, "temperature 0.8 is taken")) {
+    for (int pass = 0; pass < 2; pass++) {
+      o.draft_max = pass ? 4 : 0;
+      mkc_constraint_start(c, 1, 9);
+      mkc_session_reset(s);
+      rc = mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, pass ? out : sampled, &st);
+      if (!pass) n_sampled = st.generated;
+    }
+    CHECK(rc == 0 && st.drafted == 0 && st.gen_steps == st.generated - 1 &&
+              st.generated == n_sampled && !memcmp(out, sampled, sizeof *out * n_sampled),
+          "sampled: --draft-max 4 takes no drafts, one token a step, the same draws");
+  }
+  mkc_session_close(s);
+  fixture_close(&f);
+}
+
 static void test_decode_loop(void) {
   fixture f;
   if (!CHECK(fixture_open(&f, "tiny", 2, 128, 21) == 0, "tiny: generated, random weights")) return;
@@ -815,12 +910,11 @@ static void test_decode_loop(void) {
   mkc_session *s = mkc_session_open(test_backend(), &f.g, &f.src, &f.w, 2);
   mkc_session *ref = mkc_session_open(MKC_BACKEND_REF, &f.g, &f.src, &f.w, 0);
   mkc_decode_stats st;
-  /* drafts asked for: the constraint takes one input a step anyway */
-  mkc_decode_opts o = {.draft_max = 2, .constraint = c};
+  mkc_decode_opts o = {.constraint = c};
   mkc_constraint_start(c, 1, 5);
   int rc = s && ref ? mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, out, &st) : -1;
   CHECK(rc == 0 && st.generated >= 1 && st.drafted == 0 && st.gen_steps == st.generated - 1,
-        "%s backend: %d tokens, one per step, no drafts", mkc_session_backend(s), st.generated);
+        "%s backend: %d tokens, one per step", mkc_session_backend(s), st.generated);
   /* each token is the constrained argmax of the reference's logits after the ones before */
   int same = rc == 0, hist[128];
   memcpy(hist, prompt, sizeof prompt);
@@ -843,6 +937,7 @@ static void test_decode_loop(void) {
               "the prompt and the tokens before it");
   CHECK(st.complete == mkc_constraint_done(check) && (st.complete || st.generated == n_gen),
         "it stops when the object is whole (%s), else at -n", st.complete ? "whole" : "not whole");
+  if (rc == 0) test_constrained_drafts(c);
   mkc_session_close(s);
   mkc_session_close(ref);
   mkc_constraint_close(c);

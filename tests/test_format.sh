@@ -19,9 +19,12 @@ expect_error "run --format yaml" "mkc: error: run: --format 'yaml': json, or a J
 expect_error "run --format json without a tokenizer" \
   "mkc: error: run: --format (JSON output) needs the model's tokenizer: -m with -p or -f" \
   -- run --preset tiny --random-weights 1 -n 4 --format json
-expect_error "run --format json with drafts" \
-  "mkc: error: run: --format (JSON output) chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
-  -- run -m README.md -p hi --format json --draft-max 2
+expect_error "run --format json with rounds" \
+  "mkc: error: run: --format (JSON output) chooses each token on the host: not with --rounds (a launch's rounds are the kernel's choices)" \
+  -- run -m README.md -p hi --format json --rounds 2
+expect_error "run --format json, sampled, with drafts" \
+  "mkc: error: run: --format (JSON output) verifies drafts on the host greedily only: drop --temp or the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive)" \
+  -- run -m README.md -p hi --format json --temp 0.8 --draft-max 2
 expect_error "run -j with a keyword mkc does not follow" \
   "mkc: error: --format: json schema: the schema: \"pattern\" is not offered (mkc follows type, properties, required, items, minItems, maxItems, enum, const, anyOf, oneOf and \$ref)" \
   -- run -m README.md -p hi -j '{"type": "string", "pattern": "a+"}'
@@ -233,6 +236,6 @@ expect_error "run --batch --format without a model's tokenizer" \
   "mkc: error: run --batch: --format (JSON output) needs the model's tokenizer: -m, and text on the file's lines" \
   -- run --preset tiny --random-weights 1 --batch "$tmp/lines" --format json
 expect_error "run --batch --format with drafts" \
-  "mkc: error: run --batch: --format (JSON output) chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
+  "mkc: error: run --batch: --format (JSON output) chooses each token on the host, one a step on the slots: drop --draft-max" \
   -- run -m "$model" --batch "$tmp/lines" --format json --draft-max 2
 finish

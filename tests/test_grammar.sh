@@ -21,9 +21,9 @@ expect_error "--grammar with a group left open" "mkc: error: --grammar: 1:10: th
 expect_error "--grammar-file a missing file" \
   "mkc: error: --grammar-file $tmp/none.gbnf: No such file or directory" \
   -- run -m README.md -p hi --grammar-file "$tmp/none.gbnf"
-expect_error "--grammar with drafts" \
-  "mkc: error: run: --grammar (output by a grammar) chooses each token on the host, one per step: drop the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)" \
-  -- run -m README.md -p hi --grammar 'root ::= "a"' --draft-max 3
+expect_error "--grammar, sampled, with drafts" \
+  "mkc: error: run: --grammar (output by a grammar) verifies drafts on the host greedily only: drop --temp or the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive)" \
+  -- run -m README.md -p hi --grammar 'root ::= "a"' --draft-max 3 --temp 0.5
 expect_error "--grammar and --format json" \
   "mkc: error: run: JSON output (--format, -j, -jf) or a grammar: one of them" \
   -- run -m README.md -p hi --grammar 'root ::= "a"' --format json
@@ -106,6 +106,19 @@ p="Describe a cat called Tom, aged 3, as JSON."
 cmp -s "$tmp/k" "$tmp/kf" && [ "$(wc -c <"$tmp/k")" -gt 40 ] \
   && ok "--grammar-file json.gbnf, 40 tokens of a longer object: --format json's answer byte for byte" \
   || fail "json.gbnf, 40 tokens" "$(cat "$tmp/k")" "$(cat "$tmp/kf")"
+
+# drafts, greedy: verified on the host, the same answer in fewer steps (prompt lookup finds the
+# object's repeats)
+for how in "--grammar-file $json_gbnf" "--format json"; do
+  # shellcheck disable=SC2086
+  "$mkc" run "${margs[@]}" --chat -p "$p" $how -n 80 >"$tmp/nd" 2>/dev/null
+  # shellcheck disable=SC2086
+  "$mkc" run "${margs[@]}" --chat -p "$p" $how -n 80 --draft-max 4 >"$tmp/d" 2>"$tmp/d.err"
+  tps=$(grep -o '[0-9.]* tokens/step' "$tmp/d.err" | cut -d' ' -f1)
+  cmp -s "$tmp/nd" "$tmp/d" && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 1.2 else 1)" "$tps" \
+    && ok "${how%% *} --draft-max 4: the answer without drafts, $tps tokens a step" \
+    || fail "${how%% *} --draft-max 4" "$(cat "$tmp/d")" "$(cat "$tmp/nd")" "$(tail -n 1 "$tmp/d.err")"
+done
 
 # ---- chat: every answer by the grammar, the conversation going on ----
 printf '%s\n%s\n' "Is the sky blue? Answer yes or no." "Is grass red? Answer yes or no." |

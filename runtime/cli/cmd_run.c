@@ -54,7 +54,7 @@ static const char USAGE[] =
     "  --format json          the answer is a JSON object: each token is chosen on the\n"
     "                         host among those that keep it valid JSON (the sampling\n"
     "                         options apply to them), and generation ends with the\n"
-    "                         object; one token per step (no drafts)\n"
+    "                         object; greedy, drafts are verified on the host too\n"
     "  --format SCHEMA, -j, --json-schema SCHEMA  the answer is JSON the schema\n"
     "                         validates (docs/MODELS.md says which keywords)\n"
     "  -jf, --json-schema-file FILE  the schema from a file\n"
@@ -260,6 +260,10 @@ static int check_batch_flags(mkc_cli *c) {
                                      "tokenizer: -m");
   int rc = mkc_json_format_check(c, "run --batch");
   if (rc) return rc;
+  if (mkc_json_format_on(c) && c->draft_max) /* the slots verify no drafts on the host */
+    return mkc_cli_usage_error("run --batch: %s chooses each token on the host, one a step on the "
+                               "slots: drop --draft-max",
+                               mkc_json_format_what(c));
   if (c->model_path) return mkc_cli_check_model(c, "run");
   if (!c->preset) return mkc_cli_usage_error("%s", "run --batch: -m FILE or --preset is required");
   if (!c->have_seed)

@@ -49,11 +49,17 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd) {
     snprintf(msg, sizeof msg, "%s: JSON output (--format, -j, -jf) or a grammar: one of them", cmd);
   else if (mkc_json_format_on(c) && (!c->model_path || c->prompt_ids))
     snprintf(msg, sizeof msg, "%s: %s needs the model's tokenizer: -m with -p or -f", cmd, what);
-  else if (mkc_json_format_on(c) && (c->draft_max || c->draft_adaptive || c->draft_layers ||
-                                     c->draft_model_path || c->draft_head || c->rounds > 1))
+  else if (mkc_json_format_on(c) && c->rounds > 1)
     snprintf(msg, sizeof msg,
-             "%s: %s chooses each token on the host, one per step: drop the drafting flags "
-             "(--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive, --rounds)",
+             "%s: %s chooses each token on the host: not with --rounds (a launch's rounds are the "
+             "kernel's choices)",
+             cmd, what);
+  else if (mkc_json_format_on(c) && c->temp > 0 &&
+           (c->draft_max || c->draft_adaptive || c->draft_layers || c->draft_model_path ||
+            c->draft_head))
+    snprintf(msg, sizeof msg,
+             "%s: %s verifies drafts on the host greedily only: drop --temp or the drafting flags "
+             "(--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive)",
              cmd, what);
   char command[16]; /* the help's: "run" for "run --batch" */
   snprintf(command, sizeof command, "%.*s", (int)strcspn(cmd, " "), cmd);

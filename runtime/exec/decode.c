@@ -60,6 +60,29 @@ static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int
   return 0;
 }
 
+/* Constrained output's verdict on a step of f fixed inputs and then drafts[0..k) (greedy): the
+ * host chooses after input f, and while its choice is the draft that came next, after that draft
+ * too; each choice is recorded as emit does. r becomes the host's verdict (r->n_out 0: nothing
+ * left to emit). The cache keeps what the choices confirmed: a rewind drops drafts the kernel
+ * took and the host did not, and the drafts the host took past the kernel's are the next step's
+ * fixed inputs. 0, or -1 after a message. */
+static int constrained_verdict(mkc_session *s, const mkc_decode_opts *o, int f, const int *drafts,
+                               int k, mkc_step_result *r, int *out, int *hist, int *n_hist,
+                               int n_gen, mkc_decode_stats *stats) {
+  int taken = 0;
+  for (int j = 0; j <= k; j++) {
+    if (emit_constrained(s, o, f + j, out, hist, n_hist, stats) != 0) return -1;
+    if (j == k || hist[*n_hist - 1] != drafts[j] || stats->stopped || stats->complete ||
+        stats->generated >= n_gen)
+      break;
+    taken++;
+  }
+  r->n_accepted = taken;
+  r->n_out = 0;
+  if (mkc_session_pos(s) > *n_hist - 1) return mkc_session_rewind(s, *n_hist - 1);
+  return 0;
+}
+
 /* The target's step time split in two: what its steps would have cost with
  * one input each (the mean one-input step's), and the rest, the drafts'
  * verification; no one-input step measured: all of it is target's. */
@@ -194,11 +217,11 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   mkc_step_result r;
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
   mkc_decode_opts plain;
-  if (o->constraint) { /* one input a step, chosen on the host */
+  if (o->constraint) { /* chosen on the host: drafts verified there too, greedy only */
     plain = *o;
-    plain.draft_max = plain.adaptive = plain.rounds = plain.draft_layers = 0;
+    plain.rounds = plain.draft_layers = 0;
+    if (mkc_session_sampling(s)->temp > 0) plain.draft_max = plain.adaptive = draft_max = 0;
     o = &plain;
-    draft_max = 0;
   }
   mkc_depth depth;
   mkc_depth_init(&depth, o->draft_min < draft_max ? o->draft_min : draft_max, draft_max);
@@ -247,19 +270,27 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
       break;
     }
     int pos = mkc_session_pos(s);
-    if (pos >= g->max_ctx) {
+    /* The tokens the cache does not hold yet: the last emitted one, and before it (constrained
+     * output) those the host took from drafts the kernel turned down; all but the last are fixed
+     * inputs of the step. */
+    int f = n_hist - 1 - pos;
+    if (f < 0) { /* constrained_verdict rewinds past what the host kept */
+      fprintf(stderr, "mkc: error: the cache holds %d tokens past the answer's\n", -f);
+      goto fail;
+    }
+    if (pos + f >= g->max_ctx) {
       stats->ctx_full = 1;
       break;
     }
     int want = n_gen - stats->generated;
     /* Drafts past what is still wanted or past the cache would be wasted or refused. */
     int gated = 0, k = o->adaptive ? mkc_adaptive_next(&depth, &gate, &gated) : draft_max;
-    k = min_int(k, min_int(want - 1, g->max_ctx - pos - 1));
-    in[0] = hist[n_hist - 1];
+    k = min_int(min_int(k, g->t_max - 1 - f), min_int(want - 1, g->max_ctx - pos - f - 1));
+    memcpy(in, hist + pos, (size_t)(f + 1) * sizeof *in);
     double t_draft = mkc_seconds();
     if (o->rounds > 1 && o->draft_layers > 0) /* the kernel drafts: k placeholders */
       memset(in + 1, 0, (size_t)k * sizeof *in);
-    else if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1)) < 0)
+    else if ((k = mkc_drafter_propose(drafter, hist, n_hist, k, in + 1 + f)) < 0)
       goto fail;
     t_draft = mkc_seconds() - t_draft;
     if (o->rounds > 1) {
@@ -267,12 +298,11 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
         goto fail;
       continue;
     }
-    if (step_or_fail(s, in, 1 + k, 0, &r) != 0) goto fail;
+    if (step_or_fail(s, in, 1 + f + k, f, &r) != 0) goto fail;
     stats->launches++;
-    if (o->constraint) {
-      r.n_out = 0; /* the kernel's choice is set aside */
-      if (emit_constrained(s, o, 0, out, hist, &n_hist, stats) != 0) goto fail;
-    }
+    if (o->constraint &&
+        constrained_verdict(s, o, f, in + 1 + f, k, &r, out, hist, &n_hist, n_gen, stats) != 0)
+      goto fail;
     double t_target = mkc_session_step_seconds(s), t_verdict = mkc_seconds();
     if (k > 0 && mkc_drafter_accepted(drafter, r.n_accepted) != 0) goto fail;
     t_draft += mkc_seconds() - t_verdict;
@@ -284,10 +314,11 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     stats->mismatches += r.n_accepted < k;
     stats->all_accepted += k > 0 && r.n_accepted == k;
     stats->draft_seconds += t_draft;
-    stats->step_count[1 + k]++;
-    stats->step_seconds[1 + k] += t_target;
+    stats->step_count[1 + f + k]++;
+    stats->step_seconds[1 + f + k] += t_target;
     if (o->adaptive)
-      mkc_adaptive_update(&depth, &gate, gated, k, r.n_accepted, r.n_out, t_draft, t_target);
+      mkc_adaptive_update(&depth, &gate, gated, k, r.n_accepted,
+                          o->constraint ? r.n_accepted + 1 : r.n_out, t_draft, t_target);
     for (int i = 0; i < r.n_out && stats->generated < n_gen; i++)
       if (emit(s, o, i, r.out[i], out, hist, &n_hist, stats)) break;
   }
