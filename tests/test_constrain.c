@@ -316,8 +316,8 @@ static const char *const STATES[] = {
 #define N_STATES (int)(sizeof STATES / sizeof *STATES)
 
 /* c started and fed state's text; 0, or -1 when a token cannot spell it (byte by byte here). */
-static int feed(mkc_constraint *c, const char *state) {
-  mkc_constraint_start(c, 1, 99);
+static int feed_seed(mkc_constraint *c, const char *state, uint64_t seed) {
+  mkc_constraint_start(c, 1, seed);
   for (const char *p = state; *p; p++) {
     int id = -1;
     for (int i = 0; i < VOCAB && id < 0; i++)
@@ -333,6 +333,8 @@ static int feed(mkc_constraint *c, const char *state) {
   }
   return 0;
 }
+
+static int feed(mkc_constraint *c, const char *state) { return feed_seed(c, state, 99); }
 
 /* The tokens that may come next, each tried alone from the state's text. */
 static int brute_force(const mkc_vocab_text *v, const char *state, uint8_t *allowed, int n) {
@@ -761,6 +763,65 @@ static void test_sampled(void) {
   mkc_constraint_close(c);
 }
 
+/* Speculative sampling's verdict on a draft (mkc_constraint_verify): the token it gives has the
+ * distribution mkc_constraint_choose's draws have (the oracle's), whatever the draft: the likeliest
+ * token, a less likely one, one top-k cut, one the JSON refuses. The planted bug draws the
+ * residual from every token, the draft included (the draft then comes too often). */
+static void test_verified(void) {
+  mkc_vocab_text v = made_up_vocab();
+  mkc_constraint *c = mkc_constraint_open(&v);
+  float logits[VOCAB];
+  uint8_t allowed[VOCAB];
+  double want[VOCAB], bug[VOCAB];
+  int window[] = {'a' - 0x20, '"' - 0x20}, nw = 2;
+  const char *state = "{\"name\": \"";
+  mkc_sampling o = {
+      .temp = 0.7f, .top_k = 6, .top_p = 1, .repeat_penalty = 1.2f, .repeat_last_n = 2};
+  random_logits(logits, VOCAB, 4242);
+  brute_force(&v, state, allowed, VOCAB);
+  oracle_probs(logits, allowed, window, nw, &o, want);
+  /* the drafts: the likeliest, the least likely of the top 6, one with probability 0 that is
+   * allowed (top-k cut), one refused */
+  int best = -1, mid = -1, cut = -1, refused = -1;
+  for (int i = 0; i < VOCAB; i++) {
+    if (want[i] > 0 && (best < 0 || want[i] > want[best])) best = i;
+    if (want[i] > 0 && (mid < 0 || want[i] < want[mid])) mid = i;
+    if (allowed[i] && want[i] == 0 && cut < 0) cut = i;
+    if (!allowed[i] && refused < 0) refused = i;
+  }
+  const struct {
+    const char *name;
+    int draft;
+  } drafts[] = {{"the likeliest token", best},
+                {"the least likely of the top 6", mid},
+                {"one top-k cut", cut},
+                {"one the JSON refuses", refused}};
+  for (size_t k = 0; k < sizeof drafts / sizeof *drafts; k++) {
+    int d = drafts[k].draft, bad = d < 0;
+    long counts[VOCAB] = {0};
+    for (int n = 0; n < DRAWS && !bad; n++) {
+      int id = -1;
+      if (feed_seed(c, state, 1000003u * (uint64_t)n + k) != 0 ||
+          mkc_constraint_verify(c, logits, VOCAB, window, nw, &o, d, &id, NULL, NULL, NULL) != 0)
+        bad = 1;
+      else
+        counts[id]++;
+    }
+    double p = bad ? 0 : fit(counts, want);
+    CHECK(p >= P_MIN,
+          "verdict on a draft (%s, p = %.3f): %d tokens fit the oracle's distribution (p = %.3g)",
+          drafts[k].name, d >= 0 ? want[d] : -1.0, DRAWS, p);
+    if (d < 0 || want[d] == 0) continue; /* the bug changes nothing there */
+    for (int i = 0; i < VOCAB; i++) bug[i] = (1 - want[d]) * want[i] + (i == d ? want[d] : 0);
+    double p_bug = fit(counts, bug);
+    CHECK(p_bug < P_MIN,
+          "  planted bug (the residual drawn with the draft in it): the same "
+          "tokens fail (p = %.3g)",
+          p_bug);
+  }
+  mkc_constraint_close(c);
+}
+
 static void test_logprobs(void) {
   mkc_vocab_text v = made_up_vocab();
   mkc_constraint *c = mkc_constraint_open(&v);
@@ -879,21 +940,30 @@ static void test_constrained_drafts(mkc_constraint *c) {
           runs[i].name, (int)st.accepted, (int)st.drafted, (int)st.gen_steps, st.generated);
     mkc_drafter_close(model);
   }
-  /* sampled: no drafts, one token a step, the same draws as asked without drafts */
+  /* sampled: drafts verified by speculative sampling on the host (its distribution is
+   * test_verified's); here, end to end: every token one the document takes, drafts taken */
   mkc_sampling o8 = {.temp = 0.8f, .top_p = 1, .repeat_penalty = 1, .seed_lo = 3};
-  int sampled[64], n_sampled = 0;
-  mkc_decode_opts o = {.constraint = c};
   if (rc == 0 && CHECK(mkc_session_set_sampling(s, &o8) == 0, "temperature 0.8 is taken")) {
-    for (int pass = 0; pass < 2; pass++) {
-      o.draft_max = pass ? 4 : 0;
-      mkc_constraint_start(c, 1, 9);
+    mkc_constraint *check = mkc_constraint_share(c);
+    long taken = 0, drafted = 0;
+    int valid = check != NULL, steps = 0, tokens = 0;
+    for (int seed = 0; seed < 6 && valid; seed++) {
+      script_drafter sd = {{&SCRIPT_OPS, "script", 0}, want, n_want, n_prompt, 0};
+      mkc_decode_opts o = {.draft_max = 4, .drafter = seed % 2 ? &sd.base : NULL, .constraint = c};
+      mkc_constraint_start(c, 1, 100 + (unsigned)seed);
       mkc_session_reset(s);
-      rc = mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, pass ? out : sampled, &st);
-      if (!pass) n_sampled = st.generated;
+      valid = mkc_decode_with(s, &f.g, prompt, n_prompt, n_gen, &o, out, &st) == 0;
+      mkc_constraint_start(check, 1, 0);
+      for (int i = 0; valid && i < st.generated; i++)
+        valid = mkc_constraint_accept(check, out[i]) == 0;
+      taken += st.accepted, drafted += st.drafted, steps += (int)st.gen_steps + 1;
+      tokens += st.generated;
     }
-    CHECK(rc == 0 && st.drafted == 0 && st.gen_steps == st.generated - 1 &&
-              st.generated == n_sampled && !memcmp(out, sampled, sizeof *out * n_sampled),
-          "sampled: --draft-max 4 takes no drafts, one token a step, the same draws");
+    CHECK(valid && taken > 0 && taken <= drafted && steps < tokens,
+          "sampled, 6 seeds, drafts from prompt lookup and the greedy answer: every token one the "
+          "JSON takes, %ld of %ld drafts taken, %d steps for %d tokens",
+          taken, drafted, steps, tokens);
+    mkc_constraint_close(check);
   }
   mkc_session_close(s);
   fixture_close(&f);
@@ -1009,7 +1079,9 @@ static void test_batch(void) {
     mkc_session *s = mkc_session_open(test_backend(), &plain.g, &plain.src, &plain.w, BLOCKS);
     mkc_constraint *alone = how[i].constrained ? mkc_constraint_open(&v) : NULL;
     if (alone) mkc_constraint_start(alone, how[i].constrained == 1, how[i].seed);
-    mkc_decode_opts d = {.draft_max = 2, .constraint = alone};
+    /* alone, a constrained one takes one token a step too: sampled, drafts would take other
+     * draws (the same distribution, tests/test_constrain's verdicts) */
+    mkc_decode_opts d = {.draft_max = alone ? 0 : 2, .constraint = alone};
     mkc_decode_stats ds;
     int out[GEN + 1], ok = s && mkc_session_set_sampling(s, &q[i].opt) == 0 &&
                            mkc_decode_with(s, &plain.g, prompts[i], 5, GEN, &d, out, &ds) == 0;
@@ -1046,6 +1118,7 @@ int main(void) {
   test_schema_mask();
   test_greedy();
   test_sampled();
+  test_verified();
   test_logprobs();
   test_decode_loop();
   test_batch();

@@ -22,9 +22,6 @@ expect_error "run --format json without a tokenizer" \
 expect_error "run --format json with rounds" \
   "mkc: error: run: --format (JSON output) chooses each token on the host: not with --rounds (a launch's rounds are the kernel's choices)" \
   -- run -m README.md -p hi --format json --rounds 2
-expect_error "run --format json, sampled, with drafts" \
-  "mkc: error: run: --format (JSON output) verifies drafts on the host greedily only: drop --temp or the drafting flags (--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive)" \
-  -- run -m README.md -p hi --format json --temp 0.8 --draft-max 2
 expect_error "run -j with a keyword mkc does not follow" \
   "mkc: error: --format: json schema: the schema: \"pattern\" is not offered (mkc follows type, properties, required, items, minItems, maxItems, enum, const, anyOf, oneOf and \$ref)" \
   -- run -m README.md -p hi -j '{"type": "string", "pattern": "a+"}'

@@ -54,13 +54,7 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd) {
              "%s: %s chooses each token on the host: not with --rounds (a launch's rounds are the "
              "kernel's choices)",
              cmd, what);
-  else if (mkc_json_format_on(c) && c->temp > 0 &&
-           (c->draft_max || c->draft_adaptive || c->draft_layers || c->draft_model_path ||
-            c->draft_head))
-    snprintf(msg, sizeof msg,
-             "%s: %s verifies drafts on the host greedily only: drop --temp or the drafting flags "
-             "(--draft-max, --draft-layers, -md, --draft-head, --draft-adaptive)",
-             cmd, what);
+
   char command[16]; /* the help's: "run" for "run --batch" */
   snprintf(command, sizeof command, "%.*s", (int)strcspn(cmd, " "), cmd);
   return msg[0] ? mkc_cli_usage_error_in(command, "%s", msg) : 0;

@@ -401,9 +401,27 @@ static void top_n(const double *lp, const int *ids, int m, int n, int *out_ids, 
   }
 }
 
-int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
-                          int n_window, const mkc_sampling *o_in, int *id, float *lp, int *ids,
-                          float *lps) {
+/* u in [0, 1): 53 random bits of the document's draws */
+static double uniform(mkc_constraint *c) {
+  return (double)(mkc_splitmix64(&c->rng) >> 11) * 0x1p-53;
+}
+
+/* The candidate drawn from probs[0..m) by inverse CDF at u * (1 - probs[skip]), skipping
+ * candidate skip (-1: none); the last with mass when rounding left u past the sum. */
+static int draw(const double *probs, int m, int skip, double u) {
+  double cum = 0, target = u * (1 - (skip >= 0 ? probs[skip] : 0));
+  for (int i = 0; i < m; i++)
+    if (i != skip && probs[i] > 0 && target < (cum += probs[i])) return i;
+  for (int i = m - 1; i >= 0; i--)
+    if (i != skip && probs[i] > 0) return i;
+  return skip;
+}
+
+/* mkc_constraint_choose, and with draft >= 0 under sampling, speculative sampling's verdict on
+ * it: the draft with its probability, else a draw from the rest renormalized. */
+static int choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                  int n_window, const mkc_sampling *o_in, int draft, int *id, float *lp, int *ids,
+                  float *lps) {
   vocab *v = c->v;
   if (grow(v, n_logits) != 0) return -1;
   for (int i = 0; i < n_window; i++)
@@ -459,13 +477,14 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
     if (v->index[window[i]] >= 0) spanned[n_span++] = v->index[window[i]];
   int rc = mkc_sampler_ref_probs(v->kept, m, spanned, n_span, &o, v->probs);
   int pick = -1;
-  if (rc == 0) {
-    /* u in [0, 1): 53 random bits */
-    double u = (double)(mkc_splitmix64(&c->rng) >> 11) * 0x1p-53, cum = 0;
-    for (int i = 0; i < m && pick < 0; i++)
-      if (v->probs[i] > 0 && u < (cum += v->probs[i])) pick = i;
-    for (int i = m - 1; i >= 0 && pick < 0; i--) /* rounding left u past the sum */
-      if (v->probs[i] > 0) pick = i;
+  if (rc == 0 && draft < 0) {
+    pick = draw(v->probs, m, -1, uniform(c));
+  } else if (rc == 0) {
+    int at = -1; /* the draft among the candidates (top-k may have cut it: probability 0) */
+    for (int i = 0; i < m && at < 0; i++)
+      if (v->ids[i] == draft) at = i;
+    double p = at >= 0 ? v->probs[at] : 0;
+    pick = uniform(c) < p ? at : draw(v->probs, m, at, uniform(c));
   }
   if (rc == 0 && o.logprobs > 0 &&
       (rc = mkc_sampler_ref_logprobs(v->kept, m, spanned, n_span, &o, v->pen)) == 0) {
@@ -475,6 +494,23 @@ int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, 
   if (rc != 0) return -1;
   *id = v->ids[pick];
   return 0;
+}
+
+int mkc_constraint_choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                          int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
+                          float *lps) {
+  return choose(c, logits, n_logits, window, n_window, o, -1, id, lp, ids, lps);
+}
+
+int mkc_constraint_verify(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                          int n_window, const mkc_sampling *o, int draft, int *id, float *lp,
+                          int *ids, float *lps) {
+  if (!logits) {
+    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
+    return -1;
+  }
+  if (choose(c, logits, n_logits, window, n_window, o, draft, id, lp, ids, lps) != 0) return -1;
+  return mkc_constraint_accept(c, *id);
 }
 
 int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, const int *window,

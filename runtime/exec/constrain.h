@@ -73,6 +73,16 @@ int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, co
                         int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
                         float *lps);
 
+/* mkc_constraint_next at a draft's place: greedy, the same choice (the
+ * caller compares it with the draft); sampled, speculative sampling's
+ * verdict: the draft with its probability under the constrained
+ * distribution, else a token drawn from that distribution without the draft
+ * (renormalized), so that the token has the distribution mkc_constraint_next
+ * gives it. draft -1: mkc_constraint_next. 0, or -1 after a message. */
+int mkc_constraint_verify(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                          int n_window, const mkc_sampling *o, int draft, int *id, float *lp,
+                          int *ids, float *lps);
+
 /* Takes token id as the next: 0, or -1 when it may not come next. */
 int mkc_constraint_accept(mkc_constraint *c, int id);
 

@@ -41,16 +41,16 @@ static int emit(mkc_session *s, const mkc_decode_opts *o, int i, int id, int *ou
   return stats->stopped;
 }
 
-/* The constrained choice from the logits after input t of the last step,
- * recorded as emit does; -1 after a message. */
-static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int *out, int *hist,
-                            int *n_hist, mkc_decode_stats *stats) {
+/* The constrained choice from the logits after input t of the last step (draft >= 0: the
+ * verdict on that draft, mkc_constraint_verify), recorded as emit does; -1 after a message. */
+static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int draft, int *out,
+                            int *hist, int *n_hist, mkc_decode_stats *stats) {
   const float *logits = mkc_session_logits(s, t);
   const mkc_sampling *so = mkc_session_sampling(s);
   float lp = 0, lps[MKC_LOGPROBS_MAX];
   int id, ids[MKC_LOGPROBS_MAX];
-  if (mkc_constraint_next(o->constraint, logits, mkc_session_graph(s)->vocab, hist, *n_hist, so,
-                          &id, &lp, ids, lps) != 0)
+  if (mkc_constraint_verify(o->constraint, logits, mkc_session_graph(s)->vocab, hist, *n_hist, so,
+                            draft, &id, &lp, ids, lps) != 0)
     return -1;
   out[stats->generated++] = id;
   hist[(*n_hist)++] = id;
@@ -60,9 +60,10 @@ static int emit_constrained(mkc_session *s, const mkc_decode_opts *o, int t, int
   return 0;
 }
 
-/* Constrained output's verdict on a step of f fixed inputs and then drafts[0..k) (greedy): the
- * host chooses after input f, and while its choice is the draft that came next, after that draft
- * too; each choice is recorded as emit does. r becomes the host's verdict (r->n_out 0: nothing
+/* Constrained output's verdict on a step of f fixed inputs and then drafts[0..k): the host
+ * chooses after input f, and while its choice is the draft that came next, after that draft too
+ * (sampled: speculative sampling's verdict on each draft, mkc_constraint_verify); each choice is
+ * recorded as emit does. r becomes the host's verdict (r->n_out 0: nothing
  * left to emit). The cache keeps what the choices confirmed: a rewind drops drafts the kernel
  * took and the host did not, and the drafts the host took past the kernel's are the next step's
  * fixed inputs. 0, or -1 after a message. */
@@ -71,7 +72,8 @@ static int constrained_verdict(mkc_session *s, const mkc_decode_opts *o, int f, 
                                int n_gen, mkc_decode_stats *stats) {
   int taken = 0;
   for (int j = 0; j <= k; j++) {
-    if (emit_constrained(s, o, f + j, out, hist, n_hist, stats) != 0) return -1;
+    if (emit_constrained(s, o, f + j, j < k ? drafts[j] : -1, out, hist, n_hist, stats) != 0)
+      return -1;
     if (j == k || hist[*n_hist - 1] != drafts[j] || stats->stopped || stats->complete ||
         stats->generated >= n_gen)
       break;
@@ -217,10 +219,9 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   mkc_step_result r;
   if (draft_max > g->t_max - 1) draft_max = g->t_max - 1;
   mkc_decode_opts plain;
-  if (o->constraint) { /* chosen on the host: drafts verified there too, greedy only */
+  if (o->constraint) { /* chosen on the host, drafts verified there too: no rounds */
     plain = *o;
     plain.rounds = plain.draft_layers = 0;
-    if (mkc_session_sampling(s)->temp > 0) plain.draft_max = plain.adaptive = draft_max = 0;
     o = &plain;
   }
   mkc_depth depth;
@@ -259,7 +260,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     if (pos + T == n_prompt && n_gen > 0) {
       if (!o->constraint)
         emit(s, o, 0, r.out[0], out, hist, &n_hist, stats);
-      else if (emit_constrained(s, o, T - 1, out, hist, &n_hist, stats) != 0)
+      else if (emit_constrained(s, o, T - 1, -1, out, hist, &n_hist, stats) != 0)
         goto fail;
     }
   }

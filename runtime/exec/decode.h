@@ -89,10 +89,12 @@ typedef struct mkc_decode_opts {
   void (*on_logprobs)(void *ctx, int id, float lp, const int *ids, const float *lps, int n);
   /* Constrained output (exec/constrain.h; the caller starts its document):
    * every token is chosen on the host from its step's logits, among those
-   * that keep the answer JSON, by the session's sampling options; one input
-   * a step (no drafts, no rounds: they would be the kernel's choices), and
-   * generation ends, with stats->complete, once the document is whole.
-   * NULL: none. */
+   * that keep the answer JSON (or the grammar's), by the session's sampling
+   * options; drafts are verified on the host too (mkc_constraint_verify:
+   * greedy, the same choices; sampled, speculative sampling over the
+   * constrained distribution), no rounds (they would be the kernel's
+   * choices), and generation ends, with stats->complete, once the document
+   * is whole. NULL: none. */
   mkc_constraint *constraint;
 } mkc_decode_opts;
 
