@@ -306,8 +306,8 @@ void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode
   n->gen_seconds += gen_s > 0 ? gen_s : 0;
   fprintf(stderr,
           "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
-          "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s\n",
+          "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s%s%s\n",
           j->path, j->n_prompt, cached, st->prompt_seconds, j->g.n_ids, gen_s,
           st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
-          why);
+          why, j->r.unfollowed[0] ? "; options not followed: " : "", j->r.unfollowed);
 }

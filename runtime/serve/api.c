@@ -528,6 +528,27 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   return mkc_api_read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
 }
 
+/* The options' names that none of the readers above take, into r->unfollowed. */
+static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
+  static const char *const FOLLOWED[] = {"seed", "stop", "num_predict"};
+  size_t n = 0;
+  for (const cJSON *k = opt->child; k; k = k->next) {
+    int known = 0;
+    for (size_t i = 0; i < sizeof NUMBERS / sizeof *NUMBERS && !known; i++)
+      known = !strcmp(k->string, NUMBERS[i].name);
+    for (size_t i = 0; i < sizeof FOLLOWED / sizeof *FOLLOWED && !known; i++)
+      known = !strcmp(k->string, FOLLOWED[i]);
+    if (known) continue;
+    size_t room = sizeof r->unfollowed - n;
+    int w = snprintf(r->unfollowed + n, room, "%s%s", n ? ", " : "", k->string);
+    if (w < 0 || (size_t)w >= room) { /* cut: say so */
+      strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
+      return;
+    }
+    n += (size_t)w;
+  }
+}
+
 /* ollama's /api/chat and /api/generate: the sampling fields, num_predict and
  * stop in "options"; a stream unless "stream": false. */
 static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -556,6 +577,7 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (!opt || cJSON_IsNull(opt)) return 0;
   if (!cJSON_IsObject(opt)) return bad(why, cap, "options: expected an object");
   if (read_sampling(opt, r, why, cap) != 0 || read_stop(opt, r, why, cap) != 0) return -1;
+  note_unfollowed(opt, r);
   /* num_predict: -1 no bound, -2 until the context is full (the same here) */
   const cJSON *np = cJSON_GetObjectItemCaseSensitive(opt, "num_predict");
   if (np && !cJSON_IsNull(np)) {

@@ -70,6 +70,9 @@ typedef struct mkc_api_req {
   /* llama-server's grammar (GBNF, util/gbnf.h): the answer is a sentence of it (json_format is
    * then set too: the same constraint) */
   struct mkc_gbnf *grammar;
+  /* ollama's options mkc does not follow (typical_p, mirostat, num_ctx, ...), for the log:
+   * names joined by ", ", cut with "..." when long; "" when none */
+  char unfollowed[160];
   int *context;
   int n_context;
   void *root;       /* the cJSON tree */
