@@ -492,6 +492,10 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
     top_n(v->pen, v->ids, m, o.logprobs, ids, lps);
   }
   if (rc != 0) return -1;
+  if (pick < 0) { /* every allowed token's probability is 0 (-inf logits, a ban on each) */
+    fprintf(stderr, "mkc: error: constrained output: no allowed token has a probability above 0\n");
+    return -1;
+  }
   *id = v->ids[pick];
   return 0;
 }
