@@ -1,5 +1,6 @@
-# Shared by the tests of mkc serve (test_serve.sh, test_format.sh): sourced
-# after lib.sh, they talk to the server lib.sh's start left on $port.
+# Shared by the tests of mkc serve and of constrained answers (test_serve.sh,
+# test_format.sh, test_grammar.sh): sourced after lib.sh, they talk to the
+# server lib.sh's start left on $port.
 client=tests/serve_client.py
 
 # call METHOD PATH [BODY]: the answer in $tmp/ans (status on its first line), the body in $tmp/body.
@@ -9,6 +10,20 @@ call() {
   status=$(head -n 1 "$tmp/ans")
 }
 get() { python3 "$client" get "$tmp/body" "$@" 2>/dev/null; }
+# content KEY...: the answer's value at the keys (and list indexes), as a JSON string.
+content() {
+  python3 -c 'import json, sys
+v = json.load(open(sys.argv[1]))
+for k in sys.argv[2:]: v = v[int(k) if k.isdigit() else k]
+print(json.dumps(v))' "$tmp/body" "$@" 2>/dev/null
+}
+# quoted FILE: FILE's text (less run's closing newline) as a JSON string.
+quoted() { python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$1"; }
+# is_object FILE: the file (less run's closing newline) is one JSON object for Python.
+is_object() {
+  python3 -c 'import json, sys; t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
+sys.exit(0 if isinstance(json.loads(t), dict) else 1)' "$1" 2>/dev/null
+}
 metric() { sed -n "s/^mkc_$1 //p" "$tmp/body"; } # a value of GET /metrics's answer
 
 # refused NAME STATUS PHRASE METHOD PATH [BODY]: that status, an error message holding PHRASE.

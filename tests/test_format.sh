@@ -36,11 +36,6 @@ if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
 fi
 margs=(-m "$model" --backend cpu --no-display-prompt --ctx 512)
 
-# is_object FILE: the file (less run's closing newline) is one JSON object for Python.
-is_object() {
-  python3 -c 'import json, sys; t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
-sys.exit(0 if isinstance(json.loads(t), dict) else 1)' "$1" 2>/dev/null
-}
 
 # ---- run ----
 prompts=("Reply with a JSON object with keys name and age for a cat called Tom aged 3."
@@ -127,15 +122,6 @@ else
 fi
 
 # ---- serve ----
-# quoted FILE: FILE's text (less run's closing newline) as a JSON string.
-quoted() { python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$1"; }
-# content KEY...: the answer's value at the keys (and list indexes), as a JSON string.
-content() {
-  python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2:]: v = v[int(k) if k.isdigit() else k]
-print(json.dumps(v))' "$tmp/body" "$@" 2>/dev/null
-}
 # openai_answers NAME WANT BODY: the chat's answer to BODY is WANT (a JSON string), finish_reason stop.
 openai_answers() {
   call POST /v1/chat/completions "$3"

@@ -93,10 +93,6 @@ done
 
 # ---- a JSON grammar: json.loads reads it, and it is --format json's answer ----
 json_gbnf="$(dirname "$0")/grammars/json.gbnf"
-is_object() {
-  python3 -c 'import json, sys; t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
-sys.exit(0 if isinstance(json.loads(t), dict) else 1)' "$1" 2>/dev/null
-}
 p="Give the capital of France as a JSON object with the key capital."
 "$mkc" run "${margs[@]}" --chat -p "$p" --grammar-file "$json_gbnf" -n 60 >"$tmp/j" 2>"$tmp/j.err"
 "$mkc" run "${margs[@]}" --chat -p "$p" --format json -n 60 >"$tmp/jf" 2>/dev/null
@@ -148,14 +144,6 @@ sys.exit(0 if all(re.fullmatch(r" [a-z]+[,.]", l) for l in open(sys.argv[1]).rea
   || fail "run --batch --grammar" "$(cat "$tmp/batch")" "alone: $alone" "$(tail -n 1 "$tmp/batch.err")"
 
 # ---- serve: llama-server's "grammar" field ----
-# quoted FILE: FILE's text (less run's closing newline) as a JSON string.
-quoted() { python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()[:-1]))' "$1"; }
-content() {
-  python3 -c 'import json, sys
-v = json.load(open(sys.argv[1]))
-for k in sys.argv[2:]: v = v[int(k) if k.isdigit() else k]
-print(json.dumps(v))' "$tmp/body" "$@" 2>/dev/null
-}
 jstr() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
 "$mkc" run "${margs[@]}" -p "The colour of the sky is" --grammar "$g" -n 10 >"$tmp/c0" 2>/dev/null
 chat_req="{\"messages\": [{\"role\": \"user\", \"content\": \"${prompts[1]}\"}], \"grammar\": $(jstr "${grammars[1]}"), \"max_tokens\": 60}"

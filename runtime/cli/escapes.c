@@ -3,12 +3,7 @@
 
 #include <string.h>
 
-static int hex_digit(char c) {
-  return c >= '0' && c <= '9'   ? c - '0'
-         : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                : -1;
-}
+#include "util/text.h"
 
 /* The byte the escape at s (a backslash) names, and its length in *n; -1 for
  * a backslash that escapes nothing. */
@@ -28,7 +23,7 @@ static int escaped(const char *s, size_t *n) {
   case '\\':
     return '\\';
   case 'x': {
-    int hi = hex_digit(s[2]), lo = hi < 0 ? -1 : hex_digit(s[3]);
+    int hi = mkc_hex_digit(s[2]), lo = hi < 0 ? -1 : mkc_hex_digit(s[3]);
     if (lo < 0) return -1;
     *n = 4;
     return hi * 16 + lo;

@@ -8,15 +8,9 @@
 
 #include "impl.h"
 #include "utf8.h"
+#include "util/text.h"
 
 static const char REPLACEMENT[] = "\xef\xbf\xbd"; /* U+FFFD */
-
-static int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
 
 /* The piece of token id written to out (room for the token's text). */
 static size_t piece_of(const mkc_tokenizer *t, int id, char *out) {
@@ -37,7 +31,7 @@ static size_t piece_of(const mkc_tokenizer *t, int id, char *out) {
       if (i == n) return m;
     }
   } else if (t->mode != MKC_TOK_BPE && type == MKC_TOK_BYTE) {
-    int hi = n == 6 ? hex_digit(s[3]) : -1, lo = n == 6 ? hex_digit(s[4]) : -1;
+    int hi = n == 6 ? mkc_hex_digit(s[3]) : -1, lo = n == 6 ? mkc_hex_digit(s[4]) : -1;
     if (hi >= 0 && lo >= 0 && memcmp(s, "<0x", 3) == 0 && s[5] == '>') {
       out[0] = (char)(hi * 16 + lo);
       return 1;

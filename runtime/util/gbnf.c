@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "gbnf_rules.h"
+#include "text.h"
+#include "utf8.h"
 
 #define RULES_MAX 65536
 #define ELEMS_MAX (1 << 22)
@@ -148,11 +150,7 @@ static void skip_space(parser *ps, int lines) {
 static int hex_digits(parser *ps, int n, uint32_t *cp) {
   *cp = 0;
   for (int i = 0; i < n; i++) {
-    char c = ps->p < ps->end ? *ps->p : 0;
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
+    int d = ps->p < ps->end ? mkc_hex_digit(*ps->p) : -1;
     if (d < 0) {
       fail(ps, ps->p, "expected %d hex digits", n);
       return -1;
@@ -188,24 +186,14 @@ static int read_char(parser *ps, uint32_t *cp) {
     *cp = (unsigned char)to[k - from];
     return 0;
   }
-  int more = c < 0x80                 ? 0
-             : c >= 0xC2 && c <= 0xDF ? 1
-             : c >= 0xE0 && c <= 0xEF ? 2
-             : c >= 0xF0 && c <= 0xF4 ? 3
-                                      : -1;
-  *cp = more == 0 ? c : more == 1 ? c & 0x1Fu : more == 2 ? c & 0x0Fu : c & 0x07u;
-  for (int i = 0; i < more; i++) {
-    unsigned char d = ps->p < ps->end ? (unsigned char)*ps->p : 0;
-    if ((d & 0xC0) != 0x80)
-      more = -1;
-    else
-      *cp = *cp << 6 | (d & 0x3Fu), ps->p++;
-  }
-  static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};
-  if (more < 0 || *cp < least[ps->p - at - 1] || *cp > CP_MAX || (*cp >= 0xD800 && *cp <= 0xDFFF)) {
+  int32_t v;
+  int len = mkc_utf8_next(at, (size_t)(ps->end - at), &v);
+  if (len <= 0) { /* ill-formed, or cut short by the text's end */
     fail(ps, at, "not UTF-8");
     return -1;
   }
+  ps->p = at + len;
+  *cp = (uint32_t)v;
   return 0;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gbnf_rules.h"
+#include "utf8.h"
 
 #define NODES_KEPT (1u << 22) /* past these at a commit: start the tables over */
 #define STATES_KEPT (1u << 20)
@@ -276,28 +277,19 @@ static int32_t move(mkc_gbnf_run *r, uint32_t from, unsigned char c) {
   state f = r->states[from], to = {0};
   uint32_t cp, left;
   if (f.left == 0) { /* a character's first byte */
-    left = c < 0x80                 ? 0
-           : c >= 0xC2 && c <= 0xDF ? 1
-           : c >= 0xE0 && c <= 0xEF ? 2
-           : c >= 0xF0 && c <= 0xF4 ? 3
-                                    : 9;
-    if (left == 9) return -1;
-    cp = left == 0 ? c : left == 1 ? c & 0x1Fu : left == 2 ? c & 0x0Fu : c & 0x07u;
-    /* the second byte's range keeps out overlong forms, surrogates and past U+10FFFF */
-    to.lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
-    to.hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    int more = mkc_utf8_lead(c, &cp, &to.lo, &to.hi);
+    if (more < 0) return -1;
+    left = (uint32_t)more;
   } else {
     if (c < f.lo || c > f.hi) return -1;
     left = f.left - 1u;
     cp = f.cp << 6 | (c & 0x3Fu);
     to.lo = 0x80, to.hi = 0xBF;
   }
-  if (left > 0) { /* some top must take a character that begins so */
-    uint32_t lo = cp << (6 * left), hi = lo | ((1u << (6 * left)) - 1);
-    static const uint32_t least[4] = {0, 0x80, 0x800, 0x10000};   /* by bytes still to come */
-    if (lo < least[left]) lo = least[left];                       /* a lead byte alone: E0, F0 */
-    if (hi > 0x10FFFF) hi = 0x10FFFF;                             /* F4 */
-    if (lo < 0xD800 && hi >= 0xD800 && hi <= 0xDFFF) hi = 0xD7FF; /* ED */
+  if (left > 0) { /* some top must take a character that begins so: the next byte in to.lo..hi */
+    uint32_t rest = 6 * (left - 1), any = (1u << rest) - 1;
+    uint32_t lo = (cp << 6 | (to.lo & 0x3Fu)) << rest,
+             hi = (cp << 6 | (to.hi & 0x3Fu)) << rest | any;
     if (!any_top(r, &f, lo, hi)) return -1;
     to.cp = cp, to.left = (uint8_t)left;
     /* the same tops, copied out first: making the state may move r->tops */

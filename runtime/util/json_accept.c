@@ -6,6 +6,8 @@
 
 #include "json_schema.h"
 #include "json_text.h"
+#include "text.h"
+#include "utf8.h"
 
 enum mode {
   TOP,        /* the document's value, whitespace before it */
@@ -56,9 +58,6 @@ static const mkc_schema_node *frame(const mkc_json_acc *a) {
 }
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static int is_hex(unsigned char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 
 /* Whitespace between tokens, within the run's bounds. */
 static int space(mkc_json_acc *a, unsigned char c) {
@@ -255,11 +254,10 @@ static int string_byte(mkc_json_acc *a, unsigned char c) {
   }
   if (c < 0x20) return -1; /* control characters must be escaped */
   if (c < 0x80) return 0;
-  if (c < 0xc2 || c > 0xf4) return -1; /* a continuation byte, an overlong lead, past U+10FFFF */
-  /* UTF-8's lead bytes and the first continuation's range (RFC 3629) */
-  a->left = c <= 0xdf ? 1 : c <= 0xef ? 2 : 3;
-  a->lo = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80; /* no overlong forms */
-  a->hi = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf; /* no surrogates, nothing past U+10FFFF */
+  uint32_t bits; /* the code point is not kept: only its bytes are checked */
+  int more = mkc_utf8_lead(c, &bits, &a->lo, &a->hi);
+  if (more < 0) return -1; /* a continuation byte, an overlong lead, past U+10FFFF */
+  a->left = (uint8_t)more;
   a->literal = a->mode;
   a->mode = UTF8;
   return 0;
@@ -374,7 +372,7 @@ static int step(mkc_json_acc *a, unsigned char c) {
     a->mode = a->literal;
     return 0;
   case HEX:
-    if (!is_hex(c)) return -1;
+    if (mkc_hex_digit((char)c) < 0) return -1;
     if (--a->left == 0) a->mode = a->literal;
     return 0;
   case UTF8:

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "text.h"
 #include "utf8.h"
 
 static size_t skip_ws(const char *s, size_t n, size_t i) {
@@ -17,11 +18,7 @@ static size_t skip_ws(const char *s, size_t n, size_t i) {
 static int hex4(const char *s, unsigned *v) {
   *v = 0;
   for (int k = 0; k < 4; k++) {
-    char c = s[k];
-    int d = c >= '0' && c <= '9'   ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
+    int d = mkc_hex_digit(s[k]);
     if (d < 0) return 0;
     *v = *v * 16 + (unsigned)d;
   }

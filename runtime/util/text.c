@@ -11,6 +11,13 @@ int mkc_ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+int mkc_hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
 char *mkc_escape(const char *s, size_t n, char *out, size_t cap) {
   size_t w = 0;
   for (size_t i = 0; i < n;) {

@@ -6,6 +6,9 @@
 
 int mkc_ends_with(const char *s, const char *suffix); /* 1 or 0 */
 
+/* A hex digit's value (0-9, a-f, A-F), or -1 for any other character. */
+int mkc_hex_digit(char c);
+
 /* s[0..n) as messages and listings show text read from a file: printable
  * ASCII and well-formed UTF-8 from U+00A0 up as they are, a backslash
  * doubled, every other byte (controls, DEL, C1 controls, ill-formed UTF-8)

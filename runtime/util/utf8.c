@@ -5,34 +5,18 @@
 
 int mkc_utf8_next(const char *s, size_t n, int32_t *cp) {
   const unsigned char *u = (const unsigned char *)s;
-  unsigned c = u[0], lo = 0x80, hi = 0xbf; /* the range of the second byte */
-  int more;
-  int32_t v;
-  if (c < 0x80) {
-    *cp = (int32_t)c;
-    return 1;
-  }
-  if (c >= 0xc2 && c <= 0xdf) {
-    more = 1, v = c & 0x1f;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    more = 2, v = c & 0x0f;
-    if (c == 0xe0) lo = 0xa0; /* overlong below */
-    if (c == 0xed) hi = 0x9f; /* surrogates above */
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    more = 3, v = c & 0x07;
-    if (c == 0xf0) lo = 0x90; /* overlong below */
-    if (c == 0xf4) hi = 0x8f; /* above U+10FFFF */
-  } else {
-    return -1;
-  }
+  unsigned char lo, hi; /* the range of the next byte */
+  uint32_t v;
+  int more = mkc_utf8_lead(u[0], &v, &lo, &hi);
+  if (more < 0) return -1;
   for (int i = 1; i <= more; i++) {
     if ((size_t)i >= n) return 0;
-    unsigned b = u[i];
+    unsigned char b = u[i];
     if (b < lo || b > hi) return -i;
-    v = v << 6 | (int32_t)(b & 0x3f);
+    v = v << 6 | (b & 0x3fu);
     lo = 0x80, hi = 0xbf;
   }
-  *cp = v;
+  *cp = (int32_t)v;
   return more + 1;
 }
 

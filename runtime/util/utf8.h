@@ -13,6 +13,37 @@
  * decoder replaces with one U+FFFD). */
 int mkc_utf8_next(const char *s, size_t n, int32_t *cp);
 
+/* A character's first byte c: how many bytes follow it (0..3; -1 when c
+ * cannot begin a character), its bits in *bits, and the range *lo..*hi the
+ * next byte must be in, which keeps out overlong forms, surrogates and
+ * everything past U+10FFFF (RFC 3629); every later byte is in 0x80..0xbf.
+ * Inline: the JSON and grammar walks call it for every lead byte. */
+static inline int mkc_utf8_lead(unsigned char c, uint32_t *bits, unsigned char *lo,
+                                unsigned char *hi) {
+  *lo = 0x80, *hi = 0xbf;
+  if (c < 0x80) {
+    *bits = c;
+    return 0;
+  }
+  if (c >= 0xc2 && c <= 0xdf) {
+    *bits = c & 0x1fu;
+    return 1;
+  }
+  if (c >= 0xe0 && c <= 0xef) {
+    *bits = c & 0x0fu;
+    if (c == 0xe0) *lo = 0xa0; /* overlong below */
+    if (c == 0xed) *hi = 0x9f; /* surrogates above */
+    return 2;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    *bits = c & 0x07u;
+    if (c == 0xf0) *lo = 0x90; /* overlong below */
+    if (c == 0xf4) *hi = 0x8f; /* above U+10FFFF */
+    return 3;
+  }
+  return -1;
+}
+
 /* Whether s[0..n) is well-formed UTF-8 throughout. */
 int mkc_utf8_valid(const char *s, size_t n);
 
