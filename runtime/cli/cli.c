@@ -181,7 +181,22 @@ static const struct {
     {"--presence-penalty", -100, 100, 0, offsetof(mkc_cli, presence_penalty)},
     {"--frequency-penalty", -100, 100, 0, offsetof(mkc_cli, frequency_penalty)},
     {"--logprobs", 1, MKC_LOGPROBS_MAX, 1, offsetof(mkc_cli, logprobs)},
+    {"--typical", 0, 1, 0, offsetof(mkc_cli, typical_p)},
+    {"--top-nsigma", -1e6, 1e6, 0, offsetof(mkc_cli, top_n_sigma)},
+    {"--xtc-probability", 0, 1, 0, offsetof(mkc_cli, xtc_probability)},
+    {"--xtc-threshold", 0, 1, 0, offsetof(mkc_cli, xtc_threshold)},
+    {"--dynatemp-range", 0, 1e6, 0, offsetof(mkc_cli, dynatemp_range)},
+    {"--dynatemp-exp", 0, 1e6, 0, offsetof(mkc_cli, dynatemp_exp)},
+    {"--mirostat", 0, 2, 1, offsetof(mkc_cli, mirostat)},
+    {"--mirostat-lr", 0, 1e6, 0, offsetof(mkc_cli, mirostat_lr)},
+    {"--mirostat-ent", 0, 1e6, 0, offsetof(mkc_cli, mirostat_ent)},
+    {"--dry-multiplier", 0, 1e6, 0, offsetof(mkc_cli, dry_multiplier)},
+    {"--dry-base", 0, 1e6, 0, offsetof(mkc_cli, dry_base)},
+    {"--dry-allowed-length", 0, 1 << 20, 1, offsetof(mkc_cli, dry_allowed_length)},
+    {"--dry-penalty-last-n", -1, 1 << 30, 1, offsetof(mkc_cli, dry_penalty_last_n)},
 };
+
+_Static_assert(sizeof SAMPLING_FLAGS / sizeof *SAMPLING_FLAGS <= 32, "sampling_set's bits");
 
 static int take_sampling(const char *a, const char *v, mkc_cli *c, int *done) {
   *done = 0;
@@ -238,7 +253,51 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   }
   o->seed_lo = (unsigned)*seed;
   o->seed_hi = (unsigned)(*seed >> 32);
+  mkc_sampling_more more;
+  if (mkc_cli_sampling_more(c, &more) != 0) return 2;
   return mkc_sampling_check(o) == 0 ? 0 : 2;
+}
+
+/* The samplers the kernel lacks from the flags: 0, or the breaker that does not fit. */
+static const char *more_of(const mkc_cli *c, mkc_sampling_more *m) {
+  mkc_sampling_more_init(m);
+  m->typical_p = (float)given(c, "--typical", m->typical_p);
+  m->top_n_sigma = (float)given(c, "--top-nsigma", m->top_n_sigma);
+  m->xtc_probability = (float)given(c, "--xtc-probability", m->xtc_probability);
+  m->xtc_threshold = (float)given(c, "--xtc-threshold", m->xtc_threshold);
+  m->dynatemp_range = (float)given(c, "--dynatemp-range", m->dynatemp_range);
+  m->dynatemp_exponent = (float)given(c, "--dynatemp-exp", m->dynatemp_exponent);
+  m->mirostat = (int)given(c, "--mirostat", m->mirostat);
+  m->mirostat_eta = (float)given(c, "--mirostat-lr", m->mirostat_eta);
+  m->mirostat_tau = (float)given(c, "--mirostat-ent", m->mirostat_tau);
+  m->dry_multiplier = (float)given(c, "--dry-multiplier", m->dry_multiplier);
+  m->dry_base = (float)given(c, "--dry-base", m->dry_base);
+  m->dry_allowed_length = (int)given(c, "--dry-allowed-length", m->dry_allowed_length);
+  m->dry_penalty_last_n = (int)given(c, "--dry-penalty-last-n", m->dry_penalty_last_n);
+  if (c->n_dry_breakers > 0) m->n_breakers = 0; /* given: they replace the defaults */
+  for (int k = 0; k < c->n_dry_breakers; k++)
+    if (strcmp(c->dry_breakers[k], "none") != 0 &&
+        mkc_sampling_more_add_breaker(m, c->dry_breakers[k], strlen(c->dry_breakers[k])) != 0)
+      return c->dry_breakers[k];
+  return NULL;
+}
+
+int mkc_cli_sampling_more(const mkc_cli *c, mkc_sampling_more *m) {
+  const char *long_one = more_of(c, m);
+  if (long_one) {
+    char msg[120];
+    snprintf(msg, sizeof msg, "--dry-sequence-breaker: expected 1 to %d bytes, got '%%s'",
+             MKC_DRY_BREAKER_LEN - 1);
+    return mkc_cli_usage_error(msg, long_one);
+  }
+  char why[160];
+  return mkc_sampling_more_check(m, why, sizeof why) == 0 ? 0 : mkc_cli_usage_error("%s", why);
+}
+
+int mkc_cli_more_on(const mkc_cli *c) {
+  mkc_sampling_more m;
+  more_of(c, &m);
+  return mkc_sampling_more_on(&m);
 }
 
 /* The value of flag a (allowed, known; spelled so on the command line, an
@@ -276,6 +335,14 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
     }
     c->bias_id[c->n_bias] = (int)id;
     c->bias[c->n_bias++] = (float)x;
+  } else if (strcmp(a, "--dry-sequence-breaker") == 0) {
+    if (c->n_dry_breakers == MKC_DRY_BREAKERS) {
+      char msg[100];
+      snprintf(msg, sizeof msg, "%s: at most %d breakers, got '%%s' past them", spelled,
+               MKC_DRY_BREAKERS);
+      return mkc_cli_usage_error(msg, v);
+    }
+    c->dry_breakers[c->n_dry_breakers++] = v;
   } else if (strcmp(a, "-r") == 0) {
     if (c->n_reverse == MKC_REVERSE_MAX) {
       char msg[80];
@@ -379,10 +446,13 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
 int mkc_cli_unescape(mkc_cli *c) {
   if (c->escape && c->no_escape)
     return mkc_cli_usage_error("%s", "-e/--escape and --no-escape: give one");
-  for (int k = -1; k < c->n_reverse; k++) {
-    char *text = (char *)(k < 0 ? c->prompt : c->reverse[k]);
+  for (int k = -1; k < c->n_reverse + c->n_dry_breakers; k++) {
+    int breaker = k >= c->n_reverse;
+    char *text = (char *)(k < 0     ? c->prompt
+                          : breaker ? c->dry_breakers[k - c->n_reverse]
+                                    : c->reverse[k]);
     if (!text) continue;
-    const char *flag = k < 0 ? "-p" : "-r";
+    const char *flag = k < 0 ? "-p" : breaker ? "--dry-sequence-breaker" : "-r";
     if (!c->no_escape && mkc_unescape(text) == (size_t)-1) {
       char msg[200];
       snprintf(msg, sizeof msg,
@@ -392,7 +462,9 @@ int mkc_cli_unescape(mkc_cli *c) {
       return mkc_cli_usage_error(msg, mkc_shown(text));
     }
     if (k >= 0 && !*text)
-      return mkc_cli_usage_error("%s", "-r: an empty reverse prompt would end generation at once");
+      return mkc_cli_usage_error("%s", breaker ? "--dry-sequence-breaker: expected a text"
+                                               : "-r: an empty reverse prompt would end "
+                                                 "generation at once");
   }
   return 0;
 }

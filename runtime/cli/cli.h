@@ -4,6 +4,7 @@
 #define MKC_CLI_H
 
 #include "codegen/graph.h"
+#include "exec/sample_chain.h"
 #include "mkc_state.h"
 #include "reverse_prompt.h"
 
@@ -21,6 +22,12 @@ typedef struct mkc_cli {
    * defaults); sampling_set: a bit per option given, in SAMPLING_FLAGS order. */
   double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
   int top_k, repeat_last_n, logprobs;
+  /* llama.cpp's samplers the kernel lacks, chosen on the host (exec/sample_chain.h) */
+  double typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exp;
+  double mirostat_lr, mirostat_ent, dry_multiplier, dry_base;
+  int mirostat, dry_allowed_length, dry_penalty_last_n;
+  const char *dry_breakers[MKC_DRY_BREAKERS]; /* --dry-sequence-breaker TEXT, each time given */
+  int n_dry_breakers;
   unsigned sampling_set;
   /* -l/--logit-bias TOKEN_ID(+|-)BIAS, each time given, in order (mkc_cli_sampling sorts them
    * and adds up a token's) */
@@ -87,8 +94,32 @@ int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
  * 0.95, min-p 0.05, repeat penalty 1 over the last 64 tokens); the logit
  * biases by token, ascending (one token's given twice: their sum); the seed is
  * --seed, else one drawn now (*seed says which, for the stats line).
- * Checked (mkc_sampling_check): 0, or 2 after the message. */
+ * Checked (mkc_sampling_check, and the samplers the kernel lacks:
+ * mkc_cli_sampling_more): 0, or 2 after the message. */
 int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);
+
+/* The flags of the samplers the kernel lacks, for a command's allowed list. */
+#define MKC_CLI_MORE_FLAGS                                                                   \
+  " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp " \
+  "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "  \
+  "--dry-penalty-last-n --dry-sequence-breaker "
+
+/* Their usage lines. */
+#define MKC_CLI_MORE_USAGE                                                                    \
+  "  llama.cpp's other samplers, run on the host from each step's logits (order:\n"           \
+  "  penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature):\n"        \
+  "  --typical P (1: off), --top-nsigma N (off), --xtc-probability P (0),\n"                  \
+  "  --xtc-threshold T (0.1), --dynatemp-range R (0), --dynatemp-exp E (1),\n"                \
+  "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                 \
+  "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"           \
+  "  --dry-allowed-length N (2), --dry-penalty-last-n N (-1: the whole context),\n"          \
+  "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers)\n"
+
+/* The samplers the kernel lacks from the flags (llama.cpp's defaults for the rest): 0, or 2
+ * after the usage error. */
+int mkc_cli_sampling_more(const mkc_cli *c, mkc_sampling_more *m);
+/* Whether the flags turn one of them on (their tokens are then chosen on the host). */
+int mkc_cli_more_on(const mkc_cli *c);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);
@@ -103,7 +134,7 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
 
-/* llama.cpp's escapes (cli/escapes.h) in -p and each -r, in place (they
+/* llama.cpp's escapes (cli/escapes.h) in -p, each -r and each --dry-sequence-breaker, in place (they
  * point into argv, which is the program's to write), unless --no-escape:
  * 0, or 2 after the usage error of an escape naming the NUL byte or of an
  * empty -r. */

@@ -44,6 +44,10 @@ static const char USAGE[] =
     "  --grammar GBNF, --grammar-file FILE  every answer follows the grammar, as for run\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias ID+B,\n"
+    "  --typical P, --top-nsigma N, --xtc-probability P, --xtc-threshold T,\n"
+    "  --dynatemp-range R, --dynatemp-exp E, --mirostat 1|2, --mirostat-ent TAU,\n"
+    "  --mirostat-lr ETA, --dry-multiplier M, --dry-base B, --dry-allowed-length N,\n"
+    "  --dry-penalty-last-n N, --dry-sequence-breaker TEXT,\n"
     "  --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
@@ -247,7 +251,7 @@ int mkc_cmd_chat(int argc, char **argv) {
       "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
       "--draft-layers -md --draft-head --rounds --format --json-schema-file --grammar "
       "--grammar-file "
-      "-r --escape --no-escape -l",
+      "-r --escape --no-escape -l" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;

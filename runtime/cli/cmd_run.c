@@ -72,6 +72,7 @@ static const char USAGE[] =
     "  --top-k N (40), --top-p P (0.95), --min-p P (0.05), --repeat-penalty R (1),\n"
     "  --repeat-last-n N (64), --presence-penalty P (0), --frequency-penalty F (0)\n"
     "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
+    MKC_CLI_MORE_USAGE
     "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
     "  -l, --logit-bias ID+B  add B (or -B: ID-B; -inf bans the token) to token ID's\n"
     "                         logit in the kernel, greedy or sampled (llama.cpp's form;\n"
@@ -251,7 +252,7 @@ static int check_batch_flags(mkc_cli *c) {
               "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
-  if (mkc_json_format_on(c) && !c->model_path)
+  if (mkc_host_choice_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",
                                mkc_json_format_what(c));
@@ -260,7 +261,7 @@ static int check_batch_flags(mkc_cli *c) {
                                      "tokenizer: -m");
   int rc = mkc_json_format_check(c, "run --batch");
   if (rc) return rc;
-  if (mkc_json_format_on(c) && c->draft_max) /* the slots verify no drafts on the host */
+  if (mkc_host_choice_on(c) && c->draft_max) /* the slots verify no drafts on the host */
     return mkc_cli_usage_error("run --batch: %s chooses each token on the host, one a step on the "
                                "slots: drop --draft-max",
                                mkc_json_format_what(c));
@@ -331,8 +332,14 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx, sizeof ctx, "context %d (capped from %d: --ctx %d)", m->g.max_ctx, train, train);
   else
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
-  char sampled[80] = "greedy";
+  char sampled[240] = "greedy", more[160];
   if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
+  mkc_sampling_more m_on;
+  if (mkc_cli_sampling_more(c, &m_on) == 0 && mkc_sampling_more_on(&m_on)) {
+    mkc_sampling_more_names(&m_on, more, sizeof more);
+    size_t at = strlen(sampled);
+    snprintf(sampled + at, sizeof sampled - at, " on the host (%s)", more);
+  }
   char depth[64] = "", fallbacks[64] = "", verify[32] = "n/a";
   if (c->draft_adaptive) {
     snprintf(depth, sizeof depth, " (adaptive depth %d..%d)", st->depth_lo, st->depth_hi);
@@ -413,7 +420,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots --kv-pages --stages -r --escape --no-escape -l",
+      "--slots --kv-pages --stages -r --escape --no-escape -l" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;

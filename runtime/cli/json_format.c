@@ -28,10 +28,14 @@ int mkc_json_format_on(const mkc_cli *c) {
   return c->format || c->schema_file || c->grammar || c->grammar_file;
 }
 
+int mkc_host_choice_on(const mkc_cli *c) { return mkc_json_format_on(c) || mkc_cli_more_on(c); }
+
 const char *mkc_json_format_what(const mkc_cli *c) {
-  return c->grammar        ? "--grammar (output by a grammar)"
-         : c->grammar_file ? "--grammar-file (output by a grammar)"
-                           : "--format (JSON output)";
+  return c->grammar          ? "--grammar (output by a grammar)"
+         : c->grammar_file   ? "--grammar-file (output by a grammar)"
+         : c->format         ? "--format (JSON output)"
+         : c->schema_file    ? "--format (JSON output)"
+                             : "a sampler the kernel lacks (--typical, --mirostat, --dry-...)";
 }
 
 int mkc_json_format_check(mkc_cli *c, const char *cmd) {
@@ -47,9 +51,9 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd) {
     snprintf(msg, sizeof msg, "%s: --grammar and --grammar-file: one of them", cmd);
   else if (c->format && (c->grammar || c->grammar_file))
     snprintf(msg, sizeof msg, "%s: JSON output (--format, -j, -jf) or a grammar: one of them", cmd);
-  else if (mkc_json_format_on(c) && (!c->model_path || c->prompt_ids))
+  else if (mkc_host_choice_on(c) && (!c->model_path || c->prompt_ids))
     snprintf(msg, sizeof msg, "%s: %s needs the model's tokenizer: -m with -p or -f", cmd, what);
-  else if (mkc_json_format_on(c) && c->rounds > 1)
+  else if (mkc_host_choice_on(c) && c->rounds > 1)
     snprintf(msg, sizeof msg,
              "%s: %s chooses each token on the host: not with --rounds (a launch's rounds are the "
              "kernel's choices)",
@@ -109,7 +113,9 @@ int mkc_json_format_reasons(int family, int reasoning_off) {
 
 int mkc_json_format_rules(const mkc_cli *c, mkc_format_rules *rules) {
   *rules = (mkc_format_rules){0};
+  if (mkc_cli_sampling_more(c, &rules->more) != 0) return -1;
   if (c->grammar || c->grammar_file) return (rules->grammar = grammar_of(c)) ? 0 : -1;
+  rules->json = c->format != NULL;
   if (!c->format || strcmp(c->format, "json") == 0) return 0;
   return (rules->schema = schema_of(c)) ? 0 : -1;
 }
@@ -123,8 +129,8 @@ void mkc_format_rules_free(mkc_format_rules *rules) {
 int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
                           mkc_constraint **con) {
   *con = NULL;
-  if (!mkc_json_format_on(c)) return 0;
-  if (mkc_json_format_reasons(family, c->no_reasoning)) {
+  if (!mkc_host_choice_on(c)) return 0;
+  if (mkc_json_format_on(c) && mkc_json_format_reasons(family, c->no_reasoning)) {
     int gbnf = c->grammar || c->grammar_file;
     fprintf(stderr,
             "mkc: error: %s: this model reasons before it answers, and the reasoning is not %s%s\n",
@@ -141,12 +147,16 @@ int mkc_json_format_start(mkc_constraint *con, const mkc_format_rules *rules,
   if (rules->grammar) {
     int ends[MKC_GRAMMAR_ENDS];
     int n = t ? mkc_tokenizer_eog_ids(t, ends, MKC_GRAMMAR_ENDS) : 0;
-    return mkc_constraint_start_grammar(con, rules->grammar, ends,
-                                        n < MKC_GRAMMAR_ENDS ? n : MKC_GRAMMAR_ENDS, seed);
-  }
-  if (rules->schema)
+    if (mkc_constraint_start_grammar(con, rules->grammar, ends,
+                                     n < MKC_GRAMMAR_ENDS ? n : MKC_GRAMMAR_ENDS, seed) != 0)
+      return -1;
+  } else if (rules->schema) {
     mkc_constraint_start_schema(con, rules->schema, seed);
-  else
+  } else if (rules->json) {
     mkc_constraint_start(con, 1, seed);
+  } else {
+    mkc_constraint_start_free(con, seed);
+  }
+  mkc_constraint_set_more(con, &rules->more);
   return 0;
 }

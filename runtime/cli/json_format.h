@@ -11,10 +11,13 @@
 #include "util/gbnf.h"
 #include "util/json_schema.h"
 
-/* What the answer follows: a schema's JSON, a grammar's sentences, or (neither) a JSON object. */
+/* What the answer follows: a schema's JSON, a grammar's sentences, a JSON object (json), or
+ * nothing (a free document: the samplers the kernel lacks, more, chose its tokens). */
 typedef struct mkc_format_rules {
   mkc_schema *schema;
   mkc_gbnf *grammar;
+  int json;
+  mkc_sampling_more more; /* all zero: none */
 } mkc_format_rules;
 
 /* The constraint for t's vocabulary (built once per model: it sorts the
@@ -23,6 +26,8 @@ mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
 
 /* Whether the flags ask for constrained output (JSON or a grammar). */
 int mkc_json_format_on(const mkc_cli *c);
+/* Whether the host chooses the tokens: constrained output, or a sampler the kernel lacks. */
+int mkc_host_choice_on(const mkc_cli *c);
 /* The flag that asks for it, as messages name it ("--format (JSON output)", ...). */
 const char *mkc_json_format_what(const mkc_cli *c);
 
@@ -38,19 +43,20 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd);
 int mkc_json_format_reasons(int family, int reasoning_off);
 
 /* The flags' schema or grammar compiled into *rules (both NULL without
- * one), before anything heavy is done. 0, or -1 after a message. */
+ * one), and their samplers the kernel lacks, before anything heavy is done.
+ * 0, or -1 after a message. */
 int mkc_json_format_rules(const mkc_cli *c, mkc_format_rules *rules);
 void mkc_format_rules_free(mkc_format_rules *rules);
 
-/* Constrained output as the flags ask, for a model with tokenizer t whose
- * chat template is family (-1: none): *con opened (NULL without it). 0, or
- * -1 after a message (a model that reasons first). */
+/* Constrained output (or the host's choice) as the flags ask, for a model with tokenizer t
+ * whose chat template is family (-1: none): *con opened (NULL without it). 0, or -1 after a
+ * message (a model that reasons first, asked for a format). */
 int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
                           mkc_constraint **con);
 
 /* A new answer's document: the grammar's (which t's end-of-generation
- * tokens may end), the schema's, else an object. 0, or -1 after a
- * message. */
+ * tokens may end), the schema's, an object's, else a free one; with the
+ * rules' samplers. 0, or -1 after a message. */
 int mkc_json_format_start(mkc_constraint *con, const mkc_format_rules *rules,
                           const mkc_tokenizer *t, uint64_t seed);
 

@@ -271,7 +271,7 @@ void mkc_serve_job_close(mkc_serve_job *j) {
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
   if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
   mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
-  mkc_format_rules rules = {.schema = j->r.schema, .grammar = j->r.grammar};
+  mkc_format_rules rules = {.schema = j->r.schema, .grammar = j->r.grammar, .json = 1};
   if (doc &&
       mkc_json_format_start(doc, &rules, sv->m->file.tok,
                             (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo) != 0) {

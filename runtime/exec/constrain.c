@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sample_chain.h"
 #include "sampler_ref.h"
 #include "util/gbnf.h"
 #include "util/json_accept.h"
@@ -70,6 +71,12 @@ struct mkc_constraint {
     unsigned used; /* when last used, for the one to drop */
   } masks[MASKS_KEPT];
   unsigned clock;
+  int free_doc; /* every token of the vocabulary allowed, never whole */
+  /* samplers the kernel lacks (sample_chain.h), and mirostat's state: mu now, and mu_next
+   * after token chose, the last choice (-1: none) */
+  mkc_sampling_more more;
+  int more_on, chose;
+  double mu, mu_next;
 };
 
 static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
@@ -195,6 +202,8 @@ void mkc_constraint_close(mkc_constraint *c) {
 void mkc_constraint_start(mkc_constraint *c, int object_only, uint64_t seed) {
   mkc_json_acc_init(&c->now, object_only);
   c->rng = seed;
+  c->free_doc = c->more_on = 0;
+  c->chose = -1;
   mkc_gbnf_run_close(c->run);
   c->run = NULL;
   forget_masks(c);
@@ -213,6 +222,18 @@ int mkc_constraint_start_grammar(mkc_constraint *c, const mkc_gbnf *g, const int
   if (c->n_end > 0) memcpy(c->end_ids, end_ids, (size_t)c->n_end * sizeof *end_ids);
   c->ended = 0;
   return 0;
+}
+
+void mkc_constraint_start_free(mkc_constraint *c, uint64_t seed) {
+  mkc_constraint_start(c, 0, seed);
+  c->free_doc = 1;
+}
+
+void mkc_constraint_set_more(mkc_constraint *c, const mkc_sampling_more *m) {
+  c->more = *m;
+  c->more_on = mkc_sampling_more_on(m);
+  c->mu = 2.0 * m->mirostat_tau;
+  c->chose = -1;
 }
 
 static int is_end(const mkc_constraint *c, int id) {
@@ -242,6 +263,7 @@ static long read_token(const mkc_constraint *c, int id) {
 }
 
 int mkc_constraint_allowed(const mkc_constraint *c, int id) {
+  if (c->free_doc) return id >= 0 && id < c->v->n;
   if (c->run && is_end(c, id)) return mkc_gbnf_run_can_end(c->run, 0);
   return read_token(c, id) >= 0;
 }
@@ -310,6 +332,11 @@ static int grammar_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
 int mkc_constraint_mask(mkc_constraint *c, uint8_t *allowed, int n_logits) {
   const vocab *v = c->v;
   memset(allowed, 0, (size_t)n_logits);
+  if (c->free_doc) {
+    int n = n_logits < v->n ? n_logits : v->n;
+    memset(allowed, 1, (size_t)n);
+    return n;
+  }
   if (c->run) return grammar_mask(c, allowed, n_logits);
   if (!mkc_json_acc_in_string(&c->now))
     return walk(c, v->order, v->lcp, v->n_sorted, allowed, n_logits);
@@ -417,6 +444,70 @@ static int draw(const double *probs, int m, int skip, double u) {
   return skip;
 }
 
+/* The mask's count (its messages said), the tokens allowed into v->allowed; -1 when none is. */
+static int allowed_tokens(mkc_constraint *c, int n_logits) {
+  int m = mkc_constraint_mask(c, c->v->allowed, n_logits);
+  if (c->run && mkc_gbnf_run_overflowed(c->run)) return overflowed();
+  if (m == 0)
+    fprintf(stderr,
+            "mkc: error: constrained output: no token of the vocabulary continues the "
+            "%s here\n",
+            c->run ? "grammar" : "JSON");
+  return m > 0 ? m : -1;
+}
+
+/* The speculative verdict on draft (-1: a plain draw) over probs[0..m) of tokens ids[]: the
+ * draft with its probability, else a draw from the rest renormalized. -1 when nothing has
+ * probability (every allowed token banned). */
+static int verdict(mkc_constraint *c, const double *probs, const int *ids, int m, int draft) {
+  if (draft < 0) return draw(probs, m, -1, uniform(c));
+  int at = -1; /* the draft among the candidates (a truncation may have cut it: probability 0) */
+  for (int i = 0; i < m && at < 0; i++)
+    if (ids[i] == draft) at = i;
+  double p = at >= 0 ? probs[at] : 0;
+  return uniform(c) < p ? at : draw(probs, m, at, uniform(c));
+}
+
+/* choose() through the whole chain of sample_chain.h, every allowed token a candidate. */
+static int choose_more(mkc_constraint *c, const float *logits, int n_logits, const int *window,
+                       int n_window, const mkc_sampling *o, int draft, int *id, float *lp,
+                       int *ids, float *lps) {
+  vocab *v = c->v;
+  const mkc_sampling_more *more = &c->more;
+  mkc_token_texts texts = {v->n, v->bytes, v->off};
+  if (more->mirostat) { /* llama.cpp's mirostat chain has no penalties, DRY's neither */
+    for (int i = 0; i < n_logits; i++) v->pen[i] = logits[i];
+  } else {
+    mkc_sampler_ref_penalize(logits, n_logits, window, n_window, o, v->pen);
+    mkc_dry_penalize(more, &texts, window, n_window, v->pen, n_logits);
+  }
+  int m = allowed_tokens(c, n_logits);
+  if (m < 0) return -1;
+  m = 0; /* compacted in place: ids ascend, so pen[m] is read before it is written */
+  for (int i = 0; i < n_logits; i++)
+    if (v->allowed[i]) v->ids[m] = i, v->pen[m++] = v->pen[i];
+  double u_xtc = more->xtc_probability > 0 ? uniform(c) : 1;
+  int pick = -1;
+  if (mkc_chain_probs(o, more, v->pen, m, v->n, c->mu, u_xtc, v->probs) > 0)
+    pick = verdict(c, v->probs, v->ids, m, draft);
+  if (pick < 0) {
+    fprintf(stderr, "mkc: error: constrained output: no allowed token has a probability above 0\n");
+    return -1;
+  }
+  if (more->mirostat) c->mu_next = mkc_mirostat_update(more, c->mu, v->probs[pick]);
+  c->chose = v->ids[pick];
+  if (o->logprobs > 0) { /* log-softmax of the candidates at the temperature, no truncation */
+    double temp = o->temp > 0 ? o->temp : 1, top = -INFINITY, sum = 0;
+    for (int i = 0; i < m; i++) top = fmax(top, v->pen[i]);
+    for (int i = 0; i < m; i++) sum += exp((v->pen[i] - top) / temp);
+    for (int i = 0; i < m; i++) v->probs[i] = (v->pen[i] - top) / temp - log(sum);
+    *lp = (float)v->probs[pick];
+    top_n(v->probs, v->ids, m, o->logprobs, ids, lps);
+  }
+  *id = v->ids[pick];
+  return 0;
+}
+
 /* mkc_constraint_choose, and with draft >= 0 under sampling, speculative sampling's verdict on
  * it: the draft with its probability, else a draw from the rest renormalized. */
 static int choose(mkc_constraint *c, const float *logits, int n_logits, const int *window,
@@ -432,18 +523,13 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
     }
   mkc_sampling o = *o_in;
   if (!(o.repeat_penalty > 0)) o.repeat_penalty = 1; /* zeroed options: off */
+  if (c->more_on) return choose_more(c, logits, n_logits, window, n_window, &o, draft, id, lp, ids,
+                                     lps);
   int greedy = o.temp <= 0, whole = o.logprobs > 0;  /* log-probabilities: over every allowed */
   mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, v->pen);
   if (greedy && !whole && (*id = greedy_first(c, v->pen, n_logits)) >= 0) return 0;
-  int m = mkc_constraint_mask(c, v->allowed, n_logits);
-  if (c->run && mkc_gbnf_run_overflowed(c->run)) return overflowed();
-  if (m == 0) {
-    fprintf(stderr,
-            "mkc: error: constrained output: no token of the vocabulary continues the "
-            "%s here\n",
-            c->run ? "grammar" : "JSON");
-    return -1;
-  }
+  int m = allowed_tokens(c, n_logits);
+  if (m < 0) return -1;
   /* the allowed tokens; without log-probabilities only those the chain can keep: the best
    * (greedy) or the top-k, found in one pass rather than the oracle's sort of them all */
   m = 0;
@@ -476,16 +562,7 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
   for (int i = n_window - span; i < n_window; i++)
     if (v->index[window[i]] >= 0) spanned[n_span++] = v->index[window[i]];
   int rc = mkc_sampler_ref_probs(v->kept, m, spanned, n_span, &o, v->probs);
-  int pick = -1;
-  if (rc == 0 && draft < 0) {
-    pick = draw(v->probs, m, -1, uniform(c));
-  } else if (rc == 0) {
-    int at = -1; /* the draft among the candidates (top-k may have cut it: probability 0) */
-    for (int i = 0; i < m && at < 0; i++)
-      if (v->ids[i] == draft) at = i;
-    double p = at >= 0 ? v->probs[at] : 0;
-    pick = uniform(c) < p ? at : draw(v->probs, m, at, uniform(c));
-  }
+  int pick = rc == 0 ? verdict(c, v->probs, v->ids, m, draft) : -1;
   if (rc == 0 && o.logprobs > 0 &&
       (rc = mkc_sampler_ref_logprobs(v->kept, m, spanned, n_span, &o, v->pen)) == 0) {
     *lp = (float)v->pen[pick];
@@ -530,6 +607,9 @@ int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, co
 }
 
 int mkc_constraint_accept(mkc_constraint *c, int id) {
+  if (c->chose >= 0 && c->chose == id) c->mu = c->mu_next;
+  c->chose = -1;
+  if (c->free_doc) return id >= 0 && id < c->v->n ? 0 : -1;
   if (c->run && is_end(c, id)) {
     if (!mkc_gbnf_run_can_end(c->run, 0)) return -1;
     c->ended = 1;
@@ -546,6 +626,7 @@ int mkc_constraint_accept(mkc_constraint *c, int id) {
 }
 
 int mkc_constraint_done(const mkc_constraint *c) {
+  if (c->free_doc) return 0;
   if (c->run)
     return 2 *
            (c->ended || (mkc_gbnf_run_can_end(c->run, 0) && !mkc_gbnf_run_can_go_on(c->run, 0)));

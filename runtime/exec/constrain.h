@@ -50,6 +50,16 @@ struct mkc_gbnf;
 int mkc_constraint_start_grammar(mkc_constraint *c, const struct mkc_gbnf *g, const int *end_ids,
                                  int n_end, uint64_t seed);
 
+/* Starts a document that allows every token of the vocabulary and is never whole: the
+ * samplers of sample_chain.h with no format to follow. */
+void mkc_constraint_start_free(mkc_constraint *c, uint64_t seed);
+
+/* The samplers the kernel lacks (exec/sample_chain.h) for the document just started: with one
+ * on, each choice runs llama.cpp's whole chain over the allowed tokens (m is copied; mirostat's
+ * state starts at 2 tau and follows the tokens accepted). */
+struct mkc_sampling_more;
+void mkc_constraint_set_more(mkc_constraint *c, const struct mkc_sampling_more *m);
+
 /* Whether token id (any id; past the vocabulary: no) may come next. */
 int mkc_constraint_allowed(const mkc_constraint *c, int id);
 
@@ -87,7 +97,8 @@ int mkc_constraint_verify(mkc_constraint *c, const float *logits, int n_logits, 
 int mkc_constraint_accept(mkc_constraint *c, int id);
 
 /* Whether the document is whole (generation ends there): 0, or 1 for JSON
- * and 2 for a grammar's (after an end token, or where nothing can follow). */
+ * and 2 for a grammar's (after an end token, or where nothing can follow); a free document
+ * never is. */
 int mkc_constraint_done(const mkc_constraint *c);
 
 #endif

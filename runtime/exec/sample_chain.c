@@ -1,0 +1,409 @@
+/* llama.cpp's samplers beyond the kernel's (sample_chain.h says the chain and its semantics). */
+#include "sample_chain.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mkc_sampling_more_init(mkc_sampling_more *m) {
+  *m = (mkc_sampling_more){
+      .typical_p = 1,
+      .top_n_sigma = -1,
+      .xtc_threshold = 0.1f,
+      .dynatemp_exponent = 1,
+      .mirostat_tau = 5,
+      .mirostat_eta = 0.1f,
+      .dry_base = 1.75f,
+      .dry_allowed_length = 2,
+      .dry_penalty_last_n = -1,
+  };
+  static const char *const breakers[] = {"\n", ":", "\"", "*"};
+  for (int i = 0; i < 4; i++) mkc_sampling_more_add_breaker(m, breakers[i], 1);
+}
+
+static int dry_on(const mkc_sampling_more *m) {
+  return m->dry_multiplier != 0 && m->dry_base >= 1 && m->dry_penalty_last_n != 0;
+}
+
+int mkc_sampling_more_on(const mkc_sampling_more *m) {
+  return (m->typical_p > 0 && m->typical_p < 1) || m->top_n_sigma > 0 ||
+         (m->xtc_probability > 0 && m->xtc_threshold <= 0.5f) || m->dynatemp_range > 0 ||
+         m->mirostat != 0 || dry_on(m);
+}
+
+void mkc_sampling_more_names(const mkc_sampling_more *m, char *buf, size_t n) {
+  size_t at = 0;
+  buf[0] = '\0';
+#define NAME(on, ...)                                                           \
+  if ((on) && at < n) {                                                         \
+    int w = snprintf(buf + at, n - at, "%s", at ? ", " : "");                   \
+    if (w > 0) at += (size_t)w;                                                 \
+    if (at < n && (w = snprintf(buf + at, n - at, __VA_ARGS__)) > 0) at += (size_t)w; \
+  }
+  NAME(m->mirostat, "mirostat %d (tau %g, eta %g)", m->mirostat, m->mirostat_tau, m->mirostat_eta);
+  if (m->mirostat) return; /* the chain's others do not run */
+  NAME(dry_on(m), "DRY %g", m->dry_multiplier);
+  NAME(m->top_n_sigma > 0, "top-n-sigma %g", m->top_n_sigma);
+  NAME(m->typical_p > 0 && m->typical_p < 1, "typical %g", m->typical_p);
+  NAME(m->xtc_probability > 0 && m->xtc_threshold <= 0.5f, "XTC %g at %g", m->xtc_probability,
+       m->xtc_threshold);
+  NAME(m->dynatemp_range > 0, "dynamic temperature +-%g", m->dynatemp_range);
+#undef NAME
+}
+
+int mkc_sampling_more_check(const mkc_sampling_more *m, char *why, size_t n_why) {
+  const char *bad = NULL;
+  if (!(m->typical_p >= 0 && m->typical_p <= 1e6))
+    bad = "--typical: expected a number in [0, 1] (0 or 1: off)";
+  else if (!(fabsf(m->top_n_sigma) <= 1e6))
+    bad = "--top-nsigma: expected a finite number (<= 0: off)";
+  else if (!(m->xtc_probability >= 0 && m->xtc_probability <= 1))
+    bad = "--xtc-probability: expected a number in [0, 1]";
+  else if (!(m->xtc_threshold >= 0 && m->xtc_threshold <= 1))
+    bad = "--xtc-threshold: expected a number in [0, 1] (> 0.5: off)";
+  else if (!(m->dynatemp_range >= 0 && m->dynatemp_range <= 1e6))
+    bad = "--dynatemp-range: expected a number >= 0";
+  else if (!(m->dynatemp_exponent >= 0 && m->dynatemp_exponent <= 1e6))
+    bad = "--dynatemp-exp: expected a number >= 0";
+  else if (m->mirostat < 0 || m->mirostat > 2)
+    bad = "--mirostat: expected 0 (off), 1 or 2";
+  else if (!(fabsf(m->mirostat_tau) <= 1e6) || !(fabsf(m->mirostat_eta) <= 1e6))
+    bad = "--mirostat-ent/--mirostat-lr: expected a finite number";
+  else if (!(fabsf(m->dry_multiplier) <= 1e6) || !(m->dry_base >= 0 && m->dry_base <= 1e6))
+    bad = "--dry-multiplier/--dry-base: expected a finite number (base >= 0)";
+  else if (m->dry_allowed_length < 0 || m->dry_penalty_last_n < -1)
+    bad = "--dry-allowed-length: expected >= 0; --dry-penalty-last-n: expected >= -1";
+  else if (m->n_breakers < 0 || m->n_breakers > MKC_DRY_BREAKERS)
+    bad = "--dry-sequence-breaker: too many";
+  if (bad) snprintf(why, n_why, "%s", bad);
+  return bad ? -1 : 0;
+}
+
+int mkc_sampling_more_add_breaker(mkc_sampling_more *m, const char *text, size_t n) {
+  if (n < 1 || n >= MKC_DRY_BREAKER_LEN || m->n_breakers >= MKC_DRY_BREAKERS) return -1;
+  memcpy(m->breakers[m->n_breakers], text, n);
+  m->breakers[m->n_breakers++][n] = '\0';
+  return 0;
+}
+
+/* Token id's text (none past the texts). */
+static const char *text_of(const mkc_token_texts *t, int id, size_t *n) {
+  if (id < 0 || id >= t->n) {
+    *n = 0;
+    return "";
+  }
+  *n = t->off[id + 1] - t->off[id];
+  return t->bytes + t->off[id];
+}
+
+static int holds(const char *text, size_t n, const char *b, size_t len) {
+  for (size_t i = 0; i + len <= n; i++)
+    if (memcmp(text + i, b, len) == 0) return 1;
+  return 0;
+}
+
+/* Whether token id's text holds a breaker whole. */
+static int holds_breaker(const mkc_sampling_more *m, const mkc_token_texts *t, int id) {
+  size_t n;
+  const char *text = text_of(t, id, &n);
+  for (int k = 0; k < m->n_breakers; k++)
+    if (holds(text, n, m->breakers[k], strlen(m->breakers[k]))) return 1;
+  return 0;
+}
+
+/* Whether the text of w[0..j) ends with b[0..len). */
+static int text_ends_with(const mkc_token_texts *t, const int *w, int j, const char *b,
+                          size_t len) {
+  while (len > 0) {
+    if (--j < 0) return 0;
+    size_t n;
+    const char *text = text_of(t, w[j], &n);
+    size_t k = n < len ? n : len;
+    if (memcmp(text + n - k, b + len - k, k) != 0) return 0;
+    len -= k;
+  }
+  return 1;
+}
+
+/* Whether an occurrence of a breaker ends in token w[j]'s text: held whole, or its tail opening
+ * the text and its head closing the tokens before. */
+static int breaker_ends_at(const mkc_sampling_more *m, const mkc_token_texts *t, const int *w,
+                           int j) {
+  size_t n;
+  const char *text = text_of(t, w[j], &n);
+  for (int k = 0; k < m->n_breakers; k++) {
+    const char *b = m->breakers[k];
+    size_t len = strlen(b);
+    if (holds(text, n, b, len)) return 1;
+    for (size_t s = 1; s < len; s++)
+      if (len - s <= n && memcmp(text, b + s, len - s) == 0 && text_ends_with(t, w, j, b, s))
+        return 1;
+  }
+  return 0;
+}
+
+typedef struct repeat {
+  int id, len;
+} repeat;
+
+static int by_id_then_longer(const void *a, const void *b) {
+  const repeat *x = a, *y = b;
+  if (x->id != y->id) return x->id < y->id ? -1 : 1;
+  return (y->len > x->len) - (y->len < x->len);
+}
+
+void mkc_dry_penalize(const mkc_sampling_more *m, const mkc_token_texts *t, const int *window,
+                      int n_window, double *logit, int n_logits) {
+  if (!dry_on(m) || n_window <= 0) return;
+  int N = m->dry_penalty_last_n < 0 || m->dry_penalty_last_n > n_window ? n_window
+                                                                         : m->dry_penalty_last_n;
+  int allowed = m->dry_allowed_length;
+  if (N <= allowed) return;
+  const int *w = window + n_window - N;
+  /* a repeat reaches back no further than the tokens after the last breaker */
+  int limit = N;
+  for (int i = 0; i < N; i++)
+    if (breaker_ends_at(m, t, w, N - 1 - i)) {
+      limit = i;
+      break;
+    }
+  if (limit < allowed) return;
+  /* z[k]: the tokens that end at w[N-1-k] and at the window's end alike (the Z-function of the
+   * window read backwards) */
+  int *z = malloc((size_t)N * sizeof *z);
+  repeat *found = malloc((size_t)N * sizeof *found);
+  if (!z || !found) {
+    fputs("mkc: error: DRY: out of memory (the repeat is left unpenalized)\n", stderr);
+    free(z), free(found);
+    return;
+  }
+  int n_found = 0;
+  z[0] = N;
+  for (int k = 1, l = 0, r = 0; k < N; k++) {
+    int len = k < r ? (r - k < z[k - l] ? r - k : z[k - l]) : 0;
+    while (k + len < N && w[N - 1 - len] == w[N - 1 - k - len]) len++;
+    z[k] = len;
+    if (k + len > r) l = k, r = k + len;
+    if (len > limit) len = limit;
+    /* the token that followed that repeat would extend this one */
+    if (len >= allowed && w[N - k] >= 0 && w[N - k] < n_logits)
+      found[n_found++] = (repeat){w[N - k], len};
+  }
+  qsort(found, (size_t)n_found, sizeof *found, by_id_then_longer);
+  /* exponents past this would overflow a float's range */
+  int max_exp = m->dry_base > 1.000001f ? (int)(88.7228391 / log(m->dry_base)) : 0;
+  for (int i = 0; i < n_found; i++) {
+    if (i > 0 && found[i].id == found[i - 1].id) continue; /* its longest came first */
+    if (holds_breaker(m, t, found[i].id)) continue;
+    int e = found[i].len - allowed;
+    if (max_exp > 0 && e > max_exp) e = max_exp;
+    logit[found[i].id] -= m->dry_multiplier * pow(m->dry_base, e);
+  }
+  free(z);
+  free(found);
+}
+
+/* A candidate: its logit and its index (the id order). */
+typedef struct cand {
+  double l;
+  int i;
+} cand;
+
+static int before(const cand *a, const cand *b) { return a->l > b->l || (a->l == b->l && a->i < b->i); }
+
+static int by_order(const void *a, const void *b) {
+  return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+}
+
+/* Reorders c[0..n) so that its first k (0 < k < n) are the first k in order: quickselect. */
+static void first_k(cand *c, int n, int k) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    cand pivot = c[lo + (hi - lo) / 2];
+    int i = lo, j = hi;
+    while (i <= j) {
+      while (before(&c[i], &pivot)) i++;
+      while (before(&pivot, &c[j])) j--;
+      if (i <= j) {
+        cand x = c[i];
+        c[i++] = c[j], c[j--] = x;
+      }
+    }
+    if (k - 1 <= j)
+      hi = j;
+    else if (k - 1 >= i)
+      lo = i;
+    else
+      return;
+  }
+}
+
+/* p[0..n): the softmax of c[0..n) (sorted: c[0] is the largest) at temperature temp. */
+static void softmax(const cand *c, int n, double temp, double *p) {
+  double sum = 0;
+  for (int k = 0; k < n; k++) sum += p[k] = exp((c[k].l - c[0].l) / temp);
+  for (int k = 0; k < n; k++) p[k] /= sum;
+}
+
+static double entropy(const double *p, int n) {
+  double h = 0;
+  for (int k = 0; k < n; k++)
+    if (p[k] > 0) h -= p[k] * log(p[k]);
+  return h;
+}
+
+/* Typical-p's order: surprise's distance from the entropy, ascending, then the logit order. */
+typedef struct typical {
+  double d;
+  int k;
+} typical;
+
+static int by_distance(const void *a, const void *b) {
+  const typical *x = a, *y = b;
+  if (x->d != y->d) return x->d < y->d ? -1 : 1;
+  return (x->k > y->k) - (x->k < y->k);
+}
+
+/* Keeps the candidates of c[0..n) typical-p keeps, in the logit order: how many. */
+static int typical_keep(cand *c, int n, double typical_p, double *p) {
+  typical *t = malloc((size_t)n * sizeof *t);
+  if (!t) return n; /* out of memory: nothing cut (said by the caller's next malloc, if any) */
+  softmax(c, n, 1, p);
+  double h = entropy(p, n), cum = 0;
+  for (int k = 0; k < n; k++) t[k] = (typical){fabs(-log(p[k]) - h), k};
+  qsort(t, (size_t)n, sizeof *t, by_distance);
+  int keep = n;
+  for (int k = 0; k < n; k++)
+    if ((cum += p[t[k].k]) > typical_p) {
+      keep = k + 1;
+      break;
+    }
+  /* the kept ones back in the logit order: mark, then compact */
+  for (int k = 0; k < keep; k++) p[t[k].k] = -1;
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (p[k] == -1) c[m++] = c[k];
+  free(t);
+  return m;
+}
+
+/* Sets probs at the kept candidates c[0..n) from their softmax at temp. */
+static void spread(const cand *c, int n, double temp, double *scratch, double *probs) {
+  softmax(c, n, temp, scratch);
+  for (int k = 0; k < n; k++) probs[c[k].i] = scratch[k];
+}
+
+static int mirostat_keep(const mkc_sampling_more *m, const cand *c, int n, int n_vocab,
+                         double mu, double *p) {
+  softmax(c, n, 1, p);
+  if (m->mirostat == 2) { /* the prefix whose surprise stays within mu */
+    int keep = 0;
+    while (keep < n && !(-log2(p[keep]) > mu)) keep++;
+    return keep > 0 ? keep : 1;
+  }
+  if (n == 1) return 1;
+  /* mirostat 1: Zipf's exponent estimated on the top 100, and the k whose expected surprise
+   * is mu */
+  double sum_tb = 0, sum_tt = 0;
+  for (int k = 0; k < 99 && k < n - 1; k++) {
+    double tk = log((k + 2.0) / (k + 1.0)), bk = log(p[k] / p[k + 1]);
+    sum_tb += tk * bk;
+    sum_tt += tk * tk;
+  }
+  double s = sum_tb / sum_tt, eps = s - 1;
+  double k = pow(eps * pow(2, mu) / (1 - pow(n_vocab, -eps)), 1 / s);
+  if (isnan(k)) return isinf(s) ? 1 : n; /* a point mass at the top, or no estimate */
+  return k < 1 ? 1 : k >= n ? n : (int)k;
+}
+
+int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const double *logit, int n,
+                    int n_vocab, double mu, double u_xtc, double *probs) {
+  cand *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+  double *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
+  if (!c || !p) {
+    fputs("mkc: error: sampling: out of memory\n", stderr);
+    free(c), free(p);
+    return -1;
+  }
+  int cnt = 0;
+  for (int i = 0; i < n; i++) {
+    probs[i] = 0;
+    if (logit[i] != -INFINITY) c[cnt++] = (cand){logit[i], i};
+  }
+  int keep = -1;
+  if (cnt == 0) goto out;
+  double temp = o->temp;
+  if (m->mirostat) { /* temperature, then mirostat over everything */
+    if (temp <= 0) {
+      first_k(c, cnt, 1);
+      probs[c[0].i] = 1;
+      keep = 1;
+      goto out;
+    }
+    for (int k = 0; k < cnt; k++) c[k].l /= temp;
+    qsort(c, (size_t)cnt, sizeof *c, by_order);
+    keep = mirostat_keep(m, c, cnt, n_vocab, mu, p);
+    spread(c, keep, 1, p, probs);
+    goto out;
+  }
+  if (m->top_n_sigma > 0 && cnt > 1) {
+    double max = c[0].l, mean = 0, var = 0;
+    for (int k = 0; k < cnt; k++) max = fmax(max, c[k].l), mean += c[k].l / cnt;
+    for (int k = 0; k < cnt; k++) var += (c[k].l - mean) * (c[k].l - mean) / cnt;
+    int kept = 0;
+    for (int k = 0; k < cnt; k++)
+      if (!(c[k].l < max - m->top_n_sigma * sqrt(var))) c[kept++] = c[k];
+    cnt = kept;
+  }
+  if (o->top_k > 0 && o->top_k < cnt) {
+    first_k(c, cnt, o->top_k);
+    cnt = o->top_k;
+  }
+  qsort(c, (size_t)cnt, sizeof *c, by_order);
+  if (m->typical_p > 0 && m->typical_p < 1) cnt = typical_keep(c, cnt, m->typical_p, p);
+  if (o->top_p < 1) {
+    softmax(c, cnt, 1, p);
+    double cum = 0;
+    for (int k = 0; k < cnt; k++)
+      if ((cum += p[k]) >= o->top_p) {
+        cnt = k + 1;
+        break;
+      }
+  }
+  if (o->min_p > 0) {
+    int kept = 1;
+    while (kept < cnt && exp(c[kept].l - c[0].l) >= o->min_p) kept++;
+    cnt = kept;
+  }
+  if (m->xtc_probability > 0 && m->xtc_threshold <= 0.5f && cnt >= 2 &&
+      u_xtc < m->xtc_probability) { /* all above the threshold but the least likely of them */
+    softmax(c, cnt, 1, p);
+    int last = 0;
+    while (last + 1 < cnt && p[last + 1] >= m->xtc_threshold) last++;
+    if (p[0] >= m->xtc_threshold && last > 0) {
+      memmove(c, c + last, (size_t)(cnt - last) * sizeof *c);
+      cnt -= last;
+    }
+  }
+  if (temp > 0 && m->dynatemp_range > 0 && cnt > 1) { /* the entropy picks the temperature */
+    double lo = fmax(0, temp - m->dynatemp_range), hi = temp + m->dynatemp_range;
+    softmax(c, cnt, 1, p);
+    temp = lo + (hi - lo) * pow(entropy(p, cnt) / log(cnt), m->dynatemp_exponent);
+  }
+  if (temp <= 0) { /* greedy: the best that the truncations kept */
+    probs[c[0].i] = 1;
+    keep = 1;
+    goto out;
+  }
+  spread(c, cnt, temp, p, probs);
+  keep = cnt;
+out:
+  free(c);
+  free(p);
+  return keep;
+}
+
+double mkc_mirostat_update(const mkc_sampling_more *m, double mu, double p) {
+  return mu - m->mirostat_eta * (-log2(p) - m->mirostat_tau);
+}
