@@ -55,7 +55,7 @@ build/fake_cuda/libnvrtc.so: tests/fake_cuda/nvrtc.c tests/fake_cuda/fake.c test
 	$(CC) $(FAKE_CFLAGS) -o $@ $(filter %.c,$^)
 
 # The parser tests also run under ASan/UBSan (build/sanitize/test_*).
-SANITIZE_NAMES := gguf safetensors tokenizer chat_template http tools constrain gbnf
+SANITIZE_NAMES := gguf safetensors tokenizer chat_template http tools constrain gbnf sample_chain
 # Builds on every core (a sub-make: make 4.3 ignores a -j set in the makefile), then tests.
 NPROC := $(shell nproc 2>/dev/null || echo 1)
 test:

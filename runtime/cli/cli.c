@@ -294,6 +294,15 @@ int mkc_cli_sampling_more(const mkc_cli *c, mkc_sampling_more *m) {
   return mkc_sampling_more_check(m, why, sizeof why) == 0 ? 0 : mkc_cli_usage_error("%s", why);
 }
 
+void mkc_cli_more_words(const mkc_cli *c, char *buf, size_t n) {
+  mkc_sampling_more m;
+  char names[160];
+  buf[0] = '\0';
+  if (more_of(c, &m) || !mkc_sampling_more_on(&m)) return;
+  mkc_sampling_more_names(&m, names, sizeof names);
+  snprintf(buf, n, " on the host (%s)", names);
+}
+
 int mkc_cli_more_on(const mkc_cli *c) {
   mkc_sampling_more m;
   more_of(c, &m);

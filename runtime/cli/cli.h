@@ -99,20 +99,20 @@ int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
 int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed);
 
 /* The flags of the samplers the kernel lacks, for a command's allowed list. */
-#define MKC_CLI_MORE_FLAGS                                                                   \
-  " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp " \
-  "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "  \
+#define MKC_CLI_MORE_FLAGS                                                                         \
+  " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp "     \
+  "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "      \
   "--dry-penalty-last-n --dry-sequence-breaker "
 
 /* Their usage lines. */
-#define MKC_CLI_MORE_USAGE                                                                    \
-  "  llama.cpp's other samplers, run on the host from each step's logits (order:\n"           \
-  "  penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature):\n"        \
-  "  --typical P (1: off), --top-nsigma N (off), --xtc-probability P (0),\n"                  \
-  "  --xtc-threshold T (0.1), --dynatemp-range R (0), --dynatemp-exp E (1),\n"                \
-  "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                 \
-  "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"           \
-  "  --dry-allowed-length N (2), --dry-penalty-last-n N (-1: the whole context),\n"          \
+#define MKC_CLI_MORE_USAGE                                                                         \
+  "  llama.cpp's other samplers, run on the host from each step's logits (order:\n"                \
+  "  penalties, DRY, top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature):\n"              \
+  "  --typical P (1: off), --top-nsigma N (off), --xtc-probability P (0),\n"                       \
+  "  --xtc-threshold T (0.1), --dynatemp-range R (0), --dynatemp-exp E (1),\n"                     \
+  "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                       \
+  "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"                 \
+  "  --dry-allowed-length N (2), --dry-penalty-last-n N (-1: the whole context),\n"                \
   "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers)\n"
 
 /* The samplers the kernel lacks from the flags (llama.cpp's defaults for the rest): 0, or 2
@@ -120,6 +120,8 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
 int mkc_cli_sampling_more(const mkc_cli *c, mkc_sampling_more *m);
 /* Whether the flags turn one of them on (their tokens are then chosen on the host). */
 int mkc_cli_more_on(const mkc_cli *c);
+/* For a stats line: " on the host (DRY 0.8, typical 0.5)", or "" when none is on. */
+void mkc_cli_more_words(const mkc_cli *c, char *buf, size_t n);
 
 /* A whole-string non-negative integer (a seed): 0, or -1 (no message). */
 int mkc_parse_seed(const char *s, unsigned long long *v);
@@ -134,10 +136,9 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
 
-/* llama.cpp's escapes (cli/escapes.h) in -p, each -r and each --dry-sequence-breaker, in place (they
- * point into argv, which is the program's to write), unless --no-escape:
- * 0, or 2 after the usage error of an escape naming the NUL byte or of an
- * empty -r. */
+/* llama.cpp's escapes (cli/escapes.h) in -p, each -r and each --dry-sequence-breaker, in place
+ * (they point into argv, which is the program's to write), unless --no-escape: 0, or 2 after the
+ * usage error of an escape naming the NUL byte or of an empty -r. */
 int mkc_cli_unescape(mkc_cli *c);
 
 /* "1,2,3" -> ids (malloc'd), each in [0, vocab); NULL + message naming `what`

@@ -71,8 +71,8 @@ static const char USAGE[] =
     "                         default); then llama.cpp's defaults apply to:\n"
     "  --top-k N (40), --top-p P (0.95), --min-p P (0.05), --repeat-penalty R (1),\n"
     "  --repeat-last-n N (64), --presence-penalty P (0), --frequency-penalty F (0)\n"
-    "                         (order: penalties, top-k, top-p, min-p, temperature)\n"
-    MKC_CLI_MORE_USAGE
+    "                         (order: penalties, top-k, top-p, min-p, "
+    "temperature)\n" MKC_CLI_MORE_USAGE
     "  -s, --seed S           the sampler's seed (default: drawn, and printed)\n"
     "  -l, --logit-bias ID+B  add B (or -B: ID-B; -inf bans the token) to token ID's\n"
     "                         logit in the kernel, greedy or sampled (llama.cpp's form;\n"
@@ -332,14 +332,11 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
     snprintf(ctx, sizeof ctx, "context %d (capped from %d: --ctx %d)", m->g.max_ctx, train, train);
   else
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
-  char sampled[240] = "greedy", more[160];
+  char sampled[240] = "greedy", more[200];
   if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
-  mkc_sampling_more m_on;
-  if (mkc_cli_sampling_more(c, &m_on) == 0 && mkc_sampling_more_on(&m_on)) {
-    mkc_sampling_more_names(&m_on, more, sizeof more);
-    size_t at = strlen(sampled);
-    snprintf(sampled + at, sizeof sampled - at, " on the host (%s)", more);
-  }
+  mkc_cli_more_words(c, more, sizeof more);
+  size_t at = strlen(sampled);
+  snprintf(sampled + at, sizeof sampled - at, "%s", more);
   char depth[64] = "", fallbacks[64] = "", verify[32] = "n/a";
   if (c->draft_adaptive) {
     snprintf(depth, sizeof depth, " (adaptive depth %d..%d)", st->depth_lo, st->depth_hi);

@@ -209,11 +209,13 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   }
   fflush(stdout);
   double mib = 1024.0 * 1024.0;
+  char more[200];
+  mkc_cli_more_words(&c, more, sizeof more);
   fprintf(stderr,
           "mkc: run --batch: %d prompts on %d slots (%s), %s %s: generated %ld tokens in %.3f s "
           "(%.1f tok/s aggregate; decode steps: %ld tokens in %.3f s, %.1f tok/s over %d steps) "
           "over %d steps (%d of them a long prompt's chunk alone), at "
-          "most %d slots busy; drafted %ld, accepted %ld; %s; prompt positions shared: %ld; KV: "
+          "most %d slots busy; drafted %ld, accepted %ld; %s%s; prompt positions shared: %ld; KV: "
           "at most %.3f MiB held of a pool of %.3f MiB (%d pages of %d positions; whole caches "
           "would be %.3f MiB)\n",
           n, slots, mkc_slots_describe(p), c.model_path ? "model" : "preset",
@@ -221,7 +223,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           st.seconds > 0 ? st.generated / st.seconds : 0.0, st.decode_tokens, st.decode_seconds,
           st.decode_seconds > 0 ? st.decode_tokens / st.decode_seconds : 0.0, st.decode_steps,
           st.steps, st.solo_steps, st.most_busy, st.drafted, st.accepted,
-          opt->temp > 0 ? "sampled" : "greedy", st.shared, st.kv_peak / mib,
+          opt->temp > 0 ? "sampled" : "greedy", more, st.shared, st.kv_peak / mib,
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
   rc = failed ? 1 : 0;

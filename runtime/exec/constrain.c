@@ -470,8 +470,8 @@ static int verdict(mkc_constraint *c, const double *probs, const int *ids, int m
 
 /* choose() through the whole chain of sample_chain.h, every allowed token a candidate. */
 static int choose_more(mkc_constraint *c, const float *logits, int n_logits, const int *window,
-                       int n_window, const mkc_sampling *o, int draft, int *id, float *lp,
-                       int *ids, float *lps) {
+                       int n_window, const mkc_sampling *o, int draft, int *id, float *lp, int *ids,
+                       float *lps) {
   vocab *v = c->v;
   const mkc_sampling_more *more = &c->more;
   mkc_token_texts texts = {v->n, v->bytes, v->off};
@@ -523,9 +523,9 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
     }
   mkc_sampling o = *o_in;
   if (!(o.repeat_penalty > 0)) o.repeat_penalty = 1; /* zeroed options: off */
-  if (c->more_on) return choose_more(c, logits, n_logits, window, n_window, &o, draft, id, lp, ids,
-                                     lps);
-  int greedy = o.temp <= 0, whole = o.logprobs > 0;  /* log-probabilities: over every allowed */
+  if (c->more_on)
+    return choose_more(c, logits, n_logits, window, n_window, &o, draft, id, lp, ids, lps);
+  int greedy = o.temp <= 0, whole = o.logprobs > 0; /* log-probabilities: over every allowed */
   mkc_sampler_ref_penalize(logits, n_logits, window, n_window, &o, v->pen);
   if (greedy && !whole && (*id = greedy_first(c, v->pen, n_logits)) >= 0) return 0;
   int m = allowed_tokens(c, n_logits);

@@ -35,11 +35,11 @@ int mkc_sampling_more_on(const mkc_sampling_more *m) {
 void mkc_sampling_more_names(const mkc_sampling_more *m, char *buf, size_t n) {
   size_t at = 0;
   buf[0] = '\0';
-#define NAME(on, ...)                                                           \
-  if ((on) && at < n) {                                                         \
-    int w = snprintf(buf + at, n - at, "%s", at ? ", " : "");                   \
-    if (w > 0) at += (size_t)w;                                                 \
-    if (at < n && (w = snprintf(buf + at, n - at, __VA_ARGS__)) > 0) at += (size_t)w; \
+#define NAME(on, ...)                                                                              \
+  if ((on) && at < n) {                                                                            \
+    int w = snprintf(buf + at, n - at, "%s", at ? ", " : "");                                      \
+    if (w > 0) at += (size_t)w;                                                                    \
+    if (at < n && (w = snprintf(buf + at, n - at, __VA_ARGS__)) > 0) at += (size_t)w;              \
   }
   NAME(m->mirostat, "mirostat %d (tau %g, eta %g)", m->mirostat, m->mirostat_tau, m->mirostat_eta);
   if (m->mirostat) return; /* the chain's others do not run */
@@ -157,7 +157,7 @@ void mkc_dry_penalize(const mkc_sampling_more *m, const mkc_token_texts *t, cons
                       int n_window, double *logit, int n_logits) {
   if (!dry_on(m) || n_window <= 0) return;
   int N = m->dry_penalty_last_n < 0 || m->dry_penalty_last_n > n_window ? n_window
-                                                                         : m->dry_penalty_last_n;
+                                                                        : m->dry_penalty_last_n;
   int allowed = m->dry_allowed_length;
   if (N <= allowed) return;
   const int *w = window + n_window - N;
@@ -210,7 +210,9 @@ typedef struct cand {
   int i;
 } cand;
 
-static int before(const cand *a, const cand *b) { return a->l > b->l || (a->l == b->l && a->i < b->i); }
+static int before(const cand *a, const cand *b) {
+  return a->l > b->l || (a->l == b->l && a->i < b->i);
+}
 
 static int by_order(const void *a, const void *b) {
   return before(a, b) ? -1 : before(b, a) ? 1 : 0;
@@ -294,8 +296,8 @@ static void spread(const cand *c, int n, double temp, double *scratch, double *p
   for (int k = 0; k < n; k++) probs[c[k].i] = scratch[k];
 }
 
-static int mirostat_keep(const mkc_sampling_more *m, const cand *c, int n, int n_vocab,
-                         double mu, double *p) {
+static int mirostat_keep(const mkc_sampling_more *m, const cand *c, int n, int n_vocab, double mu,
+                         double *p) {
   softmax(c, n, 1, p);
   if (m->mirostat == 2) { /* the prefix whose surprise stays within mu */
     int keep = 0;

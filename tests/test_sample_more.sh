@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# llama.cpp's samplers the kernel lacks (typical, top-n-sigma, XTC, dynamic temperature,
+# mirostat, DRY) end to end: run and run --batch on the test data's SmolLM2 and the cpu
+# backend, each token chosen on the host (the chain itself is test_sample_chain's). The oracles
+# are plain decoding and the same run another way: greedy with DRY is the same with drafts as
+# without (speculation is lossless) and differs from plain greedy on a repetitive prompt;
+# mirostat at temperature 0 is plain greedy (its chain is temperature first); each line of run
+# --batch is what run gives that prompt alone; a seed repeats its answer. Flags out of range,
+# and flags that cannot go with a host's choice, are refused with their reasons.
+source "$(dirname "$0")/lib.sh"
+unset MKC_KV_DTYPE
+
+# ---- refusals that need no model ----
+expect_error "--mirostat 3" "mkc: error: --mirostat: expected an integer in 0..2, got '3'" \
+  -- run -m README.md -p hi --mirostat 3
+expect_error "--typical 1.5" "mkc: error: --typical: expected a number in 0..1, got '1.5'" \
+  -- run -m README.md -p hi --typical 1.5
+long=$(printf 'x%.0s' {1..40})
+expect_error "a DRY breaker of 40 bytes" \
+  "mkc: error: --dry-sequence-breaker: expected 1 to 39 bytes, got '$long'" \
+  -- run -m README.md -p hi --dry-sequence-breaker "$long"
+expect_error "an empty DRY breaker" "mkc: error: --dry-sequence-breaker: expected a text" \
+  -- run -m README.md -p hi --dry-multiplier 1 --dry-sequence-breaker ''
+what="a sampler the kernel lacks (--typical, --mirostat, --dry-...)"
+expect_error "mirostat with --rounds" \
+  "mkc: error: run: $what chooses each token on the host: not with --rounds (a launch's rounds are the kernel's choices)" \
+  -- run -m README.md -p hi --mirostat 2 --rounds 4
+expect_error "DRY without a tokenizer" \
+  "mkc: error: run: $what needs the model's tokenizer: -m with -p or -f" \
+  -- run --preset tiny --random-weights 1 -n 4 --dry-multiplier 0.8
+expect_error "run --batch: XTC with drafts" \
+  "mkc: error: run --batch: $what chooses each token on the host, one a step on the slots: drop --draft-max" \
+  -- run -m README.md --batch README.md --draft-max 2 --xtc-probability 0.5
+
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
+  skip "SmolLM2 with the host's samplers: no test data (tests/data/fetch.sh)"
+  finish
+  exit
+fi
+margs=(-m "$model" --backend cpu --no-display-prompt --ctx 512 -n 24)
+list="The list: apple, banana, apple, banana, apple,"
+# answer NAME ARGS...: the answer into $tmp/NAME, the stats line into $tmp/NAME.err
+answer() {
+  local name=$1
+  shift
+  "$mkc" run "${margs[@]}" "$@" >"$tmp/$name" 2>"$tmp/$name.err" ||
+    fail "$name: run failed" "$(tail -n 3 "$tmp/$name.err")"
+}
+same() { # NAME A B: files A and B hold the same answer
+  if [ -s "$tmp/$2" ] && cmp -s "$tmp/$2" "$tmp/$3"; then ok "$1"; else
+    fail "$1" "$2: $(head -c 200 "$tmp/$2")" "$3: $(head -c 200 "$tmp/$3")"
+  fi
+}
+
+answer plain -p "$list"
+answer dry -p "$list" --dry-multiplier 0.8
+answer dry_drafts -p "$list" --dry-multiplier 0.8 --draft-max 4
+same "greedy with DRY: drafts (--draft-max 4) change nothing" dry dry_drafts
+if ! cmp -s "$tmp/plain" "$tmp/dry"; then ok "greedy with DRY 0.8 leaves the repetition plain greedy falls into"; else
+  fail "DRY changed nothing on a repetitive prompt" "$(head -c 200 "$tmp/dry")"
+fi
+if grep -q "greedy on the host (DRY 0.8); drafted [1-9]" "$tmp/dry_drafts.err"; then
+  ok "the stats line names the samplers on the host, and drafts were verified"
+else
+  fail "stats line" "$(grep -o 'greedy[^;]*; drafted [0-9]*' "$tmp/dry_drafts.err")"
+fi
+answer miro0 -p "$list" --mirostat 2 --temp 0
+same "mirostat 2 at temperature 0 is plain greedy (temperature comes first)" plain miro0
+answer typ1 -p "Once upon a time" --typical 0.5 --temp 0.9 --seed 7
+answer typ2 -p "Once upon a time" --typical 0.5 --temp 0.9 --seed 7
+same "typical 0.5 at temperature 0.9, seed 7: the same answer twice" typ1 typ2
+answer miro1 -p "Once upon a time" --mirostat 1 --temp 1 --seed 11 --draft-max 3
+answer miro2 -p "Once upon a time" --mirostat 1 --temp 1 --seed 11 --draft-max 3
+same "mirostat 1 with drafts, seed 11: the same answer twice" miro1 miro2
+for flags in "--top-nsigma 1.5" "--xtc-probability 1 --xtc-threshold 0.1" "--dynatemp-range 0.5"; do
+  # shellcheck disable=SC2086
+  answer other -p "Once upon a time" --temp 0.8 --seed 5 $flags
+  if [ -s "$tmp/other" ] && grep -q "sampled, seed 5 on the host (" "$tmp/other.err"; then
+    ok "$flags: an answer, chosen on the host"
+  else
+    fail "$flags" "$(tail -n 2 "$tmp/other.err")"
+  fi
+done
+
+# ---- run --batch: each line what run gives it alone ----
+printf '%s\n' "$list" "One, two, one, two, one," >"$tmp/prompts"
+"$mkc" run "${margs[@]}" --batch "$tmp/prompts" --dry-multiplier 0.8 --typical 0.9 \
+  >"$tmp/batch" 2>"$tmp/batch.err" || fail "run --batch with DRY failed" "$(tail -n 3 "$tmp/batch.err")"
+line=0
+while IFS= read -r p; do
+  line=$((line + 1))
+  answer solo -p "$p" --dry-multiplier 0.8 --typical 0.9
+  # run's closing newline off, then the batch line's escapes
+  want=$(python3 -c 'import sys
+t = open(sys.argv[1]).read(); t = t[:-1] if t.endswith("\n") else t
+print(t.replace("\\", "\\\\").replace("\n", "\\n"))' "$tmp/solo")
+  got=$(sed -n "${line}p" "$tmp/batch")
+  if [ "$got" = "$want" ]; then ok "run --batch line $line (DRY, typical) = run alone"; else
+    fail "run --batch line $line" "batch: $got" "alone: $want"
+  fi
+done <"$tmp/prompts"
+finish
