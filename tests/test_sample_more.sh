@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # llama.cpp's samplers the kernel lacks (typical, top-n-sigma, XTC, dynamic temperature,
-# mirostat, DRY) end to end: run and run --batch on the test data's SmolLM2 and the cpu
-# backend, each token chosen on the host (the chain itself is test_sample_chain's). The oracles
+# mirostat, DRY) end to end: run, run --batch and serve (llama-server's fields, ollama's
+# options, --parallel) on the test data's SmolLM2 and the cpu backend, each token chosen on the
+# host (the chain itself is test_sample_chain's). The oracles
 # are plain decoding and the same run another way: greedy with DRY is the same with drafts as
 # without (speculation is lossless) and differs from plain greedy on a repetitive prompt;
 # mirostat at temperature 0 is plain greedy (its chain is temperature first); each line of run
-# --batch is what run gives that prompt alone; a seed repeats its answer. Flags out of range,
+# --batch is what run gives that prompt alone, and so is each answer of serve; a seed repeats its
+# answer. Flags out of range,
 # and flags that cannot go with a host's choice, are refused with their reasons.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
 unset MKC_KV_DTYPE
 
 # ---- refusals that need no model ----
@@ -100,4 +103,41 @@ print(t.replace("\\", "\\\\").replace("\n", "\\n"))' "$tmp/solo")
     fail "run --batch line $line" "batch: $got" "alone: $want"
   fi
 done <"$tmp/prompts"
+
+# ---- serve: the server's flags, a request's fields over them ----
+jstr() { python3 -c 'import json, sys; print(json.dumps(sys.argv[1]))' "$1"; }
+comp() { echo "{\"prompt\": $(jstr "$list"), \"max_tokens\": 24$1}"; }
+if start smoldry -m "$model" --backend cpu --ctx 512 --dry-multiplier 0.8; then
+  call POST /v1/completions "$(comp "")"
+  [ "$status" = 200 ] && [ "$(content choices 0 text)" = "$(quoted "$tmp/dry")" ] \
+    && ok "serve --dry-multiplier 0.8: a completion gets run --dry-multiplier 0.8's answer" \
+    || fail "serve's DRY" "want: $(quoted "$tmp/dry")" "got: $(head -c 300 "$tmp/ans")"
+  call POST /v1/completions "$(comp ', "dry_multiplier": 0')"
+  [ "$status" = 200 ] && [ "$(content choices 0 text)" = "$(quoted "$tmp/plain")" ] \
+    && ok "serve: a request's dry_multiplier 0 turns the server's DRY off: plain greedy" \
+    || fail "serve's DRY off" "want: $(quoted "$tmp/plain")" "got: $(head -c 300 "$tmp/ans")"
+  call POST /api/generate "{\"prompt\": $(jstr "$list"), \"raw\": true, \"stream\": false, \"options\": {\"num_predict\": 24, \"temperature\": 0, \"mirostat\": 2, \"mirostat_tau\": 4, \"mirostat_eta\": 0.2}}"
+  [ "$(content response)" = "$(quoted "$tmp/plain")" ] \
+    && ok "ollama's mirostat 2 at temperature 0 over the server's DRY: plain greedy (mirostat's chain has no DRY)" \
+    || fail "ollama's mirostat" "want: $(quoted "$tmp/plain")" "got: $(head -c 300 "$tmp/ans")"
+  sleep 0.2 # the log line follows the answer
+  if grep "POST /api/generate" "$tmp/smoldry.err" | grep -q "options not followed"; then
+    fail "ollama's mirostat, mirostat_tau, mirostat_eta are followed" "$(grep 'POST /api/generate' "$tmp/smoldry.err")"
+  else
+    ok "ollama's mirostat, mirostat_tau, mirostat_eta: followed (no 'options not followed')"
+  fi
+  refused "serve, mirostat 3" 400 "mirostat: expected a whole number in 0..2" POST /v1/completions \
+    "$(comp ', "mirostat": 3')"
+  refused "serve, an empty DRY breaker" 400 "dry_sequence_breakers: expected up to 16 texts of 1 to 39 bytes" \
+    POST /v1/completions "$(comp ', "dry_sequence_breakers": [""]')"
+  stop smoldry
+fi
+if start smoldrypar -m "$model" --backend cpu --ctx 512 --parallel 2; then
+  python3 "$client" "$port" many /v1/completions "$(comp ', "dry_multiplier": 0.8')" "$(comp "")" >"$tmp/many" 2>&1
+  { quoted "$tmp/dry" && quoted "$tmp/plain"; } >"$tmp/want"
+  cmp -s "$tmp/many" "$tmp/want" \
+    && ok "serve --parallel 2: a request with DRY beside a plain one, each run's answer alone" \
+    || fail "serve --parallel DRY" "$(diff "$tmp/want" "$tmp/many")"
+  stop smoldrypar
+fi
 finish

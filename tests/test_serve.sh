@@ -420,14 +420,14 @@ elif start smollm2 -m "$model" --backend cpu; then
   want=$(sed -n 2p "$tmp/chat")
   [ -n "$want" ] && [ "$(get response)" = "$want" ] && ok "ollama /api/generate with the context it returned: mkc chat's second answer" \
     || fail "ollama generate context" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
-  want=$("$mkc" run "${margs[@]}" -p "Once upon a time" -n 12 --temp 0.9 --seed 21 --top-k 30 2>/dev/null)
-  call POST /api/generate '{"prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 12, "temperature": 0.9, "seed": 21, "top_k": 30, "typical_p": 0.7, "num_ctx": 2048}}'
+  want=$("$mkc" run "${margs[@]}" -p "Once upon a time" -n 12 --temp 0.9 --seed 21 --top-k 30 --typical 0.7 2>/dev/null)
+  call POST /api/generate '{"prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 12, "temperature": 0.9, "seed": 21, "top_k": 30, "typical_p": 0.7, "num_ctx": 2048, "tfs_z": 0.95}}'
   [ "$(get response)" = "$want" ] && [ "$(get done_reason)" = length ] && [ "$(get eval_count)" = 12 ] \
-    && ok "ollama /api/generate raw, sampled with options: run's text ($want)" \
+    && ok "ollama /api/generate raw, sampled with options (typical_p on the host): run's text ($want)" \
     || fail "ollama generate raw sampled" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
   sleep 0.2 # the log line follows the answer
-  grep -q "POST /api/generate: .*; options not followed: typical_p, num_ctx$" "$tmp/smollm2.err" \
-    && ok "ollama options mkc does not follow: named in the request's log line (typical_p, num_ctx)" \
+  grep -q "POST /api/generate: .*; options not followed: num_ctx, tfs_z$" "$tmp/smollm2.err" \
+    && ok "ollama options mkc does not follow: named in the request's log line (num_ctx, tfs_z)" \
     || fail "ollama unfollowed options" "$(grep 'POST /api/generate' "$tmp/smollm2.err" | tail -n 2)"
 
   # llama-server's /tokenize and /detokenize: the prompt's tokens, and back

@@ -4,7 +4,7 @@
 #define MKC_CLI_H
 
 #include "codegen/graph.h"
-#include "exec/sample_chain.h"
+#include "backend/sampling_more.h"
 #include "mkc_state.h"
 #include "reverse_prompt.h"
 

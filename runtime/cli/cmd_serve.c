@@ -88,7 +88,12 @@ static const char USAGE[] =
     "                         (default -1: until the end or a full context)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias\n"
-    "  ID+B (a request's logit_bias replaces them), --draft-max K,\n"
+    "  ID+B (a request's logit_bias replaces them), --typical P, --top-nsigma N,\n"
+    "  --xtc-probability P, --xtc-threshold T, --dynatemp-range R, --dynatemp-exp E,\n"
+    "  --mirostat 1|2, --mirostat-ent TAU, --mirostat-lr ETA, --dry-multiplier M,\n"
+    "  --dry-base B, --dry-allowed-length N, --dry-penalty-last-n N,\n"
+    "  --dry-sequence-breaker TEXT (requests' fields of the same names, llama-server's\n"
+    "  and ollama's, override them), --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
@@ -119,10 +124,12 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   /* the tokens the session holds that begin this prompt stay; at least the last is fed */
   int cached = 0;
   while (cached < sv->n_valid && cached < n_prompt - 1 && held[cached] == prompt[cached]) cached++;
-  mkc_constraint *doc = r->json_format ? mkc_serve_job_json(sv, j, 0) : NULL;
-  if (r->json_format && !doc) {
+  mkc_constraint *doc = j->host ? mkc_serve_job_json(sv, j, 0) : NULL;
+  if (j->host && !doc) {
     free(out);
-    refuse(r, fd, 500, "JSON output could not be set up (the server's log says why)");
+    refuse(r, fd, 500,
+           "the host's choice (JSON, a grammar or a sampler the kernel lacks) could "
+           "not be set up (the server's log says why)");
     return 0;
   }
   if (r->stream) mkc_answer_stream_start(g);
@@ -579,7 +586,7 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l",
+                         "--api-key-file --pooling -l" MKC_CLI_MORE_FLAGS,
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -589,7 +596,9 @@ int mkc_cmd_serve(int argc, char **argv) {
   if (c.pooling && (sv.pooling = mkc_pooling_parse(c.pooling)) < 0)
     return mkc_cli_usage_error("serve: --pooling: expected mean, cls or last, got '%s'", c.pooling);
   unsigned long long seed;
-  if ((rc = mkc_cli_sampling(&c, &sv.base, &seed))) return rc;
+  if ((rc = mkc_cli_sampling(&c, &sv.base, &seed)) ||
+      (rc = mkc_cli_sampling_more(&c, &sv.base_more)))
+    return rc;
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
   int fd = -1, port = 0;

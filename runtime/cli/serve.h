@@ -37,6 +37,7 @@ typedef struct mkc_server {
   int tools;                       /* the template's tools are mkc's (mkc_chat_tools_for) */
   const char *name;                /* the model's, as /v1/models lists it */
   mkc_sampling base;               /* the command's sampling options */
+  mkc_sampling_more base_more;     /* and its samplers the kernel lacks */
   int fixed_seed;                  /* --seed given: every request without a seed uses it */
   int pooling;                     /* --pooling: enum mkc_pooling (UNSET: the model's) */
   int eog[MKC_ROUND_STOPS], n_eog; /* the tokenizer's end-of-generation tokens */
@@ -71,6 +72,8 @@ struct mkc_serve_job {
   int *prompt, n_prompt;         /* its tokens */
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
   mkc_sampling opt;
+  mkc_sampling_more more; /* the samplers the kernel lacks */
+  int host;               /* the host chooses its tokens: JSON, a grammar, or more */
   mkc_answer g;
   /* --parallel: its sequence, its tokens given to the answer, and ollama's
    * context (prompt then answer) */

@@ -245,6 +245,19 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     snprintf(why, cap, "the sampling options were refused (the server's log says why)");
     return 400;
   }
+  j->more = mkc_api_sampling_more(r, sv->base_more);
+  char more_why[160];
+  if (mkc_sampling_more_check(&j->more, more_why, sizeof more_why) != 0) {
+    snprintf(why, cap, "%s", more_why);
+    return 400;
+  }
+  j->host = r->json_format || mkc_sampling_more_on(&j->more);
+  if (j->host && !sv->m->file.tok) {
+    snprintf(why, cap,
+             "typical_p, mirostat, dry_multiplier, ...: the samplers the kernel lacks "
+             "need a model with a tokenizer (this one answers ids)");
+    return 400;
+  }
   j->room = max_ctx - j->n_prompt + 1;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   j->n_gen = limit < 0 || limit > j->room ? j->room : limit;
@@ -271,7 +284,8 @@ void mkc_serve_job_close(mkc_serve_job *j) {
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
   if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
   mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
-  mkc_format_rules rules = {.schema = j->r.schema, .grammar = j->r.grammar, .json = 1};
+  mkc_format_rules rules = {
+      .schema = j->r.schema, .grammar = j->r.grammar, .json = j->r.json_format, .more = j->more};
   if (doc &&
       mkc_json_format_start(doc, &rules, sv->m->file.tok,
                             (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo) != 0) {

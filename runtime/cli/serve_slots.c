@@ -19,8 +19,9 @@ int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
   j->q = (mkc_batch_seq){
       .prompt = j->prompt, .n_prompt = j->n_prompt, .n_predict = j->n_gen, .opt = j->opt};
   const char *why = NULL;
-  if (j->r.json_format && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
-    why = "JSON output could not be set up (the server's log says why)";
+  if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
+    why = "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
+          "(the server's log says why)";
   else if (mkc_sched_add(sv->sched, &j->q) != 0)
     why = "out of memory";
   if (why) {

@@ -310,6 +310,71 @@ static const struct {
      MKC_API_REPEAT_LAST_N},
 };
 
+/* llama.cpp's samplers the kernel lacks, as llama-server's fields (ollama's options share the
+ * names it has: typical_p, mirostat, mirostat_tau, mirostat_eta); each to its place in
+ * mkc_sampling_more, a float unless is_int. Bit k of more_set: entry k given. */
+static const struct {
+  const char *name;
+  double lo, hi;
+  int is_int;
+  size_t at;
+} MORE[] = {
+    {"typical_p", 0, 1, 0, offsetof(mkc_sampling_more, typical_p)},
+    {"top_n_sigma", -1e6, 1e6, 0, offsetof(mkc_sampling_more, top_n_sigma)},
+    {"xtc_probability", 0, 1, 0, offsetof(mkc_sampling_more, xtc_probability)},
+    {"xtc_threshold", 0, 1, 0, offsetof(mkc_sampling_more, xtc_threshold)},
+    {"dynatemp_range", 0, 1e6, 0, offsetof(mkc_sampling_more, dynatemp_range)},
+    {"dynatemp_exponent", 0, 1e6, 0, offsetof(mkc_sampling_more, dynatemp_exponent)},
+    {"mirostat", 0, 2, 1, offsetof(mkc_sampling_more, mirostat)},
+    {"mirostat_tau", 0, 1e6, 0, offsetof(mkc_sampling_more, mirostat_tau)},
+    {"mirostat_eta", 0, 1e6, 0, offsetof(mkc_sampling_more, mirostat_eta)},
+    {"dry_multiplier", 0, 1e6, 0, offsetof(mkc_sampling_more, dry_multiplier)},
+    {"dry_base", 0, 1e6, 0, offsetof(mkc_sampling_more, dry_base)},
+    {"dry_allowed_length", 0, 1 << 20, 1, offsetof(mkc_sampling_more, dry_allowed_length)},
+    {"dry_penalty_last_n", -1, 1 << 30, 1, offsetof(mkc_sampling_more, dry_penalty_last_n)},
+};
+#define MORE_BREAKERS (1u << (sizeof MORE / sizeof *MORE)) /* dry_sequence_breakers given */
+
+/* The samplers the kernel lacks: MORE's fields and dry_sequence_breakers (strings). */
+static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  for (size_t k = 0; k < sizeof MORE / sizeof *MORE; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, MORE[k].name);
+    if (!v || cJSON_IsNull(v)) continue;
+    double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+    if (!(x >= MORE[k].lo && x <= MORE[k].hi) || (MORE[k].is_int && x != floor(x)))
+      return bad(why, cap, "%s: expected %s in %.15g..%.15g", MORE[k].name,
+                 MORE[k].is_int ? "a whole number" : "a number", MORE[k].lo, MORE[k].hi);
+    if (MORE[k].is_int)
+      *(int *)((char *)&r->more + MORE[k].at) = (int)x;
+    else
+      *(float *)((char *)&r->more + MORE[k].at) = (float)x;
+    r->more_set |= 1u << k;
+  }
+  const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "dry_sequence_breakers");
+  if (!b || cJSON_IsNull(b)) return 0;
+  if (!cJSON_IsArray(b)) return bad(why, cap, "dry_sequence_breakers: expected a list of texts");
+  r->more.n_breakers = 0;
+  for (const cJSON *s = b->child; s; s = s->next)
+    if (!cJSON_IsString(s) ||
+        mkc_sampling_more_add_breaker(&r->more, s->valuestring, strlen(s->valuestring)) != 0)
+      return bad(why, cap, "dry_sequence_breakers: expected up to %d texts of 1 to %d bytes",
+                 MKC_DRY_BREAKERS, MKC_DRY_BREAKER_LEN - 1);
+  r->more_set |= MORE_BREAKERS;
+  return 0;
+}
+
+mkc_sampling_more mkc_api_sampling_more(const mkc_api_req *r, mkc_sampling_more m) {
+  for (size_t k = 0; k < sizeof MORE / sizeof *MORE; k++)
+    if (r->more_set & (1u << k))
+      memcpy((char *)&m + MORE[k].at, (const char *)&r->more + MORE[k].at,
+             MORE[k].is_int ? sizeof(int) : sizeof(float));
+  if (r->more_set & MORE_BREAKERS) {
+    m.n_breakers = r->more.n_breakers;
+    memcpy(m.breakers, r->more.breakers, sizeof m.breakers);
+  }
+  return m;
+}
+
 /* An optional whole number in 0..MKC_LOGPROBS_MAX: 1 and *v when given,
  * 0 when not, -1 with why when out of range. */
 static int small_count(const cJSON *root, const char *name, int *v, char *why, size_t cap) {
@@ -361,7 +426,7 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     r->seed = (unsigned long long)x;
     r->have_seed = 1;
   }
-  return 0;
+  return read_more(root, r, why, cap);
 }
 
 /* A JSON schema the answer must follow (field: the request's name for it). */
@@ -536,6 +601,8 @@ static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
     int known = 0;
     for (size_t i = 0; i < sizeof NUMBERS / sizeof *NUMBERS && !known; i++)
       known = !strcmp(k->string, NUMBERS[i].name);
+    for (size_t i = 0; i < sizeof MORE / sizeof *MORE && !known; i++)
+      known = !strcmp(k->string, MORE[i].name);
     for (size_t i = 0; i < sizeof FOLLOWED / sizeof *FOLLOWED && !known; i++)
       known = !strcmp(k->string, FOLLOWED[i]);
     if (known) continue;

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 
+#include "backend/sampling_more.h"
 #include "mkc_state.h"
 #include "model/chat_template.h"
 
@@ -70,7 +71,14 @@ typedef struct mkc_api_req {
   /* llama-server's grammar (GBNF, util/gbnf.h): the answer is a sentence of it (json_format is
    * then set too: the same constraint) */
   struct mkc_gbnf *grammar;
-  /* ollama's options mkc does not follow (typical_p, mirostat, num_ctx, ...), for the log:
+  /* llama.cpp's samplers the kernel lacks (exec/sample_chain.h), as llama-server and ollama
+   * name them: typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range,
+   * dynatemp_exponent, mirostat, mirostat_tau, mirostat_eta, dry_multiplier, dry_base,
+   * dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers; more_set: a bit per field
+   * given (MKC_API_MORE_* order of api.c's table; the breakers: MKC_API_BREAKERS) */
+  mkc_sampling_more more;
+  unsigned more_set;
+  /* ollama's options mkc does not follow (num_ctx, tfs_z, ...), for the log:
    * names joined by ", ", cut with "..." when long; "" when none */
   char unfollowed[160];
   int *context;
@@ -122,6 +130,8 @@ int mkc_api_read_ids(const struct cJSON *a, const char *name, int **ids, int *n,
 /* base with the request's sampling fields put over it (the seed too, when
  * given). */
 mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling base);
+/* The same for the samplers the kernel lacks (r->more's fields given). */
+mkc_sampling_more mkc_api_sampling_more(const mkc_api_req *r, mkc_sampling_more base);
 
 void mkc_api_req_free(mkc_api_req *r);
 
