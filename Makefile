@@ -22,7 +22,7 @@ TEST_OBJ := $(TEST_SRC:tests/%.c=build/obj/tests/%.o)
 # code runs in make test on machines without a GPU.
 FAKE_CUDA := build/fake_cuda/libcuda.so.1 build/fake_cuda/libnvrtc.so
 
-all: build/mkc $(TEST_BIN) $(FAKE_CUDA) build/bench_constrain build/bench_cands
+all: build/mkc $(TEST_BIN) $(FAKE_CUDA) build/bench_constrain build/bench_cands build/bench_sample_more
 # Named, so make keeps them (not intermediates) and their .d files count.
 .SECONDARY: $(TEST_OBJ)
 
@@ -68,6 +68,9 @@ build/bench_constrain: build/obj/tests/bench_constrain.o $(RUNTIME_OBJ)
 
 # How much of the vocabulary the sampler's block reads (docs/DECISIONS.md): not a test.
 build/bench_cands: build/obj/tests/bench_cands.o $(RUNTIME_OBJ)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+build/bench_sample_more: build/obj/tests/bench_sample_more.o $(RUNTIME_OBJ)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Fills a kernel cache for a GPU session ahead of it (tests/gpu/prime.sh).

@@ -215,27 +215,45 @@ static void spread(const cand *c, int n, double temp, double *scratch, double *p
   for (int k = 0; k < n; k++) probs[c[k].i] = scratch[k];
 }
 
-static int mirostat_keep(const mkc_sampling_more *m, const cand *c, int n, int n_vocab, double mu,
+/* Mirostat's truncation of c[0..n) (scaled by the temperature, in no order): the candidates it
+ * keeps moved to the front, in the logit order; how many. No sort of them all: llama.cpp's
+ * sorted prefixes are found by a threshold (2) or a selection (1). */
+static int mirostat_keep(const mkc_sampling_more *m, cand *c, int n, int n_vocab, double mu,
                          double *p) {
-  softmax(c, n, 1, p);
-  if (m->mirostat == 2) { /* the prefix whose surprise stays within mu */
-    int keep = 0;
-    while (keep < n && !(-log2(p[keep]) > mu)) keep++;
-    return keep > 0 ? keep : 1;
+  double top = c[0].l, z = 0;
+  for (int k = 1; k < n; k++) top = fmax(top, c[k].l);
+  for (int k = 0; k < n; k++) z += exp(c[k].l - top);
+  int keep = 0;
+  if (m->mirostat == 2) { /* the prefix whose surprise stays within mu: -log2 p <= mu */
+    double floor_l = top + log(z) - mu * log(2.0);
+    for (int k = 0; k < n; k++)
+      if (c[k].l >= floor_l) c[keep++] = c[k];
+    if (keep == 0) first_k(c, n, 1), keep = 1; /* none: the likeliest */
+    qsort(c, (size_t)keep, sizeof *c, by_order);
+    return keep;
   }
-  if (n == 1) return 1;
   /* mirostat 1: Zipf's exponent estimated on the top 100, and the k whose expected surprise
    * is mu */
+  int head = n < 100 ? n : 100;
+  if (head < n) first_k(c, n, head);
+  qsort(c, (size_t)head, sizeof *c, by_order);
+  if (n == 1) return 1;
+  for (int k = 0; k < head; k++) p[k] = exp(c[k].l - top) / z;
   double sum_tb = 0, sum_tt = 0;
-  for (int k = 0; k < 99 && k < n - 1; k++) {
+  for (int k = 0; k < head - 1; k++) {
     double tk = log((k + 2.0) / (k + 1.0)), bk = log(p[k] / p[k + 1]);
     sum_tb += tk * bk;
     sum_tt += tk * tk;
   }
   double s = sum_tb / sum_tt, eps = s - 1;
   double k = pow(eps * pow(2, mu) / (1 - pow(n_vocab, -eps)), 1 / s);
-  if (isnan(k)) return isinf(s) ? 1 : n; /* a point mass at the top, or no estimate */
-  return k < 1 ? 1 : k >= n ? n : (int)k;
+  if (isnan(k)) k = isinf(s) ? 1 : n; /* a point mass at the top, or no estimate */
+  keep = k < 1 ? 1 : k >= n ? n : (int)k;
+  if (keep > head) { /* past the sorted head: select, then order */
+    first_k(c, n, keep);
+    qsort(c, (size_t)keep, sizeof *c, by_order);
+  }
+  return keep;
 }
 
 int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const double *logit, int n,
@@ -263,7 +281,6 @@ int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const dou
       goto out;
     }
     for (int k = 0; k < cnt; k++) c[k].l /= temp;
-    qsort(c, (size_t)cnt, sizeof *c, by_order);
     keep = mirostat_keep(m, c, cnt, n_vocab, mu, p);
     spread(c, keep, 1, p, probs);
     goto out;
