@@ -79,6 +79,11 @@ struct mkc_constraint {
   double mu, mu_next;
 };
 
+/* The messages' name for what chooses: a format's constraint, or the host's samplers alone. */
+static const char *chooser(const mkc_constraint *c) {
+  return c->free_doc ? "sampling on the host" : "constrained output";
+}
+
 static void no_memory(void) { fputs("mkc: error: constrained output: out of memory\n", stderr); }
 
 static int overflowed(void) {
@@ -491,7 +496,7 @@ static int choose_more(mkc_constraint *c, const float *logits, int n_logits, con
   if (mkc_chain_probs(o, more, v->pen, m, v->n, c->mu, u_xtc, v->probs) > 0)
     pick = verdict(c, v->probs, v->ids, m, draft);
   if (pick < 0) {
-    fprintf(stderr, "mkc: error: constrained output: no allowed token has a probability above 0\n");
+    fprintf(stderr, "mkc: error: %s: no allowed token has a probability above 0\n", chooser(c));
     return -1;
   }
   if (more->mirostat) c->mu_next = mkc_mirostat_update(more, c->mu, v->probs[pick]);
@@ -517,7 +522,7 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
   if (grow(v, n_logits) != 0) return -1;
   for (int i = 0; i < n_window; i++)
     if (window[i] < 0 || window[i] >= n_logits) {
-      fprintf(stderr, "mkc: error: constrained output: token %d is outside the vocabulary\n",
+      fprintf(stderr, "mkc: error: %s: token %d is outside the vocabulary\n", chooser(c),
               window[i]);
       return -1;
     }
@@ -587,7 +592,7 @@ int mkc_constraint_verify(mkc_constraint *c, const float *logits, int n_logits, 
                           int n_window, const mkc_sampling *o, int draft, int *id, float *lp,
                           int *ids, float *lps) {
   if (!logits) {
-    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
+    fprintf(stderr, "mkc: error: %s: the step kept no logits\n", chooser(c));
     return -1;
   }
   if (choose(c, logits, n_logits, window, n_window, o, draft, id, lp, ids, lps) != 0) return -1;
@@ -598,7 +603,7 @@ int mkc_constraint_next(mkc_constraint *c, const float *logits, int n_logits, co
                         int n_window, const mkc_sampling *o, int *id, float *lp, int *ids,
                         float *lps) {
   if (!logits) {
-    fprintf(stderr, "mkc: error: constrained output: the step kept no logits\n");
+    fprintf(stderr, "mkc: error: %s: the step kept no logits\n", chooser(c));
     return -1;
   }
   if (mkc_constraint_choose(c, logits, n_logits, window, n_window, o, id, lp, ids, lps) != 0)
