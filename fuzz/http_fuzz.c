@@ -46,6 +46,14 @@ static void api(const char *body, size_t n) {
       check(r.bias_id[i] >= 0 && (i == 0 || r.bias_id[i] > r.bias_id[i - 1]) && r.bias[i] >= -100 &&
             r.bias[i] <= 100);
     mkc_api_sampling(&r, (mkc_sampling){0});
+    /* the samplers the kernel lacks: what a request gives, over the defaults, passes the check */
+    mkc_sampling_more more, base;
+    mkc_sampling_more_init(&base);
+    more = mkc_api_sampling_more(&r, base);
+    char more_why[160];
+    check(mkc_sampling_more_check(&more, more_why, sizeof more_why) == 0);
+    for (int i = 0; i < more.n_breakers; i++)
+      check(strlen(more.breakers[i]) > 0 && strlen(more.breakers[i]) < MKC_DRY_BREAKER_LEN);
     mkc_api_req_free(&r);
   }
 }
