@@ -15,7 +15,7 @@ void mkc_sampling_more_init(mkc_sampling_more *m) {
       .mirostat_eta = 0.1f,
       .dry_base = 1.75f,
       .dry_allowed_length = 2,
-      .dry_penalty_last_n = -1,
+      .dry_penalty_last_n = 64,
   };
   static const char *const breakers[] = {"\n", ":", "\"", "*"};
   for (int i = 0; i < 4; i++) mkc_sampling_more_add_breaker(m, breakers[i], 1);
