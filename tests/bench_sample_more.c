@@ -2,7 +2,8 @@
  * vocabulary (a GGUF with a tokenizer), a choice from made-up logits in a free document with
  * each sampler alone, llama.cpp's defaults around it (top-k 40, top-p 0.95, min-p 0.05,
  * temperature 0.8), and with top-k off (every token a candidate), after a window of 4096 tokens
- * (DRY scans it). `make build/bench_sample_more`; build/bench_sample_more VOCAB.gguf... */
+ * (DRY scans its last 64, or all of it). `make build/bench_sample_more`; build/bench_sample_more
+ * VOCAB.gguf... */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ static int bench(const char *path) {
                          "dynamic temperature +-0.5",
                          "mirostat 2",
                          "mirostat 1",
-                         "DRY 0.8",
+                         "DRY 0.8 (the last 64)",
+                         "DRY 0.8 (all 4096)",
                          "all of the chain's"};
   for (int k = 0; k < 2; k++) {
     mkc_sampling o = {.temp = 0.8f,
@@ -56,16 +58,17 @@ static int bench(const char *path) {
                       .repeat_penalty = 1,
                       .repeat_last_n = 64};
     printf("  %s:\n", k ? "top-k off" : "top-k 40, top-p 0.95, min-p 0.05, temperature 0.8");
-    for (int s = 0; s < 9; s++) {
+    for (int s = 0; s < 10; s++) {
       mkc_sampling_more m;
       mkc_sampling_more_init(&m);
-      if (s == 1 || s == 8) m.typical_p = 0.9f;
-      if (s == 2 || s == 8) m.top_n_sigma = 1;
-      if (s == 3 || s == 8) m.xtc_probability = 1;
-      if (s == 4 || s == 8) m.dynatemp_range = 0.5f;
+      if (s == 1 || s == 9) m.typical_p = 0.9f;
+      if (s == 2 || s == 9) m.top_n_sigma = 1;
+      if (s == 3 || s == 9) m.xtc_probability = 1;
+      if (s == 4 || s == 9) m.dynatemp_range = 0.5f;
       if (s == 5) m.mirostat = 2;
       if (s == 6) m.mirostat = 1;
-      if (s == 7 || s == 8) m.dry_multiplier = 0.8f;
+      if (s == 7 || s == 8 || s == 9) m.dry_multiplier = 0.8f;
+      if (s == 8) m.dry_penalty_last_n = -1;
       printf("    %-40s %7.2f ms\n", names[s], per_choice(c, logits, n, window, &o, &m) * 1e3);
     }
   }

@@ -112,7 +112,7 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   "  --xtc-threshold T (0.1), --dynatemp-range R (0), --dynatemp-exp E (1),\n"                     \
   "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                       \
   "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"                 \
-  "  --dry-allowed-length N (2), --dry-penalty-last-n N (64; -1: the whole context),\n"                \
+  "  --dry-allowed-length N (2), --dry-penalty-last-n N (64; -1: the whole context),\n"            \
   "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers)\n"
 
 /* The samplers the kernel lacks from the flags (llama.cpp's defaults for the rest): 0, or 2
