@@ -5,6 +5,7 @@
  * bounds; a whole request's size is within the input, its body inside it; a parsed request's
  * strings are what its checks promise; the bytes as JSON kept as text (util/json_text.h).
  * Seeds in fuzz/corpus/http: requests as clients send them. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,18 +20,20 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int k = 0; k < 4; k++) { /* OpenAI's completion and chat, ollama's generate and chat */
+  for (int k = 0; k < 5; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
+                                  llama-server's own completion */
     mkc_api_req r;
     char why[200];
-    int chat = k % 2, ollama = k / 2;
-    int rc = ollama ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
-                    : mkc_api_parse(body, n, chat, &r, why, sizeof why);
+    int chat = k % 2 && k < 4, ollama = k / 2 == 1, native = k == 4;
+    int rc = native   ? mkc_api_parse_native(body, n, &r, why, sizeof why)
+             : ollama ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
+                      : mkc_api_parse(body, n, chat, &r, why, sizeof why);
     if (rc != 0) {
       check(why[0] != '\0');
       continue;
     }
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
-    check(r.ollama == ollama && r.top_logprobs >= -1);
+    check(r.ollama == ollama && r.native == native && r.top_logprobs >= -1);
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
     for (int i = 0; i < r.n_msgs; i++) {
       check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
@@ -42,9 +45,10 @@ static void api(const char *body, size_t n) {
     for (int i = 0; i < r.n_stop; i++) check(strlen(r.stop[i]) > 0);
     check(r.max_tokens == -1 || r.max_tokens >= 1);
     check(r.n_bias >= 0 && r.n_bias <= MKC_BIAS_CAP && (r.have_bias || r.n_bias == 0));
-    for (int i = 0; i < r.n_bias; i++) /* logit_bias: ascending ids, once each, OpenAI's range */
-      check(r.bias_id[i] >= 0 && (i == 0 || r.bias_id[i] > r.bias_id[i - 1]) && r.bias[i] >= -100 &&
-            r.bias[i] <= 100);
+    for (int i = 0; i < r.n_bias; i++) /* logit_bias: ascending ids, once each, in range */
+      check(r.bias_id[i] >= 0 && (i == 0 || r.bias_id[i] > r.bias_id[i - 1]) &&
+            (native ? r.bias[i] == -INFINITY || fabsf(r.bias[i]) <= 1e6f * MKC_BIAS_CAP
+                    : r.bias[i] >= -100 && r.bias[i] <= 100));
     mkc_api_sampling(&r, (mkc_sampling){0});
     /* the samplers the kernel lacks: what a request gives, over the defaults, passes the check */
     mkc_sampling_more more, base;

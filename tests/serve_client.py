@@ -7,6 +7,8 @@
   serve_client.py PORT stream PATH BODY       a streamed answer: its text, then
                                               "finish=REASON events=N done=1|0", and with a
                                               usage chunk " usage=P+C choices=0 nulls=N"
+                                              (llama-server's own /completion: REASON its
+                                              last event's stop_type)
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
                                               "done_reason=R lines=N eval_count=E"
@@ -45,13 +47,16 @@ def text_of(status, body):
     """An answer's text as a JSON string: a stream's pieces joined, or the whole answer's."""
     if status != "200":
         return "status %s %s" % (status, body)
-    def text(choice):
+    def text(o):  # OpenAI's first choice, or llama-server's own object's content
+        if "choices" not in o:
+            return o.get("content") or ""
+        choice = o["choices"][0]
         part = choice.get("message") or choice.get("delta") or {}
         return choice.get("text") or part.get("content") or ""
     if body.startswith("data: "):
         events = [l[6:] for l in body.split("\n") if l.startswith("data: ") and l[6:] != "[DONE]"]
-        return json.dumps("".join(text(json.loads(e)["choices"][0]) for e in events))
-    return json.dumps(text(json.loads(body)["choices"][0]))
+        return json.dumps("".join(text(json.loads(e)) for e in events))
+    return json.dumps(text(json.loads(body)))
 
 
 def many(port, path, bodies):
@@ -178,6 +183,10 @@ def main():
         if event.get("usage"):  # stream_options.include_usage's last chunk: no choices
             usage = "%d+%d" % (event["usage"]["prompt_tokens"], event["usage"]["completion_tokens"])
             usage += " choices=%d" % len(event["choices"])
+            continue
+        if "choices" not in event:  # llama-server's own: content, and stop on the last
+            text += event["content"]
+            finish = event["stop_type"] if event["stop"] else finish
             continue
         nulls += "usage" in event
         choice = event["choices"][0]

@@ -430,6 +430,47 @@ elif start smollm2 -m "$model" --backend cpu; then
     && ok "ollama options mkc does not follow: named in the request's log line (num_ctx, tfs_z)" \
     || fail "ollama unfollowed options" "$(grep 'POST /api/generate' "$tmp/smollm2.err" | tail -n 2)"
 
+  # llama-server's own /completion: run's text in its answer's shape
+  want=$("$mkc" run "${margs[@]}" -p "The capital of France is" -n 10 2>/dev/null)
+  call POST /completion '{"prompt": "The capital of France is", "n_predict": 10}'
+  [ "$status" = 200 ] && [ "$(get content)" = "$want" ] && [ "$(get stop)" = True ] \
+    && [ "$(get stop_type)" = limit ] && [ "$(get tokens_predicted)" = 10 ] \
+    && [ "$(get timings predicted_n)" = 10 ] && [ "$(get prompt)" = "The capital of France is" ] \
+    && ok "llama-server's /completion: run's text, stop_type limit, tokens_predicted and timings" \
+    || fail "/completion" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
+  python3 "$client" "$port" stream /completions \
+    '{"prompt": "The capital of France is", "n_predict": 10, "stream": true}' >"$tmp/nstream"
+  printf '%s\nfinish=limit events=11 done=0\n' "$want" | cmp -s - "$tmp/nstream" \
+    && ok "llama-server's /completions streamed: the same text in 10 events and a last one, no [DONE]" \
+    || fail "/completions stream" "want: $want" "got:  $(cat "$tmp/nstream")"
+  word=$(printf '%s' "$want" | tr -s ' \n' '\n\n' | sed -n 3p) # the answer's second word
+  before=$(python3 -c 'import json, sys; print(json.dumps(sys.argv[1].split(sys.argv[2])[0]))' "$want" "$word")
+  call POST /completion "{\"prompt\": \"The capital of France is\", \"n_predict\": 10, \"stop\": [\"$word\"]}"
+  [ -n "$word" ] && [ "$(get stop_type)" = word ] && [ "$(get stopping_word)" = "$word" ] \
+    && [ "$(content content)" = "$before" ] \
+    && ok "/completion with a stop string: stop_type word, stopping_word '$word', the text before it" \
+    || fail "/completion stop ($word)" "$(head -c 400 "$tmp/ans")"
+  call POST /v1/completions '{"prompt": "The capital of France is", "max_tokens": 4, "logprobs": 2}'
+  get choices 0 logprobs token_logprobs >"$tmp/oai_lp"
+  call POST /completion '{"prompt": "The capital of France is", "n_predict": 4, "n_probs": 2, "seed": -1}'
+  python3 -c 'import json, sys
+a = json.load(open(sys.argv[1])); o = json.load(open(sys.argv[2]))
+cp = a["completion_probabilities"]
+ok = len(cp) == 4 and all(len(t["top_logprobs"]) == 2 for t in cp) and [t["logprob"] for t in cp] == o
+sys.exit(0 if ok else 1)' "$tmp/body" "$tmp/oai_lp" \
+    && ok "/completion's n_probs 2: completion_probabilities, each with 2 top_logprobs, /v1/completions' logprobs" \
+    || fail "/completion n_probs" "$(head -c 400 "$tmp/ans")" "$(cat "$tmp/oai_lp")"
+  first=$(get tokens 0)
+  want=$("$mkc" run "${margs[@]}" -p "The capital of France is" -n 4 -l "$first-inf" 2>/dev/null)
+  call POST /completion "{\"prompt\": \"The capital of France is\", \"n_predict\": 4, \"logit_bias\": [[$first, false]]}"
+  [ "$status" = 200 ] && [ "$(get content)" = "$want" ] && [ "$(get tokens 0)" != "$first" ] \
+    && ok "/completion's logit_bias [[$first, false]]: the token banned, run -l $first-inf's text" \
+    || fail "/completion logit_bias" "want: $want" "got: $(head -c 300 "$tmp/ans")"
+  refused "/completion with n_predict 0" 400 "n_predict: expected -1 (no bound) or a whole number >= 1" \
+    POST /completion '{"prompt": "a", "n_predict": 0}'
+  refused "/completion with a logit_bias pair of one" 400 "logit_bias[0]: expected [token id, bias]" \
+    POST /completion '{"prompt": "a", "logit_bias": [[5]]}'
+
   # llama-server's /tokenize and /detokenize: the prompt's tokens, and back
   call POST /tokenize '{"content": "The quick brown fox", "add_special": true}'
   ids=$(get tokens)

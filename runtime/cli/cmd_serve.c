@@ -44,13 +44,17 @@ static const char USAGE[] =
     "  POST /v1/chat/completions  messages in the model's chat template\n"
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids)\n"
+    "  POST /completion           llama-server's own (also /completions): a prompt,\n"
+    "                             n_predict, n_probs, its answer's fields\n"
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize and GET /metrics\n"
     "                             (llama-server's; Prometheus's format)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
     "/api/show; GET /api/tags, /api/ps, /api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
-    "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, logprobs\n"
+    "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, llama.cpp's\n"
+    "other samplers' fields (typical_p, mirostat, dry_multiplier, xtc_probability,\n"
+    "...: run's flags' names with _), logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
     "usage); response_format json_object or json_schema (ollama's format, \"json\"\n"
@@ -390,14 +394,18 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
                      : "");
   mkc_http_extra_headers(cors); /* until this answer is written: reset below */
   int chat = strcmp(p, "/v1/chat/completions") == 0 || strcmp(p, "/chat/completions") == 0;
-  int completion = strcmp(p, "/v1/completions") == 0 || strcmp(p, "/completions") == 0;
+  int completion = strcmp(p, "/v1/completions") == 0;
+  /* llama-server's own endpoint (its /completions is that too; /v1/completions is OpenAI's) */
+  int native = strcmp(p, "/completion") == 0 || strcmp(p, "/completions") == 0;
   if (preflight) {
     mkc_http_respond(fd, 204, "text/plain", "", 0);
-  } else if (chat || completion) {
+  } else if (chat || completion || native) {
     mkc_api_req r;
+    int parsed = native ? mkc_api_parse_native(req->body, req->body_len, &r, why, sizeof why)
+                        : mkc_api_parse(req->body, req->body_len, chat, &r, why, sizeof why);
     if (!post)
       mkc_respond_error(fd, 405, "use POST");
-    else if (mkc_api_parse(req->body, req->body_len, chat, &r, why, sizeof why) != 0)
+    else if (parsed != 0)
       mkc_respond_error(fd, 400, why);
     else
       rc = generate(sv, fd, &r, p, cors);
@@ -449,7 +457,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else {
     snprintf(
         why, sizeof why,
-        "no %.100s here: POST /v1/chat/completions, /v1/completions or /v1/embeddings, GET "
+        "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion or "
+        "/v1/embeddings, GET "
         "/v1/models or /health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",
         p);

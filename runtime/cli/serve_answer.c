@@ -63,7 +63,7 @@ static int cut_at_stop(mkc_answer *g, size_t from) {
   size_t best = g->len + 1;
   for (int k = 0; k < g->r->n_stop; k++) {
     const char *hit = strstr(g->text + from, g->r->stop[k]);
-    if (hit && (size_t)(hit - g->text) < best) best = (size_t)(hit - g->text);
+    if (hit && (size_t)(hit - g->text) < best) best = (size_t)(hit - g->text), g->stop_k = k;
   }
   if (best > g->len) return 0;
   g->len = best;
@@ -144,6 +144,55 @@ static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, con
   return o;
 }
 
+/* llama-server's own endpoint's object (/completion): content text[0..n), whether it is the
+ * last (stop), the tokens so far. */
+static cJSON *native_object(const mkc_answer *g, const char *text, size_t n, int stop) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "index", 0);
+  cJSON_AddItemToObject(o, "content", mkc_json_text(text, text ? n : 0));
+  cJSON_AddItemToObject(o, "tokens",
+                        stop ? cJSON_CreateIntArray(g->ids, g->n_ids) : cJSON_CreateArray());
+  cJSON_AddNumberToObject(o, "id_slot", 0);
+  cJSON_AddBoolToObject(o, "stop", stop);
+  cJSON_AddNumberToObject(o, "tokens_predicted", g->n_ids);
+  return o;
+}
+
+static cJSON *completion_probabilities(const mkc_answer *g);
+
+/* Its last object's fields: the model, the counts, why it stopped (stop_type eos, word or
+ * limit, and the stop string), the times as llama-server names them. */
+static void native_done(const mkc_answer *g, cJSON *o, int n_prompt, int cached,
+                        const mkc_decode_stats *st) {
+  cJSON_AddStringToObject(o, "model", g->model);
+  cJSON_AddNumberToObject(o, "tokens_evaluated", n_prompt);
+  cJSON_AddStringToObject(o, "prompt", g->r->prompt ? g->r->prompt : "");
+  cJSON_AddBoolToObject(o, "has_new_line", g->text && memchr(g->text, '\n', g->len) != NULL);
+  cJSON_AddBoolToObject(o, "truncated", 0);
+  cJSON_AddStringToObject(o, "stop_type",
+                          g->hit_stop             ? "word"
+                          : g->eog || g->complete ? "eos"
+                                                  : "limit");
+  cJSON_AddStringToObject(o, "stopping_word", g->hit_stop ? g->r->stop[g->stop_k] : "");
+  cJSON_AddNumberToObject(o, "tokens_cached", cached);
+  cJSON *t = cJSON_AddObjectToObject(o, "timings");
+  double gen_s = st->seconds - st->prompt_seconds, p_ms = 1e3 * st->prompt_seconds;
+  cJSON_AddNumberToObject(t, "prompt_n", st->fed);
+  cJSON_AddNumberToObject(t, "prompt_ms", p_ms);
+  cJSON_AddNumberToObject(t, "prompt_per_token_ms", st->fed > 0 ? p_ms / st->fed : 0);
+  cJSON_AddNumberToObject(t, "prompt_per_second", p_ms > 0 ? 1e3 * st->fed / p_ms : 0);
+  cJSON_AddNumberToObject(t, "predicted_n", st->generated);
+  cJSON_AddNumberToObject(t, "predicted_ms", 1e3 * gen_s);
+  cJSON_AddNumberToObject(t, "predicted_per_token_ms",
+                          st->generated > 0 ? 1e3 * gen_s / st->generated : 0);
+  cJSON_AddNumberToObject(t, "predicted_per_second",
+                          st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0);
+  cJSON_AddNumberToObject(t, "draft_n", (double)st->drafted);
+  cJSON_AddNumberToObject(t, "draft_n_accepted", (double)st->accepted);
+  if (g->top_n >= 0)
+    cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(g));
+}
+
 /* Whole nanoseconds, as ollama counts time. */
 static double nanoseconds(double s) { return (double)(long long)(s * 1e9 + 0.5); }
 
@@ -162,7 +211,7 @@ static void ollama_done(const mkc_answer *g, cJSON *o, const mkc_decode_stats *s
     cJSON_AddItemToObject(o, "context", cJSON_CreateIntArray(g->context, g->n_context));
 }
 
-/* Sends o (freed) as one event (OpenAI's) or one line (ollama's). */
+/* Sends o (freed) as one event (OpenAI's, llama-server's own) or one line (ollama's). */
 static int send_object(mkc_answer *g, cJSON *o) {
   char *s = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
@@ -175,6 +224,7 @@ static int send_object(mkc_answer *g, cJSON *o) {
  * finish (NULL while going on). */
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
   if (g->r->ollama) return send_object(g, ollama_object(g, text, n, NULL, 0, 0));
+  if (g->r->native) return send_object(g, native_object(g, text, n, 0));
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
   if (g->r->chat) {
     cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
@@ -344,6 +394,22 @@ static cJSON *logprobs_json(const mkc_answer *g) {
   return o;
 }
 
+/* llama-server's completion_probabilities: per token {"id", "token", "logprob", "bytes",
+ * "top_logprobs": [the same for each of the top ones]}. */
+static cJSON *completion_probabilities(const mkc_answer *g) {
+  cJSON *list = cJSON_CreateArray();
+  for (int k = 0; k < g->n_ids; k++) {
+    cJSON *t = chat_token(g, g->ids[k], g->lp[k]), *top = cJSON_AddArrayToObject(t, "top_logprobs");
+    for (int i = 0; i < g->top_n; i++) {
+      int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
+      if (id >= 0)
+        cJSON_AddItemToArray(top, chat_token(g, id, g->top_lps[(size_t)k * MKC_LOGPROBS_MAX + i]));
+    }
+    cJSON_AddItemToArray(list, t);
+  }
+  return list;
+}
+
 /* The reply's calls: OpenAI's [{"id", "type": "function", "function":
  * {"name", "arguments": text}}] (in a stream each with its "index"), or
  * ollama's [{"function": {"name", "arguments": object}}]. */
@@ -383,6 +449,11 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
       cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(o, "message"), "tool_calls",
                             calls_json(g, 0));
     ollama_done(g, o, st);
+    return mkc_respond_json(g->fd, 200, o);
+  }
+  if (g->r->native) {
+    cJSON *o = native_object(g, g->text, g->text ? g->len : 0, 1);
+    native_done(g, o, n_prompt, cached, st);
     return mkc_respond_json(g->fd, 200, o);
   }
   cJSON *choice, *o = envelope(g, "chat.completion", &choice);
@@ -527,6 +598,12 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, NULL, 0, NULL, 0, 1);
     ollama_done(g, o, st);
+    if (!g->gone && send_object(g, o) != 0) g->gone = 1;
+    return;
+  }
+  if (g->r->native) { /* the last event: stop true, the counts; no [DONE] */
+    cJSON *o = native_object(g, "", 0, 1);
+    native_done(g, o, n_prompt, cached, st);
     if (!g->gone && send_object(g, o) != 0) g->gone = 1;
     return;
   }

@@ -25,6 +25,7 @@ typedef struct mkc_answer {
   int *ids;              /* the answer's tokens (an end-of-generation token not among them) */
   int n_ids;
   int eog, hit_stop, gone; /* ended by an end-of-generation token, a stop string; client gone */
+  int stop_k;              /* the stop string it ended at (r->stop[stop_k]) */
   int complete;            /* ended with its constrained answer whole: 1 JSON, 2 a grammar's */
   /* with log-probabilities (top_n >= 0): each answer token's, and the top_n
    * most likely at its place; next_*: the kernel's for the token to come */

@@ -419,10 +419,11 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     r->set |= NUMBERS[k].bit;
   }
   const cJSON *seed = cJSON_GetObjectItemCaseSensitive(root, "seed");
+  if (r->native && cJSON_IsNumber(seed) && seed->valuedouble == -1) seed = NULL; /* drawn */
   if (seed && !cJSON_IsNull(seed)) {
     double x = cJSON_IsNumber(seed) ? seed->valuedouble : NAN;
     if (!(x >= 0 && x < 18446744073709551616.0 && x == floor(x)))
-      return bad(why, cap, "seed: expected a whole number >= 0");
+      return bad(why, cap, "seed: expected a whole number >= 0%s", r->native ? " (or -1)" : "");
     r->seed = (unsigned long long)x;
     r->have_seed = 1;
   }
@@ -464,6 +465,29 @@ static int read_logit_bias(const cJSON *bias, mkc_api_req *r, char *why, size_t 
   return 0;
 }
 
+/* llama-server's logit_bias as a list: [[TOKEN_ID, BIAS], ...], BIAS a number in -1e6..1e6
+ * (so that sums stay finite) or false (the token banned: -inf); a token given twice has the sum
+ * of its biases, as -l sums them. */
+static int read_logit_bias_list(const cJSON *bias, mkc_api_req *r, char *why, size_t cap) {
+  r->have_bias = 1;
+  int k = 0;
+  for (const cJSON *e = bias->child; e; e = e->next, k++) {
+    const cJSON *id = cJSON_GetArrayItem(e, 0), *b = cJSON_GetArrayItem(e, 1);
+    double x = cJSON_IsNumber(id) ? id->valuedouble : -1;
+    if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !(x >= 0 && x <= INT_MAX) ||
+        x != floor(x) || !(cJSON_IsFalse(b) || (cJSON_IsNumber(b) && fabs(b->valuedouble) <= 1e6)))
+      return bad(why, cap,
+                 "logit_bias[%d]: expected [token id, bias] (a number in -1e6..1e6, or false to "
+                 "ban it)",
+                 k);
+    if (r->n_bias == MKC_BIAS_CAP)
+      return bad(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
+    mkc_bias_add(r->bias_id, r->bias, &r->n_bias, (int)x,
+                 cJSON_IsFalse(b) ? -INFINITY : (float)b->valuedouble);
+  }
+  return 0;
+}
+
 /* OpenAI's fields that change the answer and that mkc either follows or
  * refuses, never drops: stream_options, logit_bias, response_format. */
 static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -474,7 +498,11 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
     if ((r->include_usage = flag(so, "include_usage", 0, why, cap)) < 0) return -1;
   }
   const cJSON *bias = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
-  if (bias && !cJSON_IsNull(bias) && read_logit_bias(bias, r, why, cap) != 0) return -1;
+  if (r->native && cJSON_IsArray(bias)) {
+    if (read_logit_bias_list(bias, r, why, cap) != 0) return -1;
+  } else if (bias && !cJSON_IsNull(bias) && read_logit_bias(bias, r, why, cap) != 0) {
+    return -1;
+  }
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(root, "reasoning_effort");
   if (effort && !cJSON_IsNull(effort)) {
     if (!cJSON_IsString(effort)) return bad(why, cap, "reasoning_effort: expected a string");
@@ -550,14 +578,28 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
     return bad(why, cap, "n: only 1 choice per request");
-  if (read_logprobs(root, r, why, cap) != 0) return -1;
+  if (r->native) { /* llama-server's n_predict (negative: no bound) and n_probs */
+    const cJSON *np = cJSON_GetObjectItemCaseSensitive(root, "n_predict");
+    double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
+    if (np && !cJSON_IsNull(np) && (!(x >= -(1 << 30) && x <= 1 << 30) || x != floor(x) || x == 0))
+      return bad(why, cap, "n_predict: expected -1 (no bound) or a whole number >= 1");
+    if (np && !cJSON_IsNull(np)) r->max_tokens = x > 0 ? (int)x : -1;
+    int probs = 0, given = small_count(root, "n_probs", &probs, why, cap);
+    if (given < 0) return -1;
+    r->top_logprobs = given && probs > 0 ? probs : -1;
+  } else if (read_logprobs(root, r, why, cap) != 0) {
+    return -1;
+  }
   if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
   return read_openai_options(root, r, why, cap);
 }
 
-int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
+/* A chat or completion request (native: llama-server's own endpoint's fields). */
+static int parse_completion(const char *body, size_t n, int chat, int native, mkc_api_req *r,
+                            char *why, size_t cap) {
   memset(r, 0, sizeof *r);
   r->chat = chat;
+  r->native = native;
   r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
@@ -573,6 +615,14 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
   r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
   return rc;
+}
+
+int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
+  return parse_completion(body, n, chat, 0, r, why, cap);
+}
+
+int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
+  return parse_completion(body, n, 0, 1, r, why, cap);
 }
 
 /* ollama's /api/generate: prompt, system, raw and context. */

@@ -56,6 +56,9 @@ typedef struct mkc_api_req {
    * system message, raw (the prompt as it is, no template) and context (the
    * token ids an earlier answer returned, which the prompt continues) */
   int ollama, raw;
+  /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
+   * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
+  int native;
   const char *system;
   /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
    * a level ("low", ...; NULL: not given); ollama's think as true or false
@@ -102,6 +105,12 @@ enum {
 /* Parses body[0..n) as a chat (chat != 0) or completion request. 0, or -1
  * with why filled (the message a 400 answer carries); *r is then freed. */
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
+
+/* The same for llama-server's own /completion (and /completions): the
+ * prompt (text or token ids), n_predict (-1: no bound), n_probs, seed (-1:
+ * drawn), logit_bias also as [[id, bias], ...] (bias false: banned), and the
+ * rest as a completion request's. */
+int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
 
 /* The same for ollama's /api/chat (chat != 0) and /api/generate: the sampling
  * fields, num_predict and stop in "options", a stream unless "stream":
