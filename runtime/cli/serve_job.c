@@ -1,11 +1,13 @@
 /* A generation request made ready to decode (serve.h): its prompt's tokens
  * (the chat template, ollama's system and context), its sampler, its token
  * budget, and the answer that will carry it. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backend/logit_bias.h"
 #include "exec/slots.h"
 #include "json_format.h"
 #include "serve.h"
@@ -235,6 +237,11 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   /* the kernel computes them when asked for at least one (the token's own comes with it) */
   j->opt.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
   if (!r->have_seed) draw_seed(sv, &j->opt);
+  for (int k = 0; r->ignore_eos && k < sv->n_eog; k++) /* as llama-server: the tokens banned */
+    if (mkc_bias_add(j->opt.bias_id, j->opt.bias, &j->opt.n_bias, sv->eog[k], -INFINITY) < 0) {
+      snprintf(why, cap, "ignore_eos: the logit biases are full (%d tokens)", MKC_BIAS_CAP);
+      return 400;
+    }
   int last_bias = j->opt.n_bias > 0 ? j->opt.bias_id[j->opt.n_bias - 1] : -1;
   if (last_bias >= sv->m->g.vocab) {
     snprintf(why, cap, "logit_bias: token %d is outside the vocabulary (0..%d)", last_bias,

@@ -594,6 +594,26 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   return read_openai_options(root, r, why, cap);
 }
 
+/* llama-server's fields that mkc does not follow, named on the request's log line (its
+ * clients send some with every request: refusing them would refuse the client). */
+static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
+  static const char *const NOT[] = {"samplers",        "n_keep",   "id_slot",
+                                    "n_indent",        "min_keep", "t_max_predict_ms",
+                                    "t_max_prompt_ms", "lora",     "post_sampling_probs",
+                                    "response_fields", "n_cmpl",   "tfs_z"};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof NOT / sizeof *NOT; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[i]);
+    if (!v || cJSON_IsNull(v)) continue;
+    int w = snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", NOT[i]);
+    if (w < 0 || (size_t)w >= sizeof r->unfollowed - n) {
+      strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
+      return;
+    }
+    n += (size_t)w;
+  }
+}
+
 /* A chat or completion request (native: llama-server's own endpoint's fields). */
 static int parse_completion(const char *body, size_t n, int chat, int native, mkc_api_req *r,
                             char *why, size_t cap) {
@@ -610,8 +630,12 @@ static int parse_completion(const char *body, size_t n, int chat, int native, mk
   else if (!cJSON_IsObject(root))
     rc = bad(why, cap, "the body is not a JSON object");
   else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
-           (rc = read_stop(root, r, why, cap)) == 0 && (rc = read_numbers(root, r, why, cap)) == 0)
-    rc = read_tools_where(root, r, why, cap);
+           (rc = read_stop(root, r, why, cap)) == 0 &&
+           (rc = read_numbers(root, r, why, cap)) == 0 &&
+           (rc = read_tools_where(root, r, why, cap)) == 0 &&
+           (r->ignore_eos = flag(root, "ignore_eos", 0, why, cap)) < 0) /* llama-server's */
+    rc = -1;
+  if (rc == 0 && native) note_native_unfollowed(root, r);
   r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
   return rc;

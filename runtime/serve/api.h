@@ -59,6 +59,7 @@ typedef struct mkc_api_req {
   /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
    * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
   int native;
+  int ignore_eos; /* llama-server's ignore_eos: end-of-generation tokens banned (biased -inf) */
   const char *system;
   /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
    * a level ("low", ...; NULL: not given); ollama's think as true or false
