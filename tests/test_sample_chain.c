@@ -480,6 +480,61 @@ static void test_check(void) {
   CHECK(strcmp(names, "DRY 0.8, typical 0.5") == 0, "the stats line's names: '%s'", names);
 }
 
+/* --samplers and --sampling-seq: the parts of llama.cpp's order, by name and by letter. */
+static void test_samplers(void) {
+  char why[300];
+  unsigned set;
+  const struct {
+    const char *text;
+    int letters;
+    unsigned want; /* ~0u: refused */
+  } cases[] = {
+      {"top_k;min_p;temperature", 0,
+       MKC_SAMPLER_TOP_K | MKC_SAMPLER_MIN_P | MKC_SAMPLER_TEMPERATURE},
+      {"Top-K;nucleus;TEMP", 0, MKC_SAMPLER_TOP_K | MKC_SAMPLER_TOP_P | MKC_SAMPLER_TEMPERATURE},
+      {"penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature", 0, 0x1ff},
+      {"edskypmxt", 1, 0x1ff},
+      {"kmt", 1, MKC_SAMPLER_TOP_K | MKC_SAMPLER_MIN_P | MKC_SAMPLER_TEMPERATURE},
+      {"dry;typ;xtc", 0, MKC_SAMPLER_DRY | MKC_SAMPLER_TYPICAL | MKC_SAMPLER_XTC},
+      {"", 0, 0},
+      {"temperature;top_k", 0, ~0u}, /* out of order */
+      {"tk", 1, ~0u},
+      {"top_k;topk", 0, ~0u},  /* twice */
+      {"top_k;tfs_z", 0, ~0u}, /* unknown */
+      {"kz", 1, ~0u},
+      {"top_k;;min_p", 0, ~0u},
+  };
+  int bad = 0;
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    int rc = mkc_samplers_parse(cases[k].text, strlen(cases[k].text), cases[k].letters, &set, why,
+                                sizeof why);
+    int ok = cases[k].want == ~0u ? rc != 0 && why[0] : rc == 0 && set == cases[k].want;
+    if (!ok) printf("     | '%s': rc %d set %#x (%s)\n", cases[k].text, rc, set, rc ? why : "");
+    bad += !ok;
+  }
+  CHECK(bad == 0,
+        "%d chains by name and by letter: the parts of llama.cpp's order followed, one out of "
+        "order, given twice or unknown refused with a reason (%d wrong)",
+        (int)(sizeof cases / sizeof *cases), bad);
+  mkc_sampling o = {.temp = 0.7f,
+                    .top_k = 40,
+                    .top_p = 0.9f,
+                    .min_p = 0.05f,
+                    .repeat_penalty = 1.1f,
+                    .presence_penalty = 0.5f};
+  mkc_sampling_more m;
+  off(&m);
+  m.dry_multiplier = 0.8f, m.typical_p = 0.5f, m.xtc_probability = 0.5f, m.dynatemp_range = 0.2f;
+  mkc_samplers_apply(MKC_SAMPLER_MIN_P | MKC_SAMPLER_TYPICAL, &o, &m);
+  CHECK(o.top_k == 0 && o.top_p == 1 && o.min_p == 0.05f && o.temp == 1 && o.repeat_penalty == 1 &&
+            o.presence_penalty == 0 && m.dry_multiplier == 0 && m.typical_p == 0.5f &&
+            m.xtc_probability == 0 && m.dynatemp_range == 0,
+        "typ_p;min_p: the others off, the temperature 1");
+  o.temp = 0;
+  mkc_samplers_apply(MKC_SAMPLER_MIN_P, &o, &m);
+  CHECK(o.temp == 0, "  greedy stays greedy without the temperature");
+}
+
 int main(void) {
   test_kernel_oracle();
   test_typical();
@@ -492,5 +547,6 @@ int main(void) {
   test_free_document();
   test_mirostat_state();
   test_check();
+  test_samplers();
   return check_done();
 }

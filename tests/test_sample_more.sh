@@ -31,6 +31,12 @@ expect_error "mirostat with --rounds" \
 expect_error "DRY without a tokenizer" \
   "mkc: error: run: $what needs the model's tokenizer: -m with -p or -f" \
   -- run --preset tiny --random-weights 1 -n 4 --dry-multiplier 0.8
+expect_error "--samplers out of llama.cpp's order" \
+  "mkc: error: --samplers: 'top_k' is out of llama.cpp's order (penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature): mkc runs that order, leaving out the samplers not given" \
+  -- run -m README.md -p hi --samplers 'temperature;top_k'
+expect_error "--sampling-seq with a letter of none" \
+  "mkc: error: --sampling-seq: letter 'z' is none of llama.cpp's samplers that mkc runs (edskypmxt)" \
+  -- run -m README.md -p hi --sampling-seq kz
 expect_error "run --batch: XTC with drafts" \
   "mkc: error: run --batch: $what chooses each token on the host, one a step on the slots: drop --draft-max" \
   -- run -m README.md --batch README.md --draft-max 2 --xtc-probability 0.5
@@ -86,6 +92,13 @@ for flags in "--top-nsigma 1.5" "--xtc-probability 1 --xtc-threshold 0.1" "--dyn
   fi
 done
 
+# --samplers and --sampling-seq: the samplers left out are off (the kernel samples)
+answer chain_flags -p "Once upon a time" --top-k 0 --top-p 1 --temp 0.8 --seed 3
+answer chain_names -p "Once upon a time" --samplers "min_p;temperature" --temp 0.8 --seed 3
+answer chain_letters -p "Once upon a time" --sampling-seq mt --temp 0.8 --seed 3
+same "--samplers 'min_p;temperature' = --top-k 0 --top-p 1 (same seed)" chain_flags chain_names
+same "--sampling-seq mt = the same" chain_flags chain_letters
+
 # ---- run --batch: each line what run gives it alone ----
 printf '%s\n' "$list" "One, two, one, two, one," >"$tmp/prompts"
 "$mkc" run "${margs[@]}" --batch "$tmp/prompts" --dry-multiplier 0.8 --typical 0.9 \
@@ -126,6 +139,15 @@ if start smoldry -m "$model" --backend cpu --ctx 512 --dry-multiplier 0.8; then
   else
     ok "ollama's mirostat, mirostat_tau, mirostat_eta: followed (no 'options not followed')"
   fi
+  call POST /completion '{"prompt": "Once upon a time", "n_predict": 24, "temperature": 0.8, "seed": 3, "samplers": ["min_p", "temperature"]}'
+  [ "$(content content)" = "$(quoted "$tmp/chain_flags")" ] \
+    && ok "serve, /completion's samplers [min_p, temperature] over the server's DRY: run --top-k 0 --top-p 1's answer" \
+    || fail "serve samplers" "want: $(quoted "$tmp/chain_flags")" "got: $(head -c 300 "$tmp/ans")"
+  call POST /completion '{"prompt": "Once upon a time", "n_predict": 2, "samplers": "tk"}'
+  sleep 0.2 # the log line follows the answer
+  [ "$status" = 200 ] && tail -n 1 "$tmp/smoldry.err" | grep -q "; options not followed: samplers$" \
+    && ok "serve, samplers out of order (\"tk\"): answered, and named on the log line" \
+    || fail "serve samplers out of order" "$(tail -n 2 "$tmp/smoldry.err")"
   refused "serve, mirostat 3" 400 "mirostat: expected a whole number in 0..2" POST /v1/completions \
     "$(comp ', "mirostat": 3')"
   refused "serve, an empty DRY breaker" 400 "dry_sequence_breakers: expected up to 16 texts of 1 to 39 bytes" \

@@ -85,3 +85,78 @@ int mkc_sampling_more_add_breaker(mkc_sampling_more *m, const char *text, size_t
   m->breakers[m->n_breakers++][n] = '\0';
   return 0;
 }
+
+/* The chain's names (llama.cpp's canonical ones, then its aliases), each to its place. */
+static const struct {
+  const char *name;
+  int at;
+} NAMES[] = {
+    {"penalties", 0}, {"dry", 1},     {"top_n_sigma", 2}, {"top_k", 3},       {"typ_p", 4},
+    {"top_p", 5},     {"min_p", 6},   {"xtc", 7},         {"temperature", 8}, {"top-n-sigma", 2},
+    {"topnsigma", 2}, {"top-k", 3},   {"topk", 3},        {"typ-p", 4},       {"typp", 4},
+    {"typ", 4},       {"typical", 4}, {"typical_p", 4},   {"top-p", 5},       {"topp", 5},
+    {"nucleus", 5},   {"min-p", 6},   {"minp", 6},        {"temp", 8},
+};
+static const char LETTERS[] = "edskypmxt";
+
+int mkc_samplers_parse(const char *text, size_t n, int letters, unsigned *set, char *why,
+                       size_t n_why) {
+  int last = -1;
+  *set = 0;
+  for (size_t i = 0; i < n;) {
+    size_t len = letters ? 1 : strcspn(text + i, ";");
+    if (len > n - i) len = n - i;
+    char name[32];
+    int at = -1;
+    if (len > 0 && len < sizeof name) {
+      for (size_t k = 0; k < len; k++) /* llama.cpp's names are matched lower-cased */
+        name[k] = text[i + k] >= 'A' && text[i + k] <= 'Z' ? (char)(text[i + k] + 32) : text[i + k];
+      name[len] = '\0';
+      const char *l = letters ? strchr(LETTERS, name[0]) : NULL;
+      if (l && name[0]) at = (int)(l - LETTERS);
+      for (size_t k = 0; !letters && k < sizeof NAMES / sizeof *NAMES && at < 0; k++)
+        if (strcmp(name, NAMES[k].name) == 0) at = NAMES[k].at;
+    }
+    if (at < 0) {
+      snprintf(why, n_why, "%s '%.*s' is none of llama.cpp's samplers that mkc runs (%s)",
+               letters ? "letter" : "name", (int)(len < 31 ? len : 31), text + i,
+               letters ? "edskypmxt"
+                       : "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, "
+                         "temperature");
+      return -1;
+    }
+    if (*set & (1u << at)) {
+      snprintf(why, n_why, "'%.*s' is given twice", (int)(len < 31 ? len : 31), text + i);
+      return -1;
+    }
+    if (at < last) {
+      snprintf(why, n_why,
+               "'%.*s' is out of llama.cpp's order (%s): mkc runs that order, leaving out the "
+               "samplers not given",
+               (int)(len < 31 ? len : 31), text + i,
+               letters ? LETTERS
+                       : "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
+      return -1;
+    }
+    *set |= 1u << at;
+    last = at;
+    i += len + (!letters && i + len < n); /* past the ';' */
+  }
+  return 0;
+}
+
+void mkc_samplers_apply(unsigned set, mkc_sampling *o, mkc_sampling_more *m) {
+  if (!(set & MKC_SAMPLER_PENALTIES))
+    o->repeat_penalty = 1, o->presence_penalty = o->frequency_penalty = 0;
+  if (!(set & MKC_SAMPLER_DRY)) m->dry_multiplier = 0;
+  if (!(set & MKC_SAMPLER_TOP_N_SIGMA)) m->top_n_sigma = -1;
+  if (!(set & MKC_SAMPLER_TOP_K)) o->top_k = 0;
+  if (!(set & MKC_SAMPLER_TYPICAL)) m->typical_p = 1;
+  if (!(set & MKC_SAMPLER_TOP_P)) o->top_p = 1;
+  if (!(set & MKC_SAMPLER_MIN_P)) o->min_p = 0;
+  if (!(set & MKC_SAMPLER_XTC)) m->xtc_probability = 0;
+  if (!(set & MKC_SAMPLER_TEMPERATURE) && !m->mirostat) {
+    if (o->temp > 0) o->temp = 1;
+    m->dynatemp_range = 0;
+  }
+}

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "mkc_state.h"
+
 #define MKC_DRY_BREAKERS 16    /* sequence breakers at most */
 #define MKC_DRY_BREAKER_LEN 40 /* bytes of one, with its NUL */
 
@@ -44,5 +46,32 @@ int mkc_sampling_more_check(const mkc_sampling_more *m, char *why, size_t n_why)
 
 /* Adds breaker text (1 to MKC_DRY_BREAKER_LEN - 1 bytes): 0, or -1 when it does not fit. */
 int mkc_sampling_more_add_breaker(mkc_sampling_more *m, const char *text, size_t n);
+
+/* llama.cpp's default chain, a bit a sampler, in its order: --samplers and --sampling-seq name
+ * a part of it. */
+enum {
+  MKC_SAMPLER_PENALTIES = 1u << 0,
+  MKC_SAMPLER_DRY = 1u << 1,
+  MKC_SAMPLER_TOP_N_SIGMA = 1u << 2,
+  MKC_SAMPLER_TOP_K = 1u << 3,
+  MKC_SAMPLER_TYPICAL = 1u << 4,
+  MKC_SAMPLER_TOP_P = 1u << 5,
+  MKC_SAMPLER_MIN_P = 1u << 6,
+  MKC_SAMPLER_XTC = 1u << 7,
+  MKC_SAMPLER_TEMPERATURE = 1u << 8,
+};
+
+/* A chain as llama.cpp names it: names separated by ';' (--samplers "top_k;min_p;temperature",
+ * its aliases: "top-k", "topk", "nucleus", "temp", "typ", ...) or, letters set, one letter each
+ * (--sampling-seq "kmt", of "edskypmxt"). Into *set, the samplers it holds. 0, or -1 with the
+ * reason: a name unknown, one given twice, or an order other than the default's: mkc runs
+ * llama.cpp's default order, so a chain that leaves samplers out of it is followed and one that
+ * moves them is not. */
+int mkc_samplers_parse(const char *text, size_t n, int letters, unsigned *set, char *why,
+                       size_t n_why);
+
+/* The samplers left out of set turned off in o and m; the temperature left out is 1 when
+ * sampling (greedy stays greedy; mirostat's chain keeps its temperature, as llama.cpp's). */
+void mkc_samplers_apply(unsigned set, mkc_sampling *o, mkc_sampling_more *m);
 
 #endif

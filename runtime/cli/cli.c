@@ -93,6 +93,8 @@ static const struct {
     {"--json-schema-file", offsetof(mkc_cli, schema_file)},
     {"--grammar", offsetof(mkc_cli, grammar)},
     {"--grammar-file", offsetof(mkc_cli, grammar_file)},
+    {"--samplers", offsetof(mkc_cli, samplers)},
+    {"--sampling-seq", offsetof(mkc_cli, sampling_seq)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -141,6 +143,7 @@ static const struct {
     /* the cpu backend runs one block per OS thread, so threads are blocks */
     {"-t", "--blocks"},
     {"--threads", "--blocks"},
+    {"--sampler-seq", "--sampling-seq"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -231,6 +234,8 @@ static double given(const mkc_cli *c, const char *flag, double dflt) {
   return dflt;
 }
 
+static int samplers_of(const mkc_cli *c, unsigned *set, char *why, size_t n);
+
 int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed) {
   memset(o, 0, sizeof *o);
   o->temp = (float)c->temp;
@@ -255,7 +260,29 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   o->seed_hi = (unsigned)(*seed >> 32);
   mkc_sampling_more more;
   if (mkc_cli_sampling_more(c, &more) != 0) return 2;
+  unsigned set;
+  char why[300];
+  if (samplers_of(c, &set, why, sizeof why) != 0) return mkc_cli_usage_error("%s", why);
+  mkc_samplers_apply(set, o, &more);
   return mkc_sampling_check(o) == 0 ? 0 : 2;
+}
+
+/* --samplers or --sampling-seq: the chain's samplers into *set (all of them when neither is
+ * given). 0, or -1 with why. */
+static int samplers_of(const mkc_cli *c, unsigned *set, char *why, size_t n) {
+  *set = ~0u;
+  if (c->samplers && c->sampling_seq) {
+    snprintf(why, n, "--samplers and --sampling-seq: one of them");
+    return -1;
+  }
+  const char *t = c->samplers ? c->samplers : c->sampling_seq,
+             *flag = c->samplers ? "--samplers" : "--sampling-seq";
+  char reason[240];
+  if (t && mkc_samplers_parse(t, strlen(t), !c->samplers, set, reason, sizeof reason) != 0) {
+    snprintf(why, n, "%s: %s", flag, reason);
+    return -1;
+  }
+  return 0;
 }
 
 /* The samplers the kernel lacks from the flags: 0, or the breaker that does not fit. */
@@ -279,6 +306,10 @@ static const char *more_of(const mkc_cli *c, mkc_sampling_more *m) {
     if (strcmp(c->dry_breakers[k], "none") != 0 &&
         mkc_sampling_more_add_breaker(m, c->dry_breakers[k], strlen(c->dry_breakers[k])) != 0)
       return c->dry_breakers[k];
+  unsigned set;
+  char why[300];
+  mkc_sampling o = {.temp = 1}; /* the kernel's options: mkc_cli_sampling's */
+  if (samplers_of(c, &set, why, sizeof why) == 0) mkc_samplers_apply(set, &o, m);
   return NULL;
 }
 

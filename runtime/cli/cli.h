@@ -27,6 +27,7 @@ typedef struct mkc_cli {
   double mirostat_lr, mirostat_ent, dry_multiplier, dry_base;
   int mirostat, dry_allowed_length, dry_penalty_last_n;
   const char *dry_breakers[MKC_DRY_BREAKERS]; /* --dry-sequence-breaker TEXT, each time given */
+  const char *samplers, *sampling_seq;        /* --samplers "a;b", --sampling-seq LETTERS */
   int n_dry_breakers;
   unsigned sampling_set;
   /* -l/--logit-bias TOKEN_ID(+|-)BIAS, each time given, in order (mkc_cli_sampling sorts them
@@ -102,7 +103,7 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
 #define MKC_CLI_MORE_FLAGS                                                                         \
   " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp "     \
   "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "      \
-  "--dry-penalty-last-n --dry-sequence-breaker "
+  "--dry-penalty-last-n --dry-sequence-breaker --samplers --sampling-seq "
 
 /* Their usage lines. */
 #define MKC_CLI_MORE_USAGE                                                                         \
@@ -113,7 +114,9 @@ int mkc_cli_sampling(const mkc_cli *c, mkc_sampling *o, unsigned long long *seed
   "  --mirostat 1|2 (0: off; replaces the chain), --mirostat-ent TAU (5),\n"                       \
   "  --mirostat-lr ETA (0.1), --dry-multiplier M (0: off), --dry-base B (1.75),\n"                 \
   "  --dry-allowed-length N (2), --dry-penalty-last-n N (64; -1: the whole context),\n"            \
-  "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers)\n"
+  "  --dry-sequence-breaker TEXT (each time given; replaces \\n : \" *; none: no breakers),\n"     \
+  "  --samplers \"top_k;min_p;temperature\" or --sampling-seq kmt: the chain's samplers (in\n"     \
+  "  its order; those left out are off)\n"
 
 /* The samplers the kernel lacks from the flags (llama.cpp's defaults for the rest): 0, or 2
  * after the usage error. */

@@ -54,7 +54,7 @@ static const char USAGE[] =
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, llama.cpp's\n"
     "other samplers' fields (typical_p, mirostat, dry_multiplier, xtc_probability,\n"
-    "...: run's flags' names with _), logprobs\n"
+    "...: run's flags' names with _; samplers as llama-server takes it), logprobs\n"
     "(with the chat's top_logprobs; whole answers, not --parallel) and stream\n"
     "(server-sent events; stream_options.include_usage ends them with the\n"
     "usage); response_format json_object or json_schema (ollama's format, \"json\"\n"

@@ -253,6 +253,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 400;
   }
   j->more = mkc_api_sampling_more(r, sv->base_more);
+  if (r->have_samplers) mkc_samplers_apply(r->samplers, &j->opt, &j->more);
   char more_why[160];
   if (mkc_sampling_more_check(&j->more, more_why, sizeof more_why) != 0) {
     snprintf(why, cap, "%s", more_why);

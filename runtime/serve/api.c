@@ -350,6 +350,19 @@ static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
       *(float *)((char *)&r->more + MORE[k].at) = (float)x;
     r->more_set |= 1u << k;
   }
+  /* samplers: ["top_k", "min_p", ...] or "kmt"; a chain mkc cannot follow is named on the log
+   * line (note_native_unfollowed), not refused: clients send one with every request */
+  const cJSON *sm = cJSON_GetObjectItemCaseSensitive(root, "samplers");
+  char names[512] = "", w[300];
+  size_t at = 0;
+  for (const cJSON *e = cJSON_IsArray(sm) ? sm->child : NULL; e && at < sizeof names; e = e->next)
+    at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", at ? ";" : "",
+                           cJSON_IsString(e) ? e->valuestring : "?");
+  if (cJSON_IsString(sm))
+    r->have_samplers = mkc_samplers_parse(sm->valuestring, strlen(sm->valuestring), 1, &r->samplers,
+                                          w, sizeof w) == 0;
+  else if (cJSON_IsArray(sm) && at < sizeof names)
+    r->have_samplers = mkc_samplers_parse(names, at, 0, &r->samplers, w, sizeof w) == 0;
   const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "dry_sequence_breakers");
   if (!b || cJSON_IsNull(b)) return 0;
   if (!cJSON_IsArray(b)) return bad(why, cap, "dry_sequence_breakers: expected a list of texts");
@@ -594,8 +607,9 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   return read_openai_options(root, r, why, cap);
 }
 
-/* llama-server's fields that mkc does not follow, named on the request's log line (its
- * clients send some with every request: refusing them would refuse the client). */
+/* llama-server's fields that mkc does not follow (on its own endpoint and OpenAI's), named on
+ * the request's log line (its clients send some with every request: refusing them would refuse
+ * the client). */
 static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
   static const char *const NOT[] = {"samplers",        "n_keep",   "id_slot",
                                     "n_indent",        "min_keep", "t_max_predict_ms",
@@ -604,7 +618,7 @@ static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
   size_t n = 0;
   for (size_t i = 0; i < sizeof NOT / sizeof *NOT; i++) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[i]);
-    if (!v || cJSON_IsNull(v)) continue;
+    if (!v || cJSON_IsNull(v) || (r->have_samplers && !strcmp(NOT[i], "samplers"))) continue;
     int w = snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", NOT[i]);
     if (w < 0 || (size_t)w >= sizeof r->unfollowed - n) {
       strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
@@ -635,7 +649,7 @@ static int parse_completion(const char *body, size_t n, int chat, int native, mk
            (rc = read_tools_where(root, r, why, cap)) == 0 &&
            (r->ignore_eos = flag(root, "ignore_eos", 0, why, cap)) < 0) /* llama-server's */
     rc = -1;
-  if (rc == 0 && native) note_native_unfollowed(root, r);
+  if (rc == 0) note_native_unfollowed(root, r); /* llama-server's clients send them to either */
   r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
   return rc;

@@ -82,6 +82,9 @@ typedef struct mkc_api_req {
    * given (MKC_API_MORE_* order of api.c's table; the breakers: MKC_API_BREAKERS) */
   mkc_sampling_more more;
   unsigned more_set;
+  /* llama-server's samplers (names, or a string of letters) when followed: the chain's part */
+  int have_samplers;
+  unsigned samplers;
   /* ollama's options mkc does not follow (num_ctx, tfs_z, ...), for the log:
    * names joined by ", ", cut with "..." when long; "" when none */
   char unfollowed[160];
