@@ -47,7 +47,7 @@ static const char USAGE[] =
     "  --typical P, --top-nsigma N, --xtc-probability P, --xtc-threshold T,\n"
     "  --dynatemp-range R, --dynatemp-exp E, --mirostat 1|2, --mirostat-ent TAU,\n"
     "  --mirostat-lr ETA, --dry-multiplier M, --dry-base B, --dry-allowed-length N,\n"
-    "  --dry-penalty-last-n N, --dry-sequence-breaker TEXT,\n"
+    "  --dry-penalty-last-n N, --dry-sequence-breaker TEXT, --samplers LIST, --sampling-seq S,\n"
     "  --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"

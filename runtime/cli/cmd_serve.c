@@ -96,8 +96,8 @@ static const char USAGE[] =
     "  --xtc-probability P, --xtc-threshold T, --dynatemp-range R, --dynatemp-exp E,\n"
     "  --mirostat 1|2, --mirostat-ent TAU, --mirostat-lr ETA, --dry-multiplier M,\n"
     "  --dry-base B, --dry-allowed-length N, --dry-penalty-last-n N,\n"
-    "  --dry-sequence-breaker TEXT (requests' fields of the same names, llama-server's\n"
-    "  and ollama's, override them), --draft-max K,\n"
+    "  --dry-sequence-breaker TEXT, --samplers LIST, --sampling-seq S (requests' fields\n"
+    "  of the same names, llama-server's and ollama's, override them), --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";

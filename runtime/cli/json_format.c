@@ -33,9 +33,9 @@ int mkc_host_choice_on(const mkc_cli *c) { return mkc_json_format_on(c) || mkc_c
 const char *mkc_json_format_what(const mkc_cli *c) {
   return c->grammar        ? "--grammar (output by a grammar)"
          : c->grammar_file ? "--grammar-file (output by a grammar)"
-         : c->format       ? "--format (JSON output)"
-         : c->schema_file  ? "--format (JSON output)"
-                           : "a sampler the kernel lacks (--typical, --mirostat, --dry-...)";
+         : c->format || c->schema_file
+             ? "--format (JSON output)"
+             : "a sampler the kernel lacks (--typical, --mirostat, --dry-...)";
 }
 
 int mkc_json_format_check(mkc_cli *c, const char *cmd) {
