@@ -298,13 +298,34 @@ int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const dou
     first_k(c, cnt, o->top_k);
     cnt = o->top_k;
   }
+  int typical = m->typical_p > 0 && m->typical_p < 1;
+  double z = 0; /* top-p's softmax sum over all that reach it (0: over those sorted) */
+  if (!typical && o->min_p > 0 && cnt > 64) {
+    /* min-p's cut and top-p's are both prefixes of the order, and min-p's threshold is the
+     * best token's, which top-p keeps: min-p first is the same, and only its few are sorted
+     * (top-p still normalizes over all of them: z) */
+    double top = c[0].l;
+    for (int k = 1; k < cnt; k++) top = fmax(top, c[k].l);
+    int kept = 0;
+    for (int k = 0; k < cnt; k++) {
+      double r = exp(c[k].l - top);
+      z += r;
+      if (r >= o->min_p) c[kept++] = c[k];
+    }
+    cnt = kept;
+  }
   qsort(c, (size_t)cnt, sizeof *c, by_order);
-  if (m->typical_p > 0 && m->typical_p < 1) cnt = typical_keep(c, cnt, m->typical_p, p);
+  if (typical) cnt = typical_keep(c, cnt, m->typical_p, p);
   if (o->top_p < 1) {
     softmax(c, cnt, 1, p);
-    double cum = 0;
+    double cum = 0, scale = 1;
+    if (z > 0) { /* p over the sorted few, rescaled to the sum over all */
+      double few = 0;
+      for (int k = 0; k < cnt; k++) few += exp(c[k].l - c[0].l);
+      scale = few / z;
+    }
     for (int k = 0; k < cnt; k++)
-      if ((cum += p[k]) >= o->top_p) {
+      if ((cum += p[k] * scale) >= o->top_p) {
         cnt = k + 1;
         break;
       }
