@@ -17,12 +17,9 @@
 #include "util/json_schema.h"
 #include "util/rng.h"
 
-/* A candidate: a token and its penalized logit. The oracle's order is
- * penalized logit descending, ties by lower id: one total order. */
-typedef struct cand {
-  double pen;
-  int id;
-} cand;
+/* A candidate: a token (i) and its penalized logit (l), in the oracle's order
+ * (sample_chain.h's). */
+typedef mkc_cand cand;
 
 /* The vocabulary sorted, and the scratch of a step: one per model, shared by its documents
  * (mkc_constraint_share; the host chooses for one document at a time). */
@@ -366,37 +363,9 @@ static int grow(vocab *v, int n) {
   return v->cap ? 0 : -1;
 }
 
-static int before(const cand *a, const cand *b) {
-  return a->pen > b->pen || (a->pen == b->pen && a->id < b->id);
-}
-
-/* Reorders c[0..n) so that its first k (0 < k < n) are the first k in the
- * oracle's order (among themselves in any order): quickselect. */
-static void first_k(cand *c, int n, int k) {
-  int lo = 0, hi = n - 1;
-  while (lo < hi) {
-    cand pivot = c[lo + (hi - lo) / 2];
-    int i = lo, j = hi;
-    while (i <= j) {
-      while (before(&c[i], &pivot)) i++;
-      while (before(&pivot, &c[j])) j--;
-      if (i <= j) {
-        cand t = c[i];
-        c[i++] = c[j], c[j--] = t;
-      }
-    }
-    if (k - 1 <= j)
-      hi = j;
-    else if (k - 1 >= i)
-      lo = i;
-    else
-      return;
-  }
-}
-
 static int by_id(const void *a, const void *b) {
   const cand *x = a, *y = b;
-  return (x->id > y->id) - (x->id < y->id);
+  return (x->i > y->i) - (x->i < y->i);
 }
 
 /* Greedy without the whole mask: the few best tokens by penalized logit,
@@ -408,13 +377,13 @@ static int greedy_first(const mkc_constraint *c, const double *pen, int n_logits
   int n = 0;
   for (int i = 0; i < n_logits; i++) {
     cand x = {pen[i], i};
-    if (n == TRY && !before(&x, &best[TRY - 1])) continue;
+    if (n == TRY && !mkc_cand_before(&x, &best[TRY - 1])) continue;
     int k = n < TRY ? n++ : TRY - 1;
-    for (; k > 0 && before(&x, &best[k - 1]); k--) best[k] = best[k - 1];
+    for (; k > 0 && mkc_cand_before(&x, &best[k - 1]); k--) best[k] = best[k - 1];
     best[k] = x;
   }
   for (int k = 0; k < n; k++)
-    if (best[k].pen != -INFINITY && mkc_constraint_allowed(c, best[k].id)) return best[k].id;
+    if (best[k].l != -INFINITY && mkc_constraint_allowed(c, best[k].i)) return best[k].i;
   return -1;
 }
 
@@ -543,12 +512,12 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
   if (!whole && greedy) {
     int best = 0;
     for (int i = 1; i < m; i++)
-      if (before(&v->cands[i], &v->cands[best])) best = i;
-    *id = v->cands[best].id;
+      if (mkc_cand_before(&v->cands[i], &v->cands[best])) best = i;
+    *id = v->cands[best].i;
     return 0;
   }
   if (!whole && o.top_k > 0 && o.top_k < m) {
-    first_k(v->cands, m, o.top_k);
+    mkc_cand_first_k(v->cands, m, o.top_k);
     m = o.top_k;
     qsort(v->cands, (size_t)m, sizeof *v->cands, by_id);
   }
@@ -556,7 +525,7 @@ static int choose(mkc_constraint *c, const float *logits, int n_logits, const in
    * dropping the others moves nothing) */
   for (int i = 0; i < n_window; i++) v->index[window[i]] = -1;
   for (int i = 0; i < m; i++) {
-    v->ids[i] = v->cands[i].id;
+    v->ids[i] = v->cands[i].i;
     v->kept[i] = logits[v->ids[i]];
     v->index[v->ids[i]] = i;
   }

@@ -123,31 +123,20 @@ void mkc_dry_penalize(const mkc_sampling_more *m, const mkc_token_texts *t, cons
   free(found);
 }
 
-/* A candidate: its logit and its index (the id order). */
-typedef struct cand {
-  double l;
-  int i;
-} cand;
-
-static int before(const cand *a, const cand *b) {
-  return a->l > b->l || (a->l == b->l && a->i < b->i);
-}
-
 static int by_order(const void *a, const void *b) {
-  return before(a, b) ? -1 : before(b, a) ? 1 : 0;
+  return mkc_cand_before(a, b) ? -1 : mkc_cand_before(b, a) ? 1 : 0;
 }
 
-/* Reorders c[0..n) so that its first k (0 < k < n) are the first k in order: quickselect. */
-static void first_k(cand *c, int n, int k) {
+void mkc_cand_first_k(mkc_cand *c, int n, int k) {
   int lo = 0, hi = n - 1;
   while (lo < hi) {
-    cand pivot = c[lo + (hi - lo) / 2];
+    mkc_cand pivot = c[lo + (hi - lo) / 2];
     int i = lo, j = hi;
     while (i <= j) {
-      while (before(&c[i], &pivot)) i++;
-      while (before(&pivot, &c[j])) j--;
+      while (mkc_cand_before(&c[i], &pivot)) i++;
+      while (mkc_cand_before(&pivot, &c[j])) j--;
       if (i <= j) {
-        cand x = c[i];
+        mkc_cand x = c[i];
         c[i++] = c[j], c[j--] = x;
       }
     }
@@ -161,7 +150,7 @@ static void first_k(cand *c, int n, int k) {
 }
 
 /* p[0..n): the softmax of c[0..n) (sorted: c[0] is the largest) at temperature temp. */
-static void softmax(const cand *c, int n, double temp, double *p) {
+static void softmax(const mkc_cand *c, int n, double temp, double *p) {
   double sum = 0;
   for (int k = 0; k < n; k++) sum += p[k] = exp((c[k].l - c[0].l) / temp);
   for (int k = 0; k < n; k++) p[k] /= sum;
@@ -187,7 +176,7 @@ static int by_distance(const void *a, const void *b) {
 }
 
 /* Keeps the candidates of c[0..n) typical-p keeps, in the logit order: how many. */
-static int typical_keep(cand *c, int n, double typical_p, double *p) {
+static int typical_keep(mkc_cand *c, int n, double typical_p, double *p) {
   typical *t = malloc((size_t)n * sizeof *t);
   if (!t) return n; /* out of memory: nothing cut (said by the caller's next malloc, if any) */
   softmax(c, n, 1, p);
@@ -210,7 +199,7 @@ static int typical_keep(cand *c, int n, double typical_p, double *p) {
 }
 
 /* Sets probs at the kept candidates c[0..n) from their softmax at temp. */
-static void spread(const cand *c, int n, double temp, double *scratch, double *probs) {
+static void spread(const mkc_cand *c, int n, double temp, double *scratch, double *probs) {
   softmax(c, n, temp, scratch);
   for (int k = 0; k < n; k++) probs[c[k].i] = scratch[k];
 }
@@ -218,7 +207,7 @@ static void spread(const cand *c, int n, double temp, double *scratch, double *p
 /* Mirostat's truncation of c[0..n) (scaled by the temperature, in no order): the candidates it
  * keeps moved to the front, in the logit order; how many. No sort of them all: llama.cpp's
  * sorted prefixes are found by a threshold (2) or a selection (1). */
-static int mirostat_keep(const mkc_sampling_more *m, cand *c, int n, int n_vocab, double mu,
+static int mirostat_keep(const mkc_sampling_more *m, mkc_cand *c, int n, int n_vocab, double mu,
                          double *p) {
   double top = c[0].l, z = 0;
   for (int k = 1; k < n; k++) top = fmax(top, c[k].l);
@@ -228,14 +217,14 @@ static int mirostat_keep(const mkc_sampling_more *m, cand *c, int n, int n_vocab
     double floor_l = top + log(z) - mu * log(2.0);
     for (int k = 0; k < n; k++)
       if (c[k].l >= floor_l) c[keep++] = c[k];
-    if (keep == 0) first_k(c, n, 1), keep = 1; /* none: the likeliest */
+    if (keep == 0) mkc_cand_first_k(c, n, 1), keep = 1; /* none: the likeliest */
     qsort(c, (size_t)keep, sizeof *c, by_order);
     return keep;
   }
   /* mirostat 1: Zipf's exponent estimated on the top 100, and the k whose expected surprise
    * is mu */
   int head = n < 100 ? n : 100;
-  if (head < n) first_k(c, n, head);
+  if (head < n) mkc_cand_first_k(c, n, head);
   qsort(c, (size_t)head, sizeof *c, by_order);
   if (n == 1) return 1;
   for (int k = 0; k < head; k++) p[k] = exp(c[k].l - top) / z;
@@ -250,7 +239,7 @@ static int mirostat_keep(const mkc_sampling_more *m, cand *c, int n, int n_vocab
   if (isnan(k)) k = isinf(s) ? 1 : n; /* a point mass at the top, or no estimate */
   keep = k < 1 ? 1 : k >= n ? n : (int)k;
   if (keep > head) { /* past the sorted head: select, then order */
-    first_k(c, n, keep);
+    mkc_cand_first_k(c, n, keep);
     qsort(c, (size_t)keep, sizeof *c, by_order);
   }
   return keep;
@@ -258,7 +247,7 @@ static int mirostat_keep(const mkc_sampling_more *m, cand *c, int n, int n_vocab
 
 int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const double *logit, int n,
                     int n_vocab, double mu, double u_xtc, double *probs) {
-  cand *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
+  mkc_cand *c = malloc((size_t)(n > 0 ? n : 1) * sizeof *c);
   double *p = malloc((size_t)(n > 0 ? n : 1) * sizeof *p);
   if (!c || !p) {
     fputs("mkc: error: sampling: out of memory\n", stderr);
@@ -268,14 +257,14 @@ int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const dou
   int cnt = 0;
   for (int i = 0; i < n; i++) {
     probs[i] = 0;
-    if (logit[i] != -INFINITY) c[cnt++] = (cand){logit[i], i};
+    if (logit[i] != -INFINITY) c[cnt++] = (mkc_cand){logit[i], i};
   }
   int keep = -1;
   if (cnt == 0) goto out;
   double temp = o->temp;
   if (m->mirostat) { /* temperature, then mirostat over everything */
     if (temp <= 0) {
-      first_k(c, cnt, 1);
+      mkc_cand_first_k(c, cnt, 1);
       probs[c[0].i] = 1;
       keep = 1;
       goto out;
@@ -295,7 +284,7 @@ int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const dou
     cnt = kept;
   }
   if (o->top_k > 0 && o->top_k < cnt) {
-    first_k(c, cnt, o->top_k);
+    mkc_cand_first_k(c, cnt, o->top_k);
     cnt = o->top_k;
   }
   int typical = m->typical_p > 0 && m->typical_p < 1;

@@ -17,6 +17,22 @@
 #include "backend/sampling_more.h"
 #include "mkc_state.h"
 
+/* A candidate: its logit and its index. The order is logit descending, ties by the lower
+ * index: one total order, so every truncation is a prefix of it. */
+typedef struct mkc_cand {
+  double l;
+  int i;
+} mkc_cand;
+
+/* Whether a comes before b in that order (inline: the hot loops of selection and sort). */
+static inline int mkc_cand_before(const mkc_cand *a, const mkc_cand *b) {
+  return a->l > b->l || (a->l == b->l && a->i < b->i);
+}
+
+/* Reorders c[0..n) so that its first k (0 < k < n) are the first k in order, among
+ * themselves in any order: quickselect. */
+void mkc_cand_first_k(mkc_cand *c, int n, int k);
+
 /* The tokens' texts, for DRY's breakers: token i is bytes[off[i] .. off[i + 1]). */
 typedef struct mkc_token_texts {
   int n;
