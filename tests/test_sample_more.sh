@@ -28,9 +28,12 @@ what="a sampler the kernel lacks (--typical, --mirostat, --dry-...)"
 expect_error "mirostat with --rounds" \
   "mkc: error: run: $what chooses each token on the host: not with --rounds (a launch's rounds are the kernel's choices)" \
   -- run -m README.md -p hi --mirostat 2 --rounds 4
-expect_error "DRY without a tokenizer" \
-  "mkc: error: run: $what needs the model's tokenizer: -m with -p or -f" \
-  -- run --preset tiny --random-weights 1 -n 4 --dry-multiplier 0.8
+expect_error "a DRY breaker without a tokenizer" \
+  "mkc: error: run: --dry-sequence-breaker is matched on the tokens' texts: it needs the model's tokenizer (-m)" \
+  -- run --preset tiny --random-weights 1 -n 4 --dry-multiplier 0.8 --dry-sequence-breaker x
+expect_error "bench: a DRY breaker without a tokenizer" \
+  "mkc: error: bench: --dry-sequence-breaker is matched on the tokens' texts: it needs the model's tokenizer (-m)" \
+  -- bench --preset tiny --random-weights 1 --dry-multiplier 0.8 --dry-sequence-breaker x
 expect_error "--samplers out of llama.cpp's order" \
   "mkc: error: --samplers: 'top_k' is out of llama.cpp's order (penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature): mkc runs that order, leaving out the samplers not given" \
   -- run -m README.md -p hi --samplers 'temperature;top_k'
@@ -40,6 +43,57 @@ expect_error "--sampling-seq with a letter of none" \
 expect_error "run --batch: XTC with drafts" \
   "mkc: error: run --batch: $what chooses each token on the host, one a step on the slots: drop --draft-max" \
   -- run -m README.md --batch README.md --draft-max 2 --xtc-probability 0.5
+
+same() { # NAME A B: files A and B hold the same answer
+  if [ -s "$tmp/$2" ] && cmp -s "$tmp/$2" "$tmp/$3"; then ok "$1"; else
+    fail "$1" "$2: $(head -c 200 "$tmp/$2")" "$3: $(head -c 200 "$tmp/$3")"
+  fi
+}
+
+# ---- token ids (a preset, no tokenizer): every token a candidate, none with a text ----
+pargs=(--preset tiny --random-weights 3 --backend cpu -n 24)
+ids() { # NAME ARGS...: run's ids into $tmp/NAME, the stats line into $tmp/NAME.err
+  local name=$1
+  shift
+  "$mkc" run "${pargs[@]}" "$@" >"$tmp/$name" 2>"$tmp/$name.err" ||
+    fail "$name: run failed" "$(tail -n 3 "$tmp/$name.err")"
+}
+rep=5,6,7,8,5,6,7,8,5,6,7,8,5,6,7
+ids ids_plain --prompt-ids $rep
+ids ids_dry --prompt-ids $rep --dry-multiplier 0.8 --dry-allowed-length 1
+ids ids_dry_drafts --prompt-ids $rep --dry-multiplier 0.8 --dry-allowed-length 1 --draft-max 4
+same "token ids, greedy with DRY: drafts (--draft-max 4) change nothing" ids_dry ids_dry_drafts
+if [ -s "$tmp/ids_dry" ] && ! cmp -s "$tmp/ids_plain" "$tmp/ids_dry"; then
+  ok "token ids: DRY 0.8 changes greedy's answer to a repeating prompt"
+else
+  fail "token ids: DRY changed nothing" "$(cat "$tmp/ids_plain")" "$(cat "$tmp/ids_dry")"
+fi
+grep -q "greedy on the host (DRY 0.8); drafted [1-9]" "$tmp/ids_dry_drafts.err" &&
+  ok "token ids: the samplers chosen on the host, and drafts verified there" ||
+  fail "token ids: stats line" "$(cat "$tmp/ids_dry_drafts.err")"
+ids ids_miro --prompt-ids $rep --mirostat 2 --temp 0
+same "token ids: mirostat 2 at temperature 0 is plain greedy" ids_plain ids_miro
+printf '%s\n' 3,1,4,1,5 $rep >"$tmp/id_lines"
+"$mkc" run "${pargs[@]}" --batch "$tmp/id_lines" --temp 0.9 --seed 4 --typical 0.7 \
+  >"$tmp/id_batch" 2>"$tmp/id_batch.err" || fail "run --batch of ids with typical" "$(tail -n 3 "$tmp/id_batch.err")"
+line=0
+while IFS= read -r p; do
+  line=$((line + 1))
+  ids id_solo --prompt-ids "$p" --temp 0.9 --seed $((4 + line - 1)) --typical 0.7
+  if [ "$(sed -n "${line}p" "$tmp/id_batch")" = "$(cat "$tmp/id_solo")" ] && [ -s "$tmp/id_solo" ]; then
+    ok "run --batch of ids, line $line (typical 0.7, seed 4 + $((line - 1))) = run alone"
+  else
+    fail "run --batch of ids, line $line" "batch: $(sed -n "${line}p" "$tmp/id_batch")" "alone: $(cat "$tmp/id_solo")"
+  fi
+done <"$tmp/id_lines"
+"$mkc" bench --preset tiny --random-weights 3 --backend cpu -p 8 -n 8 --draft-max 2 --mirostat 2 \
+  >"$tmp/bench" 2>"$tmp/bench.err"
+if grep -q '| tg8 host (mirostat 2 ' "$tmp/bench" && grep -q '| tg8 host draft2 (mirostat 2 ' "$tmp/bench" &&
+  grep -q '| tg8 sampled |' "$tmp/bench"; then
+  ok "bench --mirostat 2: rows sampled on the host, with and without drafts, beside the kernel's"
+else
+  fail "bench's host rows" "$(cat "$tmp/bench" "$tmp/bench.err")"
+fi
 
 model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
@@ -55,11 +109,6 @@ answer() {
   shift
   "$mkc" run "${margs[@]}" "$@" >"$tmp/$name" 2>"$tmp/$name.err" ||
     fail "$name: run failed" "$(tail -n 3 "$tmp/$name.err")"
-}
-same() { # NAME A B: files A and B hold the same answer
-  if [ -s "$tmp/$2" ] && cmp -s "$tmp/$2" "$tmp/$3"; then ok "$1"; else
-    fail "$1" "$2: $(head -c 200 "$tmp/$2")" "$3: $(head -c 200 "$tmp/$3")"
-  fi
 }
 
 answer plain -p "$list"

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "draft_source.h"
+#include "json_format.h"
 #include "loaded.h"
 #include "bench_stages.h"
 #include "commands.h"
@@ -39,13 +40,21 @@ static double stddev(const double *x, int n) {
   return n > 1 ? sqrt(s / (n - 1)) : 0;
 }
 
+/* The host's choice of each token (the samplers the kernel lacks): its document over the
+ * model's vocabulary, restarted for each run, and the samplers. */
+typedef struct bench_host {
+  mkc_constraint *con;
+  mkc_format_rules rules;
+} bench_host;
+
 /* One test REPS times (after one warm-up run) on a reset session, greedy or
  * sampled as the session's options say, drafts from drafter (NULL: prompt
- * lookup): hist[0..depth) first, untimed (the cache a long conversation would
+ * lookup), each token chosen on the host by host's samplers (NULL: in the kernel):
+ * hist[0..depth) first, untimed (the cache a long conversation would
  * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
-static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, int depth,
-                    int n_prompt, int n_gen, int draft_max, int rounds, int draft_layers,
-                    int adaptive, int draft_min, result *r) {
+static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const bench_host *host,
+                    const int *hist, int depth, int n_prompt, int n_gen, int draft_max, int rounds,
+                    int draft_layers, int adaptive, int draft_min, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
@@ -60,8 +69,17 @@ static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const int *hist, 
   for (int rep = -1; rep < REPS; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
-    if ((depth > 0 && mkc_decode_with(m->s, &m->g, hist, depth, 0, &o, out, &fill) != 0) ||
-        mkc_decode_more(m->s, &m->g, hist, depth + n_prompt, depth, n_gen, &o, out, &st) != 0) {
+    o.constraint = NULL; /* the depth's fill chooses nothing */
+    if (depth > 0 && mkc_decode_with(m->s, &m->g, hist, depth, 0, &o, out, &fill) != 0) {
+      free(out);
+      return -1;
+    }
+    if (host && mkc_json_format_start(host->con, &host->rules, NULL, 1) != 0) {
+      free(out);
+      return -1;
+    }
+    o.constraint = host ? host->con : NULL;
+    if (mkc_decode_more(m->s, &m->g, hist, depth + n_prompt, depth, n_gen, &o, out, &st) != 0) {
       free(out);
       return -1;
     }
@@ -118,7 +136,10 @@ static const char USAGE[] =
     "tokens) and, with --draft-max K, tgN with prompt-lookup drafts (and with\n"
     "--draft-adaptive, at a depth the acceptance sets, as run's); with\n"
     "--rounds R, tgN with R steps per launch (drafted in the kernel); then tgN\n"
-    "sampled in the kernel (llama.cpp's default chain, temperature 0.8).\n"
+    "sampled in the kernel (llama.cpp's default chain, temperature 0.8); with one\n"
+    "of llama.cpp's samplers the kernel lacks (as run's: --typical, --mirostat,\n"
+    "--dry-multiplier, ...), tgN with that chain on the host, each step's logits\n"
+    "read back (and with --draft-max, its drafts verified there).\n"
     "  -p N                   prompt tokens of the pp test (default 512, at most the\n"
     "                         context less one)\n"
     "  -n N                   generated tokens of the tg tests (default 128)\n"
@@ -144,7 +165,10 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
       argc, argv, 2,
       "--graph --preset --random-weights -n --draft-max --backend --ctx --blocks -m --kv-dtype "
       "--dequant -p -d --stages --draft-layers -md --draft-head --ubatch --rounds --draft-adaptive "
-      "--draft-min -l",
+      "--draft-min -l"
+      " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp "
+      "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "
+      "--dry-penalty-last-n --dry-sequence-breaker",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
@@ -161,6 +185,9 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
       return mkc_cli_usage_error("bench: -p: expected a prompt length in 1..1048576, got '%s'",
                                  c->prompt);
   }
+  if (c->n_dry_breakers && !c->model_path)
+    return mkc_cli_usage_error("%s", "bench: --dry-sequence-breaker is matched on the tokens' "
+                                     "texts: it needs the model's tokenizer (-m)");
   if (c->backend && strcmp(c->backend, "ref") == 0)
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
   return 0;
@@ -182,18 +209,22 @@ static double machine(mkc_session *s, char *arch, size_t cap, size_t *copy_bytes
   return cuda ? mkc_session_copy_bandwidth(s, *copy_bytes) : host_copy_bandwidth(*copy_bytes);
 }
 
-enum { MAX_TESTS = 8 }; /* pp, tg, draft, adaptive, verify, rounds, sampled, sampled draft */
+/* pp, tg, draft, adaptive, verify, rounds, sampled, sampled draft, host, host draft */
+enum { MAX_TESTS = 10 };
 
 typedef struct bench_test {
-  char name[48];
+  char name[160];
   int n_prompt, n_gen, draft_max, sampled, rounds, full; /* full: every step verifies K + 1 */
   int adaptive; /* the depth follows the acceptance (--draft-adaptive) */
+  int host;     /* each token chosen on the host (the samplers the kernel lacks) */
 } bench_test;
 
 /* llama-bench's rows: prompt processing, generation, and generation with
  * drafts; then generation sampled in the kernel (llama.cpp's default chain at
- * temperature 0.8), with drafts too when asked: its cost next to greedy's. */
-static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[MAX_TESTS]) {
+ * temperature 0.8), with drafts too when asked: its cost next to greedy's; then, where more
+ * names samplers the kernel lacks, generation with them on the host (and drafts). */
+static int bench_tests(const mkc_cli *c, int n_pp, const mkc_sampling_more *more,
+                       bench_test tests[MAX_TESTS]) {
   int n = 0;
   memset(tests, 0, MAX_TESTS * sizeof *tests);
   snprintf(tests[n].name, sizeof tests[0].name, "pp%d", n_pp);
@@ -230,6 +261,17 @@ static int bench_tests(const mkc_cli *c, int n_pp, bench_test tests[MAX_TESTS]) 
     tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].sampled = 1;
     tests[n++].draft_max = c->draft_max;
   }
+  if (mkc_sampling_more_on(more)) {
+    char names[120];
+    mkc_sampling_more_names(more, names, sizeof names);
+    for (int d = 0; d <= (c->draft_max > 0); d++) {
+      char drafts[24] = "";
+      if (d) snprintf(drafts, sizeof drafts, " draft%d", c->draft_max);
+      snprintf(tests[n].name, sizeof tests[0].name, "tg%d host%s (%s)", c->n_gen, drafts, names);
+      tests[n].n_prompt = 1, tests[n].n_gen = c->n_gen, tests[n].sampled = 1, tests[n].host = 1;
+      tests[n++].draft_max = d ? c->draft_max : 0;
+    }
+  }
   return n;
 }
 
@@ -241,8 +283,11 @@ int mkc_cmd_bench(int argc, char **argv) {
   int *hist = NULL;
   mkc_drafter *full = NULL; /* the verify rows' drafter */
   mkc_draft_source ds = {0};
+  bench_host host = {0};
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0 || mkc_draft_source_plan(&c, &m, &ds) != 0) goto done;
+  if (mkc_json_format_rules(&c, &host.rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
+      mkc_draft_source_plan(&c, &m, &ds) != 0)
+    goto done;
   int n_pp = c.prompt ? atoi(c.prompt) : 512, depth = c.depth;
   if (n_pp > m.g.max_ctx - 1) n_pp = m.g.max_ctx - 1; /* the pp row's one generated token */
   int need = depth + (n_pp > 1 + c.n_gen ? n_pp : 1 + c.n_gen);
@@ -254,8 +299,10 @@ int mkc_cmd_bench(int argc, char **argv) {
     goto done;
   }
   /* A warm-up and REPS timed runs of each test, each after its depth. */
+  int host_rows = mkc_sampling_more_on(&host.rules.more) ? 1 + (c.draft_max > 0) : 0;
   double tokens = (REPS + 1) *
-                  (n_pp + c.n_gen * (c.draft_max > 0 ? 4.0 + c.draft_adaptive : 2.0) + 4.0 * depth);
+                  (n_pp + c.n_gen * (host_rows + (c.draft_max > 0 ? 4.0 + c.draft_adaptive : 2.0)) +
+                   4.0 * depth);
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
   if (mkc_loaded_start(&c, &m) != 0 || mkc_draft_source_start(&c, &m, &ds) != 0) goto done;
   hist = malloc((size_t)(depth + n_pp) * sizeof *hist);
@@ -290,7 +337,10 @@ int mkc_cmd_bench(int argc, char **argv) {
   memcpy(greedy.bias, given.bias, sizeof given.bias);
   memcpy(sampled.bias_id, given.bias_id, sizeof given.bias_id);
   memcpy(sampled.bias, given.bias, sizeof given.bias);
-  int n_tests = bench_tests(&c, n_pp, tests);
+  int n_tests = bench_tests(&c, n_pp, &host.rules.more, tests);
+  if (mkc_sampling_more_on(&host.rules.more) &&
+      !(host.con = mkc_host_choice_open(c.model_path ? m.file.tok : NULL, m.g.vocab)))
+    goto done;
   const char *base = strrchr(m.g.graph_path, '/');
   base = base ? base + 1 : m.g.graph_path;
   char model[260];
@@ -307,9 +357,9 @@ int mkc_cmd_bench(int argc, char **argv) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
-    if (run_test(&m, tests[i].full ? full : ds.drafter, hist, depth, tests[i].n_prompt,
-                 tests[i].n_gen, tests[i].draft_max, tests[i].rounds, c.draft_layers,
-                 tests[i].adaptive, c.draft_min, &r) != 0)
+    if (run_test(&m, tests[i].full ? full : ds.drafter, tests[i].host ? &host : NULL, hist, depth,
+                 tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, tests[i].rounds,
+                 c.draft_layers, tests[i].adaptive, c.draft_min, &r) != 0)
       goto done;
     double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
     char of_copy[32] = "n/a", at[32] = "";
@@ -331,6 +381,8 @@ int mkc_cmd_bench(int argc, char **argv) {
   rc = 0;
 done:
   free(hist);
+  mkc_constraint_close(host.con);
+  mkc_format_rules_free(&host.rules);
   if (full) mkc_drafter_close(full);
   mkc_draft_source_close(&ds);
   mkc_loaded_close(&m);

@@ -274,7 +274,7 @@ int mkc_cmd_chat(int argc, char **argv) {
   int family = mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template);
   if (family < 0 || mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0 ||
       mkc_conversation_options(&conv, c.reasoning_effort, c.no_reasoning) != 0 ||
-      mkc_json_format_setup(&c, m.file.tok, family, &json.con) != 0)
+      mkc_json_format_setup(&c, m.file.tok, m.g.vocab, family, &json.con) != 0)
     goto done;
   if (mkc_loaded_start(&c, &m) != 0 || (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;

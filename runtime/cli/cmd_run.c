@@ -252,7 +252,7 @@ static int check_batch_flags(mkc_cli *c) {
               "--logprobs, "
               "--rounds, --kernel, --draft-adaptive, --draft-min, --draft-layers, -md, "
               "--draft-head (drafts: prompt lookup, --draft-max per slot)");
-  if (mkc_host_choice_on(c) && !c->model_path)
+  if (mkc_json_format_on(c) && !c->model_path)
     return mkc_cli_usage_error("run --batch: %s needs the model's tokenizer: -m, and text on the "
                                "file's lines",
                                mkc_json_format_what(c));
@@ -471,7 +471,7 @@ int mkc_cmd_run(int argc, char **argv) {
                  .rev = &rev};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
-  if (mkc_json_format_setup(&c, m.file.tok, family, &constraint) != 0) goto done;
+  if (mkc_json_format_setup(&c, m.file.tok, m.g.vocab, family, &constraint) != 0) goto done;
   if (constraint &&
       mkc_json_format_start(constraint, &rules, c.ignore_eos ? NULL : m.file.tok, seed) != 0)
     goto done;

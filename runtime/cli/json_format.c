@@ -24,6 +24,21 @@ mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t) {
   return c;
 }
 
+mkc_constraint *mkc_host_choice_open(const mkc_tokenizer *t, int n_vocab) {
+  if (t) return mkc_json_format_open(t);
+  /* token ids only: n_vocab tokens with no text (a free document needs none; no DRY breaker
+   * can match one) */
+  uint32_t *off = calloc((size_t)n_vocab + 1, sizeof *off);
+  if (!off) {
+    fputs("mkc: error: out of memory\n", stderr);
+    return NULL;
+  }
+  mkc_vocab_text v = {.n = n_vocab, .bytes = "", .off = off};
+  mkc_constraint *c = mkc_constraint_open(&v);
+  free(off);
+  return c;
+}
+
 int mkc_json_format_on(const mkc_cli *c) {
   return c->format || c->schema_file || c->grammar || c->grammar_file;
 }
@@ -51,8 +66,13 @@ int mkc_json_format_check(mkc_cli *c, const char *cmd) {
     snprintf(msg, sizeof msg, "%s: --grammar and --grammar-file: one of them", cmd);
   else if (c->format && (c->grammar || c->grammar_file))
     snprintf(msg, sizeof msg, "%s: JSON output (--format, -j, -jf) or a grammar: one of them", cmd);
-  else if (mkc_host_choice_on(c) && (!c->model_path || c->prompt_ids))
+  else if (mkc_json_format_on(c) && (!c->model_path || c->prompt_ids))
     snprintf(msg, sizeof msg, "%s: %s needs the model's tokenizer: -m with -p or -f", cmd, what);
+  else if (c->n_dry_breakers && !c->model_path)
+    snprintf(msg, sizeof msg,
+             "%s: --dry-sequence-breaker is matched on the tokens' texts: it needs the model's "
+             "tokenizer (-m)",
+             cmd);
   else if (mkc_host_choice_on(c) && c->rounds > 1)
     snprintf(msg, sizeof msg,
              "%s: %s chooses each token on the host: not with --rounds (a launch's rounds are the "
@@ -126,7 +146,7 @@ void mkc_format_rules_free(mkc_format_rules *rules) {
   *rules = (mkc_format_rules){0};
 }
 
-int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
+int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int n_vocab, int family,
                           mkc_constraint **con) {
   *con = NULL;
   if (!mkc_host_choice_on(c)) return 0;
@@ -139,7 +159,7 @@ int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
             family == MKC_CHAT_QWEN3 ? " (--reasoning-budget 0 turns it off)" : "");
     return -1;
   }
-  return (*con = mkc_json_format_open(t)) ? 0 : -1;
+  return (*con = mkc_host_choice_open(t, n_vocab)) ? 0 : -1;
 }
 
 int mkc_json_format_start(mkc_constraint *con, const mkc_format_rules *rules,

@@ -23,6 +23,9 @@ typedef struct mkc_format_rules {
 /* The constraint for t's vocabulary (built once per model: it sorts the
  * tokens); NULL after a message. */
 mkc_constraint *mkc_json_format_open(const mkc_tokenizer *t);
+/* The host's choice over t's vocabulary, or (t NULL: token ids in and out) over n_vocab tokens
+ * that have no text, for the samplers the kernel lacks; NULL after a message. */
+mkc_constraint *mkc_host_choice_open(const mkc_tokenizer *t, int n_vocab);
 
 /* Whether the flags ask for constrained output (JSON or a grammar). */
 int mkc_json_format_on(const mkc_cli *c);
@@ -48,10 +51,11 @@ int mkc_json_format_reasons(int family, int reasoning_off);
 int mkc_json_format_rules(const mkc_cli *c, mkc_format_rules *rules);
 void mkc_format_rules_free(mkc_format_rules *rules);
 
-/* Constrained output (or the host's choice) as the flags ask, for a model with tokenizer t
- * whose chat template is family (-1: none): *con opened (NULL without it). 0, or -1 after a
- * message (a model that reasons first, asked for a format). */
-int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int family,
+/* Constrained output (or the host's choice) as the flags ask, for a model of n_vocab tokens
+ * with tokenizer t (NULL: none, token ids only) whose chat template is family (-1: none):
+ * *con opened (NULL without it). 0, or -1 after a message (a model that reasons first, asked
+ * for a format). */
+int mkc_json_format_setup(const mkc_cli *c, const mkc_tokenizer *t, int n_vocab, int family,
                           mkc_constraint **con);
 
 /* A new answer's document: the grammar's (which t's end-of-generation

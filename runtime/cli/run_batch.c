@@ -170,7 +170,7 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   int stops[MKC_ROUND_STOPS], n_stops = 0;
   if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
   /* JSON output: each line's own document over one sorted vocabulary */
-  if (mkc_host_choice_on(&c) && !(json = mkc_json_format_open(tok))) goto done;
+  if (mkc_host_choice_on(&c) && !(json = mkc_host_choice_open(tok, m.g.vocab))) goto done;
   for (int i = 0; i < n; i++) {
     seqs[i].n_predict = n_predict;
     seqs[i].opt = *opt;

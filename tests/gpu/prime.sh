@@ -85,8 +85,10 @@ for f in smollm2-q41 l1b-q4k l1b-iq3s; do
 done
 declare -A seen
 for run in "${BENCH_RUNS[@]}"; do
-  # -p, -d, -n, --rounds and --draft-adaptive are run-time: runs that differ only there share a kernel.
-  k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/ --draft-adaptive//; s/^[^ ]+ //' <<<"$run")
+  # -p, -d, -n, --rounds, --draft-adaptive and the host's samplers are run-time: runs that
+  # differ only there share a kernel.
+  k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/ --draft-adaptive//; s/^[^ ]+ //
+    s/ --(dry-multiplier|mirostat|typical|top-nsigma|xtc-probability|dynatemp-range) [0-9.]+//g' <<<"$run")
   [ -n "${seen[$k]:-}" ] && continue
   run_parts "$run"
   [ -n "${PRIME_RUNS:-}" ] && [[ " $PRIME_RUNS " != *" $run_name "* ]] && continue

@@ -36,6 +36,11 @@ BENCH_RUNS=(
   # slot 1.9 x faster than the tensor cores alone; at T <= 5 not yet run): verify5 is 2.5 x a T = 1
   # step on CUDA cores, issue 12 asks 1.3 x
   "mma-splitk-d0 MKC_MMA_DECODE=1 MKC_SPLITK=1 $l1b -p 512 --rounds 8"
+  # llama.cpp's samplers the kernel lacks, chosen on the host (2026-12-06): each token's logits
+  # row read back (0.5 MB) and the host's chain (0.4-1.7 ms a token on this 2-core machine with
+  # top-k 40, docs/PERF.md) against the kernel's own sampled rows, l1b-d0's kernel: its "host
+  # draft4" row verifies the drafts on the host
+  "host-dry-d0 $l1b -p 64 --dry-multiplier 0.8"
   # the sampler's block (2026-12-05, third session): its union of the slices' top-40 lists is also
   # bounded by the slices' maxima, about 50-130 candidates where it was 2000-13000 (bench_cands;
   # the sample stage took 308 us at 396 blocks and 380 at 528 on the H200). MKC_CANDS_BOUND=0 is
