@@ -62,6 +62,14 @@ if start tiny "${args[@]}" --draft-max 4; then
     --draft-max 4 -n 16 --prompt-ids 7,7,7 --temp 1.5 --seed 3 -l 7-100 -l 30+1.5
   same_as_run "greedy after a request with logit_bias: none" '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 24}' \
     --draft-max 4 -n 24 --prompt-ids 3,1,4,1,5
+  # llama.cpp's samplers the kernel lacks, on the host over token ids (none has a text)
+  same_as_run "DRY and typical, sampled" \
+    '{"prompt": [5, 6, 7, 5, 6, 7, 5, 6], "max_tokens": 16, "temperature": 0.9, "seed": 2, "dry_multiplier": 0.8, "dry_allowed_length": 1, "typical_p": 0.8}' \
+    --draft-max 4 -n 16 --prompt-ids 5,6,7,5,6,7,5,6 --temp 0.9 --seed 2 --dry-multiplier 0.8 --dry-allowed-length 1 --typical 0.8
+  call POST /v1/completions '{"prompt": [3, 1, 4], "max_tokens": 4, "dry_multiplier": 0.8, "dry_sequence_breakers": ["x"]}'
+  [ "$status" = 400 ] && grep -q "dry_sequence_breakers: matched on the tokens' texts" "$tmp/ans" \
+    && ok "dry_sequence_breakers on a model without a tokenizer: 400, why" \
+    || fail "breakers without a tokenizer" "$status $(head -c 300 "$tmp/ans")"
 
   # log-probabilities: the kernel's, as run --json --logprobs prints them
   call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 8, "logprobs": 3}'

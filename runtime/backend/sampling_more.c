@@ -51,32 +51,56 @@ void mkc_sampling_more_names(const mkc_sampling_more *m, char *buf, size_t n) {
 #undef NAME
 }
 
+#define AT(f) offsetof(mkc_sampling_more, f)
+const mkc_sampling_more_option mkc_sampling_more_options[MKC_SAMPLING_MORE_OPTIONS] = {
+    {"--typical", "typical_p", 0, 1, 0, AT(typical_p)},
+    {"--top-nsigma", "top_n_sigma", -1e6, 1e6, 0, AT(top_n_sigma)},
+    {"--xtc-probability", "xtc_probability", 0, 1, 0, AT(xtc_probability)},
+    {"--xtc-threshold", "xtc_threshold", 0, 1, 0, AT(xtc_threshold)},
+    {"--dynatemp-range", "dynatemp_range", 0, 1e6, 0, AT(dynatemp_range)},
+    {"--dynatemp-exp", "dynatemp_exponent", 0, 1e6, 0, AT(dynatemp_exponent)},
+    {"--mirostat", "mirostat", 0, 2, 1, AT(mirostat)},
+    {"--mirostat-lr", "mirostat_eta", 0, 1e6, 0, AT(mirostat_eta)},
+    {"--mirostat-ent", "mirostat_tau", 0, 1e6, 0, AT(mirostat_tau)},
+    {"--dry-multiplier", "dry_multiplier", 0, 1e6, 0, AT(dry_multiplier)},
+    {"--dry-base", "dry_base", 0, 1e6, 0, AT(dry_base)},
+    {"--dry-allowed-length", "dry_allowed_length", 0, 1 << 20, 1, AT(dry_allowed_length)},
+    {"--dry-penalty-last-n", "dry_penalty_last_n", -1, 1 << 30, 1, AT(dry_penalty_last_n)},
+};
+#undef AT
+
+int mkc_sampling_more_fits(int k, double x) {
+  const mkc_sampling_more_option *o = &mkc_sampling_more_options[k];
+  return x >= o->lo && x <= o->hi && (!o->is_int || x == floor(x));
+}
+
+double mkc_sampling_more_get(const mkc_sampling_more *m, int k) {
+  const char *at = (const char *)m + mkc_sampling_more_options[k].at;
+  return mkc_sampling_more_options[k].is_int ? *(const int *)at : *(const float *)at;
+}
+
+void mkc_sampling_more_put(mkc_sampling_more *m, int k, double x) {
+  char *at = (char *)m + mkc_sampling_more_options[k].at;
+  if (mkc_sampling_more_options[k].is_int)
+    *(int *)at = (int)x;
+  else
+    *(float *)at = (float)x;
+}
+
 int mkc_sampling_more_check(const mkc_sampling_more *m, char *why, size_t n_why) {
-  const char *bad = NULL;
-  if (!(m->typical_p >= 0 && m->typical_p <= 1e6))
-    bad = "--typical: expected a number in [0, 1] (0 or 1: off)";
-  else if (!(fabsf(m->top_n_sigma) <= 1e6))
-    bad = "--top-nsigma: expected a finite number (<= 0: off)";
-  else if (!(m->xtc_probability >= 0 && m->xtc_probability <= 1))
-    bad = "--xtc-probability: expected a number in [0, 1]";
-  else if (!(m->xtc_threshold >= 0 && m->xtc_threshold <= 1))
-    bad = "--xtc-threshold: expected a number in [0, 1] (> 0.5: off)";
-  else if (!(m->dynatemp_range >= 0 && m->dynatemp_range <= 1e6))
-    bad = "--dynatemp-range: expected a number >= 0";
-  else if (!(m->dynatemp_exponent >= 0 && m->dynatemp_exponent <= 1e6))
-    bad = "--dynatemp-exp: expected a number >= 0";
-  else if (m->mirostat < 0 || m->mirostat > 2)
-    bad = "--mirostat: expected 0 (off), 1 or 2";
-  else if (!(fabsf(m->mirostat_tau) <= 1e6) || !(fabsf(m->mirostat_eta) <= 1e6))
-    bad = "--mirostat-ent/--mirostat-lr: expected a finite number";
-  else if (!(fabsf(m->dry_multiplier) <= 1e6) || !(m->dry_base >= 0 && m->dry_base <= 1e6))
-    bad = "--dry-multiplier/--dry-base: expected a finite number (base >= 0)";
-  else if (m->dry_allowed_length < 0 || m->dry_penalty_last_n < -1)
-    bad = "--dry-allowed-length: expected >= 0; --dry-penalty-last-n: expected >= -1";
-  else if (m->n_breakers < 0 || m->n_breakers > MKC_DRY_BREAKERS)
-    bad = "--dry-sequence-breaker: too many";
-  if (bad) snprintf(why, n_why, "%s", bad);
-  return bad ? -1 : 0;
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS; k++) {
+    const mkc_sampling_more_option *o = &mkc_sampling_more_options[k];
+    if (!mkc_sampling_more_fits(k, mkc_sampling_more_get(m, k))) {
+      snprintf(why, n_why, "%s (%s): expected %s in %.15g..%.15g", o->flag, o->field,
+               o->is_int ? "a whole number" : "a number", o->lo, o->hi);
+      return -1;
+    }
+  }
+  if (m->n_breakers < 0 || m->n_breakers > MKC_DRY_BREAKERS) {
+    snprintf(why, n_why, "--dry-sequence-breaker: at most %d", MKC_DRY_BREAKERS);
+    return -1;
+  }
+  return 0;
 }
 
 int mkc_sampling_more_add_breaker(mkc_sampling_more *m, const char *text, size_t n) {

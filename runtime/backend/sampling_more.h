@@ -29,6 +29,24 @@ typedef struct mkc_sampling_more {
   char breakers[MKC_DRY_BREAKERS][MKC_DRY_BREAKER_LEN];
 } mkc_sampling_more;
 
+/* The options above that a number sets, each once: llama.cpp's flag, llama-server's field
+ * (ollama's options share the names it has), the range both take, and the place in
+ * mkc_sampling_more: an int where is_int, else a float. */
+typedef struct mkc_sampling_more_option {
+  const char *flag, *field;
+  double lo, hi;
+  int is_int;
+  size_t at;
+} mkc_sampling_more_option;
+enum { MKC_SAMPLING_MORE_OPTIONS = 13 };
+extern const mkc_sampling_more_option mkc_sampling_more_options[MKC_SAMPLING_MORE_OPTIONS];
+
+/* Whether x is a value option k takes (in range; whole for an int). */
+int mkc_sampling_more_fits(int k, double x);
+/* Option k of m: read, and set to x (which fits). */
+double mkc_sampling_more_get(const mkc_sampling_more *m, int k);
+void mkc_sampling_more_put(mkc_sampling_more *m, int k, double x);
+
 /* llama.cpp's defaults: every sampler here off; DRY's breakers "\n" ":" "\"" "*". */
 void mkc_sampling_more_init(mkc_sampling_more *m);
 
@@ -41,7 +59,8 @@ int mkc_sampling_more_on(const mkc_sampling_more *m);
 /* The samplers on, for a stats line: "DRY 0.8, mirostat 2 (tau 5, eta 0.1)" ("" if none). */
 void mkc_sampling_more_names(const mkc_sampling_more *m, char *buf, size_t n);
 
-/* The options in range: 0, or -1 with the reason (naming llama.cpp's flag) in why. */
+/* The options in their ranges (mkc_sampling_more_options), the breakers' count too: 0, or -1
+ * with the reason (naming llama.cpp's flag) in why. */
 int mkc_sampling_more_check(const mkc_sampling_more *m, char *why, size_t n_why);
 
 /* Adds breaker text (1 to MKC_DRY_BREAKER_LEN - 1 bytes): 0, or -1 when it does not fit. */

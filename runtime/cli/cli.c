@@ -184,19 +184,6 @@ static const struct {
     {"--presence-penalty", -100, 100, 0, offsetof(mkc_cli, presence_penalty)},
     {"--frequency-penalty", -100, 100, 0, offsetof(mkc_cli, frequency_penalty)},
     {"--logprobs", 1, MKC_LOGPROBS_MAX, 1, offsetof(mkc_cli, logprobs)},
-    {"--typical", 0, 1, 0, offsetof(mkc_cli, typical_p)},
-    {"--top-nsigma", -1e6, 1e6, 0, offsetof(mkc_cli, top_n_sigma)},
-    {"--xtc-probability", 0, 1, 0, offsetof(mkc_cli, xtc_probability)},
-    {"--xtc-threshold", 0, 1, 0, offsetof(mkc_cli, xtc_threshold)},
-    {"--dynatemp-range", 0, 1e6, 0, offsetof(mkc_cli, dynatemp_range)},
-    {"--dynatemp-exp", 0, 1e6, 0, offsetof(mkc_cli, dynatemp_exp)},
-    {"--mirostat", 0, 2, 1, offsetof(mkc_cli, mirostat)},
-    {"--mirostat-lr", 0, 1e6, 0, offsetof(mkc_cli, mirostat_lr)},
-    {"--mirostat-ent", 0, 1e6, 0, offsetof(mkc_cli, mirostat_ent)},
-    {"--dry-multiplier", 0, 1e6, 0, offsetof(mkc_cli, dry_multiplier)},
-    {"--dry-base", 0, 1e6, 0, offsetof(mkc_cli, dry_base)},
-    {"--dry-allowed-length", 0, 1 << 20, 1, offsetof(mkc_cli, dry_allowed_length)},
-    {"--dry-penalty-last-n", -1, 1 << 30, 1, offsetof(mkc_cli, dry_penalty_last_n)},
 };
 
 _Static_assert(sizeof SAMPLING_FLAGS / sizeof *SAMPLING_FLAGS <= 32, "sampling_set's bits");
@@ -220,6 +207,21 @@ static int take_sampling(const char *a, const char *v, mkc_cli *c, int *done) {
     else
       *(double *)((char *)c + SAMPLING_FLAGS[k].at) = x;
     c->sampling_set |= 1u << k;
+    *done = 1;
+  }
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS && !*done; k++) {
+    const mkc_sampling_more_option *o = &mkc_sampling_more_options[k];
+    if (strcmp(a, o->flag) != 0) continue;
+    char *end, msg[160];
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !mkc_sampling_more_fits(k, x)) {
+      snprintf(msg, sizeof msg, "%s: expected %s in %.15g..%.15g, got '%%s'", a,
+               o->is_int ? "an integer" : "a number", o->lo, o->hi);
+      return mkc_cli_usage_error(msg, v);
+    }
+    mkc_sampling_more_put(&c->more, k, x);
+    c->more_set |= 1u << k;
     *done = 1;
   }
   return 0;
@@ -288,19 +290,8 @@ static int samplers_of(const mkc_cli *c, unsigned *set, char *why, size_t n) {
 /* The samplers the kernel lacks from the flags: 0, or the breaker that does not fit. */
 static const char *more_of(const mkc_cli *c, mkc_sampling_more *m) {
   mkc_sampling_more_init(m);
-  m->typical_p = (float)given(c, "--typical", m->typical_p);
-  m->top_n_sigma = (float)given(c, "--top-nsigma", m->top_n_sigma);
-  m->xtc_probability = (float)given(c, "--xtc-probability", m->xtc_probability);
-  m->xtc_threshold = (float)given(c, "--xtc-threshold", m->xtc_threshold);
-  m->dynatemp_range = (float)given(c, "--dynatemp-range", m->dynatemp_range);
-  m->dynatemp_exponent = (float)given(c, "--dynatemp-exp", m->dynatemp_exponent);
-  m->mirostat = (int)given(c, "--mirostat", m->mirostat);
-  m->mirostat_eta = (float)given(c, "--mirostat-lr", m->mirostat_eta);
-  m->mirostat_tau = (float)given(c, "--mirostat-ent", m->mirostat_tau);
-  m->dry_multiplier = (float)given(c, "--dry-multiplier", m->dry_multiplier);
-  m->dry_base = (float)given(c, "--dry-base", m->dry_base);
-  m->dry_allowed_length = (int)given(c, "--dry-allowed-length", m->dry_allowed_length);
-  m->dry_penalty_last_n = (int)given(c, "--dry-penalty-last-n", m->dry_penalty_last_n);
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS; k++)
+    if (c->more_set & (1u << k)) mkc_sampling_more_put(m, k, mkc_sampling_more_get(&c->more, k));
   if (c->n_dry_breakers > 0) m->n_breakers = 0; /* given: they replace the defaults */
   for (int k = 0; k < c->n_dry_breakers; k++)
     if (strcmp(c->dry_breakers[k], "none") != 0 &&

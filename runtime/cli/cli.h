@@ -22,10 +22,10 @@ typedef struct mkc_cli {
    * defaults); sampling_set: a bit per option given, in SAMPLING_FLAGS order. */
   double top_p, min_p, repeat_penalty, presence_penalty, frequency_penalty;
   int top_k, repeat_last_n, logprobs;
-  /* llama.cpp's samplers the kernel lacks, chosen on the host (exec/sample_chain.h) */
-  double typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range, dynatemp_exp;
-  double mirostat_lr, mirostat_ent, dry_multiplier, dry_base;
-  int mirostat, dry_allowed_length, dry_penalty_last_n;
+  /* llama.cpp's samplers the kernel lacks, chosen on the host (exec/sample_chain.h): their
+   * numbers as given; more_set: a bit per option given, in mkc_sampling_more_options order */
+  mkc_sampling_more more;
+  unsigned more_set;
   const char *dry_breakers[MKC_DRY_BREAKERS]; /* --dry-sequence-breaker TEXT, each time given */
   const char *samplers, *sampling_seq;        /* --samplers "a;b", --sampling-seq LETTERS */
   int n_dry_breakers;

@@ -260,10 +260,10 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 400;
   }
   j->host = r->json_format || mkc_sampling_more_on(&j->more);
-  if (j->host && !sv->m->file.tok) {
+  if (j->host && !sv->m->file.tok && (r->more_set >> MKC_SAMPLING_MORE_OPTIONS & 1)) {
     snprintf(why, cap,
-             "typical_p, mirostat, dry_multiplier, ...: the samplers the kernel lacks "
-             "need a model with a tokenizer (this one answers ids)");
+             "dry_sequence_breakers: matched on the tokens' texts, they need a model with a "
+             "tokenizer (this one answers ids)");
     return 400;
   }
   j->room = max_ctx - j->n_prompt + 1;
@@ -290,7 +290,7 @@ void mkc_serve_job_close(mkc_serve_job *j) {
 }
 
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own) {
-  if (!sv->json && !(sv->json = mkc_json_format_open(sv->m->file.tok))) return NULL;
+  if (!sv->json && !(sv->json = mkc_host_choice_open(sv->m->file.tok, sv->m->g.vocab))) return NULL;
   mkc_constraint *doc = own ? mkc_constraint_share(sv->json) : sv->json;
   mkc_format_rules rules = {
       .schema = j->r.schema, .grammar = j->r.grammar, .json = j->r.json_format, .more = j->more};

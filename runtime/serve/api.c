@@ -310,44 +310,22 @@ static const struct {
      MKC_API_REPEAT_LAST_N},
 };
 
-/* llama.cpp's samplers the kernel lacks, as llama-server's fields (ollama's options share the
- * names it has: typical_p, mirostat, mirostat_tau, mirostat_eta); each to its place in
- * mkc_sampling_more, a float unless is_int. Bit k of more_set: entry k given. */
-static const struct {
-  const char *name;
-  double lo, hi;
-  int is_int;
-  size_t at;
-} MORE[] = {
-    {"typical_p", 0, 1, 0, offsetof(mkc_sampling_more, typical_p)},
-    {"top_n_sigma", -1e6, 1e6, 0, offsetof(mkc_sampling_more, top_n_sigma)},
-    {"xtc_probability", 0, 1, 0, offsetof(mkc_sampling_more, xtc_probability)},
-    {"xtc_threshold", 0, 1, 0, offsetof(mkc_sampling_more, xtc_threshold)},
-    {"dynatemp_range", 0, 1e6, 0, offsetof(mkc_sampling_more, dynatemp_range)},
-    {"dynatemp_exponent", 0, 1e6, 0, offsetof(mkc_sampling_more, dynatemp_exponent)},
-    {"mirostat", 0, 2, 1, offsetof(mkc_sampling_more, mirostat)},
-    {"mirostat_tau", 0, 1e6, 0, offsetof(mkc_sampling_more, mirostat_tau)},
-    {"mirostat_eta", 0, 1e6, 0, offsetof(mkc_sampling_more, mirostat_eta)},
-    {"dry_multiplier", 0, 1e6, 0, offsetof(mkc_sampling_more, dry_multiplier)},
-    {"dry_base", 0, 1e6, 0, offsetof(mkc_sampling_more, dry_base)},
-    {"dry_allowed_length", 0, 1 << 20, 1, offsetof(mkc_sampling_more, dry_allowed_length)},
-    {"dry_penalty_last_n", -1, 1 << 30, 1, offsetof(mkc_sampling_more, dry_penalty_last_n)},
-};
-#define MORE_BREAKERS (1u << (sizeof MORE / sizeof *MORE)) /* dry_sequence_breakers given */
+/* dry_sequence_breakers given: the bit past mkc_sampling_more_options' in more_set */
+#define MORE_BREAKERS (1u << MKC_SAMPLING_MORE_OPTIONS)
 
-/* The samplers the kernel lacks: MORE's fields and dry_sequence_breakers (strings). */
+/* The samplers the kernel lacks: llama-server's fields of mkc_sampling_more_options (ollama's
+ * options share the names it has: typical_p, mirostat, mirostat_tau, mirostat_eta) and
+ * dry_sequence_breakers (strings). */
 static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
-  for (size_t k = 0; k < sizeof MORE / sizeof *MORE; k++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, MORE[k].name);
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS; k++) {
+    const mkc_sampling_more_option *o = &mkc_sampling_more_options[k];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, o->field);
     if (!v || cJSON_IsNull(v)) continue;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
-    if (!(x >= MORE[k].lo && x <= MORE[k].hi) || (MORE[k].is_int && x != floor(x)))
-      return bad(why, cap, "%s: expected %s in %.15g..%.15g", MORE[k].name,
-                 MORE[k].is_int ? "a whole number" : "a number", MORE[k].lo, MORE[k].hi);
-    if (MORE[k].is_int)
-      *(int *)((char *)&r->more + MORE[k].at) = (int)x;
-    else
-      *(float *)((char *)&r->more + MORE[k].at) = (float)x;
+    if (!mkc_sampling_more_fits(k, x))
+      return bad(why, cap, "%s: expected %s in %.15g..%.15g", o->field,
+                 o->is_int ? "a whole number" : "a number", o->lo, o->hi);
+    mkc_sampling_more_put(&r->more, k, x);
     r->more_set |= 1u << k;
   }
   /* samplers: ["top_k", "min_p", ...] or "kmt"; a chain mkc cannot follow is named on the log
@@ -377,10 +355,8 @@ static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
 }
 
 mkc_sampling_more mkc_api_sampling_more(const mkc_api_req *r, mkc_sampling_more m) {
-  for (size_t k = 0; k < sizeof MORE / sizeof *MORE; k++)
-    if (r->more_set & (1u << k))
-      memcpy((char *)&m + MORE[k].at, (const char *)&r->more + MORE[k].at,
-             MORE[k].is_int ? sizeof(int) : sizeof(float));
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS; k++)
+    if (r->more_set & (1u << k)) mkc_sampling_more_put(&m, k, mkc_sampling_more_get(&r->more, k));
   if (r->more_set & MORE_BREAKERS) {
     m.n_breakers = r->more.n_breakers;
     memcpy(m.breakers, r->more.breakers, sizeof m.breakers);
@@ -689,8 +665,8 @@ static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
     int known = 0;
     for (size_t i = 0; i < sizeof NUMBERS / sizeof *NUMBERS && !known; i++)
       known = !strcmp(k->string, NUMBERS[i].name);
-    for (size_t i = 0; i < sizeof MORE / sizeof *MORE && !known; i++)
-      known = !strcmp(k->string, MORE[i].name);
+    for (int i = 0; i < MKC_SAMPLING_MORE_OPTIONS && !known; i++)
+      known = !strcmp(k->string, mkc_sampling_more_options[i].field);
     for (size_t i = 0; i < sizeof FOLLOWED / sizeof *FOLLOWED && !known; i++)
       known = !strcmp(k->string, FOLLOWED[i]);
     if (known) continue;

@@ -79,7 +79,7 @@ typedef struct mkc_api_req {
    * name them: typical_p, top_n_sigma, xtc_probability, xtc_threshold, dynatemp_range,
    * dynatemp_exponent, mirostat, mirostat_tau, mirostat_eta, dry_multiplier, dry_base,
    * dry_allowed_length, dry_penalty_last_n, dry_sequence_breakers; more_set: a bit per field
-   * given (MKC_API_MORE_* order of api.c's table; the breakers: MKC_API_BREAKERS) */
+   * given (in mkc_sampling_more_options order; the breakers the bit past them) */
   mkc_sampling_more more;
   unsigned more_set;
   /* llama-server's samplers (names, or a string of letters) when followed: the chain's part */
