@@ -9,9 +9,14 @@
                                               usage chunk " usage=P+C choices=0 nulls=N"
                                               (llama-server's own /completion: REASON its
                                               last event's stop_type)
+  serve_client.py PORT stream PATH BODY FILE  ... with the chunks' log-probabilities joined into
+                                              FILE in a whole answer's shape, and the text
+                                              followed by "logprob chunks=N aligned=A" (A: the
+                                              chunks whose token ids are those they list)
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
                                               "done_reason=R lines=N eval_count=E"
+                                              (FILE after BODY: the lines' logprobs joined)
   serve_client.py PORT many PATH BODY...      every request sent before any answer is read, on a
                                               connection each; a line per answer, in order: its
                                               text as a JSON string (a stream's joined), or
@@ -77,13 +82,24 @@ def many(port, path, bodies):
 
 def logprobs(answer_file, run_file):
     """(id, logprob, [(id, logprob)...]) per token, from each side."""
-    choice = json.load(open(answer_file))["choices"][0]
+    answer = json.load(open(answer_file))
+    # llama-server's own /completion's list, or ollama's of the same shape
+    listed = answer.get("completion_probabilities", answer.get("logprobs"))
+    if isinstance(listed, list):
+        got = [(t["id"], t["logprob"], [(u["id"], u["logprob"]) for u in t["top_logprobs"]])
+               for t in listed]
+        return compare(got, run_file)
+    choice = answer["choices"][0]
     lp = choice["logprobs"]
     if "content" in lp:  # the chat API's
         got = [(t["id"], t["logprob"], [(u["id"], u["logprob"]) for u in t["top_logprobs"]]) for t in lp["content"]]
     else:  # the completions API's: top ones keyed by text, here the ids (a preset's)
         got = [(i, l, [(int(k), v) for k, v in top.items()])
                for i, l, top in zip(choice["tokens"], lp["token_logprobs"], lp["top_logprobs"])]
+    compare(got, run_file)
+
+
+def compare(got, run_file):
     want = []
     for line in open(run_file):
         t = json.loads(line)
@@ -141,11 +157,14 @@ def main():
         if r.status != 200 or r.getheader("Content-Type") != "application/x-ndjson":
             print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
             return
-        text, lines, last = "", 0, {}
+        text, lines, last, probs = "", 0, {}, []
         for line in r:
             last = json.loads(line)
             lines += 1
             text += last["message"]["content"] if "message" in last else last["response"]
+            probs += last.get("logprobs", [])
+        if len(sys.argv) > 5:  # the lines' log-probabilities joined, as a whole answer's
+            json.dump({"logprobs": probs}, open(sys.argv[5], "w"))
         sys.stdout.write(text)
         print("\ndone_reason=%s lines=%d eval_count=%s done=%s" % (
             last.get("done_reason"), lines, last.get("eval_count"), last.get("done")))
@@ -166,6 +185,9 @@ def main():
         print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
         return
     text, finish, events, done, usage, nulls = "", None, 0, 0, None, 0
+    # the chunks' log-probabilities joined, as a whole answer would give them (argv[5]: where)
+    whole = {"content": [], "tokens": [], "token_logprobs": [], "top_logprobs": []}
+    probs, lp_chunks, aligned = [], 0, 0
     for line in r:
         line = line.decode("utf-8")
         if not line.startswith("data: "):
@@ -187,11 +209,31 @@ def main():
         if "choices" not in event:  # llama-server's own: content, and stop on the last
             text += event["content"]
             finish = event["stop_type"] if event["stop"] else finish
+            probs += event.get("completion_probabilities", [])
+            lp_chunks += bool(event.get("completion_probabilities"))
             continue
         nulls += "usage" in event
         choice = event["choices"][0]
+        if choice.get("logprobs"):
+            lp_chunks += 1
+            for k, v in choice["logprobs"].items():
+                whole[k] += v
+            # a preset's: the chunk's ids are the tokens it lists
+            listed = choice["logprobs"].get("tokens", [])
+            aligned += "text" in choice and choice["text"].split() == listed
         text += choice.get("delta", {}).get("content", "") if "delta" in choice else choice["text"]
         finish = choice["finish_reason"] or finish
+    if len(sys.argv) > 5:  # the joined log-probabilities, in a whole answer's shape
+        if probs:
+            joined = {"completion_probabilities": probs}
+        elif whole["content"]:
+            joined = {"choices": [{"logprobs": {"content": whole["content"]}}]}
+        else:  # the completions API's (a preset's token texts are its ids)
+            ids = [int(t) if t.isdigit() else None for t in whole["tokens"]]
+            joined = {"choices": [{"tokens": ids, "logprobs": {k: whole[k] for k in (
+                "tokens", "token_logprobs", "top_logprobs")}}]}
+        json.dump(joined, open(sys.argv[5], "w"))
+        text += "\nlogprob chunks=%d aligned=%d" % (lp_chunks, aligned)
     sys.stdout.write(text)
     print("\nfinish=%s events=%d done=%d%s" % (finish, events, done,
                                                " usage=%s nulls=%d" % (usage, nulls) if usage else ""))

@@ -77,8 +77,19 @@ if start tiny "${args[@]}" --draft-max 4; then
   same=$(python3 "$client" logprobs "$tmp/body" "$tmp/run.json" 2>&1)
   [ "$same" = "same 8" ] && ok "logprobs 3: each token's and its top 3, as run --logprobs 3 ($same tokens)" \
     || fail "logprobs = run --logprobs" "$same" "$(head -c 300 "$tmp/ans")"
-  refused "logprobs with a stream" 400 "not with \"stream\": true" POST /v1/completions \
-    '{"prompt": [1], "logprobs": 2, "stream": true}'
+  # ... streamed: each chunk lists the tokens whose text it completes; joined, run's
+  python3 "$client" "$port" stream /v1/completions \
+    '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 8, "logprobs": 3, "stream": true}' "$tmp/joined" >"$tmp/stream"
+  same=$(python3 "$client" logprobs "$tmp/joined" "$tmp/run.json" 2>&1)
+  chunks=$(grep -o 'logprob chunks=.*' "$tmp/stream")
+  [ "$same" = "same 8" ] && [ "$chunks" = "logprob chunks=8 aligned=8" ] \
+    && ok "logprobs 3, streamed: a token a chunk, joined run --logprobs 3's ($same tokens, $chunks)" \
+    || fail "streamed logprobs = run --logprobs" "$same; $chunks" "$(head -c 300 "$tmp/stream")"
+  python3 "$client" "$port" stream /completion \
+    '{"prompt": [3, 1, 4, 1, 5], "n_predict": 8, "n_probs": 3, "stream": true}' "$tmp/joined" >"$tmp/stream"
+  same=$(python3 "$client" logprobs "$tmp/joined" "$tmp/run.json" 2>&1)
+  [ "$same" = "same 8" ] && ok "llama-server's /completion, n_probs 3, streamed: completion_probabilities joined = run's ($same)" \
+    || fail "streamed n_probs" "$same" "$(head -c 300 "$tmp/stream")"
   refused "logprobs past 20" 400 "logprobs: expected a whole number in 0..20" POST /v1/completions \
     '{"prompt": [1], "logprobs": 21}'
 
@@ -388,6 +399,14 @@ elif start smollm2 -m "$model" --backend cpu; then
   same=$(python3 "$client" logprobs "$tmp/body" "$tmp/run.json" 2>&1)
   [[ $same == "same "* ]] && ok "SmolLM2 chat logprobs: each token's and its top 2, as run --chat --logprobs 2 ($same tokens)" \
     || fail "SmolLM2 chat logprobs = run" "$same" "$(head -c 300 "$tmp/ans")"
+  # streamed (another question, for the same reason)
+  python3 "$client" "$port" stream /v1/chat/completions \
+    '{"messages": [{"role": "user", "content": "What is the capital of Italy?"}], "max_tokens": 16, "logprobs": true, "top_logprobs": 2, "stream": true}' \
+    "$tmp/joined" >"$tmp/stream"
+  "$mkc" run "${margs[@]}" --chat -p "What is the capital of Italy?" -n 16 --json --logprobs 2 >"$tmp/run.json" 2>/dev/null
+  same=$(python3 "$client" logprobs "$tmp/joined" "$tmp/run.json" 2>&1)
+  [[ $same == "same "* ]] && ok "SmolLM2 chat logprobs, streamed: the chunks' joined = run --chat --logprobs 2 ($same tokens)" \
+    || fail "SmolLM2 streamed chat logprobs = run" "$same" "$(head -c 300 "$tmp/stream")"
   refused "SmolLM2: top_logprobs without logprobs" 400 "top_logprobs: needs" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "top_logprobs": 2}'
   refused "SmolLM2: two user messages in a row" 400 "messages[1]: role 'user' where 'assistant' was expected" \
@@ -437,6 +456,19 @@ elif start smollm2 -m "$model" --backend cpu; then
   grep -q "POST /api/generate: .*; options not followed: num_ctx, tfs_z$" "$tmp/smollm2.err" \
     && ok "ollama options mkc does not follow: named in the request's log line (num_ctx, tfs_z)" \
     || fail "ollama unfollowed options" "$(grep 'POST /api/generate' "$tmp/smollm2.err" | tail -n 2)"
+  # ollama's logprobs (true) and top_logprobs: its list of tokens, whole and streamed
+  "$mkc" run "${margs[@]}" -p "The sky over the sea" -n 8 --json --logprobs 2 >"$tmp/run.json" 2>/dev/null
+  call POST /api/generate '{"prompt": "The sky over the sea", "raw": true, "stream": false, "logprobs": true, "top_logprobs": 2, "options": {"num_predict": 8}}'
+  same=$(python3 "$client" logprobs "$tmp/body" "$tmp/run.json" 2>&1)
+  [ "$same" = "same 8" ] && ok "ollama /api/generate, logprobs with top_logprobs 2: run --logprobs 2's ($same tokens)" \
+    || fail "ollama logprobs = run" "$same" "$(head -c 300 "$tmp/ans")"
+  "$mkc" run "${margs[@]}" -p "The river by the town" -n 8 --json --logprobs 2 >"$tmp/run.json" 2>/dev/null
+  python3 "$client" "$port" ndjson /api/generate \
+    '{"prompt": "The river by the town", "raw": true, "logprobs": true, "top_logprobs": 2, "options": {"num_predict": 8}}' \
+    "$tmp/joined" >"$tmp/nd"
+  same=$(python3 "$client" logprobs "$tmp/joined" "$tmp/run.json" 2>&1)
+  [ "$same" = "same 8" ] && ok "ollama /api/generate streamed with logprobs: the lines' joined = run's ($same tokens)" \
+    || fail "ollama streamed logprobs = run" "$same" "$(head -c 300 "$tmp/nd")"
 
   # llama-server's own /completion: run's text in its answer's shape
   want=$("$mkc" run "${margs[@]}" -p "The capital of France is" -n 10 2>/dev/null)
@@ -520,6 +552,18 @@ sys.exit(0 if ok else 1)' "$tmp/body" "$tmp/oai_lp" \
     '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": "brown", "stream": true}' >"$tmp/stream"
   [ "$(head -n 1 "$tmp/stream")" = "$want" ] && grep -q "finish=stop" "$tmp/stream" \
     && ok "SmolLM2 stop string, streamed: nothing of it goes out" || fail "SmolLM2 stop stream" "want: $want" "got:  $(cat "$tmp/stream")"
+  # with logprobs: the text the stop string held back goes out with its tokens' in the last chunk
+  call POST /v1/completions '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": "brown", "logprobs": 2}'
+  python3 "$client" "$port" stream /v1/completions \
+    '{"prompt": "The quick brown fox", "max_tokens": 20, "stop": "brown", "logprobs": 2, "stream": true}' \
+    "$tmp/joined" >"$tmp/stream"
+  n_lp=$(python3 -c 'import json, sys
+a = json.load(open(sys.argv[1]))["choices"][0]["logprobs"]
+b = json.load(open(sys.argv[2]))["choices"][0]["logprobs"]
+print(len(a["tokens"]) if a == b and a["tokens"] else "differ: %s / %s" % (a, b))' "$tmp/body" "$tmp/joined" 2>&1)
+  [[ $n_lp =~ ^[0-9]+$ ]] && [ "$(head -n 1 "$tmp/stream")" = "$want" ] \
+    && ok "SmolLM2 stop string, streamed with logprobs 2: the chunks' joined = the whole answer's ($n_lp tokens, the stop string's too)" \
+    || fail "SmolLM2 stop stream logprobs" "$n_lp" "$(cat "$tmp/stream")"
   stop smollm2
 fi
 # Tools: SmolLM2 served in Qwen2.5's template. The prompt of a chat with a tool, a call and its

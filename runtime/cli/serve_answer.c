@@ -158,7 +158,8 @@ static cJSON *native_object(const mkc_answer *g, const char *text, size_t n, int
   return o;
 }
 
-static cJSON *completion_probabilities(const mkc_answer *g);
+static cJSON *completion_probabilities(const mkc_answer *g, int from, int to);
+static cJSON *logprobs_json(const mkc_answer *g, int from, int to);
 
 /* Its last object's fields: the model, the counts, why it stopped (stop_type eos, word or
  * limit, and the stop string), the times as llama-server names them. */
@@ -190,7 +191,7 @@ static void native_done(const mkc_answer *g, cJSON *o, int n_prompt, int cached,
   cJSON_AddNumberToObject(t, "draft_n", (double)st->drafted);
   cJSON_AddNumberToObject(t, "draft_n_accepted", (double)st->accepted);
   if (g->top_n >= 0)
-    cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(g));
+    cJSON_AddItemToObject(o, "completion_probabilities", completion_probabilities(g, 0, g->n_ids));
 }
 
 /* Whole nanoseconds, as ollama counts time. */
@@ -220,12 +221,28 @@ static int send_object(mkc_answer *g, cJSON *o) {
   return rc;
 }
 
-/* One chunk of the stream: text (NULL: the chat's role opening), and
- * finish (NULL while going on). */
-static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish) {
-  if (g->r->ollama) return send_object(g, ollama_object(g, text, n, NULL, 0, 0));
-  if (g->r->native) return send_object(g, native_object(g, text, n, 0));
+/* One chunk of the stream: text (NULL: the chat's role opening), finish (NULL while going
+ * on), and with log-probabilities those of the tokens listed up to lp_to (from g->lp_sent). */
+static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish, int lp_to) {
+  int from = g->lp_sent, listed = g->top_n >= 0 && lp_to > from;
+  if (listed) g->lp_sent = lp_to;
+  if (g->r->ollama) {
+    cJSON *o = ollama_object(g, text, n, NULL, 0, 0);
+    if (listed) cJSON_AddItemToObject(o, "logprobs", completion_probabilities(g, from, lp_to));
+    return send_object(g, o);
+  }
+  if (g->r->native) {
+    cJSON *o = native_object(g, text, n, 0);
+    if (listed)
+      cJSON_AddItemToObject(o, "completion_probabilities",
+                            completion_probabilities(g, from, lp_to));
+    return send_object(g, o);
+  }
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
+  if (listed)
+    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g, from, lp_to));
+  else if (g->top_n >= 0)
+    cJSON_AddNullToObject(choice, "logprobs");
   if (g->r->chat) {
     cJSON *delta = cJSON_AddObjectToObject(choice, "delta");
     if (!text && !finish) cJSON_AddStringToObject(delta, "role", "assistant");
@@ -264,12 +281,15 @@ static cJSON *usage_json(const mkc_answer *g, int n_prompt, int cached) {
   return usage;
 }
 
-/* Streams what of the text can no longer turn out to be a stop string. */
+/* Streams what of the text can no longer turn out to be a stop string, with the tokens whose
+ * text that completes. */
 static void stream_out(mkc_answer *g, int all) {
   if (!g->r->stream || g->gone) return;
   size_t safe = all ? g->len : g->len - held_back(g);
   if (safe <= g->sent) return;
-  if (chunk(g, g->text + g->sent, safe - g->sent, NULL) != 0) g->gone = 1;
+  int to = g->lp_sent;
+  while (g->ends && to < g->n_ids && g->ends[to] <= safe) to++;
+  if (chunk(g, g->text + g->sent, safe - g->sent, NULL, to) != 0) g->gone = 1;
   g->sent = safe;
 }
 
@@ -311,6 +331,7 @@ int mkc_answer_on_token(void *ctx, int id) {
     memcpy(g->top_lps + (size_t)g->n_ids * MKC_LOGPROBS_MAX, g->next_lps, sizeof g->next_lps);
   }
   g->ids[g->n_ids++] = id;
+  if (g->ends) g->ends[g->n_ids - 1] = g->len; /* a part not the reply's adds no text */
   char buf[MKC_DETOK_MAX];
   size_t n = g->tok ? mkc_detok_push(&g->detok, id, buf, sizeof buf)
                     : (size_t)snprintf(buf, sizeof buf, g->n_ids > 1 ? " %d" : "%d", id);
@@ -319,6 +340,7 @@ int mkc_answer_on_token(void *ctx, int id) {
   /* a stop string may begin in the pieces before this one */
   size_t back = g->max_stop ? g->max_stop - 1 : 0, from = g->len > back ? g->len - back : 0;
   if (append(g, piece, n) != 0) return 1;
+  if (g->ends) g->ends[g->n_ids - 1] = g->len;
   g->hit_stop = cut_at_stop(g, from);
   stream_out(g, 0);
   /* a whole answer writes nothing until its end: the client's hang-up is seen here */
@@ -352,14 +374,14 @@ static cJSON *chat_token(const mkc_answer *g, int id, float lp) {
   return o;
 }
 
-/* choices[0].logprobs: the chat API's list of tokens, each with its top
- * ones; the completions API's parallel lists (tokens, token_logprobs,
+/* choices[0].logprobs of the answer's tokens [from, to): the chat API's list of tokens, each
+ * with its top ones; the completions API's parallel lists (tokens, token_logprobs,
  * top_logprobs as {text: logprob}). */
-static cJSON *logprobs_json(const mkc_answer *g) {
+static cJSON *logprobs_json(const mkc_answer *g, int from, int to) {
   cJSON *o = cJSON_CreateObject();
   if (g->r->chat) {
     cJSON *content = cJSON_AddArrayToObject(o, "content");
-    for (int k = 0; k < g->n_ids; k++) {
+    for (int k = from; k < to; k++) {
       cJSON *t = chat_token(g, g->ids[k], g->lp[k]),
             *top = cJSON_AddArrayToObject(t, "top_logprobs");
       for (int i = 0; i < g->top_n; i++) {
@@ -375,7 +397,7 @@ static cJSON *logprobs_json(const mkc_answer *g) {
   cJSON *tokens = cJSON_AddArrayToObject(o, "tokens"),
         *lps = cJSON_AddArrayToObject(o, "token_logprobs"),
         *tops = cJSON_AddArrayToObject(o, "top_logprobs");
-  for (int k = 0; k < g->n_ids; k++) {
+  for (int k = from; k < to; k++) {
     char *t = token_text(g, g->ids[k]);
     cJSON_AddItemToArray(tokens, cJSON_CreateString(t ? t : ""));
     free(t);
@@ -394,11 +416,11 @@ static cJSON *logprobs_json(const mkc_answer *g) {
   return o;
 }
 
-/* llama-server's completion_probabilities: per token {"id", "token", "logprob", "bytes",
- * "top_logprobs": [the same for each of the top ones]}. */
-static cJSON *completion_probabilities(const mkc_answer *g) {
+/* llama-server's completion_probabilities of tokens [from, to): per token {"id", "token",
+ * "logprob", "bytes", "top_logprobs": [the same for each of the top ones]}. */
+static cJSON *completion_probabilities(const mkc_answer *g, int from, int to) {
   cJSON *list = cJSON_CreateArray();
-  for (int k = 0; k < g->n_ids; k++) {
+  for (int k = from; k < to; k++) {
     cJSON *t = chat_token(g, g->ids[k], g->lp[k]), *top = cJSON_AddArrayToObject(t, "top_logprobs");
     for (int i = 0; i < g->top_n; i++) {
       int id = g->top_ids[(size_t)k * MKC_LOGPROBS_MAX + i];
@@ -449,6 +471,8 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
       cJSON_AddItemToObject(cJSON_GetObjectItemCaseSensitive(o, "message"), "tool_calls",
                             calls_json(g, 0));
     ollama_done(g, o, st);
+    if (g->top_n >= 0) /* ollama's list: llama-server's completion_probabilities */
+      cJSON_AddItemToObject(o, "logprobs", completion_probabilities(g, 0, g->n_ids));
     return mkc_respond_json(g->fd, 200, o);
   }
   if (g->r->native) {
@@ -472,7 +496,7 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   }
   cJSON_AddItemToObject(choice, "tokens", cJSON_CreateIntArray(g->ids, g->n_ids));
   if (g->top_n >= 0)
-    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g));
+    cJSON_AddItemToObject(choice, "logprobs", logprobs_json(g, 0, g->n_ids));
   else
     cJSON_AddNullToObject(choice, "logprobs");
   cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
@@ -507,9 +531,10 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
     g->lp = malloc((size_t)(n_gen + 1) * sizeof *g->lp);
     g->top_ids = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g->top_ids);
     g->top_lps = malloc((size_t)(n_gen + 1) * MKC_LOGPROBS_MAX * sizeof *g->top_lps);
+    if (r->stream) g->ends = malloc((size_t)(n_gen + 1) * sizeof *g->ends);
   }
   if (!g->ids || append(g, "", 0) != 0 ||
-      (g->top_n >= 0 && (!g->lp || !g->top_ids || !g->top_lps))) {
+      (g->top_n >= 0 && (!g->lp || !g->top_ids || !g->top_lps || (r->stream && !g->ends)))) {
     mkc_answer_close(g);
     return -1;
   }
@@ -520,7 +545,7 @@ int mkc_answer_stream_start(mkc_answer *g) {
   if (g->r->ollama)
     g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
   else if (mkc_http_stream_start(g->fd, "text/event-stream") != 0 ||
-           (g->r->chat && chunk(g, NULL, 0, NULL)))
+           (g->r->chat && chunk(g, NULL, 0, NULL, 0)))
     g->gone = 1;
   return g->gone ? -1 : 0;
 }
@@ -571,7 +596,7 @@ static void stream_calls(mkc_answer *g) {
   /* what was sent is the content's start (the text before the first block, trimmed at its end
    * here): the rest of it goes now */
   if (!g->gone && n > sent && memcmp(g->text, content, sent) == 0 &&
-      chunk(g, content + sent, n - sent, NULL) != 0)
+      chunk(g, content + sent, n - sent, NULL, g->lp_sent) != 0)
     g->gone = 1;
   g->sent = g->len;
   if (g->gone) return;
@@ -598,16 +623,22 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, NULL, 0, NULL, 0, 1);
     ollama_done(g, o, st);
+    if (g->top_n >= 0 && g->lp_sent < g->n_ids) /* the tokens not listed yet */
+      cJSON_AddItemToObject(o, "logprobs", completion_probabilities(g, g->lp_sent, g->n_ids));
     if (!g->gone && send_object(g, o) != 0) g->gone = 1;
     return;
   }
   if (g->r->native) { /* the last event: stop true, the counts; no [DONE] */
     cJSON *o = native_object(g, "", 0, 1);
     native_done(g, o, n_prompt, cached, st);
+    if (g->top_n >= 0) /* in a stream, the tokens not listed yet */
+      cJSON_ReplaceItemInObject(o, "completion_probabilities",
+                                completion_probabilities(g, g->lp_sent, g->n_ids));
     if (!g->gone && send_object(g, o) != 0) g->gone = 1;
     return;
   }
-  if (!g->gone && chunk(g, NULL, 0, mkc_answer_finish(g)) != 0) g->gone = 1;
+  /* the last chunk: the tokens not listed yet (a stop string's, ...) */
+  if (!g->gone && chunk(g, NULL, 0, mkc_answer_finish(g), g->n_ids) != 0) g->gone = 1;
   if (!g->gone && g->r->include_usage) { /* stream_options.include_usage: choices empty */
     cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
     cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
@@ -622,6 +653,8 @@ void mkc_answer_close(mkc_answer *g) {
   free(g->call);
   g->call = NULL;
   free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps), free(g->reasoning);
+  free(g->ends);
   g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
+  g->ends = NULL;
   g->reasoning = NULL;
 }

@@ -32,6 +32,10 @@ typedef struct mkc_answer {
   int top_n;
   float *lp, *top_lps, next_lp, next_lps[MKC_LOGPROBS_MAX];
   int *top_ids, next_ids[MKC_LOGPROBS_MAX];
+  /* ... and in a stream: the text's length once each token's part of it was added (a chunk
+   * lists the tokens whose text it completes), and the tokens listed so far */
+  size_t *ends;
+  int lp_sent;
   char id[40];
   long created;
   /* ollama's /api/generate: the tokens its last object returns as "context"

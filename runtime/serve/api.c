@@ -376,11 +376,12 @@ static int small_count(const cJSON *root, const char *name, int *v, char *why, s
   return 1;
 }
 
-/* chat: "logprobs": true with "top_logprobs": N; completions: "logprobs": N. */
-static int read_logprobs(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+/* chat's way (and ollama's): "logprobs": true with "top_logprobs": N; completions':
+ * "logprobs": N. */
+static int read_logprobs(const cJSON *root, mkc_api_req *r, int chat_way, char *why, size_t cap) {
   r->top_logprobs = -1;
   int n = 0, given;
-  if (!r->chat) {
+  if (!chat_way) {
     if ((given = small_count(root, "logprobs", &n, why, cap)) < 0) return -1;
     if (given) r->top_logprobs = n;
     return 0;
@@ -576,7 +577,7 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
     int probs = 0, given = small_count(root, "n_probs", &probs, why, cap);
     if (given < 0) return -1;
     r->top_logprobs = given && probs > 0 ? probs : -1;
-  } else if (read_logprobs(root, r, why, cap) != 0) {
+  } else if (read_logprobs(root, r, r->chat, why, cap) != 0) {
     return -1;
   }
   if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
@@ -703,7 +704,8 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   else if (think && !cJSON_IsNull(think))
     return bad(why, cap, "think: expected true, false or a level (\"low\", \"medium\", \"high\")");
   r->max_tokens = -1;
-  r->top_logprobs = -1;
+  /* logprobs: true with top_logprobs: N, as the chat API takes them (ollama since 0.12.11) */
+  if (read_logprobs(root, r, 1, why, cap) != 0) return -1;
   const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!opt || cJSON_IsNull(opt)) return 0;
   if (!cJSON_IsObject(opt)) return bad(why, cap, "options: expected an object");
