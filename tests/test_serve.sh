@@ -19,6 +19,18 @@ if start tiny "${args[@]}" --draft-max 4; then
   call GET /v1/models
   [ "$(get data 0 id)" = tiny ] && [ "$(get data 0 context_length)" = 512 ] && ok "GET /v1/models: tiny, context 512" \
     || fail "GET /v1/models" "$(cat "$tmp/ans")"
+  # llama-server's /props: the server's context, slots and options; no template without a tokenizer
+  call GET /props
+  [ "$status" = 200 ] && [ "$(get default_generation_settings n_ctx)" = 512 ] && [ "$(get total_slots)" = 1 ] \
+    && [ "$(get default_generation_settings params temperature)" = 0 ] \
+    && [ "$(get default_generation_settings params top_k)" = 40 ] \
+    && [ "$(get default_generation_settings params dry_base)" = 1.75 ] \
+    && [ "$(get default_generation_settings params speculative.n_max)" = 4 ] \
+    && [ "$(get model_alias)" = tiny ] && [ "$(get chat_template)" = "" ] \
+    && ok "GET /props: n_ctx 512, 1 slot, greedy with llama.cpp's defaults (top_k 40, dry_base 1.75), drafts 4" \
+    || fail "GET /props" "$(head -c 600 "$tmp/ans")"
+  refused "POST /apply-template without a tokenizer" 400 "has no tokenizer nor template" POST /apply-template \
+    '{"messages": [{"role": "user", "content": "hi"}]}'
 
   # same_as_run NAME BODY RUN_ARGS...: the completion's text and tokens are run's output
   same_as_run() {
@@ -356,6 +368,22 @@ if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$model" ]; then
   skip "SmolLM2: no test data (tests/data/fetch.sh)"
 elif start smollm2 -m "$model" --backend cpu; then
   margs=(-m "$model" --backend cpu --no-display-prompt)
+  # llama-server's /props and /apply-template: the model's template and tokens, and the prompt
+  # its template makes of a conversation (what run --chat shows before its answer)
+  call GET /props
+  [ "$(get eos_token)" = "<|im_end|>" ] && [ "$(get chat_template_family)" = chatml ] \
+    && grep -q 'im_start' "$tmp/body" && [ "$(get total_slots)" = 1 ] \
+    && ok "SmolLM2 GET /props: its GGUF template, the chatml family, eos <|im_end|>" \
+    || fail "SmolLM2 /props" "$(head -c 600 "$tmp/ans")"
+  shown=$("$mkc" run -m "$model" --backend cpu --chat -sys "Be brief." -p "Name a color." -n 1 2>/dev/null)
+  reply=$("$mkc" run "${margs[@]}" --chat -sys "Be brief." -p "Name a color." -n 1 2>/dev/null)
+  call POST /apply-template '{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Name a color."}]}'
+  want=$(printf '%s' "${shown%"$reply"}") # (both without their last newline)
+  [ "$status" = 200 ] && [ -n "$reply" ] && [ "$want" != "$shown" ] && [ "$(get prompt)" = "$want" ] \
+    && ok "SmolLM2 POST /apply-template: the prompt run --chat shows before its answer" \
+    || fail "SmolLM2 /apply-template" "run:    $shown" "server: $(get prompt)"
+  refused "SmolLM2 /apply-template ending with the assistant" 400 "the last message must be the user's" \
+    POST /apply-template '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}'
   grep -q "chat template chatml" "$tmp/smollm2.err" && ok "SmolLM2: served with its chatml template" \
     || fail "SmolLM2: its template named" "$(cat "$tmp/smollm2.err")"
   # chat_as_run NAME BODY RUN_ARGS...: the answer is run --chat's

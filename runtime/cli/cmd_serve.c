@@ -47,8 +47,8 @@ static const char USAGE[] =
     "  POST /completion           llama-server's own (also /completions): a prompt,\n"
     "                             n_predict, n_probs, its answer's fields\n"
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
-    "  GET  /v1/models, /health; POST /tokenize, /detokenize and GET /metrics\n"
-    "                             (llama-server's; Prometheus's format)\n"
+    "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
+    "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
     "/api/show; GET /api/tags, /api/ps, /api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
@@ -441,6 +441,10 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
                                : mkc_respond_ollama_error(fd, 405, "use POST");
     else
       rc = mkc_serve_embed(sv, fd, req, kind);
+  } else if (strcmp(p, "/props") == 0) {
+    get ? mkc_serve_props(sv, fd) : mkc_respond_error(fd, 405, "use GET");
+  } else if (strcmp(p, "/apply-template") == 0) {
+    post ? mkc_serve_apply_template(sv, fd, req) : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/tokenize") == 0 || strcmp(p, "/detokenize") == 0) {
     post ? tokens(sv, fd, req, p[1] == 'd') : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/") == 0) {
@@ -460,7 +464,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
         why, sizeof why,
         "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion or "
         "/v1/embeddings, GET "
-        "/v1/models or /health or /metrics, POST /tokenize or /detokenize; ollama's /api/chat, "
+        "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize or "
+        "/apply-template; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",
         p);
     mkc_respond_error(fd, 404, why);

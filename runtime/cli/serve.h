@@ -105,6 +105,14 @@ void mkc_serve_job_close(mkc_serve_job *j);
  * document of its own (--parallel, mkc_constraint_share), else the server's
  * one. NULL after a message. */
 mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int own);
+/* A chat request's messages in the model's template, as the prompt's text (malloc'd), or
+ * NULL with the 400 message in why. */
+char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap);
+/* llama-server's GET /props (serve_props.c): the server's defaults, context, slots, the
+ * model's template and special tokens. */
+void mkc_serve_props(const mkc_server *sv, int fd);
+/* llama-server's POST /apply-template: a chat request's messages in the template, unrun. */
+void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *req);
 /* An answered request: counted (sv->counts) and logged; why: why it stopped. */
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
                         int cached, const char *why);

@@ -64,6 +64,36 @@ static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *
   return refused ? -1 : 0;
 }
 
+char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap) {
+  if (sv->family < 0) {
+    snprintf(why, cap,
+             "%s's chat template is not one mkc knows: start the server with --chat-template "
+             "NAME (%s)",
+             sv->name, mkc_chat_family_names());
+    return NULL;
+  }
+  /* the order the template takes, ending with the user's message or a tool's result */
+  int bad;
+  char w[320];
+  if (mkc_chat_check(sv->family, r->msgs, r->n_msgs, &bad, w, sizeof w) != 0) {
+    snprintf(why, cap, "messages[%d]: %s", bad, w);
+    return NULL;
+  }
+  const char *last = r->msgs[r->n_msgs - 1].role;
+  if (strcmp(last, "user") != 0 && strcmp(last, "tool") != 0) {
+    snprintf(why, cap, "messages: the last message must be the user's%s",
+             mkc_chat_tools(sv->family) ? " or a tool's result" : "");
+    return NULL;
+  }
+  mkc_chat_opts o;
+  if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
+  char *text = mkc_chat_render_with(sv->family, r->msgs, r->n_msgs, 1, &o);
+  if (!text)
+    snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
+             mkc_chat_family_name(sv->family));
+  return text;
+}
+
 /* The prompt's tokens for the request, or NULL with the 400 message. */
 static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
@@ -96,34 +126,7 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
   }
   char *text = NULL;
   if (r->chat) {
-    if (sv->family < 0) {
-      snprintf(why, cap,
-               "%s's chat template is not one mkc knows: start the server with --chat-template "
-               "NAME (%s)",
-               sv->name, mkc_chat_family_names());
-      return NULL;
-    }
-    /* the order the template takes, ending with the user's message or a tool's result */
-    int bad;
-    char w[320];
-    if (mkc_chat_check(sv->family, r->msgs, r->n_msgs, &bad, w, sizeof w) != 0) {
-      snprintf(why, cap, "messages[%d]: %s", bad, w);
-      return NULL;
-    }
-    const char *last = r->msgs[r->n_msgs - 1].role;
-    if (strcmp(last, "user") != 0 && strcmp(last, "tool") != 0) {
-      snprintf(why, cap, "messages: the last message must be the user's%s",
-               mkc_chat_tools(sv->family) ? " or a tool's result" : "");
-      return NULL;
-    }
-    mkc_chat_opts o;
-    if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
-    text = mkc_chat_render_with(sv->family, r->msgs, r->n_msgs, 1, &o);
-    if (!text) {
-      snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
-               mkc_chat_family_name(sv->family));
-      return NULL;
-    }
+    if (!(text = mkc_serve_chat_text(sv, r, why, cap))) return NULL;
   } else if (r->ollama && !r->raw && sv->family >= 0) {
     /* ollama's generate: the prompt as the user's turn in the template, after a system turn */
     mkc_chat_msg msgs[2] = {{.role = "system", .content = r->system},

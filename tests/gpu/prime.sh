@@ -85,9 +85,11 @@ for f in smollm2-q41 l1b-q4k l1b-iq3s; do
 done
 declare -A seen
 for run in "${BENCH_RUNS[@]}"; do
-  # -p, -d, -n, --rounds, --draft-adaptive and the host's samplers are run-time: runs that
-  # differ only there share a kernel.
+  # -p, -d, -n, --rounds, --draft-adaptive, logit biases and the host's samplers are run-time:
+  # runs that differ only there share a kernel (one that asks for none new would run on the
+  # doubles' emulator until until_cached gives up: 10 minutes for bias128-t1 on 2026-12-06).
   k=$(sed -E 's/ (-p|-d|-n|--rounds) [0-9]+//g; s/ --draft-adaptive//; s/^[^ ]+ //
+    s/ -l [0-9]+[+-][0-9.]+//g
     s/ --(dry-multiplier|mirostat|typical|top-nsigma|xtc-probability|dynatemp-range) [0-9.]+//g' <<<"$run")
   [ -n "${seen[$k]:-}" ] && continue
   run_parts "$run"

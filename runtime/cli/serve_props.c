@@ -1,0 +1,100 @@
+/* llama-server's GET /props and POST /apply-template (serve.h): what a client asks a server
+ * before it sends its first request: the context size and default options, the chat template,
+ * and a conversation's prompt as the template renders it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "serve.h"
+#include "backend/sampling_more.h"
+#include "model/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "util/version.h"
+
+/* A token's text, or "" without the token or a tokenizer. */
+static void add_token(cJSON *o, const char *name, const mkc_tokenizer *tok, int id) {
+  char *text = tok && id >= 0 ? mkc_tokenizer_decode(tok, &id, 1, 1) : NULL;
+  cJSON_AddStringToObject(o, name, text ? text : "");
+  free(text);
+}
+
+/* default_generation_settings.params: the server's options under llama-server's names. */
+static cJSON *params(const mkc_server *sv) {
+  const mkc_sampling *b = &sv->base;
+  cJSON *p = cJSON_CreateObject();
+  if (sv->fixed_seed)
+    cJSON_AddNumberToObject(p, "seed", (double)((unsigned long long)b->seed_hi << 32 | b->seed_lo));
+  else
+    cJSON_AddNumberToObject(p, "seed", -1); /* drawn per request, as llama-server's default */
+  cJSON_AddNumberToObject(p, "temperature", b->temp);
+  cJSON_AddNumberToObject(p, "top_k", b->top_k);
+  cJSON_AddNumberToObject(p, "top_p", b->top_p);
+  cJSON_AddNumberToObject(p, "min_p", b->min_p);
+  cJSON_AddNumberToObject(p, "repeat_last_n", b->repeat_last_n);
+  cJSON_AddNumberToObject(p, "repeat_penalty", b->repeat_penalty);
+  cJSON_AddNumberToObject(p, "presence_penalty", b->presence_penalty);
+  cJSON_AddNumberToObject(p, "frequency_penalty", b->frequency_penalty);
+  for (int k = 0; k < MKC_SAMPLING_MORE_OPTIONS; k++)
+    cJSON_AddNumberToObject(p, mkc_sampling_more_options[k].field,
+                            mkc_sampling_more_get(&sv->base_more, k));
+  cJSON *breakers = cJSON_AddArrayToObject(p, "dry_sequence_breakers");
+  for (int k = 0; k < sv->base_more.n_breakers; k++)
+    cJSON_AddItemToArray(breakers, cJSON_CreateString(sv->base_more.breakers[k]));
+  int n_predict = sv->c->have_n ? sv->c->n_gen : -1;
+  cJSON_AddNumberToObject(p, "max_tokens", n_predict);
+  cJSON_AddNumberToObject(p, "n_predict", n_predict);
+  cJSON_AddNumberToObject(p, "n_probs", 0);
+  cJSON_AddBoolToObject(p, "ignore_eos", 0);
+  cJSON_AddBoolToObject(p, "stream", 0);
+  cJSON_AddNumberToObject(p, "speculative.n_max", sv->c->draft_max);
+  cJSON_AddNumberToObject(p, "speculative.n_min", sv->c->draft_min);
+  return p;
+}
+
+void mkc_serve_props(const mkc_server *sv, int fd) {
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  cJSON *o = cJSON_CreateObject(), *d = cJSON_AddObjectToObject(o, "default_generation_settings");
+  cJSON_AddItemToObject(d, "params", params(sv));
+  cJSON_AddNumberToObject(d, "n_ctx", sv->m->g.max_ctx);
+  cJSON_AddNumberToObject(o, "total_slots", sv->c->slots > 0 ? sv->c->slots : 1);
+  cJSON_AddStringToObject(o, "model_alias", sv->name);
+  cJSON_AddStringToObject(o, "model_path", sv->c->model_path ? sv->c->model_path : "");
+  cJSON *mod = cJSON_AddObjectToObject(o, "modalities");
+  cJSON_AddBoolToObject(mod, "vision", 0);
+  cJSON_AddBoolToObject(mod, "video", 0);
+  cJSON_AddBoolToObject(mod, "audio", 0);
+  /* the model's own template text; mkc renders its family's (chat_template.h) */
+  const char *tmpl = sv->m->file.chat_template;
+  cJSON_AddStringToObject(o, "chat_template", tmpl ? tmpl : "");
+  cJSON_AddStringToObject(o, "chat_template_family",
+                          sv->family >= 0 ? mkc_chat_family_name(sv->family) : "");
+  add_token(o, "bos_token", tok, tok ? mkc_tokenizer_bos(tok) : -1);
+  add_token(o, "eos_token", tok, tok ? mkc_tokenizer_eos(tok) : -1);
+  cJSON_AddStringToObject(o, "build_info", "mkc " MKC_VERSION);
+  cJSON_AddBoolToObject(o, "endpoint_slots", 0);
+  cJSON_AddBoolToObject(o, "endpoint_props", 1);
+  cJSON_AddBoolToObject(o, "endpoint_metrics", 1);
+  cJSON_AddBoolToObject(o, "is_sleeping", 0);
+  mkc_respond_json(fd, 200, o);
+}
+
+void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *req) {
+  char why[400];
+  mkc_api_req r;
+  if (mkc_api_parse(req->body, req->body_len, 1, &r, why, sizeof why) != 0) {
+    mkc_respond_error(fd, 400, why);
+    return;
+  }
+  char *text = sv->m->file.tok ? mkc_serve_chat_text(sv, &r, why, sizeof why) : NULL;
+  if (!sv->m->file.tok) snprintf(why, sizeof why, "%s has no tokenizer nor template", sv->name);
+  mkc_api_req_free(&r);
+  if (!text) {
+    mkc_respond_error(fd, 400, why);
+    return;
+  }
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "prompt", text);
+  free(text);
+  mkc_respond_json(fd, 200, o);
+}
