@@ -20,20 +20,24 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int k = 0; k < 5; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
-                                  llama-server's own completion */
+  for (int k = 0; k < 6; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
+                                  llama-server's own completion, Anthropic's messages */
     mkc_api_req r;
     char why[200];
-    int chat = k % 2 && k < 4, ollama = k / 2 == 1, native = k == 4;
-    int rc = native   ? mkc_api_parse_native(body, n, &r, why, sizeof why)
-             : ollama ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
-                      : mkc_api_parse(body, n, chat, &r, why, sizeof why);
+    int anthropic = k == 5, chat = (k % 2 && k < 4) || anthropic, ollama = k / 2 == 1,
+        native = k == 4;
+    int rc = anthropic ? mkc_api_parse_anthropic(body, n, &r, why, sizeof why)
+             : native  ? mkc_api_parse_native(body, n, &r, why, sizeof why)
+             : ollama  ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
+                       : mkc_api_parse(body, n, chat, &r, why, sizeof why);
     if (rc != 0) {
       check(why[0] != '\0');
       continue;
     }
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
-    check(r.ollama == ollama && r.native == native && r.top_logprobs >= -1);
+    check(r.ollama == ollama && r.native == native && r.anthropic == anthropic &&
+          r.top_logprobs >= -1);
+    check(!anthropic || (r.max_tokens >= 1 && r.n_tools == 0)); /* required; tools refused */
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
     for (int i = 0; i < r.n_msgs; i++) {
       check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);

@@ -137,8 +137,9 @@ static char *serve(const mkc_tokenizer *t, int family, const mkc_api_req *r, con
   return c.out;
 }
 
-/* The texts at path (a list of names into nested objects) of each JSON
- * object in the body (one, or one per "data: " event or line), joined. */
+/* The texts at path (a list of names into nested objects, a number an index into a list; a
+ * list met at a name is its first item) of each JSON object in the body (one, or one per
+ * "data: " event or line; other lines, such as an "event: " name, are no JSON), joined. */
 static void joined(const char *response, const char *const *path, char *out, size_t cap) {
   out[0] = '\0';
   const char *body = response ? strstr(response, "\r\n\r\n") : NULL;
@@ -148,8 +149,11 @@ static void joined(const char *response, const char *const *path, char *out, siz
     if (strncmp(line, "data: ", 6) == 0) line += 6, len -= 6;
     cJSON *root = cJSON_ParseWithLength(line, len), *o = root;
     for (int k = 0; o && path[k]; k++) {
-      cJSON *item = cJSON_GetObjectItemCaseSensitive(o, path[k]);
-      if (cJSON_IsArray(item)) item = cJSON_GetArrayItem(item, 0);
+      int index = path[k][0] >= '0' && path[k][0] <= '9';
+      cJSON *item = index ? cJSON_GetArrayItem(o, atoi(path[k]))
+                          : cJSON_GetObjectItemCaseSensitive(o, path[k]);
+      int next_index = path[k + 1] && path[k + 1][0] >= '0' && path[k + 1][0] <= '9';
+      if (cJSON_IsArray(item) && !next_index) item = cJSON_GetArrayItem(item, 0);
       if (!path[k + 1] && cJSON_IsString(item))
         strncat(out, item->valuestring, cap - strlen(out) - 1);
       if (!item) break;

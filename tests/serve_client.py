@@ -13,6 +13,9 @@
                                               FILE in a whole answer's shape, and the text
                                               followed by "logprob chunks=N aligned=A" (A: the
                                               chunks whose token ids are those they list)
+  serve_client.py PORT messages PATH BODY     Anthropic's stream, its protocol checked: its text,
+                                              then "events=... stop=REASON/SEQUENCE usage=I+O
+                                              thinking=N problems=none" (deltas in a row: one)
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
                                               "done_reason=R lines=N eval_count=E"
@@ -114,6 +117,66 @@ def compare(got, run_file):
               got[diff] if diff < len(got) else None, want[diff] if diff < len(want) else None))
 
 
+def anthropic_stream(c, path, body):
+    """Anthropic's stream: each event named as its data's type, in the protocol's order (a
+    message_start; content blocks, each opened, given deltas of its own kind, closed, indexes
+    0, 1, ...; a message_delta; a message_stop last); its text and thinking joined."""
+    c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
+        print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
+        return
+    name, events, problems = None, [], []
+    texts, kinds, open_block, stop, usage = {}, {}, None, None, None
+    for line in r:
+        line = line.decode("utf-8").rstrip("\n")
+        if line.startswith("event: "):
+            name = line[7:]
+            continue
+        if not line.startswith("data: "):
+            continue
+        data = json.loads(line[6:])
+        kind = data.get("type")
+        if kind != name:
+            problems.append("event %s carries %s" % (name, kind))
+        name = None
+        if not events and kind != "message_start":
+            problems.append("first event %s" % kind)
+        if events and events[-1] == "message_stop":
+            problems.append("%s after message_stop" % kind)
+        if kind != "content_block_delta" or events[-1] != "content_block_delta":
+            events.append(kind)
+        if kind == "message_start":
+            usage = data["message"]["usage"]
+        elif kind == "content_block_start":
+            i = data["index"]
+            if open_block is not None or i != len(kinds):
+                problems.append("block %d opened (open: %s)" % (i, open_block))
+            open_block, kinds[i] = i, data["content_block"]["type"]
+            texts[i] = ""
+        elif kind == "content_block_delta":
+            i, d = data["index"], data["delta"]
+            want = {"text": "text_delta", "thinking": "thinking_delta"}.get(kinds.get(i))
+            if i != open_block or d["type"] != want:
+                problems.append("delta %s to block %d (open: %s)" % (d["type"], i, open_block))
+            texts[i] += d.get("text", d.get("thinking", ""))
+        elif kind == "content_block_stop":
+            if data["index"] != open_block:
+                problems.append("block %d closed (open: %s)" % (data["index"], open_block))
+            open_block = None
+        elif kind == "message_delta":
+            stop = data["delta"]["stop_reason"], data["delta"]["stop_sequence"]
+            usage = dict(usage, **data["usage"])
+    if events[-1:] != ["message_stop"] or open_block is not None:
+        problems.append("no message_stop, or a block left open")
+    text = "".join(texts[i] for i in sorted(texts) if kinds[i] == "text")
+    thinking = "".join(texts[i] for i in sorted(texts) if kinds[i] == "thinking")
+    sys.stdout.write(text)
+    print("\nevents=%s stop=%s usage=%d+%d thinking=%d problems=%s" % (
+        ",".join(events), stop and "%s/%s" % stop, usage["input_tokens"] if usage else -1,
+        usage["output_tokens"] if usage else -1, len(thinking), "; ".join(problems) or "none"))
+
+
 def main():
     if sys.argv[1] == "logprobs":
         logprobs(sys.argv[2], sys.argv[3])
@@ -169,11 +232,15 @@ def main():
         print("\ndone_reason=%s lines=%d eval_count=%s done=%s" % (
             last.get("done_reason"), lines, last.get("eval_count"), last.get("done")))
         return
+    if what == "messages":
+        return anthropic_stream(c, sys.argv[3], sys.argv[4])
     if what in ("GET", "POST"):
         body = sys.argv[4] if len(sys.argv) > 4 else None
         headers = {"Content-Type": "application/json"}
         if os.environ.get("AUTH"):
             headers["Authorization"] = os.environ["AUTH"]
+        if os.environ.get("XKEY"):  # Anthropic's clients' header
+            headers["x-api-key"] = os.environ["XKEY"]
         c.request(what, sys.argv[3], body=body, headers=headers)
         r = c.getresponse()
         print(r.status)

@@ -234,6 +234,29 @@ static void test_serve(void) {
             mkc_chat_family_name(ANSWERS[a].family), KINDS[k].name, reasoning, content);
       free(response);
     }
+  /* Anthropic's Messages API: the reasoning a thinking block before the text block */
+  static const struct {
+    int stream;
+    const char *name, *const content[4], *const thought[4];
+  } ANTHROPIC[] = {
+      {0, "Anthropic's message", {"content", "1", "text"}, {"content", "0", "thinking"}},
+      {1, "Anthropic's stream", {"delta", "text"}, {"delta", "thinking"}}};
+  for (size_t a = 0; a < sizeof ANSWERS / sizeof *ANSWERS; a++)
+    for (size_t k = 0; k < 2; k++) {
+      mkc_api_req r = {
+          .chat = 1, .anthropic = 1, .stream = ANTHROPIC[k].stream, .top_logprobs = -1};
+      char *response = serve(t, ANSWERS[a].family, &r, ANSWERS[a].answer);
+      char reasoning[256], content[256];
+      joined(response, ANTHROPIC[k].thought, reasoning, sizeof reasoning);
+      joined(response, ANTHROPIC[k].content, content, sizeof content);
+      const char *order = response ? strstr(response, "\"type\":\"thinking\"") : NULL;
+      CHECK(strcmp(reasoning, "User greets.") == 0 && strcmp(content, "Hello!") == 0 && order &&
+                strstr(order, "\"type\":\"text\""),
+            "serve, %s, %s: the reasoning in a thinking block, then the reply in a text block "
+            "(got '%s', '%s')",
+            mkc_chat_family_name(ANSWERS[a].family), ANTHROPIC[k].name, reasoning, content);
+      free(response);
+    }
   /* a template that does not reason: the answer is the reply, whole, and no reasoning field */
   mkc_api_req r = {.chat = 1, .top_logprobs = -1};
   char *response = serve(t, MKC_CHAT_CHATML, &r, "<think>x</think>y");

@@ -319,6 +319,13 @@ if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
     || fail "ollama 401" "$(cat "$tmp/ans")"
   call GET /health
   [ "$status" = 200 ] && ok "GET /health needs no key" || fail "/health with keys" "$(cat "$tmp/ans")"
+  XKEY=second-key call POST /v1/messages '{"max_tokens": 2, "messages": [{"role": "user", "content": "a"}]}'
+  [ "$status" = 400 ] && [[ $(get error message) == *"no tokenizer"* ]] \
+    && ok "x-api-key (Anthropic's header) with a server key: let in (this model then refuses the text)" \
+    || fail "x-api-key" "$(head -c 300 "$tmp/ans")"
+  XKEY=second-keyX call POST /v1/messages '{"max_tokens": 2, "messages": [{"role": "user", "content": "a"}]}'
+  [ "$status" = 401 ] && [ "$(get type)" = error ] && [ "$(get error type)" = authentication_error ] \
+    && ok "/v1/messages with a wrong x-api-key: 401 in Anthropic's shape" || fail "x-api-key wrong" "$(cat "$tmp/ans")"
   for key in first-key second-key cli-key; do
     AUTH="Bearer $key" call POST /v1/completions '{"prompt": [3, 1, 4], "max_tokens": 5}'
     [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$("$mkc" run "${args[@]}" -n 5 --prompt-ids 3,1,4 2>/dev/null)" ] \
@@ -401,6 +408,42 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$(get choices 0 finish_reason)" = stop ] && ok "... finish_reason stop (the end-of-turn token)" \
     || fail "finish_reason stop" "$(cat "$tmp/body")"
   answer=$(get choices 0 message content)
+  prompt_tokens=$(get usage prompt_tokens)
+  # Anthropic's Messages API: the same conversation, its answer's shape
+  call POST /v1/messages '{"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "What is the capital of France?"}]}'
+  [ "$status" = 200 ] && [ "$(get content 0 text)" = "$answer" ] && [ "$(get content 0 type)" = text ] \
+    && [ "$(get type)" = message ] && [ "$(get role)" = assistant ] && [ "$(get stop_reason)" = end_turn ] \
+    && [ "$(get usage input_tokens)" = "$prompt_tokens" ] && [[ $(get id) == msg_* ]] \
+    && ok "Anthropic's /v1/messages: the chat's answer, stop_reason end_turn, $prompt_tokens input tokens" \
+    || fail "/v1/messages" "want: $answer" "got:  $(head -c 400 "$tmp/ans")"
+  python3 "$client" "$port" messages /v1/messages \
+    '{"model": "m", "max_tokens": 16, "stream": true, "messages": [{"role": "user", "content": [{"type": "text", "text": "What is the capital of France?"}]}]}' >"$tmp/am"
+  [ "$(head -n 1 "$tmp/am")" = "$answer" ] \
+    && grep -qx "events=message_start,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop stop=end_turn/None usage=$prompt_tokens+[0-9]* thinking=0 problems=none" "$tmp/am" \
+    && ok "/v1/messages streamed (text blocks in): named events in Anthropic's order, the same answer" \
+    || fail "/v1/messages stream" "want: $answer" "got:  $(cat "$tmp/am")"
+  want=$("$mkc" run "${margs[@]}" --chat -sys "Answer in one word." -p "Name a color." -n 3 2>/dev/null)
+  call POST /v1/messages '{"model": "m", "max_tokens": 3, "system": [{"type": "text", "text": "Answer in one word."}], "messages": [{"role": "user", "content": "Name a color."}]}'
+  [ "$(get content 0 text)" = "$want" ] && [ "$(get stop_reason)" = max_tokens ] && [ "$(get usage output_tokens)" = 3 ] \
+    && ok "/v1/messages with a system field: run --chat -sys's answer, stop_reason max_tokens at 3" \
+    || fail "/v1/messages system" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
+  stop_at=$(echo "$answer" | awk '{print $NF}' | tr -d '.')
+  call POST /v1/messages "{\"model\": \"m\", \"max_tokens\": 16, \"stop_sequences\": [\"$stop_at\"], \"messages\": [{\"role\": \"user\", \"content\": \"What is the capital of France?\"}]}"
+  [ "$(get stop_reason)" = stop_sequence ] && [ "$(get stop_sequence)" = "$stop_at" ] \
+    && [ "$(get content 0 text)" = "${answer%%"$stop_at"*}" ] \
+    && ok "/v1/messages stop_sequences [\"$stop_at\"]: the text before it, stop_reason stop_sequence" \
+    || fail "/v1/messages stop_sequences" "$(head -c 400 "$tmp/ans")"
+  call POST /v1/messages '{"model": "m", "messages": [{"role": "user", "content": "a"}]}'
+  [ "$status" = 400 ] && [ "$(get type)" = error ] && [ "$(get error type)" = invalid_request_error ] \
+    && [[ $(get error message) == "max_tokens: required"* ]] \
+    && ok "/v1/messages without max_tokens: 400 in Anthropic's error shape ($(get error message))" \
+    || fail "/v1/messages error shape" "$(head -c 300 "$tmp/ans")"
+  refused "/v1/messages with tools" 400 "tool use is not offered on /v1/messages" POST /v1/messages \
+    '{"max_tokens": 4, "tools": [{"name": "f", "input_schema": {}}], "messages": [{"role": "user", "content": "a"}]}'
+  refused "/v1/messages with an image block" 400 "only text parts" POST /v1/messages \
+    '{"max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}'
+  refused "/v1/messages with a system role in messages" 400 "system is its own field" POST /v1/messages \
+    '{"max_tokens": 4, "messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]}'
   # a second turn, as mkc chat answers it (its conversation keeps the first turn's K/V)
   printf 'What is the capital of France?\nAnd of Italy?\n' | "$mkc" chat -m "$model" --backend cpu -n 16 >"$tmp/chat" 2>/dev/null
   want=$(sed -n 2p "$tmp/chat")

@@ -46,6 +46,9 @@ static const char USAGE[] =
     "                             form with --preset, whose answers are ids)\n"
     "  POST /completion           llama-server's own (also /completions): a prompt,\n"
     "                             n_predict, n_probs, its answer's fields\n"
+    "  POST /v1/messages          Anthropic's Messages API: system, messages of text\n"
+    "                             blocks, max_tokens, stop_sequences; named events\n"
+    "                             when streamed; the key also as x-api-key\n"
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
     "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
@@ -105,7 +108,7 @@ static const char USAGE[] =
 
 /* An error answer in the request's API's shape. */
 static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
-  (r->ollama ? mkc_respond_ollama_error : mkc_respond_error)(fd, status, msg);
+  mkc_respond_error_for(r, fd, status, msg);
 }
 
 /* Decodes a completion or chat request on the session and answers it: one
@@ -379,6 +382,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
     mkc_http_extra_headers("WWW-Authenticate: Bearer\r\n");
     if (strncmp(p, "/api/", 5) == 0)
       mkc_respond_ollama_error(fd, 401, "unauthorized: send Authorization: Bearer KEY");
+    else if (strcmp(p, "/v1/messages") == 0)
+      mkc_respond_anthropic_error(fd, 401, "invalid x-api-key: send x-api-key: KEY");
     else
       mkc_respond_error(fd, 401, "Invalid API Key: send Authorization: Bearer KEY");
     mkc_http_extra_headers(NULL);
@@ -390,7 +395,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   snprintf(cors, sizeof cors, "%s%s%s%s", req->origin[0] ? "Access-Control-Allow-Origin: " : "",
            req->origin, req->origin[0] ? "\r\nVary: Origin\r\n" : "",
            preflight ? "Access-Control-Allow-Methods: GET, POST, OPTIONS\r\n"
-                       "Access-Control-Allow-Headers: Content-Type, Authorization\r\n"
+                       "Access-Control-Allow-Headers: Content-Type, Authorization, x-api-key, "
+                       "anthropic-version\r\n"
                        "Access-Control-Max-Age: 600\r\n"
                      : "");
   mkc_http_extra_headers(cors); /* until this answer is written: reset below */
@@ -408,6 +414,14 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       mkc_respond_error(fd, 405, "use POST");
     else if (parsed != 0)
       mkc_respond_error(fd, 400, why);
+    else
+      rc = generate(sv, fd, &r, p, cors);
+  } else if (strcmp(p, "/v1/messages") == 0) { /* Anthropic's Messages API */
+    mkc_api_req r;
+    if (!post)
+      mkc_respond_anthropic_error(fd, 405, "use POST");
+    else if (mkc_api_parse_anthropic(req->body, req->body_len, &r, why, sizeof why) != 0)
+      mkc_respond_anthropic_error(fd, 400, why);
     else
       rc = generate(sv, fd, &r, p, cors);
   } else if (strcmp(p, "/api/chat") == 0 || strcmp(p, "/api/generate") == 0) {
@@ -462,8 +476,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else {
     snprintf(
         why, sizeof why,
-        "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion or "
-        "/v1/embeddings, GET "
+        "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion, "
+        "/v1/messages or /v1/embeddings, GET "
         "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize or "
         "/apply-template; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",

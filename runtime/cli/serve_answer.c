@@ -27,14 +27,16 @@ void mkc_respond_ollama_error(int fd, int status, const char *msg) {
   mkc_respond_json(fd, status, o);
 }
 
+const char *mkc_error_type(int status) {
+  return status == 401   ? "authentication_error"
+         : status == 403 ? "permission_error"
+         : status == 404 ? "not_found_error"
+         : status >= 500 ? "server_error"
+                         : "invalid_request_error";
+}
+
 void mkc_respond_error(int fd, int status, const char *msg) {
-  const char *type = status == 400   ? "invalid_request_error"
-                     : status == 401 ? "authentication_error"
-                     : status == 403 ? "permission_error"
-                     : status == 404 ? "not_found_error"
-                     : status >= 500 ? "server_error"
-                                     : "invalid_request_error";
-  char *s = mkc_api_error_json(msg, type);
+  char *s = mkc_api_error_json(msg, mkc_error_type(status));
   if (s) mkc_http_respond(fd, status, "application/json", s, strlen(s));
   free(s);
 }
@@ -224,6 +226,7 @@ static int send_object(mkc_answer *g, cJSON *o) {
 /* One chunk of the stream: text (NULL: the chat's role opening), finish (NULL while going
  * on), and with log-probabilities those of the tokens listed up to lp_to (from g->lp_sent). */
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish, int lp_to) {
+  if (g->r->anthropic) return text ? mkc_anthropic_delta(g, 0, text, n) : 0; /* its end: apart */
   int from = g->lp_sent, listed = g->top_n >= 0 && lp_to > from;
   if (listed) g->lp_sent = lp_to;
   if (g->r->ollama) {
@@ -262,6 +265,7 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish, 
  * (llama-server's and DeepSeek's name), ollama's thinking. */
 static int reasoning_chunk(mkc_answer *g, const char *text, size_t n) {
   if (g->r->ollama) return send_object(g, ollama_object(g, "", 0, text, n, 0));
+  if (g->r->anthropic) return mkc_anthropic_delta(g, 1, text, n);
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice); /* a chat's: reasoning.h */
   cJSON_AddItemToObject(cJSON_AddObjectToObject(choice, "delta"), "reasoning_content",
                         mkc_json_text(text, n));
@@ -465,6 +469,9 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   /* with calls, the reply is the text around them */
   const char *reply = g->calls.n ? g->calls.content : g->text;
   size_t reply_len = g->calls.n ? strlen(reply) : g->text ? g->len : 0;
+  if (g->r->anthropic)
+    return mkc_respond_json(g->fd, 200,
+                            mkc_anthropic_message(g, reply, reply_len, n_prompt, cached));
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, reply, reply_len, thought, g->reasoning_len, 1);
     if (g->calls.n)
@@ -545,7 +552,8 @@ int mkc_answer_stream_start(mkc_answer *g) {
   if (g->r->ollama)
     g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
   else if (mkc_http_stream_start(g->fd, "text/event-stream") != 0 ||
-           (g->r->chat && chunk(g, NULL, 0, NULL, 0)))
+           (g->r->anthropic ? mkc_anthropic_stream_start(g)
+                            : g->r->chat && chunk(g, NULL, 0, NULL, 0)))
     g->gone = 1;
   return g->gone ? -1 : 0;
 }
@@ -620,6 +628,10 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
     stream_calls(g);
   else
     stream_out(g, 1);
+  if (g->r->anthropic) {
+    if (!g->gone) mkc_anthropic_stream_end(g, cached);
+    return;
+  }
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, NULL, 0, NULL, 0, 1);
     ollama_done(g, o, st);

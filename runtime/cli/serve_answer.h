@@ -59,6 +59,10 @@ typedef struct mkc_answer {
   mkc_tool_calls calls;
   char *call; /* gpt-oss's: the call message's arguments, as they came */
   size_t call_len, call_cap;
+  /* Anthropic's stream (serve_anthropic.c): the prompt's tokens (its message_start's usage), the
+   * content block open (-1: none) and whether it is the reasoning's, the blocks opened */
+  int n_prompt;
+  int block, block_thinking, blocks;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen
@@ -101,9 +105,24 @@ void mkc_answer_stream_end(mkc_answer *a, int n_prompt, int cached, const mkc_de
 int mkc_answer_respond(mkc_answer *a, int n_prompt, int cached, const mkc_decode_stats *st);
 
 /* A JSON answer (o is freed), and an error answer with msg: OpenAI's
- * {"error": {"message", "type"}}, or ollama's {"error": msg}. */
+ * {"error": {"message", "type"}}, ollama's {"error": msg}, Anthropic's
+ * {"type": "error", "error": {"type", "message"}}; mkc_respond_error_for: r's API's. */
 int mkc_respond_json(int fd, int status, cJSON *o);
 void mkc_respond_error(int fd, int status, const char *msg);
 void mkc_respond_ollama_error(int fd, int status, const char *msg);
+void mkc_respond_anthropic_error(int fd, int status, const char *msg);
+void mkc_respond_error_for(const mkc_api_req *r, int fd, int status, const char *msg);
+/* OpenAI's error type for an HTTP status (Anthropic's differ past 500 and at 413). */
+const char *mkc_error_type(int status);
+
+/* Anthropic's Messages API's shapes (serve_anthropic.c): the whole answer; a stream's
+ * message_start, a delta of its reply (thinking: of its reasoning) in the content block it
+ * belongs to, and its end (the open block closed, message_delta with the stop reason and
+ * usage, message_stop). The stream's return -1 when a write failed. */
+cJSON *mkc_anthropic_message(const mkc_answer *g, const char *reply, size_t n, int n_prompt,
+                             int cached);
+int mkc_anthropic_stream_start(mkc_answer *g);
+int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n);
+int mkc_anthropic_stream_end(mkc_answer *g, int cached);
 
 #endif

@@ -275,6 +275,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     snprintf(why, cap, "out of memory");
     return 500;
   }
+  j->g.n_prompt = j->n_prompt;
   /* a prompt in a template whose models reason first: the reasoning apart */
   if (r->chat || (r->ollama && !r->raw)) mkc_answer_reasoning(&j->g, sv->family);
   mkc_answer_tools(&j->g, sv->family);

@@ -25,7 +25,7 @@ int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
   else if (mkc_sched_add(sv->sched, &j->q) != 0)
     why = "out of memory";
   if (why) {
-    (j->r.ollama ? mkc_respond_ollama_error : mkc_respond_error)(j->fd, 500, why);
+    mkc_respond_error_for(&j->r, j->fd, 500, why);
     mkc_serve_job_close(j);
     free(j);
     return -1;

@@ -640,6 +640,98 @@ int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, 
   return parse_completion(body, n, 0, 1, r, why, cap);
 }
 
+/* Anthropic's system field (a string or text blocks) as the first message. */
+static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
+  if (!sys || cJSON_IsNull(sys)) return 0;
+  char *joined = NULL;
+  const char *text = content_of(sys, 0, &joined, why, cap);
+  if (!text) return bad(why, cap, "system: expected a string or a list of text blocks");
+  mkc_chat_msg *msgs = realloc(r->msgs, (size_t)(r->n_msgs + 1) * sizeof *msgs);
+  char **owned = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *owned);
+  if (msgs) r->msgs = msgs;
+  if (owned) r->owned = owned;
+  if (!msgs || !owned) {
+    free(joined);
+    return bad(why, cap, "out of memory");
+  }
+  own(r, joined);
+  memmove(r->msgs + 1, r->msgs, (size_t)r->n_msgs * sizeof *r->msgs);
+  r->msgs[0] = (mkc_chat_msg){.role = "system", .content = text};
+  r->n_msgs++;
+  return 0;
+}
+
+/* Anthropic's fields mkc does not follow, named on the log line. */
+static void note_anthropic_unfollowed(const cJSON *root, mkc_api_req *r) {
+  static const char *const NOT[] = {"thinking", "tool_choice", "service_tier", "container",
+                                    "mcp_servers"};
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof NOT / sizeof *NOT; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[i]);
+    if (!v || cJSON_IsNull(v)) continue;
+    int w = snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", NOT[i]);
+    if (w < 0 || (size_t)w >= sizeof r->unfollowed - n) break;
+    n += (size_t)w;
+  }
+}
+
+static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *m;
+  for (m = cJSON_IsArray(msgs) ? msgs->child : NULL; m; m = m->next) {
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (cJSON_IsString(role) && strcmp(role->valuestring, "user") &&
+        strcmp(role->valuestring, "assistant"))
+      return bad(why, cap, "messages: a role is user or assistant (system is its own field)");
+  }
+  if (read_messages(root, r, why, cap) != 0 || read_anthropic_system(root, r, why, cap) != 0)
+    return -1;
+  const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+  double x = cJSON_IsNumber(mt) ? mt->valuedouble : NAN;
+  if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
+    return bad(why, cap, "max_tokens: required, a whole number >= 1");
+  r->max_tokens = (int)x;
+  const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
+  if (cJSON_GetArraySize(tools) > 0)
+    return bad(why, cap,
+               "tools: tool use is not offered on /v1/messages (a chat's tools are, on "
+               "/v1/chat/completions)");
+  const cJSON *stops = cJSON_GetObjectItemCaseSensitive(root, "stop_sequences"), *e;
+  if (stops && !cJSON_IsNull(stops) &&
+      (!cJSON_IsArray(stops) || cJSON_GetArraySize(stops) > MKC_API_STOPS))
+    return bad(why, cap, "stop_sequences: expected a list of up to %d strings", MKC_API_STOPS);
+  for (e = cJSON_IsArray(stops) ? stops->child : NULL; e; e = e->next) {
+    if (!cJSON_IsString(e) || !*e->valuestring)
+      return bad(why, cap, "stop_sequences[%d]: expected a non-empty string", r->n_stop);
+    r->stop[r->n_stop++] = e->valuestring;
+  }
+  if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
+  if (read_sampling(root, r, why, cap) != 0) return -1;
+  note_anthropic_unfollowed(root, r);
+  return 0;
+}
+
+/* The body, a JSON object, read into r (its API's flags set) by read: 0, or -1 with why filled
+ * and r freed. */
+static int parse_body(const char *body, size_t n, mkc_api_req *r,
+                      int (*read)(const cJSON *, mkc_api_req *, char *, size_t), char *why,
+                      size_t cap) {
+  cJSON *root = cJSON_ParseWithLength(body, n);
+  r->root = root;
+  r->body = body, r->body_len = n; /* for as_python, while parsing */
+  int rc = !root                   ? bad(why, cap, "the body is not JSON")
+           : !cJSON_IsObject(root) ? bad(why, cap, "the body is not a JSON object")
+                                   : read(root, r, why, cap);
+  r->body = NULL, r->body_len = 0;
+  if (rc) mkc_api_req_free(r);
+  return rc;
+}
+
+int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
+  *r = (mkc_api_req){.chat = 1, .anthropic = 1, .think = -1, .top_logprobs = -1};
+  return parse_body(body, n, r, read_anthropic, why, cap);
+}
+
 /* ollama's /api/generate: prompt, system, raw and context. */
 static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
@@ -724,19 +816,8 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
 
 int mkc_api_parse_ollama(const char *body, size_t n, int chat, mkc_api_req *r, char *why,
                          size_t cap) {
-  memset(r, 0, sizeof *r);
-  r->chat = chat;
-  r->ollama = 1;
-  r->think = -1;
-  cJSON *root = cJSON_ParseWithLength(body, n);
-  r->root = root;
-  r->body = body, r->body_len = n; /* for as_python, while parsing */
-  int rc = !root                   ? bad(why, cap, "the body is not JSON")
-           : !cJSON_IsObject(root) ? bad(why, cap, "the body is not a JSON object")
-                                   : read_ollama(root, r, why, cap);
-  r->body = NULL, r->body_len = 0;
-  if (rc) mkc_api_req_free(r);
-  return rc;
+  *r = (mkc_api_req){.chat = chat, .ollama = 1, .think = -1};
+  return parse_body(body, n, r, read_ollama, why, cap);
 }
 
 int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tokens *t, char *why,

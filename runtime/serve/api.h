@@ -59,6 +59,9 @@ typedef struct mkc_api_req {
   /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
    * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
   int native;
+  /* Anthropic's Messages API (/v1/messages): its answers' and errors' shape; system as a
+   * top-level field, stop_sequences (in stop) */
+  int anthropic;
   int ignore_eos; /* llama-server's ignore_eos: end-of-generation tokens banned (biased -inf) */
   const char *system;
   /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
@@ -109,6 +112,12 @@ enum {
 /* Parses body[0..n) as a chat (chat != 0) or completion request. 0, or -1
  * with why filled (the message a 400 answer carries); *r is then freed. */
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
+
+/* Anthropic's POST /v1/messages: model, max_tokens (required), messages (their content a
+ * string or text blocks), system (a string or text blocks), stop_sequences, temperature,
+ * top_p, top_k, stream; tools and non-text blocks are refused, thinking and the rest named
+ * on the log line. 0, or -1 with why filled. */
+int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
 
 /* The same for llama-server's own /completion (and /completions): the
  * prompt (text or token ids), n_predict (-1: no bound), n_probs, seed (-1:

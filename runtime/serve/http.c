@@ -91,6 +91,11 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
       r->auth = v;
       r->auth_len = (size_t)(v_end - v);
     }
+    if (name == 9 && strncasecmp(h, "x-api-key", 9) == 0) {
+      if (r->api_key) return refuse(400, why, cap, "two x-api-key headers");
+      r->api_key = v;
+      r->api_key_len = (size_t)(v_end - v);
+    }
     if (name == 17 && strncasecmp(h, "Transfer-Encoding", 17) == 0)
       return refuse(501, why, cap, "a transfer encoding (send the body with Content-Length)");
     if (name == 14 && strncasecmp(h, "Content-Length", 14) == 0) {
@@ -121,12 +126,11 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
   return (long)(head + (size_t)length);
 }
 
-int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n) {
-  if (!r->auth || r->auth_len < 7 || strncasecmp(r->auth, "Bearer ", 7) != 0) return 0;
-  const char *given = r->auth + 7;
-  size_t len = r->auth_len - 7;
+/* Whether given[0..len) is one of keys[0..n), in time that does not depend on where it
+ * differs. */
+static int key_ok(const char *given, size_t len, const char *const *keys, int n) {
   int ok = 0;
-  if (len == 0) return 0;
+  if (!given || len == 0) return 0;
   for (int k = 0; k < n; k++) {
     size_t key_len = strlen(keys[k]);
     unsigned char diff = key_len != len;
@@ -135,6 +139,12 @@ int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n) {
     ok |= diff == 0;
   }
   return ok;
+}
+
+int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n) {
+  int bearer = r->auth && r->auth_len >= 7 && strncasecmp(r->auth, "Bearer ", 7) == 0;
+  return (bearer && key_ok(r->auth + 7, r->auth_len - 7, keys, n)) ||
+         key_ok(r->api_key, r->api_key_len, keys, n);
 }
 
 int mkc_http_local_origin(const char *origin) {
@@ -220,6 +230,13 @@ int mkc_http_stream_start(int fd, const char *content_type) {
 
 int mkc_http_line(int fd, const char *data) {
   return mkc_http_write(fd, data, strlen(data)) || mkc_http_write(fd, "\n", 1) ? -1 : 0;
+}
+
+int mkc_http_named_event(int fd, const char *name, const char *data) {
+  return mkc_http_write(fd, "event: ", 7) || mkc_http_write(fd, name, strlen(name)) ||
+                 mkc_http_write(fd, "\n", 1) || mkc_http_event(fd, data)
+             ? -1
+             : 0;
 }
 
 int mkc_http_event(int fd, const char *data) {

@@ -14,6 +14,8 @@ typedef struct mkc_http_req {
   char origin[128]; /* the Origin header (a browser's page; its first 127 bytes), "" when none */
   const char *auth; /* the Authorization header's value, into the parsed buffer; NULL: none */
   size_t auth_len;
+  const char *api_key; /* the x-api-key header's (Anthropic's clients send their key so) */
+  size_t api_key_len;
   const char *body; /* into the parsed buffer */
   size_t body_len;
 } mkc_http_req;
@@ -27,9 +29,9 @@ typedef struct mkc_http_req {
 long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r, char *why,
                     size_t cap);
 
-/* Whether r carries "Authorization: Bearer KEY" for one of keys[0..n)
- * (the scheme's case aside); each key is compared in time that does not
- * depend on where it differs. */
+/* Whether r carries "Authorization: Bearer KEY" (the scheme's case aside) or
+ * "x-api-key: KEY" for one of keys[0..n); each key is compared in time that
+ * does not depend on where it differs. */
 int mkc_http_bearer_ok(const mkc_http_req *r, const char *const *keys, int n);
 
 /* Whether origin is a page served from this machine (http or https on
@@ -63,6 +65,8 @@ int mkc_http_respond(int fd, int status, const char *content_type, const char *b
  * 0 or -1 as mkc_http_write. */
 int mkc_http_stream_start(int fd, const char *content_type);
 int mkc_http_event(int fd, const char *data);
+/* A server-sent event with its name: "event: NAME\ndata: DATA\n\n" (Anthropic's stream). */
+int mkc_http_named_event(int fd, const char *name, const char *data);
 int mkc_http_line(int fd, const char *data);
 
 #endif
