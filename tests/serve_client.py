@@ -15,6 +15,7 @@
                                               chunks whose token ids are those they list)
   serve_client.py PORT messages PATH BODY     Anthropic's stream, its protocol checked: its text,
                                               then "events=... stop=REASON/SEQUENCE usage=I+O
+                                              (I: input and cache-read tokens)
                                               thinking=N problems=none" (deltas in a row: one)
   serve_client.py PORT drop PATH BODY         reads the first event, then hangs up
   serve_client.py PORT ndjson PATH BODY       ollama's stream of lines: its text, then
@@ -173,7 +174,8 @@ def anthropic_stream(c, path, body):
     thinking = "".join(texts[i] for i in sorted(texts) if kinds[i] == "thinking")
     sys.stdout.write(text)
     print("\nevents=%s stop=%s usage=%d+%d thinking=%d problems=%s" % (
-        ",".join(events), stop and "%s/%s" % stop, usage["input_tokens"] if usage else -1,
+        ",".join(events), stop and "%s/%s" % stop,
+        usage["input_tokens"] + usage.get("cache_read_input_tokens", 0) if usage else -1,
         usage["output_tokens"] if usage else -1, len(thinking), "; ".join(problems) or "none"))
 
 

@@ -458,6 +458,67 @@ static void keys(void) {
   CHECK(parse("GET / HTTP/1.1\r\nAuthorization: Bearer s3cret\r\n\r\n", &r, why) > 0 &&
             !mkc_http_bearer_ok(&r, K, 0),
         "no keys: nothing matches");
+  /* Anthropic's clients' header */
+  CHECK(parse("GET / HTTP/1.1\r\nX-Api-Key: other-key\r\n\r\n", &r, why) > 0 &&
+            mkc_http_bearer_ok(&r, K, 2),
+        "x-api-key: other-key (any case of the name): a key");
+  CHECK(parse("GET / HTTP/1.1\r\nx-api-key: other-kez\r\n\r\n", &r, why) > 0 &&
+            !mkc_http_bearer_ok(&r, K, 2),
+        "x-api-key: other-kez: refused");
+  CHECK(parse("GET / HTTP/1.1\r\nx-api-key:\r\n\r\n", &r, why) > 0 && !mkc_http_bearer_ok(&r, K, 2),
+        "an empty x-api-key: refused");
+  CHECK(parse("GET / HTTP/1.1\r\nx-api-key: a\r\nx-api-key: b\r\n\r\n", &r, why) == -400,
+        "two x-api-key headers: 400 (%s)", why);
+}
+
+/* Anthropic's Messages API: its system field first, text blocks joined, an assistant's
+ * thinking blocks given back as its reasoning, and its refusals. */
+static void anthropic_requests(void) {
+  mkc_api_req r;
+  char why[200];
+  const char *ok_req =
+      "{\"max_tokens\": 8, \"system\": [{\"type\": \"text\", \"text\": \"Be \"}, {\"type\": "
+      "\"text\", \"text\": \"brief.\"}], \"stop_sequences\": [\"END\"], \"top_k\": 5, "
+      "\"messages\": "
+      "[{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": "
+      "[{\"type\": \"thinking\", \"thinking\": \"Greet.\", \"signature\": \"\"}, {\"type\": "
+      "\"redacted_thinking\", \"data\": \"x\"}, {\"type\": \"text\", \"text\": \"Hello\"}]}, "
+      "{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Bye\"}]}]}";
+  int rc = mkc_api_parse_anthropic(ok_req, strlen(ok_req), &r, why, sizeof why);
+  CHECK(rc == 0 && r.anthropic && r.chat && r.n_msgs == 4 && !strcmp(r.msgs[0].role, "system") &&
+            !strcmp(r.msgs[0].content, "Be brief.") && !strcmp(r.msgs[2].content, "Hello") &&
+            r.msgs[2].reasoning && !strcmp(r.msgs[2].reasoning, "Greet.") && !r.msgs[1].reasoning &&
+            !strcmp(r.msgs[3].content, "Bye") && r.max_tokens == 8 && r.n_stop == 1 &&
+            !strcmp(r.stop[0], "END") && r.top_k == 5,
+        "Anthropic's request: the system blocks joined first, the assistant's thinking as its "
+        "reasoning, its text as its content (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
+  static const struct {
+    const char *json, *why;
+  } BAD[] = {
+      {"{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}", "max_tokens: required"},
+      {"{\"max_tokens\": 0, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}",
+       "max_tokens: required"},
+      {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"system\", \"content\": \"a\"}]}",
+       "system is its own field"},
+      {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+       "\"tool_result\"}]}]}",
+       "only text and thinking blocks"},
+      {"{\"max_tokens\": 4, \"tools\": [{\"name\": \"f\"}], \"messages\": [{\"role\": \"user\", "
+       "\"content\": \"a\"}]}",
+       "tool use is not offered"},
+      {"{\"max_tokens\": 4, \"stop_sequences\": \"x\", \"messages\": [{\"role\": \"user\", "
+       "\"content\": \"a\"}]}",
+       "stop_sequences: expected a list"},
+      {"{\"max_tokens\": 4, \"system\": 5, \"messages\": [{\"role\": \"user\", \"content\": "
+       "\"a\"}]}",
+       "system: expected a string or a list of text blocks"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
+    CHECK(mkc_api_parse_anthropic(BAD[i].json, strlen(BAD[i].json), &r, why, sizeof why) == -1 &&
+              strstr(why, BAD[i].why),
+          "Anthropic's refused: %s (%s)", BAD[i].json, why);
 }
 
 /* A client's hang-up, on a socket pair: open, half-closed, closed. */
@@ -535,6 +596,7 @@ int main(void) {
   framing();
   requests();
   keys();
+  anthropic_requests();
   hang_ups();
   return check_done();
 }

@@ -413,8 +413,9 @@ elif start smollm2 -m "$model" --backend cpu; then
   call POST /v1/messages '{"model": "m", "max_tokens": 16, "messages": [{"role": "user", "content": "What is the capital of France?"}]}'
   [ "$status" = 200 ] && [ "$(get content 0 text)" = "$answer" ] && [ "$(get content 0 type)" = text ] \
     && [ "$(get type)" = message ] && [ "$(get role)" = assistant ] && [ "$(get stop_reason)" = end_turn ] \
-    && [ "$(get usage input_tokens)" = "$prompt_tokens" ] && [[ $(get id) == msg_* ]] \
-    && ok "Anthropic's /v1/messages: the chat's answer, stop_reason end_turn, $prompt_tokens input tokens" \
+    && [ $(($(get usage input_tokens) + $(get usage cache_read_input_tokens))) = "$prompt_tokens" ] \
+    && [ "$(get usage cache_read_input_tokens)" -gt 0 ] && [[ $(get id) == msg_* ]] \
+    && ok "Anthropic's /v1/messages: the chat's answer, stop_reason end_turn, $prompt_tokens prompt tokens ($(get usage cache_read_input_tokens) read from the cache)" \
     || fail "/v1/messages" "want: $answer" "got:  $(head -c 400 "$tmp/ans")"
   python3 "$client" "$port" messages /v1/messages \
     '{"model": "m", "max_tokens": 16, "stream": true, "messages": [{"role": "user", "content": [{"type": "text", "text": "What is the capital of France?"}]}]}' >"$tmp/am"
@@ -440,7 +441,7 @@ elif start smollm2 -m "$model" --backend cpu; then
     || fail "/v1/messages error shape" "$(head -c 300 "$tmp/ans")"
   refused "/v1/messages with tools" 400 "tool use is not offered on /v1/messages" POST /v1/messages \
     '{"max_tokens": 4, "tools": [{"name": "f", "input_schema": {}}], "messages": [{"role": "user", "content": "a"}]}'
-  refused "/v1/messages with an image block" 400 "only text parts" POST /v1/messages \
+  refused "/v1/messages with an image block" 400 "only text and thinking blocks" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}'
   refused "/v1/messages with a system role in messages" 400 "system is its own field" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]}'
@@ -454,6 +455,21 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ -n "$want" ] && [ "$got" = "$want" ] && [ "${cached:-0}" -gt 16 ] \
     && ok "SmolLM2 chat, a second turn: mkc chat's answer ($got), $cached prompt tokens from the cache" \
     || fail "SmolLM2 chat, second turn" "chat:   $want" "server: $(head -c 400 "$tmp/ans")"
+  # Anthropic's second turn, the first answer's blocks given back (a thinking block among them, as
+  # a reasoning model's answer has one; chatml writes no reasoning): mkc chat's second answer, and
+  # input_tokens + cache_read_input_tokens = the prompt's tokens (/apply-template, /tokenize)
+  printf 'What is the capital of France?\nAnd of Spain?\n' | "$mkc" chat -m "$model" --backend cpu -n 16 >"$tmp/chat2" 2>/dev/null
+  want=$(sed -n 2p "$tmp/chat2")
+  msgs=$(python3 -c 'import json,sys; print(json.dumps([{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": [{"type": "thinking", "thinking": "Easy.", "signature": ""}, {"type": "text", "text": sys.argv[1]}]}, {"role": "user", "content": "And of Spain?"}]))' "$answer")
+  call POST /apply-template "{\"messages\": [{\"role\": \"user\", \"content\": \"What is the capital of France?\"}, {\"role\": \"assistant\", \"content\": $(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$answer")}, {\"role\": \"user\", \"content\": \"And of Spain?\"}]}"
+  call POST /tokenize "{\"content\": $(content prompt), \"add_special\": true}"
+  n_tokens=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tokens"]))' "$tmp/body" 2>/dev/null)
+  call POST /v1/messages "{\"max_tokens\": 16, \"messages\": $msgs}"
+  total=$(python3 -c 'import json,sys; u = json.load(open(sys.argv[1]))["usage"]; print(u["input_tokens"] + u["cache_read_input_tokens"], u["cache_read_input_tokens"])' "$tmp/body" 2>/dev/null)
+  [ "$status" = 200 ] && [ -n "$want" ] && [ "$(get content 0 text)" = "$want" ] \
+    && [ "${total% *}" = "$n_tokens" ] && [ "${total#* }" -gt 0 ] \
+    && ok "/v1/messages, a second turn with a thinking block given back: mkc chat's answer; input + cache read = the prompt's $n_tokens tokens (cached ${total#* })" \
+    || fail "/v1/messages second turn" "want: $want ($n_tokens tokens)" "got:  $(head -c 400 "$tmp/ans") ($total)"
   chat_as_run "a system message, content as text parts" \
     '{"messages": [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": [{"type": "text", "text": "Name a "}, {"type": "text", "text": "color."}]}], "max_tokens": 12}' \
     -sys "Answer in one word." -p "Name a color." -n 12

@@ -39,9 +39,10 @@ static void add_stop(const mkc_answer *g, cJSON *o) {
     cJSON_AddNullToObject(o, "stop_sequence");
 }
 
+/* Anthropic's usage: input_tokens are the prompt's tokens not read from the cache. */
 static cJSON *usage(int input, int output, int cached) {
   cJSON *u = cJSON_CreateObject();
-  cJSON_AddNumberToObject(u, "input_tokens", input);
+  cJSON_AddNumberToObject(u, "input_tokens", input - cached);
   cJSON_AddNumberToObject(u, "cache_read_input_tokens", cached);
   cJSON_AddNumberToObject(u, "output_tokens", output);
   return u;
@@ -61,7 +62,8 @@ static cJSON *message(const mkc_answer *g, cJSON *content) {
 }
 
 /* A content block: text, or the reasoning as a thinking block (its signature empty: mkc
- * signs nothing, and takes a thinking block back as any assistant text). */
+ * signs nothing; a thinking block given back in an assistant message is its reasoning, as
+ * the template writes it). */
 static cJSON *block(int thinking, const char *text, size_t n) {
   cJSON *b = cJSON_CreateObject();
   cJSON_AddStringToObject(b, "type", thinking ? "thinking" : "text");

@@ -71,8 +71,7 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   int cached = q->shared;
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
-    (j->r.ollama ? mkc_respond_ollama_error
-                 : mkc_respond_error)(j->fd, 500, "decoding failed (the server's log says why)");
+    mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
   else if (j->r.stream)
     mkc_answer_stream_end(g, j->n_prompt, cached, &st);
   else

@@ -34,12 +34,14 @@ static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t
   return cJSON_IsTrue(v);
 }
 
-/* A message's content: a string, or OpenAI's list of parts of which the
- * "text" ones are joined (an image or audio part is refused). NULL with why
- * filled; *owned set when the text was joined here. */
-static const char *content_of(const cJSON *c, int i, char **owned, char *why, size_t cap) {
+/* The texts of c's blocks of type kind (their field), joined: OpenAI's content parts (kind
+ * "text"; an image or audio part is refused) or, anthropic set, Anthropic's content blocks,
+ * whose text and thinking blocks are taken apart (a redacted thinking block: skipped). NULL
+ * with why filled; *owned set when the text was joined here. */
+static const char *blocks_of(const cJSON *c, int i, const char *kind, const char *field,
+                             int anthropic, char **owned, char *why, size_t cap) {
   *owned = NULL;
-  if (cJSON_IsString(c)) return c->valuestring;
+  if (!strcmp(kind, "text") && cJSON_IsString(c)) return c->valuestring;
   if (!cJSON_IsArray(c)) {
     bad(why, cap, "messages[%d].content: expected a string or a list of text parts", i);
     return NULL;
@@ -48,13 +50,20 @@ static const char *content_of(const cJSON *c, int i, char **owned, char *why, si
   const cJSON *part;
   cJSON_ArrayForEach(part, c) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"),
-                *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-    if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 || !cJSON_IsString(text)) {
-      bad(why, cap, "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...})",
-          i);
-      return NULL;
+                *text = cJSON_GetObjectItemCaseSensitive(part, field);
+    const char *t = cJSON_IsString(type) ? type->valuestring : "";
+    if (!strcmp(t, kind) && cJSON_IsString(text)) {
+      len += strlen(text->valuestring);
+      continue;
     }
-    len += strlen(text->valuestring);
+    if (anthropic && strcmp(t, kind) &&
+        (!strcmp(t, "text") || !strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")))
+      continue; /* the other kind's */
+    bad(why, cap,
+        anthropic ? "messages[%d].content: only text and thinking blocks"
+                  : "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...})",
+        i);
+    return NULL;
   }
   char *s = malloc(len + 1), *o = s;
   if (!s) {
@@ -62,13 +71,20 @@ static const char *content_of(const cJSON *c, int i, char **owned, char *why, si
     return NULL;
   }
   cJSON_ArrayForEach(part, c) {
-    const char *t = cJSON_GetObjectItemCaseSensitive(part, "text")->valuestring;
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, kind)) continue;
+    const char *t = cJSON_GetObjectItemCaseSensitive(part, field)->valuestring;
     size_t n = strlen(t);
     memcpy(o, t, n);
     o += n;
   }
   *o = '\0';
   return *owned = s;
+}
+
+static const char *content_of(const cJSON *c, int i, int anthropic, char **owned, char *why,
+                              size_t cap) {
+  return blocks_of(c, i, "text", "text", anthropic, owned, why, cap);
 }
 
 /* The value at path in the request's body, as Python's json.dumps writes it
@@ -139,8 +155,9 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   int n = cJSON_GetArraySize(msgs);
   if (!cJSON_IsArray(msgs) || n == 0)
     return bad(why, cap, "messages: expected a non-empty list of {\"role\", \"content\"}");
-  /* what is owned: per message its joined content, its calls and their arguments */
-  size_t n_owned = 2 * (size_t)n;
+  /* what is owned: per message its joined content, its calls and their arguments, and
+   * (Anthropic's) its joined thinking */
+  size_t n_owned = 3 * (size_t)n;
   const cJSON *m;
   cJSON_ArrayForEach(m, msgs) n_owned +=
       (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
@@ -170,10 +187,17 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     char *joined = NULL;
     /* a reply that only calls has no content (null) */
     const char *content =
-        calling && (!c || cJSON_IsNull(c)) ? "" : content_of(c, i, &joined, why, cap);
+        calling && (!c || cJSON_IsNull(c)) ? "" : content_of(c, i, r->anthropic, &joined, why, cap);
     own(r, joined);
     if (!content) return -1;
     r->msgs[i].content = content;
+    /* Anthropic's: an assistant's thinking blocks given back, as its reasoning */
+    if (r->anthropic && cJSON_IsArray(c) && !strcmp(rs, "assistant")) {
+      const char *thought = blocks_of(c, i, "thinking", "thinking", 1, &joined, why, cap);
+      own(r, joined);
+      if (!thought) return -1;
+      if (*thought) r->msgs[i].reasoning = thought;
+    }
     /* an assistant's reasoning, given back: llama-server's reasoning_content, ollama's thinking */
     const char *names[] = {"reasoning_content", "thinking"};
     for (int k = 0; k < 2 && !strcmp(rs, "assistant"); k++) {
@@ -645,7 +669,7 @@ static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, s
   const cJSON *sys = cJSON_GetObjectItemCaseSensitive(root, "system");
   if (!sys || cJSON_IsNull(sys)) return 0;
   char *joined = NULL;
-  const char *text = content_of(sys, 0, &joined, why, cap);
+  const char *text = content_of(sys, 0, 0, &joined, why, cap);
   if (!text) return bad(why, cap, "system: expected a string or a list of text blocks");
   mkc_chat_msg *msgs = realloc(r->msgs, (size_t)(r->n_msgs + 1) * sizeof *msgs);
   char **owned = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *owned);
