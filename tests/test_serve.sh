@@ -342,6 +342,9 @@ if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
   fi
   refused "GET /metrics without the key" 401 "Invalid API Key" GET /metrics
   stop keyed
+  grep -q "refused POST /v1/messages: a key that is not the server's" "$tmp/keyed.err" \
+    && ok "the log names a wrong x-api-key as a key that is not the server's" \
+    || fail "the log of a wrong x-api-key" "$(grep 'refused POST /v1/messages' "$tmp/keyed.err")"
   grep -q "refused POST /v1/completions: a key that is not the server's" "$tmp/keyed.err" \
     && ok "the log names a refused key, not the key" || fail "the log of a refused key" "$(cat "$tmp/keyed.err")"
 fi

@@ -388,7 +388,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       mkc_respond_error(fd, 401, "Invalid API Key: send Authorization: Bearer KEY");
     mkc_http_extra_headers(NULL);
     fprintf(stderr, "mkc: refused %s %s: %s\n", req->method, p,
-            req->auth ? "a key that is not the server's" : "no API key");
+            req->auth || req->api_key ? "a key that is not the server's" : "no API key");
     return MKC_SERVE_DONE;
   }
   char cors[MKC_SERVE_CORS_MAX];
