@@ -149,11 +149,13 @@ void mkc_cand_first_k(mkc_cand *c, int n, int k) {
   }
 }
 
-/* p[0..n): the softmax of c[0..n) (sorted: c[0] is the largest) at temperature temp. */
-static void softmax(const mkc_cand *c, int n, double temp, double *p) {
+/* p[0..n): the softmax of c[0..n) (sorted: c[0] is the largest) at temperature temp; its
+ * sum of exp((l - c[0].l) / temp), before the division. */
+static double softmax(const mkc_cand *c, int n, double temp, double *p) {
   double sum = 0;
   for (int k = 0; k < n; k++) sum += p[k] = exp((c[k].l - c[0].l) / temp);
   for (int k = 0; k < n; k++) p[k] /= sum;
+  return sum;
 }
 
 static double entropy(const double *p, int n) {
@@ -306,13 +308,8 @@ int mkc_chain_probs(const mkc_sampling *o, const mkc_sampling_more *m, const dou
   qsort(c, (size_t)cnt, sizeof *c, by_order);
   if (typical) cnt = typical_keep(c, cnt, m->typical_p, p);
   if (o->top_p < 1) {
-    softmax(c, cnt, 1, p);
-    double cum = 0, scale = 1;
-    if (z > 0) { /* p over the sorted few, rescaled to the sum over all */
-      double few = 0;
-      for (int k = 0; k < cnt; k++) few += exp(c[k].l - c[0].l);
-      scale = few / z;
-    }
+    double few = softmax(c, cnt, 1, p), cum = 0;
+    double scale = z > 0 ? few / z : 1; /* p over the sorted few, rescaled to the sum over all */
     for (int k = 0; k < cnt; k++)
       if ((cum += p[k] * scale) >= o->top_p) {
         cnt = k + 1;

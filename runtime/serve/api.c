@@ -608,6 +608,30 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   return read_openai_options(root, r, why, cap);
 }
 
+/* name added to r->unfollowed at *n (", " before all but the first): 0, or -1 once the list
+ * is full, its end then "..." (cut: said so). */
+static int note_name(mkc_api_req *r, size_t *n, const char *name) {
+  size_t room = sizeof r->unfollowed - *n;
+  int w = snprintf(r->unfollowed + *n, room, "%s%s", *n ? ", " : "", name);
+  if (w < 0 || (size_t)w >= room) {
+    strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
+    return -1;
+  }
+  *n += (size_t)w;
+  return 0;
+}
+
+/* Of names[0..count), the fields root gives (not null) named on the log line; samplers not
+ * when it is followed. */
+static void note_given(const cJSON *root, const char *const *names, size_t count, mkc_api_req *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < count; i++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, names[i]);
+    if (!v || cJSON_IsNull(v) || (r->have_samplers && !strcmp(names[i], "samplers"))) continue;
+    if (note_name(r, &n, names[i]) != 0) return;
+  }
+}
+
 /* llama-server's fields that mkc does not follow (on its own endpoint and OpenAI's), named on
  * the request's log line (its clients send some with every request: refusing them would refuse
  * the client). */
@@ -616,17 +640,7 @@ static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
                                     "n_indent",        "min_keep", "t_max_predict_ms",
                                     "t_max_prompt_ms", "lora",     "post_sampling_probs",
                                     "response_fields", "n_cmpl",   "tfs_z"};
-  size_t n = 0;
-  for (size_t i = 0; i < sizeof NOT / sizeof *NOT; i++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[i]);
-    if (!v || cJSON_IsNull(v) || (r->have_samplers && !strcmp(NOT[i], "samplers"))) continue;
-    int w = snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", NOT[i]);
-    if (w < 0 || (size_t)w >= sizeof r->unfollowed - n) {
-      strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
-      return;
-    }
-    n += (size_t)w;
-  }
+  note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
 /* A chat or completion request (native: llama-server's own endpoint's fields). */
@@ -690,14 +704,7 @@ static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, s
 static void note_anthropic_unfollowed(const cJSON *root, mkc_api_req *r) {
   static const char *const NOT[] = {"thinking", "tool_choice", "service_tier", "container",
                                     "mcp_servers"};
-  size_t n = 0;
-  for (size_t i = 0; i < sizeof NOT / sizeof *NOT; i++) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[i]);
-    if (!v || cJSON_IsNull(v)) continue;
-    int w = snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", NOT[i]);
-    if (w < 0 || (size_t)w >= sizeof r->unfollowed - n) break;
-    n += (size_t)w;
-  }
+  note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
 static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
@@ -786,14 +793,7 @@ static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
       known = !strcmp(k->string, mkc_sampling_more_options[i].field);
     for (size_t i = 0; i < sizeof FOLLOWED / sizeof *FOLLOWED && !known; i++)
       known = !strcmp(k->string, FOLLOWED[i]);
-    if (known) continue;
-    size_t room = sizeof r->unfollowed - n;
-    int w = snprintf(r->unfollowed + n, room, "%s%s", n ? ", " : "", k->string);
-    if (w < 0 || (size_t)w >= room) { /* cut: say so */
-      strcpy(r->unfollowed + sizeof r->unfollowed - 4, "...");
-      return;
-    }
-    n += (size_t)w;
+    if (!known && note_name(r, &n, k->string) != 0) return;
   }
 }
 
