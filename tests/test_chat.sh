@@ -74,6 +74,32 @@ else
   fail "chat: turn after Ctrl-C" "$(field "d['turns'][3]")"
 fi
 
+# A history that leaves less than -n tokens of the context loses its oldest turns, whole, down to
+# half the context; the system message stays. The oracle: the kept turns in ChatML, run at once.
+qs=("What is the capital of France?" "And of Germany?" "And of Spain?" "And of Italy?" "And of Peru?")
+printf '%s\n' "${qs[@]}" | "$mkc" chat -m "$model" -sys "$sys" -n 16 --ctx 128 --verbose >"$tmp/fit.out" 2>"$tmp/fit.err"
+rc=$?
+mapfile -t as <"$tmp/fit.out"
+note=$(grep -c 'leaves too little of the context (128) for an answer: its 6 oldest messages are left out' "$tmp/fit.err")
+printf '<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' \
+  "$sys" "${qs[3]}" "${as[3]}" "${qs[4]}" >"$tmp/kept.txt"
+"$mkc" run -m "$model" -f "$tmp/kept.txt" --no-display-prompt -n 16 --ctx 128 >"$tmp/kept.out" 2>"$tmp/kept.err"
+whole=$(sed -E -n 's/.*prompt ([0-9]+) tokens.*/\1/p' "$tmp/kept.err")
+t5=$(grep 'mkc: turn 5:' "$tmp/fit.err")
+p5=$(sed -E -n 's/.*processed ([0-9]+) tokens \(([0-9]+) cached.*/\1+\2/p' <<<"$t5")
+if [ "$rc" = 0 ] && [ "${#as[@]}" = 5 ] && [ "$note" = 1 ] && [ "$(cat "$tmp/kept.out")" = "${as[4]}" ] &&
+  [ -n "$p5" ] && [ $((p5)) = "$whole" ]; then
+  ok "chat: a history past the context less -n drops its 6 oldest messages; the next answer is run's on the kept turns ($whole tokens, $p5)"
+else
+  fail "chat: dropping the oldest turns" "exit $rc, ${#as[@]} answers, note $note" "want: $(cat "$tmp/kept.out") ($whole tokens)" \
+    "got:  ${as[4]:-} ($p5)" "$(grep -v '^mkc: turn [1-4]:' "$tmp/fit.err")"
+fi
+printf 'Hi\n%s\n' "$(printf 'word %.0s' $(seq 100))" | "$mkc" chat -m "$model" -n 4 --ctx 64 >/dev/null 2>"$tmp/big.err"
+rc=$?
+grep -qx "mkc: error: the latest turn ([0-9]* tokens, with any system message) does not fit the context (64): start a new chat, with a larger --ctx" "$tmp/big.err" &&
+  [ "$rc" = 1 ] && ok "chat: a turn that alone overflows the context ends the chat (status 1)" ||
+  fail "chat: a turn too long" "exit $rc" "$(cat "$tmp/big.err")"
+
 # run: flags of llama.cpp users
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"

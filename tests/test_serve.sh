@@ -685,6 +685,57 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolpar -m "$model" -
   python3 -c 'import json, sys; [print(json.dumps(a)) for a in sys.argv[1:]]' "$chat" "$chat" "${full%%brown*}" "$full" >"$tmp/want"
   cmp -s "$tmp/many" "$tmp/want" && ok "SmolLM2 --parallel 2: chats (whole, streamed) and completions (one cut by a stop string) at once: run's text" \
     || fail "SmolLM2 --parallel" "$(diff "$tmp/want" "$tmp/many")"
+  # ollama's truncate: a chat longer than the 64-token context loses its oldest turns, whole,
+  # until its prompt leaves num_predict (8) tokens; the system message stays. The oracle: each
+  # cut at a user message rendered in ChatML (as SmolLM2's card writes it) and counted by
+  # POST /tokenize; the first that fits 56 tokens is the one run answers.
+  python3 - "$tmp/long.json" <<'PY'
+import json, sys
+turns = [("What is the capital of France?", "The capital of France is Paris."),
+         ("And of Germany?", "The capital of Germany is Berlin."),
+         ("And of Spain?", "The capital of Spain is Madrid.")]
+msgs = [{"role": "system", "content": "You are a helpful assistant."}]
+for q, a in turns: msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+msgs.append({"role": "user", "content": "And of Italy?"})
+json.dump(msgs, open(sys.argv[1], "w"))
+PY
+  cut=""
+  for first in 1 3 5 7; do
+    python3 -c 'import json, sys
+m = json.load(open(sys.argv[1])); f = int(sys.argv[2]); kept = m[:1] + m[f:]
+sys.stdout.write("".join("<|im_start|>%s\n%s<|im_end|>\n" % (x["role"], x["content"]) for x in kept) + "<|im_start|>assistant\n")' \
+      "$tmp/long.json" $first >"$tmp/cut$first.txt"
+    call POST /tokenize "{\"content\": $(python3 -c 'import json, sys; print(json.dumps(open(sys.argv[1]).read()))' "$tmp/cut$first.txt"), \"add_special\": true}"
+    n=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["tokens"]))' "$tmp/body")
+    [ "$first" = 1 ] && whole=$n
+    [ -z "$cut" ] && [ "$n" -le 56 ] && cut=$first kept=$n
+  done
+  call POST /api/chat "{\"messages\": $(cat "$tmp/long.json"), \"stream\": false, \"options\": {\"num_predict\": 8}}"
+  want=$("$mkc" run "${margs[@]}" -f "$tmp/cut$cut.txt" -n 8 2>/dev/null)
+  sleep 0.2 # the log line follows the answer
+  if [ "$whole" -gt 64 ] && [ "$cut" -gt 1 ] && [ "$status" = 200 ] && [ "$(get prompt_eval_count)" = "$kept" ] &&
+    [ "$(get message content)" = "$want" ] &&
+    grep -q "POST /api/chat: .*; the $((cut - 1)) oldest messages left out to fit the context$" "$tmp/smolpar.err"; then
+    ok "ollama /api/chat, truncate: $whole tokens cut at messages[$cut] to $kept; run's answer on the kept turns"
+  else
+    fail "ollama chat truncate" "whole $whole, cut $cut ($kept tokens)" "want: $want" "got: $(head -c 300 "$tmp/ans")" \
+      "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
+  fi
+  call POST /api/chat "{\"messages\": $(cat "$tmp/long.json"), \"truncate\": false, \"stream\": false}"
+  [ "$status" = 400 ] && [[ $(get error) == "the prompt is $whole tokens but the context holds 64 "* ]] \
+    && ok "SmolLM2: ollama's truncate false: 400 ($(get error))" || fail "ollama truncate false" "$(head -c 300 "$tmp/ans")"
+  refused "SmolLM2: a chat too long on /v1/chat/completions (llama-server's answer)" 400 \
+    "the prompt is $whole tokens but the context holds 64" POST /v1/chat/completions "{\"messages\": $(cat "$tmp/long.json")}"
+  long=$(python3 -c 'print(" ".join(["hello"] * 80))')
+  call POST /api/chat "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}, {\"role\": \"user\", \"content\": \"$long\"}], \"stream\": false}"
+  [ "$status" = 400 ] && [[ $(get error) == *", and its last turn alone is "* ]] \
+    && ok "SmolLM2: ollama's truncate, the last turn alone too long: 400 ($(get error))" \
+    || fail "ollama truncate, last turn too long" "$(head -c 300 "$tmp/ans")"
+  call POST /api/chat '{"messages": [{"role": "user", "content": "Hi"}], "stream": false, "shift": true, "options": {"num_predict": 2, "num_ctx": 64}}'
+  sleep 0.2
+  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: shift, num_ctx$" "$tmp/smolpar.err" \
+    && ok "ollama's shift true: named with the options not followed" \
+    || fail "ollama shift" "$(head -c 300 "$tmp/ans")" "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
   stop smolpar
 fi
 finish

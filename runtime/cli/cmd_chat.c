@@ -26,7 +26,9 @@ static const char USAGE[] =
     "Enter (a line ending in \\ continues on the next); /exit or Ctrl-D ends\n"
     "the chat; Ctrl-C stops the answer being written and keeps the\n"
     "conversation. Each turn processes only its own tokens: the earlier ones\n"
-    "stay in the KV cache.\n"
+    "stay in the KV cache. When the history leaves too little of the context\n"
+    "for an answer (-n tokens, else a quarter of it), its oldest turns are left\n"
+    "out (the system message stays) and it is read anew (stderr says so).\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  -sys, --system-prompt TEXT  the system message\n"
@@ -167,20 +169,37 @@ static void print_turn(const mkc_cli *c, int turn, const mkc_decode_stats *st, i
           st->draft_source, st->rounds, st->draft_seconds, why);
 }
 
-/* One turn: the user's message, then the answer. 0, 1 when the chat must
- * end (context full), or -1 after a message. *n_valid: how many of the
+/* One turn: the user's message, then the answer. 0, or -1 after a message
+ * (the latest turn alone overflowing the context among them). *n_valid: how many of the
  * history's tokens the session holds. */
 static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, const json_out *json,
                 mkc_conversation *conv, const char *msg, int number, int *n_valid) {
   int n_kept;
   if (mkc_conversation_user(conv, msg, &n_kept) != 0) return -1;
-  int room = m->g.max_ctx - conv->n_hist + 1;
-  if (room < 1) {
+  /* Room for the answer (-n, at most half the context; else a quarter): a history that leaves
+   * less loses its oldest turns down to half the context, so that the next turns add to the
+   * cache again rather than read the history anew each time. */
+  int ctx = m->g.max_ctx, want = c->have_n && c->n_gen >= 0 ? c->n_gen : -1;
+  int reserve = want >= 1 ? (want < ctx / 2 ? want : ctx / 2) : ctx / 4;
+  if (conv->n_hist + reserve > ctx) {
+    int n_was = conv->n_hist, n_same, dropped;
+    if (mkc_conversation_fit(conv, ctx - reserve < ctx / 2 ? ctx - reserve : ctx / 2, &n_same,
+                             &dropped) != 0)
+      return -1;
+    if (n_same < n_kept) n_kept = n_same;
+    if (dropped && conv->n_hist <= ctx)
+      fprintf(stderr,
+              "mkc: the conversation (%d tokens) leaves too little of the context (%d) for an "
+              "answer: its %d oldest messages are left out (%d tokens now)\n",
+              n_was, ctx, dropped, conv->n_hist);
+  }
+  int room = ctx - conv->n_hist + 1;
+  if (room < 1) { /* the latest turn alone: the rest of the input is not answered */
     fprintf(stderr,
-            "mkc: the conversation (%d tokens) no longer fits the context (%d): start a new chat, "
-            "with a larger --ctx\n",
-            conv->n_hist, m->g.max_ctx);
-    return 1;
+            "mkc: error: the latest turn (%d tokens, with any system message) does not fit the "
+            "context (%d): start a new chat, with a larger --ctx\n",
+            conv->n_hist, ctx);
+    return -1;
   }
   int n_gen = c->have_n && c->n_gen >= 0 ? c->n_gen : room;
   if (n_gen > room) n_gen = room;
@@ -304,7 +323,6 @@ int mkc_cmd_chat(int argc, char **argv) {
     int r = turn(&c, &m, ds.drafter, &json, &conv, msg, number, &n_valid);
     free(msg);
     if (r < 0) goto done;
-    if (r > 0) break;
   }
   rc = 0;
 done:

@@ -87,30 +87,56 @@ static int append_tokens(mkc_conversation *c, const char *text) {
   return rc;
 }
 
+/* The history becomes full's tokens, the text it spells full (taken); *n_kept: how many of
+ * the earlier tokens it starts with, which stay cached. */
+static int rewrite(mkc_conversation *c, char *full, int *n_kept) {
+  int *old = c->hist, n_old = c->n_hist;
+  c->hist = NULL;
+  c->n_hist = c->cap_hist = 0;
+  int rc = append_tokens(c, full), k = 0;
+  while (rc == 0 && k < n_old && k < c->n_hist && old[k] == c->hist[k]) k++;
+  *n_kept = k;
+  free(old);
+  free(c->text);
+  c->text = full;
+  return rc;
+}
+
 int mkc_conversation_user(mkc_conversation *c, const char *content, int *n_kept) {
   *n_kept = c->n_hist;
   if (add_msg(c, "user", content) != 0) return -1;
   char *full = mkc_chat_render_with(c->family, c->msgs, c->n_msgs, 1, &c->opts);
   if (!full) return -1;
   size_t seen = strlen(c->text);
-  int rc;
-  if (strncmp(full, c->text, seen) == 0) {
-    rc = append_tokens(c, full + seen);
-  } else {
-    /* The template changed text already read (it trims answers, say): the
-     * history becomes the whole rendering; what matches stays cached. */
-    int *old = c->hist, n_old = c->n_hist;
-    c->hist = NULL;
-    c->n_hist = c->cap_hist = 0;
-    rc = append_tokens(c, full);
-    int k = 0;
-    while (rc == 0 && k < n_old && k < c->n_hist && old[k] == c->hist[k]) k++;
-    *n_kept = k;
-    free(old);
-  }
+  /* The template changed text already read (it trims answers, say): the
+   * history becomes the whole rendering; what matches stays cached. */
+  if (strncmp(full, c->text, seen) != 0) return rewrite(c, full, n_kept);
+  int rc = append_tokens(c, full + seen);
   free(c->text);
   c->text = full; /* what the history spells now */
   return rc;
+}
+
+int mkc_conversation_fit(mkc_conversation *c, int limit, int *n_kept, int *dropped) {
+  mkc_chat_fit f;
+  *n_kept = c->n_hist, *dropped = 0;
+  if (mkc_chat_fit_into(c->family, c->msgs, c->n_msgs, &c->opts, c->tok, limit, &f) != 0) return -1;
+  if (!f.dropped) {
+    free(f.text);
+    return 0;
+  }
+  /* the messages left out go: the system's before the cut stay, in order */
+  int m = 0;
+  for (int i = 0; i < c->n_msgs; i++)
+    if (i >= f.first || !strcmp(c->msgs[i].role, "system")) {
+      c->msgs[m++] = c->msgs[i];
+    } else {
+      free((char *)c->msgs[i].role);
+      free((char *)c->msgs[i].content);
+    }
+  c->n_msgs = m;
+  *dropped = f.dropped;
+  return rewrite(c, f.text, n_kept);
 }
 
 int mkc_conversation_answer(mkc_conversation *c, const int *ids, int n, const char *text) {

@@ -6,6 +6,7 @@
 #ifndef MKC_CONVERSATION_H
 #define MKC_CONVERSATION_H
 
+#include "model/chat_fit.h"
 #include "model/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,6 +36,13 @@ int mkc_conversation_options(mkc_conversation *c, const char *effort, int no_rea
  * them, unless the template rewrote earlier text: then the history is the
  * whole new rendering, tokenized). 0, or -1 after a message. */
 int mkc_conversation_user(mkc_conversation *c, const char *content, int *n_kept);
+
+/* Leaves out the oldest turns (model/chat_fit.h) until the history, the
+ * last user message's turn included, is at most limit tokens (or only that
+ * turn is left): the history becomes the kept messages' rendering. *dropped:
+ * how many messages went; *n_kept: how many of the earlier tokens stay as
+ * they were. 0, or -1 after a message. */
+int mkc_conversation_fit(mkc_conversation *c, int limit, int *n_kept, int *dropped);
 
 /* Adds the model's answer: ids[0..n) as it generated them (an
  * end-of-generation token last when it ended so), text their printable

@@ -70,6 +70,7 @@ struct mkc_serve_job {
   char path[32];                 /* the endpoint, for the log */
   char cors[MKC_SERVE_CORS_MAX]; /* the connection's headers (mkc_http_extra_headers) */
   int *prompt, n_prompt;         /* its tokens */
+  int dropped;                   /* the chat's messages left out to fit the context */
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
   mkc_sampling opt;
   mkc_sampling_more more; /* the samplers the kernel lacks */

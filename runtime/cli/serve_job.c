@@ -10,6 +10,7 @@
 #include "backend/logit_bias.h"
 #include "exec/slots.h"
 #include "json_format.h"
+#include "model/chat_fit.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -94,8 +95,50 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
   return text;
 }
 
-/* The prompt's tokens for the request, or NULL with the 400 message. */
-static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
+/* ollama's truncate, for a chat longer than the context: its oldest turns left out until the
+ * prompt leaves room for the answer (the request's token limit, at most half the context; else a
+ * quarter). 0 with *text and *ids (*n_ids of them) those of the kept messages and *dropped how
+ * many were left out, or -1 with the 400 message. */
+static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int **ids, int *n_ids,
+                    int *dropped, char *why, size_t cap) {
+  int ctx = sv->m->g.max_ctx;
+  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
+  int reserve = limit >= 1 ? (limit < ctx / 2 ? limit : ctx / 2) : ctx / 4;
+  mkc_chat_opts o;
+  mkc_chat_fit f;
+  if (chat_opts(sv, r, &o, why, cap) != 0) return -1;
+  if (mkc_chat_fit_into(sv->family, r->msgs, r->n_msgs, &o, sv->m->file.tok, ctx - reserve, &f) !=
+      0) {
+    snprintf(why, cap,
+             "messages: the chat could not be cut to fit the context (the server's "
+             "log says why)");
+    return -1;
+  }
+  if (f.n_tokens > ctx) {
+    snprintf(why, cap,
+             "the prompt is %d tokens but the context holds %d, and its last turn alone is %d "
+             "(start the server with a larger --ctx)",
+             *n_ids, ctx, f.n_tokens);
+    free(f.text);
+    return -1;
+  }
+  int *kept = NULL;
+  int n_kept = mkc_tokenizer_encode(sv->m->file.tok, f.text, strlen(f.text),
+                                    mkc_tokenizer_add_bos(sv->m->file.tok), 1, &kept);
+  if (n_kept < 0) {
+    free(f.text);
+    snprintf(why, cap, "the prompt could not be tokenized (the server's log says why)");
+    return -1;
+  }
+  free(*text), free(*ids);
+  *text = f.text, *ids = kept, *n_ids = n_kept, *dropped = f.dropped;
+  return 0;
+}
+
+/* The prompt's tokens for the request, or NULL with the 400 message; *dropped: the messages
+ * left out to fit the context (fit_chat). */
+static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, int *dropped, char *why,
+                      size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
   const int vocab = sv->m->g.vocab;
   *n = 0;
@@ -154,6 +197,11 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, char *
   int *ids = NULL;
   int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
                                     !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
+  if (n_text > sv->m->g.max_ctx && r->chat && r->ollama && r->truncate &&
+      fit_chat(sv, r, &text, &ids, &n_text, dropped, why, cap) != 0) {
+    free(text), free(ids);
+    return NULL;
+  }
   free(text);
   *n = n_text + r->n_context;
   int *all = n_text >= 0 && *n > 0 ? malloc((size_t)*n * sizeof *all) : NULL;
@@ -216,7 +264,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     snprintf(why, cap, "stop: strings need a model with a tokenizer (this one answers ids)");
     return 400;
   }
-  if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, why, cap)))
+  if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, &j->dropped, why, cap)))
     return strstr(why, "memory") ? 500 : 400;
   int max_ctx = sv->m->g.max_ctx;
   if (j->n_prompt > max_ctx) {
@@ -320,6 +368,9 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
                         int cached, const char *why) {
   double gen_s = st->seconds - st->prompt_seconds;
+  char cut[80] = "";
+  if (j->dropped)
+    snprintf(cut, sizeof cut, "; the %d oldest messages left out to fit the context", j->dropped);
   mkc_serve_counts *n = &sv->counts;
   n->requests++;
   n->prompt_tokens += st->fed;
@@ -331,8 +382,8 @@ void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode
   n->gen_seconds += gen_s > 0 ? gen_s : 0;
   fprintf(stderr,
           "mkc: POST %s: prompt %d tokens (%d cached) in %.3f s; generated %d tokens in %.3f s "
-          "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s%s%s\n",
+          "(%.1f tok/s); drafted %ld, accepted %ld; stopped: %s%s%s%s\n",
           j->path, j->n_prompt, cached, st->prompt_seconds, j->g.n_ids, gen_s,
           st->generated > 1 && gen_s > 0 ? st->generated / gen_s : 0.0, st->drafted, st->accepted,
-          why, j->r.unfollowed[0] ? "; options not followed: " : "", j->r.unfollowed);
+          why, j->r.unfollowed[0] ? "; options not followed: " : "", j->r.unfollowed, cut);
 }

@@ -784,7 +784,7 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
 /* The options' names that none of the readers above take, into r->unfollowed. */
 static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
   static const char *const FOLLOWED[] = {"seed", "stop", "num_predict"};
-  size_t n = 0;
+  size_t n = strlen(r->unfollowed);
   for (const cJSON *k = opt->child; k; k = k->next) {
     int known = 0;
     for (size_t i = 0; i < sizeof NUMBERS / sizeof *NUMBERS && !known; i++)
@@ -810,6 +810,13 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (cJSON_IsString(format)) r->json_format = *format->valuestring != 0;
   if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
+  if ((r->truncate = flag(root, "truncate", 1, why, cap)) < 0) return -1;
+  /* shift: ollama's context shift as generation fills the context; mkc ends the answer there
+   * instead ("length"), as ollama does with shift false */
+  int shift = flag(root, "shift", 0, why, cap);
+  size_t noted = 0;
+  if (shift < 0) return -1;
+  if (shift) (void)note_name(r, &noted, "shift"); /* the options' names follow it */
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
   const cJSON *think = cJSON_GetObjectItemCaseSensitive(root, "think");
   r->think = -1;

@@ -56,6 +56,9 @@ typedef struct mkc_api_req {
    * system message, raw (the prompt as it is, no template) and context (the
    * token ids an earlier answer returned, which the prompt continues) */
   int ollama, raw;
+  /* ollama's truncate (/api/chat; default true): a chat longer than the context loses its
+   * oldest turns (model/chat_fit.h) rather than being refused */
+  int truncate;
   /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
    * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
   int native;
