@@ -121,7 +121,8 @@ def compare(got, run_file):
 def anthropic_stream(c, path, body):
     """Anthropic's stream: each event named as its data's type, in the protocol's order (a
     message_start; content blocks, each opened, given deltas of its own kind, closed, indexes
-    0, 1, ...; a message_delta; a message_stop last); its text and thinking joined."""
+    0, 1, ...; a tool_use block's input_json_delta pieces a JSON object once closed; a
+    message_delta; a message_stop last); its text and thinking joined."""
     c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
     r = c.getresponse()
     if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
@@ -157,13 +158,20 @@ def anthropic_stream(c, path, body):
             texts[i] = ""
         elif kind == "content_block_delta":
             i, d = data["index"], data["delta"]
-            want = {"text": "text_delta", "thinking": "thinking_delta"}.get(kinds.get(i))
+            want = {"text": "text_delta", "thinking": "thinking_delta",
+                    "tool_use": "input_json_delta"}.get(kinds.get(i))
             if i != open_block or d["type"] != want:
                 problems.append("delta %s to block %d (open: %s)" % (d["type"], i, open_block))
-            texts[i] += d.get("text", d.get("thinking", ""))
+            texts[i] += d.get("text", d.get("thinking", d.get("partial_json", "")))
         elif kind == "content_block_stop":
             if data["index"] != open_block:
                 problems.append("block %d closed (open: %s)" % (data["index"], open_block))
+            elif kinds[open_block] == "tool_use":  # its input, whole once closed
+                try:
+                    if not isinstance(json.loads(texts[open_block]), dict):
+                        problems.append("block %d's input is no object" % open_block)
+                except ValueError:
+                    problems.append("block %d's input is no JSON" % open_block)
             open_block = None
         elif kind == "message_delta":
             stop = data["delta"]["stop_reason"], data["delta"]["stop_sequence"]

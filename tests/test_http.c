@@ -494,6 +494,52 @@ static void anthropic_requests(void) {
         "reasoning, its text as its content (%s)",
         rc ? why : "read");
   if (rc == 0) mkc_api_req_free(&r);
+  /* tool use: the call an assistant's tool_calls, the results tool messages ahead of the
+   * user's text, the tool a function with its schema as the parameters */
+  const char *tools_req =
+      "{\"max_tokens\": 8, \"tools\": [{\"name\": \"get_weather\", \"description\": \"Weather\", "
+      "\"input_schema\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+      "\"string\"}}}}], \"tool_choice\": {\"type\": \"auto\", \"disable_parallel_tool_use\": "
+      "true}, "
+      "\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}, {\"role\": \"assistant\", "
+      "\"content\": [{\"type\": \"text\", \"text\": \"Looking.\"}, {\"type\": \"tool_use\", "
+      "\"id\": "
+      "\"toolu_1\", \"name\": \"get_weather\", \"input\": {\"city\": \"Paris\", \"n\": [1, 2.5]}}, "
+      "{\"type\": \"tool_use\", \"id\": \"toolu_2\", \"name\": \"now\", \"input\": {}}]}, "
+      "{\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": "
+      "\"toolu_1\", \"content\": \"21 C\"}, {\"type\": \"tool_result\", \"tool_use_id\": "
+      "\"toolu_2\", \"content\": [{\"type\": \"text\", \"text\": \"noon\"}]}, {\"type\": \"text\", "
+      "\"text\": \"Thanks.\"}]}]}";
+  rc = mkc_api_parse_anthropic(tools_req, strlen(tools_req), &r, why, sizeof why);
+  CHECK(rc == 0 && r.n_msgs == 5 && r.n_tools == 1 && r.one_call &&
+            !strcmp(r.tools[0], "{\"type\": \"function\", \"function\": {\"name\": "
+                                "\"get_weather\", \"description\": \"Weather\", \"parameters\": "
+                                "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+                                "\"string\"}}}}}") &&
+            !strcmp(r.msgs[1].role, "assistant") && !strcmp(r.msgs[1].content, "Looking.") &&
+            r.msgs[1].n_calls == 2 && !strcmp(r.msgs[1].calls[0].name, "get_weather") &&
+            !strcmp(r.msgs[1].calls[0].arguments, "{\"city\": \"Paris\", \"n\": [1, 2.5]}") &&
+            !strcmp(r.msgs[1].calls[1].arguments, "{}") && !strcmp(r.msgs[2].role, "tool") &&
+            !strcmp(r.msgs[2].content, "21 C") && !strcmp(r.msgs[3].role, "tool") &&
+            !strcmp(r.msgs[3].content, "noon") && !strcmp(r.msgs[4].role, "user") &&
+            !strcmp(r.msgs[4].content, "Thanks."),
+        "Anthropic's tool use: tool_use blocks as the assistant's calls, tool_result blocks as "
+        "tool messages before the user's text, the tool as a function, "
+        "disable_parallel_tool_use as one call (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
+  const char *none =
+      "{\"max_tokens\": 8, \"tools\": [{\"name\": \"f\", \"input_schema\": {}}], "
+      "\"tool_choice\": {\"type\": \"none\"}, \"messages\": [{\"role\": \"user\", "
+      "\"content\": [{\"type\": \"tool_result\", \"tool_use_id\": \"x\", \"content\": "
+      "\"done\"}]}]}";
+  rc = mkc_api_parse_anthropic(none, strlen(none), &r, why, sizeof why);
+  CHECK(rc == 0 && r.n_tools == 0 && r.n_msgs == 1 && !strcmp(r.msgs[0].role, "tool") &&
+            !strcmp(r.msgs[0].content, "done"),
+        "Anthropic's tool_choice none: no tools offered; a user message of results alone is "
+        "those results (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
   static const struct {
     const char *json, *why;
   } BAD[] = {
@@ -503,11 +549,23 @@ static void anthropic_requests(void) {
       {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"system\", \"content\": \"a\"}]}",
        "system is its own field"},
       {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
-       "\"tool_result\"}]}]}",
-       "only text and thinking blocks"},
+       "\"image\"}]}]}",
+       "only text, thinking, tool_use and tool_result blocks"},
       {"{\"max_tokens\": 4, \"tools\": [{\"name\": \"f\"}], \"messages\": [{\"role\": \"user\", "
        "\"content\": \"a\"}]}",
-       "tool use is not offered"},
+       "tools[0]: expected {\"name\", \"description\", \"input_schema\": an object}"},
+      {"{\"max_tokens\": 4, \"tools\": [{\"type\": \"web_search_20250305\", \"name\": "
+       "\"web_search\"}], \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}",
+       "tools[0]: web_search_20250305 is one of Anthropic's own tools"},
+      {"{\"max_tokens\": 4, \"tool_choice\": {\"type\": \"any\"}, \"messages\": [{\"role\": "
+       "\"user\", \"content\": \"a\"}]}",
+       "tool_choice: {\"type\": \"auto\"} or {\"type\": \"none\"}"},
+      {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+       "\"tool_use\", \"name\": \"f\", \"input\": {}}]}]}",
+       "messages[0].content[0]: a tool_use block belongs in an assistant's message"},
+      {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
+       "\"assistant\", \"content\": [{\"type\": \"tool_use\", \"name\": \"f\", \"input\": 3}]}]}",
+       "messages[1].content[0]: a tool_use block has a \"name\" and an object \"input\""},
       {"{\"max_tokens\": 4, \"stop_sequences\": \"x\", \"messages\": [{\"role\": \"user\", "
        "\"content\": \"a\"}]}",
        "stop_sequences: expected a list"},

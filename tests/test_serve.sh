@@ -442,9 +442,9 @@ elif start smollm2 -m "$model" --backend cpu; then
     && [[ $(get error message) == "max_tokens: required"* ]] \
     && ok "/v1/messages without max_tokens: 400 in Anthropic's error shape ($(get error message))" \
     || fail "/v1/messages error shape" "$(head -c 300 "$tmp/ans")"
-  refused "/v1/messages with tools" 400 "tool use is not offered on /v1/messages" POST /v1/messages \
+  refused "/v1/messages with tools, on chatml (which has none)" 400 "tools: the chatml chat template has no tools" POST /v1/messages \
     '{"max_tokens": 4, "tools": [{"name": "f", "input_schema": {}}], "messages": [{"role": "user", "content": "a"}]}'
-  refused "/v1/messages with an image block" 400 "only text and thinking blocks" POST /v1/messages \
+  refused "/v1/messages with an image block" 400 "only text, thinking, tool_use and tool_result blocks" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}'
   refused "/v1/messages with a system role in messages" 400 "system is its own field" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]}'
@@ -668,6 +668,16 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolqwen -m "$model" 
   [ -n "$n_prompt" ] && [ "$n_prompt" = "$want" ] && [ "$finish" = length ] \
     && ok "tools (qwen2.5): the prompt is jinja2's rendering with the tool, the call and its result ($n_prompt tokens)" \
     || fail "tools prompt" "prompt_tokens $n_prompt, jinja2's rendering $want tokens, finish $finish"
+  # the same conversation in Anthropic's blocks: the same prompt
+  anth='"messages": [{"role": "user", "content": "Weather in Paris?"}, {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]}, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "21 C"}]}], "tools": [{"name": "get_weather", "description": "Weather in a city", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}], "max_tokens": 2'
+  call POST /v1/messages "{$anth}"
+  got=$(($(get usage input_tokens) + $(get usage cache_read_input_tokens)))
+  [ "$status" = 200 ] && [ "$got" = "$want" ] && [ "$(get stop_reason)" = max_tokens ] \
+    && ok "tools (qwen2.5), Anthropic's tool_use and tool_result blocks: jinja2's rendering too ($got tokens)" \
+    || fail "Anthropic tools prompt" "input tokens $got, jinja2's rendering $want" "$(head -c 300 "$tmp/ans")"
+  python3 "$client" "$port" messages /v1/messages "{$anth, \"stream\": true}" >"$tmp/anth"
+  grep -q "events=message_start,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop stop=max_tokens/None usage=$want+2 thinking=0 problems=none" "$tmp/anth" \
+    && ok "tools (qwen2.5), Anthropic's, streamed: the event protocol kept" || fail "Anthropic tools stream" "$(cat "$tmp/anth")"
   call POST /api/show '{"model": "m"}'
   python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["capabilities"] == ["completion", "tools"] else 1)' "$tmp/body" \
     && ok "tools (qwen2.5): /api/show's capabilities: completion, tools" || fail "api/show capabilities" "$(cat "$tmp/body")"

@@ -1043,6 +1043,140 @@ static void test_answers(void) {
   mkc_tokenizer_free(t);
 }
 
+/* ---- Anthropic's /v1/messages: calls as tool_use blocks ---- */
+
+/* What an Anthropic client reads: the text blocks' text, the calls as "name(input)" joined by
+ * ";" (a stream's input its input_json_delta pieces joined), the stop reason, the kinds of
+ * block in order ("thinking,text,tool_use"), and whether every tool_use has an id. */
+typedef struct anthropic_read {
+  char text[256], calls[256], stop[32], kinds[128];
+  int ids, tag_shown;
+} anthropic_read;
+
+static void add_kind(anthropic_read *a, const char *kind) {
+  size_t at = strlen(a->kinds);
+  snprintf(a->kinds + at, sizeof a->kinds - at, "%s%s", at ? "," : "", kind);
+}
+
+static void read_anthropic(const char *response, anthropic_read *a) {
+  memset(a, 0, sizeof *a);
+  a->ids = 1;
+  const char *body = response ? strstr(response, "\r\n\r\n") : NULL;
+  for (const char *line = body ? body + 4 : NULL; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    if (strncmp(line, "data: ", 6) == 0) line += 6, len -= 6;
+    cJSON *o = cJSON_ParseWithLength(line, len), *b;
+    const char *type = cJSON_IsString(cJSON_GetObjectItem(o, "type"))
+                           ? cJSON_GetObjectItem(o, "type")->valuestring
+                           : "";
+    size_t at = strlen(a->calls);
+    if (!strcmp(type, "message")) { /* whole */
+      cJSON_ArrayForEach(b, cJSON_GetObjectItem(o, "content")) {
+        const char *kind = cJSON_GetObjectItem(b, "type")->valuestring;
+        add_kind(a, kind);
+        if (!strcmp(kind, "text"))
+          strncat(a->text, cJSON_GetObjectItem(b, "text")->valuestring,
+                  sizeof a->text - strlen(a->text) - 1);
+        if (strcmp(kind, "tool_use")) continue;
+        char *input = cJSON_PrintUnformatted(cJSON_GetObjectItem(b, "input"));
+        at = strlen(a->calls);
+        snprintf(a->calls + at, sizeof a->calls - at, "%s%s(%s)", at ? ";" : "",
+                 cJSON_GetObjectItem(b, "name")->valuestring, input);
+        free(input);
+        a->ids &= cJSON_IsString(cJSON_GetObjectItem(b, "id"));
+      }
+      snprintf(a->stop, sizeof a->stop, "%s", cJSON_GetObjectItem(o, "stop_reason")->valuestring);
+    } else if (!strcmp(type, "content_block_start")) {
+      b = cJSON_GetObjectItem(o, "content_block");
+      const char *kind = cJSON_GetObjectItem(b, "type")->valuestring;
+      add_kind(a, kind);
+      if (!strcmp(kind, "tool_use")) {
+        snprintf(a->calls + at, sizeof a->calls - at, "%s%s(", at ? ";" : "",
+                 cJSON_GetObjectItem(b, "name")->valuestring);
+        a->ids &= cJSON_IsString(cJSON_GetObjectItem(b, "id"));
+      }
+    } else if (!strcmp(type, "content_block_delta")) {
+      cJSON *d = cJSON_GetObjectItem(o, "delta");
+      const char *kind = cJSON_GetObjectItem(d, "type")->valuestring;
+      if (!strcmp(kind, "text_delta"))
+        strncat(a->text, cJSON_GetObjectItem(d, "text")->valuestring,
+                sizeof a->text - strlen(a->text) - 1);
+      if (!strcmp(kind, "input_json_delta"))
+        strncat(a->calls, cJSON_GetObjectItem(d, "partial_json")->valuestring,
+                sizeof a->calls - at - 1);
+    } else if (!strcmp(type, "content_block_stop") && at && a->calls[at - 1] != ')') {
+      strncat(a->calls, ")", sizeof a->calls - at - 1);
+    } else if (!strcmp(type, "message_delta")) {
+      snprintf(a->stop, sizeof a->stop, "%s",
+               cJSON_GetObjectItem(cJSON_GetObjectItem(o, "delta"), "stop_reason")->valuestring);
+    }
+    cJSON_Delete(o);
+    line = end ? end + 1 : NULL;
+  }
+}
+
+static void ask_anthropic(const mkc_tokenizer *t, int family, int stream, int tools, int one_call,
+                          const char *answer, anthropic_read *a) {
+  const char *tool = "{}";
+  mkc_api_req r = {.chat = 1,
+                   .anthropic = 1,
+                   .stream = stream,
+                   .top_logprobs = -1,
+                   .tools = &tool,
+                   .n_tools = tools,
+                   .one_call = one_call};
+  char *response = serve(t, family, &r, answer);
+  read_anthropic(response, a);
+  a->tag_shown = !response || strstr(response, "<tool_call>") != NULL;
+  free(response);
+}
+
+static void test_anthropic_answers(void) {
+  mkc_tokenizer *t = vocabulary(NULL);
+  if (!CHECK(t != NULL, "a vocabulary with Qwen's tags loads")) return;
+  const char *answer = "Let me look.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "
+                       "{\"city\": \"Paris\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"now\", "
+                       "\"arguments\": {}}\n</tool_call><|endoftext|>";
+  anthropic_read a;
+  for (int stream = 0; stream < 2; stream++) {
+    const char *how = stream ? "streamed" : "whole";
+    ask_anthropic(t, MKC_CHAT_QWEN25, stream, 1, 0, answer, &a);
+    CHECK(!strcmp(a.text, "Let me look.") &&
+              !strcmp(a.calls, "get_weather({\"city\":\"Paris\"});now({})") && a.ids &&
+              !strcmp(a.stop, "tool_use") && !strcmp(a.kinds, "text,tool_use,tool_use") &&
+              !a.tag_shown,
+          "Anthropic, %s: the text block, then a tool_use block per call (with ids), stop_reason "
+          "tool_use, no <tool_call> text (got '%s', '%s', %s, %s)",
+          how, a.text, a.calls, a.stop, a.kinds);
+    ask_anthropic(t, MKC_CHAT_QWEN25, stream, 1, 1, answer, &a);
+    CHECK(!strcmp(a.calls, "get_weather({\"city\":\"Paris\"})"),
+          "Anthropic, %s, disable_parallel_tool_use: the first call alone (got '%s')", how,
+          a.calls);
+    ask_anthropic(t, MKC_CHAT_QWEN25, stream, 0, 0, answer, &a);
+    CHECK(!a.calls[0] && strstr(a.text, "<tool_call>\n{\"name\": \"now\"") &&
+              !strcmp(a.stop, "end_turn") && !strcmp(a.kinds, "text"),
+          "Anthropic, %s, no tools offered: the calls' text is the text block (got %s, %s)", how,
+          a.stop, a.kinds);
+    ask_anthropic(t, MKC_CHAT_LLAMA31, stream, 1, 0,
+                  "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}<|endoftext|>",
+                  &a);
+    CHECK(!strcmp(a.kinds, "tool_use") && !strcmp(a.calls, "get_weather({\"city\":\"Paris\"})") &&
+              !strcmp(a.stop, "tool_use"),
+          "Anthropic, llama3.1, %s: a reply that only calls has no text block (got %s, '%s')", how,
+          a.kinds, a.calls);
+    ask_anthropic(t, MKC_CHAT_QWEN3, stream, 1, 0,
+                  "<think>\nNeed the time.\n</think>\n\n<tool_call>\n{\"name\": \"now\", "
+                  "\"arguments\": {}}\n</tool_call><|endoftext|>",
+                  &a);
+    CHECK(!strcmp(a.kinds, "thinking,tool_use") && !strcmp(a.calls, "now({})") &&
+              !strcmp(a.stop, "tool_use"),
+          "Anthropic, qwen3, %s: the thinking block, then the call (got %s, '%s', %s)", how,
+          a.kinds, a.calls, a.stop);
+  }
+  mkc_tokenizer_free(t);
+}
+
 int main(void) {
   setenv("MKC_CHAT_DATE", "2026-12-02", 1); /* gpt-oss's system turn: the day jinja2 was run */
   test_tojson();
@@ -1053,5 +1187,6 @@ int main(void) {
   test_templates();
   test_read();
   test_answers();
+  test_anthropic_answers();
   return check_done();
 }

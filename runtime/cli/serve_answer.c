@@ -608,6 +608,10 @@ static void stream_calls(mkc_answer *g) {
     g->gone = 1;
   g->sent = g->len;
   if (g->gone) return;
+  if (g->r->anthropic) {
+    if (mkc_anthropic_calls(g) != 0) g->gone = 1;
+    return;
+  }
   cJSON *o;
   if (g->r->ollama) {
     o = ollama_object(g, "", 0, NULL, 0, 0);

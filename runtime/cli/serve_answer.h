@@ -124,5 +124,7 @@ cJSON *mkc_anthropic_message(const mkc_answer *g, const char *reply, size_t n, i
 int mkc_anthropic_stream_start(mkc_answer *g);
 int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n);
 int mkc_anthropic_stream_end(mkc_answer *g, int cached);
+/* A stream's calls: each a tool_use block, its arguments one input_json_delta. */
+int mkc_anthropic_calls(mkc_answer *g);
 
 #endif

@@ -1,5 +1,6 @@
 /* Anthropic's Messages API (POST /v1/messages): its answer, its stream of named events, and
  * its errors, for the answers serve_answer.c builds (serve_answer.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,9 +27,13 @@ void mkc_respond_error_for(const mkc_api_req *r, int fd, int status, const char 
                 : mkc_respond_error)(fd, status, msg);
 }
 
-/* end_turn (the end of generation), stop_sequence, or max_tokens. */
+/* tool_use (the reply calls), end_turn (the end of generation), stop_sequence, or
+ * max_tokens. */
 static const char *stop_reason(const mkc_answer *g) {
-  return g->hit_stop ? "stop_sequence" : g->eog || g->complete ? "end_turn" : "max_tokens";
+  return g->calls.n              ? "tool_use"
+         : g->hit_stop           ? "stop_sequence"
+         : g->eog || g->complete ? "end_turn"
+                                 : "max_tokens";
 }
 
 static void add_stop(const mkc_answer *g, cJSON *o) {
@@ -72,12 +77,29 @@ static cJSON *block(int thinking, const char *text, size_t n) {
   return b;
 }
 
+/* Call k as a tool_use block: its input the arguments (in a stream's content_block_start,
+ * empty: they follow as input_json_delta). The id is unique to the server's run. */
+static cJSON *tool_use(const mkc_answer *g, int k, int empty) {
+  const mkc_tool_call *c = &g->calls.calls[k];
+  cJSON *b = cJSON_CreateObject();
+  char id[80];
+  snprintf(id, sizeof id, "toolu_%s_%d", g->id, k);
+  cJSON_AddStringToObject(b, "type", "tool_use");
+  cJSON_AddStringToObject(b, "id", id);
+  cJSON_AddStringToObject(b, "name", c->name);
+  cJSON *input = empty ? NULL : cJSON_Parse(c->arguments);
+  cJSON_AddItemToObject(b, "input", input ? input : cJSON_CreateObject());
+  return b;
+}
+
 cJSON *mkc_anthropic_message(const mkc_answer *g, const char *reply, size_t n, int n_prompt,
                              int cached) {
   cJSON *content = cJSON_CreateArray();
   if (g->split && g->reasoning_len)
     cJSON_AddItemToArray(content, block(1, g->reasoning, g->reasoning_len));
-  cJSON_AddItemToArray(content, block(0, reply ? reply : "", reply ? n : 0));
+  if (!g->calls.n || (reply && n)) /* a reply that only calls has no text block */
+    cJSON_AddItemToArray(content, block(0, reply ? reply : "", reply ? n : 0));
+  for (int k = 0; k < g->calls.n; k++) cJSON_AddItemToArray(content, tool_use(g, k, 0));
   cJSON *o = message(g, content);
   add_stop(g, o);
   cJSON_AddItemToObject(o, "usage", usage(n_prompt, g->n_ids, cached));
@@ -140,9 +162,31 @@ int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n)
   return send(g, o);
 }
 
+int mkc_anthropic_calls(mkc_answer *g) {
+  for (int k = 0; k < g->calls.n; k++) {
+    if (close_block(g) != 0) return -1;
+    cJSON *o = cJSON_CreateObject(), *d;
+    cJSON_AddStringToObject(o, "type", "content_block_start");
+    cJSON_AddNumberToObject(o, "index", g->blocks);
+    cJSON_AddItemToObject(o, "content_block", tool_use(g, k, 1));
+    g->block = g->blocks++;
+    g->block_thinking = 0;
+    if (send(g, o) != 0) return -1;
+    o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", "content_block_delta");
+    cJSON_AddNumberToObject(o, "index", g->block);
+    d = cJSON_AddObjectToObject(o, "delta");
+    cJSON_AddStringToObject(d, "type", "input_json_delta");
+    cJSON_AddStringToObject(d, "partial_json", g->calls.calls[k].arguments);
+    if (send(g, o) != 0) return -1;
+  }
+  return close_block(g);
+}
+
 int mkc_anthropic_stream_end(mkc_answer *g, int cached) {
-  /* a reply with no text still has its text block */
-  if (!g->gone && (g->blocks == 0 || g->block_thinking) && open_block(g, 0) != 0) return -1;
+  /* a reply with no text still has its text block, unless it calls */
+  if (!g->gone && !g->calls.n && (g->blocks == 0 || g->block_thinking) && open_block(g, 0) != 0)
+    return -1;
   if (g->gone || close_block(g) != 0) return -1;
   cJSON *o = cJSON_CreateObject(), *d;
   cJSON_AddStringToObject(o, "type", "message_delta");

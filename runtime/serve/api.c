@@ -6,11 +6,11 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_anthropic.h"
 #include "backend/logit_bias.h"
 #include "model/tojson.h"
 #include "util/gbnf.h"
@@ -18,19 +18,11 @@
 #include "util/json_text.h"
 #include "util/text.h"
 
-static int bad(char *why, size_t cap, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(why, cap, fmt, ap);
-  va_end(ap);
-  return -1;
-}
-
 /* A boolean field: 0 or 1 (dflt when absent or null), -1 with why when not a boolean. */
 static int flag(const cJSON *root, const char *name, int dflt, char *why, size_t cap) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
   if (!v || cJSON_IsNull(v)) return dflt;
-  if (!cJSON_IsBool(v)) return bad(why, cap, "%s: expected true or false", name);
+  if (!cJSON_IsBool(v)) return mkc_refuse(why, cap, "%s: expected true or false", name);
   return cJSON_IsTrue(v);
 }
 
@@ -43,7 +35,7 @@ static const char *blocks_of(const cJSON *c, int i, const char *kind, const char
   *owned = NULL;
   if (!strcmp(kind, "text") && cJSON_IsString(c)) return c->valuestring;
   if (!cJSON_IsArray(c)) {
-    bad(why, cap, "messages[%d].content: expected a string or a list of text parts", i);
+    mkc_refuse(why, cap, "messages[%d].content: expected a string or a list of text parts", i);
     return NULL;
   }
   size_t len = 0;
@@ -59,15 +51,16 @@ static const char *blocks_of(const cJSON *c, int i, const char *kind, const char
     if (anthropic && strcmp(t, kind) &&
         (!strcmp(t, "text") || !strcmp(t, "thinking") || !strcmp(t, "redacted_thinking")))
       continue; /* the other kind's */
-    bad(why, cap,
-        anthropic ? "messages[%d].content: only text and thinking blocks"
-                  : "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...})",
-        i);
+    mkc_refuse(why, cap,
+               anthropic
+                   ? "messages[%d].content: only text, thinking, tool_use and tool_result blocks"
+                   : "messages[%d].content: only text parts ({\"type\": \"text\", \"text\": ...})",
+               i);
     return NULL;
   }
   char *s = malloc(len + 1), *o = s;
   if (!s) {
-    bad(why, cap, "out of memory");
+    mkc_refuse(why, cap, "out of memory");
     return NULL;
   }
   cJSON_ArrayForEach(part, c) {
@@ -112,10 +105,10 @@ static int read_calls(const cJSON *calls, int i, mkc_api_req *r, mkc_chat_msg *m
                       size_t cap) {
   int n = cJSON_GetArraySize(calls);
   if (!cJSON_IsArray(calls))
-    return bad(why, cap, "messages[%d].tool_calls: expected a list of calls", i);
+    return mkc_refuse(why, cap, "messages[%d].tool_calls: expected a list of calls", i);
   if (n == 0) return 0;
   mkc_chat_call *out = calloc((size_t)n, sizeof *out);
-  if (!out) return bad(why, cap, "out of memory");
+  if (!out) return mkc_refuse(why, cap, "out of memory");
   own(r, (char *)out);
   int k = 0;
   for (const cJSON *c = calls->child; c; c = c->next, k++) {
@@ -123,27 +116,28 @@ static int read_calls(const cJSON *calls, int i, mkc_api_req *r, mkc_chat_msg *m
                 *name = cJSON_GetObjectItemCaseSensitive(f, "name"),
                 *args = cJSON_GetObjectItemCaseSensitive(f, "arguments");
     if (!cJSON_IsObject(f) || !cJSON_IsString(name) || !*name->valuestring)
-      return bad(why, cap,
-                 "messages[%d].tool_calls[%d]: expected {\"function\": {\"name\", "
-                 "\"arguments\"}}",
-                 i, k);
+      return mkc_refuse(why, cap,
+                        "messages[%d].tool_calls[%d]: expected {\"function\": {\"name\", "
+                        "\"arguments\"}}",
+                        i, k);
     /* arguments: a JSON object's text (OpenAI's), or the object (ollama's) */
     cJSON *parsed = cJSON_IsString(args) ? cJSON_ParseWithOpts(args->valuestring, NULL, 1) : NULL;
     const cJSON *value = cJSON_IsString(args) ? parsed : args;
     int object = cJSON_IsObject(value);
     cJSON_Delete(parsed);
     if (!object)
-      return bad(why, cap,
-                 "messages[%d].tool_calls[%d].function.arguments: expected a JSON object (or "
-                 "its text)",
-                 i, k);
+      return mkc_refuse(
+          why, cap,
+          "messages[%d].tool_calls[%d].function.arguments: expected a JSON object (or "
+          "its text)",
+          i, k);
     char path[96];
     snprintf(path, sizeof path, "messages/%d/tool_calls/%d/function/arguments", i, k);
     char *text = cJSON_IsString(args)
                      ? mkc_json_python(args->valuestring, strlen(args->valuestring), 0)
                      : as_python(r, path, args);
     out[k] = (mkc_chat_call){name->valuestring, own(r, text)};
-    if (!out[k].arguments) return bad(why, cap, "out of memory");
+    if (!out[k].arguments) return mkc_refuse(why, cap, "out of memory");
   }
   m->calls = out;
   m->n_calls = n;
@@ -154,7 +148,7 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages");
   int n = cJSON_GetArraySize(msgs);
   if (!cJSON_IsArray(msgs) || n == 0)
-    return bad(why, cap, "messages: expected a non-empty list of {\"role\", \"content\"}");
+    return mkc_refuse(why, cap, "messages: expected a non-empty list of {\"role\", \"content\"}");
   /* what is owned: per message its joined content, its calls and their arguments, and
    * (Anthropic's) its joined thinking */
   size_t n_owned = 3 * (size_t)n;
@@ -163,25 +157,25 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
       (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "tool_calls"));
   r->msgs = calloc((size_t)n, sizeof *r->msgs);
   r->owned = calloc(n_owned, sizeof *r->owned);
-  if (!r->msgs || !r->owned) return bad(why, cap, "out of memory");
+  if (!r->msgs || !r->owned) return mkc_refuse(why, cap, "out of memory");
   cJSON_ArrayForEach(m, msgs) {
     int i = r->n_msgs;
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
     if (!cJSON_IsObject(m) || !cJSON_IsString(role))
-      return bad(why, cap, "messages[%d]: expected an object with a string \"role\"", i);
+      return mkc_refuse(why, cap, "messages[%d]: expected an object with a string \"role\"", i);
     const char *rs = role->valuestring;
     if (strcmp(rs, "developer") == 0) rs = "system"; /* OpenAI's newer name for it */
     if (strcmp(rs, "system") && strcmp(rs, "user") && strcmp(rs, "assistant") && strcmp(rs, "tool"))
-      return bad(why, cap,
-                 "messages[%d].role: expected system, user, assistant or tool, got \"%.40s\"", i,
-                 role->valuestring);
+      return mkc_refuse(
+          why, cap, "messages[%d].role: expected system, user, assistant or tool, got \"%.40s\"", i,
+          role->valuestring);
     if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(m, "images")) > 0)
-      return bad(why, cap, "messages[%d].images: this model reads text only", i);
+      return mkc_refuse(why, cap, "messages[%d].images: this model reads text only", i);
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls"),
                 *c = cJSON_GetObjectItemCaseSensitive(m, "content");
     int calling = calls && !cJSON_IsNull(calls);
     if (calling && strcmp(rs, "assistant") != 0)
-      return bad(why, cap, "messages[%d].tool_calls: only in an assistant's message", i);
+      return mkc_refuse(why, cap, "messages[%d].tool_calls: only in an assistant's message", i);
     r->msgs[i].role = rs;
     if (calling && read_calls(calls, i, r, &r->msgs[i], why, cap) != 0) return -1;
     char *joined = NULL;
@@ -204,7 +198,7 @@ static int read_messages(const cJSON *root, mkc_api_req *r, char *why, size_t ca
       const cJSON *thought = cJSON_GetObjectItemCaseSensitive(m, names[k]);
       if (!thought || cJSON_IsNull(thought)) continue;
       if (!cJSON_IsString(thought))
-        return bad(why, cap, "messages[%d].%s: expected a string", i, names[k]);
+        return mkc_refuse(why, cap, "messages[%d].%s: expected a string", i, names[k]);
       r->msgs[i].reasoning = thought->valuestring;
     }
     r->n_msgs++;
@@ -221,13 +215,14 @@ static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) 
               *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
   if (!tools || cJSON_IsNull(tools)) return 0;
   int n = cJSON_GetArraySize(tools);
-  if (!cJSON_IsArray(tools)) return bad(why, cap, "tools: expected a list of functions");
+  if (!cJSON_IsArray(tools)) return mkc_refuse(why, cap, "tools: expected a list of functions");
   if (choice && !cJSON_IsNull(choice) &&
       !(cJSON_IsString(choice) &&
         (!strcmp(choice->valuestring, "auto") || !strcmp(choice->valuestring, "none"))))
-    return bad(why, cap,
-               "tool_choice: \"auto\" or \"none\" (a call cannot be forced: constrained output "
-               "is not offered)");
+    return mkc_refuse(
+        why, cap,
+        "tool_choice: \"auto\" or \"none\" (a call cannot be forced: constrained output "
+        "is not offered)");
   int one = flag(root, "parallel_tool_calls", 1, why, cap);
   if (one < 0) return -1;
   r->one_call = !one;
@@ -235,7 +230,7 @@ static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) 
   char **grown = realloc(r->owned, (size_t)(r->n_owned + n) * sizeof *grown);
   r->tools = calloc((size_t)n, sizeof *r->tools);
   if (grown) r->owned = grown;
-  if (!grown || !r->tools) return bad(why, cap, "out of memory");
+  if (!grown || !r->tools) return mkc_refuse(why, cap, "out of memory");
   int k = 0;
   for (const cJSON *t = tools->child; t; t = t->next, k++) {
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type"),
@@ -243,13 +238,14 @@ static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) 
                 *name = cJSON_GetObjectItemCaseSensitive(f, "name");
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 || !cJSON_IsObject(f) ||
         !cJSON_IsString(name) || !*name->valuestring)
-      return bad(why, cap,
-                 "tools[%d]: expected {\"type\": \"function\", \"function\": {\"name\", "
-                 "\"description\", \"parameters\"}}",
-                 k);
+      return mkc_refuse(why, cap,
+                        "tools[%d]: expected {\"type\": \"function\", \"function\": {\"name\", "
+                        "\"description\", \"parameters\"}}",
+                        k);
     char path[32];
     snprintf(path, sizeof path, "tools/%d", k);
-    if (!(r->tools[k] = own(r, as_python(r, path, t)))) return bad(why, cap, "out of memory");
+    if (!(r->tools[k] = own(r, as_python(r, path, t))))
+      return mkc_refuse(why, cap, "out of memory");
     r->n_tools++;
   }
   return 0;
@@ -259,15 +255,15 @@ static int read_tools(const cJSON *root, mkc_api_req *r, char *why, size_t cap) 
 int mkc_api_read_ids(const struct cJSON *a, const char *name, int **ids, int *n, char *why,
                      size_t cap) {
   *ids = NULL, *n = 0;
-  if (!cJSON_IsArray(a)) return bad(why, cap, "%s: expected a list of token ids", name);
+  if (!cJSON_IsArray(a)) return mkc_refuse(why, cap, "%s: expected a list of token ids", name);
   int count = cJSON_GetArraySize(a);
   if (count > 0 && !(*ids = malloc((size_t)count * sizeof **ids)))
-    return bad(why, cap, "out of memory");
+    return mkc_refuse(why, cap, "out of memory");
   const cJSON *id;
   cJSON_ArrayForEach(id, a) {
     double v = cJSON_IsNumber(id) ? id->valuedouble : -1;
     if (!(v >= 0 && v < 2147483647.0 && v == floor(v)))
-      return bad(why, cap, "%s[%d]: expected a token id (a whole number >= 0)", name, *n);
+      return mkc_refuse(why, cap, "%s[%d]: expected a token id (a whole number >= 0)", name, *n);
     (*ids)[(*n)++] = (int)v;
   }
   return 0;
@@ -278,7 +274,8 @@ static int read_tools_where(const cJSON *root, mkc_api_req *r, char *why, size_t
   const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
   if (r->chat) return read_tools(root, r, why, cap);
   if (tools && !cJSON_IsNull(tools))
-    return bad(why, cap, "tools: only in a chat request (messages), whose template offers them");
+    return mkc_refuse(why, cap,
+                      "tools: only in a chat request (messages), whose template offers them");
   return 0;
 }
 
@@ -291,7 +288,7 @@ static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
     return 0;
   }
   if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
-    return bad(why, cap, "prompt: expected a string or a non-empty list of token ids");
+    return mkc_refuse(why, cap, "prompt: expected a string or a non-empty list of token ids");
   return mkc_api_read_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, cap);
 }
 
@@ -299,16 +296,17 @@ static int read_stop(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *s = cJSON_GetObjectItemCaseSensitive(root, "stop");
   if (!s || cJSON_IsNull(s)) return 0;
   if (cJSON_IsString(s)) {
-    if (!*s->valuestring) return bad(why, cap, "stop: an empty string");
+    if (!*s->valuestring) return mkc_refuse(why, cap, "stop: an empty string");
     r->stop[r->n_stop++] = s->valuestring;
     return 0;
   }
   if (!cJSON_IsArray(s) || cJSON_GetArraySize(s) > MKC_API_STOPS)
-    return bad(why, cap, "stop: expected a string or a list of up to %d strings", MKC_API_STOPS);
+    return mkc_refuse(why, cap, "stop: expected a string or a list of up to %d strings",
+                      MKC_API_STOPS);
   const cJSON *e;
   cJSON_ArrayForEach(e, s) {
     if (!cJSON_IsString(e) || !*e->valuestring)
-      return bad(why, cap, "stop[%d]: expected a non-empty string", r->n_stop);
+      return mkc_refuse(why, cap, "stop[%d]: expected a non-empty string", r->n_stop);
     r->stop[r->n_stop++] = e->valuestring;
   }
   return 0;
@@ -347,8 +345,8 @@ static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
     if (!v || cJSON_IsNull(v)) continue;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!mkc_sampling_more_fits(k, x))
-      return bad(why, cap, "%s: expected %s in %.15g..%.15g", o->field,
-                 o->is_int ? "a whole number" : "a number", o->lo, o->hi);
+      return mkc_refuse(why, cap, "%s: expected %s in %.15g..%.15g", o->field,
+                        o->is_int ? "a whole number" : "a number", o->lo, o->hi);
     mkc_sampling_more_put(&r->more, k, x);
     r->more_set |= 1u << k;
   }
@@ -367,13 +365,14 @@ static int read_more(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
     r->have_samplers = mkc_samplers_parse(names, at, 0, &r->samplers, w, sizeof w) == 0;
   const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "dry_sequence_breakers");
   if (!b || cJSON_IsNull(b)) return 0;
-  if (!cJSON_IsArray(b)) return bad(why, cap, "dry_sequence_breakers: expected a list of texts");
+  if (!cJSON_IsArray(b))
+    return mkc_refuse(why, cap, "dry_sequence_breakers: expected a list of texts");
   r->more.n_breakers = 0;
   for (const cJSON *s = b->child; s; s = s->next)
     if (!cJSON_IsString(s) ||
         mkc_sampling_more_add_breaker(&r->more, s->valuestring, strlen(s->valuestring)) != 0)
-      return bad(why, cap, "dry_sequence_breakers: expected up to %d texts of 1 to %d bytes",
-                 MKC_DRY_BREAKERS, MKC_DRY_BREAKER_LEN - 1);
+      return mkc_refuse(why, cap, "dry_sequence_breakers: expected up to %d texts of 1 to %d bytes",
+                        MKC_DRY_BREAKERS, MKC_DRY_BREAKER_LEN - 1);
   r->more_set |= MORE_BREAKERS;
   return 0;
 }
@@ -395,7 +394,7 @@ static int small_count(const cJSON *root, const char *name, int *v, char *why, s
   if (!x || cJSON_IsNull(x)) return 0;
   double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
   if (!(d >= 0 && d <= MKC_LOGPROBS_MAX && d == floor(d)))
-    return bad(why, cap, "%s: expected a whole number in 0..%d", name, MKC_LOGPROBS_MAX);
+    return mkc_refuse(why, cap, "%s: expected a whole number in 0..%d", name, MKC_LOGPROBS_MAX);
   *v = (int)d;
   return 1;
 }
@@ -412,7 +411,7 @@ static int read_logprobs(const cJSON *root, mkc_api_req *r, int chat_way, char *
   }
   int on = flag(root, "logprobs", 0, why, cap);
   if (on < 0 || (given = small_count(root, "top_logprobs", &n, why, cap)) < 0) return -1;
-  if (given && !on) return bad(why, cap, "top_logprobs: needs \"logprobs\": true");
+  if (given && !on) return mkc_refuse(why, cap, "top_logprobs: needs \"logprobs\": true");
   if (on) r->top_logprobs = n;
   return 0;
 }
@@ -424,8 +423,9 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
     if (!v || cJSON_IsNull(v)) continue;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= NUMBERS[k].lo && x <= NUMBERS[k].hi) || (NUMBERS[k].is_int && x != floor(x)))
-      return bad(why, cap, "%s: expected %s in %.15g..%.15g", NUMBERS[k].name,
-                 NUMBERS[k].is_int ? "a whole number" : "a number", NUMBERS[k].lo, NUMBERS[k].hi);
+      return mkc_refuse(why, cap, "%s: expected %s in %.15g..%.15g", NUMBERS[k].name,
+                        NUMBERS[k].is_int ? "a whole number" : "a number", NUMBERS[k].lo,
+                        NUMBERS[k].hi);
     if (NUMBERS[k].is_int)
       *(int *)((char *)r + NUMBERS[k].at) = (int)x;
     else
@@ -437,7 +437,8 @@ static int read_sampling(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   if (seed && !cJSON_IsNull(seed)) {
     double x = cJSON_IsNumber(seed) ? seed->valuedouble : NAN;
     if (!(x >= 0 && x < 18446744073709551616.0 && x == floor(x)))
-      return bad(why, cap, "seed: expected a whole number >= 0%s", r->native ? " (or -1)" : "");
+      return mkc_refuse(why, cap, "seed: expected a whole number >= 0%s",
+                        r->native ? " (or -1)" : "");
     r->seed = (unsigned long long)x;
     r->have_seed = 1;
   }
@@ -449,7 +450,7 @@ static int read_schema(const cJSON *sch, const char *field, mkc_api_req *r, char
   char *text = cJSON_PrintUnformatted(sch), w[300] = "out of memory";
   r->schema = text ? mkc_schema_compile(text, strlen(text), w, sizeof w) : NULL;
   free(text);
-  if (!r->schema) return bad(why, cap, "%s: %s", field, w);
+  if (!r->schema) return mkc_refuse(why, cap, "%s: %s", field, w);
   r->json_format = 1;
   return 0;
 }
@@ -459,7 +460,7 @@ static int read_schema(const cJSON *sch, const char *field, mkc_api_req *r, char
  * vocabulary with the rest of the options. */
 static int read_logit_bias(const cJSON *bias, mkc_api_req *r, char *why, size_t cap) {
   if (!cJSON_IsObject(bias))
-    return bad(why, cap, "logit_bias: expected an object of token ids to numbers");
+    return mkc_refuse(why, cap, "logit_bias: expected an object of token ids to numbers");
   r->have_bias = 1;
   for (const cJSON *e = bias->child; e; e = e->next) {
     char *end;
@@ -467,14 +468,14 @@ static int read_logit_bias(const cJSON *bias, mkc_api_req *r, char *why, size_t 
     long id = strtol(e->string, &end, 10);
     if (!*e->string || *end || errno || id < 0 || id > INT_MAX ||
         !isdigit((unsigned char)*e->string))
-      return bad(why, cap, "logit_bias: \"%s\" is no token id", mkc_shown(e->string));
+      return mkc_refuse(why, cap, "logit_bias: \"%s\" is no token id", mkc_shown(e->string));
     if (!cJSON_IsNumber(e) || !(e->valuedouble >= -100 && e->valuedouble <= 100))
-      return bad(why, cap, "logit_bias[\"%s\"]: expected a number in -100..100", e->string);
+      return mkc_refuse(why, cap, "logit_bias[\"%s\"]: expected a number in -100..100", e->string);
     if (r->n_bias == MKC_BIAS_CAP)
-      return bad(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
+      return mkc_refuse(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
     /* kept ascending; a key given twice is refused, not summed (the request fails) */
     if (mkc_bias_add(r->bias_id, r->bias, &r->n_bias, (int)id, (float)e->valuedouble) == 1)
-      return bad(why, cap, "logit_bias: token %ld is given twice", id);
+      return mkc_refuse(why, cap, "logit_bias: token %ld is given twice", id);
   }
   return 0;
 }
@@ -490,12 +491,13 @@ static int read_logit_bias_list(const cJSON *bias, mkc_api_req *r, char *why, si
     double x = cJSON_IsNumber(id) ? id->valuedouble : -1;
     if (!cJSON_IsArray(e) || cJSON_GetArraySize(e) != 2 || !(x >= 0 && x <= INT_MAX) ||
         x != floor(x) || !(cJSON_IsFalse(b) || (cJSON_IsNumber(b) && fabs(b->valuedouble) <= 1e6)))
-      return bad(why, cap,
-                 "logit_bias[%d]: expected [token id, bias] (a number in -1e6..1e6, or false to "
-                 "ban it)",
-                 k);
+      return mkc_refuse(
+          why, cap,
+          "logit_bias[%d]: expected [token id, bias] (a number in -1e6..1e6, or false to "
+          "ban it)",
+          k);
     if (r->n_bias == MKC_BIAS_CAP)
-      return bad(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
+      return mkc_refuse(why, cap, "logit_bias: at most %d tokens", MKC_BIAS_CAP);
     mkc_bias_add(r->bias_id, r->bias, &r->n_bias, (int)x,
                  cJSON_IsFalse(b) ? -INFINITY : (float)b->valuedouble);
   }
@@ -507,8 +509,8 @@ static int read_logit_bias_list(const cJSON *bias, mkc_api_req *r, char *why, si
 static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
   if (so && !cJSON_IsNull(so)) {
-    if (!cJSON_IsObject(so)) return bad(why, cap, "stream_options: expected an object");
-    if (!r->stream) return bad(why, cap, "stream_options: only with \"stream\": true");
+    if (!cJSON_IsObject(so)) return mkc_refuse(why, cap, "stream_options: expected an object");
+    if (!r->stream) return mkc_refuse(why, cap, "stream_options: only with \"stream\": true");
     if ((r->include_usage = flag(so, "include_usage", 0, why, cap)) < 0) return -1;
   }
   const cJSON *bias = cJSON_GetObjectItemCaseSensitive(root, "logit_bias");
@@ -519,38 +521,40 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
   }
   const cJSON *effort = cJSON_GetObjectItemCaseSensitive(root, "reasoning_effort");
   if (effort && !cJSON_IsNull(effort)) {
-    if (!cJSON_IsString(effort)) return bad(why, cap, "reasoning_effort: expected a string");
+    if (!cJSON_IsString(effort)) return mkc_refuse(why, cap, "reasoning_effort: expected a string");
     r->reasoning_effort = effort->valuestring; /* checked against the template when rendered */
   }
   /* llama-server's chat_template_kwargs: the two template variables mkc renders */
   const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");
   if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
-    return bad(why, cap, "chat_template_kwargs: expected an object");
+    return mkc_refuse(why, cap, "chat_template_kwargs: expected an object");
   for (const cJSON *k = cJSON_IsObject(kw) ? kw->child : NULL; k; k = k->next) {
     if (strcmp(k->string, "enable_thinking") == 0 && cJSON_IsBool(k))
       r->think = cJSON_IsTrue(k);
     else if (strcmp(k->string, "reasoning_effort") == 0 && cJSON_IsString(k))
       r->reasoning_effort = k->valuestring;
     else
-      return bad(why, cap,
-                 "chat_template_kwargs.%s: mkc's templates take enable_thinking (true or false) "
-                 "and reasoning_effort (a string)",
-                 k->string);
+      return mkc_refuse(
+          why, cap,
+          "chat_template_kwargs.%s: mkc's templates take enable_thinking (true or false) "
+          "and reasoning_effort (a string)",
+          k->string);
   }
   /* llama-server's grammar: GBNF text */
   const cJSON *gram = cJSON_GetObjectItemCaseSensitive(root, "grammar");
   if (gram && !cJSON_IsNull(gram)) {
     char w[300];
-    if (!cJSON_IsString(gram)) return bad(why, cap, "grammar: expected GBNF text (a string)");
+    if (!cJSON_IsString(gram))
+      return mkc_refuse(why, cap, "grammar: expected GBNF text (a string)");
     if (!(r->grammar = mkc_gbnf_compile(gram->valuestring, strlen(gram->valuestring), w, sizeof w)))
-      return bad(why, cap, "grammar: %s", w);
+      return mkc_refuse(why, cap, "grammar: %s", w);
     r->json_format = 1;
   }
   /* llama-server's json_schema: a schema beside the request's fields */
   const cJSON *js = cJSON_GetObjectItemCaseSensitive(root, "json_schema");
   if (js && !cJSON_IsNull(js)) {
-    if (r->grammar) return bad(why, cap, "grammar and json_schema: one of them");
-    if (!cJSON_IsObject(js)) return bad(why, cap, "json_schema: expected a JSON schema");
+    if (r->grammar) return mkc_refuse(why, cap, "grammar and json_schema: one of them");
+    if (!cJSON_IsObject(js)) return mkc_refuse(why, cap, "json_schema: expected a JSON schema");
     if (read_schema(js, "json_schema", r, why, cap) != 0) return -1;
   }
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "response_format");
@@ -558,19 +562,19 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
     const cJSON *type = cJSON_IsObject(fmt) ? cJSON_GetObjectItemCaseSensitive(fmt, "type") : NULL;
     const char *t = cJSON_IsString(type) ? type->valuestring : "";
     if (r->json_format && strcmp(t, "text") != 0)
-      return bad(why, cap, "%s and response_format (JSON output): one of them",
-                 r->grammar ? "grammar" : "json_schema");
+      return mkc_refuse(why, cap, "%s and response_format (JSON output): one of them",
+                        r->grammar ? "grammar" : "json_schema");
     if (strcmp(t, "json_schema") == 0) {
       const cJSON *inner = cJSON_GetObjectItemCaseSensitive(fmt, "json_schema");
       const cJSON *sch = cJSON_GetObjectItemCaseSensitive(inner, "schema");
       if (!cJSON_IsObject(sch))
-        return bad(why, cap, "response_format: json_schema.schema: expected a JSON schema");
+        return mkc_refuse(why, cap, "response_format: json_schema.schema: expected a JSON schema");
       return read_schema(sch, "response_format", r, why, cap);
     }
     if (strcmp(t, "text") != 0 && strcmp(t, "json_object") != 0)
-      return bad(why, cap,
-                 "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
-                 "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}");
+      return mkc_refuse(why, cap,
+                        "response_format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                        "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": ...}}");
     r->json_format |= strcmp(t, "json_object") == 0; /* already set by a grammar or json_schema */
   }
   return 0;
@@ -586,17 +590,17 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
     if (!v || cJSON_IsNull(v)) continue;
     double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
     if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
-      return bad(why, cap, "%s: expected a whole number >= 1", names[k]);
+      return mkc_refuse(why, cap, "%s: expected a whole number >= 1", names[k]);
     r->max_tokens = (int)x;
   }
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
-    return bad(why, cap, "n: only 1 choice per request");
+    return mkc_refuse(why, cap, "n: only 1 choice per request");
   if (r->native) { /* llama-server's n_predict (negative: no bound) and n_probs */
     const cJSON *np = cJSON_GetObjectItemCaseSensitive(root, "n_predict");
     double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
     if (np && !cJSON_IsNull(np) && (!(x >= -(1 << 30) && x <= 1 << 30) || x != floor(x) || x == 0))
-      return bad(why, cap, "n_predict: expected -1 (no bound) or a whole number >= 1");
+      return mkc_refuse(why, cap, "n_predict: expected -1 (no bound) or a whole number >= 1");
     if (np && !cJSON_IsNull(np)) r->max_tokens = x > 0 ? (int)x : -1;
     int probs = 0, given = small_count(root, "n_probs", &probs, why, cap);
     if (given < 0) return -1;
@@ -655,9 +659,9 @@ static int parse_completion(const char *body, size_t n, int chat, int native, mk
   r->body = body, r->body_len = n; /* for as_python, while parsing */
   int rc = 0;
   if (!root)
-    rc = bad(why, cap, "the body is not JSON");
+    rc = mkc_refuse(why, cap, "the body is not JSON");
   else if (!cJSON_IsObject(root))
-    rc = bad(why, cap, "the body is not a JSON object");
+    rc = mkc_refuse(why, cap, "the body is not a JSON object");
   else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
            (rc = read_stop(root, r, why, cap)) == 0 &&
            (rc = read_numbers(root, r, why, cap)) == 0 &&
@@ -684,14 +688,14 @@ static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, s
   if (!sys || cJSON_IsNull(sys)) return 0;
   char *joined = NULL;
   const char *text = content_of(sys, 0, 0, &joined, why, cap);
-  if (!text) return bad(why, cap, "system: expected a string or a list of text blocks");
+  if (!text) return mkc_refuse(why, cap, "system: expected a string or a list of text blocks");
   mkc_chat_msg *msgs = realloc(r->msgs, (size_t)(r->n_msgs + 1) * sizeof *msgs);
   char **owned = realloc(r->owned, (size_t)(r->n_owned + 1) * sizeof *owned);
   if (msgs) r->msgs = msgs;
   if (owned) r->owned = owned;
   if (!msgs || !owned) {
     free(joined);
-    return bad(why, cap, "out of memory");
+    return mkc_refuse(why, cap, "out of memory");
   }
   own(r, joined);
   memmove(r->msgs + 1, r->msgs, (size_t)r->n_msgs * sizeof *r->msgs);
@@ -702,8 +706,7 @@ static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, s
 
 /* Anthropic's fields mkc does not follow, named on the log line. */
 static void note_anthropic_unfollowed(const cJSON *root, mkc_api_req *r) {
-  static const char *const NOT[] = {"thinking", "tool_choice", "service_tier", "container",
-                                    "mcp_servers"};
+  static const char *const NOT[] = {"thinking", "service_tier", "container", "mcp_servers"};
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
@@ -713,27 +716,33 @@ static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t c
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
     if (cJSON_IsString(role) && strcmp(role->valuestring, "user") &&
         strcmp(role->valuestring, "assistant"))
-      return bad(why, cap, "messages: a role is user or assistant (system is its own field)");
+      return mkc_refuse(why, cap,
+                        "messages: a role is user or assistant (system is its own field)");
   }
-  if (read_messages(root, r, why, cap) != 0 || read_anthropic_system(root, r, why, cap) != 0)
-    return -1;
+  /* tool_use and tool_result blocks, tools and tool_choice as OpenAI's: read as its are, the
+   * tools' schemas and calls' inputs written from the converted tree (the body's paths are
+   * Anthropic's) */
+  cJSON *oai = mkc_api_anthropic_openai(root, why, cap);
+  if (!oai) return -1;
+  r->converted = oai;
+  const char *body = r->body;
+  r->body = NULL;
+  int rc = read_messages(oai, r, why, cap) != 0 || read_tools(oai, r, why, cap) != 0;
+  r->body = body;
+  if (rc || read_anthropic_system(root, r, why, cap) != 0) return -1;
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
   double x = cJSON_IsNumber(mt) ? mt->valuedouble : NAN;
   if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
-    return bad(why, cap, "max_tokens: required, a whole number >= 1");
+    return mkc_refuse(why, cap, "max_tokens: required, a whole number >= 1");
   r->max_tokens = (int)x;
-  const cJSON *tools = cJSON_GetObjectItemCaseSensitive(root, "tools");
-  if (cJSON_GetArraySize(tools) > 0)
-    return bad(why, cap,
-               "tools: tool use is not offered on /v1/messages (a chat's tools are, on "
-               "/v1/chat/completions)");
   const cJSON *stops = cJSON_GetObjectItemCaseSensitive(root, "stop_sequences"), *e;
   if (stops && !cJSON_IsNull(stops) &&
       (!cJSON_IsArray(stops) || cJSON_GetArraySize(stops) > MKC_API_STOPS))
-    return bad(why, cap, "stop_sequences: expected a list of up to %d strings", MKC_API_STOPS);
+    return mkc_refuse(why, cap, "stop_sequences: expected a list of up to %d strings",
+                      MKC_API_STOPS);
   for (e = cJSON_IsArray(stops) ? stops->child : NULL; e; e = e->next) {
     if (!cJSON_IsString(e) || !*e->valuestring)
-      return bad(why, cap, "stop_sequences[%d]: expected a non-empty string", r->n_stop);
+      return mkc_refuse(why, cap, "stop_sequences[%d]: expected a non-empty string", r->n_stop);
     r->stop[r->n_stop++] = e->valuestring;
   }
   if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
@@ -750,8 +759,8 @@ static int parse_body(const char *body, size_t n, mkc_api_req *r,
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
   r->body = body, r->body_len = n; /* for as_python, while parsing */
-  int rc = !root                   ? bad(why, cap, "the body is not JSON")
-           : !cJSON_IsObject(root) ? bad(why, cap, "the body is not a JSON object")
+  int rc = !root                   ? mkc_refuse(why, cap, "the body is not JSON")
+           : !cJSON_IsObject(root) ? mkc_refuse(why, cap, "the body is not a JSON object")
                                    : read(root, r, why, cap);
   r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
@@ -769,14 +778,14 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
               *sys = cJSON_GetObjectItemCaseSensitive(root, "system"),
               *ctx = cJSON_GetObjectItemCaseSensitive(root, "context");
   if (p && !cJSON_IsNull(p) && !cJSON_IsString(p))
-    return bad(why, cap, "prompt: expected a string");
+    return mkc_refuse(why, cap, "prompt: expected a string");
   if (sys && !cJSON_IsNull(sys) && !cJSON_IsString(sys))
-    return bad(why, cap, "system: expected a string");
+    return mkc_refuse(why, cap, "system: expected a string");
   r->prompt = cJSON_IsString(p) ? p->valuestring : "";
   r->system = cJSON_IsString(sys) && *sys->valuestring ? sys->valuestring : NULL;
   if ((r->raw = flag(root, "raw", 0, why, cap)) < 0) return -1;
   if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "images")) > 0)
-    return bad(why, cap, "images: this model reads text only");
+    return mkc_refuse(why, cap, "images: this model reads text only");
   if (!ctx || cJSON_IsNull(ctx)) return 0;
   return mkc_api_read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
 }
@@ -806,7 +815,7 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (cJSON_IsObject(format) && read_schema(format, "format", r, why, cap) != 0) return -1;
   if (format && !cJSON_IsNull(format) && !cJSON_IsObject(format) &&
       !(cJSON_IsString(format) && (!*format->valuestring || !strcmp(format->valuestring, "json"))))
-    return bad(why, cap, "format: \"json\" or a JSON schema");
+    return mkc_refuse(why, cap, "format: \"json\" or a JSON schema");
   if (cJSON_IsString(format)) r->json_format = *format->valuestring != 0;
   if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
@@ -825,13 +834,14 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   else if (cJSON_IsBool(think))
     r->think = cJSON_IsTrue(think);
   else if (think && !cJSON_IsNull(think))
-    return bad(why, cap, "think: expected true, false or a level (\"low\", \"medium\", \"high\")");
+    return mkc_refuse(why, cap,
+                      "think: expected true, false or a level (\"low\", \"medium\", \"high\")");
   r->max_tokens = -1;
   /* logprobs: true with top_logprobs: N, as the chat API takes them (ollama since 0.12.11) */
   if (read_logprobs(root, r, 1, why, cap) != 0) return -1;
   const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!opt || cJSON_IsNull(opt)) return 0;
-  if (!cJSON_IsObject(opt)) return bad(why, cap, "options: expected an object");
+  if (!cJSON_IsObject(opt)) return mkc_refuse(why, cap, "options: expected an object");
   if (read_sampling(opt, r, why, cap) != 0 || read_stop(opt, r, why, cap) != 0) return -1;
   note_unfollowed(opt, r);
   /* num_predict: -1 no bound, -2 until the context is full (the same here) */
@@ -839,7 +849,7 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (np && !cJSON_IsNull(np)) {
     double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
     if (!((x >= 1 && x <= 1 << 30) || x == -1 || x == -2) || x != floor(x))
-      return bad(why, cap, "options.num_predict: expected -1, -2 or a whole number >= 1");
+      return mkc_refuse(why, cap, "options.num_predict: expected -1, -2 or a whole number >= 1");
     r->max_tokens = x > 0 ? (int)x : -1;
   }
   return 0;
@@ -858,14 +868,14 @@ int mkc_api_parse_tokens(const char *body, size_t n, int detokenize, mkc_api_tok
   t->root = root;
   int rc = 0;
   if (!root || !cJSON_IsObject(root)) {
-    rc = bad(why, cap, root ? "the body is not a JSON object" : "the body is not JSON");
+    rc = mkc_refuse(why, cap, root ? "the body is not a JSON object" : "the body is not JSON");
   } else if (detokenize) {
     rc = mkc_api_read_ids(cJSON_GetObjectItemCaseSensitive(root, "tokens"), "tokens", &t->ids,
                           &t->n_ids, why, cap);
   } else {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "content");
     if (!cJSON_IsString(c))
-      rc = bad(why, cap, "content: expected a string");
+      rc = mkc_refuse(why, cap, "content: expected a string");
     else if ((t->add_special = flag(root, "add_special", 0, why, cap)) < 0 ||
              (t->parse_special = flag(root, "parse_special", 1, why, cap)) < 0 ||
              (t->with_pieces = flag(root, "with_pieces", 0, why, cap)) < 0)
@@ -914,6 +924,7 @@ void mkc_api_req_free(mkc_api_req *r) {
   mkc_schema_free(r->schema);
   mkc_gbnf_free(r->grammar);
   cJSON_Delete(r->root);
+  cJSON_Delete(r->converted);
   memset(r, 0, sizeof *r);
 }
 

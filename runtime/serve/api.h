@@ -97,6 +97,7 @@ typedef struct mkc_api_req {
   int *context;
   int n_context;
   void *root;       /* the cJSON tree */
+  void *converted;  /* Anthropic's messages and tools as OpenAI's (api_anthropic.h) */
   const char *body; /* while parsing: the JSON text (tools and arguments are written from it) */
   size_t body_len;
 } mkc_api_req;
@@ -117,9 +118,10 @@ enum {
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
 
 /* Anthropic's POST /v1/messages: model, max_tokens (required), messages (their content a
- * string or text blocks), system (a string or text blocks), stop_sequences, temperature,
- * top_p, top_k, stream; tools and non-text blocks are refused, thinking and the rest named
- * on the log line. 0, or -1 with why filled. */
+ * string or text, thinking, tool_use and tool_result blocks), system (a string or text
+ * blocks), tools and tool_choice (api_anthropic.h), stop_sequences, temperature, top_p, top_k,
+ * stream; other blocks are refused, thinking and the rest named on the log line. 0, or -1
+ * with why filled. */
 int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
 
 /* The same for llama-server's own /completion (and /completions): the

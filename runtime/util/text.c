@@ -1,5 +1,6 @@
 #include "text.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,3 +55,11 @@ const char *mkc_shown_n(const char *s, size_t n) {
 }
 
 const char *mkc_shown(const char *s) { return mkc_shown_n(s ? s : "", s ? strlen(s) : 0); }
+
+int mkc_refuse(char *why, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, cap, fmt, ap);
+  va_end(ap);
+  return -1;
+}

@@ -23,4 +23,8 @@ const char *mkc_shown_n(const char *s, size_t n);
 /* The same for a NUL-terminated s (NULL shows as ""). */
 const char *mkc_shown(const char *s);
 
+/* The message fmt formats, into why[0..cap); returns -1, so that a reader of outside data can
+ * `return mkc_refuse(why, cap, "...", ...)` where it finds what it refuses. */
+int mkc_refuse(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif
