@@ -392,8 +392,31 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$status" = 200 ] && [ -n "$reply" ] && [ "$want" != "$shown" ] && [ "$(get prompt)" = "$want" ] \
     && ok "SmolLM2 POST /apply-template: the prompt run --chat shows before its answer" \
     || fail "SmolLM2 /apply-template" "run:    $shown" "server: $(get prompt)"
-  refused "SmolLM2 /apply-template ending with the assistant" 400 "the last message must be the user's" \
-    POST /apply-template '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}'
+  # an assistant's message last is the start of the answer (a prefill): ChatML's cue, then its
+  # text as it is; the answers of the three chat APIs are run's on that text
+  pre="My favourite color is"
+  want=$(printf '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nName a color.<|im_end|>\n<|im_start|>assistant\n')
+  want="$want"$'\n'
+  call POST /apply-template "{\"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, {\"role\": \"user\", \"content\": \"Name a color.\"}, {\"role\": \"assistant\", \"content\": \"$pre\"}]}"
+  [ "$status" = 200 ] && [ "$(get prompt)" = "$want$pre" ] \
+    && ok "SmolLM2 POST /apply-template, the assistant's message last: the prompt, then its text to go on from" \
+    || fail "SmolLM2 /apply-template prefill" "want: $want$pre" "got:  $(get prompt)"
+  printf '%s' "$want$pre" >"$tmp/prefill.txt"
+  wanted=$("$mkc" run "${margs[@]}" -f "$tmp/prefill.txt" -n 8 2>/dev/null)
+  conv="[{\"role\": \"user\", \"content\": \"Name a color.\"}, {\"role\": \"assistant\", \"content\": \"$pre\"}]"
+  call POST /v1/messages "{\"max_tokens\": 8, \"system\": \"Be brief.\", \"messages\": $conv}"
+  a1=$(get content 0 text)
+  call POST /v1/chat/completions "{\"max_tokens\": 8, \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, ${conv#[}}"
+  a2=$(get choices 0 message content)
+  call POST /api/chat "{\"stream\": false, \"options\": {\"num_predict\": 8}, \"messages\": [{\"role\": \"system\", \"content\": \"Be brief.\"}, ${conv#[}}"
+  a3=$(get message content)
+  [ -n "$wanted" ] && [ "$a1" = "$wanted" ] && [ "$a2" = "$wanted" ] && [ "$a3" = "$wanted" ] \
+    && ok "SmolLM2 prefill: Anthropic's, OpenAI's and ollama's chats go on from the assistant's start as run does ($wanted)" \
+    || fail "SmolLM2 prefill answers" "run:       $wanted" "anthropic: $a1" "openai:    $a2" "ollama:    $a3"
+  refused "SmolLM2: the start of an answer with reasoning" 400 "an assistant's message last is the start of its answer, which it goes on from: it cannot hold reasoning" \
+    POST /v1/chat/completions '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b", "reasoning_content": "c"}]}'
+  refused "SmolLM2: a system message last" 400 "the last message must be the user's, or the assistant's start of its answer" \
+    POST /v1/chat/completions '{"messages": [{"role": "system", "content": "a"}]}'
   grep -q "chat template chatml" "$tmp/smollm2.err" && ok "SmolLM2: served with its chatml template" \
     || fail "SmolLM2: its template named" "$(cat "$tmp/smollm2.err")"
   # chat_as_run NAME BODY RUN_ARGS...: the answer is run --chat's
@@ -682,6 +705,22 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolqwen -m "$model" 
   python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["capabilities"] == ["completion", "tools"] else 1)' "$tmp/body" \
     && ok "tools (qwen2.5): /api/show's capabilities: completion, tools" || fail "api/show capabilities" "$(cat "$tmp/body")"
   stop smolqwen
+fi
+# qwen3 reasons first: the start of an answer only with its reasoning off (the empty think block
+# Qwen3's template writes for enable_thinking false, then the start)
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolq3 -m "$model" --backend cpu --chat-template qwen3; then
+  conv='[{"role": "user", "content": "a"}, {"role": "assistant", "content": "The answer"}]'
+  refused "qwen3: the start of an answer while it reasons" 400 \
+    "the start of an answer cannot be given while the model reasons first (chat_template_kwargs.enable_thinking false turns it off)" \
+    POST /v1/chat/completions "{\"messages\": $conv}"
+  call POST /apply-template "{\"messages\": $conv, \"chat_template_kwargs\": {\"enable_thinking\": false}}"
+  [ "$status" = 200 ] && [ "$(get prompt)" = "$(printf '<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nThe answer')" ] \
+    && ok "qwen3, enable_thinking false: the empty think block, then the start of the answer" \
+    || fail "qwen3 prefill" "$(head -c 300 "$tmp/ans")"
+  call POST /api/chat "{\"messages\": $conv, \"stream\": false}"
+  [ "$status" = 400 ] && [[ $(get error) == *'("think": false turns it off)' ]] \
+    && ok "qwen3 on ollama's chat: the same refusal, naming think" || fail "qwen3 ollama prefill" "$(head -c 300 "$tmp/ans")"
+  stop smolq3
 fi
 # --parallel: a chat, a completion cut by a stop string, a streamed chat, at once, on 2 slots
 if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolpar -m "$model" --backend cpu --ctx 64 --draft-max 2 --parallel 2; then

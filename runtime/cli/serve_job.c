@@ -80,15 +80,37 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
     snprintf(why, cap, "messages[%d]: %s", bad, w);
     return NULL;
   }
-  const char *last = r->msgs[r->n_msgs - 1].role;
-  if (strcmp(last, "user") != 0 && strcmp(last, "tool") != 0) {
-    snprintf(why, cap, "messages: the last message must be the user's%s",
-             mkc_chat_tools(sv->family) ? " or a tool's result" : "");
+  /* the last: the user's, a tool's result, or the start of the answer (a prefill) */
+  const mkc_chat_msg *last = &r->msgs[r->n_msgs - 1];
+  int prefill = !strcmp(last->role, "assistant"), at = r->n_msgs - 1;
+  if (!prefill && strcmp(last->role, "user") != 0 && strcmp(last->role, "tool") != 0) {
+    snprintf(why, cap,
+             "messages: the last message must be the user's%s, or the assistant's start "
+             "of its answer",
+             mkc_chat_tools(sv->family) ? ", a tool's result" : "");
+    return NULL;
+  }
+  if (prefill && (last->n_calls || last->reasoning)) {
+    snprintf(why, cap,
+             "messages[%d]: an assistant's message last is the start of its answer, which it "
+             "goes on from: it cannot hold %s",
+             at, last->n_calls ? "tool calls" : "reasoning");
     return NULL;
   }
   mkc_chat_opts o;
   if (chat_opts(sv, r, &o, why, cap) != 0) return NULL;
-  char *text = mkc_chat_render_with(sv->family, r->msgs, r->n_msgs, 1, &o);
+  if (prefill && mkc_chat_reasons(sv->family) && !o.no_reasoning) {
+    /* the model would reason after the start of its answer (llama-server refuses it too) */
+    snprintf(why, cap,
+             "messages[%d]: the start of an answer cannot be given while the model reasons first "
+             "(%s)",
+             at,
+             sv->family != MKC_CHAT_QWEN3 ? "its template cannot turn reasoning off"
+             : r->ollama                  ? "\"think\": false turns it off"
+                         : "chat_template_kwargs.enable_thinking false turns it off");
+    return NULL;
+  }
+  char *text = mkc_chat_render_prompt(sv->family, r->msgs, r->n_msgs, &o);
   if (!text)
     snprintf(why, cap, "messages: the %s template cannot render them (the server's log says why)",
              mkc_chat_family_name(sv->family));

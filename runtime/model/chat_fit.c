@@ -18,7 +18,7 @@ static int render_cut(int family, const mkc_chat_msg *msgs, int n, const mkc_cha
                       const mkc_tokenizer *tok, int first, mkc_chat_msg *kept, char **text,
                       int *n_tokens) {
   int m = mkc_chat_fit_kept(msgs, n, first, kept);
-  *text = mkc_chat_render_with(family, kept, m, 1, o);
+  *text = mkc_chat_render_prompt(family, kept, m, o);
   if (!*text) return -1;
   int *ids = NULL;
   *n_tokens = mkc_tokenizer_encode(tok, *text, strlen(*text), mkc_tokenizer_add_bos(tok), 1, &ids);

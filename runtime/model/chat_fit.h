@@ -10,7 +10,7 @@
 #include "tokenizer/tokenizer.h"
 
 typedef struct mkc_chat_fit {
-  char *text;   /* the kept messages rendered (malloc'd), ready for the answer */
+  char *text;   /* the kept messages' prompt (malloc'd; mkc_chat_render_prompt) */
   int n_tokens; /* text's tokens (with BOS when tok adds one) */
   int first;    /* the first message kept after the system messages before it */
   int dropped;  /* how many messages were left out */

@@ -764,3 +764,19 @@ char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_
   }
   return t.s;
 }
+
+char *mkc_chat_render_prompt(int family, const mkc_chat_msg *msgs, int n, const mkc_chat_opts *o) {
+  if (n < 2 || strcmp(msgs[n - 1].role, "assistant") != 0)
+    return mkc_chat_render_with(family, msgs, n, 1, o);
+  char *head = mkc_chat_render_with(family, msgs, n - 1, 1, o);
+  if (!head) return NULL;
+  size_t a = strlen(head), b = strlen(msgs[n - 1].content);
+  char *p = realloc(head, a + b + 1);
+  if (!p) {
+    free(head);
+    fprintf(stderr, "mkc: error: chat: out of memory\n");
+    return NULL;
+  }
+  memcpy(p + a, msgs[n - 1].content, b + 1);
+  return p;
+}

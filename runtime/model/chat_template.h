@@ -151,6 +151,12 @@ enum { MKC_CHAT_OPT_EFFORT = 1, MKC_CHAT_OPT_NO_REASONING, MKC_CHAT_OPT_TOOLS };
 char *mkc_chat_render_with(int family, const mkc_chat_msg *msgs, int n, int add_assistant,
                            const mkc_chat_opts *o);
 
+/* The prompt that brings the model to its answer: msgs rendered with the cue of the
+ * assistant's turn; or, when the last message (after another) is the assistant's, the start
+ * of the answer (a prefill, as llama-server and Anthropic's API take it), the others so
+ * rendered, then its content as it is, for the model to go on from. */
+char *mkc_chat_render_prompt(int family, const mkc_chat_msg *msgs, int n, const mkc_chat_opts *o);
+
 /* 0 when family takes o, else the option refused (MKC_CHAT_OPT_*) with why
  * filled, for a message that names the option: a reasoning effort for a
  * template without one or a level not its; no reasoning for a template that
