@@ -100,6 +100,19 @@ grep -qx "mkc: error: the latest turn ([0-9]* tokens, with any system message) d
   [ "$rc" = 1 ] && ok "chat: a turn that alone overflows the context ends the chat (status 1)" ||
   fail "chat: a turn too long" "exit $rc" "$(cat "$tmp/big.err")"
 
+# /clear starts the conversation over (the system message stays): the next answer is a first
+# turn's, as run --chat gives it; /? lists the commands and is no turn
+printf 'What is the capital of France?\n/?\n/clear\nAnd of Germany?\n' |
+  "$mkc" chat -m "$model" -sys "$sys" -n 16 --ctx 256 --verbose >"$tmp/clear.out" 2>"$tmp/clear.err"
+"$mkc" run -m "$model" --chat -sys "$sys" -p "And of Germany?" -n 16 --ctx 256 --no-display-prompt >"$tmp/fresh.out" 2>/dev/null
+if [ "$(sed -n 2p "$tmp/clear.out")" = "$(cat "$tmp/fresh.out")" ] && grep -q '^  /clear ' "$tmp/clear.err" &&
+  grep -qx 'mkc: the conversation is cleared (its system message stays)' "$tmp/clear.err" &&
+  grep -q '^mkc: turn 2: processed [0-9]* tokens (0 cached, ' "$tmp/clear.err" && ! grep -q '^mkc: turn 3' "$tmp/clear.err"; then
+  ok "chat: /clear starts over (the next answer is run --chat's, $(wc -l <"$tmp/fresh.out") line); /? lists the commands"
+else
+  fail "chat: /clear" "want: $(cat "$tmp/fresh.out")" "got:  $(sed -n 2p "$tmp/clear.out")" "$(cat "$tmp/clear.err")"
+fi
+
 # run: flags of llama.cpp users
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"

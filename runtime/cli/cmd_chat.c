@@ -24,11 +24,12 @@ static const char USAGE[] =
     "\n"
     "Talks with an instruct model in its chat template. Type a message and\n"
     "Enter (a line ending in \\ continues on the next); /exit or Ctrl-D ends\n"
-    "the chat; Ctrl-C stops the answer being written and keeps the\n"
-    "conversation. Each turn processes only its own tokens: the earlier ones\n"
-    "stay in the KV cache. When the history leaves too little of the context\n"
-    "for an answer (-n tokens, else a quarter of it), its oldest turns are left\n"
-    "out (the system message stays) and it is read anew (stderr says so).\n"
+    "the chat, /clear starts it over, /? lists these commands; Ctrl-C stops\n"
+    "the answer being written and keeps the conversation. Each turn processes\n"
+    "only its own tokens: the earlier ones stay in the KV cache. When the\n"
+    "history leaves too little of the context for an answer (-n tokens, else\n"
+    "a quarter of it), its oldest turns are left out (the system message\n"
+    "stays) and it is read anew (stderr says so).\n"
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  -sys, --system-prompt TEXT  the system message\n"
@@ -54,6 +55,12 @@ static const char USAGE[] =
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N: as for run\n";
+
+/* The lines chat takes as commands, not messages (/? prints this). */
+static const char COMMANDS[] =
+    "  /clear     start the conversation over (the system message stays)\n"
+    "  /exit, /bye  end the chat (as Ctrl-D does)\n"
+    "  /?, /help  this list\n";
 
 static int check_flags(mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
@@ -300,7 +307,9 @@ int mkc_cmd_chat(int argc, char **argv) {
   if (mkc_session_set_sampling(m.s, &sampling) != 0) goto done;
   int tty = isatty(0) && isatty(1);
   if (tty)
-    fprintf(stderr, "mkc: chatting with %s (%s template, %s backend); /exit or Ctrl-D ends\n",
+    fprintf(stderr,
+            "mkc: chatting with %s (%s template, %s backend); /exit or Ctrl-D ends, /? lists the "
+            "commands\n",
             c.model_path, mkc_chat_family_name(family), mkc_session_backend(m.s));
   mkc_interrupt_install();
   int n_valid = 0;
@@ -314,6 +323,23 @@ int mkc_cmd_chat(int argc, char **argv) {
     if (strcmp(msg, "/exit") == 0 || strcmp(msg, "/bye") == 0) {
       free(msg);
       break;
+    }
+    if (strcmp(msg, "/?") == 0 || strcmp(msg, "/help") == 0) {
+      fputs(COMMANDS, stderr);
+      free(msg);
+      number--;
+      continue;
+    }
+    if (strcmp(msg, "/clear") == 0) { /* ollama's: the conversation starts over */
+      mkc_chat_opts opts = conv.opts;
+      mkc_conversation_free(&conv);
+      free(msg);
+      if (mkc_conversation_init(&conv, m.file.tok, family, c.system_prompt) != 0) goto done;
+      conv.opts = opts;
+      fprintf(stderr, "mkc: the conversation is cleared%s\n",
+              c.system_prompt ? " (its system message stays)" : "");
+      number--;
+      continue;
     }
     if (!*msg) {
       free(msg);
