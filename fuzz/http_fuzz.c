@@ -20,16 +20,18 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int k = 0; k < 6; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
-                                  llama-server's own completion, Anthropic's messages */
+  for (int k = 0; k < 7; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
+                                  llama-server's own completion, Anthropic's messages and its
+                                  count_tokens */
     mkc_api_req r;
     char why[200];
-    int anthropic = k == 5, chat = (k % 2 && k < 4) || anthropic, ollama = k / 2 == 1,
-        native = k == 4;
-    int rc = anthropic ? mkc_api_parse_anthropic(body, n, &r, why, sizeof why)
-             : native  ? mkc_api_parse_native(body, n, &r, why, sizeof why)
-             : ollama  ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
-                       : mkc_api_parse(body, n, chat, &r, why, sizeof why);
+    int anthropic = k >= 5, counting = k == 6, chat = (k % 2 && k < 4) || anthropic,
+        ollama = k / 2 == 1, native = k == 4;
+    int rc = counting    ? mkc_api_parse_anthropic_count(body, n, &r, why, sizeof why)
+             : anthropic ? mkc_api_parse_anthropic(body, n, &r, why, sizeof why)
+             : native    ? mkc_api_parse_native(body, n, &r, why, sizeof why)
+             : ollama    ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
+                         : mkc_api_parse(body, n, chat, &r, why, sizeof why);
     if (rc != 0) {
       check(why[0] != '\0');
       continue;
@@ -37,7 +39,7 @@ static void api(const char *body, size_t n) {
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
     check(r.ollama == ollama && r.native == native && r.anthropic == anthropic &&
           r.top_logprobs >= -1);
-    check(!anthropic || r.max_tokens >= 1); /* required */
+    check(!anthropic || r.max_tokens >= 1 || counting); /* required, but to count */
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
     for (int i = 0; i < r.n_msgs; i++) {
       check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);

@@ -496,6 +496,15 @@ elif start smollm2 -m "$model" --backend cpu; then
     && [ "${total% *}" = "$n_tokens" ] && [ "${total#* }" -gt 0 ] \
     && ok "/v1/messages, a second turn with a thinking block given back: mkc chat's answer; input + cache read = the prompt's $n_tokens tokens (cached ${total#* })" \
     || fail "/v1/messages second turn" "want: $want ($n_tokens tokens)" "got:  $(head -c 400 "$tmp/ans") ($total)"
+  # count_tokens: the same prompt's length, with no max_tokens and nothing generated
+  call POST /v1/messages/count_tokens "{\"messages\": $msgs}"
+  [ "$status" = 200 ] && [ "$(get input_tokens)" = "$n_tokens" ] \
+    && ok "/v1/messages/count_tokens: the prompt's $n_tokens tokens (/apply-template, /tokenize)" \
+    || fail "/v1/messages/count_tokens" "want $n_tokens" "got: $(head -c 300 "$tmp/ans")"
+  call GET /v1/messages/count_tokens
+  [ "$status" = 405 ] && [ "$(get type)" = error ] && ok "GET /v1/messages/count_tokens: 405 in Anthropic's shape" \
+    || fail "count_tokens GET" "$(head -c 300 "$tmp/ans")"
+  refused "/v1/messages/count_tokens without messages" 400 "messages: expected a non-empty list" POST /v1/messages/count_tokens '{}'
   chat_as_run "a system message, content as text parts" \
     '{"messages": [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": [{"type": "text", "text": "Name a "}, {"type": "text", "text": "color."}]}], "max_tokens": 12}' \
     -sys "Answer in one word." -p "Name a color." -n 12
@@ -698,6 +707,9 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolqwen -m "$model" 
   [ "$status" = 200 ] && [ "$got" = "$want" ] && [ "$(get stop_reason)" = max_tokens ] \
     && ok "tools (qwen2.5), Anthropic's tool_use and tool_result blocks: jinja2's rendering too ($got tokens)" \
     || fail "Anthropic tools prompt" "input tokens $got, jinja2's rendering $want" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/messages/count_tokens "{$anth}"
+  [ "$(get input_tokens)" = "$want" ] && ok "tools (qwen2.5), Anthropic's count_tokens: jinja2's rendering's $want tokens" \
+    || fail "Anthropic count_tokens with tools" "want $want" "$(head -c 300 "$tmp/ans")"
   python3 "$client" "$port" messages /v1/messages "{$anth, \"stream\": true}" >"$tmp/anth"
   grep -q "events=message_start,content_block_start,content_block_delta,content_block_stop,message_delta,message_stop stop=max_tokens/None usage=$want+2 thinking=0 problems=none" "$tmp/anth" \
     && ok "tools (qwen2.5), Anthropic's, streamed: the event protocol kept" || fail "Anthropic tools stream" "$(cat "$tmp/anth")"

@@ -382,7 +382,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
     mkc_http_extra_headers("WWW-Authenticate: Bearer\r\n");
     if (strncmp(p, "/api/", 5) == 0)
       mkc_respond_ollama_error(fd, 401, "unauthorized: send Authorization: Bearer KEY");
-    else if (strcmp(p, "/v1/messages") == 0)
+    else if (strncmp(p, "/v1/messages", 12) == 0 && (!p[12] || p[12] == '/'))
       mkc_respond_anthropic_error(fd, 401, "invalid x-api-key: send x-api-key: KEY");
     else
       mkc_respond_error(fd, 401, "Invalid API Key: send Authorization: Bearer KEY");
@@ -424,6 +424,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       mkc_respond_anthropic_error(fd, 400, why);
     else
       rc = generate(sv, fd, &r, p, cors);
+  } else if (strcmp(p, "/v1/messages/count_tokens") == 0) {
+    post ? mkc_serve_count_tokens(sv, fd, req) : mkc_respond_anthropic_error(fd, 405, "use POST");
   } else if (strcmp(p, "/api/chat") == 0 || strcmp(p, "/api/generate") == 0) {
     mkc_api_req r;
     int is_chat = p[5] == 'c';

@@ -1,6 +1,7 @@
-/* llama-server's GET /props and POST /apply-template (serve.h): what a client asks a server
- * before it sends its first request: the context size and default options, the chat template,
- * and a conversation's prompt as the template renders it. */
+/* llama-server's GET /props and POST /apply-template, Anthropic's POST
+ * /v1/messages/count_tokens (serve.h): what a client asks a server before it sends a request:
+ * the context size and default options, the chat template, and a conversation's prompt as the
+ * template renders it, or its length in tokens. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,4 +98,30 @@ void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *
   cJSON_AddStringToObject(o, "prompt", text);
   free(text);
   mkc_respond_json(fd, 200, o);
+}
+
+void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req) {
+  char why[400];
+  mkc_api_req r;
+  if (mkc_api_parse_anthropic_count(req->body, req->body_len, &r, why, sizeof why) != 0) {
+    mkc_respond_anthropic_error(fd, 400, why);
+    return;
+  }
+  /* the prompt a request of these messages would be given (the job reads it so) */
+  mkc_serve_job *j = malloc(sizeof *j);
+  if (!j) {
+    mkc_api_req_free(&r);
+    mkc_respond_anthropic_error(fd, 500, "out of memory");
+    return;
+  }
+  int status = mkc_serve_job_open(sv, j, &r, fd, "/v1/messages/count_tokens", why, sizeof why);
+  if (status) {
+    mkc_respond_anthropic_error(fd, status, why);
+  } else {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "input_tokens", j->n_prompt);
+    mkc_respond_json(fd, 200, o);
+  }
+  mkc_serve_job_close(j);
+  free(j);
 }

@@ -732,7 +732,9 @@ static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t c
   if (rc || read_anthropic_system(root, r, why, cap) != 0) return -1;
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
   double x = cJSON_IsNumber(mt) ? mt->valuedouble : NAN;
-  if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
+  if (r->counting && (!mt || cJSON_IsNull(mt)))
+    x = -1;
+  else if (!(x >= 1 && x <= 1 << 30 && x == floor(x)))
     return mkc_refuse(why, cap, "max_tokens: required, a whole number >= 1");
   r->max_tokens = (int)x;
   const cJSON *stops = cJSON_GetObjectItemCaseSensitive(root, "stop_sequences"), *e;
@@ -769,6 +771,12 @@ static int parse_body(const char *body, size_t n, mkc_api_req *r,
 
 int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
   *r = (mkc_api_req){.chat = 1, .anthropic = 1, .think = -1, .top_logprobs = -1};
+  return parse_body(body, n, r, read_anthropic, why, cap);
+}
+
+int mkc_api_parse_anthropic_count(const char *body, size_t n, mkc_api_req *r, char *why,
+                                  size_t cap) {
+  *r = (mkc_api_req){.chat = 1, .anthropic = 1, .counting = 1, .think = -1, .top_logprobs = -1};
   return parse_body(body, n, r, read_anthropic, why, cap);
 }
 

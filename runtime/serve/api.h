@@ -65,6 +65,7 @@ typedef struct mkc_api_req {
   /* Anthropic's Messages API (/v1/messages): its answers' and errors' shape; system as a
    * top-level field, stop_sequences (in stop) */
   int anthropic;
+  int counting;   /* Anthropic's count_tokens: the prompt alone is wanted */
   int ignore_eos; /* llama-server's ignore_eos: end-of-generation tokens banned (biased -inf) */
   const char *system;
   /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
@@ -123,6 +124,9 @@ int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *wh
  * stream; other blocks are refused, thinking and the rest named on the log line. 0, or -1
  * with why filled. */
 int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
+/* The same for POST /v1/messages/count_tokens: max_tokens not required (then -1). */
+int mkc_api_parse_anthropic_count(const char *body, size_t n, mkc_api_req *r, char *why,
+                                  size_t cap);
 
 /* The same for llama-server's own /completion (and /completions): the
  * prompt (text or token ids), n_predict (-1: no bound), n_probs, seed (-1:
