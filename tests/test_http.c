@@ -540,6 +540,18 @@ static void anthropic_requests(void) {
         "those results (%s)",
         rc ? why : "read");
   if (rc == 0) mkc_api_req_free(&r);
+  const char *no_tools = "{\"max_tokens\": 8, \"tool_choice\": {\"type\": \"any\"}, \"messages\": "
+                         "[{\"role\": \"user\", \"content\": \"a\"}]}";
+  rc = mkc_api_parse_anthropic(no_tools, strlen(no_tools), &r, why, sizeof why);
+  CHECK(rc == 0 && r.n_tools == 0,
+        "Anthropic's tool_choice any without tools: nothing to choose, not refused (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
+  const char *count = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}";
+  rc = mkc_api_parse_anthropic_count(count, strlen(count), &r, why, sizeof why);
+  CHECK(rc == 0 && r.max_tokens == -1 && r.counting,
+        "Anthropic's count_tokens: max_tokens not required (%s)", rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
   static const struct {
     const char *json, *why;
   } BAD[] = {
@@ -557,8 +569,8 @@ static void anthropic_requests(void) {
       {"{\"max_tokens\": 4, \"tools\": [{\"type\": \"web_search_20250305\", \"name\": "
        "\"web_search\"}], \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}",
        "tools[0]: web_search_20250305 is one of Anthropic's own tools"},
-      {"{\"max_tokens\": 4, \"tool_choice\": {\"type\": \"any\"}, \"messages\": [{\"role\": "
-       "\"user\", \"content\": \"a\"}]}",
+      {"{\"max_tokens\": 4, \"tools\": [{\"name\": \"f\", \"input_schema\": {}}], \"tool_choice\": "
+       "{\"type\": \"any\"}, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}",
        "tool_choice: {\"type\": \"auto\"} or {\"type\": \"none\"}"},
       {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
        "\"tool_use\", \"name\": \"f\", \"input\": {}}]}]}",

@@ -782,6 +782,12 @@ sys.stdout.write("".join("<|im_start|>%s\n%s<|im_end|>\n" % (x["role"], x["conte
     fail "ollama chat truncate" "whole $whole, cut $cut ($kept tokens)" "want: $want" "got: $(head -c 300 "$tmp/ans")" \
       "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
   fi
+  # Anthropic's count_tokens counts a prompt longer than the context too (no truncate there)
+  call POST /v1/messages/count_tokens "$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1])); print(json.dumps({"system": m[0]["content"], "messages": m[1:]}))' "$tmp/long.json")"
+  [ "$status" = 200 ] && [ "$(get input_tokens)" = "$whole" ] \
+    && ok "Anthropic's count_tokens: a chat longer than the context, counted ($whole tokens)" \
+    || fail "count_tokens past the context" "want $whole" "$(head -c 300 "$tmp/ans")"
   call POST /api/chat "{\"messages\": $(cat "$tmp/long.json"), \"truncate\": false, \"stream\": false}"
   [ "$status" = 400 ] && [[ $(get error) == "the prompt is $whole tokens but the context holds 64 "* ]] \
     && ok "SmolLM2: ollama's truncate false: 400 ($(get error))" || fail "ollama truncate false" "$(head -c 300 "$tmp/ans")"
@@ -789,7 +795,7 @@ sys.stdout.write("".join("<|im_start|>%s\n%s<|im_end|>\n" % (x["role"], x["conte
     "the prompt is $whole tokens but the context holds 64" POST /v1/chat/completions "{\"messages\": $(cat "$tmp/long.json")}"
   long=$(python3 -c 'print(" ".join(["hello"] * 80))')
   call POST /api/chat "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}, {\"role\": \"user\", \"content\": \"$long\"}], \"stream\": false}"
-  [ "$status" = 400 ] && [[ $(get error) == *", and its last turn alone is "* ]] \
+  [ "$status" = 400 ] && [[ $(get error) == *", and its last turn alone (with the system's messages) is "* ]] \
     && ok "SmolLM2: ollama's truncate, the last turn alone too long: 400 ($(get error))" \
     || fail "ollama truncate, last turn too long" "$(head -c 300 "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "Hi"}], "stream": false, "shift": true, "options": {"num_predict": 2, "num_ctx": 64}}'

@@ -38,7 +38,7 @@ static const char *stop_reason(const mkc_answer *g) {
 
 static void add_stop(const mkc_answer *g, cJSON *o) {
   cJSON_AddStringToObject(o, "stop_reason", stop_reason(g));
-  if (g->hit_stop)
+  if (g->hit_stop && !g->calls.n)
     cJSON_AddStringToObject(o, "stop_sequence", g->r->stop[g->stop_k]);
   else
     cJSON_AddNullToObject(o, "stop_sequence");

@@ -107,7 +107,8 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
              at,
              sv->family != MKC_CHAT_QWEN3 ? "its template cannot turn reasoning off"
              : r->ollama                  ? "\"think\": false turns it off"
-                         : "chat_template_kwargs.enable_thinking false turns it off");
+             : r->anthropic ? "a server started with --reasoning-budget 0 does not reason"
+                            : "chat_template_kwargs.enable_thinking false turns it off");
     return NULL;
   }
   char *text = mkc_chat_render_prompt(sv->family, r->msgs, r->n_msgs, &o);
@@ -138,8 +139,8 @@ static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int
   }
   if (f.n_tokens > ctx) {
     snprintf(why, cap,
-             "the prompt is %d tokens but the context holds %d, and its last turn alone is %d "
-             "(start the server with a larger --ctx)",
+             "the prompt is %d tokens but the context holds %d, and its last turn alone (with "
+             "the system's messages) is %d (start the server with a larger --ctx)",
              *n_ids, ctx, f.n_tokens);
     free(f.text);
     return -1;
@@ -272,6 +273,11 @@ static void draw_seed(const mkc_server *sv, mkc_sampling *o) {
                          (unsigned long long)ts.tv_nsec ^ ((unsigned long long)sv->requests << 40);
   o->seed_lo = (unsigned)s;
   o->seed_hi = (unsigned)(s >> 32);
+}
+
+int *mkc_serve_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
+  int dropped = 0;
+  return prompt_of(sv, r, n, &dropped, why, cap);
 }
 
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,

@@ -107,21 +107,16 @@ void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req) {
     mkc_respond_anthropic_error(fd, 400, why);
     return;
   }
-  /* the prompt a request of these messages would be given (the job reads it so) */
-  mkc_serve_job *j = malloc(sizeof *j);
-  if (!j) {
-    mkc_api_req_free(&r);
-    mkc_respond_anthropic_error(fd, 500, "out of memory");
+  /* the prompt a request of these messages would be given, read as the job reads it; one
+   * longer than the context is counted too (a client asks to know that) */
+  int n = 0, *ids = mkc_serve_prompt(sv, &r, &n, why, sizeof why);
+  mkc_api_req_free(&r);
+  if (!ids) {
+    mkc_respond_anthropic_error(fd, strstr(why, "memory") ? 500 : 400, why);
     return;
   }
-  int status = mkc_serve_job_open(sv, j, &r, fd, "/v1/messages/count_tokens", why, sizeof why);
-  if (status) {
-    mkc_respond_anthropic_error(fd, status, why);
-  } else {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "input_tokens", j->n_prompt);
-    mkc_respond_json(fd, 200, o);
-  }
-  mkc_serve_job_close(j);
-  free(j);
+  free(ids);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "input_tokens", n);
+  mkc_respond_json(fd, 200, o);
 }

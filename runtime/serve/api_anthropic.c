@@ -137,7 +137,10 @@ static int tools(const cJSON *root, cJSON *o, char *why, size_t cap) {
 /* tool_choice {type: auto | none | any | tool, disable_parallel_tool_use}: 0, or -1. */
 static int choice(const cJSON *root, cJSON *o, char *why, size_t cap) {
   const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
-  if (!c || cJSON_IsNull(c)) return 0;
+  /* without tools there is nothing to choose (a client may send it regardless) */
+  if (!c || cJSON_IsNull(c) ||
+      cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "tools")) == 0)
+    return 0;
   const char *type = type_of(c);
   if (!cJSON_IsObject(c) || (strcmp(type, "auto") && strcmp(type, "none")))
     return mkc_refuse(why, cap,

@@ -3,7 +3,8 @@
  * blocks become tool messages ahead of the user's own text (a message of results alone is
  * those results), each tool {name, description, input_schema} a function whose parameters are
  * the schema, and tool_choice {type: auto | none} with disable_parallel_tool_use its OpenAI
- * fields. The other blocks stay in the messages, for the chat reader to take or refuse. */
+ * fields (with no tools, tool_choice is not read). The other blocks stay in the messages, for the
+ * chat reader to take or refuse. */
 #ifndef MKC_API_ANTHROPIC_H
 #define MKC_API_ANTHROPIC_H
 
