@@ -9,7 +9,8 @@
  * --chat-template. Reading: GGUF metadata, tokenizer_config.json (string
  * or named list) and chat_template.jinja; with MKC_TEST_DATA, SmolLM2's
  * GGUF template is read, detected as ChatML, and its rendering tokenizes
- * to the turn tokens. Random bytes and conversations crash nothing. */
+ * to the turn tokens, and a chat cut to fit a limit (model/chat_fit.h) is cut where a
+ * linear scan would cut it. Random bytes and conversations crash nothing. */
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include "scratch.h"
 #include "chat_templates.h"
 #include "formats/gguf.h"
+#include "model/chat_fit.h"
 #include "model/chat_template.h"
 #include "model/model_file.h"
 #include "tokenizer/tokenizer.h"
@@ -699,6 +701,62 @@ static void test_files(void) {
   }
 }
 
+/* A chat cut to fit a limit (model/chat_fit.h), on SmolLM2's tokenizer: for every limit from
+ * below the last turn's length to past the whole chat's, the cut found by halving is the first
+ * of a linear scan over the cuts (each user message after the first) whose rendering fits, the
+ * last one when none does; the system message stays; with the start of an answer last too. */
+static void test_fit(const mkc_tokenizer *tok) {
+  enum { TURNS = 9 };
+  static char text[2 * TURNS + 2][64];
+  mkc_chat_msg msgs[2 * TURNS + 3], kept[2 * TURNS + 3];
+  int n = 0;
+  msgs[n++] = (mkc_chat_msg){.role = "system", .content = "Be brief."};
+  for (int t = 0; t < TURNS; t++) {
+    snprintf(text[2 * t], sizeof text[0], "Question %d, a little longer each time%.*s", t, t,
+             "!!!!!!!!!!");
+    snprintf(text[2 * t + 1], sizeof text[0], "Answer %d.", t);
+    msgs[n++] = (mkc_chat_msg){.role = "user", .content = text[2 * t]};
+    msgs[n++] = (mkc_chat_msg){.role = "assistant", .content = text[2 * t + 1]};
+  }
+  msgs[n++] = (mkc_chat_msg){.role = "user", .content = "And the last question?"};
+  for (int prefill = 0; prefill < 2; prefill++) {
+    int m = n + prefill, bad = 0, tried = 0;
+    if (prefill) msgs[n] = (mkc_chat_msg){.role = "assistant", .content = "The answer is"};
+    int lengths[TURNS + 2], cuts[TURNS + 2], n_cuts = 0;
+    for (int first = 0; first < m; first++) { /* the oracle: every cut's length */
+      if (first != 0 && (first == 1 || strcmp(msgs[first].role, "user") != 0)) continue;
+      int k = mkc_chat_fit_kept(msgs, m, first, kept);
+      char *r = mkc_chat_render_prompt(MKC_CHAT_CHATML, kept, k, NULL);
+      int *ids = NULL;
+      lengths[n_cuts] =
+          r ? mkc_tokenizer_encode(tok, r, strlen(r), mkc_tokenizer_add_bos(tok), 1, &ids) : -1;
+      cuts[n_cuts++] = first;
+      free(ids), free(r);
+    }
+    for (int limit = lengths[n_cuts - 1] - 3; limit <= lengths[0] + 2; limit++, tried++) {
+      int want = n_cuts - 1;
+      for (int c = n_cuts - 1; c >= 0; c--)
+        if (lengths[c] <= limit) want = c;
+      mkc_chat_fit f;
+      int rc = mkc_chat_fit_into(MKC_CHAT_CHATML, msgs, m, NULL, tok, limit, &f);
+      int k = rc == 0 ? mkc_chat_fit_kept(msgs, m, f.first, kept) : 0;
+      if (rc != 0 || f.first != cuts[want] || f.n_tokens != lengths[want] || f.dropped != m - k ||
+          strcmp(kept[0].role, "system") != 0 ||
+          (prefill && strncmp(f.text + strlen(f.text) - 13, "The answer is", 13) != 0)) {
+        if (!bad++)
+          printf("     | limit %d: want the cut at %d (%d tokens), got %d (%d tokens)\n", limit,
+                 cuts[want], lengths[want], rc == 0 ? f.first : -1, rc == 0 ? f.n_tokens : -1);
+      }
+      if (rc == 0) free(f.text);
+    }
+    CHECK(bad == 0 && n_cuts == TURNS + 1 && tried > 20,
+          "chat fit%s: the cut halving finds is a linear scan's for %d limits over %d cuts (%d "
+          "to %d tokens); the system message stays",
+          prefill ? ", the start of an answer last" : "", tried, n_cuts, lengths[n_cuts - 1],
+          lengths[0]);
+  }
+}
+
 /* SmolLM2's GGUF: its template as read, detected, rendered and tokenized
  * with the model's own tokenizer (add_bos as the model says: none). */
 static void test_smollm2(void) {
@@ -725,6 +783,7 @@ static void test_smollm2(void) {
         n);
   free(ids);
   free(text);
+  test_fit(mf.tok);
   mkc_model_file_close(&mf);
 }
 
