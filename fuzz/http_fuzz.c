@@ -41,8 +41,10 @@ static void api(const char *body, size_t n) {
           r.top_logprobs >= -1);
     check(!anthropic || r.max_tokens >= 1 || counting); /* required, but to count */
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
+    check(!anthropic || r.origin); /* each message names the client's, the system field -1 */
     for (int i = 0; i < r.n_msgs; i++) {
       check(strlen(r.msgs[i].role) > 0 && r.msgs[i].content);
+      check(!r.origin || r.origin[i] >= (i == 0 ? -1 : 0));
       for (int k = 0; k < r.msgs[i].n_calls; k++) /* a name, and arguments written as an object */
         check(r.msgs[i].calls[k].name[0] && r.msgs[i].calls[k].arguments[0] == '{');
     }

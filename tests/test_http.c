@@ -522,10 +522,11 @@ static void anthropic_requests(void) {
             !strcmp(r.msgs[1].calls[1].arguments, "{}") && !strcmp(r.msgs[2].role, "tool") &&
             !strcmp(r.msgs[2].content, "21 C") && !strcmp(r.msgs[3].role, "tool") &&
             !strcmp(r.msgs[3].content, "noon") && !strcmp(r.msgs[4].role, "user") &&
-            !strcmp(r.msgs[4].content, "Thanks."),
+            !strcmp(r.msgs[4].content, "Thanks.") && r.origin && r.origin[0] == 0 &&
+            r.origin[1] == 1 && r.origin[2] == 2 && r.origin[3] == 2 && r.origin[4] == 2,
         "Anthropic's tool use: tool_use blocks as the assistant's calls, tool_result blocks as "
-        "tool messages before the user's text, the tool as a function, "
-        "disable_parallel_tool_use as one call (%s)",
+        "tool messages before the user's text (each naming the client's message), the tool "
+        "as a function, disable_parallel_tool_use as one call (%s)",
         rc ? why : "read");
   if (rc == 0) mkc_api_req_free(&r);
   const char *none =
@@ -563,6 +564,12 @@ static void anthropic_requests(void) {
       {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
        "\"image\"}]}]}",
        "only text, thinking, tool_use and tool_result blocks"},
+      /* the client's index, though its tool result became a message of its own before it */
+      {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
+       "\"assistant\", \"content\": [{\"type\": \"tool_use\", \"name\": \"f\", \"input\": {}}]}, "
+       "{\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"content\": \"x\"}, "
+       "{\"type\": \"image\"}]}]}",
+       "messages[2].content: only text, thinking, tool_use and tool_result blocks"},
       {"{\"max_tokens\": 4, \"tools\": [{\"name\": \"f\"}], \"messages\": [{\"role\": \"user\", "
        "\"content\": \"a\"}]}",
        "tools[0]: expected {\"name\", \"description\", \"input_schema\": an object}"},

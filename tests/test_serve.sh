@@ -469,6 +469,9 @@ elif start smollm2 -m "$model" --backend cpu; then
     '{"max_tokens": 4, "tools": [{"name": "f", "input_schema": {}}], "messages": [{"role": "user", "content": "a"}]}'
   refused "/v1/messages with an image block" 400 "only text, thinking, tool_use and tool_result blocks" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}'
+  refused "/v1/messages: a template's error names the client's message, not the system's place" 400 \
+    "messages[1]: role 'user' where 'assistant' was expected" POST /v1/messages \
+    '{"max_tokens": 4, "system": "s", "messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}'
   refused "/v1/messages with a system role in messages" 400 "system is its own field" POST /v1/messages \
     '{"max_tokens": 4, "messages": [{"role": "system", "content": "a"}, {"role": "user", "content": "b"}]}'
   # a second turn, as mkc chat answers it (its conversation keeps the first turn's K/V)

@@ -65,6 +65,22 @@ static int chat_opts(const mkc_server *sv, const mkc_api_req *r, mkc_chat_opts *
   return refused ? -1 : 0;
 }
 
+/* Message i of r as its client names it: "messages[k]" (Anthropic's: the index it sent, or its
+ * "system" field). */
+typedef struct msg_label {
+  char s[32];
+} msg_label;
+static msg_label msg_name(const mkc_api_req *r, int i) {
+  msg_label l;
+  if (i < 0) /* the list as a whole */
+    snprintf(l.s, sizeof l.s, "messages");
+  else if (r->origin && r->origin[i] < 0)
+    snprintf(l.s, sizeof l.s, "system");
+  else
+    snprintf(l.s, sizeof l.s, "messages[%d]", r->origin ? r->origin[i] : i);
+  return l;
+}
+
 char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap) {
   if (sv->family < 0) {
     snprintf(why, cap,
@@ -77,7 +93,7 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
   int bad;
   char w[320];
   if (mkc_chat_check(sv->family, r->msgs, r->n_msgs, &bad, w, sizeof w) != 0) {
-    snprintf(why, cap, "messages[%d]: %s", bad, w);
+    snprintf(why, cap, "%s: %s", msg_name(r, bad).s, w);
     return NULL;
   }
   /* the last: the user's, a tool's result, or the start of the answer (a prefill) */
@@ -92,9 +108,9 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
   }
   if (prefill && (last->n_calls || last->reasoning)) {
     snprintf(why, cap,
-             "messages[%d]: an assistant's message last is the start of its answer, which it "
+             "%s: an assistant's message last is the start of its answer, which it "
              "goes on from: it cannot hold %s",
-             at, last->n_calls ? "tool calls" : "reasoning");
+             msg_name(r, at).s, last->n_calls ? "tool calls" : "reasoning");
     return NULL;
   }
   mkc_chat_opts o;
@@ -102,9 +118,9 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
   if (prefill && mkc_chat_reasons(sv->family) && !o.no_reasoning) {
     /* the model would reason after the start of its answer (llama-server refuses it too) */
     snprintf(why, cap,
-             "messages[%d]: the start of an answer cannot be given while the model reasons first "
+             "%s: the start of an answer cannot be given while the model reasons first "
              "(%s)",
-             at,
+             msg_name(r, at).s,
              sv->family != MKC_CHAT_QWEN3 ? "its template cannot turn reasoning off"
              : r->ollama                  ? "\"think\": false turns it off"
              : r->anthropic ? "a server started with --reasoning-budget 0 does not reason"

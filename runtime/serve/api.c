@@ -710,6 +710,17 @@ static void note_anthropic_unfollowed(const cJSON *root, mkc_api_req *r) {
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
+/* why, when it names a converted message ("messages[k]..."), made to name the client's. */
+static void client_index(const cJSON *made, char *why, size_t cap) {
+  int k, at = 0;
+  if (sscanf(why, "messages[%d]%n", &k, &at) != 1 || at == 0) return;
+  const cJSON *from =
+      cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(made, k), MKC_API_ANTHROPIC_FROM);
+  char rest[512];
+  snprintf(rest, sizeof rest, "%s", why + at);
+  if (cJSON_IsNumber(from)) snprintf(why, cap, "messages[%d]%s", from->valueint, rest);
+}
+
 static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *m;
   for (m = cJSON_IsArray(msgs) ? msgs->child : NULL; m; m = m->next) {
@@ -729,7 +740,18 @@ static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t c
   r->body = NULL;
   int rc = read_messages(oai, r, why, cap) != 0 || read_tools(oai, r, why, cap) != 0;
   r->body = body;
-  if (rc || read_anthropic_system(root, r, why, cap) != 0) return -1;
+  const cJSON *made = cJSON_GetObjectItemCaseSensitive(oai, "messages");
+  if (rc) return client_index(made, why, cap), -1;
+  if (read_anthropic_system(root, r, why, cap) != 0) return -1;
+  /* the client's index of each message (-1: the system field), for the template's errors */
+  if (!(r->origin = malloc((size_t)r->n_msgs * sizeof *r->origin)))
+    return mkc_refuse(why, cap, "out of memory");
+  int system = r->n_msgs > cJSON_GetArraySize(made);
+  for (int i = 0; i < r->n_msgs; i++) {
+    const cJSON *from = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(made, i - system),
+                                                         MKC_API_ANTHROPIC_FROM);
+    r->origin[i] = i < system ? -1 : cJSON_IsNumber(from) ? from->valueint : i - system;
+  }
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
   double x = cJSON_IsNumber(mt) ? mt->valuedouble : NAN;
   if (r->counting && (!mt || cJSON_IsNull(mt)))
@@ -933,6 +955,7 @@ void mkc_api_req_free(mkc_api_req *r) {
   mkc_gbnf_free(r->grammar);
   cJSON_Delete(r->root);
   cJSON_Delete(r->converted);
+  free(r->origin);
   memset(r, 0, sizeof *r);
 }
 

@@ -99,6 +99,7 @@ typedef struct mkc_api_req {
   int n_context;
   void *root;       /* the cJSON tree */
   void *converted;  /* Anthropic's messages and tools as OpenAI's (api_anthropic.h) */
+  int *origin;      /* Anthropic's: per message, the client's index (-1: the system field) */
   const char *body; /* while parsing: the JSON text (tools and arguments are written from it) */
   size_t body_len;
 } mkc_api_req;

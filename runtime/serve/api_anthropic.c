@@ -158,9 +158,16 @@ struct cJSON *mkc_api_anthropic_openai(const struct cJSON *root, char *why, size
   if (cJSON_IsArray(msgs)) {
     cJSON *out = cJSON_AddArrayToObject(o, "messages");
     int i = 0;
-    cJSON_ArrayForEach(m, msgs) if (message(m, i++, out, why, cap) != 0) {
-      cJSON_Delete(o);
-      return NULL;
+    cJSON_ArrayForEach(m, msgs) {
+      int before = cJSON_GetArraySize(out);
+      if (message(m, i, out, why, cap) != 0) {
+        cJSON_Delete(o);
+        return NULL;
+      }
+      /* each message made from it names the client's message, for the readers' errors */
+      for (cJSON *made = cJSON_GetArrayItem(out, before); made; made = made->next)
+        if (cJSON_IsObject(made)) cJSON_AddNumberToObject(made, MKC_API_ANTHROPIC_FROM, i);
+      i++;
     }
   } else if (msgs) {
     cJSON_AddItemToObject(o, "messages", cJSON_Duplicate(msgs, 1));

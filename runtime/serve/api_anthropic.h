@@ -12,9 +12,12 @@
 
 struct cJSON;
 
+#define MKC_API_ANTHROPIC_FROM "mkc_from"
+
 /* A new object with root's "messages", "tools" and "tool_choice" so converted (the caller
  * deletes it), or NULL with why filled: a tool block of the wrong shape or role, one of
- * Anthropic's server tools, a forced tool choice. */
+ * Anthropic's server tools, a forced tool choice. Each converted message names the index of
+ * the client's message it came from in a field MKC_API_ANTHROPIC_FROM. */
 struct cJSON *mkc_api_anthropic_openai(const struct cJSON *root, char *why, size_t cap);
 
 #endif
