@@ -548,6 +548,13 @@ static void anthropic_requests(void) {
         "Anthropic's tool_choice any without tools: nothing to choose, not refused (%s)",
         rc ? why : "read");
   if (rc == 0) mkc_api_req_free(&r);
+  const char *think = "{\"max_tokens\": 8, \"thinking\": {\"type\": \"disabled\"}, \"messages\": "
+                      "[{\"role\": \"user\", \"content\": \"a\"}]}";
+  rc = mkc_api_parse_anthropic(think, strlen(think), &r, why, sizeof why);
+  CHECK(rc == 0 && r.thinking == 0 && !r.thinking_budget && !r.unfollowed[0],
+        "Anthropic's thinking disabled: read, to be followed where the template can (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
   const char *count = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}";
   rc = mkc_api_parse_anthropic_count(count, strlen(count), &r, why, sizeof why);
   CHECK(rc == 0 && r.max_tokens == -1 && r.counting,
@@ -585,6 +592,9 @@ static void anthropic_requests(void) {
       {"{\"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": "
        "\"assistant\", \"content\": [{\"type\": \"tool_use\", \"name\": \"f\", \"input\": 3}]}]}",
        "messages[1].content[0]: a tool_use block has a \"name\" and an object \"input\""},
+      {"{\"max_tokens\": 4, \"thinking\": true, \"messages\": [{\"role\": \"user\", \"content\": "
+       "\"a\"}]}",
+       "thinking: expected {\"type\": \"enabled\" or \"disabled\"}"},
       {"{\"max_tokens\": 4, \"stop_sequences\": \"x\", \"messages\": [{\"role\": \"user\", "
        "\"content\": \"a\"}]}",
        "stop_sequences: expected a list"},

@@ -508,6 +508,11 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ "$status" = 405 ] && [ "$(get type)" = error ] && ok "GET /v1/messages/count_tokens: 405 in Anthropic's shape" \
     || fail "count_tokens GET" "$(head -c 300 "$tmp/ans")"
   refused "/v1/messages/count_tokens without messages" 400 "messages: expected a non-empty list" POST /v1/messages/count_tokens '{}'
+  call POST /v1/messages '{"max_tokens": 2, "thinking": {"type": "enabled", "budget_tokens": 1024}, "messages": [{"role": "user", "content": "Hi"}]}'
+  sleep 0.2
+  [ "$status" = 200 ] && grep -q "POST /v1/messages: .*; options not followed: thinking$" "$tmp/smollm2.err" \
+    && ok "/v1/messages, thinking enabled on a model that does not reason: answered, named on the log line" \
+    || fail "Anthropic thinking on chatml" "$(head -c 200 "$tmp/ans")" "$(grep 'POST /v1/messages' "$tmp/smollm2.err" | tail -n 1)"
   chat_as_run "a system message, content as text parts" \
     '{"messages": [{"role": "system", "content": "Answer in one word."}, {"role": "user", "content": [{"type": "text", "text": "Name a "}, {"type": "text", "text": "color."}]}], "max_tokens": 12}' \
     -sys "Answer in one word." -p "Name a color." -n 12
@@ -735,6 +740,26 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolq3 -m "$model" --
   call POST /api/chat "{\"messages\": $conv, \"stream\": false}"
   [ "$status" = 400 ] && [[ $(get error) == *'("think": false turns it off)' ]] \
     && ok "qwen3 on ollama's chat: the same refusal, naming think" || fail "qwen3 ollama prefill" "$(head -c 300 "$tmp/ans")"
+  # Anthropic's thinking disabled turns qwen3's reasoning off: the empty think block's tokens are
+  # counted, and the start of an answer is taken; enabled (with a budget) is its default
+  refused "qwen3 on Anthropic's messages: the refusal names thinking disabled" 400 '"thinking": {"type": "disabled"} turns it off' \
+    POST /v1/messages "{\"max_tokens\": 2, \"messages\": $conv}"
+  call POST /v1/messages/count_tokens '{"messages": [{"role": "user", "content": "a"}]}'
+  on=$(get input_tokens)
+  call POST /v1/messages/count_tokens '{"messages": [{"role": "user", "content": "a"}], "thinking": {"type": "enabled", "budget_tokens": 1024}}'
+  on2=$(get input_tokens)
+  call POST /v1/messages/count_tokens '{"messages": [{"role": "user", "content": "a"}], "thinking": {"type": "disabled"}}'
+  off=$(get input_tokens)
+  call POST /tokenize '{"content": "<think>\n\n</think>\n\n"}'
+  block=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["tokens"]))' "$tmp/body")
+  call POST /v1/messages "{\"max_tokens\": 2, \"thinking\": {\"type\": \"disabled\"}, \"messages\": $conv}"
+  [ -n "$on" ] && [ "$on" = "$on2" ] && [ "$off" = $((on + block)) ] && [ "$status" = 200 ] \
+    && ok "qwen3, Anthropic's thinking: disabled writes the empty think block ($on + $block tokens) and takes the start of an answer; enabled is the default" \
+    || fail "qwen3 Anthropic thinking" "default $on, enabled $on2, disabled $off, block $block" "$(head -c 300 "$tmp/ans")"
+  sleep 0.2
+  grep -q 'POST /v1/messages: .*stopped: [^;]*$' "$tmp/smolq3.err" \
+    && ok "qwen3, Anthropic's thinking disabled: followed, so not named on the log line" \
+    || fail "qwen3 thinking log" "$(grep 'POST /v1/messages' "$tmp/smolq3.err" | tail -n 1)"
   stop smolq3
 fi
 # --parallel: a chat, a completion cut by a stop string, a streamed chat, at once, on 2 slots

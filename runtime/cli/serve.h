@@ -114,9 +114,10 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
 void mkc_serve_props(const mkc_server *sv, int fd);
 /* llama-server's POST /apply-template: a chat request's messages in the template, unrun. */
 void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *req);
-/* The prompt's tokens (malloc'd, *n of them) a request r would be given, or NULL with the
- * 400 message (out of memory: a message naming it) in why. */
-int *mkc_serve_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap);
+/* The prompt's tokens (malloc'd, *n of them) a request r would be given (its Anthropic
+ * thinking settled first, as mkc_serve_job_open does), or NULL with the 400 message (out of
+ * memory: a message naming it) in why. */
+int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, size_t cap);
 /* Anthropic's POST /v1/messages/count_tokens: {"input_tokens"} of the prompt a request of the
  * same messages, system and tools would be given (however long it is). */
 void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req);

@@ -123,7 +123,7 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
              msg_name(r, at).s,
              sv->family != MKC_CHAT_QWEN3 ? "its template cannot turn reasoning off"
              : r->ollama                  ? "\"think\": false turns it off"
-             : r->anthropic ? "a server started with --reasoning-budget 0 does not reason"
+             : r->anthropic               ? "\"thinking\": {\"type\": \"disabled\"} turns it off"
                             : "chat_template_kwargs.enable_thinking false turns it off");
     return NULL;
   }
@@ -291,8 +291,26 @@ static void draw_seed(const mkc_server *sv, mkc_sampling *o) {
   o->seed_hi = (unsigned)(s >> 32);
 }
 
-int *mkc_serve_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why, size_t cap) {
+/* Anthropic's thinking, now that the template is known: reasoning turned on or off where the
+ * template can turn it so (qwen3's); where it cannot, and a budget (mkc has none), named on the
+ * log line. Enabled on a model that does not reason is named too. */
+static void anthropic_thinking(const mkc_server *sv, mkc_api_req *r) {
+  if (r->thinking < 0) return;
+  int reasons = mkc_chat_reasons(sv->family);
+  mkc_chat_opts off = {.no_reasoning = 1};
+  char w[256];
+  int can_off = reasons && mkc_chat_check_opts(sv->family, &off, w, sizeof w) == 0;
+  if (can_off) r->think = r->thinking;
+  int followed = r->thinking ? reasons : !reasons || can_off;
+  const char *what = !followed ? "thinking" : r->thinking_budget ? "thinking.budget_tokens" : NULL;
+  size_t n = strlen(r->unfollowed);
+  if (what && n + strlen(what) + 3 < sizeof r->unfollowed)
+    snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", what);
+}
+
+int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, size_t cap) {
   int dropped = 0;
+  if (r->anthropic) anthropic_thinking(sv, r);
   return prompt_of(sv, r, n, &dropped, why, cap);
 }
 
@@ -304,6 +322,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   r = &j->r;
   j->fd = fd;
   snprintf(j->path, sizeof j->path, "%s", path);
+  if (r->anthropic) anthropic_thinking(sv, r);
   if (!sv->m->file.tok && r->n_stop) {
     snprintf(why, cap, "stop: strings need a model with a tokenizer (this one answers ids)");
     return 400;

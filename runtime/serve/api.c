@@ -706,7 +706,7 @@ static int read_anthropic_system(const cJSON *root, mkc_api_req *r, char *why, s
 
 /* Anthropic's fields mkc does not follow, named on the log line. */
 static void note_anthropic_unfollowed(const cJSON *root, mkc_api_req *r) {
-  static const char *const NOT[] = {"thinking", "service_tier", "container", "mcp_servers"};
+  static const char *const NOT[] = {"service_tier", "container", "mcp_servers"};
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
@@ -771,7 +771,19 @@ static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t c
   }
   if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
   if (read_sampling(root, r, why, cap) != 0) return -1;
+  /* thinking {type: enabled (budget_tokens) | disabled}: followed where the template can
+   * (mkc_serve_job_open knows it); another type is only named on the log line */
+  const cJSON *thinking = cJSON_GetObjectItemCaseSensitive(root, "thinking"),
+              *type = cJSON_GetObjectItemCaseSensitive(thinking, "type");
+  r->thinking = -1;
+  if (thinking && !cJSON_IsNull(thinking) && !cJSON_IsObject(thinking))
+    return mkc_refuse(why, cap, "thinking: expected {\"type\": \"enabled\" or \"disabled\"}");
+  if (cJSON_IsString(type) && !strcmp(type->valuestring, "enabled")) r->thinking = 1;
+  if (cJSON_IsString(type) && !strcmp(type->valuestring, "disabled")) r->thinking = 0;
+  r->thinking_budget = cJSON_GetObjectItemCaseSensitive(thinking, "budget_tokens") != NULL;
   note_anthropic_unfollowed(root, r);
+  size_t n = strlen(r->unfollowed);
+  if (cJSON_IsObject(thinking) && r->thinking < 0) (void)note_name(r, &n, "thinking");
   return 0;
 }
 

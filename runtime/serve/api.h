@@ -65,7 +65,10 @@ typedef struct mkc_api_req {
   /* Anthropic's Messages API (/v1/messages): its answers' and errors' shape; system as a
    * top-level field, stop_sequences (in stop) */
   int anthropic;
-  int counting;   /* Anthropic's count_tokens: the prompt alone is wanted */
+  int counting; /* Anthropic's count_tokens: the prompt alone is wanted */
+  /* Anthropic's thinking: its type enabled (1) or disabled (0), -1 not given; budget_tokens
+   * given (mkc has no budget) */
+  int thinking, thinking_budget;
   int ignore_eos; /* llama-server's ignore_eos: end-of-generation tokens banned (biased -inf) */
   const char *system;
   /* the template's reasoning: OpenAI's reasoning_effort or ollama's think as
