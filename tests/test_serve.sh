@@ -553,6 +553,16 @@ elif start smollm2 -m "$model" --backend cpu; then
   refused "SmolLM2: a reasoning effort (chatml has none)" 400 \
     "reasoning_effort 'high': the chatml chat template has none to set (gpt-oss's has)" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "reasoning_effort": "high"}'
+  refused_ollama() { # NAME PHRASE PATH BODY: a 400 in ollama's shape holding PHRASE
+    call POST "$3" "$4"
+    [ "$status" = 400 ] && [[ $(get error) == *"$2"* ]] && ok "$1: 400 ($(get error))" || fail "$1" "$(head -c 300 "$tmp/ans")"
+  }
+  refused_ollama "ollama's generate with a suffix (fill in the middle)" "suffix: filling in the middle is not offered" \
+    /api/generate '{"prompt": "def f(", "suffix": "return x", "stream": false}'
+  refused "OpenAI's completion with a suffix" 400 "suffix: filling in the middle is not offered" POST /v1/completions \
+    '{"prompt": "def f(", "suffix": "return x"}'
+  refused_ollama "ollama's generate with a Go template" "template: mkc does not render ollama's Go templates" \
+    /api/generate '{"prompt": "a", "template": "{{ .Prompt }}", "stream": false}'
   call POST /api/chat '{"messages": [{"role": "user", "content": "a"}], "think": true, "stream": false}'
   [ "$status" = 400 ] && [ "$(get error)" = "think: the chatml chat template does not reason" ] \
     && ok "SmolLM2: ollama's think true refused (chatml does not reason)" || fail "ollama think true" "$(cat "$tmp/ans")"

@@ -280,7 +280,13 @@ static int read_tools_where(const cJSON *root, mkc_api_req *r, char *why, size_t
 }
 
 static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
-  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
+              *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix");
+  /* a completion between a prompt and a suffix (code completion's): refused, not dropped */
+  if (cJSON_IsString(suffix) && *suffix->valuestring)
+    return mkc_refuse(why, cap,
+                      "suffix: filling in the middle is not offered (the prompt is completed "
+                      "at its end)");
   /* a list of one string is the string (the OpenAI client's batch form) */
   if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
   if (cJSON_IsString(p)) {
@@ -828,6 +834,17 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   if ((r->raw = flag(root, "raw", 0, why, cap)) < 0) return -1;
   if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(root, "images")) > 0)
     return mkc_refuse(why, cap, "images: this model reads text only");
+  /* what would change the prompt mkc cannot honour: refused, never dropped */
+  const cJSON *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix"),
+              *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
+  if (cJSON_IsString(suffix) && *suffix->valuestring)
+    return mkc_refuse(why, cap,
+                      "suffix: filling in the middle is not offered (the prompt is completed "
+                      "at its end)");
+  if (cJSON_IsString(tmpl) && *tmpl->valuestring)
+    return mkc_refuse(why, cap,
+                      "template: mkc does not render ollama's Go templates (send the prompt "
+                      "already templated with \"raw\": true)");
   if (!ctx || cJSON_IsNull(ctx)) return 0;
   return mkc_api_read_ids(ctx, "context", &r->context, &r->n_context, why, cap);
 }
