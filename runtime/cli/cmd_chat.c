@@ -186,8 +186,8 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
   /* Room for the answer (-n, at most half the context; else a quarter): a history that leaves
    * less loses its oldest turns down to half the context, so that the next turns add to the
    * cache again rather than read the history anew each time. */
-  int ctx = m->g.max_ctx, want = c->have_n && c->n_gen >= 0 ? c->n_gen : -1;
-  int reserve = want >= 1 ? (want < ctx / 2 ? want : ctx / 2) : ctx / 4;
+  int ctx = m->g.max_ctx;
+  int reserve = mkc_chat_fit_reserve(ctx, c->have_n && c->n_gen >= 0 ? c->n_gen : -1);
   if (conv->n_hist + reserve > ctx) {
     int n_was = conv->n_hist, n_same, dropped;
     if (mkc_conversation_fit(conv, ctx - reserve < ctx / 2 ? ctx - reserve : ctx / 2, &n_same,

@@ -37,8 +37,9 @@ static const char *stop_reason(const mkc_answer *g) {
 }
 
 static void add_stop(const mkc_answer *g, cJSON *o) {
-  cJSON_AddStringToObject(o, "stop_reason", stop_reason(g));
-  if (g->hit_stop && !g->calls.n)
+  const char *why = stop_reason(g);
+  cJSON_AddStringToObject(o, "stop_reason", why);
+  if (!strcmp(why, "stop_sequence"))
     cJSON_AddStringToObject(o, "stop_sequence", g->r->stop[g->stop_k]);
   else
     cJSON_AddNullToObject(o, "stop_sequence");
@@ -139,16 +140,24 @@ static int close_block(mkc_answer *g) {
 
 /* The block for a delta of the reasoning (thinking) or the reply: the open one when it is of
  * that kind, else a new one after the open one is closed. */
-static int open_block(mkc_answer *g, int thinking) {
-  if (g->block >= 0 && g->block_thinking == thinking) return 0;
-  if (close_block(g) != 0) return -1;
+/* content_block (taken) as the next block, the open one closed first. */
+static int start_block(mkc_answer *g, cJSON *content_block, int thinking) {
+  if (close_block(g) != 0) {
+    cJSON_Delete(content_block);
+    return -1;
+  }
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "type", "content_block_start");
   cJSON_AddNumberToObject(o, "index", g->blocks);
-  cJSON_AddItemToObject(o, "content_block", block(thinking, "", 0));
+  cJSON_AddItemToObject(o, "content_block", content_block);
   g->block = g->blocks++;
   g->block_thinking = thinking;
   return send(g, o);
+}
+
+static int open_block(mkc_answer *g, int thinking) {
+  if (g->block >= 0 && g->block_thinking == thinking) return 0;
+  return start_block(g, block(thinking, "", 0), thinking);
 }
 
 int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n) {
@@ -164,15 +173,8 @@ int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n)
 
 int mkc_anthropic_calls(mkc_answer *g) {
   for (int k = 0; k < g->calls.n; k++) {
-    if (close_block(g) != 0) return -1;
+    if (start_block(g, tool_use(g, k, 1), 0) != 0) return -1;
     cJSON *o = cJSON_CreateObject(), *d;
-    cJSON_AddStringToObject(o, "type", "content_block_start");
-    cJSON_AddNumberToObject(o, "index", g->blocks);
-    cJSON_AddItemToObject(o, "content_block", tool_use(g, k, 1));
-    g->block = g->blocks++;
-    g->block_thinking = 0;
-    if (send(g, o) != 0) return -1;
-    o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "type", "content_block_delta");
     cJSON_AddNumberToObject(o, "index", g->block);
     d = cJSON_AddObjectToObject(o, "delta");

@@ -141,8 +141,9 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
 static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int **ids, int *n_ids,
                     int *dropped, char *why, size_t cap) {
   int ctx = sv->m->g.max_ctx;
-  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
-  int reserve = limit >= 1 ? (limit < ctx / 2 ? limit : ctx / 2) : ctx / 4;
+  int reserve = mkc_chat_fit_reserve(ctx, r->max_tokens >= 0 ? r->max_tokens
+                                          : sv->c->have_n    ? sv->c->n_gen
+                                                             : -1);
   mkc_chat_opts o;
   mkc_chat_fit f;
   if (chat_opts(sv, r, &o, why, cap) != 0) return -1;
@@ -303,9 +304,7 @@ static void anthropic_thinking(const mkc_server *sv, mkc_api_req *r) {
   if (can_off) r->think = r->thinking;
   int followed = r->thinking ? reasons : !reasons || can_off;
   const char *what = !followed ? "thinking" : r->thinking_budget ? "thinking.budget_tokens" : NULL;
-  size_t n = strlen(r->unfollowed);
-  if (what && n + strlen(what) + 3 < sizeof r->unfollowed)
-    snprintf(r->unfollowed + n, sizeof r->unfollowed - n, "%s%s", n ? ", " : "", what);
+  if (what) mkc_api_note_unfollowed(r, what);
 }
 
 int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, size_t cap) {

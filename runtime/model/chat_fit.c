@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+int mkc_chat_fit_reserve(int ctx, int limit) {
+  return limit >= 1 ? (limit < ctx / 2 ? limit : ctx / 2) : ctx / 4;
+}
+
 int mkc_chat_fit_kept(const mkc_chat_msg *msgs, int n, int first, mkc_chat_msg *out) {
   int m = 0;
   for (int i = 0; i < first; i++)

@@ -24,6 +24,10 @@ typedef struct mkc_chat_fit {
 int mkc_chat_fit_into(int family, const mkc_chat_msg *msgs, int n, const mkc_chat_opts *o,
                       const mkc_tokenizer *tok, int limit, mkc_chat_fit *f);
 
+/* The tokens a cut chat leaves for its answer in a context of ctx: the answer's limit
+ * (>= 1) at most half the context; without one, a quarter of it. */
+int mkc_chat_fit_reserve(int ctx, int limit);
+
 /* The messages kept from first on: msgs' system messages before first, then
  * msgs[first..n), into out (room for n); returns how many. */
 int mkc_chat_fit_kept(const mkc_chat_msg *msgs, int n, int first, mkc_chat_msg *out);

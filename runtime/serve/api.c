@@ -631,6 +631,11 @@ static int note_name(mkc_api_req *r, size_t *n, const char *name) {
   return 0;
 }
 
+void mkc_api_note_unfollowed(mkc_api_req *r, const char *name) {
+  size_t n = strlen(r->unfollowed);
+  (void)note_name(r, &n, name);
+}
+
 /* Of names[0..count), the fields root gives (not null) named on the log line; samplers not
  * when it is followed. */
 static void note_given(const cJSON *root, const char *const *names, size_t count, mkc_api_req *r) {
@@ -788,8 +793,7 @@ static int read_anthropic(const cJSON *root, mkc_api_req *r, char *why, size_t c
   if (cJSON_IsString(type) && !strcmp(type->valuestring, "disabled")) r->thinking = 0;
   r->thinking_budget = cJSON_GetObjectItemCaseSensitive(thinking, "budget_tokens") != NULL;
   note_anthropic_unfollowed(root, r);
-  size_t n = strlen(r->unfollowed);
-  if (cJSON_IsObject(thinking) && r->thinking < 0) (void)note_name(r, &n, "thinking");
+  if (cJSON_IsObject(thinking) && r->thinking < 0) mkc_api_note_unfollowed(r, "thinking");
   return 0;
 }
 
@@ -882,9 +886,8 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   /* shift: ollama's context shift as generation fills the context; mkc ends the answer there
    * instead ("length"), as ollama does with shift false */
   int shift = flag(root, "shift", 0, why, cap);
-  size_t noted = 0;
   if (shift < 0) return -1;
-  if (shift) (void)note_name(r, &noted, "shift"); /* the options' names follow it */
+  if (shift) mkc_api_note_unfollowed(r, "shift"); /* the options' names follow it */
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
   const cJSON *think = cJSON_GetObjectItemCaseSensitive(root, "think");
   r->think = -1;

@@ -118,6 +118,10 @@ enum {
   MKC_API_REPEAT_LAST_N = 1u << 7,
 };
 
+/* name added to r->unfollowed, the fields the log line names as not followed (", " between;
+ * a list that outgrows it ends in "..."). */
+void mkc_api_note_unfollowed(mkc_api_req *r, const char *name);
+
 /* Parses body[0..n) as a chat (chat != 0) or completion request. 0, or -1
  * with why filled (the message a 400 answer carries); *r is then freed. */
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap);
