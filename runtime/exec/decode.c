@@ -85,10 +85,7 @@ static int constrained_verdict(mkc_session *s, const mkc_decode_opts *o, int f, 
   return 0;
 }
 
-/* The target's step time split in two: what its steps would have cost with
- * one input each (the mean one-input step's), and the rest, the drafts'
- * verification; no one-input step measured: all of it is target's. */
-static void split_target_time(mkc_decode_stats *st) {
+void mkc_decode_split_time(mkc_decode_stats *st) {
   double total = 0, verify = 0;
   double t1 = st->step_count[1] ? st->step_seconds[1] / st->step_count[1] : -1;
   for (int T = 1; T <= MKC_T_CAP; T++) {
@@ -184,7 +181,7 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   return mkc_decode_more(s, g, prompt, n_prompt, 0, n_gen, o, out, stats);
 }
 
-int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
+int mkc_decode_span(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats) {
   memset(stats, 0, sizeof *stats);
@@ -330,7 +327,7 @@ done:
   free(hist);
   stats->draft_steps = drafter->steps - steps0;
   stats->fallbacks = gate.fallbacks;
-  split_target_time(stats);
+  mkc_decode_split_time(stats);
   mkc_drafter_close(lookup);
   stats->seconds = mkc_seconds() - t0;
   stats->depth_lo = o->adaptive ? depth.lowest : draft_max;

@@ -25,6 +25,8 @@ typedef struct mkc_decode_stats {
   int complete;  /* the constrained document was whole: 1 JSON, 2 a grammar's (mkc_constraint_done)
                   */
   int fed;       /* prompt tokens the kernel processed (the rest were cached) */
+  int shifts;    /* context shifts (opts->shift) */
+  int shift_fed; /* history tokens fed again after them */
   int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
   double prompt_seconds;  /* wall time until the prompt was in the cache */
   double seconds;         /* wall time of the whole loop */
@@ -96,6 +98,17 @@ typedef struct mkc_decode_opts {
    * choices), and generation ends, with stats->complete, once the document
    * is whole. NULL: none. */
   mkc_constraint *constraint;
+  /* Context shift (llama.cpp's --context-shift), nonzero: when generation
+   * fills the context and tokens are still wanted, the history keeps its
+   * first n_keep tokens and the later half of the rest (the oldest half
+   * after them is dropped), and generation goes on from it. The kept
+   * tokens after n_keep are fed again (re-evaluated at their new
+   * positions, context_shift.c), so what follows is what a fresh decode of
+   * the shortened history gives. n_gen < 0 then asks for no bound (out
+   * must be NULL: the tokens reach on_token only). 0: generation ends at
+   * the full context, with stats->ctx_full. */
+  int shift;
+  int n_keep; /* tokens at the history's start that a shift keeps (clamped) */
 } mkc_decode_opts;
 
 /* Whether o->rounds can be had with these options and session: 0, or -1
@@ -119,6 +132,18 @@ int mkc_decode_with(mkc_session *s, const mkc_graph *g, const int *prompt, int n
 int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats);
+
+/* mkc_decode_more without a context shift (o->shift is not read): one span
+ * of the cache; what context_shift.c runs between shifts. */
+int mkc_decode_span(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
+                    int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
+                    mkc_decode_stats *stats);
+
+/* Splits the steps' time in stats into target_seconds and verify_seconds:
+ * what the steps would have cost with one input each (the mean one-input
+ * step's), and the rest, the drafts' verification; no one-input step
+ * measured: all of it is the target's (verify -1). */
+void mkc_decode_split_time(mkc_decode_stats *st);
 
 /* Greedy: mkc_decode_with with only draft_max set.
  * Feeds prompt[0..n_prompt-1] (n_prompt >= 1) from position 0 of a fresh
