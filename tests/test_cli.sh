@@ -48,6 +48,41 @@ done
 "$mkc" run --preset tiny --random-weights 7 -n 0 >"$tmp/a" 2>/dev/null && [ "$(wc -w <"$tmp/a")" -eq 0 ] \
   && ok "-n 0 generates nothing" || fail "-n 0"
 
+# run --context-shift: past a full context of 24, each span equals a plain run (the reference
+# executor, no shift) of the history llama.cpp's rule leaves: the first --keep 2 tokens, then the
+# later half of the rest of the cached ones.
+prompt=(3 1 4 1 5 9) ctx=24 keep=2 n=50
+if "$mkc" run --preset tiny --random-weights 7 --ctx $ctx --prompt-ids "$(IFS=,; echo "${prompt[*]}")" \
+  -n $n --context-shift --keep $keep --draft-max 3 >"$tmp/shift" 2>"$tmp/shift.err"; then
+  read -ra got <"$tmp/shift"
+  hist=("${prompt[@]}") done=0 spans=0 bad=
+  while [ $done -lt $n ] && [ -z "$bad" ]; do
+    room=$((ctx + 1 - ${#hist[@]})) want=$((n - done))
+    [ $want -gt $room ] && want=$room
+    "$mkc" run --preset tiny --random-weights 7 --ctx $ctx --backend ref -n $want \
+      --prompt-ids "$(IFS=,; echo "${hist[*]}")" >"$tmp/span" 2>/dev/null || bad="span $spans failed"
+    read -ra span <"$tmp/span"
+    [ "${span[*]}" = "${got[*]:done:want}" ] || bad="span $spans: want ${span[*]}, got ${got[*]:done:want}"
+    hist+=("${span[@]}") done=$((done + want)) spans=$((spans + 1))
+    discard=$(((${#hist[@]} - 1 - keep) / 2))
+    hist=("${hist[@]:0:keep}" "${hist[@]:keep+discard}")
+  done
+  [ ${#got[@]} -eq $n ] && [ -z "$bad" ] && ok "run --context-shift: $n ids in $spans spans, each a plain run of the shifted history" \
+    || fail "run --context-shift: spans" "${bad:-${#got[@]} ids}"
+  grep -q "context $ctx, shifted $((spans - 1)) times (.* tokens fed again in .* steps); stopped: -n reached" "$tmp/shift.err" \
+    && ok "run --context-shift: the stats line counts the shifts" || fail "run --context-shift: stats" "$(cat "$tmp/shift.err")"
+else
+  fail "run --context-shift" "$(cat "$tmp/shift.err")"
+fi
+expect_error "--keep without --context-shift" \
+  "mkc: error: run: --keep N says what a context shift keeps: it goes with --context-shift" \
+  -- run --preset tiny --random-weights 1 -n 4 --keep 3
+expect_error "--context-shift and --no-context-shift" "mkc: error: run: --context-shift or --no-context-shift: one" \
+  -- run --preset tiny --random-weights 1 -n 4 --context-shift --no-context-shift
+expect_error "--context-shift with --batch" \
+  "mkc: error: run --batch: each line's context ends its answer: drop --context-shift" \
+  -- run --preset tiny --random-weights 1 --batch /dev/null --context-shift
+
 # Bad input: clear messages, non-zero exit, no crash.
 expect_error "unknown command" "mkc: error: unknown command 'frobnicate' (expected one of: run, chat, gen, compile, bench, inspect, init, info, serve, embed)" -- frobnicate
 expect_error "unknown option" "mkc: error: unknown option '--fast'" -- run --preset tiny --fast 1

@@ -361,6 +361,33 @@ else
   else
     fail "run SmolLM2 chat prompt" "$(cat "$tmp/err")"
   fi
+  # --context-shift: the text runs on past a context of 48, the same with drafts (lossless across
+  # the shifts), and begins with what the unshifted run gives before its context is full.
+  fruit="The list of fruits: apple, banana,"
+  cs=(run -m "$smol" -p "$fruit" --ctx 48 --backend cpu)
+  if "$mkc" "${cs[@]}" >"$tmp/full" 2>"$tmp/err" \
+    && "$mkc" "${cs[@]}" -n 100 --context-shift --keep 4 >"$tmp/shift0" 2>>"$tmp/err" \
+    && "$mkc" "${cs[@]}" -n 100 --context-shift --keep 4 --draft-max 3 >"$tmp/shift3" 2>"$tmp/err3"; then
+    expect_same "SmolLM2 --context-shift: drafts give plain decoding's text" "$tmp/shift0" "$tmp/shift3"
+    head -c -1 "$tmp/full" >"$tmp/full.text"
+    n=$(wc -c <"$tmp/full.text")
+    if [ "$(wc -c <"$tmp/shift0")" -gt $((n + 40)) ] && cmp -s "$tmp/full.text" <(head -c "$n" "$tmp/shift0"); then
+      ok "SmolLM2 --context-shift: the unshifted text ($n bytes), then more"
+    else
+      fail "SmolLM2 --context-shift: the unshifted text, then more" "$(cat "$tmp/full")" "$(cat "$tmp/shift0")"
+    fi
+    grep -q "generated 100 tokens.* context 48, shifted [2-9] times" "$tmp/err3" \
+      && ok "SmolLM2 --context-shift: 100 tokens, the shifts counted" || fail "SmolLM2 --context-shift: stats" "$(cat "$tmp/err3")"
+  else
+    fail "run SmolLM2 --context-shift" "$(cat "$tmp/err" "$tmp/err3" 2>/dev/null)"
+  fi
+  # No -n: it ends at a reverse prompt the text reaches only past a shift.
+  if timeout 300 "$mkc" "${cs[@]}" --context-shift --keep 4 --draft-max 3 -r "pear, pear, pear, pear" \
+    >"$tmp/rev" 2>"$tmp/err" && grep -q 'shifted [1-9] times.*stopped: reverse prompt "pear, pear, pear, pear"' "$tmp/err"; then
+    ok "SmolLM2 --context-shift, no -n: a reverse prompt past the shift ends it"
+  else
+    fail "SmolLM2 --context-shift, no -n, -r" "$(tail -c 300 "$tmp/rev")" "$(cat "$tmp/err")"
+  fi
   long=$(printf ' word%.0s' $(seq 1 40)) # 40 tokens: " word" is one
   expect_error "SmolLM2: a prompt longer than --ctx" \
     "mkc: error: the prompt is 40 tokens but the context holds 16: nothing was run (use --ctx 41 or a shorter prompt)" \

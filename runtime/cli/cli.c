@@ -105,6 +105,8 @@ static const struct {
     {"--chat", offsetof(mkc_cli, chat)},
     {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
+    {"--context-shift", offsetof(mkc_cli, context_shift)},
+    {"--no-context-shift", offsetof(mkc_cli, no_context_shift)},
     {"--verbose", offsetof(mkc_cli, verbose)},
     {"--json", offsetof(mkc_cli, json)},
     {"--draft-adaptive", offsetof(mkc_cli, draft_adaptive)},
@@ -161,6 +163,7 @@ static const struct {
     {"--blocks", 1, 1024, offsetof(mkc_cli, blocks)},
     {"-n", -1, INT_MAX / 2, offsetof(mkc_cli, n_gen)}, /* llama.cpp's -1: until the end */
     {"-d", 0, 1 << 20, offsetof(mkc_cli, depth)},
+    {"--keep", -1, INT_MAX / 2, offsetof(mkc_cli, n_keep)},
     {"--slots", 2, MKC_SLOTS_CAP, offsetof(mkc_cli, slots)},
     {"--kv-pages", 1, 1 << 20, offsetof(mkc_cli, kv_pages)},
     {"--step-rows", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, step_rows)},

@@ -45,6 +45,9 @@ typedef struct mkc_cli {
   int chat;                     /* --chat: run applies the chat template to -p */
   int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
   int no_display_prompt;        /* --no-display-prompt: print only the completion */
+  int context_shift;            /* --context-shift: generation goes on past a full context */
+  int no_context_shift;         /* --no-context-shift: llama.cpp's default, said aloud */
+  int n_keep;                   /* --keep N: prompt tokens a shift keeps (-1: all) */
   int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;

@@ -94,6 +94,12 @@ static const char USAGE[] =
     "                         round trip per R steps (not with -md, --draft-head,\n"
     "                         --draft-adaptive or --logprobs)\n"
     "  -c, --ctx N            context length (default: the model's, capped at 4096)\n"
+    "  --context-shift        go on past a full context (llama.cpp's): keep the first\n"
+    "                         --keep N prompt tokens (and the BOS; -1: the whole prompt;\n"
+    "                         default 0) and the later half of the rest, feed them again\n"
+    "                         and generate on; -n -1 then runs until the end of\n"
+    "                         generation or Ctrl-C (--no-context-shift, the default:\n"
+    "                         stop at the full context)\n"
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
@@ -134,6 +140,7 @@ typedef struct stream {
   int json;       /* --json: a JSON line per token instead of the text */
   int logprobs;   /* --logprobs N: printed by on_logprobs */
   int split;      /* --chat with a model that reasons first: r prints its parts */
+  int n_ids;      /* token ids printed (no tokenizer) */
   mkc_reasoning r;
   mkc_reverse *rev; /* -r: the strings that end generation */
 } stream;
@@ -165,17 +172,29 @@ static int on_token(void *ctx, int id) {
     if (!st->logprobs) mkc_print_token(st->tok, 1, id, NULL, NULL, NULL, 0);
     return reversed;
   }
-  if (!st->tok) return reversed; /* ids: printed at the end */
+  if (!st->tok) { /* ids, as they come */
+    printf(st->n_ids++ ? " %d" : "%d", id);
+    fflush(stdout);
+    return reversed;
+  }
   char buf[MKC_DETOK_MAX];
   put_text(st, id, buf, mkc_detok_push(&st->detok, id, buf, sizeof buf));
   fflush(stdout);
   return reversed;
 }
 
+/* The tokens at the prompt's start that a context shift keeps: --keep N of
+ * them (-1, or past the prompt: all), and the BOS, as llama.cpp keeps them. */
+static int shift_keep(const mkc_cli *c, const mkc_tokenizer *tok, const int *prompt, int n_prompt) {
+  if (c->n_keep < 0 || c->n_keep > n_prompt) return n_prompt;
+  int bos = tok && mkc_tokenizer_add_bos(tok) && prompt[0] == mkc_tokenizer_bos(tok);
+  return c->n_keep + bos;
+}
+
 /* Why generation ended, for the stats line and --json's. */
 static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
                            int open_ended, char *buf, size_t cap) {
-  return mkc_stop_reason(st, text->eog, mkc_interrupted, open_ended,
+  return mkc_stop_reason(st, text->eog, mkc_interrupted, open_ended && !c->context_shift,
                          text->rev->hit ? c->reverse[text->rev->hit - 1] : NULL, buf, cap);
 }
 
@@ -244,6 +263,9 @@ static int check_batch_flags(mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
+  if (c->context_shift)
+    return mkc_cli_usage_error("%s", "run --batch: each line's context ends its answer: drop "
+                                     "--context-shift");
   if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
       c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(
@@ -273,6 +295,11 @@ static int check_batch_flags(mkc_cli *c) {
 }
 
 static int check_flags(mkc_cli *c) {
+  if (c->context_shift && c->no_context_shift)
+    return mkc_cli_usage_error("%s", "run: --context-shift or --no-context-shift: one");
+  if (c->n_keep && !c->context_shift)
+    return mkc_cli_usage_error("%s", "run: --keep N says what a context shift keeps: it goes with "
+                                     "--context-shift");
   if (c->batch_file) return check_batch_flags(c);
   if (c->slots || c->kv_pages || c->stages)
     return mkc_cli_usage_error("%s", "run: --slots B, --kv-pages N and --stages go with --batch "
@@ -325,13 +352,18 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
   char prompt_rate[80] = "";
   if (st->fed > 0 && st->prompt_seconds > 0)
     snprintf(prompt_rate, sizeof prompt_rate, " (%.1f tok/s, %d steps)",
-             st->fed / st->prompt_seconds, st->steps - st->gen_steps);
+             st->fed / st->prompt_seconds, st->steps - st->gen_steps - st->shift_steps);
   char ctx[160];
   int train = c->model_path ? m->file.desc.ctx_train : 0;
   if (train > m->g.max_ctx && !c->max_ctx)
     snprintf(ctx, sizeof ctx, "context %d (capped from %d: --ctx %d)", m->g.max_ctx, train, train);
   else
     snprintf(ctx, sizeof ctx, "context %d", m->g.max_ctx);
+  if (st->shifts) {
+    size_t at = strlen(ctx);
+    snprintf(ctx + at, sizeof ctx - at, ", shifted %d times (%d tokens fed again in %d steps)",
+             st->shifts, st->shift_fed, st->shift_steps);
+  }
   char sampled[240] = "greedy", more[200];
   if (seed) snprintf(sampled, sizeof sampled, "sampled, seed %llu", *seed);
   mkc_cli_more_words(c, more, sizeof more);
@@ -376,6 +408,8 @@ static void print_json_stats(int n_prompt, const mkc_decode_stats *st, const cha
               {"all_accepted", st->all_accepted},
               {"fallbacks", st->fallbacks},
               {"draft_steps", (double)st->draft_steps},
+              {"context_shifts", st->shifts},
+              {"shift_fed", st->shift_fed},
               {"acceptance", st->drafted ? (double)st->accepted / st->drafted : 0.0},
               {"tokens_per_step", st->gen_steps ? (double)st->generated / st->gen_steps : 0.0},
               {"prompt_seconds", st->prompt_seconds},
@@ -417,7 +451,8 @@ int mkc_cmd_run(int argc, char **argv) {
       "--logprobs --dequant "
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
-      "--slots --kv-pages --stages -r --escape --no-escape -l" MKC_CLI_MORE_FLAGS,
+      "--slots --kv-pages --stages -r --escape --no-escape -l --context-shift --no-context-shift "
+      "--keep" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
@@ -448,10 +483,11 @@ int mkc_cmd_run(int argc, char **argv) {
             n_prompt, m.g.max_ctx, n_prompt + (c.have_n && c.n_gen > 0 ? c.n_gen - 1 : 0));
     goto done;
   }
-  /* -n -1 (the default with -m): until end of generation or a full context */
+  /* -n -1 (the default with -m): until end of generation or a full context (shifted: no bound,
+   * and the tokens only reach on_token) */
   int open_ended = !c.have_n || c.n_gen < 0;
-  int n_gen = open_ended ? m.g.max_ctx - n_prompt + 1 : c.n_gen;
-  if (!open_ended && (long)n_prompt + n_gen - 1 > m.g.max_ctx) {
+  int n_gen = open_ended ? (c.context_shift ? -1 : m.g.max_ctx - n_prompt + 1) : c.n_gen;
+  if (!open_ended && !c.context_shift && (long)n_prompt + n_gen - 1 > m.g.max_ctx) {
     fprintf(
         stderr,
         "mkc: error: %d prompt tokens + %d generated need %d positions but the context holds %d "
@@ -459,8 +495,8 @@ int mkc_cmd_run(int argc, char **argv) {
         n_prompt, n_gen, n_prompt + n_gen - 1, m.g.max_ctx);
     goto done;
   }
-  out = malloc((size_t)(n_gen + 1) * sizeof *out);
-  if (!out || mkc_loaded_start(&c, &m) != 0 ||
+  out = n_gen < 0 ? NULL : malloc((size_t)(n_gen + 1) * sizeof *out);
+  if ((n_gen >= 0 && !out) || mkc_loaded_start(&c, &m) != 0 ||
       (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
     goto done;
 
@@ -494,7 +530,9 @@ int mkc_cmd_run(int argc, char **argv) {
                        .on_token = on_token,
                        .on_logprobs = on_logprobs,
                        .ctx = &text,
-                       .constraint = constraint};
+                       .constraint = constraint,
+                       .shift = c.context_shift,
+                       .n_keep = shift_keep(&c, m.file.tok, prompt, n_prompt)};
   if (text.tok && !c.json) {
     mkc_detok_init(&text.detok, text.tok, 0);
     /* The prompt as the model reads it, then the completion: one stream, so a
@@ -524,8 +562,7 @@ int mkc_cmd_run(int argc, char **argv) {
     put_text(&text, -1, tail, mkc_detok_flush(&text.detok, tail, sizeof tail));
     printf("\n");
   } else {
-    for (int i = 0; i < st.generated; i++) printf(i ? " %d" : "%d", out[i]);
-    printf("\n");
+    printf("\n"); /* the ids were printed as they came */
   }
   fflush(stdout);
   print_stats(&c, &m, n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why),

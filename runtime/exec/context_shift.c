@@ -30,6 +30,7 @@ static void add_span(mkc_decode_stats *t, const mkc_decode_stats *p) {
   t->draft_steps += p->draft_steps;
   t->draft_seconds += p->draft_seconds;
   t->shift_fed += p->fed;
+  t->shift_steps += p->steps - p->gen_steps;
   if (p->depth_lo < t->depth_lo) t->depth_lo = p->depth_lo;
   if (p->depth_hi > t->depth_hi) t->depth_hi = p->depth_hi;
   for (int T = 0; T <= MKC_T_CAP; T++) {

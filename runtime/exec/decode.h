@@ -27,6 +27,7 @@ typedef struct mkc_decode_stats {
   int fed;       /* prompt tokens the kernel processed (the rest were cached) */
   int shifts;    /* context shifts (opts->shift) */
   int shift_fed; /* history tokens fed again after them */
+  int shift_steps;        /* the kernel steps that fed them (in steps too) */
   int depth_lo, depth_hi; /* the draft depths the steps asked for (adaptive: exec/depth.h) */
   double prompt_seconds;  /* wall time until the prompt was in the cache */
   double seconds;         /* wall time of the whole loop */
