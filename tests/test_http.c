@@ -357,8 +357,35 @@ static void requests(void) {
   mkc_api_req_free(&r);
   const char *oc = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"options\": "
                    "{\"num_predict\": -2}}";
-  CHECK(ollama(oc, 1, &r, why) == 0 && r.n_msgs == 1 && r.max_tokens == -1,
-        "ollama chat: num_predict -2 (fill the context) is no bound");
+  CHECK(ollama(oc, 1, &r, why) == 0 && r.n_msgs == 1 && r.max_tokens == -1 && r.shift == -1,
+        "ollama chat: num_predict -2 (fill the context) is no bound, and no shift");
+  mkc_api_req_free(&r);
+  /* context shift: ollama's shift (not given: 0, the server decides; ollama's default is on) and
+   * num_keep; llama-server's n_keep on its endpoints and OpenAI's */
+  CHECK(ollama("{\"prompt\": \"a\"}", 0, &r, why) == 0 && r.shift == 0 && !r.have_keep,
+        "ollama: shift and num_keep not given");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"shift\": false, \"options\": {\"num_keep\": -1}}", 0, &r,
+               why) == 0 &&
+            r.shift == -1 && r.have_keep && r.n_keep == -1 && !r.unfollowed[0],
+        "ollama: shift false, num_keep -1 (the whole prompt), both followed");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"shift\": true, \"options\": {\"num_keep\": 9}}", 0, &r,
+               why) == 0 &&
+            r.shift == 1 && r.n_keep == 9,
+        "ollama: shift true, num_keep 9");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"n_keep\": 12}", 0, &r, why) == 0 && r.have_keep &&
+            r.n_keep == 12 && !r.unfollowed[0],
+        "OpenAI completions: llama-server's n_keep followed");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"shift\": 1}", 0, &r, why) == -1 &&
+            strstr(why, "shift: expected true or false"),
+        "ollama: shift not a boolean is refused (%s)", why);
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"n_keep\": 1.5}", 0, &r, why) == -1 &&
+            strstr(why, "n_keep: expected -1 (the whole prompt) or a whole number >= 0"),
+        "n_keep 1.5 is refused (%s)", why);
   mkc_api_req_free(&r);
   CHECK(ollama("{\"prompt\": \"a\", \"format\": \"json\"}", 0, &r, why) == 0 && r.json_format,
         "ollama format \"json\": JSON output");

@@ -299,6 +299,9 @@ fi
 expect_error "serve --parallel with --rounds" \
   "mkc: error: serve: --parallel drafts by prompt lookup (--draft-max K): not with --rounds" \
   -- serve --preset tiny --random-weights 1 --parallel 2 --rounds 2
+expect_error "serve --parallel with --context-shift" \
+  "mkc: error: serve: --parallel does not shift the context (a slot's answer ends at its context): drop --context-shift" \
+  -- serve --preset tiny --random-weights 1 --parallel 2 --context-shift
 expect_error "serve --parallel 1 (one at a time is the default): named as spelled" \
   "mkc: error: --parallel: expected an integer in 2..64, got '1'" -- serve --preset tiny --random-weights 1 --parallel 1
 
@@ -838,9 +841,45 @@ m = json.load(open(sys.argv[1])); print(json.dumps({"system": m[0]["content"], "
     || fail "ollama truncate, last turn too long" "$(head -c 300 "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "Hi"}], "stream": false, "shift": true, "options": {"num_predict": 2, "num_ctx": 64}}'
   sleep 0.2
-  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: shift, num_ctx$" "$tmp/smolpar.err" \
-    && ok "ollama's shift true: named with the options not followed" \
+  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: num_ctx, shift$" "$tmp/smolpar.err" \
+    && ok "ollama's shift true on --parallel (the slots do not shift): named with the options not followed" \
     || fail "ollama shift" "$(head -c 300 "$tmp/ans")" "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
   stop smolpar
+fi
+
+# Context shift on a 48-token context: ollama's requests shift unless they say "shift": false;
+# the others as --context-shift says. Each answer is run --context-shift's (tested against the
+# reference span by span in test_cli.sh); the count and the reason say where it ended.
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshift -m "$model" --backend cpu --ctx 48 --draft-max 2 --context-shift; then
+  fruit="The list of fruits: apple, banana,"
+  sargs=(-m "$model" --backend cpu --no-display-prompt --ctx 48 --draft-max 2 -p "$fruit")
+  "$mkc" run "${sargs[@]}" -n 100 --context-shift --keep 4 >"$tmp/keep4" 2>/dev/null
+  "$mkc" run "${sargs[@]}" -n 100 --context-shift >"$tmp/keep0" 2>/dev/null
+  "$mkc" run "${sargs[@]}" >"$tmp/unshifted" 2>/dev/null
+  call POST /api/generate "{\"prompt\": \"$fruit\", \"raw\": true, \"stream\": false, \"options\": {\"num_predict\": 100}}"
+  [ "$status" = 200 ] && [ "$(content response)" = "$(quoted "$tmp/keep4")" ] && [ "$(get eval_count)" = 100 ] \
+    && [ "$(get done_reason)" = length ] && grep -q "POST /api/generate: .*generated 100 tokens.*; context shifted [2-9] times" "$tmp/smolshift.err" \
+    && ok "ollama /api/generate, num_predict 100 past a context of 48: shifted (num_keep 4, its default), run --context-shift --keep 4's text" \
+    || fail "ollama generate shifted" "want: $(cat "$tmp/keep4")" "got: $(head -c 400 "$tmp/ans")" "$(grep 'POST /api/generate' "$tmp/smolshift.err" | tail -n 1)"
+  call POST /api/generate "{\"prompt\": \"$fruit\", \"raw\": true, \"stream\": false, \"shift\": false, \"options\": {\"num_predict\": 100}}"
+  [ "$status" = 200 ] && [ "$(content response)" = "$(quoted "$tmp/unshifted")" ] && [ "$(get eval_count)" = 40 ] \
+    && [ "$(get done_reason)" = length ] \
+    && ok "ollama /api/generate, shift false: ends at the full context (40 tokens), run's text" \
+    || fail "ollama generate shift false" "want: $(cat "$tmp/unshifted")" "got: $(head -c 400 "$tmp/ans")"
+  call POST /completion "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"n_keep\": 4}"
+  [ "$status" = 200 ] && [ "$(content content)" = "$(quoted "$tmp/keep4")" ] && [ "$(get tokens_predicted)" = 100 ] \
+    && [ "$(get truncated)" = True ] && [ "$(get stop_type)" = limit ] \
+    && ok "llama-server /completion, n_keep 4, --context-shift: run's text, truncated true" \
+    || fail "/completion shifted" "want: $(cat "$tmp/keep4")" "got: $(head -c 400 "$tmp/ans")"
+  python3 "$client" "$port" many /v1/completions "{\"prompt\": \"$fruit\", \"max_tokens\": 100, \"stream\": true}" >"$tmp/many"
+  [ "$(cat "$tmp/many")" = "$(quoted "$tmp/keep0")" ] \
+    && ok "OpenAI /v1/completions streamed, n_keep 0 (llama-server's default): run --context-shift's text" \
+    || fail "/v1/completions shifted" "want: $(cat "$tmp/keep0")" "got: $(head -c 400 "$tmp/many")"
+  refused "n_keep below -1" 400 "n_keep: expected -1 (the whole prompt) or a whole number >= 0" POST /completion \
+    "{\"prompt\": \"$fruit\", \"n_keep\": -2}"
+  call POST /api/generate "{\"prompt\": \"$fruit\", \"options\": {\"num_keep\": \"4\"}}"
+  [ "$status" = 400 ] && [ "$(get error)" = "num_keep: expected -1 (the whole prompt) or a whole number >= 0" ] \
+    && ok "ollama's num_keep not a number: 400 ($(get error))" || fail "ollama num_keep refused" "$(head -c 300 "$tmp/ans")"
+  stop smolshift
 fi
 finish

@@ -183,14 +183,6 @@ static int on_token(void *ctx, int id) {
   return reversed;
 }
 
-/* The tokens at the prompt's start that a context shift keeps: --keep N of
- * them (-1, or past the prompt: all), and the BOS, as llama.cpp keeps them. */
-static int shift_keep(const mkc_cli *c, const mkc_tokenizer *tok, const int *prompt, int n_prompt) {
-  if (c->n_keep < 0 || c->n_keep > n_prompt) return n_prompt;
-  int bos = tok && mkc_tokenizer_add_bos(tok) && prompt[0] == mkc_tokenizer_bos(tok);
-  return c->n_keep + bos;
-}
-
 /* Why generation ended, for the stats line and --json's. */
 static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
                            int open_ended, char *buf, size_t cap) {
@@ -518,21 +510,22 @@ int mkc_cmd_run(int argc, char **argv) {
   if (text.tok && !text.ignore_eos)
     n_eog = mkc_tokenizer_eog_ids(text.tok, eog_ids, MKC_ROUND_STOPS);
   if (n_eog > MKC_ROUND_STOPS) n_eog = MKC_ROUND_STOPS;
-  mkc_decode_opts o = {.draft_max = c.draft_max,
-                       .adaptive = c.draft_adaptive,
-                       .draft_min = c.draft_min,
-                       .drafter = ds.drafter,
-                       .rounds = c.rounds,
-                       .draft_layers = in_kernel,
-                       .stop_ids = eog_ids,
-                       .n_stop_ids = n_eog,
-                       .interrupted = &mkc_interrupted,
-                       .on_token = on_token,
-                       .on_logprobs = on_logprobs,
-                       .ctx = &text,
-                       .constraint = constraint,
-                       .shift = c.context_shift,
-                       .n_keep = shift_keep(&c, m.file.tok, prompt, n_prompt)};
+  mkc_decode_opts o = {
+      .draft_max = c.draft_max,
+      .adaptive = c.draft_adaptive,
+      .draft_min = c.draft_min,
+      .drafter = ds.drafter,
+      .rounds = c.rounds,
+      .draft_layers = in_kernel,
+      .stop_ids = eog_ids,
+      .n_stop_ids = n_eog,
+      .interrupted = &mkc_interrupted,
+      .on_token = on_token,
+      .on_logprobs = on_logprobs,
+      .ctx = &text,
+      .constraint = constraint,
+      .shift = c.context_shift,
+      .n_keep = mkc_shift_keep(c.n_keep, mkc_tokenizer_added_bos(m.file.tok), prompt, n_prompt)};
   if (text.tok && !c.json) {
     mkc_detok_init(&text.detok, text.tok, 0);
     /* The prompt as the model reads it, then the completion: one stream, so a

@@ -94,6 +94,12 @@ static const char USAGE[] =
     "                         KV pool\n"
     "  -n, --n-predict N      a request's token limit when it gives no max_tokens\n"
     "                         (default -1: until the end or a full context)\n"
+    "  --context-shift        answers go on past a full context, as run's do\n"
+    "                         (llama-server's; a request's n_keep says what the\n"
+    "                         shift keeps); ollama's requests shift unless they\n"
+    "                         say \"shift\": false (num_keep, default 4); with no\n"
+    "                         token limit an answer ends at 10 contexts (ollama's\n"
+    "                         bound); not with --parallel\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias\n"
     "  ID+B (a request's logit_bias replaces them), --typical P, --top-nsigma N,\n"
@@ -153,7 +159,9 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
                        .on_logprobs = mkc_answer_on_logprobs,
                        .ctx = g,
                        .interrupted = &mkc_interrupted,
-                       .constraint = doc};
+                       .constraint = doc,
+                       .shift = j->shift,
+                       .n_keep = j->n_keep};
   mkc_decode_stats st;
   int rc =
       g->gone ? 0
@@ -164,7 +172,10 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   memcpy(held + n_prompt, out, (size_t)(rc == 0 ? st.generated : 0) * sizeof *held);
   int pos = mkc_session_pos(sv->m->s);
   sv->n_held = n_prompt + (rc == 0 ? st.generated : 0);
-  sv->n_valid = rc != 0 || g->gone ? 0 : pos < n_prompt ? pos : sv->n_held - (st.generated > 0);
+  /* (a shift left the cache holding a shortened history: the next request starts over) */
+  sv->n_valid = rc != 0 || g->gone || st.shifts ? 0
+                : pos < n_prompt                ? pos
+                                                : sv->n_held - (st.generated > 0);
   g->complete = rc == 0 ? st.complete : 0;
   if (rc == 0) mkc_answer_flush(g);
   g->context = held, g->n_context = sv->n_held;
@@ -177,8 +188,9 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
     mkc_answer_respond(g, n_prompt, n_prompt - st.fed, &st);
   }
   if (rc == 0)
-    mkc_serve_job_done(sv, j, &st, n_prompt - st.fed,
-                       mkc_serve_stopped(g, interrupted, st.ctx_full || n_gen == j->room));
+    mkc_serve_job_done(
+        sv, j, &st, n_prompt - st.fed,
+        mkc_serve_stopped(g, interrupted, st.ctx_full || (!j->shift && n_gen == j->room)));
   free(out);
   return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
 }
@@ -583,6 +595,10 @@ static int parallel_flags(mkc_cli *c) {
                    : c->rounds > 1     ? "--rounds"
                    : c->draft_adaptive ? "--draft-adaptive"
                                        : NULL;
+  if (c->context_shift)
+    return mkc_cli_usage_error_in("serve", "%s",
+                                  "serve: --parallel does not shift the context (a slot's "
+                                  "answer ends at its context): drop --context-shift");
   if (no)
     return mkc_cli_usage_error_in("serve",
                                   "serve: --parallel drafts by prompt lookup "
@@ -617,7 +633,7 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l" MKC_CLI_MORE_FLAGS,
+                         "--api-key-file --pooling -l --context-shift" MKC_CLI_MORE_FLAGS,
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;

@@ -72,6 +72,7 @@ struct mkc_serve_job {
   int *prompt, n_prompt;         /* its tokens */
   int dropped;                   /* the chat's messages left out to fit the context */
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
+  int shift, n_keep;             /* a context shift past room, keeping n_keep tokens */
   mkc_sampling opt;
   mkc_sampling_more more; /* the samplers the kernel lacks */
   int host;               /* the host chooses its tokens: JSON, a grammar, or more */

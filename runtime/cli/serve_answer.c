@@ -171,7 +171,7 @@ static void native_done(const mkc_answer *g, cJSON *o, int n_prompt, int cached,
   cJSON_AddNumberToObject(o, "tokens_evaluated", n_prompt);
   cJSON_AddStringToObject(o, "prompt", g->r->prompt ? g->r->prompt : "");
   cJSON_AddBoolToObject(o, "has_new_line", g->text && memchr(g->text, '\n', g->len) != NULL);
-  cJSON_AddBoolToObject(o, "truncated", 0);
+  cJSON_AddBoolToObject(o, "truncated", st->shifts > 0); /* llama-server's, for a shift */
   cJSON_AddStringToObject(o, "stop_type",
                           g->hit_stop             ? "word"
                           : g->eog || g->complete ? "eos"

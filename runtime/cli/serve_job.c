@@ -313,6 +313,23 @@ int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, s
   return prompt_of(sv, r, n, &dropped, why, cap);
 }
 
+/* Whether the answer shifts the context as it fills it, and what a shift keeps: ollama's
+ * requests unless "shift": false (num_keep, default 4, counted from the prompt's start, as
+ * ollama counts); the others as the server's --context-shift says (n_keep, default 0, and the
+ * BOS, as llama-server keeps it). The slots (--parallel) do not shift: a request that asked has
+ * that named on its log line. */
+static void shift_plan(const mkc_server *sv, mkc_serve_job *j) {
+  mkc_api_req *r = &j->r;
+  j->shift = r->shift ? r->shift > 0 : r->ollama || sv->c->context_shift;
+  if (j->shift && sv->sched) {
+    if (r->shift > 0) mkc_api_note_unfollowed(r, "shift");
+    j->shift = 0;
+  }
+  int keep = r->have_keep ? r->n_keep : r->ollama ? 4 : 0;
+  j->n_keep = mkc_shift_keep(keep, r->ollama ? -1 : mkc_tokenizer_added_bos(sv->m->file.tok),
+                             j->prompt, j->n_prompt);
+}
+
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap) {
   memset(j, 0, sizeof *j);
@@ -380,7 +397,11 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   }
   j->room = max_ctx - j->n_prompt + 1;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
-  j->n_gen = limit < 0 || limit > j->room ? j->room : limit;
+  shift_plan(sv, j);
+  /* shifted with no limit: ollama's bound on a runaway answer, 10 contexts */
+  j->n_gen = j->shift                       ? (limit < 0 ? 10 * max_ctx : limit)
+             : limit < 0 || limit > j->room ? j->room
+                                            : limit;
   if (mkc_answer_open(&j->g, r, fd, sv->m->file.tok, sv->name, sv->requests, j->n_gen) != 0) {
     snprintf(why, cap, "out of memory");
     return 500;
@@ -430,9 +451,14 @@ const char *mkc_serve_stopped(const mkc_answer *g, int interrupted, int full) {
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
                         int cached, const char *why) {
   double gen_s = st->seconds - st->prompt_seconds;
-  char cut[80] = "";
+  char cut[160] = "";
   if (j->dropped)
     snprintf(cut, sizeof cut, "; the %d oldest messages left out to fit the context", j->dropped);
+  if (st->shifts) {
+    size_t at = strlen(cut);
+    snprintf(cut + at, sizeof cut - at, "; context shifted %d times (%d tokens fed again)",
+             st->shifts, st->shift_fed);
+  }
   mkc_serve_counts *n = &sv->counts;
   n->requests++;
   n->prompt_tokens += st->fed;

@@ -39,6 +39,11 @@ static void add_span(mkc_decode_stats *t, const mkc_decode_stats *p) {
   }
 }
 
+int mkc_shift_keep(int keep, int bos, const int *prompt, int n_prompt) {
+  if (keep < 0 || keep > n_prompt) return n_prompt;
+  return keep + (bos >= 0 && n_prompt > 0 && prompt[0] == bos);
+}
+
 int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats) {

@@ -140,6 +140,11 @@ int mkc_decode_span(mkc_session *s, const mkc_graph *g, const int *prompt, int n
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats);
 
+/* The n_keep of a shift that keeps the prompt's first keep tokens as
+ * llama.cpp counts them: -1, or past the prompt, all of it; else keep and
+ * the BOS (bos: its id, or -1 where the model adds none) that starts it. */
+int mkc_shift_keep(int keep, int bos, const int *prompt, int n_prompt);
+
 /* Splits the steps' time in stats into target_seconds and verify_seconds:
  * what the steps would have cost with one input each (the mean one-input
  * step's), and the rest, the drafts' verification; no one-input step

@@ -586,8 +586,22 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
   return 0;
 }
 
+/* llama-server's n_keep, ollama's num_keep (in obj): a whole number >= -1 (-1: the whole
+ * prompt), into r->n_keep; 0, or -1 after the refusal. */
+static int read_keep(const cJSON *obj, const char *name, mkc_api_req *r, char *why, size_t cap) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
+  if (!v || cJSON_IsNull(v)) return 0;
+  double x = cJSON_IsNumber(v) ? v->valuedouble : NAN;
+  if (!(x >= -1 && x <= 1 << 30 && x == floor(x)))
+    return mkc_refuse(why, cap, "%s: expected -1 (the whole prompt) or a whole number >= 0", name);
+  r->n_keep = (int)x;
+  r->have_keep = 1;
+  return 0;
+}
+
 static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
-  if (read_sampling(root, r, why, cap) != 0) return -1;
+  if (read_sampling(root, r, why, cap) != 0 || read_keep(root, "n_keep", r, why, cap) != 0)
+    return -1;
   /* max_tokens, or the chat API's newer max_completion_tokens; -1: no bound */
   r->max_tokens = -1;
   const char *names[] = {"max_tokens", "max_completion_tokens"};
@@ -651,10 +665,10 @@ static void note_given(const cJSON *root, const char *const *names, size_t count
  * the request's log line (its clients send some with every request: refusing them would refuse
  * the client). */
 static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
-  static const char *const NOT[] = {"samplers",        "n_keep",   "id_slot",
-                                    "n_indent",        "min_keep", "t_max_predict_ms",
-                                    "t_max_prompt_ms", "lora",     "post_sampling_probs",
-                                    "response_fields", "n_cmpl",   "tfs_z"};
+  static const char *const NOT[] = {
+      "samplers",         "id_slot",         "n_indent", "min_keep",
+      "t_max_predict_ms", "t_max_prompt_ms", "lora",     "post_sampling_probs",
+      "response_fields",  "n_cmpl",          "tfs_z"};
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
@@ -855,7 +869,7 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
 
 /* The options' names that none of the readers above take, into r->unfollowed. */
 static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
-  static const char *const FOLLOWED[] = {"seed", "stop", "num_predict"};
+  static const char *const FOLLOWED[] = {"seed", "stop", "num_predict", "num_keep"};
   size_t n = strlen(r->unfollowed);
   for (const cJSON *k = opt->child; k; k = k->next) {
     int known = 0;
@@ -883,11 +897,10 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   if (read_tools_where(root, r, why, cap) != 0) return -1;
   if ((r->stream = flag(root, "stream", 1, why, cap)) < 0) return -1;
   if ((r->truncate = flag(root, "truncate", 1, why, cap)) < 0) return -1;
-  /* shift: ollama's context shift as generation fills the context; mkc ends the answer there
-   * instead ("length"), as ollama does with shift false */
-  int shift = flag(root, "shift", 0, why, cap);
+  /* shift: ollama's context shift as generation fills the context (its default: true) */
+  int shift = flag(root, "shift", 2, why, cap); /* 2: not given */
   if (shift < 0) return -1;
-  if (shift) mkc_api_note_unfollowed(r, "shift"); /* the options' names follow it */
+  r->shift = shift == 2 ? 0 : shift ? 1 : -1;
   /* think: true or false, or a level ("low", "medium", "high": gpt-oss's) */
   const cJSON *think = cJSON_GetObjectItemCaseSensitive(root, "think");
   r->think = -1;
@@ -904,15 +917,18 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   const cJSON *opt = cJSON_GetObjectItemCaseSensitive(root, "options");
   if (!opt || cJSON_IsNull(opt)) return 0;
   if (!cJSON_IsObject(opt)) return mkc_refuse(why, cap, "options: expected an object");
-  if (read_sampling(opt, r, why, cap) != 0 || read_stop(opt, r, why, cap) != 0) return -1;
+  if (read_sampling(opt, r, why, cap) != 0 || read_stop(opt, r, why, cap) != 0 ||
+      read_keep(opt, "num_keep", r, why, cap) != 0)
+    return -1;
   note_unfollowed(opt, r);
-  /* num_predict: -1 no bound, -2 until the context is full (the same here) */
+  /* num_predict: -1 no bound, -2 until the context is full (no shift then) */
   const cJSON *np = cJSON_GetObjectItemCaseSensitive(opt, "num_predict");
   if (np && !cJSON_IsNull(np)) {
     double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
     if (!((x >= 1 && x <= 1 << 30) || x == -1 || x == -2) || x != floor(x))
       return mkc_refuse(why, cap, "options.num_predict: expected -1, -2 or a whole number >= 1");
     r->max_tokens = x > 0 ? (int)x : -1;
+    if (x == -2) r->shift = -1;
   }
   return 0;
 }

@@ -59,6 +59,11 @@ typedef struct mkc_api_req {
   /* ollama's truncate (/api/chat; default true): a chat longer than the context loses its
    * oldest turns (model/chat_fit.h) rather than being refused */
   int truncate;
+  /* Context shift as generation fills the context (mkc_decode_opts.shift): ollama's shift, 1
+   * true, -1 false, 0 not given (ollama's default is true; elsewhere the server's
+   * --context-shift decides); n_keep: the prompt's first tokens a shift keeps (ollama's
+   * num_keep, llama-server's n_keep; -1: the whole prompt), have_keep: given. */
+  int shift, n_keep, have_keep;
   /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
    * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
   int native;

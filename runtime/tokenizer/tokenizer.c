@@ -349,6 +349,10 @@ int mkc_tokenizer_n_vocab(const mkc_tokenizer *t) { return t->n_vocab; }
 int mkc_tokenizer_bos(const mkc_tokenizer *t) { return t->bos; }
 int mkc_tokenizer_eos(const mkc_tokenizer *t) { return t->eos; }
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t) { return t->add_bos && t->bos >= 0; }
+
+int mkc_tokenizer_added_bos(const mkc_tokenizer *t) {
+  return t && mkc_tokenizer_add_bos(t) ? t->bos : -1;
+}
 int mkc_tokenizer_eos_after(const mkc_tokenizer *t) { return t->eos_after; }
 
 int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t len, int **ids) {

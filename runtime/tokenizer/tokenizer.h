@@ -37,6 +37,8 @@ int mkc_tokenizer_bos(const mkc_tokenizer *t); /* -1 if none */
 int mkc_tokenizer_eos(const mkc_tokenizer *t); /* -1 if none */
 /* Whether encode should prepend BOS by default (the model's add_bos_token). */
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t);
+/* The BOS id that encoding adds, or -1 (none added; t NULL: no tokenizer). */
+int mkc_tokenizer_added_bos(const mkc_tokenizer *t);
 /* The token the model's file puts after a text, or -1: EOS where it says
  * add_eos_token, or the special token tokenizer.json's TemplateProcessing ends
  * a text with (embedding models that pool the last token read it there);
