@@ -655,13 +655,13 @@ sys.exit(0 if ok else 1)' "$tmp/body" "$tmp/oai_lp" \
   [ "$(get stop_type)" = eos ] && [ "$n_eos" -lt 40 ] \
     && ok "/completion of a chat turn: stop_type eos after $n_eos tokens" \
     || fail "/completion eos" "$(head -c 300 "$tmp/ans")"
-  call POST /completion "{\"prompt\": $turn, \"n_predict\": 40, \"ignore_eos\": true, \"samplers\": [\"temperature\", \"top_k\"], \"n_keep\": 4}"
+  call POST /completion "{\"prompt\": $turn, \"n_predict\": 40, \"ignore_eos\": true, \"samplers\": [\"temperature\", \"top_k\"], \"n_indent\": 4}"
   [ "$(get stop_type)" = limit ] && [ "$(get tokens_predicted)" = 40 ] \
     && ok "/completion with ignore_eos: the end-of-generation tokens banned, 40 tokens (limit)" \
     || fail "/completion ignore_eos" "$(head -c 300 "$tmp/ans")"
   sleep 0.2 # the log line follows the answer
-  grep -q "POST /completion: .*; options not followed: samplers, n_keep$" "$tmp/smollm2.err" \
-    && ok "llama-server's fields mkc does not follow: named on the request's log line (samplers out of order, n_keep)" \
+  grep -q "POST /completion: .*; options not followed: samplers, n_indent$" "$tmp/smollm2.err" \
+    && ok "llama-server's fields mkc does not follow: named on the request's log line (samplers out of order, n_indent)" \
     || fail "/completion unfollowed fields" "$(grep 'POST /completion' "$tmp/smollm2.err" | tail -n 2)"
   refused "/completion with n_predict 0" 400 "n_predict: expected -1 (no bound) or a whole number >= 1" \
     POST /completion '{"prompt": "a", "n_predict": 0}'

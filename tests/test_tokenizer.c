@@ -298,6 +298,14 @@ static int write_bpe(const char *path, const char *breakage) {
   bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.bos_token_id",
                           strcmp(brk, "bos-out-of-range") == 0 ? N_BPE : EOT);
   bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.eos_token_id", EOT);
+  if (strcmp(brk, "fim-keys") == 0) { /* the file names its FIM tokens */
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.fim_pre_token_id", TOOL);
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.fim_suf_token_id", AA);
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.fim_mid_token_id", AB);
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.fim_sep_token_id", BC);
+  }
+  if (strcmp(brk, "fim-out-of-range") == 0)
+    bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.fim_mid_token_id", N_BPE + 3);
   if (strcmp(brk, "no-byte-4") == 0) /* as SmolLM2's GGUF names it */
     bad |= mkc_gguf_set_u32(w, "tokenizer.ggml.unknown_token_id", EOT);
   bad |= mkc_gguf_write(w, path);
@@ -627,6 +635,8 @@ static void test_errors(void) {
                     "tokenizer.ggml.merges[4] 'c c': the merged 'cc' is not a token");
   expect_gguf_error("bos-out-of-range",
                     "tokenizer.ggml.bos_token_id is 262, beyond the 262 tokens");
+  expect_gguf_error("fim-out-of-range",
+                    "tokenizer.ggml.fim_mid_token_id is 265, beyond the 262 tokens");
 
   /* SentencePiece needs scores. */
   const char *path = tmp_path("spm-no-scores.gguf");
@@ -931,6 +941,53 @@ static const char *const MULTILINGUAL[] = {
     "",
 };
 
+/* Fill-in-the-middle's tokens: a file's tokenizer.ggml.fim_*_token_id, else found by text
+ * (StarCoder's ids are its published special tokens': <fim_prefix> 1, <fim_middle> 2,
+ * <fim_suffix> 3, <fim_pad> 4), the pad and separators ending generation; none in a vocabulary
+ * without them. */
+static void test_fim(const char *dir) {
+  const char *path = tmp_path("fim-keys.gguf");
+  mkc_gguf *f = write_bpe(path, "fim-keys") == 0 ? mkc_gguf_open(path) : NULL;
+  mkc_tokenizer *t = f ? mkc_tokenizer_from_gguf(f) : NULL;
+  CHECK(t && mkc_tokenizer_fim(t, MKC_FIM_PRE) == TOOL && mkc_tokenizer_fim(t, MKC_FIM_SUF) == AA &&
+            mkc_tokenizer_fim(t, MKC_FIM_MID) == AB && mkc_tokenizer_fim(t, MKC_FIM_SEP) == BC &&
+            mkc_tokenizer_fim(t, MKC_FIM_PAD) == -1 && mkc_tokenizer_fim(t, MKC_FIM_REP) == -1,
+        "FIM tokens the GGUF names: pre, suf, mid, sep; no pad, no repo");
+  CHECK(t && mkc_tokenizer_is_eog(t, BC) && !mkc_tokenizer_is_eog(t, TOOL),
+        "the file separator ends generation, the prefix marker does not");
+  mkc_tokenizer_free(t);
+  mkc_gguf_close(f);
+  static const struct {
+    const char *vocab;
+    int ids[MKC_FIM_COUNT];
+  } WANT[] = {{"starcoder", {1, 3, 2, 4, -1, -1}}, {"qwen2", {-1, -1, -1, -1, -1, -1}}};
+  for (size_t v = 0; v < sizeof WANT / sizeof *WANT; v++) {
+    char file[1024];
+    snprintf(file, sizeof file, "%s/vocab/ggml-vocab-%s.gguf", dir, WANT[v].vocab);
+    f = mkc_gguf_open(file);
+    t = f ? mkc_tokenizer_from_gguf(f) : NULL;
+    char *json = f ? json_from_gguf(f) : NULL;
+    mkc_tokenizer *hf = json ? mkc_tok_from_json(json, strlen(json), NULL, 0, WANT[v].vocab) : NULL;
+    int same = t && hf;
+    for (int k = 0; k < MKC_FIM_COUNT && same; k++)
+      same =
+          mkc_tokenizer_fim(t, k) == WANT[v].ids[k] && mkc_tokenizer_fim(hf, k) == WANT[v].ids[k];
+    CHECK(same,
+          "%s: FIM tokens (pre %d, suf %d, mid %d, pad %d, repo %d, sep %d), from the GGUF "
+          "and from tokenizer.json",
+          WANT[v].vocab, WANT[v].ids[0], WANT[v].ids[1], WANT[v].ids[2], WANT[v].ids[3],
+          WANT[v].ids[4], WANT[v].ids[5]);
+    if (WANT[v].ids[MKC_FIM_PAD] >= 0)
+      CHECK(t && mkc_tokenizer_is_eog(t, WANT[v].ids[MKC_FIM_PAD]) &&
+                !mkc_tokenizer_is_eog(t, WANT[v].ids[MKC_FIM_MID]),
+            "%s: <fim_pad> ends generation, <fim_middle> does not", WANT[v].vocab);
+    mkc_tokenizer_free(t);
+    mkc_tokenizer_free(hf);
+    free(json);
+    mkc_gguf_close(f);
+  }
+}
+
 static void test_smollm(const char *dir) {
   char path[1024];
   snprintf(path, sizeof path, "%s/SmolLM2-135M-Instruct.Q4_1.gguf", dir);
@@ -1141,6 +1198,7 @@ int main(void) {
     test_vocab(dir, "starcoder", "bpe (smollm)");
     test_vocab(dir, "command-r", "bpe (smollm)");
     test_smollm(dir);
+    test_fim(dir);
     test_fixtures(dir);
   }
   scratch_close();

@@ -169,6 +169,12 @@ static int read_specials(const mkc_gguf *f, mkc_tok_spec *spec) {
   if (token_id(f, "bos", n, &spec->bos) || token_id(f, "eos", n, &spec->eos) ||
       token_id(f, "unknown", n, &spec->unk) || token_id(f, "padding", n, &spec->pad) ||
       token_id(f, "eot", n, &spec->eot) || token_id(f, "eom", n, &spec->eom) ||
+      token_id(f, "fim_pre", n, &spec->fim[MKC_FIM_PRE]) ||
+      token_id(f, "fim_suf", n, &spec->fim[MKC_FIM_SUF]) ||
+      token_id(f, "fim_mid", n, &spec->fim[MKC_FIM_MID]) ||
+      token_id(f, "fim_pad", n, &spec->fim[MKC_FIM_PAD]) ||
+      token_id(f, "fim_rep", n, &spec->fim[MKC_FIM_REP]) ||
+      token_id(f, "fim_sep", n, &spec->fim[MKC_FIM_SEP]) ||
       get_flag(f, "tokenizer.ggml.add_bos_token", &spec->add_bos) ||
       get_flag(f, "tokenizer.ggml.add_eos_token", &spec->add_eos) ||
       get_flag(f, "tokenizer.ggml.add_space_prefix", &spec->add_space_prefix))

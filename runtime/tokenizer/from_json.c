@@ -262,6 +262,7 @@ static mkc_tokenizer *load(loader *l, const cJSON *root, const cJSON *config) {
   spec->ignore_merges = is_true(model, "ignore_merges");
   spec->merges_name = "model.merges";
   spec->bos = spec->eos = spec->unk = spec->pad = spec->eot = spec->eom = -1;
+  for (int k = 0; k < MKC_FIM_COUNT; k++) spec->fim[k] = -1; /* found by their texts */
   spec->add_bos = 0;
   int rc = read_vocab(l, model, added);
   if (rc == 0) rc = read_merges(l, model);

@@ -59,6 +59,7 @@ typedef struct mkc_tok_spec {
   const mkc_tok_str *merges;        /* [n_merges][2]: left, right */
   const char *merges_name;          /* "tokenizer.ggml.merges", for messages */
   int bos, eos, unk, pad, eot, eom; /* -1: none; checked < n_vocab by the loader */
+  int fim[MKC_FIM_COUNT];           /* the file's fill-in-the-middle tokens (-1: none) */
   int add_bos;                      /* 0, 1, or -1: the mode's default */
   int add_eos;                      /* 0, 1, or -1 (0): llama.cpp appends EOS to a text */
   int end_token;        /* with add_eos, the token appended (-1: eos): TemplateProcessing's last */
@@ -89,6 +90,7 @@ struct mkc_tokenizer {
   uint32_t merge_mask;
   int n_merges;
   int bos, eos, unk, pad, eot, eom;
+  int fim[MKC_FIM_COUNT]; /* the file's, else found by their texts (fim.c); -1 none */
   int add_bos, add_space_prefix, ignore_merges;
   int eos_after;           /* the token a text ends with (embeddings), or -1 */
   int unk_chars, fuse_unk; /* as in mkc_tok_spec */
@@ -100,6 +102,8 @@ struct mkc_tokenizer {
 };
 
 mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec);
+/* The FIM tokens the file did not name, found by the texts llama.cpp knows them by (fim.c). */
+void mkc_tok_find_fim(mkc_tokenizer *t);
 /* The id of the token with text s[0..n) of any type, or -1. */
 int mkc_tok_lookup(const mkc_tokenizer *t, const char *s, size_t n);
 /* The same, only for the types plain text may become (normal, undefined,

@@ -262,8 +262,10 @@ static int control_named(const mkc_tokenizer *t, const char *name) {
 }
 
 static void build_eog(mkc_tokenizer *t) {
-  int ids[3] = {t->eos, t->eot, t->eom};
-  for (int k = 0; k < 3; k++)
+  /* FIM's pad and separators end an infill too, as llama.cpp counts them */
+  int ids[] = {
+      t->eos, t->eot, t->eom, t->fim[MKC_FIM_PAD], t->fim[MKC_FIM_REP], t->fim[MKC_FIM_SEP]};
+  for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
     if (ids[k] >= 0) t->eog[ids[k]] = 1;
   for (size_t k = 0; k < sizeof EOG_NAMES / sizeof *EOG_NAMES; k++) {
     int id = control_named(t, EOG_NAMES[k]);
@@ -291,7 +293,10 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   t->n_vocab = spec->n_vocab;
   t->bos = spec->bos, t->eos = spec->eos, t->unk = spec->unk, t->pad = spec->pad;
   t->eot = spec->eot, t->eom = spec->eom;
-  int *ids[] = {&t->bos, &t->eos, &t->unk, &t->pad, &t->eot, &t->eom};
+  for (int k = 0; k < MKC_FIM_COUNT; k++) t->fim[k] = spec->fim[k];
+  int *ids[] = {&t->bos,    &t->eos,    &t->unk,    &t->pad,    &t->eot,    &t->eom,
+                &t->fim[0], &t->fim[1], &t->fim[2], &t->fim[3], &t->fim[4], &t->fim[5]};
+  _Static_assert(MKC_FIM_COUNT == 6, "each FIM token checked");
   for (size_t k = 0; k < sizeof ids / sizeof *ids; k++)
     if (*ids[k] >= spec->n_vocab || *ids[k] < -1) *ids[k] = -1; /* loaders check; be safe */
   t->add_space_prefix = spec->add_space_prefix != 0;
@@ -315,6 +320,7 @@ mkc_tokenizer *mkc_tok_build(const mkc_tok_spec *spec) {
   }
   if (rc == 0) rc = build_specials(t);
   if (rc == 0 && mkc_tok_build_pieces(t)) rc = -2;
+  if (rc == 0) mkc_tok_find_fim(t);
   if (rc == 0) build_eog(t);
   if (rc == -2) mkc_error_in(t->source, "out of memory");
   if (rc) {

@@ -35,6 +35,21 @@ const char *mkc_tokenizer_kind(const mkc_tokenizer *t);
 int mkc_tokenizer_n_vocab(const mkc_tokenizer *t);
 int mkc_tokenizer_bos(const mkc_tokenizer *t); /* -1 if none */
 int mkc_tokenizer_eos(const mkc_tokenizer *t); /* -1 if none */
+/* Fill-in-the-middle's tokens (code models: Qwen2.5-Coder, StarCoder, CodeLlama, ...): the
+ * prefix, suffix and middle markers, the pad, and the repository and file separators of its
+ * repository-level form. */
+enum {
+  MKC_FIM_PRE,
+  MKC_FIM_SUF,
+  MKC_FIM_MID,
+  MKC_FIM_PAD,
+  MKC_FIM_REP,
+  MKC_FIM_SEP,
+  MKC_FIM_COUNT
+};
+/* The model's FIM token which (MKC_FIM_*): the file's tokenizer.ggml.fim_*_token_id, else the
+ * token with one of the texts llama.cpp finds it by; -1: none. */
+int mkc_tokenizer_fim(const mkc_tokenizer *t, int which);
 /* Whether encode should prepend BOS by default (the model's add_bos_token). */
 int mkc_tokenizer_add_bos(const mkc_tokenizer *t);
 /* The BOS id that encoding adds, or -1 (none added; t NULL: no tokenizer). */
