@@ -92,7 +92,7 @@ function M.generate(opts)
   if not M.KV_DTYPES[kv_dtype] then
     util.fail(("--kv-dtype (MKC_KV_DTYPE) must be bf16, f16 or f32, got %s"):format(util.show(kv_dtype)))
   end
-  local overrides = { max_ctx = opts.max_ctx, n_layers = opts.n_layers }
+  local overrides = { max_ctx = opts.max_ctx, n_layers = opts.n_layers, vocab = opts.vocab }
   local graph = dsl.load(opts.graph, opts.preset, overrides, opts.model_preset)
   -- the first n_layers only (self-speculation's draft): a preset of its own name
   if opts.n_layers then graph.preset = ("%s-L%d"):format(graph.preset, opts.n_layers) end

@@ -27,6 +27,34 @@ fi
 grep -qx "graph: graphs/llama.lua, preset llama-tiny (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 512, rope theta 10000 (interleaved), rms eps 1e-05, tied head)" "$tmp/info" \
   && ok "info -m: the derived preset" || fail "info -m: the derived preset" "$(cat "$tmp/info" "$tmp/err")"
 
+# init --vocab: random weights that read and write StarCoder's tokens (llama.cpp's test vocabulary):
+# its tokenizer, FIM markers found (its published ids: <fim_prefix> 1, <fim_suffix> 3,
+# <fim_middle> 2), a text becomes llama.cpp's ids for it (the fixture's first case: the same
+# continuation as those ids given directly).
+vocab=${MKC_TEST_DATA:-}/vocab/ggml-vocab-starcoder.gguf
+if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$vocab" ]; then
+  skip "init --vocab: no test data (run tests/data/fetch.sh)"
+elif "$mkc" init --preset tiny --seed 7 --vocab "$vocab" -o "$tmp/sc.gguf" 2>"$tmp/err"; then
+  "$mkc" info -m "$tmp/sc.gguf" >"$tmp/info" 2>>"$tmp/err"
+  grep -qxF "tokenizer: bpe (smollm), 49152 tokens, bos 0, eos 0, fill-in-the-middle (prefix 1, suffix 3, middle 2)" "$tmp/info" \
+    && grep -q "vocab 49152, context 512" "$tmp/info" \
+    && ok "init --vocab: StarCoder's tokenizer and its 49152 tokens, the FIM markers found" \
+    || fail "init --vocab: info" "$(cat "$tmp/info" "$tmp/err")"
+  text=$(head -n 1 "$vocab.inp") ids=$(head -n 1 "$vocab.out" | sed 's/^ //; s/ /,/g')
+  "$mkc" run -m "$tmp/sc.gguf" -p "$text" -n 6 --json --backend cpu 2>/dev/null | grep -o '"id":[0-9]*' >"$tmp/by_text"
+  "$mkc" run -m "$tmp/sc.gguf" --prompt-ids "$ids" -n 6 --json --backend cpu 2>/dev/null | grep -o '"id":[0-9]*' >"$tmp/by_ids"
+  [ "$(wc -l <"$tmp/by_text")" = 6 ] && cmp -s "$tmp/by_text" "$tmp/by_ids" \
+    && ok "init --vocab: '$text' reads as llama.cpp's ids ($ids): the same continuation" \
+    || fail "init --vocab: the text's ids" "$(cat "$tmp/by_text")" "$(cat "$tmp/by_ids")"
+else
+  fail "init --vocab" "$(cat "$tmp/err")"
+fi
+expect_error "init --vocab: a file without a tokenizer" "mkc: error: $tmp/tiny.gguf: no tokenizer.ggml.model: the file has no tokenizer" \
+  -- init --preset tiny --seed 1 --vocab "$tmp/tiny.gguf" -o "$tmp/x.gguf"
+expect_error "init --vocab: a Hugging Face folder" \
+  "mkc: error: --vocab: the tokenizer goes into a GGUF file (-o FILE.gguf); init does not write a Hugging Face folder's tokenizer.json" \
+  -- init --preset tiny --seed 1 --vocab "$tmp/tiny.gguf" -o "$tmp/hf"
+
 # info on a GGUF mkc cannot run: the file is described, the reason given, exit 0.
 perl -0777 -pe 's/(general\.architecture\x08\x00\x00\x00\x05\x00{7})llama/${1}gptnx/' \
   "$tmp/tiny.gguf" >"$tmp/gptnx.gguf"

@@ -58,9 +58,16 @@ static void print_model(const mkc_model_file *mf) {
   mkc_model_desc_format(&mf->desc, desc, sizeof desc);
   if (mf->tok) {
     const mkc_tokenizer *t = mf->tok;
-    printf("tokenizer: %s, %d tokens, bos %d, eos %d%s\n", mkc_tokenizer_kind(t),
+    /* fill-in-the-middle (serve's /infill) needs the three markers */
+    char fim[96] = "";
+    int pre = mkc_tokenizer_fim(t, MKC_FIM_PRE), suf = mkc_tokenizer_fim(t, MKC_FIM_SUF),
+        mid = mkc_tokenizer_fim(t, MKC_FIM_MID);
+    if (pre >= 0 && suf >= 0 && mid >= 0)
+      snprintf(fim, sizeof fim, ", fill-in-the-middle (prefix %d, suffix %d, middle %d)", pre, suf,
+               mid);
+    printf("tokenizer: %s, %d tokens, bos %d, eos %d%s%s\n", mkc_tokenizer_kind(t),
            mkc_tokenizer_n_vocab(t), mkc_tokenizer_bos(t), mkc_tokenizer_eos(t),
-           mkc_tokenizer_add_bos(t) ? ", adds bos" : "");
+           mkc_tokenizer_add_bos(t) ? ", adds bos" : "", fim);
   }
   printf("graph: graphs/llama.lua, preset %s (%s)\n", mf->desc.name, desc);
   int family = mf->chat_template ? mkc_chat_detect(mf->chat_template) : MKC_CHAT_UNKNOWN;

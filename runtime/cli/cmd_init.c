@@ -19,12 +19,13 @@
 #include "formats/quantize.h"
 #include "formats/safetensors.h"
 #include "formats/weights.h"
+#include "init_vocab.h"
 #include "model/model_file.h"
 #include "util/clock.h"
 #include "util/text.h"
 
 static const char USAGE[] =
-    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T]\n"
+    "usage: mkc init [GRAPH] --preset P --seed S [--ctx N] [--type T] [--vocab FILE.gguf]\n"
     "                [--tensor-type NAME=T]... [--arch phi3] [--pooling P]\n"
     "                -o FILE.gguf|DIR\n"
     "\n"
@@ -49,6 +50,10 @@ static const char USAGE[] =
     "attn_qkv, HF qkv_proj) and its gate and up in one (ffn_up, gate_up_proj),\n"
     "as Phi-3's files store them; the preset must have NEOX RoPE and nothing\n"
     "phi3 lacks (odd has).\n"
+    "--vocab FILE.gguf: the model's vocabulary is FILE's tokenizer (every\n"
+    "tokenizer.* key is copied, the chat template with them; the preset's vocab\n"
+    "size becomes FILE's token count), so random weights read and write text in\n"
+    "a real model's tokens (GGUF only).\n"
     "--pooling none|mean|cls|last|rank: the GGUF's ARCH.pooling_type, as an\n"
     "embedding model's file says how `mkc embed` pools (GGUF only).\n"
     "The preset's RoPE scaling goes with it: llama3 (e.g. --preset llama3-tiny)\n"
@@ -564,6 +569,7 @@ typedef struct init_flags {
   int n_tensor_types;
   int pooling; /* --pooling: enum mkc_pooling, llama.cpp's pooling_type + 1 (0: not written) */
   int phi3;    /* --arch phi3: Q/K/V and gate/up fused, as phi3 files store them */
+  const char *vocab; /* --vocab FILE.gguf: its tokenizer, and the model's vocabulary its size */
 } init_flags;
 
 /* The type asked for tensor info: the last --tensor-type naming it, else
@@ -851,6 +857,8 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
     } else if (strcmp(a, "--pooling") == 0) {
       if ((f->pooling = mkc_pooling_from_name(v)) < 0)
         return usage_error("--pooling: expected none, mean, cls, last or rank, got '%s'", v);
+    } else if (strcmp(a, "--vocab") == 0) {
+      f->vocab = v;
     } else if (strcmp(a, "--ctx") == 0) {
       errno = 0;
       f->max_ctx = strtol(v, &end, 10);
@@ -865,6 +873,9 @@ static int init_flags_parse(int argc, char **argv, init_flags *f) {
   if (mkc_parse_seed(seed_arg, &f->seed) != 0)
     return usage_error("--seed: expected a non-negative integer, got '%s'", seed_arg);
   if (!mkc_ends_with(f->path, ".gguf")) { /* safetensors has BF16 but no block types */
+    if (f->vocab)
+      return usage_error("%s", "--vocab: the tokenizer goes into a GGUF file (-o FILE.gguf); init "
+                               "does not write a Hugging Face folder's tokenizer.json");
     if (f->pooling)
       return usage_error("%s", "--pooling: a GGUF file's key (-o FILE.gguf); a Hugging Face "
                                "folder says it in sentence-transformers' files, which init does "
@@ -923,15 +934,22 @@ int mkc_cmd_init(int argc, char **argv) {
   int stem = (int)strcspn(base, ".");
   snprintf(name, sizeof name, "%.*s-%s", stem, base, preset);
 
+  mkc_init_vocab vocab = {0};
+  if (f.vocab && mkc_init_vocab_open(f.vocab, &vocab) != 0) {
+    free(f.tensor_types);
+    return 1;
+  }
   /* reference_only: the graph alone, so a preset no kernel runs is refused below, not at its op */
   mkc_gen_opts o = {.graph_path = graph_path,
                     .preset = preset,
                     .draft_max = 0,
                     .max_ctx = (int)max_ctx,
+                    .vocab = vocab.n_vocab,
                     .reference_only = 1};
   mkc_graph g;
   mkc_kernel_src src;
   if (mkc_codegen(&o, &g, &src) != 0) {
+    mkc_init_vocab_close(&vocab);
     free(f.tensor_types);
     return 1;
   }
@@ -944,6 +962,7 @@ int mkc_cmd_init(int argc, char **argv) {
             "instead\n",
             preset, rec->layer);
     mkc_graph_free(&g);
+    mkc_init_vocab_close(&vocab);
     free(f.tensor_types);
     return 1;
   }
@@ -981,7 +1000,8 @@ int mkc_cmd_init(int argc, char **argv) {
   if (!(out = mkc_gguf_writer_new())) goto done;
   if (f.phi3 && phi3_fits(&g, &d, preset) != 0) goto done;
   if (describe_extras(&g, preset, &d) || experts_fit(&g, preset, &d, 1) ||
-      set_metadata(out, &g, d.arch, name) || set_gemma(out, &d) || set_granite(out, &d) ||
+      set_metadata(out, &g, d.arch, name) || (f.vocab && mkc_init_vocab_copy(&vocab, out)) ||
+      set_gemma(out, &d) || set_granite(out, &d) ||
       set_rope_scaling(out, d.arch, &d.rope_scaling) ||
       (f.pooling && set_u32(out, d.arch, "pooling_type", f.pooling - 1)) ||
       add_weights(out, &g, &w, &f, encoded, count) || add_rope_freqs(out, &d) ||
@@ -992,12 +1012,14 @@ int mkc_cmd_init(int argc, char **argv) {
   int n_tensors = 0;
   for (int t = 0; t < MKC_GGML_TYPE_COUNT; t++) n_tensors += count[t];
   describe_types(count, n_tensors, types, sizeof types);
-  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %s%s, %lld bytes)\n", path, name, seed, types,
+  char with[4300] = "";
+  if (f.vocab) snprintf(with, sizeof with, "; %s's tokenizer, %d tokens", f.vocab, g.vocab);
+  fprintf(stderr, "mkc: wrote %s (%s, seed %llu: %s%s%s, %lld bytes)\n", path, name, seed, types,
           d.rope_scaling.type == MKC_ROPE_SCALING_LLAMA3 ? " and rope_freqs.weight (F32)"
           : d.rope_scaling.type == MKC_ROPE_SCALING_LONGROPE
               ? " and rope_factors_{short,long}.weight (F32)"
               : "",
-          stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
+          with, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
   rc = 0;
 done:
   for (int i = 0; encoded && i < g.n_weights; i++) free(encoded[i]);
@@ -1006,5 +1028,6 @@ done:
   mkc_gguf_writer_free(out);
   mkc_weights_free(&w);
   mkc_graph_free(&g);
+  mkc_init_vocab_close(&vocab);
   return rc;
 }

@@ -516,6 +516,10 @@ static void push_gen_opts(lua_State *L, const mkc_gen_opts *o) {
     lua_pushinteger(L, o->n_layers);
     lua_setfield(L, -2, "n_layers");
   }
+  if (o->vocab > 0) {
+    lua_pushinteger(L, o->vocab);
+    lua_setfield(L, -2, "vocab");
+  }
   lua_pushinteger(L, o->threads > 0 ? o->threads : 0); /* 0: codegen's default (MKC_THREADS) */
   lua_setfield(L, -2, "threads");
   const char *kv_dtype = o->kv_dtype ? o->kv_dtype : getenv("MKC_KV_DTYPE");

@@ -16,6 +16,7 @@ typedef struct mkc_gen_opts {
    * at most MKC_CHUNK_CAP; draft_max + 1 or less: no tiled path. */
   int ubatch;
   int max_ctx; /* 0: the preset's */
+  int vocab;   /* 0: the preset's; else its vocabulary this size (init --vocab) */
   int threads; /* 0: 128 */
   /* 0: the preset's layers; else only its first n_layers (1..the preset's):
    * self-speculation's draft, the same weights' first layers with the
