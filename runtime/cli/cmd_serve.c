@@ -416,12 +416,14 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   int completion = strcmp(p, "/v1/completions") == 0;
   /* llama-server's own endpoint (its /completions is that too; /v1/completions is OpenAI's) */
   int native = strcmp(p, "/completion") == 0 || strcmp(p, "/completions") == 0;
+  int infill = strcmp(p, "/infill") == 0; /* llama-server's fill-in-the-middle */
   if (preflight) {
     mkc_http_respond(fd, 204, "text/plain", "", 0);
-  } else if (chat || completion || native) {
+  } else if (chat || completion || native || infill) {
     mkc_api_req r;
-    int parsed = native ? mkc_api_parse_native(req->body, req->body_len, &r, why, sizeof why)
-                        : mkc_api_parse(req->body, req->body_len, chat, &r, why, sizeof why);
+    int parsed = infill   ? mkc_api_parse_infill(req->body, req->body_len, &r, why, sizeof why)
+                 : native ? mkc_api_parse_native(req->body, req->body_len, &r, why, sizeof why)
+                          : mkc_api_parse(req->body, req->body_len, chat, &r, why, sizeof why);
     if (!post)
       mkc_respond_error(fd, 405, "use POST");
     else if (parsed != 0)

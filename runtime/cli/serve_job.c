@@ -11,6 +11,7 @@
 #include "exec/slots.h"
 #include "json_format.h"
 #include "model/chat_fit.h"
+#include "model/infill.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
 
@@ -177,6 +178,31 @@ static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int
 
 /* The prompt's tokens for the request, or NULL with the 400 message; *dropped: the messages
  * left out to fit the context (fit_chat). */
+/* /infill's prompt (model/infill.h). llama-server shares its batch (2048) between the prefix
+ * and the suffix and keeps room for twice its -n; mkc's batch is at most half the context, and
+ * the room is the answer's limit (at most half the context) or else a quarter of the context,
+ * as a cut chat leaves it, so that the prompt always leaves the answer room. */
+static int *infill_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why,
+                          size_t cap) {
+  int ctx = sv->m->g.max_ctx;
+  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
+  mkc_infill in = {.prefix = r->input_prefix,
+                   .suffix = r->input_suffix,
+                   .prompt = r->prompt,
+                   .extra_names = r->extra_names,
+                   .extra_texts = r->extra_texts,
+                   .n_extra = r->n_extra,
+                   .n_batch = ctx / 2 < 2048 ? ctx / 2 : 2048,
+                   .n_predict = mkc_chat_fit_reserve(ctx, limit),
+                   .n_ctx = ctx};
+  int *ids = NULL;
+  if ((*n = mkc_infill_prompt(sv->m->file.tok, &in, &ids)) < 0) {
+    snprintf(why, cap, "the infill prompt could not be made (the server's log says why)");
+    return NULL;
+  }
+  return ids;
+}
+
 static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, int *dropped, char *why,
                       size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
@@ -207,6 +233,7 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, int *d
              sv->name);
     return NULL;
   }
+  if (r->infill) return infill_prompt(sv, r, n, why, cap);
   char *text = NULL;
   if (r->chat) {
     if (!(text = mkc_serve_chat_text(sv, r, why, cap))) return NULL;
@@ -342,6 +369,14 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   if (!sv->m->file.tok && r->n_stop) {
     snprintf(why, cap, "stop: strings need a model with a tokenizer (this one answers ids)");
     return 400;
+  }
+  char missing[64];
+  if (r->infill && sv->m->file.tok &&
+      mkc_infill_missing(sv->m->file.tok, missing, sizeof missing)) {
+    snprintf(why, cap,
+             "Infill is not supported by this model: it lacks fill-in-the-middle markers: %s",
+             missing);
+    return 501; /* llama-server's status for it */
   }
   if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, &j->dropped, why, cap)))
     return strstr(why, "memory") ? 500 : 400;

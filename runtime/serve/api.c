@@ -672,12 +672,52 @@ static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 
-/* A chat or completion request (native: llama-server's own endpoint's fields). */
-static int parse_completion(const char *body, size_t n, int chat, int native, mkc_api_req *r,
-                            char *why, size_t cap) {
+/* /infill's fields (r->prompt "" when not given). */
+static int read_infill(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
+  const char *names[] = {"input_prefix", "input_suffix"},
+             **at[] = {&r->input_prefix, &r->input_suffix};
+  for (int k = 0; k < 2; k++) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, names[k]);
+    if (!cJSON_IsString(v))
+      return mkc_refuse(why, cap, "%s: expected a string (required)", names[k]);
+    *at[k] = v->valuestring;
+  }
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+  if (p && !cJSON_IsNull(p) && !cJSON_IsString(p))
+    return mkc_refuse(why, cap, "prompt: expected a string");
+  r->prompt = cJSON_IsString(p) ? p->valuestring : "";
+  const cJSON *extra = cJSON_GetObjectItemCaseSensitive(root, "input_extra");
+  if (!extra || cJSON_IsNull(extra)) return 0;
+  if (!cJSON_IsArray(extra))
+    return mkc_refuse(why, cap,
+                      "input_extra: expected a list of {\"filename\": string, "
+                      "\"text\": string}");
+  int n = cJSON_GetArraySize(extra);
+  r->extra_names = calloc((size_t)n + 1, sizeof *r->extra_names);
+  r->extra_texts = calloc((size_t)n + 1, sizeof *r->extra_texts);
+  if (!r->extra_names || !r->extra_texts) return mkc_refuse(why, cap, "out of memory");
+  const cJSON *c;
+  cJSON_ArrayForEach(c, extra) {
+    const cJSON *text = cJSON_GetObjectItemCaseSensitive(c, "text"),
+                *name = cJSON_GetObjectItemCaseSensitive(c, "filename");
+    if (!cJSON_IsString(text))
+      return mkc_refuse(why, cap, "input_extra[%d].text: expected a string (required)", r->n_extra);
+    if (name && !cJSON_IsNull(name) && !cJSON_IsString(name))
+      return mkc_refuse(why, cap, "input_extra[%d].filename: expected a string", r->n_extra);
+    r->extra_names[r->n_extra] = cJSON_IsString(name) ? name->valuestring : NULL;
+    r->extra_texts[r->n_extra++] = text->valuestring;
+  }
+  return 0;
+}
+
+/* A chat or completion request (native: llama-server's own endpoint's fields; infill: its
+ * /infill's). */
+static int parse_completion(const char *body, size_t n, int chat, int native, int infill,
+                            mkc_api_req *r, char *why, size_t cap) {
   memset(r, 0, sizeof *r);
   r->chat = chat;
   r->native = native;
+  r->infill = infill;
   r->think = -1;
   cJSON *root = cJSON_ParseWithLength(body, n);
   r->root = root;
@@ -687,7 +727,9 @@ static int parse_completion(const char *body, size_t n, int chat, int native, mk
     rc = mkc_refuse(why, cap, "the body is not JSON");
   else if (!cJSON_IsObject(root))
     rc = mkc_refuse(why, cap, "the body is not a JSON object");
-  else if ((rc = chat ? read_messages(root, r, why, cap) : read_prompt(root, r, why, cap)) == 0 &&
+  else if ((rc = chat     ? read_messages(root, r, why, cap)
+                 : infill ? read_infill(root, r, why, cap)
+                          : read_prompt(root, r, why, cap)) == 0 &&
            (rc = read_stop(root, r, why, cap)) == 0 &&
            (rc = read_numbers(root, r, why, cap)) == 0 &&
            (rc = read_tools_where(root, r, why, cap)) == 0 &&
@@ -700,11 +742,15 @@ static int parse_completion(const char *body, size_t n, int chat, int native, mk
 }
 
 int mkc_api_parse(const char *body, size_t n, int chat, mkc_api_req *r, char *why, size_t cap) {
-  return parse_completion(body, n, chat, 0, r, why, cap);
+  return parse_completion(body, n, chat, 0, 0, r, why, cap);
 }
 
 int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
-  return parse_completion(body, n, 0, 1, r, why, cap);
+  return parse_completion(body, n, 0, 1, 0, r, why, cap);
+}
+
+int mkc_api_parse_infill(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
+  return parse_completion(body, n, 0, 1, 1, r, why, cap);
 }
 
 /* Anthropic's system field (a string or text blocks) as the first message. */
@@ -999,6 +1045,8 @@ void mkc_api_req_free(mkc_api_req *r) {
   free(r->msgs);
   free(r->prompt_ids);
   free(r->context);
+  free(r->extra_names);
+  free(r->extra_texts);
   mkc_schema_free(r->schema);
   mkc_gbnf_free(r->grammar);
   cJSON_Delete(r->root);

@@ -64,6 +64,12 @@ typedef struct mkc_api_req {
    * --context-shift decides); n_keep: the prompt's first tokens a shift keeps (ollama's
    * num_keep, llama-server's n_keep; -1: the whole prompt), have_keep: given. */
   int shift, n_keep, have_keep;
+  /* llama-server's /infill: the code before and after the gap (prompt, "" when not given,
+   * follows the prefix), and other files' chunks, names (NULL: "tmp") and texts, in root */
+  int infill;
+  const char *input_prefix, *input_suffix;
+  const char **extra_names, **extra_texts; /* [n_extra] */
+  int n_extra;
   /* llama-server's own completion endpoint (/completion, /completions): its answer's shape,
    * its field names (n_predict, n_probs, seed -1, logit_bias as [[id, bias], ...]) */
   int native;
@@ -146,6 +152,10 @@ int mkc_api_parse_anthropic_count(const char *body, size_t n, mkc_api_req *r, ch
  * drawn), logit_bias also as [[id, bias], ...] (bias false: banned), and the
  * rest as a completion request's. */
 int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
+/* llama-server's POST /infill: its /completion's fields, with input_prefix and input_suffix
+ * (strings, required), input_extra ([{"filename", "text"}], optional) and prompt (a string,
+ * optional) instead of a prompt to complete. */
+int mkc_api_parse_infill(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap);
 
 /* The same for ollama's /api/chat (chat != 0) and /api/generate: the sampling
  * fields, num_predict and stop in "options", a stream unless "stream":
