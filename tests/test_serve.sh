@@ -707,7 +707,58 @@ print(len(a["tokens"]) if a == b and a["tokens"] else "differ: %s / %s" % (a, b)
   [[ $n_lp =~ ^[0-9]+$ ]] && [ "$(head -n 1 "$tmp/stream")" = "$want" ] \
     && ok "SmolLM2 stop string, streamed with logprobs 2: the chunks' joined = the whole answer's ($n_lp tokens, the stop string's too)" \
     || fail "SmolLM2 stop stream logprobs" "$n_lp" "$(cat "$tmp/stream")"
+  call POST /infill '{"input_prefix": "def f():", "input_suffix": "\n"}'
+  [ "$status" = 501 ] \
+    && [ "$(get error message)" = "Infill is not supported by this model: it lacks fill-in-the-middle markers: prefix, suffix, middle" ] \
+    && ok "SmolLM2 /infill: 501, no FIM markers ($(get error message))" || fail "SmolLM2 /infill refused" "$(head -c 300 "$tmp/ans")"
   stop smollm2
+fi
+
+# ---- /infill: random weights with StarCoder's tokenizer (mkc init --vocab; FIM markers 1, 3, 2) ----
+# The oracle lays out the prompt as llama-server's format_prompt_infill does, in Python, from
+# each part's tokens (POST /tokenize): no repository markers in StarCoder's vocabulary, so each
+# extra chunk follows a snippet line; a context of 256 makes a batch of 128, so the prefix keeps
+# its last 96 tokens, the suffix its first 32 - 2 - the prompt's, the chunks their last
+# 256 - 128 - 2 * 8; the answer must be run's on those ids.
+vocab=${MKC_TEST_DATA:-}/vocab/ggml-vocab-starcoder.gguf
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$vocab" ] && "$mkc" init --preset tiny --seed 4 --vocab "$vocab" -o "$tmp/sc.gguf" 2>"$tmp/err" \
+  && start fim -m "$tmp/sc.gguf" --backend cpu --ctx 256; then
+  python3 - "$port" >"$tmp/infill.json" <<'PY'
+import http.client, json, sys
+port = int(sys.argv[1])
+def post(path, body):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    c.request("POST", path, body=json.dumps(body))
+    return json.loads(c.getresponse().read())
+tok = lambda s: post("/tokenize", {"content": s, "add_special": False})["tokens"]
+req = {"input_prefix": "import sys\n" + "x = x + 1\n" * 40 + "def main(",
+       "input_suffix": "):\n    pass\n" + "y = 2\n" * 30,
+       "input_extra": [{"filename": "a.py", "text": "A = 1\n" * 30}, {"text": "B = [1, 2]\n" * 20}],
+       "prompt": "argv", "n_predict": 8}
+n_ctx, n_batch, n_predict = 256, 128, 8
+extra = []
+for chunk in req["input_extra"]:
+    extra += tok("\n\n--- snippet ---\n\n") + tok(chunk["text"])
+prefix, suffix, prompt = tok(req["input_prefix"]), tok(req["input_suffix"]), tok(req["prompt"])
+n_prefix = min(len(prefix), 3 * (n_batch // 4))
+n_suffix = min(len(suffix), max(0, n_batch // 4 - (2 + len(prompt))))
+n_extra = min(max(0, n_ctx - n_batch - 2 * n_predict), len(extra))
+ids = extra[len(extra) - n_extra:] + [1] + prefix[len(prefix) - n_prefix:] + prompt + [3] + suffix[:n_suffix] + [2]
+assert len(prefix) > n_prefix and len(suffix) > n_suffix > 0 and len(extra) > n_extra, "every part is cut"
+print(json.dumps({"request": req, "ids": ids, "answer": post("/infill", req)}))
+PY
+  want_ids=$(python3 -c 'import json, sys; print(",".join(map(str, json.load(open(sys.argv[1]))["ids"])))' "$tmp/infill.json" 2>/dev/null)
+  n_want=$(echo "$want_ids" | tr ',' '\n' | grep -c .)
+  "$mkc" run -m "$tmp/sc.gguf" --backend cpu --ctx 256 --prompt-ids "$want_ids" -n 8 2>/dev/null >"$tmp/run_ids"
+  got=$(python3 -c 'import json, sys; a = json.load(open(sys.argv[1]))["answer"]
+print(" ".join(map(str, a["tokens"])), a["tokens_evaluated"], a["stop_type"])' "$tmp/infill.json" 2>&1)
+  [ -n "$want_ids" ] && [ "$got" = "$(cat "$tmp/run_ids") $n_want limit" ] \
+    && ok "/infill: prefix, prompt, suffix and two files cut and laid out as llama-server does ($n_want tokens); run's answer on them" \
+    || fail "/infill layout" "want: $(cat "$tmp/run_ids") $n_want limit" "got:  $got" "$(head -c 300 "$tmp/infill.json")"
+  refused "/infill without input_suffix" 400 "input_suffix: expected a string (required)" POST /infill '{"input_prefix": "a"}'
+  refused "/infill with a chunk without text" 400 "input_extra[0].text: expected a string (required)" POST /infill \
+    '{"input_prefix": "a", "input_suffix": "b", "input_extra": [{"filename": "x.py"}]}'
+  stop fim
 fi
 # Tools: SmolLM2 served in Qwen2.5's template. The prompt of a chat with a tool, a call and its
 # result is the one jinja2 renders from Qwen2.5-7B-Instruct's template (counted in tokens by
