@@ -20,14 +20,15 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int k = 0; k < 7; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
+  for (int k = 0; k < 8; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
                                   llama-server's own completion, Anthropic's messages and its
-                                  count_tokens */
+                                  count_tokens, llama-server's /infill */
     mkc_api_req r;
     char why[200];
-    int anthropic = k >= 5, counting = k == 6, chat = (k % 2 && k < 4) || anthropic,
-        ollama = k / 2 == 1, native = k == 4;
-    int rc = counting    ? mkc_api_parse_anthropic_count(body, n, &r, why, sizeof why)
+    int anthropic = k == 5 || k == 6, counting = k == 6, chat = (k % 2 && k < 4) || anthropic,
+        ollama = k / 2 == 1, infill = k == 7, native = k == 4 || infill;
+    int rc = infill      ? mkc_api_parse_infill(body, n, &r, why, sizeof why)
+             : counting  ? mkc_api_parse_anthropic_count(body, n, &r, why, sizeof why)
              : anthropic ? mkc_api_parse_anthropic(body, n, &r, why, sizeof why)
              : native    ? mkc_api_parse_native(body, n, &r, why, sizeof why)
              : ollama    ? mkc_api_parse_ollama(body, n, chat, &r, why, sizeof why)
@@ -37,6 +38,12 @@ static void api(const char *body, size_t n) {
       continue;
     }
     check(chat ? r.n_msgs > 0 : (r.prompt != NULL) != (r.n_prompt_ids > 0));
+    /* fill in the middle: /infill's parts, or a suffix after a text prompt */
+    check(r.infill == (infill     ? 1
+                       : r.infill ? 2
+                                  : 0) &&
+          (!r.infill || (r.input_prefix && r.input_suffix)));
+    for (int i = 0; i < r.n_extra; i++) check(r.extra_texts[i] != NULL);
     check(r.ollama == ollama && r.native == native && r.anthropic == anthropic &&
           r.top_logprobs >= -1);
     check(!anthropic || r.max_tokens >= 1 || counting); /* required, but to count */

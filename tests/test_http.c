@@ -383,6 +383,45 @@ static void requests(void) {
             strstr(why, "shift: expected true or false"),
         "ollama: shift not a boolean is refused (%s)", why);
   mkc_api_req_free(&r);
+  /* fill in the middle: llama-server's /infill, and a completion's suffix */
+  const char *inf =
+      "{\"input_prefix\": \"def f(\", \"input_suffix\": \"):\", \"input_extra\": "
+      "[{\"filename\": \"a.py\", \"text\": \"A\"}, {\"text\": \"B\"}], \"n_predict\": 4}";
+  CHECK(mkc_api_parse_infill(inf, strlen(inf), &r, why, 200) == 0 && r.infill == 1 && r.native &&
+            !strcmp(r.input_prefix, "def f(") && !strcmp(r.input_suffix, "):") &&
+            !strcmp(r.prompt, "") && r.n_extra == 2 && !strcmp(r.extra_names[0], "a.py") &&
+            !r.extra_names[1] && !strcmp(r.extra_texts[1], "B") && r.max_tokens == 4,
+        "/infill: prefix, suffix, two chunks (the second unnamed), no prompt, n_predict");
+  mkc_api_req_free(&r);
+  static const struct {
+    const char *json, *why;
+  } IBAD[] = {{"{\"input_suffix\": \"b\"}", "input_prefix: expected a string (required)"},
+              {"{\"input_prefix\": \"a\", \"input_suffix\": 5}", "input_suffix: expected a string"},
+              {"{\"input_prefix\": \"a\", \"input_suffix\": \"b\", \"prompt\": [1]}",
+               "prompt: expected a string"},
+              {"{\"input_prefix\": \"a\", \"input_suffix\": \"b\", \"input_extra\": {}}",
+               "input_extra: expected a list"},
+              {"{\"input_prefix\": \"a\", \"input_suffix\": \"b\", \"input_extra\": [{\"text\": "
+               "\"t\", \"filename\": 3}]}",
+               "input_extra[0].filename: expected a string"}};
+  for (size_t i = 0; i < sizeof IBAD / sizeof *IBAD; i++)
+    CHECK(mkc_api_parse_infill(IBAD[i].json, strlen(IBAD[i].json), &r, why, 200) == -1 &&
+              strstr(why, IBAD[i].why),
+          "/infill refused: %s (%s)", IBAD[i].json, why);
+  CHECK(api("{\"prompt\": \"def f(\", \"suffix\": \"):\"}", 0, &r, why) == 0 && r.infill == 2 &&
+            !strcmp(r.input_prefix, "def f(") && !strcmp(r.input_suffix, "):"),
+        "OpenAI completion's suffix: filled between the prompt and it");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [1, 2], \"suffix\": \"x\"}", 0, &r, why) == -1 &&
+            strstr(why, "suffix: the prompt before it must be text"),
+        "a suffix after token ids is refused (%s)", why);
+  CHECK(ollama("{\"prompt\": \"a\", \"suffix\": \"b\"}", 0, &r, why) == 0 && r.infill == 2 &&
+            !strcmp(r.input_prefix, "a") && !strcmp(r.input_suffix, "b"),
+        "ollama generate's suffix: filled between the prompt and it");
+  mkc_api_req_free(&r);
+  CHECK(ollama("{\"prompt\": \"a\", \"suffix\": \"b\", \"context\": [1]}", 0, &r, why) == -1 &&
+            strstr(why, "suffix: not with context"),
+        "ollama's suffix with context is refused (%s)", why);
   CHECK(api("{\"prompt\": \"a\", \"n_keep\": 1.5}", 0, &r, why) == -1 &&
             strstr(why, "n_keep: expected -1 (the whole prompt) or a whole number >= 0"),
         "n_keep 1.5 is refused (%s)", why);

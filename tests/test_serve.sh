@@ -560,9 +560,9 @@ elif start smollm2 -m "$model" --backend cpu; then
     call POST "$3" "$4"
     [ "$status" = 400 ] && [[ $(get error) == *"$2"* ]] && ok "$1: 400 ($(get error))" || fail "$1" "$(head -c 300 "$tmp/ans")"
   }
-  refused_ollama "ollama's generate with a suffix (fill in the middle)" "suffix: filling in the middle is not offered" \
+  refused_ollama "ollama's generate with a suffix, no FIM markers" "suffix: this model lacks fill-in-the-middle markers (prefix, suffix, middle), so it cannot complete between a prompt and a suffix" \
     /api/generate '{"prompt": "def f(", "suffix": "return x", "stream": false}'
-  refused "OpenAI's completion with a suffix" 400 "suffix: filling in the middle is not offered" POST /v1/completions \
+  refused "OpenAI's completion with a suffix, no FIM markers" 400 "suffix: this model lacks fill-in-the-middle markers (prefix, suffix, middle)" POST /v1/completions \
     '{"prompt": "def f(", "suffix": "return x"}'
   refused_ollama "ollama's generate with a Go template" "template: mkc does not render ollama's Go templates" \
     /api/generate '{"prompt": "a", "template": "{{ .Prompt }}", "stream": false}'
@@ -755,6 +755,29 @@ print(" ".join(map(str, a["tokens"])), a["tokens_evaluated"], a["stop_type"])' "
   [ -n "$want_ids" ] && [ "$got" = "$(cat "$tmp/run_ids") $n_want limit" ] \
     && ok "/infill: prefix, prompt, suffix and two files cut and laid out as llama-server does ($n_want tokens); run's answer on them" \
     || fail "/infill layout" "want: $(cat "$tmp/run_ids") $n_want limit" "got:  $got" "$(head -c 300 "$tmp/infill.json")"
+  # a completion's suffix (OpenAI's, ollama's): the prompt as the prefix, nothing cut
+  ids=$(python3 - "$port" <<'PY'
+import http.client, json, sys
+def tok(s):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=300)
+    c.request("POST", "/tokenize", body=json.dumps({"content": s, "add_special": False}))
+    return json.loads(c.getresponse().read())["tokens"]
+print(",".join(map(str, [1] + tok("def add(a, b):\n    return ") + [3] + tok("\n\nprint(add(1, 2))\n") + [2])))
+PY
+)
+  want=$("$mkc" run -m "$tmp/sc.gguf" --backend cpu --ctx 256 --prompt-ids "$ids" -n 6 --json 2>/dev/null | grep -o '"id":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+  call POST /v1/completions '{"prompt": "def add(a, b):\n    return ", "suffix": "\n\nprint(add(1, 2))\n", "max_tokens": 6}'
+  [ "$status" = 200 ] && [ "$(get choices 0 tokens | tr -d '[],' | tr '\n' ' ')" = "$want" ] \
+    && [ "$(get usage prompt_tokens)" = "$(echo "$ids" | tr ',' '\n' | grep -c .)" ] \
+    && ok "OpenAI's completion with a suffix: <pre> prompt <suf> suffix <mid>, run's answer on them ($want)" \
+    || fail "/v1/completions suffix" "want: $want" "got: $(head -c 300 "$tmp/ans")"
+  python3 "$client" "$port" ndjson /api/generate '{"prompt": "def add(a, b):\n    return ", "suffix": "\n\nprint(add(1, 2))\n", "options": {"num_predict": 6}, "stream": true}' >"$tmp/nd"
+  call POST /detokenize "{\"tokens\": [$(echo $want | tr ' ' ',')]}"
+  get content >"$tmp/run_text"
+  python3 -c 'import sys; a, b = open(sys.argv[1]).read(), open(sys.argv[2]).read()
+sys.exit(0 if a.rsplit("\ndone_reason=", 1)[0] == b[:-1] and b[:-1] else 1)' "$tmp/nd" "$tmp/run_text" \
+    && ok "ollama's generate with a suffix: the same filled-in text, streamed" \
+    || fail "ollama suffix" "want: $(cat "$tmp/run_text")" "got: $(head -c 300 "$tmp/nd")"
   refused "/infill without input_suffix" 400 "input_suffix: expected a string (required)" POST /infill '{"input_prefix": "a"}'
   refused "/infill with a chunk without text" 400 "input_extra[0].text: expected a string (required)" POST /infill \
     '{"input_prefix": "a", "input_suffix": "b", "input_extra": [{"filename": "x.py"}]}'

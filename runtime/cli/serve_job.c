@@ -181,18 +181,19 @@ static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int
 /* /infill's prompt (model/infill.h). llama-server shares its batch (2048) between the prefix
  * and the suffix and keeps room for twice its -n; mkc's batch is at most half the context, and
  * the room is the answer's limit (at most half the context) or else a quarter of the context,
- * as a cut chat leaves it, so that the prompt always leaves the answer room. */
+ * as a cut chat leaves it, so that the prompt always leaves the answer room. A suffix (infill 2)
+ * cuts nothing: the prompt is refused when it does not fit, as any prompt is. */
 static int *infill_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why,
                           size_t cap) {
   int ctx = sv->m->g.max_ctx;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   mkc_infill in = {.prefix = r->input_prefix,
                    .suffix = r->input_suffix,
-                   .prompt = r->prompt,
+                   .prompt = r->infill == 1 ? r->prompt : NULL,
                    .extra_names = r->extra_names,
                    .extra_texts = r->extra_texts,
                    .n_extra = r->n_extra,
-                   .n_batch = ctx / 2 < 2048 ? ctx / 2 : 2048,
+                   .n_batch = r->infill == 1 ? (ctx / 2 < 2048 ? ctx / 2 : 2048) : 4 * ctx,
                    .n_predict = mkc_chat_fit_reserve(ctx, limit),
                    .n_ctx = ctx};
   int *ids = NULL;
@@ -371,6 +372,14 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 400;
   }
   char missing[64];
+  if (r->infill == 2 && sv->m->file.tok &&
+      mkc_infill_missing(sv->m->file.tok, missing, sizeof missing)) {
+    snprintf(why, cap,
+             "suffix: this model lacks fill-in-the-middle markers (%s), so it cannot complete "
+             "between a prompt and a suffix",
+             missing);
+    return 400;
+  }
   if (r->infill && sv->m->file.tok &&
       mkc_infill_missing(sv->m->file.tok, missing, sizeof missing)) {
     snprintf(why, cap,

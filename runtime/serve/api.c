@@ -279,16 +279,24 @@ static int read_tools_where(const cJSON *root, mkc_api_req *r, char *why, size_t
   return 0;
 }
 
+/* A completion between prompt and suffix (OpenAI's and ollama's suffix): filled in the middle
+ * with the model's FIM markers, the prompt as the prefix, nothing cut (mkc_api_req.infill 2). */
+static void fill_between(mkc_api_req *r, const char *prompt, const char *suffix) {
+  r->infill = 2;
+  r->input_prefix = prompt;
+  r->input_suffix = suffix;
+}
+
 static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
               *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix");
-  /* a completion between a prompt and a suffix (code completion's): refused, not dropped */
-  if (cJSON_IsString(suffix) && *suffix->valuestring)
-    return mkc_refuse(why, cap,
-                      "suffix: filling in the middle is not offered (the prompt is completed "
-                      "at its end)");
   /* a list of one string is the string (the OpenAI client's batch form) */
   if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+  if (cJSON_IsString(suffix) && *suffix->valuestring) { /* code completion's gap */
+    if (!cJSON_IsString(p))
+      return mkc_refuse(why, cap, "suffix: the prompt before it must be text");
+    fill_between(r, p->valuestring, suffix->valuestring);
+  }
   if (cJSON_IsString(p)) {
     r->prompt = p->valuestring;
     return 0;
@@ -901,10 +909,13 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
   /* what would change the prompt mkc cannot honour: refused, never dropped */
   const cJSON *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix"),
               *tmpl = cJSON_GetObjectItemCaseSensitive(root, "template");
-  if (cJSON_IsString(suffix) && *suffix->valuestring)
-    return mkc_refuse(why, cap,
-                      "suffix: filling in the middle is not offered (the prompt is completed "
-                      "at its end)");
+  if (cJSON_IsString(suffix) && *suffix->valuestring) {
+    if (ctx && !cJSON_IsNull(ctx))
+      return mkc_refuse(why, cap,
+                        "suffix: not with context (the gap is filled from the prompt "
+                        "alone)");
+    fill_between(r, r->prompt, suffix->valuestring);
+  }
   if (cJSON_IsString(tmpl) && *tmpl->valuestring)
     return mkc_refuse(why, cap,
                       "template: mkc does not render ollama's Go templates (send the prompt "
