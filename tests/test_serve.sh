@@ -152,6 +152,21 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
   refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
   refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
+  refused "best_of 2" 400 "best_of: one completion is drawn per request (1)" POST /v1/completions \
+    '{"prompt": [1], "best_of": 2}'
+  refused "echo with logprobs" 400 "echo with logprobs: the prompt's log-probabilities are not computed" \
+    POST /v1/completions '{"prompt": [1], "echo": true, "logprobs": 2}'
+  # OpenAI's echo: the prompt's ids (as answers spell them), then run's answer; streamed, the
+  # prompt is the first chunk
+  want=$("$mkc" run "${args[@]}" -n 6 --prompt-ids 3,1,4,1,5 --draft-max 4 2>/dev/null)
+  call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 6, "echo": true}'
+  [ "$status" = 200 ] && [ "$(get choices 0 text)" = "3 1 4 1 5 $want" ] && [ "$(get usage completion_tokens)" = 6 ] \
+    && ok "echo: the prompt, then the answer (3 1 4 1 5 $want)" || fail "echo" "want: 3 1 4 1 5 $want" "got: $(head -c 300 "$tmp/ans")"
+  python3 "$client" "$port" many /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 6, "echo": true, "stream": true}' >"$tmp/many"
+  call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5], "max_tokens": 6, "echo": true, "stream": true}'
+  first=$(sed -n 's/^data: //p' "$tmp/body" | head -n 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["choices"][0]["text"])')
+  [ "$(cat "$tmp/many")" = "\"3 1 4 1 5 $want\"" ] && [ "$first" = "3 1 4 1 5 " ] \
+    && ok "echo, streamed: the prompt's chunk first, then the answer's" || fail "echo streamed" "$(cat "$tmp/many")" "first: $first"
   refused "logit_bias not an object" 400 "logit_bias: expected an object" POST /v1/completions \
     '{"prompt": [1], "logit_bias": [[5, -100]]}'
   refused "logit_bias: a key that is no token id" 400 'logit_bias: "a5" is no token id' POST /v1/completions \
@@ -707,6 +722,10 @@ print(len(a["tokens"]) if a == b and a["tokens"] else "differ: %s / %s" % (a, b)
   [[ $n_lp =~ ^[0-9]+$ ]] && [ "$(head -n 1 "$tmp/stream")" = "$want" ] \
     && ok "SmolLM2 stop string, streamed with logprobs 2: the chunks' joined = the whole answer's ($n_lp tokens, the stop string's too)" \
     || fail "SmolLM2 stop stream logprobs" "$n_lp" "$(cat "$tmp/stream")"
+  want=$("$mkc" run -m "$model" --backend cpu --no-display-prompt -p "The capital of France is" -n 6 2>/dev/null)
+  call POST /v1/completions '{"prompt": "The capital of France is", "max_tokens": 6, "echo": true}'
+  [ "$status" = 200 ] && [ "$(content choices 0 text)" = "$(python3 -c 'import json, sys; print(json.dumps("The capital of France is" + sys.argv[1]))' "$want")" ] \
+    && ok "SmolLM2 echo: the prompt as given, then run's answer" || fail "SmolLM2 echo" "want: $want" "got: $(head -c 300 "$tmp/ans")"
   call POST /infill '{"input_prefix": "def f():", "input_suffix": "\n"}'
   [ "$status" = 501 ] \
     && [ "$(get error message)" = "Infill is not supported by this model: it lacks fill-in-the-middle markers: prefix, suffix, middle" ] \

@@ -498,6 +498,15 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
     if (thought)
       cJSON_AddItemToObject(msg, "reasoning_content", mkc_json_text(thought, g->reasoning_len));
     if (g->calls.n) cJSON_AddItemToObject(msg, "tool_calls", calls_json(g, 0));
+  } else if (g->echo) {
+    size_t e = strlen(g->echo);
+    char *both = malloc(e + g->len + 1);
+    if (both) {
+      memcpy(both, g->echo, e);
+      memcpy(both + e, g->text, g->len);
+    }
+    cJSON_AddItemToObject(choice, "text", mkc_json_text(both, both ? e + g->len : 0));
+    free(both);
   } else {
     cJSON_AddItemToObject(choice, "text", mkc_json_text(g->text, g->text ? g->len : 0));
   }
@@ -553,7 +562,8 @@ int mkc_answer_stream_start(mkc_answer *g) {
     g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
   else if (mkc_http_stream_start(g->fd, "text/event-stream") != 0 ||
            (g->r->anthropic ? mkc_anthropic_stream_start(g)
-                            : g->r->chat && chunk(g, NULL, 0, NULL, 0)))
+                            : g->r->chat && chunk(g, NULL, 0, NULL, 0)) ||
+           (g->echo && chunk(g, g->echo, strlen(g->echo), NULL, 0))) /* the prompt first */
     g->gone = 1;
   return g->gone ? -1 : 0;
 }
@@ -669,7 +679,8 @@ void mkc_answer_close(mkc_answer *g) {
   free(g->call);
   g->call = NULL;
   free(g->ids), free(g->text), free(g->lp), free(g->top_ids), free(g->top_lps), free(g->reasoning);
-  free(g->ends);
+  free(g->ends), free(g->echo);
+  g->echo = NULL;
   g->ids = NULL, g->text = NULL, g->lp = NULL, g->top_ids = NULL, g->top_lps = NULL;
   g->ends = NULL;
   g->reasoning = NULL;

@@ -20,6 +20,7 @@ typedef struct mkc_answer {
   const char *model;        /* the name answers carry */
   mkc_detok detok;
   char *text;            /* what the answer says so far */
+  char *echo;            /* OpenAI's echo: the prompt's text, ahead of it (malloc'd; or NULL) */
   size_t len, cap, sent; /* sent: the bytes of it streamed */
   size_t max_stop;       /* the longest stop string's bytes */
   int *ids;              /* the answer's tokens (an end-of-generation token not among them) */

@@ -14,6 +14,7 @@
 #include "model/infill.h"
 #include "serve.h"
 #include "tokenizer/tokenizer.h"
+#include "util/buf.h"
 
 /* Whether each of ids[0..n) (the request's `what`) is in the vocabulary: 1, or 0 with the 400
  * message naming the first that is not. */
@@ -341,6 +342,30 @@ int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, s
   return prompt_of(sv, r, n, &dropped, why, cap);
 }
 
+/* OpenAI's echo: the prompt's text as given, or the token ids' text as the model reads them
+ * (control tokens shown); without a tokenizer the ids as answers spell them, and a space before
+ * the answer's. malloc'd, or NULL when out of memory. */
+static char *echo_text(const mkc_server *sv, const mkc_api_req *r, const int *ids, int n) {
+  if (r->prompt) return strdup(r->prompt);
+  const mkc_tokenizer *tok = sv->m->file.tok;
+  mkc_buf b = {0};
+  mkc_detok d;
+  char piece[MKC_DETOK_MAX];
+  if (tok) mkc_detok_init(&d, tok, 0);
+  for (int i = 0; i < n; i++) {
+    size_t k = tok ? mkc_detok_push_shown(&d, ids[i], piece, sizeof piece)
+                   : (size_t)snprintf(piece, sizeof piece, "%d ", ids[i]);
+    mkc_buf_put_n(&b, piece, k);
+  }
+  if (tok) mkc_buf_put_n(&b, piece, mkc_detok_flush(&d, piece, sizeof piece));
+  mkc_buf_put_n(&b, "", 0);
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s ? b.s : strdup("");
+}
+
 /* Whether the answer shifts the context as it fills it, and what a shift keeps: ollama's
  * requests unless "shift": false (num_keep, default 4, counted from the prompt's start, as
  * ollama counts); the others as the server's --context-shift says (n_keep, default 0, and the
@@ -451,6 +476,10 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 500;
   }
   j->g.n_prompt = j->n_prompt;
+  if (r->echo && !(j->g.echo = echo_text(sv, r, j->prompt, j->n_prompt))) {
+    snprintf(why, cap, "out of memory");
+    return 500;
+  }
   /* a prompt in a template whose models reason first: the reasoning apart */
   if (r->chat || (r->ollama && !r->raw)) mkc_answer_reasoning(&j->g, sv->family);
   mkc_answer_tools(&j->g, sv->family);

@@ -621,9 +621,12 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
       return mkc_refuse(why, cap, "%s: expected a whole number >= 1", names[k]);
     r->max_tokens = (int)x;
   }
-  const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n");
+  const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"),
+              *best = cJSON_GetObjectItemCaseSensitive(root, "best_of");
   if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
     return mkc_refuse(why, cap, "n: only 1 choice per request");
+  if (best && !cJSON_IsNull(best) && !(cJSON_IsNumber(best) && best->valuedouble == 1))
+    return mkc_refuse(why, cap, "best_of: one completion is drawn per request (1)");
   if (r->native) { /* llama-server's n_predict (negative: no bound) and n_probs */
     const cJSON *np = cJSON_GetObjectItemCaseSensitive(root, "n_predict");
     double x = cJSON_IsNumber(np) ? np->valuedouble : NAN;
@@ -636,6 +639,12 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   } else if (read_logprobs(root, r, r->chat, why, cap) != 0) {
     return -1;
   }
+  /* OpenAI's completions' echo: the prompt's text ahead of the answer's */
+  if (!r->chat && !r->native && (r->echo = flag(root, "echo", 0, why, cap)) < 0) return -1;
+  if (r->echo && r->top_logprobs >= 0)
+    return mkc_refuse(why, cap,
+                      "echo with logprobs: the prompt's log-probabilities are not "
+                      "computed (only the answer's)");
   if ((r->stream = flag(root, "stream", 0, why, cap)) < 0) return -1;
   return read_openai_options(root, r, why, cap);
 }

@@ -36,6 +36,7 @@ typedef struct mkc_api_req {
   int max_tokens;    /* -1: until the end of generation or a full context */
   int stream;        /* answer as server-sent events */
   int include_usage; /* OpenAI's stream_options.include_usage: a last chunk with the usage */
+  int echo;          /* OpenAI's completions' echo: the text is the prompt, then the answer */
   /* -1: none; else each token's log-probability and the top_logprobs most
    * likely at its place (chat: logprobs true, top_logprobs N; completions:
    * logprobs N), 0..MKC_LOGPROBS_MAX */
