@@ -478,6 +478,36 @@ done
   && ok "the NVRTC loop injected $injected failures, one per call" \
   || fail "the NVRTC loop injects a failure at every call, at least 6" "$injected of ${#trail[@]}"
 
+# A streamed answer whose decoding fails part way (a driver call of its fourth step made to
+# fail, found in a trace of the same request) ends with OpenAI's error event, not a finish
+# (no finish_reason, no [DONE]), after the text so far; the server stops with the call named.
+source "$(dirname "$0")/serve_lib.sh"
+sargs=(--preset tiny --random-weights 5 --backend cuda --draft-max 2)
+sbody='{"prompt": [3, 1, 4, 1, 5], "max_tokens": 16, "stream": true}'
+if MKC_FAKE_CUDA_TRACE=$tmp/strace start straced "${sargs[@]}"; then
+  call POST /v1/completions "$sbody"
+  stop straced
+  k=$(grep '^cu' "$tmp/strace" | grep -n '^cuGraphLaunch' | sed -n 5p | cut -d: -f1)
+  if [ -n "$k" ] && MKC_FAKE_CUDA_FAIL_AT=$k start sfail "${sargs[@]}"; then
+    call POST /v1/completions "$sbody"
+    wait "$pid"
+    src=$?
+    last=$(sed -n 's/^data: //p' "$tmp/body" | tail -n 1)
+    chunks=$(grep -c '"text"' "$tmp/body")
+    if [ "$status" = 200 ] && [ "$last" = '{"error":{"type":"server_error","message":"decoding failed (the server'"'"'s log says why)","code":500}}' ] \
+      && ! grep -q 'DONE\|"finish_reason":"' "$tmp/body" && [ "$chunks" -ge 1 ] && [ "$src" -ne 0 ] \
+      && grep -q "^fake cuda: injected: cuGraphLaunch fails (call $k," "$tmp/sfail.err" \
+      && grep -q "cuGraphLaunch.* failed at runtime/" "$tmp/sfail.err"; then
+      ok "a stream whose decoding fails at call $k: $chunks chunks, then the error event; the server stops (exit $src)"
+    else
+      fail "a stream whose decoding fails" "status $status, exit $src, last: $last" "$(head -c 600 "$tmp/body")" \
+        "$(tail -n 3 "$tmp/sfail.err")"
+    fi
+  else
+    fail "a stream whose decoding fails: the fifth cuGraphLaunch of a traced request" "k=$k"
+  fi
+fi
+
 # The GPU suite itself (make test-gpu) on the doubles: its scripts and the
 # test programs' cuda paths run; compute-sanitizer needs a real GPU. Left
 # out: test_wtypes and test_cp_ring, whose subjects (the block decoders, the

@@ -185,7 +185,10 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   g->context = held, g->n_context = sv->n_held;
   int interrupted = mkc_interrupted;
   if (rc != 0) {
-    if (!r->stream) refuse(r, fd, 500, "decoding failed (the server's log says why)");
+    if (!r->stream)
+      refuse(r, fd, 500, "decoding failed (the server's log says why)");
+    else
+      mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   } else if (r->stream) {
     mkc_answer_stream_end(g, n_prompt, n_prompt - st.fed, &st);
   } else {

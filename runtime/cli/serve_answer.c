@@ -674,6 +674,26 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
   if (!g->gone && mkc_http_event(g->fd, "[DONE]") != 0) g->gone = 1;
 }
 
+void mkc_answer_stream_error(mkc_answer *g, const char *msg) {
+  if (g->gone) return;
+  cJSON *o = cJSON_CreateObject(), *e;
+  if (g->r->ollama) { /* ollama's stream: a line with the error, as its whole answers have */
+    cJSON_AddStringToObject(o, "error", msg);
+    send_object(g, o);
+    return;
+  }
+  if (g->r->anthropic) /* Anthropic's error event: {"type": "error", "error": {...}} */
+    cJSON_AddStringToObject(o, "type", "error");
+  e = cJSON_AddObjectToObject(o, "error");
+  cJSON_AddStringToObject(e, "type", g->r->anthropic ? "api_error" : "server_error");
+  cJSON_AddStringToObject(e, "message", msg);
+  if (!g->r->anthropic) cJSON_AddNumberToObject(e, "code", 500);
+  char *s = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  if (s) g->r->anthropic ? mkc_http_named_event(g->fd, "error", s) : mkc_http_event(g->fd, s);
+  free(s);
+}
+
 void mkc_answer_close(mkc_answer *g) {
   mkc_tool_calls_free(&g->calls);
   free(g->call);

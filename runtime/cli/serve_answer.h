@@ -99,6 +99,11 @@ const char *mkc_answer_finish(const mkc_answer *a);
  * marks the client gone (-1). cached: the prompt tokens the cache held. */
 int mkc_answer_stream_start(mkc_answer *a);
 void mkc_answer_stream_end(mkc_answer *a, int n_prompt, int cached, const mkc_decode_stats *st);
+/* A stream that cannot go on (decoding failed): its last event says so in the API's shape
+ * (OpenAI's and llama-server's data: {"error": {...}}, Anthropic's event: error, ollama's
+ * {"error": ...} line), with no finish after it, so a client does not take the text so far
+ * for a whole answer. */
+void mkc_answer_stream_error(mkc_answer *a, const char *msg);
 
 /* The whole answer, 200. OpenAI's: text or message, tokens, logprobs, usage,
  * llama-server's timings; ollama's: its one object with done true. 0, or -1

@@ -72,6 +72,8 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
     mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
+  else if (failed)
+    mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   else if (j->r.stream)
     mkc_answer_stream_end(g, j->n_prompt, cached, &st);
   else
