@@ -113,6 +113,29 @@ else
   fail "chat: /clear" "want: $(cat "$tmp/fresh.out")" "got:  $(sed -n 2p "$tmp/clear.out")" "$(cat "$tmp/clear.err")"
 fi
 
+# A message over several lines: a line ending in \ goes on (the newline kept), or ollama's
+# """ ... """ (a closing line of its own keeps the last newline); each is one turn that reads
+# the tokens run --chat reads for the same text, and answers as it does
+for form in backslash quotes quotes-alone; do
+  text='Name two colours\nand two animals.'
+  [ $form = quotes-alone ] && text="$text\\n" # (the pipeline below runs in a subshell)
+  case $form in
+  backslash) printf 'Name two colours\\\nand two animals.\n' ;;
+  quotes) printf '"""Name two colours\nand two animals."""\n' ;;
+  quotes-alone) printf '"""Name two colours\nand two animals.\n"""\n' ;;
+  esac | "$mkc" chat -m "$model" -n 16 --ctx 256 --verbose >"$tmp/ml.out" 2>"$tmp/ml.err"
+  "$mkc" run -m "$model" --chat -p "$text" -n 16 --ctx 256 --no-display-prompt >"$tmp/ml.want" 2>"$tmp/ml.werr"
+  read_n=$(sed -E -n 's/^mkc: turn 1: processed ([0-9]+) tokens.*/\1/p' "$tmp/ml.err")
+  want_n=$(sed -E -n 's/.*prompt ([0-9]+) tokens.*/\1/p' "$tmp/ml.werr")
+  if [ "$(cat "$tmp/ml.out")" = "$(cat "$tmp/ml.want")" ] && [ -s "$tmp/ml.want" ] && [ -n "$read_n" ] \
+    && [ "$read_n" = "$want_n" ] && ! grep -q '^mkc: turn 2' "$tmp/ml.err"; then
+    ok "chat: a message over two lines ($form) is one turn of run --chat's $want_n tokens, and its answer"
+  else
+    fail "chat: a message over two lines ($form)" "want: $want_n tokens, $(cat "$tmp/ml.want")" \
+      "got:  $read_n tokens, $(cat "$tmp/ml.out")"
+  fi
+done
+
 # run: flags of llama.cpp users
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"

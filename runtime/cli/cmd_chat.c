@@ -23,7 +23,8 @@ static const char USAGE[] =
     "usage: mkc chat -m MODEL [-sys TEXT] [--chat-template NAME] [options]\n"
     "\n"
     "Talks with an instruct model in its chat template. Type a message and\n"
-    "Enter (a line ending in \\ continues on the next); /exit or Ctrl-D ends\n"
+    "Enter (a line ending in \\ continues on the next, and ollama's \"\"\" starts\n"
+    "a message that ends at a line ending in \"\"\"); /exit or Ctrl-D ends\n"
     "the chat, /clear starts it over, /? lists these commands; Ctrl-C stops\n"
     "the answer being written and keeps the conversation. Each turn processes\n"
     "only its own tokens: the earlier ones stay in the KV cache. When the\n"
@@ -125,11 +126,14 @@ static int on_token(void *ctx, int id) {
   return reversed;
 }
 
-/* The next message: lines up to one that does not end in a backslash.
- * malloc'd without the newline; NULL at end of input or on Ctrl-C. */
+/* The next message: lines up to one that does not end in a backslash, or
+ * (ollama's) from a line starting with """ to one ending with """, the quotes
+ * dropped and the lines' newlines kept. malloc'd without the last newline;
+ * NULL at end of input or on Ctrl-C. */
 static char *read_message(int tty) {
   char *msg = NULL, *line = NULL;
   size_t len = 0, cap = 0;
+  int quoted = 0; /* inside """ ... """ */
   for (;;) {
     if (tty) fputs(msg ? ". " : "> ", stdout);
     fflush(stdout);
@@ -141,8 +145,21 @@ static char *read_message(int tty) {
       return NULL;
     }
     if (n > 0 && line[n - 1] == '\n') line[--n] = 0;
-    int more = n > 0 && line[n - 1] == '\\';
-    if (more) line[--n] = '\n';
+    char *at = line;
+    if (!msg && strncmp(line, "\"\"\"", 3) == 0) { /* the opening quotes */
+      quoted = 1;
+      at += 3, n -= 3;
+    }
+    int more;
+    if (quoted) {
+      int closed = n >= 3 && strcmp(at + n - 3, "\"\"\"") == 0 && (at != line + 3 || n > 3);
+      if (closed) n -= 3;
+      more = !closed;
+      if (more) at[n++] = '\n'; /* getline's buffer holds the NUL after it */
+    } else {
+      more = n > 0 && at[n - 1] == '\\';
+      if (more) at[n - 1] = '\n';
+    }
     char *m = realloc(msg, len + (size_t)n + 1);
     if (!m) {
       free(line);
@@ -150,7 +167,7 @@ static char *read_message(int tty) {
       return NULL;
     }
     msg = m;
-    memcpy(msg + len, line, (size_t)n);
+    memcpy(msg + len, at, (size_t)n);
     len += (size_t)n;
     msg[len] = 0;
     if (!more) break;
