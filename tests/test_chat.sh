@@ -136,6 +136,25 @@ for form in backslash quotes quotes-alone; do
   fi
 done
 
+# --context-shift: an answer of 80 tokens in a context of 64 goes on past it, as run --chat's does
+# with the same flags; the next turn keeps only the system message and its own (the shifted
+# answer overflows the context), and reads them anew: the cache's rows past --keep 2 hold the
+# shortened history, not the system message, so its answer is a fresh chat's
+m="Write a long story about a dragon and a knight."
+flags=(-n 80 --ctx 64 --context-shift --keep 2)
+"$mkc" run -m "$model" --chat -sys "$sys" -p "$m" "${flags[@]}" --no-display-prompt >"$tmp/shift.want" 2>"$tmp/shift.werr"
+"$mkc" run -m "$model" --chat -sys "$sys" -p "Thanks." "${flags[@]}" --no-display-prompt >"$tmp/shift2.want" 2>/dev/null
+printf '%s\nThanks.\n' "$m" | "$mkc" chat -m "$model" -sys "$sys" "${flags[@]}" --verbose >"$tmp/shift.out" 2>"$tmp/shift.err"
+rc=$?
+if [ "$rc" = 0 ] && cat "$tmp/shift.want" "$tmp/shift2.want" | cmp -s - "$tmp/shift.out" && [ -s "$tmp/shift2.want" ] \
+  && grep -q 'shifted [1-9] times' "$tmp/shift.werr" && grep -q '^mkc: turn 1: .*generated 80 tokens' "$tmp/shift.err" \
+  && grep -q '^mkc: turn 2: processed [0-9]* tokens (0 cached' "$tmp/shift.err"; then
+  ok "chat --context-shift: 80 tokens past a context of 64, run --chat --context-shift's; turn 2 reads anew, a fresh chat's answer"
+else
+  fail "chat --context-shift" "exit $rc" "want: $(head -c 200 "$tmp/shift.want") / $(head -c 100 "$tmp/shift2.want")" \
+    "got:  $(head -c 300 "$tmp/shift.out")" "$(cat "$tmp/shift.err")"
+fi
+
 # run: flags of llama.cpp users
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"

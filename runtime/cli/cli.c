@@ -477,6 +477,15 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
   return 0;
 }
 
+int mkc_cli_shift_check(const mkc_cli *c, const char *cmd) {
+  if (c->context_shift && c->no_context_shift)
+    return mkc_cli_usage_error_in(cmd, "%s: --context-shift or --no-context-shift: one", cmd);
+  if (c->n_keep && !c->context_shift)
+    return mkc_cli_usage_error_in(
+        cmd, "%s: --keep N says what a context shift keeps: it goes with --context-shift", cmd);
+  return 0;
+}
+
 int mkc_cli_unescape(mkc_cli *c) {
   if (c->escape && c->no_escape)
     return mkc_cli_usage_error("%s", "-e/--escape and --no-escape: give one");

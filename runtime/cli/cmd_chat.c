@@ -55,7 +55,9 @@ static const char USAGE[] =
     "  --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
-    "  --ubatch N: as for run\n";
+    "  --ubatch N, --context-shift (an answer goes on past a full context; without -n,\n"
+    "  up to 10 contexts), --keep N (the conversation's first tokens a shift keeps):\n"
+    "  as for run\n";
 
 /* The lines chat takes as commands, not messages (/? prints this). */
 static const char COMMANDS[] =
@@ -65,7 +67,9 @@ static const char COMMANDS[] =
 
 static int check_flags(mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
-  int rc = mkc_json_format_check(c, "chat");
+  int rc = mkc_cli_shift_check(c, "chat");
+  if (rc) return rc;
+  rc = mkc_json_format_check(c, "chat");
   return rc ? rc : mkc_draft_source_check(c, "chat");
 }
 
@@ -225,8 +229,9 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
             conv->n_hist, ctx);
     return -1;
   }
-  int n_gen = c->have_n && c->n_gen >= 0 ? c->n_gen : room;
-  if (n_gen > room) n_gen = room;
+  /* shifted (--context-shift): past the room, up to -n, else ollama's bound of 10 contexts */
+  int n_gen = c->have_n && c->n_gen >= 0 ? c->n_gen : c->context_shift ? 10 * ctx : room;
+  if (n_gen > room && !c->context_shift) n_gen = room;
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   if (!out) return -1;
   answer a = {.tok = m->file.tok};
@@ -249,7 +254,10 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
                        .on_token = on_token,
                        .ctx = &a,
                        .interrupted = &mkc_interrupted,
-                       .constraint = json->con};
+                       .constraint = json->con,
+                       .shift = c->context_shift,
+                       .n_keep = mkc_shift_keep(c->n_keep, mkc_tokenizer_added_bos(m->file.tok),
+                                                conv->hist, conv->n_hist)};
   if (json->con && mkc_json_format_start(json->con, &json->rules, m->file.tok,
                                          json->seed + (unsigned)number) != 0)
     return -1;
@@ -271,11 +279,13 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
     if (a.oom) fprintf(stderr, "mkc: error: out of memory in the chat\n");
     free(text);
     /* The session holds the prompt (all of it, unless Ctrl-C came first) and
-     * each answer token but the last, which no step has read yet. */
+     * each answer token but the last, which no step has read yet; after a
+     * context shift, a shortened history no turn begins with: start over. */
     int pos = mkc_session_pos(m->s);
-    *n_valid = pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
+    *n_valid = st.shifts ? 0 : pos < n_hist ? pos : conv->n_hist - (st.generated > 0);
     if (c->verbose)
-      print_turn(c, number, &st, n_cached, conv->n_hist, &a, interrupted, n_gen == room);
+      print_turn(c, number, &st, n_cached, conv->n_hist, &a, interrupted,
+                 !c->context_shift && n_gen == room);
   }
   mkc_reverse_close(&a.rev);
   free(a.reply);
@@ -294,7 +304,7 @@ int mkc_cmd_chat(int argc, char **argv) {
       "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
       "--draft-layers -md --draft-head --rounds --format --json-schema-file --grammar "
       "--grammar-file "
-      "-r --escape --no-escape -l" MKC_CLI_MORE_FLAGS,
+      "-r --escape --no-escape -l --context-shift --no-context-shift --keep" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;

@@ -287,11 +287,8 @@ static int check_batch_flags(mkc_cli *c) {
 }
 
 static int check_flags(mkc_cli *c) {
-  if (c->context_shift && c->no_context_shift)
-    return mkc_cli_usage_error("%s", "run: --context-shift or --no-context-shift: one");
-  if (c->n_keep && !c->context_shift)
-    return mkc_cli_usage_error("%s", "run: --keep N says what a context shift keeps: it goes with "
-                                     "--context-shift");
+  int rc = mkc_cli_shift_check(c, "run");
+  if (rc) return rc;
   if (c->batch_file) return check_batch_flags(c);
   if (c->slots || c->kv_pages || c->stages)
     return mkc_cli_usage_error("%s", "run: --slots B, --kv-pages N and --stages go with --batch "
@@ -305,7 +302,7 @@ static int check_flags(mkc_cli *c) {
       !c->prompt && !c->prompt_file)
     return mkc_cli_usage_error("%s", "run: --chat, -sys, --chat-template, --reasoning-effort and "
                                      "--reasoning-budget need a text prompt (-p or -f)");
-  int rc = mkc_json_format_check(c, "run");
+  rc = mkc_json_format_check(c, "run");
   if (rc || (rc = mkc_cli_check_model(c, "run"))) return rc;
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
