@@ -322,7 +322,7 @@ expect_error "serve --parallel 1 (one at a time is the default): named as spelle
 
 # ---- API keys: every request but the liveness checks carries one ----
 printf '\nfirst-key\r\n\nsecond-key\n' >"$tmp/keys"
-if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
+if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key -a gpt-4o-mini; then
   refused "no key" 401 "Invalid API Key" GET /v1/models
   type=$(get error type)
   printf 'GET /v1/models HTTP/1.1\r\n\r\n' >"$tmp/raw"
@@ -359,6 +359,13 @@ if start keyed "${args[@]}" --api-key-file "$tmp/keys" --api-key cli-key; then
     fail "GET /metrics" "$(cat "$tmp/ans")"
   fi
   refused "GET /metrics without the key" 401 "Invalid API Key" GET /metrics
+  # -a/--alias (llama-server's): the name the API gives the model
+  AUTH="Bearer cli-key" call GET /v1/models
+  models=$(get data 0 id)
+  AUTH="Bearer cli-key" call POST /v1/completions '{"prompt": [3], "max_tokens": 1}'
+  [ "$models" = gpt-4o-mini ] && [ "$(get model)" = gpt-4o-mini ] && grep -q 'serving gpt-4o-mini ' "$tmp/keyed.err" \
+    && ok "-a gpt-4o-mini: the model's name in /v1/models, the answers and the log" \
+    || fail "--alias" "models: $models" "$(head -c 300 "$tmp/ans")"
   stop keyed
   grep -q "refused POST /v1/messages: a key that is not the server's" "$tmp/keyed.err" \
     && ok "the log names a wrong x-api-key as a key that is not the server's" \

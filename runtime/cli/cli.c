@@ -86,6 +86,7 @@ static const struct {
     {"--reasoning-effort", offsetof(mkc_cli, reasoning_effort)},
     {"--batch", offsetof(mkc_cli, batch_file)},
     {"--host", offsetof(mkc_cli, host)},
+    {"--alias", offsetof(mkc_cli, alias)},
     {"--api-key", offsetof(mkc_cli, api_key)},
     {"--api-key-file", offsetof(mkc_cli, api_key_file)},
     {"--pooling", offsetof(mkc_cli, pooling)},
@@ -141,6 +142,7 @@ static const struct {
     {"-j", "--format"},
     {"-jf", "--json-schema-file"},
     {"--parallel", "--slots"}, /* llama-server's parallel sequences: serve's slots */
+    {"-a", "--alias"},
     {"-np", "--slots"},
     /* the cpu backend runs one block per OS thread, so threads are blocks */
     {"-t", "--blocks"},

@@ -78,6 +78,8 @@ static const char USAGE[] =
     "  -m, --model MODEL      GGUF file, Hugging Face folder, or a model's file name\n"
     "                         in the model directory (~/.cache/mkc/models)\n"
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
+    "  -a, --alias NAME       the model's name in the API (/v1/models, answers' model,\n"
+    "                         ollama's tags; default: the model file's name)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
     "  --api-key KEY          every request but GET /health and / must carry\n"
     "                         Authorization: Bearer KEY (else 401)\n"
@@ -642,7 +644,7 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l --context-shift" MKC_CLI_MORE_FLAGS,
+                         "--api-key-file --pooling -l --context-shift --alias" MKC_CLI_MORE_FLAGS,
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
@@ -665,7 +667,7 @@ int mkc_cmd_serve(int argc, char **argv) {
       (!c.slots && !sv.draft_layers && mkc_draft_source_plan(&c, &m, &ds) != 0))
     goto done;
   char name[256];
-  sv.name = model_name(&c, &m, name, sizeof name);
+  sv.name = c.alias ? c.alias : model_name(&c, &m, name, sizeof name);
   if (m.file.tok && (c.chat_template || m.file.chat_template)) {
     sv.family = c.chat_template
                     ? mkc_chat_family_for(c.model_path, m.file.chat_template, c.chat_template)
