@@ -177,8 +177,6 @@ static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int
   return 0;
 }
 
-/* The prompt's tokens for the request, or NULL with the 400 message; *dropped: the messages
- * left out to fit the context (fit_chat). */
 /* /infill's prompt (model/infill.h). llama-server shares its batch (2048) between the prefix
  * and the suffix and keeps room for twice its -n; mkc's batch is at most half the context, and
  * the room is the answer's limit (at most half the context) or else a quarter of the context,
@@ -205,6 +203,8 @@ static int *infill_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, ch
   return ids;
 }
 
+/* The prompt's tokens for the request, or NULL with the 400 message; *dropped: the messages
+ * left out to fit the context (fit_chat). */
 static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, int *dropped, char *why,
                       size_t cap) {
   const mkc_tokenizer *tok = sv->m->file.tok;
