@@ -48,6 +48,9 @@ typedef struct mkc_cli {
   int context_shift;            /* --context-shift: generation goes on past a full context */
   int no_context_shift;         /* --no-context-shift: llama.cpp's default, said aloud */
   int n_keep;                   /* --keep N: prompt tokens a shift keeps (-1: all) */
+  int ids_only;                 /* tokenize --ids: the ids as a list */
+  int no_bos, no_parse_special; /* tokenize --no-bos, --no-parse-special */
+  int show_count;               /* tokenize --show-count */
   int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;
