@@ -156,6 +156,23 @@ else
 fi
 
 # run: flags of llama.cpp users
+# -sp/--special: control tokens printed, the closing <|im_end|> too, after the same answer
+"$mkc" run -m "$model" --chat -p "Say hi" -n 40 --no-display-prompt >"$tmp/plain" 2>/dev/null
+"$mkc" run -m "$model" --chat -p "Say hi" -n 40 --no-display-prompt -sp >"$tmp/sp" 2>"$tmp/sp.err"
+if [ "$(cat "$tmp/sp")" = "$(cat "$tmp/plain")<|im_end|>" ] && grep -q 'stopped: end of generation' "$tmp/sp.err"; then
+  ok "run -sp: the answer, then the <|im_end|> that ended it"
+else
+  fail "run -sp" "plain: $(cat "$tmp/plain")" "-sp:   $(cat "$tmp/sp")"
+fi
+# --verbose-prompt: the prompt's tokens on stderr, as tokenize lists them
+"$mkc" run -m "$model" -p "The capital of France is" -n 1 --verbose-prompt >/dev/null 2>"$tmp/vp.err"
+"$mkc" tokenize -m "$model" -p "The capital of France is" >"$tmp/tok" 2>/dev/null
+if grep -q '^mkc: the prompt: 5 tokens$' "$tmp/vp.err" && grep -E "^ *[0-9]+ -> '" "$tmp/vp.err" | cmp -s - "$tmp/tok" \
+  && [ -s "$tmp/tok" ]; then
+  ok "run --verbose-prompt: the prompt's 5 tokens, tokenize's lines"
+else
+  fail "run --verbose-prompt" "$(cat "$tmp/vp.err")" "$(cat "$tmp/tok")"
+fi
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 --no-display-prompt >"$tmp/a" 2>"$tmp/a.err"
 "$mkc" run -m "$model" -p "The capital of France is" -n 6 >"$tmp/b" 2>"$tmp/b.err"
 if [ "The capital of France is$(cat "$tmp/a")" = "$(cat "$tmp/b")" ] && grep -q 'stopped: -n reached$' "$tmp/a.err"; then

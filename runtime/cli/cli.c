@@ -111,6 +111,8 @@ static const struct {
     {"--no-bos", offsetof(mkc_cli, no_bos)},
     {"--no-parse-special", offsetof(mkc_cli, no_parse_special)},
     {"--show-count", offsetof(mkc_cli, show_count)},
+    {"--special", offsetof(mkc_cli, special)},
+    {"--verbose-prompt", offsetof(mkc_cli, verbose_prompt)},
     {"--no-context-shift", offsetof(mkc_cli, no_context_shift)},
     {"--verbose", offsetof(mkc_cli, verbose)},
     {"--json", offsetof(mkc_cli, json)},
@@ -147,6 +149,7 @@ static const struct {
     {"-jf", "--json-schema-file"},
     {"--parallel", "--slots"}, /* llama-server's parallel sequences: serve's slots */
     {"-a", "--alias"},
+    {"-sp", "--special"},
     {"-np", "--slots"},
     /* the cpu backend runs one block per OS thread, so threads are blocks */
     {"-t", "--blocks"},

@@ -51,6 +51,8 @@ typedef struct mkc_cli {
   int ids_only;                 /* tokenize --ids: the ids as a list */
   int no_bos, no_parse_special; /* tokenize --no-bos, --no-parse-special */
   int show_count;               /* tokenize --show-count */
+  int special;                  /* run -sp/--special: control tokens printed */
+  int verbose_prompt;           /* run --verbose-prompt: the prompt's tokens on stderr */
   int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;

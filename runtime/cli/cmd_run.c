@@ -20,6 +20,7 @@
 #include "reverse_prompt.h"
 #include "run_batch.h"
 #include "stop_reason.h"
+#include "token_line.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 
@@ -50,6 +51,9 @@ static const char USAGE[] =
     "  -e, --escape           \\n \\r \\t \\' \\\" \\\\ and \\xHH in -p and -r are the bytes they\n"
     "                         name, as in llama.cpp (the default); --no-escape: as written\n"
     "  --no-display-prompt    print only the completion\n"
+    "  -sp, --special         print control tokens (<|im_end|>, ...), the one that\n"
+    "                         ends generation too\n"
+    "  --verbose-prompt       the prompt's tokens on stderr first, as tokenize lists them\n"
     "  --json                 one JSON line per generated token on stdout instead\n"
     "  --format json          the answer is a JSON object: each token is chosen on the\n"
     "                         host among those that keep it valid JSON (the sampling\n"
@@ -141,6 +145,7 @@ typedef struct stream {
   int logprobs;   /* --logprobs N: printed by on_logprobs */
   int split;      /* --chat with a model that reasons first: r prints its parts */
   int n_ids;      /* token ids printed (no tokenizer) */
+  int special;    /* -sp: control tokens printed, an end-of-generation one too */
   mkc_reasoning r;
   mkc_reverse *rev; /* -r: the strings that end generation */
 } stream;
@@ -165,6 +170,11 @@ static int on_token(void *ctx, int id) {
   stream *st = ctx;
   if (is_eog(st, id)) {
     st->eog = 1;
+    if (st->special && !st->json) { /* llama.cpp's -sp shows the end too */
+      char buf[MKC_DETOK_MAX];
+      put_text(st, id, buf, mkc_detok_push(&st->detok, id, buf, sizeof buf));
+      fflush(stdout);
+    }
     return 1;
   }
   int reversed = mkc_reverse_push(st->rev, id); /* the token is printed all the same */
@@ -441,7 +451,7 @@ int mkc_cmd_run(int argc, char **argv) {
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
       "--slots --kv-pages --stages -r --escape --no-escape -l --context-shift --no-context-shift "
-      "--keep" MKC_CLI_MORE_FLAGS,
+      "--keep --special --verbose-prompt" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
@@ -484,6 +494,10 @@ int mkc_cmd_run(int argc, char **argv) {
         n_prompt, n_gen, n_prompt + n_gen - 1, m.g.max_ctx);
     goto done;
   }
+  if (c.verbose_prompt) { /* llama.cpp's: the prompt as its tokens, before the run */
+    fprintf(stderr, "mkc: the prompt: %d tokens\n", n_prompt);
+    for (int i = 0; i < n_prompt; i++) mkc_print_token_line(stderr, m.file.tok, prompt[i]);
+  }
   out = n_gen < 0 ? NULL : malloc((size_t)(n_gen + 1) * sizeof *out);
   if ((n_gen >= 0 && !out) || mkc_loaded_start(&c, &m) != 0 ||
       (!in_kernel && mkc_draft_source_start(&c, &m, &ds) != 0))
@@ -493,6 +507,7 @@ int mkc_cmd_run(int argc, char **argv) {
                  .ignore_eos = c.ignore_eos,
                  .json = c.json,
                  .logprobs = sampling.logprobs,
+                 .special = c.special,
                  .rev = &rev};
   /* an answer that reasons first, as mkc chat prints it: its reasoning, then its reply */
   text.split = text.tok && !c.json && mkc_reasoning_init(&text.r, family, text.tok) == 0;
@@ -524,7 +539,7 @@ int mkc_cmd_run(int argc, char **argv) {
       .shift = c.context_shift,
       .n_keep = mkc_shift_keep(c.n_keep, mkc_tokenizer_added_bos(m.file.tok), prompt, n_prompt)};
   if (text.tok && !c.json) {
-    mkc_detok_init(&text.detok, text.tok, 0);
+    mkc_detok_init(&text.detok, text.tok, c.special);
     /* The prompt as the model reads it, then the completion: one stream, so a
      * character or SentencePiece's leading space spanning the two comes out
      * right. */

@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "formats/gguf.h"
+#include "token_line.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
 
@@ -46,26 +47,6 @@ static mkc_tokenizer *open_tokenizer(const char *path, mkc_gguf **f) {
   return mkc_tokenizer_from_gguf(*f);
 }
 
-/* A piece as llama-tokenize shows it: its bytes, those that are not printable UTF-8 as \xHH. */
-static void print_piece(const char *s, size_t n) {
-  for (size_t i = 0; i < n;) {
-    unsigned char c = (unsigned char)s[i];
-    int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    int whole = len > 0 && i + (size_t)len <= n;
-    for (int k = 1; whole && k < len; k++) whole = ((unsigned char)s[i + k] >> 6) == 2;
-    if (whole && (len > 1 || (c >= 0x20 && c != 0x7f))) {
-      fwrite(s + i, 1, (size_t)len, stdout);
-      i += (size_t)len;
-    } else if (c == '\n' || c == '\t') {
-      fputs(c == '\n' ? "\\n" : "\\t", stdout);
-      i++;
-    } else {
-      printf("\\x%02x", c);
-      i++;
-    }
-  }
-}
-
 int mkc_cmd_tokenize(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE};
   int rc = mkc_cli_parse(argc, argv, 2,
@@ -94,17 +75,12 @@ int mkc_cmd_tokenize(int argc, char **argv) {
     n = mkc_tokenizer_encode(t, text, len, !c.no_bos && mkc_tokenizer_add_bos(t),
                              !c.no_parse_special, &ids);
   if (n >= 0) {
-    const uint32_t *off;
-    const char *pieces = mkc_tokenizer_pieces(t, &off);
     if (c.ids_only) putchar('[');
     for (int i = 0; i < n; i++) {
-      if (c.ids_only) {
+      if (c.ids_only)
         printf(i ? ", %d" : "%d", ids[i]);
-        continue;
-      }
-      printf("%6d -> '", ids[i]);
-      print_piece(pieces + off[ids[i]], off[ids[i] + 1] - off[ids[i]]);
-      puts("'");
+      else
+        mkc_print_token_line(stdout, t, ids[i]);
     }
     if (c.ids_only) puts("]");
     if (c.show_count) printf("Total number of tokens: %d\n", n);
