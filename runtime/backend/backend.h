@@ -71,6 +71,10 @@ struct mkc_backend_ops {
   /* A host copy of the store's bytes (malloc'd; *bytes of them): tests
    * compare stores. NULL + message. */
   void *(*store_read)(mkc_backend *b, const void *store, size_t *bytes);
+  /* The store's bytes from a host copy store_read gave (a saved prompt's,
+   * exec/kv_file.c): 0, or -1 after a message (bytes is not the store's
+   * size: another backend's or model's layout). */
+  int (*store_write)(mkc_backend *b, void *store, const void *host, size_t bytes);
   void (*store_close)(mkc_backend *b, void *store);
 
   /* Writes st->sampling where the kernel reads it (once per request, not per

@@ -53,7 +53,9 @@ typedef struct mkc_cli {
   int show_count;               /* tokenize --show-count */
   int special;                  /* run -sp/--special: control tokens printed */
   int verbose_prompt;           /* run --verbose-prompt: the prompt's tokens on stderr */
-  int escape, no_escape;        /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
+  const char *prompt_cache;     /* run --prompt-cache FILE: the prompt's KV rows on disk */
+  int prompt_cache_ro, prompt_cache_all; /* --prompt-cache-ro, --prompt-cache-all */
+  int escape, no_escape; /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
   int n_reverse;
   int verbose;              /* --verbose: chat prints each turn's stats */

@@ -6,12 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
 #include "conversation.h"
 #include "draft_source.h"
 #include "exec/decode.h"
+#include "exec/kv_file.h"
 #include "interrupt.h"
 #include "json_format.h"
 #include "loaded.h"
@@ -23,6 +25,7 @@
 #include "token_line.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
+#include "util/hash.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -54,6 +57,11 @@ static const char USAGE[] =
     "  -sp, --special         print control tokens (<|im_end|>, ...), the one that\n"
     "                         ends generation too\n"
     "  --verbose-prompt       the prompt's tokens on stderr first, as tokenize lists them\n"
+    "  --prompt-cache FILE    the prompt's KV rows saved in FILE after the run, and read\n"
+    "                         back by a later run whose prompt begins the same way\n"
+    "                         (llama.cpp's; the same model, kernel and backend);\n"
+    "  --prompt-cache-ro      read FILE, never write it; --prompt-cache-all: save the\n"
+    "                         generated tokens' rows too\n"
     "  --json                 one JSON line per generated token on stdout instead\n"
     "  --format json          the answer is a JSON object: each token is chosen on the\n"
     "                         host among those that keep it valid JSON (the sampling\n"
@@ -193,6 +201,23 @@ static int on_token(void *ctx, int id) {
   return reversed;
 }
 
+/* --prompt-cache's model id: the kernel's source (graph, sizes, KV type, context) and where the
+ * weights come from: a model file's size and first MiB (its metadata), or the seed. */
+static uint64_t cache_model_id(const mkc_cli *c, const mkc_loaded_model *m) {
+  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, m->src.source ? m->src.source : "");
+  if (!c->model_path) return mkc_fnv1a(h, &c->seed, sizeof c->seed);
+  struct stat st;
+  FILE *f =
+      stat(c->model_path, &st) == 0 && !S_ISDIR(st.st_mode) ? fopen(c->model_path, "rb") : NULL;
+  if (!f) return mkc_fnv1a_str(h, c->model_path); /* a Hugging Face folder: its path */
+  static unsigned char head[1 << 20];
+  size_t n = fread(head, 1, sizeof head, f);
+  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  fclose(f);
+  h = mkc_fnv1a(h, &size, sizeof size);
+  return mkc_fnv1a(h, head, n);
+}
+
 /* Why generation ended, for the stats line and --json's. */
 static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
                            int open_ended, char *buf, size_t cap) {
@@ -299,6 +324,12 @@ static int check_batch_flags(mkc_cli *c) {
 static int check_flags(mkc_cli *c) {
   int rc = mkc_cli_shift_check(c, "run");
   if (rc) return rc;
+  if ((c->prompt_cache_ro || c->prompt_cache_all) && !c->prompt_cache)
+    return mkc_cli_usage_error("%s", "run: --prompt-cache-ro and --prompt-cache-all go with "
+                                     "--prompt-cache FILE");
+  if (c->prompt_cache && (c->batch_file || c->kernel_dir))
+    return mkc_cli_usage_error("%s", "run: --prompt-cache goes with one prompt and a kernel "
+                                     "generated here (not --batch, not --kernel)");
   if (c->batch_file) return check_batch_flags(c);
   if (c->slots || c->kv_pages || c->stages)
     return mkc_cli_usage_error("%s", "run: --slots B, --kv-pages N and --stages go with --batch "
@@ -348,10 +379,14 @@ static void print_stats(const mkc_cli *c, const mkc_loaded_model *m, int n_promp
   if (st->generated > 1 && gen_s > 0)
     snprintf(rate, sizeof rate, " (%.1f tok/s)", st->generated / gen_s);
   /* The prompt goes in chunks of up to the kernel's t_chunk, tiled past t_max. */
-  char prompt_rate[80] = "";
+  char prompt_rate[160] = "", cached[48] = "";
+  if (c->prompt_cache)
+    snprintf(cached, sizeof cached, ", %d from --prompt-cache", n_prompt - st->fed);
   if (st->fed > 0 && st->prompt_seconds > 0)
-    snprintf(prompt_rate, sizeof prompt_rate, " (%.1f tok/s, %d steps)",
-             st->fed / st->prompt_seconds, st->steps - st->gen_steps - st->shift_steps);
+    snprintf(prompt_rate, sizeof prompt_rate, " (%.1f tok/s, %d steps%s)",
+             st->fed / st->prompt_seconds, st->steps - st->gen_steps - st->shift_steps, cached);
+  else if (c->prompt_cache)
+    snprintf(prompt_rate, sizeof prompt_rate, " (%s)", cached + 2);
   char ctx[160];
   int train = c->model_path ? m->file.desc.ctx_train : 0;
   if (train > m->g.max_ctx && !c->max_ctx)
@@ -451,7 +486,8 @@ int mkc_cmd_run(int argc, char **argv) {
       "--top-k --top-p --min-p --repeat-penalty --repeat-last-n "
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
       "--slots --kv-pages --stages -r --escape --no-escape -l --context-shift --no-context-shift "
-      "--keep --special --verbose-prompt" MKC_CLI_MORE_FLAGS,
+      "--keep --special --verbose-prompt --prompt-cache --prompt-cache-ro "
+      "--prompt-cache-all" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
@@ -559,7 +595,17 @@ int mkc_cmd_run(int argc, char **argv) {
   if (mkc_reverse_open(&rev, m.file.tok, c.reverse, c.n_reverse) != 0) goto done;
   mkc_decode_stats st;
   char why[600];
-  if (mkc_decode_with(m.s, &m.g, prompt, n_prompt, n_gen, &o, out, &st) != 0) goto done;
+  /* --prompt-cache: the rows of the prompt's start a file holds, read back */
+  int n_cached = c.prompt_cache
+                     ? mkc_kv_load(m.s, cache_model_id(&c, &m), c.prompt_cache, prompt, n_prompt)
+                     : 0;
+  if (n_cached < 0 ||
+      mkc_decode_more(m.s, &m.g, prompt, n_prompt, n_cached, n_gen, &o, out, &st) != 0)
+    goto done;
+  if (c.prompt_cache && !c.prompt_cache_ro) { /* the prompt's rows (-all: the answer's too) */
+    int pos = mkc_session_pos(m.s), n_save = c.prompt_cache_all || pos < n_prompt ? pos : n_prompt;
+    if (mkc_kv_save(m.s, n_save, cache_model_id(&c, &m), c.prompt_cache) != 0) goto done;
+  }
   if (c.json) {
     print_json_stats(n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why));
   } else if (text.tok) {

@@ -109,7 +109,7 @@ static const char *refusal(const mkc_session *s, const mkc_kv_snap *snap, int ta
     snprintf(why, size, "the snapshot ends at position %d", snap->to);
   else if (target < snap->from)
     snprintf(why, size, "the snapshot's first position is %d", snap->from);
-  else if (target > pos)
+  else if (target > pos && snap->from > 0)
     snprintf(why, size, "the session is at position %d (a restore goes back)", pos);
   else if ((diff = first_difference(s->tokens, snap->tokens, snap->from)) >= 0)
     snprintf(why, size,
@@ -147,6 +147,31 @@ int mkc_kv_restore(mkc_session *s, const mkc_kv_snap *snap, int target) {
   memcpy(s->tokens + snap->from, snap->tokens + snap->from,
          (size_t)(target - snap->from) * sizeof *s->tokens);
   return 0;
+}
+
+mkc_kv_snap *mkc_kv_snapshot_import(mkc_session *s, int to, const int *tokens, const void *rows,
+                                    size_t bytes) {
+  if (s->n_rings) {
+    fprintf(stderr, "mkc: error: a sliding window's rows are not taken from the host (its ring "
+                    "holds only the last ones)\n");
+    return NULL;
+  }
+  if (to < 0 || to > s->g->max_ctx) {
+    fprintf(stderr, "mkc: error: %d positions of KV rows for a context of %d\n", to, s->g->max_ctx);
+    return NULL;
+  }
+  if (!s->b->ops->store_write) {
+    fprintf(stderr, "mkc: error: the %s backend takes no KV rows from the host\n", s->b->ops->name);
+    return NULL;
+  }
+  mkc_kv_snap *snap = open_snapshot(s, 0, to);
+  if (!snap) return NULL;
+  memcpy(snap->tokens, tokens, (size_t)to * sizeof *tokens);
+  if (s->b->ops->store_write(s->b, snap->store, rows, bytes) != 0) {
+    mkc_kv_snapshot_free(snap);
+    return NULL;
+  }
+  return snap;
 }
 
 mkc_kv_snap *mkc_kv_merge(const mkc_kv_snap *a, const mkc_kv_snap *b) {

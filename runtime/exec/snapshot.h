@@ -32,7 +32,8 @@ mkc_kv_snap *mkc_kv_snapshot(mkc_session *s, int from);
  * token at target. Refused (MKC_KV_REFUSED, after a message, nothing
  * changed) when the snapshot is another session's, target lies outside
  * [from, to] (past the snapshot's end, or before its first row), target lies
- * past the session's counter (a restore goes back), the session's tokens of
+ * past the session's counter (a restore goes back; but a snapshot from
+ * position 0 brings every row, so it may go forward), the session's tokens of
  * positions [0, from) are not those the snapshot continues, or a sliding
  * window's rows before target are neither in the snapshot nor still in the
  * session's ring (a ring keeps window + t_max rows, and a snapshot what its
@@ -51,6 +52,14 @@ mkc_kv_snap *mkc_kv_merge(const mkc_kv_snap *a, const mkc_kv_snap *b);
 int mkc_kv_split(const mkc_kv_snap *snap, int at, mkc_kv_snap **first, mkc_kv_snap **second);
 
 void mkc_kv_snapshot_free(mkc_kv_snap *snap); /* NULL: nothing */
+
+/* A snapshot of positions [0, to) of s from the host: tokens[0..to) and the
+ * rows as mkc_kv_snapshot_read gave them (a saved prompt's, kv_file.h). NULL
+ * + message when bytes is not what the backend's store of `to` rows holds
+ * (another model's or backend's layout), s has a sliding window, or the
+ * copy failed. */
+mkc_kv_snap *mkc_kv_snapshot_import(mkc_session *s, int to, const int *tokens, const void *rows,
+                                    size_t bytes);
 
 int mkc_kv_snapshot_from(const mkc_kv_snap *snap);
 int mkc_kv_snapshot_to(const mkc_kv_snap *snap);

@@ -119,6 +119,16 @@ static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
   return copy;
 }
 
+static int store_write(mkc_backend *b, void *store, const void *host, size_t bytes) {
+  cpu_store *st = store;
+  if (bytes != st->bytes) {
+    fprintf(stderr, "mkc: error: %zu bytes of KV rows for a store of %zu\n", bytes, st->bytes);
+    return -1;
+  }
+  memcpy(st->data, host, bytes);
+  return 0;
+}
+
 static void store_close(mkc_backend *b, void *store) { free(store); }
 
 static const char *describe(const mkc_backend *b) { return ((const cpu_backend *)b)->describe; }
@@ -146,6 +156,7 @@ static const mkc_backend_ops cpu_ops = {
     .store_open = store_open,
     .store_copy = store_copy,
     .store_read = store_read,
+    .store_write = store_write,
     .store_close = store_close,
     .describe = describe,
     .close = close_cpu,

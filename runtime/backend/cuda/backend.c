@@ -289,6 +289,14 @@ fail:
   return -1;
 }
 
+int mkc_cuda_store_write(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, const void *host) {
+  if (bytes) CU_CHECK(MemcpyHtoDAsync(store, host, bytes, b->stream));
+  CU_CHECK(StreamSynchronize(b->stream)); /* host may go once this returns */
+  return 0;
+fail:
+  return -1;
+}
+
 void mkc_cuda_store_free(mkc_cuda_kernel *b, CUdeviceptr store) {
   /* Copies queued from or to it finish first. */
   CU_WARN(StreamSynchronize(b->stream));

@@ -65,6 +65,7 @@ CUdeviceptr mkc_cuda_store_alloc(mkc_cuda_kernel *b, size_t bytes);
 int mkc_cuda_store_copy(mkc_cuda_kernel *b, CUdeviceptr dst, int dst_rows, int dst_at,
                         CUdeviceptr src, int src_rows, int src_at, int n);
 int mkc_cuda_store_read(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, void *host);
+int mkc_cuda_store_write(mkc_cuda_kernel *b, CUdeviceptr store, size_t bytes, const void *host);
 void mkc_cuda_store_free(mkc_cuda_kernel *b, CUdeviceptr store);
 
 int mkc_cuda_blocks(const mkc_cuda_kernel *b);       /* grid size in use */

@@ -138,6 +138,15 @@ static void *store_read(mkc_backend *b, const void *store, size_t *bytes) {
   return host;
 }
 
+static int store_write(mkc_backend *b, void *store, const void *host, size_t bytes) {
+  cuda_store *st = store;
+  if (bytes != st->bytes) {
+    fprintf(stderr, "mkc: error: %zu bytes of KV rows for a store of %zu\n", bytes, st->bytes);
+    return -1;
+  }
+  return mkc_cuda_store_write(cuda(b)->kernel, st->mem, bytes, host);
+}
+
 static void store_close(mkc_backend *b, void *store) {
   cuda_store *st = store;
   mkc_cuda_store_free(cuda(b)->kernel, st->mem);
@@ -173,6 +182,7 @@ static const mkc_backend_ops cuda_ops = {
     .store_open = store_open,
     .store_copy = store_copy,
     .store_read = store_read,
+    .store_write = store_write,
     .store_close = store_close,
     .describe = describe,
     .close = close_cuda,

@@ -1,0 +1,48 @@
+/* A prompt's KV rows on disk (llama.cpp's --prompt-cache): the tokens a
+ * session held and their rows as its backend stores them, so that a later
+ * run whose prompt begins the same way reads them back instead of
+ * recomputing them. The file:
+ *
+ *   "MKCKV\0v1"                 8 bytes
+ *   model id                    u64: the model and kernel it was written for
+ *   n_tokens                    u32
+ *   0                           u32
+ *   n_bytes                     u64: the rows' bytes (snapshot.h's store)
+ *   tokens                      n_tokens i32
+ *   rows                        n_bytes bytes
+ *
+ * little-endian; a file of another model, kernel layout or backend (the
+ * reference executor stores doubles) is not used. */
+#ifndef MKC_KV_FILE_H
+#define MKC_KV_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "session.h"
+
+typedef struct mkc_kv_file {
+  uint64_t model_id;
+  int n_tokens;
+  const unsigned char *tokens; /* in the parsed bytes: n_tokens little-endian i32 */
+  const unsigned char *rows;
+  size_t n_bytes;
+} mkc_kv_file;
+
+/* Reads a file's bytes: 0, or -1 with why (not such a file, cut short, sizes
+ * that do not add up). Points into data. */
+int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, size_t cap);
+
+/* Writes positions [0, n) of s (n <= its pos) to path, for model_id (through
+ * a temporary name). 0, or -1 after a message. */
+int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);
+
+/* Reads path into s (at pos 0) as far as it begins prompt, at most
+ * n_prompt - 1 tokens (the last is fed to choose the first token). Returns
+ * the positions loaded: 0 when path is not there, or (after a warning) is
+ * not such a file or another model's; -1 after a message when a copy
+ * failed. */
+int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *prompt,
+                int n_prompt);
+
+#endif

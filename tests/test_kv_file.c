@@ -1,0 +1,177 @@
+/* A prompt's KV rows on disk (exec/kv_file.h, run --prompt-cache): a fresh
+ * session that reads a saved prompt's rows and decodes a longer prompt
+ * gives exactly what a fresh session decoding it whole gives, and feeds only
+ * the tokens past what it read; a file of another model, a file cut short,
+ * another backend's rows and a sliding window are not used (a warning, 0
+ * loaded), never a crash. On the backend under test (cpu, or cuda with
+ * MKC_TEST_BACKEND=cuda) and the ref backend, on tiny. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "exec/decode.h"
+#include "exec/kv_file.h"
+#include "fixture.h"
+#include "scratch.h"
+#include "util/files.h"
+
+#define N_GEN 24
+#define MODEL 0x5eedull
+
+static const int PROMPT[] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7};
+#define N_SAVED 9 /* the first prompt: PROMPT[0..9) */
+#define N_PROMPT ((int)(sizeof PROMPT / sizeof *PROMPT))
+
+static const char *kind_name(enum mkc_backend_kind kind) {
+  return kind == MKC_BACKEND_REF ? "ref" : kind == MKC_BACKEND_CUDA ? "cuda" : "cpu";
+}
+
+/* Decodes PROMPT[0..n) from a fresh session, reading path first when given; the tokens in
+ * out, the loaded count in *loaded, the stats in *st. 0 or -1. */
+static const mkc_sampling *sampling; /* NULL: greedy */
+
+static int decode(const fixture *fx, enum mkc_backend_kind kind, int n, const char *path,
+                  int *loaded, int *out, mkc_decode_stats *st) {
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  mkc_decode_opts o = {.draft_max = 2};
+  if (s && sampling && mkc_session_set_sampling(s, sampling) != 0) {
+    mkc_session_close(s);
+    return -1;
+  }
+  *loaded = s && path ? mkc_kv_load(s, MODEL, path, PROMPT, n) : 0;
+  int rc =
+      s && *loaded >= 0 ? mkc_decode_more(s, &fx->g, PROMPT, n, *loaded, N_GEN, &o, out, st) : -1;
+  mkc_session_close(s);
+  return rc;
+}
+
+/* Saves PROMPT[0..N_SAVED)'s rows, decoded on kind, to path (a whole run: the prompt, then
+ * answer tokens, of which only the prompt's rows are kept). 0 or -1. */
+static int save(const fixture *fx, enum mkc_backend_kind kind, const char *path) {
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  mkc_decode_opts o = {.draft_max = 2};
+  mkc_decode_stats st;
+  int out[N_GEN];
+  int rc = s && mkc_decode_with(s, &fx->g, PROMPT, N_SAVED, 8, &o, out, &st) == 0
+               ? mkc_kv_save(s, N_SAVED, MODEL, path)
+               : -1;
+  mkc_session_close(s);
+  return rc;
+}
+
+static void round_trip(const fixture *fx, enum mkc_backend_kind kind) {
+  const char *name = kind_name(kind), *path = tmp_path("prompt.kv");
+  remove(path);
+  int want[N_GEN], out[N_GEN], loaded;
+  mkc_decode_stats st;
+  CHECK(decode(fx, kind, N_PROMPT, path, &loaded, want, &st) == 0 && loaded == 0 &&
+            st.fed == N_PROMPT,
+        "%s: no file yet: nothing loaded, the whole prompt fed", name);
+  if (!CHECK(save(fx, kind, path) == 0, "%s: the first %d tokens' rows saved", name, N_SAVED))
+    return;
+  size_t n;
+  unsigned char *bytes = mkc_read_file(path, &n);
+  mkc_kv_file f;
+  char why[200];
+  CHECK(bytes && mkc_kv_file_parse(bytes, n, &f, why, sizeof why) == 0 && f.n_tokens == N_SAVED &&
+            f.model_id == MODEL,
+        "%s: the file holds %d tokens and the model's id", name, N_SAVED);
+  int rc = decode(fx, kind, N_PROMPT, path, &loaded, out, &st);
+  CHECK(rc == 0 && loaded == N_SAVED && st.fed == N_PROMPT - N_SAVED &&
+            memcmp(out, want, sizeof want) == 0,
+        "%s: a longer prompt reads %d rows (got %d), feeds %d, and decodes what a fresh session "
+        "does",
+        name, N_SAVED, loaded, rc == 0 ? st.fed : -1);
+  /* the same prompt: all but its last token (which chooses the first answer token) */
+  int same[N_GEN];
+  decode(fx, kind, N_SAVED, NULL, &loaded, same, &st);
+  rc = decode(fx, kind, N_SAVED, path, &loaded, out, &st);
+  CHECK(rc == 0 && loaded == N_SAVED - 1 && st.fed == 1 && memcmp(out, same, sizeof same) == 0,
+        "%s: the saved prompt itself: %d rows read, its last token fed (loaded %d)", name,
+        N_SAVED - 1, loaded);
+  /* another model's id, a file cut short: a warning, nothing loaded, the same tokens */
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  CHECK(s && mkc_kv_load(s, MODEL + 1, path, PROMPT, N_PROMPT) == 0 && mkc_session_pos(s) == 0,
+        "%s: a file of another model is not used", name);
+  mkc_session_close(s);
+  const char *cut = tmp_path("cut.kv");
+  FILE *w = fopen(cut, "wb");
+  if (w && bytes) fwrite(bytes, 1, n - 3, w);
+  if (w) fclose(w);
+  s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  CHECK(s && mkc_kv_load(s, MODEL, cut, PROMPT, N_PROMPT) == 0 && mkc_session_pos(s) == 0,
+        "%s: a file cut short is not used", name);
+  mkc_session_close(s);
+  /* The kernels' token history in the file's rows (the penalties count by it), made
+   * nonsense: it is not read back (the prompt's tokens are), so a sampled run with a repeat
+   * penalty over it decodes what a fresh one does. */
+  if (kind != MKC_BACKEND_REF && bytes && n > 32 + 4 * N_SAVED) {
+    for (int i = 0; i < N_SAVED; i++) memset(bytes + n - 4 * (size_t)(i + 1), 0x7f, 4);
+    const char *odd = tmp_path("odd.kv");
+    w = fopen(odd, "wb");
+    if (w) fwrite(bytes, 1, n, w);
+    if (w) fclose(w);
+    mkc_sampling so = {.temp = 0.8f,
+                       .top_k = 40,
+                       .top_p = 1,
+                       .repeat_penalty = 1.5f,
+                       .repeat_last_n = 32,
+                       .seed_lo = 9};
+    sampling = &so;
+    int fresh[N_GEN];
+    int a = decode(fx, kind, N_PROMPT, NULL, &loaded, fresh, &st);
+    int b = decode(fx, kind, N_PROMPT, odd, &loaded, out, &st);
+    sampling = NULL;
+    CHECK(a == 0 && b == 0 && loaded == N_SAVED && memcmp(out, fresh, sizeof fresh) == 0,
+          "%s: a file whose token history is out of the vocabulary: the prompt's tokens are read "
+          "back instead (sampled with a repeat penalty, a fresh run's tokens; %d %d, loaded %d)",
+          name, a, b, loaded);
+  }
+  free(bytes);
+}
+
+int main(void) {
+  if (test_skip_without_gpu() || scratch_open("kv-file") != 0) return 0;
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, "tiny", 2, 64, 7) == 0, "tiny: generate")) return check_done();
+  round_trip(&fx, test_backend());
+  round_trip(&fx, MKC_BACKEND_REF);
+  /* the reference executor stores doubles: a cpu (or cuda) file is not its rows */
+  const char *path = tmp_path("prompt.kv");
+  save(&fx, test_backend(), path);
+  mkc_session *s = mkc_session_open(MKC_BACKEND_REF, &fx.g, &fx.src, &fx.w, 2);
+  CHECK(s && mkc_kv_load(s, MODEL, path, PROMPT, N_PROMPT) == 0 && mkc_session_pos(s) == 0,
+        "another backend's rows are not used");
+  mkc_session_close(s);
+  fixture_close(&fx);
+  /* a sliding window keeps only its last rows (a ring of window + chunk rows, fewer than its
+   * context of 256): they are not taken back */
+  if (CHECK(fixture_open(&fx, "swa-tiny", 2, 0, 7) == 0, "swa-tiny: generate")) {
+    int out[N_GEN], loaded;
+    mkc_decode_stats st;
+    s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+    mkc_decode_opts o = {.draft_max = 2};
+    remove(path);
+    int saved = s && mkc_decode_with(s, &fx.g, PROMPT, N_SAVED, 4, &o, out, &st) == 0
+                    ? mkc_kv_save(s, N_SAVED, MODEL, path)
+                    : -1;
+    mkc_session_close(s);
+    FILE *none = fopen(path, "rb");
+    CHECK(saved == 0 && !none, "swa-tiny: not saved (a warning), no file");
+    if (none) fclose(none);
+    /* a file written for it anyway (tiny's rows under its id) is not taken back */
+    fixture tiny;
+    if (fixture_open(&tiny, "tiny", 2, 64, 7) == 0) {
+      save(&tiny, test_backend(), path);
+      fixture_close(&tiny);
+    }
+    int rc = decode(&fx, test_backend(), N_PROMPT, path, &loaded, out, &st);
+    CHECK(rc == 0 && loaded == 0 && st.fed == N_PROMPT,
+          "swa-tiny: rows from the host are refused: nothing loaded (loaded %d, fed %d)", loaded,
+          st.fed);
+    fixture_close(&fx);
+  }
+  scratch_close();
+  return check_done();
+}
