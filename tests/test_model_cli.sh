@@ -416,6 +416,36 @@ else
   else
     fail "SmolLM2 --context-shift, no -n, -r" "$(tail -c 300 "$tmp/rev")" "$(cat "$tmp/err")"
   fi
+  # --prompt-cache (llama.cpp's): the first run writes its prompt's rows; a longer prompt that
+  # begins the same way reads them (its stats say how many) and answers as a run without them;
+  # -ro leaves the file as it was; -all keeps the answer's rows too; another model's file is
+  # not used (a warning)
+  pc=$tmp/prompt.cache p1="The capital of France is a city" p2="The capital of France is a city that has"
+  pargs=(-m "$smol" --backend cpu --ctx 64 -n 6 --no-display-prompt)
+  "$mkc" run "${pargs[@]}" -p "$p1" --prompt-cache "$pc" >/dev/null 2>"$tmp/pc1.err"
+  n1=$(sed -E -n 's/.*prompt ([0-9]+) tokens.*/\1/p' "$tmp/pc1.err")
+  "$mkc" run "${pargs[@]}" -p "$p2" --prompt-cache "$pc" >"$tmp/pc2.out" 2>"$tmp/pc2.err"
+  "$mkc" run "${pargs[@]}" -p "$p2" >"$tmp/nopc.out" 2>/dev/null
+  if [ -s "$pc" ] && grep -q ", 0 from --prompt-cache)" "$tmp/pc1.err" && grep -q ", $n1 from --prompt-cache)" "$tmp/pc2.err" \
+    && cmp -s "$tmp/pc2.out" "$tmp/nopc.out"; then
+    ok "run --prompt-cache: the first run's $n1 prompt tokens read back by a longer prompt, the same answer"
+  else
+    fail "run --prompt-cache" "$(tail -n 1 "$tmp/pc1.err")" "$(tail -n 1 "$tmp/pc2.err")" "$(cat "$tmp/pc2.out" "$tmp/nopc.out")"
+  fi
+  cp "$pc" "$tmp/pc.before"
+  "$mkc" run "${pargs[@]}" -p "A different start" --prompt-cache "$pc" --prompt-cache-ro >/dev/null 2>&1
+  cmp -s "$pc" "$tmp/pc.before" && ok "--prompt-cache-ro: the file is left as it was" || fail "--prompt-cache-ro wrote the file"
+  "$mkc" run "${pargs[@]}" -p "$p1" --prompt-cache "$tmp/all.cache" --prompt-cache-all >/dev/null 2>&1
+  held=$(od -An -tu4 -j16 -N4 "$tmp/all.cache" 2>/dev/null | tr -d ' ')
+  [ "$held" = $((n1 + 5)) ] && ok "--prompt-cache-all: the prompt's and the answer's rows ($held tokens: $n1 + 6 - 1)" \
+    || fail "--prompt-cache-all" "held $held, want $((n1 + 5))"
+  "$mkc" run -m "$tmp/sc.gguf" --backend cpu --ctx 64 -n 6 -p "$p2" --prompt-cache "$pc" --prompt-cache-ro >/dev/null 2>"$tmp/other.err"
+  grep -q "^mkc: warning: --prompt-cache $pc was written for another model or kernel: not used$" "$tmp/other.err" \
+    && grep -q ", 0 from --prompt-cache)" "$tmp/other.err" \
+    && ok "--prompt-cache of another model: a warning, not used" || fail "--prompt-cache of another model" "$(cat "$tmp/other.err")"
+  expect_error "--prompt-cache-ro without --prompt-cache" \
+    "mkc: error: run: --prompt-cache-ro and --prompt-cache-all go with --prompt-cache FILE" \
+    -- run "${pargs[@]}" -p "$p1" --prompt-cache-ro
   long=$(printf ' word%.0s' $(seq 1 40)) # 40 tokens: " word" is one
   expect_error "SmolLM2: a prompt longer than --ctx" \
     "mkc: error: the prompt is 40 tokens but the context holds 16: nothing was run (use --ctx 41 or a shorter prompt)" \
