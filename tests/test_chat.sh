@@ -155,6 +155,27 @@ else
     "got:  $(head -c 300 "$tmp/shift.out")" "$(cat "$tmp/shift.err")"
 fi
 
+# --prompt-cache: a chat's first turn leaves its prompt's rows; the next chat with the same
+# system message reads as many as its first turn shares (the common start of the two prompts,
+# counted by tokenize on their ChatML), and answers as a fresh chat does
+rm -f "$tmp/chat.cache"
+printf 'What is the capital of France?\n' | "$mkc" chat -m "$model" -sys "$sys" -n 8 --ctx 256 --prompt-cache "$tmp/chat.cache" >/dev/null 2>&1
+printf 'And of Germany?\n' | "$mkc" chat -m "$model" -sys "$sys" -n 8 --ctx 256 --prompt-cache "$tmp/chat.cache" --verbose >"$tmp/pc.out" 2>"$tmp/pc.err"
+"$mkc" run -m "$model" --chat -sys "$sys" -p "And of Germany?" -n 8 --ctx 256 --no-display-prompt >"$tmp/pc.want" 2>/dev/null
+chatml() { printf '<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n<|im_start|>assistant\n' "$sys" "$1"; }
+"$mkc" tokenize -m "$model" -p "$(chatml 'What is the capital of France?')" --ids --no-escape >"$tmp/t1"
+"$mkc" tokenize -m "$model" -p "$(chatml 'And of Germany?')" --ids --no-escape >"$tmp/t2"
+shared=$(python3 -c 'import sys, json
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+n = 0
+while n < min(len(a), len(b)) and a[n] == b[n]: n += 1
+print(n)' "$tmp/t1" "$tmp/t2")
+if grep -q "^mkc: turn 1: processed [0-9]* tokens ($shared cached," "$tmp/pc.err" && cmp -s "$tmp/pc.out" "$tmp/pc.want" && [ "$shared" -gt 5 ]; then
+  ok "chat --prompt-cache: the next chat's first turn reads the $shared tokens the two prompts share, and answers as run --chat"
+else
+  fail "chat --prompt-cache" "shared $shared" "$(grep 'turn 1' "$tmp/pc.err")" "want: $(cat "$tmp/pc.want")" "got:  $(cat "$tmp/pc.out")"
+fi
+
 # run: flags of llama.cpp users
 # -sp/--special: control tokens printed, the closing <|im_end|> too, after the same answer
 "$mkc" run -m "$model" --chat -p "Say hi" -n 40 --no-display-prompt >"$tmp/plain" 2>/dev/null

@@ -498,6 +498,13 @@ int mkc_cli_shift_check(const mkc_cli *c, const char *cmd) {
   return 0;
 }
 
+int mkc_cli_prompt_cache_check(const mkc_cli *c, const char *cmd) {
+  if ((c->prompt_cache_ro || c->prompt_cache_all) && !c->prompt_cache)
+    return mkc_cli_usage_error_in(
+        cmd, "%s: --prompt-cache-ro and --prompt-cache-all go with --prompt-cache FILE", cmd);
+  return 0;
+}
+
 int mkc_cli_unescape(mkc_cli *c) {
   if (c->escape && c->no_escape)
     return mkc_cli_usage_error("%s", "-e/--escape and --no-escape: give one");

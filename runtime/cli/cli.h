@@ -103,6 +103,9 @@ int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg);
 /* --context-shift and --keep as cmd takes them: --keep needs the shift, and
  * --no-context-shift cannot go with it. 0, or 2 after the usage error. */
 int mkc_cli_shift_check(const mkc_cli *c, const char *cmd);
+/* --prompt-cache-ro and --prompt-cache-all need --prompt-cache FILE: 0, or 2 after the usage
+ * error. */
+int mkc_cli_prompt_cache_check(const mkc_cli *c, const char *cmd);
 
 /* The request's sampling options from the flags: --temp (0, greedy, unless
  * given), and llama.cpp's defaults for what was not given (top-k 40, top-p

@@ -12,6 +12,7 @@
 #include "conversation.h"
 #include "draft_source.h"
 #include "exec/decode.h"
+#include "exec/kv_file.h"
 #include "interrupt.h"
 #include "json_format.h"
 #include "loaded.h"
@@ -56,8 +57,9 @@ static const char USAGE[] =
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
     "  --ubatch N, --context-shift (an answer goes on past a full context; without -n,\n"
-    "  up to 10 contexts), --keep N (the conversation's first tokens a shift keeps):\n"
-    "  as for run\n";
+    "  up to 10 contexts), --keep N (the conversation's first tokens a shift keeps),\n"
+    "  --prompt-cache FILE, --prompt-cache-ro, --prompt-cache-all (the first turn reads\n"
+    "  the rows FILE holds of its start, then saves its own): as for run\n";
 
 /* The lines chat takes as commands, not messages (/? prints this). */
 static const char COMMANDS[] =
@@ -68,7 +70,7 @@ static const char COMMANDS[] =
 static int check_flags(mkc_cli *c) {
   if (!c->model_path) return mkc_cli_usage_error_in("chat", "%s", "chat: -m MODEL is required");
   int rc = mkc_cli_shift_check(c, "chat");
-  if (rc) return rc;
+  if (rc || (rc = mkc_cli_prompt_cache_check(c, "chat"))) return rc;
   rc = mkc_json_format_check(c, "chat");
   return rc ? rc : mkc_draft_source_check(c, "chat");
 }
@@ -262,8 +264,20 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
                                          json->seed + (unsigned)number) != 0)
     return -1;
   int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
+  /* --prompt-cache: the first turn reads the rows a file holds of its start (a system message
+   * and the like), and leaves its own prompt's (-all: its answer's too) for the next chat */
+  int first = number == 1 && c->prompt_cache;
+  if (first && (n_cached = mkc_kv_load(m->s, mkc_loaded_cache_id(c, m), c->prompt_cache, conv->hist,
+                                       conv->n_hist)) < 0)
+    return -1;
+  int n_prompt = conv->n_hist;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
+  if (rc == 0 && first && !c->prompt_cache_ro) {
+    int pos = mkc_session_pos(m->s);
+    rc = mkc_kv_save(m->s, c->prompt_cache_all || pos < n_prompt ? pos : n_prompt,
+                     mkc_loaded_cache_id(c, m), c->prompt_cache);
+  }
   if (rc == 0) {
     char tail[MKC_DETOK_MAX];
     show(&a, -1, tail, mkc_detok_flush(&a.detok, tail, sizeof tail));
@@ -304,7 +318,8 @@ int mkc_cmd_chat(int argc, char **argv) {
       "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
       "--draft-layers -md --draft-head --rounds --format --json-schema-file --grammar "
       "--grammar-file "
-      "-r --escape --no-escape -l --context-shift --no-context-shift --keep" MKC_CLI_MORE_FLAGS,
+      "-r --escape --no-escape -l --context-shift --no-context-shift --keep --prompt-cache "
+      "--prompt-cache-ro --prompt-cache-all" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = mkc_cli_unescape(&c)) || (rc = check_flags(&c))) return rc;

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "commands.h"
@@ -25,7 +24,6 @@
 #include "token_line.h"
 #include "tokenizer/tokenizer.h"
 #include "util/files.h"
-#include "util/hash.h"
 
 static const char USAGE[] =
     "usage: mkc run -m MODEL (-p TEXT | -f FILE) [options]\n"
@@ -201,23 +199,6 @@ static int on_token(void *ctx, int id) {
   return reversed;
 }
 
-/* --prompt-cache's model id: the kernel's source (graph, sizes, KV type, context) and where the
- * weights come from: a model file's size and first MiB (its metadata), or the seed. */
-static uint64_t cache_model_id(const mkc_cli *c, const mkc_loaded_model *m) {
-  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, m->src.source ? m->src.source : "");
-  if (!c->model_path) return mkc_fnv1a(h, &c->seed, sizeof c->seed);
-  struct stat st;
-  FILE *f =
-      stat(c->model_path, &st) == 0 && !S_ISDIR(st.st_mode) ? fopen(c->model_path, "rb") : NULL;
-  if (!f) return mkc_fnv1a_str(h, c->model_path); /* a Hugging Face folder: its path */
-  static unsigned char head[1 << 20];
-  size_t n = fread(head, 1, sizeof head, f);
-  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-  fclose(f);
-  h = mkc_fnv1a(h, &size, sizeof size);
-  return mkc_fnv1a(h, head, n);
-}
-
 /* Why generation ended, for the stats line and --json's. */
 static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decode_stats *st,
                            int open_ended, char *buf, size_t cap) {
@@ -324,9 +305,7 @@ static int check_batch_flags(mkc_cli *c) {
 static int check_flags(mkc_cli *c) {
   int rc = mkc_cli_shift_check(c, "run");
   if (rc) return rc;
-  if ((c->prompt_cache_ro || c->prompt_cache_all) && !c->prompt_cache)
-    return mkc_cli_usage_error("%s", "run: --prompt-cache-ro and --prompt-cache-all go with "
-                                     "--prompt-cache FILE");
+  if ((rc = mkc_cli_prompt_cache_check(c, "run"))) return rc;
   if (c->prompt_cache && (c->batch_file || c->kernel_dir))
     return mkc_cli_usage_error("%s", "run: --prompt-cache goes with one prompt and a kernel "
                                      "generated here (not --batch, not --kernel)");
@@ -596,15 +575,15 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_decode_stats st;
   char why[600];
   /* --prompt-cache: the rows of the prompt's start a file holds, read back */
-  int n_cached = c.prompt_cache
-                     ? mkc_kv_load(m.s, cache_model_id(&c, &m), c.prompt_cache, prompt, n_prompt)
-                     : 0;
+  int n_cached = c.prompt_cache ? mkc_kv_load(m.s, mkc_loaded_cache_id(&c, &m), c.prompt_cache,
+                                              prompt, n_prompt)
+                                : 0;
   if (n_cached < 0 ||
       mkc_decode_more(m.s, &m.g, prompt, n_prompt, n_cached, n_gen, &o, out, &st) != 0)
     goto done;
   if (c.prompt_cache && !c.prompt_cache_ro) { /* the prompt's rows (-all: the answer's too) */
     int pos = mkc_session_pos(m.s), n_save = c.prompt_cache_all || pos < n_prompt ? pos : n_prompt;
-    if (mkc_kv_save(m.s, n_save, cache_model_id(&c, &m), c.prompt_cache) != 0) goto done;
+    if (mkc_kv_save(m.s, n_save, mkc_loaded_cache_id(&c, &m), c.prompt_cache) != 0) goto done;
   }
   if (c.json) {
     print_json_stats(n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why));

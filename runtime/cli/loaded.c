@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend/cuda/driver.h"
 #include "backend/cuda/nvrtc.h"
 #include "util/files.h"
+#include "util/hash.h"
 
 /* The manifest's graph path as written at gen time, else under the mkc tree. */
 static void resolve_graph(const char *graph, char *out, size_t cap) {
@@ -184,4 +186,20 @@ void mkc_loaded_close(mkc_loaded_model *m) {
   mkc_kernel_src_free(&m->src);
   mkc_graph_free(&m->g);
   memset(m, 0, sizeof *m);
+}
+
+/* See loaded.h. */
+uint64_t mkc_loaded_cache_id(const mkc_cli *c, const mkc_loaded_model *m) {
+  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, m->src.source ? m->src.source : "");
+  if (!c->model_path) return mkc_fnv1a(h, &c->seed, sizeof c->seed);
+  struct stat st;
+  FILE *f =
+      stat(c->model_path, &st) == 0 && !S_ISDIR(st.st_mode) ? fopen(c->model_path, "rb") : NULL;
+  if (!f) return mkc_fnv1a_str(h, c->model_path); /* a Hugging Face folder: its path */
+  static unsigned char head[1 << 20];
+  size_t n = fread(head, 1, sizeof head, f);
+  long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  fclose(f);
+  h = mkc_fnv1a(h, &size, sizeof size);
+  return mkc_fnv1a(h, head, n);
 }

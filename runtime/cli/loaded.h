@@ -3,6 +3,8 @@
 #ifndef MKC_LOADED_H
 #define MKC_LOADED_H
 
+#include <stdint.h>
+
 #include "backend/cuda/aot.h"
 #include "cli.h"
 #include "codegen/host.h"
@@ -36,6 +38,11 @@ int mkc_default_ctx(int ctx_train);
 /* Then the model file's weights (or random ones) and a session on --backend (auto: cuda where a
  * device exists, else cpu): the kernel is compiled and weights placed here. */
 int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m);
+
+/* --prompt-cache's model id (exec/kv_file.h): the kernel's source (graph, sizes, KV type,
+ * context) and where the weights come from: a model file's size and first MiB (its metadata),
+ * a Hugging Face folder's path, or the random seed. */
+uint64_t mkc_loaded_cache_id(const mkc_cli *c, const mkc_loaded_model *m);
 /* Its two parts for a caller that opens something else than a session (run
  * --batch: a slot pool): the weights into m->w (0 or -1), and --backend's kind. */
 int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m);
