@@ -267,17 +267,16 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
   /* --prompt-cache: the first turn reads the rows a file holds of its start (a system message
    * and the like), and leaves its own prompt's (-all: its answer's too) for the next chat */
   int first = number == 1 && c->prompt_cache;
-  if (first && (n_cached = mkc_kv_load(m->s, mkc_loaded_cache_id(c, m), c->prompt_cache, conv->hist,
-                                       conv->n_hist)) < 0)
+  uint64_t cache_id = first ? mkc_loaded_cache_id(c, m) : 0; /* reads 1 MiB: once */
+  if (first &&
+      (n_cached = mkc_kv_load(m->s, cache_id, c->prompt_cache, conv->hist, conv->n_hist)) < 0)
     return -1;
   int n_prompt = conv->n_hist;
   mkc_decode_stats st;
   int rc = mkc_decode_more(m->s, &m->g, conv->hist, conv->n_hist, n_cached, n_gen, &o, out, &st);
-  if (rc == 0 && first && !c->prompt_cache_ro) {
-    int pos = mkc_session_pos(m->s);
-    rc = mkc_kv_save(m->s, c->prompt_cache_all || pos < n_prompt ? pos : n_prompt,
-                     mkc_loaded_cache_id(c, m), c->prompt_cache);
-  }
+  if (rc == 0 && first && !c->prompt_cache_ro) /* at most pos */
+    rc = mkc_kv_save(m->s, c->prompt_cache_all ? mkc_session_pos(m->s) : n_prompt, cache_id,
+                     c->prompt_cache);
   if (rc == 0) {
     char tail[MKC_DETOK_MAX];
     show(&a, -1, tail, mkc_detok_flush(&a.detok, tail, sizeof tail));

@@ -575,15 +575,14 @@ int mkc_cmd_run(int argc, char **argv) {
   mkc_decode_stats st;
   char why[600];
   /* --prompt-cache: the rows of the prompt's start a file holds, read back */
-  int n_cached = c.prompt_cache ? mkc_kv_load(m.s, mkc_loaded_cache_id(&c, &m), c.prompt_cache,
-                                              prompt, n_prompt)
-                                : 0;
+  uint64_t cache_id = c.prompt_cache ? mkc_loaded_cache_id(&c, &m) : 0; /* reads 1 MiB: once */
+  int n_cached = c.prompt_cache ? mkc_kv_load(m.s, cache_id, c.prompt_cache, prompt, n_prompt) : 0;
   if (n_cached < 0 ||
       mkc_decode_more(m.s, &m.g, prompt, n_prompt, n_cached, n_gen, &o, out, &st) != 0)
     goto done;
   if (c.prompt_cache && !c.prompt_cache_ro) { /* the prompt's rows (-all: the answer's too) */
-    int pos = mkc_session_pos(m.s), n_save = c.prompt_cache_all || pos < n_prompt ? pos : n_prompt;
-    if (mkc_kv_save(m.s, n_save, mkc_loaded_cache_id(&c, &m), c.prompt_cache) != 0) goto done;
+    int n_save = c.prompt_cache_all ? mkc_session_pos(m.s) : n_prompt; /* at most pos */
+    if (mkc_kv_save(m.s, n_save, cache_id, c.prompt_cache) != 0) goto done;
   }
   if (c.json) {
     print_json_stats(n_prompt, &st, stopped(&c, &text, &st, open_ended, why, sizeof why));

@@ -347,18 +347,11 @@ int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, s
  * the answer's. malloc'd, or NULL when out of memory. */
 static char *echo_text(const mkc_server *sv, const mkc_api_req *r, const int *ids, int n) {
   if (r->prompt) return strdup(r->prompt);
-  const mkc_tokenizer *tok = sv->m->file.tok;
+  if (sv->m->file.tok) return mkc_tokenizer_decode(sv->m->file.tok, ids, n, 1);
   mkc_buf b = {0};
-  mkc_detok d;
-  char piece[MKC_DETOK_MAX];
-  if (tok) mkc_detok_init(&d, tok, 0);
-  for (int i = 0; i < n; i++) {
-    size_t k = tok ? mkc_detok_push_shown(&d, ids[i], piece, sizeof piece)
-                   : (size_t)snprintf(piece, sizeof piece, "%d ", ids[i]);
-    mkc_buf_put_n(&b, piece, k);
-  }
-  if (tok) mkc_buf_put_n(&b, piece, mkc_detok_flush(&d, piece, sizeof piece));
-  mkc_buf_put_n(&b, "", 0);
+  char piece[16];
+  for (int i = 0; i < n; i++)
+    mkc_buf_put_n(&b, piece, (size_t)snprintf(piece, sizeof piece, "%d ", ids[i]));
   if (b.oom) {
     free(b.s);
     return NULL;
@@ -397,16 +390,15 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 400;
   }
   char missing[64];
-  if (r->infill == 2 && sv->m->file.tok &&
-      mkc_infill_missing(sv->m->file.tok, missing, sizeof missing)) {
-    snprintf(why, cap,
-             "suffix: this model lacks fill-in-the-middle markers (%s), so it cannot complete "
-             "between a prompt and a suffix",
-             missing);
-    return 400;
-  }
   if (r->infill && sv->m->file.tok &&
       mkc_infill_missing(sv->m->file.tok, missing, sizeof missing)) {
+    if (r->infill == 2) {
+      snprintf(why, cap,
+               "suffix: this model lacks fill-in-the-middle markers (%s), so it cannot complete "
+               "between a prompt and a suffix",
+               missing);
+      return 400;
+    }
     snprintf(why, cap,
              "Infill is not supported by this model: it lacks fill-in-the-middle markers: %s",
              missing);

@@ -46,34 +46,24 @@ int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, siz
   return 0;
 }
 
-/* The file's bytes: header, tokens, rows. */
+/* The file's bytes: header, tokens, rows, written atomically (mkc_write_atomic). */
 static int write_file(const char *path, uint64_t model_id, const int *tokens, int n,
                       const void *rows, size_t bytes) {
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *out = fopen(tmp, "wb");
-  if (!out) {
-    fprintf(stderr, "mkc: error: --prompt-cache %s: %s\n", path, strerror(errno));
+  unsigned char head[HEADER] = {0}, *words = malloc((size_t)n * 4 + 1);
+  if (!words) {
+    fprintf(stderr, "mkc: error: out of memory\n");
     return -1;
   }
-  unsigned char head[HEADER] = {0}, word[4];
   memcpy(head, MAGIC, sizeof MAGIC);
   put_le(head + 8, model_id, 8);
   put_le(head + 16, (uint64_t)n, 4);
   put_le(head + 24, bytes, 8);
-  int ok = fwrite(head, 1, HEADER, out) == HEADER;
-  for (int i = 0; ok && i < n; i++) {
-    put_le(word, (uint32_t)tokens[i], 4);
-    ok = fwrite(word, 1, 4, out) == 4;
-  }
-  ok = ok && fwrite(rows, 1, bytes, out) == bytes;
-  ok = fclose(out) == 0 && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    fprintf(stderr, "mkc: error: --prompt-cache %s: %s\n", path, strerror(errno ? errno : EIO));
-    remove(tmp);
-    return -1;
-  }
-  return 0;
+  for (int i = 0; i < n; i++) put_le(words + 4 * (size_t)i, (uint32_t)tokens[i], 4);
+  const void *parts[] = {head, words, rows};
+  const size_t sizes[] = {HEADER, (size_t)n * 4, bytes};
+  int rc = mkc_write_atomic(path, parts, sizes, 3);
+  free(words);
+  return rc;
 }
 
 int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {

@@ -33,8 +33,8 @@ typedef struct mkc_kv_file {
  * that do not add up). Points into data. */
 int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, size_t cap);
 
-/* Writes positions [0, n) of s (n <= its pos) to path, for model_id (through
- * a temporary name). 0, or -1 after a message. */
+/* Writes positions [0, n) of s to path (n past its pos: up to its pos), for
+ * model_id (through a temporary name). 0, or -1 after a message. */
 int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);
 
 /* Reads path into s (at pos 0) as far as it begins prompt, at most
