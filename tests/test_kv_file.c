@@ -3,7 +3,10 @@
  * gives exactly what a fresh session decoding it whole gives, and feeds only
  * the tokens past what it read; a file of another model, a file cut short,
  * another backend's rows and a sliding window are not used (a warning, 0
- * loaded), never a crash. On the backend under test (cpu, or cuda with
+ * loaded), never a crash. A whole session written and read back (a server's
+ * slot file: mkc_kv_write, mkc_kv_read) continues as the session it was
+ * saved from, its token history its own; a file it cannot use is refused
+ * with why. On the backend under test (cpu, or cuda with
  * MKC_TEST_BACKEND=cuda) and the ref backend, on tiny. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,12 +134,125 @@ static void round_trip(const fixture *fx, enum mkc_backend_kind kind) {
   free(bytes);
 }
 
+/* A session's tokens and rows, all of them (a slot's save), read into a fresh session (a slot's
+ * restore): the next request, a longer prompt, decodes what a fresh session decoding it whole
+ * does, greedy and sampled with a repeat penalty (whose counts follow the history read back),
+ * and feeds only the tokens past the file's. */
+static void slot_file(const fixture *fx, enum mkc_backend_kind kind) {
+  const char *name = kind_name(kind), *path = tmp_path("slot.kv");
+  mkc_sampling so = {.temp = 0.8f,
+                     .top_k = 40,
+                     .top_p = 1,
+                     .repeat_penalty = 1.5f,
+                     .repeat_last_n = 64,
+                     .seed_lo = 11};
+  /* (the reference executor decodes greedily only) */
+  for (int sampled = 0; sampled < (kind == MKC_BACKEND_REF ? 1 : 2); sampled++) {
+    const mkc_sampling *opt = sampled ? &so : NULL;
+    mkc_decode_opts o = {.draft_max = 2};
+    mkc_decode_stats st;
+    int first[N_GEN], held[N_SAVED + N_GEN + 8], n_held = 0, saved = -1;
+    size_t written = 0, read = 0;
+    char why[200] = "";
+    mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0) &&
+        mkc_decode_with(s, &fx->g, PROMPT, N_SAVED, 8, &o, first, &st) == 0) {
+      memcpy(held, PROMPT, N_SAVED * sizeof *held);
+      memcpy(held + N_SAVED, first, (size_t)st.generated * sizeof *held);
+      n_held = N_SAVED + st.generated - 1; /* the answer's last token is not fed */
+      saved = mkc_kv_write(s, 1 << 20, MODEL, path, &written, why, sizeof why);
+    }
+    mkc_session_close(s);
+    size_t size = 0;
+    free(mkc_read_file(path, &size));
+    CHECK(saved == n_held && saved > N_SAVED && written == size,
+          "%s%s: a session's %d positions written (%d), %zu bytes, the file's size (%zu) %s", name,
+          sampled ? " sampled" : "", n_held, saved, written, size, why);
+    /* the next prompt: what the session held, then four more tokens */
+    int next[N_SAVED + N_GEN + 12], n_next = n_held + 4;
+    memcpy(next, held, (size_t)n_held * sizeof *next);
+    for (int i = 0; i < 4; i++) next[n_held + i] = PROMPT[i + 3];
+    int want[N_GEN], got[N_GEN], *tokens = NULL, fed = -1, rc_want = -1, rc_got = -1, n = -1;
+    s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0))
+      rc_want = mkc_decode_more(s, &fx->g, next, n_next, 0, N_GEN, &o, want, &st);
+    mkc_session_close(s);
+    s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0)) {
+      n = mkc_kv_read(s, MODEL, path, &tokens, &read, why, sizeof why);
+      if (n == n_held && memcmp(tokens, held, (size_t)n * sizeof *tokens) == 0 &&
+          mkc_session_pos(s) == n) {
+        rc_got = mkc_decode_more(s, &fx->g, next, n_next, n, N_GEN, &o, got, &st);
+        fed = st.fed;
+      }
+    }
+    mkc_session_close(s);
+    free(tokens);
+    CHECK(rc_want == 0 && rc_got == 0 && read == size && fed == 4 &&
+              memcmp(got, want, sizeof want) == 0,
+          "%s%s: read back (%d tokens, %zu bytes), the next prompt feeds its 4 new tokens (%d) "
+          "and decodes what a fresh session does %s",
+          name, sampled ? " sampled" : "", n, read, fed, why);
+  }
+  /* files it cannot use: refused with why, nothing half-read reported as read */
+  size_t n;
+  unsigned char *bytes = mkc_read_file(path, &n);
+  struct {
+    const char *what, *want;
+    uint64_t model;
+    size_t cut; /* bytes left off its end */
+    int token;  /* 1: a token made one past the vocabulary */
+  } bad[] = {{"another model's", "another model", MODEL + 1, 0, 0},
+             {"cut short", "bytes, not the", MODEL, 3, 0},
+             {"a token outside the vocabulary", "not in the vocabulary", MODEL, 0, 1},
+             {"not there", "No such file", MODEL, 0, 0}};
+  for (size_t i = 0; bytes && i < sizeof bad / sizeof *bad; i++) {
+    const char *odd = tmp_path("odd-slot.kv");
+    remove(odd);
+    if (i < 3) {
+      unsigned char *copy = malloc(n);
+      memcpy(copy, bytes, n);
+      if (bad[i].token)
+        copy[32 + 4 * 2] = (unsigned char)fx->g.vocab,
+                      copy[33 + 4 * 2] = (unsigned char)(fx->g.vocab >> 8);
+      FILE *w = fopen(odd, "wb");
+      if (w) fwrite(copy, 1, n - bad[i].cut, w);
+      if (w) fclose(w);
+      free(copy);
+    }
+    mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+    int *tokens = (int *)1;
+    size_t read = 1;
+    char why[200] = "";
+    int rc = s ? mkc_kv_read(s, bad[i].model, odd, &tokens, &read, why, sizeof why) : 0;
+    CHECK(rc == -1 && !tokens && read == 0 && strstr(why, bad[i].want),
+          "%s: a slot file %s is refused (%s)", name, bad[i].what, why);
+    mkc_session_close(s);
+  }
+  free(bytes);
+  /* nothing held: an empty file, read back as nothing */
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  size_t written = 0, read = 0;
+  char why[200] = "";
+  int w = s ? mkc_kv_write(s, 0, MODEL, path, &written, why, sizeof why) : -1;
+  mkc_session_close(s);
+  s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  int *tokens = NULL, r = s ? mkc_kv_read(s, MODEL, path, &tokens, &read, why, sizeof why) : -1;
+  CHECK(w == 0 && r == 0 && written == 32 && read == 32 && s && mkc_session_pos(s) == 0,
+        "%s: an empty session: a 32-byte file, read back as no tokens (%d, %d) %s", name, w, r,
+        why);
+  free(tokens);
+  mkc_session_close(s);
+}
+
 int main(void) {
   if (test_skip_without_gpu() || scratch_open("kv-file") != 0) return 0;
   fixture fx;
   if (!CHECK(fixture_open(&fx, "tiny", 2, 64, 7) == 0, "tiny: generate")) return check_done();
   round_trip(&fx, test_backend());
   round_trip(&fx, MKC_BACKEND_REF);
+  slot_file(&fx, test_backend());
+  slot_file(&fx, MKC_BACKEND_REF);
   /* the reference executor stores doubles: a cpu (or cuda) file is not its rows */
   const char *path = tmp_path("prompt.kv");
   save(&fx, test_backend(), path);
@@ -159,6 +275,15 @@ int main(void) {
     mkc_session_close(s);
     FILE *none = fopen(path, "rb");
     CHECK(saved == 0 && !none, "swa-tiny: not saved (a warning), no file");
+    if (none) fclose(none);
+    size_t written = 1;
+    char why[200] = "";
+    s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+    saved = s ? mkc_kv_write(s, N_SAVED, MODEL, path, &written, why, sizeof why) : 0;
+    mkc_session_close(s);
+    none = fopen(path, "rb");
+    CHECK(saved == -1 && written == 0 && !none && strstr(why, "sliding window"),
+          "swa-tiny: a slot's save is refused with why (%s)", why);
     if (none) fclose(none);
     /* a file written for it anyway (tiny's rows under its id) is not taken back */
     fixture tiny;

@@ -66,17 +66,18 @@ static int write_file(const char *path, uint64_t model_id, const int *tokens, in
   return rc;
 }
 
-int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {
+int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, size_t *written,
+                 char *why, size_t cap) {
+  *written = 0;
   if (s->n_rings) { /* its rings hold the last rows only: nothing a later prompt could begin with */
-    fprintf(stderr,
-            "mkc: warning: --prompt-cache %s: a sliding window's cache keeps only its last "
-            "rows: not saved\n",
-            path);
-    return 0;
+    snprintf(why, cap, "a sliding window's cache keeps only its last rows");
+    return -1;
   }
+  snprintf(why, cap, "the copy or the write failed (the log says why)");
   mkc_kv_snap *all = mkc_kv_snapshot(s, 0), *first = NULL, *rest = NULL;
   if (!all) return -1;
   if (n > mkc_kv_snapshot_to(all)) n = mkc_kv_snapshot_to(all);
+  if (n < 0) n = 0;
   if (n < mkc_kv_snapshot_to(all) && mkc_kv_split(all, n, &first, &rest) != 0) {
     mkc_kv_snapshot_free(all);
     return -1;
@@ -85,11 +86,56 @@ int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {
   size_t bytes;
   void *rows = mkc_kv_snapshot_read(kept, &bytes);
   int rc = rows ? write_file(path, model_id, mkc_kv_snapshot_tokens(kept), n, rows, bytes) : -1;
+  if (rc == 0) *written = HEADER + (size_t)n * 4 + bytes, why[0] = 0;
   free(rows);
   mkc_kv_snapshot_free(rest);
   mkc_kv_snapshot_free(first);
   mkc_kv_snapshot_free(all);
-  return rc;
+  return rc == 0 ? n : -1;
+}
+
+int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {
+  if (s->n_rings) {
+    fprintf(stderr,
+            "mkc: warning: --prompt-cache %s: a sliding window's cache keeps only its last "
+            "rows: not saved\n",
+            path);
+    return 0;
+  }
+  char why[200];
+  size_t written;
+  return mkc_kv_write(s, n, model_id, path, &written, why, sizeof why) < 0 ? -1 : 0;
+}
+
+/* The file's tokens in host order (one more slot, for callers that count
+ * past them); NULL when out of memory. */
+static int *file_tokens(const mkc_kv_file *f) {
+  int *tokens = malloc((size_t)(f->n_tokens + 1) * sizeof *tokens);
+  for (int i = 0; tokens && i < f->n_tokens; i++)
+    tokens[i] = (int)(int32_t)(uint32_t)get_le(f->tokens + 4 * (size_t)i, 4);
+  return tokens;
+}
+
+/* f's rows as a snapshot of s, the kernels' token history (the penalties
+ * index their counts by it; it ends a cpu or cuda store) rewritten to
+ * hist[0..n_hist) and 0 after, so that a crafted file cannot send it out of
+ * the vocabulary. NULL after a message (not this session's rows), or with
+ * *oom set. */
+static mkc_kv_snap *import_rows(mkc_session *s, const mkc_kv_file *f, const int *tokens,
+                                const int *hist, int n_hist, int *oom) {
+  unsigned char *rows = malloc(f->n_bytes ? f->n_bytes : 1);
+  *oom = !rows;
+  if (!rows) return NULL;
+  memcpy(rows, f->rows, f->n_bytes);
+  if (strcmp(mkc_session_backend(s), "ref") != 0 &&
+      f->n_bytes == mkc_kv_store_bytes(s->g, f->n_tokens))
+    for (int i = 0; i < f->n_tokens; i++) {
+      int32_t id = i < n_hist ? hist[i] : 0;
+      memcpy(rows + f->n_bytes - (size_t)(f->n_tokens - i) * sizeof id, &id, sizeof id);
+    }
+  mkc_kv_snap *snap = mkc_kv_snapshot_import(s, f->n_tokens, tokens, rows, f->n_bytes);
+  free(rows);
+  return snap;
 }
 
 int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *prompt,
@@ -112,28 +158,11 @@ int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *
             "not used\n",
             path);
   } else {
-    int *tokens = malloc((size_t)(f.n_tokens + 1) * sizeof *tokens), same = 0;
-    for (int i = 0; tokens && i < f.n_tokens; i++)
-      tokens[i] = (int)(int32_t)(uint32_t)get_le(f.tokens + 4 * (size_t)i, 4);
+    int *tokens = file_tokens(&f), same = 0, oom = !tokens;
     while (tokens && same < f.n_tokens && same < n_prompt - 1 && tokens[same] == prompt[same])
       same++;
-    /* The kernels' token history (the penalties index their counts by it) ends a cpu or cuda
-     * store: the prompt's tokens there, not the file's, so that a crafted file cannot send
-     * them out of the vocabulary. */
-    unsigned char *rows = tokens ? malloc(f.n_bytes ? f.n_bytes : 1) : NULL;
-    if (rows) {
-      memcpy(rows, f.rows, f.n_bytes);
-      if (strcmp(mkc_session_backend(s), "ref") != 0 &&
-          f.n_bytes == mkc_kv_store_bytes(s->g, f.n_tokens))
-        for (int i = 0; i < f.n_tokens; i++) {
-          int32_t id = i < same ? prompt[i] : 0;
-          memcpy(rows + f.n_bytes - (size_t)(f.n_tokens - i) * sizeof id, &id, sizeof id);
-        }
-    }
-    mkc_kv_snap *snap =
-        rows ? mkc_kv_snapshot_import(s, f.n_tokens, tokens, rows, f.n_bytes) : NULL;
-    int oom = !tokens || !rows;
-    free(rows);
+    /* the prompt's tokens in the history, not the file's */
+    mkc_kv_snap *snap = tokens ? import_rows(s, &f, tokens, prompt, same, &oom) : NULL;
     if (oom)
       fprintf(stderr, "mkc: error: out of memory\n");
     else if (!snap)
@@ -146,6 +175,51 @@ int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *
     else if (snap && same > 0)
       rc = mkc_kv_restore(s, snap, same) == 0 ? same : -1;
     mkc_kv_snapshot_free(snap);
+    free(tokens);
+  }
+  free(data);
+  return rc;
+}
+
+int mkc_kv_read(mkc_session *s, uint64_t model_id, const char *path, int **tokens_out,
+                size_t *bytes_read, char *why, size_t cap) {
+  *tokens_out = NULL;
+  *bytes_read = 0;
+  size_t n;
+  void *data = mkc_read_file(path, &n);
+  if (!data) {
+    snprintf(why, cap, "%s", strerror(errno));
+    return -1;
+  }
+  mkc_kv_file f;
+  int rc = -1, *tokens = NULL, oom = 0, bad = -1;
+  if (mkc_kv_file_parse(data, n, &f, why, cap) != 0) {
+    /* why says it */
+  } else if (f.model_id != model_id) {
+    snprintf(why, cap, "it was written for another model or kernel");
+  } else if (!(tokens = file_tokens(&f))) {
+    oom = 1;
+  } else {
+    for (int i = 0; i < f.n_tokens && bad < 0; i++)
+      if (tokens[i] < 0 || tokens[i] >= s->g->vocab) bad = i;
+    if (bad >= 0) {
+      snprintf(why, cap, "its token %d (position %d) is not in the vocabulary of %d", tokens[bad],
+               bad, s->g->vocab);
+    } else {
+      /* every token is the model's: the history is the file's own */
+      mkc_kv_snap *snap = import_rows(s, &f, tokens, tokens, f.n_tokens, &oom);
+      if (snap && mkc_kv_restore(s, snap, f.n_tokens) == 0)
+        rc = f.n_tokens;
+      else if (!oom)
+        snprintf(why, cap, "its rows are not this session's, or do not fit it (the log says why)");
+      mkc_kv_snapshot_free(snap);
+    }
+  }
+  if (oom) snprintf(why, cap, "out of memory");
+  if (rc >= 0) {
+    *tokens_out = tokens;
+    *bytes_read = n;
+  } else {
     free(tokens);
   }
   free(data);

@@ -37,6 +37,13 @@ int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, siz
  * model_id (through a temporary name). 0, or -1 after a message. */
 int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);
 
+/* mkc_kv_save for a caller that answers someone (a server's slot file):
+ * returns the tokens written, with the file's bytes in *written, or -1 with
+ * why (a sliding window's cache is refused; a failed copy or write is also
+ * printed). */
+int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, size_t *written,
+                 char *why, size_t cap);
+
 /* Reads path into s (at pos 0) as far as it begins prompt, at most
  * n_prompt - 1 tokens (the last is fed to choose the first token). Returns
  * the positions loaded: 0 when path is not there, or (after a warning) is
@@ -44,5 +51,14 @@ int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);
  * failed. */
 int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *prompt,
                 int n_prompt);
+
+/* Reads all of path into s (at pos 0; llama-server's slot restore): returns
+ * its tokens' count, with the tokens in *tokens (malloc'd) and the file's
+ * bytes in *bytes_read, or -1 with why (not there, not such a file, another
+ * model's, a token outside the vocabulary, more rows than the context),
+ * after which s's rows are not to be reused (llama-server clears the slot
+ * too). */
+int mkc_kv_read(mkc_session *s, uint64_t model_id, const char *path, int **tokens,
+                size_t *bytes_read, char *why, size_t cap);
 
 #endif
