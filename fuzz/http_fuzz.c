@@ -125,6 +125,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(!req.auth || (req.auth >= buf && req.auth + req.auth_len <= req.body));
     static const char *const keys[] = {"sk-local-1", ""};
     mkc_http_bearer_ok(&req, keys, 2);
+    /* the query lies within the head; a parameter's value is a string within out */
+    check(!req.query || (req.query >= buf && req.query + req.query_len <= req.body));
+    static const char *const names[] = {"action", "", "a"};
+    for (int q = 0; q < 3; q++) {
+      char value[32];
+      int rc = mkc_http_query(&req, names[q], value, sizeof value);
+      check(rc >= -1 && rc <= 1 && (rc != 1 || strlen(value) < sizeof value));
+    }
     for (size_t k = 0; k < (size_t)got; k += 1 + (size_t)got / 64) { /* a prefix is incomplete */
       mkc_http_req part;
       check(mkc_http_parse(buf, k, 1 << 16, &part, why, sizeof why) == 0);

@@ -19,6 +19,35 @@ static long parse(const char *s, mkc_http_req *r, char *why) {
   return mkc_http_parse(s, strlen(s), 1000, r, why, 200);
 }
 
+/* A target's query parameters (llama-server's POST /slots/0?action=save): found by name,
+ * percent-decoded, a bare name empty; absent ones, bad escapes and long values told apart. */
+static void query(void) {
+  mkc_http_req r;
+  char why[200], v[16];
+  CHECK(parse("POST /slots/0?x=1&action=save&na%6De=a%20b+c%2Bd&bare&e=&bad=%4&nul=%00&long="
+              "0123456789abcdef HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+              &r, why) > 0 &&
+            strcmp(r.path, "/slots/0") == 0,
+        "a target with a query: the path before it (%s) %s", r.path, why);
+  static const struct {
+    const char *name, *value;
+    int rc;
+  } WANT[] = {{"action", "save", 1}, {"x", "1", 1},   {"name", "a b c+d", 1}, {"bare", "", 1},
+              {"e", "", 1},          {"bad", "", -1}, {"nul", "", -1},        {"long", "", -1},
+              {"act", "", 0},        {"save", "", 0}};
+  for (size_t i = 0; i < sizeof WANT / sizeof *WANT; i++) {
+    strcpy(v, "");
+    int rc = mkc_http_query(&r, WANT[i].name, v, sizeof v);
+    CHECK(rc == WANT[i].rc && (rc != 1 || strcmp(v, WANT[i].value) == 0),
+          "query %s: %d '%s' (want %d '%s')", WANT[i].name, rc, v, WANT[i].rc, WANT[i].value);
+  }
+  CHECK(parse("GET /slots HTTP/1.1\r\n\r\n", &r, why) > 0 && !r.query &&
+            mkc_http_query(&r, "action", v, sizeof v) == 0,
+        "no query: every name is absent");
+  CHECK(parse("GET /x?a=\tb HTTP/1.1\r\n\r\n", &r, why) == -400 && strstr(why, "control character"),
+        "a control character in the query: 400 (%s)", why);
+}
+
 static void framing(void) {
   const char *post = "POST /v1/completions?stream=1 HTTP/1.1\r\nHost: a\r\n"
                      "content-LENGTH:  7 \r\n\r\n{\"a\":1}trailing";
@@ -29,6 +58,7 @@ static void framing(void) {
   CHECK(strcmp(r.method, "POST") == 0 && strcmp(r.path, "/v1/completions") == 0,
         "... method POST, path without its query (%s %s)", r.method, r.path);
   CHECK(r.body_len == 7 && memcmp(r.body, "{\"a\":1}", 7) == 0, "... a 7-byte body");
+  CHECK(r.query_len == 8 && memcmp(r.query, "stream=1", 8) == 0, "... its query, stream=1");
   int incomplete = 1;
   for (long k = 0; k < whole; k++)
     incomplete &= mkc_http_parse(post, (size_t)k, 1000, &r, why, sizeof why) == 0;
@@ -747,6 +777,7 @@ static void embed_requests(void) {
 int main(void) {
   embed_requests();
   framing();
+  query();
   requests();
   keys();
   anthropic_requests();

@@ -87,6 +87,7 @@ static const struct {
     {"--batch", offsetof(mkc_cli, batch_file)},
     {"--host", offsetof(mkc_cli, host)},
     {"--alias", offsetof(mkc_cli, alias)},
+    {"--slot-save-path", offsetof(mkc_cli, slot_save_path)},
     {"--prompt-cache", offsetof(mkc_cli, prompt_cache)},
     {"--api-key", offsetof(mkc_cli, api_key)},
     {"--api-key-file", offsetof(mkc_cli, api_key_file)},

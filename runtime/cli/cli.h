@@ -83,6 +83,7 @@ typedef struct mkc_cli {
   int step_rows; /* gen --step-rows R: a slot kernel's rows per step, past K + 1 tiled */
   const char *host;           /* serve --host ADDR: the address to listen on */
   const char *alias;          /* serve -a/--alias NAME: the model's name in the API */
+  const char *slot_save_path; /* serve --slot-save-path DIR: llama-server's slot files there */
   int port;                   /* serve --port N (0: one the system picks) */
   const char *api_key;        /* serve --api-key KEY: requests must carry it (Bearer) */
   const char *api_key_file;   /* serve --api-key-file FILE: the keys, one a line */

@@ -56,6 +56,8 @@ static const char USAGE[] =
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
     "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
+    "  POST /slots/0?action=save|restore|erase  llama-server's slot files\n"
+    "                             (--slot-save-path)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
     "/api/show; GET /api/tags, /api/ps, /api/version\n"
     "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
@@ -80,6 +82,10 @@ static const char USAGE[] =
     "  --host ADDR            the address to listen on (default 127.0.0.1)\n"
     "  -a, --alias NAME       the model's name in the API (/v1/models, answers' model,\n"
     "                         ollama's tags; default: the model file's name)\n"
+    "  --slot-save-path DIR   llama-server's slot files: POST /slots/0?action=save\n"
+    "                         or restore ({\"filename\": NAME}, a file in DIR) writes\n"
+    "                         or reads the KV rows the server holds for the next\n"
+    "                         request; action=erase forgets them (not with --parallel)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
     "  --api-key KEY          every request but GET /health and / must carry\n"
     "                         Authorization: Bearer KEY (else 401)\n"
@@ -382,7 +388,7 @@ static void ollama_info(const mkc_server *sv, int fd, const char *what) {
 }
 
 int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
-  char why[400];
+  char why[512];
   sv->requests++;
   int rc = 0, post = strcmp(req->method, "POST") == 0, get = strcmp(req->method, "GET") == 0;
   const char *p = req->path;
@@ -480,6 +486,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
                                : mkc_respond_ollama_error(fd, 405, "use POST");
     else
       rc = mkc_serve_embed(sv, fd, req, kind);
+  } else if (strncmp(p, "/slots/", 7) == 0) {
+    mkc_serve_slot_action(sv, fd, req);
   } else if (strcmp(p, "/props") == 0) {
     get ? mkc_serve_props(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/apply-template") == 0) {
@@ -501,10 +509,10 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   } else {
     snprintf(
         why, sizeof why,
-        "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion, "
+        "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion, /infill, "
         "/v1/messages or /v1/embeddings, GET "
-        "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize or "
-        "/apply-template; ollama's /api/chat, "
+        "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize, "
+        "/apply-template or /slots/0?action=...; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",
         p);
     mkc_respond_error(fd, 404, why);
@@ -554,6 +562,11 @@ static int check_flags(const mkc_cli *c) {
   if (c->chat_template && !c->model_path)
     return mkc_cli_usage_error_in("serve", "%s",
                                   "serve: --chat-template needs a model with a tokenizer (-m)");
+  if (c->slot_save_path && c->slots)
+    return mkc_cli_usage_error_in("serve", "%s",
+                                  "serve: --slot-save-path: not with --parallel (a slot file "
+                                  "holds the one sequence the plain server keeps)");
+  if (c->slot_save_path && mkc_serve_slot_dir_check(c->slot_save_path) != 0) return 2;
   return 0;
 }
 
@@ -637,15 +650,16 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
 
 int mkc_cmd_serve(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .port = 8080};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "-m --graph --preset --random-weights -n --temp --seed --draft-max "
-                         "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
-                         "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
-                         "--top-k --top-p --min-p "
-                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                         "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l --context-shift --alias" MKC_CLI_MORE_FLAGS,
-                         0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "-m --graph --preset --random-weights -n --temp --seed --draft-max "
+      "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
+      "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
+      "--top-k --top-p --min-p "
+      "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+      "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
+      "--api-key-file --pooling -l --context-shift --alias --slot-save-path" MKC_CLI_MORE_FLAGS,
+      0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */
@@ -695,6 +709,7 @@ int mkc_cmd_serve(int argc, char **argv) {
   sv.n_eog = m.file.tok ? mkc_tokenizer_eog_ids(m.file.tok, sv.eog, MKC_ROUND_STOPS) : 0;
   if (sv.n_eog > MKC_ROUND_STOPS) sv.n_eog = MKC_ROUND_STOPS;
   if (start(&c, &sv, &ds) != 0) goto done;
+  if (c.slot_save_path) sv.cache_id = mkc_loaded_cache_id(&c, &m);
   mkc_interrupt_install_term();
   char how[96] = "";
   if (c.slots) snprintf(how, sizeof how, ", %d requests at once", c.slots);

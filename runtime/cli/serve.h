@@ -43,7 +43,8 @@ typedef struct mkc_server {
   int eog[MKC_ROUND_STOPS], n_eog; /* the tokenizer's end-of-generation tokens */
   long requests;
   mkc_serve_counts counts;
-  char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
+  uint64_t cache_id; /* --slot-save-path: the model's id in slot files (mkc_loaded_cache_id) */
+  char **keys;       /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
   int n_keys;
   /* one request at a time: the tokens the session has read, in order */
   int *held;
@@ -110,6 +111,13 @@ mkc_constraint *mkc_serve_job_json(mkc_server *sv, const mkc_serve_job *j, int o
 /* A chat request's messages in the model's template, as the prompt's text (malloc'd), or
  * NULL with the 400 message in why. */
 char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why, size_t cap);
+/* llama-server's POST /slots/0?action=save|restore|erase (serve_slot_file.c): the
+ * session's tokens and KV rows to or from --slot-save-path's FILENAME, or forgotten. */
+void mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
+/* Whether name is a slot file's name llama-server takes (no path, nothing Windows forbids). */
+int mkc_slot_filename_ok(const char *name);
+/* 0 when dir is a directory, else -1 after a message. */
+int mkc_serve_slot_dir_check(const char *dir);
 /* llama-server's GET /props (serve_props.c): the server's defaults, context, slots, the
  * model's template and special tokens. */
 void mkc_serve_props(const mkc_server *sv, int fd);

@@ -31,6 +31,7 @@ const char *mkc_error_type(int status) {
   return status == 401   ? "authentication_error"
          : status == 403 ? "permission_error"
          : status == 404 ? "not_found_error"
+         : status == 501 ? "not_supported_error" /* llama-server's */
          : status >= 500 ? "server_error"
                          : "invalid_request_error";
 }

@@ -58,9 +58,11 @@ long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r,
   size_t v_len = line - (size_t)(sp + 1 - p);
   if (!(v_len == 8 && (memcmp(sp + 1, "HTTP/1.1", 8) == 0 || memcmp(sp + 1, "HTTP/1.0", 8) == 0)))
     return refuse(505, why, cap, "only HTTP/1.0 and HTTP/1.1 are spoken");
-  for (size_t i = 0; i < path_len; i++)
-    if ((unsigned char)r->path[i] <= ' ' || r->path[i] == 0x7f)
+  for (size_t i = 0; i < t_len; i++)
+    if ((unsigned char)target[i] <= ' ' || target[i] == 0x7f)
       return refuse(400, why, cap, "a control character in the target");
+  if (path_len < t_len && target[path_len] == '?')
+    r->query = target + path_len + 1, r->query_len = t_len - path_len - 1;
 
   /* the headers: only the body's framing matters here */
   long length = -1;
@@ -165,6 +167,52 @@ int mkc_http_local_origin(const char *origin) {
 }
 
 static const char *extra_headers = "";
+
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* Decodes a query's key or value (percent escapes, '+' a space) into out:
+ * its length, or -1 (a bad escape, a NUL, longer than cap - 1). */
+static long query_decode(const char *s, size_t n, char *out, size_t cap) {
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '+') {
+      c = ' ';
+    } else if (c == '%') {
+      if (i + 2 >= n || hex_digit(s[i + 1]) < 0 || hex_digit(s[i + 2]) < 0) return -1;
+      c = hex_digit(s[i + 1]) * 16 + hex_digit(s[i + 2]);
+      i += 2;
+      if (c == 0) return -1;
+    }
+    if (o + 1 >= cap) return -1;
+    out[o++] = (char)c;
+  }
+  out[o] = '\0';
+  return (long)o;
+}
+
+int mkc_http_query(const mkc_http_req *r, const char *name, char *out, size_t cap) {
+  const char *q = r->query, *end = q ? q + r->query_len : NULL;
+  char key[64];
+  while (q && q < end) {
+    const char *amp = memchr(q, '&', (size_t)(end - q)), *stop = amp ? amp : end;
+    const char *eq = memchr(q, '=', (size_t)(stop - q));
+    long k = query_decode(q, (size_t)((eq ? eq : stop) - q), key, sizeof key);
+    if (k >= 0 && strcmp(key, name) == 0) {
+      if (!eq) return cap ? (out[0] = '\0', 1) : -1;
+      if (query_decode(eq + 1, (size_t)(stop - eq - 1), out, cap) >= 0) return 1;
+      if (cap) out[0] = '\0';
+      return -1;
+    }
+    q = amp ? amp + 1 : end;
+  }
+  return 0;
+}
 
 void mkc_http_extra_headers(const char *lines) { extra_headers = lines ? lines : ""; }
 

@@ -10,7 +10,9 @@
 
 typedef struct mkc_http_req {
   char method[8];
-  char path[256];   /* the target without its query */
+  char path[256];    /* the target without its query */
+  const char *query; /* what follows the target's '?', into the parsed buffer; NULL: none */
+  size_t query_len;
   char origin[128]; /* the Origin header (a browser's page; its first 127 bytes), "" when none */
   const char *auth; /* the Authorization header's value, into the parsed buffer; NULL: none */
   size_t auth_len;
@@ -28,6 +30,11 @@ typedef struct mkc_http_req {
  * with why filled. Bare LF line ends are taken as CRLF. */
 long mkc_http_parse(const char *buf, size_t n, size_t max_body, mkc_http_req *r, char *why,
                     size_t cap);
+
+/* The query parameter name of r, percent-decoded ('+' a space) into out:
+ * 1 when there (a bare name: ""), 0 when not, -1 when its value is not
+ * well formed (a bad escape, a NUL) or longer than cap - 1. */
+int mkc_http_query(const mkc_http_req *r, const char *name, char *out, size_t cap);
 
 /* Whether r carries "Authorization: Bearer KEY" (the scheme's case aside) or
  * "x-api-key: KEY" for one of keys[0..n); each key is compared in time that

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# mkc serve --slot-save-path DIR: llama-server's POST /slots/0?action=save,
+# restore and erase. A saved slot restored, in this server after another
+# request or in a new one, makes the next request that begins with its
+# tokens feed only the rest and answer what mkc run answers for the whole
+# prompt (the oracle: run, itself checked against the reference elsewhere);
+# the answers carry llama-server's fields; bad requests get llama-server's
+# status and message; a file of another model, cut short, or not there is
+# refused; flags that cannot work are refused at start.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/serve_lib.sh"
+unset MKC_KV_DTYPE
+dir=$tmp/slots
+mkdir -p "$dir"
+args=(--preset tiny --random-weights 5 --backend cpu --draft-max 2)
+first='[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8]'
+
+# ids JSON: a JSON list of ids as run's comma list
+ids() { echo "$1" | tr -d '[] '; }
+# run_ids IDS N: what mkc run answers for the prompt IDS, N tokens
+run_ids() { "$mkc" run "${args[@]}" -n "$2" --prompt-ids "$1" 2>/dev/null; }
+size() { stat -c %s "$1" 2>/dev/null; }
+
+if start one "${args[@]}" --slot-save-path "$dir"; then
+  call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 8}"
+  answer=$(get choices 0 tokens | tr -d '[] \n')
+  [ "$status" = 200 ] && [ "$(echo "$answer" | tr ',' ' ' | wc -w)" = 8 ] \
+    && ok "a first request: 12 prompt tokens, 8 answered" || fail "a first request" "$(head -c 300 "$tmp/ans")"
+  # the session holds the prompt and the answer but its last token (never fed): 19 tokens
+  call POST '/slots/0?action=save' '{"filename": "one.bin"}'
+  if [ "$status" = 200 ] && [ "$(get id_slot)" = 0 ] && [ "$(get filename)" = one.bin ] \
+    && [ "$(get n_saved)" = 19 ] && [ "$(get n_written)" = "$(size "$dir/one.bin")" ] \
+    && python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["timings"]["save_ms"]
+sys.exit(0 if isinstance(t, (int, float)) and t >= 0 else 1)' "$tmp/body"; then
+    ok "save: 19 tokens (prompt and answer but its last), n_written the file's $(size "$dir/one.bin") bytes, timings.save_ms"
+  else
+    fail "save" "$(head -c 300 "$tmp/ans")" "$(ls -l "$dir")"
+  fi
+  grep -q "mkc: slot 0: 19 tokens saved to $dir/one.bin" "$tmp/one.err" && ok "save: the log names the tokens and file" \
+    || fail "save: logged" "$(tail -n 3 "$tmp/one.err")"
+  call POST '/slots/0?action=erase'
+  [ "$status" = 200 ] && [ "$(get n_erased)" = 19 ] && [ "$(get id_slot)" = 0 ] \
+    && ok "erase: the 19 tokens held (n_erased)" || fail "erase" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 2}"
+  [ "$(get usage prompt_tokens_details cached_tokens)" = 0 ] \
+    && ok "... after an erase the same prompt is fed whole (0 cached)" \
+    || fail "erased: 0 cached" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/completions '{"prompt": [7, 7, 7, 7], "max_tokens": 4}' # the cache now holds another prompt
+  call POST '/slots/0?action=restore' '{"filename": "one.bin"}'
+  [ "$status" = 200 ] && [ "$(get n_restored)" = 19 ] && [ "$(get n_read)" = "$(size "$dir/one.bin")" ] \
+    && [ "$(get filename)" = one.bin ] && [ "$(get timings restore_ms)" != "" ] \
+    && ok "restore: 19 tokens, n_read the file's bytes, timings.restore_ms" \
+    || fail "restore" "$(head -c 300 "$tmp/ans")"
+  # the next prompt: the first prompt, its answer, three more ids
+  next="$(ids "$first"),$answer,2,7,1"
+  want=$(run_ids "$next" 10)
+  call POST /v1/completions "{\"prompt\": [$next], \"max_tokens\": 10}"
+  [ "$status" = 200 ] && [ -n "$want" ] && [ "$(get choices 0 text)" = "$want" ] \
+    && [ "$(get usage prompt_tokens_details cached_tokens)" = 19 ] \
+    && ok "restored: a prompt continuing it feeds 4 of 23 tokens (19 cached) and answers what run does" \
+    || fail "restored, then a request" "run: $want" "$(head -c 400 "$tmp/ans")"
+  # llama-server's refusals
+  refused "an unknown action" 400 "Invalid action" POST '/slots/0?action=load' '{"filename": "one.bin"}'
+  refused "no action" 400 "Invalid action" POST /slots/0 '{"filename": "one.bin"}'
+  refused "slot 1 (one slot)" 400 "Invalid slot ID" POST '/slots/1?action=erase'
+  refused "a slot id not a number" 400 "Invalid slot ID" POST '/slots/x?action=erase'
+  refused "a GET" 405 "use POST" GET '/slots/0?action=erase'
+  refused "no filename" 400 "filename" POST '/slots/0?action=save' '{}'
+  refused "a body not JSON" 400 "not a JSON object" POST '/slots/0?action=save' 'one.bin'
+  for name in '../one.bin' 'a/b' 'a\\b' '' ' a' 'a ' 'a.' '..' 'a:b' 'a?' 'a\u2215b' 'a\uff0eb' 'a\u0001b'; do
+    refused "filename \"$name\"" 400 "Invalid filename" POST '/slots/0?action=save' "{\"filename\": \"$name\"}"
+  done
+  [ "$(find "$tmp" -name one.bin | wc -l)" = 1 ] && [ "$(ls "$dir")" = one.bin ] \
+    && ok "no file written outside DIR, nor for a refused name" || fail "files" "$(find "$tmp" | head)"
+  call POST '/slots/0?action=save' '{"filename": "\u00e9t\u00e9 2.bin"}'
+  [ "$status" = 200 ] && [ -f "$dir/été 2.bin" ] && ok "a name with a space and accents is a file in DIR" \
+    || fail "a name with accents" "$(head -c 300 "$tmp/ans")" "$(ls "$dir")"
+  refused "restore: no such file" 400 "Unable to restore slot: No such file" \
+    POST '/slots/0?action=restore' '{"filename": "none.bin"}'
+  head -c 100 "$dir/one.bin" >"$dir/cut.bin"
+  refused "restore: a file cut short" 400 "Unable to restore slot: 100 bytes" \
+    POST '/slots/0?action=restore' '{"filename": "cut.bin"}'
+  # a refused restore forgets what the session held, as llama-server clears the slot
+  call POST /v1/completions "{\"prompt\": [$next], \"max_tokens\": 10}"
+  [ "$(get usage prompt_tokens_details cached_tokens)" = 0 ] && [ "$(get choices 0 text)" = "$want" ] \
+    && ok "after a refused restore: the prompt fed whole, run's answer" \
+    || fail "after a refused restore" "$(head -c 300 "$tmp/ans")"
+  stop one
+fi
+
+# A new server reads the first one's file: the same answer, 19 tokens cached.
+if start two "${args[@]}" --slot-save-path "$dir/"; then
+  call POST '/slots/0?action=restore' '{"filename": "one.bin"}'
+  [ "$(get n_restored)" = 19 ] && ok "another server restores the file (19 tokens)" \
+    || fail "another server restores" "$(head -c 300 "$tmp/ans")"
+  call POST /v1/completions "{\"prompt\": [$next], \"max_tokens\": 10}"
+  [ -n "$want" ] && [ "$(get choices 0 text)" = "$want" ] && [ "$(get usage prompt_tokens_details cached_tokens)" = 19 ] \
+    && ok "... and answers what run does, 19 tokens cached" || fail "another server's answer" "$(head -c 300 "$tmp/ans")"
+  stop two
+fi
+
+# Another model's weights (seed 6): its id differs, the file is refused.
+if start other --preset tiny --random-weights 6 --backend cpu --slot-save-path "$dir"; then
+  refused "restore: another model's file" 400 "written for another model" \
+    POST '/slots/0?action=restore' '{"filename": "one.bin"}'
+  stop other
+fi
+
+# A sliding window keeps only its last rows: a save is refused (501), nothing written.
+if start swa --preset swa-tiny --random-weights 5 --backend cpu --slot-save-path "$dir"; then
+  call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 4}"
+  refused "swa-tiny: save" 501 "sliding window" POST '/slots/0?action=save' '{"filename": "swa.bin"}'
+  [ "$(get error type)" = not_supported_error ] && [ ! -e "$dir/swa.bin" ] \
+    && ok "... llama-server's not_supported_error, no file" || fail "swa: no file" "$(ls "$dir")"
+  stop swa
+fi
+
+# Without --slot-save-path: llama-server's 501.
+if start plain "${args[@]}"; then
+  refused "no --slot-save-path" 501 "Start it with \`--slot-save-path\`" POST '/slots/0?action=save' \
+    '{"filename": "one.bin"}'
+  [ "$(get error type)" = not_supported_error ] && ok "... its type not_supported_error" \
+    || fail "not_supported_error" "$(head -c 300 "$tmp/ans")"
+  stop plain
+fi
+
+# SmolLM2 (its GGUF's id in the file): a chat's first turn saved; a new server restores it, and
+# the second turn is mkc chat's second answer with the first turn's tokens from the file.
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$model" ]; then
+  skip "SmolLM2: no test data (tests/data/fetch.sh)"
+elif start smol -m "$model" --backend cpu --slot-save-path "$dir"; then
+  q1='{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 16}'
+  call POST /v1/chat/completions "$q1"
+  first_answer=$(get choices 0 message content)
+  call POST '/slots/0?action=save' '{"filename": "smol.bin"}'
+  saved=$(get n_saved)
+  stop smol
+  printf 'What is the capital of France?\nAnd of Italy?\n' | "$mkc" chat -m "$model" --backend cpu -n 16 >"$tmp/chat" 2>/dev/null
+  want=$(sed -n 2p "$tmp/chat")
+  if [ -n "$first_answer" ] && [ "${saved:-0}" -gt 16 ] && start smol2 -m "$model" --backend cpu --slot-save-path "$dir"; then
+    call POST '/slots/0?action=restore' '{"filename": "smol.bin"}'
+    restored=$(get n_restored)
+    body=$(python3 -c 'import json,sys; print(json.dumps({"messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": sys.argv[1]}, {"role": "user", "content": "And of Italy?"}], "max_tokens": 16}))' "$first_answer")
+    call POST /v1/chat/completions "$body"
+    got=$(get choices 0 message content)
+    cached=$(get usage prompt_tokens_details cached_tokens)
+    [ "$restored" = "$saved" ] && [ -n "$want" ] && [ "$got" = "$want" ] && [ "${cached:-0}" -gt 16 ] \
+      && [ "$cached" -le "$saved" ] \
+      && ok "SmolLM2: a chat's first turn saved ($saved tokens), restored by a new server; the second turn is mkc chat's ($got), $cached tokens from the file" \
+      || fail "SmolLM2 restored chat" "saved $saved, restored $restored, cached $cached" "chat:   $want" "server: $(head -c 400 "$tmp/ans")"
+    stop smol2
+  else
+    fail "SmolLM2: a first turn and its save" "answer: $first_answer" "saved: $saved"
+  fi
+fi
+
+expect_error "--slot-save-path: not a directory" "mkc: error: --slot-save-path $dir/one.bin: not a directory" \
+  -- serve "${args[@]}" --slot-save-path "$dir/one.bin"
+expect_error "--slot-save-path: missing" "mkc: error: --slot-save-path $tmp/none: not a directory" \
+  -- serve "${args[@]}" --slot-save-path "$tmp/none"
+expect_error "--slot-save-path with --parallel" \
+  "mkc: error: serve: --slot-save-path: not with --parallel (a slot file holds the one sequence the plain server keeps)" \
+  -- serve "${args[@]}" --parallel 2 --slot-save-path "$dir"
+finish
