@@ -53,6 +53,13 @@ check_batch "7 lines on 2 slots, greedy, 7 drafts each" 2 7 -n 20
 check_batch "7 lines on 4 slots, sampled (top-k 40: the candidates stage)" 4 0 -n 10 --temp 0.9
 check_batch "7 lines on 5 slots, sampled top-p 0.8, no top-k" 5 0 -n 10 --temp 1.1 --top-k 0 --top-p 0.8
 check_batch "-n 0: an empty line per prompt" 3 1 -n 0
+# context shift: lines past a context of 24 shift in their slots as run --context-shift shifts alone
+check_batch "--ctx 24 --context-shift --keep 2: 7 lines on 3 slots, 2 drafts, 40 tokens each" 3 2 \
+  -n 40 --ctx 24 --context-shift --keep 2
+grep -Eq '^mkc: run --batch: context shifts: [1-9][0-9]* ' "$tmp/batch_err" \
+  && ok "... the stats count the shifts ($(tail -n 1 "$tmp/batch_err" | cut -d: -f3-))" \
+  || fail "the shifts counted" "$(tail -n 2 "$tmp/batch_err")"
+check_batch "--ctx 24 --context-shift: sampled, no drafts" 4 0 -n 30 --ctx 24 --context-shift --temp 0.9
 # sliding windows on pages: a window layer's positions on the slot's pages, its window read
 preset=swa-tiny
 check_batch "swa-tiny (windows of 16): 7 lines on 3 slots, 2 drafts, past 3 windows" 3 2 -n 56

@@ -79,8 +79,8 @@ expect_error "--keep without --context-shift" \
   -- run --preset tiny --random-weights 1 -n 4 --keep 3
 expect_error "--context-shift and --no-context-shift" "mkc: error: run: --context-shift or --no-context-shift: one" \
   -- run --preset tiny --random-weights 1 -n 4 --context-shift --no-context-shift
-expect_error "--context-shift with --batch" \
-  "mkc: error: run --batch: each line's context ends its answer: drop --context-shift" \
+expect_error "--context-shift with --batch and no -n" \
+  "mkc: error: run --batch --context-shift: give -n N, each line's token budget (a shifted answer has no other end)" \
   -- run --preset tiny --random-weights 1 --batch /dev/null --context-shift
 
 # Bad input: clear messages, non-zero exit, no crash.

@@ -12,6 +12,7 @@
 
 #include "check.h"
 #include "exec/batch.h"
+#include "exec/decode.h"
 #include "slot_kernels.h"
 
 #define N_SEQS 9
@@ -61,6 +62,71 @@ static void prompt_fed_alike(kernel *plain, mkc_slots *p) {
   mkc_session_close(s);
 }
 
+/* Context shift (mkc_batch_seq.shift): sequences that fill the 256-position context go on as
+ * mkc_decode_more's shift goes on alone on a session of the plain kernel (test_context_shift
+ * checks that against fresh decodes of each shortened history): each sequence's tokens and
+ * shifts are its solo run's. Greedy with drafts (n_keep 4, 0 and 10, one shift or several),
+ * beside a sequence that never fills; then sampled with a repeat penalty, no drafts (a drawn
+ * token depends on its seed and position: no drafts on either side keeps them one draw). */
+static void shifted(kernel *plain, mkc_slots *p) {
+  enum { N = 4, GEN = 300 };
+  static int prompts[N][256], want[N][GEN];
+  int lens[N] = {200, 120, 230, 10}, keeps[N] = {4, 0, 10, 0}, gens[N] = {150, GEN, 60, 20};
+  for (int sampled = 0; sampled < 2; sampled++) {
+    mkc_batch_seq seqs[N];
+    memset(seqs, 0, sizeof seqs);
+    int n_want[N], shifts[N], drafts = sampled ? 0 : 3;
+    for (int i = 0; i < N; i++) {
+      for (int t = 0; t < lens[i]; t++)
+        prompts[i][t] = (53 * i + 7 * t + 3 * sampled + 1) % plain->g.vocab;
+      mkc_sampling opt = {.top_p = 1, .repeat_penalty = 1};
+      if (sampled)
+        opt = (mkc_sampling){.temp = 0.9f,
+                             .top_k = 40,
+                             .top_p = 1,
+                             .repeat_penalty = 1.2f,
+                             .repeat_last_n = 64,
+                             .seed_lo = 5 + (unsigned)i};
+      mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
+      mkc_decode_opts d = {.draft_max = drafts, .shift = 1, .n_keep = keeps[i]};
+      mkc_decode_stats st;
+      n_want[i] = shifts[i] = -1;
+      if (s && mkc_session_set_sampling(s, &opt) == 0 &&
+          mkc_decode_more(s, &plain->g, prompts[i], lens[i], 0, gens[i], &d, want[i], &st) == 0)
+        n_want[i] = st.generated, shifts[i] = st.shifts;
+      mkc_session_close(s);
+      seqs[i] = (mkc_batch_seq){.prompt = prompts[i],
+                                .n_prompt = lens[i],
+                                .n_predict = gens[i],
+                                .opt = opt,
+                                .shift = 1,
+                                .n_keep = keeps[i]};
+    }
+    mkc_batch_opts o = {.drafts = drafts};
+    mkc_batch_stats bst;
+    int rc = mkc_batch_run(p, seqs, N, &o, &bst);
+    for (int i = 0; i < N; i++) {
+      const mkc_batch_seq *q = &seqs[i];
+      CHECK(rc == 0 && n_want[i] == gens[i] && q->n_out == n_want[i] &&
+                memcmp(q->out, want[i], (size_t)gens[i] * sizeof(int)) == 0 &&
+                q->shifts == shifts[i] && (i == 3 ? q->shifts == 0 : q->shifts > 0) &&
+                q->stopped == MKC_BATCH_BUDGET,
+            "%s, shifted: sequence %d (prompt %d, keep %d): %d tokens, %d shifts (%d tokens fed "
+            "again), the session's %d and %d",
+            sampled ? "sampled" : "greedy", i, lens[i], keeps[i], q->n_out, q->shifts, q->shift_fed,
+            n_want[i], shifts[i]);
+    }
+    mkc_batch_free(seqs, N);
+  }
+  /* a shift needs a budget */
+  mkc_batch_seq q = {.prompt = prompts[3], .n_prompt = 10, .n_predict = -1, .shift = 1};
+  q.opt = (mkc_sampling){.top_p = 1, .repeat_penalty = 1};
+  mkc_batch_opts o = {0};
+  mkc_batch_stats bst;
+  CHECK(mkc_batch_run(p, &q, 1, &o, &bst) == -1, "a shifting sequence with no budget is refused");
+  mkc_batch_free(&q, 1);
+}
+
 int main(void) {
   if (test_skip_without_gpu()) return 0;
   slot_kernels_one_grid();
@@ -73,6 +139,7 @@ int main(void) {
   CHECK(p != NULL, "a pool of %d slots", SLOTS);
   if (!p) return check_done();
   prompt_fed_alike(&plain, p);
+  shifted(&plain, p);
 
   /* prompts of 1..20 tokens (one past a slot's share: its chunks go alone) */
   int prompts[N_SEQS][20], lens[N_SEQS] = {5, 20, 3, 7, 1, 9, 4, 12, 6};

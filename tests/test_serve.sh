@@ -314,9 +314,6 @@ fi
 expect_error "serve --parallel with --rounds" \
   "mkc: error: serve: --parallel drafts by prompt lookup (--draft-max K): not with --rounds" \
   -- serve --preset tiny --random-weights 1 --parallel 2 --rounds 2
-expect_error "serve --parallel with --context-shift" \
-  "mkc: error: serve: --parallel does not shift the context (a slot's answer ends at its context): drop --context-shift" \
-  -- serve --preset tiny --random-weights 1 --parallel 2 --context-shift
 expect_error "serve --parallel 1 (one at a time is the default): named as spelled" \
   "mkc: error: --parallel: expected an integer in 2..64, got '1'" -- serve --preset tiny --random-weights 1 --parallel 1
 
@@ -941,8 +938,8 @@ m = json.load(open(sys.argv[1])); print(json.dumps({"system": m[0]["content"], "
     || fail "ollama truncate, last turn too long" "$(head -c 300 "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "Hi"}], "stream": false, "shift": true, "options": {"num_predict": 2, "num_ctx": 64}}'
   sleep 0.2
-  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: num_ctx, shift$" "$tmp/smolpar.err" \
-    && ok "ollama's shift true on --parallel (the slots do not shift): named with the options not followed" \
+  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: num_ctx$" "$tmp/smolpar.err" \
+    && ok "ollama's shift true on --parallel (the slots shift too): only num_ctx named as not followed" \
     || fail "ollama shift" "$(head -c 300 "$tmp/ans")" "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
   stop smolpar
 fi
@@ -981,5 +978,19 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshift -m "$model"
   [ "$status" = 400 ] && [ "$(get error)" = "num_keep: expected -1 (the whole prompt) or a whole number >= 0" ] \
     && ok "ollama's num_keep not a number: 400 ($(get error))" || fail "ollama num_keep refused" "$(head -c 300 "$tmp/ans")"
   stop smolshift
+fi
+
+# The same on --parallel 2: answers decoded together shift each in its slot, and each is
+# run --context-shift's text (the slots emit what a session emits: test_sched).
+if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshiftpar -m "$model" --backend cpu --ctx 48 --draft-max 2 --context-shift --parallel 2; then
+  python3 "$client" "$port" many /completion "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"n_keep\": 4}" \
+    "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"stream\": true}" \
+    "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"n_keep\": 4, \"stream\": true}" >"$tmp/many"
+  printf '%s\n%s\n%s\n' "$(quoted "$tmp/keep4")" "$(quoted "$tmp/keep0")" "$(quoted "$tmp/keep4")" >"$tmp/want"
+  stop smolshiftpar
+  cmp -s "$tmp/many" "$tmp/want" && [ "$(grep -c 'POST /completion: .*generated 100 tokens.*; context shifted [2-9] times' "$tmp/smolshiftpar.err")" = 3 ] \
+    && grep -q "at most 2 decoded together" "$tmp/smolshiftpar.err" \
+    && ok "--parallel 2: three /completion answers past a context of 48, two at once, each shifted, each run --context-shift's text (n_keep 4, 0, 4)" \
+    || fail "--parallel shifted" "want: $(cat "$tmp/want")" "got:  $(cat "$tmp/many")" "$(grep 'POST /completion' "$tmp/smolshiftpar.err")"
 fi
 finish

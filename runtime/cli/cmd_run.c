@@ -109,7 +109,8 @@ static const char USAGE[] =
     "                         default 0) and the later half of the rest, feed them again\n"
     "                         and generate on; -n -1 then runs until the end of\n"
     "                         generation or Ctrl-C (--no-context-shift, the default:\n"
-    "                         stop at the full context)\n"
+    "                         stop at the full context); with --batch each line\n"
+    "                         shifts in its slot (-n N needed)\n"
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
@@ -271,9 +272,9 @@ static int check_batch_flags(mkc_cli *c) {
   if (c->prompt || c->prompt_file || c->prompt_ids)
     return mkc_cli_usage_error("%s", "run --batch: the prompts are the file's lines; drop -p, -f "
                                      "and --prompt-ids");
-  if (c->context_shift)
-    return mkc_cli_usage_error("%s", "run --batch: each line's context ends its answer: drop "
-                                     "--context-shift");
+  if (c->context_shift && (!c->have_n || c->n_gen < 0))
+    return mkc_cli_usage_error("%s", "run --batch --context-shift: give -n N, each line's "
+                                     "token budget (a shifted answer has no other end)");
   if (c->chat || c->json || c->logprobs || c->rounds || c->kernel_dir || c->draft_adaptive ||
       c->draft_min || c->draft_layers || c->draft_model_path || c->draft_head)
     return mkc_cli_usage_error(

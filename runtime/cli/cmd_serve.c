@@ -111,7 +111,7 @@ static const char USAGE[] =
     "                         shift keeps); ollama's requests shift unless they\n"
     "                         say \"shift\": false (num_keep, default 4); with no\n"
     "                         token limit an answer ends at 10 contexts (ollama's\n"
-    "                         bound); not with --parallel\n"
+    "                         bound)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias\n"
     "  ID+B (a request's logit_bias replaces them), --typical P, --top-nsigma N,\n"
@@ -619,10 +619,6 @@ static int parallel_flags(mkc_cli *c) {
                    : c->rounds > 1     ? "--rounds"
                    : c->draft_adaptive ? "--draft-adaptive"
                                        : NULL;
-  if (c->context_shift)
-    return mkc_cli_usage_error_in("serve", "%s",
-                                  "serve: --parallel does not shift the context (a slot's "
-                                  "answer ends at its context): drop --context-shift");
   if (no)
     return mkc_cli_usage_error_in("serve",
                                   "serve: --parallel drafts by prompt lookup "

@@ -8,6 +8,7 @@
 #include "bench_stages.h"
 #include "commands.h"
 #include "exec/batch.h"
+#include "exec/decode.h"
 #include "json_format.h"
 #include "loaded.h"
 #include "run_batch.h"
@@ -174,6 +175,9 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   for (int i = 0; i < n; i++) {
     seqs[i].n_predict = n_predict;
     seqs[i].opt = *opt;
+    seqs[i].shift = c.context_shift;
+    seqs[i].n_keep = mkc_shift_keep(c.n_keep, mkc_tokenizer_added_bos(m.file.tok), seqs[i].prompt,
+                                    seqs[i].n_prompt);
     /* line i samples with seed + i: what `mkc run --seed` that gives alone */
     unsigned long long s = seed + (unsigned long long)i;
     seqs[i].opt.seed_lo = (unsigned)s;
@@ -226,6 +230,11 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
           opt->temp > 0 ? "sampled" : "greedy", more, st.shared, st.kv_peak / mib,
           mkc_slots_kv_total(p) / mib, m.g.kv_pages, MKC_KV_PAGE,
           mkc_slots_kv_total(p) / mib / m.g.kv_pages * m.g.slot_pages * slots);
+  if (c.context_shift) {
+    long shifts = 0, fed = 0;
+    for (int i = 0; i < n; i++) shifts += seqs[i].shifts, fed += seqs[i].shift_fed;
+    fprintf(stderr, "mkc: run --batch: context shifts: %ld (%ld tokens fed again)\n", shifts, fed);
+  }
   rc = failed ? 1 : 0;
   if (stage_ns && st.stage_steps > 0) { /* the table after the completions, on stdout */
     long mid = 0; /* the sequences' mean midpoint: where attention's bytes are counted */

@@ -362,15 +362,10 @@ static char *echo_text(const mkc_server *sv, const mkc_api_req *r, const int *id
 /* Whether the answer shifts the context as it fills it, and what a shift keeps: ollama's
  * requests unless "shift": false (num_keep, default 4, counted from the prompt's start, as
  * ollama counts); the others as the server's --context-shift says (n_keep, default 0, and the
- * BOS, as llama-server keeps it). The slots (--parallel) do not shift: a request that asked has
- * that named on its log line. */
+ * BOS, as llama-server keeps it); on the slots (--parallel) too. */
 static void shift_plan(const mkc_server *sv, mkc_serve_job *j) {
   mkc_api_req *r = &j->r;
   j->shift = r->shift ? r->shift > 0 : r->ollama || sv->c->context_shift;
-  if (j->shift && sv->sched) {
-    if (r->shift > 0) mkc_api_note_unfollowed(r, "shift");
-    j->shift = 0;
-  }
   int keep = r->have_keep ? r->n_keep : r->ollama ? 4 : 0;
   j->n_keep = mkc_shift_keep(keep, r->ollama ? -1 : mkc_tokenizer_added_bos(sv->m->file.tok),
                              j->prompt, j->n_prompt);

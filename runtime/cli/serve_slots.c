@@ -16,8 +16,12 @@
 #include "util/clock.h"
 
 int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
-  j->q = (mkc_batch_seq){
-      .prompt = j->prompt, .n_prompt = j->n_prompt, .n_predict = j->n_gen, .opt = j->opt};
+  j->q = (mkc_batch_seq){.prompt = j->prompt,
+                         .n_prompt = j->n_prompt,
+                         .n_predict = j->n_gen,
+                         .opt = j->opt,
+                         .shift = j->shift,
+                         .n_keep = j->n_keep};
   const char *why = NULL;
   if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
     why = "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
@@ -46,6 +50,8 @@ static void stats_of(const mkc_serve_job *j, mkc_decode_stats *st) {
   st->drafted = q->drafted;
   st->accepted = q->accepted;
   st->ctx_full = q->stopped == MKC_BATCH_CTX;
+  st->shifts = q->shifts;
+  st->shift_fed = q->shift_fed;
   st->seconds = now - start;
   st->prompt_seconds = (q->t_prompt > 0 ? q->t_prompt : now) - start;
 }
@@ -80,11 +86,11 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
     mkc_answer_respond(g, j->n_prompt, cached, &st);
   mkc_http_extra_headers(NULL);
   if (!failed)
-    mkc_serve_job_done(
-        sv, j, &st, cached,
-        why ? why
-            : mkc_serve_stopped(g, 0,
-                                st.ctx_full || (j->n_gen == j->room && j->delivered >= j->n_gen)));
+    mkc_serve_job_done(sv, j, &st, cached,
+                       why ? why
+                           : mkc_serve_stopped(g, 0,
+                                               st.ctx_full || (!j->shift && j->n_gen == j->room &&
+                                                               j->delivered >= j->n_gen)));
   mkc_serve_close(sv, j->fd);
 }
 

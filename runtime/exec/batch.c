@@ -10,9 +10,12 @@
 
 typedef struct busy {
   mkc_batch_seq *q; /* the sequence in the slot, NULL: free */
-  int fed;          /* its prompt tokens the cache holds */
-  int last;         /* its last emitted token, once the prompt is in */
-  int *hist;        /* prompt then generated: prompt lookup's history */
+  const int *feed;  /* the tokens to feed before it generates: its prompt, or after a context
+                       shift the shortened history (hist) */
+  int n_feed;
+  int fed;   /* of them, those the cache holds */
+  int last;  /* its last emitted token, once the prompt is in */
+  int *hist; /* prompt then generated: prompt lookup's history */
   int n_hist;
   int in[MKC_CHUNK_CAP], n_in, n_fixed; /* this step's inputs */
 } busy;
@@ -42,6 +45,11 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
             number, q->n_prompt, max_ctx);
     return -1;
   }
+  if (q->shift && q->n_predict < 0) {
+    fprintf(stderr, "mkc: error: sequence %ld: a context shift needs a token budget (n_predict)\n",
+            number);
+    return -1;
+  }
   int cap = q->n_predict >= 0 ? q->n_predict : max_ctx;
   q->out = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *q->out);
   b->hist = malloc((size_t)(q->n_prompt + cap + 1) * sizeof *b->hist);
@@ -52,6 +60,8 @@ static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number
   memcpy(b->hist, q->prompt, (size_t)q->n_prompt * sizeof *b->hist);
   b->n_hist = q->n_prompt;
   b->q = q;
+  b->feed = q->prompt;
+  b->n_feed = q->n_prompt;
   b->fed = 0;
   q->t_start = mkc_seconds();
   if (q->n_predict == 0) q->stopped = MKC_BATCH_BUDGET;
@@ -73,7 +83,8 @@ static int waits_for_prefix(const mkc_sched *sc, const mkc_batch_seq *q) {
   for (int s = 0; s < sc->slots; s++) {
     const busy *b = &sc->bs[s];
     const mkc_batch_seq *o = b->q;
-    if (!o || o->stopped != MKC_BATCH_RUNNING || b->fed >= o->n_prompt) continue;
+    if (!o || o->stopped != MKC_BATCH_RUNNING || b->feed != o->prompt || b->fed >= o->n_prompt)
+      continue;
     int common = 0, most = q->n_prompt - 1 < o->n_prompt ? q->n_prompt - 1 : o->n_prompt;
     while (common < most && q->prompt[common] == o->prompt[common]) common++;
     if (b->fed < common / MKC_KV_PAGE * MKC_KV_PAGE) return 1;
@@ -86,10 +97,10 @@ static int waits_for_prefix(const mkc_sched *sc, const mkc_batch_seq *q) {
  * fit its budget and the context. */
 static void plan_inputs(const mkc_slots *p, int s, busy *b, const mkc_batch_seq *q, int rows,
                         int alone, int drafts, int max_ctx) {
-  if (b->fed < q->n_prompt) {
-    int left = q->n_prompt - b->fed;
+  if (b->fed < b->n_feed) {
+    int left = b->n_feed - b->fed;
     b->n_in = alone ? mkc_slots_prompt_inputs(p, left) : left < rows ? left : rows;
-    memcpy(b->in, q->prompt + b->fed, (size_t)b->n_in * sizeof *b->in);
+    memcpy(b->in, b->feed + b->fed, (size_t)b->n_in * sizeof *b->in);
     b->n_fixed = b->n_in - 1;
     return;
   }
@@ -118,6 +129,33 @@ static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r) {
   return 0;
 }
 
+/* Slot s's context is full and its sequence shifts, as mkc_decode_more
+ * shifts a session's (exec/context_shift.c): the first n_keep tokens stay,
+ * the older half of the cached ones after them goes, and the shortened
+ * history is fed again from the start (a session keeps its first n_keep
+ * rows instead; a row depends only on the tokens up to it, so the two hold
+ * the same rows). The last token, not cached, is the history's last input.
+ * A context too small to drop a token from ends the sequence (MKC_BATCH_CTX). */
+static int shift(mkc_sched *sc, int s, busy *b) {
+  mkc_batch_seq *q = b->q;
+  int cached = b->n_hist - 1, keep = q->n_keep < 0 ? 0 : q->n_keep;
+  if (keep > cached - 2) keep = cached - 2; /* at least one token dropped */
+  int discard = keep < 0 ? 0 : (cached - keep) / 2;
+  if (discard < 1) {
+    q->stopped = MKC_BATCH_CTX;
+    return 0;
+  }
+  memmove(b->hist + keep, b->hist + keep + discard,
+          (size_t)(b->n_hist - keep - discard) * sizeof *b->hist);
+  b->n_hist -= discard;
+  b->feed = b->hist;
+  b->n_feed = b->n_hist;
+  b->fed = 0;
+  q->shifts++;
+  q->shift_fed += b->n_hist;
+  return mkc_slots_clear(sc->p, s);
+}
+
 /* Slot s's step is done: its prompt moves on, or its tokens are taken up to
  * a stop token, its budget, or a full context. 0, or -1 after a message. */
 static int take(mkc_sched *sc, int s, busy *b) {
@@ -131,11 +169,11 @@ static int take(mkc_sched *sc, int s, busy *b) {
             mkc_status_name(r.status));
     return -1;
   }
-  int prompt = b->fed < q->n_prompt;
+  int prompt = b->fed < b->n_feed;
   if (prompt) {
     b->fed += b->n_in;
-    if (b->fed < q->n_prompt) return 0; /* the chunk's choice is not a token of the output */
-    q->t_prompt = mkc_seconds();
+    if (b->fed < b->n_feed) return 0; /* the chunk's choice is not a token of the output */
+    if (!q->t_prompt) q->t_prompt = mkc_seconds();
   } else {
     st->drafted += b->n_in - 1;
     st->accepted += r.n_accepted;
@@ -162,6 +200,8 @@ static int take(mkc_sched *sc, int s, busy *b) {
   if (q->constraint && q->stopped == MKC_BATCH_RUNNING && mkc_constraint_done(q->constraint))
     q->stopped = MKC_BATCH_COMPLETE;
   /* the next step writes the last token's K/V at pos: it needs a free row */
+  if (q->stopped == MKC_BATCH_RUNNING && q->shift && mkc_slots_pos(sc->p, s) >= max_ctx)
+    return shift(sc, s, b);
   if (q->stopped == MKC_BATCH_RUNNING &&
       (mkc_slots_pos(sc->p, s) >= max_ctx || (q->n_predict < 0 && q->n_out >= max_ctx)))
     q->stopped = MKC_BATCH_CTX;
@@ -209,6 +249,7 @@ int mkc_sched_add(mkc_sched *sc, mkc_batch_seq *q) {
   q->n_out = 0;
   q->stopped = MKC_BATCH_RUNNING;
   q->shared = 0;
+  q->shifts = q->shift_fed = 0;
   q->drafted = q->accepted = 0;
   q->t_start = q->t_prompt = 0;
   sc->queue[sc->n_queue++] = q;
@@ -268,7 +309,7 @@ int mkc_sched_step(mkc_sched *sc) {
   /* a prompt longer than the share goes first, its slot alone, in chunks */
   int solo = -1;
   for (int s = 0; s < slots && solo < 0; s++)
-    if (bs[s].q && bs[s].q->n_prompt - bs[s].fed > sc->share) solo = s;
+    if (bs[s].q && bs[s].n_feed - bs[s].fed > sc->share) solo = s;
   for (int s = 0; s < slots; s++) {
     busy *b = &bs[s];
     int take_part = b->q && (solo < 0 || s == solo);
@@ -279,7 +320,7 @@ int mkc_sched_step(mkc_sched *sc) {
   }
   /* a step with no prompt piece in it: the decode rate's */
   int decode = solo < 0;
-  for (int s = 0; s < slots; s++) decode &= !bs[s].q || bs[s].fed >= bs[s].q->n_prompt;
+  for (int s = 0; s < slots; s++) decode &= !bs[s].q || bs[s].fed >= bs[s].n_feed;
   double t_step = mkc_seconds();
   if (mkc_slots_step(p) != 0) return -1;
   t_step = mkc_seconds() - t_step;

@@ -39,12 +39,16 @@ typedef struct mkc_batch_seq {
    * (MKC_BATCH_ASKED), the step's later tokens not taken. NULL: none. */
   int (*on_token)(void *ctx, int id);
   void *ctx;
+  /* A full context shifts (mkc_decode_opts.shift): the first n_keep tokens stay, the older half
+   * of the rest goes, and the sequence goes on as mkc_decode_more's would. Needs n_predict >= 0 */
+  int shift, n_keep;
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;
   int stopped;              /* enum mkc_batch_stop */
   int shared;               /* its prompt positions another slot's pages held (mkc_slots_share) */
   long drafted, accepted;   /* its drafts offered and accepted */
+  int shifts, shift_fed;    /* its context shifts, and the tokens they fed again */
   double t_start, t_prompt; /* mkc_seconds() when it took a slot, and when its prompt was in */
 } mkc_batch_seq;
 
