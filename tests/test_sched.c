@@ -69,9 +69,9 @@ static void prompt_fed_alike(kernel *plain, mkc_slots *p) {
  * beside a sequence that never fills; then sampled with a repeat penalty, no drafts (a drawn
  * token depends on its seed and position: no drafts on either side keeps them one draw). */
 static void shifted(kernel *plain, mkc_slots *p) {
-  enum { N = 4, GEN = 300 };
+  enum { N = 4, GEN = 150 };
   static int prompts[N][256], want[N][GEN];
-  int lens[N] = {200, 120, 230, 10}, keeps[N] = {4, 0, 10, 0}, gens[N] = {150, GEN, 60, 20};
+  int lens[N] = {240, 250, 230, 10}, keeps[N] = {4, 0, 10, 0}, gens[N] = {40, GEN, 40, 20};
   for (int sampled = 0; sampled < 2; sampled++) {
     mkc_batch_seq seqs[N];
     memset(seqs, 0, sizeof seqs);

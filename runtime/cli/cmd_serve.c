@@ -56,6 +56,7 @@ static const char USAGE[] =
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
     "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
+    "  GET /slots                 llama-server's: each slot's state and request\n"
     "  POST /slots/0?action=save|restore|erase  llama-server's slot files\n"
     "                             (--slot-save-path)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
@@ -202,10 +203,12 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   } else {
     mkc_answer_respond(g, n_prompt, n_prompt - st.fed, &st);
   }
-  if (rc == 0)
+  if (rc == 0) {
     mkc_serve_job_done(
         sv, j, &st, n_prompt - st.fed,
         mkc_serve_stopped(g, interrupted, st.ctx_full || (!j->shift && n_gen == j->room)));
+    mkc_serve_slot_record(sv, j, n_prompt - st.fed, st.generated);
+  }
   free(out);
   return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
 }
@@ -486,6 +489,8 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
                                : mkc_respond_ollama_error(fd, 405, "use POST");
     else
       rc = mkc_serve_embed(sv, fd, req, kind);
+  } else if (strcmp(p, "/slots") == 0) {
+    mkc_serve_slot_list(sv, fd, req);
   } else if (strncmp(p, "/slots/", 7) == 0) {
     mkc_serve_slot_action(sv, fd, req);
   } else if (strcmp(p, "/props") == 0) {
@@ -512,7 +517,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
         "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion, /infill, "
         "/v1/messages or /v1/embeddings, GET "
         "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize, "
-        "/apply-template or /slots/0?action=...; ollama's /api/chat, "
+        "/apply-template or /slots/0?action=..., GET /slots; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",
         p);
     mkc_respond_error(fd, 404, why);
@@ -724,6 +729,8 @@ int mkc_cmd_serve(int argc, char **argv) {
 done:
   if (fd >= 0) close(fd);
   free(sv.held);
+  free(sv.last.prompt);
+  free(sv.last.generated);
   mkc_constraint_close(sv.json);
   for (int k = 0; k < sv.n_keys; k++) free(sv.keys[k]);
   free(sv.keys);

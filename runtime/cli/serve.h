@@ -44,7 +44,14 @@ typedef struct mkc_server {
   long requests;
   mkc_serve_counts counts;
   uint64_t cache_id; /* --slot-save-path: the model's id in slot files (mkc_loaded_cache_id) */
-  char **keys;       /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
+  /* one request at a time: the last one's figures and texts, for GET /slots (id 0: none yet) */
+  struct {
+    long id;
+    int n_prompt, n_cached, n_decoded, n_predict, stream;
+    mkc_sampling opt;
+    char *prompt, *generated;
+  } last;
+  char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
   int n_keys;
   /* one request at a time: the tokens the session has read, in order */
   int *held;
@@ -81,6 +88,7 @@ struct mkc_serve_job {
   /* --parallel: its sequence, its tokens given to the answer, and ollama's
    * context (prompt then answer) */
   mkc_batch_seq q;
+  long id; /* the server's request number when it came (GET /slots's id_task) */
   int delivered;
   int *context;
   mkc_serve_job *next;
@@ -114,6 +122,12 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
 /* llama-server's POST /slots/0?action=save|restore|erase (serve_slot_file.c): the
  * session's tokens and KV rows to or from --slot-save-path's FILENAME, or forgotten. */
 void mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
+/* llama-server's GET /slots (serve_slot_list.c): each slot's context and whether it is busy,
+ * with its request's figures, options and texts (the last one's on the plain server);
+ * ?fail_on_no_slot=1: 503 when every slot is busy. */
+void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req);
+/* The plain server's record of an answered request, for GET /slots. */
+void mkc_serve_slot_record(mkc_server *sv, const mkc_serve_job *j, int cached, int n_decoded);
 /* Whether name is a slot file's name llama-server takes (no path, nothing Windows forbids). */
 int mkc_slot_filename_ok(const char *name);
 /* 0 when dir is a directory, else -1 after a message. */

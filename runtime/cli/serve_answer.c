@@ -32,6 +32,7 @@ const char *mkc_error_type(int status) {
          : status == 403 ? "permission_error"
          : status == 404 ? "not_found_error"
          : status == 501 ? "not_supported_error" /* llama-server's */
+         : status == 503 ? "unavailable_error"   /* llama-server's */
          : status >= 500 ? "server_error"
                          : "invalid_request_error";
 }

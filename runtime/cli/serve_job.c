@@ -378,6 +378,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   memset(r, 0, sizeof *r); /* the job owns it now */
   r = &j->r;
   j->fd = fd;
+  j->id = sv->requests;
   snprintf(j->path, sizeof j->path, "%s", path);
   if (r->anthropic) anthropic_thinking(sv, r);
   if (!sv->m->file.tok && r->n_stop) {

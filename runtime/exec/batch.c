@@ -285,6 +285,10 @@ void mkc_sched_cancel(mkc_sched *sc, mkc_batch_seq *q) {
 
 const mkc_batch_stats *mkc_sched_stats(const mkc_sched *sc) { return &sc->st; }
 
+const mkc_batch_seq *mkc_sched_in_slot(const mkc_sched *sc, int slot) {
+  return slot >= 0 && slot < sc->slots ? sc->bs[slot].q : NULL;
+}
+
 int mkc_sched_step(mkc_sched *sc) {
   const mkc_graph *g = mkc_slots_graph(sc->p);
   mkc_slots *p = sc->p;

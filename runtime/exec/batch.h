@@ -93,6 +93,8 @@ int mkc_sched_step(mkc_sched *s);
  * stays in out): its slot is free for the next step, and q may go. */
 void mkc_sched_cancel(mkc_sched *s, mkc_batch_seq *q);
 int mkc_sched_pending(const mkc_sched *s); /* sequences in a slot or waiting for one */
+/* The sequence in slot `slot` (running, or stopped and not yet released), or NULL when free. */
+const mkc_batch_seq *mkc_sched_in_slot(const mkc_sched *s, int slot);
 const mkc_batch_stats *mkc_sched_stats(const mkc_sched *s); /* so far (seconds: 0) */
 void mkc_sched_close(mkc_sched *s);
 

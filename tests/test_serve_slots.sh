@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# llama-server's slot endpoints on mkc serve. GET /slots: each slot's
+# context and state, and its request's figures, options and texts (the
+# plain server's last request; --parallel's running ones, seen while they
+# decode), ?fail_on_no_slot=1's 503 when every slot is busy.
 # mkc serve --slot-save-path DIR: llama-server's POST /slots/0?action=save,
 # restore and erase. A saved slot restored, in this server after another
 # request or in a new one, makes the next request that begins with its
@@ -22,10 +26,28 @@ run_ids() { "$mkc" run "${args[@]}" -n "$2" --prompt-ids "$1" 2>/dev/null; }
 size() { stat -c %s "$1" 2>/dev/null; }
 
 if start one "${args[@]}" --slot-save-path "$dir"; then
+  call GET /slots
+  [ "$status" = 200 ] && [ "$(content)" = '[{"id": 0, "n_ctx": 512, "speculative": true, "is_processing": false}]' ] \
+    && ok "GET /slots before any request: one slot, its context, drafts, idle, no request" \
+    || fail "GET /slots, fresh" "$(head -c 300 "$tmp/ans")"
   call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 8}"
   answer=$(get choices 0 tokens | tr -d '[] \n')
   [ "$status" = 200 ] && [ "$(echo "$answer" | tr ',' ' ' | wc -w)" = 8 ] \
     && ok "a first request: 12 prompt tokens, 8 answered" || fail "a first request" "$(head -c 300 "$tmp/ans")"
+  text=$(get choices 0 text)
+  call GET /slots
+  [ "$status" = 200 ] && [ "$(get 0 id_task)" = 2 ] && [ "$(get 0 is_processing)" = False ] \
+    && [ "$(get 0 n_prompt_tokens)" = 12 ] && [ "$(get 0 n_prompt_tokens_processed)" = 12 ] \
+    && [ "$(get 0 n_prompt_tokens_cache)" = 0 ] && [ "$(get 0 params n_predict)" = 8 ] \
+    && [ "$(get 0 params temperature)" = 0 ] && [ "$(get 0 params stream)" = False ] \
+    && [ "$(get 0 next_token 0 n_decoded)" = 8 ] && [ "$(get 0 next_token 0 has_next_token)" = False ] \
+    && [ "$(get 0 prompt)" = "$(ids "$first" | tr ',' ' ')" ] && [ "$(get 0 generated)" = "$text" ] \
+    && ok "GET /slots after a request: its number (2), 12 prompt tokens fed, 8 decoded of n_predict 8, its prompt and text" \
+    || fail "GET /slots after a request" "$(head -c 600 "$tmp/ans")"
+  call GET '/slots?fail_on_no_slot=1'
+  [ "$status" = 200 ] && ok "GET /slots?fail_on_no_slot=1 on an idle server: 200" \
+    || fail "fail_on_no_slot, idle" "$(head -c 300 "$tmp/ans")"
+  refused "POST /slots" 405 "use GET" POST /slots '{}'
   # the session holds the prompt and the answer but its last token (never fed): 19 tokens
   call POST '/slots/0?action=save' '{"filename": "one.bin"}'
   if [ "$status" = 200 ] && [ "$(get id_slot)" = 0 ] && [ "$(get filename)" = one.bin ] \
@@ -122,6 +144,48 @@ if start plain "${args[@]}"; then
   [ "$(get error type)" = not_supported_error ] && ok "... its type not_supported_error" \
     || fail "not_supported_error" "$(head -c 300 "$tmp/ans")"
   stop plain
+fi
+
+# --parallel 2, idle: two idle slots; then two answers decoding: both busy, their requests'
+# figures and texts so far, and fail_on_no_slot's 503 (llama-server's unavailable_error).
+if start par "${args[@]}" --parallel 2; then
+  call GET '/slots?fail_on_no_slot=1'
+  [ "$status" = 200 ] && [ "$(content 0 is_processing)" = false ] && [ "$(content 1 is_processing)" = false ] \
+    && [ "$(content 1 id)" = 1 ] && [ "$(content 2)" = "" ] \
+    && ok "--parallel 2, idle: two idle slots, fail_on_no_slot 200" || fail "--parallel idle slots" "$(head -c 300 "$tmp/ans")"
+  stop par
+fi
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -f "$model" ] && start smolpar -m "$model" --backend cpu --parallel 2 --ctx 512; then
+  long='{"prompt": "Once upon a time", "max_tokens": 400, "ignore_eos": true, "stream": true}'
+  python3 "$client" "$port" many /v1/completions "$long" "$long" >"$tmp/two" 2>&1 &
+  client_pid=$!
+  busy=
+  for _ in $(seq 200); do
+    call GET /slots
+    [ "$(get 0 is_processing)" = True ] && [ "$(get 1 is_processing)" = True ] \
+      && [ "$(get 1 next_token 0 n_decoded)" -gt 0 ] 2>/dev/null && busy=1 && break
+    sleep 0.1
+  done
+  cp "$tmp/body" "$tmp/busy.json"
+  call GET '/slots?fail_on_no_slot=1'
+  if [ -n "$busy" ] && [ "$status" = 503 ] && [ "$(get error message)" = "no slot available" ] \
+    && [ "$(get error type)" = unavailable_error ]; then
+    ok "--parallel 2, both decoding: GET /slots?fail_on_no_slot=1 is 503 unavailable_error"
+  else
+    fail "--parallel 2, busy: fail_on_no_slot" "busy: $busy" "$(head -c 300 "$tmp/ans")"
+  fi
+  cp "$tmp/busy.json" "$tmp/body"
+  n=$(get 0 next_token 0 n_decoded)
+  [ -n "$busy" ] && [ "$(get 0 prompt)" = "Once upon a time" ] && [ "$(get 0 params n_predict)" = 400 ] \
+    && [ "$(get 0 params stream)" = True ] && [ "$(get 0 next_token 0 n_remain)" = $((400 - n)) ] \
+    && [ "$(get 0 next_token 0 has_next_token)" = True ] && [ -n "$(get 0 generated)" ] \
+    && [ "$(get 0 n_prompt_tokens)" = "$(get 1 n_prompt_tokens)" ] \
+    && ok "--parallel 2, busy: each slot's prompt, n_predict 400, $n decoded and $((400 - n)) to go, its text so far" \
+    || fail "--parallel 2, busy slots" "$(head -c 800 "$tmp/busy.json")"
+  kill "$client_pid" 2>/dev/null # the answers' clients hang up: their slots are let go
+  wait "$client_pid" 2>/dev/null
+  stop smolpar
 fi
 
 # SmolLM2 (its GGUF's id in the file): a chat's first turn saved; a new server restores it, and
