@@ -12,6 +12,7 @@
 
 #include "serve/api.h"
 #include "serve/embed_api.h"
+#include "serve/file_name.h"
 #include "serve/http.h"
 #include "util/json_text.h"
 
@@ -141,6 +142,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     embed(req.body, req.body_len);
     json_text(req.body, req.body_len);
   }
+  char name[300]; /* the bytes as a client's file name */
+  size_t n_name = size < sizeof name - 1 ? size : sizeof name - 1;
+  memcpy(name, buf, n_name);
+  name[n_name] = '\0';
+  check(mkc_file_name_ok(name) == 0 ||
+        (strlen(name) >= 1 && !strchr(name, '/') && !strstr(name, "..")));
   api(buf, size); /* the bytes as a body, whatever the head made of them */
   embed(buf, size);
   json_text(buf, size);

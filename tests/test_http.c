@@ -13,6 +13,7 @@
 #include "check.h"
 #include "serve/api.h"
 #include "serve/embed_api.h"
+#include "serve/file_name.h"
 #include "serve/http.h"
 
 static long parse(const char *s, mkc_http_req *r, char *why) {
@@ -46,6 +47,67 @@ static void query(void) {
         "no query: every name is absent");
   CHECK(parse("GET /x?a=\tb HTTP/1.1\r\n\r\n", &r, why) == -400 && strstr(why, "control character"),
         "a control character in the query: 400 (%s)", why);
+}
+
+/* A client's file name (llama-server's slot files): the oracle is llama-server's rule, spelled
+ * out name by name. */
+static void file_names(void) {
+  static const struct {
+    const char *name;
+    int ok;
+  } NAMES[] = {{"a.bin", 1},
+               {"\xc3\xa9t\xc3\xa9 2.bin", 1},
+               {"a-b_c (1).kv", 1},
+               {"\xe6\x97\xa5.kv", 1},
+               {".hidden", 1},
+               {"", 0},
+               {"a/b", 0},
+               {"a\\b", 0},
+               {" a", 0},
+               {"a ", 0},
+               {"a.", 0},
+               {".", 0},
+               {"..", 0},
+               {"..a", 0},
+               {"a..b", 0},
+               {"a:b", 0},
+               {"a*b", 0},
+               {"a?b", 0},
+               {"a\"b", 0},
+               {"a<b", 0},
+               {"a>b", 0},
+               {"a|b", 0},
+               {"a\x01"
+                "b",
+                0},
+               {"a\x7f", 0},
+               {"a\xc2\x80", 0},
+               {"a\xe2\x88\x95"
+                "b",
+                0},
+               {"a\xe2\x88\x96"
+                "b",
+                0},
+               {"a\xef\xbc\x8e"
+                "b",
+                0},
+               {"a\xef\xbf\xbd", 0},
+               {"\xef\xbb\xbf"
+                "a",
+                0},
+               {"a\xc0\xaf", 0},
+               {"a\xed\xa0\x80", 0},
+               {"a\xff", 0},
+               {"a\xe2\x82", 0}};
+  for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES; i++)
+    CHECK(mkc_file_name_ok(NAMES[i].name) == NAMES[i].ok, "file name \"%s\": %s", NAMES[i].name,
+          NAMES[i].ok ? "taken" : "refused");
+  char name[300];
+  memset(name, 'n', sizeof name);
+  name[255] = '\0';
+  CHECK(mkc_file_name_ok(name), "a 255-byte file name: taken");
+  name[255] = 'n', name[256] = '\0';
+  CHECK(!mkc_file_name_ok(name), "a 256-byte file name: refused");
 }
 
 static void framing(void) {
@@ -778,6 +840,7 @@ int main(void) {
   embed_requests();
   framing();
   query();
+  file_names();
   requests();
   keys();
   anthropic_requests();

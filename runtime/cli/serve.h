@@ -128,8 +128,6 @@ void mkc_serve_slot_action(mkc_server *sv, int fd, const mkc_http_req *req);
 void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req);
 /* The plain server's record of an answered request, for GET /slots. */
 void mkc_serve_slot_record(mkc_server *sv, const mkc_serve_job *j, int cached, int n_decoded);
-/* Whether name is a slot file's name llama-server takes (no path, nothing Windows forbids). */
-int mkc_slot_filename_ok(const char *name);
 /* 0 when dir is a directory, else -1 after a message. */
 int mkc_serve_slot_dir_check(const char *dir);
 /* llama-server's GET /props (serve_props.c): the server's defaults, context, slots, the

@@ -15,40 +15,18 @@
 #include "serve.h"
 #include "exec/kv_file.h"
 #include "util/clock.h"
-#include "util/utf8.h"
-
-/* Whether name is a file name llama-server takes (its fs_validate_filename):
- * 1..255 bytes of well-formed UTF-8 with no control characters, no path
- * separator or character Windows forbids (or their look-alikes: U+2215,
- * U+2216, U+FF0E), no U+FFFD or byte order mark, no leading or trailing
- * space, no trailing dot, no "..". Names are kept inside DIR so. */
-int mkc_slot_filename_ok(const char *name) {
-  size_t n = strlen(name);
-  if (n == 0 || n > 255 || name[0] == ' ' || name[n - 1] == ' ' || name[n - 1] == '.' ||
-      strstr(name, ".."))
-    return 0;
-  for (size_t i = 0; i < n;) {
-    int32_t c;
-    int len = mkc_utf8_next(name + i, n - i, &c);
-    if (len <= 0) return 0;
-    if (c <= 0x1f || (c >= 0x7f && c <= 0x9f) || c == 0xff0e || c == 0x2215 || c == 0x2216 ||
-        c == 0xfffd || c == 0xfeff || (c < 0x80 && strchr(":*?\"<>|/\\", (int)c)))
-      return 0;
-    i += (size_t)len;
-  }
-  return 1;
-}
+#include "serve/file_name.h"
 
 /* The request's "filename", checked, into name; NULL after the answer refusing it. */
 static const char *filename(int fd, const mkc_http_req *req, char *name, size_t cap) {
   cJSON *o = cJSON_ParseWithLength(req->body, req->body_len);
   const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, "filename");
   const char *got = cJSON_IsString(f) ? f->valuestring : NULL;
-  const char *msg = !cJSON_IsObject(o)           ? "the body is not a JSON object"
-                    : !got                       ? "filename: a string is required"
-                    : !mkc_slot_filename_ok(got) ? "Invalid filename"
-                    : strlen(got) >= cap         ? "Invalid filename"
-                                                 : NULL;
+  const char *msg = !cJSON_IsObject(o)       ? "the body is not a JSON object"
+                    : !got                   ? "filename: a string is required"
+                    : !mkc_file_name_ok(got) ? "Invalid filename"
+                    : strlen(got) >= cap     ? "Invalid filename"
+                                             : NULL;
   if (!msg) snprintf(name, cap, "%s", got);
   cJSON_Delete(o);
   if (msg) mkc_respond_error(fd, 400, msg);

@@ -179,6 +179,7 @@ static int hex_digit(char c) {
  * its length, or -1 (a bad escape, a NUL, longer than cap - 1). */
 static long query_decode(const char *s, size_t n, char *out, size_t cap) {
   size_t o = 0;
+  if (cap == 0) return -1;
   for (size_t i = 0; i < n; i++) {
     int c = (unsigned char)s[i];
     if (c == '+') {
