@@ -26,6 +26,11 @@
                                               text as a JSON string (a stream's joined), or
                                               "status N ..."; a BODY
                                               that begins "hangup:" is sent, then hung up on
+  serve_client.py PORT choices PATH BODY      OpenAI's n: each choice's text (a stream's chunks
+                                              joined by index) as a JSON string, a line each by
+                                              index, then "finishes=F,F... usage=P+C done=N
+                                              order=O" (O: the indexes as the chunks came,
+                                              repeats run together)
   serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
   serve_client.py logprobs FILE RUNFILE       an answer's logprobs against run --json --logprobs's
                                               lines: "same N" (N tokens), or the first difference
@@ -82,6 +87,48 @@ def many(port, path, bodies):
         socks.append(None if hangup else s)
     for s in socks:
         print("(hung up)" if s is None else text_of(*answer(s)))
+
+
+def choices(port, path, body):
+    s = socket.create_connection(("127.0.0.1", port), timeout=300)
+    data = body.encode()
+    s.sendall(b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (path.encode(), len(data), data))
+    status, body = answer(s)
+    if status != "200":
+        print("status %s %s" % (status, body))
+        return
+    texts, finishes, usage, done, order = {}, {}, None, 0, []
+    def take(c):
+        i = c["index"]
+        part = c.get("message") or c.get("delta") or {}
+        texts[i] = texts.get(i, "") + (c.get("text") or part.get("content") or "")
+        if c.get("finish_reason"):
+            finishes[i] = c["finish_reason"]
+        if not order or order[-1] != i:
+            order.append(i)
+    if body.startswith("data: "):
+        for line in body.split("\n"):
+            if not line.startswith("data: "):
+                continue
+            if line[6:] == "[DONE]":
+                done += 1
+                continue
+            event = json.loads(line[6:])
+            for c in event["choices"]:
+                take(c)
+            usage = event.get("usage") or usage
+    else:
+        event = json.loads(body)
+        for c in event["choices"]:
+            take(c)
+        usage = event["usage"]
+    for i in sorted(texts):
+        print(json.dumps(texts[i]))
+    print("finishes=%s usage=%s done=%d order=%s" % (
+        ",".join(finishes.get(i, "-") for i in sorted(texts)),
+        "%d+%d" % (usage["prompt_tokens"], usage["completion_tokens"]) if usage else "-",
+        done, ",".join(map(str, order))))
 
 
 def logprobs(answer_file, run_file):
@@ -200,6 +247,9 @@ def main():
     port, what = int(sys.argv[1]), sys.argv[2]
     if what == "many":
         many(port, sys.argv[3], sys.argv[4:])
+        return
+    if what == "choices":
+        choices(port, sys.argv[3], sys.argv[4])
         return
     if what == "head":
         s = socket.create_connection(("127.0.0.1", port), timeout=120)

@@ -61,7 +61,8 @@ static const char USAGE[] =
     "                             (--slot-save-path)\n"
     "and ollama's API: POST /api/chat, /api/generate, /api/embed, /api/embeddings,\n"
     "/api/show; GET /api/tags, /api/ps, /api/version\n"
-    "Requests take max_tokens, temperature, top_p, top_k, min_p, seed, stop,\n"
+    "Requests take max_tokens, n (OpenAI's choices, 1..16: choice i drawn with\n"
+    "seed + i, one after another), temperature, top_p, top_k, min_p, seed, stop,\n"
     "presence_penalty, frequency_penalty, repeat_penalty, repeat_last_n, llama.cpp's\n"
     "other samplers' fields (typical_p, mirostat, dry_multiplier, xtc_probability,\n"
     "...: run's flags' names with _; samplers as llama-server takes it), logprobs\n"
@@ -130,9 +131,10 @@ static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
   mkc_respond_error_for(r, fd, status, msg);
 }
 
-/* Decodes a completion or chat request on the session and answers it: one
- * request at a time, the session's cache kept for the next. */
-static int complete(mkc_server *sv, mkc_serve_job *j) {
+/* Decodes one choice of a completion or chat request on the session and
+ * answers it (the last choice: the whole answer, or its stream's end); sum:
+ * the choices' figures so far. The session's cache is kept for the next. */
+static int complete_choice(mkc_server *sv, mkc_serve_job *j, mkc_decode_stats *sum) {
   const mkc_api_req *r = &j->r;
   int fd = j->fd, n_prompt = j->n_prompt, n_gen = j->n_gen, *prompt = j->prompt;
   if (mkc_session_set_sampling(sv->m->s, &j->opt) != 0) {
@@ -198,10 +200,13 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
       refuse(r, fd, 500, "decoding failed (the server's log says why)");
     else
       mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
-  } else if (r->stream) {
-    mkc_answer_stream_end(g, n_prompt, n_prompt - st.fed, &st);
   } else {
-    mkc_answer_respond(g, n_prompt, n_prompt - st.fed, &st);
+    mkc_serve_add_choice(sum, &st, g->index == 0);
+    int cached = n_prompt - sum->fed; /* the first choice's */
+    if (r->stream)
+      mkc_answer_stream_end(g, n_prompt, cached, sum);
+    else
+      mkc_answer_respond(g, n_prompt, cached, sum);
   }
   if (rc == 0) {
     mkc_serve_job_done(
@@ -211,6 +216,21 @@ static int complete(mkc_server *sv, mkc_serve_job *j) {
   }
   free(out);
   return rc != 0 || interrupted ? MKC_SERVE_STOP : MKC_SERVE_DONE;
+}
+
+/* Decodes a completion or chat request on the session and answers it, one
+ * choice after another (OpenAI's n): one request at a time. */
+static int complete(mkc_server *sv, mkc_serve_job *j) {
+  mkc_decode_stats sum;
+  int rc = complete_choice(sv, j, &sum);
+  while (rc == MKC_SERVE_DONE && j->g.more && !j->g.gone) {
+    if (mkc_serve_job_next_choice(j) != 0) {
+      fprintf(stderr, "mkc: error: out of memory for the next choice\n");
+      break;
+    }
+    rc = complete_choice(sv, j, &sum);
+  }
+  return rc;
 }
 
 /* A completion or chat request: refused, decoded now, or (--parallel) queued

@@ -82,13 +82,15 @@ struct mkc_serve_job {
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
   int shift, n_keep;             /* a context shift past room, keeping n_keep tokens */
   mkc_sampling opt;
-  mkc_sampling_more more; /* the samplers the kernel lacks */
-  int host;               /* the host chooses its tokens: JSON, a grammar, or more */
+  unsigned long long seed0; /* its first choice's seed (OpenAI's n: choice i draws with + i) */
+  mkc_sampling_more more;   /* the samplers the kernel lacks */
+  int host;                 /* the host chooses its tokens: JSON, a grammar, or more */
   mkc_answer g;
   /* --parallel: its sequence, its tokens given to the answer, and ollama's
    * context (prompt then answer) */
   mkc_batch_seq q;
-  long id; /* the server's request number when it came (GET /slots's id_task) */
+  mkc_decode_stats sum; /* its choices' figures so far (mkc_serve_add_choice) */
+  long id;              /* the server's request number when it came (GET /slots's id_task) */
   int delivered;
   int *context;
   mkc_serve_job *next;
@@ -111,6 +113,13 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req);
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap);
 void mkc_serve_job_close(mkc_serve_job *j);
+/* The request's next choice (OpenAI's n), after its last was answered: a new answer, and the
+ * sampler's seed the first's + the choice's index. 0, or -1 when out of memory. */
+int mkc_serve_job_next_choice(mkc_serve_job *j);
+/* A choice's figures added to the request's so far (first: they are the first's), for its
+ * whole answer's timings: the prompt's are the first choice's (a later one feeds only the
+ * prompt's last token, or shares its pages). */
+void mkc_serve_add_choice(mkc_decode_stats *sum, const mkc_decode_stats *st, int first);
 /* j's JSON document (r.json_format): over the server's sorted vocabulary (the
  * first such request opens it), started on j's schema and seed; own: a
  * document of its own (--parallel, mkc_constraint_share), else the server's

@@ -116,7 +116,7 @@ static cJSON *envelope(const mkc_answer *g, const char *chat_object, cJSON **cho
   cJSON_AddStringToObject(o, "model", g->model);
   *choice = cJSON_CreateObject();
   cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "choices"), *choice);
-  cJSON_AddNumberToObject(*choice, "index", 0);
+  cJSON_AddNumberToObject(*choice, "index", g->index);
   return o;
 }
 
@@ -280,8 +280,8 @@ static int reasoning_chunk(mkc_answer *g, const char *text, size_t n) {
 static cJSON *usage_json(const mkc_answer *g, int n_prompt, int cached) {
   cJSON *usage = cJSON_CreateObject();
   cJSON_AddNumberToObject(usage, "prompt_tokens", n_prompt);
-  cJSON_AddNumberToObject(usage, "completion_tokens", g->n_ids);
-  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->n_ids);
+  cJSON_AddNumberToObject(usage, "completion_tokens", g->earlier_tokens + g->n_ids);
+  cJSON_AddNumberToObject(usage, "total_tokens", n_prompt + g->earlier_tokens + g->n_ids);
   cJSON_AddNumberToObject(cJSON_AddObjectToObject(usage, "prompt_tokens_details"), "cached_tokens",
                           cached);
   return usage;
@@ -518,6 +518,19 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   else
     cJSON_AddNullToObject(choice, "logprobs");
   cJSON_AddStringToObject(choice, "finish_reason", mkc_answer_finish(g));
+  cJSON *all = cJSON_GetObjectItemCaseSensitive(o, "choices");
+  if (g->more) { /* kept for the last choice's answer */
+    if (!g->choices) g->choices = cJSON_CreateArray();
+    cJSON_AddItemToArray(g->choices, cJSON_DetachItemFromArray(all, 0));
+    cJSON_Delete(o);
+    return 0;
+  }
+  if (g->choices) { /* the earlier choices first */
+    cJSON_DetachItemFromArray(all, 0);
+    while (cJSON_GetArraySize(g->choices) > 0)
+      cJSON_AddItemToArray(all, cJSON_DetachItemFromArray(g->choices, 0));
+    cJSON_AddItemToArray(all, choice);
+  }
   cJSON_AddItemToObject(o, "usage", usage_json(g, n_prompt, cached));
   cJSON *t = cJSON_AddObjectToObject(o, "timings"); /* llama-server's names */
   double gen_s = st->seconds - st->prompt_seconds;
@@ -541,6 +554,7 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
                     .created = (long)time(NULL),
                     .top_n = r->top_logprobs};
   snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
+  g->more = r->n_choices > 1;
   if (tok) mkc_detok_init(&g->detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
     if (strlen(r->stop[k]) > g->max_stop) g->max_stop = strlen(r->stop[k]);
@@ -562,7 +576,7 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
 int mkc_answer_stream_start(mkc_answer *g) {
   if (g->r->ollama)
     g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
-  else if (mkc_http_stream_start(g->fd, "text/event-stream") != 0 ||
+  else if (g->gone || (g->index == 0 && mkc_http_stream_start(g->fd, "text/event-stream") != 0) ||
            (g->r->anthropic ? mkc_anthropic_stream_start(g)
                             : g->r->chat && chunk(g, NULL, 0, NULL, 0)) ||
            (g->echo && chunk(g, g->echo, strlen(g->echo), NULL, 0))) /* the prompt first */
@@ -600,6 +614,7 @@ void mkc_answer_flush(mkc_answer *g) {
 }
 
 void mkc_answer_reasoning(mkc_answer *g, int family) {
+  g->family = family;
   g->split = g->tok && mkc_reasoning_init(&g->rs, family, g->tok) == 0;
 }
 
@@ -667,6 +682,7 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
   }
   /* the last chunk: the tokens not listed yet (a stop string's, ...) */
   if (!g->gone && chunk(g, NULL, 0, mkc_answer_finish(g), g->n_ids) != 0) g->gone = 1;
+  if (g->more) return;                   /* the next choice's chunks follow */
   if (!g->gone && g->r->include_usage) { /* stream_options.include_usage: choices empty */
     cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice);
     cJSON_DeleteItemFromArray(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
@@ -696,7 +712,29 @@ void mkc_answer_stream_error(mkc_answer *g, const char *msg) {
   free(s);
 }
 
+int mkc_answer_next_choice(mkc_answer *g, int n_gen) {
+  mkc_answer was = *g;
+  g->choices = NULL, g->echo = NULL; /* kept below */
+  mkc_answer_close(g);
+  int rc = mkc_answer_open(g, was.r, was.fd, was.tok, was.model, 0, n_gen);
+  if (rc == 0) {
+    memcpy(g->id, was.id, sizeof g->id);
+    g->created = was.created;
+    g->index = was.index + 1;
+    g->more = g->index + 1 < was.r->n_choices;
+    g->earlier_tokens = was.earlier_tokens + was.n_ids;
+    g->gone = was.gone;
+    g->n_prompt = was.n_prompt;
+    g->tools = was.tools;
+    if (was.split) mkc_answer_reasoning(g, was.family);
+  }
+  g->choices = was.choices, g->echo = was.echo;
+  return rc;
+}
+
 void mkc_answer_close(mkc_answer *g) {
+  cJSON_Delete(g->choices);
+  g->choices = NULL;
   mkc_tool_calls_free(&g->calls);
   free(g->call);
   g->call = NULL;

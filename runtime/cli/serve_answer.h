@@ -39,6 +39,12 @@ typedef struct mkc_answer {
   int lp_sent;
   char id[40];
   long created;
+  /* OpenAI's n (r->n_choices): this answer's choice, whether another follows (its stream's
+   * usage and [DONE], its whole answer's envelope wait for the last), and the earlier
+   * choices: their JSON (a whole answer's) and tokens */
+  int index, more;
+  cJSON *choices;
+  int earlier_tokens;
   /* ollama's /api/generate: the tokens its last object returns as "context"
    * (the prompt and the answer, for the next request to continue); the
    * caller sets them before the answer ends */
@@ -48,7 +54,7 @@ typedef struct mkc_answer {
    * its reasoning, answered as reasoning_content (ollama's: thinking), and
    * its reply, the text above; gpt-oss's headers and the think tags are
    * neither */
-  int split;
+  int split, family;
   mkc_reasoning rs;
   char *reasoning;
   size_t reasoning_len, reasoning_cap;
@@ -71,6 +77,10 @@ typedef struct mkc_answer {
 int mkc_answer_open(mkc_answer *a, const mkc_api_req *r, int fd, const mkc_tokenizer *tok,
                     const char *model, long number, int n_gen);
 void mkc_answer_close(mkc_answer *a);
+/* After a choice's answer was given (mkc_answer_respond or _stream_end, with more set): the
+ * same request's next choice, of up to n_gen tokens, its text empty, the earlier choices kept.
+ * 0, or -1 when out of memory. */
+int mkc_answer_next_choice(mkc_answer *a, int n_gen);
 /* Splits the answer into reasoning and reply (reasoning.h), for a prompt in
  * the chat template of family; nothing changes for a family that does not
  * reason first, or a vocabulary without its tokens. */

@@ -423,6 +423,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   /* the kernel computes them when asked for at least one (the token's own comes with it) */
   j->opt.logprobs = r->top_logprobs > 0 ? r->top_logprobs : r->top_logprobs == 0 ? 1 : 0;
   if (!r->have_seed) draw_seed(sv, &j->opt);
+  j->seed0 = (unsigned long long)j->opt.seed_hi << 32 | j->opt.seed_lo;
   for (int k = 0; r->ignore_eos && k < sv->n_eog; k++) /* as llama-server: the tokens banned */
     if (mkc_bias_add(j->opt.bias_id, j->opt.bias, &j->opt.n_bias, sv->eog[k], -INFINITY) < 0) {
       snprintf(why, cap, "ignore_eos: the logit biases are full (%d tokens)", MKC_BIAS_CAP);
@@ -474,6 +475,26 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   return 0;
 }
 
+void mkc_serve_add_choice(mkc_decode_stats *sum, const mkc_decode_stats *st, int first) {
+  if (first) {
+    *sum = *st;
+    return;
+  }
+  sum->generated += st->generated;
+  sum->drafted += st->drafted;
+  sum->accepted += st->accepted;
+  sum->seconds += st->seconds;
+  sum->shifts += st->shifts;
+}
+
+int mkc_serve_job_next_choice(mkc_serve_job *j) {
+  if (mkc_answer_next_choice(&j->g, j->n_gen) != 0) return -1;
+  unsigned long long s = j->seed0 + (unsigned long long)j->g.index;
+  j->opt.seed_lo = (unsigned)s;
+  j->opt.seed_hi = (unsigned)(s >> 32);
+  return 0;
+}
+
 void mkc_serve_job_close(mkc_serve_job *j) {
   if (j->g.ids || j->g.text) mkc_answer_close(&j->g);
   mkc_batch_free(&j->q, 1);
@@ -521,7 +542,7 @@ void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode
              st->shifts, st->shift_fed);
   }
   mkc_serve_counts *n = &sv->counts;
-  n->requests++;
+  n->requests += j->g.index == 0; /* OpenAI's n: a request, however many choices */
   n->prompt_tokens += st->fed;
   n->cached_tokens += cached;
   n->generated += j->g.n_ids;

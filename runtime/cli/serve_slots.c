@@ -56,9 +56,25 @@ static void stats_of(const mkc_serve_job *j, mkc_decode_stats *st) {
   st->prompt_seconds = (q->t_prompt > 0 ? q->t_prompt : now) - start;
 }
 
-/* Answers j with what it has (failed: the backend failed, a 500 unless it
- * streams) and closes its connection. */
-static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why) {
+/* j's choice was answered and another follows (OpenAI's n): that one takes j's place in line,
+ * its sequence again with the next seed. 0, or -1 (out of memory). */
+static int next_choice(mkc_server *sv, mkc_serve_job *j) {
+  mkc_batch_free(&j->q, 1);
+  mkc_constraint_close(j->q.constraint);
+  j->q.constraint = NULL;
+  if (mkc_serve_job_next_choice(j) != 0) return -1;
+  j->delivered = 0;
+  j->q.opt = j->opt;
+  if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1))) return -1;
+  if (mkc_sched_add(sv->sched, &j->q) != 0) return -1;
+  if (j->r.stream) mkc_answer_stream_start(&j->g);
+  return 0;
+}
+
+/* Answers j's choice with what it has (failed: the backend failed, a 500
+ * unless it streams) and closes its connection, unless another choice of it
+ * follows (OpenAI's n): then 1, it waits in line again. Else 0. */
+static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why) {
   mkc_answer *g = &j->g;
   const mkc_batch_seq *q = &j->q;
   if (q->stopped == MKC_BATCH_STOP_TOKEN) g->eog = 1;
@@ -74,16 +90,17 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
   }
   mkc_decode_stats st;
   stats_of(j, &st);
-  int cached = q->shared;
+  mkc_serve_add_choice(&j->sum, &st, g->index == 0);
+  int cached = j->n_prompt - j->sum.fed; /* the first choice's */
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
     mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
   else if (failed)
     mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   else if (j->r.stream)
-    mkc_answer_stream_end(g, j->n_prompt, cached, &st);
+    mkc_answer_stream_end(g, j->n_prompt, cached, &j->sum);
   else
-    mkc_answer_respond(g, j->n_prompt, cached, &st);
+    mkc_answer_respond(g, j->n_prompt, cached, &j->sum);
   mkc_http_extra_headers(NULL);
   if (!failed)
     mkc_serve_job_done(sv, j, &st, cached,
@@ -91,7 +108,12 @@ static void finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why
                            : mkc_serve_stopped(g, 0,
                                                st.ctx_full || (!j->shift && j->n_gen == j->room &&
                                                                j->delivered >= j->n_gen)));
+  if (!failed && !why && g->more && !g->gone) {
+    if (next_choice(sv, j) == 0) return 1;
+    fprintf(stderr, "mkc: error: out of memory for the next choice\n");
+  }
   mkc_serve_close(sv, j->fd);
+  return 0;
 }
 
 /* Gives j's new tokens to its answer: 1 when the answer is done with them
@@ -113,7 +135,10 @@ int mkc_serve_slots_step(mkc_server *sv) {
       continue;
     }
     mkc_sched_cancel(sv->sched, &j->q); /* its slot, or its place in line, goes now */
-    finish(sv, j, rc < 0 || j->q.stopped == MKC_BATCH_FAILED, NULL);
+    if (finish(sv, j, rc < 0 || j->q.stopped == MKC_BATCH_FAILED, NULL)) {
+      at = &j->next; /* its next choice is in line */
+      continue;
+    }
     *at = j->next;
     mkc_serve_job_close(j);
     free(j);

@@ -623,8 +623,16 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
   }
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"),
               *best = cJSON_GetObjectItemCaseSensitive(root, "best_of");
-  if (n && !cJSON_IsNull(n) && !(cJSON_IsNumber(n) && n->valuedouble == 1))
-    return mkc_refuse(why, cap, "n: only 1 choice per request");
+  if (n && !cJSON_IsNull(n)) { /* OpenAI's choices: each its own draw */
+    double x = cJSON_IsNumber(n) ? n->valuedouble : NAN;
+    if (!(x >= 1 && x <= MKC_API_CHOICES && x == floor(x)))
+      return mkc_refuse(why, cap, "n: expected a whole number of choices, 1..%d", MKC_API_CHOICES);
+    if (x > 1 && r->native)
+      return mkc_refuse(why, cap,
+                        "n: more than one choice is OpenAI's (/v1/completions, "
+                        "/v1/chat/completions)");
+    r->n_choices = (int)x;
+  }
   if (best && !cJSON_IsNull(best) && !(cJSON_IsNumber(best) && best->valuedouble == 1))
     return mkc_refuse(why, cap, "best_of: one completion is drawn per request (1)");
   if (r->native) { /* llama-server's n_predict (negative: no bound) and n_probs */

@@ -12,7 +12,8 @@
 
 struct cJSON;
 
-#define MKC_API_STOPS 8 /* stop strings per request */
+#define MKC_API_STOPS 8    /* stop strings per request */
+#define MKC_API_CHOICES 16 /* OpenAI's n: choices per request */
 
 /* What a request asks for. The strings point into the parsed JSON, kept in
  * root (mkc_api_req_free). */
@@ -37,6 +38,9 @@ typedef struct mkc_api_req {
   int stream;        /* answer as server-sent events */
   int include_usage; /* OpenAI's stream_options.include_usage: a last chunk with the usage */
   int echo;          /* OpenAI's completions' echo: the text is the prompt, then the answer */
+  /* OpenAI's n: the answers to give (0 or 1: one), choice i drawn with the seed + i, one after
+   * another (a stream's chunks say their choice's index) */
+  int n_choices;
   /* -1: none; else each token's log-probability and the top_logprobs most
    * likely at its place (chat: logprobs true, top_logprobs N; completions:
    * logprobs N), 0..MKC_LOGPROBS_MAX */
