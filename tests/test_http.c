@@ -269,6 +269,11 @@ static void requests(void) {
         "stream_options.include_usage; an empty logit_bias and a text response_format change "
         "nothing and are taken");
   mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"n\": 16}", 0, &r, why) == 0 && r.n_choices == 16,
+        "OpenAI's n: 16 choices (%s)", why);
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\"}", 0, &r, why) == 0 && r.n_choices <= 1, "no n: one choice");
+  mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {}}", 0, &r, why) == 0 &&
             !r.include_usage,
         "stream_options without include_usage: none");
@@ -397,7 +402,8 @@ static void requests(void) {
        "up to 8 strings"},
       {"{\"prompt\": \"a\", \"max_tokens\": 0}", 0, "max_tokens: expected a whole number >= 1"},
       {"{\"prompt\": \"a\", \"seed\": -1}", 0, "seed: expected"},
-      {"{\"prompt\": \"a\", \"n\": 3}", 0, "only 1 choice"},
+      {"{\"prompt\": \"a\", \"n\": 17}", 0, "n: expected a whole number of choices, 1..16"},
+      {"{\"prompt\": \"a\", \"n\": 0}", 0, "n: expected a whole number of choices"},
       {"{\"prompt\": \"a\", \"min_p\": \"0.1\"}", 0, "min_p: expected a number"},
       {"{\"prompt\": \"a\", \"repeat_last_n\": 257}", 0, "repeat_last_n: expected"},
       {"{\"prompt\": \"a\", \"logprobs\": 21}", 0, "logprobs: expected a whole number in 0..20"},
