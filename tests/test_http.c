@@ -270,7 +270,7 @@ static void requests(void) {
         "nothing and are taken");
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\", \"n\": 16}", 0, &r, why) == 0 && r.n_choices == 16,
-        "OpenAI's n: 16 choices (%s)", why);
+        "OpenAI's n: 16 choices");
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\"}", 0, &r, why) == 0 && r.n_choices <= 1, "no n: one choice");
   mkc_api_req_free(&r);
