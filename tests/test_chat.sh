@@ -100,19 +100,6 @@ grep -qx "mkc: error: the latest turn ([0-9]* tokens, with any system message) d
   [ "$rc" = 1 ] && ok "chat: a turn that alone overflows the context ends the chat (status 1)" ||
   fail "chat: a turn too long" "exit $rc" "$(cat "$tmp/big.err")"
 
-# /clear starts the conversation over (the system message stays): the next answer is a first
-# turn's, as run --chat gives it; /? lists the commands and is no turn
-printf 'What is the capital of France?\n/?\n/clear\nAnd of Germany?\n' |
-  "$mkc" chat -m "$model" -sys "$sys" -n 16 --ctx 256 --verbose >"$tmp/clear.out" 2>"$tmp/clear.err"
-"$mkc" run -m "$model" --chat -sys "$sys" -p "And of Germany?" -n 16 --ctx 256 --no-display-prompt >"$tmp/fresh.out" 2>/dev/null
-if [ "$(sed -n 2p "$tmp/clear.out")" = "$(cat "$tmp/fresh.out")" ] && grep -q '^  /clear ' "$tmp/clear.err" &&
-  grep -qx 'mkc: the conversation is cleared (its system message stays)' "$tmp/clear.err" &&
-  grep -q '^mkc: turn 2: processed [0-9]* tokens (0 cached, ' "$tmp/clear.err" && ! grep -q '^mkc: turn 3' "$tmp/clear.err"; then
-  ok "chat: /clear starts over (the next answer is run --chat's, $(wc -l <"$tmp/fresh.out") line); /? lists the commands"
-else
-  fail "chat: /clear" "want: $(cat "$tmp/fresh.out")" "got:  $(sed -n 2p "$tmp/clear.out")" "$(cat "$tmp/clear.err")"
-fi
-
 # A message over several lines: a line ending in \ goes on (the newline kept), or ollama's
 # """ ... """ (a closing line of its own keeps the last newline); each is one turn that reads
 # the tokens run --chat reads for the same text, and answers as it does
@@ -174,6 +161,21 @@ if grep -q "^mkc: turn 1: processed [0-9]* tokens ($shared cached," "$tmp/pc.err
   ok "chat --prompt-cache: the next chat's first turn reads the $shared tokens the two prompts share, and answers as run --chat"
 else
   fail "chat --prompt-cache" "shared $shared" "$(grep 'turn 1' "$tmp/pc.err")" "want: $(cat "$tmp/pc.want")" "got:  $(cat "$tmp/pc.out")"
+fi
+
+# /clear starts the conversation over (the system message stays): the next answer is a first
+# turn's, as run --chat gives it, and the tokens the session holds that begin its prompt (the
+# system message's and more: the two first turns' common start, counted above) are not fed
+# again; /? lists the commands and is no turn
+printf 'What is the capital of France?\n/?\n/clear\nAnd of Germany?\n' |
+  "$mkc" chat -m "$model" -sys "$sys" -n 16 --ctx 256 --verbose >"$tmp/clear.out" 2>"$tmp/clear.err"
+"$mkc" run -m "$model" --chat -sys "$sys" -p "And of Germany?" -n 16 --ctx 256 --no-display-prompt >"$tmp/fresh.out" 2>/dev/null
+if [ "$(sed -n 2p "$tmp/clear.out")" = "$(cat "$tmp/fresh.out")" ] && grep -q '^  /clear ' "$tmp/clear.err" &&
+  grep -qx 'mkc: the conversation is cleared (its system message stays)' "$tmp/clear.err" &&
+  grep -q "^mkc: turn 2: processed [0-9]* tokens ($shared cached, " "$tmp/clear.err" && ! grep -q '^mkc: turn 3' "$tmp/clear.err"; then
+  ok "chat: /clear starts over (the next answer is run --chat's, $(wc -l <"$tmp/fresh.out") line; the $shared tokens its prompt shares with the session's, not fed again); /? lists the commands"
+else
+  fail "chat: /clear" "want: $(cat "$tmp/fresh.out")" "got:  $(sed -n 2p "$tmp/clear.out")" "$(cat "$tmp/clear.err")"
 fi
 
 # run: flags of llama.cpp users

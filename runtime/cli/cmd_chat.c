@@ -216,7 +216,6 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
     if (mkc_conversation_fit(conv, ctx - reserve < ctx / 2 ? ctx - reserve : ctx / 2, &n_same,
                              &dropped) != 0)
       return -1;
-    if (n_same < n_kept) n_kept = n_same;
     if (dropped && conv->n_hist <= ctx)
       fprintf(stderr,
               "mkc: the conversation (%d tokens) leaves too little of the context (%d) for an "
@@ -263,7 +262,11 @@ static int turn(const mkc_cli *c, mkc_loaded_model *m, mkc_drafter *drafter, con
   if (json->con && mkc_json_format_start(json->con, &json->rules, m->file.tok,
                                          json->seed + (unsigned)number) != 0)
     return -1;
-  int n_cached = n_kept < *n_valid ? n_kept : *n_valid;
+  /* the session's tokens that begin this history stay, however it came to hold them (after
+   * /clear: the system message's); at least the last token is fed */
+  const int *held = mkc_session_tokens(m->s);
+  int n_cached = 0, most = *n_valid < conv->n_hist - 1 ? *n_valid : conv->n_hist - 1;
+  while (n_cached < most && held[n_cached] == conv->hist[n_cached]) n_cached++;
   /* --prompt-cache: the first turn reads the rows a file holds of its start (a system message
    * and the like), and leaves its own prompt's (-all: its answer's too) for the next chat */
   int first = number == 1 && c->prompt_cache;
