@@ -195,6 +195,7 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j, mkc_decode_stats *s
   if (rc == 0) mkc_answer_flush(g);
   g->context = held, g->n_context = sv->n_held;
   int interrupted = mkc_interrupted;
+  if (interrupted) g->more = 0; /* the server stops: the choices so far are the answer */
   if (rc != 0) {
     if (!r->stream)
       refuse(r, fd, 500, "decoding failed (the server's log says why)");

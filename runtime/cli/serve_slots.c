@@ -88,6 +88,7 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
     memcpy(j->context + j->n_prompt, q->out, (size_t)j->delivered * sizeof *j->context);
     g->context = j->context, g->n_context = j->n_prompt + j->delivered;
   }
+  if (why) g->more = 0; /* the server stops: the choices so far are the answer */
   mkc_decode_stats st;
   stats_of(j, &st);
   mkc_serve_add_choice(&j->sum, &st, g->index == 0);
