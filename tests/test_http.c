@@ -274,6 +274,16 @@ static void requests(void) {
   mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\"}", 0, &r, why) == 0 && r.n_choices <= 1, "no n: one choice");
   mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [\"a\", \"bc\"], \"n\": 2}", 0, &r, why) == 0 && r.n_prompts == 2 &&
+            strcmp(r.prompt, "a") == 0 && mkc_api_answers(&r) == 4 &&
+            mkc_api_select_prompt(&r, 1) == 0 && strcmp(r.prompt, "bc") == 0,
+        "a list of two texts, n 2: four answers; the first is the prompt, then the second");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [[1, 2], [3]]}", 0, &r, why) == 0 && r.n_prompts == 2 &&
+            r.n_prompt_ids == 2 && r.prompt_ids[1] == 2 && mkc_api_select_prompt(&r, 1) == 0 &&
+            r.n_prompt_ids == 1 && r.prompt_ids[0] == 3 && !r.prompt,
+        "a list of two lists of ids: the first, then the second");
+  mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": \"a\", \"stream\": true, \"stream_options\": {}}", 0, &r, why) == 0 &&
             !r.include_usage,
         "stream_options without include_usage: none");

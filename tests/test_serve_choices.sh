@@ -5,7 +5,9 @@
 # elsewhere); indexes 0..n-1, each its own finish_reason, the usage counting
 # every choice's tokens; streamed, each chunk names its choice, one usage
 # chunk and one [DONE] at the end. On the plain server and on --parallel
-# (several such requests at once). Bad n refused.
+# (several such requests at once). A list of prompts: each prompt's n
+# answers in turn, as that prompt alone gives them; the usage counts every
+# prompt. Bad n and lists refused.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 unset MKC_KV_DTYPE
@@ -30,6 +32,9 @@ check() {
 }
 
 want_choices 3 11 8 --temp 0.9 >"$tmp/three"
+# two prompts (ids 3,1,4,1,5 and 9,2,6), n 2 each: prompt k's choice i is run's with seed 11+i
+want_choices 2 11 5 --temp 0.9 >"$tmp/list"
+ids=9,2,6 want_choices 2 11 5 --temp 0.9 >>"$tmp/list"
 want_choices 2 11 6 --temp 0.9 --top-k 20 >"$tmp/two"
 "$mkc" run "${args[@]}" --prompt-ids $ids -n 8 2>/dev/null \
   | python3 -c 'import json, sys; t = json.dumps(sys.stdin.read()[:-1]); print(t); print(t)' >"$tmp/greedy"
@@ -67,6 +72,25 @@ for mode in plain parallel; do
       && ok "parallel: two requests of n 3 and n 2 at once, each choice run's" \
       || fail "parallel: two at once" "$(cat "$tmp/a" "$tmp/b")"
   fi
+  check "$mode: two prompts, n 2: each prompt's choices in turn, run's; the usage counts both prompts" \
+    '{"prompt": [[3, 1, 4, 1, 5], [9, 2, 6]], "max_tokens": 5, "n": 2, "temperature": 0.9, "seed": 11}' \
+    "$tmp/list" "finishes=length,length,length,length usage=8+20 done=0 order=0,1,2,3"
+  check "$mode: the same streamed: chunks by index 0..3, one [DONE]" \
+    '{"prompt": [[3, 1, 4, 1, 5], [9, 2, 6]], "max_tokens": 5, "n": 2, "temperature": 0.9, "seed": 11, "stream": true, "stream_options": {"include_usage": true}}' \
+    "$tmp/list" "finishes=length,length,length,length usage=8+20 done=1 order=0,1,2,3"
+  refused "$mode: a list of a string and ids" 400 "prompt[1]: expected a string, as prompt[0] is" \
+    POST /v1/completions '{"prompt": ["a", [1]]}'
+  refused "$mode: a list with an empty list" 400 "prompt[1]: expected a non-empty list of token ids" \
+    POST /v1/completions '{"prompt": [[1], []]}'
+  refused "$mode: a list with a token past the vocabulary" 400 "outside the vocabulary" \
+    POST /v1/completions '{"prompt": [[1], [2, 999]]}'
+  refused "$mode: 5 prompts, n 16" 400 "prompt and n: at most 64 answers (5 prompts, n 16)" \
+    POST /v1/completions '{"prompt": [[1], [2], [3], [4], [5]], "n": 16}'
+  refused "$mode: a list on llama-server's /completion" 400 "a list of prompts is OpenAI's" \
+    POST /completion '{"prompt": [[1], [2]]}'
+  long=$(python3 -c 'print(",".join(["7"] * 600))')
+  refused "$mode: a list's second prompt past the context" 400 "prompt[1] is 600 tokens but the context holds 512" \
+    POST /v1/completions "{\"prompt\": [[1], [$long]]}"
   refused "$mode: n 0" 400 "n: expected a whole number of choices, 1..16" POST /v1/completions \
     '{"prompt": [3], "n": 0}'
   refused "$mode: n 17" 400 "n: expected a whole number of choices, 1..16" POST /v1/chat/completions \
@@ -91,6 +115,17 @@ elif start smol -m "$model" --backend cpu; then
   body='{"messages": [{"role": "user", "content": "Name a fruit."}], "max_tokens": 12, "n": 2, "temperature": 1.0, "seed": 21'
   python3 "$client" "$port" choices /v1/chat/completions "$body}" >"$tmp/got"
   python3 "$client" "$port" choices /v1/chat/completions "$body, \"stream\": true}" >"$tmp/got2"
+  # a list of two texts, greedy: each run's text for it
+  : >"$tmp/texts"
+  for p in "The capital of France is" "Once upon a time"; do
+    "$mkc" run -m "$model" --backend cpu --no-display-prompt -p "$p" -n 8 2>/dev/null \
+      | python3 -c 'import json, sys; print(json.dumps(sys.stdin.read()[:-1]))' >>"$tmp/texts"
+  done
+  python3 "$client" "$port" choices /v1/completions \
+    '{"prompt": ["The capital of France is", "Once upon a time"], "max_tokens": 8}' >"$tmp/got3"
+  [ "$(sort -u "$tmp/texts" | wc -l)" = 2 ] && cmp -s <(head -n 2 "$tmp/got3") "$tmp/texts" \
+    && ok "SmolLM2: a list of two texts, each answer run's for it" \
+    || fail "SmolLM2 list of texts" "run: $(cat "$tmp/texts")" "got: $(cat "$tmp/got3")"
   [ "$(sort -u "$tmp/chat" | wc -l)" = 2 ] && cmp -s <(head -n 2 "$tmp/got") "$tmp/chat" \
     && cmp -s <(head -n 2 "$tmp/got2") "$tmp/chat" \
     && ok "SmolLM2 chat, n 2 sampled: each choice run --chat --seed 21+i's, whole and streamed" \

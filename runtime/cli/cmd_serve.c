@@ -43,7 +43,8 @@ static const char USAGE[] =
     "with --parallel N):\n"
     "  POST /v1/chat/completions  messages in the model's chat template\n"
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
-    "                             form with --preset, whose answers are ids)\n"
+    "                             form with --preset, whose answers are ids), or a\n"
+    "                             list of them (each prompt's answers in turn)\n"
     "  POST /completion           llama-server's own (also /completions): a prompt,\n"
     "                             n_predict, n_probs, its answer's fields\n"
     "  POST /infill               llama-server's fill-in-the-middle: input_prefix,\n"
@@ -132,9 +133,9 @@ static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
 }
 
 /* Decodes one choice of a completion or chat request on the session and
- * answers it (the last choice: the whole answer, or its stream's end); sum:
- * the choices' figures so far. The session's cache is kept for the next. */
-static int complete_choice(mkc_server *sv, mkc_serve_job *j, mkc_decode_stats *sum) {
+ * answers it (the last choice: the whole answer, or its stream's end). The
+ * session's cache is kept for the next. */
+static int complete_choice(mkc_server *sv, mkc_serve_job *j) {
   const mkc_api_req *r = &j->r;
   int fd = j->fd, n_prompt = j->n_prompt, n_gen = j->n_gen, *prompt = j->prompt;
   if (mkc_session_set_sampling(sv->m->s, &j->opt) != 0) {
@@ -202,12 +203,11 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j, mkc_decode_stats *s
     else
       mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   } else {
-    mkc_serve_add_choice(sum, &st, g->index == 0);
-    int cached = n_prompt - sum->fed; /* the first choice's */
+    mkc_serve_job_choice_done(j, &st, n_prompt - st.fed);
     if (r->stream)
-      mkc_answer_stream_end(g, n_prompt, cached, sum);
+      mkc_answer_stream_end(g, j->prompt_total, j->cached_total, &j->sum);
     else
-      mkc_answer_respond(g, n_prompt, cached, sum);
+      mkc_answer_respond(g, j->prompt_total, j->cached_total, &j->sum);
   }
   if (rc == 0) {
     mkc_serve_job_done(
@@ -220,16 +220,16 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j, mkc_decode_stats *s
 }
 
 /* Decodes a completion or chat request on the session and answers it, one
- * choice after another (OpenAI's n): one request at a time. */
+ * choice after another (OpenAI's n, its list of prompts): one request at a
+ * time. */
 static int complete(mkc_server *sv, mkc_serve_job *j) {
-  mkc_decode_stats sum;
-  int rc = complete_choice(sv, j, &sum);
+  int rc = complete_choice(sv, j);
   while (rc == MKC_SERVE_DONE && j->g.more && !j->g.gone) {
-    if (mkc_serve_job_next_choice(j) != 0) {
+    if (mkc_serve_job_next_choice(sv, j) != 0) {
       fprintf(stderr, "mkc: error: out of memory for the next choice\n");
       break;
     }
-    rc = complete_choice(sv, j, &sum);
+    rc = complete_choice(sv, j);
   }
   return rc;
 }

@@ -89,8 +89,13 @@ struct mkc_serve_job {
   /* --parallel: its sequence, its tokens given to the answer, and ollama's
    * context (prompt then answer) */
   mkc_batch_seq q;
-  mkc_decode_stats sum; /* its choices' figures so far (mkc_serve_add_choice) */
-  long id;              /* the server's request number when it came (GET /slots's id_task) */
+  /* its answers' figures so far (mkc_serve_job_choice_done): the decode's, and the prompts'
+   * tokens and those the cache held (each prompt counted once, at its first choice) */
+  mkc_decode_stats sum;
+  int prompt_total, cached_total;
+  /* OpenAI's list of prompts: each one's tokens (prompt is one of them) */
+  int **prompts, *n_prompts, n_lists;
+  long id; /* the server's request number when it came (GET /slots's id_task) */
   int delivered;
   int *context;
   mkc_serve_job *next;
@@ -113,13 +118,16 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req);
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap);
 void mkc_serve_job_close(mkc_serve_job *j);
-/* The request's next choice (OpenAI's n), after its last was answered: a new answer, and the
- * sampler's seed the first's + the choice's index. 0, or -1 when out of memory. */
-int mkc_serve_job_next_choice(mkc_serve_job *j);
-/* A choice's figures added to the request's so far (first: they are the first's), for its
- * whole answer's timings: the prompt's are the first choice's (a later one feeds only the
+/* The request's next choice (OpenAI's n, its list of prompts), after its last was answered: a
+ * new answer, for the next prompt when the last one's choices are done, and the sampler's seed
+ * the first's + the choice's place among its prompt's. 0, or -1 when out of memory. */
+int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j);
+/* The answers a request asks for: its prompts times its n. */
+int mkc_serve_job_answers(const mkc_serve_job *j);
+/* A choice's figures (st, its prompt tokens the cache held: cached) added to the request's
+ * (j->sum, cached_total): the prompt's only at its first choice (a later one feeds only the
  * prompt's last token, or shares its pages). */
-void mkc_serve_add_choice(mkc_decode_stats *sum, const mkc_decode_stats *st, int first);
+void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int cached);
 /* j's JSON document (r.json_format): over the server's sorted vocabulary (the
  * first such request opens it), started on j's schema and seed; own: a
  * document of its own (--parallel, mkc_constraint_share), else the server's

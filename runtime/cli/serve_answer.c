@@ -554,7 +554,7 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
                     .created = (long)time(NULL),
                     .top_n = r->top_logprobs};
   snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
-  g->more = r->n_choices > 1;
+  g->more = mkc_api_answers(r) > 1;
   if (tok) mkc_detok_init(&g->detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
     if (strlen(r->stop[k]) > g->max_stop) g->max_stop = strlen(r->stop[k]);
@@ -721,7 +721,7 @@ int mkc_answer_next_choice(mkc_answer *g, int n_gen) {
     memcpy(g->id, was.id, sizeof g->id);
     g->created = was.created;
     g->index = was.index + 1;
-    g->more = g->index + 1 < was.r->n_choices;
+    g->more = g->index + 1 < mkc_api_answers(was.r);
     g->earlier_tokens = was.earlier_tokens + was.n_ids;
     g->gone = was.gone;
     g->n_prompt = was.n_prompt;

@@ -371,6 +371,55 @@ static void shift_plan(const mkc_server *sv, mkc_serve_job *j) {
                              j->prompt, j->n_prompt);
 }
 
+/* The answer's room in the context and its token budget, for the prompt now: as the request's
+ * max_tokens, the server's -n and a context shift say. */
+static void plan_budget(const mkc_server *sv, mkc_serve_job *j) {
+  const mkc_api_req *r = &j->r;
+  int max_ctx = sv->m->g.max_ctx;
+  j->room = max_ctx - j->n_prompt + 1;
+  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
+  shift_plan(sv, j);
+  /* shifted with no limit: ollama's bound on a runaway answer, 10 contexts */
+  j->n_gen = j->shift                       ? (limit < 0 ? 10 * max_ctx : limit)
+             : limit < 0 || limit > j->room ? j->room
+                                            : limit;
+}
+
+/* A list's prompts (OpenAI's): each one's tokens, checked to fit the context, the first's
+ * (j->prompt) among them. 0, or the status refusing the request with why. */
+static int other_prompts(const mkc_server *sv, mkc_serve_job *j, char *why, size_t cap) {
+  mkc_api_req *r = &j->r;
+  int n = r->n_prompts, max_ctx = sv->m->g.max_ctx, status = 0;
+  j->prompts = calloc((size_t)n, sizeof *j->prompts);
+  j->n_prompts = calloc((size_t)n, sizeof *j->n_prompts);
+  if (!j->prompts || !j->n_prompts) {
+    snprintf(why, cap, "out of memory");
+    return 500;
+  }
+  j->n_lists = n;
+  j->prompts[0] = j->prompt, j->n_prompts[0] = j->n_prompt;
+  for (int k = 1; k < n && !status; k++) {
+    int dropped;
+    snprintf(why, cap, "out of memory");
+    if (mkc_api_select_prompt(r, k) != 0 ||
+        !(j->prompts[k] = prompt_of(sv, r, &j->n_prompts[k], &dropped, why, cap))) {
+      status = strstr(why, "memory") ? 500 : 400;
+    } else if (j->n_prompts[k] > max_ctx) {
+      snprintf(why, cap,
+               "prompt[%d] is %d tokens but the context holds %d (start the server "
+               "with a larger --ctx)",
+               k, j->n_prompts[k], max_ctx);
+      status = 400;
+    }
+    if (!status) j->prompt_total += j->n_prompts[k];
+  }
+  if (!status && mkc_api_select_prompt(r, 0) != 0) {
+    snprintf(why, cap, "out of memory");
+    status = 500;
+  }
+  return status;
+}
+
 int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd, const char *path,
                        char *why, size_t cap) {
   memset(j, 0, sizeof *j);
@@ -453,13 +502,12 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
              "tokenizer (this one answers ids)");
     return 400;
   }
-  j->room = max_ctx - j->n_prompt + 1;
-  int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
-  shift_plan(sv, j);
-  /* shifted with no limit: ollama's bound on a runaway answer, 10 contexts */
-  j->n_gen = j->shift                       ? (limit < 0 ? 10 * max_ctx : limit)
-             : limit < 0 || limit > j->room ? j->room
-                                            : limit;
+  plan_budget(sv, j);
+  j->prompt_total = j->n_prompt;
+  if (r->n_prompts > 1) { /* the list's other prompts, each checked now */
+    int status = other_prompts(sv, j, why, cap);
+    if (status) return status;
+  }
   if (mkc_answer_open(&j->g, r, fd, sv->m->file.tok, sv->name, sv->requests, j->n_gen) != 0) {
     snprintf(why, cap, "out of memory");
     return 500;
@@ -475,21 +523,39 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   return 0;
 }
 
-void mkc_serve_add_choice(mkc_decode_stats *sum, const mkc_decode_stats *st, int first) {
-  if (first) {
+int mkc_serve_job_answers(const mkc_serve_job *j) { return mkc_api_answers(&j->r); }
+
+void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int cached) {
+  mkc_decode_stats *sum = &j->sum;
+  int per = j->r.n_choices > 1 ? j->r.n_choices : 1, first = j->g.index % per == 0;
+  if (j->g.index == 0) {
     *sum = *st;
-    return;
+  } else {
+    sum->generated += st->generated;
+    sum->drafted += st->drafted;
+    sum->accepted += st->accepted;
+    sum->seconds += st->seconds;
+    sum->shifts += st->shifts;
+    if (first) sum->fed += st->fed, sum->prompt_seconds += st->prompt_seconds;
   }
-  sum->generated += st->generated;
-  sum->drafted += st->drafted;
-  sum->accepted += st->accepted;
-  sum->seconds += st->seconds;
-  sum->shifts += st->shifts;
+  if (first) j->cached_total += cached;
 }
 
-int mkc_serve_job_next_choice(mkc_serve_job *j) {
+int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j) {
+  int next = j->g.index + 1, per = j->r.n_choices > 1 ? j->r.n_choices : 1;
+  int k = next / per, new_prompt = next % per == 0;
+  if (new_prompt) { /* the next prompt of the list: its tokens, its budget */
+    if (mkc_api_select_prompt(&j->r, k) != 0) return -1;
+    j->prompt = j->prompts[k], j->n_prompt = j->n_prompts[k];
+    plan_budget(sv, j);
+  }
   if (mkc_answer_next_choice(&j->g, j->n_gen) != 0) return -1;
-  unsigned long long s = j->seed0 + (unsigned long long)j->g.index;
+  j->g.n_prompt = j->n_prompt;
+  if (new_prompt && j->r.echo) {
+    free(j->g.echo);
+    if (!(j->g.echo = echo_text(sv, &j->r, j->prompt, j->n_prompt))) return -1;
+  }
+  unsigned long long s = j->seed0 + (unsigned long long)(next % per);
   j->opt.seed_lo = (unsigned)s;
   j->opt.seed_hi = (unsigned)(s >> 32);
   return 0;
@@ -500,6 +566,12 @@ void mkc_serve_job_close(mkc_serve_job *j) {
   mkc_batch_free(&j->q, 1);
   mkc_constraint_close(j->q.constraint);
   j->q.constraint = NULL;
+  if (j->prompts) { /* a list's: the prompt is one of them */
+    for (int k = 0; k < j->n_lists; k++) free(j->prompts[k]);
+    j->prompt = NULL;
+  }
+  free(j->prompts), free(j->n_prompts);
+  j->prompts = NULL, j->n_prompts = NULL;
   free(j->prompt), free(j->context);
   j->prompt = j->context = NULL;
   mkc_api_req_free(&j->r);

@@ -15,13 +15,18 @@
 #include "serve/http.h"
 #include "util/clock.h"
 
-int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
+/* j's sequence for its answer now: its prompt, budget, sampler and shift. */
+static void sequence_of(mkc_serve_job *j) {
   j->q = (mkc_batch_seq){.prompt = j->prompt,
                          .n_prompt = j->n_prompt,
                          .n_predict = j->n_gen,
                          .opt = j->opt,
                          .shift = j->shift,
                          .n_keep = j->n_keep};
+}
+
+int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
+  sequence_of(j);
   const char *why = NULL;
   if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
     why = "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
@@ -62,9 +67,9 @@ static int next_choice(mkc_server *sv, mkc_serve_job *j) {
   mkc_batch_free(&j->q, 1);
   mkc_constraint_close(j->q.constraint);
   j->q.constraint = NULL;
-  if (mkc_serve_job_next_choice(j) != 0) return -1;
+  if (mkc_serve_job_next_choice(sv, j) != 0) return -1;
   j->delivered = 0;
-  j->q.opt = j->opt;
+  sequence_of(j);
   if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1))) return -1;
   if (mkc_sched_add(sv->sched, &j->q) != 0) return -1;
   if (j->r.stream) mkc_answer_stream_start(&j->g);
@@ -91,17 +96,17 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
   if (why) g->more = 0; /* the server stops: the choices so far are the answer */
   mkc_decode_stats st;
   stats_of(j, &st);
-  mkc_serve_add_choice(&j->sum, &st, g->index == 0);
-  int cached = j->n_prompt - j->sum.fed; /* the first choice's */
+  int cached = q->shared;
+  mkc_serve_job_choice_done(j, &st, cached);
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
     mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
   else if (failed)
     mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   else if (j->r.stream)
-    mkc_answer_stream_end(g, j->n_prompt, cached, &j->sum);
+    mkc_answer_stream_end(g, j->prompt_total, j->cached_total, &j->sum);
   else
-    mkc_answer_respond(g, j->n_prompt, cached, &j->sum);
+    mkc_answer_respond(g, j->prompt_total, j->cached_total, &j->sum);
   mkc_http_extra_headers(NULL);
   if (!failed)
     mkc_serve_job_done(sv, j, &st, cached,

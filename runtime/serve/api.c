@@ -301,7 +301,35 @@ static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
     r->prompt = p->valuestring;
     return 0;
   }
-  if (!cJSON_IsArray(p) || cJSON_GetArraySize(p) == 0)
+  int count = cJSON_GetArraySize(p);
+  if (cJSON_IsArray(p) && count > 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child))) {
+    if (r->native)
+      return mkc_refuse(why, cap,
+                        "prompt: a list of prompts is OpenAI's (/v1/completions); this endpoint "
+                        "takes one");
+    if (count > MKC_API_ANSWERS)
+      return mkc_refuse(why, cap, "prompt: at most %d prompts in a list", MKC_API_ANSWERS);
+    int text = cJSON_IsString(p->child), k = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, p) {
+      char name[32];
+      snprintf(name, sizeof name, "prompt[%d]", k);
+      if (text && !cJSON_IsString(item))
+        return mkc_refuse(why, cap, "%s: expected a string, as prompt[0] is", name);
+      if (!text && (!cJSON_IsArray(item) || cJSON_GetArraySize(item) == 0))
+        return mkc_refuse(why, cap, "%s: expected a non-empty list of token ids, as prompt[0] is",
+                          name);
+      int *ids = NULL, n_ids;
+      int rc = text ? 0 : mkc_api_read_ids(item, name, &ids, &n_ids, why, cap);
+      free(ids);
+      if (rc) return -1;
+      k++;
+    }
+    r->prompts = p;
+    r->n_prompts = count;
+    return mkc_api_select_prompt(r, 0) == 0 ? 0 : mkc_refuse(why, cap, "out of memory");
+  }
+  if (!cJSON_IsArray(p) || count == 0)
     return mkc_refuse(why, cap, "prompt: expected a string or a non-empty list of token ids");
   return mkc_api_read_ids(p, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, cap);
 }
@@ -760,6 +788,9 @@ static int parse_completion(const char *body, size_t n, int chat, int native, in
            (rc = read_tools_where(root, r, why, cap)) == 0 &&
            (r->ignore_eos = flag(root, "ignore_eos", 0, why, cap)) < 0) /* llama-server's */
     rc = -1;
+  if (rc == 0 && mkc_api_answers(r) > MKC_API_ANSWERS)
+    rc = mkc_refuse(why, cap, "prompt and n: at most %d answers (%d prompts, n %d)",
+                    MKC_API_ANSWERS, r->n_prompts, r->n_choices);
   if (rc == 0) note_native_unfollowed(root, r); /* llama-server's clients send them to either */
   r->body = NULL, r->body_len = 0;
   if (rc) mkc_api_req_free(r);
@@ -1064,6 +1095,22 @@ mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling o) {
     memcpy(o.bias, r->bias, sizeof o.bias);
   }
   return o;
+}
+
+int mkc_api_answers(const mkc_api_req *r) {
+  return (r->n_prompts > 1 ? r->n_prompts : 1) * (r->n_choices > 1 ? r->n_choices : 1);
+}
+
+int mkc_api_select_prompt(mkc_api_req *r, int k) {
+  const cJSON *item = cJSON_GetArrayItem(r->prompts, k);
+  free(r->prompt_ids);
+  r->prompt_ids = NULL, r->n_prompt_ids = 0, r->prompt = NULL;
+  if (cJSON_IsString(item)) {
+    r->prompt = item->valuestring;
+    return 0;
+  }
+  char why[80];
+  return mkc_api_read_ids(item, "prompt", &r->prompt_ids, &r->n_prompt_ids, why, sizeof why);
 }
 
 void mkc_api_req_free(mkc_api_req *r) {

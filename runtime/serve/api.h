@@ -14,6 +14,7 @@ struct cJSON;
 
 #define MKC_API_STOPS 8    /* stop strings per request */
 #define MKC_API_CHOICES 16 /* OpenAI's n: choices per request */
+#define MKC_API_ANSWERS 64 /* a list of prompts times n */
 
 /* What a request asks for. The strings point into the parsed JSON, kept in
  * root (mkc_api_req_free). */
@@ -41,6 +42,11 @@ typedef struct mkc_api_req {
   /* OpenAI's n: the answers to give (0 or 1: one), choice i drawn with the seed + i, one after
    * another (a stream's chunks say their choice's index) */
   int n_choices;
+  /* OpenAI's list of prompts (completions; 2..64 of them, all strings or all lists of token
+   * ids; in root): each answered in turn, n choices each (choice k * n + i: prompt k's i-th);
+   * prompt or prompt_ids is the first (mkc_api_select_prompt moves to another) */
+  const struct cJSON *prompts;
+  int n_prompts;
   /* -1: none; else each token's log-probability and the top_logprobs most
    * likely at its place (chat: logprobs true, top_logprobs N; completions:
    * logprobs N), 0..MKC_LOGPROBS_MAX */
@@ -194,6 +200,11 @@ mkc_sampling mkc_api_sampling(const mkc_api_req *r, mkc_sampling base);
 mkc_sampling_more mkc_api_sampling_more(const mkc_api_req *r, mkc_sampling_more base);
 
 void mkc_api_req_free(mkc_api_req *r);
+
+/* The answers r asks for: its prompts (a list's, else 1) times its n. */
+int mkc_api_answers(const mkc_api_req *r);
+/* Makes prompt k of r's list its prompt (or prompt_ids). 0, or -1 when out of memory. */
+int mkc_api_select_prompt(mkc_api_req *r, int k);
 
 /* {"error": {"message": msg, "type": type}}, malloc'd (NULL when out of
  * memory). */
