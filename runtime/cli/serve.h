@@ -122,8 +122,6 @@ void mkc_serve_job_close(mkc_serve_job *j);
  * new answer, for the next prompt when the last one's choices are done, and the sampler's seed
  * the first's + the choice's place among its prompt's. 0, or -1 when out of memory. */
 int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j);
-/* The answers a request asks for: its prompts times its n. */
-int mkc_serve_job_answers(const mkc_serve_job *j);
 /* A choice's figures (st, its prompt tokens the cache held: cached) added to the request's
  * (j->sum, cached_total): the prompt's only at its first choice (a later one feeds only the
  * prompt's last token, or shares its pages). */

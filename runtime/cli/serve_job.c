@@ -523,8 +523,6 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   return 0;
 }
 
-int mkc_serve_job_answers(const mkc_serve_job *j) { return mkc_api_answers(&j->r); }
-
 void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int cached) {
   mkc_decode_stats *sum = &j->sum;
   int per = j->r.n_choices > 1 ? j->r.n_choices : 1, first = j->g.index % per == 0;
