@@ -77,6 +77,22 @@ fi
 expect_error "--keep without --context-shift" \
   "mkc: error: run: --keep N says what a context shift keeps: it goes with --context-shift" \
   -- run --preset tiny --random-weights 1 -n 4 --keep 3
+# llama.cpp's -ngl: 0 is the cpu backend (the same tokens as --backend cpu; with a device on
+# the fake driver, test_fake_cuda.sh); contradictions and bad counts refused
+ngl=(run --preset tiny --random-weights 1 -n 6 --prompt-ids 1,2,3)
+if [ "$("$mkc" "${ngl[@]}" -ngl 0 2>"$tmp/ngl.err")" = "$("$mkc" "${ngl[@]}" --backend cpu 2>/dev/null)" ] \
+  && grep -q '^mkc: cpu backend' "$tmp/ngl.err"; then
+  ok "-ngl 0: the cpu backend, its tokens"
+else
+  fail "-ngl 0" "$(cat "$tmp/ngl.err")"
+fi
+expect_error "-ngl 0 with --backend cuda" "mkc: error: -ngl 0 keeps every layer off the GPU: not with --backend cuda" \
+  -- "${ngl[@]}" -ngl 0 --backend cuda
+expect_error "--n-gpu-layers 8 with --backend cpu" "mkc: error: -ngl puts layers on the GPU: not with --backend cpu" \
+  -- "${ngl[@]}" --n-gpu-layers 8 --backend cpu
+expect_error "-ngl not a count" "mkc: error: -ngl: expected a number of layers (0: none on the GPU), all or auto, got 'x'" \
+  -- "${ngl[@]}" -ngl x
+expect_error "-ngl where no backend is chosen" "mkc: error: unknown option '-ngl'" -- tokenize -m x -ngl 1
 expect_error "--context-shift and --no-context-shift" "mkc: error: run: --context-shift or --no-context-shift: one" \
   -- run --preset tiny --random-weights 1 -n 4 --context-shift --no-context-shift
 expect_error "--context-shift with --batch and no -n" \

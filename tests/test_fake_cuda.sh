@@ -162,6 +162,14 @@ grep -q '^mkc: cuda backend' "$tmp/auto.err" && grep -q '^mkc: cpu backend' "$tm
   && cmp -s "$tmp/auto.out" "$tmp/cpu" && cmp -s "$tmp/auto0.out" "$tmp/cpu" \
   && ok "--backend auto: cuda where a device exists, cpu where none does" \
   || fail "--backend auto" "$(cat "$tmp/auto.err" "$tmp/auto0.err")"
+# llama.cpp's -ngl where a device exists: 0 keeps the model on the cpu backend, a count puts it
+# all on the GPU (mkc does not split a model); the tokens are the same
+"$mkc" "${args[@]}" -ngl 0 >"$tmp/ngl0.out" 2>"$tmp/ngl0.err"
+"$mkc" "${args[@]}" -ngl 20 >"$tmp/ngl20.out" 2>"$tmp/ngl20.err"
+grep -q '^mkc: cpu backend' "$tmp/ngl0.err" && grep -q '^mkc: cuda backend' "$tmp/ngl20.err" \
+  && cmp -s "$tmp/ngl0.out" "$tmp/cpu" && cmp -s "$tmp/ngl20.out" "$tmp/cpu" \
+  && ok "-ngl 0 runs on the cpu backend beside a device, -ngl 20 on the GPU; the same tokens" \
+  || fail "-ngl with a device" "$(tail -n 2 "$tmp/ngl0.err" "$tmp/ngl20.err")"
 
 # Issue 12: a cold compile says what it does and how long it took, a warm
 # start says nothing of it; auto without NVRTC runs on the cpu with one

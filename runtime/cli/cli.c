@@ -398,6 +398,17 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
       return mkc_cli_usage_error(msg, v);
     }
     c->reverse[c->n_reverse++] = v;
+  } else if (strcmp(a, "-ngl") == 0) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!strcmp(v, "all") || !strcmp(v, "auto"))
+      n = -1;
+    else if (!*v || *end || errno || n < 0 || n > 1 << 20)
+      return mkc_cli_usage_error(
+          "-ngl: expected a number of layers (0: none on the GPU), all or auto, got '%s'", v);
+    c->gpu_layers = (int)n;
+    c->have_gpu_layers = 1;
   } else if (strcmp(a, "--backend") == 0) {
     if (mkc_backend_kind_from_name(v) < 0)
       return mkc_cli_usage_error("--backend: expected cuda, cpu, ref or auto, got '%s'", v);
@@ -469,6 +480,15 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     }
     for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
       if (strcmp(a, ALIASES[k].alias) == 0 && allows(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
+    /* llama.cpp's GPU layer count, wherever a backend is chosen */
+    if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") || !strcmp(a, "--gpu-layers")) &&
+        allows(allowed, "--backend")) {
+      if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
+      int rc = take_value("-ngl", a, argv[i + 1], c);
+      if (rc) return rc;
+      i++;
+      continue;
+    }
     if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     int is_bool = 0;
     for (size_t k = 0; k < sizeof BOOL_FLAGS / sizeof *BOOL_FLAGS; k++)
@@ -481,6 +501,14 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     int rc = take_value(a, argv[i], argv[i + 1], c);
     i++;
     if (rc) return rc;
+  }
+  if (c->have_gpu_layers) { /* -ngl 0: the cpu backend; else the GPU's, unless told otherwise */
+    const char *b = c->backend;
+    if (c->gpu_layers == 0 && b && strcmp(b, "cpu") != 0)
+      return mkc_cli_usage_error("-ngl 0 keeps every layer off the GPU: not with --backend %s", b);
+    if (c->gpu_layers != 0 && b && (!strcmp(b, "cpu") || !strcmp(b, "ref")))
+      return mkc_cli_usage_error("-ngl puts layers on the GPU: not with --backend %s", b);
+    if (c->gpu_layers == 0) c->backend = "cpu";
   }
   if (c->model_path)
     c->model_path = mkc_model_resolve(c->model_path, c->model_buf, sizeof c->model_buf);

@@ -81,8 +81,11 @@ typedef struct mkc_cli {
   int kv_pages;  /* gen/run --kv-pages N: the slots share a pool of N KV pages (templates/slots.cuh)
                   */
   int step_rows; /* gen --step-rows R: a slot kernel's rows per step, past K + 1 tiled */
-  const char *host;           /* serve --host ADDR: the address to listen on */
-  const char *alias;          /* serve -a/--alias NAME: the model's name in the API */
+  const char *host;  /* serve --host ADDR: the address to listen on */
+  const char *alias; /* serve -a/--alias NAME: the model's name in the API */
+  /* llama.cpp's -ngl N (where --backend is taken): 0 runs on the cpu backend; any other
+   * count (all, auto: -1) lets the GPU take every layer, as mkc does not split a model */
+  int gpu_layers, have_gpu_layers;
   const char *slot_save_path; /* serve --slot-save-path DIR: llama-server's slot files there */
   int port;                   /* serve --port N (0: one the system picks) */
   const char *api_key;        /* serve --api-key KEY: requests must carry it (Bearer) */

@@ -55,8 +55,8 @@ static const char USAGE[] =
     "  --dry-penalty-last-n N, --dry-sequence-breaker TEXT, --samplers LIST, --sampling-seq S,\n"
     "  --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE, --draft-head,\n"
-    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
-    "  --ubatch N, --context-shift (an answer goes on past a full context; without -n,\n"
+    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -ngl N, -t/--threads N,\n"
+    "  --dequant, --ubatch N, --context-shift (an answer goes on past a full context; without -n,\n"
     "  up to 10 contexts), --keep N (the conversation's first tokens a shift keeps),\n"
     "  --prompt-cache FILE, --prompt-cache-ro, --prompt-cache-all (the first turn reads\n"
     "  the rows FILE holds of its start, then saves its own): as for run\n";

@@ -35,7 +35,7 @@ static const char USAGE[] =
     "  --embd-normalize N     -1 none, 0 scaled to int16's range, 1 taxicab,\n"
     "                         2 euclidean (the default), N > 2 the N-norm\n"
     "  -c, --ctx N            the context: a text may hold up to N tokens\n"
-    "  --backend B, --kernel DIR, --kv-dtype T, --ubatch N, -t/--threads N,\n"
+    "  --backend B, -ngl N, --kernel DIR, --kv-dtype T, --ubatch N, -t/--threads N,\n"
     "  --dequant: as for run\n";
 
 /* The texts: -p's or -f's lines (a final newline ends the last one). */

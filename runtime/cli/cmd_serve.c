@@ -124,8 +124,8 @@ static const char USAGE[] =
     "  --dry-sequence-breaker TEXT, --samplers LIST, --sampling-seq S (requests' fields\n"
     "  of the same names, llama-server's and ollama's, override them), --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
-    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -t/--threads N, --dequant,\n"
-    "  --ubatch N: as for run\n";
+    "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -ngl N, -t/--threads N,\n"
+    "  --dequant, --ubatch N: as for run\n";
 
 /* An error answer in the request's API's shape. */
 static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {
