@@ -92,6 +92,20 @@ expect_error "--n-gpu-layers 8 with --backend cpu" "mkc: error: -ngl puts layers
   -- "${ngl[@]}" --n-gpu-layers 8 --backend cpu
 expect_error "-ngl not a count" "mkc: error: -ngl: expected a number of layers (0: none on the GPU), all or auto, got 'x'" \
   -- "${ngl[@]}" -ngl x
+# llama.cpp's -ctk/-ctv: mkc's one KV type, given for both or once; the pool a batch reports is
+# --kv-dtype f32's (twice bf16's)
+printf '1,2,3\n4,5\n' >"$tmp/two.txt"
+pool() { "$mkc" run --preset tiny --random-weights 1 --batch "$tmp/two.txt" -n 2 --backend cpu "$@" 2>&1 | grep -o 'pool of [0-9.]* MiB'; }
+p_bf16=$(pool) p_f32=$(pool --kv-dtype f32) p_kv=$(pool -ctk f32 -ctv f32) p_v=$(pool --cache-type-v f32)
+[ -n "$p_f32" ] && [ "$p_kv" = "$p_f32" ] && [ "$p_v" = "$p_f32" ] && [ "$p_bf16" != "$p_f32" ] \
+  && ok "-ctk f32 -ctv f32, and -ctv f32 alone: --kv-dtype f32's cache ($p_f32; bf16's: $p_bf16)" \
+  || fail "-ctk/-ctv" "bf16 $p_bf16, f32 $p_f32, -ctk -ctv $p_kv, -ctv $p_v"
+expect_error "-ctk and -ctv that differ" "mkc: error: -ctk f16 and -ctv bf16: mkc's K and V rows share one type; give the same" \
+  -- "${ngl[@]}" -ctk f16 -ctv bf16
+expect_error "-ctk q8_0" "mkc: error: -ctk/-ctv: the KV cache is bf16, f16 or f32 here, not 'q8_0'" \
+  -- "${ngl[@]}" -ctk q8_0 -ctv q8_0
+expect_error "-ctk with another --kv-dtype" "mkc: error: -ctk/-ctv f32 and --kv-dtype: one type, given once" \
+  -- "${ngl[@]}" -ctk f32 --kv-dtype f16
 expect_error "-ngl where no backend is chosen" "mkc: error: unknown option '-ngl'" -- tokenize -m x -ngl 1
 expect_error "--context-shift and --no-context-shift" "mkc: error: run: --context-shift or --no-context-shift: one" \
   -- run --preset tiny --random-weights 1 -n 4 --context-shift --no-context-shift

@@ -480,6 +480,15 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     }
     for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
       if (strcmp(a, ALIASES[k].alias) == 0 && allows(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
+    /* llama.cpp's K and V cache types, wherever mkc's one KV type is taken */
+    int kv = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")   ? 0
+             : !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v") ? 1
+                                                                  : -1;
+    if (kv >= 0 && allows(allowed, "--kv-dtype")) {
+      if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
+      c->cache_type[kv] = argv[++i];
+      continue;
+    }
     /* llama.cpp's GPU layer count, wherever a backend is chosen */
     if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") || !strcmp(a, "--gpu-layers")) &&
         allows(allowed, "--backend")) {
@@ -501,6 +510,19 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     int rc = take_value(a, argv[i], argv[i + 1], c);
     i++;
     if (rc) return rc;
+  }
+  /* -ctk and -ctv: mkc's K and V rows share one type; a type given once is both's */
+  const char *k = c->cache_type[0], *v = c->cache_type[1], *t = k ? k : v;
+  if (t) {
+    char both[96];
+    snprintf(both, sizeof both, "-ctk %s and -ctv %s", k ? k : "(f16)", v ? v : "(f16)");
+    if (k && v && strcmp(k, v) != 0)
+      return mkc_cli_usage_error("%s: mkc's K and V rows share one type; give the same", both);
+    if (mkc_kv_dtype_from_name(t) < 0)
+      return mkc_cli_usage_error("-ctk/-ctv: the KV cache is bf16, f16 or f32 here, not '%s'", t);
+    if (c->kv_dtype && strcmp(c->kv_dtype, t) != 0)
+      return mkc_cli_usage_error("-ctk/-ctv %s and --kv-dtype: one type, given once", t);
+    c->kv_dtype = t;
   }
   if (c->have_gpu_layers) { /* -ngl 0: the cpu backend; else the GPU's, unless told otherwise */
     const char *b = c->backend;

@@ -12,6 +12,7 @@ typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
   const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
   const char *kv_dtype;            /* --kv-dtype bf16|f16|f32 (NULL: $MKC_KV_DTYPE, else bf16) */
+  const char *cache_type[2]; /* llama.cpp's -ctk, -ctv (where --kv-dtype is taken): K's, V's */
   int draft_max, max_ctx, n_gen, have_n, blocks, have_seed;
   int ubatch;                     /* --ubatch N: inputs of a prompt chunk (0: codegen's default) */
   unsigned long long seed;        /* --random-weights */

@@ -114,6 +114,7 @@ static const char USAGE[] =
     "  -ub, --ubatch N        the prompt in chunks of up to N tokens (1..512, default\n"
     "                         128), tiled products on tensor cores\n"
     "  --kv-dtype T           KV cache element type: bf16 (default), f16, f32\n"
+    "                         (llama.cpp's -ctk T -ctv T: one type for both)\n"
     "  --dequant              widen the model's quantized matrices (Q8_0, Q4_0, Q4_1,\n"
     "                         Q5_0, Q5_1, Q2_K to Q6_K, IQ1_S, IQ1_M, IQ2_XXS,\n"
     "                         IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ4_NL, IQ4_XS) to bf16 at\n"
