@@ -2,12 +2,12 @@
  * session that reads a saved prompt's rows and decodes a longer prompt
  * gives exactly what a fresh session decoding it whole gives, and feeds only
  * the tokens past what it read; a file of another model, a file cut short,
- * another backend's rows and a sliding window are not used (a warning, 0
- * loaded), never a crash. A whole session written and read back (a server's
- * slot file: mkc_kv_write, mkc_kv_read) continues as the session it was
- * saved from, its token history its own; a file it cannot use is refused
- * with why. On the backend under test (cpu, or cuda with
- * MKC_TEST_BACKEND=cuda) and the ref backend, on tiny. */
+ * or another backend's rows is not used (a warning, 0 loaded), never a
+ * crash. Sliding windows (swa-tiny, gemma-tiny) too, with their rings'
+ * first positions, where the prompt needs no rows older than those. A whole session written and
+ * read back (a server's slot file: mkc_kv_write, mkc_kv_read) continues as the session it was saved
+ * from, its token history its own; a file it cannot use is refused with why. On the backend under
+ * test (cpu, or cuda with MKC_TEST_BACKEND=cuda) and the ref backend, on tiny. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +245,97 @@ static void slot_file(const fixture *fx, enum mkc_backend_kind kind) {
   mkc_session_close(s);
 }
 
+/* Decodes prompt[0..n) for N_GEN tokens on a fresh session of fx, reading path first when
+ * given (mkc_kv_load); the tokens in out, the loaded count in *loaded, the fed in *fed. */
+static int decode_window(const fixture *fx, const int *prompt, int n, const char *path, int *loaded,
+                         int *fed, int *out) {
+  mkc_session *s = mkc_session_open(test_backend(), &fx->g, &fx->src, &fx->w, 2);
+  mkc_decode_opts o = {.draft_max = 2};
+  mkc_decode_stats st;
+  *loaded = s && path ? mkc_kv_load(s, MODEL, path, prompt, n) : 0;
+  int rc =
+      s && *loaded >= 0 ? mkc_decode_more(s, &fx->g, prompt, n, *loaded, N_GEN, &o, out, &st) : -1;
+  *fed = rc == 0 ? st.fed : -1;
+  mkc_session_close(s);
+  return rc;
+}
+
+/* A model with sliding windows: a saved prompt of 150 tokens (past its rings of window and
+ * chunk rows, so they wrapped) is read back by a longer prompt and by itself, each then decoding
+ * what a fresh session does; a prompt sharing only its first 20 tokens would need window rows older
+ * than the file's: not used (a warning), a fresh decode; a whole session written and read back (a
+ * slot file) goes on as a fresh one. */
+static void window_round_trip(const char *preset) {
+  enum { LONG = 170, SAVED = 150, SHARED = 20 };
+  fixture fx;
+  if (!CHECK(fixture_open(&fx, preset, 2, 0, 7) == 0, "%s: generate", preset)) return;
+  int prompt[LONG], other[LONG], want[N_GEN], got[N_GEN], first[N_GEN], loaded, fed;
+  for (int i = 0; i < LONG; i++) {
+    prompt[i] = (7 * i + 3) % fx.g.vocab;
+    other[i] = i < SHARED ? prompt[i] : (11 * i + 5) % fx.g.vocab;
+  }
+  const char *path = tmp_path("window.kv");
+  remove(path);
+  mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  mkc_decode_opts o = {.draft_max = 2};
+  mkc_decode_stats st;
+  int saved = s && mkc_decode_with(s, &fx.g, prompt, SAVED, 8, &o, first, &st) == 0
+                  ? mkc_kv_save(s, SAVED, MODEL, path)
+                  : -1;
+  mkc_session_close(s);
+  size_t n;
+  unsigned char *bytes = mkc_read_file(path, &n);
+  mkc_kv_file f = {0};
+  char why[200] = "";
+  int parsed = bytes ? mkc_kv_file_parse(bytes, n, &f, why, sizeof why) : -1;
+  CHECK(saved == 0 && parsed == 0 && f.n_tokens == SAVED && f.n_rings > 0,
+        "%s: %d tokens' rows saved, with %d windows' first positions %s", preset, SAVED, f.n_rings,
+        why);
+  free(bytes);
+  int a = decode_window(&fx, prompt, LONG, NULL, &loaded, &fed, want);
+  int b = decode_window(&fx, prompt, LONG, path, &loaded, &fed, got);
+  CHECK(a == 0 && b == 0 && loaded == SAVED && fed == LONG - SAVED &&
+            memcmp(got, want, sizeof want) == 0,
+        "%s: a longer prompt reads %d rows (%d), feeds %d, and decodes what a fresh session does",
+        preset, SAVED, loaded, fed);
+  a = decode_window(&fx, prompt, SAVED, NULL, &loaded, &fed, want);
+  b = decode_window(&fx, prompt, SAVED, path, &loaded, &fed, got);
+  CHECK(a == 0 && b == 0 && loaded == SAVED - 1 && fed == 1 && memcmp(got, want, sizeof want) == 0,
+        "%s: the saved prompt itself: %d rows read (%d), its last token fed, a fresh decode's",
+        preset, SAVED - 1, loaded);
+  a = decode_window(&fx, other, LONG, NULL, &loaded, &fed, want);
+  b = decode_window(&fx, other, LONG, path, &loaded, &fed, got);
+  CHECK(a == 0 && b == 0 && loaded == 0 && fed == LONG && memcmp(got, want, sizeof want) == 0,
+        "%s: a prompt sharing only its first %d tokens: the windows' rows for them are gone, "
+        "nothing read (%d), a fresh decode's",
+        preset, SHARED, loaded);
+  /* a slot file: all of a session past its windows, read back, then 4 more tokens */
+  int next[SAVED + N_GEN + 4], n_held = 0, rc_want = -1, rc_got = -1, *tokens = NULL;
+  size_t written = 0, read = 0;
+  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  if (s && mkc_decode_with(s, &fx.g, prompt, SAVED, 8, &o, first, &st) == 0) {
+    memcpy(next, prompt, SAVED * sizeof *next);
+    memcpy(next + SAVED, first, (size_t)st.generated * sizeof *next);
+    n_held = SAVED + st.generated - 1;
+    saved = mkc_kv_write(s, 1 << 20, MODEL, path, &written, why, sizeof why);
+  }
+  mkc_session_close(s);
+  for (int i = 0; i < 4; i++) next[n_held + i] = prompt[i + 1];
+  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  if (s) rc_want = mkc_decode_more(s, &fx.g, next, n_held + 4, 0, N_GEN, &o, want, &st);
+  mkc_session_close(s);
+  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
+  int r = s ? mkc_kv_read(s, MODEL, path, &tokens, &read, why, sizeof why) : -1;
+  if (r == n_held) rc_got = mkc_decode_more(s, &fx.g, next, n_held + 4, r, N_GEN, &o, got, &st);
+  mkc_session_close(s);
+  free(tokens);
+  CHECK(saved == n_held && r == n_held && rc_want == 0 && rc_got == 0 && st.fed == 4 &&
+            memcmp(got, want, sizeof want) == 0,
+        "%s: a whole session (%d tokens) written and read back goes on as a fresh one %s", preset,
+        n_held, why);
+  fixture_close(&fx);
+}
+
 int main(void) {
   if (test_skip_without_gpu() || scratch_open("kv-file") != 0) return 0;
   fixture fx;
@@ -261,42 +352,11 @@ int main(void) {
         "another backend's rows are not used");
   mkc_session_close(s);
   fixture_close(&fx);
-  /* a sliding window keeps only its last rows (a ring of window + chunk rows, fewer than its
-   * context of 256): they are not taken back */
-  if (CHECK(fixture_open(&fx, "swa-tiny", 2, 0, 7) == 0, "swa-tiny: generate")) {
-    int out[N_GEN], loaded;
-    mkc_decode_stats st;
-    s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
-    mkc_decode_opts o = {.draft_max = 2};
-    remove(path);
-    int saved = s && mkc_decode_with(s, &fx.g, PROMPT, N_SAVED, 4, &o, out, &st) == 0
-                    ? mkc_kv_save(s, N_SAVED, MODEL, path)
-                    : -1;
-    mkc_session_close(s);
-    FILE *none = fopen(path, "rb");
-    CHECK(saved == 0 && !none, "swa-tiny: not saved (a warning), no file");
-    if (none) fclose(none);
-    size_t written = 1;
-    char why[200] = "";
-    s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
-    saved = s ? mkc_kv_write(s, N_SAVED, MODEL, path, &written, why, sizeof why) : 0;
-    mkc_session_close(s);
-    none = fopen(path, "rb");
-    CHECK(saved == -1 && written == 0 && !none && strstr(why, "sliding window"),
-          "swa-tiny: a slot's save is refused with why (%s)", why);
-    if (none) fclose(none);
-    /* a file written for it anyway (tiny's rows under its id) is not taken back */
-    fixture tiny;
-    if (fixture_open(&tiny, "tiny", 2, 64, 7) == 0) {
-      save(&tiny, test_backend(), path);
-      fixture_close(&tiny);
-    }
-    int rc = decode(&fx, test_backend(), N_PROMPT, path, &loaded, out, &st);
-    CHECK(rc == 0 && loaded == 0 && st.fed == N_PROMPT,
-          "swa-tiny: rows from the host are refused: nothing loaded (loaded %d, fed %d)", loaded,
-          st.fed);
-    fixture_close(&fx);
-  }
+  /* sliding windows keep only their last rows (a ring of window + chunk rows, fewer than the
+   * context of 256): saved with their first positions, read back where the prompt needs no
+   * older rows */
+  window_round_trip("swa-tiny");
+  window_round_trip("gemma-tiny");
   scratch_close();
   return check_done();
 }

@@ -10,7 +10,8 @@
 # prompt (the oracle: run, itself checked against the reference elsewhere);
 # the answers carry llama-server's fields; bad requests get llama-server's
 # status and message; a file of another model, cut short, or not there is
-# refused; flags that cannot work are refused at start.
+# refused; a model with sliding windows too; flags that cannot work are
+# refused at start.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 unset MKC_KV_DTYPE
@@ -128,13 +129,30 @@ if start other --preset tiny --random-weights 6 --backend cpu --slot-save-path "
   stop other
 fi
 
-# A sliding window keeps only its last rows: a save is refused (501), nothing written.
-if start swa --preset swa-tiny --random-weights 5 --backend cpu --slot-save-path "$dir"; then
-  call POST /v1/completions "{\"prompt\": $first, \"max_tokens\": 4}"
-  refused "swa-tiny: save" 501 "sliding window" POST '/slots/0?action=save' '{"filename": "swa.bin"}'
-  [ "$(get error type)" = not_supported_error ] && [ ! -e "$dir/swa.bin" ] \
-    && ok "... llama-server's not_supported_error, no file" || fail "swa: no file" "$(ls "$dir")"
+# A sliding window keeps only its last rows (a ring): a session past it (a prompt of 150 ids,
+# then 20 tokens) is saved with its windows' first positions; a new server restores it, and a
+# prompt continuing it feeds only its new ids and answers what run does for the whole.
+swa=(--preset swa-tiny --random-weights 5 --backend cpu --draft-max 2)
+long_ids=$(python3 -c 'print(",".join(str((7 * i + 3) % 256) for i in range(150)))')
+if start swa "${swa[@]}" --slot-save-path "$dir"; then
+  call POST /v1/completions "{\"prompt\": [$long_ids], \"max_tokens\": 20}"
+  swa_answer=$(get choices 0 tokens | tr -d '[] \n')
+  call POST '/slots/0?action=save' '{"filename": "swa.bin"}'
+  [ "$status" = 200 ] && [ "$(get n_saved)" = 169 ] && ok "swa-tiny: a session past its window saved (169 tokens)" \
+    || fail "swa-tiny: save" "$(head -c 300 "$tmp/ans")"
   stop swa
+fi
+if [ -f "$dir/swa.bin" ] && start swa2 "${swa[@]}" --slot-save-path "$dir"; then
+  call POST '/slots/0?action=restore' '{"filename": "swa.bin"}'
+  restored=$(get n_restored)
+  swa_next="$long_ids,$swa_answer,9,9,9"
+  want=$("$mkc" run "${swa[@]}" -n 10 --prompt-ids "$swa_next" 2>/dev/null)
+  call POST /v1/completions "{\"prompt\": [$swa_next], \"max_tokens\": 10}"
+  [ "$restored" = 169 ] && [ -n "$want" ] && [ "$(get choices 0 text)" = "$want" ] \
+    && [ "$(get usage prompt_tokens_details cached_tokens)" = 169 ] \
+    && ok "swa-tiny: restored by a new server; a prompt continuing it feeds 4 ids and answers what run does" \
+    || fail "swa-tiny restored" "restored $restored; run: $want" "$(head -c 300 "$tmp/ans")"
+  stop swa2
 fi
 
 # Without --slot-save-path: llama-server's 501.

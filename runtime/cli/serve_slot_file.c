@@ -54,7 +54,7 @@ static void save(mkc_server *sv, int fd, const char *name, const char *path) {
   if (n < 0) {
     snprintf(msg, sizeof msg, "Unable to save slot: %s", why);
     fprintf(stderr, "mkc: slot 0: not saved to %s: %s\n", path, why);
-    mkc_respond_error(fd, strstr(why, "sliding window") ? 501 : 500, msg);
+    mkc_respond_error(fd, 500, msg);
     return;
   }
   fprintf(stderr, "mkc: slot 0: %d tokens saved to %s (%zu bytes)\n", n, path, written);

@@ -31,25 +31,28 @@ int mkc_kv_file_parse(const void *data, size_t n, mkc_kv_file *f, char *why, siz
     snprintf(why, cap, "not a prompt cache of mkc's (no MKCKV header)");
     return -1;
   }
-  uint64_t tokens = get_le(p + 16, 4), bytes = get_le(p + 24, 8);
-  if (get_le(p + 20, 4) != 0 || tokens > (1u << 24) || bytes > n ||
-      n - HEADER != tokens * 4 + bytes) {
-    snprintf(why, cap, "%zu bytes, not the %llu tokens and %llu bytes of rows its header says", n,
-             (unsigned long long)tokens, (unsigned long long)bytes);
+  uint64_t tokens = get_le(p + 16, 4), rings = get_le(p + 20, 4), bytes = get_le(p + 24, 8);
+  if (rings > 1024 || tokens > (1u << 24) || bytes > n ||
+      n - HEADER != rings * 4 + tokens * 4 + bytes) {
+    snprintf(why, cap,
+             "%zu bytes, not the %llu windows, %llu tokens and %llu bytes of rows its header says",
+             n, (unsigned long long)rings, (unsigned long long)tokens, (unsigned long long)bytes);
     return -1;
   }
   f->model_id = get_le(p + 8, 8);
   f->n_tokens = (int)tokens;
-  f->tokens = p + HEADER;
-  f->rows = p + HEADER + tokens * 4;
+  f->n_rings = (int)rings;
+  f->held_from = p + HEADER;
+  f->tokens = p + HEADER + rings * 4;
+  f->rows = f->tokens + tokens * 4;
   f->n_bytes = (size_t)bytes;
   return 0;
 }
 
-/* The file's bytes: header, tokens, rows, written atomically (mkc_write_atomic). */
-static int write_file(const char *path, uint64_t model_id, const int *tokens, int n,
-                      const void *rows, size_t bytes) {
-  unsigned char head[HEADER] = {0}, *words = malloc((size_t)n * 4 + 1);
+/* The file's bytes: header, windows, tokens, rows, written atomically (mkc_write_atomic). */
+static int write_file(const char *path, uint64_t model_id, const int *held_from, int n_rings,
+                      const int *tokens, int n, const void *rows, size_t bytes) {
+  unsigned char head[HEADER] = {0}, *words = malloc((size_t)(n_rings + n) * 4 + 1);
   if (!words) {
     fprintf(stderr, "mkc: error: out of memory\n");
     return -1;
@@ -57,10 +60,12 @@ static int write_file(const char *path, uint64_t model_id, const int *tokens, in
   memcpy(head, MAGIC, sizeof MAGIC);
   put_le(head + 8, model_id, 8);
   put_le(head + 16, (uint64_t)n, 4);
+  put_le(head + 20, (uint64_t)n_rings, 4);
   put_le(head + 24, bytes, 8);
-  for (int i = 0; i < n; i++) put_le(words + 4 * (size_t)i, (uint32_t)tokens[i], 4);
+  for (int r = 0; r < n_rings; r++) put_le(words + 4 * (size_t)r, (uint32_t)held_from[r], 4);
+  for (int i = 0; i < n; i++) put_le(words + 4 * (size_t)(n_rings + i), (uint32_t)tokens[i], 4);
   const void *parts[] = {head, words, rows};
-  const size_t sizes[] = {HEADER, (size_t)n * 4, bytes};
+  const size_t sizes[] = {HEADER, (size_t)(n_rings + n) * 4, bytes};
   int rc = mkc_write_atomic(path, parts, sizes, 3);
   free(words);
   return rc;
@@ -69,10 +74,6 @@ static int write_file(const char *path, uint64_t model_id, const int *tokens, in
 int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, size_t *written,
                  char *why, size_t cap) {
   *written = 0;
-  if (s->n_rings) { /* its rings hold the last rows only: nothing a later prompt could begin with */
-    snprintf(why, cap, "a sliding window's cache keeps only its last rows");
-    return -1;
-  }
   snprintf(why, cap, "the copy or the write failed (the log says why)");
   mkc_kv_snap *all = mkc_kv_snapshot(s, 0), *first = NULL, *rest = NULL;
   if (!all) return -1;
@@ -84,9 +85,13 @@ int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, siz
   }
   const mkc_kv_snap *kept = first ? first : all;
   size_t bytes;
+  int held[s->n_rings > 0 ? s->n_rings : 1];
+  for (int r = 0; r < s->n_rings; r++) held[r] = mkc_kv_snapshot_held(kept, r);
   void *rows = mkc_kv_snapshot_read(kept, &bytes);
-  int rc = rows ? write_file(path, model_id, mkc_kv_snapshot_tokens(kept), n, rows, bytes) : -1;
-  if (rc == 0) *written = HEADER + (size_t)n * 4 + bytes, why[0] = 0;
+  int rc = rows ? write_file(path, model_id, held, s->n_rings, mkc_kv_snapshot_tokens(kept), n,
+                             rows, bytes)
+                : -1;
+  if (rc == 0) *written = HEADER + (size_t)(s->n_rings + n) * 4 + bytes, why[0] = 0;
   free(rows);
   mkc_kv_snapshot_free(rest);
   mkc_kv_snapshot_free(first);
@@ -95,13 +100,6 @@ int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, siz
 }
 
 int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path) {
-  if (s->n_rings) {
-    fprintf(stderr,
-            "mkc: warning: --prompt-cache %s: a sliding window's cache keeps only its last "
-            "rows: not saved\n",
-            path);
-    return 0;
-  }
   char why[200];
   size_t written;
   return mkc_kv_write(s, n, model_id, path, &written, why, sizeof why) < 0 ? -1 : 0;
@@ -119,11 +117,20 @@ static int *file_tokens(const mkc_kv_file *f) {
 /* f's rows as a snapshot of s, the kernels' token history (the penalties
  * index their counts by it; it ends a cpu or cuda store) rewritten to
  * hist[0..n_hist) and 0 after, so that a crafted file cannot send it out of
- * the vocabulary. NULL after a message (not this session's rows), or with
- * *oom set. */
+ * the vocabulary. NULL after a message (not this session's rows: another
+ * layout, other sliding windows), or with *oom set. */
 static mkc_kv_snap *import_rows(mkc_session *s, const mkc_kv_file *f, const int *tokens,
                                 const int *hist, int n_hist, int *oom) {
+  *oom = 0;
+  if (f->n_rings != s->n_rings) {
+    fprintf(stderr, "mkc: error: KV rows of %d sliding windows for a model with %d\n", f->n_rings,
+            s->n_rings);
+    return NULL;
+  }
   unsigned char *rows = malloc(f->n_bytes ? f->n_bytes : 1);
+  int held[f->n_rings > 0 ? f->n_rings : 1];
+  for (int r = 0; r < f->n_rings; r++)
+    held[r] = (int)(int32_t)(uint32_t)get_le(f->held_from + 4 * (size_t)r, 4);
   *oom = !rows;
   if (!rows) return NULL;
   memcpy(rows, f->rows, f->n_bytes);
@@ -133,7 +140,7 @@ static mkc_kv_snap *import_rows(mkc_session *s, const mkc_kv_file *f, const int 
       int32_t id = i < n_hist ? hist[i] : 0;
       memcpy(rows + f->n_bytes - (size_t)(f->n_tokens - i) * sizeof id, &id, sizeof id);
     }
-  mkc_kv_snap *snap = mkc_kv_snapshot_import(s, f->n_tokens, tokens, rows, f->n_bytes);
+  mkc_kv_snap *snap = mkc_kv_snapshot_import(s, f->n_tokens, tokens, rows, f->n_bytes, held);
   free(rows);
   return snap;
 }
@@ -170,6 +177,14 @@ int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *
               "mkc: warning: --prompt-cache %s: its rows are not this session's (see "
               "above): not used\n",
               path);
+    /* a sliding window kept only its last rows: the prompt may need older ones */
+    if (snap && same > 0 && mkc_kv_snapshot_lacks(snap, same)) {
+      fprintf(stderr,
+              "mkc: warning: --prompt-cache %s: the prompt shares its first %d tokens, but a "
+              "sliding window's rows for them are older than the file's last ones: not used\n",
+              path, same);
+      same = 0;
+    }
     if (oom)
       rc = -1;
     else if (snap && same > 0)

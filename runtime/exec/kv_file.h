@@ -6,8 +6,11 @@
  *   "MKCKV\0v1"                 8 bytes
  *   model id                    u64: the model and kernel it was written for
  *   n_tokens                    u32
- *   0                           u32
+ *   n_rings                     u32: the model's sliding windows (0: none)
  *   n_bytes                     u64: the rows' bytes (snapshot.h's store)
+ *   held_from                   n_rings i32: each window's first position
+ *                               whose rows the file holds (its ring kept
+ *                               only the last ones)
  *   tokens                      n_tokens i32
  *   rows                        n_bytes bytes
  *
@@ -24,7 +27,9 @@
 typedef struct mkc_kv_file {
   uint64_t model_id;
   int n_tokens;
-  const unsigned char *tokens; /* in the parsed bytes: n_tokens little-endian i32 */
+  int n_rings;
+  const unsigned char *held_from; /* in the parsed bytes: n_rings little-endian i32 */
+  const unsigned char *tokens;    /* in the parsed bytes: n_tokens little-endian i32 */
   const unsigned char *rows;
   size_t n_bytes;
 } mkc_kv_file;

@@ -80,6 +80,8 @@ static int first_difference(const int *a, const int *b, int n) {
   return -1;
 }
 
+int mkc_kv_snapshot_held(const mkc_kv_snap *snap, int ring) { return snap->held_from[ring]; }
+
 /* A sliding window's rows the restore cannot bring back: the window before
  * target must lie in what the snapshot holds of its ring, or, where the
  * snapshot holds its ring's rows from its first position on, reach below it
@@ -97,6 +99,11 @@ static const char *lost_window(const mkc_session *s, const mkc_kv_snap *snap, in
     return why;
   }
   return NULL;
+}
+
+int mkc_kv_snapshot_lacks(const mkc_kv_snap *snap, int target) {
+  char why[200];
+  return lost_window(snap->s, snap, target, why, sizeof why) != NULL;
 }
 
 /* Why snap cannot be restored to target in s, or NULL. */
@@ -150,15 +157,20 @@ int mkc_kv_restore(mkc_session *s, const mkc_kv_snap *snap, int target) {
 }
 
 mkc_kv_snap *mkc_kv_snapshot_import(mkc_session *s, int to, const int *tokens, const void *rows,
-                                    size_t bytes) {
-  if (s->n_rings) {
-    fprintf(stderr, "mkc: error: a sliding window's rows are not taken from the host (its ring "
-                    "holds only the last ones)\n");
-    return NULL;
-  }
+                                    size_t bytes, const int *held_from) {
   if (to < 0 || to > s->g->max_ctx) {
     fprintf(stderr, "mkc: error: %d positions of KV rows for a context of %d\n", to, s->g->max_ctx);
     return NULL;
+  }
+  for (int r = 0; r < s->n_rings; r++) { /* a ring at `to` holds at most its last `rows` */
+    int held = held_from ? held_from[r] : -1;
+    if (held < 0 || held > to || to - held > s->rings[r].rows) {
+      fprintf(stderr,
+              "mkc: error: layer %d's sliding window: rows from position %d of %d, which its "
+              "ring of %d rows cannot hold\n",
+              s->rings[r].layer, held, to, s->rings[r].rows);
+      return NULL;
+    }
   }
   if (!s->b->ops->store_write) {
     fprintf(stderr, "mkc: error: the %s backend takes no KV rows from the host\n", s->b->ops->name);
@@ -167,6 +179,7 @@ mkc_kv_snap *mkc_kv_snapshot_import(mkc_session *s, int to, const int *tokens, c
   mkc_kv_snap *snap = open_snapshot(s, 0, to);
   if (!snap) return NULL;
   memcpy(snap->tokens, tokens, (size_t)to * sizeof *tokens);
+  for (int r = 0; r < s->n_rings; r++) snap->held_from[r] = held_from[r];
   if (s->b->ops->store_write(s->b, snap->store, rows, bytes) != 0) {
     mkc_kv_snapshot_free(snap);
     return NULL;

@@ -54,12 +54,20 @@ int mkc_kv_split(const mkc_kv_snap *snap, int at, mkc_kv_snap **first, mkc_kv_sn
 void mkc_kv_snapshot_free(mkc_kv_snap *snap); /* NULL: nothing */
 
 /* A snapshot of positions [0, to) of s from the host: tokens[0..to) and the
- * rows as mkc_kv_snapshot_read gave them (a saved prompt's, kv_file.h). NULL
- * + message when bytes is not what the backend's store of `to` rows holds
- * (another model's or backend's layout), s has a sliding window, or the
- * copy failed. */
+ * rows as mkc_kv_snapshot_read gave them (a saved prompt's, kv_file.h), and
+ * for each of s's sliding windows the first position its rows hold
+ * (held_from[ring], mkc_kv_snapshot_held; NULL without windows). NULL +
+ * message when bytes is not what the backend's store of `to` rows holds
+ * (another model's or backend's layout), a ring's first position is not one
+ * a ring of its rows could hold at `to`, or the copy failed. */
 mkc_kv_snap *mkc_kv_snapshot_import(mkc_session *s, int to, const int *tokens, const void *rows,
-                                    size_t bytes);
+                                    size_t bytes, const int *held_from);
+/* The first position whose rows the snapshot holds of its session's sliding window `ring`
+ * (0 .. the session's windows - 1). */
+int mkc_kv_snapshot_held(const mkc_kv_snap *snap, int ring);
+/* Whether restoring snap to target would be refused for a sliding window's rows it lacks
+ * (mkc_kv_restore's check, without its message). */
+int mkc_kv_snapshot_lacks(const mkc_kv_snap *snap, int target);
 
 int mkc_kv_snapshot_from(const mkc_kv_snap *snap);
 int mkc_kv_snapshot_to(const mkc_kv_snap *snap);
