@@ -459,9 +459,9 @@ static void requests(void) {
       "\"seed\": 9, \"stop\": [\"x\"], \"num_ctx\": 4096}}";
   CHECK(ollama(og, 0, &r, why) == 0 && !r.stream && r.raw && strcmp(r.system, "s") == 0 &&
             r.n_context == 3 && r.context[2] == 3 && r.max_tokens == 7 && r.temperature == 0.5 &&
-            r.have_seed && r.seed == 9 && r.n_stop == 1,
+            r.have_seed && r.seed == 9 && r.n_stop == 1 && r.num_ctx == 4096 && !r.unfollowed[0],
         "ollama generate: system, raw, no stream, context, options (num_predict, temperature, "
-        "seed, stop; num_ctx ignored)");
+        "seed, stop, num_ctx)");
   mkc_api_req_free(&r);
   const char *oc = "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"options\": "
                    "{\"num_predict\": -2}}";

@@ -610,13 +610,13 @@ elif start smollm2 -m "$model" --backend cpu; then
   [ -n "$want" ] && [ "$(get response)" = "$want" ] && ok "ollama /api/generate with the context it returned: mkc chat's second answer" \
     || fail "ollama generate context" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
   want=$("$mkc" run "${margs[@]}" -p "Once upon a time" -n 12 --temp 0.9 --seed 21 --top-k 30 --typical 0.7 2>/dev/null)
-  call POST /api/generate '{"prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 12, "temperature": 0.9, "seed": 21, "top_k": 30, "typical_p": 0.7, "num_ctx": 2048, "tfs_z": 0.95}}'
+  call POST /api/generate '{"prompt": "Once upon a time", "raw": true, "stream": false, "options": {"num_predict": 12, "temperature": 0.9, "seed": 21, "top_k": 30, "typical_p": 0.7, "num_ctx": 1000000, "tfs_z": 0.95}}'
   [ "$(get response)" = "$want" ] && [ "$(get done_reason)" = length ] && [ "$(get eval_count)" = 12 ] \
     && ok "ollama /api/generate raw, sampled with options (typical_p on the host): run's text ($want)" \
     || fail "ollama generate raw sampled" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
   sleep 0.2 # the log line follows the answer
   grep -q "POST /api/generate: .*; options not followed: num_ctx, tfs_z$" "$tmp/smollm2.err" \
-    && ok "ollama options mkc does not follow: named in the request's log line (num_ctx, tfs_z)" \
+    && ok "ollama options mkc does not follow: named in the request's log line (num_ctx past the server's context, tfs_z)" \
     || fail "ollama unfollowed options" "$(grep 'POST /api/generate' "$tmp/smollm2.err" | tail -n 2)"
   # ollama's logprobs (true) and top_logprobs: its list of tokens, whole and streamed
   "$mkc" run "${margs[@]}" -p "The sky over the sea" -n 8 --json --logprobs 2 >"$tmp/run.json" 2>/dev/null
@@ -938,8 +938,8 @@ m = json.load(open(sys.argv[1])); print(json.dumps({"system": m[0]["content"], "
     || fail "ollama truncate, last turn too long" "$(head -c 300 "$tmp/ans")"
   call POST /api/chat '{"messages": [{"role": "user", "content": "Hi"}], "stream": false, "shift": true, "options": {"num_predict": 2, "num_ctx": 64}}'
   sleep 0.2
-  [ "$status" = 200 ] && grep -q "POST /api/chat: .*; options not followed: num_ctx$" "$tmp/smolpar.err" \
-    && ok "ollama's shift true on --parallel (the slots shift too): only num_ctx named as not followed" \
+  [ "$status" = 200 ] && grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1 | grep -vq "options not followed" \
+    && ok "ollama's shift true and num_ctx 64 (the server's) on --parallel: followed, none named" \
     || fail "ollama shift" "$(head -c 300 "$tmp/ans")" "$(grep 'POST /api/chat' "$tmp/smolpar.err" | tail -n 1)"
   stop smolpar
 fi
@@ -972,6 +972,21 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshift -m "$model"
   [ "$(cat "$tmp/many")" = "$(quoted "$tmp/keep0")" ] \
     && ok "OpenAI /v1/completions streamed, n_keep 0 (llama-server's default): run --context-shift's text" \
     || fail "/v1/completions shifted" "want: $(cat "$tmp/keep0")" "got: $(head -c 400 "$tmp/many")"
+  # ollama's num_ctx 32 on this context of 48: the answer shifts at 32, as run --ctx 32 does (and
+  # not as run --ctx 48 does)
+  "$mkc" run "${sargs[@]/48/32}" -n 60 --context-shift --keep 4 >"$tmp/ctx32" 2>/dev/null
+  "$mkc" run "${sargs[@]}" -n 60 --context-shift --keep 4 >"$tmp/ctx48" 2>/dev/null # tells them apart
+  call POST /api/generate "{\"prompt\": \"$fruit\", \"raw\": true, \"stream\": false, \"options\": {\"num_predict\": 60, \"num_ctx\": 32}}"
+  sleep 0.2
+  [ "$status" = 200 ] && [ "$(content response)" = "$(quoted "$tmp/ctx32")" ] \
+    && ! cmp -s "$tmp/ctx32" "$tmp/ctx48" \
+    && grep 'POST /api/generate' "$tmp/smolshift.err" | tail -n 1 | grep -q "context shifted [2-9] times" \
+    && ! grep 'POST /api/generate' "$tmp/smolshift.err" | tail -n 1 | grep -q "not followed" \
+    && ok "ollama num_ctx 32 on a context of 48: shifted at 32, run --ctx 32 --context-shift's text" \
+    || fail "ollama num_ctx 32" "want: $(cat "$tmp/ctx32")" "got: $(head -c 400 "$tmp/ans")" "$(grep 'POST /api/generate' "$tmp/smolshift.err" | tail -n 1)"
+  call POST /api/generate "{\"prompt\": \"$(python3 -c 'print(" ".join(["apple"] * 40))')\", \"raw\": true, \"stream\": false, \"options\": {\"num_ctx\": 32}}"
+  [ "$status" = 400 ] && [[ $(get error) == "the prompt is "*" tokens but the request's num_ctx is 32" ]] \
+    && ok "ollama num_ctx 32, a longer prompt: 400 ($(get error))" || fail "num_ctx prompt too long" "$(head -c 300 "$tmp/ans")"
   refused "n_keep below -1" 400 "n_keep: expected -1 (the whole prompt) or a whole number >= 0" POST /completion \
     "{\"prompt\": \"$fruit\", \"n_keep\": -2}"
   call POST /api/generate "{\"prompt\": \"$fruit\", \"options\": {\"num_keep\": \"4\"}}"
@@ -992,5 +1007,12 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshiftpar -m "$mod
     && grep -q "at most 2 decoded together" "$tmp/smolshiftpar.err" \
     && ok "--parallel 2: three /completion answers past a context of 48, two at once, each shifted, each run --context-shift's text (n_keep 4, 0, 4)" \
     || fail "--parallel shifted" "want: $(cat "$tmp/want")" "got:  $(cat "$tmp/many")" "$(grep 'POST /completion' "$tmp/smolshiftpar.err")"
+  if start smolshiftpar2 -m "$model" --backend cpu --ctx 48 --draft-max 2 --parallel 2; then
+    call POST /api/generate "{\"prompt\": \"$fruit\", \"raw\": true, \"stream\": false, \"options\": {\"num_predict\": 60, \"num_ctx\": 32}}"
+    [ "$status" = 200 ] && [ "$(content response)" = "$(quoted "$tmp/ctx32")" ] \
+      && ok "--parallel 2: ollama num_ctx 32 shifts in its slot at 32: run --ctx 32 --context-shift's text" \
+      || fail "--parallel num_ctx 32" "want: $(cat "$tmp/ctx32")" "got: $(head -c 400 "$tmp/ans")"
+    stop smolshiftpar2
+  fi
 fi
 finish

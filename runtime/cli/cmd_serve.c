@@ -114,7 +114,8 @@ static const char USAGE[] =
     "                         shift keeps); ollama's requests shift unless they\n"
     "                         say \"shift\": false (num_keep, default 4); with no\n"
     "                         token limit an answer ends at 10 contexts (ollama's\n"
-    "                         bound)\n"
+    "                         bound); ollama's num_ctx below the server's context\n"
+    "                         is the request's (its prompt, cut and shift)\n"
     "  --temp T, -s/--seed S, --top-k N, --top-p P, --min-p P, --repeat-penalty R,\n"
     "  --repeat-last-n N, --presence-penalty P, --frequency-penalty F, -l/--logit-bias\n"
     "  ID+B (a request's logit_bias replaces them), --typical P, --top-nsigma N,\n"
@@ -177,7 +178,8 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j) {
                        .interrupted = &mkc_interrupted,
                        .constraint = doc,
                        .shift = j->shift,
-                       .n_keep = j->n_keep};
+                       .n_keep = j->n_keep,
+                       .max_ctx = j->ctx};
   mkc_decode_stats st;
   int rc =
       g->gone ? 0

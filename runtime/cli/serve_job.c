@@ -136,13 +136,19 @@ char *mkc_serve_chat_text(const mkc_server *sv, const mkc_api_req *r, char *why,
   return text;
 }
 
+/* The request's context: ollama's num_ctx where it is smaller than the server's. */
+static int ctx_of(const mkc_server *sv, const mkc_api_req *r) {
+  int server = sv->m->g.max_ctx;
+  return r->num_ctx > 0 && r->num_ctx < server ? r->num_ctx : server;
+}
+
 /* ollama's truncate, for a chat longer than the context: its oldest turns left out until the
  * prompt leaves room for the answer (the request's token limit, at most half the context; else a
  * quarter). 0 with *text and *ids (*n_ids of them) those of the kept messages and *dropped how
  * many were left out, or -1 with the 400 message. */
 static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int **ids, int *n_ids,
                     int *dropped, char *why, size_t cap) {
-  int ctx = sv->m->g.max_ctx;
+  int ctx = ctx_of(sv, r);
   int reserve = mkc_chat_fit_reserve(ctx, r->max_tokens >= 0 ? r->max_tokens
                                           : sv->c->have_n    ? sv->c->n_gen
                                                              : -1);
@@ -184,7 +190,7 @@ static int fit_chat(const mkc_server *sv, const mkc_api_req *r, char **text, int
  * cuts nothing: the prompt is refused when it does not fit, as any prompt is. */
 static int *infill_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, char *why,
                           size_t cap) {
-  int ctx = sv->m->g.max_ctx;
+  int ctx = ctx_of(sv, r);
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   mkc_infill in = {.prefix = r->input_prefix,
                    .suffix = r->input_suffix,
@@ -266,7 +272,7 @@ static int *prompt_of(const mkc_server *sv, const mkc_api_req *r, int *n, int *d
   int *ids = NULL;
   int n_text = mkc_tokenizer_encode(tok, text, strlen(text),
                                     !r->n_context && mkc_tokenizer_add_bos(tok), 1, &ids);
-  if (n_text > sv->m->g.max_ctx && r->chat && r->ollama && r->truncate &&
+  if (n_text > ctx_of(sv, r) && r->chat && r->ollama && r->truncate &&
       fit_chat(sv, r, &text, &ids, &n_text, dropped, why, cap) != 0) {
     free(text), free(ids);
     return NULL;
@@ -375,7 +381,7 @@ static void shift_plan(const mkc_server *sv, mkc_serve_job *j) {
  * max_tokens, the server's -n and a context shift say. */
 static void plan_budget(const mkc_server *sv, mkc_serve_job *j) {
   const mkc_api_req *r = &j->r;
-  int max_ctx = sv->m->g.max_ctx;
+  int max_ctx = j->ctx = ctx_of(sv, r);
   j->room = max_ctx - j->n_prompt + 1;
   int limit = r->max_tokens >= 0 ? r->max_tokens : sv->c->have_n ? sv->c->n_gen : -1;
   shift_plan(sv, j);
@@ -389,7 +395,7 @@ static void plan_budget(const mkc_server *sv, mkc_serve_job *j) {
  * (j->prompt) among them. 0, or the status refusing the request with why. */
 static int other_prompts(const mkc_server *sv, mkc_serve_job *j, char *why, size_t cap) {
   mkc_api_req *r = &j->r;
-  int n = r->n_prompts, max_ctx = sv->m->g.max_ctx, status = 0;
+  int n = r->n_prompts, max_ctx = ctx_of(sv, r), status = 0;
   j->prompts = calloc((size_t)n, sizeof *j->prompts);
   j->n_prompts = calloc((size_t)n, sizeof *j->n_prompts);
   if (!j->prompts || !j->n_prompts) {
@@ -451,12 +457,17 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   }
   if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, &j->dropped, why, cap)))
     return strstr(why, "memory") ? 500 : 400;
-  int max_ctx = sv->m->g.max_ctx;
+  int max_ctx = ctx_of(sv, r);
+  if (r->num_ctx > sv->m->g.max_ctx) mkc_api_note_unfollowed(r, "num_ctx"); /* it has less */
   if (j->n_prompt > max_ctx) {
-    snprintf(why, cap,
-             "the prompt is %d tokens but the context holds %d (start the server with a larger "
-             "--ctx)",
-             j->n_prompt, max_ctx);
+    if (max_ctx < sv->m->g.max_ctx)
+      snprintf(why, cap, "the prompt is %d tokens but the request's num_ctx is %d", j->n_prompt,
+               max_ctx);
+    else
+      snprintf(why, cap,
+               "the prompt is %d tokens but the context holds %d (start the server with a "
+               "larger --ctx)",
+               j->n_prompt, max_ctx);
     return 400;
   }
   if (r->top_logprobs >= 0 && (sv->c->rounds > 1 || sv->sched)) {

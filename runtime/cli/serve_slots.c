@@ -22,7 +22,8 @@ static void sequence_of(mkc_serve_job *j) {
                          .n_predict = j->n_gen,
                          .opt = j->opt,
                          .shift = j->shift,
-                         .n_keep = j->n_keep};
+                         .n_keep = j->n_keep,
+                         .max_ctx = j->ctx};
 }
 
 int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {

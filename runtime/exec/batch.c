@@ -38,8 +38,14 @@ static int stops_at(const mkc_batch_opts *o, int id) {
 }
 
 /* The slot takes q: its history, sampler and, paged, the shared first pages. */
+/* q's context: its own when smaller than the pool's. */
+static int ctx_of(const mkc_sched *sc, const mkc_batch_seq *q) {
+  int pool = mkc_slots_graph(sc->p)->max_ctx;
+  return q->max_ctx > 0 && q->max_ctx < pool ? q->max_ctx : pool;
+}
+
 static int start(mkc_sched *sc, busy *b, int slot, mkc_batch_seq *q, long number) {
-  int max_ctx = mkc_slots_graph(sc->p)->max_ctx;
+  int max_ctx = ctx_of(sc, q);
   if (q->n_prompt < 1 || q->n_prompt > max_ctx) {
     fprintf(stderr, "mkc: error: sequence %ld: a prompt of %d tokens (the context holds %d)\n",
             number, q->n_prompt, max_ctx);
@@ -161,7 +167,7 @@ static int shift(mkc_sched *sc, int s, busy *b) {
 static int take(mkc_sched *sc, int s, busy *b) {
   mkc_batch_seq *q = b->q;
   mkc_batch_stats *st = &sc->st;
-  int max_ctx = mkc_slots_graph(sc->p)->max_ctx;
+  int max_ctx = ctx_of(sc, q);
   mkc_step_result r;
   mkc_slots_result(sc->p, s, &r);
   if (r.status != MKC_STATUS_OK) {
@@ -319,7 +325,7 @@ int mkc_sched_step(mkc_sched *sc) {
     int take_part = b->q && (solo < 0 || s == solo);
     if (take_part)
       plan_inputs(p, s, b, b->q, solo >= 0 ? g->t_chunk : sc->share, solo >= 0, sc->o.drafts,
-                  g->max_ctx);
+                  ctx_of(sc, b->q));
     if (mkc_slots_set_inputs(p, s, b->in, take_part ? b->n_in : 0, b->n_fixed) != 0) return -1;
   }
   /* a step with no prompt piece in it: the decode rate's */

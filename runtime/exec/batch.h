@@ -42,6 +42,9 @@ typedef struct mkc_batch_seq {
   /* A full context shifts (mkc_decode_opts.shift): the first n_keep tokens stay, the older half
    * of the rest goes, and the sequence goes on as mkc_decode_more's would. Needs n_predict >= 0 */
   int shift, n_keep;
+  /* Its context, when smaller than the pool's (ollama's num_ctx): where it stops or shifts;
+   * 0: the pool's */
+  int max_ctx;
   /* out */
   int *out; /* the generated tokens (malloc'd; mkc_batch_free frees), stop tokens excluded */
   int n_out;

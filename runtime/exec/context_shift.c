@@ -53,8 +53,14 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     fprintf(stderr, "mkc: error: generation with no bound writes to no buffer (out NULL)\n");
     return -1;
   }
-  if (n_prompt < 1 || n_prompt > g->max_ctx) /* the span says why */
+  int ctx = o->max_ctx > 0 && o->max_ctx < g->max_ctx ? o->max_ctx : g->max_ctx;
+  if (n_prompt < 1 || n_prompt > ctx) { /* the span says why, or the caller's context */
+    if (n_prompt > ctx && ctx < g->max_ctx) {
+      fprintf(stderr, "mkc: error: a prompt of %d tokens for a context of %d\n", n_prompt, ctx);
+      return -1;
+    }
     return mkc_decode_span(s, g, prompt, n_prompt, n_cached, n_gen, o, out, stats);
+  }
   double t0 = mkc_seconds();
   long want = n_gen < 0 ? LONG_MAX : n_gen, done = 0;
   /* The history, and each span's tokens right after it: a span generates at
@@ -67,7 +73,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
   memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
   int n_hist = n_prompt, rc = 0;
   for (;;) {
-    long room = g->max_ctx + 1 - n_hist, left = want - done;
+    long room = ctx + 1 - n_hist, left = want - done;
     int n = (int)(left < room ? left : room);
     mkc_decode_stats part;
     rc = mkc_decode_span(s, g, hist, n_hist, n_cached, n, o, hist + n_hist, &part);

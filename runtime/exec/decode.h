@@ -110,6 +110,9 @@ typedef struct mkc_decode_opts {
    * the full context, with stats->ctx_full. */
   int shift;
   int n_keep; /* tokens at the history's start that a shift keeps (clamped) */
+  /* The context a shift fills, when smaller than the kernel's (ollama's num_ctx); 0: the
+   * kernel's. (Without a shift the caller's token budget keeps within it.) */
+  int max_ctx;
 } mkc_decode_opts;
 
 /* Whether o->rounds can be had with these options and session: 0, or -1

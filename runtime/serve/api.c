@@ -974,7 +974,7 @@ static int read_generate(const cJSON *root, mkc_api_req *r, char *why, size_t ca
 
 /* The options' names that none of the readers above take, into r->unfollowed. */
 static void note_unfollowed(const cJSON *opt, mkc_api_req *r) {
-  static const char *const FOLLOWED[] = {"seed", "stop", "num_predict", "num_keep"};
+  static const char *const FOLLOWED[] = {"seed", "stop", "num_predict", "num_keep", "num_ctx"};
   size_t n = strlen(r->unfollowed);
   for (const cJSON *k = opt->child; k; k = k->next) {
     int known = 0;
@@ -1026,6 +1026,13 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
       read_keep(opt, "num_keep", r, why, cap) != 0)
     return -1;
   note_unfollowed(opt, r);
+  const cJSON *nc = cJSON_GetObjectItemCaseSensitive(opt, "num_ctx");
+  if (nc && !cJSON_IsNull(nc)) {
+    double x = cJSON_IsNumber(nc) ? nc->valuedouble : NAN;
+    if (!(x >= 1 && x <= 1 << 24 && x == floor(x)))
+      return mkc_refuse(why, cap, "options.num_ctx: expected a whole number of tokens >= 1");
+    r->num_ctx = (int)x;
+  }
   /* num_predict: -1 no bound, -2 until the context is full (no shift then) */
   const cJSON *np = cJSON_GetObjectItemCaseSensitive(opt, "num_predict");
   if (np && !cJSON_IsNull(np)) {

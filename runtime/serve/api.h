@@ -75,6 +75,9 @@ typedef struct mkc_api_req {
    * --context-shift decides); n_keep: the prompt's first tokens a shift keeps (ollama's
    * num_keep, llama-server's n_keep; -1: the whole prompt), have_keep: given. */
   int shift, n_keep, have_keep;
+  /* ollama's options.num_ctx (0: not given): the request's context, where it is smaller than the
+   * server's */
+  int num_ctx;
   /* llama-server's /infill (infill 1): the code before and after the gap (prompt, "" when not
    * given, follows the prefix), and other files' chunks, names (NULL: "tmp") and texts, in
    * root; infill 2: a completion's suffix (OpenAI's, ollama's), the prompt as the prefix */
