@@ -279,6 +279,10 @@ static void requests(void) {
             mkc_api_select_prompt(&r, 1) == 0 && strcmp(r.prompt, "bc") == 0,
         "a list of two texts, n 2: four answers; the first is the prompt, then the second");
   mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": [[4, 5]]}", 0, &r, why) == 0 && r.n_prompts == 0 && r.n_prompt_ids == 2 &&
+            r.prompt_ids[0] == 4,
+        "a list of one list of ids: that prompt");
+  mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": [[1, 2], [3]]}", 0, &r, why) == 0 && r.n_prompts == 2 &&
             r.n_prompt_ids == 2 && r.prompt_ids[1] == 2 && mkc_api_select_prompt(&r, 1) == 0 &&
             r.n_prompt_ids == 1 && r.prompt_ids[0] == 3 && !r.prompt,

@@ -290,8 +290,10 @@ static void fill_between(mkc_api_req *r, const char *prompt, const char *suffix)
 static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt"),
               *suffix = cJSON_GetObjectItemCaseSensitive(root, "suffix");
-  /* a list of one string is the string (the OpenAI client's batch form) */
-  if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 && cJSON_IsString(p->child)) p = p->child;
+  /* a list of one string (or of one list of ids) is that prompt (the OpenAI client's batch form) */
+  if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1 &&
+      (cJSON_IsString(p->child) || cJSON_IsArray(p->child)))
+    p = p->child;
   if (cJSON_IsString(suffix) && *suffix->valuestring) { /* code completion's gap */
     if (!cJSON_IsString(p))
       return mkc_refuse(why, cap, "suffix: the prompt before it must be text");
