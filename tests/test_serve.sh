@@ -151,7 +151,7 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "text without a tokenizer" 400 "has no tokenizer" POST /v1/completions '{"prompt": "hello"}'
   refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
   refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
-  refused "two choices" 400 "only 1 choice" POST /v1/completions '{"prompt": [1], "n": 2}'
+  refused "17 choices" 400 "n: expected a whole number of choices, 1..16" POST /v1/completions '{"prompt": [1], "n": 17}'
   refused "best_of 2" 400 "best_of: one completion is drawn per request (1)" POST /v1/completions \
     '{"prompt": [1], "best_of": 2}'
   refused "echo with logprobs" 400 "echo with logprobs: the prompt's log-probabilities are not computed" \
@@ -615,7 +615,7 @@ elif start smollm2 -m "$model" --backend cpu; then
     && ok "ollama /api/generate raw, sampled with options (typical_p on the host): run's text ($want)" \
     || fail "ollama generate raw sampled" "want: $want" "got:  $(head -c 400 "$tmp/ans")"
   sleep 0.2 # the log line follows the answer
-  grep -q "POST /api/generate: .*; options not followed: num_ctx, tfs_z$" "$tmp/smollm2.err" \
+  grep -q "POST /api/generate: .*; options not followed: tfs_z, num_ctx$" "$tmp/smollm2.err" \
     && ok "ollama options mkc does not follow: named in the request's log line (num_ctx past the server's context, tfs_z)" \
     || fail "ollama unfollowed options" "$(grep 'POST /api/generate' "$tmp/smollm2.err" | tail -n 2)"
   # ollama's logprobs (true) and top_logprobs: its list of tokens, whole and streamed
