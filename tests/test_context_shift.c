@@ -22,7 +22,7 @@ static const int PROMPT[] = {1, 7, 3, 9, 4, 1, 7, 3, 9, 2, 5, 8};
 /* The oracle's tokens for n_gen tokens with n_keep kept: each span a fresh
  * reference session (plain greedy, no shift) on the history so far, up to a
  * full cache. Returns the tokens written, and the shifts in *shifts. */
-static int oracle(const fixture *fx, int n_keep, int n_gen, int *out, int *shifts) {
+static int oracle(const fixture *fx, int n_keep, int n_discard, int n_gen, int *out, int *shifts) {
   int hist[CTX + 2], n_hist = N_PROMPT, done = 0;
   memcpy(hist, PROMPT, sizeof PROMPT);
   *shifts = 0;
@@ -38,8 +38,10 @@ static int oracle(const fixture *fx, int n_keep, int n_gen, int *out, int *shift
     n_hist += n;
     if (done == n_gen) break;
     /* llama.cpp's shift: of the n_hist - 1 cached tokens, keep the first
-     * n_keep and drop half of the rest, the older half. */
+     * n_keep and drop half of the rest, the older half (llama-server's
+     * n_discard: that many, but never the whole rest) */
     int keep = n_keep, left = n_hist - 1 - keep, discard = left / 2;
+    if (n_discard > 0) discard = n_discard < left - 1 ? n_discard : left - 1;
     for (int i = keep; i + discard < n_hist; i++) hist[i] = hist[i + discard];
     n_hist -= discard;
     ++*shifts;
@@ -66,15 +68,16 @@ static int first_difference(const int *a, const int *b, int n) {
 }
 
 /* Decoding with the shift on the backend under test equals the oracle for
- * n_keep 0 and 5, with K drafts and R rounds per launch. */
+ * n_keep 0 and 5, and 5 with llama-server's n_discard 7, with K drafts and R
+ * rounds per launch. */
 static void matches_oracle(const char *preset, int K, int R) {
   fixture fx;
   if (!CHECK(fixture_open(&fx, preset, 4, CTX, 42) == 0, "%s: generate with --ctx %d", preset, CTX))
     return;
-  static const int keeps[] = {0, 5};
-  for (int i = 0; i < 2; i++) {
+  static const int keeps[] = {0, 5, 5}, discards[] = {0, 0, 7};
+  for (int i = 0; i < 3; i++) {
     int want[N_GEN], out[N_GEN], shifts = 0;
-    int n_want = oracle(&fx, keeps[i], N_GEN, want, &shifts);
+    int n_want = oracle(&fx, keeps[i], discards[i], N_GEN, want, &shifts);
     if (!CHECK(n_want == N_GEN, "%s: the oracle decodes %d tokens in spans", preset, N_GEN))
       continue;
     mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
@@ -83,24 +86,26 @@ static void matches_oracle(const char *preset, int K, int R) {
                          .rounds = R,
                          .shift = 1,
                          .n_keep = keeps[i],
+                         .n_discard = discards[i],
                          .on_token = on_token,
                          .ctx = &t};
     mkc_decode_stats st;
     int rc = s ? mkc_decode_with(s, &fx.g, PROMPT, N_PROMPT, N_GEN, &o, out, &st) : -1;
     int diff = rc == 0 ? first_difference(want, out, N_GEN) : -2;
     CHECK(rc == 0 && st.generated == N_GEN && diff < 0,
-          "%s K=%d R=%d keep %d: %d tokens past a context of %d equal the oracle's (generated %d, "
+          "%s K=%d R=%d keep %d discard %d: %d tokens past a context of %d equal the oracle's "
+          "(generated %d, "
           "first difference at %d)",
-          preset, K, R, keeps[i], N_GEN, CTX, rc == 0 ? st.generated : -1, diff);
+          preset, K, R, keeps[i], discards[i], N_GEN, CTX, rc == 0 ? st.generated : -1, diff);
     CHECK(rc == 0 && st.shifts == shifts && !st.ctx_full,
-          "%s K=%d R=%d keep %d: %d shifts (the oracle's %d), ctx_full %d", preset, K, R, keeps[i],
-          rc == 0 ? st.shifts : -1, shifts, rc == 0 ? st.ctx_full : -1);
+          "%s K=%d R=%d keep %d discard %d: %d shifts (the oracle's %d), ctx_full %d", preset, K, R,
+          keeps[i], discards[i], rc == 0 ? st.shifts : -1, shifts, rc == 0 ? st.ctx_full : -1);
     CHECK(t.n == N_GEN && first_difference(want, t.ids, N_GEN) < 0,
-          "%s K=%d R=%d keep %d: on_token heard the same %d tokens (%d)", preset, K, R, keeps[i],
-          N_GEN, t.n);
+          "%s K=%d R=%d keep %d discard %d: on_token heard the same %d tokens (%d)", preset, K, R,
+          keeps[i], discards[i], N_GEN, t.n);
     CHECK(rc == 0 && st.shift_fed > 0 && st.fed == N_PROMPT,
-          "%s K=%d R=%d keep %d: fed %d prompt tokens, then %d again after shifts", preset, K, R,
-          keeps[i], rc == 0 ? st.fed : -1, rc == 0 ? st.shift_fed : -1);
+          "%s K=%d R=%d keep %d discard %d: fed %d prompt tokens, then %d again after shifts",
+          preset, K, R, keeps[i], discards[i], rc == 0 ? st.fed : -1, rc == 0 ? st.shift_fed : -1);
     mkc_session_close(s);
   }
   fixture_close(&fx);
@@ -112,7 +117,7 @@ static void unbounded(void) {
   if (!CHECK(fixture_open(&fx, "tiny", 4, CTX, 42) == 0, "tiny: generate with --ctx %d", CTX))
     return;
   int want[N_GEN], shifts;
-  int n_want = oracle(&fx, 3, N_GEN, want, &shifts);
+  int n_want = oracle(&fx, 3, 0, N_GEN, want, &shifts);
   mkc_session *s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
   seen t = {.stop_at = 2 * CTX + 3};
   mkc_decode_opts o = {.draft_max = 3, .shift = 1, .n_keep = 3, .on_token = on_token, .ctx = &t};

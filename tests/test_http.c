@@ -279,6 +279,10 @@ static void requests(void) {
             mkc_api_select_prompt(&r, 1) == 0 && strcmp(r.prompt, "bc") == 0,
         "a list of two texts, n 2: four answers; the first is the prompt, then the second");
   mkc_api_req_free(&r);
+  CHECK(api("{\"prompt\": \"a\", \"n_keep\": 4, \"n_discard\": 7}", 0, &r, why) == 0 &&
+            r.n_keep == 4 && r.n_discard == 7,
+        "llama-server's n_keep 4, n_discard 7");
+  mkc_api_req_free(&r);
   CHECK(api("{\"prompt\": [[4, 5]]}", 0, &r, why) == 0 && r.n_prompts == 0 && r.n_prompt_ids == 2 &&
             r.prompt_ids[0] == 4,
         "a list of one list of ids: that prompt");
@@ -418,6 +422,7 @@ static void requests(void) {
       {"{\"prompt\": \"a\", \"seed\": -1}", 0, "seed: expected"},
       {"{\"prompt\": \"a\", \"n\": 17}", 0, "n: expected a whole number of choices, 1..16"},
       {"{\"prompt\": \"a\", \"n\": 0}", 0, "n: expected a whole number of choices"},
+      {"{\"prompt\": \"a\", \"n_discard\": 1.5}", 0, "n_discard: expected a whole number >= 0"},
       {"{\"prompt\": \"a\", \"min_p\": \"0.1\"}", 0, "min_p: expected a number"},
       {"{\"prompt\": \"a\", \"repeat_last_n\": 257}", 0, "repeat_last_n: expected"},
       {"{\"prompt\": \"a\", \"logprobs\": 21}", 0, "logprobs: expected a whole number in 0..20"},

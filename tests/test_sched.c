@@ -66,12 +66,14 @@ static void prompt_fed_alike(kernel *plain, mkc_slots *p) {
  * mkc_decode_more's shift goes on alone on a session of the plain kernel (test_context_shift
  * checks that against fresh decodes of each shortened history): each sequence's tokens and
  * shifts are its solo run's. Greedy with drafts (n_keep 4, 0 and 10, one shift or several),
- * beside a sequence that never fills; then sampled with a repeat penalty, no drafts (a drawn
+ * beside a sequence that never fills; one with n_discard 200 (not half the rest); then
+ * sampled with a repeat penalty, no drafts (a drawn
  * token depends on its seed and position: no drafts on either side keeps them one draw). */
 static void shifted(kernel *plain, mkc_slots *p) {
   enum { N = 4, GEN = 150 };
   static int prompts[N][256], want[N][GEN];
   int lens[N] = {240, 250, 230, 10}, keeps[N] = {4, 0, 10, 0}, gens[N] = {40, GEN, 40, 20};
+  int discards[N] = {0, 0, 200, 0}; /* llama-server's n_discard: most of the rest */
   for (int sampled = 0; sampled < 2; sampled++) {
     mkc_batch_seq seqs[N];
     memset(seqs, 0, sizeof seqs);
@@ -88,7 +90,8 @@ static void shifted(kernel *plain, mkc_slots *p) {
                              .repeat_last_n = 64,
                              .seed_lo = 5 + (unsigned)i};
       mkc_session *s = mkc_session_open(test_backend(), &plain->g, &plain->src, &plain->w, BLOCKS);
-      mkc_decode_opts d = {.draft_max = drafts, .shift = 1, .n_keep = keeps[i]};
+      mkc_decode_opts d = {
+          .draft_max = drafts, .shift = 1, .n_keep = keeps[i], .n_discard = discards[i]};
       mkc_decode_stats st;
       n_want[i] = shifts[i] = -1;
       if (s && mkc_session_set_sampling(s, &opt) == 0 &&
@@ -100,7 +103,8 @@ static void shifted(kernel *plain, mkc_slots *p) {
                                 .n_predict = gens[i],
                                 .opt = opt,
                                 .shift = 1,
-                                .n_keep = keeps[i]};
+                                .n_keep = keeps[i],
+                                .n_discard = discards[i]};
     }
     mkc_batch_opts o = {.drafts = drafts};
     mkc_batch_stats bst;

@@ -987,6 +987,19 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshift -m "$model"
   call POST /api/generate "{\"prompt\": \"$(python3 -c 'print(" ".join(["apple"] * 40))')\", \"raw\": true, \"stream\": false, \"options\": {\"num_ctx\": 32}}"
   [ "$status" = 400 ] && [[ $(get error) == "the prompt is "*" tokens but the request's num_ctx is 32" ]] \
     && ok "ollama num_ctx 32, a longer prompt: 400 ($(get error))" || fail "num_ctx prompt too long" "$(head -c 300 "$tmp/ans")"
+  # llama-server's n_discard 10: each shift drops 10 tokens after the kept 4, so after the first
+  # span (up to the 48-row context) one every 10 tokens: the shifts counted from the prompt's size
+  call POST /completion "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"n_keep\": 4, \"n_discard\": 10}"
+  cp "$tmp/body" "$tmp/discard.json"
+  sleep 0.2
+  p=$(get tokens_evaluated)
+  want_shifts=$(python3 -c 'import sys; p = int(sys.argv[1]); rest = 100 - (48 + 1 - p); print(-(-rest // 10))' "${p:-0}")
+  got_shifts=$(grep 'POST /completion' "$tmp/smolshift.err" | tail -n 1 | sed -n 's/.*context shifted \([0-9]*\) times.*/\1/p')
+  [ "$status" = 200 ] && [ "$(get tokens_predicted)" = 100 ] && [ -n "$got_shifts" ] && [ "$got_shifts" = "$want_shifts" ] \
+    && ok "llama-server's n_discard 10: $got_shifts shifts for 100 tokens after a $p-token prompt, one every 10" \
+    || fail "n_discard" "shifts $got_shifts, want $want_shifts (prompt $p)" "$(head -c 300 "$tmp/ans")"
+  refused "n_discard below 0" 400 "n_discard: expected a whole number >= 0" POST /completion \
+    "{\"prompt\": \"$fruit\", \"n_discard\": -1}"
   refused "n_keep below -1" 400 "n_keep: expected -1 (the whole prompt) or a whole number >= 0" POST /completion \
     "{\"prompt\": \"$fruit\", \"n_keep\": -2}"
   call POST /api/generate "{\"prompt\": \"$fruit\", \"options\": {\"num_keep\": \"4\"}}"
@@ -1007,11 +1020,15 @@ if [ -n "${MKC_TEST_DATA:-}" ] && [ -f "$model" ] && start smolshiftpar -m "$mod
     && grep -q "at most 2 decoded together" "$tmp/smolshiftpar.err" \
     && ok "--parallel 2: three /completion answers past a context of 48, two at once, each shifted, each run --context-shift's text (n_keep 4, 0, 4)" \
     || fail "--parallel shifted" "want: $(cat "$tmp/want")" "got:  $(cat "$tmp/many")" "$(grep 'POST /completion' "$tmp/smolshiftpar.err")"
-  if start smolshiftpar2 -m "$model" --backend cpu --ctx 48 --draft-max 2 --parallel 2; then
+  if start smolshiftpar2 -m "$model" --backend cpu --ctx 48 --draft-max 2 --context-shift --parallel 2; then
     call POST /api/generate "{\"prompt\": \"$fruit\", \"raw\": true, \"stream\": false, \"options\": {\"num_predict\": 60, \"num_ctx\": 32}}"
     [ "$status" = 200 ] && [ "$(content response)" = "$(quoted "$tmp/ctx32")" ] \
       && ok "--parallel 2: ollama num_ctx 32 shifts in its slot at 32: run --ctx 32 --context-shift's text" \
       || fail "--parallel num_ctx 32" "want: $(cat "$tmp/ctx32")" "got: $(head -c 400 "$tmp/ans")"
+    call POST /completion "{\"prompt\": \"$fruit\", \"n_predict\": 100, \"n_keep\": 4, \"n_discard\": 10}"
+    [ "$status" = 200 ] && [ "$(get content)" = "$(python3 "$client" get "$tmp/discard.json" content)" ] \
+      && ok "--parallel 2: n_discard 10 shifts in its slot as the plain server does: the same text" \
+      || fail "--parallel n_discard" "plain: $(python3 "$client" get "$tmp/discard.json" content)" "got: $(head -c 300 "$tmp/ans")"
     stop smolshiftpar2
   fi
 fi

@@ -111,7 +111,8 @@ static const char USAGE[] =
     "                         (default -1: until the end or a full context)\n"
     "  --context-shift        answers go on past a full context, as run's do\n"
     "                         (llama-server's; a request's n_keep says what the\n"
-    "                         shift keeps); ollama's requests shift unless they\n"
+    "                         shift keeps, its n_discard how much it drops: 0,\n"
+    "                         half the rest); ollama's requests shift unless they\n"
     "                         say \"shift\": false (num_keep, default 4); with no\n"
     "                         token limit an answer ends at 10 contexts (ollama's\n"
     "                         bound); ollama's num_ctx below the server's context\n"
@@ -179,6 +180,7 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j) {
                        .constraint = doc,
                        .shift = j->shift,
                        .n_keep = j->n_keep,
+                       .n_discard = j->n_discard,
                        .max_ctx = j->ctx};
   mkc_decode_stats st;
   int rc =

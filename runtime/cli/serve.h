@@ -81,7 +81,7 @@ struct mkc_serve_job {
   int dropped;                   /* the chat's messages left out to fit the context */
   int n_gen, room;               /* tokens to generate; room: what the context leaves */
   int ctx;                       /* its context (ollama's num_ctx, at most the server's) */
-  int shift, n_keep;             /* a context shift past room, keeping n_keep tokens */
+  int shift, n_keep, n_discard;  /* a context shift past room: n_keep kept, n_discard dropped */
   mkc_sampling opt;
   unsigned long long seed0; /* its first choice's seed (OpenAI's n: choice i draws with + i) */
   mkc_sampling_more more;   /* the samplers the kernel lacks */

@@ -373,6 +373,7 @@ static void shift_plan(const mkc_server *sv, mkc_serve_job *j) {
   mkc_api_req *r = &j->r;
   j->shift = r->shift ? r->shift > 0 : r->ollama || sv->c->context_shift;
   int keep = r->have_keep ? r->n_keep : r->ollama ? 4 : 0;
+  j->n_discard = r->n_discard;
   j->n_keep = mkc_shift_keep(keep, r->ollama ? -1 : mkc_tokenizer_added_bos(sv->m->file.tok),
                              j->prompt, j->n_prompt);
 }

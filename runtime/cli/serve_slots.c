@@ -23,6 +23,7 @@ static void sequence_of(mkc_serve_job *j) {
                          .opt = j->opt,
                          .shift = j->shift,
                          .n_keep = j->n_keep,
+                         .n_discard = j->n_discard,
                          .max_ctx = j->ctx};
 }
 

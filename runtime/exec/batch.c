@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec/decode.h"
 #include "exec/draft.h"
 #include "util/clock.h"
 
@@ -144,9 +145,7 @@ static int choose(mkc_sched *sc, int s, busy *b, mkc_step_result *r) {
  * A context too small to drop a token from ends the sequence (MKC_BATCH_CTX). */
 static int shift(mkc_sched *sc, int s, busy *b) {
   mkc_batch_seq *q = b->q;
-  int cached = b->n_hist - 1, keep = q->n_keep < 0 ? 0 : q->n_keep;
-  if (keep > cached - 2) keep = cached - 2; /* at least one token dropped */
-  int discard = keep < 0 ? 0 : (cached - keep) / 2;
+  int keep, discard = mkc_shift_discard(b->n_hist - 1, q->n_keep, q->n_discard, &keep);
   if (discard < 1) {
     q->stopped = MKC_BATCH_CTX;
     return 0;

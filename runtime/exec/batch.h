@@ -42,6 +42,7 @@ typedef struct mkc_batch_seq {
   /* A full context shifts (mkc_decode_opts.shift): the first n_keep tokens stay, the older half
    * of the rest goes, and the sequence goes on as mkc_decode_more's would. Needs n_predict >= 0 */
   int shift, n_keep;
+  int n_discard; /* what a shift drops after n_keep (llama-server's; 0: half the rest) */
   /* Its context, when smaller than the pool's (ollama's num_ctx): where it stops or shifts;
    * 0: the pool's */
   int max_ctx;

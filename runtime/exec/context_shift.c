@@ -39,6 +39,14 @@ static void add_span(mkc_decode_stats *t, const mkc_decode_stats *p) {
   }
 }
 
+int mkc_shift_discard(int cached, int n_keep, int n_discard, int *keep) {
+  *keep = n_keep < 0 ? 0 : n_keep;
+  if (*keep > cached - 2) *keep = cached - 2; /* at least one token dropped */
+  if (*keep < 0) return 0;
+  int left = cached - *keep, discard = n_discard > 0 ? n_discard : left / 2;
+  return discard < left - 1 ? discard : left - 1; /* llama-server's clamp */
+}
+
 int mkc_shift_keep(int keep, int bos, const int *prompt, int n_prompt) {
   if (keep < 0 || keep > n_prompt) return n_prompt;
   return keep + (bos >= 0 && n_prompt > 0 && prompt[0] == bos);
@@ -92,9 +100,7 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     /* The context is full: keep the first n_keep tokens and drop the older
      * half of the cached ones after them (llama.cpp's n_discard). The last
      * token, not cached yet, is the next span's last input. */
-    int cached = n_hist - 1, keep = o->n_keep < 0 ? 0 : o->n_keep;
-    if (keep > cached - 2) keep = cached - 2; /* at least one token dropped */
-    int discard = keep < 0 ? 0 : (cached - keep) / 2;
+    int keep, discard = mkc_shift_discard(n_hist - 1, o->n_keep, o->n_discard, &keep);
     if (discard < 1) { /* a context of a token or two: nothing to drop */
       stats->ctx_full = 1;
       break;

@@ -109,7 +109,8 @@ typedef struct mkc_decode_opts {
    * must be NULL: the tokens reach on_token only). 0: generation ends at
    * the full context, with stats->ctx_full. */
   int shift;
-  int n_keep; /* tokens at the history's start that a shift keeps (clamped) */
+  int n_keep;    /* tokens at the history's start that a shift keeps (clamped) */
+  int n_discard; /* tokens after them that a shift drops (llama-server's; 0: half) */
   /* The context a shift fills, when smaller than the kernel's (ollama's num_ctx); 0: the
    * kernel's. (Without a shift the caller's token budget keeps within it.) */
   int max_ctx;
@@ -147,6 +148,12 @@ int mkc_decode_span(mkc_session *s, const mkc_graph *g, const int *prompt, int n
  * llama.cpp counts them: -1, or past the prompt, all of it; else keep and
  * the BOS (bos: its id, or -1 where the model adds none) that starts it. */
 int mkc_shift_keep(int keep, int bos, const int *prompt, int n_prompt);
+
+/* A shift of a history whose first `cached` tokens are in the cache: the tokens it keeps at the
+ * start (n_keep, clamped so that one at least goes) in *keep, and returns how many after them
+ * go: n_discard (else half of the rest), at most all of the rest but one (llama-server's
+ * clamp); 0 when there is nothing to drop. */
+int mkc_shift_discard(int cached, int n_keep, int n_discard, int *keep);
 
 /* Splits the steps' time in stats into target_seconds and verify_seconds:
  * what the steps would have cost with one input each (the mean one-input

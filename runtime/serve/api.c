@@ -433,6 +433,19 @@ mkc_sampling_more mkc_api_sampling_more(const mkc_api_req *r, mkc_sampling_more 
 
 /* An optional whole number in 0..MKC_LOGPROBS_MAX: 1 and *v when given,
  * 0 when not, -1 with why when out of range. */
+/* obj's whole number `name` in [lo, hi] into *v: 1, 0 when not given (or null), or -1 after
+ * the refusal "NAME: expected WHAT" (prefix: the object's name and a dot, or ""). */
+static int whole_in(const cJSON *obj, const char *prefix, const char *name, double lo, double hi,
+                    const char *what, int *v, char *why, size_t cap) {
+  const cJSON *x = cJSON_GetObjectItemCaseSensitive(obj, name);
+  if (!x || cJSON_IsNull(x)) return 0;
+  double d = cJSON_IsNumber(x) ? x->valuedouble : NAN;
+  if (!(d >= lo && d <= hi && d == floor(d)))
+    return mkc_refuse(why, cap, "%s%s: expected %s", prefix, name, what);
+  *v = (int)d;
+  return 1;
+}
+
 static int small_count(const cJSON *root, const char *name, int *v, char *why, size_t cap) {
   const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, name);
   if (!x || cJSON_IsNull(x)) return 0;
@@ -639,6 +652,10 @@ static int read_keep(const cJSON *obj, const char *name, mkc_api_req *r, char *w
 
 static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap) {
   if (read_sampling(root, r, why, cap) != 0 || read_keep(root, "n_keep", r, why, cap) != 0)
+    return -1;
+  /* llama-server's n_discard: what a context shift drops after n_keep (0: half the rest) */
+  if (whole_in(root, "", "n_discard", 0, 1 << 30, "a whole number >= 0 (0: half)", &r->n_discard,
+               why, cap) < 0)
     return -1;
   /* max_tokens, or the chat API's newer max_completion_tokens; -1: no bound */
   r->max_tokens = -1;
@@ -1028,13 +1045,9 @@ static int read_ollama(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
       read_keep(opt, "num_keep", r, why, cap) != 0)
     return -1;
   note_unfollowed(opt, r);
-  const cJSON *nc = cJSON_GetObjectItemCaseSensitive(opt, "num_ctx");
-  if (nc && !cJSON_IsNull(nc)) {
-    double x = cJSON_IsNumber(nc) ? nc->valuedouble : NAN;
-    if (!(x >= 1 && x <= 1 << 24 && x == floor(x)))
-      return mkc_refuse(why, cap, "options.num_ctx: expected a whole number of tokens >= 1");
-    r->num_ctx = (int)x;
-  }
+  if (whole_in(opt, "options.", "num_ctx", 1, 1 << 24, "a whole number of tokens >= 1", &r->num_ctx,
+               why, cap) < 0)
+    return -1;
   /* num_predict: -1 no bound, -2 until the context is full (no shift then) */
   const cJSON *np = cJSON_GetObjectItemCaseSensitive(opt, "num_predict");
   if (np && !cJSON_IsNull(np)) {

@@ -75,6 +75,7 @@ typedef struct mkc_api_req {
    * --context-shift decides); n_keep: the prompt's first tokens a shift keeps (ollama's
    * num_keep, llama-server's n_keep; -1: the whole prompt), have_keep: given. */
   int shift, n_keep, have_keep;
+  int n_discard; /* llama-server's: what a shift drops after n_keep (0: half the rest) */
   /* ollama's options.num_ctx (0: not given): the request's context, where it is smaller than the
    * server's */
   int num_ctx;
