@@ -44,16 +44,15 @@ int mkc_kv_save(mkc_session *s, int n, uint64_t model_id, const char *path);
 
 /* mkc_kv_save for a caller that answers someone (a server's slot file):
  * returns the tokens written, with the file's bytes in *written, or -1 with
- * why (a sliding window's cache is refused; a failed copy or write is also
- * printed). */
+ * why (a failed copy or write is also printed). */
 int mkc_kv_write(mkc_session *s, int n, uint64_t model_id, const char *path, size_t *written,
                  char *why, size_t cap);
 
 /* Reads path into s (at pos 0) as far as it begins prompt, at most
  * n_prompt - 1 tokens (the last is fed to choose the first token). Returns
  * the positions loaded: 0 when path is not there, or (after a warning) is
- * not such a file or another model's; -1 after a message when a copy
- * failed. */
+ * not such a file or another model's, or its sliding windows lack the rows
+ * the prompt's shared start needs; -1 after a message when a copy failed. */
 int mkc_kv_load(mkc_session *s, uint64_t model_id, const char *path, const int *prompt,
                 int n_prompt);
 
