@@ -49,7 +49,8 @@ typedef struct mkc_server {
     long id;
     int n_prompt, n_cached, n_decoded, n_predict, stream;
     mkc_sampling opt;
-    char *prompt, *generated;
+    int *prompt; /* its tokens, made text when asked for */
+    char *generated;
   } last;
   char **keys; /* --api-key, --api-key-file: a request needs one of them (n_keys > 0) */
   int n_keys;

@@ -79,10 +79,12 @@ void mkc_serve_slot_list(mkc_server *sv, int fd, const mkc_http_req *req) {
   int idle = 0;
   if (!sv->sched) { /* one request at a time: none is decoding while this is answered */
     cJSON *o = slot_entry(sv, 0, 0);
+    char *prompt = sv->last.prompt ? prompt_text(sv, sv->last.prompt, sv->last.n_prompt) : NULL;
     if (sv->last.id)
       add_request(o, sv->last.id, sv->last.n_prompt, sv->last.n_cached, sv->last.n_decoded,
-                  sv->last.n_predict, 0, &sv->last.opt, sv->last.stream, sv->last.prompt,
+                  sv->last.n_predict, 0, &sv->last.opt, sv->last.stream, prompt,
                   sv->last.generated);
+    free(prompt);
     cJSON_AddItemToArray(all, o);
     idle = 1;
   }
@@ -118,6 +120,7 @@ void mkc_serve_slot_record(mkc_server *sv, const mkc_serve_job *j, int cached, i
   sv->last.n_predict = j->n_gen;
   sv->last.stream = j->r.stream;
   sv->last.opt = j->opt;
-  sv->last.prompt = prompt_text(sv, j->prompt, j->n_prompt);
+  sv->last.prompt = malloc((size_t)(j->n_prompt > 0 ? j->n_prompt : 1) * sizeof *j->prompt);
+  if (sv->last.prompt) memcpy(sv->last.prompt, j->prompt, (size_t)j->n_prompt * sizeof *j->prompt);
   sv->last.generated = j->g.text ? strdup(j->g.text) : NULL;
 }

@@ -27,21 +27,26 @@ static void sequence_of(mkc_serve_job *j) {
                          .max_ctx = j->ctx};
 }
 
-int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
+/* j's sequence (with its own JSON document when the host chooses its tokens) in line, and its
+ * stream begun: NULL, or why not. */
+static const char *queue(mkc_server *sv, mkc_serve_job *j) {
   sequence_of(j);
-  const char *why = NULL;
   if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1)))
-    why = "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
-          "(the server's log says why)";
-  else if (mkc_sched_add(sv->sched, &j->q) != 0)
-    why = "out of memory";
+    return "the host's choice (JSON, a grammar or a sampler the kernel lacks) could not be set up "
+           "(the server's log says why)";
+  if (mkc_sched_add(sv->sched, &j->q) != 0) return "out of memory";
+  if (j->r.stream) mkc_answer_stream_start(&j->g);
+  return NULL;
+}
+
+int mkc_serve_slots_add(mkc_server *sv, mkc_serve_job *j) {
+  const char *why = queue(sv, j);
   if (why) {
     mkc_respond_error_for(&j->r, j->fd, 500, why);
     mkc_serve_job_close(j);
     free(j);
     return -1;
   }
-  if (j->r.stream) mkc_answer_stream_start(&j->g);
   j->next = sv->jobs;
   sv->jobs = j;
   return 0;
@@ -64,18 +69,14 @@ static void stats_of(const mkc_serve_job *j, mkc_decode_stats *st) {
 }
 
 /* j's choice was answered and another follows (OpenAI's n): that one takes j's place in line,
- * its sequence again with the next seed. 0, or -1 (out of memory). */
-static int next_choice(mkc_server *sv, mkc_serve_job *j) {
+ * its sequence again with the next seed. NULL, or why not. */
+static const char *next_choice(mkc_server *sv, mkc_serve_job *j) {
   mkc_batch_free(&j->q, 1);
   mkc_constraint_close(j->q.constraint);
   j->q.constraint = NULL;
-  if (mkc_serve_job_next_choice(sv, j) != 0) return -1;
+  if (mkc_serve_job_next_choice(sv, j) != 0) return "out of memory";
   j->delivered = 0;
-  sequence_of(j);
-  if (j->host && !(j->q.constraint = mkc_serve_job_json(sv, j, 1))) return -1;
-  if (mkc_sched_add(sv->sched, &j->q) != 0) return -1;
-  if (j->r.stream) mkc_answer_stream_start(&j->g);
-  return 0;
+  return queue(sv, j);
 }
 
 /* Answers j's choice with what it has (failed: the backend failed, a 500
@@ -117,8 +118,9 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
                                                st.ctx_full || (!j->shift && j->n_gen == j->room &&
                                                                j->delivered >= j->n_gen)));
   if (!failed && !why && g->more && !g->gone) {
-    if (next_choice(sv, j) == 0) return 1;
-    fprintf(stderr, "mkc: error: out of memory for the next choice\n");
+    const char *not = next_choice(sv, j);
+    if (!not ) return 1;
+    fprintf(stderr, "mkc: error: the next choice: %s\n", not );
   }
   mkc_serve_close(sv, j->fd);
   return 0;
