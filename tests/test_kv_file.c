@@ -134,6 +134,63 @@ static void round_trip(const fixture *fx, enum mkc_backend_kind kind) {
   free(bytes);
 }
 
+/* A whole session's round trip, as a server's slot file makes it: a session of kind (sampling
+ * with opt, if given) decodes prompt[0..n) and 8 tokens and writes all it holds to path; the
+ * next prompt (what it held, then prompt[1..5)) is decoded by a fresh session (want) and by one
+ * that first reads the file (got: only when it read back exactly the tokens held, at their
+ * positions). */
+typedef struct trip {
+  int n_held, saved, restored, fed, rc_want, rc_got;
+  size_t written, read;
+  int want[N_GEN], got[N_GEN];
+  char why[200];
+} trip;
+
+static mkc_session *session_of(const fixture *fx, enum mkc_backend_kind kind,
+                               const mkc_sampling *opt) {
+  mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
+  if (s && opt && mkc_session_set_sampling(s, opt) != 0) {
+    mkc_session_close(s);
+    return NULL;
+  }
+  return s;
+}
+
+static void whole_session(const fixture *fx, enum mkc_backend_kind kind, const mkc_sampling *opt,
+                          const int *prompt, int n, const char *path, trip *t) {
+  memset(t, 0, sizeof *t);
+  t->saved = t->restored = t->fed = t->rc_want = t->rc_got = -1;
+  mkc_decode_opts o = {.draft_max = 2};
+  mkc_decode_stats st;
+  int first[N_GEN], *next = malloc((size_t)(n + N_GEN + 4) * sizeof *next), *tokens = NULL;
+  mkc_session *s = next ? session_of(fx, kind, opt) : NULL;
+  if (s && mkc_decode_with(s, &fx->g, prompt, n, 8, &o, first, &st) == 0) {
+    memcpy(next, prompt, (size_t)n * sizeof *next);
+    memcpy(next + n, first, (size_t)st.generated * sizeof *next);
+    t->n_held = n + st.generated - 1; /* the answer's last token is not fed */
+    t->saved = mkc_kv_write(s, 1 << 20, MODEL, path, &t->written, t->why, sizeof t->why);
+  }
+  mkc_session_close(s);
+  if (!next) return;
+  for (int i = 0; i < 4; i++) next[t->n_held + i] = prompt[i + 1];
+  int n_next = t->n_held + 4;
+  if ((s = session_of(fx, kind, opt)))
+    t->rc_want = mkc_decode_more(s, &fx->g, next, n_next, 0, N_GEN, &o, t->want, &st);
+  mkc_session_close(s);
+  if ((s = session_of(fx, kind, opt))) {
+    t->restored = mkc_kv_read(s, MODEL, path, &tokens, &t->read, t->why, sizeof t->why);
+    if (t->restored == t->n_held &&
+        memcmp(tokens, next, (size_t)t->restored * sizeof *tokens) == 0 &&
+        mkc_session_pos(s) == t->restored) {
+      t->rc_got = mkc_decode_more(s, &fx->g, next, n_next, t->restored, N_GEN, &o, t->got, &st);
+      t->fed = st.fed;
+    }
+  }
+  mkc_session_close(s);
+  free(tokens);
+  free(next);
+}
+
 /* A session's tokens and rows, all of them (a slot's save), read into a fresh session (a slot's
  * restore): the next request, a longer prompt, decodes what a fresh session decoding it whole
  * does, greedy and sampled with a repeat penalty (whose counts follow the history read back),
@@ -148,51 +205,18 @@ static void slot_file(const fixture *fx, enum mkc_backend_kind kind) {
                      .seed_lo = 11};
   /* (the reference executor decodes greedily only) */
   for (int sampled = 0; sampled < (kind == MKC_BACKEND_REF ? 1 : 2); sampled++) {
-    const mkc_sampling *opt = sampled ? &so : NULL;
-    mkc_decode_opts o = {.draft_max = 2};
-    mkc_decode_stats st;
-    int first[N_GEN], held[N_SAVED + N_GEN + 8], n_held = 0, saved = -1;
-    size_t written = 0, read = 0;
-    char why[200] = "";
-    mkc_session *s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
-    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0) &&
-        mkc_decode_with(s, &fx->g, PROMPT, N_SAVED, 8, &o, first, &st) == 0) {
-      memcpy(held, PROMPT, N_SAVED * sizeof *held);
-      memcpy(held + N_SAVED, first, (size_t)st.generated * sizeof *held);
-      n_held = N_SAVED + st.generated - 1; /* the answer's last token is not fed */
-      saved = mkc_kv_write(s, 1 << 20, MODEL, path, &written, why, sizeof why);
-    }
-    mkc_session_close(s);
+    trip t;
+    whole_session(fx, kind, sampled ? &so : NULL, PROMPT, N_SAVED, path, &t);
     size_t size = 0;
     free(mkc_read_file(path, &size));
-    CHECK(saved == n_held && saved > N_SAVED && written == size,
+    CHECK(t.saved == t.n_held && t.saved > N_SAVED && t.written == size,
           "%s%s: a session's %d positions written (%d), %zu bytes, the file's size (%zu) %s", name,
-          sampled ? " sampled" : "", n_held, saved, written, size, why);
-    /* the next prompt: what the session held, then four more tokens */
-    int next[N_SAVED + N_GEN + 12], n_next = n_held + 4;
-    memcpy(next, held, (size_t)n_held * sizeof *next);
-    for (int i = 0; i < 4; i++) next[n_held + i] = PROMPT[i + 3];
-    int want[N_GEN], got[N_GEN], *tokens = NULL, fed = -1, rc_want = -1, rc_got = -1, n = -1;
-    s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
-    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0))
-      rc_want = mkc_decode_more(s, &fx->g, next, n_next, 0, N_GEN, &o, want, &st);
-    mkc_session_close(s);
-    s = mkc_session_open(kind, &fx->g, &fx->src, &fx->w, 2);
-    if (s && (!opt || mkc_session_set_sampling(s, opt) == 0)) {
-      n = mkc_kv_read(s, MODEL, path, &tokens, &read, why, sizeof why);
-      if (n == n_held && memcmp(tokens, held, (size_t)n * sizeof *tokens) == 0 &&
-          mkc_session_pos(s) == n) {
-        rc_got = mkc_decode_more(s, &fx->g, next, n_next, n, N_GEN, &o, got, &st);
-        fed = st.fed;
-      }
-    }
-    mkc_session_close(s);
-    free(tokens);
-    CHECK(rc_want == 0 && rc_got == 0 && read == size && fed == 4 &&
-              memcmp(got, want, sizeof want) == 0,
+          sampled ? " sampled" : "", t.n_held, t.saved, t.written, size, t.why);
+    CHECK(t.rc_want == 0 && t.rc_got == 0 && t.read == size && t.fed == 4 &&
+              memcmp(t.got, t.want, sizeof t.want) == 0,
           "%s%s: read back (%d tokens, %zu bytes), the next prompt feeds its 4 new tokens (%d) "
           "and decodes what a fresh session does %s",
-          name, sampled ? " sampled" : "", n, read, fed, why);
+          name, sampled ? " sampled" : "", t.restored, t.read, t.fed, t.why);
   }
   /* files it cannot use: refused with why, nothing half-read reported as read */
   size_t n;
@@ -310,29 +334,12 @@ static void window_round_trip(const char *preset) {
         "nothing read (%d), a fresh decode's",
         preset, SHARED, loaded);
   /* a slot file: all of a session past its windows, read back, then 4 more tokens */
-  int next[SAVED + N_GEN + 4], n_held = 0, rc_want = -1, rc_got = -1, *tokens = NULL;
-  size_t written = 0, read = 0;
-  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
-  if (s && mkc_decode_with(s, &fx.g, prompt, SAVED, 8, &o, first, &st) == 0) {
-    memcpy(next, prompt, SAVED * sizeof *next);
-    memcpy(next + SAVED, first, (size_t)st.generated * sizeof *next);
-    n_held = SAVED + st.generated - 1;
-    saved = mkc_kv_write(s, 1 << 20, MODEL, path, &written, why, sizeof why);
-  }
-  mkc_session_close(s);
-  for (int i = 0; i < 4; i++) next[n_held + i] = prompt[i + 1];
-  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
-  if (s) rc_want = mkc_decode_more(s, &fx.g, next, n_held + 4, 0, N_GEN, &o, want, &st);
-  mkc_session_close(s);
-  s = mkc_session_open(test_backend(), &fx.g, &fx.src, &fx.w, 2);
-  int r = s ? mkc_kv_read(s, MODEL, path, &tokens, &read, why, sizeof why) : -1;
-  if (r == n_held) rc_got = mkc_decode_more(s, &fx.g, next, n_held + 4, r, N_GEN, &o, got, &st);
-  mkc_session_close(s);
-  free(tokens);
-  CHECK(saved == n_held && r == n_held && rc_want == 0 && rc_got == 0 && st.fed == 4 &&
-            memcmp(got, want, sizeof want) == 0,
+  trip t;
+  whole_session(&fx, test_backend(), NULL, prompt, SAVED, path, &t);
+  CHECK(t.saved == t.n_held && t.restored == t.n_held && t.rc_want == 0 && t.rc_got == 0 &&
+            t.fed == 4 && memcmp(t.got, t.want, sizeof t.want) == 0,
         "%s: a whole session (%d tokens) written and read back goes on as a fresh one %s", preset,
-        n_held, why);
+        t.n_held, t.why);
   fixture_close(&fx);
 }
 
