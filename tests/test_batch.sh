@@ -153,6 +153,25 @@ grep -q "prompt positions shared: 64;" "$tmp/batch_err" \
   && ok "the second and third lines share 32 positions (2 pages) each" \
   || fail "prefix sharing in the stats" "$(tail -n 1 "$tmp/batch_err")"
 
+# Every end-of-generation token ends a line, however many the tokenizer has: a tiny folder whose
+# tokenizer.json holds ten end-of-turn names (tests/eog_tokenizer.py: ids 246..255), each pushed
+# first by a logit bias; the line is what `mkc run` gives alone, which stops at once.
+# (Until 2026-12-06 the slots were given the first 8: the 9th and 10th did not stop a line.)
+"$mkc" init --preset tiny --seed 1 -o "$tmp/eog" >/dev/null 2>&1
+python3 tests/eog_tokenizer.py "$tmp/eog/tokenizer.json"
+printf 'ab\ncd\n' >"$tmp/eog.txt"
+for id in 246 254 255; do
+  if "$mkc" run -m "$tmp/eog" --batch "$tmp/eog.txt" -n 4 --slots 2 --logit-bias "$id+100" \
+    --backend cpu >"$tmp/batch" 2>"$tmp/err" && grep -q 'generated 0 tokens' "$tmp/err" \
+    && "$mkc" run -m "$tmp/eog" -p ab -n 4 --logit-bias "$id+100" --no-display-prompt --backend cpu \
+      >"$tmp/solo" 2>>"$tmp/err" && grep -q 'stopped: end of generation' "$tmp/err" \
+    && [ "$(od -An -c "$tmp/batch")" = "$(printf '\n\n' | od -An -c)" ] && [ -z "$(cat "$tmp/solo")" ]; then
+    ok "end-of-generation token $id (number $((id - 245)) of the 10) ends each line at once, as run alone"
+  else
+    fail "end-of-generation token $id ends a batch line" "$(od -c "$tmp/batch" | head -3)" "$(tail -n 2 "$tmp/err")"
+  fi
+done
+
 smol=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$smol" ]; then
   skip "SmolLM2-135M-Instruct text batch: no test data (run tests/data/fetch.sh)"

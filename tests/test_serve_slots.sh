@@ -2,7 +2,8 @@
 # llama-server's slot endpoints on mkc serve. GET /slots: each slot's
 # context and state, and its request's figures, options and texts (the
 # plain server's last request; --parallel's running ones, seen while they
-# decode), ?fail_on_no_slot=1's 503 when every slot is busy.
+# decode), ?fail_on_no_slot=1's 503 when every slot is busy. Every
+# end-of-generation token, however many, on both kinds of server.
 # mkc serve --slot-save-path DIR: llama-server's POST /slots/0?action=save,
 # restore and erase. A saved slot restored, in this server after another
 # request or in a new one, makes the next request that begins with its
@@ -236,6 +237,30 @@ elif start smol -m "$model" --backend cpu --slot-save-path "$dir"; then
     fail "SmolLM2: a first turn and its save" "answer: $first_answer" "saved: $saved"
   fi
 fi
+
+# Every end-of-generation token of a tokenizer with ten of them (tests/eog_tokenizer.py), the
+# plain server's and the slots' alike: the tenth, pushed first, ends the answer at once; with
+# ignore_eos it is banned (llama-server bans every one), the bias notwithstanding. (Until
+# 2026-12-06 the servers kept the first 8: the slots went on past the 9th and 10th, and
+# ignore_eos banned 8.)
+"$mkc" init --preset tiny --seed 1 -o "$tmp/eog" >/dev/null 2>&1
+python3 tests/eog_tokenizer.py "$tmp/eog/tokenizer.json"
+for mode in plain parallel; do
+  flags=(-m "$tmp/eog" --backend cpu)
+  [ "$mode" = parallel ] && flags+=(--parallel 2)
+  start "eog_$mode" "${flags[@]}" || continue
+  call POST /completion '{"prompt": "ab", "n_predict": 4, "logit_bias": [[255, 100]]}'
+  [ "$status" = 200 ] && [ "$(content stop_type)" = '"eos"' ] && [ "$(content tokens_predicted)" = 0 ] \
+    && ok "$mode server: the tenth end-of-generation token ends the answer at once (stop_type eos)" \
+    || fail "$mode server: the tenth end-of-generation token" "$(head -c 300 "$tmp/ans")"
+  call POST /completion '{"prompt": "ab", "n_predict": 4, "logit_bias": [[255, 100]], "ignore_eos": true}'
+  toks=$(content tokens)
+  [ "$status" = 200 ] && [ "$(content stop_type)" = '"limit"' ] \
+    && python3 -c 'import json, sys; t = json.loads(sys.argv[1]); sys.exit(len(t) != 4 or max(t) > 245)' "$toks" \
+    && ok "$mode server: ignore_eos bans all ten, the tenth's bias notwithstanding: 4 tokens $toks" \
+    || fail "$mode server: ignore_eos bans all ten" "$(head -c 300 "$tmp/ans")"
+  stop "eog_$mode"
+done
 
 expect_error "--slot-save-path: not a directory" "mkc: error: --slot-save-path $dir/one.bin: not a directory" \
   -- serve "${args[@]}" --slot-save-path "$dir/one.bin"

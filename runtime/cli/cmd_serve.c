@@ -732,8 +732,8 @@ int mkc_cmd_serve(int argc, char **argv) {
   if ((fd = listen_on(c.host ? c.host : "127.0.0.1", c.port, &port)) < 0) goto done;
   c.draft_max = drafts;
   /* generation ends at the tokenizer's end-of-generation tokens, in both modes */
-  sv.n_eog = m.file.tok ? mkc_tokenizer_eog_ids(m.file.tok, sv.eog, MKC_ROUND_STOPS) : 0;
-  if (sv.n_eog > MKC_ROUND_STOPS) sv.n_eog = MKC_ROUND_STOPS;
+  if (m.file.tok && !(sv.eog = mkc_tokenizer_eog_all(m.file.tok, &sv.n_eog)) && sv.n_eog < 0)
+    goto done;
   if (start(&c, &sv, &ds) != 0) goto done;
   if (c.slot_save_path) sv.cache_id = mkc_loaded_cache_id(&c, &m);
   mkc_interrupt_install_term();
@@ -754,6 +754,7 @@ int mkc_cmd_serve(int argc, char **argv) {
 done:
   if (fd >= 0) close(fd);
   free(sv.held);
+  free(sv.eog);
   free(sv.last.prompt);
   free(sv.last.generated);
   mkc_constraint_close(sv.json);

@@ -151,8 +151,9 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   mkc_slots *p = NULL;
   mkc_constraint *json = NULL;
   mkc_format_rules rules = {0};
-  double *stage_ns = NULL; /* --stages: the decode steps' sums, per stage */
-  mkc_reverse *rev = NULL; /* -r: each line's */
+  double *stage_ns = NULL;        /* --stages: the decode steps' sums, per stage */
+  mkc_reverse *rev = NULL;        /* -r: each line's */
+  int *stops = NULL, n_stops = 0; /* the end-of-generation tokens */
   int n = 0;
   rc = 1;
   if (mkc_json_format_rules(&c, &rules) != 0 || mkc_loaded_plan(&c, &m) != 0 ||
@@ -168,8 +169,9 @@ int mkc_run_batch(const mkc_cli *cli, const mkc_sampling *opt, unsigned long lon
   p = mkc_slots_open(mkc_loaded_backend(&c), &m.g, &m.src, &m.w, c.blocks);
   if (!p) goto done;
   const mkc_tokenizer *tok = c.model_path ? m.file.tok : NULL;
-  int stops[MKC_ROUND_STOPS], n_stops = 0;
-  if (tok && !c.ignore_eos) n_stops = mkc_tokenizer_eog_ids(tok, stops, MKC_ROUND_STOPS);
+  /* every end-of-generation token stops a line (the slots check them on the host) */
+  if (tok && !c.ignore_eos && !(stops = mkc_tokenizer_eog_all(tok, &n_stops)) && n_stops < 0)
+    goto done;
   /* JSON output: each line's own document over one sorted vocabulary */
   if (mkc_host_choice_on(&c) && !(json = mkc_host_choice_open(tok, m.g.vocab))) goto done;
   for (int i = 0; i < n; i++) {
@@ -254,6 +256,7 @@ done:
   for (int i = 0; rev && i < n; i++) mkc_reverse_close(&rev[i]);
   free(rev);
   free(stage_ns);
+  free(stops);
   mkc_slots_close(p);
   if (seqs) {
     mkc_batch_free(seqs, n);

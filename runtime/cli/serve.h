@@ -32,15 +32,15 @@ typedef struct mkc_server {
   const mkc_cli *c;
   mkc_loaded_model *m;
   mkc_drafter *drafter;
-  int draft_layers;                /* in the kernel (--rounds with --draft-layers) */
-  int family;                      /* the chat template's, or -1: chat requests refused */
-  int tools;                       /* the template's tools are mkc's (mkc_chat_tools_for) */
-  const char *name;                /* the model's, as /v1/models lists it */
-  mkc_sampling base;               /* the command's sampling options */
-  mkc_sampling_more base_more;     /* and its samplers the kernel lacks */
-  int fixed_seed;                  /* --seed given: every request without a seed uses it */
-  int pooling;                     /* --pooling: enum mkc_pooling (UNSET: the model's) */
-  int eog[MKC_ROUND_STOPS], n_eog; /* the tokenizer's end-of-generation tokens */
+  int draft_layers;            /* in the kernel (--rounds with --draft-layers) */
+  int family;                  /* the chat template's, or -1: chat requests refused */
+  int tools;                   /* the template's tools are mkc's (mkc_chat_tools_for) */
+  const char *name;            /* the model's, as /v1/models lists it */
+  mkc_sampling base;           /* the command's sampling options */
+  mkc_sampling_more base_more; /* and its samplers the kernel lacks */
+  int fixed_seed;              /* --seed given: every request without a seed uses it */
+  int pooling;                 /* --pooling: enum mkc_pooling (UNSET: the model's) */
+  int *eog, n_eog;             /* the tokenizer's end-of-generation tokens, all of them */
   long requests;
   mkc_serve_counts counts;
   uint64_t cache_id; /* --slot-save-path: the model's id in slot files (mkc_loaded_cache_id) */

@@ -387,6 +387,18 @@ int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap) {
     }
   return n;
 }
+int *mkc_tokenizer_eog_all(const mkc_tokenizer *t, int *n) {
+  *n = mkc_tokenizer_eog_ids(t, NULL, 0);
+  if (*n == 0) return NULL;
+  int *ids = malloc((size_t)*n * sizeof *ids);
+  if (!ids) {
+    fprintf(stderr, "mkc: error: out of memory for %d end-of-generation tokens\n", *n);
+    *n = -1;
+    return NULL;
+  }
+  mkc_tokenizer_eog_ids(t, ids, *n);
+  return ids;
+}
 int mkc_tokenizer_find(const mkc_tokenizer *t, const char *s, size_t n) {
   return mkc_tok_lookup(t, s, n);
 }

@@ -71,6 +71,9 @@ int mkc_tokenizer_encode_framed(const mkc_tokenizer *t, const char *text, size_t
 int mkc_tokenizer_is_eog(const mkc_tokenizer *t, int id);
 /* The end-of-generation ids, lowest first: the first cap into ids; returns how many there are. */
 int mkc_tokenizer_eog_ids(const mkc_tokenizer *t, int *ids, int cap);
+/* All of them, in a new array (free it) with their count in *n; NULL with *n = 0 where there are
+ * none, NULL with *n = -1 after a message where memory ran out. */
+int *mkc_tokenizer_eog_all(const mkc_tokenizer *t, int *n);
 /* The id of the token whose text is exactly s[0..n), or -1. */
 int mkc_tokenizer_find(const mkc_tokenizer *t, const char *s, size_t n);
 
