@@ -30,7 +30,11 @@
                                               joined by index) as a JSON string, a line each by
                                               index, then "finishes=F,F... usage=P+C done=N
                                               order=O" (O: the indexes as the chunks came,
-                                              repeats run together)
+                                              repeats run together); llama-server's answers
+                                              (/completion: an object, a list, or a stream of
+                                              them) the same, F their stop_type, and then
+                                              " counts=E+P,..." (tokens_evaluated and
+                                              tokens_predicted, each answer's)
   serve_client.py get FILE KEY...             a value of a JSON answer (keys and list indexes)
   serve_client.py logprobs FILE RUNFILE       an answer's logprobs against run --json --logprobs's
                                               lines: "same N" (N tokens), or the first difference
@@ -98,15 +102,21 @@ def choices(port, path, body):
     if status != "200":
         print("status %s %s" % (status, body))
         return
-    texts, finishes, usage, done, order = {}, {}, None, 0, []
+    texts, finishes, usage, done, order, counts = {}, {}, None, 0, [], {}
     def take(c):
         i = c["index"]
         part = c.get("message") or c.get("delta") or {}
-        texts[i] = texts.get(i, "") + (c.get("text") or part.get("content") or "")
+        texts[i] = texts.get(i, "") + (c.get("text") or part.get("content") or c.get("content") or "")
         if c.get("finish_reason"):
             finishes[i] = c["finish_reason"]
+        if c.get("stop"):  # llama-server's own answer: its last object says why and its counts
+            finishes[i] = c["stop_type"]
+            counts[i] = "%d+%d" % (c["tokens_evaluated"], c["tokens_predicted"])
         if not order or order[-1] != i:
             order.append(i)
+    def take_all(event):  # OpenAI's choices; llama-server's one object, or a list of them
+        for c in event if isinstance(event, list) else event.get("choices", [event]):
+            take(c)
     if body.startswith("data: "):
         for line in body.split("\n"):
             if not line.startswith("data: "):
@@ -115,20 +125,19 @@ def choices(port, path, body):
                 done += 1
                 continue
             event = json.loads(line[6:])
-            for c in event["choices"]:
-                take(c)
+            take_all(event)
             usage = event.get("usage") or usage
     else:
         event = json.loads(body)
-        for c in event["choices"]:
-            take(c)
-        usage = event["usage"]
+        take_all(event)
+        usage = event.get("usage") if isinstance(event, dict) else None
     for i in sorted(texts):
         print(json.dumps(texts[i]))
-    print("finishes=%s usage=%s done=%d order=%s" % (
+    print("finishes=%s usage=%s done=%d order=%s%s" % (
         ",".join(finishes.get(i, "-") for i in sorted(texts)),
         "%d+%d" % (usage["prompt_tokens"], usage["completion_tokens"]) if usage else "-",
-        done, ",".join(map(str, order))))
+        done, ",".join(map(str, order)),
+        " counts=" + ",".join(counts.get(i, "-") for i in sorted(texts)) if counts else ""))
 
 
 def logprobs(answer_file, run_file):

@@ -151,7 +151,7 @@ if start tiny "${args[@]}" --draft-max 4; then
   refused "text without a tokenizer" 400 "has no tokenizer" POST /v1/completions '{"prompt": "hello"}'
   refused "chat without a tokenizer" 400 "has no tokenizer" POST /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}'
   refused "stop without a tokenizer" 400 "stop: strings need" POST /v1/completions '{"prompt": [1], "stop": "x"}'
-  refused "17 choices" 400 "n: expected a whole number of choices, 1..16" POST /v1/completions '{"prompt": [1], "n": 17}'
+  refused "17 choices" 400 "n: expected a whole number of completions, 1..16" POST /v1/completions '{"prompt": [1], "n": 17}'
   refused "best_of 2" 400 "best_of: one completion is drawn per request (1)" POST /v1/completions \
     '{"prompt": [1], "best_of": 2}'
   refused "echo with logprobs" 400 "echo with logprobs: the prompt's log-probabilities are not computed" \

@@ -7,7 +7,9 @@
 # chunk and one [DONE] at the end. On the plain server and on --parallel
 # (several such requests at once). A list of prompts: each prompt's n
 # answers in turn, as that prompt alone gives them; the usage counts every
-# prompt. Bad n and lists refused.
+# prompt. llama-server's /completion the same with its n_cmpl (or n): an
+# object for each answer (a list of them), each counting its own tokens.
+# Bad n and lists refused.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/serve_lib.sh"
 unset MKC_KV_DTYPE
@@ -24,9 +26,9 @@ want_choices() {
   done
 }
 
-# check NAME BODY WANT_FILE TAIL: the choices' texts are WANT_FILE's lines, then TAIL
+# check NAME BODY WANT_FILE TAIL [PATH]: the choices' texts are WANT_FILE's lines, then TAIL
 check() {
-  python3 "$client" "$port" choices /v1/completions "$2" >"$tmp/got"
+  python3 "$client" "$port" choices "${5:-/v1/completions}" "$2" >"$tmp/got"
   { cat "$3"; echo "$4"; } >"$tmp/want"
   cmp -s "$tmp/got" "$tmp/want" && ok "$1" || fail "$1" "want: $(cat "$tmp/want")" "got:  $(cat "$tmp/got")"
 }
@@ -86,19 +88,29 @@ for mode in plain parallel; do
     POST /v1/completions '{"prompt": [[1], [2, 999]]}'
   refused "$mode: 5 prompts, n 16" 400 "prompt and n: at most 64 answers (5 prompts, n 16)" \
     POST /v1/completions '{"prompt": [[1], [2], [3], [4], [5]], "n": 16}'
-  refused "$mode: a list on llama-server's /completion" 400 "a list of prompts is OpenAI's" \
-    POST /completion '{"prompt": [[1], [2]]}'
   long=$(python3 -c 'print(",".join(["7"] * 600))')
   refused "$mode: a list's second prompt past the context" 400 "prompt[1] is 600 tokens but the context holds 512" \
     POST /v1/completions "{\"prompt\": [[1], [$long]]}"
-  refused "$mode: n 0" 400 "n: expected a whole number of choices, 1..16" POST /v1/completions \
+  refused "$mode: n 0" 400 "n: expected a whole number of completions, 1..16" POST /v1/completions \
     '{"prompt": [3], "n": 0}'
-  refused "$mode: n 17" 400 "n: expected a whole number of choices, 1..16" POST /v1/chat/completions \
+  refused "$mode: n 17" 400 "n: expected a whole number of completions, 1..16" POST /v1/chat/completions \
     '{"messages": [{"role": "user", "content": "a"}], "n": 17}'
-  refused "$mode: n 1.5" 400 "n: expected a whole number of choices" POST /v1/completions '{"prompt": [3], "n": 1.5}'
-  refused "$mode: n a string" 400 "n: expected a whole number of choices" POST /v1/completions '{"prompt": [3], "n": "2"}'
-  refused "$mode: n 2 on llama-server's /completion" 400 "n: more than one choice is OpenAI's" POST /completion \
-    '{"prompt": [3], "n": 2}'
+  refused "$mode: n 1.5" 400 "n: expected a whole number of completions" POST /v1/completions '{"prompt": [3], "n": 1.5}'
+  refused "$mode: n a string" 400 "n: expected a whole number of completions" POST /v1/completions '{"prompt": [3], "n": "2"}'
+  # llama-server's own endpoint: n_cmpl (n where it is not given), and lists of prompts; an
+  # object for each answer, each with its own counts, a list of them when there are several
+  check "$mode: /completion, n_cmpl 3, seed 11: answer i is run --seed 11+i's, a list of three" \
+    '{"prompt": [3, 1, 4, 1, 5], "n_predict": 8, "n_cmpl": 3, "n": 5, "temperature": 0.9, "seed": 11}' \
+    "$tmp/three" "finishes=limit,limit,limit usage=- done=0 order=0,1,2 counts=5+8,5+8,5+8" /completion
+  check "$mode: /completion, two prompts, n 2, streamed: each answer's events by index, each its counts" \
+    '{"prompt": [[3, 1, 4, 1, 5], [9, 2, 6]], "n_predict": 5, "n": 2, "temperature": 0.9, "seed": 11, "stream": true}' \
+    "$tmp/list" "finishes=limit,limit,limit,limit usage=- done=0 order=0,1,2,3 counts=5+5,5+5,3+5,3+5" /completion
+  call POST /completion '{"prompt": [3, 1, 4, 1, 5], "n_predict": 2, "n_cmpl": 1, "n": 2}'
+  [ "$(head -c 1 "$tmp/body")" = "{" ] && [ "$(get index)" = 0 ] \
+    && ok "$mode: /completion, n_cmpl 1 (n 2 not followed where n_cmpl is given): one object, not a list" \
+    || fail "$mode: /completion n_cmpl 1" "$(head -c 300 "$tmp/ans")"
+  refused "$mode: /completion, n_cmpl 17" 400 "n_cmpl: expected a whole number of completions, 1..16" \
+    POST /completion '{"prompt": [3], "n_cmpl": 17}'
   stop "$mode"
 done
 

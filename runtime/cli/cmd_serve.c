@@ -207,11 +207,7 @@ static int complete_choice(mkc_server *sv, mkc_serve_job *j) {
     else
       mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
   } else {
-    mkc_serve_job_choice_done(j, &st, n_prompt - st.fed);
-    if (r->stream)
-      mkc_answer_stream_end(g, j->prompt_total, j->cached_total, &j->sum);
-    else
-      mkc_answer_respond(g, j->prompt_total, j->cached_total, &j->sum);
+    mkc_serve_job_answer(j, &st, n_prompt - st.fed);
   }
   if (rc == 0) {
     mkc_serve_job_done(

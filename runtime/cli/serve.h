@@ -124,10 +124,12 @@ void mkc_serve_job_close(mkc_serve_job *j);
  * new answer, for the next prompt when the last one's choices are done, and the sampler's seed
  * the first's + the choice's place among its prompt's. 0, or -1 when out of memory. */
 int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j);
-/* A choice's figures (st, its prompt tokens the cache held: cached) added to the request's
- * (j->sum, cached_total): the prompt's only at its first choice (a later one feeds only the
- * prompt's last token, or shares its pages). */
-void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int cached);
+/* A choice decoded: its figures (st, its prompt tokens the cache held: cached) added to the
+ * request's (j->sum, cached_total; the prompt's only at its first choice: a later one feeds only
+ * the prompt's last token, or shares its pages), then its answer sent (a stream's end, or the
+ * whole answer after the last choice). OpenAI's answers count the request's tokens so far;
+ * llama-server's own, an object for each choice, count the choice's. */
+void mkc_serve_job_answer(mkc_serve_job *j, const mkc_decode_stats *st, int cached);
 /* j's JSON document (r.json_format): over the server's sorted vocabulary (the
  * first such request opens it), started on j's schema and seed; own: a
  * document of its own (--parallel, mkc_constraint_share), else the server's

@@ -152,7 +152,7 @@ static cJSON *ollama_object(const mkc_answer *g, const char *text, size_t n, con
  * last (stop), the tokens so far. */
 static cJSON *native_object(const mkc_answer *g, const char *text, size_t n, int stop) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddNumberToObject(o, "index", 0);
+  cJSON_AddNumberToObject(o, "index", g->index);
   cJSON_AddItemToObject(o, "content", mkc_json_text(text, text ? n : 0));
   cJSON_AddItemToObject(o, "tokens",
                         stop ? cJSON_CreateIntArray(g->ids, g->n_ids) : cJSON_CreateArray());
@@ -484,10 +484,16 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
       cJSON_AddItemToObject(o, "logprobs", completion_probabilities(g, 0, g->n_ids));
     return mkc_respond_json(g->fd, 200, o);
   }
-  if (g->r->native) {
+  if (g->r->native) { /* more than one answer: a list of them, as llama-server gives */
     cJSON *o = native_object(g, g->text, g->text ? g->len : 0, 1);
     native_done(g, o, n_prompt, cached, st);
-    return mkc_respond_json(g->fd, 200, o);
+    if (!g->more && !g->choices) return mkc_respond_json(g->fd, 200, o);
+    if (!g->choices) g->choices = cJSON_CreateArray();
+    cJSON_AddItemToArray(g->choices, o);
+    if (g->more) return 0;
+    cJSON *all = g->choices;
+    g->choices = NULL;
+    return mkc_respond_json(g->fd, 200, all);
   }
   cJSON *choice, *o = envelope(g, "chat.completion", &choice);
   if (g->r->chat) {

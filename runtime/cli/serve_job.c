@@ -535,7 +535,7 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
   return 0;
 }
 
-void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int cached) {
+void mkc_serve_job_answer(mkc_serve_job *j, const mkc_decode_stats *st, int cached) {
   mkc_decode_stats *sum = &j->sum;
   int per = j->r.n_choices > 1 ? j->r.n_choices : 1, first = j->g.index % per == 0;
   if (j->g.index == 0) {
@@ -549,6 +549,13 @@ void mkc_serve_job_choice_done(mkc_serve_job *j, const mkc_decode_stats *st, int
     if (first) sum->fed += st->fed, sum->prompt_seconds += st->prompt_seconds;
   }
   if (first) j->cached_total += cached;
+  int own = j->r.native;
+  if (j->r.stream)
+    mkc_answer_stream_end(&j->g, own ? j->n_prompt : j->prompt_total,
+                          own ? cached : j->cached_total, own ? st : sum);
+  else
+    mkc_answer_respond(&j->g, own ? j->n_prompt : j->prompt_total, own ? cached : j->cached_total,
+                       own ? st : sum);
 }
 
 int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j) {

@@ -100,16 +100,13 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
   mkc_decode_stats st;
   stats_of(j, &st);
   int cached = q->shared;
-  mkc_serve_job_choice_done(j, &st, cached);
   mkc_http_extra_headers(j->cors);
   if (failed && !j->r.stream)
     mkc_respond_error_for(&j->r, j->fd, 500, "decoding failed (the server's log says why)");
   else if (failed)
     mkc_answer_stream_error(g, "decoding failed (the server's log says why)");
-  else if (j->r.stream)
-    mkc_answer_stream_end(g, j->prompt_total, j->cached_total, &j->sum);
   else
-    mkc_answer_respond(g, j->prompt_total, j->cached_total, &j->sum);
+    mkc_serve_job_answer(j, &st, cached);
   mkc_http_extra_headers(NULL);
   if (!failed)
     mkc_serve_job_done(sv, j, &st, cached,

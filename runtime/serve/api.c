@@ -305,10 +305,6 @@ static int read_prompt(const cJSON *root, mkc_api_req *r, char *why, size_t cap)
   }
   int count = cJSON_GetArraySize(p);
   if (cJSON_IsArray(p) && count > 1 && (cJSON_IsString(p->child) || cJSON_IsArray(p->child))) {
-    if (r->native)
-      return mkc_refuse(why, cap,
-                        "prompt: a list of prompts is OpenAI's (/v1/completions); this endpoint "
-                        "takes one");
     if (count > MKC_API_ANSWERS)
       return mkc_refuse(why, cap, "prompt: at most %d prompts in a list", MKC_API_ANSWERS);
     int text = cJSON_IsString(p->child), k = 0;
@@ -668,16 +664,18 @@ static int read_numbers(const cJSON *root, mkc_api_req *r, char *why, size_t cap
       return mkc_refuse(why, cap, "%s: expected a whole number >= 1", names[k]);
     r->max_tokens = (int)x;
   }
+  /* OpenAI's choices, each its own draw; llama-server's n_cmpl on its own endpoints, n there
+   * where n_cmpl is not given */
+  const char *n_name = "n";
   const cJSON *n = cJSON_GetObjectItemCaseSensitive(root, "n"),
               *best = cJSON_GetObjectItemCaseSensitive(root, "best_of");
-  if (n && !cJSON_IsNull(n)) { /* OpenAI's choices: each its own draw */
+  const cJSON *n_cmpl = r->native ? cJSON_GetObjectItemCaseSensitive(root, "n_cmpl") : NULL;
+  if (n_cmpl && !cJSON_IsNull(n_cmpl)) n = n_cmpl, n_name = "n_cmpl";
+  if (n && !cJSON_IsNull(n)) {
     double x = cJSON_IsNumber(n) ? n->valuedouble : NAN;
     if (!(x >= 1 && x <= MKC_API_CHOICES && x == floor(x)))
-      return mkc_refuse(why, cap, "n: expected a whole number of choices, 1..%d", MKC_API_CHOICES);
-    if (x > 1 && r->native)
-      return mkc_refuse(why, cap,
-                        "n: more than one choice is OpenAI's (/v1/completions, "
-                        "/v1/chat/completions)");
+      return mkc_refuse(why, cap, "%s: expected a whole number of completions, 1..%d", n_name,
+                        MKC_API_CHOICES);
     r->n_choices = (int)x;
   }
   if (best && !cJSON_IsNull(best) && !(cJSON_IsNumber(best) && best->valuedouble == 1))
@@ -737,10 +735,16 @@ static void note_given(const cJSON *root, const char *const *names, size_t count
  * the request's log line (its clients send some with every request: refusing them would refuse
  * the client). */
 static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
-  static const char *const NOT[] = {
-      "samplers",         "id_slot",         "n_indent", "min_keep",
-      "t_max_predict_ms", "t_max_prompt_ms", "lora",     "post_sampling_probs",
-      "response_fields",  "n_cmpl",          "tfs_z"};
+  static const char *const NOT[] = {"samplers",
+                                    "id_slot",
+                                    "n_indent",
+                                    "min_keep",
+                                    "t_max_predict_ms",
+                                    "t_max_prompt_ms",
+                                    "lora",
+                                    "post_sampling_probs",
+                                    "response_fields",
+                                    "tfs_z"};
   note_given(root, NOT, sizeof NOT / sizeof *NOT, r);
 }
 

@@ -39,12 +39,12 @@ typedef struct mkc_api_req {
   int stream;        /* answer as server-sent events */
   int include_usage; /* OpenAI's stream_options.include_usage: a last chunk with the usage */
   int echo;          /* OpenAI's completions' echo: the text is the prompt, then the answer */
-  /* OpenAI's n: the answers to give (0 or 1: one), choice i drawn with the seed + i, one after
-   * another (a stream's chunks say their choice's index) */
+  /* OpenAI's n (llama-server's n_cmpl): the answers to give (0 or 1: one), choice i drawn with
+   * the seed + i, one after another (a stream's chunks say their choice's index) */
   int n_choices;
-  /* OpenAI's list of prompts (completions; 2..64 of them, all strings or all lists of token
-   * ids; in root): each answered in turn, n choices each (choice k * n + i: prompt k's i-th);
-   * prompt or prompt_ids is the first (mkc_api_select_prompt moves to another) */
+  /* A list of prompts (OpenAI's completions, llama-server's; 2..64 of them, all strings or all
+   * lists of token ids; in root): each answered in turn, n choices each (choice k * n + i: prompt
+   * k's i-th); prompt or prompt_ids is the first (mkc_api_select_prompt moves to another) */
   const struct cJSON *prompts;
   int n_prompts;
   /* -1: none; else each token's log-probability and the top_logprobs most
