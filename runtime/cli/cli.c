@@ -14,8 +14,10 @@
 #include "backend/logit_bias.h"
 #include "codegen/graph.h"
 #include "escapes.h"
+#include "llama_flags.h"
 #include "exec/session.h"
 #include "model/model_dir.h"
+#include "util/files.h"
 #include "util/text.h"
 
 int mkc_cli_usage_error_in(const char *cmd, const char *fmt, const char *arg) {
@@ -59,11 +61,24 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd) {
   return mkc_cli_usage_error("%s", msg);
 }
 
-static int allows(const char *allowed, const char *flag) {
-  size_t n = strlen(flag);
-  for (const char *p = allowed; (p = strstr(p, flag)); p += n)
-    if ((p == allowed || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
-  return 0;
+static int allows(const char *allowed, const char *flag) { return mkc_words_hold(allowed, flag); }
+
+/* Flags a command takes where it takes another: the file forms of texts, llama-cli's plain
+ * completion where run's chat is, and the weights' check where a model runs. */
+static const struct {
+  const char *flag, *with;
+} DERIVED[] = {
+    {"--system-prompt-file", "--system-prompt"},
+    {"--chat-template-file", "--chat-template"},
+    {"-no-cnv", "--chat"},
+    {"--check-tensors", "--backend"},
+};
+
+/* Whether the command (its allowed flags) takes flag. */
+static int takes(const char *allowed, const char *flag) {
+  for (size_t k = 0; k < sizeof DERIVED / sizeof *DERIVED; k++)
+    if (!strcmp(flag, DERIVED[k].flag) && allows(allowed, DERIVED[k].with)) return 1;
+  return allows(allowed, flag);
 }
 
 /* Flags whose value is kept as written. */
@@ -96,6 +111,8 @@ static const struct {
     {"--json-schema-file", offsetof(mkc_cli, schema_file)},
     {"--grammar", offsetof(mkc_cli, grammar)},
     {"--grammar-file", offsetof(mkc_cli, grammar_file)},
+    {"--system-prompt-file", offsetof(mkc_cli, system_prompt_file)},
+    {"--chat-template-file", offsetof(mkc_cli, chat_template_file)},
     {"--samplers", offsetof(mkc_cli, samplers)},
     {"--sampling-seq", offsetof(mkc_cli, sampling_seq)},
 };
@@ -106,6 +123,8 @@ static const struct {
   size_t at; /* offsetof the int in mkc_cli */
 } BOOL_FLAGS[] = {
     {"--chat", offsetof(mkc_cli, chat)},
+    {"-no-cnv", offsetof(mkc_cli, no_conversation)},
+    {"--check-tensors", offsetof(mkc_cli, check_tensors)},
     {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
     {"--context-shift", offsetof(mkc_cli, context_shift)},
@@ -159,6 +178,20 @@ static const struct {
     {"-t", "--blocks"},
     {"--threads", "--blocks"},
     {"--sampler-seq", "--sampling-seq"},
+    {"--temperature", "--temp"},
+    {"--top-n-sigma", "--top-nsigma"},
+    {"--typical-p", "--typical"},
+    /* the draft's length: newer llama.cpp's names, and older ones */
+    {"--spec-draft-n-max", "--draft-max"},
+    {"--draft", "--draft-max"},
+    {"--draft-n", "--draft-max"},
+    {"--spec-draft-n-min", "--draft-min"},
+    {"--draft-n-min", "--draft-min"},
+    /* llama-cli's one turn of a conversation, the prompt as the user's: run's --chat */
+    {"-st", "--chat"},
+    {"--single-turn", "--chat"},
+    {"-sysf", "--system-prompt-file"},
+    {"--no-conversation", "-no-cnv"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -464,6 +497,46 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
   return 0;
 }
 
+/* The texts read from files for flags (-sysf, --chat-template-file): the command's whole run. */
+static char *file_texts[2];
+static void free_file_texts(void) {
+  for (int k = 0; k < 2; k++) free(file_texts[k]);
+}
+
+/* -sysf FILE as -sys (its one closing newline dropped, as llama.cpp reads it), and
+ * --chat-template-file FILE as --chat-template: 0, or -1 after the message. */
+static int read_text_files(mkc_cli *c) {
+  const char *const flags[2] = {"-sysf", "--chat-template-file"};
+  const char *paths[2] = {c->system_prompt_file, c->chat_template_file};
+  const char **texts[2] = {&c->system_prompt, &c->chat_template};
+  for (int k = 0; k < 2; k++) {
+    if (!paths[k]) continue;
+    if (*texts[k]) {
+      fprintf(stderr, "mkc: error: %s and %s: give one\n", flags[k],
+              k ? "--chat-template" : "-sys");
+      return -1;
+    }
+    size_t n;
+    char *text = mkc_read_file(paths[k], &n);
+    if (!text) {
+      fprintf(stderr, "mkc: error: %s %s: %s\n", flags[k], paths[k], strerror(errno));
+      return -1;
+    }
+    if (strlen(text) != n) {
+      fprintf(stderr, "mkc: error: %s %s: the file holds a NUL byte, which a text cannot\n",
+              flags[k], paths[k]);
+      free(text);
+      return -1;
+    }
+    if (k == 0 && n > 0 && text[n - 1] == '\n') text[n - 1] = '\0';
+    if (!file_texts[0] && !file_texts[1]) atexit(free_file_texts);
+    free(file_texts[k]);
+    file_texts[k] = text;
+    *texts[k] = text;
+  }
+  return 0;
+}
+
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c) {
   for (int i = first; i < argc; i++) {
@@ -479,7 +552,20 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       return MKC_CLI_HELP;
     }
     for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
-      if (strcmp(a, ALIASES[k].alias) == 0 && allows(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
+      if (strcmp(a, ALIASES[k].alias) == 0 && takes(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
+    /* llama-cli's conversation: mkc's chat command */
+    if ((!strcmp(a, "-cnv") || !strcmp(a, "--conversation") || !strcmp(a, "-i") ||
+         !strcmp(a, "--interactive") || !strcmp(a, "-if") || !strcmp(a, "--interactive-first")) &&
+        allows(allowed, "--chat"))
+      return mkc_cli_usage_error("%s: a conversation is mkc's chat command (mkc chat -m MODEL); "
+                                 "run answers one prompt (--chat: with the chat template)",
+                                 argv[i]);
+    /* llama.cpp's flags that ask for nothing mkc does otherwise: taken, with a note */
+    if (allows(allowed, "--backend")) {
+      int skipped = mkc_llama_flag_skip(argc, argv, &i);
+      if (skipped == 2) return 2;
+      if (skipped) continue;
+    }
     /* llama.cpp's K and V cache types, wherever mkc's one KV type is taken */
     int kv = !strcmp(a, "-ctk") || !strcmp(a, "--cache-type-k")   ? 0
              : !strcmp(a, "-ctv") || !strcmp(a, "--cache-type-v") ? 1
@@ -498,7 +584,7 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       i++;
       continue;
     }
-    if (!allows(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
+    if (!takes(allowed, a)) return mkc_cli_usage_error("unknown option '%s'", argv[i]);
     int is_bool = 0;
     for (size_t k = 0; k < sizeof BOOL_FLAGS / sizeof *BOOL_FLAGS; k++)
       if (strcmp(a, BOOL_FLAGS[k].flag) == 0) {
@@ -524,6 +610,9 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       return mkc_cli_usage_error("-ctk/-ctv %s and --kv-dtype: one type, given once", t);
     c->kv_dtype = t;
   }
+  if (read_text_files(c) != 0) return 2;
+  if (c->no_conversation && c->chat)
+    return mkc_cli_usage_error("%s", "-no-cnv and --chat (or -st, -sys, --chat-template): one");
   if (c->have_gpu_layers) { /* -ngl 0: the cpu backend; else the GPU's, unless told otherwise */
     const char *b = c->backend;
     if (c->gpu_layers == 0 && b && strcmp(b, "cpu") != 0)

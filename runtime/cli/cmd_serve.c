@@ -97,7 +97,8 @@ static const char USAGE[] =
     "  --api-key-file FILE    the keys, one a line (the command line shows a key to\n"
     "                         other users of this machine; a file need not)\n"
     "  --chat-template NAME   the template's family when the model's is unknown\n"
-    "                         (chatml, llama3, ...)\n"
+    "                         (chatml, llama3, ...), or a template's text that mkc\n"
+    "                         recognises; --chat-template-file FILE: from a file\n"
     "  --reasoning-effort LEVEL  gpt-oss's: low, medium (its default) or high, for\n"
     "                         requests that give none (reasoning_effort, think)\n"
     "  --reasoning-budget N   0: qwen3 answers without reasoning unless a request\n"
@@ -127,7 +128,8 @@ static const char USAGE[] =
     "  of the same names, llama-server's and ollama's, override them), --draft-max K,\n"
     "  --draft-min K, --draft-adaptive, --draft-layers L, -md/--model-draft FILE,\n"
     "  --rounds R, -c/--ctx N, --kv-dtype T, --backend B, -ngl N, -t/--threads N,\n"
-    "  --dequant, --ubatch N: as for run\n";
+    "  --dequant, --ubatch N, and llama.cpp's flags taken with a note (-fa, -b, --mlock,\n"
+    "  ...): as for run\n";
 
 /* An error answer in the request's API's shape. */
 static void refuse(const mkc_api_req *r, int fd, int status, const char *msg) {

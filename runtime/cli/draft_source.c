@@ -160,7 +160,9 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
    * output_norm, the LM head); a draft model brings its own. */
   const mkc_weights *w = &target->w;
   if (c->draft_model_path) {
-    if (mkc_model_file_weights(&m->file, &m->g, &m->w) != 0) return -1;
+    if (mkc_model_file_weights(&m->file, &m->g, &m->w) != 0 ||
+        (c->check_tensors && mkc_weights_check(&m->w, c->draft_model_path) != 0))
+      return -1;
     w = &m->w;
   }
   /* no trained head exists here: random weights, of the seed after the target's */

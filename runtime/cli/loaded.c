@@ -139,8 +139,11 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
 }
 
 int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m) {
-  return c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
-                       : mkc_weights_random(&m->w, &m->g, c->seed);
+  int rc = c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
+                         : mkc_weights_random(&m->w, &m->g, c->seed);
+  if (rc == 0 && c->check_tensors)
+    rc = mkc_weights_check(&m->w, c->model_path ? c->model_path : "random weights");
+  return rc;
 }
 
 enum mkc_backend_kind mkc_loaded_backend(const mkc_cli *c) {

@@ -3,6 +3,8 @@
 #include "weights.h"
 #include "dequant.h"
 #include "quantize.h"
+#include "util/clock.h"
+#include "util/files.h"
 #include "util/hash.h"
 #include "util/rng.h"
 #include "util/text.h"
@@ -115,6 +117,39 @@ void mkc_tensor_row_f32(const mkc_tensor *t, int r, float *out) {
     return;
   }
   for (int c = 0; c < t->cols; c++) out[c] = mkc_bf16_to_float(t->data[(size_t)r * t->cols + c]);
+}
+
+int mkc_weights_check(const mkc_weights *w, const char *source) {
+  double start = mkc_seconds(), values = 0;
+  int bad = 0, widest = 1;
+  for (int i = 0; i < w->n; i++)
+    if (w->t[i].cols > widest) widest = w->t[i].cols;
+  float *row = malloc((size_t)widest * sizeof *row);
+  if (!row) return mkc_error_in(source, "--check-tensors: out of memory");
+  for (int i = 0; i < w->n; i++) {
+    const mkc_tensor *t = &w->t[i];
+    values += (double)t->rows * t->cols;
+    for (int r = 0, found = 0; r < t->rows && !found; r++) {
+      mkc_tensor_row_f32(t, r, row);
+      for (int c = 0; c < t->cols && !found; c++)
+        if (!isfinite(row[c])) {
+          mkc_error_in(source, "tensor %s: row %d, column %d is %s (--check-tensors)", t->name, r,
+                       c,
+                       isnan(row[c]) ? "NaN"
+                       : row[c] > 0  ? "+inf"
+                                     : "-inf");
+          found = 1;
+          bad++;
+        }
+    }
+  }
+  free(row);
+  if (bad)
+    return mkc_error_in(source, "%d of %d tensors hold values that are not finite", bad, w->n);
+  fprintf(stderr,
+          "mkc: %s: --check-tensors: %d tensors, %.3g G values, every one finite (%.1f s)\n",
+          source, w->n, values / 1e9, mkc_seconds() - start);
+  return 0;
 }
 
 int mkc_weights_begin(mkc_weights *w, const mkc_graph *g) {

@@ -55,6 +55,11 @@ const mkc_tensor *mkc_weights_get(const mkc_weights *w, const char *name, int ro
  * frees. */
 uint16_t *mkc_weights_arena(const mkc_weights *w, const mkc_graph *g);
 
+/* llama.cpp's --check-tensors: every value of every tensor finite (a block type's dequantized,
+ * so a scale that is not finite shows). 0 after a note of what was checked, or -1 after an
+ * error for each tensor at fault (source, a model file, names them). */
+int mkc_weights_check(const mkc_weights *w, const char *source);
+
 void mkc_weights_free(mkc_weights *w);
 
 /* "Q4_1+Q8_0": the storage types of g's matrices, in order of first use. */

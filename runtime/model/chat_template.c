@@ -134,11 +134,17 @@ int mkc_chat_detect(const char *t) {
 
 int mkc_chat_family_for(const char *model_path, const char *model_template,
                         const char *override_name) {
-  if (override_name) {
+  if (override_name) { /* a name, or (as llama.cpp takes too) a template's text */
     int f = mkc_chat_family_from_name(override_name);
-    if (f < 0)
+    if (f < 0) f = mkc_chat_detect(override_name);
+    if (f < 0 && !strchr(override_name, '{'))
       fprintf(stderr, "mkc: error: --chat-template '%s': unknown name (one of: %s)\n",
               override_name, mkc_chat_family_names());
+    else if (f < 0)
+      fprintf(stderr,
+              "mkc: error: --chat-template: the template given is not one mkc knows; pass "
+              "--chat-template NAME (one of: %s)\n",
+              mkc_chat_family_names());
     return f;
   }
   if (!model_template) {

@@ -163,8 +163,9 @@ char *mkc_chat_render_prompt(int family, const mkc_chat_msg *msgs, int n, const 
  * cannot turn it off; tools for a template without them. */
 int mkc_chat_check_opts(int family, const mkc_chat_opts *o, char *why, size_t cap);
 
-/* The family the CLI uses for a model: override_name when not NULL (an
- * unknown name is an error naming --chat-template and the known names),
+/* The family the CLI uses for a model: override_name when not NULL (a family's
+ * name, or a template's text that mkc recognises, as llama.cpp's --chat-template
+ * takes either; else an error naming --chat-template and the known names),
  * else the family of model_template, the model's template text (an error
  * when it is NULL or not recognised, saying to pass --chat-template). -1
  * after a message; model_path names the model in messages. */

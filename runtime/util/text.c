@@ -12,6 +12,13 @@ int mkc_ends_with(const char *s, const char *suffix) {
   return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
+int mkc_words_hold(const char *words, const char *word) {
+  size_t n = strlen(word);
+  for (const char *p = words; (p = strstr(p, word)); p += n)
+    if ((p == words || p[-1] == ' ') && (p[n] == ' ' || p[n] == 0)) return 1;
+  return 0;
+}
+
 int mkc_hex_digit(char c) {
   return c >= '0' && c <= '9'   ? c - '0'
          : c >= 'a' && c <= 'f' ? c - 'a' + 10

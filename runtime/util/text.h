@@ -4,7 +4,8 @@
 
 #include <stddef.h>
 
-int mkc_ends_with(const char *s, const char *suffix); /* 1 or 0 */
+int mkc_ends_with(const char *s, const char *suffix);    /* 1 or 0 */
+int mkc_words_hold(const char *words, const char *word); /* space-separated words: 1 or 0 */
 
 /* A hex digit's value (0-9, a-f, A-F), or -1 for any other character. */
 int mkc_hex_digit(char c);

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# llama.cpp's flags on mkc's commands. Those that ask for nothing mkc does otherwise (threads,
+# memory mapping, devices, batch sizes, flash attention, logs, colour) are taken with their
+# values and a note each, and change no token (the oracle: the same run without them). Other
+# spellings of mkc's own flags give what those give (--temperature, --top-n-sigma, --typical-p,
+# the draft's lengths, -st). -sysf and --chat-template-file give what -sys and --chat-template
+# give (SmolLM2's prompt tokens, test data); --chat-template takes a template's text too.
+# --check-tensors refuses files with values that are not finite (planted). The
+# refusals: a value missing, -cnv (mkc chat), -no-cnv with --chat, a file and its text flag
+# both, a file that is not there.
+source "$(dirname "$0")/lib.sh"
+base=(run --preset tiny --random-weights 3 --prompt-ids 3,1,4,1,5 -n 12 --backend cpu)
+
+# same NAME ARGS... -- ARGS2...: run's tokens with ARGS equal those with ARGS2; ARGS's stderr in
+# $tmp/err
+same() {
+  local name=$1 a=()
+  shift
+  while [ "$1" != -- ]; do
+    a+=("$1")
+    shift
+  done
+  shift
+  if "$mkc" "${base[@]}" "${a[@]}" >"$tmp/a" 2>"$tmp/err" && "$mkc" "${base[@]}" "$@" >"$tmp/b" 2>/dev/null \
+    && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+    ok "$name"
+  else
+    fail "$name" "with:    $(cat "$tmp/a")" "without: $(cat "$tmp/b")" "$(grep error "$tmp/err")"
+  fi
+}
+
+# Flags not followed: one of each group, with and without values; -fa bare (older llama.cpp's
+# form) before another flag, and with a value.
+flags=(-fa -b 512 --mlock --no-mmap -tb 4 -C 0xff --numa distribute -dev CUDA0 -sm none -mg 0
+  -ot 'exps=CPU' -nkvo --swa-full -dt 0.1 -bs --no-warmup --no-perf -lv 3 --log-disable -co on
+  --simple-io -fa on -ub 8)
+same "llama.cpp's flags that ask for nothing mkc does otherwise: the same tokens" "${flags[@]}" -- -ub 8
+notes=$(grep -c '^mkc: note: .*: not followed (llama.cpp.s flag): ' "$tmp/err")
+[ "$notes" = 22 ] && grep -q '^mkc: note: -fa: not followed' "$tmp/err" \
+  && grep -q '^mkc: note: -fa on: not followed (llama.cpp.s flag): the megakernel.s attention is always fused$' "$tmp/err" \
+  && grep -q '^mkc: note: -ot exps=CPU: not followed' "$tmp/err" \
+  && ok "... a note for each of the 22, naming its value" || fail "the notes" "$notes notes" "$(cat "$tmp/err")"
+same "... on a sampled run with drafts too" --temp 0.8 --seed 5 --draft-max 3 --mlock -fa auto -- \
+  --temp 0.8 --seed 5 --draft-max 3
+expect_error "a flag's value missing" "mkc: error: -tb needs a value" -- "${base[@]}" -tb
+if "$mkc" bench --preset tiny --random-weights 1 -n 4 -p 8 --backend cpu -fa 1 -b 64 >"$tmp/bench" 2>"$tmp/err" \
+  && grep -q '^mkc: note: -b 64: not followed' "$tmp/err"; then
+  ok "bench takes them too"
+else
+  fail "bench with llama.cpp's flags" "$(head -n 3 "$tmp/err")"
+fi
+expect_error "not where the command has no backend" "mkc: error: unknown option '-fa'" -- tokenize -m x -fa
+
+# Other spellings of mkc's own flags
+same "--temperature is --temp" --temperature 0.9 --seed 4 -- --temp 0.9 --seed 4
+same "--top-n-sigma is --top-nsigma" --temp 1 --seed 4 --top-n-sigma 0.5 -- --temp 1 --seed 4 --top-nsigma 0.5
+same "--typical-p is --typical" --temp 1 --seed 4 --typical-p 0.5 -- --temp 1 --seed 4 --typical 0.5
+for f in --spec-draft-n-max --draft --draft-n; do
+  "$mkc" "${base[@]}" "$f" 3 >/dev/null 2>"$tmp/err"
+  grep -q 'drafted [1-9]' "$tmp/err" && same "$f is --draft-max" "$f" 3 -- --draft-max 3 \
+    || fail "$f drafts" "$(tail -n 1 "$tmp/err")"
+done
+same "--spec-draft-n-min and --draft-n-min are --draft-min" --draft-max 4 --spec-draft-n-min 2 -- \
+  --draft-max 4 --draft-min 2
+same "... --draft-n-min" --draft-max 4 --draft-n-min 2 -- --draft-max 4 --draft-min 2
+same "-no-cnv: run's plain completion, as without it" -no-cnv -- -n 12
+
+expect_error "-cnv: mkc chat" \
+  "mkc: error: -cnv: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template)" \
+  -- "${base[@]}" -cnv
+expect_error "-i: mkc chat" \
+  "mkc: error: -i: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template)" \
+  -- "${base[@]}" -i
+expect_error "-no-cnv with -st" "mkc: error: -no-cnv and --chat (or -st, -sys, --chat-template): one" \
+  -- "${base[@]}" -no-cnv -st
+printf 'Be brief.\n' >"$tmp/sys.txt"
+expect_error "-sysf and -sys" "mkc: error: -sysf and -sys: give one" -- "${base[@]}" -sysf "$tmp/sys.txt" -sys x
+expect_error "-sysf: no such file" "mkc: error: -sysf $tmp/none: No such file or directory" \
+  -- "${base[@]}" -sysf "$tmp/none"
+expect_error "--chat-template-file: no such file" \
+  "mkc: error: --chat-template-file $tmp/none: No such file or directory" -- "${base[@]}" --chat-template-file "$tmp/none"
+
+# --check-tensors: every weight finite, else the run refused naming each tensor at fault; a
+# bf16 file with a NaN planted in a norm, a Q8_0 file with an infinite block scale (the block's
+# values infinite) and a norm at -inf (tests/gguf_poke.py writes them)
+"$mkc" init --preset tiny --seed 1 -o "$tmp/ct.gguf" >/dev/null 2>&1
+"$mkc" init --preset tiny --seed 1 --type q8_0 -o "$tmp/ct8.gguf" >/dev/null 2>&1
+if "$mkc" run -m "$tmp/ct.gguf" --prompt-ids 1,2 -n 2 --backend cpu --check-tensors >/dev/null 2>"$tmp/err" \
+  && grep -q "^mkc: $tmp/ct.gguf: --check-tensors: 20 tensors, .* G values, every one finite" "$tmp/err"; then
+  ok "--check-tensors on a sound file: a note of what was checked, then the run"
+else
+  fail "--check-tensors on a sound file" "$(cat "$tmp/err")"
+fi
+python3 tests/gguf_poke.py "$tmp/ct.gguf" output_norm.weight 6 c07f # bf16 NaN, element 3
+expect_error "--check-tensors: a NaN in a bf16 norm" \
+  "mkc: error: $tmp/ct.gguf: tensor output_norm.weight: row 0, column 3 is NaN (--check-tensors)" \
+  -- run -m "$tmp/ct.gguf" --prompt-ids 1,2 -n 2 --backend cpu --check-tensors
+python3 tests/gguf_poke.py "$tmp/ct8.gguf" blk.1.ffn_down.weight 34 007c # block 2's scale: +inf
+python3 tests/gguf_poke.py "$tmp/ct8.gguf" output_norm.weight 0 80ff    # -inf
+"$mkc" run -m "$tmp/ct8.gguf" --prompt-ids 1,2 -n 2 --backend cpu --check-tensors >"$tmp/out" 2>"$tmp/err"
+rc=$?
+want="mkc: error: $tmp/ct8.gguf: tensor blk.1.ffn_down.weight: row 0, column 32 is +inf (--check-tensors)
+mkc: error: $tmp/ct8.gguf: tensor output_norm.weight: row 0, column 0 is -inf (--check-tensors)
+mkc: error: $tmp/ct8.gguf: 2 of 20 tensors hold values that are not finite"
+[ "$rc" = 1 ] && [ "$(cat "$tmp/err")" = "$want" ] && [ ! -s "$tmp/out" ] \
+  && ok "--check-tensors: an infinite Q8_0 scale and a norm at -inf, each named, the run refused" \
+  || fail "--check-tensors on Q8_0" "rc $rc" "$(cat "$tmp/err")"
+
+# The texts from files, on SmolLM2 (chatml): the prompt's tokens as the text flags give them
+model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ ! -f "$model" ]; then
+  skip "-sysf, --chat-template-file on SmolLM2: no test data (tests/data/fetch.sh)"
+else
+  # prompt_tokens ARGS...: the prompt's tokens run shows (--verbose-prompt), greedy 4 tokens after
+  prompt_tokens() {
+    "$mkc" run -m "$model" -p Hi -n 4 --backend cpu --verbose-prompt --no-display-prompt "$@" 2>&1 \
+      | grep -v '^mkc: cpu'
+  }
+  prompt_tokens -sysf "$tmp/sys.txt" >"$tmp/a"
+  prompt_tokens -sys 'Be brief.' >"$tmp/b"
+  grep -q "'system'" "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" \
+    && ok "-sysf FILE: -sys with the file's text, its closing newline dropped ($(head -n 1 "$tmp/a" | cut -d: -f2))" \
+    || fail "-sysf" "$(diff "$tmp/a" "$tmp/b" | head -6)"
+  # chatml as a template's text (the shape of SmolLM2's), from a file and as --chat-template's value
+  tpl="{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+  printf '%s' "$tpl" >"$tmp/chatml.jinja"
+  prompt_tokens --chat-template-file "$tmp/chatml.jinja" >"$tmp/a"
+  prompt_tokens --chat-template "$tpl" >"$tmp/c"
+  prompt_tokens --chat-template chatml >"$tmp/b"
+  grep -q "'user'" "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/c" "$tmp/b" \
+    && ok "--chat-template-file FILE and --chat-template TEXT: the template recognised, chatml's prompt" \
+    || fail "--chat-template-file" "$(diff "$tmp/a" "$tmp/b" | head -6)" "$(diff "$tmp/c" "$tmp/b" | head -6)"
+  printf '{{ messages[0].content }}' >"$tmp/odd.jinja"
+  expect_error "--chat-template-file: a template mkc does not know" \
+    "mkc: error: --chat-template: the template given is not one mkc knows; pass --chat-template NAME (one of: $("$mkc" run -m "$model" -p x --chat-template none 2>&1 | sed -n 's/.*(one of: \(.*\))$/\1/p'))" \
+    -- run -m "$model" -p Hi --backend cpu --chat-template-file "$tmp/odd.jinja"
+fi
+finish
