@@ -5,7 +5,8 @@
 # spellings of mkc's own flags give what those give (--temperature, --top-n-sigma, --typical-p,
 # the draft's lengths, -st). -sysf and --chat-template-file give what -sys and --chat-template
 # give (SmolLM2's prompt tokens, test data); --chat-template takes a template's text too.
-# --check-tensors refuses files with values that are not finite (planted). The
+# --check-tensors refuses files with values that are not finite (planted). --override-kv sets a
+# GGUF's metadata (info shows it; a run's context, SmolLM2's BOS follow). The
 # refusals: a value missing, -cnv (mkc chat), -no-cnv with --chat, a file and its text flag
 # both, a file that is not there.
 source "$(dirname "$0")/lib.sh"
@@ -106,6 +107,47 @@ mkc: error: $tmp/ct8.gguf: 2 of 20 tensors hold values that are not finite"
   && ok "--check-tensors: an infinite Q8_0 scale and a norm at -inf, each named, the run refused" \
   || fail "--check-tensors on Q8_0" "rc $rc" "$(cat "$tmp/err")"
 
+# --override-kv: the GGUF's metadata as given, before anything is read from it; info shows the
+# file as a run with the same flags reads it, and the run follows (its context); several in one
+# value and in several flags; each refusal
+"$mkc" init --preset tiny --seed 1 -o "$tmp/kv.gguf" >/dev/null 2>&1
+"$mkc" info -m "$tmp/kv.gguf" --override-kv 'llama.context_length=int:128,llama.rope.freq_base=float:5000' \
+  --override-kv general.name=str:renamed --override-kv 'llama.attention.layer_norm_rms_epsilon=float:1e-6' \
+  >"$tmp/info" 2>&1
+want="graph: graphs/llama.lua, preset renamed (llama: 2 layers, dim 64, 4 heads (2 KV) of 16, ffn 192, vocab 256, context 128, rope theta 5000 (interleaved), rms eps 1e-06, tied head)"
+grep -qx 'name: renamed' "$tmp/info" && grep -qx 'llama.context_length = 128' "$tmp/info" \
+  && grep -qx 'llama.rope.freq_base = 5000' "$tmp/info" && grep -qxF "$want" "$tmp/info" \
+  && ok "--override-kv on info: the entries and the graph mkc derives from them" \
+  || fail "--override-kv on info" "$(grep -E 'name|context_length|freq_base|graph' "$tmp/info")"
+"$mkc" run -m "$tmp/kv.gguf" --prompt-ids 1,2 -n 8 --backend cpu --override-kv llama.context_length=int:64 \
+  >/dev/null 2>"$tmp/err"
+grep -q 'context 64;' "$tmp/err" && ok "--override-kv on run: the context the entry gives (64)" \
+  || fail "--override-kv on run" "$(tail -n 1 "$tmp/err")"
+expect_error "--override-kv: another kind of value than the file's" \
+  "mkc: error: $tmp/kv.gguf: --override-kv llama.context_length: the file's value is of type u32, which int: sets" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv llama.context_length=float:64
+expect_error "--override-kv: an int that is not one" \
+  "mkc: error: --override-kv: llama.context_length: expected a whole number after int:, got '6x'" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv llama.context_length=int:6x
+expect_error "--override-kv: a bool that is not one" \
+  "mkc: error: --override-kv: a.b: expected true or false after bool:, got 'yes'" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv a=int:1,a.b=bool:yes
+expect_error "--override-kv: no type" \
+  "mkc: error: --override-kv: a: expected the type int:, float:, bool: or str:, got '1'" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv a=1
+expect_error "--override-kv: no key" \
+  "mkc: error: --override-kv: '=int:1': expected KEY=TYPE:VALUE (a key of 1 to 127 bytes)" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv =int:1
+expect_error "--override-kv: a quote not closed" \
+  "mkc: error: --override-kv: '\"a=str:b,c': a field too long, or a quote not closed" \
+  -- run -m "$tmp/kv.gguf" --prompt-ids 1 -n 1 --override-kv '"a=str:b,c'
+expect_error "--override-kv without a model file" \
+  "mkc: error: --override-kv: a model file's metadata: give -m MODEL" -- "${base[@]}" --override-kv a=int:1
+"$mkc" init --preset tiny --seed 1 -o "$tmp/kvhf" >/dev/null 2>&1
+expect_error "--override-kv on a Hugging Face folder" \
+  "mkc: error: --override-kv: $tmp/kvhf is a Hugging Face model; the flag overrides a GGUF file's metadata" \
+  -- run -m "$tmp/kvhf" --prompt-ids 1 -n 1 --override-kv a=int:1
+
 # The texts from files, on SmolLM2 (chatml): the prompt's tokens as the text flags give them
 model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [ ! -f "$model" ]; then
@@ -130,6 +172,16 @@ else
   grep -q "'user'" "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/c" "$tmp/b" \
     && ok "--chat-template-file FILE and --chat-template TEXT: the template recognised, chatml's prompt" \
     || fail "--chat-template-file" "$(diff "$tmp/a" "$tmp/b" | head -6)" "$(diff "$tmp/c" "$tmp/b" | head -6)"
+  # --override-kv tokenizer.ggml.add_bos_token=bool:true: the prompt begins with BOS (SmolLM2's is
+  # <|im_start|>, id 1), as the same text with it written out does; a quoted field with a comma
+  prompt_tokens --override-kv 'tokenizer.ggml.add_bos_token=bool:true,"general.name=str:a, b"' >"$tmp/a"
+  prompt_tokens -p '<|im_start|>Hi' >"$tmp/b"
+  [ "$(sed -n 2p "$tmp/a")" = "     1 -> '<|im_start|>'" ] && cmp -s "$tmp/a" "$tmp/b" \
+    && ok "--override-kv tokenizer.ggml.add_bos_token=bool:true: BOS first, the same answer as BOS written" \
+    || fail "--override-kv add_bos_token" "$(diff "$tmp/a" "$tmp/b" | head -6)"
+  expect_error "--override-kv: an array" \
+    "mkc: error: $model: --override-kv tokenizer.ggml.tokens: the file's value is of type array, which no override sets" \
+    -- run -m "$model" -p Hi --override-kv tokenizer.ggml.tokens=str:x
   printf '{{ messages[0].content }}' >"$tmp/odd.jinja"
   expect_error "--chat-template-file: a template mkc does not know" \
     "mkc: error: --chat-template: the template given is not one mkc knows; pass --chat-template NAME (one of: $("$mkc" run -m "$model" -p x --chat-template none 2>&1 | sed -n 's/.*(one of: \(.*\))$/\1/p'))" \

@@ -14,6 +14,7 @@
 #include "backend/logit_bias.h"
 #include "codegen/graph.h"
 #include "escapes.h"
+#include "formats/gguf_override.h"
 #include "llama_flags.h"
 #include "exec/session.h"
 #include "model/model_dir.h"
@@ -72,6 +73,7 @@ static const struct {
     {"--chat-template-file", "--chat-template"},
     {"-no-cnv", "--chat"},
     {"--check-tensors", "--backend"},
+    {"--override-kv", "--backend"},
 };
 
 /* Whether the command (its allowed flags) takes flag. */
@@ -423,6 +425,16 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
       return mkc_cli_usage_error(msg, v);
     }
     c->dry_breakers[c->n_dry_breakers++] = v;
+  } else if (strcmp(a, "--override-kv") == 0) {
+    if (c->n_kv_overrides == MKC_KV_OVERRIDES) {
+      char msg[100];
+      snprintf(msg, sizeof msg,
+               "%s: at most %d of them (commas join more in one), got '%%s' past them", spelled,
+               MKC_KV_OVERRIDES);
+      return mkc_cli_usage_error(msg, v);
+    }
+    if (mkc_gguf_override_check(v) != 0) return 2;
+    c->kv_overrides[c->n_kv_overrides++] = v;
   } else if (strcmp(a, "-r") == 0) {
     if (c->n_reverse == MKC_REVERSE_MAX) {
       char msg[80];
@@ -611,6 +623,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     c->kv_dtype = t;
   }
   if (read_text_files(c) != 0) return 2;
+  if (c->n_kv_overrides && !c->model_path)
+    return mkc_cli_usage_error("%s", "--override-kv: a model file's metadata: give -m MODEL");
   if (c->no_conversation && c->chat)
     return mkc_cli_usage_error("%s", "-no-cnv and --chat (or -st, -sys, --chat-template): one");
   if (c->have_gpu_layers) { /* -ngl 0: the cpu backend; else the GPU's, unless told otherwise */

@@ -8,6 +8,8 @@
 #include "mkc_state.h"
 #include "reverse_prompt.h"
 
+#define MKC_KV_OVERRIDES 32 /* --override-kv flags at most */
+
 typedef struct mkc_cli {
   const char *graph, *preset, *out, *prompt_ids, *backend, *kernel_dir, *archs;
   const char *model_path, *prompt; /* -m FILE|DIR, -p TEXT */
@@ -46,20 +48,23 @@ typedef struct mkc_cli {
   const char *chat_template_file; /* --chat-template-file FILE: a template's text from a file */
   int no_conversation;            /* -no-cnv: llama-cli's plain completion, run's own way */
   int check_tensors;              /* --check-tensors: every weight finite, else no run */
-  const char *reasoning_effort;   /* --reasoning-effort LEVEL: gpt-oss's template's */
-  int no_reasoning;               /* --reasoning-budget 0: qwen3's enable_thinking false */
-  int chat;                       /* --chat: run applies the chat template to -p */
-  int ignore_eos;                 /* --ignore-eos: generate past end-of-generation tokens */
-  int no_display_prompt;          /* --no-display-prompt: print only the completion */
-  int context_shift;              /* --context-shift: generation goes on past a full context */
-  int no_context_shift;           /* --no-context-shift: llama.cpp's default, said aloud */
-  int n_keep;                     /* --keep N: prompt tokens a shift keeps (-1: all) */
-  int ids_only;                   /* tokenize --ids: the ids as a list */
-  int no_bos, no_parse_special;   /* tokenize --no-bos, --no-parse-special */
-  int show_count;                 /* tokenize --show-count */
-  int special;                    /* run -sp/--special: control tokens printed */
-  int verbose_prompt;             /* run --verbose-prompt: the prompt's tokens on stderr */
-  const char *prompt_cache;       /* run --prompt-cache FILE: the prompt's KV rows on disk */
+  /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
+  const char *kv_overrides[MKC_KV_OVERRIDES];
+  int n_kv_overrides;
+  const char *reasoning_effort; /* --reasoning-effort LEVEL: gpt-oss's template's */
+  int no_reasoning;             /* --reasoning-budget 0: qwen3's enable_thinking false */
+  int chat;                     /* --chat: run applies the chat template to -p */
+  int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
+  int no_display_prompt;        /* --no-display-prompt: print only the completion */
+  int context_shift;            /* --context-shift: generation goes on past a full context */
+  int no_context_shift;         /* --no-context-shift: llama.cpp's default, said aloud */
+  int n_keep;                   /* --keep N: prompt tokens a shift keeps (-1: all) */
+  int ids_only;                 /* tokenize --ids: the ids as a list */
+  int no_bos, no_parse_special; /* tokenize --no-bos, --no-parse-special */
+  int show_count;               /* tokenize --show-count */
+  int special;                  /* run -sp/--special: control tokens printed */
+  int verbose_prompt;           /* run --verbose-prompt: the prompt's tokens on stderr */
+  const char *prompt_cache;     /* run --prompt-cache FILE: the prompt's KV rows on disk */
   int prompt_cache_ro, prompt_cache_all; /* --prompt-cache-ro, --prompt-cache-all */
   int escape, no_escape; /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */

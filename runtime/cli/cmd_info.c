@@ -10,6 +10,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "formats/gguf.h"
+#include "formats/gguf_override.h"
 #include "loaded.h"
 #include "model/chat_template.h"
 #include "model/model_dir.h"
@@ -19,9 +20,11 @@
 #include "util/text.h"
 
 static const char USAGE[] =
-    "usage: mkc info -m FILE.gguf|DIR\n"
+    "usage: mkc info -m FILE.gguf|DIR [--override-kv KEY=TYPE:VALUE,...]\n"
     "\n"
-    "DIR: a Hugging Face folder (config.json, safetensors, tokenizer.json).\n";
+    "DIR: a Hugging Face folder (config.json, safetensors, tokenizer.json).\n"
+    "--override-kv: a GGUF file's metadata as a run with the same flags reads it\n"
+    "(llama.cpp's: TYPE int, float, bool or str; commas join several).\n";
 
 static int usage_error(const char *fmt, const char *arg) {
   return mkc_cli_usage_error_in("info", fmt, arg);
@@ -83,9 +86,14 @@ static void print_model(const mkc_model_file *mf) {
     printf("context: %d positions (as trained)\n", used);
 }
 
-static int info_gguf(const char *path) {
+static int info_gguf(const char *path, const char *const *overrides, int n_overrides) {
   mkc_gguf *f = mkc_gguf_open(path);
   if (!f) return 1;
+  for (int k = 0; k < n_overrides; k++) /* the file as a run with them reads it */
+    if (mkc_gguf_override(f, overrides[k]) != 0) {
+      mkc_gguf_close(f);
+      return 1;
+    }
   const char *arch = str_or_none(f, "general.architecture");
   printf("file: %s\n", path);
   printf("format: GGUF v%" PRIu32 ", %zu bytes, alignment %" PRIu64 ", %" PRIu64
@@ -107,7 +115,7 @@ static int info_gguf(const char *path) {
   /* What mkc would run: a model it cannot run says why on stderr, and info
    * still succeeds, since describing the file was the job. */
   mkc_model_file mf;
-  int runs = mkc_model_file_open(path, &mf) == 0;
+  int runs = mkc_model_file_open_with(path, overrides, n_overrides, &mf) == 0;
   if (!runs || !mf.tok) {
     const mkc_gguf_kv *tokens = mkc_gguf_find(f, "tokenizer.ggml.tokens");
     printf("tokenizer: %s", mkc_shown(str_or_none(f, "tokenizer.ggml.model")));
@@ -156,15 +164,23 @@ static int info_hf(const char *path) {
 }
 
 int mkc_cmd_info(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *overrides[MKC_KV_OVERRIDES];
+  int n_overrides = 0;
   for (int i = 2; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
       fputs(USAGE, stdout);
       return 0;
     }
-    if (strcmp(argv[i], "-m") != 0) return usage_error("unknown option '%s'", argv[i]);
+    int kv = strcmp(argv[i], "--override-kv") == 0;
+    if (strcmp(argv[i], "-m") != 0 && !kv) return usage_error("unknown option '%s'", argv[i]);
     if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
-    path = argv[++i];
+    if (kv && n_overrides == MKC_KV_OVERRIDES)
+      return usage_error("--override-kv: at most 32 of them, got '%s' past them", argv[i + 1]);
+    if (kv && mkc_gguf_override_check(argv[i + 1]) != 0) return 2;
+    if (kv)
+      overrides[n_overrides++] = argv[++i];
+    else
+      path = argv[++i];
   }
   if (!path) return usage_error("%s", "info: -m FILE.gguf is required");
   char found[4400];
@@ -174,5 +190,9 @@ int mkc_cmd_info(int argc, char **argv) {
   int hf = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||
            (len > 12 && strcmp(path + len - 12, ".safetensors") == 0) ||
            (len > 23 && strcmp(path + len - 23, ".safetensors.index.json") == 0);
-  return hf ? info_hf(path) : info_gguf(path);
+  if (hf && n_overrides)
+    return usage_error("--override-kv: %s is a Hugging Face model; the flag overrides a GGUF "
+                       "file's metadata",
+                       path);
+  return hf ? info_hf(path) : info_gguf(path, overrides, n_overrides);
 }

@@ -133,6 +133,8 @@ static const char USAGE[] =
     "  -t, --threads N        the cpu backend's threads, one block each (--blocks N)\n"
     "  --check-tensors        every weight finite, else the tensors at fault named and\n"
     "                         nothing run (llama.cpp's)\n"
+    "  --override-kv KEY=TYPE:VALUE,...  a GGUF's metadata replaced before it is read\n"
+    "                         (llama.cpp's: TYPE int, float, bool or str)\n"
     "  llama.cpp's flags for threads, CPU placement, memory mapping, devices, batch\n"
     "  sizes, flash attention and logs (-fa, -b, --mlock, --no-mmap, -tb, -dev, -ot,\n"
     "  ...) are taken, each with a note saying why it is not followed\n"

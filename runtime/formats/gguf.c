@@ -433,6 +433,44 @@ const mkc_gguf_kv *mkc_gguf_find(const mkc_gguf *f, const char *key) {
   return hit ? *hit : NULL;
 }
 
+int mkc_gguf_put(mkc_gguf *f, const char *key, uint32_t type, const void *value, size_t n) {
+  uint8_t *bytes = malloc(n + 1);
+  char *str = type == MKC_GGUF_STRING ? malloc(n + 1) : NULL;
+  mkc_gguf_kv *kv = (mkc_gguf_kv *)mkc_gguf_find(f, key);
+  if (!bytes || (type == MKC_GGUF_STRING && !str)) goto oom;
+  memcpy(bytes, value, n);
+  if (str) memcpy(str, value, n), str[n] = 0;
+  if (!kv) { /* a new entry: the index rebuilt over the grown list */
+    mkc_gguf_kv *grown = realloc(f->kv, (size_t)(f->n_kv + 1) * sizeof *grown);
+    if (grown) f->kv = grown;
+    mkc_gguf_kv **sorted = realloc(f->kv_sorted, (size_t)(f->n_kv + 1) * sizeof *sorted);
+    if (sorted) f->kv_sorted = sorted;
+    char *name = strdup(key);
+    if (!grown || !sorted || !name) {
+      free(name);
+      goto oom;
+    }
+    kv = &f->kv[f->n_kv++];
+    *kv = (mkc_gguf_kv){.key = name};
+    for (uint64_t i = 0; i < f->n_kv; i++) f->kv_sorted[i] = &f->kv[i];
+    qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, cmp_kv);
+  }
+  free(kv->str);
+  free(kv->strs);
+  free(kv->owned);
+  kv->type = kv->elem_type = type;
+  kv->n = 1;
+  kv->owned = bytes;
+  kv->value = bytes;
+  kv->str = str;
+  kv->strs = NULL;
+  return 0;
+oom:
+  free(bytes);
+  free(str);
+  return -1;
+}
+
 const mkc_gguf_tensor *mkc_gguf_find_tensor(const mkc_gguf *f, const char *name) {
   mkc_gguf_tensor probe = {.name = (char *)name}, *p = &probe;
   mkc_gguf_tensor **hit = bsearch(&p, f->by_name, f->n_tensors, sizeof p, cmp_tensor);

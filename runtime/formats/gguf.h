@@ -98,6 +98,10 @@ void mkc_gguf_close(mkc_gguf *f);
  * getters return 1 when found, 0 when absent (no message), -1 (message with
  * Expected and Actual) when present with another type or out of range. */
 const mkc_gguf_kv *mkc_gguf_find(const mkc_gguf *f, const char *key);
+/* Sets key (a scalar type, or STRING) to the n bytes of value (a STRING's text, no NUL), in
+ * place of the file's entry or as a new one: llama.cpp's --override-kv (gguf_override.h). 0, or
+ * -1 when out of memory (no message). Entries found before are no longer valid. */
+int mkc_gguf_put(mkc_gguf *f, const char *key, uint32_t type, const void *value, size_t n);
 int mkc_gguf_get_int(const mkc_gguf *f, const char *key, int64_t *v);  /* any integer type */
 int mkc_gguf_get_u32(const mkc_gguf *f, const char *key, uint32_t *v); /* integer in u32 range */
 int mkc_gguf_get_float(const mkc_gguf *f, const char *key, double *v); /* f32, f64 */

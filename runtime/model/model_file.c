@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "chat_template.h"
+#include "formats/gguf_override.h"
 #include "formats/hf.h"
 #include "formats/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -53,10 +54,14 @@ static int open_hf(const char *path, int is_dir, mkc_model_file *mf) {
   return mkc_chat_template_hf(dir, &mf->chat_template);
 }
 
-static int open_gguf(const char *path, mkc_model_file *mf) {
+static int open_gguf(const char *path, const char *const *overrides, int n_overrides,
+                     mkc_model_file *mf) {
   mf->format = "GGUF";
   mf->gguf = mkc_gguf_open(path);
-  if (!mf->gguf || mkc_gguf_model_desc(mf->gguf, &mf->desc) != 0) return -1;
+  if (!mf->gguf) return -1;
+  for (int k = 0; k < n_overrides; k++)
+    if (mkc_gguf_override(mf->gguf, overrides[k]) != 0) return -1;
+  if (mkc_gguf_model_desc(mf->gguf, &mf->desc) != 0) return -1;
   if (mkc_gguf_unfuse(mf->gguf, &mf->desc) != 0) return -1;
   if (mkc_gguf_find(mf->gguf, "tokenizer.ggml.model")) {
     mf->tok = mkc_tokenizer_from_gguf(mf->gguf);
@@ -81,6 +86,11 @@ static int check_vocab(const mkc_model_file *mf) {
 }
 
 int mkc_model_file_open(const char *path, mkc_model_file *mf) {
+  return mkc_model_file_open_with(path, NULL, 0, mf);
+}
+
+int mkc_model_file_open_with(const char *path, const char *const *kv_overrides, int n_overrides,
+                             mkc_model_file *mf) {
   memset(mf, 0, sizeof *mf);
   mf->path = path;
   struct stat st;
@@ -88,13 +98,19 @@ int mkc_model_file_open(const char *path, mkc_model_file *mf) {
     fprintf(stderr, "mkc: error: cannot open model %s: %s\n", path, strerror(errno));
     return -1;
   }
-  int rc;
-  if (S_ISDIR(st.st_mode))
-    rc = open_hf(path, 1, mf);
-  else if (mkc_ends_with(path, ".safetensors") || mkc_ends_with(path, ".safetensors.index.json"))
-    rc = open_hf(path, 0, mf);
+  int rc, hf = S_ISDIR(st.st_mode) || mkc_ends_with(path, ".safetensors") ||
+               mkc_ends_with(path, ".safetensors.index.json");
+  if (hf && n_overrides > 0) {
+    fprintf(stderr,
+            "mkc: error: --override-kv: %s is a Hugging Face model; the flag overrides a GGUF "
+            "file's metadata\n",
+            path);
+    return -1;
+  }
+  if (hf)
+    rc = open_hf(path, S_ISDIR(st.st_mode), mf);
   else
-    rc = open_gguf(path, mf);
+    rc = open_gguf(path, kv_overrides, n_overrides, mf);
   if (rc == 0) rc = check_vocab(mf);
   if (rc != 0) mkc_model_file_close(mf);
   return rc;

@@ -26,6 +26,10 @@ typedef struct mkc_model_file {
 /* Opens path and reads its description, tokenizer and chat template (weights stay in the
  * mapped file until mkc_model_file_weights). 0, or -1 after a message. */
 int mkc_model_file_open(const char *path, mkc_model_file *mf);
+/* The same with llama.cpp's --override-kv values (formats/gguf_override.h) applied to a GGUF's
+ * metadata before anything is read from it; a folder's refused. */
+int mkc_model_file_open_with(const char *path, const char *const *kv_overrides, int n_overrides,
+                             mkc_model_file *mf);
 
 /* Every weight of g, converted to bf16 (Q/K rows in mkc's layout). 0 or -1. */
 int mkc_model_file_weights(const mkc_model_file *mf, const mkc_graph *g, mkc_weights *w);
