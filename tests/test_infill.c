@@ -113,6 +113,14 @@ int main(void) {
   id(&c, PRE), text(&c, prefix, strlen(prefix) - 12, strlen(prefix)), all(&c, "x");
   id(&c, SUF), text(&c, suffix, 0, 1), id(&c, MID);
   check("a batch of 16 and a context of 40: each part cut", t, &in, &c);
+  in.spm = 1; /* the same cuts, the suffix first */
+  want cs = {0};
+  for (int i = e.n - 12; i < e.n; i++) id(&cs, e.ids[i]);
+  id(&cs, SUF), text(&cs, suffix, 0, 1);
+  id(&cs, PRE), text(&cs, prefix, strlen(prefix) - 12, strlen(prefix)), all(&cs, "x"), id(&cs, MID);
+  check("... suffix first (spm): the same cuts, <suf> suffix before <pre> prefix prompt", t, &in,
+        &cs);
+  in.spm = 0;
   /* A prompt as long as the suffix's share leaves it nothing; the prompt reads control tokens. */
   in.prompt = "ab<mid>";
   want p = {0};
@@ -137,6 +145,12 @@ int main(void) {
   all(&s, "\n\n--- snippet ---\n\n"), all(&s, texts[0]);
   id(&s, BOS), id(&s, PRE), all(&s, prefix), id(&s, SUF), all(&s, suffix), id(&s, MID);
   check("snippet form, BOS after the extra", t, &in, &s);
+  /* Suffix first (--spm-infill): the same parts, <suf> suffix before <pre> prefix */
+  in.spm = 1;
+  want sp = {0};
+  all(&sp, "\n\n--- snippet ---\n\n"), all(&sp, texts[0]);
+  id(&sp, BOS), id(&sp, SUF), all(&sp, suffix), id(&sp, PRE), all(&sp, prefix), id(&sp, MID);
+  check("suffix first (spm), BOS after the extra", t, &in, &sp);
   mkc_tokenizer_free(t);
 
   /* A model without the three markers cannot fill in: named, refused. */

@@ -778,16 +778,21 @@ print(" ".join(map(str, a["tokens"])), a["tokens_evaluated"], a["stop_type"])' "
   [ -n "$want_ids" ] && [ "$got" = "$(cat "$tmp/run_ids") $n_want limit" ] \
     && ok "/infill: prefix, prompt, suffix and two files cut and laid out as llama-server does ($n_want tokens); run's answer on them" \
     || fail "/infill layout" "want: $(cat "$tmp/run_ids") $n_want limit" "got:  $got" "$(head -c 300 "$tmp/infill.json")"
-  # a completion's suffix (OpenAI's, ollama's): the prompt as the prefix, nothing cut
-  ids=$(python3 - "$port" <<'PY'
+  # suffix_ids [spm]: the ids of the completion below's prompt and suffix around the markers
+  # (<pre> prompt <suf> suffix <mid>; spm: <suf> suffix <pre> prompt <mid>), by /tokenize
+  suffix_ids() {
+    python3 - "$port" "${1:-psm}" <<'PY'
 import http.client, json, sys
 def tok(s):
     c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=300)
     c.request("POST", "/tokenize", body=json.dumps({"content": s, "add_special": False}))
     return json.loads(c.getresponse().read())["tokens"]
-print(",".join(map(str, [1] + tok("def add(a, b):\n    return ") + [3] + tok("\n\nprint(add(1, 2))\n") + [2])))
+pre, suf = [1] + tok("def add(a, b):\n    return "), [3] + tok("\n\nprint(add(1, 2))\n")
+print(",".join(map(str, (suf + pre if sys.argv[2] == "spm" else pre + suf) + [2])))
 PY
-)
+  }
+  # a completion's suffix (OpenAI's, ollama's): the prompt as the prefix, nothing cut
+  ids=$(suffix_ids)
   want=$("$mkc" run -m "$tmp/sc.gguf" --backend cpu --ctx 256 --prompt-ids "$ids" -n 6 --json 2>/dev/null | grep -o '"id":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
   call POST /v1/completions '{"prompt": "def add(a, b):\n    return ", "suffix": "\n\nprint(add(1, 2))\n", "max_tokens": 6}'
   [ "$status" = 200 ] && [ "$(get choices 0 tokens | tr -d '[],' | tr '\n' ' ')" = "$want" ] \
@@ -805,6 +810,16 @@ sys.exit(0 if a.rsplit("\ndone_reason=", 1)[0] == b[:-1] and b[:-1] else 1)' "$t
   refused "/infill with a chunk without text" 400 "input_extra[0].text: expected a string (required)" POST /infill \
     '{"input_prefix": "a", "input_suffix": "b", "input_extra": [{"filename": "x.py"}]}'
   stop fim
+  # --spm-infill (llama-server's): suffix first, <suf> suffix <pre> prompt <mid>; run's answer
+  if start spm -m "$tmp/sc.gguf" --backend cpu --ctx 256 --spm-infill; then
+    ids=$(suffix_ids spm)
+    want=$("$mkc" run -m "$tmp/sc.gguf" --backend cpu --ctx 256 --prompt-ids "$ids" -n 6 --json 2>/dev/null | grep -o '"id":[0-9]*' | cut -d: -f2 | tr '\n' ' ')
+    call POST /v1/completions '{"prompt": "def add(a, b):\n    return ", "suffix": "\n\nprint(add(1, 2))\n", "max_tokens": 6}'
+    [ "$status" = 200 ] && [ -n "$want" ] && [ "$(get choices 0 tokens | tr -d '[],' | tr '\n' ' ')" = "$want" ] \
+      && ok "--spm-infill: <suf> suffix <pre> prompt <mid>, run's answer on them ($want)" \
+      || fail "--spm-infill" "want: $want" "got: $(head -c 300 "$tmp/ans")"
+    stop spm
+  fi
 fi
 # Tools: SmolLM2 served in Qwen2.5's template. The prompt of a chat with a tool, a call and its
 # result is the one jinja2 renders from Qwen2.5-7B-Instruct's template (counted in tokens by

@@ -127,6 +127,7 @@ static const struct {
     {"--chat", offsetof(mkc_cli, chat)},
     {"-no-cnv", offsetof(mkc_cli, no_conversation)},
     {"--check-tensors", offsetof(mkc_cli, check_tensors)},
+    {"--spm-infill", offsetof(mkc_cli, spm_infill)},
     {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
     {"--context-shift", offsetof(mkc_cli, context_shift)},

@@ -48,6 +48,7 @@ typedef struct mkc_cli {
   const char *chat_template_file; /* --chat-template-file FILE: a template's text from a file */
   int no_conversation;            /* -no-cnv: llama-cli's plain completion, run's own way */
   int check_tensors;              /* --check-tensors: every weight finite, else no run */
+  int spm_infill;                 /* serve --spm-infill: /infill's suffix before its prefix */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];
   int n_kv_overrides;

@@ -45,8 +45,9 @@ static const char USAGE[] =
     "  POST /v1/completions       a prompt: text, or token ids ([1, 2, 3]; the only\n"
     "                             form with --preset, whose answers are ids), or a\n"
     "                             list of them (each prompt's answers in turn)\n"
-    "  POST /completion           llama-server's own (also /completions): a prompt,\n"
-    "                             n_predict, n_probs, its answer's fields\n"
+    "  POST /completion           llama-server's own (also /completions): a prompt\n"
+    "                             (or a list), n_predict, n_probs, n_cmpl, its\n"
+    "                             answer's fields\n"
     "  POST /infill               llama-server's fill-in-the-middle: input_prefix,\n"
     "                             input_suffix, input_extra, prompt (a model with FIM\n"
     "                             tokens: Qwen2.5-Coder, StarCoder, CodeLlama, ...);\n"
@@ -89,6 +90,8 @@ static const char USAGE[] =
     "                         or restore ({\"filename\": NAME}, a file in DIR) writes\n"
     "                         or reads the KV rows the server holds for the next\n"
     "                         request; action=erase forgets them (not with --parallel)\n"
+    "  --spm-infill           fill-in-the-middle prompts suffix first (<suf> suffix\n"
+    "                         <pre> prefix <mid>), for models trained so (llama-server's)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
     "  --api-key KEY          every request but GET /health and / must carry\n"
     "                         Authorization: Bearer KEY (else 401)\n"
@@ -674,16 +677,16 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
 
 int mkc_cmd_serve(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .port = 8080};
-  int rc = mkc_cli_parse(
-      argc, argv, 2,
-      "-m --graph --preset --random-weights -n --temp --seed --draft-max "
-      "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
-      "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
-      "--top-k --top-p --min-p "
-      "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-      "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-      "--api-key-file --pooling -l --context-shift --alias --slot-save-path" MKC_CLI_MORE_FLAGS,
-      0, &c);
+  int rc = mkc_cli_parse(argc, argv, 2,
+                         "-m --graph --preset --random-weights -n --temp --seed --draft-max "
+                         "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
+                         "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
+                         "--top-k --top-p --min-p "
+                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+                         "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
+                         "--api-key-file --pooling -l --context-shift --alias --slot-save-path "
+                         "--spm-infill" MKC_CLI_MORE_FLAGS,
+                         0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */

@@ -200,7 +200,8 @@ static int *infill_prompt(const mkc_server *sv, const mkc_api_req *r, int *n, ch
                    .n_extra = r->n_extra,
                    .n_batch = r->infill == 1 ? (ctx / 2 < 2048 ? ctx / 2 : 2048) : 4 * ctx,
                    .n_predict = mkc_chat_fit_reserve(ctx, limit),
-                   .n_ctx = ctx};
+                   .n_ctx = ctx,
+                   .spm = sv->c->spm_infill};
   int *ids = NULL;
   if ((*n = mkc_infill_prompt(sv->m->file.tok, &in, &ids)) < 0) {
     snprintf(why, cap, "the infill prompt could not be made (the server's log says why)");

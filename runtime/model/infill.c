@@ -97,11 +97,15 @@ int mkc_infill_prompt(const mkc_tokenizer *t, const mkc_infill *in, int **ids) {
     put(&all, extra.ids + extra.n - n_extra, n_extra);
     int bos = mkc_tokenizer_added_bos(t);
     if (bos >= 0) put1(&all, bos);
-    put1(&all, mkc_tokenizer_fim(t, MKC_FIM_PRE));
-    put(&all, prefix.ids + prefix.n - n_prefix, n_prefix);
-    put(&all, prompt.ids, prompt.n);
-    put1(&all, mkc_tokenizer_fim(t, MKC_FIM_SUF));
-    put(&all, suffix.ids, n_suffix);
+    for (int part = 0; part < 2; part++) /* prefix then suffix; spm: suffix then prefix */
+      if ((part == 0) != (in->spm != 0)) {
+        put1(&all, mkc_tokenizer_fim(t, MKC_FIM_PRE));
+        put(&all, prefix.ids + prefix.n - n_prefix, n_prefix);
+        put(&all, prompt.ids, prompt.n);
+      } else {
+        put1(&all, mkc_tokenizer_fim(t, MKC_FIM_SUF));
+        put(&all, suffix.ids, n_suffix);
+      }
     put1(&all, mkc_tokenizer_fim(t, MKC_FIM_MID));
   }
   int oom = extra.oom || prefix.oom || suffix.oom || prompt.oom || all.oom;

@@ -4,6 +4,8 @@
  * llama-server lays them out:
  *   [extra: <repo>myproject\n <sep>name\n text ... <sep>filename\n]
  *   [BOS] <pre> prefix prompt <suf> suffix <mid>
+ * or, suffix first (llama-server's --spm-infill, for models trained so):
+ *   [BOS] <suf> suffix <pre> prefix prompt <mid>
  * (without a file separator each chunk is preceded by "\n\n--- snippet
  * ---\n\n"). Parts that do not fit are cut as llama-server cuts them: the
  * prefix keeps its last 3/4 of a batch, the suffix its first 1/4 (less the
@@ -24,6 +26,7 @@ typedef struct mkc_infill {
   int n_batch;   /* the batch the prefix and suffix share */
   int n_predict; /* the answer's tokens the context keeps room for */
   int n_ctx;
+  int spm; /* suffix, prefix, middle */
 } mkc_infill;
 
 /* The FIM markers t lacks, named ("prefix", "suffix, middle", ...) into buf,
