@@ -6,7 +6,8 @@
 # the draft's lengths, -st). -sysf and --chat-template-file give what -sys and --chat-template
 # give (SmolLM2's prompt tokens, test data); --chat-template takes a template's text too.
 # --check-tensors refuses files with values that are not finite (planted). --override-kv sets a
-# GGUF's metadata (info shows it; a run's context, SmolLM2's BOS follow). The
+# GGUF's metadata (info shows it; a run's context, SmolLM2's BOS follow). The RoPE flags give what
+# overriding the keys llama.cpp reads for the same RoPE gives. The
 # refusals: a value missing, -cnv (mkc chat), -no-cnv with --chat, a file and its text flag
 # both, a file that is not there.
 source "$(dirname "$0")/lib.sh"
@@ -147,6 +148,83 @@ expect_error "--override-kv without a model file" \
 expect_error "--override-kv on a Hugging Face folder" \
   "mkc: error: --override-kv: $tmp/kvhf is a Hugging Face model; the flag overrides a GGUF file's metadata" \
   -- run -m "$tmp/kvhf" --prompt-ids 1 -n 1 --override-kv a=int:1
+
+# RoPE flags: each against --override-kv of the keys llama.cpp's loader reads for the same RoPE
+# (another path: the description read from the metadata), 40 tokens of each; the oracle first
+# shown to tell a changed RoPE from the file's
+# same_file FILE NAME ARGS... -- ARGS2...: run -m FILE's 40 tokens with ARGS equal those with ARGS2
+same_file() {
+  local file=$1 name=$2 a=()
+  shift 2
+  while [ "$1" != -- ]; do
+    a+=("$1")
+    shift
+  done
+  shift
+  local run=(run -m "$file" --prompt-ids 1,2,3 -n 40 --backend cpu)
+  if "$mkc" "${run[@]}" "${a[@]}" >"$tmp/a" 2>"$tmp/err" && "$mkc" "${run[@]}" "$@" >"$tmp/b" 2>>"$tmp/err" \
+    && [ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/b"; then
+    ok "$name"
+  else
+    fail "$name" "flags:    $(cat "$tmp/a")" "override: $(cat "$tmp/b")" "$(grep error "$tmp/err")"
+  fi
+}
+"$mkc" init --preset tiny --seed 1 -o "$tmp/rope.gguf" >/dev/null 2>&1
+"$mkc" run -m "$tmp/rope.gguf" --prompt-ids 1,2,3 -n 40 --backend cpu >"$tmp/plain" 2>/dev/null
+for f in "--rope-freq-base 5000" "--rope-scale 4"; do
+  "$mkc" run -m "$tmp/rope.gguf" --prompt-ids 1,2,3 -n 40 --backend cpu $f >"$tmp/x" 2>/dev/null
+  [ -s "$tmp/x" ] && ! cmp -s "$tmp/x" "$tmp/plain" && ok "$f changes the tokens (the oracle tells them apart)" \
+    || fail "$f changes the tokens" "$(cat "$tmp/x")"
+done
+same_file "$tmp/rope.gguf" "--rope-freq-base: the file's llama.rope.freq_base" --rope-freq-base 5000 -- \
+  --override-kv llama.rope.freq_base=float:5000
+same_file "$tmp/rope.gguf" "--rope-scale 4: linear scaling by 4 (a file without a type is linear)" --rope-scale 4 -- \
+  --override-kv llama.rope.scaling.factor=float:4
+same_file "$tmp/rope.gguf" "--rope-freq-scale 0.25 = --rope-scale 4" --rope-freq-scale 0.25 -- --rope-scale 4
+same_file "$tmp/rope.gguf" "--rope-scaling none: never scaled" --rope-scaling none --rope-scale 4 --
+same_file "$tmp/rope.gguf" "--rope-scaling yarn with --rope-scale, --yarn-orig-ctx, --yarn-beta-*, --yarn-ext-factor" \
+  --rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 128 --yarn-beta-fast 16 --yarn-beta-slow 2 --yarn-ext-factor 0.5 -- \
+  --override-kv llama.rope.scaling.type=str:yarn,llama.rope.scaling.factor=float:4 \
+  --override-kv llama.rope.scaling.original_context_length=int:128,llama.rope.scaling.yarn_beta_fast=float:16 \
+  --override-kv llama.rope.scaling.yarn_beta_slow=float:2,llama.rope.scaling.yarn_ext_factor=float:0.5
+# A Hugging Face folder the same: --rope-freq-base against config.json's rope_theta
+"$mkc" init --preset tiny --seed 1 -o "$tmp/ropehf" >/dev/null 2>&1
+cp -r "$tmp/ropehf" "$tmp/ropehf5"
+python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1])); c['rope_theta'] = 5000.0
+json.dump(c, open(sys.argv[1], 'w'))" "$tmp/ropehf5/config.json"
+"$mkc" run -m "$tmp/ropehf5" --prompt-ids 1,2,3 -n 40 --backend cpu >"$tmp/x" 2>/dev/null
+"$mkc" run -m "$tmp/ropehf" --prompt-ids 1,2,3 -n 40 --backend cpu --rope-freq-base 5000 >"$tmp/a" 2>"$tmp/err"
+[ -s "$tmp/a" ] && cmp -s "$tmp/a" "$tmp/x" && ok "a Hugging Face folder: --rope-freq-base = config.json's rope_theta" \
+  || fail "--rope-freq-base on a folder" "$(cat "$tmp/a")" "$(cat "$tmp/x")" "$(cat "$tmp/err")"
+# Sliding-window layers keep the base they were trained with (llama.cpp's): Gemma 2's share the
+# file's one, so they keep 10000 when the others take 5000; Gemma 3's have their own
+"$mkc" init --preset gemma2-tiny --seed 1 -o "$tmp/g2.gguf" >/dev/null 2>&1
+"$mkc" init --preset gemma3-tiny --seed 1 -o "$tmp/g3.gguf" >/dev/null 2>&1
+same_file "$tmp/g2.gguf" "gemma2: --rope-freq-base moves the global layers' base, the local ones keep 10000" \
+  --rope-freq-base 5000 -- --override-kv gemma2.rope.freq_base=float:5000,gemma2.rope.freq_base_swa=float:10000
+"$mkc" run -m "$tmp/g2.gguf" --prompt-ids 1,2,3 -n 40 --backend cpu --override-kv gemma2.rope.freq_base=float:5000 \
+  >"$tmp/x" 2>/dev/null
+! cmp -s "$tmp/x" "$tmp/a" && ok "... which the local layers moving too would not give" || fail "gemma2: the local base matters"
+same_file "$tmp/g3.gguf" "gemma3: --rope-freq-base moves the global layers' base" --rope-freq-base 5000 -- \
+  --override-kv gemma3.rope.freq_base=float:5000
+expect_error "--yarn-* without YaRN" \
+  "mkc: error: $tmp/rope.gguf: --yarn-orig-ctx, --yarn-ext-factor and --yarn-beta-*: with YaRN scaling (--rope-scaling yarn, or a model trained so), not linear" \
+  -- run -m "$tmp/rope.gguf" --prompt-ids 1 -n 1 --rope-scale 2 --yarn-beta-fast 3
+expect_error "YaRN below a factor of 1" \
+  "mkc: error: $tmp/rope.gguf: yarn RoPE scaling: factor 0.5 (--rope-scale), beta fast/slow 32/1 (Expected: factor >= 1, the betas > 0)" \
+  -- run -m "$tmp/rope.gguf" --prompt-ids 1 -n 1 --rope-scaling yarn --rope-scale 0.5
+"$mkc" init --preset llama3-tiny --seed 1 -o "$tmp/l3.gguf" >/dev/null 2>&1
+expect_error "--rope-scale on Llama 3's own per-frequency factors" \
+  "mkc: error: $tmp/l3.gguf: its RoPE scaling is llama3, with per-frequency factors of its own: --rope-scale, --rope-freq-scale, --rope-scaling and --yarn-* do not apply to it" \
+  -- run -m "$tmp/l3.gguf" --prompt-ids 1 -n 1 --rope-scale 2
+expect_error "--rope-scaling: a type mkc does not take" "mkc: error: --rope-scaling: expected none, linear or yarn, got 'llama3'" \
+  -- run -m "$tmp/rope.gguf" --prompt-ids 1 -n 1 --rope-scaling llama3
+expect_error "--rope-scale 0" "mkc: error: --rope-scale: expected a number > 0, got '0'" \
+  -- run -m "$tmp/rope.gguf" --prompt-ids 1 -n 1 --rope-scale 0
+expect_error "RoPE flags without a model file" "mkc: error: --rope-* and --yarn-*: a model file's RoPE: give -m MODEL" \
+  -- "${base[@]}" --rope-freq-base 100
 
 # The texts from files, on SmolLM2 (chatml): the prompt's tokens as the text flags give them
 model=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf

@@ -74,6 +74,14 @@ static const struct {
     {"-no-cnv", "--chat"},
     {"--check-tensors", "--backend"},
     {"--override-kv", "--backend"},
+    {"--rope-freq-base", "--backend"},
+    {"--rope-scale", "--backend"},
+    {"--rope-freq-scale", "--backend"},
+    {"--rope-scaling", "--backend"},
+    {"--yarn-orig-ctx", "--backend"},
+    {"--yarn-ext-factor", "--backend"},
+    {"--yarn-beta-fast", "--backend"},
+    {"--yarn-beta-slow", "--backend"},
 };
 
 /* Whether the command (its allowed flags) takes flag. */
@@ -383,11 +391,71 @@ int mkc_cli_more_on(const mkc_cli *c) {
   return mkc_sampling_more_on(&m);
 }
 
+/* llama.cpp's RoPE flags into c->rope: 1 when a is one (*rc 0, or 2 after the usage error). */
+static int take_rope(const char *a, const char *v, mkc_cli *c, int *rc) {
+  static const struct {
+    const char *flag;
+    double lo; /* the least value; above it only where open */
+    int open, whole;
+  } R[] = {{"--rope-freq-base", 0, 1, 0},  {"--rope-scale", 0, 1, 0},
+           {"--rope-freq-scale", 0, 1, 0}, {"--yarn-orig-ctx", 1, 0, 1},
+           {"--yarn-ext-factor", 0, 0, 0}, {"--yarn-beta-fast", 0, 1, 0},
+           {"--yarn-beta-slow", 0, 1, 0}};
+  mkc_rope_flags *r = &c->rope;
+  *rc = 0;
+  if (!strcmp(a, "--rope-scaling")) {
+    int t = mkc_rope_scaling_from_name(v);
+    if (t != MKC_ROPE_SCALING_NONE && t != MKC_ROPE_SCALING_LINEAR && t != MKC_ROPE_SCALING_YARN)
+      *rc = mkc_cli_usage_error("--rope-scaling: expected none, linear or yarn, got '%s'", v);
+    r->scaling = t + 1;
+    return 1;
+  }
+  for (size_t k = 0; k < sizeof R / sizeof *R; k++) {
+    if (strcmp(a, R[k].flag)) continue;
+    char *end, msg[120];
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !isfinite(x) || x < R[k].lo || (R[k].open && x == R[k].lo) ||
+        (R[k].whole && (x != floor(x) || x > 1 << 24))) {
+      snprintf(msg, sizeof msg, "%s: expected %s %s %g, got '%%s'", a,
+               R[k].whole ? "a whole number" : "a number", R[k].open ? ">" : ">=", R[k].lo);
+      *rc = mkc_cli_usage_error(msg, v);
+      return 1;
+    }
+    switch (k) {
+    case 0:
+      r->freq_base = x;
+      break;
+    case 1:
+      r->freq_scale = 1 / x;
+      break;
+    case 2:
+      r->freq_scale = x;
+      break;
+    case 3:
+      r->yarn_orig_ctx = (int)x;
+      break;
+    case 4:
+      r->yarn_ext_factor = x, r->yarn_given |= 1;
+      break;
+    case 5:
+      r->yarn_beta_fast = x, r->yarn_given |= 2;
+      break;
+    default:
+      r->yarn_beta_slow = x, r->yarn_given |= 4;
+      break;
+    }
+    return 1;
+  }
+  return 0;
+}
+
 /* The value of flag a (allowed, known; spelled so on the command line, an
  * alias maybe): 0, or 2 after the usage error. */
 static int take_value(const char *a, const char *spelled, const char *v, mkc_cli *c) {
   int done, rc = take_sampling(a, v, c, &done);
   if (rc || done) return rc;
+  if (take_rope(a, v, c, &rc)) return rc;
   for (size_t k = 0; k < sizeof TEXT_FLAGS / sizeof *TEXT_FLAGS; k++)
     if (strcmp(a, TEXT_FLAGS[k].flag) == 0) {
       *(const char **)((char *)c + TEXT_FLAGS[k].at) = v;
@@ -626,6 +694,8 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
   if (read_text_files(c) != 0) return 2;
   if (c->n_kv_overrides && !c->model_path)
     return mkc_cli_usage_error("%s", "--override-kv: a model file's metadata: give -m MODEL");
+  if (mkc_rope_flags_any(&c->rope) && !c->model_path)
+    return mkc_cli_usage_error("%s", "--rope-* and --yarn-*: a model file's RoPE: give -m MODEL");
   if (c->no_conversation && c->chat)
     return mkc_cli_usage_error("%s", "-no-cnv and --chat (or -st, -sys, --chat-template): one");
   if (c->have_gpu_layers) { /* -ngl 0: the cpu backend; else the GPU's, unless told otherwise */

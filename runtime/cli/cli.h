@@ -6,6 +6,7 @@
 #include "codegen/graph.h"
 #include "backend/sampling_more.h"
 #include "mkc_state.h"
+#include "model/rope_flags.h"
 #include "reverse_prompt.h"
 
 #define MKC_KV_OVERRIDES 32 /* --override-kv flags at most */
@@ -49,6 +50,7 @@ typedef struct mkc_cli {
   int no_conversation;            /* -no-cnv: llama-cli's plain completion, run's own way */
   int check_tensors;              /* --check-tensors: every weight finite, else no run */
   int spm_infill;                 /* serve --spm-infill: /infill's suffix before its prefix */
+  mkc_rope_flags rope;            /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];
   int n_kv_overrides;

@@ -88,7 +88,9 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
                     .step_rows = c->step_rows,
                     .reference_only = c->backend && strcmp(c->backend, "ref") == 0};
   if (c->model_path) {
-    if (mkc_model_file_open_with(c->model_path, c->kv_overrides, c->n_kv_overrides, &m->file) != 0)
+    if (mkc_model_file_open_with(c->model_path, c->kv_overrides, c->n_kv_overrides, &m->file) !=
+            0 ||
+        mkc_rope_flags_apply(&c->rope, &m->file.desc, c->model_path) != 0)
       return -1;
     const mkc_model_desc *d = &m->file.desc;
     o.model = d;
