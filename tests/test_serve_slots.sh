@@ -2,8 +2,8 @@
 # llama-server's slot endpoints on mkc serve. GET /slots: each slot's
 # context and state, and its request's figures, options and texts (the
 # plain server's last request; --parallel's running ones, seen while they
-# decode), ?fail_on_no_slot=1's 503 when every slot is busy. Every
-# end-of-generation token, however many, on both kinds of server.
+# decode), ?fail_on_no_slot=1's 503 when every slot is busy; --no-slots.
+# Every end-of-generation token, however many, on both kinds of server.
 # mkc serve --slot-save-path DIR: llama-server's POST /slots/0?action=save,
 # restore and erase. A saved slot restored, in this server after another
 # request or in a new one, makes the next request that begins with its
@@ -237,6 +237,33 @@ elif start smol -m "$model" --backend cpu --slot-save-path "$dir"; then
     fail "SmolLM2: a first turn and its save" "answer: $first_answer" "saved: $saved"
   fi
 fi
+
+# llama-server's --no-slots: GET /slots refused (501, not_supported_error), /props's endpoint_slots
+# false; its flags that ask for nothing mkc does otherwise taken with a note each
+if start noslots "${args[@]}" --no-slots -cb --metrics -kvu --jinja -to 600 --no-context-shift; then
+  refused "--no-slots: GET /slots" 501 "does not support slots endpoint" GET /slots
+  [ "$(get error type)" = not_supported_error ] && ok "... its type not_supported_error" \
+    || fail "--no-slots: not_supported_error" "$(head -c 300 "$tmp/ans")"
+  call GET /props
+  [ "$(content endpoint_slots)" = false ] && [ "$(content endpoint_props)" = false ] \
+    && ok "--no-slots: /props's endpoint_slots false (endpoint_props false: no POST /props)" \
+    || fail "--no-slots: /props" "$(head -c 300 "$tmp/ans")"
+  n=$(grep -c "^mkc: note: .*: not followed (llama.cpp's flag): " "$tmp/noslots.err")
+  [ "$n" = 5 ] && grep -q "^mkc: note: -to 600: not followed (llama.cpp's flag): mkc's server has no HTTP" "$tmp/noslots.err" \
+    && ok "llama-server's -cb, --metrics, -kvu, --jinja, -to 600: a note each" \
+    || fail "llama-server's flags' notes" "$n notes" "$(cat "$tmp/noslots.err")"
+  stop noslots
+fi
+if start withslots "${args[@]}"; then
+  call GET /props
+  [ "$(content endpoint_slots)" = true ] && [ "$(content endpoint_props)" = false ] \
+    && ok "/props: endpoint_slots true, endpoint_props false" || fail "/props endpoints" "$(head -c 300 "$tmp/ans")"
+  stop withslots
+fi
+expect_error "serve: --context-shift and --no-context-shift" \
+  "mkc: error: serve: --context-shift or --no-context-shift: one" -- serve "${args[@]}" --context-shift --no-context-shift
+expect_error "run takes no llama-server flag" "mkc: error: unknown option '--metrics'" \
+  -- run --preset tiny --random-weights 1 --metrics
 
 # Every end-of-generation token of a tokenizer with ten of them (tests/eog_tokenizer.py), the
 # plain server's and the slots' alike: the tenth, pushed first, ends the answer at once; with

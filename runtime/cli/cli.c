@@ -136,6 +136,7 @@ static const struct {
     {"-no-cnv", offsetof(mkc_cli, no_conversation)},
     {"--check-tensors", offsetof(mkc_cli, check_tensors)},
     {"--spm-infill", offsetof(mkc_cli, spm_infill)},
+    {"--no-slots", offsetof(mkc_cli, no_slots)},
     {"--ignore-eos", offsetof(mkc_cli, ignore_eos)},
     {"--no-display-prompt", offsetof(mkc_cli, no_display_prompt)},
     {"--context-shift", offsetof(mkc_cli, context_shift)},
@@ -643,7 +644,7 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
                                  argv[i]);
     /* llama.cpp's flags that ask for nothing mkc does otherwise: taken, with a note */
     if (allows(allowed, "--backend")) {
-      int skipped = mkc_llama_flag_skip(argc, argv, &i);
+      int skipped = mkc_llama_flag_skip(argc, argv, &i, allows(allowed, "--port"));
       if (skipped == 2) return 2;
       if (skipped) continue;
     }

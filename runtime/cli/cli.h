@@ -50,6 +50,7 @@ typedef struct mkc_cli {
   int no_conversation;            /* -no-cnv: llama-cli's plain completion, run's own way */
   int check_tensors;              /* --check-tensors: every weight finite, else no run */
   int spm_infill;                 /* serve --spm-infill: /infill's suffix before its prefix */
+  int no_slots;                   /* serve --no-slots: GET /slots refused (llama-server's) */
   mkc_rope_flags rope;            /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];

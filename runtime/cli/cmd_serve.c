@@ -90,6 +90,7 @@ static const char USAGE[] =
     "                         or restore ({\"filename\": NAME}, a file in DIR) writes\n"
     "                         or reads the KV rows the server holds for the next\n"
     "                         request; action=erase forgets them (not with --parallel)\n"
+    "  --no-slots             GET /slots refused (501), as llama-server's flag asks\n"
     "  --spm-infill           fill-in-the-middle prompts suffix first (<suf> suffix\n"
     "                         <pre> prefix <mid>), for models trained so (llama-server's)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
@@ -515,6 +516,9 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
                                : mkc_respond_ollama_error(fd, 405, "use POST");
     else
       rc = mkc_serve_embed(sv, fd, req, kind);
+  } else if (strcmp(p, "/slots") == 0 && sv->c->no_slots) {
+    mkc_respond_error(fd, 501,
+                      "This server does not support slots endpoint. Start it without `--no-slots`");
   } else if (strcmp(p, "/slots") == 0) {
     mkc_serve_slot_list(sv, fd, req);
   } else if (strncmp(p, "/slots/", 7) == 0) {
@@ -684,11 +688,11 @@ int mkc_cmd_serve(int argc, char **argv) {
                          "--top-k --top-p --min-p "
                          "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
                          "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l --context-shift --alias --slot-save-path "
-                         "--spm-infill" MKC_CLI_MORE_FLAGS,
+                         "--api-key-file --pooling -l --context-shift --no-context-shift --alias "
+                         "--slot-save-path --spm-infill --no-slots" MKC_CLI_MORE_FLAGS,
                          0, &c);
   if (rc == MKC_CLI_HELP) return 0;
-  if (rc || (rc = check_flags(&c))) return rc;
+  if (rc || (rc = check_flags(&c)) || (rc = mkc_cli_shift_check(&c, "serve"))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */
   if ((rc = parallel_flags(&c))) return rc;
   mkc_server sv = {.c = &c, .family = -1, .fixed_seed = c.have_sample_seed};

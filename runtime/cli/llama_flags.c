@@ -26,47 +26,74 @@ static const char *const WARMUP =
     "warm-up";
 static const char *const LOGS = "mkc has no such logs: its stats line is on stderr";
 static const char *const COLOR = "mkc prints plain text";
+/* llama-server's */
+static const char *const BATCHING = "serve --parallel decodes the requests it holds together, "
+                                    "taking new ones between steps; the plain server one at a time";
+static const char *const METRICS = "GET /metrics is always answered";
+static const char *const PROPS =
+    "GET /props is answered, POST /props not: the options are the flags";
+static const char *const WEBUI = "mkc serves no web page";
+static const char *const EMBEDDINGS = "/v1/embeddings is always answered, beside the completions";
+static const char *const JINJA = "mkc renders the chat templates of the families it knows "
+                                 "(--chat-template), not jinja itself";
+static const char *const HTTP = "mkc's server has no HTTP thread pool or timeouts to set";
+static const char *const SIMILARITY =
+    "a request shares the pages of any cached prompt that begins as its own does";
+static const char *const CACHE_REUSE =
+    "a cached prompt is reused for the start it shares with the next, without shifting chunks";
+static const char *const UNIFIED = "the slots' KV pages come from one pool";
 
 static const struct {
   const char *names; /* every spelling, space-separated */
   int value;
   const char *const *why;
+  int serve; /* llama-server's: taken by mkc serve only */
 } FLAGS[] = {
-    {"-tb --threads-batch", VALUE, &THREADS},
-    {"-C --cpu-mask", VALUE, &THREADS},
-    {"-Cr --cpu-range", VALUE, &THREADS},
-    {"--cpu-strict", VALUE, &THREADS},
-    {"--prio", VALUE, &THREADS},
-    {"--poll", VALUE, &THREADS},
-    {"-Cb --cpu-mask-batch", VALUE, &THREADS},
-    {"-Crb --cpu-range-batch", VALUE, &THREADS},
-    {"--cpu-strict-batch", VALUE, &THREADS},
-    {"--prio-batch", VALUE, &THREADS},
-    {"--poll-batch", VALUE, &THREADS},
-    {"--numa", VALUE, &THREADS},
+    {"-tb --threads-batch", VALUE, &THREADS, 0},
+    {"-C --cpu-mask", VALUE, &THREADS, 0},
+    {"-Cr --cpu-range", VALUE, &THREADS, 0},
+    {"--cpu-strict", VALUE, &THREADS, 0},
+    {"--prio", VALUE, &THREADS, 0},
+    {"--poll", VALUE, &THREADS, 0},
+    {"-Cb --cpu-mask-batch", VALUE, &THREADS, 0},
+    {"-Crb --cpu-range-batch", VALUE, &THREADS, 0},
+    {"--cpu-strict-batch", VALUE, &THREADS, 0},
+    {"--prio-batch", VALUE, &THREADS, 0},
+    {"--poll-batch", VALUE, &THREADS, 0},
+    {"--numa", VALUE, &THREADS, 0},
     {"--mlock --mmap --no-mmap --no-host -nr --no-repack --repack -dio --direct-io --no-direct-io",
-     NO_VALUE, &MEMORY},
-    {"-lm --load-mode", VALUE, &MEMORY},
+     NO_VALUE, &MEMORY, 0},
+    {"-lm --load-mode", VALUE, &MEMORY, 0},
     {"-dev --device -sm --split-mode -ts --tensor-split -mg --main-gpu -ot --override-tensor "
      "-ncmoe --n-cpu-moe --rpc -fitt --fit-target -fitc --fit-ctx",
-     VALUE, &DEVICES},
+     VALUE, &DEVICES, 0},
     {"-cmoe --cpu-moe -nkvo --no-kv-offload --kv-offload --no-op-offload --op-offload", NO_VALUE,
-     &DEVICES},
-    {"-fit --fit", MAYBE_VALUE, &DEVICES},
-    {"-b --batch-size", VALUE, &BATCH},
-    {"--swa-full", NO_VALUE, &CACHE},
+     &DEVICES, 0},
+    {"-fit --fit", MAYBE_VALUE, &DEVICES, 0},
+    {"-b --batch-size", VALUE, &BATCH, 0},
+    {"--swa-full", NO_VALUE, &CACHE, 0},
     {"-dt --defrag-thold -cram --cache-ram -ctxcp --ctx-checkpoints --swa-checkpoints", VALUE,
-     &CACHE},
-    {"-fa --flash-attn", MAYBE_VALUE, &ATTENTION},
-    {"-bs --backend-sampling", NO_VALUE, &SAMPLING},
-    {"--warmup --no-warmup", NO_VALUE, &WARMUP},
+     &CACHE, 0},
+    {"-fa --flash-attn", MAYBE_VALUE, &ATTENTION, 0},
+    {"-bs --backend-sampling", NO_VALUE, &SAMPLING, 0},
+    {"--warmup --no-warmup", NO_VALUE, &WARMUP, 0},
     {"--perf --no-perf --log-disable --log-prefix --no-log-prefix --log-timestamps "
      "--no-log-timestamps --show-timings --no-show-timings",
-     NO_VALUE, &LOGS},
-    {"--log-file -lv --verbosity --log-verbosity", VALUE, &LOGS},
-    {"--log-colors", MAYBE_VALUE, &LOGS},
-    {"-co --color", MAYBE_VALUE, &COLOR},
-    {"--simple-io", NO_VALUE, &COLOR},
+     NO_VALUE, &LOGS, 0},
+    {"--log-file -lv --verbosity --log-verbosity", VALUE, &LOGS, 0},
+    {"--log-colors", MAYBE_VALUE, &LOGS, 0},
+    {"-co --color", MAYBE_VALUE, &COLOR, 0},
+    {"--simple-io", NO_VALUE, &COLOR, 0},
+    {"-cb --cont-batching -nocb --no-cont-batching", NO_VALUE, &BATCHING, 1},
+    {"--metrics", NO_VALUE, &METRICS, 1},
+    {"--props", NO_VALUE, &PROPS, 1},
+    {"--webui --no-webui", NO_VALUE, &WEBUI, 1},
+    {"--embedding --embeddings", NO_VALUE, &EMBEDDINGS, 1},
+    {"--jinja --no-jinja", NO_VALUE, &JINJA, 1},
+    {"--threads-http -to --timeout", VALUE, &HTTP, 1},
+    {"-sps --slot-prompt-similarity", VALUE, &SIMILARITY, 1},
+    {"--cache-reuse", VALUE, &CACHE_REUSE, 1},
+    {"-kvu --kv-unified -no-kvu --no-kv-unified", NO_VALUE, &UNIFIED, 1},
 };
 
 /* The values llama.cpp's on/off/auto flags take (and its older bool forms lacked). */
@@ -78,10 +105,10 @@ static int is_switch(const char *v) {
   return 0;
 }
 
-int mkc_llama_flag_skip(int argc, char **argv, int *i) {
+int mkc_llama_flag_skip(int argc, char **argv, int *i, int serve) {
   const char *a = argv[*i];
   for (size_t k = 0; k < sizeof FLAGS / sizeof *FLAGS; k++) {
-    if (!mkc_words_hold(FLAGS[k].names, a)) continue;
+    if (!mkc_words_hold(FLAGS[k].names, a) || (FLAGS[k].serve && !serve)) continue;
     const char *v = NULL;
     if (FLAGS[k].value == VALUE && *i + 1 >= argc)
       return mkc_cli_usage_error("%s needs a value", a);

@@ -73,8 +73,8 @@ void mkc_serve_props(const mkc_server *sv, int fd) {
   add_token(o, "bos_token", tok, tok ? mkc_tokenizer_bos(tok) : -1);
   add_token(o, "eos_token", tok, tok ? mkc_tokenizer_eos(tok) : -1);
   cJSON_AddStringToObject(o, "build_info", "mkc " MKC_VERSION);
-  cJSON_AddBoolToObject(o, "endpoint_slots", 0);
-  cJSON_AddBoolToObject(o, "endpoint_props", 1);
+  cJSON_AddBoolToObject(o, "endpoint_slots", !sv->c->no_slots); /* GET /slots */
+  cJSON_AddBoolToObject(o, "endpoint_props", 0);                /* POST /props: not answered */
   cJSON_AddBoolToObject(o, "endpoint_metrics", 1);
   cJSON_AddBoolToObject(o, "is_sleeping", 0);
   mkc_respond_json(fd, 200, o);
