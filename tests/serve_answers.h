@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli/serve_answer.h"
+#include "model/reasoning.h"
 #include "tokenizer/impl.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
@@ -117,7 +118,7 @@ static char *serve(const mkc_tokenizer *t, int family, const mkc_api_req *r, con
   mkc_answer g;
   int *ids = NULL, n = mkc_tokenizer_encode(t, answer, strlen(answer), 0, 1, &ids);
   if (n > 0 && mkc_answer_open(&g, r, fds[0], t, "gpt-oss", 1, n) == 0) {
-    mkc_answer_reasoning(&g, family);
+    if (mkc_answer_reasoning_apart(r, MKC_REASONING_AUTO)) mkc_answer_reasoning(&g, family);
     mkc_answer_tools(&g, family);
     if (stream) mkc_answer_stream_start(&g);
     for (int i = 0; i < n && !mkc_answer_on_token(&g, ids[i]); i++) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "model/reasoning.h"
 #include "serve/api.h"
 #include "serve/embed_api.h"
 #include "serve/file_name.h"
@@ -332,6 +333,21 @@ static void requests(void) {
   CHECK(api("{\"prompt\": \"a\", \"reasoning_effort\": 2}", 0, &r, why) == -1 &&
             strstr(why, "reasoning_effort: expected a string"),
         "reasoning_effort not a string refused: %s", why);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"reasoning_format\": "
+            "\"none\"}",
+            1, &r, why) == 0 &&
+            r.reasoning_format == 1 + MKC_REASONING_NONE,
+        "llama-server's reasoning_format none is taken");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}", 1, &r, why) == 0 &&
+            r.reasoning_format == 0,
+        "... not given: 0 (the server's)");
+  mkc_api_req_free(&r);
+  CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"reasoning_format\": "
+            "\"deepseek-legacy\"}",
+            1, &r, why) == -1 &&
+            strstr(why, "reasoning_format: expected none, deepseek or auto"),
+        "reasoning_format deepseek-legacy refused, not dropped: %s", why);
   CHECK(api("{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"chat_template_kwargs\": "
             "{\"enable_thinking\": false, \"reasoning_effort\": \"low\"}}",
             1, &r, why) == 0 &&

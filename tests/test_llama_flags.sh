@@ -260,6 +260,23 @@ else
   expect_error "--override-kv: an array" \
     "mkc: error: $model: --override-kv tokenizer.ggml.tokens: the file's value is of type array, which no override sets" \
     -- run -m "$model" -p Hi --override-kv tokenizer.ggml.tokens=str:x
+  # -rea off: the template told not to reason, as --reasoning-budget 0 (qwen3's empty think
+  # block; chatml has no way); on and auto: as without it
+  prompt_tokens --chat-template qwen3 -rea off >"$tmp/a"
+  prompt_tokens --chat-template qwen3 --reasoning-budget 0 >"$tmp/b"
+  prompt_tokens --chat-template qwen3 -rea on >"$tmp/c"
+  prompt_tokens --chat-template qwen3 >"$tmp/d"
+  grep -q "'think'" "$tmp/a" && cmp -s "$tmp/a" "$tmp/b" && cmp -s "$tmp/c" "$tmp/d" && ! cmp -s "$tmp/a" "$tmp/c" \
+    && ok "-rea off = --reasoning-budget 0 (qwen3's empty think block); -rea on as without it" \
+    || fail "-rea" "$(diff "$tmp/a" "$tmp/b" | head -4)" "$(diff "$tmp/c" "$tmp/d" | head -4)"
+  expect_error "-rea off on chatml" \
+    "mkc: error: --reasoning-budget 0: the chatml chat template has no way to turn reasoning off (qwen3's has)" \
+    -- run -m "$model" -p Hi -rea off
+  expect_error "-rea: a value it does not take" "mkc: error: --reasoning: expected on, off or auto, got 'maybe'" \
+    -- run -m "$model" -p Hi -rea maybe
+  expect_error "serve --reasoning-format deepseek-legacy" \
+    "mkc: error: --reasoning-format: expected none, deepseek or auto (mkc does not give deepseek-legacy's both at once), got 'deepseek-legacy'" \
+    -- serve -m "$model" --reasoning-format deepseek-legacy
   printf '{{ messages[0].content }}' >"$tmp/odd.jinja"
   expect_error "--chat-template-file: a template mkc does not know" \
     "mkc: error: --chat-template: the template given is not one mkc knows; pass --chat-template NAME (one of: $("$mkc" run -m "$model" -p x --chat-template none 2>&1 | sed -n 's/.*(one of: \(.*\))$/\1/p'))" \

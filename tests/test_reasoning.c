@@ -257,6 +257,46 @@ static void test_serve(void) {
             mkc_chat_family_name(ANSWERS[a].family), ANTHROPIC[k].name, reasoning, content);
       free(response);
     }
+  /* llama-server's reasoning_format none: qwen3's think block left in the content, whole and
+   * streamed; deepseek and auto put it apart; ollama's API apart whatever it says */
+  const struct {
+    int format, stream, ollama;
+    const char *content, *name;
+  } FORMATS[] = {
+      {1 + MKC_REASONING_NONE, 0, 0, "<think>\nUser greets.</think>\n\nHello!", "none, whole"},
+      {1 + MKC_REASONING_NONE, 1, 0, "<think>\nUser greets.</think>\n\nHello!", "none, streamed"},
+      {1 + MKC_REASONING_DEEPSEEK, 0, 0, "Hello!", "deepseek"},
+      {1 + MKC_REASONING_AUTO, 1, 0, "Hello!", "auto, streamed"},
+      {1 + MKC_REASONING_NONE, 0, 1, "Hello!", "none on ollama's chat"}};
+  for (size_t k = 0; k < sizeof FORMATS / sizeof *FORMATS; k++) {
+    mkc_api_req rq = {.chat = 1,
+                      .top_logprobs = -1,
+                      .stream = FORMATS[k].stream,
+                      .ollama = FORMATS[k].ollama,
+                      .reasoning_format = FORMATS[k].format};
+    char *resp =
+        serve(t, MKC_CHAT_QWEN3, &rq, "<think>\nUser greets.</think>\n\nHello!<|endoftext|>");
+    const char *const path[] = {"choices", FORMATS[k].stream ? "delta" : "message", "content",
+                                NULL};
+    const char *const opath[] = {"message", "content", NULL};
+    char got[256];
+    joined(resp, FORMATS[k].ollama ? opath : path, got, sizeof got);
+    int apart = resp && (strstr(resp, "\"reasoning_content\"") || strstr(resp, "\"thinking\""));
+    int whole = strcmp(FORMATS[k].content, "Hello!") != 0;
+    CHECK(strcmp(got, FORMATS[k].content) == 0 && apart == !whole,
+          "serve, qwen3, reasoning_format %s: %s", FORMATS[k].name,
+          whole ? "the think block left in the content, no reasoning field"
+                : "the reply alone in the content, the reasoning apart");
+    free(resp);
+  }
+  /* the server's --reasoning-format where the request gives none; the request's over it */
+  mkc_api_req plain = {.chat = 1},
+              deep = {.chat = 1, .reasoning_format = 1 + MKC_REASONING_DEEPSEEK};
+  CHECK(!mkc_answer_reasoning_apart(&plain, MKC_REASONING_NONE) &&
+            mkc_answer_reasoning_apart(&plain, MKC_REASONING_AUTO) &&
+            mkc_answer_reasoning_apart(&deep, MKC_REASONING_NONE),
+        "serve --reasoning-format none: a request that gives none keeps the reasoning in the "
+        "reply; one that gives deepseek has it apart");
   /* a template that does not reason: the answer is the reply, whole, and no reasoning field */
   mkc_api_req r = {.chat = 1, .top_logprobs = -1};
   char *response = serve(t, MKC_CHAT_CHATML, &r, "<think>x</think>y");

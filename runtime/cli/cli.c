@@ -15,6 +15,7 @@
 #include "codegen/graph.h"
 #include "escapes.h"
 #include "formats/gguf_override.h"
+#include "model/reasoning.h"
 #include "llama_flags.h"
 #include "exec/session.h"
 #include "model/model_dir.h"
@@ -73,6 +74,7 @@ static const struct {
     {"--chat-template-file", "--chat-template"},
     {"-no-cnv", "--chat"},
     {"--check-tensors", "--backend"},
+    {"--reasoning", "--reasoning-budget"},
     {"--override-kv", "--backend"},
     {"--rope-freq-base", "--backend"},
     {"--rope-scale", "--backend"},
@@ -204,6 +206,7 @@ static const struct {
     {"--single-turn", "--chat"},
     {"-sysf", "--system-prompt-file"},
     {"--no-conversation", "-no-cnv"},
+    {"-rea", "--reasoning"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -535,6 +538,19 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
                                  "reasoning), got '%s'",
                                  v);
     c->no_reasoning = strcmp(v, "0") == 0;
+  } else if (strcmp(a, "--reasoning") == 0) {
+    /* llama.cpp's -rea: off is the template told not to reason (--reasoning-budget 0); on and
+     * auto, the model reasoning as its template has it */
+    int off = !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "0");
+    if (!off && strcmp(v, "on") && strcmp(v, "true") && strcmp(v, "1") && strcmp(v, "auto"))
+      return mkc_cli_usage_error("--reasoning: expected on, off or auto, got '%s'", v);
+    c->no_reasoning = off;
+  } else if (strcmp(a, "--reasoning-format") == 0) {
+    if (mkc_reasoning_format_from_name(v) < 0)
+      return mkc_cli_usage_error("--reasoning-format: expected none, deepseek or auto (mkc does "
+                                 "not give deepseek-legacy's both at once), got '%s'",
+                                 v);
+    c->reasoning_format = mkc_reasoning_format_from_name(v);
   } else if (strcmp(a, "--kv-dtype") == 0) {
     if (mkc_kv_dtype_from_name(v) < 0)
       return mkc_cli_usage_error("--kv-dtype: expected bf16, f16 or f32, got '%s'", v);

@@ -51,7 +51,8 @@ typedef struct mkc_cli {
   int check_tensors;              /* --check-tensors: every weight finite, else no run */
   int spm_infill;                 /* serve --spm-infill: /infill's suffix before its prefix */
   int no_slots;                   /* serve --no-slots: GET /slots refused (llama-server's) */
-  mkc_rope_flags rope;            /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
+  int reasoning_format; /* serve --reasoning-format: enum mkc_reasoning_format (0: auto) */
+  mkc_rope_flags rope;  /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];
   int n_kv_overrides;

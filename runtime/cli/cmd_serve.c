@@ -91,6 +91,9 @@ static const char USAGE[] =
     "                         or reads the KV rows the server holds for the next\n"
     "                         request; action=erase forgets them (not with --parallel)\n"
     "  --no-slots             GET /slots refused (501), as llama-server's flag asks\n"
+    "  --reasoning-format F   auto or deepseek (the default: a reasoning model's\n"
+    "                         thoughts in reasoning_content), or none (left in the\n"
+    "                         reply); a chat request's reasoning_format overrides it\n"
     "  --spm-infill           fill-in-the-middle prompts suffix first (<suf> suffix\n"
     "                         <pre> prefix <mid>), for models trained so (llama-server's)\n"
     "  --port N               the port (default 8080; 0: any free one, printed)\n"
@@ -681,16 +684,17 @@ static int start(mkc_cli *c, mkc_server *sv, mkc_draft_source *ds) {
 
 int mkc_cmd_serve(int argc, char **argv) {
   mkc_cli c = {.usage = USAGE, .port = 8080};
-  int rc = mkc_cli_parse(argc, argv, 2,
-                         "-m --graph --preset --random-weights -n --temp --seed --draft-max "
-                         "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
-                         "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
-                         "--top-k --top-p --min-p "
-                         "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
-                         "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
-                         "--api-key-file --pooling -l --context-shift --no-context-shift --alias "
-                         "--slot-save-path --spm-infill --no-slots" MKC_CLI_MORE_FLAGS,
-                         0, &c);
+  int rc = mkc_cli_parse(
+      argc, argv, 2,
+      "-m --graph --preset --random-weights -n --temp --seed --draft-max "
+      "--draft-min --draft-adaptive --ctx --backend --blocks --kv-dtype "
+      "--dequant --ubatch --chat-template --reasoning-effort --reasoning-budget "
+      "--top-k --top-p --min-p "
+      "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
+      "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
+      "--api-key-file --pooling -l --context-shift --no-context-shift --alias "
+      "--slot-save-path --spm-infill --no-slots --reasoning-format" MKC_CLI_MORE_FLAGS,
+      0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c)) || (rc = mkc_cli_shift_check(&c, "serve"))) return rc;
   int drafts = c.draft_max; /* --parallel: per slot (the kernel's own may be more) */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "model/reasoning.h"
 #include "serve/http.h"
 #include "util/json_text.h"
 
@@ -617,6 +618,12 @@ void mkc_answer_flush(mkc_answer *g) {
       g->hit_stop = cut_at_stop(g, from);
   }
   read_calls(g);
+}
+
+int mkc_answer_reasoning_apart(const mkc_api_req *r, int server_format) {
+  int fmt = r->reasoning_format ? r->reasoning_format - 1 : server_format;
+  if (r->ollama) return r->chat || !r->raw;
+  return r->chat && (r->anthropic || fmt != MKC_REASONING_NONE);
 }
 
 void mkc_answer_reasoning(mkc_answer *g, int family) {

@@ -85,6 +85,11 @@ int mkc_answer_next_choice(mkc_answer *a, int n_gen);
  * the chat template of family; nothing changes for a family that does not
  * reason first, or a vocabulary without its tokens. */
 void mkc_answer_reasoning(mkc_answer *a, int family);
+/* Whether r's answer has its reasoning apart (mkc_answer_reasoning): a chat's and ollama's
+ * generate's (not raw), unless llama-server's reasoning_format none (the request's, else
+ * server_format: serve --reasoning-format) leaves it in the reply; ollama's and Anthropic's
+ * APIs put it apart always. */
+int mkc_answer_reasoning_apart(const mkc_api_req *r, int server_format);
 
 /* Reads the reply's tool calls when the request offered tools, in the
  * format of family's template (mkc_chat_tools). */

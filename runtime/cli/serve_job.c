@@ -531,7 +531,8 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
     return 500;
   }
   /* a prompt in a template whose models reason first: the reasoning apart */
-  if (r->chat || (r->ollama && !r->raw)) mkc_answer_reasoning(&j->g, sv->family);
+  if (mkc_answer_reasoning_apart(r, sv->c->reasoning_format))
+    mkc_answer_reasoning(&j->g, sv->family);
   mkc_answer_tools(&j->g, sv->family);
   return 0;
 }

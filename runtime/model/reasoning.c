@@ -54,3 +54,10 @@ int mkc_reasoning_print(mkc_reasoning *r, int id, const char **text, size_t *n, 
   fwrite(*text, 1, *n, out);
   return part;
 }
+
+int mkc_reasoning_format_from_name(const char *name) {
+  return !strcmp(name, "auto")       ? MKC_REASONING_AUTO
+         : !strcmp(name, "none")     ? MKC_REASONING_NONE
+         : !strcmp(name, "deepseek") ? MKC_REASONING_DEEPSEEK
+                                     : -1;
+}

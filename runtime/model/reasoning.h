@@ -23,6 +23,13 @@ typedef struct mkc_reasoning {
   int thinking;    /* mkc_reasoning_print: "Thinking..." printed, its end not yet */
 } mkc_reasoning;
 
+/* llama-server's reasoning_format: where an answer's reasoning goes. AUTO and DEEPSEEK: apart
+ * (reasoning_content); NONE: left in the reply as the model wrote it. */
+enum mkc_reasoning_format { MKC_REASONING_AUTO, MKC_REASONING_NONE, MKC_REASONING_DEEPSEEK };
+/* "auto", "none" or "deepseek" -> enum mkc_reasoning_format; -1 for any other name
+ * (deepseek-legacy's reasoning both apart and in the reply is not given). */
+int mkc_reasoning_format_from_name(const char *name);
+
 /* A splitter for family's answers (enum mkc_chat_family): 0, or -1 when the
  * family does not reason or tok lacks its tokens (then nothing is split). */
 int mkc_reasoning_init(mkc_reasoning *r, int family, const mkc_tokenizer *tok);

@@ -12,6 +12,7 @@
 
 #include "api_anthropic.h"
 #include "backend/logit_bias.h"
+#include "model/reasoning.h"
 #include "model/tojson.h"
 #include "util/gbnf.h"
 #include "util/json_schema.h"
@@ -576,6 +577,15 @@ static int read_openai_options(const cJSON *root, mkc_api_req *r, char *why, siz
   if (effort && !cJSON_IsNull(effort)) {
     if (!cJSON_IsString(effort)) return mkc_refuse(why, cap, "reasoning_effort: expected a string");
     r->reasoning_effort = effort->valuestring; /* checked against the template when rendered */
+  }
+  const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "reasoning_format");
+  if (rf && !cJSON_IsNull(rf)) { /* llama-server's: where the reasoning goes */
+    int f = cJSON_IsString(rf) ? mkc_reasoning_format_from_name(rf->valuestring) : -1;
+    if (f < 0)
+      return mkc_refuse(why, cap,
+                        "reasoning_format: expected none, deepseek or auto (mkc does not give "
+                        "deepseek-legacy's both at once)");
+    r->reasoning_format = 1 + f;
   }
   /* llama-server's chat_template_kwargs: the two template variables mkc renders */
   const cJSON *kw = cJSON_GetObjectItemCaseSensitive(root, "chat_template_kwargs");

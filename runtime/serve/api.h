@@ -103,6 +103,8 @@ typedef struct mkc_api_req {
    * (-1: not given) */
   const char *reasoning_effort;
   int think;
+  /* llama-server's reasoning_format: 1 + enum mkc_reasoning_format (0: not given) */
+  int reasoning_format;
   /* ollama's format "json", OpenAI's response_format json_object: the
    * answer is constrained to a JSON object (exec/constrain.h); with a
    * schema (ollama's format as one, OpenAI's json_schema), to what it
