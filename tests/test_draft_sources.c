@@ -349,6 +349,81 @@ static void resync(void) {
   kernel_close(&k);
 }
 
+/* llama.cpp's --draft-p-min: a model drafter's proposal is its greedy continuation up to the
+ * first choice whose probability among the step's 10 likeliest is below p_min. The oracle: the
+ * same kernel's greedy steps on a session of its own, each choice's probability worked out here
+ * from its logits (a softmax over the 10 largest), where the drafter reads the kernel's
+ * log-probabilities. Several histories, several floors: some proposals must stay whole, some be
+ * cut short, some left empty, or the check would not tell the floors apart. */
+static void p_min(void) {
+  model md = {"odd", NULL, 96};
+  kernel k;
+  if (!CHECK(kernel_open(&k, &md, 4, 0, 7, NULL) == 0, "p_min: kernel")) return;
+  static const float FLOORS[] = {0.05f, 0.15f, 0.2f, 0.3f};
+  int bad = 0, cut = 0, whole = 0, empty = 0, total = 0;
+  for (int f = 0; f < 4; f++)
+    for (int h = 0; h < 6; h++) {
+      int hist[24], n = 8 + 3 * h, x[4], want = 0;
+      for (int i = 0; i < n; i++) hist[i] = (i * (5 + h) + 3 * f + 1) % k.g.vocab;
+      mkc_session *ds = session(&k), *os = session(&k);
+      mkc_drafter *d = ds ? mkc_drafter_model(ds, &k.g, "p_min") : NULL;
+      if (!d || !os || mkc_drafter_model_p_min(d, FLOORS[f]) != 0) {
+        bad++;
+        mkc_drafter_close(d);
+        mkc_session_close(os);
+        continue;
+      }
+      int got = mkc_drafter_propose(d, hist, n, 4, x);
+      /* the oracle: feed the history, then each greedy choice, reading the logits */
+      int in[32], m = n, step_ok = 1;
+      memcpy(in, hist, (size_t)n * sizeof *in);
+      for (int pos = 0; step_ok && want < 4;) {
+        mkc_step_result r;
+        int T = m - pos < k.g.t_max ? m - pos : k.g.t_max;
+        step_ok = mkc_session_step(os, in + pos, T, T - 1, &r) == 0 && r.status == MKC_STATUS_OK;
+        pos += T;
+        if (!step_ok || pos < m) continue;
+        const float *l = mkc_session_logits(os, T - 1);
+        float top[10];
+        int best = 0;
+        for (int i = 0; i < 10; i++) top[i] = -INFINITY;
+        for (int v = 0; l && v < k.g.vocab; v++) {
+          if (l[v] > l[best]) best = v;
+          for (int i = 0; i < 10; i++)
+            if (l[v] > top[i]) {
+              memmove(top + i + 1, top + i, (size_t)(9 - i) * sizeof *top);
+              top[i] = l[v];
+              break;
+            }
+        }
+        double sum = 0;
+        for (int i = 0; i < 10; i++) sum += exp((double)top[i] - top[0]);
+        if (!l || best != r.out[0] || 1.0 / sum < FLOORS[f]) break;
+        want++;
+        in[m++] = best;
+      }
+      bad += !step_ok || got != want || (got > 0 && memcmp(x, in + n, (size_t)got * sizeof *x));
+      cut += got < 4, whole += got == 4, empty += got == 0;
+      total++;
+      mkc_drafter_close(d);
+      mkc_session_close(os);
+    }
+  CHECK(bad == 0 && total == 24,
+        "--draft-p-min: each of %d proposals the greedy continuation up to the first choice "
+        "below the floor, as the logits' top-10 softmax says (%d differ)",
+        total, bad);
+  CHECK(cut > empty && empty > 0 && whole > 0,
+        "... the floors tell proposals apart: %d whole, %d cut short, %d of those empty", whole,
+        cut, empty);
+  mkc_drafter *lookup = mkc_drafter_lookup();
+  check_stderr_begin();
+  int refused = mkc_drafter_model_p_min(lookup, 0.5f);
+  free(check_stderr_end());
+  CHECK(refused == -1, "--draft-p-min on prompt lookup: refused");
+  mkc_drafter_close(lookup);
+  kernel_close(&k);
+}
+
 /* The first layers' kernel is a kernel like any other: on the cpu backend
  * it decodes as the reference executor does on its graph, and with an
  * override past the preset's layers codegen refuses. */
@@ -506,6 +581,7 @@ int main(void) {
   gate();
   controller_on_costs();
   resync();
+  p_min();
   first_layers_kernel();
   static const int prompt[] = {1, 2, 3, 4, 1, 2, 3, 4, 1, 2};
   static const char *presets[] = {"tiny", "odd", "qwen3-tiny"};

@@ -7,7 +7,7 @@
 # give (SmolLM2's prompt tokens, test data); --chat-template takes a template's text too.
 # --check-tensors refuses files with values that are not finite (planted). --override-kv sets a
 # GGUF's metadata (info shows it; a run's context, SmolLM2's BOS follow). The RoPE flags give what
-# overriding the keys llama.cpp reads for the same RoPE gives. The
+# overriding the keys llama.cpp reads for the same RoPE gives. --draft-p-min drafts less, losslessly. The
 # refusals: a value missing, -cnv (mkc chat), -no-cnv with --chat, a file and its text flag
 # both, a file that is not there.
 source "$(dirname "$0")/lib.sh"
@@ -81,6 +81,27 @@ expect_error "-sysf: no such file" "mkc: error: -sysf $tmp/none: No such file or
   -- "${base[@]}" -sysf "$tmp/none"
 expect_error "--chat-template-file: no such file" \
   "mkc: error: --chat-template-file $tmp/none: No such file or directory" -- "${base[@]}" --chat-template-file "$tmp/none"
+
+# --draft-p-min (and newer llama.cpp's --spec-draft-p-min): self-speculation's drafts cut at the
+# first unlikely choice (test_draft_sources checks which); the tokens stay the plain run's (lossless)
+# and fewer are drafted as the floor rises
+drun=(run --preset odd --random-weights 3 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --draft-max 4 --draft-layers 1 --backend cpu)
+"$mkc" run --preset odd --random-weights 3 --prompt-ids 3,1,4,1,5,9,2,6 -n 40 --backend cpu >"$tmp/plain" 2>/dev/null
+counts= same_out=1
+for f in "" "--draft-p-min 0.15" "--spec-draft-p-min 0.2" "--draft-p-min 0.9"; do
+  "$mkc" "${drun[@]}" $f >"$tmp/x" 2>"$tmp/err"
+  cmp -s "$tmp/x" "$tmp/plain" || same_out=0
+  counts="$counts $(grep -o 'drafted [0-9]*' "$tmp/err" | cut -d' ' -f2)"
+done
+read -r c0 c1 c2 c3 <<<"$counts"
+[ "$same_out" = 1 ] && [ -n "$c3" ] && [ "$c0" -gt "$c1" ] && [ "$c1" -gt "$c2" ] && [ "$c2" -ge "$c3" ] \
+  && ok "--draft-p-min: the plain run's tokens, fewer drafted as the floor rises (drafted:$counts)" \
+  || fail "--draft-p-min" "same tokens: $same_out" "drafted:$counts"
+expect_error "--draft-p-min without a model drafter" \
+  "mkc: error: run: --draft-p-min: the confidence of a draft model's (-md) or self-speculation's (--draft-layers) choices, drafted on the host (not with --rounds)" \
+  -- run --preset odd --random-weights 3 --prompt-ids 1 -n 1 --draft-max 4 --draft-p-min 0.5
+expect_error "--draft-p-min past 1" "mkc: error: --draft-p-min: expected a probability in 0..1, got '1.5'" \
+  -- "${drun[@]}" --draft-p-min 1.5
 
 # --check-tensors: every weight finite, else the run refused naming each tensor at fault; a
 # bf16 file with a NaN planted in a norm, a Q8_0 file with an infinite block scale (the block's

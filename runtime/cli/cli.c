@@ -75,6 +75,7 @@ static const struct {
     {"-no-cnv", "--chat"},
     {"--check-tensors", "--backend"},
     {"--reasoning", "--reasoning-budget"},
+    {"--draft-p-min", "-md"},
     {"--override-kv", "--backend"},
     {"--rope-freq-base", "--backend"},
     {"--rope-scale", "--backend"},
@@ -207,6 +208,7 @@ static const struct {
     {"-sysf", "--system-prompt-file"},
     {"--no-conversation", "-no-cnv"},
     {"-rea", "--reasoning"},
+    {"--spec-draft-p-min", "--draft-p-min"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -545,6 +547,13 @@ static int take_value(const char *a, const char *spelled, const char *v, mkc_cli
     if (!off && strcmp(v, "on") && strcmp(v, "true") && strcmp(v, "1") && strcmp(v, "auto"))
       return mkc_cli_usage_error("--reasoning: expected on, off or auto, got '%s'", v);
     c->no_reasoning = off;
+  } else if (strcmp(a, "--draft-p-min") == 0) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (!*v || *end || errno || !(x >= 0 && x <= 1))
+      return mkc_cli_usage_error("--draft-p-min: expected a probability in 0..1, got '%s'", v);
+    c->draft_p_min = x;
   } else if (strcmp(a, "--reasoning-format") == 0) {
     if (mkc_reasoning_format_from_name(v) < 0)
       return mkc_cli_usage_error("--reasoning-format: expected none, deepseek or auto (mkc does "

@@ -96,6 +96,8 @@ static const char USAGE[] =
     "  --draft-layers L       self-speculation: the model's first L layers, its final norm\n"
     "                         and LM head draft (a kernel of their own, no extra weights)\n"
     "  -md, --model-draft FILE  a draft model with the same vocabulary (own kernel and cache)\n"
+    "  --draft-p-min P        with -md or --draft-layers: a draft ends at the first choice\n"
+    "                         less likely than P among its 10 likeliest (llama.cpp's)\n"
     "  --draft-head           a head on the model's hidden state drafts a block per step\n"
     "                         (graphs/draft_head.lua); random weights, --preset only: no\n"
     "                         trained head can be loaded yet\n"

@@ -25,6 +25,14 @@ int mkc_draft_source_check(const mkc_cli *c, const char *cmd) {
                          : c->draft_adaptive ? "--draft-adaptive"
                          : c->logprobs > 0   ? "--logprobs"
                                              : NULL;
+  if (c->draft_p_min > 0 && (!(c->draft_model_path || c->draft_layers) || c->draft_head ||
+                             mkc_draft_layers_in_kernel(c))) {
+    snprintf(msg, sizeof msg,
+             "%s: --draft-p-min: the confidence of a draft model's (-md) or self-speculation's "
+             "(--draft-layers) choices, drafted on the host (not with --rounds)",
+             cmd);
+    return mkc_cli_usage_error("%s", msg);
+  }
   if (c->rounds > 1 && not_with) {
     snprintf(msg, sizeof msg,
              "%s: --rounds drafts inside the kernel (prompt lookup, or --draft-layers), at a "
@@ -186,6 +194,9 @@ int mkc_draft_source_start(const mkc_cli *c, const mkc_loaded_model *target, mkc
   else
     snprintf(name, sizeof name, "draft model %s", c->draft_model_path);
   ds->drafter = mkc_drafter_model(s, &m->g, name);
+  if (ds->drafter && c->draft_p_min > 0 &&
+      mkc_drafter_model_p_min(ds->drafter, (float)c->draft_p_min) != 0)
+    return -1;
   return ds->drafter ? 0 : -1;
 }
 

@@ -52,6 +52,11 @@ mkc_drafter *mkc_drafter_full(void);
  * g->max_ctx >= the target's; g must outlive the drafter). name: how the
  * stats call the source. NULL + message on failure (s is closed then). */
 mkc_drafter *mkc_drafter_model(mkc_session *s, const mkc_graph *g, const char *name);
+/* llama.cpp's --draft-p-min on a model drafter: it stops at the first choice whose probability
+ * among the draft's 10 likeliest tokens (llama.cpp drafts through a top-k 10 sampler) is below
+ * p_min, and does not propose it. The draft session computes those log-probabilities from then
+ * on (sampling.logprobs 10). 0 < p_min <= 1. 0, or -1 after a message (not a model drafter). */
+int mkc_drafter_model_p_min(mkc_drafter *d, float p_min);
 
 /* A head conditioned on the target's hidden state (graphs/draft_head.lua,
  * exec/draft_head.c): each proposal is one step of session head (owned, as

@@ -9,6 +9,7 @@
  * target kept, so both caches hold the same tokens after every round. */
 #include "draft.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ typedef struct model_drafter {
   const mkc_graph *g;
   int *held;             /* [g->max_ctx]: the token at each position of the draft's cache */
   int n_hist;            /* the history length of the last proposal */
+  float p_min;           /* > 0: a choice less likely than it among the top 10 ends a draft */
   int n_drafted;         /* the tokens it proposed */
   int drafts[MKC_T_CAP]; /* ... and which */
 } model_drafter;
@@ -52,6 +54,21 @@ static int catch_up(model_drafter *m, const int *hist, int n, int *next) {
   return rc;
 }
 
+#define P_MIN_TOP 10 /* llama.cpp's draft sampler: top-k 10 */
+
+/* Whether the last step's choice is likely enough: its probability among the step's 10 likeliest
+ * tokens (their log-probabilities, from the kernel) at least p_min. */
+static int confident(model_drafter *m) {
+  if (m->p_min <= 0) return 1;
+  float lp, lps[P_MIN_TOP];
+  int ids[P_MIN_TOP];
+  if (mkc_session_logprobs(m->s, 0, &lp, ids, lps) != 0) return 0;
+  double sum = 0;
+  for (int i = 0; i < P_MIN_TOP; i++)
+    if (ids[i] >= 0) sum += exp((double)lps[i]);
+  return sum > 0 && exp((double)lp) / sum >= m->p_min;
+}
+
 static int model_propose(mkc_drafter *d, const int *hist, int n, int k, int *out) {
   model_drafter *m = (model_drafter *)d;
   m->n_hist = n;
@@ -60,9 +77,10 @@ static int model_propose(mkc_drafter *d, const int *hist, int n, int k, int *out
   if (k > MKC_T_CAP - 1) k = MKC_T_CAP - 1; /* no kernel step verifies more */
   int rc = catch_up(m, hist, n, &out[0]);
   if (rc < 0) return -1;
-  int got = rc == 0;
+  int got = rc == 0 && confident(m);
   /* The draft's own choices, one step each; the last is proposed, not fed. */
-  while (got > 0 && got < k && (rc = feed(m, &out[got - 1], 1, &out[got])) == 0) got++;
+  while (got > 0 && got < k && (rc = feed(m, &out[got - 1], 1, &out[got])) == 0 && confident(m))
+    got++;
   if (rc < 0) return -1;
   m->n_drafted = got;
   memcpy(m->drafts, out, (size_t)got * sizeof *out);
@@ -98,6 +116,22 @@ static const mkc_drafter_ops MODEL = {.propose = model_propose,
                                       .accepted = model_accepted,
                                       .session = model_session,
                                       .close = model_close};
+
+int mkc_drafter_model_p_min(mkc_drafter *d, float p_min) {
+  if (!d || d->ops != &MODEL || !(p_min > 0 && p_min <= 1)) {
+    fprintf(stderr,
+            "mkc: error: --draft-p-min %g: a floor in (0, 1] on the confidence of a draft "
+            "model's or self-speculation's choices (other draft sources have none)\n",
+            p_min);
+    return -1;
+  }
+  model_drafter *m = (model_drafter *)d;
+  /* the draft's greedy steps (a model drafter's session samples nothing), with the top 10 */
+  mkc_sampling o = {.top_p = 1.0f, .repeat_penalty = 1.0f, .logprobs = P_MIN_TOP};
+  if (mkc_session_set_sampling(m->s, &o) != 0) return -1;
+  m->p_min = p_min;
+  return 0;
+}
 
 mkc_drafter *mkc_drafter_model(mkc_session *s, const mkc_graph *g, const char *name) {
   model_drafter *m = calloc(1, sizeof *m);
