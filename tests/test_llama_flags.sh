@@ -97,6 +97,11 @@ read -r c0 c1 c2 c3 <<<"$counts"
 [ "$same_out" = 1 ] && [ -n "$c3" ] && [ "$c0" -gt "$c1" ] && [ "$c1" -gt "$c2" ] && [ "$c2" -ge "$c3" ] \
   && ok "--draft-p-min: the plain run's tokens, fewer drafted as the floor rises (drafted:$counts)" \
   || fail "--draft-p-min" "same tokens: $same_out" "drafted:$counts"
+"$mkc" "${drun[@]}" -ngld 99 -td 4 -ctkd q8_0 >"$tmp/x" 2>"$tmp/err"
+[ "$(grep -c "^mkc: note: .*: not followed (llama.cpp's flag): " "$tmp/err")" = 3 ] && cmp -s "$tmp/x" "$tmp/plain" \
+  && grep -q "^mkc: note: -ctkd q8_0: not followed (llama.cpp's flag): the draft's KV cache has the target's" "$tmp/err" \
+  && ok "the draft model's -ngld, -td, -ctkd: a note each, the same tokens" \
+  || fail "the draft's flags" "$(cat "$tmp/err")"
 expect_error "--draft-p-min without a model drafter" \
   "mkc: error: run: --draft-p-min: the confidence of a draft model's (-md) or self-speculation's (--draft-layers) choices, drafted on the host (not with --rounds)" \
   -- run --preset odd --random-weights 3 --prompt-ids 1 -n 1 --draft-max 4 --draft-p-min 0.5

@@ -42,6 +42,9 @@ static const char *const SIMILARITY =
 static const char *const CACHE_REUSE =
     "a cached prompt is reused for the start it shares with the next, without shifting chunks";
 static const char *const UNIFIED = "the slots' KV pages come from one pool";
+/* the draft model's */
+static const char *const DRAFT_PLACE = "the draft model runs beside the target, on its device";
+static const char *const DRAFT_CACHE = "the draft's KV cache has the target's element type";
 
 static const struct {
   const char *names; /* every spelling, space-separated */
@@ -84,6 +87,15 @@ static const struct {
     {"--log-colors", MAYBE_VALUE, &LOGS, 0},
     {"-co --color", MAYBE_VALUE, &COLOR, 0},
     {"--simple-io", NO_VALUE, &COLOR, 0},
+    {"-td --threads-draft -tbd --threads-batch-draft -Cd --cpu-mask-draft -Crd "
+     "--cpu-range-draft --prio-draft --poll-draft --spec-draft-threads --spec-draft-threads-batch",
+     VALUE, &THREADS, 0},
+    {"-ngld --gpu-layers-draft --n-gpu-layers-draft --spec-draft-ngl -devd --device-draft "
+     "--spec-draft-device -otd --override-tensor-draft --spec-draft-override-tensor",
+     VALUE, &DRAFT_PLACE, 0},
+    {"-ctkd --cache-type-k-draft -ctvd --cache-type-v-draft --spec-draft-type-k "
+     "--spec-draft-type-v",
+     VALUE, &DRAFT_CACHE, 0},
     {"-cb --cont-batching -nocb --no-cont-batching", NO_VALUE, &BATCHING, 1},
     {"--metrics", NO_VALUE, &METRICS, 1},
     {"--props", NO_VALUE, &PROPS, 1},
