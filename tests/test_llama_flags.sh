@@ -73,6 +73,8 @@ expect_error "-cnv: mkc chat" \
 expect_error "-i: mkc chat" \
   "mkc: error: -i: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template)" \
   -- "${base[@]}" -i
+"$mkc" chat -cnv --help >/dev/null 2>"$tmp/err"
+[ ! -s "$tmp/err" ] && ok "chat -cnv: taken, as chat is a conversation" || fail "chat -cnv" "$(cat "$tmp/err")"
 expect_error "-no-cnv with -st" "mkc: error: -no-cnv and --chat (or -st, -sys, --chat-template): one" \
   -- "${base[@]}" -no-cnv -st
 printf 'Be brief.\n' >"$tmp/sys.txt"

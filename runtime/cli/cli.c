@@ -660,13 +660,14 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     }
     for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
       if (strcmp(a, ALIASES[k].alias) == 0 && takes(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
-    /* llama-cli's conversation: mkc's chat command */
-    if ((!strcmp(a, "-cnv") || !strcmp(a, "--conversation") || !strcmp(a, "-i") ||
-         !strcmp(a, "--interactive") || !strcmp(a, "-if") || !strcmp(a, "--interactive-first")) &&
-        allows(allowed, "--chat"))
+    /* llama-cli's conversation: mkc's chat command (which takes the flag as said) */
+    int cnv = !strcmp(a, "-cnv") || !strcmp(a, "--conversation") || !strcmp(a, "-i") ||
+              !strcmp(a, "--interactive") || !strcmp(a, "-if") || !strcmp(a, "--interactive-first");
+    if (cnv && allows(allowed, "--chat"))
       return mkc_cli_usage_error("%s: a conversation is mkc's chat command (mkc chat -m MODEL); "
                                  "run answers one prompt (--chat: with the chat template)",
                                  argv[i]);
+    if (cnv && allows(allowed, "--system-prompt")) continue; /* chat: a conversation already */
     /* llama.cpp's flags that ask for nothing mkc does otherwise: taken, with a note */
     if (allows(allowed, "--backend")) {
       int skipped = mkc_llama_flag_skip(argc, argv, &i, allows(allowed, "--port"));
