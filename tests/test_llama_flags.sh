@@ -7,7 +7,8 @@
 # give (SmolLM2's prompt tokens, test data); --chat-template takes a template's text too.
 # --check-tensors refuses files with values that are not finite (planted). --override-kv sets a
 # GGUF's metadata (info shows it; a run's context, SmolLM2's BOS follow). The RoPE flags give what
-# overriding the keys llama.cpp reads for the same RoPE gives. --draft-p-min drafts less, losslessly. The
+# overriding the keys llama.cpp reads for the same RoPE gives. --draft-p-min drafts less, losslessly.
+# bench's -r and -o (llama-bench's formats). The
 # refusals: a value missing, -cnv (mkc chat), -no-cnv with --chat, a file and its text flag
 # both, a file that is not there.
 source "$(dirname "$0")/lib.sh"
@@ -52,6 +53,45 @@ else
   fail "bench with llama.cpp's flags" "$(head -n 3 "$tmp/err")"
 fi
 expect_error "not where the command has no backend" "mkc: error: unknown option '-fa'" -- tokenize -m x -fa
+
+# llama-bench's -r (repetitions) and -o md|csv|json|jsonl: the same rows in each format, every
+# repetition's rate listed, the mean and standard deviation of those (worked out here), the
+# table's tokens per step; the formats' own parsers read them (python's json and csv)
+bflags=(bench --preset tiny --random-weights 1 -p 16 -n 8 --backend cpu --draft-max 2)
+for f in md json csv jsonl; do
+  "$mkc" "${bflags[@]}" -r 2 -o $f >"$tmp/bench.$f" 2>"$tmp/err" || fail "bench -o $f" "$(cat "$tmp/err")"
+done
+if python3 - "$tmp/bench" <<'PY'
+import csv, json, statistics, sys
+base = sys.argv[1]
+md = [l.split("|")[1:-1] for l in open(base + ".md") if l.startswith("| llama")]
+rows = {"json": json.load(open(base + ".json")),
+        "jsonl": [json.loads(l) for l in open(base + ".jsonl")],
+        "csv": list(csv.DictReader(open(base + ".csv")))}
+names = [r[4].strip() for r in md]
+assert len(names) == 6, names
+for kind, got in rows.items():
+    assert [r["test"] for r in got] == names, (kind, [r["test"] for r in got])
+    for r, m in zip(got, md):
+        s = [float(x) for x in r["samples_ts"].split(";")] if kind == "csv" else r["samples_ts"]
+        assert len(s) == 2, (kind, s)
+        assert abs(float(r["avg_ts"]) - statistics.mean(s)) <= 1e-5 * statistics.mean(s), (kind, r)
+        assert abs(float(r["stddev_ts"]) - statistics.stdev(s)) <= 1e-4 * statistics.mean(s), (kind, r)
+        assert abs(float(r["tokens_per_step"]) - float(m[8])) <= 0.006, (kind, r, m)
+        assert int(r["n_gen"]) == (0 if r["test"].startswith("pp") else 8), (kind, r)
+        assert int(r["n_draft"]) == (2 if "draft2" in r["test"] or "verify3" in r["test"] else 0), (kind, r)
+        assert r["model_filename"] == "tiny" and r["backends"] == "cpu", (kind, r)
+PY
+then
+  ok "bench -r 2 -o md|json|jsonl|csv: the same six rows, two rates each, their mean and deviation, tok/step"
+else
+  fail "bench's output formats" "$(head -c 400 "$tmp/bench.json")"
+fi
+expect_error "bench -o: a format it does not write" "mkc: error: bench: -o: expected md, csv, json or jsonl, got 'xml'" \
+  -- "${bflags[@]}" -o xml
+expect_error "bench -r 0" "mkc: error: -r: expected an integer in 1..100, got '0'" -- "${bflags[@]}" -r 0
+expect_error "bench --stages with -o json" "mkc: error: bench: --stages prints a table of its own: with -o md" \
+  -- "${bflags[@]}" --stages -o json
 
 # Other spellings of mkc's own flags
 same "--temperature is --temp" --temperature 0.9 --seed 4 -- --temp 0.9 --seed 4

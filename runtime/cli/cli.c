@@ -209,6 +209,8 @@ static const struct {
     {"--no-conversation", "-no-cnv"},
     {"-rea", "--reasoning"},
     {"--spec-draft-p-min", "--draft-p-min"},
+    {"-r", "--repetitions"}, /* llama-bench's (run's -r, a reverse prompt, where it is taken) */
+    {"--output", "-o"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -232,6 +234,7 @@ static const struct {
     {"--step-rows", 1, MKC_CHUNK_CAP, offsetof(mkc_cli, step_rows)},
     {"--port", 0, 65535, offsetof(mkc_cli, port)},
     {"--embd-normalize", -1, 64, offsetof(mkc_cli, embd_normalize)},
+    {"--repetitions", 1, 100, offsetof(mkc_cli, repetitions)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -14,31 +14,21 @@
 #include "draft_source.h"
 #include "json_format.h"
 #include "loaded.h"
+#include "bench_report.h"
 #include "bench_stages.h"
 #include "commands.h"
 #include "backend/cuda/driver.h"
 #include "exec/decode.h"
 #include "util/clock.h"
 
-#define REPS 3
+#define REPS_DEFAULT 3 /* timed runs of each test (-r), after a warm-up */
+#define REPS_MAX 100
 
 typedef struct result {
-  double tps[REPS];
+  double tps[REPS_MAX];
   double steps_per_s; /* kernel steps per second (weights stream once per step) */
   double tokens_per_step;
 } result;
-
-static double mean(const double *x, int n) {
-  double s = 0;
-  for (int i = 0; i < n; i++) s += x[i];
-  return s / n;
-}
-
-static double stddev(const double *x, int n) {
-  double m = mean(x, n), s = 0;
-  for (int i = 0; i < n; i++) s += (x[i] - m) * (x[i] - m);
-  return n > 1 ? sqrt(s / (n - 1)) : 0;
-}
 
 /* The host's choice of each token (the samplers the kernel lacks): its document over the
  * model's vocabulary, restarted for each run, and the samplers. */
@@ -47,14 +37,14 @@ typedef struct bench_host {
   mkc_format_rules rules;
 } bench_host;
 
-/* One test REPS times (after one warm-up run) on a reset session, greedy or
+/* One test reps times (after one warm-up run) on a reset session, greedy or
  * sampled as the session's options say, drafts from drafter (NULL: prompt
  * lookup), each token chosen on the host by host's samplers (NULL: in the kernel):
  * hist[0..depth) first, untimed (the cache a long conversation would
  * hold), then hist[depth..depth + n_prompt) and n_gen tokens, timed. */
 static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const bench_host *host,
                     const int *hist, int depth, int n_prompt, int n_gen, int draft_max, int rounds,
-                    int draft_layers, int adaptive, int draft_min, result *r) {
+                    int draft_layers, int adaptive, int draft_min, int reps, result *r) {
   memset(r, 0, sizeof *r);
   int *out = malloc((size_t)(n_gen + 1) * sizeof *out);
   double steps = 0, secs = 0, gen_tokens = 0;
@@ -66,7 +56,7 @@ static int run_test(mkc_loaded_model *m, mkc_drafter *drafter, const bench_host 
                        .draft_layers = rounds > 1 ? draft_layers : 0,
                        .adaptive = adaptive,
                        .draft_min = draft_min};
-  for (int rep = -1; rep < REPS; rep++) {
+  for (int rep = -1; rep < reps; rep++) {
     mkc_decode_stats st, fill;
     mkc_session_reset(m->s);
     o.constraint = NULL; /* the depth's fill chooses nothing */
@@ -145,6 +135,9 @@ static const char USAGE[] =
     "  -n N                   generated tokens of the tg tests (default 128)\n"
     "  -d, --n-depth N        tokens already in the cache when each test starts\n"
     "                         (filled untimed): \"tg128 @ d4096\"\n"
+    "  -r, --repetitions N    timed runs of each test, after a warm-up (default 3)\n"
+    "  -o, --output F         md (the table, default), csv, json or jsonl: llama-bench's\n"
+    "                         formats, its field names where it has the figure\n"
     "  --graph GRAPH          graph file (default graphs/llama.lua)\n"
     "  --backend auto|cuda|cpu  auto: the GPU if there is one; a large model on\n"
     "                         the cpu backend must be asked for with --backend cpu\n"
@@ -168,7 +161,7 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
       "--draft-min -l"
       " --typical --top-nsigma --xtc-probability --xtc-threshold --dynatemp-range --dynatemp-exp "
       "--mirostat --mirostat-lr --mirostat-ent --dry-multiplier --dry-base --dry-allowed-length "
-      "--dry-penalty-last-n --dry-sequence-breaker",
+      "--dry-penalty-last-n --dry-sequence-breaker --repetitions -o",
       0, c);
   if (rc) return rc == MKC_CLI_HELP ? -1 : rc;
   if ((rc = mkc_cli_check_model(c, "bench")) || (rc = mkc_draft_source_check(c, "bench")))
@@ -190,6 +183,10 @@ static int bench_flags(int argc, char **argv, mkc_cli *c) {
                                      "texts: it needs the model's tokenizer (-m)");
   if (c->backend && strcmp(c->backend, "ref") == 0)
     return mkc_cli_usage_error("%s", "bench: the ref backend is an oracle, not something to time");
+  if (c->out && mkc_bench_format_from_name(c->out) < 0)
+    return mkc_cli_usage_error("bench: -o: expected md, csv, json or jsonl, got '%s'", c->out);
+  if (c->out && strcmp(c->out, "md") && c->stages)
+    return mkc_cli_usage_error("%s", "bench: --stages prints a table of its own: with -o md");
   return 0;
 }
 
@@ -298,9 +295,11 @@ int mkc_cmd_bench(int argc, char **argv) {
             depth, need - depth, need, m.g.max_ctx);
     goto done;
   }
-  /* A warm-up and REPS timed runs of each test, each after its depth. */
+  /* A warm-up and reps timed runs of each test, each after its depth. */
+  int reps = c.repetitions ? c.repetitions : REPS_DEFAULT;
+  int format = c.out ? mkc_bench_format_from_name(c.out) : MKC_BENCH_MD;
   int host_rows = mkc_sampling_more_on(&host.rules.more) ? 1 + (c.draft_max > 0) : 0;
-  double tokens = (REPS + 1) *
+  double tokens = (reps + 1) *
                   (n_pp + c.n_gen * (host_rows + (c.draft_max > 0 ? 4.0 + c.draft_adaptive : 2.0)) +
                    4.0 * depth);
   if (mkc_loaded_cpu_guard(&c, &m, tokens, "bench") != 0) goto done;
@@ -316,7 +315,7 @@ int mkc_cmd_bench(int argc, char **argv) {
    * the embedding; quantized matrices as their blocks; of experts, the ones an input runs). */
   double params = mkc_graph_params(&m.g), weight_bytes = mkc_graph_weight_bytes(&m.g);
   const char *backend = mkc_session_backend(m.s);
-  char arch[72] = "", types[64], size[32];
+  char arch[72] = "", types[64], size[32] = "";
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
   bench_test tests[MAX_TESTS];
@@ -350,30 +349,41 @@ int mkc_cmd_bench(int argc, char **argv) {
     snprintf(size, sizeof size, "%.2f GiB", weight_bytes / (1024.0 * 1048576.0));
   else
     snprintf(size, sizeof size, "%.2f MiB", weight_bytes / 1048576.0);
-  printf("| model | size | params | backend | test | t/s | arch | ms/token | tok/step | ms/step | "
-         "weights GB/s | of copy |\n");
-  printf("| --- | ---: | ---: | --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  mkc_bench_report_begin(format);
   for (int i = 0; i < n_tests; i++) {
     result r;
     if (mkc_session_set_sampling(m.s, tests[i].sampled ? &sampled : &greedy) != 0) goto done;
     if (tests[i].full && !full && !(full = mkc_drafter_full())) goto done;
     if (run_test(&m, tests[i].full ? full : ds.drafter, tests[i].host ? &host : NULL, hist, depth,
                  tests[i].n_prompt, tests[i].n_gen, tests[i].draft_max, tests[i].rounds,
-                 c.draft_layers, tests[i].adaptive, c.draft_min, &r) != 0)
+                 c.draft_layers, tests[i].adaptive, c.draft_min, reps, &r) != 0)
       goto done;
-    double tps = mean(r.tps, REPS), gbs = r.steps_per_s * weight_bytes / 1e9;
-    char of_copy[32] = "n/a", at[32] = "";
-    if (copy_gbs > 0) snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * gbs / copy_gbs);
-    if (depth > 0) snprintf(at, sizeof at, " @ d%d", depth);
-    printf("| %s | %s | %.2f M | %s | %s%s | %.2f ± %.2f | %s | %.3f | %.2f | %.3f | %.1f | %s |\n",
-           model, size, params / 1e6, backend, tests[i].name, at, tps, stddev(r.tps, REPS), arch,
-           1e3 / tps, r.tokens_per_step, 1e3 / r.steps_per_s, gbs, of_copy);
-    fflush(stdout);
+    mkc_bench_row row = {.model_file = c.model_path ? c.model_path : m.g.preset,
+                         .model = model,
+                         .model_bytes = weight_bytes,
+                         .params = params,
+                         .backend = backend,
+                         .arch = arch,
+                         .test = tests[i].name,
+                         .n_prompt = tests[i].n_gen ? 0 : tests[i].n_prompt,
+                         .n_gen = tests[i].n_gen,
+                         .n_depth = depth,
+                         .n_draft = tests[i].draft_max,
+                         .tps = r.tps,
+                         .reps = reps,
+                         .tokens_per_step = r.tokens_per_step,
+                         .steps_per_s = r.steps_per_s,
+                         .weights_gbs = r.steps_per_s * weight_bytes / 1e9,
+                         .copy_gbs = copy_gbs};
+    mkc_bench_report_row(format, &row, i);
   }
-  printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. Weights "
-         "stream once per kernel step: weights GB/s = steps/s x %s.\n",
-         backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
-  if (given.n_bias) printf("Every test with %d logit biases (-l).\n", given.n_bias);
+  mkc_bench_report_end(format);
+  if (format == MKC_BENCH_MD) {
+    printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. "
+           "Weights stream once per kernel step: weights GB/s = steps/s x %s.\n",
+           backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);
+    if (given.n_bias) printf("Every test with %d logit biases (-l).\n", given.n_bias);
+  }
   if (c.stages && mkc_bench_stages(m.s, &m.g, m.src.source, hist + depth, 1,
                                    c.n_gen < m.g.max_ctx - depth - 1 ? c.n_gen : 1, &greedy,
                                    &sampled, copy_gbs) != 0)
