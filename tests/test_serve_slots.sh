@@ -240,7 +240,7 @@ fi
 
 # llama-server's --no-slots: GET /slots refused (501, not_supported_error), /props's endpoint_slots
 # false; its flags that ask for nothing mkc does otherwise taken with a note each
-if start noslots "${args[@]}" --no-slots -cb --metrics -kvu --jinja -to 600 --no-context-shift; then
+if start noslots "${args[@]}" --no-slots -cb --metrics -kvu --jinja --threads-http 4 --no-context-shift; then
   refused "--no-slots: GET /slots" 501 "does not support slots endpoint" GET /slots
   [ "$(get error type)" = not_supported_error ] && ok "... its type not_supported_error" \
     || fail "--no-slots: not_supported_error" "$(head -c 300 "$tmp/ans")"
@@ -249,10 +249,25 @@ if start noslots "${args[@]}" --no-slots -cb --metrics -kvu --jinja -to 600 --no
     && ok "--no-slots: /props's endpoint_slots false (endpoint_props false: no POST /props)" \
     || fail "--no-slots: /props" "$(head -c 300 "$tmp/ans")"
   n=$(grep -c "^mkc: note: .*: not followed (llama.cpp's flag): " "$tmp/noslots.err")
-  [ "$n" = 5 ] && grep -q "^mkc: note: -to 600: not followed (llama.cpp's flag): mkc's server has no HTTP" "$tmp/noslots.err" \
-    && ok "llama-server's -cb, --metrics, -kvu, --jinja, -to 600: a note each" \
+  [ "$n" = 5 ] && grep -q "^mkc: note: --threads-http 4: not followed (llama.cpp's flag): mkc's server reads" "$tmp/noslots.err" \
+    && ok "llama-server's -cb, --metrics, -kvu, --jinja, --threads-http 4: a note each" \
     || fail "llama-server's flags' notes" "$n notes" "$(cat "$tmp/noslots.err")"
   stop noslots
+fi
+# llama-server's -to/--timeout: a request that has not arrived whole after 1 s gets 408 (the
+# default, 30 s, would still be waiting)
+if start timeout "${args[@]}" -to 1; then
+  got=$(python3 - "$port" <<'PY'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST /completion HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+t = time.time()
+print(s.recv(200).split(b"\r\n")[0].decode(), round(time.time() - t))
+PY
+)
+  case "$got" in "HTTP/1.1 408 "*" "[1-4]) ok "-to 1: a request not whole after 1 s gets 408 ($got s)" ;;
+  *) fail "-to 1" "$got" ;; esac
+  stop timeout
 fi
 if start withslots "${args[@]}"; then
   call GET /props

@@ -211,6 +211,7 @@ static const struct {
     {"--spec-draft-p-min", "--draft-p-min"},
     {"-r", "--repetitions"}, /* llama-bench's (run's -r, a reverse prompt, where it is taken) */
     {"--output", "-o"},
+    {"-to", "--timeout"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -235,6 +236,7 @@ static const struct {
     {"--port", 0, 65535, offsetof(mkc_cli, port)},
     {"--embd-normalize", -1, 64, offsetof(mkc_cli, embd_normalize)},
     {"--repetitions", 1, 100, offsetof(mkc_cli, repetitions)},
+    {"--timeout", 1, 86400, offsetof(mkc_cli, http_timeout)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

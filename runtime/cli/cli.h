@@ -54,6 +54,8 @@ typedef struct mkc_cli {
   int reasoning_format; /* serve --reasoning-format: enum mkc_reasoning_format (0: auto) */
   double draft_p_min;   /* --draft-p-min P: a model drafter's confidence floor (0: none) */
   int repetitions;      /* bench -r/--repetitions N: timed runs of each test (0: its default) */
+  int http_timeout;     /* serve -to/--timeout N: seconds a request may take to arrive, and a
+                         * client to read (0: 30) */
   mkc_rope_flags rope;  /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];

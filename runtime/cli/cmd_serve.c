@@ -91,6 +91,8 @@ static const char USAGE[] =
     "                         or reads the KV rows the server holds for the next\n"
     "                         request; action=erase forgets them (not with --parallel)\n"
     "  --no-slots             GET /slots refused (501), as llama-server's flag asks\n"
+    "  -to, --timeout N       seconds a request may take to arrive whole, and a client\n"
+    "                         to read an answer's next bytes (default 30)\n"
     "  --reasoning-format F   auto or deepseek (the default: a reasoning model's\n"
     "                         thoughts in reasoning_content), or none (left in the\n"
     "                         reply); a chat request's reasoning_format overrides it\n"
@@ -693,7 +695,7 @@ int mkc_cmd_serve(int argc, char **argv) {
       "--repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty "
       "--draft-layers -md --rounds --host --port --slots --kv-pages --api-key "
       "--api-key-file --pooling -l --context-shift --no-context-shift --alias "
-      "--slot-save-path --spm-infill --no-slots --reasoning-format" MKC_CLI_MORE_FLAGS,
+      "--slot-save-path --spm-infill --no-slots --reasoning-format --timeout" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   if (rc || (rc = check_flags(&c)) || (rc = mkc_cli_shift_check(&c, "serve"))) return rc;

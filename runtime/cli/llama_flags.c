@@ -36,7 +36,7 @@ static const char *const WEBUI = "mkc serves no web page";
 static const char *const EMBEDDINGS = "/v1/embeddings is always answered, beside the completions";
 static const char *const JINJA = "mkc renders the chat templates of the families it knows "
                                  "(--chat-template), not jinja itself";
-static const char *const HTTP = "mkc's server has no HTTP thread pool or timeouts to set";
+static const char *const HTTP = "mkc's server reads and answers on one thread";
 static const char *const SIMILARITY =
     "a request shares the pages of any cached prompt that begins as its own does";
 static const char *const CACHE_REUSE =
@@ -102,7 +102,7 @@ static const struct {
     {"--webui --no-webui", NO_VALUE, &WEBUI, 1},
     {"--embedding --embeddings", NO_VALUE, &EMBEDDINGS, 1},
     {"--jinja --no-jinja", NO_VALUE, &JINJA, 1},
-    {"--threads-http -to --timeout", VALUE, &HTTP, 1},
+    {"--threads-http", VALUE, &HTTP, 1},
     {"-sps --slot-prompt-similarity", VALUE, &SIMILARITY, 1},
     {"--cache-reuse", VALUE, &CACHE_REUSE, 1},
     {"-kvu --kv-unified -no-kvu --no-kv-unified", NO_VALUE, &UNIFIED, 1},

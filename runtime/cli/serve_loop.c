@@ -17,9 +17,10 @@
 #include "serve/http.h"
 #include "util/clock.h"
 
-#define MAX_CONNS 64       /* connections being read; past them the backlog waits */
-#define READ_TIMEOUT_S 30  /* a request must arrive whole within this */
-#define WRITE_TIMEOUT_S 30 /* a client that reads nothing for this long is gone */
+#define MAX_CONNS 64 /* connections being read; past them the backlog waits */
+/* A request must arrive whole within this, and a client that reads nothing for this long is
+ * gone: 30 s, or serve -to/--timeout (llama-server's) */
+#define TIMEOUT_S 30
 
 typedef struct conn {
   int fd;
@@ -108,6 +109,7 @@ static int read_some(mkc_server *sv, conn *c) {
 }
 
 int mkc_serve_loop(mkc_server *sv, int listen_fd) {
+  int timeout = sv->c->http_timeout ? sv->c->http_timeout : TIMEOUT_S;
   conn cs[MAX_CONNS];
   struct pollfd pf[1 + MAX_CONNS + MKC_SERVE_CLOSING_MAX];
   int n = 0, rc = 0;
@@ -144,7 +146,7 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
       for (int i = 0; i < n; i++) cs[i].since = now;
     }
     for (int i = n - 1; i >= 0; i--)
-      if (now - cs[i].since > READ_TIMEOUT_S) {
+      if (now - cs[i].since > timeout) {
         mkc_respond_error(cs[i].fd, 408, "the request did not arrive in time");
         mkc_serve_close(sv, cs[i].fd);
         drop(cs, &n, i);
@@ -164,7 +166,7 @@ int mkc_serve_loop(mkc_server *sv, int listen_fd) {
         }
         break;
       }
-      struct timeval tv = {.tv_sec = WRITE_TIMEOUT_S};
+      struct timeval tv = {.tv_sec = timeout};
       setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
       cs[n++] = (conn){.fd = fd, .since = mkc_seconds()};
     }
