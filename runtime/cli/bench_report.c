@@ -59,12 +59,16 @@ static void csv_text(const char *s) {
   putchar('"');
 }
 
+void mkc_bench_size(double bytes, char *buf, size_t cap) {
+  if (bytes >= 1024.0 * 1048576.0)
+    snprintf(buf, cap, "%.2f GiB", bytes / (1024.0 * 1048576.0));
+  else
+    snprintf(buf, cap, "%.2f MiB", bytes / 1048576.0);
+}
+
 static void md_row(const mkc_bench_row *r, double tps) {
   char size[32], at[32] = "", of_copy[32] = "n/a";
-  if (r->model_bytes >= 1024.0 * 1048576.0)
-    snprintf(size, sizeof size, "%.2f GiB", r->model_bytes / (1024.0 * 1048576.0));
-  else
-    snprintf(size, sizeof size, "%.2f MiB", r->model_bytes / 1048576.0);
+  mkc_bench_size(r->model_bytes, size, sizeof size);
   if (r->n_depth > 0) snprintf(at, sizeof at, " @ d%d", r->n_depth);
   if (r->copy_gbs > 0)
     snprintf(of_copy, sizeof of_copy, "%.1f%%", 100.0 * r->weights_gbs / r->copy_gbs);

@@ -27,6 +27,9 @@ typedef struct mkc_bench_row {
   double copy_gbs; /* < 0: not measured */
 } mkc_bench_row;
 
+/* A size as the table shows it: "0.22 MiB", "2.30 GiB". */
+void mkc_bench_size(double bytes, char *buf, size_t cap);
+
 /* The rows' opening (md's table head, csv's header, json's bracket) on stdout. */
 void mkc_bench_report_begin(int format);
 /* One row; index: its place (json puts a comma before all but the first). */

@@ -404,14 +404,22 @@ int mkc_cli_more_on(const mkc_cli *c) {
 
 /* llama.cpp's RoPE flags into c->rope: 1 when a is one (*rc 0, or 2 after the usage error). */
 static int take_rope(const char *a, const char *v, mkc_cli *c, int *rc) {
+#define AT(f) offsetof(mkc_rope_flags, f)
   static const struct {
     const char *flag;
     double lo; /* the least value; above it only where open */
     int open, whole;
-  } R[] = {{"--rope-freq-base", 0, 1, 0},  {"--rope-scale", 0, 1, 0},
-           {"--rope-freq-scale", 0, 1, 0}, {"--yarn-orig-ctx", 1, 0, 1},
-           {"--yarn-ext-factor", 0, 0, 0}, {"--yarn-beta-fast", 0, 1, 0},
-           {"--yarn-beta-slow", 0, 1, 0}};
+    size_t at;      /* the double (or, whole, the int) in mkc_rope_flags */
+    int inverse;    /* the field takes 1 / value */
+    unsigned given; /* its bit in yarn_given */
+  } R[] = {{"--rope-freq-base", 0, 1, 0, AT(freq_base), 0, 0},
+           {"--rope-scale", 0, 1, 0, AT(freq_scale), 1, 0},
+           {"--rope-freq-scale", 0, 1, 0, AT(freq_scale), 0, 0},
+           {"--yarn-orig-ctx", 1, 0, 1, AT(yarn_orig_ctx), 0, 0},
+           {"--yarn-ext-factor", 0, 0, 0, AT(yarn_ext_factor), 0, 1},
+           {"--yarn-beta-fast", 0, 1, 0, AT(yarn_beta_fast), 0, 2},
+           {"--yarn-beta-slow", 0, 1, 0, AT(yarn_beta_slow), 0, 4}};
+#undef AT
   mkc_rope_flags *r = &c->rope;
   *rc = 0;
   if (!strcmp(a, "--rope-scaling")) {
@@ -433,29 +441,12 @@ static int take_rope(const char *a, const char *v, mkc_cli *c, int *rc) {
       *rc = mkc_cli_usage_error(msg, v);
       return 1;
     }
-    switch (k) {
-    case 0:
-      r->freq_base = x;
-      break;
-    case 1:
-      r->freq_scale = 1 / x;
-      break;
-    case 2:
-      r->freq_scale = x;
-      break;
-    case 3:
-      r->yarn_orig_ctx = (int)x;
-      break;
-    case 4:
-      r->yarn_ext_factor = x, r->yarn_given |= 1;
-      break;
-    case 5:
-      r->yarn_beta_fast = x, r->yarn_given |= 2;
-      break;
-    default:
-      r->yarn_beta_slow = x, r->yarn_given |= 4;
-      break;
-    }
+    char *field = (char *)r + R[k].at;
+    if (R[k].whole)
+      *(int *)field = (int)x;
+    else
+      *(double *)field = R[k].inverse ? 1 / x : x;
+    r->yarn_given |= R[k].given;
     return 1;
   }
   return 0;

@@ -315,7 +315,7 @@ int mkc_cmd_bench(int argc, char **argv) {
    * the embedding; quantized matrices as their blocks; of experts, the ones an input runs). */
   double params = mkc_graph_params(&m.g), weight_bytes = mkc_graph_weight_bytes(&m.g);
   const char *backend = mkc_session_backend(m.s);
-  char arch[72] = "", types[64], size[32] = "";
+  char arch[72] = "", types[64], size[32];
   size_t copy_bytes;
   double copy_gbs = machine(m.s, arch, sizeof arch, &copy_bytes);
   bench_test tests[MAX_TESTS];
@@ -345,10 +345,6 @@ int mkc_cmd_bench(int argc, char **argv) {
   char model[260];
   mkc_graph_matrix_types(&m.g, types, sizeof types);
   snprintf(model, sizeof model, "%.*s %s %s", (int)strcspn(base, "."), base, m.g.preset, types);
-  if (weight_bytes >= 1024.0 * 1048576.0)
-    snprintf(size, sizeof size, "%.2f GiB", weight_bytes / (1024.0 * 1048576.0));
-  else
-    snprintf(size, sizeof size, "%.2f MiB", weight_bytes / 1048576.0);
   mkc_bench_report_begin(format);
   for (int i = 0; i < n_tests; i++) {
     result r;
@@ -379,6 +375,7 @@ int mkc_cmd_bench(int argc, char **argv) {
   }
   mkc_bench_report_end(format);
   if (format == MKC_BENCH_MD) {
+    mkc_bench_size(weight_bytes, size, sizeof size);
     printf("\n%s: %s. Copy bandwidth (read + write, %zu MiB buffer, same run): %.1f GB/s. "
            "Weights stream once per kernel step: weights GB/s = steps/s x %s.\n",
            backend, mkc_session_describe(m.s), copy_bytes >> 20, copy_gbs, size);

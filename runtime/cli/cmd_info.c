@@ -13,7 +13,6 @@
 #include "formats/gguf_override.h"
 #include "loaded.h"
 #include "model/chat_template.h"
-#include "model/model_dir.h"
 #include "model/model_file.h"
 #include "formats/safetensors.h"
 #include "tokenizer/tokenizer.h"
@@ -132,9 +131,9 @@ static int info_gguf(const char *path, const char *const *overrides, int n_overr
   return 0;
 }
 
-static int info_hf(const char *path) {
-  mkc_model_file mf;
-  if (mkc_model_file_open(path, &mf) != 0) return 1;
+static int info_hf(const char *path, const char *const *overrides, int n_overrides) {
+  mkc_model_file mf; /* overrides: refused there, as a folder has no GGUF metadata */
+  if (mkc_model_file_open_with(path, overrides, n_overrides, &mf) != 0) return 1;
   uint64_t count[MKC_ST_DTYPE_COUNT] = {0}, bytes = 0, params = 0;
   int n = mkc_st_count(mf.st), files = 0;
   for (int i = 0; i < n; i++) {
@@ -164,35 +163,16 @@ static int info_hf(const char *path) {
 }
 
 int mkc_cmd_info(int argc, char **argv) {
-  const char *path = NULL, *overrides[MKC_KV_OVERRIDES];
-  int n_overrides = 0;
-  for (int i = 2; i < argc; i++) {
-    if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      fputs(USAGE, stdout);
-      return 0;
-    }
-    int kv = strcmp(argv[i], "--override-kv") == 0;
-    if (strcmp(argv[i], "-m") != 0 && !kv) return usage_error("unknown option '%s'", argv[i]);
-    if (i + 1 >= argc) return usage_error("%s needs a value", argv[i]);
-    if (kv && n_overrides == MKC_KV_OVERRIDES)
-      return usage_error("--override-kv: at most 32 of them, got '%s' past them", argv[i + 1]);
-    if (kv && mkc_gguf_override_check(argv[i + 1]) != 0) return 2;
-    if (kv)
-      overrides[n_overrides++] = argv[++i];
-    else
-      path = argv[++i];
-  }
-  if (!path) return usage_error("%s", "info: -m FILE.gguf is required");
-  char found[4400];
-  path = mkc_model_resolve(path, found, sizeof found);
+  mkc_cli c = {.usage = USAGE};
+  int rc = mkc_cli_parse(argc, argv, 2, "-m --override-kv", 0, &c);
+  if (rc) return rc == MKC_CLI_HELP ? 0 : rc;
+  if (!c.model_path) return usage_error("%s", "info: -m FILE.gguf is required");
+  const char *path = c.model_path;
   struct stat st;
   size_t len = strlen(path);
   int hf = (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) ||
            (len > 12 && strcmp(path + len - 12, ".safetensors") == 0) ||
            (len > 23 && strcmp(path + len - 23, ".safetensors.index.json") == 0);
-  if (hf && n_overrides)
-    return usage_error("--override-kv: %s is a Hugging Face model; the flag overrides a GGUF "
-                       "file's metadata",
-                       path);
-  return hf ? info_hf(path) : info_gguf(path, overrides, n_overrides);
+  return hf ? info_hf(path, c.kv_overrides, c.n_kv_overrides)
+            : info_gguf(path, c.kv_overrides, c.n_kv_overrides);
 }

@@ -551,13 +551,13 @@ void mkc_serve_job_answer(mkc_serve_job *j, const mkc_decode_stats *st, int cach
     if (first) sum->fed += st->fed, sum->prompt_seconds += st->prompt_seconds;
   }
   if (first) j->cached_total += cached;
-  int own = j->r.native;
+  int own = j->r.native; /* llama-server's objects count their own choice */
+  int n_prompt = own ? j->n_prompt : j->prompt_total, n_cached = own ? cached : j->cached_total;
+  const mkc_decode_stats *figures = own ? st : sum;
   if (j->r.stream)
-    mkc_answer_stream_end(&j->g, own ? j->n_prompt : j->prompt_total,
-                          own ? cached : j->cached_total, own ? st : sum);
+    mkc_answer_stream_end(&j->g, n_prompt, n_cached, figures);
   else
-    mkc_answer_respond(&j->g, own ? j->n_prompt : j->prompt_total, own ? cached : j->cached_total,
-                       own ? st : sum);
+    mkc_answer_respond(&j->g, n_prompt, n_cached, figures);
 }
 
 int mkc_serve_job_next_choice(mkc_server *sv, mkc_serve_job *j) {

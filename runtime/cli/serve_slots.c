@@ -115,9 +115,9 @@ static int finish(mkc_server *sv, mkc_serve_job *j, int failed, const char *why)
                                                st.ctx_full || (!j->shift && j->n_gen == j->room &&
                                                                j->delivered >= j->n_gen)));
   if (!failed && !why && g->more && !g->gone) {
-    const char *not = next_choice(sv, j);
-    if (!not ) return 1;
-    fprintf(stderr, "mkc: error: the next choice: %s\n", not );
+    const char *fault = next_choice(sv, j);
+    if (!fault) return 1;
+    fprintf(stderr, "mkc: error: the next choice: %s\n", fault);
   }
   mkc_serve_close(sv, j->fd);
   return 0;

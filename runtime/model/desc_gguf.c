@@ -9,6 +9,7 @@
 
 #include "formats/swa_pattern.h"
 #include "model_file.h"
+#include "rope_flags.h"
 #include "util/text.h"
 
 static const char *const ARCHS[] = {"llama",    "mistral",    "qwen2",  "qwen3",
@@ -323,11 +324,7 @@ static int read_rope_scaling(const mkc_gguf *f, const char *arch, mkc_model_desc
             f->path, key, mkc_shown(type));
     return -1;
   }
-  if (!(s->factor > 0 && isfinite(s->factor)) ||
-      (s->type == MKC_ROPE_SCALING_YARN &&
-       !(s->factor >= 1 && s->beta_fast > 0 && s->beta_slow > 0 && s->ext_factor >= 0 &&
-         s->attn_factor > 0 &&
-         isfinite(s->beta_fast + s->beta_slow + s->ext_factor + s->attn_factor)))) {
+  if (!mkc_rope_scaling_ok(s)) {
     fprintf(stderr,
             "mkc: error: %s: %s RoPE scaling: factor %g, yarn beta fast/slow %g/%g, ext factor "
             "%g, attn factor %g (Expected: factor > 0, >= 1 for yarn; the others > 0, ext >= 0)\n",

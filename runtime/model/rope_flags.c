@@ -6,6 +6,14 @@
 
 #include "codegen/graph.h"
 
+int mkc_rope_scaling_ok(const mkc_rope_scaling *s) {
+  if (!(s->factor > 0 && isfinite(s->factor))) return 0;
+  return s->type != MKC_ROPE_SCALING_YARN ||
+         (s->factor >= 1 && s->beta_fast > 0 && s->beta_slow > 0 && s->ext_factor >= 0 &&
+          s->attn_factor > 0 &&
+          isfinite(s->beta_fast + s->beta_slow + s->ext_factor + s->attn_factor));
+}
+
 /* The flags that scale (all but the base). */
 static int scales(const mkc_rope_flags *f) {
   return f->freq_scale > 0 || f->scaling || f->yarn_orig_ctx > 0 || f->yarn_given;
@@ -54,12 +62,13 @@ int mkc_rope_flags_apply(const mkc_rope_flags *f, mkc_model_desc *d, const char 
   if (f->yarn_given & 1) s->ext_factor = f->yarn_ext_factor;
   if (f->yarn_given & 2) s->beta_fast = f->yarn_beta_fast;
   if (f->yarn_given & 4) s->beta_slow = f->yarn_beta_slow;
-  if (s->type == MKC_ROPE_SCALING_YARN &&
-      !(s->factor >= 1 && s->beta_fast > 0 && s->beta_slow > 0 && isfinite(s->factor))) {
+  if (!mkc_rope_scaling_ok(s)) {
+    int yarn = s->type == MKC_ROPE_SCALING_YARN;
     fprintf(stderr,
-            "mkc: error: %s: yarn RoPE scaling: factor %g (--rope-scale), beta fast/slow %g/%g "
-            "(Expected: factor >= 1, the betas > 0)\n",
-            path, s->factor, s->beta_fast, s->beta_slow);
+            "mkc: error: %s: %s RoPE scaling: factor %g (--rope-scale), beta fast/slow %g/%g "
+            "(Expected: %s)\n",
+            path, mkc_rope_scaling_name(s->type), s->factor, s->beta_fast, s->beta_slow,
+            yarn ? "factor >= 1, the betas > 0" : "a finite factor > 0");
     return -1;
   }
   return 0;

@@ -17,6 +17,10 @@ typedef struct mkc_rope_flags {
   double yarn_ext_factor, yarn_beta_fast, yarn_beta_slow;
   unsigned yarn_given; /* of those three: 1, 2, 4 */
 } mkc_rope_flags;
+/* Whether s holds values mkc runs: a finite factor > 0; for yarn a factor >= 1, betas > 0, an
+ * ext factor >= 0 and an attn factor > 0, all finite. The file readers (desc_gguf.c) and the
+ * flags check the same. */
+int mkc_rope_scaling_ok(const mkc_rope_scaling *s);
 /* Whether one is set. */
 int mkc_rope_flags_any(const mkc_rope_flags *f);
 /* The flags over d (path names the model in messages): 0, or -1 after a message for a
