@@ -108,13 +108,15 @@ same "... --draft-n-min" --draft-max 4 --draft-n-min 2 -- --draft-max 4 --draft-
 same "-no-cnv: run's plain completion, as without it" -no-cnv -- -n 12
 
 expect_error "-cnv: mkc chat" \
-  "mkc: error: -cnv: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template)" \
+  "mkc: error: -cnv: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template; -i: the user writes in turn with the model, as text)" \
   -- "${base[@]}" -cnv
-expect_error "-i: mkc chat" \
-  "mkc: error: -i: a conversation is mkc's chat command (mkc chat -m MODEL); run answers one prompt (--chat: with the chat template)" \
+# -i is run's interactive text mode (tests/test_interactive.sh), which needs a model's tokenizer
+expect_error "-i: run's interactive mode, text" "mkc: error: run -i: the user writes text: -m MODEL (a tokenizer)" \
   -- "${base[@]}" -i
-"$mkc" chat -cnv --help >/dev/null 2>"$tmp/err"
-[ ! -s "$tmp/err" ] && ok "chat -cnv: taken, as chat is a conversation" || fail "chat -cnv" "$(cat "$tmp/err")"
+for f in -cnv -i -if; do
+  "$mkc" chat $f --help >/dev/null 2>"$tmp/err"
+  [ ! -s "$tmp/err" ] && ok "chat $f: taken, as chat is a conversation" || fail "chat $f" "$(cat "$tmp/err")"
+done
 expect_error "-no-cnv with -st" "mkc: error: -no-cnv and --chat (or -st, -sys, --chat-template): one" \
   -- "${base[@]}" -no-cnv -st
 printf 'Be brief.\n' >"$tmp/sys.txt"

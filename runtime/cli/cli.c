@@ -128,6 +128,8 @@ static const struct {
     {"--chat-template-file", offsetof(mkc_cli, chat_template_file)},
     {"--samplers", offsetof(mkc_cli, samplers)},
     {"--sampling-seq", offsetof(mkc_cli, sampling_seq)},
+    {"--in-prefix", offsetof(mkc_cli, in_prefix)},
+    {"--in-suffix", offsetof(mkc_cli, in_suffix)},
 };
 
 /* Flags that take no value: present sets the int to 1. */
@@ -160,6 +162,10 @@ static const struct {
     {"--draft-head", offsetof(mkc_cli, draft_head)},
     {"--escape", offsetof(mkc_cli, escape)},
     {"--no-escape", offsetof(mkc_cli, no_escape)},
+    {"--interactive", offsetof(mkc_cli, interactive)},
+    {"--interactive-first", offsetof(mkc_cli, interactive_first)},
+    {"--in-prefix-bos", offsetof(mkc_cli, in_prefix_bos)},
+    {"--multiline-input", offsetof(mkc_cli, multiline)},
 };
 
 /* llama.cpp's other spellings of mkc's flags (taken where the command takes
@@ -212,6 +218,10 @@ static const struct {
     {"-r", "--repetitions"}, /* llama-bench's (run's -r, a reverse prompt, where it is taken) */
     {"--output", "-o"},
     {"-to", "--timeout"},
+    /* llama-completion's interactive text mode: run's (chat is a conversation already) */
+    {"-i", "--interactive"},
+    {"-if", "--interactive-first"},
+    {"-mli", "--multiline-input"},
 };
 
 /* Flags whose value is an integer in [lo, hi]. */
@@ -656,13 +666,18 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
     }
     for (size_t k = 0; k < sizeof ALIASES / sizeof *ALIASES; k++)
       if (strcmp(a, ALIASES[k].alias) == 0 && takes(allowed, ALIASES[k].flag)) a = ALIASES[k].flag;
-    /* llama-cli's conversation: mkc's chat command (which takes the flag as said) */
-    int cnv = !strcmp(a, "-cnv") || !strcmp(a, "--conversation") || !strcmp(a, "-i") ||
-              !strcmp(a, "--interactive") || !strcmp(a, "-if") || !strcmp(a, "--interactive-first");
+    /* llama-cli's conversation: mkc's chat command (which takes the flag as said); -i and -if
+     * are run's interactive text mode where run is the command */
+    int cnv = !strcmp(a, "-cnv") || !strcmp(a, "--conversation") ||
+              (!takes(allowed, "--interactive") &&
+               (!strcmp(a, "-i") || !strcmp(a, "--interactive") || !strcmp(a, "-if") ||
+                !strcmp(a, "--interactive-first")));
     if (cnv && allows(allowed, "--chat"))
-      return mkc_cli_usage_error("%s: a conversation is mkc's chat command (mkc chat -m MODEL); "
-                                 "run answers one prompt (--chat: with the chat template)",
-                                 argv[i]);
+      return mkc_cli_usage_error(
+          "%s: a conversation is mkc's chat command (mkc chat -m MODEL); "
+          "run answers one prompt (--chat: with the chat template; -i: the user "
+          "writes in turn with the model, as text)",
+          argv[i]);
     if (cnv && allows(allowed, "--system-prompt")) continue; /* chat: a conversation already */
     /* llama.cpp's flags that ask for nothing mkc does otherwise: taken, with a note */
     if (allows(allowed, "--backend")) {
@@ -756,13 +771,20 @@ int mkc_cli_prompt_cache_check(const mkc_cli *c, const char *cmd) {
 int mkc_cli_unescape(mkc_cli *c) {
   if (c->escape && c->no_escape)
     return mkc_cli_usage_error("%s", "-e/--escape and --no-escape: give one");
-  for (int k = -1; k < c->n_reverse + c->n_dry_breakers; k++) {
+  /* -p, --in-prefix and --in-suffix (k -3..-1), then the reverse prompts and the breakers */
+  for (int k = -3; k < c->n_reverse + c->n_dry_breakers; k++) {
     int breaker = k >= c->n_reverse;
-    char *text = (char *)(k < 0     ? c->prompt
+    char *text = (char *)(k == -3   ? c->prompt
+                          : k == -2 ? c->in_prefix
+                          : k == -1 ? c->in_suffix
                           : breaker ? c->dry_breakers[k - c->n_reverse]
                                     : c->reverse[k]);
     if (!text) continue;
-    const char *flag = k < 0 ? "-p" : breaker ? "--dry-sequence-breaker" : "-r";
+    const char *flag = k == -3   ? "-p"
+                       : k == -2 ? "--in-prefix"
+                       : k == -1 ? "--in-suffix"
+                       : breaker ? "--dry-sequence-breaker"
+                                 : "-r";
     if (!c->no_escape && mkc_unescape(text) == (size_t)-1) {
       char msg[200];
       snprintf(msg, sizeof msg,
@@ -777,6 +799,24 @@ int mkc_cli_unescape(mkc_cli *c) {
                                                  "generation at once");
   }
   return 0;
+}
+
+/* See cli.h. */
+char *mkc_cli_prompt_text(const mkc_cli *c) {
+  if (c->prompt) return strdup(c->prompt);
+  size_t n;
+  char *text = mkc_read_file(c->prompt_file, &n);
+  if (!text) {
+    fprintf(stderr, "mkc: error: -f %s: %s\n", c->prompt_file, strerror(errno));
+    return NULL;
+  }
+  if (strlen(text) != n) {
+    fprintf(stderr, "mkc: error: -f %s: a NUL byte at offset %zu: the prompt must be text\n",
+            c->prompt_file, strlen(text));
+    free(text);
+    return NULL;
+  }
+  return text;
 }
 
 int *mkc_parse_ids(const char *s, int vocab, int *n, const char *what) {

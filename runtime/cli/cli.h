@@ -65,15 +65,21 @@ typedef struct mkc_cli {
   int chat;                     /* --chat: run applies the chat template to -p */
   int ignore_eos;               /* --ignore-eos: generate past end-of-generation tokens */
   int no_display_prompt;        /* --no-display-prompt: print only the completion */
-  int context_shift;            /* --context-shift: generation goes on past a full context */
-  int no_context_shift;         /* --no-context-shift: llama.cpp's default, said aloud */
-  int n_keep;                   /* --keep N: prompt tokens a shift keeps (-1: all) */
-  int ids_only;                 /* tokenize --ids: the ids as a list */
-  int no_bos, no_parse_special; /* tokenize --no-bos, --no-parse-special */
-  int show_count;               /* tokenize --show-count */
-  int special;                  /* run -sp/--special: control tokens printed */
-  int verbose_prompt;           /* run --verbose-prompt: the prompt's tokens on stderr */
-  const char *prompt_cache;     /* run --prompt-cache FILE: the prompt's KV rows on disk */
+  /* run -i/--interactive, -if/--interactive-first (llama-completion's): the user writes in
+   * turn with the model (cli/interactive.c) */
+  int interactive, interactive_first;
+  const char *in_prefix, *in_suffix; /* --in-prefix, --in-suffix TEXT: around each input */
+  int in_prefix_bos;                 /* --in-prefix-bos: a BOS before each input */
+  int multiline;                     /* -mli/--multiline-input: input ends at a line in / or \ */
+  int context_shift;                 /* --context-shift: generation goes on past a full context */
+  int no_context_shift;              /* --no-context-shift: llama.cpp's default, said aloud */
+  int n_keep;                        /* --keep N: prompt tokens a shift keeps (-1: all) */
+  int ids_only;                      /* tokenize --ids: the ids as a list */
+  int no_bos, no_parse_special;      /* tokenize --no-bos, --no-parse-special */
+  int show_count;                    /* tokenize --show-count */
+  int special;                       /* run -sp/--special: control tokens printed */
+  int verbose_prompt;                /* run --verbose-prompt: the prompt's tokens on stderr */
+  const char *prompt_cache;          /* run --prompt-cache FILE: the prompt's KV rows on disk */
   int prompt_cache_ro, prompt_cache_all; /* --prompt-cache-ro, --prompt-cache-all */
   int escape, no_escape; /* -e/--escape (llama.cpp's default too), --no-escape: -p, -r */
   const char *reverse[MKC_REVERSE_MAX]; /* -r/--reverse-prompt TEXT, each time given */
@@ -180,10 +186,15 @@ int mkc_cli_check_model(const mkc_cli *c, const char *cmd);
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c);
 
-/* llama.cpp's escapes (cli/escapes.h) in -p, each -r and each --dry-sequence-breaker, in place
+/* llama.cpp's escapes (cli/escapes.h) in -p, --in-prefix, --in-suffix, each -r and each
+ * --dry-sequence-breaker, in place
  * (they point into argv, which is the program's to write), unless --no-escape: 0, or 2 after the
  * usage error of an escape naming the NUL byte or of an empty -r. */
 int mkc_cli_unescape(mkc_cli *c);
+
+/* The text prompt: -p TEXT, or -f FILE's bytes (all of them: a NUL in the
+ * file is an error, not the end). malloc'd, or NULL after a message. */
+char *mkc_cli_prompt_text(const mkc_cli *c);
 
 /* "1,2,3" -> ids (malloc'd), each in [0, vocab); NULL + message naming `what`
  * (a flag, or file:line) on bad input. */

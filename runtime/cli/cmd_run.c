@@ -14,6 +14,7 @@
 #include "exec/decode.h"
 #include "exec/kv_file.h"
 #include "interrupt.h"
+#include "interactive.h"
 #include "json_format.h"
 #include "loaded.h"
 #include "logprobs.h"
@@ -59,6 +60,18 @@ static const char USAGE[] =
     "  -sp, --special         print control tokens (<|im_end|>, ...), the one that\n"
     "                         ends generation too\n"
     "  --verbose-prompt       the prompt's tokens on stderr first, as tokenize lists them\n"
+    "  -i, --interactive      then the user writes in turn with the model (llama-completion's\n"
+    "                         interactive mode, plain text; a chat template's turns: mkc\n"
+    "                         chat): at a reverse prompt, an end-of-generation token (the\n"
+    "                         first -r then follows, unprinted), -n tokens or Ctrl-C, a\n"
+    "                         line of stdin joins the text and the model writes on; an\n"
+    "                         empty line gives it the turn again, Ctrl-D ends; -p optional\n"
+    "  -if, --interactive-first  the same, the user first after the prompt\n"
+    "  --in-prefix TEXT, --in-suffix TEXT  printed and read before and after each input\n"
+    "                         (escapes as in -p; their control-token spellings are tokens,\n"
+    "                         the input's are text); --in-prefix-bos: a BOS first\n"
+    "  -mli, --multiline-input  an input ends at a line ending in / or \\ (else at each\n"
+    "                         line, and a line ending in \\ goes on to the next)\n"
     "  --prompt-cache FILE    the prompt's KV rows saved in FILE after the run, and read\n"
     "                         back by a later run whose prompt begins the same way\n"
     "                         (llama.cpp's; the same model, kernel and backend);\n"
@@ -165,7 +178,8 @@ static const char USAGE[] =
 /* Text mode: each generated token is detokenized and printed as soon as it
  * is known; an end-of-generation token stops the run unprinted. */
 typedef struct stream {
-  const mkc_tokenizer *tok;
+  const mkc_tokenizer *tok;   /* text mode's (NULL: ids in and out) */
+  const mkc_tokenizer *names; /* the model's, for the texts of --json and --logprobs */
   mkc_detok detok;
   int ignore_eos; /* --ignore-eos: such tokens neither stop nor print */
   int eog;        /* generation ended on such a token */
@@ -191,7 +205,7 @@ static int is_eog(const stream *st, int id) {
 
 static void on_logprobs(void *ctx, int id, float lp, const int *ids, const float *lps, int n) {
   stream *st = ctx;
-  if (!is_eog(st, id)) mkc_print_token(st->tok, st->json, id, &lp, ids, lps, n);
+  if (!is_eog(st, id)) mkc_print_token(st->names, st->json, id, &lp, ids, lps, n);
 }
 
 static int on_token(void *ctx, int id) {
@@ -207,7 +221,7 @@ static int on_token(void *ctx, int id) {
   }
   int reversed = mkc_reverse_push(st->rev, id); /* the token is printed all the same */
   if (st->json) {
-    if (!st->logprobs) mkc_print_token(st->tok, 1, id, NULL, NULL, NULL, 0);
+    if (!st->logprobs) mkc_print_token(st->names, 1, id, NULL, NULL, NULL, 0);
     return reversed;
   }
   if (!st->tok) { /* ids, as they come */
@@ -228,25 +242,6 @@ static const char *stopped(const mkc_cli *c, const stream *text, const mkc_decod
                          text->rev->hit ? c->reverse[text->rev->hit - 1] : NULL, buf, cap);
 }
 
-/* The text prompt: -p TEXT, or -f FILE's bytes (all of them: a NUL in the
- * file is an error, not the end). malloc'd, or NULL after a message. */
-static char *prompt_text(const mkc_cli *c) {
-  if (c->prompt) return strdup(c->prompt);
-  size_t n;
-  char *text = mkc_read_file(c->prompt_file, &n);
-  if (!text) {
-    fprintf(stderr, "mkc: error: -f %s: %s\n", c->prompt_file, strerror(errno));
-    return NULL;
-  }
-  if (strlen(text) != n) {
-    fprintf(stderr, "mkc: error: -f %s: a NUL byte at offset %zu: the prompt must be text\n",
-            c->prompt_file, strlen(text));
-    free(text);
-    return NULL;
-  }
-  return text;
-}
-
 /* The prompt as token ids: the text through the model's tokenizer (in its
  * chat template with --chat), else --prompt-ids, else token 1. */
 static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, int *family) {
@@ -258,7 +253,7 @@ static int *prompt_tokens(const mkc_cli *c, const mkc_loaded_model *m, int *n, i
             c->model_path);
     return NULL;
   }
-  char *text = prompt_text(c);
+  char *text = mkc_cli_prompt_text(c);
   if (!text) return NULL;
   int *ids = NULL;
   *n = -1;
@@ -331,6 +326,7 @@ static int check_flags(mkc_cli *c) {
   if (c->prompt_cache && (c->batch_file || c->kernel_dir))
     return mkc_cli_usage_error("%s", "run: --prompt-cache goes with one prompt and a kernel "
                                      "generated here (not --batch, not --kernel)");
+  if ((rc = mkc_interactive_check(c))) return rc;
   if (c->batch_file) return check_batch_flags(c);
   if (c->slots || c->kv_pages || c->stages)
     return mkc_cli_usage_error("%s", "run: --slots B, --kv-pages N and --stages go with --batch "
@@ -348,7 +344,7 @@ static int check_flags(mkc_cli *c) {
   if (rc || (rc = mkc_cli_check_model(c, "run"))) return rc;
   if (rc || (rc = mkc_draft_source_check(c, "run"))) return rc;
   if (c->model_path) {
-    if (!c->prompt && !c->prompt_file && !c->prompt_ids)
+    if (!c->prompt && !c->prompt_file && !c->prompt_ids && !c->interactive && !c->interactive_first)
       return mkc_cli_usage_error("%s",
                                  "run: -p TEXT (or -f FILE, --prompt-ids) is required with -m");
     return 0;
@@ -488,7 +484,8 @@ int mkc_cmd_run(int argc, char **argv) {
       "--presence-penalty --frequency-penalty --draft-layers -md --draft-head --rounds --batch "
       "--slots --kv-pages --stages -r --escape --no-escape -l --context-shift --no-context-shift "
       "--keep --special --verbose-prompt --prompt-cache --prompt-cache-ro "
-      "--prompt-cache-all" MKC_CLI_MORE_FLAGS,
+      "--prompt-cache-all --interactive --interactive-first --in-prefix --in-suffix "
+      "--in-prefix-bos --multiline-input" MKC_CLI_MORE_FLAGS,
       0, &c);
   if (rc == MKC_CLI_HELP) return 0;
   c.chat |= c.system_prompt || c.chat_template || c.reasoning_effort || c.no_reasoning;
@@ -497,6 +494,7 @@ int mkc_cmd_run(int argc, char **argv) {
   unsigned long long seed;
   if ((rc = mkc_cli_sampling(&c, &sampling, &seed))) return rc;
   if (c.batch_file) return mkc_run_batch(&c, &sampling, seed);
+  if (c.interactive || c.interactive_first) return mkc_run_interactive(&c, &sampling, seed);
 
   mkc_loaded_model m;
   mkc_draft_source ds = {0};
@@ -541,6 +539,7 @@ int mkc_cmd_run(int argc, char **argv) {
     goto done;
 
   stream text = {.tok = c.model_path && !c.prompt_ids ? m.file.tok : NULL,
+                 .names = m.file.tok,
                  .ignore_eos = c.ignore_eos,
                  .json = c.json,
                  .logprobs = sampling.logprobs,

@@ -52,6 +52,54 @@ int mkc_shift_keep(int keep, int bos, const int *prompt, int n_prompt) {
   return keep + (bos >= 0 && n_prompt > 0 && prompt[0] == bos);
 }
 
+int mkc_decode_history(mkc_session *s, const mkc_graph *g, int *hist, int *n_hist_io, int n_cached,
+                       int n_gen, const mkc_decode_opts *o, int *out, mkc_decode_stats *stats) {
+  memset(stats, 0, sizeof *stats);
+  int ctx = o->max_ctx > 0 && o->max_ctx < g->max_ctx ? o->max_ctx : g->max_ctx;
+  double t0 = mkc_seconds();
+  long want = n_gen < 0 ? LONG_MAX : n_gen, done = 0;
+  int n_hist = *n_hist_io, rc = 0, spans = 0;
+  for (;;) {
+    /* a span generates at most until its cache is full: max_ctx + 1 - n_hist tokens */
+    long room = ctx + 1 - n_hist, left = want - done;
+    if (room >= 1 || !o->shift) { /* else a history past the context shifts first */
+      int n = (int)(left < room ? left : room);
+      mkc_decode_stats part;
+      rc = mkc_decode_span(s, g, hist, n_hist, n_cached, n, o, hist + n_hist, &part);
+      if (spans++ == 0)
+        *stats = part; /* the first span: the prompt's figures too */
+      else
+        add_span(stats, &part);
+      stats->ctx_full = part.ctx_full;
+      stats->stopped = part.stopped;
+      stats->complete = part.complete;
+      if (out) memcpy(out + done, hist + n_hist, (size_t)part.generated * sizeof *out);
+      done += part.generated;
+      n_hist += part.generated;
+      if (rc != 0 || !o->shift || part.stopped || part.complete || done >= want) break;
+      if (part.generated == 0 && !part.ctx_full) break; /* no span ends so; never loop on it */
+    }
+    /* The context is full: keep the first n_keep tokens and drop the older
+     * half of the cached ones after them (llama.cpp's n_discard). The last
+     * token, not cached yet, is the next span's last input. */
+    int keep, discard = mkc_shift_discard(n_hist - 1, o->n_keep, o->n_discard, &keep);
+    if (discard < 1) { /* a context of a token or two: nothing to drop */
+      stats->ctx_full = 1;
+      break;
+    }
+    memmove(hist + keep, hist + keep + discard, (size_t)(n_hist - keep - discard) * sizeof *hist);
+    n_hist -= discard;
+    n_cached = spans ? keep : n_cached < keep ? n_cached : keep;
+    stats->shifts++;
+    stats->ctx_full = 0;
+  }
+  *n_hist_io = n_hist;
+  stats->generated = (int)(done < INT_MAX ? done : INT_MAX);
+  mkc_decode_split_time(stats);
+  stats->seconds = mkc_seconds() - t0;
+  return rc;
+}
+
 int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats) {
@@ -69,51 +117,15 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
     }
     return mkc_decode_span(s, g, prompt, n_prompt, n_cached, n_gen, o, out, stats);
   }
-  double t0 = mkc_seconds();
-  long want = n_gen < 0 ? LONG_MAX : n_gen, done = 0;
-  /* The history, and each span's tokens right after it: a span generates at
-   * most until its cache is full, max_ctx + 1 - n_hist tokens. */
+  /* The history, and each span's tokens right after it */
   int *hist = malloc(((size_t)g->max_ctx + 2) * sizeof *hist);
   if (!hist) {
     fprintf(stderr, "mkc: error: out of memory\n");
     return -1;
   }
   memcpy(hist, prompt, (size_t)n_prompt * sizeof *hist);
-  int n_hist = n_prompt, rc = 0;
-  for (;;) {
-    long room = ctx + 1 - n_hist, left = want - done;
-    int n = (int)(left < room ? left : room);
-    mkc_decode_stats part;
-    rc = mkc_decode_span(s, g, hist, n_hist, n_cached, n, o, hist + n_hist, &part);
-    if (stats->shifts == 0)
-      *stats = part; /* the first span: the prompt's figures too */
-    else
-      add_span(stats, &part);
-    stats->ctx_full = part.ctx_full;
-    stats->stopped = part.stopped;
-    stats->complete = part.complete;
-    if (out) memcpy(out + done, hist + n_hist, (size_t)part.generated * sizeof *out);
-    done += part.generated;
-    n_hist += part.generated;
-    if (rc != 0 || part.stopped || part.complete || done >= want) break;
-    if (part.generated == 0 && !part.ctx_full) break; /* no span ends so; never loop on it */
-    /* The context is full: keep the first n_keep tokens and drop the older
-     * half of the cached ones after them (llama.cpp's n_discard). The last
-     * token, not cached yet, is the next span's last input. */
-    int keep, discard = mkc_shift_discard(n_hist - 1, o->n_keep, o->n_discard, &keep);
-    if (discard < 1) { /* a context of a token or two: nothing to drop */
-      stats->ctx_full = 1;
-      break;
-    }
-    memmove(hist + keep, hist + keep + discard, (size_t)(n_hist - keep - discard) * sizeof *hist);
-    n_hist -= discard;
-    n_cached = keep;
-    stats->shifts++;
-    stats->ctx_full = 0;
-  }
+  int n_hist = n_prompt;
+  int rc = mkc_decode_history(s, g, hist, &n_hist, n_cached, n_gen, o, out, stats);
   free(hist);
-  stats->generated = (int)(done < INT_MAX ? done : INT_MAX);
-  mkc_decode_split_time(stats);
-  stats->seconds = mkc_seconds() - t0;
   return rc;
 }

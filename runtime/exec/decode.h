@@ -138,6 +138,16 @@ int mkc_decode_more(mkc_session *s, const mkc_graph *g, const int *prompt, int n
                     int n_cached, int n_gen, const mkc_decode_opts *o, int *out,
                     mkc_decode_stats *stats);
 
+/* mkc_decode_more on the caller's history, which it keeps: hist[0..*n_hist) is
+ * the prompt (room for the context + 2 tokens), the generated tokens are
+ * appended to it, and a shift (o->shift) drops tokens from it in place, a
+ * history already past the context first; *n_hist is then the history's
+ * length, which a session that goes on with it (run -i) feeds from. Without
+ * o->shift one span, as mkc_decode_span. out: the generated tokens too, or
+ * NULL. */
+int mkc_decode_history(mkc_session *s, const mkc_graph *g, int *hist, int *n_hist, int n_cached,
+                       int n_gen, const mkc_decode_opts *o, int *out, mkc_decode_stats *stats);
+
 /* mkc_decode_more without a context shift (o->shift is not read): one span
  * of the cache; what context_shift.c runs between shifts. */
 int mkc_decode_span(mkc_session *s, const mkc_graph *g, const int *prompt, int n_prompt,
