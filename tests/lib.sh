@@ -88,6 +88,19 @@ start() {
   return 1
 }
 
+# tiny_smol MODEL: random weights of preset tiny (seed 3) that read and write SmolLM2's tokens
+# (mkc init --vocab) written to MODEL; else 1 after a skip (no test data or python3) or a fail.
+tiny_smol() {
+  local vocab=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
+  if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$vocab" ] || ! command -v python3 >/dev/null; then
+    skip "random weights with SmolLM2's tokens: no test data (tests/data/fetch.sh) or no python3"
+    return 1
+  fi
+  "$mkc" init --preset tiny --seed 3 --vocab "$vocab" -o "$1" >/dev/null 2>"$tmp/err" && return 0
+  fail "init --vocab" "$(cat "$tmp/err")"
+  return 1
+}
+
 finish() {
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]

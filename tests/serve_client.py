@@ -174,30 +174,41 @@ def compare(got, run_file):
               got[diff] if diff < len(got) else None, want[diff] if diff < len(want) else None))
 
 
+def named_events(c, path, body):
+    """POSTs body: the stream's (event name, data) pairs, or None after printing the status of
+    an answer that is not a stream."""
+    c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
+        print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
+        return None
+
+    def pairs():
+        name = None
+        for line in r:
+            line = line.decode("utf-8").rstrip("\n")
+            if line.startswith("event: "):
+                name = line[7:]
+            elif line.startswith("data: "):
+                yield name, json.loads(line[6:])
+                name = None
+    return pairs()
+
+
 def anthropic_stream(c, path, body):
     """Anthropic's stream: each event named as its data's type, in the protocol's order (a
     message_start; content blocks, each opened, given deltas of its own kind, closed, indexes
     0, 1, ...; a tool_use block's input_json_delta pieces a JSON object once closed; a
     message_delta; a message_stop last); its text and thinking joined."""
-    c.request("POST", path, body=body, headers={"Content-Type": "application/json"})
-    r = c.getresponse()
-    if r.status != 200 or r.getheader("Content-Type") != "text/event-stream":
-        print("status %d %s" % (r.status, r.read().decode("utf-8", "replace")))
+    stream = named_events(c, path, body)
+    if stream is None:
         return
-    name, events, problems = None, [], []
+    events, problems = [], []
     texts, kinds, open_block, stop, usage = {}, {}, None, None, None
-    for line in r:
-        line = line.decode("utf-8").rstrip("\n")
-        if line.startswith("event: "):
-            name = line[7:]
-            continue
-        if not line.startswith("data: "):
-            continue
-        data = json.loads(line[6:])
+    for name, data in stream:
         kind = data.get("type")
         if kind != name:
             problems.append("event %s carries %s" % (name, kind))
-        name = None
         if not events and kind != "message_start":
             problems.append("first event %s" % kind)
         if events and events[-1] == "message_stop":
@@ -241,6 +252,70 @@ def anthropic_stream(c, path, body):
         ",".join(events), stop and "%s/%s" % stop,
         usage["input_tokens"] + usage.get("cache_read_input_tokens", 0) if usage else -1,
         usage["output_tokens"] if usage else -1, len(thinking), "; ".join(problems) or "none"))
+
+
+def responses_stream(c, path, body):
+    """OpenAI's Responses stream: each event named as its data's type and numbered 0, 1, ...;
+    response.created and response.in_progress first; output items added at indexes 0, 1, ...,
+    one open at a time, each given deltas of its own kind (a message's after its content part
+    is added) and done with the text its deltas joined; response.completed (or .incomplete)
+    last, its output the items done. Prints the message's text, then a line of the events, the
+    final status, usage and items, and the problems found."""
+    stream = named_events(c, path, body)
+    if stream is None:
+        return
+    events, problems, items, texts, done, final = [], [], [], {}, [], None
+    open_item, part_added = None, False
+    for name, data in stream:
+        kind = data.get("type")
+        if kind != name or data.get("sequence_number") != len(events):
+            problems.append("event %s carries %s, number %s" % (name, kind, data.get("sequence_number")))
+        if final:
+            problems.append("%s after the response's end" % kind)
+        first = ["response.created", "response.in_progress"]
+        if len(events) < 2 and kind != first[len(events)]:
+            problems.append("event %d is %s" % (len(events), kind))
+        events.append(kind)
+        i = data.get("output_index")
+        if kind == "response.output_item.added":
+            if open_item is not None or i != len(items):
+                problems.append("item %d added (open: %s)" % (i, open_item))
+            items.append(data["item"]["type"])
+            open_item, part_added, texts[i] = i, False, ""
+        elif kind == "response.content_part.added":
+            part_added = i == open_item and items[i] == "message"
+        elif kind in ("response.output_text.delta", "response.reasoning_text.delta",
+                      "response.function_call_arguments.delta"):
+            want = {"message": "response.output_text.delta",
+                    "reasoning": "response.reasoning_text.delta",
+                    "function_call": "response.function_call_arguments.delta"}[items[i]]
+            if i != open_item or kind != want or (items[i] == "message" and not part_added):
+                problems.append("%s to item %d (open: %s)" % (kind, i, open_item))
+            texts[i] += data["delta"]
+        elif kind in ("response.output_text.done", "response.reasoning_text.done"):
+            if data["text"] != texts.get(i):
+                problems.append("item %d done with another text" % i)
+        elif kind == "response.function_call_arguments.done":
+            if data["arguments"] != texts.get(i):
+                problems.append("call %d done with other arguments" % i)
+        elif kind == "response.output_item.done":
+            if i != open_item:
+                problems.append("item %d done (open: %s)" % (i, open_item))
+            done.append(data["item"])
+            open_item = None
+        elif kind in ("response.completed", "response.incomplete"):
+            final = data["response"]
+    if not final or open_item is not None:
+        problems.append("no response.completed, or an item left open")
+    elif final["output"] != done:
+        problems.append("the final output is not the items done")
+    message = "".join(texts[i] for i in sorted(texts) if items[i] == "message")
+    sys.stdout.write(message)
+    usage = final and final.get("usage") or {}
+    short = [e[len("response."):] for k, e in enumerate(events) if k == 0 or e != events[k - 1]]
+    print("\nevents=%s status=%s usage=%s+%s items=%s problems=%s" % (
+        ",".join(short), final and final["status"], usage.get("input_tokens"),
+        usage.get("output_tokens"), ",".join(items), "; ".join(problems) or "none"))
 
 
 def main():
@@ -303,6 +378,8 @@ def main():
         return
     if what == "messages":
         return anthropic_stream(c, sys.argv[3], sys.argv[4])
+    if what == "responses":
+        return responses_stream(c, sys.argv[3], sys.argv[4])
     if what in ("GET", "POST"):
         body = sys.argv[4] if len(sys.argv) > 4 else None
         headers = {"Content-Type": "application/json"}

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "cli/serve_answer.h"
 #include "model/reasoning.h"
 #include "serve/api.h"
 #include "serve/embed_api.h"
@@ -807,6 +808,185 @@ static void anthropic_requests(void) {
           "Anthropic's refused: %s (%s)", BAD[i].json, why);
 }
 
+/* OpenAI's Responses API read as its chat request: each kind of item, the fields converted. */
+static void responses_requests(void) {
+  mkc_api_req r;
+  char why[300];
+  const char *req =
+      "{\"instructions\": \"Be brief.\", \"max_output_tokens\": 9, \"reasoning\": {\"effort\": "
+      "\"low\"}, \"store\": true, \"input\": [{\"role\": \"developer\", \"content\": \"Dev.\"}, "
+      "{\"type\": \"message\", \"role\": \"user\", \"content\": [{\"type\": \"input_text\", "
+      "\"text\": \"Wea\"}, {\"type\": \"input_text\", \"text\": \"ther?\"}]}, {\"type\": "
+      "\"reasoning\", \"summary\": [], \"content\": [{\"type\": \"reasoning_text\", \"text\": "
+      "\"Call it.\"}]}, {\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"get\", "
+      "\"arguments\": \"{\\\"city\\\":\\\"Paris\\\"}\"}, {\"type\": \"function_call\", "
+      "\"call_id\": \"c2\", \"name\": \"now\", \"arguments\": \"{}\"}, {\"type\": "
+      "\"function_call_output\", \"call_id\": \"c1\", \"output\": \"21 C\"}, {\"type\": "
+      "\"function_call_output\", \"call_id\": \"c2\", \"output\": [{\"type\": \"input_text\", "
+      "\"text\": \"noon\"}]}, {\"role\": \"assistant\", \"content\": \"It is \"}, {\"type\": "
+      "\"message\", \"role\": \"assistant\", \"content\": [{\"type\": \"output_text\", \"text\": "
+      "\"21 C.\"}]}, {\"role\": \"user\", \"content\": \"Thanks\"}], \"tools\": [{\"type\": "
+      "\"function\", \"name\": \"get\", \"parameters\": {\"type\": \"object\"}}, {\"type\": "
+      "\"file_search\"}], \"tool_choice\": \"auto\"}";
+  int rc = mkc_api_parse_responses(req, strlen(req), 0, 0, &r, why, sizeof why);
+  CHECK(rc == 0 && r.responses && r.chat && r.n_msgs == 8 && !strcmp(r.msgs[0].role, "system") &&
+            !strcmp(r.msgs[0].content, "Be brief.") && !strcmp(r.msgs[1].role, "system") &&
+            !strcmp(r.msgs[1].content, "Dev.") && !strcmp(r.msgs[2].role, "user") &&
+            !strcmp(r.msgs[2].content, "Weather?") && !strcmp(r.msgs[3].role, "assistant") &&
+            r.msgs[3].reasoning && !strcmp(r.msgs[3].reasoning, "Call it.") &&
+            r.msgs[3].n_calls == 2 && !strcmp(r.msgs[3].calls[0].name, "get") &&
+            !strcmp(r.msgs[3].calls[0].arguments, "{\"city\": \"Paris\"}") &&
+            !strcmp(r.msgs[3].calls[1].name, "now") && !strcmp(r.msgs[4].role, "tool") &&
+            !strcmp(r.msgs[4].content, "21 C") && !strcmp(r.msgs[5].content, "noon") &&
+            !strcmp(r.msgs[6].role, "assistant") && !strcmp(r.msgs[6].content, "It is 21 C.") &&
+            !strcmp(r.msgs[7].content, "Thanks") && r.max_tokens == 9 && r.reasoning_effort &&
+            !strcmp(r.reasoning_effort, "low") && r.n_tools == 1 &&
+            strstr(r.tools[0], "\"function\": {\"name\": \"get\"") &&
+            strstr(r.unfollowed, "store") && strstr(r.unfollowed, "tools that are not functions"),
+        "Responses' request: instructions and a developer message as system ones, input_text "
+        "parts joined, a reasoning item and two function_call items joined into one assistant "
+        "message, function_call_outputs as tool messages, an easy and a typed assistant message "
+        "joined, max_output_tokens, reasoning.effort, the function tool (file_search noted) (%s)",
+        rc ? why : r.unfollowed);
+  if (rc == 0) mkc_api_req_free(&r);
+  const char *fmt = "{\"input\": \"a\", \"text\": {\"format\": {\"type\": \"json_schema\", "
+                    "\"name\": \"n\", \"schema\": {\"type\": \"object\"}}}}";
+  rc = mkc_api_parse_responses(fmt, strlen(fmt), 0, 0, &r, why, sizeof why);
+  CHECK(rc == 0 && r.json_format && r.schema && r.n_msgs == 1 && !strcmp(r.msgs[0].role, "user"),
+        "Responses' text.format json_schema: the answer constrained to the schema (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
+  const char *count = "{\"input\": \"a\"}";
+  rc = mkc_api_parse_responses(count, strlen(count), 1, 0, &r, why, sizeof why);
+  CHECK(rc == 0 && r.counting && r.responses, "Responses' input_tokens: counting set (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
+  static const struct {
+    const char *json, *why;
+  } BAD[] = {
+      {"{\"input\": []}", "input: expected a string or a non-empty list of items"},
+      {"{\"input\": \"a\", \"previous_response_id\": \"resp_1\"}", "previous_response_id"},
+      {"{\"input\": \"a\", \"instructions\": 3}", "instructions: expected a string"},
+      {"{\"input\": [{\"role\": \"critic\", \"content\": \"a\"}]}",
+       "input[0].role: user, system, developer or assistant"},
+      {"{\"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_file\"}]}]}",
+       "input[0].content[0]: this model reads text only"},
+      {"{\"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"output_text\", \"text\": "
+       "\"a\"}]}]}",
+       "input[0].content[0]: expected an input_text part"},
+      {"{\"input\": [{\"type\": \"function_call_output\", \"output\": \"x\"}]}",
+       "input[0]: a function_call_output has a string \"call_id\""},
+      {"{\"input\": [3]}", "input[0]: expected an object"},
+      {"{\"input\": \"a\", \"tools\": [{\"type\": \"function\", \"name\": \"f\"}], "
+       "\"tool_choice\": {\"type\": \"function\", \"name\": \"f\"}}",
+       "tool_choice: \"auto\" or \"none\""},
+      {"{\"input\": [{\"role\": \"user\", \"content\": 5}]}",
+       "input[0].content: expected a string or a list of parts"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++)
+    CHECK(mkc_api_parse_responses(BAD[i].json, strlen(BAD[i].json), 0, 0, &r, why, sizeof why) ==
+                  -1 &&
+              strstr(why, BAD[i].why),
+          "Responses' refused: %s (%s)", BAD[i].json, why);
+}
+
+/* Reads fd to its end into a string (malloc'd). */
+static char *read_all(int fd) {
+  size_t n = 0, cap = 1 << 16;
+  char *buf = malloc(cap);
+  ssize_t k;
+  while (buf && (k = read(fd, buf + n, cap - n - 1)) > 0)
+    if ((n += (size_t)k) + 1 == cap) buf = realloc(buf, cap *= 2);
+  if (buf) buf[n] = '\0';
+  return buf;
+}
+
+/* The Responses stream of an answer that reasons, replies and calls, on a socket pair: its
+ * events in the protocol's order, each named as its type and numbered; its whole form the
+ * same items. */
+static void responses_answers(void) {
+  int sv[2];
+  if (!CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "a socket pair")) return;
+  mkc_api_req r = {.chat = 1, .responses = 1, .stream = 1};
+  mkc_tool_call call = {.name = "get", .arguments = "{\"city\":\"Paris\"}"};
+  mkc_answer g = {.r = &r, .fd = sv[0], .model = "m", .created = 7, .split = 1, .n_ids = 5};
+  snprintf(g.id, sizeof g.id, "9");
+  g.reasoning = "Think.", g.reasoning_len = 6;
+  g.calls.calls = &call, g.calls.n = 1;
+  int rc = mkc_responses_stream_start(&g) || mkc_responses_delta(&g, 1, "Thi", 3) ||
+           mkc_responses_delta(&g, 1, "nk.", 3) || mkc_responses_delta(&g, 0, "Hel", 3) ||
+           mkc_responses_delta(&g, 0, "lo", 2) || mkc_responses_calls(&g) ||
+           mkc_responses_stream_end(&g, 10, 4);
+  close(sv[0]);
+  char *text = read_all(sv[1]);
+  close(sv[1]);
+  static const char *const WANT[] = {"response.created",
+                                     "response.in_progress",
+                                     "response.output_item.added",
+                                     "response.reasoning_text.delta",
+                                     "response.reasoning_text.delta",
+                                     "response.reasoning_text.done",
+                                     "response.output_item.done",
+                                     "response.output_item.added",
+                                     "response.content_part.added",
+                                     "response.output_text.delta",
+                                     "response.output_text.delta",
+                                     "response.output_text.done",
+                                     "response.content_part.done",
+                                     "response.output_item.done",
+                                     "response.output_item.added",
+                                     "response.function_call_arguments.delta",
+                                     "response.function_call_arguments.done",
+                                     "response.output_item.done",
+                                     "response.completed"};
+  int n = 0, order = 1, named = 1;
+  cJSON *last = NULL;
+  for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+    if (!strncmp(line, "event: ", 7)) {
+      named &= n < 19 && !strcmp(line + 7, WANT[n]);
+      continue;
+    }
+    if (strncmp(line, "data: ", 6)) continue;
+    cJSON *o = cJSON_Parse(line + 6);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type"),
+                *seq = cJSON_GetObjectItemCaseSensitive(o, "sequence_number");
+    order &= n < 19 && cJSON_IsString(type) && !strcmp(type->valuestring, WANT[n]) &&
+             cJSON_IsNumber(seq) && seq->valueint == n;
+    n++;
+    cJSON_Delete(last);
+    last = o;
+  }
+  CHECK(rc == 0 && n == 19 && order && named,
+        "Responses' stream: reasoning, message and call items each added, given their deltas "
+        "and done, in order, named and numbered (%d events)",
+        n);
+  char *out = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(
+      cJSON_GetObjectItemCaseSensitive(last, "response"), "output"));
+  const char *want_out =
+      "[{\"id\":\"rs_9\",\"type\":\"reasoning\",\"status\":\"completed\",\"summary\":[],"
+      "\"content\":[{\"type\":\"reasoning_text\",\"text\":\"Think.\"}]},{\"id\":\"msg_9\",\"type\":"
+      "\"message\",\"status\":\"completed\",\"role\":\"assistant\",\"content\":[{\"type\":"
+      "\"output_text\",\"text\":\"Hello\",\"annotations\":[],\"logprobs\":[]}]},{\"id\":\"fc_9_0\","
+      "\"type\":\"function_call\",\"status\":\"completed\",\"call_id\":\"call_9_0\",\"name\":"
+      "\"get\",\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}]";
+  CHECK(out && !strcmp(out, want_out), "... response.completed's output: the three items done (%s)",
+        out ? out : "none");
+  cJSON *whole = mkc_responses_object(&g, "Hello", 5, 10, 4);
+  char *w = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(whole, "output"));
+  const cJSON *u = cJSON_GetObjectItemCaseSensitive(whole, "usage");
+  CHECK(w && !strcmp(w, want_out) &&
+            cJSON_GetObjectItemCaseSensitive(u, "input_tokens")->valueint == 10 &&
+            cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(u, "input_tokens_details"), "cached_tokens")
+                    ->valueint == 4 &&
+            cJSON_GetObjectItemCaseSensitive(u, "total_tokens")->valueint == 15 &&
+            !strcmp(cJSON_GetObjectItemCaseSensitive(whole, "status")->valuestring, "completed"),
+        "Responses' whole answer: the same items, usage 10 (4 cached) + 5");
+  free(w), free(out), free(text);
+  cJSON_Delete(whole), cJSON_Delete(last), cJSON_Delete(g.items);
+  free(g.item_text);
+}
+
 /* A client's hang-up, on a socket pair: open, half-closed, closed. */
 static void hang_ups(void) {
   int sv[2];
@@ -885,6 +1065,8 @@ int main(void) {
   requests();
   keys();
   anthropic_requests();
+  responses_requests();
+  responses_answers();
   hang_ups();
   return check_done();
 }

@@ -9,18 +9,11 @@
 # with --context-shift, shifted as run shifts); how lines join into one
 # input; --in-prefix-bos; the refusals.
 source "$(dirname "$0")/lib.sh"
-vocab=${MKC_TEST_DATA:-}/SmolLM2-135M-Instruct.Q4_1.gguf
-if [ -z "${MKC_TEST_DATA:-}" ] || [ ! -f "$vocab" ] || ! command -v python3 >/dev/null; then
-  skip "run -i: no test data (tests/data/fetch.sh) or no python3"
-  finish
-  exit
-fi
 model=$tmp/t.gguf
-if ! "$mkc" init --preset tiny --seed 3 --vocab "$vocab" -o "$model" >/dev/null 2>"$tmp/err"; then
-  fail "init --vocab" "$(cat "$tmp/err")"
+tiny_smol "$model" || {
   finish
   exit
-fi
+}
 
 # check NAME SPEC_JSON ARGS...: mkc run -i ARGS with the spec's inputs on stdin (one a line)
 # against the oracle's stdout for the spec; sets out and err

@@ -55,6 +55,13 @@ static const char USAGE[] =
     "  POST /v1/messages          Anthropic's Messages API: system, messages of text\n"
     "                             blocks, max_tokens, stop_sequences; named events\n"
     "                             when streamed; the key also as x-api-key\n"
+    "  POST /v1/responses         OpenAI's Responses API: instructions, input (a\n"
+    "                             string, or message, function_call, function_call_output\n"
+    "                             and reasoning items), function tools, text.format,\n"
+    "                             max_output_tokens; its output items, named events\n"
+    "                             when streamed; nothing stored (no previous_response_id)\n"
+    "  POST /v1/responses/input_tokens, /v1/chat/completions/input_tokens and\n"
+    "  /v1/messages/count_tokens  the prompt's token count\n"
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
     "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
@@ -489,7 +496,22 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
     else
       rc = generate(sv, fd, &r, p, cors);
   } else if (strcmp(p, "/v1/messages/count_tokens") == 0) {
-    post ? mkc_serve_count_tokens(sv, fd, req) : mkc_respond_anthropic_error(fd, 405, "use POST");
+    post ? mkc_serve_count_tokens(sv, fd, req, MKC_COUNT_ANTHROPIC)
+         : mkc_respond_anthropic_error(fd, 405, "use POST");
+  } else if (strcmp(p, "/v1/responses") == 0 || strcmp(p, "/responses") == 0) {
+    mkc_api_req r; /* OpenAI's Responses API, read as its chat request */
+    if (!post)
+      mkc_respond_error(fd, 405, "use POST");
+    else if (mkc_api_parse_responses(req->body, req->body_len, 0, 0, &r, why, sizeof why) != 0)
+      mkc_respond_error(fd, 400, why);
+    else
+      rc = generate(sv, fd, &r, p, cors);
+  } else if (!strcmp(p, "/v1/responses/input_tokens") || !strcmp(p, "/responses/input_tokens") ||
+             !strcmp(p, "/v1/chat/completions/input_tokens") ||
+             !strcmp(p, "/chat/completions/input_tokens")) { /* llama-server's counts */
+    post ? mkc_serve_count_tokens(sv, fd, req,
+                                  strstr(p, "chat") ? MKC_COUNT_CHAT : MKC_COUNT_RESPONSES)
+         : mkc_respond_error(fd, 405, "use POST");
   } else if (strcmp(p, "/api/chat") == 0 || strcmp(p, "/api/generate") == 0) {
     mkc_api_req r;
     int is_chat = p[5] == 'c';
@@ -550,7 +572,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
     snprintf(
         why, sizeof why,
         "no %.100s here: POST /v1/chat/completions, /v1/completions, /completion, /infill, "
-        "/v1/messages or /v1/embeddings, GET "
+        "/v1/responses, /v1/messages or /v1/embeddings, GET "
         "/v1/models, /health, /metrics or /props, POST /tokenize, /detokenize, "
         "/apply-template or /slots/0?action=..., GET /slots; ollama's /api/chat, "
         "/api/generate, /api/embed, /api/embeddings, /api/tags, /api/ps, /api/show, /api/version",

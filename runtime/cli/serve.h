@@ -158,9 +158,12 @@ void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *
  * thinking settled first, as mkc_serve_job_open does), or NULL with the 400 message (out of
  * memory: a message naming it) in why. */
 int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, size_t cap);
-/* Anthropic's POST /v1/messages/count_tokens: {"input_tokens"} of the prompt a request of the
- * same messages, system and tools would be given (however long it is). */
-void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req);
+/* Anthropic's POST /v1/messages/count_tokens (api MKC_COUNT_ANTHROPIC), llama-server's POST
+ * /v1/responses/input_tokens and /v1/chat/completions/input_tokens: {"input_tokens"} of the
+ * prompt a request of the same messages, system and tools would be given (however long it
+ * is); OpenAI's with "object": "response.input_tokens", as llama-server answers. */
+enum { MKC_COUNT_ANTHROPIC, MKC_COUNT_RESPONSES, MKC_COUNT_CHAT };
+void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int api);
 /* An answered request: counted (sv->counts) and logged; why: why it stopped. */
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,
                         int cached, const char *why);

@@ -230,6 +230,7 @@ static int send_object(mkc_answer *g, cJSON *o) {
  * on), and with log-probabilities those of the tokens listed up to lp_to (from g->lp_sent). */
 static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish, int lp_to) {
   if (g->r->anthropic) return text ? mkc_anthropic_delta(g, 0, text, n) : 0; /* its end: apart */
+  if (g->r->responses) return text ? mkc_responses_delta(g, 0, text, n) : 0;
   int from = g->lp_sent, listed = g->top_n >= 0 && lp_to > from;
   if (listed) g->lp_sent = lp_to;
   if (g->r->ollama) {
@@ -269,6 +270,7 @@ static int chunk(mkc_answer *g, const char *text, size_t n, const char *finish, 
 static int reasoning_chunk(mkc_answer *g, const char *text, size_t n) {
   if (g->r->ollama) return send_object(g, ollama_object(g, "", 0, text, n, 0));
   if (g->r->anthropic) return mkc_anthropic_delta(g, 1, text, n);
+  if (g->r->responses) return mkc_responses_delta(g, 1, text, n);
   cJSON *choice, *o = envelope(g, "chat.completion.chunk", &choice); /* a chat's: reasoning.h */
   cJSON_AddItemToObject(cJSON_AddObjectToObject(choice, "delta"), "reasoning_content",
                         mkc_json_text(text, n));
@@ -475,6 +477,9 @@ int mkc_answer_respond(mkc_answer *g, int n_prompt, int cached, const mkc_decode
   if (g->r->anthropic)
     return mkc_respond_json(g->fd, 200,
                             mkc_anthropic_message(g, reply, reply_len, n_prompt, cached));
+  if (g->r->responses)
+    return mkc_respond_json(g->fd, 200,
+                            mkc_responses_object(g, reply, reply_len, n_prompt, cached));
   if (g->r->ollama) {
     cJSON *o = ollama_object(g, reply, reply_len, thought, g->reasoning_len, 1);
     if (g->calls.n)
@@ -560,7 +565,10 @@ int mkc_answer_open(mkc_answer *g, const mkc_api_req *r, int fd, const mkc_token
                     .model = model,
                     .created = (long)time(NULL),
                     .top_n = r->top_logprobs};
-  snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
+  if (r->responses) /* its items' ids are kind_ID: resp_, msg_, rs_, fc_ */
+    snprintf(g->id, sizeof g->id, "%ld", number);
+  else
+    snprintf(g->id, sizeof g->id, "%s-%ld", r->chat ? "chatcmpl" : "cmpl", number);
   g->more = mkc_api_answers(r) > 1;
   if (tok) mkc_detok_init(&g->detok, tok, 0);
   for (int k = 0; k < r->n_stop; k++)
@@ -584,8 +592,9 @@ int mkc_answer_stream_start(mkc_answer *g) {
   if (g->r->ollama)
     g->gone = mkc_http_stream_start(g->fd, "application/x-ndjson") != 0;
   else if (g->gone || (g->index == 0 && mkc_http_stream_start(g->fd, "text/event-stream") != 0) ||
-           (g->r->anthropic ? mkc_anthropic_stream_start(g)
-                            : g->r->chat && chunk(g, NULL, 0, NULL, 0)) ||
+           (g->r->anthropic   ? mkc_anthropic_stream_start(g)
+            : g->r->responses ? mkc_responses_stream_start(g)
+                              : g->r->chat && chunk(g, NULL, 0, NULL, 0)) ||
            (g->echo && chunk(g, g->echo, strlen(g->echo), NULL, 0))) /* the prompt first */
     g->gone = 1;
   return g->gone ? -1 : 0;
@@ -623,7 +632,7 @@ void mkc_answer_flush(mkc_answer *g) {
 int mkc_answer_reasoning_apart(const mkc_api_req *r, int server_format) {
   int fmt = r->reasoning_format ? r->reasoning_format - 1 : server_format;
   if (r->ollama) return r->chat || !r->raw;
-  return r->chat && (r->anthropic || fmt != MKC_REASONING_NONE);
+  return r->chat && (r->anthropic || r->responses || fmt != MKC_REASONING_NONE);
 }
 
 void mkc_answer_reasoning(mkc_answer *g, int family) {
@@ -648,8 +657,8 @@ static void stream_calls(mkc_answer *g) {
     g->gone = 1;
   g->sent = g->len;
   if (g->gone) return;
-  if (g->r->anthropic) {
-    if (mkc_anthropic_calls(g) != 0) g->gone = 1;
+  if (g->r->anthropic || g->r->responses) {
+    if ((g->r->anthropic ? mkc_anthropic_calls : mkc_responses_calls)(g) != 0) g->gone = 1;
     return;
   }
   cJSON *o;
@@ -674,6 +683,10 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
     stream_out(g, 1);
   if (g->r->anthropic) {
     if (!g->gone) mkc_anthropic_stream_end(g, cached);
+    return;
+  }
+  if (g->r->responses) { /* no [DONE]: response.completed is the last event */
+    if (!g->gone) mkc_responses_stream_end(g, n_prompt, cached);
     return;
   }
   if (g->r->ollama) {
@@ -707,6 +720,10 @@ void mkc_answer_stream_end(mkc_answer *g, int n_prompt, int cached, const mkc_de
 
 void mkc_answer_stream_error(mkc_answer *g, const char *msg) {
   if (g->gone) return;
+  if (g->r->responses) {
+    mkc_responses_stream_error(g, msg);
+    return;
+  }
   cJSON *o = cJSON_CreateObject(), *e;
   if (g->r->ollama) { /* ollama's stream: a line with the error, as its whole answers have */
     cJSON_AddStringToObject(o, "error", msg);
@@ -746,8 +763,10 @@ int mkc_answer_next_choice(mkc_answer *g, int n_gen) {
 }
 
 void mkc_answer_close(mkc_answer *g) {
-  cJSON_Delete(g->choices);
-  g->choices = NULL;
+  cJSON_Delete(g->choices), cJSON_Delete(g->items);
+  g->choices = NULL, g->items = NULL;
+  free(g->item_text);
+  g->item_text = NULL;
   mkc_tool_calls_free(&g->calls);
   free(g->call);
   g->call = NULL;

@@ -70,6 +70,13 @@ typedef struct mkc_answer {
    * content block open (-1: none) and whether it is the reasoning's, the blocks opened */
   int n_prompt;
   int block, block_thinking, blocks;
+  /* OpenAI's Responses stream (serve_responses.c): the output items as the content blocks
+   * above; the events' sequence number, the items done (the last event's output), and the open
+   * item's text so far */
+  int seq;
+  cJSON *items;
+  char *item_text;
+  size_t item_len, item_cap;
 } mkc_answer;
 
 /* For request r on connection fd, the request's number-th, of up to n_gen
@@ -87,8 +94,8 @@ int mkc_answer_next_choice(mkc_answer *a, int n_gen);
 void mkc_answer_reasoning(mkc_answer *a, int family);
 /* Whether r's answer has its reasoning apart (mkc_answer_reasoning): a chat's and ollama's
  * generate's (not raw), unless llama-server's reasoning_format none (the request's, else
- * server_format: serve --reasoning-format) leaves it in the reply; ollama's and Anthropic's
- * APIs put it apart always. */
+ * server_format: serve --reasoning-format) leaves it in the reply; ollama's, Anthropic's and
+ * OpenAI's Responses APIs put it apart always. */
 int mkc_answer_reasoning_apart(const mkc_api_req *r, int server_format);
 
 /* Reads the reply's tool calls when the request offered tools, in the
@@ -136,6 +143,10 @@ void mkc_respond_error_for(const mkc_api_req *r, int fd, int status, const char 
 /* OpenAI's error type for an HTTP status (Anthropic's differ past 500 and at 413). */
 const char *mkc_error_type(int status);
 
+/* o (freed) as one server-sent event named as its "type" (Anthropic's and the Responses API's
+ * streams): 0, or -1 with the client marked gone. */
+int mkc_answer_send_typed(mkc_answer *g, cJSON *o);
+
 /* Anthropic's Messages API's shapes (serve_anthropic.c): the whole answer; a stream's
  * message_start, a delta of its reply (thinking: of its reasoning) in the content block it
  * belongs to, and its end (the open block closed, message_delta with the stop reason and
@@ -147,5 +158,18 @@ int mkc_anthropic_delta(mkc_answer *g, int thinking, const char *text, size_t n)
 int mkc_anthropic_stream_end(mkc_answer *g, int cached);
 /* A stream's calls: each a tool_use block, its arguments one input_json_delta. */
 int mkc_anthropic_calls(mkc_answer *g);
+
+/* OpenAI's Responses API's shapes (serve_responses.c), as Anthropic's above: the whole
+ * response; a stream's response.created and response.in_progress, a delta of its reply
+ * (thinking: of its reasoning) in the output item it belongs to, its calls (each a
+ * function_call item), and its end (the open item done, then response.completed, or
+ * response.incomplete after max_output_tokens); a stream's error event. */
+cJSON *mkc_responses_object(const mkc_answer *g, const char *reply, size_t n, int n_prompt,
+                            int cached);
+int mkc_responses_stream_start(mkc_answer *g);
+int mkc_responses_delta(mkc_answer *g, int thinking, const char *text, size_t n);
+int mkc_responses_calls(mkc_answer *g);
+int mkc_responses_stream_end(mkc_answer *g, int n_prompt, int cached);
+void mkc_responses_stream_error(mkc_answer *g, const char *msg);
 
 #endif

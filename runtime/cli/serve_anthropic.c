@@ -107,8 +107,7 @@ cJSON *mkc_anthropic_message(const mkc_answer *g, const char *reply, size_t n, i
   return o;
 }
 
-/* o (freed) as the event of its "type". */
-static int send(mkc_answer *g, cJSON *o) {
+int mkc_answer_send_typed(mkc_answer *g, cJSON *o) {
   char *s = cJSON_PrintUnformatted(o);
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "type");
   int rc = s && cJSON_IsString(type) ? mkc_http_named_event(g->fd, type->valuestring, s) : -1;
@@ -117,6 +116,8 @@ static int send(mkc_answer *g, cJSON *o) {
   if (rc) g->gone = 1;
   return rc;
 }
+
+static int send(mkc_answer *g, cJSON *o) { return mkc_answer_send_typed(g, o); }
 
 int mkc_anthropic_stream_start(mkc_answer *g) {
   g->block = -1;

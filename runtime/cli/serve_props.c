@@ -100,11 +100,17 @@ void mkc_serve_apply_template(const mkc_server *sv, int fd, const mkc_http_req *
   mkc_respond_json(fd, 200, o);
 }
 
-void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req) {
+void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int api) {
   char why[400];
   mkc_api_req r;
-  if (mkc_api_parse_anthropic_count(req->body, req->body_len, &r, why, sizeof why) != 0) {
-    mkc_respond_anthropic_error(fd, 400, why);
+  void (*refuse)(int, int, const char *) =
+      api == MKC_COUNT_ANTHROPIC ? mkc_respond_anthropic_error : mkc_respond_error;
+  int parsed = api == MKC_COUNT_ANTHROPIC
+                   ? mkc_api_parse_anthropic_count(req->body, req->body_len, &r, why, sizeof why)
+                   : mkc_api_parse_responses(req->body, req->body_len, 1, api == MKC_COUNT_CHAT, &r,
+                                             why, sizeof why);
+  if (parsed != 0) {
+    refuse(fd, 400, why);
     return;
   }
   /* the prompt a request of these messages would be given, read as the job reads it; one
@@ -112,11 +118,12 @@ void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req) {
   int n = 0, *ids = mkc_serve_prompt(sv, &r, &n, why, sizeof why);
   mkc_api_req_free(&r);
   if (!ids) {
-    mkc_respond_anthropic_error(fd, strstr(why, "memory") ? 500 : 400, why);
+    refuse(fd, strstr(why, "memory") ? 500 : 400, why);
     return;
   }
   free(ids);
   cJSON *o = cJSON_CreateObject();
+  if (api != MKC_COUNT_ANTHROPIC) cJSON_AddStringToObject(o, "object", "response.input_tokens");
   cJSON_AddNumberToObject(o, "input_tokens", n);
   mkc_respond_json(fd, 200, o);
 }

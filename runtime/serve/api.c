@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_anthropic.h"
+#include "api_responses.h"
 #include "backend/logit_bias.h"
 #include "model/reasoning.h"
 #include "model/tojson.h"
@@ -840,6 +841,48 @@ int mkc_api_parse_native(const char *body, size_t n, mkc_api_req *r, char *why, 
 
 int mkc_api_parse_infill(const char *body, size_t n, mkc_api_req *r, char *why, size_t cap) {
   return parse_completion(body, n, 0, 1, 1, r, why, cap);
+}
+
+int mkc_api_parse_responses(const char *body, size_t n, int counting, int chat_body, mkc_api_req *r,
+                            char *why, size_t cap) {
+  if (chat_body) {
+    int rc = parse_completion(body, n, 1, 0, 0, r, why, cap);
+    r->counting = counting;
+    return rc;
+  }
+  memset(r, 0, sizeof *r);
+  cJSON *root = cJSON_ParseWithLength(body, n), *chat = NULL;
+  int skipped = 0;
+  if (!root || !cJSON_IsObject(root)) {
+    cJSON_Delete(root);
+    return mkc_refuse(why, cap, root ? "the body is not a JSON object" : "the body is not JSON");
+  }
+  chat = mkc_api_responses_chat(root, &skipped, why, cap);
+  char *text = chat ? cJSON_PrintUnformatted(chat) : NULL;
+  cJSON_Delete(chat);
+  int rc = !text ? -1 : parse_completion(text, strlen(text), 1, 0, 0, r, why, cap);
+  if (chat && !text) mkc_refuse(why, cap, "out of memory");
+  free(text);
+  if (rc == 0) {
+    r->responses = 1;
+    r->counting = counting;
+    /* fields mkc does not follow: no response is stored, nothing is truncated but by the
+     * context */
+    static const char *const NOT[] = {
+        "store",      "include",      "truncation",       "metadata",
+        "background", "service_tier", "prompt_cache_key", "safety_identifier"};
+    for (size_t k = 0; k < sizeof NOT / sizeof *NOT; k++) {
+      const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, NOT[k]);
+      if (v && !cJSON_IsNull(v) && !cJSON_IsFalse(v)) mkc_api_note_unfollowed(r, NOT[k]);
+    }
+    if (skipped) mkc_api_note_unfollowed(r, "tools that are not functions");
+  } else if (!strncmp(why, "messages", 8)) { /* a converted message: say so */
+    char was[512];
+    snprintf(was, sizeof was, "%s", why);
+    snprintf(why, cap, "input, read as chat messages: %s", was);
+  }
+  cJSON_Delete(root);
+  return rc;
 }
 
 /* Anthropic's system field (a string or text blocks) as the first message. */

@@ -92,7 +92,10 @@ typedef struct mkc_api_req {
   /* Anthropic's Messages API (/v1/messages): its answers' and errors' shape; system as a
    * top-level field, stop_sequences (in stop) */
   int anthropic;
-  int counting; /* Anthropic's count_tokens: the prompt alone is wanted */
+  int counting; /* Anthropic's count_tokens, OpenAI's input_tokens: the prompt alone is wanted */
+  /* OpenAI's Responses API (/v1/responses, api_responses.h): read as its chat request; its
+   * answers' shape (serve_responses.c) */
+  int responses;
   /* Anthropic's thinking: its type enabled (1) or disabled (0), -1 not given; budget_tokens
    * given (mkc has no budget) */
   int thinking, thinking_budget;
@@ -164,6 +167,13 @@ int mkc_api_parse_anthropic(const char *body, size_t n, mkc_api_req *r, char *wh
 /* The same for POST /v1/messages/count_tokens: max_tokens not required (then -1). */
 int mkc_api_parse_anthropic_count(const char *body, size_t n, mkc_api_req *r, char *why,
                                   size_t cap);
+
+/* OpenAI's POST /v1/responses (api_responses.h): its body read as the chat request it
+ * converts to, responses set; an error in a converted message names it as "input, read as chat
+ * messages: messages[k]...". counting: for /v1/responses/input_tokens (responses set) or, with
+ * chat_body, /v1/chat/completions/input_tokens (a chat body as it is). 0, or -1 with why. */
+int mkc_api_parse_responses(const char *body, size_t n, int counting, int chat_body, mkc_api_req *r,
+                            char *why, size_t cap);
 
 /* The same for llama-server's own /completion (and /completions): the
  * prompt (text or token ids), n_predict (-1: no bound), n_probs, seed (-1:
