@@ -1,9 +1,9 @@
 /* libFuzzer target for mkc serve's requests, outside data from the network:
  * the HTTP parser on the bytes (and on every prefix of a whole request,
  * which must read as incomplete), then the JSON of a parsed body as a chat
- * and as a completion request, and as each embedding request. Nothing may crash or read out of
- * bounds; a whole request's size is within the input, its body inside it; a parsed request's
- * strings are what its checks promise; the bytes as JSON kept as text (util/json_text.h).
+ * and as a completion request (each API's), and as each embedding request. Nothing may crash or
+ * read out of bounds; a whole request's size is within the input, its body inside it; a parsed
+ * request's strings are what its checks promise; the bytes as JSON kept as text (util/json_text.h).
  * Seeds in fuzz/corpus/http: requests as clients send them. */
 #include <math.h>
 #include <stdint.h>
@@ -21,14 +21,17 @@ static void check(int ok) {
 }
 
 static void api(const char *body, size_t n) {
-  for (int k = 0; k < 8; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
-                                  llama-server's own completion, Anthropic's messages and its
-                                  count_tokens, llama-server's /infill */
+  for (int k = 0; k < 10; k++) { /* OpenAI's completion and chat, ollama's generate and chat,
+                                   llama-server's own completion, Anthropic's messages and its
+                                   count_tokens, llama-server's /infill, OpenAI's Responses and
+                                   its input_tokens */
     mkc_api_req r;
     char why[200];
-    int anthropic = k == 5 || k == 6, counting = k == 6, chat = (k % 2 && k < 4) || anthropic,
-        ollama = k / 2 == 1, infill = k == 7, native = k == 4 || infill;
-    int rc = infill      ? mkc_api_parse_infill(body, n, &r, why, sizeof why)
+    int anthropic = k == 5 || k == 6, responses = k >= 8, counting = k == 6 || k == 9,
+        chat = (k % 2 && k < 4) || anthropic || responses, ollama = k / 2 == 1, infill = k == 7,
+        native = k == 4 || infill;
+    int rc = responses   ? mkc_api_parse_responses(body, n, counting, 0, &r, why, sizeof why)
+             : infill    ? mkc_api_parse_infill(body, n, &r, why, sizeof why)
              : counting  ? mkc_api_parse_anthropic_count(body, n, &r, why, sizeof why)
              : anthropic ? mkc_api_parse_anthropic(body, n, &r, why, sizeof why)
              : native    ? mkc_api_parse_native(body, n, &r, why, sizeof why)
@@ -46,7 +49,7 @@ static void api(const char *body, size_t n) {
           (!r.infill || (r.input_prefix && r.input_suffix)));
     for (int i = 0; i < r.n_extra; i++) check(r.extra_texts[i] != NULL);
     check(r.ollama == ollama && r.native == native && r.anthropic == anthropic &&
-          r.top_logprobs >= -1);
+          r.responses == responses && r.counting == counting && r.top_logprobs >= -1);
     check(!anthropic || r.max_tokens >= 1 || counting); /* required, but to count */
     for (int i = 0; i < r.n_context; i++) check(r.context[i] >= 0);
     check(!anthropic || r.origin); /* each message names the client's, the system field -1 */
