@@ -65,13 +65,20 @@ def text_of(status, body):
     """An answer's text as a JSON string: a stream's pieces joined, or the whole answer's."""
     if status != "200":
         return "status %s %s" % (status, body)
-    def text(o):  # OpenAI's first choice, or llama-server's own object's content
+    def text(o):  # OpenAI's first choice, a response's message, or llama-server's content
+        if o.get("type") == "response.output_text.delta":
+            return o["delta"]
+        if "type" in o:  # the Responses stream's other events
+            return ""
+        if "output" in o:
+            return "".join(p["text"] for it in o["output"] if it["type"] == "message"
+                           for p in it["content"])
         if "choices" not in o:
             return o.get("content") or ""
         choice = o["choices"][0]
         part = choice.get("message") or choice.get("delta") or {}
         return choice.get("text") or part.get("content") or ""
-    if body.startswith("data: "):
+    if body.startswith("data: ") or body.startswith("event: "):
         events = [l[6:] for l in body.split("\n") if l.startswith("data: ") and l[6:] != "[DONE]"]
         return json.dumps("".join(text(json.loads(e)) for e in events))
     return json.dumps(text(json.loads(body)))
@@ -117,7 +124,7 @@ def choices(port, path, body):
     def take_all(event):  # OpenAI's choices; llama-server's one object, or a list of them
         for c in event if isinstance(event, list) else event.get("choices", [event]):
             take(c)
-    if body.startswith("data: "):
+    if body.startswith("data: ") or body.startswith("event: "):
         for line in body.split("\n"):
             if not line.startswith("data: "):
                 continue

@@ -119,4 +119,14 @@ refused "text.format of another type" 400 "text.format: {\"type\": \"text\"}" PO
   '{"input": "a", "text": {"format": {"type": "xml"}}}'
 refused "GET" 405 "use POST" GET /v1/responses
 stop resp
+
+# on the slots (--parallel 2): two responses at once, one streamed, each the plain server's text
+if start par -m "$model" --backend cpu --ctx 512 --chat-template qwen2.5 --parallel 2; then
+  q='{"input": "Hello there", "instructions": "Be brief.", "max_output_tokens": 6'
+  python3 "$client" "$port" many /v1/responses "$q}" "$q, \"stream\": true}" >"$tmp/many" 2>&1
+  python3 -c 'import json, sys; [print(json.dumps(json.loads(sys.argv[1]))) for _ in range(2)]' "$text6" >"$tmp/want"
+  cmp -s "$tmp/many" "$tmp/want" && ok "--parallel 2: a response and a streamed one at once, the plain server's text" \
+    || fail "--parallel responses" "want: $(cat "$tmp/want")" "got:  $(cat "$tmp/many")"
+  stop par
+fi
 finish
