@@ -3,15 +3,18 @@
  * every accessor and as a model description (model/desc_gguf.c: the
  * architectures' keys, Gemma 3's window pattern as a period or per-layer
  * flags), and its 1-D and 2-D tensors are loaded as the weights of a
- * graph made from them, which dequantizes every readable type.
+ * graph made from them, which dequantizes every readable type; and it is read as a LoRA
+ * adapter, merged into matrices of the shapes it names.
  * Seeds in fuzz/corpus/gguf: small files from mkc's writer and from gguf-py
  * (valid, v2, every value type, quantized tensors) and a few broken ones. */
 #include <limits.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formats/gguf.h"
+#include "formats/lora.h"
 #include "model/model_file.h"
 
 static void read_metadata(const mkc_gguf *f) {
@@ -68,6 +71,37 @@ static void load_as_weights(const mkc_gguf *f) {
   free(infos);
 }
 
+/* The file as a LoRA adapter (of its own architecture): checked, then merged into zeroed bf16
+ * matrices of the shapes its small pairs ask for (and a mismatched one when there is room). */
+static void as_lora(mkc_gguf *f) {
+  const char *arch = "llama";
+  mkc_gguf_get_str(f, "general.architecture", &arch);
+  mkc_lora l = {.f = f, .scale = 1};
+  if (mkc_lora_check(f, arch, &l.alpha) != 0) return;
+  mkc_tensor *t = calloc(f->n_tensors + 1, sizeof *t);
+  int n = 0;
+  for (uint64_t i = 0; t && i < f->n_tensors; i++) {
+    const mkc_gguf_tensor *a = &f->tensors[i];
+    size_t len = strlen(a->name);
+    if (len < 7 || strcmp(a->name + len - 7, ".lora_a") != 0) continue;
+    char name[512];
+    snprintf(name, sizeof name, "%.*s.lora_b", (int)(len - 7), a->name);
+    const mkc_gguf_tensor *b = mkc_gguf_find_tensor(f, name);
+    if (!b || a->ne[0] * b->ne[1] > (1 << 16) || a->ne[1] > 64) continue;
+    int rows = (int)b->ne[1] + (int)(i % 2), cols = (int)a->ne[0]; /* odd i: a misfit */
+    t[n] = (mkc_tensor){.name = strndup(a->name, len - 7),
+                        .rows = rows,
+                        .cols = cols,
+                        .type = MKC_GGML_BF16,
+                        .data = calloc((size_t)rows * cols + 1, 2)};
+    if (t[n].name && t[n].data) n++;
+  }
+  mkc_weights w = {.n = n, .t = t};
+  if (t) mkc_lora_apply(&l, &w);
+  for (int k = 0; k < n; k++) free(t[k].name), free(t[k].data);
+  free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_gguf *f = mkc_gguf_open_memory(data, size, "fuzz.gguf");
   if (!f) return 0;
@@ -75,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_model_desc d;
   if (mkc_gguf_model_desc(f, &d) == 0) mkc_gguf_unfuse(f, &d); /* phi3: its fused matrices */
   load_as_weights(f);
+  as_lora(f);
   mkc_gguf_close(f);
   return 0;
 }

@@ -85,6 +85,8 @@ static const struct {
     {"--yarn-ext-factor", "--backend"},
     {"--yarn-beta-fast", "--backend"},
     {"--yarn-beta-slow", "--backend"},
+    {"--lora", "--backend"},
+    {"--lora-scaled", "--backend"},
 };
 
 /* Whether the command (its allowed flags) takes flag. */
@@ -650,6 +652,36 @@ static int read_text_files(mkc_cli *c) {
   return 0;
 }
 
+/* --lora FILE,... (scaled 0) or --lora-scaled FILE:SCALE,... (llama.cpp's forms: a comma
+ * between adapters, the last colon before a scale) added to c's adapters. 0, or a usage
+ * error's status. The value is the program's to write (argv). */
+static int add_loras(mkc_cli *c, int scaled, char *value) {
+  const char *flag = scaled ? "--lora-scaled" : "--lora";
+  for (char *item = value, *next; item; item = next) {
+    if ((next = strchr(item, ','))) *next++ = '\0';
+    float scale = 1;
+    if (scaled) {
+      char *colon = strrchr(item, ':'), *end;
+      errno = 0;
+      scale = colon ? strtof(colon + 1, &end) : 0;
+      if (!colon || colon == item || !colon[1] || *end || errno || !isfinite(scale))
+        return mkc_cli_usage_error("--lora-scaled: expected FILE:SCALE (a finite number), got "
+                                   "'%s'",
+                                   item);
+      *colon = '\0';
+    }
+    if (!*item) return mkc_cli_usage_error("%s: an empty file name", flag);
+    if (c->n_lora == MKC_LORA_MAX) {
+      char most[16];
+      snprintf(most, sizeof most, "%d", MKC_LORA_MAX);
+      return mkc_cli_usage_error("--lora, --lora-scaled: at most %s adapters", most);
+    }
+    c->lora_scale[c->n_lora] = scale;
+    c->lora[c->n_lora++] = item;
+  }
+  return 0;
+}
+
 int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int want_positional,
                   mkc_cli *c) {
   for (int i = first; i < argc; i++) {
@@ -694,6 +726,13 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
       c->cache_type[kv] = argv[++i];
       continue;
     }
+    /* llama.cpp's LoRA adapters, wherever a model runs */
+    if ((!strcmp(a, "--lora") || !strcmp(a, "--lora-scaled")) && takes(allowed, a)) {
+      if (i + 1 >= argc) return mkc_cli_usage_error("%s needs a value", a);
+      int rc = add_loras(c, a[6] == '-', argv[++i]);
+      if (rc) return rc;
+      continue;
+    }
     /* llama.cpp's GPU layer count, wherever a backend is chosen */
     if ((!strcmp(a, "-ngl") || !strcmp(a, "--n-gpu-layers") || !strcmp(a, "--gpu-layers")) &&
         allows(allowed, "--backend")) {
@@ -732,6 +771,9 @@ int mkc_cli_parse(int argc, char **argv, int first, const char *allowed, int wan
   if (read_text_files(c) != 0) return 2;
   if (c->n_kv_overrides && !c->model_path)
     return mkc_cli_usage_error("%s", "--override-kv: a model file's metadata: give -m MODEL");
+  if (c->n_lora && (!c->model_path || c->kernel_dir))
+    return mkc_cli_usage_error("%s", "--lora: an adapter of a model file's weights: give -m MODEL "
+                                     "(and no --kernel DIR, whose kernel was planned without it)");
   if (mkc_rope_flags_any(&c->rope) && !c->model_path)
     return mkc_cli_usage_error("%s", "--rope-* and --yarn-*: a model file's RoPE: give -m MODEL");
   if (c->no_conversation && c->chat)

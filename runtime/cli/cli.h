@@ -5,6 +5,7 @@
 
 #include "codegen/graph.h"
 #include "backend/sampling_more.h"
+#include "formats/lora.h"
 #include "mkc_state.h"
 #include "model/rope_flags.h"
 #include "reverse_prompt.h"
@@ -57,6 +58,11 @@ typedef struct mkc_cli {
   int http_timeout;     /* serve -to/--timeout N: seconds a request may take to arrive, and a
                          * client to read (0: 30) */
   mkc_rope_flags rope;  /* llama.cpp's --rope-* and --yarn-* over -m's RoPE */
+  /* --lora FILE,... and --lora-scaled FILE:SCALE,... (llama.cpp's): adapters merged into -m's
+   * weights at load (formats/lora.h), each with its scale (--lora: 1) */
+  const char *lora[MKC_LORA_MAX];
+  float lora_scale[MKC_LORA_MAX];
+  int n_lora;
   /* --override-kv KEY=TYPE:VALUE,... (llama.cpp's), each time given: -m's GGUF metadata */
   const char *kv_overrides[MKC_KV_OVERRIDES];
   int n_kv_overrides;

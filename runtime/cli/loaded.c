@@ -71,6 +71,15 @@ int mkc_default_ctx(int ctx_train) {
   return ctx_train < MKC_DEFAULT_CTX ? ctx_train : MKC_DEFAULT_CTX;
 }
 
+/* mkc_gen_opts.weight_type with adapters: a matrix one adapts is planned in bf16 (its delta is
+ * merged into bf16 rows), the others as the file stores them. */
+static int adapted_weight_type(void *ctx, const char *name) {
+  mkc_loaded_model *m = ctx;
+  for (int k = 0; k < m->n_lora; k++)
+    if (mkc_lora_adapts(&m->lora[k], name)) return MKC_GGML_BF16;
+  return mkc_model_file_weight_type(&m->file, name);
+}
+
 int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
   memset(m, 0, sizeof *m);
   char graph_path[4200];
@@ -95,9 +104,13 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     const mkc_model_desc *d = &m->file.desc;
     o.model = d;
     o.preset = NULL;
+    for (; m->n_lora < c->n_lora; m->n_lora++)
+      if (mkc_lora_open(c->lora[m->n_lora], c->lora_scale[m->n_lora], d->arch,
+                        &m->lora[m->n_lora]) != 0)
+        return -1;
     if (!c->dequant) {
-      o.weight_type = mkc_model_file_weight_type;
-      o.weight_type_ctx = &m->file;
+      o.weight_type = m->n_lora ? adapted_weight_type : mkc_model_file_weight_type;
+      o.weight_type_ctx = m->n_lora ? (void *)m : (void *)&m->file;
     }
     if (!o.max_ctx) o.max_ctx = mkc_default_ctx(d->ctx_train);
     if (c->max_ctx > d->ctx_train)
@@ -144,6 +157,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
 int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m) {
   int rc = c->model_path ? mkc_model_file_weights(&m->file, &m->g, &m->w)
                          : mkc_weights_random(&m->w, &m->g, c->seed);
+  for (int k = 0; rc == 0 && k < m->n_lora; k++) rc = mkc_lora_apply(&m->lora[k], &m->w);
   if (rc == 0 && c->check_tensors)
     rc = mkc_weights_check(&m->w, c->model_path ? c->model_path : "random weights");
   return rc;
@@ -187,6 +201,7 @@ int mkc_loaded_cpu_guard(const mkc_cli *c, const mkc_loaded_model *m, double tok
 
 void mkc_loaded_close(mkc_loaded_model *m) {
   mkc_session_close(m->s);
+  for (int k = 0; k < m->n_lora; k++) mkc_lora_close(&m->lora[k]);
   mkc_model_file_close(&m->file);
   mkc_weights_free(&m->w);
   mkc_kernel_src_free(&m->src);
@@ -195,17 +210,24 @@ void mkc_loaded_close(mkc_loaded_model *m) {
 }
 
 /* See loaded.h. */
-uint64_t mkc_loaded_cache_id(const mkc_cli *c, const mkc_loaded_model *m) {
-  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, m->src.source ? m->src.source : "");
-  if (!c->model_path) return mkc_fnv1a(h, &c->seed, sizeof c->seed);
+/* h over a file's size and first MiB; a folder (or what cannot be read) by its path. */
+static uint64_t hash_file(uint64_t h, const char *path) {
   struct stat st;
-  FILE *f =
-      stat(c->model_path, &st) == 0 && !S_ISDIR(st.st_mode) ? fopen(c->model_path, "rb") : NULL;
-  if (!f) return mkc_fnv1a_str(h, c->model_path); /* a Hugging Face folder: its path */
+  FILE *f = stat(path, &st) == 0 && !S_ISDIR(st.st_mode) ? fopen(path, "rb") : NULL;
+  if (!f) return mkc_fnv1a_str(h, path); /* a Hugging Face folder: its path */
   static unsigned char head[1 << 20];
   size_t n = fread(head, 1, sizeof head, f);
   long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
   fclose(f);
   h = mkc_fnv1a(h, &size, sizeof size);
   return mkc_fnv1a(h, head, n);
+}
+
+uint64_t mkc_loaded_cache_id(const mkc_cli *c, const mkc_loaded_model *m) {
+  uint64_t h = mkc_fnv1a_str(MKC_FNV_OFFSET, m->src.source ? m->src.source : "");
+  if (!c->model_path) return mkc_fnv1a(h, &c->seed, sizeof c->seed);
+  h = hash_file(h, c->model_path);
+  for (int k = 0; k < c->n_lora; k++) /* adapted weights: other rows */
+    h = mkc_fnv1a(hash_file(h, c->lora[k]), &c->lora_scale[k], sizeof c->lora_scale[k]);
+  return h;
 }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "codegen/host.h"
 #include "exec/session.h"
+#include "formats/lora.h"
 #include "formats/weights.h"
 #include "model/model_file.h"
 
@@ -19,14 +20,17 @@ typedef struct mkc_loaded_model {
   mkc_kernel_src src;
   mkc_weights w;
   mkc_session *s;
-  mkc_manifest manifest; /* with --kernel */
+  mkc_manifest manifest;       /* with --kernel */
+  mkc_lora lora[MKC_LORA_MAX]; /* --lora: merged into w as it loads */
+  int n_lora;
 } mkc_loaded_model;
 
 /* Graph (or the -m model file's description, or --kernel DIR's manifest) ->
  * codegen: m->g and m->src, cheap (a model file is mapped, not read), so
  * callers check their inputs against the plan before anything heavy. With
  * -m the context is --ctx, else the model's training context capped at
- * MKC_DEFAULT_CTX. 0, or -1 after printing why. */
+ * MKC_DEFAULT_CTX, and the --lora adapters are opened (the matrices they
+ * adapt planned in bf16). 0, or -1 after printing why. */
 int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m);
 
 #define MKC_DEFAULT_CTX 4096
@@ -41,10 +45,12 @@ int mkc_loaded_start(const mkc_cli *c, mkc_loaded_model *m);
 
 /* --prompt-cache's model id (exec/kv_file.h): the kernel's source (graph, sizes, KV type,
  * context) and where the weights come from: a model file's size and first MiB (its metadata),
- * a Hugging Face folder's path, or the random seed. */
+ * a Hugging Face folder's path, or the random seed; and each --lora adapter's size, first MiB
+ * and scale. */
 uint64_t mkc_loaded_cache_id(const mkc_cli *c, const mkc_loaded_model *m);
 /* Its two parts for a caller that opens something else than a session (run
- * --batch: a slot pool): the weights into m->w (0 or -1), and --backend's kind. */
+ * --batch: a slot pool): the weights into m->w (the --lora adapters the plan opened merged
+ * into them; 0 or -1), and --backend's kind. */
 int mkc_loaded_weights(const mkc_cli *c, mkc_loaded_model *m);
 enum mkc_backend_kind mkc_loaded_backend(const mkc_cli *c);
 

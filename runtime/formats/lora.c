@@ -1,0 +1,172 @@
+/* LoRA adapters merged into the weights at load (lora.h). */
+#include "lora.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/files.h"
+#include "util/text.h"
+
+static const char SUFFIX_A[] = ".lora_a", SUFFIX_B[] = ".lora_b";
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* The pair's other tensor: name's base with the other suffix. */
+static const mkc_gguf_tensor *partner(const mkc_gguf *f, const char *name, const char *other) {
+  char buf[512];
+  size_t base = strlen(name) - strlen(SUFFIX_A), k = strlen(other);
+  if (base + k >= sizeof buf) return NULL;
+  memcpy(buf, name, base);
+  memcpy(buf + base, other, k + 1);
+  return mkc_gguf_find_tensor(f, buf);
+}
+
+static int check_str(const mkc_gguf *f, const char *key, const char *want, const char *what) {
+  const char *v = NULL;
+  int got = mkc_gguf_get_str(f, key, &v);
+  if (got < 0) return -1;
+  if (got == 0 || strcmp(v, want) != 0)
+    return mkc_error_in(f->path, "%s: %s is '%s', not '%s'", what, key, got ? mkc_shown(v) : "",
+                        want);
+  return 0;
+}
+
+int mkc_lora_check(const mkc_gguf *f, const char *arch, double *alpha_out) {
+  const char *path = f->path;
+  int rc = check_str(f, "general.type", "adapter", "not an adapter") ||
+           check_str(f, "adapter.type", "lora", "not a LoRA adapter") ||
+           check_str(f, "general.architecture", arch, "an adapter of another model");
+  if (!rc && mkc_gguf_find(f, "adapter.alora_invocation_tokens"))
+    rc = mkc_error_in(path, "an activated LoRA (adapter.alora_invocation_tokens): mkc merges "
+                            "adapters into the weights, for every token; not followed");
+  double alpha = 0;
+  if (!rc && mkc_gguf_get_float(f, "adapter.lora.alpha", &alpha) < 0) rc = -1;
+  for (uint64_t i = 0; !rc && i < f->n_tensors; i++) {
+    const mkc_gguf_tensor *t = &f->tensors[i];
+    int a = ends_with(t->name, SUFFIX_A), b = ends_with(t->name, SUFFIX_B);
+    if (!a && !b && ends_with(t->name, "_norm.weight")) {
+      fprintf(stderr,
+              "mkc: warning: %s: tensor '%s' (a norm vector) is left out, as llama.cpp "
+              "leaves it\n",
+              path, mkc_shown(t->name));
+      continue;
+    }
+    const mkc_gguf_tensor *other = a || b ? partner(f, t->name, a ? SUFFIX_B : SUFFIX_A) : NULL;
+    const char *fault = !a && !b         ? "not a .lora_a or .lora_b tensor"
+                        : !other         ? "the other tensor of its pair is missing"
+                        : t->n_dims != 2 ? "not a matrix"
+                        : !mkc_ggml_type(t->type)->readable ? "of a type mkc does not read"
+                        : ends_with(t->name, "token_embd.weight.lora_a") ||
+                                ends_with(t->name, "token_embd.weight.lora_b")
+                            ? "the token embedding's adapter is not followed (mkc merges adapters "
+                              "of the matrices of products)"
+                        : a && t->ne[1] != other->ne[0] ? "lora_a's rank is not lora_b's (an "
+                                                          "adapter of llama.cpp's old finetune?)"
+                                                        : NULL;
+    if (fault) rc = mkc_error_in(path, "tensor '%s': %s", mkc_shown(t->name), fault);
+  }
+  *alpha_out = alpha;
+  return rc ? -1 : 0;
+}
+
+int mkc_lora_open(const char *path, float scale, const char *arch, mkc_lora *l) {
+  memset(l, 0, sizeof *l);
+  mkc_gguf *f = mkc_gguf_open(path);
+  double alpha;
+  if (!f || mkc_lora_check(f, arch, &alpha) != 0) {
+    if (f) mkc_gguf_close(f);
+    return -1;
+  }
+  *l = (mkc_lora){.f = f, .scale = scale, .alpha = alpha};
+  return 0;
+}
+
+int mkc_lora_adapts(const mkc_lora *l, const char *name) {
+  char buf[512];
+  if (strlen(name) + sizeof SUFFIX_A > sizeof buf) return 0;
+  snprintf(buf, sizeof buf, "%s%s", name, SUFFIX_A);
+  return mkc_gguf_find_tensor(l->f, buf) != NULL;
+}
+
+/* Tensor t of the adapter as floats (malloc'd; NULL after a message). */
+static float *read_f32(const mkc_lora *l, const mkc_gguf_tensor *t) {
+  unsigned char *raw = malloc(t->n_bytes ? t->n_bytes : 1);
+  float *out = malloc((size_t)t->n_elems * sizeof *out);
+  if (!raw || !out) {
+    mkc_error_in(l->f->path, "tensor '%s': out of memory", mkc_shown(t->name));
+  } else if (mkc_mapped_copy(&l->f->map, l->f->path, raw, t->data, t->n_bytes) == 0) {
+    mkc_dequant_f32(t->type, raw, (size_t)t->n_elems, out);
+    free(raw);
+    return out;
+  }
+  free(raw);
+  free(out);
+  return NULL;
+}
+
+/* W += s * B A for one pair: W [rows][cols] bf16, A [r][cols], B [rows][r]. 0, or -1 when out
+ * of memory. */
+static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) {
+  float *row = malloc((size_t)w->cols * sizeof *row);
+  if (!row) return -1;
+  for (int o = 0; o < w->rows; o++) {
+    memset(row, 0, (size_t)w->cols * sizeof *row);
+    for (int k = 0; k < r; k++) {
+      float bk = b[(size_t)o * r + k];
+      const float *ak = a + (size_t)k * w->cols;
+      for (int i = 0; i < w->cols; i++) row[i] += bk * ak[i];
+    }
+    uint16_t *wo = w->data + (size_t)o * w->cols;
+    for (int i = 0; i < w->cols; i++)
+      wo[i] = mkc_float_to_bf16(mkc_bf16_to_float(wo[i]) + s * row[i]);
+  }
+  free(row);
+  return 0;
+}
+
+int mkc_lora_apply(const mkc_lora *l, mkc_weights *w) {
+  const mkc_gguf *f = l->f;
+  int merged = 0, rank = 0;
+  float s = 0;
+  for (uint64_t i = 0; i < f->n_tensors; i++) {
+    const mkc_gguf_tensor *a = &f->tensors[i];
+    if (!ends_with(a->name, SUFFIX_A)) continue;
+    const mkc_gguf_tensor *b = partner(f, a->name, SUFFIX_B);
+    size_t base_len = strlen(a->name) - strlen(SUFFIX_A);
+    mkc_tensor *t = NULL;
+    for (int k = 0; k < w->n && !t; k++)
+      if (strlen(w->t[k].name) == base_len && !strncmp(w->t[k].name, a->name, base_len))
+        t = &w->t[k];
+    if (!t)
+      return mkc_error_in(f->path,
+                          "LoRA tensor '%.*s' does not exist in the base model (maybe the wrong "
+                          "base model?)",
+                          (int)base_len, mkc_shown(a->name));
+    if (a->ne[0] != t->cols || b->ne[1] != t->rows || !t->data)
+      return mkc_error_in(f->path,
+                          "LoRA tensor '%s': [%d, %d] x [%d, %d] does not fit the model's [%d, "
+                          "%d]%s (maybe the wrong base model?)",
+                          t->name, (int)b->ne[1], (int)b->ne[0], (int)a->ne[1], (int)a->ne[0],
+                          t->rows, t->cols, t->data ? "" : " kept in blocks");
+    rank = (int)a->ne[1];
+    s = l->alpha != 0 ? (float)(l->scale * l->alpha / rank) : l->scale; /* llama.cpp's */
+    float *fa = read_f32(l, a), *fb = fa ? read_f32(l, b) : NULL;
+    int rc = fb ? merge(t, fa, fb, rank, s) : -1;
+    free(fa);
+    free(fb);
+    if (rc != 0) return fb ? mkc_error_in(f->path, "out of memory merging '%s'", t->name) : -1;
+    merged++;
+  }
+  fprintf(stderr, "mkc: %s: LoRA merged into %d matrices (rank %d, scale %g: %g x alpha %g / %d)\n",
+          f->path, merged, rank, s, l->scale, l->alpha, rank);
+  return 0;
+}
+
+void mkc_lora_close(mkc_lora *l) {
+  if (l->f) mkc_gguf_close(l->f);
+  l->f = NULL;
+}

@@ -1,0 +1,44 @@
+/* llama.cpp's LoRA adapters (--lora FILE, --lora-scaled FILE:SCALE): a GGUF of
+ * general.type "adapter", adapter.type "lora", the base model's
+ * general.architecture and adapter.lora.alpha, holding for base matrices
+ * NAME [rows][cols] the pairs NAME.lora_a [r][cols] and NAME.lora_b [rows][r]
+ * (llama.cpp's convert_lora_to_gguf.py writes them so). llama.cpp adds
+ * scale * B (A x) to each product at run time, scale = the user's scale *
+ * alpha / r (alpha 0: the user's scale); mkc's kernel reads its weights as
+ * they are, so the delta is merged into the base's rows once, at load:
+ * W += scale * B A, worked out in f32 from W's bf16 and rounded to bf16 (an
+ * adapted matrix a model file stores in blocks is planned in bf16). */
+#ifndef MKC_LORA_H
+#define MKC_LORA_H
+
+#include "gguf.h"
+#include "weights.h"
+
+#define MKC_LORA_MAX 8 /* adapters at once */
+
+typedef struct mkc_lora {
+  mkc_gguf *f;
+  float scale;  /* the user's (--lora: 1) */
+  double alpha; /* adapter.lora.alpha (0: none) */
+} mkc_lora;
+
+/* Opens path as an adapter for a model of architecture arch (mkc_lora_check). 0, or -1 after
+ * a message. */
+int mkc_lora_open(const char *path, float scale, const char *arch, mkc_lora *l);
+/* An opened GGUF as an adapter for arch: its type and architecture, every tensor a .lora_a or
+ * .lora_b of a pair (a norm vector, which llama.cpp passes over too, is left out with a
+ * warning), each pair's ranks agreeing; adapter.lora.alpha (0 when absent) in *alpha. 0, or -1
+ * after a message. */
+int mkc_lora_check(const mkc_gguf *f, const char *arch, double *alpha);
+
+/* Whether the adapter changes the weight called name. */
+int mkc_lora_adapts(const mkc_lora *l, const char *name);
+
+/* Merges the adapter into w (every weight it adapts there, in bf16, of its shape): 0 after a
+ * note of what it changed, or -1 after a message (a tensor the model lacks, "maybe the wrong
+ * base model", as llama.cpp says; a shape that does not fit). */
+int mkc_lora_apply(const mkc_lora *l, mkc_weights *w);
+
+void mkc_lora_close(mkc_lora *l);
+
+#endif

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# --lora and --lora-scaled (llama.cpp's LoRA adapters, merged into the weights at load): a run
+# of a base model with adapters gives token for token, and log-probability for log-probability,
+# what the same run gives on the model the adapters stand for, written by tests/lora.py without
+# mkc (W += scale * alpha / rank * B A, in bf16), for a bf16 and a Q8_0 base (its adapted
+# matrices then planned in bf16), scaled, and two adapters at once; the server takes them too;
+# the refusals of a file that is no adapter, another architecture's, a tensor the model lacks,
+# half a pair, and of the flags.
+source "$(dirname "$0")/lib.sh"
+if ! command -v python3 >/dev/null; then
+  skip "--lora: no python3"
+  finish
+  exit
+fi
+names=()
+for l in 0 1; do names+=("blk.$l.attn_q.weight" "blk.$l.attn_v.weight" "blk.$l.ffn_down.weight"); done
+run=(run --backend cpu --prompt-ids 3,1,4,1,5,9,2,6 -n 16 --json --logprobs 3)
+# same NAME BASE_MODEL ORACLE_MODEL FLAGS...: the base with FLAGS against the oracle alone
+same() {
+  local name=$1 base=$2 oracle=$3
+  shift 3
+  if "$mkc" "${run[@]}" -m "$base" "$@" >"$tmp/got" 2>"$tmp/got_err" \
+    && "$mkc" "${run[@]}" -m "$oracle" >"$tmp/want" 2>/dev/null \
+    && cmp -s <(grep '"id"' "$tmp/got") <(grep '"id"' "$tmp/want"); then
+    ok "$name: the oracle model's tokens and log-probabilities ($(grep -c '"id"' "$tmp/got") tokens)"
+  else
+    fail "$name" "$(diff <(grep '"id"' "$tmp/got") <(grep '"id"' "$tmp/want") | head -4)" "$(tail -2 "$tmp/got_err")"
+  fi
+}
+
+for type in bf16 q8_0; do
+  base=$tmp/base_$type.gguf
+  if ! "$mkc" init --preset tiny --seed 5 --type "$type" -o "$base" >/dev/null 2>"$tmp/err"; then
+    fail "init --type $type" "$(cat "$tmp/err")"
+    continue
+  fi
+  python3 tests/lora.py adapter "$base" "$tmp/a1_$type.gguf" 1 "${names[@]}"
+  python3 tests/lora.py adapter "$base" "$tmp/a2_$type.gguf" 2 "blk.1.attn_q.weight" "blk.0.ffn_up.weight" --alpha 0 --rank 2
+  python3 tests/lora.py merge "$base" "$tmp/m1.gguf" "$tmp/a1_$type.gguf:1"
+  python3 tests/lora.py merge "$base" "$tmp/m2.gguf" "$tmp/a1_$type.gguf:0.5"
+  python3 tests/lora.py merge "$base" "$tmp/m3.gguf" "$tmp/a1_$type.gguf:1" "$tmp/a2_$type.gguf:0.25"
+  same "$type base --lora (alpha 8, rank 4: scale 2)" "$base" "$tmp/m1.gguf" --lora "$tmp/a1_$type.gguf"
+  grep -q "LoRA merged into 6 matrices (rank 4, scale 2: 1 x alpha 8 / 4)" "$tmp/got_err" \
+    && ok "... the note of what was merged" || fail "merge note" "$(cat "$tmp/got_err")"
+  "$mkc" "${run[@]}" -m "$base" >"$tmp/plain" 2>/dev/null
+  cmp -s <(grep '"id"' "$tmp/got") <(grep '"id"' "$tmp/plain") \
+    && fail "$type: the adapter changes nothing" || ok "$type: the adapter changes the answer"
+  same "$type base --lora-scaled FILE:0.5" "$base" "$tmp/m2.gguf" --lora-scaled "$tmp/a1_$type.gguf:0.5"
+  same "$type base, two adapters (--lora, --lora-scaled; the second alpha 0, rank 2)" "$base" "$tmp/m3.gguf" \
+    --lora "$tmp/a1_$type.gguf" --lora-scaled "$tmp/a2_$type.gguf:0.25"
+done
+same "one --lora-scaled of two adapters, comma-separated" "$tmp/base_q8_0.gguf" "$tmp/m3.gguf" \
+  --lora-scaled "$tmp/a1_q8_0.gguf:1,$tmp/a2_q8_0.gguf:0.25"
+
+# serve: a completion of the same ids is the oracle model's run
+base=$tmp/base_bf16.gguf
+python3 tests/lora.py merge "$base" "$tmp/m1.gguf" "$tmp/a1_bf16.gguf:1"
+if start lora -m "$base" --backend cpu --lora "$tmp/a1_bf16.gguf"; then
+  source "$(dirname "$0")/serve_lib.sh"
+  call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 16}'
+  want=$("$mkc" run --backend cpu --prompt-ids 3,1,4,1,5,9,2,6 -n 16 -m "$tmp/m1.gguf" 2>/dev/null)
+  [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$want" ] \
+    && ok "serve --lora: a completion is the oracle model's ($want)" \
+    || fail "serve --lora" "want: $want" "got:  $(head -c 300 "$tmp/ans")"
+  stop lora
+fi
+
+python3 tests/lora.py adapter "$base" "$tmp/qwen.gguf" 1 "blk.0.attn_q.weight" --arch qwen2
+python3 tests/lora.py adapter "$base" "$tmp/missing.gguf" 1 "blk.9.attn_q.weight"
+python3 tests/lora.py adapter "$base" "$tmp/half.gguf" 1 "blk.0.attn_q.weight" --half
+expect_error "a model file for an adapter" \
+  "mkc: error: $base: not an adapter: general.type is '', not 'adapter'" -- run -m "$base" --lora "$base" --prompt-ids 1 -n 1
+expect_error "another architecture's adapter" \
+  "mkc: error: $tmp/qwen.gguf: an adapter of another model: general.architecture is 'qwen2', not 'llama'" \
+  -- run -m "$base" --lora "$tmp/qwen.gguf" --prompt-ids 1 -n 1
+expect_error "an adapter of a matrix the model lacks" \
+  "mkc: error: $tmp/missing.gguf: LoRA tensor 'blk.9.attn_q.weight' does not exist in the base model (maybe the wrong base model?)" \
+  -- run -m "$base" --lora "$tmp/missing.gguf" --prompt-ids 1 -n 1 --backend cpu
+expect_error "half a pair" \
+  "mkc: error: $tmp/half.gguf: tensor 'blk.0.attn_q.weight.lora_a': the other tensor of its pair is missing" \
+  -- run -m "$base" --lora "$tmp/half.gguf" --prompt-ids 1 -n 1
+expect_error "--lora-scaled without a scale" \
+  "mkc: error: --lora-scaled: expected FILE:SCALE (a finite number), got '$tmp/half.gguf'" \
+  -- run -m "$base" --lora-scaled "$tmp/half.gguf" --prompt-ids 1 -n 1
+expect_error "--lora without a model file" \
+  "mkc: error: --lora: an adapter of a model file's weights: give -m MODEL (and no --kernel DIR, whose kernel was planned without it)" \
+  -- run --preset tiny --random-weights 1 --lora "$tmp/half.gguf" --prompt-ids 1 -n 1
+finish
