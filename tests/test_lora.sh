@@ -62,6 +62,19 @@ if start lora -m "$base" --backend cpu --lora "$tmp/a1_bf16.gguf"; then
   [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$want" ] \
     && ok "serve --lora: a completion is the oracle model's ($want)" \
     || fail "serve --lora" "want: $want" "got:  $(head -c 300 "$tmp/ans")"
+  call GET /lora-adapters
+  [ "$status" = 200 ] && [ "$(get 0 id)" = 0 ] && [ "$(get 0 path)" = "$tmp/a1_bf16.gguf" ] \
+    && [ "$(get 0 scale)" = 1 ] && [ "$(content 0 task_name)" = '""' ] \
+    && ok "GET /lora-adapters: the adapter, its path and scale (llama-server's fields)" \
+    || fail "GET /lora-adapters" "$(head -c 300 "$tmp/ans")"
+  call POST /lora-adapters '[{"id": 0, "scale": 1}]'
+  [ "$status" = 200 ] && [ "$(get success)" = True ] && ok "POST /lora-adapters with the scale in effect: success" \
+    || fail "POST /lora-adapters, same scale" "$(head -c 300 "$tmp/ans")"
+  refused "POST /lora-adapters with another scale" 400 "their scales are fixed" POST /lora-adapters '[{"id": 0, "scale": 0.5}]'
+  refused "POST /lora-adapters with an id past them" 400 "each entry is" POST /lora-adapters '[{"id": 1, "scale": 1}]'
+  call GET /v1/health
+  [ "$status" = 200 ] && [ "$(get status)" = ok ] && ok "GET /v1/health: llama-server's other name for /health" \
+    || fail "/v1/health" "$(head -c 300 "$tmp/ans")"
   stop lora
 fi
 

@@ -64,7 +64,8 @@ static const char USAGE[] =
     "  /v1/messages/count_tokens  the prompt's token count\n"
     "  POST /v1/embeddings        texts (or token ids) -> vectors (mkc embed's)\n"
     "  GET  /v1/models, /health; POST /tokenize, /detokenize, /apply-template and\n"
-    "  GET /props, /metrics (llama-server's; Prometheus's format)\n"
+    "  GET /props, /metrics (llama-server's; Prometheus's format), /lora-adapters (the\n"
+    "  --lora adapters; POST: their scales are fixed)\n"
     "  GET /slots                 llama-server's: each slot's state and request\n"
     "  POST /slots/0?action=save|restore|erase  llama-server's slot files\n"
     "                             (--slot-save-path)\n"
@@ -445,7 +446,7 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
   }
   int preflight = strcmp(req->method, "OPTIONS") == 0; /* a browser's, before its request */
   /* with keys, every request but the liveness checks and a browser's preflight carries one */
-  int open_path = strcmp(p, "/health") == 0 || strcmp(p, "/") == 0;
+  int open_path = strcmp(p, "/health") == 0 || strcmp(p, "/v1/health") == 0 || strcmp(p, "/") == 0;
   if (sv->n_keys && !preflight && !open_path &&
       !mkc_http_bearer_ok(req, (const char *const *)sv->keys, sv->n_keys)) {
     mkc_http_extra_headers("WWW-Authenticate: Bearer\r\n");
@@ -564,7 +565,9 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
     get ? list_models(sv, fd) : mkc_respond_error(fd, 405, "use GET");
   } else if (strcmp(p, "/metrics") == 0) {
     get ? metrics(sv, fd) : mkc_respond_error(fd, 405, "use GET");
-  } else if (strcmp(p, "/health") == 0) {
+  } else if (strcmp(p, "/lora-adapters") == 0) {
+    mkc_serve_lora_adapters(sv, fd, req);
+  } else if (strcmp(p, "/health") == 0 || strcmp(p, "/v1/health") == 0) {
     static const char ok[] = "{\"status\":\"ok\"}";
     get ? mkc_http_respond(fd, 200, "application/json", ok, sizeof ok - 1)
         : mkc_respond_error(fd, 405, "use GET");

@@ -163,6 +163,10 @@ int *mkc_serve_prompt(const mkc_server *sv, mkc_api_req *r, int *n, char *why, s
  * prompt a request of the same messages, system and tools would be given (however long it
  * is); OpenAI's with "object": "response.input_tokens", as llama-server answers. */
 enum { MKC_COUNT_ANTHROPIC, MKC_COUNT_RESPONSES, MKC_COUNT_CHAT };
+/* llama-server's GET /lora-adapters: the --lora adapters (id, path, scale, task_name,
+ * prompt_prefix); POST: the scales in effect asked again is a success, others are refused
+ * (mkc merges adapters at load). */
+void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req);
 void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int api);
 /* An answered request: counted (sv->counts) and logged; why: why it stopped. */
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,

@@ -127,3 +127,51 @@ void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int
   cJSON_AddNumberToObject(o, "input_tokens", n);
   mkc_respond_json(fd, 200, o);
 }
+
+void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req) {
+  const mkc_loaded_model *m = sv->m;
+  int post = !strcmp(req->method, "POST");
+  if (!post && strcmp(req->method, "GET") != 0) {
+    mkc_respond_error(fd, 405, "use GET or POST");
+    return;
+  }
+  if (post) { /* the scales in effect may be asked again; others cannot be had */
+    cJSON *body = cJSON_ParseWithLength(req->body, req->body_len), *e;
+    const char *why = cJSON_IsArray(body) ? NULL : "Request body must be an array";
+    const cJSON *list = cJSON_IsArray(body) ? body : NULL;
+    cJSON_ArrayForEach(e, list) {
+      const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
+                  *scale = cJSON_GetObjectItemCaseSensitive(e, "scale");
+      if (!why && (!cJSON_IsNumber(id) || id->valueint < 0 || id->valueint >= m->n_lora ||
+                   id->valuedouble != id->valueint))
+        why = "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\"}";
+      else if (!why &&
+               (!cJSON_IsNumber(scale) || (float)scale->valuedouble != m->lora[id->valueint].scale))
+        why = "mkc merges adapters into the weights at load: their scales are fixed (start the "
+              "server with --lora-scaled FILE:SCALE for another)";
+    }
+    cJSON_Delete(body);
+    if (why) {
+      mkc_respond_error(fd, 400, why);
+      return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddBoolToObject(o, "success", 1);
+    mkc_respond_json(fd, 200, o);
+    return;
+  }
+  cJSON *all = cJSON_CreateArray();
+  for (int k = 0; k < m->n_lora; k++) { /* llama-server's fields */
+    const char *task = "", *prefix = "";
+    mkc_gguf_get_str(m->lora[k].f, "adapter.lora.task_name", &task);
+    mkc_gguf_get_str(m->lora[k].f, "adapter.lora.prompt_prefix", &prefix);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "id", k);
+    cJSON_AddStringToObject(o, "path", m->lora[k].f->path);
+    cJSON_AddNumberToObject(o, "scale", m->lora[k].scale);
+    cJSON_AddStringToObject(o, "task_name", task);
+    cJSON_AddStringToObject(o, "prompt_prefix", prefix);
+    cJSON_AddItemToArray(all, o);
+  }
+  mkc_respond_json(fd, 200, all);
+}
