@@ -9,13 +9,16 @@ adds BOS (--in-prefix-bos), prefix, input and suffix, each tokenized alone by
 is plain `mkc run --prompt-ids HISTORY --json` runs, one per span of the
 context: its tokens up to an end-of-generation token (kept in the history,
 unprinted, then a newline and the first reverse prompt's tokens), the token
-that completes a reverse prompt, or -n tokens. A full context ends the run, or
+that completes a reverse prompt, or -n tokens; it has no turn when the text just read (the
+prompt, an input) ends in a reverse prompt: the user's turn comes again. A full context ends
+the run, or
 with --context-shift drops the older half of the history after --keep's tokens
 (llama.cpp's n_discard), and the next span is a fresh run of what is left.
 
 usage: interactive_oracle.py SPEC.json; SPEC: {"mkc", "model", "ctx", "n",
 "prompt", "prefix", "suffix", "bos", "first", "reverse": [...], "shift",
-"keep", "args": [...], "inputs": [...]}. Prints the expected stdout.
+"keep", "args": [...], "inputs": [...]}. Prints the expected stdout, and on stderr the
+shifts made.
 """
 import json
 import subprocess
@@ -42,7 +45,10 @@ def main():
         lines = subprocess.check_output(args, stderr=subprocess.DEVNULL).decode().splitlines()
         return [json.loads(l) for l in lines if l.startswith('{"id"')]
 
+    shifts = [0]
+
     def shift(hist):  # exec/context_shift.c's rule, written again
+        shifts[0] += 1
         cached = len(hist) - 1
         keep = min(spec.get("keep", 0), cached - 2)
         if keep < 0:
@@ -53,17 +59,20 @@ def main():
 
     hist = tokenize(spec["prompt"], bos=True) if spec["prompt"] else []
     out = spec["prompt"]
+    seen = out  # the whole text read, what is not printed too
     reverse = spec.get("reverse", [])
     inputs = list(spec["inputs"])
-    user = spec.get("first", False) or not hist
+    user, fresh = spec.get("first", False) or not hist, bool(hist)
     while True:
         if user:
             out += spec.get("prefix", "")
             if not inputs:
                 break
             text = inputs.pop(0)
+            fresh = bool(text)
             if text:
                 out += spec.get("suffix", "")
+                seen += spec.get("prefix", "") + text + spec.get("suffix", "")
                 if spec.get("bos"):
                     hist += tokenize("", bos=True)
                 hist += tokenize(spec.get("prefix", ""))
@@ -72,6 +81,10 @@ def main():
         user = True
         if not hist:
             continue
+        # what was just read ends in a reverse prompt: the user's turn again
+        if fresh and any(seen.endswith(r) for r in reverse):
+            continue
+        fresh = False
         # the model's turn, span by span
         got, said, ended, full = 0, "", None, False
         while True:
@@ -85,6 +98,7 @@ def main():
             for tok in run(hist, want):
                 hist.append(tok["id"])
                 got += 1
+                seen += tok["text"]
                 if tok["text"] in EOG_TEXTS:
                     ended = "eog"
                     break
@@ -107,8 +121,10 @@ def main():
         if ended == "eog":
             if reverse:
                 hist += tokenize(reverse[0])
+                seen += reverse[0]
             out += "\n"
     sys.stdout.write(out + "\n")
+    sys.stderr.write("shifts %d\n" % shifts[0])
 
 
 main()

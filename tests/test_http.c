@@ -849,6 +849,21 @@ static void responses_requests(void) {
         "joined, max_output_tokens, reasoning.effort, the function tool (file_search noted) (%s)",
         rc ? why : r.unfollowed);
   if (rc == 0) mkc_api_req_free(&r);
+  /* a chat's own fields beside the Responses ones: input and max_output_tokens win */
+  const char *dup = "{\"input\": [{\"role\": \"user\", \"content\": \"a\"}, {\"type\": "
+                    "\"reasoning\", \"content\": [{\"text\": \"one\"}]}, {\"type\": "
+                    "\"reasoning\", \"content\": [{\"text\": \"two\"}]}, {\"role\": "
+                    "\"assistant\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": "
+                    "\"y\"}], \"messages\": [{\"role\": \"user\", \"content\": \"b\"}], "
+                    "\"max_tokens\": 3, \"max_output_tokens\": 7}";
+  rc = mkc_api_parse_responses(dup, strlen(dup), 0, 0, &r, why, sizeof why);
+  CHECK(rc == 0 && r.n_msgs == 3 && !strcmp(r.msgs[0].content, "a") && r.max_tokens == 7 &&
+            r.msgs[1].reasoning && !strcmp(r.msgs[1].reasoning, "two") &&
+            !strcmp(r.msgs[1].content, "x"),
+        "Responses' request with chat fields beside: input over messages, max_output_tokens over "
+        "max_tokens, a turn's second reasoning item over its first (%s)",
+        rc ? why : "read");
+  if (rc == 0) mkc_api_req_free(&r);
   const char *fmt = "{\"input\": \"a\", \"text\": {\"format\": {\"type\": \"json_schema\", "
                     "\"name\": \"n\", \"schema\": {\"type\": \"object\"}}}}";
   rc = mkc_api_parse_responses(fmt, strlen(fmt), 0, 0, &r, why, sizeof why);

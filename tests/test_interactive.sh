@@ -70,6 +70,14 @@ if [ -n "$third" ]; then
 else
   fail "-r: the first reply's third token has no text to end at"
 fi
+# a prompt that ends in the reverse prompt: the user's turn first; an empty line then gives the
+# model the turn all the same
+check "a prompt ending in -r's text: the user writes first" \
+  '{"ctx": 256, "n": 5, "prompt": "Once upon a time\nUser:", "reverse": ["User:"], "inputs": [" Hello", "Bye"]}' \
+  --ctx 256 -p "Once upon a time\nUser:" -i -n 5 -r "User:"
+check "... and an empty line there gives the model the turn" \
+  '{"ctx": 256, "n": 5, "prompt": "Once upon a time\nUser:", "reverse": ["User:"], "inputs": ["", "Bye"]}' \
+  --ctx 256 -p "Once upon a time\nUser:" -i -n 5 -r "User:"
 # an end-of-generation token (<|im_end|>, its logit raised): kept, unprinted, a newline, then -r's
 # first text read unprinted before the input
 check "an end-of-generation token ends a reply; the first -r follows it unprinted" \
@@ -87,8 +95,10 @@ grep -q 'ended: the context is full$' "$tmp/got_err" && grep -q '^mkc: the conte
 check "--ctx 32 --context-shift -n 40: replies shift as run does, an input past the context too" \
   '{"ctx": 32, "n": 40, "shift": true, "prompt": "Once upon a time", "prefix": "User: ", "suffix": "\nBot:", "inputs": ["Hello there", "Bye"]}' \
   --ctx 32 -p "$P" -i -n 40 --context-shift --in-prefix "User: " --in-suffix '\nBot:'
-grep -Eq 'shifted [0-9]+ times; ended: the end of input$' "$tmp/got_err" && ok "... the stats count the shifts" \
-  || fail "shifts: stderr" "$(cat "$tmp/got_err")"
+shifts=$(sed -n 's/^shifts //p' "$tmp/oracle_err")
+[ "$shifts" -gt 1 ] && grep -Eq "shifted $shifts times; ended: the end of input\$" "$tmp/got_err" \
+  && ok "... the stats count the $shifts shifts, those before a reply's first token too" \
+  || fail "shifts: stderr" "oracle: $shifts" "$(cat "$tmp/got_err")"
 check "--context-shift --keep 2: the first two tokens stay" \
   '{"ctx": 32, "n": 40, "shift": true, "keep": 2, "prompt": "Once upon a time", "inputs": ["Hello there"]}' \
   --ctx 32 -p "$P" -i -n 40 --context-shift --keep 2

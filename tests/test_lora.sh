@@ -48,6 +48,9 @@ for type in bf16 q8_0; do
   same "$type base --lora-scaled FILE:0.5" "$base" "$tmp/m2.gguf" --lora-scaled "$tmp/a1_$type.gguf:0.5"
   same "$type base, two adapters (--lora, --lora-scaled; the second alpha 0, rank 2)" "$base" "$tmp/m3.gguf" \
     --lora "$tmp/a1_$type.gguf" --lora-scaled "$tmp/a2_$type.gguf:0.25"
+  # self-speculation drafts with the adapted matrices as the target holds them (in bf16)
+  same "$type base --lora with --draft-layers 1 --draft-max 3" "$base" "$tmp/m3.gguf" \
+    --lora "$tmp/a1_$type.gguf" --lora-scaled "$tmp/a2_$type.gguf:0.25" --draft-layers 1 --draft-max 3
 done
 same "one --lora-scaled of two adapters, comma-separated" "$tmp/base_q8_0.gguf" "$tmp/m3.gguf" \
   --lora-scaled "$tmp/a1_q8_0.gguf:1,$tmp/a2_q8_0.gguf:0.25"
@@ -72,6 +75,8 @@ if start lora -m "$base" --backend cpu --lora "$tmp/a1_bf16.gguf"; then
     || fail "POST /lora-adapters, same scale" "$(head -c 300 "$tmp/ans")"
   refused "POST /lora-adapters with another scale" 400 "their scales are fixed" POST /lora-adapters '[{"id": 0, "scale": 0.5}]'
   refused "POST /lora-adapters with an id past them" 400 "each entry is" POST /lora-adapters '[{"id": 1, "scale": 1}]'
+  refused "POST /lora-adapters [], which asks 0 of each (llama-server's)" 400 "an adapter left out asks 0" \
+    POST /lora-adapters '[]'
   call GET /v1/health
   [ "$status" = 200 ] && [ "$(get status)" = ok ] && ok "GET /v1/health: llama-server's other name for /health" \
     || fail "/v1/health" "$(head -c 300 "$tmp/ans")"
@@ -81,6 +86,7 @@ fi
 python3 tests/lora.py adapter "$base" "$tmp/qwen.gguf" 1 "blk.0.attn_q.weight" --arch qwen2
 python3 tests/lora.py adapter "$base" "$tmp/missing.gguf" 1 "blk.9.attn_q.weight"
 python3 tests/lora.py adapter "$base" "$tmp/half.gguf" 1 "blk.0.attn_q.weight" --half
+python3 tests/lora.py adapter "$base" "$tmp/rank0.gguf" 1 "blk.0.attn_q.weight" --rank 0
 expect_error "a model file for an adapter" \
   "mkc: error: $base: not an adapter: general.type is '', not 'adapter'" -- run -m "$base" --lora "$base" --prompt-ids 1 -n 1
 expect_error "another architecture's adapter" \
@@ -92,6 +98,9 @@ expect_error "an adapter of a matrix the model lacks" \
 expect_error "half a pair" \
   "mkc: error: $tmp/half.gguf: tensor 'blk.0.attn_q.weight.lora_a': the other tensor of its pair is missing" \
   -- run -m "$base" --lora "$tmp/half.gguf" --prompt-ids 1 -n 1
+expect_error "a rank-0 adapter" \
+  "mkc: error: $tmp/rank0.gguf: tensor 'blk.0.attn_q.weight.lora_a': not a matrix" \
+  -- run -m "$base" --lora "$tmp/rank0.gguf" --prompt-ids 1 -n 1
 expect_error "--lora-scaled without a scale" \
   "mkc: error: --lora-scaled: expected FILE:SCALE (a finite number), got '$tmp/half.gguf'" \
   -- run -m "$base" --lora-scaled "$tmp/half.gguf" --prompt-ids 1 -n 1

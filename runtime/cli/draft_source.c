@@ -154,9 +154,10 @@ int mkc_draft_source_plan(const mkc_cli *c, const mkc_loaded_model *target, mkc_
               "mkc: warning: -md %s was trained on %d positions; it drafts for a context of %d\n",
               c->draft_model_path, file->desc.ctx_train, tg->max_ctx);
   }
-  if (file && !c->dequant) {
-    o.weight_type = mkc_model_file_weight_type;
-    o.weight_type_ctx = (void *)file;
+  if (file && !c->dequant) { /* self-speculation reads the target's weights, adapted or not */
+    int adapted = file == &target->file && target->n_lora;
+    o.weight_type = adapted ? mkc_loaded_weight_type : mkc_model_file_weight_type;
+    o.weight_type_ctx = adapted ? (void *)target : (void *)file;
   }
   return mkc_codegen(&o, &m->g, &m->src);
 }

@@ -122,7 +122,7 @@ static int on_token(void *ctx, int id) {
  * \ goes on to the next (the \ dropped); -mli swaps which of the two a line
  * ending in neither does. The last newline is dropped. 1 with the input in
  * *out (malloc'd; "" for an empty line: the model's turn), 0 at the end of
- * input, -1 on Ctrl-C. */
+ * input, -1 on Ctrl-C, -2 after an error's message. */
 static int read_input(int multiline, char **out) {
   char *buf = NULL, *line = NULL;
   size_t len = 0, line_cap = 0;
@@ -146,7 +146,7 @@ static int read_input(int multiline, char **out) {
     char *b = realloc(buf, len + (size_t)n + 1);
     if (!b) {
       fprintf(stderr, "mkc: error: out of memory\n");
-      rc = -1;
+      rc = -2;
       break;
     }
     buf = b;
@@ -203,6 +203,20 @@ static int user_turn(turns *t) {
     }
     return 1;
   }
+}
+
+/* Whether the text's last tokens (32, as llama-completion reads them, control tokens spelled)
+ * end in a reverse prompt. */
+static int ends_in_reverse(const turns *t) {
+  int n = t->n_hist < 32 ? t->n_hist : 32, hit = 0;
+  char *text = t->c->n_reverse ? mkc_tokenizer_decode(t->tok, t->hist + t->n_hist - n, n, 1) : NULL;
+  size_t len = text ? strlen(text) : 0;
+  for (int k = 0; text && k < t->c->n_reverse && !hit; k++) {
+    size_t r = strlen(t->c->reverse[k]);
+    hit = r <= len && !memcmp(text + len - r, t->c->reverse[k], r);
+  }
+  free(text);
+  return hit;
 }
 
 enum { REPLY_DONE, REPLY_FULL, REPLY_FAILED };
@@ -359,19 +373,24 @@ int mkc_run_interactive(const mkc_cli *c, const mkc_sampling *opt, unsigned long
                     "the input; Ctrl-D ends\n");
   mkc_interrupt_install();
   const char *why = "the end of input";
-  int user = c->interactive_first || n_prompt == 0;
+  int user = c->interactive_first || n_prompt == 0, read = n_prompt; /* read: tokens added */
   for (;;) {
     mkc_interrupted = 0;
     if (user) {
-      int r = user_turn(&t);
+      int before = t.n_hist, r = user_turn(&t);
       if (r == -2) goto done;
       if (r <= 0) {
         if (r < 0) why = "Ctrl-C";
         break;
       }
+      read = t.n_hist > before;
     }
     user = 1;
     if (t.n_hist == 0) continue; /* nothing to write on yet */
+    /* text that ends in a reverse prompt hands the user the turn at once, as llama-completion
+     * finds it in what it read (an empty line gives the model the turn all the same) */
+    if (read && ends_in_reverse(&t)) continue;
+    read = 0;
     int first = t.replies == 0, r = model_turn(&t, &o, cache_id, first);
     if (r == REPLY_FAILED) goto done;
     if (r == REPLY_FULL) {

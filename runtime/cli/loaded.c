@@ -71,9 +71,7 @@ int mkc_default_ctx(int ctx_train) {
   return ctx_train < MKC_DEFAULT_CTX ? ctx_train : MKC_DEFAULT_CTX;
 }
 
-/* mkc_gen_opts.weight_type with adapters: a matrix one adapts is planned in bf16 (its delta is
- * merged into bf16 rows), the others as the file stores them. */
-static int adapted_weight_type(void *ctx, const char *name) {
+int mkc_loaded_weight_type(void *ctx, const char *name) {
   mkc_loaded_model *m = ctx;
   for (int k = 0; k < m->n_lora; k++)
     if (mkc_lora_adapts(&m->lora[k], name)) return MKC_GGML_BF16;
@@ -109,7 +107,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
                         &m->lora[m->n_lora]) != 0)
         return -1;
     if (!c->dequant) {
-      o.weight_type = m->n_lora ? adapted_weight_type : mkc_model_file_weight_type;
+      o.weight_type = m->n_lora ? mkc_loaded_weight_type : mkc_model_file_weight_type;
       o.weight_type_ctx = m->n_lora ? (void *)m : (void *)&m->file;
     }
     if (!o.max_ctx) o.max_ctx = mkc_default_ctx(d->ctx_train);

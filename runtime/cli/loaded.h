@@ -35,6 +35,11 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m);
 
 #define MKC_DEFAULT_CTX 4096
 
+/* mkc_gen_opts.weight_type of a model with --lora adapters (ctx: the mkc_loaded_model): a
+ * matrix one adapts is planned in bf16 (its delta is merged into bf16 rows), the others as the
+ * file stores them. */
+int mkc_loaded_weight_type(void *ctx, const char *name);
+
 /* The context a model trained on ctx_train positions runs with when --ctx is
  * not given: ctx_train capped at MKC_DEFAULT_CTX. */
 int mkc_default_ctx(int ctx_train);

@@ -139,17 +139,21 @@ void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req) {
     cJSON *body = cJSON_ParseWithLength(req->body, req->body_len), *e;
     const char *why = cJSON_IsArray(body) ? NULL : "Request body must be an array";
     const cJSON *list = cJSON_IsArray(body) ? body : NULL;
+    float asked[MKC_LORA_MAX] = {0}; /* llama-server's: an adapter left out is set to 0 */
     cJSON_ArrayForEach(e, list) {
       const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
                   *scale = cJSON_GetObjectItemCaseSensitive(e, "scale");
       if (!why && (!cJSON_IsNumber(id) || id->valueint < 0 || id->valueint >= m->n_lora ||
-                   id->valuedouble != id->valueint))
-        why = "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\"}";
-      else if (!why &&
-               (!cJSON_IsNumber(scale) || (float)scale->valuedouble != m->lora[id->valueint].scale))
-        why = "mkc merges adapters into the weights at load: their scales are fixed (start the "
-              "server with --lora-scaled FILE:SCALE for another)";
+                   id->valuedouble != id->valueint || !cJSON_IsNumber(scale)))
+        why = "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\": a "
+              "number}";
+      else if (!why)
+        asked[id->valueint] = (float)scale->valuedouble;
     }
+    for (int k = 0; !why && k < m->n_lora; k++)
+      if (asked[k] != m->lora[k].scale)
+        why = "mkc merges adapters into the weights at load: their scales are fixed (start the "
+              "server with --lora-scaled FILE:SCALE for another; an adapter left out asks 0)";
     cJSON_Delete(body);
     if (why) {
       mkc_respond_error(fd, 400, why);

@@ -58,7 +58,7 @@ int mkc_decode_history(mkc_session *s, const mkc_graph *g, int *hist, int *n_his
   int ctx = o->max_ctx > 0 && o->max_ctx < g->max_ctx ? o->max_ctx : g->max_ctx;
   double t0 = mkc_seconds();
   long want = n_gen < 0 ? LONG_MAX : n_gen, done = 0;
-  int n_hist = *n_hist_io, rc = 0, spans = 0;
+  int n_hist = *n_hist_io, rc = 0, spans = 0, early = 0; /* early: shifts before a span */
   for (;;) {
     /* a span generates at most until its cache is full: max_ctx + 1 - n_hist tokens */
     long room = ctx + 1 - n_hist, left = want - done;
@@ -66,10 +66,12 @@ int mkc_decode_history(mkc_session *s, const mkc_graph *g, int *hist, int *n_his
       int n = (int)(left < room ? left : room);
       mkc_decode_stats part;
       rc = mkc_decode_span(s, g, hist, n_hist, n_cached, n, o, hist + n_hist, &part);
-      if (spans++ == 0)
+      if (spans++ == 0) {
         *stats = part; /* the first span: the prompt's figures too */
-      else
+        stats->shifts = early;
+      } else {
         add_span(stats, &part);
+      }
       stats->ctx_full = part.ctx_full;
       stats->stopped = part.stopped;
       stats->complete = part.complete;
@@ -90,7 +92,7 @@ int mkc_decode_history(mkc_session *s, const mkc_graph *g, int *hist, int *n_his
     memmove(hist + keep, hist + keep + discard, (size_t)(n_hist - keep - discard) * sizeof *hist);
     n_hist -= discard;
     n_cached = spans ? keep : n_cached < keep ? n_cached : keep;
-    stats->shifts++;
+    stats->shifts++, early += !spans;
     stats->ctx_full = 0;
   }
   *n_hist_io = n_hist;

@@ -56,9 +56,9 @@ int mkc_lora_check(const mkc_gguf *f, const char *arch, double *alpha_out) {
       continue;
     }
     const mkc_gguf_tensor *other = a || b ? partner(f, t->name, a ? SUFFIX_B : SUFFIX_A) : NULL;
-    const char *fault = !a && !b         ? "not a .lora_a or .lora_b tensor"
-                        : !other         ? "the other tensor of its pair is missing"
-                        : t->n_dims != 2 ? "not a matrix"
+    const char *fault = !a && !b ? "not a .lora_a or .lora_b tensor"
+                        : !other ? "the other tensor of its pair is missing"
+                        : t->n_dims != 2 || t->ne[0] < 1 || t->ne[1] < 1 ? "not a matrix"
                         : !mkc_ggml_type(t->type)->readable ? "of a type mkc does not read"
                         : ends_with(t->name, "token_embd.weight.lora_a") ||
                                 ends_with(t->name, "token_embd.weight.lora_b")

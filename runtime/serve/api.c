@@ -879,7 +879,8 @@ int mkc_api_parse_responses(const char *body, size_t n, int counting, int chat_b
   } else if (!strncmp(why, "messages", 8)) { /* a converted message: say so */
     char was[512];
     snprintf(was, sizeof was, "%s", why);
-    snprintf(why, cap, "input, read as chat messages: %s", was);
+    snprintf(why, cap,
+             "input, read as chat messages (instructions first, a turn's items joined): %s", was);
   }
   cJSON_Delete(root);
   return rc;

@@ -134,7 +134,9 @@ static int item(const cJSON *it, int i, cJSON *msgs, char *why, size_t cap) {
   if (type && !strcmp(type, "reasoning")) { /* given back: the assistant's reasoning */
     const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(it, "content"), 0);
     const char *text = str(c, "text");
-    if (text) cJSON_AddStringToObject(assistant_for(msgs), "reasoning_content", text);
+    cJSON *m = text ? assistant_for(msgs) : NULL; /* a second item of a turn: the latest */
+    if (m) cJSON_DeleteItemFromObjectCaseSensitive(m, "reasoning_content");
+    if (m) cJSON_AddStringToObject(m, "reasoning_content", text);
     return 0; /* only a summary or encrypted content: nothing mkc can read */
   }
   if (type && !strcmp(type, "item_reference"))
@@ -230,7 +232,8 @@ cJSON *mkc_api_responses_chat(const cJSON *root, int *skipped, char *why, size_t
                                      "n",
                                      "logprobs",
                                      "top_logprobs",
-                                     "stream_options"}; /* the Responses API's own */
+                                     "stream_options", /* the Responses API's own */
+                                     "messages"};      /* made from input below */
   for (size_t k = 0; k < sizeof GONE / sizeof *GONE; k++)
     cJSON_DeleteItemFromObjectCaseSensitive(chat, GONE[k]);
   cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
@@ -251,7 +254,10 @@ cJSON *mkc_api_responses_chat(const cJSON *root, int *skipped, char *why, size_t
       return NULL;
     }
   const cJSON *max = cJSON_GetObjectItemCaseSensitive(root, "max_output_tokens");
-  if (max && !cJSON_IsNull(max)) cJSON_AddItemToObject(chat, "max_tokens", cJSON_Duplicate(max, 1));
+  if (max && !cJSON_IsNull(max)) { /* over a chat's max_tokens sent beside it */
+    cJSON_DeleteItemFromObjectCaseSensitive(chat, "max_tokens");
+    cJSON_AddItemToObject(chat, "max_tokens", cJSON_Duplicate(max, 1));
+  }
   const char *effort = str(cJSON_GetObjectItemCaseSensitive(root, "reasoning"), "effort");
   if (effort) cJSON_AddStringToObject(chat, "reasoning_effort", effort);
   tools(root, chat, skipped);
