@@ -65,6 +65,12 @@ if start lora -m "$base" --backend cpu --lora "$tmp/a1_bf16.gguf"; then
   [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$want" ] \
     && ok "serve --lora: a completion is the oracle model's ($want)" \
     || fail "serve --lora" "want: $want" "got:  $(head -c 300 "$tmp/ans")"
+  call POST /v1/completions '{"prompt": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 16, "lora": [{"id": 0, "scale": 1}]}'
+  [ "$status" = 200 ] && [ "$(get choices 0 text)" = "$want" ] \
+    && ok "a request's lora with the scale in effect: answered, the same text" \
+    || fail "request lora, same scale" "$(head -c 300 "$tmp/ans")"
+  refused "a request's lora with another scale" 400 "lora: mkc merges adapters into the weights at load" \
+    POST /v1/completions '{"prompt": [3, 1], "max_tokens": 2, "lora": [{"id": 0, "scale": 0.5}]}'
   call GET /lora-adapters
   [ "$status" = 200 ] && [ "$(get 0 id)" = 0 ] && [ "$(get 0 path)" = "$tmp/a1_bf16.gguf" ] \
     && [ "$(get 0 scale)" = 1 ] && [ "$(content 0 task_name)" = '""' ] \

@@ -167,6 +167,10 @@ enum { MKC_COUNT_ANTHROPIC, MKC_COUNT_RESPONSES, MKC_COUNT_CHAT };
  * prompt_prefix); POST: the scales in effect asked again is a success, others are refused
  * (mkc merges adapters at load). */
 void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req);
+/* Why a list of llama-server's {"id", "scale"} (POST /lora-adapters, a request's "lora") asks
+ * scales other than m's adapters' (one left out asks 0), or a list of another shape; NULL when
+ * it asks the scales in effect. */
+const char *mkc_serve_lora_asked(const mkc_loaded_model *m, const struct cJSON *list);
 void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int api);
 /* An answered request: counted (sv->counts) and logged; why: why it stopped. */
 void mkc_serve_job_done(mkc_server *sv, const mkc_serve_job *j, const mkc_decode_stats *st,

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <cjson/cJSON.h>
+
 #include "backend/logit_bias.h"
 #include "exec/slots.h"
 #include "json_format.h"
@@ -456,6 +458,13 @@ int mkc_serve_job_open(mkc_server *sv, mkc_serve_job *j, mkc_api_req *r, int fd,
              "Infill is not supported by this model: it lacks fill-in-the-middle markers: %s",
              missing);
     return 501; /* llama-server's status for it */
+  }
+  /* llama-server's per-request adapters: only the scales in effect (mkc merges at load) */
+  const cJSON *lora = cJSON_GetObjectItemCaseSensitive(r->root, "lora");
+  const char *fault = lora && !cJSON_IsNull(lora) ? mkc_serve_lora_asked(sv->m, lora) : NULL;
+  if (fault) {
+    snprintf(why, cap, "lora: %s", fault);
+    return 400;
   }
   if (!(j->prompt = prompt_of(sv, r, &j->n_prompt, &j->dropped, why, cap)))
     return strstr(why, "memory") ? 500 : 400;

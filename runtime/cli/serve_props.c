@@ -128,6 +128,25 @@ void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int
   mkc_respond_json(fd, 200, o);
 }
 
+const char *mkc_serve_lora_asked(const mkc_loaded_model *m, const cJSON *list) {
+  if (!cJSON_IsArray(list)) return "Request body must be an array";
+  float asked[MKC_LORA_MAX] = {0}; /* llama-server's: an adapter left out is set to 0 */
+  const cJSON *e;
+  cJSON_ArrayForEach(e, list) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
+                *scale = cJSON_GetObjectItemCaseSensitive(e, "scale");
+    if (!cJSON_IsNumber(id) || id->valueint < 0 || id->valueint >= m->n_lora ||
+        id->valuedouble != id->valueint || !cJSON_IsNumber(scale))
+      return "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\": a number}";
+    asked[id->valueint] = (float)scale->valuedouble;
+  }
+  for (int k = 0; k < m->n_lora; k++)
+    if (asked[k] != m->lora[k].scale)
+      return "mkc merges adapters into the weights at load: their scales are fixed (start the "
+             "server with --lora-scaled FILE:SCALE for another; an adapter left out asks 0)";
+  return NULL;
+}
+
 void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req) {
   const mkc_loaded_model *m = sv->m;
   int post = !strcmp(req->method, "POST");
@@ -136,24 +155,8 @@ void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req) {
     return;
   }
   if (post) { /* the scales in effect may be asked again; others cannot be had */
-    cJSON *body = cJSON_ParseWithLength(req->body, req->body_len), *e;
-    const char *why = cJSON_IsArray(body) ? NULL : "Request body must be an array";
-    const cJSON *list = cJSON_IsArray(body) ? body : NULL;
-    float asked[MKC_LORA_MAX] = {0}; /* llama-server's: an adapter left out is set to 0 */
-    cJSON_ArrayForEach(e, list) {
-      const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
-                  *scale = cJSON_GetObjectItemCaseSensitive(e, "scale");
-      if (!why && (!cJSON_IsNumber(id) || id->valueint < 0 || id->valueint >= m->n_lora ||
-                   id->valuedouble != id->valueint || !cJSON_IsNumber(scale)))
-        why = "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\": a "
-              "number}";
-      else if (!why)
-        asked[id->valueint] = (float)scale->valuedouble;
-    }
-    for (int k = 0; !why && k < m->n_lora; k++)
-      if (asked[k] != m->lora[k].scale)
-        why = "mkc merges adapters into the weights at load: their scales are fixed (start the "
-              "server with --lora-scaled FILE:SCALE for another; an adapter left out asks 0)";
+    cJSON *body = cJSON_ParseWithLength(req->body, req->body_len);
+    const char *why = mkc_serve_lora_asked(m, body);
     cJSON_Delete(body);
     if (why) {
       mkc_respond_error(fd, 400, why);

@@ -752,7 +752,6 @@ static void note_native_unfollowed(const cJSON *root, mkc_api_req *r) {
                                     "min_keep",
                                     "t_max_predict_ms",
                                     "t_max_prompt_ms",
-                                    "lora",
                                     "post_sampling_probs",
                                     "response_fields",
                                     "tfs_z"};
