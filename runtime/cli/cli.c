@@ -249,6 +249,7 @@ static const struct {
     {"--embd-normalize", -1, 64, offsetof(mkc_cli, embd_normalize)},
     {"--repetitions", 1, 100, offsetof(mkc_cli, repetitions)},
     {"--timeout", 1, 86400, offsetof(mkc_cli, http_timeout)},
+    {"--chunks", -1, INT_MAX / 2, offsetof(mkc_cli, n_chunks)},
 };
 
 /* The sampler's numeric options: value range, where it goes, and its bit in

@@ -101,6 +101,7 @@ typedef struct mkc_cli {
   int rounds;               /* --rounds R: decode rounds per kernel launch (0: 1) */
   int dequant;              /* --dequant: the model's quantized matrices widened to bf16 */
   int depth;                /* bench -d/--n-depth N: tokens in the cache before each test */
+  int n_chunks;             /* perplexity --chunks N (-1: all the text holds) */
   int stages;               /* bench --stages: a kernel with stage timers, and their table */
   /* The draft source (cli/draft_source.h); neither: prompt lookup */
   int draft_layers;             /* --draft-layers L: self-speculation on the first L layers */

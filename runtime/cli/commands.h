@@ -14,6 +14,7 @@ int mkc_cmd_info(int argc, char **argv);    /* what a model file (GGUF or HF fol
 int mkc_cmd_chat(int argc, char **argv);    /* multi-turn chat with a model in the terminal */
 int mkc_cmd_serve(int argc, char **argv);   /* an OpenAI-style HTTP server */
 int mkc_cmd_embed(int argc, char **argv);   /* texts -> embedding vectors */
-int mkc_cmd_tokenize(int argc, char **argv); /* a text's tokens, as llama-tokenize prints them */
+int mkc_cmd_tokenize(int argc, char **argv);   /* a text's tokens, as llama-tokenize prints them */
+int mkc_cmd_perplexity(int argc, char **argv); /* a text's perplexity, as llama-perplexity's */
 
 #endif

@@ -21,6 +21,7 @@ static const char USAGE[] =
     "  init     write a model of seeded random weights (GGUF or Hugging Face folder)\n"
     "  info     what a model file holds and the graph preset mkc derives from it\n"
     "  tokenize a text's tokens through a model's tokenizer, as llama-tokenize prints them\n"
+    "  perplexity  a text's perplexity under a model, as llama-perplexity measures it\n"
     "\n"
     "MODEL is a GGUF file or a Hugging Face folder (config.json, safetensors,\n"
     "tokenizer.json), or the file name of a model in the model directory\n"
@@ -34,10 +35,12 @@ static const struct {
   const char *name;
   int (*fn)(int argc, char **argv);
 } COMMANDS[] = {
-    {"run", mkc_cmd_run},         {"chat", mkc_cmd_chat},         {"gen", mkc_cmd_gen},
-    {"compile", mkc_cmd_compile}, {"bench", mkc_cmd_bench},       {"inspect", mkc_cmd_inspect},
-    {"init", mkc_cmd_init},       {"info", mkc_cmd_info},         {"serve", mkc_cmd_serve},
-    {"embed", mkc_cmd_embed},     {"tokenize", mkc_cmd_tokenize},
+    {"run", mkc_cmd_run},           {"chat", mkc_cmd_chat},
+    {"gen", mkc_cmd_gen},           {"compile", mkc_cmd_compile},
+    {"bench", mkc_cmd_bench},       {"inspect", mkc_cmd_inspect},
+    {"init", mkc_cmd_init},         {"info", mkc_cmd_info},
+    {"serve", mkc_cmd_serve},       {"embed", mkc_cmd_embed},
+    {"tokenize", mkc_cmd_tokenize}, {"perplexity", mkc_cmd_perplexity},
 };
 
 int main(int argc, char **argv) {
