@@ -855,16 +855,22 @@ static void responses_requests(void) {
                     "\"reasoning\", \"content\": [{\"text\": \"two\"}]}, {\"role\": "
                     "\"assistant\", \"content\": \"x\"}, {\"role\": \"user\", \"content\": "
                     "\"y\"}], \"messages\": [{\"role\": \"user\", \"content\": \"b\"}], "
-                    "\"max_tokens\": 3, \"max_output_tokens\": 7}";
+                    "\"messages\": [{\"role\": \"user\", \"content\": \"c\"}], "
+                    "\"max_tokens\": 3, \"max_tokens\": 4, \"max_completion_tokens\": 500, "
+                    "\"reasoning_effort\": \"high\", \"reasoning\": {\"effort\": \"low\"}, "
+                    "\"max_output_tokens\": 7}";
   rc = mkc_api_parse_responses(dup, strlen(dup), 0, 0, &r, why, sizeof why);
   CHECK(rc == 0 && r.n_msgs == 3 && !strcmp(r.msgs[0].content, "a") && r.max_tokens == 7 &&
             r.msgs[1].reasoning && !strcmp(r.msgs[1].reasoning, "two") &&
-            !strcmp(r.msgs[1].content, "x"),
-        "Responses' request with chat fields beside: input over messages, max_output_tokens over "
-        "max_tokens, a turn's second reasoning item over its first (%s)",
+            !strcmp(r.msgs[1].content, "x") && r.reasoning_effort &&
+            !strcmp(r.reasoning_effort, "low"),
+        "Responses' request with chat fields beside (some twice): input over messages, "
+        "max_output_tokens over max_tokens and max_completion_tokens, reasoning.effort over "
+        "reasoning_effort, a turn's second reasoning item over its first (%s)",
         rc ? why : "read");
   if (rc == 0) mkc_api_req_free(&r);
-  const char *fmt = "{\"input\": \"a\", \"text\": {\"format\": {\"type\": \"json_schema\", "
+  const char *fmt = "{\"input\": \"a\", \"response_format\": {\"type\": \"text\"}, "
+                    "\"text\": {\"format\": {\"type\": \"json_schema\", "
                     "\"name\": \"n\", \"schema\": {\"type\": \"object\"}}}}";
   rc = mkc_api_parse_responses(fmt, strlen(fmt), 0, 0, &r, why, sizeof why);
   CHECK(rc == 0 && r.json_format && r.schema && r.n_msgs == 1 && !strcmp(r.msgs[0].role, "user"),

@@ -64,11 +64,17 @@ if tiny_smol "$model"; then
   "$mkc" perplexity -m "$model" --backend cpu --prompt-ids "$tids" -c 48 >"$tmp/t2" 2>/dev/null
   [ -s "$tmp/t1" ] && cmp -s "$tmp/t1" "$tmp/t2" && ok "-f TEXT: the same estimates as its token ids ($(tail -1 "$tmp/t1"))" \
     || fail "text against ids" "$(cat "$tmp/t1" "$tmp/t2")"
+  expect_error "an empty text" \
+    "mkc: error: perplexity: the text is 0 tokens; a context of 48 needs 96 at least (two chunks; a smaller -c)" \
+    -- perplexity -m "$model" --backend cpu -p "" -c 48
 fi
 
 expect_error "a text shorter than two chunks" \
   "mkc: error: perplexity: the text is 128 tokens; a context of 100 needs 200 at least (two chunks; a smaller -c)" \
   -- perplexity "${p[@]}" --prompt-ids "$ids" -c 100
+expect_error "-c 2, whose chunks score nothing" \
+  "mkc: error: perplexity: -c 2 scores nothing (a chunk's second half but its last token): give 3 at least" \
+  -- perplexity "${p[@]}" --prompt-ids "$ids" -c 2
 expect_error "--chunks 0" "mkc: error: perplexity: --chunks N needs N >= 1 (-1: all)" \
   -- perplexity "${p[@]}" --prompt-ids 1,2 --chunks 0
 expect_error "a text with no model" "mkc: error: perplexity: a text needs a model with a tokenizer (-m)" \

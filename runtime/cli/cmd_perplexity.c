@@ -87,9 +87,9 @@ static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int 
   mkc_session_reset(s);
   int first = n / 2, pos = 0;
   mkc_step_result r;
-  while (pos < n) {
+  while (pos < n - 1) { /* the last token's logits score nothing */
     /* the first half as prompt chunks (no logits wanted), then steps whose every input's are */
-    int k = pos < first ? mkc_session_prompt_inputs(s, first - pos) : n - pos;
+    int k = pos < first ? mkc_session_prompt_inputs(s, first - pos) : n - 1 - pos;
     if (pos >= first && k > g->t_max) k = g->t_max;
     if (mkc_session_step(s, toks + pos, k, k - 1, &r) != 0) return -1;
     if (r.status != MKC_STATUS_OK) {
@@ -97,7 +97,7 @@ static int score_chunk(mkc_session *s, const mkc_graph *g, const int *toks, int 
               pos, r.status);
       return -1;
     }
-    for (int t = 0; pos >= first && t < k && pos + t + 1 < n; t++) {
+    for (int t = 0; pos >= first && t < k; t++) {
       const float *logits = mkc_session_logits(s, t);
       if (!logits) {
         fprintf(stderr, "mkc: error: perplexity: no logits at position %d\n", pos + t);
@@ -123,8 +123,16 @@ int mkc_cmd_perplexity(int argc, char **argv) {
   mkc_loaded_model m;
   int n = 0, *toks = NULL;
   rc = 1;
-  if (mkc_loaded_plan(&c, &m) != 0 || !(toks = text_tokens(&c, &m, &n))) goto done;
+  if (mkc_loaded_plan(&c, &m) != 0) goto done;
+  if (!(toks = text_tokens(&c, &m, &n)) && n != 0) goto done; /* an empty text: too short */
   int n_ctx = m.g.max_ctx, max_chunks = n / n_ctx;
+  if (n_ctx < 3) {
+    fprintf(stderr,
+            "mkc: error: perplexity: -c %d scores nothing (a chunk's second half but "
+            "its last token): give 3 at least\n",
+            n_ctx);
+    goto done;
+  }
   if (n < 2 * n_ctx) {
     fprintf(stderr,
             "mkc: error: perplexity: the text is %d tokens; a context of %d needs %d at least "

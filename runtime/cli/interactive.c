@@ -205,10 +205,11 @@ static int user_turn(turns *t) {
   }
 }
 
-/* Whether the text's last tokens (32, as llama-completion reads them, control tokens spelled)
- * end in a reverse prompt. */
-static int ends_in_reverse(const turns *t) {
-  int n = t->n_hist < 32 ? t->n_hist : 32, hit = 0;
+/* Whether the text read from position `from` on (its last 32 tokens, as llama-completion reads
+ * them, control tokens spelled) ends in a reverse prompt: llama-completion's history starts
+ * over at each user turn, so only what was just read counts. */
+static int ends_in_reverse(const turns *t, int from) {
+  int n = t->n_hist - from < 32 ? t->n_hist - from : 32, hit = 0;
   char *text = t->c->n_reverse ? mkc_tokenizer_decode(t->tok, t->hist + t->n_hist - n, n, 1) : NULL;
   size_t len = text ? strlen(text) : 0;
   for (int k = 0; text && k < t->c->n_reverse && !hit; k++) {
@@ -373,7 +374,8 @@ int mkc_run_interactive(const mkc_cli *c, const mkc_sampling *opt, unsigned long
                     "the input; Ctrl-D ends\n");
   mkc_interrupt_install();
   const char *why = "the end of input";
-  int user = c->interactive_first || n_prompt == 0, read = n_prompt; /* read: tokens added */
+  /* read: tokens were just read, from position read_from on */
+  int user = c->interactive_first || n_prompt == 0, read = n_prompt, read_from = 0;
   for (;;) {
     mkc_interrupted = 0;
     if (user) {
@@ -383,13 +385,13 @@ int mkc_run_interactive(const mkc_cli *c, const mkc_sampling *opt, unsigned long
         if (r < 0) why = "Ctrl-C";
         break;
       }
-      read = t.n_hist > before;
+      read = t.n_hist > before, read_from = before;
     }
     user = 1;
     if (t.n_hist == 0) continue; /* nothing to write on yet */
     /* text that ends in a reverse prompt hands the user the turn at once, as llama-completion
      * finds it in what it read (an empty line gives the model the turn all the same) */
-    if (read && ends_in_reverse(&t)) continue;
+    if (read && ends_in_reverse(&t, read_from)) continue;
     read = 0;
     int first = t.replies == 0, r = model_turn(&t, &o, cache_id, first);
     if (r == REPLY_FAILED) goto done;

@@ -129,16 +129,16 @@ void mkc_serve_count_tokens(mkc_server *sv, int fd, const mkc_http_req *req, int
 }
 
 const char *mkc_serve_lora_asked(const mkc_loaded_model *m, const cJSON *list) {
-  if (!cJSON_IsArray(list)) return "Request body must be an array";
+  if (!cJSON_IsArray(list)) return "expected a list of {\"id\", \"scale\"} (llama-server's)";
   float asked[MKC_LORA_MAX] = {0}; /* llama-server's: an adapter left out is set to 0 */
   const cJSON *e;
   cJSON_ArrayForEach(e, list) {
     const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id"),
                 *scale = cJSON_GetObjectItemCaseSensitive(e, "scale");
     if (!cJSON_IsNumber(id) || id->valueint < 0 || id->valueint >= m->n_lora ||
-        id->valuedouble != id->valueint || !cJSON_IsNumber(scale))
+        id->valuedouble != id->valueint || (scale && !cJSON_IsNumber(scale)))
       return "each entry is {\"id\": an adapter's id (GET /lora-adapters), \"scale\": a number}";
-    asked[id->valueint] = (float)scale->valuedouble;
+    asked[id->valueint] = scale ? (float)scale->valuedouble : 0; /* llama-server's default */
   }
   for (int k = 0; k < m->n_lora; k++)
     if (asked[k] != m->lora[k].scale)

@@ -55,6 +55,11 @@ static cJSON *parts_of(const cJSON *content, const char *where, int assistant, c
   return parts;
 }
 
+/* Every entry called key out of o (a body may repeat a key; cJSON keeps each). */
+static void drop(cJSON *o, const char *key) {
+  while (cJSON_GetObjectItemCaseSensitive(o, key)) cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
 static cJSON *message(const char *role) {
   cJSON *m = cJSON_CreateObject();
   cJSON_AddStringToObject(m, "role", role);
@@ -160,6 +165,7 @@ static int format(const cJSON *root, cJSON *chat, char *why, size_t cap) {
                       "text.format: {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
                       "{\"type\": \"json_schema\", \"schema\": {...}}");
   if (!strcmp(type, "text")) return 0;
+  drop(chat, "response_format");
   cJSON *rf = cJSON_AddObjectToObject(chat, "response_format");
   cJSON_AddStringToObject(rf, "type", type);
   if (!strcmp(type, "json_schema")) {
@@ -234,8 +240,7 @@ cJSON *mkc_api_responses_chat(const cJSON *root, int *skipped, char *why, size_t
                                      "top_logprobs",
                                      "stream_options", /* the Responses API's own */
                                      "messages"};      /* made from input below */
-  for (size_t k = 0; k < sizeof GONE / sizeof *GONE; k++)
-    cJSON_DeleteItemFromObjectCaseSensitive(chat, GONE[k]);
+  for (size_t k = 0; k < sizeof GONE / sizeof *GONE; k++) drop(chat, GONE[k]);
   cJSON *msgs = cJSON_AddArrayToObject(chat, "messages");
   if (cJSON_IsString(ins)) {
     cJSON *m = message("system");
@@ -254,12 +259,16 @@ cJSON *mkc_api_responses_chat(const cJSON *root, int *skipped, char *why, size_t
       return NULL;
     }
   const cJSON *max = cJSON_GetObjectItemCaseSensitive(root, "max_output_tokens");
-  if (max && !cJSON_IsNull(max)) { /* over a chat's max_tokens sent beside it */
-    cJSON_DeleteItemFromObjectCaseSensitive(chat, "max_tokens");
+  /* a converted field over the chat's own sent beside it */
+  if (max && !cJSON_IsNull(max)) {
+    drop(chat, "max_tokens"), drop(chat, "max_completion_tokens");
     cJSON_AddItemToObject(chat, "max_tokens", cJSON_Duplicate(max, 1));
   }
   const char *effort = str(cJSON_GetObjectItemCaseSensitive(root, "reasoning"), "effort");
-  if (effort) cJSON_AddStringToObject(chat, "reasoning_effort", effort);
+  if (effort) {
+    drop(chat, "reasoning_effort");
+    cJSON_AddStringToObject(chat, "reasoning_effort", effort);
+  }
   tools(root, chat, skipped);
   if (format(root, chat, why, cap) != 0) {
     cJSON_Delete(chat);
