@@ -76,7 +76,7 @@ static void load_as_weights(const mkc_gguf *f) {
 static void as_lora(mkc_gguf *f) {
   const char *arch = "llama";
   mkc_gguf_get_str(f, "general.architecture", &arch);
-  mkc_lora l = {.f = f, .scale = 1};
+  mkc_lora l = {.f = f, .scale = 1, .path = f->path};
   if (mkc_lora_check(f, arch, &l.alpha) != 0) return;
   mkc_tensor *t = calloc(f->n_tensors + 1, sizeof *t);
   int n = 0;

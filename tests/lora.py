@@ -6,6 +6,11 @@
       adapter.lora.alpha, NAME.lora_a [R][cols] in F16, NAME.lora_b [rows][R] in F32) for base
       matrices NAME of BASE. Its entries are multiples of 1/8 from -3/8 to 3/8 (SEED), so that
       every product and sum of the merge is exact in f32. --half: only NAME.lora_a.
+  lora.py peft BASE.gguf ADAPTER.gguf DIR [--rslora]
+      The same adapter as Hugging Face's PEFT saves it: DIR/adapter_config.json (r, lora_alpha,
+      use_rslora) and DIR/adapter_model.safetensors (base_model.model.MODULE.lora_A.weight as
+      the GGUF's lora_a, .lora_B.weight its lora_b with the Q/K rows back in HF's order:
+      llama.cpp's converter's permutation undone, each head's rows 2i + j to j * head_dim/2 + i).
   lora.py merge BASE.gguf OUT.gguf ADAPTER.gguf:SCALE...
       BASE with each adapter's delta merged, one adapter after the other, as llama.cpp's graph
       adds it: W += SCALE * alpha / R * (B A) (alpha 0: SCALE), the sum in f32 from W's bf16 (a
@@ -185,4 +190,46 @@ def merge(args):
     write(out, base.version, base.kv_bytes, base.n_kv, tensors)
 
 
-{"adapter": adapter, "merge": merge}[sys.argv[1]](sys.argv[2:])
+HF = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+      "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+      "ffn_down": "mlp.down_proj"}
+
+
+def peft(args):
+    import json, os
+    base, ad, out = Gguf(args[0]), Gguf(args[1]), args[2]
+    arch = base.kv["general.architecture"]
+    heads = {"attn_q": base.kv[arch + ".attention.head_count"],
+             "attn_k": base.kv[arch + ".attention.head_count_kv"]}
+    os.makedirs(out, exist_ok=True)
+    header, data, rank = {}, b"", 0
+    for name, ne, typ, _ in ad.tensors:
+        target, part = name.rsplit(".", 1)  # blk.N.attn_q.weight, lora_a
+        _, layer, kind, _ = target.split(".")
+        module = "base_model.model.model.layers.%s.%s.lora_%s.weight" % (
+            layer, HF[kind], "A" if part == "lora_a" else "B")
+        raw = ad.raw[name][:ne[0] * ne[1] * (2 if typ == F16 else 4)]
+        if part == "lora_b" and kind in heads:  # rows [out][r]: HF's order back
+            row, n_rows = ne[0] * 4, ne[1]
+            hd = n_rows // heads[kind]
+            rows = [raw[k * row:(k + 1) * row] for k in range(n_rows)]
+            hf = [None] * n_rows
+            for h in range(heads[kind]):
+                for i in range(hd // 2):
+                    for j in range(2):
+                        hf[h * hd + j * hd // 2 + i] = rows[h * hd + 2 * i + j]
+            raw = b"".join(hf)
+        rank = ne[1] if part == "lora_a" else ne[0]
+        header[module] = {"dtype": "F16" if typ == F16 else "F32", "shape": [ne[1], ne[0]],
+                          "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    open(os.path.join(out, "adapter_model.safetensors"), "wb").write(
+        struct.pack("<Q", len(text)) + text + data)
+    json.dump({"peft_type": "LORA", "r": rank, "lora_alpha": ad.kv["adapter.lora.alpha"],
+               "use_rslora": "--rslora" in args, "target_modules": sorted(set(HF.values()))},
+              open(os.path.join(out, "adapter_config.json"), "w"))
+
+
+{"adapter": adapter, "merge": merge, "peft": peft}[sys.argv[1]](sys.argv[2:])

@@ -51,6 +51,14 @@ for type in bf16 q8_0; do
   # self-speculation drafts with the adapted matrices as the target holds them (in bf16)
   same "$type base --lora with --draft-layers 1 --draft-max 3" "$base" "$tmp/m3.gguf" \
     --lora "$tmp/a1_$type.gguf" --lora-scaled "$tmp/a2_$type.gguf:0.25" --draft-layers 1 --draft-max 3
+  # the same adapter as PEFT saves it (B's Q/K rows in HF's order): the same model
+  python3 tests/lora.py peft "$base" "$tmp/a1_$type.gguf" "$tmp/peft_$type"
+  same "$type base --lora PEFT_FOLDER (adapter_config.json, adapter_model.safetensors)" "$base" "$tmp/m1.gguf" \
+    --lora "$tmp/peft_$type"
+  # use_rslora: alpha / sqrt(r) = 8 / 2, twice the plain 8 / 4
+  python3 tests/lora.py peft "$base" "$tmp/a1_$type.gguf" "$tmp/rs_$type" --rslora
+  python3 tests/lora.py merge "$base" "$tmp/m4.gguf" "$tmp/a1_$type.gguf:2"
+  same "$type base, a PEFT folder with use_rslora" "$base" "$tmp/m4.gguf" --lora "$tmp/rs_$type"
 done
 same "one --lora-scaled of two adapters, comma-separated" "$tmp/base_q8_0.gguf" "$tmp/m3.gguf" \
   --lora-scaled "$tmp/a1_q8_0.gguf:1,$tmp/a2_q8_0.gguf:0.25"
@@ -107,6 +115,27 @@ expect_error "half a pair" \
 expect_error "a rank-0 adapter" \
   "mkc: error: $tmp/rank0.gguf: tensor 'blk.0.attn_q.weight.lora_a': not a matrix" \
   -- run -m "$base" --lora "$tmp/rank0.gguf" --prompt-ids 1 -n 1
+# PEFT folders mkc does not merge: DoRA; a module of another model
+cp -r "$tmp/peft_bf16" "$tmp/dora"
+python3 -c 'import json,sys; p=sys.argv[1]; c=json.load(open(p)); c["use_dora"]=True; json.dump(c,open(p,"w"))' "$tmp/dora/adapter_config.json"
+expect_error "a DoRA folder" \
+  "mkc: error: $tmp/dora/adapter_config.json: use_dora: more than a LoRA's low-rank delta, which mkc merges; not followed" \
+  -- run -m "$base" --lora "$tmp/dora" --prompt-ids 1 -n 1
+python3 - "$tmp/peft_bf16/adapter_model.safetensors" "$tmp/other.safetensors" <<'PY'
+import json, struct, sys
+buf = open(sys.argv[1], "rb").read()
+n = struct.unpack_from("<Q", buf)[0]
+head = json.loads(buf[8:8 + n])
+head = {k.replace("self_attn.q_proj", "self_attn.qq_proj"): v for k, v in head.items()}
+text = json.dumps(head).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + buf[8 + n:])
+PY
+mkdir -p "$tmp/other" && mv "$tmp/other.safetensors" "$tmp/other/adapter_model.safetensors" \
+  && cp "$tmp/peft_bf16/adapter_config.json" "$tmp/other/"
+expect_error "a PEFT module the model has not" \
+  "mkc: error: $tmp/other/adapter_model.safetensors: tensor 'base_model.model.model.layers.0.self_attn.qq_proj.lora_A.weight': model.layers.0.self_attn.qq_proj.weight names no matrix of a llama model" \
+  -- run -m "$base" --lora "$tmp/other" --prompt-ids 1 -n 1
 expect_error "--lora-scaled without a scale" \
   "mkc: error: --lora-scaled: expected FILE:SCALE (a finite number), got '$tmp/half.gguf'" \
   -- run -m "$base" --lora-scaled "$tmp/half.gguf" --prompt-ids 1 -n 1

@@ -103,8 +103,7 @@ int mkc_loaded_plan(const mkc_cli *c, mkc_loaded_model *m) {
     o.model = d;
     o.preset = NULL;
     for (; m->n_lora < c->n_lora; m->n_lora++)
-      if (mkc_lora_open(c->lora[m->n_lora], c->lora_scale[m->n_lora], d->arch,
-                        &m->lora[m->n_lora]) != 0)
+      if (mkc_lora_open(c->lora[m->n_lora], c->lora_scale[m->n_lora], d, &m->lora[m->n_lora]) != 0)
         return -1;
     if (!c->dequant) {
       o.weight_type = m->n_lora ? mkc_loaded_weight_type : mkc_model_file_weight_type;

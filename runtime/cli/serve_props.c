@@ -170,11 +170,13 @@ void mkc_serve_lora_adapters(mkc_server *sv, int fd, const mkc_http_req *req) {
   cJSON *all = cJSON_CreateArray();
   for (int k = 0; k < m->n_lora; k++) { /* llama-server's fields */
     const char *task = "", *prefix = "";
-    mkc_gguf_get_str(m->lora[k].f, "adapter.lora.task_name", &task);
-    mkc_gguf_get_str(m->lora[k].f, "adapter.lora.prompt_prefix", &prefix);
+    if (m->lora[k].f) { /* a GGUF adapter's metadata (a PEFT folder has none of them) */
+      mkc_gguf_get_str(m->lora[k].f, "adapter.lora.task_name", &task);
+      mkc_gguf_get_str(m->lora[k].f, "adapter.lora.prompt_prefix", &prefix);
+    }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "id", k);
-    cJSON_AddStringToObject(o, "path", m->lora[k].f->path);
+    cJSON_AddStringToObject(o, "path", m->lora[k].path);
     cJSON_AddNumberToObject(o, "scale", m->lora[k].scale);
     cJSON_AddStringToObject(o, "task_name", task);
     cJSON_AddStringToObject(o, "prompt_prefix", prefix);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util/files.h"
 #include "util/text.h"
@@ -73,19 +74,25 @@ int mkc_lora_check(const mkc_gguf *f, const char *arch, double *alpha_out) {
   return rc ? -1 : 0;
 }
 
-int mkc_lora_open(const char *path, float scale, const char *arch, mkc_lora *l) {
+int mkc_lora_open(const char *path, float scale, const mkc_model_desc *d, mkc_lora *l) {
   memset(l, 0, sizeof *l);
+  struct stat st;
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) return mkc_lora_open_peft(path, scale, d, l);
+  const char *arch = d->arch;
   mkc_gguf *f = mkc_gguf_open(path);
   double alpha;
   if (!f || mkc_lora_check(f, arch, &alpha) != 0) {
     if (f) mkc_gguf_close(f);
     return -1;
   }
-  *l = (mkc_lora){.f = f, .scale = scale, .alpha = alpha};
+  *l = (mkc_lora){.f = f, .scale = scale, .alpha = alpha, .path = f->path};
   return 0;
 }
 
 int mkc_lora_adapts(const mkc_lora *l, const char *name) {
+  for (int k = 0; k < l->n_pairs; k++)
+    if (!strcmp(l->pairs[k].name, name)) return 1;
+  if (!l->f) return 0;
   char buf[512];
   if (strlen(name) + sizeof SUFFIX_A > sizeof buf) return 0;
   snprintf(buf, sizeof buf, "%s%s", name, SUFFIX_A);
@@ -128,30 +135,47 @@ static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) 
   return 0;
 }
 
+/* The base weight called name (name_len bytes) in w, checked to take a delta of B's rows and
+ * A's columns; NULL after a message naming src. */
+static mkc_tensor *base_of(const char *src, mkc_weights *w, const char *name, size_t name_len,
+                           int rows, int cols) {
+  mkc_tensor *t = NULL;
+  for (int k = 0; k < w->n && !t; k++)
+    if (strlen(w->t[k].name) == name_len && !strncmp(w->t[k].name, name, name_len)) t = &w->t[k];
+  if (!t)
+    return mkc_error_in(src,
+                        "LoRA tensor '%.*s' does not exist in the base model (maybe the wrong "
+                        "base model?)",
+                        (int)name_len, mkc_shown(name)),
+           NULL;
+  if (cols != t->cols || rows != t->rows || !t->data)
+    return mkc_error_in(src,
+                        "LoRA tensor '%s': a delta of [%d, %d] does not fit the model's [%d, %d]%s "
+                        "(maybe the wrong base model?)",
+                        t->name, rows, cols, t->rows, t->cols, t->data ? "" : " kept in blocks"),
+           NULL;
+  return t;
+}
+
 int mkc_lora_apply(const mkc_lora *l, mkc_weights *w) {
-  const mkc_gguf *f = l->f;
   int merged = 0, rank = 0;
   float s = 0;
-  for (uint64_t i = 0; i < f->n_tensors; i++) {
+  for (int k = 0; k < l->n_pairs; k++) { /* a PEFT folder's, read at open */
+    const mkc_lora_pair *p = &l->pairs[k];
+    mkc_tensor *t = base_of(l->path, w, p->name, strlen(p->name), p->rows, p->cols);
+    if (!t) return -1;
+    if (merge(t, p->a, p->b, p->rank, p->s) != 0)
+      return mkc_error_in(l->path, "out of memory merging '%s'", t->name);
+    merged++, rank = p->rank, s = p->s;
+  }
+  const mkc_gguf *f = l->f;
+  for (uint64_t i = 0; f && i < f->n_tensors; i++) {
     const mkc_gguf_tensor *a = &f->tensors[i];
     if (!ends_with(a->name, SUFFIX_A)) continue;
     const mkc_gguf_tensor *b = partner(f, a->name, SUFFIX_B);
-    size_t base_len = strlen(a->name) - strlen(SUFFIX_A);
-    mkc_tensor *t = NULL;
-    for (int k = 0; k < w->n && !t; k++)
-      if (strlen(w->t[k].name) == base_len && !strncmp(w->t[k].name, a->name, base_len))
-        t = &w->t[k];
-    if (!t)
-      return mkc_error_in(f->path,
-                          "LoRA tensor '%.*s' does not exist in the base model (maybe the wrong "
-                          "base model?)",
-                          (int)base_len, mkc_shown(a->name));
-    if (a->ne[0] != t->cols || b->ne[1] != t->rows || !t->data)
-      return mkc_error_in(f->path,
-                          "LoRA tensor '%s': [%d, %d] x [%d, %d] does not fit the model's [%d, "
-                          "%d]%s (maybe the wrong base model?)",
-                          t->name, (int)b->ne[1], (int)b->ne[0], (int)a->ne[1], (int)a->ne[0],
-                          t->rows, t->cols, t->data ? "" : " kept in blocks");
+    mkc_tensor *t = base_of(f->path, w, a->name, strlen(a->name) - strlen(SUFFIX_A), (int)b->ne[1],
+                            (int)a->ne[0]);
+    if (!t) return -1;
     rank = (int)a->ne[1];
     s = l->alpha != 0 ? (float)(l->scale * l->alpha / rank) : l->scale; /* llama.cpp's */
     float *fa = read_f32(l, a), *fb = fa ? read_f32(l, b) : NULL;
@@ -161,12 +185,16 @@ int mkc_lora_apply(const mkc_lora *l, mkc_weights *w) {
     if (rc != 0) return fb ? mkc_error_in(f->path, "out of memory merging '%s'", t->name) : -1;
     merged++;
   }
-  fprintf(stderr, "mkc: %s: LoRA merged into %d matrices (rank %d, scale %g: %g x alpha %g / %d)\n",
-          f->path, merged, rank, s, l->scale, l->alpha, rank);
+  fprintf(stderr,
+          "mkc: %s: LoRA merged into %d matrices (rank %d, scale %g: %g x alpha %g / %s%d)\n",
+          l->path, merged, rank, s, l->scale, l->alpha, l->rslora ? "sqrt " : "", rank);
   return 0;
 }
 
 void mkc_lora_close(mkc_lora *l) {
   if (l->f) mkc_gguf_close(l->f);
-  l->f = NULL;
+  for (int k = 0; k < l->n_pairs; k++)
+    free(l->pairs[k].name), free(l->pairs[k].a), free(l->pairs[k].b);
+  free(l->pairs);
+  memset(l, 0, sizeof *l);
 }

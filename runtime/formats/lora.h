@@ -11,20 +11,40 @@
 #ifndef MKC_LORA_H
 #define MKC_LORA_H
 
+#include "codegen/model_desc.h"
 #include "gguf.h"
 #include "weights.h"
 
 #define MKC_LORA_MAX 8 /* adapters at once */
 
+/* One adapted matrix of a PEFT folder, read at open: A [rank][cols], B [rows][rank] (its rows in
+ * the GGUF layout), the delta's scale. */
+typedef struct mkc_lora_pair {
+  char *name; /* the base weight's GGUF name */
+  int rank, rows, cols;
+  float *a, *b;
+  float s;
+} mkc_lora_pair;
+
 typedef struct mkc_lora {
-  mkc_gguf *f;
+  mkc_gguf *f;  /* a GGUF adapter; NULL for a PEFT folder (pairs) */
   float scale;  /* the user's (--lora: 1) */
-  double alpha; /* adapter.lora.alpha (0: none) */
+  double alpha; /* adapter.lora.alpha, lora_alpha (0: none) */
+  const char *path;
+  mkc_lora_pair *pairs; /* a PEFT folder's */
+  int n_pairs;
+  int rslora; /* PEFT's use_rslora: alpha / sqrt(r) */
 } mkc_lora;
 
-/* Opens path as an adapter for a model of architecture arch (mkc_lora_check). 0, or -1 after
- * a message. */
-int mkc_lora_open(const char *path, float scale, const char *arch, mkc_lora *l);
+/* Opens path as an adapter for the model d describes: a GGUF file (mkc_lora_check), or a folder
+ * as Hugging Face's PEFT saves a LoRA (adapter_config.json: r, lora_alpha, use_rslora;
+ * adapter_model.safetensors: base_model.model.MODULE.lora_A.weight [r][in] and .lora_B.weight
+ * [out][r], read under their GGUF names with B's Q/K rows permuted as the model's are;
+ * scale * lora_alpha / r, or / sqrt(r) with use_rslora, as PEFT scales them; DoRA, rank and
+ * alpha patterns and modules saved whole refused). 0, or -1 after a message. */
+int mkc_lora_open(const char *path, float scale, const struct mkc_model_desc *d, mkc_lora *l);
+/* The PEFT folder's part of mkc_lora_open (lora_peft.c). */
+int mkc_lora_open_peft(const char *dir, float scale, const struct mkc_model_desc *d, mkc_lora *l);
 /* An opened GGUF as an adapter for arch: its type and architecture, every tensor a .lora_a or
  * .lora_b of a pair (a norm vector, which llama.cpp passes over too, is left out with a
  * warning), each pair's ranks agreeing; adapter.lora.alpha (0 when absent) in *alpha. 0, or -1
