@@ -5,7 +5,8 @@
  * as the weights of a graph made from them, in both RoPE layouts and as
  * Gemma's names, so the conversions, the Q/K permutation and Gemma's norm
  * offset run too, and layer 0's experts as each experts' layout joins them.
- * The same bytes are then parsed as a config.json.
+ * The file is read as a PEFT LoRA adapter too and merged into matrices of its shapes.
+ * The same bytes are then parsed as a config.json and an adapter_config.json.
  * Seeds in fuzz/corpus/safetensors: small files from mkc's writer and from
  * the safetensors Python package, near-valid ones, and config.json samples. */
 #include <limits.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "formats/hf.h"
+#include "formats/lora.h"
 #include "formats/safetensors.h"
 
 static void walk(const mkc_safetensors *st) {
@@ -92,6 +94,33 @@ static void load_experts(const mkc_safetensors *st, const char *arch) {
   if (w.n || w.t) abort(); /* freed, or emptied on failure */
 }
 
+/* The file as a PEFT adapter of a llama model (2 heads, 1 KV head of 4): its pairs read (any
+ * rank), then merged into zeroed bf16 matrices of the shapes they name. */
+static void as_lora(const mkc_safetensors *st) {
+  mkc_model_desc d = {.arch = "llama", .n_heads = 2, .n_kv_heads = 1, .head_dim = 4};
+  d.rope_layout = MKC_ROPE_INTERLEAVED;
+  mkc_lora l = {.scale = 1, .alpha = 8, .path = "fuzz"};
+  if (mkc_lora_peft_pairs(st, "fuzz", 0, 1, &d, &l) == 0) {
+    mkc_tensor *t = calloc((size_t)l.n_pairs + 1, sizeof *t);
+    int n = 0;
+    for (int k = 0; t && k < l.n_pairs; k++) {
+      const mkc_lora_pair *p = &l.pairs[k];
+      if ((int64_t)p->rows * p->cols > (1 << 16)) continue;
+      t[n] = (mkc_tensor){.name = p->name,
+                          .rows = p->rows,
+                          .cols = p->cols,
+                          .type = MKC_GGML_BF16,
+                          .data = calloc((size_t)p->rows * p->cols + 1, 2)};
+      if (t[n].data) n++;
+    }
+    mkc_weights w = {.n = n, .t = t};
+    if (t && n == l.n_pairs) mkc_lora_apply(&l, &w);
+    for (int k = 0; k < n; k++) free(t[k].data);
+    free(t);
+  }
+  mkc_lora_close(&l);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   mkc_safetensors *st = mkc_st_open_memory(data, size, "fuzz.safetensors");
   if (st) {
@@ -106,8 +135,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     load_experts(st, "qwen3moe");
     load_experts(st, "mixtral");
     load_experts(st, "granitemoe");
+    as_lora(st);
     mkc_st_close(st);
   }
+  int r, rslora; /* the bytes as a PEFT adapter_config.json */
+  double alpha;
+  if (mkc_lora_peft_config((const char *)data, size, "fuzz/adapter_config.json", &r, &alpha,
+                           &rslora) == 0 &&
+      r < 1)
+    abort();
   mkc_model_desc d;
   if (mkc_hf_config_parse((const char *)data, size, "fuzz/config.json", "fuzz/Some_Model", &d) ==
       0) {

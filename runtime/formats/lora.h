@@ -43,8 +43,16 @@ typedef struct mkc_lora {
  * scale * lora_alpha / r, or / sqrt(r) with use_rslora, as PEFT scales them; DoRA, rank and
  * alpha patterns and modules saved whole refused). 0, or -1 after a message. */
 int mkc_lora_open(const char *path, float scale, const struct mkc_model_desc *d, mkc_lora *l);
-/* The PEFT folder's part of mkc_lora_open (lora_peft.c). */
+/* The PEFT folder's part of mkc_lora_open (lora_peft.c), and its two halves: the config's text
+ * (path names it in messages) into r, lora_alpha and use_rslora; and an open safetensors'
+ * pairs into l (its alpha and rslora set; r 0: each pair's own rank), l's pairs the close's to
+ * free. 0, or -1 after a message. */
 int mkc_lora_open_peft(const char *dir, float scale, const struct mkc_model_desc *d, mkc_lora *l);
+struct mkc_safetensors;
+int mkc_lora_peft_config(const char *text, size_t n, const char *path, int *r, double *alpha,
+                         int *rslora);
+int mkc_lora_peft_pairs(const struct mkc_safetensors *st, const char *path, int r, float scale,
+                        const struct mkc_model_desc *d, mkc_lora *l);
 /* An opened GGUF as an adapter for arch: its type and architecture, every tensor a .lora_a or
  * .lora_b of a pair (a norm vector, which llama.cpp passes over too, is left out with a
  * warning), each pair's ranks agreeing; adapter.lora.alpha (0 when absent) in *alpha. 0, or -1

@@ -17,16 +17,9 @@
 static const char PREFIX[] = "base_model.model.", SUFFIX_A[] = ".lora_A.weight",
                   SUFFIX_B[] = ".lora_B.weight";
 
-/* The config's r, lora_alpha and use_rslora; what PEFT can save that is no plain LoRA refused.
- * 0, or -1 after a message. */
-static int read_config(const char *dir, int *r, double *alpha, int *rslora) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/adapter_config.json", dir);
-  size_t n;
-  char *text = mkc_read_file(path, &n);
-  if (!text) return mkc_error_in(path, "cannot be read: a PEFT adapter's folder holds it");
+int mkc_lora_peft_config(const char *text, size_t n, const char *path, int *r, double *alpha,
+                         int *rslora) {
   cJSON *o = cJSON_ParseWithLength(text, n);
-  free(text);
   const cJSON *type = cJSON_GetObjectItemCaseSensitive(o, "peft_type"),
               *rv = cJSON_GetObjectItemCaseSensitive(o, "r"),
               *av = cJSON_GetObjectItemCaseSensitive(o, "lora_alpha");
@@ -58,6 +51,18 @@ static int read_config(const char *dir, int *r, double *alpha, int *rslora) {
                         "followed",
                         named);
   return fault ? mkc_error_in(path, "%s", fault) : 0;
+}
+
+/* DIR/adapter_config.json through mkc_lora_peft_config. */
+static int read_config(const char *dir, int *r, double *alpha, int *rslora) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/adapter_config.json", dir);
+  size_t n;
+  char *text = mkc_read_file(path, &n);
+  if (!text) return mkc_error_in(path, "cannot be read: a PEFT adapter's folder holds it");
+  int rc = mkc_lora_peft_config(text, n, path, r, alpha, rslora);
+  free(text);
+  return rc;
 }
 
 /* Tensor t ([rows][cols] of F32, F16 or BF16) as floats (malloc'd), or NULL after a message. */
@@ -118,17 +123,9 @@ static int read_pair(const char *path, const mkc_safetensors *st, const mkc_st_t
   return p->name && p->a && p->b ? 0 : mkc_error_in(path, "out of memory");
 }
 
-int mkc_lora_open_peft(const char *dir, float scale, const mkc_model_desc *d, mkc_lora *l) {
-  memset(l, 0, sizeof *l);
-  int r = 0;
-  double alpha = 0;
-  if (read_config(dir, &r, &alpha, &l->rslora) != 0) return -1;
-  char path[4200];
-  snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
-  mkc_safetensors *st = mkc_st_open(path);
-  if (!st) return -1;
+int mkc_lora_peft_pairs(const mkc_safetensors *st, const char *path, int r, float scale,
+                        const mkc_model_desc *d, mkc_lora *l) {
   int n = mkc_st_count(st), rc = 0;
-  l->path = dir, l->scale = scale, l->alpha = alpha;
   l->pairs = calloc((size_t)n + 1, sizeof *l->pairs);
   if (!l->pairs) rc = mkc_error_in(path, "out of memory");
   for (int i = 0; rc == 0 && i < n; i++) {
@@ -140,14 +137,29 @@ int mkc_lora_open_peft(const char *dir, float scale, const mkc_model_desc *d, mk
       rc = mkc_error_in(path, "tensor '%s': not a .lora_A or .lora_B weight", mkc_shown(t->name));
     else if (a && (rc = read_pair(path, st, t, d, &l->pairs[l->n_pairs])) == 0) {
       mkc_lora_pair *p = &l->pairs[l->n_pairs++];
-      p->s = (float)(scale * alpha / (l->rslora ? sqrt(r) : r)); /* PEFT's scaling */
-      if (p->rank != r)
+      int rank = r > 0 ? r : p->rank;
+      p->s = (float)(scale * l->alpha / (l->rslora ? sqrt(rank) : rank)); /* PEFT's scaling */
+      if (p->rank != rank)
         rc = mkc_error_in(path, "tensor '%s': rank %d, where adapter_config.json's r is %d",
                           mkc_shown(t->name), p->rank, r);
     } else if (a) { /* a half-read pair is the close's to free */
       l->n_pairs++;
     }
   }
+  return rc;
+}
+
+int mkc_lora_open_peft(const char *dir, float scale, const mkc_model_desc *d, mkc_lora *l) {
+  memset(l, 0, sizeof *l);
+  int r = 0;
+  double alpha = 0;
+  if (read_config(dir, &r, &alpha, &l->rslora) != 0) return -1;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/adapter_model.safetensors", dir);
+  mkc_safetensors *st = mkc_st_open(path);
+  if (!st) return -1;
+  l->path = dir, l->scale = scale, l->alpha = alpha;
+  int rc = mkc_lora_peft_pairs(st, path, r, scale, d, l);
   mkc_st_close(st);
   if (rc) mkc_lora_close(l);
   return rc;
