@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util/clock.h"
 #include "util/files.h"
 #include "util/text.h"
 
@@ -158,36 +159,47 @@ static mkc_tensor *base_of(const char *src, mkc_weights *w, const char *name, si
 }
 
 int mkc_lora_apply(const mkc_lora *l, mkc_weights *w) {
-  int merged = 0, rank = 0;
-  float s = 0;
-  for (int k = 0; k < l->n_pairs; k++) { /* a PEFT folder's, read at open */
-    const mkc_lora_pair *p = &l->pairs[k];
-    mkc_tensor *t = base_of(l->path, w, p->name, strlen(p->name), p->rows, p->cols);
-    if (!t) return -1;
-    if (merge(t, p->a, p->b, p->rank, p->s) != 0)
-      return mkc_error_in(l->path, "out of memory merging '%s'", t->name);
-    merged++, rank = p->rank, s = p->s;
-  }
   const mkc_gguf *f = l->f;
-  for (uint64_t i = 0; f && i < f->n_tensors; i++) {
-    const mkc_gguf_tensor *a = &f->tensors[i];
-    if (!ends_with(a->name, SUFFIX_A)) continue;
-    const mkc_gguf_tensor *b = partner(f, a->name, SUFFIX_B);
-    mkc_tensor *t = base_of(f->path, w, a->name, strlen(a->name) - strlen(SUFFIX_A), (int)b->ne[1],
-                            (int)a->ne[0]);
-    if (!t) return -1;
-    rank = (int)a->ne[1];
-    s = l->alpha != 0 ? (float)(l->scale * l->alpha / rank) : l->scale; /* llama.cpp's */
-    float *fa = read_f32(l, a), *fb = fa ? read_f32(l, b) : NULL;
-    int rc = fb ? merge(t, fa, fb, rank, s) : -1;
-    free(fa);
-    free(fb);
-    if (rc != 0) return fb ? mkc_error_in(f->path, "out of memory merging '%s'", t->name) : -1;
-    merged++;
+  int merged = 0, rank = 0, pairs = l->n_pairs;
+  float s = 0;
+  double t0 = mkc_seconds();
+  /* pass 0 checks every pair against the model; pass 1 merges (r multiply-adds a weight, on one
+   * core: a big model's take a while, so the note comes first) */
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1)
+      fprintf(stderr, "mkc: %s: merging the LoRA into %d matrices...\n", l->path, pairs);
+    for (int k = 0; k < l->n_pairs; k++) { /* a PEFT folder's, read at open */
+      const mkc_lora_pair *p = &l->pairs[k];
+      mkc_tensor *t = base_of(l->path, w, p->name, strlen(p->name), p->rows, p->cols);
+      if (!t) return -1;
+      if (pass == 1 && merge(t, p->a, p->b, p->rank, p->s) != 0)
+        return mkc_error_in(l->path, "out of memory merging '%s'", t->name);
+      merged += pass, rank = p->rank, s = p->s;
+    }
+    for (uint64_t i = 0; f && i < f->n_tensors; i++) {
+      const mkc_gguf_tensor *a = &f->tensors[i];
+      if (!ends_with(a->name, SUFFIX_A)) continue;
+      const mkc_gguf_tensor *b = partner(f, a->name, SUFFIX_B);
+      mkc_tensor *t = base_of(f->path, w, a->name, strlen(a->name) - strlen(SUFFIX_A),
+                              (int)b->ne[1], (int)a->ne[0]);
+      if (!t) return -1;
+      pairs += !pass;
+      if (!pass) continue;
+      rank = (int)a->ne[1];
+      s = l->alpha != 0 ? (float)(l->scale * l->alpha / rank) : l->scale; /* llama.cpp's */
+      float *fa = read_f32(l, a), *fb = fa ? read_f32(l, b) : NULL;
+      int rc = fb ? merge(t, fa, fb, rank, s) : -1;
+      free(fa);
+      free(fb);
+      if (rc != 0) return fb ? mkc_error_in(f->path, "out of memory merging '%s'", t->name) : -1;
+      merged++;
+    }
   }
   fprintf(stderr,
-          "mkc: %s: LoRA merged into %d matrices (rank %d, scale %g: %g x alpha %g / %s%d)\n",
-          l->path, merged, rank, s, l->scale, l->alpha, l->rslora ? "sqrt " : "", rank);
+          "mkc: %s: LoRA merged into %d matrices (rank %d, scale %g: %g x alpha %g / %s%d) in %.1f "
+          "s\n",
+          l->path, merged, rank, s, l->scale, l->alpha, l->rslora ? "sqrt " : "", rank,
+          mkc_seconds() - t0);
   return 0;
 }
 
