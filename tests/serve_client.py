@@ -387,7 +387,7 @@ def main():
         return anthropic_stream(c, sys.argv[3], sys.argv[4])
     if what == "responses":
         return responses_stream(c, sys.argv[3], sys.argv[4])
-    if what in ("GET", "POST"):
+    if what in ("GET", "POST", "DELETE"):
         body = sys.argv[4] if len(sys.argv) > 4 else None
         headers = {"Content-Type": "application/json"}
         if os.environ.get("AUTH"):

@@ -118,6 +118,8 @@ refused "a function_call without call_id" 400 "input[1]: a function_call has str
 refused "text.format of another type" 400 "text.format: {\"type\": \"text\"}" POST /v1/responses \
   '{"input": "a", "text": {"format": {"type": "xml"}}}'
 refused "GET" 405 "use POST" GET /v1/responses
+refused "a stored response asked for" 404 "mkc stores no responses" GET /v1/responses/resp_1
+refused "... or deleted" 404 "mkc stores no responses" DELETE /v1/responses/resp_1
 stop resp
 
 # on the slots (--parallel 2): two responses at once, one streamed, each the plain server's text

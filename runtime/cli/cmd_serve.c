@@ -508,6 +508,11 @@ int mkc_serve_route(mkc_server *sv, int fd, const mkc_http_req *req) {
       mkc_respond_error(fd, 400, why);
     else
       rc = generate(sv, fd, &r, p, cors);
+  } else if ((!strncmp(p, "/v1/responses/", 14) || !strncmp(p, "/responses/", 11)) &&
+             !strstr(p, "/input_tokens")) { /* a stored response's: retrieve, delete, cancel */
+    mkc_respond_error(fd, 404,
+                      "mkc stores no responses (store is not followed): each answer is "
+                      "given once, to its request");
   } else if (!strcmp(p, "/v1/responses/input_tokens") || !strcmp(p, "/responses/input_tokens") ||
              !strcmp(p, "/v1/chat/completions/input_tokens") ||
              !strcmp(p, "/chat/completions/input_tokens")) { /* llama-server's counts */
