@@ -1,10 +1,12 @@
 /* LoRA adapters merged into the weights at load (lora.h). */
 #include "lora.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util/clock.h"
 #include "util/files.h"
@@ -116,23 +118,62 @@ static float *read_f32(const mkc_lora *l, const mkc_gguf_tensor *t) {
   return NULL;
 }
 
-/* W += s * B A for one pair: W [rows][cols] bf16, A [r][cols], B [rows][r]. 0, or -1 when out
- * of memory. */
-static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) {
-  float *row = malloc((size_t)w->cols * sizeof *row);
-  if (!row) return -1;
-  for (int o = 0; o < w->rows; o++) {
-    memset(row, 0, (size_t)w->cols * sizeof *row);
-    for (int k = 0; k < r; k++) {
-      float bk = b[(size_t)o * r + k];
-      const float *ak = a + (size_t)k * w->cols;
-      for (int i = 0; i < w->cols; i++) row[i] += bk * ak[i];
+/* W's rows [from, to) += s * B A, for one pair: W [rows][cols] bf16, A [r][cols], B [rows][r];
+ * row: cols floats of room. Each row's sum is the same whichever thread works it out. */
+typedef struct merge_job {
+  mkc_tensor *w;
+  const float *a, *b;
+  int r, from, to;
+  float s;
+  float *row;
+} merge_job;
+
+static void *merge_rows(void *arg) {
+  const merge_job *j = arg;
+  mkc_tensor *w = j->w;
+  for (int o = j->from; o < j->to; o++) {
+    memset(j->row, 0, (size_t)w->cols * sizeof *j->row);
+    for (int k = 0; k < j->r; k++) {
+      float bk = j->b[(size_t)o * j->r + k];
+      const float *ak = j->a + (size_t)k * w->cols;
+      for (int i = 0; i < w->cols; i++) j->row[i] += bk * ak[i];
     }
     uint16_t *wo = w->data + (size_t)o * w->cols;
     for (int i = 0; i < w->cols; i++)
-      wo[i] = mkc_float_to_bf16(mkc_bf16_to_float(wo[i]) + s * row[i]);
+      wo[i] = mkc_float_to_bf16(mkc_bf16_to_float(wo[i]) + j->s * j->row[i]);
   }
-  free(row);
+  return NULL;
+}
+
+#define MERGE_THREADS 16
+
+/* W += s * B A, its rows shared among the cores (up to MERGE_THREADS; rows * cols * r
+ * multiply-adds, a minute of one core for a 7B model's at rank 16). 0, or -1 when out of
+ * memory. */
+static int merge(mkc_tensor *w, const float *a, const float *b, int r, float s) {
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int n = cores < 1 ? 1 : cores > MERGE_THREADS ? MERGE_THREADS : (int)cores;
+  if (n > w->rows / 16) n = w->rows / 16 > 0 ? w->rows / 16 : 1; /* a small matrix: one */
+  merge_job jobs[MERGE_THREADS];
+  pthread_t threads[MERGE_THREADS];
+  float *rows = malloc((size_t)n * w->cols * sizeof *rows);
+  if (!rows) return -1;
+  int started = 0;
+  for (int t = 0; t < n; t++) {
+    jobs[t] = (merge_job){w,
+                          a,
+                          b,
+                          r,
+                          (int)((long)w->rows * t / n),
+                          (int)((long)w->rows * (t + 1) / n),
+                          s,
+                          rows + (size_t)t * w->cols};
+    if (t > 0 && pthread_create(&threads[t], NULL, merge_rows, &jobs[t]) == 0) started |= 1 << t;
+  }
+  merge_rows(&jobs[0]);
+  for (int t = 1; t < n; t++) /* a thread that did not start: its rows here */
+    started &(1 << t) ? (void)pthread_join(threads[t], NULL) : (void)merge_rows(&jobs[t]);
+  free(rows);
   return 0;
 }
 
